@@ -1,0 +1,67 @@
+//! [`AgentBackend`]: the one trait every agent implements.
+
+use async_trait::async_trait;
+
+use crate::capability::CapabilitySet;
+use crate::error::AgentError;
+use crate::kind::AgentKind;
+use crate::kit::replay::RecordingFormat;
+use crate::kit::Protocol;
+use crate::request::RunRequest;
+use crate::run::RunHandle;
+
+/// An agent that can run prompts. Implement `kind`, `capabilities` and `run`; the kit in
+/// [`crate::kit`] does the spawning, reading, bounding and cancelling.
+#[async_trait]
+pub trait AgentBackend: Send + Sync {
+    /// The backend's agent kind.
+    fn kind(&self) -> AgentKind;
+
+    /// Every capability id the backend advertises (and its tests prove).
+    fn capabilities(&self) -> CapabilitySet;
+
+    /// The extension option keys the backend understands; any other key fails closed.
+    fn extension_keys(&self) -> &'static [&'static str] {
+        &[]
+    }
+
+    /// Starts a run. Validation errors come back before anything is spawned.
+    async fn run(&self, request: RunRequest) -> Result<RunHandle, AgentError>;
+
+    /// The converter that turns a recorded native log of this agent into events, for replay.
+    fn replay_protocol(&self, format: RecordingFormat) -> Result<Box<dyn Protocol>, AgentError> {
+        let _ = format;
+        Err(AgentError::Replay { reason: format!("backend `{}` cannot replay recordings", self.kind()) })
+    }
+
+    /// Checks a request against the backend's capabilities and extension keys; `run` calls it
+    /// first, and so does the gateway.
+    fn validate(&self, request: &RunRequest) -> Result<(), AgentError> {
+        validate_request(&self.kind(), &self.capabilities(), self.extension_keys(), request)
+    }
+}
+
+/// The checks every run goes through before spawning: a non-empty prompt, an existing working
+/// directory, every needed capability advertised, and only known extension keys.
+pub fn validate_request(kind: &AgentKind, capabilities: &CapabilitySet, extension_keys: &[&str], request: &RunRequest) -> Result<(), AgentError> {
+    if request.prompt.text.trim().is_empty() {
+        return Err(AgentError::InvalidRequest { reason: "the prompt is empty".into() });
+    }
+    if let Some(dir) = &request.working_dir {
+        if !dir.is_dir() {
+            return Err(AgentError::InvalidRequest { reason: format!("working directory {} does not exist", dir.display()) });
+        }
+    }
+    for needed in request.required_capabilities() {
+        if !capabilities.contains(needed) {
+            return Err(AgentError::UnsupportedCapability { kind: kind.to_string(), capability: needed.to_string() });
+        }
+    }
+    if let Some(key) = request.extensions.keys().find(|k| !extension_keys.contains(&k.as_str())) {
+        return Err(AgentError::UnknownExtension { kind: kind.to_string(), key: key.clone() });
+    }
+    if request.timeout.is_some_and(|t| t.is_zero()) {
+        return Err(AgentError::InvalidRequest { reason: "the timeout is zero".into() });
+    }
+    Ok(())
+}

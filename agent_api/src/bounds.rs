@@ -1,0 +1,147 @@
+//! The one implementation of the wrapper-event bounds of seed 004 (`spec/event-envelope.md`).
+//!
+//! Every wrapper event of every backend passes through [`enforce`]; completion data passes
+//! through [`bound_data`]. Enforcing twice changes nothing.
+
+use serde_json::Value;
+
+use crate::event::{AgentWrapperEvent, AgentWrapperEventKind};
+
+/// Largest `channel`, in UTF-8 bytes; a longer channel becomes `None`.
+pub const CHANNEL_BOUND: usize = 128;
+/// Largest `text`, in UTF-8 bytes; longer `TextOutput` text is split into several events.
+pub const TEXT_BOUND: usize = 65_536;
+/// Largest `message`, in UTF-8 bytes; a longer message is truncated with [`TRUNCATION_SUFFIX`].
+pub const MESSAGE_BOUND: usize = 4_096;
+/// Largest `data`, in serialized JSON bytes; larger data is replaced by [`oversize_marker`].
+pub const DATA_BOUND: usize = 65_536;
+/// Appended to a truncated message.
+pub const TRUNCATION_SUFFIX: &str = "…(truncated)";
+
+/// `{"dropped":{"reason":"oversize"}}`, the replacement for oversized data.
+pub fn oversize_marker() -> Value {
+    serde_json::json!({ "dropped": { "reason": "oversize" } })
+}
+
+/// `serde_json::to_vec(value).len()`, counted without building the bytes.
+pub fn serialized_json_bytes(value: &Value) -> usize {
+    struct Counter(usize);
+    impl std::io::Write for Counter {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut counter = Counter(0);
+    serde_json::to_writer(&mut counter, value).expect("a Value always serializes");
+    counter.0
+}
+
+/// The longest prefix of `s` that is at most `max` bytes and ends on a char boundary.
+pub fn utf8_prefix(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+/// Truncates `message` to `bound` bytes with the seed-004 suffix algorithm.
+///
+/// ```
+/// let long = "x".repeat(5000);
+/// let cut = agent_api::bounds::truncate_message(&long, 4096);
+/// assert_eq!(cut.len(), 4096);
+/// assert!(cut.ends_with("…(truncated)"));
+/// ```
+pub fn truncate_message(message: &str, bound: usize) -> String {
+    if message.len() <= bound {
+        return message.to_string();
+    }
+    if bound > TRUNCATION_SUFFIX.len() {
+        let mut out = utf8_prefix(message, bound - TRUNCATION_SUFFIX.len()).to_string();
+        out.push_str(TRUNCATION_SUFFIX);
+        out
+    } else {
+        utf8_prefix("…", bound).to_string()
+    }
+}
+
+/// Splits `text` into consecutive pieces of at most `bound` bytes at char boundaries.
+/// The pieces concatenate back to `text`; an empty text gives one empty piece.
+pub fn split_text(text: &str, bound: usize) -> Vec<&str> {
+    assert!(bound >= 4, "a bound below 4 bytes cannot hold every char");
+    let mut pieces = Vec::with_capacity(text.len() / bound + 1);
+    let mut rest = text;
+    loop {
+        let piece = utf8_prefix(rest, bound);
+        pieces.push(piece);
+        rest = &rest[piece.len()..];
+        if rest.is_empty() {
+            return pieces;
+        }
+    }
+}
+
+/// `data` itself when it fits [`DATA_BOUND`], else [`oversize_marker`].
+pub fn bound_data(data: Value) -> Value {
+    if serialized_json_bytes(&data) <= DATA_BOUND {
+        data
+    } else {
+        oversize_marker()
+    }
+}
+
+/// Applies every bound to one event. Oversized `TextOutput` text becomes several events in
+/// order; every other field is bounded in place, so other kinds always give exactly one event.
+pub fn enforce(mut event: AgentWrapperEvent) -> Vec<AgentWrapperEvent> {
+    if event.channel.as_ref().is_some_and(|c| c.len() > CHANNEL_BOUND) {
+        event.channel = None;
+    }
+    if let Some(m) = &event.message {
+        if m.len() > MESSAGE_BOUND {
+            event.message = Some(truncate_message(m, MESSAGE_BOUND));
+        }
+    }
+    if let Some(d) = event.data.take() {
+        event.data = Some(bound_data(d));
+    }
+    match event.text.take() {
+        Some(text) if text.len() > TEXT_BOUND && event.kind == AgentWrapperEventKind::TextOutput => {
+            split_text(&text, TEXT_BOUND)
+                .into_iter()
+                .map(|piece| {
+                    let mut part = event.clone();
+                    part.text = Some(piece.to_string());
+                    part
+                })
+                .collect()
+        }
+        Some(text) if text.len() > TEXT_BOUND => {
+            // Only TextOutput is split (seed 004); other kinds keep one event and a cut text.
+            event.text = Some(truncate_message(&text, TEXT_BOUND));
+            vec![event]
+        }
+        text => {
+            event.text = text;
+            vec![event]
+        }
+    }
+}
+
+/// Whether an event satisfies every bound (what [`enforce`] guarantees).
+pub fn within_bounds(event: &AgentWrapperEvent) -> bool {
+    event.channel.as_ref().is_none_or(|c| c.len() <= CHANNEL_BOUND)
+        && event.text.as_ref().is_none_or(|t| t.len() <= TEXT_BOUND)
+        && event.message.as_ref().is_none_or(|m| m.len() <= MESSAGE_BOUND)
+        && event.data.as_ref().is_none_or(|d| serialized_json_bytes(d) <= DATA_BOUND)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,194 @@
+//! [`AgentError`]: every way a request or a run can fail, as one enum to match on.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Every failure `agent_api` reports. Match on the variant; never compare messages.
+///
+/// Messages never quote a raw backend line or stderr text: fields hold parsed, bounded values.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AgentError {
+    /// An agent kind did not match `^[a-z][a-z0-9_]*$`.
+    #[error("invalid agent kind {value:?}: must match ^[a-z][a-z0-9_]*$")]
+    InvalidAgentKind {
+        /// The rejected value.
+        value: String,
+    },
+    /// No backend is registered for the kind.
+    #[error("no backend registered for agent kind `{kind}`")]
+    UnknownBackend {
+        /// The kind asked for.
+        kind: String,
+    },
+    /// A backend with this kind is already registered.
+    #[error("a backend for agent kind `{kind}` is already registered")]
+    DuplicateBackend {
+        /// The kind registered twice.
+        kind: String,
+    },
+    /// The request needs a capability the backend does not advertise.
+    #[error("backend `{kind}` does not support capability `{capability}`")]
+    UnsupportedCapability {
+        /// The backend's kind.
+        kind: String,
+        /// The missing capability id.
+        capability: String,
+    },
+    /// An extension option key that the backend does not know (extensions fail closed).
+    #[error("backend `{kind}` does not know extension option `{key}`")]
+    UnknownExtension {
+        /// The backend's kind.
+        kind: String,
+        /// The unknown key.
+        key: String,
+    },
+    /// An extension option had a value of the wrong shape.
+    #[error("extension option `{key}` is invalid: {reason}")]
+    InvalidExtension {
+        /// The option's key.
+        key: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The request is invalid before anything is spawned.
+    #[error("invalid request: {reason}")]
+    InvalidRequest {
+        /// What is wrong.
+        reason: String,
+    },
+    /// The agent's executable was not found.
+    #[error("agent binary `{program}` not found (install it or set its path)")]
+    BinaryNotFound {
+        /// The program looked for.
+        program: PathBuf,
+    },
+    /// Spawning the agent failed.
+    #[error("failed to spawn `{program}`: {source}")]
+    Spawn {
+        /// The program spawned.
+        program: PathBuf,
+        /// The operating system's error.
+        source: std::io::Error,
+    },
+    /// Reading from or writing to the agent failed.
+    #[error("I/O error talking to the agent: {0}")]
+    Io(#[from] std::io::Error),
+    /// The caller cancelled the run.
+    #[error("run cancelled")]
+    Cancelled,
+    /// The run exceeded its timeout.
+    #[error("run timed out after {after:?}")]
+    Timeout {
+        /// The timeout that expired.
+        after: Duration,
+    },
+    /// The agent refused the credentials.
+    #[error("authentication failed: {message}")]
+    Auth {
+        /// The agent's parsed, bounded explanation.
+        message: String,
+    },
+    /// The model service was rate limited or overloaded.
+    #[error("rate limited or overloaded: {message}")]
+    RateLimited {
+        /// The agent's parsed, bounded explanation.
+        message: String,
+    },
+    /// The model service failed.
+    #[error("model server error{}: {message}", status.map(|s| format!(" (HTTP {s})")).unwrap_or_default())]
+    ServerError {
+        /// HTTP status, when the agent reported one.
+        status: Option<u16>,
+        /// The agent's parsed, bounded explanation.
+        message: String,
+    },
+    /// The agent reported a failure of another kind.
+    #[error("agent reported an error: {message}")]
+    AgentFailed {
+        /// The agent's parsed, bounded explanation.
+        message: String,
+    },
+    /// The agent process exited before finishing the run (crash, early exit, killed by a signal).
+    #[error("agent process exited before the run finished ({})", describe_exit(*exit_code, *signal))]
+    ProcessExited {
+        /// Exit code, if it exited normally.
+        exit_code: Option<i32>,
+        /// Signal number, if a signal ended it.
+        signal: Option<i32>,
+    },
+    /// The agent broke its protocol (for example a required message never came).
+    #[error("agent protocol error: {reason}")]
+    Protocol {
+        /// What went wrong, without quoting native lines.
+        reason: String,
+    },
+    /// The agent refused a permission mode it was asked to run in.
+    #[error("the agent refused permission mode `{mode}`: {reason}")]
+    PermissionModeRefused {
+        /// The refused mode.
+        mode: String,
+        /// Why, and how to allow it.
+        reason: String,
+    },
+    /// No pending permission request has this id.
+    #[error("no pending permission request with id `{id}`")]
+    UnknownPermission {
+        /// The id given.
+        id: String,
+    },
+    /// No pending question has this id.
+    #[error("no pending question with id `{id}`")]
+    UnknownQuestion {
+        /// The id given.
+        id: String,
+    },
+    /// The run has already finished, so the control command had no effect.
+    #[error("the run has already finished")]
+    RunFinished,
+    /// A recorded session could not be read.
+    #[error("cannot replay: {reason}")]
+    Replay {
+        /// What is wrong with the recording.
+        reason: String,
+    },
+}
+
+fn describe_exit(code: Option<i32>, signal: Option<i32>) -> String {
+    match (code, signal) {
+        (Some(c), _) => format!("exit code {c}"),
+        (None, Some(s)) => format!("killed by signal {s}"),
+        (None, None) => "unknown status".to_string(),
+    }
+}
+
+impl AgentError {
+    /// A stable snake_case code for the variant, used as `code` in universal `error` events.
+    pub fn code(&self) -> &'static str {
+        match self {
+            AgentError::InvalidAgentKind { .. } => "invalid_agent_kind",
+            AgentError::UnknownBackend { .. } => "unknown_backend",
+            AgentError::DuplicateBackend { .. } => "duplicate_backend",
+            AgentError::UnsupportedCapability { .. } => "unsupported_capability",
+            AgentError::UnknownExtension { .. } => "unknown_extension",
+            AgentError::InvalidExtension { .. } => "invalid_extension",
+            AgentError::InvalidRequest { .. } => "invalid_request",
+            AgentError::BinaryNotFound { .. } => "binary_not_found",
+            AgentError::Spawn { .. } => "spawn",
+            AgentError::Io(_) => "io",
+            AgentError::Cancelled => "cancelled",
+            AgentError::Timeout { .. } => "timeout",
+            AgentError::Auth { .. } => "auth",
+            AgentError::RateLimited { .. } => "rate_limited",
+            AgentError::ServerError { .. } => "server_error",
+            AgentError::AgentFailed { .. } => "agent_failed",
+            AgentError::ProcessExited { .. } => "process_exited",
+            AgentError::Protocol { .. } => "protocol",
+            AgentError::PermissionModeRefused { .. } => "permission_mode_refused",
+            AgentError::UnknownPermission { .. } => "unknown_permission",
+            AgentError::UnknownQuestion { .. } => "unknown_question",
+            AgentError::RunFinished => "run_finished",
+            AgentError::Replay { .. } => "replay",
+        }
+    }
+}

@@ -1,0 +1,67 @@
+//! [`Gateway`]: routes runs to backends by agent kind.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use crate::backend::AgentBackend;
+use crate::capability::CapabilitySet;
+use crate::error::AgentError;
+use crate::kind::AgentKind;
+use crate::request::RunRequest;
+use crate::run::RunHandle;
+
+/// A registry of backends by kind.
+///
+/// ```
+/// # async fn demo(backend: std::sync::Arc<dyn agent_api::AgentBackend>) -> Result<(), agent_api::AgentError> {
+/// let mut gateway = agent_api::Gateway::new();
+/// gateway.register(backend)?;
+/// for kind in gateway.kinds() {
+///     println!("{kind}: {} capabilities", gateway.capabilities(&kind)?.len());
+/// }
+/// # Ok(()) }
+/// ```
+#[derive(Default, Clone)]
+pub struct Gateway {
+    backends: BTreeMap<AgentKind, Arc<dyn AgentBackend>>,
+}
+
+impl Gateway {
+    /// An empty gateway.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Registers a backend under its kind; a second backend of the same kind is an error.
+    pub fn register(&mut self, backend: Arc<dyn AgentBackend>) -> Result<(), AgentError> {
+        let kind = backend.kind();
+        if self.backends.contains_key(&kind) {
+            return Err(AgentError::DuplicateBackend { kind: kind.to_string() });
+        }
+        self.backends.insert(kind, backend);
+        Ok(())
+    }
+
+    /// The registered kinds, sorted.
+    pub fn kinds(&self) -> Vec<AgentKind> {
+        self.backends.keys().cloned().collect()
+    }
+
+    /// The backend of a kind.
+    pub fn backend(&self, kind: &AgentKind) -> Result<&Arc<dyn AgentBackend>, AgentError> {
+        self.backends.get(kind).ok_or_else(|| AgentError::UnknownBackend { kind: kind.to_string() })
+    }
+
+    /// The capabilities a kind advertises.
+    pub fn capabilities(&self, kind: &AgentKind) -> Result<CapabilitySet, AgentError> {
+        Ok(self.backend(kind)?.capabilities())
+    }
+
+    /// Validates the request against the backend, then runs it. A feature the backend lacks is
+    /// an `UnsupportedCapability` error naming the id, before anything is spawned.
+    pub async fn run(&self, kind: &AgentKind, request: RunRequest) -> Result<RunHandle, AgentError> {
+        let backend = self.backend(kind)?;
+        backend.validate(&request)?;
+        backend.run(request).await
+    }
+}

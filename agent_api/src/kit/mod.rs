@@ -1,0 +1,26 @@
+//! The kit for backend authors: everything between "spawn this CLI" and "here are its events".
+//!
+//! A backend writes a [`Protocol`] (parse native messages, describe them to the
+//! [`Transcript`](crate::universal::Transcript), answer control commands) and a
+//! [`CommandSpec`]; [`start_run`] does the rest:
+//!
+//! - [`process`]: spawns the CLI in its own process group with default signal dispositions,
+//!   and terminates the whole group on cancel, timeout or drop;
+//! - [`lines`]: a bounded line reader; a line over the cap is skipped without being buffered
+//!   and reported as one bounded status event;
+//! - [`stderr`]: per-run stderr capture, bounded to a head and a tail;
+//! - [`driver`]: the pump, with backpressure, that never drops an event, applies timeouts and
+//!   cancellation, and guarantees one completion and one terminal error for a failed run;
+//! - [`jsonrpc`] and [`sse`]: helpers for the two-way protocols;
+//! - [`replay`]: plays a recorded native log through the same protocol.
+
+pub mod driver;
+pub mod jsonrpc;
+pub mod lines;
+pub mod process;
+pub mod replay;
+pub mod sse;
+pub mod stderr;
+
+pub use driver::{start_run, Ctx, ExitInfo, Protocol, RunSettings, Transport};
+pub use process::CommandSpec;

@@ -1,0 +1,170 @@
+//! Replaying a recorded native log through a backend's own protocol.
+//!
+//! Two formats are read, detected from the first line (`spec/recordings.md`):
+//! plain native stdout (one native JSON message a line) and the two-way session format
+//! (`{"t": …, "dir": "send"|"recv"|"event"|"stderr", "msg": …}` a line).
+
+use std::path::Path;
+
+use futures::StreamExt;
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use tokio::io::{AsyncRead, BufReader};
+
+use super::driver::{start_run, LineSource, RunSettings, SourceItem, Transport};
+use super::lines::{BoundedLineReader, Line, DEFAULT_LINE_CAP};
+use crate::backend::AgentBackend;
+use crate::error::AgentError;
+use crate::run::RunHandle;
+
+/// The format of a recording.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RecordingFormat {
+    /// The exact lines a one-way CLI wrote to stdout.
+    NativeStdout,
+    /// A two-way session: what the client sent, what the agent answered, stderr.
+    Session,
+}
+
+/// How to replay.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct ReplayOptions {
+    /// Fill `raw` in universal events.
+    pub include_raw: bool,
+    /// The recorded process's exit code, when known (for example from `<scenario>.meta.json`).
+    pub exit_code: Option<i32>,
+}
+
+impl ReplayOptions {
+    /// Sets `include_raw`.
+    pub fn include_raw(mut self, include_raw: bool) -> Self {
+        self.include_raw = include_raw;
+        self
+    }
+
+    /// Sets the recorded exit code.
+    pub fn exit_code(mut self, exit_code: Option<i32>) -> Self {
+        self.exit_code = exit_code;
+        self
+    }
+}
+
+#[derive(Deserialize)]
+struct SessionLine<'a> {
+    dir: &'a str,
+    #[serde(borrow)]
+    msg: &'a RawValue,
+}
+
+/// Which format a first line belongs to.
+pub fn detect_format(first_line: &[u8]) -> RecordingFormat {
+    match serde_json::from_slice::<SessionLine<'_>>(first_line) {
+        Ok(line) if matches!(line.dir, "send" | "recv" | "event" | "stderr") => RecordingFormat::Session,
+        _ => RecordingFormat::NativeStdout,
+    }
+}
+
+fn session_item(line: Line) -> SourceItem {
+    let bytes = match line {
+        Line::Complete(bytes) => bytes,
+        oversize => return SourceItem::Line(oversize),
+    };
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return SourceItem::Line(Line::Complete(bytes));
+    }
+    match serde_json::from_slice::<SessionLine<'_>>(&bytes) {
+        Ok(SessionLine { dir: "recv" | "event", msg }) => SourceItem::Line(Line::Complete(msg.get().as_bytes().to_vec())),
+        Ok(SessionLine { dir: "send", msg }) => match serde_json::from_str(msg.get()) {
+            Ok(value) => SourceItem::Sent(value),
+            Err(e) => SourceItem::Malformed(format!("recorded send is not JSON: {e}")),
+        },
+        Ok(SessionLine { dir: "stderr", msg }) => SourceItem::Stderr(serde_json::from_str::<String>(msg.get()).unwrap_or_default()),
+        Ok(SessionLine { dir, .. }) => SourceItem::Malformed(format!("unknown session direction {:?}", crate::bounds::utf8_prefix(dir, 32))),
+        Err(e) => SourceItem::Malformed(format!("not a session line: {e}")),
+    }
+}
+
+/// Reads a recording: detects its format from the first non-empty line and returns the format
+/// with a source of its items.
+pub async fn open_recording(reader: impl AsyncRead + Send + Unpin + 'static) -> Result<(RecordingFormat, LineSource), AgentError> {
+    let mut lines = BoundedLineReader::new(BufReader::with_capacity(64 * 1024, reader), DEFAULT_LINE_CAP);
+    let mut first = Vec::new();
+    let format = loop {
+        match lines.next_line().await? {
+            Some(Line::Complete(bytes)) if bytes.iter().all(u8::is_ascii_whitespace) => continue,
+            Some(line) => {
+                let format = match &line {
+                    Line::Complete(bytes) => detect_format(bytes),
+                    Line::Oversize { .. } => RecordingFormat::NativeStdout,
+                };
+                first.push(line);
+                break format;
+            }
+            None => break RecordingFormat::NativeStdout,
+        }
+    };
+    let rest = futures::stream::unfold(lines, |mut lines| async move {
+        match lines.next_line().await {
+            Ok(Some(line)) => Some((Ok(line), lines)),
+            Ok(None) => None,
+            Err(e) => Some((Err(e), lines)),
+        }
+    });
+    let all = futures::stream::iter(first.into_iter().map(Ok)).chain(rest);
+    let source: LineSource = match format {
+        RecordingFormat::Session => all.map(|r| r.map(session_item)).boxed(),
+        RecordingFormat::NativeStdout => all.map(|r| r.map(SourceItem::Line)).boxed(),
+    };
+    Ok((format, source))
+}
+
+/// Replays a recording through `backend`'s protocol, as a run whose events can be read in
+/// either view.
+pub async fn replay(backend: &dyn AgentBackend, reader: impl AsyncRead + Send + Unpin + 'static, options: ReplayOptions) -> Result<RunHandle, AgentError> {
+    let (format, source) = open_recording(reader).await?;
+    let protocol = backend.replay_protocol(format)?;
+    let mut settings = RunSettings::new(backend.kind());
+    settings.include_raw = options.include_raw;
+    settings.tools_structured = backend.capabilities().contains(agent_api_capabilities::TOOLS_STRUCTURED_V1);
+    Ok(start_run(settings, Transport::replay(source, options.exit_code), protocol))
+}
+
+/// Replays a file; the exit code comes from a `<scenario>.meta.json` beside it, when present.
+pub async fn replay_file(backend: &dyn AgentBackend, path: &Path, include_raw: bool) -> Result<RunHandle, AgentError> {
+    let file = tokio::fs::File::open(path).await.map_err(|e| AgentError::Replay { reason: format!("cannot open {}: {e}", path.display()) })?;
+    let options = ReplayOptions::default().include_raw(include_raw).exit_code(recorded_exit_code(path));
+    replay(backend, file, options).await
+}
+
+/// The `exit_code` of the `<scenario>.meta.json` next to a fixture, if there is one.
+pub fn recorded_exit_code(path: &Path) -> Option<i32> {
+    let name = path.file_name()?.to_str()?;
+    let stem = name.strip_suffix(".stdout.jsonl").or_else(|| name.strip_suffix(".session.jsonl"))?;
+    let meta = std::fs::read(path.with_file_name(format!("{stem}.meta.json"))).ok()?;
+    let meta: serde_json::Value = serde_json::from_slice(&meta).ok()?;
+    meta.get("exit_code")?.as_i64().map(|c| c as i32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_lines_are_detected_and_native_lines_are_not() {
+        assert_eq!(detect_format(br#"{"t":0.1,"dir":"send","msg":{"type":"x"}}"#), RecordingFormat::Session);
+        assert_eq!(detect_format(br#"{"type":"system","subtype":"init"}"#), RecordingFormat::NativeStdout);
+        assert_eq!(detect_format(b"garbage"), RecordingFormat::NativeStdout);
+    }
+
+    #[test]
+    fn session_items_keep_received_bytes_exactly() {
+        let line = br#"{"t":1,"dir":"recv","msg":{"b":1, "a":2}}"#.to_vec();
+        match session_item(Line::Complete(line)) {
+            SourceItem::Line(Line::Complete(bytes)) => assert_eq!(bytes, br#"{"b":1, "a":2}"#),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(session_item(Line::Complete(b"{\"t\":1}".to_vec())), SourceItem::Malformed(_)));
+    }
+}

@@ -1,0 +1,108 @@
+//! Bounded capture of an agent's stderr: the first 20 and the last 50 lines.
+
+use std::collections::VecDeque;
+
+use tokio::io::{AsyncRead, BufReader};
+
+use super::lines::{BoundedLineReader, Line};
+use crate::universal::StderrOutput;
+
+/// Lines kept from the start of stderr.
+pub const HEAD_LINES: usize = 20;
+/// Lines kept from the end of stderr.
+pub const TAIL_LINES: usize = 50;
+/// Longest stderr line kept, in bytes; longer ones are cut.
+pub const MAX_LINE_BYTES: usize = 2048;
+
+/// Collects the head and tail of a stream of lines in bounded memory.
+#[derive(Debug, Clone, Default)]
+pub struct StderrCapture {
+    head: Vec<String>,
+    tail: VecDeque<String>,
+    total: u64,
+}
+
+impl StderrCapture {
+    /// Adds one line.
+    pub fn push(&mut self, line: &[u8]) {
+        self.total += 1;
+        let text = String::from_utf8_lossy(&line[..line.len().min(MAX_LINE_BYTES)]).into_owned();
+        if self.head.len() < HEAD_LINES {
+            self.head.push(text);
+            return;
+        }
+        if self.tail.len() == TAIL_LINES {
+            self.tail.pop_front();
+        }
+        self.tail.push_back(text);
+    }
+
+    /// Number of lines seen.
+    pub fn total_lines(&self) -> u64 {
+        self.total
+    }
+
+    /// The captured output in the `session.ended` shape: all lines when they fit in head and
+    /// tail, else the first 20 and the last 50 with `truncated` set.
+    pub fn output(&self) -> StderrOutput {
+        let truncated = self.total > (HEAD_LINES + TAIL_LINES) as u64;
+        if truncated {
+            StderrOutput {
+                head: Some(self.head.join("\n")),
+                tail: Some(self.tail.iter().cloned().collect::<Vec<_>>().join("\n")),
+                truncated,
+                total_lines: Some(self.total),
+            }
+        } else {
+            let all: Vec<String> = self.head.iter().chain(self.tail.iter()).cloned().collect();
+            StderrOutput { head: Some(all.join("\n")), tail: None, truncated, total_lines: Some(self.total) }
+        }
+    }
+
+    /// Reads `stream` to its end.
+    pub async fn read_from(stream: impl AsyncRead + Unpin) -> StderrCapture {
+        let mut capture = StderrCapture::default();
+        let mut lines = BoundedLineReader::new(BufReader::new(stream), MAX_LINE_BYTES);
+        while let Ok(Some(line)) = lines.next_line().await {
+            match line {
+                Line::Complete(bytes) => capture.push(&bytes),
+                Line::Oversize { .. } => capture.push(b"[stderr line over 2048 bytes skipped]"),
+            }
+        }
+        capture
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_stderr_is_kept_whole_in_head() {
+        let mut c = StderrCapture::default();
+        for i in 0..30 {
+            c.push(format!("line {i}").as_bytes());
+        }
+        let out = c.output();
+        assert!(!out.truncated);
+        assert_eq!(out.head.unwrap().lines().count(), 30);
+        assert_eq!(out.tail, None);
+    }
+
+    #[test]
+    fn long_stderr_keeps_first_twenty_and_last_fifty() {
+        let mut c = StderrCapture::default();
+        for i in 0..1000 {
+            c.push(format!("line {i}").as_bytes());
+        }
+        let out = c.output();
+        assert!(out.truncated);
+        assert_eq!(out.total_lines, Some(1000));
+        let head = out.head.unwrap();
+        let tail = out.tail.unwrap();
+        assert_eq!(head.lines().next(), Some("line 0"));
+        assert_eq!(head.lines().count(), 20);
+        assert_eq!(tail.lines().count(), 50);
+        assert_eq!(tail.lines().last(), Some("line 999"));
+    }
+}

@@ -1,0 +1,51 @@
+//! `agent_api`: drive coding-agent CLIs (Claude Code, Codex, …) through one async trait and get
+//! back one bounded, safe event stream, whatever the agent.
+//!
+//! - [`AgentBackend`] is the trait every agent implements; a [`Gateway`] routes by [`AgentKind`].
+//! - [`AgentBackend::run`] returns a [`RunHandle`]: the events, a completion that resolves
+//!   exactly once, and a [`RunControl`] to cancel and to answer permissions and questions.
+//! - Each run has two views: bounded [`AgentWrapperEvent`]s ([`RunHandle::into_wrapper`]) and the
+//!   universal transcript of [`universal::UniversalEvent`]s ([`RunHandle::into_universal`]).
+//! - Backends are built from the [`kit`]: native line → stateful [`kit::Protocol`] →
+//!   [`universal::Transcript`] → the shared [`projection`] → wrapper events through [`bounds`].
+//!
+//! ```no_run
+//! use agent_api::{AgentBackend, RunRequest};
+//! use futures::StreamExt;
+//!
+//! # async fn demo(backend: &dyn AgentBackend) -> Result<(), agent_api::AgentError> {
+//! let handle = backend.run(RunRequest::new("Say hello")).await?;
+//! let (mut events, completion) = handle.into_wrapper();
+//! while let Some(event) = events.next().await {
+//!     if let Some(text) = &event.text {
+//!         print!("{text}");
+//!     }
+//! }
+//! let done = completion.await?;
+//! println!("\nsession: {:?}", done.native_session_id);
+//! # Ok(()) }
+//! ```
+
+pub mod backend;
+pub mod bounds;
+pub mod capability;
+pub mod error;
+pub mod event;
+pub mod gateway;
+pub mod kind;
+pub mod kit;
+pub mod projection;
+pub mod request;
+pub mod run;
+pub mod tools_facet;
+pub mod universal;
+
+pub use agent_api_capabilities as capabilities;
+pub use backend::{validate_request, AgentBackend};
+pub use capability::CapabilitySet;
+pub use error::AgentError;
+pub use event::{AgentWrapperEvent, AgentWrapperEventKind};
+pub use gateway::Gateway;
+pub use kind::AgentKind;
+pub use request::{PermissionPolicy, PermissionRule, Prompt, RunRequest, SessionSelector, ToolCategory};
+pub use run::{Completion, ControlCommand, PermissionDecision, QuestionAnswer, RunCompletion, RunControl, RunHandle, UniversalEvents, Usage, WrapperEvents};

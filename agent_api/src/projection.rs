@@ -1,0 +1,189 @@
+//! The one shared projection from the universal transcript to bounded wrapper events.
+//!
+//! It keeps a little state per open item (what kind it is, whose text it streams) so that a
+//! delta becomes the right wrapper event. It never copies `raw`, tool inputs, outputs or diffs
+//! into a wrapper event, and every event it returns has passed [`crate::bounds::enforce`].
+
+use std::collections::HashMap;
+
+use serde_json::json;
+
+use crate::bounds;
+use crate::event::{AgentWrapperEvent, AgentWrapperEventKind as Kind};
+use crate::kind::AgentKind;
+use crate::tools_facet::{ToolBytes, ToolPhase, ToolStatus, ToolsFacet};
+use crate::universal::{ContentPart, ItemKind, ItemRole, ItemStatus, UniversalEvent, UniversalEventBody as Body, UniversalItem};
+
+/// Turns universal events into wrapper events for one run.
+pub struct Projector {
+    agent_kind: AgentKind,
+    tools_structured: bool,
+    items: HashMap<String, UniversalItem>,
+}
+
+impl Projector {
+    /// A projector for a backend; `tools_structured` attaches the tools facet to tool events.
+    pub fn new(agent_kind: AgentKind, tools_structured: bool) -> Self {
+        Self { agent_kind, tools_structured, items: HashMap::new() }
+    }
+
+    /// The wrapper events for one universal event, bounded, in order (often none or one).
+    pub fn project(&mut self, event: &UniversalEvent) -> Vec<AgentWrapperEvent> {
+        let projected = match &event.body {
+            Body::SessionStarted(_) => {
+                let data = json!({ "session_id": event.session_id, "native_session_id": event.native_session_id });
+                Some(self.status("status", "session started").with_data(data))
+            }
+            Body::SessionEnded(end) => {
+                let reason = serde_json::to_value(end.reason).unwrap_or_default();
+                let by = serde_json::to_value(end.terminated_by).unwrap_or_default();
+                let message = format!("session ended: {}", reason.as_str().unwrap_or("unknown"));
+                let data = json!({ "reason": reason, "terminated_by": by, "exit_code": end.exit_code, "native_session_id": event.native_session_id });
+                Some(self.status("status", message).with_data(data))
+            }
+            Body::ItemStarted(data) => {
+                self.items.insert(data.item.item_id.clone(), data.item.clone());
+                self.tool_event(&data.item, ToolPhase::Start, event)
+            }
+            Body::ItemDelta(delta) => self.delta(&delta.item_id, &delta.delta, event),
+            Body::ItemCompleted(data) => {
+                self.items.remove(&data.item.item_id);
+                self.completed(&data.item, event)
+            }
+            Body::Error(err) if err.is_terminal() => {
+                let ev = self.event(Kind::Error).with_channel("error").with_message(err.message.clone());
+                Some(match &err.code {
+                    Some(code) => ev.with_data(json!({ "code": code })),
+                    None => ev,
+                })
+            }
+            Body::Error(err) => {
+                let ev = self.status("error", err.message.clone());
+                Some(match &err.code {
+                    Some(code) => ev.with_data(json!({ "code": code })),
+                    None => ev,
+                })
+            }
+            Body::PermissionRequested(p) | Body::PermissionResolved(p) => {
+                let status = serde_json::to_value(p.status).unwrap_or_default();
+                let message = format!("permission {}: {}", status.as_str().unwrap_or("unknown"), p.action);
+                let data = json!({ "permission": { "id": p.permission_id, "action": p.action, "status": status } });
+                Some(self.status("permission", message).with_data(data))
+            }
+            Body::QuestionRequested(q) | Body::QuestionResolved(q) => {
+                let status = serde_json::to_value(q.status).unwrap_or_default();
+                let data = json!({ "question": { "id": q.question_id, "prompt": q.prompt, "options": q.options, "status": status, "response": q.response } });
+                Some(self.status("question", q.prompt.clone()).with_data(data))
+            }
+            Body::AgentUnparsed(u) => {
+                let ev = self.event(Kind::Unknown).with_channel("status").with_message(format!("unparsed native payload: {}", u.error));
+                Some(ev.with_data(json!({ "location": u.location })))
+            }
+        };
+        projected.into_iter().flat_map(bounds::enforce).collect()
+    }
+
+    fn event(&self, kind: Kind) -> AgentWrapperEvent {
+        AgentWrapperEvent::new(self.agent_kind.clone(), kind)
+    }
+
+    fn status(&self, channel: &str, message: impl Into<String>) -> AgentWrapperEvent {
+        self.event(Kind::Status).with_channel(channel).with_message(message)
+    }
+
+    fn delta(&self, item_id: &str, text: &str, event: &UniversalEvent) -> Option<AgentWrapperEvent> {
+        let item = self.items.get(item_id)?;
+        match item.kind {
+            ItemKind::Message => {
+                let channel = match item.role {
+                    Some(ItemRole::User) => "user",
+                    Some(ItemRole::System) => "system",
+                    _ if item.is_reasoning() => "reasoning",
+                    _ => "assistant",
+                };
+                Some(self.event(Kind::TextOutput).with_channel(channel).with_text(text))
+            }
+            ItemKind::ToolCall | ItemKind::ToolResult => self.tool_event(item, ToolPhase::Delta, event),
+            _ => None,
+        }
+    }
+
+    fn completed(&self, item: &UniversalItem, event: &UniversalEvent) -> Option<AgentWrapperEvent> {
+        match item.kind {
+            ItemKind::ToolCall | ItemKind::ToolResult => {
+                let phase = if item.status == ItemStatus::Failed { ToolPhase::Fail } else { ToolPhase::Complete };
+                self.tool_event(item, phase, event)
+            }
+            ItemKind::Status | ItemKind::System => Some(self.status("status", status_text(item))),
+            ItemKind::Unknown => Some(self.event(Kind::Unknown).with_channel("status").with_message("an item the backend could not classify")),
+            // Message text already streamed as deltas (the delta policy guarantees one).
+            _ => None,
+        }
+    }
+
+    fn tool_event(&self, item: &UniversalItem, phase: ToolPhase, event: &UniversalEvent) -> Option<AgentWrapperEvent> {
+        let kind = match item.kind {
+            ItemKind::ToolCall => Kind::ToolCall,
+            ItemKind::ToolResult => Kind::ToolResult,
+            _ => return None,
+        };
+        let channel = "tool";
+        let mut ev = self.event(kind).with_channel(channel);
+        if self.tools_structured {
+            ev = ev.with_data(facet(item, phase, event).to_data());
+        }
+        Some(ev)
+    }
+}
+
+/// Builds the tools facet from an item: metadata only, never contents.
+fn facet(item: &UniversalItem, phase: ToolPhase, event: &UniversalEvent) -> ToolsFacet {
+    let meta = item.tool.clone().unwrap_or_default();
+    let mut call_id = None;
+    let mut name = None;
+    let mut bytes = ToolBytes { diff: 0, result: 0, ..meta.bytes };
+    for part in &item.content {
+        match part {
+            ContentPart::ToolCall { name: n, call_id: c, .. } => {
+                name = Some(n.clone());
+                call_id = Some(c.clone());
+            }
+            ContentPart::ToolResult { call_id: c, output } => {
+                call_id = Some(c.clone());
+                bytes.result += output.len() as u64;
+            }
+            ContentPart::FileRef { diff: Some(d), .. } => bytes.diff += d.len() as u64,
+            _ => {}
+        }
+    }
+    bytes.diff = bytes.diff.max(meta.bytes.diff);
+    bytes.result = bytes.result.max(meta.bytes.result);
+    let default_kind = if item.kind == ItemKind::ToolCall { "tool_use" } else { "tool_result" };
+    let kind = if meta.kind.is_empty() { default_kind.to_string() } else { meta.kind.clone() };
+    let status = match (phase, item.status) {
+        (ToolPhase::Fail, _) | (_, ItemStatus::Failed) => ToolStatus::Failed,
+        (ToolPhase::Complete, _) => ToolStatus::Completed,
+        _ => ToolStatus::Running,
+    };
+    ToolsFacet::new(kind, phase, status)
+        .backend_item_id(item.native_item_id.clone())
+        .thread_id(event.native_session_id.clone())
+        .turn_id(meta.turn_id.clone())
+        .exit_code(meta.exit_code)
+        .bytes(bytes)
+        .tool_name(meta.tool_name.clone().or(name))
+        .tool_use_id(call_id)
+}
+
+fn status_text(item: &UniversalItem) -> String {
+    for part in &item.content {
+        if let ContentPart::Status { label, detail } = part {
+            return match detail {
+                Some(d) => format!("{label}: {d}"),
+                None => label.clone(),
+            };
+        }
+    }
+    let text = item.text();
+    if text.is_empty() { "status".to_string() } else { text }
+}

@@ -1,0 +1,225 @@
+//! [`RunRequest`]: everything a caller asks of one run.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use agent_api_capabilities as caps;
+use serde_json::Value;
+
+/// The prompt of a run: text, plus images and attachments where the backend can take them.
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct Prompt {
+    /// The user's text.
+    pub text: String,
+    /// Image files (needs `agent_api.input.images`).
+    pub images: Vec<PathBuf>,
+    /// Other files (needs `agent_api.input.file_attachments`).
+    pub attachments: Vec<PathBuf>,
+}
+
+impl From<&str> for Prompt {
+    fn from(text: &str) -> Self {
+        Self { text: text.to_string(), ..Self::default() }
+    }
+}
+
+impl From<String> for Prompt {
+    fn from(text: String) -> Self {
+        Self { text, ..Self::default() }
+    }
+}
+
+/// Which session a run continues.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SessionSelector {
+    /// A fresh session.
+    #[default]
+    New,
+    /// Resume the session with this native id.
+    Resume(String),
+    /// Resume the most recent session (in the working dir).
+    ResumeLast,
+    /// Start a new session that begins as a copy of this one.
+    Fork(String),
+}
+
+/// A category of tool use that a permission policy can decide on its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
+pub enum ToolCategory {
+    /// Running shell commands.
+    Shell,
+    /// Creating or changing files.
+    FileWrite,
+    /// Reading files.
+    FileRead,
+    /// Network access (web fetch, web search).
+    Network,
+    /// MCP tools.
+    Mcp,
+    /// Anything else.
+    Other,
+}
+
+/// What to do with one category of permission request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PermissionRule {
+    /// Ask the caller (a `permission.requested` event they answer).
+    Ask,
+    /// Approve without asking.
+    Approve,
+    /// Deny without asking.
+    Deny,
+}
+
+/// How permission requests are decided.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PermissionPolicy {
+    /// Every request goes to the caller. Backends without HITL permissions deny what needs one.
+    #[default]
+    Ask,
+    /// Approve everything (each backend documents the mode it maps to).
+    ApproveAll,
+    /// Deny everything that needs a permission.
+    DenyAll,
+    /// Decide per category; categories not listed are asked.
+    ByCategory(BTreeMap<ToolCategory, PermissionRule>),
+}
+
+impl PermissionPolicy {
+    /// The rule for one category.
+    pub fn rule(&self, category: ToolCategory) -> PermissionRule {
+        match self {
+            PermissionPolicy::Ask => PermissionRule::Ask,
+            PermissionPolicy::ApproveAll => PermissionRule::Approve,
+            PermissionPolicy::DenyAll => PermissionRule::Deny,
+            PermissionPolicy::ByCategory(rules) => rules.get(&category).copied().unwrap_or(PermissionRule::Ask),
+        }
+    }
+}
+
+/// One run's request. Build it with [`RunRequest::new`] and the `with_*` setters.
+///
+/// ```
+/// use agent_api::{RunRequest, SessionSelector};
+/// let req = RunRequest::new("list the files")
+///     .with_model("gpt-5.5")
+///     .with_session(SessionSelector::Resume("thread_1".into()));
+/// assert!(req.required_capabilities().contains(agent_api_capabilities::SESSION_RESUME));
+/// ```
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct RunRequest {
+    /// The prompt.
+    pub prompt: Prompt,
+    /// Working directory of the agent; the caller's when `None`.
+    pub working_dir: Option<PathBuf>,
+    /// Environment variables added to the agent's environment.
+    pub env: BTreeMap<String, String>,
+    /// Stop the run with a typed Timeout after this long.
+    pub timeout: Option<Duration>,
+    /// Model name.
+    pub model: Option<String>,
+    /// Model variant, such as a reasoning effort.
+    pub variant: Option<String>,
+    /// Which session to continue.
+    pub session: SessionSelector,
+    /// How permission requests are decided.
+    pub permissions: PermissionPolicy,
+    /// Backend-specific options, keyed `backend.<kind>.<name>`; unknown keys fail closed.
+    pub extensions: BTreeMap<String, Value>,
+    /// Fill `raw` in universal events with the native payloads.
+    pub include_raw: bool,
+}
+
+impl RunRequest {
+    /// A request with this prompt and every other field at its default.
+    pub fn new(prompt: impl Into<Prompt>) -> Self {
+        Self { prompt: prompt.into(), ..Self::default() }
+    }
+
+    /// Sets the working directory.
+    pub fn with_working_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.working_dir = Some(dir.into());
+        self
+    }
+
+    /// Adds an environment variable.
+    pub fn with_env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.env.insert(key.into(), value.into());
+        self
+    }
+
+    /// Sets the timeout.
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Sets the model.
+    pub fn with_model(mut self, model: impl Into<String>) -> Self {
+        self.model = Some(model.into());
+        self
+    }
+
+    /// Sets the model variant.
+    pub fn with_variant(mut self, variant: impl Into<String>) -> Self {
+        self.variant = Some(variant.into());
+        self
+    }
+
+    /// Sets the session selector.
+    pub fn with_session(mut self, session: SessionSelector) -> Self {
+        self.session = session;
+        self
+    }
+
+    /// Sets the permission policy.
+    pub fn with_permissions(mut self, policy: PermissionPolicy) -> Self {
+        self.permissions = policy;
+        self
+    }
+
+    /// Sets a backend-specific option.
+    pub fn with_extension(mut self, key: impl Into<String>, value: Value) -> Self {
+        self.extensions.insert(key.into(), value);
+        self
+    }
+
+    /// Asks for native payloads in universal events.
+    pub fn with_include_raw(mut self, include_raw: bool) -> Self {
+        self.include_raw = include_raw;
+        self
+    }
+
+    /// The capability ids a backend must advertise to serve this request.
+    pub fn required_capabilities(&self) -> BTreeSet<&'static str> {
+        let mut needed = BTreeSet::from([caps::RUN]);
+        if !self.prompt.images.is_empty() {
+            needed.insert(caps::IMAGES);
+        }
+        if !self.prompt.attachments.is_empty() {
+            needed.insert(caps::FILE_ATTACHMENTS);
+        }
+        match self.session {
+            SessionSelector::New => {}
+            SessionSelector::Resume(_) | SessionSelector::ResumeLast => {
+                needed.insert(caps::SESSION_RESUME);
+            }
+            SessionSelector::Fork(_) => {
+                needed.insert(caps::SESSION_FORK);
+            }
+        }
+        if self.model.is_some() {
+            needed.insert(caps::MODEL_SELECTION);
+        }
+        if self.variant.is_some() {
+            needed.insert(caps::VARIANTS);
+        }
+        needed
+    }
+}

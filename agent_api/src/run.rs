@@ -1,0 +1,299 @@
+//! [`RunHandle`]: one run's event stream, completion future and control side.
+
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use futures::{Stream, StreamExt};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+use crate::error::AgentError;
+use crate::event::AgentWrapperEvent;
+use crate::kind::AgentKind;
+use crate::projection::Projector;
+use crate::universal::UniversalEvent;
+
+/// Token counts and cost of a run, where the agent reports them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Usage {
+    /// Input tokens.
+    pub input_tokens: Option<u64>,
+    /// Input tokens served from a cache.
+    pub cached_input_tokens: Option<u64>,
+    /// Output tokens.
+    pub output_tokens: Option<u64>,
+    /// Reasoning tokens (part of the output).
+    pub reasoning_tokens: Option<u64>,
+    /// Cost in US dollars.
+    pub cost_usd: Option<f64>,
+}
+
+/// How a successful run ended.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct RunCompletion {
+    /// The agent process's exit code, when there was a process.
+    pub exit_code: Option<i32>,
+    /// The final answer text.
+    pub final_text: Option<String>,
+    /// The provider's session id, to resume with.
+    pub native_session_id: Option<String>,
+    /// Token usage, where known.
+    pub usage: Option<Usage>,
+    /// Backend-specific data, at most 65,536 serialized bytes.
+    pub data: Option<Value>,
+}
+
+impl RunCompletion {
+    /// A completion with every field empty.
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+/// A decision on a permission request.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum PermissionDecision {
+    /// Allow this once.
+    Allow,
+    /// Allow this once, with a changed tool input.
+    AllowWithInput(Value),
+    /// Allow this and similar requests for the rest of the session.
+    AllowForSession,
+    /// Deny, with an optional message for the agent.
+    Deny {
+        /// Why, for the agent.
+        message: Option<String>,
+    },
+    /// Deny and stop the current turn.
+    Cancel,
+}
+
+impl PermissionDecision {
+    /// Whether the decision lets the tool run.
+    pub fn is_approval(&self) -> bool {
+        matches!(self, Self::Allow | Self::AllowWithInput(_) | Self::AllowForSession)
+    }
+}
+
+/// An answer to a question.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum QuestionAnswer {
+    /// The chosen option or free text.
+    Text(String),
+    /// Decline to answer.
+    Reject,
+}
+
+/// A caller's command to a running run, as the run's protocol sees it.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum ControlCommand {
+    /// Decide a permission request.
+    Permission {
+        /// The `permission_id` of the request.
+        id: String,
+        /// The decision.
+        decision: PermissionDecision,
+    },
+    /// Answer a question.
+    Question {
+        /// The `question_id` of the question.
+        id: String,
+        /// The answer.
+        answer: QuestionAnswer,
+    },
+}
+
+pub(crate) enum ControlMessage {
+    Cancel,
+    Command(ControlCommand, oneshot::Sender<Result<(), AgentError>>),
+}
+
+/// The control side of a run: cancel it, answer its permission requests and questions.
+/// Cloneable; every clone controls the same run.
+#[derive(Clone)]
+pub struct RunControl {
+    tx: mpsc::UnboundedSender<ControlMessage>,
+    cancel_requested: Arc<AtomicBool>,
+}
+
+impl RunControl {
+    pub(crate) fn new(tx: mpsc::UnboundedSender<ControlMessage>, cancel_requested: Arc<AtomicBool>) -> Self {
+        Self { tx, cancel_requested }
+    }
+
+    /// Cancels the run: the agent's soft interrupt where it has one, then the whole process
+    /// group is terminated after a grace period. The completion is `Err(Cancelled)`.
+    /// Idempotent; does nothing once the run has finished.
+    pub fn cancel(&self) {
+        if !self.cancel_requested.swap(true, Ordering::SeqCst) {
+            let _ = self.tx.send(ControlMessage::Cancel);
+        }
+    }
+
+    /// Whether `cancel` was called.
+    pub fn is_cancel_requested(&self) -> bool {
+        self.cancel_requested.load(Ordering::SeqCst)
+    }
+
+    /// Decides the permission request `id` (from a `permission.requested` event).
+    pub async fn respond_permission(&self, id: &str, decision: PermissionDecision) -> Result<(), AgentError> {
+        self.command(ControlCommand::Permission { id: id.to_string(), decision }).await
+    }
+
+    /// Answers the question `id` (from a `question.requested` event).
+    pub async fn answer_question(&self, id: &str, answer: QuestionAnswer) -> Result<(), AgentError> {
+        self.command(ControlCommand::Question { id: id.to_string(), answer }).await
+    }
+
+    async fn command(&self, command: ControlCommand) -> Result<(), AgentError> {
+        let (reply, answer) = oneshot::channel();
+        self.tx.send(ControlMessage::Command(command, reply)).map_err(|_| AgentError::RunFinished)?;
+        answer.await.unwrap_or(Err(AgentError::RunFinished))
+    }
+}
+
+/// Kills the run's processes when the last part of its handle is dropped.
+pub(crate) struct RunGuard {
+    pub(crate) abandoned: CancellationToken,
+}
+
+impl Drop for RunGuard {
+    fn drop(&mut self) {
+        self.abandoned.cancel();
+    }
+}
+
+/// One run: consume it as wrapper events ([`RunHandle::into_wrapper`]) or as the universal
+/// transcript ([`RunHandle::into_universal`]); either way the completion resolves exactly once,
+/// after the last event. Dropping every part of the handle stops the run and reaps its processes.
+///
+/// Poll the event stream (or drop it): the run pushes back on the agent while events wait.
+pub struct RunHandle {
+    agent_kind: AgentKind,
+    tools_structured: bool,
+    events: mpsc::Receiver<UniversalEvent>,
+    completion: oneshot::Receiver<Result<RunCompletion, AgentError>>,
+    control: RunControl,
+    guard: Arc<RunGuard>,
+}
+
+impl RunHandle {
+    pub(crate) fn new(
+        agent_kind: AgentKind,
+        tools_structured: bool,
+        events: mpsc::Receiver<UniversalEvent>,
+        completion: oneshot::Receiver<Result<RunCompletion, AgentError>>,
+        control: RunControl,
+        guard: Arc<RunGuard>,
+    ) -> Self {
+        Self { agent_kind, tools_structured, events, completion, control, guard }
+    }
+
+    /// The backend running it.
+    pub fn agent_kind(&self) -> &AgentKind {
+        &self.agent_kind
+    }
+
+    /// Whether tool events of this run carry the tools facet.
+    pub fn tools_structured(&self) -> bool {
+        self.tools_structured
+    }
+
+    /// A control for the run.
+    pub fn control(&self) -> RunControl {
+        self.control.clone()
+    }
+
+    /// The wrapper view: bounded [`AgentWrapperEvent`]s, and the completion.
+    pub fn into_wrapper(self) -> (WrapperEvents, Completion) {
+        let projector = Projector::new(self.agent_kind, self.tools_structured);
+        let events = WrapperEvents { inner: UniversalEvents { rx: self.events, _guard: self.guard.clone() }, projector, pending: Default::default() };
+        (events, Completion { rx: self.completion, _guard: self.guard })
+    }
+
+    /// The universal view: [`UniversalEvent`]s, and the completion.
+    pub fn into_universal(self) -> (UniversalEvents, Completion) {
+        let events = UniversalEvents { rx: self.events, _guard: self.guard.clone() };
+        (events, Completion { rx: self.completion, _guard: self.guard })
+    }
+
+    /// Reads the whole run as wrapper events.
+    pub async fn collect_wrapper(self) -> (Vec<AgentWrapperEvent>, Result<RunCompletion, AgentError>) {
+        let (events, completion) = self.into_wrapper();
+        let events = events.collect().await;
+        (events, completion.await)
+    }
+
+    /// Reads the whole run as universal events.
+    pub async fn collect_universal(self) -> (Vec<UniversalEvent>, Result<RunCompletion, AgentError>) {
+        let (events, completion) = self.into_universal();
+        let events = events.collect().await;
+        (events, completion.await)
+    }
+}
+
+/// The universal event stream of a run.
+pub struct UniversalEvents {
+    rx: mpsc::Receiver<UniversalEvent>,
+    _guard: Arc<RunGuard>,
+}
+
+impl Stream for UniversalEvents {
+    type Item = UniversalEvent;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<UniversalEvent>> {
+        self.rx.poll_recv(cx)
+    }
+}
+
+/// The wrapper event stream of a run: the universal events through the shared projection.
+pub struct WrapperEvents {
+    inner: UniversalEvents,
+    projector: Projector,
+    pending: std::collections::VecDeque<AgentWrapperEvent>,
+}
+
+impl Stream for WrapperEvents {
+    type Item = AgentWrapperEvent;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<AgentWrapperEvent>> {
+        loop {
+            if let Some(ev) = self.pending.pop_front() {
+                return Poll::Ready(Some(ev));
+            }
+            match self.inner.poll_next_unpin(cx) {
+                Poll::Ready(Some(universal)) => {
+                    let projected = self.projector.project(&universal);
+                    self.pending.extend(projected);
+                }
+                Poll::Ready(None) => return Poll::Ready(None),
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+    }
+}
+
+/// The completion of a run; resolves once, after the event stream's last event.
+pub struct Completion {
+    rx: oneshot::Receiver<Result<RunCompletion, AgentError>>,
+    _guard: Arc<RunGuard>,
+}
+
+impl std::future::Future for Completion {
+    type Output = Result<RunCompletion, AgentError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        Pin::new(&mut self.rx).poll(cx).map(|r| {
+            r.unwrap_or_else(|_| Err(AgentError::Protocol { reason: "the run ended without reporting a completion".into() }))
+        })
+    }
+}

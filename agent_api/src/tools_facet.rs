@@ -1,0 +1,153 @@
+//! The `agent_api.tools.structured.v1` tools facet: metadata about a tool event, never its
+//! inputs, outputs, diffs or raw lines.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The schema id carried in every tools facet.
+pub const TOOLS_FACET_SCHEMA: &str = "agent_api.tools.structured.v1";
+
+/// Where in its life a tool event is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolPhase {
+    /// The tool was invoked.
+    Start,
+    /// Progress: input or output arrived.
+    Delta,
+    /// The tool finished.
+    Complete,
+    /// The tool failed.
+    Fail,
+}
+
+/// The tool's status as the backend knows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolStatus {
+    /// Waiting to run (for example for a permission).
+    Pending,
+    /// Running.
+    Running,
+    /// Finished successfully.
+    Completed,
+    /// Finished with a failure.
+    Failed,
+    /// Not known.
+    Unknown,
+}
+
+/// Byte counts of a tool's payloads; 0 when absent or unknown.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolBytes {
+    /// Bytes of standard output.
+    pub stdout: u64,
+    /// Bytes of standard error.
+    pub stderr: u64,
+    /// Bytes of diff or patch text.
+    pub diff: u64,
+    /// Bytes of the tool's result payload.
+    pub result: u64,
+}
+
+/// The `tool` object of a tools facet. Build it with [`ToolsFacet::new`] and the setters.
+///
+/// ```
+/// use agent_api::tools_facet::{ToolPhase, ToolStatus, ToolsFacet};
+/// let facet = ToolsFacet::new("command_execution", ToolPhase::Complete, ToolStatus::Completed)
+///     .exit_code(Some(0))
+///     .tool_use_id(Some("call_1".into()));
+/// let data = facet.to_data();
+/// assert_eq!(data["schema"], "agent_api.tools.structured.v1");
+/// assert_eq!(data["tool"]["exit_code"], 0);
+/// assert_eq!(data["tool"]["bytes"]["stdout"], 0);
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ToolsFacet {
+    /// The backend's own id of the item.
+    pub backend_item_id: Option<String>,
+    /// The native thread or session id.
+    pub thread_id: Option<String>,
+    /// The native turn id.
+    pub turn_id: Option<String>,
+    /// Open set: `command_execution`, `file_change`, `mcp_tool_call`, `web_search`, `tool_use`, …
+    pub kind: String,
+    /// Where in its life the tool is.
+    pub phase: ToolPhase,
+    /// The tool's status.
+    pub status: ToolStatus,
+    /// Exit code of a command, when known.
+    pub exit_code: Option<i64>,
+    /// Payload sizes.
+    pub bytes: ToolBytes,
+    /// The tool's name.
+    pub tool_name: Option<String>,
+    /// The id linking a call to its result.
+    pub tool_use_id: Option<String>,
+}
+
+impl ToolsFacet {
+    /// A facet with the required fields; everything else empty.
+    pub fn new(kind: impl Into<String>, phase: ToolPhase, status: ToolStatus) -> Self {
+        Self {
+            backend_item_id: None,
+            thread_id: None,
+            turn_id: None,
+            kind: kind.into(),
+            phase,
+            status,
+            exit_code: None,
+            bytes: ToolBytes::default(),
+            tool_name: None,
+            tool_use_id: None,
+        }
+    }
+
+    /// Sets `backend_item_id`.
+    pub fn backend_item_id(mut self, id: Option<String>) -> Self {
+        self.backend_item_id = id;
+        self
+    }
+
+    /// Sets `thread_id`.
+    pub fn thread_id(mut self, id: Option<String>) -> Self {
+        self.thread_id = id;
+        self
+    }
+
+    /// Sets `turn_id`.
+    pub fn turn_id(mut self, id: Option<String>) -> Self {
+        self.turn_id = id;
+        self
+    }
+
+    /// Sets `exit_code`.
+    pub fn exit_code(mut self, code: Option<i64>) -> Self {
+        self.exit_code = code;
+        self
+    }
+
+    /// Sets the byte counts.
+    pub fn bytes(mut self, bytes: ToolBytes) -> Self {
+        self.bytes = bytes;
+        self
+    }
+
+    /// Sets `tool_name`.
+    pub fn tool_name(mut self, name: Option<String>) -> Self {
+        self.tool_name = name;
+        self
+    }
+
+    /// Sets `tool_use_id`.
+    pub fn tool_use_id(mut self, id: Option<String>) -> Self {
+        self.tool_use_id = id;
+        self
+    }
+
+    /// The facet as wrapper-event data: `{"schema": …, "tool": {…}}`.
+    pub fn to_data(&self) -> Value {
+        serde_json::json!({ "schema": TOOLS_FACET_SCHEMA, "tool": self })
+    }
+}

@@ -1,0 +1,19 @@
+//! The universal session transcript (`spec/universal-schema.md`): gap-free [`UniversalEvent`]s
+//! about [`UniversalItem`]s, the same shape for every agent.
+//!
+//! Backends never number or stamp events themselves: they describe what happened to a
+//! [`Transcript`], which assigns ids, sequence numbers and times and applies the synthetic-event
+//! rules (session start/end, stub item starts, the single synthetic delta, open items closed at
+//! the end).
+
+mod item;
+mod transcript;
+mod types;
+
+pub use item::{ContentPart, FileAction, ItemKind, ItemRole, ItemStatus, ReasoningVisibility, ToolMeta, UniversalItem};
+pub use transcript::{NewItem, SessionEnd, Transcript, TranscriptLimits};
+pub use types::{
+    AgentUnparsedData, ErrorData, EventSource, ItemDeltaData, ItemEventData, PermissionEventData,
+    PermissionStatus, QuestionEventData, QuestionStatus, SessionEndReason, SessionEndedData,
+    SessionStartedData, StderrOutput, TerminatedBy, UniversalEvent, UniversalEventBody,
+};

@@ -1,0 +1,586 @@
+//! [`Transcript`]: turns what a backend observed into gap-free universal events, applying the
+//! synthetic-event rules of `spec/universal-schema.md`.
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+use super::item::{ContentPart, ItemKind, ItemRole, ItemStatus, ReasoningVisibility, ToolMeta, UniversalItem};
+use super::types::*;
+use crate::error::AgentError;
+
+/// Memory limits of a transcript.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub struct TranscriptLimits {
+    /// Most bytes of streamed text assembled per item; beyond it the final content is cut
+    /// (the deltas themselves are all forwarded).
+    pub max_item_text: usize,
+}
+
+impl Default for TranscriptLimits {
+    fn default() -> Self {
+        Self { max_item_text: 8 * 1024 * 1024 }
+    }
+}
+
+/// How a session ended, for [`Transcript::end`].
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct SessionEnd {
+    /// Why it ended.
+    pub reason: SessionEndReason,
+    /// Who ended it.
+    pub terminated_by: TerminatedBy,
+    /// The error message, for `reason = error`.
+    pub message: Option<String>,
+    /// Exit code of the process, when there was one.
+    pub exit_code: Option<i32>,
+    /// Head and tail of stderr, for `reason = error`.
+    pub stderr: Option<StderrOutput>,
+}
+
+impl SessionEnd {
+    /// A normal end by the agent.
+    pub fn completed() -> Self {
+        Self { reason: SessionEndReason::Completed, terminated_by: TerminatedBy::Agent, message: None, exit_code: None, stderr: None }
+    }
+}
+
+/// A new item, for [`Transcript::start_item`].
+///
+/// ```
+/// use agent_api::universal::{ItemRole, NewItem};
+/// let item = NewItem::message(ItemRole::Assistant).native("msg_1");
+/// assert_eq!(item.native_item_id.as_deref(), Some("msg_1"));
+/// ```
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct NewItem {
+    /// Item category.
+    pub kind: ItemKind,
+    /// Role, for messages.
+    pub role: Option<ItemRole>,
+    /// The provider's item id.
+    pub native_item_id: Option<String>,
+    /// The parent item (daemon id).
+    pub parent_id: Option<String>,
+    /// Initial content.
+    pub content: Vec<ContentPart>,
+    /// Tool metadata, for tool items.
+    pub tool: Option<ToolMeta>,
+    /// Whether the daemon made the item up (stub or synthesized message).
+    pub synthetic: bool,
+}
+
+impl NewItem {
+    fn new(kind: ItemKind, role: Option<ItemRole>, content: Vec<ContentPart>) -> Self {
+        Self { kind, role, native_item_id: None, parent_id: None, content, tool: None, synthetic: false }
+    }
+
+    /// A message whose text will stream in as deltas.
+    pub fn message(role: ItemRole) -> Self {
+        Self::new(ItemKind::Message, Some(role), Vec::new())
+    }
+
+    /// An assistant message carrying reasoning; deltas are reasoning text.
+    pub fn reasoning(visibility: ReasoningVisibility) -> Self {
+        Self::new(ItemKind::Message, Some(ItemRole::Assistant), vec![ContentPart::Reasoning { text: String::new(), visibility }])
+    }
+
+    /// A tool call; argument deltas, if any, are appended to `arguments`.
+    pub fn tool_call(name: impl Into<String>, arguments: impl Into<String>, call_id: impl Into<String>) -> Self {
+        let part = ContentPart::ToolCall { name: name.into(), arguments: arguments.into(), call_id: call_id.into() };
+        Self::new(ItemKind::ToolCall, Some(ItemRole::Assistant), vec![part])
+    }
+
+    /// A tool result; output deltas, if any, are appended to `output`.
+    pub fn tool_result(call_id: impl Into<String>) -> Self {
+        let part = ContentPart::ToolResult { call_id: call_id.into(), output: String::new() };
+        Self::new(ItemKind::ToolResult, Some(ItemRole::Tool), vec![part])
+    }
+
+    /// A status item.
+    pub fn status(label: impl Into<String>, detail: Option<String>) -> Self {
+        Self::new(ItemKind::Status, None, vec![ContentPart::Status { label: label.into(), detail }])
+    }
+
+    /// An item of another kind with the given content.
+    pub fn other(kind: ItemKind, role: Option<ItemRole>, content: Vec<ContentPart>) -> Self {
+        Self::new(kind, role, content)
+    }
+
+    /// Sets the provider's item id.
+    pub fn native(mut self, id: impl Into<String>) -> Self {
+        self.native_item_id = Some(id.into());
+        self
+    }
+
+    /// Sets the parent item.
+    pub fn parent(mut self, parent: Option<String>) -> Self {
+        self.parent_id = parent;
+        self
+    }
+
+    /// Sets the tool metadata.
+    pub fn tool(mut self, meta: ToolMeta) -> Self {
+        self.tool = Some(meta);
+        self
+    }
+
+    /// Adds a content part.
+    pub fn with_part(mut self, part: ContentPart) -> Self {
+        self.content.push(part);
+        self
+    }
+
+    /// Marks the item as made up by the daemon.
+    pub fn synthetic(mut self) -> Self {
+        self.synthetic = true;
+        self
+    }
+}
+
+struct OpenItem {
+    item: UniversalItem,
+    assembled: String,
+    had_delta: bool,
+}
+
+/// The state of one session's universal transcript.
+///
+/// Backends call its methods as they parse native lines; the run driver drains the resulting
+/// events after each line. Synthetic events are added here, never by backends:
+/// a `session.started` before anything else, a stub `item.started` for a delta whose item is
+/// unknown, one synthetic delta before a message completes without native deltas, failed
+/// completions for items still open at the end, and denials for unanswered HITL requests.
+///
+/// ```
+/// use agent_api::universal::{ItemRole, NewItem, SessionEnd, Transcript};
+/// let mut t = Transcript::new("sess_1".into(), false);
+/// let id = t.start_item(NewItem::message(ItemRole::Assistant));
+/// t.delta(&id, "Hel");
+/// t.delta(&id, "lo");
+/// t.complete_item(&id);
+/// t.end(SessionEnd::completed());
+/// let types: Vec<_> = t.drain().map(|e| e.type_name()).collect();
+/// assert_eq!(types, ["session.started", "item.started", "item.delta", "item.delta", "item.completed", "session.ended"]);
+/// ```
+pub struct Transcript {
+    session_id: String,
+    native_session_id: Option<String>,
+    include_raw: bool,
+    limits: TranscriptLimits,
+    next_sequence: u64,
+    next_item: u64,
+    started: bool,
+    ended: bool,
+    raw: Option<Value>,
+    open: Vec<String>,
+    items: HashMap<String, OpenItem>,
+    by_native: HashMap<String, String>,
+    permissions: HashMap<String, PermissionEventData>,
+    questions: HashMap<String, QuestionEventData>,
+    last_assistant_text: Option<String>,
+    events: Vec<UniversalEvent>,
+}
+
+impl Transcript {
+    /// A new transcript for `session_id`; `include_raw` fills each event's `raw`.
+    pub fn new(session_id: String, include_raw: bool) -> Self {
+        Self {
+            session_id,
+            native_session_id: None,
+            include_raw,
+            limits: TranscriptLimits::default(),
+            next_sequence: 1,
+            next_item: 1,
+            started: false,
+            ended: false,
+            raw: None,
+            open: Vec::new(),
+            items: HashMap::new(),
+            by_native: HashMap::new(),
+            permissions: HashMap::new(),
+            questions: HashMap::new(),
+            last_assistant_text: None,
+            events: Vec::new(),
+        }
+    }
+
+    /// Replaces the memory limits.
+    pub fn with_limits(mut self, limits: TranscriptLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// The daemon session id.
+    pub fn session_id(&self) -> &str {
+        &self.session_id
+    }
+
+    /// The provider's session id, once known.
+    pub fn native_session_id(&self) -> Option<&str> {
+        self.native_session_id.as_deref()
+    }
+
+    /// Records the provider's session id; later events carry it.
+    pub fn set_native_session_id(&mut self, id: impl Into<String>) {
+        self.native_session_id = Some(id.into());
+    }
+
+    /// Sets the native payload that events emitted from now on derive from (the driver sets it
+    /// for each native line and clears it after).
+    pub fn set_raw(&mut self, raw: Option<Value>) {
+        self.raw = raw;
+    }
+
+    /// Whether `session.ended` was emitted.
+    pub fn is_ended(&self) -> bool {
+        self.ended
+    }
+
+    /// The text of the last assistant answer message that completed.
+    pub fn last_assistant_text(&self) -> Option<&str> {
+        self.last_assistant_text.as_deref()
+    }
+
+    /// The daemon id of the item with this provider id, if it is known.
+    pub fn item_by_native(&self, native_item_id: &str) -> Option<&str> {
+        self.by_native.get(native_item_id).map(String::as_str)
+    }
+
+    /// The current state of an open item.
+    pub fn open_item(&self, item_id: &str) -> Option<&UniversalItem> {
+        self.items.get(item_id).map(|o| &o.item)
+    }
+
+    /// Ids of items still open, oldest first.
+    pub fn open_items(&self) -> &[String] {
+        &self.open
+    }
+
+    /// Ids of permission requests still waiting for a decision.
+    pub fn pending_permissions(&self) -> Vec<String> {
+        self.permissions.keys().cloned().collect()
+    }
+
+    /// Ids of questions still waiting for an answer.
+    pub fn pending_questions(&self) -> Vec<String> {
+        self.questions.keys().cloned().collect()
+    }
+
+    /// Takes the events emitted so far.
+    pub fn drain(&mut self) -> std::vec::Drain<'_, UniversalEvent> {
+        self.events.drain(..)
+    }
+
+    fn emit(&mut self, source: EventSource, body: UniversalEventBody) {
+        if self.ended {
+            return;
+        }
+        if !self.started {
+            self.started = true;
+            if !matches!(body, UniversalEventBody::SessionStarted(_)) {
+                self.push(EventSource::Daemon, UniversalEventBody::SessionStarted(SessionStartedData::default()));
+            }
+        }
+        self.push(source, body);
+    }
+
+    fn push(&mut self, source: EventSource, body: UniversalEventBody) {
+        let sequence = self.next_sequence;
+        self.next_sequence += 1;
+        let short = self.session_id.get(5..13).unwrap_or(&self.session_id);
+        self.events.push(UniversalEvent {
+            event_id: format!("evt_{short}_{sequence}"),
+            sequence,
+            time: now_rfc3339(),
+            session_id: self.session_id.clone(),
+            native_session_id: self.native_session_id.clone(),
+            synthetic: source == EventSource::Daemon,
+            source,
+            body,
+            raw: if self.include_raw { self.raw.clone() } else { None },
+        });
+    }
+
+    /// The agent reported the start of its session. A repeated start (some agents repeat it
+    /// every turn) is ignored; returns whether an event was emitted.
+    pub fn session_started(&mut self, metadata: Option<Value>) -> bool {
+        if self.started {
+            return false;
+        }
+        self.emit(EventSource::Agent, UniversalEventBody::SessionStarted(SessionStartedData { metadata }));
+        true
+    }
+
+    /// Opens an item and emits `item.started`; returns its daemon id.
+    pub fn start_item(&mut self, new: NewItem) -> String {
+        let item_id = format!("itm_{}", self.next_item);
+        self.next_item += 1;
+        if let Some(native) = &new.native_item_id {
+            self.by_native.insert(native.clone(), item_id.clone());
+        }
+        let item = UniversalItem {
+            item_id: item_id.clone(),
+            native_item_id: new.native_item_id,
+            parent_id: new.parent_id,
+            kind: new.kind,
+            role: new.role,
+            content: new.content,
+            status: ItemStatus::InProgress,
+            tool: new.tool,
+        };
+        let source = if new.synthetic { EventSource::Daemon } else { EventSource::Agent };
+        self.emit(source, UniversalEventBody::ItemStarted(ItemEventData { item: item.clone() }));
+        self.open.push(item_id.clone());
+        self.items.insert(item_id.clone(), OpenItem { item, assembled: String::new(), had_delta: false });
+        item_id
+    }
+
+    /// Streams a fragment of an open item's content. Unknown or closed items are ignored.
+    pub fn delta(&mut self, item_id: &str, text: &str) {
+        self.delta_from(EventSource::Agent, item_id, text);
+    }
+
+    fn delta_from(&mut self, source: EventSource, item_id: &str, text: &str) {
+        let max = self.limits.max_item_text;
+        let Some(open) = self.items.get_mut(item_id) else {
+            tracing::debug!(item_id, "delta for an item that is not open");
+            return;
+        };
+        open.had_delta = true;
+        let room = max.saturating_sub(open.assembled.len());
+        open.assembled.push_str(crate::bounds::utf8_prefix(text, room));
+        let native_item_id = open.item.native_item_id.clone();
+        self.emit(source, UniversalEventBody::ItemDelta(ItemDeltaData { item_id: item_id.to_string(), native_item_id, delta: text.to_string() }));
+    }
+
+    /// Streams a fragment for the item with this provider id; when that item is not known yet,
+    /// opens `stub()` first as a synthetic item (the ordering rule). Returns the daemon id.
+    pub fn delta_native(&mut self, native_item_id: &str, text: &str, stub: impl FnOnce() -> NewItem) -> String {
+        let item_id = match self.by_native.get(native_item_id) {
+            Some(id) if self.items.contains_key(id) => id.clone(),
+            _ => self.start_item(stub().native(native_item_id).synthetic()),
+        };
+        self.delta(&item_id, text);
+        item_id
+    }
+
+    /// Changes an open item without emitting an event (for example to add tool metadata that
+    /// arrives before completion).
+    pub fn update_item(&mut self, item_id: &str, change: impl FnOnce(&mut UniversalItem)) {
+        if let Some(open) = self.items.get_mut(item_id) {
+            change(&mut open.item);
+        }
+    }
+
+    /// Completes an open item with the content it assembled from deltas.
+    pub fn complete_item(&mut self, item_id: &str) {
+        self.close_item(item_id, ItemStatus::Completed, None);
+    }
+
+    /// Completes an open item with final `content` (which replaces what deltas assembled).
+    pub fn complete_item_with(&mut self, item_id: &str, content: Vec<ContentPart>) {
+        self.close_item(item_id, ItemStatus::Completed, Some(content));
+    }
+
+    /// Completes an open item as failed.
+    pub fn fail_item(&mut self, item_id: &str) {
+        self.close_item(item_id, ItemStatus::Failed, None);
+    }
+
+    fn close_item(&mut self, item_id: &str, status: ItemStatus, content: Option<Vec<ContentPart>>) {
+        let Some(mut open) = self.items.remove(item_id) else {
+            tracing::debug!(item_id, "completion for an item that is not open");
+            return;
+        };
+        self.open.retain(|id| id != item_id);
+        let mut item = std::mem::replace(&mut open.item, placeholder_item());
+        item.content = match content {
+            Some(content) => content,
+            None => fill_assembled(item.content, &open.assembled, open.had_delta),
+        };
+        item.status = status;
+        if item.kind == ItemKind::Message && !open.had_delta {
+            // The delta policy: every message streams; without native deltas, one synthetic
+            // delta with the full content comes right before the completion.
+            let full = streamable_text(&item);
+            if !full.is_empty() {
+                self.emit(EventSource::Daemon, UniversalEventBody::ItemDelta(ItemDeltaData {
+                    item_id: item.item_id.clone(),
+                    native_item_id: item.native_item_id.clone(),
+                    delta: full,
+                }));
+            }
+        }
+        if item.kind == ItemKind::Message && item.role == Some(ItemRole::Assistant) && !item.is_reasoning() && status == ItemStatus::Completed {
+            self.last_assistant_text = Some(item.text());
+        }
+        self.emit(EventSource::Agent, UniversalEventBody::ItemCompleted(ItemEventData { item }));
+    }
+
+    /// A whole message at once: `item.started`, one delta, `item.completed`.
+    pub fn message(&mut self, new: NewItem, text: &str) -> String {
+        let synthetic = new.synthetic;
+        let id = self.start_item(new);
+        let source = if synthetic { EventSource::Daemon } else { EventSource::Agent };
+        self.delta_from(source, &id, text);
+        self.complete_item(&id);
+        id
+    }
+
+    /// The user's input as a synthetic user message, for agents that do not echo it.
+    pub fn user_message(&mut self, text: &str) -> String {
+        self.message(NewItem::message(ItemRole::User).synthetic(), text)
+    }
+
+    /// A status item from the agent (started and completed at once).
+    pub fn status(&mut self, label: impl Into<String>, detail: Option<String>) -> String {
+        let id = self.start_item(NewItem::status(label, detail));
+        self.complete_item(&id);
+        id
+    }
+
+    /// A status item from the daemon itself (for example an oversized line was skipped).
+    pub fn daemon_status(&mut self, label: impl Into<String>, detail: Option<String>) -> String {
+        let id = self.start_item(NewItem::status(label, detail).synthetic());
+        self.complete_item(&id);
+        id
+    }
+
+    /// An error the agent reported.
+    pub fn error(&mut self, message: impl Into<String>, code: Option<String>, details: Option<Value>) {
+        let message = crate::bounds::truncate_message(&message.into(), crate::bounds::MESSAGE_BOUND);
+        self.emit(EventSource::Agent, UniversalEventBody::Error(ErrorData { message, code, details }));
+    }
+
+    /// The run's one terminal error, emitted by the driver when a run fails.
+    pub fn terminal_error(&mut self, error: &AgentError) {
+        let message = crate::bounds::truncate_message(&error.to_string(), crate::bounds::MESSAGE_BOUND);
+        let details = Some(serde_json::json!({ "terminal": true }));
+        self.emit(EventSource::Daemon, UniversalEventBody::Error(ErrorData { message, code: Some(error.code().to_string()), details }));
+    }
+
+    /// A native payload that could not be parsed. Never pass the payload itself as `error`.
+    pub fn unparsed(&mut self, error: impl Into<String>, location: impl Into<String>, raw_hash: Option<String>) {
+        let data = AgentUnparsedData { error: error.into(), location: location.into(), raw_hash };
+        self.emit(EventSource::Daemon, UniversalEventBody::AgentUnparsed(data));
+    }
+
+    /// The agent asks for permission; answer it with `RunControl::respond_permission(id, …)`.
+    pub fn permission_requested(&mut self, permission_id: impl Into<String>, action: impl Into<String>, metadata: Option<Value>) {
+        let data = PermissionEventData { permission_id: permission_id.into(), action: action.into(), status: PermissionStatus::Requested, metadata };
+        self.permissions.insert(data.permission_id.clone(), data.clone());
+        self.emit(EventSource::Agent, UniversalEventBody::PermissionRequested(data));
+    }
+
+    /// Whether a permission request is waiting for a decision.
+    pub fn has_pending_permission(&self, permission_id: &str) -> bool {
+        self.permissions.contains_key(permission_id)
+    }
+
+    /// A pending permission request was decided.
+    pub fn permission_resolved(&mut self, permission_id: &str, approved: bool) -> Result<(), AgentError> {
+        let mut data = self.permissions.remove(permission_id).ok_or_else(|| AgentError::UnknownPermission { id: permission_id.to_string() })?;
+        data.status = if approved { PermissionStatus::Approved } else { PermissionStatus::Denied };
+        self.emit(EventSource::Daemon, UniversalEventBody::PermissionResolved(data));
+        Ok(())
+    }
+
+    /// The agent asks a question; answer it with `RunControl::answer_question(id, …)`.
+    pub fn question_requested(&mut self, question_id: impl Into<String>, prompt: impl Into<String>, options: Vec<String>) {
+        let data = QuestionEventData { question_id: question_id.into(), prompt: prompt.into(), options, response: None, status: QuestionStatus::Requested };
+        self.questions.insert(data.question_id.clone(), data.clone());
+        self.emit(EventSource::Agent, UniversalEventBody::QuestionRequested(data));
+    }
+
+    /// Whether a question is waiting for an answer.
+    pub fn has_pending_question(&self, question_id: &str) -> bool {
+        self.questions.contains_key(question_id)
+    }
+
+    /// A pending question was answered (`Some`) or rejected (`None`).
+    pub fn question_resolved(&mut self, question_id: &str, response: Option<String>) -> Result<(), AgentError> {
+        let mut data = self.questions.remove(question_id).ok_or_else(|| AgentError::UnknownQuestion { id: question_id.to_string() })?;
+        data.status = if response.is_some() { QuestionStatus::Answered } else { QuestionStatus::Rejected };
+        data.response = response;
+        self.emit(EventSource::Daemon, UniversalEventBody::QuestionResolved(data));
+        Ok(())
+    }
+
+    /// Ends the session: open items complete as failed, unanswered permissions resolve as
+    /// denied and questions as rejected, then `session.ended`. Later calls do nothing.
+    pub fn end(&mut self, end: SessionEnd) {
+        if self.ended {
+            return;
+        }
+        for item_id in self.open.clone() {
+            self.fail_item(&item_id);
+        }
+        let mut permissions: Vec<String> = self.permissions.keys().cloned().collect();
+        permissions.sort();
+        for id in permissions {
+            let _ = self.permission_resolved(&id, false);
+        }
+        let mut questions: Vec<String> = self.questions.keys().cloned().collect();
+        questions.sort();
+        for id in questions {
+            let _ = self.question_resolved(&id, None);
+        }
+        let data = SessionEndedData { reason: end.reason, terminated_by: end.terminated_by, message: end.message, exit_code: end.exit_code, stderr: end.stderr };
+        self.emit(EventSource::Daemon, UniversalEventBody::SessionEnded(data));
+        self.ended = true;
+    }
+}
+
+fn placeholder_item() -> UniversalItem {
+    UniversalItem { item_id: String::new(), native_item_id: None, parent_id: None, kind: ItemKind::Unknown, role: None, content: Vec::new(), status: ItemStatus::InProgress, tool: None }
+}
+
+/// Puts the text assembled from deltas into the part it belongs to.
+fn fill_assembled(mut content: Vec<ContentPart>, assembled: &str, had_delta: bool) -> Vec<ContentPart> {
+    if !had_delta {
+        return content;
+    }
+    for part in &mut content {
+        match part {
+            ContentPart::Text { text } | ContentPart::Reasoning { text, .. } => {
+                *text = assembled.to_string();
+                return content;
+            }
+            ContentPart::ToolCall { arguments, .. } if arguments.is_empty() => {
+                *arguments = assembled.to_string();
+                return content;
+            }
+            ContentPart::ToolResult { output, .. } if output.is_empty() => {
+                *output = assembled.to_string();
+                return content;
+            }
+            _ => {}
+        }
+    }
+    content.push(ContentPart::Text { text: assembled.to_string() });
+    content
+}
+
+/// The text a message would have streamed: its text parts, or its reasoning.
+fn streamable_text(item: &UniversalItem) -> String {
+    item.content
+        .iter()
+        .filter_map(|p| match p {
+            ContentPart::Text { text } | ContentPart::Reasoning { text, .. } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn now_rfc3339() -> String {
+    time::OffsetDateTime::now_utc()
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_else(|_| "1970-01-01T00:00:00Z".to_string())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,131 @@
+use super::*;
+use crate::universal::{ContentPart, ItemRole};
+
+fn types(t: &mut Transcript) -> Vec<&'static str> {
+    t.drain().map(|e| e.type_name()).collect()
+}
+
+#[test]
+fn the_first_event_is_a_synthetic_session_start_when_the_agent_has_none() {
+    let mut t = Transcript::new("sess_abcdefgh12".into(), false);
+    t.status("working", None);
+    let events: Vec<_> = t.drain().collect();
+    assert_eq!(events[0].type_name(), "session.started");
+    assert!(events[0].synthetic);
+    assert_eq!(events[0].source, EventSource::Daemon);
+    assert_eq!(events.iter().map(|e| e.sequence).collect::<Vec<_>>(), [1, 2, 3]);
+}
+
+#[test]
+fn a_native_session_start_is_not_duplicated_on_later_turns() {
+    let mut t = Transcript::new("sess_1".into(), false);
+    assert!(t.session_started(None));
+    assert!(!t.session_started(None));
+    assert_eq!(types(&mut t), ["session.started"]);
+}
+
+#[test]
+fn a_message_without_native_deltas_gets_one_synthetic_delta_before_completion() {
+    let mut t = Transcript::new("sess_1".into(), false);
+    t.session_started(None);
+    let id = t.start_item(NewItem::message(ItemRole::Assistant).native("msg_1"));
+    t.complete_item_with(&id, vec![ContentPart::Text { text: "Hello from mock".into() }]);
+    let events: Vec<_> = t.drain().collect();
+    let delta = &events[2];
+    assert_eq!(delta.type_name(), "item.delta");
+    assert!(delta.synthetic);
+    match &delta.body {
+        UniversalEventBody::ItemDelta(d) => {
+            assert_eq!(d.delta, "Hello from mock");
+            assert_eq!(d.native_item_id.as_deref(), Some("msg_1"));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(events[3].type_name(), "item.completed");
+    assert_eq!(t.last_assistant_text(), Some("Hello from mock"));
+}
+
+#[test]
+fn streamed_text_is_assembled_exactly_once_into_the_completed_item() {
+    let mut t = Transcript::new("sess_1".into(), false);
+    let id = t.start_item(NewItem::message(ItemRole::Assistant));
+    for piece in ["Hel", "lo ", "world"] {
+        t.delta(&id, piece);
+    }
+    t.complete_item(&id);
+    let completed = t.drain().last().unwrap();
+    match completed.body {
+        UniversalEventBody::ItemCompleted(d) => assert_eq!(d.item.content, vec![ContentPart::Text { text: "Hello world".into() }]),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_delta_for_an_unknown_native_item_opens_a_stub_first() {
+    let mut t = Transcript::new("sess_1".into(), false);
+    t.session_started(None);
+    let id = t.delta_native("part_9", "hi", || NewItem::message(ItemRole::Assistant));
+    let events: Vec<_> = t.drain().collect();
+    assert_eq!(events[1].type_name(), "item.started");
+    assert!(events[1].synthetic);
+    assert_eq!(events[2].type_name(), "item.delta");
+    assert_eq!(t.item_by_native("part_9"), Some(id.as_str()));
+}
+
+#[test]
+fn ending_fails_open_items_and_denies_pending_requests() {
+    let mut t = Transcript::new("sess_1".into(), false);
+    let id = t.start_item(NewItem::tool_call("Bash", "{}", "toolu_1"));
+    t.permission_requested("perm_1", "Bash: echo hi", None);
+    t.question_requested("q_1", "Which?", vec!["a".into(), "b".into()]);
+    t.end(SessionEnd::completed());
+    let events: Vec<_> = t.drain().collect();
+    let names: Vec<_> = events.iter().map(|e| e.type_name()).collect();
+    assert_eq!(names, ["session.started", "item.started", "permission.requested", "question.requested", "item.completed", "permission.resolved", "question.resolved", "session.ended"]);
+    match &events[4].body {
+        UniversalEventBody::ItemCompleted(d) => {
+            assert_eq!(d.item.item_id, id);
+            assert_eq!(d.item.status, ItemStatus::Failed);
+        }
+        other => panic!("{other:?}"),
+    }
+    match &events[5].body {
+        UniversalEventBody::PermissionResolved(p) => assert_eq!(p.status, PermissionStatus::Denied),
+        other => panic!("{other:?}"),
+    }
+    t.status("after end", None);
+    assert_eq!(t.drain().count(), 0, "nothing follows session.ended");
+}
+
+#[test]
+fn resolving_an_unknown_permission_is_a_typed_error() {
+    let mut t = Transcript::new("sess_1".into(), false);
+    assert!(matches!(t.permission_resolved("nope", true), Err(AgentError::UnknownPermission { .. })));
+    assert!(matches!(t.question_resolved("nope", None), Err(AgentError::UnknownQuestion { .. })));
+}
+
+#[test]
+fn raw_is_filled_only_when_opted_in() {
+    for include in [false, true] {
+        let mut t = Transcript::new("sess_1".into(), include);
+        t.set_raw(Some(serde_json::json!({"type": "x"})));
+        t.status("s", None);
+        let events: Vec<_> = t.drain().collect();
+        assert!(events.iter().all(|e| e.raw.is_some() == include));
+    }
+}
+
+#[test]
+fn assembled_text_is_capped_but_every_delta_is_forwarded() {
+    let mut t = Transcript::new("sess_1".into(), false).with_limits(TranscriptLimits { max_item_text: 8 });
+    let id = t.start_item(NewItem::message(ItemRole::Assistant));
+    t.delta(&id, "12345");
+    t.delta(&id, "67890");
+    t.complete_item(&id);
+    let events: Vec<_> = t.drain().collect();
+    assert_eq!(events.iter().filter(|e| e.type_name() == "item.delta").count(), 2);
+    match &events.last().unwrap().body {
+        UniversalEventBody::ItemCompleted(d) => assert_eq!(d.item.text(), "12345678"),
+        other => panic!("{other:?}"),
+    }
+}

@@ -1,0 +1,275 @@
+//! [`UniversalEvent`] and the data of each event type.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::item::UniversalItem;
+
+/// One event of the universal transcript.
+///
+/// Its JSON form is the seed envelope: `type` and `data` come from [`UniversalEventBody`], and
+/// `raw` is always present (`null` unless the run opted in to raw payloads).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UniversalEvent {
+    /// Unique id (`evt_…`).
+    pub event_id: String,
+    /// Position in the session, from 1, with no gaps.
+    pub sequence: u64,
+    /// RFC 3339 UTC time.
+    pub time: String,
+    /// Daemon-generated session id.
+    pub session_id: String,
+    /// The provider's session or thread id, once known.
+    pub native_session_id: Option<String>,
+    /// Whether the daemon made this event up to fill a gap (mirrors `source`).
+    pub synthetic: bool,
+    /// Who produced it.
+    pub source: EventSource,
+    /// The event type and its data.
+    #[serde(flatten)]
+    pub body: UniversalEventBody,
+    /// The native payload, when the run opted in (`include_raw`).
+    #[serde(default)]
+    pub raw: Option<Value>,
+}
+
+impl UniversalEvent {
+    /// The event type as its dotted name (`item.delta`, …).
+    pub fn type_name(&self) -> &'static str {
+        self.body.type_name()
+    }
+}
+
+/// Who produced an event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EventSource {
+    /// The agent (a native event).
+    Agent,
+    /// The daemon (a synthetic event).
+    Daemon,
+}
+
+/// An event's type with its data.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", content = "data")]
+#[non_exhaustive]
+pub enum UniversalEventBody {
+    /// The session started.
+    #[serde(rename = "session.started")]
+    SessionStarted(SessionStartedData),
+    /// The session ended.
+    #[serde(rename = "session.ended")]
+    SessionEnded(SessionEndedData),
+    /// An item was created.
+    #[serde(rename = "item.started")]
+    ItemStarted(ItemEventData),
+    /// Streamed content for an item.
+    #[serde(rename = "item.delta")]
+    ItemDelta(ItemDeltaData),
+    /// An item was finalized.
+    #[serde(rename = "item.completed")]
+    ItemCompleted(ItemEventData),
+    /// A runtime error.
+    #[serde(rename = "error")]
+    Error(ErrorData),
+    /// The agent asks for permission.
+    #[serde(rename = "permission.requested")]
+    PermissionRequested(PermissionEventData),
+    /// A permission request was decided.
+    #[serde(rename = "permission.resolved")]
+    PermissionResolved(PermissionEventData),
+    /// The agent asks a question.
+    #[serde(rename = "question.requested")]
+    QuestionRequested(QuestionEventData),
+    /// A question was answered or rejected.
+    #[serde(rename = "question.resolved")]
+    QuestionResolved(QuestionEventData),
+    /// A native payload could not be parsed.
+    #[serde(rename = "agent.unparsed")]
+    AgentUnparsed(AgentUnparsedData),
+}
+
+impl UniversalEventBody {
+    /// The dotted type name.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Self::SessionStarted(_) => "session.started",
+            Self::SessionEnded(_) => "session.ended",
+            Self::ItemStarted(_) => "item.started",
+            Self::ItemDelta(_) => "item.delta",
+            Self::ItemCompleted(_) => "item.completed",
+            Self::Error(_) => "error",
+            Self::PermissionRequested(_) => "permission.requested",
+            Self::PermissionResolved(_) => "permission.resolved",
+            Self::QuestionRequested(_) => "question.requested",
+            Self::QuestionResolved(_) => "question.resolved",
+            Self::AgentUnparsed(_) => "agent.unparsed",
+        }
+    }
+}
+
+/// Data of `session.started`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionStartedData {
+    /// What the agent said about the session (model, tools, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Value>,
+}
+
+/// Why a session ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SessionEndReason {
+    /// It finished normally.
+    Completed,
+    /// It failed.
+    Error,
+    /// It was stopped (cancel, timeout).
+    Terminated,
+}
+
+/// Who ended a session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TerminatedBy {
+    /// The agent ended it.
+    Agent,
+    /// The daemon ended it (cancel, timeout, drop).
+    Daemon,
+}
+
+/// Data of `session.ended`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionEndedData {
+    /// Why it ended.
+    pub reason: SessionEndReason,
+    /// Who ended it.
+    pub terminated_by: TerminatedBy,
+    /// The error message, when `reason` is `error`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// The process exit code, when `reason` is `error`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    /// The head and tail of stderr, when `reason` is `error`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stderr: Option<StderrOutput>,
+}
+
+/// The bounded head and tail of a process's stderr.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StderrOutput {
+    /// The first 20 lines, or all of them when not truncated.
+    pub head: Option<String>,
+    /// The last 50 lines, only when truncated.
+    pub tail: Option<String>,
+    /// Whether lines were left out between head and tail.
+    pub truncated: bool,
+    /// Total number of lines.
+    pub total_lines: Option<u64>,
+}
+
+/// Data of `item.started` and `item.completed`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ItemEventData {
+    /// The item as it is now.
+    pub item: UniversalItem,
+}
+
+/// Data of `item.delta`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ItemDeltaData {
+    /// The item the delta belongs to.
+    pub item_id: String,
+    /// The provider's id of that item.
+    pub native_item_id: Option<String>,
+    /// The text fragment.
+    pub delta: String,
+}
+
+/// Data of `error`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ErrorData {
+    /// Bounded, safe message.
+    pub message: String,
+    /// Typed code (an [`crate::AgentError::code`] for terminal errors).
+    #[serde(default)]
+    pub code: Option<String>,
+    /// Structured details; `{"terminal": true}` marks the run's one terminal error.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details: Option<Value>,
+}
+
+impl ErrorData {
+    /// Whether this is the run's terminal error.
+    pub fn is_terminal(&self) -> bool {
+        self.details.as_ref().and_then(|d| d.get("terminal")).and_then(Value::as_bool) == Some(true)
+    }
+}
+
+/// Status of a permission request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PermissionStatus {
+    /// Waiting for a decision.
+    Requested,
+    /// Allowed.
+    Approved,
+    /// Refused.
+    Denied,
+}
+
+/// Data of `permission.requested` and `permission.resolved`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PermissionEventData {
+    /// The id to answer with `RunControl::respond_permission`.
+    pub permission_id: String,
+    /// What the agent wants to do (tool name and a safe summary).
+    pub action: String,
+    /// Where the request stands.
+    pub status: PermissionStatus,
+    /// Context such as the tool input.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Value>,
+}
+
+/// Status of a question.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum QuestionStatus {
+    /// Waiting for an answer.
+    Requested,
+    /// Answered.
+    Answered,
+    /// Rejected or left unanswered.
+    Rejected,
+}
+
+/// Data of `question.requested` and `question.resolved`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QuestionEventData {
+    /// The id to answer with `RunControl::answer_question`.
+    pub question_id: String,
+    /// The question.
+    pub prompt: String,
+    /// The offered answers (may be empty for free-form questions).
+    pub options: Vec<String>,
+    /// The answer, once resolved.
+    #[serde(default)]
+    pub response: Option<String>,
+    /// Where the question stands.
+    pub status: QuestionStatus,
+}
+
+/// Data of `agent.unparsed`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentUnparsedData {
+    /// Why parsing failed (never the line itself).
+    pub error: String,
+    /// The parser that failed.
+    pub location: String,
+    /// A hash of the unparsed bytes, to correlate with a raw capture.
+    #[serde(default)]
+    pub raw_hash: Option<String>,
+}

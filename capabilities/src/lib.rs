@@ -1,0 +1,143 @@
+//! Every standard `agent_api` capability id, with its one-line meaning, and the renderer of the
+//! coverage matrix (backends × capabilities) that `spec/coverage-matrix.md` is generated from.
+//!
+//! Capability ids are an open set of namespaced strings: `agent_api.*` ids are defined here and
+//! mean the same for every backend; `backend.<kind>.*` ids belong to one backend. A caller asks
+//! [`is_standard`] or reads [`STANDARD`] to learn what an id means before it asks for a feature.
+//!
+//! ```
+//! use agent_api_capabilities as caps;
+//! assert!(caps::is_standard(caps::CONTROL_CANCEL));
+//! assert_eq!(caps::describe(caps::RUN), Some("Runs a prompt and reports one completion."));
+//! ```
+
+mod matrix;
+
+pub use matrix::{render_matrix, MatrixRow};
+
+/// A standard capability id and its meaning.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CapabilityInfo {
+    /// The namespaced id, such as `agent_api.run`.
+    pub id: &'static str,
+    /// Short row label used in the coverage matrix.
+    pub label: &'static str,
+    /// One line saying what a backend that advertises the id promises.
+    pub meaning: &'static str,
+}
+
+macro_rules! standard_capabilities {
+    ($($(#[$doc:meta])* $name:ident = $id:literal, $label:literal, $meaning:literal;)*) => {
+        $($(#[$doc])* pub const $name: &str = $id;)*
+        /// Every standard capability id, in the order the coverage matrix lists them.
+        pub const STANDARD: &[CapabilityInfo] = &[
+            $(CapabilityInfo { id: $id, label: $label, meaning: $meaning },)*
+        ];
+    };
+}
+
+standard_capabilities! {
+    /// Runs a prompt and reports one completion.
+    RUN = "agent_api.run", "Run", "Runs a prompt and reports one completion.";
+    /// Streams wrapper events and the universal transcript for a run.
+    EVENTS = "agent_api.events", "Events", "Streams wrapper events and the universal transcript for a run.";
+    /// Events arrive while the agent works, not only when it exits.
+    EVENTS_LIVE = "agent_api.events.live", "Live events", "Events arrive while the agent works, not only when it exits.";
+    /// `RunControl::cancel` stops the run and reports a typed Cancelled.
+    CONTROL_CANCEL = "agent_api.control.cancel", "Cancel", "RunControl::cancel stops the run and reports a typed Cancelled.";
+    /// A run can resume an earlier session, by id or the last one.
+    SESSION_RESUME = "agent_api.session.resume", "Session resume", "A run can resume an earlier session, by id or the last one.";
+    /// A run can fork an earlier session into a new one.
+    SESSION_FORK = "agent_api.session.fork", "Session fork", "A run can fork an earlier session into a new one.";
+    /// ToolCall and ToolResult events carry the structured.v1 tools facet.
+    TOOLS_STRUCTURED_V1 = "agent_api.tools.structured.v1", "Tools facet v1", "ToolCall and ToolResult events carry the structured.v1 tools facet.";
+    /// Assistant and user text arrive as message items.
+    TEXT_MESSAGES = "agent_api.transcript.text_messages", "Text Messages", "Assistant and user text arrive as message items.";
+    /// Tool invocations arrive as tool_call items.
+    TOOL_CALLS = "agent_api.transcript.tool_calls", "Tool Calls", "Tool invocations arrive as tool_call items.";
+    /// Tool outcomes arrive as tool_result items.
+    TOOL_RESULTS = "agent_api.transcript.tool_results", "Tool Results", "Tool outcomes arrive as tool_result items.";
+    /// The agent's questions arrive as question events and take answers.
+    QUESTIONS = "agent_api.hitl.questions", "Questions (HITL)", "The agent's questions arrive as question events and take answers.";
+    /// Permission requests arrive as permission events and take decisions.
+    PERMISSIONS = "agent_api.hitl.permissions", "Permissions (HITL)", "Permission requests arrive as permission events and take decisions.";
+    /// The prompt may carry images.
+    IMAGES = "agent_api.input.images", "Images", "The prompt may carry images.";
+    /// The prompt may carry file attachments.
+    FILE_ATTACHMENTS = "agent_api.input.file_attachments", "File Attachments", "The prompt may carry file attachments.";
+    /// session.started and session.ended come from the agent itself.
+    SESSION_LIFECYCLE = "agent_api.transcript.session_lifecycle", "Session Lifecycle", "session.started and session.ended come from the agent itself.";
+    /// Runtime failures arrive as structured error events.
+    ERROR_EVENTS = "agent_api.transcript.error_events", "Error Events", "Runtime failures arrive as structured error events.";
+    /// Reasoning or thinking arrives as reasoning content.
+    REASONING = "agent_api.transcript.reasoning", "Reasoning/Thinking", "Reasoning or thinking arrives as reasoning content.";
+    /// Shell commands arrive with command, exit code and output sizes.
+    COMMAND_EXECUTION = "agent_api.transcript.command_execution", "Command Execution", "Shell commands arrive with command, exit code and output sizes.";
+    /// File edits arrive as file_ref parts with path and action.
+    FILE_CHANGES = "agent_api.transcript.file_changes", "File Changes", "File edits arrive as file_ref parts with path and action.";
+    /// MCP tool calls arrive as tool items naming the tool.
+    MCP_TOOLS = "agent_api.transcript.mcp_tools", "MCP Tools", "MCP tool calls arrive as tool items naming the tool.";
+    /// Content arrives as native deltas while it is produced.
+    STREAMING_DELTAS = "agent_api.transcript.streaming_deltas", "Streaming Deltas", "Content arrives as native deltas while it is produced.";
+    /// A run may pick a model variant such as reasoning effort.
+    VARIANTS = "agent_api.request.variants", "Variants", "A run may pick a model variant such as reasoning effort.";
+    /// The completion reports token usage.
+    USAGE = "agent_api.completion.usage", "Usage", "The completion reports token usage.";
+    /// A run may choose its model.
+    MODEL_SELECTION = "agent_api.request.model", "Model Selection", "A run may choose its model.";
+}
+
+/// Whether `id` is one of the standard `agent_api.*` ids.
+pub fn is_standard(id: &str) -> bool {
+    STANDARD.iter().any(|c| c.id == id)
+}
+
+/// The one-line meaning of a standard id, or `None` for any other id.
+pub fn describe(id: &str) -> Option<&'static str> {
+    STANDARD.iter().find(|c| c.id == id).map(|c| c.meaning)
+}
+
+/// Whether `id` is well formed: `agent_api.<name>` or `backend.<kind>.<name>`, where every
+/// dot-separated segment is non-empty and made of `[a-z0-9_]`.
+///
+/// ```
+/// assert!(agent_api_capabilities::is_well_formed("backend.codex.exec_mode"));
+/// assert!(!agent_api_capabilities::is_well_formed("codex.exec"));
+/// ```
+pub fn is_well_formed(id: &str) -> bool {
+    let mut segments = id.split('.');
+    let min_segments = match segments.next() {
+        Some("agent_api") => 2,
+        Some("backend") => 3,
+        _ => return false,
+    };
+    let rest: Vec<&str> = segments.collect();
+    rest.len() + 1 >= min_segments
+        && rest.iter().all(|s| {
+            !s.is_empty() && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_standard_id_is_well_formed_and_unique() {
+        let mut seen = std::collections::HashSet::new();
+        for c in STANDARD {
+            assert!(is_well_formed(c.id), "{}", c.id);
+            assert!(seen.insert(c.id), "duplicate {}", c.id);
+            assert!(!c.meaning.is_empty());
+        }
+    }
+
+    #[test]
+    fn ids_outside_the_two_namespaces_are_rejected() {
+        assert!(!is_well_formed("agent_api"));
+        assert!(!is_well_formed("backend.codex"));
+        assert!(!is_well_formed("agent_api.Run"));
+        assert!(!is_well_formed("other.run"));
+        assert!(is_well_formed("agent_api.tools.structured.v1"));
+    }
+}

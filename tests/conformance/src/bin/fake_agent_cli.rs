@@ -1,0 +1,105 @@
+//! A misbehaving agent CLI for fault tests: it prints what its first argument asks for.
+//!
+//! Modes: `crash` (some lines, then exit 3 mid-stream), `hang` (a line, then sleeps forever),
+//! `hang-with-child` (starts a grandchild that sleeps, then hangs), `big-line MIB` (one line of
+//! MIB mebibytes between two good lines), `invalid-utf8`, `flood GIB BIG_MIB` (GIB gibibytes of
+//! lines, one of them BIG_MIB long), `echo-stdin` (echoes each stdin line back in a JSON
+//! envelope), `ignore-term` (ignores SIGTERM and hangs).
+
+use std::io::{BufRead, Write};
+
+fn good(out: &mut impl Write, text: &str) {
+    writeln!(out, "{{\"type\":\"text\",\"text\":{}}}", serde_json::to_string(text).unwrap()).unwrap();
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    match args.first().map(String::as_str) {
+        Some("crash") => {
+            good(&mut out, "before the crash");
+            out.flush().unwrap();
+            eprintln!("fatal: secret-token-123 went wrong");
+            std::process::exit(3);
+        }
+        Some("hang") => {
+            good(&mut out, "about to hang");
+            out.flush().unwrap();
+            std::thread::sleep(std::time::Duration::from_secs(3600));
+        }
+        Some("hang-with-child") => {
+            let child = std::process::Command::new("sleep").arg("3600").spawn().unwrap();
+            writeln!(out, "{{\"type\":\"pid\",\"pid\":{}}}", child.id()).unwrap();
+            out.flush().unwrap();
+            std::thread::sleep(std::time::Duration::from_secs(3600));
+        }
+        Some("ignore-term") => {
+            // SAFETY: setting a signal disposition is process-global and done before any thread.
+            unsafe {
+                libc_ignore_sigterm();
+            }
+            good(&mut out, "ignoring SIGTERM");
+            out.flush().unwrap();
+            std::thread::sleep(std::time::Duration::from_secs(3600));
+        }
+        Some("big-line") => {
+            let mib: usize = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(20);
+            good(&mut out, "before");
+            let chunk = "x".repeat(1024 * 1024);
+            write!(out, "{{\"type\":\"text\",\"text\":\"").unwrap();
+            for _ in 0..mib {
+                out.write_all(chunk.as_bytes()).unwrap();
+            }
+            writeln!(out, "\"}}").unwrap();
+            good(&mut out, "after");
+        }
+        Some("invalid-utf8") => {
+            good(&mut out, "before");
+            out.write_all(b"{\"type\":\"text\",\"text\":\"bad \xff\xfe bytes\"}\n").unwrap();
+            out.write_all(b"\xc3\x28 not json either\n").unwrap();
+            good(&mut out, "after");
+        }
+        Some("flood") => {
+            let gib: u64 = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(1);
+            let big_mib: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(256);
+            let line = format!("{{\"type\":\"text\",\"text\":\"{}\"}}\n", "y".repeat(4000));
+            let total = gib * 1024 * 1024 * 1024;
+            let mut written: u64 = 0;
+            let mut big_done = false;
+            while written < total {
+                if !big_done && written >= total / 2 {
+                    big_done = true;
+                    let chunk = "z".repeat(1024 * 1024);
+                    write!(out, "{{\"type\":\"text\",\"text\":\"").unwrap();
+                    for _ in 0..big_mib {
+                        out.write_all(chunk.as_bytes()).unwrap();
+                    }
+                    writeln!(out, "\"}}").unwrap();
+                    written += (big_mib * 1024 * 1024) as u64;
+                }
+                out.write_all(line.as_bytes()).unwrap();
+                written += line.len() as u64;
+            }
+            good(&mut out, "flood done");
+        }
+        Some("echo-stdin") => {
+            out.flush().unwrap();
+            let stdin = std::io::stdin();
+            for line in stdin.lock().lines() {
+                let line = line.unwrap();
+                writeln!(out, "{{\"type\":\"echo\",\"line\":{}}}", serde_json::to_string(&line).unwrap()).unwrap();
+                out.flush().unwrap();
+            }
+        }
+        _ => {
+            eprintln!("usage: fake_agent_cli crash|hang|hang-with-child|ignore-term|big-line MIB|invalid-utf8|flood GIB BIG_MIB|echo-stdin");
+            std::process::exit(2);
+        }
+    }
+    out.flush().unwrap();
+}
+
+unsafe fn libc_ignore_sigterm() {
+    libc::signal(libc::SIGTERM, libc::SIG_IGN);
+}

@@ -1,0 +1,192 @@
+//! The conformance checks every backend's tests share, and (under `tests/`) the workspace-level
+//! conformance suite.
+//!
+//! [`record`] reads a run's universal events and projects the wrapper view from them, so one run
+//! yields both views; [`problems`] lists every way a recorded run breaks the specs in `spec/`;
+//! [`assert_conformant`] panics with that list.
+//!
+//! ```no_run
+//! # async fn demo(handle: agent_api::RunHandle) {
+//! let run = agent_api_conformance::record(handle).await;
+//! agent_api_conformance::assert_conformant(&run);
+//! println!("{}", run.assistant_text());
+//! # }
+//! ```
+
+use std::collections::HashSet;
+use std::sync::OnceLock;
+
+use agent_api::bounds::within_bounds;
+use agent_api::projection::Projector;
+use agent_api::tools_facet::TOOLS_FACET_SCHEMA;
+use agent_api::universal::{ItemStatus, UniversalEvent, UniversalEventBody};
+use agent_api::{AgentError, AgentWrapperEvent, AgentWrapperEventKind, RunCompletion, RunHandle};
+use futures::StreamExt;
+use serde_json::Value;
+
+/// The seed JSON Schema of a universal event, as committed in `spec/universal-schema.json`.
+pub const UNIVERSAL_SCHEMA: &str = include_str!("../../../spec/universal-schema.json");
+
+/// Both views of one run and its completion.
+#[derive(Debug)]
+pub struct RunRecord {
+    /// The universal events, in order.
+    pub universal: Vec<UniversalEvent>,
+    /// The wrapper events projected from them by the shared projection.
+    pub wrapper: Vec<AgentWrapperEvent>,
+    /// The completion.
+    pub completion: Result<RunCompletion, AgentError>,
+    /// Whether the backend advertised the tools facet.
+    pub tools_structured: bool,
+}
+
+impl RunRecord {
+    /// The assistant's answer text as the wrapper view streamed it.
+    pub fn assistant_text(&self) -> String {
+        self.wrapper
+            .iter()
+            .filter(|e| e.kind == AgentWrapperEventKind::TextOutput && e.channel.as_deref() == Some("assistant"))
+            .filter_map(|e| e.text.as_deref())
+            .collect()
+    }
+
+    /// The dotted types of the universal events, in order.
+    pub fn types(&self) -> Vec<&'static str> {
+        self.universal.iter().map(UniversalEvent::type_name).collect()
+    }
+
+    /// The universal events of one type.
+    pub fn of_type<'a>(&'a self, type_name: &'a str) -> impl Iterator<Item = &'a UniversalEvent> + 'a {
+        self.universal.iter().filter(move |e| e.type_name() == type_name)
+    }
+
+    /// The wrapper events of one kind.
+    pub fn wrapper_of(&self, kind: AgentWrapperEventKind) -> impl Iterator<Item = &AgentWrapperEvent> {
+        self.wrapper.iter().filter(move |e| e.kind == kind)
+    }
+}
+
+/// Reads a whole run as universal events and projects the wrapper view from them.
+pub async fn record(handle: RunHandle) -> RunRecord {
+    let mut projector = Projector::new(handle.agent_kind().clone(), handle.tools_structured());
+    let tools_structured = handle.tools_structured();
+    let (events, completion) = handle.into_universal();
+    let universal: Vec<UniversalEvent> = events.collect().await;
+    let completion = completion.await;
+    let wrapper = universal.iter().flat_map(|e| projector.project(e)).collect();
+    RunRecord { universal, wrapper, completion, tools_structured }
+}
+
+fn validator() -> &'static jsonschema::Validator {
+    static VALIDATOR: OnceLock<jsonschema::Validator> = OnceLock::new();
+    VALIDATOR.get_or_init(|| {
+        let schema: Value = serde_json::from_str(UNIVERSAL_SCHEMA).expect("spec/universal-schema.json is JSON");
+        jsonschema::validator_for(&schema).expect("spec/universal-schema.json is a valid schema")
+    })
+}
+
+/// Schema errors of one universal event (empty when it is valid).
+pub fn schema_errors(event: &UniversalEvent) -> Vec<String> {
+    let value = serde_json::to_value(event).expect("events serialize");
+    validator().iter_errors(&value).map(|e| format!("{} at {}", e, e.instance_path())).collect()
+}
+
+/// Every way the recorded run breaks the specs: schema, sequence, lifecycle, bounds, facet,
+/// terminal-error and safety rules. Empty for a conformant run.
+pub fn problems(run: &RunRecord) -> Vec<String> {
+    let mut out = Vec::new();
+    universal_problems(&run.universal, &mut out);
+    wrapper_problems(run, &mut out);
+    out
+}
+
+fn universal_problems(events: &[UniversalEvent], out: &mut Vec<String>) {
+    for (i, event) in events.iter().enumerate() {
+        if event.sequence != i as u64 + 1 {
+            out.push(format!("event {i} has sequence {} (want {})", event.sequence, i + 1));
+        }
+        if event.synthetic != (event.source == agent_api::universal::EventSource::Daemon) {
+            out.push(format!("event {} synthetic flag does not mirror its source", event.sequence));
+        }
+        for error in schema_errors(event) {
+            out.push(format!("event {} ({}) fails the schema: {error}", event.sequence, event.type_name()));
+        }
+        if let UniversalEventBody::AgentUnparsed(u) = &event.body {
+            out.push(format!("event {} is agent.unparsed: {} ({})", event.sequence, u.error, u.location));
+        }
+    }
+    if events.first().map(UniversalEvent::type_name) != Some("session.started") {
+        out.push("the transcript does not start with session.started".into());
+    }
+    if events.last().map(UniversalEvent::type_name) != Some("session.ended") {
+        out.push("the transcript does not end with session.ended".into());
+    }
+    if events.iter().filter(|e| e.type_name() == "session.ended").count() > 1 {
+        out.push("more than one session.ended".into());
+    }
+    let mut open = HashSet::new();
+    for event in events {
+        match &event.body {
+            UniversalEventBody::ItemStarted(d) => {
+                if !open.insert(d.item.item_id.clone()) {
+                    out.push(format!("item {} started twice", d.item.item_id));
+                }
+            }
+            UniversalEventBody::ItemDelta(d) if !open.contains(&d.item_id) => out.push(format!("delta for item {} that is not open", d.item_id)),
+            UniversalEventBody::ItemCompleted(d) => {
+                if !open.remove(&d.item.item_id) {
+                    out.push(format!("item {} completed without starting", d.item.item_id));
+                }
+                if d.item.status == ItemStatus::InProgress {
+                    out.push(format!("item {} completed with status in_progress", d.item.item_id));
+                }
+            }
+            _ => {}
+        }
+    }
+    for id in open {
+        out.push(format!("item {id} is still in progress at the end"));
+    }
+}
+
+fn wrapper_problems(run: &RunRecord, out: &mut Vec<String>) {
+    for (i, event) in run.wrapper.iter().enumerate() {
+        if !within_bounds(event) {
+            out.push(format!("wrapper event {i} breaks a bound"));
+        }
+        let is_tool = matches!(event.kind, AgentWrapperEventKind::ToolCall | AgentWrapperEventKind::ToolResult);
+        if is_tool && run.tools_structured {
+            let schema = event.data.as_ref().and_then(|d| d.get("schema")).and_then(Value::as_str);
+            let dropped = event.data.as_ref().is_some_and(|d| d.get("dropped").is_some());
+            if schema != Some(TOOLS_FACET_SCHEMA) && !dropped {
+                out.push(format!("wrapper event {i} ({:?}) has no tools facet", event.kind));
+            }
+        }
+    }
+    let errors: Vec<usize> = run.wrapper.iter().enumerate().filter(|(_, e)| e.kind == AgentWrapperEventKind::Error).map(|(i, _)| i).collect();
+    match &run.completion {
+        Ok(_) if !errors.is_empty() => out.push(format!("a successful run has {} Error events", errors.len())),
+        Err(e) => {
+            if errors.len() != 1 {
+                out.push(format!("a failed run has {} Error events (want exactly 1)", errors.len()));
+            } else {
+                let message = run.wrapper[errors[0]].message.clone().unwrap_or_default();
+                let expected = agent_api::bounds::truncate_message(&e.to_string(), agent_api::bounds::MESSAGE_BOUND);
+                if message != expected {
+                    out.push(format!("terminal Error message {message:?} differs from the completion error {expected:?}"));
+                }
+                // Only status events about the session's end may follow the terminal error.
+                if run.wrapper[errors[0] + 1..].iter().any(|e| e.kind != AgentWrapperEventKind::Status) {
+                    out.push("events other than the session end follow the terminal Error".into());
+                }
+            }
+        }
+        Ok(_) => {}
+    }
+}
+
+/// Panics with every problem of the run, if it has any.
+pub fn assert_conformant(run: &RunRecord) {
+    let problems = problems(run);
+    assert!(problems.is_empty(), "the run breaks the specs:\n- {}", problems.join("\n- "));
+}
