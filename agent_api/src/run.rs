@@ -54,6 +54,37 @@ impl RunCompletion {
     pub fn new() -> Self {
         Self::default()
     }
+
+    /// Sets the final answer text.
+    pub fn with_final_text(mut self, text: impl Into<String>) -> Self {
+        self.final_text = Some(text.into());
+        self
+    }
+
+    /// Sets the provider's session id.
+    pub fn with_native_session_id(mut self, id: impl Into<String>) -> Self {
+        self.native_session_id = Some(id.into());
+        self
+    }
+
+    /// Sets the usage.
+    pub fn with_usage(mut self, usage: Usage) -> Self {
+        self.usage = Some(usage);
+        self
+    }
+
+    /// Sets backend-specific data (bounded by the driver).
+    pub fn with_data(mut self, data: Value) -> Self {
+        self.data = Some(data);
+        self
+    }
+}
+
+impl Usage {
+    /// Usage with input and output token counts.
+    pub fn tokens(input: u64, output: u64) -> Self {
+        Self { input_tokens: Some(input), output_tokens: Some(output), ..Self::default() }
+    }
 }
 
 /// A decision on a permission request.

@@ -145,6 +145,7 @@ struct OpenItem {
     item: UniversalItem,
     assembled: String,
     had_delta: bool,
+    synthetic: bool,
 }
 
 /// The state of one session's universal transcript.
@@ -182,6 +183,7 @@ pub struct Transcript {
     permissions: HashMap<String, PermissionEventData>,
     questions: HashMap<String, QuestionEventData>,
     last_assistant_text: Option<String>,
+    closing: bool,
     events: Vec<UniversalEvent>,
 }
 
@@ -204,6 +206,7 @@ impl Transcript {
             permissions: HashMap::new(),
             questions: HashMap::new(),
             last_assistant_text: None,
+            closing: false,
             events: Vec::new(),
         }
     }
@@ -335,7 +338,7 @@ impl Transcript {
         let source = if new.synthetic { EventSource::Daemon } else { EventSource::Agent };
         self.emit(source, UniversalEventBody::ItemStarted(ItemEventData { item: item.clone() }));
         self.open.push(item_id.clone());
-        self.items.insert(item_id.clone(), OpenItem { item, assembled: String::new(), had_delta: false });
+        self.items.insert(item_id.clone(), OpenItem { item, assembled: String::new(), had_delta: false, synthetic: new.synthetic });
         item_id
     }
 
@@ -418,7 +421,9 @@ impl Transcript {
         if item.kind == ItemKind::Message && item.role == Some(ItemRole::Assistant) && !item.is_reasoning() && status == ItemStatus::Completed {
             self.last_assistant_text = Some(item.text());
         }
-        self.emit(EventSource::Agent, UniversalEventBody::ItemCompleted(ItemEventData { item }));
+        // A made-up item completes as made up; so does one the daemon fails at the end.
+        let source = if open.synthetic || self.closing { EventSource::Daemon } else { EventSource::Agent };
+        self.emit(source, UniversalEventBody::ItemCompleted(ItemEventData { item }));
     }
 
     /// A whole message at once: `item.started`, one delta, `item.completed`.
@@ -516,6 +521,7 @@ impl Transcript {
         if self.ended {
             return;
         }
+        self.closing = true;
         for item_id in self.open.clone() {
             self.fail_item(&item_id);
         }

@@ -1,1 +1,114 @@
-//! placeholder
+//! A built-in scripted agent: no external binary, the same pipeline as every real backend.
+//!
+//! The agent runs as a task of this process and speaks a small native JSON-lines protocol of
+//! its own over in-memory pipes (see [`wire`]); [`protocol::ScriptedProtocol`] converts that
+//! protocol to the universal transcript exactly as a CLI backend converts its CLI's output.
+//! It plays one of the [`Scenario`]s: streamed text, reasoning, a tool call and result, a
+//! permission request that waits for the caller's answer, a question, an error.
+//!
+//! It is the default agent of `agent-api run` on a machine with no agent CLI installed, and the
+//! backend the conformance suite uses to exercise every event type of both views.
+//!
+//! ```
+//! # tokio::runtime::Runtime::new().unwrap().block_on(async {
+//! use agent_api::{AgentBackend, RunRequest};
+//! let backend = agent_api_scripted::ScriptedBackend::new();
+//! let request = RunRequest::new("hello").with_extension("backend.scripted.scenario", "text".into());
+//! let (events, completion) = backend.run(request).await.unwrap().collect_wrapper().await;
+//! assert!(completion.unwrap().final_text.unwrap().contains("hello"));
+//! assert!(!events.is_empty());
+//! # });
+//! ```
+
+mod agent;
+pub mod protocol;
+mod scenario;
+pub mod wire;
+
+use std::time::Duration;
+
+use agent_api::capabilities as caps;
+use agent_api::kit::{start_run, RunSettings, Transport};
+use agent_api::{AgentBackend, AgentError, AgentKind, CapabilitySet, RunHandle, RunRequest};
+use async_trait::async_trait;
+
+pub use scenario::Scenario;
+
+/// The scripted agent's kind.
+pub const KIND: AgentKind = AgentKind::from_static("scripted");
+
+/// Extension key choosing the scenario (a string: see [`Scenario::from_name`]).
+pub const EXT_SCENARIO: &str = "backend.scripted.scenario";
+/// Extension key setting the pause between streamed chunks, in milliseconds.
+pub const EXT_DELAY_MS: &str = "backend.scripted.delay_ms";
+
+/// The scripted backend.
+#[derive(Debug, Clone, Default)]
+pub struct ScriptedBackend {
+    _private: (),
+}
+
+impl ScriptedBackend {
+    /// The backend.
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+#[async_trait]
+impl AgentBackend for ScriptedBackend {
+    fn kind(&self) -> AgentKind {
+        KIND
+    }
+
+    fn capabilities(&self) -> CapabilitySet {
+        CapabilitySet::from_ids([
+            caps::RUN,
+            caps::EVENTS,
+            caps::EVENTS_LIVE,
+            caps::CONTROL_CANCEL,
+            caps::TOOLS_STRUCTURED_V1,
+            caps::TEXT_MESSAGES,
+            caps::TOOL_CALLS,
+            caps::TOOL_RESULTS,
+            caps::QUESTIONS,
+            caps::PERMISSIONS,
+            caps::ERROR_EVENTS,
+            caps::REASONING,
+            caps::COMMAND_EXECUTION,
+            caps::STREAMING_DELTAS,
+            caps::USAGE,
+            caps::MODEL_SELECTION,
+            "backend.scripted.scenarios",
+        ])
+    }
+
+    fn extension_keys(&self) -> &'static [&'static str] {
+        &[EXT_SCENARIO, EXT_DELAY_MS]
+    }
+
+    async fn run(&self, request: RunRequest) -> Result<RunHandle, AgentError> {
+        self.validate(&request)?;
+        let scenario = match request.extensions.get(EXT_SCENARIO) {
+            None => Scenario::Tour,
+            Some(value) => {
+                let name = value.as_str().ok_or_else(|| AgentError::InvalidExtension { key: EXT_SCENARIO.into(), reason: "must be a string".into() })?;
+                Scenario::from_name(name).ok_or_else(|| AgentError::InvalidExtension { key: EXT_SCENARIO.into(), reason: format!("unknown scenario {name:?}; known: {}", Scenario::NAMES.join(", ")) })?
+            }
+        };
+        let delay = match request.extensions.get(EXT_DELAY_MS) {
+            None => scenario.default_delay(),
+            Some(value) => Duration::from_millis(value.as_u64().ok_or_else(|| AgentError::InvalidExtension { key: EXT_DELAY_MS.into(), reason: "must be a whole number".into() })?),
+        };
+        let settings = RunSettings::for_request(KIND, &request, true);
+        let script = scenario.script(&request.prompt.text, request.model.as_deref());
+        let transport = Transport::in_process(settings.line_cap, move |pipes| agent::play(script, delay, pipes));
+        let protocol = protocol::ScriptedProtocol::new(request.prompt.text.clone(), request.permissions.clone());
+        Ok(start_run(settings, transport, Box::new(protocol)))
+    }
+
+    fn replay_protocol(&self, format: agent_api::kit::replay::RecordingFormat) -> Result<Box<dyn agent_api::kit::Protocol>, AgentError> {
+        let _ = format;
+        Ok(Box::new(protocol::ScriptedProtocol::replaying()))
+    }
+}

@@ -20,7 +20,7 @@ use agent_api::bounds::within_bounds;
 use agent_api::projection::Projector;
 use agent_api::tools_facet::TOOLS_FACET_SCHEMA;
 use agent_api::universal::{ItemStatus, UniversalEvent, UniversalEventBody};
-use agent_api::{AgentError, AgentWrapperEvent, AgentWrapperEventKind, RunCompletion, RunHandle};
+use agent_api::{AgentError, AgentWrapperEvent, AgentWrapperEventKind, PermissionDecision, QuestionAnswer, RunCompletion, RunHandle};
 use futures::StreamExt;
 use serde_json::Value;
 
@@ -68,10 +68,60 @@ impl RunRecord {
 
 /// Reads a whole run as universal events and projects the wrapper view from them.
 pub async fn record(handle: RunHandle) -> RunRecord {
+    record_answering(handle, Answers::none()).await
+}
+
+/// How [`record_answering`] answers the run's HITL requests as they arrive.
+#[derive(Debug, Clone, Default)]
+pub struct Answers {
+    /// The decision for every `permission.requested` (`None`: leave it unanswered).
+    pub permission: Option<PermissionDecision>,
+    /// The answer to every `question.requested` (`None`: leave it unanswered).
+    pub question: Option<QuestionAnswer>,
+}
+
+impl Answers {
+    /// Answer nothing.
+    pub fn none() -> Self {
+        Self::default()
+    }
+
+    /// Decide every permission request with `decision`.
+    pub fn permissions(decision: PermissionDecision) -> Self {
+        Self { permission: Some(decision), question: None }
+    }
+
+    /// Also answer every question with `text`.
+    pub fn with_answer(mut self, text: &str) -> Self {
+        self.question = Some(QuestionAnswer::Text(text.to_string()));
+        self
+    }
+}
+
+/// Like [`record`], answering permission requests and questions through the run's control as
+/// they arrive. A control call that fails panics (the run offered that id, so it must take it).
+pub async fn record_answering(handle: RunHandle, answers: Answers) -> RunRecord {
     let mut projector = Projector::new(handle.agent_kind().clone(), handle.tools_structured());
     let tools_structured = handle.tools_structured();
-    let (events, completion) = handle.into_universal();
-    let universal: Vec<UniversalEvent> = events.collect().await;
+    let control = handle.control();
+    let (mut events, completion) = handle.into_universal();
+    let mut universal: Vec<UniversalEvent> = Vec::new();
+    while let Some(event) = events.next().await {
+        match &event.body {
+            UniversalEventBody::PermissionRequested(p) => {
+                if let Some(decision) = answers.permission.clone() {
+                    control.respond_permission(&p.permission_id, decision).await.expect("the run takes its own permission id");
+                }
+            }
+            UniversalEventBody::QuestionRequested(q) => {
+                if let Some(answer) = answers.question.clone() {
+                    control.answer_question(&q.question_id, answer).await.expect("the run takes its own question id");
+                }
+            }
+            _ => {}
+        }
+        universal.push(event);
+    }
     let completion = completion.await;
     let wrapper = universal.iter().flat_map(|e| projector.project(e)).collect();
     RunRecord { universal, wrapper, completion, tools_structured }

@@ -1,0 +1,143 @@
+//! The in-process scripted agent: plays a script over its pipes, waiting for the client's
+//! answers where the script asks, and stopping at an interrupt.
+
+use std::time::Duration;
+
+use agent_api::kit::driver::AgentPipes;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, DuplexStream};
+use tokio::sync::mpsc;
+
+use crate::scenario::Step;
+use crate::wire::{AgentLine, ClientLine};
+
+/// Exit code of an interrupted run (as a shell reports SIGINT).
+const INTERRUPTED: i32 = 130;
+
+struct Player {
+    out: DuplexStream,
+    inbox: mpsc::UnboundedReceiver<ClientLine>,
+    delay: Duration,
+    output_tokens: u64,
+}
+
+/// The client interrupted the turn.
+struct Interrupted;
+
+impl Player {
+    async fn write(&mut self, line: &AgentLine) {
+        let mut bytes = serde_json::to_vec(line).expect("wire lines serialize");
+        bytes.push(b'\n');
+        // The client going away ends the run anyway; nothing to report here.
+        let _ = self.out.write_all(&bytes).await;
+    }
+
+    /// Waits `delay`, returning early with `Interrupted` if the client asks.
+    async fn pause(&mut self) -> Result<(), Interrupted> {
+        if self.delay.is_zero() {
+            return match self.inbox.try_recv() {
+                Ok(ClientLine::Interrupt) => Err(Interrupted),
+                _ => Ok(()),
+            };
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(self.delay) => Ok(()),
+            Some(ClientLine::Interrupt) = self.inbox.recv() => Err(Interrupted),
+        }
+    }
+
+    /// Waits for the client line `pick` accepts; an interrupt or a closed inbox stops the turn.
+    async fn wait_for<T>(&mut self, mut pick: impl FnMut(ClientLine) -> Option<T>) -> Result<T, Interrupted> {
+        loop {
+            match self.inbox.recv().await {
+                None | Some(ClientLine::Interrupt) => return Err(Interrupted),
+                Some(line) => {
+                    if let Some(found) = pick(line) {
+                        return Ok(found);
+                    }
+                }
+            }
+        }
+    }
+
+    async fn stream(&mut self, message_id: &str, text: &str) -> Result<(), Interrupted> {
+        for word in text.split_inclusive(' ') {
+            self.pause().await?;
+            self.output_tokens += 1;
+            self.write(&AgentLine::TextDelta { message_id: message_id.into(), text: word.into() }).await;
+        }
+        self.write(&AgentLine::MessageDone { message_id: message_id.into(), text: text.into() }).await;
+        Ok(())
+    }
+
+    async fn step(&mut self, step: Step) -> Result<(), Interrupted> {
+        match step {
+            Step::Emit(line) => self.write(&line).await,
+            Step::Stream { message_id, text } => self.stream(&message_id, &text).await?,
+            Step::Reason { id, text } => {
+                for word in text.split_inclusive(' ') {
+                    self.pause().await?;
+                    self.write(&AgentLine::ReasoningDelta { id: id.clone(), text: word.into() }).await;
+                }
+                self.write(&AgentLine::ReasoningDone { id }).await;
+            }
+            Step::GuardedTool { call_id, message_id, command, stdout } => {
+                let input = serde_json::json!({ "command": command });
+                self.write(&AgentLine::ToolCall { call_id: call_id.clone(), name: "shell".into(), message_id, input }).await;
+                let request_id = format!("perm_{call_id}");
+                self.write(&AgentLine::PermissionRequest { request_id: request_id.clone(), call_id: call_id.clone(), summary: format!("run `{command}`") }).await;
+                let allow = self
+                    .wait_for(|line| match line {
+                        ClientLine::PermissionResponse { request_id: r, allow } if r == request_id => Some(allow),
+                        _ => None,
+                    })
+                    .await?;
+                let (exit_code, stdout) = if allow { (0, stdout) } else { (1, String::new()) };
+                self.write(&AgentLine::ToolResult { call_id, exit_code, stdout, denied: !allow }).await;
+            }
+            Step::Ask { question_id, prompt, options, reply } => {
+                self.write(&AgentLine::Question { question_id: question_id.clone(), prompt, options }).await;
+                let answer = self
+                    .wait_for(|line| match line {
+                        ClientLine::Answer { question_id: q, answer } if q == question_id => Some(answer),
+                        _ => None,
+                    })
+                    .await?;
+                let reply = reply.replace("{answer}", answer.as_deref().unwrap_or("nothing"));
+                self.stream("msg_answer", &reply).await?;
+            }
+            Step::Done { status } => {
+                let output_tokens = self.output_tokens;
+                self.write(&AgentLine::Done { status: status.into(), input_tokens: 12, output_tokens }).await;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Plays `script`; returns the exit code (0, 1 after an error, 130 when interrupted).
+pub(crate) async fn play(script: Vec<Step>, delay: Duration, pipes: AgentPipes) -> i32 {
+    let (tx, inbox) = mpsc::unbounded_channel();
+    let mut stdin = pipes.stdin;
+    tokio::spawn(async move {
+        let mut line = String::new();
+        while stdin.read_line(&mut line).await.unwrap_or(0) > 0 {
+            if let Ok(message) = serde_json::from_str::<ClientLine>(&line) {
+                if tx.send(message).is_err() {
+                    break;
+                }
+            }
+            line.clear();
+        }
+    });
+    let mut player = Player { out: pipes.stdout, inbox, delay, output_tokens: 0 };
+    let mut failed = false;
+    for step in script {
+        failed |= matches!(step, Step::Done { status: "error" });
+        if player.step(step).await.is_err() {
+            let output_tokens = player.output_tokens;
+            player.write(&AgentLine::Done { status: "interrupted".into(), input_tokens: 12, output_tokens }).await;
+            return INTERRUPTED;
+        }
+    }
+    i32::from(failed)
+}

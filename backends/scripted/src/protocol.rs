@@ -1,0 +1,185 @@
+//! [`ScriptedProtocol`]: converts the scripted agent's wire lines into the universal transcript,
+//! the way every CLI backend converts its CLI's output.
+
+use agent_api::kit::driver::{Ctx, ExitInfo, Protocol, Unparsed};
+use agent_api::tools_facet::ToolBytes;
+use agent_api::universal::{ContentPart, ItemRole, NewItem, ReasoningVisibility, ToolMeta};
+use agent_api::{AgentError, ControlCommand, PermissionPolicy, PermissionRule, QuestionAnswer, RunCompletion, ToolCategory, Usage};
+use serde_json::{json, Value};
+
+use crate::wire::{AgentLine, ClientLine};
+
+/// The converter of the scripted agent's protocol.
+#[derive(Debug)]
+pub struct ScriptedProtocol {
+    prompt: Option<String>,
+    policy: PermissionPolicy,
+    done: Option<(String, Usage)>,
+    error: Option<(String, String)>,
+}
+
+impl ScriptedProtocol {
+    /// A converter for a live run of `prompt` under `policy`.
+    pub fn new(prompt: String, policy: PermissionPolicy) -> Self {
+        Self { prompt: Some(prompt), policy, done: None, error: None }
+    }
+
+    /// A converter for replaying a recording (no prompt to echo, every permission asked).
+    pub fn replaying() -> Self {
+        Self { prompt: None, policy: PermissionPolicy::Ask, done: None, error: None }
+    }
+
+    fn send(ctx: &mut Ctx<'_>, line: &ClientLine) {
+        ctx.send(&serde_json::to_value(line).expect("wire lines serialize"));
+    }
+
+    fn item_for(ctx: &mut Ctx<'_>, native_id: &str, new: impl FnOnce() -> NewItem) -> String {
+        match ctx.transcript.item_by_native(native_id) {
+            Some(id) if ctx.transcript.open_item(id).is_some() => id.to_string(),
+            _ => ctx.transcript.start_item(new().native(native_id)),
+        }
+    }
+
+    fn on_line(&mut self, line: AgentLine, ctx: &mut Ctx<'_>) {
+        match line {
+            AgentLine::Session { id, model } => {
+                ctx.transcript.set_native_session_id(id);
+                ctx.transcript.session_started(Some(json!({ "model": model })));
+                if let Some(prompt) = self.prompt.take() {
+                    ctx.transcript.user_message(&prompt);
+                }
+            }
+            AgentLine::TextDelta { message_id, text } => {
+                let id = Self::item_for(ctx, &message_id, || NewItem::message(ItemRole::Assistant));
+                ctx.transcript.delta(&id, &text);
+            }
+            AgentLine::MessageDone { message_id, text } => {
+                let id = Self::item_for(ctx, &message_id, || NewItem::message(ItemRole::Assistant));
+                ctx.transcript.complete_item_with(&id, vec![ContentPart::Text { text }]);
+            }
+            AgentLine::ReasoningDelta { id, text } => {
+                let item = Self::item_for(ctx, &id, || NewItem::reasoning(ReasoningVisibility::Public));
+                ctx.transcript.delta(&item, &text);
+            }
+            AgentLine::ReasoningDone { id } => {
+                let item = Self::item_for(ctx, &id, || NewItem::reasoning(ReasoningVisibility::Public));
+                ctx.transcript.complete_item(&item);
+            }
+            AgentLine::ToolCall { call_id, name, message_id, input } => {
+                let parent = ctx.transcript.item_by_native(&message_id).map(str::to_string);
+                let meta = ToolMeta { kind: "command_execution".into(), tool_name: Some(name.clone()), ..ToolMeta::default() };
+                let new = NewItem::tool_call(name, input.to_string(), call_id.clone()).native(call_id).parent(parent).tool(meta);
+                let id = ctx.transcript.start_item(new);
+                ctx.transcript.complete_item(&id);
+            }
+            AgentLine::PermissionRequest { request_id, call_id, summary } => {
+                ctx.transcript.permission_requested(request_id.clone(), format!("shell: {summary}"), Some(json!({ "call_id": call_id })));
+                let allow = match self.policy.rule(ToolCategory::Shell) {
+                    PermissionRule::Ask => return,
+                    PermissionRule::Approve => true,
+                    PermissionRule::Deny => false,
+                };
+                Self::send(ctx, &ClientLine::PermissionResponse { request_id: request_id.clone(), allow });
+                let _ = ctx.transcript.permission_resolved(&request_id, allow);
+            }
+            AgentLine::ToolResult { call_id, exit_code, stdout, denied } => {
+                let parent = ctx.transcript.item_by_native(&call_id).map(str::to_string);
+                let bytes = ToolBytes { stdout: stdout.len() as u64, ..ToolBytes::default() };
+                let meta = ToolMeta { kind: "command_execution".into(), tool_name: Some("shell".into()), exit_code: Some(exit_code), bytes, ..ToolMeta::default() };
+                let id = ctx.transcript.start_item(NewItem::tool_result(call_id.clone()).parent(parent).tool(meta));
+                let content = vec![ContentPart::ToolResult { call_id, output: stdout }];
+                if denied {
+                    ctx.transcript.update_item(&id, |item| item.content = content);
+                    ctx.transcript.fail_item(&id);
+                } else {
+                    ctx.transcript.complete_item_with(&id, content);
+                }
+            }
+            AgentLine::Question { question_id, prompt, options } => ctx.transcript.question_requested(question_id, prompt, options),
+            AgentLine::Error { message, code } => {
+                ctx.transcript.error(message.clone(), Some(code.clone()), None);
+                self.error = Some((message, code));
+            }
+            AgentLine::Done { status, input_tokens, output_tokens } => {
+                let usage = Usage::tokens(input_tokens, output_tokens);
+                self.done = Some((status, usage));
+                ctx.close_input();
+            }
+        }
+    }
+
+    fn client_line(&mut self, line: ClientLine, ctx: &mut Ctx<'_>) {
+        match line {
+            ClientLine::PermissionResponse { request_id, allow } => {
+                let _ = ctx.transcript.permission_resolved(&request_id, allow);
+            }
+            ClientLine::Answer { question_id, answer } => {
+                let _ = ctx.transcript.question_resolved(&question_id, answer);
+            }
+            ClientLine::Interrupt => {}
+        }
+    }
+}
+
+impl Protocol for ScriptedProtocol {
+    fn name(&self) -> &'static str {
+        "scripted"
+    }
+
+    fn on_message(&mut self, message: Value, ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
+        let line: AgentLine = serde_json::from_value(message)?;
+        self.on_line(line, ctx);
+        Ok(())
+    }
+
+    fn on_recorded_send(&mut self, message: Value, ctx: &mut Ctx<'_>) {
+        if let Ok(line) = serde_json::from_value::<ClientLine>(message) {
+            self.client_line(line, ctx);
+        }
+    }
+
+    fn on_control(&mut self, command: ControlCommand, ctx: &mut Ctx<'_>) -> Result<(), AgentError> {
+        let line = match command {
+            ControlCommand::Permission { id, decision } => {
+                if !ctx.transcript.has_pending_permission(&id) {
+                    return Err(AgentError::UnknownPermission { id });
+                }
+                ClientLine::PermissionResponse { request_id: id, allow: decision.is_approval() }
+            }
+            ControlCommand::Question { id, answer } => {
+                if !ctx.transcript.has_pending_question(&id) {
+                    return Err(AgentError::UnknownQuestion { id });
+                }
+                let answer = match answer {
+                    QuestionAnswer::Text(text) => Some(text),
+                    _ => None,
+                };
+                ClientLine::Answer { question_id: id, answer }
+            }
+            other => return Err(AgentError::InvalidRequest { reason: format!("the scripted agent cannot handle {other:?}") }),
+        };
+        Self::send(ctx, &line);
+        self.client_line(line, ctx);
+        Ok(())
+    }
+
+    fn interrupt(&mut self, ctx: &mut Ctx<'_>) -> bool {
+        Self::send(ctx, &ClientLine::Interrupt);
+        true
+    }
+
+    fn finish(&mut self, exit: &ExitInfo, _ctx: &mut Ctx<'_>) -> Result<RunCompletion, AgentError> {
+        match self.done.take() {
+            Some((status, usage)) if status == "success" => Ok(RunCompletion::new().with_usage(usage)),
+            Some((status, _)) if status == "interrupted" => Err(AgentError::Cancelled),
+            Some(_) => {
+                let (message, code) = self.error.take().unwrap_or_else(|| ("the scripted agent failed".into(), String::new()));
+                Err(match code.as_str() {
+                    "server_error" => AgentError::ServerError { status: None, message },
+                    _ => AgentError::AgentFailed { message },
+                })
+            }
+            None => Err(exit.early_exit_error()),
+        }
+    }
+}

@@ -1,0 +1,119 @@
+//! The scripts the scripted agent can play.
+
+use std::time::Duration;
+
+use crate::wire::AgentLine;
+
+/// One step of a script.
+#[derive(Debug, Clone)]
+pub(crate) enum Step {
+    /// Write this line.
+    Emit(AgentLine),
+    /// Stream a message word by word, then complete it.
+    Stream { message_id: String, text: String },
+    /// Stream reasoning word by word, then complete it.
+    Reason { id: String, text: String },
+    /// Call a tool that needs permission; wait for the decision; report the result.
+    GuardedTool { call_id: String, message_id: String, command: String, stdout: String },
+    /// Ask a question, wait for the answer, then stream `reply` with `{answer}` filled in.
+    Ask { question_id: String, prompt: String, options: Vec<String>, reply: String },
+    /// The turn ends with this status.
+    Done { status: &'static str },
+}
+
+/// A scenario of the scripted agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Scenario {
+    /// Every feature once: reasoning, text, a tool behind a permission, a question, an answer.
+    Tour,
+    /// Streams "You said: <prompt>".
+    Text,
+    /// Reasoning, then text.
+    Reasoning,
+    /// A tool call behind a permission request.
+    Permission,
+    /// A question, then an answer quoting the reply.
+    Question,
+    /// Some text, then an error that fails the run.
+    Error,
+    /// Sixty words, slowly: for cancel and timeout.
+    Slow,
+    /// One 150,000-byte message in a single delta: for the text bound.
+    LongText,
+}
+
+impl Scenario {
+    /// Every scenario name.
+    pub const NAMES: &'static [&'static str] = &["tour", "text", "reasoning", "permission", "question", "error", "slow", "long_text"];
+
+    /// The scenario with this name.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Some(match name {
+            "tour" => Self::Tour,
+            "text" => Self::Text,
+            "reasoning" => Self::Reasoning,
+            "permission" => Self::Permission,
+            "question" => Self::Question,
+            "error" => Self::Error,
+            "slow" => Self::Slow,
+            "long_text" => Self::LongText,
+            _ => return None,
+        })
+    }
+
+    /// The pause between streamed words when the request sets none.
+    pub fn default_delay(self) -> Duration {
+        match self {
+            Self::Tour => Duration::from_millis(15),
+            Self::Slow => Duration::from_millis(200),
+            _ => Duration::ZERO,
+        }
+    }
+
+    pub(crate) fn script(self, prompt: &str, model: Option<&str>) -> Vec<Step> {
+        let mut steps = vec![Step::Emit(AgentLine::Session { id: format!("scripted-{}", std::process::id()), model: model.unwrap_or("scripted-1").to_string() })];
+        let said = format!("You said: {prompt}");
+        let stream = |id: &str, text: String| Step::Stream { message_id: id.to_string(), text };
+        let tool = || Step::GuardedTool { call_id: "call_1".into(), message_id: "msg_1".into(), command: "echo hi".into(), stdout: "hi\n".into() };
+        let ask = |reply: &str| Step::Ask {
+            question_id: "q_1".into(),
+            prompt: "Which greeting should I use?".into(),
+            options: vec!["hello".into(), "hi".into()],
+            reply: reply.to_string(),
+        };
+        match self {
+            Self::Tour => {
+                steps.push(Step::Reason { id: "rsn_1".into(), text: format!("The user wrote {prompt:?}. I will run a command, ask a question, then answer.") });
+                steps.push(stream("msg_1", "I'll run a command first.".into()));
+                steps.push(tool());
+                steps.push(ask("You chose {answer}."));
+                steps.push(stream("msg_3", format!("{said}. The command printed: hi.")));
+            }
+            Self::Text => steps.push(stream("msg_1", said)),
+            Self::Reasoning => {
+                steps.push(Step::Reason { id: "rsn_1".into(), text: "Thinking about a short greeting.".into() });
+                steps.push(stream("msg_1", said));
+            }
+            Self::Permission => {
+                steps.push(stream("msg_1", "I'll run a command.".into()));
+                steps.push(tool());
+                steps.push(stream("msg_2", "Tool finished.".into()));
+            }
+            Self::Question => steps.push(ask("You chose {answer}.")),
+            Self::Error => {
+                steps.push(stream("msg_1", "Working on it".into()));
+                steps.push(Step::Emit(AgentLine::Error { message: "the scripted model failed".into(), code: "server_error".into() }));
+                steps.push(Step::Done { status: "error" });
+                return steps;
+            }
+            Self::Slow => {
+                let words: Vec<String> = (0..60).map(|i| format!("word{i}")).collect();
+                steps.push(stream("msg_1", words.join(" ")));
+            }
+            Self::LongText => steps.push(stream("msg_1", "0123456789".repeat(15_000))),
+        }
+        steps.push(Step::Done { status: "success" });
+        steps
+    }
+}
