@@ -1,0 +1,259 @@
+//! The run driver under a misbehaving CLI (`fake_agent_cli`): crashes, hangs, huge lines,
+//! invalid UTF-8, ignored signals, a missing binary. Every run ends with one typed completion,
+//! and no process of its group survives.
+
+use std::time::{Duration, Instant};
+
+use agent_api::kit::driver::{Ctx, ExitInfo, Protocol, Unparsed};
+use agent_api::kit::{start_run, CommandSpec, RunSettings, Transport};
+use agent_api::universal::{ItemRole, NewItem, UniversalEventBody};
+use agent_api::{AgentError, AgentKind, AgentWrapperEventKind, RunCompletion, RunHandle};
+use agent_api_conformance::{assert_conformant, record, RunRecord};
+use serde_json::Value;
+
+/// Understands the fake CLI's lines: `text` becomes assistant text, `pid` is remembered.
+#[derive(Default)]
+struct FakeProtocol {
+    message: Option<String>,
+}
+
+impl Protocol for FakeProtocol {
+    fn name(&self) -> &'static str {
+        "fake"
+    }
+
+    fn on_message(&mut self, message: Value, ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
+        match message["type"].as_str() {
+            Some("text") => {
+                let id = match &self.message {
+                    Some(id) => id.clone(),
+                    None => {
+                        let id = ctx.transcript.start_item(NewItem::message(ItemRole::Assistant));
+                        self.message = Some(id.clone());
+                        id
+                    }
+                };
+                ctx.transcript.delta(&id, message["text"].as_str().unwrap_or_default());
+                Ok(())
+            }
+            Some("pid") | Some("echo") => {
+                ctx.transcript.status(message["type"].as_str().unwrap(), Some(message.to_string()));
+                Ok(())
+            }
+            _ => Err(Unparsed("unknown fake line".into())),
+        }
+    }
+
+    fn finish(&mut self, exit: &ExitInfo, ctx: &mut Ctx<'_>) -> Result<RunCompletion, AgentError> {
+        if let Some(id) = self.message.take() {
+            ctx.transcript.complete_item(&id);
+        }
+        if exit.success() {
+            Ok(RunCompletion::new())
+        } else {
+            Err(exit.early_exit_error())
+        }
+    }
+}
+
+fn settings() -> RunSettings {
+    let mut settings = RunSettings::new(AgentKind::from_static("fake"));
+    settings.tools_structured = true;
+    settings.cancel_grace = Duration::from_millis(300);
+    settings.term_grace = Duration::from_millis(500);
+    settings
+}
+
+fn start(args: &[&str], settings: RunSettings) -> RunHandle {
+    let spec = CommandSpec::new(env!("CARGO_BIN_EXE_fake_agent_cli")).args(args);
+    let transport = Transport::spawn(&spec, settings.line_cap).expect("the fake CLI spawns");
+    start_run(settings, transport, Box::new(FakeProtocol::default()))
+}
+
+/// Whether a process exists and is not a zombie.
+fn alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat.rsplit(')').next().and_then(|rest| rest.split_whitespace().next()) != Some("Z"),
+        Err(_) => false,
+    }
+}
+
+fn grandchild_pid(run: &RunRecord) -> i32 {
+    run.universal
+        .iter()
+        .find_map(|e| match &e.body {
+            UniversalEventBody::ItemCompleted(d) => d.item.content.iter().find_map(|p| match p {
+                agent_api::universal::ContentPart::Status { label, detail: Some(detail) } if label == "pid" => serde_json::from_str::<Value>(detail).ok()?["pid"].as_i64(),
+                _ => None,
+            }),
+            _ => None,
+        })
+        .expect("the fake CLI reported its child's pid") as i32
+}
+
+async fn wait_gone(pid: i32) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < deadline {
+        if !alive(pid) {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    false
+}
+
+#[tokio::test]
+async fn a_crash_mid_stream_is_a_typed_exit_with_one_terminal_error_and_no_stderr_in_wrapper_events() {
+    let run = record(start(&["crash"], settings())).await;
+    assert_conformant(&run);
+    assert!(matches!(run.completion, Err(AgentError::ProcessExited { exit_code: Some(3), .. })), "{:?}", run.completion);
+    assert_eq!(run.assistant_text(), "before the crash");
+    for event in &run.wrapper {
+        let json = serde_json::to_string(event).unwrap();
+        assert!(!json.contains("secret-token-123"), "stderr leaked into {json}");
+    }
+    let error = run.completion.as_ref().unwrap_err().to_string();
+    assert!(!error.contains("secret-token-123"));
+    match &run.universal.last().unwrap().body {
+        UniversalEventBody::SessionEnded(end) => {
+            assert_eq!(end.exit_code, Some(3));
+            assert!(end.stderr.as_ref().and_then(|s| s.head.as_ref()).is_some_and(|h| h.contains("went wrong")), "session.ended keeps the stderr head");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_hang_past_the_timeout_reports_timeout_and_reaps_the_whole_group() {
+    let mut settings = settings();
+    settings.timeout = Some(Duration::from_millis(800));
+    let run = record(start(&["hang-with-child"], settings)).await;
+    assert_conformant(&run);
+    assert!(matches!(run.completion, Err(AgentError::Timeout { .. })), "{:?}", run.completion);
+    assert!(wait_gone(grandchild_pid(&run)).await, "the grandchild survived the timeout");
+}
+
+#[tokio::test]
+async fn cancel_terminates_the_group_and_reports_cancelled() {
+    let handle = start(&["hang-with-child"], settings());
+    let control = handle.control();
+    let (mut events, completion) = handle.into_universal();
+    use futures::StreamExt;
+    let mut pid = None;
+    while let Some(event) = events.next().await {
+        if let UniversalEventBody::ItemCompleted(d) = &event.body {
+            if let Some(agent_api::universal::ContentPart::Status { detail: Some(detail), .. }) = d.item.content.first() {
+                pid = serde_json::from_str::<Value>(detail).ok().and_then(|v| v["pid"].as_i64());
+                control.cancel();
+                control.cancel();
+            }
+        }
+    }
+    assert!(matches!(completion.await, Err(AgentError::Cancelled)));
+    assert!(wait_gone(pid.expect("pid line") as i32).await);
+}
+
+#[tokio::test]
+async fn dropping_the_handle_reaps_the_group() {
+    let handle = start(&["hang-with-child"], settings());
+    let (mut events, completion) = handle.into_universal();
+    use futures::StreamExt;
+    let mut pid = None;
+    while let Some(event) = events.next().await {
+        if let UniversalEventBody::ItemCompleted(d) = &event.body {
+            if let Some(agent_api::universal::ContentPart::Status { detail: Some(detail), .. }) = d.item.content.first() {
+                pid = serde_json::from_str::<Value>(detail).ok().and_then(|v| v["pid"].as_i64());
+                break;
+            }
+        }
+    }
+    drop(events);
+    drop(completion);
+    assert!(wait_gone(pid.expect("pid line") as i32).await, "the grandchild outlived the dropped handle");
+}
+
+#[tokio::test]
+async fn a_child_that_ignores_sigterm_is_killed_after_the_grace_period() {
+    let handle = start(&["ignore-term"], settings());
+    let control = handle.control();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let started = Instant::now();
+    control.cancel();
+    let run = record(handle).await;
+    assert!(matches!(run.completion, Err(AgentError::Cancelled)));
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert_conformant(&run);
+}
+
+#[tokio::test]
+async fn a_line_over_the_cap_is_skipped_with_one_bounded_status_and_the_run_goes_on() {
+    let run = record(start(&["big-line", "20"], settings())).await;
+    assert_conformant(&run);
+    assert!(run.completion.is_ok(), "{:?}", run.completion);
+    assert_eq!(run.assistant_text(), "beforeafter");
+    let skipped: Vec<_> = run.wrapper_of(AgentWrapperEventKind::Status).filter(|e| e.message.as_deref().is_some_and(|m| m.starts_with("native_line_skipped"))).collect();
+    assert_eq!(skipped.len(), 1);
+    assert!(skipped[0].message.as_ref().unwrap().len() < 200);
+}
+
+#[tokio::test]
+async fn invalid_utf8_is_replaced_reported_and_loses_no_other_line() {
+    let run = record(start(&["invalid-utf8"], settings())).await;
+    assert!(run.completion.is_ok());
+    let text = run.assistant_text();
+    assert!(text.starts_with("beforebad \u{fffd}\u{fffd} bytes"), "{text:?}");
+    assert!(text.ends_with("after"));
+    let statuses: Vec<_> = run.wrapper_of(AgentWrapperEventKind::Status).filter_map(|e| e.message.clone()).filter(|m| m.starts_with("native_line_invalid_utf8")).collect();
+    assert_eq!(statuses.len(), 2);
+    let unparsed: Vec<_> = run.of_type("agent.unparsed").collect();
+    assert_eq!(unparsed.len(), 1, "the line that is not JSON becomes agent.unparsed");
+    assert!(run.wrapper_of(AgentWrapperEventKind::Unknown).count() == 1);
+}
+
+#[tokio::test]
+async fn a_missing_binary_is_a_typed_error_before_anything_runs() {
+    let spec = CommandSpec::new("/nonexistent/agent-cli-for-tests");
+    match Transport::spawn(&spec, 1024) {
+        Err(AgentError::BinaryNotFound { program }) => assert_eq!(program, std::path::PathBuf::from("/nonexistent/agent-cli-for-tests")),
+        Err(other) => panic!("{other:?}"),
+        Ok(_) => panic!("spawned a missing binary"),
+    }
+}
+
+#[tokio::test]
+async fn cancel_before_the_first_line_reports_cancelled() {
+    let handle = start(&["hang"], settings());
+    handle.control().cancel();
+    let run = record(handle).await;
+    assert!(matches!(run.completion, Err(AgentError::Cancelled)));
+    assert_conformant(&run);
+}
+
+#[tokio::test]
+async fn a_two_way_agent_gets_lines_on_stdin_and_stops_when_input_closes() {
+    struct Echo;
+    impl Protocol for Echo {
+        fn name(&self) -> &'static str {
+            "echo"
+        }
+        fn start(&mut self, ctx: &mut Ctx<'_>) -> Result<(), AgentError> {
+            ctx.send(&serde_json::json!({"hello": 1}));
+            Ok(())
+        }
+        fn on_message(&mut self, message: Value, ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
+            ctx.transcript.status("echo", message["line"].as_str().map(str::to_string));
+            ctx.close_input();
+            Ok(())
+        }
+        fn finish(&mut self, exit: &ExitInfo, _ctx: &mut Ctx<'_>) -> Result<RunCompletion, AgentError> {
+            if exit.success() { Ok(RunCompletion::new()) } else { Err(exit.early_exit_error()) }
+        }
+    }
+    let spec = CommandSpec::new(env!("CARGO_BIN_EXE_fake_agent_cli")).arg("echo-stdin").with_stdin();
+    let transport = Transport::spawn(&spec, 1024).unwrap();
+    let run = record(start_run(settings(), transport, Box::new(Echo))).await;
+    assert_conformant(&run);
+    assert!(run.completion.is_ok());
+    let echoed = run.wrapper_of(AgentWrapperEventKind::Status).filter_map(|e| e.message.clone()).find(|m| m.starts_with("echo"));
+    assert_eq!(echoed.as_deref(), Some("echo: {\"hello\":1}"));
+}
