@@ -1,0 +1,77 @@
+//! Scripted client of Claude Code's two-way control protocol (`--input-format stream-json
+//! --permission-prompt-tool stdio`): initialize, one user message, allow every `can_use_tool` with the
+//! same input, close stdin after the `result`.
+
+use std::time::Instant;
+
+use serde_json::{json, Value};
+
+use super::duplex::Duplex;
+use crate::BenchError;
+
+/// Drives one turn with `prompt`; returns when the turn's `result` arrived.
+pub async fn drive(
+    session: &mut Duplex,
+    prompt: &str,
+    deadline: Instant,
+) -> Result<(), BenchError> {
+    let init = json!({"type": "control_request", "request_id": "req_1_init",
+        "request": {"subtype": "initialize", "hooks": null}});
+    session.send(&init.to_string()).await?;
+    wait_for(session, deadline, |msg| {
+        msg["type"] == "control_response" && msg["response"]["request_id"] == "req_1_init"
+    })
+    .await?;
+    let user = json!({"type": "user", "message": {"role": "user", "content": prompt},
+        "parent_tool_use_id": null, "session_id": "default"});
+    session.send(&user.to_string()).await?;
+    loop {
+        let Some(msg) = next_json(session, deadline).await? else {
+            return Err(BenchError::Protocol(
+                "claude closed stdout before the turn's result".into(),
+            ));
+        };
+        match msg["type"].as_str() {
+            Some("result") => return Ok(()),
+            Some("control_request") => {
+                let id = msg["request_id"].clone();
+                let request = &msg["request"];
+                let response = if request["subtype"] == "can_use_tool" {
+                    json!({"subtype": "success", "request_id": id,
+                        "response": {"behavior": "allow", "updatedInput": request["input"]}})
+                } else {
+                    json!({"subtype": "error", "request_id": id,
+                        "error": format!("{} is not supported by the bench recorder", request["subtype"])})
+                };
+                session
+                    .send(&json!({"type": "control_response", "response": response}).to_string())
+                    .await?;
+            }
+            _ => {}
+        }
+    }
+}
+
+async fn next_json(session: &mut Duplex, deadline: Instant) -> Result<Option<Value>, BenchError> {
+    while let Some(line) = session.next_line(deadline).await? {
+        if let Ok(value) = serde_json::from_str::<Value>(&line) {
+            return Ok(Some(value));
+        }
+    }
+    Ok(None)
+}
+
+async fn wait_for(
+    session: &mut Duplex,
+    deadline: Instant,
+    done: impl Fn(&Value) -> bool,
+) -> Result<Value, BenchError> {
+    while let Some(msg) = next_json(session, deadline).await? {
+        if done(&msg) {
+            return Ok(msg);
+        }
+    }
+    Err(BenchError::Protocol(
+        "claude closed stdout while the driver waited for an answer".into(),
+    ))
+}

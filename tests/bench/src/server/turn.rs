@@ -1,0 +1,333 @@
+//! The API-neutral middle of the server: what a request's conversation holds ([`Conversation`]) and what
+//! the scenario answers to it ([`Reply`]). Each API module reads its own request format into a
+//! `Conversation` and renders the `Reply` in its own wire format.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::tools::{self, OfferedTool};
+use crate::scenario::{self, Failure, Scenario, Script, Text};
+
+/// The longest tool output quoted back in a final text.
+const QUOTE_LIMIT: usize = 200;
+
+/// The output of one tool call, as the CLI sent it back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolOutput {
+    /// The output text (several parts joined with newlines).
+    pub text: String,
+    /// The CLI marked the result as an error (only Anthropic says so explicitly).
+    pub is_error: bool,
+}
+
+/// What the server needs to know of a request's conversation.
+#[derive(Debug, Clone, Default)]
+pub struct Conversation {
+    /// The tools the request offers.
+    pub tools: Vec<OfferedTool>,
+    /// User and assistant entries of the history (messages, or Responses items) that carry content.
+    pub messages: usize,
+    /// User entries that carry the user's own text.
+    pub user_turns: usize,
+    /// The last user text (wrapper blocks such as `<system-reminder>` skipped).
+    pub last_user_text: String,
+    /// Tool results after the last user text: how far the current turn got.
+    pub results_this_turn: Vec<ToolOutput>,
+    /// The agent's working directory, when the request mentions it.
+    pub cwd: Option<String>,
+}
+
+impl Conversation {
+    /// Records one user entry: its text blocks and the tool results it carries.
+    pub fn push_user<'a>(
+        &mut self,
+        texts: impl IntoIterator<Item = &'a str>,
+        results: Vec<ToolOutput>,
+    ) {
+        let own: Vec<&str> = texts.into_iter().filter(|t| !is_wrapper(t)).collect();
+        if own.is_empty() && results.is_empty() {
+            return;
+        }
+        self.messages += 1;
+        if let Some(last) = own.last() {
+            self.user_turns += 1;
+            self.last_user_text = last.trim().to_string();
+            self.results_this_turn.clear();
+        }
+        self.results_this_turn.extend(results);
+    }
+
+    /// Records one assistant entry (text or tool call).
+    pub fn push_assistant(&mut self) {
+        self.messages += 1;
+    }
+
+    /// Looks for the working directory in the raw request body (system prompts name it).
+    pub fn find_cwd(&mut self, body: &str) {
+        self.cwd = find_cwd(body);
+    }
+}
+
+/// Text blocks the CLIs add around the user's words (`<system-reminder>`, `<environment_context>`, ...).
+fn is_wrapper(text: &str) -> bool {
+    let t = text.trim();
+    t.is_empty() || (t.starts_with('<') && t.ends_with('>'))
+}
+
+/// Finds the working directory the CLI announces in its prompts.
+fn find_cwd(body: &str) -> Option<String> {
+    // Codex: <cwd>/path</cwd>; Claude: "Primary working directory: /path"; OpenCode: "Working directory: /path";
+    // Gemini and Qwen: "I'm currently working in the directory: /path" / workspace directories.
+    const MARKERS: &[&str] = &[
+        "<cwd>",
+        "Primary working directory: ",
+        "Working directory: ",
+        "working in the directory: ",
+        "Workspace Directories:**\\n  - ",
+        "workspace directories:\\n  - ",
+        "Workspace Directories:\\n  - ",
+    ];
+    MARKERS.iter().find_map(|marker| {
+        body.match_indices(marker).find_map(|(at, _)| {
+            let rest = &body[at + marker.len()..];
+            let end = rest.find(['<', '\\', '"', '\n']).unwrap_or(rest.len());
+            let path = rest[..end].trim();
+            path.starts_with('/').then(|| path.to_string())
+        })
+    })
+}
+
+/// A tool call the mock model makes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCall {
+    /// Call id, unique within the conversation (`mock_<n>`; APIs add their own prefix).
+    pub id: String,
+    /// The offered tool's name.
+    pub name: String,
+    /// The arguments.
+    pub input: ToolInput,
+}
+
+/// Arguments of a tool call.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ToolInput {
+    /// A JSON object for a function tool.
+    Json(Value),
+    /// Free-form text for a custom tool (Codex `apply_patch`).
+    Freeform(String),
+}
+
+impl ToolInput {
+    /// The arguments as one JSON text (free-form input is wrapped as `{"input": ...}`).
+    pub fn to_json_string(&self) -> String {
+        match self {
+            ToolInput::Json(v) => v.to_string(),
+            ToolInput::Freeform(s) => serde_json::json!({ "input": s }).to_string(),
+        }
+    }
+}
+
+/// One model turn, ready to be rendered by an API module.
+#[derive(Debug, Clone, Default)]
+pub struct TurnPlan {
+    /// Reasoning text, streamed first.
+    pub thinking: Option<String>,
+    /// Text deltas.
+    pub text: Vec<String>,
+    /// Tool call after the text.
+    pub tool: Option<ToolCall>,
+    /// Pause before each text delta.
+    pub pace: Duration,
+    /// The stream breaks after the first text deltas.
+    pub breaks: bool,
+}
+
+impl TurnPlan {
+    /// A plan that only says `text`.
+    pub fn say(text: &str) -> TurnPlan {
+        TurnPlan {
+            text: scenario::word_chunks(text),
+            ..TurnPlan::default()
+        }
+    }
+
+    /// The whole text.
+    pub fn full_text(&self) -> String {
+        self.text.concat()
+    }
+
+    /// How many text deltas are sent before a broken stream stops.
+    pub fn deltas_before_break(&self) -> usize {
+        if self.breaks {
+            (self.text.len() / 2).max(1).min(self.text.len())
+        } else {
+            self.text.len()
+        }
+    }
+}
+
+/// What the server answers.
+#[derive(Debug, Clone)]
+pub enum Reply {
+    /// A model turn.
+    Turn(TurnPlan),
+    /// An HTTP error.
+    Fail(Failure),
+}
+
+/// Plays `scenario` against the conversation.
+pub fn plan(scenario: &Scenario, conv: &Conversation) -> Reply {
+    let steps = match scenario.script {
+        Script::Fail(f) => return Reply::Fail(f),
+        Script::Steps(steps) => steps,
+    };
+    let index = conv
+        .results_this_turn
+        .len()
+        .min(steps.len().saturating_sub(1));
+    let step = &steps[index];
+    let mut turn = TurnPlan {
+        thinking: step.thinking.map(str::to_string),
+        pace: step.pace(),
+        breaks: step.breaks,
+        ..TurnPlan::default()
+    };
+    let text = match step.text {
+        Text::None => String::new(),
+        Text::Fixed(t) => t.to_string(),
+        Text::Words(n) => (0..n)
+            .map(|i| format!("word{i}"))
+            .collect::<Vec<_>>()
+            .join(" "),
+        Text::AfterTool(template) => after_tool(template, conv.results_this_turn.last()),
+        Text::Echo => format!(
+            "echo: user_turns={} messages={} last={}",
+            conv.user_turns, conv.messages, conv.last_user_text
+        ),
+    };
+    if let Some(action) = step.action {
+        match tools::call_for(&action, conv) {
+            Ok(call) => turn.tool = Some(call),
+            Err(missing) => {
+                // No tool fits: say so instead, so a test sees why nothing happened.
+                turn.text = scenario::word_chunks(&missing);
+                return Reply::Turn(turn);
+            }
+        }
+    }
+    turn.text = scenario::word_chunks(&text);
+    Reply::Turn(turn)
+}
+
+fn after_tool(template: &str, output: Option<&ToolOutput>) -> String {
+    let (status, text) = match output {
+        Some(o) => (
+            if o.is_error { "failed" } else { "finished" },
+            o.text.trim(),
+        ),
+        None => ("finished", ""),
+    };
+    let quoted = if text.chars().count() > QUOTE_LIMIT {
+        let head: String = text.chars().take(QUOTE_LIMIT).collect();
+        format!("{head}... ({} characters)", text.chars().count())
+    } else {
+        text.to_string()
+    };
+    template
+        .replace("{status}", status)
+        .replace("{output}", &quoted)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn conv_with_results(results: &[&str]) -> Conversation {
+        let mut c = Conversation::default();
+        c.push_user(
+            ["<system-reminder>x</system-reminder>", "run the command"],
+            vec![],
+        );
+        for r in results {
+            c.push_assistant();
+            c.push_user(
+                [],
+                vec![ToolOutput {
+                    text: r.to_string(),
+                    is_error: false,
+                }],
+            );
+        }
+        c
+    }
+
+    #[test]
+    fn wrapper_blocks_are_not_user_turns() {
+        let c = conv_with_results(&[]);
+        assert_eq!((c.user_turns, c.messages), (1, 1));
+        assert_eq!(c.last_user_text, "run the command");
+        let mut c2 = Conversation::default();
+        c2.push_user(["<environment_context>x</environment_context>"], vec![]);
+        assert_eq!((c2.user_turns, c2.messages), (0, 0));
+    }
+
+    #[test]
+    fn a_new_user_text_starts_a_new_turn() {
+        let mut c = conv_with_results(&["hi"]);
+        assert_eq!(c.results_this_turn.len(), 1);
+        c.push_assistant();
+        c.push_user(["again"], vec![]);
+        assert!(c.results_this_turn.is_empty());
+        assert_eq!(c.user_turns, 2);
+    }
+
+    #[test]
+    fn shell_scenario_answers_the_tool_result_with_its_output() {
+        let shell = scenario::find("shell").unwrap();
+        let Reply::Turn(t) = plan(shell, &conv_with_results(&["hi\n"])) else {
+            panic!("not a turn")
+        };
+        assert!(t.tool.is_none());
+        assert_eq!(t.full_text(), "Tool finished. Output was: hi");
+    }
+
+    #[test]
+    fn long_tool_output_is_shortened_in_the_quote() {
+        let big = "a".repeat(10_000);
+        let text = after_tool(
+            "{output}",
+            Some(&ToolOutput {
+                text: big,
+                is_error: false,
+            }),
+        );
+        assert!(text.len() < 300, "{}", text.len());
+        assert!(text.ends_with("(10000 characters)"));
+    }
+
+    #[test]
+    fn echo_describes_the_history() {
+        let echo = scenario::find("echo").unwrap();
+        let Reply::Turn(t) = plan(echo, &conv_with_results(&["x"])) else {
+            panic!("not a turn")
+        };
+        assert_eq!(
+            t.full_text(),
+            "echo: user_turns=1 messages=3 last=run the command"
+        );
+    }
+
+    #[test]
+    fn cwd_is_found_in_each_cli_prompt_style() {
+        assert_eq!(
+            find_cwd(r#"x <cwd>/home/a/w</cwd> y"#).as_deref(),
+            Some("/home/a/w")
+        );
+        assert_eq!(
+            find_cwd(r#""Primary working directory: /w/x\n""#).as_deref(),
+            Some("/w/x")
+        );
+        assert_eq!(find_cwd("nothing here"), None);
+    }
+}
