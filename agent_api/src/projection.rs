@@ -73,7 +73,12 @@ impl Projector {
             Body::QuestionRequested(q) | Body::QuestionResolved(q) => {
                 let status = serde_json::to_value(q.status).unwrap_or_default();
                 let data = json!({ "question": { "id": q.question_id, "prompt": q.prompt, "options": q.options, "status": status, "response": q.response } });
-                Some(self.status("question", q.prompt.clone()).with_data(data))
+                let message = match (&event.body, &q.response) {
+                    (Body::QuestionRequested(_), _) => format!("question: {}", q.prompt),
+                    (_, Some(response)) => format!("question answered: {response}"),
+                    (_, None) => "question rejected".to_string(),
+                };
+                Some(self.status("question", message).with_data(data))
             }
             Body::AgentUnparsed(u) => {
                 let ev = self.event(Kind::Unknown).with_channel("status").with_message(format!("unparsed native payload: {}", u.error));

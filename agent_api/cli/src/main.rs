@@ -1,1 +1,133 @@
-fn main() {}
+//! `agent-api`: run a coding agent and stream its events, replay a recorded native log, list
+//! capabilities, and check which agent CLIs are installed.
+
+mod agents;
+mod capabilities;
+mod doctor;
+mod render;
+mod replay;
+mod run;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+#[derive(Parser)]
+#[command(name = "agent-api", version, about = "Drive coding-agent CLIs through one bounded event stream")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// How events are printed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// Text as it streams, tool calls with their status, prompts for permissions.
+    Pretty,
+    /// One JSON event a line.
+    Jsonl,
+}
+
+/// Which view of the run is printed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum View {
+    /// Bounded wrapper events.
+    Wrapper,
+    /// The universal transcript.
+    Universal,
+}
+
+/// What happens at a permission request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Approve {
+    /// Ask y/n on the terminal (without a terminal: deny).
+    Ask,
+    /// Approve everything.
+    All,
+    /// Deny everything.
+    None,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a prompt and stream the events.
+    Run {
+        /// Agent kind; default: the first supported CLI installed, else the scripted agent.
+        #[arg(long)]
+        agent: Option<String>,
+        #[arg(long, value_enum, default_value_t = Format::Pretty)]
+        format: Format,
+        #[arg(long, value_enum, default_value_t = View::Wrapper)]
+        view: View,
+        /// Fill `raw` in universal events with the native payloads.
+        #[arg(long)]
+        include_raw: bool,
+        /// Working directory of the agent.
+        #[arg(long)]
+        cwd: Option<PathBuf>,
+        /// Model name.
+        #[arg(long)]
+        model: Option<String>,
+        #[arg(long, value_enum, default_value_t = Approve::Ask)]
+        approve: Approve,
+        /// Stop the run after this many seconds.
+        #[arg(long)]
+        timeout: Option<u64>,
+        /// The prompt.
+        prompt: String,
+    },
+    /// Turn a saved native log (stdout lines or a two-way session recording) into events.
+    Replay {
+        /// Agent kind whose protocol the log speaks.
+        #[arg(long)]
+        agent: String,
+        #[arg(long, value_enum, default_value_t = View::Wrapper)]
+        view: View,
+        #[arg(long)]
+        include_raw: bool,
+        /// The recording, or `-` for stdin.
+        file: PathBuf,
+    },
+    /// List backends' capabilities.
+    Capabilities {
+        #[arg(long)]
+        agent: Option<String>,
+        #[arg(long, value_enum, default_value_t = CapabilityFormat::Table)]
+        format: CapabilityFormat,
+    },
+    /// Which supported agent CLIs are installed, their versions, and whether they are supported.
+    Doctor,
+}
+
+/// How capabilities are printed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum CapabilityFormat {
+    /// One line per capability.
+    Table,
+    /// JSON.
+    Json,
+    /// The coverage matrix as Markdown (what `spec/coverage-matrix.md` holds).
+    Matrix,
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Run { agent, format, view, include_raw, cwd, model, approve, timeout, prompt } => {
+            let options = run::RunOptions { agent, format, view, include_raw, cwd, model, approve, timeout, prompt };
+            run::run(options).await
+        }
+        Command::Replay { agent, view, include_raw, file } => replay::replay(&agent, view, include_raw, &file).await,
+        Command::Capabilities { agent, format } => capabilities::print(agent.as_deref(), format),
+        Command::Doctor => doctor::doctor().await,
+    };
+    match result {
+        Ok(code) => code,
+        Err(message) => {
+            eprintln!("agent-api: {message}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,79 @@
+//! The agents this tool knows, and where their CLIs are installed.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use agent_api::{AgentBackend, AgentKind, Gateway};
+
+/// A supported agent CLI.
+pub struct CliAgent {
+    /// Its agent kind.
+    pub kind: &'static str,
+    /// Its executable's name.
+    pub executable: &'static str,
+    /// Versions its backend is tested against.
+    pub supported_versions: &'static [&'static str],
+}
+
+/// Every supported agent CLI, in the order `run` prefers them.
+pub const CLI_AGENTS: &[CliAgent] = &[];
+
+/// Where a CLI's executable is: `$AGENT_API_<KIND>_BIN`, else the test bench's install cache
+/// (`$AGENT_API_CLI_DIR`, default `~/.cache/agent_api/clis/*/node_modules/.bin`), else `PATH`.
+pub fn locate(agent: &CliAgent) -> Option<PathBuf> {
+    let var = format!("AGENT_API_{}_BIN", agent.kind.to_uppercase());
+    if let Some(path) = std::env::var_os(&var).filter(|p| !p.is_empty()) {
+        return Some(PathBuf::from(path));
+    }
+    let root = std::env::var_os("AGENT_API_CLI_DIR")
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/agent_api/clis")));
+    if let Some(root) = root {
+        let mut installs: Vec<_> = std::fs::read_dir(&root).into_iter().flatten().filter_map(Result::ok).collect();
+        // Newest install first: after a pin moves, the new folder is the one to use.
+        installs.sort_by_key(|e| std::cmp::Reverse(e.metadata().and_then(|m| m.modified()).ok()));
+        for install in installs {
+            let exe = install.path().join("node_modules/.bin").join(agent.executable);
+            if exe.is_file() {
+                return Some(exe);
+            }
+        }
+    }
+    agent_api::kit::process::resolve_program(std::path::Path::new(agent.executable))
+}
+
+/// A backend for `kind`, configured to run the CLI at `binary` where it has one.
+pub fn backend(kind: &str) -> Result<Arc<dyn AgentBackend>, String> {
+    match kind {
+        "scripted" => Ok(Arc::new(agent_api_scripted::ScriptedBackend::new())),
+        other => Err(format!("unknown agent kind `{other}`; known: {}", known_kinds().join(", "))),
+    }
+}
+
+/// Every kind this tool can build a backend for.
+pub fn known_kinds() -> Vec<&'static str> {
+    let mut kinds: Vec<&'static str> = CLI_AGENTS.iter().map(|a| a.kind).collect();
+    kinds.push("scripted");
+    kinds
+}
+
+/// A gateway holding every known backend.
+pub fn gateway() -> Gateway {
+    let mut gateway = Gateway::new();
+    for kind in known_kinds() {
+        let backend = backend(kind).expect("known kinds build");
+        gateway.register(backend).expect("kinds are unique");
+    }
+    gateway
+}
+
+/// The agent `run` uses without `--agent`: the first supported CLI installed, else the scripted agent.
+pub fn default_kind() -> (&'static str, Option<PathBuf>) {
+    CLI_AGENTS.iter().find_map(|a| locate(a).map(|path| (a.kind, Some(path)))).unwrap_or(("scripted", None))
+}
+
+/// Parses a kind given on the command line.
+pub fn parse_kind(kind: &str) -> Result<AgentKind, String> {
+    AgentKind::new(kind).map_err(|e| e.to_string())
+}

@@ -1,0 +1,38 @@
+//! `agent-api capabilities`.
+
+use std::process::ExitCode;
+
+use agent_api::capabilities::{describe, render_matrix, MatrixRow};
+
+use crate::agents::{gateway, parse_kind};
+use crate::CapabilityFormat;
+
+/// Prints the capabilities of one backend, or of all.
+pub fn print(agent: Option<&str>, format: CapabilityFormat) -> Result<ExitCode, String> {
+    let gateway = gateway();
+    let kinds = match agent {
+        Some(kind) => vec![parse_kind(kind)?],
+        None => gateway.kinds(),
+    };
+    let mut rows = Vec::new();
+    for kind in kinds {
+        let caps = gateway.capabilities(&kind).map_err(|e| e.to_string())?;
+        rows.push(MatrixRow { kind: kind.to_string(), capabilities: caps.iter().map(str::to_string).collect() });
+    }
+    match format {
+        CapabilityFormat::Matrix => print!("{}", render_matrix(&rows)),
+        CapabilityFormat::Json => {
+            let map: serde_json::Map<String, serde_json::Value> = rows.iter().map(|r| (r.kind.clone(), serde_json::json!(r.capabilities))).collect();
+            println!("{}", serde_json::to_string_pretty(&map).expect("JSON serializes"));
+        }
+        CapabilityFormat::Table => {
+            for row in rows {
+                println!("{}", row.kind);
+                for id in &row.capabilities {
+                    println!("  {id:<42} {}", describe(id).unwrap_or("(backend-specific)"));
+                }
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,42 @@
+//! `agent-api replay`: a saved native log in, JSONL events out.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use agent_api::kit::replay::{recorded_exit_code, replay as replay_recording, ReplayOptions};
+use futures::StreamExt;
+
+use crate::agents::backend;
+use crate::View;
+
+/// Replays `file` (or stdin for `-`) through the agent's protocol and prints JSONL events.
+pub async fn replay(agent: &str, view: View, include_raw: bool, file: &Path) -> Result<ExitCode, String> {
+    let backend = backend(agent)?;
+    let options = ReplayOptions::default().include_raw(include_raw);
+    let handle = if file == Path::new("-") {
+        replay_recording(backend.as_ref(), tokio::io::stdin(), options).await
+    } else {
+        let reader = tokio::fs::File::open(file).await.map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+        replay_recording(backend.as_ref(), reader, options.exit_code(recorded_exit_code(file))).await
+    }
+    .map_err(|e| e.to_string())?;
+    let mut out = std::io::stdout().lock();
+    use std::io::Write;
+    match view {
+        View::Wrapper => {
+            let (mut events, completion) = handle.into_wrapper();
+            while let Some(event) = events.next().await {
+                let _ = writeln!(out, "{}", serde_json::to_string(&event).expect("events serialize"));
+            }
+            let _ = completion.await;
+        }
+        View::Universal => {
+            let (mut events, completion) = handle.into_universal();
+            while let Some(event) = events.next().await {
+                let _ = writeln!(out, "{}", serde_json::to_string(&event).expect("events serialize"));
+            }
+            let _ = completion.await;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

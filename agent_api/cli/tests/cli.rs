@@ -1,0 +1,89 @@
+//! The `agent-api` binary end to end, with the built-in scripted agent.
+
+use std::process::{Command, Output, Stdio};
+
+fn agent_api(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_agent-api"))
+        .args(args)
+        .env("AGENT_API_CLI_DIR", "/nonexistent/agent_api_cli_cache")
+        .env("PATH", "/usr/bin:/bin")
+        .stdin(Stdio::null())
+        .output()
+        .expect("agent-api runs")
+}
+
+fn json_lines(output: &Output) -> Vec<serde_json::Value> {
+    String::from_utf8_lossy(&output.stdout).lines().map(|l| serde_json::from_str(l).expect("every stdout line is JSON")).collect()
+}
+
+#[test]
+fn run_without_an_installed_cli_uses_the_scripted_agent_and_says_so() {
+    let output = agent_api(&["run", "--format", "jsonl", "--approve", "all", "hello"]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("using the built-in scripted agent"));
+    let events = json_lines(&output);
+    assert_eq!(events.first().unwrap()["message"], "session started");
+    let text: String = events.iter().filter(|e| e["channel"] == "assistant").filter_map(|e| e["text"].as_str()).collect();
+    assert!(text.contains("You said: hello"));
+    assert!(events.iter().any(|e| e["kind"] == "tool_result" && e["data"]["tool"]["exit_code"] == 0));
+}
+
+#[test]
+fn run_prints_the_universal_view_when_asked() {
+    let output = agent_api(&["run", "--agent", "scripted", "--view", "universal", "--format", "jsonl", "--include-raw", "hi"]);
+    assert!(output.status.success());
+    let events = json_lines(&output);
+    for (i, event) in events.iter().enumerate() {
+        assert_eq!(event["sequence"], i as u64 + 1);
+        assert!(event.get("raw").is_some());
+    }
+    assert_eq!(events.last().unwrap()["type"], "session.ended");
+}
+
+#[test]
+fn an_unknown_agent_is_a_clear_error_and_a_nonzero_exit() {
+    let output = agent_api(&["run", "--agent", "nobody", "hi"]);
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("unknown agent kind `nobody`"));
+}
+
+#[test]
+fn replay_turns_a_native_log_into_jsonl_events_and_malformed_lines_into_unknown() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.stdout.jsonl");
+    let log = [
+        r#"{"type":"session","id":"s-9","model":"m"}"#,
+        r#"{"type":"text_delta","message_id":"m1","text":"Hi"}"#,
+        "this line is not JSON",
+        r#"{"type":"message_done","message_id":"m1","text":"Hi"}"#,
+        r#"{"type":"done","status":"success","input_tokens":1,"output_tokens":1}"#,
+    ];
+    std::fs::write(&path, log.join("\n")).unwrap();
+    let output = agent_api(&["replay", "--agent", "scripted", path.to_str().unwrap()]);
+    assert!(output.status.success());
+    let events = json_lines(&output);
+    assert!(events.iter().any(|e| e["kind"] == "text_output" && e["text"] == "Hi"));
+    assert_eq!(events.iter().filter(|e| e["kind"] == "unknown").count(), 1);
+}
+
+#[test]
+fn replay_of_an_unreadable_file_fails_clearly() {
+    let output = agent_api(&["replay", "--agent", "scripted", "/nonexistent/recording.jsonl"]);
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("cannot read /nonexistent/recording.jsonl"));
+}
+
+#[test]
+fn capabilities_lists_every_backend_as_json() {
+    let output = agent_api(&["capabilities", "--format", "json"]);
+    assert!(output.status.success());
+    let caps: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert!(caps["scripted"].as_array().unwrap().iter().any(|c| c == "agent_api.run"));
+}
+
+#[test]
+fn doctor_reports_each_supported_cli() {
+    let output = agent_api(&["doctor"]);
+    assert!(output.status.success());
+    assert!(String::from_utf8_lossy(&output.stdout).contains("scripted"));
+}
