@@ -158,15 +158,63 @@ pub async fn record(
     }
     head.insert("scenario_description".into(), json!(described.description));
     let meta_path = out_dir.join(format!("{scenario}.meta.json"));
-    let meta_text = serde_json::to_string_pretty(&Value::Object(head))
-        .map_err(|e| BenchError::json("serializing meta", e))?;
-    write(&meta_path, &(meta_text + "\n"))?;
+    write(&meta_path, &ordered_json(head, META_ORDER)?)?;
     Ok(Recording {
         transcript,
         meta: meta_path,
         exit_code,
         sandbox,
     })
+}
+
+/// The order of meta keys in the shared fixtures.
+const META_ORDER: &[&str] = &[
+    "cli",
+    "cli_version",
+    "interface",
+    "scenario",
+    "argv",
+    "env",
+    "cwd",
+    "exit_code",
+    "signals_sent",
+    "wall_s",
+    "t_first_stdout_s",
+    "stdout_times_s",
+    "config_files",
+    "stderr",
+    "stderr_truncated",
+    "stderr_total_chars",
+    "scenario_description",
+];
+
+/// A pretty JSON object with its top-level keys in `order` (others after them).
+fn ordered_json(mut map: Map<String, Value>, order: &[&str]) -> Result<String, BenchError> {
+    let mut keys: Vec<String> = order
+        .iter()
+        .map(|k| k.to_string())
+        .filter(|k| map.contains_key(k))
+        .collect();
+    keys.extend(
+        map.keys()
+            .filter(|k| !order.contains(&k.as_str()))
+            .cloned()
+            .collect::<Vec<_>>(),
+    );
+    let mut out = String::from("{\n");
+    for (i, key) in keys.iter().enumerate() {
+        let value = map.remove(key).unwrap_or(Value::Null);
+        let text = serde_json::to_string_pretty(&value)
+            .map_err(|e| BenchError::json("serializing meta", e))?;
+        let sep = if i + 1 == keys.len() { "" } else { "," };
+        out += &format!(
+            "  {}: {}{sep}\n",
+            Value::from(key.as_str()),
+            text.replace('\n', "\n  ")
+        );
+    }
+    out += "}\n";
+    Ok(out)
 }
 
 fn exit_code(status: std::process::ExitStatus) -> i32 {

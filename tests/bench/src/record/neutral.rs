@@ -25,6 +25,12 @@ impl Neutralizer {
             (sandbox.tmp.display().to_string(), "/tmp".to_string()),
             (server_origin.to_string(), ORIGIN.to_string()),
         ];
+        // Claude Code names its per-project folder after the working directory, every other character a dash.
+        let neutral_cwd = match sandbox.cwd.strip_prefix(&sandbox.home) {
+            Ok(rel) => format!("{HOME}/{}", rel.display()),
+            Err(_) => sandbox.cwd.display().to_string(),
+        };
+        pairs.push((slug(&sandbox.cwd.display().to_string()), slug(&neutral_cwd)));
         if let Some(port) = server_origin.rsplit(':').next() {
             pairs.push((format!("127.0.0.1:{port}"), "127.0.0.1:8080".into()));
             pairs.push((format!("localhost:{port}"), "localhost:8080".into()));
@@ -51,9 +57,24 @@ impl Neutralizer {
     }
 }
 
+/// `path` with every character but ASCII letters and digits replaced by `-` (Claude Code's project slug).
+fn slug(path: &str) -> String {
+    path.chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn claude_project_slug_matches_its_folder_naming() {
+        assert_eq!(
+            slug("/root/.cache/x_y/home/work/shell"),
+            "-root--cache-x-y-home-work-shell"
+        );
+    }
 
     #[test]
     fn longer_paths_are_replaced_before_their_prefixes() {
