@@ -18,29 +18,26 @@ pub struct CliAgent {
 /// Every supported agent CLI, in the order `run` prefers them.
 pub const CLI_AGENTS: &[CliAgent] = &[];
 
-/// Where a CLI's executable is: `$AGENT_API_<KIND>_BIN`, else the test bench's install cache
-/// (`$AGENT_API_CLI_DIR`, default `~/.cache/agent_api/clis/*/node_modules/.bin`), else `PATH`.
-pub fn locate(agent: &CliAgent) -> Option<PathBuf> {
+/// The CLI a user installed: `$AGENT_API_<KIND>_BIN`, else the executable on `PATH`.
+pub fn locate_installed(agent: &CliAgent) -> Option<PathBuf> {
     let var = format!("AGENT_API_{}_BIN", agent.kind.to_uppercase());
     if let Some(path) = std::env::var_os(&var).filter(|p| !p.is_empty()) {
         return Some(PathBuf::from(path));
     }
+    agent_api::kit::process::resolve_program(std::path::Path::new(agent.executable))
+}
+
+/// The CLI the test bench installed (`bash tests/bench/install-clis.sh`): under `$AGENT_API_CLI_DIR`
+/// (default `~/.cache/agent_api/clis`), newest install first. `run` never picks these by itself: they
+/// are pinned for tests against a loopback model server, not configured for real use.
+pub fn locate_bench(agent: &CliAgent) -> Option<PathBuf> {
     let root = std::env::var_os("AGENT_API_CLI_DIR")
         .filter(|d| !d.is_empty())
         .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/agent_api/clis")));
-    if let Some(root) = root {
-        let mut installs: Vec<_> = std::fs::read_dir(&root).into_iter().flatten().filter_map(Result::ok).collect();
-        // Newest install first: after a pin moves, the new folder is the one to use.
-        installs.sort_by_key(|e| std::cmp::Reverse(e.metadata().and_then(|m| m.modified()).ok()));
-        for install in installs {
-            let exe = install.path().join("node_modules/.bin").join(agent.executable);
-            if exe.is_file() {
-                return Some(exe);
-            }
-        }
-    }
-    agent_api::kit::process::resolve_program(std::path::Path::new(agent.executable))
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/agent_api/clis")))?;
+    let mut installs: Vec<_> = std::fs::read_dir(&root).ok()?.filter_map(Result::ok).collect();
+    installs.sort_by_key(|e| std::cmp::Reverse(e.metadata().and_then(|m| m.modified()).ok()));
+    installs.into_iter().map(|e| e.path().join("node_modules/.bin").join(agent.executable)).find(|exe| exe.is_file())
 }
 
 /// A backend for `kind`, configured to run the CLI at `binary` where it has one.
@@ -70,7 +67,7 @@ pub fn gateway() -> Gateway {
 
 /// The agent `run` uses without `--agent`: the first supported CLI installed, else the scripted agent.
 pub fn default_kind() -> (&'static str, Option<PathBuf>) {
-    CLI_AGENTS.iter().find_map(|a| locate(a).map(|path| (a.kind, Some(path)))).unwrap_or(("scripted", None))
+    CLI_AGENTS.iter().find_map(|a| locate_installed(a).map(|path| (a.kind, Some(path)))).unwrap_or(("scripted", None))
 }
 
 /// Parses a kind given on the command line.

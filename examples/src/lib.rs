@@ -1,1 +1,0 @@
-//! Examples live in examples/*.rs

@@ -1,0 +1,33 @@
+//! Runs a prompt through a gateway and prints the wrapper events as they stream.
+//!
+//! `cargo run -p agent_api_examples --example stream_events -- "Say hello"`
+
+use std::sync::Arc;
+
+use agent_api::{AgentKind, AgentWrapperEventKind, Gateway, PermissionPolicy, RunRequest};
+use futures::StreamExt;
+
+#[tokio::main]
+async fn main() -> Result<(), agent_api::AgentError> {
+    let prompt = std::env::args().nth(1).unwrap_or_else(|| "Say hello".to_string());
+    let mut gateway = Gateway::new();
+    gateway.register(Arc::new(agent_api_scripted::ScriptedBackend::new()))?;
+
+    let request = RunRequest::new(prompt).with_permissions(PermissionPolicy::ApproveAll);
+    let handle = gateway.run(&AgentKind::from_static("scripted"), request).await?;
+    let (mut events, completion) = handle.into_wrapper();
+    while let Some(event) = events.next().await {
+        match event.kind {
+            AgentWrapperEventKind::TextOutput if event.channel.as_deref() == Some("assistant") => {
+                print!("{}", event.text.unwrap_or_default());
+            }
+            AgentWrapperEventKind::ToolCall | AgentWrapperEventKind::ToolResult => {
+                println!("\n[{:?}] {}", event.kind, event.data.map(|d| d["tool"]["phase"].to_string()).unwrap_or_default());
+            }
+            _ => {}
+        }
+    }
+    let done = completion.await?;
+    println!("\nfinal text: {:?}", done.final_text);
+    Ok(())
+}
