@@ -1,1 +1,195 @@
-//! placeholder
+//! The Claude Code backend of `agent_api`: runs the `claude` CLI and turns its stream-json output
+//! and its two-way control protocol into the universal transcript and bounded wrapper events.
+//!
+//! - By default a run uses the two-way channel (`claude -p --input-format stream-json
+//!   --output-format stream-json --verbose --include-partial-messages --permission-prompt-tool
+//!   stdio`): the prompt goes in on stdin, permission requests and AskUserQuestion come back as
+//!   `permission.requested` / `question.requested` events that [`agent_api::RunControl`] answers,
+//!   and `cancel()` sends the CLI's `interrupt` before the process group is terminated.
+//! - `backend.claude_code.mode = "print"` runs one-way (`-p PROMPT`); tools needing a permission
+//!   are then denied by the CLI.
+//! - [`ClaudeCodeBackend::replay_protocol`] replays recorded print output and two-way sessions.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), agent_api::AgentError> {
+//! use agent_api::{AgentBackend, RunRequest};
+//! use agent_api_claude_code::{ClaudeCodeBackend, ClaudeCodeConfig};
+//! let backend = ClaudeCodeBackend::new(ClaudeCodeConfig::default());
+//! let (events, completion) = backend.run(RunRequest::new("Say hello")).await?.collect_wrapper().await;
+//! println!("{} events, final text {:?}", events.len(), completion?.final_text);
+//! # Ok(()) }
+//! ```
+//!
+//! Modules: [`args`] (the command line), [`protocol`] (the converter, with its message, stream,
+//! system, control and outcome parts) and `tools` (tool kinds, command metadata, file refs).
+
+pub mod args;
+pub mod protocol;
+mod tools;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use agent_api::capabilities as caps;
+use agent_api::kit::replay::RecordingFormat;
+use agent_api::kit::{start_run, Protocol, RunSettings, Transport};
+use agent_api::{AgentBackend, AgentError, AgentKind, CapabilitySet, RunHandle, RunRequest};
+use async_trait::async_trait;
+
+pub use args::{Mode, EXTENSION_KEYS};
+pub use protocol::ClaudeProtocol;
+
+/// The backend's agent kind.
+pub const KIND: AgentKind = AgentKind::from_static("claude_code");
+
+/// Claude Code versions this backend was verified against (fixtures and end-to-end tests).
+pub const SUPPORTED_VERSIONS: &[&str] = &["2.1.197"];
+
+/// Capability: the one-way print mode (`backend.claude_code.mode = "print"`).
+pub const CAP_PRINT_MODE: &str = "backend.claude_code.print_mode";
+/// Capability: the `backend.claude_code.*` command-line extensions (extra dirs, system prompt
+/// append, allowed and disallowed tools, permission mode, max turns).
+pub const CAP_CLI_OPTIONS: &str = "backend.claude_code.cli_options";
+
+/// Where and how to run the `claude` executable.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ClaudeCodeConfig {
+    /// The executable: a path, or a name looked up on `PATH` (default `claude`).
+    pub binary: PathBuf,
+    /// Variables added to the CLI's environment (a request's `env` is added after these).
+    pub env: BTreeMap<String, String>,
+    /// Whether the CLI inherits this process's environment (default true). When false it
+    /// sees only `env` and the request's `env`.
+    pub inherit_env: bool,
+    /// Working directory when the request names none (default: this process's).
+    pub working_dir: Option<PathBuf>,
+    /// Arguments added after the backend's own, before the prompt.
+    pub extra_args: Vec<String>,
+}
+
+impl Default for ClaudeCodeConfig {
+    fn default() -> Self {
+        Self { binary: PathBuf::from("claude"), env: BTreeMap::new(), inherit_env: true, working_dir: None, extra_args: Vec::new() }
+    }
+}
+
+impl ClaudeCodeConfig {
+    /// The default config with another executable.
+    pub fn with_binary(mut self, binary: impl Into<PathBuf>) -> Self {
+        self.binary = binary.into();
+        self
+    }
+
+    /// Adds an environment variable.
+    pub fn with_env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.env.insert(key.into(), value.into());
+        self
+    }
+
+    /// Sets whether the CLI inherits this process's environment.
+    pub fn with_inherit_env(mut self, inherit: bool) -> Self {
+        self.inherit_env = inherit;
+        self
+    }
+
+    /// Sets the default working directory.
+    pub fn with_working_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.working_dir = Some(dir.into());
+        self
+    }
+
+    /// Adds arguments after the backend's own.
+    pub fn with_extra_args<I: IntoIterator<Item = S>, S: Into<String>>(mut self, args: I) -> Self {
+        self.extra_args.extend(args.into_iter().map(Into::into));
+        self
+    }
+}
+
+/// The Claude Code backend.
+#[derive(Debug, Clone, Default)]
+pub struct ClaudeCodeBackend {
+    config: ClaudeCodeConfig,
+}
+
+impl ClaudeCodeBackend {
+    /// A backend running the CLI as `config` says.
+    pub fn new(config: ClaudeCodeConfig) -> Self {
+        Self { config }
+    }
+
+    /// The backend's config.
+    pub fn config(&self) -> &ClaudeCodeConfig {
+        &self.config
+    }
+}
+
+#[async_trait]
+impl AgentBackend for ClaudeCodeBackend {
+    fn kind(&self) -> AgentKind {
+        KIND
+    }
+
+    fn capabilities(&self) -> CapabilitySet {
+        CapabilitySet::from_ids([
+            caps::RUN,
+            caps::EVENTS,
+            caps::EVENTS_LIVE,
+            caps::CONTROL_CANCEL,
+            caps::SESSION_RESUME,
+            caps::SESSION_FORK,
+            caps::TOOLS_STRUCTURED_V1,
+            caps::TEXT_MESSAGES,
+            caps::TOOL_CALLS,
+            caps::TOOL_RESULTS,
+            caps::QUESTIONS,
+            caps::PERMISSIONS,
+            caps::ERROR_EVENTS,
+            caps::REASONING,
+            caps::COMMAND_EXECUTION,
+            caps::FILE_CHANGES,
+            caps::STREAMING_DELTAS,
+            caps::USAGE,
+            caps::MODEL_SELECTION,
+            CAP_PRINT_MODE,
+            CAP_CLI_OPTIONS,
+        ])
+    }
+
+    fn extension_keys(&self) -> &'static [&'static str] {
+        EXTENSION_KEYS
+    }
+
+    async fn run(&self, request: RunRequest) -> Result<RunHandle, AgentError> {
+        self.validate(&request)?;
+        let invocation = args::invocation(&self.config, &request)?;
+        let settings = RunSettings::for_request(KIND, &request, true);
+        let protocol = match invocation.mode {
+            Mode::Control => ClaudeProtocol::control(request.prompt.text.clone(), request.permissions.clone(), invocation.bypass),
+            Mode::Print => ClaudeProtocol::print(request.prompt.text.clone(), invocation.bypass),
+        };
+        let transport = Transport::spawn(&invocation.spec, settings.line_cap)?;
+        Ok(start_run(settings, transport, Box::new(protocol)))
+    }
+
+    fn replay_protocol(&self, format: RecordingFormat) -> Result<Box<dyn Protocol>, AgentError> {
+        match format {
+            RecordingFormat::NativeStdout | RecordingFormat::Session => Ok(Box::new(ClaudeProtocol::replaying())),
+            other => Err(AgentError::Replay { reason: format!("claude_code cannot replay {other:?} recordings") }),
+        }
+    }
+}
+
+/// The version `binary --version` reports (`2.1.197 (Claude Code)` → `2.1.197`), or `None` when
+/// it cannot be run within 20 seconds.
+pub async fn installed_version(binary: &Path) -> Option<String> {
+    let mut cmd = tokio::process::Command::new(binary);
+    cmd.arg("--version").stdin(std::process::Stdio::null()).kill_on_drop(true);
+    let output = tokio::time::timeout(Duration::from_secs(20), cmd.output()).await.ok()?.ok()?;
+    if !output.status.success() {
+        return None;
+    }
+    let text = String::from_utf8_lossy(&output.stdout);
+    text.split_whitespace().next().filter(|v| v.chars().next().is_some_and(|c| c.is_ascii_digit())).map(str::to_string)
+}

@@ -1,0 +1,203 @@
+//! [`ClaudeProtocol`]: the converter of Claude Code's stream-json output (and, in the two-way
+//! mode, its control protocol) to the universal transcript.
+//!
+//! One struct holds the state; its parts live in sibling modules, one idea each:
+//! [`messages`] (assistant and user messages), [`stream`] (the `stream_event` SSE deltas),
+//! [`system`] (system and other informational lines), [`control`] (permission and question
+//! requests, interrupts) and [`outcome`] (turn results, usage, typed errors).
+
+mod control;
+mod messages;
+mod outcome;
+mod stream;
+mod system;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::{HashMap, HashSet};
+
+use agent_api::kit::driver::Unparsed;
+use agent_api::kit::{Ctx, ExitInfo, Protocol};
+use agent_api::{AgentError, ControlCommand, PermissionPolicy, RunCompletion};
+use serde_json::{json, Value};
+
+use crate::tools::ToolCallInfo;
+use control::{PendingAsk, PendingPermission};
+use messages::OpenMessage;
+use outcome::Outcome;
+
+/// How the protocol is used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Channel {
+    /// Live, two-way: the prompt and control messages go to the CLI's stdin.
+    Control,
+    /// Live, one-way (`-p PROMPT`): nothing is written to the CLI.
+    Print,
+    /// A recording: what the client sent comes from the recording, nothing is written.
+    Replay,
+}
+
+/// The stateful converter of one Claude Code run.
+pub struct ClaudeProtocol {
+    channel: Channel,
+    prompt: Option<String>,
+    policy: PermissionPolicy,
+    /// Whether the run asked for a bypass permission mode (to classify a refusal).
+    bypass_requested: bool,
+    next_request: u64,
+    /// Open assistant messages by native message id.
+    messages: HashMap<String, OpenMessage>,
+    /// The message that `stream_event`s of each thread (`parent_tool_use_id`) belong to.
+    streaming: HashMap<Option<String>, String>,
+    /// Tool calls by `tool_use_id`.
+    tools: HashMap<String, ToolCallInfo>,
+    /// Call ids whose tool_result item was emitted.
+    results_seen: HashSet<String>,
+    /// Permission requests waiting for the caller, by request id.
+    permissions: HashMap<String, PendingPermission>,
+    /// AskUserQuestion requests waiting for answers, by request id.
+    asks: HashMap<String, PendingAsk>,
+    outcome: Outcome,
+}
+
+impl ClaudeProtocol {
+    fn new(channel: Channel, prompt: Option<String>, policy: PermissionPolicy, bypass_requested: bool) -> Self {
+        Self {
+            channel,
+            prompt,
+            policy,
+            bypass_requested,
+            next_request: 0,
+            messages: HashMap::new(),
+            streaming: HashMap::new(),
+            tools: HashMap::new(),
+            results_seen: HashSet::new(),
+            permissions: HashMap::new(),
+            asks: HashMap::new(),
+            outcome: Outcome::default(),
+        }
+    }
+
+    /// A live run over the two-way control channel: `start` sends `initialize` and `prompt`.
+    pub fn control(prompt: impl Into<String>, policy: PermissionPolicy, bypass_requested: bool) -> Self {
+        Self::new(Channel::Control, Some(prompt.into()), policy, bypass_requested)
+    }
+
+    /// A live one-way run (`-p PROMPT`): the prompt is on the command line.
+    pub fn print(prompt: impl Into<String>, bypass_requested: bool) -> Self {
+        Self::new(Channel::Print, Some(prompt.into()), PermissionPolicy::Ask, bypass_requested)
+    }
+
+    /// A replay of a recording (one-way stdout or a two-way session).
+    pub fn replaying() -> Self {
+        Self::new(Channel::Replay, None, PermissionPolicy::Ask, false)
+    }
+
+    /// Whether the protocol may write to the CLI.
+    fn writes(&self) -> bool {
+        self.channel == Channel::Control
+    }
+
+    /// A fresh id for a control request this client sends.
+    fn request_id(&mut self) -> String {
+        self.next_request += 1;
+        let tag = uuid::Uuid::new_v4().simple().to_string();
+        format!("req_{}_{}", self.next_request, &tag[..8])
+    }
+
+    fn user_line(text: &str) -> Value {
+        json!({ "type": "user", "message": { "role": "user", "content": text }, "parent_tool_use_id": null, "session_id": "" })
+    }
+}
+
+/// The `type` of a native message.
+fn type_of(message: &Value) -> Result<&str, Unparsed> {
+    if !message.is_object() {
+        return Err(Unparsed("a native message is not a JSON object".into()));
+    }
+    message.get("type").and_then(Value::as_str).ok_or_else(|| Unparsed("a native message has no string `type`".into()))
+}
+
+/// A string field, cut to `max` bytes (for status details built from parsed fields).
+pub(crate) fn short(value: Option<&Value>, max: usize) -> Option<String> {
+    value.and_then(Value::as_str).map(|s| {
+        let cut = agent_api::bounds::utf8_prefix(s, max);
+        if cut.len() < s.len() { format!("{cut}…") } else { cut.to_string() }
+    })
+}
+
+impl Protocol for ClaudeProtocol {
+    fn name(&self) -> &'static str {
+        "claude_code.stream_json"
+    }
+
+    fn start(&mut self, ctx: &mut Ctx<'_>) -> Result<(), AgentError> {
+        let Some(prompt) = self.prompt.clone() else { return Ok(()) };
+        // Claude Code never echoes the user's input: the transcript gets it from what we sent.
+        ctx.transcript.user_message(&prompt);
+        if self.writes() {
+            let id = self.request_id();
+            ctx.send(&json!({ "type": "control_request", "request_id": id, "request": { "subtype": "initialize", "hooks": null } }));
+            ctx.send(&Self::user_line(&prompt));
+        }
+        Ok(())
+    }
+
+    fn on_message(&mut self, message: Value, ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
+        match type_of(&message)? {
+            "system" => self.on_system(&message, ctx),
+            "stream_event" => self.on_stream_event(&message, ctx),
+            "assistant" => self.on_assistant(&message, ctx),
+            "user" => self.on_user(&message, ctx),
+            "result" => self.on_result(&message, ctx),
+            "control_request" => self.on_control_request(&message, ctx),
+            "control_response" => self.on_control_response(&message, ctx),
+            "control_cancel_request" => self.on_control_cancel(&message, ctx),
+            other => self.on_other(other, &message, ctx),
+        }
+    }
+
+    fn on_recorded_send(&mut self, message: Value, ctx: &mut Ctx<'_>) {
+        match message.get("type").and_then(Value::as_str) {
+            Some("user") => {
+                let content = message.pointer("/message/content");
+                let text = match content {
+                    Some(Value::String(text)) => text.clone(),
+                    other => crate::tools::output_text(other).0,
+                };
+                ctx.transcript.user_message(&text);
+            }
+            Some("control_response") => self.on_recorded_response(&message, ctx),
+            Some("control_request") => {
+                let subtype = message.pointer("/request/subtype").and_then(Value::as_str).unwrap_or("unknown");
+                if subtype == "interrupt" {
+                    ctx.transcript.status("interrupt_requested", None);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn on_control(&mut self, command: ControlCommand, ctx: &mut Ctx<'_>) -> Result<(), AgentError> {
+        match command {
+            ControlCommand::Permission { id, decision } => self.decide_permission(&id, decision, ctx),
+            ControlCommand::Question { id, answer } => self.answer_question(&id, answer, ctx),
+            other => Err(AgentError::InvalidRequest { reason: format!("unsupported control command {other:?}") }),
+        }
+    }
+
+    fn interrupt(&mut self, ctx: &mut Ctx<'_>) -> bool {
+        if !self.writes() {
+            return false;
+        }
+        let id = self.request_id();
+        ctx.send(&json!({ "type": "control_request", "request_id": id, "request": { "subtype": "interrupt" } }));
+        true
+    }
+
+    fn finish(&mut self, exit: &ExitInfo, ctx: &mut Ctx<'_>) -> Result<RunCompletion, AgentError> {
+        self.close_all_messages(ctx);
+        self.outcome.finish(exit, self.bypass_requested)
+    }
+}

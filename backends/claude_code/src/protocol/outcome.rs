@@ -1,0 +1,215 @@
+//! How a run ends: each `result` line closes a turn (usage, cost, the final text, an error
+//! event for a failed turn), and [`Outcome::finish`] turns the last result, or its absence,
+//! into the run's completion or a typed [`AgentError`].
+//!
+//! Error messages hold parsed fields only (the result text, an error kind), cut short and with
+//! anything that looks like an API key masked; stderr is only matched to classify, never copied.
+
+use agent_api::kit::driver::Unparsed;
+use agent_api::kit::{Ctx, ExitInfo};
+use agent_api::{AgentError, RunCompletion, Usage};
+use serde_json::{json, Value};
+
+use super::{short, Channel, ClaudeProtocol};
+
+/// Longest explanation copied into an error.
+const MESSAGE_MAX: usize = 300;
+
+/// An API error the CLI reported (a synthetic assistant message or an error result).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct ApiError {
+    /// Claude Code's error kind (`authentication_failed`, `server_error`, `rate_limit`, …).
+    pub kind: Option<String>,
+    /// The HTTP status, when known.
+    pub status: Option<u16>,
+    /// The CLI's explanation.
+    pub text: String,
+}
+
+/// The parsed `result` of one turn.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct TurnResult {
+    subtype: String,
+    is_error: bool,
+    text: Option<String>,
+    errors: Vec<String>,
+    api_error_status: Option<u16>,
+}
+
+/// What the turns of a run reported so far.
+#[derive(Debug, Default)]
+pub(crate) struct Outcome {
+    last: Option<TurnResult>,
+    turns: u64,
+    /// The API error of the current turn, from its synthetic assistant message.
+    api_error: Option<ApiError>,
+    /// Whether the current turn already has an error event.
+    error_emitted: bool,
+    /// Whether the current turn was interrupted.
+    pub interrupted: bool,
+    usage: Usage,
+    data: Value,
+}
+
+/// Masks anything shaped like an API key (`sk-…`) and cuts `text` to [`MESSAGE_MAX`] bytes.
+pub(crate) fn safe_text(text: &str) -> String {
+    let masked: Vec<String> = text
+        .split(' ')
+        .map(|word| match word.find("sk-") {
+            Some(at) if word.len() > at + 6 => format!("{}sk-***", &word[..at]),
+            _ => word.to_string(),
+        })
+        .collect();
+    let joined = masked.join(" ");
+    let cut = agent_api::bounds::utf8_prefix(&joined, MESSAGE_MAX);
+    if cut.len() < joined.len() { format!("{cut}…") } else { joined }
+}
+
+/// The typed error for an API failure.
+pub(crate) fn classify(error: &ApiError) -> AgentError {
+    let message = safe_text(&error.text);
+    let kind = error.kind.as_deref().unwrap_or_default();
+    match (error.status, kind) {
+        (Some(401 | 403), _) | (_, "authentication_failed" | "oauth_org_not_allowed") => AgentError::Auth { message },
+        (Some(429 | 529), _) | (_, "rate_limit" | "overloaded" | "overloaded_error" | "rate_limit_error") => AgentError::RateLimited { message },
+        (Some(status @ 500..=599), _) => AgentError::ServerError { status: Some(status), message },
+        (None, "server_error" | "api_error") => AgentError::ServerError { status: None, message },
+        _ => AgentError::AgentFailed { message },
+    }
+}
+
+fn add(total: &mut Option<u64>, value: Option<u64>) {
+    if let Some(v) = value {
+        *total = Some(total.unwrap_or(0) + v);
+    }
+}
+
+impl Outcome {
+    /// The CLI's synthetic assistant message for an API error: an error event, never text.
+    pub(crate) fn synthetic_error(&mut self, message: &Value, ctx: &mut Ctx<'_>) {
+        let text = message.pointer("/message/content/0/text").and_then(Value::as_str).unwrap_or("the model API request failed");
+        let error = ApiError { kind: short(message.get("error"), 64), status: None, text: text.to_string() };
+        ctx.transcript.error(safe_text(text), error.kind.clone(), Some(json!({ "source": "api_error_message" })));
+        self.error_emitted = true;
+        self.api_error = Some(error);
+    }
+
+    fn record_usage(&mut self, result: &Value) {
+        let usage = result.get("usage");
+        let n = |key: &str| usage.and_then(|u| u.get(key)).and_then(Value::as_u64);
+        let input = [n("input_tokens"), n("cache_creation_input_tokens"), n("cache_read_input_tokens")];
+        let total_input = input.iter().any(Option::is_some).then(|| input.iter().flatten().sum());
+        add(&mut self.usage.input_tokens, total_input);
+        add(&mut self.usage.cached_input_tokens, n("cache_read_input_tokens"));
+        add(&mut self.usage.output_tokens, n("output_tokens"));
+        // The CLI reports the session's cost so far: the last one is the total.
+        if let Some(cost) = result.get("total_cost_usd").and_then(Value::as_f64) {
+            self.usage.cost_usd = Some(cost);
+        }
+        let denials = result.get("permission_denials").and_then(Value::as_array).map_or(0, Vec::len);
+        self.data = json!({
+            "cost_usd": result.get("total_cost_usd"),
+            "duration_ms": result.get("duration_ms"),
+            "duration_api_ms": result.get("duration_api_ms"),
+            "num_turns": result.get("num_turns"),
+            "permission_denials": denials,
+            "stop_reason": result.get("stop_reason"),
+            "subtype": result.get("subtype"),
+            "results": self.turns,
+        });
+    }
+
+    /// The run's completion, or its typed error.
+    pub(crate) fn finish(&mut self, exit: &ExitInfo, bypass_requested: bool) -> Result<RunCompletion, AgentError> {
+        let Some(last) = self.last.clone() else {
+            if let Some(error) = &self.api_error {
+                return Err(classify(error));
+            }
+            let stderr = exit.stderr.output();
+            let said = |needle: &str| [&stderr.head, &stderr.tail].iter().any(|part| part.as_deref().is_some_and(|t| t.contains(needle)));
+            if bypass_requested && said("root/sudo privileges") {
+                return Err(AgentError::PermissionModeRefused {
+                    mode: "bypassPermissions".into(),
+                    reason: "Claude Code refuses to skip permission prompts when running as root; run as another user, or set IS_SANDBOX=1 in the run's environment if the machine is a sandbox".into(),
+                });
+            }
+            return Err(exit.early_exit_error());
+        };
+        if last.is_error {
+            let api = self.api_error.clone().filter(|_| last.subtype == "success");
+            return Err(match (api, last.api_error_status) {
+                (Some(mut error), status) => {
+                    error.status = status.or(error.status);
+                    classify(&error)
+                }
+                (None, Some(status)) => classify(&ApiError { kind: None, status: Some(status), text: last.text.clone().unwrap_or_default() }),
+                (None, None) => turn_failure(&last),
+            });
+        }
+        let mut completion = RunCompletion::new();
+        completion.final_text = last.text.clone();
+        completion.usage = Some(self.usage.clone());
+        completion.data = Some(self.data.clone());
+        Ok(completion)
+    }
+}
+
+/// The error of a turn that failed without an API error.
+fn turn_failure(last: &TurnResult) -> AgentError {
+    let what = match last.subtype.as_str() {
+        "error_max_turns" => "the turn reached the maximum number of turns".to_string(),
+        "error_max_budget_usd" => "the turn reached the maximum budget".to_string(),
+        "error_max_structured_output_retries" => "the turn ran out of structured-output retries".to_string(),
+        "error_during_execution" => "the turn failed during execution".to_string(),
+        other => format!("the turn ended with `{}`", agent_api::bounds::utf8_prefix(other, 64)),
+    };
+    let detail = last.errors.first().or(last.text.as_ref()).map(|e| format!(": {}", safe_text(e))).unwrap_or_default();
+    AgentError::AgentFailed { message: format!("{what}{detail}") }
+}
+
+impl ClaudeProtocol {
+    pub(crate) fn on_result(&mut self, message: &Value, ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
+        let subtype = message.get("subtype").and_then(Value::as_str).ok_or_else(|| Unparsed("a result line has no `subtype`".into()))?.to_string();
+        self.close_all_messages(ctx);
+        if ctx.transcript.native_session_id().is_none() {
+            if let Some(id) = message.get("session_id").and_then(Value::as_str) {
+                ctx.transcript.set_native_session_id(id);
+            }
+        }
+        let is_error = message.get("is_error").and_then(Value::as_bool).unwrap_or(subtype != "success");
+        let result = TurnResult {
+            is_error,
+            text: message.get("result").and_then(Value::as_str).map(str::to_string),
+            errors: message.get("errors").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).map(str::to_string).collect(),
+            api_error_status: message.get("api_error_status").and_then(Value::as_u64).and_then(|s| u16::try_from(s).ok()),
+            subtype,
+        };
+        let outcome = &mut self.outcome;
+        outcome.turns += 1;
+        outcome.record_usage(message);
+        if is_error && !outcome.error_emitted {
+            if outcome.interrupted {
+                ctx.transcript.status("turn_interrupted", Some(result.subtype.clone()));
+            } else {
+                let text = match (&outcome.api_error, result.api_error_status) {
+                    (_, Some(status)) => format!("the model API failed with HTTP {status}"),
+                    _ => turn_failure(&result).to_string(),
+                };
+                let details = json!({ "subtype": result.subtype, "api_error_status": result.api_error_status });
+                ctx.transcript.error(safe_text(&text), Some(result.subtype.clone()), Some(details));
+            }
+        }
+        // The next turn starts clean; the run's outcome is its last turn's.
+        if !is_error || result.subtype != "success" {
+            outcome.api_error = None;
+        }
+        outcome.error_emitted = false;
+        outcome.interrupted = false;
+        outcome.last = Some(result);
+        if self.channel == Channel::Control {
+            // One turn per process: the CLI exits once its input ends.
+            ctx.shutdown();
+        }
+        Ok(())
+    }
+}
