@@ -1,1 +1,134 @@
-//! placeholder
+//! `agent_api_codex`: the Codex backend of `agent_api`.
+//!
+//! It drives the OpenAI Codex CLI (`codex`, tested with codex-cli 0.169.0) in one of two modes:
+//!
+//! - **app-server** (default): `codex app-server`, JSON-RPC over stdio. Streaming deltas,
+//!   approvals (`permission.requested`, answered with `RunControl::respond_permission`),
+//!   `request_user_input` and MCP elicitations as questions, soft interrupt (`turn/interrupt`),
+//!   resume and fork of threads. See [`app_server`].
+//! - **exec**: `codex exec --json`, one way (stdin is /dev/null), whole items only, resume and
+//!   fork by id. Choose it per run with the extension `backend.codex.mode = "exec"`. See [`exec`].
+//!
+//! Both kinds of recording replay through [`AgentBackend::replay_protocol`], so
+//! `agent_api::kit::replay::replay_file` and `agent-api replay --agent codex` work on the shared
+//! fixtures. The message types come from the schema the CLI prints (`schema/`, [`schema`]).
+//!
+//! ```no_run
+//! use agent_api::{AgentBackend, RunRequest};
+//! use agent_api_codex::{CodexBackend, CodexConfig};
+//! # async fn demo() -> Result<(), agent_api::AgentError> {
+//! let backend = CodexBackend::new(CodexConfig::default().env("OPENAI_API_KEY", "sk-..."));
+//! let done = backend.run(RunRequest::new("Say hello")).await?.collect_wrapper().await.1?;
+//! println!("{:?}", done.final_text);
+//! # Ok(()) }
+//! ```
+
+pub mod app_server;
+pub mod argv;
+pub mod config;
+pub mod errors;
+pub mod exec;
+pub mod schema;
+pub mod tools;
+pub mod version;
+
+use agent_api::capabilities as caps;
+use agent_api::kit::replay::RecordingFormat;
+use agent_api::kit::{start_run, Protocol, RunSettings, Transport};
+use agent_api::{AgentBackend, AgentError, AgentKind, CapabilitySet, RunHandle, RunRequest};
+use async_trait::async_trait;
+
+pub use config::{CodexConfig, Mode, RunOptions, EXTENSION_KEYS};
+pub use version::{installed_version, SUPPORTED_VERSIONS};
+
+/// Capability id: the run can use `codex exec --json` (`backend.codex.mode = "exec"`).
+pub const CAP_EXEC_MODE: &str = "backend.codex.exec_mode";
+/// Capability id: the run can use `codex app-server` (the default mode).
+pub const CAP_APP_SERVER: &str = "backend.codex.app_server";
+/// Capability id: MCP elicitations and `request_user_input` arrive as questions.
+pub const CAP_ELICITATION: &str = "backend.codex.elicitation";
+
+/// The Codex backend.
+#[derive(Debug, Clone, Default)]
+pub struct CodexBackend {
+    config: CodexConfig,
+}
+
+impl CodexBackend {
+    /// A backend that runs Codex as `config` says.
+    pub fn new(config: CodexConfig) -> Self {
+        Self { config }
+    }
+
+    /// Its configuration.
+    pub fn config(&self) -> &CodexConfig {
+        &self.config
+    }
+}
+
+/// The capabilities the backend's tests prove (fixture replays, fault tests and end-to-end runs
+/// on the bench).
+pub fn capabilities() -> CapabilitySet {
+    CapabilitySet::from_ids([
+        caps::RUN,
+        caps::EVENTS,
+        caps::EVENTS_LIVE,
+        caps::CONTROL_CANCEL,
+        caps::SESSION_RESUME,
+        caps::SESSION_FORK,
+        caps::TOOLS_STRUCTURED_V1,
+        caps::TEXT_MESSAGES,
+        caps::TOOL_CALLS,
+        caps::TOOL_RESULTS,
+        caps::QUESTIONS,
+        caps::PERMISSIONS,
+        caps::STREAMING_DELTAS,
+        caps::REASONING,
+        caps::COMMAND_EXECUTION,
+        caps::FILE_CHANGES,
+        caps::MCP_TOOLS,
+        caps::ERROR_EVENTS,
+        caps::SESSION_LIFECYCLE,
+        caps::USAGE,
+        caps::MODEL_SELECTION,
+        CAP_APP_SERVER,
+        CAP_EXEC_MODE,
+        CAP_ELICITATION,
+    ])
+}
+
+#[async_trait]
+impl AgentBackend for CodexBackend {
+    fn kind(&self) -> AgentKind {
+        AgentKind::new("codex").expect("`codex` is a valid agent kind")
+    }
+
+    fn capabilities(&self) -> CapabilitySet {
+        capabilities()
+    }
+
+    fn extension_keys(&self) -> &'static [&'static str] {
+        EXTENSION_KEYS
+    }
+
+    async fn run(&self, request: RunRequest) -> Result<RunHandle, AgentError> {
+        self.validate(&request)?;
+        let options = RunOptions::resolve(&request, &self.config)?;
+        let spec = argv::command_spec(&self.config, &options, &request);
+        let settings = RunSettings::for_request(self.kind(), &request, true);
+        let transport = Transport::spawn(&spec, settings.line_cap)?;
+        let protocol: Box<dyn Protocol> = match options.mode {
+            Mode::AppServer => Box::new(app_server::AppServer::live(argv::StartPlan::new(&self.config, &options, &request), options.policy.clone())),
+            Mode::Exec => Box::new(exec::Exec::default()),
+        };
+        Ok(start_run(settings, transport, protocol))
+    }
+
+    fn replay_protocol(&self, format: RecordingFormat) -> Result<Box<dyn Protocol>, AgentError> {
+        match format {
+            RecordingFormat::NativeStdout => Ok(Box::new(exec::Exec::default())),
+            RecordingFormat::Session => Ok(Box::new(app_server::AppServer::replay())),
+            other => Err(AgentError::Replay { reason: format!("codex cannot replay {other:?} recordings") }),
+        }
+    }
+}

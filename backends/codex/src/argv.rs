@@ -1,0 +1,201 @@
+//! Building the command line of a run (argv only, never a shell string) and the JSON-RPC params
+//! of the app-server's opening requests.
+
+use std::path::Path;
+
+use agent_api::kit::CommandSpec;
+use agent_api::{RunRequest, SessionSelector};
+use serde_json::{json, Map, Value};
+
+use crate::config::{toml_string, CodexConfig, Mode, RunOptions};
+
+/// The flags every run gets when `quiet` is on: no plugin sync, no analytics (NOTES.md).
+pub const QUIET_FLAGS: &[&str] = &["--disable", "plugins", "-c", "analytics.enabled=false"];
+
+fn common_args(config: &CodexConfig, options: &RunOptions) -> Vec<String> {
+    let mut args: Vec<String> = Vec::new();
+    if config.quiet {
+        args.extend(QUIET_FLAGS.iter().map(|s| s.to_string()));
+    }
+    for o in config.config_overrides.iter().chain(&options.config_overrides) {
+        args.push("-c".into());
+        args.push(o.clone());
+    }
+    if !options.extra_dirs.is_empty() {
+        let roots: Vec<String> = options.extra_dirs.iter().map(|d| toml_string(d)).collect();
+        args.push("-c".into());
+        args.push(format!("sandbox_workspace_write.writable_roots=[{}]", roots.join(",")));
+    }
+    args
+}
+
+fn base_spec(config: &CodexConfig, request: &RunRequest, args: Vec<String>) -> CommandSpec {
+    let mut spec = CommandSpec::new(&config.binary).args(args);
+    for (k, v) in config.env.iter().chain(&request.env) {
+        spec = spec.env(k.clone(), v.clone());
+    }
+    if let Some(dir) = request.working_dir.as_ref().or(config.working_dir.as_ref()) {
+        spec = spec.cwd(dir.clone());
+    }
+    spec
+}
+
+/// `codex app-server …` with stdin piped; everything per-thread goes in the JSON-RPC params.
+pub fn app_server_spec(config: &CodexConfig, options: &RunOptions, request: &RunRequest) -> CommandSpec {
+    let mut args = vec!["app-server".to_string()];
+    args.extend(common_args(config, options));
+    base_spec(config, request, args).with_stdin()
+}
+
+/// `codex exec [resume|fork] --json …` with stdin at /dev/null (it blocks on an open stdin).
+pub fn exec_spec(config: &CodexConfig, options: &RunOptions, request: &RunRequest) -> CommandSpec {
+    let mut args = vec!["exec".to_string()];
+    let mut positional = Vec::new();
+    match &request.session {
+        SessionSelector::New => {}
+        SessionSelector::Resume(id) => {
+            args.push("resume".into());
+            positional.push(id.clone());
+        }
+        SessionSelector::ResumeLast => {
+            args.push("resume".into());
+            args.push("--last".into());
+        }
+        SessionSelector::Fork(id) => {
+            args.push("fork".into());
+            positional.push(id.clone());
+        }
+        _ => {}
+    }
+    args.extend(["--json", "--skip-git-repo-check"].map(String::from));
+    args.extend(common_args(config, options));
+    if let Some(model) = &request.model {
+        args.extend(["-m".to_string(), model.clone()]);
+    }
+    if options.bypass {
+        args.push("--dangerously-bypass-approvals-and-sandbox".into());
+    } else {
+        // `-c` rather than `-s`: `exec resume` and `exec fork` take no `-s`.
+        args.extend(["-c".to_string(), format!("sandbox_mode={}", toml_string(&options.sandbox))]);
+        args.extend(["-c".to_string(), format!("approval_policy={}", toml_string(&options.approval_policy))]);
+    }
+    if let Some(effort) = &request.variant {
+        args.extend(["-c".to_string(), format!("model_reasoning_effort={}", toml_string(effort))]);
+    }
+    if let Some(summary) = &config.reasoning_summary {
+        args.extend(["-c".to_string(), format!("model_reasoning_summary={}", toml_string(summary))]);
+    }
+    for image in &request.prompt.images {
+        args.extend(["-i".to_string(), image.display().to_string()]);
+    }
+    // `--` so a prompt starting with `-` is not read as a flag.
+    args.push("--".into());
+    args.extend(positional);
+    args.push(request.prompt.text.clone());
+    base_spec(config, request, args)
+}
+
+/// The spec for the run's mode.
+pub fn command_spec(config: &CodexConfig, options: &RunOptions, request: &RunRequest) -> CommandSpec {
+    match options.mode {
+        Mode::AppServer => app_server_spec(config, options, request),
+        Mode::Exec => exec_spec(config, options, request),
+    }
+}
+
+/// What the app-server converter sends after `initialize`: the thread request and the turn.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StartPlan {
+    /// Which thread to start, resume or fork.
+    pub session: SessionSelector,
+    /// Params shared by `thread/start`, `thread/resume` and `thread/fork` (cwd, model, policy).
+    pub thread_params: Map<String, Value>,
+    /// The working directory, for `thread/list` when resuming the last thread.
+    pub cwd: Option<String>,
+    /// `turn/start` params other than `threadId`.
+    pub turn_params: Map<String, Value>,
+}
+
+impl StartPlan {
+    /// The plan for a request.
+    pub fn new(config: &CodexConfig, options: &RunOptions, request: &RunRequest) -> Self {
+        let cwd = request.working_dir.as_ref().or(config.working_dir.as_ref()).map(|p| absolute(p));
+        let mut thread = Map::new();
+        if let Some(cwd) = &cwd {
+            thread.insert("cwd".into(), json!(cwd));
+        }
+        if let Some(model) = &request.model {
+            thread.insert("model".into(), json!(model));
+        }
+        thread.insert("approvalPolicy".into(), json!(options.approval_policy));
+        thread.insert("sandbox".into(), json!(options.sandbox));
+        let mut input = vec![json!({"type": "text", "text": request.prompt.text, "text_elements": []})];
+        for image in &request.prompt.images {
+            input.push(json!({"type": "localImage", "path": absolute(image)}));
+        }
+        let mut turn = Map::new();
+        turn.insert("input".into(), Value::Array(input));
+        if let Some(effort) = &request.variant {
+            turn.insert("effort".into(), json!(effort));
+        }
+        if let Some(summary) = &config.reasoning_summary {
+            turn.insert("summary".into(), json!(summary));
+        }
+        Self { session: request.session.clone(), thread_params: thread, cwd, turn_params: turn }
+    }
+}
+
+fn absolute(path: &Path) -> String {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()).display().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::EXT_EXTRA_DIRS;
+
+    fn args(spec: &CommandSpec) -> Vec<String> {
+        spec.args.iter().map(|a| a.to_string_lossy().into_owned()).collect()
+    }
+
+    #[test]
+    fn exec_resume_puts_the_subcommand_first_and_the_prompt_after_a_separator() {
+        let config = CodexConfig::default();
+        let request = RunRequest::new("-second turn").with_session(SessionSelector::Resume("t1".into())).with_model("gpt-5.5").with_extension(crate::config::EXT_MODE, serde_json::json!("exec"));
+        let options = RunOptions::resolve(&request, &config).unwrap();
+        let a = args(&exec_spec(&config, &options, &request));
+        assert_eq!(&a[..4], ["exec", "resume", "--json", "--skip-git-repo-check"]);
+        assert_eq!(&a[a.len() - 3..], ["--", "t1", "-second turn"]);
+        assert!(a.windows(2).any(|w| w == ["--disable", "plugins"]));
+        assert!(a.windows(2).any(|w| w == ["-c", "analytics.enabled=false"]));
+        assert!(a.windows(2).any(|w| w == ["-m", "gpt-5.5"]));
+        assert!(a.windows(2).any(|w| w == ["-c", "sandbox_mode=\"read-only\""]));
+        assert!(!exec_spec(&config, &options, &request).stdin, "exec must get /dev/null as stdin");
+    }
+
+    #[test]
+    fn app_server_gets_stdin_and_extra_dirs_as_writable_roots() {
+        let config = CodexConfig::default().config_overrides(["model=\"gpt-5.5\""]);
+        let request = RunRequest::new("x").with_extension(EXT_EXTRA_DIRS, serde_json::json!(["/a b"]));
+        let options = RunOptions::resolve(&request, &config).unwrap();
+        let spec = app_server_spec(&config, &options, &request);
+        let a = args(&spec);
+        assert_eq!(a[0], "app-server");
+        assert!(spec.stdin);
+        assert!(a.windows(2).any(|w| w == ["-c", "model=\"gpt-5.5\""]));
+        assert!(a.iter().any(|x| x == "sandbox_workspace_write.writable_roots=[\"/a b\"]"));
+    }
+
+    #[test]
+    fn the_start_plan_carries_policy_model_variant_and_summary() {
+        let config = CodexConfig::default();
+        let request = RunRequest::new("hi").with_model("m").with_variant("high");
+        let options = RunOptions::resolve(&request, &config).unwrap();
+        let plan = StartPlan::new(&config, &options, &request);
+        assert_eq!(plan.thread_params["approvalPolicy"], "untrusted");
+        assert_eq!(plan.thread_params["model"], "m");
+        assert_eq!(plan.turn_params["effort"], "high");
+        assert_eq!(plan.turn_params["summary"], "auto");
+        assert_eq!(plan.turn_params["input"][0]["text"], "hi");
+    }
+}

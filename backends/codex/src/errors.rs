@@ -1,0 +1,159 @@
+//! Typing Codex's errors: `codexErrorInfo` (app-server) or the message's HTTP status (exec)
+//! becomes Auth, RateLimited, ServerError or AgentFailed; messages are bounded and redacted first.
+
+use agent_api::AgentError;
+use serde_json::Value;
+
+/// Longest explanation copied from a Codex error into an `AgentError` or error event.
+const EXPLANATION_BOUND: usize = 512;
+
+/// What kind of failure an error is, before it becomes an [`AgentError`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorClass {
+    /// Credentials refused (401, 403, `unauthorized`).
+    Auth,
+    /// Rate limited, overloaded or out of quota (429, `rateLimitExceeded`, …).
+    RateLimited,
+    /// The model service failed (5xx, `internalServerError`).
+    Server(Option<u16>),
+    /// Anything else.
+    Other,
+}
+
+impl ErrorClass {
+    /// The stable code used in non-terminal universal error events.
+    pub fn code(self) -> &'static str {
+        match self {
+            ErrorClass::Auth => "auth",
+            ErrorClass::RateLimited => "rate_limited",
+            ErrorClass::Server(_) => "server_error",
+            ErrorClass::Other => "agent_failed",
+        }
+    }
+
+    /// The typed error for a failed run, with a bounded, redacted explanation.
+    pub fn into_error(self, message: &str) -> AgentError {
+        let message = explanation(message);
+        match self {
+            ErrorClass::Auth => AgentError::Auth { message },
+            ErrorClass::RateLimited => AgentError::RateLimited { message },
+            ErrorClass::Server(status) => AgentError::ServerError { status, message },
+            ErrorClass::Other => AgentError::AgentFailed { message },
+        }
+    }
+}
+
+/// Classifies by HTTP status.
+pub fn class_of_status(status: u16) -> ErrorClass {
+    match status {
+        401 | 403 => ErrorClass::Auth,
+        429 | 529 => ErrorClass::RateLimited,
+        500..=599 => ErrorClass::Server(Some(status)),
+        _ => ErrorClass::Other,
+    }
+}
+
+/// Classifies an app-server `TurnError` from its `codexErrorInfo`, falling back to its message.
+pub fn classify(info: Option<&Value>, message: &str) -> ErrorClass {
+    match info {
+        Some(Value::String(kind)) => match kind.as_str() {
+            "unauthorized" => ErrorClass::Auth,
+            "rateLimitExceeded" | "usageLimitExceeded" | "serverOverloaded" | "sessionBudgetExceeded" | "flexUnavailable" | "policyCapacityUnavailable" => ErrorClass::RateLimited,
+            "internalServerError" => ErrorClass::Server(status_in_message(message)),
+            _ => classify_message(message),
+        },
+        // `{"httpConnectionFailed": {"httpStatusCode": 401}}` and its stream siblings.
+        Some(Value::Object(obj)) => {
+            let status = obj.values().find_map(|v| v.get("httpStatusCode")).and_then(Value::as_u64).and_then(|s| u16::try_from(s).ok());
+            match status {
+                Some(status) => class_of_status(status),
+                None => classify_message(message),
+            }
+        }
+        _ => classify_message(message),
+    }
+}
+
+/// Classifies a bare message (exec mode has no `codexErrorInfo`): `unexpected status 401 …`, or
+/// Codex's fixed wording for server errors ("We're currently experiencing high demand").
+pub fn classify_message(message: &str) -> ErrorClass {
+    if let Some(status) = status_in_message(message) {
+        return class_of_status(status);
+    }
+    let lower = message.to_ascii_lowercase();
+    if lower.contains("rate limit") || lower.contains("usage limit") || lower.contains("quota") {
+        ErrorClass::RateLimited
+    } else if lower.contains("high demand") || lower.contains("internal server error") {
+        // Codex 0.169.0 prints this sentence for 5xx answers without their status.
+        ErrorClass::Server(None)
+    } else if lower.contains("unauthorized") || lower.contains("invalid api key") {
+        ErrorClass::Auth
+    } else {
+        ErrorClass::Other
+    }
+}
+
+/// The HTTP status in `unexpected status 401 Unauthorized: …`.
+pub fn status_in_message(message: &str) -> Option<u16> {
+    let rest = &message[message.find("status ")? + "status ".len()..];
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok().filter(|s| (100..=599).contains(s))
+}
+
+/// A Codex explanation made safe to show: API-key-looking words masked, URL query strings
+/// dropped, bounded to 512 bytes on a character boundary.
+pub fn explanation(message: &str) -> String {
+    let redacted: Vec<String> = message.split(' ').map(redact_word).collect();
+    let joined = redacted.join(" ");
+    agent_api::bounds::truncate_message(joined.trim(), EXPLANATION_BOUND)
+}
+
+fn redact_word(word: &str) -> String {
+    let core = word.trim_matches(|c: char| !c.is_ascii_alphanumeric() && c != '-' && c != '_');
+    let looks_like_key = ["sk-", "sk_", "rk-", "sess-", "Bearer"].iter().any(|p| core.starts_with(p)) && core.len() > 3;
+    if looks_like_key {
+        return word.replace(core, "[redacted]");
+    }
+    if word.starts_with("http") {
+        if let Some(q) = word.find('?') {
+            return word[..q].to_string();
+        }
+    }
+    word.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn http_status_in_error_info_picks_the_class() {
+        let info = json!({"httpConnectionFailed": {"httpStatusCode": 401}});
+        assert_eq!(classify(Some(&info), "x"), ErrorClass::Auth);
+        let info = json!({"responseStreamDisconnected": {"httpStatusCode": 503}});
+        assert_eq!(classify(Some(&info), "x"), ErrorClass::Server(Some(503)));
+        let info = json!({"responseTooManyFailedAttempts": {"httpStatusCode": 429}});
+        assert_eq!(classify(Some(&info), "x"), ErrorClass::RateLimited);
+        assert_eq!(classify(Some(&json!("unauthorized")), "x"), ErrorClass::Auth);
+        assert_eq!(classify(Some(&json!("serverOverloaded")), "x"), ErrorClass::RateLimited);
+        assert_eq!(classify(Some(&json!("internalServerError")), "x"), ErrorClass::Server(None));
+        assert_eq!(classify(Some(&json!("contextWindowExceeded")), "x"), ErrorClass::Other);
+    }
+
+    #[test]
+    fn exec_messages_are_typed_by_their_status_or_wording() {
+        assert_eq!(classify_message("unexpected status 401 Unauthorized: Incorrect API key provided"), ErrorClass::Auth);
+        assert_eq!(classify_message("unexpected status 500 Internal Server Error"), ErrorClass::Server(Some(500)));
+        assert_eq!(classify_message("We’re currently experiencing high demand, which may cause temporary errors."), ErrorClass::Server(None));
+        assert_eq!(classify_message("something else"), ErrorClass::Other);
+    }
+
+    #[test]
+    fn explanations_mask_keys_and_query_strings_and_are_bounded() {
+        let e = explanation("Incorrect API key provided: sk-test. url: http://h/v1/responses?key=abc");
+        assert!(!e.contains("sk-test") && !e.contains("key=abc"), "{e}");
+        assert!(e.contains("[redacted]"));
+        assert!(explanation(&"x".repeat(10_000)).len() <= 512);
+    }
+}

@@ -1,0 +1,269 @@
+//! The `codex exec --json` converter: one-way JSONL of thread events (`thread.started`,
+//! `turn.started`, `item.started|updated|completed`, `turn.completed`, `turn.failed`, `error`).
+//!
+//! Exec prints whole items only, so messages and reasoning get the single synthetic delta of the
+//! delta policy; tool items become a `tool_call` and a `tool_result` ([`Tools`]); `todo_list`
+//! items become status items; `error` items and events become non-terminal error events.
+//! `turn.completed` usage is the thread's total (see NOTES.md), reported as is.
+
+use agent_api::kit::driver::{ExitInfo, Unparsed};
+use agent_api::kit::{Ctx, Protocol};
+use agent_api::universal::{ContentPart, FileAction, ItemKind, ItemRole, NewItem, ReasoningVisibility};
+use agent_api::{AgentError, RunCompletion, Usage};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::errors::{self, ErrorClass};
+use crate::schema::shape_error;
+use crate::tools::{ToolCall, ToolOutcome, Tools};
+
+/// Exec item types of codex-cli 0.169.0.
+pub const EXEC_ITEM_TYPES: &[&str] = &["agent_message", "reasoning", "command_execution", "file_change", "mcp_tool_call", "collab_tool_call", "web_search", "todo_list", "error"];
+
+#[derive(Debug, Deserialize, Default, Clone, Copy)]
+struct ExecUsage {
+    #[serde(default)]
+    input_tokens: u64,
+    #[serde(default)]
+    cached_input_tokens: u64,
+    #[serde(default)]
+    output_tokens: u64,
+    #[serde(default)]
+    reasoning_output_tokens: u64,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(tag = "type")]
+enum ExecEvent {
+    #[serde(rename = "thread.started")]
+    ThreadStarted { thread_id: String },
+    #[serde(rename = "turn.started")]
+    TurnStarted {},
+    #[serde(rename = "turn.completed")]
+    TurnCompleted {
+        #[serde(default)]
+        usage: Option<ExecUsage>,
+    },
+    #[serde(rename = "turn.failed")]
+    TurnFailed {
+        #[serde(default)]
+        error: Option<Value>,
+    },
+    #[serde(rename = "item.started")]
+    ItemStarted { item: Value },
+    #[serde(rename = "item.updated")]
+    ItemUpdated { item: Value },
+    #[serde(rename = "item.completed")]
+    ItemCompleted { item: Value },
+    #[serde(rename = "error")]
+    Error {
+        #[serde(default)]
+        message: String,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Started,
+    Updated,
+    Completed,
+}
+
+/// The exec converter (the same for live runs and replay: exec takes no input).
+#[derive(Default)]
+pub struct Exec {
+    thread_id: Option<String>,
+    tools: Tools,
+    open: std::collections::HashMap<String, String>,
+    completed: Option<Option<ExecUsage>>,
+    failed: Option<(ErrorClass, String)>,
+    last_error: Option<String>,
+    final_text: Option<String>,
+}
+
+fn s<'a>(item: &'a Value, key: &str) -> &'a str {
+    item.get(key).and_then(Value::as_str).unwrap_or("")
+}
+
+fn tool_of(kind: &str, item: &Value) -> Option<(ToolCall, ToolOutcome)> {
+    let status = s(item, "status");
+    let failed = matches!(status, "failed" | "declined");
+    Some(match kind {
+        "command_execution" => (
+            ToolCall { kind: "command_execution", name: "exec_command".into(), arguments: json!({"command": s(item, "command")}).to_string(), ..ToolCall::default() },
+            ToolOutcome { output: s(item, "aggregated_output").to_string(), exit_code: item.get("exit_code").and_then(Value::as_i64), failed, files: Vec::new() },
+        ),
+        "file_change" => {
+            let changes = item.get("changes").and_then(Value::as_array).cloned().unwrap_or_default();
+            let files: Vec<ContentPart> = changes
+                .iter()
+                .map(|c| ContentPart::FileRef { path: s(c, "path").to_string(), action: if s(c, "kind") == "update" { FileAction::Patch } else { FileAction::Write }, diff: None })
+                .collect();
+            (
+                ToolCall { kind: "file_change", name: "apply_patch".into(), arguments: json!({"changes": changes}).to_string(), files: files.clone(), ..ToolCall::default() },
+                ToolOutcome { failed, files, ..ToolOutcome::default() },
+            )
+        }
+        "mcp_tool_call" => {
+            let error = item.get("error").and_then(|e| e.get("message")).and_then(Value::as_str);
+            let output = match (error, item.get("result")) {
+                (Some(e), _) => e.to_string(),
+                (None, Some(r)) if !r.is_null() => r.get("content").and_then(Value::as_array).map(|c| c.iter().filter_map(|p| p.get("text").and_then(Value::as_str)).collect::<Vec<_>>().join("\n")).unwrap_or_else(|| r.to_string()),
+                _ => String::new(),
+            };
+            (
+                ToolCall { kind: "mcp_tool_call", name: format!("{}.{}", s(item, "server"), s(item, "tool")), arguments: item.get("arguments").map(Value::to_string).unwrap_or_default(), tool_name: Some(s(item, "tool").to_string()), files: Vec::new() },
+                ToolOutcome { output, failed: failed || error.is_some(), ..ToolOutcome::default() },
+            )
+        }
+        "collab_tool_call" => (
+            ToolCall { kind: "collab_agent_tool_call", name: s(item, "tool").to_string(), arguments: json!({"prompt": item.get("prompt")}).to_string(), ..ToolCall::default() },
+            ToolOutcome { failed, ..ToolOutcome::default() },
+        ),
+        "web_search" => (
+            ToolCall { kind: "web_search", name: "web_search".into(), arguments: json!({"query": s(item, "query"), "action": item.get("action")}).to_string(), ..ToolCall::default() },
+            ToolOutcome::default(),
+        ),
+        _ => return None,
+    })
+}
+
+impl Exec {
+    fn item(&mut self, phase: Phase, item: Value, ctx: &mut Ctx<'_>) {
+        let t = &mut *ctx.transcript;
+        let id = s(&item, "id").to_string();
+        let kind = s(&item, "type").to_string();
+        if let Some((call, outcome)) = tool_of(&kind, &item) {
+            match phase {
+                Phase::Completed => self.tools.finish(t, &id, call, outcome, None),
+                _ => self.tools.start(t, &id, call, None),
+            }
+            return;
+        }
+        match kind.as_str() {
+            "agent_message" | "reasoning" if phase == Phase::Completed => {
+                let text = s(&item, "text").to_string();
+                let (new, content) = if kind == "reasoning" {
+                    (NewItem::reasoning(ReasoningVisibility::Public), vec![ContentPart::Reasoning { text, visibility: ReasoningVisibility::Public }])
+                } else {
+                    self.final_text = Some(text.clone());
+                    (NewItem::message(ItemRole::Assistant), vec![ContentPart::Text { text }])
+                };
+                let daemon = self.open.remove(&id).unwrap_or_else(|| t.start_item(new.native(&id)));
+                // No native deltas: the transcript adds the single synthetic delta.
+                t.complete_item_with(&daemon, content);
+            }
+            "agent_message" | "reasoning" => {
+                if !self.open.contains_key(&id) {
+                    let new = if kind == "reasoning" { NewItem::reasoning(ReasoningVisibility::Public) } else { NewItem::message(ItemRole::Assistant) };
+                    let daemon = t.start_item(new.native(&id));
+                    self.open.insert(id, daemon);
+                }
+            }
+            "todo_list" => {
+                let items = item.get("items").and_then(Value::as_array).cloned().unwrap_or_default();
+                let steps: Vec<String> = items.iter().map(|i| format!("[{}] {}", if i.get("completed").and_then(Value::as_bool) == Some(true) { "completed" } else { "pending" }, s(i, "text"))).collect();
+                t.status("todo_list", Some(steps.join("\n")));
+            }
+            "error" => {
+                let message = s(&item, "message");
+                t.error(errors::explanation(message), Some(errors::classify_message(message).code().to_string()), Some(json!({"item_id": id})));
+            }
+            _ if phase == Phase::Completed || !self.open.contains_key(&id) => {
+                let content = vec![ContentPart::Status { label: "unknown_item".into(), detail: Some(agent_api::bounds::utf8_prefix(&kind, 64).to_string()) }];
+                if phase == Phase::Completed {
+                    let daemon = self.open.remove(&id).unwrap_or_else(|| t.start_item(NewItem::other(ItemKind::Unknown, None, content.clone()).native(&id)));
+                    t.complete_item_with(&daemon, content);
+                } else {
+                    let daemon = t.start_item(NewItem::other(ItemKind::Unknown, None, content).native(&id));
+                    self.open.insert(id, daemon);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn fail_open(&mut self, ctx: &mut Ctx<'_>) {
+        self.tools.fail_all(ctx.transcript);
+        let mut open: Vec<String> = self.open.drain().map(|(_, v)| v).collect();
+        open.sort();
+        for id in open {
+            ctx.transcript.fail_item(&id);
+        }
+    }
+}
+
+impl Protocol for Exec {
+    fn name(&self) -> &'static str {
+        "codex.exec"
+    }
+
+    fn on_message(&mut self, message: Value, ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
+        let kind = message.get("type").and_then(Value::as_str).unwrap_or("").to_string();
+        let event = match serde_json::from_value::<ExecEvent>(message) {
+            Ok(event) => event,
+            Err(e) if matches!(kind.as_str(), "thread.started" | "turn.started" | "turn.completed" | "turn.failed" | "item.started" | "item.updated" | "item.completed" | "error") => {
+                return Err(Unparsed(shape_error(&format!("a {kind} event"), &e)));
+            }
+            Err(_) if kind.is_empty() => return Err(Unparsed("an exec event without a `type`".into())),
+            Err(_) => {
+                ctx.transcript.status("unknown_event", Some(agent_api::bounds::utf8_prefix(&kind, 64).to_string()));
+                return Ok(());
+            }
+        };
+        let t = &mut *ctx.transcript;
+        match event {
+            ExecEvent::ThreadStarted { thread_id } => {
+                t.set_native_session_id(thread_id.clone());
+                t.session_started(Some(json!({"thread_id": thread_id})));
+                self.thread_id = Some(thread_id);
+            }
+            ExecEvent::TurnStarted {} => {
+                t.status("turn_started", None);
+            }
+            ExecEvent::TurnCompleted { usage } => {
+                self.fail_open(ctx);
+                ctx.transcript.status("turn_completed", Some("completed".into()));
+                self.completed = Some(usage);
+            }
+            ExecEvent::TurnFailed { error } => {
+                self.fail_open(ctx);
+                let message = error.as_ref().and_then(|e| e.get("message")).and_then(Value::as_str).map(str::to_string).or_else(|| self.last_error.clone()).unwrap_or_else(|| "the turn failed".into());
+                ctx.transcript.status("turn_completed", Some("failed".into()));
+                self.failed = Some((errors::classify_message(&message), message));
+            }
+            ExecEvent::ItemStarted { item } => self.item(Phase::Started, item, ctx),
+            ExecEvent::ItemUpdated { item } => self.item(Phase::Updated, item, ctx),
+            ExecEvent::ItemCompleted { item } => self.item(Phase::Completed, item, ctx),
+            ExecEvent::Error { message } => {
+                let class = errors::classify_message(&message);
+                t.error(errors::explanation(&message), Some(class.code().to_string()), None);
+                self.last_error = Some(message);
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self, exit: &ExitInfo, _ctx: &mut Ctx<'_>) -> Result<RunCompletion, AgentError> {
+        if let Some((class, message)) = self.failed.take() {
+            return Err(class.into_error(&message));
+        }
+        let Some(usage) = self.completed.take() else {
+            return Err(exit.early_exit_error());
+        };
+        let mut completion = RunCompletion::new();
+        completion.final_text = self.final_text.take();
+        completion.native_session_id = self.thread_id.clone();
+        completion.usage = usage.map(|u| {
+            let mut usage = Usage::default();
+            usage.input_tokens = Some(u.input_tokens);
+            usage.cached_input_tokens = Some(u.cached_input_tokens);
+            usage.output_tokens = Some(u.output_tokens);
+            usage.reasoning_tokens = Some(u.reasoning_output_tokens);
+            usage
+        });
+        // Exec reports the thread's cumulative usage, not this turn's.
+        completion.data = Some(json!({"mode": "exec", "thread_id": self.thread_id, "usage_scope": "thread"}));
+        Ok(completion)
+    }
+}
