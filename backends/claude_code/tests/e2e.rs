@@ -1,0 +1,260 @@
+//! End to end with the real, pinned Claude Code CLI against the bench's scripted model server.
+//! Each test starts with `agent_bench::e2e_enabled_or_explain`: it fails with install
+//! instructions when the CLI is missing, unless `AGENT_API_E2E=skip` (then it says SKIPPED).
+
+use std::path::Path;
+use std::time::Duration;
+
+use agent_api::universal::{ContentPart, ItemKind, ItemRole, UniversalEvent, UniversalEventBody};
+use agent_api::{AgentBackend, AgentError, PermissionDecision, QuestionAnswer, RunHandle, RunRequest, SessionSelector};
+use agent_api_claude_code::{ClaudeCodeBackend, ClaudeCodeConfig};
+use agent_api_conformance::{assert_conformant, record, RunRecord};
+use agent_bench::{Cli, ModelServer, Sandbox};
+use futures::StreamExt;
+use serde_json::json;
+
+/// The server and a sandbox for `scenario`, or `None` when the CLI is missing and skipping was asked for.
+async fn bench(scenario: &str) -> Option<(ModelServer, Sandbox)> {
+    agent_bench::e2e_enabled_or_explain(Cli::ClaudeCode)?;
+    let server = ModelServer::start(None).await.unwrap();
+    let sandbox = Sandbox::new(Cli::ClaudeCode, &server, scenario).unwrap();
+    Some((server, sandbox))
+}
+
+/// A backend that runs the sandbox's CLI with only the sandbox's environment.
+fn backend(sandbox: &Sandbox) -> ClaudeCodeBackend {
+    let mut config = ClaudeCodeConfig::default().with_binary(&sandbox.program).with_inherit_env(false).with_working_dir(&sandbox.cwd);
+    for (key, value) in &sandbox.env {
+        config = config.with_env(key, value);
+    }
+    ClaudeCodeBackend::new(config)
+}
+
+fn request(prompt: &str) -> RunRequest {
+    RunRequest::new(prompt).with_timeout(Duration::from_secs(120))
+}
+
+/// Processes whose working directory is inside `dir` (what a run may have left behind).
+fn processes_in(dir: &Path) -> Vec<String> {
+    let mut left = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let cwd = std::fs::read_link(entry.path().join("cwd"));
+        if cwd.is_ok_and(|c| c.starts_with(dir)) {
+            let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+            left.push(String::from_utf8_lossy(&cmdline).replace('\0', " "));
+        }
+    }
+    left
+}
+
+fn completed_items(run: &RunRecord, kind: ItemKind) -> Vec<agent_api::universal::UniversalItem> {
+    run.universal
+        .iter()
+        .filter_map(|e| match &e.body {
+            UniversalEventBody::ItemCompleted(d) if d.item.kind == kind => Some(d.item.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Reads a run's universal events, answering each permission with `decide`.
+async fn drive(handle: RunHandle, mut decide: impl FnMut(&str) -> PermissionDecision) -> RunRecord {
+    let control = handle.control();
+    let mut projector = agent_api::projection::Projector::new(handle.agent_kind().clone(), handle.tools_structured());
+    let (mut events, completion) = handle.into_universal();
+    let mut universal: Vec<UniversalEvent> = Vec::new();
+    while let Some(event) = events.next().await {
+        if let UniversalEventBody::PermissionRequested(p) = &event.body {
+            control.respond_permission(&p.permission_id, decide(&p.action)).await.unwrap();
+        }
+        universal.push(event);
+    }
+    let wrapper = universal.iter().flat_map(|e| projector.project(e)).collect();
+    RunRecord { universal, wrapper, completion: completion.await, tools_structured: true }
+}
+
+#[tokio::test]
+async fn e2e_text_streams_the_answer_once() {
+    let Some((_server, sandbox)) = bench("text").await else { return };
+    let run = record(backend(&sandbox).run(request("say hello")).await.unwrap()).await;
+    assert_conformant(&run);
+    assert_eq!(run.assistant_text(), "Hello from mock");
+    let completion = run.completion.as_ref().unwrap();
+    assert_eq!(completion.final_text.as_deref(), Some("Hello from mock"));
+    assert!(completion.native_session_id.is_some());
+    assert!(completion.usage.as_ref().unwrap().output_tokens.unwrap() > 0);
+    assert!(processes_in(&sandbox.cwd).is_empty());
+}
+
+#[tokio::test]
+async fn e2e_thinking_arrives_as_reasoning() {
+    let Some((_server, sandbox)) = bench("reasoning").await else { return };
+    let run = record(backend(&sandbox).run(request("say hello")).await.unwrap()).await;
+    assert_conformant(&run);
+    let reasoning: String = run.wrapper.iter().filter(|e| e.channel.as_deref() == Some("reasoning")).filter_map(|e| e.text.clone()).collect();
+    assert_eq!(reasoning, "The user said hello. I should greet them back.");
+    assert_eq!(run.assistant_text(), "Hello after thinking");
+}
+
+#[tokio::test]
+async fn e2e_shell_allowed_through_respond_permission_runs_the_command() {
+    let Some((_server, sandbox)) = bench("shell").await else { return };
+    let run = drive(backend(&sandbox).run(request("run the command")).await.unwrap(), |_| PermissionDecision::Allow).await;
+    assert_conformant(&run);
+    assert_eq!(run.of_type("permission.resolved").count(), 1);
+    assert_eq!(std::fs::read_to_string(sandbox.cwd.join("out.txt")).unwrap(), "hi\n");
+    let result = &completed_items(&run, ItemKind::ToolResult)[0];
+    assert_eq!(result.tool.as_ref().unwrap().kind, "command_execution");
+    assert_eq!(result.tool.as_ref().unwrap().exit_code, Some(0));
+    assert_eq!(run.completion.as_ref().unwrap().final_text.as_deref(), Some("Tool finished. Output was: hi"));
+}
+
+#[tokio::test]
+async fn e2e_shell_denied_leaves_no_file() {
+    let Some((_server, sandbox)) = bench("shell").await else { return };
+    let run = drive(backend(&sandbox).run(request("run the command")).await.unwrap(), |_| PermissionDecision::Deny { message: Some("not today".into()) }).await;
+    assert_conformant(&run);
+    assert!(!sandbox.cwd.join("out.txt").exists());
+    assert!(run.completion.as_ref().unwrap().final_text.as_deref().unwrap().contains("not today"));
+}
+
+#[tokio::test]
+async fn e2e_shell_allowed_with_modified_input_runs_the_modified_command() {
+    let Some((_server, sandbox)) = bench("shell").await else { return };
+    let modified = json!({ "command": "echo CHANGED > out.txt && cat out.txt", "description": "modified" });
+    let run = drive(backend(&sandbox).run(request("run the command")).await.unwrap(), |_| PermissionDecision::AllowWithInput(modified.clone())).await;
+    assert_conformant(&run);
+    assert_eq!(std::fs::read_to_string(sandbox.cwd.join("out.txt")).unwrap(), "CHANGED\n");
+}
+
+#[tokio::test]
+async fn e2e_write_then_edit_reports_file_changes() {
+    let Some((_server, sandbox)) = bench("write_edit").await else { return };
+    let run = drive(backend(&sandbox).run(request("create a file")).await.unwrap(), |_| PermissionDecision::Allow).await;
+    assert_conformant(&run);
+    assert_eq!(std::fs::read_to_string(sandbox.cwd.join("created.txt")).unwrap(), "edited by mock\n");
+    let actions: Vec<_> = completed_items(&run, ItemKind::ToolResult)
+        .iter()
+        .flat_map(|i| i.content.clone())
+        .filter_map(|p| match p {
+            ContentPart::FileRef { action, diff, .. } => Some((action, diff.is_some())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(actions, [(agent_api::universal::FileAction::Write, true), (agent_api::universal::FileAction::Patch, true)]);
+}
+
+#[tokio::test]
+async fn e2e_ask_user_question_answers_every_question() {
+    let Some((server, sandbox)) = bench("question").await else { return };
+    let handle = backend(&sandbox).run(request("ask me")).await.unwrap();
+    let control = handle.control();
+    let (mut events, completion) = handle.into_universal();
+    let mut asked = Vec::new();
+    while let Some(event) = events.next().await {
+        if let UniversalEventBody::QuestionRequested(q) = &event.body {
+            asked.push((q.question_id.clone(), q.options.clone()));
+            control.answer_question(&q.question_id, QuestionAnswer::Text(q.options[1].clone())).await.unwrap();
+        }
+    }
+    let completion = completion.await.unwrap();
+    assert_eq!(asked.len(), 2, "{asked:?}");
+    assert_eq!(asked[0].1, ["Red", "Blue"]);
+    assert_eq!(asked[1].1, ["Small", "Large"]);
+    let text = completion.final_text.unwrap();
+    assert!(text.contains("Blue") && text.contains("Large"), "{text}");
+    assert!(server.requests().iter().any(|r| r.body.to_string().contains("Large")));
+}
+
+async fn cancel_after(scenario: &str, trigger: impl Fn(&UniversalEvent, &Path) -> bool) {
+    let Some((_server, sandbox)) = bench(scenario).await else { return };
+    let handle = backend(&sandbox).run(request("go").with_permissions(agent_api::PermissionPolicy::ApproveAll)).await;
+    let handle = match handle {
+        Ok(h) => h,
+        Err(e) => panic!("{e}"),
+    };
+    let control = handle.control();
+    let mut projector = agent_api::projection::Projector::new(handle.agent_kind().clone(), true);
+    let (mut events, completion) = handle.into_universal();
+    let mut universal = Vec::new();
+    let started = std::time::Instant::now();
+    while let Some(event) = events.next().await {
+        if trigger(&event, &sandbox.cwd) {
+            control.cancel();
+        }
+        universal.push(event);
+    }
+    let completion = completion.await;
+    assert!(matches!(completion, Err(AgentError::Cancelled)), "{completion:?}");
+    assert!(started.elapsed() < Duration::from_secs(25), "cancel took {:?}", started.elapsed());
+    let wrapper = universal.iter().flat_map(|e| projector.project(e)).collect();
+    assert_conformant(&RunRecord { universal, wrapper, completion, tools_structured: true });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(processes_in(&sandbox.cwd), Vec::<String>::new(), "processes left after cancel");
+}
+
+#[tokio::test]
+async fn e2e_cancel_mid_stream_is_typed_and_leaves_no_process() {
+    cancel_after("slow_text", |e, _| matches!(&e.body, UniversalEventBody::ItemDelta(d) if d.delta.starts_with("word2"))).await;
+}
+
+#[tokio::test]
+async fn e2e_cancel_during_sleep_is_typed_and_leaves_no_process() {
+    cancel_after("slow_shell", |e, cwd| {
+        if !matches!(&e.body, UniversalEventBody::ItemCompleted(d) if d.item.kind == ItemKind::ToolCall) {
+            return false;
+        }
+        // Cancel only once `sleep 30` really runs.
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while !processes_in(cwd).iter().any(|p| p.contains("sleep 30")) {
+            assert!(std::time::Instant::now() < deadline, "sleep 30 never started");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        true
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn e2e_resume_and_fork_in_new_processes_see_the_earlier_turn() {
+    let Some((_server, sandbox)) = bench("echo").await else { return };
+    let first = record(backend(&sandbox).run(request("first turn")).await.unwrap()).await;
+    assert_conformant(&first);
+    let session = first.completion.as_ref().unwrap().native_session_id.clone().unwrap();
+    assert!(first.assistant_text().contains("user_turns=1"), "{}", first.assistant_text());
+    let second = record(backend(&sandbox).run(request("second turn").with_session(SessionSelector::Resume(session.clone()))).await.unwrap()).await;
+    assert_conformant(&second);
+    assert!(second.assistant_text().contains("user_turns=2"), "{}", second.assistant_text());
+    assert_eq!(second.completion.as_ref().unwrap().native_session_id.as_deref(), Some(session.as_str()));
+    let fork = record(backend(&sandbox).run(request("forked turn").with_session(SessionSelector::Fork(session.clone()))).await.unwrap()).await;
+    assert_conformant(&fork);
+    assert!(fork.assistant_text().contains("user_turns=3"), "{}", fork.assistant_text());
+    assert_ne!(fork.completion.as_ref().unwrap().native_session_id.as_deref(), Some(session.as_str()));
+}
+
+#[tokio::test]
+async fn e2e_http_errors_are_typed() {
+    for (scenario, check) in [
+        ("error401", (|e: &AgentError| matches!(e, AgentError::Auth { .. })) as fn(&AgentError) -> bool),
+        ("error500", |e| matches!(e, AgentError::ServerError { status: Some(500), .. })),
+        ("overloaded", |e| matches!(e, AgentError::RateLimited { .. })),
+    ] {
+        let Some((_server, sandbox)) = bench(scenario).await else { return };
+        let run = record(backend(&sandbox).run(request("hi")).await.unwrap()).await;
+        assert_conformant(&run);
+        let error = run.completion.as_ref().unwrap_err();
+        assert!(check(error), "{scenario}: {error:?}");
+        assert!(run.assistant_text().is_empty(), "{scenario}: error text streamed as assistant text");
+    }
+}
+
+#[tokio::test]
+async fn e2e_print_mode_runs_one_way() {
+    let Some((_server, sandbox)) = bench("text").await else { return };
+    let req = request("-say hello").with_extension(agent_api_claude_code::args::EXT_MODE, json!("print"));
+    let run = record(backend(&sandbox).run(req).await.unwrap()).await;
+    assert_conformant(&run);
+    assert_eq!(run.assistant_text(), "Hello from mock");
+    let user = completed_items(&run, ItemKind::Message).into_iter().find(|i| i.role == Some(ItemRole::User)).unwrap();
+    assert_eq!(user.text(), "-say hello");
+}
