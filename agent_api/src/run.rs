@@ -211,7 +211,7 @@ impl Drop for RunGuard {
 pub struct RunHandle {
     agent_kind: AgentKind,
     tools_structured: bool,
-    events: mpsc::Receiver<UniversalEvent>,
+    events: mpsc::Receiver<Vec<UniversalEvent>>,
     completion: oneshot::Receiver<Result<RunCompletion, AgentError>>,
     control: RunControl,
     guard: Arc<RunGuard>,
@@ -221,7 +221,7 @@ impl RunHandle {
     pub(crate) fn new(
         agent_kind: AgentKind,
         tools_structured: bool,
-        events: mpsc::Receiver<UniversalEvent>,
+        events: mpsc::Receiver<Vec<UniversalEvent>>,
         completion: oneshot::Receiver<Result<RunCompletion, AgentError>>,
         control: RunControl,
         guard: Arc<RunGuard>,
@@ -247,13 +247,13 @@ impl RunHandle {
     /// The wrapper view: bounded [`AgentWrapperEvent`]s, and the completion.
     pub fn into_wrapper(self) -> (WrapperEvents, Completion) {
         let projector = Projector::new(self.agent_kind, self.tools_structured);
-        let events = WrapperEvents { inner: UniversalEvents { rx: self.events, _guard: self.guard.clone() }, projector, pending: Default::default() };
+        let events = WrapperEvents { inner: UniversalEvents::new(self.events, self.guard.clone()), projector, pending: Default::default() };
         (events, Completion { rx: self.completion, _guard: self.guard })
     }
 
     /// The universal view: [`UniversalEvent`]s, and the completion.
     pub fn into_universal(self) -> (UniversalEvents, Completion) {
-        let events = UniversalEvents { rx: self.events, _guard: self.guard.clone() };
+        let events = UniversalEvents::new(self.events, self.guard.clone());
         (events, Completion { rx: self.completion, _guard: self.guard })
     }
 
@@ -274,15 +274,31 @@ impl RunHandle {
 
 /// The universal event stream of a run.
 pub struct UniversalEvents {
-    rx: mpsc::Receiver<UniversalEvent>,
+    rx: mpsc::Receiver<Vec<UniversalEvent>>,
+    batch: std::collections::VecDeque<UniversalEvent>,
     _guard: Arc<RunGuard>,
+}
+
+impl UniversalEvents {
+    fn new(rx: mpsc::Receiver<Vec<UniversalEvent>>, guard: Arc<RunGuard>) -> Self {
+        Self { rx, batch: Default::default(), _guard: guard }
+    }
 }
 
 impl Stream for UniversalEvents {
     type Item = UniversalEvent;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<UniversalEvent>> {
-        self.rx.poll_recv(cx)
+        loop {
+            if let Some(event) = self.batch.pop_front() {
+                return Poll::Ready(Some(event));
+            }
+            match self.rx.poll_recv(cx) {
+                Poll::Ready(Some(batch)) => self.batch.extend(batch),
+                Poll::Ready(None) => return Poll::Ready(None),
+                Poll::Pending => return Poll::Pending,
+            }
+        }
     }
 }
 

@@ -28,6 +28,9 @@ use crate::request::RunRequest;
 use crate::run::{ControlCommand, ControlMessage, RunCompletion, RunControl, RunGuard, RunHandle};
 use crate::universal::{SessionEnd, SessionEndReason, TerminatedBy, Transcript, UniversalEvent};
 
+/// Most native lines handled before their events are sent on as one batch.
+const LINES_PER_BATCH: usize = 64;
+
 /// Why a native message could not be converted; becomes an `agent.unparsed` event.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
@@ -166,7 +169,8 @@ pub struct RunSettings {
     pub tools_structured: bool,
     /// Largest native line kept; longer ones are skipped and reported.
     pub line_cap: usize,
-    /// Events buffered before the run pushes back on the agent.
+    /// Event batches (one per native line, or per run of lines already waiting) buffered before
+    /// the run pushes back on the agent.
     pub channel_capacity: usize,
 }
 
@@ -183,7 +187,7 @@ impl RunSettings {
             drain_grace: Duration::from_secs(2),
             tools_structured: false,
             line_cap: DEFAULT_LINE_CAP,
-            channel_capacity: 256,
+            channel_capacity: 64,
         }
     }
 
@@ -349,7 +353,7 @@ struct Core {
     transcript: Transcript,
     outbox: Outbox,
     stdin_tx: Option<mpsc::UnboundedSender<Vec<u8>>>,
-    events_tx: Option<mpsc::Sender<UniversalEvent>>,
+    events_tx: Option<mpsc::Sender<Vec<UniversalEvent>>>,
     pgid: Option<i32>,
     task_abort: Option<tokio::task::AbortHandle>,
     stop: Option<Stop>,
@@ -382,14 +386,16 @@ impl Core {
         }
     }
 
+    /// Sends the events the transcript holds as one batch (one hand-off per batch, not per event).
     async fn emit(&mut self) {
         let events: Vec<UniversalEvent> = self.transcript.drain().collect();
-        for event in events {
-            if let Some(tx) = &self.events_tx {
-                if tx.send(event).await.is_err() {
-                    // Nobody listens any more; the run goes on to reap its process.
-                    self.events_tx = None;
-                }
+        if events.is_empty() {
+            return;
+        }
+        if let Some(tx) = &self.events_tx {
+            if tx.send(events).await.is_err() {
+                // Nobody listens any more; the run goes on to reap its process.
+                self.events_tx = None;
             }
         }
     }
@@ -457,7 +463,6 @@ impl Core {
             return;
         }
         let location = self.protocol.name();
-        let hash = raw_hash(&bytes);
         let text = match String::from_utf8(bytes) {
             Ok(text) => text,
             Err(e) => {
@@ -472,11 +477,11 @@ impl Core {
                 self.set_raw(&message);
                 let result = self.with_ctx(|p, ctx| p.on_message(message, ctx));
                 if let Err(Unparsed(error)) = result {
-                    self.transcript.unparsed(error, location, Some(hash));
+                    self.transcript.unparsed(error, location, Some(raw_hash(text.as_bytes())));
                 }
                 self.transcript.set_raw(None);
             }
-            Err(e) => self.transcript.unparsed(format!("not a JSON line: {e}"), location, Some(hash)),
+            Err(e) => self.transcript.unparsed(format!("not a JSON line: {e}"), location, Some(raw_hash(text.as_bytes()))),
         }
     }
 
@@ -536,14 +541,26 @@ impl Core {
                         drain_deadline = Some(Instant::now() + self.settings.drain_grace);
                     }
                 }
-                item = source.next(), if !source_done => match item {
-                    None => source_done = true,
-                    Some(Ok(item)) => self.handle(item),
-                    Some(Err(e)) => {
-                        failure.get_or_insert(AgentError::Io(e));
-                        source_done = true;
+                item = source.next(), if !source_done => {
+                    let mut next = Some(item);
+                    let mut handled = 0;
+                    // Lines already waiting are handled before the batch goes out; a live agent's
+                    // lone line still goes out at once.
+                    while let Some(item) = next.take() {
+                        match item {
+                            None => source_done = true,
+                            Some(Ok(item)) => self.handle(item),
+                            Some(Err(e)) => {
+                                failure.get_or_insert(AgentError::Io(e));
+                                source_done = true;
+                            }
+                        }
+                        handled += 1;
+                        if !source_done && handled < LINES_PER_BATCH {
+                            next = futures::FutureExt::now_or_never(source.next());
+                        }
                     }
-                },
+                }
             }
             self.emit().await;
         }

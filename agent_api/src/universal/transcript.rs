@@ -184,6 +184,7 @@ pub struct Transcript {
     questions: HashMap<String, QuestionEventData>,
     last_assistant_text: Option<String>,
     closing: bool,
+    now: Option<String>,
     events: Vec<UniversalEvent>,
 }
 
@@ -207,6 +208,7 @@ impl Transcript {
             questions: HashMap::new(),
             last_assistant_text: None,
             closing: false,
+            now: None,
             events: Vec::new(),
         }
     }
@@ -275,6 +277,8 @@ impl Transcript {
 
     /// Takes the events emitted so far.
     pub fn drain(&mut self) -> std::vec::Drain<'_, UniversalEvent> {
+        // Events drained together were emitted together: they share one timestamp.
+        self.now = None;
         self.events.drain(..)
     }
 
@@ -298,7 +302,7 @@ impl Transcript {
         self.events.push(UniversalEvent {
             event_id: format!("evt_{short}_{sequence}"),
             sequence,
-            time: now_rfc3339(),
+            time: self.now.get_or_insert_with(now_rfc3339).clone(),
             session_id: self.session_id.clone(),
             native_session_id: self.native_session_id.clone(),
             synthetic: source == EventSource::Daemon,

@@ -13,6 +13,8 @@
 //! # }
 //! ```
 
+pub mod fake;
+
 use std::collections::HashSet;
 use std::sync::OnceLock;
 

@@ -1,0 +1,81 @@
+//! The full pipeline (native line → protocol → transcript → projection → bounded wrapper events)
+//! against a bare line read + `serde_json::Value` parse of the same 100k-event native log.
+//!
+//! `cargo bench -p agent_api_conformance --bench pipeline` (target: ratio ≤ 1.5×).
+
+use std::io::BufRead;
+use std::time::{Duration, Instant};
+
+use agent_api::kit::replay::{replay, ReplayOptions};
+use agent_api_scripted::wire::AgentLine;
+use agent_api_scripted::ScriptedBackend;
+use futures::StreamExt;
+
+/// A scripted-agent log of `events` lines: turns of streamed text, reasoning and tool calls.
+fn native_log(events: usize) -> Vec<u8> {
+    let mut lines = vec![AgentLine::Session { id: "bench".into(), model: "m".into() }];
+    let mut turn = 0;
+    while lines.len() < events - 1 {
+        turn += 1;
+        let msg = format!("msg_{turn}");
+        for i in 0..16 {
+            lines.push(AgentLine::TextDelta { message_id: msg.clone(), text: format!("word{i} of a streamed answer, ") });
+        }
+        lines.push(AgentLine::MessageDone { message_id: msg.clone(), text: "the whole answer".into() });
+        let call = format!("call_{turn}");
+        lines.push(AgentLine::ToolCall { call_id: call.clone(), name: "shell".into(), message_id: msg, input: serde_json::json!({"command": "ls -la"}) });
+        lines.push(AgentLine::ToolResult { call_id: call, exit_code: 0, stdout: "total 0\n".into(), denied: false });
+    }
+    lines.truncate(events - 1);
+    lines.push(AgentLine::Done { status: "success".into(), input_tokens: 1, output_tokens: 1 });
+    let mut out = Vec::new();
+    for line in lines {
+        serde_json::to_writer(&mut out, &line).unwrap();
+        out.push(b'\n');
+    }
+    out
+}
+
+async fn full_pipeline(log: &[u8]) -> usize {
+    let backend = ScriptedBackend::new();
+    let handle = replay(&backend, std::io::Cursor::new(log.to_vec()), ReplayOptions::default()).await.unwrap();
+    let (events, completion) = handle.into_wrapper();
+    let count = events.count().await;
+    completion.await.unwrap();
+    count
+}
+
+fn bare_parse(log: &[u8]) -> usize {
+    std::io::Cursor::new(log).lines().map(|l| serde_json::from_str::<serde_json::Value>(&l.unwrap()).unwrap()).filter(|v| v.is_object()).count()
+}
+
+fn median(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
+fn main() {
+    if !std::env::args().any(|a| a == "--bench") {
+        println!("pipeline benchmark: run it with `cargo bench -p agent_api_conformance --bench pipeline`");
+        return;
+    }
+    let log = native_log(100_000);
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    let rounds = 7;
+    let mut full = Vec::new();
+    let mut bare = Vec::new();
+    let mut wrapper_events = 0;
+    for _ in 0..rounds {
+        let start = Instant::now();
+        assert_eq!(bare_parse(&log), 100_000);
+        bare.push(start.elapsed());
+        let start = Instant::now();
+        wrapper_events = runtime.block_on(full_pipeline(&log));
+        full.push(start.elapsed());
+    }
+    let (full, bare) = (median(full), median(bare));
+    println!("native log: 100000 lines, {} bytes; wrapper events out: {wrapper_events}", log.len());
+    println!("bare line read + serde_json::Value parse: {:>8.1} ms (median of {rounds})", bare.as_secs_f64() * 1e3);
+    println!("full pipeline:                            {:>8.1} ms (median of {rounds})", full.as_secs_f64() * 1e3);
+    println!("ratio full / bare: {:.2}x (target <= 1.5x)", full.as_secs_f64() / bare.as_secs_f64());
+}
