@@ -1,0 +1,133 @@
+//! Faults the real CLI cannot be made to produce, through a fake `claude`
+//! (`tests/fixtures/fake_claude.sh`) that prints real stream-json and then misbehaves.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use agent_api::universal::{ContentPart, UniversalEventBody};
+use agent_api::{AgentBackend, AgentError, PermissionPolicy, RunRequest};
+use agent_api_claude_code::{ClaudeCodeBackend, ClaudeCodeConfig};
+use agent_api_conformance::{assert_conformant, problems, record, RunRecord};
+
+fn fake() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fake_claude.sh")
+}
+
+/// Runs the fake in `mode` in a fresh working directory; returns the run and that directory.
+async fn run_fake(mode: &str, request: RunRequest) -> (RunRecord, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let config = ClaudeCodeConfig::default().with_binary(fake()).with_env("FAKE_CLAUDE_MODE", mode);
+    let backend = ClaudeCodeBackend::new(config);
+    let handle = backend.run(request.with_working_dir(dir.path())).await.unwrap();
+    (record(handle).await, dir)
+}
+
+/// Processes whose working directory is `dir`.
+fn processes_in(dir: &Path) -> usize {
+    std::fs::read_dir("/proc").unwrap().flatten().filter(|e| std::fs::read_link(e.path().join("cwd")).is_ok_and(|c| c.starts_with(dir))).count()
+}
+
+fn statuses(run: &RunRecord) -> Vec<(String, Option<String>)> {
+    run.universal
+        .iter()
+        .filter_map(|e| match &e.body {
+            UniversalEventBody::ItemCompleted(d) => d.item.content.iter().find_map(|p| match p {
+                ContentPart::Status { label, detail } => Some((label.clone(), detail.clone())),
+                _ => None,
+            }),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_crash_mid_stream_is_process_exited_and_leaks_no_stderr() {
+    let (run, _dir) = run_fake("crash", RunRequest::new("hi")).await;
+    assert_conformant(&run);
+    assert!(matches!(run.completion, Err(AgentError::ProcessExited { exit_code: Some(3), .. })), "{:?}", run.completion);
+    assert_eq!(run.assistant_text(), "partial ");
+    let error = run.completion.as_ref().unwrap_err().to_string();
+    assert!(!error.contains("SECRET"), "{error}");
+    for event in &run.wrapper {
+        let text = serde_json::to_string(event).unwrap();
+        assert!(!text.contains("SECRET-TOKEN"), "stderr leaked into a wrapper event: {text}");
+    }
+}
+
+#[tokio::test]
+async fn a_process_killed_by_a_signal_is_process_exited_with_the_signal() {
+    let (run, _dir) = run_fake("killed", RunRequest::new("hi")).await;
+    assert_conformant(&run);
+    assert!(matches!(run.completion, Err(AgentError::ProcessExited { signal: Some(9), .. })), "{:?}", run.completion);
+}
+
+#[tokio::test]
+async fn a_hang_times_out_typed_and_leaves_no_process() {
+    let started = std::time::Instant::now();
+    let (run, dir) = run_fake("hang", RunRequest::new("hi").with_timeout(Duration::from_secs(1))).await;
+    assert_conformant(&run);
+    assert!(matches!(run.completion, Err(AgentError::Timeout { .. })), "{:?}", run.completion);
+    assert!(started.elapsed() < Duration::from_secs(15), "{:?}", started.elapsed());
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(processes_in(dir.path()), 0, "the fake's `sleep 300` child survived the run");
+}
+
+#[tokio::test]
+async fn a_20_mib_line_becomes_one_bounded_status_and_the_run_goes_on() {
+    let (run, _dir) = run_fake("big_line", RunRequest::new("hi")).await;
+    assert_conformant(&run);
+    let skipped: Vec<_> = statuses(&run).into_iter().filter(|(l, _)| l == "native_line_skipped").collect();
+    assert_eq!(skipped.len(), 1, "{skipped:?}");
+    assert!(skipped[0].1.as_deref().unwrap().len() < 200);
+    assert_eq!(run.completion.as_ref().unwrap().final_text.as_deref(), Some("done"));
+    assert_eq!(run.assistant_text(), "done");
+}
+
+#[tokio::test]
+async fn invalid_utf8_is_reported_and_replaced_and_the_run_goes_on() {
+    let (run, _dir) = run_fake("invalid_utf8", RunRequest::new("hi")).await;
+    assert_conformant(&run);
+    assert!(statuses(&run).iter().any(|(l, _)| l == "native_line_invalid_utf8"));
+    assert_eq!(run.assistant_text(), "bad \u{FFFD} byte");
+    assert!(run.completion.is_ok());
+}
+
+#[tokio::test]
+async fn malformed_lines_are_unparsed_and_unknown_types_are_statuses() {
+    let (run, _dir) = run_fake("garbage", RunRequest::new("hi")).await;
+    let unparsed: Vec<_> = run.of_type("agent.unparsed").collect();
+    assert_eq!(unparsed.len(), 2, "the non-JSON line and the assistant line without a message");
+    // Apart from those, the run is conformant.
+    let rest: Vec<String> = problems(&run).into_iter().filter(|p| !p.contains("agent.unparsed")).collect();
+    assert!(rest.is_empty(), "{rest:?}");
+    let labels: Vec<String> = statuses(&run).into_iter().map(|(l, _)| l).collect();
+    assert!(labels.contains(&"unknown_message".to_string()) && labels.contains(&"system/brand_new_subtype".to_string()), "{labels:?}");
+    assert_eq!(run.completion.as_ref().unwrap().final_text.as_deref(), Some("done"));
+}
+
+#[tokio::test]
+async fn a_refused_bypass_mode_is_a_clear_typed_error() {
+    let (run, _dir) = run_fake("bypass_refused", RunRequest::new("hi").with_permissions(PermissionPolicy::ApproveAll)).await;
+    assert_conformant(&run);
+    let error = run.completion.as_ref().unwrap_err();
+    assert!(matches!(error, AgentError::PermissionModeRefused { mode, reason } if mode == "bypassPermissions" && reason.contains("IS_SANDBOX=1")), "{error:?}");
+    // Without a bypass request the same exit is only an early exit.
+    let (plain, _dir) = run_fake("bypass_refused", RunRequest::new("hi")).await;
+    assert!(matches!(plain.completion, Err(AgentError::ProcessExited { exit_code: Some(1), .. })), "{:?}", plain.completion);
+}
+
+#[tokio::test]
+async fn a_missing_binary_is_binary_not_found_before_any_event() {
+    let backend = ClaudeCodeBackend::new(ClaudeCodeConfig::default().with_binary("/nonexistent/claude"));
+    let error = backend.run(RunRequest::new("hi")).await.err().unwrap();
+    assert!(matches!(error, AgentError::BinaryNotFound { .. }), "{error:?}");
+}
+
+#[tokio::test]
+async fn installed_version_reads_the_cli_version() {
+    assert_eq!(agent_api_claude_code::installed_version(Path::new("/nonexistent/claude")).await, None);
+    if let Some(cli) = agent_bench::e2e_enabled_or_explain(agent_bench::Cli::ClaudeCode) {
+        let version = agent_api_claude_code::installed_version(&cli).await.unwrap();
+        assert!(agent_api_claude_code::SUPPORTED_VERSIONS.contains(&version.as_str()), "{version}");
+    }
+}
