@@ -16,7 +16,10 @@ pub struct CliAgent {
 }
 
 /// Every supported agent CLI, in the order `run` prefers them.
-pub const CLI_AGENTS: &[CliAgent] = &[];
+pub const CLI_AGENTS: &[CliAgent] = &[
+    CliAgent { kind: "claude_code", executable: "claude", supported_versions: agent_api_claude_code::SUPPORTED_VERSIONS },
+    CliAgent { kind: "codex", executable: "codex", supported_versions: agent_api_codex::SUPPORTED_VERSIONS },
+];
 
 /// The CLI a user installed: `$AGENT_API_<KIND>_BIN`, else the executable on `PATH`.
 pub fn locate_installed(agent: &CliAgent) -> Option<PathBuf> {
@@ -40,10 +43,22 @@ pub fn locate_bench(agent: &CliAgent) -> Option<PathBuf> {
     installs.into_iter().map(|e| e.path().join("node_modules/.bin").join(agent.executable)).find(|exe| exe.is_file())
 }
 
-/// A backend for `kind`, configured to run the CLI at `binary` where it has one.
+/// A backend for `kind`, running the user's installed CLI (`locate_installed`) where it has one.
 pub fn backend(kind: &str) -> Result<Arc<dyn AgentBackend>, String> {
+    let binary = |kind: &str| CLI_AGENTS.iter().find(|a| a.kind == kind).and_then(locate_installed);
     match kind {
         "scripted" => Ok(Arc::new(agent_api_scripted::ScriptedBackend::new())),
+        "claude_code" => {
+            let mut config = agent_api_claude_code::ClaudeCodeConfig::default();
+            if let Some(path) = binary(kind) {
+                config = config.with_binary(path);
+            }
+            Ok(Arc::new(agent_api_claude_code::ClaudeCodeBackend::new(config)))
+        }
+        "codex" => {
+            let config = binary(kind).map(agent_api_codex::CodexConfig::with_binary).unwrap_or_default();
+            Ok(Arc::new(agent_api_codex::CodexBackend::new(config)))
+        }
         other => Err(format!("unknown agent kind `{other}`; known: {}", known_kinds().join(", "))),
     }
 }

@@ -87,3 +87,24 @@ fn doctor_reports_each_supported_cli() {
     assert!(output.status.success());
     assert!(String::from_utf8_lossy(&output.stdout).contains("scripted"));
 }
+
+#[test]
+fn the_committed_coverage_matrix_matches_what_the_backends_advertise() {
+    let output = agent_api(&["capabilities", "--format", "matrix"]);
+    assert!(output.status.success());
+    let generated = String::from_utf8(output.stdout).unwrap();
+    let committed = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../spec/coverage-matrix.md")).unwrap();
+    assert!(
+        generated == committed,
+        "spec/coverage-matrix.md is stale; regenerate it with\n  cargo run -q -p agent-api-cli -- capabilities --format matrix > spec/coverage-matrix.md\n--- generated ---\n{generated}"
+    );
+}
+
+#[test]
+fn every_backend_is_registered() {
+    let output = agent_api(&["capabilities", "--format", "json"]);
+    let caps: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    for kind in ["scripted", "claude_code", "codex"] {
+        assert!(caps[kind].as_array().is_some_and(|ids| ids.iter().any(|c| c == "agent_api.run")), "{kind} missing");
+    }
+}
