@@ -154,10 +154,9 @@ impl Exec {
                 t.complete_item_with(&daemon, content);
             }
             "agent_message" | "reasoning" => {
-                if !self.open.contains_key(&id) {
+                if let std::collections::hash_map::Entry::Vacant(slot) = self.open.entry(id.clone()) {
                     let new = if kind == "reasoning" { NewItem::reasoning(ReasoningVisibility::Public) } else { NewItem::message(ItemRole::Assistant) };
-                    let daemon = t.start_item(new.native(&id));
-                    self.open.insert(id, daemon);
+                    slot.insert(t.start_item(new.native(&id)));
                 }
             }
             "todo_list" => {
@@ -244,7 +243,10 @@ impl Protocol for Exec {
         Ok(())
     }
 
-    fn finish(&mut self, exit: &ExitInfo, _ctx: &mut Ctx<'_>) -> Result<RunCompletion, AgentError> {
+    fn finish(&mut self, exit: &ExitInfo, ctx: &mut Ctx<'_>) -> Result<RunCompletion, AgentError> {
+        // Close what is still open before the driver writes the terminal error: the transcript's
+        // own end() would fail them after it, and a tool event must not follow the terminal error.
+        self.fail_open(ctx);
         if let Some((class, message)) = self.failed.take() {
             return Err(class.into_error(&message));
         }

@@ -441,7 +441,8 @@ impl Protocol for AppServer {
             Message::Notification { method, params } => self.on_notification(&method, params, ctx).map_err(Unparsed),
             Message::Request { id, method, params } => {
                 let live = self.live_mode();
-                let replies = self.requests.on_request(ctx.transcript, &self.peer, &self.policy, live, id, &method, params);
+                let auto = live.then_some(&self.policy);
+                let replies = self.requests.on_request(ctx.transcript, &self.peer, auto, id, &method, params);
                 if live {
                     replies.iter().for_each(|m| ctx.send(m));
                 }
@@ -491,6 +492,9 @@ impl Protocol for AppServer {
 
     fn finish(&mut self, exit: &ExitInfo, ctx: &mut Ctx<'_>) -> Result<RunCompletion, AgentError> {
         self.flush_notes(ctx.transcript);
+        // Close what is still open before the driver writes the terminal error: the transcript's
+        // own end() would fail them after it, and a tool event must not follow the terminal error.
+        self.items.fail_all(ctx.transcript);
         if let Some(fatal) = self.fatal.take() {
             return Err(fatal);
         }

@@ -94,9 +94,10 @@ fn answer_approves(result: &Value) -> bool {
 }
 
 impl Requests {
-    /// Handles one server request; returns the messages to send now. `live` is false in replay,
-    /// where the recording holds the client's answers.
-    pub fn on_request(&mut self, t: &mut Transcript, peer: &RpcPeer<super::Pending>, policy: &PermissionPolicy, live: bool, id: Value, method: &str, params: Value) -> Vec<Value> {
+    /// Handles one server request; returns the messages to send now (the caller sends nothing in
+    /// replay, where the recording holds the client's answers). `auto` is the policy the backend
+    /// answers approvals with itself; `None` in replay.
+    pub fn on_request(&mut self, t: &mut Transcript, peer: &RpcPeer<super::Pending>, auto: Option<&PermissionPolicy>, id: Value, method: &str, params: Value) -> Vec<Value> {
         let key = id_key(&id);
         let permission = |action: &str, category: ToolCategory, reply: Reply, metadata: Value| (action.to_string(), category, reply, metadata);
         let request = match method {
@@ -129,20 +130,20 @@ impl Requests {
                 // The backend registers no dynamic tools, so it can only report that it has none.
                 t.status("dynamic_tool_call_refused", params.get("tool").and_then(Value::as_str).map(|s| agent_api::bounds::utf8_prefix(s, 128).to_string()));
                 let result = json!({"contentItems": [{"type": "inputText", "text": "agent_api registers no dynamic tools"}], "success": false});
-                return if live { vec![peer.response(&id, result)] } else { Vec::new() };
+                return vec![peer.response(&id, result)];
             }
             "account/chatgptAuthTokens/refresh" | "attestation/generate" => {
                 t.status("server_request_refused", Some(method.to_string()));
-                return if live { vec![peer.error_response(&id, NOT_SUPPORTED, "not supported by agent_api")] } else { Vec::new() };
+                return vec![peer.error_response(&id, NOT_SUPPORTED, "not supported by agent_api")];
             }
             other => {
                 t.status("unknown_server_request", Some(agent_api::bounds::utf8_prefix(other, 128).to_string()));
-                return if live { vec![peer.error_response(&id, METHOD_NOT_FOUND, "method not handled by agent_api")] } else { Vec::new() };
+                return vec![peer.error_response(&id, METHOD_NOT_FOUND, "method not handled by agent_api")];
             }
         };
         let (action, category, reply, metadata) = request;
         t.permission_requested(key.clone(), action, Some(metadata));
-        let rule = if live { policy.rule(category) } else { PermissionRule::Ask };
+        let rule = auto.map_or(PermissionRule::Ask, |p| p.rule(category));
         self.permissions.insert(key.clone(), PendingPermission { rpc_id: id, reply });
         let auto = match rule {
             PermissionRule::Ask => return Vec::new(),
