@@ -44,6 +44,9 @@ fn base_spec(config: &CodexConfig, request: &RunRequest, args: Vec<String>) -> C
 pub fn app_server_spec(config: &CodexConfig, options: &RunOptions, request: &RunRequest) -> CommandSpec {
     let mut args = vec!["app-server".to_string()];
     args.extend(common_args(config, options));
+    if config.request_user_input {
+        args.extend(["--enable".to_string(), "default_mode_request_user_input".to_string()]);
+    }
     base_spec(config, request, args).with_stdin()
 }
 

@@ -51,6 +51,9 @@ pub struct CodexConfig {
     pub reasoning_summary: Option<String>,
     /// Working directory when the request has none.
     pub working_dir: Option<PathBuf>,
+    /// App-server mode: enable Codex's `default_mode_request_user_input` feature, without which
+    /// 0.169.0 offers the model no `request_user_input` tool outside plan mode. Default on.
+    pub request_user_input: bool,
 }
 
 impl Default for CodexConfig {
@@ -63,6 +66,7 @@ impl Default for CodexConfig {
             default_mode: Mode::AppServer,
             reasoning_summary: Some("auto".into()),
             working_dir: None,
+            request_user_input: true,
         }
     }
 }

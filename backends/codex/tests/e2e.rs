@@ -1,0 +1,222 @@
+//! End to end with the real pinned Codex CLI (codex-cli 0.169.0) against the bench's scripted
+//! model server. Without the CLI these fail with install instructions, unless AGENT_API_E2E=skip.
+
+use std::time::Duration;
+
+use agent_api::universal::UniversalEventBody;
+use agent_api::{AgentBackend, AgentError, PermissionDecision, PermissionPolicy, QuestionAnswer, RunRequest, SessionSelector};
+use agent_api_bench_support::*;
+use agent_api_codex::{CodexBackend, CodexConfig};
+use agent_api_conformance::{assert_conformant, RunRecord};
+use agent_bench::{e2e_enabled_or_explain, Cli, ModelServer, Sandbox};
+use serde_json::json;
+
+mod agent_api_bench_support {
+    use super::*;
+    use agent_api::projection::Projector;
+    use futures::StreamExt;
+
+    /// A backend running the sandbox's CLI with its environment and `-c` flags.
+    pub fn backend(sandbox: &Sandbox) -> CodexBackend {
+        let mut overrides = Vec::new();
+        let mut args = sandbox.base_args.iter();
+        while let Some(arg) = args.next() {
+            match arg.as_str() {
+                "-c" => overrides.extend(args.next().cloned()),
+                "--disable" => {
+                    args.next(); // the backend's quiet flags already disable plugins
+                }
+                _ => {}
+            }
+        }
+        let mut config = CodexConfig::with_binary(&sandbox.program).config_overrides(overrides).working_dir(&sandbox.cwd);
+        for (k, v) in &sandbox.env {
+            config = config.env(k, v);
+        }
+        CodexBackend::new(config)
+    }
+
+    /// Runs `request`, answering permissions with `decision` and questions with their first option.
+    pub async fn drive(backend: &CodexBackend, request: RunRequest, decision: PermissionDecision, cancel_on_first_delta: bool) -> RunRecord {
+        let handle = backend.run(request.with_timeout(Duration::from_secs(120))).await.expect("run starts");
+        let control = handle.control();
+        let mut projector = Projector::new(handle.agent_kind().clone(), handle.tools_structured());
+        let (mut events, completion) = handle.into_universal();
+        let mut universal = Vec::new();
+        while let Some(event) = events.next().await {
+            match &event.body {
+                UniversalEventBody::PermissionRequested(p) => control.respond_permission(&p.permission_id, decision.clone()).await.unwrap(),
+                UniversalEventBody::QuestionRequested(q) => {
+                    let answer = q.options.first().cloned().unwrap_or_else(|| "yes".into());
+                    control.answer_question(&q.question_id, QuestionAnswer::Text(answer)).await.unwrap();
+                }
+                UniversalEventBody::ItemDelta(_) if cancel_on_first_delta && !event.synthetic => control.cancel(),
+                _ => {}
+            }
+            universal.push(event);
+        }
+        let wrapper = universal.iter().flat_map(|e| projector.project(e)).collect();
+        RunRecord { universal, wrapper, completion: completion.await, tools_structured: true }
+    }
+}
+
+async fn setup(scenario: &str) -> Option<(ModelServer, Sandbox)> {
+    e2e_enabled_or_explain(Cli::Codex)?;
+    let server = ModelServer::start(None).await.unwrap();
+    let sandbox = Sandbox::new(Cli::Codex, &server, scenario).unwrap();
+    Some((server, sandbox))
+}
+
+fn exec(request: RunRequest) -> RunRequest {
+    request.with_extension("backend.codex.mode", json!("exec"))
+}
+
+#[tokio::test]
+async fn app_server_text_streams_native_deltas() {
+    let Some((_server, sandbox)) = setup("text").await else { return };
+    let run = drive(&backend(&sandbox), RunRequest::new("say hi"), PermissionDecision::Allow, false).await;
+    assert_conformant(&run);
+    assert_eq!(run.assistant_text(), "Hello from mock");
+    assert!(run.of_type("item.delta").filter(|e| !e.synthetic).count() >= 2);
+    let done = run.completion.as_ref().unwrap();
+    assert!(done.native_session_id.is_some() && done.usage.is_some());
+}
+
+#[tokio::test]
+async fn app_server_reasoning_arrives_as_reasoning() {
+    let Some((_server, sandbox)) = setup("reasoning").await else { return };
+    let run = drive(&backend(&sandbox), RunRequest::new("think then say hi"), PermissionDecision::Allow, false).await;
+    assert_conformant(&run);
+    assert!(run.wrapper.iter().any(|e| e.channel.as_deref() == Some("reasoning")), "{:?}", run.types());
+    assert_eq!(run.assistant_text(), "Hello after thinking");
+}
+
+#[tokio::test]
+async fn app_server_shell_approved_runs_and_declined_does_not() {
+    for (decision, runs) in [(PermissionDecision::Allow, true), (PermissionDecision::Deny { message: None }, false)] {
+        let Some((_server, sandbox)) = setup("shell").await else { return };
+        let run = drive(&backend(&sandbox), RunRequest::new("run the command"), decision, false).await;
+        assert_conformant(&run);
+        assert!(run.completion.is_ok(), "{:?}", run.completion);
+        assert_eq!(run.of_type("permission.requested").count(), 1, "{:?}", run.types());
+        assert_eq!(sandbox.cwd.join("out.txt").exists(), runs);
+    }
+}
+
+#[tokio::test]
+async fn app_server_file_change_approved_carries_its_diff() {
+    let Some((_server, sandbox)) = setup("write_edit").await else { return };
+    let request = RunRequest::new("create the file").with_extension("backend.codex.sandbox", json!("read-only"));
+    let run = drive(&backend(&sandbox), request, PermissionDecision::Allow, false).await;
+    assert_conformant(&run);
+    assert!(run.completion.is_ok(), "{:?}", run.completion);
+    assert!(sandbox.cwd.join("created.txt").exists());
+    let diff_bytes = run.wrapper.iter().filter_map(|e| e.data.as_ref()).filter(|d| d["tool"]["kind"] == "file_change").map(|d| d["tool"]["bytes"]["diff"].as_u64().unwrap_or(0)).max();
+    assert!(diff_bytes.unwrap_or(0) > 0, "file change facets carry the diff size");
+}
+
+#[tokio::test]
+async fn app_server_interrupt_mid_stream_is_cancelled_with_nothing_open() {
+    let Some((_server, sandbox)) = setup("slow_text").await else { return };
+    let started = std::time::Instant::now();
+    let run = drive(&backend(&sandbox), RunRequest::new("talk slowly"), PermissionDecision::Allow, true).await;
+    assert_conformant(&run);
+    assert!(matches!(run.completion, Err(AgentError::Cancelled)), "{:?}", run.completion);
+    assert!(started.elapsed() < Duration::from_secs(20));
+}
+
+#[tokio::test]
+async fn app_server_interrupt_during_a_long_command_is_cancelled() {
+    let Some((_server, sandbox)) = setup("slow_shell").await else { return };
+    let backend = backend(&sandbox);
+    let request = RunRequest::new("sleep").with_permissions(PermissionPolicy::ApproveAll).with_timeout(Duration::from_secs(60));
+    let handle = backend.run(request).await.unwrap();
+    let control = handle.control();
+    let (mut events, completion) = handle.into_universal();
+    let mut universal = Vec::new();
+    use futures::StreamExt;
+    while let Some(event) = events.next().await {
+        if matches!(&event.body, UniversalEventBody::ItemStarted(d) if d.item.kind == agent_api::universal::ItemKind::ToolResult) {
+            let c = control.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_millis(500)).await;
+                c.cancel();
+            });
+        }
+        universal.push(event);
+    }
+    assert!(matches!(completion.await, Err(AgentError::Cancelled)));
+    assert!(universal.iter().any(|e| matches!(&e.body, UniversalEventBody::ItemStarted(d) if d.item.kind == agent_api::universal::ItemKind::ToolResult)));
+    // Nothing may still run in the sandbox's working directory (the `sleep 30` included).
+    let left: Vec<String> = std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().chars().all(|c| c.is_ascii_digit()))
+        .filter(|e| std::fs::read_link(e.path().join("cwd")).is_ok_and(|cwd| cwd == sandbox.cwd))
+        .filter(|e| std::fs::read_to_string(e.path().join("stat")).is_ok_and(|s| !s.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z')))
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(left.is_empty(), "processes left in the sandbox: {left:?}");
+}
+
+#[tokio::test]
+async fn app_server_resume_and_fork_continue_the_thread_in_new_processes() {
+    let Some((server, first)) = setup("echo").await else { return };
+    let run = drive(&backend(&first), RunRequest::new("first"), PermissionDecision::Allow, false).await;
+    let thread = run.completion.as_ref().unwrap().native_session_id.clone().unwrap();
+    let again = first.for_resume("echo");
+    let resumed = drive(&backend(&again), RunRequest::new("second").with_session(SessionSelector::Resume(thread.clone())), PermissionDecision::Allow, false).await;
+    assert_conformant(&resumed);
+    assert_eq!(resumed.completion.as_ref().unwrap().native_session_id.as_deref(), Some(thread.as_str()));
+    assert!(resumed.assistant_text().contains("user_turns=2"), "{}", resumed.assistant_text());
+    let forked = drive(&backend(&again), RunRequest::new("third").with_session(SessionSelector::Fork(thread.clone())), PermissionDecision::Allow, false).await;
+    assert_conformant(&forked);
+    assert_ne!(forked.completion.as_ref().unwrap().native_session_id.as_deref(), Some(thread.as_str()));
+    assert!(forked.assistant_text().contains("user_turns=3") || forked.assistant_text().contains("user_turns=2"), "{}", forked.assistant_text());
+    drop(server);
+}
+
+#[tokio::test]
+async fn app_server_http_errors_are_typed() {
+    let Some((_server, sandbox)) = setup("error401").await else { return };
+    let run = drive(&backend(&sandbox), RunRequest::new("hi"), PermissionDecision::Allow, false).await;
+    assert_conformant(&run);
+    assert!(matches!(run.completion, Err(AgentError::Auth { .. })), "{:?}", run.completion);
+    let Some((_server, sandbox)) = setup("error500").await else { return };
+    let run = drive(&backend(&sandbox), RunRequest::new("hi"), PermissionDecision::Allow, false).await;
+    assert_conformant(&run);
+    assert!(matches!(run.completion, Err(AgentError::ServerError { .. })), "{:?}", run.completion);
+}
+
+#[tokio::test]
+async fn app_server_request_user_input_is_answered() {
+    let Some((_server, sandbox)) = setup("question").await else { return };
+    let run = drive(&backend(&sandbox), RunRequest::new("ask me which color and size"), PermissionDecision::Allow, false).await;
+    assert_conformant(&run);
+    assert!(run.of_type("question.requested").count() >= 1, "{:?}", run.types());
+    assert!(run.assistant_text().contains("You answered"), "{}", run.assistant_text());
+}
+
+#[tokio::test]
+async fn exec_text_shell_patch_and_resume() {
+    let Some((_server, sandbox)) = setup("text").await else { return };
+    let run = drive(&backend(&sandbox), exec(RunRequest::new("say hi")), PermissionDecision::Allow, false).await;
+    assert_conformant(&run);
+    assert_eq!(run.assistant_text(), "Hello from mock");
+    let thread = run.completion.as_ref().unwrap().native_session_id.clone().unwrap();
+
+    let resumed = drive(&backend(&sandbox.for_resume("echo")), exec(RunRequest::new("again").with_session(SessionSelector::Resume(thread.clone()))), PermissionDecision::Allow, false).await;
+    assert_conformant(&resumed);
+    assert_eq!(resumed.completion.as_ref().unwrap().native_session_id.as_deref(), Some(thread.as_str()));
+    assert!(resumed.assistant_text().contains("user_turns=2"), "{}", resumed.assistant_text());
+
+    let Some((_server, shell)) = setup("shell").await else { return };
+    let run = drive(&backend(&shell), exec(RunRequest::new("run the command").with_permissions(PermissionPolicy::ApproveAll)), PermissionDecision::Allow, false).await;
+    assert_conformant(&run);
+    assert!(shell.cwd.join("out.txt").exists(), "{:?}", run.types());
+
+    let Some((_server, patch)) = setup("write_edit").await else { return };
+    let run = drive(&backend(&patch), exec(RunRequest::new("write it").with_permissions(PermissionPolicy::ApproveAll)), PermissionDecision::Allow, false).await;
+    assert_conformant(&run);
+    assert!(patch.cwd.join("created.txt").exists(), "{:?}", run.types());
+}
