@@ -45,8 +45,6 @@ pub use version::{installed_version, SUPPORTED_VERSIONS};
 pub const CAP_EXEC_MODE: &str = "backend.codex.exec_mode";
 /// Capability id: the run can use `codex app-server` (the default mode).
 pub const CAP_APP_SERVER: &str = "backend.codex.app_server";
-/// Capability id: MCP elicitations and `request_user_input` arrive as questions.
-pub const CAP_ELICITATION: &str = "backend.codex.elicitation";
 
 /// The Codex backend.
 #[derive(Debug, Clone, Default)]
@@ -93,7 +91,6 @@ pub fn capabilities() -> CapabilitySet {
         caps::MODEL_SELECTION,
         CAP_APP_SERVER,
         CAP_EXEC_MODE,
-        CAP_ELICITATION,
     ])
 }
 

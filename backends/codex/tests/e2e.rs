@@ -74,7 +74,7 @@ fn exec(request: RunRequest) -> RunRequest {
 #[tokio::test]
 async fn app_server_text_streams_native_deltas() {
     let Some((_server, sandbox)) = setup("text").await else { return };
-    let run = drive(&backend(&sandbox), RunRequest::new("say hi"), PermissionDecision::Allow, false).await;
+    let run = drive(&backend(&sandbox), RunRequest::new("say hi").with_model("gpt-5.5"), PermissionDecision::Allow, false).await;
     assert_conformant(&run);
     assert_eq!(run.assistant_text(), "Hello from mock");
     assert!(run.of_type("item.delta").filter(|e| !e.synthetic).count() >= 2);
@@ -200,7 +200,7 @@ async fn app_server_request_user_input_is_answered() {
 #[tokio::test]
 async fn exec_text_shell_patch_and_resume() {
     let Some((_server, sandbox)) = setup("text").await else { return };
-    let run = drive(&backend(&sandbox), exec(RunRequest::new("say hi")), PermissionDecision::Allow, false).await;
+    let run = drive(&backend(&sandbox), exec(RunRequest::new("say hi").with_model("gpt-5.5")), PermissionDecision::Allow, false).await;
     assert_conformant(&run);
     assert_eq!(run.assistant_text(), "Hello from mock");
     let thread = run.completion.as_ref().unwrap().native_session_id.clone().unwrap();
