@@ -59,7 +59,17 @@ impl Sandbox {
     /// Prepares a sandbox for `cli` pointed at `server` with `scenario` (`name` or `name.tag`). Fails when
     /// the CLI is not installed or the folders cannot be made.
     pub fn new(cli: Cli, server: &ModelServer, scenario: &str) -> Result<Sandbox, BenchError> {
-        let program = clis::find_cli(cli)?;
+        Sandbox::with_program(cli, clis::find_cli(cli)?, server, scenario)
+    }
+
+    /// The same as [`Sandbox::new`] with another executable standing in for the CLI (a wrapper script, a
+    /// locally built CLI, or a fake in hermetic tests); the environment and `base_args` are `cli`'s.
+    pub fn with_program(
+        cli: Cli,
+        program: PathBuf,
+        server: &ModelServer,
+        scenario: &str,
+    ) -> Result<Sandbox, BenchError> {
         let parent = sandbox_parent()?;
         let root = tempfile::Builder::new()
             .prefix(&format!("{}-", cli.name()))
@@ -305,10 +315,14 @@ pub fn gemini_settings() -> serde_json::Value {
     })
 }
 
-/// `~/.qwen/settings.json`: OpenAI-compatible auth, no usage statistics or telemetry, no updates.
+/// `~/.qwen/settings.json`: OpenAI-compatible auth, no SDK retries, no managed auto-memory (an extraction
+/// subagent that would otherwise replay the scenario after every turn), no usage statistics or telemetry,
+/// no updates.
 pub fn qwen_settings() -> serde_json::Value {
     json!({
         "security": {"auth": {"selectedType": "openai"}},
+        "model": {"generationConfig": {"maxRetries": 0}},
+        "memory": {"enableManagedAutoMemory": false},
         "privacy": {"usageStatisticsEnabled": false},
         "telemetry": {"enabled": false},
         "general": {"disableAutoUpdate": true, "disableUpdateNag": true},

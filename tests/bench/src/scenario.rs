@@ -39,7 +39,8 @@ pub enum Failure {
     Unauthorized,
     /// HTTP 500, internal server error.
     ServerError,
-    /// Overloaded: HTTP 529 `overloaded_error` for Anthropic, HTTP 503 elsewhere.
+    /// Overloaded: HTTP 529 `overloaded_error` for Anthropic, 429 for Chat Completions, 503 for OpenAI
+    /// Responses and Gemini.
     Overloaded,
 }
 
@@ -284,12 +285,13 @@ pub const SCENARIOS: &[Scenario] = &[
     },
     Scenario {
         name: "error500",
-        description: "HTTP 500 for every request.",
+        description: "HTTP 500 for every request (Chat Completions adds retry-after-ms: 10).",
         script: Script::Fail(Failure::ServerError),
     },
     Scenario {
         name: "overloaded",
-        description: "Overloaded for every request: HTTP 529 for Anthropic, 503 elsewhere.",
+        description: "Overloaded for every request: HTTP 529 for Anthropic, 429 (retry-after 1 s) for Chat \
+                      Completions, 503 for OpenAI Responses and Gemini.",
         script: Script::Fail(Failure::Overloaded),
     },
     Scenario {

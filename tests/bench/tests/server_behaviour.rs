@@ -51,39 +51,91 @@ async fn unknown_scenario_is_a_404_that_lists_the_known_ones() {
 }
 
 #[tokio::test]
-async fn overloaded_is_529_for_anthropic_and_503_elsewhere() {
+async fn overloaded_is_529_for_anthropic_429_for_chat_and_503_elsewhere() {
     let (_s, router) = server().await;
-    let anthropic = send(
-        &router,
-        "POST",
-        "/s/overloaded/v1/messages",
-        Some(&fixture("anthropic_messages/text.request.json")),
-    )
-    .await;
+    let claude = fixture("anthropic_messages/text.request.json");
+    let anthropic = send(&router, "POST", "/s/overloaded/v1/messages", Some(&claude)).await;
     assert_eq!(anthropic.status, 529);
     assert_eq!(anthropic.json()["error"]["type"], "overloaded_error");
-    for (path, file) in [
+    let gemini = "/s/overloaded/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse";
+    for (path, file, status) in [
         (
             "/s/overloaded/v1/responses",
             "openai_responses/text.request.json",
+            503,
         ),
         (
             "/s/overloaded/v1/chat/completions",
             "openai_chat_completions/text.request.json",
+            429,
         ),
-        (
-            "/s/overloaded/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse",
-            "gemini_generate_content/text.request.json",
-        ),
+        (gemini, "gemini_generate_content/text.request.json", 503),
     ] {
         assert_eq!(
             send(&router, "POST", path, Some(&fixture(file)))
                 .await
                 .status,
-            503,
+            status,
             "{path}"
         );
     }
+}
+
+#[tokio::test]
+async fn chat_completions_errors_ask_for_a_quick_retry() {
+    let (_s, router) = server().await;
+    let body = fixture("openai_chat_completions/text.request.json");
+    let a = send(
+        &router,
+        "POST",
+        "/s/error500/v1/chat/completions",
+        Some(&body),
+    )
+    .await;
+    assert_eq!(a.status, 500);
+    assert_eq!(a.headers["retry-after-ms"], "10");
+    let o = send(
+        &router,
+        "POST",
+        "/s/overloaded/v1/chat/completions",
+        Some(&body),
+    )
+    .await;
+    assert_eq!(o.headers["retry-after"], "1");
+    let u = send(
+        &router,
+        "POST",
+        "/s/error401/v1/chat/completions",
+        Some(&body),
+    )
+    .await;
+    assert!(
+        u.headers.get("retry-after-ms").is_none(),
+        "401 is not retryable"
+    );
+}
+
+#[tokio::test]
+async fn slow_text_paces_its_deltas_half_a_second_apart() {
+    use futures::StreamExt;
+    use tower::ServiceExt;
+    let (_s, router) = server().await;
+    let body = fixture("openai_chat_completions/text.request.json");
+    let req = axum::http::Request::post("/s/slow_text/v1/chat/completions")
+        .body(axum::body::Body::from(body.to_string()))
+        .unwrap();
+    let resp = router.oneshot(req).await.unwrap();
+    let mut stream = resp.into_body().into_data_stream();
+    let started = std::time::Instant::now();
+    let mut arrivals = Vec::new();
+    while arrivals.len() < 3 {
+        let chunk = stream.next().await.expect("stream ended early").unwrap();
+        if String::from_utf8_lossy(&chunk).contains("\"word") {
+            arrivals.push(started.elapsed().as_millis());
+        }
+    }
+    let gap = arrivals[2] - arrivals[1];
+    assert!((400..1000).contains(&gap), "deltas {arrivals:?} ms");
 }
 
 #[tokio::test]

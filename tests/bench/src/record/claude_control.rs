@@ -1,6 +1,7 @@
 //! Scripted client of Claude Code's two-way control protocol (`--input-format stream-json
 //! --permission-prompt-tool stdio`): initialize, one user message, allow every `can_use_tool` with the
-//! same input, close stdin after the `result`.
+//! same input (for `AskUserQuestion` the input plus `answers`, the first option of every question), close
+//! stdin after the `result`.
 
 use std::time::Instant;
 
@@ -37,8 +38,12 @@ pub async fn drive(
                 let id = msg["request_id"].clone();
                 let request = &msg["request"];
                 let response = if request["subtype"] == "can_use_tool" {
+                    let mut input = request["input"].clone();
+                    if request["tool_name"] == "AskUserQuestion" {
+                        input["answers"] = first_options(&input);
+                    }
                     json!({"subtype": "success", "request_id": id,
-                        "response": {"behavior": "allow", "updatedInput": request["input"]}})
+                        "response": {"behavior": "allow", "updatedInput": input}})
                 } else {
                     json!({"subtype": "error", "request_id": id,
                         "error": format!("{} is not supported by the bench recorder", request["subtype"])})
@@ -50,6 +55,19 @@ pub async fn drive(
             _ => {}
         }
     }
+}
+
+/// `{question text: first option label}` for every question of an `AskUserQuestion` input.
+fn first_options(input: &Value) -> Value {
+    let answers = input["questions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|q| {
+            let label = q["options"][0]["label"].as_str()?;
+            Some((q["question"].as_str()?.to_string(), Value::from(label)))
+        });
+    Value::Object(answers.collect())
 }
 
 async fn next_json(session: &mut Duplex, deadline: Instant) -> Result<Option<Value>, BenchError> {

@@ -3,7 +3,7 @@
 //! when the request does not stream. A request without tools is a side request (OpenCode's title
 //! generation) and gets a short title.
 
-use axum::http::StatusCode;
+use axum::http::{HeaderValue, StatusCode};
 use axum::response::Response;
 use serde_json::{json, Value};
 
@@ -11,7 +11,7 @@ use super::openai_responses::openai_error;
 use super::sse::{json_response, unix_now, Sse};
 use super::tools::OfferedTool;
 use super::turn::{Conversation, Reply, ToolOutput, TurnPlan};
-use crate::scenario;
+use crate::scenario::{self, Failure};
 
 /// The answer to side requests that offer no tools.
 pub const TITLE: &str = "Mock session title";
@@ -86,10 +86,32 @@ pub fn respond(reply: Reply, body: &Value, seq: u64) -> Response {
         .and_then(Value::as_bool)
         .unwrap_or(false);
     match reply {
-        Reply::Fail(f) => openai_error(f),
+        Reply::Fail(f) => error(f),
         Reply::Turn(turn) if stream => stream_turn(&turn, model, seq, usage),
         Reply::Turn(turn) => json_response(StatusCode::OK, &completion(&turn, model, seq)),
     }
+}
+
+/// OpenAI-style errors; overloaded is HTTP 429 here. Every retryable error says when to retry
+/// (`retry-after-ms: 10`, honoured by OpenCode; `retry-after: 1` on 429, honoured by Qwen Code), so error
+/// tests do not wait through minutes of back-off.
+fn error(failure: Failure) -> Response {
+    let mut resp = match failure {
+        Failure::Overloaded => json_response(
+            StatusCode::TOO_MANY_REQUESTS,
+            &json!({"error": {"message": "The server is overloaded (mock)", "type": "rate_limit_error",
+                "code": "rate_limit_exceeded"}}),
+        ),
+        other => openai_error(other),
+    };
+    if failure != Failure::Unauthorized {
+        let h = resp.headers_mut();
+        h.insert("retry-after-ms", HeaderValue::from_static("10"));
+        if failure == Failure::Overloaded {
+            h.insert("retry-after", HeaderValue::from_static("1"));
+        }
+    }
+    resp
 }
 
 fn usage_value() -> Value {
