@@ -16,5 +16,5 @@ else
     echo "tests/run.sh: pinned agent CLIs in $bin" >&2
 fi
 
-cargo test --workspace --all-targets
-cargo test --workspace --doc
+cargo test --workspace --all-targets --no-fail-fast
+cargo test --workspace --doc --no-fail-fast

@@ -146,6 +146,14 @@ pub enum AgentError {
     /// The run has already finished, so the control command had no effect.
     #[error("the run has already finished")]
     RunFinished,
+    /// An HTTP exchange with an agent's local server failed.
+    #[error("HTTP exchange with the agent failed{}: {reason}", status.map(|s| format!(" (HTTP {s})")).unwrap_or_default())]
+    Http {
+        /// The response status, when there was a response.
+        status: Option<u16>,
+        /// What went wrong, without quoting the response body.
+        reason: String,
+    },
     /// A recorded session could not be read.
     #[error("cannot replay: {reason}")]
     Replay {
@@ -188,6 +196,7 @@ impl AgentError {
             AgentError::UnknownPermission { .. } => "unknown_permission",
             AgentError::UnknownQuestion { .. } => "unknown_question",
             AgentError::RunFinished => "run_finished",
+            AgentError::Http { .. } => "http",
             AgentError::Replay { .. } => "replay",
         }
     }

@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use agent_api::kit::replay::{recorded_exit_code, replay as replay_recording, ReplayOptions};
+use agent_api::kit::replay::{replay as replay_recording, ReplayOptions};
 use futures::StreamExt;
 
 use crate::agents::backend;
@@ -12,12 +12,11 @@ use crate::View;
 /// Replays `file` (or stdin for `-`) through the agent's protocol and prints JSONL events.
 pub async fn replay(agent: &str, view: View, include_raw: bool, file: &Path) -> Result<ExitCode, String> {
     let backend = backend(agent)?;
-    let options = ReplayOptions::default().include_raw(include_raw);
     let handle = if file == Path::new("-") {
-        replay_recording(backend.as_ref(), tokio::io::stdin(), options).await
+        replay_recording(backend.as_ref(), tokio::io::stdin(), ReplayOptions::default().include_raw(include_raw)).await
     } else {
         let reader = tokio::fs::File::open(file).await.map_err(|e| format!("cannot read {}: {e}", file.display()))?;
-        replay_recording(backend.as_ref(), reader, options.exit_code(recorded_exit_code(file))).await
+        replay_recording(backend.as_ref(), reader, ReplayOptions::beside(file).include_raw(include_raw)).await
     }
     .map_err(|e| e.to_string())?;
     let mut out = std::io::stdout().lock();

@@ -37,8 +37,21 @@ const LINES_PER_BATCH: usize = 64;
 pub struct Unparsed(pub String);
 
 impl From<serde_json::Error> for Unparsed {
+    /// Keeps the error's category and position only: serde's own messages quote native values
+    /// (`invalid type: string "…"`), which must not reach an event.
     fn from(e: serde_json::Error) -> Self {
-        Unparsed(e.to_string())
+        Unparsed(describe_json_error(&e))
+    }
+}
+
+/// A safe description of a JSON error: its category and, for syntax errors, where it was.
+pub fn describe_json_error(e: &serde_json::Error) -> String {
+    use serde_json::error::Category;
+    match e.classify() {
+        Category::Io => "I/O error while reading JSON".to_string(),
+        Category::Syntax => format!("JSON syntax error at line {} column {}", e.line(), e.column()),
+        Category::Eof => "JSON ends too early".to_string(),
+        Category::Data => "JSON does not have the expected shape".to_string(),
     }
 }
 
@@ -116,6 +129,49 @@ impl Ctx<'_> {
     pub fn shutdown(&mut self) {
         self.outbox.close_input = true;
         self.outbox.shutdown = true;
+    }
+}
+
+/// Drives a [`Protocol`] by hand, for unit tests of a converter: hand it messages through
+/// [`ProtocolHarness::ctx`], then read the transcript's events and what it sent to the agent.
+///
+/// ```
+/// use agent_api::kit::driver::ProtocolHarness;
+/// let mut harness = ProtocolHarness::new();
+/// harness.ctx().send(&serde_json::json!({"type": "interrupt"}));
+/// assert_eq!(harness.take_sent(), vec![serde_json::json!({"type": "interrupt"})]);
+/// ```
+pub struct ProtocolHarness {
+    /// The transcript the protocol describes events to.
+    pub transcript: Transcript,
+    outbox: Outbox,
+}
+
+impl Default for ProtocolHarness {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ProtocolHarness {
+    /// A harness with an empty transcript.
+    pub fn new() -> Self {
+        Self { transcript: Transcript::new("sess_harness".into(), false), outbox: Outbox::default() }
+    }
+
+    /// A context to pass to the protocol's methods.
+    pub fn ctx(&mut self) -> Ctx<'_> {
+        Ctx { transcript: &mut self.transcript, outbox: &mut self.outbox }
+    }
+
+    /// The messages the protocol queued for the agent's stdin since the last call.
+    pub fn take_sent(&mut self) -> Vec<Value> {
+        std::mem::take(&mut self.outbox.lines).iter().map(|line| serde_json::from_slice(line).expect("sent lines are JSON")).collect()
+    }
+
+    /// Whether the protocol closed the agent's stdin (or asked for shutdown).
+    pub fn input_closed(&self) -> bool {
+        self.outbox.close_input
     }
 }
 
@@ -481,7 +537,7 @@ impl Core {
                 }
                 self.transcript.set_raw(None);
             }
-            Err(e) => self.transcript.unparsed(format!("not a JSON line: {e}"), location, Some(raw_hash(text.as_bytes()))),
+            Err(e) => self.transcript.unparsed(format!("not a JSON line: {}", describe_json_error(&e)), location, Some(raw_hash(text.as_bytes()))),
         }
     }
 
@@ -610,6 +666,8 @@ impl Core {
                 Ok(completion)
             }
             Err(error) => {
+                // Nothing but the session's end may follow the terminal error.
+                self.transcript.close_open();
                 self.transcript.terminal_error(&error);
                 let stopped = self.stop.is_some();
                 self.transcript.end(SessionEnd {

@@ -152,6 +152,12 @@ impl<T> RpcPeer<T> {
         self.envelope(obj)
     }
 
+    /// Remembers a request id that was sent elsewhere (for example in a recording being
+    /// replayed), so its response finds `tag`.
+    pub fn track(&mut self, id: &Value, tag: T) {
+        self.pending.insert(id_key(id), tag);
+    }
+
     /// The tag of our pending request `id`, removing it.
     pub fn take_pending(&mut self, id: &Value) -> Option<T> {
         self.pending.remove(&id_key(id))

@@ -11,10 +11,12 @@
 //! - [`stderr`]: per-run stderr capture, bounded to a head and a tail;
 //! - [`driver`]: the pump, with backpressure, that never drops an event, applies timeouts and
 //!   cancellation, and guarantees one completion and one terminal error for a failed run;
-//! - [`jsonrpc`] and [`sse`]: helpers for the two-way protocols;
+//! - [`jsonrpc`], [`http`] and [`sse`]: helpers for the two-way protocols (JSON-RPC over stdio, and
+//!   HTTP plus a server-sent event stream to an agent's local server);
 //! - [`replay`]: plays a recorded native log through the same protocol.
 
 pub mod driver;
+pub mod http;
 pub mod jsonrpc;
 pub mod lines;
 pub mod process;

@@ -27,6 +27,8 @@ pub struct CommandSpec {
     pub env: BTreeMap<String, String>,
     /// Variables removed from the inherited environment.
     pub env_remove: Vec<String>,
+    /// Start from an empty environment instead of inheriting this process's (then only `env` is set).
+    pub clear_env: bool,
     /// Working directory.
     pub cwd: Option<PathBuf>,
     /// Whether the agent reads stdin (two-way protocols); otherwise stdin is /dev/null.
@@ -125,6 +127,9 @@ fn is_executable(path: &Path) -> bool {
 /// ignores SIGINT would otherwise pass that on).
 pub fn spawn(spec: &CommandSpec) -> Result<ProcessGroupChild, AgentError> {
     let mut cmd = Command::new(&spec.program);
+    if spec.clear_env {
+        cmd.env_clear();
+    }
     cmd.args(&spec.args)
         .envs(&spec.env)
         .stdin(if spec.stdin { Stdio::piped() } else { Stdio::null() })

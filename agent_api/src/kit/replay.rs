@@ -35,6 +35,8 @@ pub struct ReplayOptions {
     pub include_raw: bool,
     /// The recorded process's exit code, when known (for example from `<scenario>.meta.json`).
     pub exit_code: Option<i32>,
+    /// The recorded process's stderr, when it was kept apart from the log (as in `meta.json`).
+    pub stderr: Option<String>,
 }
 
 impl ReplayOptions {
@@ -47,6 +49,20 @@ impl ReplayOptions {
     /// Sets the recorded exit code.
     pub fn exit_code(mut self, exit_code: Option<i32>) -> Self {
         self.exit_code = exit_code;
+        self
+    }
+
+    /// The exit code and stderr of the `<scenario>.meta.json` beside a recording, when there is one.
+    pub fn beside(recording: &Path) -> Self {
+        let meta = recorded_meta(recording);
+        let exit_code = meta.as_ref().and_then(|m| m.get("exit_code")?.as_i64()).map(|c| c as i32);
+        let stderr = meta.as_ref().and_then(|m| m.get("stderr")?.as_str().map(str::to_string));
+        Self::default().exit_code(exit_code).stderr(stderr)
+    }
+
+    /// Sets the recorded stderr.
+    pub fn stderr(mut self, stderr: Option<String>) -> Self {
+        self.stderr = stderr;
         self
     }
 }
@@ -124,6 +140,8 @@ pub async fn open_recording(reader: impl AsyncRead + Send + Unpin + 'static) -> 
 /// either view.
 pub async fn replay(backend: &dyn AgentBackend, reader: impl AsyncRead + Send + Unpin + 'static, options: ReplayOptions) -> Result<RunHandle, AgentError> {
     let (format, source) = open_recording(reader).await?;
+    let stderr: Vec<std::io::Result<SourceItem>> = options.stderr.iter().flat_map(|text| text.lines()).map(|line| Ok(SourceItem::Stderr(line.to_string()))).collect();
+    let source: LineSource = futures::stream::iter(stderr).chain(source).boxed();
     let protocol = backend.replay_protocol(format)?;
     let mut settings = RunSettings::new(backend.kind());
     settings.include_raw = options.include_raw;
@@ -134,17 +152,15 @@ pub async fn replay(backend: &dyn AgentBackend, reader: impl AsyncRead + Send + 
 /// Replays a file; the exit code comes from a `<scenario>.meta.json` beside it, when present.
 pub async fn replay_file(backend: &dyn AgentBackend, path: &Path, include_raw: bool) -> Result<RunHandle, AgentError> {
     let file = tokio::fs::File::open(path).await.map_err(|e| AgentError::Replay { reason: format!("cannot open {}: {e}", path.display()) })?;
-    let options = ReplayOptions::default().include_raw(include_raw).exit_code(recorded_exit_code(path));
-    replay(backend, file, options).await
+    replay(backend, file, ReplayOptions::beside(path).include_raw(include_raw)).await
 }
 
-/// The `exit_code` of the `<scenario>.meta.json` next to a fixture, if there is one.
-pub fn recorded_exit_code(path: &Path) -> Option<i32> {
+/// The `<scenario>.meta.json` next to a fixture, if there is one.
+pub fn recorded_meta(path: &Path) -> Option<serde_json::Value> {
     let name = path.file_name()?.to_str()?;
     let stem = name.strip_suffix(".stdout.jsonl").or_else(|| name.strip_suffix(".session.jsonl"))?;
     let meta = std::fs::read(path.with_file_name(format!("{stem}.meta.json"))).ok()?;
-    let meta: serde_json::Value = serde_json::from_slice(&meta).ok()?;
-    meta.get("exit_code")?.as_i64().map(|c| c as i32)
+    serde_json::from_slice(&meta).ok()
 }
 
 #[cfg(test)]

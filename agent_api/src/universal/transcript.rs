@@ -88,13 +88,13 @@ impl NewItem {
         Self::new(ItemKind::Message, Some(ItemRole::Assistant), vec![ContentPart::Reasoning { text: String::new(), visibility }])
     }
 
-    /// A tool call; argument deltas, if any, are appended to `arguments`.
+    /// A tool call; when argument deltas stream, `arguments` becomes exactly their text.
     pub fn tool_call(name: impl Into<String>, arguments: impl Into<String>, call_id: impl Into<String>) -> Self {
         let part = ContentPart::ToolCall { name: name.into(), arguments: arguments.into(), call_id: call_id.into() };
         Self::new(ItemKind::ToolCall, Some(ItemRole::Assistant), vec![part])
     }
 
-    /// A tool result; output deltas, if any, are appended to `output`.
+    /// A tool result; when output deltas stream, `output` becomes exactly their text.
     pub fn tool_result(call_id: impl Into<String>) -> Self {
         let part = ContentPart::ToolResult { call_id: call_id.into(), output: String::new() };
         Self::new(ItemKind::ToolResult, Some(ItemRole::Tool), vec![part])
@@ -423,7 +423,11 @@ impl Transcript {
             }
         }
         if item.kind == ItemKind::Message && item.role == Some(ItemRole::Assistant) && !item.is_reasoning() && status == ItemStatus::Completed {
-            self.last_assistant_text = Some(item.text());
+            let text = item.text();
+            // A message that only carried tool calls is not an answer.
+            if !text.is_empty() {
+                self.last_assistant_text = Some(text);
+            }
         }
         // A made-up item completes as made up; so does one the daemon fails at the end.
         let source = if open.synthetic || self.closing { EventSource::Daemon } else { EventSource::Agent };
@@ -519,12 +523,10 @@ impl Transcript {
         Ok(())
     }
 
-    /// Ends the session: open items complete as failed, unanswered permissions resolve as
-    /// denied and questions as rejected, then `session.ended`. Later calls do nothing.
-    pub fn end(&mut self, end: SessionEnd) {
-        if self.ended {
-            return;
-        }
+    /// Closes what is still in progress: open items complete as failed, unanswered permissions
+    /// resolve as denied and questions as rejected. [`Transcript::end`] does this first; the
+    /// driver calls it before a run's terminal error so that nothing follows that error.
+    pub fn close_open(&mut self) {
         self.closing = true;
         for item_id in self.open.clone() {
             self.fail_item(&item_id);
@@ -539,6 +541,14 @@ impl Transcript {
         for id in questions {
             let _ = self.question_resolved(&id, None);
         }
+    }
+
+    /// Ends the session: [`Transcript::close_open`], then `session.ended`. Later calls do nothing.
+    pub fn end(&mut self, end: SessionEnd) {
+        if self.ended {
+            return;
+        }
+        self.close_open();
         let data = SessionEndedData { reason: end.reason, terminated_by: end.terminated_by, message: end.message, exit_code: end.exit_code, stderr: end.stderr };
         self.emit(EventSource::Daemon, UniversalEventBody::SessionEnded(data));
         self.ended = true;
@@ -549,7 +559,9 @@ fn placeholder_item() -> UniversalItem {
     UniversalItem { item_id: String::new(), native_item_id: None, parent_id: None, kind: ItemKind::Unknown, role: None, content: Vec::new(), status: ItemStatus::InProgress, tool: None }
 }
 
-/// Puts the text assembled from deltas into the part it belongs to.
+/// Puts the text assembled from deltas into the part it belongs to: the first text-bearing
+/// part (text, reasoning, tool-call arguments, tool output) becomes exactly the streamed text,
+/// so streamed content is never counted twice. Without such a part a text part is added.
 fn fill_assembled(mut content: Vec<ContentPart>, assembled: &str, had_delta: bool) -> Vec<ContentPart> {
     if !had_delta {
         return content;
@@ -560,11 +572,11 @@ fn fill_assembled(mut content: Vec<ContentPart>, assembled: &str, had_delta: boo
                 *text = assembled.to_string();
                 return content;
             }
-            ContentPart::ToolCall { arguments, .. } if arguments.is_empty() => {
+            ContentPart::ToolCall { arguments, .. } => {
                 *arguments = assembled.to_string();
                 return content;
             }
-            ContentPart::ToolResult { output, .. } if output.is_empty() => {
+            ContentPart::ToolResult { output, .. } => {
                 *output = assembled.to_string();
                 return content;
             }

@@ -145,9 +145,7 @@ pub fn invocation(config: &ClaudeCodeConfig, request: &RunRequest) -> Result<Inv
     for (key, value) in config.env.iter().chain(request.env.iter()) {
         spec = spec.env(key, value);
     }
-    if !config.inherit_env {
-        spec.env_remove = std::env::vars_os().filter_map(|(k, _)| k.into_string().ok()).filter(|k| !spec.env.contains_key(k)).collect();
-    }
+    spec.clear_env = !config.inherit_env;
     if let Some(dir) = request.working_dir.clone().or_else(|| config.working_dir.clone()) {
         spec = spec.cwd(dir);
     }

@@ -27,7 +27,7 @@ pub(crate) enum Step {
 pub enum Scenario {
     /// Every feature once: reasoning, text, a tool behind a permission, a question, an answer.
     Tour,
-    /// Streams "You said: <prompt>".
+    /// Streams "You said: `<prompt>`".
     Text,
     /// Reasoning, then text.
     Reasoning,

@@ -52,6 +52,22 @@ impl RunRecord {
             .collect()
     }
 
+    /// The text of every completed assistant answer message (not reasoning), in order.
+    pub fn assistant_messages(&self) -> Vec<String> {
+        self.universal
+            .iter()
+            .filter_map(|e| match &e.body {
+                UniversalEventBody::ItemCompleted(d)
+                    if d.item.kind == agent_api::universal::ItemKind::Message && d.item.role == Some(agent_api::universal::ItemRole::Assistant) && !d.item.is_reasoning() =>
+                {
+                    Some(d.item.text())
+                }
+                _ => None,
+            })
+            .filter(|text| !text.is_empty())
+            .collect()
+    }
+
     /// The dotted types of the universal events, in order.
     pub fn types(&self) -> Vec<&'static str> {
         self.universal.iter().map(UniversalEvent::type_name).collect()
@@ -179,10 +195,8 @@ fn universal_problems(events: &[UniversalEvent], out: &mut Vec<String>) {
     let mut open = HashSet::new();
     for event in events {
         match &event.body {
-            UniversalEventBody::ItemStarted(d) => {
-                if !open.insert(d.item.item_id.clone()) {
-                    out.push(format!("item {} started twice", d.item.item_id));
-                }
+            UniversalEventBody::ItemStarted(d) if !open.insert(d.item.item_id.clone()) => {
+                out.push(format!("item {} started twice", d.item.item_id));
             }
             UniversalEventBody::ItemDelta(d) if !open.contains(&d.item_id) => out.push(format!("delta for item {} that is not open", d.item_id)),
             UniversalEventBody::ItemCompleted(d) => {

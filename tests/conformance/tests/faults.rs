@@ -34,17 +34,19 @@ fn alive(pid: i32) -> bool {
     }
 }
 
+/// The pid the fake CLI reported for its child, if `event` is that report.
+fn reported_pid(event: &agent_api::universal::UniversalEvent) -> Option<i32> {
+    let UniversalEventBody::ItemCompleted(d) = &event.body else { return None };
+    d.item.content.iter().find_map(|part| match part {
+        agent_api::universal::ContentPart::Status { label, detail: Some(detail) } if label == "pid" => {
+            serde_json::from_str::<Value>(detail).ok()?["pid"].as_i64().map(|pid| pid as i32)
+        }
+        _ => None,
+    })
+}
+
 fn grandchild_pid(run: &RunRecord) -> i32 {
-    run.universal
-        .iter()
-        .find_map(|e| match &e.body {
-            UniversalEventBody::ItemCompleted(d) => d.item.content.iter().find_map(|p| match p {
-                agent_api::universal::ContentPart::Status { label, detail: Some(detail) } if label == "pid" => serde_json::from_str::<Value>(detail).ok()?["pid"].as_i64(),
-                _ => None,
-            }),
-            _ => None,
-        })
-        .expect("the fake CLI reported its child's pid") as i32
+    run.universal.iter().find_map(reported_pid).expect("the fake CLI reported its child's pid")
 }
 
 async fn wait_gone(pid: i32) -> bool {
@@ -97,16 +99,14 @@ async fn cancel_terminates_the_group_and_reports_cancelled() {
     use futures::StreamExt;
     let mut pid = None;
     while let Some(event) = events.next().await {
-        if let UniversalEventBody::ItemCompleted(d) = &event.body {
-            if let Some(agent_api::universal::ContentPart::Status { detail: Some(detail), .. }) = d.item.content.first() {
-                pid = serde_json::from_str::<Value>(detail).ok().and_then(|v| v["pid"].as_i64());
-                control.cancel();
-                control.cancel();
-            }
+        if let Some(reported) = reported_pid(&event) {
+            pid = Some(reported);
+            control.cancel();
+            control.cancel();
         }
     }
     assert!(matches!(completion.await, Err(AgentError::Cancelled)));
-    assert!(wait_gone(pid.expect("pid line") as i32).await);
+    assert!(wait_gone(pid.expect("pid line")).await);
 }
 
 #[tokio::test]
@@ -116,16 +116,14 @@ async fn dropping_the_handle_reaps_the_group() {
     use futures::StreamExt;
     let mut pid = None;
     while let Some(event) = events.next().await {
-        if let UniversalEventBody::ItemCompleted(d) = &event.body {
-            if let Some(agent_api::universal::ContentPart::Status { detail: Some(detail), .. }) = d.item.content.first() {
-                pid = serde_json::from_str::<Value>(detail).ok().and_then(|v| v["pid"].as_i64());
-                break;
-            }
+        pid = reported_pid(&event);
+        if pid.is_some() {
+            break;
         }
     }
     drop(events);
     drop(completion);
-    assert!(wait_gone(pid.expect("pid line") as i32).await, "the grandchild outlived the dropped handle");
+    assert!(wait_gone(pid.expect("pid line")).await, "the grandchild outlived the dropped handle");
 }
 
 #[tokio::test]

@@ -53,7 +53,7 @@ fn streamed_text_is_assembled_exactly_once_into_the_completed_item() {
         t.delta(&id, piece);
     }
     t.complete_item(&id);
-    let completed = t.drain().last().unwrap();
+    let completed = t.drain().next_back().unwrap();
     match completed.body {
         UniversalEventBody::ItemCompleted(d) => assert_eq!(d.item.content, vec![ContentPart::Text { text: "Hello world".into() }]),
         other => panic!("{other:?}"),

@@ -2,9 +2,9 @@
 //! mode, its control protocol) to the universal transcript.
 //!
 //! One struct holds the state; its parts live in sibling modules, one idea each:
-//! [`messages`] (assistant and user messages), [`stream`] (the `stream_event` SSE deltas),
-//! [`system`] (system and other informational lines), [`control`] (permission and question
-//! requests, interrupts) and [`outcome`] (turn results, usage, typed errors).
+//! `messages` (assistant and user messages), `stream` (the `stream_event` SSE deltas),
+//! `system` (system and other informational lines), `control` (permission and question
+//! requests, interrupts) and `outcome` (turn results, usage, typed errors).
 
 mod control;
 mod messages;

@@ -29,10 +29,11 @@ fn main() {
             std::thread::sleep(std::time::Duration::from_secs(3600));
         }
         Some("hang-with-child") => {
-            let child = std::process::Command::new("sleep").arg("3600").spawn().unwrap();
+            let mut child = std::process::Command::new("sleep").arg("3600").spawn().unwrap();
             writeln!(out, "{{\"type\":\"pid\",\"pid\":{}}}", child.id()).unwrap();
             out.flush().unwrap();
-            std::thread::sleep(std::time::Duration::from_secs(3600));
+            // Hangs as long as the grandchild lives: only killing the whole group ends both.
+            let _ = child.wait();
         }
         Some("ignore-term") => {
             // SAFETY: setting a signal disposition is process-global and done before any thread.
