@@ -162,40 +162,26 @@ async fn claude_code_resume_sees_the_earlier_turn() {
     let server = ModelServer::start(None).await.unwrap();
     let first = Sandbox::new(Cli::ClaudeCode, &server, "echo.turn-1").unwrap();
     let id = "11111111-2222-4333-8444-555555555555";
-    let args = [
-        "-p",
-        "remember the word",
-        "--output-format",
-        "stream-json",
-        "--verbose",
-        "--session-id",
-        id,
-    ];
-    let out = process::run(
-        first.command(&args),
-        "claude turn 1",
-        Duration::from_secs(120),
-    )
-    .await
-    .unwrap();
+    let turn = |sandbox: &Sandbox, prompt: &str, session_flag: &str| {
+        let args = [
+            "-p",
+            prompt,
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            session_flag,
+            id,
+        ];
+        process::run(sandbox.command(&args), "claude", Duration::from_secs(120))
+    };
+    let out = turn(&first, "remember the word", "--session-id")
+        .await
+        .unwrap();
     assert!(out.status.success(), "{}", out.stderr);
     let second = first.for_resume("echo.turn-2");
-    let args = [
-        "-p",
-        "what was the word",
-        "--output-format",
-        "stream-json",
-        "--verbose",
-        "--resume",
-        id,
-    ];
-    let out = process::run(
-        second.command(&args),
-        "claude turn 2",
-        Duration::from_secs(120),
-    )
-    .await
-    .unwrap();
+    let out = turn(&second, "what was the word", "--resume")
+        .await
+        .unwrap();
     let result = out
         .json_lines()
         .into_iter()

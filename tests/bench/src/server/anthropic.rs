@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 
 use super::sse::{json_response, Sse};
 use super::tools::OfferedTool;
-use super::turn::{Conversation, Reply, ToolCall, ToolInput, ToolOutput, TurnPlan};
+use super::turn::{array, text_of, Conversation, Reply, ToolCall, ToolInput, ToolOutput, TurnPlan};
 use crate::scenario::{self, Failure};
 
 /// The signature sent with every thinking block.
@@ -16,23 +16,13 @@ pub const SIGNATURE: &str = "mock-signature-abc123";
 /// Reads the request's conversation.
 pub fn conversation(body: &Value, raw: &str) -> Conversation {
     let mut conv = Conversation::default();
-    for tool in body
-        .get("tools")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
+    for tool in array(body, "tools") {
         if let Some(name) = tool.get("name").and_then(Value::as_str) {
             conv.tools
                 .push(OfferedTool::function(name, tool.get("input_schema")));
         }
     }
-    for msg in body
-        .get("messages")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
+    for msg in array(body, "messages") {
         let blocks = content_blocks(msg.get("content"));
         match msg.get("role").and_then(Value::as_str) {
             Some("user") => {
@@ -44,7 +34,7 @@ pub fn conversation(body: &Value, raw: &str) -> Conversation {
                     .iter()
                     .filter(|b| b["type"] == "tool_result")
                     .map(|b| ToolOutput {
-                        text: result_text(b.get("content")),
+                        text: text_of(b.get("content")),
                         is_error: b.get("is_error").and_then(Value::as_bool).unwrap_or(false),
                     })
                     .collect();
@@ -63,18 +53,6 @@ fn content_blocks(content: Option<&Value>) -> Vec<Value> {
         Some(Value::String(s)) => vec![json!({"type": "text", "text": s})],
         Some(Value::Array(a)) => a.clone(),
         _ => Vec::new(),
-    }
-}
-
-fn result_text(content: Option<&Value>) -> String {
-    match content {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(parts)) => parts
-            .iter()
-            .filter_map(|p| p.get("text").and_then(Value::as_str))
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => String::new(),
     }
 }
 

@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use super::openai_responses::openai_error;
 use super::sse::{json_response, unix_now, Sse};
 use super::tools::OfferedTool;
-use super::turn::{Conversation, Reply, ToolOutput, TurnPlan};
+use super::turn::{array, Conversation, Reply, ToolOutput, TurnPlan};
 use crate::scenario::{self, Failure};
 
 /// The answer to side requests that offer no tools.
@@ -19,24 +19,14 @@ pub const TITLE: &str = "Mock session title";
 /// Reads the request's conversation.
 pub fn conversation(body: &Value, raw: &str) -> Conversation {
     let mut conv = Conversation::default();
-    for tool in body
-        .get("tools")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
+    for tool in array(body, "tools") {
         let function = tool.get("function").unwrap_or(tool);
         if let Some(name) = function.get("name").and_then(Value::as_str) {
             conv.tools
                 .push(OfferedTool::function(name, function.get("parameters")));
         }
     }
-    for msg in body
-        .get("messages")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
+    for msg in array(body, "messages") {
         let text = content_text(msg.get("content"));
         match msg.get("role").and_then(Value::as_str) {
             Some("user") => conv.push_user(text.iter().map(String::as_str), Vec::new()),

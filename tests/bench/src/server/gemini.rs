@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 use super::sse::{json_response, Sse};
 use super::tools::{fill_schema, OfferedTool};
-use super::turn::{Conversation, Reply, ToolInput, ToolOutput, TurnPlan};
+use super::turn::{array, Conversation, Reply, ToolInput, ToolOutput, TurnPlan};
 use crate::scenario::Failure;
 
 /// The answer to side calls without tools or schema.
@@ -18,18 +18,8 @@ pub const SIDE_REPLY: &str = "Mock side reply";
 /// Reads the request's conversation.
 pub fn conversation(body: &Value, raw: &str) -> Conversation {
     let mut conv = Conversation::default();
-    for group in body
-        .get("tools")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        for decl in group
-            .get("functionDeclarations")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
+    for group in array(body, "tools") {
+        for decl in array(group, "functionDeclarations") {
             if let Some(name) = decl.get("name").and_then(Value::as_str) {
                 let schema = decl
                     .get("parametersJsonSchema")
@@ -38,12 +28,7 @@ pub fn conversation(body: &Value, raw: &str) -> Conversation {
             }
         }
     }
-    for content in body
-        .get("contents")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
+    for content in array(body, "contents") {
         let parts = content
             .get("parts")
             .and_then(Value::as_array)

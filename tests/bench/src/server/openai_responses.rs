@@ -8,18 +8,13 @@ use serde_json::{json, Value};
 
 use super::sse::{json_response, unix_now, Sse};
 use super::tools::OfferedTool;
-use super::turn::{Conversation, Reply, ToolInput, ToolOutput, TurnPlan};
+use super::turn::{array, text_of, Conversation, Reply, ToolInput, ToolOutput, TurnPlan};
 use crate::scenario::{self, Failure};
 
 /// Reads the request's conversation.
 pub fn conversation(body: &Value, raw: &str) -> Conversation {
     let mut conv = Conversation::default();
-    for tool in body
-        .get("tools")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
+    for tool in array(body, "tools") {
         let Some(name) = tool.get("name").and_then(Value::as_str) else {
             continue;
         };
@@ -34,12 +29,7 @@ pub fn conversation(body: &Value, raw: &str) -> Conversation {
                 .push(OfferedTool::function(name, tool.get("parameters"))),
         }
     }
-    for item in body
-        .get("input")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
+    for item in array(body, "input") {
         match (
             item.get("type").and_then(Value::as_str),
             item.get("role").and_then(Value::as_str),
@@ -59,16 +49,7 @@ pub fn conversation(body: &Value, raw: &str) -> Conversation {
             (Some("message") | None, Some("assistant")) => conv.push_assistant(),
             (Some("function_call" | "custom_tool_call"), _) => conv.push_assistant(),
             (Some("function_call_output" | "custom_tool_call_output"), _) => {
-                let text = match item.get("output") {
-                    Some(Value::String(s)) => s.clone(),
-                    Some(Value::Array(parts)) => parts
-                        .iter()
-                        .filter_map(|p| p.get("text").and_then(Value::as_str))
-                        .collect::<Vec<_>>()
-                        .join("\n"),
-                    Some(other) => other.to_string(),
-                    None => String::new(),
-                };
+                let text = text_of(item.get("output"));
                 conv.push_user(
                     [],
                     vec![ToolOutput {

@@ -9,6 +9,29 @@ use serde_json::Value;
 use super::tools::{self, OfferedTool};
 use crate::scenario::{self, Failure, Scenario, Script, Text};
 
+/// The elements of the array `v[key]` (none when it is missing or not an array).
+pub fn array<'a>(v: &'a Value, key: &str) -> std::slice::Iter<'a, Value> {
+    v.get(key)
+        .and_then(Value::as_array)
+        .map(|a| a.iter())
+        .unwrap_or_default()
+}
+
+/// The text of a tool result's content: a string, the `text` of each part of an array (joined with
+/// newlines), or the JSON of anything else.
+pub fn text_of(content: Option<&Value>) -> String {
+    match content {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        Some(Value::Null) | None => String::new(),
+        Some(other) => other.to_string(),
+    }
+}
+
 /// The longest tool output quoted back in a final text.
 const QUOTE_LIMIT: usize = 200;
 
