@@ -24,11 +24,14 @@ pub enum Interface {
     GeminiHeadless,
     /// `qwen -p PROMPT --output-format stream-json --yolo` (one-way).
     QwenPrint,
+    /// `qwen -p --input-format stream-json --output-format stream-json` (two-way; the same control protocol
+    /// as Claude Code's).
+    QwenControl,
 }
 
 impl Interface {
     /// Every interface.
-    pub const ALL: [Interface; 7] = [
+    pub const ALL: [Interface; 8] = [
         Interface::ClaudePrint,
         Interface::ClaudeControl,
         Interface::CodexExec,
@@ -36,6 +39,7 @@ impl Interface {
         Interface::OpenCodeRun,
         Interface::GeminiHeadless,
         Interface::QwenPrint,
+        Interface::QwenControl,
     ];
 
     /// The CLI it belongs to.
@@ -45,7 +49,7 @@ impl Interface {
             Interface::CodexExec | Interface::CodexAppServer => Cli::Codex,
             Interface::OpenCodeRun => Cli::OpenCode,
             Interface::GeminiHeadless => Cli::Gemini,
-            Interface::QwenPrint => Cli::Qwen,
+            Interface::QwenPrint | Interface::QwenControl => Cli::Qwen,
         }
     }
 
@@ -53,7 +57,7 @@ impl Interface {
     pub fn name(self) -> &'static str {
         match self {
             Interface::ClaudePrint | Interface::QwenPrint => "print",
-            Interface::ClaudeControl => "control",
+            Interface::ClaudeControl | Interface::QwenControl => "control",
             Interface::CodexExec => "exec",
             Interface::CodexAppServer => "app_server",
             Interface::OpenCodeRun => "run",
@@ -63,7 +67,10 @@ impl Interface {
 
     /// True for one-way interfaces (prompt in argv, events on stdout).
     pub fn is_one_way(self) -> bool {
-        !matches!(self, Interface::ClaudeControl | Interface::CodexAppServer)
+        !matches!(
+            self,
+            Interface::ClaudeControl | Interface::CodexAppServer | Interface::QwenControl
+        )
     }
 
     /// Looks up `name` among `cli`'s interfaces.
@@ -114,6 +121,13 @@ impl Interface {
                 prompt,
             ],
             Interface::CodexAppServer => &["app-server"],
+            Interface::QwenControl => &[
+                "-p",
+                "--input-format",
+                "stream-json",
+                "--output-format",
+                "stream-json",
+            ],
             Interface::OpenCodeRun => &["run", "--format", "json", "-m", "mock/mock-model", prompt],
             Interface::GeminiHeadless | Interface::QwenPrint => {
                 &["-p", prompt, "--output-format", "stream-json", "--yolo"]

@@ -36,6 +36,10 @@ fn reference(interface: Interface) -> (&'static str, PathBuf) {
             "text",
             record::default_out_dir(interface).join("text.stdout.jsonl"),
         ),
+        Interface::QwenControl => (
+            "shell",
+            record::default_out_dir(interface).join("shell.session.jsonl"),
+        ),
         other => panic!("no reference for {other}"),
     }
 }
@@ -157,6 +161,11 @@ async fn recorder_reproduces_gemini_headless() {
 #[tokio::test]
 async fn recorder_reproduces_qwen_print() {
     reproduces(Interface::QwenPrint).await;
+}
+
+#[tokio::test]
+async fn recorder_reproduces_qwen_control() {
+    reproduces(Interface::QwenControl).await;
 }
 
 #[test]

@@ -1,5 +1,5 @@
 //! Scripted client of Claude Code's two-way control protocol (`--input-format stream-json
-//! --permission-prompt-tool stdio`): initialize, one user message, allow every `can_use_tool` with the
+//! --permission-prompt-tool stdio`; Qwen Code speaks the same with `--input-format stream-json`): initialize, one user message, allow every `can_use_tool` with the
 //! same input (for `AskUserQuestion` the input plus `answers`, the first option of every question), close
 //! stdin after the `result`.
 
@@ -29,7 +29,7 @@ pub async fn drive(
     loop {
         let Some(msg) = next_json(session, deadline).await? else {
             return Err(BenchError::Protocol(
-                "claude closed stdout before the turn's result".into(),
+                "the CLI closed stdout before the turn's result".into(),
             ));
         };
         match msg["type"].as_str() {
@@ -90,6 +90,6 @@ async fn wait_for(
         }
     }
     Err(BenchError::Protocol(
-        "claude closed stdout while the driver waited for an answer".into(),
+        "the CLI closed stdout while the driver waited for an answer".into(),
     ))
 }

@@ -84,7 +84,9 @@ pub async fn record(
         let deadline = Instant::now() + timeout;
         let mut session = Duplex::spawn(cmd, &what)?;
         let driven = match interface {
-            Interface::ClaudeControl => claude_control::drive(&mut session, prompt, deadline).await,
+            Interface::ClaudeControl | Interface::QwenControl => {
+                claude_control::drive(&mut session, prompt, deadline).await
+            }
             Interface::CodexAppServer => {
                 codex_app_server::drive(&mut session, &sandbox.cwd, prompt, deadline).await
             }
