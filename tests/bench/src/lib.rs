@@ -45,6 +45,8 @@
 //! | `AGENT_API_CLI_DIR` | install root of the pinned CLIs (default `$HOME/.cache/agent_api/clis`) |
 //! | `AGENT_API_SANDBOX_DIR` | where sandboxes are made (default `$HOME/.cache/agent_api/sandboxes`) |
 
+#![deny(missing_docs)]
+
 pub mod cli;
 pub mod clis;
 pub mod error;
