@@ -378,6 +378,7 @@ pub fn start_run(settings: RunSettings, transport: Transport, protocol: Box<dyn 
         escalation_stage: 0,
         oversized_lines: 0,
         replay_stderr: StderrCapture::default(),
+        converter_panic: None,
     };
     tokio::spawn(core.drive(source, lifecycle, stderr_task, control_rx, cancel_requested, abandoned, completion_tx));
     handle
@@ -417,14 +418,30 @@ struct Core {
     escalation_stage: u8,
     oversized_lines: u64,
     replay_stderr: StderrCapture,
+    converter_panic: Option<AgentError>,
 }
 
 impl Core {
-    fn with_ctx<T>(&mut self, f: impl FnOnce(&mut dyn Protocol, &mut Ctx<'_>) -> T) -> T {
+    /// Calls the protocol. A panicking protocol fails the run (typed `Protocol`, with its one
+    /// terminal error) instead of taking the driver down; it is not called again.
+    fn with_ctx<T>(&mut self, f: impl FnOnce(&mut dyn Protocol, &mut Ctx<'_>) -> T) -> Option<T> {
+        if self.converter_panic.is_some() {
+            return None;
+        }
         let mut ctx = Ctx { transcript: &mut self.transcript, outbox: &mut self.outbox };
-        let out = f(self.protocol.as_mut(), &mut ctx);
+        let protocol = self.protocol.as_mut();
+        let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(protocol, &mut ctx)));
         self.flush_outbox();
-        out
+        match out {
+            Ok(out) => Some(out),
+            Err(_) => {
+                let reason = format!("the {} converter panicked", self.protocol.name());
+                tracing::error!(%reason, "failing the run");
+                self.converter_panic = Some(AgentError::Protocol { reason });
+                self.kill_now();
+                None
+            }
+        }
     }
 
     fn flush_outbox(&mut self) {
@@ -461,7 +478,7 @@ impl Core {
             return;
         }
         self.stop = Some(reason);
-        let soft = reason != Stop::Abandoned && self.with_ctx(|p, ctx| p.interrupt(ctx));
+        let soft = reason != Stop::Abandoned && self.with_ctx(|p, ctx| p.interrupt(ctx)).unwrap_or(false);
         let grace = if soft { self.settings.cancel_grace } else { Duration::ZERO };
         self.escalate_at = Some(Instant::now() + grace);
     }
@@ -532,7 +549,7 @@ impl Core {
             Ok(message) => {
                 self.set_raw(&message);
                 let result = self.with_ctx(|p, ctx| p.on_message(message, ctx));
-                if let Err(Unparsed(error)) = result {
+                if let Some(Err(Unparsed(error))) = result {
                     self.transcript.unparsed(error, location, Some(raw_hash(text.as_bytes())));
                 }
                 self.transcript.set_raw(None);
@@ -552,7 +569,7 @@ impl Core {
         abandoned: CancellationToken,
         completion_tx: oneshot::Sender<Result<RunCompletion, AgentError>>,
     ) {
-        let mut failure = self.with_ctx(|p, ctx| p.start(ctx)).err();
+        let mut failure = self.with_ctx(|p, ctx| p.start(ctx)).and_then(Result::err);
         if failure.is_some() {
             self.kill_now();
         }
@@ -576,7 +593,7 @@ impl Core {
                     None => control_open = false,
                     Some(ControlMessage::Cancel) => self.begin_stop(Stop::Cancelled),
                     Some(ControlMessage::Command(command, reply)) => {
-                        let result = self.with_ctx(|p, ctx| p.on_control(command, ctx));
+                        let result = self.with_ctx(|p, ctx| p.on_control(command, ctx)).unwrap_or(Err(AgentError::RunFinished));
                         let _ = reply.send(result);
                     }
                 },
@@ -631,9 +648,12 @@ impl Core {
         };
         let (exit_code, signal) = exit.unwrap_or((None, None));
         let info = ExitInfo { exit_code, signal, stderr, oversized_lines: self.oversized_lines, stopped_by_daemon: self.stop.is_some() };
-        let mut result = match failure {
+        let mut result = match failure.or_else(|| self.converter_panic.take()) {
             Some(error) => Err(error),
-            None => self.with_ctx(|p, ctx| p.finish(&info, ctx)),
+            None => match self.with_ctx(|p, ctx| p.finish(&info, ctx)) {
+                Some(result) => result,
+                None => Err(self.converter_panic.take().expect("with_ctx records why it returned nothing")),
+            },
         };
         if cancel_requested.load(Ordering::SeqCst) || self.stop == Some(Stop::Cancelled) {
             result = Err(AgentError::Cancelled);

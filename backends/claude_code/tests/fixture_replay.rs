@@ -237,17 +237,7 @@ async fn multiturn_and_interrupt_sessions_keep_one_session_and_report_each_turn(
     let run = replay(&fixture_root().join("control/interrupt_stream.session.jsonl")).await;
     let items = assistant_items(&run);
     assert_eq!(items, ["word0 word1 word2 ", "Fast reply after interrupt"]);
-    let statuses: Vec<String> = run
-        .universal
-        .iter()
-        .filter_map(|e| match &e.body {
-            UniversalEventBody::ItemCompleted(d) => d.item.content.iter().find_map(|p| match p {
-                ContentPart::Status { label, .. } => Some(label.clone()),
-                _ => None,
-            }),
-            _ => None,
-        })
-        .collect();
+    let statuses: Vec<String> = run.status_labels();
     for want in ["interrupt_requested", "interrupted", "turn_interrupted"] {
         assert!(statuses.iter().any(|s| s == want), "{want} missing from {statuses:?}");
     }

@@ -7,10 +7,10 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use agent_api::universal::{ContentPart, UniversalEventBody};
+use agent_api::universal::UniversalEventBody;
 use agent_api::{AgentBackend, AgentError, RunRequest};
 use agent_api_codex::{CodexBackend, CodexConfig};
-use agent_api_conformance::{assert_conformant, record, RunRecord};
+use agent_api_conformance::{assert_conformant, record};
 use futures::StreamExt;
 
 /// The app-server handshake: each response only after the request it answers was read.
@@ -69,18 +69,6 @@ async fn assert_gone(dir: &Path) {
     assert!(!alive(pid), "process {pid} outlived the run");
 }
 
-fn statuses(run: &RunRecord) -> Vec<String> {
-    run.universal
-        .iter()
-        .filter_map(|e| match &e.body {
-            UniversalEventBody::ItemCompleted(d) => d.item.content.iter().find_map(|p| match p {
-                ContentPart::Status { label, .. } => Some(label.clone()),
-                _ => None,
-            }),
-            _ => None,
-        })
-        .collect()
-}
 
 #[tokio::test]
 async fn a_crash_mid_stream_is_a_typed_process_exit() {
@@ -141,7 +129,7 @@ async fn invalid_utf8_is_replaced_and_reported_not_fatal() {
     let run = record(f.backend.run(RunRequest::new("hi")).await.unwrap()).await;
     assert_conformant(&run);
     assert!(run.completion.is_ok(), "{:?}", run.completion);
-    assert!(statuses(&run).iter().any(|s| s == "native_line_invalid_utf8"));
+    assert!(run.status_labels().iter().any(|s| s == "native_line_invalid_utf8"));
     assert!(run.assistant_text().starts_with("Hello") || run.assistant_text().starts_with("Hel"));
 }
 
@@ -152,7 +140,7 @@ async fn a_20_mib_line_is_skipped_with_one_bounded_status() {
     let run = record(f.backend.run(RunRequest::new("hi")).await.unwrap()).await;
     assert_conformant(&run);
     assert!(run.completion.is_ok(), "{:?}", run.completion);
-    assert_eq!(statuses(&run).iter().filter(|s| *s == "native_line_skipped").count(), 1);
+    assert_eq!(run.status_labels().iter().filter(|s| *s == "native_line_skipped").count(), 1);
     assert_eq!(run.assistant_text(), "Hel", "the oversized delta never reaches the stream");
     assert!(run.wrapper.iter().all(|e| e.text.as_ref().is_none_or(|t| t.len() <= 65_536)));
 }

@@ -111,17 +111,7 @@ async fn mcp_web_search_plan_and_unknown_shapes_map_without_a_parse_failure() {
     let facets: Vec<Value> = run.wrapper_of(AgentWrapperEventKind::ToolCall).map(|e| e.data.clone().unwrap()["tool"].clone()).collect();
     assert!(facets.iter().any(|f| f["kind"] == "mcp_tool_call" && f["tool_name"] == "lookup"), "{facets:?}");
     assert!(facets.iter().any(|f| f["kind"] == "web_search"), "{facets:?}");
-    let labels: Vec<String> = run
-        .universal
-        .iter()
-        .filter_map(|e| match &e.body {
-            UniversalEventBody::ItemCompleted(d) => d.item.content.iter().find_map(|p| match p {
-                ContentPart::Status { label, .. } => Some(label.clone()),
-                _ => None,
-            }),
-            _ => None,
-        })
-        .collect();
+    let labels: Vec<String> = run.status_labels();
     for want in ["todo_list", "plan", "mcp_progress", "unknown_item", "unknown_notification", "turn_started", "turn_completed"] {
         assert!(labels.iter().any(|l| l == want), "no {want} status in {labels:?}");
     }

@@ -68,6 +68,20 @@ impl RunRecord {
             .collect()
     }
 
+    /// The labels of every completed status item, in order.
+    pub fn status_labels(&self) -> Vec<String> {
+        self.universal
+            .iter()
+            .filter_map(|e| match &e.body {
+                UniversalEventBody::ItemCompleted(d) => d.item.content.iter().find_map(|p| match p {
+                    agent_api::universal::ContentPart::Status { label, .. } => Some(label.clone()),
+                    _ => None,
+                }),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// The dotted types of the universal events, in order.
     pub fn types(&self) -> Vec<&'static str> {
         self.universal.iter().map(UniversalEvent::type_name).collect()

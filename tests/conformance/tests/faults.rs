@@ -211,3 +211,27 @@ async fn a_two_way_agent_gets_lines_on_stdin_and_stops_when_input_closes() {
     let echoed = run.wrapper_of(AgentWrapperEventKind::Status).filter_map(|e| e.message.clone()).find(|m| m.starts_with("echo"));
     assert_eq!(echoed.as_deref(), Some("echo: {\"hello\":1}"));
 }
+
+#[tokio::test]
+async fn a_panicking_converter_fails_the_run_with_one_terminal_error_and_no_process_left() {
+    struct Panics;
+    impl Protocol for Panics {
+        fn name(&self) -> &'static str {
+            "panics"
+        }
+        fn on_message(&mut self, _message: Value, _ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
+            panic!("a converter bug");
+        }
+        fn finish(&mut self, _exit: &ExitInfo, _ctx: &mut Ctx<'_>) -> Result<RunCompletion, AgentError> {
+            Ok(RunCompletion::new())
+        }
+    }
+    let spec = CommandSpec::new(env!("CARGO_BIN_EXE_fake_agent_cli")).arg("hang");
+    let transport = Transport::spawn(&spec, 1024).unwrap();
+    let run = record(start_run(settings(), transport, Box::new(Panics))).await;
+    assert_conformant(&run);
+    match &run.completion {
+        Err(AgentError::Protocol { reason }) => assert_eq!(reason, "the panics converter panicked"),
+        other => panic!("{other:?}"),
+    }
+}
