@@ -9,7 +9,7 @@
 use agent_api::kit::driver::{ExitInfo, Unparsed};
 use agent_api::kit::{Ctx, Protocol};
 use agent_api::universal::{ContentPart, FileAction, ItemKind, ItemRole, NewItem, ReasoningVisibility};
-use agent_api::{AgentError, RunCompletion, Usage};
+use agent_api::{AgentError, RunCompletion};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -19,18 +19,6 @@ use crate::tools::{ToolCall, ToolOutcome, Tools};
 
 /// Exec item types of codex-cli 0.169.0.
 pub const EXEC_ITEM_TYPES: &[&str] = &["agent_message", "reasoning", "command_execution", "file_change", "mcp_tool_call", "collab_tool_call", "web_search", "todo_list", "error"];
-
-#[derive(Debug, Deserialize, Default, Clone, Copy)]
-struct ExecUsage {
-    #[serde(default)]
-    input_tokens: u64,
-    #[serde(default)]
-    cached_input_tokens: u64,
-    #[serde(default)]
-    output_tokens: u64,
-    #[serde(default)]
-    reasoning_output_tokens: u64,
-}
 
 #[derive(Debug, Deserialize)]
 #[serde(tag = "type")]
@@ -42,7 +30,7 @@ enum ExecEvent {
     #[serde(rename = "turn.completed")]
     TurnCompleted {
         #[serde(default)]
-        usage: Option<ExecUsage>,
+        usage: Option<crate::schema::TokenUsageBreakdown>,
     },
     #[serde(rename = "turn.failed")]
     TurnFailed {
@@ -75,7 +63,7 @@ pub struct Exec {
     thread_id: Option<String>,
     tools: Tools,
     open: std::collections::HashMap<String, String>,
-    completed: Option<Option<ExecUsage>>,
+    completed: Option<Option<crate::schema::TokenUsageBreakdown>>,
     failed: Option<(ErrorClass, String)>,
     last_error: Option<String>,
     final_text: Option<String>,
@@ -256,14 +244,7 @@ impl Protocol for Exec {
         let mut completion = RunCompletion::new();
         completion.final_text = self.final_text.take();
         completion.native_session_id = self.thread_id.clone();
-        completion.usage = usage.map(|u| {
-            let mut usage = Usage::default();
-            usage.input_tokens = Some(u.input_tokens);
-            usage.cached_input_tokens = Some(u.cached_input_tokens);
-            usage.output_tokens = Some(u.output_tokens);
-            usage.reasoning_tokens = Some(u.reasoning_output_tokens);
-            usage
-        });
+        completion.usage = usage.map(|u| u.to_usage());
         // Exec reports the thread's cumulative usage, not this turn's.
         completion.data = Some(json!({"mode": "exec", "thread_id": self.thread_id, "usage_scope": "thread"}));
         Ok(completion)

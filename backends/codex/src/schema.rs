@@ -160,6 +160,16 @@ pub struct TokenUsageBreakdown {
     pub reasoning_output_tokens: u64,
 }
 
+impl TokenUsageBreakdown {
+    /// The counts as the completion's usage.
+    pub fn to_usage(&self) -> agent_api::Usage {
+        let mut usage = agent_api::Usage::tokens(self.input_tokens, self.output_tokens);
+        usage.cached_input_tokens = Some(self.cached_input_tokens);
+        usage.reasoning_tokens = Some(self.reasoning_output_tokens);
+        usage
+    }
+}
+
 /// `thread/tokenUsage/updated` params.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]

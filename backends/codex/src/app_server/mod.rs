@@ -22,7 +22,7 @@ use agent_api::kit::driver::{ExitInfo, Unparsed};
 use agent_api::kit::jsonrpc::{classify, Dialect, Message, RpcPeer};
 use agent_api::kit::{Ctx, Protocol};
 use agent_api::universal::{ContentPart, FileAction, ItemRole, NewItem, ReasoningVisibility, Transcript};
-use agent_api::{AgentError, ControlCommand, PermissionPolicy, RunCompletion, SessionSelector, Usage};
+use agent_api::{AgentError, ControlCommand, PermissionPolicy, RunCompletion, SessionSelector};
 use serde_json::{json, Value};
 
 use crate::argv::StartPlan;
@@ -503,14 +503,7 @@ impl Protocol for AppServer {
                 let mut completion = RunCompletion::new();
                 completion.final_text = self.items.final_text.take();
                 completion.native_session_id = self.thread_id.clone();
-                completion.usage = self.usage.map(|u| {
-                    let mut usage = Usage::default();
-                    usage.input_tokens = Some(u.input_tokens);
-                    usage.cached_input_tokens = Some(u.cached_input_tokens);
-                    usage.output_tokens = Some(u.output_tokens);
-                    usage.reasoning_tokens = Some(u.reasoning_output_tokens);
-                    usage
-                });
+                completion.usage = self.usage.as_ref().map(schema::TokenUsageBreakdown::to_usage);
                 completion.data = Some(json!({"mode": "app_server", "thread_id": self.thread_id, "turn_id": self.turn_id, "usage_scope": "turn"}));
                 Ok(completion)
             }
