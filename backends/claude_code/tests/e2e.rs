@@ -47,15 +47,6 @@ fn processes_in(dir: &Path) -> Vec<String> {
     left
 }
 
-fn completed_items(run: &RunRecord, kind: ItemKind) -> Vec<agent_api::universal::UniversalItem> {
-    run.universal
-        .iter()
-        .filter_map(|e| match &e.body {
-            UniversalEventBody::ItemCompleted(d) if d.item.kind == kind => Some(d.item.clone()),
-            _ => None,
-        })
-        .collect()
-}
 
 /// Reads a run's universal events, answering each permission with `decide`.
 async fn drive(handle: RunHandle, mut decide: impl FnMut(&str) -> PermissionDecision) -> RunRecord {
@@ -103,7 +94,7 @@ async fn e2e_shell_allowed_through_respond_permission_runs_the_command() {
     assert_conformant(&run);
     assert_eq!(run.of_type("permission.resolved").count(), 1);
     assert_eq!(std::fs::read_to_string(sandbox.cwd.join("out.txt")).unwrap(), "hi\n");
-    let result = &completed_items(&run, ItemKind::ToolResult)[0];
+    let result = &run.completed_items(ItemKind::ToolResult)[0];
     assert_eq!(result.tool.as_ref().unwrap().kind, "command_execution");
     assert_eq!(result.tool.as_ref().unwrap().exit_code, Some(0));
     assert_eq!(run.completion.as_ref().unwrap().final_text.as_deref(), Some("Tool finished. Output was: hi"));
@@ -133,7 +124,7 @@ async fn e2e_write_then_edit_reports_file_changes() {
     let run = drive(backend(&sandbox).run(request("create a file")).await.unwrap(), |_| PermissionDecision::Allow).await;
     assert_conformant(&run);
     assert_eq!(std::fs::read_to_string(sandbox.cwd.join("created.txt")).unwrap(), "edited by mock\n");
-    let actions: Vec<_> = completed_items(&run, ItemKind::ToolResult)
+    let actions: Vec<_> = run.completed_items(ItemKind::ToolResult)
         .iter()
         .flat_map(|i| i.content.clone())
         .filter_map(|p| match p {
@@ -255,6 +246,6 @@ async fn e2e_print_mode_runs_one_way() {
     let run = record(backend(&sandbox).run(req).await.unwrap()).await;
     assert_conformant(&run);
     assert_eq!(run.assistant_text(), "Hello from mock");
-    let user = completed_items(&run, ItemKind::Message).into_iter().find(|i| i.role == Some(ItemRole::User)).unwrap();
+    let user = run.completed_items(ItemKind::Message).into_iter().find(|i| i.role == Some(ItemRole::User)).unwrap();
     assert_eq!(user.text(), "-say hello");
 }

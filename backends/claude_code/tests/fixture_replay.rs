@@ -119,20 +119,11 @@ async fn api_error_fixtures_are_typed_and_reported_once() {
     }
 }
 
-fn tool_items(run: &RunRecord, kind: ItemKind) -> Vec<agent_api::universal::UniversalItem> {
-    run.universal
-        .iter()
-        .filter_map(|e| match &e.body {
-            UniversalEventBody::ItemCompleted(d) if d.item.kind == kind => Some(d.item.clone()),
-            _ => None,
-        })
-        .collect()
-}
 
 #[tokio::test]
 async fn bash_fixtures_map_to_command_execution_with_exit_code_and_byte_counts() {
     let run = replay(&fixture_root().join("print/bash_partial.stdout.jsonl")).await;
-    let calls = tool_items(&run, ItemKind::ToolCall);
+    let calls = run.completed_items(ItemKind::ToolCall);
     assert_eq!(calls.len(), 1);
     let call = &calls[0];
     assert_eq!(call.tool.as_ref().unwrap().kind, "command_execution");
@@ -143,7 +134,7 @@ async fn bash_fixtures_map_to_command_execution_with_exit_code_and_byte_counts()
     assert!(run.universal.iter().any(|e| matches!(&e.body, UniversalEventBody::ItemStarted(d) if d.item.item_id == parent && d.item.kind == ItemKind::Message)));
     // The input streamed as deltas on the tool_call item.
     assert_eq!(run.universal.iter().filter(|e| matches!(&e.body, UniversalEventBody::ItemDelta(d) if d.item_id == call.item_id)).count(), 2);
-    let results = tool_items(&run, ItemKind::ToolResult);
+    let results = run.completed_items(ItemKind::ToolResult);
     let meta = results[0].tool.as_ref().unwrap();
     assert_eq!((meta.kind.as_str(), meta.exit_code, meta.bytes.stdout), ("command_execution", Some(0), 2));
     assert_eq!(results[0].parent_id.as_deref(), Some(call.item_id.as_str()));
@@ -153,7 +144,7 @@ async fn bash_fixtures_map_to_command_execution_with_exit_code_and_byte_counts()
     assert_eq!(facet["tool"]["status"], "completed");
 
     let denied = replay(&fixture_root().join("print/bash_denied.stdout.jsonl")).await;
-    let result = &tool_items(&denied, ItemKind::ToolResult)[0];
+    let result = &denied.completed_items(ItemKind::ToolResult)[0];
     assert_eq!(result.status, ItemStatus::Failed);
     assert_eq!(denied.completion.as_ref().unwrap().data.as_ref().unwrap()["permission_denials"], 1);
 }
@@ -162,7 +153,7 @@ async fn bash_fixtures_map_to_command_execution_with_exit_code_and_byte_counts()
 async fn write_and_edit_fixtures_carry_file_refs_with_diffs() {
     for fixture in ["print/write_accept_edits.stdout.jsonl", "control/write_can_use_tool.session.jsonl"] {
         let run = replay(&fixture_root().join(fixture)).await;
-        let refs: Vec<(String, agent_api::universal::FileAction, Option<String>)> = tool_items(&run, ItemKind::ToolResult)
+        let refs: Vec<(String, agent_api::universal::FileAction, Option<String>)> = run.completed_items(ItemKind::ToolResult)
             .iter()
             .flat_map(|i| i.content.clone())
             .filter_map(|p| match p {
@@ -176,7 +167,7 @@ async fn write_and_edit_fixtures_carry_file_refs_with_diffs() {
         assert!(refs[0].2.as_deref().unwrap().contains("+created by mock"), "{fixture}");
         assert_eq!(refs[1].1, agent_api::universal::FileAction::Patch);
         assert!(refs[1].2.as_deref().unwrap().contains("-created by mock\n+edited by mock"), "{fixture}");
-        let calls = tool_items(&run, ItemKind::ToolCall);
+        let calls = run.completed_items(ItemKind::ToolCall);
         assert!(calls.iter().all(|c| c.tool.as_ref().unwrap().kind == "file_change"), "{fixture}");
     }
 }

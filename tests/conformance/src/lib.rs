@@ -68,6 +68,17 @@ impl RunRecord {
             .collect()
     }
 
+    /// Every completed item of one kind, in order.
+    pub fn completed_items(&self, kind: agent_api::universal::ItemKind) -> Vec<agent_api::universal::UniversalItem> {
+        self.universal
+            .iter()
+            .filter_map(|e| match &e.body {
+                UniversalEventBody::ItemCompleted(d) if d.item.kind == kind => Some(d.item.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// The labels of every completed status item, in order.
     pub fn status_labels(&self) -> Vec<String> {
         self.universal
