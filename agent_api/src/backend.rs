@@ -43,7 +43,12 @@ pub trait AgentBackend: Send + Sync {
 
 /// The checks every run goes through before spawning: a non-empty prompt, an existing working
 /// directory, every needed capability advertised, and only known extension keys.
-pub fn validate_request(kind: &AgentKind, capabilities: &CapabilitySet, extension_keys: &[&str], request: &RunRequest) -> Result<(), AgentError> {
+pub fn validate_request(
+    kind: &AgentKind,
+    capabilities: &CapabilitySet,
+    extension_keys: &[&str],
+    request: &RunRequest,
+) -> Result<(), AgentError> {
     if request.prompt.text.trim().is_empty() {
         return Err(AgentError::InvalidRequest { reason: "the prompt is empty".into() });
     }

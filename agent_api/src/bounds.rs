@@ -113,16 +113,14 @@ pub fn enforce(mut event: AgentWrapperEvent) -> Vec<AgentWrapperEvent> {
         event.data = Some(bound_data(d));
     }
     match event.text.take() {
-        Some(text) if text.len() > TEXT_BOUND && event.kind == AgentWrapperEventKind::TextOutput => {
-            split_text(&text, TEXT_BOUND)
-                .into_iter()
-                .map(|piece| {
-                    let mut part = event.clone();
-                    part.text = Some(piece.to_string());
-                    part
-                })
-                .collect()
-        }
+        Some(text) if text.len() > TEXT_BOUND && event.kind == AgentWrapperEventKind::TextOutput => split_text(&text, TEXT_BOUND)
+            .into_iter()
+            .map(|piece| {
+                let mut part = event.clone();
+                part.text = Some(piece.to_string());
+                part
+            })
+            .collect(),
         Some(text) if text.len() > TEXT_BOUND => {
             // Only TextOutput is split (seed 004); other kinds keep one event and a cut text.
             event.text = Some(truncate_message(&text, TEXT_BOUND));

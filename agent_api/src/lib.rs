@@ -48,4 +48,7 @@ pub use event::{AgentWrapperEvent, AgentWrapperEventKind};
 pub use gateway::Gateway;
 pub use kind::AgentKind;
 pub use request::{PermissionPolicy, PermissionRule, Prompt, RunRequest, SessionSelector, ToolCategory};
-pub use run::{Completion, ControlCommand, PermissionDecision, QuestionAnswer, RunCompletion, RunControl, RunHandle, UniversalEvents, Usage, WrapperEvents};
+pub use run::{
+    Completion, ControlCommand, PermissionDecision, QuestionAnswer, RunCompletion, RunControl, RunHandle, UniversalEvents, Usage,
+    WrapperEvents,
+};

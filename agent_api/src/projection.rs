@@ -120,7 +120,9 @@ impl Projector {
                 self.tool_event(item, phase, event)
             }
             ItemKind::Status | ItemKind::System => Some(self.status("status", status_text(item))),
-            ItemKind::Unknown => Some(self.event(Kind::Unknown).with_channel("status").with_message("an item the backend could not classify")),
+            ItemKind::Unknown => {
+                Some(self.event(Kind::Unknown).with_channel("status").with_message("an item the backend could not classify"))
+            }
             // Message text already streamed as deltas (the delta policy guarantees one).
             _ => None,
         }
@@ -190,5 +192,9 @@ fn status_text(item: &UniversalItem) -> String {
         }
     }
     let text = item.text();
-    if text.is_empty() { "status".to_string() } else { text }
+    if text.is_empty() {
+        "status".to_string()
+    } else {
+        text
+    }
 }

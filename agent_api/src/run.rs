@@ -339,8 +339,8 @@ impl std::future::Future for Completion {
     type Output = Result<RunCompletion, AgentError>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        Pin::new(&mut self.rx).poll(cx).map(|r| {
-            r.unwrap_or_else(|_| Err(AgentError::Protocol { reason: "the run ended without reporting a completion".into() }))
-        })
+        Pin::new(&mut self.rx)
+            .poll(cx)
+            .map(|r| r.unwrap_or_else(|_| Err(AgentError::Protocol { reason: "the run ended without reporting a completion".into() })))
     }
 }

@@ -22,7 +22,8 @@ pub fn print(agent: Option<&str>, format: CapabilityFormat) -> Result<ExitCode, 
     match format {
         CapabilityFormat::Matrix => print!("{}", render_matrix(&rows)),
         CapabilityFormat::Json => {
-            let map: serde_json::Map<String, serde_json::Value> = rows.iter().map(|r| (r.kind.clone(), serde_json::json!(r.capabilities))).collect();
+            let map: serde_json::Map<String, serde_json::Value> =
+                rows.iter().map(|r| (r.kind.clone(), serde_json::json!(r.capabilities))).collect();
             println!("{}", serde_json::to_string_pretty(&map).expect("JSON serializes"));
         }
         CapabilityFormat::Table => {

@@ -70,10 +70,16 @@ impl Pretty {
     pub fn universal(&mut self, out: &mut impl Write, event: &UniversalEvent) {
         let detail = match &event.body {
             UniversalEventBody::ItemDelta(d) => format!("{:?}", d.delta),
-            UniversalEventBody::ItemStarted(d) | UniversalEventBody::ItemCompleted(d) => format!("{} {:?} {:?}", d.item.item_id, d.item.kind, d.item.status),
+            UniversalEventBody::ItemStarted(d) | UniversalEventBody::ItemCompleted(d) => {
+                format!("{} {:?} {:?}", d.item.item_id, d.item.kind, d.item.status)
+            }
             UniversalEventBody::Error(e) => e.message.clone(),
-            UniversalEventBody::PermissionRequested(p) | UniversalEventBody::PermissionResolved(p) => format!("{} {:?} {}", p.permission_id, p.status, p.action),
-            UniversalEventBody::QuestionRequested(q) | UniversalEventBody::QuestionResolved(q) => format!("{} {:?} {}", q.question_id, q.status, q.prompt),
+            UniversalEventBody::PermissionRequested(p) | UniversalEventBody::PermissionResolved(p) => {
+                format!("{} {:?} {}", p.permission_id, p.status, p.action)
+            }
+            UniversalEventBody::QuestionRequested(q) | UniversalEventBody::QuestionResolved(q) => {
+                format!("{} {:?} {}", q.question_id, q.status, q.prompt)
+            }
             _ => String::new(),
         };
         let source = if event.synthetic { "daemon" } else { "agent" };

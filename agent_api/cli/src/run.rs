@@ -41,11 +41,12 @@ pub async fn run(options: RunOptions) -> Result<ExitCode, String> {
         }
     };
     backend(&kind)?;
-    let mut request = RunRequest::new(options.prompt.as_str()).with_include_raw(options.include_raw).with_permissions(match options.approve {
-        Approve::Ask => PermissionPolicy::Ask,
-        Approve::All => PermissionPolicy::ApproveAll,
-        Approve::None => PermissionPolicy::DenyAll,
-    });
+    let mut request =
+        RunRequest::new(options.prompt.as_str()).with_include_raw(options.include_raw).with_permissions(match options.approve {
+            Approve::Ask => PermissionPolicy::Ask,
+            Approve::All => PermissionPolicy::ApproveAll,
+            Approve::None => PermissionPolicy::DenyAll,
+        });
     if let Some(cwd) = &options.cwd {
         request = request.with_working_dir(cwd);
     }
@@ -87,7 +88,9 @@ pub async fn run(options: RunOptions) -> Result<ExitCode, String> {
                         Format::Pretty => pretty.wrapper(&mut out, &wrapper),
                     }
                 }
-                if format == Format::Pretty && matches!(&event.body, UniversalEventBody::ItemCompleted(d) if d.item.kind == agent_api::universal::ItemKind::Message) {
+                if format == Format::Pretty
+                    && matches!(&event.body, UniversalEventBody::ItemCompleted(d) if d.item.kind == agent_api::universal::ItemKind::Message)
+                {
                     pretty.end_of_message(&mut out);
                 }
             }
@@ -121,7 +124,11 @@ async fn answer_hitl(event: &UniversalEvent, control: &RunControl, approve: Appr
         UniversalEventBody::PermissionRequested(p) => {
             let decision = if interactive && approve == Approve::Ask {
                 let answer = ask(format!("Allow {}? [y/N] ", p.action)).await;
-                if answer.trim().eq_ignore_ascii_case("y") { PermissionDecision::Allow } else { PermissionDecision::Deny { message: Some("denied at the terminal".into()) } }
+                if answer.trim().eq_ignore_ascii_case("y") {
+                    PermissionDecision::Allow
+                } else {
+                    PermissionDecision::Deny { message: Some("denied at the terminal".into()) }
+                }
             } else {
                 if approve == Approve::Ask {
                     eprintln!("agent-api: no terminal to ask; denying {}", p.action);

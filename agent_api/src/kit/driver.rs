@@ -512,7 +512,8 @@ impl Core {
             SourceItem::Line(Line::Complete(bytes)) => self.handle_line(bytes),
             SourceItem::Line(Line::Oversize { bytes }) => {
                 self.oversized_lines += 1;
-                let detail = format!("a native line of {bytes} bytes exceeded the {}-byte line cap and was skipped", self.settings.line_cap);
+                let detail =
+                    format!("a native line of {bytes} bytes exceeded the {}-byte line cap and was skipped", self.settings.line_cap);
                 self.transcript.daemon_status("native_line_skipped", Some(detail));
             }
             SourceItem::Sent(message) => {
@@ -554,7 +555,9 @@ impl Core {
                 }
                 self.transcript.set_raw(None);
             }
-            Err(e) => self.transcript.unparsed(format!("not a JSON line: {}", describe_json_error(&e)), location, Some(raw_hash(text.as_bytes()))),
+            Err(e) => {
+                self.transcript.unparsed(format!("not a JSON line: {}", describe_json_error(&e)), location, Some(raw_hash(text.as_bytes())))
+            }
         }
     }
 

@@ -86,7 +86,8 @@ impl HttpClient {
         let body = if bytes.iter().all(u8::is_ascii_whitespace) {
             Value::Null
         } else {
-            serde_json::from_slice(&bytes).map_err(|e| AgentError::Http { status: Some(status), reason: format!("{path}: the body is not JSON: {e}") })?
+            serde_json::from_slice(&bytes)
+                .map_err(|e| AgentError::Http { status: Some(status), reason: format!("{path}: the body is not JSON: {e}") })?
         };
         Ok(JsonReply { status, body })
     }
@@ -116,7 +117,12 @@ impl HttpClient {
                 }
                 match body.frame().await {
                     None => return None,
-                    Some(Err(e)) => return Some((Err(AgentError::Http { status: None, reason: format!("the event stream broke: {e}") }), (body, decoder, ready))),
+                    Some(Err(e)) => {
+                        return Some((
+                            Err(AgentError::Http { status: None, reason: format!("the event stream broke: {e}") }),
+                            (body, decoder, ready),
+                        ))
+                    }
                     Some(Ok(frame)) => {
                         if let Ok(data) = frame.into_data() {
                             ready.extend(decoder.push(&data));

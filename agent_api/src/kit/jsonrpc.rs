@@ -185,7 +185,10 @@ mod tests {
 
     #[test]
     fn requests_responses_and_errors_are_told_apart() {
-        assert!(matches!(classify(json!({"id": 0, "method": "item/commandExecution/requestApproval", "params": {}})).unwrap(), Message::Request { .. }));
+        assert!(matches!(
+            classify(json!({"id": 0, "method": "item/commandExecution/requestApproval", "params": {}})).unwrap(),
+            Message::Request { .. }
+        ));
         assert!(matches!(classify(json!({"id": 3, "result": {}})).unwrap(), Message::Response { .. }));
         let err = classify(json!({"id": 3, "error": {"code": -32602, "message": "Session not found"}})).unwrap();
         assert_eq!(err, Message::ErrorResponse { id: json!(3), code: -32602, message: "Session not found".into() });

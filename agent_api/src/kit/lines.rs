@@ -76,7 +76,11 @@ impl<R: AsyncBufRead + Unpin> BoundedLineReader<R> {
             }
             self.reader.consume(chunk_len + usize::from(found_newline));
             if found_newline {
-                return Ok(Some(if oversize { Line::Oversize { bytes: skipped } } else { Line::Complete(trim_cr(std::mem::take(&mut self.buf))) }));
+                return Ok(Some(if oversize {
+                    Line::Oversize { bytes: skipped }
+                } else {
+                    Line::Complete(trim_cr(std::mem::take(&mut self.buf)))
+                }));
             }
         }
     }
@@ -112,7 +116,12 @@ mod tests {
         let out = read_all(b"{\"a\":1}\r\n{\"bb\":22}\n\nlast", 100).await;
         assert_eq!(
             out,
-            [Line::Complete(b"{\"a\":1}".to_vec()), Line::Complete(b"{\"bb\":22}".to_vec()), Line::Complete(Vec::new()), Line::Complete(b"last".to_vec())]
+            [
+                Line::Complete(b"{\"a\":1}".to_vec()),
+                Line::Complete(b"{\"bb\":22}".to_vec()),
+                Line::Complete(Vec::new()),
+                Line::Complete(b"last".to_vec())
+            ]
         );
     }
 

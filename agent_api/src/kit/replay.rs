@@ -97,7 +97,9 @@ fn session_item(line: Line) -> SourceItem {
             Err(e) => SourceItem::Malformed(format!("recorded send is not JSON: {e}")),
         },
         Ok(SessionLine { dir: "stderr", msg }) => SourceItem::Stderr(serde_json::from_str::<String>(msg.get()).unwrap_or_default()),
-        Ok(SessionLine { dir, .. }) => SourceItem::Malformed(format!("unknown session direction {:?}", crate::bounds::utf8_prefix(dir, 32))),
+        Ok(SessionLine { dir, .. }) => {
+            SourceItem::Malformed(format!("unknown session direction {:?}", crate::bounds::utf8_prefix(dir, 32)))
+        }
         Err(e) => SourceItem::Malformed(format!("not a session line: {e}")),
     }
 }
@@ -138,9 +140,14 @@ pub async fn open_recording(reader: impl AsyncRead + Send + Unpin + 'static) -> 
 
 /// Replays a recording through `backend`'s protocol, as a run whose events can be read in
 /// either view.
-pub async fn replay(backend: &dyn AgentBackend, reader: impl AsyncRead + Send + Unpin + 'static, options: ReplayOptions) -> Result<RunHandle, AgentError> {
+pub async fn replay(
+    backend: &dyn AgentBackend,
+    reader: impl AsyncRead + Send + Unpin + 'static,
+    options: ReplayOptions,
+) -> Result<RunHandle, AgentError> {
     let (format, source) = open_recording(reader).await?;
-    let stderr: Vec<std::io::Result<SourceItem>> = options.stderr.iter().flat_map(|text| text.lines()).map(|line| Ok(SourceItem::Stderr(line.to_string()))).collect();
+    let stderr: Vec<std::io::Result<SourceItem>> =
+        options.stderr.iter().flat_map(|text| text.lines()).map(|line| Ok(SourceItem::Stderr(line.to_string()))).collect();
     let source: LineSource = futures::stream::iter(stderr).chain(source).boxed();
     let protocol = backend.replay_protocol(format)?;
     let mut settings = RunSettings::new(backend.kind());
@@ -151,7 +158,8 @@ pub async fn replay(backend: &dyn AgentBackend, reader: impl AsyncRead + Send + 
 
 /// Replays a file; the exit code comes from a `<scenario>.meta.json` beside it, when present.
 pub async fn replay_file(backend: &dyn AgentBackend, path: &Path, include_raw: bool) -> Result<RunHandle, AgentError> {
-    let file = tokio::fs::File::open(path).await.map_err(|e| AgentError::Replay { reason: format!("cannot open {}: {e}", path.display()) })?;
+    let file =
+        tokio::fs::File::open(path).await.map_err(|e| AgentError::Replay { reason: format!("cannot open {}: {e}", path.display()) })?;
     replay(backend, file, ReplayOptions::beside(path).include_raw(include_raw)).await
 }
 

@@ -361,7 +361,10 @@ impl Transcript {
         let room = max.saturating_sub(open.assembled.len());
         open.assembled.push_str(crate::bounds::utf8_prefix(text, room));
         let native_item_id = open.item.native_item_id.clone();
-        self.emit(source, UniversalEventBody::ItemDelta(ItemDeltaData { item_id: item_id.to_string(), native_item_id, delta: text.to_string() }));
+        self.emit(
+            source,
+            UniversalEventBody::ItemDelta(ItemDeltaData { item_id: item_id.to_string(), native_item_id, delta: text.to_string() }),
+        );
     }
 
     /// Streams a fragment for the item with this provider id; when that item is not known yet,
@@ -415,14 +418,21 @@ impl Transcript {
             // delta with the full content comes right before the completion.
             let full = streamable_text(&item);
             if !full.is_empty() {
-                self.emit(EventSource::Daemon, UniversalEventBody::ItemDelta(ItemDeltaData {
-                    item_id: item.item_id.clone(),
-                    native_item_id: item.native_item_id.clone(),
-                    delta: full,
-                }));
+                self.emit(
+                    EventSource::Daemon,
+                    UniversalEventBody::ItemDelta(ItemDeltaData {
+                        item_id: item.item_id.clone(),
+                        native_item_id: item.native_item_id.clone(),
+                        delta: full,
+                    }),
+                );
             }
         }
-        if item.kind == ItemKind::Message && item.role == Some(ItemRole::Assistant) && !item.is_reasoning() && status == ItemStatus::Completed {
+        if item.kind == ItemKind::Message
+            && item.role == Some(ItemRole::Assistant)
+            && !item.is_reasoning()
+            && status == ItemStatus::Completed
+        {
             let text = item.text();
             // A message that only carried tool calls is not an answer.
             if !text.is_empty() {
@@ -484,7 +494,12 @@ impl Transcript {
 
     /// The agent asks for permission; answer it with `RunControl::respond_permission(id, …)`.
     pub fn permission_requested(&mut self, permission_id: impl Into<String>, action: impl Into<String>, metadata: Option<Value>) {
-        let data = PermissionEventData { permission_id: permission_id.into(), action: action.into(), status: PermissionStatus::Requested, metadata };
+        let data = PermissionEventData {
+            permission_id: permission_id.into(),
+            action: action.into(),
+            status: PermissionStatus::Requested,
+            metadata,
+        };
         self.permissions.insert(data.permission_id.clone(), data.clone());
         self.emit(EventSource::Agent, UniversalEventBody::PermissionRequested(data));
     }
@@ -496,7 +511,8 @@ impl Transcript {
 
     /// A pending permission request was decided.
     pub fn permission_resolved(&mut self, permission_id: &str, approved: bool) -> Result<(), AgentError> {
-        let mut data = self.permissions.remove(permission_id).ok_or_else(|| AgentError::UnknownPermission { id: permission_id.to_string() })?;
+        let mut data =
+            self.permissions.remove(permission_id).ok_or_else(|| AgentError::UnknownPermission { id: permission_id.to_string() })?;
         data.status = if approved { PermissionStatus::Approved } else { PermissionStatus::Denied };
         self.emit(EventSource::Daemon, UniversalEventBody::PermissionResolved(data));
         Ok(())
@@ -504,7 +520,13 @@ impl Transcript {
 
     /// The agent asks a question; answer it with `RunControl::answer_question(id, …)`.
     pub fn question_requested(&mut self, question_id: impl Into<String>, prompt: impl Into<String>, options: Vec<String>) {
-        let data = QuestionEventData { question_id: question_id.into(), prompt: prompt.into(), options, response: None, status: QuestionStatus::Requested };
+        let data = QuestionEventData {
+            question_id: question_id.into(),
+            prompt: prompt.into(),
+            options,
+            response: None,
+            status: QuestionStatus::Requested,
+        };
         self.questions.insert(data.question_id.clone(), data.clone());
         self.emit(EventSource::Agent, UniversalEventBody::QuestionRequested(data));
     }
@@ -549,14 +571,29 @@ impl Transcript {
             return;
         }
         self.close_open();
-        let data = SessionEndedData { reason: end.reason, terminated_by: end.terminated_by, message: end.message, exit_code: end.exit_code, stderr: end.stderr };
+        let data = SessionEndedData {
+            reason: end.reason,
+            terminated_by: end.terminated_by,
+            message: end.message,
+            exit_code: end.exit_code,
+            stderr: end.stderr,
+        };
         self.emit(EventSource::Daemon, UniversalEventBody::SessionEnded(data));
         self.ended = true;
     }
 }
 
 fn placeholder_item() -> UniversalItem {
-    UniversalItem { item_id: String::new(), native_item_id: None, parent_id: None, kind: ItemKind::Unknown, role: None, content: Vec::new(), status: ItemStatus::InProgress, tool: None }
+    UniversalItem {
+        item_id: String::new(),
+        native_item_id: None,
+        parent_id: None,
+        kind: ItemKind::Unknown,
+        role: None,
+        content: Vec::new(),
+        status: ItemStatus::InProgress,
+        tool: None,
+    }
 }
 
 /// Puts the text assembled from deltas into the part it belongs to: the first text-bearing

@@ -24,7 +24,8 @@ pub const EXT_PERMISSION_MODE: &str = "backend.claude_code.permission_mode";
 pub const EXT_MAX_TURNS: &str = "backend.claude_code.max_turns";
 
 /// Every extension key the backend understands.
-pub const EXTENSION_KEYS: &[&str] = &[EXT_MODE, EXT_EXTRA_DIRS, EXT_SYSTEM_PROMPT_APPEND, EXT_ALLOWED_TOOLS, EXT_DISALLOWED_TOOLS, EXT_PERMISSION_MODE, EXT_MAX_TURNS];
+pub const EXTENSION_KEYS: &[&str] =
+    &[EXT_MODE, EXT_EXTRA_DIRS, EXT_SYSTEM_PROMPT_APPEND, EXT_ALLOWED_TOOLS, EXT_DISALLOWED_TOOLS, EXT_PERMISSION_MODE, EXT_MAX_TURNS];
 
 /// Which channel a run uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,7 +62,9 @@ fn string_ext<'a>(request: &'a RunRequest, key: &str) -> Result<Option<&'a str>,
 fn list_ext(request: &RunRequest, key: &str) -> Result<Vec<String>, AgentError> {
     match request.extensions.get(key) {
         None => Ok(Vec::new()),
-        Some(Value::Array(items)) => items.iter().map(|v| v.as_str().map(str::to_string).ok_or_else(|| invalid(key, "must be an array of strings"))).collect(),
+        Some(Value::Array(items)) => {
+            items.iter().map(|v| v.as_str().map(str::to_string).ok_or_else(|| invalid(key, "must be an array of strings"))).collect()
+        }
         Some(_) => Err(invalid(key, "must be an array of strings")),
     }
 }
@@ -73,7 +76,11 @@ fn policy_mode(policy: &PermissionPolicy) -> (Option<&'static str>, Vec<&'static
         PermissionPolicy::ByCategory(_) => {
             let mode = (policy.rule(ToolCategory::FileWrite) == PermissionRule::Approve).then_some("acceptEdits");
             let mut tools = Vec::new();
-            for (category, names) in [(ToolCategory::Shell, &["Bash"][..]), (ToolCategory::Network, &["WebFetch", "WebSearch"][..]), (ToolCategory::FileRead, &["Read", "Glob", "Grep"][..])] {
+            for (category, names) in [
+                (ToolCategory::Shell, &["Bash"][..]),
+                (ToolCategory::Network, &["WebFetch", "WebSearch"][..]),
+                (ToolCategory::FileRead, &["Read", "Glob", "Grep"][..]),
+            ] {
                 if policy.rule(category) == PermissionRule::Approve {
                     tools.extend_from_slice(names);
                 }
@@ -91,7 +98,8 @@ pub fn invocation(config: &ClaudeCodeConfig, request: &RunRequest) -> Result<Inv
         Some("print") => Mode::Print,
         Some(_) => return Err(invalid(EXT_MODE, "must be \"control\" or \"print\"")),
     };
-    let mut spec = CommandSpec::new(&config.binary).args(["-p", "--output-format", "stream-json", "--verbose", "--include-partial-messages"]);
+    let mut spec =
+        CommandSpec::new(&config.binary).args(["-p", "--output-format", "stream-json", "--verbose", "--include-partial-messages"]);
     if mode == Mode::Control {
         spec = spec.args(["--input-format", "stream-json", "--permission-prompt-tool", "stdio"]).with_stdin();
     }
@@ -188,7 +196,15 @@ mod tests {
             .with_extension(EXT_SYSTEM_PROMPT_APPEND, json!("be brief"))
             .with_extension(EXT_MAX_TURNS, json!(3));
         let args = argv(&req).join(" ");
-        for want in ["--model claude-sonnet-4-5", "--resume abc --fork-session", "--add-dir /a --add-dir /b", "--allowedTools Bash(git:*),Read", "--disallowedTools WebFetch", "--append-system-prompt be brief", "--max-turns 3"] {
+        for want in [
+            "--model claude-sonnet-4-5",
+            "--resume abc --fork-session",
+            "--add-dir /a --add-dir /b",
+            "--allowedTools Bash(git:*),Read",
+            "--disallowedTools WebFetch",
+            "--append-system-prompt be brief",
+            "--max-turns 3",
+        ] {
             assert!(args.contains(want), "{want} missing from {args}");
         }
         assert!(argv(&RunRequest::new("hi").with_session(SessionSelector::ResumeLast)).contains(&"--continue".to_string()));
@@ -198,14 +214,17 @@ mod tests {
     fn approve_all_asks_for_bypass_and_file_write_approval_for_accept_edits() {
         let inv = invocation(&ClaudeCodeConfig::default(), &RunRequest::new("hi").with_permissions(PermissionPolicy::ApproveAll)).unwrap();
         assert!(inv.bypass);
-        let rules = [(ToolCategory::FileWrite, PermissionRule::Approve), (ToolCategory::Shell, PermissionRule::Approve)].into_iter().collect();
+        let rules =
+            [(ToolCategory::FileWrite, PermissionRule::Approve), (ToolCategory::Shell, PermissionRule::Approve)].into_iter().collect();
         let args = argv(&RunRequest::new("hi").with_permissions(PermissionPolicy::ByCategory(rules))).join(" ");
         assert!(args.contains("--permission-mode acceptEdits") && args.contains("--allowedTools Bash"), "{args}");
     }
 
     #[test]
     fn malformed_extensions_fail_before_spawning() {
-        for (key, value) in [(EXT_MODE, json!("tui")), (EXT_EXTRA_DIRS, json!("/a")), (EXT_MAX_TURNS, json!(0)), (EXT_PERMISSION_MODE, json!("yolo"))] {
+        for (key, value) in
+            [(EXT_MODE, json!("tui")), (EXT_EXTRA_DIRS, json!("/a")), (EXT_MAX_TURNS, json!(0)), (EXT_PERMISSION_MODE, json!("yolo"))]
+        {
             let err = invocation(&ClaudeCodeConfig::default(), &RunRequest::new("hi").with_extension(key, value)).unwrap_err();
             assert!(matches!(err, AgentError::InvalidExtension { .. }), "{key}: {err:?}");
         }

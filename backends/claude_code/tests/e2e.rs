@@ -47,7 +47,6 @@ fn processes_in(dir: &Path) -> Vec<String> {
     left
 }
 
-
 /// Reads a run's universal events, answering each permission with `decide`.
 async fn drive(handle: RunHandle, mut decide: impl FnMut(&str) -> PermissionDecision) -> RunRecord {
     let control = handle.control();
@@ -82,7 +81,8 @@ async fn e2e_thinking_arrives_as_reasoning() {
     let Some((_server, sandbox)) = bench("reasoning").await else { return };
     let run = record(backend(&sandbox).run(request("say hello")).await.unwrap()).await;
     assert_conformant(&run);
-    let reasoning: String = run.wrapper.iter().filter(|e| e.channel.as_deref() == Some("reasoning")).filter_map(|e| e.text.clone()).collect();
+    let reasoning: String =
+        run.wrapper.iter().filter(|e| e.channel.as_deref() == Some("reasoning")).filter_map(|e| e.text.clone()).collect();
     assert_eq!(reasoning, "The user said hello. I should greet them back.");
     assert_eq!(run.assistant_text(), "Hello after thinking");
 }
@@ -103,7 +103,10 @@ async fn e2e_shell_allowed_through_respond_permission_runs_the_command() {
 #[tokio::test]
 async fn e2e_shell_denied_leaves_no_file() {
     let Some((_server, sandbox)) = bench("shell").await else { return };
-    let run = drive(backend(&sandbox).run(request("run the command")).await.unwrap(), |_| PermissionDecision::Deny { message: Some("not today".into()) }).await;
+    let run = drive(backend(&sandbox).run(request("run the command")).await.unwrap(), |_| PermissionDecision::Deny {
+        message: Some("not today".into()),
+    })
+    .await;
     assert_conformant(&run);
     assert!(!sandbox.cwd.join("out.txt").exists());
     assert!(run.completion.as_ref().unwrap().final_text.as_deref().unwrap().contains("not today"));
@@ -113,7 +116,9 @@ async fn e2e_shell_denied_leaves_no_file() {
 async fn e2e_shell_allowed_with_modified_input_runs_the_modified_command() {
     let Some((_server, sandbox)) = bench("shell").await else { return };
     let modified = json!({ "command": "echo CHANGED > out.txt && cat out.txt", "description": "modified" });
-    let run = drive(backend(&sandbox).run(request("run the command")).await.unwrap(), |_| PermissionDecision::AllowWithInput(modified.clone())).await;
+    let run =
+        drive(backend(&sandbox).run(request("run the command")).await.unwrap(), |_| PermissionDecision::AllowWithInput(modified.clone()))
+            .await;
     assert_conformant(&run);
     assert_eq!(std::fs::read_to_string(sandbox.cwd.join("out.txt")).unwrap(), "CHANGED\n");
 }
@@ -124,7 +129,8 @@ async fn e2e_write_then_edit_reports_file_changes() {
     let run = drive(backend(&sandbox).run(request("create a file")).await.unwrap(), |_| PermissionDecision::Allow).await;
     assert_conformant(&run);
     assert_eq!(std::fs::read_to_string(sandbox.cwd.join("created.txt")).unwrap(), "edited by mock\n");
-    let actions: Vec<_> = run.completed_items(ItemKind::ToolResult)
+    let actions: Vec<_> = run
+        .completed_items(ItemKind::ToolResult)
         .iter()
         .flat_map(|i| i.content.clone())
         .filter_map(|p| match p {
@@ -213,11 +219,13 @@ async fn e2e_resume_and_fork_in_new_processes_see_the_earlier_turn() {
     assert_conformant(&first);
     let session = first.completion.as_ref().unwrap().native_session_id.clone().unwrap();
     assert!(first.assistant_text().contains("user_turns=1"), "{}", first.assistant_text());
-    let second = record(backend(&sandbox).run(request("second turn").with_session(SessionSelector::Resume(session.clone()))).await.unwrap()).await;
+    let second =
+        record(backend(&sandbox).run(request("second turn").with_session(SessionSelector::Resume(session.clone()))).await.unwrap()).await;
     assert_conformant(&second);
     assert!(second.assistant_text().contains("user_turns=2"), "{}", second.assistant_text());
     assert_eq!(second.completion.as_ref().unwrap().native_session_id.as_deref(), Some(session.as_str()));
-    let fork = record(backend(&sandbox).run(request("forked turn").with_session(SessionSelector::Fork(session.clone()))).await.unwrap()).await;
+    let fork =
+        record(backend(&sandbox).run(request("forked turn").with_session(SessionSelector::Fork(session.clone()))).await.unwrap()).await;
     assert_conformant(&fork);
     assert!(fork.assistant_text().contains("user_turns=3"), "{}", fork.assistant_text());
     assert_ne!(fork.completion.as_ref().unwrap().native_session_id.as_deref(), Some(session.as_str()));

@@ -24,7 +24,11 @@ async fn run_fake(mode: &str, request: RunRequest) -> (RunRecord, tempfile::Temp
 
 /// Processes whose working directory is `dir`.
 fn processes_in(dir: &Path) -> usize {
-    std::fs::read_dir("/proc").unwrap().flatten().filter(|e| std::fs::read_link(e.path().join("cwd")).is_ok_and(|c| c.starts_with(dir))).count()
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|e| std::fs::read_link(e.path().join("cwd")).is_ok_and(|c| c.starts_with(dir)))
+        .count()
 }
 
 fn statuses(run: &RunRecord) -> Vec<(String, Option<String>)> {
@@ -110,7 +114,10 @@ async fn a_refused_bypass_mode_is_a_clear_typed_error() {
     let (run, _dir) = run_fake("bypass_refused", RunRequest::new("hi").with_permissions(PermissionPolicy::ApproveAll)).await;
     assert_conformant(&run);
     let error = run.completion.as_ref().unwrap_err();
-    assert!(matches!(error, AgentError::PermissionModeRefused { mode, reason } if mode == "bypassPermissions" && reason.contains("IS_SANDBOX=1")), "{error:?}");
+    assert!(
+        matches!(error, AgentError::PermissionModeRefused { mode, reason } if mode == "bypassPermissions" && reason.contains("IS_SANDBOX=1")),
+        "{error:?}"
+    );
     // Without a bypass request the same exit is only an early exit.
     let (plain, _dir) = run_fake("bypass_refused", RunRequest::new("hi")).await;
     assert!(matches!(plain.completion, Err(AgentError::ProcessExited { exit_code: Some(1), .. })), "{:?}", plain.completion);

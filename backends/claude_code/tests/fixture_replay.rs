@@ -12,7 +12,9 @@ use serde_json::Value;
 
 /// `../shared/fixtures/claude_code` next to the checkout, or `$AGENT_API_FIXTURES/claude_code`.
 fn fixture_root() -> PathBuf {
-    let root = std::env::var_os("AGENT_API_FIXTURES").map(PathBuf::from).unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures"));
+    let root = std::env::var_os("AGENT_API_FIXTURES")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures"));
     let dir = root.join("claude_code");
     assert!(dir.is_dir(), "Claude Code fixtures not found at {} (set AGENT_API_FIXTURES to the shared fixtures folder)", dir.display());
     dir
@@ -64,7 +66,11 @@ fn assistant_items(run: &RunRecord) -> Vec<String> {
     run.universal
         .iter()
         .filter_map(|e| match &e.body {
-            UniversalEventBody::ItemCompleted(d) if d.item.kind == ItemKind::Message && d.item.role == Some(ItemRole::Assistant) && !d.item.is_reasoning() => Some(d.item.text()),
+            UniversalEventBody::ItemCompleted(d)
+                if d.item.kind == ItemKind::Message && d.item.role == Some(ItemRole::Assistant) && !d.item.is_reasoning() =>
+            {
+                Some(d.item.text())
+            }
             _ => None,
         })
         .collect()
@@ -96,7 +102,9 @@ async fn every_fixture_replays_conformant_with_text_equal_to_the_cli_result() {
                 // The synthetic API-error message is not assistant text.
                 assert!(items.iter().all(String::is_empty), "{name}: error text leaked as assistant text: {items:?}");
             }
-            None => assert!(matches!(run.completion, Err(AgentError::ProcessExited { exit_code: Some(1), .. })), "{name}: {:?}", run.completion),
+            None => {
+                assert!(matches!(run.completion, Err(AgentError::ProcessExited { exit_code: Some(1), .. })), "{name}: {:?}", run.completion)
+            }
         }
         let terminal = run.wrapper_of(AgentWrapperEventKind::Error).count();
         assert_eq!(terminal, usize::from(run.completion.is_err()), "{name}: terminal Error events");
@@ -119,7 +127,6 @@ async fn api_error_fixtures_are_typed_and_reported_once() {
     }
 }
 
-
 #[tokio::test]
 async fn bash_fixtures_map_to_command_execution_with_exit_code_and_byte_counts() {
     let run = replay(&fixture_root().join("print/bash_partial.stdout.jsonl")).await;
@@ -131,9 +138,15 @@ async fn bash_fixtures_map_to_command_execution_with_exit_code_and_byte_counts()
     assert_eq!(name, "Bash");
     assert_eq!(serde_json::from_str::<Value>(arguments).unwrap()["command"], "echo hi > out.txt && cat out.txt");
     let parent = call.parent_id.clone().expect("a tool call's parent is its message");
-    assert!(run.universal.iter().any(|e| matches!(&e.body, UniversalEventBody::ItemStarted(d) if d.item.item_id == parent && d.item.kind == ItemKind::Message)));
+    assert!(run
+        .universal
+        .iter()
+        .any(|e| matches!(&e.body, UniversalEventBody::ItemStarted(d) if d.item.item_id == parent && d.item.kind == ItemKind::Message)));
     // The input streamed as deltas on the tool_call item.
-    assert_eq!(run.universal.iter().filter(|e| matches!(&e.body, UniversalEventBody::ItemDelta(d) if d.item_id == call.item_id)).count(), 2);
+    assert_eq!(
+        run.universal.iter().filter(|e| matches!(&e.body, UniversalEventBody::ItemDelta(d) if d.item_id == call.item_id)).count(),
+        2
+    );
     let results = run.completed_items(ItemKind::ToolResult);
     let meta = results[0].tool.as_ref().unwrap();
     assert_eq!((meta.kind.as_str(), meta.exit_code, meta.bytes.stdout), ("command_execution", Some(0), 2));
@@ -153,7 +166,8 @@ async fn bash_fixtures_map_to_command_execution_with_exit_code_and_byte_counts()
 async fn write_and_edit_fixtures_carry_file_refs_with_diffs() {
     for fixture in ["print/write_accept_edits.stdout.jsonl", "control/write_can_use_tool.session.jsonl"] {
         let run = replay(&fixture_root().join(fixture)).await;
-        let refs: Vec<(String, agent_api::universal::FileAction, Option<String>)> = run.completed_items(ItemKind::ToolResult)
+        let refs: Vec<(String, agent_api::universal::FileAction, Option<String>)> = run
+            .completed_items(ItemKind::ToolResult)
             .iter()
             .flat_map(|i| i.content.clone())
             .filter_map(|p| match p {

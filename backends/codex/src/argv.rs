@@ -164,7 +164,10 @@ mod tests {
     #[test]
     fn exec_resume_puts_the_subcommand_first_and_the_prompt_after_a_separator() {
         let config = CodexConfig::default();
-        let request = RunRequest::new("-second turn").with_session(SessionSelector::Resume("t1".into())).with_model("gpt-5.5").with_extension(crate::config::EXT_MODE, serde_json::json!("exec"));
+        let request = RunRequest::new("-second turn")
+            .with_session(SessionSelector::Resume("t1".into()))
+            .with_model("gpt-5.5")
+            .with_extension(crate::config::EXT_MODE, serde_json::json!("exec"));
         let options = RunOptions::resolve(&request, &config).unwrap();
         let a = args(&exec_spec(&config, &options, &request));
         assert_eq!(&a[..4], ["exec", "resume", "--json", "--skip-git-repo-check"]);

@@ -134,7 +134,11 @@ fn strings_ext(request: &RunRequest, key: &str) -> Result<Vec<String>, AgentErro
         None => Ok(Vec::new()),
         Some(Value::Array(items)) => items
             .iter()
-            .map(|v| v.as_str().map(str::to_string).ok_or_else(|| AgentError::InvalidExtension { key: key.into(), reason: "must be an array of strings".into() }))
+            .map(|v| {
+                v.as_str()
+                    .map(str::to_string)
+                    .ok_or_else(|| AgentError::InvalidExtension { key: key.into(), reason: "must be an array of strings".into() })
+            })
             .collect(),
         Some(_) => Err(AgentError::InvalidExtension { key: key.into(), reason: "must be an array of strings".into() }),
     }
@@ -181,7 +185,10 @@ impl RunOptions {
         }
         let config_overrides = strings_ext(request, EXT_CONFIG)?;
         if let Some(bad) = config_overrides.iter().find(|o| !o.contains('=')) {
-            return Err(AgentError::InvalidExtension { key: EXT_CONFIG.into(), reason: format!("{:?} is not key=value", agent_api::bounds::utf8_prefix(bad, 64)) });
+            return Err(AgentError::InvalidExtension {
+                key: EXT_CONFIG.into(),
+                reason: format!("{:?} is not key=value", agent_api::bounds::utf8_prefix(bad, 64)),
+            });
         }
         Ok(Self {
             mode,
@@ -222,7 +229,13 @@ mod tests {
     #[test]
     fn malformed_extensions_are_refused() {
         let config = CodexConfig::default();
-        for (key, value) in [(EXT_MODE, json!("tui")), (EXT_SANDBOX, json!(1)), (EXT_EXTRA_DIRS, json!("a")), (EXT_DANGEROUSLY_BYPASS, json!("yes")), (EXT_CONFIG, json!(["nokey"]))] {
+        for (key, value) in [
+            (EXT_MODE, json!("tui")),
+            (EXT_SANDBOX, json!(1)),
+            (EXT_EXTRA_DIRS, json!("a")),
+            (EXT_DANGEROUSLY_BYPASS, json!("yes")),
+            (EXT_CONFIG, json!(["nokey"])),
+        ] {
             let err = RunOptions::resolve(&RunRequest::new("x").with_extension(key, value), &config).unwrap_err();
             assert!(matches!(err, AgentError::InvalidExtension { .. }), "{key}: {err}");
         }

@@ -58,7 +58,12 @@ pub fn classify(info: Option<&Value>, message: &str) -> ErrorClass {
     match info {
         Some(Value::String(kind)) => match kind.as_str() {
             "unauthorized" => ErrorClass::Auth,
-            "rateLimitExceeded" | "usageLimitExceeded" | "serverOverloaded" | "sessionBudgetExceeded" | "flexUnavailable" | "policyCapacityUnavailable" => ErrorClass::RateLimited,
+            "rateLimitExceeded"
+            | "usageLimitExceeded"
+            | "serverOverloaded"
+            | "sessionBudgetExceeded"
+            | "flexUnavailable"
+            | "policyCapacityUnavailable" => ErrorClass::RateLimited,
             "internalServerError" => ErrorClass::Server(status_in_message(message)),
             _ => classify_message(message),
         },
@@ -145,7 +150,10 @@ mod tests {
     fn exec_messages_are_typed_by_their_status_or_wording() {
         assert_eq!(classify_message("unexpected status 401 Unauthorized: Incorrect API key provided"), ErrorClass::Auth);
         assert_eq!(classify_message("unexpected status 500 Internal Server Error"), ErrorClass::Server(Some(500)));
-        assert_eq!(classify_message("We’re currently experiencing high demand, which may cause temporary errors."), ErrorClass::Server(None));
+        assert_eq!(
+            classify_message("We’re currently experiencing high demand, which may cause temporary errors."),
+            ErrorClass::Server(None)
+        );
         assert_eq!(classify_message("something else"), ErrorClass::Other);
     }
 

@@ -18,7 +18,17 @@ use crate::schema::shape_error;
 use crate::tools::{ToolCall, ToolOutcome, Tools};
 
 /// Exec item types of codex-cli 0.169.0.
-pub const EXEC_ITEM_TYPES: &[&str] = &["agent_message", "reasoning", "command_execution", "file_change", "mcp_tool_call", "collab_tool_call", "web_search", "todo_list", "error"];
+pub const EXEC_ITEM_TYPES: &[&str] = &[
+    "agent_message",
+    "reasoning",
+    "command_execution",
+    "file_change",
+    "mcp_tool_call",
+    "collab_tool_call",
+    "web_search",
+    "todo_list",
+    "error",
+];
 
 #[derive(Debug, Deserialize)]
 #[serde(tag = "type")]
@@ -78,17 +88,37 @@ fn tool_of(kind: &str, item: &Value) -> Option<(ToolCall, ToolOutcome)> {
     let failed = matches!(status, "failed" | "declined");
     Some(match kind {
         "command_execution" => (
-            ToolCall { kind: "command_execution", name: "exec_command".into(), arguments: json!({"command": s(item, "command")}).to_string(), ..ToolCall::default() },
-            ToolOutcome { output: s(item, "aggregated_output").to_string(), exit_code: item.get("exit_code").and_then(Value::as_i64), failed, files: Vec::new() },
+            ToolCall {
+                kind: "command_execution",
+                name: "exec_command".into(),
+                arguments: json!({"command": s(item, "command")}).to_string(),
+                ..ToolCall::default()
+            },
+            ToolOutcome {
+                output: s(item, "aggregated_output").to_string(),
+                exit_code: item.get("exit_code").and_then(Value::as_i64),
+                failed,
+                files: Vec::new(),
+            },
         ),
         "file_change" => {
             let changes = item.get("changes").and_then(Value::as_array).cloned().unwrap_or_default();
             let files: Vec<ContentPart> = changes
                 .iter()
-                .map(|c| ContentPart::FileRef { path: s(c, "path").to_string(), action: if s(c, "kind") == "update" { FileAction::Patch } else { FileAction::Write }, diff: None })
+                .map(|c| ContentPart::FileRef {
+                    path: s(c, "path").to_string(),
+                    action: if s(c, "kind") == "update" { FileAction::Patch } else { FileAction::Write },
+                    diff: None,
+                })
                 .collect();
             (
-                ToolCall { kind: "file_change", name: "apply_patch".into(), arguments: json!({"changes": changes}).to_string(), files: files.clone(), ..ToolCall::default() },
+                ToolCall {
+                    kind: "file_change",
+                    name: "apply_patch".into(),
+                    arguments: json!({"changes": changes}).to_string(),
+                    files: files.clone(),
+                    ..ToolCall::default()
+                },
                 ToolOutcome { failed, files, ..ToolOutcome::default() },
             )
         }
@@ -96,20 +126,40 @@ fn tool_of(kind: &str, item: &Value) -> Option<(ToolCall, ToolOutcome)> {
             let error = item.get("error").and_then(|e| e.get("message")).and_then(Value::as_str);
             let output = match (error, item.get("result")) {
                 (Some(e), _) => e.to_string(),
-                (None, Some(r)) if !r.is_null() => r.get("content").and_then(Value::as_array).map(|c| c.iter().filter_map(|p| p.get("text").and_then(Value::as_str)).collect::<Vec<_>>().join("\n")).unwrap_or_else(|| r.to_string()),
+                (None, Some(r)) if !r.is_null() => r
+                    .get("content")
+                    .and_then(Value::as_array)
+                    .map(|c| c.iter().filter_map(|p| p.get("text").and_then(Value::as_str)).collect::<Vec<_>>().join("\n"))
+                    .unwrap_or_else(|| r.to_string()),
                 _ => String::new(),
             };
             (
-                ToolCall { kind: "mcp_tool_call", name: format!("{}.{}", s(item, "server"), s(item, "tool")), arguments: item.get("arguments").map(Value::to_string).unwrap_or_default(), tool_name: Some(s(item, "tool").to_string()), files: Vec::new() },
+                ToolCall {
+                    kind: "mcp_tool_call",
+                    name: format!("{}.{}", s(item, "server"), s(item, "tool")),
+                    arguments: item.get("arguments").map(Value::to_string).unwrap_or_default(),
+                    tool_name: Some(s(item, "tool").to_string()),
+                    files: Vec::new(),
+                },
                 ToolOutcome { output, failed: failed || error.is_some(), ..ToolOutcome::default() },
             )
         }
         "collab_tool_call" => (
-            ToolCall { kind: "collab_agent_tool_call", name: s(item, "tool").to_string(), arguments: json!({"prompt": item.get("prompt")}).to_string(), ..ToolCall::default() },
+            ToolCall {
+                kind: "collab_agent_tool_call",
+                name: s(item, "tool").to_string(),
+                arguments: json!({"prompt": item.get("prompt")}).to_string(),
+                ..ToolCall::default()
+            },
             ToolOutcome { failed, ..ToolOutcome::default() },
         ),
         "web_search" => (
-            ToolCall { kind: "web_search", name: "web_search".into(), arguments: json!({"query": s(item, "query"), "action": item.get("action")}).to_string(), ..ToolCall::default() },
+            ToolCall {
+                kind: "web_search",
+                name: "web_search".into(),
+                arguments: json!({"query": s(item, "query"), "action": item.get("action")}).to_string(),
+                ..ToolCall::default()
+            },
             ToolOutcome::default(),
         ),
         _ => return None,
@@ -132,7 +182,10 @@ impl Exec {
             "agent_message" | "reasoning" if phase == Phase::Completed => {
                 let text = s(&item, "text").to_string();
                 let (new, content) = if kind == "reasoning" {
-                    (NewItem::reasoning(ReasoningVisibility::Public), vec![ContentPart::Reasoning { text, visibility: ReasoningVisibility::Public }])
+                    (
+                        NewItem::reasoning(ReasoningVisibility::Public),
+                        vec![ContentPart::Reasoning { text, visibility: ReasoningVisibility::Public }],
+                    )
                 } else {
                     self.final_text = Some(text.clone());
                     (NewItem::message(ItemRole::Assistant), vec![ContentPart::Text { text }])
@@ -143,23 +196,46 @@ impl Exec {
             }
             "agent_message" | "reasoning" => {
                 if let std::collections::hash_map::Entry::Vacant(slot) = self.open.entry(id.clone()) {
-                    let new = if kind == "reasoning" { NewItem::reasoning(ReasoningVisibility::Public) } else { NewItem::message(ItemRole::Assistant) };
+                    let new = if kind == "reasoning" {
+                        NewItem::reasoning(ReasoningVisibility::Public)
+                    } else {
+                        NewItem::message(ItemRole::Assistant)
+                    };
                     slot.insert(t.start_item(new.native(&id)));
                 }
             }
             "todo_list" => {
                 let items = item.get("items").and_then(Value::as_array).cloned().unwrap_or_default();
-                let steps: Vec<String> = items.iter().map(|i| format!("[{}] {}", if i.get("completed").and_then(Value::as_bool) == Some(true) { "completed" } else { "pending" }, s(i, "text"))).collect();
+                let steps: Vec<String> = items
+                    .iter()
+                    .map(|i| {
+                        format!(
+                            "[{}] {}",
+                            if i.get("completed").and_then(Value::as_bool) == Some(true) { "completed" } else { "pending" },
+                            s(i, "text")
+                        )
+                    })
+                    .collect();
                 t.status("todo_list", Some(steps.join("\n")));
             }
             "error" => {
                 let message = s(&item, "message");
-                t.error(errors::explanation(message), Some(errors::classify_message(message).code().to_string()), Some(json!({"item_id": id})));
+                t.error(
+                    errors::explanation(message),
+                    Some(errors::classify_message(message).code().to_string()),
+                    Some(json!({"item_id": id})),
+                );
             }
             _ if phase == Phase::Completed || !self.open.contains_key(&id) => {
-                let content = vec![ContentPart::Status { label: "unknown_item".into(), detail: Some(agent_api::bounds::utf8_prefix(&kind, 64).to_string()) }];
+                let content = vec![ContentPart::Status {
+                    label: "unknown_item".into(),
+                    detail: Some(agent_api::bounds::utf8_prefix(&kind, 64).to_string()),
+                }];
                 if phase == Phase::Completed {
-                    let daemon = self.open.remove(&id).unwrap_or_else(|| t.start_item(NewItem::other(ItemKind::Unknown, None, content.clone()).native(&id)));
+                    let daemon = self
+                        .open
+                        .remove(&id)
+                        .unwrap_or_else(|| t.start_item(NewItem::other(ItemKind::Unknown, None, content.clone()).native(&id)));
                     t.complete_item_with(&daemon, content);
                 } else {
                     let daemon = t.start_item(NewItem::other(ItemKind::Unknown, None, content).native(&id));
@@ -189,7 +265,19 @@ impl Protocol for Exec {
         let kind = message.get("type").and_then(Value::as_str).unwrap_or("").to_string();
         let event = match serde_json::from_value::<ExecEvent>(message) {
             Ok(event) => event,
-            Err(e) if matches!(kind.as_str(), "thread.started" | "turn.started" | "turn.completed" | "turn.failed" | "item.started" | "item.updated" | "item.completed" | "error") => {
+            Err(e)
+                if matches!(
+                    kind.as_str(),
+                    "thread.started"
+                        | "turn.started"
+                        | "turn.completed"
+                        | "turn.failed"
+                        | "item.started"
+                        | "item.updated"
+                        | "item.completed"
+                        | "error"
+                ) =>
+            {
                 return Err(Unparsed(shape_error(&format!("a {kind} event"), &e)));
             }
             Err(_) if kind.is_empty() => return Err(Unparsed("an exec event without a `type`".into())),
@@ -215,7 +303,13 @@ impl Protocol for Exec {
             }
             ExecEvent::TurnFailed { error } => {
                 self.fail_open(ctx);
-                let message = error.as_ref().and_then(|e| e.get("message")).and_then(Value::as_str).map(str::to_string).or_else(|| self.last_error.clone()).unwrap_or_else(|| "the turn failed".into());
+                let message = error
+                    .as_ref()
+                    .and_then(|e| e.get("message"))
+                    .and_then(Value::as_str)
+                    .map(str::to_string)
+                    .or_else(|| self.last_error.clone())
+                    .unwrap_or_else(|| "the turn failed".into());
                 ctx.transcript.status("turn_completed", Some("failed".into()));
                 self.failed = Some((errors::classify_message(&message), message));
             }

@@ -115,7 +115,9 @@ impl AgentBackend for CodexBackend {
         let settings = RunSettings::for_request(self.kind(), &request, true);
         let transport = Transport::spawn(&spec, settings.line_cap)?;
         let protocol: Box<dyn Protocol> = match options.mode {
-            Mode::AppServer => Box::new(app_server::AppServer::live(argv::StartPlan::new(&self.config, &options, &request), options.policy.clone())),
+            Mode::AppServer => {
+                Box::new(app_server::AppServer::live(argv::StartPlan::new(&self.config, &options, &request), options.policy.clone()))
+            }
             Mode::Exec => Box::new(exec::Exec::default()),
         };
         Ok(start_run(settings, transport, protocol))

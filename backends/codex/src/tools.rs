@@ -59,7 +59,13 @@ impl Tools {
         if self.open.contains_key(native_id) {
             return;
         }
-        let meta = ToolMeta { kind: call.kind.to_string(), tool_name: call.tool_name.clone().or_else(|| Some(call.name.clone())), turn_id: turn_id.map(str::to_string), exit_code: None, bytes: ToolBytes::default() };
+        let meta = ToolMeta {
+            kind: call.kind.to_string(),
+            tool_name: call.tool_name.clone().or_else(|| Some(call.name.clone())),
+            turn_id: turn_id.map(str::to_string),
+            exit_code: None,
+            bytes: ToolBytes::default(),
+        };
         let mut new_call = NewItem::tool_call(&call.name, call.arguments, native_id).native(native_id).tool(meta.clone());
         for part in call.files {
             new_call = new_call.with_part(part);
@@ -104,10 +110,15 @@ impl Tools {
         } else {
             open.meta.bytes.result = open.meta.bytes.result.max(outcome.output.len() as u64);
         }
-        open.meta.bytes.diff = outcome.files.iter().map(|p| match p {
-            ContentPart::FileRef { diff: Some(d), .. } => d.len() as u64,
-            _ => 0,
-        }).sum::<u64>().max(open.meta.bytes.diff);
+        open.meta.bytes.diff = outcome
+            .files
+            .iter()
+            .map(|p| match p {
+                ContentPart::FileRef { diff: Some(d), .. } => d.len() as u64,
+                _ => 0,
+            })
+            .sum::<u64>()
+            .max(open.meta.bytes.diff);
         let meta = open.meta.clone();
         // With deltas the transcript fills the output from what streamed; otherwise it is set here.
         let output = if open.had_delta { String::new() } else { outcome.output };

@@ -37,7 +37,12 @@ mod agent_api_bench_support {
     }
 
     /// Runs `request`, answering permissions with `decision` and questions with their first option.
-    pub async fn drive(backend: &CodexBackend, request: RunRequest, decision: PermissionDecision, cancel_on_first_delta: bool) -> RunRecord {
+    pub async fn drive(
+        backend: &CodexBackend,
+        request: RunRequest,
+        decision: PermissionDecision,
+        cancel_on_first_delta: bool,
+    ) -> RunRecord {
         let handle = backend.run(request.with_timeout(Duration::from_secs(120))).await.expect("run starts");
         let control = handle.control();
         let mut projector = Projector::new(handle.agent_kind().clone(), handle.tools_structured());
@@ -111,7 +116,13 @@ async fn app_server_file_change_approved_carries_its_diff() {
     assert_conformant(&run);
     assert!(run.completion.is_ok(), "{:?}", run.completion);
     assert!(sandbox.cwd.join("created.txt").exists());
-    let diff_bytes = run.wrapper.iter().filter_map(|e| e.data.as_ref()).filter(|d| d["tool"]["kind"] == "file_change").map(|d| d["tool"]["bytes"]["diff"].as_u64().unwrap_or(0)).max();
+    let diff_bytes = run
+        .wrapper
+        .iter()
+        .filter_map(|e| e.data.as_ref())
+        .filter(|d| d["tool"]["kind"] == "file_change")
+        .map(|d| d["tool"]["bytes"]["diff"].as_u64().unwrap_or(0))
+        .max();
     assert!(diff_bytes.unwrap_or(0) > 0, "file change facets carry the diff size");
 }
 
@@ -146,14 +157,18 @@ async fn app_server_interrupt_during_a_long_command_is_cancelled() {
         universal.push(event);
     }
     assert!(matches!(completion.await, Err(AgentError::Cancelled)));
-    assert!(universal.iter().any(|e| matches!(&e.body, UniversalEventBody::ItemStarted(d) if d.item.kind == agent_api::universal::ItemKind::ToolResult)));
+    assert!(universal
+        .iter()
+        .any(|e| matches!(&e.body, UniversalEventBody::ItemStarted(d) if d.item.kind == agent_api::universal::ItemKind::ToolResult)));
     // Nothing may still run in the sandbox's working directory (the `sleep 30` included).
     let left: Vec<String> = std::fs::read_dir("/proc")
         .unwrap()
         .filter_map(|e| e.ok())
         .filter(|e| e.file_name().to_string_lossy().chars().all(|c| c.is_ascii_digit()))
         .filter(|e| std::fs::read_link(e.path().join("cwd")).is_ok_and(|cwd| cwd == sandbox.cwd))
-        .filter(|e| std::fs::read_to_string(e.path().join("stat")).is_ok_and(|s| !s.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z')))
+        .filter(|e| {
+            std::fs::read_to_string(e.path().join("stat")).is_ok_and(|s| !s.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z'))
+        })
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
     assert!(left.is_empty(), "processes left in the sandbox: {left:?}");
@@ -165,14 +180,30 @@ async fn app_server_resume_and_fork_continue_the_thread_in_new_processes() {
     let run = drive(&backend(&first), RunRequest::new("first"), PermissionDecision::Allow, false).await;
     let thread = run.completion.as_ref().unwrap().native_session_id.clone().unwrap();
     let again = first.for_resume("echo");
-    let resumed = drive(&backend(&again), RunRequest::new("second").with_session(SessionSelector::Resume(thread.clone())), PermissionDecision::Allow, false).await;
+    let resumed = drive(
+        &backend(&again),
+        RunRequest::new("second").with_session(SessionSelector::Resume(thread.clone())),
+        PermissionDecision::Allow,
+        false,
+    )
+    .await;
     assert_conformant(&resumed);
     assert_eq!(resumed.completion.as_ref().unwrap().native_session_id.as_deref(), Some(thread.as_str()));
     assert!(resumed.assistant_text().contains("user_turns=2"), "{}", resumed.assistant_text());
-    let forked = drive(&backend(&again), RunRequest::new("third").with_session(SessionSelector::Fork(thread.clone())), PermissionDecision::Allow, false).await;
+    let forked = drive(
+        &backend(&again),
+        RunRequest::new("third").with_session(SessionSelector::Fork(thread.clone())),
+        PermissionDecision::Allow,
+        false,
+    )
+    .await;
     assert_conformant(&forked);
     assert_ne!(forked.completion.as_ref().unwrap().native_session_id.as_deref(), Some(thread.as_str()));
-    assert!(forked.assistant_text().contains("user_turns=3") || forked.assistant_text().contains("user_turns=2"), "{}", forked.assistant_text());
+    assert!(
+        forked.assistant_text().contains("user_turns=3") || forked.assistant_text().contains("user_turns=2"),
+        "{}",
+        forked.assistant_text()
+    );
     drop(server);
 }
 
@@ -205,18 +236,36 @@ async fn exec_text_shell_patch_and_resume() {
     assert_eq!(run.assistant_text(), "Hello from mock");
     let thread = run.completion.as_ref().unwrap().native_session_id.clone().unwrap();
 
-    let resumed = drive(&backend(&sandbox.for_resume("echo")), exec(RunRequest::new("again").with_session(SessionSelector::Resume(thread.clone()))), PermissionDecision::Allow, false).await;
+    let resumed = drive(
+        &backend(&sandbox.for_resume("echo")),
+        exec(RunRequest::new("again").with_session(SessionSelector::Resume(thread.clone()))),
+        PermissionDecision::Allow,
+        false,
+    )
+    .await;
     assert_conformant(&resumed);
     assert_eq!(resumed.completion.as_ref().unwrap().native_session_id.as_deref(), Some(thread.as_str()));
     assert!(resumed.assistant_text().contains("user_turns=2"), "{}", resumed.assistant_text());
 
     let Some((_server, shell)) = setup("shell").await else { return };
-    let run = drive(&backend(&shell), exec(RunRequest::new("run the command").with_permissions(PermissionPolicy::ApproveAll)), PermissionDecision::Allow, false).await;
+    let run = drive(
+        &backend(&shell),
+        exec(RunRequest::new("run the command").with_permissions(PermissionPolicy::ApproveAll)),
+        PermissionDecision::Allow,
+        false,
+    )
+    .await;
     assert_conformant(&run);
     assert!(shell.cwd.join("out.txt").exists(), "{:?}", run.types());
 
     let Some((_server, patch)) = setup("write_edit").await else { return };
-    let run = drive(&backend(&patch), exec(RunRequest::new("write it").with_permissions(PermissionPolicy::ApproveAll)), PermissionDecision::Allow, false).await;
+    let run = drive(
+        &backend(&patch),
+        exec(RunRequest::new("write it").with_permissions(PermissionPolicy::ApproveAll)),
+        PermissionDecision::Allow,
+        false,
+    )
+    .await;
     assert_conformant(&run);
     assert!(patch.cwd.join("created.txt").exists(), "{:?}", run.types());
 }

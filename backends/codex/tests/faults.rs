@@ -69,7 +69,6 @@ async fn assert_gone(dir: &Path) {
     assert!(!alive(pid), "process {pid} outlived the run");
 }
 
-
 #[tokio::test]
 async fn a_crash_mid_stream_is_a_typed_process_exit() {
     let f = fake(&format!("{HANDSHAKE}\nexit 3\n"));
@@ -81,12 +80,14 @@ async fn a_crash_mid_stream_is_a_typed_process_exit() {
 
 #[tokio::test]
 async fn an_exec_crash_mid_stream_is_a_typed_process_exit() {
-    let f = fake(r#"
+    let f = fake(
+        r#"
 echo '{"type":"thread.started","thread_id":"t1"}'
 echo '{"type":"turn.started"}'
 echo '{"type":"item.started","item":{"id":"item_0","type":"command_execution","command":"ls","aggregated_output":"","exit_code":null,"status":"in_progress"}}'
 kill -SEGV $$
-"#);
+"#,
+    );
     let request = RunRequest::new("hi").with_extension("backend.codex.mode", serde_json::json!("exec"));
     let run = record(f.backend.run(request).await.unwrap()).await;
     assert_conformant(&run);
@@ -118,7 +119,9 @@ async fn cancel_with_a_server_request_unanswered_is_typed_cancelled_with_no_proc
         universal.push(event);
     }
     assert!(matches!(completion.await, Err(AgentError::Cancelled)));
-    assert!(universal.iter().any(|e| matches!(&e.body, UniversalEventBody::PermissionResolved(p) if p.status == agent_api::universal::PermissionStatus::Denied)));
+    assert!(universal.iter().any(
+        |e| matches!(&e.body, UniversalEventBody::PermissionResolved(p) if p.status == agent_api::universal::PermissionStatus::Denied)
+    ));
     assert_gone(f.dir.path()).await;
 }
 

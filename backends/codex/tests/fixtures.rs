@@ -96,7 +96,9 @@ async fn every_exec_fixture_replays_conformant() {
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
         match name.split('.').next().unwrap() {
             "error401_noretry" => assert!(matches!(error_of(&run), AgentError::Auth { .. }), "{name}: {:?}", run.completion),
-            "error500_noretry" | "error500_default_retries" => assert!(matches!(error_of(&run), AgentError::ServerError { .. }), "{name}: {:?}", run.completion),
+            "error500_noretry" | "error500_default_retries" => {
+                assert!(matches!(error_of(&run), AgentError::ServerError { .. }), "{name}: {:?}", run.completion)
+            }
             _ => {
                 let done = run.completion.as_ref().unwrap_or_else(|e| panic!("{name}: {e}"));
                 assert!(done.native_session_id.is_some(), "{name}");
@@ -116,7 +118,9 @@ async fn every_app_server_fixture_replays_conformant() {
             "error401" => {
                 assert!(matches!(error_of(&run), AgentError::Auth { .. }), "{name}: {:?}", run.completion);
                 // The native error notification is a non-terminal error event, typed.
-                assert!(run.of_type("error").any(|e| matches!(&e.body, UniversalEventBody::Error(d) if d.code.as_deref() == Some("auth") && !d.is_terminal())));
+                assert!(run
+                    .of_type("error")
+                    .any(|e| matches!(&e.body, UniversalEventBody::Error(d) if d.code.as_deref() == Some("auth") && !d.is_terminal())));
                 assert!(!error_of(&run).to_string().contains("sk-test"), "the API key is not echoed");
             }
             "interrupt_stream" => assert!(matches!(error_of(&run), AgentError::Cancelled), "{name}: {:?}", run.completion),
@@ -152,7 +156,8 @@ async fn app_server_resume_counts_only_the_new_turns_usage() {
 #[tokio::test]
 async fn app_server_reasoning_becomes_a_reasoning_item() {
     let run = replay(&fixtures().join("app_server/reasoning.session.jsonl")).await;
-    let reasoning = run.wrapper.iter().filter(|e| e.channel.as_deref() == Some("reasoning")).filter_map(|e| e.text.clone()).collect::<String>();
+    let reasoning =
+        run.wrapper.iter().filter(|e| e.channel.as_deref() == Some("reasoning")).filter_map(|e| e.text.clone()).collect::<String>();
     assert!(reasoning.starts_with("**Planning a greeting**"), "{reasoning}");
     let item = run.universal.iter().find_map(|e| match &e.body {
         UniversalEventBody::ItemCompleted(d) if d.item.is_reasoning() => Some(d.item.clone()),
@@ -193,11 +198,17 @@ async fn app_server_commands_and_patches_carry_their_facets_and_diffs() {
     assert_eq!(tool["kind"], "file_change");
     assert_eq!(tool["bytes"]["diff"], "Hello from apply_patch\n".len());
     let diff_item = patch.universal.iter().find_map(|e| match &e.body {
-        UniversalEventBody::ItemCompleted(d) if d.item.kind == ItemKind::Status && d.item.content.iter().any(|p| matches!(p, ContentPart::FileRef { .. })) => Some(d.item.clone()),
+        UniversalEventBody::ItemCompleted(d)
+            if d.item.kind == ItemKind::Status && d.item.content.iter().any(|p| matches!(p, ContentPart::FileRef { .. })) =>
+        {
+            Some(d.item.clone())
+        }
         _ => None,
     });
     let diff_item = diff_item.expect("turn/diff/updated becomes a status item with file_ref parts");
-    assert!(diff_item.content.iter().any(|p| matches!(p, ContentPart::FileRef { path, diff: Some(d), .. } if path == "hello.txt" && d.contains("+Hello from apply_patch"))));
+    assert!(diff_item.content.iter().any(
+        |p| matches!(p, ContentPart::FileRef { path, diff: Some(d), .. } if path == "hello.txt" && d.contains("+Hello from apply_patch"))
+    ));
     let diff_items = patch.universal.iter().filter(|e| matches!(&e.body, UniversalEventBody::ItemCompleted(d) if d.item.kind == ItemKind::Status && d.item.content.iter().any(|p| matches!(p, ContentPart::FileRef { .. })))).count();
     assert_eq!(diff_items, 1, "an unchanged repeated diff is reported once");
 }
@@ -215,7 +226,10 @@ async fn exec_messages_get_one_synthetic_delta_and_tools_their_facets() {
     let deltas: Vec<_> = run.of_type("item.delta").collect();
     assert!(deltas.iter().all(|d| d.synthetic), "exec has no native deltas");
     let tool = &run.wrapper_of(AgentWrapperEventKind::ToolResult).last().unwrap().data.as_ref().unwrap()["tool"];
-    assert_eq!((tool["kind"].as_str(), tool["exit_code"].as_i64(), tool["bytes"]["stdout"].as_u64()), (Some("command_execution"), Some(0), Some(3)));
+    assert_eq!(
+        (tool["kind"].as_str(), tool["exit_code"].as_i64(), tool["bytes"]["stdout"].as_u64()),
+        (Some("command_execution"), Some(0), Some(3))
+    );
     let patch = replay(&fixtures().join("exec/patch.stdout.jsonl")).await;
     let tool = &patch.wrapper_of(AgentWrapperEventKind::ToolCall).last().unwrap().data.as_ref().unwrap()["tool"];
     assert_eq!(tool["kind"], "file_change");

@@ -7,7 +7,10 @@ use std::sync::{Arc, Mutex};
 use agent_api::kit::driver::AgentPipes;
 use agent_api::kit::{start_run, RunSettings, Transport};
 use agent_api::universal::{ContentPart, ItemKind, UniversalEventBody};
-use agent_api::{AgentError, AgentKind, AgentWrapperEventKind, PermissionDecision, PermissionPolicy, PermissionRule, QuestionAnswer, RunHandle, RunRequest, ToolCategory};
+use agent_api::{
+    AgentError, AgentKind, AgentWrapperEventKind, PermissionDecision, PermissionPolicy, PermissionRule, QuestionAnswer, RunHandle,
+    RunRequest, ToolCategory,
+};
 use agent_api_codex::app_server::AppServer;
 use agent_api_codex::argv::StartPlan;
 use agent_api_codex::{CodexConfig, RunOptions};
@@ -44,7 +47,11 @@ async fn fake_codex(mut pipes: AgentPipes, steps: Vec<Step>, end_status: &'stati
     let _initialized = next(&mut pipes).await;
     let thread = next(&mut pipes).await;
     seen.lock().unwrap().push(thread.clone());
-    write(&mut pipes, json!({"id": thread["id"], "result": {"thread": {"id": THREAD, "cwd": "/w", "cliVersion": "0.169.0"}, "model": "gpt-5.5"}})).await;
+    write(
+        &mut pipes,
+        json!({"id": thread["id"], "result": {"thread": {"id": THREAD, "cwd": "/w", "cliVersion": "0.169.0"}, "model": "gpt-5.5"}}),
+    )
+    .await;
     let turn = next(&mut pipes).await;
     seen.lock().unwrap().push(turn.clone());
     write(&mut pipes, json!({"id": turn["id"], "result": {"turn": {"id": TURN, "items": [], "status": "inProgress"}}})).await;
@@ -70,7 +77,9 @@ async fn fake_codex(mut pipes: AgentPipes, steps: Vec<Step>, end_status: &'stati
 }
 
 fn item(method: &str, item: Value) -> Step {
-    Step::Send(json!({"method": method, "params": {"item": item, "threadId": THREAD, "turnId": TURN, "startedAtMs": 1, "completedAtMs": 2}, "emittedAtMs": 2}))
+    Step::Send(
+        json!({"method": method, "params": {"item": item, "threadId": THREAD, "turnId": TURN, "startedAtMs": 1, "completedAtMs": 2}, "emittedAtMs": 2}),
+    )
 }
 
 fn run(request: RunRequest, steps: Vec<Step>, end_status: &'static str) -> (RunHandle, Seen) {
@@ -86,18 +95,25 @@ fn run(request: RunRequest, steps: Vec<Step>, end_status: &'static str) -> (RunH
 
 #[tokio::test]
 async fn mcp_web_search_plan_and_unknown_shapes_map_without_a_parse_failure() {
-    let mcp = json!({"type": "mcpToolCall", "id": "mcp_1", "server": "docs", "tool": "lookup", "arguments": {"q": "x"}, "status": "inProgress"});
+    let mcp =
+        json!({"type": "mcpToolCall", "id": "mcp_1", "server": "docs", "tool": "lookup", "arguments": {"q": "x"}, "status": "inProgress"});
     let mcp_done = json!({"type": "mcpToolCall", "id": "mcp_1", "server": "docs", "tool": "lookup", "arguments": {"q": "x"}, "status": "completed", "result": {"content": [{"type": "text", "text": "found it"}]}});
     let web = json!({"type": "webSearch", "id": "ws_1", "query": "rust", "action": {"type": "search", "query": "rust"}});
     let steps = vec![
         item("item/started", mcp),
-        Step::Send(json!({"method": "item/mcpToolCall/progress", "params": {"itemId": "mcp_1", "message": "halfway", "threadId": THREAD, "turnId": TURN}})),
+        Step::Send(
+            json!({"method": "item/mcpToolCall/progress", "params": {"itemId": "mcp_1", "message": "halfway", "threadId": THREAD, "turnId": TURN}}),
+        ),
         item("item/completed", mcp_done),
         item("item/started", web.clone()),
         item("item/completed", web),
-        Step::Send(json!({"method": "turn/plan/updated", "params": {"threadId": THREAD, "turnId": TURN, "explanation": null, "plan": [{"step": "read", "status": "completed"}, {"step": "write", "status": "inProgress"}]}})),
+        Step::Send(
+            json!({"method": "turn/plan/updated", "params": {"threadId": THREAD, "turnId": TURN, "explanation": null, "plan": [{"step": "read", "status": "completed"}, {"step": "write", "status": "inProgress"}]}}),
+        ),
         item("item/started", json!({"type": "plan", "id": "plan_1", "text": ""})),
-        Step::Send(json!({"method": "item/plan/delta", "params": {"itemId": "plan_1", "delta": "1. read", "threadId": THREAD, "turnId": TURN}})),
+        Step::Send(
+            json!({"method": "item/plan/delta", "params": {"itemId": "plan_1", "delta": "1. read", "threadId": THREAD, "turnId": TURN}}),
+        ),
         item("item/completed", json!({"type": "plan", "id": "plan_1", "text": "1. read"})),
         item("item/started", json!({"type": "hologram", "id": "h_1"})),
         item("item/completed", json!({"type": "hologram", "id": "h_1"})),
@@ -117,7 +133,11 @@ async fn mcp_web_search_plan_and_unknown_shapes_map_without_a_parse_failure() {
     }
     assert!(run.universal.iter().any(|e| matches!(&e.body, UniversalEventBody::ItemCompleted(d) if d.item.kind == ItemKind::Unknown)));
     let mcp_result = run.universal.iter().find_map(|e| match &e.body {
-        UniversalEventBody::ItemCompleted(d) if d.item.kind == ItemKind::ToolResult && d.item.native_item_id.as_deref() == Some("mcp_1") => Some(d.item.clone()),
+        UniversalEventBody::ItemCompleted(d)
+            if d.item.kind == ItemKind::ToolResult && d.item.native_item_id.as_deref() == Some("mcp_1") =>
+        {
+            Some(d.item.clone())
+        }
         _ => None,
     });
     assert!(matches!(&mcp_result.unwrap().content[0], ContentPart::ToolResult { output, .. } if output == "found it"));
@@ -157,7 +177,9 @@ async fn unknown_and_unservable_server_requests_are_answered_with_errors_at_once
         Step::AwaitReply,
         Step::Send(json!({"id": 8, "method": "account/chatgptAuthTokens/refresh", "params": {"reason": "unauthorized"}})),
         Step::AwaitReply,
-        Step::Send(json!({"id": 9, "method": "item/tool/call", "params": {"threadId": THREAD, "turnId": TURN, "callId": "c", "tool": "t", "arguments": {}}})),
+        Step::Send(
+            json!({"id": 9, "method": "item/tool/call", "params": {"threadId": THREAD, "turnId": TURN, "callId": "c", "tool": "t", "arguments": {}}}),
+        ),
         Step::AwaitReply,
     ];
     let (handle, seen) = run(RunRequest::new("go"), steps, "completed");
@@ -171,7 +193,9 @@ async fn unknown_and_unservable_server_requests_are_answered_with_errors_at_once
 }
 
 fn approval(id: i64) -> Step {
-    Step::Send(json!({"id": id, "method": "item/commandExecution/requestApproval", "params": {"threadId": THREAD, "turnId": TURN, "itemId": "call_1", "startedAtMs": 1, "command": "touch x", "cwd": "/w", "commandActions": []}}))
+    Step::Send(
+        json!({"id": id, "method": "item/commandExecution/requestApproval", "params": {"threadId": THREAD, "turnId": TURN, "itemId": "call_1", "startedAtMs": 1, "command": "touch x", "cwd": "/w", "commandActions": []}}),
+    )
 }
 
 #[tokio::test]
@@ -217,7 +241,10 @@ async fn per_category_rules_answer_approvals_without_the_caller() {
 #[tokio::test]
 async fn cancel_with_an_unanswered_approval_cancels_it_and_interrupts_the_turn() {
     let steps = vec![
-        item("item/started", json!({"type": "commandExecution", "id": "call_1", "command": "sleep 30", "cwd": "/w", "status": "inProgress", "commandActions": []})),
+        item(
+            "item/started",
+            json!({"type": "commandExecution", "id": "call_1", "command": "sleep 30", "cwd": "/w", "status": "inProgress", "commandActions": []}),
+        ),
         approval(0),
         Step::AwaitReply,
         Step::AwaitReply,

@@ -12,7 +12,12 @@ fn schema(name: &str) -> Value {
 }
 
 fn methods(schema: &Value) -> BTreeSet<String> {
-    schema["oneOf"].as_array().unwrap().iter().flat_map(|v| v["properties"]["method"]["enum"].as_array().unwrap().iter().map(|m| m.as_str().unwrap().to_string())).collect()
+    schema["oneOf"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|v| v["properties"]["method"]["enum"].as_array().unwrap().iter().map(|m| m.as_str().unwrap().to_string()))
+        .collect()
 }
 
 #[test]

@@ -84,7 +84,12 @@ impl Player {
                 let input = serde_json::json!({ "command": command });
                 self.write(&AgentLine::ToolCall { call_id: call_id.clone(), name: "shell".into(), message_id, input }).await;
                 let request_id = format!("perm_{call_id}");
-                self.write(&AgentLine::PermissionRequest { request_id: request_id.clone(), call_id: call_id.clone(), summary: format!("run `{command}`") }).await;
+                self.write(&AgentLine::PermissionRequest {
+                    request_id: request_id.clone(),
+                    call_id: call_id.clone(),
+                    summary: format!("run `{command}`"),
+                })
+                .await;
                 let allow = self
                     .wait_for(|line| match line {
                         ClientLine::PermissionResponse { request_id: r, allow } if r == request_id => Some(allow),

@@ -92,13 +92,22 @@ impl AgentBackend for ScriptedBackend {
         let scenario = match request.extensions.get(EXT_SCENARIO) {
             None => Scenario::Tour,
             Some(value) => {
-                let name = value.as_str().ok_or_else(|| AgentError::InvalidExtension { key: EXT_SCENARIO.into(), reason: "must be a string".into() })?;
-                Scenario::from_name(name).ok_or_else(|| AgentError::InvalidExtension { key: EXT_SCENARIO.into(), reason: format!("unknown scenario {name:?}; known: {}", Scenario::NAMES.join(", ")) })?
+                let name = value
+                    .as_str()
+                    .ok_or_else(|| AgentError::InvalidExtension { key: EXT_SCENARIO.into(), reason: "must be a string".into() })?;
+                Scenario::from_name(name).ok_or_else(|| AgentError::InvalidExtension {
+                    key: EXT_SCENARIO.into(),
+                    reason: format!("unknown scenario {name:?}; known: {}", Scenario::NAMES.join(", ")),
+                })?
             }
         };
         let delay = match request.extensions.get(EXT_DELAY_MS) {
             None => scenario.default_delay(),
-            Some(value) => Duration::from_millis(value.as_u64().ok_or_else(|| AgentError::InvalidExtension { key: EXT_DELAY_MS.into(), reason: "must be a whole number".into() })?),
+            Some(value) => Duration::from_millis(
+                value
+                    .as_u64()
+                    .ok_or_else(|| AgentError::InvalidExtension { key: EXT_DELAY_MS.into(), reason: "must be a whole number".into() })?,
+            ),
         };
         let settings = RunSettings::for_request(KIND, &request, true);
         let script = scenario.script(&request.prompt.text, request.model.as_deref());

@@ -85,7 +85,13 @@ impl ScriptedProtocol {
             AgentLine::ToolResult { call_id, exit_code, stdout, denied } => {
                 let parent = ctx.transcript.item_by_native(&call_id).map(str::to_string);
                 let bytes = ToolBytes { stdout: stdout.len() as u64, ..ToolBytes::default() };
-                let meta = ToolMeta { kind: "command_execution".into(), tool_name: Some("shell".into()), exit_code: Some(exit_code), bytes, ..ToolMeta::default() };
+                let meta = ToolMeta {
+                    kind: "command_execution".into(),
+                    tool_name: Some("shell".into()),
+                    exit_code: Some(exit_code),
+                    bytes,
+                    ..ToolMeta::default()
+                };
                 let id = ctx.transcript.start_item(NewItem::tool_result(call_id.clone()).parent(parent).tool(meta));
                 let content = vec![ContentPart::ToolResult { call_id, output: stdout }];
                 if denied {

@@ -72,10 +72,14 @@ impl Scenario {
     }
 
     pub(crate) fn script(self, prompt: &str, model: Option<&str>) -> Vec<Step> {
-        let mut steps = vec![Step::Emit(AgentLine::Session { id: format!("scripted-{}", std::process::id()), model: model.unwrap_or("scripted-1").to_string() })];
+        let mut steps = vec![Step::Emit(AgentLine::Session {
+            id: format!("scripted-{}", std::process::id()),
+            model: model.unwrap_or("scripted-1").to_string(),
+        })];
         let said = format!("You said: {prompt}");
         let stream = |id: &str, text: String| Step::Stream { message_id: id.to_string(), text };
-        let tool = || Step::GuardedTool { call_id: "call_1".into(), message_id: "msg_1".into(), command: "echo hi".into(), stdout: "hi\n".into() };
+        let tool =
+            || Step::GuardedTool { call_id: "call_1".into(), message_id: "msg_1".into(), command: "echo hi".into(), stdout: "hi\n".into() };
         let ask = |reply: &str| Step::Ask {
             question_id: "q_1".into(),
             prompt: "Which greeting should I use?".into(),
@@ -84,7 +88,10 @@ impl Scenario {
         };
         match self {
             Self::Tour => {
-                steps.push(Step::Reason { id: "rsn_1".into(), text: format!("The user wrote {prompt:?}. I will run a command, ask a question, then answer.") });
+                steps.push(Step::Reason {
+                    id: "rsn_1".into(),
+                    text: format!("The user wrote {prompt:?}. I will run a command, ask a question, then answer."),
+                });
                 steps.push(stream("msg_1", "I'll run a command first.".into()));
                 steps.push(tool());
                 steps.push(ask("You chose {answer}."));

@@ -27,12 +27,23 @@ async fn every_scenario_is_conformant_in_both_views() {
 async fn the_tour_exercises_every_universal_event_type_but_unparsed() {
     let run = run("tour", Answers::permissions(PermissionDecision::Allow).with_answer("hi")).await;
     let completion = run.completion.as_ref().unwrap();
-    for wanted in ["session.started", "item.started", "item.delta", "item.completed", "permission.requested", "permission.resolved", "question.requested", "question.resolved", "session.ended"] {
+    for wanted in [
+        "session.started",
+        "item.started",
+        "item.delta",
+        "item.completed",
+        "permission.requested",
+        "permission.resolved",
+        "question.requested",
+        "question.resolved",
+        "session.ended",
+    ] {
         assert!(run.types().contains(&wanted), "no {wanted} in {:?}", run.types());
     }
     assert_eq!(completion.final_text.as_deref(), Some("You said: hello there. The command printed: hi."));
     assert!(run.assistant_text().contains("You chose hi."));
-    let reasoning: String = run.wrapper.iter().filter(|e| e.channel.as_deref() == Some("reasoning")).filter_map(|e| e.text.clone()).collect();
+    let reasoning: String =
+        run.wrapper.iter().filter(|e| e.channel.as_deref() == Some("reasoning")).filter_map(|e| e.text.clone()).collect();
     assert!(reasoning.contains("hello there"));
     assert_eq!(run.wrapper_of(AgentWrapperEventKind::ToolCall).count(), 2, "start and complete of one call");
     let result = run.wrapper_of(AgentWrapperEventKind::ToolResult).last().unwrap();
@@ -50,7 +61,9 @@ async fn the_user_prompt_is_synthesized_as_a_daemon_message() {
     let user = run
         .of_type("item.completed")
         .find_map(|e| match &e.body {
-            UniversalEventBody::ItemCompleted(d) if d.item.role == Some(agent_api::universal::ItemRole::User) => Some((e.synthetic, d.item.clone())),
+            UniversalEventBody::ItemCompleted(d) if d.item.role == Some(agent_api::universal::ItemRole::User) => {
+                Some((e.synthetic, d.item.clone()))
+            }
             _ => None,
         })
         .expect("a user message item");

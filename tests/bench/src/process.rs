@@ -75,18 +75,13 @@ pub struct Captured {
 impl Captured {
     /// Stdout lines parsed as JSON, skipping lines that are not JSON.
     pub fn json_lines(&self) -> Vec<serde_json::Value> {
-        self.stdout
-            .iter()
-            .filter_map(|(_, l)| serde_json::from_str(l).ok())
-            .collect()
+        self.stdout.iter().filter_map(|(_, l)| serde_json::from_str(l).ok()).collect()
     }
 
     /// The exit code, or `-N` when the process was killed by signal N.
     pub fn exit_code(&self) -> i32 {
         use std::os::unix::process::ExitStatusExt;
-        self.status
-            .code()
-            .unwrap_or_else(|| -self.status.signal().unwrap_or(0))
+        self.status.code().unwrap_or_else(|| -self.status.signal().unwrap_or(0))
     }
 }
 
@@ -97,24 +92,16 @@ pub async fn run(mut cmd: Command, what: &str, timeout: Duration) -> Result<Capt
     isolate(&mut cmd);
     cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
     let started = Instant::now();
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| BenchError::io(format!("spawning {what}"), e))?;
+    let mut child = cmd.spawn().map_err(|e| BenchError::io(format!("spawning {what}"), e))?;
     let guard = GroupGuard::new(&child);
-    let stdout = child
-        .stdout
-        .take()
-        .map(|s| tokio::spawn(read_lines(s, started)));
+    let stdout = child.stdout.take().map(|s| tokio::spawn(read_lines(s, started)));
     let stderr = child.stderr.take().map(|s| tokio::spawn(read_all(s)));
     let status = match tokio::time::timeout(timeout, child.wait()).await {
         Ok(status) => status.map_err(|e| BenchError::io(format!("waiting for {what}"), e))?,
         Err(_) => {
             drop(guard);
             let _ = child.wait().await;
-            return Err(BenchError::Timeout {
-                what: what.to_string(),
-                seconds: timeout.as_secs(),
-            });
+            return Err(BenchError::Timeout { what: what.to_string(), seconds: timeout.as_secs() });
         }
     };
     let wall_s = started.elapsed().as_secs_f64();
@@ -127,12 +114,7 @@ pub async fn run(mut cmd: Command, what: &str, timeout: Duration) -> Result<Capt
         Some(task) => task.await.unwrap_or_default(),
         None => String::new(),
     };
-    Ok(Captured {
-        status,
-        stdout,
-        stderr,
-        wall_s,
-    })
+    Ok(Captured { status, stdout, stderr, wall_s })
 }
 
 /// Reads lines with their arrival time (seconds since `started`); invalid UTF-8 is replaced.
@@ -166,9 +148,7 @@ async fn read_all(mut stream: impl AsyncRead + Unpin) -> String {
 pub fn process_alive(pid: i32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         // The state letter follows the parenthesised command name.
-        Ok(stat) => stat
-            .rsplit_once(") ")
-            .is_some_and(|(_, rest)| !rest.starts_with('Z') && !rest.starts_with('X')),
+        Ok(stat) => stat.rsplit_once(") ").is_some_and(|(_, rest)| !rest.starts_with('Z') && !rest.starts_with('X')),
         Err(_) => false,
     }
 }
@@ -183,19 +163,10 @@ mod tests {
         let marker = dir.path().join("grandchild.pid");
         // The grandchild writes its pid and sleeps; the leader waits for it.
         let mut cmd = Command::new("sh");
-        cmd.arg("-c")
-            .arg("sleep 60 & echo $! > \"$1\"; wait")
-            .arg("sh")
-            .arg(&marker);
-        let err = run(cmd, "sleeper", Duration::from_millis(500))
-            .await
-            .unwrap_err();
+        cmd.arg("-c").arg("sleep 60 & echo $! > \"$1\"; wait").arg("sh").arg(&marker);
+        let err = run(cmd, "sleeper", Duration::from_millis(500)).await.unwrap_err();
         assert!(matches!(err, BenchError::Timeout { .. }), "{err}");
-        let pid: i32 = std::fs::read_to_string(&marker)
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap();
+        let pid: i32 = std::fs::read_to_string(&marker).unwrap().trim().parse().unwrap();
         tokio::time::sleep(Duration::from_millis(200)).await;
         assert!(!process_alive(pid), "grandchild {pid} survived the timeout");
     }
@@ -203,8 +174,7 @@ mod tests {
     #[tokio::test]
     async fn run_captures_lines_exit_code_and_stderr() {
         let mut cmd = Command::new("sh");
-        cmd.arg("-c")
-            .arg("echo one; echo two; echo oops >&2; exit 3");
+        cmd.arg("-c").arg("echo one; echo two; echo oops >&2; exit 3");
         let out = run(cmd, "sh", Duration::from_secs(10)).await.unwrap();
         let lines: Vec<_> = out.stdout.iter().map(|(_, l)| l.as_str()).collect();
         assert_eq!(lines, ["one", "two"]);

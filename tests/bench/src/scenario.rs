@@ -117,48 +117,23 @@ pub struct Question {
 impl Step {
     /// A step that only says `text`.
     pub const fn say(text: &'static str) -> Step {
-        Step {
-            thinking: None,
-            text: Text::Fixed(text),
-            action: None,
-            pace_ms: 0,
-            breaks: false,
-        }
+        Step { thinking: None, text: Text::Fixed(text), action: None, pace_ms: 0, breaks: false }
     }
 
     /// A step with this text and no action.
     pub const fn text(text: Text) -> Step {
-        Step {
-            thinking: None,
-            text,
-            action: None,
-            pace_ms: 0,
-            breaks: false,
-        }
+        Step { thinking: None, text, action: None, pace_ms: 0, breaks: false }
     }
 
     /// A step that says `preamble` (may be empty) and then calls a tool.
     pub const fn act(preamble: &'static str, action: Action) -> Step {
-        let text = if preamble.is_empty() {
-            Text::None
-        } else {
-            Text::Fixed(preamble)
-        };
-        Step {
-            thinking: None,
-            text,
-            action: Some(action),
-            pace_ms: 0,
-            breaks: false,
-        }
+        let text = if preamble.is_empty() { Text::None } else { Text::Fixed(preamble) };
+        Step { thinking: None, text, action: Some(action), pace_ms: 0, breaks: false }
     }
 
     /// The same step with thinking first.
     pub const fn thinking(self, thinking: &'static str) -> Step {
-        Step {
-            thinking: Some(thinking),
-            ..self
-        }
+        Step { thinking: Some(thinking), ..self }
     }
 
     /// The same step with a pause before every text delta.
@@ -168,10 +143,7 @@ impl Step {
 
     /// The same step with a stream that breaks mid-way.
     pub const fn broken(self) -> Step {
-        Step {
-            breaks: true,
-            ..self
-        }
+        Step { breaks: true, ..self }
     }
 
     /// Pause before each text delta.
@@ -186,27 +158,13 @@ pub const SHELL_COMMAND: &str = "echo hi > out.txt && cat out.txt";
 const AFTER_TOOL: &str = "Tool {status}. Output was: {output}";
 
 const QUESTIONS: &[Question] = &[
-    Question {
-        id: "color",
-        header: "Color",
-        question: "Which color should the file use?",
-        options: &["Red", "Blue"],
-    },
-    Question {
-        id: "size",
-        header: "Size",
-        question: "How large should it be?",
-        options: &["Small", "Large"],
-    },
+    Question { id: "color", header: "Color", question: "Which color should the file use?", options: &["Red", "Blue"] },
+    Question { id: "size", header: "Size", question: "How large should it be?", options: &["Small", "Large"] },
 ];
 
 /// Every scenario the server knows. The name is the first path segment after `/s/`.
 pub const SCENARIOS: &[Scenario] = &[
-    Scenario {
-        name: "text",
-        description: "Replies \"Hello from mock\".",
-        script: Script::Steps(&[Step::say("Hello from mock")]),
-    },
+    Scenario { name: "text", description: "Replies \"Hello from mock\".", script: Script::Steps(&[Step::say("Hello from mock")]) },
     Scenario {
         name: "long_text",
         description: "Streams 200 words (`word0 ... word199`), one delta each.",
@@ -215,18 +173,13 @@ pub const SCENARIOS: &[Scenario] = &[
     Scenario {
         name: "reasoning",
         description: "Thinks (\"The user said hello. I should greet them back.\"), then replies \"Hello after thinking\".",
-        script: Script::Steps(&[
-            Step::say("Hello after thinking").thinking("The user said hello. I should greet them back.")
-        ]),
+        script: Script::Steps(&[Step::say("Hello after thinking").thinking("The user said hello. I should greet them back.")]),
     },
     Scenario {
         name: "shell",
         description: "Says \"I'll run a command.\" and calls the shell tool with `echo hi > out.txt && cat out.txt`; \
                       after the result it replies \"Tool finished. Output was: <output>\".",
-        script: Script::Steps(&[
-            Step::act("I'll run a command.", Action::Shell(SHELL_COMMAND)),
-            Step::text(Text::AfterTool(AFTER_TOOL)),
-        ]),
+        script: Script::Steps(&[Step::act("I'll run a command.", Action::Shell(SHELL_COMMAND)), Step::text(Text::AfterTool(AFTER_TOOL))]),
     },
     Scenario {
         name: "write_edit",
@@ -234,10 +187,7 @@ pub const SCENARIOS: &[Scenario] = &[
                       \"Edit finished. Output was: <output>\".",
         script: Script::Steps(&[
             Step::act("", Action::WriteFile { path: "created.txt", content: "created by mock\n" }),
-            Step::act(
-                "Now I will edit it.",
-                Action::EditFile { path: "created.txt", old: "created by mock", new: "edited by mock" },
-            ),
+            Step::act("Now I will edit it.", Action::EditFile { path: "created.txt", old: "created by mock", new: "edited by mock" }),
             Step::text(Text::AfterTool("Edit {status}. Output was: {output}")),
         ]),
     },
@@ -245,10 +195,7 @@ pub const SCENARIOS: &[Scenario] = &[
         name: "question",
         description: "Asks two multiple-choice questions with the CLI's own question tool (Claude \
                       AskUserQuestion, Codex request_user_input, ...), then replies \"You answered: <answer>\".",
-        script: Script::Steps(&[
-            Step::act("", Action::Ask(QUESTIONS)),
-            Step::text(Text::AfterTool("You answered: {output}")),
-        ]),
+        script: Script::Steps(&[Step::act("", Action::Ask(QUESTIONS)), Step::text(Text::AfterTool("You answered: {output}"))]),
     },
     Scenario {
         name: "slow_text",
@@ -258,10 +205,7 @@ pub const SCENARIOS: &[Scenario] = &[
     Scenario {
         name: "slow_shell",
         description: "Calls the shell tool with `sleep 30`; after the result it replies \"Tool finished. ...\".",
-        script: Script::Steps(&[
-            Step::act("I'll wait.", Action::Shell("sleep 30")),
-            Step::text(Text::AfterTool(AFTER_TOOL)),
-        ]),
+        script: Script::Steps(&[Step::act("I'll wait.", Action::Shell("sleep 30")), Step::text(Text::AfterTool(AFTER_TOOL))]),
     },
     Scenario {
         name: "big_output",
@@ -310,11 +254,7 @@ pub fn find(name: &str) -> Option<&'static Scenario> {
 
 /// The names of every scenario, comma-separated (for error messages).
 pub fn names() -> String {
-    SCENARIOS
-        .iter()
-        .map(|s| s.name)
-        .collect::<Vec<_>>()
-        .join(", ")
+    SCENARIOS.iter().map(|s| s.name).collect::<Vec<_>>().join(", ")
 }
 
 /// Splits a text into word deltas that keep their trailing space ("Hello ", "from ", "mock").

@@ -34,7 +34,8 @@ fn main() {
         while let Some(event) = stream.next().await {
             events += 1;
             text_bytes += event.text.as_ref().map_or(0, |t| t.len() as u64);
-            if event.kind == AgentWrapperEventKind::Status && event.message.as_deref().is_some_and(|m| m.starts_with("native_line_skipped")) {
+            if event.kind == AgentWrapperEventKind::Status && event.message.as_deref().is_some_and(|m| m.starts_with("native_line_skipped"))
+            {
                 skipped.push(event.message.unwrap());
             }
         }

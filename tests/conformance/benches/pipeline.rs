@@ -23,7 +23,12 @@ fn native_log(events: usize) -> Vec<u8> {
         }
         lines.push(AgentLine::MessageDone { message_id: msg.clone(), text: "the whole answer".into() });
         let call = format!("call_{turn}");
-        lines.push(AgentLine::ToolCall { call_id: call.clone(), name: "shell".into(), message_id: msg, input: serde_json::json!({"command": "ls -la"}) });
+        lines.push(AgentLine::ToolCall {
+            call_id: call.clone(),
+            name: "shell".into(),
+            message_id: msg,
+            input: serde_json::json!({"command": "ls -la"}),
+        });
         lines.push(AgentLine::ToolResult { call_id: call, exit_code: 0, stdout: "total 0\n".into(), denied: false });
     }
     lines.truncate(events - 1);
@@ -46,7 +51,11 @@ async fn full_pipeline(log: &[u8]) -> usize {
 }
 
 fn bare_parse(log: &[u8]) -> usize {
-    std::io::Cursor::new(log).lines().map(|l| serde_json::from_str::<serde_json::Value>(&l.unwrap()).unwrap()).filter(|v| v.is_object()).count()
+    std::io::Cursor::new(log)
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(&l.unwrap()).unwrap())
+        .filter(|v| v.is_object())
+        .count()
 }
 
 fn median(mut samples: Vec<Duration>) -> Duration {

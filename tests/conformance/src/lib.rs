@@ -58,7 +58,9 @@ impl RunRecord {
             .iter()
             .filter_map(|e| match &e.body {
                 UniversalEventBody::ItemCompleted(d)
-                    if d.item.kind == agent_api::universal::ItemKind::Message && d.item.role == Some(agent_api::universal::ItemRole::Assistant) && !d.item.is_reasoning() =>
+                    if d.item.kind == agent_api::universal::ItemKind::Message
+                        && d.item.role == Some(agent_api::universal::ItemRole::Assistant)
+                        && !d.item.is_reasoning() =>
                 {
                     Some(d.item.text())
                 }
@@ -223,7 +225,9 @@ fn universal_problems(events: &[UniversalEvent], out: &mut Vec<String>) {
             UniversalEventBody::ItemStarted(d) if !open.insert(d.item.item_id.clone()) => {
                 out.push(format!("item {} started twice", d.item.item_id));
             }
-            UniversalEventBody::ItemDelta(d) if !open.contains(&d.item_id) => out.push(format!("delta for item {} that is not open", d.item_id)),
+            UniversalEventBody::ItemDelta(d) if !open.contains(&d.item_id) => {
+                out.push(format!("delta for item {} that is not open", d.item_id))
+            }
             UniversalEventBody::ItemCompleted(d) => {
                 if !open.remove(&d.item.item_id) {
                     out.push(format!("item {} completed without starting", d.item.item_id));
@@ -254,7 +258,8 @@ fn wrapper_problems(run: &RunRecord, out: &mut Vec<String>) {
             }
         }
     }
-    let errors: Vec<usize> = run.wrapper.iter().enumerate().filter(|(_, e)| e.kind == AgentWrapperEventKind::Error).map(|(i, _)| i).collect();
+    let errors: Vec<usize> =
+        run.wrapper.iter().enumerate().filter(|(_, e)| e.kind == AgentWrapperEventKind::Error).map(|(i, _)| i).collect();
     match &run.completion {
         Ok(_) if !errors.is_empty() => out.push(format!("a successful run has {} Error events", errors.len())),
         Err(e) => {

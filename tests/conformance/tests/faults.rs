@@ -75,7 +75,10 @@ async fn a_crash_mid_stream_is_a_typed_exit_with_one_terminal_error_and_no_stder
     match &run.universal.last().unwrap().body {
         UniversalEventBody::SessionEnded(end) => {
             assert_eq!(end.exit_code, Some(3));
-            assert!(end.stderr.as_ref().and_then(|s| s.head.as_ref()).is_some_and(|h| h.contains("went wrong")), "session.ended keeps the stderr head");
+            assert!(
+                end.stderr.as_ref().and_then(|s| s.head.as_ref()).is_some_and(|h| h.contains("went wrong")),
+                "session.ended keeps the stderr head"
+            );
         }
         other => panic!("{other:?}"),
     }
@@ -145,7 +148,10 @@ async fn a_line_over_the_cap_is_skipped_with_one_bounded_status_and_the_run_goes
     assert_conformant(&run);
     assert!(run.completion.is_ok(), "{:?}", run.completion);
     assert_eq!(run.assistant_text(), "beforeafter");
-    let skipped: Vec<_> = run.wrapper_of(AgentWrapperEventKind::Status).filter(|e| e.message.as_deref().is_some_and(|m| m.starts_with("native_line_skipped"))).collect();
+    let skipped: Vec<_> = run
+        .wrapper_of(AgentWrapperEventKind::Status)
+        .filter(|e| e.message.as_deref().is_some_and(|m| m.starts_with("native_line_skipped")))
+        .collect();
     assert_eq!(skipped.len(), 1);
     assert!(skipped[0].message.as_ref().unwrap().len() < 200);
 }
@@ -157,7 +163,11 @@ async fn invalid_utf8_is_replaced_reported_and_loses_no_other_line() {
     let text = run.assistant_text();
     assert!(text.starts_with("beforebad \u{fffd}\u{fffd} bytes"), "{text:?}");
     assert!(text.ends_with("after"));
-    let statuses: Vec<_> = run.wrapper_of(AgentWrapperEventKind::Status).filter_map(|e| e.message.clone()).filter(|m| m.starts_with("native_line_invalid_utf8")).collect();
+    let statuses: Vec<_> = run
+        .wrapper_of(AgentWrapperEventKind::Status)
+        .filter_map(|e| e.message.clone())
+        .filter(|m| m.starts_with("native_line_invalid_utf8"))
+        .collect();
     assert_eq!(statuses.len(), 2);
     let unparsed: Vec<_> = run.of_type("agent.unparsed").collect();
     assert_eq!(unparsed.len(), 1, "the line that is not JSON becomes agent.unparsed");
@@ -200,7 +210,11 @@ async fn a_two_way_agent_gets_lines_on_stdin_and_stops_when_input_closes() {
             Ok(())
         }
         fn finish(&mut self, exit: &ExitInfo, _ctx: &mut Ctx<'_>) -> Result<RunCompletion, AgentError> {
-            if exit.success() { Ok(RunCompletion::new()) } else { Err(exit.early_exit_error()) }
+            if exit.success() {
+                Ok(RunCompletion::new())
+            } else {
+                Err(exit.early_exit_error())
+            }
         }
     }
     let spec = CommandSpec::new(env!("CARGO_BIN_EXE_fake_agent_cli")).arg("echo-stdin").with_stdin();

@@ -3,8 +3,8 @@
 use agent_api::kit::replay::{open_recording, replay, RecordingFormat, ReplayOptions};
 use agent_api::AgentError;
 use agent_api_conformance::{assert_conformant, record};
-use agent_api_scripted::ScriptedBackend;
 use agent_api_scripted::wire::{AgentLine, ClientLine};
+use agent_api_scripted::ScriptedBackend;
 
 fn line(l: &AgentLine) -> String {
     serde_json::to_string(l).unwrap()
@@ -36,7 +36,12 @@ async fn a_session_recording_replays_with_the_clients_answers() {
     let send = |l: &ClientLine| format!("{{\"t\":0.2,\"dir\":\"send\",\"msg\":{}}}", serde_json::to_string(l).unwrap());
     let log = [
         recv(&AgentLine::Session { id: "s-2".into(), model: "m".into() }),
-        recv(&AgentLine::ToolCall { call_id: "c1".into(), name: "shell".into(), message_id: "m0".into(), input: serde_json::json!({"command": "ls"}) }),
+        recv(&AgentLine::ToolCall {
+            call_id: "c1".into(),
+            name: "shell".into(),
+            message_id: "m0".into(),
+            input: serde_json::json!({"command": "ls"}),
+        }),
         recv(&AgentLine::PermissionRequest { request_id: "p1".into(), call_id: "c1".into(), summary: "run ls".into() }),
         send(&ClientLine::PermissionResponse { request_id: "p1".into(), allow: true }),
         "{\"t\":0.3,\"dir\":\"stderr\",\"msg\":\"warning: something\"}".to_string(),
@@ -46,7 +51,8 @@ async fn a_session_recording_replays_with_the_clients_answers() {
     .join("\n");
     let (format, _) = open_recording(std::io::Cursor::new(log.clone().into_bytes())).await.unwrap();
     assert_eq!(format, RecordingFormat::Session);
-    let run = record(replay(&ScriptedBackend::new(), std::io::Cursor::new(log.into_bytes()), ReplayOptions::default()).await.unwrap()).await;
+    let run =
+        record(replay(&ScriptedBackend::new(), std::io::Cursor::new(log.into_bytes()), ReplayOptions::default()).await.unwrap()).await;
     assert_conformant(&run);
     assert_eq!(run.of_type("permission.resolved").count(), 1);
 }
@@ -54,7 +60,8 @@ async fn a_session_recording_replays_with_the_clients_answers() {
 #[tokio::test]
 async fn malformed_lines_become_unparsed_events_not_a_crash() {
     let log = format!("{}\nnot json at all\n{{\"type\":\"no_such_type\"}}\n", native_log());
-    let run = record(replay(&ScriptedBackend::new(), std::io::Cursor::new(log.into_bytes()), ReplayOptions::default()).await.unwrap()).await;
+    let run =
+        record(replay(&ScriptedBackend::new(), std::io::Cursor::new(log.into_bytes()), ReplayOptions::default()).await.unwrap()).await;
     assert_eq!(run.of_type("agent.unparsed").count(), 2);
     assert!(run.completion.is_ok());
     let problems = agent_api_conformance::problems(&run);
@@ -63,6 +70,9 @@ async fn malformed_lines_become_unparsed_events_not_a_crash() {
 
 #[tokio::test]
 async fn an_unreadable_file_is_a_typed_replay_error() {
-    let err = agent_api::kit::replay::replay_file(&ScriptedBackend::new(), std::path::Path::new("/nonexistent/recording.jsonl"), false).await.err().unwrap();
+    let err = agent_api::kit::replay::replay_file(&ScriptedBackend::new(), std::path::Path::new("/nonexistent/recording.jsonl"), false)
+        .await
+        .err()
+        .unwrap();
     assert!(matches!(err, AgentError::Replay { .. }));
 }

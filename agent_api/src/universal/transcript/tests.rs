@@ -81,7 +81,19 @@ fn ending_fails_open_items_and_denies_pending_requests() {
     t.end(SessionEnd::completed());
     let events: Vec<_> = t.drain().collect();
     let names: Vec<_> = events.iter().map(|e| e.type_name()).collect();
-    assert_eq!(names, ["session.started", "item.started", "permission.requested", "question.requested", "item.completed", "permission.resolved", "question.resolved", "session.ended"]);
+    assert_eq!(
+        names,
+        [
+            "session.started",
+            "item.started",
+            "permission.requested",
+            "question.requested",
+            "item.completed",
+            "permission.resolved",
+            "question.resolved",
+            "session.ended"
+        ]
+    );
     match &events[4].body {
         UniversalEventBody::ItemCompleted(d) => {
             assert_eq!(d.item.item_id, id);

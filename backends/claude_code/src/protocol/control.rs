@@ -72,8 +72,13 @@ impl ClaudeProtocol {
     }
 
     pub(crate) fn on_control_request(&mut self, message: &Value, ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
-        let request_id = message.get("request_id").and_then(Value::as_str).ok_or_else(|| Unparsed("a control_request has no `request_id`".into()))?.to_string();
-        let request = message.get("request").filter(|r| r.is_object()).ok_or_else(|| Unparsed("a control_request has no `request` object".into()))?;
+        let request_id = message
+            .get("request_id")
+            .and_then(Value::as_str)
+            .ok_or_else(|| Unparsed("a control_request has no `request_id`".into()))?
+            .to_string();
+        let request =
+            message.get("request").filter(|r| r.is_object()).ok_or_else(|| Unparsed("a control_request has no `request` object".into()))?;
         let subtype = request.get("subtype").and_then(Value::as_str).unwrap_or("unknown");
         match subtype {
             "can_use_tool" => self.can_use_tool(&request_id, request, ctx),
@@ -92,7 +97,10 @@ impl ClaudeProtocol {
             }
             other => {
                 ctx.transcript.status("control_request_refused", short(Some(&Value::from(other)), 64));
-                self.reply(failure(&request_id, &format!("unsupported control request subtype: {}", agent_api::bounds::utf8_prefix(other, 64))), ctx);
+                self.reply(
+                    failure(&request_id, &format!("unsupported control request subtype: {}", agent_api::bounds::utf8_prefix(other, 64))),
+                    ctx,
+                );
             }
         }
         Ok(())
@@ -148,7 +156,8 @@ impl ClaudeProtocol {
             ctx.transcript.question_requested(format!("{request_id}/{n}"), text.clone(), options);
             texts.push(text);
         }
-        self.asks.insert(request_id.to_string(), PendingAsk { input: input.clone(), tool_use_id, questions: texts, answers: BTreeMap::new() });
+        self.asks
+            .insert(request_id.to_string(), PendingAsk { input: input.clone(), tool_use_id, questions: texts, answers: BTreeMap::new() });
     }
 
     /// The caller's decision on permission `id`.
@@ -168,7 +177,9 @@ impl ClaudeProtocol {
                 }
                 response
             }
-            PermissionDecision::Deny { message } => deny(message.as_deref().unwrap_or("The user denied this action."), &pending.tool_use_id),
+            PermissionDecision::Deny { message } => {
+                deny(message.as_deref().unwrap_or("The user denied this action."), &pending.tool_use_id)
+            }
             PermissionDecision::Cancel => {
                 let mut response = deny("The user denied this action and stopped the turn.", &pending.tool_use_id);
                 response["interrupt"] = json!(true);
@@ -196,7 +207,8 @@ impl ClaudeProtocol {
                 ask.answers.insert(n, text);
                 if ask.answers.len() == ask.questions.len() {
                     let ask = self.asks.remove(&request_id).ok_or_else(unknown)?;
-                    let answers: serde_json::Map<String, Value> = ask.answers.iter().map(|(i, a)| (ask.questions[*i].clone(), Value::from(a.clone()))).collect();
+                    let answers: serde_json::Map<String, Value> =
+                        ask.answers.iter().map(|(i, a)| (ask.questions[*i].clone(), Value::from(a.clone()))).collect();
                     let mut input = ask.input.clone();
                     input["answers"] = Value::Object(answers);
                     self.reply(success(&request_id, allow(&input, &ask.tool_use_id)), ctx);
@@ -223,7 +235,10 @@ impl ClaudeProtocol {
 
     /// The CLI withdrew one of its requests (for example after an interrupt).
     pub(crate) fn on_control_cancel(&mut self, message: &Value, ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
-        let request_id = message.get("request_id").and_then(Value::as_str).ok_or_else(|| Unparsed("a control_cancel_request has no `request_id`".into()))?;
+        let request_id = message
+            .get("request_id")
+            .and_then(Value::as_str)
+            .ok_or_else(|| Unparsed("a control_cancel_request has no `request_id`".into()))?;
         if self.permissions.remove(request_id).is_some() && ctx.transcript.has_pending_permission(request_id) {
             let _ = ctx.transcript.permission_resolved(request_id, false);
         }
@@ -236,7 +251,10 @@ impl ClaudeProtocol {
 
     /// A response from the CLI to one of our requests (`initialize`, `interrupt`).
     pub(crate) fn on_control_response(&mut self, message: &Value, ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
-        let response = message.get("response").filter(|r| r.is_object()).ok_or_else(|| Unparsed("a control_response has no `response` object".into()))?;
+        let response = message
+            .get("response")
+            .filter(|r| r.is_object())
+            .ok_or_else(|| Unparsed("a control_response has no `response` object".into()))?;
         if response.get("subtype").and_then(Value::as_str) == Some("error") {
             ctx.transcript.status("control_request_failed", short(response.get("error"), 200));
         }

@@ -66,14 +66,20 @@ impl ClaudeProtocol {
         if let Some(item) = self.messages.get(msg_id).and_then(|m| m.item_id.clone()) {
             return item;
         }
-        let others: Vec<String> = self.messages.iter().filter(|(id, m)| m.thread == thread && id.as_str() != msg_id).map(|(id, _)| id.clone()).collect();
+        let others: Vec<String> =
+            self.messages.iter().filter(|(id, m)| m.thread == thread && id.as_str() != msg_id).map(|(id, _)| id.clone()).collect();
         for id in others {
             self.close_message(&id, ctx);
             self.messages.remove(&id);
         }
         let parent = thread.as_ref().and_then(|t| self.tools.get(t)).map(|t| t.item_id.clone());
         let item = ctx.transcript.start_item(NewItem::message(ItemRole::Assistant).native(msg_id).parent(parent));
-        let entry = self.messages.entry(msg_id.to_string()).or_insert_with(|| OpenMessage { item_id: None, thread, streamed: Vec::new(), by_index: HashMap::new() });
+        let entry = self.messages.entry(msg_id.to_string()).or_insert_with(|| OpenMessage {
+            item_id: None,
+            thread,
+            streamed: Vec::new(),
+            by_index: HashMap::new(),
+        });
         entry.item_id = Some(item.clone());
         item
     }
@@ -113,13 +119,19 @@ impl ClaudeProtocol {
     }
 
     pub(crate) fn on_assistant(&mut self, message: &Value, ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
-        let msg = message.get("message").filter(|m| m.is_object()).ok_or_else(|| Unparsed("an assistant line has no `message` object".into()))?;
+        let msg =
+            message.get("message").filter(|m| m.is_object()).ok_or_else(|| Unparsed("an assistant line has no `message` object".into()))?;
         if is_error_message(message) {
             self.outcome.synthetic_error(message, ctx);
             return Ok(());
         }
         let thread = thread_of(message);
-        let msg_id = msg.get("id").and_then(Value::as_str).or_else(|| message.get("uuid").and_then(Value::as_str)).unwrap_or("assistant").to_string();
+        let msg_id = msg
+            .get("id")
+            .and_then(Value::as_str)
+            .or_else(|| message.get("uuid").and_then(Value::as_str))
+            .unwrap_or("assistant")
+            .to_string();
         let blocks: Vec<Value> = match msg.get("content") {
             Some(Value::Array(blocks)) => blocks.clone(),
             Some(Value::String(text)) => vec![serde_json::json!({ "type": "text", "text": text })],
@@ -212,7 +224,8 @@ impl ClaudeProtocol {
             }
             None => {
                 let parent = self.ensure_message(msg_id, thread, ctx);
-                let new = NewItem::tool_call(name.clone(), "", id.clone()).native(id.clone()).parent(Some(parent)).tool(tools::call_meta(&name));
+                let new =
+                    NewItem::tool_call(name.clone(), "", id.clone()).native(id.clone()).parent(Some(parent)).tool(tools::call_meta(&name));
                 let item = ctx.transcript.start_item(new);
                 ctx.transcript.complete_item_with(&item, vec![part]);
                 self.tools.insert(id, ToolCallInfo { item_id: item, name, input });

@@ -123,7 +123,11 @@ fn type_of(message: &Value) -> Result<&str, Unparsed> {
 pub(crate) fn short(value: Option<&Value>, max: usize) -> Option<String> {
     value.and_then(Value::as_str).map(|s| {
         let cut = agent_api::bounds::utf8_prefix(s, max);
-        if cut.len() < s.len() { format!("{cut}…") } else { cut.to_string() }
+        if cut.len() < s.len() {
+            format!("{cut}…")
+        } else {
+            cut.to_string()
+        }
     })
 }
 

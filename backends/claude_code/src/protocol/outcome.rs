@@ -62,7 +62,11 @@ pub(crate) fn safe_text(text: &str) -> String {
         .collect();
     let joined = masked.join(" ");
     let cut = agent_api::bounds::utf8_prefix(&joined, MESSAGE_MAX);
-    if cut.len() < joined.len() { format!("{cut}…") } else { joined }
+    if cut.len() < joined.len() {
+        format!("{cut}…")
+    } else {
+        joined
+    }
 }
 
 /// The typed error for an API failure.
@@ -71,7 +75,9 @@ pub(crate) fn classify(error: &ApiError) -> AgentError {
     let kind = error.kind.as_deref().unwrap_or_default();
     match (error.status, kind) {
         (Some(401 | 403), _) | (_, "authentication_failed" | "oauth_org_not_allowed") => AgentError::Auth { message },
-        (Some(429 | 529), _) | (_, "rate_limit" | "overloaded" | "overloaded_error" | "rate_limit_error") => AgentError::RateLimited { message },
+        (Some(429 | 529), _) | (_, "rate_limit" | "overloaded" | "overloaded_error" | "rate_limit_error") => {
+            AgentError::RateLimited { message }
+        }
         (Some(status @ 500..=599), _) => AgentError::ServerError { status: Some(status), message },
         (None, "server_error" | "api_error") => AgentError::ServerError { status: None, message },
         _ => AgentError::AgentFailed { message },
@@ -142,7 +148,9 @@ impl Outcome {
                     error.status = status.or(error.status);
                     classify(&error)
                 }
-                (None, Some(status)) => classify(&ApiError { kind: None, status: Some(status), text: last.text.clone().unwrap_or_default() }),
+                (None, Some(status)) => {
+                    classify(&ApiError { kind: None, status: Some(status), text: last.text.clone().unwrap_or_default() })
+                }
                 (None, None) => turn_failure(&last),
             });
         }
@@ -169,7 +177,8 @@ fn turn_failure(last: &TurnResult) -> AgentError {
 
 impl ClaudeProtocol {
     pub(crate) fn on_result(&mut self, message: &Value, ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
-        let subtype = message.get("subtype").and_then(Value::as_str).ok_or_else(|| Unparsed("a result line has no `subtype`".into()))?.to_string();
+        let subtype =
+            message.get("subtype").and_then(Value::as_str).ok_or_else(|| Unparsed("a result line has no `subtype`".into()))?.to_string();
         self.close_all_messages(ctx);
         if ctx.transcript.native_session_id().is_none() {
             if let Some(id) = message.get("session_id").and_then(Value::as_str) {
@@ -180,7 +189,14 @@ impl ClaudeProtocol {
         let result = TurnResult {
             is_error,
             text: message.get("result").and_then(Value::as_str).map(str::to_string),
-            errors: message.get("errors").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).map(str::to_string).collect(),
+            errors: message
+                .get("errors")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect(),
             api_error_status: message.get("api_error_status").and_then(Value::as_u64).and_then(|s| u16::try_from(s).ok()),
             subtype,
         };

@@ -17,24 +17,34 @@ use crate::tools::{self, ToolCallInfo};
 
 impl ClaudeProtocol {
     pub(crate) fn on_stream_event(&mut self, message: &Value, ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
-        let event = message.get("event").filter(|e| e.is_object()).ok_or_else(|| Unparsed("a stream_event has no `event` object".into()))?;
+        let event =
+            message.get("event").filter(|e| e.is_object()).ok_or_else(|| Unparsed("a stream_event has no `event` object".into()))?;
         let kind = event.get("type").and_then(Value::as_str).ok_or_else(|| Unparsed("a stream_event's event has no `type`".into()))?;
         let thread = thread_of(message);
         match kind {
             "message_start" => {
-                let id = event.pointer("/message/id").and_then(Value::as_str).or_else(|| message.get("uuid").and_then(Value::as_str)).unwrap_or("assistant").to_string();
+                let id = event
+                    .pointer("/message/id")
+                    .and_then(Value::as_str)
+                    .or_else(|| message.get("uuid").and_then(Value::as_str))
+                    .unwrap_or("assistant")
+                    .to_string();
                 self.ensure_message(&id, thread.clone(), ctx);
                 self.streaming.insert(thread, id);
             }
             "content_block_start" => {
                 let index = index_of(event)?;
-                let block = event.get("content_block").filter(|b| b.is_object()).ok_or_else(|| Unparsed("content_block_start has no `content_block`".into()))?;
+                let block = event
+                    .get("content_block")
+                    .filter(|b| b.is_object())
+                    .ok_or_else(|| Unparsed("content_block_start has no `content_block`".into()))?;
                 let msg_id = self.streaming_message(&thread, message, ctx);
                 self.block_start(&msg_id, thread, index, block, ctx);
             }
             "content_block_delta" => {
                 let index = index_of(event)?;
-                let delta = event.get("delta").filter(|d| d.is_object()).ok_or_else(|| Unparsed("content_block_delta has no `delta`".into()))?;
+                let delta =
+                    event.get("delta").filter(|d| d.is_object()).ok_or_else(|| Unparsed("content_block_delta has no `delta`".into()))?;
                 let msg_id = self.streaming_message(&thread, message, ctx);
                 self.block_delta(&msg_id, index, delta, ctx);
             }
@@ -107,7 +117,8 @@ impl ClaudeProtocol {
             "tool_use" | "server_tool_use" | "mcp_tool_use" => {
                 let id = block.get("id").and_then(Value::as_str).unwrap_or_default().to_string();
                 let name = block.get("name").and_then(Value::as_str).unwrap_or("unknown").to_string();
-                let new = NewItem::tool_call(name.clone(), "", id.clone()).native(id.clone()).parent(Some(parent)).tool(tools::call_meta(&name));
+                let new =
+                    NewItem::tool_call(name.clone(), "", id.clone()).native(id.clone()).parent(Some(parent)).tool(tools::call_meta(&name));
                 let item = ctx.transcript.start_item(new);
                 self.tools.insert(id.clone(), ToolCallInfo { item_id: item.clone(), name, input: Value::Null });
                 self.push_block(msg_id, index, BlockKind::Tool(id), Some(item), "");

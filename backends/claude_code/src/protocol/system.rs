@@ -57,19 +57,29 @@ impl ClaudeProtocol {
                 ctx.transcript.session_started(Some(init_metadata(message)));
             }
             "status" => {
-                let detail = short(message.get("status"), 64).or_else(|| short(message.get("permissionMode"), 64).map(|m| format!("permission mode {m}")));
+                let detail = short(message.get("status"), 64)
+                    .or_else(|| short(message.get("permissionMode"), 64).map(|m| format!("permission mode {m}")));
                 ctx.transcript.status("status", detail);
             }
             "api_retry" => {
-                let status = message.get("error_status").and_then(Value::as_u64).map_or("no HTTP status".to_string(), |s| format!("HTTP {s}"));
+                let status =
+                    message.get("error_status").and_then(Value::as_u64).map_or("no HTTP status".to_string(), |s| format!("HTTP {s}"));
                 let error = short(message.get("error"), 64).unwrap_or_else(|| "error".into());
-                let detail = format!("attempt {} of {}: {status} ({error}), retrying in {} ms", num(message, "attempt"), num(message, "max_retries"), num(message, "retry_delay_ms"));
+                let detail = format!(
+                    "attempt {} of {}: {status} ({error}), retrying in {} ms",
+                    num(message, "attempt"),
+                    num(message, "max_retries"),
+                    num(message, "retry_delay_ms")
+                );
                 ctx.transcript.status("api_retry", Some(detail));
             }
             "compact_boundary" => {
                 let meta = message.get("compact_metadata").cloned().unwrap_or(Value::Null);
                 let trigger = short(meta.get("trigger"), 32).unwrap_or_else(|| "unknown".into());
-                ctx.transcript.status("compact_boundary", Some(format!("conversation compacted ({trigger}, {} tokens before)", num(&meta, "pre_tokens"))));
+                ctx.transcript.status(
+                    "compact_boundary",
+                    Some(format!("conversation compacted ({trigger}, {} tokens before)", num(&meta, "pre_tokens"))),
+                );
             }
             "hook_started" | "hook_progress" | "hook_response" => {
                 let name = short(message.get("hook_name"), 64).unwrap_or_else(|| "hook".into());

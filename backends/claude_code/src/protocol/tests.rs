@@ -51,7 +51,11 @@ fn completed(run: &RunRecord) -> Vec<UniversalItem> {
 }
 
 fn status_labels(run: &RunRecord) -> Vec<String> {
-    completed(run).iter().flat_map(|i| i.content.clone()).filter_map(|p| if let ContentPart::Status { label, .. } = p { Some(label) } else { None }).collect()
+    completed(run)
+        .iter()
+        .flat_map(|i| i.content.clone())
+        .filter_map(|p| if let ContentPart::Status { label, .. } = p { Some(label) } else { None })
+        .collect()
 }
 
 #[tokio::test]
@@ -68,14 +72,20 @@ async fn streamed_thinking_redacted_thinking_and_server_tools_map_once() {
         se(json!({"type":"content_block_start","index":1,"content_block":{"type":"redacted_thinking","data":"opaque"}})),
         se(json!({"type":"content_block_stop","index":1})),
         assistant("msg_1", json!([{"type":"redacted_thinking","data":"opaque"}])),
-        se(json!({"type":"content_block_start","index":2,"content_block":{"type":"server_tool_use","id":"srvtoolu_1","name":"web_search","input":{}}})),
+        se(
+            json!({"type":"content_block_start","index":2,"content_block":{"type":"server_tool_use","id":"srvtoolu_1","name":"web_search","input":{}}}),
+        ),
         se(json!({"type":"content_block_delta","index":2,"delta":{"type":"input_json_delta","partial_json":"{\"query\":\"rust\"}"}})),
         se(json!({"type":"content_block_stop","index":2})),
-        se(json!({"type":"content_block_start","index":3,"content_block":{"type":"web_search_tool_result","tool_use_id":"srvtoolu_1","content":[{"type":"web_search_result","url":"https://example.invalid","title":"Rust"}]}})),
+        se(
+            json!({"type":"content_block_start","index":3,"content_block":{"type":"web_search_tool_result","tool_use_id":"srvtoolu_1","content":[{"type":"web_search_result","url":"https://example.invalid","title":"Rust"}]}}),
+        ),
         se(json!({"type":"content_block_stop","index":3})),
         se(json!({"type":"content_block_start","index":4,"content_block":{"type":"text","text":""}})),
         se(json!({"type":"content_block_delta","index":4,"delta":{"type":"text_delta","text":"Rust is "}})),
-        se(json!({"type":"content_block_delta","index":4,"delta":{"type":"citations_delta","citation":{"type":"web_search_result_location"}}})),
+        se(
+            json!({"type":"content_block_delta","index":4,"delta":{"type":"citations_delta","citation":{"type":"web_search_result_location"}}}),
+        ),
         se(json!({"type":"content_block_delta","index":4,"delta":{"type":"text_delta","text":"a language."}})),
         assistant("msg_1", json!([{"type":"server_tool_use","id":"srvtoolu_1","name":"web_search","input":{"query":"rust"}}])),
         assistant("msg_1", json!([{"type":"web_search_tool_result","tool_use_id":"srvtoolu_1","content":[]}])),
@@ -90,21 +100,31 @@ async fn streamed_thinking_redacted_thinking_and_server_tools_map_once() {
     assert_conformant(&run);
     assert_eq!(run.assistant_text(), "Rust is a language.");
     let items = completed(&run);
-    let reasoning: Vec<(String, ReasoningVisibility)> = items.iter().flat_map(|i| i.content.clone()).filter_map(|p| if let ContentPart::Reasoning { text, visibility } = p { Some((text, visibility)) } else { None }).collect();
+    let reasoning: Vec<(String, ReasoningVisibility)> = items
+        .iter()
+        .flat_map(|i| i.content.clone())
+        .filter_map(|p| if let ContentPart::Reasoning { text, visibility } = p { Some((text, visibility)) } else { None })
+        .collect();
     assert_eq!(reasoning, [("Let me think.".to_string(), ReasoningVisibility::Public), (String::new(), ReasoningVisibility::Private)]);
     let calls: Vec<&UniversalItem> = items.iter().filter(|i| i.kind == ItemKind::ToolCall).collect();
     assert_eq!(calls.len(), 1);
     assert_eq!(calls[0].tool.as_ref().unwrap().kind, "web_search");
     assert_eq!(items.iter().filter(|i| i.kind == ItemKind::ToolResult).count(), 1, "the server tool result maps once");
     let usage = run.completion.as_ref().unwrap().usage.clone().unwrap();
-    assert_eq!((usage.input_tokens, usage.cached_input_tokens, usage.output_tokens, usage.cost_usd), (Some(5), Some(2), Some(4), Some(0.5)));
+    assert_eq!(
+        (usage.input_tokens, usage.cached_input_tokens, usage.output_tokens, usage.cost_usd),
+        (Some(5), Some(2), Some(4), Some(0.5))
+    );
 }
 
 #[tokio::test]
 async fn tool_results_with_block_content_images_errors_and_subagents_map() {
     let lines = [
         init(),
-        assistant("msg_1", json!([{"type":"tool_use","id":"toolu_task","name":"Task","input":{"description":"look","prompt":"look around"}}])),
+        assistant(
+            "msg_1",
+            json!([{"type":"tool_use","id":"toolu_task","name":"Task","input":{"description":"look","prompt":"look around"}}]),
+        ),
         json!({"type":"user","message":{"role":"user","content":[{"type":"text","text":"look around"}]},"parent_tool_use_id":"toolu_task","session_id":SID}),
         json!({"type":"assistant","message":{"id":"msg_sub","role":"assistant","content":[{"type":"tool_use","id":"toolu_bash","name":"Bash","input":{"command":"false"}}]},"parent_tool_use_id":"toolu_task","session_id":SID}),
         json!({"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_bash","is_error":true,"content":"Exit code 1\nboom"}]},"parent_tool_use_id":"toolu_task","session_id":SID,"tool_use_result":"Error: Exit code 1\nboom"}),
@@ -148,7 +168,17 @@ async fn system_and_informational_lines_become_bounded_statuses() {
     let run = replay_lines(&lines, Some(0)).await;
     assert_conformant(&run);
     let labels = status_labels(&run);
-    for want in ["api_retry", "compact_boundary", "hook_response", "system/task_started", "tool_progress", "rate_limit", "unknown_message", "unknown_stream_event", "unknown_content_block"] {
+    for want in [
+        "api_retry",
+        "compact_boundary",
+        "hook_response",
+        "system/task_started",
+        "tool_progress",
+        "rate_limit",
+        "unknown_message",
+        "unknown_stream_event",
+        "unknown_content_block",
+    ] {
         assert!(labels.iter().any(|l| l == want), "{want} missing from {labels:?}");
     }
     assert!(!labels.iter().any(|l| l.contains("thinking_tokens") || l.contains("keep_alive")));
@@ -169,7 +199,10 @@ async fn error_results_are_typed_by_status_and_subtype() {
         (error_result("success", Some(529)), |e| matches!(e, AgentError::RateLimited { .. })),
         (error_result("success", Some(503)), |e| matches!(e, AgentError::ServerError { status: Some(503), .. })),
         (error_result("success", Some(401)), |e| matches!(e, AgentError::Auth { .. })),
-        (error_result("error_max_turns", None), |e| matches!(e, AgentError::AgentFailed { message } if message.contains("maximum number of turns"))),
+        (
+            error_result("error_max_turns", None),
+            |e| matches!(e, AgentError::AgentFailed { message } if message.contains("maximum number of turns")),
+        ),
         (error_result("error_during_execution", None), |e| matches!(e, AgentError::AgentFailed { .. })),
     ];
     for (result, check) in cases {
@@ -235,7 +268,13 @@ async fn ask_user_question_with_two_questions_answers_both_in_one_response() {
             asked.push(q.question_id.clone());
             let answer = if q.question_id.ends_with("/0") { "Blue" } else { "L" };
             control.answer_question(&q.question_id, QuestionAnswer::Text(answer.into())).await.unwrap();
-            assert!(matches!(control.answer_question(&q.question_id, QuestionAnswer::Reject).await, Err(AgentError::UnknownQuestion { .. } | AgentError::RunFinished)), "a question is answered once");
+            assert!(
+                matches!(
+                    control.answer_question(&q.question_id, QuestionAnswer::Reject).await,
+                    Err(AgentError::UnknownQuestion { .. } | AgentError::RunFinished)
+                ),
+                "a question is answered once"
+            );
         }
     }
     assert_eq!(asked, ["r1/0", "r1/1"]);
@@ -253,19 +292,32 @@ async fn ask_user_question_with_two_questions_answers_both_in_one_response() {
 #[tokio::test]
 async fn permission_decisions_write_the_native_responses() {
     let decisions = [
-        (PermissionDecision::AllowForSession, json!({"behavior":"allow","updatedInput":{"command":"ls"},"toolUseID":"toolu_1","updatedPermissions":[{"type":"setMode","mode":"acceptEdits","destination":"session"}]})),
-        (PermissionDecision::Deny { message: None }, json!({"behavior":"deny","message":"The user denied this action.","toolUseID":"toolu_1"})),
-        (PermissionDecision::Cancel, json!({"behavior":"deny","message":"The user denied this action and stopped the turn.","toolUseID":"toolu_1","interrupt":true})),
+        (
+            PermissionDecision::AllowForSession,
+            json!({"behavior":"allow","updatedInput":{"command":"ls"},"toolUseID":"toolu_1","updatedPermissions":[{"type":"setMode","mode":"acceptEdits","destination":"session"}]}),
+        ),
+        (
+            PermissionDecision::Deny { message: None },
+            json!({"behavior":"deny","message":"The user denied this action.","toolUseID":"toolu_1"}),
+        ),
+        (
+            PermissionDecision::Cancel,
+            json!({"behavior":"deny","message":"The user denied this action and stopped the turn.","toolUseID":"toolu_1","interrupt":true}),
+        ),
     ];
     for (decision, want) in decisions {
         let script = vec![init(), can_use_tool("p1", "Bash", json!({"command":"ls"})), result_ok("done")];
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        let handle = start_run(RunSettings::new(KIND), fake_cli(script, tx), Box::new(ClaudeProtocol::control("go", PermissionPolicy::Ask, false)));
+        let handle =
+            start_run(RunSettings::new(KIND), fake_cli(script, tx), Box::new(ClaudeProtocol::control("go", PermissionPolicy::Ask, false)));
         let control = handle.control();
         let (mut events, completion) = handle.into_universal();
         while let Some(event) = events.next().await {
             if let UniversalEventBody::PermissionRequested(p) = &event.body {
-                assert!(matches!(control.respond_permission("nope", PermissionDecision::Allow).await, Err(AgentError::UnknownPermission { .. })));
+                assert!(matches!(
+                    control.respond_permission("nope", PermissionDecision::Allow).await,
+                    Err(AgentError::UnknownPermission { .. })
+                ));
                 control.respond_permission(&p.permission_id, decision.clone()).await.unwrap();
             }
         }
@@ -277,7 +329,12 @@ async fn permission_decisions_write_the_native_responses() {
 
 #[tokio::test]
 async fn policies_decide_without_asking_and_hook_and_mcp_requests_get_answers() {
-    let rules = [(agent_api::ToolCategory::Shell, agent_api::PermissionRule::Approve), (agent_api::ToolCategory::Network, agent_api::PermissionRule::Deny)].into_iter().collect();
+    let rules = [
+        (agent_api::ToolCategory::Shell, agent_api::PermissionRule::Approve),
+        (agent_api::ToolCategory::Network, agent_api::PermissionRule::Deny),
+    ]
+    .into_iter()
+    .collect();
     let script = vec![
         init(),
         can_use_tool("a", "Bash", json!({"command":"ls"})),
@@ -297,18 +354,42 @@ async fn policies_decide_without_asking_and_hook_and_mcp_requests_get_answers() 
     let sent: Vec<Value> = std::iter::from_fn(|| rx.try_recv().ok()).collect();
     let replies: Vec<(String, String)> = sent[2..]
         .iter()
-        .map(|r| (r["response"]["request_id"].as_str().unwrap().to_string(), r["response"]["response"]["behavior"].as_str().or(r["response"]["subtype"].as_str()).unwrap_or("success").to_string()))
+        .map(|r| {
+            (
+                r["response"]["request_id"].as_str().unwrap().to_string(),
+                r["response"]["response"]["behavior"].as_str().or(r["response"]["subtype"].as_str()).unwrap_or("success").to_string(),
+            )
+        })
         .collect();
-    assert_eq!(replies, [("a".into(), "allow".into()), ("b".into(), "deny".into()), ("h".into(), "success".into()), ("m".into(), "error".into()), ("u".into(), "error".into())]);
+    assert_eq!(
+        replies,
+        [
+            ("a".into(), "allow".into()),
+            ("b".into(), "deny".into()),
+            ("h".into(), "success".into()),
+            ("m".into(), "error".into()),
+            ("u".into(), "error".into())
+        ]
+    );
     let labels = status_labels(&run);
-    assert!(labels.contains(&"permission_auto_approved".to_string()) && labels.contains(&"permission_auto_denied".to_string()), "{labels:?}");
+    assert!(
+        labels.contains(&"permission_auto_approved".to_string()) && labels.contains(&"permission_auto_denied".to_string()),
+        "{labels:?}"
+    );
 }
 
 #[tokio::test]
 async fn a_cancelled_request_resolves_the_pending_permission_as_denied() {
-    let lines = [init(), can_use_tool("p1", "Bash", json!({"command":"ls"})), json!({"type":"control_cancel_request","request_id":"p1"}), result_ok("done")];
+    let lines = [
+        init(),
+        can_use_tool("p1", "Bash", json!({"command":"ls"})),
+        json!({"type":"control_cancel_request","request_id":"p1"}),
+        result_ok("done"),
+    ];
     let run = replay_lines(&lines, Some(0)).await;
     assert_conformant(&run);
     let resolved = run.of_type("permission.resolved").next().unwrap();
-    assert!(matches!(&resolved.body, UniversalEventBody::PermissionResolved(p) if p.status == agent_api::universal::PermissionStatus::Denied));
+    assert!(
+        matches!(&resolved.body, UniversalEventBody::PermissionResolved(p) if p.status == agent_api::universal::PermissionStatus::Denied)
+    );
 }

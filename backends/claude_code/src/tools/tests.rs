@@ -21,11 +21,19 @@ fn summaries_show_one_bounded_line_of_the_identifying_field() {
 #[test]
 fn bash_results_carry_exit_codes_and_byte_counts() {
     let call = ToolCallInfo { item_id: "itm_1".into(), name: "Bash".into(), input: json!({"command": "ls"}) };
-    let ok = map_result(&json!({"tool_use_id": "t", "content": "a\nb"}), Some(&call), Some(&json!({"stdout": "a\nb", "stderr": "w", "interrupted": false})));
+    let ok = map_result(
+        &json!({"tool_use_id": "t", "content": "a\nb"}),
+        Some(&call),
+        Some(&json!({"stdout": "a\nb", "stderr": "w", "interrupted": false})),
+    );
     assert_eq!((ok.meta.exit_code, ok.meta.bytes.stdout, ok.meta.bytes.stderr, ok.failed), (Some(0), 3, 1, false));
     let failed = map_result(&json!({"tool_use_id": "t", "is_error": true, "content": "Exit code 127\nnot found"}), Some(&call), None);
     assert_eq!((failed.meta.exit_code, failed.failed), (Some(127), true));
-    let interrupted = map_result(&json!({"tool_use_id": "t", "content": ""}), Some(&call), Some(&json!({"stdout": "", "stderr": "", "interrupted": true})));
+    let interrupted = map_result(
+        &json!({"tool_use_id": "t", "content": ""}),
+        Some(&call),
+        Some(&json!({"stdout": "", "stderr": "", "interrupted": true})),
+    );
     assert_eq!(interrupted.meta.exit_code, None);
 }
 

@@ -47,14 +47,30 @@ fn tool_of(item: &ThreadItem) -> Option<(String, ToolCall, ToolOutcome)> {
     let (id, call, outcome) = match item {
         ThreadItem::CommandExecution { id, command, cwd, status, aggregated_output, exit_code } => (
             id,
-            ToolCall { kind: "command_execution", name: "exec_command".into(), arguments: json!({"command": command, "cwd": cwd}).to_string(), ..ToolCall::default() },
-            ToolOutcome { output: aggregated_output.clone().unwrap_or_default(), exit_code: *exit_code, failed: failed(status.as_deref()), files: Vec::new() },
+            ToolCall {
+                kind: "command_execution",
+                name: "exec_command".into(),
+                arguments: json!({"command": command, "cwd": cwd}).to_string(),
+                ..ToolCall::default()
+            },
+            ToolOutcome {
+                output: aggregated_output.clone().unwrap_or_default(),
+                exit_code: *exit_code,
+                failed: failed(status.as_deref()),
+                files: Vec::new(),
+            },
         ),
         ThreadItem::FileChange { id, changes, status } => {
             let paths: Vec<Value> = changes.iter().map(|c| json!({"path": c.path, "kind": c.kind_name()})).collect();
             (
                 id,
-                ToolCall { kind: "file_change", name: "apply_patch".into(), arguments: json!({"changes": paths}).to_string(), files: file_refs(changes), ..ToolCall::default() },
+                ToolCall {
+                    kind: "file_change",
+                    name: "apply_patch".into(),
+                    arguments: json!({"changes": paths}).to_string(),
+                    files: file_refs(changes),
+                    ..ToolCall::default()
+                },
                 ToolOutcome { failed: failed(status.as_deref()), files: file_refs(changes), ..ToolOutcome::default() },
             )
         }
@@ -66,33 +82,61 @@ fn tool_of(item: &ThreadItem) -> Option<(String, ToolCall, ToolOutcome)> {
             };
             (
                 id,
-                ToolCall { kind: "mcp_tool_call", name: format!("{server}.{tool}"), arguments: arguments.to_string(), tool_name: Some(tool.clone()), ..ToolCall::default() },
+                ToolCall {
+                    kind: "mcp_tool_call",
+                    name: format!("{server}.{tool}"),
+                    arguments: arguments.to_string(),
+                    tool_name: Some(tool.clone()),
+                    ..ToolCall::default()
+                },
                 ToolOutcome { output, failed: failed(status.as_deref()) || error.is_some(), ..ToolOutcome::default() },
             )
         }
         ThreadItem::DynamicToolCall { id, tool, arguments, status, content_items, success } => (
             id,
             ToolCall { kind: "dynamic_tool_call", name: tool.clone(), arguments: arguments.to_string(), ..ToolCall::default() },
-            ToolOutcome { output: content_items.as_ref().map(mcp_text).unwrap_or_default(), failed: failed(status.as_deref()) || *success == Some(false), ..ToolOutcome::default() },
+            ToolOutcome {
+                output: content_items.as_ref().map(mcp_text).unwrap_or_default(),
+                failed: failed(status.as_deref()) || *success == Some(false),
+                ..ToolOutcome::default()
+            },
         ),
         ThreadItem::CollabAgentToolCall { id, tool, prompt, status } => (
             id,
-            ToolCall { kind: "collab_agent_tool_call", name: tool.clone(), arguments: json!({"prompt": prompt}).to_string(), ..ToolCall::default() },
+            ToolCall {
+                kind: "collab_agent_tool_call",
+                name: tool.clone(),
+                arguments: json!({"prompt": prompt}).to_string(),
+                ..ToolCall::default()
+            },
             ToolOutcome { failed: failed(status.as_deref()), ..ToolOutcome::default() },
         ),
         ThreadItem::WebSearch { id, query, action, results } => (
             id,
-            ToolCall { kind: "web_search", name: "web_search".into(), arguments: json!({"query": query, "action": action}).to_string(), ..ToolCall::default() },
+            ToolCall {
+                kind: "web_search",
+                name: "web_search".into(),
+                arguments: json!({"query": query, "action": action}).to_string(),
+                ..ToolCall::default()
+            },
             ToolOutcome { output: results.as_ref().map(Value::to_string).unwrap_or_default(), ..ToolOutcome::default() },
         ),
         ThreadItem::ImageView { id, path } => (
             id,
             ToolCall { kind: "image_view", name: "view_image".into(), arguments: json!({"path": path}).to_string(), ..ToolCall::default() },
-            ToolOutcome { files: vec![ContentPart::FileRef { path: path.clone(), action: FileAction::Read, diff: None }], ..ToolOutcome::default() },
+            ToolOutcome {
+                files: vec![ContentPart::FileRef { path: path.clone(), action: FileAction::Read, diff: None }],
+                ..ToolOutcome::default()
+            },
         ),
         ThreadItem::ImageGeneration { id, status, saved_path, revised_prompt } => (
             id,
-            ToolCall { kind: "image_generation", name: "image_generation".into(), arguments: json!({"prompt": revised_prompt}).to_string(), ..ToolCall::default() },
+            ToolCall {
+                kind: "image_generation",
+                name: "image_generation".into(),
+                arguments: json!({"prompt": revised_prompt}).to_string(),
+                ..ToolCall::default()
+            },
             ToolOutcome {
                 output: saved_path.clone().unwrap_or_default(),
                 failed: failed(status.as_str()),
@@ -128,7 +172,9 @@ fn status_of(item: &ThreadItem) -> Option<(String, String, Option<String>)> {
             let text: Vec<&str> = fragments.iter().filter_map(|f| f.get("text").and_then(Value::as_str)).collect();
             (id.clone(), "hook_prompt".into(), Some(text.join("\n")))
         }
-        ThreadItem::SubAgentActivity { id, kind, agent_path } => (id.clone(), "sub_agent_activity".into(), short(kind).or_else(|| short(agent_path))),
+        ThreadItem::SubAgentActivity { id, kind, agent_path } => {
+            (id.clone(), "sub_agent_activity".into(), short(kind).or_else(|| short(agent_path)))
+        }
         ThreadItem::Sleep { id, duration_ms } => (id.clone(), "sleep".into(), duration_ms.map(|d| format!("{d} ms"))),
         ThreadItem::EnteredReviewMode { id, review } => (id.clone(), "review_started".into(), short(review)),
         ThreadItem::ExitedReviewMode { id, review } => (id.clone(), "review_finished".into(), short(review)),
@@ -151,8 +197,12 @@ fn user_parts(content: &[Value]) -> Vec<ContentPart> {
     for input in content {
         match input.get("type").and_then(Value::as_str) {
             Some("text") => text.push_str(input.get("text").and_then(Value::as_str).unwrap_or("")),
-            Some("localImage") => parts.push(ContentPart::Image { path: input.get("path").and_then(Value::as_str).unwrap_or("").into(), mime: None }),
-            Some("image") => parts.push(ContentPart::Image { path: input.get("url").and_then(Value::as_str).unwrap_or("").into(), mime: None }),
+            Some("localImage") => {
+                parts.push(ContentPart::Image { path: input.get("path").and_then(Value::as_str).unwrap_or("").into(), mime: None })
+            }
+            Some("image") => {
+                parts.push(ContentPart::Image { path: input.get("url").and_then(Value::as_str).unwrap_or("").into(), mime: None })
+            }
             _ => {}
         }
     }
@@ -183,7 +233,11 @@ impl Items {
     pub fn started(&mut self, t: &mut Transcript, item: &Value, turn_id: Option<&str>) -> Result<(), String> {
         let Some(parsed) = Self::parse(item)? else {
             let (id, kind) = item_id_and_type(item);
-            let new = NewItem::other(ItemKind::Unknown, None, vec![ContentPart::Status { label: "unknown_item".into(), detail: Some(kind.to_string()) }]);
+            let new = NewItem::other(
+                ItemKind::Unknown,
+                None,
+                vec![ContentPart::Status { label: "unknown_item".into(), detail: Some(kind.to_string()) }],
+            );
             self.open_item(t, id.unwrap_or("unknown"), new);
             return Ok(());
         };
@@ -229,7 +283,9 @@ impl Items {
                     self.final_text = Some(text.clone());
                     (id, NewItem::message(ItemRole::Assistant), vec![ContentPart::Text { text }])
                 }
-                ThreadItem::Reasoning { id, summary, content } => (id, NewItem::reasoning(ReasoningVisibility::Public), reasoning_parts(&summary, &content)),
+                ThreadItem::Reasoning { id, summary, content } => {
+                    (id, NewItem::reasoning(ReasoningVisibility::Public), reasoning_parts(&summary, &content))
+                }
                 _ => return Ok(()),
             }
         };

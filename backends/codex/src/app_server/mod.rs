@@ -180,7 +180,9 @@ impl AppServer {
                 match list.data.into_iter().next() {
                     Some(thread) => self.open_thread(ctx, Some(thread.id)),
                     None => {
-                        self.fatal = Some(AgentError::InvalidRequest { reason: "there is no earlier codex thread to resume in this working directory".into() });
+                        self.fatal = Some(AgentError::InvalidRequest {
+                            reason: "there is no earlier codex thread to resume in this working directory".into(),
+                        });
                         ctx.shutdown();
                     }
                 }
@@ -262,7 +264,9 @@ impl AppServer {
                 let (class, message) = match (&envelope.turn.error, &self.last_error) {
                     (Some(e), _) => (errors::classify(e.codex_error_info.as_ref(), &e.message), e.message.clone()),
                     (None, Some((class, message))) => (*class, message.clone()),
-                    (None, None) => (ErrorClass::Other, format!("the turn ended with status {}", agent_api::bounds::utf8_prefix(&status, 32))),
+                    (None, None) => {
+                        (ErrorClass::Other, format!("the turn ended with status {}", agent_api::bounds::utf8_prefix(&status, 32)))
+                    }
                 };
                 Outcome::Failed(class.into_error(&message))
             }
@@ -363,7 +367,15 @@ impl AppServer {
             "error" | "thread/realtime/error" => {
                 let e: schema::ErrorNotification = match parse(method, params.clone()) {
                     Ok(e) => e,
-                    Err(_) => schema::ErrorNotification { error: schema::TurnError { message: params.get("message").and_then(Value::as_str).unwrap_or("").into(), codex_error_info: None }, will_retry: false, thread_id: None, turn_id: None },
+                    Err(_) => schema::ErrorNotification {
+                        error: schema::TurnError {
+                            message: params.get("message").and_then(Value::as_str).unwrap_or("").into(),
+                            codex_error_info: None,
+                        },
+                        will_retry: false,
+                        thread_id: None,
+                        turn_id: None,
+                    },
                 };
                 let class = errors::classify(e.error.codex_error_info.as_ref(), &e.error.message);
                 let message = errors::explanation(&e.error.message);
@@ -386,7 +398,15 @@ impl AppServer {
             "thread/compacted" => {
                 t.status("context_compacted", None);
             }
-            "hook/started" | "hook/completed" | "item/autoApprovalReview/started" | "item/autoApprovalReview/completed" | "autoApprovalReview/strictReviewRequired" | "model/verification" | "modelProvider/authRecoveryStarted" | "modelProvider/authRecoveryCompleted" | "model/safetyBuffering/updated" => {
+            "hook/started"
+            | "hook/completed"
+            | "item/autoApprovalReview/started"
+            | "item/autoApprovalReview/completed"
+            | "autoApprovalReview/strictReviewRequired"
+            | "model/verification"
+            | "modelProvider/authRecoveryStarted"
+            | "modelProvider/authRecoveryCompleted"
+            | "model/safetyBuffering/updated" => {
                 t.status(method.replace('/', "_"), None);
             }
             known if NOTIFICATION_METHODS.contains(&known) => {}
@@ -504,7 +524,8 @@ impl Protocol for AppServer {
                 completion.final_text = self.items.final_text.take();
                 completion.native_session_id = self.thread_id.clone();
                 completion.usage = self.usage.as_ref().map(schema::TokenUsageBreakdown::to_usage);
-                completion.data = Some(json!({"mode": "app_server", "thread_id": self.thread_id, "turn_id": self.turn_id, "usage_scope": "turn"}));
+                completion.data =
+                    Some(json!({"mode": "app_server", "thread_id": self.thread_id, "turn_id": self.turn_id, "usage_scope": "turn"}));
                 Ok(completion)
             }
             Some(Outcome::Interrupted) => Err(AgentError::Cancelled),

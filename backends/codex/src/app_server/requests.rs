@@ -87,7 +87,9 @@ fn decision_value(reply: &Reply, decision: &PermissionDecision) -> Value {
 /// Whether a recorded or sent answer approved the request.
 fn answer_approves(result: &Value) -> bool {
     match result.get("decision") {
-        Some(Value::String(d)) => matches!(d.as_str(), "accept" | "acceptForSession" | "approved" | "approved_for_session" | "approved_mcp_policy_amendment"),
+        Some(Value::String(d)) => {
+            matches!(d.as_str(), "accept" | "acceptForSession" | "approved" | "approved_for_session" | "approved_mcp_policy_amendment")
+        }
         Some(Value::Object(o)) => o.keys().any(|k| k.starts_with("accept") || k.starts_with("approved")),
         _ => result.get("permissions").is_some_and(|p| p.as_object().is_some_and(|o| !o.is_empty())),
     }
@@ -97,9 +99,18 @@ impl Requests {
     /// Handles one server request; returns the messages to send now (the caller sends nothing in
     /// replay, where the recording holds the client's answers). `auto` is the policy the backend
     /// answers approvals with itself; `None` in replay.
-    pub fn on_request(&mut self, t: &mut Transcript, peer: &RpcPeer<super::Pending>, auto: Option<&PermissionPolicy>, id: Value, method: &str, params: Value) -> Vec<Value> {
+    pub fn on_request(
+        &mut self,
+        t: &mut Transcript,
+        peer: &RpcPeer<super::Pending>,
+        auto: Option<&PermissionPolicy>,
+        id: Value,
+        method: &str,
+        params: Value,
+    ) -> Vec<Value> {
         let key = id_key(&id);
-        let permission = |action: &str, category: ToolCategory, reply: Reply, metadata: Value| (action.to_string(), category, reply, metadata);
+        let permission =
+            |action: &str, category: ToolCategory, reply: Reply, metadata: Value| (action.to_string(), category, reply, metadata);
         let request = match method {
             "item/commandExecution/requestApproval" => {
                 let network = params.get("networkApprovalContext").is_some_and(|v| !v.is_null());
@@ -128,8 +139,12 @@ impl Requests {
             "mcpServer/elicitation/request" => return self.elicitation(t, key, id, &params),
             "item/tool/call" => {
                 // The backend registers no dynamic tools, so it can only report that it has none.
-                t.status("dynamic_tool_call_refused", params.get("tool").and_then(Value::as_str).map(|s| agent_api::bounds::utf8_prefix(s, 128).to_string()));
-                let result = json!({"contentItems": [{"type": "inputText", "text": "agent_api registers no dynamic tools"}], "success": false});
+                t.status(
+                    "dynamic_tool_call_refused",
+                    params.get("tool").and_then(Value::as_str).map(|s| agent_api::bounds::utf8_prefix(s, 128).to_string()),
+                );
+                let result =
+                    json!({"contentItems": [{"type": "inputText", "text": "agent_api registers no dynamic tools"}], "success": false});
                 return vec![peer.response(&id, result)];
             }
             "account/chatgptAuthTokens/refresh" | "attestation/generate" => {
@@ -162,7 +177,11 @@ impl Requests {
             let header = q.get("header").and_then(Value::as_str).unwrap_or("");
             let text = q.get("question").and_then(Value::as_str).unwrap_or("");
             let prompt = if header.is_empty() { text.to_string() } else { format!("{header}: {text}") };
-            let options = q.get("options").and_then(Value::as_array).map(|o| o.iter().filter_map(|o| o.get("label").and_then(Value::as_str).map(str::to_string)).collect()).unwrap_or_default();
+            let options = q
+                .get("options")
+                .and_then(Value::as_array)
+                .map(|o| o.iter().filter_map(|o| o.get("label").and_then(Value::as_str).map(str::to_string)).collect())
+                .unwrap_or_default();
             t.question_requested(question_id.clone(), prompt, options);
             self.questions.insert(question_id.clone(), (key.clone(), qid));
             ids.push(question_id);
@@ -208,7 +227,13 @@ impl Requests {
     }
 
     /// Decides a pending permission; returns the response to send.
-    pub fn decide_permission(&mut self, t: &mut Transcript, peer: &RpcPeer<super::Pending>, id: &str, decision: PermissionDecision) -> Result<Vec<Value>, AgentError> {
+    pub fn decide_permission(
+        &mut self,
+        t: &mut Transcript,
+        peer: &RpcPeer<super::Pending>,
+        id: &str,
+        decision: PermissionDecision,
+    ) -> Result<Vec<Value>, AgentError> {
         let pending = self.permissions.remove(id).ok_or_else(|| AgentError::UnknownPermission { id: id.to_string() })?;
         let response = peer.response(&pending.rpc_id, decision_value(&pending.reply, &decision));
         t.permission_resolved(id, decision.is_approval())?;
@@ -217,7 +242,13 @@ impl Requests {
 
     /// Answers a pending question; returns the response to send once every question of its
     /// request has an answer.
-    pub fn answer_question(&mut self, t: &mut Transcript, peer: &RpcPeer<super::Pending>, id: &str, answer: QuestionAnswer) -> Result<Vec<Value>, AgentError> {
+    pub fn answer_question(
+        &mut self,
+        t: &mut Transcript,
+        peer: &RpcPeer<super::Pending>,
+        id: &str,
+        answer: QuestionAnswer,
+    ) -> Result<Vec<Value>, AgentError> {
         let (key, qid) = self.questions.remove(id).ok_or_else(|| AgentError::UnknownQuestion { id: id.to_string() })?;
         let response = match &answer {
             QuestionAnswer::Text(text) => Some(text.clone()),
@@ -239,7 +270,10 @@ impl Requests {
         if let Some(input) = self.inputs.remove(&key) {
             for qid in input.question_ids {
                 if let Some((_, own)) = self.questions.remove(&qid) {
-                    let answer = result.and_then(|r| r.pointer(&format!("/answers/{own}/answers/0")).or_else(|| r.get("action"))).and_then(Value::as_str).map(str::to_string);
+                    let answer = result
+                        .and_then(|r| r.pointer(&format!("/answers/{own}/answers/0")).or_else(|| r.get("action")))
+                        .and_then(Value::as_str)
+                        .map(str::to_string);
                     let _ = t.question_resolved(&qid, answer);
                 }
             }

@@ -27,39 +27,22 @@ pub struct OfferedTool {
 impl OfferedTool {
     /// A function tool with a JSON-schema parameter object.
     pub fn function(name: &str, schema: Option<&Value>) -> OfferedTool {
-        OfferedTool {
-            name: name.to_string(),
-            freeform: false,
-            schema: schema.cloned().unwrap_or(json!({})),
-        }
+        OfferedTool { name: name.to_string(), freeform: false, schema: schema.cloned().unwrap_or(json!({})) }
     }
 
     fn properties(&self) -> impl Iterator<Item = (&String, &Value)> {
-        self.schema
-            .get("properties")
-            .and_then(Value::as_object)
-            .into_iter()
-            .flatten()
+        self.schema.get("properties").and_then(Value::as_object).into_iter().flatten()
     }
 
     fn required(&self) -> Vec<&str> {
-        self.schema
-            .get("required")
-            .and_then(Value::as_array)
-            .map(|r| r.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_default()
+        self.schema.get("required").and_then(Value::as_array).map(|r| r.iter().filter_map(Value::as_str).collect()).unwrap_or_default()
     }
 }
 
 const SHELL: &[&str] = &["Bash", "exec_command", "bash", "run_shell_command", "shell"];
 const WRITE: &[&str] = &["Write", "write", "write_file", "apply_patch"];
 const EDIT: &[&str] = &["Edit", "edit", "replace", "apply_patch"];
-const ASK: &[&str] = &[
-    "AskUserQuestion",
-    "request_user_input",
-    "ask_user_question",
-    "question",
-];
+const ASK: &[&str] = &["AskUserQuestion", "request_user_input", "ask_user_question", "question"];
 
 /// Builds the call for `action` from the offered tools, or says which tool was missing.
 pub fn call_for(action: &Action, conv: &Conversation) -> Result<ToolCall, String> {
@@ -69,27 +52,13 @@ pub fn call_for(action: &Action, conv: &Conversation) -> Result<ToolCall, String
         Action::EditFile { .. } => ("file edit", EDIT),
         Action::Ask(_) => ("question", ASK),
     };
-    let tool = names
-        .iter()
-        .find_map(|n| conv.tools.iter().find(|t| t.name == *n))
-        .ok_or_else(|| {
-            let offered: Vec<&str> = conv.tools.iter().map(|t| t.name.as_str()).collect();
-            format!(
-                "mock: the request offers no {kind} tool (offered: {})",
-                offered.join(", ")
-            )
-        })?;
+    let tool = names.iter().find_map(|n| conv.tools.iter().find(|t| t.name == *n)).ok_or_else(|| {
+        let offered: Vec<&str> = conv.tools.iter().map(|t| t.name.as_str()).collect();
+        format!("mock: the request offers no {kind} tool (offered: {})", offered.join(", "))
+    })?;
     let id = format!("mock_{}", conv.messages);
-    let input = if tool.freeform {
-        ToolInput::Freeform(patch_for(action))
-    } else {
-        json_args(tool, action, conv)
-    };
-    Ok(ToolCall {
-        id,
-        name: tool.name.clone(),
-        input,
-    })
+    let input = if tool.freeform { ToolInput::Freeform(patch_for(action)) } else { json_args(tool, action, conv) };
+    Ok(ToolCall { id, name: tool.name.clone(), input })
 }
 
 /// The `apply_patch` text for a write or edit.
@@ -115,18 +84,15 @@ fn json_args(tool: &OfferedTool, action: &Action, conv: &Conversation) -> ToolIn
     let mut args = Map::new();
     for (name, schema) in tool.properties() {
         let value = match (action, name.as_str()) {
-            (Action::Shell(cmd), "command" | "cmd") => {
-                match schema.get("type").and_then(Value::as_str) {
-                    Some("array") => json!(["bash", "-lc", cmd]),
-                    _ => json!(cmd),
-                }
-            }
+            (Action::Shell(cmd), "command" | "cmd") => match schema.get("type").and_then(Value::as_str) {
+                Some("array") => json!(["bash", "-lc", cmd]),
+                _ => json!(cmd),
+            },
             (Action::Shell(_), "description") => json!("mock command"),
             (Action::Shell(_), "is_background") => json!(false),
-            (
-                Action::WriteFile { path, .. } | Action::EditFile { path, .. },
-                "file_path" | "filePath" | "path" | "absolute_path",
-            ) => json!(abs(path)),
+            (Action::WriteFile { path, .. } | Action::EditFile { path, .. }, "file_path" | "filePath" | "path" | "absolute_path") => {
+                json!(abs(path))
+            }
             (Action::WriteFile { content, .. }, "content") => json!(content),
             (Action::EditFile { old, .. }, "old_string" | "oldString") => json!(old),
             (Action::EditFile { new, .. }, "new_string" | "newString") => json!(new),
@@ -144,9 +110,7 @@ fn json_args(tool: &OfferedTool, action: &Action, conv: &Conversation) -> ToolIn
 
 /// The questions in the shape the tool's schema asks for.
 fn questions_for(schema: &Value, questions: &[Question]) -> Vec<Value> {
-    let item = schema
-        .pointer("/items/properties")
-        .and_then(Value::as_object);
+    let item = schema.pointer("/items/properties").and_then(Value::as_object);
     let has = |key: &str| item.is_none_or(|p| p.contains_key(key));
     questions
         .iter()
@@ -159,11 +123,8 @@ fn questions_for(schema: &Value, questions: &[Question]) -> Vec<Value> {
                 obj.insert("header".into(), json!(q.header));
             }
             obj.insert("question".into(), json!(q.question));
-            let options: Vec<Value> = q
-                .options
-                .iter()
-                .map(|label| json!({ "label": label, "description": format!("Choose {label}.") }))
-                .collect();
+            let options: Vec<Value> =
+                q.options.iter().map(|label| json!({ "label": label, "description": format!("Choose {label}.") })).collect();
             obj.insert("options".into(), Value::Array(options));
             for flag in ["multiSelect", "multiple"] {
                 if item.is_some_and(|p| p.contains_key(flag)) {
@@ -177,11 +138,7 @@ fn questions_for(schema: &Value, questions: &[Question]) -> Vec<Value> {
 
 /// A harmless value of the schema's type, for required parameters the action does not set.
 fn default_for(schema: &Value) -> Value {
-    if let Some(first) = schema
-        .get("enum")
-        .and_then(Value::as_array)
-        .and_then(|e| e.first())
-    {
+    if let Some(first) = schema.get("enum").and_then(Value::as_array).and_then(|e| e.first()) {
         return first.clone();
     }
     match schema.get("type").and_then(Value::as_str) {
@@ -196,10 +153,7 @@ fn default_for(schema: &Value) -> Value {
 /// Fills a JSON schema with plausible values (for side requests that ask for structured JSON, such as
 /// Gemini's model router and next-speaker check).
 pub fn fill_schema(schema: &Value) -> Value {
-    let ty = schema
-        .get("type")
-        .and_then(Value::as_str)
-        .map(str::to_ascii_lowercase);
+    let ty = schema.get("type").and_then(Value::as_str).map(str::to_ascii_lowercase);
     if let Some(options) = schema.get("enum").and_then(Value::as_array) {
         let user = options.iter().find(|o| o.as_str() == Some("user"));
         return user.or(options.first()).cloned().unwrap_or(Value::Null);
@@ -207,13 +161,7 @@ pub fn fill_schema(schema: &Value) -> Value {
     match ty.as_deref() {
         Some("object") => {
             let props = schema.get("properties").and_then(Value::as_object);
-            Value::Object(
-                props
-                    .into_iter()
-                    .flatten()
-                    .map(|(k, v)| (k.clone(), fill_schema(v)))
-                    .collect(),
-            )
+            Value::Object(props.into_iter().flatten().map(|(k, v)| (k.clone(), fill_schema(v))).collect())
         }
         Some("integer" | "number") => {
             let min = schema.get("minimum").and_then(Value::as_i64).unwrap_or(1);
@@ -231,21 +179,14 @@ mod tests {
     use crate::scenario::SHELL_COMMAND;
 
     fn conv(tools: Vec<OfferedTool>) -> Conversation {
-        Conversation {
-            tools,
-            cwd: Some("/w".into()),
-            messages: 3,
-            ..Conversation::default()
-        }
+        Conversation { tools, cwd: Some("/w".into()), messages: 3, ..Conversation::default() }
     }
 
     #[test]
     fn shell_uses_the_offered_tool_name_and_argument_name() {
         let codex = OfferedTool::function(
             "exec_command",
-            Some(
-                &json!({"properties": {"cmd": {"type": "string"}, "tty": {"type": "boolean"}}, "required": ["cmd"]}),
-            ),
+            Some(&json!({"properties": {"cmd": {"type": "string"}, "tty": {"type": "boolean"}}, "required": ["cmd"]})),
         );
         let call = call_for(&Action::Shell(SHELL_COMMAND), &conv(vec![codex])).unwrap();
         assert_eq!(call.name, "exec_command");
@@ -257,63 +198,32 @@ mod tests {
     fn write_gets_an_absolute_path_under_the_cwd() {
         let tool = OfferedTool::function(
             "write",
-            Some(
-                &json!({"properties": {"content": {}, "filePath": {}}, "required": ["content", "filePath"]}),
-            ),
+            Some(&json!({"properties": {"content": {}, "filePath": {}}, "required": ["content", "filePath"]})),
         );
-        let action = Action::WriteFile {
-            path: "a.txt",
-            content: "x",
-        };
+        let action = Action::WriteFile { path: "a.txt", content: "x" };
         let call = call_for(&action, &conv(vec![tool])).unwrap();
-        assert_eq!(
-            call.input,
-            ToolInput::Json(json!({"content": "x", "filePath": "/w/a.txt"}))
-        );
+        assert_eq!(call.input, ToolInput::Json(json!({"content": "x", "filePath": "/w/a.txt"})));
     }
 
     #[test]
     fn codex_apply_patch_gets_patch_text() {
-        let tool = OfferedTool {
-            name: "apply_patch".into(),
-            freeform: true,
-            schema: json!({}),
-        };
-        let action = Action::EditFile {
-            path: "a.txt",
-            old: "x",
-            new: "y",
-        };
-        let ToolInput::Freeform(patch) = call_for(&action, &conv(vec![tool])).unwrap().input else {
-            panic!("not free-form")
-        };
-        assert!(
-            patch.contains("*** Update File: a.txt\n@@\n-x\n+y\n"),
-            "{patch}"
-        );
+        let tool = OfferedTool { name: "apply_patch".into(), freeform: true, schema: json!({}) };
+        let action = Action::EditFile { path: "a.txt", old: "x", new: "y" };
+        let ToolInput::Freeform(patch) = call_for(&action, &conv(vec![tool])).unwrap().input else { panic!("not free-form") };
+        assert!(patch.contains("*** Update File: a.txt\n@@\n-x\n+y\n"), "{patch}");
     }
 
     #[test]
     fn a_missing_tool_is_reported_with_the_offered_names() {
-        let err = call_for(
-            &Action::Ask(&[]),
-            &conv(vec![OfferedTool::function("Read", None)]),
-        )
-        .unwrap_err();
-        assert!(
-            err.contains("no question tool") && err.contains("Read"),
-            "{err}"
-        );
+        let err = call_for(&Action::Ask(&[]), &conv(vec![OfferedTool::function("Read", None)])).unwrap_err();
+        assert!(err.contains("no question tool") && err.contains("Read"), "{err}");
     }
 
     #[test]
     fn router_schema_is_filled_with_a_valid_score() {
         let schema = json!({"type": "OBJECT", "properties": {
             "complexity_reasoning": {"type": "STRING"}, "complexity_score": {"type": "INTEGER"}}});
-        assert_eq!(
-            fill_schema(&schema),
-            json!({"complexity_reasoning": "mock", "complexity_score": 1})
-        );
+        assert_eq!(fill_schema(&schema), json!({"complexity_reasoning": "mock", "complexity_score": 1}));
         let speaker = json!({"type": "object", "properties": {"next_speaker": {"type": "string", "enum": ["model", "user"]}}});
         assert_eq!(fill_schema(&speaker), json!({"next_speaker": "user"}));
     }

@@ -11,10 +11,7 @@ use crate::scenario::{self, Failure, Scenario, Script, Text};
 
 /// The elements of the array `v[key]` (none when it is missing or not an array).
 pub fn array<'a>(v: &'a Value, key: &str) -> std::slice::Iter<'a, Value> {
-    v.get(key)
-        .and_then(Value::as_array)
-        .map(|a| a.iter())
-        .unwrap_or_default()
+    v.get(key).and_then(Value::as_array).map(|a| a.iter()).unwrap_or_default()
 }
 
 /// The text of a tool result's content: a string, the `text` of each part of an array (joined with
@@ -22,11 +19,7 @@ pub fn array<'a>(v: &'a Value, key: &str) -> std::slice::Iter<'a, Value> {
 pub fn text_of(content: Option<&Value>) -> String {
     match content {
         Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(parts)) => parts
-            .iter()
-            .filter_map(|p| p.get("text").and_then(Value::as_str))
-            .collect::<Vec<_>>()
-            .join("\n"),
+        Some(Value::Array(parts)) => parts.iter().filter_map(|p| p.get("text").and_then(Value::as_str)).collect::<Vec<_>>().join("\n"),
         Some(Value::Null) | None => String::new(),
         Some(other) => other.to_string(),
     }
@@ -63,11 +56,7 @@ pub struct Conversation {
 
 impl Conversation {
     /// Records one user entry: its text blocks and the tool results it carries.
-    pub fn push_user<'a>(
-        &mut self,
-        texts: impl IntoIterator<Item = &'a str>,
-        results: Vec<ToolOutput>,
-    ) {
+    pub fn push_user<'a>(&mut self, texts: impl IntoIterator<Item = &'a str>, results: Vec<ToolOutput>) {
         let own: Vec<&str> = texts.into_iter().filter(|t| !is_wrapper(t)).collect();
         if own.is_empty() && results.is_empty() {
             return;
@@ -169,10 +158,7 @@ pub struct TurnPlan {
 impl TurnPlan {
     /// A plan that only says `text`.
     pub fn say(text: &str) -> TurnPlan {
-        TurnPlan {
-            text: scenario::word_chunks(text),
-            ..TurnPlan::default()
-        }
+        TurnPlan { text: scenario::word_chunks(text), ..TurnPlan::default() }
     }
 
     /// The whole text.
@@ -205,29 +191,15 @@ pub fn plan(scenario: &Scenario, conv: &Conversation) -> Reply {
         Script::Fail(f) => return Reply::Fail(f),
         Script::Steps(steps) => steps,
     };
-    let index = conv
-        .results_this_turn
-        .len()
-        .min(steps.len().saturating_sub(1));
+    let index = conv.results_this_turn.len().min(steps.len().saturating_sub(1));
     let step = &steps[index];
-    let mut turn = TurnPlan {
-        thinking: step.thinking.map(str::to_string),
-        pace: step.pace(),
-        breaks: step.breaks,
-        ..TurnPlan::default()
-    };
+    let mut turn = TurnPlan { thinking: step.thinking.map(str::to_string), pace: step.pace(), breaks: step.breaks, ..TurnPlan::default() };
     let text = match step.text {
         Text::None => String::new(),
         Text::Fixed(t) => t.to_string(),
-        Text::Words(n) => (0..n)
-            .map(|i| format!("word{i}"))
-            .collect::<Vec<_>>()
-            .join(" "),
+        Text::Words(n) => (0..n).map(|i| format!("word{i}")).collect::<Vec<_>>().join(" "),
         Text::AfterTool(template) => after_tool(template, conv.results_this_turn.last()),
-        Text::Echo => format!(
-            "echo: user_turns={} messages={} last={}",
-            conv.user_turns, conv.messages, conv.last_user_text
-        ),
+        Text::Echo => format!("echo: user_turns={} messages={} last={}", conv.user_turns, conv.messages, conv.last_user_text),
     };
     if let Some(action) = step.action {
         match tools::call_for(&action, conv) {
@@ -245,10 +217,7 @@ pub fn plan(scenario: &Scenario, conv: &Conversation) -> Reply {
 
 fn after_tool(template: &str, output: Option<&ToolOutput>) -> String {
     let (status, text) = match output {
-        Some(o) => (
-            if o.is_error { "failed" } else { "finished" },
-            o.text.trim(),
-        ),
+        Some(o) => (if o.is_error { "failed" } else { "finished" }, o.text.trim()),
         None => ("finished", ""),
     };
     let quoted = if text.chars().count() > QUOTE_LIMIT {
@@ -257,9 +226,7 @@ fn after_tool(template: &str, output: Option<&ToolOutput>) -> String {
     } else {
         text.to_string()
     };
-    template
-        .replace("{status}", status)
-        .replace("{output}", &quoted)
+    template.replace("{status}", status).replace("{output}", &quoted)
 }
 
 #[cfg(test)]
@@ -268,19 +235,10 @@ mod tests {
 
     fn conv_with_results(results: &[&str]) -> Conversation {
         let mut c = Conversation::default();
-        c.push_user(
-            ["<system-reminder>x</system-reminder>", "run the command"],
-            vec![],
-        );
+        c.push_user(["<system-reminder>x</system-reminder>", "run the command"], vec![]);
         for r in results {
             c.push_assistant();
-            c.push_user(
-                [],
-                vec![ToolOutput {
-                    text: r.to_string(),
-                    is_error: false,
-                }],
-            );
+            c.push_user([], vec![ToolOutput { text: r.to_string(), is_error: false }]);
         }
         c
     }
@@ -308,9 +266,7 @@ mod tests {
     #[test]
     fn shell_scenario_answers_the_tool_result_with_its_output() {
         let shell = scenario::find("shell").unwrap();
-        let Reply::Turn(t) = plan(shell, &conv_with_results(&["hi\n"])) else {
-            panic!("not a turn")
-        };
+        let Reply::Turn(t) = plan(shell, &conv_with_results(&["hi\n"])) else { panic!("not a turn") };
         assert!(t.tool.is_none());
         assert_eq!(t.full_text(), "Tool finished. Output was: hi");
     }
@@ -318,13 +274,7 @@ mod tests {
     #[test]
     fn long_tool_output_is_shortened_in_the_quote() {
         let big = "a".repeat(10_000);
-        let text = after_tool(
-            "{output}",
-            Some(&ToolOutput {
-                text: big,
-                is_error: false,
-            }),
-        );
+        let text = after_tool("{output}", Some(&ToolOutput { text: big, is_error: false }));
         assert!(text.len() < 300, "{}", text.len());
         assert!(text.ends_with("(10000 characters)"));
     }
@@ -332,25 +282,14 @@ mod tests {
     #[test]
     fn echo_describes_the_history() {
         let echo = scenario::find("echo").unwrap();
-        let Reply::Turn(t) = plan(echo, &conv_with_results(&["x"])) else {
-            panic!("not a turn")
-        };
-        assert_eq!(
-            t.full_text(),
-            "echo: user_turns=1 messages=3 last=run the command"
-        );
+        let Reply::Turn(t) = plan(echo, &conv_with_results(&["x"])) else { panic!("not a turn") };
+        assert_eq!(t.full_text(), "echo: user_turns=1 messages=3 last=run the command");
     }
 
     #[test]
     fn cwd_is_found_in_each_cli_prompt_style() {
-        assert_eq!(
-            find_cwd(r#"x <cwd>/home/a/w</cwd> y"#).as_deref(),
-            Some("/home/a/w")
-        );
-        assert_eq!(
-            find_cwd(r#""Primary working directory: /w/x\n""#).as_deref(),
-            Some("/w/x")
-        );
+        assert_eq!(find_cwd(r#"x <cwd>/home/a/w</cwd> y"#).as_deref(), Some("/home/a/w"));
+        assert_eq!(find_cwd(r#""Primary working directory: /w/x\n""#).as_deref(), Some("/w/x"));
         assert_eq!(find_cwd("nothing here"), None);
     }
 }

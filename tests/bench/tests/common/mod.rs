@@ -18,11 +18,7 @@ pub fn fixtures_dir() -> PathBuf {
         return PathBuf::from(dir);
     }
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures");
-    assert!(
-        dir.join("model_api/index.json").is_file(),
-        "shared fixtures not found at {} (set AGENT_API_FIXTURES)",
-        dir.display()
-    );
+    assert!(dir.join("model_api/index.json").is_file(), "shared fixtures not found at {} (set AGENT_API_FIXTURES)", dir.display());
     dir
 }
 
@@ -45,16 +41,11 @@ impl Answer {
 
 /// Sends one request through the router without a socket.
 pub async fn send(router: &Router, method: &str, path: &str, body: Option<&Value>) -> Answer {
-    let mut req = Request::builder()
-        .method(method)
-        .uri(path)
-        .header("x-api-key", "sk-secret");
+    let mut req = Request::builder().method(method).uri(path).header("x-api-key", "sk-secret");
     if body.is_some() {
         req = req.header("content-type", "application/json");
     }
-    let req = req
-        .body(body.map_or_else(Body::empty, |b| Body::from(b.to_string())))
-        .unwrap();
+    let req = req.body(body.map_or_else(Body::empty, |b| Body::from(b.to_string()))).unwrap();
     let resp = router.clone().oneshot(req).await.unwrap();
     let status = resp.status();
     let headers = resp.headers().clone();
@@ -70,12 +61,7 @@ pub async fn send(router: &Router, method: &str, path: &str, body: Option<&Value
             }
         }
     }
-    Answer {
-        status,
-        headers,
-        body: String::from_utf8(bytes).unwrap(),
-        cut,
-    }
+    Answer { status, headers, body: String::from_utf8(bytes).unwrap(), cut }
 }
 
 /// One server-sent event.
@@ -87,17 +73,13 @@ pub struct Event {
 
 impl Event {
     pub fn json(&self) -> Value {
-        serde_json::from_str(&self.data)
-            .unwrap_or_else(|e| panic!("event data is not JSON ({e}): {}", self.data))
+        serde_json::from_str(&self.data).unwrap_or_else(|e| panic!("event data is not JSON ({e}): {}", self.data))
     }
 }
 
 /// Parses an SSE body strictly: events separated by blank lines, only `event:` and `data:` fields.
 pub fn parse_sse(body: &str) -> Vec<Event> {
-    assert!(
-        body.is_empty() || body.ends_with("\n\n"),
-        "SSE body does not end with a blank line: {body:?}"
-    );
+    assert!(body.is_empty() || body.ends_with("\n\n"), "SSE body does not end with a blank line: {body:?}");
     body.split("\n\n")
         .filter(|block| !block.is_empty())
         .map(|block| {
@@ -105,20 +87,14 @@ pub fn parse_sse(body: &str) -> Vec<Event> {
             let mut data = Vec::new();
             for line in block.lines() {
                 if let Some(v) = line.strip_prefix("event: ") {
-                    assert!(
-                        name.replace(v.to_string()).is_none(),
-                        "two event lines in {block:?}"
-                    );
+                    assert!(name.replace(v.to_string()).is_none(), "two event lines in {block:?}");
                 } else if let Some(v) = line.strip_prefix("data: ") {
                     data.push(v);
                 } else {
                     panic!("unexpected SSE line {line:?}");
                 }
             }
-            Event {
-                name,
-                data: data.join("\n"),
-            }
+            Event { name, data: data.join("\n") }
         })
         .collect()
 }

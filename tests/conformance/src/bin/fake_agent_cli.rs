@@ -94,7 +94,9 @@ fn main() {
             }
         }
         _ => {
-            eprintln!("usage: fake_agent_cli crash|hang|hang-with-child|ignore-term|big-line MIB|invalid-utf8|flood GIB BIG_MIB|echo-stdin");
+            eprintln!(
+                "usage: fake_agent_cli crash|hang|hang-with-child|ignore-term|big-line MIB|invalid-utf8|flood GIB BIG_MIB|echo-stdin"
+            );
             std::process::exit(2);
         }
     }
