@@ -247,3 +247,29 @@ async fn multiturn_and_interrupt_sessions_keep_one_session_and_report_each_turn(
         assert!(statuses.iter().any(|s| s == want), "{want} missing from {statuses:?}");
     }
 }
+
+#[tokio::test]
+async fn system_init_starts_the_session_natively_with_its_metadata_before_the_user_message() {
+    for path in fixtures() {
+        let text = std::fs::read_to_string(&path).unwrap();
+        if !text.contains(r#""subtype":"init""#) {
+            continue;
+        }
+        let run = replay(&path).await;
+        let first = &run.universal[0];
+        assert!(!first.synthetic, "{}: session.started is synthetic", path.display());
+        match &first.body {
+            UniversalEventBody::SessionStarted(started) => {
+                let metadata = started.metadata.as_ref().unwrap_or_else(|| panic!("{}: no metadata", path.display()));
+                assert!(metadata.get("model").is_some_and(Value::is_string), "{}: no model in {metadata}", path.display());
+                assert!(metadata.get("tools").is_some_and(Value::is_array), "{}: no tools in {metadata}", path.display());
+            }
+            other => panic!("{}: first event is {other:?}", path.display()),
+        }
+        assert!(first.native_session_id.is_some(), "{}", path.display());
+        let user = run.completed_items(ItemKind::Message).into_iter().find(|i| i.role == Some(ItemRole::User));
+        if path.to_string_lossy().contains("/control/") {
+            assert!(user.is_some(), "{}: the sent user message is missing", path.display());
+        }
+    }
+}

@@ -58,6 +58,9 @@ pub struct ClaudeProtocol {
     permissions: HashMap<String, PendingPermission>,
     /// AskUserQuestion requests waiting for answers, by request id.
     asks: HashMap<String, PendingAsk>,
+    /// User messages sent but not yet in the transcript: they wait for the CLI's `system/init`,
+    /// so that the session starts natively (with its model and tools) before them.
+    pending_user: Vec<String>,
     outcome: Outcome,
 }
 
@@ -75,6 +78,7 @@ impl ClaudeProtocol {
             results_seen: HashSet::new(),
             permissions: HashMap::new(),
             asks: HashMap::new(),
+            pending_user: Vec::new(),
             outcome: Outcome::default(),
         }
     }
@@ -131,6 +135,15 @@ pub(crate) fn short(value: Option<&Value>, max: usize) -> Option<String> {
     })
 }
 
+impl ClaudeProtocol {
+    /// Puts the user messages sent so far into the transcript.
+    pub(crate) fn flush_user_messages(&mut self, ctx: &mut Ctx<'_>) {
+        for text in std::mem::take(&mut self.pending_user) {
+            ctx.transcript.user_message(&text);
+        }
+    }
+}
+
 impl Protocol for ClaudeProtocol {
     fn name(&self) -> &'static str {
         "claude_code.stream_json"
@@ -138,8 +151,9 @@ impl Protocol for ClaudeProtocol {
 
     fn start(&mut self, ctx: &mut Ctx<'_>) -> Result<(), AgentError> {
         let Some(prompt) = self.prompt.clone() else { return Ok(()) };
-        // Claude Code never echoes the user's input: the transcript gets it from what we sent.
-        ctx.transcript.user_message(&prompt);
+        // Claude Code never echoes the user's input: the transcript gets it from what we sent,
+        // once the session has started.
+        self.pending_user.push(prompt.clone());
         if self.writes() {
             let id = self.request_id();
             ctx.send(&json!({ "type": "control_request", "request_id": id, "request": { "subtype": "initialize", "hooks": null } }));
@@ -149,7 +163,12 @@ impl Protocol for ClaudeProtocol {
     }
 
     fn on_message(&mut self, message: Value, ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
-        match type_of(&message)? {
+        let kind = type_of(&message)?;
+        if !matches!(kind, "system" | "control_response") {
+            // The turn is under way without an init (or before it): the input goes first.
+            self.flush_user_messages(ctx);
+        }
+        match kind {
             "system" => self.on_system(&message, ctx),
             "stream_event" => self.on_stream_event(&message, ctx),
             "assistant" => self.on_assistant(&message, ctx),
@@ -170,7 +189,7 @@ impl Protocol for ClaudeProtocol {
                     Some(Value::String(text)) => text.clone(),
                     other => crate::tools::output_text(other).0,
                 };
-                ctx.transcript.user_message(&text);
+                self.pending_user.push(text);
             }
             Some("control_response") => self.on_recorded_response(&message, ctx),
             Some("control_request") => {
@@ -201,6 +220,7 @@ impl Protocol for ClaudeProtocol {
     }
 
     fn finish(&mut self, exit: &ExitInfo, ctx: &mut Ctx<'_>) -> Result<RunCompletion, AgentError> {
+        self.flush_user_messages(ctx);
         self.close_all_messages(ctx);
         self.outcome.finish(exit, self.bypass_requested)
     }

@@ -55,6 +55,7 @@ impl ClaudeProtocol {
                 // The CLI repeats init at every turn of a two-way session; the transcript keeps
                 // the first.
                 ctx.transcript.session_started(Some(init_metadata(message)));
+                self.flush_user_messages(ctx);
             }
             "status" => {
                 let detail = short(message.get("status"), 64)
