@@ -121,8 +121,9 @@ fn print_json(out: &mut impl Write, value: &impl serde::Serialize) {
 /// `--approve` says (questions are rejected without a terminal).
 async fn answer_hitl(event: &UniversalEvent, control: &RunControl, approve: Approve, interactive: bool) {
     match &event.body {
-        UniversalEventBody::PermissionRequested(p) => {
-            let decision = if interactive && approve == Approve::Ask {
+        // With --approve all or none the request's policy decides in the backend.
+        UniversalEventBody::PermissionRequested(p) if approve == Approve::Ask => {
+            let decision = if interactive {
                 let answer = ask(format!("Allow {}? [y/N] ", p.action)).await;
                 if answer.trim().eq_ignore_ascii_case("y") {
                     PermissionDecision::Allow
@@ -130,16 +131,10 @@ async fn answer_hitl(event: &UniversalEvent, control: &RunControl, approve: Appr
                     PermissionDecision::Deny { message: Some("denied at the terminal".into()) }
                 }
             } else {
-                if approve == Approve::Ask {
-                    eprintln!("agent-api: no terminal to ask; denying {}", p.action);
-                }
-                // With --approve all/none the backend decides itself; answering again is harmless
-                // only when the request is still pending, so ignore a refusal.
+                eprintln!("agent-api: no terminal to ask; denying {}", p.action);
                 PermissionDecision::Deny { message: Some("no terminal to ask".into()) }
             };
-            if approve == Approve::Ask {
-                let _ = control.respond_permission(&p.permission_id, decision).await;
-            }
+            let _ = control.respond_permission(&p.permission_id, decision).await;
         }
         UniversalEventBody::QuestionRequested(q) => {
             let answer = if interactive {
