@@ -62,20 +62,6 @@ async fn replay(path: &Path) -> RunRecord {
 }
 
 /// Texts of completed assistant answer items, in order.
-fn assistant_items(run: &RunRecord) -> Vec<String> {
-    run.universal
-        .iter()
-        .filter_map(|e| match &e.body {
-            UniversalEventBody::ItemCompleted(d)
-                if d.item.kind == ItemKind::Message && d.item.role == Some(ItemRole::Assistant) && !d.item.is_reasoning() =>
-            {
-                Some(d.item.text())
-            }
-            _ => None,
-        })
-        .collect()
-}
-
 #[tokio::test]
 async fn every_fixture_replays_conformant_with_text_equal_to_the_cli_result() {
     for path in fixtures() {
@@ -84,7 +70,7 @@ async fn every_fixture_replays_conformant_with_text_equal_to_the_cli_result() {
         assert_conformant(&run);
         let lines = native_lines(&path);
         let results: Vec<&Value> = lines.iter().filter(|l| l["type"] == "result").collect();
-        let items = assistant_items(&run);
+        let items = run.assistant_messages();
         // Streamed text appears exactly once: the wrapper's assistant text is the items' text.
         assert_eq!(run.assistant_text(), items.concat(), "{name}: streamed text differs from the items' text");
         match results.last() {
@@ -237,10 +223,10 @@ async fn multiturn_and_interrupt_sessions_keep_one_session_and_report_each_turn(
         })
         .collect();
     assert_eq!(users, ["first message", "second message", "third message"]);
-    assert_eq!(assistant_items(&run).len(), 3);
+    assert_eq!(run.assistant_messages().len(), 3);
 
     let run = replay(&fixture_root().join("control/interrupt_stream.session.jsonl")).await;
-    let items = assistant_items(&run);
+    let items = run.assistant_messages();
     assert_eq!(items, ["word0 word1 word2 ", "Fast reply after interrupt"]);
     let statuses: Vec<String> = run.status_labels();
     for want in ["interrupt_requested", "interrupted", "turn_interrupted"] {

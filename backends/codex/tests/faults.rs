@@ -10,8 +10,7 @@ use std::time::{Duration, Instant};
 use agent_api::universal::UniversalEventBody;
 use agent_api::{AgentBackend, AgentError, RunRequest};
 use agent_api_codex::{CodexBackend, CodexConfig};
-use agent_api_conformance::{assert_conformant, record};
-use futures::StreamExt;
+use agent_api_conformance::{assert_conformant, record, record_answering, Answers};
 
 /// The app-server handshake: each response only after the request it answers was read.
 const HANDSHAKE: &str = r#"
@@ -109,17 +108,9 @@ async fn cancel_with_a_server_request_unanswered_is_typed_cancelled_with_no_proc
     let approval = r#"echo '{"id":0,"method":"item/commandExecution/requestApproval","params":{"threadId":"thr_f","turnId":"turn_f","itemId":"call_1","startedAtMs":1,"command":"rm -rf /tmp/x","cwd":"/w"}}'"#;
     let f = fake(&format!("{HANDSHAKE}\n{approval}\n{HANG}"));
     let handle = f.backend.run(RunRequest::new("hi")).await.unwrap();
-    let control = handle.control();
-    let (mut events, completion) = handle.into_universal();
-    let mut universal = Vec::new();
-    while let Some(event) = events.next().await {
-        if matches!(event.body, UniversalEventBody::PermissionRequested(_)) {
-            control.cancel();
-        }
-        universal.push(event);
-    }
-    assert!(matches!(completion.await, Err(AgentError::Cancelled)));
-    assert!(universal.iter().any(
+    let run = record_answering(handle, Answers::cancel_at_permission()).await;
+    assert!(matches!(run.completion, Err(AgentError::Cancelled)));
+    assert!(run.universal.iter().any(
         |e| matches!(&e.body, UniversalEventBody::PermissionResolved(p) if p.status == agent_api::universal::PermissionStatus::Denied)
     ));
     assert_gone(f.dir.path()).await;

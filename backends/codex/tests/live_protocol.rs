@@ -14,7 +14,7 @@ use agent_api::{
 use agent_api_codex::app_server::AppServer;
 use agent_api_codex::argv::StartPlan;
 use agent_api_codex::{CodexConfig, RunOptions};
-use agent_api_conformance::{assert_conformant, record};
+use agent_api_conformance::{assert_conformant, record, record_answering, Answers};
 use futures::StreamExt;
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
@@ -250,20 +250,12 @@ async fn cancel_with_an_unanswered_approval_cancels_it_and_interrupts_the_turn()
         Step::AwaitReply,
     ];
     let (handle, seen) = run(RunRequest::new("go"), steps, "interrupted");
-    let control = handle.control();
-    let (mut events, completion) = handle.into_universal();
-    let mut universal = Vec::new();
-    while let Some(event) = events.next().await {
-        if matches!(event.body, UniversalEventBody::PermissionRequested(_)) {
-            control.cancel();
-        }
-        universal.push(event);
-    }
-    assert!(matches!(completion.await, Err(AgentError::Cancelled)));
+    let run = record_answering(handle, Answers::cancel_at_permission()).await;
+    assert!(matches!(run.completion, Err(AgentError::Cancelled)));
     let seen = seen.lock().unwrap();
     assert_eq!(seen[2], json!({"id": 0, "result": {"decision": "cancel"}}));
     assert_eq!(seen[3]["method"], "turn/interrupt");
     assert_eq!(seen[3]["params"], json!({"threadId": THREAD, "turnId": TURN}));
-    let failed_tool = universal.iter().any(|e| matches!(&e.body, UniversalEventBody::ItemCompleted(d) if d.item.kind == ItemKind::ToolResult && d.item.status == agent_api::universal::ItemStatus::Failed));
+    let failed_tool = run.universal.iter().any(|e| matches!(&e.body, UniversalEventBody::ItemCompleted(d) if d.item.kind == ItemKind::ToolResult && d.item.status == agent_api::universal::ItemStatus::Failed));
     assert!(failed_tool, "the interrupted command's result is failed");
 }

@@ -52,21 +52,13 @@ impl RunRecord {
             .collect()
     }
 
-    /// The text of every completed assistant answer message (not reasoning), in order.
+    /// The text of every completed assistant message that is not reasoning, in order; a message
+    /// that only carried tool calls gives an empty string.
     pub fn assistant_messages(&self) -> Vec<String> {
-        self.universal
-            .iter()
-            .filter_map(|e| match &e.body {
-                UniversalEventBody::ItemCompleted(d)
-                    if d.item.kind == agent_api::universal::ItemKind::Message
-                        && d.item.role == Some(agent_api::universal::ItemRole::Assistant)
-                        && !d.item.is_reasoning() =>
-                {
-                    Some(d.item.text())
-                }
-                _ => None,
-            })
-            .filter(|text| !text.is_empty())
+        self.completed_items(agent_api::universal::ItemKind::Message)
+            .into_iter()
+            .filter(|item| item.role == Some(agent_api::universal::ItemRole::Assistant) && !item.is_reasoning())
+            .map(|item| item.text())
             .collect()
     }
 
@@ -123,6 +115,8 @@ pub struct Answers {
     pub permission: Option<PermissionDecision>,
     /// The answer to every `question.requested` (`None`: leave it unanswered).
     pub question: Option<QuestionAnswer>,
+    /// Cancel the run at the first `permission.requested` instead of deciding it.
+    pub cancel_at_permission: bool,
 }
 
 impl Answers {
@@ -133,7 +127,13 @@ impl Answers {
 
     /// Decide every permission request with `decision`.
     pub fn permissions(decision: PermissionDecision) -> Self {
-        Self { permission: Some(decision), question: None }
+        Self { permission: Some(decision), ..Self::default() }
+    }
+
+    /// Cancel the run when it first asks for a permission (to prove a pending request does not
+    /// keep a cancelled run alive).
+    pub fn cancel_at_permission() -> Self {
+        Self { cancel_at_permission: true, ..Self::default() }
     }
 
     /// Also answer every question with `text`.
@@ -153,6 +153,7 @@ pub async fn record_answering(handle: RunHandle, answers: Answers) -> RunRecord 
     let mut universal: Vec<UniversalEvent> = Vec::new();
     while let Some(event) = events.next().await {
         match &event.body {
+            UniversalEventBody::PermissionRequested(_) if answers.cancel_at_permission => control.cancel(),
             UniversalEventBody::PermissionRequested(p) => {
                 if let Some(decision) = answers.permission.clone() {
                     control.respond_permission(&p.permission_id, decision).await.expect("the run takes its own permission id");
