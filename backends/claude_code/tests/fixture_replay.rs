@@ -10,13 +10,10 @@ use agent_api_claude_code::{ClaudeCodeBackend, ClaudeCodeConfig};
 use agent_api_conformance::{assert_conformant, record, RunRecord};
 use serde_json::Value;
 
-/// `../shared/fixtures/claude_code` next to the checkout, or `$AGENT_API_FIXTURES/claude_code`.
+/// The repository's Claude Code recordings (`tests/fixtures/claude_code`).
 fn fixture_root() -> PathBuf {
-    let root = std::env::var_os("AGENT_API_FIXTURES")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures"));
-    let dir = root.join("claude_code");
-    assert!(dir.is_dir(), "Claude Code fixtures not found at {} (set AGENT_API_FIXTURES to the shared fixtures folder)", dir.display());
+    let dir = agent_bench::fixtures_dir().join("claude_code");
+    assert!(dir.is_dir(), "Claude Code fixtures not found at {}", dir.display());
     dir
 }
 

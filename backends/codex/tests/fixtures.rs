@@ -1,4 +1,4 @@
-//! Every recorded Codex session under `../shared/fixtures/codex/` (exec stdout and app-server
+//! Every recorded Codex session under `tests/fixtures/codex/` (exec stdout and app-server
 //! sessions of codex-cli 0.169.0) replays conformant through the backend's own converters.
 
 use std::path::{Path, PathBuf};
@@ -11,10 +11,7 @@ use agent_api_conformance::{assert_conformant, record, RunRecord};
 use serde_json::Value;
 
 fn fixtures() -> PathBuf {
-    std::env::var_os("AGENT_API_FIXTURES")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures"))
-        .join("codex")
+    agent_bench::fixtures_dir().join("codex")
 }
 
 fn files(interface: &str) -> Vec<PathBuf> {

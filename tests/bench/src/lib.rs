@@ -43,6 +43,7 @@
 //! |---|---|
 //! | `AGENT_API_E2E=skip` | end-to-end tests print `SKIPPED (AGENT_API_E2E=skip): ...` and pass when a CLI is missing (otherwise they fail saying how to install) |
 //! | `AGENT_API_CLI_DIR` | install root of the pinned CLIs (default `$HOME/.cache/agent_api/clis`) |
+//! | `AGENT_API_FIXTURES` | the recordings folder (default: the repository's `tests/fixtures`) |
 //! | `AGENT_API_SANDBOX_DIR` | where sandboxes are made (default `$HOME/.cache/agent_api/sandboxes`) |
 
 #![deny(missing_docs)]
@@ -63,3 +64,16 @@ pub use error::BenchError;
 pub use interface::Interface;
 pub use sandbox::Sandbox;
 pub use server::{LoggedRequest, ModelServer};
+
+/// The recorded native transcripts the tests read: `tests/fixtures/` in this repository (copied
+/// unchanged from the project's shared recordings, with their README), or `$AGENT_API_FIXTURES`.
+///
+/// ```
+/// assert!(agent_bench::fixtures_dir().join("README.md").is_file());
+/// ```
+pub fn fixtures_dir() -> std::path::PathBuf {
+    match std::env::var_os("AGENT_API_FIXTURES") {
+        Some(dir) => dir.into(),
+        None => std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures"),
+    }
+}

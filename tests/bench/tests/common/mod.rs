@@ -12,13 +12,10 @@ use futures::StreamExt;
 use serde_json::Value;
 use tower::ServiceExt;
 
-/// The shared fixtures folder: `$AGENT_API_FIXTURES`, else `shared/fixtures` beside the checkout.
+/// The recordings folder ([`agent_bench::fixtures_dir`]), checked to hold the model-API examples.
 pub fn fixtures_dir() -> PathBuf {
-    if let Some(dir) = std::env::var_os("AGENT_API_FIXTURES") {
-        return PathBuf::from(dir);
-    }
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/fixtures");
-    assert!(dir.join("model_api/index.json").is_file(), "shared fixtures not found at {} (set AGENT_API_FIXTURES)", dir.display());
+    let dir = agent_bench::fixtures_dir();
+    assert!(dir.join("model_api/index.json").is_file(), "fixtures not found at {}", dir.display());
     dir
 }
 
