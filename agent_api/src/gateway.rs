@@ -24,12 +24,19 @@ use crate::run::RunHandle;
 #[derive(Default, Clone)]
 pub struct Gateway {
     backends: BTreeMap<AgentKind, Arc<dyn AgentBackend>>,
+    buffer_budget: Option<usize>,
 }
 
 impl Gateway {
     /// An empty gateway.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Sets the byte budget of every run this gateway starts whose request sets none.
+    pub fn with_buffer_budget(mut self, bytes: usize) -> Self {
+        self.buffer_budget = Some(bytes);
+        self
     }
 
     /// Registers a backend under its kind; a second backend of the same kind is an error.
@@ -59,7 +66,8 @@ impl Gateway {
 
     /// Validates the request against the backend, then runs it. A feature the backend lacks is
     /// an `UnsupportedCapability` error naming the id, before anything is spawned.
-    pub async fn run(&self, kind: &AgentKind, request: RunRequest) -> Result<RunHandle, AgentError> {
+    pub async fn run(&self, kind: &AgentKind, mut request: RunRequest) -> Result<RunHandle, AgentError> {
+        request.buffer_budget = request.buffer_budget.or(self.buffer_budget);
         let backend = self.backend(kind)?;
         backend.validate(&request)?;
         backend.run(request).await

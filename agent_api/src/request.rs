@@ -134,6 +134,9 @@ pub struct RunRequest {
     pub extensions: BTreeMap<String, Value>,
     /// Fill `raw` in universal events with the native payloads.
     pub include_raw: bool,
+    /// Bytes of events that may wait for the caller before the run stops reading the agent's
+    /// output (`None`: the backend's default, 1 MiB).
+    pub buffer_budget: Option<usize>,
 }
 
 impl RunRequest {
@@ -193,6 +196,13 @@ impl RunRequest {
     /// Asks for native payloads in universal events.
     pub fn with_include_raw(mut self, include_raw: bool) -> Self {
         self.include_raw = include_raw;
+        self
+    }
+
+    /// Sets the byte budget of events waiting for the caller (at least 1 byte; see
+    /// `spec/run-protocol.md`).
+    pub fn with_buffer_budget(mut self, bytes: usize) -> Self {
+        self.buffer_budget = Some(bytes);
         self
     }
 

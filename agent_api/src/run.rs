@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 use crate::error::AgentError;
 use crate::event::AgentWrapperEvent;
 use crate::kind::AgentKind;
+use crate::kit::budget::BatchReceiver;
 use crate::projection::Projector;
 use crate::universal::UniversalEvent;
 
@@ -195,6 +196,9 @@ impl RunControl {
 /// Kills the run's processes when the last part of its handle is dropped.
 pub(crate) struct RunGuard {
     pub(crate) abandoned: CancellationToken,
+    /// Whether the chosen view shows raw payloads; the wrapper view clears it, so the run
+    /// stops building them.
+    pub(crate) raw_wanted: Arc<AtomicBool>,
 }
 
 impl Drop for RunGuard {
@@ -211,7 +215,7 @@ impl Drop for RunGuard {
 pub struct RunHandle {
     agent_kind: AgentKind,
     tools_structured: bool,
-    events: mpsc::Receiver<Vec<UniversalEvent>>,
+    events: BatchReceiver,
     completion: oneshot::Receiver<Result<RunCompletion, AgentError>>,
     control: RunControl,
     guard: Arc<RunGuard>,
@@ -221,7 +225,7 @@ impl RunHandle {
     pub(crate) fn new(
         agent_kind: AgentKind,
         tools_structured: bool,
-        events: mpsc::Receiver<Vec<UniversalEvent>>,
+        events: BatchReceiver,
         completion: oneshot::Receiver<Result<RunCompletion, AgentError>>,
         control: RunControl,
         guard: Arc<RunGuard>,
@@ -245,7 +249,11 @@ impl RunHandle {
     }
 
     /// The wrapper view: bounded [`AgentWrapperEvent`]s, and the completion.
+    ///
+    /// Wrapper events never show raw payloads, so from here on the run does not build them
+    /// (a few events made before this call may still carry one).
     pub fn into_wrapper(self) -> (WrapperEvents, Completion) {
+        self.guard.raw_wanted.store(false, Ordering::Relaxed);
         let projector = Projector::new(self.agent_kind, self.tools_structured);
         let events = WrapperEvents { inner: UniversalEvents::new(self.events, self.guard.clone()), projector, pending: Default::default() };
         (events, Completion { rx: self.completion, _guard: self.guard })
@@ -274,14 +282,19 @@ impl RunHandle {
 
 /// The universal event stream of a run.
 pub struct UniversalEvents {
-    rx: mpsc::Receiver<Vec<UniversalEvent>>,
-    batch: std::collections::VecDeque<UniversalEvent>,
+    rx: BatchReceiver,
     _guard: Arc<RunGuard>,
 }
 
 impl UniversalEvents {
-    fn new(rx: mpsc::Receiver<Vec<UniversalEvent>>, guard: Arc<RunGuard>) -> Self {
-        Self { rx, batch: Default::default(), _guard: guard }
+    fn new(rx: BatchReceiver, guard: Arc<RunGuard>) -> Self {
+        Self { rx, _guard: guard }
+    }
+
+    /// Bytes of events the run holds for this stream now; never more than the run's buffer
+    /// budget (`RunRequest::with_buffer_budget`, 1 MiB by default).
+    pub fn buffered_bytes(&self) -> usize {
+        self.rx.buffered_bytes()
     }
 }
 
@@ -289,16 +302,7 @@ impl Stream for UniversalEvents {
     type Item = UniversalEvent;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<UniversalEvent>> {
-        loop {
-            if let Some(event) = self.batch.pop_front() {
-                return Poll::Ready(Some(event));
-            }
-            match self.rx.poll_recv(cx) {
-                Poll::Ready(Some(batch)) => self.batch.extend(batch),
-                Poll::Ready(None) => return Poll::Ready(None),
-                Poll::Pending => return Poll::Pending,
-            }
-        }
+        self.rx.poll_next(cx)
     }
 }
 
@@ -307,6 +311,13 @@ pub struct WrapperEvents {
     inner: UniversalEvents,
     projector: Projector,
     pending: std::collections::VecDeque<AgentWrapperEvent>,
+}
+
+impl WrapperEvents {
+    /// Bytes of events the run holds for this stream now (see [`UniversalEvents::buffered_bytes`]).
+    pub fn buffered_bytes(&self) -> usize {
+        self.inner.buffered_bytes()
+    }
 }
 
 impl Stream for WrapperEvents {

@@ -9,20 +9,26 @@
 //! - [`lines`]: a bounded line reader; a line over the cap is skipped without being buffered
 //!   and reported as one bounded status event;
 //! - [`stderr`]: per-run stderr capture, bounded to a head and a tail;
+//! - [`protocol`]: the [`Protocol`] trait a backend implements, with its typed line entry;
+//! - [`transport`]: where lines come from (a process, an in-process agent, a recording);
+//! - [`budget`]: the byte budget of events waiting for the caller;
 //! - [`driver`]: the pump, with backpressure, that never drops an event, applies timeouts and
 //!   cancellation, and guarantees one completion and one terminal error for a failed run;
 //! - [`jsonrpc`], [`http`] and [`sse`]: helpers for the two-way protocols (JSON-RPC over stdio, and
 //!   HTTP plus a server-sent event stream to an agent's local server);
 //! - [`replay`]: plays a recorded native log through the same protocol.
 
+pub mod budget;
 pub mod driver;
 pub mod http;
 pub mod jsonrpc;
 pub mod lines;
 pub mod process;
+pub mod protocol;
 pub mod replay;
 pub mod sse;
 pub mod stderr;
+pub mod transport;
 
 pub use driver::{start_run, Ctx, ExitInfo, Protocol, RunSettings, Transport};
 pub use process::CommandSpec;

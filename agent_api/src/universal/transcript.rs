@@ -2,6 +2,7 @@
 //! synthetic-event rules of `spec/universal-schema.md`.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -176,7 +177,7 @@ pub struct Transcript {
     next_item: u64,
     started: bool,
     ended: bool,
-    raw: Option<Value>,
+    raw: Option<Arc<Value>>,
     open: Vec<String>,
     items: HashMap<String, OpenItem>,
     by_native: HashMap<String, String>,
@@ -236,8 +237,18 @@ impl Transcript {
 
     /// Sets the native payload that events emitted from now on derive from (the driver sets it
     /// for each native line and clears it after).
-    pub fn set_raw(&mut self, raw: Option<Value>) {
+    pub fn set_raw(&mut self, raw: Option<Arc<Value>>) {
         self.raw = raw;
+    }
+
+    /// The native payload events emitted now derive from, when the run shows raw payloads.
+    pub fn raw(&self) -> Option<&Arc<Value>> {
+        self.raw.as_ref()
+    }
+
+    /// How many events were emitted and not yet drained.
+    pub fn pending_events(&self) -> usize {
+        self.events.len()
     }
 
     /// Whether `session.ended` was emitted.

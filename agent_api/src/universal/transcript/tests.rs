@@ -120,7 +120,7 @@ fn resolving_an_unknown_permission_is_a_typed_error() {
 fn raw_is_filled_only_when_opted_in() {
     for include in [false, true] {
         let mut t = Transcript::new("sess_1".into(), include);
-        t.set_raw(Some(serde_json::json!({"type": "x"})));
+        t.set_raw(Some(std::sync::Arc::new(serde_json::json!({"type": "x"}))));
         t.status("s", None);
         let events: Vec<_> = t.drain().collect();
         assert!(events.iter().all(|e| e.raw.is_some() == include));
