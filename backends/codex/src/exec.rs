@@ -6,7 +6,7 @@
 //! items become status items; `error` items and events become non-terminal error events.
 //! `turn.completed` usage is the thread's total (see NOTES.md), reported as is.
 
-use agent_api::kit::driver::{ExitInfo, Unparsed};
+use agent_api::kit::driver::{parse_typed, parse_value, ExitInfo, Unparsed};
 use agent_api::kit::{Ctx, Protocol};
 use agent_api::universal::{ContentPart, FileAction, ItemKind, ItemRole, NewItem, ReasoningVisibility};
 use agent_api::{AgentError, RunCompletion};
@@ -254,38 +254,9 @@ impl Exec {
             ctx.transcript.fail_item(&id);
         }
     }
-}
 
-impl Protocol for Exec {
-    fn name(&self) -> &'static str {
-        "codex.exec"
-    }
-
-    fn on_message(&mut self, message: Value, ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
-        let kind = message.get("type").and_then(Value::as_str).unwrap_or("").to_string();
-        let event = match serde_json::from_value::<ExecEvent>(message) {
-            Ok(event) => event,
-            Err(e)
-                if matches!(
-                    kind.as_str(),
-                    "thread.started"
-                        | "turn.started"
-                        | "turn.completed"
-                        | "turn.failed"
-                        | "item.started"
-                        | "item.updated"
-                        | "item.completed"
-                        | "error"
-                ) =>
-            {
-                return Err(Unparsed(shape_error(&format!("a {kind} event"), &e)));
-            }
-            Err(_) if kind.is_empty() => return Err(Unparsed("an exec event without a `type`".into())),
-            Err(_) => {
-                ctx.transcript.status("unknown_event", Some(agent_api::bounds::utf8_prefix(&kind, 64).to_string()));
-                return Ok(());
-            }
-        };
+    /// One typed exec event (parsed straight from its line, or through the `Value` path).
+    fn on_event(&mut self, event: ExecEvent, ctx: &mut Ctx<'_>) {
         let t = &mut *ctx.transcript;
         match event {
             ExecEvent::ThreadStarted { thread_id } => {
@@ -322,9 +293,52 @@ impl Protocol for Exec {
                 self.last_error = Some(message);
             }
         }
-        Ok(())
+    }
+}
+
+impl Protocol for Exec {
+    fn name(&self) -> &'static str {
+        "codex.exec"
     }
 
+    fn on_line(&mut self, line: &[u8], ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
+        match parse_typed::<ExecEvent>(line) {
+            Some(event) => {
+                self.on_event(event, ctx);
+                Ok(())
+            }
+            None => self.on_message(parse_value(line)?, ctx),
+        }
+    }
+
+    fn on_message(&mut self, message: Value, ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
+        let kind = message.get("type").and_then(Value::as_str).unwrap_or("").to_string();
+        let event = match serde_json::from_value::<ExecEvent>(message) {
+            Ok(event) => event,
+            Err(e)
+                if matches!(
+                    kind.as_str(),
+                    "thread.started"
+                        | "turn.started"
+                        | "turn.completed"
+                        | "turn.failed"
+                        | "item.started"
+                        | "item.updated"
+                        | "item.completed"
+                        | "error"
+                ) =>
+            {
+                return Err(Unparsed(shape_error(&format!("a {kind} event"), &e)));
+            }
+            Err(_) if kind.is_empty() => return Err(Unparsed("an exec event without a `type`".into())),
+            Err(_) => {
+                ctx.transcript.status("unknown_event", Some(agent_api::bounds::utf8_prefix(&kind, 64).to_string()));
+                return Ok(());
+            }
+        };
+        self.on_event(event, ctx);
+        Ok(())
+    }
     fn finish(&mut self, exit: &ExitInfo, ctx: &mut Ctx<'_>) -> Result<RunCompletion, AgentError> {
         // Close what is still open before the driver writes the terminal error: the transcript's
         // own end() would fail them after it, and a tool event must not follow the terminal error.

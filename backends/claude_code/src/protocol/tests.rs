@@ -393,3 +393,12 @@ async fn a_cancelled_request_resolves_the_pending_permission_as_denied() {
         matches!(&resolved.body, UniversalEventBody::PermissionResolved(p) if p.status == agent_api::universal::PermissionStatus::Denied)
     );
 }
+
+#[tokio::test]
+async fn token_counts_at_u64_max_saturate_instead_of_wrapping() {
+    let huge = json!({"type":"result","subtype":"success","is_error":false,"result":"ok","session_id":SID,"usage":{"input_tokens":u64::MAX,"cache_read_input_tokens":u64::MAX,"output_tokens":u64::MAX}});
+    let run = replay_lines(&[init(), huge.clone(), huge], Some(0)).await;
+    assert_conformant(&run);
+    let usage = run.completion.as_ref().unwrap().usage.clone().unwrap();
+    assert_eq!((usage.input_tokens, usage.cached_input_tokens, usage.output_tokens), (Some(u64::MAX), Some(u64::MAX), Some(u64::MAX)));
+}
