@@ -158,3 +158,76 @@ async fn a_timeout_of_duration_max_saturates_and_the_run_still_ends_with_its_ses
     assert!(matches!(run.completion, Err(AgentError::ProcessExited { exit_code: Some(3), .. })), "{:?}", run.completion);
     assert_eq!(run.universal.last().unwrap().type_name(), "session.ended");
 }
+
+/// Records, per line, whether the run built a raw payload for it.
+struct RawProbe(std::sync::Arc<std::sync::Mutex<Vec<bool>>>);
+
+impl Protocol for RawProbe {
+    fn name(&self) -> &'static str {
+        "raw_probe"
+    }
+    fn on_message(&mut self, _message: Value, ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
+        self.0.lock().unwrap().push(ctx.transcript.raw().is_some());
+        ctx.transcript.status("line", None);
+        ctx.transcript.status("again", None);
+        Ok(())
+    }
+    fn finish(&mut self, _exit: &ExitInfo, _ctx: &mut Ctx<'_>) -> Result<RunCompletion, AgentError> {
+        Ok(RunCompletion::new())
+    }
+}
+
+async fn probe_raw(wrapper: bool) -> (Vec<bool>, Vec<agent_api::universal::UniversalEvent>) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("progress");
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut settings = settings();
+    settings.include_raw = true;
+    let handle = start(&["numbered", "200", file.to_str().unwrap()], settings, Box::new(RawProbe(seen.clone())));
+    let universal = if wrapper {
+        let (events, completion) = handle.into_wrapper();
+        events.count().await;
+        completion.await.unwrap();
+        Vec::new()
+    } else {
+        handle.collect_universal().await.0
+    };
+    let seen = seen.lock().unwrap().clone();
+    (seen, universal)
+}
+
+#[tokio::test]
+async fn raw_payloads_are_shared_by_the_events_of_one_line_and_never_built_for_the_wrapper_view() {
+    let (seen, events) = probe_raw(false).await;
+    assert_eq!(seen.len(), 200);
+    assert!(seen.iter().all(|&raw| raw), "the universal view with include_raw gets every payload");
+    let items = events.iter().filter(|e| matches!(e.body, UniversalEventBody::ItemStarted(_) | UniversalEventBody::ItemCompleted(_)));
+    let lines: Vec<_> = items.filter_map(|e| e.raw.clone()).collect();
+    assert_eq!(lines.len(), 200 * 2 * 2, "two status items, started and completed, per line");
+    for chunk in lines.chunks(4) {
+        assert!(chunk.iter().all(|raw| std::sync::Arc::ptr_eq(raw, &chunk[0])), "the events of one line share its payload");
+    }
+    let (seen, _) = probe_raw(true).await;
+    assert_eq!(seen.len(), 200);
+    assert!(!seen[20..].iter().any(|&raw| raw), "the wrapper view never shows raw, so the run stops building it");
+}
+
+#[test]
+fn the_scripted_typed_path_matches_its_value_path() {
+    use agent_api::kit::replay::RecordingFormat;
+    use agent_api::AgentBackend;
+    let lines = [
+        r#"{"type":"session","id":"s","model":"m"}"#,
+        r#"{"type":"text_delta","message_id":"m1","text":"hel"}"#,
+        r#"{"type":"text_delta","message_id":"m1","text":"lo"}"#,
+        r#"{"type":"message_done","message_id":"m1","text":"hello"}"#,
+        r#"{"type":"tool_call","call_id":"c1","name":"shell","message_id":"m1","input":{"command":"ls"}}"#,
+        r#"{"type":"tool_result","call_id":"c1","exit_code":0,"stdout":"a\n","denied":false}"#,
+        r#"{"type":"text_delta","message_id":7}"#,
+        r#"not json"#,
+        r#"{"type":"done","status":"success","input_tokens":1,"output_tokens":2}"#,
+    ];
+    let lines: Vec<&[u8]> = lines.iter().map(|l| l.as_bytes()).collect();
+    let backend = agent_api_scripted::ScriptedBackend::new();
+    agent_api_conformance::typed::assert_typed_matches_value(|| backend.replay_protocol(RecordingFormat::NativeStdout).unwrap(), &lines);
+}

@@ -402,3 +402,25 @@ async fn token_counts_at_u64_max_saturate_instead_of_wrapping() {
     let usage = run.completion.as_ref().unwrap().usage.clone().unwrap();
     assert_eq!((usage.input_tokens, usage.cached_input_tokens, usage.output_tokens), (Some(u64::MAX), Some(u64::MAX), Some(u64::MAX)));
 }
+
+#[test]
+fn the_typed_stream_event_path_matches_the_value_path_on_every_print_fixture() {
+    let dir = agent_bench::fixtures_dir().join("claude_code/print");
+    let mut typed_lines = 0;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if !path.to_string_lossy().ends_with(".stdout.jsonl") {
+            continue;
+        }
+        let text = std::fs::read(&path).unwrap();
+        let lines: Vec<&[u8]> = text.split(|&b| b == b'\n').filter(|l| !l.is_empty()).collect();
+        typed_lines += lines.iter().filter(|l| super::stream::looks_like_stream_event(l)).count();
+        for line in &lines {
+            if super::stream::looks_like_stream_event(line) {
+                assert!(agent_api::kit::driver::parse_typed::<super::stream::StreamLine>(line).is_some(), "{}", path.display());
+            }
+        }
+        agent_api_conformance::typed::assert_typed_matches_value(|| Box::new(ClaudeProtocol::replaying()), &lines);
+    }
+    assert!(typed_lines > 20, "the fixtures stream: {typed_lines} stream_event lines");
+}
