@@ -107,17 +107,29 @@ impl Drop for BatchReceiver {
     }
 }
 
-/// What an event weighs in memory, roughly: its struct and the strings it owns. Shared raw
-/// payloads are counted once per native line by the driver, not here.
+/// What one heap allocation costs beyond its bytes: the allocator's header and rounding.
+const PER_ALLOCATION: usize = 32;
+
+fn string(s: &str) -> usize {
+    s.len() + PER_ALLOCATION
+}
+
+fn opt(s: &Option<String>) -> usize {
+    s.as_deref().map_or(0, string)
+}
+
+/// What an event weighs in memory, roughly: its struct and the allocations it owns (so that
+/// the budget counts what the process holds, not only the text). Shared raw payloads are
+/// counted once per native line by the driver, not here.
 pub(super) fn weight(event: &UniversalEvent) -> usize {
     let envelope = std::mem::size_of::<UniversalEvent>()
-        + event.event_id.len()
-        + event.time.len()
-        + event.session_id.len()
-        + event.native_session_id.as_ref().map_or(0, String::len);
+        + string(&event.event_id)
+        + string(&event.time)
+        + string(&event.session_id)
+        + opt(&event.native_session_id);
     envelope
         + match &event.body {
-            Body::ItemDelta(d) => d.item_id.len() + d.delta.len() + d.native_item_id.as_ref().map_or(0, String::len),
+            Body::ItemDelta(d) => string(&d.item_id) + string(&d.delta) + opt(&d.native_item_id),
             Body::ItemStarted(d) | Body::ItemCompleted(d) => item_weight(&d.item),
             // Status-like events: a few short strings.
             _ => 256,
@@ -131,16 +143,16 @@ fn item_weight(item: &UniversalItem) -> usize {
         .map(|part| {
             std::mem::size_of::<ContentPart>()
                 + match part {
-                    ContentPart::Text { text } | ContentPart::Reasoning { text, .. } => text.len(),
-                    ContentPart::ToolCall { name, arguments, call_id } => name.len() + arguments.len() + call_id.len(),
-                    ContentPart::ToolResult { call_id, output } => call_id.len() + output.len(),
-                    ContentPart::FileRef { path, diff, .. } => path.len() + diff.as_ref().map_or(0, String::len),
+                    ContentPart::Text { text } | ContentPart::Reasoning { text, .. } => string(text),
+                    ContentPart::ToolCall { name, arguments, call_id } => string(name) + string(arguments) + string(call_id),
+                    ContentPart::ToolResult { call_id, output } => string(call_id) + string(output),
+                    ContentPart::FileRef { path, diff, .. } => string(path) + opt(diff),
                     // JSON, images and status parts are small or rare; a flat estimate will do.
                     _ => 256,
                 }
         })
         .sum();
-    item.item_id.len() + item.native_item_id.as_ref().map_or(0, String::len) + parts + 128
+    string(&item.item_id) + opt(&item.native_item_id) + opt(&item.parent_id) + parts + 256
 }
 
 #[cfg(test)]

@@ -141,3 +141,17 @@ fn assembled_text_is_capped_but_every_delta_is_forwarded() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn the_provider_id_index_keeps_recent_closed_items_findable_and_stays_bounded() {
+    let mut t = Transcript::new("sess_index".into(), false);
+    for i in 0..(super::native_index::KEEP_CLOSED + 1000) {
+        let id = t.start_item(NewItem::message(ItemRole::Assistant).native(format!("native_{i}")));
+        t.complete_item(&id);
+        t.drain();
+    }
+    assert!(t.by_native.len() <= super::native_index::KEEP_CLOSED, "{} provider ids kept", t.by_native.len());
+    let last = super::native_index::KEEP_CLOSED + 999;
+    assert!(t.item_by_native(&format!("native_{last}")).is_some(), "a recently closed item is still found");
+    assert!(t.item_by_native("native_0").is_none(), "the oldest closed items are forgotten");
+}

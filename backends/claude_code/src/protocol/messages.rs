@@ -253,6 +253,9 @@ impl ClaudeProtocol {
         } else {
             ctx.transcript.complete_item(&item);
         }
+        // The call is answered: its input is not needed again, and a long session must not
+        // keep every call it ever made.
+        self.tools.remove(&call_id);
         self.results_seen.insert(call_id);
     }
 
