@@ -18,7 +18,30 @@ use crate::universal::{ContentPart, ItemKind, ItemRole, ItemStatus, UniversalEve
 pub struct Projector {
     agent_kind: AgentKind,
     tools_structured: bool,
-    items: HashMap<String, UniversalItem>,
+    items: HashMap<String, Tracked>,
+}
+
+/// What the projector keeps of an open item: a message only needs its channel; a tool item is
+/// kept whole, for the tools facet of its deltas.
+enum Tracked {
+    Message(&'static str),
+    Tool(Box<UniversalItem>),
+    Other,
+}
+
+impl Tracked {
+    fn of(item: &UniversalItem) -> Self {
+        match item.kind {
+            ItemKind::Message => Tracked::Message(match item.role {
+                Some(ItemRole::User) => "user",
+                Some(ItemRole::System) => "system",
+                _ if item.is_reasoning() => "reasoning",
+                _ => "assistant",
+            }),
+            ItemKind::ToolCall | ItemKind::ToolResult => Tracked::Tool(Box::new(item.clone())),
+            _ => Tracked::Other,
+        }
+    }
 }
 
 impl Projector {
@@ -29,7 +52,20 @@ impl Projector {
 
     /// The wrapper events for one universal event, bounded, in order (often none or one).
     pub fn project(&mut self, event: &UniversalEvent) -> Vec<AgentWrapperEvent> {
-        let projected = match &event.body {
+        let mut out = Vec::new();
+        self.project_into(event, &mut out);
+        out
+    }
+
+    /// [`Projector::project`], appending to `out` (no allocation per event).
+    pub fn project_into(&mut self, event: &UniversalEvent, out: &mut impl Extend<AgentWrapperEvent>) {
+        if let Some(projected) = self.projected(event) {
+            bounds::enforce_into(projected, out);
+        }
+    }
+
+    fn projected(&mut self, event: &UniversalEvent) -> Option<AgentWrapperEvent> {
+        match &event.body {
             Body::SessionStarted(_) => {
                 let data = json!({ "session_id": event.session_id, "native_session_id": event.native_session_id });
                 Some(self.status("status", "session started").with_data(data))
@@ -42,7 +78,7 @@ impl Projector {
                 Some(self.status("status", message).with_data(data))
             }
             Body::ItemStarted(data) => {
-                self.items.insert(data.item.item_id.clone(), data.item.clone());
+                self.items.insert(data.item.item_id.clone(), Tracked::of(&data.item));
                 self.tool_event(&data.item, ToolPhase::Start, event)
             }
             Body::ItemDelta(delta) => self.delta(&delta.item_id, &delta.delta, event),
@@ -84,8 +120,7 @@ impl Projector {
                 let ev = self.event(Kind::Unknown).with_channel("status").with_message(format!("unparsed native payload: {}", u.error));
                 Some(ev.with_data(json!({ "location": u.location })))
             }
-        };
-        projected.into_iter().flat_map(bounds::enforce).collect()
+        }
     }
 
     fn event(&self, kind: Kind) -> AgentWrapperEvent {
@@ -97,19 +132,10 @@ impl Projector {
     }
 
     fn delta(&self, item_id: &str, text: &str, event: &UniversalEvent) -> Option<AgentWrapperEvent> {
-        let item = self.items.get(item_id)?;
-        match item.kind {
-            ItemKind::Message => {
-                let channel = match item.role {
-                    Some(ItemRole::User) => "user",
-                    Some(ItemRole::System) => "system",
-                    _ if item.is_reasoning() => "reasoning",
-                    _ => "assistant",
-                };
-                Some(self.event(Kind::TextOutput).with_channel(channel).with_text(text))
-            }
-            ItemKind::ToolCall | ItemKind::ToolResult => self.tool_event(item, ToolPhase::Delta, event),
-            _ => None,
+        match self.items.get(item_id)? {
+            Tracked::Message(channel) => Some(self.event(Kind::TextOutput).with_channel(*channel).with_text(text)),
+            Tracked::Tool(item) => self.tool_event(item, ToolPhase::Delta, event),
+            Tracked::Other => None,
         }
     }
 

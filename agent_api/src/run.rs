@@ -330,8 +330,8 @@ impl Stream for WrapperEvents {
             }
             match self.inner.poll_next_unpin(cx) {
                 Poll::Ready(Some(universal)) => {
-                    let projected = self.projector.project(&universal);
-                    self.pending.extend(projected);
+                    let Self { projector, pending, .. } = &mut *self;
+                    projector.project_into(&universal, pending);
                 }
                 Poll::Ready(None) => return Poll::Ready(None),
                 Poll::Pending => return Poll::Pending,

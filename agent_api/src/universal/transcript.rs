@@ -184,8 +184,13 @@ impl Transcript {
         let sequence = self.next_sequence;
         self.next_sequence += 1;
         let short = self.session_id.get(5..13).unwrap_or(&self.session_id);
+        let mut event_id = String::with_capacity(4 + short.len() + 1 + 20);
+        event_id.push_str("evt_");
+        event_id.push_str(short);
+        event_id.push('_');
+        push_decimal(&mut event_id, sequence);
         self.events.push(UniversalEvent {
-            event_id: format!("evt_{short}_{sequence}"),
+            event_id,
             sequence,
             time: self.now.get_or_insert_with(now_rfc3339).clone(),
             session_id: self.session_id.clone(),
@@ -469,6 +474,22 @@ impl Transcript {
         self.emit(EventSource::Daemon, UniversalEventBody::SessionEnded(data));
         self.ended = true;
     }
+}
+
+/// Appends `n` in decimal: the event id is built for every event, and `format!` costs more
+/// than the digits.
+fn push_decimal(out: &mut String, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.push_str(std::str::from_utf8(&digits[at..]).expect("ASCII digits"));
 }
 
 fn placeholder_item() -> UniversalItem {
