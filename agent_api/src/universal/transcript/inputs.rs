@@ -19,7 +19,7 @@ impl Default for TranscriptLimits {
     }
 }
 
-/// How a session ended, for [`Transcript::end`].
+/// How a session ended, for [`Transcript::end`](super::Transcript::end).
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct SessionEnd {
@@ -42,7 +42,7 @@ impl SessionEnd {
     }
 }
 
-/// A new item, for [`Transcript::start_item`].
+/// A new item, for [`Transcript::start_item`](super::Transcript::start_item).
 ///
 /// ```
 /// use agent_api::universal::{ItemRole, NewItem};
