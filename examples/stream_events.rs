@@ -2,6 +2,7 @@
 //!
 //! `cargo run -p agent_api_examples --example stream_events -- "Say hello"`
 
+use agent_api::Channel;
 use std::sync::Arc;
 
 use agent_api::{AgentKind, AgentWrapperEventKind, Gateway, PermissionPolicy, RunRequest};
@@ -18,7 +19,7 @@ async fn main() -> Result<(), agent_api::AgentError> {
     let (mut events, completion) = handle.into_wrapper();
     while let Some(event) = events.next().await {
         match event.kind {
-            AgentWrapperEventKind::TextOutput if event.channel.as_deref() == Some("assistant") => {
+            AgentWrapperEventKind::TextOutput if event.is_on(&Channel::Assistant) => {
                 print!("{}", event.text.unwrap_or_default());
             }
             AgentWrapperEventKind::ToolCall | AgentWrapperEventKind::ToolResult => {

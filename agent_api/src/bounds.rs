@@ -101,7 +101,7 @@ pub fn bound_data(data: Value) -> Value {
 /// Applies every bound to one event. Oversized `TextOutput` text becomes several events in
 /// order; every other field is bounded in place, so other kinds always give exactly one event.
 pub fn enforce(mut event: AgentWrapperEvent) -> Vec<AgentWrapperEvent> {
-    if event.channel.as_ref().is_some_and(|c| c.len() > CHANNEL_BOUND) {
+    if event.channel.as_ref().is_some_and(|c| c.as_str().len() > CHANNEL_BOUND) {
         event.channel = None;
     }
     if let Some(m) = &event.message {
@@ -135,7 +135,7 @@ pub fn enforce(mut event: AgentWrapperEvent) -> Vec<AgentWrapperEvent> {
 
 /// Whether an event satisfies every bound (what [`enforce`] guarantees).
 pub fn within_bounds(event: &AgentWrapperEvent) -> bool {
-    event.channel.as_ref().is_none_or(|c| c.len() <= CHANNEL_BOUND)
+    event.channel.as_ref().is_none_or(|c| c.as_str().len() <= CHANNEL_BOUND)
         && event.text.as_ref().is_none_or(|t| t.len() <= TEXT_BOUND)
         && event.message.as_ref().is_none_or(|m| m.len() <= MESSAGE_BOUND)
         && event.data.as_ref().is_none_or(|d| serialized_json_bytes(d) <= DATA_BOUND)

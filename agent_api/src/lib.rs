@@ -44,7 +44,7 @@ pub use agent_api_capabilities as capabilities;
 pub use backend::{validate_request, AgentBackend};
 pub use capability::CapabilitySet;
 pub use error::AgentError;
-pub use event::{AgentWrapperEvent, AgentWrapperEventKind};
+pub use event::{AgentWrapperEvent, AgentWrapperEventKind, Channel, PermissionFacet, QuestionFacet};
 pub use gateway::Gateway;
 pub use kind::AgentKind;
 pub use request::{PermissionPolicy, PermissionRule, Prompt, RunRequest, SessionSelector, ToolCategory};

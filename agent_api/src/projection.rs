@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use serde_json::json;
 
 use crate::bounds;
-use crate::event::{AgentWrapperEvent, AgentWrapperEventKind as Kind};
+use crate::event::{AgentWrapperEvent, AgentWrapperEventKind as Kind, Channel, PermissionFacet, QuestionFacet};
 use crate::kind::AgentKind;
 use crate::tools_facet::{ToolBytes, ToolPhase, ToolStatus, ToolsFacet};
 use crate::universal::{ContentPart, ItemKind, ItemRole, ItemStatus, UniversalEvent, UniversalEventBody as Body, UniversalItem};
@@ -32,14 +32,14 @@ impl Projector {
         let projected = match &event.body {
             Body::SessionStarted(_) => {
                 let data = json!({ "session_id": event.session_id, "native_session_id": event.native_session_id });
-                Some(self.status("status", "session started").with_data(data))
+                Some(self.status(Channel::Status, "session started").with_data(data))
             }
             Body::SessionEnded(end) => {
                 let reason = serde_json::to_value(end.reason).unwrap_or_default();
                 let by = serde_json::to_value(end.terminated_by).unwrap_or_default();
                 let message = format!("session ended: {}", reason.as_str().unwrap_or("unknown"));
                 let data = json!({ "reason": reason, "terminated_by": by, "exit_code": end.exit_code, "native_session_id": event.native_session_id });
-                Some(self.status("status", message).with_data(data))
+                Some(self.status(Channel::Status, message).with_data(data))
             }
             Body::ItemStarted(data) => {
                 self.items.insert(data.item.item_id.clone(), data.item.clone());
@@ -51,37 +51,44 @@ impl Projector {
                 self.completed(&data.item, event)
             }
             Body::Error(err) if err.is_terminal() => {
-                let ev = self.event(Kind::Error).with_channel("error").with_message(err.message.clone());
+                let ev = self.event(Kind::Error).with_channel(Channel::Error).with_message(err.message.clone());
                 Some(match &err.code {
                     Some(code) => ev.with_data(json!({ "code": code })),
                     None => ev,
                 })
             }
             Body::Error(err) => {
-                let ev = self.status("error", err.message.clone());
+                let ev = self.status(Channel::Error, err.message.clone());
                 Some(match &err.code {
                     Some(code) => ev.with_data(json!({ "code": code })),
                     None => ev,
                 })
             }
             Body::PermissionRequested(p) | Body::PermissionResolved(p) => {
+                let facet = PermissionFacet { id: p.permission_id.clone(), action: p.action.clone(), status: p.status };
                 let status = serde_json::to_value(p.status).unwrap_or_default();
                 let message = format!("permission {}: {}", status.as_str().unwrap_or("unknown"), p.action);
-                let data = json!({ "permission": { "id": p.permission_id, "action": p.action, "status": status } });
-                Some(self.status("permission", message).with_data(data))
+                Some(self.status(Channel::Permission, message).with_data(json!({ "permission": facet })))
             }
             Body::QuestionRequested(q) | Body::QuestionResolved(q) => {
-                let status = serde_json::to_value(q.status).unwrap_or_default();
-                let data = json!({ "question": { "id": q.question_id, "prompt": q.prompt, "options": q.options, "status": status, "response": q.response } });
+                let facet = QuestionFacet {
+                    id: q.question_id.clone(),
+                    prompt: q.prompt.clone(),
+                    options: q.options.clone(),
+                    status: q.status,
+                    response: q.response.clone(),
+                };
+                let data = json!({ "question": facet });
                 let message = match (&event.body, &q.response) {
                     (Body::QuestionRequested(_), _) => format!("question: {}", q.prompt),
                     (_, Some(response)) => format!("question answered: {response}"),
                     (_, None) => "question rejected".to_string(),
                 };
-                Some(self.status("question", message).with_data(data))
+                Some(self.status(Channel::Question, message).with_data(data))
             }
             Body::AgentUnparsed(u) => {
-                let ev = self.event(Kind::Unknown).with_channel("status").with_message(format!("unparsed native payload: {}", u.error));
+                let ev =
+                    self.event(Kind::Unknown).with_channel(Channel::Status).with_message(format!("unparsed native payload: {}", u.error));
                 Some(ev.with_data(json!({ "location": u.location })))
             }
         };
@@ -92,7 +99,7 @@ impl Projector {
         AgentWrapperEvent::new(self.agent_kind.clone(), kind)
     }
 
-    fn status(&self, channel: &str, message: impl Into<String>) -> AgentWrapperEvent {
+    fn status(&self, channel: Channel, message: impl Into<String>) -> AgentWrapperEvent {
         self.event(Kind::Status).with_channel(channel).with_message(message)
     }
 
@@ -101,10 +108,10 @@ impl Projector {
         match item.kind {
             ItemKind::Message => {
                 let channel = match item.role {
-                    Some(ItemRole::User) => "user",
-                    Some(ItemRole::System) => "system",
-                    _ if item.is_reasoning() => "reasoning",
-                    _ => "assistant",
+                    Some(ItemRole::User) => Channel::User,
+                    Some(ItemRole::System) => Channel::System,
+                    _ if item.is_reasoning() => Channel::Reasoning,
+                    _ => Channel::Assistant,
                 };
                 Some(self.event(Kind::TextOutput).with_channel(channel).with_text(text))
             }
@@ -119,9 +126,9 @@ impl Projector {
                 let phase = if item.status == ItemStatus::Failed { ToolPhase::Fail } else { ToolPhase::Complete };
                 self.tool_event(item, phase, event)
             }
-            ItemKind::Status | ItemKind::System => Some(self.status("status", status_text(item))),
+            ItemKind::Status | ItemKind::System => Some(self.status(Channel::Status, status_text(item))),
             ItemKind::Unknown => {
-                Some(self.event(Kind::Unknown).with_channel("status").with_message("an item the backend could not classify"))
+                Some(self.event(Kind::Unknown).with_channel(Channel::Status).with_message("an item the backend could not classify"))
             }
             // Message text already streamed as deltas (the delta policy guarantees one).
             _ => None,
@@ -134,8 +141,7 @@ impl Projector {
             ItemKind::ToolResult => Kind::ToolResult,
             _ => return None,
         };
-        let channel = "tool";
-        let mut ev = self.event(kind).with_channel(channel);
+        let mut ev = self.event(kind).with_channel(Channel::Tool);
         if self.tools_structured {
             ev = ev.with_data(facet(item, phase, event).to_data());
         }

@@ -3,13 +3,13 @@
 use std::io::Write;
 
 use agent_api::universal::{UniversalEvent, UniversalEventBody};
-use agent_api::{AgentWrapperEvent, AgentWrapperEventKind as Kind};
+use agent_api::{AgentWrapperEvent, AgentWrapperEventKind as Kind, Channel};
 
 /// Prints wrapper events as a readable stream: text inline as it arrives, everything else on
 /// its own line.
 #[derive(Default)]
 pub struct Pretty {
-    channel: Option<String>,
+    channel: Option<Channel>,
     mid_line: bool,
 }
 
@@ -36,14 +36,14 @@ impl Pretty {
     pub fn wrapper(&mut self, out: &mut impl Write, event: &AgentWrapperEvent) {
         match event.kind {
             Kind::TextOutput => {
-                let channel = event.channel.clone().unwrap_or_default();
-                if self.channel.as_deref() != Some(channel.as_str()) {
+                let channel = event.channel.clone().unwrap_or(Channel::Assistant);
+                if self.channel.as_ref() != Some(&channel) {
                     if self.mid_line {
                         let _ = writeln!(out);
                     }
-                    let _ = match channel.as_str() {
-                        "assistant" => Ok(()),
-                        "reasoning" => write!(out, "[thinking] "),
+                    let _ = match &channel {
+                        Channel::Assistant => Ok(()),
+                        Channel::Reasoning => write!(out, "[thinking] "),
                         other => write!(out, "[{other}] "),
                     };
                     self.channel = Some(channel);

@@ -38,6 +38,92 @@ impl UniversalEvent {
     pub fn type_name(&self) -> &'static str {
         self.body.type_name()
     }
+
+    /// The item of an `item.started` or `item.completed` event.
+    pub fn item(&self) -> Option<&UniversalItem> {
+        match &self.body {
+            UniversalEventBody::ItemStarted(d) | UniversalEventBody::ItemCompleted(d) => Some(&d.item),
+            _ => None,
+        }
+    }
+
+    /// The item of an `item.completed` event: the item in its final state.
+    pub fn completed_item(&self) -> Option<&UniversalItem> {
+        match &self.body {
+            UniversalEventBody::ItemCompleted(d) => Some(&d.item),
+            _ => None,
+        }
+    }
+
+    /// The fragment of an `item.delta` event.
+    pub fn delta(&self) -> Option<&ItemDeltaData> {
+        match &self.body {
+            UniversalEventBody::ItemDelta(d) => Some(d),
+            _ => None,
+        }
+    }
+
+    /// The request of a `permission.requested` or `permission.resolved` event.
+    ///
+    /// ```
+    /// # use agent_api::universal::{Transcript, UniversalEvent};
+    /// let mut t = Transcript::new("sess_1".into(), false);
+    /// t.permission_requested("perm_1", "Bash: ls", None);
+    /// let events: Vec<UniversalEvent> = t.drain().collect();
+    /// let asked = events.iter().find_map(UniversalEvent::permission_request).unwrap();
+    /// assert_eq!(asked.permission_id, "perm_1");
+    /// ```
+    pub fn permission(&self) -> Option<&PermissionEventData> {
+        match &self.body {
+            UniversalEventBody::PermissionRequested(p) | UniversalEventBody::PermissionResolved(p) => Some(p),
+            _ => None,
+        }
+    }
+
+    /// The request of a `permission.requested` event: one waiting for a decision.
+    pub fn permission_request(&self) -> Option<&PermissionEventData> {
+        match &self.body {
+            UniversalEventBody::PermissionRequested(p) => Some(p),
+            _ => None,
+        }
+    }
+
+    /// The question of a `question.requested` or `question.resolved` event.
+    pub fn question(&self) -> Option<&QuestionEventData> {
+        match &self.body {
+            UniversalEventBody::QuestionRequested(q) | UniversalEventBody::QuestionResolved(q) => Some(q),
+            _ => None,
+        }
+    }
+
+    /// The question of a `question.requested` event: one waiting for an answer.
+    pub fn question_request(&self) -> Option<&QuestionEventData> {
+        match &self.body {
+            UniversalEventBody::QuestionRequested(q) => Some(q),
+            _ => None,
+        }
+    }
+
+    /// The data of an `error` event.
+    pub fn error(&self) -> Option<&ErrorData> {
+        match &self.body {
+            UniversalEventBody::Error(e) => Some(e),
+            _ => None,
+        }
+    }
+
+    /// Whether this is the run's one terminal error.
+    pub fn is_terminal_error(&self) -> bool {
+        self.error().is_some_and(ErrorData::is_terminal)
+    }
+
+    /// The data of `session.ended`.
+    pub fn session_ended(&self) -> Option<&SessionEndedData> {
+        match &self.body {
+            UniversalEventBody::SessionEnded(d) => Some(d),
+            _ => None,
+        }
+    }
 }
 
 /// Who produced an event.

@@ -2,6 +2,7 @@
 //! Each test starts with `agent_bench::e2e_enabled_or_explain`: it fails with install
 //! instructions when the CLI is missing, unless `AGENT_API_E2E=skip` (then it says SKIPPED).
 
+use agent_api::Channel;
 use std::path::Path;
 use std::time::Duration;
 
@@ -81,8 +82,7 @@ async fn e2e_thinking_arrives_as_reasoning() {
     let Some((_server, sandbox)) = bench("reasoning").await else { return };
     let run = record(backend(&sandbox).run(request("say hello")).await.unwrap()).await;
     assert_conformant(&run);
-    let reasoning: String =
-        run.wrapper.iter().filter(|e| e.channel.as_deref() == Some("reasoning")).filter_map(|e| e.text.clone()).collect();
+    let reasoning: String = run.text_on(&Channel::Reasoning);
     assert_eq!(reasoning, "The user said hello. I should greet them back.");
     assert_eq!(run.assistant_text(), "Hello after thinking");
 }

@@ -1,6 +1,7 @@
 //! End to end with the real pinned Codex CLI (codex-cli 0.169.0) against the bench's scripted
 //! model server. Without the CLI these fail with install instructions, unless AGENT_API_E2E=skip.
 
+use agent_api::Channel;
 use std::time::Duration;
 
 use agent_api::universal::UniversalEventBody;
@@ -92,7 +93,7 @@ async fn app_server_reasoning_arrives_as_reasoning() {
     let Some((_server, sandbox)) = setup("reasoning").await else { return };
     let run = drive(&backend(&sandbox), RunRequest::new("think then say hi"), PermissionDecision::Allow, false).await;
     assert_conformant(&run);
-    assert!(run.wrapper.iter().any(|e| e.channel.as_deref() == Some("reasoning")), "{:?}", run.types());
+    assert!(run.wrapper.iter().any(|e| e.is_on(&Channel::Reasoning)), "{:?}", run.types());
     assert_eq!(run.assistant_text(), "Hello after thinking");
 }
 

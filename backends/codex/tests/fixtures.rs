@@ -1,6 +1,7 @@
 //! Every recorded Codex session under `tests/fixtures/codex/` (exec stdout and app-server
 //! sessions of codex-cli 0.169.0) replays conformant through the backend's own converters.
 
+use agent_api::Channel;
 use std::path::{Path, PathBuf};
 
 use agent_api::kit::replay::replay_file;
@@ -153,8 +154,7 @@ async fn app_server_resume_counts_only_the_new_turns_usage() {
 #[tokio::test]
 async fn app_server_reasoning_becomes_a_reasoning_item() {
     let run = replay(&fixtures().join("app_server/reasoning.session.jsonl")).await;
-    let reasoning =
-        run.wrapper.iter().filter(|e| e.channel.as_deref() == Some("reasoning")).filter_map(|e| e.text.clone()).collect::<String>();
+    let reasoning = run.text_on(&Channel::Reasoning);
     assert!(reasoning.starts_with("**Planning a greeting**"), "{reasoning}");
     let item = run.universal.iter().find_map(|e| match &e.body {
         UniversalEventBody::ItemCompleted(d) if d.item.is_reasoning() => Some(d.item.clone()),

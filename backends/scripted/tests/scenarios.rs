@@ -1,6 +1,7 @@
 //! Every scripted scenario through both views, checked against the specs.
 
 use agent_api::universal::{ContentPart, UniversalEventBody};
+use agent_api::Channel;
 use agent_api::{AgentBackend, AgentError, AgentWrapperEventKind, PermissionDecision, PermissionPolicy, RunRequest};
 use agent_api_conformance::{assert_conformant, record, record_answering, Answers};
 use agent_api_scripted::{Scenario, ScriptedBackend, EXT_SCENARIO};
@@ -42,8 +43,7 @@ async fn the_tour_exercises_every_universal_event_type_but_unparsed() {
     }
     assert_eq!(completion.final_text.as_deref(), Some("You said: hello there. The command printed: hi."));
     assert!(run.assistant_text().contains("You chose hi."));
-    let reasoning: String =
-        run.wrapper.iter().filter(|e| e.channel.as_deref() == Some("reasoning")).filter_map(|e| e.text.clone()).collect();
+    let reasoning: String = run.text_on(&Channel::Reasoning);
     assert!(reasoning.contains("hello there"));
     assert_eq!(run.wrapper_of(AgentWrapperEventKind::ToolCall).count(), 2, "start and complete of one call");
     let result = run.wrapper_of(AgentWrapperEventKind::ToolResult).last().unwrap();
@@ -110,7 +110,7 @@ async fn an_agent_error_ends_the_stream_with_one_terminal_error_matching_the_com
 async fn long_text_is_split_into_bounded_text_events_that_join_back() {
     let run = run("long_text", Answers::none()).await;
     assert_conformant(&run);
-    let pieces: Vec<_> = run.wrapper.iter().filter(|e| e.channel.as_deref() == Some("assistant")).collect();
+    let pieces: Vec<_> = run.wrapper.iter().filter(|e| e.is_on(&Channel::Assistant)).collect();
     assert!(pieces.len() >= 3);
     assert_eq!(run.assistant_text(), "0123456789".repeat(15_000));
 }
