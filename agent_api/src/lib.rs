@@ -34,6 +34,7 @@ pub mod event;
 pub mod gateway;
 pub mod kind;
 pub mod kit;
+pub mod options;
 pub mod projection;
 pub mod request;
 pub mod run;
@@ -47,6 +48,7 @@ pub use error::AgentError;
 pub use event::{AgentWrapperEvent, AgentWrapperEventKind, Channel, PermissionFacet, QuestionFacet};
 pub use gateway::Gateway;
 pub use kind::AgentKind;
+pub use options::BackendOptions;
 pub use request::{PermissionPolicy, PermissionRule, Prompt, RunRequest, SessionSelector, ToolCategory};
 pub use run::{
     Completion, ControlCommand, PermissionDecision, QuestionAnswer, RunCompletion, RunControl, RunHandle, UniversalEvents, Usage,

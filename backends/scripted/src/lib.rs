@@ -42,6 +42,41 @@ pub const EXT_SCENARIO: &str = "backend.scripted.scenario";
 /// Extension key setting the pause between streamed chunks, in milliseconds.
 pub const EXT_DELAY_MS: &str = "backend.scripted.delay_ms";
 
+/// The scripted backend's own options (`backend.scripted.*`).
+///
+/// ```
+/// use agent_api::RunRequest;
+/// use agent_api_scripted::ScriptedOptions;
+/// let request = RunRequest::new("hi").with_options(&ScriptedOptions::scenario("text").delay_ms(0));
+/// assert_eq!(request.extensions["backend.scripted.scenario"], "text");
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+#[non_exhaustive]
+pub struct ScriptedOptions {
+    /// The scenario to play (see [`Scenario::NAMES`]); the feature tour when absent.
+    pub scenario: Option<String>,
+    /// The pause between streamed chunks, in milliseconds; the scenario's own when absent.
+    pub delay_ms: Option<u64>,
+}
+
+impl ScriptedOptions {
+    /// Options playing the scenario `name`.
+    pub fn scenario(name: impl Into<String>) -> Self {
+        Self { scenario: Some(name.into()), ..Self::default() }
+    }
+
+    /// Sets the pause between streamed chunks.
+    pub fn delay_ms(mut self, ms: u64) -> Self {
+        self.delay_ms = Some(ms);
+        self
+    }
+}
+
+impl agent_api::BackendOptions for ScriptedOptions {
+    const KIND: &'static str = "scripted";
+}
+
 /// The scripted backend.
 #[derive(Debug, Clone, Default)]
 pub struct ScriptedBackend {
@@ -84,31 +119,20 @@ impl AgentBackend for ScriptedBackend {
     }
 
     fn extension_keys(&self) -> &'static [&'static str] {
-        &[EXT_SCENARIO, EXT_DELAY_MS]
+        agent_api::options::extension_keys::<ScriptedOptions>()
     }
 
     async fn run(&self, request: RunRequest) -> Result<RunHandle, AgentError> {
         self.validate(&request)?;
-        let scenario = match request.extensions.get(EXT_SCENARIO) {
+        let options: ScriptedOptions = request.options()?;
+        let scenario = match &options.scenario {
             None => Scenario::Tour,
-            Some(value) => {
-                let name = value
-                    .as_str()
-                    .ok_or_else(|| AgentError::InvalidExtension { key: EXT_SCENARIO.into(), reason: "must be a string".into() })?;
-                Scenario::from_name(name).ok_or_else(|| AgentError::InvalidExtension {
-                    key: EXT_SCENARIO.into(),
-                    reason: format!("unknown scenario {name:?}; known: {}", Scenario::NAMES.join(", ")),
-                })?
-            }
+            Some(name) => Scenario::from_name(name).ok_or_else(|| AgentError::InvalidExtension {
+                key: EXT_SCENARIO.into(),
+                reason: format!("unknown scenario {name:?}; known: {}", Scenario::NAMES.join(", ")),
+            })?,
         };
-        let delay = match request.extensions.get(EXT_DELAY_MS) {
-            None => scenario.default_delay(),
-            Some(value) => Duration::from_millis(
-                value
-                    .as_u64()
-                    .ok_or_else(|| AgentError::InvalidExtension { key: EXT_DELAY_MS.into(), reason: "must be a whole number".into() })?,
-            ),
-        };
+        let delay = options.delay_ms.map_or_else(|| scenario.default_delay(), Duration::from_millis);
         let settings = RunSettings::for_request(KIND, &request, true);
         let script = scenario.script(&request.prompt.text, request.model.as_deref());
         let transport = Transport::in_process(settings.line_cap, move |pipes| agent::play(script, delay, pipes));

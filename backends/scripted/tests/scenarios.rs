@@ -4,10 +4,10 @@ use agent_api::universal::{ContentPart, UniversalEventBody};
 use agent_api::Channel;
 use agent_api::{AgentBackend, AgentError, AgentWrapperEventKind, PermissionDecision, PermissionPolicy, RunRequest};
 use agent_api_conformance::{assert_conformant, record, record_answering, Answers};
-use agent_api_scripted::{Scenario, ScriptedBackend, EXT_SCENARIO};
+use agent_api_scripted::{Scenario, ScriptedBackend, ScriptedOptions, EXT_SCENARIO};
 
 fn request(scenario: &str, prompt: &str) -> RunRequest {
-    RunRequest::new(prompt).with_extension(EXT_SCENARIO, scenario.into()).with_extension(agent_api_scripted::EXT_DELAY_MS, 0.into())
+    RunRequest::new(prompt).with_options(&ScriptedOptions::scenario(scenario).delay_ms(0))
 }
 
 async fn run(scenario: &str, answers: Answers) -> agent_api_conformance::RunRecord {
@@ -121,6 +121,9 @@ async fn an_unknown_scenario_is_a_typed_error_before_the_run_starts() {
     assert!(matches!(err, AgentError::InvalidExtension { ref key, .. } if key == EXT_SCENARIO));
     let err = ScriptedBackend::new().run(RunRequest::new("x").with_extension("backend.scripted.bogus", 1.into())).await.err().unwrap();
     assert!(matches!(err, AgentError::UnknownExtension { ref key, .. } if key == "backend.scripted.bogus"));
+    let wrong_shape = RunRequest::new("x").with_extension(agent_api_scripted::EXT_DELAY_MS, "soon".into());
+    let err = ScriptedBackend::new().run(wrong_shape).await.err().unwrap();
+    assert!(matches!(err, AgentError::InvalidExtension { ref key, .. } if key == agent_api_scripted::EXT_DELAY_MS), "{err}");
 }
 
 #[tokio::test]
