@@ -54,3 +54,4 @@ pub use run::{
     Completion, ControlCommand, PermissionDecision, QuestionAnswer, RunCompletion, RunControl, RunHandle, UniversalEvents, Usage,
     WrapperEvents,
 };
+pub use tokio_util::sync::CancellationToken;

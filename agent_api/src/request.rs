@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use agent_api_capabilities as caps;
 use serde_json::Value;
+use tokio_util::sync::CancellationToken;
 
 /// The prompt of a run: text, plus images and attachments where the backend can take them.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -111,7 +112,7 @@ impl PermissionPolicy {
 ///     .with_session(SessionSelector::Resume("thread_1".into()));
 /// assert!(req.required_capabilities().contains(agent_api_capabilities::SESSION_RESUME));
 /// ```
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default)]
 #[non_exhaustive]
 pub struct RunRequest {
     /// The prompt.
@@ -134,6 +135,9 @@ pub struct RunRequest {
     pub extensions: BTreeMap<String, Value>,
     /// Fill `raw` in universal events with the native payloads.
     pub include_raw: bool,
+    /// Cancels the run when cancelled, as [`RunControl::cancel`](crate::RunControl::cancel) does;
+    /// one token can stop many runs.
+    pub cancellation: Option<CancellationToken>,
 }
 
 impl RunRequest {
@@ -187,6 +191,22 @@ impl RunRequest {
     /// Sets a backend-specific option.
     pub fn with_extension(mut self, key: impl Into<String>, value: Value) -> Self {
         self.extensions.insert(key.into(), value);
+        self
+    }
+
+    /// Cancels the run when `token` is cancelled (also when it already is). Share one token, or
+    /// child tokens of one, to stop a whole group of runs at once.
+    ///
+    /// ```
+    /// use agent_api::{CancellationToken, RunRequest};
+    /// let everything = CancellationToken::new();
+    /// let a = RunRequest::new("first").with_cancellation(everything.child_token());
+    /// let b = RunRequest::new("second").with_cancellation(everything.child_token());
+    /// everything.cancel(); // both runs end with AgentError::Cancelled
+    /// # assert!(a.cancellation.unwrap().is_cancelled() && b.cancellation.unwrap().is_cancelled());
+    /// ```
+    pub fn with_cancellation(mut self, token: CancellationToken) -> Self {
+        self.cancellation = Some(token);
         self
     }
 

@@ -228,6 +228,8 @@ pub struct RunSettings {
     /// Event batches (one per native line, or per run of lines already waiting) buffered before
     /// the run pushes back on the agent.
     pub channel_capacity: usize,
+    /// The caller's token that cancels the run (see [`RunRequest::with_cancellation`]).
+    pub cancellation: Option<CancellationToken>,
 }
 
 impl RunSettings {
@@ -244,6 +246,7 @@ impl RunSettings {
             tools_structured: false,
             line_cap: DEFAULT_LINE_CAP,
             channel_capacity: 64,
+            cancellation: None,
         }
     }
 
@@ -254,6 +257,7 @@ impl RunSettings {
         settings.include_raw = request.include_raw;
         settings.timeout = request.timeout;
         settings.tools_structured = tools_structured;
+        settings.cancellation = request.cancellation.clone();
         settings
     }
 }
@@ -354,6 +358,9 @@ pub fn start_run(settings: RunSettings, transport: Transport, protocol: Box<dyn 
     let control = RunControl::new(control_tx, cancel_requested.clone());
     let session_id = format!("sess_{}", uuid::Uuid::new_v4().simple());
     let transcript = Transcript::new(session_id, settings.include_raw);
+    if let Some(token) = settings.cancellation.clone() {
+        tokio::spawn(cancel_on(token, control.clone()));
+    }
     let handle = RunHandle::new(settings.agent_kind.clone(), settings.tools_structured, events_rx, completion_rx, control, guard);
 
     let Transport { source, stdin, stderr, lifecycle } = transport;
@@ -382,6 +389,14 @@ pub fn start_run(settings: RunSettings, transport: Transport, protocol: Box<dyn 
     };
     tokio::spawn(core.drive(source, lifecycle, stderr_task, control_rx, cancel_requested, abandoned, completion_tx));
     handle
+}
+
+/// Cancels the run when the caller's token is cancelled; gone once the run has finished.
+async fn cancel_on(token: CancellationToken, control: RunControl) {
+    tokio::select! {
+        _ = token.cancelled() => control.cancel(),
+        _ = control.finished() => {}
+    }
 }
 
 fn spawn_stdin_writer(mut writer: Pin<Box<dyn AsyncWrite + Send>>) -> mpsc::UnboundedSender<Vec<u8>> {
