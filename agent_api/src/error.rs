@@ -154,6 +154,12 @@ pub enum AgentError {
         /// What went wrong, without quoting the response body.
         reason: String,
     },
+    /// The session to resume or fork does not exist (as far as the agent can tell).
+    #[error("no session `{id}` to continue")]
+    SessionNotFound {
+        /// The native session id asked for.
+        id: String,
+    },
     /// A recorded session could not be read.
     #[error("cannot replay: {reason}")]
     Replay {
@@ -197,6 +203,7 @@ impl AgentError {
             AgentError::UnknownQuestion { .. } => "unknown_question",
             AgentError::RunFinished => "run_finished",
             AgentError::Http { .. } => "http",
+            AgentError::SessionNotFound { .. } => "session_not_found",
             AgentError::Replay { .. } => "replay",
         }
     }

@@ -9,20 +9,29 @@
 //! It is the default agent of `agent-api run` on a machine with no agent CLI installed, and the
 //! backend the conformance suite uses to exercise every event type of both views.
 //!
+//! Defaults: the [`Scenario::Text`] scenario (a plain answer quoting the prompt, with no request
+//! to the caller), each scenario's own pause between streamed words ([`Scenario::default_delay`]),
+//! and the request's permission policy (`Ask` unless set). It remembers its sessions for as long as
+//! the backend lives: `SessionSelector::Resume` continues one (the answer says which turn it is),
+//! `Fork` copies one under a new id, and an unknown id is [`AgentError::SessionNotFound`].
+//!
 //! ```
 //! # tokio::runtime::Runtime::new().unwrap().block_on(async {
-//! use agent_api::{AgentBackend, RunRequest};
+//! use agent_api::{AgentBackend, RunRequest, SessionSelector};
 //! let backend = agent_api_scripted::ScriptedBackend::new();
-//! let request = RunRequest::new("hello").with_extension("backend.scripted.scenario", "text".into());
-//! let (events, completion) = backend.run(request).await.unwrap().collect_wrapper().await;
-//! assert!(completion.unwrap().final_text.unwrap().contains("hello"));
-//! assert!(!events.is_empty());
+//! let first = backend.run(RunRequest::new("hello")).await.unwrap().collect_wrapper().await.1.unwrap();
+//! assert_eq!(first.final_text.as_deref(), Some("You said: hello"));
+//! let session = first.native_session_id.unwrap();
+//! let again = RunRequest::new("again").with_session(SessionSelector::Resume(session));
+//! let second = backend.run(again).await.unwrap().collect_wrapper().await.1.unwrap();
+//! assert_eq!(second.final_text.as_deref(), Some("You said: again (turn 2 of this session)"));
 //! # });
 //! ```
 
 mod agent;
 pub mod protocol;
 mod scenario;
+mod sessions;
 pub mod wire;
 
 use std::time::Duration;
@@ -54,7 +63,7 @@ pub const EXT_DELAY_MS: &str = "backend.scripted.delay_ms";
 #[serde(default, deny_unknown_fields)]
 #[non_exhaustive]
 pub struct ScriptedOptions {
-    /// The scenario to play (see [`Scenario::NAMES`]); the feature tour when absent.
+    /// The scenario to play (see [`Scenario::NAMES`]); [`Scenario::Text`] when absent.
     pub scenario: Option<String>,
     /// The pause between streamed chunks, in milliseconds; the scenario's own when absent.
     pub delay_ms: Option<u64>,
@@ -80,7 +89,7 @@ impl agent_api::BackendOptions for ScriptedOptions {
 /// The scripted backend.
 #[derive(Debug, Clone, Default)]
 pub struct ScriptedBackend {
-    _private: (),
+    sessions: sessions::Sessions,
 }
 
 impl ScriptedBackend {
@@ -114,6 +123,8 @@ impl AgentBackend for ScriptedBackend {
             caps::STREAMING_DELTAS,
             caps::USAGE,
             caps::MODEL_SELECTION,
+            caps::SESSION_RESUME,
+            caps::SESSION_FORK,
             "backend.scripted.scenarios",
         ])
     }
@@ -126,7 +137,7 @@ impl AgentBackend for ScriptedBackend {
         self.validate(&request)?;
         let options: ScriptedOptions = request.options()?;
         let scenario = match &options.scenario {
-            None => Scenario::Tour,
+            None => Scenario::Text,
             Some(name) => Scenario::from_name(name).ok_or_else(|| AgentError::InvalidExtension {
                 key: EXT_SCENARIO.into(),
                 reason: format!("unknown scenario {name:?}; known: {}", Scenario::NAMES.join(", ")),
@@ -134,7 +145,8 @@ impl AgentBackend for ScriptedBackend {
         };
         let delay = options.delay_ms.map_or_else(|| scenario.default_delay(), Duration::from_millis);
         let settings = RunSettings::for_request(KIND, &request, true);
-        let script = scenario.script(&request.prompt.text, request.model.as_deref());
+        let session = self.sessions.begin(&request.session)?;
+        let script = scenario.script(&request.prompt.text, request.model.as_deref(), &session);
         let transport = Transport::in_process(settings.line_cap, move |pipes| agent::play(script, delay, pipes));
         let protocol = protocol::ScriptedProtocol::new(request.prompt.text.clone(), request.permissions.clone());
         Ok(start_run(settings, transport, Box::new(protocol)))

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use agent_api::capabilities as caps;
-use agent_api::{AgentError, AgentKind, Gateway, RunRequest, SessionSelector};
+use agent_api::{AgentError, AgentKind, Gateway, RunRequest};
 use agent_api_scripted::ScriptedBackend;
 
 fn gateway() -> Gateway {
@@ -36,9 +36,13 @@ async fn an_unknown_kind_is_a_typed_error() {
 async fn a_feature_the_backend_lacks_is_refused_naming_the_capability() {
     let gateway = gateway();
     let kind = AgentKind::from_static("scripted");
+    let mut with_image = agent_api::Prompt::from("hi");
+    with_image.images.push("cat.png".into());
+    let mut with_file = agent_api::Prompt::from("hi");
+    with_file.attachments.push("notes.txt".into());
     let cases = [
-        (RunRequest::new("hi").with_session(SessionSelector::Resume("s1".into())), caps::SESSION_RESUME),
-        (RunRequest::new("hi").with_session(SessionSelector::Fork("s1".into())), caps::SESSION_FORK),
+        (RunRequest::new(with_image), caps::IMAGES),
+        (RunRequest::new(with_file), caps::FILE_ATTACHMENTS),
         (RunRequest::new("hi").with_variant("high"), caps::VARIANTS),
     ];
     for (request, capability) in cases {
