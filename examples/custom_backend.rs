@@ -5,11 +5,9 @@
 //! `cargo run -p agent_api_examples --example custom_backend`
 
 use agent_api::capabilities as caps;
-use agent_api::kit::driver::Unparsed;
-use agent_api::kit::{start_run, CommandSpec, Ctx, ExitInfo, Protocol, RunSettings, Transport};
+use agent_api::kit::{async_trait, start_run, CommandSpec, Ctx, ExitInfo, Protocol, RunSettings, Transport, Unparsed};
 use agent_api::universal::{ItemRole, NewItem};
 use agent_api::{AgentBackend, AgentError, AgentKind, CapabilitySet, RunCompletion, RunHandle, RunRequest};
-use async_trait::async_trait;
 use serde_json::Value;
 
 const KIND: AgentKind = AgentKind::from_static("greeter");
@@ -64,11 +62,8 @@ impl AgentBackend for GreeterBackend {
         self.validate(&request)?;
         // argv only, never a shell string: the prompt is one argument, whatever it contains.
         let line = serde_json::json!({ "type": "say", "text": format!("Hello! You asked: {}", request.prompt.text) });
-        let mut spec = CommandSpec::new("echo").arg(format!("{}\n{line}", r#"{"type":"session","id":"greet-1"}"#));
-        if let Some(dir) = &request.working_dir {
-            spec = spec.cwd(dir);
-        }
-        let settings = RunSettings::for_request(KIND, &request, false);
+        let spec = CommandSpec::new("echo").arg(format!("{}\n{line}", r#"{"type":"session","id":"greet-1"}"#)).for_request(&request);
+        let settings = RunSettings::for_request(KIND, &request, &self.capabilities());
         let transport = Transport::spawn(&spec, settings.line_cap)?;
         Ok(start_run(settings, transport, Box::new(GreeterProtocol)))
     }

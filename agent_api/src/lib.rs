@@ -41,6 +41,7 @@ pub mod run;
 pub mod tools_facet;
 pub mod universal;
 
+#[doc(inline)]
 pub use agent_api_capabilities as capabilities;
 pub use backend::{validate_request, AgentBackend};
 pub use capability::CapabilitySet;

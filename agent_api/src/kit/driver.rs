@@ -22,6 +22,7 @@ use tokio_util::sync::CancellationToken;
 use super::lines::{BoundedLineReader, Line, DEFAULT_LINE_CAP};
 use super::process::{signal_group, spawn, CommandSpec, ProcessGroupChild};
 use super::stderr::StderrCapture;
+use crate::capability::CapabilitySet;
 use crate::error::AgentError;
 use crate::kind::AgentKind;
 use crate::request::RunRequest;
@@ -250,13 +251,13 @@ impl RunSettings {
         }
     }
 
-    /// Defaults plus what the request sets (raw payloads, timeout) and whether the backend
-    /// advertises the tools facet.
-    pub fn for_request(agent_kind: AgentKind, request: &RunRequest, tools_structured: bool) -> Self {
+    /// Defaults plus what the request sets (raw payloads, timeout, cancellation) and, from the
+    /// backend's capabilities, whether tool events carry the tools facet.
+    pub fn for_request(agent_kind: AgentKind, request: &RunRequest, capabilities: &CapabilitySet) -> Self {
         let mut settings = Self::new(agent_kind);
         settings.include_raw = request.include_raw;
         settings.timeout = request.timeout;
-        settings.tools_structured = tools_structured;
+        settings.tools_structured = capabilities.contains(agent_api_capabilities::TOOLS_STRUCTURED_V1);
         settings.cancellation = request.cancellation.clone();
         settings
     }

@@ -24,5 +24,6 @@ pub mod replay;
 pub mod sse;
 pub mod stderr;
 
-pub use driver::{start_run, Ctx, ExitInfo, Protocol, RunSettings, Transport};
+pub use async_trait::async_trait;
+pub use driver::{start_run, Ctx, ExitInfo, Protocol, RunSettings, Transport, Unparsed};
 pub use process::CommandSpec;

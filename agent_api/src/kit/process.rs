@@ -69,6 +69,25 @@ impl CommandSpec {
         self
     }
 
+    /// Takes what the request says about the process: its working directory (when set) and its
+    /// environment variables (added to what the spec has).
+    ///
+    /// ```
+    /// use agent_api::kit::CommandSpec;
+    /// use agent_api::RunRequest;
+    /// let request = RunRequest::new("hi").with_working_dir("/tmp").with_env("LANG", "C");
+    /// let spec = CommandSpec::new("my-agent").for_request(&request);
+    /// assert_eq!(spec.cwd.as_deref(), Some(std::path::Path::new("/tmp")));
+    /// assert_eq!(spec.env["LANG"], "C");
+    /// ```
+    pub fn for_request(mut self, request: &crate::RunRequest) -> Self {
+        self.env.extend(request.env.iter().map(|(k, v)| (k.clone(), v.clone())));
+        if let Some(dir) = &request.working_dir {
+            self.cwd = Some(dir.clone());
+        }
+        self
+    }
+
     /// Keeps stdin open as a pipe for a two-way protocol.
     pub fn with_stdin(mut self) -> Self {
         self.stdin = true;

@@ -164,7 +164,7 @@ impl AgentBackend for ClaudeCodeBackend {
     async fn run(&self, request: RunRequest) -> Result<RunHandle, AgentError> {
         self.validate(&request)?;
         let invocation = args::invocation(&self.config, &request)?;
-        let settings = RunSettings::for_request(KIND, &request, true);
+        let settings = RunSettings::for_request(KIND, &request, &self.capabilities());
         let protocol = match invocation.mode {
             Mode::Control => ClaudeProtocol::control(request.prompt.text.clone(), request.permissions.clone(), invocation.bypass),
             Mode::Print => ClaudeProtocol::print(request.prompt.text.clone(), invocation.bypass),

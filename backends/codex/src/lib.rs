@@ -112,7 +112,7 @@ impl AgentBackend for CodexBackend {
         self.validate(&request)?;
         let options = RunOptions::resolve(&request, &self.config)?;
         let spec = argv::command_spec(&self.config, &options, &request);
-        let settings = RunSettings::for_request(self.kind(), &request, true);
+        let settings = RunSettings::for_request(self.kind(), &request, &self.capabilities());
         let transport = Transport::spawn(&spec, settings.line_cap)?;
         let protocol: Box<dyn Protocol> = match options.mode {
             Mode::AppServer => {

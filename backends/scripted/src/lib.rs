@@ -144,7 +144,7 @@ impl AgentBackend for ScriptedBackend {
             })?,
         };
         let delay = options.delay_ms.map_or_else(|| scenario.default_delay(), Duration::from_millis);
-        let settings = RunSettings::for_request(KIND, &request, true);
+        let settings = RunSettings::for_request(KIND, &request, &self.capabilities());
         let session = self.sessions.begin(&request.session)?;
         let script = scenario.script(&request.prompt.text, request.model.as_deref(), &session);
         let transport = Transport::in_process(settings.line_cap, move |pipes| agent::play(script, delay, pipes));
