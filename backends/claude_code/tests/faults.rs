@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use agent_api::universal::{ContentPart, UniversalEventBody};
-use agent_api::{AgentBackend, AgentError, PermissionPolicy, RunRequest};
+use agent_api::{AgentBackend, AgentError, RunRequest};
 use agent_api_claude_code::{ClaudeCodeBackend, ClaudeCodeConfig};
 use agent_api_conformance::{assert_conformant, problems, record, RunRecord};
 
@@ -111,7 +111,7 @@ async fn malformed_lines_are_unparsed_and_unknown_types_are_statuses() {
 
 #[tokio::test]
 async fn a_refused_bypass_mode_is_a_clear_typed_error() {
-    let (run, _dir) = run_fake("bypass_refused", RunRequest::new("hi").with_permissions(PermissionPolicy::ApproveAll)).await;
+    let (run, _dir) = run_fake("bypass_refused", RunRequest::new("hi").with_skip_permission_prompts(true)).await;
     assert_conformant(&run);
     let error = run.completion.as_ref().unwrap_err();
     assert!(
