@@ -313,3 +313,24 @@ async fn e2e_print_mode_has_no_request_channel_so_the_policy_becomes_pre_approve
         assert_eq!(sandbox.cwd.join("out.txt").exists(), runs, "{policy:?}");
     }
 }
+
+#[tokio::test]
+async fn e2e_a_stream_cut_then_retried_without_streaming_leaves_only_the_retried_answer() {
+    let Some((_server, sandbox)) = bench("broken_stream").await else { return };
+    let run = record(backend(&sandbox).run(request("say hello")).await.unwrap()).await;
+    assert_conformant(&run);
+    let completion = run.completion.as_ref().unwrap();
+    assert_eq!(completion.final_text.as_deref(), Some("Hello from mock"));
+    assert_eq!(run.assistant_text(), "Hello from mock", "the cut message's text is not output");
+    let messages: Vec<_> = run
+        .of_type("item.completed")
+        .filter_map(|e| match &e.body {
+            UniversalEventBody::ItemCompleted(d) if d.item.role == Some(ItemRole::Assistant) => Some((d.item.status, d.item.text())),
+            _ => None,
+        })
+        .collect();
+    let (cut_status, cut_text) = messages.first().cloned().unwrap();
+    assert_eq!(cut_status, agent_api::universal::ItemStatus::Failed, "{messages:?}");
+    assert!(!cut_text.is_empty() && "Hello from mock".starts_with(&cut_text), "{messages:?}");
+    assert_eq!(messages.last().unwrap(), &(agent_api::universal::ItemStatus::Completed, "Hello from mock".to_string()));
+}

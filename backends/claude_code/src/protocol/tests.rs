@@ -392,3 +392,45 @@ async fn a_cancelled_request_resolves_the_pending_permission_as_denied() {
     );
     assert_eq!(resolved.decided_by(), Some(DecidedBy::Cancel), "the agent withdrew it");
 }
+
+#[tokio::test]
+async fn a_streamed_message_cut_and_followed_by_a_new_one_fails_and_is_no_answer() {
+    let lines = [
+        init(),
+        se(json!({"type":"message_start","message":{"id":"msg_cut","role":"assistant","content":[]}})),
+        se(json!({"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}})),
+        se(json!({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hello "}})),
+        // The stream broke; the CLI repeated the request without streaming.
+        assistant("msg_whole", json!([{"type":"text","text":"Hello from mock"}])),
+        result_ok("Hello from mock"),
+    ];
+    let run = replay_lines(&lines, Some(0)).await;
+    assert_conformant(&run);
+    let messages: Vec<_> = completed(&run)
+        .into_iter()
+        .filter(|i| i.role == Some(agent_api::universal::ItemRole::Assistant))
+        .map(|i| (i.status, i.text()))
+        .collect();
+    use agent_api::universal::ItemStatus::{Completed, Failed};
+    assert_eq!(messages, [(Failed, "Hello ".to_string()), (Completed, "Hello from mock".to_string())]);
+    assert_eq!(run.completion.as_ref().unwrap().final_text.as_deref(), Some("Hello from mock"));
+    assert_eq!(run.assistant_text(), "Hello from mock");
+}
+
+#[tokio::test]
+async fn a_message_that_reached_message_stop_completes_when_the_next_one_starts() {
+    let lines = [
+        init(),
+        se(json!({"type":"message_start","message":{"id":"msg_1","role":"assistant","content":[]}})),
+        se(json!({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"first"}})),
+        se(json!({"type":"message_stop"})),
+        se(json!({"type":"message_start","message":{"id":"msg_2","role":"assistant","content":[]}})),
+        se(json!({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"second"}})),
+        se(json!({"type":"message_stop"})),
+        result_ok("second"),
+    ];
+    let run = replay_lines(&lines, Some(0)).await;
+    assert_conformant(&run);
+    assert!(completed(&run).iter().all(|i| i.status == agent_api::universal::ItemStatus::Completed));
+    assert_eq!(run.assistant_text(), "firstsecond");
+}
