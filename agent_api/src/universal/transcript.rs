@@ -510,6 +510,7 @@ impl Transcript {
     }
 
     /// The agent asks for permission; answer it with `RunControl::respond_permission(id, …)`.
+    /// Backends go through `agent_api::kit::hitl`, which applies the policy and resolves it once.
     pub fn permission_requested(&mut self, permission_id: impl Into<String>, action: impl Into<String>, metadata: Option<Value>) {
         let data = PermissionEventData {
             permission_id: permission_id.into(),
