@@ -143,6 +143,13 @@ pub enum AgentError {
         /// The id given.
         id: String,
     },
+    /// The permission request or question with this id was already resolved (answered, decided
+    /// by the policy, withdrawn by the agent or closed by a cancel).
+    #[error("the request with id `{id}` was already resolved")]
+    AlreadyResolved {
+        /// The id given.
+        id: String,
+    },
     /// The run has already finished, so the control command had no effect.
     #[error("the run has already finished")]
     RunFinished,
@@ -201,6 +208,7 @@ impl AgentError {
             AgentError::PermissionModeRefused { .. } => "permission_mode_refused",
             AgentError::UnknownPermission { .. } => "unknown_permission",
             AgentError::UnknownQuestion { .. } => "unknown_question",
+            AgentError::AlreadyResolved { .. } => "already_resolved",
             AgentError::RunFinished => "run_finished",
             AgentError::Http { .. } => "http",
             AgentError::SessionNotFound { .. } => "session_not_found",

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::kind::AgentKind;
 use crate::tools_facet::{ToolsFacet, TOOLS_FACET_SCHEMA};
-use crate::universal::{PermissionStatus, QuestionStatus};
+use crate::universal::{DecidedBy, PermissionStatus, QuestionStatus};
 
 mod channel;
 
@@ -169,6 +169,9 @@ pub struct PermissionFacet {
     pub action: String,
     /// Where the request stands.
     pub status: PermissionStatus,
+    /// Who decided it, once it is resolved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decided_by: Option<DecidedBy>,
 }
 
 /// What a wrapper event on the `question` channel says about its question (`data.question`).
@@ -185,4 +188,7 @@ pub struct QuestionFacet {
     pub status: QuestionStatus,
     /// The answer, once there is one.
     pub response: Option<String>,
+    /// Who resolved it, once it is resolved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decided_by: Option<DecidedBy>,
 }

@@ -3,6 +3,11 @@
 //! It keeps a little state per open item (what kind it is, whose text it streams) so that a
 //! delta becomes the right wrapper event. It never copies `raw`, tool inputs, outputs or diffs
 //! into a wrapper event, and every event it returns has passed [`crate::bounds::enforce`].
+//!
+//! Assistant answer text is held per message and goes out as `text_output` when the message
+//! completes: a message that fails (its stream was cut and the agent started over, or the run
+//! ended under it) is not an answer, so its text never reaches the wrapper view. Reasoning, user
+//! and system text stream as their deltas arrive.
 
 use std::collections::HashMap;
 
@@ -19,12 +24,17 @@ pub struct Projector {
     agent_kind: AgentKind,
     tools_structured: bool,
     items: HashMap<String, UniversalItem>,
+    /// Answer text streamed so far, per open assistant message.
+    held: HashMap<String, String>,
 }
+
+/// Most answer bytes held per message (the transcript keeps no more of an item's text either).
+const HELD_TEXT_LIMIT: usize = 8 * 1024 * 1024;
 
 impl Projector {
     /// A projector for a backend; `tools_structured` attaches the tools facet to tool events.
     pub fn new(agent_kind: AgentKind, tools_structured: bool) -> Self {
-        Self { agent_kind, tools_structured, items: HashMap::new() }
+        Self { agent_kind, tools_structured, items: HashMap::new(), held: HashMap::new() }
     }
 
     /// The wrapper events for one universal event, bounded, in order (often none or one).
@@ -65,7 +75,8 @@ impl Projector {
                 })
             }
             Body::PermissionRequested(p) | Body::PermissionResolved(p) => {
-                let facet = PermissionFacet { id: p.permission_id.clone(), action: p.action.clone(), status: p.status };
+                let facet =
+                    PermissionFacet { id: p.permission_id.clone(), action: p.action.clone(), status: p.status, decided_by: p.decided_by };
                 let status = serde_json::to_value(p.status).unwrap_or_default();
                 let message = format!("permission {}: {}", status.as_str().unwrap_or("unknown"), p.action);
                 Some(self.status(Channel::Permission, message).with_data(json!({ "permission": facet })))
@@ -77,6 +88,7 @@ impl Projector {
                     options: q.options.clone(),
                     status: q.status,
                     response: q.response.clone(),
+                    decided_by: q.decided_by,
                 };
                 let data = json!({ "question": facet });
                 let message = match (&event.body, &q.response) {
@@ -103,7 +115,7 @@ impl Projector {
         self.event(Kind::Status).with_channel(channel).with_message(message)
     }
 
-    fn delta(&self, item_id: &str, text: &str, event: &UniversalEvent) -> Option<AgentWrapperEvent> {
+    fn delta(&mut self, item_id: &str, text: &str, event: &UniversalEvent) -> Option<AgentWrapperEvent> {
         let item = self.items.get(item_id)?;
         match item.kind {
             ItemKind::Message => {
@@ -111,7 +123,12 @@ impl Projector {
                     Some(ItemRole::User) => Channel::User,
                     Some(ItemRole::System) => Channel::System,
                     _ if item.is_reasoning() => Channel::Reasoning,
-                    _ => Channel::Assistant,
+                    _ => {
+                        let held = self.held.entry(item_id.to_string()).or_default();
+                        let room = HELD_TEXT_LIMIT.saturating_sub(held.len());
+                        held.push_str(bounds::utf8_prefix(text, room));
+                        return None;
+                    }
                 };
                 Some(self.event(Kind::TextOutput).with_channel(channel).with_text(text))
             }
@@ -120,7 +137,16 @@ impl Projector {
         }
     }
 
-    fn completed(&self, item: &UniversalItem, event: &UniversalEvent) -> Option<AgentWrapperEvent> {
+    fn completed(&mut self, item: &UniversalItem, event: &UniversalEvent) -> Option<AgentWrapperEvent> {
+        if let Some(text) = self.held.remove(&item.item_id).filter(|t| !t.is_empty()) {
+            return Some(match item.status {
+                ItemStatus::Failed => {
+                    let data = json!({ "discarded": { "item_id": item.item_id, "bytes": text.len() } });
+                    self.status(Channel::Status, "an unfinished assistant message was discarded").with_data(data)
+                }
+                _ => self.event(Kind::TextOutput).with_channel(Channel::Assistant).with_text(text),
+            });
+        }
         match item.kind {
             ItemKind::ToolCall | ItemKind::ToolResult => {
                 let phase = if item.status == ItemStatus::Failed { ToolPhase::Fail } else { ToolPhase::Complete };
@@ -202,5 +228,41 @@ fn status_text(item: &UniversalItem) -> String {
         "status".to_string()
     } else {
         text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::universal::{NewItem, ReasoningVisibility, Transcript};
+
+    fn texts(events: &[AgentWrapperEvent]) -> Vec<(String, String)> {
+        events
+            .iter()
+            .filter(|e| e.kind == Kind::TextOutput)
+            .map(|e| (e.channel.as_ref().map(|c| c.to_string()).unwrap_or_default(), e.text.clone().unwrap_or_default()))
+            .collect()
+    }
+
+    #[test]
+    fn answer_text_goes_out_when_its_message_completes_and_a_failed_message_gives_none() {
+        let mut projector = Projector::new(AgentKind::from_static("scripted"), false);
+        let mut t = Transcript::new("sess_projtest".into(), false);
+        let thinking = t.start_item(NewItem::reasoning(ReasoningVisibility::Public));
+        t.delta(&thinking, "hmm");
+        let cut = t.start_item(NewItem::message(ItemRole::Assistant));
+        t.delta(&cut, "Hel");
+        t.fail_item(&cut);
+        let answer = t.start_item(NewItem::message(ItemRole::Assistant));
+        t.delta(&answer, "Hello ");
+        t.delta(&answer, "world");
+        let events: Vec<_> = t.drain().flat_map(|e| projector.project(&e)).collect();
+        assert_eq!(texts(&events), [("reasoning".to_string(), "hmm".to_string())], "reasoning streams; answers wait");
+        let discarded: Vec<_> = events.iter().filter_map(|e| e.data.as_ref()?.get("discarded").cloned()).collect();
+        assert_eq!(discarded.len(), 1);
+        assert_eq!(discarded[0]["bytes"], 3);
+        t.complete_item(&answer);
+        let events: Vec<_> = t.drain().flat_map(|e| projector.project(&e)).collect();
+        assert_eq!(texts(&events), [("assistant".to_string(), "Hello world".to_string())]);
     }
 }

@@ -65,6 +65,20 @@ pub enum ToolCategory {
     Other,
 }
 
+impl ToolCategory {
+    /// A stable snake_case name (`shell`, `file_write`, …), as permission events carry it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Shell => "shell",
+            Self::FileWrite => "file_write",
+            Self::FileRead => "file_read",
+            Self::Network => "network",
+            Self::Mcp => "mcp",
+            Self::Other => "other",
+        }
+    }
+}
+
 /// What to do with one category of permission request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PermissionRule {
@@ -76,14 +90,17 @@ pub enum PermissionRule {
     Deny,
 }
 
-/// How permission requests are decided.
+/// How permission requests are decided. The SDK applies it (`agent_api::kit::hitl`) to every
+/// request the agent makes, for every backend with a request channel, and records each request and
+/// its resolution (with who decided) in the transcript. It never tells the agent to stop asking:
+/// that is [`RunRequest::skip_permission_prompts`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum PermissionPolicy {
     /// Every request goes to the caller. Backends without HITL permissions deny what needs one.
     #[default]
     Ask,
-    /// Approve everything (each backend documents the mode it maps to).
+    /// Approve every request the agent makes.
     ApproveAll,
     /// Deny everything that needs a permission.
     DenyAll,
@@ -131,6 +148,10 @@ pub struct RunRequest {
     pub session: SessionSelector,
     /// How permission requests are decided.
     pub permissions: PermissionPolicy,
+    /// Tell the agent not to ask for permissions at all (Claude Code `bypassPermissions`, Codex
+    /// approval policy `never`): no permission request is made, so none is seen or recorded.
+    /// Needs `agent_api.permissions.skip_prompts`; some agents refuse it (Claude Code as root).
+    pub skip_permission_prompts: bool,
     /// Backend-specific options, keyed `backend.<kind>.<name>`; unknown keys fail closed.
     pub extensions: BTreeMap<String, Value>,
     /// Fill `raw` in universal events with the native payloads.
@@ -188,6 +209,12 @@ impl RunRequest {
         self
     }
 
+    /// Tells the agent to skip its own permission prompts (see [`RunRequest::skip_permission_prompts`]).
+    pub fn with_skip_permission_prompts(mut self, skip: bool) -> Self {
+        self.skip_permission_prompts = skip;
+        self
+    }
+
     /// Sets a backend-specific option.
     pub fn with_extension(mut self, key: impl Into<String>, value: Value) -> Self {
         self.extensions.insert(key.into(), value);
@@ -239,6 +266,9 @@ impl RunRequest {
         }
         if self.variant.is_some() {
             needed.insert(caps::VARIANTS);
+        }
+        if self.skip_permission_prompts {
+            needed.insert(caps::SKIP_PERMISSION_PROMPTS);
         }
         needed
     }

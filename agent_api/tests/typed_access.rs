@@ -3,7 +3,7 @@
 use agent_api::projection::Projector;
 use agent_api::tools_facet::{ToolPhase, ToolStatus};
 use agent_api::universal::{
-    ItemRole, NewItem, PermissionStatus, QuestionStatus, ReasoningVisibility, SessionEnd, ToolMeta, Transcript, UniversalEvent,
+    DecidedBy, ItemRole, NewItem, PermissionStatus, QuestionStatus, ReasoningVisibility, SessionEnd, ToolMeta, Transcript, UniversalEvent,
 };
 use agent_api::{AgentError, AgentKind, AgentWrapperEvent, AgentWrapperEventKind, Channel};
 
@@ -16,10 +16,10 @@ fn one_of_everything() -> (Vec<UniversalEvent>, Vec<AgentWrapperEvent>) {
     let meta = ToolMeta { kind: "command_execution".into(), tool_name: Some("Bash".into()), exit_code: Some(0), ..ToolMeta::default() };
     let call = t.start_item(NewItem::tool_call("Bash", r#"{"command":"ls -la"}"#, "call_1").tool(meta));
     t.permission_requested("perm_1", "Bash: ls -la", None);
-    t.permission_resolved("perm_1", true).unwrap();
+    t.permission_resolved("perm_1", true, DecidedBy::Caller).unwrap();
     t.complete_item(&call);
     t.question_requested("q_1", "Which colour?", vec!["red".into(), "blue".into()]);
-    t.question_resolved("q_1", Some("blue".into())).unwrap();
+    t.question_resolved("q_1", Some("blue".into()), DecidedBy::Caller).unwrap();
     let answer = t.start_item(NewItem::message(ItemRole::Assistant));
     t.delta(&answer, "Done.");
     t.complete_item(&answer);
@@ -61,6 +61,7 @@ fn wrapper_permission_and_question_events_expose_what_they_are_about() {
     let permissions: Vec<_> = wrapper.iter().filter_map(AgentWrapperEvent::permission).collect();
     assert_eq!(permissions.iter().map(|p| p.status).collect::<Vec<_>>(), [PermissionStatus::Requested, PermissionStatus::Approved]);
     assert!(permissions.iter().all(|p| p.id == "perm_1" && p.action == "Bash: ls -la"));
+    assert_eq!(permissions.iter().map(|p| p.decided_by).collect::<Vec<_>>(), [None, Some(DecidedBy::Caller)]);
     let questions: Vec<_> = wrapper.iter().filter_map(AgentWrapperEvent::question).collect();
     assert_eq!(questions[0].options, ["red", "blue"]);
     assert_eq!((questions[1].status, questions[1].response.as_deref()), (QuestionStatus::Answered, Some("blue")));

@@ -61,6 +61,8 @@ standard_capabilities! {
     QUESTIONS = "agent_api.hitl.questions", "Questions (HITL)", "The agent's questions arrive as question events and take answers.";
     /// Permission requests arrive as permission events and take decisions.
     PERMISSIONS = "agent_api.hitl.permissions", "Permissions (HITL)", "Permission requests arrive as permission events and take decisions.";
+    /// `RunRequest::skip_permission_prompts` tells the agent not to ask for permissions at all.
+    SKIP_PERMISSION_PROMPTS = "agent_api.permissions.skip_prompts", "Skip permission prompts", "RunRequest::skip_permission_prompts tells the agent not to ask for permissions at all.";
     /// The prompt may carry images.
     IMAGES = "agent_api.input.images", "Images", "The prompt may carry images.";
     /// The prompt may carry file attachments.

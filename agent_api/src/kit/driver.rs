@@ -494,6 +494,9 @@ impl Core {
             return;
         }
         self.stop = Some(reason);
+        if reason == Stop::TimedOut {
+            self.transcript.set_timed_out();
+        }
         let soft = reason != Stop::Abandoned && self.with_ctx(|p, ctx| p.interrupt(ctx)).unwrap_or(false);
         let grace = if soft { self.settings.cancel_grace } else { Duration::ZERO };
         self.escalate_at = Some(Instant::now() + grace);

@@ -13,9 +13,12 @@
 //!   cancellation, and guarantees one completion and one terminal error for a failed run;
 //! - [`jsonrpc`], [`http`] and [`sse`]: helpers for the two-way protocols (JSON-RPC over stdio, and
 //!   HTTP plus a server-sent event stream to an agent's local server);
+//! - [`hitl`]: permissions and questions: the run's policy, the caller's answers, and one
+//!   requested and one resolved event per request, saying who decided;
 //! - [`replay`]: plays a recorded native log through the same protocol.
 
 pub mod driver;
+pub mod hitl;
 pub mod http;
 pub mod jsonrpc;
 pub mod lines;

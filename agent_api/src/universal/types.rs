@@ -124,6 +124,16 @@ impl UniversalEvent {
             _ => None,
         }
     }
+
+    /// Who resolved the permission request or question, for `permission.resolved` and
+    /// `question.resolved`; `None` for every other event.
+    pub fn decided_by(&self) -> Option<DecidedBy> {
+        match &self.body {
+            UniversalEventBody::PermissionResolved(p) => p.decided_by,
+            UniversalEventBody::QuestionResolved(q) => q.decided_by,
+            _ => None,
+        }
+    }
 }
 
 /// Who produced an event.
@@ -318,6 +328,9 @@ pub struct PermissionEventData {
     /// Context such as the tool input.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Value>,
+    /// Who decided, on `permission.resolved` (absent while requested).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decided_by: Option<DecidedBy>,
 }
 
 /// Status of a question.
@@ -346,6 +359,42 @@ pub struct QuestionEventData {
     pub response: Option<String>,
     /// Where the question stands.
     pub status: QuestionStatus,
+    /// Who decided, on `question.resolved` (absent while requested).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decided_by: Option<DecidedBy>,
+}
+
+/// Who resolved a permission request or a question (`decided_by` on the resolved event).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum DecidedBy {
+    /// The caller, through `RunControl` (or, in a replay, the recorded client).
+    Caller,
+    /// The run's `PermissionPolicy`, without asking anyone.
+    Policy,
+    /// The run's timeout ended the run while the request waited.
+    Timeout,
+    /// Nobody: the agent withdrew the request, or the run was cancelled or ended while it waited.
+    Cancel,
+}
+
+impl DecidedBy {
+    /// The name used in the JSON form (`caller`, `policy`, `timeout`, `cancel`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Caller => "caller",
+            Self::Policy => "policy",
+            Self::Timeout => "timeout",
+            Self::Cancel => "cancel",
+        }
+    }
+}
+
+impl std::fmt::Display for DecidedBy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// Data of `agent.unparsed`.

@@ -18,7 +18,7 @@ pub const EXT_ALLOWED_TOOLS: &str = "backend.claude_code.allowed_tools";
 /// Extension: tool rules removed from the agent (array of strings, `--disallowedTools`).
 pub const EXT_DISALLOWED_TOOLS: &str = "backend.claude_code.disallowed_tools";
 /// Extension: the native permission mode (`default`, `acceptEdits`, `plan`, `bypassPermissions`,
-/// `dontAsk`); overrides the mode the permission policy maps to.
+/// `dontAsk`); overrides `RunRequest::skip_permission_prompts` and print mode's policy mapping.
 pub const EXT_PERMISSION_MODE: &str = "backend.claude_code.permission_mode";
 /// Extension: the most agentic turns (whole number, `--max-turns`).
 pub const EXT_MAX_TURNS: &str = "backend.claude_code.max_turns";
@@ -32,7 +32,8 @@ pub const EXTENSION_KEYS: &[&str] =
 pub enum Mode {
     /// Two-way: `--input-format stream-json --permission-prompt-tool stdio`.
     Control,
-    /// One-way: `-p PROMPT`; tools that need a permission are denied.
+    /// One-way: `-p PROMPT`; no request channel: the policy becomes pre-approved tools
+    /// (`--allowedTools`, `acceptEdits`), and the CLI denies every other tool that needs a permission.
     Print,
 }
 
@@ -43,7 +44,7 @@ pub struct Invocation {
     pub spec: CommandSpec,
     /// The channel.
     pub mode: Mode,
-    /// Whether a bypass permission mode was asked for (root refuses it).
+    /// Whether the bypass permission mode was asked for (root refuses it without `IS_SANDBOX=1`).
     pub bypass: bool,
 }
 
@@ -69,26 +70,21 @@ fn list_ext(request: &RunRequest, key: &str) -> Result<Vec<String>, AgentError> 
     }
 }
 
-/// The native permission mode a policy maps to, and the tools it pre-approves for print mode.
-fn policy_mode(policy: &PermissionPolicy) -> (Option<&'static str>, Vec<&'static str>) {
-    match policy {
-        PermissionPolicy::ApproveAll => (Some("bypassPermissions"), Vec::new()),
-        PermissionPolicy::ByCategory(_) => {
-            let mode = (policy.rule(ToolCategory::FileWrite) == PermissionRule::Approve).then_some("acceptEdits");
-            let mut tools = Vec::new();
-            for (category, names) in [
-                (ToolCategory::Shell, &["Bash"][..]),
-                (ToolCategory::Network, &["WebFetch", "WebSearch"][..]),
-                (ToolCategory::FileRead, &["Read", "Glob", "Grep"][..]),
-            ] {
-                if policy.rule(category) == PermissionRule::Approve {
-                    tools.extend_from_slice(names);
-                }
-            }
-            (mode, tools)
-        }
-        _ => (None, Vec::new()),
-    }
+/// Print mode's static form of a policy (it has no request channel, so nothing can be asked or
+/// approved one by one): the native permission mode and the tools pre-approved with
+/// `--allowedTools`. Whatever is not pre-approved is denied by the CLI itself. The two-way mode
+/// passes nothing: every request comes to `agent_api::kit::hitl`, which applies the policy.
+fn print_policy(policy: &PermissionPolicy) -> (Option<&'static str>, Vec<&'static str>) {
+    const TOOLS: [(ToolCategory, &[&str]); 4] = [
+        (ToolCategory::Shell, &["Bash"]),
+        (ToolCategory::FileWrite, &["Write", "Edit", "MultiEdit", "NotebookEdit"]),
+        (ToolCategory::Network, &["WebFetch", "WebSearch"]),
+        (ToolCategory::FileRead, &["Read", "Glob", "Grep"]),
+    ];
+    let approved = |category| policy.rule(category) == PermissionRule::Approve;
+    let mode = approved(ToolCategory::FileWrite).then_some("acceptEdits");
+    let tools = TOOLS.iter().filter(|(category, _)| approved(*category)).flat_map(|(_, names)| names.iter().copied()).collect();
+    (mode, tools)
 }
 
 /// Builds the command line of `request` for `config`.
@@ -113,12 +109,13 @@ pub fn invocation(config: &ClaudeCodeConfig, request: &RunRequest) -> Result<Inv
         SessionSelector::Fork(id) => spec = spec.arg("--resume").arg(id).arg("--fork-session"),
         other => return Err(AgentError::InvalidRequest { reason: format!("unsupported session selector {other:?}") }),
     }
-    let (policy_mode, mut allowed) = policy_mode(&request.permissions);
-    let mut allowed_tools: Vec<String> = allowed.drain(..).map(str::to_string).collect();
+    let (policy_mode, allowed) = if mode == Mode::Print { print_policy(&request.permissions) } else { (None, Vec::new()) };
+    let mut allowed_tools: Vec<String> = allowed.into_iter().map(str::to_string).collect();
+    let skip_prompts = request.skip_permission_prompts.then_some("bypassPermissions");
     let permission_mode = match string_ext(request, EXT_PERMISSION_MODE)? {
         Some(m @ ("default" | "acceptEdits" | "plan" | "bypassPermissions" | "dontAsk")) => Some(m.to_string()),
         Some(_) => return Err(invalid(EXT_PERMISSION_MODE, "must be one of default, acceptEdits, plan, bypassPermissions, dontAsk")),
-        None => policy_mode.map(str::to_string),
+        None => skip_prompts.or(policy_mode).map(str::to_string),
     };
     let bypass = permission_mode.as_deref() == Some("bypassPermissions");
     if let Some(m) = &permission_mode {
@@ -211,13 +208,39 @@ mod tests {
     }
 
     #[test]
-    fn approve_all_asks_for_bypass_and_file_write_approval_for_accept_edits() {
-        let inv = invocation(&ClaudeCodeConfig::default(), &RunRequest::new("hi").with_permissions(PermissionPolicy::ApproveAll)).unwrap();
+    fn the_two_way_mode_passes_no_policy_flags_so_every_request_reaches_the_kit() {
+        let rules = [(ToolCategory::FileWrite, PermissionRule::Approve), (ToolCategory::Shell, PermissionRule::Approve)];
+        for policy in [PermissionPolicy::ApproveAll, PermissionPolicy::DenyAll, PermissionPolicy::ByCategory(rules.into_iter().collect())] {
+            let inv = invocation(&ClaudeCodeConfig::default(), &RunRequest::new("hi").with_permissions(policy.clone())).unwrap();
+            assert!(!inv.bypass, "{policy:?}");
+            let args = argv(&RunRequest::new("hi").with_permissions(policy.clone())).join(" ");
+            assert!(!args.contains("--permission-mode") && !args.contains("--allowedTools"), "{policy:?}: {args}");
+        }
+    }
+
+    #[test]
+    fn skipping_permission_prompts_is_its_own_option_mapped_to_bypass() {
+        let req = RunRequest::new("hi").with_skip_permission_prompts(true);
+        assert!(req.required_capabilities().contains(agent_api::capabilities::SKIP_PERMISSION_PROMPTS));
+        let inv = invocation(&ClaudeCodeConfig::default(), &req).unwrap();
         assert!(inv.bypass);
-        let rules =
-            [(ToolCategory::FileWrite, PermissionRule::Approve), (ToolCategory::Shell, PermissionRule::Approve)].into_iter().collect();
-        let args = argv(&RunRequest::new("hi").with_permissions(PermissionPolicy::ByCategory(rules))).join(" ");
-        assert!(args.contains("--permission-mode acceptEdits") && args.contains("--allowedTools Bash"), "{args}");
+        assert!(argv(&req).join(" ").contains("--permission-mode bypassPermissions"));
+    }
+
+    #[test]
+    fn print_mode_turns_the_policy_into_pre_approved_tools() {
+        let print = |policy| RunRequest::new("hi").with_extension(EXT_MODE, json!("print")).with_permissions(policy);
+        let all = argv(&print(PermissionPolicy::ApproveAll)).join(" ");
+        assert!(all.contains("--permission-mode acceptEdits"), "{all}");
+        assert!(all.contains("--allowedTools Bash,Write,Edit,MultiEdit,NotebookEdit,WebFetch,WebSearch,Read,Glob,Grep"), "{all}");
+        assert!(!all.contains("bypassPermissions"), "{all}");
+        for policy in [PermissionPolicy::Ask, PermissionPolicy::DenyAll] {
+            let args = argv(&print(policy.clone())).join(" ");
+            assert!(!args.contains("--permission-mode") && !args.contains("--allowedTools"), "{policy:?}: {args}");
+        }
+        let shell_only = PermissionPolicy::ByCategory([(ToolCategory::Shell, PermissionRule::Approve)].into_iter().collect());
+        let args = argv(&print(shell_only)).join(" ");
+        assert!(args.contains("--allowedTools Bash") && !args.contains("--permission-mode"), "{args}");
     }
 
     #[test]

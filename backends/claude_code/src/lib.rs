@@ -6,8 +6,17 @@
 //!   stdio`): the prompt goes in on stdin, permission requests and AskUserQuestion come back as
 //!   `permission.requested` / `question.requested` events that [`agent_api::RunControl`] answers,
 //!   and `cancel()` sends the CLI's `interrupt` before the process group is terminated.
-//! - `backend.claude_code.mode = "print"` runs one-way (`-p PROMPT`); tools needing a permission
-//!   are then denied by the CLI.
+//!   Every `can_use_tool` request goes through `agent_api::kit::hitl`, which applies the run's
+//!   `PermissionPolicy`: approve-all approves each request the CLI makes (the CLI runs in its
+//!   default permission mode, so this works as root too), and each request has its
+//!   `permission.requested` and `permission.resolved` (saying who decided).
+//! - `backend.claude_code.mode = "print"` runs one-way (`-p PROMPT`). It has no request channel:
+//!   the policy becomes pre-approved tools (`--allowedTools`; `acceptEdits` when file writes are
+//!   approved), the CLI denies every other tool that needs a permission, and no permission event
+//!   appears.
+//! - `RunRequest::skip_permission_prompts` (`agent_api.permissions.skip_prompts`) runs the CLI in
+//!   `bypassPermissions`: it asks nothing. Claude Code refuses that as root unless `IS_SANDBOX=1`
+//!   is in the run's environment; the refusal is a typed `PermissionModeRefused`.
 //! - [`ClaudeCodeBackend::replay_protocol`] replays recorded print output and two-way sessions.
 //!
 //! ```no_run
@@ -152,6 +161,7 @@ impl AgentBackend for ClaudeCodeBackend {
             caps::STREAMING_DELTAS,
             caps::USAGE,
             caps::MODEL_SELECTION,
+            caps::SKIP_PERMISSION_PROMPTS,
             CAP_PRINT_MODE,
             CAP_CLI_OPTIONS,
         ])

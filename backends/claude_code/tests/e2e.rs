@@ -6,8 +6,8 @@ use agent_api::Channel;
 use std::path::Path;
 use std::time::Duration;
 
-use agent_api::universal::{ContentPart, ItemKind, ItemRole, UniversalEvent, UniversalEventBody};
-use agent_api::{AgentBackend, AgentError, PermissionDecision, QuestionAnswer, RunHandle, RunRequest, SessionSelector};
+use agent_api::universal::{ContentPart, DecidedBy, ItemKind, ItemRole, PermissionStatus, UniversalEvent, UniversalEventBody};
+use agent_api::{AgentBackend, AgentError, PermissionDecision, PermissionPolicy, QuestionAnswer, RunHandle, RunRequest, SessionSelector};
 use agent_api_claude_code::{ClaudeCodeBackend, ClaudeCodeConfig};
 use agent_api_conformance::{assert_conformant, record, RunRecord};
 use agent_bench::{Cli, ModelServer, Sandbox};
@@ -256,4 +256,81 @@ async fn e2e_print_mode_runs_one_way() {
     assert_eq!(run.assistant_text(), "Hello from mock");
     let user = run.completed_items(ItemKind::Message).into_iter().find(|i| i.role == Some(ItemRole::User)).unwrap();
     assert_eq!(user.text(), "-say hello");
+}
+
+/// The backend without the bench's `IS_SANDBOX=1`: as root, Claude Code then refuses
+/// `bypassPermissions`, so these runs prove the policy never depends on it.
+fn backend_without_sandbox_flag(sandbox: &Sandbox) -> ClaudeCodeBackend {
+    let mut config = ClaudeCodeConfig::default().with_binary(&sandbox.program).with_inherit_env(false).with_working_dir(&sandbox.cwd);
+    for (key, value) in sandbox.env.iter().filter(|(key, _)| key.as_str() != "IS_SANDBOX") {
+        config = config.with_env(key, value);
+    }
+    ClaudeCodeBackend::new(config)
+}
+
+/// Runs the shell scenario under `policy` with nobody answering, and checks that the one tool
+/// request was asked and resolved once, by the policy, with `status`.
+async fn shell_under_policy(policy: PermissionPolicy, status: PermissionStatus) -> Option<(RunRecord, Sandbox)> {
+    let (_server, sandbox) = bench("shell").await?;
+    let req = request("run the command").with_permissions(policy);
+    let run = record(backend_without_sandbox_flag(&sandbox).run(req).await.unwrap()).await;
+    assert_conformant(&run);
+    assert!(run.completion.is_ok(), "{:?}", run.completion);
+    assert_eq!(run.of_type("permission.requested").count(), 1);
+    let resolved: Vec<_> = run.of_type("permission.resolved").collect();
+    assert_eq!(resolved.len(), 1);
+    assert_eq!(resolved[0].decided_by(), Some(DecidedBy::Policy));
+    assert!(matches!(&resolved[0].body, UniversalEventBody::PermissionResolved(p) if p.status == status), "{:?}", resolved[0]);
+    Some((run, sandbox))
+}
+
+#[tokio::test]
+async fn e2e_approve_all_without_is_sandbox_approves_each_request_in_the_sdk() {
+    let Some((run, sandbox)) = shell_under_policy(PermissionPolicy::ApproveAll, PermissionStatus::Approved).await else { return };
+    assert_eq!(std::fs::read_to_string(sandbox.cwd.join("out.txt")).unwrap(), "hi\n");
+    assert_eq!(run.completion.as_ref().unwrap().final_text.as_deref(), Some("Tool finished. Output was: hi"));
+}
+
+#[tokio::test]
+async fn e2e_deny_all_denies_each_request_and_the_run_completes_with_the_denial_visible() {
+    let Some((run, sandbox)) = shell_under_policy(PermissionPolicy::DenyAll, PermissionStatus::Denied).await else { return };
+    assert!(!sandbox.cwd.join("out.txt").exists());
+    let text = run.completion.as_ref().unwrap().final_text.clone().unwrap();
+    assert!(text.contains("Denied by the run's permission policy"), "{text}");
+}
+
+#[tokio::test]
+async fn e2e_print_mode_has_no_request_channel_so_the_policy_becomes_pre_approved_tools() {
+    for (policy, runs) in [(PermissionPolicy::ApproveAll, true), (PermissionPolicy::DenyAll, false)] {
+        let Some((_server, sandbox)) = bench("shell").await else { return };
+        let req = request("run the command")
+            .with_permissions(policy.clone())
+            .with_extension(agent_api_claude_code::args::EXT_MODE, json!("print"));
+        let run = record(backend_without_sandbox_flag(&sandbox).run(req).await.unwrap()).await;
+        assert_conformant(&run);
+        assert!(run.completion.is_ok(), "{policy:?}: {:?}", run.completion);
+        assert_eq!(run.of_type("permission.requested").count(), 0, "{policy:?}: nothing can be asked one-way");
+        assert_eq!(sandbox.cwd.join("out.txt").exists(), runs, "{policy:?}");
+    }
+}
+
+#[tokio::test]
+async fn e2e_a_stream_cut_then_retried_without_streaming_leaves_only_the_retried_answer() {
+    let Some((_server, sandbox)) = bench("broken_stream").await else { return };
+    let run = record(backend(&sandbox).run(request("say hello")).await.unwrap()).await;
+    assert_conformant(&run);
+    let completion = run.completion.as_ref().unwrap();
+    assert_eq!(completion.final_text.as_deref(), Some("Hello from mock"));
+    assert_eq!(run.assistant_text(), "Hello from mock", "the cut message's text is not output");
+    let messages: Vec<_> = run
+        .of_type("item.completed")
+        .filter_map(|e| match &e.body {
+            UniversalEventBody::ItemCompleted(d) if d.item.role == Some(ItemRole::Assistant) => Some((d.item.status, d.item.text())),
+            _ => None,
+        })
+        .collect();
+    let (cut_status, cut_text) = messages.first().cloned().unwrap();
+    assert_eq!(cut_status, agent_api::universal::ItemStatus::Failed, "{messages:?}");
+    assert!(!cut_text.is_empty() && "Hello from mock".starts_with(&cut_text), "{messages:?}");
+    assert_eq!(messages.last().unwrap(), &(agent_api::universal::ItemStatus::Completed, "Hello from mock".to_string()));
 }

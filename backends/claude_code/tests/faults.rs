@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use agent_api::universal::{ContentPart, UniversalEventBody};
-use agent_api::{AgentBackend, AgentError, PermissionPolicy, RunRequest};
+use agent_api::{AgentBackend, AgentError, RunRequest};
 use agent_api_claude_code::{ClaudeCodeBackend, ClaudeCodeConfig};
 use agent_api_conformance::{assert_conformant, problems, record, RunRecord};
 
@@ -49,7 +49,16 @@ async fn a_crash_mid_stream_is_process_exited_and_leaks_no_stderr() {
     let (run, _dir) = run_fake("crash", RunRequest::new("hi")).await;
     assert_conformant(&run);
     assert!(matches!(run.completion, Err(AgentError::ProcessExited { exit_code: Some(3), .. })), "{:?}", run.completion);
-    assert_eq!(run.assistant_text(), "partial ");
+    // The message never finished: it fails, and the wrapper view does not output its text.
+    assert_eq!(run.assistant_text(), "");
+    let cut = run.universal.iter().rev().find_map(|e| match &e.body {
+        agent_api::universal::UniversalEventBody::ItemCompleted(d) if d.item.role == Some(agent_api::universal::ItemRole::Assistant) => {
+            Some(d.item.clone())
+        }
+        _ => None,
+    });
+    let cut = cut.expect("the streamed message completes");
+    assert_eq!((cut.status, cut.text()), (agent_api::universal::ItemStatus::Failed, "partial ".to_string()));
     let error = run.completion.as_ref().unwrap_err().to_string();
     assert!(!error.contains("SECRET"), "{error}");
     for event in &run.wrapper {
@@ -111,7 +120,7 @@ async fn malformed_lines_are_unparsed_and_unknown_types_are_statuses() {
 
 #[tokio::test]
 async fn a_refused_bypass_mode_is_a_clear_typed_error() {
-    let (run, _dir) = run_fake("bypass_refused", RunRequest::new("hi").with_permissions(PermissionPolicy::ApproveAll)).await;
+    let (run, _dir) = run_fake("bypass_refused", RunRequest::new("hi").with_skip_permission_prompts(true)).await;
     assert_conformant(&run);
     let error = run.completion.as_ref().unwrap_err();
     assert!(

@@ -145,10 +145,18 @@ fn strings_ext(request: &RunRequest, key: &str) -> Result<Vec<String>, AgentErro
 }
 
 impl RunOptions {
-    /// Resolves the options of `request`. The permission policy maps to Codex as: ask (and
-    /// per-category rules) → `untrusted` + `workspace-write`, approvals come to the backend;
-    /// approve-all → `never` + `workspace-write`; deny-all → `never` + `read-only`. Exec mode has
-    /// no approval channel, so anything but approve-all runs `never` + `read-only`. The
+    /// Resolves the options of `request`.
+    ///
+    /// App-server mode always runs approval policy `untrusted`, so every approval Codex asks for
+    /// reaches `agent_api::kit::hitl`, which applies the run's permission policy (approve-all
+    /// approves each request, deny-all denies each, with both events in the transcript); the
+    /// sandbox is `workspace-write`, or `read-only` under deny-all.
+    ///
+    /// Exec mode has no approval channel, so nothing can be approved one by one: it runs `never`
+    /// (Codex does not ask) with the policy as a sandbox: `workspace-write` when every category
+    /// is approved (approve-all, or rules that all approve), else `read-only`.
+    ///
+    /// `RunRequest::skip_permission_prompts` sets `never` in either mode (the sandbox stays). The
     /// `sandbox` and `approval_policy` extensions override the mapping.
     pub fn resolve(request: &RunRequest, config: &CodexConfig) -> Result<Self, AgentError> {
         let mode = match string_ext(request, EXT_MODE, &["app_server", "exec"])?.as_deref() {
@@ -157,14 +165,18 @@ impl RunOptions {
             None => config.default_mode,
         };
         let (mut approval, mut sandbox) = match (&request.permissions, mode) {
-            (PermissionPolicy::ApproveAll, _) => ("never", "workspace-write"),
-            (PermissionPolicy::DenyAll, _) | (_, Mode::Exec) => ("never", "read-only"),
-            _ => ("untrusted", "workspace-write"),
+            (PermissionPolicy::DenyAll, Mode::AppServer) => ("untrusted", "read-only"),
+            (_, Mode::AppServer) => ("untrusted", "workspace-write"),
+            (PermissionPolicy::ApproveAll, Mode::Exec) => ("never", "workspace-write"),
+            (_, Mode::Exec) => ("never", "read-only"),
         };
         if let PermissionPolicy::ByCategory(rules) = &request.permissions {
             if mode == Mode::Exec && !rules.is_empty() && rules.values().all(|r| *r == PermissionRule::Approve) {
                 sandbox = "workspace-write";
             }
+        }
+        if request.skip_permission_prompts {
+            approval = "never";
         }
         let sandbox_ext = string_ext(request, EXT_SANDBOX, &["read-only", "workspace-write", "danger-full-access"])?;
         let approval_ext = string_ext(request, EXT_APPROVAL_POLICY, &["untrusted", "on-request", "never"])?;
@@ -217,8 +229,16 @@ mod tests {
         let config = CodexConfig::default();
         let ask = RunOptions::resolve(&RunRequest::new("x"), &config).unwrap();
         assert_eq!((ask.mode, ask.approval_policy.as_str(), ask.sandbox.as_str()), (Mode::AppServer, "untrusted", "workspace-write"));
+        // The kit approves or denies each request: Codex must ask, whatever the policy.
         let all = RunOptions::resolve(&RunRequest::new("x").with_permissions(PermissionPolicy::ApproveAll), &config).unwrap();
-        assert_eq!((all.approval_policy.as_str(), all.sandbox.as_str()), ("never", "workspace-write"));
+        assert_eq!((all.approval_policy.as_str(), all.sandbox.as_str()), ("untrusted", "workspace-write"));
+        let none = RunOptions::resolve(&RunRequest::new("x").with_permissions(PermissionPolicy::DenyAll), &config).unwrap();
+        assert_eq!((none.approval_policy.as_str(), none.sandbox.as_str()), ("untrusted", "read-only"));
+        let skip = RunOptions::resolve(&RunRequest::new("x").with_skip_permission_prompts(true), &config).unwrap();
+        assert_eq!((skip.approval_policy.as_str(), skip.sandbox.as_str()), ("never", "workspace-write"));
+        let exec_all = RunRequest::new("x").with_extension(EXT_MODE, json!("exec")).with_permissions(PermissionPolicy::ApproveAll);
+        let exec_all = RunOptions::resolve(&exec_all, &config).unwrap();
+        assert_eq!((exec_all.approval_policy.as_str(), exec_all.sandbox.as_str()), ("never", "workspace-write"));
         let exec = RunOptions::resolve(&RunRequest::new("x").with_extension(EXT_MODE, json!("exec")), &config).unwrap();
         assert_eq!((exec.mode, exec.approval_policy.as_str(), exec.sandbox.as_str()), (Mode::Exec, "never", "read-only"));
         let bypass = RunOptions::resolve(&RunRequest::new("x").with_extension(EXT_DANGEROUSLY_BYPASS, json!(true)), &config).unwrap();

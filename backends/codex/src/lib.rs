@@ -9,6 +9,16 @@
 //! - **exec**: `codex exec --json`, one way (stdin is /dev/null), whole items only, resume and
 //!   fork by id. Choose it per run with the extension `backend.codex.mode = "exec"`. See [`exec`].
 //!
+//! Permissions: in app-server mode Codex runs approval policy `untrusted`, so it asks for every
+//! approval and `agent_api::kit::hitl` applies the run's `PermissionPolicy` to each (approve-all
+//! approves each request the agent makes; every request has its `permission.requested` and
+//! `permission.resolved`). Exec mode has no request channel: Codex runs `never` and the policy
+//! becomes its sandbox (`workspace-write` when everything is approved, else `read-only`); no
+//! permission event appears, and a command the sandbox blocks fails as a tool result.
+//! `RunRequest::skip_permission_prompts` (`agent_api.permissions.skip_prompts`) sets approval
+//! policy `never` in either mode: Codex stops asking and runs what its sandbox allows. See
+//! [`config::RunOptions::resolve`].
+//!
 //! Both kinds of recording replay through [`AgentBackend::replay_protocol`], so
 //! `agent_api::kit::replay::replay_file` and `agent-api replay --agent codex` work on the shared
 //! fixtures. The message types come from the schema the CLI prints (`schema/`, [`schema`]).
@@ -89,6 +99,7 @@ pub fn capabilities() -> CapabilitySet {
         caps::SESSION_LIFECYCLE,
         caps::USAGE,
         caps::MODEL_SELECTION,
+        caps::SKIP_PERMISSION_PROMPTS,
         CAP_APP_SERVER,
         CAP_EXEC_MODE,
     ])

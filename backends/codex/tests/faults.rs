@@ -74,7 +74,9 @@ async fn a_crash_mid_stream_is_a_typed_process_exit() {
     let run = record(f.backend.run(RunRequest::new("hi")).await.unwrap()).await;
     assert_conformant(&run);
     assert!(matches!(run.completion, Err(AgentError::ProcessExited { exit_code: Some(3), .. })), "{:?}", run.completion);
-    assert_eq!(run.assistant_text(), "Hel");
+    // The cut message is no answer: it fails, and the wrapper view does not output "Hel".
+    assert_eq!(run.assistant_text(), "");
+    assert!(run.wrapper.iter().any(|e| e.data.as_ref().is_some_and(|d| d["discarded"]["bytes"] == 3)), "{:?}", run.wrapper);
 }
 
 #[tokio::test]

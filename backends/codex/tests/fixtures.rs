@@ -34,12 +34,10 @@ async fn replay(path: &Path) -> RunRecord {
 }
 
 /// The assistant text the recording holds, read straight from the native lines: completed agent
-/// messages, or (for an item that never completed) its deltas.
+/// messages only: an item that never completed is no answer, and the wrapper view drops its text.
 fn native_assistant_text(path: &Path) -> String {
     let text = std::fs::read_to_string(path).unwrap();
     let mut out = String::new();
-    let mut deltas: std::collections::BTreeMap<String, String> = Default::default();
-    let mut completed = std::collections::BTreeSet::new();
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
         let v: Value = serde_json::from_str(line).unwrap();
         let msg = if v.get("dir").is_some() {
@@ -53,17 +51,8 @@ fn native_assistant_text(path: &Path) -> String {
         if msg["type"] == "item.completed" && msg["item"]["type"] == "agent_message" {
             out.push_str(msg["item"]["text"].as_str().unwrap());
         }
-        if msg["method"] == "item/agentMessage/delta" {
-            deltas.entry(msg["params"]["itemId"].as_str().unwrap().into()).or_default().push_str(msg["params"]["delta"].as_str().unwrap());
-        }
         if msg["method"] == "item/completed" && msg["params"]["item"]["type"] == "agentMessage" {
-            completed.insert(msg["params"]["item"]["id"].as_str().unwrap().to_string());
             out.push_str(msg["params"]["item"]["text"].as_str().unwrap());
-        }
-    }
-    for (id, text) in deltas {
-        if !completed.contains(&id) {
-            out.push_str(&text);
         }
     }
     out

@@ -136,3 +136,25 @@ async fn answering_an_unknown_permission_id_is_a_typed_error() {
     let run = record(handle).await;
     assert!(matches!(run.completion, Err(AgentError::Cancelled)));
 }
+
+#[tokio::test]
+async fn who_decided_is_recorded_for_the_caller_the_policy_a_cancel_and_a_timeout() {
+    use agent_api::universal::DecidedBy;
+    let decided_by = |run: &agent_api_conformance::RunRecord| -> Vec<Option<DecidedBy>> {
+        run.of_type("permission.resolved").map(|e| e.decided_by()).collect()
+    };
+    let caller = run("permission", Answers::permissions(PermissionDecision::Allow)).await;
+    assert_eq!(decided_by(&caller), [Some(DecidedBy::Caller)]);
+    let policy =
+        record(ScriptedBackend::new().run(request("permission", "x").with_permissions(PermissionPolicy::DenyAll)).await.unwrap()).await;
+    assert_conformant(&policy);
+    assert_eq!(decided_by(&policy), [Some(DecidedBy::Policy)]);
+    let cancelled = run("permission", Answers::cancel_at_permission()).await;
+    assert_conformant(&cancelled);
+    assert_eq!(decided_by(&cancelled), [Some(DecidedBy::Cancel)]);
+    let timeout = request("permission", "x").with_timeout(std::time::Duration::from_millis(300));
+    let timed_out = record(ScriptedBackend::new().run(timeout).await.unwrap()).await;
+    assert_conformant(&timed_out);
+    assert!(matches!(timed_out.completion, Err(AgentError::Timeout { .. })), "{:?}", timed_out.completion);
+    assert_eq!(decided_by(&timed_out), [Some(DecidedBy::Timeout)]);
+}

@@ -112,8 +112,8 @@ fn ending_fails_open_items_and_denies_pending_requests() {
 #[test]
 fn resolving_an_unknown_permission_is_a_typed_error() {
     let mut t = Transcript::new("sess_1".into(), false);
-    assert!(matches!(t.permission_resolved("nope", true), Err(AgentError::UnknownPermission { .. })));
-    assert!(matches!(t.question_resolved("nope", None), Err(AgentError::UnknownQuestion { .. })));
+    assert!(matches!(t.permission_resolved("nope", true, DecidedBy::Caller), Err(AgentError::UnknownPermission { .. })));
+    assert!(matches!(t.question_resolved("nope", None, DecidedBy::Caller), Err(AgentError::UnknownQuestion { .. })));
 }
 
 #[test]
