@@ -10,7 +10,9 @@
 //!   `PermissionPolicy`: approve-all approves each request the CLI makes (the CLI runs in its
 //!   default permission mode, so this works as root too), and each request has its
 //!   `permission.requested` and `permission.resolved` (saying who decided).
-//! - `backend.claude_code.mode = "print"` runs one-way (`-p PROMPT`). It has no request channel:
+//! - [`ClaudeCodeOptions`] are the backend's own options (the `backend.claude_code.*` extensions),
+//!   attached with `RunRequest::with_options`.
+//! - `backend.claude_code.mode = "print"` ([`Mode::Print`]) runs one-way (`-p PROMPT`). It has no request channel:
 //!   the policy becomes pre-approved tools (`--allowedTools`; `acceptEdits` when file writes are
 //!   approved), the CLI denies every other tool that needs a permission, and no permission event
 //!   appears.
@@ -46,7 +48,7 @@ use agent_api::kit::{start_run, Protocol, RunSettings, Transport};
 use agent_api::{AgentBackend, AgentError, AgentKind, CapabilitySet, RunHandle, RunRequest};
 use async_trait::async_trait;
 
-pub use args::{Mode, EXTENSION_KEYS};
+pub use args::{ClaudeCodeOptions, Mode, PermissionMode};
 pub use protocol::ClaudeProtocol;
 
 /// The backend's agent kind.
@@ -168,7 +170,7 @@ impl AgentBackend for ClaudeCodeBackend {
     }
 
     fn extension_keys(&self) -> &'static [&'static str] {
-        EXTENSION_KEYS
+        agent_api::options::extension_keys::<ClaudeCodeOptions>()
     }
 
     async fn run(&self, request: RunRequest) -> Result<RunHandle, AgentError> {

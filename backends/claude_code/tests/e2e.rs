@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use agent_api::universal::{ContentPart, DecidedBy, ItemKind, ItemRole, PermissionStatus, UniversalEvent, UniversalEventBody};
 use agent_api::{AgentBackend, AgentError, PermissionDecision, PermissionPolicy, QuestionAnswer, RunHandle, RunRequest, SessionSelector};
-use agent_api_claude_code::{ClaudeCodeBackend, ClaudeCodeConfig};
+use agent_api_claude_code::{ClaudeCodeBackend, ClaudeCodeConfig, ClaudeCodeOptions, Mode};
 use agent_api_conformance::{assert_conformant, record, RunRecord};
 use agent_bench::{Cli, ModelServer, Sandbox};
 use futures::StreamExt;
@@ -250,7 +250,7 @@ async fn e2e_http_errors_are_typed() {
 #[tokio::test]
 async fn e2e_print_mode_runs_one_way() {
     let Some((_server, sandbox)) = bench("text").await else { return };
-    let req = request("-say hello").with_extension(agent_api_claude_code::args::EXT_MODE, json!("print"));
+    let req = request("-say hello").with_options(&ClaudeCodeOptions::default().mode(Mode::Print));
     let run = record(backend(&sandbox).run(req).await.unwrap()).await;
     assert_conformant(&run);
     assert_eq!(run.assistant_text(), "Hello from mock");
@@ -303,9 +303,7 @@ async fn e2e_deny_all_denies_each_request_and_the_run_completes_with_the_denial_
 async fn e2e_print_mode_has_no_request_channel_so_the_policy_becomes_pre_approved_tools() {
     for (policy, runs) in [(PermissionPolicy::ApproveAll, true), (PermissionPolicy::DenyAll, false)] {
         let Some((_server, sandbox)) = bench("shell").await else { return };
-        let req = request("run the command")
-            .with_permissions(policy.clone())
-            .with_extension(agent_api_claude_code::args::EXT_MODE, json!("print"));
+        let req = request("run the command").with_permissions(policy.clone()).with_options(&ClaudeCodeOptions::default().mode(Mode::Print));
         let run = record(backend_without_sandbox_flag(&sandbox).run(req).await.unwrap()).await;
         assert_conformant(&run);
         assert!(run.completion.is_ok(), "{policy:?}: {:?}", run.completion);

@@ -7,7 +7,11 @@
 //!   `request_user_input` and MCP elicitations as questions, soft interrupt (`turn/interrupt`),
 //!   resume and fork of threads. See [`app_server`].
 //! - **exec**: `codex exec --json`, one way (stdin is /dev/null), whole items only, resume and
-//!   fork by id. Choose it per run with the extension `backend.codex.mode = "exec"`. See [`exec`].
+//!   fork by id. Choose it per run with the extension `backend.codex.mode = "exec"`
+//!   (`CodexOptions::default().mode(Mode::Exec)`). See [`exec`].
+//!
+//! The backend's own options are [`CodexOptions`] (the `backend.codex.*` extensions), attached
+//! with `RunRequest::with_options`.
 //!
 //! Permissions: in app-server mode Codex runs approval policy `untrusted`, so it asks for every
 //! approval and `agent_api::kit::hitl` applies the run's `PermissionPolicy` to each (approve-all
@@ -48,7 +52,7 @@ use agent_api::kit::{start_run, Protocol, RunSettings, Transport};
 use agent_api::{AgentBackend, AgentError, AgentKind, CapabilitySet, RunHandle, RunRequest};
 use async_trait::async_trait;
 
-pub use config::{CodexConfig, Mode, RunOptions, EXTENSION_KEYS};
+pub use config::{ApprovalPolicy, CodexConfig, CodexOptions, Mode, RunOptions, Sandbox};
 pub use version::{installed_version, SUPPORTED_VERSIONS};
 
 /// Capability id: the run can use `codex exec --json` (`backend.codex.mode = "exec"`).
@@ -116,7 +120,7 @@ impl AgentBackend for CodexBackend {
     }
 
     fn extension_keys(&self) -> &'static [&'static str] {
-        EXTENSION_KEYS
+        agent_api::options::extension_keys::<CodexOptions>()
     }
 
     async fn run(&self, request: RunRequest) -> Result<RunHandle, AgentError> {

@@ -7,10 +7,9 @@ use std::time::Duration;
 use agent_api::universal::{DecidedBy, PermissionStatus, UniversalEventBody};
 use agent_api::{AgentBackend, AgentError, PermissionDecision, PermissionPolicy, QuestionAnswer, RunRequest, SessionSelector};
 use agent_api_bench_support::*;
-use agent_api_codex::{CodexBackend, CodexConfig};
+use agent_api_codex::{CodexBackend, CodexConfig, CodexOptions, Mode};
 use agent_api_conformance::{assert_conformant, RunRecord};
 use agent_bench::{e2e_enabled_or_explain, Cli, ModelServer, Sandbox};
-use serde_json::json;
 
 mod agent_api_bench_support {
     use super::*;
@@ -74,7 +73,7 @@ async fn setup(scenario: &str) -> Option<(ModelServer, Sandbox)> {
 }
 
 fn exec(request: RunRequest) -> RunRequest {
-    request.with_extension("backend.codex.mode", json!("exec"))
+    request.with_options(&CodexOptions::default().mode(Mode::Exec))
 }
 
 #[tokio::test]
@@ -112,7 +111,7 @@ async fn app_server_shell_approved_runs_and_declined_does_not() {
 #[tokio::test]
 async fn app_server_file_change_approved_carries_its_diff() {
     let Some((_server, sandbox)) = setup("write_edit").await else { return };
-    let request = RunRequest::new("create the file").with_extension("backend.codex.sandbox", json!("read-only"));
+    let request = RunRequest::new("create the file").with_options(&CodexOptions::default().sandbox(agent_api_codex::Sandbox::ReadOnly));
     let run = drive(&backend(&sandbox), request, PermissionDecision::Allow, false).await;
     assert_conformant(&run);
     assert!(run.completion.is_ok(), "{:?}", run.completion);

@@ -89,7 +89,7 @@ echo '{"type":"item.started","item":{"id":"item_0","type":"command_execution","c
 kill -SEGV $$
 "#,
     );
-    let request = RunRequest::new("hi").with_extension("backend.codex.mode", serde_json::json!("exec"));
+    let request = RunRequest::new("hi").with_options(&agent_api_codex::CodexOptions::default().mode(agent_api_codex::Mode::Exec));
     let run = record(f.backend.run(request).await.unwrap()).await;
     assert_conformant(&run);
     assert!(matches!(run.completion, Err(AgentError::ProcessExited { signal: Some(11), .. })), "{:?}", run.completion);
