@@ -167,6 +167,12 @@ pub enum AgentError {
         /// The native session id asked for.
         id: String,
     },
+    /// A turn was sent while the session's previous turn is still in progress.
+    #[error("the session's previous turn is still in progress")]
+    TurnInProgress,
+    /// The session has ended (closed, or its agent process is gone); it takes no more turns.
+    #[error("the session is closed")]
+    SessionClosed,
     /// A recorded session could not be read.
     #[error("cannot replay: {reason}")]
     Replay {
@@ -212,6 +218,8 @@ impl AgentError {
             AgentError::RunFinished => "run_finished",
             AgentError::Http { .. } => "http",
             AgentError::SessionNotFound { .. } => "session_not_found",
+            AgentError::TurnInProgress => "turn_in_progress",
+            AgentError::SessionClosed => "session_closed",
             AgentError::Replay { .. } => "replay",
         }
     }
