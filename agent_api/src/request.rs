@@ -111,7 +111,7 @@ impl PermissionPolicy {
 ///     .with_session(SessionSelector::Resume("thread_1".into()));
 /// assert!(req.required_capabilities().contains(agent_api_capabilities::SESSION_RESUME));
 /// ```
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Clone, Default, PartialEq)]
 #[non_exhaustive]
 pub struct RunRequest {
     /// The prompt.
@@ -134,6 +134,24 @@ pub struct RunRequest {
     pub extensions: BTreeMap<String, Value>,
     /// Fill `raw` in universal events with the native payloads.
     pub include_raw: bool,
+}
+
+/// Shows the variable names of `env`, never their values (they are often API keys).
+impl std::fmt::Debug for RunRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunRequest")
+            .field("prompt", &self.prompt)
+            .field("working_dir", &self.working_dir)
+            .field("env", &crate::secrets::EnvNames(&self.env))
+            .field("timeout", &self.timeout)
+            .field("model", &self.model)
+            .field("variant", &self.variant)
+            .field("session", &self.session)
+            .field("permissions", &self.permissions)
+            .field("extensions", &self.extensions)
+            .field("include_raw", &self.include_raw)
+            .finish()
+    }
 }
 
 impl RunRequest {

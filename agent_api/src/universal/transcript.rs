@@ -240,6 +240,12 @@ impl Transcript {
         self.raw = raw;
     }
 
+    /// Takes the current native payload away (events emitted until the next [`Self::set_raw`]
+    /// carry none): for events a backend makes itself while handling an unrelated line.
+    pub fn take_raw(&mut self) -> Option<Value> {
+        self.raw.take()
+    }
+
     /// Whether `session.ended` was emitted.
     pub fn is_ended(&self) -> bool {
         self.ended
@@ -475,13 +481,14 @@ impl Transcript {
 
     /// An error the agent reported.
     pub fn error(&mut self, message: impl Into<String>, code: Option<String>, details: Option<Value>) {
-        let message = crate::bounds::truncate_message(&message.into(), crate::bounds::MESSAGE_BOUND);
+        let message = crate::secrets::redact_bounded(&message.into(), crate::bounds::MESSAGE_BOUND);
+        let code = code.map(|c| crate::secrets::redact(&c).into_owned());
         self.emit(EventSource::Agent, UniversalEventBody::Error(ErrorData { message, code, details }));
     }
 
     /// The run's one terminal error, emitted by the driver when a run fails.
     pub fn terminal_error(&mut self, error: &AgentError) {
-        let message = crate::bounds::truncate_message(&error.to_string(), crate::bounds::MESSAGE_BOUND);
+        let message = crate::secrets::redact_bounded(&error.to_string(), crate::bounds::MESSAGE_BOUND);
         let details = Some(serde_json::json!({ "terminal": true }));
         self.emit(EventSource::Daemon, UniversalEventBody::Error(ErrorData { message, code: Some(error.code().to_string()), details }));
     }

@@ -125,22 +125,32 @@ fn type_of(message: &Value) -> Result<&str, Unparsed> {
 
 /// A string field, cut to `max` bytes (for status details built from parsed fields).
 pub(crate) fn short(value: Option<&Value>, max: usize) -> Option<String> {
-    value.and_then(Value::as_str).map(|s| {
-        let cut = agent_api::bounds::utf8_prefix(s, max);
-        if cut.len() < s.len() {
-            format!("{cut}…")
-        } else {
-            cut.to_string()
-        }
-    })
+    value.and_then(Value::as_str).map(|s| safe(s, max))
+}
+
+/// `text` with secrets masked ([`agent_api::secrets::redact`]) and cut to `max` bytes with `…`.
+pub(crate) fn safe(text: &str, max: usize) -> String {
+    let masked = agent_api::secrets::redact(text);
+    let cut = agent_api::bounds::utf8_prefix(&masked, max);
+    if cut.len() < masked.len() {
+        format!("{cut}…")
+    } else {
+        cut.to_string()
+    }
 }
 
 impl ClaudeProtocol {
     /// Puts the user messages sent so far into the transcript.
     pub(crate) fn flush_user_messages(&mut self, ctx: &mut Ctx<'_>) {
+        if self.pending_user.is_empty() {
+            return;
+        }
+        // These messages come from what we sent, not from the line being handled: no raw.
+        let raw = ctx.transcript.take_raw();
         for text in std::mem::take(&mut self.pending_user) {
             ctx.transcript.user_message(&text);
         }
+        ctx.transcript.set_raw(raw);
     }
 }
 
