@@ -111,7 +111,6 @@ pub async fn probe_version(binary: &Path) -> Option<String> {
 /// ```
 pub fn parse_version(text: &str) -> Option<String> {
     let word = text.split_whitespace().find(|w| w.starts_with(|c: char| c.is_ascii_digit()))?;
-    let version: String =
-        word.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '.' || *c == '-').take(VERSION_MAX).collect();
+    let version: String = word.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '.' || *c == '-').take(VERSION_MAX).collect();
     version.contains('.').then_some(version)
 }

@@ -32,7 +32,8 @@ static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
     let rule = |pattern: &str, replacement| Rule { pattern: Regex::new(pattern).expect("the secret patterns compile"), replacement };
     vec![
         // Keys recognisable by their prefix wherever they appear.
-        rule(r"\b(?:sk|rk|sess)[-_][A-Za-z0-9_\-]{3,}", REDACTED),
+        // Not after a letter or digit (`task-list`), but after `_` (`error_sk-…`).
+        rule(r"(^|[^A-Za-z0-9])(?:sk|rk|sess)[-_][A-Za-z0-9_\-]{3,}", "${1}[redacted]"),
         // `Bearer <token>`: the token, not just the word.
         rule(r"(?i)\b(bearer)\s+[A-Za-z0-9._~+/=\-]+", "$1 [redacted]"),
         // A secret-named field and its value: `api_key=…`, `"key": "…"`, `token:\n …`.

@@ -15,7 +15,8 @@ pub async fn doctor() -> Result<ExitCode, String> {
     let (_, installed) = Gateway::with_installed(&probes()).await;
     let mut lines = vec!["scripted      built in (always available)".to_string()];
     for probe in probes() {
-        let mut found: Vec<(&str, Installed)> = installed.iter().filter(|i| i.kind == probe.kind).map(|i| ("installed", i.clone())).collect();
+        let mut found: Vec<(&str, Installed)> =
+            installed.iter().filter(|i| i.kind == probe.kind).map(|i| ("installed", i.clone())).collect();
         if let Some(path) = locate_bench(&probe) {
             found.push(("test bench", probe.inspect(path).await));
         }

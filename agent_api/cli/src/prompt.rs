@@ -50,11 +50,11 @@ pub fn permission_view(p: &PermissionEventData) -> PermissionView {
     let get = |key: &str| meta.and_then(|m| m.get(key));
     let input = get("input");
     let from_input = |key: &str| input.and_then(|i| i.get(key));
-    let tool = text_of(get("tool_name"))
-        .or_else(|| p.action.split(':').next().map(str::to_string))
-        .unwrap_or_else(|| "tool".to_string());
+    let tool = text_of(get("tool_name")).or_else(|| p.action.split(':').next().map(str::to_string)).unwrap_or_else(|| "tool".to_string());
     let command = text_of(get("command"))
-        .or_else(|| ["command", "file_path", "path", "notebook_path", "url", "pattern", "query"].iter().find_map(|k| text_of(from_input(k))))
+        .or_else(|| {
+            ["command", "file_path", "path", "notebook_path", "url", "pattern", "query"].iter().find_map(|k| text_of(from_input(k)))
+        })
         .or_else(|| input.filter(|i| i.as_object().is_some_and(|o| !o.is_empty())).map(Value::to_string))
         .or_else(|| text_of(get("grant_root")));
     let cwd = text_of(get("cwd")).or_else(|| text_of(from_input("cwd"))).or_else(|| text_of(get("blocked_path")));

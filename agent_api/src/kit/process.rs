@@ -224,8 +224,9 @@ fn absolute_program(program: &Path) -> Result<PathBuf, AgentError> {
     std::path::absolute(&found).map_err(|source| AgentError::Spawn { program: program.to_path_buf(), source })
 }
 
-/// Checks that the agent's working directory exists, is a directory and can be entered.
-fn check_working_dir(dir: &Path) -> Result<(), AgentError> {
+/// Checks that the agent's working directory exists, is a directory and can be entered; else a
+/// [`AgentError::WorkingDir`] saying which and why.
+pub fn check_working_dir(dir: &Path) -> Result<(), AgentError> {
     use std::os::unix::ffi::OsStrExt;
     let error = |source: std::io::Error| AgentError::WorkingDir { path: dir.to_path_buf(), source };
     let meta = std::fs::metadata(dir).map_err(error)?;

@@ -17,6 +17,7 @@ const LEAKS: &[(&str, &str)] = &[
     ("password='p@ss w0rd'", "p@ss w0rd"),
     ("GET https://h.example/v1/responses?key=abc&x=1 failed", "key=abc"),
     ("session sess-AbCdEf0123 expired", "AbCdEf0123"),
+    ("the turn ended with error_sk-proj-SECRET777", "SECRET777"),
 ];
 
 #[test]

@@ -59,7 +59,7 @@ async fn invalid_requests_fail_before_spawning() {
     let kind = AgentKind::from_static("scripted");
     assert!(matches!(gateway.run(&kind, RunRequest::new("  ")).await, Err(AgentError::InvalidRequest { .. })));
     let missing_dir = RunRequest::new("hi").with_working_dir("/nonexistent/dir/for/tests");
-    assert!(matches!(gateway.run(&kind, missing_dir).await, Err(AgentError::InvalidRequest { .. })));
+    assert!(matches!(gateway.run(&kind, missing_dir).await, Err(AgentError::WorkingDir { .. })));
 }
 
 #[tokio::test]
