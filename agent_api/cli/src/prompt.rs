@@ -159,6 +159,40 @@ mod tests {
         assert!(!prompt.chars().any(|c| c != '\n' && display::is_unsafe(c)), "{prompt:?}");
     }
 
+    /// Whatever the agent printed before and put in the request, the emulated screen ends with the
+    /// prompt built from the fields, unchanged.
+    #[test]
+    fn no_agent_string_changes_what_the_prompt_displays() {
+        let payloads = [
+            "ls\r\x1b[2KAllow Bash: ls -la",
+            "\x1b[1A\x1b[2K\x1b[1A\x1b[2K  tool:    Read",
+            "\x1b]0;title\x07\x1b]52;c;ZWNobw==\x07\x1b]8;;http://x\x07link\x1b]8;;\x07",
+            "\x1b7\x1b[999;1HAllow Read? [y/N] \x1b8",
+            "\u{202e}N/y] ?hsaB wollA",
+            "\x1bc\x1b[?1049h\x1b[H\x1b[J",
+            "\u{9b}2J\u{9d}0;t\u{9c}\x08\x08\x08\x7f",
+            "a\nb\n\n\n\n\n\n\n\n",
+        ];
+        // A terminal's line discipline turns each `\n` into `\r\n` (ONLCR).
+        let onlcr = |s: &str| s.replace('\n', "\r\n");
+        for payload in payloads {
+            let mut parser = vt100::Parser::new(40, 300, 0);
+            parser.process(onlcr(&crate::render::sanitized_text_for_tests(payload)).as_bytes());
+            let p = request("Bash", json!({"tool_name": "Bash", "input": {"command": payload}, "decision_reason": payload}));
+            parser.process(onlcr(&permission_prompt(&p)).as_bytes());
+            let rows: Vec<String> = parser.screen().rows(0, 300).map(|r| r.trim_end().to_string()).collect();
+            let shown: Vec<&String> = rows.iter().filter(|r| !r.is_empty()).collect();
+            let expected_command = format!("  command: {}", display::line(payload, COMMAND_MAX));
+            let n = shown.len();
+            assert!(n >= 4, "{payload:?}: {rows:?}");
+            assert_eq!(shown[n - 1], "Allow Bash? [y/N]", "{payload:?}");
+            assert_eq!(shown[n - 2], &format!("  reason:  {}", display::line(payload, FIELD_MAX)), "{payload:?}");
+            assert_eq!(shown[n - 3], &expected_command, "{payload:?}");
+            assert_eq!(shown[n - 4], "  tool:    Bash", "{payload:?}");
+            assert_eq!(parser.screen().cursor_position().1, 18, "the answer is typed right after the question: {payload:?}");
+        }
+    }
+
     #[test]
     fn codex_command_approval_shows_command_cwd_and_reason() {
         let p = request(

@@ -178,6 +178,12 @@ pub fn usage_line(usage: &Usage) -> String {
     line
 }
 
+/// What [`Pretty::wrapper`] prints for assistant text, for the prompt's terminal test.
+#[cfg(test)]
+pub fn sanitized_text_for_tests(text: &str) -> String {
+    display::text(text).into_owned()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
