@@ -81,6 +81,15 @@ pub fn permission_prompt(p: &PermissionEventData) -> String {
     text
 }
 
+/// One line naming the request: `Bash: rm -rf build`.
+pub fn permission_summary(p: &PermissionEventData) -> String {
+    let view = permission_view(p);
+    match view.command {
+        Some(command) => format!("{}: {command}", view.tool),
+        None => view.tool,
+    }
+}
+
 /// The prompt text for a question, its options numbered.
 pub fn question_prompt(q: &QuestionEventData) -> String {
     let mut text = format!("\n── question ──\n{}\n", display::line(&q.prompt, COMMAND_MAX));

@@ -17,7 +17,7 @@ use futures::StreamExt;
 
 use crate::agents::{default_kind, gateway, parse_kind};
 use crate::output::{finish, Stdout};
-use crate::prompt::{permission_prompt, question_prompt, Stdin};
+use crate::prompt::{permission_prompt, permission_summary, question_prompt, Stdin};
 use crate::render::{usage_line, Pretty};
 use crate::signals::Stop;
 use crate::{Approve, Format, View};
@@ -185,7 +185,7 @@ impl Session<'_> {
                         None => PermissionDecision::Deny { message: Some("the run was cancelled".into()) },
                     },
                     None => {
-                        eprintln!("agent-api: no terminal to ask; denying {}", display::line(&p.action, 300));
+                        eprintln!("agent-api: no terminal to ask; denying {}", permission_summary(p));
                         PermissionDecision::Deny { message: Some("no terminal to ask".into()) }
                     }
                 };

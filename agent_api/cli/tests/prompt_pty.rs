@@ -22,9 +22,38 @@ struct Terminal {
     child: Child,
 }
 
-/// Starts `agent-api run` on a new pty, as the session leader with the pty as its controlling
-/// terminal (so Ctrl-C there is a SIGINT to it, as in a shell).
+/// A fake `codex app-server` asking to run a command, with its cwd and reason; it writes the
+/// answer it gets to `answer`, then finishes the turn.
+fn fake_codex(dir: &Path, answer: &Path) -> PathBuf {
+    let script = dir.join("codex");
+    let body = format!(
+        r#"#!/bin/bash
+read -r _; echo '{{"id":1,"result":{{"userAgent":"fake/0.169.0"}}}}'
+read -r _
+read -r _; echo '{{"id":2,"result":{{"thread":{{"id":"thr_f","cliVersion":"0.169.0"}},"model":"gpt-5.5"}}}}'
+read -r _; echo '{{"id":3,"result":{{"turn":{{"id":"turn_f","items":[],"status":"inProgress"}}}}}}'
+echo '{{"method":"turn/started","params":{{"threadId":"thr_f","turn":{{"id":"turn_f","items":[],"status":"inProgress"}}}}}}'
+echo '{{"id":0,"method":"item/commandExecution/requestApproval","params":{{"threadId":"thr_f","turnId":"turn_f","itemId":"call_1","startedAtMs":1,"command":"rm -rf build","cwd":"/work/repo","reason":"clean the build output"}}}}'
+read -r line; printf '%s
+' "$line" > '{}'
+echo '{{"method":"turn/completed","params":{{"threadId":"thr_f","turn":{{"id":"turn_f","items":[],"status":"completed","error":null}}}}}}'
+while read -r _; do :; done
+"#,
+        answer.display()
+    );
+    std::fs::write(&script, body).unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    script
+}
+
+/// Starts `agent-api run` for the fake `claude` on a new pty.
 fn start(answer_file: &Path) -> Terminal {
+    start_agent("claude_code", &[("AGENT_API_CLAUDE_CODE_BIN", fake_claude()), ("FAKE_CLAUDE_ANSWER_FILE", answer_file.into())])
+}
+
+/// Starts `agent-api run --agent KIND` on a new pty, as the session leader with the pty as its
+/// controlling terminal (so Ctrl-C there is a SIGINT to it, as in a shell).
+fn start_agent(kind: &str, env: &[(&str, PathBuf)]) -> Terminal {
     let (mut master, mut slave) = (0, 0);
     let size = libc::winsize { ws_row: ROWS, ws_col: COLS, ws_xpixel: 0, ws_ypixel: 0 };
     // SAFETY: openpty fills two descriptors; the name buffer and termios are not used.
@@ -33,12 +62,11 @@ fn start(answer_file: &Path) -> Terminal {
     let (master, slave) = unsafe { (std::fs::File::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
     let mut command = Command::new(env!("CARGO_BIN_EXE_agent-api"));
     command
-        .args(["run", "--agent", "claude_code", "hi"])
+        .args(["run", "--agent", kind, "hi"])
         .env("AGENT_API_CLI_DIR", "/nonexistent/agent_api_cli_cache")
         .env("PATH", "/usr/bin:/bin")
-        .env("AGENT_API_CLAUDE_CODE_BIN", fake_claude())
         .env("FAKE_CLAUDE_MODE", "hostile_permission")
-        .env("FAKE_CLAUDE_ANSWER_FILE", answer_file)
+        .envs(env.iter().map(|(k, v)| (*k, v)))
         .stdin(Stdio::from(slave.try_clone().unwrap()))
         .stdout(Stdio::from(slave.try_clone().unwrap()))
         .stderr(Stdio::from(slave));
@@ -137,4 +165,20 @@ fn ctrl_c_at_the_prompt_cancels_at_once() {
     assert!(pressed.elapsed() < Duration::from_secs(8), "{:?}", pressed.elapsed());
     let rows = terminal.rows();
     assert!(rows.iter().any(|r| r.contains("cancelling")), "{}", rows.join("\n"));
+}
+
+#[test]
+fn a_codex_command_approval_shows_the_command_cwd_and_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let answer = dir.path().join("answer");
+    let mut terminal = start_agent("codex", &[("AGENT_API_CODEX_BIN", fake_codex(dir.path(), &answer))]);
+    let rows = terminal.wait_for("[y/N]");
+    for expected in
+        ["  tool:    command_execution", "  command: rm -rf build", "  cwd:     /work/repo", "  reason:  clean the build output"]
+    {
+        assert!(rows.iter().any(|r| r == expected), "`{expected}` missing:\n{}", rows.join("\n"));
+    }
+    terminal.master.write_all(b"y\r").unwrap();
+    assert!(terminal.wait_exit(Duration::from_secs(20)).success(), "{}", terminal.rows().join("\n"));
+    assert!(std::fs::read_to_string(&answer).unwrap().contains("accept"), "{}", std::fs::read_to_string(&answer).unwrap());
 }

@@ -53,3 +53,13 @@ fn env_names_never_show_values() {
     let shown = format!("{:?}", EnvNames(&env));
     assert_eq!(shown, "{\"ANTHROPIC_API_KEY\": [redacted]}");
 }
+
+#[test]
+fn debug_of_requests_and_command_specs_never_prints_env_values() {
+    let request = crate::RunRequest::new("hi").with_env("ANTHROPIC_API_KEY", "sk-ant-live-999");
+    let spec = crate::kit::CommandSpec::new("claude").env("OPENAI_API_KEY", "plain-value-888");
+    for shown in [format!("{request:?}"), format!("{spec:?}"), format!("{request:#?}")] {
+        assert!(!shown.contains("sk-ant-live-999") && !shown.contains("plain-value-888"), "{shown}");
+        assert!(shown.contains("_API_KEY"), "the names stay: {shown}");
+    }
+}
