@@ -3,7 +3,7 @@
 //! An agent prints what a model tells it, and a model can be steered by any file it reads. Printed
 //! raw, its strings could drive the terminal: CSI sequences clear the screen or move the cursor,
 //! OSC sets the title, writes the clipboard (OSC 52) or plants links (OSC 8), `\r` rewrites the
-//! current line, and bidi overrides (U+202E) reorder what is shown. [`text`] and [`line`] show
+//! current line, and bidi overrides (U+202E) reorder what is shown. [`text()`] and [`line()`] show
 //! every such character as a visible escape instead (`\e[2J` stays readable, and inert), so the
 //! terminal only ever receives printable characters, newlines and tabs.
 //!
@@ -24,7 +24,7 @@ use std::io;
 
 use serde::Serialize;
 
-/// Marks where [`line`] cut a string.
+/// Marks where [`line()`] cut a string.
 pub const CUT_MARK: &str = "…";
 
 /// Whether `c` changes how a terminal shows text rather than being shown: C0 and C1 controls, DEL,

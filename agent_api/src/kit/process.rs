@@ -102,7 +102,7 @@ pub struct ProcessGroupChild {
     /// The process group id (the child's pid).
     pub pgid: i32,
     /// The run's marker, the value of [`RUN_MARKER_VAR`] in the agent's environment.
-    marker: String,
+    marker: u64,
 }
 
 impl ProcessGroupChild {
@@ -114,12 +114,12 @@ impl ProcessGroupChild {
     /// SIGKILLs the group and every descendant of the agent, in its group or not, and reaps the
     /// orphans among them.
     pub fn kill_all(&self) {
-        kill_tree(self.pgid, &self.marker);
+        kill_tree(self.pgid, self.marker);
     }
 
     /// The pids of the agent's descendants still present (see [`descendants`]).
     pub fn descendants(&self) -> Vec<i32> {
-        descendants(self.pgid, &self.marker)
+        descendants(self.pgid, self.marker)
     }
 }
 
@@ -180,7 +180,7 @@ pub fn spawn(spec: &CommandSpec) -> Result<ProcessGroupChild, AgentError> {
         .stdin(if spec.stdin { Stdio::piped() } else { Stdio::null() })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .env(RUN_MARKER_VAR, &marker)
+        .env(RUN_MARKER_VAR, super::reap::marker_value(marker))
         .process_group(0)
         .kill_on_drop(true);
     for key in &spec.env_remove {

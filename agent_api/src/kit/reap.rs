@@ -17,9 +17,14 @@
 /// Environment variable set in every agent's environment to the run's unique marker.
 pub const RUN_MARKER_VAR: &str = "AGENT_API_RUN";
 
-/// A fresh marker for one run.
-pub fn new_marker() -> String {
-    uuid::Uuid::new_v4().simple().to_string()
+/// A fresh marker for one run (random; kept as a number, shown as 16 hex digits).
+pub fn new_marker() -> u64 {
+    uuid::Uuid::new_v4().as_u64_pair().0
+}
+
+/// The value of [`RUN_MARKER_VAR`] for `marker`.
+pub fn marker_value(marker: u64) -> String {
+    format!("{marker:016x}")
 }
 
 /// Makes this process a child subreaper, once; afterwards orphaned descendants of the agents it
@@ -40,7 +45,7 @@ pub fn become_subreaper() {
 /// Kills with SIGKILL the process group `root` leads, every descendant of `root`, and every
 /// process whose environment holds `RUN_MARKER_VAR=marker`; then reaps those of them that are
 /// this process's children (reparented orphans), never `root` itself (its owner reaps it).
-pub fn kill_tree(root: i32, marker: &str) {
+pub fn kill_tree(root: i32, marker: u64) {
     super::process::signal_group(root, libc::SIGKILL);
     #[cfg(target_os = "linux")]
     linux::kill_descendants(root, marker);
@@ -50,7 +55,7 @@ pub fn kill_tree(root: i32, marker: &str) {
 
 /// The pids of the processes `root` started (directly or not) or that carry `marker`, alive or
 /// not yet reaped. Always empty off Linux.
-pub fn descendants(root: i32, marker: &str) -> Vec<i32> {
+pub fn descendants(root: i32, marker: u64) -> Vec<i32> {
     #[cfg(target_os = "linux")]
     return linux::descendants(root, marker).into_iter().map(|p| p.pid).collect();
     #[cfg(not(target_os = "linux"))]
@@ -89,9 +94,9 @@ mod linux {
         std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|env| env.split(|b| *b == 0).any(|var| var == needle))
     }
 
-    pub(super) fn descendants(root: i32, marker: &str) -> Vec<Proc> {
+    pub(super) fn descendants(root: i32, marker: u64) -> Vec<Proc> {
         let me = std::process::id() as i32;
-        let needle = format!("{RUN_MARKER_VAR}={marker}").into_bytes();
+        let needle = format!("{RUN_MARKER_VAR}={}", super::marker_value(marker)).into_bytes();
         let all = processes();
         let mut found: BTreeSet<i32> =
             all.iter().filter(|p| p.pid != me && p.pid != root && carries(p.pid, &needle)).map(|p| p.pid).collect();
@@ -111,7 +116,7 @@ mod linux {
         all.into_iter().filter(|p| p.pid != root && found.contains(&p.pid)).collect()
     }
 
-    pub(super) fn kill_descendants(root: i32, marker: &str) {
+    pub(super) fn kill_descendants(root: i32, marker: u64) {
         let me = std::process::id() as i32;
         let mut ours = BTreeSet::new();
         // A process killed mid-fork can leave a child behind: look again until nothing is left.

@@ -48,6 +48,8 @@ fn main() {
                     Ok(())
                 });
             }
+            // Never waited for in `setsid-orphan`: leaving it behind is the point of that mode.
+            #[allow(clippy::zombie_processes)]
             let mut child = command.spawn().unwrap();
             writeln!(out, "{{\"type\":\"pid\",\"pid\":{}}}", child.id()).unwrap();
             out.flush().unwrap();
