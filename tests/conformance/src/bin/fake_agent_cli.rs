@@ -55,6 +55,9 @@ fn main() {
             out.flush().unwrap();
             if mode == "setsid-child" {
                 let _ = child.wait();
+            } else {
+                // Long enough for a test to see the grandchild in its own session before the run ends.
+                std::thread::sleep(std::time::Duration::from_millis(500));
             }
         }
         Some("ignore-term") => {
