@@ -240,12 +240,6 @@ impl Transcript {
         self.raw = raw;
     }
 
-    /// Takes the current native payload away (events emitted until the next [`Self::set_raw`]
-    /// carry none): for events a backend makes itself while handling an unrelated line.
-    pub fn take_raw(&mut self) -> Option<Value> {
-        self.raw.take()
-    }
-
     /// Whether `session.ended` was emitted.
     pub fn is_ended(&self) -> bool {
         self.ended
@@ -462,7 +456,11 @@ impl Transcript {
 
     /// The user's input as a synthetic user message, for agents that do not echo it.
     pub fn user_message(&mut self, text: &str) -> String {
-        self.message(NewItem::message(ItemRole::User).synthetic(), text)
+        // The SDK sent this message: whatever native line is being handled is not its source.
+        let raw = self.raw.take();
+        let id = self.message(NewItem::message(ItemRole::User).synthetic(), text);
+        self.raw = raw;
+        id
     }
 
     /// A status item from the agent (started and completed at once).

@@ -142,15 +142,9 @@ pub(crate) fn safe(text: &str, max: usize) -> String {
 impl ClaudeProtocol {
     /// Puts the user messages sent so far into the transcript.
     pub(crate) fn flush_user_messages(&mut self, ctx: &mut Ctx<'_>) {
-        if self.pending_user.is_empty() {
-            return;
-        }
-        // These messages come from what we sent, not from the line being handled: no raw.
-        let raw = ctx.transcript.take_raw();
         for text in std::mem::take(&mut self.pending_user) {
             ctx.transcript.user_message(&text);
         }
-        ctx.transcript.set_raw(raw);
     }
 }
 
