@@ -125,7 +125,7 @@ impl Stdin {
     }
 
     /// Shows `prompt` on stderr and waits for a line; `None` at end of input or when `cancel`
-    /// fires first (a signal), at once.
+    /// fires first (a signal), at once (`cancel` then says which).
     pub async fn ask(&self, prompt: &str, cancel: &CancellationToken) -> Option<String> {
         let mut err = std::io::stderr().lock();
         let _ = err.write_all(prompt.as_bytes());

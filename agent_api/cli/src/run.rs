@@ -182,7 +182,10 @@ impl Session<'_> {
                     Some(stdin) => match stdin.ask(&permission_prompt(p), &self.stop.cancel).await {
                         Some(answer) if answer.trim().eq_ignore_ascii_case("y") => PermissionDecision::Allow,
                         Some(_) => PermissionDecision::Deny { message: Some("denied at the terminal".into()) },
-                        None => PermissionDecision::Deny { message: Some("the run was cancelled".into()) },
+                        None if self.stop.cancel.is_cancelled() => {
+                            PermissionDecision::Deny { message: Some("the run was cancelled".into()) }
+                        }
+                        None => PermissionDecision::Deny { message: Some("no answer at the terminal".into()) },
                     },
                     None => {
                         eprintln!("agent-api: no terminal to ask; denying {}", permission_summary(p));

@@ -10,9 +10,9 @@
 //! - every agent is started with [`RUN_MARKER_VAR`] set to a value unique to the run, which its
 //!   descendants inherit.
 //!
-//! [`kill_tree`] then kills the agent's group, every process whose parent chain leads to the agent,
-//! and every process carrying the run's marker, until none is left, and reaps those that were
-//! reparented to the SDK. Elsewhere than Linux only the group is killed.
+//! [`kill_tree`] then kills the agent's group, every process carrying the run's marker and every
+//! descendant of those, until none is left, and reaps those that were reparented to the SDK.
+//! Elsewhere than Linux only the group is killed.
 
 /// Environment variable set in every agent's environment to the run's unique marker.
 pub const RUN_MARKER_VAR: &str = "AGENT_API_RUN";
@@ -42,9 +42,10 @@ pub fn become_subreaper() {
     }
 }
 
-/// Kills with SIGKILL the process group `root` leads, every descendant of `root`, and every
-/// process whose environment holds `RUN_MARKER_VAR=marker`; then reaps those of them that are
-/// this process's children (reparented orphans), never `root` itself (its owner reaps it).
+/// Kills with SIGKILL the process group `root` leads, every process whose environment holds
+/// `RUN_MARKER_VAR=marker` (the agent and what it started) and their descendants; then reaps those
+/// of them that are this process's children (reparented orphans), never `root` itself (its owner
+/// reaps it).
 pub fn kill_tree(root: i32, marker: u64) {
     super::process::signal_group(root, libc::SIGKILL);
     #[cfg(target_os = "linux")]
@@ -53,8 +54,8 @@ pub fn kill_tree(root: i32, marker: u64) {
     let _ = marker;
 }
 
-/// The pids of the processes `root` started (directly or not) or that carry `marker`, alive or
-/// not yet reaped. Always empty off Linux.
+/// The pids of the processes that carry `marker` and of their descendants, alive or not yet
+/// reaped, except `root` itself. Always empty off Linux.
 pub fn descendants(root: i32, marker: u64) -> Vec<i32> {
     #[cfg(target_os = "linux")]
     return linux::descendants(root, marker).into_iter().map(|p| p.pid).collect();
@@ -98,10 +99,11 @@ mod linux {
         let me = std::process::id() as i32;
         let needle = format!("{RUN_MARKER_VAR}={}", super::marker_value(marker)).into_bytes();
         let all = processes();
-        let mut found: BTreeSet<i32> =
-            all.iter().filter(|p| p.pid != me && p.pid != root && carries(p.pid, &needle)).map(|p| p.pid).collect();
-        found.insert(root);
-        // Close over parent links: children of anything found are found too.
+        // The agent itself counts only while it carries the marker: once reaped, its pid may
+        // already belong to an unrelated process whose children must not be touched.
+        let mut found: BTreeSet<i32> = all.iter().filter(|p| p.pid != me && carries(p.pid, &needle)).map(|p| p.pid).collect();
+        // Close over parent links: children of anything found are found too (a child that
+        // cleared its environment is still found through its parent).
         loop {
             let before = found.len();
             for p in &all {
