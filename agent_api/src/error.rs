@@ -71,6 +71,14 @@ pub enum AgentError {
         /// The operating system's error.
         source: std::io::Error,
     },
+    /// The agent's working directory does not exist, is not a directory, or cannot be entered.
+    #[error("cannot use `{path}` as the agent's working directory: {source}")]
+    WorkingDir {
+        /// The directory asked for.
+        path: PathBuf,
+        /// Why it cannot be used.
+        source: std::io::Error,
+    },
     /// Reading from or writing to the agent failed.
     #[error("I/O error talking to the agent: {0}")]
     Io(#[from] std::io::Error),
@@ -202,6 +210,7 @@ impl AgentError {
             AgentError::InvalidRequest { .. } => "invalid_request",
             AgentError::BinaryNotFound { .. } => "binary_not_found",
             AgentError::Spawn { .. } => "spawn",
+            AgentError::WorkingDir { .. } => "working_dir",
             AgentError::Io(_) => "io",
             AgentError::Cancelled => "cancelled",
             AgentError::Timeout { .. } => "timeout",
