@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use agent_api::{AgentKind, AgentWrapperEventKind, Gateway, PermissionPolicy, RunRequest};
+use agent_api::{AgentKind, Gateway, PermissionPolicy, RunRequest};
 use futures::StreamExt;
 
 #[tokio::main]
@@ -17,17 +17,13 @@ async fn main() -> Result<(), agent_api::AgentError> {
     let handle = gateway.run(&AgentKind::from_static("scripted"), request).await?;
     let (mut events, completion) = handle.into_wrapper();
     while let Some(event) = events.next().await {
-        match event.kind {
-            AgentWrapperEventKind::TextOutput if event.channel.as_deref() == Some("assistant") => {
-                print!("{}", event.text.unwrap_or_default());
-            }
-            AgentWrapperEventKind::ToolCall | AgentWrapperEventKind::ToolResult => {
-                println!("\n[{:?}] {}", event.kind, event.data.map(|d| d["tool"]["phase"].to_string()).unwrap_or_default());
-            }
-            _ => {}
+        if let Some(text) = event.assistant_text() {
+            print!("{text}");
+        } else if let Some(tool) = event.tools_facet() {
+            println!("\n[tool {} {}]", tool.tool_name.as_deref().unwrap_or(&tool.kind), tool.status);
         }
     }
     let done = completion.await?;
-    println!("\nfinal text: {:?}", done.final_text);
+    println!("\nfinal text: {}", done.final_text.unwrap_or_default());
     Ok(())
 }

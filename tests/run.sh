@@ -18,3 +18,10 @@ fi
 
 cargo test --workspace --all-targets --no-fail-fast
 cargo test --workspace --doc --no-fail-fast
+
+# Every example runs to completion offline; a hang fails here instead of blocking CI.
+for example in $(sed -n 's/^name = "\(.*\)"$/\1/p' examples/Cargo.toml | grep -v '^agent_api_examples$'); do
+    echo "tests/run.sh: example $example" >&2
+    timeout 120 cargo run -q -p agent_api_examples --example "$example" > /dev/null
+done
+echo "tests/run.sh: every example finished" >&2

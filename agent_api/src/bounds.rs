@@ -108,8 +108,14 @@ pub fn enforce(event: AgentWrapperEvent) -> Vec<AgentWrapperEvent> {
 
 /// [`enforce`], appending the bounded event(s) to `out` (no allocation for the common case of one).
 pub fn enforce_into(mut event: AgentWrapperEvent, out: &mut impl Extend<AgentWrapperEvent>) {
-    if event.channel.as_ref().is_some_and(|c| c.len() > CHANNEL_BOUND) {
+    if event.channel.as_ref().is_some_and(|c| c.as_str().len() > CHANNEL_BOUND) {
         event.channel = None;
+    }
+    if let Some(m) = &event.message {
+        // No secret reaches a wrapper event, whichever backend built the message.
+        if let std::borrow::Cow::Owned(masked) = crate::secrets::redact(m) {
+            event.message = Some(masked);
+        }
     }
     if let Some(m) = &event.message {
         if m.len() > MESSAGE_BOUND {
@@ -141,7 +147,7 @@ pub fn enforce_into(mut event: AgentWrapperEvent, out: &mut impl Extend<AgentWra
 
 /// Whether an event satisfies every bound (what [`enforce`] guarantees).
 pub fn within_bounds(event: &AgentWrapperEvent) -> bool {
-    event.channel.as_ref().is_none_or(|c| c.len() <= CHANNEL_BOUND)
+    event.channel.as_ref().is_none_or(|c| c.as_str().len() <= CHANNEL_BOUND)
         && event.text.as_ref().is_none_or(|t| t.len() <= TEXT_BOUND)
         && event.message.as_ref().is_none_or(|m| m.len() <= MESSAGE_BOUND)
         && event.data.as_ref().is_none_or(|d| serialized_json_bytes(d) <= DATA_BOUND)

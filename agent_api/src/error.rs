@@ -71,6 +71,14 @@ pub enum AgentError {
         /// The operating system's error.
         source: std::io::Error,
     },
+    /// The agent's working directory does not exist, is not a directory, or cannot be entered.
+    #[error("cannot use `{path}` as the agent's working directory: {source}")]
+    WorkingDir {
+        /// The directory asked for.
+        path: PathBuf,
+        /// Why it cannot be used.
+        source: std::io::Error,
+    },
     /// Reading from or writing to the agent failed.
     #[error("I/O error talking to the agent: {0}")]
     Io(#[from] std::io::Error),
@@ -143,6 +151,13 @@ pub enum AgentError {
         /// The id given.
         id: String,
     },
+    /// The permission request or question with this id was already resolved (answered, decided
+    /// by the policy, withdrawn by the agent or closed by a cancel).
+    #[error("the request with id `{id}` was already resolved")]
+    AlreadyResolved {
+        /// The id given.
+        id: String,
+    },
     /// The run has already finished, so the control command had no effect.
     #[error("the run has already finished")]
     RunFinished,
@@ -166,6 +181,18 @@ pub enum AgentError {
         /// What went wrong, without quoting the response body.
         reason: String,
     },
+    /// The session to resume or fork does not exist (as far as the agent can tell).
+    #[error("no session `{id}` to continue")]
+    SessionNotFound {
+        /// The native session id asked for.
+        id: String,
+    },
+    /// A turn was sent while the session's previous turn is still in progress.
+    #[error("the session's previous turn is still in progress")]
+    TurnInProgress,
+    /// The session has ended (closed, or its agent process is gone); it takes no more turns.
+    #[error("the session is closed")]
+    SessionClosed,
     /// A recorded session could not be read.
     #[error("cannot replay: {reason}")]
     Replay {
@@ -195,6 +222,7 @@ impl AgentError {
             AgentError::InvalidRequest { .. } => "invalid_request",
             AgentError::BinaryNotFound { .. } => "binary_not_found",
             AgentError::Spawn { .. } => "spawn",
+            AgentError::WorkingDir { .. } => "working_dir",
             AgentError::Io(_) => "io",
             AgentError::Cancelled => "cancelled",
             AgentError::Timeout { .. } => "timeout",
@@ -207,10 +235,14 @@ impl AgentError {
             AgentError::PermissionModeRefused { .. } => "permission_mode_refused",
             AgentError::UnknownPermission { .. } => "unknown_permission",
             AgentError::UnknownQuestion { .. } => "unknown_question",
+            AgentError::AlreadyResolved { .. } => "already_resolved",
             AgentError::RunFinished => "run_finished",
             AgentError::InputBlocked { .. } => "input_blocked",
             AgentError::OutputClosed { .. } => "output_closed",
             AgentError::Http { .. } => "http",
+            AgentError::SessionNotFound { .. } => "session_not_found",
+            AgentError::TurnInProgress => "turn_in_progress",
+            AgentError::SessionClosed => "session_closed",
             AgentError::Replay { .. } => "replay",
         }
     }

@@ -7,6 +7,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::kind::AgentKind;
+use crate::tools_facet::{ToolsFacet, TOOLS_FACET_SCHEMA};
+use crate::universal::{DecidedBy, PermissionStatus, QuestionStatus};
+
+mod channel;
+
+pub use channel::Channel;
 
 /// What an [`AgentWrapperEvent`] reports. Serialized in snake_case (`text_output`, `tool_call`, …).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -46,9 +52,9 @@ pub struct AgentWrapperEvent {
     pub agent_kind: AgentKind,
     /// What the event reports.
     pub kind: AgentWrapperEventKind,
-    /// Best-effort grouping, at most 128 bytes.
+    /// Which stream the event belongs to; a name over 128 bytes is dropped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub channel: Option<String>,
+    pub channel: Option<Channel>,
     /// Text for `TextOutput`, at most 65,536 bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
@@ -67,7 +73,7 @@ impl AgentWrapperEvent {
     }
 
     /// Sets `channel`.
-    pub fn with_channel(mut self, channel: impl Into<String>) -> Self {
+    pub fn with_channel(mut self, channel: impl Into<Channel>) -> Self {
         self.channel = Some(channel.into());
         self
     }
@@ -89,4 +95,100 @@ impl AgentWrapperEvent {
         self.data = Some(data);
         self
     }
+
+    /// Whether the event is on `channel`.
+    pub fn is_on(&self, channel: &Channel) -> bool {
+        self.channel.as_ref() == Some(channel)
+    }
+
+    /// The text of a `TextOutput` event on `channel`.
+    pub fn text_on(&self, channel: &Channel) -> Option<&str> {
+        (self.kind == AgentWrapperEventKind::TextOutput && self.is_on(channel)).then_some(self.text.as_deref()).flatten()
+    }
+
+    /// The agent's answer text carried by this event, if it carries some.
+    ///
+    /// ```
+    /// use agent_api::{AgentKind, AgentWrapperEvent, AgentWrapperEventKind, Channel};
+    /// let ev = AgentWrapperEvent::new(AgentKind::from_static("scripted"), AgentWrapperEventKind::TextOutput)
+    ///     .with_channel(Channel::Assistant)
+    ///     .with_text("hi");
+    /// assert_eq!(ev.assistant_text(), Some("hi"));
+    /// ```
+    pub fn assistant_text(&self) -> Option<&str> {
+        self.text_on(&Channel::Assistant)
+    }
+
+    /// The tools facet of a `ToolCall` or `ToolResult` event, when the backend attaches it
+    /// (`agent_api.tools.structured.v1`).
+    pub fn tools_facet(&self) -> Option<ToolsFacet> {
+        if !matches!(self.kind, AgentWrapperEventKind::ToolCall | AgentWrapperEventKind::ToolResult) {
+            return None;
+        }
+        let data = self.data.as_ref()?;
+        if data.get("schema")?.as_str()? != TOOLS_FACET_SCHEMA {
+            return None;
+        }
+        serde_json::from_value(data.get("tool")?.clone()).ok()
+    }
+
+    /// The permission request behind an event on the `permission` channel.
+    pub fn permission(&self) -> Option<PermissionFacet> {
+        self.data_field(&Channel::Permission, "permission")
+    }
+
+    /// The question behind an event on the `question` channel.
+    pub fn question(&self) -> Option<QuestionFacet> {
+        self.data_field(&Channel::Question, "question")
+    }
+
+    /// The typed error code of an `Error` event (an [`AgentError::code`](crate::AgentError::code)),
+    /// or of a non-terminal error reported as status.
+    pub fn error_code(&self) -> Option<&str> {
+        if !self.is_on(&Channel::Error) {
+            return None;
+        }
+        self.data.as_ref()?.get("code")?.as_str()
+    }
+
+    fn data_field<T: serde::de::DeserializeOwned>(&self, channel: &Channel, key: &str) -> Option<T> {
+        if !self.is_on(channel) {
+            return None;
+        }
+        serde_json::from_value(self.data.as_ref()?.get(key)?.clone()).ok()
+    }
+}
+
+/// What a wrapper event on the `permission` channel says about its request (`data.permission`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct PermissionFacet {
+    /// The id to answer with [`RunControl::respond_permission`](crate::RunControl::respond_permission).
+    pub id: String,
+    /// What the agent wants to do: the tool and a safe summary.
+    pub action: String,
+    /// Where the request stands.
+    pub status: PermissionStatus,
+    /// Who decided it, once it is resolved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decided_by: Option<DecidedBy>,
+}
+
+/// What a wrapper event on the `question` channel says about its question (`data.question`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct QuestionFacet {
+    /// The id to answer with [`RunControl::answer_question`](crate::RunControl::answer_question).
+    pub id: String,
+    /// The question.
+    pub prompt: String,
+    /// The offered answers (empty for a free-form question).
+    pub options: Vec<String>,
+    /// Where the question stands.
+    pub status: QuestionStatus,
+    /// The answer, once there is one.
+    pub response: Option<String>,
+    /// Who resolved it, once it is resolved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decided_by: Option<DecidedBy>,
 }

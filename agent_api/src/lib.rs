@@ -29,26 +29,33 @@
 pub mod backend;
 pub mod bounds;
 pub mod capability;
+pub mod detect;
+pub mod display;
 pub mod error;
 pub mod event;
 pub mod gateway;
 pub mod kind;
 pub mod kit;
+pub mod options;
 pub mod projection;
 pub mod request;
 pub mod run;
+pub mod secrets;
 pub mod tools_facet;
 pub mod universal;
 
+#[doc(inline)]
 pub use agent_api_capabilities as capabilities;
 pub use backend::{validate_request, AgentBackend};
 pub use capability::CapabilitySet;
 pub use error::AgentError;
-pub use event::{AgentWrapperEvent, AgentWrapperEventKind};
+pub use event::{AgentWrapperEvent, AgentWrapperEventKind, Channel, PermissionFacet, QuestionFacet};
 pub use gateway::Gateway;
 pub use kind::AgentKind;
+pub use options::BackendOptions;
 pub use request::{PermissionPolicy, PermissionRule, Prompt, RunRequest, SessionSelector, ToolCategory};
 pub use run::{
     Completion, ControlCommand, PermissionDecision, QuestionAnswer, RunCompletion, RunControl, RunHandle, UniversalEvents, Usage,
     WrapperEvents,
 };
+pub use tokio_util::sync::CancellationToken;

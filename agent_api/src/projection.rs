@@ -3,13 +3,18 @@
 //! It keeps a little state per open item (what kind it is, whose text it streams) so that a
 //! delta becomes the right wrapper event. It never copies `raw`, tool inputs, outputs or diffs
 //! into a wrapper event, and every event it returns has passed [`crate::bounds::enforce`].
+//!
+//! Assistant answer text is held per message and goes out as `text_output` when the message
+//! completes: a message that fails (its stream was cut and the agent started over, or the run
+//! ended under it) is not an answer, so its text never reaches the wrapper view. Reasoning, user
+//! and system text stream as their deltas arrive.
 
 use std::collections::HashMap;
 
 use serde_json::json;
 
 use crate::bounds;
-use crate::event::{AgentWrapperEvent, AgentWrapperEventKind as Kind};
+use crate::event::{AgentWrapperEvent, AgentWrapperEventKind as Kind, Channel, PermissionFacet, QuestionFacet};
 use crate::kind::AgentKind;
 use crate::tools_facet::{ToolBytes, ToolPhase, ToolStatus, ToolsFacet};
 use crate::universal::{ContentPart, ItemKind, ItemRole, ItemStatus, UniversalEvent, UniversalEventBody as Body, UniversalItem};
@@ -19,12 +24,14 @@ pub struct Projector {
     agent_kind: AgentKind,
     tools_structured: bool,
     items: HashMap<String, Tracked>,
+    /// Answer text streamed so far, per open assistant message.
+    held: HashMap<String, String>,
 }
 
 /// What the projector keeps of an open item: a message only needs its channel; a tool item is
 /// kept whole, for the tools facet of its deltas.
 enum Tracked {
-    Message(&'static str),
+    Message(Channel),
     Tool(Box<UniversalItem>),
     Other,
 }
@@ -33,10 +40,10 @@ impl Tracked {
     fn of(item: &UniversalItem) -> Self {
         match item.kind {
             ItemKind::Message => Tracked::Message(match item.role {
-                Some(ItemRole::User) => "user",
-                Some(ItemRole::System) => "system",
-                _ if item.is_reasoning() => "reasoning",
-                _ => "assistant",
+                Some(ItemRole::User) => Channel::User,
+                Some(ItemRole::System) => Channel::System,
+                _ if item.is_reasoning() => Channel::Reasoning,
+                _ => Channel::Assistant,
             }),
             ItemKind::ToolCall | ItemKind::ToolResult => Tracked::Tool(Box::new(item.clone())),
             _ => Tracked::Other,
@@ -44,10 +51,13 @@ impl Tracked {
     }
 }
 
+/// Most answer bytes held per message (the transcript keeps no more of an item's text either).
+const HELD_TEXT_LIMIT: usize = 8 * 1024 * 1024;
+
 impl Projector {
     /// A projector for a backend; `tools_structured` attaches the tools facet to tool events.
     pub fn new(agent_kind: AgentKind, tools_structured: bool) -> Self {
-        Self { agent_kind, tools_structured, items: HashMap::new() }
+        Self { agent_kind, tools_structured, items: HashMap::new(), held: HashMap::new() }
     }
 
     /// The wrapper events for one universal event, bounded, in order (often none or one).
@@ -68,14 +78,14 @@ impl Projector {
         match &event.body {
             Body::SessionStarted(_) => {
                 let data = json!({ "session_id": event.session_id, "native_session_id": event.native_session_id });
-                Some(self.status("status", "session started").with_data(data))
+                Some(self.status(Channel::Status, "session started").with_data(data))
             }
             Body::SessionEnded(end) => {
                 let reason = serde_json::to_value(end.reason).unwrap_or_default();
                 let by = serde_json::to_value(end.terminated_by).unwrap_or_default();
                 let message = format!("session ended: {}", reason.as_str().unwrap_or("unknown"));
                 let data = json!({ "reason": reason, "terminated_by": by, "exit_code": end.exit_code, "native_session_id": event.native_session_id });
-                Some(self.status("status", message).with_data(data))
+                Some(self.status(Channel::Status, message).with_data(data))
             }
             Body::ItemStarted(data) => {
                 self.items.insert(data.item.item_id.clone(), Tracked::of(&data.item));
@@ -87,37 +97,46 @@ impl Projector {
                 self.completed(&data.item, event)
             }
             Body::Error(err) if err.is_terminal() => {
-                let ev = self.event(Kind::Error).with_channel("error").with_message(err.message.clone());
+                let ev = self.event(Kind::Error).with_channel(Channel::Error).with_message(err.message.clone());
                 Some(match &err.code {
                     Some(code) => ev.with_data(json!({ "code": code })),
                     None => ev,
                 })
             }
             Body::Error(err) => {
-                let ev = self.status("error", err.message.clone());
+                let ev = self.status(Channel::Error, err.message.clone());
                 Some(match &err.code {
                     Some(code) => ev.with_data(json!({ "code": code })),
                     None => ev,
                 })
             }
             Body::PermissionRequested(p) | Body::PermissionResolved(p) => {
+                let facet =
+                    PermissionFacet { id: p.permission_id.clone(), action: p.action.clone(), status: p.status, decided_by: p.decided_by };
                 let status = serde_json::to_value(p.status).unwrap_or_default();
                 let message = format!("permission {}: {}", status.as_str().unwrap_or("unknown"), p.action);
-                let data = json!({ "permission": { "id": p.permission_id, "action": p.action, "status": status } });
-                Some(self.status("permission", message).with_data(data))
+                Some(self.status(Channel::Permission, message).with_data(json!({ "permission": facet })))
             }
             Body::QuestionRequested(q) | Body::QuestionResolved(q) => {
-                let status = serde_json::to_value(q.status).unwrap_or_default();
-                let data = json!({ "question": { "id": q.question_id, "prompt": q.prompt, "options": q.options, "status": status, "response": q.response } });
+                let facet = QuestionFacet {
+                    id: q.question_id.clone(),
+                    prompt: q.prompt.clone(),
+                    options: q.options.clone(),
+                    status: q.status,
+                    response: q.response.clone(),
+                    decided_by: q.decided_by,
+                };
+                let data = json!({ "question": facet });
                 let message = match (&event.body, &q.response) {
                     (Body::QuestionRequested(_), _) => format!("question: {}", q.prompt),
                     (_, Some(response)) => format!("question answered: {response}"),
                     (_, None) => "question rejected".to_string(),
                 };
-                Some(self.status("question", message).with_data(data))
+                Some(self.status(Channel::Question, message).with_data(data))
             }
             Body::AgentUnparsed(u) => {
-                let ev = self.event(Kind::Unknown).with_channel("status").with_message(format!("unparsed native payload: {}", u.error));
+                let ev =
+                    self.event(Kind::Unknown).with_channel(Channel::Status).with_message(format!("unparsed native payload: {}", u.error));
                 Some(ev.with_data(json!({ "location": u.location })))
             }
         }
@@ -127,27 +146,42 @@ impl Projector {
         AgentWrapperEvent::new(self.agent_kind.clone(), kind)
     }
 
-    fn status(&self, channel: &str, message: impl Into<String>) -> AgentWrapperEvent {
+    fn status(&self, channel: Channel, message: impl Into<String>) -> AgentWrapperEvent {
         self.event(Kind::Status).with_channel(channel).with_message(message)
     }
 
-    fn delta(&self, item_id: &str, text: &str, event: &UniversalEvent) -> Option<AgentWrapperEvent> {
+    fn delta(&mut self, item_id: &str, text: &str, event: &UniversalEvent) -> Option<AgentWrapperEvent> {
         match self.items.get(item_id)? {
-            Tracked::Message(channel) => Some(self.event(Kind::TextOutput).with_channel(*channel).with_text(text)),
+            Tracked::Message(Channel::Assistant) => {
+                let held = self.held.entry(item_id.to_string()).or_default();
+                let room = HELD_TEXT_LIMIT.saturating_sub(held.len());
+                held.push_str(bounds::utf8_prefix(text, room));
+                None
+            }
+            Tracked::Message(channel) => Some(self.event(Kind::TextOutput).with_channel(channel.clone()).with_text(text)),
             Tracked::Tool(item) => self.tool_event(item, ToolPhase::Delta, event),
             Tracked::Other => None,
         }
     }
 
-    fn completed(&self, item: &UniversalItem, event: &UniversalEvent) -> Option<AgentWrapperEvent> {
+    fn completed(&mut self, item: &UniversalItem, event: &UniversalEvent) -> Option<AgentWrapperEvent> {
+        if let Some(text) = self.held.remove(&item.item_id).filter(|t| !t.is_empty()) {
+            return Some(match item.status {
+                ItemStatus::Failed => {
+                    let data = json!({ "discarded": { "item_id": item.item_id, "bytes": text.len() } });
+                    self.status(Channel::Status, "an unfinished assistant message was discarded").with_data(data)
+                }
+                _ => self.event(Kind::TextOutput).with_channel(Channel::Assistant).with_text(text),
+            });
+        }
         match item.kind {
             ItemKind::ToolCall | ItemKind::ToolResult => {
                 let phase = if item.status == ItemStatus::Failed { ToolPhase::Fail } else { ToolPhase::Complete };
                 self.tool_event(item, phase, event)
             }
-            ItemKind::Status | ItemKind::System => Some(self.status("status", status_text(item))),
+            ItemKind::Status | ItemKind::System => Some(self.status(Channel::Status, status_text(item))),
             ItemKind::Unknown => {
-                Some(self.event(Kind::Unknown).with_channel("status").with_message("an item the backend could not classify"))
+                Some(self.event(Kind::Unknown).with_channel(Channel::Status).with_message("an item the backend could not classify"))
             }
             // Message text already streamed as deltas (the delta policy guarantees one).
             _ => None,
@@ -160,8 +194,7 @@ impl Projector {
             ItemKind::ToolResult => Kind::ToolResult,
             _ => return None,
         };
-        let channel = "tool";
-        let mut ev = self.event(kind).with_channel(channel);
+        let mut ev = self.event(kind).with_channel(Channel::Tool);
         if self.tools_structured {
             ev = ev.with_data(facet(item, phase, event).to_data());
         }
@@ -222,5 +255,41 @@ fn status_text(item: &UniversalItem) -> String {
         "status".to_string()
     } else {
         text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::universal::{NewItem, ReasoningVisibility, Transcript};
+
+    fn texts(events: &[AgentWrapperEvent]) -> Vec<(String, String)> {
+        events
+            .iter()
+            .filter(|e| e.kind == Kind::TextOutput)
+            .map(|e| (e.channel.as_ref().map(|c| c.to_string()).unwrap_or_default(), e.text.clone().unwrap_or_default()))
+            .collect()
+    }
+
+    #[test]
+    fn answer_text_goes_out_when_its_message_completes_and_a_failed_message_gives_none() {
+        let mut projector = Projector::new(AgentKind::from_static("scripted"), false);
+        let mut t = Transcript::new("sess_projtest".into(), false);
+        let thinking = t.start_item(NewItem::reasoning(ReasoningVisibility::Public));
+        t.delta(&thinking, "hmm");
+        let cut = t.start_item(NewItem::message(ItemRole::Assistant));
+        t.delta(&cut, "Hel");
+        t.fail_item(&cut);
+        let answer = t.start_item(NewItem::message(ItemRole::Assistant));
+        t.delta(&answer, "Hello ");
+        t.delta(&answer, "world");
+        let events: Vec<_> = t.drain().flat_map(|e| projector.project(&e)).collect();
+        assert_eq!(texts(&events), [("reasoning".to_string(), "hmm".to_string())], "reasoning streams; answers wait");
+        let discarded: Vec<_> = events.iter().filter_map(|e| e.data.as_ref()?.get("discarded").cloned()).collect();
+        assert_eq!(discarded.len(), 1);
+        assert_eq!(discarded[0]["bytes"], 3);
+        t.complete_item(&answer);
+        let events: Vec<_> = t.drain().flat_map(|e| projector.project(&e)).collect();
+        assert_eq!(texts(&events), [("assistant".to_string(), "Hello world".to_string())]);
     }
 }

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use agent_api_capabilities as caps;
 use serde_json::Value;
+use tokio_util::sync::CancellationToken;
 
 /// The prompt of a run: text, plus images and attachments where the backend can take them.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -64,6 +65,20 @@ pub enum ToolCategory {
     Other,
 }
 
+impl ToolCategory {
+    /// A stable snake_case name (`shell`, `file_write`, …), as permission events carry it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Shell => "shell",
+            Self::FileWrite => "file_write",
+            Self::FileRead => "file_read",
+            Self::Network => "network",
+            Self::Mcp => "mcp",
+            Self::Other => "other",
+        }
+    }
+}
+
 /// What to do with one category of permission request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PermissionRule {
@@ -75,14 +90,17 @@ pub enum PermissionRule {
     Deny,
 }
 
-/// How permission requests are decided.
+/// How permission requests are decided. The SDK applies it (`agent_api::kit::hitl`) to every
+/// request the agent makes, for every backend with a request channel, and records each request and
+/// its resolution (with who decided) in the transcript. It never tells the agent to stop asking:
+/// that is [`RunRequest::skip_permission_prompts`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum PermissionPolicy {
     /// Every request goes to the caller. Backends without HITL permissions deny what needs one.
     #[default]
     Ask,
-    /// Approve everything (each backend documents the mode it maps to).
+    /// Approve every request the agent makes.
     ApproveAll,
     /// Deny everything that needs a permission.
     DenyAll,
@@ -111,7 +129,7 @@ impl PermissionPolicy {
 ///     .with_session(SessionSelector::Resume("thread_1".into()));
 /// assert!(req.required_capabilities().contains(agent_api_capabilities::SESSION_RESUME));
 /// ```
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Clone, Default)]
 #[non_exhaustive]
 pub struct RunRequest {
     /// The prompt.
@@ -130,6 +148,10 @@ pub struct RunRequest {
     pub session: SessionSelector,
     /// How permission requests are decided.
     pub permissions: PermissionPolicy,
+    /// Tell the agent not to ask for permissions at all (Claude Code `bypassPermissions`, Codex
+    /// approval policy `never`): no permission request is made, so none is seen or recorded.
+    /// Needs `agent_api.permissions.skip_prompts`; some agents refuse it (Claude Code as root).
+    pub skip_permission_prompts: bool,
     /// Backend-specific options, keyed `backend.<kind>.<name>`; unknown keys fail closed.
     pub extensions: BTreeMap<String, Value>,
     /// Fill `raw` in universal events with the native payloads.
@@ -137,6 +159,30 @@ pub struct RunRequest {
     /// Bytes of events that may wait for the caller before the run stops reading the agent's
     /// output (`None`: the backend's default, 1 MiB).
     pub buffer_budget: Option<usize>,
+    /// Cancels the run when cancelled, as [`RunControl::cancel`](crate::RunControl::cancel) does;
+    /// one token can stop many runs.
+    pub cancellation: Option<CancellationToken>,
+}
+
+/// Shows the variable names of `env`, never their values (they are often API keys).
+impl std::fmt::Debug for RunRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunRequest")
+            .field("prompt", &self.prompt)
+            .field("working_dir", &self.working_dir)
+            .field("env", &crate::secrets::EnvNames(&self.env))
+            .field("timeout", &self.timeout)
+            .field("model", &self.model)
+            .field("variant", &self.variant)
+            .field("session", &self.session)
+            .field("permissions", &self.permissions)
+            .field("extensions", &self.extensions)
+            .field("include_raw", &self.include_raw)
+            .field("skip_permission_prompts", &self.skip_permission_prompts)
+            .field("cancellation", &self.cancellation)
+            .field("buffer_budget", &self.buffer_budget)
+            .finish()
+    }
 }
 
 impl RunRequest {
@@ -187,9 +233,31 @@ impl RunRequest {
         self
     }
 
+    /// Tells the agent to skip its own permission prompts (see [`RunRequest::skip_permission_prompts`]).
+    pub fn with_skip_permission_prompts(mut self, skip: bool) -> Self {
+        self.skip_permission_prompts = skip;
+        self
+    }
+
     /// Sets a backend-specific option.
     pub fn with_extension(mut self, key: impl Into<String>, value: Value) -> Self {
         self.extensions.insert(key.into(), value);
+        self
+    }
+
+    /// Cancels the run when `token` is cancelled (also when it already is). Share one token, or
+    /// child tokens of one, to stop a whole group of runs at once.
+    ///
+    /// ```
+    /// use agent_api::{CancellationToken, RunRequest};
+    /// let everything = CancellationToken::new();
+    /// let a = RunRequest::new("first").with_cancellation(everything.child_token());
+    /// let b = RunRequest::new("second").with_cancellation(everything.child_token());
+    /// everything.cancel(); // both runs end with AgentError::Cancelled
+    /// # assert!(a.cancellation.unwrap().is_cancelled() && b.cancellation.unwrap().is_cancelled());
+    /// ```
+    pub fn with_cancellation(mut self, token: CancellationToken) -> Self {
+        self.cancellation = Some(token);
         self
     }
 
@@ -229,6 +297,9 @@ impl RunRequest {
         }
         if self.variant.is_some() {
             needed.insert(caps::VARIANTS);
+        }
+        if self.skip_permission_prompts {
+            needed.insert(caps::SKIP_PERMISSION_PROMPTS);
         }
         needed
     }

@@ -171,6 +171,11 @@ impl RunControl {
         }
     }
 
+    /// Resolves once the run has finished and no longer takes commands.
+    pub(crate) async fn finished(&self) {
+        self.tx.closed().await;
+    }
+
     /// Whether `cancel` was called.
     pub fn is_cancel_requested(&self) -> bool {
         self.cancel_requested.load(Ordering::SeqCst)

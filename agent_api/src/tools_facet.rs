@@ -37,6 +37,43 @@ pub enum ToolStatus {
     Unknown,
 }
 
+impl ToolPhase {
+    /// The phase's name, as serialized (`start`, `delta`, `complete`, `fail`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Start => "start",
+            Self::Delta => "delta",
+            Self::Complete => "complete",
+            Self::Fail => "fail",
+        }
+    }
+}
+
+impl ToolStatus {
+    /// The status's name, as serialized (`pending`, `running`, `completed`, `failed`, `unknown`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "pending",
+            Self::Running => "running",
+            Self::Completed => "completed",
+            Self::Failed => "failed",
+            Self::Unknown => "unknown",
+        }
+    }
+}
+
+impl std::fmt::Display for ToolPhase {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::fmt::Display for ToolStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Byte counts of a tool's payloads; 0 when absent or unknown.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ToolBytes {

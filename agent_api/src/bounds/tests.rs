@@ -13,7 +13,7 @@ fn long_channel_is_dropped_to_none() {
     let ev = event(AgentWrapperEventKind::Status).with_channel("c".repeat(129));
     assert_eq!(enforce(ev)[0].channel, None);
     let ev = event(AgentWrapperEventKind::Status).with_channel("c".repeat(128));
-    assert_eq!(enforce(ev)[0].channel.as_deref().map(str::len), Some(128));
+    assert_eq!(enforce(ev)[0].channel.as_ref().map(|c| c.as_str().len()), Some(128));
 }
 
 #[test]
@@ -72,7 +72,7 @@ proptest! {
     ) {
         let mut ev = event(AgentWrapperEventKind::TextOutput).with_text(text).with_message(message)
             .with_data(json!({ "pad": "p".repeat(pad) }));
-        ev.channel = channel;
+        ev.channel = channel.map(crate::Channel::from);
         for out in enforce(ev) {
             prop_assert!(within_bounds(&out));
         }

@@ -21,6 +21,7 @@ use super::process::signal_group;
 use super::protocol::Outbox;
 use super::stderr::StderrCapture;
 use super::transport::{wait_exit, Lifecycle, StdinQueue};
+use crate::capability::CapabilitySet;
 use crate::error::AgentError;
 use crate::kind::AgentKind;
 use crate::request::RunRequest;
@@ -64,6 +65,8 @@ pub struct RunSettings {
     /// Bytes of replies that may wait for the agent to read its stdin before the run fails
     /// ([`AgentError::InputBlocked`]).
     pub input_limit: usize,
+    /// The caller's token that cancels the run (see [`RunRequest::with_cancellation`]).
+    pub cancellation: Option<CancellationToken>,
 }
 
 impl RunSettings {
@@ -82,16 +85,18 @@ impl RunSettings {
             line_cap: DEFAULT_LINE_CAP,
             buffer_budget: DEFAULT_BUFFER_BUDGET,
             input_limit: DEFAULT_INPUT_LIMIT,
+            cancellation: None,
         }
     }
 
-    /// Defaults plus what the request sets (raw payloads, timeout, buffer budget) and whether
-    /// the backend advertises the tools facet.
-    pub fn for_request(agent_kind: AgentKind, request: &RunRequest, tools_structured: bool) -> Self {
+    /// Defaults plus what the request sets (raw payloads, timeout, buffer budget, cancellation)
+    /// and, from the backend's capabilities, whether tool events carry the tools facet.
+    pub fn for_request(agent_kind: AgentKind, request: &RunRequest, capabilities: &CapabilitySet) -> Self {
         let mut settings = Self::new(agent_kind);
         settings.include_raw = request.include_raw;
         settings.timeout = request.timeout;
-        settings.tools_structured = tools_structured;
+        settings.tools_structured = capabilities.contains(agent_api_capabilities::TOOLS_STRUCTURED_V1);
+        settings.cancellation = request.cancellation.clone();
         if let Some(budget) = request.buffer_budget {
             settings.buffer_budget = budget;
         }
@@ -117,6 +122,9 @@ pub fn start_run(settings: RunSettings, transport: Transport, protocol: Box<dyn 
     let control = RunControl::new(control_tx, cancel_requested.clone());
     let session_id = format!("sess_{}", uuid::Uuid::new_v4().simple());
     let transcript = Transcript::new(session_id, settings.include_raw);
+    if let Some(token) = settings.cancellation.clone() {
+        tokio::spawn(cancel_on(token, control.clone()));
+    }
     let handle = RunHandle::new(settings.agent_kind.clone(), settings.tools_structured, events_rx, completion_rx, control, guard);
 
     let Transport { source, stdin, stderr, lifecycle } = transport;
@@ -152,6 +160,14 @@ pub fn start_run(settings: RunSettings, transport: Transport, protocol: Box<dyn 
     let inputs = Inputs { source, lifecycle, stderr_task, control_rx, cancel_requested, abandoned };
     tokio::spawn(core.drive(inputs, completion_tx));
     handle
+}
+
+/// Cancels the run when the caller's token is cancelled; gone once the run has finished.
+async fn cancel_on(token: CancellationToken, control: RunControl) {
+    tokio::select! {
+        _ = token.cancelled() => control.cancel(),
+        _ = control.finished() => {}
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -267,6 +283,9 @@ impl Core {
             return;
         }
         self.stop = Some(reason);
+        if reason == Stop::TimedOut {
+            self.transcript.set_timed_out();
+        }
         let soft = reason != Stop::Abandoned && self.with_ctx(|p, ctx| p.interrupt(ctx)).unwrap_or(false);
         let grace = if soft { self.settings.cancel_grace } else { Duration::ZERO };
         self.escalate_at = Some(deadline_after(grace));

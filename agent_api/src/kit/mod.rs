@@ -16,19 +16,24 @@
 //!   cancellation, and guarantees one completion and one terminal error for a failed run;
 //! - [`jsonrpc`], [`http`] and [`sse`]: helpers for the two-way protocols (JSON-RPC over stdio, and
 //!   HTTP plus a server-sent event stream to an agent's local server);
+//! - [`hitl`]: permissions and questions: the run's policy, the caller's answers, and one
+//!   requested and one resolved event per request, saying who decided;
 //! - [`replay`]: plays a recorded native log through the same protocol.
 
 pub mod budget;
 pub mod driver;
+pub mod hitl;
 pub mod http;
 pub mod jsonrpc;
 pub mod lines;
 pub mod process;
 pub mod protocol;
+mod reap;
 pub mod replay;
 pub mod sse;
 pub mod stderr;
 pub mod transport;
 
-pub use driver::{start_run, Ctx, ExitInfo, Protocol, RunSettings, Transport};
+pub use async_trait::async_trait;
+pub use driver::{start_run, Ctx, ExitInfo, Protocol, RunSettings, Transport, Unparsed};
 pub use process::CommandSpec;

@@ -39,9 +39,73 @@ impl UniversalItem {
             .collect()
     }
 
+    /// The concatenated text of the item's `reasoning` parts.
+    pub fn reasoning_text(&self) -> String {
+        self.content
+            .iter()
+            .filter_map(|p| match p {
+                ContentPart::Reasoning { text, .. } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The tool invocation of a `tool_call` item.
+    ///
+    /// ```
+    /// use agent_api::universal::NewItem;
+    /// # use agent_api::universal::Transcript;
+    /// let mut t = Transcript::new("sess_1".into(), false);
+    /// let id = t.start_item(NewItem::tool_call("Bash", r#"{"command":"ls"}"#, "call_1"));
+    /// let call = t.open_item(&id).unwrap().tool_call().unwrap();
+    /// assert_eq!((call.name, call.call_id), ("Bash", "call_1"));
+    /// assert_eq!(call.arguments_json().unwrap()["command"], "ls");
+    /// ```
+    pub fn tool_call(&self) -> Option<ToolCallRef<'_>> {
+        self.content.iter().find_map(|p| match p {
+            ContentPart::ToolCall { name, arguments, call_id } => Some(ToolCallRef { name, arguments, call_id }),
+            _ => None,
+        })
+    }
+
+    /// The output of a `tool_result` item.
+    pub fn tool_output(&self) -> Option<&str> {
+        self.content.iter().find_map(|p| match p {
+            ContentPart::ToolResult { output, .. } => Some(output.as_str()),
+            _ => None,
+        })
+    }
+
+    /// The files the item touched, with what was done to each.
+    pub fn file_refs(&self) -> impl Iterator<Item = (&str, FileAction)> + '_ {
+        self.content.iter().filter_map(|p| match p {
+            ContentPart::FileRef { path, action, .. } => Some((path.as_str(), *action)),
+            _ => None,
+        })
+    }
+
     /// Whether the item carries reasoning rather than answer text.
     pub fn is_reasoning(&self) -> bool {
         self.content.iter().any(|p| matches!(p, ContentPart::Reasoning { .. }))
+    }
+}
+
+/// A borrowed view of a `tool_call` content part (see [`UniversalItem::tool_call`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ToolCallRef<'a> {
+    /// The tool's name.
+    pub name: &'a str,
+    /// The arguments as the agent sent them: JSON text whose shape is the tool's own.
+    pub arguments: &'a str,
+    /// The id linking the call to its result.
+    pub call_id: &'a str,
+}
+
+impl ToolCallRef<'_> {
+    /// The arguments parsed as JSON, when they are JSON.
+    pub fn arguments_json(&self) -> Option<Value> {
+        serde_json::from_str(self.arguments).ok()
     }
 }
 

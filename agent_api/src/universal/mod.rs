@@ -10,9 +10,10 @@ mod item;
 mod transcript;
 mod types;
 
-pub use item::{ContentPart, FileAction, ItemKind, ItemRole, ItemStatus, ReasoningVisibility, ToolMeta, UniversalItem};
+pub use item::{ContentPart, FileAction, ItemKind, ItemRole, ItemStatus, ReasoningVisibility, ToolCallRef, ToolMeta, UniversalItem};
 pub use transcript::{NewItem, SessionEnd, Transcript, TranscriptLimits};
 pub use types::{
-    AgentUnparsedData, ErrorData, EventSource, ItemDeltaData, ItemEventData, PermissionEventData, PermissionStatus, QuestionEventData,
-    QuestionStatus, SessionEndReason, SessionEndedData, SessionStartedData, StderrOutput, TerminatedBy, UniversalEvent, UniversalEventBody,
+    AgentUnparsedData, DecidedBy, ErrorData, EventSource, ItemDeltaData, ItemEventData, PermissionEventData, PermissionStatus,
+    QuestionEventData, QuestionStatus, SessionEndReason, SessionEndedData, SessionStartedData, StderrOutput, TerminatedBy, UniversalEvent,
+    UniversalEventBody,
 };

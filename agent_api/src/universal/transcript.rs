@@ -59,6 +59,7 @@ pub struct Transcript {
     questions: HashMap<String, QuestionEventData>,
     last_assistant_text: Option<String>,
     closing: bool,
+    timed_out: bool,
     now: Option<String>,
     events: Vec<UniversalEvent>,
 }
@@ -83,6 +84,7 @@ impl Transcript {
             questions: HashMap::new(),
             last_assistant_text: None,
             closing: false,
+            timed_out: false,
             now: None,
             events: Vec::new(),
         }
@@ -153,6 +155,21 @@ impl Transcript {
     /// Ids of permission requests still waiting for a decision.
     pub fn pending_permissions(&self) -> Vec<String> {
         self.permissions.keys().cloned().collect()
+    }
+
+    /// Records that the run's timeout is stopping it: requests still waiting from now on resolve
+    /// as decided by [`DecidedBy::Timeout`] instead of [`DecidedBy::Cancel`].
+    pub fn set_timed_out(&mut self) {
+        self.timed_out = true;
+    }
+
+    /// Who resolves a request that is still waiting when the run stops or ends.
+    pub fn stop_cause(&self) -> DecidedBy {
+        if self.timed_out {
+            DecidedBy::Timeout
+        } else {
+            DecidedBy::Cancel
+        }
     }
 
     /// Ids of questions still waiting for an answer.
@@ -349,7 +366,11 @@ impl Transcript {
 
     /// The user's input as a synthetic user message, for agents that do not echo it.
     pub fn user_message(&mut self, text: &str) -> String {
-        self.message(NewItem::message(ItemRole::User).synthetic(), text)
+        // The SDK sent this message: whatever native line is being handled is not its source.
+        let raw = self.raw.take();
+        let id = self.message(NewItem::message(ItemRole::User).synthetic(), text);
+        self.raw = raw;
+        id
     }
 
     /// A status item from the agent (started and completed at once).
@@ -368,13 +389,14 @@ impl Transcript {
 
     /// An error the agent reported.
     pub fn error(&mut self, message: impl Into<String>, code: Option<String>, details: Option<Value>) {
-        let message = crate::bounds::truncate_message(&message.into(), crate::bounds::MESSAGE_BOUND);
+        let message = crate::secrets::redact_bounded(&message.into(), crate::bounds::MESSAGE_BOUND);
+        let code = code.map(|c| crate::secrets::redact(&c).into_owned());
         self.emit(EventSource::Agent, UniversalEventBody::Error(ErrorData { message, code, details }));
     }
 
     /// The run's one terminal error, emitted by the driver when a run fails.
     pub fn terminal_error(&mut self, error: &AgentError) {
-        let message = crate::bounds::truncate_message(&error.to_string(), crate::bounds::MESSAGE_BOUND);
+        let message = crate::secrets::redact_bounded(&error.to_string(), crate::bounds::MESSAGE_BOUND);
         let details = Some(serde_json::json!({ "terminal": true }));
         self.emit(EventSource::Daemon, UniversalEventBody::Error(ErrorData { message, code: Some(error.code().to_string()), details }));
     }
@@ -386,12 +408,14 @@ impl Transcript {
     }
 
     /// The agent asks for permission; answer it with `RunControl::respond_permission(id, …)`.
+    /// Backends go through `agent_api::kit::hitl`, which applies the policy and resolves it once.
     pub fn permission_requested(&mut self, permission_id: impl Into<String>, action: impl Into<String>, metadata: Option<Value>) {
         let data = PermissionEventData {
             permission_id: permission_id.into(),
             action: action.into(),
             status: PermissionStatus::Requested,
             metadata,
+            decided_by: None,
         };
         self.permissions.insert(data.permission_id.clone(), data.clone());
         self.emit(EventSource::Agent, UniversalEventBody::PermissionRequested(data));
@@ -402,11 +426,12 @@ impl Transcript {
         self.permissions.contains_key(permission_id)
     }
 
-    /// A pending permission request was decided.
-    pub fn permission_resolved(&mut self, permission_id: &str, approved: bool) -> Result<(), AgentError> {
+    /// A pending permission request was decided, by `by` (`agent_api::kit::hitl` calls this).
+    pub fn permission_resolved(&mut self, permission_id: &str, approved: bool, by: DecidedBy) -> Result<(), AgentError> {
         let mut data =
             self.permissions.remove(permission_id).ok_or_else(|| AgentError::UnknownPermission { id: permission_id.to_string() })?;
         data.status = if approved { PermissionStatus::Approved } else { PermissionStatus::Denied };
+        data.decided_by = Some(by);
         self.emit(EventSource::Daemon, UniversalEventBody::PermissionResolved(data));
         Ok(())
     }
@@ -419,6 +444,7 @@ impl Transcript {
             options,
             response: None,
             status: QuestionStatus::Requested,
+            decided_by: None,
         };
         self.questions.insert(data.question_id.clone(), data.clone());
         self.emit(EventSource::Agent, UniversalEventBody::QuestionRequested(data));
@@ -429,17 +455,18 @@ impl Transcript {
         self.questions.contains_key(question_id)
     }
 
-    /// A pending question was answered (`Some`) or rejected (`None`).
-    pub fn question_resolved(&mut self, question_id: &str, response: Option<String>) -> Result<(), AgentError> {
+    /// A pending question was answered (`Some`) or rejected (`None`), by `by`.
+    pub fn question_resolved(&mut self, question_id: &str, response: Option<String>, by: DecidedBy) -> Result<(), AgentError> {
         let mut data = self.questions.remove(question_id).ok_or_else(|| AgentError::UnknownQuestion { id: question_id.to_string() })?;
         data.status = if response.is_some() { QuestionStatus::Answered } else { QuestionStatus::Rejected };
+        data.decided_by = Some(by);
         data.response = response;
         self.emit(EventSource::Daemon, UniversalEventBody::QuestionResolved(data));
         Ok(())
     }
 
     /// Closes what is still in progress: open items complete as failed, unanswered permissions
-    /// resolve as denied and questions as rejected. [`Transcript::end`] does this first; the
+    /// resolve as denied and questions as rejected, decided by [`Transcript::stop_cause`]. [`Transcript::end`] does this first; the
     /// driver calls it before a run's terminal error so that nothing follows that error.
     pub fn close_open(&mut self) {
         self.closing = true;
@@ -448,13 +475,14 @@ impl Transcript {
         }
         let mut permissions: Vec<String> = self.permissions.keys().cloned().collect();
         permissions.sort();
+        let by = self.stop_cause();
         for id in permissions {
-            let _ = self.permission_resolved(&id, false);
+            let _ = self.permission_resolved(&id, false, by);
         }
         let mut questions: Vec<String> = self.questions.keys().cloned().collect();
         questions.sort();
         for id in questions {
-            let _ = self.question_resolved(&id, None);
+            let _ = self.question_resolved(&id, None, by);
         }
     }
 

@@ -41,6 +41,102 @@ impl UniversalEvent {
     pub fn type_name(&self) -> &'static str {
         self.body.type_name()
     }
+
+    /// The item of an `item.started` or `item.completed` event.
+    pub fn item(&self) -> Option<&UniversalItem> {
+        match &self.body {
+            UniversalEventBody::ItemStarted(d) | UniversalEventBody::ItemCompleted(d) => Some(&d.item),
+            _ => None,
+        }
+    }
+
+    /// The item of an `item.completed` event: the item in its final state.
+    pub fn completed_item(&self) -> Option<&UniversalItem> {
+        match &self.body {
+            UniversalEventBody::ItemCompleted(d) => Some(&d.item),
+            _ => None,
+        }
+    }
+
+    /// The fragment of an `item.delta` event.
+    pub fn delta(&self) -> Option<&ItemDeltaData> {
+        match &self.body {
+            UniversalEventBody::ItemDelta(d) => Some(d),
+            _ => None,
+        }
+    }
+
+    /// The request of a `permission.requested` or `permission.resolved` event.
+    ///
+    /// ```
+    /// # use agent_api::universal::{Transcript, UniversalEvent};
+    /// let mut t = Transcript::new("sess_1".into(), false);
+    /// t.permission_requested("perm_1", "Bash: ls", None);
+    /// let events: Vec<UniversalEvent> = t.drain().collect();
+    /// let asked = events.iter().find_map(UniversalEvent::permission_request).unwrap();
+    /// assert_eq!(asked.permission_id, "perm_1");
+    /// ```
+    pub fn permission(&self) -> Option<&PermissionEventData> {
+        match &self.body {
+            UniversalEventBody::PermissionRequested(p) | UniversalEventBody::PermissionResolved(p) => Some(p),
+            _ => None,
+        }
+    }
+
+    /// The request of a `permission.requested` event: one waiting for a decision.
+    pub fn permission_request(&self) -> Option<&PermissionEventData> {
+        match &self.body {
+            UniversalEventBody::PermissionRequested(p) => Some(p),
+            _ => None,
+        }
+    }
+
+    /// The question of a `question.requested` or `question.resolved` event.
+    pub fn question(&self) -> Option<&QuestionEventData> {
+        match &self.body {
+            UniversalEventBody::QuestionRequested(q) | UniversalEventBody::QuestionResolved(q) => Some(q),
+            _ => None,
+        }
+    }
+
+    /// The question of a `question.requested` event: one waiting for an answer.
+    pub fn question_request(&self) -> Option<&QuestionEventData> {
+        match &self.body {
+            UniversalEventBody::QuestionRequested(q) => Some(q),
+            _ => None,
+        }
+    }
+
+    /// The data of an `error` event.
+    pub fn error(&self) -> Option<&ErrorData> {
+        match &self.body {
+            UniversalEventBody::Error(e) => Some(e),
+            _ => None,
+        }
+    }
+
+    /// Whether this is the run's one terminal error.
+    pub fn is_terminal_error(&self) -> bool {
+        self.error().is_some_and(ErrorData::is_terminal)
+    }
+
+    /// The data of `session.ended`.
+    pub fn session_ended(&self) -> Option<&SessionEndedData> {
+        match &self.body {
+            UniversalEventBody::SessionEnded(d) => Some(d),
+            _ => None,
+        }
+    }
+
+    /// Who resolved the permission request or question, for `permission.resolved` and
+    /// `question.resolved`; `None` for every other event.
+    pub fn decided_by(&self) -> Option<DecidedBy> {
+        match &self.body {
+            UniversalEventBody::PermissionResolved(p) => p.decided_by,
+            UniversalEventBody::QuestionResolved(q) => q.decided_by,
+            _ => None,
+        }
+    }
 }
 
 /// Who produced an event.
@@ -235,6 +331,9 @@ pub struct PermissionEventData {
     /// Context such as the tool input.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Value>,
+    /// Who decided, on `permission.resolved` (absent while requested).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decided_by: Option<DecidedBy>,
 }
 
 /// Status of a question.
@@ -263,6 +362,42 @@ pub struct QuestionEventData {
     pub response: Option<String>,
     /// Where the question stands.
     pub status: QuestionStatus,
+    /// Who decided, on `question.resolved` (absent while requested).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decided_by: Option<DecidedBy>,
+}
+
+/// Who resolved a permission request or a question (`decided_by` on the resolved event).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum DecidedBy {
+    /// The caller, through `RunControl` (or, in a replay, the recorded client).
+    Caller,
+    /// The run's `PermissionPolicy`, without asking anyone.
+    Policy,
+    /// The run's timeout ended the run while the request waited.
+    Timeout,
+    /// Nobody: the agent withdrew the request, or the run was cancelled or ended while it waited.
+    Cancel,
+}
+
+impl DecidedBy {
+    /// The name used in the JSON form (`caller`, `policy`, `timeout`, `cancel`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Caller => "caller",
+            Self::Policy => "policy",
+            Self::Timeout => "timeout",
+            Self::Cancel => "cancel",
+        }
+    }
+}
+
+impl std::fmt::Display for DecidedBy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// Data of `agent.unparsed`.

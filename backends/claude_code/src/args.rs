@@ -3,7 +3,7 @@
 
 use agent_api::kit::CommandSpec;
 use agent_api::{AgentError, PermissionPolicy, PermissionRule, RunRequest, SessionSelector, ToolCategory};
-use serde_json::Value;
+use serde::{Deserialize, Serialize};
 
 use crate::ClaudeCodeConfig;
 
@@ -18,22 +18,133 @@ pub const EXT_ALLOWED_TOOLS: &str = "backend.claude_code.allowed_tools";
 /// Extension: tool rules removed from the agent (array of strings, `--disallowedTools`).
 pub const EXT_DISALLOWED_TOOLS: &str = "backend.claude_code.disallowed_tools";
 /// Extension: the native permission mode (`default`, `acceptEdits`, `plan`, `bypassPermissions`,
-/// `dontAsk`); overrides the mode the permission policy maps to.
+/// `dontAsk`); overrides `RunRequest::skip_permission_prompts` and print mode's policy mapping.
 pub const EXT_PERMISSION_MODE: &str = "backend.claude_code.permission_mode";
 /// Extension: the most agentic turns (whole number, `--max-turns`).
 pub const EXT_MAX_TURNS: &str = "backend.claude_code.max_turns";
 
-/// Every extension key the backend understands.
-pub const EXTENSION_KEYS: &[&str] =
-    &[EXT_MODE, EXT_EXTRA_DIRS, EXT_SYSTEM_PROMPT_APPEND, EXT_ALLOWED_TOOLS, EXT_DISALLOWED_TOOLS, EXT_PERMISSION_MODE, EXT_MAX_TURNS];
-
-/// Which channel a run uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Which channel a run uses (`backend.claude_code.mode`: `"control"` or `"print"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Mode {
     /// Two-way: `--input-format stream-json --permission-prompt-tool stdio`.
+    #[default]
     Control,
-    /// One-way: `-p PROMPT`; tools that need a permission are denied.
+    /// One-way: `-p PROMPT`; no request channel: the policy becomes pre-approved tools
+    /// (`--allowedTools`, `acceptEdits`), and the CLI denies every other tool that needs a permission.
     Print,
+}
+
+/// Claude Code's native permission mode (`--permission-mode`), spelled as the CLI spells it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub enum PermissionMode {
+    /// `default`: the CLI asks for each tool that needs a permission.
+    Default,
+    /// `acceptEdits`: file edits are approved without asking.
+    AcceptEdits,
+    /// `plan`: the agent plans and changes nothing.
+    Plan,
+    /// `bypassPermissions`: nothing is asked (refused as root without `IS_SANDBOX=1`).
+    BypassPermissions,
+    /// `dontAsk`: whatever would be asked is denied.
+    DontAsk,
+}
+
+impl PermissionMode {
+    /// The CLI's spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Default => "default",
+            Self::AcceptEdits => "acceptEdits",
+            Self::Plan => "plan",
+            Self::BypassPermissions => "bypassPermissions",
+            Self::DontAsk => "dontAsk",
+        }
+    }
+}
+
+/// The backend's own options (`backend.claude_code.*`), attached with
+/// [`RunRequest::with_options`]; each field is the extension key of the same name.
+///
+/// ```
+/// use agent_api::RunRequest;
+/// use agent_api_claude_code::{ClaudeCodeOptions, Mode};
+/// let request = RunRequest::new("hi").with_options(&ClaudeCodeOptions::default().mode(Mode::Print).max_turns(3));
+/// assert_eq!(request.extensions["backend.claude_code.mode"], "print");
+/// assert_eq!(request.extensions["backend.claude_code.max_turns"], 3);
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+#[non_exhaustive]
+pub struct ClaudeCodeOptions {
+    /// The channel ([`EXT_MODE`]); [`Mode::Control`] when absent.
+    pub mode: Option<Mode>,
+    /// More directories the agent may use ([`EXT_EXTRA_DIRS`], `--add-dir` each).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub extra_dirs: Vec<String>,
+    /// Text appended to the system prompt ([`EXT_SYSTEM_PROMPT_APPEND`], `--append-system-prompt`).
+    pub system_prompt_append: Option<String>,
+    /// Tool rules allowed without asking ([`EXT_ALLOWED_TOOLS`], `--allowedTools`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub allowed_tools: Vec<String>,
+    /// Tool rules removed from the agent ([`EXT_DISALLOWED_TOOLS`], `--disallowedTools`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub disallowed_tools: Vec<String>,
+    /// The native permission mode ([`EXT_PERMISSION_MODE`]); overrides
+    /// `RunRequest::skip_permission_prompts` and print mode's policy mapping.
+    pub permission_mode: Option<PermissionMode>,
+    /// The most agentic turns ([`EXT_MAX_TURNS`], `--max-turns`); above 0.
+    pub max_turns: Option<u32>,
+}
+
+impl ClaudeCodeOptions {
+    /// Sets the channel.
+    pub fn mode(mut self, mode: Mode) -> Self {
+        self.mode = Some(mode);
+        self
+    }
+
+    /// Adds directories the agent may use.
+    pub fn extra_dirs<I: IntoIterator<Item = S>, S: Into<String>>(mut self, dirs: I) -> Self {
+        self.extra_dirs.extend(dirs.into_iter().map(Into::into));
+        self
+    }
+
+    /// Sets the text appended to the system prompt.
+    pub fn system_prompt_append(mut self, text: impl Into<String>) -> Self {
+        self.system_prompt_append = Some(text.into());
+        self
+    }
+
+    /// Adds tool rules allowed without asking (`Bash(git:*)`, `Read`).
+    pub fn allowed_tools<I: IntoIterator<Item = S>, S: Into<String>>(mut self, rules: I) -> Self {
+        self.allowed_tools.extend(rules.into_iter().map(Into::into));
+        self
+    }
+
+    /// Adds tool rules removed from the agent.
+    pub fn disallowed_tools<I: IntoIterator<Item = S>, S: Into<String>>(mut self, rules: I) -> Self {
+        self.disallowed_tools.extend(rules.into_iter().map(Into::into));
+        self
+    }
+
+    /// Sets the native permission mode.
+    pub fn permission_mode(mut self, mode: PermissionMode) -> Self {
+        self.permission_mode = Some(mode);
+        self
+    }
+
+    /// Sets the most agentic turns (0 is refused when the run starts).
+    pub fn max_turns(mut self, turns: u32) -> Self {
+        self.max_turns = Some(turns);
+        self
+    }
+}
+
+impl agent_api::BackendOptions for ClaudeCodeOptions {
+    const KIND: &'static str = "claude_code";
 }
 
 /// The command of a run, and what the protocol needs to know about it.
@@ -43,61 +154,34 @@ pub struct Invocation {
     pub spec: CommandSpec,
     /// The channel.
     pub mode: Mode,
-    /// Whether a bypass permission mode was asked for (root refuses it).
+    /// Whether the bypass permission mode was asked for (root refuses it without `IS_SANDBOX=1`).
     pub bypass: bool,
 }
 
-fn invalid(key: &str, reason: &str) -> AgentError {
-    AgentError::InvalidExtension { key: key.to_string(), reason: reason.to_string() }
-}
-
-fn string_ext<'a>(request: &'a RunRequest, key: &str) -> Result<Option<&'a str>, AgentError> {
-    match request.extensions.get(key) {
-        None => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s)),
-        Some(_) => Err(invalid(key, "must be a string")),
-    }
-}
-
-fn list_ext(request: &RunRequest, key: &str) -> Result<Vec<String>, AgentError> {
-    match request.extensions.get(key) {
-        None => Ok(Vec::new()),
-        Some(Value::Array(items)) => {
-            items.iter().map(|v| v.as_str().map(str::to_string).ok_or_else(|| invalid(key, "must be an array of strings"))).collect()
-        }
-        Some(_) => Err(invalid(key, "must be an array of strings")),
-    }
-}
-
-/// The native permission mode a policy maps to, and the tools it pre-approves for print mode.
-fn policy_mode(policy: &PermissionPolicy) -> (Option<&'static str>, Vec<&'static str>) {
-    match policy {
-        PermissionPolicy::ApproveAll => (Some("bypassPermissions"), Vec::new()),
-        PermissionPolicy::ByCategory(_) => {
-            let mode = (policy.rule(ToolCategory::FileWrite) == PermissionRule::Approve).then_some("acceptEdits");
-            let mut tools = Vec::new();
-            for (category, names) in [
-                (ToolCategory::Shell, &["Bash"][..]),
-                (ToolCategory::Network, &["WebFetch", "WebSearch"][..]),
-                (ToolCategory::FileRead, &["Read", "Glob", "Grep"][..]),
-            ] {
-                if policy.rule(category) == PermissionRule::Approve {
-                    tools.extend_from_slice(names);
-                }
-            }
-            (mode, tools)
-        }
-        _ => (None, Vec::new()),
-    }
+/// Print mode's static form of a policy (it has no request channel, so nothing can be asked or
+/// approved one by one): the native permission mode and the tools pre-approved with
+/// `--allowedTools`. Whatever is not pre-approved is denied by the CLI itself. The two-way mode
+/// passes nothing: every request comes to `agent_api::kit::hitl`, which applies the policy.
+fn print_policy(policy: &PermissionPolicy) -> (Option<PermissionMode>, Vec<&'static str>) {
+    const TOOLS: [(ToolCategory, &[&str]); 4] = [
+        (ToolCategory::Shell, &["Bash"]),
+        (ToolCategory::FileWrite, &["Write", "Edit", "MultiEdit", "NotebookEdit"]),
+        (ToolCategory::Network, &["WebFetch", "WebSearch"]),
+        (ToolCategory::FileRead, &["Read", "Glob", "Grep"]),
+    ];
+    let approved = |category| policy.rule(category) == PermissionRule::Approve;
+    let mode = approved(ToolCategory::FileWrite).then_some(PermissionMode::AcceptEdits);
+    let tools = TOOLS.iter().filter(|(category, _)| approved(*category)).flat_map(|(_, names)| names.iter().copied()).collect();
+    (mode, tools)
 }
 
 /// Builds the command line of `request` for `config`.
 pub fn invocation(config: &ClaudeCodeConfig, request: &RunRequest) -> Result<Invocation, AgentError> {
-    let mode = match string_ext(request, EXT_MODE)? {
-        None | Some("control") => Mode::Control,
-        Some("print") => Mode::Print,
-        Some(_) => return Err(invalid(EXT_MODE, "must be \"control\" or \"print\"")),
-    };
+    let options: ClaudeCodeOptions = request.options()?;
+    if options.max_turns == Some(0) {
+        return Err(AgentError::InvalidExtension { key: EXT_MAX_TURNS.to_string(), reason: "must be above 0".to_string() });
+    }
+    let mode = options.mode.unwrap_or_default();
     let mut spec =
         CommandSpec::new(&config.binary).args(["-p", "--output-format", "stream-json", "--verbose", "--include-partial-messages"]);
     if mode == Mode::Control {
@@ -113,37 +197,29 @@ pub fn invocation(config: &ClaudeCodeConfig, request: &RunRequest) -> Result<Inv
         SessionSelector::Fork(id) => spec = spec.arg("--resume").arg(id).arg("--fork-session"),
         other => return Err(AgentError::InvalidRequest { reason: format!("unsupported session selector {other:?}") }),
     }
-    let (policy_mode, mut allowed) = policy_mode(&request.permissions);
-    let mut allowed_tools: Vec<String> = allowed.drain(..).map(str::to_string).collect();
-    let permission_mode = match string_ext(request, EXT_PERMISSION_MODE)? {
-        Some(m @ ("default" | "acceptEdits" | "plan" | "bypassPermissions" | "dontAsk")) => Some(m.to_string()),
-        Some(_) => return Err(invalid(EXT_PERMISSION_MODE, "must be one of default, acceptEdits, plan, bypassPermissions, dontAsk")),
-        None => policy_mode.map(str::to_string),
-    };
-    let bypass = permission_mode.as_deref() == Some("bypassPermissions");
-    if let Some(m) = &permission_mode {
-        spec = spec.arg("--permission-mode").arg(m);
+    let (policy_mode, allowed) = if mode == Mode::Print { print_policy(&request.permissions) } else { (None, Vec::new()) };
+    let mut allowed_tools: Vec<String> = allowed.into_iter().map(str::to_string).collect();
+    let skip_prompts = request.skip_permission_prompts.then_some(PermissionMode::BypassPermissions);
+    let permission_mode = options.permission_mode.or(skip_prompts).or(policy_mode);
+    let bypass = permission_mode == Some(PermissionMode::BypassPermissions);
+    if let Some(m) = permission_mode {
+        spec = spec.arg("--permission-mode").arg(m.as_str());
     }
-    allowed_tools.extend(list_ext(request, EXT_ALLOWED_TOOLS)?);
+    allowed_tools.extend(options.allowed_tools);
     if !allowed_tools.is_empty() {
         spec = spec.arg("--allowedTools").arg(allowed_tools.join(","));
     }
-    let disallowed = list_ext(request, EXT_DISALLOWED_TOOLS)?;
-    if !disallowed.is_empty() {
-        spec = spec.arg("--disallowedTools").arg(disallowed.join(","));
+    if !options.disallowed_tools.is_empty() {
+        spec = spec.arg("--disallowedTools").arg(options.disallowed_tools.join(","));
     }
-    for dir in list_ext(request, EXT_EXTRA_DIRS)? {
+    for dir in &options.extra_dirs {
         spec = spec.arg("--add-dir").arg(dir);
     }
-    if let Some(text) = string_ext(request, EXT_SYSTEM_PROMPT_APPEND)? {
+    if let Some(text) = &options.system_prompt_append {
         spec = spec.arg("--append-system-prompt").arg(text);
     }
-    match request.extensions.get(EXT_MAX_TURNS) {
-        None => {}
-        Some(v) => {
-            let turns = v.as_u64().filter(|n| *n > 0).ok_or_else(|| invalid(EXT_MAX_TURNS, "must be a whole number above 0"))?;
-            spec = spec.arg("--max-turns").arg(turns.to_string());
-        }
+    if let Some(turns) = options.max_turns {
+        spec = spec.arg("--max-turns").arg(turns.to_string());
     }
     spec = spec.args(config.extra_args.iter().cloned());
     if mode == Mode::Print {
@@ -180,21 +256,21 @@ mod tests {
 
     #[test]
     fn print_mode_puts_the_prompt_after_the_end_of_options() {
-        let args = argv(&RunRequest::new("-x hello").with_extension(EXT_MODE, json!("print")));
+        let args = argv(&RunRequest::new("-x hello").with_options(&ClaudeCodeOptions::default().mode(Mode::Print)));
         assert_eq!(&args[args.len() - 2..], ["--", "-x hello"]);
         assert!(!args.iter().any(|a| a == "--input-format"));
     }
 
     #[test]
     fn sessions_models_and_extensions_map_to_their_flags() {
-        let req = RunRequest::new("hi")
-            .with_model("claude-sonnet-4-5")
-            .with_session(SessionSelector::Fork("abc".into()))
-            .with_extension(EXT_EXTRA_DIRS, json!(["/a", "/b"]))
-            .with_extension(EXT_ALLOWED_TOOLS, json!(["Bash(git:*)", "Read"]))
-            .with_extension(EXT_DISALLOWED_TOOLS, json!(["WebFetch"]))
-            .with_extension(EXT_SYSTEM_PROMPT_APPEND, json!("be brief"))
-            .with_extension(EXT_MAX_TURNS, json!(3));
+        let req = RunRequest::new("hi").with_model("claude-sonnet-4-5").with_session(SessionSelector::Fork("abc".into())).with_options(
+            &ClaudeCodeOptions::default()
+                .extra_dirs(["/a", "/b"])
+                .allowed_tools(["Bash(git:*)", "Read"])
+                .disallowed_tools(["WebFetch"])
+                .system_prompt_append("be brief")
+                .max_turns(3),
+        );
         let args = argv(&req).join(" ");
         for want in [
             "--model claude-sonnet-4-5",
@@ -211,13 +287,39 @@ mod tests {
     }
 
     #[test]
-    fn approve_all_asks_for_bypass_and_file_write_approval_for_accept_edits() {
-        let inv = invocation(&ClaudeCodeConfig::default(), &RunRequest::new("hi").with_permissions(PermissionPolicy::ApproveAll)).unwrap();
+    fn the_two_way_mode_passes_no_policy_flags_so_every_request_reaches_the_kit() {
+        let rules = [(ToolCategory::FileWrite, PermissionRule::Approve), (ToolCategory::Shell, PermissionRule::Approve)];
+        for policy in [PermissionPolicy::ApproveAll, PermissionPolicy::DenyAll, PermissionPolicy::ByCategory(rules.into_iter().collect())] {
+            let inv = invocation(&ClaudeCodeConfig::default(), &RunRequest::new("hi").with_permissions(policy.clone())).unwrap();
+            assert!(!inv.bypass, "{policy:?}");
+            let args = argv(&RunRequest::new("hi").with_permissions(policy.clone())).join(" ");
+            assert!(!args.contains("--permission-mode") && !args.contains("--allowedTools"), "{policy:?}: {args}");
+        }
+    }
+
+    #[test]
+    fn skipping_permission_prompts_is_its_own_option_mapped_to_bypass() {
+        let req = RunRequest::new("hi").with_skip_permission_prompts(true);
+        assert!(req.required_capabilities().contains(agent_api::capabilities::SKIP_PERMISSION_PROMPTS));
+        let inv = invocation(&ClaudeCodeConfig::default(), &req).unwrap();
         assert!(inv.bypass);
-        let rules =
-            [(ToolCategory::FileWrite, PermissionRule::Approve), (ToolCategory::Shell, PermissionRule::Approve)].into_iter().collect();
-        let args = argv(&RunRequest::new("hi").with_permissions(PermissionPolicy::ByCategory(rules))).join(" ");
-        assert!(args.contains("--permission-mode acceptEdits") && args.contains("--allowedTools Bash"), "{args}");
+        assert!(argv(&req).join(" ").contains("--permission-mode bypassPermissions"));
+    }
+
+    #[test]
+    fn print_mode_turns_the_policy_into_pre_approved_tools() {
+        let print = |policy| RunRequest::new("hi").with_options(&ClaudeCodeOptions::default().mode(Mode::Print)).with_permissions(policy);
+        let all = argv(&print(PermissionPolicy::ApproveAll)).join(" ");
+        assert!(all.contains("--permission-mode acceptEdits"), "{all}");
+        assert!(all.contains("--allowedTools Bash,Write,Edit,MultiEdit,NotebookEdit,WebFetch,WebSearch,Read,Glob,Grep"), "{all}");
+        assert!(!all.contains("bypassPermissions"), "{all}");
+        for policy in [PermissionPolicy::Ask, PermissionPolicy::DenyAll] {
+            let args = argv(&print(policy.clone())).join(" ");
+            assert!(!args.contains("--permission-mode") && !args.contains("--allowedTools"), "{policy:?}: {args}");
+        }
+        let shell_only = PermissionPolicy::ByCategory([(ToolCategory::Shell, PermissionRule::Approve)].into_iter().collect());
+        let args = argv(&print(shell_only)).join(" ");
+        assert!(args.contains("--allowedTools Bash") && !args.contains("--permission-mode"), "{args}");
     }
 
     #[test]
@@ -226,7 +328,40 @@ mod tests {
             [(EXT_MODE, json!("tui")), (EXT_EXTRA_DIRS, json!("/a")), (EXT_MAX_TURNS, json!(0)), (EXT_PERMISSION_MODE, json!("yolo"))]
         {
             let err = invocation(&ClaudeCodeConfig::default(), &RunRequest::new("hi").with_extension(key, value)).unwrap_err();
-            assert!(matches!(err, AgentError::InvalidExtension { .. }), "{key}: {err:?}");
+            assert!(matches!(&err, AgentError::InvalidExtension { key: named, .. } if named == key), "{key}: {err:?}");
         }
+        let unknown = RunRequest::new("hi").with_extension("backend.claude_code.max_turn", json!(3));
+        let err = invocation(&ClaudeCodeConfig::default(), &unknown).unwrap_err();
+        assert!(matches!(err, AgentError::UnknownExtension { .. }), "{err:?}");
+    }
+
+    #[test]
+    fn the_typed_options_round_trip_through_the_request_under_the_public_keys() {
+        let options = ClaudeCodeOptions::default()
+            .mode(Mode::Print)
+            .extra_dirs(["/a"])
+            .system_prompt_append("be brief")
+            .allowed_tools(["Read"])
+            .disallowed_tools(["WebFetch"])
+            .permission_mode(PermissionMode::AcceptEdits)
+            .max_turns(2);
+        let request = RunRequest::new("hi").with_options(&options);
+        assert_eq!(request.options::<ClaudeCodeOptions>().unwrap(), options);
+        assert_eq!(request.extensions[EXT_PERMISSION_MODE], json!("acceptEdits"));
+        assert_eq!(
+            agent_api::options::extension_keys::<ClaudeCodeOptions>(),
+            [
+                EXT_MODE,
+                EXT_EXTRA_DIRS,
+                EXT_SYSTEM_PROMPT_APPEND,
+                EXT_ALLOWED_TOOLS,
+                EXT_DISALLOWED_TOOLS,
+                EXT_PERMISSION_MODE,
+                EXT_MAX_TURNS
+            ]
+        );
+        let wrong = RunRequest::new("hi").with_extension(EXT_ALLOWED_TOOLS, json!([1]));
+        let err = wrong.options::<ClaudeCodeOptions>().unwrap_err();
+        assert!(matches!(&err, AgentError::InvalidExtension { key, .. } if key == EXT_ALLOWED_TOOLS), "{err:?}");
     }
 }

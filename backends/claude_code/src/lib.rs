@@ -6,8 +6,19 @@
 //!   stdio`): the prompt goes in on stdin, permission requests and AskUserQuestion come back as
 //!   `permission.requested` / `question.requested` events that [`agent_api::RunControl`] answers,
 //!   and `cancel()` sends the CLI's `interrupt` before the process group is terminated.
-//! - `backend.claude_code.mode = "print"` runs one-way (`-p PROMPT`); tools needing a permission
-//!   are then denied by the CLI.
+//!   Every `can_use_tool` request goes through `agent_api::kit::hitl`, which applies the run's
+//!   `PermissionPolicy`: approve-all approves each request the CLI makes (the CLI runs in its
+//!   default permission mode, so this works as root too), and each request has its
+//!   `permission.requested` and `permission.resolved` (saying who decided).
+//! - [`ClaudeCodeOptions`] are the backend's own options (the `backend.claude_code.*` extensions),
+//!   attached with `RunRequest::with_options`.
+//! - `backend.claude_code.mode = "print"` ([`Mode::Print`]) runs one-way (`-p PROMPT`). It has no request channel:
+//!   the policy becomes pre-approved tools (`--allowedTools`; `acceptEdits` when file writes are
+//!   approved), the CLI denies every other tool that needs a permission, and no permission event
+//!   appears.
+//! - `RunRequest::skip_permission_prompts` (`agent_api.permissions.skip_prompts`) runs the CLI in
+//!   `bypassPermissions`: it asks nothing. Claude Code refuses that as root unless `IS_SANDBOX=1`
+//!   is in the run's environment; the refusal is a typed `PermissionModeRefused`.
 //! - [`ClaudeCodeBackend::replay_protocol`] replays recorded print output and two-way sessions.
 //!
 //! ```no_run
@@ -29,7 +40,6 @@ mod tools;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use agent_api::capabilities as caps;
 use agent_api::kit::replay::RecordingFormat;
@@ -37,7 +47,7 @@ use agent_api::kit::{start_run, Protocol, RunSettings, Transport};
 use agent_api::{AgentBackend, AgentError, AgentKind, CapabilitySet, RunHandle, RunRequest};
 use async_trait::async_trait;
 
-pub use args::{Mode, EXTENSION_KEYS};
+pub use args::{ClaudeCodeOptions, Mode, PermissionMode};
 pub use protocol::ClaudeProtocol;
 
 /// The backend's agent kind.
@@ -52,8 +62,9 @@ pub const CAP_PRINT_MODE: &str = "backend.claude_code.print_mode";
 /// append, allowed and disallowed tools, permission mode, max turns).
 pub const CAP_CLI_OPTIONS: &str = "backend.claude_code.cli_options";
 
-/// Where and how to run the `claude` executable.
-#[derive(Debug, Clone)]
+/// Where and how to run the `claude` executable. Its `Debug` shows the names of `env`, never the
+/// values.
+#[derive(Clone)]
 #[non_exhaustive]
 pub struct ClaudeCodeConfig {
     /// The executable: a path, or a name looked up on `PATH` (default `claude`).
@@ -72,6 +83,18 @@ pub struct ClaudeCodeConfig {
 impl Default for ClaudeCodeConfig {
     fn default() -> Self {
         Self { binary: PathBuf::from("claude"), env: BTreeMap::new(), inherit_env: true, working_dir: None, extra_args: Vec::new() }
+    }
+}
+
+impl std::fmt::Debug for ClaudeCodeConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClaudeCodeConfig")
+            .field("binary", &self.binary)
+            .field("env", &agent_api::secrets::EnvNames(&self.env))
+            .field("inherit_env", &self.inherit_env)
+            .field("working_dir", &self.working_dir)
+            .field("extra_args", &self.extra_args)
+            .finish()
     }
 }
 
@@ -152,19 +175,20 @@ impl AgentBackend for ClaudeCodeBackend {
             caps::STREAMING_DELTAS,
             caps::USAGE,
             caps::MODEL_SELECTION,
+            caps::SKIP_PERMISSION_PROMPTS,
             CAP_PRINT_MODE,
             CAP_CLI_OPTIONS,
         ])
     }
 
     fn extension_keys(&self) -> &'static [&'static str] {
-        EXTENSION_KEYS
+        agent_api::options::extension_keys::<ClaudeCodeOptions>()
     }
 
     async fn run(&self, request: RunRequest) -> Result<RunHandle, AgentError> {
         self.validate(&request)?;
         let invocation = args::invocation(&self.config, &request)?;
-        let settings = RunSettings::for_request(KIND, &request, true);
+        let settings = RunSettings::for_request(KIND, &request, &self.capabilities());
         let protocol = match invocation.mode {
             Mode::Control => ClaudeProtocol::control(request.prompt.text.clone(), request.permissions.clone(), invocation.bypass),
             Mode::Print => ClaudeProtocol::print(request.prompt.text.clone(), invocation.bypass),
@@ -182,14 +206,19 @@ impl AgentBackend for ClaudeCodeBackend {
 }
 
 /// The version `binary --version` reports (`2.1.197 (Claude Code)` → `2.1.197`), or `None` when
-/// it cannot be run within 20 seconds.
+/// it cannot be run (see [`agent_api::detect::probe_version`]).
 pub async fn installed_version(binary: &Path) -> Option<String> {
-    let mut cmd = tokio::process::Command::new(binary);
-    cmd.arg("--version").stdin(std::process::Stdio::null()).kill_on_drop(true);
-    let output = tokio::time::timeout(Duration::from_secs(20), cmd.output()).await.ok()?.ok()?;
-    if !output.status.success() {
-        return None;
-    }
-    let text = String::from_utf8_lossy(&output.stdout);
-    text.split_whitespace().next().filter(|v| v.chars().next().is_some_and(|c| c.is_ascii_digit())).map(str::to_string)
+    agent_api::detect::probe_version(binary).await
+}
+
+/// What discovery needs to find the `claude` CLI and build a backend for it.
+pub fn probe() -> agent_api::detect::BackendProbe {
+    agent_api::detect::BackendProbe::new(KIND, "claude", SUPPORTED_VERSIONS, |binary| {
+        std::sync::Arc::new(ClaudeCodeBackend::new(ClaudeCodeConfig::default().with_binary(binary)))
+    })
+}
+
+/// The installed `claude`: `$AGENT_API_CLAUDE_CODE_BIN`, else `claude` on `PATH`, with its version.
+pub async fn detect() -> Option<agent_api::detect::Installed> {
+    probe().detect().await
 }

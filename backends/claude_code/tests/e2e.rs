@@ -2,12 +2,13 @@
 //! Each test starts with `agent_bench::e2e_enabled_or_explain`: it fails with install
 //! instructions when the CLI is missing, unless `AGENT_API_E2E=skip` (then it says SKIPPED).
 
+use agent_api::Channel;
 use std::path::Path;
 use std::time::Duration;
 
-use agent_api::universal::{ContentPart, ItemKind, ItemRole, UniversalEvent, UniversalEventBody};
-use agent_api::{AgentBackend, AgentError, PermissionDecision, QuestionAnswer, RunHandle, RunRequest, SessionSelector};
-use agent_api_claude_code::{ClaudeCodeBackend, ClaudeCodeConfig};
+use agent_api::universal::{ContentPart, DecidedBy, ItemKind, ItemRole, PermissionStatus, UniversalEvent, UniversalEventBody};
+use agent_api::{AgentBackend, AgentError, PermissionDecision, PermissionPolicy, QuestionAnswer, RunHandle, RunRequest, SessionSelector};
+use agent_api_claude_code::{ClaudeCodeBackend, ClaudeCodeConfig, ClaudeCodeOptions, Mode};
 use agent_api_conformance::{assert_conformant, record, RunRecord};
 use agent_bench::{Cli, ModelServer, Sandbox};
 use futures::StreamExt;
@@ -81,8 +82,7 @@ async fn e2e_thinking_arrives_as_reasoning() {
     let Some((_server, sandbox)) = bench("reasoning").await else { return };
     let run = record(backend(&sandbox).run(request("say hello")).await.unwrap()).await;
     assert_conformant(&run);
-    let reasoning: String =
-        run.wrapper.iter().filter(|e| e.channel.as_deref() == Some("reasoning")).filter_map(|e| e.text.clone()).collect();
+    let reasoning: String = run.text_on(&Channel::Reasoning);
     assert_eq!(reasoning, "The user said hello. I should greet them back.");
     assert_eq!(run.assistant_text(), "Hello after thinking");
 }
@@ -250,10 +250,145 @@ async fn e2e_http_errors_are_typed() {
 #[tokio::test]
 async fn e2e_print_mode_runs_one_way() {
     let Some((_server, sandbox)) = bench("text").await else { return };
-    let req = request("-say hello").with_extension(agent_api_claude_code::args::EXT_MODE, json!("print"));
+    let req = request("-say hello").with_options(&ClaudeCodeOptions::default().mode(Mode::Print));
     let run = record(backend(&sandbox).run(req).await.unwrap()).await;
     assert_conformant(&run);
     assert_eq!(run.assistant_text(), "Hello from mock");
     let user = run.completed_items(ItemKind::Message).into_iter().find(|i| i.role == Some(ItemRole::User)).unwrap();
     assert_eq!(user.text(), "-say hello");
+}
+
+/// The backend without the bench's `IS_SANDBOX=1`: as root, Claude Code then refuses
+/// `bypassPermissions`, so these runs prove the policy never depends on it.
+fn backend_without_sandbox_flag(sandbox: &Sandbox) -> ClaudeCodeBackend {
+    let mut config = ClaudeCodeConfig::default().with_binary(&sandbox.program).with_inherit_env(false).with_working_dir(&sandbox.cwd);
+    for (key, value) in sandbox.env.iter().filter(|(key, _)| key.as_str() != "IS_SANDBOX") {
+        config = config.with_env(key, value);
+    }
+    ClaudeCodeBackend::new(config)
+}
+
+/// Runs the shell scenario under `policy` with nobody answering, and checks that the one tool
+/// request was asked and resolved once, by the policy, with `status`.
+async fn shell_under_policy(policy: PermissionPolicy, status: PermissionStatus) -> Option<(RunRecord, Sandbox)> {
+    let (_server, sandbox) = bench("shell").await?;
+    let req = request("run the command").with_permissions(policy);
+    let run = record(backend_without_sandbox_flag(&sandbox).run(req).await.unwrap()).await;
+    assert_conformant(&run);
+    assert!(run.completion.is_ok(), "{:?}", run.completion);
+    assert_eq!(run.of_type("permission.requested").count(), 1);
+    let resolved: Vec<_> = run.of_type("permission.resolved").collect();
+    assert_eq!(resolved.len(), 1);
+    assert_eq!(resolved[0].decided_by(), Some(DecidedBy::Policy));
+    assert!(matches!(&resolved[0].body, UniversalEventBody::PermissionResolved(p) if p.status == status), "{:?}", resolved[0]);
+    Some((run, sandbox))
+}
+
+#[tokio::test]
+async fn e2e_approve_all_without_is_sandbox_approves_each_request_in_the_sdk() {
+    let Some((run, sandbox)) = shell_under_policy(PermissionPolicy::ApproveAll, PermissionStatus::Approved).await else { return };
+    assert_eq!(std::fs::read_to_string(sandbox.cwd.join("out.txt")).unwrap(), "hi\n");
+    assert_eq!(run.completion.as_ref().unwrap().final_text.as_deref(), Some("Tool finished. Output was: hi"));
+}
+
+#[tokio::test]
+async fn e2e_deny_all_denies_each_request_and_the_run_completes_with_the_denial_visible() {
+    let Some((run, sandbox)) = shell_under_policy(PermissionPolicy::DenyAll, PermissionStatus::Denied).await else { return };
+    assert!(!sandbox.cwd.join("out.txt").exists());
+    let text = run.completion.as_ref().unwrap().final_text.clone().unwrap();
+    assert!(text.contains("Denied by the run's permission policy"), "{text}");
+}
+
+#[tokio::test]
+async fn e2e_print_mode_has_no_request_channel_so_the_policy_becomes_pre_approved_tools() {
+    for (policy, runs) in [(PermissionPolicy::ApproveAll, true), (PermissionPolicy::DenyAll, false)] {
+        let Some((_server, sandbox)) = bench("shell").await else { return };
+        let req = request("run the command").with_permissions(policy.clone()).with_options(&ClaudeCodeOptions::default().mode(Mode::Print));
+        let run = record(backend_without_sandbox_flag(&sandbox).run(req).await.unwrap()).await;
+        assert_conformant(&run);
+        assert!(run.completion.is_ok(), "{policy:?}: {:?}", run.completion);
+        assert_eq!(run.of_type("permission.requested").count(), 0, "{policy:?}: nothing can be asked one-way");
+        assert_eq!(sandbox.cwd.join("out.txt").exists(), runs, "{policy:?}");
+    }
+}
+
+#[tokio::test]
+async fn e2e_a_stream_cut_then_retried_without_streaming_leaves_only_the_retried_answer() {
+    let Some((_server, sandbox)) = bench("broken_stream").await else { return };
+    let run = record(backend(&sandbox).run(request("say hello")).await.unwrap()).await;
+    assert_conformant(&run);
+    let completion = run.completion.as_ref().unwrap();
+    assert_eq!(completion.final_text.as_deref(), Some("Hello from mock"));
+    assert_eq!(run.assistant_text(), "Hello from mock", "the cut message's text is not output");
+    let messages: Vec<_> = run
+        .of_type("item.completed")
+        .filter_map(|e| match &e.body {
+            UniversalEventBody::ItemCompleted(d) if d.item.role == Some(ItemRole::Assistant) => Some((d.item.status, d.item.text())),
+            _ => None,
+        })
+        .collect();
+    let (cut_status, cut_text) = messages.first().cloned().unwrap();
+    assert_eq!(cut_status, agent_api::universal::ItemStatus::Failed, "{messages:?}");
+    assert!(!cut_text.is_empty() && "Hello from mock".starts_with(&cut_text), "{messages:?}");
+    assert_eq!(messages.last().unwrap(), &(agent_api::universal::ItemStatus::Completed, "Hello from mock".to_string()));
+}
+
+/// The session id of `pid` (`/proc/<pid>/stat` field 6).
+fn session_of(pid: &str) -> Option<String> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit(')').next()?.split_whitespace().nth(3).map(str::to_string)
+}
+
+/// Waits until the real CLI's tool shell runs `sleep 30`; returns whether it left this process's
+/// session, which the CLI shares (Claude Code starts its tool shells with `setsid`, so the
+/// process-group kill alone misses them).
+fn wait_for_sleep(cwd: &Path) -> bool {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+            let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+            let in_cwd = std::fs::read_link(entry.path().join("cwd")).is_ok_and(|c| c.starts_with(cwd));
+            if in_cwd && String::from_utf8_lossy(&cmdline).contains("sleep 30") {
+                let pid = entry.file_name().to_string_lossy().to_string();
+                return session_of(&pid) != session_of(&std::process::id().to_string());
+            }
+        }
+        assert!(std::time::Instant::now() < deadline, "sleep 30 never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[tokio::test]
+async fn e2e_a_dropped_run_kills_the_setsid_tool_shell() {
+    let Some((_server, sandbox)) = bench("slow_shell").await else { return };
+    let handle = backend(&sandbox).run(request("go").with_permissions(agent_api::PermissionPolicy::ApproveAll)).await.unwrap();
+    let (mut events, completion) = handle.into_universal();
+    while let Some(event) = events.next().await {
+        if matches!(&event.body, UniversalEventBody::ItemCompleted(d) if d.item.kind == ItemKind::ToolCall) {
+            break;
+        }
+    }
+    let cwd = sandbox.cwd.clone();
+    assert!(tokio::task::spawn_blocking(move || wait_for_sleep(&cwd)).await.unwrap(), "the tool shell is in a session of its own");
+    drop(events);
+    drop(completion);
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while !processes_in(&sandbox.cwd).is_empty() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(processes_in(&sandbox.cwd), Vec::<String>::new(), "processes left after the run was dropped");
+}
+
+#[tokio::test]
+async fn e2e_a_timed_out_run_kills_the_setsid_tool_shell() {
+    let Some((_server, sandbox)) = bench("slow_shell").await else { return };
+    let request = RunRequest::new("go").with_timeout(Duration::from_secs(12)).with_permissions(agent_api::PermissionPolicy::ApproveAll);
+    let handle = backend(&sandbox).run(request).await.unwrap();
+    let cwd = sandbox.cwd.clone();
+    let watcher = tokio::task::spawn_blocking(move || wait_for_sleep(&cwd));
+    let run = record(handle).await;
+    assert!(matches!(run.completion, Err(AgentError::Timeout { .. })), "{:?}", run.completion);
+    assert!(watcher.await.unwrap(), "the tool shell is in a session of its own");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(processes_in(&sandbox.cwd), Vec::<String>::new(), "processes left after the timeout");
 }

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use agent_api::universal::{ContentPart, UniversalEventBody};
-use agent_api::{AgentBackend, AgentError, PermissionPolicy, RunRequest};
+use agent_api::{AgentBackend, AgentError, RunRequest};
 use agent_api_claude_code::{ClaudeCodeBackend, ClaudeCodeConfig};
 use agent_api_conformance::{assert_conformant, problems, record, RunRecord};
 
@@ -49,7 +49,16 @@ async fn a_crash_mid_stream_is_process_exited_and_leaks_no_stderr() {
     let (run, _dir) = run_fake("crash", RunRequest::new("hi")).await;
     assert_conformant(&run);
     assert!(matches!(run.completion, Err(AgentError::ProcessExited { exit_code: Some(3), .. })), "{:?}", run.completion);
-    assert_eq!(run.assistant_text(), "partial ");
+    // The message never finished: it fails, and the wrapper view does not output its text.
+    assert_eq!(run.assistant_text(), "");
+    let cut = run.universal.iter().rev().find_map(|e| match &e.body {
+        agent_api::universal::UniversalEventBody::ItemCompleted(d) if d.item.role == Some(agent_api::universal::ItemRole::Assistant) => {
+            Some(d.item.clone())
+        }
+        _ => None,
+    });
+    let cut = cut.expect("the streamed message completes");
+    assert_eq!((cut.status, cut.text()), (agent_api::universal::ItemStatus::Failed, "partial ".to_string()));
     let error = run.completion.as_ref().unwrap_err().to_string();
     assert!(!error.contains("SECRET"), "{error}");
     for event in &run.wrapper {
@@ -111,7 +120,7 @@ async fn malformed_lines_are_unparsed_and_unknown_types_are_statuses() {
 
 #[tokio::test]
 async fn a_refused_bypass_mode_is_a_clear_typed_error() {
-    let (run, _dir) = run_fake("bypass_refused", RunRequest::new("hi").with_permissions(PermissionPolicy::ApproveAll)).await;
+    let (run, _dir) = run_fake("bypass_refused", RunRequest::new("hi").with_skip_permission_prompts(true)).await;
     assert_conformant(&run);
     let error = run.completion.as_ref().unwrap_err();
     assert!(
@@ -137,4 +146,49 @@ async fn installed_version_reads_the_cli_version() {
         let version = agent_api_claude_code::installed_version(&cli).await.unwrap();
         assert!(agent_api_claude_code::SUPPORTED_VERSIONS.contains(&version.as_str()), "{version}");
     }
+}
+
+#[test]
+fn debug_of_the_config_and_backend_never_prints_env_values() {
+    let config = ClaudeCodeConfig::default().with_env("ANTHROPIC_API_KEY", "sk-ant-api03-LIVE");
+    let backend = ClaudeCodeBackend::new(config.clone());
+    for shown in [format!("{config:?}"), format!("{backend:?}")] {
+        assert!(!shown.contains("LIVE") && shown.contains("ANTHROPIC_API_KEY"), "{shown}");
+    }
+}
+
+#[tokio::test]
+async fn secrets_in_stream_errors_codes_and_result_subtypes_are_masked() {
+    let (run, _dir) = run_fake("secrets", RunRequest::new("hi")).await;
+    assert_conformant(&run);
+    let everything = format!(
+        "{} {} {}",
+        serde_json::to_string(&run.universal).unwrap(),
+        serde_json::to_string(&run.wrapper).unwrap(),
+        run.completion.as_ref().unwrap_err()
+    );
+    for secret in ["SECRET", "sk-ant-code-123456", "tok."] {
+        assert!(!everything.contains(secret), "{secret} leaked: {everything}");
+    }
+}
+
+#[tokio::test]
+async fn the_prompt_s_user_message_carries_no_unrelated_raw_line() {
+    let (run, _dir) = run_fake("default", RunRequest::new("hi").with_include_raw(true)).await;
+    let user_events: Vec<_> = run
+        .universal
+        .iter()
+        .filter(|e| match &e.body {
+            UniversalEventBody::ItemStarted(d) | UniversalEventBody::ItemCompleted(d) => {
+                d.item.role == Some(agent_api::universal::ItemRole::User)
+            }
+            UniversalEventBody::ItemDelta(_) => e.synthetic,
+            _ => false,
+        })
+        .collect();
+    assert!(!user_events.is_empty());
+    for event in user_events {
+        assert!(event.raw.is_none(), "the user message carries a native line: {:?}", event.raw);
+    }
+    assert!(run.universal.iter().any(|e| e.raw.is_some()), "other events keep their raw lines");
 }

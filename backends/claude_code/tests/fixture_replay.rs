@@ -1,6 +1,7 @@
 //! Every recorded Claude Code 2.1.197 fixture (print stdout and two-way control sessions)
 //! replays conformant through the backend's own protocol.
 
+use agent_api::Channel;
 use std::path::{Path, PathBuf};
 
 use agent_api::kit::replay::replay_file;
@@ -203,7 +204,7 @@ async fn thinking_fixture_gives_a_reasoning_item_before_the_answer() {
         })
         .collect();
     assert_eq!(reasoning, ["The user said hello. I should greet them back."]);
-    assert!(run.wrapper.iter().any(|e| e.channel.as_deref() == Some("reasoning")));
+    assert!(run.wrapper.iter().any(|e| e.is_on(&Channel::Reasoning)));
     assert_eq!(run.assistant_text(), "Hello after thinking");
 }
 

@@ -79,8 +79,8 @@ pub fn exec_spec(config: &CodexConfig, options: &RunOptions, request: &RunReques
         args.push("--dangerously-bypass-approvals-and-sandbox".into());
     } else {
         // `-c` rather than `-s`: `exec resume` and `exec fork` take no `-s`.
-        args.extend(["-c".to_string(), format!("sandbox_mode={}", toml_string(&options.sandbox))]);
-        args.extend(["-c".to_string(), format!("approval_policy={}", toml_string(&options.approval_policy))]);
+        args.extend(["-c".to_string(), format!("sandbox_mode={}", toml_string(options.sandbox.as_str()))]);
+        args.extend(["-c".to_string(), format!("approval_policy={}", toml_string(options.approval_policy.as_str()))]);
     }
     if let Some(effort) = &request.variant {
         args.extend(["-c".to_string(), format!("model_reasoning_effort={}", toml_string(effort))]);
@@ -155,7 +155,7 @@ fn absolute(path: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::EXT_EXTRA_DIRS;
+    use crate::config::CodexOptions;
 
     fn args(spec: &CommandSpec) -> Vec<String> {
         spec.args.iter().map(|a| a.to_string_lossy().into_owned()).collect()
@@ -167,7 +167,7 @@ mod tests {
         let request = RunRequest::new("-second turn")
             .with_session(SessionSelector::Resume("t1".into()))
             .with_model("gpt-5.5")
-            .with_extension(crate::config::EXT_MODE, serde_json::json!("exec"));
+            .with_options(&CodexOptions::default().mode(Mode::Exec));
         let options = RunOptions::resolve(&request, &config).unwrap();
         let a = args(&exec_spec(&config, &options, &request));
         assert_eq!(&a[..4], ["exec", "resume", "--json", "--skip-git-repo-check"]);
@@ -182,7 +182,7 @@ mod tests {
     #[test]
     fn app_server_gets_stdin_and_extra_dirs_as_writable_roots() {
         let config = CodexConfig::default().config_overrides(["model=\"gpt-5.5\""]);
-        let request = RunRequest::new("x").with_extension(EXT_EXTRA_DIRS, serde_json::json!(["/a b"]));
+        let request = RunRequest::new("x").with_options(&CodexOptions::default().extra_dirs(["/a b"]));
         let options = RunOptions::resolve(&request, &config).unwrap();
         let spec = app_server_spec(&config, &options, &request);
         let a = args(&spec);

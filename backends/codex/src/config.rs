@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use agent_api::{AgentError, PermissionPolicy, PermissionRule, RunRequest};
-use serde_json::Value;
+use serde::{Deserialize, Serialize};
 
 /// Extension key: `"app_server"` (default) or `"exec"`.
 pub const EXT_MODE: &str = "backend.codex.mode";
@@ -20,11 +20,9 @@ pub const EXT_DANGEROUSLY_BYPASS: &str = "backend.codex.dangerously_bypass";
 /// Extension key: array of extra `key=value` config overrides (each passed as `-c`).
 pub const EXT_CONFIG: &str = "backend.codex.config";
 
-/// Every extension key the backend understands.
-pub const EXTENSION_KEYS: &[&str] = &[EXT_MODE, EXT_SANDBOX, EXT_APPROVAL_POLICY, EXT_EXTRA_DIRS, EXT_DANGEROUSLY_BYPASS, EXT_CONFIG];
-
-/// Which Codex interface a run uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// Which Codex interface a run uses (`backend.codex.mode`: `"app_server"` or `"exec"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Mode {
     /// `codex app-server`: JSON-RPC, streaming deltas, approvals and questions, interrupt.
     #[default]
@@ -33,8 +31,129 @@ pub enum Mode {
     Exec,
 }
 
-/// How the backend starts Codex.
-#[derive(Debug, Clone)]
+/// Codex's sandbox mode, spelled as Codex spells it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum Sandbox {
+    /// `read-only`: commands may read, not write.
+    ReadOnly,
+    /// `workspace-write`: commands may write in the working directory and the extra directories.
+    WorkspaceWrite,
+    /// `danger-full-access`: no sandbox.
+    DangerFullAccess,
+}
+
+impl Sandbox {
+    /// Codex's spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::ReadOnly => "read-only",
+            Self::WorkspaceWrite => "workspace-write",
+            Self::DangerFullAccess => "danger-full-access",
+        }
+    }
+}
+
+/// Codex's approval policy, spelled as Codex spells it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum ApprovalPolicy {
+    /// `untrusted`: Codex asks before anything it does not trust.
+    Untrusted,
+    /// `on-request`: the model decides when to ask.
+    OnRequest,
+    /// `never`: Codex never asks.
+    Never,
+}
+
+impl ApprovalPolicy {
+    /// Codex's spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Untrusted => "untrusted",
+            Self::OnRequest => "on-request",
+            Self::Never => "never",
+        }
+    }
+}
+
+/// The backend's own options (`backend.codex.*`), attached with [`RunRequest::with_options`];
+/// each field is the extension key of the same name.
+///
+/// ```
+/// use agent_api::RunRequest;
+/// use agent_api_codex::{CodexOptions, Mode, Sandbox};
+/// let request = RunRequest::new("hi").with_options(&CodexOptions::default().mode(Mode::Exec).sandbox(Sandbox::ReadOnly));
+/// assert_eq!(request.extensions["backend.codex.mode"], "exec");
+/// assert_eq!(request.extensions["backend.codex.sandbox"], "read-only");
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+#[non_exhaustive]
+pub struct CodexOptions {
+    /// The interface ([`EXT_MODE`]); the config's `default_mode` when absent.
+    pub mode: Option<Mode>,
+    /// The sandbox ([`EXT_SANDBOX`]); overrides the one the permission policy maps to.
+    pub sandbox: Option<Sandbox>,
+    /// The approval policy ([`EXT_APPROVAL_POLICY`]); overrides the one the mode maps to.
+    pub approval_policy: Option<ApprovalPolicy>,
+    /// Directories Codex may also write to ([`EXT_EXTRA_DIRS`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub extra_dirs: Vec<String>,
+    /// Run without approvals and without a sandbox ([`EXT_DANGEROUSLY_BYPASS`]).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub dangerously_bypass: bool,
+    /// Extra `key=value` config overrides of this run, each passed as `-c` ([`EXT_CONFIG`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub config: Vec<String>,
+}
+
+impl CodexOptions {
+    /// Sets the interface.
+    pub fn mode(mut self, mode: Mode) -> Self {
+        self.mode = Some(mode);
+        self
+    }
+
+    /// Sets the sandbox.
+    pub fn sandbox(mut self, sandbox: Sandbox) -> Self {
+        self.sandbox = Some(sandbox);
+        self
+    }
+
+    /// Sets the approval policy.
+    pub fn approval_policy(mut self, policy: ApprovalPolicy) -> Self {
+        self.approval_policy = Some(policy);
+        self
+    }
+
+    /// Adds directories Codex may also write to.
+    pub fn extra_dirs<I: IntoIterator<Item = S>, S: Into<String>>(mut self, dirs: I) -> Self {
+        self.extra_dirs.extend(dirs.into_iter().map(Into::into));
+        self
+    }
+
+    /// Runs without approvals and without a sandbox (only when asked for explicitly).
+    pub fn dangerously_bypass(mut self, bypass: bool) -> Self {
+        self.dangerously_bypass = bypass;
+        self
+    }
+
+    /// Adds `key=value` config overrides (anything else is refused when the run starts).
+    pub fn config<I: IntoIterator<Item = S>, S: Into<String>>(mut self, overrides: I) -> Self {
+        self.config.extend(overrides.into_iter().map(Into::into));
+        self
+    }
+}
+
+impl agent_api::BackendOptions for CodexOptions {
+    const KIND: &'static str = "codex";
+}
+
+/// How the backend starts Codex. Its `Debug` shows the names of `env`, never the values.
+#[derive(Clone)]
 #[non_exhaustive]
 pub struct CodexConfig {
     /// The `codex` executable (a path, or a name looked up on `PATH`).
@@ -68,6 +187,21 @@ impl Default for CodexConfig {
             working_dir: None,
             request_user_input: true,
         }
+    }
+}
+
+impl std::fmt::Debug for CodexConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CodexConfig")
+            .field("binary", &self.binary)
+            .field("env", &agent_api::secrets::EnvNames(&self.env))
+            .field("config_overrides", &self.config_overrides)
+            .field("quiet", &self.quiet)
+            .field("default_mode", &self.default_mode)
+            .field("reasoning_summary", &self.reasoning_summary)
+            .field("working_dir", &self.working_dir)
+            .field("request_user_input", &self.request_user_input)
+            .finish()
     }
 }
 
@@ -107,10 +241,10 @@ impl CodexConfig {
 pub struct RunOptions {
     /// Interface.
     pub mode: Mode,
-    /// Sandbox mode (`read-only`, `workspace-write`, `danger-full-access`).
-    pub sandbox: String,
-    /// Approval policy (`untrusted`, `on-request`, `never`).
-    pub approval_policy: String,
+    /// Sandbox mode.
+    pub sandbox: Sandbox,
+    /// Approval policy.
+    pub approval_policy: ApprovalPolicy,
     /// Run without approvals and sandbox (only when asked for explicitly).
     pub bypass: bool,
     /// Extra writable directories.
@@ -121,82 +255,57 @@ pub struct RunOptions {
     pub policy: PermissionPolicy,
 }
 
-fn string_ext(request: &RunRequest, key: &str, allowed: &[&str]) -> Result<Option<String>, AgentError> {
-    match request.extensions.get(key) {
-        None => Ok(None),
-        Some(Value::String(s)) if allowed.contains(&s.as_str()) => Ok(Some(s.clone())),
-        Some(_) => Err(AgentError::InvalidExtension { key: key.into(), reason: format!("must be one of {}", allowed.join(", ")) }),
-    }
-}
-
-fn strings_ext(request: &RunRequest, key: &str) -> Result<Vec<String>, AgentError> {
-    match request.extensions.get(key) {
-        None => Ok(Vec::new()),
-        Some(Value::Array(items)) => items
-            .iter()
-            .map(|v| {
-                v.as_str()
-                    .map(str::to_string)
-                    .ok_or_else(|| AgentError::InvalidExtension { key: key.into(), reason: "must be an array of strings".into() })
-            })
-            .collect(),
-        Some(_) => Err(AgentError::InvalidExtension { key: key.into(), reason: "must be an array of strings".into() }),
-    }
-}
-
 impl RunOptions {
-    /// Resolves the options of `request`. The permission policy maps to Codex as: ask (and
-    /// per-category rules) → `untrusted` + `workspace-write`, approvals come to the backend;
-    /// approve-all → `never` + `workspace-write`; deny-all → `never` + `read-only`. Exec mode has
-    /// no approval channel, so anything but approve-all runs `never` + `read-only`. The
+    /// Resolves the options of `request`.
+    ///
+    /// App-server mode always runs approval policy `untrusted`, so every approval Codex asks for
+    /// reaches `agent_api::kit::hitl`, which applies the run's permission policy (approve-all
+    /// approves each request, deny-all denies each, with both events in the transcript); the
+    /// sandbox is `workspace-write`, or `read-only` under deny-all.
+    ///
+    /// Exec mode has no approval channel, so nothing can be approved one by one: it runs `never`
+    /// (Codex does not ask) with the policy as a sandbox: `workspace-write` when every category
+    /// is approved (approve-all, or rules that all approve), else `read-only`.
+    ///
+    /// `RunRequest::skip_permission_prompts` sets `never` in either mode (the sandbox stays). The
     /// `sandbox` and `approval_policy` extensions override the mapping.
     pub fn resolve(request: &RunRequest, config: &CodexConfig) -> Result<Self, AgentError> {
-        let mode = match string_ext(request, EXT_MODE, &["app_server", "exec"])?.as_deref() {
-            Some("exec") => Mode::Exec,
-            Some(_) => Mode::AppServer,
-            None => config.default_mode,
-        };
-        let (mut approval, mut sandbox) = match (&request.permissions, mode) {
-            (PermissionPolicy::ApproveAll, _) => ("never", "workspace-write"),
-            (PermissionPolicy::DenyAll, _) | (_, Mode::Exec) => ("never", "read-only"),
-            _ => ("untrusted", "workspace-write"),
-        };
-        if let PermissionPolicy::ByCategory(rules) = &request.permissions {
-            if mode == Mode::Exec && !rules.is_empty() && rules.values().all(|r| *r == PermissionRule::Approve) {
-                sandbox = "workspace-write";
-            }
-        }
-        let sandbox_ext = string_ext(request, EXT_SANDBOX, &["read-only", "workspace-write", "danger-full-access"])?;
-        let approval_ext = string_ext(request, EXT_APPROVAL_POLICY, &["untrusted", "on-request", "never"])?;
-        if let Some(s) = &sandbox_ext {
-            sandbox = s;
-        }
-        if let Some(a) = &approval_ext {
-            approval = a;
-        }
-        let bypass = match request.extensions.get(EXT_DANGEROUSLY_BYPASS) {
-            None | Some(Value::Bool(false)) => false,
-            Some(Value::Bool(true)) => true,
-            Some(_) => return Err(AgentError::InvalidExtension { key: EXT_DANGEROUSLY_BYPASS.into(), reason: "must be a boolean".into() }),
-        };
-        if bypass {
-            approval = "never";
-            sandbox = "danger-full-access";
-        }
-        let config_overrides = strings_ext(request, EXT_CONFIG)?;
-        if let Some(bad) = config_overrides.iter().find(|o| !o.contains('=')) {
+        let options: CodexOptions = request.options()?;
+        if let Some(bad) = options.config.iter().find(|o| !o.contains('=')) {
             return Err(AgentError::InvalidExtension {
                 key: EXT_CONFIG.into(),
                 reason: format!("{:?} is not key=value", agent_api::bounds::utf8_prefix(bad, 64)),
             });
         }
+        let mode = options.mode.unwrap_or(config.default_mode);
+        let (mut approval, mut sandbox) = match (&request.permissions, mode) {
+            (PermissionPolicy::DenyAll, Mode::AppServer) => (ApprovalPolicy::Untrusted, Sandbox::ReadOnly),
+            (_, Mode::AppServer) => (ApprovalPolicy::Untrusted, Sandbox::WorkspaceWrite),
+            (PermissionPolicy::ApproveAll, Mode::Exec) => (ApprovalPolicy::Never, Sandbox::WorkspaceWrite),
+            (_, Mode::Exec) => (ApprovalPolicy::Never, Sandbox::ReadOnly),
+        };
+        if let PermissionPolicy::ByCategory(rules) = &request.permissions {
+            if mode == Mode::Exec && !rules.is_empty() && rules.values().all(|r| *r == PermissionRule::Approve) {
+                sandbox = Sandbox::WorkspaceWrite;
+            }
+        }
+        if request.skip_permission_prompts {
+            approval = ApprovalPolicy::Never;
+        }
+        sandbox = options.sandbox.unwrap_or(sandbox);
+        approval = options.approval_policy.unwrap_or(approval);
+        let bypass = options.dangerously_bypass;
+        if bypass {
+            approval = ApprovalPolicy::Never;
+            sandbox = Sandbox::DangerFullAccess;
+        }
         Ok(Self {
             mode,
-            sandbox: sandbox.to_string(),
-            approval_policy: approval.to_string(),
+            sandbox,
+            approval_policy: approval,
             bypass,
-            extra_dirs: strings_ext(request, EXT_EXTRA_DIRS)?,
-            config_overrides,
+            extra_dirs: options.extra_dirs,
+            config_overrides: options.config,
             policy: request.permissions.clone(),
         })
     }
@@ -217,13 +326,23 @@ mod tests {
         let config = CodexConfig::default();
         let ask = RunOptions::resolve(&RunRequest::new("x"), &config).unwrap();
         assert_eq!((ask.mode, ask.approval_policy.as_str(), ask.sandbox.as_str()), (Mode::AppServer, "untrusted", "workspace-write"));
+        // The kit approves or denies each request: Codex must ask, whatever the policy.
         let all = RunOptions::resolve(&RunRequest::new("x").with_permissions(PermissionPolicy::ApproveAll), &config).unwrap();
-        assert_eq!((all.approval_policy.as_str(), all.sandbox.as_str()), ("never", "workspace-write"));
-        let exec = RunOptions::resolve(&RunRequest::new("x").with_extension(EXT_MODE, json!("exec")), &config).unwrap();
+        assert_eq!((all.approval_policy.as_str(), all.sandbox.as_str()), ("untrusted", "workspace-write"));
+        let none = RunOptions::resolve(&RunRequest::new("x").with_permissions(PermissionPolicy::DenyAll), &config).unwrap();
+        assert_eq!((none.approval_policy.as_str(), none.sandbox.as_str()), ("untrusted", "read-only"));
+        let skip = RunOptions::resolve(&RunRequest::new("x").with_skip_permission_prompts(true), &config).unwrap();
+        assert_eq!((skip.approval_policy.as_str(), skip.sandbox.as_str()), ("never", "workspace-write"));
+        let exec_all =
+            RunRequest::new("x").with_options(&CodexOptions::default().mode(Mode::Exec)).with_permissions(PermissionPolicy::ApproveAll);
+        let exec_all = RunOptions::resolve(&exec_all, &config).unwrap();
+        assert_eq!((exec_all.approval_policy.as_str(), exec_all.sandbox.as_str()), ("never", "workspace-write"));
+        let exec = RunOptions::resolve(&RunRequest::new("x").with_options(&CodexOptions::default().mode(Mode::Exec)), &config).unwrap();
         assert_eq!((exec.mode, exec.approval_policy.as_str(), exec.sandbox.as_str()), (Mode::Exec, "never", "read-only"));
-        let bypass = RunOptions::resolve(&RunRequest::new("x").with_extension(EXT_DANGEROUSLY_BYPASS, json!(true)), &config).unwrap();
+        let bypass = CodexOptions::default().dangerously_bypass(true);
+        let bypass = RunOptions::resolve(&RunRequest::new("x").with_options(&bypass), &config).unwrap();
         assert!(bypass.bypass);
-        assert_eq!(bypass.sandbox, "danger-full-access");
+        assert_eq!(bypass.sandbox, Sandbox::DangerFullAccess);
     }
 
     #[test]
@@ -237,7 +356,34 @@ mod tests {
             (EXT_CONFIG, json!(["nokey"])),
         ] {
             let err = RunOptions::resolve(&RunRequest::new("x").with_extension(key, value), &config).unwrap_err();
-            assert!(matches!(err, AgentError::InvalidExtension { .. }), "{key}: {err}");
+            assert!(matches!(&err, AgentError::InvalidExtension { key: named, .. } if named == key), "{key}: {err}");
         }
+        let unknown = RunRequest::new("x").with_extension("backend.codex.sandbox_mode", json!("read-only"));
+        let err = RunOptions::resolve(&unknown, &config).unwrap_err();
+        assert!(matches!(err, AgentError::UnknownExtension { .. }), "{err}");
+    }
+
+    #[test]
+    fn the_typed_options_round_trip_through_the_request_under_the_public_keys() {
+        let options = CodexOptions::default()
+            .mode(Mode::Exec)
+            .sandbox(Sandbox::WorkspaceWrite)
+            .approval_policy(ApprovalPolicy::OnRequest)
+            .extra_dirs(["/a"])
+            .dangerously_bypass(true)
+            .config(["k=v"]);
+        let request = RunRequest::new("x").with_options(&options);
+        assert_eq!(request.options::<CodexOptions>().unwrap(), options);
+        assert_eq!(request.extensions[EXT_APPROVAL_POLICY], json!("on-request"));
+        assert_eq!(
+            agent_api::options::extension_keys::<CodexOptions>(),
+            [EXT_MODE, EXT_SANDBOX, EXT_APPROVAL_POLICY, EXT_EXTRA_DIRS, EXT_DANGEROUSLY_BYPASS, EXT_CONFIG]
+        );
+        let wrong = RunRequest::new("x").with_extension(EXT_APPROVAL_POLICY, json!("always"));
+        let err = wrong.options::<CodexOptions>().unwrap_err();
+        assert!(matches!(&err, AgentError::InvalidExtension { key, .. } if key == EXT_APPROVAL_POLICY), "{err}");
+        let config = CodexConfig::default();
+        let applied = RunOptions::resolve(&RunRequest::new("x").with_options(&CodexOptions::default().sandbox(Sandbox::ReadOnly)), &config);
+        assert_eq!(applied.unwrap().sandbox, Sandbox::ReadOnly);
     }
 }

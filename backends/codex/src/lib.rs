@@ -7,7 +7,21 @@
 //!   `request_user_input` and MCP elicitations as questions, soft interrupt (`turn/interrupt`),
 //!   resume and fork of threads. See [`app_server`].
 //! - **exec**: `codex exec --json`, one way (stdin is /dev/null), whole items only, resume and
-//!   fork by id. Choose it per run with the extension `backend.codex.mode = "exec"`. See [`exec`].
+//!   fork by id. Choose it per run with the extension `backend.codex.mode = "exec"`
+//!   (`CodexOptions::default().mode(Mode::Exec)`). See [`exec`].
+//!
+//! The backend's own options are [`CodexOptions`] (the `backend.codex.*` extensions), attached
+//! with `RunRequest::with_options`.
+//!
+//! Permissions: in app-server mode Codex runs approval policy `untrusted`, so it asks for every
+//! approval and `agent_api::kit::hitl` applies the run's `PermissionPolicy` to each (approve-all
+//! approves each request the agent makes; every request has its `permission.requested` and
+//! `permission.resolved`). Exec mode has no request channel: Codex runs `never` and the policy
+//! becomes its sandbox (`workspace-write` when everything is approved, else `read-only`); no
+//! permission event appears, and a command the sandbox blocks fails as a tool result.
+//! `RunRequest::skip_permission_prompts` (`agent_api.permissions.skip_prompts`) sets approval
+//! policy `never` in either mode: Codex stops asking and runs what its sandbox allows. See
+//! [`config::RunOptions::resolve`].
 //!
 //! Both kinds of recording replay through [`AgentBackend::replay_protocol`], so
 //! `agent_api::kit::replay::replay_file` and `agent-api replay --agent codex` work on the shared
@@ -39,8 +53,23 @@ use agent_api::kit::{start_run, Protocol, RunSettings, Transport};
 use agent_api::{AgentBackend, AgentError, AgentKind, CapabilitySet, RunHandle, RunRequest};
 use async_trait::async_trait;
 
-pub use config::{CodexConfig, Mode, RunOptions, EXTENSION_KEYS};
+pub use config::{ApprovalPolicy, CodexConfig, CodexOptions, Mode, RunOptions, Sandbox};
 pub use version::{installed_version, SUPPORTED_VERSIONS};
+
+/// The backend's agent kind.
+pub const KIND: AgentKind = AgentKind::from_static("codex");
+
+/// What discovery needs to find the `codex` CLI and build a backend for it.
+pub fn probe() -> agent_api::detect::BackendProbe {
+    agent_api::detect::BackendProbe::new(KIND, "codex", SUPPORTED_VERSIONS, |binary| {
+        std::sync::Arc::new(CodexBackend::new(CodexConfig::with_binary(binary)))
+    })
+}
+
+/// The installed `codex`: `$AGENT_API_CODEX_BIN`, else `codex` on `PATH`, with its version.
+pub async fn detect() -> Option<agent_api::detect::Installed> {
+    probe().detect().await
+}
 
 /// Capability id: the run can use `codex exec --json` (`backend.codex.mode = "exec"`).
 pub const CAP_EXEC_MODE: &str = "backend.codex.exec_mode";
@@ -90,6 +119,7 @@ pub fn capabilities() -> CapabilitySet {
         caps::SESSION_LIFECYCLE,
         caps::USAGE,
         caps::MODEL_SELECTION,
+        caps::SKIP_PERMISSION_PROMPTS,
         CAP_APP_SERVER,
         CAP_EXEC_MODE,
     ])
@@ -98,7 +128,7 @@ pub fn capabilities() -> CapabilitySet {
 #[async_trait]
 impl AgentBackend for CodexBackend {
     fn kind(&self) -> AgentKind {
-        AgentKind::new("codex").expect("`codex` is a valid agent kind")
+        KIND
     }
 
     fn capabilities(&self) -> CapabilitySet {
@@ -106,14 +136,14 @@ impl AgentBackend for CodexBackend {
     }
 
     fn extension_keys(&self) -> &'static [&'static str] {
-        EXTENSION_KEYS
+        agent_api::options::extension_keys::<CodexOptions>()
     }
 
     async fn run(&self, request: RunRequest) -> Result<RunHandle, AgentError> {
         self.validate(&request)?;
         let options = RunOptions::resolve(&request, &self.config)?;
         let spec = argv::command_spec(&self.config, &options, &request);
-        let settings = RunSettings::for_request(self.kind(), &request, true);
+        let settings = RunSettings::for_request(self.kind(), &request, &self.capabilities());
         let transport = Transport::spawn(&spec, settings.line_cap)?;
         let protocol: Box<dyn Protocol> = match options.mode {
             Mode::AppServer => {

@@ -1,15 +1,15 @@
 //! End to end with the real pinned Codex CLI (codex-cli 0.169.0) against the bench's scripted
 //! model server. Without the CLI these fail with install instructions, unless AGENT_API_E2E=skip.
 
+use agent_api::Channel;
 use std::time::Duration;
 
-use agent_api::universal::UniversalEventBody;
+use agent_api::universal::{DecidedBy, PermissionStatus, UniversalEventBody};
 use agent_api::{AgentBackend, AgentError, PermissionDecision, PermissionPolicy, QuestionAnswer, RunRequest, SessionSelector};
 use agent_api_bench_support::*;
-use agent_api_codex::{CodexBackend, CodexConfig};
+use agent_api_codex::{CodexBackend, CodexConfig, CodexOptions, Mode};
 use agent_api_conformance::{assert_conformant, RunRecord};
 use agent_bench::{e2e_enabled_or_explain, Cli, ModelServer, Sandbox};
-use serde_json::json;
 
 mod agent_api_bench_support {
     use super::*;
@@ -73,7 +73,7 @@ async fn setup(scenario: &str) -> Option<(ModelServer, Sandbox)> {
 }
 
 fn exec(request: RunRequest) -> RunRequest {
-    request.with_extension("backend.codex.mode", json!("exec"))
+    request.with_options(&CodexOptions::default().mode(Mode::Exec))
 }
 
 #[tokio::test]
@@ -92,7 +92,7 @@ async fn app_server_reasoning_arrives_as_reasoning() {
     let Some((_server, sandbox)) = setup("reasoning").await else { return };
     let run = drive(&backend(&sandbox), RunRequest::new("think then say hi"), PermissionDecision::Allow, false).await;
     assert_conformant(&run);
-    assert!(run.wrapper.iter().any(|e| e.channel.as_deref() == Some("reasoning")), "{:?}", run.types());
+    assert!(run.wrapper.iter().any(|e| e.is_on(&Channel::Reasoning)), "{:?}", run.types());
     assert_eq!(run.assistant_text(), "Hello after thinking");
 }
 
@@ -111,7 +111,7 @@ async fn app_server_shell_approved_runs_and_declined_does_not() {
 #[tokio::test]
 async fn app_server_file_change_approved_carries_its_diff() {
     let Some((_server, sandbox)) = setup("write_edit").await else { return };
-    let request = RunRequest::new("create the file").with_extension("backend.codex.sandbox", json!("read-only"));
+    let request = RunRequest::new("create the file").with_options(&CodexOptions::default().sandbox(agent_api_codex::Sandbox::ReadOnly));
     let run = drive(&backend(&sandbox), request, PermissionDecision::Allow, false).await;
     assert_conformant(&run);
     assert!(run.completion.is_ok(), "{:?}", run.completion);
@@ -268,4 +268,59 @@ async fn exec_text_shell_patch_and_resume() {
     .await;
     assert_conformant(&run);
     assert!(patch.cwd.join("created.txt").exists(), "{:?}", run.types());
+}
+
+/// Runs the shell scenario under `policy` with nobody answering.
+async fn shell_under_policy(request: RunRequest) -> Option<(RunRecord, Sandbox)> {
+    let (_server, sandbox) = setup("shell").await?;
+    let handle = backend(&sandbox).run(request.with_timeout(Duration::from_secs(120))).await.expect("run starts");
+    let run = agent_api_conformance::record(handle).await;
+    assert_conformant(&run);
+    assert!(run.completion.is_ok(), "{:?}", run.completion);
+    Some((run, sandbox))
+}
+
+/// The run's `permission.resolved` events as (status, who decided).
+fn resolutions(run: &RunRecord) -> Vec<(PermissionStatus, Option<DecidedBy>)> {
+    run.of_type("permission.resolved")
+        .filter_map(|e| match &e.body {
+            UniversalEventBody::PermissionResolved(p) => Some((p.status, e.decided_by())),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn app_server_approve_all_approves_each_request_in_the_sdk() {
+    let request = RunRequest::new("run the command").with_permissions(PermissionPolicy::ApproveAll);
+    let Some((run, sandbox)) = shell_under_policy(request).await else { return };
+    assert_eq!(run.of_type("permission.requested").count(), 1, "{:?}", run.types());
+    assert_eq!(resolutions(&run), [(PermissionStatus::Approved, Some(DecidedBy::Policy))]);
+    assert_eq!(std::fs::read_to_string(sandbox.cwd.join("out.txt")).unwrap(), "hi\n");
+}
+
+#[tokio::test]
+async fn app_server_deny_all_denies_each_request_and_completes_with_the_denial_visible() {
+    let request = RunRequest::new("run the command").with_permissions(PermissionPolicy::DenyAll);
+    let Some((run, sandbox)) = shell_under_policy(request).await else { return };
+    assert_eq!(run.of_type("permission.requested").count(), 1, "{:?}", run.types());
+    assert_eq!(resolutions(&run), [(PermissionStatus::Denied, Some(DecidedBy::Policy))]);
+    assert!(!sandbox.cwd.join("out.txt").exists());
+    assert!(run.completion.as_ref().unwrap().final_text.is_some());
+}
+
+#[tokio::test]
+async fn skipping_permission_prompts_runs_without_any_request_and_one_way_exec_asks_nothing() {
+    let app_server = RunRequest::new("run the command").with_skip_permission_prompts(true);
+    let Some((run, sandbox)) = shell_under_policy(app_server).await else { return };
+    assert_eq!(run.of_type("permission.requested").count(), 0, "{:?}", run.types());
+    assert!(sandbox.cwd.join("out.txt").exists(), "Codex ran the command without asking");
+    // Exec has no request channel: deny-all is a read-only sandbox, and nothing is asked.
+    let Some((run, sandbox)) =
+        shell_under_policy(exec(RunRequest::new("run the command").with_permissions(PermissionPolicy::DenyAll))).await
+    else {
+        return;
+    };
+    assert_eq!(run.of_type("permission.requested").count(), 0, "{:?}", run.types());
+    assert!(!sandbox.cwd.join("out.txt").exists(), "the read-only sandbox blocked the write");
 }

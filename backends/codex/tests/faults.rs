@@ -74,7 +74,9 @@ async fn a_crash_mid_stream_is_a_typed_process_exit() {
     let run = record(f.backend.run(RunRequest::new("hi")).await.unwrap()).await;
     assert_conformant(&run);
     assert!(matches!(run.completion, Err(AgentError::ProcessExited { exit_code: Some(3), .. })), "{:?}", run.completion);
-    assert_eq!(run.assistant_text(), "Hel");
+    // The cut message is no answer: it fails, and the wrapper view does not output "Hel".
+    assert_eq!(run.assistant_text(), "");
+    assert!(run.wrapper.iter().any(|e| e.data.as_ref().is_some_and(|d| d["discarded"]["bytes"] == 3)), "{:?}", run.wrapper);
 }
 
 #[tokio::test]
@@ -87,7 +89,7 @@ echo '{"type":"item.started","item":{"id":"item_0","type":"command_execution","c
 kill -SEGV $$
 "#,
     );
-    let request = RunRequest::new("hi").with_extension("backend.codex.mode", serde_json::json!("exec"));
+    let request = RunRequest::new("hi").with_options(&agent_api_codex::CodexOptions::default().mode(agent_api_codex::Mode::Exec));
     let run = record(f.backend.run(request).await.unwrap()).await;
     assert_conformant(&run);
     assert!(matches!(run.completion, Err(AgentError::ProcessExited { signal: Some(11), .. })), "{:?}", run.completion);
@@ -144,4 +146,13 @@ async fn a_missing_binary_is_a_typed_error_before_anything_runs() {
     let backend = CodexBackend::new(CodexConfig::with_binary(PathBuf::from("/nonexistent/codex")));
     let err = backend.run(RunRequest::new("hi")).await.err().expect("no run");
     assert!(matches!(err, AgentError::BinaryNotFound { .. } | AgentError::Spawn { .. }), "{err}");
+}
+
+#[test]
+fn debug_of_the_config_and_backend_never_prints_env_values() {
+    let config = CodexConfig::default().env("OPENAI_API_KEY", "sk-proj-LIVE");
+    let backend = CodexBackend::new(config.clone());
+    for shown in [format!("{config:?}"), format!("{backend:?}")] {
+        assert!(!shown.contains("LIVE") && shown.contains("OPENAI_API_KEY"), "{shown}");
+    }
 }

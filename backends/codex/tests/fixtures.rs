@@ -1,6 +1,7 @@
 //! Every recorded Codex session under `tests/fixtures/codex/` (exec stdout and app-server
 //! sessions of codex-cli 0.169.0) replays conformant through the backend's own converters.
 
+use agent_api::Channel;
 use std::path::{Path, PathBuf};
 
 use agent_api::kit::replay::replay_file;
@@ -33,12 +34,10 @@ async fn replay(path: &Path) -> RunRecord {
 }
 
 /// The assistant text the recording holds, read straight from the native lines: completed agent
-/// messages, or (for an item that never completed) its deltas.
+/// messages only: an item that never completed is no answer, and the wrapper view drops its text.
 fn native_assistant_text(path: &Path) -> String {
     let text = std::fs::read_to_string(path).unwrap();
     let mut out = String::new();
-    let mut deltas: std::collections::BTreeMap<String, String> = Default::default();
-    let mut completed = std::collections::BTreeSet::new();
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
         let v: Value = serde_json::from_str(line).unwrap();
         let msg = if v.get("dir").is_some() {
@@ -52,17 +51,8 @@ fn native_assistant_text(path: &Path) -> String {
         if msg["type"] == "item.completed" && msg["item"]["type"] == "agent_message" {
             out.push_str(msg["item"]["text"].as_str().unwrap());
         }
-        if msg["method"] == "item/agentMessage/delta" {
-            deltas.entry(msg["params"]["itemId"].as_str().unwrap().into()).or_default().push_str(msg["params"]["delta"].as_str().unwrap());
-        }
         if msg["method"] == "item/completed" && msg["params"]["item"]["type"] == "agentMessage" {
-            completed.insert(msg["params"]["item"]["id"].as_str().unwrap().to_string());
             out.push_str(msg["params"]["item"]["text"].as_str().unwrap());
-        }
-    }
-    for (id, text) in deltas {
-        if !completed.contains(&id) {
-            out.push_str(&text);
         }
     }
     out
@@ -153,8 +143,7 @@ async fn app_server_resume_counts_only_the_new_turns_usage() {
 #[tokio::test]
 async fn app_server_reasoning_becomes_a_reasoning_item() {
     let run = replay(&fixtures().join("app_server/reasoning.session.jsonl")).await;
-    let reasoning =
-        run.wrapper.iter().filter(|e| e.channel.as_deref() == Some("reasoning")).filter_map(|e| e.text.clone()).collect::<String>();
+    let reasoning = run.text_on(&Channel::Reasoning);
     assert!(reasoning.starts_with("**Planning a greeting**"), "{reasoning}");
     let item = run.universal.iter().find_map(|e| match &e.body {
         UniversalEventBody::ItemCompleted(d) if d.item.is_reasoning() => Some(d.item.clone()),

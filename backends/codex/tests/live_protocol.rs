@@ -7,13 +7,14 @@ use std::sync::{Arc, Mutex};
 use agent_api::kit::driver::AgentPipes;
 use agent_api::kit::{start_run, RunSettings, Transport};
 use agent_api::universal::{ContentPart, ItemKind, UniversalEventBody};
+use agent_api::AgentBackend as _;
 use agent_api::{
     AgentError, AgentKind, AgentWrapperEventKind, PermissionDecision, PermissionPolicy, PermissionRule, QuestionAnswer, RunHandle,
     RunRequest, ToolCategory,
 };
 use agent_api_codex::app_server::AppServer;
 use agent_api_codex::argv::StartPlan;
-use agent_api_codex::{CodexConfig, RunOptions};
+use agent_api_codex::{CodexBackend, CodexConfig, RunOptions};
 use agent_api_conformance::{assert_conformant, record, record_answering, Answers};
 use futures::StreamExt;
 use serde_json::{json, Value};
@@ -89,7 +90,8 @@ fn run(request: RunRequest, steps: Vec<Step>, end_status: &'static str) -> (RunH
     let seen: Seen = Arc::default();
     let seen2 = seen.clone();
     let transport = Transport::in_process(1 << 20, move |pipes| fake_codex(pipes, steps, end_status, seen2));
-    let settings = RunSettings::for_request(AgentKind::new("codex").unwrap(), &request, true);
+    let settings =
+        RunSettings::for_request(AgentKind::new("codex").unwrap(), &request, &CodexBackend::new(CodexConfig::default()).capabilities());
     (start_run(settings, transport, Box::new(AppServer::live(plan, options.policy))), seen)
 }
 

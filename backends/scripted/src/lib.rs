@@ -9,20 +9,29 @@
 //! It is the default agent of `agent-api run` on a machine with no agent CLI installed, and the
 //! backend the conformance suite uses to exercise every event type of both views.
 //!
+//! Defaults: the [`Scenario::Text`] scenario (a plain answer quoting the prompt, with no request
+//! to the caller), each scenario's own pause between streamed words ([`Scenario::default_delay`]),
+//! and the request's permission policy (`Ask` unless set). It remembers its sessions for as long as
+//! the backend lives: `SessionSelector::Resume` continues one (the answer says which turn it is),
+//! `Fork` copies one under a new id, and an unknown id is [`AgentError::SessionNotFound`].
+//!
 //! ```
 //! # tokio::runtime::Runtime::new().unwrap().block_on(async {
-//! use agent_api::{AgentBackend, RunRequest};
+//! use agent_api::{AgentBackend, RunRequest, SessionSelector};
 //! let backend = agent_api_scripted::ScriptedBackend::new();
-//! let request = RunRequest::new("hello").with_extension("backend.scripted.scenario", "text".into());
-//! let (events, completion) = backend.run(request).await.unwrap().collect_wrapper().await;
-//! assert!(completion.unwrap().final_text.unwrap().contains("hello"));
-//! assert!(!events.is_empty());
+//! let first = backend.run(RunRequest::new("hello")).await.unwrap().collect_wrapper().await.1.unwrap();
+//! assert_eq!(first.final_text.as_deref(), Some("You said: hello"));
+//! let session = first.native_session_id.unwrap();
+//! let again = RunRequest::new("again").with_session(SessionSelector::Resume(session));
+//! let second = backend.run(again).await.unwrap().collect_wrapper().await.1.unwrap();
+//! assert_eq!(second.final_text.as_deref(), Some("You said: again (turn 2 of this session)"));
 //! # });
 //! ```
 
 mod agent;
 pub mod protocol;
 mod scenario;
+mod sessions;
 pub mod wire;
 
 use std::time::Duration;
@@ -42,10 +51,45 @@ pub const EXT_SCENARIO: &str = "backend.scripted.scenario";
 /// Extension key setting the pause between streamed chunks, in milliseconds.
 pub const EXT_DELAY_MS: &str = "backend.scripted.delay_ms";
 
+/// The scripted backend's own options (`backend.scripted.*`).
+///
+/// ```
+/// use agent_api::RunRequest;
+/// use agent_api_scripted::ScriptedOptions;
+/// let request = RunRequest::new("hi").with_options(&ScriptedOptions::scenario("text").delay_ms(0));
+/// assert_eq!(request.extensions["backend.scripted.scenario"], "text");
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+#[non_exhaustive]
+pub struct ScriptedOptions {
+    /// The scenario to play (see [`Scenario::NAMES`]); [`Scenario::Text`] when absent.
+    pub scenario: Option<String>,
+    /// The pause between streamed chunks, in milliseconds; the scenario's own when absent.
+    pub delay_ms: Option<u64>,
+}
+
+impl ScriptedOptions {
+    /// Options playing the scenario `name`.
+    pub fn scenario(name: impl Into<String>) -> Self {
+        Self { scenario: Some(name.into()), ..Self::default() }
+    }
+
+    /// Sets the pause between streamed chunks.
+    pub fn delay_ms(mut self, ms: u64) -> Self {
+        self.delay_ms = Some(ms);
+        self
+    }
+}
+
+impl agent_api::BackendOptions for ScriptedOptions {
+    const KIND: &'static str = "scripted";
+}
+
 /// The scripted backend.
 #[derive(Debug, Clone, Default)]
 pub struct ScriptedBackend {
-    _private: (),
+    sessions: sessions::Sessions,
 }
 
 impl ScriptedBackend {
@@ -79,38 +123,30 @@ impl AgentBackend for ScriptedBackend {
             caps::STREAMING_DELTAS,
             caps::USAGE,
             caps::MODEL_SELECTION,
+            caps::SESSION_RESUME,
+            caps::SESSION_FORK,
             "backend.scripted.scenarios",
         ])
     }
 
     fn extension_keys(&self) -> &'static [&'static str] {
-        &[EXT_SCENARIO, EXT_DELAY_MS]
+        agent_api::options::extension_keys::<ScriptedOptions>()
     }
 
     async fn run(&self, request: RunRequest) -> Result<RunHandle, AgentError> {
         self.validate(&request)?;
-        let scenario = match request.extensions.get(EXT_SCENARIO) {
-            None => Scenario::Tour,
-            Some(value) => {
-                let name = value
-                    .as_str()
-                    .ok_or_else(|| AgentError::InvalidExtension { key: EXT_SCENARIO.into(), reason: "must be a string".into() })?;
-                Scenario::from_name(name).ok_or_else(|| AgentError::InvalidExtension {
-                    key: EXT_SCENARIO.into(),
-                    reason: format!("unknown scenario {name:?}; known: {}", Scenario::NAMES.join(", ")),
-                })?
-            }
+        let options: ScriptedOptions = request.options()?;
+        let scenario = match &options.scenario {
+            None => Scenario::Text,
+            Some(name) => Scenario::from_name(name).ok_or_else(|| AgentError::InvalidExtension {
+                key: EXT_SCENARIO.into(),
+                reason: format!("unknown scenario {name:?}; known: {}", Scenario::NAMES.join(", ")),
+            })?,
         };
-        let delay = match request.extensions.get(EXT_DELAY_MS) {
-            None => scenario.default_delay(),
-            Some(value) => Duration::from_millis(
-                value
-                    .as_u64()
-                    .ok_or_else(|| AgentError::InvalidExtension { key: EXT_DELAY_MS.into(), reason: "must be a whole number".into() })?,
-            ),
-        };
-        let settings = RunSettings::for_request(KIND, &request, true);
-        let script = scenario.script(&request.prompt.text, request.model.as_deref());
+        let delay = options.delay_ms.map_or_else(|| scenario.default_delay(), Duration::from_millis);
+        let settings = RunSettings::for_request(KIND, &request, &self.capabilities());
+        let session = self.sessions.begin(&request.session)?;
+        let script = scenario.script(&request.prompt.text, request.model.as_deref(), &session);
         let transport = Transport::in_process(settings.line_cap, move |pipes| agent::play(script, delay, pipes));
         let protocol = protocol::ScriptedProtocol::new(request.prompt.text.clone(), request.permissions.clone());
         Ok(start_run(settings, transport, Box::new(protocol)))

@@ -2,9 +2,10 @@
 //! the way every CLI backend converts its CLI's output.
 
 use agent_api::kit::driver::{parse_typed, parse_value, Ctx, ExitInfo, Protocol, Unparsed};
+use agent_api::kit::hitl::{Hitl, PermissionDetails, PermissionRequest, QuestionRequest};
 use agent_api::tools_facet::ToolBytes;
 use agent_api::universal::{ContentPart, ItemRole, NewItem, ReasoningVisibility, ToolMeta};
-use agent_api::{AgentError, ControlCommand, PermissionPolicy, PermissionRule, QuestionAnswer, RunCompletion, ToolCategory, Usage};
+use agent_api::{AgentError, ControlCommand, PermissionPolicy, QuestionAnswer, RunCompletion, ToolCategory, Usage};
 use serde_json::{json, Value};
 
 use crate::wire::{AgentLine, ClientLine};
@@ -13,7 +14,7 @@ use crate::wire::{AgentLine, ClientLine};
 #[derive(Debug)]
 pub struct ScriptedProtocol {
     prompt: Option<String>,
-    policy: PermissionPolicy,
+    hitl: Hitl<(), ()>,
     done: Option<(String, Usage)>,
     error: Option<(String, String)>,
 }
@@ -21,12 +22,12 @@ pub struct ScriptedProtocol {
 impl ScriptedProtocol {
     /// A converter for a live run of `prompt` under `policy`.
     pub fn new(prompt: String, policy: PermissionPolicy) -> Self {
-        Self { prompt: Some(prompt), policy, done: None, error: None }
+        Self { prompt: Some(prompt), hitl: Hitl::live(policy), done: None, error: None }
     }
 
     /// A converter for replaying a recording (no prompt to echo, every permission asked).
     pub fn replaying() -> Self {
-        Self { prompt: None, policy: PermissionPolicy::Ask, done: None, error: None }
+        Self { prompt: None, hitl: Hitl::replay(), done: None, error: None }
     }
 
     fn send(ctx: &mut Ctx<'_>, line: &ClientLine) {
@@ -73,14 +74,15 @@ impl ScriptedProtocol {
                 ctx.transcript.complete_item(&id);
             }
             AgentLine::PermissionRequest { request_id, call_id, summary } => {
-                ctx.transcript.permission_requested(request_id.clone(), format!("shell: {summary}"), Some(json!({ "call_id": call_id })));
-                let allow = match self.policy.rule(ToolCategory::Shell) {
-                    PermissionRule::Ask => return,
-                    PermissionRule::Approve => true,
-                    PermissionRule::Deny => false,
-                };
-                Self::send(ctx, &ClientLine::PermissionResponse { request_id: request_id.clone(), allow });
-                let _ = ctx.transcript.permission_resolved(&request_id, allow);
+                let details = PermissionDetails::default().command(Some(summary.as_str()));
+                let request = PermissionRequest::new(request_id, ToolCategory::Shell, format!("shell: {summary}"))
+                    .tool_name("shell")
+                    .details(details)
+                    .metadata(json!({ "call_id": call_id }));
+                if let Some(decided) = self.hitl.request_permission(ctx.transcript, request, ()) {
+                    let allow = decided.decision.is_approval();
+                    Self::send(ctx, &ClientLine::PermissionResponse { request_id: decided.id, allow });
+                }
             }
             AgentLine::ToolResult { call_id, exit_code, stdout, denied } => {
                 let parent = ctx.transcript.item_by_native(&call_id).map(str::to_string);
@@ -101,7 +103,9 @@ impl ScriptedProtocol {
                     ctx.transcript.complete_item_with(&id, content);
                 }
             }
-            AgentLine::Question { question_id, prompt, options } => ctx.transcript.question_requested(question_id, prompt, options),
+            AgentLine::Question { question_id, prompt, options } => {
+                self.hitl.request_question(ctx.transcript, QuestionRequest::new(question_id, prompt, options), ())
+            }
             AgentLine::Error { message, code } => {
                 ctx.transcript.error(message.clone(), Some(code.clone()), None);
                 self.error = Some((message, code));
@@ -114,13 +118,14 @@ impl ScriptedProtocol {
         }
     }
 
+    /// Replay: what the recorded client answered.
     fn client_line(&mut self, line: ClientLine, ctx: &mut Ctx<'_>) {
         match line {
             ClientLine::PermissionResponse { request_id, allow } => {
-                let _ = ctx.transcript.permission_resolved(&request_id, allow);
+                self.hitl.recorded_permission(ctx.transcript, &request_id, allow);
             }
             ClientLine::Answer { question_id, answer } => {
-                let _ = ctx.transcript.question_resolved(&question_id, answer);
+                self.hitl.recorded_answer(ctx.transcript, &question_id, answer);
             }
             ClientLine::Interrupt => {}
         }
@@ -157,25 +162,20 @@ impl Protocol for ScriptedProtocol {
     fn on_control(&mut self, command: ControlCommand, ctx: &mut Ctx<'_>) -> Result<(), AgentError> {
         let line = match command {
             ControlCommand::Permission { id, decision } => {
-                if !ctx.transcript.has_pending_permission(&id) {
-                    return Err(AgentError::UnknownPermission { id });
-                }
-                ClientLine::PermissionResponse { request_id: id, allow: decision.is_approval() }
+                let decided = self.hitl.decide_permission(ctx.transcript, &id, decision)?;
+                ClientLine::PermissionResponse { request_id: decided.id, allow: decided.decision.is_approval() }
             }
             ControlCommand::Question { id, answer } => {
-                if !ctx.transcript.has_pending_question(&id) {
-                    return Err(AgentError::UnknownQuestion { id });
-                }
-                let answer = match answer {
+                let answered = self.hitl.answer_question(ctx.transcript, &id, answer)?;
+                let answer = match answered.answer {
                     QuestionAnswer::Text(text) => Some(text),
                     _ => None,
                 };
-                ClientLine::Answer { question_id: id, answer }
+                ClientLine::Answer { question_id: answered.id, answer }
             }
             other => return Err(AgentError::InvalidRequest { reason: format!("the scripted agent cannot handle {other:?}") }),
         };
         Self::send(ctx, &line);
-        self.client_line(line, ctx);
         Ok(())
     }
 

@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use crate::sessions::SessionTurn;
 use crate::wire::AgentLine;
 
 /// One step of a script.
@@ -27,7 +28,7 @@ pub(crate) enum Step {
 pub enum Scenario {
     /// Every feature once: reasoning, text, a tool behind a permission, a question, an answer.
     Tour,
-    /// Streams "You said: `<prompt>`".
+    /// Streams "You said: `<prompt>`" (with the turn number on a resumed session). The default.
     Text,
     /// Reasoning, then text.
     Reasoning,
@@ -71,12 +72,12 @@ impl Scenario {
         }
     }
 
-    pub(crate) fn script(self, prompt: &str, model: Option<&str>) -> Vec<Step> {
-        let mut steps = vec![Step::Emit(AgentLine::Session {
-            id: format!("scripted-{}", std::process::id()),
-            model: model.unwrap_or("scripted-1").to_string(),
-        })];
-        let said = format!("You said: {prompt}");
+    pub(crate) fn script(self, prompt: &str, model: Option<&str>, session: &SessionTurn) -> Vec<Step> {
+        let mut steps = vec![Step::Emit(AgentLine::Session { id: session.id.clone(), model: model.unwrap_or("scripted-1").to_string() })];
+        let said = match session.turn {
+            1 => format!("You said: {prompt}"),
+            turn => format!("You said: {prompt} (turn {turn} of this session)"),
+        };
         let stream = |id: &str, text: String| Step::Stream { message_id: id.to_string(), text };
         let tool =
             || Step::GuardedTool { call_id: "call_1".into(), message_id: "msg_1".into(), command: "echo hi".into(), stdout: "hi\n".into() };

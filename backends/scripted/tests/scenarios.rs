@@ -1,12 +1,13 @@
 //! Every scripted scenario through both views, checked against the specs.
 
 use agent_api::universal::{ContentPart, UniversalEventBody};
+use agent_api::Channel;
 use agent_api::{AgentBackend, AgentError, AgentWrapperEventKind, PermissionDecision, PermissionPolicy, RunRequest};
 use agent_api_conformance::{assert_conformant, record, record_answering, Answers};
-use agent_api_scripted::{Scenario, ScriptedBackend, EXT_SCENARIO};
+use agent_api_scripted::{Scenario, ScriptedBackend, ScriptedOptions, EXT_SCENARIO};
 
 fn request(scenario: &str, prompt: &str) -> RunRequest {
-    RunRequest::new(prompt).with_extension(EXT_SCENARIO, scenario.into()).with_extension(agent_api_scripted::EXT_DELAY_MS, 0.into())
+    RunRequest::new(prompt).with_options(&ScriptedOptions::scenario(scenario).delay_ms(0))
 }
 
 async fn run(scenario: &str, answers: Answers) -> agent_api_conformance::RunRecord {
@@ -42,8 +43,7 @@ async fn the_tour_exercises_every_universal_event_type_but_unparsed() {
     }
     assert_eq!(completion.final_text.as_deref(), Some("You said: hello there. The command printed: hi."));
     assert!(run.assistant_text().contains("You chose hi."));
-    let reasoning: String =
-        run.wrapper.iter().filter(|e| e.channel.as_deref() == Some("reasoning")).filter_map(|e| e.text.clone()).collect();
+    let reasoning: String = run.text_on(&Channel::Reasoning);
     assert!(reasoning.contains("hello there"));
     assert_eq!(run.wrapper_of(AgentWrapperEventKind::ToolCall).count(), 2, "start and complete of one call");
     let result = run.wrapper_of(AgentWrapperEventKind::ToolResult).last().unwrap();
@@ -110,7 +110,7 @@ async fn an_agent_error_ends_the_stream_with_one_terminal_error_matching_the_com
 async fn long_text_is_split_into_bounded_text_events_that_join_back() {
     let run = run("long_text", Answers::none()).await;
     assert_conformant(&run);
-    let pieces: Vec<_> = run.wrapper.iter().filter(|e| e.channel.as_deref() == Some("assistant")).collect();
+    let pieces: Vec<_> = run.wrapper.iter().filter(|e| e.is_on(&Channel::Assistant)).collect();
     assert!(pieces.len() >= 3);
     assert_eq!(run.assistant_text(), "0123456789".repeat(15_000));
 }
@@ -121,6 +121,9 @@ async fn an_unknown_scenario_is_a_typed_error_before_the_run_starts() {
     assert!(matches!(err, AgentError::InvalidExtension { ref key, .. } if key == EXT_SCENARIO));
     let err = ScriptedBackend::new().run(RunRequest::new("x").with_extension("backend.scripted.bogus", 1.into())).await.err().unwrap();
     assert!(matches!(err, AgentError::UnknownExtension { ref key, .. } if key == "backend.scripted.bogus"));
+    let wrong_shape = RunRequest::new("x").with_extension(agent_api_scripted::EXT_DELAY_MS, "soon".into());
+    let err = ScriptedBackend::new().run(wrong_shape).await.err().unwrap();
+    assert!(matches!(err, AgentError::InvalidExtension { ref key, .. } if key == agent_api_scripted::EXT_DELAY_MS), "{err}");
 }
 
 #[tokio::test]
@@ -132,4 +135,26 @@ async fn answering_an_unknown_permission_id_is_a_typed_error() {
     control.cancel();
     let run = record(handle).await;
     assert!(matches!(run.completion, Err(AgentError::Cancelled)));
+}
+
+#[tokio::test]
+async fn who_decided_is_recorded_for_the_caller_the_policy_a_cancel_and_a_timeout() {
+    use agent_api::universal::DecidedBy;
+    let decided_by = |run: &agent_api_conformance::RunRecord| -> Vec<Option<DecidedBy>> {
+        run.of_type("permission.resolved").map(|e| e.decided_by()).collect()
+    };
+    let caller = run("permission", Answers::permissions(PermissionDecision::Allow)).await;
+    assert_eq!(decided_by(&caller), [Some(DecidedBy::Caller)]);
+    let policy =
+        record(ScriptedBackend::new().run(request("permission", "x").with_permissions(PermissionPolicy::DenyAll)).await.unwrap()).await;
+    assert_conformant(&policy);
+    assert_eq!(decided_by(&policy), [Some(DecidedBy::Policy)]);
+    let cancelled = run("permission", Answers::cancel_at_permission()).await;
+    assert_conformant(&cancelled);
+    assert_eq!(decided_by(&cancelled), [Some(DecidedBy::Cancel)]);
+    let timeout = request("permission", "x").with_timeout(std::time::Duration::from_millis(300));
+    let timed_out = record(ScriptedBackend::new().run(timeout).await.unwrap()).await;
+    assert_conformant(&timed_out);
+    assert!(matches!(timed_out.completion, Err(AgentError::Timeout { .. })), "{:?}", timed_out.completion);
+    assert_eq!(decided_by(&timed_out), [Some(DecidedBy::Timeout)]);
 }

@@ -23,7 +23,9 @@ use agent_api::bounds::within_bounds;
 use agent_api::projection::Projector;
 use agent_api::tools_facet::TOOLS_FACET_SCHEMA;
 use agent_api::universal::{ItemStatus, UniversalEvent, UniversalEventBody};
-use agent_api::{AgentError, AgentWrapperEvent, AgentWrapperEventKind, PermissionDecision, QuestionAnswer, RunCompletion, RunHandle};
+use agent_api::{
+    AgentError, AgentWrapperEvent, AgentWrapperEventKind, Channel, PermissionDecision, QuestionAnswer, RunCompletion, RunHandle,
+};
 use futures::StreamExt;
 use serde_json::Value;
 
@@ -46,11 +48,7 @@ pub struct RunRecord {
 impl RunRecord {
     /// The assistant's answer text as the wrapper view streamed it.
     pub fn assistant_text(&self) -> String {
-        self.wrapper
-            .iter()
-            .filter(|e| e.kind == AgentWrapperEventKind::TextOutput && e.channel.as_deref() == Some("assistant"))
-            .filter_map(|e| e.text.as_deref())
-            .collect()
+        self.wrapper.iter().filter_map(AgentWrapperEvent::assistant_text).collect()
     }
 
     /// The text of every completed assistant message that is not reasoning, in order; a message
@@ -65,25 +63,24 @@ impl RunRecord {
 
     /// Every completed item of one kind, in order.
     pub fn completed_items(&self, kind: agent_api::universal::ItemKind) -> Vec<agent_api::universal::UniversalItem> {
-        self.universal
-            .iter()
-            .filter_map(|e| match &e.body {
-                UniversalEventBody::ItemCompleted(d) if d.item.kind == kind => Some(d.item.clone()),
-                _ => None,
-            })
-            .collect()
+        self.universal.iter().filter_map(UniversalEvent::completed_item).filter(|item| item.kind == kind).cloned().collect()
+    }
+
+    /// The text the wrapper view streamed on `channel`.
+    pub fn text_on(&self, channel: &Channel) -> String {
+        self.wrapper.iter().filter_map(|e| e.text_on(channel)).collect()
     }
 
     /// The labels of every completed status item, in order.
     pub fn status_labels(&self) -> Vec<String> {
         self.universal
             .iter()
-            .filter_map(|e| match &e.body {
-                UniversalEventBody::ItemCompleted(d) => d.item.content.iter().find_map(|p| match p {
+            .filter_map(UniversalEvent::completed_item)
+            .filter_map(|item| {
+                item.content.iter().find_map(|p| match p {
                     agent_api::universal::ContentPart::Status { label, .. } => Some(label.clone()),
                     _ => None,
-                }),
-                _ => None,
+                })
             })
             .collect()
     }

@@ -112,8 +112,8 @@ fn ending_fails_open_items_and_denies_pending_requests() {
 #[test]
 fn resolving_an_unknown_permission_is_a_typed_error() {
     let mut t = Transcript::new("sess_1".into(), false);
-    assert!(matches!(t.permission_resolved("nope", true), Err(AgentError::UnknownPermission { .. })));
-    assert!(matches!(t.question_resolved("nope", None), Err(AgentError::UnknownQuestion { .. })));
+    assert!(matches!(t.permission_resolved("nope", true, DecidedBy::Caller), Err(AgentError::UnknownPermission { .. })));
+    assert!(matches!(t.question_resolved("nope", None, DecidedBy::Caller), Err(AgentError::UnknownQuestion { .. })));
 }
 
 #[test]
@@ -125,6 +125,17 @@ fn raw_is_filled_only_when_opted_in() {
         let events: Vec<_> = t.drain().collect();
         assert!(events.iter().all(|e| e.raw.is_some() == include));
     }
+}
+
+#[test]
+fn the_user_message_the_sdk_sent_carries_no_native_line() {
+    let mut t = Transcript::new("sess_1".into(), true);
+    t.set_raw(Some(std::sync::Arc::new(serde_json::json!({"type": "system", "subtype": "init"}))));
+    t.user_message("hi");
+    let user: Vec<_> = t.drain().collect();
+    assert!(!user.is_empty() && user.iter().all(|e| e.raw.is_none()), "{user:?}");
+    t.status("s", None);
+    assert!(t.drain().all(|e| e.raw.is_some()), "the line's own events keep it");
 }
 
 #[test]

@@ -2,15 +2,17 @@
 //! AskUserQuestion, `hook_callback`, `mcp_message`, `elicitation`, …), its `control_cancel_request`,
 //! and the caller's answers written back as `control_response`s.
 //!
-//! A permission's id is the CLI's `request_id`. An AskUserQuestion request with several
+//! The policy, the caller's answers and the permission and question events are
+//! `agent_api::kit::hitl`'s; this module only translates. A permission's id is the CLI's `request_id`. An AskUserQuestion request with several
 //! questions becomes one question event per question, `<request_id>/<n>`; the answer goes back
 //! once every question has one.
 
 use std::collections::BTreeMap;
 
 use agent_api::kit::driver::Unparsed;
+use agent_api::kit::hitl::{Decided, PermissionDetails, PermissionRequest, QuestionRequest};
 use agent_api::kit::Ctx;
-use agent_api::{AgentError, PermissionDecision, PermissionRule, QuestionAnswer, ToolCategory};
+use agent_api::{AgentError, PermissionDecision, QuestionAnswer, ToolCategory};
 use serde_json::{json, Value};
 
 use super::{short, ClaudeProtocol};
@@ -117,57 +119,32 @@ impl ClaudeProtocol {
                 return;
             }
         }
-        let action = tools::summary(&tool, &input);
-        let rule = if self.channel == super::Channel::Replay { PermissionRule::Ask } else { self.policy.rule(category(&tool)) };
-        match rule {
-            PermissionRule::Approve => {
-                ctx.transcript.status("permission_auto_approved", Some(action));
-                self.reply(success(request_id, allow(&input, &tool_use_id)), ctx);
+        let text = |v: Option<&Value>| v.and_then(Value::as_str).map(|s| agent_api::bounds::utf8_prefix(s, 2048).to_string());
+        let details = PermissionDetails::default()
+            .command(text(input.get("command")))
+            .file(text(input.get("file_path").or_else(|| input.get("notebook_path")).or_else(|| request.get("blocked_path"))))
+            .reason(text(request.get("decision_reason")));
+        let mut metadata = json!({ "input": input, "tool_use_id": tool_use_id });
+        for key in ["description", "blocked_path", "decision_reason", "title"] {
+            if let Some(value) = request.get(key).filter(|v| !v.is_null()) {
+                metadata[key] = value.clone();
             }
-            PermissionRule::Deny => {
-                ctx.transcript.status("permission_auto_denied", Some(action));
-                self.reply(success(request_id, deny("Denied by the run's permission policy.", &tool_use_id)), ctx);
-            }
-            PermissionRule::Ask => {
-                let mut metadata = json!({ "tool_name": tool, "input": input, "tool_use_id": tool_use_id });
-                for key in ["description", "blocked_path", "decision_reason", "title"] {
-                    if let Some(value) = request.get(key).filter(|v| !v.is_null()) {
-                        metadata[key] = value.clone();
-                    }
-                }
-                let suggestions = request.get("permission_suggestions").filter(|s| !s.is_null()).cloned();
-                self.permissions.insert(request_id.to_string(), PendingPermission { input, tool_use_id, suggestions });
-                ctx.transcript.permission_requested(request_id, action, Some(metadata));
-            }
+        }
+        let kit_request = PermissionRequest::new(request_id, category(&tool), tools::summary(&tool, &input))
+            .tool_name(tool)
+            .details(details)
+            .metadata(metadata);
+        let suggestions = request.get("permission_suggestions").filter(|s| !s.is_null()).cloned();
+        let native = PendingPermission { input, tool_use_id, suggestions };
+        if let Some(decided) = self.hitl.request_permission(ctx.transcript, kit_request, native) {
+            self.send_decision(decided, ctx);
         }
     }
 
-    fn ask(&mut self, request_id: &str, input: &Value, tool_use_id: Option<String>, questions: &[Value], ctx: &mut Ctx<'_>) {
-        let mut texts = Vec::new();
-        for (n, question) in questions.iter().enumerate() {
-            let text = question.get("question").and_then(Value::as_str).unwrap_or_default().to_string();
-            let options: Vec<String> = question
-                .get("options")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .filter_map(|o| o.get("label").and_then(Value::as_str).or_else(|| o.as_str()).map(str::to_string))
-                .collect();
-            ctx.transcript.question_requested(format!("{request_id}/{n}"), text.clone(), options);
-            texts.push(text);
-        }
-        self.asks
-            .insert(request_id.to_string(), PendingAsk { input: input.clone(), tool_use_id, questions: texts, answers: BTreeMap::new() });
-    }
-
-    /// The caller's decision on permission `id`.
-    pub(crate) fn decide_permission(&mut self, id: &str, decision: PermissionDecision, ctx: &mut Ctx<'_>) -> Result<(), AgentError> {
-        if !ctx.transcript.has_pending_permission(id) {
-            return Err(AgentError::UnknownPermission { id: id.to_string() });
-        }
-        let pending = self.permissions.remove(id).ok_or_else(|| AgentError::UnknownPermission { id: id.to_string() })?;
-        let approved = decision.is_approval();
-        let response = match decision {
+    /// The native reply to a decided permission request.
+    fn send_decision(&mut self, decided: Decided<PendingPermission>, ctx: &mut Ctx<'_>) {
+        let pending = decided.native;
+        let response = match decided.decision {
             PermissionDecision::Allow => allow(&pending.input, &pending.tool_use_id),
             PermissionDecision::AllowWithInput(input) => allow(&input, &pending.tool_use_id),
             PermissionDecision::AllowForSession => {
@@ -187,50 +164,63 @@ impl ClaudeProtocol {
             }
             _ => deny("The user denied this action.", &pending.tool_use_id),
         };
-        self.reply(success(id, response), ctx);
-        ctx.transcript.permission_resolved(id, approved)
+        self.reply(success(&decided.id, response), ctx);
     }
 
-    /// The caller's answer to question `id` (`<request_id>/<n>`).
-    pub(crate) fn answer_question(&mut self, id: &str, answer: QuestionAnswer, ctx: &mut Ctx<'_>) -> Result<(), AgentError> {
-        let unknown = || AgentError::UnknownQuestion { id: id.to_string() };
-        let (request_id, n) = id.rsplit_once('/').ok_or_else(unknown)?;
-        let n: usize = n.parse().map_err(|_| unknown())?;
-        if !ctx.transcript.has_pending_question(id) || !self.asks.contains_key(request_id) {
-            return Err(unknown());
+    fn ask(&mut self, request_id: &str, input: &Value, tool_use_id: Option<String>, questions: &[Value], ctx: &mut Ctx<'_>) {
+        let mut texts = Vec::new();
+        for (n, question) in questions.iter().enumerate() {
+            let text = question.get("question").and_then(Value::as_str).unwrap_or_default().to_string();
+            let options: Vec<String> = question
+                .get("options")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|o| o.get("label").and_then(Value::as_str).or_else(|| o.as_str()).map(str::to_string))
+                .collect();
+            let kit_question = QuestionRequest::new(format!("{request_id}/{n}"), text.clone(), options);
+            self.hitl.request_question(ctx.transcript, kit_question, (request_id.to_string(), n));
+            texts.push(text);
         }
-        let request_id = request_id.to_string();
-        match answer {
+        self.asks
+            .insert(request_id.to_string(), PendingAsk { input: input.clone(), tool_use_id, questions: texts, answers: BTreeMap::new() });
+    }
+
+    /// The caller's decision on permission `id`.
+    pub(crate) fn decide_permission(&mut self, id: &str, decision: PermissionDecision, ctx: &mut Ctx<'_>) -> Result<(), AgentError> {
+        let decided = self.hitl.decide_permission(ctx.transcript, id, decision)?;
+        self.send_decision(decided, ctx);
+        Ok(())
+    }
+
+    /// The caller's answer to question `id` (`<request_id>/<n>`): the CLI gets one answer once
+    /// every question of its request has one, or a refusal as soon as one is declined.
+    pub(crate) fn answer_question(&mut self, id: &str, answer: QuestionAnswer, ctx: &mut Ctx<'_>) -> Result<(), AgentError> {
+        let answered = self.hitl.answer_question(ctx.transcript, id, answer)?;
+        let (request_id, n) = answered.native;
+        let Some(ask) = self.asks.get_mut(&request_id) else { return Ok(()) };
+        match answered.answer {
             QuestionAnswer::Text(text) => {
-                ctx.transcript.question_resolved(id, Some(text.clone()))?;
-                let ask = self.asks.get_mut(&request_id).ok_or_else(unknown)?;
                 ask.answers.insert(n, text);
                 if ask.answers.len() == ask.questions.len() {
-                    let ask = self.asks.remove(&request_id).ok_or_else(unknown)?;
+                    let ask = self.asks.remove(&request_id).expect("present above");
                     let answers: serde_json::Map<String, Value> =
                         ask.answers.iter().map(|(i, a)| (ask.questions[*i].clone(), Value::from(a.clone()))).collect();
                     let mut input = ask.input.clone();
                     input["answers"] = Value::Object(answers);
                     self.reply(success(&request_id, allow(&input, &ask.tool_use_id)), ctx);
                 }
-                Ok(())
             }
             _ => {
-                let ask = self.asks.remove(&request_id).ok_or_else(unknown)?;
-                self.reject_rest(&request_id, ask.questions.len(), ctx);
+                let ask = self.asks.remove(&request_id).expect("present above");
+                // Declining one question declines the request: the caller decided the rest too.
+                for n in 0..ask.questions.len() {
+                    let _ = self.hitl.answer_question(ctx.transcript, &format!("{request_id}/{n}"), QuestionAnswer::Reject);
+                }
                 self.reply(success(&request_id, deny("The user declined to answer.", &ask.tool_use_id)), ctx);
-                Ok(())
             }
         }
-    }
-
-    fn reject_rest(&mut self, request_id: &str, count: usize, ctx: &mut Ctx<'_>) {
-        for n in 0..count {
-            let id = format!("{request_id}/{n}");
-            if ctx.transcript.has_pending_question(&id) {
-                let _ = ctx.transcript.question_resolved(&id, None);
-            }
-        }
+        Ok(())
     }
 
     /// The CLI withdrew one of its requests (for example after an interrupt).
@@ -239,11 +229,11 @@ impl ClaudeProtocol {
             .get("request_id")
             .and_then(Value::as_str)
             .ok_or_else(|| Unparsed("a control_cancel_request has no `request_id`".into()))?;
-        if self.permissions.remove(request_id).is_some() && ctx.transcript.has_pending_permission(request_id) {
-            let _ = ctx.transcript.permission_resolved(request_id, false);
-        }
+        self.hitl.withdraw_permission(ctx.transcript, request_id);
         if let Some(ask) = self.asks.remove(request_id) {
-            self.reject_rest(request_id, ask.questions.len(), ctx);
+            for n in 0..ask.questions.len() {
+                self.hitl.withdraw_question(ctx.transcript, &format!("{request_id}/{n}"));
+            }
         }
         ctx.transcript.status("control_request_cancelled", None);
         Ok(())
@@ -266,17 +256,12 @@ impl ClaudeProtocol {
         let Some(request_id) = message.pointer("/response/request_id").and_then(Value::as_str) else { return };
         let answer = message.pointer("/response/response");
         let approved = answer.and_then(|a| a.get("behavior")).and_then(Value::as_str) == Some("allow");
-        if self.permissions.remove(request_id).is_some() && ctx.transcript.has_pending_permission(request_id) {
-            let _ = ctx.transcript.permission_resolved(request_id, approved);
-        }
+        self.hitl.recorded_permission(ctx.transcript, request_id, approved);
         if let Some(ask) = self.asks.remove(request_id) {
             let answers = answer.and_then(|a| a.pointer("/updatedInput/answers"));
             for (n, question) in ask.questions.iter().enumerate() {
-                let id = format!("{request_id}/{n}");
                 let text = answers.and_then(|a| a.get(question)).and_then(Value::as_str).filter(|_| approved);
-                if ctx.transcript.has_pending_question(&id) {
-                    let _ = ctx.transcript.question_resolved(&id, text.map(str::to_string));
-                }
+                self.hitl.recorded_answer(ctx.transcript, &format!("{request_id}/{n}"), text.map(str::to_string));
             }
         }
     }

@@ -69,7 +69,7 @@ impl ClaudeProtocol {
         let others: Vec<String> =
             self.messages.iter().filter(|(id, m)| m.thread == thread && id.as_str() != msg_id).map(|(id, _)| id.clone()).collect();
         for id in others {
-            self.close_message(&id, ctx);
+            self.close_or_fail(&thread, &id, ctx);
             self.messages.remove(&id);
         }
         let parent = thread.as_ref().and_then(|t| self.tools.get(t)).map(|t| t.item_id.clone());
@@ -86,17 +86,34 @@ impl ClaudeProtocol {
 
     /// Completes a message item and the reasoning and tool items of its streamed blocks.
     pub(crate) fn close_message(&mut self, msg_id: &str, ctx: &mut Ctx<'_>) {
+        self.end_message(msg_id, true, ctx);
+    }
+
+    /// Ends a message of `thread` because its turn moved on: a message whose stream never
+    /// reached `message_stop` was cut (a stream error the CLI retried, an interrupt), so it and
+    /// its open items fail, and its text is no answer. Any other message completes.
+    fn close_or_fail(&mut self, thread: &Option<String>, msg_id: &str, ctx: &mut Ctx<'_>) {
+        let cut = self.streaming.get(thread).is_some_and(|streaming| streaming == msg_id);
+        if cut {
+            self.streaming.remove(thread);
+        }
+        self.end_message(msg_id, !cut, ctx);
+    }
+
+    fn end_message(&mut self, msg_id: &str, completed: bool, ctx: &mut Ctx<'_>) {
         let Some(message) = self.messages.get_mut(msg_id) else { return };
-        for block in &message.streamed {
-            if let Some(item) = &block.item_id {
-                if ctx.transcript.open_item(item).is_some() {
-                    ctx.transcript.complete_item(item);
-                }
+        let items = message.streamed.iter().filter_map(|b| b.item_id.as_ref()).chain(message.item_id.as_ref());
+        for item in items {
+            if ctx.transcript.open_item(item).is_none() {
+                continue;
+            }
+            if completed {
+                ctx.transcript.complete_item(item);
+            } else {
+                ctx.transcript.fail_item(item);
             }
         }
-        if let Some(item) = message.item_id.take() {
-            ctx.transcript.complete_item(&item);
-        }
+        message.item_id = None;
     }
 
     /// Completes every open message of one thread (its turn moved on).
@@ -108,11 +125,11 @@ impl ClaudeProtocol {
         self.streaming.remove(thread);
     }
 
-    /// Completes every open message (a turn ended).
+    /// Ends every open message (a turn ended); one still streaming was cut and fails.
     pub(crate) fn close_all_messages(&mut self, ctx: &mut Ctx<'_>) {
-        let ids: Vec<String> = self.messages.keys().cloned().collect();
-        for id in ids {
-            self.close_message(&id, ctx);
+        let ids: Vec<(String, Option<String>)> = self.messages.iter().map(|(id, m)| (id.clone(), m.thread.clone())).collect();
+        for (id, thread) in ids {
+            self.close_or_fail(&thread, &id, ctx);
         }
         self.messages.clear();
         self.streaming.clear();

@@ -18,6 +18,7 @@ mod tests;
 use std::collections::{HashMap, HashSet};
 
 use agent_api::kit::driver::{parse_typed, parse_value, Unparsed};
+use agent_api::kit::hitl::Hitl;
 use agent_api::kit::{Ctx, ExitInfo, Protocol};
 use agent_api::{AgentError, ControlCommand, PermissionPolicy, RunCompletion};
 use serde_json::{json, Value};
@@ -42,7 +43,9 @@ pub(crate) enum Channel {
 pub struct ClaudeProtocol {
     channel: Channel,
     prompt: Option<String>,
-    policy: PermissionPolicy,
+    /// Permission requests and questions: the policy, and what each needs for its reply
+    /// (a question's context is its request id and position).
+    hitl: Hitl<PendingPermission, (String, usize)>,
     /// Whether the run asked for a bypass permission mode (to classify a refusal).
     bypass_requested: bool,
     next_request: u64,
@@ -54,8 +57,6 @@ pub struct ClaudeProtocol {
     tools: HashMap<String, ToolCallInfo>,
     /// Call ids whose tool_result item was emitted.
     results_seen: HashSet<String>,
-    /// Permission requests waiting for the caller, by request id.
-    permissions: HashMap<String, PendingPermission>,
     /// AskUserQuestion requests waiting for answers, by request id.
     asks: HashMap<String, PendingAsk>,
     /// User messages sent but not yet in the transcript: they wait for the CLI's `system/init`,
@@ -66,17 +67,17 @@ pub struct ClaudeProtocol {
 
 impl ClaudeProtocol {
     fn new(channel: Channel, prompt: Option<String>, policy: PermissionPolicy, bypass_requested: bool) -> Self {
+        let hitl = if channel == Channel::Replay { Hitl::replay() } else { Hitl::live(policy) };
         Self {
             channel,
             prompt,
-            policy,
+            hitl,
             bypass_requested,
             next_request: 0,
             messages: HashMap::new(),
             streaming: HashMap::new(),
             tools: HashMap::new(),
             results_seen: HashSet::new(),
-            permissions: HashMap::new(),
             asks: HashMap::new(),
             pending_user: Vec::new(),
             outcome: Outcome::default(),
@@ -125,14 +126,18 @@ fn type_of(message: &Value) -> Result<&str, Unparsed> {
 
 /// A string field, cut to `max` bytes (for status details built from parsed fields).
 pub(crate) fn short(value: Option<&Value>, max: usize) -> Option<String> {
-    value.and_then(Value::as_str).map(|s| {
-        let cut = agent_api::bounds::utf8_prefix(s, max);
-        if cut.len() < s.len() {
-            format!("{cut}…")
-        } else {
-            cut.to_string()
-        }
-    })
+    value.and_then(Value::as_str).map(|s| safe(s, max))
+}
+
+/// `text` with secrets masked ([`agent_api::secrets::redact`]) and cut to `max` bytes with `…`.
+pub(crate) fn safe(text: &str, max: usize) -> String {
+    let masked = agent_api::secrets::redact(text);
+    let cut = agent_api::bounds::utf8_prefix(&masked, max);
+    if cut.len() < masked.len() {
+        format!("{cut}…")
+    } else {
+        cut.to_string()
+    }
 }
 
 impl ClaudeProtocol {

@@ -67,7 +67,6 @@ enum Outcome {
 /// The app-server converter. Build it with [`AppServer::live`] or [`AppServer::replay`].
 pub struct AppServer {
     plan: Option<StartPlan>,
-    policy: PermissionPolicy,
     experimental_api: bool,
     peer: RpcPeer<Pending>,
     recorded: std::collections::HashMap<String, Pending>,
@@ -84,10 +83,9 @@ pub struct AppServer {
 }
 
 impl AppServer {
-    fn new(plan: Option<StartPlan>, policy: PermissionPolicy) -> Self {
+    fn new(plan: Option<StartPlan>, requests: Requests) -> Self {
         Self {
             plan,
-            policy,
             experimental_api: true,
             peer: RpcPeer::new(Dialect::NoVersion),
             recorded: Default::default(),
@@ -98,7 +96,7 @@ impl AppServer {
             last_error: None,
             usage: None,
             items: Items::default(),
-            requests: Requests::default(),
+            requests,
             early_notes: Vec::new(),
             last_diff: None,
         }
@@ -107,12 +105,12 @@ impl AppServer {
     /// A converter that drives a live `codex app-server` through `plan`, answering approval
     /// requests itself where `policy` says so.
     pub fn live(plan: StartPlan, policy: PermissionPolicy) -> Self {
-        Self::new(Some(plan), policy)
+        Self::new(Some(plan), Requests::live(policy))
     }
 
     /// A converter for a recorded session (sends nothing; the recorded sends drive it).
     pub fn replay() -> Self {
-        Self::new(None, PermissionPolicy::Ask)
+        Self::new(None, Requests::replay())
     }
 
     fn live_mode(&self) -> bool {
@@ -486,10 +484,8 @@ impl Protocol for AppServer {
         match classify(message)? {
             Message::Notification { method, params } => self.on_notification(&method, params, ctx).map_err(Unparsed),
             Message::Request { id, method, params } => {
-                let live = self.live_mode();
-                let auto = live.then_some(&self.policy);
-                let replies = self.requests.on_request(ctx.transcript, &self.peer, auto, id, &method, params);
-                if live {
+                let replies = self.requests.on_request(ctx.transcript, &self.peer, id, &method, params);
+                if self.live_mode() {
                     replies.iter().for_each(|m| ctx.send(m));
                 }
                 Ok(())

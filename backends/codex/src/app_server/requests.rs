@@ -4,9 +4,10 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use agent_api::kit::hitl::{Decided, Hitl, PermissionDetails, PermissionRequest, QuestionRequest};
 use agent_api::kit::jsonrpc::{RpcPeer, METHOD_NOT_FOUND};
 use agent_api::universal::Transcript;
-use agent_api::{AgentError, PermissionDecision, PermissionPolicy, PermissionRule, QuestionAnswer, ToolCategory};
+use agent_api::{AgentError, PermissionDecision, PermissionPolicy, QuestionAnswer, ToolCategory};
 use serde_json::{json, Map, Value};
 
 /// JSON-RPC error code for a request the client understands but will not serve.
@@ -23,6 +24,7 @@ enum Reply {
     Review,
 }
 
+#[derive(Debug)]
 struct PendingPermission {
     rpc_id: Value,
     reply: Reply,
@@ -36,12 +38,10 @@ struct PendingInput {
     answers: BTreeMap<String, Vec<String>>,
 }
 
-/// Server requests waiting for the caller.
-#[derive(Default)]
+/// Server requests waiting for the caller. The policy and the permission and question events are
+/// `agent_api::kit::hitl`'s; a question's native context is (request key, the question's own id).
 pub struct Requests {
-    permissions: HashMap<String, PendingPermission>,
-    /// question id → (request key, the question's own id).
-    questions: HashMap<String, (String, String)>,
+    hitl: Hitl<PendingPermission, (String, String)>,
     inputs: HashMap<String, PendingInput>,
 }
 
@@ -95,22 +95,39 @@ fn answer_approves(result: &Value) -> bool {
     }
 }
 
+fn text(value: Option<&Value>) -> Option<String> {
+    match value? {
+        Value::String(s) => Some(agent_api::bounds::utf8_prefix(s, 2048).to_string()),
+        Value::Array(parts) => {
+            Some(agent_api::bounds::utf8_prefix(&parts.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(" "), 2048).to_string())
+        }
+        _ => None,
+    }
+}
+
 impl Requests {
+    /// Requests of a live run, decided by `policy` where it says so.
+    pub fn live(policy: PermissionPolicy) -> Self {
+        Self { hitl: Hitl::live(policy), inputs: HashMap::new() }
+    }
+
+    /// Requests of a replay: the recorded answers resolve them.
+    pub fn replay() -> Self {
+        Self { hitl: Hitl::replay(), inputs: HashMap::new() }
+    }
+
     /// Handles one server request; returns the messages to send now (the caller sends nothing in
-    /// replay, where the recording holds the client's answers). `auto` is the policy the backend
-    /// answers approvals with itself; `None` in replay.
-    pub fn on_request(
-        &mut self,
-        t: &mut Transcript,
-        peer: &RpcPeer<super::Pending>,
-        auto: Option<&PermissionPolicy>,
-        id: Value,
-        method: &str,
-        params: Value,
-    ) -> Vec<Value> {
+    /// replay, where the recording holds the client's answers).
+    pub fn on_request(&mut self, t: &mut Transcript, peer: &RpcPeer<super::Pending>, id: Value, method: &str, params: Value) -> Vec<Value> {
         let key = id_key(&id);
-        let permission =
-            |action: &str, category: ToolCategory, reply: Reply, metadata: Value| (action.to_string(), category, reply, metadata);
+        let permission = |action: &str, category: ToolCategory, reply: Reply, metadata: Value| {
+            let details = PermissionDetails::default()
+                .command(text(params.get("command")))
+                .cwd(text(params.get("cwd")))
+                .reason(text(params.get("reason")))
+                .file(text(params.get("grantRoot")));
+            (PermissionRequest::new(key.clone(), category, action).details(details).metadata(metadata), reply)
+        };
         let request = match method {
             "item/commandExecution/requestApproval" => {
                 let network = params.get("networkApprovalContext").is_some_and(|v| !v.is_null());
@@ -156,16 +173,9 @@ impl Requests {
                 return vec![peer.error_response(&id, METHOD_NOT_FOUND, "method not handled by agent_api")];
             }
         };
-        let (action, category, reply, metadata) = request;
-        t.permission_requested(key.clone(), action, Some(metadata));
-        let rule = auto.map_or(PermissionRule::Ask, |p| p.rule(category));
-        self.permissions.insert(key.clone(), PendingPermission { rpc_id: id, reply });
-        let auto = match rule {
-            PermissionRule::Ask => return Vec::new(),
-            PermissionRule::Approve => PermissionDecision::Allow,
-            PermissionRule::Deny => PermissionDecision::Deny { message: None },
-        };
-        self.decide_permission(t, peer, &key, auto).unwrap_or_default()
+        let (request, reply) = request;
+        let decided = self.hitl.request_permission(t, request, PendingPermission { rpc_id: id, reply });
+        decided.map(|d| reply_to(peer, d)).into_iter().collect()
     }
 
     fn user_input(&mut self, t: &mut Transcript, peer: &RpcPeer<super::Pending>, key: String, id: Value, params: &Value) -> Vec<Value> {
@@ -182,8 +192,7 @@ impl Requests {
                 .and_then(Value::as_array)
                 .map(|o| o.iter().filter_map(|o| o.get("label").and_then(Value::as_str).map(str::to_string)).collect())
                 .unwrap_or_default();
-            t.question_requested(question_id.clone(), prompt, options);
-            self.questions.insert(question_id.clone(), (key.clone(), qid));
+            self.hitl.request_question(t, QuestionRequest::new(question_id.clone(), prompt, options), (key.clone(), qid));
             ids.push(question_id);
         }
         self.inputs.insert(key.clone(), PendingInput { rpc_id: id, elicitation: false, question_ids: ids, answers: BTreeMap::new() });
@@ -195,8 +204,8 @@ impl Requests {
         let message = params.get("message").and_then(Value::as_str).unwrap_or("");
         let server = params.get("serverName").and_then(Value::as_str).unwrap_or("mcp");
         let prompt = format!("{server}: {message}");
-        t.question_requested(key.clone(), prompt, vec!["accept".into(), "decline".into(), "cancel".into()]);
-        self.questions.insert(key.clone(), (key.clone(), key.clone()));
+        let options = vec!["accept".into(), "decline".into(), "cancel".into()];
+        self.hitl.request_question(t, QuestionRequest::new(key.clone(), prompt, options), (key.clone(), key.clone()));
         self.inputs.insert(key.clone(), PendingInput { rpc_id: id, elicitation: true, question_ids: vec![key], answers: BTreeMap::new() });
         Vec::new()
     }
@@ -205,7 +214,7 @@ impl Requests {
     /// peer (kept peer-free here so replay can reuse the bookkeeping).
     fn maybe_answer(&mut self, key: &str) -> Option<Value> {
         let input = self.inputs.get(key)?;
-        if input.question_ids.iter().any(|q| self.questions.contains_key(q)) {
+        if input.question_ids.iter().any(|q| self.hitl.question(q).is_some()) {
             return None;
         }
         let input = self.inputs.remove(key)?;
@@ -234,10 +243,8 @@ impl Requests {
         id: &str,
         decision: PermissionDecision,
     ) -> Result<Vec<Value>, AgentError> {
-        let pending = self.permissions.remove(id).ok_or_else(|| AgentError::UnknownPermission { id: id.to_string() })?;
-        let response = peer.response(&pending.rpc_id, decision_value(&pending.reply, &decision));
-        t.permission_resolved(id, decision.is_approval())?;
-        Ok(vec![response])
+        let decided = self.hitl.decide_permission(t, id, decision)?;
+        Ok(vec![reply_to(peer, decided)])
     }
 
     /// Answers a pending question; returns the response to send once every question of its
@@ -249,58 +256,57 @@ impl Requests {
         id: &str,
         answer: QuestionAnswer,
     ) -> Result<Vec<Value>, AgentError> {
-        let (key, qid) = self.questions.remove(id).ok_or_else(|| AgentError::UnknownQuestion { id: id.to_string() })?;
-        let response = match &answer {
-            QuestionAnswer::Text(text) => Some(text.clone()),
-            _ => None,
+        let answered = self.hitl.answer_question(t, id, answer)?;
+        let (key, qid) = answered.native;
+        let response = match answered.answer {
+            QuestionAnswer::Text(text) => vec![text],
+            _ => Vec::new(),
         };
         if let Some(input) = self.inputs.get_mut(&key) {
-            input.answers.insert(qid, response.iter().cloned().collect());
+            input.answers.insert(qid, response);
         }
-        t.question_resolved(id, response)?;
         Ok(self.maybe_answer(&key).map(|m| envelope(peer, m)).into_iter().collect())
     }
 
     /// A recorded client answer to a server request (replay): resolves what it answered.
     pub fn on_recorded_answer(&mut self, t: &mut Transcript, id: &Value, result: Option<&Value>) {
         let key = id_key(id);
-        if self.permissions.remove(&key).is_some() {
-            let _ = t.permission_resolved(&key, result.is_some_and(answer_approves));
-        }
+        self.hitl.recorded_permission(t, &key, result.is_some_and(answer_approves));
         if let Some(input) = self.inputs.remove(&key) {
             for qid in input.question_ids {
-                if let Some((_, own)) = self.questions.remove(&qid) {
-                    let answer = result
-                        .and_then(|r| r.pointer(&format!("/answers/{own}/answers/0")).or_else(|| r.get("action")))
-                        .and_then(Value::as_str)
-                        .map(str::to_string);
-                    let _ = t.question_resolved(&qid, answer);
-                }
+                let Some((_, own)) = self.hitl.question(&qid).cloned() else { continue };
+                let answer = result
+                    .and_then(|r| r.pointer(&format!("/answers/{own}/answers/0")).or_else(|| r.get("action")))
+                    .and_then(Value::as_str)
+                    .map(str::to_string);
+                self.hitl.recorded_answer(t, &qid, answer);
             }
         }
     }
 
     /// Whether anything waits for the caller.
     pub fn is_waiting(&self) -> bool {
-        !self.permissions.is_empty() || !self.inputs.is_empty()
+        self.hitl.is_waiting() || !self.inputs.is_empty()
     }
 
     /// Cancel: answers every pending request (approvals `cancel`, questions without answers) so
     /// Codex is not left waiting while it interrupts the turn.
     pub fn cancel_all(&mut self, t: &mut Transcript, peer: &RpcPeer<super::Pending>) -> Vec<Value> {
-        let mut out = Vec::new();
-        let mut ids: Vec<String> = self.permissions.keys().cloned().collect();
-        ids.sort();
-        for id in ids {
-            out.extend(self.decide_permission(t, peer, &id, PermissionDecision::Cancel).unwrap_or_default());
-        }
-        let mut questions: Vec<String> = self.questions.keys().cloned().collect();
-        questions.sort();
-        for id in questions {
-            out.extend(self.answer_question(t, peer, &id, QuestionAnswer::Reject).unwrap_or_default());
+        let mut out: Vec<Value> = self.hitl.cancel_permissions(t).into_iter().map(|d| reply_to(peer, d)).collect();
+        for answered in self.hitl.cancel_questions(t) {
+            let (key, qid) = answered.native;
+            if let Some(input) = self.inputs.get_mut(&key) {
+                input.answers.insert(qid, Vec::new());
+            }
+            out.extend(self.maybe_answer(&key).map(|m| envelope(peer, m)));
         }
         out
     }
+}
+
+/// The JSON-RPC response carrying a decision.
+fn reply_to(peer: &RpcPeer<super::Pending>, decided: Decided<PendingPermission>) -> Value {
+    peer.response(&decided.native.rpc_id, decision_value(&decided.native.reply, &decided.decision))
 }
 
 fn envelope(peer: &RpcPeer<super::Pending>, message: Value) -> Value {
