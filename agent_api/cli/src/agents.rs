@@ -19,6 +19,7 @@ pub struct CliAgent {
 pub const CLI_AGENTS: &[CliAgent] = &[
     CliAgent { kind: "claude_code", executable: "claude", supported_versions: agent_api_claude_code::SUPPORTED_VERSIONS },
     CliAgent { kind: "codex", executable: "codex", supported_versions: agent_api_codex::SUPPORTED_VERSIONS },
+    CliAgent { kind: "gemini", executable: "gemini", supported_versions: agent_api_acp::SUPPORTED_VERSIONS },
 ];
 
 /// The CLI a user installed: `$AGENT_API_<KIND>_BIN`, else the executable on `PATH`.
@@ -59,6 +60,10 @@ pub fn backend(kind: &str) -> Result<Arc<dyn AgentBackend>, String> {
             let config = binary(kind).map(agent_api_codex::CodexConfig::with_binary).unwrap_or_default();
             Ok(Arc::new(agent_api_codex::CodexBackend::new(config)))
         }
+        "gemini" => {
+            Ok(Arc::new(agent_api_acp::AcpBackend::gemini(binary(kind).map(agent_api_acp::AcpConfig::with_binary).unwrap_or_default())))
+        }
+        "acp" => Ok(Arc::new(agent_api_acp::AcpBackend::generic(agent_api_acp::AcpConfig::default()))),
         other => Err(format!("unknown agent kind `{other}`; known: {}", known_kinds().join(", "))),
     }
 }
@@ -66,7 +71,7 @@ pub fn backend(kind: &str) -> Result<Arc<dyn AgentBackend>, String> {
 /// Every kind this tool can build a backend for.
 pub fn known_kinds() -> Vec<&'static str> {
     let mut kinds: Vec<&'static str> = CLI_AGENTS.iter().map(|a| a.kind).collect();
-    kinds.push("scripted");
+    kinds.extend(["acp", "scripted"]);
     kinds
 }
 

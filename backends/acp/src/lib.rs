@@ -45,6 +45,9 @@ use async_trait::async_trait;
 
 pub use options::{AcpConfig, AcpOptions, GeminiInterface, GeminiOptions, HeadlessApproval};
 
+/// Gemini CLI versions the `gemini` kind is tested against (the bench's pinned one).
+pub const SUPPORTED_VERSIONS: &[&str] = &["0.61.0"];
+
 /// Capability id: the run can use Gemini's ACP interface (the default).
 pub const CAP_GEMINI_ACP: &str = "backend.gemini.acp";
 /// Capability id: the run can use Gemini's headless stream-json interface.
