@@ -41,8 +41,8 @@ pub trait AgentBackend: Send + Sync {
     }
 }
 
-/// The checks every run goes through before spawning: a non-empty prompt, an existing working
-/// directory, every needed capability advertised, and only known extension keys.
+/// The checks every run goes through before spawning: a non-empty prompt, a working directory
+/// that exists and can be entered, every needed capability advertised, and only known extension keys.
 pub fn validate_request(
     kind: &AgentKind,
     capabilities: &CapabilitySet,
@@ -53,9 +53,7 @@ pub fn validate_request(
         return Err(AgentError::InvalidRequest { reason: "the prompt is empty".into() });
     }
     if let Some(dir) = &request.working_dir {
-        if !dir.is_dir() {
-            return Err(AgentError::InvalidRequest { reason: format!("working directory {} does not exist", dir.display()) });
-        }
+        crate::kit::process::check_working_dir(dir)?;
     }
     for needed in request.required_capabilities() {
         if !capabilities.contains(needed) {

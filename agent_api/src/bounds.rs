@@ -105,6 +105,12 @@ pub fn enforce(mut event: AgentWrapperEvent) -> Vec<AgentWrapperEvent> {
         event.channel = None;
     }
     if let Some(m) = &event.message {
+        // No secret reaches a wrapper event, whichever backend built the message.
+        if let std::borrow::Cow::Owned(masked) = crate::secrets::redact(m) {
+            event.message = Some(masked);
+        }
+    }
+    if let Some(m) = &event.message {
         if m.len() > MESSAGE_BOUND {
             event.message = Some(truncate_message(m, MESSAGE_BOUND));
         }

@@ -71,6 +71,14 @@ pub enum AgentError {
         /// The operating system's error.
         source: std::io::Error,
     },
+    /// The agent's working directory does not exist, is not a directory, or cannot be entered.
+    #[error("cannot use `{path}` as the agent's working directory: {source}")]
+    WorkingDir {
+        /// The directory asked for.
+        path: PathBuf,
+        /// Why it cannot be used.
+        source: std::io::Error,
+    },
     /// Reading from or writing to the agent failed.
     #[error("I/O error talking to the agent: {0}")]
     Io(#[from] std::io::Error),
@@ -167,6 +175,12 @@ pub enum AgentError {
         /// The native session id asked for.
         id: String,
     },
+    /// A turn was sent while the session's previous turn is still in progress.
+    #[error("the session's previous turn is still in progress")]
+    TurnInProgress,
+    /// The session has ended (closed, or its agent process is gone); it takes no more turns.
+    #[error("the session is closed")]
+    SessionClosed,
     /// A recorded session could not be read.
     #[error("cannot replay: {reason}")]
     Replay {
@@ -196,6 +210,7 @@ impl AgentError {
             AgentError::InvalidRequest { .. } => "invalid_request",
             AgentError::BinaryNotFound { .. } => "binary_not_found",
             AgentError::Spawn { .. } => "spawn",
+            AgentError::WorkingDir { .. } => "working_dir",
             AgentError::Io(_) => "io",
             AgentError::Cancelled => "cancelled",
             AgentError::Timeout { .. } => "timeout",
@@ -212,6 +227,8 @@ impl AgentError {
             AgentError::RunFinished => "run_finished",
             AgentError::Http { .. } => "http",
             AgentError::SessionNotFound { .. } => "session_not_found",
+            AgentError::TurnInProgress => "turn_in_progress",
+            AgentError::SessionClosed => "session_closed",
             AgentError::Replay { .. } => "replay",
         }
     }

@@ -32,6 +32,29 @@ impl Gateway {
         Self::default()
     }
 
+    /// A gateway with a backend for every CLI of `probes` installed on this machine (see
+    /// [`crate::detect`]), and what was found, in the order of `probes`.
+    ///
+    /// ```no_run
+    /// # async fn demo(probes: &[agent_api::detect::BackendProbe]) {
+    /// let (gateway, found) = agent_api::Gateway::with_installed(probes).await;
+    /// for cli in &found {
+    ///     println!("{} {}", cli.kind, cli.version.as_deref().unwrap_or("unknown version"));
+    /// }
+    /// # let _ = gateway; }
+    /// ```
+    pub async fn with_installed(probes: &[crate::detect::BackendProbe]) -> (Self, Vec<crate::detect::Installed>) {
+        let mut gateway = Self::new();
+        let mut found = Vec::new();
+        for probe in probes {
+            let Some(installed) = probe.detect().await else { continue };
+            if gateway.register((probe.build)(installed.binary.clone())).is_ok() {
+                found.push(installed);
+            }
+        }
+        (gateway, found)
+    }
+
     /// Registers a backend under its kind; a second backend of the same kind is an error.
     pub fn register(&mut self, backend: Arc<dyn AgentBackend>) -> Result<(), AgentError> {
         let kind = backend.kind();

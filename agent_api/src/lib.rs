@@ -29,6 +29,8 @@
 pub mod backend;
 pub mod bounds;
 pub mod capability;
+pub mod detect;
+pub mod display;
 pub mod error;
 pub mod event;
 pub mod gateway;
@@ -38,6 +40,7 @@ pub mod options;
 pub mod projection;
 pub mod request;
 pub mod run;
+pub mod secrets;
 pub mod tools_facet;
 pub mod universal;
 

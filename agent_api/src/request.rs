@@ -129,7 +129,7 @@ impl PermissionPolicy {
 ///     .with_session(SessionSelector::Resume("thread_1".into()));
 /// assert!(req.required_capabilities().contains(agent_api_capabilities::SESSION_RESUME));
 /// ```
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 #[non_exhaustive]
 pub struct RunRequest {
     /// The prompt.
@@ -159,6 +159,26 @@ pub struct RunRequest {
     /// Cancels the run when cancelled, as [`RunControl::cancel`](crate::RunControl::cancel) does;
     /// one token can stop many runs.
     pub cancellation: Option<CancellationToken>,
+}
+
+/// Shows the variable names of `env`, never their values (they are often API keys).
+impl std::fmt::Debug for RunRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunRequest")
+            .field("prompt", &self.prompt)
+            .field("working_dir", &self.working_dir)
+            .field("env", &crate::secrets::EnvNames(&self.env))
+            .field("timeout", &self.timeout)
+            .field("model", &self.model)
+            .field("variant", &self.variant)
+            .field("session", &self.session)
+            .field("permissions", &self.permissions)
+            .field("extensions", &self.extensions)
+            .field("include_raw", &self.include_raw)
+            .field("skip_permission_prompts", &self.skip_permission_prompts)
+            .field("cancellation", &self.cancellation)
+            .finish()
+    }
 }
 
 impl RunRequest {

@@ -49,6 +49,10 @@ standard_capabilities! {
     SESSION_RESUME = "agent_api.session.resume", "Session resume", "A run can resume an earlier session, by id or the last one.";
     /// A run can fork an earlier session into a new one.
     SESSION_FORK = "agent_api.session.fork", "Session fork", "A run can fork an earlier session into a new one.";
+    /// A session keeps one live agent process and sends every turn on it.
+    SESSION_WARM = "agent_api.session.warm", "Warm sessions", "A session keeps one live agent process and sends every turn on it.";
+    /// A session runs each turn as a new process that resumes the previous turn's session.
+    SESSION_RESUME_PER_TURN = "agent_api.session.resume_per_turn", "Sessions by resume", "A session runs each turn as a new process that resumes the previous turn's session.";
     /// ToolCall and ToolResult events carry the structured.v1 tools facet.
     TOOLS_STRUCTURED_V1 = "agent_api.tools.structured.v1", "Tools facet v1", "ToolCall and ToolResult events carry the structured.v1 tools facet.";
     /// Assistant and user text arrive as message items.

@@ -1,10 +1,12 @@
 //! `agent-api capabilities`.
 
+use std::io::Write;
 use std::process::ExitCode;
 
 use agent_api::capabilities::{describe, render_matrix, MatrixRow};
 
 use crate::agents::{gateway, parse_kind};
+use crate::output::{finish, Stdout};
 use crate::CapabilityFormat;
 
 /// Prints the capabilities of one backend, or of all.
@@ -19,21 +21,24 @@ pub fn print(agent: Option<&str>, format: CapabilityFormat) -> Result<ExitCode, 
         let caps = gateway.capabilities(&kind).map_err(|e| e.to_string())?;
         rows.push(MatrixRow { kind: kind.to_string(), capabilities: caps.iter().map(str::to_string).collect() });
     }
+    let mut out = Stdout::new();
     match format {
-        CapabilityFormat::Matrix => print!("{}", render_matrix(&rows)),
+        CapabilityFormat::Matrix => {
+            out.write_with(|w| write!(w, "{}", render_matrix(&rows)));
+        }
         CapabilityFormat::Json => {
             let map: serde_json::Map<String, serde_json::Value> =
                 rows.iter().map(|r| (r.kind.clone(), serde_json::json!(r.capabilities))).collect();
-            println!("{}", serde_json::to_string_pretty(&map).expect("JSON serializes"));
+            out.write_with(|w| writeln!(w, "{}", serde_json::to_string_pretty(&map).map_err(std::io::Error::other)?));
         }
         CapabilityFormat::Table => {
             for row in rows {
-                println!("{}", row.kind);
+                out.line(&row.kind);
                 for id in &row.capabilities {
-                    println!("  {id:<42} {}", describe(id).unwrap_or("(backend-specific)"));
+                    out.line(&format!("  {id:<42} {}", describe(id).unwrap_or("(backend-specific)")));
                 }
             }
         }
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(finish(out, ExitCode::SUCCESS))
 }

@@ -1,37 +1,45 @@
 //! `agent-api doctor`: which supported CLIs are installed, their versions, whether supported.
 
 use std::process::ExitCode;
-use std::time::Duration;
 
-use crate::agents::{locate_bench, locate_installed, CLI_AGENTS};
+use agent_api::detect::Installed;
+use agent_api::display;
+use agent_api::Gateway;
 
-/// Prints one line per supported CLI.
+use crate::agents::{locate_bench, probes};
+use crate::output::{finish, Stdout};
+
+/// Prints one line per supported CLI found (installed, and the test bench's copy).
 pub async fn doctor() -> Result<ExitCode, String> {
-    println!("scripted      built in (always available)");
-    for agent in CLI_AGENTS {
-        let found = [("installed", locate_installed(agent)), ("test bench", locate_bench(agent))];
-        if found.iter().all(|(_, path)| path.is_none()) {
-            println!("{:<13} not installed (on PATH, or the test bench's pinned copy: bash tests/bench/install-clis.sh)", agent.kind);
+    let mut out = Stdout::new();
+    let (_, installed) = Gateway::with_installed(&probes()).await;
+    let mut lines = vec!["scripted      built in (always available)".to_string()];
+    for probe in probes() {
+        let mut found: Vec<(&str, Installed)> =
+            installed.iter().filter(|i| i.kind == probe.kind).map(|i| ("installed", i.clone())).collect();
+        if let Some(path) = locate_bench(&probe) {
+            found.push(("test bench", probe.inspect(path).await));
         }
-        for (place, path) in found {
-            let Some(path) = path else { continue };
-            let version = version_of(&path).await;
-            let supported = version.as_deref().is_some_and(|v| agent.supported_versions.iter().any(|s| v.contains(s)));
-            println!(
+        if found.is_empty() {
+            lines.push(format!(
+                "{:<13} not installed (set {} or put `{}` on PATH; the test bench's pinned copy: bash tests/bench/install-clis.sh)",
+                probe.kind,
+                probe.binary_var(),
+                probe.executable
+            ));
+        }
+        for (place, cli) in found {
+            lines.push(format!(
                 "{:<13} {place}: {} version {} — {}",
-                agent.kind,
-                path.display(),
-                version.as_deref().unwrap_or("unknown"),
-                if supported { "supported" } else { "NOT a supported version" }
-            );
+                cli.kind,
+                display::line(&cli.binary.to_string_lossy(), 512),
+                display::line(cli.version.as_deref().unwrap_or("unknown"), 64),
+                if cli.supported { "supported" } else { "NOT a supported version" }
+            ));
         }
     }
-    Ok(ExitCode::SUCCESS)
-}
-
-/// The first line of `<binary> --version`, within 20 seconds.
-async fn version_of(binary: &std::path::Path) -> Option<String> {
-    let output = tokio::process::Command::new(binary).arg("--version").stdin(std::process::Stdio::null()).kill_on_drop(true).output();
-    let output = tokio::time::timeout(Duration::from_secs(20), output).await.ok()?.ok()?;
-    String::from_utf8_lossy(&output.stdout).lines().next().map(|l| l.trim().to_string()).filter(|l| !l.is_empty())
+    for line in lines {
+        out.line(&line);
+    }
+    Ok(finish(out, ExitCode::SUCCESS))
 }

@@ -4,9 +4,12 @@
 mod agents;
 mod capabilities;
 mod doctor;
+mod output;
+mod prompt;
 mod render;
 mod replay;
 mod run;
+mod signals;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -126,7 +129,7 @@ async fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(message) => {
-            eprintln!("agent-api: {message}");
+            eprintln!("agent-api: {}", agent_api::display::line(&message, 2048));
             ExitCode::from(2)
         }
     }

@@ -7,6 +7,7 @@ use agent_api::kit::replay::{replay as replay_recording, ReplayOptions};
 use futures::StreamExt;
 
 use crate::agents::backend;
+use crate::output::{finish, Stdout};
 use crate::View;
 
 /// Replays `file` (or stdin for `-`) through the agent's protocol and prints JSONL events.
@@ -19,23 +20,26 @@ pub async fn replay(agent: &str, view: View, include_raw: bool, file: &Path) -> 
         replay_recording(backend.as_ref(), reader, ReplayOptions::beside(file).include_raw(include_raw)).await
     }
     .map_err(|e| e.to_string())?;
-    let mut out = std::io::stdout().lock();
-    use std::io::Write;
+    let mut out = Stdout::new();
     match view {
         View::Wrapper => {
             let (mut events, completion) = handle.into_wrapper();
             while let Some(event) = events.next().await {
-                let _ = writeln!(out, "{}", serde_json::to_string(&event).expect("events serialize"));
+                if !out.write_with(|w| agent_api::display::write_json(w, &event)) {
+                    break;
+                }
             }
             let _ = completion.await;
         }
         View::Universal => {
             let (mut events, completion) = handle.into_universal();
             while let Some(event) = events.next().await {
-                let _ = writeln!(out, "{}", serde_json::to_string(&event).expect("events serialize"));
+                if !out.write_with(|w| agent_api::display::write_json(w, &event)) {
+                    break;
+                }
             }
             let _ = completion.await;
         }
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(finish(out, ExitCode::SUCCESS))
 }

@@ -1,18 +1,29 @@
 //! `agent-api run`: one run with streamed events, answering permissions and questions.
+//!
+//! SIGINT, SIGTERM and SIGHUP cancel the run (a second one forces, see [`crate::signals`]); a
+//! closed stdout cancels it too. Exit status: 0 the run succeeded, 1 it failed, 130 it was stopped
+//! by a signal, 141 stdout was closed.
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use agent_api::display;
 use agent_api::projection::Projector;
-use agent_api::universal::{UniversalEvent, UniversalEventBody};
+use agent_api::universal::{ItemKind, UniversalEvent, UniversalEventBody};
 use agent_api::{PermissionDecision, PermissionPolicy, QuestionAnswer, RunControl, RunRequest};
 use futures::StreamExt;
 
-use crate::agents::{backend, default_kind, gateway, parse_kind};
-use crate::render::Pretty;
+use crate::agents::{default_kind, gateway, parse_kind};
+use crate::output::{finish, Stdout};
+use crate::prompt::{permission_prompt, permission_summary, question_prompt, Stdin};
+use crate::render::{usage_line, Pretty};
+use crate::signals::Stop;
 use crate::{Approve, Format, View};
+
+/// Exit status of a run stopped by a signal (128 + SIGINT, as shells report it).
+const SIGNALLED_EXIT: u8 = 130;
 
 /// What `run` was asked.
 pub struct RunOptions {
@@ -27,26 +38,13 @@ pub struct RunOptions {
     pub prompt: String,
 }
 
-/// Runs the prompt and prints its events; exit code 0 when the run succeeded, 1 when it failed.
-pub async fn run(options: RunOptions) -> Result<ExitCode, String> {
-    let kind = match &options.agent {
-        Some(kind) => kind.clone(),
-        None => {
-            let (kind, path) = default_kind();
-            match path {
-                Some(path) => eprintln!("agent-api: using {kind} ({}); pass --agent to choose", path.display()),
-                None => eprintln!("agent-api: no supported agent CLI is installed; using the built-in scripted agent"),
-            }
-            kind.to_string()
-        }
+fn request_of(options: &RunOptions) -> RunRequest {
+    let policy = match options.approve {
+        Approve::Ask => PermissionPolicy::Ask,
+        Approve::All => PermissionPolicy::ApproveAll,
+        Approve::None => PermissionPolicy::DenyAll,
     };
-    backend(&kind)?;
-    let mut request =
-        RunRequest::new(options.prompt.as_str()).with_include_raw(options.include_raw).with_permissions(match options.approve {
-            Approve::Ask => PermissionPolicy::Ask,
-            Approve::All => PermissionPolicy::ApproveAll,
-            Approve::None => PermissionPolicy::DenyAll,
-        });
+    let mut request = RunRequest::new(options.prompt.as_str()).with_include_raw(options.include_raw).with_permissions(policy);
     if let Some(cwd) = &options.cwd {
         request = request.with_working_dir(cwd);
     }
@@ -56,108 +54,160 @@ pub async fn run(options: RunOptions) -> Result<ExitCode, String> {
     if let Some(secs) = options.timeout {
         request = request.with_timeout(Duration::from_secs(secs));
     }
-    let handle = match gateway().run(&parse_kind(&kind)?, request).await {
+    request
+}
+
+fn chosen_kind(options: &RunOptions) -> String {
+    if let Some(kind) = &options.agent {
+        return kind.clone();
+    }
+    let (kind, path) = default_kind();
+    match path {
+        Some(path) => eprintln!("agent-api: using {kind} ({}); pass --agent to choose", display::line(&path.to_string_lossy(), 512)),
+        None => eprintln!("agent-api: no supported agent CLI is installed; using the built-in scripted agent"),
+    }
+    kind
+}
+
+/// Runs the prompt and prints its events.
+pub async fn run(options: RunOptions) -> Result<ExitCode, String> {
+    // Listen before anything is spawned, so no signal can end this process and leave the agent.
+    let stop = Stop::listen().map_err(|e| format!("cannot listen for signals: {e}"))?;
+    let kind = chosen_kind(&options);
+    crate::agents::backend(&kind)?;
+    let handle = match gateway().run(&parse_kind(&kind)?, request_of(&options)).await {
         Ok(handle) => handle,
         Err(error) => {
-            eprintln!("agent-api: {error}");
+            eprintln!("agent-api: {}", display::line(&error.to_string(), 1024));
             return Ok(ExitCode::FAILURE);
         }
     };
     let control = handle.control();
-    let on_interrupt = control.clone();
+    let on_signal = (stop.cancel.clone(), control.clone());
     tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            eprintln!("\nagent-api: cancelling");
-            on_interrupt.cancel();
-        }
+        on_signal.0.cancelled().await;
+        on_signal.1.cancel();
     });
     let interactive = options.format == Format::Pretty && std::io::stdin().is_terminal();
-    let mut projector = Projector::new(handle.agent_kind().clone(), handle.tools_structured());
+    let mut session = Session {
+        options: &options,
+        out: Stdout::new(),
+        pretty: Pretty::default(),
+        projector: Projector::new(handle.agent_kind().clone(), handle.tools_structured()),
+        stdin: interactive.then(Stdin::start),
+        control,
+        stop: stop.clone(),
+    };
     let (mut events, completion) = handle.into_universal();
-    let mut pretty = Pretty::default();
-    let stdout = std::io::stdout();
-    while let Some(event) = events.next().await {
-        let mut out = stdout.lock();
-        match (options.view, options.format) {
-            (View::Universal, Format::Jsonl) => print_json(&mut out, &event),
-            (View::Universal, Format::Pretty) => pretty.universal(&mut out, &event),
-            (View::Wrapper, format) => {
-                for wrapper in projector.project(&event) {
-                    match format {
-                        Format::Jsonl => print_json(&mut out, &wrapper),
-                        Format::Pretty => pretty.wrapper(&mut out, &wrapper),
-                    }
-                }
-                if format == Format::Pretty
-                    && matches!(&event.body, UniversalEventBody::ItemCompleted(d) if d.item.kind == agent_api::universal::ItemKind::Message)
-                {
-                    pretty.end_of_message(&mut out);
-                }
-            }
-        }
-        drop(out);
-        answer_hitl(&event, &control, options.approve, interactive).await;
+    loop {
+        let event = tokio::select! {
+            biased;
+            _ = stop.force.cancelled() => return Ok(ExitCode::from(SIGNALLED_EXIT)),
+            event = events.next() => event,
+        };
+        let Some(event) = event else { break };
+        session.show(&event);
+        session.answer(&event).await;
     }
-    let result = completion.await;
-    match result {
+    let result = tokio::select! {
+        biased;
+        _ = stop.force.cancelled() => return Ok(ExitCode::from(SIGNALLED_EXIT)),
+        result = completion => result,
+    };
+    let code = match result {
         Ok(done) => {
-            let session = done.native_session_id.as_deref().unwrap_or("none");
-            let usage = done.usage.map(|u| format!(", tokens in/out {:?}/{:?}", u.input_tokens, u.output_tokens)).unwrap_or_default();
-            eprintln!("agent-api: {kind} run completed (session {session}{usage})");
-            Ok(ExitCode::SUCCESS)
+            let session_id = display::line(done.native_session_id.as_deref().unwrap_or("none"), 128);
+            let usage = done.usage.as_ref().map(usage_line).filter(|u| !u.is_empty()).map(|u| format!("; {u}")).unwrap_or_default();
+            eprintln!("agent-api: {kind} run completed (session {session_id}{usage})");
+            ExitCode::SUCCESS
         }
         Err(error) => {
-            eprintln!("agent-api: {kind} run failed: {error}");
-            Ok(ExitCode::FAILURE)
+            eprintln!("agent-api: {kind} run failed: {}", display::line(&error.to_string(), 1024));
+            ExitCode::FAILURE
         }
-    }
+    };
+    let code = if stop.cancel.is_cancelled() { ExitCode::from(SIGNALLED_EXIT) } else { code };
+    Ok(finish(session.out, code))
 }
 
-fn print_json(out: &mut impl Write, value: &impl serde::Serialize) {
-    let _ = writeln!(out, "{}", serde_json::to_string(value).expect("events serialize"));
+/// One run being shown and answered.
+struct Session<'a> {
+    options: &'a RunOptions,
+    out: Stdout,
+    pretty: Pretty,
+    projector: Projector,
+    stdin: Option<Stdin>,
+    control: RunControl,
+    stop: Stop,
 }
 
-/// Answers a permission request or question: on a terminal by asking, otherwise as
-/// `--approve` says (questions are rejected without a terminal).
-async fn answer_hitl(event: &UniversalEvent, control: &RunControl, approve: Approve, interactive: bool) {
-    match &event.body {
-        // With --approve all or none the request's policy decides in the backend.
-        UniversalEventBody::PermissionRequested(p) if approve == Approve::Ask => {
-            let decision = if interactive {
-                let answer = ask(format!("Allow {}? [y/N] ", p.action)).await;
-                if answer.trim().eq_ignore_ascii_case("y") {
-                    PermissionDecision::Allow
-                } else {
-                    PermissionDecision::Deny { message: Some("denied at the terminal".into()) }
+impl Session<'_> {
+    /// Prints one event as `--view` and `--format` say; a closed stdout cancels the run.
+    fn show(&mut self, event: &UniversalEvent) {
+        if self.out.is_closed() {
+            return;
+        }
+        let (pretty, projector) = (&mut self.pretty, &mut self.projector);
+        let written = match (self.options.view, self.options.format) {
+            (View::Universal, Format::Jsonl) => self.out.write_with(|out| display::write_json(out, event)),
+            (View::Universal, Format::Pretty) => self.out.write_with(|out| pretty.universal(out, event)),
+            (View::Wrapper, Format::Jsonl) => {
+                self.out.write_with(|out| projector.project(event).iter().try_for_each(|wrapper| display::write_json(out, wrapper)))
+            }
+            (View::Wrapper, Format::Pretty) => self.out.write_with(|out| {
+                for wrapper in projector.project(event) {
+                    pretty.wrapper(out, &wrapper)?;
                 }
-            } else {
-                eprintln!("agent-api: no terminal to ask; denying {}", p.action);
-                PermissionDecision::Deny { message: Some("no terminal to ask".into()) }
-            };
-            let _ = control.respond_permission(&p.permission_id, decision).await;
+                pretty.tool(out, event)?;
+                pretty.permission_resolved(out, event)?;
+                if matches!(&event.body, UniversalEventBody::ItemCompleted(d) if d.item.kind == ItemKind::Message) {
+                    pretty.end_of_message(out)?;
+                }
+                Ok(())
+            }),
+        };
+        if !written {
+            eprintln!("agent-api: stdout was closed; cancelling the run");
+            self.control.cancel();
         }
-        UniversalEventBody::QuestionRequested(q) => {
-            let answer = if interactive {
-                let text = ask(format!("{} {:?}\n> ", q.prompt, q.options)).await;
-                QuestionAnswer::Text(text.trim().to_string())
-            } else {
-                eprintln!("agent-api: no terminal to ask; rejecting the question {:?}", q.prompt);
-                QuestionAnswer::Reject
-            };
-            let _ = control.answer_question(&q.question_id, answer).await;
-        }
-        _ => {}
     }
-}
 
-async fn ask(prompt: String) -> String {
-    tokio::task::spawn_blocking(move || {
-        eprint!("{prompt}");
-        let _ = std::io::stderr().flush();
-        let mut line = String::new();
-        let _ = std::io::stdin().read_line(&mut line);
-        line
-    })
-    .await
-    .unwrap_or_default()
+    /// Answers a permission request or question: on a terminal by asking, otherwise as
+    /// `--approve` says (questions are rejected without a terminal).
+    async fn answer(&mut self, event: &UniversalEvent) {
+        match &event.body {
+            // With --approve all or none the request's policy decides in the backend.
+            UniversalEventBody::PermissionRequested(p) if self.options.approve == Approve::Ask => {
+                let decision = match &self.stdin {
+                    Some(stdin) => match stdin.ask(&permission_prompt(p), &self.stop.cancel).await {
+                        Some(answer) if answer.trim().eq_ignore_ascii_case("y") => PermissionDecision::Allow,
+                        Some(_) => PermissionDecision::Deny { message: Some("denied at the terminal".into()) },
+                        None if self.stop.cancel.is_cancelled() => {
+                            PermissionDecision::Deny { message: Some("the run was cancelled".into()) }
+                        }
+                        None => PermissionDecision::Deny { message: Some("no answer at the terminal".into()) },
+                    },
+                    None => {
+                        eprintln!("agent-api: no terminal to ask; denying {}", permission_summary(p));
+                        PermissionDecision::Deny { message: Some("no terminal to ask".into()) }
+                    }
+                };
+                let _ = self.control.respond_permission(&p.permission_id, decision).await;
+            }
+            UniversalEventBody::QuestionRequested(q) => {
+                let answer = match &self.stdin {
+                    Some(stdin) => match stdin.ask(&question_prompt(q), &self.stop.cancel).await {
+                        Some(text) => QuestionAnswer::Text(text.trim().to_string()),
+                        None => QuestionAnswer::Reject,
+                    },
+                    None => {
+                        eprintln!("agent-api: no terminal to ask; rejecting the question {}", display::line(&q.prompt, 300));
+                        QuestionAnswer::Reject
+                    }
+                };
+                let _ = self.control.answer_question(&q.question_id, answer).await;
+            }
+            _ => {}
+        }
+    }
 }

@@ -23,6 +23,7 @@ pub mod http;
 pub mod jsonrpc;
 pub mod lines;
 pub mod process;
+mod reap;
 pub mod replay;
 pub mod sse;
 pub mod stderr;

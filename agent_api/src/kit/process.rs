@@ -9,6 +9,8 @@ use tokio::process::{Child, Command};
 
 use crate::error::AgentError;
 
+pub use super::reap::{descendants, kill_tree, RUN_MARKER_VAR};
+
 /// What to spawn: a program and its argv (never a shell string), environment and directory.
 ///
 /// ```
@@ -16,7 +18,7 @@ use crate::error::AgentError;
 /// let spec = CommandSpec::new("claude").arg("-p").env("DISABLE_AUTOUPDATER", "1");
 /// assert_eq!(spec.args, ["-p"]);
 /// ```
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 #[non_exhaustive]
 pub struct CommandSpec {
     /// The program: a path, or a name looked up on `PATH`.
@@ -33,6 +35,21 @@ pub struct CommandSpec {
     pub cwd: Option<PathBuf>,
     /// Whether the agent reads stdin (two-way protocols); otherwise stdin is /dev/null.
     pub stdin: bool,
+}
+
+/// Shows the variable names of `env`, never their values (they are often API keys).
+impl std::fmt::Debug for CommandSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CommandSpec")
+            .field("program", &self.program)
+            .field("args", &self.args)
+            .field("env", &crate::secrets::EnvNames(&self.env))
+            .field("env_remove", &self.env_remove)
+            .field("clear_env", &self.clear_env)
+            .field("cwd", &self.cwd)
+            .field("stdin", &self.stdin)
+            .finish()
+    }
 }
 
 impl CommandSpec {
@@ -95,12 +112,16 @@ impl CommandSpec {
     }
 }
 
-/// A spawned agent: the child (leader of its own process group) and its group id.
+/// A spawned agent: the child (leader of its own process group) and its group id. Dropping it
+/// kills the group and every process the agent started, including those that left the group
+/// (see [`kill_tree`]).
 pub struct ProcessGroupChild {
     /// The child process.
     pub child: Child,
     /// The process group id (the child's pid).
     pub pgid: i32,
+    /// The run's marker, the value of [`RUN_MARKER_VAR`] in the agent's environment.
+    marker: u64,
 }
 
 impl ProcessGroupChild {
@@ -108,12 +129,23 @@ impl ProcessGroupChild {
     pub fn signal_group(&self, signal: i32) {
         signal_group(self.pgid, signal);
     }
+
+    /// SIGKILLs the group and every descendant of the agent, in its group or not, and reaps the
+    /// orphans among them.
+    pub fn kill_all(&self) {
+        kill_tree(self.pgid, self.marker);
+    }
+
+    /// The pids of the agent's descendants still present (see [`descendants`]).
+    pub fn descendants(&self) -> Vec<i32> {
+        descendants(self.pgid, self.marker)
+    }
 }
 
 impl Drop for ProcessGroupChild {
     fn drop(&mut self) {
-        // Whatever happened to the run, nothing of its group outlives it.
-        signal_group(self.pgid, libc::SIGKILL);
+        // Whatever happened to the run, nothing it started outlives it.
+        self.kill_all();
     }
 }
 
@@ -144,8 +176,21 @@ fn is_executable(path: &Path) -> bool {
 /// Spawns the spec with piped stdout and stderr, in a new process group, with SIGINT, SIGTERM,
 /// SIGPIPE and SIGQUIT at their default dispositions and no blocked signals (a parent that
 /// ignores SIGINT would otherwise pass that on).
+///
+/// A relative program path is resolved against this process's working directory (and a bare name
+/// on `PATH`) before the agent's working directory is entered, so a binary planted in the
+/// repository the agent works on never runs instead. A working directory that cannot be entered
+/// is a [`AgentError::WorkingDir`] error. On Linux the caller becomes a child subreaper and the
+/// agent gets a [`RUN_MARKER_VAR`], so that [`ProcessGroupChild::kill_all`] finds everything it
+/// started.
 pub fn spawn(spec: &CommandSpec) -> Result<ProcessGroupChild, AgentError> {
-    let mut cmd = Command::new(&spec.program);
+    let program = absolute_program(&spec.program)?;
+    if let Some(dir) = &spec.cwd {
+        check_working_dir(dir)?;
+    }
+    super::reap::become_subreaper();
+    let marker = super::reap::new_marker();
+    let mut cmd = Command::new(&program);
     if spec.clear_env {
         cmd.env_clear();
     }
@@ -154,6 +199,7 @@ pub fn spawn(spec: &CommandSpec) -> Result<ProcessGroupChild, AgentError> {
         .stdin(if spec.stdin { Stdio::piped() } else { Stdio::null() })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
+        .env(RUN_MARKER_VAR, super::reap::marker_value(marker))
         .process_group(0)
         .kill_on_drop(true);
     for key in &spec.env_remove {
@@ -180,5 +226,37 @@ pub fn spawn(spec: &CommandSpec) -> Result<ProcessGroupChild, AgentError> {
         _ => AgentError::Spawn { program: spec.program.clone(), source },
     })?;
     let pgid = child.id().map(|id| id as i32).unwrap_or(0);
-    Ok(ProcessGroupChild { child, pgid })
+    Ok(ProcessGroupChild { child, pgid, marker })
+}
+
+/// `program` as an absolute path: a bare name looked up on `PATH`, a relative path joined to this
+/// process's working directory (never the agent's).
+fn absolute_program(program: &Path) -> Result<PathBuf, AgentError> {
+    let found = if program.components().count() > 1 {
+        program.to_path_buf()
+    } else {
+        resolve_program(program).ok_or_else(|| AgentError::BinaryNotFound { program: program.to_path_buf() })?
+    };
+    if found.is_absolute() {
+        return Ok(found);
+    }
+    std::path::absolute(&found).map_err(|source| AgentError::Spawn { program: program.to_path_buf(), source })
+}
+
+/// Checks that the agent's working directory exists, is a directory and can be entered; else a
+/// [`AgentError::WorkingDir`] saying which and why.
+pub fn check_working_dir(dir: &Path) -> Result<(), AgentError> {
+    use std::os::unix::ffi::OsStrExt;
+    let error = |source: std::io::Error| AgentError::WorkingDir { path: dir.to_path_buf(), source };
+    let meta = std::fs::metadata(dir).map_err(error)?;
+    if !meta.is_dir() {
+        return Err(error(std::io::Error::new(std::io::ErrorKind::NotADirectory, "not a directory")));
+    }
+    let path = std::ffi::CString::new(dir.as_os_str().as_bytes())
+        .map_err(|_| error(std::io::Error::new(std::io::ErrorKind::InvalidInput, "the path holds a NUL byte")))?;
+    // SAFETY: access(2) reads the NUL-terminated path and touches no other memory.
+    if unsafe { libc::access(path.as_ptr(), libc::X_OK) } != 0 {
+        return Err(error(std::io::Error::last_os_error()));
+    }
+    Ok(())
 }

@@ -473,7 +473,11 @@ impl Transcript {
 
     /// The user's input as a synthetic user message, for agents that do not echo it.
     pub fn user_message(&mut self, text: &str) -> String {
-        self.message(NewItem::message(ItemRole::User).synthetic(), text)
+        // The SDK sent this message: whatever native line is being handled is not its source.
+        let raw = self.raw.take();
+        let id = self.message(NewItem::message(ItemRole::User).synthetic(), text);
+        self.raw = raw;
+        id
     }
 
     /// A status item from the agent (started and completed at once).
@@ -492,13 +496,14 @@ impl Transcript {
 
     /// An error the agent reported.
     pub fn error(&mut self, message: impl Into<String>, code: Option<String>, details: Option<Value>) {
-        let message = crate::bounds::truncate_message(&message.into(), crate::bounds::MESSAGE_BOUND);
+        let message = crate::secrets::redact_bounded(&message.into(), crate::bounds::MESSAGE_BOUND);
+        let code = code.map(|c| crate::secrets::redact(&c).into_owned());
         self.emit(EventSource::Agent, UniversalEventBody::Error(ErrorData { message, code, details }));
     }
 
     /// The run's one terminal error, emitted by the driver when a run fails.
     pub fn terminal_error(&mut self, error: &AgentError) {
-        let message = crate::bounds::truncate_message(&error.to_string(), crate::bounds::MESSAGE_BOUND);
+        let message = crate::secrets::redact_bounded(&error.to_string(), crate::bounds::MESSAGE_BOUND);
         let details = Some(serde_json::json!({ "terminal": true }));
         self.emit(EventSource::Daemon, UniversalEventBody::Error(ErrorData { message, code: Some(error.code().to_string()), details }));
     }

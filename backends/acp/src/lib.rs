@@ -48,6 +48,16 @@ pub use options::{AcpConfig, AcpOptions, GeminiInterface, GeminiOptions, Headles
 /// Gemini CLI versions the `gemini` kind is tested against (the bench's pinned one).
 pub const SUPPORTED_VERSIONS: &[&str] = &["0.61.0"];
 
+/// The agent kind of Gemini CLI.
+pub const GEMINI_KIND: AgentKind = AgentKind::from_static("gemini");
+
+/// What discovery needs to find the `gemini` CLI and build a backend for it.
+pub fn gemini_probe() -> agent_api::detect::BackendProbe {
+    agent_api::detect::BackendProbe::new(GEMINI_KIND, "gemini", SUPPORTED_VERSIONS, |binary| {
+        std::sync::Arc::new(AcpBackend::gemini(AcpConfig::with_binary(binary)))
+    })
+}
+
 /// Capability id: the run can use Gemini's ACP interface (the default).
 pub const CAP_GEMINI_ACP: &str = "backend.gemini.acp";
 /// Capability id: the run can use Gemini's headless stream-json interface.

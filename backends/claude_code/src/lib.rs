@@ -40,7 +40,6 @@ mod tools;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use agent_api::capabilities as caps;
 use agent_api::kit::replay::RecordingFormat;
@@ -63,8 +62,9 @@ pub const CAP_PRINT_MODE: &str = "backend.claude_code.print_mode";
 /// append, allowed and disallowed tools, permission mode, max turns).
 pub const CAP_CLI_OPTIONS: &str = "backend.claude_code.cli_options";
 
-/// Where and how to run the `claude` executable.
-#[derive(Debug, Clone)]
+/// Where and how to run the `claude` executable. Its `Debug` shows the names of `env`, never the
+/// values.
+#[derive(Clone)]
 #[non_exhaustive]
 pub struct ClaudeCodeConfig {
     /// The executable: a path, or a name looked up on `PATH` (default `claude`).
@@ -83,6 +83,18 @@ pub struct ClaudeCodeConfig {
 impl Default for ClaudeCodeConfig {
     fn default() -> Self {
         Self { binary: PathBuf::from("claude"), env: BTreeMap::new(), inherit_env: true, working_dir: None, extra_args: Vec::new() }
+    }
+}
+
+impl std::fmt::Debug for ClaudeCodeConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClaudeCodeConfig")
+            .field("binary", &self.binary)
+            .field("env", &agent_api::secrets::EnvNames(&self.env))
+            .field("inherit_env", &self.inherit_env)
+            .field("working_dir", &self.working_dir)
+            .field("extra_args", &self.extra_args)
+            .finish()
     }
 }
 
@@ -194,14 +206,19 @@ impl AgentBackend for ClaudeCodeBackend {
 }
 
 /// The version `binary --version` reports (`2.1.197 (Claude Code)` → `2.1.197`), or `None` when
-/// it cannot be run within 20 seconds.
+/// it cannot be run (see [`agent_api::detect::probe_version`]).
 pub async fn installed_version(binary: &Path) -> Option<String> {
-    let mut cmd = tokio::process::Command::new(binary);
-    cmd.arg("--version").stdin(std::process::Stdio::null()).kill_on_drop(true);
-    let output = tokio::time::timeout(Duration::from_secs(20), cmd.output()).await.ok()?.ok()?;
-    if !output.status.success() {
-        return None;
-    }
-    let text = String::from_utf8_lossy(&output.stdout);
-    text.split_whitespace().next().filter(|v| v.chars().next().is_some_and(|c| c.is_ascii_digit())).map(str::to_string)
+    agent_api::detect::probe_version(binary).await
+}
+
+/// What discovery needs to find the `claude` CLI and build a backend for it.
+pub fn probe() -> agent_api::detect::BackendProbe {
+    agent_api::detect::BackendProbe::new(KIND, "claude", SUPPORTED_VERSIONS, |binary| {
+        std::sync::Arc::new(ClaudeCodeBackend::new(ClaudeCodeConfig::default().with_binary(binary)))
+    })
+}
+
+/// The installed `claude`: `$AGENT_API_CLAUDE_CODE_BIN`, else `claude` on `PATH`, with its version.
+pub async fn detect() -> Option<agent_api::detect::Installed> {
+    probe().detect().await
 }

@@ -332,3 +332,63 @@ async fn e2e_a_stream_cut_then_retried_without_streaming_leaves_only_the_retried
     assert!(!cut_text.is_empty() && "Hello from mock".starts_with(&cut_text), "{messages:?}");
     assert_eq!(messages.last().unwrap(), &(agent_api::universal::ItemStatus::Completed, "Hello from mock".to_string()));
 }
+
+/// The session id of `pid` (`/proc/<pid>/stat` field 6).
+fn session_of(pid: &str) -> Option<String> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit(')').next()?.split_whitespace().nth(3).map(str::to_string)
+}
+
+/// Waits until the real CLI's tool shell runs `sleep 30`; returns whether it left this process's
+/// session, which the CLI shares (Claude Code starts its tool shells with `setsid`, so the
+/// process-group kill alone misses them).
+fn wait_for_sleep(cwd: &Path) -> bool {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+            let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+            let in_cwd = std::fs::read_link(entry.path().join("cwd")).is_ok_and(|c| c.starts_with(cwd));
+            if in_cwd && String::from_utf8_lossy(&cmdline).contains("sleep 30") {
+                let pid = entry.file_name().to_string_lossy().to_string();
+                return session_of(&pid) != session_of(&std::process::id().to_string());
+            }
+        }
+        assert!(std::time::Instant::now() < deadline, "sleep 30 never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[tokio::test]
+async fn e2e_a_dropped_run_kills_the_setsid_tool_shell() {
+    let Some((_server, sandbox)) = bench("slow_shell").await else { return };
+    let handle = backend(&sandbox).run(request("go").with_permissions(agent_api::PermissionPolicy::ApproveAll)).await.unwrap();
+    let (mut events, completion) = handle.into_universal();
+    while let Some(event) = events.next().await {
+        if matches!(&event.body, UniversalEventBody::ItemCompleted(d) if d.item.kind == ItemKind::ToolCall) {
+            break;
+        }
+    }
+    let cwd = sandbox.cwd.clone();
+    assert!(tokio::task::spawn_blocking(move || wait_for_sleep(&cwd)).await.unwrap(), "the tool shell is in a session of its own");
+    drop(events);
+    drop(completion);
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while !processes_in(&sandbox.cwd).is_empty() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(processes_in(&sandbox.cwd), Vec::<String>::new(), "processes left after the run was dropped");
+}
+
+#[tokio::test]
+async fn e2e_a_timed_out_run_kills_the_setsid_tool_shell() {
+    let Some((_server, sandbox)) = bench("slow_shell").await else { return };
+    let request = RunRequest::new("go").with_timeout(Duration::from_secs(12)).with_permissions(agent_api::PermissionPolicy::ApproveAll);
+    let handle = backend(&sandbox).run(request).await.unwrap();
+    let cwd = sandbox.cwd.clone();
+    let watcher = tokio::task::spawn_blocking(move || wait_for_sleep(&cwd));
+    let run = record(handle).await;
+    assert!(matches!(run.completion, Err(AgentError::Timeout { .. })), "{:?}", run.completion);
+    assert!(watcher.await.unwrap(), "the tool shell is in a session of its own");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(processes_in(&sandbox.cwd), Vec::<String>::new(), "processes left after the timeout");
+}

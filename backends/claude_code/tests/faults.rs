@@ -147,3 +147,48 @@ async fn installed_version_reads_the_cli_version() {
         assert!(agent_api_claude_code::SUPPORTED_VERSIONS.contains(&version.as_str()), "{version}");
     }
 }
+
+#[test]
+fn debug_of_the_config_and_backend_never_prints_env_values() {
+    let config = ClaudeCodeConfig::default().with_env("ANTHROPIC_API_KEY", "sk-ant-api03-LIVE");
+    let backend = ClaudeCodeBackend::new(config.clone());
+    for shown in [format!("{config:?}"), format!("{backend:?}")] {
+        assert!(!shown.contains("LIVE") && shown.contains("ANTHROPIC_API_KEY"), "{shown}");
+    }
+}
+
+#[tokio::test]
+async fn secrets_in_stream_errors_codes_and_result_subtypes_are_masked() {
+    let (run, _dir) = run_fake("secrets", RunRequest::new("hi")).await;
+    assert_conformant(&run);
+    let everything = format!(
+        "{} {} {}",
+        serde_json::to_string(&run.universal).unwrap(),
+        serde_json::to_string(&run.wrapper).unwrap(),
+        run.completion.as_ref().unwrap_err()
+    );
+    for secret in ["SECRET", "sk-ant-code-123456", "tok."] {
+        assert!(!everything.contains(secret), "{secret} leaked: {everything}");
+    }
+}
+
+#[tokio::test]
+async fn the_prompt_s_user_message_carries_no_unrelated_raw_line() {
+    let (run, _dir) = run_fake("default", RunRequest::new("hi").with_include_raw(true)).await;
+    let user_events: Vec<_> = run
+        .universal
+        .iter()
+        .filter(|e| match &e.body {
+            UniversalEventBody::ItemStarted(d) | UniversalEventBody::ItemCompleted(d) => {
+                d.item.role == Some(agent_api::universal::ItemRole::User)
+            }
+            UniversalEventBody::ItemDelta(_) => e.synthetic,
+            _ => false,
+        })
+        .collect();
+    assert!(!user_events.is_empty());
+    for event in user_events {
+        assert!(event.raw.is_none(), "the user message carries a native line: {:?}", event.raw);
+    }
+    assert!(run.universal.iter().any(|e| e.raw.is_some()), "other events keep their raw lines");
+}

@@ -152,8 +152,8 @@ impl agent_api::BackendOptions for CodexOptions {
     const KIND: &'static str = "codex";
 }
 
-/// How the backend starts Codex.
-#[derive(Debug, Clone)]
+/// How the backend starts Codex. Its `Debug` shows the names of `env`, never the values.
+#[derive(Clone)]
 #[non_exhaustive]
 pub struct CodexConfig {
     /// The `codex` executable (a path, or a name looked up on `PATH`).
@@ -187,6 +187,21 @@ impl Default for CodexConfig {
             working_dir: None,
             request_user_input: true,
         }
+    }
+}
+
+impl std::fmt::Debug for CodexConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CodexConfig")
+            .field("binary", &self.binary)
+            .field("env", &agent_api::secrets::EnvNames(&self.env))
+            .field("config_overrides", &self.config_overrides)
+            .field("quiet", &self.quiet)
+            .field("default_mode", &self.default_mode)
+            .field("reasoning_summary", &self.reasoning_summary)
+            .field("working_dir", &self.working_dir)
+            .field("request_user_input", &self.request_user_input)
+            .finish()
     }
 }
 

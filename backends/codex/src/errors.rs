@@ -105,26 +105,10 @@ pub fn status_in_message(message: &str) -> Option<u16> {
     digits.parse().ok().filter(|s| (100..=599).contains(s))
 }
 
-/// A Codex explanation made safe to show: API-key-looking words masked, URL query strings
-/// dropped, bounded to 512 bytes on a character boundary.
+/// A Codex explanation made safe to show: secrets and URL query strings masked
+/// ([`agent_api::secrets::redact`]), bounded to 512 bytes on a character boundary.
 pub fn explanation(message: &str) -> String {
-    let redacted: Vec<String> = message.split(' ').map(redact_word).collect();
-    let joined = redacted.join(" ");
-    agent_api::bounds::truncate_message(joined.trim(), EXPLANATION_BOUND)
-}
-
-fn redact_word(word: &str) -> String {
-    let core = word.trim_matches(|c: char| !c.is_ascii_alphanumeric() && c != '-' && c != '_');
-    let looks_like_key = ["sk-", "sk_", "rk-", "sess-", "Bearer"].iter().any(|p| core.starts_with(p)) && core.len() > 3;
-    if looks_like_key {
-        return word.replace(core, "[redacted]");
-    }
-    if word.starts_with("http") {
-        if let Some(q) = word.find('?') {
-            return word[..q].to_string();
-        }
-    }
-    word.to_string()
+    agent_api::secrets::redact_bounded(message, EXPLANATION_BOUND)
 }
 
 #[cfg(test)]

@@ -55,6 +55,21 @@ use async_trait::async_trait;
 pub use config::{ApprovalPolicy, CodexConfig, CodexOptions, Mode, RunOptions, Sandbox};
 pub use version::{installed_version, SUPPORTED_VERSIONS};
 
+/// The backend's agent kind.
+pub const KIND: AgentKind = AgentKind::from_static("codex");
+
+/// What discovery needs to find the `codex` CLI and build a backend for it.
+pub fn probe() -> agent_api::detect::BackendProbe {
+    agent_api::detect::BackendProbe::new(KIND, "codex", SUPPORTED_VERSIONS, |binary| {
+        std::sync::Arc::new(CodexBackend::new(CodexConfig::with_binary(binary)))
+    })
+}
+
+/// The installed `codex`: `$AGENT_API_CODEX_BIN`, else `codex` on `PATH`, with its version.
+pub async fn detect() -> Option<agent_api::detect::Installed> {
+    probe().detect().await
+}
+
 /// Capability id: the run can use `codex exec --json` (`backend.codex.mode = "exec"`).
 pub const CAP_EXEC_MODE: &str = "backend.codex.exec_mode";
 /// Capability id: the run can use `codex app-server` (the default mode).
@@ -112,7 +127,7 @@ pub fn capabilities() -> CapabilitySet {
 #[async_trait]
 impl AgentBackend for CodexBackend {
     fn kind(&self) -> AgentKind {
-        AgentKind::new("codex").expect("`codex` is a valid agent kind")
+        KIND
     }
 
     fn capabilities(&self) -> CapabilitySet {

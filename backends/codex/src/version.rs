@@ -2,28 +2,19 @@
 //! `agent-api doctor`).
 
 use std::path::Path;
-use std::time::Duration;
 
 /// codex-cli versions whose protocol the backend was written from and tested against.
 pub const SUPPORTED_VERSIONS: &[&str] = &["0.169.0"];
 
 /// The version `binary --version` prints (`codex-cli 0.169.0` → `0.169.0`), or `None` when it
-/// cannot be run, takes longer than 10 s, or prints something else.
+/// cannot be run, fails, or prints something else (see [`agent_api::detect::probe_version`]).
 pub async fn installed_version(binary: &Path) -> Option<String> {
-    let mut command = tokio::process::Command::new(binary);
-    command.arg("--version").stdin(std::process::Stdio::null()).kill_on_drop(true);
-    let output = tokio::time::timeout(Duration::from_secs(10), command.output()).await.ok()?.ok()?;
-    if !output.status.success() {
-        return None;
-    }
-    parse_version(&String::from_utf8_lossy(&output.stdout))
+    agent_api::detect::probe_version(binary).await
 }
 
 /// The version number in `codex --version` output.
 pub fn parse_version(text: &str) -> Option<String> {
-    let word = text.split_whitespace().find(|w| w.chars().next().is_some_and(|c| c.is_ascii_digit()))?;
-    let version: String = word.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '.' || *c == '-').collect();
-    version.contains('.').then_some(version)
+    agent_api::detect::parse_version(text)
 }
 
 #[cfg(test)]

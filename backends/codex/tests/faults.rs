@@ -147,3 +147,12 @@ async fn a_missing_binary_is_a_typed_error_before_anything_runs() {
     let err = backend.run(RunRequest::new("hi")).await.err().expect("no run");
     assert!(matches!(err, AgentError::BinaryNotFound { .. } | AgentError::Spawn { .. }), "{err}");
 }
+
+#[test]
+fn debug_of_the_config_and_backend_never_prints_env_values() {
+    let config = CodexConfig::default().env("OPENAI_API_KEY", "sk-proj-LIVE");
+    let backend = CodexBackend::new(config.clone());
+    for shown in [format!("{config:?}"), format!("{backend:?}")] {
+        assert!(!shown.contains("LIVE") && shown.contains("OPENAI_API_KEY"), "{shown}");
+    }
+}

@@ -1,5 +1,6 @@
 //! The run driver under a misbehaving CLI (`fake_agent_cli`): crashes, hangs, huge lines,
-//! invalid UTF-8, ignored signals, a missing binary. Every run ends with one typed completion,
+//! invalid UTF-8, ignored signals, a missing binary, grandchildren that left the agent's group and
+//! session with `setsid` (as Claude Code's tool shells do). Every run ends with one typed completion,
 //! and no process of its group survives.
 
 use std::time::{Duration, Instant};
@@ -248,4 +249,74 @@ async fn a_panicking_converter_fails_the_run_with_one_terminal_error_and_no_proc
         Err(AgentError::Protocol { reason }) => assert_eq!(reason, "the panics converter panicked"),
         other => panic!("{other:?}"),
     }
+}
+
+/// The grandchild's session id, proving it left the agent's group and session.
+fn session_of(pid: i32) -> Option<i32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit(')').next()?.split_whitespace().nth(3)?.parse().ok()
+}
+
+/// Whether `pid` is gone entirely: killed and reaped, not left as a zombie.
+async fn gone(pid: i32) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < deadline {
+        if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    false
+}
+
+/// Reads events until the fake CLI reports its grandchild; checks it is in a session of its own.
+async fn grandchild(events: &mut agent_api::UniversalEvents) -> i32 {
+    use futures::StreamExt;
+    while let Some(event) = events.next().await {
+        if let Some(pid) = reported_pid(&event) {
+            assert_eq!(session_of(pid), Some(pid), "the grandchild leads its own session");
+            return pid;
+        }
+    }
+    panic!("the fake CLI never reported its grandchild");
+}
+
+#[tokio::test]
+async fn a_setsid_grandchild_dies_on_cancel() {
+    let handle = start(&["setsid-child"], settings());
+    let control = handle.control();
+    let (mut events, completion) = handle.into_universal();
+    let pid = grandchild(&mut events).await;
+    control.cancel();
+    while futures::StreamExt::next(&mut events).await.is_some() {}
+    assert!(matches!(completion.await, Err(AgentError::Cancelled)));
+    assert!(gone(pid).await, "the setsid grandchild survived cancel");
+}
+
+#[tokio::test]
+async fn a_setsid_grandchild_dies_on_timeout() {
+    let mut settings = settings();
+    settings.timeout = Some(Duration::from_millis(800));
+    let run = record(start(&["setsid-child"], settings)).await;
+    assert!(matches!(run.completion, Err(AgentError::Timeout { .. })), "{:?}", run.completion);
+    let pid = run.universal.iter().find_map(reported_pid).expect("pid reported");
+    assert!(gone(pid).await, "the setsid grandchild survived the timeout");
+}
+
+#[tokio::test]
+async fn a_setsid_grandchild_dies_when_the_handle_is_dropped() {
+    let (mut events, completion) = start(&["setsid-child"], settings()).into_universal();
+    let pid = grandchild(&mut events).await;
+    drop(events);
+    drop(completion);
+    assert!(gone(pid).await, "the setsid grandchild outlived the dropped handle");
+}
+
+#[tokio::test]
+async fn an_orphan_left_by_an_agent_that_exited_is_killed_and_reaped() {
+    let (mut events, completion) = start(&["setsid-orphan"], settings()).into_universal();
+    let pid = grandchild(&mut events).await;
+    while futures::StreamExt::next(&mut events).await.is_some() {}
+    assert!(completion.await.is_ok());
+    assert!(gone(pid).await, "the orphaned grandchild outlived the run (or stayed a zombie)");
 }

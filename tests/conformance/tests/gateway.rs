@@ -63,7 +63,7 @@ async fn invalid_requests_fail_before_spawning() {
     let kind = AgentKind::from_static("scripted");
     assert!(matches!(gateway.run(&kind, RunRequest::new("  ")).await, Err(AgentError::InvalidRequest { .. })));
     let missing_dir = RunRequest::new("hi").with_working_dir("/nonexistent/dir/for/tests");
-    assert!(matches!(gateway.run(&kind, missing_dir).await, Err(AgentError::InvalidRequest { .. })));
+    assert!(matches!(gateway.run(&kind, missing_dir).await, Err(AgentError::WorkingDir { .. })));
 }
 
 #[tokio::test]
@@ -72,4 +72,28 @@ async fn a_supported_request_runs_through_the_gateway() {
     let handle = gateway().run(&AgentKind::from_static("scripted"), request).await.unwrap();
     let (_, completion) = handle.collect_wrapper().await;
     assert_eq!(completion.unwrap().final_text.as_deref(), Some("You said: hi"));
+}
+
+#[tokio::test]
+async fn with_installed_registers_what_discovery_finds_with_its_version() {
+    use agent_api::detect::BackendProbe;
+    let dir = tempfile::tempdir().unwrap();
+    let cli = dir.path().join("fakecli");
+    std::fs::write(&cli, "#!/bin/sh\necho 'fakecli 1.2.3 (build \u{1b}[2J)'\n").unwrap();
+    std::fs::set_permissions(&cli, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    // Only this test reads these variables (names unique to it).
+    std::env::set_var("AGENT_API_DISCOVERY_FOUND_BIN", &cli);
+    std::env::remove_var("AGENT_API_DISCOVERY_MISSING_BIN");
+    let build = |_| Arc::new(ScriptedBackend::new()) as Arc<dyn agent_api::AgentBackend>;
+    let probes = [
+        BackendProbe::new(AgentKind::from_static("discovery_found"), "fakecli-not-on-path", &["1.2.3"], build),
+        BackendProbe::new(AgentKind::from_static("discovery_missing"), "fakecli-not-on-path", &["1.2.3"], build),
+    ];
+    let (gateway, found) = Gateway::with_installed(&probes).await;
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].kind.as_str(), "discovery_found");
+    assert_eq!(found[0].binary, cli);
+    assert_eq!(found[0].version.as_deref(), Some("1.2.3"));
+    assert!(found[0].supported);
+    assert_eq!(gateway.kinds(), vec![AgentKind::from_static("scripted")]);
 }

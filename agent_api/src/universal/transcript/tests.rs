@@ -128,6 +128,17 @@ fn raw_is_filled_only_when_opted_in() {
 }
 
 #[test]
+fn the_user_message_the_sdk_sent_carries_no_native_line() {
+    let mut t = Transcript::new("sess_1".into(), true);
+    t.set_raw(Some(serde_json::json!({"type": "system", "subtype": "init"})));
+    t.user_message("hi");
+    let user: Vec<_> = t.drain().collect();
+    assert!(!user.is_empty() && user.iter().all(|e| e.raw.is_none()), "{user:?}");
+    t.status("s", None);
+    assert!(t.drain().all(|e| e.raw.is_some()), "the line's own events keep it");
+}
+
+#[test]
 fn assembled_text_is_capped_but_every_delta_is_forwarded() {
     let mut t = Transcript::new("sess_1".into(), false).with_limits(TranscriptLimits { max_item_text: 8 });
     let id = t.start_item(NewItem::message(ItemRole::Assistant));

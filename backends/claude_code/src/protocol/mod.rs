@@ -126,14 +126,18 @@ fn type_of(message: &Value) -> Result<&str, Unparsed> {
 
 /// A string field, cut to `max` bytes (for status details built from parsed fields).
 pub(crate) fn short(value: Option<&Value>, max: usize) -> Option<String> {
-    value.and_then(Value::as_str).map(|s| {
-        let cut = agent_api::bounds::utf8_prefix(s, max);
-        if cut.len() < s.len() {
-            format!("{cut}…")
-        } else {
-            cut.to_string()
-        }
-    })
+    value.and_then(Value::as_str).map(|s| safe(s, max))
+}
+
+/// `text` with secrets masked ([`agent_api::secrets::redact`]) and cut to `max` bytes with `…`.
+pub(crate) fn safe(text: &str, max: usize) -> String {
+    let masked = agent_api::secrets::redact(text);
+    let cut = agent_api::bounds::utf8_prefix(&masked, max);
+    if cut.len() < masked.len() {
+        format!("{cut}…")
+    } else {
+        cut.to_string()
+    }
 }
 
 impl ClaudeProtocol {

@@ -10,7 +10,7 @@ use agent_api::kit::{Ctx, ExitInfo};
 use agent_api::{AgentError, RunCompletion, Usage};
 use serde_json::{json, Value};
 
-use super::{short, Channel, ClaudeProtocol};
+use super::{safe, short, Channel, ClaudeProtocol};
 
 /// Longest explanation copied into an error.
 const MESSAGE_MAX: usize = 300;
@@ -51,22 +51,9 @@ pub(crate) struct Outcome {
     data: Value,
 }
 
-/// Masks anything shaped like an API key (`sk-…`) and cuts `text` to [`MESSAGE_MAX`] bytes.
+/// Masks secrets ([`agent_api::secrets::redact`]) and cuts `text` to [`MESSAGE_MAX`] bytes.
 pub(crate) fn safe_text(text: &str) -> String {
-    let masked: Vec<String> = text
-        .split(' ')
-        .map(|word| match word.find("sk-") {
-            Some(at) if word.len() > at + 6 => format!("{}sk-***", &word[..at]),
-            _ => word.to_string(),
-        })
-        .collect();
-    let joined = masked.join(" ");
-    let cut = agent_api::bounds::utf8_prefix(&joined, MESSAGE_MAX);
-    if cut.len() < joined.len() {
-        format!("{cut}…")
-    } else {
-        joined
-    }
+    safe(text, MESSAGE_MAX)
 }
 
 /// The typed error for an API failure.
@@ -169,7 +156,7 @@ fn turn_failure(last: &TurnResult) -> AgentError {
         "error_max_budget_usd" => "the turn reached the maximum budget".to_string(),
         "error_max_structured_output_retries" => "the turn ran out of structured-output retries".to_string(),
         "error_during_execution" => "the turn failed during execution".to_string(),
-        other => format!("the turn ended with `{}`", agent_api::bounds::utf8_prefix(other, 64)),
+        other => format!("the turn ended with `{other}`"),
     };
     let detail = last.errors.first().or(last.text.as_ref()).map(|e| format!(": {}", safe_text(e))).unwrap_or_default();
     AgentError::AgentFailed { message: format!("{what}{detail}") }
@@ -177,8 +164,8 @@ fn turn_failure(last: &TurnResult) -> AgentError {
 
 impl ClaudeProtocol {
     pub(crate) fn on_result(&mut self, message: &Value, ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
-        let subtype =
-            message.get("subtype").and_then(Value::as_str).ok_or_else(|| Unparsed("a result line has no `subtype`".into()))?.to_string();
+        // The subtype becomes an error code and a message: masked and bounded like any agent text.
+        let subtype = short(message.get("subtype"), 64).ok_or_else(|| Unparsed("a result line has no `subtype`".into()))?;
         self.close_all_messages(ctx);
         if ctx.transcript.native_session_id().is_none() {
             if let Some(id) = message.get("session_id").and_then(Value::as_str) {

@@ -4,7 +4,9 @@
 //! `hang-with-child` (starts a grandchild that sleeps, then hangs), `big-line MIB` (one line of
 //! MIB mebibytes between two good lines), `invalid-utf8`, `flood GIB BIG_MIB` (GIB gibibytes of
 //! lines, one of them BIG_MIB long), `echo-stdin` (echoes each stdin line back in a JSON
-//! envelope), `ignore-term` (ignores SIGTERM and hangs).
+//! envelope), `ignore-term` (ignores SIGTERM and hangs), `setsid-child` (starts a grandchild in a
+//! new session, as Claude Code does for its tool shells, then hangs), `setsid-orphan` (the same
+//! grandchild, then exits at once, leaving it behind).
 
 use std::io::{BufRead, Write};
 
@@ -34,6 +36,29 @@ fn main() {
             out.flush().unwrap();
             // Hangs as long as the grandchild lives: only killing the whole group ends both.
             let _ = child.wait();
+        }
+        Some(mode @ ("setsid-child" | "setsid-orphan")) => {
+            use std::os::unix::process::CommandExt;
+            let mut command = std::process::Command::new("sleep");
+            command.arg("3600").stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null());
+            // SAFETY: setsid(2) is async-signal-safe; it leaves the agent's group and session.
+            unsafe {
+                command.pre_exec(|| {
+                    libc::setsid();
+                    Ok(())
+                });
+            }
+            // Never waited for in `setsid-orphan`: leaving it behind is the point of that mode.
+            #[allow(clippy::zombie_processes)]
+            let mut child = command.spawn().unwrap();
+            writeln!(out, "{{\"type\":\"pid\",\"pid\":{}}}", child.id()).unwrap();
+            out.flush().unwrap();
+            if mode == "setsid-child" {
+                let _ = child.wait();
+            } else {
+                // Long enough for a test to see the grandchild in its own session before the run ends.
+                std::thread::sleep(std::time::Duration::from_millis(500));
+            }
         }
         Some("ignore-term") => {
             // SAFETY: setting a signal disposition is process-global and done before any thread.
@@ -95,7 +120,7 @@ fn main() {
         }
         _ => {
             eprintln!(
-                "usage: fake_agent_cli crash|hang|hang-with-child|ignore-term|big-line MIB|invalid-utf8|flood GIB BIG_MIB|echo-stdin"
+                "usage: fake_agent_cli crash|hang|hang-with-child|setsid-child|setsid-orphan|ignore-term|big-line MIB|invalid-utf8|flood GIB BIG_MIB|echo-stdin"
             );
             std::process::exit(2);
         }

@@ -1,0 +1,98 @@
+//! `agent-api` with the real, pinned Claude Code on the bench's model server: the permission prompt
+//! a person sees (`shell`: the model asks to run `echo hi > out.txt && cat out.txt`), and SIGTERM
+//! and SIGHUP ending a run (`slow_shell`: `sleep 30`) with the CLI and its tool shell (started with
+//! `setsid`) gone. Each test starts with
+//! `agent_bench::e2e_enabled_or_explain` (fails with install instructions when the CLI is missing,
+//! unless `AGENT_API_E2E=skip`).
+
+mod support;
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use agent_bench::{Cli, ModelServer, Sandbox};
+use support::Terminal;
+
+/// `agent-api run --agent claude_code` for the sandbox's CLI, with only the sandbox's environment.
+fn agent_api(sandbox: &Sandbox, approve: &str) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_agent-api"));
+    command
+        .args(["run", "--agent", "claude_code", "--approve", approve, "--timeout", "120", "go"])
+        .env_clear()
+        .envs(sandbox.env.iter().map(|(k, v)| (k, v)))
+        .env("AGENT_API_CLAUDE_CODE_BIN", &sandbox.program)
+        .env("AGENT_API_CLI_DIR", "/nonexistent/agent_api_cli_cache")
+        .current_dir(&sandbox.cwd);
+    command
+}
+
+/// Command lines of the processes whose working directory is inside `dir`.
+fn processes_in(dir: &Path) -> Vec<String> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|e| std::fs::read_link(e.path().join("cwd")).is_ok_and(|c| c.starts_with(dir)))
+        .map(|e| String::from_utf8_lossy(&std::fs::read(e.path().join("cmdline")).unwrap_or_default()).replace('\0', " "))
+        .collect()
+}
+
+fn wait_until(what: &str, within: Duration, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + within;
+    while !done() {
+        assert!(Instant::now() < deadline, "{what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn e2e_the_permission_prompt_shows_the_real_command_and_no_denies() {
+    if agent_bench::e2e_enabled_or_explain(Cli::ClaudeCode).is_none() {
+        return;
+    }
+    let server = ModelServer::start(None).await.unwrap();
+    let sandbox = Sandbox::new(Cli::ClaudeCode, &server, "shell").unwrap();
+    let mut terminal = Terminal::start(agent_api(&sandbox, "ask"));
+    let rows = tokio::task::block_in_place(|| terminal.wait_for("[y/N]", Duration::from_secs(90)));
+    let shown: Vec<&String> = rows.iter().filter(|r| !r.is_empty()).collect();
+    assert_eq!(shown.last().map(|r| r.as_str()), Some("Allow Bash? [y/N]"), "{}", rows.join("\n"));
+    assert!(rows.iter().any(|r| r == "  command: echo hi > out.txt && cat out.txt"), "{}", rows.join("\n"));
+    terminal.master.write_all(b"n\r").unwrap();
+    let status = tokio::task::block_in_place(|| terminal.wait_exit(Duration::from_secs(90)));
+    assert!(status.success(), "{}", terminal.rows().join("\n"));
+    assert!(!sandbox.cwd.join("out.txt").exists(), "the denied command ran");
+    assert!(processes_in(&sandbox.cwd).is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn e2e_sigterm_and_sighup_cancel_the_run_and_reap_the_setsid_tool_shell() {
+    if agent_bench::e2e_enabled_or_explain(Cli::ClaudeCode).is_none() {
+        return;
+    }
+    let server = ModelServer::start(None).await.unwrap();
+    for signal in [libc::SIGTERM, libc::SIGHUP] {
+        let sandbox = Sandbox::new(Cli::ClaudeCode, &server, "slow_shell").unwrap();
+        let mut child = agent_api(&sandbox, "all").stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+        tokio::task::block_in_place(|| {
+            wait_until("sleep 30 never started", Duration::from_secs(90), || {
+                processes_in(&sandbox.cwd).iter().any(|p| p.contains("sleep 30"))
+            });
+            // SAFETY: kill(2) on our child's pid only sends a signal.
+            unsafe { libc::kill(child.id() as i32, signal) };
+            let started = Instant::now();
+            let status = loop {
+                if let Some(status) = child.try_wait().unwrap() {
+                    break status;
+                }
+                assert!(started.elapsed() < Duration::from_secs(30), "agent-api did not end after signal {signal}");
+                std::thread::sleep(Duration::from_millis(50));
+            };
+            let mut stderr = String::new();
+            std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+            assert_eq!(status.code(), Some(130), "signal {signal}: {stderr}");
+            assert!(stderr.contains("run failed: run cancelled"), "signal {signal}: {stderr}");
+            wait_until("processes left after the signal", Duration::from_secs(5), || processes_in(&sandbox.cwd).is_empty());
+        });
+    }
+}

@@ -1,0 +1,158 @@
+//! Killing every process a run started, including those that left its process group.
+//!
+//! A process group is not enough: an agent may start children with `setsid` (Claude Code does,
+//! for its tool shells), which puts them in a new session and group that the group kill misses,
+//! and once the agent exits they are reparented away from it. On Linux two things keep them
+//! findable:
+//! - the SDK's process is made a child subreaper (`PR_SET_CHILD_SUBREAPER`) when it first spawns
+//!   an agent, so orphans of an agent are reparented to the SDK (and reaped by it) instead of to
+//!   PID 1;
+//! - every agent is started with [`RUN_MARKER_VAR`] set to a value unique to the run, which its
+//!   descendants inherit.
+//!
+//! [`kill_tree`] then kills the agent's group, every process carrying the run's marker and every
+//! descendant of those, until none is left, and reaps those that were reparented to the SDK.
+//! Elsewhere than Linux only the group is killed.
+
+/// Environment variable set in every agent's environment to the run's unique marker.
+pub const RUN_MARKER_VAR: &str = "AGENT_API_RUN";
+
+/// A fresh marker for one run (random; kept as a number, shown as 16 hex digits).
+pub fn new_marker() -> u64 {
+    uuid::Uuid::new_v4().as_u64_pair().0
+}
+
+/// The value of [`RUN_MARKER_VAR`] for `marker`.
+pub fn marker_value(marker: u64) -> String {
+    format!("{marker:016x}")
+}
+
+/// Makes this process a child subreaper, once; afterwards orphaned descendants of the agents it
+/// spawns are reparented to it rather than to PID 1. Does nothing off Linux.
+pub fn become_subreaper() {
+    #[cfg(target_os = "linux")]
+    {
+        static ONCE: std::sync::Once = std::sync::Once::new();
+        ONCE.call_once(|| {
+            // SAFETY: prctl with PR_SET_CHILD_SUBREAPER only sets a flag on this process.
+            unsafe {
+                libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+            }
+        });
+    }
+}
+
+/// Kills with SIGKILL the process group `root` leads, every process whose environment holds
+/// `RUN_MARKER_VAR=marker` (the agent and what it started) and their descendants; then reaps those
+/// of them that are this process's children (reparented orphans), never `root` itself (its owner
+/// reaps it).
+pub fn kill_tree(root: i32, marker: u64) {
+    super::process::signal_group(root, libc::SIGKILL);
+    #[cfg(target_os = "linux")]
+    linux::kill_descendants(root, marker);
+    #[cfg(not(target_os = "linux"))]
+    let _ = marker;
+}
+
+/// The pids of the processes that carry `marker` and of their descendants, alive or not yet
+/// reaped, except `root` itself. Always empty off Linux.
+pub fn descendants(root: i32, marker: u64) -> Vec<i32> {
+    #[cfg(target_os = "linux")]
+    return linux::descendants(root, marker).into_iter().map(|p| p.pid).collect();
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (root, marker);
+        Vec::new()
+    }
+}
+
+#[cfg(target_os = "linux")]
+mod linux {
+    use std::collections::BTreeSet;
+    use std::time::{Duration, Instant};
+
+    use super::RUN_MARKER_VAR;
+
+    pub(super) struct Proc {
+        pub(super) pid: i32,
+        ppid: i32,
+    }
+
+    fn processes() -> Vec<Proc> {
+        let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
+        dir.filter_map(Result::ok)
+            .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
+            .filter_map(|pid| {
+                let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+                // `pid (comm) state ppid …`: comm may hold spaces and parentheses, so read after the last `)`.
+                let ppid = stat.get(stat.rfind(')')? + 1..)?.split_whitespace().nth(1)?.parse().ok()?;
+                Some(Proc { pid, ppid })
+            })
+            .collect()
+    }
+
+    fn carries(pid: i32, needle: &[u8]) -> bool {
+        std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|env| env.split(|b| *b == 0).any(|var| var == needle))
+    }
+
+    pub(super) fn descendants(root: i32, marker: u64) -> Vec<Proc> {
+        let me = std::process::id() as i32;
+        let needle = format!("{RUN_MARKER_VAR}={}", super::marker_value(marker)).into_bytes();
+        let all = processes();
+        // The agent itself counts only while it carries the marker: once reaped, its pid may
+        // already belong to an unrelated process whose children must not be touched.
+        let mut found: BTreeSet<i32> = all.iter().filter(|p| p.pid != me && carries(p.pid, &needle)).map(|p| p.pid).collect();
+        // Close over parent links: children of anything found are found too (a child that
+        // cleared its environment is still found through its parent).
+        loop {
+            let before = found.len();
+            for p in &all {
+                if p.pid != me && found.contains(&p.ppid) {
+                    found.insert(p.pid);
+                }
+            }
+            if found.len() == before {
+                break;
+            }
+        }
+        all.into_iter().filter(|p| p.pid != root && found.contains(&p.pid)).collect()
+    }
+
+    pub(super) fn kill_descendants(root: i32, marker: u64) {
+        let me = std::process::id() as i32;
+        let mut ours = BTreeSet::new();
+        // A process killed mid-fork can leave a child behind: look again until nothing is left.
+        for _ in 0..5 {
+            let victims = descendants(root, marker);
+            if victims.is_empty() {
+                break;
+            }
+            for p in &victims {
+                // SAFETY: kill(2) only sends a signal.
+                unsafe {
+                    libc::kill(p.pid, libc::SIGKILL);
+                }
+                if p.ppid == me {
+                    ours.insert(p.pid);
+                }
+            }
+            reap(&mut ours);
+        }
+        reap(&mut ours);
+    }
+
+    /// Reaps the killed children of this process, waiting at most 200 ms for them to die.
+    fn reap(pids: &mut BTreeSet<i32>) {
+        let until = Instant::now() + Duration::from_millis(200);
+        while !pids.is_empty() && Instant::now() < until {
+            pids.retain(|&pid| {
+                // SAFETY: waitpid on a specific pid with WNOHANG; the status is discarded.
+                let got = unsafe { libc::waitpid(pid, std::ptr::null_mut(), libc::WNOHANG) };
+                got == 0
+            });
+            if !pids.is_empty() {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        }
+    }
+}

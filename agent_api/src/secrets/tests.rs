@@ -1,0 +1,65 @@
+use super::*;
+
+/// Each row: text an agent might print, and the secret that must not survive redaction.
+const LEAKS: &[(&str, &str)] = &[
+    ("Incorrect API key provided: sk-test.", "sk-test"),
+    ("key sk-ant-api03-AbCdEf_123-xyz in use", "AbCdEf_123"),
+    ("project key sk-proj-ZZZ999aaa", "ZZZ999aaa"),
+    ("api_key=sk-live-12345", "12345"),
+    ("api_key=plainvalue42", "plainvalue42"),
+    ("key:\nsk-abc123456", "abc123456"),
+    ("key:\n   hunter2hunter2", "hunter2hunter2"),
+    ("key=\"quoted secret value\"", "quoted secret value"),
+    ("{\"api_key\": \"abcdef123456\"}", "abcdef123456"),
+    ("x-api-key: 0123456789abcdef", "0123456789abcdef"),
+    ("Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.payload.sig", "eyJhbGciOiJIUzI1NiJ9"),
+    ("bearer abc.def.ghi failed", "abc.def.ghi"),
+    ("password='p@ss w0rd'", "p@ss w0rd"),
+    ("GET https://h.example/v1/responses?key=abc&x=1 failed", "key=abc"),
+    ("session sess-AbCdEf0123 expired", "AbCdEf0123"),
+    ("the turn ended with error_sk-proj-SECRET777", "SECRET777"),
+];
+
+#[test]
+fn every_known_secret_shape_is_masked() {
+    for (text, secret) in LEAKS {
+        let out = redact(text);
+        assert!(!out.contains(secret), "{text:?} → {out:?} still holds {secret:?}");
+        assert!(out.contains(REDACTED) || text.contains("https://"), "{text:?} → {out:?}");
+    }
+}
+
+#[test]
+fn ordinary_text_is_left_alone_and_borrowed() {
+    for text in ["task-list done in 3 turns", "max_tokens: 5000 input_tokens: 12", "the monkey= banana", "press any key to go on"] {
+        assert!(matches!(redact(text), Cow::Borrowed(_)), "{text:?} → {:?}", redact(text));
+    }
+}
+
+#[test]
+fn redaction_is_idempotent_and_bounded() {
+    for (text, _) in LEAKS {
+        let once = redact(text).into_owned();
+        assert_eq!(redact(&once), once);
+    }
+    let long = format!("sk-{}", "a".repeat(10_000));
+    let cut = redact_bounded(&long, 64);
+    assert!(cut.len() <= 64 && !cut.contains("aaaa"), "{cut}");
+}
+
+#[test]
+fn env_names_never_show_values() {
+    let env = BTreeMap::from([("ANTHROPIC_API_KEY".to_string(), "sk-ant-secret".to_string())]);
+    let shown = format!("{:?}", EnvNames(&env));
+    assert_eq!(shown, "{\"ANTHROPIC_API_KEY\": [redacted]}");
+}
+
+#[test]
+fn debug_of_requests_and_command_specs_never_prints_env_values() {
+    let request = crate::RunRequest::new("hi").with_env("ANTHROPIC_API_KEY", "sk-ant-live-999");
+    let spec = crate::kit::CommandSpec::new("claude").env("OPENAI_API_KEY", "plain-value-888");
+    for shown in [format!("{request:?}"), format!("{spec:?}"), format!("{request:#?}")] {
+        assert!(!shown.contains("sk-ant-live-999") && !shown.contains("plain-value-888"), "{shown}");
+        assert!(shown.contains("_API_KEY"), "the names stay: {shown}");
+    }
+}
