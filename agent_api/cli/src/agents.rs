@@ -7,8 +7,8 @@ use agent_api::detect::BackendProbe;
 use agent_api::{AgentBackend, AgentKind, Gateway};
 
 /// Every supported agent CLI, in the order `run` prefers them.
-pub fn probes() -> [BackendProbe; 2] {
-    [agent_api_claude_code::probe(), agent_api_codex::probe()]
+pub fn probes() -> [BackendProbe; 3] {
+    [agent_api_claude_code::probe(), agent_api_codex::probe(), agent_api_acp::gemini_probe()]
 }
 
 /// The CLI the test bench installed (`bash tests/bench/install-clis.sh`): under `$AGENT_API_CLI_DIR`
@@ -30,6 +30,9 @@ pub fn backend(kind: &str) -> Result<Arc<dyn AgentBackend>, String> {
     if kind == "scripted" {
         return Ok(Arc::new(agent_api_scripted::ScriptedBackend::new()));
     }
+    if kind == "acp" {
+        return Ok(Arc::new(agent_api_acp::AcpBackend::generic(agent_api_acp::AcpConfig::default())));
+    }
     let probe = probes().into_iter().find(|p| p.kind.as_str() == kind).ok_or_else(|| {
         let known: Vec<_> = known_kinds().iter().map(|k| agent_api::display::line(k, 64)).collect();
         format!("unknown agent kind `{}`; known: {}", agent_api::display::line(kind, 64), known.join(", "))
@@ -41,7 +44,7 @@ pub fn backend(kind: &str) -> Result<Arc<dyn AgentBackend>, String> {
 /// Every kind this tool can build a backend for.
 pub fn known_kinds() -> Vec<String> {
     let mut kinds: Vec<String> = probes().iter().map(|p| p.kind.to_string()).collect();
-    kinds.push("scripted".into());
+    kinds.extend(["acp".into(), "scripted".into()]);
     kinds
 }
 
