@@ -12,12 +12,13 @@
 //! - an update kind this client does not know → an `unknown_update` status naming the kind.
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 
 use agent_api::bounds::utf8_prefix;
 use agent_api::tools_facet::ToolBytes;
 use agent_api::universal::{ContentPart, FileAction, ItemRole, NewItem, ReasoningVisibility, ToolMeta, Transcript};
 use agent_client_protocol_schema::{
-    ContentBlock, Plan, SessionUpdate, ToolCall, ToolCallContent, ToolCallStatus, ToolCallUpdate, ToolKind,
+    ContentBlock, Plan, SessionUpdate, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolKind,
 };
 use serde_json::{json, Value};
 
@@ -196,6 +197,8 @@ pub struct Updates {
     pub loading: bool,
     /// The latest `usage_update` (`used`, `size`).
     pub context_usage: Option<(u64, u64)>,
+    /// The session's working directory: relative tool paths are reported against it.
+    pub cwd: Option<PathBuf>,
 }
 
 impl Updates {
@@ -211,11 +214,37 @@ impl Updates {
                 self.close_stream(t);
                 t.status("history", Some(format!("user: {}", utf8_prefix(&block_text(&c.content), DETAIL_BOUND))));
             }
-            SessionUpdate::ToolCall(call) => self.tool_call(t, call),
-            SessionUpdate::ToolCallUpdate(update) => self.tool_call_update(t, update),
+            SessionUpdate::ToolCall(mut call) => {
+                self.absolute(&mut call.locations, &mut call.content);
+                self.tool_call(t, call)
+            }
+            SessionUpdate::ToolCallUpdate(mut update) => {
+                let f = &mut update.fields;
+                self.absolute(f.locations.get_or_insert_with(Vec::new), f.content.get_or_insert_with(Vec::new));
+                f.locations = f.locations.take().filter(|l| !l.is_empty());
+                f.content = f.content.take().filter(|c| !c.is_empty());
+                self.tool_call_update(t, update)
+            }
             SessionUpdate::Plan(plan) => self.plan(t, &plan),
             other => self.note(t, other),
         }
+    }
+
+    /// Makes relative paths absolute against the session's directory: Qwen Code gives them
+    /// absolute in permission requests and relative in tool updates, and one call must name one path.
+    fn absolute(&self, locations: &mut [ToolCallLocation], content: &mut [ToolCallContent]) {
+        let Some(cwd) = &self.cwd else { return };
+        let fix = |path: &mut PathBuf| {
+            if path.is_relative() {
+                *path = cwd.join(&*path);
+            }
+        };
+        locations.iter_mut().for_each(|l| fix(&mut l.path));
+        content.iter_mut().for_each(|c| {
+            if let ToolCallContent::Diff(d) = c {
+                fix(&mut d.path);
+            }
+        });
     }
 
     /// Status items of the bookkeeping updates.
