@@ -202,7 +202,7 @@ pub fn capabilities(flavor: Flavor) -> CapabilitySet {
         Flavor::Generic => &[caps::REASONING],
     };
     for id in extra {
-        set.insert(id);
+        set.insert(*id);
     }
     set
 }
