@@ -6,6 +6,9 @@
 //! - **`gemini`** ([`AcpBackend::gemini`]): Gemini CLI (tested with 0.61.0), `gemini --acp
 //!   --skip-trust` by default; [`GeminiOptions::interface`] selects the one-way headless interface
 //!   (`gemini -p PROMPT --output-format stream-json`, see [`headless`]).
+//! - **`qwen`** ([`AcpBackend::qwen`]): Qwen Code (tested with 0.15.10), `qwen --acp` by default;
+//!   [`QwenOptions::interface`] selects its two-way stream-json or one-way print interface, which
+//!   run on Claude Code's converter (see [`qwen`] for why the kind lives here).
 //! - **`acp`** ([`AcpBackend::generic`]): any ACP agent, given as a command line
 //!   ([`AcpOptions::command`], or [`AcpConfig::binary`] and [`AcpConfig::args`]).
 //!
@@ -196,9 +199,8 @@ pub fn capabilities(flavor: Flavor) -> CapabilitySet {
     ]);
     let extra: &[&str] = match flavor {
         Flavor::Gemini => &[caps::REASONING, caps::USAGE, caps::MODEL_SELECTION, CAP_GEMINI_ACP, CAP_GEMINI_HEADLESS],
-        // Qwen's thoughts are not proven by a test here (no reasoning); print mode's `--yolo` is
-        // the explicit don't-ask option.
-        Flavor::Qwen => &[caps::USAGE, caps::SKIP_PERMISSION_PROMPTS, CAP_QWEN_ACP, CAP_QWEN_STREAM_JSON, CAP_QWEN_PRINT],
+        // Print mode's `--yolo` is the explicit don't-ask option.
+        Flavor::Qwen => &[caps::REASONING, caps::USAGE, caps::SKIP_PERMISSION_PROMPTS, CAP_QWEN_ACP, CAP_QWEN_STREAM_JSON, CAP_QWEN_PRINT],
         Flavor::Generic => &[caps::REASONING],
     };
     for id in extra {

@@ -61,7 +61,9 @@ pub fn stream_json(
     let two_way = interface == QwenInterface::StreamJson;
     let mut spec = CommandSpec::new(config.binary.clone().unwrap_or_else(|| "qwen".into())).args(config.args.iter().cloned());
     spec = if two_way { spec.args(["-p", "--input-format", "stream-json"]) } else { spec.args(["-p", request.prompt.text.as_str()]) };
-    spec = spec.args(["--output-format", "stream-json"]);
+    // Partial messages give text deltas as `stream_event` lines (without them a message arrives
+    // whole, and a cancel can only land after it).
+    spec = spec.args(["--output-format", "stream-json", "--include-partial-messages"]);
     if let Some(model) = &request.model {
         spec = spec.args(["-m", model.as_str()]);
     }

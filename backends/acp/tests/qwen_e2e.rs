@@ -170,6 +170,7 @@ async fn stream_json_text() {
     let Some((_server, sandbox)) = setup("text").await else { return };
     let run = drive(&backend(&sandbox), stream_json("say hi"), Some(PermissionDecision::Allow), false).await;
     assert_conformant(&run);
+    assert!(run.of_type("item.delta").filter(|e| !e.synthetic).count() >= 2, "partial messages stream: {:?}", run.types());
     let done = run.completion.as_ref().unwrap();
     assert_eq!(done.final_text.as_deref(), Some("Hello from mock"));
     assert!(done.native_session_id.is_some(), "{done:?}");
@@ -222,6 +223,7 @@ async fn print_text_and_shell_with_the_explicit_dont_ask_option() {
     let Some((_server, sandbox)) = setup("text").await else { return };
     let run = drive(&backend(&sandbox), print("say hi"), None, false).await;
     assert_conformant(&run);
+    assert!(run.of_type("item.delta").filter(|e| !e.synthetic).count() >= 2, "partial messages stream: {:?}", run.types());
     assert_eq!(run.completion.as_ref().unwrap().final_text.as_deref(), Some("Hello from mock"));
     let Some((_server, sandbox)) = setup("shell").await else { return };
     let run = drive(&backend(&sandbox), print("run the command").with_skip_permission_prompts(true), None, false).await;

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use agent_api::kit::replay::replay_file;
 use agent_api::universal::{ItemKind, ItemStatus};
-use agent_api::AgentError;
+use agent_api::{AgentError, Channel};
 use agent_api_acp::{AcpBackend, AcpConfig};
 use agent_api_conformance::{assert_conformant, record, RunRecord};
 use agent_bench::record::default_out_dir;
@@ -40,7 +40,10 @@ fn check(interface: Interface, name: &str, run: &RunRecord) {
     let text = run.completion.as_ref().ok().and_then(|c| c.final_text.clone()).unwrap_or_default();
     match name {
         "text" => assert_eq!(text, "Hello from mock", "{interface}"),
-        "reasoning" => assert_eq!(text, "Hello after thinking", "{interface}"),
+        "reasoning" => {
+            assert_eq!(text, "Hello after thinking", "{interface}");
+            assert!(!run.text_on(&Channel::Reasoning).is_empty(), "{interface}: {:?}", run.types());
+        }
         "shell" => {
             assert!(text.starts_with("Tool finished. Output was: ") && text.contains("Output: hi"), "{interface}: {text}");
             let results = run.completed_items(ItemKind::ToolResult);

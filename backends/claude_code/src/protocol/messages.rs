@@ -142,10 +142,7 @@ impl ClaudeProtocol {
             self.outcome.synthetic_error(message, ctx);
             return Ok(());
         }
-        // A CLI that reports API errors as text (see `with_result_error`) repeats that text as an
-        // assistant message: it is not the model's answer, and the `result` reports the error.
-        let text = msg.pointer("/content/0/text").and_then(Value::as_str);
-        if self.outcome.result_error.zip(text).is_some_and(|(read, text)| read(text).is_some()) {
+        if msg.pointer("/content/0/text").and_then(Value::as_str).is_some_and(|t| self.outcome.is_error_text(t)) {
             return Ok(());
         }
         let thread = thread_of(message);

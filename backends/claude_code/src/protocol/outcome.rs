@@ -86,6 +86,13 @@ fn add(total: &mut Option<u64>, value: Option<u64>) {
 }
 
 impl Outcome {
+    /// Whether `text` is a failure that a CLI reports as text (see `with_result_error`): it
+    /// repeats it as an assistant message and its deltas, which are not the model's answer (the
+    /// `result` reports the error).
+    pub(crate) fn is_error_text(&self, text: &str) -> bool {
+        self.result_error.is_some_and(|read| read(text).is_some())
+    }
+
     /// The CLI's synthetic assistant message for an API error: an error event, never text.
     pub(crate) fn synthetic_error(&mut self, message: &Value, ctx: &mut Ctx<'_>) {
         let text = message.pointer("/message/content/0/text").and_then(Value::as_str).unwrap_or("the model API request failed");
