@@ -200,7 +200,15 @@ pub fn capabilities(flavor: Flavor) -> CapabilitySet {
     let extra: &[&str] = match flavor {
         Flavor::Gemini => &[caps::REASONING, caps::USAGE, caps::MODEL_SELECTION, CAP_GEMINI_ACP, CAP_GEMINI_HEADLESS],
         // Print mode's `--yolo` is the explicit don't-ask option.
-        Flavor::Qwen => &[caps::REASONING, caps::USAGE, caps::SKIP_PERMISSION_PROMPTS, CAP_QWEN_ACP, CAP_QWEN_STREAM_JSON, CAP_QWEN_PRINT],
+        Flavor::Qwen => &[
+            caps::REASONING,
+            caps::USAGE,
+            caps::MODEL_SELECTION,
+            caps::SKIP_PERMISSION_PROMPTS,
+            CAP_QWEN_ACP,
+            CAP_QWEN_STREAM_JSON,
+            CAP_QWEN_PRINT,
+        ],
         Flavor::Generic => &[caps::REASONING],
     };
     for id in extra {

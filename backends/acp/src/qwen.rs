@@ -82,11 +82,8 @@ pub fn stream_json(
     let mut spec = spec.for_request(request).cwd(cwd);
     spec.stdin = two_way;
     let prompt = request.prompt.text.clone();
-    let protocol = if two_way {
-        ClaudeProtocol::control(prompt, request.permissions.clone(), false)
-    } else {
-        ClaudeProtocol::print(prompt, false)
-    };
+    let protocol =
+        if two_way { ClaudeProtocol::control(prompt, request.permissions.clone(), false) } else { ClaudeProtocol::print(prompt, false) };
     Ok((spec, Box::new(protocol.with_result_error(api_error_result))))
 }
 

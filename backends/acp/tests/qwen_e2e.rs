@@ -80,11 +80,13 @@ fn shell_call_shown(run: &RunRecord, ran: bool) {
 
 #[tokio::test]
 async fn acp_text_streams_with_usage_and_session() {
-    let Some((_server, sandbox)) = setup("text").await else { return };
-    let run = drive(&backend(&sandbox), request("say hi"), Some(PermissionDecision::Allow), false).await;
+    let Some((server, sandbox)) = setup("text").await else { return };
+    let run = drive(&backend(&sandbox), request("say hi").with_model("picked-model"), Some(PermissionDecision::Allow), false).await;
     assert_conformant(&run);
     let done = run.completion.as_ref().unwrap();
     assert_eq!(done.final_text.as_deref(), Some("Hello from mock"));
+    let models: Vec<_> = server.requests().iter().map(|r| r.body["model"].clone()).collect();
+    assert!(!models.is_empty() && models.iter().all(|m| m == "picked-model"), "the run's model reached the API: {models:?}");
     assert!(done.native_session_id.is_some(), "{done:?}");
     assert!(done.usage.as_ref().is_some_and(|u| u.input_tokens.is_some()), "usage from the chunk's _meta: {done:?}");
     let started = serde_json::to_value(&run.universal[0].body).unwrap();
@@ -167,13 +169,14 @@ fn print(prompt: &str) -> RunRequest {
 
 #[tokio::test]
 async fn stream_json_text() {
-    let Some((_server, sandbox)) = setup("text").await else { return };
-    let run = drive(&backend(&sandbox), stream_json("say hi"), Some(PermissionDecision::Allow), false).await;
+    let Some((server, sandbox)) = setup("text").await else { return };
+    let run = drive(&backend(&sandbox), stream_json("say hi").with_model("picked-model"), Some(PermissionDecision::Allow), false).await;
     assert_conformant(&run);
     assert!(run.of_type("item.delta").filter(|e| !e.synthetic).count() >= 2, "partial messages stream: {:?}", run.types());
     let done = run.completion.as_ref().unwrap();
     assert_eq!(done.final_text.as_deref(), Some("Hello from mock"));
     assert!(done.native_session_id.is_some(), "{done:?}");
+    assert!(server.requests().iter().all(|r| r.body["model"] == "picked-model"), "the run's model reached the API");
 }
 
 #[tokio::test]
