@@ -360,3 +360,36 @@ impl std::future::Future for Completion {
             .map(|r| r.unwrap_or_else(|_| Err(AgentError::Protocol { reason: "the run ended without reporting a completion".into() })))
     }
 }
+
+impl std::fmt::Debug for RunControl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunControl").field("cancel_requested", &self.is_cancel_requested()).finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for RunHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunHandle")
+            .field("agent_kind", &self.agent_kind)
+            .field("tools_structured", &self.tools_structured)
+            .finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for UniversalEvents {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UniversalEvents").finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for WrapperEvents {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WrapperEvents").finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for Completion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Completion").finish_non_exhaustive()
+    }
+}

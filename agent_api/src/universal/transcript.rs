@@ -580,3 +580,12 @@ fn now_rfc3339() -> String {
 
 #[cfg(test)]
 mod tests;
+
+impl std::fmt::Debug for Transcript {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Transcript")
+            .field("session_id", &self.session_id)
+            .field("native_session_id", &self.native_session_id)
+            .finish_non_exhaustive()
+    }
+}

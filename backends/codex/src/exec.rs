@@ -359,3 +359,9 @@ impl Protocol for Exec {
         Ok(completion)
     }
 }
+
+impl std::fmt::Debug for Exec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Exec").finish_non_exhaustive()
+    }
+}

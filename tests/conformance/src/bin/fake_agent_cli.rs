@@ -166,5 +166,7 @@ fn numbered(n: usize, progress: &str) {
 }
 
 unsafe fn libc_ignore_sigterm() {
-    libc::signal(libc::SIGTERM, libc::SIG_IGN);
+    unsafe {
+        libc::signal(libc::SIGTERM, libc::SIG_IGN);
+    }
 }
