@@ -61,6 +61,41 @@ enum ExecEvent {
     },
 }
 
+/// An exec line as one flat struct: the typed entry reads it without serde's buffering of an
+/// internally tagged enum, then picks the event by `type`. A line it cannot place goes through
+/// the `Value` path, which reports it exactly.
+#[derive(Debug, Deserialize)]
+struct ExecLine {
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default)]
+    thread_id: Option<String>,
+    #[serde(default)]
+    usage: Option<crate::schema::TokenUsageBreakdown>,
+    #[serde(default)]
+    error: Option<Value>,
+    #[serde(default)]
+    item: Option<ExecItem>,
+    #[serde(default)]
+    message: Option<String>,
+}
+
+impl ExecLine {
+    fn into_event(self) -> Option<ExecEvent> {
+        Some(match self.kind.as_str() {
+            "thread.started" => ExecEvent::ThreadStarted { thread_id: self.thread_id? },
+            "turn.started" => ExecEvent::TurnStarted {},
+            "turn.completed" => ExecEvent::TurnCompleted { usage: self.usage },
+            "turn.failed" => ExecEvent::TurnFailed { error: self.error },
+            "item.started" => ExecEvent::ItemStarted { item: self.item? },
+            "item.updated" => ExecEvent::ItemUpdated { item: self.item? },
+            "item.completed" => ExecEvent::ItemCompleted { item: self.item? },
+            "error" => ExecEvent::Error { message: self.message.unwrap_or_default() },
+            _ => return None,
+        })
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
     Started,
@@ -303,7 +338,7 @@ impl Protocol for Exec {
     }
 
     fn on_line(&mut self, line: &[u8], ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
-        match parse_typed::<ExecEvent>(line) {
+        match parse_typed::<ExecLine>(line).and_then(ExecLine::into_event) {
             Some(event) => {
                 self.on_event(event, ctx);
                 Ok(())
