@@ -158,28 +158,7 @@ fn tool_of(kind: &str, item: &ExecItem) -> Option<(ToolCall, ToolOutcome)> {
                 ToolOutcome { failed, files, ..ToolOutcome::default() },
             )
         }
-        "mcp_tool_call" => {
-            let error = item.error.as_ref().and_then(|e| e.get("message")).and_then(Value::as_str);
-            let output = match (error, item.result.as_ref()) {
-                (Some(e), _) => e.to_string(),
-                (None, Some(r)) if !r.is_null() => r
-                    .get("content")
-                    .and_then(Value::as_array)
-                    .map(|c| c.iter().filter_map(|p| p.get("text").and_then(Value::as_str)).collect::<Vec<_>>().join("\n"))
-                    .unwrap_or_else(|| r.to_string()),
-                _ => String::new(),
-            };
-            (
-                ToolCall {
-                    kind: "mcp_tool_call",
-                    name: format!("{}.{}", text(&item.server), text(&item.tool)),
-                    arguments: item.arguments.as_ref().map(Value::to_string).unwrap_or_default(),
-                    tool_name: Some(text(&item.tool).to_string()),
-                    files: Vec::new(),
-                },
-                ToolOutcome { output, failed: failed || error.is_some(), ..ToolOutcome::default() },
-            )
-        }
+        "mcp_tool_call" => mcp_tool(item, failed),
         "collab_tool_call" => (
             ToolCall {
                 kind: "collab_agent_tool_call",
@@ -200,6 +179,30 @@ fn tool_of(kind: &str, item: &ExecItem) -> Option<(ToolCall, ToolOutcome)> {
         ),
         _ => return None,
     })
+}
+
+/// An MCP tool call: its server and tool, and its result's text (or its error).
+fn mcp_tool(item: &ExecItem, failed: bool) -> (ToolCall, ToolOutcome) {
+    let error = item.error.as_ref().and_then(|e| e.get("message")).and_then(Value::as_str);
+    let output = match (error, item.result.as_ref()) {
+        (Some(e), _) => e.to_string(),
+        (None, Some(r)) if !r.is_null() => r
+            .get("content")
+            .and_then(Value::as_array)
+            .map(|c| c.iter().filter_map(|p| p.get("text").and_then(Value::as_str)).collect::<Vec<_>>().join("\n"))
+            .unwrap_or_else(|| r.to_string()),
+        _ => String::new(),
+    };
+    (
+        ToolCall {
+            kind: "mcp_tool_call",
+            name: format!("{}.{}", text(&item.server), text(&item.tool)),
+            arguments: item.arguments.as_ref().map(Value::to_string).unwrap_or_default(),
+            tool_name: Some(text(&item.tool).to_string()),
+            files: Vec::new(),
+        },
+        ToolOutcome { output, failed: failed || error.is_some(), ..ToolOutcome::default() },
+    )
 }
 
 impl Exec {
