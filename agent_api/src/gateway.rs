@@ -96,3 +96,9 @@ impl Gateway {
         backend.run(request).await
     }
 }
+
+impl std::fmt::Debug for Gateway {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gateway").field("kinds", &self.kinds()).finish()
+    }
+}

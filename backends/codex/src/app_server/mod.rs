@@ -556,3 +556,9 @@ impl Protocol for AppServer {
         }
     }
 }
+
+impl std::fmt::Debug for AppServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AppServer").finish_non_exhaustive()
+    }
+}
