@@ -229,6 +229,11 @@ async fn print_text_and_shell_with_the_explicit_dont_ask_option() {
     assert!(run.of_type("item.delta").filter(|e| !e.synthetic).count() >= 2, "partial messages stream: {:?}", run.types());
     assert_eq!(run.completion.as_ref().unwrap().final_text.as_deref(), Some("Hello from mock"));
     let Some((_server, sandbox)) = setup("shell").await else { return };
+    let run = drive(&backend(&sandbox), print("run the command"), None, false).await;
+    assert_conformant(&run);
+    assert!(run.completion.is_ok(), "{:?}", run.completion);
+    assert!(!sandbox.cwd.join("out.txt").exists(), "without the option Qwen does not run the command");
+    let Some((_server, sandbox)) = setup("shell").await else { return };
     let run = drive(&backend(&sandbox), print("run the command").with_skip_permission_prompts(true), None, false).await;
     assert_conformant(&run);
     assert!(run.completion.is_ok(), "{:?}", run.completion);

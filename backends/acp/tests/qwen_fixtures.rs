@@ -85,9 +85,11 @@ async fn every_qwen_acp_session_replays_with_the_live_outcome() {
         }
         if name == "write_edit" {
             // Absolute in the permission request, relative in the update: one absolute path.
-            let calls = run.completed_items(ItemKind::ToolCall);
-            let paths: Vec<String> = calls.iter().map(|c| serde_json::to_string(&c.content).unwrap()).collect();
-            assert!(paths.iter().all(|p| p.contains("/home/dev/work/write_edit/created.txt")), "{paths:?}");
+            let mut items = run.completed_items(ItemKind::ToolCall);
+            items.extend(run.completed_items(ItemKind::ToolResult));
+            let paths: Vec<String> = items.iter().map(|c| serde_json::to_string(&c.content).unwrap()).collect();
+            assert_eq!(paths.len(), 4, "two calls and their results");
+            assert!(paths.iter().all(|p| p.contains("\"/home/dev/work/write_edit/created.txt\"")), "{paths:?}");
         }
     }
 }
