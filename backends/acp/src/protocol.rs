@@ -239,6 +239,13 @@ impl Acp {
         }
     }
 
+    /// Ends the results of the tool calls just refused: they will not run.
+    fn end_denied(&mut self, ctx: &mut Ctx<'_>) {
+        for call in self.requests.take_denied() {
+            self.updates.deny(ctx.transcript, &call);
+        }
+    }
+
     fn on_notification(&mut self, method: &str, params: Value, ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
         if method != "session/update" {
             ctx.transcript.status("unknown_notification", Some(utf8_prefix(method, 128).to_string()));
@@ -343,6 +350,7 @@ impl Protocol for Acp {
                 if self.plan.is_some() {
                     replies.iter().for_each(|m| ctx.send(m));
                 }
+                self.end_denied(ctx);
                 Ok(())
             }
             Message::Response { id, result } => self.on_response(id, result, ctx),
@@ -375,7 +383,10 @@ impl Protocol for Acp {
                 }
                 self.recorded.insert(id_key(&id), pending);
             }
-            Ok(Message::Response { id, result }) => self.requests.on_recorded_answer(ctx.transcript, &id, Some(&result)),
+            Ok(Message::Response { id, result }) => {
+                self.requests.on_recorded_answer(ctx.transcript, &id, Some(&result));
+                self.end_denied(ctx);
+            }
             Ok(Message::ErrorResponse { id, .. }) => self.requests.on_recorded_answer(ctx.transcript, &id, None),
             Ok(Message::Notification { method, .. }) if method == "session/cancel" => {
                 ctx.transcript.status("cancel_requested", None);
@@ -389,6 +400,7 @@ impl Protocol for Acp {
             ControlCommand::Permission { id, decision } => {
                 let reply = self.requests.decide(ctx.transcript, &self.peer, &id, decision)?;
                 ctx.send(&reply);
+                self.end_denied(ctx);
                 Ok(())
             }
             ControlCommand::Question { id, .. } => Err(AgentError::UnknownQuestion { id }),

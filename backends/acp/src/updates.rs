@@ -11,7 +11,7 @@
 //!   status items, never new output;
 //! - an update kind this client does not know → an `unknown_update` status naming the kind.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 
 use agent_api::bounds::utf8_prefix;
@@ -199,6 +199,9 @@ pub struct Updates {
     pub context_usage: Option<(u64, u64)>,
     /// The session's working directory: relative tool paths are reported against it.
     pub cwd: Option<PathBuf>,
+    /// Calls whose permission was refused and whose result already failed: a later update about
+    /// one of them is not news.
+    denied: HashSet<String>,
 }
 
 impl Updates {
@@ -345,8 +348,20 @@ impl Updates {
         t.status("todo_list", Some(utf8_prefix(&steps.join("\n"), DETAIL_BOUND).to_string()));
     }
 
+    /// The permission of call `id` was refused: the call will not run, so its result fails now
+    /// (Qwen Code sends no update for a refused call; the transcript must not wait for one).
+    pub fn deny(&mut self, t: &mut Transcript, id: &str) {
+        if self.calls.contains_key(id) {
+            self.denied.insert(id.to_string());
+            self.finish_call(t, id, true);
+        }
+    }
+
     fn tool_call(&mut self, t: &mut Transcript, call: ToolCall) {
         let id = call.tool_call_id.0.to_string();
+        if self.denied.contains(&id) {
+            return;
+        }
         let mut state = CallState::of_call(&call);
         match self.calls.get_mut(&id) {
             // A repeated `tool_call` restates the call: its fields replace what was known.
@@ -361,6 +376,9 @@ impl Updates {
 
     fn tool_call_update(&mut self, t: &mut Transcript, update: ToolCallUpdate) {
         let id = update.tool_call_id.0.to_string();
+        if self.denied.contains(&id) {
+            return;
+        }
         if !self.calls.contains_key(&id) {
             let mut state = CallState::default();
             state.merge(&update);

@@ -76,6 +76,11 @@ fn shell_call_shown(run: &RunRecord, ran: bool) {
     let shell = results.iter().find(|i| i.tool.as_ref().is_some_and(|t| t.kind == "command_execution")).expect("a shell result");
     let expected = if ran { ItemStatus::Completed } else { ItemStatus::Failed };
     assert_eq!(shell.status, expected);
+    // The result ends when the tool does (or is denied), before the answer that follows it.
+    let position = |f: &dyn Fn(&agent_api::universal::UniversalEvent) -> bool| run.universal.iter().rposition(f);
+    let result_done = position(&|e| e.type_name() == "item.completed" && e.item().is_some_and(|i| i.kind == ItemKind::ToolResult));
+    let answer = position(&|e| e.type_name() == "item.started" && e.item().is_some_and(|i| i.kind == ItemKind::Message));
+    assert!(result_done < answer, "{:?}", run.types());
 }
 
 #[tokio::test]
