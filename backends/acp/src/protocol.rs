@@ -6,6 +6,9 @@
 //! `session/prompt` per turn ([`Acp::send_prompt`]); the prompt's `stopReason` ends the turn, and
 //! when no further prompt is queued the run shuts the agent down. The agent's `initialize` answer
 //! (name, version, capabilities, authentication methods) is recorded in `session.started`.
+//! Usage is the prompt result's, or the sum of the `_meta.usage` that Qwen Code puts on an empty
+//! message chunk after each model call; an error response's `data` (where Qwen Code puts the model
+//! API's status) is read with its message to type the error.
 //! In replay the recorded sends stand in for all of that.
 
 use std::collections::{HashMap, VecDeque};

@@ -5,6 +5,8 @@
 //! - `tool_call` / `tool_call_update`: a `tool_call` item (complete as soon as it is known) and a
 //!   `tool_result` item that completes or fails with the call's status, carrying the text content,
 //!   `diff` content as `file_ref` parts, and the tools facet (kind, exit code where given, bytes);
+//!   relative paths are made absolute against the session's directory; a call whose permission
+//!   was refused fails at once ([`Updates::deny`]);
 //! - `plan` → a `todo_list` status; `available_commands_update`, `current_mode_update`,
 //!   `config_option_update`, `session_info_update`, `usage_update` → status items;
 //! - `user_message_chunk` and everything the agent replays while a session loads → `history`
