@@ -1,0 +1,102 @@
+//! The live side of a `serve` run: a task that stands where a process would. It executes the
+//! HTTP requests the protocol writes (`{"method", "path", "body"}`, one a line), answers each
+//! with `{"status", "body"}`, and forwards the events of the run's sessions; these are the very
+//! shapes of a recorded session (`send`, `recv`, `event`), so live runs and replays share one
+//! converter.
+
+use std::sync::Arc;
+
+use agent_api::kit::driver::AgentPipes;
+use agent_api::AgentError;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+
+use super::server::{EventRx, Server};
+
+/// One request the protocol asks for.
+#[derive(Debug, Deserialize)]
+pub struct HttpCall {
+    /// `GET` or `POST`.
+    pub method: String,
+    /// Path and query.
+    pub path: String,
+    /// JSON body (`null` for none).
+    #[serde(default)]
+    pub body: Value,
+}
+
+/// The session id in a path such as `/session/ses_1/prompt_async?…`.
+pub fn path_session(path: &str) -> Option<&str> {
+    let rest = path.strip_prefix("/session/")?;
+    let end = rest.find(['/', '?']).unwrap_or(rest.len());
+    Some(&rest[..end]).filter(|id| id.starts_with("ses"))
+}
+
+async fn execute(server: &Server, call: &HttpCall) -> Value {
+    let reply = match call.method.as_str() {
+        "GET" => server.client().get_json(&call.path).await,
+        _ => server.client().post_json(&call.path, &call.body).await,
+    };
+    match reply {
+        Ok(reply) => json!({"status": reply.status, "body": reply.body}),
+        // The status 0 says no HTTP answer came; the reason stays out of the transcript.
+        Err(AgentError::Http { status, .. }) => json!({"status": status.unwrap_or(0), "body": null}),
+        Err(_) => json!({"status": 0, "body": null}),
+    }
+}
+
+/// Runs the bridge until the protocol closes its input (exit code 0) or the server's event
+/// stream ends (exit code 1: the server is gone).
+pub async fn run(server: Arc<Server>, subscriber: u64, mut events: EventRx, pipes: AgentPipes) -> i32 {
+    let AgentPipes { mut stdout, stdin } = pipes;
+    let mut requests = stdin.lines();
+    let code = loop {
+        tokio::select! {
+            line = requests.next_line() => {
+                let Ok(Some(line)) = line else { break 0 };
+                let Ok(call) = serde_json::from_str::<HttpCall>(&line) else { continue };
+                if let Some(session) = path_session(&call.path) {
+                    server.watch(subscriber, session);
+                }
+                let reply = execute(&server, &call).await;
+                // A new or forked session: watch it before the protocol can prompt it.
+                if let Some(created) = reply.pointer("/body/id").and_then(Value::as_str).filter(|id| id.starts_with("ses")) {
+                    server.watch(subscriber, created);
+                }
+                if write_line(&mut stdout, &reply).await.is_err() {
+                    break 0;
+                }
+            }
+            event = events.recv() => {
+                let Some(event) = event else { break 1 };
+                let mut line = event.into_bytes();
+                line.push(b'\n');
+                if stdout.write_all(&line).await.is_err() {
+                    break 0;
+                }
+            }
+        }
+    };
+    server.unsubscribe(subscriber);
+    code
+}
+
+async fn write_line(out: &mut tokio::io::DuplexStream, value: &Value) -> std::io::Result<()> {
+    let mut line = serde_json::to_vec(value).expect("a Value serializes");
+    line.push(b'\n');
+    out.write_all(&line).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_ids_are_read_from_paths() {
+        assert_eq!(path_session("/session/ses_1/prompt_async?directory=%2F"), Some("ses_1"));
+        assert_eq!(path_session("/session/ses_2"), Some("ses_2"));
+        assert_eq!(path_session("/session?directory=%2F"), None);
+        assert_eq!(path_session("/permission/per_1/reply"), None);
+    }
+}
