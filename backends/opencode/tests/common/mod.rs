@@ -1,0 +1,73 @@
+//! What the end-to-end tests share: a backend on a bench sandbox, and a run driven to its end.
+
+#![allow(dead_code)]
+
+use std::time::Duration;
+
+use agent_api::projection::Projector;
+use agent_api::universal::UniversalEventBody;
+use agent_api::{AgentBackend, PermissionDecision, RunRequest};
+use agent_api_conformance::RunRecord;
+use agent_api_opencode::{Interface, OpenCodeBackend, OpenCodeConfig, OpenCodeOptions};
+use agent_bench::{e2e_enabled_or_explain, Cli, ModelServer, Sandbox};
+use futures::StreamExt;
+
+/// The bench's model server and a sandbox for `scenario`, or `None` when e2e runs are skipped.
+pub async fn setup(scenario: &str) -> Option<(ModelServer, Sandbox)> {
+    e2e_enabled_or_explain(Cli::OpenCode)?;
+    let server = ModelServer::start(None).await.unwrap();
+    let sandbox = Sandbox::new(Cli::OpenCode, &server, scenario).unwrap();
+    Some((server, sandbox))
+}
+
+/// A backend running the sandbox's `opencode` with its environment, in its working directory.
+pub fn backend(sandbox: &Sandbox, interface: Interface) -> OpenCodeBackend {
+    let mut config = OpenCodeConfig::with_binary(&sandbox.program).default_interface(interface);
+    for (k, v) in &sandbox.env {
+        config = config.env(k, v);
+    }
+    config.working_dir = Some(sandbox.cwd.clone());
+    OpenCodeBackend::new(config)
+}
+
+/// The request of the `run` interface.
+pub fn one_way(request: RunRequest) -> RunRequest {
+    request.with_options(&OpenCodeOptions::default().interface(Interface::Run))
+}
+
+/// Runs `request`, answering every permission with `decision`; cancels at the first native
+/// delta when `cancel_on_first_delta`.
+pub async fn drive(backend: &OpenCodeBackend, request: RunRequest, decision: PermissionDecision, cancel_on_first_delta: bool) -> RunRecord {
+    let handle = backend.run(request.with_timeout(Duration::from_secs(120))).await.expect("run starts");
+    let control = handle.control();
+    let mut projector = Projector::new(handle.agent_kind().clone(), handle.tools_structured());
+    let (mut events, completion) = handle.into_universal();
+    let mut universal = Vec::new();
+    while let Some(event) = events.next().await {
+        match &event.body {
+            UniversalEventBody::PermissionRequested(p) => {
+                let _ = control.respond_permission(&p.permission_id, decision.clone()).await;
+            }
+            UniversalEventBody::ItemDelta(_) if cancel_on_first_delta && !event.synthetic => control.cancel(),
+            _ => {}
+        }
+        universal.push(event);
+    }
+    let wrapper = universal.iter().flat_map(|e| projector.project(e)).collect();
+    RunRecord { universal, wrapper, completion: completion.await, tools_structured: true }
+}
+
+/// The processes whose command line mentions `opencode` and `needle` (a sandbox path).
+pub fn opencode_processes(needle: &str) -> Vec<i32> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else { continue };
+        let Ok(environ) = std::fs::read(entry.path().join("environ")) else { continue };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else { continue };
+        let env = String::from_utf8_lossy(&environ);
+        if String::from_utf8_lossy(&cmdline).contains("opencode") && env.contains(needle) {
+            out.push(pid);
+        }
+    }
+    out
+}
