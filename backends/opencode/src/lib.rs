@@ -71,6 +71,11 @@ impl OpenCodeBackend {
     pub fn config(&self) -> &OpenCodeConfig {
         &self.config
     }
+
+    /// The `opencode serve` processes its runs use now.
+    pub fn running_servers(&self) -> Vec<serve::server::ServerInfo> {
+        self.servers.running()
+    }
 }
 
 /// The capabilities the backend's tests prove (fixture replays and end-to-end runs on the bench).

@@ -224,7 +224,32 @@ impl std::fmt::Debug for ServerPool {
     }
 }
 
+/// What a caller may know of a running server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ServerInfo {
+    /// Its base URL (`http://127.0.0.1:PORT`); every request needs the backend's credentials.
+    pub url: String,
+    /// Its process group id.
+    pub pgid: i32,
+    /// How long it took to start listening.
+    pub startup: Duration,
+}
+
 impl ServerPool {
+    /// The servers running now (in use by at least one run).
+    pub fn running(&self) -> Vec<ServerInfo> {
+        let Ok(servers) = self.servers.try_lock() else { return Vec::new() };
+        let mut out: Vec<ServerInfo> = servers
+            .values()
+            .filter_map(Weak::upgrade)
+            .filter(|s| s.is_alive())
+            .map(|s| ServerInfo { url: s.url.clone(), pgid: s.pgid, startup: s.startup })
+            .collect();
+        out.sort_by_key(|s| s.pgid);
+        out
+    }
+
     /// The running server for `base`'s program and environment, or a new one. Starts are
     /// serialized, so concurrent first runs share one server.
     pub async fn get(&self, base: CommandSpec, startup_timeout: Duration) -> Result<Arc<Server>, AgentError> {
