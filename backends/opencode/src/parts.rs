@@ -158,6 +158,10 @@ impl Parts {
 
     fn tool(&mut self, t: &mut Transcript, part: Part) {
         let Some(state) = part.state.clone() else { return };
+        if state.status == "pending" {
+            // The input is still being written; `running` brings it whole.
+            return;
+        }
         let meta = tool_meta(&part.tool, &state);
         if !self.tools.contains_key(&part.id) {
             let arguments = state.input.to_string();
