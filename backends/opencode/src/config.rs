@@ -109,6 +109,12 @@ impl OpenCodeConfig {
         self
     }
 
+    /// Sets how long `opencode serve` may take to start listening.
+    pub fn startup_timeout(mut self, timeout: Duration) -> Self {
+        self.startup_timeout = timeout;
+        self
+    }
+
     /// Sets the interface used when a request does not choose one.
     pub fn default_interface(mut self, interface: Interface) -> Self {
         self.default_interface = interface;

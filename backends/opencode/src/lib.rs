@@ -9,8 +9,9 @@
 //!   before it prompts, maps the events of its own session only, and ends at `session.idle`.
 //!   Text and reasoning stream as deltas; tools carry the tools facet; permissions go through
 //!   `agent_api::kit::hitl` and are answered `once`, `always` or `reject`; cancel aborts the
-//!   session first. Runs of one backend value with the same environment share one server; the
-//!   last run to finish shuts it down. See [`serve`].
+//!   session first. Runs of one backend value (and its clones) with the same environment share
+//!   one server, kept warm between runs; it stops when the backend is dropped (or
+//!   [`OpenCodeBackend::shut_down_servers`]) and its last run has ended. See [`serve`].
 //! - **run**: `opencode run --format json`, one way, whole parts only. OpenCode rejects every
 //!   permission set to "ask" by itself here, so this interface has no permission requests; a
 //!   rejected tool shows as a failed tool result. See [`run`].
@@ -55,6 +56,8 @@ pub async fn detect() -> Option<agent_api::detect::Installed> {
 }
 
 /// The OpenCode backend. Clones share one server pool.
+///
+/// Servers: see [`serve::server`].
 #[derive(Debug, Clone, Default)]
 pub struct OpenCodeBackend {
     config: OpenCodeConfig,
@@ -72,9 +75,15 @@ impl OpenCodeBackend {
         &self.config
     }
 
-    /// The `opencode serve` processes its runs use now.
+    /// The `opencode serve` processes the backend keeps now.
     pub fn running_servers(&self) -> Vec<serve::server::ServerInfo> {
         self.servers.running()
+    }
+
+    /// Lets go of the backend's servers: each stops once the runs on it end. Dropping the
+    /// backend (and its clones) does the same.
+    pub async fn shut_down_servers(&self) {
+        self.servers.shut_down().await;
     }
 }
 

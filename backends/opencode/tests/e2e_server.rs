@@ -1,6 +1,6 @@
 //! One `opencode serve` for many runs, end to end with the real pinned opencode 1.18.33: the
 //! server refuses requests without the backend's credentials, concurrent runs share it without
-//! mixing their events, it stops with its last run, and its death ends every run on it with one
+//! mixing their events, it stops when the backend is dropped, and its death ends every run on it with one
 //! terminal error while the next run starts a fresh one.
 
 mod common;
@@ -48,7 +48,32 @@ async fn concurrent_runs_share_one_server_and_never_mix_events() {
         sessions.insert(done.native_session_id.clone().unwrap());
     }
     assert_eq!(sessions.len(), prompts.len(), "one session each");
-    assert_eq!(backend.running_servers(), Vec::new(), "the server stops with its last run");
+    assert_eq!(backend.running_servers().len(), 1, "one server, kept warm for the next run");
+    let needle = sandbox.home.display().to_string();
+    assert!(!opencode_processes(&needle).is_empty());
+    drop(backend);
+    wait_until_gone(&needle).await;
+}
+
+async fn wait_until_gone(needle: &str) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while !opencode_processes(needle).is_empty() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(opencode_processes(needle), Vec::<i32>::new(), "no opencode process is left");
+}
+
+#[tokio::test]
+async fn shutting_down_stops_the_server_after_its_last_run() {
+    let Some((_server, sandbox)) = setup("slow_text").await else { return };
+    let needle = sandbox.home.display().to_string();
+    let backend = backend(&sandbox, Interface::Serve);
+    let run = backend.run(RunRequest::new("talk slowly")).await.unwrap();
+    backend.shut_down_servers().await;
+    assert!(!opencode_processes(&needle).is_empty(), "the run still holds its server");
+    run.control().cancel();
+    let _ = record(run).await;
+    wait_until_gone(&needle).await;
 }
 
 #[tokio::test]

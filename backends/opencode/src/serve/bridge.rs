@@ -33,21 +33,22 @@ pub fn path_session(path: &str) -> Option<&str> {
     Some(&rest[..end]).filter(|id| id.starts_with("ses"))
 }
 
-async fn execute(server: &Server, call: &HttpCall) -> Value {
+/// The answer to `call`; `None` when no HTTP answer came at all (the server is gone).
+async fn execute(server: &Server, call: &HttpCall) -> Option<Value> {
     let reply = match call.method.as_str() {
         "GET" => server.client().get_json(&call.path).await,
         _ => server.client().post_json(&call.path, &call.body).await,
     };
     match reply {
-        Ok(reply) => json!({"status": reply.status, "body": reply.body}),
-        // The status 0 says no HTTP answer came; the reason stays out of the transcript.
-        Err(AgentError::Http { status, .. }) => json!({"status": status.unwrap_or(0), "body": null}),
-        Err(_) => json!({"status": 0, "body": null}),
+        Ok(reply) => Some(json!({"status": reply.status, "body": reply.body})),
+        // An answer that is not JSON still has its status; the reason stays out of the transcript.
+        Err(AgentError::Http { status: Some(status), .. }) => Some(json!({"status": status, "body": null})),
+        Err(_) => None,
     }
 }
 
-/// Runs the bridge until the protocol closes its input (exit code 0) or the server's event
-/// stream ends (exit code 1: the server is gone).
+/// Runs the bridge until the protocol closes its input (exit code 0) or the server is gone (its
+/// event stream ended, or a request got no answer: exit code 1).
 pub async fn run(server: Arc<Server>, subscriber: u64, mut events: EventRx, pipes: AgentPipes) -> i32 {
     let AgentPipes { mut stdout, stdin } = pipes;
     let mut requests = stdin.lines();
@@ -59,7 +60,7 @@ pub async fn run(server: Arc<Server>, subscriber: u64, mut events: EventRx, pipe
                 if let Some(session) = path_session(&call.path) {
                     server.watch(subscriber, session);
                 }
-                let reply = execute(&server, &call).await;
+                let Some(reply) = execute(&server, &call).await else { break 1 };
                 // A new or forked session: watch it before the protocol can prompt it.
                 if let Some(created) = reply.pointer("/body/id").and_then(Value::as_str).filter(|id| id.starts_with("ses")) {
                     server.watch(subscriber, created);

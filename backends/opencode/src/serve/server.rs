@@ -1,11 +1,13 @@
 //! One running `opencode serve`, shared by the runs of one backend value that have the same
 //! environment: spawned in its own process group on a free loopback port with a random
 //! password, with one subscription to its global event stream that hands each run the events
-//! of the sessions it watches. The last run to let go of it kills its process group.
+//! of the sessions it watches. The backend's pool and each run on it hold the server; when the
+//! last of them lets go (the backend dropped, its last run ended or cancelled), its process
+//! group is killed.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use agent_api::kit::http::HttpClient;
@@ -212,10 +214,11 @@ fn basic_auth(user: &str, password: &str) -> String {
     format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}")))
 }
 
-/// The servers of one backend value, by environment; a server lives while a run uses it.
+/// The servers of one backend value (and its clones), by environment. A server lives while the
+/// pool or a run on it holds it, so later runs of a backend find it warm.
 #[derive(Clone, Default)]
 pub struct ServerPool {
-    servers: Arc<tokio::sync::Mutex<HashMap<String, Weak<Server>>>>,
+    servers: Arc<tokio::sync::Mutex<HashMap<String, Arc<Server>>>>,
 }
 
 impl std::fmt::Debug for ServerPool {
@@ -242,7 +245,6 @@ impl ServerPool {
         let Ok(servers) = self.servers.try_lock() else { return Vec::new() };
         let mut out: Vec<ServerInfo> = servers
             .values()
-            .filter_map(Weak::upgrade)
             .filter(|s| s.is_alive())
             .map(|s| ServerInfo { url: s.url.clone(), pgid: s.pgid, startup: s.startup })
             .collect();
@@ -255,13 +257,19 @@ impl ServerPool {
     pub async fn get(&self, base: CommandSpec, startup_timeout: Duration) -> Result<Arc<Server>, AgentError> {
         let key = pool_key(&base);
         let mut servers = self.servers.lock().await;
-        servers.retain(|_, server| server.strong_count() > 0);
-        if let Some(server) = servers.get(&key).and_then(Weak::upgrade).filter(|s| s.is_alive()) {
-            return Ok(server);
+        // A dead server leaves the pool; its runs have ended or are ending with it.
+        servers.retain(|_, server| server.is_alive());
+        if let Some(server) = servers.get(&key) {
+            return Ok(server.clone());
         }
         let server = Server::start(base, startup_timeout).await?;
-        servers.insert(key, Arc::downgrade(&server));
+        servers.insert(key, server.clone());
         Ok(server)
+    }
+
+    /// Stops every server once the runs on it end (they hold it until then).
+    pub async fn shut_down(&self) {
+        self.servers.lock().await.clear();
     }
 }
 
