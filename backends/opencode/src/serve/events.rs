@@ -37,11 +37,9 @@ pub(super) fn on_event(p: &mut ServeProtocol, payload: &Value, ctx: &mut Ctx<'_>
     }
     let t = &mut *ctx.transcript;
     match kind {
-        "message.updated" => {
-            if str_at(props, "/info/role") == Some("user") {
-                if let Some(id) = str_at(props, "/info/id") {
-                    p.user_messages.insert(id.to_string());
-                }
+        "message.updated" if str_at(props, "/info/role") == Some("user") => {
+            if let Some(id) = str_at(props, "/info/id") {
+                p.user_messages.insert(id.to_string());
             }
         }
         "message.part.updated" => {
