@@ -88,7 +88,7 @@ impl OpenCodeBackend {
 }
 
 /// The capabilities the backend's tests prove (fixture replays and end-to-end runs on the bench).
-/// Permissions and deltas are the `serve` interface's; `run` has neither.
+/// Permissions, questions and deltas are the `serve` interface's; `run` has none of them.
 pub fn capabilities() -> CapabilitySet {
     CapabilitySet::from_ids([
         caps::RUN,
@@ -101,6 +101,7 @@ pub fn capabilities() -> CapabilitySet {
         caps::TOOL_CALLS,
         caps::TOOL_RESULTS,
         caps::PERMISSIONS,
+        caps::QUESTIONS,
         caps::STREAMING_DELTAS,
         caps::REASONING,
         caps::COMMAND_EXECUTION,

@@ -122,3 +122,42 @@ async fn serve_abort_mid_turn_cancels_and_leaves_no_process() {
     }
     assert_eq!(opencode_processes(&needle), Vec::<i32>::new(), "no opencode process is left");
 }
+
+#[tokio::test]
+async fn serve_questions_go_through_the_question_path() {
+    let Some((_server, sandbox)) = setup("question").await else { return };
+    let run = drive(&backend(&sandbox, Interface::Serve), RunRequest::new("ask me"), PermissionDecision::Allow, false).await;
+    assert_conformant(&run);
+    assert!(run.completion.is_ok(), "{:?}", run.completion);
+    assert_eq!(run.of_type("question.requested").count(), 2, "{:?}", run.types());
+    assert_eq!(run.of_type("question.resolved").count(), 2);
+    let text = run.completion.as_ref().unwrap().final_text.clone().unwrap_or_default();
+    assert!(text.starts_with("You answered:"), "{text}");
+}
+
+#[tokio::test]
+async fn serve_cancel_resolves_an_unanswered_permission_as_cancelled() {
+    use futures::StreamExt;
+    let Some((_server, sandbox)) = setup("shell").await else { return };
+    let backend = backend(&sandbox, Interface::Serve);
+    let handle = agent_api::AgentBackend::run(&backend, RunRequest::new("run the command")).await.unwrap();
+    let control = handle.control();
+    let (mut events, completion) = handle.into_universal();
+    let mut universal = Vec::new();
+    while let Some(event) = events.next().await {
+        if event.type_name() == "permission.requested" {
+            control.cancel();
+        }
+        universal.push(event);
+    }
+    assert!(matches!(completion.await, Err(AgentError::Cancelled)));
+    let resolved: Vec<_> = universal
+        .iter()
+        .filter_map(|e| match &e.body {
+            UniversalEventBody::PermissionResolved(r) => Some(r.decided_by),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(resolved, [Some(DecidedBy::Cancel)]);
+    assert!(!sandbox.cwd.join("out.txt").exists(), "nothing ran");
+}

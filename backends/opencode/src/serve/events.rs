@@ -63,6 +63,8 @@ pub(super) fn on_event(p: &mut ServeProtocol, payload: &Value, ctx: &mut Ctx<'_>
                 p.hitl.recorded_permission(t, id, approved);
             }
         }
+        "question.asked" => super::questions::asked(p, props, ctx),
+        "question.replied" | "question.rejected" => super::questions::closed(p, props, ctx),
         "session.error" => {
             let error: NativeError = serde_json::from_value(props.get("error").cloned().unwrap_or_default())?;
             p.error.get_or_insert(error);

@@ -8,6 +8,7 @@
 
 pub mod bridge;
 mod events;
+mod questions;
 pub mod server;
 
 use std::collections::{HashSet, VecDeque};
@@ -48,7 +49,8 @@ pub struct ServeProtocol {
     pending: VecDeque<Pending>,
     session_id: Option<String>,
     user_messages: HashSet<String>,
-    hitl: Hitl<String, ()>,
+    hitl: Hitl<String, questions::QuestionRef>,
+    questions: questions::Questions,
     parts: Parts,
     title: Option<String>,
     error: Option<NativeError>,
@@ -58,13 +60,14 @@ pub struct ServeProtocol {
 }
 
 impl ServeProtocol {
-    fn new(plan: Option<Plan>, hitl: Hitl<String, ()>) -> Self {
+    fn new(plan: Option<Plan>, hitl: Hitl<String, questions::QuestionRef>) -> Self {
         Self {
             plan,
             pending: VecDeque::new(),
             session_id: None,
             user_messages: HashSet::new(),
             hitl,
+            questions: questions::Questions::default(),
             parts: Parts::default(),
             title: None,
             error: None,
@@ -161,6 +164,7 @@ impl ServeProtocol {
         self.parts.fail_open_tools(ctx.transcript);
         // Nothing asked in this turn still waits once it is over.
         let _ = self.hitl.cancel_permissions(ctx.transcript);
+        let _ = self.hitl.cancel_questions(ctx.transcript);
         if self.plan.is_some() {
             ctx.close_input();
         }
@@ -246,7 +250,7 @@ impl Protocol for ServeProtocol {
                 self.reply_permission(ctx, &decided.native, &decided.decision);
                 Ok(())
             }
-            ControlCommand::Question { id, .. } => Err(AgentError::UnknownQuestion { id }),
+            ControlCommand::Question { id, answer } => questions::answer(self, &id, answer, ctx),
             _ => Err(AgentError::RunFinished),
         }
     }
@@ -256,6 +260,7 @@ impl Protocol for ServeProtocol {
         for decided in self.hitl.cancel_permissions(ctx.transcript) {
             self.reply_permission(ctx, &decided.native, &decided.decision);
         }
+        questions::cancel_all(self, ctx);
         let path = format!("/session/{id}/abort{}", self.query());
         self.send(ctx, Pending::Other, "POST", path, Value::Null);
         true

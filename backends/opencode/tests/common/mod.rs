@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use agent_api::projection::Projector;
 use agent_api::universal::UniversalEventBody;
-use agent_api::{AgentBackend, PermissionDecision, RunRequest};
+use agent_api::{AgentBackend, PermissionDecision, QuestionAnswer, RunRequest};
 use agent_api_conformance::RunRecord;
 use agent_api_opencode::{Interface, OpenCodeBackend, OpenCodeConfig, OpenCodeOptions};
 use agent_bench::{e2e_enabled_or_explain, Cli, ModelServer, Sandbox};
@@ -35,7 +35,8 @@ pub fn one_way(request: RunRequest) -> RunRequest {
     request.with_options(&OpenCodeOptions::default().interface(Interface::Run))
 }
 
-/// Runs `request`, answering every permission with `decision`; cancels at the first native
+/// Runs `request`, answering every permission with `decision` and every question with its first
+/// option; cancels at the first native
 /// delta when `cancel_on_first_delta`.
 pub async fn drive(backend: &OpenCodeBackend, request: RunRequest, decision: PermissionDecision, cancel_on_first_delta: bool) -> RunRecord {
     let handle = backend.run(request.with_timeout(Duration::from_secs(120))).await.expect("run starts");
@@ -47,6 +48,10 @@ pub async fn drive(backend: &OpenCodeBackend, request: RunRequest, decision: Per
         match &event.body {
             UniversalEventBody::PermissionRequested(p) => {
                 let _ = control.respond_permission(&p.permission_id, decision.clone()).await;
+            }
+            UniversalEventBody::QuestionRequested(q) => {
+                let answer = q.options.first().cloned().unwrap_or_else(|| "yes".into());
+                let _ = control.answer_question(&q.question_id, QuestionAnswer::Text(answer)).await;
             }
             UniversalEventBody::ItemDelta(_) if cancel_on_first_delta && !event.synthetic => control.cancel(),
             _ => {}
