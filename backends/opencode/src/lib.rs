@@ -96,6 +96,7 @@ pub fn capabilities() -> CapabilitySet {
         caps::EVENTS_LIVE,
         caps::CONTROL_CANCEL,
         caps::SESSION_RESUME,
+        caps::SESSION_FORK,
         caps::TOOLS_STRUCTURED_V1,
         caps::TEXT_MESSAGES,
         caps::TOOL_CALLS,

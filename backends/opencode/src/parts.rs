@@ -128,20 +128,15 @@ impl Parts {
 
     fn text(&mut self, t: &mut Transcript, part: Part, whole: bool) {
         let done = whole || part.time.as_ref().is_some_and(|time| time.end.is_some());
-        let item = match self.open.get(&part.id) {
-            Some(item) => item.clone(),
-            None if !done && part.text.is_empty() => {
-                let item = t.start_item(Self::new_text_item(&part.kind).native(&part.id));
-                self.open.insert(part.id.clone(), item);
-                return;
-            }
+        let item = match self.open.remove(&part.id) {
+            Some(item) => item,
             None => t.start_item(Self::new_text_item(&part.kind).native(&part.id)),
         };
         if !done {
+            // Its text arrives as deltas; the update that sets its end time completes it.
             self.open.insert(part.id, item);
             return;
         }
-        self.open.remove(&part.id);
         let content = if part.kind == "reasoning" {
             ContentPart::Reasoning { text: part.text, visibility: ReasoningVisibility::Public }
         } else {

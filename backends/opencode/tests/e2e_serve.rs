@@ -90,7 +90,7 @@ async fn serve_401_and_500_end_with_one_typed_terminal_error() {
 }
 
 #[tokio::test]
-async fn serve_resumes_its_session_on_the_same_server() {
+async fn serve_resumes_continues_and_forks_its_session_on_the_same_server() {
     let Some((_server, sandbox)) = setup("echo").await else { return };
     let backend = backend(&sandbox, Interface::Serve);
     let first = drive(&backend, RunRequest::new("first turn"), PermissionDecision::Allow, false).await;
@@ -102,6 +102,18 @@ async fn serve_resumes_its_session_on_the_same_server() {
     let done = second.completion.as_ref().unwrap();
     assert_eq!(done.native_session_id.as_deref(), Some(id.as_str()));
     assert!(done.final_text.as_deref().is_some_and(|t| t.contains("user_turns=2")), "{:?}", done.final_text);
+    let last =
+        drive(&backend, RunRequest::new("third turn").with_session(SessionSelector::ResumeLast), PermissionDecision::Allow, false).await;
+    let done = last.completion.as_ref().unwrap();
+    assert_eq!(done.native_session_id.as_deref(), Some(id.as_str()), "the last session");
+    assert!(done.final_text.as_deref().is_some_and(|t| t.contains("user_turns=3")), "{:?}", done.final_text);
+    let fork =
+        drive(&backend, RunRequest::new("fourth turn").with_session(SessionSelector::Fork(id.clone())), PermissionDecision::Allow, false)
+            .await;
+    assert_conformant(&fork);
+    let done = fork.completion.as_ref().unwrap();
+    assert!(done.native_session_id.as_deref().is_some_and(|f| f != id), "a new session: {:?}", done.native_session_id);
+    assert!(done.final_text.as_deref().is_some_and(|t| t.contains("user_turns=4")), "{:?}", done.final_text);
 }
 
 #[tokio::test]

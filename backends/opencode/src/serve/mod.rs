@@ -29,6 +29,7 @@ pub use server::ServerPool;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Pending {
     Session,
+    Latest,
     Prompt,
     Other,
 }
@@ -128,17 +129,30 @@ impl ServeProtocol {
         let status = reply.get("status").and_then(Value::as_u64).unwrap_or(0) as u16;
         let kind = self.pending.pop_front().unwrap_or(Pending::Other);
         if !(200..300).contains(&status) && kind != Pending::Other {
-            let what = if kind == Pending::Session { "creating the session" } else { "sending the prompt" };
+            let what = match kind {
+                Pending::Session => "creating the session",
+                Pending::Latest => "listing its sessions",
+                _ => "sending the prompt",
+            };
             let status = (status != 0).then_some(status);
             self.failure.get_or_insert(AgentError::Http { status, reason: format!("the opencode server refused {what}") });
             ctx.close_input();
             return;
         }
-        if kind == Pending::Session {
-            if let Some(id) = reply.pointer("/body/id").and_then(Value::as_str) {
+        let session = match kind {
+            Pending::Latest => latest_session(reply.get("body")),
+            Pending::Session => reply.pointer("/body/id").and_then(Value::as_str),
+            _ => return,
+        };
+        match session {
+            Some(id) => {
                 self.session_known(id, ctx);
                 let text = self.plan.as_ref().map(|p| p.prompt.clone()).unwrap_or_default();
                 self.prompt(ctx, &text);
+            }
+            None => {
+                self.failure.get_or_insert(AgentError::SessionNotFound { id: "the most recent session".into() });
+                ctx.close_input();
             }
         }
     }
@@ -169,6 +183,13 @@ impl ServeProtocol {
             ctx.close_input();
         }
     }
+}
+
+/// The most recently updated session of a `GET /session` answer.
+fn latest_session(list: Option<&Value>) -> Option<&str> {
+    let sessions = list?.as_array()?;
+    let updated = |s: &Value| s.pointer("/time/updated").and_then(Value::as_u64).unwrap_or(0);
+    sessions.iter().max_by_key(|s| updated(s))?.get("id")?.as_str()
 }
 
 /// Percent-encodes a query value (everything but unreserved characters).
@@ -210,7 +231,8 @@ impl Protocol for ServeProtocol {
                 }
                 self.send(ctx, Pending::Session, "POST", format!("/session{query}"), body);
             }
-            _ => return Err(AgentError::InvalidRequest { reason: "opencode serve continues a session by id only".into() }),
+            SessionSelector::ResumeLast => self.send(ctx, Pending::Latest, "GET", format!("/session{query}"), Value::Null),
+            _ => return Err(AgentError::InvalidRequest { reason: "this session selector is not supported by opencode serve".into() }),
         }
         Ok(())
     }
