@@ -100,7 +100,14 @@ pub fn bound_data(data: Value) -> Value {
 
 /// Applies every bound to one event. Oversized `TextOutput` text becomes several events in
 /// order; every other field is bounded in place, so other kinds always give exactly one event.
-pub fn enforce(mut event: AgentWrapperEvent) -> Vec<AgentWrapperEvent> {
+pub fn enforce(event: AgentWrapperEvent) -> Vec<AgentWrapperEvent> {
+    let mut out = Vec::with_capacity(1);
+    enforce_into(event, &mut out);
+    out
+}
+
+/// [`enforce`], appending the bounded event(s) to `out` (no allocation for the common case of one).
+pub fn enforce_into(mut event: AgentWrapperEvent, out: &mut impl Extend<AgentWrapperEvent>) {
     if event.channel.as_ref().is_some_and(|c| c.as_str().len() > CHANNEL_BOUND) {
         event.channel = None;
     }
@@ -119,22 +126,21 @@ pub fn enforce(mut event: AgentWrapperEvent) -> Vec<AgentWrapperEvent> {
         event.data = Some(bound_data(d));
     }
     match event.text.take() {
-        Some(text) if text.len() > TEXT_BOUND && event.kind == AgentWrapperEventKind::TextOutput => split_text(&text, TEXT_BOUND)
-            .into_iter()
-            .map(|piece| {
+        Some(text) if text.len() > TEXT_BOUND && event.kind == AgentWrapperEventKind::TextOutput => {
+            out.extend(split_text(&text, TEXT_BOUND).into_iter().map(|piece| {
                 let mut part = event.clone();
                 part.text = Some(piece.to_string());
                 part
-            })
-            .collect(),
+            }))
+        }
         Some(text) if text.len() > TEXT_BOUND => {
             // Only TextOutput is split (seed 004); other kinds keep one event and a cut text.
             event.text = Some(truncate_message(&text, TEXT_BOUND));
-            vec![event]
+            out.extend(std::iter::once(event));
         }
         text => {
             event.text = text;
-            vec![event]
+            out.extend(std::iter::once(event));
         }
     }
 }

@@ -161,6 +161,18 @@ pub enum AgentError {
     /// The run has already finished, so the control command had no effect.
     #[error("the run has already finished")]
     RunFinished,
+    /// The agent stopped reading its stdin: the replies waiting for it reached the run's limit.
+    #[error("the agent stopped reading its input ({queued_bytes} bytes of replies waiting)")]
+    InputBlocked {
+        /// Bytes waiting to be written to the agent's stdin.
+        queued_bytes: u64,
+    },
+    /// The agent closed its output but did not exit within the grace period.
+    #[error("the agent closed its output but kept running for {:.1} s", grace.as_secs_f64())]
+    OutputClosed {
+        /// How long the run waited for the agent to exit after its output closed.
+        grace: Duration,
+    },
     /// An HTTP exchange with an agent's local server failed.
     #[error("HTTP exchange with the agent failed{}: {reason}", status.map(|s| format!(" (HTTP {s})")).unwrap_or_default())]
     Http {
@@ -231,6 +243,8 @@ impl AgentError {
             AgentError::UnknownQuestion { .. } => "unknown_question",
             AgentError::AlreadyResolved { .. } => "already_resolved",
             AgentError::RunFinished => "run_finished",
+            AgentError::InputBlocked { .. } => "input_blocked",
+            AgentError::OutputClosed { .. } => "output_closed",
             AgentError::Http { .. } => "http",
             AgentError::SessionNotFound { .. } => "session_not_found",
             AgentError::TurnInProgress => "turn_in_progress",

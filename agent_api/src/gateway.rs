@@ -24,12 +24,19 @@ use crate::run::RunHandle;
 #[derive(Default, Clone)]
 pub struct Gateway {
     backends: BTreeMap<AgentKind, Arc<dyn AgentBackend>>,
+    buffer_budget: Option<usize>,
 }
 
 impl Gateway {
     /// An empty gateway.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Sets the byte budget of every run this gateway starts whose request sets none.
+    pub fn with_buffer_budget(mut self, bytes: usize) -> Self {
+        self.buffer_budget = Some(bytes);
+        self
     }
 
     /// A gateway with a backend for every CLI of `probes` installed on this machine (see
@@ -82,9 +89,16 @@ impl Gateway {
 
     /// Validates the request against the backend, then runs it. A feature the backend lacks is
     /// an `UnsupportedCapability` error naming the id, before anything is spawned.
-    pub async fn run(&self, kind: &AgentKind, request: RunRequest) -> Result<RunHandle, AgentError> {
+    pub async fn run(&self, kind: &AgentKind, mut request: RunRequest) -> Result<RunHandle, AgentError> {
+        request.buffer_budget = request.buffer_budget.or(self.buffer_budget);
         let backend = self.backend(kind)?;
         backend.validate(&request)?;
         backend.run(request).await
+    }
+}
+
+impl std::fmt::Debug for Gateway {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gateway").field("kinds", &self.kinds()).finish()
     }
 }

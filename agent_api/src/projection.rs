@@ -23,9 +23,32 @@ use crate::universal::{ContentPart, ItemKind, ItemRole, ItemStatus, UniversalEve
 pub struct Projector {
     agent_kind: AgentKind,
     tools_structured: bool,
-    items: HashMap<String, UniversalItem>,
+    items: HashMap<String, Tracked>,
     /// Answer text streamed so far, per open assistant message.
     held: HashMap<String, String>,
+}
+
+/// What the projector keeps of an open item: a message only needs its channel; a tool item is
+/// kept whole, for the tools facet of its deltas.
+enum Tracked {
+    Message(Channel),
+    Tool(Box<UniversalItem>),
+    Other,
+}
+
+impl Tracked {
+    fn of(item: &UniversalItem) -> Self {
+        match item.kind {
+            ItemKind::Message => Tracked::Message(match item.role {
+                Some(ItemRole::User) => Channel::User,
+                Some(ItemRole::System) => Channel::System,
+                _ if item.is_reasoning() => Channel::Reasoning,
+                _ => Channel::Assistant,
+            }),
+            ItemKind::ToolCall | ItemKind::ToolResult => Tracked::Tool(Box::new(item.clone())),
+            _ => Tracked::Other,
+        }
+    }
 }
 
 /// Most answer bytes held per message (the transcript keeps no more of an item's text either).
@@ -39,7 +62,20 @@ impl Projector {
 
     /// The wrapper events for one universal event, bounded, in order (often none or one).
     pub fn project(&mut self, event: &UniversalEvent) -> Vec<AgentWrapperEvent> {
-        let projected = match &event.body {
+        let mut out = Vec::new();
+        self.project_into(event, &mut out);
+        out
+    }
+
+    /// [`Projector::project`], appending to `out` (no allocation per event).
+    pub fn project_into(&mut self, event: &UniversalEvent, out: &mut impl Extend<AgentWrapperEvent>) {
+        if let Some(projected) = self.projected(event) {
+            bounds::enforce_into(projected, out);
+        }
+    }
+
+    fn projected(&mut self, event: &UniversalEvent) -> Option<AgentWrapperEvent> {
+        match &event.body {
             Body::SessionStarted(_) => {
                 let data = json!({ "session_id": event.session_id, "native_session_id": event.native_session_id });
                 Some(self.status(Channel::Status, "session started").with_data(data))
@@ -52,7 +88,7 @@ impl Projector {
                 Some(self.status(Channel::Status, message).with_data(data))
             }
             Body::ItemStarted(data) => {
-                self.items.insert(data.item.item_id.clone(), data.item.clone());
+                self.items.insert(data.item.item_id.clone(), Tracked::of(&data.item));
                 self.tool_event(&data.item, ToolPhase::Start, event)
             }
             Body::ItemDelta(delta) => self.delta(&delta.item_id, &delta.delta, event),
@@ -103,8 +139,7 @@ impl Projector {
                     self.event(Kind::Unknown).with_channel(Channel::Status).with_message(format!("unparsed native payload: {}", u.error));
                 Some(ev.with_data(json!({ "location": u.location })))
             }
-        };
-        projected.into_iter().flat_map(bounds::enforce).collect()
+        }
     }
 
     fn event(&self, kind: Kind) -> AgentWrapperEvent {
@@ -116,24 +151,16 @@ impl Projector {
     }
 
     fn delta(&mut self, item_id: &str, text: &str, event: &UniversalEvent) -> Option<AgentWrapperEvent> {
-        let item = self.items.get(item_id)?;
-        match item.kind {
-            ItemKind::Message => {
-                let channel = match item.role {
-                    Some(ItemRole::User) => Channel::User,
-                    Some(ItemRole::System) => Channel::System,
-                    _ if item.is_reasoning() => Channel::Reasoning,
-                    _ => {
-                        let held = self.held.entry(item_id.to_string()).or_default();
-                        let room = HELD_TEXT_LIMIT.saturating_sub(held.len());
-                        held.push_str(bounds::utf8_prefix(text, room));
-                        return None;
-                    }
-                };
-                Some(self.event(Kind::TextOutput).with_channel(channel).with_text(text))
+        match self.items.get(item_id)? {
+            Tracked::Message(Channel::Assistant) => {
+                let held = self.held.entry(item_id.to_string()).or_default();
+                let room = HELD_TEXT_LIMIT.saturating_sub(held.len());
+                held.push_str(bounds::utf8_prefix(text, room));
+                None
             }
-            ItemKind::ToolCall | ItemKind::ToolResult => self.tool_event(item, ToolPhase::Delta, event),
-            _ => None,
+            Tracked::Message(channel) => Some(self.event(Kind::TextOutput).with_channel(channel.clone()).with_text(text)),
+            Tracked::Tool(item) => self.tool_event(item, ToolPhase::Delta, event),
+            Tracked::Other => None,
         }
     }
 
@@ -228,6 +255,12 @@ fn status_text(item: &UniversalItem) -> String {
         "status".to_string()
     } else {
         text
+    }
+}
+
+impl std::fmt::Debug for Projector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Projector").field("agent_kind", &self.agent_kind).field("open_items", &self.items.len()).finish_non_exhaustive()
     }
 }
 

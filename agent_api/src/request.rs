@@ -156,6 +156,9 @@ pub struct RunRequest {
     pub extensions: BTreeMap<String, Value>,
     /// Fill `raw` in universal events with the native payloads.
     pub include_raw: bool,
+    /// Bytes of events that may wait for the caller before the run stops reading the agent's
+    /// output (`None`: the backend's default, 1 MiB).
+    pub buffer_budget: Option<usize>,
     /// Cancels the run when cancelled, as [`RunControl::cancel`](crate::RunControl::cancel) does;
     /// one token can stop many runs.
     pub cancellation: Option<CancellationToken>,
@@ -177,6 +180,7 @@ impl std::fmt::Debug for RunRequest {
             .field("include_raw", &self.include_raw)
             .field("skip_permission_prompts", &self.skip_permission_prompts)
             .field("cancellation", &self.cancellation)
+            .field("buffer_budget", &self.buffer_budget)
             .finish()
     }
 }
@@ -260,6 +264,13 @@ impl RunRequest {
     /// Asks for native payloads in universal events.
     pub fn with_include_raw(mut self, include_raw: bool) -> Self {
         self.include_raw = include_raw;
+        self
+    }
+
+    /// Sets the byte budget of events waiting for the caller (at least 1 byte; see
+    /// `spec/run-protocol.md`).
+    pub fn with_buffer_budget(mut self, bytes: usize) -> Self {
+        self.buffer_budget = Some(bytes);
         self
     }
 

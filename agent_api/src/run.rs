@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 use crate::error::AgentError;
 use crate::event::AgentWrapperEvent;
 use crate::kind::AgentKind;
+use crate::kit::budget::BatchReceiver;
 use crate::projection::Projector;
 use crate::universal::UniversalEvent;
 
@@ -200,6 +201,9 @@ impl RunControl {
 /// Kills the run's processes when the last part of its handle is dropped.
 pub(crate) struct RunGuard {
     pub(crate) abandoned: CancellationToken,
+    /// Whether the chosen view shows raw payloads; the wrapper view clears it, so the run
+    /// stops building them.
+    pub(crate) raw_wanted: Arc<AtomicBool>,
 }
 
 impl Drop for RunGuard {
@@ -216,7 +220,7 @@ impl Drop for RunGuard {
 pub struct RunHandle {
     agent_kind: AgentKind,
     tools_structured: bool,
-    events: mpsc::Receiver<Vec<UniversalEvent>>,
+    events: BatchReceiver,
     completion: oneshot::Receiver<Result<RunCompletion, AgentError>>,
     control: RunControl,
     guard: Arc<RunGuard>,
@@ -226,7 +230,7 @@ impl RunHandle {
     pub(crate) fn new(
         agent_kind: AgentKind,
         tools_structured: bool,
-        events: mpsc::Receiver<Vec<UniversalEvent>>,
+        events: BatchReceiver,
         completion: oneshot::Receiver<Result<RunCompletion, AgentError>>,
         control: RunControl,
         guard: Arc<RunGuard>,
@@ -250,7 +254,11 @@ impl RunHandle {
     }
 
     /// The wrapper view: bounded [`AgentWrapperEvent`]s, and the completion.
+    ///
+    /// Wrapper events never show raw payloads, so from here on the run does not build them
+    /// (a few events made before this call may still carry one).
     pub fn into_wrapper(self) -> (WrapperEvents, Completion) {
+        self.guard.raw_wanted.store(false, Ordering::Relaxed);
         let projector = Projector::new(self.agent_kind, self.tools_structured);
         let events = WrapperEvents { inner: UniversalEvents::new(self.events, self.guard.clone()), projector, pending: Default::default() };
         (events, Completion { rx: self.completion, _guard: self.guard })
@@ -279,14 +287,19 @@ impl RunHandle {
 
 /// The universal event stream of a run.
 pub struct UniversalEvents {
-    rx: mpsc::Receiver<Vec<UniversalEvent>>,
-    batch: std::collections::VecDeque<UniversalEvent>,
+    rx: BatchReceiver,
     _guard: Arc<RunGuard>,
 }
 
 impl UniversalEvents {
-    fn new(rx: mpsc::Receiver<Vec<UniversalEvent>>, guard: Arc<RunGuard>) -> Self {
-        Self { rx, batch: Default::default(), _guard: guard }
+    fn new(rx: BatchReceiver, guard: Arc<RunGuard>) -> Self {
+        Self { rx, _guard: guard }
+    }
+
+    /// Bytes of events the run holds for this stream now; never more than the run's buffer
+    /// budget (`RunRequest::with_buffer_budget`, 1 MiB by default).
+    pub fn buffered_bytes(&self) -> usize {
+        self.rx.buffered_bytes()
     }
 }
 
@@ -294,16 +307,7 @@ impl Stream for UniversalEvents {
     type Item = UniversalEvent;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<UniversalEvent>> {
-        loop {
-            if let Some(event) = self.batch.pop_front() {
-                return Poll::Ready(Some(event));
-            }
-            match self.rx.poll_recv(cx) {
-                Poll::Ready(Some(batch)) => self.batch.extend(batch),
-                Poll::Ready(None) => return Poll::Ready(None),
-                Poll::Pending => return Poll::Pending,
-            }
-        }
+        self.rx.poll_next(cx)
     }
 }
 
@@ -312,6 +316,13 @@ pub struct WrapperEvents {
     inner: UniversalEvents,
     projector: Projector,
     pending: std::collections::VecDeque<AgentWrapperEvent>,
+}
+
+impl WrapperEvents {
+    /// Bytes of events the run holds for this stream now (see [`UniversalEvents::buffered_bytes`]).
+    pub fn buffered_bytes(&self) -> usize {
+        self.inner.buffered_bytes()
+    }
 }
 
 impl Stream for WrapperEvents {
@@ -324,8 +335,8 @@ impl Stream for WrapperEvents {
             }
             match self.inner.poll_next_unpin(cx) {
                 Poll::Ready(Some(universal)) => {
-                    let projected = self.projector.project(&universal);
-                    self.pending.extend(projected);
+                    let Self { projector, pending, .. } = &mut *self;
+                    projector.project_into(&universal, pending);
                 }
                 Poll::Ready(None) => return Poll::Ready(None),
                 Poll::Pending => return Poll::Pending,
@@ -347,5 +358,38 @@ impl std::future::Future for Completion {
         Pin::new(&mut self.rx)
             .poll(cx)
             .map(|r| r.unwrap_or_else(|_| Err(AgentError::Protocol { reason: "the run ended without reporting a completion".into() })))
+    }
+}
+
+impl std::fmt::Debug for RunControl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunControl").field("cancel_requested", &self.is_cancel_requested()).finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for RunHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunHandle")
+            .field("agent_kind", &self.agent_kind)
+            .field("tools_structured", &self.tools_structured)
+            .finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for UniversalEvents {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UniversalEvents").finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for WrapperEvents {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WrapperEvents").finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for Completion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Completion").finish_non_exhaustive()
     }
 }

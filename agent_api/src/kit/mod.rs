@@ -9,6 +9,9 @@
 //! - [`lines`]: a bounded line reader; a line over the cap is skipped without being buffered
 //!   and reported as one bounded status event;
 //! - [`stderr`]: per-run stderr capture, bounded to a head and a tail;
+//! - [`protocol`]: the [`Protocol`] trait a backend implements, with its typed line entry;
+//! - [`transport`]: where lines come from (a process, an in-process agent, a recording);
+//! - [`budget`]: the byte budget of events waiting for the caller;
 //! - [`driver`]: the pump, with backpressure, that never drops an event, applies timeouts and
 //!   cancellation, and guarantees one completion and one terminal error for a failed run;
 //! - [`jsonrpc`], [`http`] and [`sse`]: helpers for the two-way protocols (JSON-RPC over stdio, and
@@ -17,16 +20,19 @@
 //!   requested and one resolved event per request, saying who decided;
 //! - [`replay`]: plays a recorded native log through the same protocol.
 
+pub mod budget;
 pub mod driver;
 pub mod hitl;
 pub mod http;
 pub mod jsonrpc;
 pub mod lines;
 pub mod process;
+pub mod protocol;
 mod reap;
 pub mod replay;
 pub mod sse;
 pub mod stderr;
+pub mod transport;
 
 pub use async_trait::async_trait;
 pub use driver::{start_run, Ctx, ExitInfo, Protocol, RunSettings, Transport, Unparsed};

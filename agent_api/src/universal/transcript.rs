@@ -2,144 +2,19 @@
 //! synthetic-event rules of `spec/universal-schema.md`.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::item::{ContentPart, ItemKind, ItemRole, ItemStatus, ReasoningVisibility, ToolMeta, UniversalItem};
+use super::item::{ContentPart, ItemKind, ItemRole, ItemStatus, UniversalItem};
 use super::types::*;
 use crate::error::AgentError;
 
-/// Memory limits of a transcript.
-#[derive(Debug, Clone, Copy)]
-#[non_exhaustive]
-pub struct TranscriptLimits {
-    /// Most bytes of streamed text assembled per item; beyond it the final content is cut
-    /// (the deltas themselves are all forwarded).
-    pub max_item_text: usize,
-}
+mod inputs;
+mod native_index;
 
-impl Default for TranscriptLimits {
-    fn default() -> Self {
-        Self { max_item_text: 8 * 1024 * 1024 }
-    }
-}
-
-/// How a session ended, for [`Transcript::end`].
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub struct SessionEnd {
-    /// Why it ended.
-    pub reason: SessionEndReason,
-    /// Who ended it.
-    pub terminated_by: TerminatedBy,
-    /// The error message, for `reason = error`.
-    pub message: Option<String>,
-    /// Exit code of the process, when there was one.
-    pub exit_code: Option<i32>,
-    /// Head and tail of stderr, for `reason = error`.
-    pub stderr: Option<StderrOutput>,
-}
-
-impl SessionEnd {
-    /// A normal end by the agent.
-    pub fn completed() -> Self {
-        Self { reason: SessionEndReason::Completed, terminated_by: TerminatedBy::Agent, message: None, exit_code: None, stderr: None }
-    }
-}
-
-/// A new item, for [`Transcript::start_item`].
-///
-/// ```
-/// use agent_api::universal::{ItemRole, NewItem};
-/// let item = NewItem::message(ItemRole::Assistant).native("msg_1");
-/// assert_eq!(item.native_item_id.as_deref(), Some("msg_1"));
-/// ```
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub struct NewItem {
-    /// Item category.
-    pub kind: ItemKind,
-    /// Role, for messages.
-    pub role: Option<ItemRole>,
-    /// The provider's item id.
-    pub native_item_id: Option<String>,
-    /// The parent item (daemon id).
-    pub parent_id: Option<String>,
-    /// Initial content.
-    pub content: Vec<ContentPart>,
-    /// Tool metadata, for tool items.
-    pub tool: Option<ToolMeta>,
-    /// Whether the daemon made the item up (stub or synthesized message).
-    pub synthetic: bool,
-}
-
-impl NewItem {
-    fn new(kind: ItemKind, role: Option<ItemRole>, content: Vec<ContentPart>) -> Self {
-        Self { kind, role, native_item_id: None, parent_id: None, content, tool: None, synthetic: false }
-    }
-
-    /// A message whose text will stream in as deltas.
-    pub fn message(role: ItemRole) -> Self {
-        Self::new(ItemKind::Message, Some(role), Vec::new())
-    }
-
-    /// An assistant message carrying reasoning; deltas are reasoning text.
-    pub fn reasoning(visibility: ReasoningVisibility) -> Self {
-        Self::new(ItemKind::Message, Some(ItemRole::Assistant), vec![ContentPart::Reasoning { text: String::new(), visibility }])
-    }
-
-    /// A tool call; when argument deltas stream, `arguments` becomes exactly their text.
-    pub fn tool_call(name: impl Into<String>, arguments: impl Into<String>, call_id: impl Into<String>) -> Self {
-        let part = ContentPart::ToolCall { name: name.into(), arguments: arguments.into(), call_id: call_id.into() };
-        Self::new(ItemKind::ToolCall, Some(ItemRole::Assistant), vec![part])
-    }
-
-    /// A tool result; when output deltas stream, `output` becomes exactly their text.
-    pub fn tool_result(call_id: impl Into<String>) -> Self {
-        let part = ContentPart::ToolResult { call_id: call_id.into(), output: String::new() };
-        Self::new(ItemKind::ToolResult, Some(ItemRole::Tool), vec![part])
-    }
-
-    /// A status item.
-    pub fn status(label: impl Into<String>, detail: Option<String>) -> Self {
-        Self::new(ItemKind::Status, None, vec![ContentPart::Status { label: label.into(), detail }])
-    }
-
-    /// An item of another kind with the given content.
-    pub fn other(kind: ItemKind, role: Option<ItemRole>, content: Vec<ContentPart>) -> Self {
-        Self::new(kind, role, content)
-    }
-
-    /// Sets the provider's item id.
-    pub fn native(mut self, id: impl Into<String>) -> Self {
-        self.native_item_id = Some(id.into());
-        self
-    }
-
-    /// Sets the parent item.
-    pub fn parent(mut self, parent: Option<String>) -> Self {
-        self.parent_id = parent;
-        self
-    }
-
-    /// Sets the tool metadata.
-    pub fn tool(mut self, meta: ToolMeta) -> Self {
-        self.tool = Some(meta);
-        self
-    }
-
-    /// Adds a content part.
-    pub fn with_part(mut self, part: ContentPart) -> Self {
-        self.content.push(part);
-        self
-    }
-
-    /// Marks the item as made up by the daemon.
-    pub fn synthetic(mut self) -> Self {
-        self.synthetic = true;
-        self
-    }
-}
+pub use inputs::{NewItem, SessionEnd, TranscriptLimits};
+use native_index::NativeIndex;
 
 struct OpenItem {
     item: UniversalItem,
@@ -176,10 +51,10 @@ pub struct Transcript {
     next_item: u64,
     started: bool,
     ended: bool,
-    raw: Option<Value>,
+    raw: Option<Arc<Value>>,
     open: Vec<String>,
     items: HashMap<String, OpenItem>,
-    by_native: HashMap<String, String>,
+    by_native: NativeIndex,
     permissions: HashMap<String, PermissionEventData>,
     questions: HashMap<String, QuestionEventData>,
     last_assistant_text: Option<String>,
@@ -204,7 +79,7 @@ impl Transcript {
             raw: None,
             open: Vec::new(),
             items: HashMap::new(),
-            by_native: HashMap::new(),
+            by_native: NativeIndex::default(),
             permissions: HashMap::new(),
             questions: HashMap::new(),
             last_assistant_text: None,
@@ -238,8 +113,18 @@ impl Transcript {
 
     /// Sets the native payload that events emitted from now on derive from (the driver sets it
     /// for each native line and clears it after).
-    pub fn set_raw(&mut self, raw: Option<Value>) {
+    pub fn set_raw(&mut self, raw: Option<Arc<Value>>) {
         self.raw = raw;
+    }
+
+    /// The native payload events emitted now derive from, when the run shows raw payloads.
+    pub fn raw(&self) -> Option<&Arc<Value>> {
+        self.raw.as_ref()
+    }
+
+    /// How many events were emitted and not yet drained.
+    pub fn pending_events(&self) -> usize {
+        self.events.len()
     }
 
     /// Whether `session.ended` was emitted.
@@ -254,7 +139,7 @@ impl Transcript {
 
     /// The daemon id of the item with this provider id, if it is known.
     pub fn item_by_native(&self, native_item_id: &str) -> Option<&str> {
-        self.by_native.get(native_item_id).map(String::as_str)
+        self.by_native.get(native_item_id)
     }
 
     /// The current state of an open item.
@@ -316,8 +201,13 @@ impl Transcript {
         let sequence = self.next_sequence;
         self.next_sequence += 1;
         let short = self.session_id.get(5..13).unwrap_or(&self.session_id);
+        let mut event_id = String::with_capacity(4 + short.len() + 1 + 20);
+        event_id.push_str("evt_");
+        event_id.push_str(short);
+        event_id.push('_');
+        push_decimal(&mut event_id, sequence);
         self.events.push(UniversalEvent {
-            event_id: format!("evt_{short}_{sequence}"),
+            event_id,
             sequence,
             time: self.now.get_or_insert_with(now_rfc3339).clone(),
             session_id: self.session_id.clone(),
@@ -344,7 +234,7 @@ impl Transcript {
         let item_id = format!("itm_{}", self.next_item);
         self.next_item += 1;
         if let Some(native) = &new.native_item_id {
-            self.by_native.insert(native.clone(), item_id.clone());
+            self.by_native.insert(native, &item_id);
         }
         let item = UniversalItem {
             item_id: item_id.clone(),
@@ -388,7 +278,7 @@ impl Transcript {
     /// opens `stub()` first as a synthetic item (the ordering rule). Returns the daemon id.
     pub fn delta_native(&mut self, native_item_id: &str, text: &str, stub: impl FnOnce() -> NewItem) -> String {
         let item_id = match self.by_native.get(native_item_id) {
-            Some(id) if self.items.contains_key(id) => id.clone(),
+            Some(id) if self.items.contains_key(id) => id.to_string(),
             _ => self.start_item(stub().native(native_item_id).synthetic()),
         };
         self.delta(&item_id, text);
@@ -425,6 +315,9 @@ impl Transcript {
         };
         self.open.retain(|id| id != item_id);
         let mut item = std::mem::replace(&mut open.item, placeholder_item());
+        if let Some(native) = &item.native_item_id {
+            self.by_native.closed(native, item_id);
+        }
         item.content = match content {
             Some(content) => content,
             None => fill_assembled(item.content, &open.assembled, open.had_delta),
@@ -611,6 +504,22 @@ impl Transcript {
     }
 }
 
+/// Appends `n` in decimal: the event id is built for every event, and `format!` costs more
+/// than the digits.
+fn push_decimal(out: &mut String, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.push_str(std::str::from_utf8(&digits[at..]).expect("ASCII digits"));
+}
+
 fn placeholder_item() -> UniversalItem {
     UniversalItem {
         item_id: String::new(),
@@ -671,3 +580,12 @@ fn now_rfc3339() -> String {
 
 #[cfg(test)]
 mod tests;
+
+impl std::fmt::Debug for Transcript {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Transcript")
+            .field("session_id", &self.session_id)
+            .field("native_session_id", &self.native_session_id)
+            .finish_non_exhaustive()
+    }
+}

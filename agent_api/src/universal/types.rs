@@ -1,5 +1,7 @@
 //! [`UniversalEvent`] and the data of each event type.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -28,9 +30,10 @@ pub struct UniversalEvent {
     /// The event type and its data.
     #[serde(flatten)]
     pub body: UniversalEventBody,
-    /// The native payload, when the run opted in (`include_raw`).
+    /// The native payload, when the run opted in (`include_raw`). Every event made from one
+    /// native line shares that line's payload.
     #[serde(default)]
-    pub raw: Option<Value>,
+    pub raw: Option<Arc<Value>>,
 }
 
 impl UniversalEvent {

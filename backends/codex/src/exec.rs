@@ -6,7 +6,7 @@
 //! items become status items; `error` items and events become non-terminal error events.
 //! `turn.completed` usage is the thread's total (see NOTES.md), reported as is.
 
-use agent_api::kit::driver::{ExitInfo, Unparsed};
+use agent_api::kit::driver::{parse_typed, parse_value, ExitInfo, Unparsed};
 use agent_api::kit::{Ctx, Protocol};
 use agent_api::universal::{ContentPart, FileAction, ItemKind, ItemRole, NewItem, ReasoningVisibility};
 use agent_api::{AgentError, RunCompletion};
@@ -14,6 +14,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::errors::{self, ErrorClass};
+use crate::exec_item::{text, ExecItem};
 use crate::schema::shape_error;
 use crate::tools::{ToolCall, ToolOutcome, Tools};
 
@@ -48,11 +49,11 @@ enum ExecEvent {
         error: Option<Value>,
     },
     #[serde(rename = "item.started")]
-    ItemStarted { item: Value },
+    ItemStarted { item: ExecItem },
     #[serde(rename = "item.updated")]
-    ItemUpdated { item: Value },
+    ItemUpdated { item: ExecItem },
     #[serde(rename = "item.completed")]
-    ItemCompleted { item: Value },
+    ItemCompleted { item: ExecItem },
     #[serde(rename = "error")]
     Error {
         #[serde(default)]
@@ -83,26 +84,26 @@ fn s<'a>(item: &'a Value, key: &str) -> &'a str {
     item.get(key).and_then(Value::as_str).unwrap_or("")
 }
 
-fn tool_of(kind: &str, item: &Value) -> Option<(ToolCall, ToolOutcome)> {
-    let status = s(item, "status");
+fn tool_of(kind: &str, item: &ExecItem) -> Option<(ToolCall, ToolOutcome)> {
+    let status = text(&item.status);
     let failed = matches!(status, "failed" | "declined");
     Some(match kind {
         "command_execution" => (
             ToolCall {
                 kind: "command_execution",
                 name: "exec_command".into(),
-                arguments: json!({"command": s(item, "command")}).to_string(),
+                arguments: json!({"command": text(&item.command)}).to_string(),
                 ..ToolCall::default()
             },
             ToolOutcome {
-                output: s(item, "aggregated_output").to_string(),
-                exit_code: item.get("exit_code").and_then(Value::as_i64),
+                output: text(&item.aggregated_output).to_string(),
+                exit_code: item.exit_code.as_ref().and_then(Value::as_i64),
                 failed,
                 files: Vec::new(),
             },
         ),
         "file_change" => {
-            let changes = item.get("changes").and_then(Value::as_array).cloned().unwrap_or_default();
+            let changes = item.changes.as_ref().and_then(Value::as_array).cloned().unwrap_or_default();
             let files: Vec<ContentPart> = changes
                 .iter()
                 .map(|c| ContentPart::FileRef {
@@ -123,8 +124,8 @@ fn tool_of(kind: &str, item: &Value) -> Option<(ToolCall, ToolOutcome)> {
             )
         }
         "mcp_tool_call" => {
-            let error = item.get("error").and_then(|e| e.get("message")).and_then(Value::as_str);
-            let output = match (error, item.get("result")) {
+            let error = item.error.as_ref().and_then(|e| e.get("message")).and_then(Value::as_str);
+            let output = match (error, item.result.as_ref()) {
                 (Some(e), _) => e.to_string(),
                 (None, Some(r)) if !r.is_null() => r
                     .get("content")
@@ -136,9 +137,9 @@ fn tool_of(kind: &str, item: &Value) -> Option<(ToolCall, ToolOutcome)> {
             (
                 ToolCall {
                     kind: "mcp_tool_call",
-                    name: format!("{}.{}", s(item, "server"), s(item, "tool")),
-                    arguments: item.get("arguments").map(Value::to_string).unwrap_or_default(),
-                    tool_name: Some(s(item, "tool").to_string()),
+                    name: format!("{}.{}", text(&item.server), text(&item.tool)),
+                    arguments: item.arguments.as_ref().map(Value::to_string).unwrap_or_default(),
+                    tool_name: Some(text(&item.tool).to_string()),
                     files: Vec::new(),
                 },
                 ToolOutcome { output, failed: failed || error.is_some(), ..ToolOutcome::default() },
@@ -147,8 +148,8 @@ fn tool_of(kind: &str, item: &Value) -> Option<(ToolCall, ToolOutcome)> {
         "collab_tool_call" => (
             ToolCall {
                 kind: "collab_agent_tool_call",
-                name: s(item, "tool").to_string(),
-                arguments: json!({"prompt": item.get("prompt")}).to_string(),
+                name: text(&item.tool).to_string(),
+                arguments: json!({"prompt": item.prompt}).to_string(),
                 ..ToolCall::default()
             },
             ToolOutcome { failed, ..ToolOutcome::default() },
@@ -157,7 +158,7 @@ fn tool_of(kind: &str, item: &Value) -> Option<(ToolCall, ToolOutcome)> {
             ToolCall {
                 kind: "web_search",
                 name: "web_search".into(),
-                arguments: json!({"query": s(item, "query"), "action": item.get("action")}).to_string(),
+                arguments: json!({"query": text(&item.query), "action": item.action}).to_string(),
                 ..ToolCall::default()
             },
             ToolOutcome::default(),
@@ -167,10 +168,10 @@ fn tool_of(kind: &str, item: &Value) -> Option<(ToolCall, ToolOutcome)> {
 }
 
 impl Exec {
-    fn item(&mut self, phase: Phase, item: Value, ctx: &mut Ctx<'_>) {
+    fn item(&mut self, phase: Phase, item: ExecItem, ctx: &mut Ctx<'_>) {
         let t = &mut *ctx.transcript;
-        let id = s(&item, "id").to_string();
-        let kind = s(&item, "type").to_string();
+        let id = text(&item.id).to_string();
+        let kind = text(&item.kind).to_string();
         if let Some((call, outcome)) = tool_of(&kind, &item) {
             match phase {
                 Phase::Completed => self.tools.finish(t, &id, call, outcome, None),
@@ -180,7 +181,7 @@ impl Exec {
         }
         match kind.as_str() {
             "agent_message" | "reasoning" if phase == Phase::Completed => {
-                let text = s(&item, "text").to_string();
+                let text = text(&item.text).to_string();
                 let (new, content) = if kind == "reasoning" {
                     (
                         NewItem::reasoning(ReasoningVisibility::Public),
@@ -205,7 +206,7 @@ impl Exec {
                 }
             }
             "todo_list" => {
-                let items = item.get("items").and_then(Value::as_array).cloned().unwrap_or_default();
+                let items = item.items.as_ref().and_then(Value::as_array).cloned().unwrap_or_default();
                 let steps: Vec<String> = items
                     .iter()
                     .map(|i| {
@@ -219,7 +220,7 @@ impl Exec {
                 t.status("todo_list", Some(steps.join("\n")));
             }
             "error" => {
-                let message = s(&item, "message");
+                let message = text(&item.message);
                 t.error(
                     errors::explanation(message),
                     Some(errors::classify_message(message).code().to_string()),
@@ -254,38 +255,9 @@ impl Exec {
             ctx.transcript.fail_item(&id);
         }
     }
-}
 
-impl Protocol for Exec {
-    fn name(&self) -> &'static str {
-        "codex.exec"
-    }
-
-    fn on_message(&mut self, message: Value, ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
-        let kind = message.get("type").and_then(Value::as_str).unwrap_or("").to_string();
-        let event = match serde_json::from_value::<ExecEvent>(message) {
-            Ok(event) => event,
-            Err(e)
-                if matches!(
-                    kind.as_str(),
-                    "thread.started"
-                        | "turn.started"
-                        | "turn.completed"
-                        | "turn.failed"
-                        | "item.started"
-                        | "item.updated"
-                        | "item.completed"
-                        | "error"
-                ) =>
-            {
-                return Err(Unparsed(shape_error(&format!("a {kind} event"), &e)));
-            }
-            Err(_) if kind.is_empty() => return Err(Unparsed("an exec event without a `type`".into())),
-            Err(_) => {
-                ctx.transcript.status("unknown_event", Some(agent_api::bounds::utf8_prefix(&kind, 64).to_string()));
-                return Ok(());
-            }
-        };
+    /// One typed exec event (parsed straight from its line, or through the `Value` path).
+    fn on_event(&mut self, event: ExecEvent, ctx: &mut Ctx<'_>) {
         let t = &mut *ctx.transcript;
         match event {
             ExecEvent::ThreadStarted { thread_id } => {
@@ -322,9 +294,52 @@ impl Protocol for Exec {
                 self.last_error = Some(message);
             }
         }
-        Ok(())
+    }
+}
+
+impl Protocol for Exec {
+    fn name(&self) -> &'static str {
+        "codex.exec"
     }
 
+    fn on_line(&mut self, line: &[u8], ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
+        match parse_typed::<ExecEvent>(line) {
+            Some(event) => {
+                self.on_event(event, ctx);
+                Ok(())
+            }
+            None => self.on_message(parse_value(line)?, ctx),
+        }
+    }
+
+    fn on_message(&mut self, message: Value, ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
+        let kind = message.get("type").and_then(Value::as_str).unwrap_or("").to_string();
+        let event = match serde_json::from_value::<ExecEvent>(message) {
+            Ok(event) => event,
+            Err(e)
+                if matches!(
+                    kind.as_str(),
+                    "thread.started"
+                        | "turn.started"
+                        | "turn.completed"
+                        | "turn.failed"
+                        | "item.started"
+                        | "item.updated"
+                        | "item.completed"
+                        | "error"
+                ) =>
+            {
+                return Err(Unparsed(shape_error(&format!("a {kind} event"), &e)));
+            }
+            Err(_) if kind.is_empty() => return Err(Unparsed("an exec event without a `type`".into())),
+            Err(_) => {
+                ctx.transcript.status("unknown_event", Some(agent_api::bounds::utf8_prefix(&kind, 64).to_string()));
+                return Ok(());
+            }
+        };
+        self.on_event(event, ctx);
+        Ok(())
+    }
     fn finish(&mut self, exit: &ExitInfo, ctx: &mut Ctx<'_>) -> Result<RunCompletion, AgentError> {
         // Close what is still open before the driver writes the terminal error: the transcript's
         // own end() would fail them after it, and a tool event must not follow the terminal error.
@@ -342,5 +357,11 @@ impl Protocol for Exec {
         // Exec reports the thread's cumulative usage, not this turn's.
         completion.data = Some(json!({"mode": "exec", "thread_id": self.thread_id, "usage_scope": "thread"}));
         Ok(completion)
+    }
+}
+
+impl std::fmt::Debug for Exec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Exec").finish_non_exhaustive()
     }
 }

@@ -42,6 +42,7 @@ pub mod argv;
 pub mod config;
 pub mod errors;
 pub mod exec;
+mod exec_item;
 pub mod schema;
 pub mod tools;
 pub mod version;

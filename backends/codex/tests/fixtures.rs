@@ -220,3 +220,18 @@ async fn exec_messages_get_one_synthetic_delta_and_tools_their_facets() {
     let tool = &patch.wrapper_of(AgentWrapperEventKind::ToolCall).last().unwrap().data.as_ref().unwrap()["tool"];
     assert_eq!(tool["kind"], "file_change");
 }
+
+#[test]
+fn the_typed_exec_path_matches_the_value_path_on_every_exec_fixture() {
+    use agent_api::kit::replay::RecordingFormat;
+    use agent_api::AgentBackend;
+    let backend = CodexBackend::new(CodexConfig::default());
+    for path in files("exec") {
+        let text = std::fs::read(&path).unwrap();
+        let lines: Vec<&[u8]> = text.split(|&b| b == b'\n').filter(|l| !l.is_empty()).collect();
+        agent_api_conformance::typed::assert_typed_matches_value(
+            || backend.replay_protocol(RecordingFormat::NativeStdout).unwrap(),
+            &lines,
+        );
+    }
+}

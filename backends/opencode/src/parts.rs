@@ -89,12 +89,13 @@ pub struct CacheTokens {
     pub read: u64,
 }
 
+#[derive(Debug)]
 struct OpenTool {
     result_item: String,
 }
 
 /// The parts of one run: which items are open, and the usage so far.
-#[derive(Default)]
+#[derive(Debug, Default)]
 pub struct Parts {
     /// Open text and reasoning items, by part id.
     open: HashMap<String, String>,

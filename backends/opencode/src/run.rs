@@ -5,6 +5,7 @@
 //! ends in state `error`, which shows as a failed `tool_result` with OpenCode's reason.
 
 use agent_api::kit::driver::{ExitInfo, Unparsed};
+use agent_api::kit::protocol::{parse_typed, parse_value};
 use agent_api::kit::{CommandSpec, Ctx, Protocol};
 use agent_api::{AgentError, RunCompletion, RunRequest, SessionSelector};
 use serde::Deserialize;
@@ -27,19 +28,14 @@ struct RunLine {
 }
 
 /// The `run` converter (the same for live runs and replay: `run` takes no input).
-#[derive(Default)]
+#[derive(Debug, Default)]
 pub struct RunProtocol {
     parts: Parts,
     error: Option<NativeError>,
 }
 
-impl Protocol for RunProtocol {
-    fn name(&self) -> &'static str {
-        "opencode.run"
-    }
-
-    fn on_message(&mut self, message: Value, ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
-        let line: RunLine = serde_json::from_value(message)?;
+impl RunProtocol {
+    fn on_run_line(&mut self, line: RunLine, ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
         let t = &mut *ctx.transcript;
         if let Some(id) = &line.session_id {
             if t.native_session_id().is_none() {
@@ -55,6 +51,24 @@ impl Protocol for RunProtocol {
             }
         }
         Ok(())
+    }
+}
+
+impl Protocol for RunProtocol {
+    fn name(&self) -> &'static str {
+        "opencode.run"
+    }
+
+    fn on_line(&mut self, line: &[u8], ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
+        match parse_typed::<RunLine>(line) {
+            Some(line) => self.on_run_line(line, ctx),
+            None => self.on_message(parse_value(line)?, ctx),
+        }
+    }
+
+    fn on_message(&mut self, message: Value, ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
+        let line: RunLine = serde_json::from_value(message)?;
+        self.on_run_line(line, ctx)
     }
 
     fn finish(&mut self, exit: &ExitInfo, ctx: &mut Ctx<'_>) -> Result<RunCompletion, AgentError> {

@@ -119,7 +119,7 @@ async fn serve_resumes_continues_and_forks_its_session_on_the_same_server() {
 #[tokio::test]
 async fn serve_abort_mid_turn_cancels_and_leaves_no_process() {
     let Some((_server, sandbox)) = setup("slow_text").await else { return };
-    let needle = sandbox.home.display().to_string();
+    let needle = sandbox.cwd.clone();
     {
         let backend = backend(&sandbox, Interface::Serve);
         let run = drive(&backend, RunRequest::new("talk slowly"), PermissionDecision::Allow, true).await;
@@ -128,11 +128,7 @@ async fn serve_abort_mid_turn_cancels_and_leaves_no_process() {
         assert_eq!(run.universal.iter().filter(|e| e.is_terminal_error()).count(), 1);
     }
     // The run was the server's only user: its process group is gone with it.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    while !opencode_processes(&needle).is_empty() && std::time::Instant::now() < deadline {
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
-    assert_eq!(opencode_processes(&needle), Vec::<i32>::new(), "no opencode process is left");
+    wait_until_gone(&needle).await;
 }
 
 #[tokio::test]

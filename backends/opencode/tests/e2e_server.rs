@@ -11,6 +11,7 @@ use agent_api::kit::http::HttpClient;
 use agent_api::{AgentBackend, PermissionDecision, RunRequest};
 use agent_api_conformance::{assert_conformant, record};
 use agent_api_opencode::Interface;
+use agent_bench::process::processes_in;
 use common::*;
 
 #[tokio::test]
@@ -49,28 +50,20 @@ async fn concurrent_runs_share_one_server_and_never_mix_events() {
     }
     assert_eq!(sessions.len(), prompts.len(), "one session each");
     assert_eq!(backend.running_servers().len(), 1, "one server, kept warm for the next run");
-    let needle = sandbox.home.display().to_string();
-    assert!(!opencode_processes(&needle).is_empty());
+    let needle = sandbox.cwd.clone();
+    assert!(!processes_in(&needle).is_empty());
     drop(backend);
     wait_until_gone(&needle).await;
-}
-
-async fn wait_until_gone(needle: &str) {
-    let deadline = std::time::Instant::now() + Duration::from_secs(5);
-    while !opencode_processes(needle).is_empty() && std::time::Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert_eq!(opencode_processes(needle), Vec::<i32>::new(), "no opencode process is left");
 }
 
 #[tokio::test]
 async fn shutting_down_stops_the_server_after_its_last_run() {
     let Some((_server, sandbox)) = setup("slow_text").await else { return };
-    let needle = sandbox.home.display().to_string();
+    let needle = sandbox.cwd.clone();
     let backend = backend(&sandbox, Interface::Serve);
     let run = backend.run(RunRequest::new("talk slowly")).await.unwrap();
     backend.shut_down_servers().await;
-    assert!(!opencode_processes(&needle).is_empty(), "the run still holds its server");
+    assert!(!processes_in(&needle).is_empty(), "the run still holds its server");
     run.control().cancel();
     let _ = record(run).await;
     wait_until_gone(&needle).await;
@@ -93,12 +86,12 @@ async fn later_runs_reuse_the_running_server() {
 #[tokio::test]
 async fn server_death_ends_every_run_with_one_terminal_error_and_the_next_run_starts_afresh() {
     let Some((_server, sandbox)) = setup("slow_text").await else { return };
-    let needle = sandbox.home.display().to_string();
+    let needle = sandbox.cwd.clone();
     let backend = backend(&sandbox, Interface::Serve);
     let first = backend.run(RunRequest::new("talk slowly")).await.unwrap();
     let second = backend.run(RunRequest::new("talk slowly as well")).await.unwrap();
     let dead = backend.running_servers()[0].clone();
-    assert!(!opencode_processes(&needle).is_empty(), "the server runs");
+    assert!(!processes_in(&needle).is_empty(), "the server runs");
     tokio::time::sleep(Duration::from_secs(1)).await;
     // SAFETY: kill(2) on the process group this backend started; no memory is involved.
     unsafe { libc::kill(-dead.pgid, libc::SIGKILL) };

@@ -1,7 +1,7 @@
 //! [`ScriptedProtocol`]: converts the scripted agent's wire lines into the universal transcript,
 //! the way every CLI backend converts its CLI's output.
 
-use agent_api::kit::driver::{Ctx, ExitInfo, Protocol, Unparsed};
+use agent_api::kit::driver::{parse_typed, parse_value, Ctx, ExitInfo, Protocol, Unparsed};
 use agent_api::kit::hitl::{Hitl, PermissionDetails, PermissionRequest, QuestionRequest};
 use agent_api::tools_facet::ToolBytes;
 use agent_api::universal::{ContentPart, ItemRole, NewItem, ReasoningVisibility, ToolMeta};
@@ -41,7 +41,7 @@ impl ScriptedProtocol {
         }
     }
 
-    fn on_line(&mut self, line: AgentLine, ctx: &mut Ctx<'_>) {
+    fn agent_line(&mut self, line: AgentLine, ctx: &mut Ctx<'_>) {
         match line {
             AgentLine::Session { id, model } => {
                 ctx.transcript.set_native_session_id(id);
@@ -137,9 +137,19 @@ impl Protocol for ScriptedProtocol {
         "scripted"
     }
 
+    fn on_line(&mut self, line: &[u8], ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
+        match parse_typed::<AgentLine>(line) {
+            Some(line) => {
+                self.agent_line(line, ctx);
+                Ok(())
+            }
+            None => self.on_message(parse_value(line)?, ctx),
+        }
+    }
+
     fn on_message(&mut self, message: Value, ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
         let line: AgentLine = serde_json::from_value(message)?;
-        self.on_line(line, ctx);
+        self.agent_line(line, ctx);
         Ok(())
     }
 

@@ -153,6 +153,16 @@ pub fn process_alive(pid: i32) -> bool {
     }
 }
 
+/// The live processes whose working directory is `dir` (what a run in a sandbox left behind).
+pub fn processes_in(dir: &std::path::Path) -> Vec<i32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| std::fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|cwd| cwd == dir))
+        .filter(|pid| process_alive(*pid))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -14,6 +14,7 @@
 //! ```
 
 pub mod fake;
+pub mod typed;
 
 use std::collections::HashSet;
 use std::sync::OnceLock;

@@ -120,7 +120,7 @@ fn resolving_an_unknown_permission_is_a_typed_error() {
 fn raw_is_filled_only_when_opted_in() {
     for include in [false, true] {
         let mut t = Transcript::new("sess_1".into(), include);
-        t.set_raw(Some(serde_json::json!({"type": "x"})));
+        t.set_raw(Some(std::sync::Arc::new(serde_json::json!({"type": "x"}))));
         t.status("s", None);
         let events: Vec<_> = t.drain().collect();
         assert!(events.iter().all(|e| e.raw.is_some() == include));
@@ -130,7 +130,7 @@ fn raw_is_filled_only_when_opted_in() {
 #[test]
 fn the_user_message_the_sdk_sent_carries_no_native_line() {
     let mut t = Transcript::new("sess_1".into(), true);
-    t.set_raw(Some(serde_json::json!({"type": "system", "subtype": "init"})));
+    t.set_raw(Some(std::sync::Arc::new(serde_json::json!({"type": "system", "subtype": "init"}))));
     t.user_message("hi");
     let user: Vec<_> = t.drain().collect();
     assert!(!user.is_empty() && user.iter().all(|e| e.raw.is_none()), "{user:?}");
@@ -151,4 +151,18 @@ fn assembled_text_is_capped_but_every_delta_is_forwarded() {
         UniversalEventBody::ItemCompleted(d) => assert_eq!(d.item.text(), "12345678"),
         other => panic!("{other:?}"),
     }
+}
+
+#[test]
+fn the_provider_id_index_keeps_recent_closed_items_findable_and_stays_bounded() {
+    let mut t = Transcript::new("sess_index".into(), false);
+    for i in 0..(super::native_index::KEEP_CLOSED + 1000) {
+        let id = t.start_item(NewItem::message(ItemRole::Assistant).native(format!("native_{i}")));
+        t.complete_item(&id);
+        t.drain();
+    }
+    assert!(t.by_native.len() <= super::native_index::KEEP_CLOSED, "{} provider ids kept", t.by_native.len());
+    let last = super::native_index::KEEP_CLOSED + 999;
+    assert!(t.item_by_native(&format!("native_{last}")).is_some(), "a recently closed item is still found");
+    assert!(t.item_by_native("native_0").is_none(), "the oldest closed items are forgotten");
 }

@@ -270,6 +270,11 @@ impl ClaudeProtocol {
         } else {
             ctx.transcript.complete_item(&item);
         }
+        // The call is answered: its input is not needed again, and a long session must not keep
+        // every input it ever sent (the entry itself stays, so a late snapshot still matches it).
+        if let Some(call) = self.tools.get_mut(&call_id) {
+            call.input = Value::Null;
+        }
         self.results_seen.insert(call_id);
     }
 

@@ -17,7 +17,7 @@ mod tests;
 
 use std::collections::{HashMap, HashSet};
 
-use agent_api::kit::driver::Unparsed;
+use agent_api::kit::driver::{parse_typed, parse_value, Unparsed};
 use agent_api::kit::hitl::Hitl;
 use agent_api::kit::{Ctx, ExitInfo, Protocol};
 use agent_api::{AgentError, ControlCommand, PermissionPolicy, RunCompletion};
@@ -167,6 +167,17 @@ impl Protocol for ClaudeProtocol {
         Ok(())
     }
 
+    fn on_line(&mut self, line: &[u8], ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
+        // The hot path: stream events (one per delta) are parsed straight into their type.
+        if stream::looks_like_stream_event(line) {
+            if let Some(event) = parse_typed::<stream::StreamLine>(line) {
+                self.flush_user_messages(ctx);
+                return self.on_stream_event(event, ctx);
+            }
+        }
+        self.on_message(parse_value(line)?, ctx)
+    }
+
     fn on_message(&mut self, message: Value, ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
         let kind = type_of(&message)?;
         if !matches!(kind, "system" | "control_response") {
@@ -175,7 +186,7 @@ impl Protocol for ClaudeProtocol {
         }
         match kind {
             "system" => self.on_system(&message, ctx),
-            "stream_event" => self.on_stream_event(&message, ctx),
+            "stream_event" => self.on_stream_value(message, ctx),
             "assistant" => self.on_assistant(&message, ctx),
             "user" => self.on_user(&message, ctx),
             "result" => self.on_result(&message, ctx),
@@ -228,5 +239,11 @@ impl Protocol for ClaudeProtocol {
         self.flush_user_messages(ctx);
         self.close_all_messages(ctx);
         self.outcome.finish(exit, self.bypass_requested)
+    }
+}
+
+impl std::fmt::Debug for ClaudeProtocol {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClaudeProtocol").finish_non_exhaustive()
     }
 }

@@ -73,7 +73,8 @@ pub(crate) fn classify(error: &ApiError) -> AgentError {
 
 fn add(total: &mut Option<u64>, value: Option<u64>) {
     if let Some(v) = value {
-        *total = Some(total.unwrap_or(0) + v);
+        // Counts saturate: an agent reporting u64::MAX must not wrap (or panic) the sum.
+        *total = Some(total.unwrap_or(0).saturating_add(v));
     }
 }
 
@@ -91,7 +92,7 @@ impl Outcome {
         let usage = result.get("usage");
         let n = |key: &str| usage.and_then(|u| u.get(key)).and_then(Value::as_u64);
         let input = [n("input_tokens"), n("cache_creation_input_tokens"), n("cache_read_input_tokens")];
-        let total_input = input.iter().any(Option::is_some).then(|| input.iter().flatten().sum());
+        let total_input = input.iter().any(Option::is_some).then(|| input.iter().flatten().fold(0u64, |sum, n| sum.saturating_add(*n)));
         add(&mut self.usage.input_tokens, total_input);
         add(&mut self.usage.cached_input_tokens, n("cache_read_input_tokens"));
         add(&mut self.usage.output_tokens, n("output_tokens"));

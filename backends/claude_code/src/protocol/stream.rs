@@ -9,47 +9,106 @@
 use agent_api::kit::driver::Unparsed;
 use agent_api::kit::Ctx;
 use agent_api::universal::{NewItem, ReasoningVisibility};
+use serde::Deserialize;
 use serde_json::Value;
 
-use super::messages::{thread_of, BlockKind, StreamedBlock};
+use super::messages::{BlockKind, StreamedBlock};
 use super::{short, ClaudeProtocol};
 use crate::tools::{self, ToolCallInfo};
 
+/// A `stream_event` line, deserialized straight from its bytes (the hot path of a streamed run:
+/// one line per delta). Fields a handler does not read are skipped without being built.
+#[derive(Debug, Deserialize)]
+pub(crate) struct StreamLine {
+    #[serde(default)]
+    event: Option<SseEvent>,
+    /// The thread: the tool call whose sub-agent streams, or none for the main agent.
+    #[serde(default)]
+    parent_tool_use_id: Option<String>,
+    #[serde(default)]
+    uuid: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct SseEvent {
+    #[serde(default, rename = "type")]
+    kind: Option<String>,
+    #[serde(default)]
+    index: Option<u64>,
+    #[serde(default)]
+    delta: Option<SseDelta>,
+    #[serde(default)]
+    content_block: Option<Value>,
+    #[serde(default)]
+    message: Option<MessageHead>,
+    #[serde(default)]
+    error: Option<Value>,
+}
+
+#[derive(Debug, Deserialize)]
+struct SseDelta {
+    #[serde(default, rename = "type")]
+    kind: Option<String>,
+    #[serde(default)]
+    text: Option<String>,
+    #[serde(default)]
+    thinking: Option<String>,
+    #[serde(default)]
+    partial_json: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct MessageHead {
+    #[serde(default)]
+    id: Option<String>,
+}
+
+/// Whether a line is a `stream_event` by its first bytes (the CLI writes `type` first); only a
+/// shortcut: any other line still goes through the `Value` path, which knows every type.
+pub(crate) fn looks_like_stream_event(line: &[u8]) -> bool {
+    line.starts_with(br#"{"type":"stream_event""#)
+}
+
 impl ClaudeProtocol {
-    pub(crate) fn on_stream_event(&mut self, message: &Value, ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
-        let event =
-            message.get("event").filter(|e| e.is_object()).ok_or_else(|| Unparsed("a stream_event has no `event` object".into()))?;
-        let kind = event.get("type").and_then(Value::as_str).ok_or_else(|| Unparsed("a stream_event's event has no `type`".into()))?;
-        let thread = thread_of(message);
+    /// A `stream_event` that came through the `Value` path.
+    pub(crate) fn on_stream_value(&mut self, message: Value, ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
+        if !message.get("event").is_some_and(Value::is_object) {
+            return Err(Unparsed("a stream_event has no `event` object".into()));
+        }
+        let line: StreamLine = serde_json::from_value(message)
+            .map_err(|e| Unparsed(format!("a stream_event: {}", agent_api::kit::driver::describe_json_error(&e))))?;
+        self.on_stream_event(line, ctx)
+    }
+
+    pub(crate) fn on_stream_event(&mut self, line: StreamLine, ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
+        let StreamLine { event, parent_tool_use_id: thread, uuid } = line;
+        let event = event.ok_or_else(|| Unparsed("a stream_event has no `event` object".into()))?;
+        let kind = event.kind.as_deref().ok_or_else(|| Unparsed("a stream_event's event has no `type`".into()))?;
+        let index = || event.index.ok_or_else(|| Unparsed("a content block event has no numeric `index`".into()));
         match kind {
             "message_start" => {
-                let id = event
-                    .pointer("/message/id")
-                    .and_then(Value::as_str)
-                    .or_else(|| message.get("uuid").and_then(Value::as_str))
-                    .unwrap_or("assistant")
-                    .to_string();
+                let id = event.message.as_ref().and_then(|m| m.id.clone()).or(uuid).unwrap_or_else(|| "assistant".into());
                 self.ensure_message(&id, thread.clone(), ctx);
                 self.streaming.insert(thread, id);
             }
             "content_block_start" => {
-                let index = index_of(event)?;
+                let index = index()?;
                 let block = event
-                    .get("content_block")
+                    .content_block
+                    .as_ref()
                     .filter(|b| b.is_object())
                     .ok_or_else(|| Unparsed("content_block_start has no `content_block`".into()))?;
-                let msg_id = self.streaming_message(&thread, message, ctx);
+                let msg_id = self.streaming_message(&thread, uuid.as_deref(), ctx);
                 self.block_start(&msg_id, thread, index, block, ctx);
             }
             "content_block_delta" => {
-                let index = index_of(event)?;
-                let delta =
-                    event.get("delta").filter(|d| d.is_object()).ok_or_else(|| Unparsed("content_block_delta has no `delta`".into()))?;
-                let msg_id = self.streaming_message(&thread, message, ctx);
+                let index = index()?;
+                let delta = event.delta.as_ref().ok_or_else(|| Unparsed("content_block_delta has no `delta`".into()))?;
+                let msg_id = self.streaming_message(&thread, uuid.as_deref(), ctx);
                 self.block_delta(&msg_id, index, delta, ctx);
             }
             "content_block_stop" => {
-                let index = index_of(event)?;
+                let index = index()?;
                 if let Some(msg_id) = self.streaming.get(&thread).cloned() {
                     self.block_stop(&msg_id, index, ctx);
                 }
@@ -62,23 +121,24 @@ impl ClaudeProtocol {
             // The stop reason and token counts come again, complete, in the turn's result.
             "message_delta" | "ping" => {}
             "error" => {
-                let text = short(event.pointer("/error/message"), 300).unwrap_or_else(|| "the model stream reported an error".into());
-                let code = short(event.pointer("/error/type"), 64);
+                let error = event.error.as_ref();
+                let text = short(error.and_then(|e| e.get("message")), 300).unwrap_or_else(|| "the model stream reported an error".into());
+                let code = short(error.and_then(|e| e.get("type")), 64);
                 ctx.transcript.error(text, code, None);
             }
             other => {
-                ctx.transcript.status("unknown_stream_event", short(Some(&Value::from(other)), 64));
+                ctx.transcript.status("unknown_stream_event", Some(agent_api::bounds::utf8_prefix(other, 64).to_string()));
             }
         }
         Ok(())
     }
 
     /// The message block events of `thread` belong to; opens one when no `message_start` came.
-    fn streaming_message(&mut self, thread: &Option<String>, message: &Value, ctx: &mut Ctx<'_>) -> String {
+    fn streaming_message(&mut self, thread: &Option<String>, uuid: Option<&str>, ctx: &mut Ctx<'_>) -> String {
         if let Some(id) = self.streaming.get(thread) {
             return id.clone();
         }
-        let id = message.get("uuid").and_then(Value::as_str).unwrap_or("assistant").to_string();
+        let id = uuid.unwrap_or("assistant").to_string();
         self.ensure_message(&id, thread.clone(), ctx);
         self.streaming.insert(thread.clone(), id.clone());
         id
@@ -135,8 +195,8 @@ impl ClaudeProtocol {
         }
     }
 
-    fn block_delta(&mut self, msg_id: &str, index: u64, delta: &Value, ctx: &mut Ctx<'_>) {
-        let kind = delta.get("type").and_then(Value::as_str).unwrap_or("unknown");
+    fn block_delta(&mut self, msg_id: &str, index: u64, delta: &SseDelta, ctx: &mut Ctx<'_>) {
+        let kind = delta.kind.as_deref().unwrap_or("unknown");
         let (message_item, block) = match self.messages.get_mut(msg_id) {
             Some(m) => {
                 let at = m.by_index.get(&index).copied();
@@ -144,10 +204,9 @@ impl ClaudeProtocol {
             }
             None => (None, None),
         };
-        let text_of = |key: &str| delta.get(key).and_then(Value::as_str).unwrap_or_default();
         match kind {
             "text_delta" => {
-                let text = text_of("text");
+                let text = delta.text.as_deref().unwrap_or_default();
                 if let Some(block) = block {
                     block.text.push_str(text);
                 }
@@ -156,7 +215,8 @@ impl ClaudeProtocol {
                 }
             }
             "thinking_delta" | "input_json_delta" => {
-                let text = text_of(if kind == "thinking_delta" { "thinking" } else { "partial_json" });
+                let text = if kind == "thinking_delta" { &delta.thinking } else { &delta.partial_json };
+                let text = text.as_deref().unwrap_or_default();
                 if let Some(block) = block {
                     if kind == "thinking_delta" {
                         block.text.push_str(text);
@@ -169,7 +229,7 @@ impl ClaudeProtocol {
             // A signature only proves the thinking text; citations annotate text already streamed.
             "signature_delta" | "citations_delta" => {}
             other => {
-                ctx.transcript.status("unknown_stream_delta", short(Some(&Value::from(other)), 64));
+                ctx.transcript.status("unknown_stream_delta", Some(agent_api::bounds::utf8_prefix(other, 64).to_string()));
             }
         }
     }
@@ -185,8 +245,4 @@ impl ClaudeProtocol {
             }
         }
     }
-}
-
-fn index_of(event: &Value) -> Result<u64, Unparsed> {
-    event.get("index").and_then(Value::as_u64).ok_or_else(|| Unparsed("a content block event has no numeric `index`".into()))
 }

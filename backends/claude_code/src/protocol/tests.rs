@@ -434,3 +434,34 @@ async fn a_message_that_reached_message_stop_completes_when_the_next_one_starts(
     assert!(completed(&run).iter().all(|i| i.status == agent_api::universal::ItemStatus::Completed));
     assert_eq!(run.assistant_text(), "firstsecond");
 }
+
+#[tokio::test]
+async fn token_counts_at_u64_max_saturate_instead_of_wrapping() {
+    let huge = json!({"type":"result","subtype":"success","is_error":false,"result":"ok","session_id":SID,"usage":{"input_tokens":u64::MAX,"cache_read_input_tokens":u64::MAX,"output_tokens":u64::MAX}});
+    let run = replay_lines(&[init(), huge.clone(), huge], Some(0)).await;
+    assert_conformant(&run);
+    let usage = run.completion.as_ref().unwrap().usage.clone().unwrap();
+    assert_eq!((usage.input_tokens, usage.cached_input_tokens, usage.output_tokens), (Some(u64::MAX), Some(u64::MAX), Some(u64::MAX)));
+}
+
+#[test]
+fn the_typed_stream_event_path_matches_the_value_path_on_every_print_fixture() {
+    let dir = agent_bench::fixtures_dir().join("claude_code/print");
+    let mut typed_lines = 0;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if !path.to_string_lossy().ends_with(".stdout.jsonl") {
+            continue;
+        }
+        let text = std::fs::read(&path).unwrap();
+        let lines: Vec<&[u8]> = text.split(|&b| b == b'\n').filter(|l| !l.is_empty()).collect();
+        typed_lines += lines.iter().filter(|l| super::stream::looks_like_stream_event(l)).count();
+        for line in &lines {
+            if super::stream::looks_like_stream_event(line) {
+                assert!(agent_api::kit::driver::parse_typed::<super::stream::StreamLine>(line).is_some(), "{}", path.display());
+            }
+        }
+        agent_api_conformance::typed::assert_typed_matches_value(|| Box::new(ClaudeProtocol::replaying()), &lines);
+    }
+    assert!(typed_lines > 20, "the fixtures stream: {typed_lines} stream_event lines");
+}

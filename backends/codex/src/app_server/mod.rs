@@ -277,21 +277,10 @@ impl AppServer {
         }
     }
 
-    fn on_notification(&mut self, method: &str, params: Value, ctx: &mut Ctx<'_>) -> Result<(), String> {
+    /// The item notifications: item starts and completions, and their streamed content.
+    fn on_item_notification(&mut self, method: &str, params: Value, ctx: &mut Ctx<'_>) -> Result<(), String> {
         let t = &mut *ctx.transcript;
         match method {
-            "thread/started" => {
-                let envelope = parse(method, params)?;
-                self.thread_started(t, envelope);
-            }
-            "turn/started" => {
-                let envelope: schema::TurnEnvelope = parse(method, params)?;
-                if self.ours(envelope.thread_id.as_deref()) && self.turn_id.as_deref().is_none_or(|id| id == envelope.turn.id) {
-                    self.turn_id = Some(envelope.turn.id.clone());
-                    t.status("turn_started", Some(envelope.turn.id));
-                }
-            }
-            "turn/completed" => self.turn_completed(parse(method, params)?, ctx),
             "item/started" | "item/completed" => {
                 let envelope: schema::ItemEnvelope = parse(method, params)?;
                 if self.ours(envelope.thread_id.as_deref()) {
@@ -327,6 +316,73 @@ impl AppServer {
                 let p: schema::McpProgress = parse(method, params)?;
                 t.status("mcp_progress", Some(agent_api::bounds::utf8_prefix(&p.message, 1024).to_string()));
             }
+            // The caller routes only the methods above here.
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// This turn's token usage, summed (saturating) over its updates.
+    fn token_usage(&mut self, u: schema::TokenUsageUpdated) {
+        let this_turn = self.turn_id.is_some() && u.turn_id == self.turn_id;
+        if this_turn && self.ours(u.thread_id.as_deref()) {
+            let sum = self.usage.get_or_insert_with(Default::default);
+            sum.input_tokens = sum.input_tokens.saturating_add(u.token_usage.last.input_tokens);
+            sum.cached_input_tokens = sum.cached_input_tokens.saturating_add(u.token_usage.last.cached_input_tokens);
+            sum.output_tokens = sum.output_tokens.saturating_add(u.token_usage.last.output_tokens);
+            sum.reasoning_output_tokens = sum.reasoning_output_tokens.saturating_add(u.token_usage.last.reasoning_output_tokens);
+        }
+    }
+
+    /// An `error` notification: a typed error event; the last one that will not be retried
+    /// fails the turn.
+    fn error_notification(&mut self, method: &str, params: Value, t: &mut agent_api::universal::Transcript) {
+        let e: schema::ErrorNotification = match parse(method, params.clone()) {
+            Ok(e) => e,
+            Err(_) => schema::ErrorNotification {
+                error: schema::TurnError {
+                    message: params.get("message").and_then(Value::as_str).unwrap_or("").into(),
+                    codex_error_info: None,
+                },
+                will_retry: false,
+                thread_id: None,
+                turn_id: None,
+            },
+        };
+        let class = errors::classify(e.error.codex_error_info.as_ref(), &e.error.message);
+        let message = errors::explanation(&e.error.message);
+        let details = json!({"will_retry": e.will_retry, "turn_id": e.turn_id, "codex_error_info": e.error.codex_error_info});
+        t.error(message.clone(), Some(class.code().to_string()), Some(details));
+        if !e.will_retry {
+            self.last_error = Some((class, e.error.message));
+        }
+    }
+
+    fn on_notification(&mut self, method: &str, params: Value, ctx: &mut Ctx<'_>) -> Result<(), String> {
+        let t = &mut *ctx.transcript;
+        match method {
+            "thread/started" => {
+                let envelope = parse(method, params)?;
+                self.thread_started(t, envelope);
+            }
+            "turn/started" => {
+                let envelope: schema::TurnEnvelope = parse(method, params)?;
+                if self.ours(envelope.thread_id.as_deref()) && self.turn_id.as_deref().is_none_or(|id| id == envelope.turn.id) {
+                    self.turn_id = Some(envelope.turn.id.clone());
+                    t.status("turn_started", Some(envelope.turn.id));
+                }
+            }
+            "turn/completed" => self.turn_completed(parse(method, params)?, ctx),
+            "item/started"
+            | "item/completed"
+            | "item/agentMessage/delta"
+            | "item/reasoning/summaryTextDelta"
+            | "item/reasoning/textDelta"
+            | "item/plan/delta"
+            | "item/commandExecution/outputDelta"
+            | "item/fileChange/outputDelta"
+            | "item/fileChange/patchUpdated"
+            | "item/mcpToolCall/progress" => self.on_item_notification(method, params, ctx)?,
             "item/commandExecution/terminalInteraction" => {
                 t.status("terminal_input", None);
             }
@@ -351,38 +407,8 @@ impl AppServer {
                 };
                 t.status("todo_list", Some(detail));
             }
-            "thread/tokenUsage/updated" => {
-                let u: schema::TokenUsageUpdated = parse(method, params)?;
-                let this_turn = self.turn_id.is_some() && u.turn_id == self.turn_id;
-                if this_turn && self.ours(u.thread_id.as_deref()) {
-                    let sum = self.usage.get_or_insert_with(Default::default);
-                    sum.input_tokens += u.token_usage.last.input_tokens;
-                    sum.cached_input_tokens += u.token_usage.last.cached_input_tokens;
-                    sum.output_tokens += u.token_usage.last.output_tokens;
-                    sum.reasoning_output_tokens += u.token_usage.last.reasoning_output_tokens;
-                }
-            }
-            "error" | "thread/realtime/error" => {
-                let e: schema::ErrorNotification = match parse(method, params.clone()) {
-                    Ok(e) => e,
-                    Err(_) => schema::ErrorNotification {
-                        error: schema::TurnError {
-                            message: params.get("message").and_then(Value::as_str).unwrap_or("").into(),
-                            codex_error_info: None,
-                        },
-                        will_retry: false,
-                        thread_id: None,
-                        turn_id: None,
-                    },
-                };
-                let class = errors::classify(e.error.codex_error_info.as_ref(), &e.error.message);
-                let message = errors::explanation(&e.error.message);
-                let details = json!({"will_retry": e.will_retry, "turn_id": e.turn_id, "codex_error_info": e.error.codex_error_info});
-                t.error(message.clone(), Some(class.code().to_string()), Some(details));
-                if !e.will_retry {
-                    self.last_error = Some((class, e.error.message));
-                }
-            }
+            "thread/tokenUsage/updated" => self.token_usage(parse(method, params)?),
+            "error" | "thread/realtime/error" => self.error_notification(method, params, t),
             "configWarning" | "deprecationNotice" | "warning" | "guardianWarning" | "windows/worldWritableWarning" => {
                 let n: Notice = serde_json::from_value(params).unwrap_or_default();
                 let label = method.rsplit('/').next().unwrap_or(method);
@@ -528,5 +554,11 @@ impl Protocol for AppServer {
             Some(Outcome::Failed(error)) => Err(error),
             None => Err(exit.early_exit_error()),
         }
+    }
+}
+
+impl std::fmt::Debug for AppServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AppServer").finish_non_exhaustive()
     }
 }

@@ -45,6 +45,7 @@ struct Plan {
 }
 
 /// The `serve` converter, live or replaying.
+#[derive(Debug)]
 pub struct ServeProtocol {
     plan: Option<Plan>,
     pending: VecDeque<Pending>,

@@ -16,7 +16,7 @@ use super::{Pending, ServeProtocol};
 pub(super) type QuestionRef = (String, usize);
 
 /// The question requests waiting for answers, by OpenCode's request id.
-#[derive(Default)]
+#[derive(Debug, Default)]
 pub(super) struct Questions {
     open: HashMap<String, (usize, BTreeMap<usize, String>)>,
 }

@@ -8,12 +8,12 @@ use agent_api::projection::Projector;
 use agent_api::universal::UniversalEventBody;
 use agent_api::{AgentBackend, PermissionDecision, QuestionAnswer, RunRequest};
 use agent_api_conformance::RunRecord;
-use agent_api_opencode::{Interface, OpenCodeBackend, OpenCodeConfig, OpenCodeOptions};
+use agent_api_opencode::{Interface, OpenCodeBackend, OpenCodeConfig};
 use agent_bench::{e2e_enabled_or_explain, Cli, ModelServer, Sandbox};
 use futures::StreamExt;
 
 /// The bench's model server and a sandbox for `scenario`, or `None` when e2e runs are skipped.
-pub async fn setup(scenario: &str) -> Option<(ModelServer, Sandbox)> {
+pub(crate) async fn setup(scenario: &str) -> Option<(ModelServer, Sandbox)> {
     e2e_enabled_or_explain(Cli::OpenCode)?;
     let server = ModelServer::start(None).await.unwrap();
     let sandbox = Sandbox::new(Cli::OpenCode, &server, scenario).unwrap();
@@ -21,7 +21,7 @@ pub async fn setup(scenario: &str) -> Option<(ModelServer, Sandbox)> {
 }
 
 /// A backend running the sandbox's `opencode` with its environment, in its working directory.
-pub fn backend(sandbox: &Sandbox, interface: Interface) -> OpenCodeBackend {
+pub(crate) fn backend(sandbox: &Sandbox, interface: Interface) -> OpenCodeBackend {
     let mut config = OpenCodeConfig::with_binary(&sandbox.program).default_interface(interface);
     for (k, v) in &sandbox.env {
         config = config.env(k, v);
@@ -30,15 +30,15 @@ pub fn backend(sandbox: &Sandbox, interface: Interface) -> OpenCodeBackend {
     OpenCodeBackend::new(config)
 }
 
-/// The request of the `run` interface.
-pub fn one_way(request: RunRequest) -> RunRequest {
-    request.with_options(&OpenCodeOptions::default().interface(Interface::Run))
-}
-
 /// Runs `request`, answering every permission with `decision` and every question with its first
 /// option; cancels at the first native
 /// delta when `cancel_on_first_delta`.
-pub async fn drive(backend: &OpenCodeBackend, request: RunRequest, decision: PermissionDecision, cancel_on_first_delta: bool) -> RunRecord {
+pub(crate) async fn drive(
+    backend: &OpenCodeBackend,
+    request: RunRequest,
+    decision: PermissionDecision,
+    cancel_on_first_delta: bool,
+) -> RunRecord {
     let handle = backend.run(request.with_timeout(Duration::from_secs(120))).await.expect("run starts");
     let control = handle.control();
     let mut projector = Projector::new(handle.agent_kind().clone(), handle.tools_structured());
@@ -62,17 +62,11 @@ pub async fn drive(backend: &OpenCodeBackend, request: RunRequest, decision: Per
     RunRecord { universal, wrapper, completion: completion.await, tools_structured: true }
 }
 
-/// The processes whose command line mentions `opencode` and `needle` (a sandbox path).
-pub fn opencode_processes(needle: &str) -> Vec<i32> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else { continue };
-        let Ok(environ) = std::fs::read(entry.path().join("environ")) else { continue };
-        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else { continue };
-        let env = String::from_utf8_lossy(&environ);
-        if String::from_utf8_lossy(&cmdline).contains("opencode") && env.contains(needle) {
-            out.push(pid);
-        }
+/// Waits up to 5 s for every process working in `dir` (the server and its children) to be gone.
+pub(crate) async fn wait_until_gone(needle: &std::path::Path) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while !agent_bench::process::processes_in(needle).is_empty() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
-    out
+    assert_eq!(agent_bench::process::processes_in(needle), Vec::<i32>::new(), "no opencode process is left");
 }

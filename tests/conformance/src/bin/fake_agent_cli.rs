@@ -4,9 +4,12 @@
 //! `hang-with-child` (starts a grandchild that sleeps, then hangs), `big-line MIB` (one line of
 //! MIB mebibytes between two good lines), `invalid-utf8`, `flood GIB BIG_MIB` (GIB gibibytes of
 //! lines, one of them BIG_MIB long), `echo-stdin` (echoes each stdin line back in a JSON
-//! envelope), `ignore-term` (ignores SIGTERM and hangs), `setsid-child` (starts a grandchild in a
-//! new session, as Claude Code does for its tool shells, then hangs), `setsid-orphan` (the same
-//! grandchild, then exits at once, leaving it behind).
+//! envelope), `ignore-term` (ignores SIGTERM and hangs), `numbered N PROGRESS` (N numbered lines of
+//! about 1 KiB, each written through, the bytes written so far kept in the file PROGRESS),
+//! `close-stdout` (reports its pid, closes stdout and lives on), `ignore-stdin N` (N lines, then
+//! hangs without ever reading stdin)),
+//! `setsid-child` (starts a grandchild in a new session, as Claude Code does for its tool shells, then
+//! hangs), `setsid-orphan` (the same grandchild, then exits at once, leaving it behind).
 
 use std::io::{BufRead, Write};
 
@@ -118,6 +121,26 @@ fn main() {
                 out.flush().unwrap();
             }
         }
+        Some("numbered") => numbered(args.get(1).and_then(|s| s.parse().ok()).unwrap_or(1000), args.get(2).expect("a progress file")),
+        Some("close-stdout") => {
+            writeln!(out, "{{\"type\":\"pid\",\"pid\":{}}}", std::process::id()).unwrap();
+            out.flush().unwrap();
+            drop(out);
+            // SAFETY: closing our own stdout; nothing writes to it afterwards.
+            unsafe {
+                libc::close(1);
+            }
+            std::thread::sleep(std::time::Duration::from_secs(3600));
+            return;
+        }
+        Some("ignore-stdin") => {
+            let n: usize = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(100);
+            for i in 0..n {
+                good(&mut out, &format!("line {i}"));
+            }
+            out.flush().unwrap();
+            std::thread::sleep(std::time::Duration::from_secs(3600));
+        }
         _ => {
             eprintln!(
                 "usage: fake_agent_cli crash|hang|hang-with-child|setsid-child|setsid-orphan|ignore-term|big-line MIB|invalid-utf8|flood GIB BIG_MIB|echo-stdin"
@@ -128,6 +151,22 @@ fn main() {
     out.flush().unwrap();
 }
 
+/// Writes `n` numbered lines straight to the pipe, recording the bytes written after each one.
+fn numbered(n: usize, progress: &str) {
+    let mut stdout = std::io::stdout().lock();
+    let padding = "p".repeat(1000);
+    let mut written = 0usize;
+    for i in 0..n {
+        let line = format!("{{\"type\":\"text\",\"text\":\"{i:08} {padding}\"}}\n");
+        stdout.write_all(line.as_bytes()).unwrap();
+        stdout.flush().unwrap();
+        written += line.len();
+        std::fs::write(progress, written.to_string()).unwrap();
+    }
+}
+
 unsafe fn libc_ignore_sigterm() {
-    libc::signal(libc::SIGTERM, libc::SIG_IGN);
+    unsafe {
+        libc::signal(libc::SIGTERM, libc::SIG_IGN);
+    }
 }

@@ -1,0 +1,198 @@
+//! The byte budget of a run: every event waiting between the agent's stdout and the caller is
+//! counted in bytes; when the budget is spent the driver stops reading the agent's stdout (its
+//! pipe fills and the agent blocks), and nothing is ever dropped or reordered.
+//!
+//! Events cross in batches (one hand-off for all the lines already waiting). A batch holds its
+//! weight in permits of one semaphore until the caller has taken its last event.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use tokio::sync::{mpsc, Semaphore};
+
+use crate::universal::{ContentPart, UniversalEvent, UniversalEventBody as Body, UniversalItem};
+
+/// Default byte budget of a run: 1 MiB.
+pub const DEFAULT_BUFFER_BUDGET: usize = 1024 * 1024;
+
+/// Most events sent on as one batch (`spec/run-protocol.md`).
+pub const EVENTS_PER_BATCH: usize = 256;
+
+/// The semaphore holds at most `u32::MAX` permits per acquisition; budgets are capped there.
+const MAX_BUDGET: usize = u32::MAX as usize;
+
+struct Batch {
+    events: Vec<UniversalEvent>,
+    weight: usize,
+}
+
+/// The driver's end: sends batches once the budget has room for them.
+pub(super) struct BatchSender {
+    tx: mpsc::UnboundedSender<Batch>,
+    room: Arc<Semaphore>,
+    budget: usize,
+}
+
+/// The caller's end: hands out events one at a time and gives their bytes back to the budget.
+pub(crate) struct BatchReceiver {
+    rx: mpsc::UnboundedReceiver<Batch>,
+    room: Arc<Semaphore>,
+    budget: usize,
+    current: VecDeque<UniversalEvent>,
+    current_weight: usize,
+}
+
+/// A budget of `budget` bytes (at least 1).
+pub(super) fn channel(budget: usize) -> (BatchSender, BatchReceiver) {
+    let budget = budget.clamp(1, MAX_BUDGET);
+    let (tx, rx) = mpsc::unbounded_channel();
+    let room = Arc::new(Semaphore::new(budget));
+    let receiver = BatchReceiver { rx, room: room.clone(), budget, current: VecDeque::new(), current_weight: 0 };
+    (BatchSender { tx, room, budget }, receiver)
+}
+
+/// Nobody reads the events any more.
+pub(super) struct Closed;
+
+impl BatchSender {
+    /// Waits for room, then sends `events` weighing `weight` bytes. A batch heavier than the
+    /// whole budget waits until everything before it was taken, then goes alone.
+    pub(super) async fn send(&self, events: Vec<UniversalEvent>, weight: usize) -> Result<(), Closed> {
+        let weight = weight.clamp(1, self.budget);
+        let permits = self.room.acquire_many(weight as u32).await.map_err(|_| Closed)?;
+        permits.forget();
+        self.tx.send(Batch { events, weight }).map_err(|_| Closed)
+    }
+}
+
+impl BatchReceiver {
+    /// Bytes of events waiting now, counted against the budget.
+    pub(crate) fn buffered_bytes(&self) -> usize {
+        self.budget - self.room.available_permits().min(self.budget)
+    }
+
+    /// The next event, in order.
+    pub(crate) fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<UniversalEvent>> {
+        loop {
+            if let Some(event) = self.current.pop_front() {
+                if self.current.is_empty() {
+                    self.release();
+                }
+                return Poll::Ready(Some(event));
+            }
+            match self.rx.poll_recv(cx) {
+                Poll::Ready(Some(batch)) => {
+                    self.current.extend(batch.events);
+                    self.current_weight = batch.weight;
+                    if self.current.is_empty() {
+                        self.release();
+                    }
+                }
+                Poll::Ready(None) => return Poll::Ready(None),
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+    }
+
+    fn release(&mut self) {
+        self.room.add_permits(std::mem::take(&mut self.current_weight));
+    }
+}
+
+impl Drop for BatchReceiver {
+    fn drop(&mut self) {
+        // The driver waiting for room learns that nobody listens.
+        self.room.close();
+    }
+}
+
+/// What one heap allocation costs beyond its bytes: the allocator's header and rounding.
+const PER_ALLOCATION: usize = 32;
+
+fn string(s: &str) -> usize {
+    s.len() + PER_ALLOCATION
+}
+
+fn opt(s: &Option<String>) -> usize {
+    s.as_deref().map_or(0, string)
+}
+
+/// What an event weighs in memory, roughly: its struct and the allocations it owns (so that
+/// the budget counts what the process holds, not only the text). Shared raw payloads are
+/// counted once per native line by the driver, not here.
+pub(super) fn weight(event: &UniversalEvent) -> usize {
+    let envelope = std::mem::size_of::<UniversalEvent>()
+        + string(&event.event_id)
+        + string(&event.time)
+        + string(&event.session_id)
+        + opt(&event.native_session_id);
+    envelope
+        + match &event.body {
+            Body::ItemDelta(d) => string(&d.item_id) + string(&d.delta) + opt(&d.native_item_id),
+            Body::ItemStarted(d) | Body::ItemCompleted(d) => item_weight(&d.item),
+            // Status-like events: a few short strings.
+            _ => 256,
+        }
+}
+
+fn item_weight(item: &UniversalItem) -> usize {
+    let parts: usize = item
+        .content
+        .iter()
+        .map(|part| {
+            std::mem::size_of::<ContentPart>()
+                + match part {
+                    ContentPart::Text { text } | ContentPart::Reasoning { text, .. } => string(text),
+                    ContentPart::ToolCall { name, arguments, call_id } => string(name) + string(arguments) + string(call_id),
+                    ContentPart::ToolResult { call_id, output } => string(call_id) + string(output),
+                    ContentPart::FileRef { path, diff, .. } => string(path) + opt(diff),
+                    // JSON, images and status parts are small or rare; a flat estimate will do.
+                    _ => 256,
+                }
+        })
+        .sum();
+    string(&item.item_id) + opt(&item.native_item_id) + opt(&item.parent_id) + parts + 256
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::universal::{ItemRole, NewItem, Transcript};
+
+    fn events(n: usize) -> Vec<UniversalEvent> {
+        let mut t = Transcript::new("sess_budget".into(), false);
+        let id = t.start_item(NewItem::message(ItemRole::Assistant));
+        for _ in 0..n {
+            t.delta(&id, "some text");
+        }
+        t.drain().collect()
+    }
+
+    #[tokio::test]
+    async fn a_full_budget_holds_the_sender_until_the_reader_takes_the_batch() {
+        let (tx, mut rx) = channel(1000);
+        tx.send(events(1), 600).await.ok().unwrap();
+        assert_eq!(rx.buffered_bytes(), 600);
+        let blocked = tokio::time::timeout(std::time::Duration::from_millis(50), tx.send(events(1), 600)).await;
+        assert!(blocked.is_err(), "a second batch waits while the first one fills the budget");
+        let waker = futures::task::noop_waker();
+        let mut cx = Context::from_waker(&waker);
+        let mut taken = 0;
+        while let Poll::Ready(Some(_)) = rx.poll_next(&mut cx) {
+            taken += 1;
+        }
+        assert_eq!(taken, 3, "session.started, item.started and the delta");
+        assert_eq!(rx.buffered_bytes(), 0);
+        tx.send(events(1), 600).await.ok().unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_batch_heavier_than_the_budget_still_goes_alone_and_a_dropped_reader_frees_the_sender() {
+        let (tx, rx) = channel(100);
+        tx.send(events(3), 10_000).await.ok().unwrap();
+        assert_eq!(rx.buffered_bytes(), 100);
+        drop(rx);
+        assert!(tx.send(events(1), 10).await.is_err());
+    }
+}

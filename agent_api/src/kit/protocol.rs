@@ -1,0 +1,222 @@
+//! What a backend writes: the [`Protocol`] trait, the [`Ctx`] its methods get, and the
+//! [`ProtocolHarness`] to unit-test one.
+
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use super::stderr::StderrCapture;
+use crate::error::AgentError;
+use crate::run::{ControlCommand, RunCompletion};
+use crate::universal::Transcript;
+
+/// Why a native message could not be converted; becomes an `agent.unparsed` event.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Unparsed(pub String);
+
+impl From<serde_json::Error> for Unparsed {
+    /// Keeps the error's category and position only: serde's own messages quote native values
+    /// (`invalid type: string "…"`), which must not reach an event.
+    fn from(e: serde_json::Error) -> Self {
+        Unparsed(describe_json_error(&e))
+    }
+}
+
+/// A safe description of a JSON error: its category and, for syntax errors, where it was.
+pub fn describe_json_error(e: &serde_json::Error) -> String {
+    use serde_json::error::Category;
+    match e.classify() {
+        Category::Io => "I/O error while reading JSON".to_string(),
+        Category::Syntax => format!("JSON syntax error at line {} column {}", e.line(), e.column()),
+        Category::Eof => "JSON ends too early".to_string(),
+        Category::Data => "JSON does not have the expected shape".to_string(),
+    }
+}
+
+/// What a backend writes: the stateful converter of one agent's native protocol.
+///
+/// Every method gets a [`Ctx`] to describe events to the transcript and to send messages to
+/// the agent's stdin. Methods are synchronous: sending only queues.
+pub trait Protocol: Send + 'static {
+    /// Parser name used as `location` in `agent.unparsed` events.
+    fn name(&self) -> &'static str;
+
+    /// Called once before the first line: send the opening messages (initialize, the prompt).
+    fn start(&mut self, ctx: &mut Ctx<'_>) -> Result<(), AgentError> {
+        let _ = ctx;
+        Ok(())
+    }
+
+    /// One native line from the agent's stdout (valid UTF-8, not blank), as bytes.
+    ///
+    /// The default parses a `Value` and calls [`Protocol::on_message`]. A backend on the hot
+    /// path overrides it to deserialize straight into its own message type (see
+    /// [`parse_typed`]) and falls back to `on_message` only for lines its types do not take,
+    /// so that no `Value` is built for the lines that make up most of a run.
+    fn on_line(&mut self, line: &[u8], ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
+        let message = parse_value(line)?;
+        self.on_message(message, ctx)
+    }
+
+    /// One native JSON message from the agent's stdout (the `Value` path of [`Protocol::on_line`]).
+    fn on_message(&mut self, message: Value, ctx: &mut Ctx<'_>) -> Result<(), Unparsed>;
+
+    /// One message the client sent, in a recorded two-way session (replay only).
+    fn on_recorded_send(&mut self, message: Value, ctx: &mut Ctx<'_>) {
+        let _ = (message, ctx);
+    }
+
+    /// A caller's control command. The default knows no permission or question ids.
+    fn on_control(&mut self, command: ControlCommand, ctx: &mut Ctx<'_>) -> Result<(), AgentError> {
+        let _ = ctx;
+        Err(match command {
+            ControlCommand::Permission { id, .. } => AgentError::UnknownPermission { id },
+            ControlCommand::Question { id, .. } => AgentError::UnknownQuestion { id },
+        })
+    }
+
+    /// Sends the agent's soft interrupt, if it has one; returns whether it did. The driver
+    /// terminates the process group after the cancel grace period either way.
+    fn interrupt(&mut self, ctx: &mut Ctx<'_>) -> bool {
+        let _ = ctx;
+        false
+    }
+
+    /// The agent's output ended and its process exited: report how the run went.
+    fn finish(&mut self, exit: &ExitInfo, ctx: &mut Ctx<'_>) -> Result<RunCompletion, AgentError>;
+}
+
+/// Parses a native line into a `Value`; a line that is not JSON becomes [`Unparsed`].
+pub fn parse_value(line: &[u8]) -> Result<Value, Unparsed> {
+    serde_json::from_slice(line).map_err(|e| Unparsed(format!("not a JSON line: {}", describe_json_error(&e))))
+}
+
+/// The typed entry of a backend's [`Protocol::on_line`]: parses `line` straight into the
+/// backend's own message type `T`. `Err` hands back nothing but the fact: the caller then goes
+/// through [`parse_value`] and its `Value` path, which knows how to report the line.
+pub fn parse_typed<T: DeserializeOwned>(line: &[u8]) -> Option<T> {
+    serde_json::from_slice(line).ok()
+}
+
+/// What a [`Protocol`] method may do besides describing events.
+pub struct Ctx<'a> {
+    /// The run's transcript: describe what happened here.
+    pub transcript: &'a mut Transcript,
+    outbox: &'a mut Outbox,
+}
+
+/// What the protocol queued during one call, for the driver to carry out.
+#[derive(Default)]
+pub(super) struct Outbox {
+    pub(super) lines: Vec<Vec<u8>>,
+    pub(super) close_input: bool,
+    pub(super) shutdown: bool,
+}
+
+impl<'a> Ctx<'a> {
+    pub(super) fn new(transcript: &'a mut Transcript, outbox: &'a mut Outbox) -> Self {
+        Self { transcript, outbox }
+    }
+
+    /// Queues one JSON message, newline-terminated, for the agent's stdin.
+    pub fn send(&mut self, message: &Value) {
+        let mut line = serde_json::to_vec(message).expect("a Value always serializes");
+        line.push(b'\n');
+        self.outbox.lines.push(line);
+    }
+
+    /// Closes the agent's stdin once queued messages are written.
+    pub fn close_input(&mut self) {
+        self.outbox.close_input = true;
+    }
+
+    /// The run is done: close stdin, and terminate the process group if it has not exited
+    /// after the shutdown grace period.
+    pub fn shutdown(&mut self) {
+        self.outbox.close_input = true;
+        self.outbox.shutdown = true;
+    }
+}
+
+/// Drives a [`Protocol`] by hand, for unit tests of a converter: hand it messages through
+/// [`ProtocolHarness::ctx`], then read the transcript's events and what it sent to the agent.
+///
+/// ```
+/// use agent_api::kit::driver::ProtocolHarness;
+/// let mut harness = ProtocolHarness::new();
+/// harness.ctx().send(&serde_json::json!({"type": "interrupt"}));
+/// assert_eq!(harness.take_sent(), vec![serde_json::json!({"type": "interrupt"})]);
+/// ```
+pub struct ProtocolHarness {
+    /// The transcript the protocol describes events to.
+    pub transcript: Transcript,
+    outbox: Outbox,
+}
+
+impl Default for ProtocolHarness {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ProtocolHarness {
+    /// A harness with an empty transcript.
+    pub fn new() -> Self {
+        Self { transcript: Transcript::new("sess_harness".into(), false), outbox: Outbox::default() }
+    }
+
+    /// A context to pass to the protocol's methods.
+    pub fn ctx(&mut self) -> Ctx<'_> {
+        Ctx { transcript: &mut self.transcript, outbox: &mut self.outbox }
+    }
+
+    /// The messages the protocol queued for the agent's stdin since the last call.
+    pub fn take_sent(&mut self) -> Vec<Value> {
+        std::mem::take(&mut self.outbox.lines).iter().map(|line| serde_json::from_slice(line).expect("sent lines are JSON")).collect()
+    }
+
+    /// Whether the protocol closed the agent's stdin (or asked for shutdown).
+    pub fn input_closed(&self) -> bool {
+        self.outbox.close_input
+    }
+}
+
+/// How the agent's side of a run ended, for [`Protocol::finish`].
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct ExitInfo {
+    /// Exit code, when the process exited normally.
+    pub exit_code: Option<i32>,
+    /// Signal number, when a signal ended it.
+    pub signal: Option<i32>,
+    /// Its bounded stderr (never to be copied into wrapper events or error messages).
+    pub stderr: StderrCapture,
+    /// How many native lines were skipped for exceeding the line cap.
+    pub oversized_lines: u64,
+    /// Whether the driver stopped the run (cancel, timeout, drop).
+    pub stopped_by_daemon: bool,
+}
+
+impl ExitInfo {
+    /// Whether the process exited with code 0.
+    pub fn success(&self) -> bool {
+        self.exit_code == Some(0)
+    }
+
+    /// The error for a process that ended before its protocol finished.
+    pub fn early_exit_error(&self) -> AgentError {
+        AgentError::ProcessExited { exit_code: self.exit_code, signal: self.signal }
+    }
+}
+
+impl std::fmt::Debug for Ctx<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ctx").finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for ProtocolHarness {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProtocolHarness").finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,237 @@
+//! Gemini CLI's one-way interface: `gemini -p PROMPT --output-format stream-json`.
+//!
+//! Lines: `init` (session id, model) → `session.started`; `message` (user echo → nothing,
+//! assistant `delta: true` chunks → one streamed assistant message); `tool_use` / `tool_result` →
+//! tool items; `result` → the outcome, usage from `stats`; a failed `result` is one typed error
+//! by the HTTP status its message names. With no `result`, the exit code (the HTTP status mod 256
+//! on API errors) says what happened. No permissions: Gemini cannot ask here, so the run's policy
+//! does not apply; [`crate::HeadlessApproval`] passes an explicit don't-ask mode through.
+
+use agent_api::bounds::utf8_prefix;
+use agent_api::kit::driver::{ExitInfo, Unparsed};
+use agent_api::kit::{CommandSpec, Ctx, Protocol};
+use agent_api::tools_facet::ToolBytes;
+use agent_api::universal::{ContentPart, ItemRole, NewItem, ToolMeta};
+use agent_api::{AgentError, RunCompletion, RunRequest, SessionSelector, Usage};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::errors;
+use crate::{AcpBackend, GeminiOptions};
+
+/// One stream-json line.
+#[derive(Debug, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Line {
+    Init {
+        session_id: String,
+        model: Option<String>,
+    },
+    Message {
+        role: String,
+        content: String,
+    },
+    ToolUse {
+        tool_name: String,
+        tool_id: String,
+        #[serde(default)]
+        parameters: Value,
+    },
+    ToolResult {
+        tool_id: String,
+        status: String,
+        #[serde(default)]
+        output: Option<String>,
+    },
+    Result {
+        status: String,
+        #[serde(default)]
+        error: Option<HeadlessError>,
+        #[serde(default)]
+        stats: Option<Stats>,
+    },
+    Error {
+        #[serde(default)]
+        message: String,
+    },
+}
+
+#[derive(Debug, Deserialize)]
+struct HeadlessError {
+    #[serde(default)]
+    message: String,
+}
+
+#[derive(Debug, Deserialize)]
+struct Stats {
+    input_tokens: Option<u64>,
+    output_tokens: Option<u64>,
+    cached: Option<u64>,
+}
+
+/// The headless converter.
+#[derive(Debug, Default)]
+pub struct Headless {
+    session_id: Option<String>,
+    message: Option<String>,
+    tools: Vec<(String, String, String)>,
+    outcome: Option<Result<Option<Usage>, AgentError>>,
+}
+
+/// The tools-facet kind of a Gemini tool name.
+fn tool_kind(name: &str) -> &'static str {
+    match name {
+        "run_shell_command" => "command_execution",
+        "write_file" | "replace" => "file_change",
+        "read_file" | "read_many_files" => "file_read",
+        _ => "tool_use",
+    }
+}
+
+impl Headless {
+    fn close_message(&mut self, ctx: &mut Ctx<'_>) {
+        if let Some(id) = self.message.take() {
+            ctx.transcript.complete_item(&id);
+        }
+    }
+
+    fn tool_use(&mut self, ctx: &mut Ctx<'_>, name: String, id: String, parameters: Value) {
+        self.close_message(ctx);
+        let kind = tool_kind(&name);
+        let meta =
+            ToolMeta { kind: kind.into(), tool_name: Some(name.clone()), turn_id: None, exit_code: None, bytes: ToolBytes::default() };
+        let path = parameters.get("file_path").and_then(Value::as_str).map(str::to_string);
+        let mut call = NewItem::tool_call(&name, parameters.to_string(), &id).native(&id).tool(meta.clone());
+        if let Some(path) = path {
+            call = call.with_part(ContentPart::FileRef { path, action: agent_api::universal::FileAction::Write, diff: None });
+        }
+        let t = &mut *ctx.transcript;
+        let call_item = t.start_item(call);
+        t.complete_item(&call_item);
+        let result = t.start_item(NewItem::tool_result(&id).native(format!("{id}/result")).parent(Some(call_item)).tool(meta));
+        self.tools.push((id, result, kind.to_string()));
+    }
+
+    fn tool_result(&mut self, ctx: &mut Ctx<'_>, id: &str, status: &str, output: String) {
+        let Some(at) = self.tools.iter().position(|(tool, ..)| tool == id) else {
+            ctx.transcript.status("orphan_tool_result", Some(utf8_prefix(id, 128).to_string()));
+            return;
+        };
+        let (_, item, kind) = self.tools.remove(at);
+        let mut bytes = ToolBytes::default();
+        if kind == "command_execution" {
+            bytes.stdout = output.len() as u64;
+        } else {
+            bytes.result = output.len() as u64;
+        }
+        let content = vec![ContentPart::ToolResult { call_id: id.to_string(), output }];
+        let t = &mut *ctx.transcript;
+        t.update_item(&item, |i| {
+            if let Some(meta) = i.tool.as_mut() {
+                meta.bytes = bytes;
+            }
+        });
+        if status == "success" {
+            t.complete_item_with(&item, content);
+        } else {
+            t.update_item(&item, |i| i.content = content);
+            t.fail_item(&item);
+        }
+    }
+
+    fn result(&mut self, ctx: &mut Ctx<'_>, status: &str, error: Option<HeadlessError>, stats: Option<Stats>) {
+        self.close_message(ctx);
+        let usage = stats.map(|s| {
+            let mut usage = Usage::default();
+            usage.input_tokens = s.input_tokens;
+            usage.output_tokens = s.output_tokens;
+            usage.cached_input_tokens = s.cached;
+            usage
+        });
+        self.outcome = Some(if status == "success" {
+            Ok(usage)
+        } else {
+            let message = error.map(|e| e.message).unwrap_or_default();
+            Err(match errors::status_in(&message) {
+                Some(status) => errors::of_status(status, errors::explanation(&message)),
+                None => AgentError::AgentFailed { message: errors::explanation(&message) },
+            })
+        });
+    }
+}
+
+impl Protocol for Headless {
+    fn name(&self) -> &'static str {
+        "gemini.headless"
+    }
+
+    fn on_message(&mut self, message: Value, ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
+        match serde_json::from_value::<Line>(message)? {
+            Line::Init { session_id, model } => {
+                ctx.transcript.set_native_session_id(&session_id);
+                ctx.transcript.session_started(Some(json!({"session_id": session_id, "model": model})));
+                self.session_id = Some(session_id);
+            }
+            Line::Message { role, content } if role == "assistant" => {
+                let id = match &self.message {
+                    Some(id) => id.clone(),
+                    None => {
+                        let id = ctx.transcript.start_item(NewItem::message(ItemRole::Assistant));
+                        self.message = Some(id.clone());
+                        id
+                    }
+                };
+                ctx.transcript.delta(&id, &content);
+            }
+            Line::Message { .. } => {}
+            Line::ToolUse { tool_name, tool_id, parameters } => self.tool_use(ctx, tool_name, tool_id, parameters),
+            Line::ToolResult { tool_id, status, output } => self.tool_result(ctx, &tool_id, &status, output.unwrap_or_default()),
+            Line::Result { status, error, stats } => self.result(ctx, &status, error, stats),
+            Line::Error { message } => ctx.transcript.error(errors::explanation(&message), Some("agent_error".into()), None),
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self, exit: &ExitInfo, ctx: &mut Ctx<'_>) -> Result<RunCompletion, AgentError> {
+        self.close_message(ctx);
+        for (_, item, _) in self.tools.drain(..) {
+            ctx.transcript.fail_item(&item);
+        }
+        match self.outcome.take() {
+            Some(Ok(usage)) => {
+                let mut completion = RunCompletion::new();
+                completion.native_session_id = self.session_id.clone();
+                completion.usage = usage;
+                completion.data = Some(json!({"interface": "headless"}));
+                Ok(completion)
+            }
+            Some(Err(error)) => Err(error),
+            None => Err(exit.early_exit_error()),
+        }
+    }
+}
+
+/// The argv of a headless run.
+pub fn command(backend: &AcpBackend, request: &RunRequest, cwd: &std::path::Path) -> Result<CommandSpec, AgentError> {
+    let options = request.options::<GeminiOptions>()?;
+    let config = backend.config();
+    let mut spec = CommandSpec::new(config.binary.clone().unwrap_or_else(|| "gemini".into())).args(config.args.iter().cloned());
+    spec = spec.args(["--skip-trust", "--output-format", "stream-json"]);
+    if let Some(model) = &request.model {
+        spec = spec.args(["-m", model.as_str()]);
+    }
+    if let Some(mode) = options.approval_mode {
+        spec = spec.args(["--approval-mode", mode.as_str()]);
+    }
+    match &request.session {
+        SessionSelector::New => {}
+        SessionSelector::Resume(id) => spec = spec.args(["--resume", id.as_str()]),
+        SessionSelector::ResumeLast => spec = spec.args(["--resume", "latest"]),
+        _ => return Err(AgentError::InvalidRequest { reason: "gemini cannot fork a session".into() }),
+    }
+    spec = spec.args(["-p", request.prompt.text.as_str()]);
+    for (k, v) in &config.env {
+        spec = spec.env(k, v);
+    }
+    Ok(spec.for_request(request).cwd(cwd))
+}

@@ -1,0 +1,232 @@
+//! `agent_api_acp`: the Agent Client Protocol backend of `agent_api`.
+//!
+//! One ACP client ([`protocol::Acp`]) over the kit's JSON-RPC helpers and driver serves every
+//! agent that speaks ACP on stdio. Two kinds are built on it:
+//!
+//! - **`gemini`** ([`AcpBackend::gemini`]): Gemini CLI (tested with 0.61.0), `gemini --acp
+//!   --skip-trust` by default; [`GeminiOptions::interface`] selects the one-way headless interface
+//!   (`gemini -p PROMPT --output-format stream-json`, see [`headless`]).
+//! - **`acp`** ([`AcpBackend::generic`]): any ACP agent, given as a command line
+//!   ([`AcpOptions::command`], or [`AcpConfig::binary`] and [`AcpConfig::args`]).
+//!
+//! What the client does: `initialize` (protocol version 1, the file system advertised only when
+//! served, no terminal), `session/new` with the run's working directory (or `session/load` to
+//! resume, when the agent advertises `loadSession`), one `session/prompt` per turn ended by its
+//! `stopReason`; `session/update` kinds become transcript items ([`updates`]); permission
+//! requests go through `agent_api::kit::hitl` and the decision selects the offered option by its
+//! kind; `fs/read_text_file` / `fs/write_text_file` are served confined to the working directory
+//! ([`fs`]); cancel sends `session/cancel`, answers pending permissions `cancelled`, and the driver
+//! kills the process group after the grace period.
+//!
+//! Message types are the published schema crate's (`agent-client-protocol-schema`), pinned to
+//! 0.11.7: every 1.x release turns on serde_json's `preserve_order` feature, which Cargo would
+//! then enable for every crate in the workspace (changing every map's key order and the cost of
+//! every parsed line), and needs rustc 1.88 against this workspace's 1.85. The 0.11 schema is
+//! protocol version 1, which is what Gemini CLI 0.61.0 and OpenCode 1.18.33 speak (their
+//! recordings replay through it). The upstream `agent-client-protocol` crate is not used: it
+//! brings its own runtime, and the kit's driver already owns the process and its lines.
+
+pub mod errors;
+pub mod fs;
+pub mod headless;
+pub mod options;
+pub mod protocol;
+pub mod requests;
+pub mod updates;
+
+use std::collections::VecDeque;
+
+use agent_api::capabilities as caps;
+use agent_api::kit::replay::RecordingFormat;
+use agent_api::kit::{start_run, CommandSpec, Protocol, RunSettings, Transport};
+use agent_api::{AgentBackend, AgentError, AgentKind, CapabilitySet, RunHandle, RunRequest};
+use agent_client_protocol_schema::{ContentBlock, TextContent};
+use async_trait::async_trait;
+
+pub use options::{AcpConfig, AcpOptions, GeminiInterface, GeminiOptions, HeadlessApproval};
+
+/// Gemini CLI versions the `gemini` kind is tested against (the bench's pinned one).
+pub const SUPPORTED_VERSIONS: &[&str] = &["0.61.0"];
+
+/// The agent kind of Gemini CLI.
+pub const GEMINI_KIND: AgentKind = AgentKind::from_static("gemini");
+
+/// What discovery needs to find the `gemini` CLI and build a backend for it.
+pub fn gemini_probe() -> agent_api::detect::BackendProbe {
+    agent_api::detect::BackendProbe::new(GEMINI_KIND, "gemini", SUPPORTED_VERSIONS, |binary| {
+        std::sync::Arc::new(AcpBackend::gemini(AcpConfig::with_binary(binary)))
+    })
+}
+
+/// Capability id: the run can use Gemini's ACP interface (the default).
+pub const CAP_GEMINI_ACP: &str = "backend.gemini.acp";
+/// Capability id: the run can use Gemini's headless stream-json interface.
+pub const CAP_GEMINI_HEADLESS: &str = "backend.gemini.headless";
+/// Capability id: the client serves `fs/read_text_file` and `fs/write_text_file`, confined to the
+/// working directory.
+pub const CAP_FS_CONFINED: &str = "backend.acp.fs_confined";
+
+/// Which agent the backend runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Flavor {
+    /// Gemini CLI.
+    Gemini,
+    /// Any ACP agent given as a command line.
+    Generic,
+}
+
+/// The ACP backend, as kind `gemini` or `acp`.
+#[derive(Debug, Clone)]
+pub struct AcpBackend {
+    flavor: Flavor,
+    config: AcpConfig,
+}
+
+impl AcpBackend {
+    /// Gemini CLI (kind `gemini`).
+    pub fn gemini(config: AcpConfig) -> Self {
+        Self { flavor: Flavor::Gemini, config }
+    }
+
+    /// Any ACP agent (kind `acp`).
+    pub fn generic(config: AcpConfig) -> Self {
+        Self { flavor: Flavor::Generic, config }
+    }
+
+    /// Its configuration.
+    pub fn config(&self) -> &AcpConfig {
+        &self.config
+    }
+
+    fn spec(&self, program: std::path::PathBuf, args: Vec<String>, request: &RunRequest, cwd: &std::path::Path) -> CommandSpec {
+        let mut spec = CommandSpec::new(program).args(self.config.args.iter().cloned()).args(args);
+        for (k, v) in &self.config.env {
+            spec = spec.env(k, v);
+        }
+        let mut spec = spec.for_request(request).cwd(cwd);
+        spec.stdin = true;
+        spec
+    }
+
+    /// The argv of a live ACP run and whether it serves the file system.
+    fn acp_command(&self, request: &RunRequest, cwd: &std::path::Path) -> Result<(CommandSpec, bool), AgentError> {
+        match self.flavor {
+            Flavor::Gemini => {
+                let options = request.options::<GeminiOptions>()?;
+                let mut args = vec!["--acp".to_string(), "--skip-trust".to_string()];
+                if let Some(model) = &request.model {
+                    args.extend(["-m".to_string(), model.clone()]);
+                }
+                let program = self.config.binary.clone().unwrap_or_else(|| "gemini".into());
+                Ok((self.spec(program, args, request, cwd), options.fs.unwrap_or(true)))
+            }
+            Flavor::Generic => {
+                let options = request.options::<AcpOptions>()?;
+                let (program, args) = match options.command.split_first() {
+                    Some((program, args)) => (program.into(), args.to_vec()),
+                    None => (
+                        self.config.binary.clone().ok_or_else(|| AgentError::InvalidRequest {
+                            reason: "the acp backend needs a command line (backend.acp.command)".into(),
+                        })?,
+                        Vec::new(),
+                    ),
+                };
+                Ok((self.spec(program, args, request, cwd), options.fs.unwrap_or(true)))
+            }
+        }
+    }
+}
+
+/// The capabilities of each kind, as its tests prove them (recording replays, the fake ACP agent,
+/// and for `gemini` end-to-end runs on the bench).
+pub fn capabilities(flavor: Flavor) -> CapabilitySet {
+    let mut set = CapabilitySet::from_ids([
+        caps::RUN,
+        caps::EVENTS,
+        caps::EVENTS_LIVE,
+        caps::CONTROL_CANCEL,
+        caps::TOOLS_STRUCTURED_V1,
+        caps::TEXT_MESSAGES,
+        caps::TOOL_CALLS,
+        caps::TOOL_RESULTS,
+        caps::PERMISSIONS,
+        caps::STREAMING_DELTAS,
+        caps::REASONING,
+        caps::COMMAND_EXECUTION,
+        caps::FILE_CHANGES,
+        caps::SESSION_LIFECYCLE,
+        CAP_FS_CONFINED,
+    ]);
+    if flavor == Flavor::Gemini {
+        for id in [caps::USAGE, caps::MODEL_SELECTION, CAP_GEMINI_ACP, CAP_GEMINI_HEADLESS] {
+            set.insert(id);
+        }
+    }
+    set
+}
+
+#[async_trait]
+impl AgentBackend for AcpBackend {
+    fn kind(&self) -> AgentKind {
+        let name = match self.flavor {
+            Flavor::Gemini => "gemini",
+            Flavor::Generic => "acp",
+        };
+        AgentKind::new(name).expect("a valid agent kind")
+    }
+
+    fn capabilities(&self) -> CapabilitySet {
+        capabilities(self.flavor)
+    }
+
+    fn extension_keys(&self) -> &'static [&'static str] {
+        match self.flavor {
+            Flavor::Gemini => agent_api::options::extension_keys::<GeminiOptions>(),
+            Flavor::Generic => agent_api::options::extension_keys::<AcpOptions>(),
+        }
+    }
+
+    async fn run(&self, request: RunRequest) -> Result<RunHandle, AgentError> {
+        self.validate(&request)?;
+        let cwd = options::absolute(
+            request.working_dir.as_deref().or(self.config.working_dir.as_deref()).unwrap_or_else(|| std::path::Path::new(".")),
+        );
+        let settings = RunSettings::for_request(self.kind(), &request, &self.capabilities());
+        if self.flavor == Flavor::Gemini && request.options::<GeminiOptions>()?.interface == Some(GeminiInterface::Headless) {
+            let spec = headless::command(self, &request, &cwd)?;
+            let transport = Transport::spawn(&spec, settings.line_cap)?;
+            return Ok(start_run(settings, transport, Box::new(headless::Headless::default())));
+        }
+        let (spec, serve_fs) = self.acp_command(&request, &cwd)?;
+        let fs_mode = if serve_fs {
+            let fs = fs::ConfinedFs::new(&cwd)?;
+            requests::FsMode::Confined { fs, empty_on_missing: self.flavor == Flavor::Gemini }
+        } else {
+            requests::FsMode::Off
+        };
+        let prompt = vec![ContentBlock::Text(TextContent::new(request.prompt.text.clone()))];
+        let plan = protocol::Plan { cwd, session: request.session.clone(), prompts: VecDeque::from([prompt]) };
+        let requests = requests::Requests::live(request.permissions.clone(), fs_mode);
+        let protocol = protocol::Acp::live(self.parser_name(), plan, requests);
+        let transport = Transport::spawn(&spec, settings.line_cap)?;
+        Ok(start_run(settings, transport, Box::new(protocol)))
+    }
+
+    fn replay_protocol(&self, format: RecordingFormat) -> Result<Box<dyn Protocol>, AgentError> {
+        match (format, self.flavor) {
+            (RecordingFormat::Session, _) => Ok(Box::new(protocol::Acp::replay(self.parser_name()))),
+            (RecordingFormat::NativeStdout, Flavor::Gemini) => Ok(Box::new(headless::Headless::default())),
+            (other, _) => Err(AgentError::Replay { reason: format!("{} cannot replay {other:?} recordings", self.kind()) }),
+        }
+    }
+}
+
+impl AcpBackend {
+    fn parser_name(&self) -> &'static str {
+        match self.flavor {
+            Flavor::Gemini => "gemini.acp",
+            Flavor::Generic => "acp",
+        }
+    }
+}

@@ -1,0 +1,390 @@
+//! The ACP client converter: JSON-RPC 2.0 over stdio, on the kit's [`RpcPeer`].
+//!
+//! Live, it sends `initialize` (protocol version 1; `fs` capabilities only when the run serves the
+//! file system; no terminal), then `session/new` with the run's working directory, or
+//! `session/load` when resuming a session of an agent that advertises `loadSession`, then one
+//! `session/prompt` per turn ([`Acp::send_prompt`]); the prompt's `stopReason` ends the turn, and
+//! when no further prompt is queued the run shuts the agent down. The agent's `initialize` answer
+//! (name, version, capabilities, authentication methods) is recorded in `session.started`.
+//! In replay the recorded sends stand in for all of that.
+
+use std::collections::{HashMap, VecDeque};
+use std::path::PathBuf;
+
+use agent_api::bounds::utf8_prefix;
+use agent_api::kit::driver::{ExitInfo, Unparsed};
+use agent_api::kit::jsonrpc::{classify, Dialect, Message, RpcPeer};
+use agent_api::kit::{Ctx, Protocol};
+use agent_api::{AgentError, ControlCommand, RunCompletion, SessionSelector, Usage};
+use agent_client_protocol_schema::{
+    CancelNotification, ClientCapabilities, ContentBlock, FileSystemCapabilities, Implementation, InitializeRequest, InitializeResponse,
+    LoadSessionRequest, NewSessionRequest, NewSessionResponse, PromptRequest, PromptResponse, ProtocolVersion, SessionId,
+    SessionNotification, SessionUpdate, StopReason, ToolCallUpdate,
+};
+use serde_json::{json, Value};
+
+use crate::errors;
+use crate::requests::{id_key, to_value, Requests};
+use crate::updates::Updates;
+
+/// What one of our requests was for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pending {
+    /// `initialize`.
+    Initialize,
+    /// `session/new`.
+    NewSession,
+    /// `session/load`.
+    LoadSession,
+    /// `session/prompt`.
+    Prompt,
+    /// Anything else.
+    Other,
+}
+
+impl Pending {
+    fn of_method(method: &str) -> Self {
+        match method {
+            "initialize" => Pending::Initialize,
+            "session/new" => Pending::NewSession,
+            "session/load" => Pending::LoadSession,
+            "session/prompt" => Pending::Prompt,
+            _ => Pending::Other,
+        }
+    }
+}
+
+/// What a live run asks the agent to do.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// The session's working directory (absolute).
+    pub cwd: PathBuf,
+    /// New session, or the one to load.
+    pub session: SessionSelector,
+    /// The prompts, one turn each, in order.
+    pub prompts: VecDeque<Vec<ContentBlock>>,
+}
+
+/// The ACP converter. Build it with [`Acp::live`] or [`Acp::replay`].
+#[derive(Debug)]
+pub struct Acp {
+    name: &'static str,
+    plan: Option<Plan>,
+    peer: RpcPeer<Pending>,
+    recorded: HashMap<String, Pending>,
+    requests: Requests,
+    updates: Updates,
+    agent: Option<Value>,
+    session_id: Option<String>,
+    stop: Option<StopReason>,
+    fatal: Option<AgentError>,
+    usage: Option<Usage>,
+    prompt_in_flight: bool,
+}
+
+impl Acp {
+    fn new(name: &'static str, plan: Option<Plan>, requests: Requests) -> Self {
+        Self {
+            name,
+            plan,
+            peer: RpcPeer::new(Dialect::Strict),
+            recorded: HashMap::new(),
+            requests,
+            updates: Updates::default(),
+            agent: None,
+            session_id: None,
+            stop: None,
+            fatal: None,
+            usage: None,
+            prompt_in_flight: false,
+        }
+    }
+
+    /// A converter that drives a live agent through `plan`; `name` is its parser name.
+    pub fn live(name: &'static str, plan: Plan, requests: Requests) -> Self {
+        Self::new(name, Some(plan), requests)
+    }
+
+    /// A converter for a recorded session (sends nothing; the recorded sends drive it).
+    pub fn replay(name: &'static str) -> Self {
+        Self::new(name, None, Requests::replay())
+    }
+
+    fn send_request(&mut self, ctx: &mut Ctx<'_>, method: &str, params: Value) {
+        if self.plan.is_some() {
+            let message = self.peer.request(method, params, Pending::of_method(method));
+            ctx.send(&message);
+        }
+    }
+
+    /// Sends the next queued prompt as one `session/prompt`; returns false when none is left.
+    /// Called again on the same live process, it runs another turn of the same session.
+    pub fn send_prompt(&mut self, ctx: &mut Ctx<'_>) -> bool {
+        let (Some(plan), Some(session)) = (self.plan.as_mut(), self.session_id.clone()) else { return false };
+        let Some(blocks) = plan.prompts.pop_front() else { return false };
+        self.stop = None;
+        self.prompt_in_flight = true;
+        self.end_history(ctx);
+        let request = PromptRequest::new(SessionId::new(session), blocks);
+        self.send_request(ctx, "session/prompt", to_value(&request));
+        true
+    }
+
+    fn end_history(&mut self, ctx: &mut Ctx<'_>) {
+        if self.updates.loading {
+            self.updates.loading = false;
+            self.updates.flush_history(ctx.transcript);
+        }
+    }
+
+    fn started(&mut self, ctx: &mut Ctx<'_>, session_id: &str, session: Option<Value>) {
+        self.session_id = Some(session_id.to_string());
+        ctx.transcript.set_native_session_id(session_id);
+        let metadata = json!({"session_id": session_id, "agent": self.agent, "session": session});
+        ctx.transcript.session_started(Some(metadata));
+    }
+
+    fn on_initialized(&mut self, ctx: &mut Ctx<'_>, result: Value) -> Result<(), Unparsed> {
+        let init: InitializeResponse = serde_json::from_value(result)?;
+        let auth: Vec<Value> = init.auth_methods.iter().map(|m| json!({"id": m.id().0.as_ref(), "name": m.name()})).collect();
+        self.agent = Some(json!({
+            "name": init.agent_info.as_ref().map(|i| i.name.clone()),
+            "version": init.agent_info.as_ref().map(|i| i.version.clone()),
+            "protocol_version": to_value(&init.protocol_version),
+            "capabilities": to_value(&init.agent_capabilities),
+            "auth_methods": auth,
+        }));
+        let Some(plan) = self.plan.clone() else { return Ok(()) };
+        let cwd = plan.cwd.clone();
+        match &plan.session {
+            SessionSelector::New => self.send_request(ctx, "session/new", to_value(&NewSessionRequest::new(cwd))),
+            SessionSelector::Resume(id) if init.agent_capabilities.load_session => {
+                self.updates.loading = true;
+                self.started(ctx, id, None);
+                self.send_request(ctx, "session/load", to_value(&LoadSessionRequest::new(SessionId::new(id.as_str()), cwd)));
+            }
+            other => {
+                let what = match other {
+                    SessionSelector::Resume(_) => "resuming a session (the agent does not advertise loadSession)",
+                    SessionSelector::ResumeLast => "resuming the last session",
+                    _ => "forking a session",
+                };
+                self.fatal = Some(AgentError::InvalidRequest { reason: format!("this ACP client does not support {what}") });
+                ctx.shutdown();
+            }
+        }
+        Ok(())
+    }
+
+    fn on_response(&mut self, id: Value, result: Value, ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
+        match self.take_pending(&id) {
+            Some(Pending::Initialize) => self.on_initialized(ctx, result)?,
+            Some(Pending::NewSession) => {
+                let session: NewSessionResponse = serde_json::from_value(result)?;
+                let modes = session.modes.as_ref().map(|m| json!({"current_mode": m.current_mode_id.0.as_ref()}));
+                self.started(ctx, &session.session_id.0, modes);
+                self.send_prompt(ctx);
+            }
+            // History may still follow the response (Gemini 0.61.0 replays it after): it ends
+            // where the first prompt is sent.
+            Some(Pending::LoadSession) => {
+                self.send_prompt(ctx);
+            }
+            Some(Pending::Prompt) => {
+                self.usage = usage_of(&result).or(self.usage.take());
+                let response: PromptResponse = serde_json::from_value(result)?;
+                self.turn_ended(ctx, response.stop_reason);
+            }
+            Some(Pending::Other) | None => {}
+        }
+        Ok(())
+    }
+
+    fn turn_ended(&mut self, ctx: &mut Ctx<'_>, stop: StopReason) {
+        self.prompt_in_flight = false;
+        self.updates.end_turn(ctx.transcript, stop == StopReason::Cancelled);
+        ctx.transcript.status("turn_ended", Some(stop_name(stop)));
+        self.stop = Some(stop);
+        if self.plan.is_some() && (stop == StopReason::Cancelled || !self.send_prompt(ctx)) {
+            ctx.shutdown();
+        }
+    }
+
+    fn take_pending(&mut self, id: &Value) -> Option<Pending> {
+        self.peer.take_pending(id).or_else(|| self.recorded.remove(&id_key(id)))
+    }
+
+    fn on_error_response(&mut self, id: Value, code: i64, message: String, ctx: &mut Ctx<'_>) {
+        let error = match self.take_pending(&id) {
+            Some(Pending::Initialize) => errors::refused("initialize", code, &message),
+            Some(Pending::NewSession) => errors::refused("session/new", code, &message),
+            Some(Pending::LoadSession) => {
+                self.updates.loading = false;
+                AgentError::SessionNotFound { id: self.session_id.clone().unwrap_or_default() }
+            }
+            Some(Pending::Prompt) => {
+                self.prompt_in_flight = false;
+                errors::prompt_failed(code, &message)
+            }
+            Some(Pending::Other) | None => {
+                ctx.transcript.status("request_refused", Some(errors::explanation(&message)));
+                return;
+            }
+        };
+        self.fatal.get_or_insert(error);
+        if self.plan.is_some() {
+            ctx.shutdown();
+        }
+    }
+
+    fn on_notification(&mut self, method: &str, params: Value, ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
+        if method != "session/update" {
+            ctx.transcript.status("unknown_notification", Some(utf8_prefix(method, 128).to_string()));
+            return Ok(());
+        }
+        match serde_json::from_value::<SessionNotification>(params.clone()) {
+            Ok(note) => self.updates.apply(ctx.transcript, note.update),
+            Err(e) => {
+                let kind = params.get("update").and_then(|u| u.get("sessionUpdate")).and_then(Value::as_str);
+                match kind {
+                    // A kind this schema does not know: a newer protocol version, not a broken line.
+                    Some(kind) if !crate::updates::KNOWN_UPDATES.contains(&kind) => self.updates.unknown(ctx.transcript, Some(kind)),
+                    _ => return Err(e.into()),
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The snake_case name of a stop reason.
+pub fn stop_name(stop: StopReason) -> String {
+    match to_value(&stop) {
+        Value::String(s) => s,
+        _ => "unknown".into(),
+    }
+}
+
+/// Usage from a prompt result: the protocol's `usage`, or Gemini's `_meta.quota.token_count`.
+fn usage_of(result: &Value) -> Option<Usage> {
+    let counts = result.get("usage").or_else(|| result.pointer("/_meta/quota/token_count"))?;
+    let get = |keys: &[&str]| keys.iter().find_map(|k| counts.get(*k)?.as_u64());
+    let mut usage = Usage::default();
+    usage.input_tokens = get(&["inputTokens", "input_tokens"]);
+    usage.output_tokens = get(&["outputTokens", "output_tokens"]);
+    usage.reasoning_tokens = get(&["thoughtTokens", "thought_tokens"]);
+    usage.cached_input_tokens = get(&["cachedReadTokens", "cached_read_tokens"]);
+    (usage.input_tokens.is_some() || usage.output_tokens.is_some()).then_some(usage)
+}
+
+impl Protocol for Acp {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn start(&mut self, ctx: &mut Ctx<'_>) -> Result<(), AgentError> {
+        let fs = self.requests.serves_fs();
+        let capabilities =
+            ClientCapabilities::new().fs(FileSystemCapabilities::new().read_text_file(fs).write_text_file(fs)).terminal(false);
+        let request = InitializeRequest::new(ProtocolVersion::V1)
+            .client_capabilities(capabilities)
+            .client_info(Implementation::new("agent_api", env!("CARGO_PKG_VERSION")));
+        self.send_request(ctx, "initialize", to_value(&request));
+        Ok(())
+    }
+
+    fn on_message(&mut self, message: Value, ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
+        match classify(message)? {
+            Message::Notification { method, params } => self.on_notification(&method, params, ctx),
+            Message::Request { id, method, params } => {
+                if method == "session/request_permission" {
+                    // The call asked about is a tool call too (Gemini announces it only here).
+                    if let Some(call) = params.get("toolCall").and_then(|c| serde_json::from_value::<ToolCallUpdate>(c.clone()).ok()) {
+                        self.updates.apply(ctx.transcript, SessionUpdate::ToolCallUpdate(call));
+                    }
+                }
+                let replies = self.requests.on_request(ctx.transcript, &self.peer, id, &method, params);
+                if self.plan.is_some() {
+                    replies.iter().for_each(|m| ctx.send(m));
+                }
+                Ok(())
+            }
+            Message::Response { id, result } => self.on_response(id, result, ctx),
+            Message::ErrorResponse { id, code, message } => {
+                self.on_error_response(id, code, message, ctx);
+                Ok(())
+            }
+        }
+    }
+
+    fn on_recorded_send(&mut self, message: Value, ctx: &mut Ctx<'_>) {
+        match classify(message) {
+            Ok(Message::Request { id, method, params }) => {
+                let pending = Pending::of_method(&method);
+                if pending == Pending::LoadSession {
+                    if let Some(session) = params.get("sessionId").and_then(Value::as_str) {
+                        self.updates.loading = true;
+                        self.started(ctx, session, None);
+                    }
+                }
+                if pending == Pending::Prompt {
+                    self.end_history(ctx);
+                }
+                self.recorded.insert(id_key(&id), pending);
+            }
+            Ok(Message::Response { id, result }) => self.requests.on_recorded_answer(ctx.transcript, &id, Some(&result)),
+            Ok(Message::ErrorResponse { id, .. }) => self.requests.on_recorded_answer(ctx.transcript, &id, None),
+            Ok(Message::Notification { method, .. }) if method == "session/cancel" => {
+                ctx.transcript.status("cancel_requested", None);
+            }
+            _ => {}
+        }
+    }
+
+    fn on_control(&mut self, command: ControlCommand, ctx: &mut Ctx<'_>) -> Result<(), AgentError> {
+        match command {
+            ControlCommand::Permission { id, decision } => {
+                let reply = self.requests.decide(ctx.transcript, &self.peer, &id, decision)?;
+                ctx.send(&reply);
+                Ok(())
+            }
+            ControlCommand::Question { id, .. } => Err(AgentError::UnknownQuestion { id }),
+            other => Err(AgentError::InvalidRequest { reason: format!("an ACP agent cannot take {other:?}") }),
+        }
+    }
+
+    fn interrupt(&mut self, ctx: &mut Ctx<'_>) -> bool {
+        for reply in self.requests.cancel_all(ctx.transcript, &self.peer) {
+            ctx.send(&reply);
+        }
+        match (&self.session_id, self.plan.is_some(), self.prompt_in_flight) {
+            (Some(session), true, true) => {
+                let cancel = CancelNotification::new(SessionId::new(session.as_str()));
+                ctx.send(&self.peer.notification("session/cancel", Some(to_value(&cancel))));
+                true
+            }
+            _ => false,
+        }
+    }
+
+    fn finish(&mut self, exit: &ExitInfo, ctx: &mut Ctx<'_>) -> Result<RunCompletion, AgentError> {
+        self.updates.end_turn(ctx.transcript, true);
+        if let Some(fatal) = self.fatal.take() {
+            return Err(fatal);
+        }
+        match self.stop.take() {
+            Some(StopReason::Cancelled) => Err(AgentError::Cancelled),
+            Some(StopReason::Refusal) => {
+                Err(AgentError::AgentFailed { message: "the agent refused to continue (stop reason refusal)".into() })
+            }
+            Some(stop) => {
+                let mut completion = RunCompletion::new();
+                completion.native_session_id = self.session_id.clone();
+                completion.usage = self.usage.take();
+                completion.data = Some(json!({"stop_reason": stop_name(stop), "agent": self.agent}));
+                Ok(completion)
+            }
+            None => Err(errors::early_exit(exit)),
+        }
+    }
+}

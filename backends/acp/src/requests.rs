@@ -1,0 +1,244 @@
+//! Requests from the agent: `session/request_permission` through `agent_api::kit::hitl`, the
+//! confined `fs/*` methods, and a JSON-RPC error for anything this client does not serve (it
+//! advertises no terminal), so the agent never waits on a request nobody will answer.
+
+use std::collections::HashMap;
+
+use agent_api::bounds::utf8_prefix;
+use agent_api::kit::hitl::{Decided, Hitl, PermissionDetails, PermissionRequest};
+use agent_api::kit::jsonrpc::{RpcPeer, METHOD_NOT_FOUND};
+use agent_api::universal::Transcript;
+use agent_api::{AgentError, PermissionDecision, PermissionPolicy, ToolCategory};
+use agent_client_protocol_schema::{
+    PermissionOption, PermissionOptionKind, ReadTextFileRequest, ReadTextFileResponse, RequestPermissionOutcome, RequestPermissionRequest,
+    RequestPermissionResponse, SelectedPermissionOutcome, ToolKind, WriteTextFileRequest, WriteTextFileResponse,
+};
+use serde_json::{json, Value};
+
+use crate::fs::{ConfinedFs, FsRefusal};
+use crate::updates::kind_name;
+
+/// What a permission reply needs: the JSON-RPC id and the options the agent offered.
+#[derive(Debug)]
+pub struct PendingPermission {
+    rpc_id: Value,
+    options: Vec<PermissionOption>,
+}
+
+/// How file-system requests are served.
+#[derive(Debug, Clone)]
+pub enum FsMode {
+    /// Not advertised: any `fs/*` request is refused.
+    Off,
+    /// Served inside the root; `empty_on_missing`: a missing file reads as empty (Gemini creates
+    /// files only after such a read succeeds).
+    Confined {
+        /// The confinement.
+        fs: ConfinedFs,
+        /// Answer a read of a missing file (inside the root) with empty text.
+        empty_on_missing: bool,
+    },
+    /// A replay: the recording holds the answers; nothing is touched.
+    Recorded,
+}
+
+/// The requests of one run.
+#[derive(Debug)]
+pub struct Requests {
+    hitl: Hitl<PendingPermission, ()>,
+    fs: FsMode,
+    /// Replay only: the options each recorded request offered, to read the recorded answer.
+    offered: HashMap<String, Vec<PermissionOption>>,
+}
+
+/// The option to select for `decision`, by the option's kind; `None` answers `cancelled`.
+pub fn pick_option<'a>(options: &'a [PermissionOption], decision: &PermissionDecision) -> Option<&'a PermissionOption> {
+    let preference: &[PermissionOptionKind] = match decision {
+        PermissionDecision::Cancel => &[],
+        PermissionDecision::AllowForSession => &[PermissionOptionKind::AllowAlways, PermissionOptionKind::AllowOnce],
+        d if d.is_approval() => &[PermissionOptionKind::AllowOnce, PermissionOptionKind::AllowAlways],
+        _ => &[PermissionOptionKind::RejectOnce, PermissionOptionKind::RejectAlways],
+    };
+    preference.iter().find_map(|kind| options.iter().find(|o| o.kind == *kind))
+}
+
+/// The permission category of an ACP tool kind.
+fn category(kind: ToolKind) -> ToolCategory {
+    match kind {
+        ToolKind::Execute => ToolCategory::Shell,
+        ToolKind::Edit | ToolKind::Delete | ToolKind::Move => ToolCategory::FileWrite,
+        ToolKind::Read | ToolKind::Search => ToolCategory::FileRead,
+        ToolKind::Fetch => ToolCategory::Network,
+        _ => ToolCategory::Other,
+    }
+}
+
+fn reply(peer: &RpcPeer<crate::protocol::Pending>, decided: Decided<PendingPermission>) -> Value {
+    let outcome = match pick_option(&decided.native.options, &decided.decision) {
+        Some(option) => RequestPermissionOutcome::Selected(SelectedPermissionOutcome::new(option.option_id.clone())),
+        None => RequestPermissionOutcome::Cancelled,
+    };
+    peer.response(&decided.native.rpc_id, to_value(&RequestPermissionResponse::new(outcome)))
+}
+
+/// A schema value as JSON (these types always serialize).
+pub fn to_value<T: serde::Serialize>(value: &T) -> Value {
+    serde_json::to_value(value).unwrap_or(Value::Null)
+}
+
+/// The key of a JSON-RPC id (`0` and `"0"` alike), which is also the permission id.
+pub fn id_key(id: &Value) -> String {
+    match id {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+impl Requests {
+    /// Requests of a live run under `policy`, serving the file system as `fs` says.
+    pub fn live(policy: PermissionPolicy, fs: FsMode) -> Self {
+        Self { hitl: Hitl::live(policy), fs, offered: HashMap::new() }
+    }
+
+    /// Requests of a replay.
+    pub fn replay() -> Self {
+        Self { hitl: Hitl::replay(), fs: FsMode::Recorded, offered: HashMap::new() }
+    }
+
+    /// Whether the client advertises `fs/read_text_file` and `fs/write_text_file`.
+    pub fn serves_fs(&self) -> bool {
+        !matches!(self.fs, FsMode::Off)
+    }
+
+    /// Handles one agent request; returns the replies to send now.
+    pub fn on_request(
+        &mut self,
+        t: &mut Transcript,
+        peer: &RpcPeer<crate::protocol::Pending>,
+        id: Value,
+        method: &str,
+        params: Value,
+    ) -> Vec<Value> {
+        match method {
+            "session/request_permission" => match serde_json::from_value::<RequestPermissionRequest>(params) {
+                Ok(request) => self.permission(t, peer, id, request),
+                Err(_) => {
+                    t.status("malformed_request", Some(method.to_string()));
+                    vec![peer.error_response(&id, -32602, "invalid params")]
+                }
+            },
+            "fs/read_text_file" | "fs/write_text_file" => self.fs(t, peer, id, method, params).into_iter().collect(),
+            other => {
+                t.status("unknown_agent_request", Some(utf8_prefix(other, 128).to_string()));
+                vec![peer.error_response(&id, METHOD_NOT_FOUND, "method not handled by agent_api")]
+            }
+        }
+    }
+
+    fn permission(
+        &mut self,
+        t: &mut Transcript,
+        peer: &RpcPeer<crate::protocol::Pending>,
+        id: Value,
+        request: RequestPermissionRequest,
+    ) -> Vec<Value> {
+        let fields = &request.tool_call.fields;
+        let kind = fields.kind.unwrap_or_default();
+        let title = fields.title.clone().unwrap_or_default();
+        let path = fields.locations.as_ref().and_then(|l| l.first()).map(|l| l.path.display().to_string());
+        let mut details = PermissionDetails::default().file(path);
+        if kind == ToolKind::Execute {
+            details = details.command(Some(utf8_prefix(&title, 2048)));
+        }
+        let action = format!("{}: {}", kind_name(kind), utf8_prefix(&title, 256));
+        let options: Vec<Value> =
+            request.options.iter().map(|o| json!({"option_id": o.option_id.0.as_ref(), "kind": to_value(&o.kind)})).collect();
+        let metadata = json!({"tool_call_id": request.tool_call.tool_call_id.0.as_ref(), "options": options});
+        let native =
+            PermissionRequest::new(id_key(&id), category(kind), action).tool_name(kind_name(kind)).details(details).metadata(metadata);
+        if matches!(self.fs, FsMode::Recorded) {
+            self.offered.insert(id_key(&id), request.options.clone());
+        }
+        let pending = PendingPermission { rpc_id: id, options: request.options };
+        self.hitl.request_permission(t, native, pending).map(|d| reply(peer, d)).into_iter().collect()
+    }
+
+    /// The caller's decision on permission `id`.
+    pub fn decide(
+        &mut self,
+        t: &mut Transcript,
+        peer: &RpcPeer<crate::protocol::Pending>,
+        id: &str,
+        decision: PermissionDecision,
+    ) -> Result<Value, AgentError> {
+        Ok(reply(peer, self.hitl.decide_permission(t, id, decision)?))
+    }
+
+    /// The run stops: every pending request is answered `cancelled`.
+    pub fn cancel_all(&mut self, t: &mut Transcript, peer: &RpcPeer<crate::protocol::Pending>) -> Vec<Value> {
+        self.hitl.cancel_permissions(t).into_iter().map(|d| reply(peer, d)).collect()
+    }
+
+    /// Replay: the recorded client answered request `id` with `result` (`None`: an error).
+    pub fn on_recorded_answer(&mut self, t: &mut Transcript, id: &Value, result: Option<&Value>) {
+        let Some(result) = result else { return };
+        let Ok(response) = serde_json::from_value::<RequestPermissionResponse>(result.clone()) else { return };
+        let key = id_key(id);
+        let Some(options) = self.offered.remove(&key) else { return };
+        let approved = match &response.outcome {
+            RequestPermissionOutcome::Selected(s) => options.iter().any(|o| {
+                o.option_id == s.option_id && matches!(o.kind, PermissionOptionKind::AllowOnce | PermissionOptionKind::AllowAlways)
+            }),
+            _ => false,
+        };
+        self.hitl.recorded_permission(t, &key, approved);
+    }
+
+    fn fs(
+        &mut self,
+        t: &mut Transcript,
+        peer: &RpcPeer<crate::protocol::Pending>,
+        id: Value,
+        method: &str,
+        params: Value,
+    ) -> Option<Value> {
+        let (fs, empty_on_missing) = match &self.fs {
+            FsMode::Recorded => {
+                let path = params.get("path").and_then(Value::as_str).map(|p| utf8_prefix(p, 512).to_string());
+                t.status(method.replace('/', "_"), path);
+                return None;
+            }
+            FsMode::Off => {
+                t.status("fs_refused", Some("the client does not serve the file system".into()));
+                return Some(peer.error_response(&id, METHOD_NOT_FOUND, "file system not offered by this client"));
+            }
+            FsMode::Confined { fs, empty_on_missing } => (fs, *empty_on_missing),
+        };
+        let result = if method == "fs/read_text_file" {
+            serde_json::from_value::<ReadTextFileRequest>(params).map_err(|_| None).and_then(|r| match fs.read(&r) {
+                Ok(text) => Ok(to_value(&ReadTextFileResponse::new(text))),
+                Err(FsRefusal::NotFound) if empty_on_missing => Ok(to_value(&ReadTextFileResponse::new(""))),
+                Err(e) => Err(Some(e)),
+            })
+        } else {
+            serde_json::from_value::<WriteTextFileRequest>(params).map_err(|_| None).and_then(|r| match fs.write(&r) {
+                Ok(path) => {
+                    t.status("fs_write", Some(utf8_prefix(&path.display().to_string(), 512).to_string()));
+                    Ok(to_value(&WriteTextFileResponse::new()))
+                }
+                Err(e) => Err(Some(e)),
+            })
+        };
+        Some(match result {
+            Ok(value) => peer.response(&id, value),
+            Err(None) => {
+                t.status("malformed_request", Some(method.to_string()));
+                peer.error_response(&id, -32602, "invalid params")
+            }
+            Err(Some(refusal)) => {
+                t.status(refusal.label(), Some(format!("{method}: {refusal}")));
+                peer.error_response(&id, refusal.code(), &refusal.to_string())
+            }
+        })
+    }
+}

@@ -1,0 +1,172 @@
+//! End to end with the real pinned Gemini CLI (0.61.0, `gemini --acp` and headless) against the
+//! bench's scripted model server. Without the CLI these fail with install instructions, unless
+//! AGENT_API_E2E=skip.
+
+use std::time::Duration;
+
+use agent_api::projection::Projector;
+use agent_api::universal::{DecidedBy, ItemKind, ItemStatus, PermissionStatus, UniversalEventBody};
+use agent_api::{AgentBackend, AgentError, Channel, PermissionDecision, PermissionPolicy, RunRequest};
+use agent_api_acp::{AcpBackend, AcpConfig, GeminiInterface, GeminiOptions, HeadlessApproval};
+use agent_api_conformance::{assert_conformant, RunRecord};
+use agent_bench::process::processes_in;
+use agent_bench::sandbox::GEMINI_MODEL;
+use agent_bench::{e2e_enabled_or_explain, Cli, ModelServer, Sandbox};
+use futures::StreamExt;
+
+/// The sandbox's Gemini with its environment; the backend adds `--acp --skip-trust` and `-m`.
+fn backend(sandbox: &Sandbox) -> AcpBackend {
+    let mut config = AcpConfig::with_binary(&sandbox.program).working_dir(&sandbox.cwd);
+    for (k, v) in &sandbox.env {
+        config = config.env(k, v);
+    }
+    AcpBackend::gemini(config)
+}
+
+async fn setup(scenario: &str) -> Option<(ModelServer, Sandbox)> {
+    e2e_enabled_or_explain(Cli::Gemini)?;
+    let server = ModelServer::start(None).await.unwrap();
+    let sandbox = Sandbox::new(Cli::Gemini, &server, scenario).unwrap();
+    Some((server, sandbox))
+}
+
+fn request(prompt: &str) -> RunRequest {
+    RunRequest::new(prompt).with_model(GEMINI_MODEL).with_timeout(Duration::from_secs(120))
+}
+
+/// Runs `request`, answering each permission with `decision` (`None`: the policy decides);
+/// cancels at the first native delta when asked.
+async fn drive(backend: &AcpBackend, request: RunRequest, decision: Option<PermissionDecision>, cancel_on_first_delta: bool) -> RunRecord {
+    let handle = backend.run(request).await.expect("run starts");
+    let control = handle.control();
+    let mut projector = Projector::new(handle.agent_kind().clone(), handle.tools_structured());
+    let (mut events, completion) = handle.into_universal();
+    let mut universal = Vec::new();
+    while let Some(event) = events.next().await {
+        match &event.body {
+            UniversalEventBody::PermissionRequested(p) => {
+                if let Some(decision) = &decision {
+                    control.respond_permission(&p.permission_id, decision.clone()).await.unwrap();
+                }
+            }
+            UniversalEventBody::ItemDelta(_) if cancel_on_first_delta && !event.synthetic => control.cancel(),
+            _ => {}
+        }
+        universal.push(event);
+    }
+    let wrapper = universal.iter().flat_map(|e| projector.project(e)).collect();
+    RunRecord { universal, wrapper, completion: completion.await, tools_structured: true }
+}
+
+fn one_permission(run: &RunRecord, approved: bool, by: DecidedBy) {
+    assert_eq!(run.of_type("permission.requested").count(), 1, "{:?}", run.types());
+    let resolved: Vec<_> = run.of_type("permission.resolved").collect();
+    assert_eq!(resolved.len(), 1, "{:?}", run.types());
+    let status = resolved[0].permission().map(|p| p.status);
+    let expected = if approved { PermissionStatus::Approved } else { PermissionStatus::Denied };
+    assert_eq!((status, resolved[0].decided_by()), (Some(expected), Some(by)));
+}
+
+#[tokio::test]
+async fn acp_text_streams_deltas_with_usage_and_session() {
+    let Some((_server, sandbox)) = setup("text").await else { return };
+    let run = drive(&backend(&sandbox), request("say hi"), Some(PermissionDecision::Allow), false).await;
+    assert_conformant(&run);
+    let done = run.completion.as_ref().unwrap();
+    assert_eq!(done.final_text.as_deref(), Some("Hello from mock"));
+    assert!(run.of_type("item.delta").filter(|e| !e.synthetic).count() >= 2);
+    assert!(done.native_session_id.is_some() && done.usage.is_some());
+    let started = run.universal[0].clone();
+    let agent = serde_json::to_value(&started.body).unwrap();
+    assert!(agent.to_string().contains("gemini-cli"), "the agent's name is in session.started: {agent}");
+}
+
+#[tokio::test]
+async fn acp_thoughts_arrive_as_reasoning() {
+    let Some((_server, sandbox)) = setup("reasoning").await else { return };
+    let run = drive(&backend(&sandbox), request("think then say hi"), Some(PermissionDecision::Allow), false).await;
+    assert_conformant(&run);
+    assert!(!run.text_on(&Channel::Reasoning).is_empty(), "{:?}", run.types());
+    assert_eq!(run.completion.as_ref().unwrap().final_text.as_deref(), Some("Hello after thinking"));
+}
+
+#[tokio::test]
+async fn acp_shell_follows_the_callers_decision() {
+    for (decision, runs) in [(PermissionDecision::Allow, true), (PermissionDecision::Deny { message: None }, false)] {
+        let Some((_server, sandbox)) = setup("shell").await else { return };
+        let run = drive(&backend(&sandbox), request("run the command"), Some(decision), false).await;
+        assert_conformant(&run);
+        assert!(run.completion.is_ok(), "{:?}", run.completion);
+        one_permission(&run, runs, DecidedBy::Caller);
+        assert_eq!(sandbox.cwd.join("out.txt").exists(), runs);
+        let results = run.completed_items(ItemKind::ToolResult);
+        let ran =
+            results.iter().any(|i| i.status == ItemStatus::Completed && i.tool.as_ref().is_some_and(|t| t.kind == "command_execution"));
+        assert_eq!(ran, runs, "a denied command's result fails");
+    }
+}
+
+#[tokio::test]
+async fn acp_shell_follows_the_policy_with_one_request_and_one_resolution() {
+    for (policy, runs) in [(PermissionPolicy::ApproveAll, true), (PermissionPolicy::DenyAll, false)] {
+        let Some((_server, sandbox)) = setup("shell").await else { return };
+        let run = drive(&backend(&sandbox), request("run the command").with_permissions(policy), None, false).await;
+        assert_conformant(&run);
+        assert!(run.completion.is_ok(), "{:?}", run.completion);
+        one_permission(&run, runs, DecidedBy::Policy);
+        assert_eq!(sandbox.cwd.join("out.txt").exists(), runs);
+    }
+}
+
+#[tokio::test]
+async fn acp_file_write_goes_through_the_confined_fs_into_the_cwd() {
+    let Some((_server, sandbox)) = setup("write_edit").await else { return };
+    let run = drive(&backend(&sandbox), request("create the file"), Some(PermissionDecision::Allow), false).await;
+    assert_conformant(&run);
+    assert!(run.completion.is_ok(), "{:?}", run.completion);
+    let written = std::fs::read_to_string(sandbox.cwd.join("created.txt")).expect("the file landed in the cwd");
+    assert!(written.contains("edited by mock") || written.contains("created by mock"), "{written}");
+    assert!(run.status_labels().iter().any(|l| l == "fs_write"), "{:?}", run.status_labels());
+}
+
+#[tokio::test]
+async fn acp_http_errors_are_one_typed_terminal_error() {
+    for (scenario, auth) in [("error401", true), ("error500", false)] {
+        let Some((_server, sandbox)) = setup(scenario).await else { return };
+        let run = drive(&backend(&sandbox), request("hi"), Some(PermissionDecision::Allow), false).await;
+        assert_conformant(&run);
+        match (&run.completion, auth) {
+            (Err(AgentError::Auth { .. }), true) | (Err(AgentError::ServerError { status: Some(500), .. }), false) => {}
+            other => panic!("{scenario}: {other:?}"),
+        }
+        assert_eq!(run.universal.iter().filter(|e| e.is_terminal_error()).count(), 1);
+        assert!(!format!("{:?}", run.completion).contains("test-key"));
+    }
+}
+
+#[tokio::test]
+async fn acp_cancel_mid_turn_leaves_no_process() {
+    let Some((_server, sandbox)) = setup("slow_text").await else { return };
+    let started = std::time::Instant::now();
+    let run = drive(&backend(&sandbox), request("talk slowly"), Some(PermissionDecision::Allow), true).await;
+    assert_conformant(&run);
+    assert!(matches!(run.completion, Err(AgentError::Cancelled)), "{:?}", run.completion);
+    assert!(started.elapsed() < Duration::from_secs(20));
+    assert_eq!(processes_in(&sandbox.cwd), Vec::<i32>::new(), "processes left in the sandbox");
+}
+
+#[tokio::test]
+async fn headless_text_and_yolo_shell() {
+    let Some((_server, sandbox)) = setup("text").await else { return };
+    let headless = GeminiOptions::default().interface(GeminiInterface::Headless);
+    let run = drive(&backend(&sandbox), request("say hi").with_options(&headless), Some(PermissionDecision::Allow), false).await;
+    assert_conformant(&run);
+    assert_eq!(run.completion.as_ref().unwrap().final_text.as_deref(), Some("Hello from mock"));
+    let Some((_server, sandbox)) = setup("shell").await else { return };
+    let yolo = headless.approval_mode(HeadlessApproval::Yolo);
+    let run = drive(&backend(&sandbox), request("run the command").with_options(&yolo), Some(PermissionDecision::Allow), false).await;
+    assert_conformant(&run);
+    assert!(run.completion.is_ok(), "{:?}", run.completion);
+    assert!(sandbox.cwd.join("out.txt").exists());
+    assert_eq!(run.of_type("permission.requested").count(), 0, "headless Gemini cannot ask");
+}
