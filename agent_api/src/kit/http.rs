@@ -164,6 +164,12 @@ mod tests {
         let app = axum::Router::new()
             .route("/echo", post(|body: String| async move { body }))
             .route("/empty", post(|| async { "" }))
+            .route(
+                "/auth",
+                get(|headers: axum::http::HeaderMap| async move {
+                    serde_json::json!(headers.get("authorization").and_then(|v| v.to_str().ok())).to_string()
+                }),
+            )
             .route("/events", get(|| async { ([("content-type", "text/event-stream")], "data: {\"a\":1}\n\nevent: done\ndata: 2\n\n") }));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
@@ -187,6 +193,13 @@ mod tests {
         assert_eq!(events.len(), 2);
         assert_eq!(events[0].data, "{\"a\":1}");
         assert_eq!(events[1].event.as_deref(), Some("done"));
+    }
+
+    #[tokio::test]
+    async fn headers_go_with_every_request() {
+        let client = HttpClient::new(&server().await).unwrap().with_header("authorization", "Basic abc").unwrap();
+        assert_eq!(client.get_json("/auth").await.unwrap().body, "Basic abc");
+        assert!(matches!(client.with_header("authorization", "bad\nvalue"), Err(AgentError::InvalidRequest { .. })));
     }
 
     #[tokio::test]

@@ -16,6 +16,10 @@
 //!   permission set to "ask" by itself here, so this interface has no permission requests; a
 //!   rejected tool shows as a failed tool result. See [`run`].
 //!
+//! `RunRequest::skip_permission_prompts` (`agent_api.permissions.skip_prompts`) tells OpenCode not
+//! to ask at all: `serve` creates the session with a rule allowing every permission, `run` passes
+//! `--auto`.
+//!
 //! Both kinds of recording replay through [`AgentBackend::replay_protocol`].
 
 pub mod config;
@@ -110,6 +114,7 @@ pub fn capabilities() -> CapabilitySet {
         caps::SESSION_LIFECYCLE,
         caps::USAGE,
         caps::MODEL_SELECTION,
+        caps::SKIP_PERMISSION_PROMPTS,
         CAP_SERVE,
         CAP_RUN,
     ])

@@ -110,3 +110,23 @@ pub fn command_spec(config: &OpenCodeConfig, request: &RunRequest, thinking: boo
     args.push(request.prompt.text.clone());
     crate::base_spec(config, request).args(args)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(request: RunRequest) -> Vec<String> {
+        command_spec(&OpenCodeConfig::default(), &request, true).args.iter().map(|a| a.to_string_lossy().into_owned()).collect()
+    }
+
+    #[test]
+    fn argv_carries_model_session_and_the_prompt_after_the_options() {
+        let request = RunRequest::new("-x looks like a flag").with_model("mock/m").with_session(SessionSelector::Fork("ses_1".into()));
+        assert_eq!(
+            args(request),
+            ["run", "--format", "json", "-m", "mock/m", "--thinking", "--session", "ses_1", "--fork", "--", "-x looks like a flag"]
+        );
+        let skip = args(RunRequest::new("hi").with_skip_permission_prompts(true).with_session(SessionSelector::ResumeLast));
+        assert_eq!(skip, ["run", "--format", "json", "--thinking", "--auto", "--continue", "--", "hi"]);
+    }
+}

@@ -169,3 +169,14 @@ async fn serve_cancel_resolves_an_unanswered_permission_as_cancelled() {
     assert_eq!(resolved, [Some(DecidedBy::Cancel)]);
     assert!(!sandbox.cwd.join("out.txt").exists(), "nothing ran");
 }
+
+#[tokio::test]
+async fn serve_skip_permission_prompts_runs_without_asking() {
+    let Some((_server, sandbox)) = setup("shell").await else { return };
+    let request = RunRequest::new("run the command").with_permissions(PermissionPolicy::DenyAll).with_skip_permission_prompts(true);
+    let run = drive(&backend(&sandbox, Interface::Serve), request, PermissionDecision::Deny { message: None }, false).await;
+    assert_conformant(&run);
+    assert!(run.completion.is_ok(), "{:?}", run.completion);
+    assert_eq!(run.of_type("permission.requested").count(), 0, "OpenCode was told not to ask");
+    assert!(sandbox.cwd.join("out.txt").exists());
+}

@@ -222,14 +222,17 @@ impl Protocol for ServeProtocol {
             }
             SessionSelector::Fork(id) => self.send(ctx, Pending::Session, "POST", format!("/session/{id}/fork{query}"), json!({})),
             SessionSelector::New => {
-                let mut body = json!({});
-                if plan.ask_first {
+                let rules = if plan.ask_first {
                     // OpenCode asks before shell commands and edits, so the run's policy decides.
-                    body["permission"] = json!([
+                    json!([
                         {"permission": "bash", "pattern": "*", "action": "ask"},
                         {"permission": "edit", "pattern": "*", "action": "ask"},
-                    ]);
-                }
+                    ])
+                } else {
+                    // The caller's explicit "don't ask": every permission is allowed.
+                    json!([{"permission": "*", "pattern": "*", "action": "allow"}])
+                };
+                let body = json!({"permission": rules});
                 self.send(ctx, Pending::Session, "POST", format!("/session{query}"), body);
             }
             SessionSelector::ResumeLast => self.send(ctx, Pending::Latest, "GET", format!("/session{query}"), Value::Null),
@@ -330,4 +333,64 @@ pub(crate) async fn start(
     let directory = crate::working_dir(config, &request).map(|d| d.display().to_string()).unwrap_or_default();
     let server = pool.get(crate::base_spec(config, &request), config.startup_timeout).await?;
     Ok(start_on(server, &request, directory, settings))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agent_api::kit::driver::ProtocolHarness;
+
+    fn started(request: RunRequest) -> (ServeProtocol, ProtocolHarness, Vec<Value>) {
+        let mut protocol = ServeProtocol::live(&request, "/work/a b".into());
+        let mut harness = ProtocolHarness::new();
+        protocol.start(&mut harness.ctx()).unwrap();
+        let sent = harness.take_sent();
+        (protocol, harness, sent)
+    }
+
+    #[test]
+    fn a_new_session_asks_before_shell_and_edits_unless_told_not_to() {
+        let (_, _, sent) = started(RunRequest::new("hi"));
+        assert_eq!(sent[0]["path"], "/session?directory=%2Fwork%2Fa%20b");
+        assert_eq!(sent[0]["body"]["permission"][0], json!({"permission": "bash", "pattern": "*", "action": "ask"}));
+        let (_, _, sent) = started(RunRequest::new("hi").with_skip_permission_prompts(true));
+        assert_eq!(sent[0]["body"]["permission"], json!([{"permission": "*", "pattern": "*", "action": "allow"}]));
+    }
+
+    #[test]
+    fn the_prompt_follows_the_new_session_and_other_sessions_are_ignored() {
+        let (mut protocol, mut harness, _) = started(RunRequest::new("hi").with_model("mock/mock-model"));
+        protocol.on_message(json!({"status": 200, "body": {"id": "ses_1"}}), &mut harness.ctx()).unwrap();
+        let sent = harness.take_sent();
+        assert_eq!(sent[0]["path"], "/session/ses_1/prompt_async?directory=%2Fwork%2Fa%20b");
+        assert_eq!(sent[0]["body"]["model"], json!({"providerID": "mock", "modelID": "mock-model"}));
+        let other = json!({"payload": {"type": "session.idle", "properties": {"sessionID": "ses_2"}}});
+        protocol.on_message(other, &mut harness.ctx()).unwrap();
+        assert!(!protocol.idle, "another session's idle is not this run's");
+        let unknown = json!({"payload": {"type": "something.new", "properties": {"sessionID": "ses_1"}}});
+        protocol.on_message(unknown, &mut harness.ctx()).unwrap();
+        let idle = json!({"payload": {"type": "session.idle", "properties": {"sessionID": "ses_1"}}});
+        protocol.on_message(idle, &mut harness.ctx()).unwrap();
+        assert!(protocol.idle && harness.input_closed());
+        let types: Vec<_> = harness.transcript.drain().map(|e| e.type_name()).collect();
+        assert!(!types.contains(&"agent.unparsed"), "{types:?}");
+    }
+
+    #[test]
+    fn a_refused_session_fails_the_run_with_its_status() {
+        let (mut protocol, mut harness, _) = started(RunRequest::new("hi"));
+        protocol.on_message(json!({"status": 400, "body": null}), &mut harness.ctx()).unwrap();
+        assert!(matches!(protocol.failure, Some(AgentError::Http { status: Some(400), .. })));
+        assert!(harness.input_closed());
+    }
+
+    #[test]
+    fn events_are_routed_by_session() {
+        let event = |props: Value| json!({"payload": {"type": "x", "properties": props}}).to_string();
+        assert_eq!(server::event_session(&event(json!({"sessionID": "ses_1"}))).as_deref(), Some("ses_1"));
+        assert_eq!(server::event_session(&event(json!({"part": {"sessionID": "ses_2"}}))).as_deref(), Some("ses_2"));
+        assert_eq!(server::event_session(&event(json!({"info": {"sessionID": "ses_3"}}))).as_deref(), Some("ses_3"));
+        assert_eq!(server::event_session(&event(json!({}))), None);
+        assert_eq!(server::event_session(&json!({"payload": {"type": "sync", "properties": {"sessionID": "s"}}}).to_string()), None);
+    }
 }
