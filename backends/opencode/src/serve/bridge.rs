@@ -47,11 +47,48 @@ async fn execute(server: &Server, call: &HttpCall) -> Option<Value> {
     }
 }
 
+/// Aborts the turns of a bridge that is dropped before its protocol let it go (the run was
+/// abandoned, or its cancel grace ran out): the shared server outlives the run, and a turn nobody
+/// reads must not go on using the model.
+struct AbortOnDrop {
+    server: Arc<Server>,
+    /// `/session/{id}/abort?directory=…` for each session the run used.
+    aborts: Vec<String>,
+    done: bool,
+}
+
+impl AbortOnDrop {
+    fn note(&mut self, path: &str) {
+        let Some(session) = path_session(path) else { return };
+        let query = path.find('?').map_or("", |at| &path[at..]);
+        let abort = format!("/session/{session}/abort{query}");
+        if !self.aborts.contains(&abort) {
+            self.aborts.push(abort);
+        }
+    }
+}
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        if self.done || self.aborts.is_empty() {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+        let (server, aborts) = (self.server.clone(), std::mem::take(&mut self.aborts));
+        runtime.spawn(async move {
+            for path in aborts {
+                let _ = server.client().post_json(&path, &Value::Null).await;
+            }
+        });
+    }
+}
+
 /// Runs the bridge until the protocol closes its input (exit code 0) or the server is gone (its
 /// event stream ended, or a request got no answer: exit code 1).
 pub async fn run(server: Arc<Server>, subscriber: u64, mut events: EventRx, pipes: AgentPipes) -> i32 {
     let AgentPipes { mut stdout, stdin } = pipes;
     let mut requests = stdin.lines();
+    let mut guard = AbortOnDrop { server: server.clone(), aborts: Vec::new(), done: false };
     let code = loop {
         tokio::select! {
             line = requests.next_line() => {
@@ -59,6 +96,7 @@ pub async fn run(server: Arc<Server>, subscriber: u64, mut events: EventRx, pipe
                 let Ok(call) = serde_json::from_str::<HttpCall>(&line) else { continue };
                 if let Some(session) = path_session(&call.path) {
                     server.watch(subscriber, session);
+                    guard.note(&call.path);
                 }
                 let Some(reply) = execute(&server, &call).await else { break 1 };
                 // A new or forked session: watch it before the protocol can prompt it.
@@ -79,6 +117,7 @@ pub async fn run(server: Arc<Server>, subscriber: u64, mut events: EventRx, pipe
             }
         }
     };
+    guard.done = true;
     server.unsubscribe(subscriber);
     code
 }
