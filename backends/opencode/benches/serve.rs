@@ -38,6 +38,11 @@ async fn concurrent(backends: &[OpenCodeBackend], runs: usize) -> Duration {
 
 #[tokio::main]
 async fn main() {
+    // `cargo test --all-targets` runs bench binaries too; this one takes minutes and is no test.
+    if !std::env::args().any(|a| a == "--bench") {
+        println!("serve benchmark: run it with `cargo bench -p agent_api_opencode --bench serve`");
+        return;
+    }
     if e2e_enabled_or_explain(Cli::OpenCode).is_none() {
         return;
     }
