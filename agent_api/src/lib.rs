@@ -41,6 +41,7 @@ pub mod projection;
 pub mod request;
 pub mod run;
 pub mod secrets;
+pub mod summary;
 pub mod tools_facet;
 pub mod universal;
 
@@ -58,4 +59,5 @@ pub use run::{
     Completion, ControlCommand, PermissionDecision, QuestionAnswer, RunCompletion, RunControl, RunHandle, UniversalEvents, Usage,
     WrapperEvents,
 };
+pub use summary::RunSummary;
 pub use tokio_util::sync::CancellationToken;

@@ -283,6 +283,12 @@ impl RunHandle {
         let events = events.collect().await;
         (events, completion.await)
     }
+
+    /// Reads the whole run and sums it up (see [`crate::RunSummary`]): for callers who do not stream.
+    pub async fn collect_summary(self) -> (crate::RunSummary, Result<RunCompletion, AgentError>) {
+        let (events, completion) = self.collect_universal().await;
+        (crate::RunSummary::from_events(&events, completion.as_ref().ok()), completion)
+    }
 }
 
 /// The universal event stream of a run.

@@ -177,6 +177,12 @@ impl Transcript {
         self.questions.keys().cloned().collect()
     }
 
+    /// Takes the events emitted so far, as one batch (without moving them again).
+    pub fn take_events(&mut self) -> Vec<UniversalEvent> {
+        self.now = None;
+        std::mem::take(&mut self.events)
+    }
+
     /// Takes the events emitted so far.
     pub fn drain(&mut self) -> std::vec::Drain<'_, UniversalEvent> {
         // Events drained together were emitted together: they share one timestamp.
