@@ -193,6 +193,12 @@ pub enum AgentError {
     /// The session has ended (closed, or its agent process is gone); it takes no more turns.
     #[error("the session is closed")]
     SessionClosed,
+    /// The agent's local server did not start listening in time.
+    #[error("the agent's server did not become ready within {waited:?}")]
+    ServerNotReady {
+        /// How long the backend waited after starting it.
+        waited: Duration,
+    },
     /// A recorded session could not be read.
     #[error("cannot replay: {reason}")]
     Replay {
@@ -242,6 +248,7 @@ impl AgentError {
             AgentError::Http { .. } => "http",
             AgentError::SessionNotFound { .. } => "session_not_found",
             AgentError::TurnInProgress => "turn_in_progress",
+            AgentError::ServerNotReady { .. } => "server_not_ready",
             AgentError::SessionClosed => "session_closed",
             AgentError::Replay { .. } => "replay",
         }

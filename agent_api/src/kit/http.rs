@@ -47,6 +47,7 @@ pub struct JsonReply {
 pub struct HttpClient {
     base: String,
     client: Client<HttpConnector, BoxBody>,
+    headers: Vec<(hyper::header::HeaderName, hyper::header::HeaderValue)>,
 }
 
 type BoxBody = http_body_util::combinators::BoxBody<Bytes, std::convert::Infallible>;
@@ -58,12 +59,25 @@ impl HttpClient {
             return Err(AgentError::InvalidRequest { reason: "the agent's server URL must be http:// (a loopback server)".into() });
         }
         let client = Client::builder(TokioExecutor::new()).build_http();
-        Ok(Self { base: base_url.trim_end_matches('/').to_string(), client })
+        Ok(Self { base: base_url.trim_end_matches('/').to_string(), client, headers: Vec::new() })
+    }
+
+    /// Adds a header sent with every request (credentials, for example `authorization`). The
+    /// value is marked sensitive, so it never shows in hyper's debug output.
+    pub fn with_header(mut self, name: &'static str, value: &str) -> Result<Self, AgentError> {
+        let mut value = hyper::header::HeaderValue::from_str(value)
+            .map_err(|_| AgentError::InvalidRequest { reason: format!("the {name} header value is not valid in HTTP") })?;
+        value.set_sensitive(true);
+        self.headers.push((hyper::header::HeaderName::from_static(name), value));
+        Ok(self)
     }
 
     async fn send(&self, method: Method, path: &str, body: Option<&Value>) -> Result<Response<Incoming>, AgentError> {
         let uri = format!("{}{path}", self.base);
         let mut builder = Request::builder().method(method).uri(&uri);
+        for (name, value) in &self.headers {
+            builder = builder.header(name, value);
+        }
         let body: BoxBody = match body {
             Some(value) => {
                 builder = builder.header("content-type", "application/json");
@@ -150,6 +164,12 @@ mod tests {
         let app = axum::Router::new()
             .route("/echo", post(|body: String| async move { body }))
             .route("/empty", post(|| async { "" }))
+            .route(
+                "/auth",
+                get(|headers: axum::http::HeaderMap| async move {
+                    serde_json::json!(headers.get("authorization").and_then(|v| v.to_str().ok())).to_string()
+                }),
+            )
             .route("/events", get(|| async { ([("content-type", "text/event-stream")], "data: {\"a\":1}\n\nevent: done\ndata: 2\n\n") }));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
@@ -173,6 +193,13 @@ mod tests {
         assert_eq!(events.len(), 2);
         assert_eq!(events[0].data, "{\"a\":1}");
         assert_eq!(events[1].event.as_deref(), Some("done"));
+    }
+
+    #[tokio::test]
+    async fn headers_go_with_every_request() {
+        let client = HttpClient::new(&server().await).unwrap().with_header("authorization", "Basic abc").unwrap();
+        assert_eq!(client.get_json("/auth").await.unwrap().body, "Basic abc");
+        assert!(matches!(client.with_header("authorization", "bad\nvalue"), Err(AgentError::InvalidRequest { .. })));
     }
 
     #[tokio::test]

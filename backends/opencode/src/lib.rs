@@ -1,0 +1,176 @@
+//! `agent_api_opencode`: the OpenCode backend of `agent_api`.
+//!
+//! It drives the OpenCode CLI (`opencode`, tested with 1.18.33) through one of two interfaces,
+//! chosen per run with [`OpenCodeOptions::interface`] (`backend.opencode.interface`):
+//!
+//! - **serve** (default): `opencode serve` on a free loopback port with a random
+//!   `OPENCODE_SERVER_PASSWORD`, driven over HTTP with its global server-sent event stream. The
+//!   run creates a session in its working directory (or continues or forks one), subscribes
+//!   before it prompts, maps the events of its own session only, and ends at `session.idle`.
+//!   Text and reasoning stream as deltas; tools carry the tools facet; permissions go through
+//!   `agent_api::kit::hitl` and are answered `once`, `always` or `reject`; cancel aborts the
+//!   session first. Runs of one backend value (and its clones) with the same environment share
+//!   one server, kept warm between runs; it stops when the backend is dropped (or
+//!   [`OpenCodeBackend::shut_down_servers`]) and its last run has ended. See [`serve`].
+//! - **run**: `opencode run --format json`, one way, whole parts only. OpenCode rejects every
+//!   permission set to "ask" by itself here, so this interface has no permission requests; a
+//!   rejected tool shows as a failed tool result. See [`run`].
+//!
+//! `RunRequest::skip_permission_prompts` (`agent_api.permissions.skip_prompts`) tells OpenCode not
+//! to ask at all: `serve` creates the session with a rule allowing every permission, `run` passes
+//! `--auto`.
+//!
+//! Both kinds of recording replay through [`AgentBackend::replay_protocol`].
+
+pub mod config;
+pub mod errors;
+pub mod parts;
+pub mod run;
+pub mod serve;
+
+use agent_api::capabilities as caps;
+use agent_api::kit::replay::RecordingFormat;
+use agent_api::kit::{start_run, CommandSpec, Protocol, RunSettings, Transport};
+use agent_api::{AgentBackend, AgentError, AgentKind, CapabilitySet, RunHandle, RunRequest};
+use async_trait::async_trait;
+
+pub use config::{Interface, OpenCodeConfig, OpenCodeOptions};
+
+/// The backend's agent kind.
+pub const KIND: AgentKind = AgentKind::from_static("opencode");
+
+/// OpenCode versions whose protocol the backend was written from and tested against.
+pub const SUPPORTED_VERSIONS: &[&str] = &["1.18.33"];
+
+/// Capability id: the run can use `opencode serve` (the default interface).
+pub const CAP_SERVE: &str = "backend.opencode.serve";
+/// Capability id: the run can use `opencode run --format json` (one way, no permission requests).
+pub const CAP_RUN: &str = "backend.opencode.run";
+
+/// What discovery needs to find the `opencode` CLI and build a backend for it.
+pub fn probe() -> agent_api::detect::BackendProbe {
+    agent_api::detect::BackendProbe::new(KIND, "opencode", SUPPORTED_VERSIONS, |binary| {
+        std::sync::Arc::new(OpenCodeBackend::new(OpenCodeConfig::with_binary(binary)))
+    })
+}
+
+/// The installed `opencode`: `$AGENT_API_OPENCODE_BIN`, else `opencode` on `PATH`, with its version.
+pub async fn detect() -> Option<agent_api::detect::Installed> {
+    probe().detect().await
+}
+
+/// The OpenCode backend. Clones share one server pool.
+///
+/// Servers: see [`serve::server`].
+#[derive(Debug, Clone, Default)]
+pub struct OpenCodeBackend {
+    config: OpenCodeConfig,
+    servers: serve::ServerPool,
+}
+
+impl OpenCodeBackend {
+    /// A backend that runs OpenCode as `config` says.
+    pub fn new(config: OpenCodeConfig) -> Self {
+        Self { config, servers: serve::ServerPool::default() }
+    }
+
+    /// Its configuration.
+    pub fn config(&self) -> &OpenCodeConfig {
+        &self.config
+    }
+
+    /// The `opencode serve` processes the backend keeps now.
+    pub fn running_servers(&self) -> Vec<serve::server::ServerInfo> {
+        self.servers.running()
+    }
+
+    /// Lets go of the backend's servers: each stops once the runs on it end. Dropping the
+    /// backend (and its clones) does the same.
+    pub async fn shut_down_servers(&self) {
+        self.servers.shut_down().await;
+    }
+}
+
+/// The capabilities the backend's tests prove (fixture replays and end-to-end runs on the bench).
+/// Permissions, questions and deltas are the `serve` interface's; `run` has none of them.
+pub fn capabilities() -> CapabilitySet {
+    CapabilitySet::from_ids([
+        caps::RUN,
+        caps::EVENTS,
+        caps::EVENTS_LIVE,
+        caps::CONTROL_CANCEL,
+        caps::SESSION_RESUME,
+        caps::SESSION_FORK,
+        caps::TOOLS_STRUCTURED_V1,
+        caps::TEXT_MESSAGES,
+        caps::TOOL_CALLS,
+        caps::TOOL_RESULTS,
+        caps::PERMISSIONS,
+        caps::QUESTIONS,
+        caps::STREAMING_DELTAS,
+        caps::REASONING,
+        caps::COMMAND_EXECUTION,
+        caps::FILE_CHANGES,
+        caps::SESSION_LIFECYCLE,
+        caps::USAGE,
+        caps::MODEL_SELECTION,
+        caps::SKIP_PERMISSION_PROMPTS,
+        CAP_SERVE,
+        CAP_RUN,
+    ])
+}
+
+/// The command every interface starts from: the binary, the config's and the request's
+/// environment, the working directory (OpenCode reads its project from `$PWD`, so that is set too).
+pub(crate) fn base_spec(config: &OpenCodeConfig, request: &RunRequest) -> CommandSpec {
+    let mut spec = CommandSpec::new(&config.binary);
+    for (k, v) in config.env.iter().chain(&request.env) {
+        spec = spec.env(k.clone(), v.clone());
+    }
+    if let Some(dir) = working_dir(config, request) {
+        spec = spec.env("PWD", dir.display().to_string()).cwd(dir);
+    }
+    spec
+}
+
+/// The run's working directory: the request's, else the config's, else this process's.
+pub(crate) fn working_dir(config: &OpenCodeConfig, request: &RunRequest) -> Option<std::path::PathBuf> {
+    request.working_dir.clone().or_else(|| config.working_dir.clone()).or_else(|| std::env::current_dir().ok())
+}
+
+#[async_trait]
+impl AgentBackend for OpenCodeBackend {
+    fn kind(&self) -> AgentKind {
+        KIND
+    }
+
+    fn capabilities(&self) -> CapabilitySet {
+        capabilities()
+    }
+
+    fn extension_keys(&self) -> &'static [&'static str] {
+        agent_api::options::extension_keys::<OpenCodeOptions>()
+    }
+
+    async fn run(&self, request: RunRequest) -> Result<RunHandle, AgentError> {
+        self.validate(&request)?;
+        let options: OpenCodeOptions = request.options()?;
+        let settings = RunSettings::for_request(self.kind(), &request, &self.capabilities());
+        match options.interface.unwrap_or(self.config.default_interface) {
+            Interface::Run => {
+                let spec = run::command_spec(&self.config, &request, options.thinking.unwrap_or(true));
+                let transport = Transport::spawn(&spec, settings.line_cap)?;
+                Ok(start_run(settings, transport, Box::new(run::RunProtocol::default())))
+            }
+            Interface::Serve => serve::start(&self.config, &self.servers, request, settings).await,
+        }
+    }
+
+    fn replay_protocol(&self, format: RecordingFormat) -> Result<Box<dyn Protocol>, AgentError> {
+        match format {
+            RecordingFormat::NativeStdout => Ok(Box::new(run::RunProtocol::default())),
+            RecordingFormat::Session => Ok(Box::new(serve::ServeProtocol::replay())),
+            other => Err(AgentError::Replay { reason: format!("opencode cannot replay {other:?} recordings") }),
+        }
+    }
+}

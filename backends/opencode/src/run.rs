@@ -1,0 +1,132 @@
+//! The `opencode run --format json` converter: one-way JSONL of whole parts (`step_start`,
+//! `text`, `reasoning`, `tool_use`, `step_finish`) and `error`.
+//!
+//! A permission set to "ask" is rejected by OpenCode itself in this interface: the tool part
+//! ends in state `error`, which shows as a failed `tool_result` with OpenCode's reason.
+
+use agent_api::kit::driver::{ExitInfo, Unparsed};
+use agent_api::kit::protocol::{parse_typed, parse_value};
+use agent_api::kit::{CommandSpec, Ctx, Protocol};
+use agent_api::{AgentError, RunCompletion, RunRequest, SessionSelector};
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::config::OpenCodeConfig;
+use crate::errors::NativeError;
+use crate::parts::{Part, Parts};
+
+#[derive(Debug, Deserialize)]
+struct RunLine {
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(rename = "sessionID", default)]
+    session_id: Option<String>,
+    #[serde(default)]
+    part: Option<Part>,
+    #[serde(default)]
+    error: Option<NativeError>,
+}
+
+/// The `run` converter (the same for live runs and replay: `run` takes no input).
+#[derive(Debug, Default)]
+pub struct RunProtocol {
+    parts: Parts,
+    error: Option<NativeError>,
+}
+
+impl RunProtocol {
+    fn on_run_line(&mut self, line: RunLine, ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
+        let t = &mut *ctx.transcript;
+        if let Some(id) = &line.session_id {
+            if t.native_session_id().is_none() {
+                t.set_native_session_id(id.clone());
+                t.session_started(None);
+            }
+        }
+        match (line.kind.as_str(), line.part, line.error) {
+            ("error", _, Some(error)) => self.error = Some(error),
+            ("step_start" | "text" | "reasoning" | "tool_use" | "step_finish", Some(part), _) => self.parts.part(t, part, true),
+            (kind, ..) => {
+                return Err(Unparsed(format!("unknown or incomplete run line type {:?}", agent_api::bounds::utf8_prefix(kind, 40))))
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Protocol for RunProtocol {
+    fn name(&self) -> &'static str {
+        "opencode.run"
+    }
+
+    fn on_line(&mut self, line: &[u8], ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
+        match parse_typed::<RunLine>(line) {
+            Some(line) => self.on_run_line(line, ctx),
+            None => self.on_message(parse_value(line)?, ctx),
+        }
+    }
+
+    fn on_message(&mut self, message: Value, ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
+        let line: RunLine = serde_json::from_value(message)?;
+        self.on_run_line(line, ctx)
+    }
+
+    fn finish(&mut self, exit: &ExitInfo, ctx: &mut Ctx<'_>) -> Result<RunCompletion, AgentError> {
+        self.parts.fail_open_tools(ctx.transcript);
+        if let Some(error) = &self.error {
+            return Err(error.to_agent_error());
+        }
+        if !exit.success() {
+            return Err(exit.early_exit_error());
+        }
+        let mut completion = RunCompletion::new();
+        completion.usage = self.parts.usage();
+        Ok(completion)
+    }
+}
+
+/// `opencode run --format json [-m MODEL] [--thinking] [--session ID|--continue] [--fork] PROMPT`,
+/// with stdin at /dev/null.
+pub fn command_spec(config: &OpenCodeConfig, request: &RunRequest, thinking: bool) -> CommandSpec {
+    let mut args: Vec<String> = ["run", "--format", "json"].map(String::from).to_vec();
+    if let Some(model) = &request.model {
+        args.extend(["-m".to_string(), model.clone()]);
+    }
+    if thinking {
+        args.push("--thinking".into());
+    }
+    if request.skip_permission_prompts {
+        // OpenCode's own "don't ask": it approves what the config does not deny.
+        args.push("--auto".into());
+    }
+    match &request.session {
+        SessionSelector::Resume(id) => args.extend(["--session".to_string(), id.clone()]),
+        SessionSelector::ResumeLast => args.push("--continue".into()),
+        SessionSelector::Fork(id) => args.extend(["--session".to_string(), id.clone(), "--fork".to_string()]),
+        _ => {}
+    }
+    // The prompt after `--`, so a prompt starting with `-` is never read as a flag.
+    args.push("--".into());
+    args.push(request.prompt.text.clone());
+    crate::base_spec(config, request).args(args)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(request: RunRequest) -> Vec<String> {
+        command_spec(&OpenCodeConfig::default(), &request, true).args.iter().map(|a| a.to_string_lossy().into_owned()).collect()
+    }
+
+    #[test]
+    fn argv_carries_model_session_and_the_prompt_after_the_options() {
+        let request = RunRequest::new("-x looks like a flag").with_model("mock/m").with_session(SessionSelector::Fork("ses_1".into()));
+        assert_eq!(
+            args(request),
+            ["run", "--format", "json", "-m", "mock/m", "--thinking", "--session", "ses_1", "--fork", "--", "-x looks like a flag"]
+        );
+        let skip = args(RunRequest::new("hi").with_skip_permission_prompts(true).with_session(SessionSelector::ResumeLast));
+        assert_eq!(skip, ["run", "--format", "json", "--thinking", "--auto", "--continue", "--", "hi"]);
+    }
+}

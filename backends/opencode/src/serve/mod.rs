@@ -1,0 +1,396 @@
+//! The `opencode serve` interface: HTTP requests out, the server's events in.
+//!
+//! [`ServeProtocol`] writes each request as `{"method", "path", "body"}` and reads the answers
+//! (`{"status", "body"}`) and the events (`{"directory", "payload": {"type", "properties"}}`)
+//! of its own session; live, [`bridge`] carries them to a [`server::Server`], in a replay they
+//! come from the recording. A turn is one prompt ([`ServeProtocol::prompt`]) and ends at
+//! `session.idle`.
+
+pub mod bridge;
+mod events;
+mod questions;
+pub mod server;
+
+use std::collections::{HashSet, VecDeque};
+
+use agent_api::kit::driver::{ExitInfo, Unparsed};
+use agent_api::kit::hitl::Hitl;
+use agent_api::kit::{start_run, Ctx, Protocol, RunSettings, Transport};
+use agent_api::run::ControlCommand;
+use agent_api::{AgentError, PermissionDecision, RunCompletion, RunHandle, RunRequest, SessionSelector};
+use serde_json::{json, Value};
+
+use crate::config::OpenCodeConfig;
+use crate::errors::NativeError;
+use crate::parts::Parts;
+pub use server::ServerPool;
+
+/// What an answer in flight belongs to (answers come back in the order requests went out).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pending {
+    Session,
+    Latest,
+    Prompt,
+    Other,
+}
+
+/// What a live run sends (a replay sends nothing: the recording holds the client's side).
+#[derive(Debug, Clone)]
+struct Plan {
+    prompt: String,
+    model: Option<Value>,
+    directory: String,
+    session: SessionSelector,
+    ask_first: bool,
+}
+
+/// The `serve` converter, live or replaying.
+#[derive(Debug)]
+pub struct ServeProtocol {
+    plan: Option<Plan>,
+    pending: VecDeque<Pending>,
+    session_id: Option<String>,
+    user_messages: HashSet<String>,
+    hitl: Hitl<String, questions::QuestionRef>,
+    questions: questions::Questions,
+    parts: Parts,
+    title: Option<String>,
+    error: Option<NativeError>,
+    failure: Option<AgentError>,
+    prompted: bool,
+    idle: bool,
+}
+
+impl ServeProtocol {
+    fn new(plan: Option<Plan>, hitl: Hitl<String, questions::QuestionRef>) -> Self {
+        Self {
+            plan,
+            pending: VecDeque::new(),
+            session_id: None,
+            user_messages: HashSet::new(),
+            hitl,
+            questions: questions::Questions::default(),
+            parts: Parts::default(),
+            title: None,
+            error: None,
+            failure: None,
+            prompted: false,
+            idle: false,
+        }
+    }
+
+    /// A replay of a recorded session.
+    pub fn replay() -> Self {
+        Self::new(None, Hitl::replay())
+    }
+
+    fn live(request: &RunRequest, directory: String) -> Self {
+        let model = request.model.as_deref().and_then(|m| m.split_once('/')).map(|(p, m)| json!({"providerID": p, "modelID": m}));
+        let plan = Plan {
+            prompt: request.prompt.text.clone(),
+            model,
+            directory,
+            session: request.session.clone(),
+            ask_first: !request.skip_permission_prompts,
+        };
+        Self::new(Some(plan), Hitl::live(request.permissions.clone()))
+    }
+
+    fn query(&self) -> String {
+        let dir = self.plan.as_ref().map(|p| p.directory.as_str()).unwrap_or("");
+        format!("?directory={}", percent_encode(dir))
+    }
+
+    fn send(&mut self, ctx: &mut Ctx<'_>, kind: Pending, method: &str, path: String, body: Value) {
+        self.pending.push_back(kind);
+        ctx.send(&json!({"method": method, "path": path, "body": body}));
+    }
+
+    /// Sends one prompt on the session and starts waiting for its `session.idle`; a next turn
+    /// calls it again once the session is idle.
+    pub fn prompt(&mut self, ctx: &mut Ctx<'_>, text: &str) {
+        let (Some(plan), Some(id)) = (&self.plan, &self.session_id) else { return };
+        let mut body = json!({"parts": [{"type": "text", "text": text}]});
+        if let Some(model) = &plan.model {
+            body["model"] = model.clone();
+        }
+        let path = format!("/session/{id}/prompt_async{}", self.query());
+        self.prompted = true;
+        self.idle = false;
+        self.send(ctx, Pending::Prompt, "POST", path, body);
+    }
+
+    fn session_known(&mut self, id: &str, ctx: &mut Ctx<'_>) {
+        self.session_id = Some(id.to_string());
+        ctx.transcript.set_native_session_id(id.to_string());
+        ctx.transcript.session_started(None);
+    }
+
+    fn on_reply(&mut self, reply: &Value, ctx: &mut Ctx<'_>) {
+        let status = reply.get("status").and_then(Value::as_u64).unwrap_or(0) as u16;
+        let kind = self.pending.pop_front().unwrap_or(Pending::Other);
+        if !(200..300).contains(&status) && kind != Pending::Other {
+            let what = match kind {
+                Pending::Session => "creating the session",
+                Pending::Latest => "listing its sessions",
+                _ => "sending the prompt",
+            };
+            let status = (status != 0).then_some(status);
+            self.failure.get_or_insert(AgentError::Http { status, reason: format!("the opencode server refused {what}") });
+            ctx.close_input();
+            return;
+        }
+        let session = match kind {
+            Pending::Latest => latest_session(reply.get("body")),
+            Pending::Session => reply.pointer("/body/id").and_then(Value::as_str),
+            _ => return,
+        };
+        match session {
+            Some(id) => {
+                self.session_known(id, ctx);
+                let text = self.plan.as_ref().map(|p| p.prompt.clone()).unwrap_or_default();
+                self.prompt(ctx, &text);
+            }
+            None => {
+                self.failure.get_or_insert(AgentError::SessionNotFound { id: "the most recent session".into() });
+                ctx.close_input();
+            }
+        }
+    }
+
+    fn reply_permission(&mut self, ctx: &mut Ctx<'_>, id: &str, decision: &PermissionDecision) {
+        let (reply, message) = match decision {
+            PermissionDecision::AllowForSession => ("always", None),
+            d if d.is_approval() => ("once", None),
+            PermissionDecision::Deny { message } => ("reject", message.clone()),
+            _ => ("reject", None),
+        };
+        let mut body = json!({"reply": reply});
+        if let Some(message) = message {
+            body["message"] = json!(message);
+        }
+        let path = format!("/permission/{id}/reply{}", self.query());
+        self.send(ctx, Pending::Other, "POST", path, body);
+    }
+
+    /// The turn is over: nothing waits any more; the bridge may stop.
+    fn turn_ended(&mut self, ctx: &mut Ctx<'_>) {
+        self.idle = true;
+        self.parts.fail_open_tools(ctx.transcript);
+        // Nothing asked in this turn still waits once it is over.
+        let _ = self.hitl.cancel_permissions(ctx.transcript);
+        let _ = self.hitl.cancel_questions(ctx.transcript);
+        if self.plan.is_some() {
+            ctx.close_input();
+        }
+    }
+}
+
+/// The most recently updated session of a `GET /session` answer.
+fn latest_session(list: Option<&Value>) -> Option<&str> {
+    let sessions = list?.as_array()?;
+    let updated = |s: &Value| s.pointer("/time/updated").and_then(Value::as_u64).unwrap_or(0);
+    sessions.iter().max_by_key(|s| updated(s))?.get("id")?.as_str()
+}
+
+/// Percent-encodes a query value (everything but unreserved characters).
+fn percent_encode(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for b in value.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+impl Protocol for ServeProtocol {
+    fn name(&self) -> &'static str {
+        "opencode.serve"
+    }
+
+    fn start(&mut self, ctx: &mut Ctx<'_>) -> Result<(), AgentError> {
+        let Some(plan) = self.plan.clone() else { return Ok(()) };
+        let query = self.query();
+        match &plan.session {
+            SessionSelector::Resume(id) => {
+                self.session_known(id, ctx);
+                let text = plan.prompt.clone();
+                self.prompt(ctx, &text);
+            }
+            SessionSelector::Fork(id) => self.send(ctx, Pending::Session, "POST", format!("/session/{id}/fork{query}"), json!({})),
+            SessionSelector::New => {
+                let rules = if plan.ask_first {
+                    // OpenCode asks before shell commands and edits, so the run's policy decides.
+                    json!([
+                        {"permission": "bash", "pattern": "*", "action": "ask"},
+                        {"permission": "edit", "pattern": "*", "action": "ask"},
+                    ])
+                } else {
+                    // The caller's explicit "don't ask": every permission is allowed.
+                    json!([{"permission": "*", "pattern": "*", "action": "allow"}])
+                };
+                let body = json!({"permission": rules});
+                self.send(ctx, Pending::Session, "POST", format!("/session{query}"), body);
+            }
+            SessionSelector::ResumeLast => self.send(ctx, Pending::Latest, "GET", format!("/session{query}"), Value::Null),
+            _ => return Err(AgentError::InvalidRequest { reason: "this session selector is not supported by opencode serve".into() }),
+        }
+        Ok(())
+    }
+
+    fn on_message(&mut self, message: Value, ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
+        if message.get("status").is_some() {
+            self.on_reply(&message, ctx);
+            return Ok(());
+        }
+        let Some(payload) = message.get("payload") else { return Err(Unparsed("neither an answer nor an event".into())) };
+        events::on_event(self, payload, ctx)
+    }
+
+    fn on_recorded_send(&mut self, message: Value, ctx: &mut Ctx<'_>) {
+        let path = message.get("path").and_then(Value::as_str).unwrap_or("");
+        let kind = match bridge::path_session(path) {
+            None if path.starts_with("/session?") || path == "/session" => Pending::Session,
+            Some(_) if path.contains("/fork") => Pending::Session,
+            Some(_) if path.contains("/prompt_async") => Pending::Prompt,
+            _ => Pending::Other,
+        };
+        if kind == Pending::Prompt {
+            self.prompted = true;
+        }
+        if let (Some(id), Some(reply)) =
+            (path.strip_prefix("/permission/").and_then(|p| p.split('/').next()), message.pointer("/body/reply"))
+        {
+            self.hitl.recorded_permission(ctx.transcript, id, reply.as_str() != Some("reject"));
+        }
+        self.pending.push_back(kind);
+    }
+
+    fn on_control(&mut self, command: ControlCommand, ctx: &mut Ctx<'_>) -> Result<(), AgentError> {
+        match command {
+            ControlCommand::Permission { id, decision } => {
+                let decided = self.hitl.decide_permission(ctx.transcript, &id, decision)?;
+                self.reply_permission(ctx, &decided.native, &decided.decision);
+                Ok(())
+            }
+            ControlCommand::Question { id, answer } => questions::answer(self, &id, answer, ctx),
+            _ => Err(AgentError::RunFinished),
+        }
+    }
+
+    fn interrupt(&mut self, ctx: &mut Ctx<'_>) -> bool {
+        let Some(id) = self.session_id.clone().filter(|_| !self.idle && self.plan.is_some()) else { return false };
+        for decided in self.hitl.cancel_permissions(ctx.transcript) {
+            self.reply_permission(ctx, &decided.native, &decided.decision);
+        }
+        questions::cancel_all(self, ctx);
+        let path = format!("/session/{id}/abort{}", self.query());
+        self.send(ctx, Pending::Other, "POST", path, Value::Null);
+        true
+    }
+
+    fn finish(&mut self, exit: &ExitInfo, ctx: &mut Ctx<'_>) -> Result<RunCompletion, AgentError> {
+        self.parts.fail_open_tools(ctx.transcript);
+        if let Some(failure) = self.failure.take() {
+            return Err(failure);
+        }
+        if let Some(error) = &self.error {
+            return Err(error.to_agent_error());
+        }
+        if !self.idle {
+            return Err(exit.early_exit_error());
+        }
+        let mut completion = RunCompletion::new().with_data(json!({"interface": "serve"}));
+        completion.usage = self.parts.usage();
+        completion.exit_code = None;
+        Ok(completion)
+    }
+}
+
+/// Starts a live `serve` run on `server`.
+pub(crate) fn start_on(
+    server: std::sync::Arc<server::Server>,
+    request: &RunRequest,
+    directory: String,
+    settings: RunSettings,
+) -> RunHandle {
+    let (subscriber, events) = server.subscribe();
+    let transport = Transport::in_process(settings.line_cap, move |pipes| bridge::run(server, subscriber, events, pipes));
+    start_run(settings, transport, Box::new(ServeProtocol::live(request, directory)))
+}
+
+/// Starts a `serve` run: gets the backend's server for this environment (starting one if none
+/// runs), then runs the turn on it.
+pub(crate) async fn start(
+    config: &OpenCodeConfig,
+    pool: &ServerPool,
+    request: RunRequest,
+    settings: RunSettings,
+) -> Result<RunHandle, AgentError> {
+    let directory = crate::working_dir(config, &request).map(|d| d.display().to_string()).unwrap_or_default();
+    let server = pool.get(crate::base_spec(config, &request), config.startup_timeout).await?;
+    Ok(start_on(server, &request, directory, settings))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agent_api::kit::driver::ProtocolHarness;
+
+    fn started(request: RunRequest) -> (ServeProtocol, ProtocolHarness, Vec<Value>) {
+        let mut protocol = ServeProtocol::live(&request, "/work/a b".into());
+        let mut harness = ProtocolHarness::new();
+        protocol.start(&mut harness.ctx()).unwrap();
+        let sent = harness.take_sent();
+        (protocol, harness, sent)
+    }
+
+    #[test]
+    fn a_new_session_asks_before_shell_and_edits_unless_told_not_to() {
+        let (_, _, sent) = started(RunRequest::new("hi"));
+        assert_eq!(sent[0]["path"], "/session?directory=%2Fwork%2Fa%20b");
+        assert_eq!(sent[0]["body"]["permission"][0], json!({"permission": "bash", "pattern": "*", "action": "ask"}));
+        let (_, _, sent) = started(RunRequest::new("hi").with_skip_permission_prompts(true));
+        assert_eq!(sent[0]["body"]["permission"], json!([{"permission": "*", "pattern": "*", "action": "allow"}]));
+    }
+
+    #[test]
+    fn the_prompt_follows_the_new_session_and_other_sessions_are_ignored() {
+        let (mut protocol, mut harness, _) = started(RunRequest::new("hi").with_model("mock/mock-model"));
+        protocol.on_message(json!({"status": 200, "body": {"id": "ses_1"}}), &mut harness.ctx()).unwrap();
+        let sent = harness.take_sent();
+        assert_eq!(sent[0]["path"], "/session/ses_1/prompt_async?directory=%2Fwork%2Fa%20b");
+        assert_eq!(sent[0]["body"]["model"], json!({"providerID": "mock", "modelID": "mock-model"}));
+        let other = json!({"payload": {"type": "session.idle", "properties": {"sessionID": "ses_2"}}});
+        protocol.on_message(other, &mut harness.ctx()).unwrap();
+        assert!(!protocol.idle, "another session's idle is not this run's");
+        let unknown = json!({"payload": {"type": "something.new", "properties": {"sessionID": "ses_1"}}});
+        protocol.on_message(unknown, &mut harness.ctx()).unwrap();
+        let idle = json!({"payload": {"type": "session.idle", "properties": {"sessionID": "ses_1"}}});
+        protocol.on_message(idle, &mut harness.ctx()).unwrap();
+        assert!(protocol.idle && harness.input_closed());
+        let types: Vec<_> = harness.transcript.drain().map(|e| e.type_name()).collect();
+        assert!(!types.contains(&"agent.unparsed"), "{types:?}");
+    }
+
+    #[test]
+    fn a_refused_session_fails_the_run_with_its_status() {
+        let (mut protocol, mut harness, _) = started(RunRequest::new("hi"));
+        protocol.on_message(json!({"status": 400, "body": null}), &mut harness.ctx()).unwrap();
+        assert!(matches!(protocol.failure, Some(AgentError::Http { status: Some(400), .. })));
+        assert!(harness.input_closed());
+    }
+
+    #[test]
+    fn events_are_routed_by_session() {
+        let event = |props: Value| json!({"payload": {"type": "x", "properties": props}}).to_string();
+        assert_eq!(server::event_session(&event(json!({"sessionID": "ses_1"}))).as_deref(), Some("ses_1"));
+        assert_eq!(server::event_session(&event(json!({"part": {"sessionID": "ses_2"}}))).as_deref(), Some("ses_2"));
+        assert_eq!(server::event_session(&event(json!({"info": {"sessionID": "ses_3"}}))).as_deref(), Some("ses_3"));
+        assert_eq!(server::event_session(&event(json!({}))), None);
+        assert_eq!(server::event_session(&json!({"payload": {"type": "sync", "properties": {"sessionID": "s"}}}).to_string()), None);
+    }
+}

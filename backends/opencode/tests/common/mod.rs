@@ -1,0 +1,72 @@
+//! What the end-to-end tests share: a backend on a bench sandbox, and a run driven to its end.
+
+#![allow(dead_code)]
+
+use std::time::Duration;
+
+use agent_api::projection::Projector;
+use agent_api::universal::UniversalEventBody;
+use agent_api::{AgentBackend, PermissionDecision, QuestionAnswer, RunRequest};
+use agent_api_conformance::RunRecord;
+use agent_api_opencode::{Interface, OpenCodeBackend, OpenCodeConfig};
+use agent_bench::{e2e_enabled_or_explain, Cli, ModelServer, Sandbox};
+use futures::StreamExt;
+
+/// The bench's model server and a sandbox for `scenario`, or `None` when e2e runs are skipped.
+pub(crate) async fn setup(scenario: &str) -> Option<(ModelServer, Sandbox)> {
+    e2e_enabled_or_explain(Cli::OpenCode)?;
+    let server = ModelServer::start(None).await.unwrap();
+    let sandbox = Sandbox::new(Cli::OpenCode, &server, scenario).unwrap();
+    Some((server, sandbox))
+}
+
+/// A backend running the sandbox's `opencode` with its environment, in its working directory.
+pub(crate) fn backend(sandbox: &Sandbox, interface: Interface) -> OpenCodeBackend {
+    let mut config = OpenCodeConfig::with_binary(&sandbox.program).default_interface(interface);
+    for (k, v) in &sandbox.env {
+        config = config.env(k, v);
+    }
+    config.working_dir = Some(sandbox.cwd.clone());
+    OpenCodeBackend::new(config)
+}
+
+/// Runs `request`, answering every permission with `decision` and every question with its first
+/// option; cancels at the first native
+/// delta when `cancel_on_first_delta`.
+pub(crate) async fn drive(
+    backend: &OpenCodeBackend,
+    request: RunRequest,
+    decision: PermissionDecision,
+    cancel_on_first_delta: bool,
+) -> RunRecord {
+    let handle = backend.run(request.with_timeout(Duration::from_secs(120))).await.expect("run starts");
+    let control = handle.control();
+    let mut projector = Projector::new(handle.agent_kind().clone(), handle.tools_structured());
+    let (mut events, completion) = handle.into_universal();
+    let mut universal = Vec::new();
+    while let Some(event) = events.next().await {
+        match &event.body {
+            UniversalEventBody::PermissionRequested(p) => {
+                let _ = control.respond_permission(&p.permission_id, decision.clone()).await;
+            }
+            UniversalEventBody::QuestionRequested(q) => {
+                let answer = q.options.first().cloned().unwrap_or_else(|| "yes".into());
+                let _ = control.answer_question(&q.question_id, QuestionAnswer::Text(answer)).await;
+            }
+            UniversalEventBody::ItemDelta(_) if cancel_on_first_delta && !event.synthetic => control.cancel(),
+            _ => {}
+        }
+        universal.push(event);
+    }
+    let wrapper = universal.iter().flat_map(|e| projector.project(e)).collect();
+    RunRecord { universal, wrapper, completion: completion.await, tools_structured: true }
+}
+
+/// Waits up to 5 s for every process working in `dir` (the server and its children) to be gone.
+pub(crate) async fn wait_until_gone(needle: &std::path::Path) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while !agent_bench::process::processes_in(needle).is_empty() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(agent_bench::process::processes_in(needle), Vec::<i32>::new(), "no opencode process is left");
+}

@@ -1,0 +1,98 @@
+//! `opencode run --format json` end to end: the real pinned opencode 1.18.33 against the bench's
+//! scripted model server. Without the CLI these fail with install instructions, unless
+//! AGENT_API_E2E=skip.
+
+mod common;
+
+use agent_api::universal::{ContentPart, ItemKind, ItemStatus};
+use agent_api::{AgentError, Channel, PermissionDecision, RunRequest, SessionSelector};
+use agent_api_conformance::assert_conformant;
+use agent_api_opencode::Interface;
+use common::*;
+
+#[tokio::test]
+async fn run_text_reasoning_and_usage() {
+    let Some((_server, sandbox)) = setup("reasoning").await else { return };
+    let run = drive(&backend(&sandbox, Interface::Run), RunRequest::new("think then say hi"), PermissionDecision::Allow, false).await;
+    assert_conformant(&run);
+    let done = run.completion.as_ref().expect("the run completes");
+    assert_eq!(done.final_text.as_deref(), Some("Hello after thinking"));
+    assert!(done.native_session_id.as_deref().is_some_and(|id| id.starts_with("ses_")));
+    assert!(done.usage.as_ref().and_then(|u| u.output_tokens).is_some());
+    assert!(run.wrapper.iter().any(|e| e.is_on(&Channel::Reasoning)), "{:?}", run.types());
+}
+
+#[tokio::test]
+async fn run_shell_runs_with_exit_code_and_output_size() {
+    let Some((_server, sandbox)) = setup("shell").await else { return };
+    let run = drive(&backend(&sandbox, Interface::Run), RunRequest::new("run the command"), PermissionDecision::Allow, false).await;
+    assert_conformant(&run);
+    assert!(run.completion.is_ok(), "{:?}", run.completion);
+    assert_eq!(std::fs::read_to_string(sandbox.cwd.join("out.txt")).unwrap().trim(), "hi");
+    let result = &run.completed_items(ItemKind::ToolResult)[0];
+    let tool = result.tool.as_ref().expect("tools facet");
+    assert_eq!((tool.kind.as_str(), tool.exit_code, tool.bytes.stdout), ("command_execution", Some(0), 3));
+}
+
+#[tokio::test]
+async fn run_file_write_carries_its_diff() {
+    let Some((_server, sandbox)) = setup("write_edit").await else { return };
+    let run = drive(&backend(&sandbox, Interface::Run), RunRequest::new("create the file"), PermissionDecision::Allow, false).await;
+    assert_conformant(&run);
+    assert!(run.completion.is_ok(), "{:?}", run.completion);
+    assert!(sandbox.cwd.join("created.txt").exists());
+    let results = run.completed_items(ItemKind::ToolResult);
+    let diffs: Vec<&String> = results
+        .iter()
+        .flat_map(|i| &i.content)
+        .filter_map(|p| match p {
+            ContentPart::FileRef { diff: Some(diff), .. } => Some(diff),
+            _ => None,
+        })
+        .collect();
+    assert!(!diffs.is_empty(), "a file ref with a diff");
+    assert!(results.iter().all(|i| i.status == ItemStatus::Completed));
+    assert!(results.iter().any(|i| i.tool.as_ref().is_some_and(|t| t.bytes.diff > 0)));
+}
+
+#[tokio::test]
+async fn run_401_and_500_end_with_one_typed_terminal_error() {
+    for (scenario, code) in [("error401", "auth"), ("error500", "server_error")] {
+        let Some((_server, sandbox)) = setup(scenario).await else { return };
+        let run = drive(&backend(&sandbox, Interface::Run), RunRequest::new("say hi"), PermissionDecision::Allow, false).await;
+        assert_conformant(&run);
+        let error = run.completion.as_ref().expect_err("the run fails");
+        assert_eq!(error.code(), code, "{scenario}: {error}");
+        if scenario == "error500" {
+            assert!(matches!(error, AgentError::ServerError { status: Some(500), .. }));
+        }
+        assert_eq!(run.universal.iter().filter(|e| e.is_terminal_error()).count(), 1, "{scenario}");
+    }
+}
+
+#[tokio::test]
+async fn run_resumes_continues_and_forks_its_session() {
+    let Some((_server, sandbox)) = setup("echo").await else { return };
+    let backend = backend(&sandbox, Interface::Run);
+    let first = drive(&backend, RunRequest::new("first turn"), PermissionDecision::Allow, false).await;
+    let id = first.completion.as_ref().unwrap().native_session_id.clone().expect("a session id");
+    let second =
+        drive(&backend, RunRequest::new("second turn").with_session(SessionSelector::Resume(id.clone())), PermissionDecision::Allow, false)
+            .await;
+    assert_conformant(&second);
+    let done = second.completion.as_ref().unwrap();
+    assert_eq!(done.native_session_id.as_deref(), Some(id.as_str()));
+    assert!(done.final_text.as_deref().is_some_and(|t| t.contains("user_turns=2")), "{:?}", done.final_text);
+    let last =
+        drive(&backend, RunRequest::new("third turn").with_session(SessionSelector::ResumeLast), PermissionDecision::Allow, false).await;
+    let done = last.completion.as_ref().unwrap();
+    assert_eq!(done.native_session_id.as_deref(), Some(id.as_str()), "the last session");
+    assert!(done.final_text.as_deref().is_some_and(|t| t.contains("user_turns=3")), "{:?}", done.final_text);
+    let fork =
+        drive(&backend, RunRequest::new("fourth turn").with_session(SessionSelector::Fork(id.clone())), PermissionDecision::Allow, false)
+            .await;
+    assert_conformant(&fork);
+    let done = fork.completion.as_ref().unwrap();
+    assert!(done.native_session_id.as_deref().is_some_and(|f| f != id), "a new session: {:?}", done.native_session_id);
+    assert!(done.final_text.as_deref().is_some_and(|t| t.contains("user_turns=4")), "{:?}", done.final_text);
+}
