@@ -41,6 +41,7 @@ pub mod projection;
 pub mod request;
 pub mod run;
 pub mod secrets;
+pub mod session;
 pub mod tools_facet;
 pub mod universal;
 
@@ -53,6 +54,7 @@ pub use event::{AgentWrapperEvent, AgentWrapperEventKind, Channel, PermissionFac
 pub use gateway::Gateway;
 pub use kind::AgentKind;
 pub use options::BackendOptions;
+pub use session::Session;
 pub use request::{PermissionPolicy, PermissionRule, Prompt, RunRequest, SessionSelector, ToolCategory};
 pub use run::{
     Completion, ControlCommand, PermissionDecision, QuestionAnswer, RunCompletion, RunControl, RunHandle, UniversalEvents, Usage,
