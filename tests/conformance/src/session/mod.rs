@@ -4,6 +4,8 @@
 use agent_api::universal::{ContentPart, UniversalEvent, UniversalEventBody};
 use agent_api::{AgentError, RunCompletion, RunHandle, Session};
 
+pub mod e2e;
+
 use crate::{record_answering, universal_problems, wrapper_problems, Answers, RunRecord};
 
 /// The turns of one session and the events `close` returned.
