@@ -103,10 +103,42 @@ async fn dropping_the_session_mid_turn_ends_the_turn_and_dropping_it_idle_is_qui
 }
 
 #[tokio::test]
-async fn a_backend_without_sessions_is_refused_by_capability() {
+async fn an_unknown_backend_and_an_empty_prompt_are_refused() {
     let (gateway, kind) = gateway();
     let error = gateway.open_session(&AgentKind::from_static("nope"), template("text", 0)).await.unwrap_err();
     assert!(matches!(error, AgentError::UnknownBackend { .. }));
     let mut session = gateway.open_session(&kind, template("text", 0)).await.unwrap();
     assert!(matches!(session.send("  ").await, Err(AgentError::InvalidRequest { .. })));
+}
+
+#[tokio::test]
+async fn a_session_resuming_per_turn_makes_the_same_transcript_from_one_run_per_turn() {
+    let backend = std::sync::Arc::new(ScriptedBackend::new());
+    let mut session = agent_api::Session::resuming(backend, template("slow", 2));
+    assert!(!session.is_warm());
+    assert_eq!(session.process_id(), None);
+    let mut record = SessionRecord::default();
+    assert!(record.turn(&mut session, "one").await.is_ok());
+    let first_id = session.native_session_id().expect("the first run reports its session");
+
+    let second = session.send("two").await.unwrap();
+    assert!(matches!(session.send("too early").await, Err(AgentError::TurnInProgress)));
+    let completion = record.record(second, Answers::cancel_at_delta()).await;
+    assert!(matches!(completion, Err(AgentError::Cancelled)), "{completion:?}");
+
+    let third = record.turn(&mut session, "three").await.as_ref().unwrap().clone();
+    assert_eq!(third.native_session_id.as_deref(), Some(first_id.as_str()), "each turn resumes the previous one");
+    assert!(third.final_text.unwrap().starts_with("word0"));
+    record.trailing = session.close().await.unwrap();
+    let items: Vec<String> = record
+        .universal()
+        .iter()
+        .filter_map(|e| match &e.body {
+            agent_api::universal::UniversalEventBody::ItemStarted(d) => Some(d.item.item_id.clone()),
+            _ => None,
+        })
+        .collect();
+    let unique: std::collections::HashSet<&String> = items.iter().collect();
+    assert_eq!(unique.len(), items.len(), "item ids are unique across turns");
+    assert_session_conformant(&record);
 }

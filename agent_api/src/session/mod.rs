@@ -13,6 +13,8 @@
 //! # Ok(()) }
 //! ```
 
+mod resumed;
+
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::{mpsc, oneshot};
@@ -65,6 +67,7 @@ impl Drop for WarmSession {
 
 pub(crate) enum Engine {
     Warm(WarmSession),
+    Resumed(resumed::ResumedSession),
 }
 
 /// Several turns on one agent: each [`Session::send`] is a turn and returns what a run returns
@@ -96,6 +99,13 @@ impl Session {
         Self { agent_kind, engine }
     }
 
+    /// A session that runs each turn on `backend` as a new process resuming the previous turn's
+    /// native session (for backends advertising `agent_api.session.resume_per_turn`), with
+    /// `template` as every turn's request.
+    pub fn resuming(backend: Arc<dyn crate::AgentBackend>, template: crate::RunRequest) -> Self {
+        Self::new(backend.kind(), Engine::Resumed(resumed::ResumedSession::new(backend, template)))
+    }
+
     /// The backend of the session.
     pub fn agent_kind(&self) -> &AgentKind {
         &self.agent_kind
@@ -111,6 +121,7 @@ impl Session {
     pub fn native_session_id(&self) -> Option<String> {
         match &self.engine {
             Engine::Warm(warm) => lock(&warm.shared).native_session_id.clone(),
+            Engine::Resumed(resumed) => resumed.native_session_id(),
         }
     }
 
@@ -119,6 +130,7 @@ impl Session {
     pub fn process_id(&self) -> Option<u32> {
         match &self.engine {
             Engine::Warm(warm) => warm.process_id,
+            Engine::Resumed(_) => None,
         }
     }
 
@@ -138,6 +150,7 @@ impl Session {
                 warm.commands.send(SessionCommand::Turn(prompt, reply)).map_err(|_| AgentError::SessionClosed)?;
                 handle.await.unwrap_or(Err(AgentError::SessionClosed))
             }
+            Engine::Resumed(resumed) => resumed.send(prompt).await,
         }
     }
 
@@ -155,6 +168,7 @@ impl Session {
                 }
                 Ok(std::mem::take(&mut lock(&warm.shared).trailing))
             }
+            Engine::Resumed(resumed) => resumed.close().await,
         }
     }
 }
