@@ -54,10 +54,10 @@ pub use event::{AgentWrapperEvent, AgentWrapperEventKind, Channel, PermissionFac
 pub use gateway::Gateway;
 pub use kind::AgentKind;
 pub use options::BackendOptions;
-pub use session::Session;
 pub use request::{PermissionPolicy, PermissionRule, Prompt, RunRequest, SessionSelector, ToolCategory};
 pub use run::{
     Completion, ControlCommand, PermissionDecision, QuestionAnswer, RunCompletion, RunControl, RunHandle, UniversalEvents, Usage,
     WrapperEvents,
 };
+pub use session::Session;
 pub use tokio_util::sync::CancellationToken;

@@ -128,11 +128,8 @@ fn chat_takes_one_turn_per_stdin_line_on_one_session_with_one_transcript() {
     assert_eq!(sequences, (1..=events.len() as u64).collect::<Vec<_>>(), "one gap-free sequence");
     let count = |ty: &str| events.iter().filter(|e| e["type"] == ty).count();
     assert_eq!((count("session.started"), count("session.ended")), (1, 1));
-    let labels: Vec<&str> = events
-        .iter()
-        .filter(|e| e["type"] == "item.completed")
-        .filter_map(|e| e["data"]["item"]["content"][0]["label"].as_str())
-        .collect();
+    let labels: Vec<&str> =
+        events.iter().filter(|e| e["type"] == "item.completed").filter_map(|e| e["data"]["item"]["content"][0]["label"].as_str()).collect();
     assert_eq!(labels.iter().filter(|l| **l == "turn_completed").count(), 3, "{labels:?}");
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("scripted turn 3 completed"), "{stderr}");

@@ -29,8 +29,8 @@ use crate::run::{ControlMessage, RunCompletion, RunControl, RunGuard, RunHandle}
 use crate::universal::{SessionEnd, SessionEndReason, TerminatedBy, Transcript, UniversalEvent};
 
 pub use super::protocol::{describe_json_error, parse_typed, parse_value, Ctx, ExitInfo, Protocol, ProtocolHarness, Unparsed};
-pub use session::start_session;
 pub use super::transport::{line_source, AgentPipes, LineSource, SourceItem, Transport};
+pub use session::start_session;
 
 mod session;
 

@@ -67,7 +67,7 @@ impl Drop for WarmSession {
 
 pub(crate) enum Engine {
     Warm(WarmSession),
-    Resumed(resumed::ResumedSession),
+    Resumed(Box<resumed::ResumedSession>),
 }
 
 /// Several turns on one agent: each [`Session::send`] is a turn and returns what a run returns
@@ -103,7 +103,7 @@ impl Session {
     /// native session (for backends advertising `agent_api.session.resume_per_turn`), with
     /// `template` as every turn's request.
     pub fn resuming(backend: Arc<dyn crate::AgentBackend>, template: crate::RunRequest) -> Self {
-        Self::new(backend.kind(), Engine::Resumed(resumed::ResumedSession::new(backend, template)))
+        Self::new(backend.kind(), Engine::Resumed(Box::new(resumed::ResumedSession::new(backend, template))))
     }
 
     /// The backend of the session.

@@ -160,7 +160,10 @@ impl AgentBackend for CodexBackend {
         agent_api::backend::validate_template(&KIND, &self.capabilities(), self.extension_keys(), &request)?;
         let options = RunOptions::resolve(&request, &self.config)?;
         if options.mode != Mode::AppServer {
-            return Err(AgentError::InvalidExtension { key: config::EXT_MODE.into(), reason: "a session needs the app-server mode".into() });
+            return Err(AgentError::InvalidExtension {
+                key: config::EXT_MODE.into(),
+                reason: "a session needs the app-server mode".into(),
+            });
         }
         let spec = argv::command_spec(&self.config, &options, &request);
         let settings = RunSettings::for_request(self.kind(), &request, &self.capabilities());

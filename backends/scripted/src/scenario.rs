@@ -50,7 +50,8 @@ pub enum Scenario {
 
 impl Scenario {
     /// Every scenario name.
-    pub const NAMES: &'static [&'static str] = &["tour", "text", "reasoning", "permission", "question", "error", "slow", "long_text", "crash"];
+    pub const NAMES: &'static [&'static str] =
+        &["tour", "text", "reasoning", "permission", "question", "error", "slow", "long_text", "crash"];
 
     /// The scenario with this name.
     pub fn from_name(name: &str) -> Option<Self> {

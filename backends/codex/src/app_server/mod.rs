@@ -315,7 +315,8 @@ impl AppServer {
         self.turn_id.get_or_insert(envelope.turn.id);
         self.outcome = Some(outcome);
         if self.session {
-            let result = self.completion().unwrap_or_else(|| Err(AgentError::Protocol { reason: "a turn ended without an outcome".into() }));
+            let result =
+                self.completion().unwrap_or_else(|| Err(AgentError::Protocol { reason: "a turn ended without an outcome".into() }));
             ctx.end_turn(result);
         } else if self.live_mode() {
             ctx.shutdown();

@@ -73,7 +73,9 @@ pub fn session_problems(session: &SessionRecord) -> Vec<String> {
                 }
             }
             Err(_) => {
-                let terminal = last.is_some_and(|e| matches!(&e.body, UniversalEventBody::Error(d) if d.details.as_ref().is_some_and(|d| d["terminal"] == true)));
+                let terminal = last.is_some_and(
+                    |e| matches!(&e.body, UniversalEventBody::Error(d) if d.details.as_ref().is_some_and(|d| d["terminal"] == true)),
+                );
                 let before = body.len().checked_sub(2).and_then(|i| status_of(body[i]));
                 if !terminal || before != Some(("turn_failed", Some(detail.as_str()))) {
                     out.push(format!("turn {n} failed but does not close with turn_failed and its terminal error"));
