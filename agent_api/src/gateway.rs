@@ -115,3 +115,9 @@ impl Gateway {
         Err(AgentError::UnsupportedCapability { kind: kind.to_string(), capability: agent_api_capabilities::SESSION_WARM.into() })
     }
 }
+
+impl std::fmt::Debug for Gateway {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gateway").field("kinds", &self.kinds()).finish()
+    }
+}

@@ -42,6 +42,7 @@ pub mod request;
 pub mod run;
 pub mod secrets;
 pub mod session;
+pub mod summary;
 pub mod tools_facet;
 pub mod universal;
 
@@ -60,4 +61,5 @@ pub use run::{
     WrapperEvents,
 };
 pub use session::Session;
+pub use summary::RunSummary;
 pub use tokio_util::sync::CancellationToken;

@@ -258,6 +258,12 @@ fn status_text(item: &UniversalItem) -> String {
     }
 }
 
+impl std::fmt::Debug for Projector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Projector").field("agent_kind", &self.agent_kind).field("open_items", &self.items.len()).finish_non_exhaustive()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -283,6 +283,12 @@ impl RunHandle {
         let events = events.collect().await;
         (events, completion.await)
     }
+
+    /// Reads the whole run and sums it up (see [`crate::RunSummary`]): for callers who do not stream.
+    pub async fn collect_summary(self) -> (crate::RunSummary, Result<RunCompletion, AgentError>) {
+        let (events, completion) = self.collect_universal().await;
+        (crate::RunSummary::from_events(&events, completion.as_ref().ok()), completion)
+    }
 }
 
 /// The universal event stream of a run.
@@ -358,5 +364,38 @@ impl std::future::Future for Completion {
         Pin::new(&mut self.rx)
             .poll(cx)
             .map(|r| r.unwrap_or_else(|_| Err(AgentError::Protocol { reason: "the run ended without reporting a completion".into() })))
+    }
+}
+
+impl std::fmt::Debug for RunControl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunControl").field("cancel_requested", &self.is_cancel_requested()).finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for RunHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunHandle")
+            .field("agent_kind", &self.agent_kind)
+            .field("tools_structured", &self.tools_structured)
+            .finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for UniversalEvents {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UniversalEvents").finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for WrapperEvents {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WrapperEvents").finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for Completion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Completion").finish_non_exhaustive()
     }
 }

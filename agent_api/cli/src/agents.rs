@@ -7,14 +7,14 @@ use agent_api::detect::BackendProbe;
 use agent_api::{AgentBackend, AgentKind, Gateway};
 
 /// Every supported agent CLI, in the order `run` prefers them.
-pub fn probes() -> [BackendProbe; 3] {
+pub(crate) fn probes() -> [BackendProbe; 3] {
     [agent_api_claude_code::probe(), agent_api_codex::probe(), agent_api_acp::gemini_probe()]
 }
 
 /// The CLI the test bench installed (`bash tests/bench/install-clis.sh`): under `$AGENT_API_CLI_DIR`
 /// (default `~/.cache/agent_api/clis`), newest install first. `run` never picks these by itself: they
 /// are pinned for tests against a loopback model server, not configured for real use.
-pub fn locate_bench(probe: &BackendProbe) -> Option<PathBuf> {
+pub(crate) fn locate_bench(probe: &BackendProbe) -> Option<PathBuf> {
     let root = std::env::var_os("AGENT_API_CLI_DIR")
         .filter(|d| !d.is_empty())
         .map(PathBuf::from)
@@ -26,7 +26,7 @@ pub fn locate_bench(probe: &BackendProbe) -> Option<PathBuf> {
 
 /// A backend for `kind`: the installed CLI where discovery finds one, else one that runs the
 /// executable's bare name (and so fails with a typed "not found" when it runs).
-pub fn backend(kind: &str) -> Result<Arc<dyn AgentBackend>, String> {
+pub(crate) fn backend(kind: &str) -> Result<Arc<dyn AgentBackend>, String> {
     if kind == "scripted" {
         return Ok(Arc::new(agent_api_scripted::ScriptedBackend::new()));
     }
@@ -42,7 +42,7 @@ pub fn backend(kind: &str) -> Result<Arc<dyn AgentBackend>, String> {
 }
 
 /// Every kind this tool can build a backend for.
-pub fn known_kinds() -> Vec<String> {
+pub(crate) fn known_kinds() -> Vec<String> {
     let mut kinds: Vec<String> = probes().iter().map(|p| p.kind.to_string()).collect();
     kinds.extend(["acp".into(), "scripted".into()]);
     kinds
@@ -50,7 +50,7 @@ pub fn known_kinds() -> Vec<String> {
 
 /// A gateway holding every known backend (without probing versions: a run should not wait for
 /// every CLI's `--version`).
-pub fn gateway() -> Gateway {
+pub(crate) fn gateway() -> Gateway {
     let mut gateway = Gateway::new();
     for kind in known_kinds() {
         if let Ok(backend) = backend(&kind) {
@@ -61,11 +61,11 @@ pub fn gateway() -> Gateway {
 }
 
 /// The agent `run` uses without `--agent`: the first supported CLI installed, else the scripted agent.
-pub fn default_kind() -> (String, Option<PathBuf>) {
+pub(crate) fn default_kind() -> (String, Option<PathBuf>) {
     probes().iter().find_map(|p| p.locate().map(|path| (p.kind.to_string(), Some(path)))).unwrap_or(("scripted".into(), None))
 }
 
 /// Parses a kind given on the command line.
-pub fn parse_kind(kind: &str) -> Result<AgentKind, String> {
+pub(crate) fn parse_kind(kind: &str) -> Result<AgentKind, String> {
     AgentKind::new(kind).map_err(|e| agent_api::display::line(&e.to_string(), 200))
 }

@@ -10,7 +10,7 @@ use crate::output::{finish, Stdout};
 use crate::CapabilityFormat;
 
 /// Prints the capabilities of one backend, or of all.
-pub fn print(agent: Option<&str>, format: CapabilityFormat) -> Result<ExitCode, String> {
+pub(crate) fn print(agent: Option<&str>, format: CapabilityFormat) -> Result<ExitCode, String> {
     let gateway = gateway();
     let kinds = match agent {
         Some(kind) => vec![parse_kind(kind)?],

@@ -19,7 +19,7 @@ use crate::signals::Stop;
 use crate::Format;
 
 /// Holds the conversation.
-pub async fn chat(options: RunOptions) -> Result<ExitCode, String> {
+pub(crate) async fn chat(options: RunOptions) -> Result<ExitCode, String> {
     let stop = Stop::listen().map_err(|e| format!("cannot listen for signals: {e}"))?;
     let kind = chosen_kind(&options);
     crate::agents::backend(&kind)?;

@@ -10,7 +10,7 @@ use crate::agents::{locate_bench, probes};
 use crate::output::{finish, Stdout};
 
 /// Prints one line per supported CLI found (installed, and the test bench's copy).
-pub async fn doctor() -> Result<ExitCode, String> {
+pub(crate) async fn doctor() -> Result<ExitCode, String> {
     let mut out = Stdout::new();
     let (_, installed) = Gateway::with_installed(&probes()).await;
     let mut lines = vec!["scripted      built in (always available)".to_string()];

@@ -6,22 +6,22 @@ use std::io::{self, Write};
 use std::process::ExitCode;
 
 /// Exit status when stdout was closed by its reader (128 + SIGPIPE, as shells report it).
-pub const CLOSED_EXIT: u8 = 141;
+pub(crate) const CLOSED_EXIT: u8 = 141;
 
 /// Stdout that records a failed write.
-pub struct Stdout {
+pub(crate) struct Stdout {
     inner: io::Stdout,
     closed: bool,
 }
 
 impl Stdout {
     /// This process's stdout.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self { inner: io::stdout(), closed: false }
     }
 
     /// Runs `write` on the locked stream unless it is closed; false when it is (now or before).
-    pub fn write_with(&mut self, write: impl FnOnce(&mut io::StdoutLock<'static>) -> io::Result<()>) -> bool {
+    pub(crate) fn write_with(&mut self, write: impl FnOnce(&mut io::StdoutLock<'static>) -> io::Result<()>) -> bool {
         if self.closed {
             return false;
         }
@@ -33,18 +33,18 @@ impl Stdout {
     }
 
     /// Writes one line.
-    pub fn line(&mut self, text: &str) -> bool {
+    pub(crate) fn line(&mut self, text: &str) -> bool {
         self.write_with(|out| writeln!(out, "{text}"))
     }
 
     /// Whether the reader went away.
-    pub fn is_closed(&self) -> bool {
+    pub(crate) fn is_closed(&self) -> bool {
         self.closed
     }
 }
 
 /// `code`, or [`CLOSED_EXIT`] when the reader went away.
-pub fn finish(out: Stdout, code: ExitCode) -> ExitCode {
+pub(crate) fn finish(out: Stdout, code: ExitCode) -> ExitCode {
     if out.is_closed() {
         ExitCode::from(CLOSED_EXIT)
     } else {

@@ -20,7 +20,7 @@ const FIELD_MAX: usize = 512;
 
 /// What a permission request asks, as the person sees it.
 #[derive(Debug, Default, PartialEq, Eq)]
-pub struct PermissionView {
+pub(crate) struct PermissionView {
     /// The tool (`Bash`, `command_execution`, …).
     pub tool: String,
     /// The full command, file or input the tool would act on.
@@ -45,7 +45,7 @@ fn text_of(value: Option<&Value>) -> Option<String> {
 /// The typed fields of a permission request, from what every backend puts in its metadata
 /// (Claude Code: `tool_name`, `input`, `decision_reason`, `description`, `blocked_path`; Codex:
 /// `command`, `cwd`, `reason`). Kept in one function so typed permission events replace it in one place.
-pub fn permission_view(p: &PermissionEventData) -> PermissionView {
+pub(crate) fn permission_view(p: &PermissionEventData) -> PermissionView {
     let meta = p.metadata.as_ref();
     let get = |key: &str| meta.and_then(|m| m.get(key));
     let input = get("input");
@@ -68,7 +68,7 @@ pub fn permission_view(p: &PermissionEventData) -> PermissionView {
 }
 
 /// The prompt text for a permission request: a fresh line, one field a line, then the question.
-pub fn permission_prompt(p: &PermissionEventData) -> String {
+pub(crate) fn permission_prompt(p: &PermissionEventData) -> String {
     let view = permission_view(p);
     let mut text = String::from("\n── permission requested ──\n");
     text.push_str(&format!("  tool:    {}\n", view.tool));
@@ -82,7 +82,7 @@ pub fn permission_prompt(p: &PermissionEventData) -> String {
 }
 
 /// One line naming the request: `Bash: rm -rf build`.
-pub fn permission_summary(p: &PermissionEventData) -> String {
+pub(crate) fn permission_summary(p: &PermissionEventData) -> String {
     let view = permission_view(p);
     match view.command {
         Some(command) => format!("{}: {command}", view.tool),
@@ -91,7 +91,7 @@ pub fn permission_summary(p: &PermissionEventData) -> String {
 }
 
 /// The prompt text for a question, its options numbered.
-pub fn question_prompt(q: &QuestionEventData) -> String {
+pub(crate) fn question_prompt(q: &QuestionEventData) -> String {
     let mut text = format!("\n── question ──\n{}\n", display::line(&q.prompt, COMMAND_MAX));
     for (n, option) in q.options.iter().enumerate() {
         text.push_str(&format!("  {}. {}\n", n + 1, display::line(option, FIELD_MAX)));
@@ -102,13 +102,13 @@ pub fn question_prompt(q: &QuestionEventData) -> String {
 
 /// The terminal's input, read line by line by a thread of its own (a blocked read never holds
 /// the runtime, or the exit, back).
-pub struct Stdin {
+pub(crate) struct Stdin {
     lines: Mutex<mpsc::UnboundedReceiver<String>>,
 }
 
 impl Stdin {
     /// Starts the reader thread.
-    pub fn start() -> Self {
+    pub(crate) fn start() -> Self {
         let (tx, rx) = mpsc::unbounded_channel();
         std::thread::spawn(move || {
             let stdin = std::io::stdin();
@@ -126,7 +126,7 @@ impl Stdin {
 
     /// Shows `prompt` on stderr and waits for a line; `None` at end of input or when `cancel`
     /// fires first (a signal), at once (`cancel` then says which).
-    pub async fn ask(&self, prompt: &str, cancel: &CancellationToken) -> Option<String> {
+    pub(crate) async fn ask(&self, prompt: &str, cancel: &CancellationToken) -> Option<String> {
         let mut err = std::io::stderr().lock();
         let _ = err.write_all(prompt.as_bytes());
         let _ = err.flush();

@@ -14,13 +14,13 @@ const LINE_MAX: usize = 300;
 
 /// Prints a run as a readable stream: text inline as it arrives, everything else on its own line.
 #[derive(Default)]
-pub struct Pretty {
+pub(crate) struct Pretty {
     channel: Option<Channel>,
     mid_line: bool,
 }
 
 /// The serde name of an enum value (`tool_call`, `completed`), never its `Debug` form.
-pub fn name_of(value: &impl Serialize) -> String {
+pub(crate) fn name_of(value: &impl Serialize) -> String {
     match serde_json::to_value(value) {
         Ok(Value::String(name)) => name,
         _ => "unknown".to_string(),
@@ -34,7 +34,7 @@ impl Pretty {
     }
 
     /// Ends the current line after a message completes, so the next message starts fresh.
-    pub fn end_of_message(&mut self, out: &mut impl Write) -> io::Result<()> {
+    pub(crate) fn end_of_message(&mut self, out: &mut impl Write) -> io::Result<()> {
         if self.mid_line {
             writeln!(out)?;
             self.mid_line = false;
@@ -44,7 +44,7 @@ impl Pretty {
     }
 
     /// Prints one wrapper event; tool events are left to [`Self::tool`], which sees the command.
-    pub fn wrapper(&mut self, out: &mut impl Write, event: &AgentWrapperEvent) -> io::Result<()> {
+    pub(crate) fn wrapper(&mut self, out: &mut impl Write, event: &AgentWrapperEvent) -> io::Result<()> {
         match event.kind {
             Kind::TextOutput => {
                 let channel = event.channel.clone().unwrap_or(Channel::Assistant);
@@ -72,7 +72,7 @@ impl Pretty {
 
     /// Prints a finished tool call with what it acts on, and a finished tool result with its
     /// exit code and output size.
-    pub fn tool(&mut self, out: &mut impl Write, event: &UniversalEvent) -> io::Result<()> {
+    pub(crate) fn tool(&mut self, out: &mut impl Write, event: &UniversalEvent) -> io::Result<()> {
         let UniversalEventBody::ItemCompleted(data) = &event.body else { return Ok(()) };
         let item = &data.item;
         match item.kind {
@@ -84,14 +84,14 @@ impl Pretty {
     }
 
     /// Prints the answer given to a permission request.
-    pub fn permission_resolved(&mut self, out: &mut impl Write, event: &UniversalEvent) -> io::Result<()> {
+    pub(crate) fn permission_resolved(&mut self, out: &mut impl Write, event: &UniversalEvent) -> io::Result<()> {
         let UniversalEventBody::PermissionResolved(p) = &event.body else { return Ok(()) };
         self.line(out, &format!("⚿ permission {}: {}", name_of(&p.status), display::line(&p.action, LINE_MAX)))?;
         out.flush()
     }
 
     /// Prints one universal event as a one-line summary.
-    pub fn universal(&mut self, out: &mut impl Write, event: &UniversalEvent) -> io::Result<()> {
+    pub(crate) fn universal(&mut self, out: &mut impl Write, event: &UniversalEvent) -> io::Result<()> {
         let detail = match &event.body {
             UniversalEventBody::ItemDelta(d) => display::line(&d.delta, LINE_MAX),
             UniversalEventBody::ItemStarted(d) | UniversalEventBody::ItemCompleted(d) => {
@@ -113,7 +113,7 @@ impl Pretty {
 }
 
 /// `⚙ Bash: ls -la` — the tool and the command, file or input it acts on.
-pub fn tool_call_line(item: &UniversalItem) -> String {
+pub(crate) fn tool_call_line(item: &UniversalItem) -> String {
     let (name, arguments) = item
         .content
         .iter()
@@ -144,7 +144,7 @@ fn target_of(arguments: &str) -> Option<String> {
 }
 
 /// `  ↳ completed, exit 0, 1234 bytes of output`.
-pub fn tool_result_line(item: &UniversalItem) -> String {
+pub(crate) fn tool_result_line(item: &UniversalItem) -> String {
     let mut parts = vec![name_of(&item.status)];
     if let Some(meta) = &item.tool {
         if let Some(code) = meta.exit_code {
@@ -160,7 +160,7 @@ pub fn tool_result_line(item: &UniversalItem) -> String {
 }
 
 /// `tokens: 24 in (10 cached), 40 out, cost $0.0012` — plain numbers, absent ones left out.
-pub fn usage_line(usage: &Usage) -> String {
+pub(crate) fn usage_line(usage: &Usage) -> String {
     let mut parts = Vec::new();
     if let Some(n) = usage.input_tokens {
         match usage.cached_input_tokens.filter(|c| *c > 0) {
@@ -180,7 +180,7 @@ pub fn usage_line(usage: &Usage) -> String {
 
 /// What [`Pretty::wrapper`] prints for assistant text, for the prompt's terminal test.
 #[cfg(test)]
-pub fn sanitized_text_for_tests(text: &str) -> String {
+pub(crate) fn sanitized_text_for_tests(text: &str) -> String {
     display::text(text).into_owned()
 }
 

@@ -11,7 +11,7 @@ use crate::output::{finish, Stdout};
 use crate::View;
 
 /// Replays `file` (or stdin for `-`) through the agent's protocol and prints JSONL events.
-pub async fn replay(agent: &str, view: View, include_raw: bool, file: &Path) -> Result<ExitCode, String> {
+pub(crate) async fn replay(agent: &str, view: View, include_raw: bool, file: &Path) -> Result<ExitCode, String> {
     let backend = backend(agent)?;
     let handle = if file == Path::new("-") {
         replay_recording(backend.as_ref(), tokio::io::stdin(), ReplayOptions::default().include_raw(include_raw)).await

@@ -26,7 +26,7 @@ use crate::{Approve, Format, View};
 pub(crate) const SIGNALLED_EXIT: u8 = 130;
 
 /// What `run` was asked.
-pub struct RunOptions {
+pub(crate) struct RunOptions {
     pub agent: Option<String>,
     pub format: Format,
     pub view: View,
@@ -70,7 +70,7 @@ pub(crate) fn chosen_kind(options: &RunOptions) -> String {
 }
 
 /// Runs the prompt and prints its events.
-pub async fn run(options: RunOptions) -> Result<ExitCode, String> {
+pub(crate) async fn run(options: RunOptions) -> Result<ExitCode, String> {
     // Listen before anything is spawned, so no signal can end this process and leave the agent.
     let stop = Stop::listen().map_err(|e| format!("cannot listen for signals: {e}"))?;
     let kind = chosen_kind(&options);

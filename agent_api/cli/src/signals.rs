@@ -7,7 +7,7 @@ use tokio_util::sync::CancellationToken;
 
 /// What the signals asked for so far.
 #[derive(Clone, Default)]
-pub struct Stop {
+pub(crate) struct Stop {
     /// Fired by the first signal: cancel the run, abandon any open prompt.
     pub cancel: CancellationToken,
     /// Fired by the second: stop waiting for the run.
@@ -17,7 +17,7 @@ pub struct Stop {
 impl Stop {
     /// Starts listening for the three signals; their default action (ending this process at once
     /// and leaving the agent running) is replaced from now on.
-    pub fn listen() -> std::io::Result<Self> {
+    pub(crate) fn listen() -> std::io::Result<Self> {
         let stop = Self::default();
         for kind in [SignalKind::interrupt(), SignalKind::terminate(), SignalKind::hangup()] {
             let mut stream = signal(kind)?;

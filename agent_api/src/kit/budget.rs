@@ -5,7 +5,6 @@
 //! Events cross in batches (one hand-off for all the lines already waiting). A batch holds its
 //! weight in permits of one semaphore until the caller has taken its last event.
 
-use std::collections::VecDeque;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
@@ -39,7 +38,7 @@ pub(crate) struct BatchReceiver {
     rx: mpsc::UnboundedReceiver<Batch>,
     room: Arc<Semaphore>,
     budget: usize,
-    current: VecDeque<UniversalEvent>,
+    current: std::vec::IntoIter<UniversalEvent>,
     current_weight: usize,
 }
 
@@ -48,7 +47,7 @@ pub(crate) fn channel(budget: usize) -> (BatchSender, BatchReceiver) {
     let budget = budget.clamp(1, MAX_BUDGET);
     let (tx, rx) = mpsc::unbounded_channel();
     let room = Arc::new(Semaphore::new(budget));
-    let receiver = BatchReceiver { rx, room: room.clone(), budget, current: VecDeque::new(), current_weight: 0 };
+    let receiver = BatchReceiver { rx, room: room.clone(), budget, current: Vec::new().into_iter(), current_weight: 0 };
     (BatchSender { tx, room, budget }, receiver)
 }
 
@@ -75,17 +74,17 @@ impl BatchReceiver {
     /// The next event, in order.
     pub(crate) fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<UniversalEvent>> {
         loop {
-            if let Some(event) = self.current.pop_front() {
-                if self.current.is_empty() {
+            if let Some(event) = self.current.next() {
+                if self.current.len() == 0 {
                     self.release();
                 }
                 return Poll::Ready(Some(event));
             }
             match self.rx.poll_recv(cx) {
                 Poll::Ready(Some(batch)) => {
-                    self.current.extend(batch.events);
+                    self.current = batch.events.into_iter();
                     self.current_weight = batch.weight;
-                    if self.current.is_empty() {
+                    if self.current.len() == 0 {
                         self.release();
                     }
                 }

@@ -285,7 +285,7 @@ impl Core {
 
     /// Sends the events the transcript holds as one batch, once the byte budget has room.
     async fn emit(&mut self) {
-        let events: Vec<UniversalEvent> = self.transcript.drain().collect();
+        let events: Vec<UniversalEvent> = self.transcript.take_events();
         let raw_bytes = std::mem::take(&mut self.raw_bytes);
         if events.is_empty() {
             return;

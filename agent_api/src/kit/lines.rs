@@ -97,6 +97,12 @@ fn trim_cr(mut line: Vec<u8>) -> Vec<u8> {
     line
 }
 
+impl<R> std::fmt::Debug for BoundedLineReader<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BoundedLineReader").finish_non_exhaustive()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

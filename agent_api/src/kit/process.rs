@@ -260,3 +260,9 @@ pub fn check_working_dir(dir: &Path) -> Result<(), AgentError> {
     }
     Ok(())
 }
+
+impl std::fmt::Debug for ProcessGroupChild {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProcessGroupChild").field("pgid", &self.pgid).finish_non_exhaustive()
+    }
+}

@@ -231,3 +231,15 @@ impl ExitInfo {
         AgentError::ProcessExited { exit_code: self.exit_code, signal: self.signal }
     }
 }
+
+impl std::fmt::Debug for Ctx<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ctx").finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for ProtocolHarness {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProtocolHarness").finish_non_exhaustive()
+    }
+}

@@ -18,18 +18,18 @@
 pub const RUN_MARKER_VAR: &str = "AGENT_API_RUN";
 
 /// A fresh marker for one run (random; kept as a number, shown as 16 hex digits).
-pub fn new_marker() -> u64 {
+pub(super) fn new_marker() -> u64 {
     uuid::Uuid::new_v4().as_u64_pair().0
 }
 
 /// The value of [`RUN_MARKER_VAR`] for `marker`.
-pub fn marker_value(marker: u64) -> String {
+pub(super) fn marker_value(marker: u64) -> String {
     format!("{marker:016x}")
 }
 
 /// Makes this process a child subreaper, once; afterwards orphaned descendants of the agents it
 /// spawns are reparented to it rather than to PID 1. Does nothing off Linux.
-pub fn become_subreaper() {
+pub(super) fn become_subreaper() {
     #[cfg(target_os = "linux")]
     {
         static ONCE: std::sync::Once = std::sync::Once::new();

@@ -163,3 +163,15 @@ impl StdinQueue {
         Ok(())
     }
 }
+
+impl std::fmt::Debug for Transport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Transport").finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for AgentPipes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentPipes").finish_non_exhaustive()
+    }
+}

@@ -177,6 +177,12 @@ impl Transcript {
         self.questions.keys().cloned().collect()
     }
 
+    /// Takes the events emitted so far, as one batch (without moving them again).
+    pub fn take_events(&mut self) -> Vec<UniversalEvent> {
+        self.now = None;
+        std::mem::take(&mut self.events)
+    }
+
     /// Takes the events emitted so far.
     pub fn drain(&mut self) -> std::vec::Drain<'_, UniversalEvent> {
         // Events drained together were emitted together: they share one timestamp.
@@ -588,3 +594,12 @@ fn now_rfc3339() -> String {
 
 #[cfg(test)]
 mod tests;
+
+impl std::fmt::Debug for Transcript {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Transcript")
+            .field("session_id", &self.session_id)
+            .field("native_session_id", &self.native_session_id)
+            .finish_non_exhaustive()
+    }
+}

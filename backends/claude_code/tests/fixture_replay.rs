@@ -139,6 +139,10 @@ async fn bash_fixtures_map_to_command_execution_with_exit_code_and_byte_counts()
     let facet = run.wrapper_of(AgentWrapperEventKind::ToolResult).last().unwrap().data.clone().unwrap();
     assert_eq!(facet["tool"]["exit_code"], 0);
     assert_eq!(facet["tool"]["status"], "completed");
+    let summary = agent_api::RunSummary::from_events(&run.universal, run.completion.as_ref().ok());
+    let summed = &summary.tool_calls[0];
+    assert_eq!((summed.name.as_str(), summed.command.as_deref()), ("Bash", Some("echo hi > out.txt && cat out.txt")));
+    assert_eq!((summed.exit_code, summed.output_bytes), (Some(0), 2));
 
     let denied = replay(&fixture_root().join("print/bash_denied.stdout.jsonl")).await;
     let result = &denied.completed_items(ItemKind::ToolResult)[0];

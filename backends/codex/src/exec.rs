@@ -61,6 +61,41 @@ enum ExecEvent {
     },
 }
 
+/// An exec line as one flat struct: the typed entry reads it without serde's buffering of an
+/// internally tagged enum, then picks the event by `type`. A line it cannot place goes through
+/// the `Value` path, which reports it exactly.
+#[derive(Debug, Deserialize)]
+struct ExecLine {
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default)]
+    thread_id: Option<String>,
+    #[serde(default)]
+    usage: Option<crate::schema::TokenUsageBreakdown>,
+    #[serde(default)]
+    error: Option<Value>,
+    #[serde(default)]
+    item: Option<ExecItem>,
+    #[serde(default)]
+    message: Option<String>,
+}
+
+impl ExecLine {
+    fn into_event(self) -> Option<ExecEvent> {
+        Some(match self.kind.as_str() {
+            "thread.started" => ExecEvent::ThreadStarted { thread_id: self.thread_id? },
+            "turn.started" => ExecEvent::TurnStarted {},
+            "turn.completed" => ExecEvent::TurnCompleted { usage: self.usage },
+            "turn.failed" => ExecEvent::TurnFailed { error: self.error },
+            "item.started" => ExecEvent::ItemStarted { item: self.item? },
+            "item.updated" => ExecEvent::ItemUpdated { item: self.item? },
+            "item.completed" => ExecEvent::ItemCompleted { item: self.item? },
+            "error" => ExecEvent::Error { message: self.message.unwrap_or_default() },
+            _ => return None,
+        })
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
     Started,
@@ -123,28 +158,7 @@ fn tool_of(kind: &str, item: &ExecItem) -> Option<(ToolCall, ToolOutcome)> {
                 ToolOutcome { failed, files, ..ToolOutcome::default() },
             )
         }
-        "mcp_tool_call" => {
-            let error = item.error.as_ref().and_then(|e| e.get("message")).and_then(Value::as_str);
-            let output = match (error, item.result.as_ref()) {
-                (Some(e), _) => e.to_string(),
-                (None, Some(r)) if !r.is_null() => r
-                    .get("content")
-                    .and_then(Value::as_array)
-                    .map(|c| c.iter().filter_map(|p| p.get("text").and_then(Value::as_str)).collect::<Vec<_>>().join("\n"))
-                    .unwrap_or_else(|| r.to_string()),
-                _ => String::new(),
-            };
-            (
-                ToolCall {
-                    kind: "mcp_tool_call",
-                    name: format!("{}.{}", text(&item.server), text(&item.tool)),
-                    arguments: item.arguments.as_ref().map(Value::to_string).unwrap_or_default(),
-                    tool_name: Some(text(&item.tool).to_string()),
-                    files: Vec::new(),
-                },
-                ToolOutcome { output, failed: failed || error.is_some(), ..ToolOutcome::default() },
-            )
-        }
+        "mcp_tool_call" => mcp_tool(item, failed),
         "collab_tool_call" => (
             ToolCall {
                 kind: "collab_agent_tool_call",
@@ -165,6 +179,30 @@ fn tool_of(kind: &str, item: &ExecItem) -> Option<(ToolCall, ToolOutcome)> {
         ),
         _ => return None,
     })
+}
+
+/// An MCP tool call: its server and tool, and its result's text (or its error).
+fn mcp_tool(item: &ExecItem, failed: bool) -> (ToolCall, ToolOutcome) {
+    let error = item.error.as_ref().and_then(|e| e.get("message")).and_then(Value::as_str);
+    let output = match (error, item.result.as_ref()) {
+        (Some(e), _) => e.to_string(),
+        (None, Some(r)) if !r.is_null() => r
+            .get("content")
+            .and_then(Value::as_array)
+            .map(|c| c.iter().filter_map(|p| p.get("text").and_then(Value::as_str)).collect::<Vec<_>>().join("\n"))
+            .unwrap_or_else(|| r.to_string()),
+        _ => String::new(),
+    };
+    (
+        ToolCall {
+            kind: "mcp_tool_call",
+            name: format!("{}.{}", text(&item.server), text(&item.tool)),
+            arguments: item.arguments.as_ref().map(Value::to_string).unwrap_or_default(),
+            tool_name: Some(text(&item.tool).to_string()),
+            files: Vec::new(),
+        },
+        ToolOutcome { output, failed: failed || error.is_some(), ..ToolOutcome::default() },
+    )
 }
 
 impl Exec {
@@ -303,7 +341,7 @@ impl Protocol for Exec {
     }
 
     fn on_line(&mut self, line: &[u8], ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
-        match parse_typed::<ExecEvent>(line) {
+        match parse_typed::<ExecLine>(line).and_then(ExecLine::into_event) {
             Some(event) => {
                 self.on_event(event, ctx);
                 Ok(())
@@ -357,5 +395,11 @@ impl Protocol for Exec {
         // Exec reports the thread's cumulative usage, not this turn's.
         completion.data = Some(json!({"mode": "exec", "thread_id": self.thread_id, "usage_scope": "thread"}));
         Ok(completion)
+    }
+}
+
+impl std::fmt::Debug for Exec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Exec").finish_non_exhaustive()
     }
 }

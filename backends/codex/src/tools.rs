@@ -148,3 +148,9 @@ impl Tools {
         }
     }
 }
+
+impl std::fmt::Debug for Tools {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tools").finish_non_exhaustive()
+    }
+}

@@ -17,7 +17,7 @@ mod agent_api_bench_support {
     use futures::StreamExt;
 
     /// A backend running the sandbox's CLI with its environment and `-c` flags.
-    pub fn backend(sandbox: &Sandbox) -> CodexBackend {
+    pub(crate) fn backend(sandbox: &Sandbox) -> CodexBackend {
         let mut overrides = Vec::new();
         let mut args = sandbox.base_args.iter();
         while let Some(arg) = args.next() {
@@ -37,7 +37,7 @@ mod agent_api_bench_support {
     }
 
     /// Runs `request`, answering permissions with `decision` and questions with their first option.
-    pub async fn drive(
+    pub(crate) async fn drive(
         backend: &CodexBackend,
         request: RunRequest,
         decision: PermissionDecision,

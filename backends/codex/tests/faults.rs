@@ -144,7 +144,7 @@ async fn a_20_mib_line_is_skipped_with_one_bounded_status() {
 #[tokio::test]
 async fn a_missing_binary_is_a_typed_error_before_anything_runs() {
     let backend = CodexBackend::new(CodexConfig::with_binary(PathBuf::from("/nonexistent/codex")));
-    let err = backend.run(RunRequest::new("hi")).await.err().expect("no run");
+    let err = backend.run(RunRequest::new("hi")).await.expect_err("no run");
     assert!(matches!(err, AgentError::BinaryNotFound { .. } | AgentError::Spawn { .. }), "{err}");
 }
 

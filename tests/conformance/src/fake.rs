@@ -49,3 +49,9 @@ impl Protocol for FakeProtocol {
         }
     }
 }
+
+impl std::fmt::Debug for FakeProtocol {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FakeProtocol").finish_non_exhaustive()
+    }
+}

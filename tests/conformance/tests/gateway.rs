@@ -97,3 +97,30 @@ async fn with_installed_registers_what_discovery_finds_with_its_version() {
     assert!(found[0].supported);
     assert_eq!(gateway.kinds(), vec![AgentKind::from_static("scripted")]);
 }
+
+/// Waits until the run has events waiting for the (paused) caller; returns their counted bytes.
+async fn buffered_once_waiting(events: &agent_api::UniversalEvents) -> usize {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while events.buffered_bytes() == 0 && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    events.buffered_bytes()
+}
+
+#[tokio::test]
+async fn the_byte_budget_comes_from_the_request_or_else_from_the_gateway() {
+    use futures::StreamExt;
+    let kind = AgentKind::from_static("scripted");
+    let text = || RunRequest::new("hi").with_extension(agent_api_scripted::EXT_SCENARIO, "text".into());
+    // A one-byte budget: every batch takes all of it, so a paused caller holds exactly one byte's worth.
+    let requests = [(gateway().with_buffer_budget(1), text()), (gateway(), text().with_buffer_budget(1))];
+    for (gateway, request) in requests {
+        let (events, completion) = gateway.run(&kind, request).await.unwrap().into_universal();
+        assert_eq!(buffered_once_waiting(&events).await, 1);
+        let all: Vec<_> = tokio::time::timeout(std::time::Duration::from_secs(20), events.collect()).await.expect("the run ends");
+        assert!(completion.await.is_ok());
+        assert_eq!(all.last().unwrap().type_name(), "session.ended");
+    }
+    let (events, _completion) = gateway().run(&kind, text()).await.unwrap().into_universal();
+    assert!(buffered_once_waiting(&events).await > 1, "the default budget holds more than one byte");
+}

@@ -8,12 +8,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Rows of the emulated terminal.
-pub const ROWS: u16 = 40;
+pub(crate) const ROWS: u16 = 40;
 /// Columns of the emulated terminal.
-pub const COLS: u16 = 200;
+pub(crate) const COLS: u16 = 200;
 
 /// A process on a pty, and the screen it drew.
-pub struct Terminal {
+pub(crate) struct Terminal {
     /// The pty's master side: write here to type.
     pub master: std::fs::File,
     screen: Arc<Mutex<vt100::Parser>>,
@@ -23,7 +23,7 @@ pub struct Terminal {
 impl Terminal {
     /// Starts `command` on a new pty, as the session leader with the pty as its controlling
     /// terminal (so Ctrl-C there is a SIGINT to it, as in a shell).
-    pub fn start(mut command: Command) -> Terminal {
+    pub(crate) fn start(mut command: Command) -> Terminal {
         let (mut master, mut slave) = (0, 0);
         let size = libc::winsize { ws_row: ROWS, ws_col: COLS, ws_xpixel: 0, ws_ypixel: 0 };
         // SAFETY: openpty fills two descriptors; the name buffer and termios are not used.
@@ -55,12 +55,12 @@ impl Terminal {
     }
 
     /// The screen's rows, trailing blanks cut.
-    pub fn rows(&self) -> Vec<String> {
+    pub(crate) fn rows(&self) -> Vec<String> {
         self.screen.lock().unwrap().screen().rows(0, COLS).map(|r| r.trim_end().to_string()).collect()
     }
 
     /// Waits (up to `within`) until a row holds `needle`; returns the screen then.
-    pub fn wait_for(&self, needle: &str, within: Duration) -> Vec<String> {
+    pub(crate) fn wait_for(&self, needle: &str, within: Duration) -> Vec<String> {
         let deadline = Instant::now() + within;
         loop {
             let rows = self.rows();
@@ -73,7 +73,7 @@ impl Terminal {
     }
 
     /// Waits for the process to exit; kills it and fails after `within`.
-    pub fn wait_exit(&mut self, within: Duration) -> std::process::ExitStatus {
+    pub(crate) fn wait_exit(&mut self, within: Duration) -> std::process::ExitStatus {
         let deadline = Instant::now() + within;
         loop {
             if let Some(status) = self.child.try_wait().unwrap() {

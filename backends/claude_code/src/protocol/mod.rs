@@ -268,3 +268,9 @@ impl Protocol for ClaudeProtocol {
         self.outcome.finish(exit, self.bypass_requested)
     }
 }
+
+impl std::fmt::Debug for ClaudeProtocol {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClaudeProtocol").finish_non_exhaustive()
+    }
+}

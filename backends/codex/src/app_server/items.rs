@@ -321,3 +321,9 @@ impl Items {
         }
     }
 }
+
+impl std::fmt::Debug for Items {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Items").finish_non_exhaustive()
+    }
+}

@@ -635,3 +635,9 @@ impl Protocol for AppServer {
         self.completion().unwrap_or_else(|| Err(exit.early_exit_error()))
     }
 }
+
+impl std::fmt::Debug for AppServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AppServer").finish_non_exhaustive()
+    }
+}

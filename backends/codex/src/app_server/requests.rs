@@ -312,3 +312,9 @@ fn reply_to(peer: &RpcPeer<super::Pending>, decided: Decided<PendingPermission>)
 fn envelope(peer: &RpcPeer<super::Pending>, message: Value) -> Value {
     peer.response(&message["id"], message["result"].clone())
 }
+
+impl std::fmt::Debug for Requests {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Requests").finish_non_exhaustive()
+    }
+}

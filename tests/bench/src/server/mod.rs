@@ -245,6 +245,12 @@ fn route(method: &Method, scenario_name: Option<&str>, rest: &str, query: Option
     }
 }
 
+impl std::fmt::Debug for ModelServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ModelServer").finish_non_exhaustive()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -13,7 +13,7 @@ use serde_json::Value;
 use tower::ServiceExt;
 
 /// The recordings folder ([`agent_bench::fixtures_dir`]), checked to hold the model-API examples.
-pub fn fixtures_dir() -> PathBuf {
+pub(crate) fn fixtures_dir() -> PathBuf {
     let dir = agent_bench::fixtures_dir();
     assert!(dir.join("model_api/index.json").is_file(), "fixtures not found at {}", dir.display());
     dir
@@ -21,7 +21,7 @@ pub fn fixtures_dir() -> PathBuf {
 
 /// What the server answered.
 #[derive(Debug)]
-pub struct Answer {
+pub(crate) struct Answer {
     pub status: StatusCode,
     pub headers: axum::http::HeaderMap,
     /// The body received before the end or the cut.
@@ -31,13 +31,13 @@ pub struct Answer {
 }
 
 impl Answer {
-    pub fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.body))
     }
 }
 
 /// Sends one request through the router without a socket.
-pub async fn send(router: &Router, method: &str, path: &str, body: Option<&Value>) -> Answer {
+pub(crate) async fn send(router: &Router, method: &str, path: &str, body: Option<&Value>) -> Answer {
     let mut req = Request::builder().method(method).uri(path).header("x-api-key", "sk-secret");
     if body.is_some() {
         req = req.header("content-type", "application/json");
@@ -63,19 +63,19 @@ pub async fn send(router: &Router, method: &str, path: &str, body: Option<&Value
 
 /// One server-sent event.
 #[derive(Debug, Clone)]
-pub struct Event {
+pub(crate) struct Event {
     pub name: Option<String>,
     pub data: String,
 }
 
 impl Event {
-    pub fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         serde_json::from_str(&self.data).unwrap_or_else(|e| panic!("event data is not JSON ({e}): {}", self.data))
     }
 }
 
 /// Parses an SSE body strictly: events separated by blank lines, only `event:` and `data:` fields.
-pub fn parse_sse(body: &str) -> Vec<Event> {
+pub(crate) fn parse_sse(body: &str) -> Vec<Event> {
     assert!(body.is_empty() || body.ends_with("\n\n"), "SSE body does not end with a blank line: {body:?}");
     body.split("\n\n")
         .filter(|block| !block.is_empty())

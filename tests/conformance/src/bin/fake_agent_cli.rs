@@ -123,15 +123,8 @@ fn main() {
         }
         Some("numbered") => numbered(args.get(1).and_then(|s| s.parse().ok()).unwrap_or(1000), args.get(2).expect("a progress file")),
         Some("close-stdout") => {
-            writeln!(out, "{{\"type\":\"pid\",\"pid\":{}}}", std::process::id()).unwrap();
-            out.flush().unwrap();
             drop(out);
-            // SAFETY: closing our own stdout; nothing writes to it afterwards.
-            unsafe {
-                libc::close(1);
-            }
-            std::thread::sleep(std::time::Duration::from_secs(3600));
-            return;
+            close_stdout_and_live_on();
         }
         Some("ignore-stdin") => {
             let n: usize = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(100);
@@ -151,6 +144,17 @@ fn main() {
     out.flush().unwrap();
 }
 
+/// Reports its pid, closes stdout and lives on: only a grace period and a kill end it.
+fn close_stdout_and_live_on() -> ! {
+    println!("{{\"type\":\"pid\",\"pid\":{}}}", std::process::id());
+    // SAFETY: closing our own stdout; nothing writes to it afterwards.
+    unsafe {
+        libc::close(1);
+    }
+    std::thread::sleep(std::time::Duration::from_secs(3600));
+    std::process::exit(0)
+}
+
 /// Writes `n` numbered lines straight to the pipe, recording the bytes written after each one.
 fn numbered(n: usize, progress: &str) {
     let mut stdout = std::io::stdout().lock();
@@ -166,5 +170,7 @@ fn numbered(n: usize, progress: &str) {
 }
 
 unsafe fn libc_ignore_sigterm() {
-    libc::signal(libc::SIGTERM, libc::SIG_IGN);
+    unsafe {
+        libc::signal(libc::SIGTERM, libc::SIG_IGN);
+    }
 }
