@@ -17,6 +17,7 @@
 
 pub mod items;
 pub mod requests;
+mod session;
 
 use agent_api::kit::driver::{ExitInfo, Unparsed};
 use agent_api::kit::jsonrpc::{classify, Dialect, Message, RpcPeer};
@@ -116,26 +117,6 @@ impl AppServer {
     /// thread opens at once, and every turn is a `turn/start` on it.
     pub fn session(plan: StartPlan, policy: PermissionPolicy) -> Self {
         Self { session: true, ..Self::live(plan, policy) }
-    }
-
-    /// Interrupts the turn a cancel came for before its id was known.
-    fn send_pending_interrupt(&mut self, ctx: &mut Ctx<'_>) {
-        if let (true, Some(thread), Some(turn), None) = (self.interrupt_pending, &self.thread_id, &self.turn_id, &self.outcome) {
-            let params = json!({"threadId": thread, "turnId": turn});
-            self.interrupt_pending = false;
-            self.send_request(ctx, "turn/interrupt", params);
-        }
-    }
-
-    /// Sends `turn/start` on the thread with `input`.
-    fn start_turn(&mut self, ctx: &mut Ctx<'_>, thread_id: &str, input: Option<Value>) {
-        let Some(plan) = &self.plan else { return };
-        let mut params = plan.turn_params.clone();
-        params.insert("threadId".into(), json!(thread_id));
-        if let Some(input) = input {
-            params.insert("input".into(), input);
-        }
-        self.send_request(ctx, "turn/start", Value::Object(params));
     }
 
     /// A converter that drives a live `codex app-server` through `plan`, answering approval
@@ -321,23 +302,6 @@ impl AppServer {
         } else if self.live_mode() {
             ctx.shutdown();
         }
-    }
-
-    /// How the turn went, once it completed.
-    fn completion(&mut self) -> Option<Result<RunCompletion, AgentError>> {
-        Some(match self.outcome.take()? {
-            Outcome::Completed => {
-                let mut completion = RunCompletion::new();
-                completion.final_text = self.items.final_text.take();
-                completion.native_session_id = self.thread_id.clone();
-                completion.usage = self.usage.as_ref().map(schema::TokenUsageBreakdown::to_usage);
-                completion.data =
-                    Some(json!({"mode": "app_server", "thread_id": self.thread_id, "turn_id": self.turn_id, "usage_scope": "turn"}));
-                Ok(completion)
-            }
-            Outcome::Interrupted => Err(AgentError::Cancelled),
-            Outcome::Failed(error) => Err(error),
-        })
     }
 
     /// The item notifications: item starts and completions, and their streamed content.
@@ -584,22 +548,7 @@ impl Protocol for AppServer {
     }
 
     fn send_turn(&mut self, prompt: &agent_api::Prompt, ctx: &mut Ctx<'_>) -> Result<(), AgentError> {
-        if !self.session {
-            return Err(AgentError::InvalidRequest { reason: "this codex run takes no more turns".into() });
-        }
-        // Each turn has its own id, outcome, errors, usage and answer.
-        self.turn_id = None;
-        self.outcome = None;
-        self.last_error = None;
-        self.usage = None;
-        self.items.final_text = None;
-        self.interrupt_pending = false;
-        let input = crate::argv::turn_input(prompt);
-        match self.thread_id.clone() {
-            Some(thread_id) => self.start_turn(ctx, &thread_id, Some(input)),
-            None => self.queued_turn = Some(input),
-        }
-        Ok(())
+        self.next_turn(prompt, ctx)
     }
 
     fn interrupt(&mut self, ctx: &mut Ctx<'_>) -> bool {
@@ -611,15 +560,7 @@ impl Protocol for AppServer {
                 self.send_request(ctx, "turn/interrupt", params);
                 true
             }
-            // A session's turn not yet started: interrupt it as soon as it has an id.
-            (_, None, true, false) if self.session => {
-                if self.queued_turn.take().is_some() {
-                    ctx.end_turn(Err(AgentError::Cancelled));
-                } else {
-                    self.interrupt_pending = true;
-                }
-                true
-            }
+            (_, None, true, false) if self.session => self.interrupt_unstarted(ctx),
             _ => false,
         }
     }
