@@ -7,8 +7,8 @@ use agent_api::detect::BackendProbe;
 use agent_api::{AgentBackend, AgentKind, Gateway};
 
 /// Every supported agent CLI, in the order `run` prefers them.
-pub(crate) fn probes() -> [BackendProbe; 3] {
-    [agent_api_claude_code::probe(), agent_api_codex::probe(), agent_api_acp::gemini_probe()]
+pub(crate) fn probes() -> [BackendProbe; 4] {
+    [agent_api_claude_code::probe(), agent_api_codex::probe(), agent_api_acp::gemini_probe(), agent_api_acp::qwen_probe()]
 }
 
 /// The CLI the test bench installed (`bash tests/bench/install-clis.sh`): under `$AGENT_API_CLI_DIR`

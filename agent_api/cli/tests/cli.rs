@@ -67,6 +67,27 @@ fn replay_turns_a_native_log_into_jsonl_events_and_malformed_lines_into_unknown(
 }
 
 #[test]
+fn replay_takes_every_qwen_recording_of_its_three_interfaces() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/bench/recorded/qwen");
+    for interface in ["acp", "control", "print"] {
+        let dir = root.join(interface);
+        let files: Vec<_> =
+            std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|x| x == "jsonl")).collect();
+        assert!(!files.is_empty(), "{}", dir.display());
+        for path in files {
+            let output = agent_api(&["replay", "--agent", "qwen", path.to_str().unwrap()]);
+            assert!(output.status.success(), "{}: {}", path.display(), String::from_utf8_lossy(&output.stderr));
+            let events = json_lines(&output);
+            let erred = path.to_string_lossy().contains("error");
+            let answered = events.iter().any(|e| e["kind"] == "text_output" && e["channel"] == "assistant");
+            let failed = events.iter().filter(|e| e["kind"] == "error").count();
+            assert_eq!((answered, failed), (!erred, usize::from(erred)), "{}", path.display());
+            assert_eq!(events.iter().filter(|e| e["kind"] == "unknown").count(), 0, "{}", path.display());
+        }
+    }
+}
+
+#[test]
 fn replay_of_an_unreadable_file_fails_clearly() {
     let output = agent_api(&["replay", "--agent", "scripted", "/nonexistent/recording.jsonl"]);
     assert!(!output.status.success());

@@ -6,6 +6,9 @@
 //! - **`gemini`** ([`AcpBackend::gemini`]): Gemini CLI (tested with 0.61.0), `gemini --acp
 //!   --skip-trust` by default; [`GeminiOptions::interface`] selects the one-way headless interface
 //!   (`gemini -p PROMPT --output-format stream-json`, see [`headless`]).
+//! - **`qwen`** ([`AcpBackend::qwen`]): Qwen Code (tested with 0.15.10), `qwen --acp` by default;
+//!   [`QwenOptions::interface`] selects its two-way stream-json or one-way print interface, which
+//!   run on Claude Code's converter (see [`qwen`] for why the kind lives here).
 //! - **`acp`** ([`AcpBackend::generic`]): any ACP agent, given as a command line
 //!   ([`AcpOptions::command`], or [`AcpConfig::binary`] and [`AcpConfig::args`]).
 //!
@@ -31,6 +34,7 @@ pub mod fs;
 pub mod headless;
 pub mod options;
 pub mod protocol;
+pub mod qwen;
 pub mod requests;
 pub mod updates;
 
@@ -43,7 +47,7 @@ use agent_api::{AgentBackend, AgentError, AgentKind, CapabilitySet, RunHandle, R
 use agent_client_protocol_schema::{ContentBlock, TextContent};
 use async_trait::async_trait;
 
-pub use options::{AcpConfig, AcpOptions, GeminiInterface, GeminiOptions, HeadlessApproval};
+pub use options::{AcpConfig, AcpOptions, GeminiInterface, GeminiOptions, HeadlessApproval, QwenInterface, QwenOptions};
 
 /// Gemini CLI versions the `gemini` kind is tested against (the bench's pinned one).
 pub const SUPPORTED_VERSIONS: &[&str] = &["0.61.0"];
@@ -58,10 +62,30 @@ pub fn gemini_probe() -> agent_api::detect::BackendProbe {
     })
 }
 
+/// Qwen Code versions the `qwen` kind is tested against (the bench's pinned one).
+pub const QWEN_SUPPORTED_VERSIONS: &[&str] = &["0.15.10"];
+
+/// The agent kind of Qwen Code.
+pub const QWEN_KIND: AgentKind = AgentKind::from_static("qwen");
+
+/// What discovery needs to find the `qwen` CLI and build a backend for it.
+pub fn qwen_probe() -> agent_api::detect::BackendProbe {
+    agent_api::detect::BackendProbe::new(QWEN_KIND, "qwen", QWEN_SUPPORTED_VERSIONS, |binary| {
+        std::sync::Arc::new(AcpBackend::qwen(AcpConfig::with_binary(binary)))
+    })
+}
+
 /// Capability id: the run can use Gemini's ACP interface (the default).
 pub const CAP_GEMINI_ACP: &str = "backend.gemini.acp";
 /// Capability id: the run can use Gemini's headless stream-json interface.
 pub const CAP_GEMINI_HEADLESS: &str = "backend.gemini.headless";
+/// Capability id: the run can use Qwen Code's ACP interface (the default).
+pub const CAP_QWEN_ACP: &str = "backend.qwen.acp";
+/// Capability id: the run can use Qwen Code's two-way stream-json interface (Claude Code's control
+/// protocol: permissions, interrupt).
+pub const CAP_QWEN_STREAM_JSON: &str = "backend.qwen.stream_json";
+/// Capability id: the run can use Qwen Code's one-way print interface.
+pub const CAP_QWEN_PRINT: &str = "backend.qwen.print";
 /// Capability id: the client serves `fs/read_text_file` and `fs/write_text_file`, confined to the
 /// working directory.
 pub const CAP_FS_CONFINED: &str = "backend.acp.fs_confined";
@@ -72,6 +96,8 @@ pub const CAP_FS_CONFINED: &str = "backend.acp.fs_confined";
 pub enum Flavor {
     /// Gemini CLI.
     Gemini,
+    /// Qwen Code.
+    Qwen,
     /// Any ACP agent given as a command line.
     Generic,
 }
@@ -87,6 +113,11 @@ impl AcpBackend {
     /// Gemini CLI (kind `gemini`).
     pub fn gemini(config: AcpConfig) -> Self {
         Self { flavor: Flavor::Gemini, config }
+    }
+
+    /// Qwen Code (kind `qwen`).
+    pub fn qwen(config: AcpConfig) -> Self {
+        Self { flavor: Flavor::Qwen, config }
     }
 
     /// Any ACP agent (kind `acp`).
@@ -109,17 +140,26 @@ impl AcpBackend {
         spec
     }
 
+    /// A CLI with a known name (`binary` or `name` on `PATH`), its ACP flags and the run's model.
+    fn named_agent(&self, name: &str, flags: &[&str], request: &RunRequest, cwd: &std::path::Path) -> CommandSpec {
+        let mut args: Vec<String> = flags.iter().map(|f| f.to_string()).collect();
+        if let Some(model) = &request.model {
+            args.extend(["-m".to_string(), model.clone()]);
+        }
+        let program = self.config.binary.clone().unwrap_or_else(|| name.into());
+        self.spec(program, args, request, cwd)
+    }
+
     /// The argv of a live ACP run and whether it serves the file system.
     fn acp_command(&self, request: &RunRequest, cwd: &std::path::Path) -> Result<(CommandSpec, bool), AgentError> {
         match self.flavor {
             Flavor::Gemini => {
-                let options = request.options::<GeminiOptions>()?;
-                let mut args = vec!["--acp".to_string(), "--skip-trust".to_string()];
-                if let Some(model) = &request.model {
-                    args.extend(["-m".to_string(), model.clone()]);
-                }
-                let program = self.config.binary.clone().unwrap_or_else(|| "gemini".into());
-                Ok((self.spec(program, args, request, cwd), options.fs.unwrap_or(true)))
+                let fs = request.options::<GeminiOptions>()?.fs;
+                Ok((self.named_agent("gemini", &["--acp", "--skip-trust"], request, cwd), fs.unwrap_or(true)))
+            }
+            Flavor::Qwen => {
+                let fs = request.options::<QwenOptions>()?.fs;
+                Ok((self.named_agent("qwen", &["--acp"], request, cwd), fs.unwrap_or(true)))
             }
             Flavor::Generic => {
                 let options = request.options::<AcpOptions>()?;
@@ -152,16 +192,27 @@ pub fn capabilities(flavor: Flavor) -> CapabilitySet {
         caps::TOOL_RESULTS,
         caps::PERMISSIONS,
         caps::STREAMING_DELTAS,
-        caps::REASONING,
         caps::COMMAND_EXECUTION,
         caps::FILE_CHANGES,
         caps::SESSION_LIFECYCLE,
         CAP_FS_CONFINED,
     ]);
-    if flavor == Flavor::Gemini {
-        for id in [caps::USAGE, caps::MODEL_SELECTION, CAP_GEMINI_ACP, CAP_GEMINI_HEADLESS] {
-            set.insert(id);
-        }
+    let extra: &[&str] = match flavor {
+        Flavor::Gemini => &[caps::REASONING, caps::USAGE, caps::MODEL_SELECTION, CAP_GEMINI_ACP, CAP_GEMINI_HEADLESS],
+        // Print mode's `--yolo` is the explicit don't-ask option.
+        Flavor::Qwen => &[
+            caps::REASONING,
+            caps::USAGE,
+            caps::MODEL_SELECTION,
+            caps::SKIP_PERMISSION_PROMPTS,
+            CAP_QWEN_ACP,
+            CAP_QWEN_STREAM_JSON,
+            CAP_QWEN_PRINT,
+        ],
+        Flavor::Generic => &[caps::REASONING],
+    };
+    for id in extra {
+        set.insert(*id);
     }
     set
 }
@@ -171,6 +222,7 @@ impl AgentBackend for AcpBackend {
     fn kind(&self) -> AgentKind {
         let name = match self.flavor {
             Flavor::Gemini => "gemini",
+            Flavor::Qwen => "qwen",
             Flavor::Generic => "acp",
         };
         AgentKind::new(name).expect("a valid agent kind")
@@ -183,6 +235,7 @@ impl AgentBackend for AcpBackend {
     fn extension_keys(&self) -> &'static [&'static str] {
         match self.flavor {
             Flavor::Gemini => agent_api::options::extension_keys::<GeminiOptions>(),
+            Flavor::Qwen => agent_api::options::extension_keys::<QwenOptions>(),
             Flavor::Generic => agent_api::options::extension_keys::<AcpOptions>(),
         }
     }
@@ -197,6 +250,13 @@ impl AgentBackend for AcpBackend {
             let spec = headless::command(self, &request, &cwd)?;
             let transport = Transport::spawn(&spec, settings.line_cap)?;
             return Ok(start_run(settings, transport, Box::new(headless::Headless::default())));
+        }
+        if self.flavor == Flavor::Qwen {
+            if let Some(interface) = qwen::stream_json_interface(&request)? {
+                let (spec, protocol) = qwen::stream_json(self, &request, &cwd, interface)?;
+                let transport = Transport::spawn(&spec, settings.line_cap)?;
+                return Ok(start_run(settings, transport, protocol));
+            }
         }
         let (spec, serve_fs) = self.acp_command(&request, &cwd)?;
         let fs_mode = if serve_fs {
@@ -215,6 +275,7 @@ impl AgentBackend for AcpBackend {
 
     fn replay_protocol(&self, format: RecordingFormat) -> Result<Box<dyn Protocol>, AgentError> {
         match (format, self.flavor) {
+            (_, Flavor::Qwen) => Ok(qwen::replaying()),
             (RecordingFormat::Session, _) => Ok(Box::new(protocol::Acp::replay(self.parser_name()))),
             (RecordingFormat::NativeStdout, Flavor::Gemini) => Ok(Box::new(headless::Headless::default())),
             (other, _) => Err(AgentError::Replay { reason: format!("{} cannot replay {other:?} recordings", self.kind()) }),
@@ -226,6 +287,7 @@ impl AcpBackend {
     fn parser_name(&self) -> &'static str {
         match self.flavor {
             Flavor::Gemini => "gemini.acp",
+            Flavor::Qwen => "qwen.acp",
             Flavor::Generic => "acp",
         }
     }

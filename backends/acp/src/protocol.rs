@@ -6,6 +6,9 @@
 //! `session/prompt` per turn ([`Acp::send_prompt`]); the prompt's `stopReason` ends the turn, and
 //! when no further prompt is queued the run shuts the agent down. The agent's `initialize` answer
 //! (name, version, capabilities, authentication methods) is recorded in `session.started`.
+//! Usage is the prompt result's, or the sum of the `_meta.usage` that Qwen Code puts on an empty
+//! message chunk after each model call; an error response's `data` (where Qwen Code puts the model
+//! API's status) is read with its message to type the error.
 //! In replay the recorded sends stand in for all of that.
 
 use std::collections::{HashMap, VecDeque};
@@ -102,7 +105,9 @@ impl Acp {
 
     /// A converter that drives a live agent through `plan`; `name` is its parser name.
     pub fn live(name: &'static str, plan: Plan, requests: Requests) -> Self {
-        Self::new(name, Some(plan), requests)
+        let mut acp = Self::new(name, Some(plan.clone()), requests);
+        acp.updates.cwd = Some(plan.cwd);
+        acp
     }
 
     /// A converter for a recorded session (sends nothing; the recorded sends drive it).
@@ -237,10 +242,25 @@ impl Acp {
         }
     }
 
+    /// Ends the results of the tool calls just refused: they will not run.
+    fn end_denied(&mut self, ctx: &mut Ctx<'_>) {
+        for call in self.requests.take_denied() {
+            self.updates.deny(ctx.transcript, &call);
+        }
+    }
+
     fn on_notification(&mut self, method: &str, params: Value, ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
         if method != "session/update" {
             ctx.transcript.status("unknown_notification", Some(utf8_prefix(method, 128).to_string()));
             return Ok(());
+        }
+        // Qwen Code reports each model call's usage as `_meta` on an empty message chunk: the
+        // turn's usage is their sum, and the empty chunk is no text.
+        if let Some(call) = params.pointer("/update/_meta").and_then(usage_of) {
+            self.usage = Some(add_usage(self.usage.take().unwrap_or_default(), &call));
+            if params.pointer("/update/content/text").and_then(Value::as_str) == Some("") {
+                return Ok(());
+            }
         }
         match serde_json::from_value::<SessionNotification>(params.clone()) {
             Ok(note) => self.updates.apply(ctx.transcript, note.update),
@@ -263,6 +283,31 @@ pub fn stop_name(stop: StopReason) -> String {
         Value::String(s) => s,
         _ => "unknown".into(),
     }
+}
+
+/// `total` plus one model call's `usage` (counts saturate).
+fn add_usage(mut total: Usage, usage: &Usage) -> Usage {
+    let add = |a: Option<u64>, b: Option<u64>| match (a, b) {
+        (Some(a), Some(b)) => Some(a.saturating_add(b)),
+        (a, b) => a.or(b),
+    };
+    total.input_tokens = add(total.input_tokens, usage.input_tokens);
+    total.output_tokens = add(total.output_tokens, usage.output_tokens);
+    total.reasoning_tokens = add(total.reasoning_tokens, usage.reasoning_tokens);
+    total.cached_input_tokens = add(total.cached_input_tokens, usage.cached_input_tokens);
+    total
+}
+
+/// An error response's `data` as text (Qwen Code puts the model API's failure there, under a
+/// generic "Internal error"), bounded.
+fn error_data(message: &Value) -> Option<String> {
+    let data = message.pointer("/error/data")?;
+    let text = match data.get("details").or_else(|| data.get("message")).unwrap_or(data) {
+        Value::String(s) => s.clone(),
+        Value::Null => return None,
+        other => other.to_string(),
+    };
+    Some(utf8_prefix(&text, 1024).to_string())
 }
 
 /// Usage from a prompt result: the protocol's `usage`, or Gemini's `_meta.quota.token_count`.
@@ -294,6 +339,7 @@ impl Protocol for Acp {
     }
 
     fn on_message(&mut self, message: Value, ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
+        let data = error_data(&message);
         match classify(message)? {
             Message::Notification { method, params } => self.on_notification(&method, params, ctx),
             Message::Request { id, method, params } => {
@@ -307,10 +353,15 @@ impl Protocol for Acp {
                 if self.plan.is_some() {
                     replies.iter().for_each(|m| ctx.send(m));
                 }
+                self.end_denied(ctx);
                 Ok(())
             }
             Message::Response { id, result } => self.on_response(id, result, ctx),
             Message::ErrorResponse { id, code, message } => {
+                let message = match data {
+                    Some(data) => format!("{message}: {data}"),
+                    None => message,
+                };
                 self.on_error_response(id, code, message, ctx);
                 Ok(())
             }
@@ -330,9 +381,15 @@ impl Protocol for Acp {
                 if pending == Pending::Prompt {
                     self.end_history(ctx);
                 }
+                if let (Pending::NewSession | Pending::LoadSession, Some(cwd)) = (pending, params.get("cwd").and_then(Value::as_str)) {
+                    self.updates.cwd = Some(PathBuf::from(cwd));
+                }
                 self.recorded.insert(id_key(&id), pending);
             }
-            Ok(Message::Response { id, result }) => self.requests.on_recorded_answer(ctx.transcript, &id, Some(&result)),
+            Ok(Message::Response { id, result }) => {
+                self.requests.on_recorded_answer(ctx.transcript, &id, Some(&result));
+                self.end_denied(ctx);
+            }
             Ok(Message::ErrorResponse { id, .. }) => self.requests.on_recorded_answer(ctx.transcript, &id, None),
             Ok(Message::Notification { method, .. }) if method == "session/cancel" => {
                 ctx.transcript.status("cancel_requested", None);
@@ -346,6 +403,7 @@ impl Protocol for Acp {
             ControlCommand::Permission { id, decision } => {
                 let reply = self.requests.decide(ctx.transcript, &self.peer, &id, decision)?;
                 ctx.send(&reply);
+                self.end_denied(ctx);
                 Ok(())
             }
             ControlCommand::Question { id, .. } => Err(AgentError::UnknownQuestion { id }),

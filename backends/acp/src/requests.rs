@@ -23,6 +23,7 @@ use crate::updates::kind_name;
 pub struct PendingPermission {
     rpc_id: Value,
     options: Vec<PermissionOption>,
+    tool_call_id: String,
 }
 
 /// How file-system requests are served.
@@ -47,8 +48,11 @@ pub enum FsMode {
 pub struct Requests {
     hitl: Hitl<PendingPermission, ()>,
     fs: FsMode,
-    /// Replay only: the options each recorded request offered, to read the recorded answer.
-    offered: HashMap<String, Vec<PermissionOption>>,
+    /// Replay only: the options each recorded request offered and its tool call, to read the
+    /// recorded answer.
+    offered: HashMap<String, (Vec<PermissionOption>, String)>,
+    /// Tool calls whose permission was refused since the last [`Requests::take_denied`].
+    denied: Vec<String>,
 }
 
 /// The option to select for `decision`, by the option's kind; `None` answers `cancelled`.
@@ -97,12 +101,12 @@ pub fn id_key(id: &Value) -> String {
 impl Requests {
     /// Requests of a live run under `policy`, serving the file system as `fs` says.
     pub fn live(policy: PermissionPolicy, fs: FsMode) -> Self {
-        Self { hitl: Hitl::live(policy), fs, offered: HashMap::new() }
+        Self { hitl: Hitl::live(policy), fs, offered: HashMap::new(), denied: Vec::new() }
     }
 
     /// Requests of a replay.
     pub fn replay() -> Self {
-        Self { hitl: Hitl::replay(), fs: FsMode::Recorded, offered: HashMap::new() }
+        Self { hitl: Hitl::replay(), fs: FsMode::Recorded, offered: HashMap::new(), denied: Vec::new() }
     }
 
     /// Whether the client advertises `fs/read_text_file` and `fs/write_text_file`.
@@ -156,11 +160,26 @@ impl Requests {
         let metadata = json!({"tool_call_id": request.tool_call.tool_call_id.0.as_ref(), "options": options});
         let native =
             PermissionRequest::new(id_key(&id), category(kind), action).tool_name(kind_name(kind)).details(details).metadata(metadata);
+        let tool_call_id = request.tool_call.tool_call_id.0.to_string();
         if matches!(self.fs, FsMode::Recorded) {
-            self.offered.insert(id_key(&id), request.options.clone());
+            self.offered.insert(id_key(&id), (request.options.clone(), tool_call_id.clone()));
         }
-        let pending = PendingPermission { rpc_id: id, options: request.options };
-        self.hitl.request_permission(t, native, pending).map(|d| reply(peer, d)).into_iter().collect()
+        let pending = PendingPermission { rpc_id: id, options: request.options, tool_call_id };
+        self.hitl.request_permission(t, native, pending).map(|d| self.answer(peer, d)).into_iter().collect()
+    }
+
+    /// The reply to a decided permission; a refused tool call is noted for [`Requests::take_denied`].
+    fn answer(&mut self, peer: &RpcPeer<crate::protocol::Pending>, decided: Decided<PendingPermission>) -> Value {
+        if !decided.decision.is_approval() {
+            self.denied.push(decided.native.tool_call_id.clone());
+        }
+        reply(peer, decided)
+    }
+
+    /// The tool calls refused since the last call: they will not run (Qwen Code sends no update
+    /// for them), so their results end now.
+    pub fn take_denied(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.denied)
     }
 
     /// The caller's decision on permission `id`.
@@ -171,7 +190,8 @@ impl Requests {
         id: &str,
         decision: PermissionDecision,
     ) -> Result<Value, AgentError> {
-        Ok(reply(peer, self.hitl.decide_permission(t, id, decision)?))
+        let decided = self.hitl.decide_permission(t, id, decision)?;
+        Ok(self.answer(peer, decided))
     }
 
     /// The run stops: every pending request is answered `cancelled`.
@@ -184,7 +204,7 @@ impl Requests {
         let Some(result) = result else { return };
         let Ok(response) = serde_json::from_value::<RequestPermissionResponse>(result.clone()) else { return };
         let key = id_key(id);
-        let Some(options) = self.offered.remove(&key) else { return };
+        let Some((options, tool_call_id)) = self.offered.remove(&key) else { return };
         let approved = match &response.outcome {
             RequestPermissionOutcome::Selected(s) => options.iter().any(|o| {
                 o.option_id == s.option_id && matches!(o.kind, PermissionOptionKind::AllowOnce | PermissionOptionKind::AllowAlways)
@@ -192,6 +212,9 @@ impl Requests {
             _ => false,
         };
         self.hitl.recorded_permission(t, &key, approved);
+        if !approved {
+            self.denied.push(tool_call_id);
+        }
     }
 
     fn fs(

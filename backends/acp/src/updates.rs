@@ -5,19 +5,22 @@
 //! - `tool_call` / `tool_call_update`: a `tool_call` item (complete as soon as it is known) and a
 //!   `tool_result` item that completes or fails with the call's status, carrying the text content,
 //!   `diff` content as `file_ref` parts, and the tools facet (kind, exit code where given, bytes);
+//!   relative paths are made absolute against the session's directory; a call whose permission
+//!   was refused fails at once ([`Updates::deny`]);
 //! - `plan` → a `todo_list` status; `available_commands_update`, `current_mode_update`,
 //!   `config_option_update`, `session_info_update`, `usage_update` → status items;
 //! - `user_message_chunk` and everything the agent replays while a session loads → `history`
 //!   status items, never new output;
 //! - an update kind this client does not know → an `unknown_update` status naming the kind.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
 
 use agent_api::bounds::utf8_prefix;
 use agent_api::tools_facet::ToolBytes;
 use agent_api::universal::{ContentPart, FileAction, ItemRole, NewItem, ReasoningVisibility, ToolMeta, Transcript};
 use agent_client_protocol_schema::{
-    ContentBlock, Plan, SessionUpdate, ToolCall, ToolCallContent, ToolCallStatus, ToolCallUpdate, ToolKind,
+    ContentBlock, Plan, SessionUpdate, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolKind,
 };
 use serde_json::{json, Value};
 
@@ -196,6 +199,11 @@ pub struct Updates {
     pub loading: bool,
     /// The latest `usage_update` (`used`, `size`).
     pub context_usage: Option<(u64, u64)>,
+    /// The session's working directory: relative tool paths are reported against it.
+    pub cwd: Option<PathBuf>,
+    /// Calls whose permission was refused and whose result already failed: a later update about
+    /// one of them is not news.
+    denied: HashSet<String>,
 }
 
 impl Updates {
@@ -211,11 +219,37 @@ impl Updates {
                 self.close_stream(t);
                 t.status("history", Some(format!("user: {}", utf8_prefix(&block_text(&c.content), DETAIL_BOUND))));
             }
-            SessionUpdate::ToolCall(call) => self.tool_call(t, call),
-            SessionUpdate::ToolCallUpdate(update) => self.tool_call_update(t, update),
+            SessionUpdate::ToolCall(mut call) => {
+                self.absolute(&mut call.locations, &mut call.content);
+                self.tool_call(t, call)
+            }
+            SessionUpdate::ToolCallUpdate(mut update) => {
+                let f = &mut update.fields;
+                self.absolute(f.locations.get_or_insert_with(Vec::new), f.content.get_or_insert_with(Vec::new));
+                f.locations = f.locations.take().filter(|l| !l.is_empty());
+                f.content = f.content.take().filter(|c| !c.is_empty());
+                self.tool_call_update(t, update)
+            }
             SessionUpdate::Plan(plan) => self.plan(t, &plan),
             other => self.note(t, other),
         }
+    }
+
+    /// Makes relative paths absolute against the session's directory: Qwen Code gives them
+    /// absolute in permission requests and relative in tool updates, and one call must name one path.
+    fn absolute(&self, locations: &mut [ToolCallLocation], content: &mut [ToolCallContent]) {
+        let Some(cwd) = &self.cwd else { return };
+        let fix = |path: &mut PathBuf| {
+            if path.is_relative() {
+                *path = cwd.join(&*path);
+            }
+        };
+        locations.iter_mut().for_each(|l| fix(&mut l.path));
+        content.iter_mut().for_each(|c| {
+            if let ToolCallContent::Diff(d) = c {
+                fix(&mut d.path);
+            }
+        });
     }
 
     /// Status items of the bookkeeping updates.
@@ -316,8 +350,20 @@ impl Updates {
         t.status("todo_list", Some(utf8_prefix(&steps.join("\n"), DETAIL_BOUND).to_string()));
     }
 
+    /// The permission of call `id` was refused: the call will not run, so its result fails now
+    /// (Qwen Code sends no update for a refused call; the transcript must not wait for one).
+    pub fn deny(&mut self, t: &mut Transcript, id: &str) {
+        if self.calls.contains_key(id) {
+            self.denied.insert(id.to_string());
+            self.finish_call(t, id, true);
+        }
+    }
+
     fn tool_call(&mut self, t: &mut Transcript, call: ToolCall) {
         let id = call.tool_call_id.0.to_string();
+        if self.denied.contains(&id) {
+            return;
+        }
         let mut state = CallState::of_call(&call);
         match self.calls.get_mut(&id) {
             // A repeated `tool_call` restates the call: its fields replace what was known.
@@ -332,6 +378,9 @@ impl Updates {
 
     fn tool_call_update(&mut self, t: &mut Transcript, update: ToolCallUpdate) {
         let id = update.tool_call_id.0.to_string();
+        if self.denied.contains(&id) {
+            return;
+        }
         if !self.calls.contains_key(&id) {
             let mut state = CallState::default();
             state.merge(&update);

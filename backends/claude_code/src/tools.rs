@@ -19,11 +19,12 @@ pub(crate) struct ToolCallInfo {
     pub input: Value,
 }
 
-/// The tools-facet kind of a Claude Code tool.
+/// The tools-facet kind of a Claude Code tool (or of a Qwen Code tool: Qwen speaks this protocol
+/// with its own tool names, `run_shell_command`, `write_file`, `edit`, `read_file`).
 pub(crate) fn facet_kind(name: &str) -> &'static str {
     match name {
-        "Bash" | "PowerShell" => "command_execution",
-        "Write" | "Edit" | "MultiEdit" | "NotebookEdit" => "file_change",
+        "Bash" | "PowerShell" | "run_shell_command" => "command_execution",
+        "Write" | "Edit" | "MultiEdit" | "NotebookEdit" | "write_file" | "edit" => "file_change",
         "WebSearch" | "web_search" => "web_search",
         _ if name.starts_with("mcp__") => "mcp_tool_call",
         _ => "tool_use",
@@ -149,9 +150,9 @@ fn exit_code(output: &str, failed: bool, structured: Option<&Value>) -> Option<i
 pub(crate) fn file_ref(name: Option<&str>, input: Option<&Value>, structured: Option<&Value>) -> Option<ContentPart> {
     let name = name?;
     let action = match name {
-        "Write" => FileAction::Write,
-        "Edit" | "MultiEdit" | "NotebookEdit" => FileAction::Patch,
-        "Read" => FileAction::Read,
+        "Write" | "write_file" => FileAction::Write,
+        "Edit" | "MultiEdit" | "NotebookEdit" | "edit" => FileAction::Patch,
+        "Read" | "read_file" => FileAction::Read,
         _ => return None,
     };
     let path = structured

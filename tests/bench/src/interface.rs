@@ -27,11 +27,13 @@ pub enum Interface {
     /// `qwen -p --input-format stream-json --output-format stream-json` (two-way; the same control protocol
     /// as Claude Code's).
     QwenControl,
+    /// `qwen --acp` (two-way Agent Client Protocol on stdio).
+    QwenAcp,
 }
 
 impl Interface {
     /// Every interface.
-    pub const ALL: [Interface; 8] = [
+    pub const ALL: [Interface; 9] = [
         Interface::ClaudePrint,
         Interface::ClaudeControl,
         Interface::CodexExec,
@@ -40,6 +42,7 @@ impl Interface {
         Interface::GeminiHeadless,
         Interface::QwenPrint,
         Interface::QwenControl,
+        Interface::QwenAcp,
     ];
 
     /// The CLI it belongs to.
@@ -49,11 +52,11 @@ impl Interface {
             Interface::CodexExec | Interface::CodexAppServer => Cli::Codex,
             Interface::OpenCodeRun => Cli::OpenCode,
             Interface::GeminiHeadless => Cli::Gemini,
-            Interface::QwenPrint | Interface::QwenControl => Cli::Qwen,
+            Interface::QwenPrint | Interface::QwenControl | Interface::QwenAcp => Cli::Qwen,
         }
     }
 
-    /// The fixture folder name (`print`, `control`, `exec`, `app_server`, `run`, `headless`).
+    /// The fixture folder name (`print`, `control`, `exec`, `app_server`, `run`, `headless`, `acp`).
     pub fn name(self) -> &'static str {
         match self {
             Interface::ClaudePrint | Interface::QwenPrint => "print",
@@ -62,12 +65,13 @@ impl Interface {
             Interface::CodexAppServer => "app_server",
             Interface::OpenCodeRun => "run",
             Interface::GeminiHeadless => "headless",
+            Interface::QwenAcp => "acp",
         }
     }
 
     /// True for one-way interfaces (prompt in argv, events on stdout).
     pub fn is_one_way(self) -> bool {
-        !matches!(self, Interface::ClaudeControl | Interface::CodexAppServer | Interface::QwenControl)
+        !matches!(self, Interface::ClaudeControl | Interface::CodexAppServer | Interface::QwenControl | Interface::QwenAcp)
     }
 
     /// Looks up `name` among `cli`'s interfaces.
@@ -91,6 +95,7 @@ impl Interface {
                 &["exec", "--json", "--skip-git-repo-check", "-s", "workspace-write", "-c", "approval_policy=\"never\"", prompt]
             }
             Interface::CodexAppServer => &["app-server"],
+            Interface::QwenAcp => &["--acp"],
             Interface::QwenControl => &["-p", "--input-format", "stream-json", "--output-format", "stream-json"],
             Interface::OpenCodeRun => &["run", "--format", "json", "-m", "mock/mock-model", prompt],
             Interface::GeminiHeadless | Interface::QwenPrint => &["-p", prompt, "--output-format", "stream-json", "--yolo"],

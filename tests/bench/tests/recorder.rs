@@ -25,6 +25,7 @@ fn reference(interface: Interface) -> (&'static str, PathBuf) {
         Interface::GeminiHeadless => ("text", shared("gemini/headless/text_no_relaunch.stdout.jsonl")),
         Interface::QwenPrint => ("text", record::default_out_dir(interface).join("text.stdout.jsonl")),
         Interface::QwenControl => ("shell", record::default_out_dir(interface).join("shell.session.jsonl")),
+        Interface::QwenAcp => ("shell", record::default_out_dir(interface).join("shell.session.jsonl")),
         other => panic!("no reference for {other}"),
     }
 }
@@ -112,6 +113,11 @@ async fn recorder_reproduces_qwen_print() {
 #[tokio::test]
 async fn recorder_reproduces_qwen_control() {
     reproduces(Interface::QwenControl).await;
+}
+
+#[tokio::test]
+async fn recorder_reproduces_qwen_acp() {
+    reproduces(Interface::QwenAcp).await;
 }
 
 #[test]

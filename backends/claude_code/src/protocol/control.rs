@@ -36,12 +36,12 @@ pub(crate) struct PendingAsk {
     answers: BTreeMap<usize, String>,
 }
 
-/// The permission category of a Claude Code tool.
+/// The permission category of a Claude Code tool (or Qwen Code's, see `tools::facet_kind`).
 pub(crate) fn category(tool: &str) -> ToolCategory {
     match tool {
-        "Bash" | "PowerShell" | "BashOutput" | "KillShell" => ToolCategory::Shell,
-        "Write" | "Edit" | "MultiEdit" | "NotebookEdit" => ToolCategory::FileWrite,
-        "Read" | "Glob" | "Grep" | "LS" => ToolCategory::FileRead,
+        "Bash" | "PowerShell" | "BashOutput" | "KillShell" | "run_shell_command" => ToolCategory::Shell,
+        "Write" | "Edit" | "MultiEdit" | "NotebookEdit" | "write_file" | "edit" => ToolCategory::FileWrite,
+        "Read" | "Glob" | "Grep" | "LS" | "read_file" => ToolCategory::FileRead,
         "WebFetch" | "WebSearch" => ToolCategory::Network,
         _ if tool.starts_with("mcp__") => ToolCategory::Mcp,
         _ => ToolCategory::Other,

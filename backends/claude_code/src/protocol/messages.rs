@@ -142,6 +142,9 @@ impl ClaudeProtocol {
             self.outcome.synthetic_error(message, ctx);
             return Ok(());
         }
+        if msg.pointer("/content/0/text").and_then(Value::as_str).is_some_and(|t| self.outcome.is_error_text(t)) {
+            return Ok(());
+        }
         let thread = thread_of(message);
         let msg_id = msg
             .get("id")

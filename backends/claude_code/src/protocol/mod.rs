@@ -27,6 +27,7 @@ use crate::tools::ToolCallInfo;
 use control::{PendingAsk, PendingPermission};
 use messages::OpenMessage;
 use outcome::Outcome;
+pub use outcome::ResultError;
 
 /// How the protocol is used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -105,6 +106,14 @@ impl ClaudeProtocol {
     /// A replay of a recording (one-way stdout or a two-way session).
     pub fn replaying() -> Self {
         Self::new(Channel::Replay, None, PermissionPolicy::Ask, false)
+    }
+
+    /// Another CLI speaking this protocol (Qwen Code) reports some failures as a successful
+    /// `result` whose text says so: `read` turns such a text into the turn's typed error (one
+    /// error event, and the run's error when it is the last turn).
+    pub fn with_result_error(mut self, read: ResultError) -> Self {
+        self.outcome.result_error = Some(read);
+        self
     }
 
     /// Whether the protocol may write to the CLI.

@@ -49,7 +49,14 @@ pub(crate) struct Outcome {
     pub interrupted: bool,
     usage: Usage,
     data: Value,
+    /// Reads a successful result's text as an error (see [`ClaudeProtocol::with_result_error`]).
+    pub result_error: Option<ResultError>,
+    /// The error [`Outcome::result_error`] found in the last turn's text.
+    text_failure: Option<AgentError>,
 }
+
+/// Reads a `result` text that a CLI reports as a success as the typed error it really is.
+pub type ResultError = fn(&str) -> Option<AgentError>;
 
 /// Masks secrets ([`agent_api::secrets::redact`]) and cuts `text` to [`MESSAGE_MAX`] bytes.
 pub(crate) fn safe_text(text: &str) -> String {
@@ -79,6 +86,13 @@ fn add(total: &mut Option<u64>, value: Option<u64>) {
 }
 
 impl Outcome {
+    /// Whether `text` is a failure that a CLI reports as text (see `with_result_error`): it
+    /// repeats it as an assistant message and its deltas, which are not the model's answer (the
+    /// `result` reports the error).
+    pub(crate) fn is_error_text(&self, text: &str) -> bool {
+        self.result_error.is_some_and(|read| read(text).is_some())
+    }
+
     /// The CLI's synthetic assistant message for an API error: an error event, never text.
     pub(crate) fn synthetic_error(&mut self, message: &Value, ctx: &mut Ctx<'_>) {
         let text = message.pointer("/message/content/0/text").and_then(Value::as_str).unwrap_or("the model API request failed");
@@ -129,6 +143,9 @@ impl Outcome {
             }
             return Err(exit.early_exit_error());
         };
+        if let (true, Some(error)) = (last.is_error, self.text_failure.take()) {
+            return Err(error);
+        }
         if last.is_error {
             let api = self.api_error.clone().filter(|_| last.subtype == "success");
             return Err(match (api, last.api_error_status) {
@@ -173,10 +190,17 @@ impl ClaudeProtocol {
                 ctx.transcript.set_native_session_id(id);
             }
         }
-        let is_error = message.get("is_error").and_then(Value::as_bool).unwrap_or(subtype != "success");
+        let mut is_error = message.get("is_error").and_then(Value::as_bool).unwrap_or(subtype != "success");
+        let text = message.get("result").and_then(Value::as_str);
+        let text_failure = self.outcome.result_error.filter(|_| !is_error).and_then(|read| read(text?));
+        if let Some(error) = &text_failure {
+            is_error = true;
+            ctx.transcript.error(safe_text(&error.to_string()), Some("api_error".into()), Some(json!({ "source": "result_text" })));
+            self.outcome.error_emitted = true;
+        }
         let result = TurnResult {
             is_error,
-            text: message.get("result").and_then(Value::as_str).map(str::to_string),
+            text: text.map(str::to_string),
             errors: message
                 .get("errors")
                 .and_then(Value::as_array)
@@ -190,6 +214,7 @@ impl ClaudeProtocol {
         };
         let outcome = &mut self.outcome;
         outcome.turns += 1;
+        outcome.text_failure = text_failure;
         outcome.record_usage(message);
         if is_error && !outcome.error_emitted {
             if outcome.interrupted {

@@ -207,6 +207,9 @@ impl ClaudeProtocol {
         match kind {
             "text_delta" => {
                 let text = delta.text.as_deref().unwrap_or_default();
+                if self.outcome.is_error_text(text) {
+                    return;
+                }
                 if let Some(block) = block {
                     block.text.push_str(text);
                 }

@@ -465,3 +465,40 @@ fn the_typed_stream_event_path_matches_the_value_path_on_every_print_fixture() {
     }
     assert!(typed_lines > 20, "the fixtures stream: {typed_lines} stream_event lines");
 }
+
+#[test]
+fn a_result_error_reader_turns_a_successful_error_text_into_one_typed_error_and_no_answer() {
+    use agent_api::kit::driver::ProtocolHarness;
+    use agent_api::kit::{ExitInfo, Protocol};
+    fn read(text: &str) -> Option<AgentError> {
+        text.starts_with("[failed").then(|| AgentError::Auth { message: "denied".into() })
+    }
+    let failure = "[failed: 401]";
+    let delta = se(json!({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":failure}}));
+    let lines = [
+        init(),
+        se(json!({"type":"message_start","message":{"id":"m1","role":"assistant","model":"m","content":[]}})),
+        se(json!({"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}})),
+        delta,
+        assistant("m1", json!([{"type":"text","text":failure}])),
+        result_ok(failure),
+    ];
+    let mut exit = ExitInfo::default();
+    exit.exit_code = Some(0);
+    let mut harness = ProtocolHarness::new();
+    let mut protocol = ClaudeProtocol::replaying().with_result_error(read);
+    for line in lines {
+        protocol.on_line(line.to_string().as_bytes(), &mut harness.ctx()).unwrap();
+    }
+    let finished = protocol.finish(&exit, &mut harness.ctx());
+    assert!(matches!(finished, Err(AgentError::Auth { .. })), "{finished:?}");
+    let events = harness.transcript.take_events();
+    let text = serde_json::to_string(&events).unwrap();
+    assert!(!text.contains(failure), "the text is not an answer: {text}");
+    assert_eq!(events.iter().filter(|e| e.type_name() == "error").count(), 1, "one error event: {text}");
+    // Without the reader the same lines are an ordinary answer.
+    let mut plain = ClaudeProtocol::replaying();
+    let mut harness = ProtocolHarness::new();
+    plain.on_line(result_ok("ok").to_string().as_bytes(), &mut harness.ctx()).unwrap();
+    assert!(plain.finish(&exit, &mut harness.ctx()).is_ok());
+}

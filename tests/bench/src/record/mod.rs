@@ -3,6 +3,7 @@
 //! and `<scenario>.meta.json`), with machine paths replaced by neutral ones (`/home/dev`,
 //! `/home/dev/work/<scenario>`, port 8080).
 
+pub mod acp;
 pub mod claude_control;
 pub mod codex_app_server;
 pub mod compare;
@@ -78,6 +79,7 @@ pub async fn record(
         let driven = match interface {
             Interface::ClaudeControl | Interface::QwenControl => claude_control::drive(&mut session, prompt, deadline).await,
             Interface::CodexAppServer => codex_app_server::drive(&mut session, &sandbox.cwd, prompt, deadline).await,
+            Interface::QwenAcp => acp::drive(&mut session, &sandbox.cwd, prompt, deadline).await,
             other => Err(BenchError::Protocol(format!("no two-way driver for {other}"))),
         };
         let finished = session.finish(deadline.max(Instant::now() + Duration::from_secs(10))).await;

@@ -1,0 +1,160 @@
+//! Qwen Code (kind `qwen`, tested with 0.15.10): where it lives and its two stream-json interfaces.
+//!
+//! Qwen Code speaks three machine protocols. ACP (`qwen --acp`, the default) is this crate's
+//! client with Qwen's quirks (see [`crate::protocol`] and [`crate::updates`]). The other two are
+//! Claude Code's stream-json protocol, spoken by a second CLI, so they run on
+//! `agent_api_claude_code`'s converter ([`ClaudeProtocol`]) rather than a copy of it:
+//!
+//! - [`QwenInterface::StreamJson`]: `qwen -p --input-format stream-json --output-format
+//!   stream-json`, two-way. Qwen asks `can_use_tool` without any extra flag (Claude's
+//!   `--permission-prompt-tool` is refused); the prompt, the answers and the `interrupt` go in on
+//!   stdin as for Claude Code. Qwen's `initialize` answer differs from Claude's and is not used.
+//! - [`QwenInterface::Print`]: `qwen -p PROMPT --output-format stream-json`, one-way. Qwen cannot
+//!   ask here; `RunRequest::skip_permission_prompts` passes `--yolo` (nothing is asked, every
+//!   tool runs), otherwise tools that need a permission are denied by Qwen.
+//!
+//! In both, Qwen reports a failed model request as a *successful* `result` whose text starts with
+//! `[API Error: …]`; [`api_error_result`] makes that one typed terminal error with its status.
+//!
+//! The kind lives in this crate, not in a crate of its own, because its default interface is ACP
+//! and one backend value ([`AcpBackend::qwen`]) must serve all three interfaces: the stream-json
+//! parts are only an argv and a switch, and the converter they use is Claude Code's.
+//!
+//! A recorded two-way session does not say which protocol it holds until its first message:
+//! [`replaying`] picks ACP for JSON-RPC messages and stream-json otherwise.
+
+use agent_api::kit::driver::{parse_value, ExitInfo, Unparsed};
+use agent_api::kit::{CommandSpec, Ctx, Protocol};
+use agent_api::{AgentError, ControlCommand, RunCompletion, RunRequest, SessionSelector};
+use agent_api_claude_code::ClaudeProtocol;
+use serde_json::Value;
+
+use crate::{errors, AcpBackend, QwenInterface, QwenOptions};
+
+/// The text Qwen puts at the start of a `result` that is a failed model request.
+pub const API_ERROR_PREFIX: &str = "[API Error:";
+
+/// The stream-json interface a run asked for; `None` for ACP.
+pub fn stream_json_interface(request: &RunRequest) -> Result<Option<QwenInterface>, AgentError> {
+    Ok(request.options::<QwenOptions>()?.interface.filter(|i| *i != QwenInterface::Acp))
+}
+
+/// A `result` text that is really a failed model request: the typed error for the status it
+/// names (a bounded explanation without credentials, never the raw text).
+pub fn api_error_result(text: &str) -> Option<AgentError> {
+    let rest = text.trim_start().strip_prefix(API_ERROR_PREFIX)?;
+    let explained = errors::explanation(rest.trim_end_matches(']').trim());
+    Some(match errors::status_in(text) {
+        Some(status) => errors::of_status(status, explained),
+        None => AgentError::AgentFailed { message: format!("the model API failed: {explained}") },
+    })
+}
+
+/// The argv and converter of a stream-json run (two-way or print).
+pub fn stream_json(
+    backend: &AcpBackend,
+    request: &RunRequest,
+    cwd: &std::path::Path,
+    interface: QwenInterface,
+) -> Result<(CommandSpec, Box<dyn Protocol>), AgentError> {
+    let config = backend.config();
+    let two_way = interface == QwenInterface::StreamJson;
+    let mut spec = CommandSpec::new(config.binary.clone().unwrap_or_else(|| "qwen".into())).args(config.args.iter().cloned());
+    spec = if two_way { spec.args(["-p", "--input-format", "stream-json"]) } else { spec.args(["-p", request.prompt.text.as_str()]) };
+    // Partial messages give text deltas as `stream_event` lines (without them a message arrives
+    // whole, and a cancel can only land after it).
+    spec = spec.args(["--output-format", "stream-json", "--include-partial-messages"]);
+    if let Some(model) = &request.model {
+        spec = spec.args(["-m", model.as_str()]);
+    }
+    if request.skip_permission_prompts {
+        spec = spec.arg("--yolo");
+    }
+    match &request.session {
+        SessionSelector::New => {}
+        SessionSelector::Resume(id) => spec = spec.args(["--resume", id.as_str()]),
+        SessionSelector::ResumeLast => spec = spec.arg("--continue"),
+        _ => return Err(AgentError::InvalidRequest { reason: "qwen cannot fork a session".into() }),
+    }
+    for (k, v) in &config.env {
+        spec = spec.env(k, v);
+    }
+    let mut spec = spec.for_request(request).cwd(cwd);
+    spec.stdin = two_way;
+    let prompt = request.prompt.text.clone();
+    let protocol =
+        if two_way { ClaudeProtocol::control(prompt, request.permissions.clone(), false) } else { ClaudeProtocol::print(prompt, false) };
+    Ok((spec, Box::new(protocol.with_result_error(api_error_result))))
+}
+
+/// The converter of a Qwen recording: stream-json (stdout or session) or an ACP session.
+pub fn replaying() -> Box<dyn Protocol> {
+    Box::new(Sniffed { inner: None })
+}
+
+/// A replay converter that picks its protocol from the first message it sees.
+struct Sniffed {
+    inner: Option<Box<dyn Protocol>>,
+}
+
+impl Sniffed {
+    fn inner(&mut self, message: &Value) -> &mut Box<dyn Protocol> {
+        self.inner.get_or_insert_with(|| {
+            if message.get("jsonrpc").is_some() {
+                Box::new(crate::protocol::Acp::replay("qwen.acp"))
+            } else {
+                Box::new(ClaudeProtocol::replaying().with_result_error(api_error_result))
+            }
+        })
+    }
+}
+
+impl Protocol for Sniffed {
+    fn name(&self) -> &'static str {
+        self.inner.as_ref().map_or("qwen", |p| p.name())
+    }
+
+    fn on_line(&mut self, line: &[u8], ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
+        match &mut self.inner {
+            Some(inner) => inner.on_line(line, ctx),
+            None => self.on_message(parse_value(line)?, ctx),
+        }
+    }
+
+    fn on_message(&mut self, message: Value, ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
+        self.inner(&message).on_message(message, ctx)
+    }
+
+    fn on_recorded_send(&mut self, message: Value, ctx: &mut Ctx<'_>) {
+        self.inner(&message).on_recorded_send(message, ctx)
+    }
+
+    fn on_control(&mut self, command: ControlCommand, ctx: &mut Ctx<'_>) -> Result<(), AgentError> {
+        match &mut self.inner {
+            Some(inner) => inner.on_control(command, ctx),
+            None => Err(AgentError::InvalidRequest { reason: "a replay takes no control command".into() }),
+        }
+    }
+
+    fn finish(&mut self, exit: &ExitInfo, ctx: &mut Ctx<'_>) -> Result<RunCompletion, AgentError> {
+        match &mut self.inner {
+            Some(inner) => inner.finish(exit, ctx),
+            None => Err(exit.early_exit_error()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn api_error_results_are_typed_by_their_status() {
+        let auth = api_error_result("[API Error: 401 Incorrect API key provided: sk-test]");
+        assert!(matches!(&auth, Some(AgentError::Auth { message }) if !message.contains("sk-test")), "{auth:?}");
+        let server = api_error_result("[API Error: 500 Internal Server Error]");
+        assert!(matches!(server, Some(AgentError::ServerError { status: Some(500), .. })), "{server:?}");
+        assert!(api_error_result("Hello from mock").is_none());
+        assert!(matches!(api_error_result("[API Error: connection refused]"), Some(AgentError::AgentFailed { .. })));
+    }
+}
