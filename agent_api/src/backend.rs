@@ -28,6 +28,14 @@ pub trait AgentBackend: Send + Sync {
     /// Starts a run. Validation errors come back before anything is spawned.
     async fn run(&self, request: RunRequest) -> Result<RunHandle, AgentError>;
 
+    /// Opens a warm session (`spec/run-protocol.md` §8) with `request` as the template of every
+    /// turn (its prompt is ignored). A backend advertising `agent_api.session.warm` overrides
+    /// this; the default refuses. [`crate::Gateway::open_session`] falls back to resuming per turn.
+    async fn open_session(&self, request: RunRequest) -> Result<crate::Session, AgentError> {
+        let _ = request;
+        Err(AgentError::UnsupportedCapability { kind: self.kind().to_string(), capability: agent_api_capabilities::SESSION_WARM.into() })
+    }
+
     /// The converter that turns a recorded native log of this agent into events, for replay.
     fn replay_protocol(&self, format: RecordingFormat) -> Result<Box<dyn Protocol>, AgentError> {
         let _ = format;
@@ -52,6 +60,17 @@ pub fn validate_request(
     if request.prompt.text.trim().is_empty() {
         return Err(AgentError::InvalidRequest { reason: "the prompt is empty".into() });
     }
+    validate_template(kind, capabilities, extension_keys, request)
+}
+
+/// The checks of [`validate_request`] but the prompt's: for a session's template, whose turns
+/// bring their own prompts.
+pub fn validate_template(
+    kind: &AgentKind,
+    capabilities: &CapabilitySet,
+    extension_keys: &[&str],
+    request: &RunRequest,
+) -> Result<(), AgentError> {
     if let Some(dir) = &request.working_dir {
         crate::kit::process::check_working_dir(dir)?;
     }

@@ -95,6 +95,25 @@ impl Gateway {
         backend.validate(&request)?;
         backend.run(request).await
     }
+
+    /// Opens a session (`spec/run-protocol.md` §8) on the backend of `kind`, with `request` as
+    /// the template of every turn (its prompt is ignored): a warm session where the backend
+    /// advertises `agent_api.session.warm`, else a session resuming per turn
+    /// ([`crate::Session::resuming`]) where it advertises `agent_api.session.resume_per_turn`,
+    /// else `UnsupportedCapability` naming `agent_api.session.warm`.
+    pub async fn open_session(&self, kind: &AgentKind, mut request: RunRequest) -> Result<crate::Session, AgentError> {
+        request.buffer_budget = request.buffer_budget.or(self.buffer_budget);
+        let backend = self.backend(kind)?;
+        let capabilities = backend.capabilities();
+        crate::backend::validate_template(kind, &capabilities, backend.extension_keys(), &request)?;
+        if capabilities.contains(agent_api_capabilities::SESSION_WARM) {
+            return backend.open_session(request).await;
+        }
+        if capabilities.contains(agent_api_capabilities::SESSION_RESUME_PER_TURN) {
+            return Ok(crate::Session::resuming(backend.clone(), request));
+        }
+        Err(AgentError::UnsupportedCapability { kind: kind.to_string(), capability: agent_api_capabilities::SESSION_WARM.into() })
+    }
 }
 
 impl std::fmt::Debug for Gateway {

@@ -41,6 +41,7 @@ pub mod projection;
 pub mod request;
 pub mod run;
 pub mod secrets;
+pub mod session;
 pub mod summary;
 pub mod tools_facet;
 pub mod universal;
@@ -59,5 +60,6 @@ pub use run::{
     Completion, ControlCommand, PermissionDecision, QuestionAnswer, RunCompletion, RunControl, RunHandle, UniversalEvents, Usage,
     WrapperEvents,
 };
+pub use session::Session;
 pub use summary::RunSummary;
 pub use tokio_util::sync::CancellationToken;

@@ -191,7 +191,7 @@ impl RunControl {
         self.command(ControlCommand::Question { id: id.to_string(), answer }).await
     }
 
-    async fn command(&self, command: ControlCommand) -> Result<(), AgentError> {
+    pub(crate) async fn command(&self, command: ControlCommand) -> Result<(), AgentError> {
         let (reply, answer) = oneshot::channel();
         self.tx.send(ControlMessage::Command(command, reply)).map_err(|_| AgentError::RunFinished)?;
         answer.await.unwrap_or(Err(AgentError::RunFinished))

@@ -3,6 +3,7 @@
 
 mod agents;
 mod capabilities;
+mod chat;
 mod doctor;
 mod output;
 mod prompt;
@@ -80,6 +81,31 @@ enum Command {
         /// The prompt.
         prompt: String,
     },
+    /// Hold a conversation on one warm session: one turn per line (typed at the terminal, or
+    /// read from stdin), each turn's events streamed as `run` streams a run's.
+    Chat {
+        /// Agent kind; default: the first supported CLI installed, else the scripted agent.
+        #[arg(long)]
+        agent: Option<String>,
+        #[arg(long, value_enum, default_value_t = Format::Pretty)]
+        format: Format,
+        #[arg(long, value_enum, default_value_t = View::Wrapper)]
+        view: View,
+        /// Fill `raw` in universal events with the native payloads.
+        #[arg(long)]
+        include_raw: bool,
+        /// Working directory of the agent.
+        #[arg(long)]
+        cwd: Option<PathBuf>,
+        /// Model name.
+        #[arg(long)]
+        model: Option<String>,
+        #[arg(long, value_enum, default_value_t = Approve::Ask)]
+        approve: Approve,
+        /// Stop each turn after this many seconds.
+        #[arg(long)]
+        timeout: Option<u64>,
+    },
     /// Turn a saved native log (stdout lines or a two-way session recording) into events.
     Replay {
         /// Agent kind whose protocol the log speaks.
@@ -121,6 +147,10 @@ async fn main() -> ExitCode {
         Command::Run { agent, format, view, include_raw, cwd, model, approve, timeout, prompt } => {
             let options = run::RunOptions { agent, format, view, include_raw, cwd, model, approve, timeout, prompt };
             run::run(options).await
+        }
+        Command::Chat { agent, format, view, include_raw, cwd, model, approve, timeout } => {
+            let options = run::RunOptions { agent, format, view, include_raw, cwd, model, approve, timeout, prompt: String::new() };
+            chat::chat(options).await
         }
         Command::Replay { agent, view, include_raw, file } => replay::replay(&agent, view, include_raw, &file).await,
         Command::Capabilities { agent, format } => capabilities::print(agent.as_deref(), format),

@@ -12,7 +12,7 @@ use std::time::Duration;
 use agent_api::display;
 use agent_api::projection::Projector;
 use agent_api::universal::{ItemKind, UniversalEvent, UniversalEventBody};
-use agent_api::{PermissionDecision, PermissionPolicy, QuestionAnswer, RunControl, RunRequest};
+use agent_api::{PermissionDecision, PermissionPolicy, QuestionAnswer, RunControl, RunHandle, RunRequest};
 use futures::StreamExt;
 
 use crate::agents::{default_kind, gateway, parse_kind};
@@ -23,7 +23,7 @@ use crate::signals::Stop;
 use crate::{Approve, Format, View};
 
 /// Exit status of a run stopped by a signal (128 + SIGINT, as shells report it).
-const SIGNALLED_EXIT: u8 = 130;
+pub(crate) const SIGNALLED_EXIT: u8 = 130;
 
 /// What `run` was asked.
 pub(crate) struct RunOptions {
@@ -38,7 +38,7 @@ pub(crate) struct RunOptions {
     pub prompt: String,
 }
 
-fn request_of(options: &RunOptions) -> RunRequest {
+pub(crate) fn request_of(options: &RunOptions) -> RunRequest {
     let policy = match options.approve {
         Approve::Ask => PermissionPolicy::Ask,
         Approve::All => PermissionPolicy::ApproveAll,
@@ -57,7 +57,7 @@ fn request_of(options: &RunOptions) -> RunRequest {
     request
 }
 
-fn chosen_kind(options: &RunOptions) -> String {
+pub(crate) fn chosen_kind(options: &RunOptions) -> String {
     if let Some(kind) = &options.agent {
         return kind.clone();
     }
@@ -82,68 +82,86 @@ pub(crate) async fn run(options: RunOptions) -> Result<ExitCode, String> {
             return Ok(ExitCode::FAILURE);
         }
     };
-    let control = handle.control();
-    let on_signal = (stop.cancel.clone(), control.clone());
-    tokio::spawn(async move {
-        on_signal.0.cancelled().await;
-        on_signal.1.cancel();
-    });
     let interactive = options.format == Format::Pretty && std::io::stdin().is_terminal();
-    let mut session = Session {
-        options: &options,
-        out: Stdout::new(),
-        pretty: Pretty::default(),
-        projector: Projector::new(handle.agent_kind().clone(), handle.tools_structured()),
-        stdin: interactive.then(Stdin::start),
-        control,
-        stop: stop.clone(),
-    };
-    let (mut events, completion) = handle.into_universal();
-    loop {
-        let event = tokio::select! {
-            biased;
-            _ = stop.force.cancelled() => return Ok(ExitCode::from(SIGNALLED_EXIT)),
-            event = events.next() => event,
-        };
-        let Some(event) = event else { break };
-        session.show(&event);
-        session.answer(&event).await;
-    }
-    let result = tokio::select! {
-        biased;
-        _ = stop.force.cancelled() => return Ok(ExitCode::from(SIGNALLED_EXIT)),
-        result = completion => result,
-    };
-    let code = match result {
-        Ok(done) => {
-            let session_id = display::line(done.native_session_id.as_deref().unwrap_or("none"), 128);
-            let usage = done.usage.as_ref().map(usage_line).filter(|u| !u.is_empty()).map(|u| format!("; {u}")).unwrap_or_default();
-            eprintln!("agent-api: {kind} run completed (session {session_id}{usage})");
-            ExitCode::SUCCESS
-        }
-        Err(error) => {
-            eprintln!("agent-api: {kind} run failed: {}", display::line(&error.to_string(), 1024));
-            ExitCode::FAILURE
-        }
-    };
+    let stdin = interactive.then(Stdin::start);
+    let mut viewer = Viewer::new(&options, stdin.as_ref(), &stop, &handle);
+    let Some(code) = viewer.follow(handle, &format!("{kind} run")).await else { return Ok(ExitCode::from(SIGNALLED_EXIT)) };
     let code = if stop.cancel.is_cancelled() { ExitCode::from(SIGNALLED_EXIT) } else { code };
-    Ok(finish(session.out, code))
+    Ok(finish(viewer.out, code))
 }
 
-/// One run being shown and answered.
-struct Session<'a> {
+/// Runs (or a chat's turns) being shown and answered.
+pub(crate) struct Viewer<'a> {
     options: &'a RunOptions,
-    out: Stdout,
+    pub(crate) out: Stdout,
     pretty: Pretty,
     projector: Projector,
-    stdin: Option<Stdin>,
+    stdin: Option<&'a Stdin>,
     control: RunControl,
     stop: Stop,
 }
 
-impl Session<'_> {
+impl<'a> Viewer<'a> {
+    /// A viewer for `handle` and the runs or turns after it; `stdin` answers requests when given.
+    pub(crate) fn new(options: &'a RunOptions, stdin: Option<&'a Stdin>, stop: &Stop, handle: &RunHandle) -> Self {
+        Self {
+            options,
+            out: Stdout::new(),
+            pretty: Pretty::default(),
+            projector: Projector::new(handle.agent_kind().clone(), handle.tools_structured()),
+            stdin,
+            control: handle.control(),
+            stop: stop.clone(),
+        }
+    }
+
+    /// Shows `handle`'s events and answers its requests until it completes; reports the
+    /// completion on stderr as `what` and returns the exit code (`None`: a second signal forces
+    /// the exit now). A first signal cancels the run.
+    pub(crate) async fn follow(&mut self, handle: RunHandle, what: &str) -> Option<ExitCode> {
+        self.projector = Projector::new(handle.agent_kind().clone(), handle.tools_structured());
+        self.control = handle.control();
+        let (mut events, completion) = handle.into_universal();
+        let mut signalled = self.stop.cancel.is_cancelled();
+        if signalled {
+            self.control.cancel();
+        }
+        loop {
+            let event = tokio::select! {
+                biased;
+                _ = self.stop.force.cancelled() => return None,
+                _ = self.stop.cancel.cancelled(), if !signalled => {
+                    signalled = true;
+                    self.control.cancel();
+                    continue;
+                }
+                event = events.next() => event,
+            };
+            let Some(event) = event else { break };
+            self.show(&event);
+            self.answer(&event).await;
+        }
+        let result = tokio::select! {
+            biased;
+            _ = self.stop.force.cancelled() => return None,
+            result = completion => result,
+        };
+        Some(match result {
+            Ok(done) => {
+                let session_id = display::line(done.native_session_id.as_deref().unwrap_or("none"), 128);
+                let usage = done.usage.as_ref().map(usage_line).filter(|u| !u.is_empty()).map(|u| format!("; {u}")).unwrap_or_default();
+                eprintln!("agent-api: {what} completed (session {session_id}{usage})");
+                ExitCode::SUCCESS
+            }
+            Err(error) => {
+                eprintln!("agent-api: {what} failed: {}", display::line(&error.to_string(), 1024));
+                ExitCode::FAILURE
+            }
+        })
+    }
+
     /// Prints one event as `--view` and `--format` say; a closed stdout cancels the run.
-    fn show(&mut self, event: &UniversalEvent) {
+    pub(crate) fn show(&mut self, event: &UniversalEvent) {
         if self.out.is_closed() {
             return;
         }

@@ -129,3 +129,29 @@ fn every_backend_is_registered() {
         assert!(caps[kind].as_array().is_some_and(|ids| ids.iter().any(|c| c == "agent_api.run")), "{kind} missing");
     }
 }
+
+#[test]
+fn chat_takes_one_turn_per_stdin_line_on_one_session_with_one_transcript() {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_agent-api"))
+        .args(["chat", "--agent", "scripted", "--format", "jsonl", "--view", "universal"])
+        .env("PATH", "/usr/bin:/bin")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("agent-api runs");
+    child.stdin.take().unwrap().write_all(b"one\n\ntwo\nthree\n").unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let events = json_lines(&output);
+    let sequences: Vec<u64> = events.iter().map(|e| e["sequence"].as_u64().unwrap()).collect();
+    assert_eq!(sequences, (1..=events.len() as u64).collect::<Vec<_>>(), "one gap-free sequence");
+    let count = |ty: &str| events.iter().filter(|e| e["type"] == ty).count();
+    assert_eq!((count("session.started"), count("session.ended")), (1, 1));
+    let labels: Vec<&str> =
+        events.iter().filter(|e| e["type"] == "item.completed").filter_map(|e| e["data"]["item"]["content"][0]["label"].as_str()).collect();
+    assert_eq!(labels.iter().filter(|l| **l == "turn_completed").count(), 3, "{labels:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("scripted turn 3 completed"), "{stderr}");
+}

@@ -27,7 +27,7 @@ struct Batch {
 }
 
 /// The driver's end: sends batches once the budget has room for them.
-pub(super) struct BatchSender {
+pub(crate) struct BatchSender {
     tx: mpsc::UnboundedSender<Batch>,
     room: Arc<Semaphore>,
     budget: usize,
@@ -43,7 +43,7 @@ pub(crate) struct BatchReceiver {
 }
 
 /// A budget of `budget` bytes (at least 1).
-pub(super) fn channel(budget: usize) -> (BatchSender, BatchReceiver) {
+pub(crate) fn channel(budget: usize) -> (BatchSender, BatchReceiver) {
     let budget = budget.clamp(1, MAX_BUDGET);
     let (tx, rx) = mpsc::unbounded_channel();
     let room = Arc::new(Semaphore::new(budget));
@@ -52,12 +52,12 @@ pub(super) fn channel(budget: usize) -> (BatchSender, BatchReceiver) {
 }
 
 /// Nobody reads the events any more.
-pub(super) struct Closed;
+pub(crate) struct Closed;
 
 impl BatchSender {
     /// Waits for room, then sends `events` weighing `weight` bytes. A batch heavier than the
     /// whole budget waits until everything before it was taken, then goes alone.
-    pub(super) async fn send(&self, events: Vec<UniversalEvent>, weight: usize) -> Result<(), Closed> {
+    pub(crate) async fn send(&self, events: Vec<UniversalEvent>, weight: usize) -> Result<(), Closed> {
         let weight = weight.clamp(1, self.budget);
         let permits = self.room.acquire_many(weight as u32).await.map_err(|_| Closed)?;
         permits.forget();
@@ -120,7 +120,7 @@ fn opt(s: &Option<String>) -> usize {
 /// What an event weighs in memory, roughly: its struct and the allocations it owns (so that
 /// the budget counts what the process holds, not only the text). Shared raw payloads are
 /// counted once per native line by the driver, not here.
-pub(super) fn weight(event: &UniversalEvent) -> usize {
+pub(crate) fn weight(event: &UniversalEvent) -> usize {
     let envelope = std::mem::size_of::<UniversalEvent>()
         + string(&event.event_id)
         + string(&event.time)

@@ -30,6 +30,9 @@ use crate::universal::{SessionEnd, SessionEndReason, TerminatedBy, Transcript, U
 
 pub use super::protocol::{describe_json_error, parse_typed, parse_value, Ctx, ExitInfo, Protocol, ProtocolHarness, Unparsed};
 pub use super::transport::{line_source, AgentPipes, LineSource, SourceItem, Transport};
+pub use session::start_session;
+
+mod session;
 
 /// Default limit of replies waiting for the agent to read its stdin: 1 MiB.
 pub const DEFAULT_INPUT_LIMIT: usize = 1024 * 1024;
@@ -120,44 +123,13 @@ pub fn start_run(settings: RunSettings, transport: Transport, protocol: Box<dyn 
     let abandoned = CancellationToken::new();
     let guard = Arc::new(RunGuard { abandoned: abandoned.clone(), raw_wanted: raw_wanted.clone() });
     let control = RunControl::new(control_tx, cancel_requested.clone());
-    let session_id = format!("sess_{}", uuid::Uuid::new_v4().simple());
-    let transcript = Transcript::new(session_id, settings.include_raw);
     if let Some(token) = settings.cancellation.clone() {
         tokio::spawn(cancel_on(token, control.clone()));
     }
     let handle = RunHandle::new(settings.agent_kind.clone(), settings.tools_structured, events_rx, completion_rx, control, guard);
-
-    let Transport { source, stdin, stderr, lifecycle } = transport;
-    let stdin = stdin.map(|writer| StdinQueue::spawn(writer, settings.input_limit));
-    let stderr_task = stderr.map(|s| tokio::spawn(StderrCapture::read_from(s)));
-    let (pgid, task_abort) = match &lifecycle {
-        Lifecycle::Process(p) => (Some(p.pgid), None),
-        Lifecycle::Task(t) => (None, Some(t.abort_handle())),
-        Lifecycle::Recorded(_) | Lifecycle::Finished => (None, None),
-    };
-    let core = Core {
-        settings,
-        protocol,
-        transcript,
-        outbox: Outbox::default(),
-        stdin,
-        events_tx: Some(events_tx),
-        raw_wanted,
-        raw_bytes: 0,
-        pgid,
-        task_abort,
-        stop: None,
-        escalate_at: None,
-        escalation_stage: 0,
-        oversized_lines: 0,
-        replay_stderr: StderrCapture::default(),
-        fatal: None,
-        source_done: false,
-        exit: None,
-        drain_deadline: None,
-        closed_deadline: None,
-    };
-    let inputs = Inputs { source, lifecycle, stderr_task, control_rx, cancel_requested, abandoned };
+    let (mut core, io) = Core::new(settings, transport, protocol, raw_wanted);
+    core.events_tx = Some(events_tx);
+    let inputs = Inputs { io, control_rx, cancel_requested, abandoned };
     tokio::spawn(core.drive(inputs, completion_tx));
     handle
 }
@@ -177,11 +149,16 @@ enum Stop {
     Abandoned,
 }
 
-/// What the driver's loop waits on.
-struct Inputs {
+/// The agent's side: its output, its process (or task) and its stderr.
+struct Io {
     source: LineSource,
     lifecycle: Lifecycle,
     stderr_task: Option<JoinHandle<StderrCapture>>,
+}
+
+/// What the driver's loop waits on.
+struct Inputs {
+    io: Io,
     control_rx: mpsc::UnboundedReceiver<ControlMessage>,
     cancel_requested: Arc<AtomicBool>,
     abandoned: CancellationToken,
@@ -214,9 +191,49 @@ struct Core {
     drain_deadline: Option<Instant>,
     /// After the output closed: when to stop waiting for the process to exit.
     closed_deadline: Option<Instant>,
+    /// In a session: how the protocol reported the end of the current turn.
+    turn_end: Option<Result<RunCompletion, AgentError>>,
 }
 
 impl Core {
+    /// A driver for `transport` and `protocol`, with no listener yet.
+    fn new(settings: RunSettings, transport: Transport, protocol: Box<dyn Protocol>, raw_wanted: Arc<AtomicBool>) -> (Self, Io) {
+        let session_id = format!("sess_{}", uuid::Uuid::new_v4().simple());
+        let transcript = Transcript::new(session_id, settings.include_raw);
+        let Transport { source, stdin, stderr, lifecycle } = transport;
+        let stdin = stdin.map(|writer| StdinQueue::spawn(writer, settings.input_limit));
+        let stderr_task = stderr.map(|s| tokio::spawn(StderrCapture::read_from(s)));
+        let (pgid, task_abort) = match &lifecycle {
+            Lifecycle::Process(p) => (Some(p.pgid), None),
+            Lifecycle::Task(t) => (None, Some(t.abort_handle())),
+            Lifecycle::Recorded(_) | Lifecycle::Finished => (None, None),
+        };
+        let core = Core {
+            settings,
+            protocol,
+            transcript,
+            outbox: Outbox::default(),
+            stdin,
+            events_tx: None,
+            raw_wanted,
+            raw_bytes: 0,
+            pgid,
+            task_abort,
+            stop: None,
+            escalate_at: None,
+            escalation_stage: 0,
+            oversized_lines: 0,
+            replay_stderr: StderrCapture::default(),
+            fatal: None,
+            source_done: false,
+            exit: None,
+            drain_deadline: None,
+            closed_deadline: None,
+            turn_end: None,
+        };
+        (core, Io { source, lifecycle, stderr_task })
+    }
+
     /// Calls the protocol. A panicking protocol fails the run (typed `Protocol`, with its one
     /// terminal error) instead of taking the driver down; it is not called again.
     fn with_ctx<T>(&mut self, f: impl FnOnce(&mut dyn Protocol, &mut Ctx<'_>) -> T) -> Option<T> {
@@ -260,6 +277,9 @@ impl Core {
         }
         if outbox.shutdown && self.escalate_at.is_none() {
             self.escalate_at = Some(deadline_after(self.settings.shutdown_grace));
+        }
+        if let Some(end) = outbox.turn_end {
+            self.turn_end.get_or_insert(end);
         }
     }
 
@@ -454,8 +474,8 @@ impl Core {
                     }
                     self.source_done = true;
                 }
-                status = wait_exit(&mut inputs.lifecycle), if self.exit.is_none() => self.on_exit(status),
-                item = inputs.source.next(), if !self.source_done => self.handle_ready(item, &mut inputs.source),
+                status = wait_exit(&mut inputs.io.lifecycle), if self.exit.is_none() => self.on_exit(status),
+                item = inputs.io.source.next(), if !self.source_done => self.handle_ready(item, &mut inputs.io.source),
             }
             self.emit().await;
         }
@@ -467,18 +487,8 @@ impl Core {
 
     /// Reaps what is left, asks the protocol how the run went, and writes the transcript's end.
     async fn finish(&mut self, inputs: Inputs) -> Result<RunCompletion, AgentError> {
-        let Inputs { source, lifecycle, stderr_task, cancel_requested, .. } = inputs;
-        drop(source);
-        if let Some(pgid) = self.pgid {
-            signal_group(pgid, libc::SIGKILL);
-        }
-        drop(lifecycle);
-        let stderr = match stderr_task {
-            Some(task) => tokio::time::timeout(Duration::from_secs(2), task).await.ok().and_then(Result::ok).unwrap_or_default(),
-            None => std::mem::take(&mut self.replay_stderr),
-        };
-        let (exit_code, signal) = self.exit.unwrap_or((None, None));
-        let info = ExitInfo { exit_code, signal, stderr, oversized_lines: self.oversized_lines, stopped_by_daemon: self.stop.is_some() };
+        let Inputs { io, cancel_requested, .. } = inputs;
+        let info = self.reap(io).await;
         let mut result = match self.fatal.take() {
             Some(error) => Err(error),
             None => match self.with_ctx(|p, ctx| p.finish(&info, ctx)) {
@@ -497,6 +507,34 @@ impl Core {
         self.conclude(result, &info)
     }
 
+    /// Kills what is left of the agent's group and gathers how it ended.
+    async fn reap(&mut self, io: Io) -> ExitInfo {
+        let Io { source, lifecycle, stderr_task } = io;
+        drop(source);
+        if let Some(pgid) = self.pgid {
+            signal_group(pgid, libc::SIGKILL);
+        }
+        drop(lifecycle);
+        let stderr = match stderr_task {
+            Some(task) => tokio::time::timeout(Duration::from_secs(2), task).await.ok().and_then(Result::ok).unwrap_or_default(),
+            None => std::mem::take(&mut self.replay_stderr),
+        };
+        let (exit_code, signal) = self.exit.unwrap_or((None, None));
+        ExitInfo { exit_code, signal, stderr, oversized_lines: self.oversized_lines, stopped_by_daemon: self.stop.is_some() }
+    }
+
+    /// Fills what the protocol left empty from the transcript, and bounds the data.
+    fn complete_fields(&self, mut completion: RunCompletion) -> RunCompletion {
+        if completion.native_session_id.is_none() {
+            completion.native_session_id = self.transcript.native_session_id().map(str::to_string);
+        }
+        if completion.final_text.is_none() {
+            completion.final_text = self.transcript.last_assistant_text().map(str::to_string);
+        }
+        completion.data = completion.data.map(crate::bounds::bound_data);
+        completion
+    }
+
     /// Writes the end of the transcript for `result` and completes the completion's fields.
     fn conclude(&mut self, result: Result<RunCompletion, AgentError>, info: &ExitInfo) -> Result<RunCompletion, AgentError> {
         match result {
@@ -504,14 +542,7 @@ impl Core {
                 let end = SessionEnd::completed();
                 self.transcript.end(SessionEnd { exit_code: info.exit_code, ..end });
                 completion.exit_code = completion.exit_code.or(info.exit_code);
-                if completion.native_session_id.is_none() {
-                    completion.native_session_id = self.transcript.native_session_id().map(str::to_string);
-                }
-                if completion.final_text.is_none() {
-                    completion.final_text = self.transcript.last_assistant_text().map(str::to_string);
-                }
-                completion.data = completion.data.map(crate::bounds::bound_data);
-                Ok(completion)
+                Ok(self.complete_fields(completion))
             }
             Err(error) => {
                 // Nothing but the session's end may follow the terminal error.

@@ -35,5 +35,5 @@ pub mod stderr;
 pub mod transport;
 
 pub use async_trait::async_trait;
-pub use driver::{start_run, Ctx, ExitInfo, Protocol, RunSettings, Transport, Unparsed};
+pub use driver::{start_run, start_session, Ctx, ExitInfo, Protocol, RunSettings, Transport, Unparsed};
 pub use process::CommandSpec;

@@ -6,6 +6,7 @@ use serde_json::Value;
 
 use super::stderr::StderrCapture;
 use crate::error::AgentError;
+use crate::request::Prompt;
 use crate::run::{ControlCommand, RunCompletion};
 use crate::universal::Transcript;
 
@@ -75,6 +76,14 @@ pub trait Protocol: Send + 'static {
         })
     }
 
+    /// A session's next turn (`spec/run-protocol.md` §8): send `prompt` to the live agent. The
+    /// protocol reports the native end of the turn with [`Ctx::end_turn`]. The default refuses:
+    /// a protocol built for one run takes no more turns.
+    fn send_turn(&mut self, prompt: &Prompt, ctx: &mut Ctx<'_>) -> Result<(), AgentError> {
+        let _ = (prompt, ctx);
+        Err(AgentError::UnsupportedCapability { kind: self.name().to_string(), capability: agent_api_capabilities::SESSION_WARM.into() })
+    }
+
     /// Sends the agent's soft interrupt, if it has one; returns whether it did. The driver
     /// terminates the process group after the cancel grace period either way.
     fn interrupt(&mut self, ctx: &mut Ctx<'_>) -> bool {
@@ -111,6 +120,7 @@ pub(super) struct Outbox {
     pub(super) lines: Vec<Vec<u8>>,
     pub(super) close_input: bool,
     pub(super) shutdown: bool,
+    pub(super) turn_end: Option<Result<RunCompletion, AgentError>>,
 }
 
 impl<'a> Ctx<'a> {
@@ -135,6 +145,13 @@ impl<'a> Ctx<'a> {
     pub fn shutdown(&mut self) {
         self.outbox.close_input = true;
         self.outbox.shutdown = true;
+    }
+
+    /// In a session: the agent ended the current turn, with this outcome. The driver writes the
+    /// turn's closing delimiter and resolves its completion; a completion's empty final text and
+    /// native session id are filled from this turn's transcript. The first report of a turn wins.
+    pub fn end_turn(&mut self, result: Result<RunCompletion, AgentError>) {
+        self.outbox.turn_end.get_or_insert(result);
     }
 }
 
@@ -173,6 +190,12 @@ impl ProtocolHarness {
     /// The messages the protocol queued for the agent's stdin since the last call.
     pub fn take_sent(&mut self) -> Vec<Value> {
         std::mem::take(&mut self.outbox.lines).iter().map(|line| serde_json::from_slice(line).expect("sent lines are JSON")).collect()
+    }
+
+    /// How the protocol ended the session's current turn ([`Ctx::end_turn`]), if it did since
+    /// the last call.
+    pub fn take_turn_end(&mut self) -> Option<Result<RunCompletion, AgentError>> {
+        self.outbox.turn_end.take()
     }
 
     /// Whether the protocol closed the agent's stdin (or asked for shutdown).

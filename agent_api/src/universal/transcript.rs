@@ -492,6 +492,14 @@ impl Transcript {
         }
     }
 
+    /// A session's next turn begins: its final text is its own (the previous turn's last answer
+    /// is forgotten) and the previous turn's timeout no longer decides what is still waiting.
+    pub fn begin_turn(&mut self) {
+        self.last_assistant_text = None;
+        self.timed_out = false;
+        self.closing = false;
+    }
+
     /// Ends the session: [`Transcript::close_open`], then `session.ended`. Later calls do nothing.
     pub fn end(&mut self, end: SessionEnd) {
         if self.ended {

@@ -43,8 +43,8 @@ use std::path::{Path, PathBuf};
 
 use agent_api::capabilities as caps;
 use agent_api::kit::replay::RecordingFormat;
-use agent_api::kit::{start_run, Protocol, RunSettings, Transport};
-use agent_api::{AgentBackend, AgentError, AgentKind, CapabilitySet, RunHandle, RunRequest};
+use agent_api::kit::{start_run, start_session, Protocol, RunSettings, Transport};
+use agent_api::{AgentBackend, AgentError, AgentKind, CapabilitySet, RunHandle, RunRequest, Session};
 use async_trait::async_trait;
 
 pub use args::{ClaudeCodeOptions, Mode, PermissionMode};
@@ -162,6 +162,8 @@ impl AgentBackend for ClaudeCodeBackend {
             caps::CONTROL_CANCEL,
             caps::SESSION_RESUME,
             caps::SESSION_FORK,
+            caps::SESSION_WARM,
+            caps::SESSION_RESUME_PER_TURN,
             caps::TOOLS_STRUCTURED_V1,
             caps::TEXT_MESSAGES,
             caps::TOOL_CALLS,
@@ -195,6 +197,22 @@ impl AgentBackend for ClaudeCodeBackend {
         };
         let transport = Transport::spawn(&invocation.spec, settings.line_cap)?;
         Ok(start_run(settings, transport, Box::new(protocol)))
+    }
+
+    async fn open_session(&self, request: RunRequest) -> Result<Session, AgentError> {
+        agent_api::backend::validate_template(&KIND, &self.capabilities(), self.extension_keys(), &request)?;
+        let invocation = args::invocation(&self.config, &request)?;
+        if invocation.mode != Mode::Control {
+            // Print mode takes its one prompt on the command line.
+            return Err(AgentError::InvalidExtension {
+                key: args::EXT_MODE.into(),
+                reason: "a session needs the two-way control mode".into(),
+            });
+        }
+        let settings = RunSettings::for_request(KIND, &request, &self.capabilities());
+        let protocol = ClaudeProtocol::session(request.permissions.clone(), invocation.bypass);
+        let transport = Transport::spawn(&invocation.spec, settings.line_cap)?;
+        Ok(start_session(settings, transport, Box::new(protocol)))
     }
 
     fn replay_protocol(&self, format: RecordingFormat) -> Result<Box<dyn Protocol>, AgentError> {

@@ -106,6 +106,15 @@ pub fn command_spec(config: &CodexConfig, options: &RunOptions, request: &RunReq
     }
 }
 
+/// The `input` of a `turn/start` for `prompt`: its text and its images.
+pub fn turn_input(prompt: &agent_api::Prompt) -> Value {
+    let mut input = vec![json!({"type": "text", "text": prompt.text, "text_elements": []})];
+    for image in &prompt.images {
+        input.push(json!({"type": "localImage", "path": absolute(image)}));
+    }
+    Value::Array(input)
+}
+
 /// What the app-server converter sends after `initialize`: the thread request and the turn.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StartPlan {
@@ -132,12 +141,8 @@ impl StartPlan {
         }
         thread.insert("approvalPolicy".into(), json!(options.approval_policy));
         thread.insert("sandbox".into(), json!(options.sandbox));
-        let mut input = vec![json!({"type": "text", "text": request.prompt.text, "text_elements": []})];
-        for image in &request.prompt.images {
-            input.push(json!({"type": "localImage", "path": absolute(image)}));
-        }
         let mut turn = Map::new();
-        turn.insert("input".into(), Value::Array(input));
+        turn.insert("input".into(), turn_input(&request.prompt));
         if let Some(effort) = &request.variant {
             turn.insert("effort".into(), json!(effort));
         }

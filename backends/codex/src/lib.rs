@@ -49,8 +49,8 @@ pub mod version;
 
 use agent_api::capabilities as caps;
 use agent_api::kit::replay::RecordingFormat;
-use agent_api::kit::{start_run, Protocol, RunSettings, Transport};
-use agent_api::{AgentBackend, AgentError, AgentKind, CapabilitySet, RunHandle, RunRequest};
+use agent_api::kit::{start_run, start_session, Protocol, RunSettings, Transport};
+use agent_api::{AgentBackend, AgentError, AgentKind, CapabilitySet, RunHandle, RunRequest, Session};
 use async_trait::async_trait;
 
 pub use config::{ApprovalPolicy, CodexConfig, CodexOptions, Mode, RunOptions, Sandbox};
@@ -104,6 +104,8 @@ pub fn capabilities() -> CapabilitySet {
         caps::CONTROL_CANCEL,
         caps::SESSION_RESUME,
         caps::SESSION_FORK,
+        caps::SESSION_WARM,
+        caps::SESSION_RESUME_PER_TURN,
         caps::TOOLS_STRUCTURED_V1,
         caps::TEXT_MESSAGES,
         caps::TOOL_CALLS,
@@ -152,6 +154,22 @@ impl AgentBackend for CodexBackend {
             Mode::Exec => Box::new(exec::Exec::default()),
         };
         Ok(start_run(settings, transport, protocol))
+    }
+
+    async fn open_session(&self, request: RunRequest) -> Result<Session, AgentError> {
+        agent_api::backend::validate_template(&KIND, &self.capabilities(), self.extension_keys(), &request)?;
+        let options = RunOptions::resolve(&request, &self.config)?;
+        if options.mode != Mode::AppServer {
+            return Err(AgentError::InvalidExtension {
+                key: config::EXT_MODE.into(),
+                reason: "a session needs the app-server mode".into(),
+            });
+        }
+        let spec = argv::command_spec(&self.config, &options, &request);
+        let settings = RunSettings::for_request(self.kind(), &request, &self.capabilities());
+        let transport = Transport::spawn(&spec, settings.line_cap)?;
+        let protocol = app_server::AppServer::session(argv::StartPlan::new(&self.config, &options, &request), options.policy.clone());
+        Ok(start_session(settings, transport, Box::new(protocol)))
     }
 
     fn replay_protocol(&self, format: RecordingFormat) -> Result<Box<dyn Protocol>, AgentError> {

@@ -23,6 +23,17 @@ struct Player {
 /// The client interrupted the turn.
 struct Interrupted;
 
+/// Why a turn did not play to its end.
+enum Stopped {
+    /// The client interrupted it.
+    Interrupted,
+    /// The script has the agent exit at once.
+    Crashed,
+}
+
+/// Exit code of an agent that crashed.
+const CRASHED: i32 = 70;
+
 impl Player {
     async fn write(&mut self, line: &AgentLine) {
         let mut bytes = serde_json::to_vec(line).expect("wire lines serialize");
@@ -110,6 +121,7 @@ impl Player {
                 let reply = reply.replace("{answer}", answer.as_deref().unwrap_or("nothing"));
                 self.stream("msg_answer", &reply).await?;
             }
+            Step::Crash => {}
             Step::Done { status } => {
                 let output_tokens = self.output_tokens;
                 self.write(&AgentLine::Done { status: status.into(), input_tokens: 12, output_tokens }).await;
@@ -119,30 +131,65 @@ impl Player {
     }
 }
 
+impl Player {
+    /// A player on `pipes`, reading the client's lines into its inbox.
+    fn new(pipes: AgentPipes, delay: Duration) -> Self {
+        let (tx, inbox) = mpsc::unbounded_channel();
+        let mut stdin = pipes.stdin;
+        tokio::spawn(async move {
+            let mut line = String::new();
+            while stdin.read_line(&mut line).await.unwrap_or(0) > 0 {
+                if let Ok(message) = serde_json::from_str::<ClientLine>(&line) {
+                    if tx.send(message).is_err() {
+                        break;
+                    }
+                }
+                line.clear();
+            }
+        });
+        Player { out: pipes.stdout, inbox, delay, output_tokens: 0 }
+    }
+
+    /// Plays one turn's script; returns whether it failed, or that it was interrupted (after
+    /// reporting so to the client).
+    async fn play_turn(&mut self, script: Vec<Step>) -> Result<bool, Stopped> {
+        self.output_tokens = 0;
+        let mut failed = false;
+        for step in script {
+            if matches!(step, Step::Crash) {
+                return Err(Stopped::Crashed);
+            }
+            failed |= matches!(step, Step::Done { status: "error" });
+            if self.step(step).await.is_err() {
+                let output_tokens = self.output_tokens;
+                self.write(&AgentLine::Done { status: "interrupted".into(), input_tokens: 12, output_tokens }).await;
+                return Err(Stopped::Interrupted);
+            }
+        }
+        Ok(failed)
+    }
+}
+
 /// Plays `script`; returns the exit code (0, 1 after an error, 130 when interrupted).
 pub(crate) async fn play(script: Vec<Step>, delay: Duration, pipes: AgentPipes) -> i32 {
-    let (tx, inbox) = mpsc::unbounded_channel();
-    let mut stdin = pipes.stdin;
-    tokio::spawn(async move {
-        let mut line = String::new();
-        while stdin.read_line(&mut line).await.unwrap_or(0) > 0 {
-            if let Ok(message) = serde_json::from_str::<ClientLine>(&line) {
-                if tx.send(message).is_err() {
-                    break;
-                }
+    match Player::new(pipes, delay).play_turn(script).await {
+        Ok(failed) => i32::from(failed),
+        Err(Stopped::Interrupted) => INTERRUPTED,
+        Err(Stopped::Crashed) => CRASHED,
+    }
+}
+
+/// A live session: plays the script `script_for` makes of each user message, one turn after
+/// another, until the client closes its input (exit code 0).
+pub(crate) async fn serve(mut script_for: impl FnMut(&str) -> Vec<Step> + Send, delay: Duration, pipes: AgentPipes) -> i32 {
+    let mut player = Player::new(pipes, delay);
+    while let Some(line) = player.inbox.recv().await {
+        // Answers and interrupts that arrive between turns belong to no turn.
+        if let ClientLine::UserMessage { text } = line {
+            if let Err(Stopped::Crashed) = player.play_turn(script_for(&text)).await {
+                return CRASHED;
             }
-            line.clear();
-        }
-    });
-    let mut player = Player { out: pipes.stdout, inbox, delay, output_tokens: 0 };
-    let mut failed = false;
-    for step in script {
-        failed |= matches!(step, Step::Done { status: "error" });
-        if player.step(step).await.is_err() {
-            let output_tokens = player.output_tokens;
-            player.write(&AgentLine::Done { status: "interrupted".into(), input_tokens: 12, output_tokens }).await;
-            return INTERRUPTED;
         }
     }
-    i32::from(failed)
+    0
 }

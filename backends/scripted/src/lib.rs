@@ -37,8 +37,8 @@ pub mod wire;
 use std::time::Duration;
 
 use agent_api::capabilities as caps;
-use agent_api::kit::{start_run, RunSettings, Transport};
-use agent_api::{AgentBackend, AgentError, AgentKind, CapabilitySet, RunHandle, RunRequest};
+use agent_api::kit::{start_run, start_session, RunSettings, Transport};
+use agent_api::{AgentBackend, AgentError, AgentKind, CapabilitySet, RunHandle, RunRequest, Session};
 use async_trait::async_trait;
 
 pub use scenario::Scenario;
@@ -125,6 +125,8 @@ impl AgentBackend for ScriptedBackend {
             caps::MODEL_SELECTION,
             caps::SESSION_RESUME,
             caps::SESSION_FORK,
+            caps::SESSION_WARM,
+            caps::SESSION_RESUME_PER_TURN,
             "backend.scripted.scenarios",
         ])
     }
@@ -135,15 +137,7 @@ impl AgentBackend for ScriptedBackend {
 
     async fn run(&self, request: RunRequest) -> Result<RunHandle, AgentError> {
         self.validate(&request)?;
-        let options: ScriptedOptions = request.options()?;
-        let scenario = match &options.scenario {
-            None => Scenario::Text,
-            Some(name) => Scenario::from_name(name).ok_or_else(|| AgentError::InvalidExtension {
-                key: EXT_SCENARIO.into(),
-                reason: format!("unknown scenario {name:?}; known: {}", Scenario::NAMES.join(", ")),
-            })?,
-        };
-        let delay = options.delay_ms.map_or_else(|| scenario.default_delay(), Duration::from_millis);
+        let (scenario, delay) = scenario_of(&request)?;
         let settings = RunSettings::for_request(KIND, &request, &self.capabilities());
         let session = self.sessions.begin(&request.session)?;
         let script = scenario.script(&request.prompt.text, request.model.as_deref(), &session);
@@ -152,8 +146,46 @@ impl AgentBackend for ScriptedBackend {
         Ok(start_run(settings, transport, Box::new(protocol)))
     }
 
+    async fn open_session(&self, request: RunRequest) -> Result<Session, AgentError> {
+        agent_api::backend::validate_template(&KIND, &self.capabilities(), self.extension_keys(), &request)?;
+        let (scenario, delay) = scenario_of(&request)?;
+        let settings = RunSettings::for_request(KIND, &request, &self.capabilities());
+        // The first turn is taken now, so that an unknown session to resume is refused when the
+        // session opens; every later turn continues it, as a resumed run would.
+        let first = self.sessions.begin(&request.session)?;
+        let sessions = self.sessions.clone();
+        let model = request.model.clone();
+        let mut last: Option<sessions::SessionTurn> = None;
+        let script_for = move |prompt: &str| {
+            let turn = match &last {
+                None => first.clone(),
+                Some(previous) => sessions.next_turn(&previous.id),
+            };
+            let script = scenario.script(prompt, model.as_deref(), &turn);
+            last = Some(turn);
+            script
+        };
+        let transport = Transport::in_process(settings.line_cap, move |pipes| agent::serve(script_for, delay, pipes));
+        let protocol = protocol::ScriptedProtocol::session(request.permissions.clone());
+        Ok(start_session(settings, transport, Box::new(protocol)))
+    }
+
     fn replay_protocol(&self, format: agent_api::kit::replay::RecordingFormat) -> Result<Box<dyn agent_api::kit::Protocol>, AgentError> {
         let _ = format;
         Ok(Box::new(protocol::ScriptedProtocol::replaying()))
     }
+}
+
+/// The scenario a request asks for, and its pause between streamed chunks.
+fn scenario_of(request: &RunRequest) -> Result<(Scenario, Duration), AgentError> {
+    let options: ScriptedOptions = request.options()?;
+    let scenario = match &options.scenario {
+        None => Scenario::Text,
+        Some(name) => Scenario::from_name(name).ok_or_else(|| AgentError::InvalidExtension {
+            key: EXT_SCENARIO.into(),
+            reason: format!("unknown scenario {name:?}; known: {}", Scenario::NAMES.join(", ")),
+        })?,
+    };
+    let delay = options.delay_ms.map_or_else(|| scenario.default_delay(), Duration::from_millis);
+    Ok((scenario, delay))
 }

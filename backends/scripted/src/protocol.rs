@@ -5,7 +5,7 @@ use agent_api::kit::driver::{parse_typed, parse_value, Ctx, ExitInfo, Protocol, 
 use agent_api::kit::hitl::{Hitl, PermissionDetails, PermissionRequest, QuestionRequest};
 use agent_api::tools_facet::ToolBytes;
 use agent_api::universal::{ContentPart, ItemRole, NewItem, ReasoningVisibility, ToolMeta};
-use agent_api::{AgentError, ControlCommand, PermissionPolicy, QuestionAnswer, RunCompletion, ToolCategory, Usage};
+use agent_api::{AgentError, ControlCommand, PermissionPolicy, Prompt, QuestionAnswer, RunCompletion, ToolCategory, Usage};
 use serde_json::{json, Value};
 
 use crate::wire::{AgentLine, ClientLine};
@@ -17,17 +17,24 @@ pub struct ScriptedProtocol {
     hitl: Hitl<(), ()>,
     done: Option<(String, Usage)>,
     error: Option<(String, String)>,
+    /// Serving a live session: each `done` ends a turn, not the run.
+    session: bool,
 }
 
 impl ScriptedProtocol {
     /// A converter for a live run of `prompt` under `policy`.
     pub fn new(prompt: String, policy: PermissionPolicy) -> Self {
-        Self { prompt: Some(prompt), hitl: Hitl::live(policy), done: None, error: None }
+        Self { prompt: Some(prompt), hitl: Hitl::live(policy), done: None, error: None, session: false }
+    }
+
+    /// A converter for a live session under `policy`: prompts come with each turn.
+    pub fn session(policy: PermissionPolicy) -> Self {
+        Self { prompt: None, hitl: Hitl::live(policy), done: None, error: None, session: true }
     }
 
     /// A converter for replaying a recording (no prompt to echo, every permission asked).
     pub fn replaying() -> Self {
-        Self { prompt: None, hitl: Hitl::replay(), done: None, error: None }
+        Self { prompt: None, hitl: Hitl::replay(), done: None, error: None, session: false }
     }
 
     fn send(ctx: &mut Ctx<'_>, line: &ClientLine) {
@@ -113,7 +120,12 @@ impl ScriptedProtocol {
             AgentLine::Done { status, input_tokens, output_tokens } => {
                 let usage = Usage::tokens(input_tokens, output_tokens);
                 self.done = Some((status, usage));
-                ctx.close_input();
+                if self.session {
+                    let outcome = self.outcome().unwrap_or_else(|| Err(AgentError::Protocol { reason: "no outcome".into() }));
+                    ctx.end_turn(outcome);
+                } else {
+                    ctx.close_input();
+                }
             }
         }
     }
@@ -127,7 +139,7 @@ impl ScriptedProtocol {
             ClientLine::Answer { question_id, answer } => {
                 self.hitl.recorded_answer(ctx.transcript, &question_id, answer);
             }
-            ClientLine::Interrupt => {}
+            ClientLine::Interrupt | ClientLine::UserMessage { .. } => {}
         }
     }
 }
@@ -184,18 +196,34 @@ impl Protocol for ScriptedProtocol {
         true
     }
 
+    fn send_turn(&mut self, prompt: &Prompt, ctx: &mut Ctx<'_>) -> Result<(), AgentError> {
+        if !self.session {
+            return Err(AgentError::InvalidRequest { reason: "this scripted run takes no more turns".into() });
+        }
+        self.prompt = Some(prompt.text.clone());
+        self.error = None;
+        Self::send(ctx, &ClientLine::UserMessage { text: prompt.text.clone() });
+        Ok(())
+    }
+
     fn finish(&mut self, exit: &ExitInfo, _ctx: &mut Ctx<'_>) -> Result<RunCompletion, AgentError> {
-        match self.done.take() {
-            Some((status, usage)) if status == "success" => Ok(RunCompletion::new().with_usage(usage)),
-            Some((status, _)) if status == "interrupted" => Err(AgentError::Cancelled),
-            Some(_) => {
+        self.outcome().unwrap_or_else(|| Err(exit.early_exit_error()))
+    }
+}
+
+impl ScriptedProtocol {
+    /// How the turn went, once the agent said it was done.
+    fn outcome(&mut self) -> Option<Result<RunCompletion, AgentError>> {
+        Some(match self.done.take()? {
+            (status, usage) if status == "success" => Ok(RunCompletion::new().with_usage(usage)),
+            (status, _) if status == "interrupted" => Err(AgentError::Cancelled),
+            _ => {
                 let (message, code) = self.error.take().unwrap_or_else(|| ("the scripted agent failed".into(), String::new()));
                 Err(match code.as_str() {
                     "server_error" => AgentError::ServerError { status: None, message },
                     _ => AgentError::AgentFailed { message },
                 })
             }
-            None => Err(exit.early_exit_error()),
-        }
+        })
     }
 }

@@ -20,6 +20,8 @@ pub(crate) enum Step {
     Ask { question_id: String, prompt: String, options: Vec<String>, reply: String },
     /// The turn ends with this status.
     Done { status: &'static str },
+    /// The agent exits at once, mid-turn, as a crashing CLI would.
+    Crash,
 }
 
 /// A scenario of the scripted agent.
@@ -42,11 +44,14 @@ pub enum Scenario {
     Slow,
     /// One 150,000-byte message in a single delta: for the text bound.
     LongText,
+    /// Some text, then the agent exits mid-turn: for a dying agent.
+    Crash,
 }
 
 impl Scenario {
     /// Every scenario name.
-    pub const NAMES: &'static [&'static str] = &["tour", "text", "reasoning", "permission", "question", "error", "slow", "long_text"];
+    pub const NAMES: &'static [&'static str] =
+        &["tour", "text", "reasoning", "permission", "question", "error", "slow", "long_text", "crash"];
 
     /// The scenario with this name.
     pub fn from_name(name: &str) -> Option<Self> {
@@ -59,6 +64,7 @@ impl Scenario {
             "error" => Self::Error,
             "slow" => Self::Slow,
             "long_text" => Self::LongText,
+            "crash" => Self::Crash,
             _ => return None,
         })
     }
@@ -120,6 +126,11 @@ impl Scenario {
                 steps.push(stream("msg_1", words.join(" ")));
             }
             Self::LongText => steps.push(stream("msg_1", "0123456789".repeat(15_000))),
+            Self::Crash => {
+                steps.push(stream("msg_1", "Working on it".into()));
+                steps.push(Step::Crash);
+                return steps;
+            }
         }
         steps.push(Step::Done { status: "success" });
         steps

@@ -44,6 +44,15 @@ impl Sessions {
         store.last = Some(id.clone());
         Ok(SessionTurn { id, turn })
     }
+
+    /// The next turn of the known session `id` (a warm session's next message).
+    pub(crate) fn next_turn(&self, id: &str) -> SessionTurn {
+        let mut store = self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let turn = store.turns.get(id).copied().unwrap_or(0) + 1;
+        store.turns.insert(id.to_string(), turn);
+        store.last = Some(id.to_string());
+        SessionTurn { id: id.to_string(), turn }
+    }
 }
 
 fn new_id() -> String {

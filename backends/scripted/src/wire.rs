@@ -119,4 +119,9 @@ pub enum ClientLine {
     },
     /// Stop the turn now.
     Interrupt,
+    /// The next turn of a live session: the user's message.
+    UserMessage {
+        /// The message text.
+        text: String,
+    },
 }

@@ -14,6 +14,7 @@
 //! ```
 
 pub mod fake;
+pub mod session;
 pub mod typed;
 
 use std::collections::HashSet;
@@ -115,6 +116,8 @@ pub struct Answers {
     pub question: Option<QuestionAnswer>,
     /// Cancel the run at the first `permission.requested` instead of deciding it.
     pub cancel_at_permission: bool,
+    /// Cancel the run at its first `item.delta` (a turn cancelled while the agent streams).
+    pub cancel_at_delta: bool,
 }
 
 impl Answers {
@@ -132,6 +135,11 @@ impl Answers {
     /// keep a cancelled run alive).
     pub fn cancel_at_permission() -> Self {
         Self { cancel_at_permission: true, ..Self::default() }
+    }
+
+    /// Cancel the run at its first streamed delta.
+    pub fn cancel_at_delta() -> Self {
+        Self { cancel_at_delta: true, ..Self::default() }
     }
 
     /// Also answer every question with `text`.
@@ -152,6 +160,7 @@ pub async fn record_answering(handle: RunHandle, answers: Answers) -> RunRecord 
     while let Some(event) = events.next().await {
         match &event.body {
             UniversalEventBody::PermissionRequested(_) if answers.cancel_at_permission => control.cancel(),
+            UniversalEventBody::ItemDelta(_) if answers.cancel_at_delta => control.cancel(),
             UniversalEventBody::PermissionRequested(p) => {
                 if let Some(decision) = answers.permission.clone() {
                     control.respond_permission(&p.permission_id, decision).await.expect("the run takes its own permission id");
@@ -194,7 +203,7 @@ pub fn problems(run: &RunRecord) -> Vec<String> {
     out
 }
 
-fn universal_problems(events: &[UniversalEvent], out: &mut Vec<String>) {
+pub(crate) fn universal_problems(events: &[UniversalEvent], out: &mut Vec<String>) {
     for (i, event) in events.iter().enumerate() {
         if event.sequence != i as u64 + 1 {
             out.push(format!("event {i} has sequence {} (want {})", event.sequence, i + 1));
@@ -243,7 +252,7 @@ fn universal_problems(events: &[UniversalEvent], out: &mut Vec<String>) {
     }
 }
 
-fn wrapper_problems(run: &RunRecord, out: &mut Vec<String>) {
+pub(crate) fn wrapper_problems(run: &RunRecord, out: &mut Vec<String>) {
     for (i, event) in run.wrapper.iter().enumerate() {
         if !within_bounds(event) {
             out.push(format!("wrapper event {i} breaks a bound"));

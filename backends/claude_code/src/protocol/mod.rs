@@ -38,6 +38,8 @@ pub(crate) enum Channel {
     Print,
     /// A recording: what the client sent comes from the recording, nothing is written.
     Replay,
+    /// Live, two-way, several turns: each `result` ends a turn, not the run.
+    Session,
 }
 
 /// The stateful converter of one Claude Code run.
@@ -90,6 +92,12 @@ impl ClaudeProtocol {
         Self::new(Channel::Control, Some(prompt.into()), policy, bypass_requested)
     }
 
+    /// A live session over the two-way control channel: `start` sends `initialize`, and each
+    /// turn its user message.
+    pub fn session(policy: PermissionPolicy, bypass_requested: bool) -> Self {
+        Self::new(Channel::Session, None, policy, bypass_requested)
+    }
+
     /// A live one-way run (`-p PROMPT`): the prompt is on the command line.
     pub fn print(prompt: impl Into<String>, bypass_requested: bool) -> Self {
         Self::new(Channel::Print, Some(prompt.into()), PermissionPolicy::Ask, bypass_requested)
@@ -110,7 +118,12 @@ impl ClaudeProtocol {
 
     /// Whether the protocol may write to the CLI.
     fn writes(&self) -> bool {
-        self.channel == Channel::Control
+        matches!(self.channel, Channel::Control | Channel::Session)
+    }
+
+    fn initialize(&mut self, ctx: &mut Ctx<'_>) {
+        let id = self.request_id();
+        ctx.send(&json!({ "type": "control_request", "request_id": id, "request": { "subtype": "initialize", "hooks": null } }));
     }
 
     /// A fresh id for a control request this client sends.
@@ -164,15 +177,29 @@ impl Protocol for ClaudeProtocol {
     }
 
     fn start(&mut self, ctx: &mut Ctx<'_>) -> Result<(), AgentError> {
+        if self.channel == Channel::Session {
+            self.initialize(ctx);
+            return Ok(());
+        }
         let Some(prompt) = self.prompt.clone() else { return Ok(()) };
         // Claude Code never echoes the user's input: the transcript gets it from what we sent,
         // once the session has started.
         self.pending_user.push(prompt.clone());
         if self.writes() {
-            let id = self.request_id();
-            ctx.send(&json!({ "type": "control_request", "request_id": id, "request": { "subtype": "initialize", "hooks": null } }));
+            self.initialize(ctx);
             ctx.send(&Self::user_line(&prompt));
         }
+        Ok(())
+    }
+
+    fn send_turn(&mut self, prompt: &agent_api::Prompt, ctx: &mut Ctx<'_>) -> Result<(), AgentError> {
+        if self.channel != Channel::Session {
+            return Err(AgentError::InvalidRequest { reason: "this Claude Code run takes no more turns".into() });
+        }
+        // Each turn reports its own outcome and usage.
+        self.outcome = Outcome::default();
+        self.pending_user.push(prompt.text.clone());
+        ctx.send(&Self::user_line(&prompt.text));
         Ok(())
     }
 

@@ -235,9 +235,14 @@ impl ClaudeProtocol {
         outcome.error_emitted = false;
         outcome.interrupted = false;
         outcome.last = Some(result);
-        if self.channel == Channel::Control {
+        match self.channel {
             // One turn per process: the CLI exits once its input ends.
-            ctx.shutdown();
+            Channel::Control => ctx.shutdown(),
+            Channel::Session => {
+                let turn = self.outcome.finish(&agent_api::kit::ExitInfo::default(), self.bypass_requested);
+                ctx.end_turn(turn);
+            }
+            Channel::Print | Channel::Replay => {}
         }
         Ok(())
     }

@@ -17,6 +17,7 @@
 
 pub mod items;
 pub mod requests;
+mod session;
 
 use agent_api::kit::driver::{ExitInfo, Unparsed};
 use agent_api::kit::jsonrpc::{classify, Dialect, Message, RpcPeer};
@@ -80,6 +81,13 @@ pub struct AppServer {
     requests: Requests,
     early_notes: Vec<(String, Option<String>)>,
     last_diff: Option<String>,
+    /// Serving a live session: `turn/start` per [`Protocol::send_turn`], and each
+    /// `turn/completed` ends a turn, not the run.
+    session: bool,
+    /// A session's turn sent before its thread was ready: its `turn/start` input.
+    queued_turn: Option<Value>,
+    /// A session's turn was cancelled before its id was known: interrupt it once it is.
+    interrupt_pending: bool,
 }
 
 impl AppServer {
@@ -99,7 +107,16 @@ impl AppServer {
             requests,
             early_notes: Vec::new(),
             last_diff: None,
+            session: false,
+            queued_turn: None,
+            interrupt_pending: false,
         }
+    }
+
+    /// A converter that serves a live session through `plan` (its prompt is ignored): the
+    /// thread opens at once, and every turn is a `turn/start` on it.
+    pub fn session(plan: StartPlan, policy: PermissionPolicy) -> Self {
+        Self { session: true, ..Self::live(plan, policy) }
     }
 
     /// A converter that drives a live `codex app-server` through `plan`, answering approval
@@ -189,15 +206,16 @@ impl AppServer {
                 let envelope: schema::ThreadEnvelope = parse("the thread result", result).map_err(Unparsed)?;
                 let thread_id = envelope.thread.id.clone();
                 self.thread_started(ctx.transcript, envelope);
-                if let Some(plan) = &self.plan {
-                    let mut params = plan.turn_params.clone();
-                    params.insert("threadId".into(), json!(thread_id));
-                    self.send_request(ctx, "turn/start", Value::Object(params));
+                if !self.session {
+                    self.start_turn(ctx, &thread_id, None);
+                } else if let Some(input) = self.queued_turn.take() {
+                    self.start_turn(ctx, &thread_id, Some(input));
                 }
             }
             Some(Pending::TurnStart) => {
                 let envelope: schema::TurnEnvelope = parse("the turn/start result", result).map_err(Unparsed)?;
                 self.turn_id.get_or_insert(envelope.turn.id);
+                self.send_pending_interrupt(ctx);
             }
             Some(Pending::Other) | None => {}
         }
@@ -242,7 +260,12 @@ impl AppServer {
                 return;
             }
         };
-        self.fatal.get_or_insert(AgentError::AgentFailed { message: format!("codex refused {what}: {}", errors::explanation(&message)) });
+        let error = AgentError::AgentFailed { message: format!("codex refused {what}: {}", errors::explanation(&message)) };
+        if self.session && tag == Some(Pending::TurnStart) {
+            // The thread lives on: only this turn failed.
+            return ctx.end_turn(Err(error));
+        }
+        self.fatal.get_or_insert(error);
         if self.live_mode() {
             ctx.shutdown();
         }
@@ -272,7 +295,11 @@ impl AppServer {
         t.status("turn_completed", Some(agent_api::bounds::utf8_prefix(&status, 32).to_string()));
         self.turn_id.get_or_insert(envelope.turn.id);
         self.outcome = Some(outcome);
-        if self.live_mode() {
+        if self.session {
+            let result =
+                self.completion().unwrap_or_else(|| Err(AgentError::Protocol { reason: "a turn ended without an outcome".into() }));
+            ctx.end_turn(result);
+        } else if self.live_mode() {
             ctx.shutdown();
         }
     }
@@ -370,6 +397,7 @@ impl AppServer {
                 if self.ours(envelope.thread_id.as_deref()) && self.turn_id.as_deref().is_none_or(|id| id == envelope.turn.id) {
                     self.turn_id = Some(envelope.turn.id.clone());
                     t.status("turn_started", Some(envelope.turn.id));
+                    self.send_pending_interrupt(ctx);
                 }
             }
             "turn/completed" => self.turn_completed(parse(method, params)?, ctx),
@@ -519,6 +547,10 @@ impl Protocol for AppServer {
         Ok(())
     }
 
+    fn send_turn(&mut self, prompt: &agent_api::Prompt, ctx: &mut Ctx<'_>) -> Result<(), AgentError> {
+        self.next_turn(prompt, ctx)
+    }
+
     fn interrupt(&mut self, ctx: &mut Ctx<'_>) -> bool {
         let replies = self.requests.cancel_all(ctx.transcript, &self.peer);
         replies.iter().for_each(|m| ctx.send(m));
@@ -528,6 +560,7 @@ impl Protocol for AppServer {
                 self.send_request(ctx, "turn/interrupt", params);
                 true
             }
+            (_, None, true, false) if self.session => self.interrupt_unstarted(ctx),
             _ => false,
         }
     }
@@ -540,20 +573,7 @@ impl Protocol for AppServer {
         if let Some(fatal) = self.fatal.take() {
             return Err(fatal);
         }
-        match self.outcome.take() {
-            Some(Outcome::Completed) => {
-                let mut completion = RunCompletion::new();
-                completion.final_text = self.items.final_text.take();
-                completion.native_session_id = self.thread_id.clone();
-                completion.usage = self.usage.as_ref().map(schema::TokenUsageBreakdown::to_usage);
-                completion.data =
-                    Some(json!({"mode": "app_server", "thread_id": self.thread_id, "turn_id": self.turn_id, "usage_scope": "turn"}));
-                Ok(completion)
-            }
-            Some(Outcome::Interrupted) => Err(AgentError::Cancelled),
-            Some(Outcome::Failed(error)) => Err(error),
-            None => Err(exit.early_exit_error()),
-        }
+        self.completion().unwrap_or_else(|| Err(exit.early_exit_error()))
     }
 }
 

@@ -1,0 +1,78 @@
+//! The session side of the app-server converter: one thread, a `turn/start` per turn, each
+//! turn's own outcome, and interrupts of turns whose id is not known yet.
+
+use agent_api::kit::Ctx;
+use agent_api::{AgentError, RunCompletion};
+use serde_json::{json, Value};
+
+use super::{schema, AppServer, Outcome};
+
+impl AppServer {
+    /// Interrupts the turn a cancel came for before its id was known.
+    pub(super) fn send_pending_interrupt(&mut self, ctx: &mut Ctx<'_>) {
+        if let (true, Some(thread), Some(turn), None) = (self.interrupt_pending, &self.thread_id, &self.turn_id, &self.outcome) {
+            let params = json!({"threadId": thread, "turnId": turn});
+            self.interrupt_pending = false;
+            self.send_request(ctx, "turn/interrupt", params);
+        }
+    }
+
+    /// Sends `turn/start` on the thread with `input`.
+    pub(super) fn start_turn(&mut self, ctx: &mut Ctx<'_>, thread_id: &str, input: Option<Value>) {
+        let Some(plan) = &self.plan else { return };
+        let mut params = plan.turn_params.clone();
+        params.insert("threadId".into(), json!(thread_id));
+        if let Some(input) = input {
+            params.insert("input".into(), input);
+        }
+        self.send_request(ctx, "turn/start", Value::Object(params));
+    }
+
+    /// How the turn went, once it completed.
+    pub(super) fn completion(&mut self) -> Option<Result<RunCompletion, AgentError>> {
+        Some(match self.outcome.take()? {
+            Outcome::Completed => {
+                let mut completion = RunCompletion::new();
+                completion.final_text = self.items.final_text.take();
+                completion.native_session_id = self.thread_id.clone();
+                completion.usage = self.usage.as_ref().map(schema::TokenUsageBreakdown::to_usage);
+                completion.data =
+                    Some(json!({"mode": "app_server", "thread_id": self.thread_id, "turn_id": self.turn_id, "usage_scope": "turn"}));
+                Ok(completion)
+            }
+            Outcome::Interrupted => Err(AgentError::Cancelled),
+            Outcome::Failed(error) => Err(error),
+        })
+    }
+
+    /// A session's next turn: `turn/start` on the thread, or queued until the thread is ready.
+    pub(super) fn next_turn(&mut self, prompt: &agent_api::Prompt, ctx: &mut Ctx<'_>) -> Result<(), AgentError> {
+        if !self.session {
+            return Err(AgentError::InvalidRequest { reason: "this codex run takes no more turns".into() });
+        }
+        // Each turn has its own id, outcome, errors, usage and answer.
+        self.turn_id = None;
+        self.outcome = None;
+        self.last_error = None;
+        self.usage = None;
+        self.items.final_text = None;
+        self.interrupt_pending = false;
+        let input = crate::argv::turn_input(prompt);
+        match self.thread_id.clone() {
+            Some(thread_id) => self.start_turn(ctx, &thread_id, Some(input)),
+            None => self.queued_turn = Some(input),
+        }
+        Ok(())
+    }
+
+    /// Cancels a session's turn that has no id yet: a queued one ends at once, a started one is
+    /// interrupted as soon as its id is known.
+    pub(super) fn interrupt_unstarted(&mut self, ctx: &mut Ctx<'_>) -> bool {
+        if self.queued_turn.take().is_some() {
+            ctx.end_turn(Err(AgentError::Cancelled));
+        } else {
+            self.interrupt_pending = true;
+        }
+        true
+    }
+}

@@ -1,0 +1,102 @@
+//! The end-to-end session checks every warm backend runs on the real CLI and the bench's `echo`
+//! model; `left` lists the processes the session may have left behind (none, when it is over).
+
+use std::time::Duration;
+
+use agent_api::{AgentBackend, AgentError, RunRequest};
+
+use super::{assert_session_conformant, SessionRecord};
+use crate::Answers;
+
+fn alive(pid: u32) -> bool {
+    // Signal 0 only asks whether the process exists.
+    unsafe { libc::kill(pid as i32, 0) == 0 }
+}
+
+/// Waits up to 5 s for every process whose working directory is inside `dir` to be gone.
+async fn none_left(left: &dyn Fn() -> Vec<i32>) -> Vec<i32> {
+    for _ in 0..50 {
+        if left().is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    left()
+}
+
+fn final_text(record: &SessionRecord, turn: usize) -> String {
+    record.turns[turn].completion.as_ref().unwrap().final_text.clone().unwrap_or_default()
+}
+
+/// Three turns on one process; the bench's `echo` model sees 1, 2, then 3 user turns.
+pub async fn three_turns_on_one_process(backend: &dyn AgentBackend, template: RunRequest, left: &dyn Fn() -> Vec<i32>) {
+    let mut session = backend.open_session(template).await.unwrap();
+    let pid = session.process_id().expect("a spawned CLI");
+    let mut record = SessionRecord::default();
+    for (n, prompt) in ["first", "second", "third"].into_iter().enumerate() {
+        assert!(record.turn(&mut session, prompt).await.is_ok(), "turn {}: {:?}", n + 1, record.turns[n].completion);
+        let text = final_text(&record, n);
+        assert!(text.starts_with(&format!("echo: user_turns={} ", n + 1)), "turn {}: {text}", n + 1);
+        assert!(text.ends_with(&format!("last={prompt}")), "{text}");
+        assert_eq!(session.process_id(), Some(pid));
+        assert!(alive(pid), "one process for the whole session");
+    }
+    assert!(session.native_session_id().is_some());
+    record.trailing = session.close().await.unwrap();
+    assert_session_conformant(&record);
+    assert_eq!(none_left(left).await, Vec::<i32>::new());
+}
+
+/// A second turn cancelled at once, then a good third turn on the same process (`echo` model).
+pub async fn cancelled_second_turn_then_a_good_third(backend: &dyn AgentBackend, template: RunRequest, left: &dyn Fn() -> Vec<i32>) {
+    let mut session = backend.open_session(template).await.unwrap();
+    let pid = session.process_id().unwrap();
+    let mut record = SessionRecord::default();
+    assert!(record.turn(&mut session, "first").await.is_ok());
+    let second = session.send("second").await.unwrap();
+    second.control().cancel();
+    let completion = record.record(second, Answers::none()).await;
+    assert!(matches!(completion, Err(AgentError::Cancelled)), "{completion:?}");
+    assert!(record.turn(&mut session, "third").await.is_ok(), "{:?}", record.turns[2].completion);
+    assert!(final_text(&record, 2).ends_with("last=third"), "{}", final_text(&record, 2));
+    assert_eq!(session.process_id(), Some(pid));
+    assert!(alive(pid), "the interrupt kept the process");
+    record.trailing = session.close().await.unwrap();
+    assert_session_conformant(&record);
+    assert_eq!(none_left(left).await, Vec::<i32>::new());
+}
+
+/// The agent killed between turns: the next send is `SessionClosed`, at once.
+pub async fn killed_between_turns(backend: &dyn AgentBackend, template: RunRequest, left: &dyn Fn() -> Vec<i32>) {
+    let mut session = backend.open_session(template).await.unwrap();
+    let mut record = SessionRecord::default();
+    assert!(record.turn(&mut session, "first").await.is_ok());
+    let pid = session.process_id().unwrap();
+    unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let started = std::time::Instant::now();
+    assert!(matches!(session.send("second").await, Err(AgentError::SessionClosed)));
+    assert!(started.elapsed() < Duration::from_secs(1));
+    record.trailing = session.close().await.unwrap();
+    assert_eq!(record.trailing.last().map(|e| e.type_name()), Some("session.ended"));
+    assert_session_conformant(&record);
+    assert_eq!(none_left(left).await, Vec::<i32>::new());
+}
+
+/// A dropped session leaves no process.
+pub async fn dropped_leaves_no_process(backend: &dyn AgentBackend, template: RunRequest, left: &dyn Fn() -> Vec<i32>) {
+    let mut session = backend.open_session(template).await.unwrap();
+    let mut record = SessionRecord::default();
+    assert!(record.turn(&mut session, "first").await.is_ok());
+    let pid = session.process_id().unwrap();
+    drop(session);
+    assert_eq!(none_left(left).await, Vec::<i32>::new());
+    // The driver reaps the killed process (no zombie) shortly after.
+    for _ in 0..50 {
+        if !alive(pid) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(!alive(pid), "the dropped session's process was reaped");
+}
