@@ -17,7 +17,7 @@ use crate::bounds;
 use crate::event::{AgentWrapperEvent, AgentWrapperEventKind as Kind, Channel, PermissionFacet, QuestionFacet};
 use crate::kind::AgentKind;
 use crate::tools_facet::{ToolBytes, ToolPhase, ToolStatus, ToolsFacet};
-use crate::universal::{ContentPart, ItemKind, ItemRole, ItemStatus, UniversalEvent, UniversalEventBody as Body, UniversalItem};
+use crate::universal::{ContentPart, ItemKind, ItemRole, ItemStatus, ToolMeta, UniversalEvent, UniversalEventBody as Body, UniversalItem};
 
 /// Turns universal events into wrapper events for one run.
 pub struct Projector {
@@ -208,7 +208,8 @@ impl Projector {
 
 /// Builds the tools facet from an item: metadata only, never contents.
 fn facet(item: &UniversalItem, phase: ToolPhase, event: &UniversalEvent) -> ToolsFacet {
-    let meta = item.tool.clone().unwrap_or_default();
+    let no_meta = ToolMeta::default();
+    let meta = item.tool.as_ref().unwrap_or(&no_meta);
     let mut call_id = None;
     let mut name = None;
     let mut bytes = ToolBytes { diff: 0, result: 0, ..meta.bytes };
