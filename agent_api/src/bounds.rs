@@ -40,6 +40,27 @@ pub fn serialized_json_bytes(value: &Value) -> usize {
     counter.0
 }
 
+/// An upper bound of [`serialized_json_bytes`] found by walking the value, without formatting
+/// or escaping anything: a string byte takes at most 6 bytes (`\u00XX`), a number at most 24.
+fn serialized_json_bytes_at_most(value: &Value) -> usize {
+    let string = |s: &str| s.len().saturating_mul(6).saturating_add(2);
+    match value {
+        Value::Null | Value::Bool(_) => 5,
+        Value::Number(_) => 24,
+        Value::String(s) => string(s),
+        Value::Array(items) => items.iter().fold(2 + items.len(), |sum, item| sum.saturating_add(serialized_json_bytes_at_most(item))),
+        Value::Object(map) => map.iter().fold(2 + 2 * map.len(), |sum, (key, item)| {
+            sum.saturating_add(string(key)).saturating_add(serialized_json_bytes_at_most(item))
+        }),
+    }
+}
+
+/// Whether `data` serializes to at most [`DATA_BOUND`] bytes. Almost every payload is far
+/// below the bound, which the cheap upper bound shows without serializing it.
+fn data_fits(data: &Value) -> bool {
+    serialized_json_bytes_at_most(data) <= DATA_BOUND || serialized_json_bytes(data) <= DATA_BOUND
+}
+
 /// The longest prefix of `s` that is at most `max` bytes and ends on a char boundary.
 pub fn utf8_prefix(s: &str, max: usize) -> &str {
     if s.len() <= max {
@@ -91,7 +112,7 @@ pub fn split_text(text: &str, bound: usize) -> Vec<&str> {
 
 /// `data` itself when it fits [`DATA_BOUND`], else [`oversize_marker`].
 pub fn bound_data(data: Value) -> Value {
-    if serialized_json_bytes(&data) <= DATA_BOUND {
+    if data_fits(&data) {
         data
     } else {
         oversize_marker()
@@ -150,7 +171,7 @@ pub fn within_bounds(event: &AgentWrapperEvent) -> bool {
     event.channel.as_ref().is_none_or(|c| c.as_str().len() <= CHANNEL_BOUND)
         && event.text.as_ref().is_none_or(|t| t.len() <= TEXT_BOUND)
         && event.message.as_ref().is_none_or(|m| m.len() <= MESSAGE_BOUND)
-        && event.data.as_ref().is_none_or(|d| serialized_json_bytes(d) <= DATA_BOUND)
+        && event.data.as_ref().is_none_or(data_fits)
 }
 
 #[cfg(test)]

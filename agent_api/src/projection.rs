@@ -9,7 +9,7 @@
 //! ended under it) is not an answer, so its text never reaches the wrapper view. Reasoning, user
 //! and system text stream as their deltas arrive.
 
-use std::collections::HashMap;
+use foldhash::HashMap;
 
 use serde_json::json;
 
@@ -17,7 +17,7 @@ use crate::bounds;
 use crate::event::{AgentWrapperEvent, AgentWrapperEventKind as Kind, Channel, PermissionFacet, QuestionFacet};
 use crate::kind::AgentKind;
 use crate::tools_facet::{ToolBytes, ToolPhase, ToolStatus, ToolsFacet};
-use crate::universal::{ContentPart, ItemKind, ItemRole, ItemStatus, UniversalEvent, UniversalEventBody as Body, UniversalItem};
+use crate::universal::{ContentPart, ItemKind, ItemRole, ItemStatus, ToolMeta, UniversalEvent, UniversalEventBody as Body, UniversalItem};
 
 /// Turns universal events into wrapper events for one run.
 pub struct Projector {
@@ -57,7 +57,7 @@ const HELD_TEXT_LIMIT: usize = 8 * 1024 * 1024;
 impl Projector {
     /// A projector for a backend; `tools_structured` attaches the tools facet to tool events.
     pub fn new(agent_kind: AgentKind, tools_structured: bool) -> Self {
-        Self { agent_kind, tools_structured, items: HashMap::new(), held: HashMap::new() }
+        Self { agent_kind, tools_structured, items: HashMap::default(), held: HashMap::default() }
     }
 
     /// The wrapper events for one universal event, bounded, in order (often none or one).
@@ -153,7 +153,11 @@ impl Projector {
     fn delta(&mut self, item_id: &str, text: &str, event: &UniversalEvent) -> Option<AgentWrapperEvent> {
         match self.items.get(item_id)? {
             Tracked::Message(Channel::Assistant) => {
-                let held = self.held.entry(item_id.to_string()).or_default();
+                // Only the message's first delta allocates its key.
+                if !self.held.contains_key(item_id) {
+                    self.held.insert(item_id.to_string(), String::new());
+                }
+                let held = self.held.get_mut(item_id).expect("inserted above");
                 let room = HELD_TEXT_LIMIT.saturating_sub(held.len());
                 held.push_str(bounds::utf8_prefix(text, room));
                 None
@@ -204,7 +208,8 @@ impl Projector {
 
 /// Builds the tools facet from an item: metadata only, never contents.
 fn facet(item: &UniversalItem, phase: ToolPhase, event: &UniversalEvent) -> ToolsFacet {
-    let meta = item.tool.clone().unwrap_or_default();
+    let no_meta = ToolMeta::default();
+    let meta = item.tool.as_ref().unwrap_or(&no_meta);
     let mut call_id = None;
     let mut name = None;
     let mut bytes = ToolBytes { diff: 0, result: 0, ..meta.bytes };
@@ -233,7 +238,7 @@ fn facet(item: &UniversalItem, phase: ToolPhase, event: &UniversalEvent) -> Tool
     };
     ToolsFacet::new(kind, phase, status)
         .backend_item_id(item.native_item_id.clone())
-        .thread_id(event.native_session_id.clone())
+        .thread_id(event.native_session_id.as_deref().map(str::to_string))
         .turn_id(meta.turn_id.clone())
         .exit_code(meta.exit_code)
         .bytes(bytes)

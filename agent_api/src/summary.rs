@@ -111,7 +111,7 @@ impl RunSummary {
             }
         }
         if summary.native_session_id.is_none() {
-            summary.native_session_id = events.iter().rev().find_map(|e| e.native_session_id.clone());
+            summary.native_session_id = events.iter().rev().find_map(|e| e.native_session_id.as_deref().map(str::to_string));
         }
         summary
     }

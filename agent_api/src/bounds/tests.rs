@@ -47,6 +47,30 @@ fn data_at_the_bound_is_kept() {
 }
 
 #[test]
+fn data_judged_by_its_serialized_size_when_the_quick_bound_is_not_enough() {
+    // Control characters serialize to six bytes each: the quick upper bound is far over the
+    // bound for both values, so the exact size decides.
+    let fits = json!({ "c": "\u{1}".repeat(DATA_BOUND / 6 - 2) });
+    assert!(serialized_json_bytes(&fits) <= DATA_BOUND);
+    assert_eq!(bound_data(fits.clone()), fits);
+    let over = json!({ "c": "\u{1}".repeat(DATA_BOUND / 6 + 1) });
+    assert!(over["c"].as_str().unwrap().len() < DATA_BOUND, "over the bound only once escaped");
+    assert_eq!(bound_data(over), oversize_marker());
+}
+
+proptest! {
+    #[test]
+    fn the_quick_bound_is_never_below_the_serialized_size(
+        texts in prop::collection::vec(prop::sample::select(vec!["a", "\"", "\\", "\u{1}", "é", "𝄞", "\n"]), 0..40),
+        number in any::<f64>(),
+    ) {
+        let text = texts.concat();
+        let value = json!({ "s": text, text.clone(): [number, null, true, { "n": -1 }], "e": {} , "a": [] });
+        prop_assert!(serialized_json_bytes_at_most(&value) >= serialized_json_bytes(&value));
+    }
+}
+
+#[test]
 fn oversized_text_of_other_kinds_stays_one_event() {
     let ev = event(AgentWrapperEventKind::Unknown).with_text("z".repeat(TEXT_BOUND + 10));
     let out = enforce(ev);

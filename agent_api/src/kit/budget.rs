@@ -121,11 +121,8 @@ fn opt(s: &Option<String>) -> usize {
 /// the budget counts what the process holds, not only the text). Shared raw payloads are
 /// counted once per native line by the driver, not here.
 pub(crate) fn weight(event: &UniversalEvent) -> usize {
-    let envelope = std::mem::size_of::<UniversalEvent>()
-        + string(&event.event_id)
-        + string(&event.time)
-        + string(&event.session_id)
-        + opt(&event.native_session_id);
+    // `time` and the session ids are shared with the transcript and the other events.
+    let envelope = std::mem::size_of::<UniversalEvent>() + string(&event.event_id);
     envelope
         + match &event.body {
             Body::ItemDelta(d) => string(&d.item_id) + string(&d.delta) + opt(&d.native_item_id),

@@ -35,7 +35,7 @@ impl Rewriter {
         let short = session_id.get(5..13).unwrap_or(session_id);
         event.event_id = format!("evt_{short}_{sequence}");
         event.sequence = sequence;
-        event.session_id = session_id.to_string();
+        event.session_id = session_id.into();
         // Each run numbers its items from 1: the turn number keeps them unique in the session.
         let turn = self.turns;
         let rename = |id: &mut String| *id = format!("itm_t{turn}_{}", id.trim_start_matches("itm_"));
@@ -199,7 +199,7 @@ impl Turn {
                 out.extend(state.status("turn_started"));
             }
             if let Some(id) = &event.native_session_id {
-                state.native_session_id = Some(id.clone());
+                state.native_session_id = Some(id.to_string());
             }
             match &event.body {
                 UniversalEventBody::SessionStarted(_) | UniversalEventBody::SessionEnded(_) => {}

@@ -1,8 +1,9 @@
 //! [`Transcript`]: turns what a backend observed into gap-free universal events, applying the
 //! synthetic-event rules of `spec/universal-schema.md`.
 
-use std::collections::HashMap;
 use std::sync::Arc;
+
+use foldhash::HashMap;
 
 use serde_json::Value;
 
@@ -43,8 +44,9 @@ struct OpenItem {
 /// assert_eq!(types, ["session.started", "item.started", "item.delta", "item.delta", "item.completed", "session.ended"]);
 /// ```
 pub struct Transcript {
-    session_id: String,
-    native_session_id: Option<String>,
+    // Shared with every event: an event's envelope costs no allocation but its id.
+    session_id: Arc<str>,
+    native_session_id: Option<Arc<str>>,
     include_raw: bool,
     limits: TranscriptLimits,
     next_sequence: u64,
@@ -60,7 +62,7 @@ pub struct Transcript {
     last_assistant_text: Option<String>,
     closing: bool,
     timed_out: bool,
-    now: Option<String>,
+    now: Option<Arc<str>>,
     events: Vec<UniversalEvent>,
 }
 
@@ -68,7 +70,7 @@ impl Transcript {
     /// A new transcript for `session_id`; `include_raw` fills each event's `raw`.
     pub fn new(session_id: String, include_raw: bool) -> Self {
         Self {
-            session_id,
+            session_id: session_id.into(),
             native_session_id: None,
             include_raw,
             limits: TranscriptLimits::default(),
@@ -78,10 +80,10 @@ impl Transcript {
             ended: false,
             raw: None,
             open: Vec::new(),
-            items: HashMap::new(),
+            items: HashMap::default(),
             by_native: NativeIndex::default(),
-            permissions: HashMap::new(),
-            questions: HashMap::new(),
+            permissions: HashMap::default(),
+            questions: HashMap::default(),
             last_assistant_text: None,
             closing: false,
             timed_out: false,
@@ -108,7 +110,7 @@ impl Transcript {
 
     /// Records the provider's session id; later events carry it.
     pub fn set_native_session_id(&mut self, id: impl Into<String>) {
-        self.native_session_id = Some(id.into());
+        self.native_session_id = Some(Arc::from(id.into()));
     }
 
     /// Sets the native payload that events emitted from now on derive from (the driver sets it
@@ -215,7 +217,7 @@ impl Transcript {
         self.events.push(UniversalEvent {
             event_id,
             sequence,
-            time: self.now.get_or_insert_with(now_rfc3339).clone(),
+            time: self.now.get_or_insert_with(|| now_rfc3339().into()).clone(),
             session_id: self.session_id.clone(),
             native_session_id: self.native_session_id.clone(),
             synthetic: source == EventSource::Daemon,

@@ -17,12 +17,12 @@ pub struct UniversalEvent {
     pub event_id: String,
     /// Position in the session, from 1, with no gaps.
     pub sequence: u64,
-    /// RFC 3339 UTC time.
-    pub time: String,
-    /// Daemon-generated session id.
-    pub session_id: String,
-    /// The provider's session or thread id, once known.
-    pub native_session_id: Option<String>,
+    /// RFC 3339 UTC time, shared by the events emitted together.
+    pub time: Arc<str>,
+    /// Daemon-generated session id, shared by every event of the session.
+    pub session_id: Arc<str>,
+    /// The provider's session or thread id, once known, shared like `session_id`.
+    pub native_session_id: Option<Arc<str>>,
     /// Whether the daemon made this event up to fill a gap (mirrors `source`).
     pub synthetic: bool,
     /// Who produced it.

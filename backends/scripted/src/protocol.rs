@@ -8,7 +8,7 @@ use agent_api::universal::{ContentPart, ItemRole, NewItem, ReasoningVisibility, 
 use agent_api::{AgentError, ControlCommand, PermissionPolicy, Prompt, QuestionAnswer, RunCompletion, ToolCategory, Usage};
 use serde_json::{json, Value};
 
-use crate::wire::{AgentLine, ClientLine};
+use crate::wire::{AgentLine, ClientLine, FlatAgentLine};
 
 /// The converter of the scripted agent's protocol.
 #[derive(Debug)]
@@ -150,7 +150,7 @@ impl Protocol for ScriptedProtocol {
     }
 
     fn on_line(&mut self, line: &[u8], ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
-        match parse_typed::<AgentLine>(line) {
+        match parse_typed::<FlatAgentLine>(line).and_then(FlatAgentLine::into_line) {
             Some(line) => {
                 self.agent_line(line, ctx);
                 Ok(())

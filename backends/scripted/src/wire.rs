@@ -125,3 +125,75 @@ pub enum ClientLine {
         text: String,
     },
 }
+
+/// Every field any [`AgentLine`] may carry, flat: serde reads it in one pass, where the
+/// internally tagged [`AgentLine`] first buffers the whole line to find its `type`.
+#[derive(Deserialize)]
+pub(crate) struct FlatAgentLine {
+    #[serde(rename = "type")]
+    kind: AgentLineType,
+    id: Option<String>,
+    model: Option<String>,
+    message_id: Option<String>,
+    text: Option<String>,
+    call_id: Option<String>,
+    name: Option<String>,
+    input: Option<serde_json::Value>,
+    request_id: Option<String>,
+    summary: Option<String>,
+    exit_code: Option<i64>,
+    stdout: Option<String>,
+    denied: Option<bool>,
+    question_id: Option<String>,
+    prompt: Option<String>,
+    options: Option<Vec<String>>,
+    message: Option<String>,
+    code: Option<String>,
+    status: Option<String>,
+    input_tokens: Option<u64>,
+    output_tokens: Option<u64>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum AgentLineType {
+    Session,
+    TextDelta,
+    MessageDone,
+    ReasoningDelta,
+    ReasoningDone,
+    ToolCall,
+    PermissionRequest,
+    ToolResult,
+    Question,
+    Error,
+    Done,
+}
+
+impl FlatAgentLine {
+    /// The line, when it has every field its type needs (`None`: parse it as an [`AgentLine`],
+    /// whose error says what is missing).
+    pub(crate) fn into_line(self) -> Option<AgentLine> {
+        Some(match self.kind {
+            AgentLineType::Session => AgentLine::Session { id: self.id?, model: self.model? },
+            AgentLineType::TextDelta => AgentLine::TextDelta { message_id: self.message_id?, text: self.text? },
+            AgentLineType::MessageDone => AgentLine::MessageDone { message_id: self.message_id?, text: self.text? },
+            AgentLineType::ReasoningDelta => AgentLine::ReasoningDelta { id: self.id?, text: self.text? },
+            AgentLineType::ReasoningDone => AgentLine::ReasoningDone { id: self.id? },
+            AgentLineType::ToolCall => {
+                AgentLine::ToolCall { call_id: self.call_id?, name: self.name?, message_id: self.message_id?, input: self.input? }
+            }
+            AgentLineType::PermissionRequest => {
+                AgentLine::PermissionRequest { request_id: self.request_id?, call_id: self.call_id?, summary: self.summary? }
+            }
+            AgentLineType::ToolResult => {
+                AgentLine::ToolResult { call_id: self.call_id?, exit_code: self.exit_code?, stdout: self.stdout?, denied: self.denied? }
+            }
+            AgentLineType::Question => AgentLine::Question { question_id: self.question_id?, prompt: self.prompt?, options: self.options? },
+            AgentLineType::Error => AgentLine::Error { message: self.message?, code: self.code? },
+            AgentLineType::Done => {
+                AgentLine::Done { status: self.status?, input_tokens: self.input_tokens?, output_tokens: self.output_tokens? }
+            }
+        })
+    }
+}

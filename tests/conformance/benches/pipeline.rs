@@ -80,7 +80,8 @@ fn main() {
     }
     let log = native_log(100_000);
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
-    let rounds = 7;
+    // Fewer rounds for instruction counts under callgrind, where one round is deterministic.
+    let rounds = std::env::var("PIPELINE_ROUNDS").ok().and_then(|r| r.parse().ok()).unwrap_or(7);
     let mut full = Vec::new();
     let mut bare = Vec::new();
     let (mut full_cpu, mut bare_cpu) = (Vec::new(), Vec::new());

@@ -2,7 +2,9 @@
 //! (a tool result names its call after the call completed), but only the most recent
 //! [`KEEP_CLOSED`] closed items are kept, so a long session does not grow it without limit.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+
+use foldhash::HashMap;
 
 /// Closed items whose provider ids stay findable.
 pub(super) const KEEP_CLOSED: usize = 4096;

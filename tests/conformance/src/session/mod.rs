@@ -52,7 +52,7 @@ pub fn session_problems(session: &SessionRecord) -> Vec<String> {
     if all.iter().filter(|e| e.type_name() == "session.started").count() != 1 {
         out.push("a session has exactly one session.started".into());
     }
-    let ids: std::collections::HashSet<&str> = all.iter().map(|e| e.session_id.as_str()).collect();
+    let ids: std::collections::HashSet<&str> = all.iter().map(|e| &*e.session_id).collect();
     if ids.len() != 1 {
         out.push(format!("the session's events carry {} session ids", ids.len()));
     }
