@@ -15,7 +15,7 @@ mod signals;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 
 #[derive(Parser)]
 #[command(name = "agent-api", version, about = "Drive coding-agent CLIs through one bounded event stream")]
@@ -53,58 +53,53 @@ pub enum Approve {
     None,
 }
 
+/// The flags `run` and `chat` share: which agent, how to show its events, and the request.
+#[derive(Args)]
+struct AgentFlags {
+    /// Agent kind; default: the first supported CLI installed, else the scripted agent.
+    #[arg(long)]
+    agent: Option<String>,
+    #[arg(long, value_enum, default_value_t = Format::Pretty)]
+    format: Format,
+    #[arg(long, value_enum, default_value_t = View::Wrapper)]
+    view: View,
+    /// Fill `raw` in universal events with the native payloads.
+    #[arg(long)]
+    include_raw: bool,
+    /// Working directory of the agent.
+    #[arg(long)]
+    cwd: Option<PathBuf>,
+    /// Model name.
+    #[arg(long)]
+    model: Option<String>,
+    #[arg(long, value_enum, default_value_t = Approve::Ask)]
+    approve: Approve,
+    /// Stop the run (with `chat`: each turn) after this many seconds.
+    #[arg(long)]
+    timeout: Option<u64>,
+}
+
+impl AgentFlags {
+    fn into_options(self, prompt: String) -> run::RunOptions {
+        let AgentFlags { agent, format, view, include_raw, cwd, model, approve, timeout } = self;
+        run::RunOptions { agent, format, view, include_raw, cwd, model, approve, timeout, prompt }
+    }
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Run a prompt and stream the events.
     Run {
-        /// Agent kind; default: the first supported CLI installed, else the scripted agent.
-        #[arg(long)]
-        agent: Option<String>,
-        #[arg(long, value_enum, default_value_t = Format::Pretty)]
-        format: Format,
-        #[arg(long, value_enum, default_value_t = View::Wrapper)]
-        view: View,
-        /// Fill `raw` in universal events with the native payloads.
-        #[arg(long)]
-        include_raw: bool,
-        /// Working directory of the agent.
-        #[arg(long)]
-        cwd: Option<PathBuf>,
-        /// Model name.
-        #[arg(long)]
-        model: Option<String>,
-        #[arg(long, value_enum, default_value_t = Approve::Ask)]
-        approve: Approve,
-        /// Stop the run after this many seconds.
-        #[arg(long)]
-        timeout: Option<u64>,
+        #[command(flatten)]
+        flags: AgentFlags,
         /// The prompt.
         prompt: String,
     },
     /// Hold a conversation on one warm session: one turn per line (typed at the terminal, or
     /// read from stdin), each turn's events streamed as `run` streams a run's.
     Chat {
-        /// Agent kind; default: the first supported CLI installed, else the scripted agent.
-        #[arg(long)]
-        agent: Option<String>,
-        #[arg(long, value_enum, default_value_t = Format::Pretty)]
-        format: Format,
-        #[arg(long, value_enum, default_value_t = View::Wrapper)]
-        view: View,
-        /// Fill `raw` in universal events with the native payloads.
-        #[arg(long)]
-        include_raw: bool,
-        /// Working directory of the agent.
-        #[arg(long)]
-        cwd: Option<PathBuf>,
-        /// Model name.
-        #[arg(long)]
-        model: Option<String>,
-        #[arg(long, value_enum, default_value_t = Approve::Ask)]
-        approve: Approve,
-        /// Stop each turn after this many seconds.
-        #[arg(long)]
-        timeout: Option<u64>,
+        #[command(flatten)]
+        flags: AgentFlags,
     },
     /// Turn a saved native log (stdout lines or a two-way session recording) into events.
     Replay {
@@ -144,14 +139,8 @@ pub enum CapabilityFormat {
 async fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Run { agent, format, view, include_raw, cwd, model, approve, timeout, prompt } => {
-            let options = run::RunOptions { agent, format, view, include_raw, cwd, model, approve, timeout, prompt };
-            run::run(options).await
-        }
-        Command::Chat { agent, format, view, include_raw, cwd, model, approve, timeout } => {
-            let options = run::RunOptions { agent, format, view, include_raw, cwd, model, approve, timeout, prompt: String::new() };
-            chat::chat(options).await
-        }
+        Command::Run { flags, prompt } => run::run(flags.into_options(prompt)).await,
+        Command::Chat { flags } => chat::chat(flags.into_options(String::new())).await,
         Command::Replay { agent, view, include_raw, file } => replay::replay(&agent, view, include_raw, &file).await,
         Command::Capabilities { agent, format } => capabilities::print(agent.as_deref(), format),
         Command::Doctor => doctor::doctor().await,
