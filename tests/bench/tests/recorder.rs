@@ -40,9 +40,15 @@ fn event_types(path: &Path) -> Vec<String> {
 }
 
 /// For two-way sessions the order between what the client sends and what the agent pushes on its own
-/// depends on timing, so each direction is compared on its own.
+/// depends on timing, so each direction is compared on its own. A JSON-RPC agent may push one more
+/// notification (Qwen's late usage update) after it answered the last request and before the recorder
+/// stops reading: what it received is compared up to that last answer, which ends the turn.
 fn by_direction(types: &[String]) -> (Vec<&String>, Vec<&String>) {
-    types.iter().partition(|t| t.starts_with("send:"))
+    let (sent, mut received): (Vec<&String>, Vec<&String>) = types.iter().partition(|t| t.starts_with("send:"));
+    if let Some(last) = received.iter().rposition(|t| t.as_str() == "recv:response") {
+        received.truncate(last + 1);
+    }
+    (sent, received)
 }
 
 async fn reproduces(interface: Interface) {
