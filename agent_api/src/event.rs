@@ -7,8 +7,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::kind::AgentKind;
+use crate::request::ToolCategory;
 use crate::tools_facet::{ToolsFacet, TOOLS_FACET_SCHEMA};
-use crate::universal::{DecidedBy, PermissionStatus, QuestionStatus};
+use crate::universal::{DecidedBy, PermissionDetails, PermissionStatus, QuestionStatus};
 
 mod channel;
 
@@ -169,6 +170,15 @@ pub struct PermissionFacet {
     pub action: String,
     /// Where the request stands.
     pub status: PermissionStatus,
+    /// The category a permission policy decides it by.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub category: Option<ToolCategory>,
+    /// The agent's name for the tool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_name: Option<String>,
+    /// The tool call (its `call_id`, as on the `tool` channel), command, directory and file it concerns.
+    #[serde(flatten)]
+    pub details: PermissionDetails,
     /// Who decided it, once it is resolved.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decided_by: Option<DecidedBy>,
@@ -188,6 +198,9 @@ pub struct QuestionFacet {
     pub status: QuestionStatus,
     /// The answer, once there is one.
     pub response: Option<String>,
+    /// The id of the tool call that asks it, where the agent asks through a tool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<String>,
     /// Who resolved it, once it is resolved.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decided_by: Option<DecidedBy>,

@@ -111,8 +111,15 @@ impl Projector {
                 })
             }
             Body::PermissionRequested(p) | Body::PermissionResolved(p) => {
-                let facet =
-                    PermissionFacet { id: p.permission_id.clone(), action: p.action.clone(), status: p.status, decided_by: p.decided_by };
+                let facet = PermissionFacet {
+                    id: p.permission_id.clone(),
+                    action: p.action.clone(),
+                    status: p.status,
+                    category: p.category,
+                    tool_name: p.tool_name.clone(),
+                    details: p.details.clone(),
+                    decided_by: p.decided_by,
+                };
                 let status = serde_json::to_value(p.status).unwrap_or_default();
                 let message = format!("permission {}: {}", status.as_str().unwrap_or("unknown"), p.action);
                 Some(self.status(Channel::Permission, message).with_data(json!({ "permission": facet })))
@@ -124,6 +131,7 @@ impl Projector {
                     options: q.options.clone(),
                     status: q.status,
                     response: q.response.clone(),
+                    call_id: q.call_id.clone(),
                     decided_by: q.decided_by,
                 };
                 let data = json!({ "question": facet });

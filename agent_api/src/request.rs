@@ -48,7 +48,10 @@ pub enum SessionSelector {
 }
 
 /// A category of tool use that a permission policy can decide on its own.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+///
+/// Permission events carry it in its snake_case form (`shell`, `file_write`, …).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum ToolCategory {
     /// Running shell commands.

@@ -20,6 +20,7 @@
 
 use serde_json::Value;
 
+use crate::request::ToolCategory;
 use crate::run::{RunCompletion, Usage};
 use crate::tools_facet::ToolStatus;
 use crate::universal::{
@@ -60,6 +61,10 @@ pub struct PermissionSummary {
     pub status: PermissionStatus,
     /// Who decided.
     pub decided_by: Option<DecidedBy>,
+    /// The category a policy decides it by.
+    pub category: Option<ToolCategory>,
+    /// The id of the tool call it was for, as in [`ToolCallSummary::call_id`].
+    pub call_id: Option<String>,
 }
 
 /// What one finished run did.
@@ -99,6 +104,8 @@ impl RunSummary {
                     action: p.action.clone(),
                     status: p.status,
                     decided_by: None,
+                    category: p.category,
+                    call_id: p.details.call_id.clone(),
                 }),
                 Body::PermissionResolved(p) => {
                     if let Some(asked) = summary.permissions.iter_mut().rev().find(|s| s.id == p.permission_id) {

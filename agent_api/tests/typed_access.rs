@@ -3,9 +3,10 @@
 use agent_api::projection::Projector;
 use agent_api::tools_facet::{ToolPhase, ToolStatus};
 use agent_api::universal::{
-    DecidedBy, ItemRole, NewItem, PermissionStatus, QuestionStatus, ReasoningVisibility, SessionEnd, ToolMeta, Transcript, UniversalEvent,
+    DecidedBy, ItemRole, NewItem, PermissionDetails, PermissionEventData, PermissionStatus, QuestionStatus, ReasoningVisibility,
+    SessionEnd, ToolMeta, Transcript, UniversalEvent,
 };
-use agent_api::{AgentError, AgentKind, AgentWrapperEvent, AgentWrapperEventKind, Channel};
+use agent_api::{AgentError, AgentKind, AgentWrapperEvent, AgentWrapperEventKind, Channel, ToolCategory};
 
 /// A transcript with one of everything, and both views of it.
 fn one_of_everything() -> (Vec<UniversalEvent>, Vec<AgentWrapperEvent>) {
@@ -15,7 +16,10 @@ fn one_of_everything() -> (Vec<UniversalEvent>, Vec<AgentWrapperEvent>) {
     t.complete_item(&thinking);
     let meta = ToolMeta { kind: "command_execution".into(), tool_name: Some("Bash".into()), exit_code: Some(0), ..ToolMeta::default() };
     let call = t.start_item(NewItem::tool_call("Bash", r#"{"command":"ls -la"}"#, "call_1").tool(meta));
-    t.permission_requested("perm_1", "Bash: ls -la", None);
+    let mut request = PermissionEventData::requested("perm_1", "Bash: ls -la");
+    request.category = Some(ToolCategory::Shell);
+    request.details = PermissionDetails::default().call_id(Some("call_1")).command(Some("ls -la"));
+    t.record_permission_request(request);
     t.permission_resolved("perm_1", true, DecidedBy::Caller).unwrap();
     t.complete_item(&call);
     t.question_requested("q_1", "Which colour?", vec!["red".into(), "blue".into()]);
@@ -62,6 +66,10 @@ fn wrapper_permission_and_question_events_expose_what_they_are_about() {
     assert_eq!(permissions.iter().map(|p| p.status).collect::<Vec<_>>(), [PermissionStatus::Requested, PermissionStatus::Approved]);
     assert!(permissions.iter().all(|p| p.id == "perm_1" && p.action == "Bash: ls -la"));
     assert_eq!(permissions.iter().map(|p| p.decided_by).collect::<Vec<_>>(), [None, Some(DecidedBy::Caller)]);
+    // Each links to its tool call, on both events, by the facet's `tool_use_id`.
+    let call_id = wrapper.iter().find_map(AgentWrapperEvent::tools_facet).and_then(|f| f.tool_use_id).unwrap();
+    assert!(permissions.iter().all(|p| p.details.call_id.as_deref() == Some(call_id.as_str())));
+    assert!(permissions.iter().all(|p| p.category == Some(ToolCategory::Shell) && p.details.command.as_deref() == Some("ls -la")));
     let questions: Vec<_> = wrapper.iter().filter_map(AgentWrapperEvent::question).collect();
     assert_eq!(questions[0].options, ["red", "blue"]);
     assert_eq!((questions[1].status, questions[1].response.as_deref()), (QuestionStatus::Answered, Some("blue")));

@@ -26,52 +26,13 @@
 
 use std::collections::{HashMap, HashSet};
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::error::AgentError;
 use crate::request::{PermissionPolicy, PermissionRule, ToolCategory};
 use crate::run::{PermissionDecision, QuestionAnswer};
-use crate::universal::{DecidedBy, Transcript};
-
-/// What is known of the action a permission request is about, where the agent says it.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct PermissionDetails {
-    /// The shell command.
-    pub command: Option<String>,
-    /// The directory it would run in.
-    pub cwd: Option<String>,
-    /// Why the agent asks.
-    pub reason: Option<String>,
-    /// The file it would read or change.
-    pub file: Option<String>,
-}
-
-impl PermissionDetails {
-    /// Sets the shell command, when known.
-    pub fn command(mut self, command: Option<impl Into<String>>) -> Self {
-        self.command = command.map(Into::into);
-        self
-    }
-
-    /// Sets the working directory, when known.
-    pub fn cwd(mut self, cwd: Option<impl Into<String>>) -> Self {
-        self.cwd = cwd.map(Into::into);
-        self
-    }
-
-    /// Sets the agent's reason, when known.
-    pub fn reason(mut self, reason: Option<impl Into<String>>) -> Self {
-        self.reason = reason.map(Into::into);
-        self
-    }
-
-    /// Sets the file, when known.
-    pub fn file(mut self, file: Option<impl Into<String>>) -> Self {
-        self.file = file.map(Into::into);
-        self
-    }
-}
+pub use crate::universal::PermissionDetails;
+use crate::universal::{DecidedBy, PermissionEventData, QuestionEventData, Transcript};
 
 /// One permission request, as a backend describes it to the kit.
 #[derive(Debug, Clone, PartialEq)]
@@ -85,9 +46,9 @@ pub struct PermissionRequest {
     pub action: String,
     /// The agent's tool name, when there is one.
     pub tool_name: Option<String>,
-    /// The typed details.
+    /// The typed details: the tool call it is for, command, directory, file, reason.
     pub details: PermissionDetails,
-    /// More context for the event's `metadata` (an object; the typed fields are added to it).
+    /// More context for the event's `metadata`.
     pub metadata: Option<Value>,
 }
 
@@ -115,22 +76,14 @@ impl PermissionRequest {
         self
     }
 
-    /// The event's metadata: the backend's object plus `tool_name`, `category` and the details.
-    fn event_metadata(&self) -> Value {
-        let mut map = match &self.metadata {
-            Some(Value::Object(map)) => map.clone(),
-            Some(other) => Map::from_iter([("context".to_string(), other.clone())]),
-            None => Map::new(),
-        };
-        map.insert("category".into(), self.category.as_str().into());
-        let d = &self.details;
-        let typed = [("tool_name", &self.tool_name), ("command", &d.command), ("cwd", &d.cwd), ("reason", &d.reason), ("file", &d.file)];
-        for (key, value) in typed {
-            if let Some(value) = value {
-                map.insert(key.into(), value.as_str().into());
-            }
-        }
-        Value::Object(map)
+    /// The `permission.requested` event's data.
+    fn event_data(&self) -> PermissionEventData {
+        let mut data = PermissionEventData::requested(self.id.clone(), self.action.clone());
+        data.category = Some(self.category);
+        data.tool_name = self.tool_name.clone();
+        data.details = self.details.clone();
+        data.metadata = self.metadata.clone();
+        data
     }
 }
 
@@ -144,12 +97,20 @@ pub struct QuestionRequest {
     pub prompt: String,
     /// The offered answers (empty for free text).
     pub options: Vec<String>,
+    /// The id of the tool call that asks it, where the agent asks through a tool.
+    pub call_id: Option<String>,
 }
 
 impl QuestionRequest {
     /// A question with its offered answers.
     pub fn new(id: impl Into<String>, prompt: impl Into<String>, options: Vec<String>) -> Self {
-        Self { id: id.into(), prompt: prompt.into(), options }
+        Self { id: id.into(), prompt: prompt.into(), options, call_id: None }
+    }
+
+    /// Sets the id of the tool call that asks it.
+    pub fn call_id(mut self, call_id: Option<impl Into<String>>) -> Self {
+        self.call_id = call_id.map(Into::into);
+        self
     }
 }
 
@@ -209,7 +170,7 @@ impl<P, Q> Hitl<P, Q> {
     /// it, records `permission.resolved` at once and returns the decision to send. Otherwise it
     /// waits for the caller ([`Hitl::decide_permission`]) and `None` is returned.
     pub fn request_permission(&mut self, t: &mut Transcript, request: PermissionRequest, native: P) -> Option<Decided<P>> {
-        t.permission_requested(request.id.clone(), request.action.clone(), Some(request.event_metadata()));
+        t.record_permission_request(request.event_data());
         let decision = match self.policy.as_ref().map(|p| p.rule(request.category)) {
             Some(PermissionRule::Approve) => PermissionDecision::Allow,
             Some(PermissionRule::Deny) => PermissionDecision::Deny { message: Some("Denied by the run's permission policy.".into()) },
@@ -264,7 +225,9 @@ impl<P, Q> Hitl<P, Q> {
 
     /// The agent asks a question; it waits for the caller ([`Hitl::answer_question`]).
     pub fn request_question(&mut self, t: &mut Transcript, request: QuestionRequest, native: Q) {
-        t.question_requested(request.id.clone(), request.prompt, request.options);
+        let mut data = QuestionEventData::requested(request.id.clone(), request.prompt, request.options);
+        data.call_id = request.call_id;
+        t.record_question(data);
         self.questions.insert(request.id, native);
     }
 

@@ -13,7 +13,7 @@ mod types;
 pub use item::{ContentPart, FileAction, ItemKind, ItemRole, ItemStatus, ReasoningVisibility, ToolCallRef, ToolMeta, UniversalItem};
 pub use transcript::{NewItem, SessionEnd, Transcript, TranscriptLimits};
 pub use types::{
-    AgentUnparsedData, DecidedBy, ErrorData, EventSource, ItemDeltaData, ItemEventData, PermissionEventData, PermissionStatus,
-    QuestionEventData, QuestionStatus, SessionEndReason, SessionEndedData, SessionStartedData, StderrOutput, TerminatedBy, UniversalEvent,
-    UniversalEventBody,
+    AgentUnparsedData, DecidedBy, ErrorData, EventSource, ItemDeltaData, ItemEventData, PermissionDetails, PermissionEventData,
+    PermissionStatus, QuestionEventData, QuestionStatus, SessionEndReason, SessionEndedData, SessionStartedData, StderrOutput,
+    TerminatedBy, UniversalEvent, UniversalEventBody,
 };

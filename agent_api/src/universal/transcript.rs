@@ -418,13 +418,15 @@ impl Transcript {
     /// The agent asks for permission; answer it with `RunControl::respond_permission(id, …)`.
     /// Backends go through `agent_api::kit::hitl`, which applies the policy and resolves it once.
     pub fn permission_requested(&mut self, permission_id: impl Into<String>, action: impl Into<String>, metadata: Option<Value>) {
-        let data = PermissionEventData {
-            permission_id: permission_id.into(),
-            action: action.into(),
-            status: PermissionStatus::Requested,
-            metadata,
-            decided_by: None,
-        };
+        let mut data = PermissionEventData::requested(permission_id, action);
+        data.metadata = metadata;
+        self.record_permission_request(data);
+    }
+
+    /// Records a permission request with its typed fields (`data.status` is set to requested).
+    pub fn record_permission_request(&mut self, mut data: PermissionEventData) {
+        data.status = PermissionStatus::Requested;
+        data.decided_by = None;
         self.permissions.insert(data.permission_id.clone(), data.clone());
         self.emit(EventSource::Agent, UniversalEventBody::PermissionRequested(data));
     }
@@ -446,14 +448,14 @@ impl Transcript {
 
     /// The agent asks a question; answer it with `RunControl::answer_question(id, …)`.
     pub fn question_requested(&mut self, question_id: impl Into<String>, prompt: impl Into<String>, options: Vec<String>) {
-        let data = QuestionEventData {
-            question_id: question_id.into(),
-            prompt: prompt.into(),
-            options,
-            response: None,
-            status: QuestionStatus::Requested,
-            decided_by: None,
-        };
+        self.record_question(QuestionEventData::requested(question_id, prompt, options));
+    }
+
+    /// Records a question with its typed fields (`data.status` is set to requested).
+    pub fn record_question(&mut self, mut data: QuestionEventData) {
+        data.status = QuestionStatus::Requested;
+        data.decided_by = None;
+        data.response = None;
         self.questions.insert(data.question_id.clone(), data.clone());
         self.emit(EventSource::Agent, UniversalEventBody::QuestionRequested(data));
     }

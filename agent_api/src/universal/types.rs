@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::item::UniversalItem;
+use crate::request::ToolCategory;
 
 /// One event of the universal transcript.
 ///
@@ -319,8 +320,68 @@ pub enum PermissionStatus {
     Denied,
 }
 
+/// What a permission request concerns, in typed fields: each is absent where the agent does not say.
+///
+/// ```
+/// use agent_api::universal::PermissionDetails;
+/// let details = PermissionDetails::default().call_id(Some("toolu_1")).command(Some("ls -la"));
+/// assert_eq!(details.call_id.as_deref(), Some("toolu_1"));
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct PermissionDetails {
+    /// The id of the tool call the request is for, as the tool call item's `call_id` has it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<String>,
+    /// The shell command.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// The directory it would run in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// The file or directory it would read or change.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    /// Why the agent asks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+impl PermissionDetails {
+    /// Sets the id of the tool call the request is for, when known.
+    pub fn call_id(mut self, call_id: Option<impl Into<String>>) -> Self {
+        self.call_id = call_id.map(Into::into);
+        self
+    }
+
+    /// Sets the shell command, when known.
+    pub fn command(mut self, command: Option<impl Into<String>>) -> Self {
+        self.command = command.map(Into::into);
+        self
+    }
+
+    /// Sets the working directory, when known.
+    pub fn cwd(mut self, cwd: Option<impl Into<String>>) -> Self {
+        self.cwd = cwd.map(Into::into);
+        self
+    }
+
+    /// Sets the file, when known.
+    pub fn file(mut self, file: Option<impl Into<String>>) -> Self {
+        self.file = file.map(Into::into);
+        self
+    }
+
+    /// Sets the agent's reason, when known.
+    pub fn reason(mut self, reason: Option<impl Into<String>>) -> Self {
+        self.reason = reason.map(Into::into);
+        self
+    }
+}
+
 /// Data of `permission.requested` and `permission.resolved`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct PermissionEventData {
     /// The id to answer with `RunControl::respond_permission`.
     pub permission_id: String,
@@ -328,12 +389,37 @@ pub struct PermissionEventData {
     pub action: String,
     /// Where the request stands.
     pub status: PermissionStatus,
-    /// Context such as the tool input.
+    /// The category a permission policy decides it by.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub category: Option<ToolCategory>,
+    /// The agent's name for the tool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_name: Option<String>,
+    /// The tool call, command, directory and file it concerns (flattened into `data`).
+    #[serde(flatten)]
+    pub details: PermissionDetails,
+    /// The backend's further context, such as the tool input.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Value>,
     /// Who decided, on `permission.resolved` (absent while requested).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decided_by: Option<DecidedBy>,
+}
+
+impl PermissionEventData {
+    /// A request waiting for a decision, with no category, tool, details or metadata yet.
+    pub fn requested(permission_id: impl Into<String>, action: impl Into<String>) -> Self {
+        Self {
+            permission_id: permission_id.into(),
+            action: action.into(),
+            status: PermissionStatus::Requested,
+            category: None,
+            tool_name: None,
+            details: PermissionDetails::default(),
+            metadata: None,
+            decided_by: None,
+        }
+    }
 }
 
 /// Status of a question.
@@ -350,6 +436,7 @@ pub enum QuestionStatus {
 
 /// Data of `question.requested` and `question.resolved`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct QuestionEventData {
     /// The id to answer with `RunControl::answer_question`.
     pub question_id: String,
@@ -362,9 +449,27 @@ pub struct QuestionEventData {
     pub response: Option<String>,
     /// Where the question stands.
     pub status: QuestionStatus,
+    /// The id of the tool call that asks it, where the agent asks through a tool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<String>,
     /// Who decided, on `question.resolved` (absent while requested).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decided_by: Option<DecidedBy>,
+}
+
+impl QuestionEventData {
+    /// A question waiting for an answer.
+    pub fn requested(question_id: impl Into<String>, prompt: impl Into<String>, options: Vec<String>) -> Self {
+        Self {
+            question_id: question_id.into(),
+            prompt: prompt.into(),
+            options,
+            response: None,
+            status: QuestionStatus::Requested,
+            call_id: None,
+            decided_by: None,
+        }
+    }
 }
 
 /// Who resolved a permission request or a question (`decided_by` on the resolved event).

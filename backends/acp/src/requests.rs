@@ -150,14 +150,14 @@ impl Requests {
         let kind = fields.kind.unwrap_or_default();
         let title = fields.title.clone().unwrap_or_default();
         let path = fields.locations.as_ref().and_then(|l| l.first()).map(|l| l.path.display().to_string());
-        let mut details = PermissionDetails::default().file(path);
+        let mut details = PermissionDetails::default().call_id(Some(request.tool_call.tool_call_id.0.as_ref())).file(path);
         if kind == ToolKind::Execute {
             details = details.command(Some(utf8_prefix(&title, 2048)));
         }
         let action = format!("{}: {}", kind_name(kind), utf8_prefix(&title, 256));
         let options: Vec<Value> =
             request.options.iter().map(|o| json!({"option_id": o.option_id.0.as_ref(), "kind": to_value(&o.kind)})).collect();
-        let metadata = json!({"tool_call_id": request.tool_call.tool_call_id.0.as_ref(), "options": options});
+        let metadata = json!({"options": options});
         let native =
             PermissionRequest::new(id_key(&id), category(kind), action).tool_name(kind_name(kind)).details(details).metadata(metadata);
         let tool_call_id = request.tool_call.tool_call_id.0.to_string();

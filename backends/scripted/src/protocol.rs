@@ -81,11 +81,10 @@ impl ScriptedProtocol {
                 ctx.transcript.complete_item(&id);
             }
             AgentLine::PermissionRequest { request_id, call_id, summary } => {
-                let details = PermissionDetails::default().command(Some(summary.as_str()));
+                let details = PermissionDetails::default().call_id(Some(call_id)).command(Some(summary.as_str()));
                 let request = PermissionRequest::new(request_id, ToolCategory::Shell, format!("shell: {summary}"))
                     .tool_name("shell")
-                    .details(details)
-                    .metadata(json!({ "call_id": call_id }));
+                    .details(details);
                 if let Some(decided) = self.hitl.request_permission(ctx.transcript, request, ()) {
                     let allow = decided.decision.is_approval();
                     Self::send(ctx, &ClientLine::PermissionResponse { request_id: decided.id, allow });

@@ -250,6 +250,27 @@ pub(crate) fn universal_problems(events: &[UniversalEvent], out: &mut Vec<String
     for id in open {
         out.push(format!("item {id} is still in progress at the end"));
     }
+    approved_calls_have_tool_items(events, out);
+}
+
+/// An approved permission that names its tool call (`call_id`) is followed through: the tool call
+/// shows in the transcript as a tool call item with that `call_id`, so a caller can link the two.
+fn approved_calls_have_tool_items(events: &[UniversalEvent], out: &mut Vec<String>) {
+    let calls: HashSet<&str> = events
+        .iter()
+        .filter_map(|e| match &e.body {
+            UniversalEventBody::ItemStarted(d) | UniversalEventBody::ItemCompleted(d) => d.item.tool_call().map(|c| c.call_id),
+            _ => None,
+        })
+        .collect();
+    for event in events {
+        if let UniversalEventBody::PermissionResolved(p) = &event.body {
+            let approved = p.status == agent_api::universal::PermissionStatus::Approved;
+            if let Some(call_id) = p.details.call_id.as_deref().filter(|id| approved && !calls.contains(id)) {
+                out.push(format!("approved permission {} names tool call {call_id}, which no tool call item has", p.permission_id));
+            }
+        }
+    }
 }
 
 pub(crate) fn wrapper_problems(run: &RunRecord, out: &mut Vec<String>) {
@@ -293,4 +314,37 @@ pub(crate) fn wrapper_problems(run: &RunRecord, out: &mut Vec<String>) {
 pub fn assert_conformant(run: &RunRecord) {
     let problems = problems(run);
     assert!(problems.is_empty(), "the run breaks the specs:\n- {}", problems.join("\n- "));
+}
+
+#[cfg(test)]
+mod tests {
+    use agent_api::kit::hitl::{Hitl, PermissionDetails, PermissionRequest};
+    use agent_api::universal::{NewItem, Transcript};
+    use agent_api::{PermissionPolicy, ToolCategory};
+
+    /// A transcript with one approved permission for `call_1`, and a tool call item for `item_call_id`.
+    fn approved_call(item_call_id: Option<&str>) -> Vec<String> {
+        let mut t = Transcript::new("sess_1".into(), false);
+        let mut hitl: Hitl<(), ()> = Hitl::live(PermissionPolicy::ApproveAll);
+        let details = PermissionDetails::default().call_id(Some("call_1"));
+        hitl.request_permission(&mut t, PermissionRequest::new("p1", ToolCategory::Shell, "shell: ls").details(details), ());
+        if let Some(call_id) = item_call_id {
+            let id = t.start_item(NewItem::tool_call("shell", "{}", call_id));
+            t.complete_item(&id);
+        }
+        t.end(agent_api::universal::SessionEnd::completed());
+        let events: Vec<_> = t.drain().collect();
+        let mut out = Vec::new();
+        super::universal_problems(&events, &mut out);
+        out
+    }
+
+    #[test]
+    fn an_approved_permission_must_name_a_tool_call_of_the_transcript() {
+        assert_eq!(approved_call(Some("call_1")), Vec::<String>::new());
+        let problems = approved_call(Some("call_2"));
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(problems[0].contains("call_1"), "{problems:?}");
+        assert_eq!(approved_call(None).len(), 1);
+    }
 }

@@ -23,6 +23,8 @@ async fn an_approved_tool_call_is_summed_up_with_its_command_exit_code_and_decis
     assert!(call.output_bytes > 0);
     assert_eq!(summary.permissions.len(), 1);
     assert_eq!((summary.permissions[0].status, summary.permissions[0].decided_by), (PermissionStatus::Approved, Some(DecidedBy::Policy)));
+    assert_eq!(summary.permissions[0].call_id.as_deref(), Some(call.call_id.as_str()), "the permission names its tool call");
+    assert_eq!(summary.permissions[0].category, Some(agent_api::ToolCategory::Shell));
 }
 
 #[tokio::test]

@@ -62,19 +62,24 @@ fn every_policy_decides_every_category_and_records_both_events() {
 fn the_requested_event_carries_the_typed_details() {
     let mut t = transcript();
     let mut hitl: Hitl<(), ()> = Hitl::live(PermissionPolicy::Ask);
-    let details = PermissionDetails::default().command(Some("ls -la")).cwd(Some("/w"));
+    let details = PermissionDetails::default().call_id(Some("toolu_1")).command(Some("ls -la")).cwd(Some("/w"));
     let req =
         request("p1", ToolCategory::Shell).tool_name("Bash").details(details).metadata(serde_json::json!({"input": {"command": "ls -la"}}));
     hitl.request_permission(&mut t, req, ());
     let event = t.drain().nth(1).unwrap();
     let UniversalEventBody::PermissionRequested(p) = &event.body else { panic!("{event:?}") };
-    let meta = p.metadata.as_ref().unwrap();
-    assert_eq!(meta["category"], "shell");
-    assert_eq!(meta["tool_name"], "Bash");
-    assert_eq!(meta["command"], "ls -la");
-    assert_eq!(meta["cwd"], "/w");
-    assert_eq!(meta["input"]["command"], "ls -la");
-    assert!(meta.get("file").is_none());
+    assert_eq!(p.category, Some(ToolCategory::Shell));
+    assert_eq!(p.tool_name.as_deref(), Some("Bash"));
+    assert_eq!(
+        (p.details.call_id.as_deref(), p.details.command.as_deref(), p.details.cwd.as_deref()),
+        (Some("toolu_1"), Some("ls -la"), Some("/w"))
+    );
+    assert_eq!(p.details.file, None);
+    assert_eq!(p.metadata.as_ref().unwrap()["input"]["command"], "ls -la");
+    // On the wire the typed fields sit beside the id, where a reader of the JSON expects them.
+    let json = serde_json::to_value(p).unwrap();
+    assert_eq!((&json["category"], &json["call_id"], &json["command"]), (&"shell".into(), &"toolu_1".into(), &"ls -la".into()));
+    assert!(json.get("file").is_none());
     assert_eq!(p.decided_by, None);
 }
 
@@ -105,7 +110,8 @@ fn a_policy_decided_request_cannot_be_answered_again() {
 fn questions_always_go_to_the_caller_whatever_the_policy() {
     let mut t = transcript();
     let mut hitl: Hitl<(), (String, usize)> = Hitl::live(PermissionPolicy::ApproveAll);
-    hitl.request_question(&mut t, QuestionRequest::new("q/0", "Colour?", vec!["Red".into(), "Blue".into()]), ("q".into(), 0));
+    let colour = QuestionRequest::new("q/0", "Colour?", vec!["Red".into(), "Blue".into()]).call_id(Some("toolu_ask"));
+    hitl.request_question(&mut t, colour, ("q".into(), 0));
     hitl.request_question(&mut t, QuestionRequest::new("q/1", "Size?", vec![]), ("q".into(), 1));
     assert_eq!(hitl.question("q/1"), Some(&("q".to_string(), 1)));
     let answered = hitl.answer_question(&mut t, "q/0", QuestionAnswer::Text("Blue".into())).unwrap();
@@ -116,15 +122,17 @@ fn questions_always_go_to_the_caller_whatever_the_policy() {
     let resolved: Vec<_> = t
         .drain()
         .filter_map(|e| match &e.body {
-            UniversalEventBody::QuestionResolved(q) => Some((q.question_id.clone(), q.status, q.response.clone(), e.decided_by())),
+            UniversalEventBody::QuestionResolved(q) => {
+                Some((q.question_id.clone(), q.status, q.response.clone(), e.decided_by(), q.call_id.clone()))
+            }
             _ => None,
         })
         .collect();
     assert_eq!(
         resolved,
         [
-            ("q/0".to_string(), QuestionStatus::Answered, Some("Blue".to_string()), Some(DecidedBy::Caller)),
-            ("q/1".to_string(), QuestionStatus::Rejected, None, Some(DecidedBy::Cancel)),
+            ("q/0".to_string(), QuestionStatus::Answered, Some("Blue".to_string()), Some(DecidedBy::Caller), Some("toolu_ask".to_string())),
+            ("q/1".to_string(), QuestionStatus::Rejected, None, Some(DecidedBy::Cancel), None),
         ]
     );
 }

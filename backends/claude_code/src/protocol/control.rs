@@ -121,11 +121,12 @@ impl ClaudeProtocol {
         }
         let text = |v: Option<&Value>| v.and_then(Value::as_str).map(|s| agent_api::bounds::utf8_prefix(s, 2048).to_string());
         let details = PermissionDetails::default()
+            .call_id(tool_use_id.clone())
             .command(text(input.get("command")))
             .file(text(input.get("file_path").or_else(|| input.get("notebook_path")).or_else(|| request.get("blocked_path"))))
             .reason(text(request.get("decision_reason")));
-        let mut metadata = json!({ "input": input, "tool_use_id": tool_use_id });
-        for key in ["description", "blocked_path", "decision_reason", "title"] {
+        let mut metadata = json!({ "input": input });
+        for key in ["description", "blocked_path", "title"] {
             if let Some(value) = request.get(key).filter(|v| !v.is_null()) {
                 metadata[key] = value.clone();
             }
@@ -178,7 +179,7 @@ impl ClaudeProtocol {
                 .flatten()
                 .filter_map(|o| o.get("label").and_then(Value::as_str).or_else(|| o.as_str()).map(str::to_string))
                 .collect();
-            let kit_question = QuestionRequest::new(format!("{request_id}/{n}"), text.clone(), options);
+            let kit_question = QuestionRequest::new(format!("{request_id}/{n}"), text.clone(), options).call_id(tool_use_id.clone());
             self.hitl.request_question(ctx.transcript, kit_question, (request_id.to_string(), n));
             texts.push(text);
         }

@@ -122,6 +122,7 @@ impl Requests {
         let key = id_key(&id);
         let permission = |action: &str, category: ToolCategory, reply: Reply, metadata: Value| {
             let details = PermissionDetails::default()
+                .call_id(text(params.get("itemId").or_else(|| params.get("callId"))))
                 .command(text(params.get("command")))
                 .cwd(text(params.get("cwd")))
                 .reason(text(params.get("reason")))
@@ -132,24 +133,24 @@ impl Requests {
             "item/commandExecution/requestApproval" => {
                 let network = params.get("networkApprovalContext").is_some_and(|v| !v.is_null());
                 let category = if network { ToolCategory::Network } else { ToolCategory::Shell };
-                let meta = json!({"method": method, "item_id": params.get("itemId"), "command": bounded(params.get("command")), "cwd": bounded(params.get("cwd")), "reason": bounded(params.get("reason"))});
+                let meta = json!({"method": method});
                 permission("command_execution", category, Reply::Decision, meta)
             }
             "item/fileChange/requestApproval" => {
-                let meta = json!({"method": method, "item_id": params.get("itemId"), "reason": bounded(params.get("reason")), "grant_root": bounded(params.get("grantRoot"))});
+                let meta = json!({"method": method});
                 permission("file_change", ToolCategory::FileWrite, Reply::Decision, meta)
             }
             "item/permissions/requestApproval" => {
                 let requested = params.get("permissions").cloned().unwrap_or(json!({}));
-                let meta = json!({"method": method, "item_id": params.get("itemId"), "reason": bounded(params.get("reason")), "permissions": bounded(Some(&requested))});
+                let meta = json!({"method": method, "permissions": bounded(Some(&requested))});
                 permission("permissions", ToolCategory::Other, Reply::Permissions { requested }, meta)
             }
             "execCommandApproval" => {
-                let meta = json!({"method": method, "item_id": params.get("callId"), "command": bounded(params.get("command")), "cwd": bounded(params.get("cwd"))});
+                let meta = json!({"method": method});
                 permission("command_execution", ToolCategory::Shell, Reply::Review, meta)
             }
             "applyPatchApproval" => {
-                let meta = json!({"method": method, "item_id": params.get("callId"), "reason": bounded(params.get("reason"))});
+                let meta = json!({"method": method});
                 permission("file_change", ToolCategory::FileWrite, Reply::Review, meta)
             }
             "item/tool/requestUserInput" => return self.user_input(t, peer, key, id, &params),
@@ -180,6 +181,7 @@ impl Requests {
 
     fn user_input(&mut self, t: &mut Transcript, peer: &RpcPeer<super::Pending>, key: String, id: Value, params: &Value) -> Vec<Value> {
         let questions = params.get("questions").and_then(Value::as_array).cloned().unwrap_or_default();
+        let call_id = text(params.get("itemId"));
         let mut ids = Vec::new();
         for (i, q) in questions.iter().enumerate() {
             let qid = q.get("id").and_then(Value::as_str).map(str::to_string).unwrap_or_else(|| i.to_string());
@@ -192,7 +194,8 @@ impl Requests {
                 .and_then(Value::as_array)
                 .map(|o| o.iter().filter_map(|o| o.get("label").and_then(Value::as_str).map(str::to_string)).collect())
                 .unwrap_or_default();
-            self.hitl.request_question(t, QuestionRequest::new(question_id.clone(), prompt, options), (key.clone(), qid));
+            let question = QuestionRequest::new(question_id.clone(), prompt, options).call_id(call_id.clone());
+            self.hitl.request_question(t, question, (key.clone(), qid));
             ids.push(question_id);
         }
         self.inputs.insert(key.clone(), PendingInput { rpc_id: id, elicitation: false, question_ids: ids, answers: BTreeMap::new() });

@@ -104,7 +104,7 @@ fn permission_asked(p: &mut ServeProtocol, props: &Value, ctx: &mut Ctx<'_>) {
     };
     let request = PermissionRequest::new(id, category(permission), action)
         .tool_name(permission)
-        .details(PermissionDetails::default().command(command).file(file));
+        .details(PermissionDetails::default().call_id(str_at(props, "/tool/callID")).command(command).file(file));
     if let Some(decided) = p.hitl.request_permission(ctx.transcript, request, id.to_string()) {
         if p.plan.is_some() {
             p.reply_permission(ctx, &decided.native, &decided.decision);

@@ -30,7 +30,8 @@ pub(super) fn asked(p: &mut ServeProtocol, props: &Value, ctx: &mut Ctx<'_>) {
         let labels = q.get("options").and_then(Value::as_array).into_iter().flatten();
         let options = labels.filter_map(|o| o.get("label").and_then(Value::as_str)).map(str::to_string).collect();
         let id = format!("{request}/{i}");
-        p.hitl.request_question(ctx.transcript, QuestionRequest::new(id, text, options), (request.to_string(), i));
+        let question = QuestionRequest::new(id, text, options).call_id(props.pointer("/tool/callID").and_then(Value::as_str));
+        p.hitl.request_question(ctx.transcript, question, (request.to_string(), i));
     }
     p.questions.open.insert(request.to_string(), (questions.len(), BTreeMap::new()));
 }
