@@ -98,8 +98,8 @@ impl Protocol for AmpProtocol {
 
     fn on_line(&mut self, line: &[u8], ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
         // The side channel writes its lines with `type` first (see `DelegateRequest::to_bytes`):
-        // a prefix test keeps the shared hot path as it is.
-        if line.starts_with(crate::delegate::REQUEST_PREFIX.as_bytes()) {
+        // a look at the first key keeps the shared hot path as it is.
+        if crate::delegate::is_request_line(line) {
             return self.on_message(parse_value(line)?, ctx);
         }
         self.inner.on_line(line, ctx)

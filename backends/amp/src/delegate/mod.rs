@@ -28,8 +28,15 @@ use wire::{Channel, Reply, Request, CHANNEL_FILE, DELEGATE_LINK, EXIT_REJECT, MA
 
 /// The `type` of the line a delegated request becomes in the run's native stream.
 pub const REQUEST_TYPE: &str = "agent_api.amp_delegate";
-/// How a delegated request's line starts (its `type` comes first).
-pub const REQUEST_PREFIX: &str = "{\"type\":\"agent_api.amp_delegate\"";
+/// Whether `line` is a delegated request: an object whose first key is `type`, with the value
+/// [`REQUEST_TYPE`] (whitespace allowed between the tokens, as in hand-written transcripts).
+pub fn is_request_line(line: &[u8]) -> bool {
+    fn token<'a>(rest: &'a [u8], token: &[u8]) -> Option<&'a [u8]> {
+        rest.trim_ascii_start().strip_prefix(token)
+    }
+    let rest = token(line, b"{").and_then(|r| token(r, b"\"type\"")).and_then(|r| token(r, b":"));
+    rest.and_then(|r| token(r, b"\"agent_api.amp_delegate\"")).is_some()
+}
 /// The `type` of the run's answer, as a recorded two-way session keeps it (`dir: send`).
 pub const REPLY_TYPE: &str = "agent_api.amp_delegate_reply";
 
@@ -236,7 +243,10 @@ mod tests {
     fn request_lines_start_with_their_type() {
         let request = DelegateRequest { id: "a".into(), tool: "Bash".into(), input: json!({ "cmd": "ls" }) };
         let line = request.to_bytes();
-        assert!(line.starts_with(REQUEST_PREFIX.as_bytes()), "{}", String::from_utf8_lossy(&line));
+        assert!(is_request_line(&line), "{}", String::from_utf8_lossy(&line));
+        assert!(is_request_line(br#" { "type" : "agent_api.amp_delegate", "id": "x"}"#));
+        assert!(!is_request_line(br#"{"id":"x","type":"agent_api.amp_delegate"}"#));
+        assert!(!is_request_line(br#"{"type":"assistant"}"#));
     }
 
     #[test]
