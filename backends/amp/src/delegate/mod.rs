@@ -145,9 +145,7 @@ impl DelegateChannel {
     /// ([`agent_api::kit::Transport::with_side_lines`]); they end when the channel is dropped.
     pub fn side_lines(&mut self) -> LineSource {
         let Some(rx) = self.requests.take() else { return futures::stream::empty().boxed() };
-        tokio_stream_of(rx)
-            .map(|request| Ok(SourceItem::Line(Line::Complete(request.to_bytes()))))
-            .boxed()
+        tokio_stream_of(rx).map(|request| Ok(SourceItem::Line(Line::Complete(request.to_bytes())))).boxed()
     }
 }
 

@@ -61,7 +61,8 @@ pub fn ask_sdk(invoked_as: &Path, tool: &str, mut stdin: impl Read) -> i32 {
     if stdin.by_ref().take(MAX_INPUT as u64 + 1).read_to_end(&mut raw).is_err() || raw.len() > MAX_INPUT {
         return EXIT_REJECT;
     }
-    let input: Value = if raw.iter().all(u8::is_ascii_whitespace) { Value::Null } else { serde_json::from_slice(&raw).unwrap_or(Value::Null) };
+    let input: Value =
+        if raw.iter().all(u8::is_ascii_whitespace) { Value::Null } else { serde_json::from_slice(&raw).unwrap_or(Value::Null) };
     let Some(dir) = invoked_as.parent() else { return EXIT_REJECT };
     let Ok(text) = std::fs::read(dir.join(CHANNEL_FILE)) else { return EXIT_REJECT };
     let Ok(channel) = serde_json::from_slice::<Channel>(&text) else { return EXIT_REJECT };

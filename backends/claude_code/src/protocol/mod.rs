@@ -24,10 +24,10 @@ use agent_api::{AgentError, ControlCommand, PermissionPolicy, RunCompletion};
 use serde_json::{json, Value};
 
 use crate::tools::ToolCallInfo;
+pub use control::tool_permission;
 use control::{PendingAsk, PendingPermission};
 use messages::OpenMessage;
 use outcome::Outcome;
-pub use control::tool_permission;
 pub use outcome::ResultError;
 
 /// How the protocol is used.
