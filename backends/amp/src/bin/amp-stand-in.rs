@@ -184,10 +184,12 @@ impl Player {
 
 /// Starts a child that would outlive a careless parent, records it, and never returns.
 fn hang() -> ! {
-    let child = Command::new("sleep").arg("300").spawn().unwrap_or_else(|_| fail("cannot start sleep"));
+    let mut child = Command::new("sleep").arg("300").spawn().unwrap_or_else(|_| fail("cannot start sleep"));
     if let Ok(path) = std::env::var("AMP_STAND_IN_PIDFILE") {
         let _ = std::fs::write(path, child.id().to_string());
     }
+    // Waits as long as the child lives (the run's cancel ends both), then keeps hanging.
+    let _ = child.wait();
     loop {
         std::thread::sleep(std::time::Duration::from_secs(60));
     }
