@@ -3,7 +3,7 @@
 //! What is Amp's own lives here: the permission requests the delegate helper forwards (the
 //! [`crate::delegate::REQUEST_TYPE`] lines of the run's side channel), decided by the kit's
 //! [`Hitl`] engine and answered through [`Replies`]; and the stderr of a run that never started
-//! (see [`crate::errors`]).
+//! (see the `errors` module).
 
 use agent_api::kit::driver::{parse_value, Unparsed};
 use agent_api::kit::hitl::{Decided, Hitl};

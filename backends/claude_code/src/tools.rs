@@ -78,7 +78,9 @@ pub(crate) fn map_result(block: &Value, call: Option<&ToolCallInfo>, structured:
     if kind == "command_execution" {
         let stdout = object.and_then(|s| s.get("stdout")).and_then(Value::as_str);
         let stderr = object.and_then(|s| s.get("stderr")).and_then(Value::as_str);
-        meta.bytes = ToolBytes { stdout: len(stdout), stderr: len(stderr), ..ToolBytes::default() };
+        // Without a structured result (Amp sends none) the output text is all there is to count.
+        let stdout = if object.is_some() { len(stdout) } else { output.len() as u64 };
+        meta.bytes = ToolBytes { stdout, stderr: len(stderr), ..ToolBytes::default() };
         meta.exit_code = exit_code(&output, failed, object);
     }
     if !failed {
