@@ -139,6 +139,20 @@ async fn cancel_mid_turn_leaves_no_process() {
 }
 
 #[tokio::test]
+async fn a_caller_who_never_answers_then_cancels_ends_the_run_and_its_helper() {
+    let dir = tempfile::tempdir().unwrap();
+    let request = RunRequest::new("Run echo hello").with_permissions(PermissionPolicy::Ask).with_working_dir(dir.path());
+    let run = tokio::time::timeout(Duration::from_secs(30), run(&backend("shell.stdout.jsonl"), request, Answers::cancel_at_permission()))
+        .await
+        .expect("the cancel ends the run");
+    assert!(matches!(run.completion, Err(AgentError::Cancelled)), "{:?}", run.completion);
+    let resolved: Vec<_> = run.of_type("permission.resolved").filter_map(|e| e.permission()).map(|p| (p.status, p.decided_by)).collect();
+    assert_eq!(resolved, [(PermissionStatus::Denied, Some(agent_api::universal::DecidedBy::Cancel))]);
+    let left = agent_bench::process::processes_in(dir.path());
+    assert!(left.is_empty(), "the stand-in or its delegate helper survived: {left:?}");
+}
+
+#[tokio::test]
 async fn resume_continues_the_thread_by_id() {
     let thread = "T-5f1c0a2e-7d1b-4c55-9a39-2b8e5e0c1a01";
     let request = RunRequest::new("Again").with_session(SessionSelector::Resume(thread.into()));
