@@ -1,7 +1,8 @@
 //! The pinned real `amp` (`bash tests/bench/install-clis.sh`), in what works offline: no key,
 //! an unreachable server, a server that never answers, and the permission round trip through
 //! `amp permissions test`, which evaluates the settings and really runs the delegate program.
-//! A missing binary fails loudly: it is installed by the project itself.
+//! A missing binary fails loudly (it is installed by the project itself, `tests/run.sh`); with
+//! `AGENT_API_E2E=skip` each test prints a `SKIPPED` line instead, as every end-to-end test does.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -15,11 +16,18 @@ use agent_api_claude_code::ClaudeProtocol;
 use agent_api_conformance::{assert_conformant, record};
 use serde_json::Value;
 
+/// The pinned `amp`, or `None` (after a loud line) under `AGENT_API_E2E=skip`.
+fn installed() -> Option<PathBuf> {
+    let found = agent_bench::clis::cli_dir().map(|dir| dir.join("amp")).filter(|amp| amp.is_file());
+    if found.is_none() && std::env::var("AGENT_API_E2E").is_ok_and(|v| v == "skip") {
+        eprintln!("SKIPPED (AGENT_API_E2E=skip): the pinned amp is not installed");
+        return None;
+    }
+    Some(found.expect("the pinned amp is not installed: run `bash tests/bench/install-clis.sh` (or set AGENT_API_E2E=skip)"))
+}
+
 fn amp() -> PathBuf {
-    let dir = agent_bench::clis::cli_dir().expect("the pinned CLIs are not installed: run `bash tests/bench/install-clis.sh`");
-    let amp = dir.join("amp");
-    assert!(amp.is_file(), "{} is missing: the pinned @ampcode/cli did not install (see tests/bench/install-clis.sh)", amp.display());
-    amp
+    installed().expect("checked by the test's first line")
 }
 
 fn helper() -> PathBuf {
@@ -41,11 +49,13 @@ fn backend(url: &str, home: &std::path::Path) -> AmpBackend {
 
 #[tokio::test]
 async fn the_pinned_version_runs() {
+    let Some(_) = installed() else { return };
     assert_eq!(agent_api::detect::probe_version(&amp()).await.as_deref(), Some(SUPPORTED_VERSIONS[0]));
 }
 
 #[tokio::test]
 async fn no_key_is_a_typed_auth_error_before_spawn() {
+    let Some(_) = installed() else { return };
     let backend = AmpBackend::new(AmpConfig::default().with_binary(amp()).with_delegate_helper(helper()).with_inherit_env(false));
     let err = backend.run(RunRequest::new("hi")).await.unwrap_err();
     assert!(matches!(err, AgentError::Auth { .. }), "{err:?}");
@@ -53,6 +63,7 @@ async fn no_key_is_a_typed_auth_error_before_spawn() {
 
 #[tokio::test]
 async fn a_closed_port_is_one_service_unreachable_error() {
+    let Some(_) = installed() else { return };
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let home = tempfile::tempdir().unwrap();
     let backend = backend(&format!("http://127.0.0.1:{port}"), home.path());
@@ -65,6 +76,7 @@ async fn a_closed_port_is_one_service_unreachable_error() {
 
 #[tokio::test]
 async fn a_server_that_never_answers_ends_by_timeout_or_cancel_with_no_process_left() {
+    let Some(_) = installed() else { return };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     // Accept and hold every connection, answering nothing.
@@ -137,6 +149,7 @@ fn resolved(harness: &mut ProtocolHarness) -> Vec<String> {
 
 #[tokio::test]
 async fn the_permission_round_trip_allows_rejects_and_cancels() {
+    let Some(_) = installed() else { return };
     let caller_allows = |p: &mut AmpProtocol, h: &mut ProtocolHarness, id: &str| {
         let command = ControlCommand::Permission { id: id.to_string(), decision: PermissionDecision::Allow };
         p.on_control(command, &mut h.ctx()).unwrap();
