@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use agent_api::kit::driver::ProtocolHarness;
 use agent_api::kit::Protocol;
-use agent_api::{AgentBackend, AgentError, ControlCommand, PermissionDecision, PermissionPolicy, RunRequest};
+use agent_api::{AgentBackend, AgentError, ControlCommand, PermissionDecision, PermissionPolicy, RunRequest, SessionSelector};
 use agent_api_amp::delegate::DelegateChannel;
-use agent_api_amp::{AmpBackend, AmpConfig, AmpProtocol, SUPPORTED_VERSIONS};
+use agent_api_amp::{AmpBackend, AmpConfig, AmpOptions, AmpProtocol, Interface, SUPPORTED_VERSIONS};
 use agent_api_claude_code::ClaudeProtocol;
 use agent_api_conformance::{assert_conformant, record};
 use serde_json::Value;
@@ -65,13 +65,21 @@ async fn no_key_is_a_typed_auth_error_before_spawn() {
 async fn a_closed_port_is_one_service_unreachable_error() {
     let Some(_) = installed() else { return };
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let home = tempfile::tempdir().unwrap();
-    let backend = backend(&format!("http://127.0.0.1:{port}"), home.path());
-    let run = record(backend.run(RunRequest::new("hi").with_timeout(Duration::from_secs(60))).await.unwrap()).await;
-    assert_conformant(&run);
-    assert!(matches!(run.completion, Err(AgentError::ServiceUnreachable { .. })), "{:?}", run.completion);
-    assert_eq!(run.universal.iter().filter(|e| e.is_terminal_error()).count(), 1);
-    assert_eq!(run.of_type("agent.unparsed").count(), 0, "stderr is not a parse failure");
+    // Two-way, one-way, and a resumed thread: amp takes each command line and fails the same way.
+    let requests = [
+        RunRequest::new("hi"),
+        RunRequest::new("hi").with_options(&AmpOptions::default().interface(Interface::OneWay)),
+        RunRequest::new("hi").with_session(SessionSelector::Resume("T-5f1c0a2e-7d1b-4c55-9a39-2b8e5e0c1a01".into())),
+    ];
+    for request in requests {
+        let home = tempfile::tempdir().unwrap();
+        let backend = backend(&format!("http://127.0.0.1:{port}"), home.path());
+        let run = record(backend.run(request.with_timeout(Duration::from_secs(60))).await.unwrap()).await;
+        assert_conformant(&run);
+        assert!(matches!(run.completion, Err(AgentError::ServiceUnreachable { .. })), "{:?}", run.completion);
+        assert_eq!(run.universal.iter().filter(|e| e.is_terminal_error()).count(), 1);
+        assert_eq!(run.of_type("agent.unparsed").count(), 0, "stderr is not a parse failure");
+    }
 }
 
 #[tokio::test]
