@@ -195,7 +195,10 @@ async fn serve(stream: UnixStream, secret: Arc<str>, replies: Replies, tx: mpsc:
     let (read, mut write) = stream.into_split();
     let mut line = Vec::new();
     let limit = (MAX_INPUT + 64 * 1024) as u64;
-    if BufReader::new(read.take(limit)).read_until(b'\n', &mut line).await.is_err() {
+    // The helper writes its one line at once: a peer that holds the connection silent is dropped.
+    let mut reader = BufReader::new(read.take(limit));
+    let read_line = reader.read_until(b'\n', &mut line);
+    if !matches!(tokio::time::timeout(std::time::Duration::from_secs(10), read_line).await, Ok(Ok(_))) {
         return;
     }
     let exit = match serde_json::from_slice::<Request>(&line) {
@@ -245,6 +248,27 @@ mod tests {
         assert!(is_request_line(br#" { "type" : "agent_api.amp_delegate", "id": "x"}"#));
         assert!(!is_request_line(br#"{"id":"x","type":"agent_api.amp_delegate"}"#));
         assert!(!is_request_line(br#"{"type":"assistant"}"#));
+    }
+
+    #[tokio::test]
+    async fn a_helper_with_the_secret_gets_the_runs_answer_and_one_without_is_rejected_unheard() {
+        let mut channel = DelegateChannel::open(Path::new("/bin/true")).unwrap();
+        let program = channel.program();
+        let asking = tokio::task::spawn_blocking(move || wire::ask_sdk(&program, "Bash", &br#"{"cmd":"ls"}"#[..]));
+        let request = channel.next_request().await.unwrap();
+        assert_eq!((request.tool.as_str(), &request.input), ("Bash", &json!({ "cmd": "ls" })));
+        assert!(channel.replies().answer(&request.id, wire::EXIT_ALLOW));
+        assert_eq!(asking.await.unwrap(), wire::EXIT_ALLOW);
+
+        let channel_file: Channel = serde_json::from_slice(&std::fs::read(channel.dir.path().join(CHANNEL_FILE)).unwrap()).unwrap();
+        let mut stream = tokio::net::UnixStream::connect(&channel_file.socket).await.unwrap();
+        let forged = serde_json::to_vec(&Request { secret: "guess".into(), tool: "Bash".into(), input: json!({}) }).unwrap();
+        stream.write_all(&[forged, b"\n".to_vec()].concat()).await.unwrap();
+        let mut answer = String::new();
+        tokio::io::AsyncReadExt::read_to_string(&mut stream, &mut answer).await.unwrap();
+        assert_eq!(serde_json::from_str::<Reply>(answer.trim()).unwrap().exit, EXIT_REJECT);
+        let nothing = tokio::time::timeout(std::time::Duration::from_millis(200), channel.next_request()).await;
+        assert!(nothing.is_err(), "a request without the secret never reaches the run");
     }
 
     #[test]
