@@ -199,6 +199,13 @@ pub enum AgentError {
         /// How long the backend waited after starting it.
         waited: Duration,
     },
+    /// The agent could not reach the service it needs (for example Amp's server): nothing was
+    /// asked of the model.
+    #[error("the agent could not connect to {service}")]
+    ServiceUnreachable {
+        /// Which service, in words (`the Amp server`); never a URL with credentials.
+        service: String,
+    },
     /// A recorded session could not be read.
     #[error("cannot replay: {reason}")]
     Replay {
@@ -251,6 +258,7 @@ impl AgentError {
             AgentError::ServerNotReady { .. } => "server_not_ready",
             AgentError::SessionClosed => "session_closed",
             AgentError::Replay { .. } => "replay",
+            AgentError::ServiceUnreachable { .. } => "service_unreachable",
         }
     }
 }

@@ -59,6 +59,9 @@ check @openai/codex codex
 check opencode-ai opencode
 check @google/gemini-cli gemini
 check @qwen-code/qwen-code qwen
+# Amp: the npm package's `bin/amp.exe` is replaced at install by the platform binary of
+# @ampcode/cli-linux-x64 (a native executable, no Node.js at run time).
+check @ampcode/cli amp
 # Written last: its presence marks a complete install of exactly this lock file.
 cp "$src/package-lock.json" "$work/.pinned-lock.json"
 rm -rf "$dest"

@@ -7,13 +7,14 @@ use agent_api::detect::BackendProbe;
 use agent_api::{AgentBackend, AgentKind, Gateway};
 
 /// Every supported agent CLI, in the order `run` prefers them.
-pub(crate) fn probes() -> [BackendProbe; 5] {
+pub(crate) fn probes() -> [BackendProbe; 6] {
     [
         agent_api_claude_code::probe(),
         agent_api_codex::probe(),
         agent_api_opencode::probe(),
         agent_api_acp::gemini_probe(),
         agent_api_acp::qwen_probe(),
+        agent_api_amp::probe(),
     ]
 }
 

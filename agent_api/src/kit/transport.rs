@@ -81,6 +81,18 @@ impl Transport {
         Self { source: line_source(client_in, line_cap), stdin: Some(Box::pin(client_out)), stderr: None, lifecycle: Lifecycle::Task(task) }
     }
 
+    /// Adds native lines that do not come from the agent's stdout (a backend's private side
+    /// channel, such as Amp's permission delegate): they reach the protocol interleaved with the
+    /// agent's lines. The output still ends when the agent's stdout does; `side` is dropped then.
+    pub fn with_side_lines(mut self, side: LineSource) -> Self {
+        let primary = std::mem::replace(&mut self.source, futures::stream::empty().boxed());
+        // `None` marks the end of the agent's stdout: the merged stream stops there.
+        let primary = primary.map(Some).chain(futures::stream::once(async { None }));
+        let merged = futures::stream::select(primary, side.map(Some));
+        self.source = merged.take_while(|item| std::future::ready(item.is_some())).filter_map(std::future::ready).boxed();
+        self
+    }
+
     /// A transport that only replays `source` (no process, input discarded); `exit_code` is
     /// what the recorded process exited with, when known.
     pub fn replay(source: LineSource, exit_code: Option<i32>) -> Self {

@@ -48,7 +48,7 @@ use agent_api::{AgentBackend, AgentError, AgentKind, CapabilitySet, RunHandle, R
 use async_trait::async_trait;
 
 pub use args::{ClaudeCodeOptions, Mode, PermissionMode};
-pub use protocol::ClaudeProtocol;
+pub use protocol::{tool_permission, ClaudeProtocol};
 
 /// The backend's agent kind.
 pub const KIND: AgentKind = AgentKind::from_static("claude_code");

@@ -19,12 +19,13 @@ pub(crate) struct ToolCallInfo {
     pub input: Value,
 }
 
-/// The tools-facet kind of a Claude Code tool (or of a Qwen Code tool: Qwen speaks this protocol
-/// with its own tool names, `run_shell_command`, `write_file`, `edit`, `read_file`).
+/// The tools-facet kind of a Claude Code tool (or of a Qwen Code or Amp tool: both speak this
+/// protocol with their own tool names, Qwen's `run_shell_command`, `write_file`, `edit`,
+/// `read_file`, Amp's `Bash`, `create_file`, `edit_file`, `Read`).
 pub(crate) fn facet_kind(name: &str) -> &'static str {
     match name {
         "Bash" | "PowerShell" | "run_shell_command" => "command_execution",
-        "Write" | "Edit" | "MultiEdit" | "NotebookEdit" | "write_file" | "edit" => "file_change",
+        "Write" | "Edit" | "MultiEdit" | "NotebookEdit" | "write_file" | "edit" | "create_file" | "edit_file" => "file_change",
         "WebSearch" | "web_search" => "web_search",
         _ if name.starts_with("mcp__") => "mcp_tool_call",
         _ => "tool_use",
@@ -39,7 +40,7 @@ pub(crate) fn call_meta(name: &str) -> ToolMeta {
 /// A short, safe description of what a tool call wants to do, for a permission's `action`.
 /// Only the identifying field is shown (a command, a path, a URL), cut to 200 bytes.
 pub(crate) fn summary(name: &str, input: &Value) -> String {
-    let field = ["command", "file_path", "notebook_path", "path", "url", "query", "pattern", "description"]
+    let field = ["command", "cmd", "file_path", "notebook_path", "path", "url", "query", "pattern", "description"]
         .iter()
         .find_map(|key| input.get(*key).and_then(Value::as_str));
     match field {
@@ -77,7 +78,9 @@ pub(crate) fn map_result(block: &Value, call: Option<&ToolCallInfo>, structured:
     if kind == "command_execution" {
         let stdout = object.and_then(|s| s.get("stdout")).and_then(Value::as_str);
         let stderr = object.and_then(|s| s.get("stderr")).and_then(Value::as_str);
-        meta.bytes = ToolBytes { stdout: len(stdout), stderr: len(stderr), ..ToolBytes::default() };
+        // Without a structured result (Amp sends none) the output text is all there is to count.
+        let stdout = if object.is_some() { len(stdout) } else { output.len() as u64 };
+        meta.bytes = ToolBytes { stdout, stderr: len(stderr), ..ToolBytes::default() };
         meta.exit_code = exit_code(&output, failed, object);
     }
     if !failed {
@@ -150,14 +153,14 @@ fn exit_code(output: &str, failed: bool, structured: Option<&Value>) -> Option<i
 pub(crate) fn file_ref(name: Option<&str>, input: Option<&Value>, structured: Option<&Value>) -> Option<ContentPart> {
     let name = name?;
     let action = match name {
-        "Write" | "write_file" => FileAction::Write,
-        "Edit" | "MultiEdit" | "NotebookEdit" | "edit" => FileAction::Patch,
+        "Write" | "write_file" | "create_file" => FileAction::Write,
+        "Edit" | "MultiEdit" | "NotebookEdit" | "edit" | "edit_file" => FileAction::Patch,
         "Read" | "read_file" => FileAction::Read,
         _ => return None,
     };
     let path = structured
         .and_then(|s| s.get("filePath").or_else(|| s.get("notebook_path")))
-        .or_else(|| input.and_then(|i| i.get("file_path").or_else(|| i.get("notebook_path"))))
+        .or_else(|| input.and_then(|i| i.get("file_path").or_else(|| i.get("notebook_path")).or_else(|| i.get("path"))))
         .and_then(Value::as_str)?
         .to_string();
     let diff = match action {

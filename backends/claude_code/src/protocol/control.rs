@@ -36,16 +36,37 @@ pub(crate) struct PendingAsk {
     answers: BTreeMap<usize, String>,
 }
 
-/// The permission category of a Claude Code tool (or Qwen Code's, see `tools::facet_kind`).
+/// The permission category of a Claude Code tool (or Qwen Code's or Amp's, see `tools::facet_kind`).
 pub(crate) fn category(tool: &str) -> ToolCategory {
     match tool {
         "Bash" | "PowerShell" | "BashOutput" | "KillShell" | "run_shell_command" => ToolCategory::Shell,
-        "Write" | "Edit" | "MultiEdit" | "NotebookEdit" | "write_file" | "edit" => ToolCategory::FileWrite,
-        "Read" | "Glob" | "Grep" | "LS" | "read_file" => ToolCategory::FileRead,
-        "WebFetch" | "WebSearch" => ToolCategory::Network,
+        "Write" | "Edit" | "MultiEdit" | "NotebookEdit" | "write_file" | "edit" | "edit_file" | "create_file" | "undo_edit" => {
+            ToolCategory::FileWrite
+        }
+        "Read" | "Glob" | "Grep" | "LS" | "read_file" | "glob" => ToolCategory::FileRead,
+        "WebFetch" | "WebSearch" | "web_search" | "read_web_page" => ToolCategory::Network,
         _ if tool.starts_with("mcp__") => ToolCategory::Mcp,
         _ => ToolCategory::Other,
     }
+}
+
+/// A string field cut to 2 KiB, for permission details.
+fn bounded(value: Option<&Value>) -> Option<String> {
+    value.and_then(Value::as_str).map(|s| agent_api::bounds::utf8_prefix(s, 2048).to_string())
+}
+
+/// The kit's permission request for a call of `tool` with `input` (its category, a short
+/// summary, the command or file it names), shared by every CLI speaking this protocol: Claude
+/// Code's `can_use_tool`, and Amp's delegated permission checks.
+pub fn tool_permission(id: &str, tool: &str, input: &Value) -> PermissionRequest {
+    let details = PermissionDetails::default()
+        .command(bounded(input.get("command").or_else(|| input.get("cmd"))))
+        .cwd(bounded(input.get("cwd")))
+        .file(bounded(input.get("file_path").or_else(|| input.get("notebook_path")).or_else(|| input.get("path"))));
+    PermissionRequest::new(id, category(tool), tools::summary(tool, input))
+        .tool_name(tool)
+        .details(details)
+        .metadata(json!({ "input": input }))
 }
 
 /// A `control_response` with subtype success.
@@ -119,22 +140,18 @@ impl ClaudeProtocol {
                 return;
             }
         }
-        let text = |v: Option<&Value>| v.and_then(Value::as_str).map(|s| agent_api::bounds::utf8_prefix(s, 2048).to_string());
-        let details = PermissionDetails::default()
-            .call_id(tool_use_id.clone())
-            .command(text(input.get("command")))
-            .file(text(input.get("file_path").or_else(|| input.get("notebook_path")).or_else(|| request.get("blocked_path"))))
-            .reason(text(request.get("decision_reason")));
         let mut metadata = json!({ "input": input });
         for key in ["description", "blocked_path", "title"] {
             if let Some(value) = request.get(key).filter(|v| !v.is_null()) {
                 metadata[key] = value.clone();
             }
         }
-        let kit_request = PermissionRequest::new(request_id, category(&tool), tools::summary(&tool, &input))
-            .tool_name(tool)
-            .details(details)
-            .metadata(metadata);
+        let mut kit_request = tool_permission(request_id, &tool, &input).metadata(metadata);
+        kit_request.details.call_id = tool_use_id.clone();
+        if kit_request.details.file.is_none() {
+            kit_request.details.file = bounded(request.get("blocked_path"));
+        }
+        kit_request.details.reason = bounded(request.get("decision_reason"));
         let suggestions = request.get("permission_suggestions").filter(|s| !s.is_null()).cloned();
         let native = PendingPermission { input, tool_use_id, suggestions };
         if let Some(decided) = self.hitl.request_permission(ctx.transcript, kit_request, native) {

@@ -24,6 +24,7 @@ use agent_api::{AgentError, ControlCommand, PermissionPolicy, RunCompletion};
 use serde_json::{json, Value};
 
 use crate::tools::ToolCallInfo;
+pub use control::tool_permission;
 use control::{PendingAsk, PendingPermission};
 use messages::OpenMessage;
 use outcome::Outcome;
@@ -65,6 +66,9 @@ pub struct ClaudeProtocol {
     /// User messages sent but not yet in the transcript: they wait for the CLI's `system/init`,
     /// so that the session starts natively (with its model and tools) before them.
     pending_user: Vec<String>,
+    /// Whether the CLI speaks the control protocol on stdin (`initialize`, `interrupt`); a CLI
+    /// that reads only user messages (Amp's `--stream-json-input`) does not.
+    control_messages: bool,
     outcome: Outcome,
 }
 
@@ -83,6 +87,7 @@ impl ClaudeProtocol {
             results_seen: HashSet::new(),
             asks: HashMap::new(),
             pending_user: Vec::new(),
+            control_messages: true,
             outcome: Outcome::default(),
         }
     }
@@ -116,12 +121,23 @@ impl ClaudeProtocol {
         self
     }
 
+    /// Another CLI speaking this protocol (Amp's `--stream-json-input`) reads user messages on
+    /// stdin and nothing else: no `initialize`, no control `interrupt` (a cancel terminates the
+    /// process group), and each user message's content is a list of text blocks.
+    pub fn plain_input(mut self) -> Self {
+        self.control_messages = false;
+        self
+    }
+
     /// Whether the protocol may write to the CLI.
     fn writes(&self) -> bool {
         matches!(self.channel, Channel::Control | Channel::Session)
     }
 
     fn initialize(&mut self, ctx: &mut Ctx<'_>) {
+        if !self.control_messages {
+            return;
+        }
         let id = self.request_id();
         ctx.send(&json!({ "type": "control_request", "request_id": id, "request": { "subtype": "initialize", "hooks": null } }));
     }
@@ -133,7 +149,10 @@ impl ClaudeProtocol {
         format!("req_{}_{}", self.next_request, &tag[..8])
     }
 
-    fn user_line(text: &str) -> Value {
+    fn user_line(&self, text: &str) -> Value {
+        if !self.control_messages {
+            return json!({ "type": "user", "message": { "role": "user", "content": [{ "type": "text", "text": text }] } });
+        }
         json!({ "type": "user", "message": { "role": "user", "content": text }, "parent_tool_use_id": null, "session_id": "" })
     }
 }
@@ -187,7 +206,7 @@ impl Protocol for ClaudeProtocol {
         self.pending_user.push(prompt.clone());
         if self.writes() {
             self.initialize(ctx);
-            ctx.send(&Self::user_line(&prompt));
+            ctx.send(&self.user_line(&prompt));
         }
         Ok(())
     }
@@ -199,7 +218,7 @@ impl Protocol for ClaudeProtocol {
         // Each turn reports its own outcome and usage.
         self.outcome = Outcome::default();
         self.pending_user.push(prompt.text.clone());
-        ctx.send(&Self::user_line(&prompt.text));
+        ctx.send(&self.user_line(&prompt.text));
         Ok(())
     }
 
@@ -263,7 +282,7 @@ impl Protocol for ClaudeProtocol {
     }
 
     fn interrupt(&mut self, ctx: &mut Ctx<'_>) -> bool {
-        if !self.writes() {
+        if !self.writes() || !self.control_messages {
             return false;
         }
         let id = self.request_id();

@@ -207,6 +207,8 @@ impl ClaudeProtocol {
                 .into_iter()
                 .flatten()
                 .filter_map(Value::as_str)
+                // Amp names its one error `error` (a string) where Claude Code lists `errors`.
+                .chain(message.get("error").and_then(Value::as_str))
                 .map(str::to_string)
                 .collect(),
             api_error_status: message.get("api_error_status").and_then(Value::as_u64).and_then(|s| u16::try_from(s).ok()),

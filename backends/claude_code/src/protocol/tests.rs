@@ -502,3 +502,31 @@ fn a_result_error_reader_turns_a_successful_error_text_into_one_typed_error_and_
     plain.on_line(result_ok("ok").to_string().as_bytes(), &mut harness.ctx()).unwrap();
     assert!(plain.finish(&exit, &mut harness.ctx()).is_ok());
 }
+
+#[test]
+fn plain_input_sends_user_messages_only_as_text_blocks() {
+    use agent_api::kit::Protocol;
+    let mut harness = agent_api::kit::driver::ProtocolHarness::new();
+    let mut protocol = ClaudeProtocol::control("hello", PermissionPolicy::Ask, false).plain_input();
+    protocol.start(&mut harness.ctx()).unwrap();
+    let sent = harness.take_sent();
+    assert_eq!(sent, [json!({"type":"user","message":{"role":"user","content":[{"type":"text","text":"hello"}]}})]);
+    assert!(!protocol.interrupt(&mut harness.ctx()), "no control interrupt: the group is terminated");
+    assert!(harness.take_sent().is_empty());
+}
+
+#[test]
+fn an_error_string_explains_a_failed_result_and_amp_tool_inputs_make_permission_details() {
+    use agent_api::kit::Protocol;
+    let mut harness = agent_api::kit::driver::ProtocolHarness::new();
+    let mut protocol = ClaudeProtocol::replaying();
+    let line = json!({"type":"result","subtype":"error_during_execution","is_error":true,"error":"the tool crashed","session_id":SID});
+    protocol.on_line(line.to_string().as_bytes(), &mut harness.ctx()).unwrap();
+    let finished = protocol.finish(&agent_api::kit::ExitInfo::default(), &mut harness.ctx());
+    assert!(matches!(&finished, Err(AgentError::AgentFailed { message }) if message.contains("the tool crashed")), "{finished:?}");
+    let request = super::tool_permission("p1", "Bash", &json!({"cmd":"ls -la","cwd":"/w"}));
+    assert_eq!((request.details.command.as_deref(), request.details.cwd.as_deref()), (Some("ls -la"), Some("/w")));
+    assert_eq!(request.action, "Bash: ls -la");
+    let edit = super::tool_permission("p2", "edit_file", &json!({"path":"/w/a.rs"}));
+    assert_eq!((edit.category, edit.details.file.as_deref()), (agent_api::ToolCategory::FileWrite, Some("/w/a.rs")));
+}

@@ -1,0 +1,144 @@
+//! The command line of one run: the request and [`AmpOptions`] turned into amp's argv (never a
+//! shell string), environment, working directory and settings file; and the credentials check
+//! that runs before anything is spawned.
+
+use std::path::PathBuf;
+
+use agent_api::kit::CommandSpec;
+use agent_api::{AgentError, RunRequest, SessionSelector};
+use serde_json::{json, Value};
+
+use crate::delegate::DelegateChannel;
+use crate::options::{AmpOptions, Interface};
+use crate::AmpConfig;
+
+/// The environment variable holding amp's access token.
+pub const API_KEY_VAR: &str = "AMP_API_KEY";
+
+/// The command of a run and its permission channel.
+#[derive(Debug)]
+pub struct Invocation {
+    /// What to spawn.
+    pub spec: CommandSpec,
+    /// One-way or two-way.
+    pub interface: Interface,
+    /// The run's files, to keep while it runs.
+    pub files: RunFiles,
+}
+
+/// What a run keeps on disk while it runs (removed when dropped).
+#[derive(Debug, Default)]
+pub struct RunFiles {
+    /// The run's permission channel (and its settings file); `None` when amp asks nothing.
+    pub channel: Option<DelegateChannel>,
+    /// The directory of the settings file of a run without a channel.
+    pub dir: Option<tempfile::TempDir>,
+}
+
+/// Refuses a run that has no credentials: without them amp starts an interactive login that
+/// reads a code from stdin (and would swallow the first user message).
+pub fn check_credentials(config: &AmpConfig, request: &RunRequest) -> Result<(), AgentError> {
+    let set = |v: Option<&String>| v.is_some_and(|v| !v.trim().is_empty());
+    let inherited = config.inherit_env && std::env::var(API_KEY_VAR).is_ok_and(|v| !v.trim().is_empty());
+    if config.credentials_configured || set(request.env.get(API_KEY_VAR)) || set(config.env.get(API_KEY_VAR)) || inherited {
+        return Ok(());
+    }
+    Err(AgentError::Auth {
+        message: format!("no Amp credentials: set {API_KEY_VAR} in the run's environment (or declare configured credentials in AmpConfig)"),
+    })
+}
+
+/// The command, settings and channel of a run. `two_way_session` asks for a session (two-way
+/// whatever the options say).
+pub fn invocation(config: &AmpConfig, request: &RunRequest, two_way_session: bool) -> Result<Invocation, AgentError> {
+    let options: AmpOptions = request.options()?;
+    check_credentials(config, request)?;
+    let interface = if two_way_session { Interface::TwoWay } else { options.interface.unwrap_or_default() };
+    let mut spec = CommandSpec::new(config.binary.clone()).args(config.extra_args.iter().cloned());
+    match &request.session {
+        SessionSelector::New => {}
+        SessionSelector::Resume(id) => spec = spec.args(["threads", "continue", id.as_str()]),
+        _ => return Err(AgentError::InvalidRequest { reason: "amp resumes a thread by its id only (no last-thread or fork)".into() }),
+    }
+    spec = spec.arg("--execute");
+    if interface == Interface::OneWay {
+        spec = spec.arg(&request.prompt.text);
+    }
+    let thinking = options.thinking.unwrap_or(true);
+    spec = spec.arg(if thinking { "--stream-json-thinking" } else { "--stream-json" });
+    if thinking {
+        // `--stream-json-thinking` implies it; the flag keeps the command readable.
+        spec = spec.arg("--stream-json");
+    }
+    if interface == Interface::TwoWay {
+        spec = spec.arg("--stream-json-input").with_stdin();
+    }
+    let (settings, files) = settings(config, &options)?;
+    spec = spec.arg("--settings-file").arg(settings);
+    spec = flags(spec, &options);
+    for (key, value) in config.env.iter().chain(request.env.iter()) {
+        spec = spec.env(key, value);
+    }
+    spec.clear_env = !config.inherit_env;
+    if let Some(dir) = request.working_dir.clone().or_else(|| config.working_dir.clone()) {
+        spec = spec.cwd(dir);
+    }
+    Ok(Invocation { spec, interface, files })
+}
+
+/// The typed options that are plain flags.
+fn flags(mut spec: CommandSpec, options: &AmpOptions) -> CommandSpec {
+    if let Some(mode) = options.mode {
+        spec = spec.args(["--mode", mode.as_str()]);
+    }
+    if let Some(mcp) = &options.mcp_config {
+        spec = spec.arg("--mcp-config").arg(mcp);
+    }
+    for label in &options.labels {
+        spec = spec.arg("--label").arg(label);
+    }
+    if let Some(visibility) = options.visibility {
+        spec = spec.args(["--visibility", visibility.as_str()]);
+    }
+    if options.no_archive == Some(true) {
+        spec = spec.arg("--no-archive-after-execute");
+    }
+    if let Some(log) = &options.log_file {
+        spec = spec.arg("--log-file").arg(log);
+    }
+    spec
+}
+
+/// The run's settings file: the caller's settings plus the delegate rule (and its channel), or
+/// with `dangerously_allow_all`, the caller's settings with `amp.dangerouslyAllowAll` and no channel.
+fn settings(config: &AmpConfig, options: &AmpOptions) -> Result<(PathBuf, RunFiles), AgentError> {
+    let base = match &options.settings_file {
+        Some(path) => Some(read_settings(path)?),
+        None => None,
+    };
+    if options.dangerously_allow_all == Some(true) {
+        let mut settings = base.unwrap_or_else(|| json!({}));
+        settings["amp.dangerouslyAllowAll"] = json!(true);
+        let dir = tempfile::Builder::new().prefix("agent-api-amp-").tempdir()?;
+        let path = dir.path().join("settings.json");
+        std::fs::write(&path, serde_json::to_vec_pretty(&settings).map_err(std::io::Error::from)?)?;
+        return Ok((path, RunFiles { channel: None, dir: Some(dir) }));
+    }
+    let helper = config.delegate_helper()?;
+    let channel = DelegateChannel::open(&helper)?;
+    let path = channel.write_settings(base)?;
+    Ok((path, RunFiles { channel: Some(channel), dir: None }))
+}
+
+fn read_settings(path: &str) -> Result<Value, AgentError> {
+    let invalid = |reason: String| AgentError::InvalidExtension { key: "backend.amp.settings_file".into(), reason };
+    let text = std::fs::read(path).map_err(|e| invalid(format!("cannot read it: {e}")))?;
+    let value: Value = serde_json::from_slice(&text).map_err(|e| invalid(agent_api::kit::driver::describe_json_error(&e)))?;
+    if !value.is_object() {
+        return Err(invalid("it is not a JSON object".into()));
+    }
+    Ok(value)
+}
+
+#[cfg(test)]
+mod tests;

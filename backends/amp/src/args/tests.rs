@@ -1,0 +1,81 @@
+use super::*;
+use crate::options::{AgentMode, Visibility};
+
+fn config() -> AmpConfig {
+    // The helper path only has to exist: the channel links to it.
+    AmpConfig::default().with_inherit_env(false).with_env(API_KEY_VAR, "sk-test").with_delegate_helper("/bin/true")
+}
+
+fn argv(inv: &Invocation) -> Vec<String> {
+    inv.spec.args.iter().map(|a| a.to_string_lossy().into_owned()).collect()
+}
+
+#[tokio::test]
+async fn two_way_keeps_the_prompt_off_the_command_line_and_delegates_through_its_settings() {
+    let inv = invocation(&config(), &RunRequest::new("-rf secret prompt"), false).unwrap();
+    let args = argv(&inv);
+    assert_eq!(&args[..1], ["--execute"]);
+    assert!(args.iter().any(|a| a == "--stream-json-input"), "{args:?}");
+    assert!(!args.iter().any(|a| a.contains("secret prompt")), "{args:?}");
+    assert!(inv.spec.stdin);
+    let at = args.iter().position(|a| a == "--settings-file").unwrap();
+    let settings: Value = serde_json::from_slice(&std::fs::read(&args[at + 1]).unwrap()).unwrap();
+    let program = inv.files.channel.as_ref().unwrap().program();
+    assert_eq!(settings["amp.permissions"], json!([{ "tool": "*", "action": "delegate", "to": program.to_string_lossy() }]));
+    assert!(!inv.spec.env.keys().any(|k| k.starts_with("AGENT_API")), "nothing is added to amp's environment");
+}
+
+#[tokio::test]
+async fn one_way_puts_the_prompt_after_execute_and_options_map_to_flags() {
+    let options = AmpOptions::default()
+        .interface(Interface::OneWay)
+        .mode(AgentMode::Ultra)
+        .label("a")
+        .label("b")
+        .visibility(Visibility::Private)
+        .no_archive(true)
+        .log_file("/tmp/amp.log")
+        .mcp_config("{}")
+        .thinking(false);
+    let request = RunRequest::new("hello").with_options(&options).with_session(SessionSelector::Resume("T-123".into()));
+    let inv = invocation(&config(), &request, false).unwrap();
+    let args = argv(&inv).join(" ");
+    assert!(args.starts_with("threads continue T-123 --execute hello --stream-json --settings-file "), "{args}");
+    for want in ["--mode ultra", "--label a --label b", "--visibility private", "--no-archive-after-execute", "--log-file /tmp/amp.log"] {
+        assert!(args.contains(want), "{want} missing from {args}");
+    }
+    assert!(!args.contains("--stream-json-input") && !args.contains("thinking"), "{args}");
+    assert!(!inv.spec.stdin);
+}
+
+#[tokio::test]
+async fn dangerously_allow_all_is_a_setting_with_no_channel() {
+    let request = RunRequest::new("hi").with_options(&AmpOptions::default().dangerously_allow_all(true));
+    let inv = invocation(&config(), &request, false).unwrap();
+    assert!(inv.files.channel.is_none());
+    let args = argv(&inv);
+    let at = args.iter().position(|a| a == "--settings-file").unwrap();
+    let settings: Value = serde_json::from_slice(&std::fs::read(&args[at + 1]).unwrap()).unwrap();
+    assert_eq!(settings, json!({ "amp.dangerouslyAllowAll": true }));
+    // The policy never means it.
+    let approve_all = RunRequest::new("hi").with_permissions(agent_api::PermissionPolicy::ApproveAll);
+    assert!(invocation(&config(), &approve_all, false).unwrap().files.channel.is_some());
+}
+
+#[test]
+fn no_key_is_a_typed_auth_error_before_anything_is_built() {
+    let bare = AmpConfig::default().with_inherit_env(false).with_delegate_helper("/bin/true");
+    let err = invocation(&bare, &RunRequest::new("hi"), false).unwrap_err();
+    assert!(matches!(err, AgentError::Auth { .. }), "{err:?}");
+    assert!(check_credentials(&bare, &RunRequest::new("hi").with_env(API_KEY_VAR, "k")).is_ok());
+    assert!(check_credentials(&bare.clone().with_credentials_configured(true), &RunRequest::new("hi")).is_ok());
+    assert!(check_credentials(&bare, &RunRequest::new("hi").with_env(API_KEY_VAR, " ")).is_err());
+}
+
+#[test]
+fn last_thread_and_fork_are_refused() {
+    for session in [SessionSelector::ResumeLast, SessionSelector::Fork("T-1".into())] {
+        let err = invocation(&config(), &RunRequest::new("hi").with_session(session), false).unwrap_err();
+        assert!(matches!(err, AgentError::InvalidRequest { .. }), "{err:?}");
+    }
+}

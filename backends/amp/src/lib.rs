@@ -1,0 +1,268 @@
+//! The Amp backend of `agent_api` (kind `amp`): runs `amp --execute --stream-json` and turns its
+//! Claude Code-compatible stream-json into the universal transcript and bounded wrapper events.
+//!
+//! - [`Interface::TwoWay`] (default): `amp --execute --stream-json --stream-json-input`, the
+//!   prompt as a JSON user message on stdin; a session ([`AgentBackend::open_session`]) sends each
+//!   turn to the same live process. [`Interface::OneWay`]: `amp --execute PROMPT --stream-json`.
+//! - The messages go through Claude Code's converter ([`agent_api_claude_code::ClaudeProtocol`],
+//!   shared, not copied); thinking blocks (`--stream-json-thinking`) become reasoning items.
+//! - Permissions: the run writes a settings file whose last rule delegates every tool call to the
+//!   `amp-permission-delegate` helper, which asks this run over a private channel ([`delegate`],
+//!   `spec/amp-delegate.md`). Each call then shows as `permission.requested` and
+//!   `permission.resolved`, decided by the run's policy or the caller, in both interfaces.
+//!   [`AmpOptions::dangerously_allow_all`] is the separate option that makes amp ask nothing.
+//! - Without `AMP_API_KEY` (or [`AmpConfig::credentials_configured`]) a run fails with a typed
+//!   [`AgentError::Auth`] before anything is spawned; an unreachable Amp server is one
+//!   [`AgentError::ServiceUnreachable`].
+//! - Resume: `amp threads continue THREAD_ID --execute …`; the thread id is the session id.
+//!
+//! Modules: [`options`] (the typed options), [`args`] (the command line and credentials check),
+//! [`delegate`] (the permission channel), [`protocol`] (the converter) and `errors` (stderr).
+
+pub mod args;
+pub mod delegate;
+mod errors;
+pub mod options;
+pub mod protocol;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use agent_api::capabilities as caps;
+use agent_api::kit::replay::RecordingFormat;
+use agent_api::kit::{start_run, start_session, Protocol, RunSettings, Transport};
+use agent_api::{AgentBackend, AgentError, AgentKind, CapabilitySet, RunHandle, RunRequest, Session};
+use agent_api_claude_code::ClaudeProtocol;
+use async_trait::async_trait;
+
+pub use options::{AgentMode, AmpOptions, Interface, Visibility};
+pub use protocol::AmpProtocol;
+
+/// The backend's agent kind.
+pub const KIND: AgentKind = AgentKind::from_static("amp");
+
+/// Amp versions this backend was checked against (the offline cases and the permission round
+/// trip on the real binary; everything that needs the model only on hand-written transcripts).
+pub const SUPPORTED_VERSIONS: &[&str] = &["0.0.1790142911-g7618fb"];
+
+/// The helper's executable name.
+pub const DELEGATE_HELPER: &str = "amp-permission-delegate";
+/// The environment variable naming the helper's path (else it is looked for beside this
+/// program, then on `PATH`).
+pub const DELEGATE_HELPER_VAR: &str = "AGENT_API_AMP_DELEGATE_BIN";
+
+/// Capability: the `backend.amp.*` options ([`AmpOptions`]).
+pub const CAP_CLI_OPTIONS: &str = "backend.amp.cli_options";
+/// Capability: [`AmpOptions::dangerously_allow_all`], amp asks nothing.
+pub const CAP_DANGEROUSLY_ALLOW_ALL: &str = "backend.amp.dangerously_allow_all";
+/// Capability marker: what needs the model is proven only on hand-written transcripts.
+pub const CAP_TRANSCRIPT_ONLY: &str = "backend.amp.model_paths_transcript_only";
+
+/// Where and how to run `amp`. Its `Debug` shows the names of `env`, never the values.
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct AmpConfig {
+    /// The executable (default `amp` on `PATH`).
+    pub binary: PathBuf,
+    /// Variables added to amp's environment (a request's `env` is added after these).
+    pub env: BTreeMap<String, String>,
+    /// Whether amp inherits this process's environment (default true).
+    pub inherit_env: bool,
+    /// Working directory when the request names none.
+    pub working_dir: Option<PathBuf>,
+    /// Arguments before the backend's own.
+    pub extra_args: Vec<String>,
+    /// The `amp-permission-delegate` helper; see [`DELEGATE_HELPER_VAR`] when `None`.
+    pub delegate_helper: Option<PathBuf>,
+    /// amp has credentials of its own (`amp login`), so a run without `AMP_API_KEY` may start.
+    pub credentials_configured: bool,
+}
+
+impl Default for AmpConfig {
+    fn default() -> Self {
+        Self {
+            binary: PathBuf::from("amp"),
+            env: BTreeMap::new(),
+            inherit_env: true,
+            working_dir: None,
+            extra_args: Vec::new(),
+            delegate_helper: None,
+            credentials_configured: false,
+        }
+    }
+}
+
+impl std::fmt::Debug for AmpConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AmpConfig")
+            .field("binary", &self.binary)
+            .field("env", &agent_api::secrets::EnvNames(&self.env))
+            .field("inherit_env", &self.inherit_env)
+            .field("working_dir", &self.working_dir)
+            .field("extra_args", &self.extra_args)
+            .field("delegate_helper", &self.delegate_helper)
+            .field("credentials_configured", &self.credentials_configured)
+            .finish()
+    }
+}
+
+impl AmpConfig {
+    /// The default config with another executable.
+    pub fn with_binary(mut self, binary: impl Into<PathBuf>) -> Self {
+        self.binary = binary.into();
+        self
+    }
+
+    /// Adds an environment variable.
+    pub fn with_env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.env.insert(key.into(), value.into());
+        self
+    }
+
+    /// Sets whether amp inherits this process's environment.
+    pub fn with_inherit_env(mut self, inherit: bool) -> Self {
+        self.inherit_env = inherit;
+        self
+    }
+
+    /// Sets the default working directory.
+    pub fn with_working_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.working_dir = Some(dir.into());
+        self
+    }
+
+    /// Sets the delegate helper's path.
+    pub fn with_delegate_helper(mut self, helper: impl Into<PathBuf>) -> Self {
+        self.delegate_helper = Some(helper.into());
+        self
+    }
+
+    /// Declares that amp has credentials of its own.
+    pub fn with_credentials_configured(mut self, yes: bool) -> Self {
+        self.credentials_configured = yes;
+        self
+    }
+
+    /// The helper to delegate to: the configured one, `$AGENT_API_AMP_DELEGATE_BIN`, the one
+    /// beside this program (or its parent folder, as for test binaries), else on `PATH`.
+    pub fn delegate_helper(&self) -> Result<PathBuf, AgentError> {
+        let configured = self.delegate_helper.clone().or_else(|| std::env::var_os(DELEGATE_HELPER_VAR).map(PathBuf::from));
+        let beside = || {
+            let exe = std::env::current_exe().ok()?;
+            let dir = exe.parent()?;
+            [dir.join(DELEGATE_HELPER), dir.parent()?.join(DELEGATE_HELPER)].into_iter().find(|p| p.is_file())
+        };
+        let found = match configured {
+            Some(path) => agent_api::kit::process::resolve_program(&path),
+            None => beside().or_else(|| agent_api::kit::process::resolve_program(Path::new(DELEGATE_HELPER))),
+        };
+        found.ok_or_else(|| AgentError::BinaryNotFound { program: DELEGATE_HELPER.into() })
+    }
+}
+
+/// The Amp backend.
+#[derive(Debug, Clone, Default)]
+pub struct AmpBackend {
+    config: AmpConfig,
+}
+
+impl AmpBackend {
+    /// A backend running amp as `config` says.
+    pub fn new(config: AmpConfig) -> Self {
+        Self { config }
+    }
+
+    /// The backend's config.
+    pub fn config(&self) -> &AmpConfig {
+        &self.config
+    }
+
+    /// Starts amp for `request` with the converter `inner`, the side channel wired in.
+    fn launch(&self, request: &RunRequest, session: bool) -> Result<(RunSettings, Transport, AmpProtocol), AgentError> {
+        let mut invocation = args::invocation(&self.config, request, session)?;
+        let settings = RunSettings::for_request(KIND, request, &self.capabilities());
+        let inner = match (session, invocation.interface) {
+            (true, _) => ClaudeProtocol::session(request.permissions.clone(), false).plain_input(),
+            (false, Interface::OneWay) => ClaudeProtocol::print(request.prompt.text.clone(), false),
+            (false, _) => ClaudeProtocol::control(request.prompt.text.clone(), request.permissions.clone(), false).plain_input(),
+        };
+        let channel = invocation.files.channel.as_mut();
+        let side = channel.map(|c| (c.side_lines(), c.replies()));
+        let mut transport = Transport::spawn(&invocation.spec, settings.line_cap)?;
+        let replies = match side {
+            Some((lines, replies)) => {
+                transport = transport.with_side_lines(lines);
+                Some(replies)
+            }
+            None => None,
+        };
+        let protocol = AmpProtocol::live(inner, request.permissions.clone(), replies).keeping(invocation.files);
+        Ok((settings, transport, protocol))
+    }
+}
+
+#[async_trait]
+impl AgentBackend for AmpBackend {
+    fn kind(&self) -> AgentKind {
+        KIND
+    }
+
+    fn capabilities(&self) -> CapabilitySet {
+        CapabilitySet::from_ids([
+            caps::RUN,
+            caps::EVENTS,
+            caps::EVENTS_LIVE,
+            caps::CONTROL_CANCEL,
+            caps::SESSION_RESUME,
+            caps::SESSION_WARM,
+            caps::TOOLS_STRUCTURED_V1,
+            caps::TEXT_MESSAGES,
+            caps::TOOL_CALLS,
+            caps::TOOL_RESULTS,
+            caps::PERMISSIONS,
+            caps::ERROR_EVENTS,
+            caps::REASONING,
+            caps::COMMAND_EXECUTION,
+            caps::FILE_CHANGES,
+            caps::USAGE,
+            CAP_CLI_OPTIONS,
+            CAP_DANGEROUSLY_ALLOW_ALL,
+            CAP_TRANSCRIPT_ONLY,
+        ])
+    }
+
+    fn extension_keys(&self) -> &'static [&'static str] {
+        agent_api::options::extension_keys::<AmpOptions>()
+    }
+
+    async fn run(&self, request: RunRequest) -> Result<RunHandle, AgentError> {
+        self.validate(&request)?;
+        let (settings, transport, protocol) = self.launch(&request, false)?;
+        Ok(start_run(settings, transport, Box::new(protocol)))
+    }
+
+    async fn open_session(&self, request: RunRequest) -> Result<Session, AgentError> {
+        agent_api::backend::validate_template(&KIND, &self.capabilities(), self.extension_keys(), &request)?;
+        let (settings, transport, protocol) = self.launch(&request, true)?;
+        Ok(start_session(settings, transport, Box::new(protocol)))
+    }
+
+    fn replay_protocol(&self, format: RecordingFormat) -> Result<Box<dyn Protocol>, AgentError> {
+        match format {
+            RecordingFormat::NativeStdout | RecordingFormat::Session => Ok(Box::new(AmpProtocol::replaying())),
+            other => Err(AgentError::Replay { reason: format!("amp cannot replay {other:?} recordings") }),
+        }
+    }
+}
+
+/// What discovery needs to find `amp` and build a backend for it.
+pub fn probe() -> agent_api::detect::BackendProbe {
+    agent_api::detect::BackendProbe::new(KIND, "amp", SUPPORTED_VERSIONS, |binary| {
+        std::sync::Arc::new(AmpBackend::new(AmpConfig::default().with_binary(binary)))
+    })
+}
+
+/// The installed `amp`: `$AGENT_API_AMP_BIN`, else `amp` on `PATH`, with its version.
+pub async fn detect() -> Option<agent_api::detect::Installed> {
+    probe().detect().await
+}
