@@ -1,6 +1,6 @@
 //! `agent_api_opencode`: the OpenCode backend of `agent_api`.
 //!
-//! It drives the OpenCode CLI (`opencode`, tested with 1.18.33) through one of two interfaces,
+//! It drives the OpenCode CLI (`opencode`, tested with 1.18.33) through one of three interfaces,
 //! chosen per run with [`OpenCodeOptions::interface`] (`backend.opencode.interface`):
 //!
 //! - **serve** (default): `opencode serve` on a free loopback port with a random
@@ -15,16 +15,23 @@
 //! - **run**: `opencode run --format json`, one way, whole parts only. OpenCode rejects every
 //!   permission set to "ask" by itself here, so this interface has no permission requests; a
 //!   rejected tool shows as a failed tool result. See [`run`].
+//! - **acp**: `opencode acp`, the Agent Client Protocol over stdio, on the ACP client of
+//!   `agent_api_acp` (permissions, the file system served confined to the working directory,
+//!   `session/cancel`). OpenCode's ACP errors carry no HTTP status, so a model failure there is
+//!   `AgentError::AgentFailed`. See [`acp`].
 //!
 //! `RunRequest::skip_permission_prompts` (`agent_api.permissions.skip_prompts`) tells OpenCode not
 //! to ask at all: `serve` creates the session with a rule allowing every permission, `run` passes
-//! `--auto`.
+//! `--auto`, `acp` sets `OPENCODE_PERMISSION` to allow everything.
 //!
-//! Both kinds of recording replay through [`AgentBackend::replay_protocol`].
+//! All three kinds of recording replay through [`AgentBackend::replay_protocol`] (`serve` and
+//! `acp` session logs are told apart by their first message).
 
+pub mod acp;
 pub mod config;
 pub mod errors;
 pub mod parts;
+mod replay;
 pub mod run;
 pub mod serve;
 
@@ -46,6 +53,8 @@ pub const SUPPORTED_VERSIONS: &[&str] = &["1.18.33"];
 pub const CAP_SERVE: &str = "backend.opencode.serve";
 /// Capability id: the run can use `opencode run --format json` (one way, no permission requests).
 pub const CAP_RUN: &str = "backend.opencode.run";
+/// Capability id: the run can use `opencode acp` (the Agent Client Protocol over stdio).
+pub const CAP_ACP: &str = "backend.opencode.acp";
 
 /// What discovery needs to find the `opencode` CLI and build a backend for it.
 pub fn probe() -> agent_api::detect::BackendProbe {
@@ -117,6 +126,8 @@ pub fn capabilities() -> CapabilitySet {
         caps::SKIP_PERMISSION_PROMPTS,
         CAP_SERVE,
         CAP_RUN,
+        CAP_ACP,
+        agent_api_acp::CAP_FS_CONFINED,
     ])
 }
 
@@ -163,13 +174,20 @@ impl AgentBackend for OpenCodeBackend {
                 Ok(start_run(settings, transport, Box::new(run::RunProtocol::default())))
             }
             Interface::Serve => serve::start(&self.config, &self.servers, request, settings).await,
+            Interface::Acp => {
+                let cwd = agent_api_acp::options::absolute(&working_dir(&self.config, &request).unwrap_or_default());
+                let spec = acp::command_spec(&self.config, &request, &cwd)?;
+                let protocol = acp::live(&request, &cwd, options.fs.unwrap_or(true))?;
+                let transport = Transport::spawn(&spec, settings.line_cap)?;
+                Ok(start_run(settings, transport, Box::new(protocol)))
+            }
         }
     }
 
     fn replay_protocol(&self, format: RecordingFormat) -> Result<Box<dyn Protocol>, AgentError> {
         match format {
             RecordingFormat::NativeStdout => Ok(Box::new(run::RunProtocol::default())),
-            RecordingFormat::Session => Ok(Box::new(serve::ServeProtocol::replay())),
+            RecordingFormat::Session => Ok(Box::new(replay::SessionReplay::default())),
             other => Err(AgentError::Replay { reason: format!("opencode cannot replay {other:?} recordings") }),
         }
     }
