@@ -12,6 +12,8 @@
 //!   session first. Runs of one backend value (and its clones) with the same environment share
 //!   one server, kept warm between runs; it stops when the backend is dropped (or
 //!   [`OpenCodeBackend::shut_down_servers`]) and its last run has ended. See [`serve`].
+//!   [`AgentBackend::open_session`] keeps one OpenCode session on that server for many turns
+//!   (`agent_api.session.warm`): a prompt per turn, cancel aborts the turn and keeps the session.
 //! - **run**: `opencode run --format json`, one way, whole parts only. OpenCode rejects every
 //!   permission set to "ask" by itself here, so this interface has no permission requests; a
 //!   rejected tool shows as a failed tool result. See [`run`].
@@ -38,7 +40,7 @@ pub mod serve;
 use agent_api::capabilities as caps;
 use agent_api::kit::replay::RecordingFormat;
 use agent_api::kit::{start_run, CommandSpec, Protocol, RunSettings, Transport};
-use agent_api::{AgentBackend, AgentError, AgentKind, CapabilitySet, RunHandle, RunRequest};
+use agent_api::{AgentBackend, AgentError, AgentKind, CapabilitySet, RunHandle, RunRequest, Session};
 use async_trait::async_trait;
 
 pub use config::{Interface, OpenCodeConfig, OpenCodeOptions};
@@ -124,6 +126,7 @@ pub fn capabilities() -> CapabilitySet {
         caps::USAGE,
         caps::MODEL_SELECTION,
         caps::SKIP_PERMISSION_PROMPTS,
+        caps::SESSION_WARM,
         CAP_SERVE,
         CAP_RUN,
         CAP_ACP,
@@ -182,6 +185,21 @@ impl AgentBackend for OpenCodeBackend {
                 Ok(start_run(settings, transport, Box::new(protocol)))
             }
         }
+    }
+
+    /// A warm session on `opencode serve` (the only interface that keeps OpenCode alive between
+    /// turns): one OpenCode session on the backend's server, one prompt per turn.
+    async fn open_session(&self, request: RunRequest) -> Result<Session, AgentError> {
+        agent_api::backend::validate_template(&KIND, &self.capabilities(), self.extension_keys(), &request)?;
+        let options: OpenCodeOptions = request.options()?;
+        if options.interface.unwrap_or(self.config.default_interface) != Interface::Serve {
+            return Err(AgentError::InvalidExtension {
+                key: "backend.opencode.interface".into(),
+                reason: "a warm session needs the serve interface".into(),
+            });
+        }
+        let settings = RunSettings::for_request(self.kind(), &request, &self.capabilities());
+        serve::session::open(&self.config, &self.servers, request, settings).await
     }
 
     fn replay_protocol(&self, format: RecordingFormat) -> Result<Box<dyn Protocol>, AgentError> {
