@@ -174,3 +174,19 @@ async fn serve_run_dropped_mid_turn_is_aborted_and_leaves_no_process() {
     drop(backend);
     assert!(group_gone(pgid).await, "no opencode process left");
 }
+
+#[tokio::test]
+async fn session_opened_from_an_earlier_runs_session_sees_that_turn() {
+    let Some((_server, sandbox)) = setup("echo").await else { return };
+    let backend = backend(&sandbox, Interface::Serve);
+    let earlier = drive(&backend, RunRequest::new("first"), agent_api::PermissionDecision::Allow, false).await;
+    let id = earlier.completion.as_ref().unwrap().native_session_id.clone().expect("the run's session id");
+    let mut session = backend.open_session(template().with_session(SessionSelector::Resume(id.clone()))).await.unwrap();
+    let mut record = SessionRecord::default();
+    assert!(record.turn(&mut session, "second").await.is_ok(), "{:?}", record.turns[0].completion);
+    let text = final_text(&record, 0);
+    assert!(text.starts_with("echo: user_turns=2 ") && text.ends_with("last=second"), "{text}");
+    assert_eq!(session.native_session_id().as_deref(), Some(id.as_str()));
+    record.trailing = session.close().await.unwrap();
+    assert_session_conformant(&record);
+}
