@@ -86,3 +86,28 @@ async fn acp_cancel_mid_turn_leaves_no_process() {
     assert_eq!(run.universal.iter().filter(|e| e.is_terminal_error()).count(), 1);
     wait_until_gone(&sandbox.cwd).await;
 }
+
+#[tokio::test]
+async fn acp_skip_permission_prompts_runs_without_asking() {
+    let Some((_server, sandbox)) = setup("shell").await else { return };
+    let request = RunRequest::new("run the command").with_permissions(PermissionPolicy::DenyAll).with_skip_permission_prompts(true);
+    let run = drive(&backend(&sandbox, Interface::Acp), request, PermissionDecision::Deny { message: None }, false).await;
+    assert_conformant(&run);
+    assert!(run.completion.is_ok(), "{:?}", run.completion);
+    assert_eq!(run.of_type("permission.requested").count(), 0, "OpenCode was told not to ask");
+    assert!(sandbox.cwd.join("out.txt").exists());
+}
+
+#[tokio::test]
+async fn acp_resumes_its_session_with_session_load() {
+    let Some((_server, sandbox)) = setup("echo").await else { return };
+    let backend = backend(&sandbox, Interface::Acp);
+    let first = drive(&backend, RunRequest::new("first turn"), PermissionDecision::Allow, false).await;
+    let id = first.completion.as_ref().unwrap().native_session_id.clone().expect("a session id");
+    let request = RunRequest::new("second turn").with_session(agent_api::SessionSelector::Resume(id.clone()));
+    let second = drive(&backend, request, PermissionDecision::Allow, false).await;
+    assert_conformant(&second);
+    let done = second.completion.as_ref().unwrap();
+    assert_eq!(done.native_session_id.as_deref(), Some(id.as_str()));
+    assert!(done.final_text.as_deref().is_some_and(|t| t.contains("user_turns=2")), "{:?}", done.final_text);
+}
