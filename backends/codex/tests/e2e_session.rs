@@ -66,3 +66,9 @@ async fn e2e_session_dropped_leaves_no_process() {
     let Some((_server, sandbox)) = bench("echo").await else { return };
     e2e::dropped_leaves_no_process(&backend(&sandbox), template(), &left(&sandbox)).await;
 }
+
+#[tokio::test]
+async fn e2e_session_opened_from_an_earlier_runs_native_session_sees_that_turn() {
+    let Some((_server, sandbox)) = bench("echo").await else { return };
+    e2e::opened_from_an_earlier_run(&backend(&sandbox), template(), &left(&sandbox)).await;
+}

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-/// Which OpenCode interface a run uses (`backend.opencode.interface`: `"serve"` or `"run"`).
+/// Which OpenCode interface a run uses (`backend.opencode.interface`: `"serve"`, `"run"` or `"acp"`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
@@ -18,6 +18,10 @@ pub enum Interface {
     /// `opencode run --format json`: one way, whole parts only; a permission set to "ask" is
     /// rejected by OpenCode itself.
     Run,
+    /// `opencode acp`: the Agent Client Protocol over stdio (deltas, permissions, the file
+    /// system served confined to the working directory, cancel); the model comes from OpenCode's
+    /// configuration.
+    Acp,
 }
 
 /// The backend's own options (`backend.opencode.*`), attached with
@@ -37,6 +41,9 @@ pub struct OpenCodeOptions {
     pub interface: Option<Interface>,
     /// `run` only: pass `--thinking`, so reasoning parts are printed. Default on.
     pub thinking: Option<bool>,
+    /// `acp` only: serve `fs/read_text_file` and `fs/write_text_file`, confined to the working
+    /// directory. Default on.
+    pub fs: Option<bool>,
 }
 
 impl OpenCodeOptions {
@@ -49,6 +56,12 @@ impl OpenCodeOptions {
     /// Sets whether `run` prints reasoning (`--thinking`).
     pub fn thinking(mut self, thinking: bool) -> Self {
         self.thinking = Some(thinking);
+        self
+    }
+
+    /// Sets whether `acp` serves the file system to OpenCode.
+    pub fn fs(mut self, serve: bool) -> Self {
+        self.fs = Some(serve);
         self
     }
 }

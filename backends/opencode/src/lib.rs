@@ -1,6 +1,6 @@
 //! `agent_api_opencode`: the OpenCode backend of `agent_api`.
 //!
-//! It drives the OpenCode CLI (`opencode`, tested with 1.18.33) through one of two interfaces,
+//! It drives the OpenCode CLI (`opencode`, tested with 1.18.33) through one of three interfaces,
 //! chosen per run with [`OpenCodeOptions::interface`] (`backend.opencode.interface`):
 //!
 //! - **serve** (default): `opencode serve` on a free loopback port with a random
@@ -12,26 +12,35 @@
 //!   session first. Runs of one backend value (and its clones) with the same environment share
 //!   one server, kept warm between runs; it stops when the backend is dropped (or
 //!   [`OpenCodeBackend::shut_down_servers`]) and its last run has ended. See [`serve`].
+//!   [`AgentBackend::open_session`] keeps one OpenCode session on that server for many turns
+//!   (`agent_api.session.warm`): a prompt per turn, cancel aborts the turn and keeps the session.
 //! - **run**: `opencode run --format json`, one way, whole parts only. OpenCode rejects every
 //!   permission set to "ask" by itself here, so this interface has no permission requests; a
 //!   rejected tool shows as a failed tool result. See [`run`].
+//! - **acp**: `opencode acp`, the Agent Client Protocol over stdio, on the ACP client of
+//!   `agent_api_acp` (permissions, the file system served confined to the working directory,
+//!   `session/cancel`). OpenCode's ACP errors carry no HTTP status, so a model failure there is
+//!   `AgentError::AgentFailed`. See [`acp`].
 //!
 //! `RunRequest::skip_permission_prompts` (`agent_api.permissions.skip_prompts`) tells OpenCode not
 //! to ask at all: `serve` creates the session with a rule allowing every permission, `run` passes
-//! `--auto`.
+//! `--auto`, `acp` sets `OPENCODE_PERMISSION` to allow everything.
 //!
-//! Both kinds of recording replay through [`AgentBackend::replay_protocol`].
+//! All three kinds of recording replay through [`AgentBackend::replay_protocol`] (`serve` and
+//! `acp` session logs are told apart by their first message).
 
+pub mod acp;
 pub mod config;
 pub mod errors;
 pub mod parts;
+mod replay;
 pub mod run;
 pub mod serve;
 
 use agent_api::capabilities as caps;
 use agent_api::kit::replay::RecordingFormat;
 use agent_api::kit::{start_run, CommandSpec, Protocol, RunSettings, Transport};
-use agent_api::{AgentBackend, AgentError, AgentKind, CapabilitySet, RunHandle, RunRequest};
+use agent_api::{AgentBackend, AgentError, AgentKind, CapabilitySet, RunHandle, RunRequest, Session};
 use async_trait::async_trait;
 
 pub use config::{Interface, OpenCodeConfig, OpenCodeOptions};
@@ -46,6 +55,8 @@ pub const SUPPORTED_VERSIONS: &[&str] = &["1.18.33"];
 pub const CAP_SERVE: &str = "backend.opencode.serve";
 /// Capability id: the run can use `opencode run --format json` (one way, no permission requests).
 pub const CAP_RUN: &str = "backend.opencode.run";
+/// Capability id: the run can use `opencode acp` (the Agent Client Protocol over stdio).
+pub const CAP_ACP: &str = "backend.opencode.acp";
 
 /// What discovery needs to find the `opencode` CLI and build a backend for it.
 pub fn probe() -> agent_api::detect::BackendProbe {
@@ -115,8 +126,11 @@ pub fn capabilities() -> CapabilitySet {
         caps::USAGE,
         caps::MODEL_SELECTION,
         caps::SKIP_PERMISSION_PROMPTS,
+        caps::SESSION_WARM,
         CAP_SERVE,
         CAP_RUN,
+        CAP_ACP,
+        agent_api_acp::CAP_FS_CONFINED,
     ])
 }
 
@@ -163,13 +177,35 @@ impl AgentBackend for OpenCodeBackend {
                 Ok(start_run(settings, transport, Box::new(run::RunProtocol::default())))
             }
             Interface::Serve => serve::start(&self.config, &self.servers, request, settings).await,
+            Interface::Acp => {
+                let cwd = agent_api_acp::options::absolute(&working_dir(&self.config, &request).unwrap_or_default());
+                let spec = acp::command_spec(&self.config, &request, &cwd)?;
+                let protocol = acp::live(&request, &cwd, options.fs.unwrap_or(true))?;
+                let transport = Transport::spawn(&spec, settings.line_cap)?;
+                Ok(start_run(settings, transport, Box::new(protocol)))
+            }
         }
+    }
+
+    /// A warm session on `opencode serve` (the only interface that keeps OpenCode alive between
+    /// turns): one OpenCode session on the backend's server, one prompt per turn.
+    async fn open_session(&self, request: RunRequest) -> Result<Session, AgentError> {
+        agent_api::backend::validate_template(&KIND, &self.capabilities(), self.extension_keys(), &request)?;
+        let options: OpenCodeOptions = request.options()?;
+        if options.interface.unwrap_or(self.config.default_interface) != Interface::Serve {
+            return Err(AgentError::InvalidExtension {
+                key: "backend.opencode.interface".into(),
+                reason: "a warm session needs the serve interface".into(),
+            });
+        }
+        let settings = RunSettings::for_request(self.kind(), &request, &self.capabilities());
+        serve::session::open(&self.config, &self.servers, request, settings).await
     }
 
     fn replay_protocol(&self, format: RecordingFormat) -> Result<Box<dyn Protocol>, AgentError> {
         match format {
             RecordingFormat::NativeStdout => Ok(Box::new(run::RunProtocol::default())),
-            RecordingFormat::Session => Ok(Box::new(serve::ServeProtocol::replay())),
+            RecordingFormat::Session => Ok(Box::new(replay::SessionReplay::default())),
             other => Err(AgentError::Replay { reason: format!("opencode cannot replay {other:?} recordings") }),
         }
     }

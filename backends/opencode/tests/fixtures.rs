@@ -134,3 +134,27 @@ async fn serve_text_streams_native_deltas() {
     let reasoning = run.universal.iter().any(|e| serde_json::to_value(e).unwrap().to_string().contains("The user wants a greeting"));
     assert!(reasoning, "the reasoning is in the transcript");
 }
+
+#[tokio::test]
+async fn every_acp_fixture_replays_through_the_opencode_kind_with_the_live_outcome() {
+    for path in files("acp") {
+        let run = replay(&path).await;
+        assert_conformant(&run);
+        let name = name(&path);
+        let text = run.completion.as_ref().ok().and_then(|c| c.final_text.clone());
+        match name.as_str() {
+            "cancel" => assert!(matches!(run.completion, Err(AgentError::Cancelled)), "{:?}", run.completion),
+            "text" => assert_eq!(text.as_deref(), Some("Hello from mock")),
+            "reasoning" => {
+                assert_eq!(text.as_deref(), Some("Hello after thinking"));
+                assert!(!run.text_on(&agent_api::Channel::Reasoning).is_empty());
+            }
+            "shell_allow_once" => assert_eq!(text.as_deref(), Some("Shell done. Tool output was: hi | ")),
+            "shell_reject_once" => assert!(run.completion.is_ok(), "{:?}", run.completion),
+            other => panic!("a recording this test does not know: {other}"),
+        }
+        if name.starts_with("shell") {
+            assert_eq!((run.of_type("permission.requested").count(), run.of_type("permission.resolved").count()), (1, 1), "{name}");
+        }
+    }
+}

@@ -195,10 +195,15 @@ impl AppServer {
                 match list.data.into_iter().next() {
                     Some(thread) => self.open_thread(ctx, Some(thread.id)),
                     None => {
-                        self.fatal = Some(AgentError::InvalidRequest {
+                        let error = AgentError::InvalidRequest {
                             reason: "there is no earlier codex thread to resume in this working directory".into(),
-                        });
-                        ctx.shutdown();
+                        };
+                        if self.session {
+                            self.session_refused(ctx, false, error);
+                        } else {
+                            self.fatal = Some(error);
+                            ctx.shutdown();
+                        }
                     }
                 }
             }
@@ -260,10 +265,14 @@ impl AppServer {
                 return;
             }
         };
-        let error = AgentError::AgentFailed { message: format!("codex refused {what}: {}", errors::explanation(&message)) };
-        if self.session && tag == Some(Pending::TurnStart) {
-            // The thread lives on: only this turn failed.
-            return ctx.end_turn(Err(error));
+        let reason = format!("codex refused {what}: {}", errors::explanation(&message));
+        let error = match tag {
+            // No handshake, no session: the agent's own words say why.
+            Some(Pending::Initialize) => AgentError::Protocol { reason },
+            _ => AgentError::AgentFailed { message: reason },
+        };
+        if self.session {
+            return self.session_refused(ctx, tag == Some(Pending::TurnStart), error);
         }
         self.fatal.get_or_insert(error);
         if self.live_mode() {

@@ -50,6 +50,11 @@ impl AppServer {
         if !self.session {
             return Err(AgentError::InvalidRequest { reason: "this codex run takes no more turns".into() });
         }
+        if let Some(fatal) = self.fatal.take() {
+            // The session never started: this turn gets the refusal, and the session ends.
+            ctx.shutdown();
+            return Err(fatal);
+        }
         // Each turn has its own id, outcome, errors, usage and answer.
         self.turn_id = None;
         self.outcome = None;
@@ -63,6 +68,22 @@ impl AppServer {
             None => self.queued_turn = Some(input),
         }
         Ok(())
+    }
+
+    /// A session's request was refused. A refused `turn/start` fails only its turn (the thread
+    /// lives on); a refused set-up (initialize, the thread request) ends the session, and its
+    /// error goes to the turn waiting for the thread, or else to the next send, so that it is
+    /// never lost to a bare process exit.
+    pub(super) fn session_refused(&mut self, ctx: &mut Ctx<'_>, turn_start: bool, error: AgentError) {
+        if turn_start {
+            return ctx.end_turn(Err(error));
+        }
+        if self.queued_turn.take().is_some() {
+            ctx.end_turn(Err(error));
+            ctx.shutdown();
+        } else {
+            self.fatal.get_or_insert(error);
+        }
     }
 
     /// Cancels a session's turn that has no id yet: a queued one ends at once, a started one is

@@ -10,6 +10,7 @@ pub mod bridge;
 mod events;
 mod questions;
 pub mod server;
+pub(crate) mod session;
 
 use std::collections::{HashSet, VecDeque};
 
@@ -59,6 +60,11 @@ pub struct ServeProtocol {
     failure: Option<AgentError>,
     prompted: bool,
     idle: bool,
+    /// Serving a warm session: a prompt per [`Protocol::send_turn`], each turn ended with
+    /// `Ctx::end_turn` at its `session.idle`, the bridge kept open between turns.
+    warm: bool,
+    /// A warm session's turn sent before its OpenCode session was known.
+    queued: Option<String>,
 }
 
 impl ServeProtocol {
@@ -76,6 +82,8 @@ impl ServeProtocol {
             failure: None,
             prompted: false,
             idle: false,
+            warm: false,
+            queued: None,
         }
     }
 
@@ -136,7 +144,11 @@ impl ServeProtocol {
                 _ => "sending the prompt",
             };
             let status = (status != 0).then_some(status);
-            self.failure.get_or_insert(AgentError::Http { status, reason: format!("the opencode server refused {what}") });
+            let error = AgentError::Http { status, reason: format!("the opencode server refused {what}") };
+            if self.warm {
+                return self.warm_failure(ctx, kind == Pending::Prompt, error);
+            }
+            self.failure.get_or_insert(error);
             ctx.close_input();
             return;
         }
@@ -148,9 +160,15 @@ impl ServeProtocol {
         match session {
             Some(id) => {
                 self.session_known(id, ctx);
-                let text = self.plan.as_ref().map(|p| p.prompt.clone()).unwrap_or_default();
-                self.prompt(ctx, &text);
+                let text = match self.warm {
+                    true => self.queued.take(),
+                    false => self.plan.as_ref().map(|p| p.prompt.clone()),
+                };
+                if let Some(text) = text {
+                    self.prompt(ctx, &text);
+                }
             }
+            None if self.warm => self.warm_failure(ctx, false, AgentError::SessionNotFound { id: "the most recent session".into() }),
             None => {
                 self.failure.get_or_insert(AgentError::SessionNotFound { id: "the most recent session".into() });
                 ctx.close_input();
@@ -180,9 +198,26 @@ impl ServeProtocol {
         // Nothing asked in this turn still waits once it is over.
         let _ = self.hitl.cancel_permissions(ctx.transcript);
         let _ = self.hitl.cancel_questions(ctx.transcript);
-        if self.plan.is_some() {
+        if self.warm {
+            let result = self.outcome();
+            ctx.end_turn(result);
+        } else if self.plan.is_some() {
             ctx.close_input();
         }
+    }
+
+    /// How the turn went, once it is over (or the run ended).
+    fn outcome(&mut self) -> Result<RunCompletion, AgentError> {
+        if let Some(failure) = self.failure.take() {
+            return Err(failure);
+        }
+        if let Some(error) = self.error.take() {
+            return Err(error.to_agent_error());
+        }
+        let mut completion = RunCompletion::new().with_data(json!({"interface": "serve"}));
+        completion.usage = self.parts.usage();
+        completion.exit_code = None;
+        Ok(completion)
     }
 }
 
@@ -217,8 +252,10 @@ impl Protocol for ServeProtocol {
         match &plan.session {
             SessionSelector::Resume(id) => {
                 self.session_known(id, ctx);
-                let text = plan.prompt.clone();
-                self.prompt(ctx, &text);
+                if !self.warm {
+                    let text = plan.prompt.clone();
+                    self.prompt(ctx, &text);
+                }
             }
             SessionSelector::Fork(id) => self.send(ctx, Pending::Session, "POST", format!("/session/{id}/fork{query}"), json!({})),
             SessionSelector::New => {
@@ -281,7 +318,15 @@ impl Protocol for ServeProtocol {
         }
     }
 
+    fn send_turn(&mut self, prompt: &agent_api::Prompt, ctx: &mut Ctx<'_>) -> Result<(), AgentError> {
+        self.next_turn(prompt, ctx)
+    }
+
     fn interrupt(&mut self, ctx: &mut Ctx<'_>) -> bool {
+        if self.warm && self.queued.take().is_some() {
+            ctx.end_turn(Err(AgentError::Cancelled));
+            return true;
+        }
         let Some(id) = self.session_id.clone().filter(|_| !self.idle && self.plan.is_some()) else { return false };
         for decided in self.hitl.cancel_permissions(ctx.transcript) {
             self.reply_permission(ctx, &decided.native, &decided.decision);
@@ -294,20 +339,17 @@ impl Protocol for ServeProtocol {
 
     fn finish(&mut self, exit: &ExitInfo, ctx: &mut Ctx<'_>) -> Result<RunCompletion, AgentError> {
         self.parts.fail_open_tools(ctx.transcript);
-        if let Some(failure) = self.failure.take() {
-            return Err(failure);
-        }
-        if let Some(error) = &self.error {
-            return Err(error.to_agent_error());
-        }
-        if !self.idle {
+        if self.failure.is_none() && self.error.is_none() && !self.idle {
             return Err(exit.early_exit_error());
         }
-        let mut completion = RunCompletion::new().with_data(json!({"interface": "serve"}));
-        completion.usage = self.parts.usage();
-        completion.exit_code = None;
-        Ok(completion)
+        self.outcome()
     }
+}
+
+/// The bridge to `server`, standing where an agent process would.
+fn bridged(server: std::sync::Arc<server::Server>, settings: &RunSettings) -> Transport {
+    let (subscriber, events) = server.subscribe();
+    Transport::in_process(settings.line_cap, move |pipes| bridge::run(server, subscriber, events, pipes))
 }
 
 /// Starts a live `serve` run on `server`.
@@ -317,8 +359,7 @@ pub(crate) fn start_on(
     directory: String,
     settings: RunSettings,
 ) -> RunHandle {
-    let (subscriber, events) = server.subscribe();
-    let transport = Transport::in_process(settings.line_cap, move |pipes| bridge::run(server, subscriber, events, pipes));
+    let transport = bridged(server, &settings);
     start_run(settings, transport, Box::new(ServeProtocol::live(request, directory)))
 }
 

@@ -100,3 +100,22 @@ pub async fn dropped_leaves_no_process(backend: &dyn AgentBackend, template: Run
     }
     assert!(!alive(pid), "the dropped session's process was reaped");
 }
+
+/// A session opened on the native session of an earlier one-shot run (`SessionSelector::Resume`):
+/// its first turn is the conversation's second (`echo` model), on the same native session.
+pub async fn opened_from_an_earlier_run(backend: &dyn AgentBackend, template: RunRequest, left: &dyn Fn() -> Vec<i32>) {
+    let mut first = template.clone();
+    first.prompt = "first".into();
+    let earlier = crate::record(backend.run(first).await.unwrap()).await;
+    let id = earlier.completion.as_ref().unwrap().native_session_id.clone().expect("the run's native session id");
+    assert_eq!(none_left(left).await, Vec::<i32>::new());
+    let mut session = backend.open_session(template.with_session(agent_api::SessionSelector::Resume(id.clone()))).await.unwrap();
+    let mut record = SessionRecord::default();
+    assert!(record.turn(&mut session, "second").await.is_ok(), "{:?}", record.turns[0].completion);
+    let text = final_text(&record, 0);
+    assert!(text.starts_with("echo: user_turns=2 ") && text.ends_with("last=second"), "the model sees the earlier turn: {text}");
+    assert_eq!(session.native_session_id().as_deref(), Some(id.as_str()), "the same native session");
+    record.trailing = session.close().await.unwrap();
+    assert_session_conformant(&record);
+    assert_eq!(none_left(left).await, Vec::<i32>::new());
+}

@@ -1,0 +1,192 @@
+//! Warm sessions on `opencode serve` (`spec/run-protocol.md` §8) and abort on drop, end to end:
+//! the real pinned opencode 1.18.33 on the bench's scripted model server. The session runs on
+//! the backend's server (one process group, read from `running_servers`), so "no process left"
+//! is checked once the session is closed and the backend dropped.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use agent_api::{AgentBackend, AgentError, RunRequest, SessionSelector};
+use agent_api_conformance::session::{assert_session_conformant, SessionRecord};
+use agent_api_conformance::Answers;
+use agent_api_opencode::{Interface, OpenCodeBackend};
+use common::*;
+use futures::StreamExt;
+
+fn template() -> RunRequest {
+    RunRequest::new("").with_timeout(Duration::from_secs(120))
+}
+
+fn group_alive(pgid: i32) -> bool {
+    // Signal 0 to the group only asks whether any member exists.
+    unsafe { libc::kill(-pgid, 0) == 0 }
+}
+
+fn server_group(backend: &OpenCodeBackend) -> i32 {
+    let servers = backend.running_servers();
+    assert_eq!(servers.len(), 1, "one server for the session");
+    servers[0].pgid
+}
+
+fn final_text(record: &SessionRecord, turn: usize) -> String {
+    record.turns[turn].completion.as_ref().unwrap().final_text.clone().unwrap_or_default()
+}
+
+/// Waits up to 5 s for the process group to be gone.
+async fn group_gone(pgid: i32) -> bool {
+    for _ in 0..50 {
+        if !group_alive(pgid) {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    !group_alive(pgid)
+}
+
+#[tokio::test]
+async fn session_three_turns_on_one_server_and_session_the_model_sees_one_two_three_user_turns() {
+    let Some((_server, sandbox)) = setup("echo").await else { return };
+    let backend = backend(&sandbox, Interface::Serve);
+    let mut session = backend.open_session(template()).await.unwrap();
+    assert!(session.is_warm());
+    let pgid = server_group(&backend);
+    let mut record = SessionRecord::default();
+    for (n, prompt) in ["first", "second", "third"].into_iter().enumerate() {
+        assert!(record.turn(&mut session, prompt).await.is_ok(), "turn {}: {:?}", n + 1, record.turns[n].completion);
+        let text = final_text(&record, n);
+        assert!(text.starts_with(&format!("echo: user_turns={} ", n + 1)), "turn {}: {text}", n + 1);
+        assert!(text.ends_with(&format!("last={prompt}")), "{text}");
+        assert_eq!(server_group(&backend), pgid, "one server for the whole session");
+    }
+    let id = session.native_session_id().expect("the OpenCode session id");
+    assert!(record.turns.iter().all(|t| t.completion.as_ref().unwrap().native_session_id.as_deref() == Some(id.as_str())));
+    record.trailing = session.close().await.unwrap();
+    assert_session_conformant(&record);
+    drop(backend);
+    assert!(group_gone(pgid).await, "no opencode process left");
+    wait_until_gone(&sandbox.cwd).await;
+}
+
+#[tokio::test]
+async fn session_a_cancelled_second_turn_then_a_good_third() {
+    let Some((_server, sandbox)) = setup("echo").await else { return };
+    let backend = backend(&sandbox, Interface::Serve);
+    let mut session = backend.open_session(template()).await.unwrap();
+    let mut record = SessionRecord::default();
+    assert!(record.turn(&mut session, "first").await.is_ok(), "{:?}", record.turns[0].completion);
+    let second = session.send("second").await.unwrap();
+    second.control().cancel();
+    let completion = record.record(second, Answers::none()).await;
+    assert!(matches!(completion, Err(AgentError::Cancelled)), "{completion:?}");
+    assert!(record.turn(&mut session, "third").await.is_ok(), "{:?}", record.turns[2].completion);
+    assert!(final_text(&record, 2).ends_with("last=third"), "{}", final_text(&record, 2));
+    record.trailing = session.close().await.unwrap();
+    assert_session_conformant(&record);
+    let pgid = server_group(&backend);
+    drop(backend);
+    assert!(group_gone(pgid).await, "no opencode process left");
+}
+
+#[tokio::test]
+async fn session_server_killed_between_turns_closes_the_session() {
+    let Some((_server, sandbox)) = setup("echo").await else { return };
+    let backend = backend(&sandbox, Interface::Serve);
+    let mut session = backend.open_session(template()).await.unwrap();
+    let mut record = SessionRecord::default();
+    assert!(record.turn(&mut session, "first").await.is_ok(), "{:?}", record.turns[0].completion);
+    let pgid = server_group(&backend);
+    unsafe { libc::kill(-pgid, libc::SIGKILL) };
+    // The server's event stream ends first (the pool then lists it no more); its sessions end with it.
+    for _ in 0..50 {
+        if backend.running_servers().is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(backend.running_servers().is_empty(), "the dead server is noticed");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let started = Instant::now();
+    let next = session.send("second").await.map(|_| ());
+    assert!(matches!(next, Err(AgentError::SessionClosed)), "{next:?}");
+    assert!(started.elapsed() < Duration::from_secs(1));
+    record.trailing = session.close().await.unwrap();
+    assert_eq!(record.trailing.last().map(|e| e.type_name()), Some("session.ended"));
+    assert_session_conformant(&record);
+    drop(backend);
+    assert!(group_gone(pgid).await);
+}
+
+#[tokio::test]
+async fn session_dropped_mid_turn_leaves_no_process() {
+    let Some((_server, sandbox)) = setup("slow_text").await else { return };
+    let backend = backend(&sandbox, Interface::Serve);
+    let mut session = backend.open_session(template()).await.unwrap();
+    let pgid = server_group(&backend);
+    let turn = session.send("talk slowly").await.unwrap();
+    let (mut events, _completion) = turn.into_universal();
+    while let Some(event) = events.next().await {
+        if event.type_name() == "item.delta" && !event.synthetic {
+            break;
+        }
+    }
+    drop(session);
+    drop(backend);
+    assert!(group_gone(pgid).await, "no opencode process left");
+    wait_until_gone(&sandbox.cwd).await;
+}
+
+/// Issue 12: a `serve` run dropped mid-turn is aborted on the shared server (which outlives the
+/// run): the next turn on the same OpenCode session starts at once instead of queueing behind
+/// the abandoned 30-second one. Then no process is left once the backend goes.
+#[tokio::test]
+async fn serve_run_dropped_mid_turn_is_aborted_and_leaves_no_process() {
+    let Some((_server, sandbox)) = setup("slow_text").await else { return };
+    let backend = backend(&sandbox, Interface::Serve);
+    let handle = backend.run(RunRequest::new("talk slowly").with_timeout(Duration::from_secs(120))).await.unwrap();
+    let pgid = server_group(&backend);
+    let (mut events, _completion) = handle.into_universal();
+    let mut id = None;
+    while let Some(event) = events.next().await {
+        id = id.or_else(|| event.native_session_id.as_deref().map(str::to_string));
+        if event.type_name() == "item.delta" && !event.synthetic {
+            break;
+        }
+    }
+    drop(events);
+    let id = id.expect("the run's OpenCode session");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(group_alive(pgid), "the shared server outlives the dropped run");
+    let started = Instant::now();
+    let next = backend.run(RunRequest::new("again").with_session(SessionSelector::Resume(id))).await.unwrap();
+    let control = next.control();
+    let (mut events, completion) = next.into_universal();
+    while let Some(event) = events.next().await {
+        if event.type_name() == "item.delta" && !event.synthetic {
+            break;
+        }
+    }
+    let waited = started.elapsed();
+    control.cancel();
+    while events.next().await.is_some() {}
+    let _ = completion.await;
+    assert!(waited < Duration::from_secs(15), "the dropped turn was aborted, not left running: {waited:?}");
+    drop(backend);
+    assert!(group_gone(pgid).await, "no opencode process left");
+}
+
+#[tokio::test]
+async fn session_opened_from_an_earlier_runs_session_sees_that_turn() {
+    let Some((_server, sandbox)) = setup("echo").await else { return };
+    let backend = backend(&sandbox, Interface::Serve);
+    let earlier = drive(&backend, RunRequest::new("first"), agent_api::PermissionDecision::Allow, false).await;
+    let id = earlier.completion.as_ref().unwrap().native_session_id.clone().expect("the run's session id");
+    let mut session = backend.open_session(template().with_session(SessionSelector::Resume(id.clone()))).await.unwrap();
+    let mut record = SessionRecord::default();
+    assert!(record.turn(&mut session, "second").await.is_ok(), "{:?}", record.turns[0].completion);
+    let text = final_text(&record, 0);
+    assert!(text.starts_with("echo: user_turns=2 ") && text.ends_with("last=second"), "{text}");
+    assert_eq!(session.native_session_id().as_deref(), Some(id.as_str()));
+    record.trailing = session.close().await.unwrap();
+    assert_session_conformant(&record);
+}
