@@ -47,6 +47,8 @@ pub(crate) struct OpenMessage {
     pub streamed: Vec<StreamedBlock>,
     /// Stream block index → position in `streamed`.
     pub by_index: HashMap<u64, usize>,
+    /// Its place in the order messages were opened.
+    pub opened: u64,
 }
 
 /// The `parent_tool_use_id` of a line.
@@ -66,19 +68,21 @@ impl ClaudeProtocol {
         if let Some(item) = self.messages.get(msg_id).and_then(|m| m.item_id.clone()) {
             return item;
         }
-        let others: Vec<String> =
-            self.messages.iter().filter(|(id, m)| m.thread == thread && id.as_str() != msg_id).map(|(id, _)| id.clone()).collect();
+        let others = self.open_order(|id, m| m.thread == thread && id != msg_id);
         for id in others {
             self.close_or_fail(&thread, &id, ctx);
             self.messages.remove(&id);
         }
         let parent = thread.as_ref().and_then(|t| self.tools.get(t)).map(|t| t.item_id.clone());
         let item = ctx.transcript.start_item(NewItem::message(ItemRole::Assistant).native(msg_id).parent(parent));
+        let opened = self.messages_opened;
+        self.messages_opened += 1;
         let entry = self.messages.entry(msg_id.to_string()).or_insert_with(|| OpenMessage {
             item_id: None,
             thread,
             streamed: Vec::new(),
             by_index: HashMap::new(),
+            opened,
         });
         entry.item_id = Some(item.clone());
         item
@@ -116,10 +120,18 @@ impl ClaudeProtocol {
         message.item_id = None;
     }
 
+    /// The ids of the messages that `keep` keeps, in the order they were opened: messages end
+    /// in a stable order, whatever the map's.
+    fn open_order(&self, keep: impl Fn(&str, &OpenMessage) -> bool) -> Vec<String> {
+        let mut kept: Vec<(u64, String)> =
+            self.messages.iter().filter(|(id, m)| keep(id.as_str(), m)).map(|(id, m)| (m.opened, id.clone())).collect();
+        kept.sort_unstable();
+        kept.into_iter().map(|(_, id)| id).collect()
+    }
+
     /// Completes every open message of one thread (its turn moved on).
     pub(crate) fn close_thread(&mut self, thread: &Option<String>, ctx: &mut Ctx<'_>) {
-        let ids: Vec<String> = self.messages.iter().filter(|(_, m)| &m.thread == thread).map(|(id, _)| id.clone()).collect();
-        for id in ids {
+        for id in self.open_order(|_, m| &m.thread == thread) {
             self.close_message(&id, ctx);
         }
         self.streaming.remove(thread);
@@ -127,8 +139,8 @@ impl ClaudeProtocol {
 
     /// Ends every open message (a turn ended); one still streaming was cut and fails.
     pub(crate) fn close_all_messages(&mut self, ctx: &mut Ctx<'_>) {
-        let ids: Vec<(String, Option<String>)> = self.messages.iter().map(|(id, m)| (id.clone(), m.thread.clone())).collect();
-        for (id, thread) in ids {
+        for id in self.open_order(|_, _| true) {
+            let thread = self.messages[&id].thread.clone();
             self.close_or_fail(&thread, &id, ctx);
         }
         self.messages.clear();

@@ -55,6 +55,8 @@ pub struct ClaudeProtocol {
     next_request: u64,
     /// Open assistant messages by native message id.
     messages: HashMap<String, OpenMessage>,
+    /// How many messages were opened: each message's place in that order, to close them in it.
+    messages_opened: u64,
     /// The message that `stream_event`s of each thread (`parent_tool_use_id`) belong to.
     streaming: HashMap<Option<String>, String>,
     /// Tool calls by `tool_use_id`.
@@ -82,6 +84,7 @@ impl ClaudeProtocol {
             bypass_requested,
             next_request: 0,
             messages: HashMap::new(),
+            messages_opened: 0,
             streaming: HashMap::new(),
             tools: HashMap::new(),
             results_seen: HashSet::new(),
