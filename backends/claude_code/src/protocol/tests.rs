@@ -337,6 +337,8 @@ async fn policies_decide_without_asking_and_hook_and_mcp_requests_get_answers() 
     .collect();
     let script = vec![
         init(),
+        // As the CLI does, the tool call streams before its permission request.
+        assistant("msg_1", json!([{"type":"tool_use","id":"toolu_1","name":"Bash","input":{"command":"ls"}}])),
         can_use_tool("a", "Bash", json!({"command":"ls"})),
         can_use_tool("b", "WebFetch", json!({"url":"https://example.invalid"})),
         json!({"type":"control_request","request_id":"h","request":{"subtype":"hook_callback","callback_id":"cb","input":{}}}),
