@@ -205,6 +205,13 @@ pub enum AgentError {
         /// What is wrong with the recording.
         reason: String,
     },
+    /// A file given as a recording of an agent's output is one of an agent's own stored
+    /// sessions: read it through [`crate::history`] instead.
+    #[error("this file looks like {looks_like}, not a recording of an agent's output; read it as a stored session (`agent-api history`)")]
+    StoredSessionFile {
+        /// What the file looks like.
+        looks_like: crate::history::StoreShape,
+    },
 }
 
 fn describe_exit(code: Option<i32>, signal: Option<i32>) -> String {
@@ -251,6 +258,7 @@ impl AgentError {
             AgentError::ServerNotReady { .. } => "server_not_ready",
             AgentError::SessionClosed => "session_closed",
             AgentError::Replay { .. } => "replay",
+            AgentError::StoredSessionFile { .. } => "stored_session_file",
         }
     }
 }

@@ -59,7 +59,7 @@ fn replay_turns_a_native_log_into_jsonl_events_and_malformed_lines_into_unknown(
         r#"{"type":"done","status":"success","input_tokens":1,"output_tokens":1}"#,
     ];
     std::fs::write(&path, log.join("\n")).unwrap();
-    let output = agent_api(&["replay", "--agent", "scripted", path.to_str().unwrap()]);
+    let output = agent_api(&["replay", "--agent", "scripted", "--format", "jsonl", path.to_str().unwrap()]);
     assert!(output.status.success());
     let events = json_lines(&output);
     assert!(events.iter().any(|e| e["kind"] == "text_output" && e["text"] == "Hi"));
@@ -75,15 +75,60 @@ fn replay_takes_every_qwen_recording_of_its_three_interfaces() {
             std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|x| x == "jsonl")).collect();
         assert!(!files.is_empty(), "{}", dir.display());
         for path in files {
-            let output = agent_api(&["replay", "--agent", "qwen", path.to_str().unwrap()]);
-            assert!(output.status.success(), "{}: {}", path.display(), String::from_utf8_lossy(&output.stderr));
+            let output = agent_api(&["replay", "--agent", "qwen", "--format", "jsonl", path.to_str().unwrap()]);
             let events = json_lines(&output);
             let erred = path.to_string_lossy().contains("error");
+            // As `run` would have: 1 when the replayed run failed.
+            assert_eq!(output.status.code(), Some(i32::from(erred)), "{}: {}", path.display(), String::from_utf8_lossy(&output.stderr));
             let answered = events.iter().any(|e| e["kind"] == "text_output" && e["channel"] == "assistant");
             let failed = events.iter().filter(|e| e["kind"] == "error").count();
             assert_eq!((answered, failed), (!erred, usize::from(erred)), "{}", path.display());
             assert_eq!(events.iter().filter(|e| e["kind"] == "unknown").count(), 0, "{}", path.display());
         }
+    }
+}
+
+fn handwritten(name: &str) -> String {
+    format!("{}/../../tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn replay_exits_as_run_would_have_and_prints_pretty_by_default() {
+    let failed = agent_api(&["replay", "--agent", "claude_code", &handwritten("handwritten/claude_error_max_turns_2_1_0.stdout.jsonl")]);
+    assert_eq!(failed.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&failed.stderr);
+    assert!(stderr.contains("failed") && stderr.contains("Reached maximum number of turns (1)"), "{stderr}");
+    assert!(String::from_utf8_lossy(&failed.stdout).contains("Let me look at the tests."));
+
+    let answered = agent_api(&["replay", "--agent", "claude_code", &handwritten("handwritten/claude_assistant_without_ids.stdout.jsonl")]);
+    assert_eq!(answered.status.code(), Some(0), "{}", String::from_utf8_lossy(&answered.stderr));
+    let text = String::from_utf8_lossy(&answered.stdout);
+    assert!(text.contains("First, let me think about this.") && text.contains("The answer is 4."), "{text}");
+    assert!(serde_json::from_str::<serde_json::Value>(text.lines().next().unwrap_or_default()).is_err(), "pretty, not JSON: {text}");
+
+    let universal = agent_api(&[
+        "replay",
+        "--agent",
+        "claude_code",
+        "--view",
+        "universal",
+        "--format",
+        "jsonl",
+        &handwritten("handwritten/claude_assistant_without_ids.stdout.jsonl"),
+    ]);
+    assert_eq!(json_lines(&universal).last().unwrap()["type"], "session.ended");
+}
+
+#[test]
+fn replay_refuses_the_agents_own_session_files() {
+    for (file, looks_like) in
+        [("history/claude_code/shell.jsonl", "Claude Code session file"), ("history/codex/shell.jsonl", "Codex rollout file")]
+    {
+        let output = agent_api(&["replay", "--agent", "claude_code", &handwritten(file)]);
+        assert_eq!(output.status.code(), Some(2));
+        assert!(output.stdout.is_empty());
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains(looks_like), "{stderr}");
     }
 }
 
