@@ -1,10 +1,11 @@
-//! `agent-api`: run a coding agent and stream its events, replay a recorded native log, list
-//! capabilities, and check which agent CLIs are installed.
+//! `agent-api`: run a coding agent and stream its events, replay a recorded native log, read the
+//! agents' own stored sessions, list capabilities, and check which agent CLIs are installed.
 
 mod agents;
 mod capabilities;
 mod chat;
 mod doctor;
+mod history;
 mod output;
 mod prompt;
 mod render;
@@ -126,6 +127,19 @@ enum Command {
         /// The recording, or `-` for stdin.
         file: PathBuf,
     },
+    /// List an agent's own stored sessions, or print one (SESSION) as events.
+    History {
+        /// Agent kind whose session store is read.
+        #[arg(long)]
+        agent: String,
+        /// Only sessions that ran in this directory.
+        #[arg(long)]
+        cwd: Option<PathBuf>,
+        #[command(flatten)]
+        output: OutputFlags,
+        /// The session id to print; without it, the sessions are listed.
+        session: Option<String>,
+    },
     /// List backends' capabilities.
     Capabilities {
         #[arg(long)]
@@ -155,6 +169,7 @@ async fn main() -> ExitCode {
         Command::Run { flags, prompt } => run::run(flags.into_options(prompt)).await,
         Command::Chat { flags } => chat::chat(flags.into_options(String::new())).await,
         Command::Replay { agent, output, file } => replay::replay(output.viewing(agent), &file).await,
+        Command::History { agent, cwd, output, session } => history::history(output.viewing(agent), cwd, session).await,
         Command::Capabilities { agent, format } => capabilities::print(agent.as_deref(), format),
         Command::Doctor => doctor::doctor().await,
     };

@@ -200,3 +200,47 @@ fn chat_takes_one_turn_per_stdin_line_on_one_session_with_one_transcript() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("scripted turn 3 completed"), "{stderr}");
 }
+
+/// `agent-api` with `HOME` (and so `~/.claude`) in `home`.
+fn agent_api_at_home(home: &std::path::Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_agent-api"))
+        .args(args)
+        .env("HOME", home)
+        .env_remove("CLAUDE_CONFIG_DIR")
+        .env("AGENT_API_CLI_DIR", "/nonexistent/agent_api_cli_cache")
+        .env("PATH", "/usr/bin:/bin")
+        .stdin(Stdio::null())
+        .output()
+        .expect("agent-api runs")
+}
+
+#[test]
+fn history_lists_claude_sessions_and_prints_one_as_events() {
+    let home = tempfile::tempdir().unwrap();
+    let project = home.path().join(".claude/projects/-home-dev-work-shell");
+    std::fs::create_dir_all(&project).unwrap();
+    let id = "cd13f027-f751-4948-87e6-a722e591af62";
+    std::fs::copy(handwritten("history/claude_code/shell.jsonl"), project.join(format!("{id}.jsonl"))).unwrap();
+
+    let listed =
+        agent_api_at_home(home.path(), &["history", "--agent", "claude_code", "--format", "jsonl", "--cwd", "/home/dev/work/shell"]);
+    assert_eq!(listed.status.code(), Some(0), "{}", String::from_utf8_lossy(&listed.stderr));
+    let sessions = json_lines(&listed);
+    assert_eq!(sessions.len(), 1);
+    assert_eq!((sessions[0]["id"].as_str(), sessions[0]["first_prompt"].as_str()), (Some(id), Some("run the command")));
+    let elsewhere = agent_api_at_home(home.path(), &["history", "--agent", "claude_code", "--format", "jsonl", "--cwd", "/nowhere"]);
+    assert!(elsewhere.status.success() && elsewhere.stdout.is_empty());
+
+    let shown = agent_api_at_home(home.path(), &["history", "--agent", "claude_code", "--format", "jsonl", id]);
+    assert_eq!(shown.status.code(), Some(0), "{}", String::from_utf8_lossy(&shown.stderr));
+    let events = json_lines(&shown);
+    let text: String = events.iter().filter(|e| e["channel"] == "assistant").filter_map(|e| e["text"].as_str()).collect();
+    assert_eq!(text, "I'll run a command.Tool finished. Output was: hi");
+
+    let missing = agent_api_at_home(home.path(), &["history", "--agent", "claude_code", "no-such-session"]);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("no session `no-such-session`"));
+    let unsupported = agent_api_at_home(home.path(), &["history", "--agent", "scripted"]);
+    assert_eq!(unsupported.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&unsupported.stderr).contains("agent_api.history.list"));
+}
