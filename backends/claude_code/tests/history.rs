@@ -7,12 +7,11 @@ use std::time::Duration;
 
 use agent_api::history::{SessionQuery, SessionStore};
 use agent_api::universal::{ItemKind, UniversalEventBody};
-use agent_api::{AgentBackend, AgentError, PermissionDecision, RunRequest};
+use agent_api::{AgentBackend, AgentError, PermissionPolicy, RunRequest};
 use agent_api_claude_code::history::ClaudeSessionStore;
 use agent_api_claude_code::{ClaudeCodeBackend, ClaudeCodeConfig};
 use agent_api_conformance::{assert_conformant, record, RunRecord};
 use agent_bench::{Cli, ModelServer, Sandbox};
-use futures::StreamExt;
 use serde_json::Value;
 
 const STORED_ID: &str = "cd13f027-f751-4948-87e6-a722e591af62";
@@ -105,8 +104,8 @@ async fn e2e_a_real_session_is_listed_and_read_back_as_the_live_run() {
     let server = ModelServer::start(None).await.unwrap();
     let sandbox = Sandbox::new(Cli::ClaudeCode, &server, "shell").unwrap();
     let backend = backend(&sandbox);
-    let handle = backend.run(RunRequest::new("run the command").with_timeout(Duration::from_secs(120))).await.unwrap();
-    let live = allow_all(handle).await;
+    let request = RunRequest::new("run the command").with_permissions(PermissionPolicy::ApproveAll).with_timeout(Duration::from_secs(120));
+    let live = record(backend.run(request).await.unwrap()).await;
     assert_conformant(&live);
     let completion = live.completion.as_ref().unwrap();
     let id = completion.native_session_id.clone().unwrap();
@@ -131,20 +130,4 @@ fn backend(sandbox: &Sandbox) -> ClaudeCodeBackend {
         config = config.with_env(key, value);
     }
     ClaudeCodeBackend::new(config)
-}
-
-/// Reads a live run, allowing every permission it asks.
-async fn allow_all(handle: agent_api::RunHandle) -> RunRecord {
-    let control = handle.control();
-    let mut projector = agent_api::projection::Projector::new(handle.agent_kind().clone(), handle.tools_structured());
-    let (mut events, completion) = handle.into_universal();
-    let mut universal = Vec::new();
-    while let Some(event) = events.next().await {
-        if let UniversalEventBody::PermissionRequested(p) = &event.body {
-            control.respond_permission(&p.permission_id, PermissionDecision::Allow).await.unwrap();
-        }
-        universal.push(event);
-    }
-    let wrapper = universal.iter().flat_map(|e| projector.project(e)).collect();
-    RunRecord { universal, wrapper, completion: completion.await, tools_structured: true }
 }
