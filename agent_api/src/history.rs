@@ -178,6 +178,35 @@ pub fn newest_first(sessions: &mut [StoredSession]) {
     sessions.sort_by(|a, b| b.time.cmp(&a.time));
 }
 
+/// Lists a store off the async runtime: `describe` each of `files()`, keep what `query` selects,
+/// newest first.
+pub async fn list_files(
+    query: &SessionQuery,
+    files: impl FnOnce() -> Vec<PathBuf> + Send + 'static,
+    describe: impl Fn(&Path) -> Option<StoredSession> + Send + 'static,
+) -> Result<Vec<StoredSession>, AgentError> {
+    let query = query.clone();
+    let listed = tokio::task::spawn_blocking(move || {
+        let mut sessions: Vec<StoredSession> =
+            files().iter().filter_map(|p| describe(p)).filter(|s| query.matches(s.cwd.as_deref())).collect();
+        newest_first(&mut sessions);
+        sessions
+    });
+    listed.await.map_err(|e| AgentError::Io(std::io::Error::other(e.to_string())))
+}
+
+/// The folders directly in `dir` (none when it cannot be read).
+pub fn child_dirs(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    entries.filter_map(Result::ok).map(|e| e.path()).filter(|p| p.is_dir()).collect()
+}
+
+/// The `*.jsonl` files directly in `dir` (none when it cannot be read).
+pub fn jsonl_files(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    entries.filter_map(Result::ok).map(|e| e.path()).filter(|p| p.extension().is_some_and(|e| e == "jsonl") && p.is_file()).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -54,12 +54,7 @@ impl ClaudeSessionStore {
 
     /// Every session file: `projects/<dir>/<id>.jsonl` (subagent files live deeper and are not sessions).
     fn session_files(&self) -> Vec<PathBuf> {
-        let Ok(dirs) = std::fs::read_dir(self.projects()) else { return Vec::new() };
-        dirs.filter_map(Result::ok)
-            .filter_map(|dir| std::fs::read_dir(dir.path()).ok())
-            .flat_map(|files| files.filter_map(Result::ok).map(|f| f.path()))
-            .filter(|p| p.extension().is_some_and(|e| e == "jsonl") && p.is_file())
-            .collect()
+        history::child_dirs(&self.projects()).iter().flat_map(|dir| history::jsonl_files(dir)).collect()
     }
 
     fn find(&self, id: &str) -> Result<PathBuf, AgentError> {
@@ -115,14 +110,7 @@ impl SessionStore for ClaudeSessionStore {
 
     async fn list_sessions(&self, query: &SessionQuery) -> Result<Vec<StoredSession>, AgentError> {
         let store = self.clone();
-        let query = query.clone();
-        let listed = tokio::task::spawn_blocking(move || {
-            let mut sessions: Vec<StoredSession> =
-                store.session_files().iter().filter_map(|p| describe(p)).filter(|s| query.matches(s.cwd.as_deref())).collect();
-            history::newest_first(&mut sessions);
-            sessions
-        });
-        listed.await.map_err(|e| AgentError::Io(std::io::Error::other(e.to_string())))
+        history::list_files(query, move || store.session_files(), describe).await
     }
 
     async fn read_session(&self, id: &str, include_raw: bool) -> Result<RunHandle, AgentError> {
@@ -141,11 +129,17 @@ pub struct StoredClaudeSession {
 
 impl Default for StoredClaudeSession {
     fn default() -> Self {
-        Self { inner: ClaudeProtocol::replaying(), last_answer: None }
+        Self::with_protocol(ClaudeProtocol::replaying())
     }
 }
 
 impl StoredClaudeSession {
+    /// A stored-session converter over `inner` (a CLI speaking Claude Code's protocol, such as
+    /// Qwen Code, whose store lines are put in this store's shape first).
+    pub fn with_protocol(inner: ClaudeProtocol) -> Self {
+        Self { inner, last_answer: None }
+    }
+
     fn start(&mut self, line: &Value, ctx: &mut Ctx<'_>) {
         if ctx.transcript.native_session_id().is_some() {
             return;

@@ -53,19 +53,10 @@ impl CodexSessionStore {
     fn rollouts(&self) -> Vec<PathBuf> {
         let mut dirs = vec![self.home.join("sessions")];
         for _ in 0..3 {
-            dirs = dirs
-                .iter()
-                .filter_map(|d| std::fs::read_dir(d).ok())
-                .flatten()
-                .filter_map(Result::ok)
-                .map(|e| e.path())
-                .filter(|p| p.is_dir())
-                .collect();
+            dirs = dirs.iter().flat_map(|d| history::child_dirs(d)).collect();
         }
-        let files = dirs.iter().filter_map(|d| std::fs::read_dir(d).ok()).flatten().filter_map(Result::ok).map(|e| e.path());
-        files
-            .filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("rollout-") && n.ends_with(".jsonl")))
-            .collect()
+        let files = dirs.iter().flat_map(|d| history::jsonl_files(d));
+        files.filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("rollout-"))).collect()
     }
 
     fn find(&self, id: &str) -> Result<PathBuf, AgentError> {
@@ -131,14 +122,7 @@ impl SessionStore for CodexSessionStore {
 
     async fn list_sessions(&self, query: &SessionQuery) -> Result<Vec<StoredSession>, AgentError> {
         let store = self.clone();
-        let query = query.clone();
-        let listed = tokio::task::spawn_blocking(move || {
-            let mut sessions: Vec<StoredSession> =
-                store.rollouts().iter().filter_map(|p| describe(p)).filter(|s| query.matches(s.cwd.as_deref())).collect();
-            history::newest_first(&mut sessions);
-            sessions
-        });
-        listed.await.map_err(|e| AgentError::Io(std::io::Error::other(e.to_string())))
+        history::list_files(query, move || store.rollouts(), describe).await
     }
 
     async fn read_session(&self, id: &str, include_raw: bool) -> Result<RunHandle, AgentError> {

@@ -11,6 +11,8 @@ use agent_api::history::read_store_file;
 use agent_api::kit::Protocol;
 use agent_api::universal::UniversalEventBody;
 use agent_api::{AgentError, AgentKind};
+use agent_api_acp::history::gemini::StoredGeminiSession;
+use agent_api_acp::history::qwen::StoredQwenSession;
 use agent_api_claude_code::history::StoredClaudeSession;
 use agent_api_codex::history::StoredCodexSession;
 use agent_api_conformance::{problems, record, schema_errors};
@@ -164,9 +166,24 @@ proptest! {
     }
 
     #[test]
+    fn mutated_gemini_and_qwen_chats_read_without_panics(mutations in prop::collection::vec(mutation(), 0..12), qwen in any::<bool>()) {
+        let mut lines = fixture_lines(if qwen { "qwen/shell.jsonl" } else { "gemini/shell.jsonl" });
+        for m in mutations {
+            apply(&mut lines, m);
+        }
+        if qwen {
+            check("qwen", &lines, Box::new(StoredQwenSession::default()))?;
+        } else {
+            check("gemini", &lines, Box::new(StoredGeminiSession::default()))?;
+        }
+    }
+
+    #[test]
     fn random_lines_read_without_panics(lines in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..80), 0..8)) {
         let lines: Vec<Vec<u8>> = lines.into_iter().map(|l| l.into_iter().filter(|b| *b != b'\n').collect()).collect();
         check("claude_code", &lines, Box::new(StoredClaudeSession::default()))?;
         check("codex", &lines, Box::new(StoredCodexSession::default()))?;
+        check("gemini", &lines, Box::new(StoredGeminiSession::default()))?;
+        check("qwen", &lines, Box::new(StoredQwenSession::default()))?;
     }
 }
