@@ -23,7 +23,7 @@ use crate::error::AgentError;
 use crate::kind::AgentKind;
 use crate::kit::driver::{start_run, Protocol, RunSettings};
 use crate::kit::lines::DEFAULT_LINE_CAP;
-use crate::kit::transport::{line_source, Transport};
+use crate::kit::transport::{line_source, LineSource, Transport};
 use crate::run::RunHandle;
 
 /// One session in an agent's store.
@@ -38,14 +38,21 @@ pub struct StoredSession {
     pub cwd: Option<PathBuf>,
     /// The first prompt the user typed, cut short.
     pub first_prompt: Option<String>,
-    /// Bytes the session takes in the store.
-    pub size: u64,
+    /// The title the agent gave the session, when its store keeps one (OpenCode).
+    pub title: Option<String>,
+    /// Bytes the session takes in the store, when it is a file of its own.
+    pub size: Option<u64>,
 }
 
 impl StoredSession {
-    /// A session with only its id and size known.
-    pub fn new(id: impl Into<String>, size: u64) -> Self {
-        Self { id: id.into(), time: None, cwd: None, first_prompt: None, size }
+    /// A session with only its id known.
+    pub fn new(id: impl Into<String>) -> Self {
+        Self { id: id.into(), time: None, cwd: None, first_prompt: None, title: None, size: None }
+    }
+
+    /// A session stored as the file whose metadata is `meta`: its size and last write.
+    pub fn from_file(id: impl Into<String>, meta: &std::fs::Metadata) -> Self {
+        Self { size: Some(meta.len()), time: meta.modified().ok(), ..Self::new(id) }
     }
 }
 
@@ -156,10 +163,22 @@ pub async fn read_store_file(
     tools_structured: bool,
 ) -> Result<RunHandle, AgentError> {
     let file = tokio::fs::File::open(path).await?;
+    Ok(read_store_lines(kind, line_source(file, DEFAULT_LINE_CAP), protocol, include_raw, tools_structured))
+}
+
+/// Reads a stored session's lines (from a file, or an export the agent printed) through
+/// `protocol` as a run of `kind`.
+pub fn read_store_lines(
+    kind: AgentKind,
+    lines: LineSource,
+    protocol: Box<dyn Protocol>,
+    include_raw: bool,
+    tools_structured: bool,
+) -> RunHandle {
     let mut settings = RunSettings::new(kind);
     settings.include_raw = include_raw;
     settings.tools_structured = tools_structured;
-    Ok(start_run(settings, Transport::replay(line_source(file, DEFAULT_LINE_CAP), Some(0)), protocol))
+    start_run(settings, Transport::replay(lines, Some(0)), protocol)
 }
 
 /// The first `max` bytes of `text` on one line, for a listing.

@@ -39,17 +39,17 @@ fn print_list(sessions: &[StoredSession], format: Format) -> ExitCode {
         let cwd = session.cwd.as_ref().map(|c| c.to_string_lossy().into_owned());
         let written = match format {
             Format::Jsonl => {
-                let line =
-                    json!({ "id": session.id, "time": time, "cwd": cwd, "first_prompt": session.first_prompt, "size": session.size });
+                let (first_prompt, title) = (&session.first_prompt, &session.title);
+                let line = json!({ "id": session.id, "time": time, "cwd": cwd, "first_prompt": first_prompt, "title": title, "size": session.size });
                 out.line(&line.to_string())
             }
             Format::Pretty => out.line(&format!(
-                "{}  {}  {}  {} bytes  {}",
+                "{}  {}  {}  {}  {}",
                 display::line(&session.id, 128),
                 time.as_deref().unwrap_or("-"),
                 display::line(cwd.as_deref().unwrap_or("-"), 256),
-                session.size,
-                display::line(session.first_prompt.as_deref().unwrap_or(""), 200),
+                session.size.map_or("-".to_string(), |s| format!("{s} bytes")),
+                display::line(session.first_prompt.as_deref().or(session.title.as_deref()).unwrap_or(""), 200),
             )),
         };
         if !written {

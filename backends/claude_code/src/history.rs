@@ -71,8 +71,7 @@ impl ClaudeSessionStore {
 fn describe(path: &Path) -> Option<StoredSession> {
     let id = path.file_stem()?.to_str()?;
     let meta = std::fs::metadata(path).ok()?;
-    let mut session = StoredSession::new(id, meta.len());
-    session.time = meta.modified().ok();
+    let mut session = StoredSession::from_file(id, &meta);
     let file = std::fs::File::open(path).ok()?;
     for line in BufReader::new(file).lines().take(HEAD_LINES) {
         let Ok(value) = serde_json::from_str::<Value>(&line.ok()?) else { continue };

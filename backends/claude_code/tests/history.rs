@@ -48,7 +48,7 @@ async fn the_recorded_store_lists_its_session_with_cwd_and_first_prompt() {
     assert_eq!(session.id, STORED_ID);
     assert_eq!(session.cwd.as_deref(), Some(Path::new("/home/dev/work/shell")));
     assert_eq!(session.first_prompt.as_deref(), Some("run the command"));
-    assert!(session.size > 1000 && session.time.is_some());
+    assert!(session.size.is_some_and(|s| s > 1000) && session.time.is_some());
     assert_eq!(store.list_sessions(&SessionQuery::in_dir("/home/dev/work/shell")).await.unwrap().len(), 1);
     assert!(store.list_sessions(&SessionQuery::in_dir("/elsewhere")).await.unwrap().is_empty());
 }

@@ -81,8 +81,7 @@ fn describe(path: &Path) -> Option<StoredSession> {
         match line.get("type").and_then(Value::as_str) {
             Some("session_meta") if session.is_none() => {
                 let id = payload?.get("id")?.as_str()?;
-                let mut found = StoredSession::new(id, meta.len());
-                found.time = meta.modified().ok();
+                let mut found = StoredSession::from_file(id, &meta);
                 found.cwd = payload?.get("cwd").and_then(Value::as_str).map(PathBuf::from);
                 session = Some(found);
             }

@@ -52,7 +52,7 @@ async fn the_recorded_rollouts_are_listed_with_cwd_and_first_prompt() {
     let shell = sessions.iter().find(|s| s.id == SHELL_ID).unwrap();
     assert_eq!(shell.cwd.as_deref(), Some(Path::new("/home/dev/work/shell")));
     assert_eq!(shell.first_prompt.as_deref(), Some("run the command"));
-    assert!(shell.size > 1000 && shell.time.is_some());
+    assert!(shell.size.is_some_and(|s| s > 1000) && shell.time.is_some());
     let only_shell = store.list_sessions(&SessionQuery::in_dir("/home/dev/work/shell")).await.unwrap();
     assert_eq!(only_shell.iter().map(|s| s.id.as_str()).collect::<Vec<_>>(), [SHELL_ID]);
 }

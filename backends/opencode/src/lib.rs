@@ -24,6 +24,7 @@
 
 pub mod config;
 pub mod errors;
+pub mod history;
 pub mod parts;
 pub mod run;
 pub mod serve;
@@ -115,6 +116,8 @@ pub fn capabilities() -> CapabilitySet {
         caps::USAGE,
         caps::MODEL_SELECTION,
         caps::SKIP_PERMISSION_PROMPTS,
+        caps::HISTORY_LIST,
+        caps::HISTORY_READ,
         CAP_SERVE,
         CAP_RUN,
     ])
@@ -164,6 +167,10 @@ impl AgentBackend for OpenCodeBackend {
             }
             Interface::Serve => serve::start(&self.config, &self.servers, request, settings).await,
         }
+    }
+
+    fn session_store(&self) -> Option<std::sync::Arc<dyn agent_api::history::SessionStore>> {
+        Some(std::sync::Arc::new(history::OpenCodeSessionStore::new(self.config.clone())))
     }
 
     fn replay_protocol(&self, format: RecordingFormat) -> Result<Box<dyn Protocol>, AgentError> {

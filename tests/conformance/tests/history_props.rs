@@ -1,5 +1,5 @@
 //! Property tests of the stored-session readers (`agent_api::history`): the session files the
-//! pinned CLIs wrote (`tests/fixtures/history`), mutated at random (lines dropped, repeated,
+//! pinned CLIs wrote and OpenCode's export (`tests/fixtures/history`), mutated at random (lines dropped, repeated,
 //! swapped, cut, bytes flipped, fields replaced by other JSON values or removed, random lines
 //! added), read back with zero panics: every read ends with one completion, every event is valid
 //! against the universal schema, and the only problems are the unreadable lines themselves.
@@ -16,6 +16,7 @@ use agent_api_acp::history::qwen::StoredQwenSession;
 use agent_api_claude_code::history::StoredClaudeSession;
 use agent_api_codex::history::StoredCodexSession;
 use agent_api_conformance::{problems, record, schema_errors};
+use agent_api_opencode::history::{export_lines, StoredOpenCodeSession};
 use proptest::prelude::*;
 use serde_json::Value;
 
@@ -113,6 +114,12 @@ fn apply(lines: &mut Vec<Vec<u8>>, mutation: Mutation) {
     }
 }
 
+/// The lines an OpenCode export becomes (the reader's input).
+fn opencode_lines() -> Vec<Vec<u8>> {
+    let text = std::fs::read(agent_bench::fixtures_dir().join("history/opencode/shell.export.json")).unwrap();
+    export_lines(&serde_json::from_slice(&text).unwrap()).iter().map(|l| l.to_string().into_bytes()).collect()
+}
+
 fn fixture_lines(path: &str) -> Vec<Vec<u8>> {
     let text = std::fs::read(agent_bench::fixtures_dir().join("history").join(path)).unwrap();
     text.split(|b| *b == b'\n').filter(|l| !l.is_empty()).map(<[u8]>::to_vec).collect()
@@ -179,11 +186,21 @@ proptest! {
     }
 
     #[test]
+    fn mutated_opencode_exports_read_without_panics(mutations in prop::collection::vec(mutation(), 0..12)) {
+        let mut lines = opencode_lines();
+        for m in mutations {
+            apply(&mut lines, m);
+        }
+        check("opencode", &lines, Box::new(StoredOpenCodeSession::default()))?;
+    }
+
+    #[test]
     fn random_lines_read_without_panics(lines in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..80), 0..8)) {
         let lines: Vec<Vec<u8>> = lines.into_iter().map(|l| l.into_iter().filter(|b| *b != b'\n').collect()).collect();
         check("claude_code", &lines, Box::new(StoredClaudeSession::default()))?;
         check("codex", &lines, Box::new(StoredCodexSession::default()))?;
         check("gemini", &lines, Box::new(StoredGeminiSession::default()))?;
         check("qwen", &lines, Box::new(StoredQwenSession::default()))?;
+        check("opencode", &lines, Box::new(StoredOpenCodeSession::default()))?;
     }
 }

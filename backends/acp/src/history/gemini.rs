@@ -82,8 +82,7 @@ fn describe(path: &Path) -> Option<StoredSession> {
     let file = std::fs::File::open(path).ok()?;
     let mut lines =
         BufReader::new(file).lines().take(HEAD_LINES).map_while(Result::ok).filter_map(|l| serde_json::from_str::<Value>(&l).ok());
-    let mut session = StoredSession::new(session_id(&lines.next()?)?, meta.len());
-    session.time = meta.modified().ok();
+    let mut session = StoredSession::from_file(session_id(&lines.next()?)?, &meta);
     // `<project>/.project_root` holds the working directory the project was made for.
     let project = path.parent()?.parent()?;
     session.cwd = std::fs::read_to_string(project.join(".project_root")).ok().map(|root| PathBuf::from(root.trim()));

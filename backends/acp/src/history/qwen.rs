@@ -63,8 +63,7 @@ fn text_of(record: &Value) -> String {
 
 fn describe(path: &Path) -> Option<StoredSession> {
     let meta = std::fs::metadata(path).ok()?;
-    let mut session = StoredSession::new(path.file_stem()?.to_str()?, meta.len());
-    session.time = meta.modified().ok();
+    let mut session = StoredSession::from_file(path.file_stem()?.to_str()?, &meta);
     let file = std::fs::File::open(path).ok()?;
     for line in BufReader::new(file).lines().take(HEAD_LINES) {
         let Ok(record) = serde_json::from_str::<Value>(&line.ok()?) else { continue };
