@@ -194,7 +194,7 @@ pub fn prompt_preview(text: &str, max: usize) -> String {
 
 /// Sorts sessions newest first (unknown times last).
 pub fn newest_first(sessions: &mut [StoredSession]) {
-    sessions.sort_by(|a, b| b.time.cmp(&a.time));
+    sessions.sort_by_key(|s| std::cmp::Reverse(s.time));
 }
 
 /// Lists a store off the async runtime: `describe` each of `files()`, keep what `query` selects,
