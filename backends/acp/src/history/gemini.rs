@@ -195,8 +195,8 @@ impl Protocol for StoredGeminiSession {
     }
 
     fn finish(&mut self, exit: &ExitInfo, ctx: &mut Ctx<'_>) -> Result<RunCompletion, AgentError> {
-        if self.flush(ctx).is_err() {
-            ctx.transcript.status("unreadable_message", None);
+        if let Err(Unparsed(reason)) = self.flush(ctx) {
+            ctx.transcript.unparsed(reason, self.name(), None);
         }
         let _ = self.headless.on_message(json!({ "type": "result", "status": "success" }), ctx);
         self.headless.finish(exit, ctx)
