@@ -42,6 +42,11 @@ pub trait AgentBackend: Send + Sync {
         Err(AgentError::Replay { reason: format!("backend `{}` cannot replay recordings", self.kind()) })
     }
 
+    /// The agent's own session store (`agent_api.history.*`), when the backend can read it.
+    fn session_store(&self) -> Option<std::sync::Arc<dyn crate::history::SessionStore>> {
+        None
+    }
+
     /// Checks a request against the backend's capabilities and extension keys; `run` calls it
     /// first, and so does the gateway.
     fn validate(&self, request: &RunRequest) -> Result<(), AgentError> {

@@ -212,6 +212,13 @@ pub enum AgentError {
         /// What is wrong with the recording.
         reason: String,
     },
+    /// A file given as a recording of an agent's output is one of an agent's own stored
+    /// sessions: read it through [`crate::history`] instead.
+    #[error("this file looks like {looks_like}, not a recording of an agent's output; read it as a stored session (`agent-api history`)")]
+    StoredSessionFile {
+        /// What the file looks like.
+        looks_like: crate::history::StoreShape,
+    },
 }
 
 fn describe_exit(code: Option<i32>, signal: Option<i32>) -> String {
@@ -259,6 +266,7 @@ impl AgentError {
             AgentError::SessionClosed => "session_closed",
             AgentError::Replay { .. } => "replay",
             AgentError::ServiceUnreachable { .. } => "service_unreachable",
+            AgentError::StoredSessionFile { .. } => "stored_session_file",
         }
     }
 }

@@ -114,6 +114,28 @@ impl Gateway {
         }
         Err(AgentError::UnsupportedCapability { kind: kind.to_string(), capability: agent_api_capabilities::SESSION_WARM.into() })
     }
+
+    /// The stored sessions of `kind`'s agent that `query` selects, newest first
+    /// (`agent_api.history.list`).
+    pub async fn list_sessions(
+        &self,
+        kind: &AgentKind,
+        query: &crate::history::SessionQuery,
+    ) -> Result<Vec<crate::history::StoredSession>, AgentError> {
+        self.session_store(kind, agent_api_capabilities::HISTORY_LIST)?.list_sessions(query).await
+    }
+
+    /// Reads the stored session `id` of `kind`'s agent back as a run (`agent_api.history.read`).
+    pub async fn read_session(&self, kind: &AgentKind, id: &str, include_raw: bool) -> Result<RunHandle, AgentError> {
+        crate::history::check_session_id(id)?;
+        self.session_store(kind, agent_api_capabilities::HISTORY_READ)?.read_session(id, include_raw).await
+    }
+
+    fn session_store(&self, kind: &AgentKind, capability: &str) -> Result<Arc<dyn crate::history::SessionStore>, AgentError> {
+        self.backend(kind)?
+            .session_store()
+            .ok_or_else(|| AgentError::UnsupportedCapability { kind: kind.to_string(), capability: capability.into() })
+    }
 }
 
 impl std::fmt::Debug for Gateway {

@@ -34,6 +34,7 @@ pub mod display;
 pub mod error;
 pub mod event;
 pub mod gateway;
+pub mod history;
 pub mod kind;
 pub mod kit;
 pub mod options;

@@ -91,6 +91,10 @@ standard_capabilities! {
     USAGE = "agent_api.completion.usage", "Usage", "The completion reports token usage.";
     /// A run may choose its model.
     MODEL_SELECTION = "agent_api.request.model", "Model Selection", "A run may choose its model.";
+    /// The agent's own stored sessions can be listed (id, time, working directory, first prompt, size).
+    HISTORY_LIST = "agent_api.history.list", "History: list", "The agent's own stored sessions can be listed (id, time, working directory, first prompt, size).";
+    /// A stored session can be read back as universal events.
+    HISTORY_READ = "agent_api.history.read", "History: read", "A stored session can be read back as universal events.";
 }
 
 /// Whether `id` is one of the standard `agent_api.*` ids.

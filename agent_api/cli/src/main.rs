@@ -1,10 +1,11 @@
-//! `agent-api`: run a coding agent and stream its events, replay a recorded native log, list
-//! capabilities, and check which agent CLIs are installed.
+//! `agent-api`: run a coding agent and stream its events, replay a recorded native log, read the
+//! agents' own stored sessions, list capabilities, and check which agent CLIs are installed.
 
 mod agents;
 mod capabilities;
 mod chat;
 mod doctor;
+mod history;
 mod output;
 mod prompt;
 mod render;
@@ -53,12 +54,9 @@ pub enum Approve {
     None,
 }
 
-/// The flags `run` and `chat` share: which agent, how to show its events, and the request.
-#[derive(Args)]
-struct AgentFlags {
-    /// Agent kind; default: the first supported CLI installed, else the scripted agent.
-    #[arg(long)]
-    agent: Option<String>,
+/// How events are shown: the flags of `run`, `chat`, `replay` and `history`.
+#[derive(Args, Clone, Copy)]
+struct OutputFlags {
     #[arg(long, value_enum, default_value_t = Format::Pretty)]
     format: Format,
     #[arg(long, value_enum, default_value_t = View::Wrapper)]
@@ -66,6 +64,24 @@ struct AgentFlags {
     /// Fill `raw` in universal events with the native payloads.
     #[arg(long)]
     include_raw: bool,
+}
+
+impl OutputFlags {
+    /// Options that only show events of `agent` (no request: a replay or a stored session).
+    fn viewing(self, agent: String) -> run::RunOptions {
+        let flags = AgentFlags { agent: Some(agent), output: self, cwd: None, model: None, approve: Approve::None, timeout: None };
+        run::RunOptions { answers: false, ..flags.into_options(String::new()) }
+    }
+}
+
+/// The flags `run` and `chat` share: which agent, how to show its events, and the request.
+#[derive(Args)]
+struct AgentFlags {
+    /// Agent kind; default: the first supported CLI installed, else the scripted agent.
+    #[arg(long)]
+    agent: Option<String>,
+    #[command(flatten)]
+    output: OutputFlags,
     /// Working directory of the agent.
     #[arg(long)]
     cwd: Option<PathBuf>,
@@ -81,8 +97,8 @@ struct AgentFlags {
 
 impl AgentFlags {
     fn into_options(self, prompt: String) -> run::RunOptions {
-        let AgentFlags { agent, format, view, include_raw, cwd, model, approve, timeout } = self;
-        run::RunOptions { agent, format, view, include_raw, cwd, model, approve, timeout, prompt }
+        let AgentFlags { agent, output: OutputFlags { format, view, include_raw }, cwd, model, approve, timeout } = self;
+        run::RunOptions { agent, format, view, include_raw, cwd, model, approve, timeout, prompt, answers: true }
     }
 }
 
@@ -106,12 +122,23 @@ enum Command {
         /// Agent kind whose protocol the log speaks.
         #[arg(long)]
         agent: String,
-        #[arg(long, value_enum, default_value_t = View::Wrapper)]
-        view: View,
-        #[arg(long)]
-        include_raw: bool,
+        #[command(flatten)]
+        output: OutputFlags,
         /// The recording, or `-` for stdin.
         file: PathBuf,
+    },
+    /// List an agent's own stored sessions, or print one (SESSION) as events.
+    History {
+        /// Agent kind whose session store is read.
+        #[arg(long)]
+        agent: String,
+        /// Only sessions that ran in this directory.
+        #[arg(long)]
+        cwd: Option<PathBuf>,
+        #[command(flatten)]
+        output: OutputFlags,
+        /// The session id to print; without it, the sessions are listed.
+        session: Option<String>,
     },
     /// List backends' capabilities.
     Capabilities {
@@ -141,7 +168,8 @@ async fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run { flags, prompt } => run::run(flags.into_options(prompt)).await,
         Command::Chat { flags } => chat::chat(flags.into_options(String::new())).await,
-        Command::Replay { agent, view, include_raw, file } => replay::replay(&agent, view, include_raw, &file).await,
+        Command::Replay { agent, output, file } => replay::replay(output.viewing(agent), &file).await,
+        Command::History { agent, cwd, output, session } => history::history(output.viewing(agent), cwd, session).await,
         Command::Capabilities { agent, format } => capabilities::print(agent.as_deref(), format),
         Command::Doctor => doctor::doctor().await,
     };

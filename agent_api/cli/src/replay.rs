@@ -1,18 +1,21 @@
-//! `agent-api replay`: a saved native log in, JSONL events out.
+//! `agent-api replay`: a saved native log in, events out, shown and ended as `run` shows and
+//! ends a live run (same `--format` and `--view`; exit 1 when the replayed run failed).
 
 use std::path::Path;
 use std::process::ExitCode;
 
 use agent_api::kit::replay::{replay as replay_recording, ReplayOptions};
-use futures::StreamExt;
 
 use crate::agents::backend;
-use crate::output::{finish, Stdout};
-use crate::View;
+use crate::run::{show_run, RunOptions};
+use crate::signals::Stop;
 
-/// Replays `file` (or stdin for `-`) through the agent's protocol and prints JSONL events.
-pub(crate) async fn replay(agent: &str, view: View, include_raw: bool, file: &Path) -> Result<ExitCode, String> {
-    let backend = backend(agent)?;
+/// Replays `file` (or stdin for `-`) through the protocol of `options.agent` and prints its events.
+pub(crate) async fn replay(options: RunOptions, file: &Path) -> Result<ExitCode, String> {
+    let stop = Stop::listen().map_err(|e| format!("cannot listen for signals: {e}"))?;
+    let kind = options.agent.clone().unwrap_or_default();
+    let backend = backend(&kind)?;
+    let include_raw = options.include_raw;
     let handle = if file == Path::new("-") {
         replay_recording(backend.as_ref(), tokio::io::stdin(), ReplayOptions::default().include_raw(include_raw)).await
     } else {
@@ -20,26 +23,5 @@ pub(crate) async fn replay(agent: &str, view: View, include_raw: bool, file: &Pa
         replay_recording(backend.as_ref(), reader, ReplayOptions::beside(file).include_raw(include_raw)).await
     }
     .map_err(|e| e.to_string())?;
-    let mut out = Stdout::new();
-    match view {
-        View::Wrapper => {
-            let (mut events, completion) = handle.into_wrapper();
-            while let Some(event) = events.next().await {
-                if !out.write_with(|w| agent_api::display::write_json(w, &event)) {
-                    break;
-                }
-            }
-            let _ = completion.await;
-        }
-        View::Universal => {
-            let (mut events, completion) = handle.into_universal();
-            while let Some(event) = events.next().await {
-                if !out.write_with(|w| agent_api::display::write_json(w, &event)) {
-                    break;
-                }
-            }
-            let _ = completion.await;
-        }
-    }
-    Ok(finish(out, ExitCode::SUCCESS))
+    Ok(show_run(&options, handle, &format!("replayed {kind} run"), &stop, None).await)
 }

@@ -36,6 +36,8 @@ pub(crate) struct RunOptions {
     pub approve: Approve,
     pub timeout: Option<u64>,
     pub prompt: String,
+    /// Whether permission requests and questions are answered (not in a replay or a stored session).
+    pub answers: bool,
 }
 
 pub(crate) fn request_of(options: &RunOptions) -> RunRequest {
@@ -84,10 +86,16 @@ pub(crate) async fn run(options: RunOptions) -> Result<ExitCode, String> {
     };
     let interactive = options.format == Format::Pretty && std::io::stdin().is_terminal();
     let stdin = interactive.then(Stdin::start);
-    let mut viewer = Viewer::new(&options, stdin.as_ref(), &stop, &handle);
-    let Some(code) = viewer.follow(handle, &format!("{kind} run")).await else { return Ok(ExitCode::from(SIGNALLED_EXIT)) };
+    Ok(show_run(&options, handle, &format!("{kind} run"), &stop, stdin.as_ref()).await)
+}
+
+/// Shows `handle`'s events as `options` say, answering with `stdin` when given, and returns the
+/// exit status `run` documents (0, 1, 130 or 141).
+pub(crate) async fn show_run(options: &RunOptions, handle: RunHandle, what: &str, stop: &Stop, stdin: Option<&Stdin>) -> ExitCode {
+    let mut viewer = Viewer::new(options, stdin, stop, &handle);
+    let Some(code) = viewer.follow(handle, what).await else { return ExitCode::from(SIGNALLED_EXIT) };
     let code = if stop.cancel.is_cancelled() { ExitCode::from(SIGNALLED_EXIT) } else { code };
-    Ok(finish(viewer.out, code))
+    finish(viewer.out, code)
 }
 
 /// Runs (or a chat's turns) being shown and answered.
@@ -193,6 +201,9 @@ impl<'a> Viewer<'a> {
     /// Answers a permission request or question: on a terminal by asking, otherwise as
     /// `--approve` says (questions are rejected without a terminal).
     async fn answer(&mut self, event: &UniversalEvent) {
+        if !self.options.answers {
+            return;
+        }
         match &event.body {
             // With --approve all or none the request's policy decides in the backend.
             UniversalEventBody::PermissionRequested(p) if self.options.approve == Approve::Ask => {

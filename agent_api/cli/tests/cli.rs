@@ -59,7 +59,7 @@ fn replay_turns_a_native_log_into_jsonl_events_and_malformed_lines_into_unknown(
         r#"{"type":"done","status":"success","input_tokens":1,"output_tokens":1}"#,
     ];
     std::fs::write(&path, log.join("\n")).unwrap();
-    let output = agent_api(&["replay", "--agent", "scripted", path.to_str().unwrap()]);
+    let output = agent_api(&["replay", "--agent", "scripted", "--format", "jsonl", path.to_str().unwrap()]);
     assert!(output.status.success());
     let events = json_lines(&output);
     assert!(events.iter().any(|e| e["kind"] == "text_output" && e["text"] == "Hi"));
@@ -75,15 +75,60 @@ fn replay_takes_every_qwen_recording_of_its_three_interfaces() {
             std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|x| x == "jsonl")).collect();
         assert!(!files.is_empty(), "{}", dir.display());
         for path in files {
-            let output = agent_api(&["replay", "--agent", "qwen", path.to_str().unwrap()]);
-            assert!(output.status.success(), "{}: {}", path.display(), String::from_utf8_lossy(&output.stderr));
+            let output = agent_api(&["replay", "--agent", "qwen", "--format", "jsonl", path.to_str().unwrap()]);
             let events = json_lines(&output);
             let erred = path.to_string_lossy().contains("error");
+            // As `run` would have: 1 when the replayed run failed.
+            assert_eq!(output.status.code(), Some(i32::from(erred)), "{}: {}", path.display(), String::from_utf8_lossy(&output.stderr));
             let answered = events.iter().any(|e| e["kind"] == "text_output" && e["channel"] == "assistant");
             let failed = events.iter().filter(|e| e["kind"] == "error").count();
             assert_eq!((answered, failed), (!erred, usize::from(erred)), "{}", path.display());
             assert_eq!(events.iter().filter(|e| e["kind"] == "unknown").count(), 0, "{}", path.display());
         }
+    }
+}
+
+fn handwritten(name: &str) -> String {
+    format!("{}/../../tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn replay_exits_as_run_would_have_and_prints_pretty_by_default() {
+    let failed = agent_api(&["replay", "--agent", "claude_code", &handwritten("handwritten/claude_error_max_turns_2_1_0.stdout.jsonl")]);
+    assert_eq!(failed.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&failed.stderr);
+    assert!(stderr.contains("failed") && stderr.contains("Reached maximum number of turns (1)"), "{stderr}");
+    assert!(String::from_utf8_lossy(&failed.stdout).contains("Let me look at the tests."));
+
+    let answered = agent_api(&["replay", "--agent", "claude_code", &handwritten("handwritten/claude_assistant_without_ids.stdout.jsonl")]);
+    assert_eq!(answered.status.code(), Some(0), "{}", String::from_utf8_lossy(&answered.stderr));
+    let text = String::from_utf8_lossy(&answered.stdout);
+    assert!(text.contains("First, let me think about this.") && text.contains("The answer is 4."), "{text}");
+    assert!(serde_json::from_str::<serde_json::Value>(text.lines().next().unwrap_or_default()).is_err(), "pretty, not JSON: {text}");
+
+    let universal = agent_api(&[
+        "replay",
+        "--agent",
+        "claude_code",
+        "--view",
+        "universal",
+        "--format",
+        "jsonl",
+        &handwritten("handwritten/claude_assistant_without_ids.stdout.jsonl"),
+    ]);
+    assert_eq!(json_lines(&universal).last().unwrap()["type"], "session.ended");
+}
+
+#[test]
+fn replay_refuses_the_agents_own_session_files() {
+    for (file, looks_like) in
+        [("history/claude_code/shell.jsonl", "Claude Code session file"), ("history/codex/shell.jsonl", "Codex rollout file")]
+    {
+        let output = agent_api(&["replay", "--agent", "claude_code", &handwritten(file)]);
+        assert_eq!(output.status.code(), Some(2));
+        assert!(output.stdout.is_empty());
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains(looks_like), "{stderr}");
     }
 }
 
@@ -154,4 +199,48 @@ fn chat_takes_one_turn_per_stdin_line_on_one_session_with_one_transcript() {
     assert_eq!(labels.iter().filter(|l| **l == "turn_completed").count(), 3, "{labels:?}");
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("scripted turn 3 completed"), "{stderr}");
+}
+
+/// `agent-api` with `HOME` (and so `~/.claude`) in `home`.
+fn agent_api_at_home(home: &std::path::Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_agent-api"))
+        .args(args)
+        .env("HOME", home)
+        .env_remove("CLAUDE_CONFIG_DIR")
+        .env("AGENT_API_CLI_DIR", "/nonexistent/agent_api_cli_cache")
+        .env("PATH", "/usr/bin:/bin")
+        .stdin(Stdio::null())
+        .output()
+        .expect("agent-api runs")
+}
+
+#[test]
+fn history_lists_claude_sessions_and_prints_one_as_events() {
+    let home = tempfile::tempdir().unwrap();
+    let project = home.path().join(".claude/projects/-home-dev-work-shell");
+    std::fs::create_dir_all(&project).unwrap();
+    let id = "cd13f027-f751-4948-87e6-a722e591af62";
+    std::fs::copy(handwritten("history/claude_code/shell.jsonl"), project.join(format!("{id}.jsonl"))).unwrap();
+
+    let listed =
+        agent_api_at_home(home.path(), &["history", "--agent", "claude_code", "--format", "jsonl", "--cwd", "/home/dev/work/shell"]);
+    assert_eq!(listed.status.code(), Some(0), "{}", String::from_utf8_lossy(&listed.stderr));
+    let sessions = json_lines(&listed);
+    assert_eq!(sessions.len(), 1);
+    assert_eq!((sessions[0]["id"].as_str(), sessions[0]["first_prompt"].as_str()), (Some(id), Some("run the command")));
+    let elsewhere = agent_api_at_home(home.path(), &["history", "--agent", "claude_code", "--format", "jsonl", "--cwd", "/nowhere"]);
+    assert!(elsewhere.status.success() && elsewhere.stdout.is_empty());
+
+    let shown = agent_api_at_home(home.path(), &["history", "--agent", "claude_code", "--format", "jsonl", id]);
+    assert_eq!(shown.status.code(), Some(0), "{}", String::from_utf8_lossy(&shown.stderr));
+    let events = json_lines(&shown);
+    let text: String = events.iter().filter(|e| e["channel"] == "assistant").filter_map(|e| e["text"].as_str()).collect();
+    assert_eq!(text, "I'll run a command.Tool finished. Output was: hi");
+
+    let missing = agent_api_at_home(home.path(), &["history", "--agent", "claude_code", "no-such-session"]);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("no session `no-such-session`"));
+    let unsupported = agent_api_at_home(home.path(), &["history", "--agent", "scripted"]);
+    assert_eq!(unsupported.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&unsupported.stderr).contains("agent_api.history.list"));
 }

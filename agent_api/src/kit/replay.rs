@@ -105,7 +105,8 @@ fn session_item(line: Line) -> SourceItem {
 }
 
 /// Reads a recording: detects its format from the first non-empty line and returns the format
-/// with a source of its items.
+/// with a source of its items. A file of an agent's own session store is refused
+/// ([`AgentError::StoredSessionFile`]).
 pub async fn open_recording(reader: impl AsyncRead + Send + Unpin + 'static) -> Result<(RecordingFormat, LineSource), AgentError> {
     let mut lines = BoundedLineReader::new(BufReader::with_capacity(64 * 1024, reader), DEFAULT_LINE_CAP);
     let mut first = Vec::new();
@@ -113,6 +114,12 @@ pub async fn open_recording(reader: impl AsyncRead + Send + Unpin + 'static) -> 
         match lines.next_line().await? {
             Some(Line::Complete(bytes)) if bytes.iter().all(u8::is_ascii_whitespace) => continue,
             Some(line) => {
+                if let Some(looks_like) = match &line {
+                    Line::Complete(bytes) => crate::history::store_shape(bytes),
+                    Line::Oversize { .. } => None,
+                } {
+                    return Err(AgentError::StoredSessionFile { looks_like });
+                }
                 let format = match &line {
                     Line::Complete(bytes) => detect_format(bytes),
                     Line::Oversize { .. } => RecordingFormat::NativeStdout,

@@ -32,6 +32,7 @@
 pub mod errors;
 pub mod fs;
 pub mod headless;
+pub mod history;
 pub mod options;
 pub mod protocol;
 pub mod qwen;
@@ -198,13 +199,23 @@ pub fn capabilities(flavor: Flavor) -> CapabilitySet {
         CAP_FS_CONFINED,
     ]);
     let extra: &[&str] = match flavor {
-        Flavor::Gemini => &[caps::REASONING, caps::USAGE, caps::MODEL_SELECTION, CAP_GEMINI_ACP, CAP_GEMINI_HEADLESS],
+        Flavor::Gemini => &[
+            caps::REASONING,
+            caps::USAGE,
+            caps::MODEL_SELECTION,
+            caps::HISTORY_LIST,
+            caps::HISTORY_READ,
+            CAP_GEMINI_ACP,
+            CAP_GEMINI_HEADLESS,
+        ],
         // Print mode's `--yolo` is the explicit don't-ask option.
         Flavor::Qwen => &[
             caps::REASONING,
             caps::USAGE,
             caps::MODEL_SELECTION,
             caps::SKIP_PERMISSION_PROMPTS,
+            caps::HISTORY_LIST,
+            caps::HISTORY_READ,
             CAP_QWEN_ACP,
             CAP_QWEN_STREAM_JSON,
             CAP_QWEN_PRINT,
@@ -271,6 +282,10 @@ impl AgentBackend for AcpBackend {
         let protocol = protocol::Acp::live(self.parser_name(), plan, requests);
         let transport = Transport::spawn(&spec, settings.line_cap)?;
         Ok(start_run(settings, transport, Box::new(protocol)))
+    }
+
+    fn session_store(&self) -> Option<std::sync::Arc<dyn agent_api::history::SessionStore>> {
+        history::store(self.flavor, &self.config)
     }
 
     fn replay_protocol(&self, format: RecordingFormat) -> Result<Box<dyn Protocol>, AgentError> {

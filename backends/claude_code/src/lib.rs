@@ -32,9 +32,11 @@
 //! ```
 //!
 //! Modules: [`args`] (the command line), [`protocol`] (the converter, with its message, stream,
-//! system, control and outcome parts) and `tools` (tool kinds, command metadata, file refs).
+//! system, control and outcome parts), [`history`] (the CLI's own session store) and `tools`
+//! (tool kinds, command metadata, file refs).
 
 pub mod args;
+pub mod history;
 pub mod protocol;
 mod tools;
 
@@ -178,6 +180,8 @@ impl AgentBackend for ClaudeCodeBackend {
             caps::USAGE,
             caps::MODEL_SELECTION,
             caps::SKIP_PERMISSION_PROMPTS,
+            caps::HISTORY_LIST,
+            caps::HISTORY_READ,
             CAP_PRINT_MODE,
             CAP_CLI_OPTIONS,
         ])
@@ -213,6 +217,10 @@ impl AgentBackend for ClaudeCodeBackend {
         let protocol = ClaudeProtocol::session(request.permissions.clone(), invocation.bypass);
         let transport = Transport::spawn(&invocation.spec, settings.line_cap)?;
         Ok(start_session(settings, transport, Box::new(protocol)))
+    }
+
+    fn session_store(&self) -> Option<std::sync::Arc<dyn agent_api::history::SessionStore>> {
+        Some(std::sync::Arc::new(history::ClaudeSessionStore::for_config(&self.config)?))
     }
 
     fn replay_protocol(&self, format: RecordingFormat) -> Result<Box<dyn Protocol>, AgentError> {

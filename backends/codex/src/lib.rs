@@ -43,6 +43,7 @@ pub mod config;
 pub mod errors;
 pub mod exec;
 mod exec_item;
+pub mod history;
 pub mod schema;
 pub mod tools;
 pub mod version;
@@ -121,6 +122,8 @@ pub fn capabilities() -> CapabilitySet {
         caps::SESSION_LIFECYCLE,
         caps::USAGE,
         caps::MODEL_SELECTION,
+        caps::HISTORY_LIST,
+        caps::HISTORY_READ,
         caps::SKIP_PERMISSION_PROMPTS,
         CAP_APP_SERVER,
         CAP_EXEC_MODE,
@@ -170,6 +173,10 @@ impl AgentBackend for CodexBackend {
         let transport = Transport::spawn(&spec, settings.line_cap)?;
         let protocol = app_server::AppServer::session(argv::StartPlan::new(&self.config, &options, &request), options.policy.clone());
         Ok(start_session(settings, transport, Box::new(protocol)))
+    }
+
+    fn session_store(&self) -> Option<std::sync::Arc<dyn agent_api::history::SessionStore>> {
+        Some(std::sync::Arc::new(history::CodexSessionStore::for_config(&self.config)?))
     }
 
     fn replay_protocol(&self, format: RecordingFormat) -> Result<Box<dyn Protocol>, AgentError> {

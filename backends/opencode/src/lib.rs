@@ -32,6 +32,7 @@
 pub mod acp;
 pub mod config;
 pub mod errors;
+pub mod history;
 pub mod parts;
 mod replay;
 pub mod run;
@@ -127,6 +128,8 @@ pub fn capabilities() -> CapabilitySet {
         caps::MODEL_SELECTION,
         caps::SKIP_PERMISSION_PROMPTS,
         caps::SESSION_WARM,
+        caps::HISTORY_LIST,
+        caps::HISTORY_READ,
         CAP_SERVE,
         CAP_RUN,
         CAP_ACP,
@@ -200,6 +203,10 @@ impl AgentBackend for OpenCodeBackend {
         }
         let settings = RunSettings::for_request(self.kind(), &request, &self.capabilities());
         serve::session::open(&self.config, &self.servers, request, settings).await
+    }
+
+    fn session_store(&self) -> Option<std::sync::Arc<dyn agent_api::history::SessionStore>> {
+        Some(std::sync::Arc::new(history::OpenCodeSessionStore::new(self.config.clone())))
     }
 
     fn replay_protocol(&self, format: RecordingFormat) -> Result<Box<dyn Protocol>, AgentError> {

@@ -158,12 +158,15 @@ impl ClaudeProtocol {
             return Ok(());
         }
         let thread = thread_of(message);
-        let msg_id = msg
-            .get("id")
-            .and_then(Value::as_str)
-            .or_else(|| message.get("uuid").and_then(Value::as_str))
-            .unwrap_or("assistant")
-            .to_string();
+        // A line without a message id (Amp writes them) is a message of its own: a shared
+        // fallback id would join unrelated answers into one.
+        let msg_id = match msg.get("id").and_then(Value::as_str) {
+            Some(id) => id.to_string(),
+            None => match message.get("uuid").and_then(Value::as_str) {
+                Some(line_id) => line_id.to_string(),
+                None => format!("line_{}", uuid::Uuid::new_v4().simple()),
+            },
+        };
         let blocks: Vec<Value> = match msg.get("content") {
             Some(Value::Array(blocks)) => blocks.clone(),
             Some(Value::String(text)) => vec![serde_json::json!({ "type": "text", "text": text })],

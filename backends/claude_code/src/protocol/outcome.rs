@@ -174,9 +174,12 @@ fn turn_failure(last: &TurnResult) -> AgentError {
         "error_max_budget_usd" => "the turn reached the maximum budget".to_string(),
         "error_max_structured_output_retries" => "the turn ran out of structured-output retries".to_string(),
         "error_during_execution" => "the turn failed during execution".to_string(),
+        // A `success` result flagged as an error: the subtype would only mislead.
+        "success" => "the turn failed".to_string(),
         other => format!("the turn ended with `{other}`"),
     };
-    let detail = last.errors.first().or(last.text.as_ref()).map(|e| format!(": {}", safe_text(e))).unwrap_or_default();
+    let errors = (!last.errors.is_empty()).then(|| last.errors.join("; "));
+    let detail = errors.as_ref().or(last.text.as_ref()).map(|e| format!(": {}", safe_text(e))).unwrap_or_default();
     AgentError::AgentFailed { message: format!("{what}{detail}") }
 }
 
@@ -190,7 +193,8 @@ impl ClaudeProtocol {
                 ctx.transcript.set_native_session_id(id);
             }
         }
-        let mut is_error = message.get("is_error").and_then(Value::as_bool).unwrap_or(subtype != "success");
+        // The subtype decides: 2.1.0 wrote `error_*` results with `is_error: false`.
+        let mut is_error = subtype.starts_with("error") || message.get("is_error").and_then(Value::as_bool).unwrap_or(subtype != "success");
         let text = message.get("result").and_then(Value::as_str);
         let text_failure = self.outcome.result_error.filter(|_| !is_error).and_then(|read| read(text?));
         if let Some(error) = &text_failure {
