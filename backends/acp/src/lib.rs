@@ -42,9 +42,8 @@ use std::collections::VecDeque;
 
 use agent_api::capabilities as caps;
 use agent_api::kit::replay::RecordingFormat;
-use agent_api::kit::{start_run, CommandSpec, Protocol, RunSettings, Transport};
-use agent_api::{AgentBackend, AgentError, AgentKind, CapabilitySet, RunHandle, RunRequest};
-use agent_client_protocol_schema::{ContentBlock, TextContent};
+use agent_api::kit::{start_run, start_session, CommandSpec, Protocol, RunSettings, Transport};
+use agent_api::{AgentBackend, AgentError, AgentKind, CapabilitySet, RunHandle, RunRequest, Session};
 use async_trait::async_trait;
 
 pub use options::{AcpConfig, AcpOptions, GeminiInterface, GeminiOptions, HeadlessApproval, QwenInterface, QwenOptions};
@@ -195,16 +194,18 @@ pub fn capabilities(flavor: Flavor) -> CapabilitySet {
         caps::COMMAND_EXECUTION,
         caps::FILE_CHANGES,
         caps::SESSION_LIFECYCLE,
+        caps::SESSION_WARM,
         CAP_FS_CONFINED,
     ]);
     let extra: &[&str] = match flavor {
-        Flavor::Gemini => &[caps::REASONING, caps::USAGE, caps::MODEL_SELECTION, CAP_GEMINI_ACP, CAP_GEMINI_HEADLESS],
+        Flavor::Gemini => &[caps::REASONING, caps::USAGE, caps::MODEL_SELECTION, caps::SESSION_RESUME, CAP_GEMINI_ACP, CAP_GEMINI_HEADLESS],
         // Print mode's `--yolo` is the explicit don't-ask option.
         Flavor::Qwen => &[
             caps::REASONING,
             caps::USAGE,
             caps::MODEL_SELECTION,
             caps::SKIP_PERMISSION_PROMPTS,
+            caps::SESSION_RESUME,
             CAP_QWEN_ACP,
             CAP_QWEN_STREAM_JSON,
             CAP_QWEN_PRINT,
@@ -242,9 +243,7 @@ impl AgentBackend for AcpBackend {
 
     async fn run(&self, request: RunRequest) -> Result<RunHandle, AgentError> {
         self.validate(&request)?;
-        let cwd = options::absolute(
-            request.working_dir.as_deref().or(self.config.working_dir.as_deref()).unwrap_or_else(|| std::path::Path::new(".")),
-        );
+        let cwd = self.cwd(&request);
         let settings = RunSettings::for_request(self.kind(), &request, &self.capabilities());
         if self.flavor == Flavor::Gemini && request.options::<GeminiOptions>()?.interface == Some(GeminiInterface::Headless) {
             let spec = headless::command(self, &request, &cwd)?;
@@ -253,24 +252,40 @@ impl AgentBackend for AcpBackend {
         }
         if self.flavor == Flavor::Qwen {
             if let Some(interface) = qwen::stream_json_interface(&request)? {
-                let (spec, protocol) = qwen::stream_json(self, &request, &cwd, interface)?;
+                let (spec, protocol) = qwen::stream_json(self, &request, &cwd, interface, false)?;
                 let transport = Transport::spawn(&spec, settings.line_cap)?;
                 return Ok(start_run(settings, transport, protocol));
             }
         }
-        let (spec, serve_fs) = self.acp_command(&request, &cwd)?;
-        let fs_mode = if serve_fs {
-            let fs = fs::ConfinedFs::new(&cwd)?;
-            requests::FsMode::Confined { fs, empty_on_missing: self.flavor == Flavor::Gemini }
-        } else {
-            requests::FsMode::Off
-        };
-        let prompt = vec![ContentBlock::Text(TextContent::new(request.prompt.text.clone()))];
-        let plan = protocol::Plan { cwd, session: request.session.clone(), prompts: VecDeque::from([prompt]) };
-        let requests = requests::Requests::live(request.permissions.clone(), fs_mode);
-        let protocol = protocol::Acp::live(self.parser_name(), plan, requests);
+        let (spec, protocol) = self.acp(&request, cwd, false)?;
         let transport = Transport::spawn(&spec, settings.line_cap)?;
         Ok(start_run(settings, transport, Box::new(protocol)))
+    }
+
+    /// ACP and Qwen's two-way stream-json keep one live agent for every turn; the one-way
+    /// interfaces (Gemini headless, Qwen print) take their prompt on the command line, so their
+    /// sessions run a process per turn, resuming the previous turn's session.
+    async fn open_session(&self, request: RunRequest) -> Result<Session, AgentError> {
+        agent_api::backend::validate_template(&self.kind(), &self.capabilities(), self.extension_keys(), &request)?;
+        let cwd = self.cwd(&request);
+        let settings = RunSettings::for_request(self.kind(), &request, &self.capabilities());
+        let qwen_interface = match self.flavor {
+            Flavor::Qwen => qwen::stream_json_interface(&request)?,
+            _ => None,
+        };
+        let headless = self.flavor == Flavor::Gemini && request.options::<GeminiOptions>()?.interface == Some(GeminiInterface::Headless);
+        if headless || qwen_interface == Some(QwenInterface::Print) {
+            return Ok(Session::resuming(std::sync::Arc::new(self.clone()), request));
+        }
+        let (spec, protocol) = match qwen_interface {
+            Some(interface) => qwen::stream_json(self, &request, &cwd, interface, true)?,
+            None => {
+                let (spec, protocol) = self.acp(&request, cwd, true)?;
+                (spec, Box::new(protocol) as Box<dyn Protocol>)
+            }
+        };
+        let transport = Transport::spawn(&spec, settings.line_cap)?;
+        Ok(start_session(settings, transport, protocol))
     }
 
     fn replay_protocol(&self, format: RecordingFormat) -> Result<Box<dyn Protocol>, AgentError> {
@@ -284,6 +299,34 @@ impl AgentBackend for AcpBackend {
 }
 
 impl AcpBackend {
+    /// The run's working directory, absolute.
+    fn cwd(&self, request: &RunRequest) -> std::path::PathBuf {
+        options::absolute(
+            request.working_dir.as_deref().or(self.config.working_dir.as_deref()).unwrap_or_else(|| std::path::Path::new(".")),
+        )
+    }
+
+    /// The argv and converter of an ACP run (its prompt queued) or of a warm session (`warm`:
+    /// no prompt until the first turn).
+    fn acp(&self, request: &RunRequest, cwd: std::path::PathBuf, warm: bool) -> Result<(CommandSpec, protocol::Acp), AgentError> {
+        let (spec, serve_fs) = self.acp_command(request, &cwd)?;
+        let fs_mode = if serve_fs {
+            let fs = fs::ConfinedFs::new(&cwd)?;
+            requests::FsMode::Confined { fs, empty_on_missing: self.flavor == Flavor::Gemini }
+        } else {
+            requests::FsMode::Off
+        };
+        let prompts = if warm { VecDeque::new() } else { VecDeque::from([protocol::prompt_blocks(&request.prompt)]) };
+        let plan = protocol::Plan { cwd, session: request.session.clone(), prompts };
+        let requests = requests::Requests::live(request.permissions.clone(), fs_mode);
+        let acp = if warm {
+            protocol::Acp::session(self.parser_name(), plan, requests)
+        } else {
+            protocol::Acp::live(self.parser_name(), plan, requests)
+        };
+        Ok((spec, acp))
+    }
+
     fn parser_name(&self) -> &'static str {
         match self.flavor {
             Flavor::Gemini => "gemini.acp",

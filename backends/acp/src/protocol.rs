@@ -11,6 +11,10 @@
 //! API's status) is read with its message to type the error.
 //! In replay the recorded sends stand in for all of that.
 
+mod turns;
+
+pub use turns::prompt_blocks;
+
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
 
@@ -83,6 +87,11 @@ pub struct Acp {
     fatal: Option<AgentError>,
     usage: Option<Usage>,
     prompt_in_flight: bool,
+    /// `session/new` or `session/load` answered: prompts may go out.
+    ready: bool,
+    /// A warm session (`spec/run-protocol.md` §8): each turn ends with [`Ctx::end_turn`] and the
+    /// agent lives on until the session closes.
+    warm: bool,
 }
 
 impl Acp {
@@ -100,6 +109,8 @@ impl Acp {
             fatal: None,
             usage: None,
             prompt_in_flight: false,
+            ready: false,
+            warm: false,
         }
     }
 
@@ -107,6 +118,14 @@ impl Acp {
     pub fn live(name: &'static str, plan: Plan, requests: Requests) -> Self {
         let mut acp = Self::new(name, Some(plan.clone()), requests);
         acp.updates.cwd = Some(plan.cwd);
+        acp
+    }
+
+    /// A converter for a warm session: `plan` opens the ACP session, and each
+    /// [`Protocol::send_turn`] is one `session/prompt` on it (see [`crate::turns`]).
+    pub fn session(name: &'static str, plan: Plan, requests: Requests) -> Self {
+        let mut acp = Self::live(name, plan, requests);
+        acp.warm = true;
         acp
     }
 
@@ -125,7 +144,7 @@ impl Acp {
     /// Sends the next queued prompt as one `session/prompt`; returns false when none is left.
     /// Called again on the same live process, it runs another turn of the same session.
     pub fn send_prompt(&mut self, ctx: &mut Ctx<'_>) -> bool {
-        let (Some(plan), Some(session)) = (self.plan.as_mut(), self.session_id.clone()) else { return false };
+        let (Some(plan), Some(session), true) = (self.plan.as_mut(), self.session_id.clone(), self.ready) else { return false };
         let Some(blocks) = plan.prompts.pop_front() else { return false };
         self.stop = None;
         self.prompt_in_flight = true;
@@ -174,8 +193,7 @@ impl Acp {
                     SessionSelector::ResumeLast => "resuming the last session",
                     _ => "forking a session",
                 };
-                self.fatal = Some(AgentError::InvalidRequest { reason: format!("this ACP client does not support {what}") });
-                ctx.shutdown();
+                self.fail(ctx, AgentError::InvalidRequest { reason: format!("this ACP client does not support {what}") });
             }
         }
         Ok(())
@@ -188,11 +206,13 @@ impl Acp {
                 let session: NewSessionResponse = serde_json::from_value(result)?;
                 let modes = session.modes.as_ref().map(|m| json!({"current_mode": m.current_mode_id.0.as_ref()}));
                 self.started(ctx, &session.session_id.0, modes);
+                self.ready = true;
                 self.send_prompt(ctx);
             }
             // History may still follow the response (Gemini 0.61.0 replays it after): it ends
             // where the first prompt is sent.
             Some(Pending::LoadSession) => {
+                self.ready = true;
                 self.send_prompt(ctx);
             }
             Some(Pending::Prompt) => {
@@ -210,7 +230,11 @@ impl Acp {
         self.updates.end_turn(ctx.transcript, stop == StopReason::Cancelled);
         ctx.transcript.status("turn_ended", Some(stop_name(stop)));
         self.stop = Some(stop);
-        if self.plan.is_some() && (stop == StopReason::Cancelled || !self.send_prompt(ctx)) {
+        if self.warm {
+            if let Some(outcome) = self.outcome() {
+                ctx.end_turn(outcome);
+            }
+        } else if self.plan.is_some() && (stop == StopReason::Cancelled || !self.send_prompt(ctx)) {
             ctx.shutdown();
         }
     }
@@ -229,14 +253,34 @@ impl Acp {
             }
             Some(Pending::Prompt) => {
                 self.prompt_in_flight = false;
-                errors::prompt_failed(code, &message)
+                let error = errors::prompt_failed(code, &message);
+                if self.warm {
+                    // One turn failed; the session takes the next one.
+                    self.updates.end_turn(ctx.transcript, true);
+                    ctx.end_turn(Err(error));
+                    return;
+                }
+                error
             }
             Some(Pending::Other) | None => {
                 ctx.transcript.status("request_refused", Some(errors::explanation(&message)));
                 return;
             }
         };
-        self.fatal.get_or_insert(error);
+        self.fail(ctx, error);
+    }
+
+    /// The agent cannot go on: the run's (or the waiting turn's) error, and the agent shut down.
+    fn fail(&mut self, ctx: &mut Ctx<'_>, error: AgentError) {
+        match self.plan.as_mut() {
+            Some(plan) if self.warm && !plan.prompts.is_empty() => {
+                plan.prompts.clear();
+                ctx.end_turn(Err(error));
+            }
+            _ => {
+                self.fatal.get_or_insert(error);
+            }
+        }
         if self.plan.is_some() {
             ctx.shutdown();
         }
@@ -421,8 +465,12 @@ impl Protocol for Acp {
                 ctx.send(&self.peer.notification("session/cancel", Some(to_value(&cancel))));
                 true
             }
-            _ => false,
+            _ => self.cancel_unsent(ctx),
         }
+    }
+
+    fn send_turn(&mut self, prompt: &agent_api::Prompt, ctx: &mut Ctx<'_>) -> Result<(), AgentError> {
+        self.next_turn(prompt, ctx)
     }
 
     fn finish(&mut self, exit: &ExitInfo, ctx: &mut Ctx<'_>) -> Result<RunCompletion, AgentError> {
@@ -430,19 +478,6 @@ impl Protocol for Acp {
         if let Some(fatal) = self.fatal.take() {
             return Err(fatal);
         }
-        match self.stop.take() {
-            Some(StopReason::Cancelled) => Err(AgentError::Cancelled),
-            Some(StopReason::Refusal) => {
-                Err(AgentError::AgentFailed { message: "the agent refused to continue (stop reason refusal)".into() })
-            }
-            Some(stop) => {
-                let mut completion = RunCompletion::new();
-                completion.native_session_id = self.session_id.clone();
-                completion.usage = self.usage.take();
-                completion.data = Some(json!({"stop_reason": stop_name(stop), "agent": self.agent}));
-                Ok(completion)
-            }
-            None => Err(errors::early_exit(exit)),
-        }
+        self.outcome().unwrap_or_else(|| Err(errors::early_exit(exit)))
     }
 }

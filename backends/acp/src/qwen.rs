@@ -50,12 +50,14 @@ pub fn api_error_result(text: &str) -> Option<AgentError> {
     })
 }
 
-/// The argv and converter of a stream-json run (two-way or print).
+/// The argv and converter of a stream-json run (two-way or print), or of a warm session on the
+/// two-way interface (`warm`: each turn is a user message on the same live process).
 pub fn stream_json(
     backend: &AcpBackend,
     request: &RunRequest,
     cwd: &std::path::Path,
     interface: QwenInterface,
+    warm: bool,
 ) -> Result<(CommandSpec, Box<dyn Protocol>), AgentError> {
     let config = backend.config();
     let two_way = interface == QwenInterface::StreamJson;
@@ -82,8 +84,11 @@ pub fn stream_json(
     let mut spec = spec.for_request(request).cwd(cwd);
     spec.stdin = two_way;
     let prompt = request.prompt.text.clone();
-    let protocol =
-        if two_way { ClaudeProtocol::control(prompt, request.permissions.clone(), false) } else { ClaudeProtocol::print(prompt, false) };
+    let protocol = match (two_way, warm) {
+        (true, true) => ClaudeProtocol::session(request.permissions.clone(), false),
+        (true, false) => ClaudeProtocol::control(prompt, request.permissions.clone(), false),
+        (false, _) => ClaudeProtocol::print(prompt, false),
+    };
     Ok((spec, Box::new(protocol.with_result_error(api_error_result))))
 }
 
@@ -156,5 +161,25 @@ mod tests {
         assert!(matches!(server, Some(AgentError::ServerError { status: Some(500), .. })), "{server:?}");
         assert!(api_error_result("Hello from mock").is_none());
         assert!(matches!(api_error_result("[API Error: connection refused]"), Some(AgentError::AgentFailed { .. })));
+    }
+
+    #[test]
+    fn every_turn_of_a_warm_stream_json_session_reads_api_errors() {
+        use agent_api::kit::driver::ProtocolHarness;
+        let mut protocol = ClaudeProtocol::session(agent_api::PermissionPolicy::Ask, false).with_result_error(api_error_result);
+        let mut harness = ProtocolHarness::new();
+        let result = |text: &str| {
+            serde_json::json!({"type": "result", "subtype": "success", "is_error": false, "result": text, "session_id": "s1",
+                "num_turns": 1, "usage": {"input_tokens": 1, "output_tokens": 1}})
+        };
+        for (turn, text) in ["hello", "[API Error: 500 Internal Server Error]"].into_iter().enumerate() {
+            protocol.send_turn(&agent_api::Prompt::from(format!("turn {turn}")), &mut harness.ctx()).unwrap();
+            protocol.on_line(result(text).to_string().as_bytes(), &mut harness.ctx()).unwrap();
+            let ended = harness.take_turn_end().expect("the result ends the turn");
+            match turn {
+                0 => assert!(ended.is_ok(), "{ended:?}"),
+                _ => assert!(matches!(ended, Err(AgentError::ServerError { status: Some(500), .. })), "{ended:?}"),
+            }
+        }
     }
 }

@@ -8,7 +8,9 @@
 //!   path, a relative path, a symlink `link` in the cwd), then writes and reads `inside.txt`;
 //! - `terminal`: asks for a terminal the client does not offer;
 //! - `slow`: streams a chunk every 100 ms until `session/cancel`, then stops with `cancelled`;
-//! - `refuse` / `max`: stops with `refusal` / `max_tokens`.
+//! - `refuse` / `max`: stops with `refusal` / `max_tokens`;
+//! - anything else: answers like the bench's `echo` model, `echo: user_turns=N messages=M
+//!   last=TEXT`, N counting the prompts this process took (a warm session's turns).
 //!
 //! It writes one line per message and reports what the client answered as assistant text.
 
@@ -23,6 +25,7 @@ struct Agent {
     next_id: u64,
     session: String,
     cancelled: bool,
+    prompts: u32,
 }
 
 fn send(message: &Value) {
@@ -140,6 +143,8 @@ impl Agent {
 
     fn prompt(&mut self, params: &Value) -> &'static str {
         let text = params["prompt"][0]["text"].as_str().unwrap_or("").to_string();
+        self.prompts += 1;
+        self.cancelled = false;
         let mut words = text.split_whitespace();
         match words.next().unwrap_or("") {
             "updates" => self.every_update(),
@@ -155,7 +160,7 @@ impl Agent {
                 self.say("cut");
                 return "max_tokens";
             }
-            _ => self.say("Hello from the fake ACP agent"),
+            _ => self.say(&format!("echo: user_turns={n} messages={m} last={text}", n = self.prompts, m = 2 * self.prompts - 1)),
         }
         if self.cancelled {
             "cancelled"
@@ -194,5 +199,5 @@ fn main() {
             }
         }
     });
-    Agent { input: rx, next_id: 0, session: "fake-session-1".into(), cancelled: false }.serve();
+    Agent { input: rx, next_id: 0, session: "fake-session-1".into(), cancelled: false, prompts: 0 }.serve();
 }

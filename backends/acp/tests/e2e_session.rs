@@ -1,0 +1,112 @@
+//! Warm sessions (`spec/run-protocol.md` §8) end to end on the real, pinned Gemini CLI and Qwen
+//! Code against the bench's `echo` model: every turn a `session/prompt` on one ACP session of one
+//! live process (and, for Qwen, a user message on one live two-way stream-json process).
+//! Qwen's first user message is its own environment context, so its model counts one more user
+//! turn; its stream-json interface cannot survive an interrupt (the cancelled turn ends the
+//! session). Without the CLIs these fail with install instructions, unless AGENT_API_E2E=skip.
+
+use std::time::Duration;
+
+use agent_api::RunRequest;
+use agent_api_acp::{AcpBackend, AcpConfig, QwenInterface, QwenOptions};
+use agent_api_conformance::session::e2e;
+use agent_bench::process::processes_in;
+use agent_bench::sandbox::GEMINI_MODEL;
+use agent_bench::{Cli, ModelServer, Sandbox};
+
+async fn bench(cli: Cli) -> Option<(ModelServer, Sandbox)> {
+    agent_bench::e2e_enabled_or_explain(cli)?;
+    let server = ModelServer::start(None).await.unwrap();
+    let sandbox = Sandbox::new(cli, &server, "echo").unwrap();
+    Some((server, sandbox))
+}
+
+/// The sandbox's CLI with its environment, as kind `gemini` or `qwen`.
+fn backend(sandbox: &Sandbox, cli: Cli) -> AcpBackend {
+    let mut config = AcpConfig::with_binary(&sandbox.program).working_dir(&sandbox.cwd);
+    for (k, v) in &sandbox.env {
+        config = config.env(k, v);
+    }
+    match cli {
+        Cli::Gemini => AcpBackend::gemini(config),
+        _ => AcpBackend::qwen(config),
+    }
+}
+
+fn template(cli: Cli) -> RunRequest {
+    let request = RunRequest::new("").with_timeout(Duration::from_secs(150));
+    match cli {
+        Cli::Gemini => request.with_model(GEMINI_MODEL),
+        _ => request,
+    }
+}
+
+fn stream_json() -> RunRequest {
+    template(Cli::Qwen).with_options(&QwenOptions::default().interface(QwenInterface::StreamJson))
+}
+
+/// Qwen Code opens every conversation with a user message of its own (the environment context).
+const QWEN_CONTEXT_TURNS: usize = 1;
+
+macro_rules! session_tests {
+    ($cli:expr, $template:expr, $context:expr, $cancel_check:path, $three:ident, $cancel:ident, $killed:ident, $dropped:ident) => {
+        #[tokio::test]
+        async fn $three() {
+            let Some((_server, sandbox)) = bench($cli).await else { return };
+            e2e::three_turns_after_context(&backend(&sandbox, $cli), $template, &|| processes_in(&sandbox.cwd), $context).await;
+        }
+
+        #[tokio::test]
+        async fn $cancel() {
+            let Some((_server, sandbox)) = bench($cli).await else { return };
+            $cancel_check(&backend(&sandbox, $cli), $template, &|| processes_in(&sandbox.cwd)).await;
+        }
+
+        #[tokio::test]
+        async fn $killed() {
+            let Some((_server, sandbox)) = bench($cli).await else { return };
+            e2e::killed_between_turns(&backend(&sandbox, $cli), $template, &|| processes_in(&sandbox.cwd)).await;
+        }
+
+        #[tokio::test]
+        async fn $dropped() {
+            let Some((_server, sandbox)) = bench($cli).await else { return };
+            e2e::dropped_leaves_no_process(&backend(&sandbox, $cli), $template, &|| processes_in(&sandbox.cwd)).await;
+        }
+    };
+}
+
+session_tests!(
+    Cli::Gemini,
+    template(Cli::Gemini),
+    0,
+    e2e::cancelled_second_turn_then_a_good_third,
+    gemini_acp_three_turns_on_one_process_the_model_sees_one_two_three_user_turns,
+    gemini_acp_a_cancelled_second_turn_then_a_good_third,
+    gemini_acp_killed_between_turns_closes_the_session,
+    gemini_acp_dropped_session_leaves_no_process
+);
+
+session_tests!(
+    Cli::Qwen,
+    template(Cli::Qwen),
+    QWEN_CONTEXT_TURNS,
+    e2e::cancelled_second_turn_then_a_good_third,
+    qwen_acp_three_turns_on_one_process_the_model_sees_one_two_three_user_turns,
+    qwen_acp_a_cancelled_second_turn_then_a_good_third,
+    qwen_acp_killed_between_turns_closes_the_session,
+    qwen_acp_dropped_session_leaves_no_process
+);
+
+session_tests!(
+    Cli::Qwen,
+    stream_json(),
+    QWEN_CONTEXT_TURNS,
+    // Qwen 0.15.10's stream-json interrupt aborts the session's one AbortController, which its
+    // input loop then stops on: the process exits (130) and the session with it.
+    e2e::cancel_ends_the_session,
+    qwen_stream_json_three_turns_on_one_process_the_model_sees_one_two_three_user_turns,
+    qwen_stream_json_cancel_ends_the_session,
+    qwen_stream_json_killed_between_turns_closes_the_session,
+    qwen_stream_json_dropped_session_leaves_no_process
+);
