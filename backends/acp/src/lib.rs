@@ -317,7 +317,8 @@ impl AcpBackend {
             requests::FsMode::Off
         };
         let prompts = if warm { VecDeque::new() } else { VecDeque::from([protocol::prompt_blocks(&request.prompt)]) };
-        let plan = protocol::Plan { cwd, session: request.session.clone(), prompts };
+        let history_trails_load = self.flavor == Flavor::Gemini;
+        let plan = protocol::Plan { cwd, session: request.session.clone(), prompts, history_trails_load };
         let requests = requests::Requests::live(request.permissions.clone(), fs_mode);
         let acp = if warm {
             protocol::Acp::session(self.parser_name(), plan, requests)

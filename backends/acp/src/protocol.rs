@@ -70,6 +70,10 @@ pub struct Plan {
     pub session: SessionSelector,
     /// The prompts, one turn each, in order.
     pub prompts: VecDeque<Vec<ContentBlock>>,
+    /// The agent answers `session/load` before it has replayed the history (Gemini CLI 0.61.0,
+    /// against the protocol): the first prompt waits for the `available_commands_update` the
+    /// agent sends once the load is over, so that the replay is not taken for the new turn.
+    pub history_trails_load: bool,
 }
 
 /// The ACP converter. Build it with [`Acp::live`] or [`Acp::replay`].
@@ -87,8 +91,10 @@ pub struct Acp {
     fatal: Option<AgentError>,
     usage: Option<Usage>,
     prompt_in_flight: bool,
-    /// `session/new` or `session/load` answered: prompts may go out.
+    /// `session/new` or `session/load` answered (and the history replayed): prompts may go out.
     ready: bool,
+    /// `session/load` answered, its history still to come ([`Plan::history_trails_load`]).
+    awaiting_replay: bool,
     /// A warm session (`spec/run-protocol.md` §8): each turn ends with [`Ctx::end_turn`] and the
     /// agent lives on until the session closes.
     warm: bool,
@@ -110,6 +116,7 @@ impl Acp {
             usage: None,
             prompt_in_flight: false,
             ready: false,
+            awaiting_replay: false,
             warm: false,
         }
     }
@@ -159,6 +166,7 @@ impl Acp {
             self.updates.loading = false;
             self.updates.flush_history(ctx.transcript);
         }
+        self.updates.release_history(ctx.transcript);
     }
 
     fn started(&mut self, ctx: &mut Ctx<'_>, session_id: &str, session: Option<Value>) {
@@ -184,6 +192,7 @@ impl Acp {
             SessionSelector::New => self.send_request(ctx, "session/new", to_value(&NewSessionRequest::new(cwd))),
             SessionSelector::Resume(id) if init.agent_capabilities.load_session => {
                 self.updates.loading = true;
+                self.updates.hold_history = self.warm;
                 self.started(ctx, id, None);
                 self.send_request(ctx, "session/load", to_value(&LoadSessionRequest::new(SessionId::new(id.as_str()), cwd)));
             }
@@ -212,7 +221,8 @@ impl Acp {
             // History may still follow the response (Gemini 0.61.0 replays it after): it ends
             // where the first prompt is sent.
             Some(Pending::LoadSession) => {
-                self.ready = true;
+                self.awaiting_replay = self.plan.as_ref().is_some_and(|p| p.history_trails_load);
+                self.ready = !self.awaiting_replay;
                 self.send_prompt(ctx);
             }
             Some(Pending::Prompt) => {
@@ -307,7 +317,15 @@ impl Acp {
             }
         }
         match serde_json::from_value::<SessionNotification>(params.clone()) {
-            Ok(note) => self.updates.apply(ctx.transcript, note.update),
+            Ok(note) => {
+                let replayed = self.awaiting_replay && matches!(note.update, SessionUpdate::AvailableCommandsUpdate(_));
+                self.updates.apply(ctx.transcript, note.update);
+                if replayed {
+                    self.awaiting_replay = false;
+                    self.ready = true;
+                    self.send_prompt(ctx);
+                }
+            }
             Err(e) => {
                 let kind = params.get("update").and_then(|u| u.get("sessionUpdate")).and_then(Value::as_str);
                 match kind {

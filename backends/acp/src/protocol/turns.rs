@@ -63,3 +63,71 @@ impl Acp {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::VecDeque;
+
+    use agent_api::kit::driver::ProtocolHarness;
+    use agent_api::kit::Protocol;
+    use agent_api::{PermissionPolicy, SessionSelector};
+    use serde_json::{json, Value};
+
+    use super::*;
+    use crate::protocol::Plan;
+    use crate::requests::{FsMode, Requests};
+
+    fn update(update: Value) -> Vec<u8> {
+        json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s1", "update": update}}).to_string().into_bytes()
+    }
+
+    fn chunk(kind: &str, text: &str) -> Vec<u8> {
+        update(json!({"sessionUpdate": kind, "content": {"type": "text", "text": text}}))
+    }
+
+    /// The methods of the requests sent since the last call, and the last one's id.
+    fn sent(harness: &mut ProtocolHarness) -> (Vec<String>, Value) {
+        let sent = harness.take_sent();
+        let id = sent.last().map(|m| m["id"].clone()).unwrap_or_default();
+        (sent.iter().filter_map(|m| m["method"].as_str().map(str::to_string)).collect(), id)
+    }
+
+    fn answer(id: Value, result: Value) -> Vec<u8> {
+        json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string().into_bytes()
+    }
+
+    /// Gemini answers `session/load` before it replays the history: the prompt waits for the end
+    /// of the load, and the replay stays history.
+    #[test]
+    fn a_load_whose_history_trails_its_answer_is_history_and_the_prompt_waits() {
+        let plan = Plan {
+            cwd: "/w".into(),
+            session: SessionSelector::Resume("s1".into()),
+            prompts: VecDeque::from([prompt_blocks(&Prompt::from("second"))]),
+            history_trails_load: true,
+        };
+        let mut acp = Acp::live("test", plan, Requests::live(PermissionPolicy::Ask, FsMode::Off));
+        let mut harness = ProtocolHarness::new();
+        acp.start(&mut harness.ctx()).unwrap();
+        let (methods, id) = sent(&mut harness);
+        assert_eq!(methods, ["initialize"]);
+        let init = json!({"protocolVersion": 1, "agentCapabilities": {"loadSession": true}, "authMethods": []});
+        acp.on_line(&answer(id, init), &mut harness.ctx()).unwrap();
+        let (methods, id) = sent(&mut harness);
+        assert_eq!(methods, ["session/load"]);
+        acp.on_line(&answer(id, json!({})), &mut harness.ctx()).unwrap();
+        for line in [chunk("user_message_chunk", "first"), chunk("agent_message_chunk", "old answer")] {
+            acp.on_line(&line, &mut harness.ctx()).unwrap();
+        }
+        assert!(sent(&mut harness).0.is_empty(), "the prompt waits for the replay");
+        let commands = update(json!({"sessionUpdate": "available_commands_update", "availableCommands": []}));
+        acp.on_line(&commands, &mut harness.ctx()).unwrap();
+        let (methods, id) = sent(&mut harness);
+        assert_eq!(methods, ["session/prompt"]);
+        acp.on_line(&chunk("agent_message_chunk", "new answer"), &mut harness.ctx()).unwrap();
+        acp.on_line(&answer(id, json!({"stopReason": "end_turn"})), &mut harness.ctx()).unwrap();
+        assert_eq!(harness.transcript.last_assistant_text(), Some("new answer"));
+        let text = serde_json::to_string(&harness.transcript.take_events()).unwrap();
+        assert!(text.contains("assistant: old answer") && text.contains("user: first"), "{text}");
+    }
+}
