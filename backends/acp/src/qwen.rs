@@ -15,6 +15,17 @@
 //!
 //! In both, Qwen reports a failed model request as a *successful* `result` whose text starts with
 //! `[API Error: …]`; [`api_error_result`] makes that one typed terminal error with its status.
+//! That error comes after about 80 s on a 5xx, and nothing a caller can set shortens it: the
+//! streaming call retries through `retryWithBackoff` with its fixed defaults (7 attempts, 1.5 s
+//! doubling up to 30 s between them, no option passed); the `generationConfig.maxRetries`
+//! setting only reaches the HTTP client's own retries inside each attempt, and
+//! `QWEN_CODE_UNATTENDED_RETRY` only makes the retries persistent. A caller in a hurry sets the
+//! run's timeout (or cancels).
+//!
+//! A warm session on the two-way interface ([`AcpBackend`]'s `open_session`) sends each turn as a
+//! user message on the same process. Its `interrupt` ends the session, not only the turn: Qwen
+//! 0.15.10 aborts the one `AbortController` of its stream-json session, and its input loop stops
+//! on it (the process exits with 130); the next send is then `SessionClosed`.
 //!
 //! The kind lives in this crate, not in a crate of its own, because its default interface is ACP
 //! and one backend value ([`AcpBackend::qwen`]) must serve all three interfaces: the stream-json
