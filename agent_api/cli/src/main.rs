@@ -77,12 +77,16 @@ struct AgentFlags {
     /// Stop the run (with `chat`: each turn) after this many seconds.
     #[arg(long)]
     timeout: Option<u64>,
+    /// The ACP agent's command line for `--agent acp` (the default agent when given), e.g.
+    /// "goose acp": split into arguments as a POSIX shell would, but never run by one.
+    #[arg(long, value_name = "COMMAND", value_parser = run::parse_argv)]
+    acp_command: Option<run::Argv>,
 }
 
 impl AgentFlags {
     fn into_options(self, prompt: String) -> run::RunOptions {
-        let AgentFlags { agent, format, view, include_raw, cwd, model, approve, timeout } = self;
-        run::RunOptions { agent, format, view, include_raw, cwd, model, approve, timeout, prompt }
+        let AgentFlags { agent, format, view, include_raw, cwd, model, approve, timeout, acp_command } = self;
+        run::RunOptions { agent, format, view, include_raw, cwd, model, approve, timeout, acp_command, prompt }
     }
 }
 
