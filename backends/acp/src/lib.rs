@@ -18,8 +18,20 @@
 //! `stopReason`; `session/update` kinds become transcript items ([`updates`]); permission
 //! requests go through `agent_api::kit::hitl` and the decision selects the offered option by its
 //! kind; `fs/read_text_file` / `fs/write_text_file` are served confined to the working directory
-//! ([`fs`]); cancel sends `session/cancel`, answers pending permissions `cancelled`, and the driver
-//! kills the process group after the grace period.
+//! ([`fs`]); `terminal/*` is not offered (the agents run their shell tools themselves); cancel
+//! sends `session/cancel`, answers pending permissions `cancelled`, and the driver kills the
+//! process group after the grace period.
+//!
+//! Sessions (`spec/run-protocol.md` §8): on ACP every kind opens a warm session, one live agent
+//! and one ACP session whose turns are `session/prompt`s; a cancelled turn ends with the
+//! `cancelled` stop reason and the session goes on. Qwen's two-way stream-json is warm too (its
+//! interrupt ends the session, see [`qwen`]); the one-way interfaces (Gemini headless, Qwen print)
+//! resume per turn. A session opened with a native id loads it first (`session/load`) and writes
+//! the replayed history as `history` status items at the start of its first turn. Gemini CLI
+//! 0.61.0 answers `session/load` before it replays the history (the first prompt then waits for
+//! its `available_commands_update`), and its load often fails on its own ("No previous sessions
+//! found for this project": setting up the loaded session resets the session's file before the
+//! lookup reads it), which is `SessionNotFound`.
 //!
 //! Message types are the published schema crate's (`agent-client-protocol-schema`), pinned to
 //! 0.11.7: every 1.x release turns on serde_json's `preserve_order` feature, which Cargo would
@@ -88,6 +100,9 @@ pub const CAP_QWEN_PRINT: &str = "backend.qwen.print";
 /// Capability id: the client serves `fs/read_text_file` and `fs/write_text_file`, confined to the
 /// working directory.
 pub const CAP_FS_CONFINED: &str = "backend.acp.fs_confined";
+/// Capability id: a resumed ACP run or warm session loads its session with `session/load` (the
+/// agent advertises `loadSession`), its replayed history marked as such.
+pub const CAP_SESSION_LOAD: &str = "backend.acp.session_load";
 
 /// Which agent the backend runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -198,18 +213,32 @@ pub fn capabilities(flavor: Flavor) -> CapabilitySet {
         CAP_FS_CONFINED,
     ]);
     let extra: &[&str] = match flavor {
-        Flavor::Gemini => &[caps::REASONING, caps::USAGE, caps::MODEL_SELECTION, caps::SESSION_RESUME, CAP_GEMINI_ACP, CAP_GEMINI_HEADLESS],
-        // Print mode's `--yolo` is the explicit don't-ask option.
+        // Warm sessions on ACP; sessions on the one-way headless interface resume per turn.
+        Flavor::Gemini => &[
+            caps::REASONING,
+            caps::USAGE,
+            caps::MODEL_SELECTION,
+            caps::SESSION_RESUME,
+            caps::SESSION_RESUME_PER_TURN,
+            CAP_SESSION_LOAD,
+            CAP_GEMINI_ACP,
+            CAP_GEMINI_HEADLESS,
+        ],
+        // Print mode's `--yolo` is the explicit don't-ask option. Warm sessions on ACP and two-way
+        // stream-json; sessions on print resume per turn.
         Flavor::Qwen => &[
             caps::REASONING,
             caps::USAGE,
             caps::MODEL_SELECTION,
             caps::SKIP_PERMISSION_PROMPTS,
             caps::SESSION_RESUME,
+            caps::SESSION_RESUME_PER_TURN,
+            CAP_SESSION_LOAD,
             CAP_QWEN_ACP,
             CAP_QWEN_STREAM_JSON,
             CAP_QWEN_PRINT,
         ],
+        // Resuming depends on the agent (`loadSession`): not claimed for an unknown one.
         Flavor::Generic => &[caps::REASONING],
     };
     for id in extra {

@@ -129,7 +129,7 @@ impl Acp {
     }
 
     /// A converter for a warm session: `plan` opens the ACP session, and each
-    /// [`Protocol::send_turn`] is one `session/prompt` on it (see [`crate::turns`]).
+    /// [`Protocol::send_turn`] is one `session/prompt` on it.
     pub fn session(name: &'static str, plan: Plan, requests: Requests) -> Self {
         let mut acp = Self::live(name, plan, requests);
         acp.warm = true;

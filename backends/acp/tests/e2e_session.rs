@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use agent_api::RunRequest;
+use agent_api::{AgentBackend, RunRequest};
 use agent_api_acp::{AcpBackend, AcpConfig, QwenInterface, QwenOptions};
 use agent_api_conformance::session::e2e;
 use agent_bench::process::processes_in;
@@ -110,3 +110,33 @@ session_tests!(
     qwen_stream_json_killed_between_turns_closes_the_session,
     qwen_stream_json_dropped_session_leaves_no_process
 );
+
+/// A session on a one-way interface (Gemini headless, Qwen print) runs each turn as a process of
+/// its own that resumes the previous turn's session: the model still sees every earlier turn.
+async fn one_way_session_resumes_per_turn(cli: Cli, template: RunRequest) {
+    let Some((_server, sandbox)) = bench(cli).await else { return };
+    let mut session = backend(&sandbox, cli).open_session(template).await.unwrap();
+    assert!(!session.is_warm() && session.process_id().is_none());
+    let context = if cli == Cli::Qwen { QWEN_CONTEXT_TURNS } else { 0 };
+    let mut record = agent_api_conformance::session::SessionRecord::default();
+    for (n, prompt) in ["first", "second"].into_iter().enumerate() {
+        let done = record.turn(&mut session, prompt).await.as_ref().unwrap();
+        let text = done.final_text.clone().unwrap_or_default();
+        assert!(text.starts_with(&format!("echo: user_turns={} ", context + n + 1)) && text.ends_with(prompt), "{text}");
+    }
+    record.trailing = session.close().await.unwrap();
+    agent_api_conformance::session::assert_session_conformant(&record);
+    assert!(processes_in(&sandbox.cwd).is_empty());
+}
+
+#[tokio::test]
+async fn gemini_headless_session_resumes_per_turn() {
+    let options = agent_api_acp::GeminiOptions::default().interface(agent_api_acp::GeminiInterface::Headless);
+    one_way_session_resumes_per_turn(Cli::Gemini, template(Cli::Gemini).with_options(&options)).await;
+}
+
+#[tokio::test]
+async fn qwen_print_session_resumes_per_turn() {
+    let options = QwenOptions::default().interface(QwenInterface::Print);
+    one_way_session_resumes_per_turn(Cli::Qwen, template(Cli::Qwen).with_options(&options)).await;
+}
