@@ -193,7 +193,7 @@ impl AcpBackend {
 }
 
 /// The capabilities of each kind, as its tests prove them (recording replays, the fake ACP agent,
-/// and for `gemini` end-to-end runs on the bench).
+/// and for `gemini` and `qwen` end-to-end runs on the bench).
 pub fn capabilities(flavor: Flavor) -> CapabilitySet {
     let mut set = CapabilitySet::from_ids([
         caps::RUN,
@@ -238,8 +238,8 @@ pub fn capabilities(flavor: Flavor) -> CapabilitySet {
             CAP_QWEN_STREAM_JSON,
             CAP_QWEN_PRINT,
         ],
-        // Resuming depends on the agent (`loadSession`): not claimed for an unknown one.
-        Flavor::Generic => &[caps::REASONING],
+        // Resuming needs the agent's `loadSession`; without it a resumed run fails typed.
+        Flavor::Generic => &[caps::REASONING, caps::SESSION_RESUME, CAP_SESSION_LOAD],
     };
     for id in extra {
         set.insert(*id);

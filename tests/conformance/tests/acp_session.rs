@@ -15,9 +15,13 @@ fn backend() -> AcpBackend {
     AcpBackend::generic(AcpConfig::default())
 }
 
-fn template(cwd: &std::path::Path) -> RunRequest {
+fn request(prompt: &str, cwd: &std::path::Path) -> RunRequest {
     let options = AcpOptions::default().command([env!("CARGO_BIN_EXE_fake_acp_agent")]);
-    RunRequest::new("").with_working_dir(cwd).with_options(&options).with_timeout(Duration::from_secs(30))
+    RunRequest::new(prompt).with_working_dir(cwd).with_options(&options).with_timeout(Duration::from_secs(30))
+}
+
+fn template(cwd: &std::path::Path) -> RunRequest {
+    request("", cwd)
 }
 
 #[tokio::test]
@@ -80,4 +84,61 @@ async fn a_failed_turn_leaves_the_session_usable() {
     assert_eq!(next, "echo: user_turns=2 messages=3 last=again");
     record.trailing = session.close().await.unwrap();
     assert_session_conformant(&record);
+}
+
+/// The `history` status details of `events`.
+fn history(events: &[agent_api::universal::UniversalEvent]) -> Vec<String> {
+    events
+        .iter()
+        .filter_map(agent_api_conformance::session::status_of)
+        .filter(|(label, _)| *label == "history")
+        .map(|(_, detail)| detail.unwrap_or_default().to_string())
+        .collect()
+}
+
+const FIRST_EXCHANGE: [&str; 2] = ["user: first", "assistant: echo: user_turns=1 messages=1 last=first"];
+
+async fn first_run(cwd: &std::path::Path) -> String {
+    let run = agent_api_conformance::record(backend().run(request("first", cwd)).await.unwrap()).await;
+    run.completion.unwrap().native_session_id.expect("a session id")
+}
+
+#[tokio::test]
+async fn a_resumed_run_loads_the_session_and_its_replay_is_history_not_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let id = first_run(dir.path()).await;
+    let request = request("second", dir.path()).with_session(agent_api::SessionSelector::Resume(id));
+    let run = agent_api_conformance::record(backend().run(request).await.unwrap()).await;
+    agent_api_conformance::assert_conformant(&run);
+    let answer = "echo: user_turns=2 messages=3 last=second";
+    assert_eq!(run.completion.as_ref().unwrap().final_text.as_deref(), Some(answer));
+    assert_eq!(history(&run.universal), FIRST_EXCHANGE);
+    assert_eq!(run.assistant_messages(), [answer], "the replayed answer is no new output");
+}
+
+#[tokio::test]
+async fn a_warm_session_opened_on_a_native_id_replays_the_history_inside_its_first_turn() {
+    let dir = tempfile::tempdir().unwrap();
+    let id = first_run(dir.path()).await;
+    let template = template(dir.path()).with_session(agent_api::SessionSelector::Resume(id.clone()));
+    let mut session = backend().open_session(template).await.unwrap();
+    let mut record = SessionRecord::default();
+    for (n, prompt) in ["second", "third"].into_iter().enumerate() {
+        let done = record.turn(&mut session, prompt).await.as_ref().unwrap();
+        let expected = format!("echo: user_turns={} messages={} last={prompt}", n + 2, 2 * n + 3);
+        assert_eq!(done.final_text.as_deref(), Some(expected.as_str()));
+    }
+    assert_eq!(history(&record.turns[0].universal), FIRST_EXCHANGE);
+    assert!(history(&record.turns[1].universal).is_empty());
+    assert_eq!(session.native_session_id(), Some(id));
+    record.trailing = session.close().await.unwrap();
+    assert_session_conformant(&record);
+}
+
+#[tokio::test]
+async fn loading_an_unknown_session_is_session_not_found() {
+    let dir = tempfile::tempdir().unwrap();
+    let request = request("hi", dir.path()).with_session(agent_api::SessionSelector::Resume("nope".into()));
+    let run = agent_api_conformance::record(backend().run(request).await.unwrap()).await;
+    assert!(matches!(&run.completion, Err(AgentError::SessionNotFound { id }) if id == "nope"), "{:?}", run.completion);
 }
