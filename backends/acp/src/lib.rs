@@ -346,15 +346,14 @@ impl AcpBackend {
             requests::FsMode::Off
         };
         let prompts = if warm { VecDeque::new() } else { VecDeque::from([protocol::prompt_blocks(&request.prompt)]) };
-        let history_trails_load = self.flavor == Flavor::Gemini;
-        let plan = protocol::Plan { cwd, session: request.session.clone(), prompts, history_trails_load };
+        let plan = protocol::Plan { cwd, session: request.session.clone(), prompts };
         let requests = requests::Requests::live(request.permissions.clone(), fs_mode);
         let acp = if warm {
             protocol::Acp::session(self.parser_name(), plan, requests)
         } else {
             protocol::Acp::live(self.parser_name(), plan, requests)
         };
-        Ok((spec, acp))
+        Ok((spec, if self.flavor == Flavor::Gemini { acp.history_trails_load() } else { acp }))
     }
 
     fn parser_name(&self) -> &'static str {

@@ -70,10 +70,6 @@ pub struct Plan {
     pub session: SessionSelector,
     /// The prompts, one turn each, in order.
     pub prompts: VecDeque<Vec<ContentBlock>>,
-    /// The agent answers `session/load` before it has replayed the history (Gemini CLI 0.61.0,
-    /// against the protocol): the first prompt waits for the `available_commands_update` the
-    /// agent sends once the load is over, so that the replay is not taken for the new turn.
-    pub history_trails_load: bool,
 }
 
 /// The ACP converter. Build it with [`Acp::live`] or [`Acp::replay`].
@@ -93,7 +89,9 @@ pub struct Acp {
     prompt_in_flight: bool,
     /// `session/new` or `session/load` answered (and the history replayed): prompts may go out.
     ready: bool,
-    /// `session/load` answered, its history still to come ([`Plan::history_trails_load`]).
+    /// The agent answers `session/load` before its replay ([`Acp::history_trails_load`]).
+    history_trails_load: bool,
+    /// `session/load` answered, its history still to come.
     awaiting_replay: bool,
     /// A warm session (`spec/run-protocol.md` §8): each turn ends with [`Ctx::end_turn`] and the
     /// agent lives on until the session closes.
@@ -116,6 +114,7 @@ impl Acp {
             usage: None,
             prompt_in_flight: false,
             ready: false,
+            history_trails_load: false,
             awaiting_replay: false,
             warm: false,
         }
@@ -134,6 +133,14 @@ impl Acp {
         let mut acp = Self::live(name, plan, requests);
         acp.warm = true;
         acp
+    }
+
+    /// For an agent that answers `session/load` before it has replayed the history (Gemini CLI
+    /// 0.61.0, against the protocol): the first prompt waits for the `available_commands_update`
+    /// the agent sends once the load is over, so that the replay is not taken for the new turn.
+    pub fn history_trails_load(mut self) -> Self {
+        self.history_trails_load = true;
+        self
     }
 
     /// A converter for a recorded session (sends nothing; the recorded sends drive it).
@@ -221,7 +228,7 @@ impl Acp {
             // History may still follow the response (Gemini 0.61.0 replays it after): it ends
             // where the first prompt is sent.
             Some(Pending::LoadSession) => {
-                self.awaiting_replay = self.plan.as_ref().is_some_and(|p| p.history_trails_load);
+                self.awaiting_replay = self.history_trails_load && self.plan.is_some();
                 self.ready = !self.awaiting_replay;
                 self.send_prompt(ctx);
             }

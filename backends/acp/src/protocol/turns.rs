@@ -104,9 +104,8 @@ mod tests {
             cwd: "/w".into(),
             session: SessionSelector::Resume("s1".into()),
             prompts: VecDeque::from([prompt_blocks(&Prompt::from("second"))]),
-            history_trails_load: true,
         };
-        let mut acp = Acp::live("test", plan, Requests::live(PermissionPolicy::Ask, FsMode::Off));
+        let mut acp = Acp::live("test", plan, Requests::live(PermissionPolicy::Ask, FsMode::Off)).history_trails_load();
         let mut harness = ProtocolHarness::new();
         acp.start(&mut harness.ctx()).unwrap();
         let (methods, id) = sent(&mut harness);
