@@ -69,7 +69,15 @@ struct OutputFlags {
 impl OutputFlags {
     /// Options that only show events of `agent` (no request: a replay or a stored session).
     fn viewing(self, agent: String) -> run::RunOptions {
-        let flags = AgentFlags { agent: Some(agent), output: self, cwd: None, model: None, approve: Approve::None, timeout: None };
+        let flags = AgentFlags {
+            agent: Some(agent),
+            output: self,
+            cwd: None,
+            model: None,
+            approve: Approve::None,
+            timeout: None,
+            acp_command: None,
+        };
         run::RunOptions { answers: false, ..flags.into_options(String::new()) }
     }
 }
@@ -93,12 +101,16 @@ struct AgentFlags {
     /// Stop the run (with `chat`: each turn) after this many seconds.
     #[arg(long)]
     timeout: Option<u64>,
+    /// The ACP agent's command line for `--agent acp` (the default agent when given), e.g.
+    /// "goose acp": split into arguments as a POSIX shell would, but never run by one.
+    #[arg(long, value_name = "COMMAND", value_parser = run::parse_argv)]
+    acp_command: Option<run::Argv>,
 }
 
 impl AgentFlags {
     fn into_options(self, prompt: String) -> run::RunOptions {
-        let AgentFlags { agent, output: OutputFlags { format, view, include_raw }, cwd, model, approve, timeout } = self;
-        run::RunOptions { agent, format, view, include_raw, cwd, model, approve, timeout, prompt, answers: true }
+        let AgentFlags { agent, output: OutputFlags { format, view, include_raw }, cwd, model, approve, timeout, acp_command } = self;
+        run::RunOptions { agent, format, view, include_raw, cwd, model, approve, timeout, acp_command, prompt, answers: true }
     }
 }
 

@@ -35,9 +35,23 @@ pub(crate) struct RunOptions {
     pub model: Option<String>,
     pub approve: Approve,
     pub timeout: Option<u64>,
+    pub acp_command: Option<Argv>,
     pub prompt: String,
     /// Whether permission requests and questions are answered (not in a replay or a stored session).
     pub answers: bool,
+}
+
+/// A command line split into its arguments (`--acp-command`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Argv(pub Vec<String>);
+
+/// Splits `line` into arguments with POSIX shell quoting rules (no shell runs it).
+pub(crate) fn parse_argv(line: &str) -> Result<Argv, String> {
+    let argv = shlex::split(line).ok_or("cannot split the command line: unbalanced quotes or a trailing backslash")?;
+    if argv.is_empty() {
+        return Err("the command line is empty".into());
+    }
+    Ok(Argv(argv))
 }
 
 pub(crate) fn request_of(options: &RunOptions) -> RunRequest {
@@ -56,12 +70,19 @@ pub(crate) fn request_of(options: &RunOptions) -> RunRequest {
     if let Some(secs) = options.timeout {
         request = request.with_timeout(Duration::from_secs(secs));
     }
+    if let Some(Argv(argv)) = &options.acp_command {
+        // Another kind refuses the option's key (`backend.acp.command`) with a typed error.
+        request = request.with_options(&agent_api_acp::AcpOptions::default().command(argv.iter().cloned()));
+    }
     request
 }
 
 pub(crate) fn chosen_kind(options: &RunOptions) -> String {
     if let Some(kind) = &options.agent {
         return kind.clone();
+    }
+    if options.acp_command.is_some() {
+        return "acp".into();
     }
     let (kind, path) = default_kind();
     match path {

@@ -18,8 +18,20 @@
 //! `stopReason`; `session/update` kinds become transcript items ([`updates`]); permission
 //! requests go through `agent_api::kit::hitl` and the decision selects the offered option by its
 //! kind; `fs/read_text_file` / `fs/write_text_file` are served confined to the working directory
-//! ([`fs`]); cancel sends `session/cancel`, answers pending permissions `cancelled`, and the driver
-//! kills the process group after the grace period.
+//! ([`fs`]); `terminal/*` is not offered (the agents run their shell tools themselves); cancel
+//! sends `session/cancel`, answers pending permissions `cancelled`, and the driver kills the
+//! process group after the grace period.
+//!
+//! Sessions (`spec/run-protocol.md` §8): on ACP every kind opens a warm session, one live agent
+//! and one ACP session whose turns are `session/prompt`s; a cancelled turn ends with the
+//! `cancelled` stop reason and the session goes on. Qwen's two-way stream-json is warm too (its
+//! interrupt ends the session, see [`qwen`]); the one-way interfaces (Gemini headless, Qwen print)
+//! resume per turn. A session opened with a native id loads it first (`session/load`) and writes
+//! the replayed history as `history` status items at the start of its first turn. Gemini CLI
+//! 0.61.0 answers `session/load` before it replays the history (the first prompt then waits for
+//! its `available_commands_update`), and its load often fails on its own ("No previous sessions
+//! found for this project": setting up the loaded session resets the session's file before the
+//! lookup reads it), which is `SessionNotFound`.
 //!
 //! Message types are the published schema crate's (`agent-client-protocol-schema`), pinned to
 //! 0.11.7: every 1.x release turns on serde_json's `preserve_order` feature, which Cargo would
@@ -43,9 +55,8 @@ use std::collections::VecDeque;
 
 use agent_api::capabilities as caps;
 use agent_api::kit::replay::RecordingFormat;
-use agent_api::kit::{start_run, CommandSpec, Protocol, RunSettings, Transport};
-use agent_api::{AgentBackend, AgentError, AgentKind, CapabilitySet, RunHandle, RunRequest};
-use agent_client_protocol_schema::{ContentBlock, TextContent};
+use agent_api::kit::{start_run, start_session, CommandSpec, Protocol, RunSettings, Transport};
+use agent_api::{AgentBackend, AgentError, AgentKind, CapabilitySet, RunHandle, RunRequest, Session};
 use async_trait::async_trait;
 
 pub use options::{AcpConfig, AcpOptions, GeminiInterface, GeminiOptions, HeadlessApproval, QwenInterface, QwenOptions};
@@ -90,6 +101,9 @@ pub const CAP_QWEN_PRINT: &str = "backend.qwen.print";
 /// Capability id: the client serves `fs/read_text_file` and `fs/write_text_file`, confined to the
 /// working directory.
 pub const CAP_FS_CONFINED: &str = "backend.acp.fs_confined";
+/// Capability id: a resumed ACP run or warm session loads its session with `session/load` (the
+/// agent advertises `loadSession`), its replayed history marked as such.
+pub const CAP_SESSION_LOAD: &str = "backend.acp.session_load";
 
 /// Which agent the backend runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -180,7 +194,7 @@ impl AcpBackend {
 }
 
 /// The capabilities of each kind, as its tests prove them (recording replays, the fake ACP agent,
-/// and for `gemini` end-to-end runs on the bench).
+/// and for `gemini` and `qwen` end-to-end runs on the bench).
 pub fn capabilities(flavor: Flavor) -> CapabilitySet {
     let mut set = CapabilitySet::from_ids([
         caps::RUN,
@@ -196,19 +210,25 @@ pub fn capabilities(flavor: Flavor) -> CapabilitySet {
         caps::COMMAND_EXECUTION,
         caps::FILE_CHANGES,
         caps::SESSION_LIFECYCLE,
+        caps::SESSION_WARM,
         CAP_FS_CONFINED,
     ]);
     let extra: &[&str] = match flavor {
+        // Warm sessions on ACP; sessions on the one-way headless interface resume per turn.
         Flavor::Gemini => &[
             caps::REASONING,
             caps::USAGE,
             caps::MODEL_SELECTION,
             caps::HISTORY_LIST,
             caps::HISTORY_READ,
+            caps::SESSION_RESUME,
+            caps::SESSION_RESUME_PER_TURN,
+            CAP_SESSION_LOAD,
             CAP_GEMINI_ACP,
             CAP_GEMINI_HEADLESS,
         ],
-        // Print mode's `--yolo` is the explicit don't-ask option.
+        // Print mode's `--yolo` is the explicit don't-ask option. Warm sessions on ACP and two-way
+        // stream-json; sessions on print resume per turn.
         Flavor::Qwen => &[
             caps::REASONING,
             caps::USAGE,
@@ -216,11 +236,15 @@ pub fn capabilities(flavor: Flavor) -> CapabilitySet {
             caps::SKIP_PERMISSION_PROMPTS,
             caps::HISTORY_LIST,
             caps::HISTORY_READ,
+            caps::SESSION_RESUME,
+            caps::SESSION_RESUME_PER_TURN,
+            CAP_SESSION_LOAD,
             CAP_QWEN_ACP,
             CAP_QWEN_STREAM_JSON,
             CAP_QWEN_PRINT,
         ],
-        Flavor::Generic => &[caps::REASONING],
+        // Resuming needs the agent's `loadSession`; without it a resumed run fails typed.
+        Flavor::Generic => &[caps::REASONING, caps::SESSION_RESUME, CAP_SESSION_LOAD],
     };
     for id in extra {
         set.insert(*id);
@@ -253,9 +277,7 @@ impl AgentBackend for AcpBackend {
 
     async fn run(&self, request: RunRequest) -> Result<RunHandle, AgentError> {
         self.validate(&request)?;
-        let cwd = options::absolute(
-            request.working_dir.as_deref().or(self.config.working_dir.as_deref()).unwrap_or_else(|| std::path::Path::new(".")),
-        );
+        let cwd = self.cwd(&request);
         let settings = RunSettings::for_request(self.kind(), &request, &self.capabilities());
         if self.flavor == Flavor::Gemini && request.options::<GeminiOptions>()?.interface == Some(GeminiInterface::Headless) {
             let spec = headless::command(self, &request, &cwd)?;
@@ -264,28 +286,44 @@ impl AgentBackend for AcpBackend {
         }
         if self.flavor == Flavor::Qwen {
             if let Some(interface) = qwen::stream_json_interface(&request)? {
-                let (spec, protocol) = qwen::stream_json(self, &request, &cwd, interface)?;
+                let (spec, protocol) = qwen::stream_json(self, &request, &cwd, interface, false)?;
                 let transport = Transport::spawn(&spec, settings.line_cap)?;
                 return Ok(start_run(settings, transport, protocol));
             }
         }
-        let (spec, serve_fs) = self.acp_command(&request, &cwd)?;
-        let fs_mode = if serve_fs {
-            let fs = fs::ConfinedFs::new(&cwd)?;
-            requests::FsMode::Confined { fs, empty_on_missing: self.flavor == Flavor::Gemini }
-        } else {
-            requests::FsMode::Off
-        };
-        let prompt = vec![ContentBlock::Text(TextContent::new(request.prompt.text.clone()))];
-        let plan = protocol::Plan { cwd, session: request.session.clone(), prompts: VecDeque::from([prompt]) };
-        let requests = requests::Requests::live(request.permissions.clone(), fs_mode);
-        let protocol = protocol::Acp::live(self.parser_name(), plan, requests);
+        let (spec, protocol) = self.acp(&request, cwd, false)?;
         let transport = Transport::spawn(&spec, settings.line_cap)?;
         Ok(start_run(settings, transport, Box::new(protocol)))
     }
 
     fn session_store(&self) -> Option<std::sync::Arc<dyn agent_api::history::SessionStore>> {
         history::store(self.flavor, &self.config)
+    }
+
+    /// ACP and Qwen's two-way stream-json keep one live agent for every turn; the one-way
+    /// interfaces (Gemini headless, Qwen print) take their prompt on the command line, so their
+    /// sessions run a process per turn, resuming the previous turn's session.
+    async fn open_session(&self, request: RunRequest) -> Result<Session, AgentError> {
+        agent_api::backend::validate_template(&self.kind(), &self.capabilities(), self.extension_keys(), &request)?;
+        let cwd = self.cwd(&request);
+        let settings = RunSettings::for_request(self.kind(), &request, &self.capabilities());
+        let qwen_interface = match self.flavor {
+            Flavor::Qwen => qwen::stream_json_interface(&request)?,
+            _ => None,
+        };
+        let headless = self.flavor == Flavor::Gemini && request.options::<GeminiOptions>()?.interface == Some(GeminiInterface::Headless);
+        if headless || qwen_interface == Some(QwenInterface::Print) {
+            return Ok(Session::resuming(std::sync::Arc::new(self.clone()), request));
+        }
+        let (spec, protocol) = match qwen_interface {
+            Some(interface) => qwen::stream_json(self, &request, &cwd, interface, true)?,
+            None => {
+                let (spec, protocol) = self.acp(&request, cwd, true)?;
+                (spec, Box::new(protocol) as Box<dyn Protocol>)
+            }
+        };
+        let transport = Transport::spawn(&spec, settings.line_cap)?;
+        Ok(start_session(settings, transport, protocol))
     }
 
     fn replay_protocol(&self, format: RecordingFormat) -> Result<Box<dyn Protocol>, AgentError> {
@@ -299,6 +337,34 @@ impl AgentBackend for AcpBackend {
 }
 
 impl AcpBackend {
+    /// The run's working directory, absolute.
+    fn cwd(&self, request: &RunRequest) -> std::path::PathBuf {
+        options::absolute(
+            request.working_dir.as_deref().or(self.config.working_dir.as_deref()).unwrap_or_else(|| std::path::Path::new(".")),
+        )
+    }
+
+    /// The argv and converter of an ACP run (its prompt queued) or of a warm session (`warm`:
+    /// no prompt until the first turn).
+    fn acp(&self, request: &RunRequest, cwd: std::path::PathBuf, warm: bool) -> Result<(CommandSpec, protocol::Acp), AgentError> {
+        let (spec, serve_fs) = self.acp_command(request, &cwd)?;
+        let fs_mode = if serve_fs {
+            let fs = fs::ConfinedFs::new(&cwd)?;
+            requests::FsMode::Confined { fs, empty_on_missing: self.flavor == Flavor::Gemini }
+        } else {
+            requests::FsMode::Off
+        };
+        let prompts = if warm { VecDeque::new() } else { VecDeque::from([protocol::prompt_blocks(&request.prompt)]) };
+        let plan = protocol::Plan { cwd, session: request.session.clone(), prompts };
+        let requests = requests::Requests::live(request.permissions.clone(), fs_mode);
+        let acp = if warm {
+            protocol::Acp::session(self.parser_name(), plan, requests)
+        } else {
+            protocol::Acp::live(self.parser_name(), plan, requests)
+        };
+        Ok((spec, if self.flavor == Flavor::Gemini { acp.history_trails_load() } else { acp }))
+    }
+
     fn parser_name(&self) -> &'static str {
         match self.flavor {
             Flavor::Gemini => "gemini.acp",

@@ -11,6 +11,10 @@
 //! API's status) is read with its message to type the error.
 //! In replay the recorded sends stand in for all of that.
 
+mod turns;
+
+pub use turns::prompt_blocks;
+
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
 
@@ -83,6 +87,15 @@ pub struct Acp {
     fatal: Option<AgentError>,
     usage: Option<Usage>,
     prompt_in_flight: bool,
+    /// `session/new` or `session/load` answered (and the history replayed): prompts may go out.
+    ready: bool,
+    /// The agent answers `session/load` before its replay ([`Acp::history_trails_load`]).
+    history_trails_load: bool,
+    /// `session/load` answered, its history still to come.
+    awaiting_replay: bool,
+    /// A warm session (`spec/run-protocol.md` §8): each turn ends with [`Ctx::end_turn`] and the
+    /// agent lives on until the session closes.
+    warm: bool,
 }
 
 impl Acp {
@@ -100,6 +113,10 @@ impl Acp {
             fatal: None,
             usage: None,
             prompt_in_flight: false,
+            ready: false,
+            history_trails_load: false,
+            awaiting_replay: false,
+            warm: false,
         }
     }
 
@@ -108,6 +125,22 @@ impl Acp {
         let mut acp = Self::new(name, Some(plan.clone()), requests);
         acp.updates.cwd = Some(plan.cwd);
         acp
+    }
+
+    /// A converter for a warm session: `plan` opens the ACP session, and each
+    /// [`Protocol::send_turn`] is one `session/prompt` on it.
+    pub fn session(name: &'static str, plan: Plan, requests: Requests) -> Self {
+        let mut acp = Self::live(name, plan, requests);
+        acp.warm = true;
+        acp
+    }
+
+    /// For an agent that answers `session/load` before it has replayed the history (Gemini CLI
+    /// 0.61.0, against the protocol): the first prompt waits for the `available_commands_update`
+    /// the agent sends once the load is over, so that the replay is not taken for the new turn.
+    pub fn history_trails_load(mut self) -> Self {
+        self.history_trails_load = true;
+        self
     }
 
     /// A converter for a recorded session (sends nothing; the recorded sends drive it).
@@ -125,7 +158,7 @@ impl Acp {
     /// Sends the next queued prompt as one `session/prompt`; returns false when none is left.
     /// Called again on the same live process, it runs another turn of the same session.
     pub fn send_prompt(&mut self, ctx: &mut Ctx<'_>) -> bool {
-        let (Some(plan), Some(session)) = (self.plan.as_mut(), self.session_id.clone()) else { return false };
+        let (Some(plan), Some(session), true) = (self.plan.as_mut(), self.session_id.clone(), self.ready) else { return false };
         let Some(blocks) = plan.prompts.pop_front() else { return false };
         self.stop = None;
         self.prompt_in_flight = true;
@@ -140,6 +173,7 @@ impl Acp {
             self.updates.loading = false;
             self.updates.flush_history(ctx.transcript);
         }
+        self.updates.release_history(ctx.transcript);
     }
 
     fn started(&mut self, ctx: &mut Ctx<'_>, session_id: &str, session: Option<Value>) {
@@ -165,6 +199,7 @@ impl Acp {
             SessionSelector::New => self.send_request(ctx, "session/new", to_value(&NewSessionRequest::new(cwd))),
             SessionSelector::Resume(id) if init.agent_capabilities.load_session => {
                 self.updates.loading = true;
+                self.updates.hold_history = self.warm;
                 self.started(ctx, id, None);
                 self.send_request(ctx, "session/load", to_value(&LoadSessionRequest::new(SessionId::new(id.as_str()), cwd)));
             }
@@ -174,8 +209,7 @@ impl Acp {
                     SessionSelector::ResumeLast => "resuming the last session",
                     _ => "forking a session",
                 };
-                self.fatal = Some(AgentError::InvalidRequest { reason: format!("this ACP client does not support {what}") });
-                ctx.shutdown();
+                self.fail(ctx, AgentError::InvalidRequest { reason: format!("this ACP client does not support {what}") });
             }
         }
         Ok(())
@@ -188,11 +222,14 @@ impl Acp {
                 let session: NewSessionResponse = serde_json::from_value(result)?;
                 let modes = session.modes.as_ref().map(|m| json!({"current_mode": m.current_mode_id.0.as_ref()}));
                 self.started(ctx, &session.session_id.0, modes);
+                self.ready = true;
                 self.send_prompt(ctx);
             }
             // History may still follow the response (Gemini 0.61.0 replays it after): it ends
             // where the first prompt is sent.
             Some(Pending::LoadSession) => {
+                self.awaiting_replay = self.history_trails_load && self.plan.is_some();
+                self.ready = !self.awaiting_replay;
                 self.send_prompt(ctx);
             }
             Some(Pending::Prompt) => {
@@ -210,7 +247,11 @@ impl Acp {
         self.updates.end_turn(ctx.transcript, stop == StopReason::Cancelled);
         ctx.transcript.status("turn_ended", Some(stop_name(stop)));
         self.stop = Some(stop);
-        if self.plan.is_some() && (stop == StopReason::Cancelled || !self.send_prompt(ctx)) {
+        if self.warm {
+            if let Some(outcome) = self.outcome() {
+                ctx.end_turn(outcome);
+            }
+        } else if self.plan.is_some() && (stop == StopReason::Cancelled || !self.send_prompt(ctx)) {
             ctx.shutdown();
         }
     }
@@ -229,14 +270,34 @@ impl Acp {
             }
             Some(Pending::Prompt) => {
                 self.prompt_in_flight = false;
-                errors::prompt_failed(code, &message)
+                let error = errors::prompt_failed(code, &message);
+                if self.warm {
+                    // One turn failed; the session takes the next one.
+                    self.updates.end_turn(ctx.transcript, true);
+                    ctx.end_turn(Err(error));
+                    return;
+                }
+                error
             }
             Some(Pending::Other) | None => {
                 ctx.transcript.status("request_refused", Some(errors::explanation(&message)));
                 return;
             }
         };
-        self.fatal.get_or_insert(error);
+        self.fail(ctx, error);
+    }
+
+    /// The agent cannot go on: the run's (or the waiting turn's) error, and the agent shut down.
+    fn fail(&mut self, ctx: &mut Ctx<'_>, error: AgentError) {
+        match self.plan.as_mut() {
+            Some(plan) if self.warm && !plan.prompts.is_empty() => {
+                plan.prompts.clear();
+                ctx.end_turn(Err(error));
+            }
+            _ => {
+                self.fatal.get_or_insert(error);
+            }
+        }
         if self.plan.is_some() {
             ctx.shutdown();
         }
@@ -263,7 +324,15 @@ impl Acp {
             }
         }
         match serde_json::from_value::<SessionNotification>(params.clone()) {
-            Ok(note) => self.updates.apply(ctx.transcript, note.update),
+            Ok(note) => {
+                let replayed = self.awaiting_replay && matches!(note.update, SessionUpdate::AvailableCommandsUpdate(_));
+                self.updates.apply(ctx.transcript, note.update);
+                if replayed {
+                    self.awaiting_replay = false;
+                    self.ready = true;
+                    self.send_prompt(ctx);
+                }
+            }
             Err(e) => {
                 let kind = params.get("update").and_then(|u| u.get("sessionUpdate")).and_then(Value::as_str);
                 match kind {
@@ -421,8 +490,12 @@ impl Protocol for Acp {
                 ctx.send(&self.peer.notification("session/cancel", Some(to_value(&cancel))));
                 true
             }
-            _ => false,
+            _ => self.cancel_unsent(ctx),
         }
+    }
+
+    fn send_turn(&mut self, prompt: &agent_api::Prompt, ctx: &mut Ctx<'_>) -> Result<(), AgentError> {
+        self.next_turn(prompt, ctx)
     }
 
     fn finish(&mut self, exit: &ExitInfo, ctx: &mut Ctx<'_>) -> Result<RunCompletion, AgentError> {
@@ -430,19 +503,6 @@ impl Protocol for Acp {
         if let Some(fatal) = self.fatal.take() {
             return Err(fatal);
         }
-        match self.stop.take() {
-            Some(StopReason::Cancelled) => Err(AgentError::Cancelled),
-            Some(StopReason::Refusal) => {
-                Err(AgentError::AgentFailed { message: "the agent refused to continue (stop reason refusal)".into() })
-            }
-            Some(stop) => {
-                let mut completion = RunCompletion::new();
-                completion.native_session_id = self.session_id.clone();
-                completion.usage = self.usage.take();
-                completion.data = Some(json!({"stop_reason": stop_name(stop), "agent": self.agent}));
-                Ok(completion)
-            }
-            None => Err(errors::early_exit(exit)),
-        }
+        self.outcome().unwrap_or_else(|| Err(errors::early_exit(exit)))
     }
 }

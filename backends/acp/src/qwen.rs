@@ -15,6 +15,17 @@
 //!
 //! In both, Qwen reports a failed model request as a *successful* `result` whose text starts with
 //! `[API Error: …]`; [`api_error_result`] makes that one typed terminal error with its status.
+//! That error comes after about 80 s on a 5xx, and nothing a caller can set shortens it: the
+//! streaming call retries through `retryWithBackoff` with its fixed defaults (7 attempts, 1.5 s
+//! doubling up to 30 s between them, no option passed); the `generationConfig.maxRetries`
+//! setting only reaches the HTTP client's own retries inside each attempt, and
+//! `QWEN_CODE_UNATTENDED_RETRY` only makes the retries persistent. A caller in a hurry sets the
+//! run's timeout (or cancels).
+//!
+//! A warm session on the two-way interface ([`AcpBackend`]'s `open_session`) sends each turn as a
+//! user message on the same process. Its `interrupt` ends the session, not only the turn: Qwen
+//! 0.15.10 aborts the one `AbortController` of its stream-json session, and its input loop stops
+//! on it (the process exits with 130); the next send is then `SessionClosed`.
 //!
 //! The kind lives in this crate, not in a crate of its own, because its default interface is ACP
 //! and one backend value ([`AcpBackend::qwen`]) must serve all three interfaces: the stream-json
@@ -50,12 +61,14 @@ pub fn api_error_result(text: &str) -> Option<AgentError> {
     })
 }
 
-/// The argv and converter of a stream-json run (two-way or print).
+/// The argv and converter of a stream-json run (two-way or print), or of a warm session on the
+/// two-way interface (`warm`: each turn is a user message on the same live process).
 pub fn stream_json(
     backend: &AcpBackend,
     request: &RunRequest,
     cwd: &std::path::Path,
     interface: QwenInterface,
+    warm: bool,
 ) -> Result<(CommandSpec, Box<dyn Protocol>), AgentError> {
     let config = backend.config();
     let two_way = interface == QwenInterface::StreamJson;
@@ -82,8 +95,11 @@ pub fn stream_json(
     let mut spec = spec.for_request(request).cwd(cwd);
     spec.stdin = two_way;
     let prompt = request.prompt.text.clone();
-    let protocol =
-        if two_way { ClaudeProtocol::control(prompt, request.permissions.clone(), false) } else { ClaudeProtocol::print(prompt, false) };
+    let protocol = match (two_way, warm) {
+        (true, true) => ClaudeProtocol::session(request.permissions.clone(), false),
+        (true, false) => ClaudeProtocol::control(prompt, request.permissions.clone(), false),
+        (false, _) => ClaudeProtocol::print(prompt, false),
+    };
     Ok((spec, Box::new(protocol.with_result_error(api_error_result))))
 }
 
@@ -156,5 +172,25 @@ mod tests {
         assert!(matches!(server, Some(AgentError::ServerError { status: Some(500), .. })), "{server:?}");
         assert!(api_error_result("Hello from mock").is_none());
         assert!(matches!(api_error_result("[API Error: connection refused]"), Some(AgentError::AgentFailed { .. })));
+    }
+
+    #[test]
+    fn every_turn_of_a_warm_stream_json_session_reads_api_errors() {
+        use agent_api::kit::driver::ProtocolHarness;
+        let mut protocol = ClaudeProtocol::session(agent_api::PermissionPolicy::Ask, false).with_result_error(api_error_result);
+        let mut harness = ProtocolHarness::new();
+        let result = |text: &str| {
+            serde_json::json!({"type": "result", "subtype": "success", "is_error": false, "result": text, "session_id": "s1",
+                "num_turns": 1, "usage": {"input_tokens": 1, "output_tokens": 1}})
+        };
+        for (turn, text) in ["hello", "[API Error: 500 Internal Server Error]"].into_iter().enumerate() {
+            protocol.send_turn(&agent_api::Prompt::from(format!("turn {turn}")), &mut harness.ctx()).unwrap();
+            protocol.on_line(result(text).to_string().as_bytes(), &mut harness.ctx()).unwrap();
+            let ended = harness.take_turn_end().expect("the result ends the turn");
+            match turn {
+                0 => assert!(ended.is_ok(), "{ended:?}"),
+                _ => assert!(matches!(ended, Err(AgentError::ServerError { status: Some(500), .. })), "{ended:?}"),
+            }
+        }
     }
 }

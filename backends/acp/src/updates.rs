@@ -197,6 +197,10 @@ pub struct Updates {
     history: Option<(String, String)>,
     /// Set while a session loads: what arrives is replayed history.
     pub loading: bool,
+    /// Replayed history is held back until [`Updates::release_history`] (a warm session loads
+    /// before its first turn, and nothing but `session.started` may precede a turn's opening).
+    pub hold_history: bool,
+    held: Vec<String>,
     /// The latest `usage_update` (`used`, `size`).
     pub context_usage: Option<(u64, u64)>,
     /// The session's working directory: relative tool paths are reported against it.
@@ -302,7 +306,20 @@ impl Updates {
     /// Writes the buffered history message (replayed by `session/load`) as one status item.
     pub fn flush_history(&mut self, t: &mut Transcript) {
         if let Some((who, text)) = self.history.take() {
-            t.status("history", Some(format!("{who}: {}", utf8_prefix(&text, DETAIL_BOUND))));
+            let detail = format!("{who}: {}", utf8_prefix(&text, DETAIL_BOUND));
+            if self.hold_history {
+                self.held.push(detail);
+            } else {
+                t.status("history", Some(detail));
+            }
+        }
+    }
+
+    /// Writes the history held back so far, and stops holding it.
+    pub fn release_history(&mut self, t: &mut Transcript) {
+        self.hold_history = false;
+        for detail in std::mem::take(&mut self.held) {
+            t.status("history", Some(detail));
         }
     }
 

@@ -1,7 +1,8 @@
 //! End to end with the real pinned Qwen Code (0.15.10) against the bench's scripted model server:
 //! `qwen --acp` (the default interface) for text, permissions, the confined file system, HTTP
 //! errors and cancel. Without the CLI these fail with install instructions, unless
-//! AGENT_API_E2E=skip. Error runs are slow: Qwen retries a 500 for about 80 s whatever its settings.
+//! AGENT_API_E2E=skip. Error runs are slow: Qwen retries a 500 for about 80 s whatever its settings
+//! (see `agent_api_acp::qwen`: no setting or variable of 0.15.10 bounds those retries).
 
 use std::time::Duration;
 

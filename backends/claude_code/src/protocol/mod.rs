@@ -218,8 +218,10 @@ impl Protocol for ClaudeProtocol {
         if self.channel != Channel::Session {
             return Err(AgentError::InvalidRequest { reason: "this Claude Code run takes no more turns".into() });
         }
-        // Each turn reports its own outcome and usage.
+        // Each turn reports its own outcome and usage; how result texts are read stays.
+        let result_error = self.outcome.result_error;
         self.outcome = Outcome::default();
+        self.outcome.result_error = result_error;
         self.pending_user.push(prompt.text.clone());
         ctx.send(&self.user_line(&prompt.text));
         Ok(())

@@ -8,8 +8,13 @@
 //!   path, a relative path, a symlink `link` in the cwd), then writes and reads `inside.txt`;
 //! - `terminal`: asks for a terminal the client does not offer;
 //! - `slow`: streams a chunk every 100 ms until `session/cancel`, then stops with `cancelled`;
-//! - `refuse` / `max`: stops with `refusal` / `max_tokens`.
+//! - `refuse` / `max`: stops with `refusal` / `max_tokens`;
+//! - anything else: answers like the bench's `echo` model, `echo: user_turns=N messages=M
+//!   last=TEXT`, N counting the prompts of the session (a warm session's turns, and those of a
+//!   loaded one).
 //!
+//! It keeps each such exchange in `.fake-acp-history.jsonl` in its working directory, and
+//! `session/load` replays that file (user and agent message chunks) before it answers.
 //! It writes one line per message and reports what the client answered as assistant text.
 
 use std::io::{BufRead, Write};
@@ -23,6 +28,7 @@ struct Agent {
     next_id: u64,
     session: String,
     cancelled: bool,
+    prompts: u32,
 }
 
 fn send(message: &Value) {
@@ -140,6 +146,8 @@ impl Agent {
 
     fn prompt(&mut self, params: &Value) -> &'static str {
         let text = params["prompt"][0]["text"].as_str().unwrap_or("").to_string();
+        self.prompts += 1;
+        self.cancelled = false;
         let mut words = text.split_whitespace();
         match words.next().unwrap_or("") {
             "updates" => self.every_update(),
@@ -155,7 +163,11 @@ impl Agent {
                 self.say("cut");
                 return "max_tokens";
             }
-            _ => self.say("Hello from the fake ACP agent"),
+            _ => {
+                let answer = format!("echo: user_turns={n} messages={m} last={text}", n = self.prompts, m = 2 * self.prompts - 1);
+                self.say(&answer);
+                remember(&text, &answer);
+            }
         }
         if self.cancelled {
             "cancelled"
@@ -164,13 +176,32 @@ impl Agent {
         }
     }
 
+    /// Replays the kept exchanges of the session `params` names; `None` when there are none.
+    fn load(&mut self, params: &Value) -> Option<Value> {
+        let history = std::fs::read_to_string(HISTORY).ok().filter(|_| params["sessionId"] == json!(self.session))?;
+        for line in history.lines().filter_map(|l| serde_json::from_str::<Value>(l).ok()) {
+            self.update(json!({"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": line["user"]}}));
+            self.say(line["agent"].as_str().unwrap_or(""));
+            self.prompts += 1;
+        }
+        Some(json!({}))
+    }
+
     fn serve(&mut self) {
         while let Ok(message) = self.input.recv() {
             let id = message["id"].clone();
             let result = match message["method"].as_str() {
                 Some("initialize") => json!({"protocolVersion": 1, "agentInfo": {"name": "fake-acp", "version": "0.1"},
-                    "agentCapabilities": {"loadSession": false}, "authMethods": []}),
+                    "agentCapabilities": {"loadSession": true}, "authMethods": []}),
                 Some("session/new") => json!({"sessionId": self.session}),
+                Some("session/load") => match self.load(&message["params"]) {
+                    Some(result) => result,
+                    None => {
+                        send(&json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32603, "message": "Internal error",
+                            "data": {"details": "no such session"}}}));
+                        continue;
+                    }
+                },
                 Some("session/prompt") => json!({"stopReason": self.prompt(&message["params"])}),
                 Some("session/cancel") | None => continue,
                 Some(_) => {
@@ -181,6 +212,14 @@ impl Agent {
             send(&json!({"jsonrpc": "2.0", "id": id, "result": result}));
         }
     }
+}
+
+/// Where the agent keeps its session's exchanges, in its working directory.
+const HISTORY: &str = ".fake-acp-history.jsonl";
+
+fn remember(user: &str, agent: &str) {
+    let mut file = std::fs::OpenOptions::new().create(true).append(true).open(HISTORY).expect("the working directory is writable");
+    let _ = writeln!(file, "{}", json!({"user": user, "agent": agent}));
 }
 
 fn main() {
@@ -194,5 +233,5 @@ fn main() {
             }
         }
     });
-    Agent { input: rx, next_id: 0, session: "fake-session-1".into(), cancelled: false }.serve();
+    Agent { input: rx, next_id: 0, session: "fake-session-1".into(), cancelled: false, prompts: 0 }.serve();
 }

@@ -30,13 +30,19 @@ fn final_text(record: &SessionRecord, turn: usize) -> String {
 
 /// Three turns on one process; the bench's `echo` model sees 1, 2, then 3 user turns.
 pub async fn three_turns_on_one_process(backend: &dyn AgentBackend, template: RunRequest, left: &dyn Fn() -> Vec<i32>) {
+    three_turns_after_context(backend, template, left, 0).await;
+}
+
+/// [`three_turns_on_one_process`] for an agent that opens every conversation with `context`
+/// user turns of its own (Qwen Code's environment message): the model sees `context` + 1, 2, 3.
+pub async fn three_turns_after_context(backend: &dyn AgentBackend, template: RunRequest, left: &dyn Fn() -> Vec<i32>, context: usize) {
     let mut session = backend.open_session(template).await.unwrap();
     let pid = session.process_id().expect("a spawned CLI");
     let mut record = SessionRecord::default();
     for (n, prompt) in ["first", "second", "third"].into_iter().enumerate() {
         assert!(record.turn(&mut session, prompt).await.is_ok(), "turn {}: {:?}", n + 1, record.turns[n].completion);
         let text = final_text(&record, n);
-        assert!(text.starts_with(&format!("echo: user_turns={} ", n + 1)), "turn {}: {text}", n + 1);
+        assert!(text.starts_with(&format!("echo: user_turns={} ", context + n + 1)), "turn {}: {text}", n + 1);
         assert!(text.ends_with(&format!("last={prompt}")), "{text}");
         assert_eq!(session.process_id(), Some(pid));
         assert!(alive(pid), "one process for the whole session");
@@ -61,6 +67,24 @@ pub async fn cancelled_second_turn_then_a_good_third(backend: &dyn AgentBackend,
     assert!(final_text(&record, 2).ends_with("last=third"), "{}", final_text(&record, 2));
     assert_eq!(session.process_id(), Some(pid));
     assert!(alive(pid), "the interrupt kept the process");
+    record.trailing = session.close().await.unwrap();
+    assert_session_conformant(&record);
+    assert_eq!(none_left(left).await, Vec::<i32>::new());
+}
+
+/// An agent whose interrupt ends its whole session (Qwen Code's stream-json): the cancelled
+/// turn ends `Cancelled`, the next send is `SessionClosed` at once, and no process is left.
+pub async fn cancel_ends_the_session(backend: &dyn AgentBackend, template: RunRequest, left: &dyn Fn() -> Vec<i32>) {
+    let mut session = backend.open_session(template).await.unwrap();
+    let mut record = SessionRecord::default();
+    assert!(record.turn(&mut session, "first").await.is_ok());
+    let second = session.send("second").await.unwrap();
+    second.control().cancel();
+    let completion = record.record(second, Answers::none()).await;
+    assert!(matches!(completion, Err(AgentError::Cancelled)), "{completion:?}");
+    let started = std::time::Instant::now();
+    assert!(matches!(session.send("third").await, Err(AgentError::SessionClosed)));
+    assert!(started.elapsed() < Duration::from_secs(1));
     record.trailing = session.close().await.unwrap();
     assert_session_conformant(&record);
     assert_eq!(none_left(left).await, Vec::<i32>::new());

@@ -1,0 +1,142 @@
+//! Warm sessions (`spec/run-protocol.md` §8) end to end on the real, pinned Gemini CLI and Qwen
+//! Code against the bench's `echo` model: every turn a `session/prompt` on one ACP session of one
+//! live process (and, for Qwen, a user message on one live two-way stream-json process).
+//! Qwen's first user message is its own environment context, so its model counts one more user
+//! turn; its stream-json interface cannot survive an interrupt (the cancelled turn ends the
+//! session). Without the CLIs these fail with install instructions, unless AGENT_API_E2E=skip.
+
+use std::time::Duration;
+
+use agent_api::{AgentBackend, RunRequest};
+use agent_api_acp::{AcpBackend, AcpConfig, QwenInterface, QwenOptions};
+use agent_api_conformance::session::e2e;
+use agent_bench::process::processes_in;
+use agent_bench::sandbox::GEMINI_MODEL;
+use agent_bench::{Cli, ModelServer, Sandbox};
+
+async fn bench(cli: Cli) -> Option<(ModelServer, Sandbox)> {
+    agent_bench::e2e_enabled_or_explain(cli)?;
+    let server = ModelServer::start(None).await.unwrap();
+    let sandbox = Sandbox::new(cli, &server, "echo").unwrap();
+    Some((server, sandbox))
+}
+
+/// The sandbox's CLI with its environment, as kind `gemini` or `qwen`.
+fn backend(sandbox: &Sandbox, cli: Cli) -> AcpBackend {
+    let mut config = AcpConfig::with_binary(&sandbox.program).working_dir(&sandbox.cwd);
+    for (k, v) in &sandbox.env {
+        config = config.env(k, v);
+    }
+    match cli {
+        Cli::Gemini => AcpBackend::gemini(config),
+        _ => AcpBackend::qwen(config),
+    }
+}
+
+fn template(cli: Cli) -> RunRequest {
+    let request = RunRequest::new("").with_timeout(Duration::from_secs(150));
+    match cli {
+        Cli::Gemini => request.with_model(GEMINI_MODEL),
+        _ => request,
+    }
+}
+
+fn stream_json() -> RunRequest {
+    template(Cli::Qwen).with_options(&QwenOptions::default().interface(QwenInterface::StreamJson))
+}
+
+/// Qwen Code opens every conversation with a user message of its own (the environment context).
+const QWEN_CONTEXT_TURNS: usize = 1;
+
+macro_rules! session_tests {
+    ($cli:expr, $template:expr, $context:expr, $cancel_check:path, $three:ident, $cancel:ident, $killed:ident, $dropped:ident) => {
+        #[tokio::test]
+        async fn $three() {
+            let Some((_server, sandbox)) = bench($cli).await else { return };
+            e2e::three_turns_after_context(&backend(&sandbox, $cli), $template, &|| processes_in(&sandbox.cwd), $context).await;
+        }
+
+        #[tokio::test]
+        async fn $cancel() {
+            let Some((_server, sandbox)) = bench($cli).await else { return };
+            $cancel_check(&backend(&sandbox, $cli), $template, &|| processes_in(&sandbox.cwd)).await;
+        }
+
+        #[tokio::test]
+        async fn $killed() {
+            let Some((_server, sandbox)) = bench($cli).await else { return };
+            e2e::killed_between_turns(&backend(&sandbox, $cli), $template, &|| processes_in(&sandbox.cwd)).await;
+        }
+
+        #[tokio::test]
+        async fn $dropped() {
+            let Some((_server, sandbox)) = bench($cli).await else { return };
+            e2e::dropped_leaves_no_process(&backend(&sandbox, $cli), $template, &|| processes_in(&sandbox.cwd)).await;
+        }
+    };
+}
+
+session_tests!(
+    Cli::Gemini,
+    template(Cli::Gemini),
+    0,
+    e2e::cancelled_second_turn_then_a_good_third,
+    gemini_acp_three_turns_on_one_process_the_model_sees_one_two_three_user_turns,
+    gemini_acp_a_cancelled_second_turn_then_a_good_third,
+    gemini_acp_killed_between_turns_closes_the_session,
+    gemini_acp_dropped_session_leaves_no_process
+);
+
+session_tests!(
+    Cli::Qwen,
+    template(Cli::Qwen),
+    QWEN_CONTEXT_TURNS,
+    e2e::cancelled_second_turn_then_a_good_third,
+    qwen_acp_three_turns_on_one_process_the_model_sees_one_two_three_user_turns,
+    qwen_acp_a_cancelled_second_turn_then_a_good_third,
+    qwen_acp_killed_between_turns_closes_the_session,
+    qwen_acp_dropped_session_leaves_no_process
+);
+
+session_tests!(
+    Cli::Qwen,
+    stream_json(),
+    QWEN_CONTEXT_TURNS,
+    // Qwen 0.15.10's stream-json interrupt aborts the session's one AbortController, which its
+    // input loop then stops on: the process exits (130) and the session with it.
+    e2e::cancel_ends_the_session,
+    qwen_stream_json_three_turns_on_one_process_the_model_sees_one_two_three_user_turns,
+    qwen_stream_json_cancel_ends_the_session,
+    qwen_stream_json_killed_between_turns_closes_the_session,
+    qwen_stream_json_dropped_session_leaves_no_process
+);
+
+/// A session on a one-way interface (Gemini headless, Qwen print) runs each turn as a process of
+/// its own that resumes the previous turn's session: the model still sees every earlier turn.
+async fn one_way_session_resumes_per_turn(cli: Cli, template: RunRequest) {
+    let Some((_server, sandbox)) = bench(cli).await else { return };
+    let mut session = backend(&sandbox, cli).open_session(template).await.unwrap();
+    assert!(!session.is_warm() && session.process_id().is_none());
+    let context = if cli == Cli::Qwen { QWEN_CONTEXT_TURNS } else { 0 };
+    let mut record = agent_api_conformance::session::SessionRecord::default();
+    for (n, prompt) in ["first", "second"].into_iter().enumerate() {
+        let done = record.turn(&mut session, prompt).await.as_ref().unwrap();
+        let text = done.final_text.clone().unwrap_or_default();
+        assert!(text.starts_with(&format!("echo: user_turns={} ", context + n + 1)) && text.ends_with(prompt), "{text}");
+    }
+    record.trailing = session.close().await.unwrap();
+    agent_api_conformance::session::assert_session_conformant(&record);
+    assert!(processes_in(&sandbox.cwd).is_empty());
+}
+
+#[tokio::test]
+async fn gemini_headless_session_resumes_per_turn() {
+    let options = agent_api_acp::GeminiOptions::default().interface(agent_api_acp::GeminiInterface::Headless);
+    one_way_session_resumes_per_turn(Cli::Gemini, template(Cli::Gemini).with_options(&options)).await;
+}
+
+#[tokio::test]
+async fn qwen_print_session_resumes_per_turn() {
+    let options = QwenOptions::default().interface(QwenInterface::Print);
+    one_way_session_resumes_per_turn(Cli::Qwen, template(Cli::Qwen).with_options(&options)).await;
+}
