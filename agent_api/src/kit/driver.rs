@@ -15,7 +15,7 @@ use tokio::task::JoinHandle;
 use tokio::time::{sleep_until, Instant};
 use tokio_util::sync::CancellationToken;
 
-use super::budget::{self, BatchSender, DEFAULT_BUFFER_BUDGET, EVENTS_PER_BATCH};
+use super::budget::{self, BatchSender, Closed, Room, DEFAULT_BUFFER_BUDGET, EVENTS_PER_BATCH};
 use super::lines::{Line, DEFAULT_LINE_CAP};
 use super::process::signal_group;
 use super::protocol::Outbox;
@@ -164,6 +164,12 @@ struct Inputs {
     abandoned: CancellationToken,
 }
 
+/// A batch of events with its weight in bytes.
+struct Pending {
+    events: Vec<UniversalEvent>,
+    weight: usize,
+}
+
 struct Core {
     settings: RunSettings,
     protocol: Box<dyn Protocol>,
@@ -171,6 +177,9 @@ struct Core {
     outbox: Outbox,
     stdin: Option<StdinQueue>,
     events_tx: Option<BatchSender>,
+    /// The batch taken from the transcript that waits for room in the budget; while it waits
+    /// the driver reads no more of the agent's output but still acts on its other inputs.
+    pending: Option<Pending>,
     /// Whether the caller's view shows raw payloads (the wrapper view never does).
     raw_wanted: Arc<AtomicBool>,
     /// Bytes of raw payloads in the batch being built (each counted once, however many events share it).
@@ -215,6 +224,7 @@ impl Core {
             outbox: Outbox::default(),
             stdin,
             events_tx: None,
+            pending: None,
             raw_wanted,
             raw_bytes: 0,
             pgid,
@@ -283,19 +293,79 @@ impl Core {
         }
     }
 
-    /// Sends the events the transcript holds as one batch, once the byte budget has room.
-    async fn emit(&mut self) {
-        let events: Vec<UniversalEvent> = self.transcript.take_events();
-        let raw_bytes = std::mem::take(&mut self.raw_bytes);
-        if events.is_empty() {
-            return;
+    /// Takes the events the transcript holds as the next batch (unless one still waits) and
+    /// sends it at once if the byte budget has room; otherwise it waits in `pending`.
+    fn stage(&mut self) {
+        if self.pending.is_none() {
+            let events: Vec<UniversalEvent> = self.transcript.take_events();
+            let raw_bytes = std::mem::take(&mut self.raw_bytes);
+            if events.is_empty() {
+                return;
+            }
+            let weight = events.iter().map(budget::weight).sum::<usize>() + raw_bytes;
+            self.pending = Some(Pending { events, weight });
         }
-        let Some(tx) = &self.events_tx else { return };
-        let weight = events.iter().map(budget::weight).sum::<usize>() + raw_bytes;
-        if tx.send(events, weight).await.is_err() {
+        let (Some(tx), Some(pending)) = (&self.events_tx, &self.pending) else {
+            // Nobody listens any more; the run goes on to reap its process.
+            self.pending = None;
+            return;
+        };
+        match tx.try_room(pending.weight) {
+            Ok(Some(room)) => self.send_pending(Ok(room)),
+            Ok(None) => {}
+            Err(closed) => self.send_pending(Err(closed)),
+        }
+    }
+
+    /// Room in the budget for the waiting batch; never ready while none waits. (It borrows
+    /// only the sender: the protocol is not `Sync`, so the driver's future cannot hold `&self`.)
+    fn room_for_pending(&self) -> impl std::future::Future<Output = Result<Room, Closed>> + Send + '_ {
+        let (tx, weight) = (self.events_tx.as_ref(), self.pending.as_ref().map(|p| p.weight));
+        async move {
+            match (tx, weight) {
+                (Some(tx), Some(weight)) => tx.room(weight).await,
+                _ => std::future::pending().await,
+            }
+        }
+    }
+
+    /// Sends the waiting batch into the room taken for it.
+    fn send_pending(&mut self, room: Result<Room, Closed>) {
+        let Some(Pending { events, .. }) = self.pending.take() else { return };
+        let sent = match (&self.events_tx, room) {
+            (Some(tx), Ok(room)) => tx.push(events, room).is_ok(),
+            _ => false,
+        };
+        if !sent {
             // Nobody listens any more; the run goes on to reap its process.
             self.events_tx = None;
         }
+    }
+
+    /// Sends everything the transcript holds, waiting for the caller to make room.
+    async fn flush(&mut self) {
+        self.stage();
+        while self.pending.is_some() {
+            let room = self.room_for_pending().await;
+            self.send_pending(room);
+            self.stage();
+        }
+    }
+
+    /// After a wait for room: the agent's output drains again, so an exited agent's drain grace
+    /// starts again (it counts only while the driver reads).
+    fn on_room(&mut self, room: Result<Room, Closed>) {
+        self.send_pending(room);
+        if self.exit.is_some() && !self.source_done && self.pgid.is_some() {
+            self.drain_deadline = Some(deadline_after(self.settings.drain_grace));
+        }
+    }
+
+    /// Whether the driver reads the agent's output now: while no batch waits for room, and,
+    /// once the run is being stopped and the agent has exited, always (what is left in the
+    /// pipe is bounded by the pipe, and the run must end without the caller).
+    fn may_read(&self) -> bool {
+        self.pending.is_none() || (self.exit.is_some() && (self.stop.is_some() || self.fatal.is_some()))
     }
 
     fn begin_stop(&mut self, reason: Stop) {
@@ -449,7 +519,7 @@ impl Core {
         if let Some(Err(error)) = self.with_ctx(|p, ctx| p.start(ctx)) {
             self.fail(error);
         }
-        self.emit().await;
+        self.stage();
         let deadline = self.settings.timeout.and_then(|t| Instant::now().checked_add(t));
         let mut control_open = true;
         while !(self.source_done && self.exit.is_some()) {
@@ -467,7 +537,7 @@ impl Core {
                 _ = sleep_until(self.closed_deadline.unwrap_or_else(Instant::now)), if self.closed_deadline.is_some() => {
                     self.on_output_closed_timeout();
                 }
-                _ = sleep_until(self.drain_deadline.unwrap_or_else(Instant::now)), if self.drain_deadline.is_some() && !self.source_done => {
+                _ = sleep_until(self.drain_deadline.unwrap_or_else(Instant::now)), if self.drain_deadline.is_some() && !self.source_done && self.may_read() => {
                     // The agent exited but something it started keeps its stdout open.
                     if let Some(pgid) = self.pgid {
                         signal_group(pgid, libc::SIGKILL);
@@ -475,12 +545,13 @@ impl Core {
                     self.source_done = true;
                 }
                 status = wait_exit(&mut inputs.io.lifecycle), if self.exit.is_none() => self.on_exit(status),
-                item = inputs.io.source.next(), if !self.source_done => self.handle_ready(item, &mut inputs.io.source),
+                room = self.room_for_pending(), if self.pending.is_some() => self.on_room(room),
+                item = inputs.io.source.next(), if !self.source_done && self.may_read() => self.handle_ready(item, &mut inputs.io.source),
             }
-            self.emit().await;
+            self.stage();
         }
         let result = self.finish(inputs).await;
-        self.emit().await;
+        self.flush().await;
         drop(self.events_tx.take());
         let _ = completion_tx.send(result);
     }
