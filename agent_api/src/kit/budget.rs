@@ -159,7 +159,8 @@ pub(crate) fn weight(event: &UniversalEvent) -> usize {
     let envelope = std::mem::size_of::<UniversalEvent>() + string(&event.event_id);
     envelope
         + match &event.body {
-            Body::ItemDelta(d) => string(&d.item_id) + string(&d.delta) + opt(&d.native_item_id),
+            // The ids are shared by every delta of the item.
+            Body::ItemDelta(d) => string(&d.delta),
             Body::ItemStarted(d) | Body::ItemCompleted(d) => item_weight(&d.item),
             // Status-like events: a few short strings.
             _ => 256,
