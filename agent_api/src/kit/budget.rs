@@ -167,6 +167,13 @@ pub(crate) fn weight(event: &UniversalEvent) -> usize {
         }
 }
 
+/// What a batch weighs: its events, and the room its vector holds for more (a batch vector
+/// grows by doubling, so up to half of it can be empty slots the process still holds).
+pub(crate) fn batch_weight(events: &Vec<UniversalEvent>) -> usize {
+    let spare = events.capacity() - events.len();
+    events.iter().map(weight).sum::<usize>() + spare * std::mem::size_of::<UniversalEvent>()
+}
+
 fn item_weight(item: &UniversalItem) -> usize {
     let parts: usize = item
         .content
@@ -216,6 +223,18 @@ mod tests {
         assert_eq!(taken, 3, "session.started, item.started and the delta");
         assert_eq!(rx.buffered_bytes(), 0);
         tx.send(events(1), 600).await.ok().unwrap();
+    }
+
+    #[test]
+    fn a_batch_weighs_the_empty_slots_its_vector_holds() {
+        let mut batch = Vec::with_capacity(16);
+        batch.extend(events(1));
+        let full: usize = batch.iter().map(weight).sum();
+        let spare = (batch.capacity() - batch.len()) * std::mem::size_of::<UniversalEvent>();
+        assert!(spare > 0);
+        assert_eq!(batch_weight(&batch), full + spare);
+        batch.shrink_to_fit();
+        assert_eq!(batch_weight(&batch), full);
     }
 
     #[tokio::test]

@@ -302,7 +302,7 @@ impl Core {
             if events.is_empty() {
                 return;
             }
-            let weight = events.iter().map(budget::weight).sum::<usize>() + raw_bytes;
+            let weight = budget::batch_weight(&events) + raw_bytes;
             self.pending = Some(Pending { events, weight });
         }
         let (Some(tx), Some(pending)) = (&self.events_tx, &self.pending) else {
