@@ -57,7 +57,7 @@ fn serialized_json_bytes_at_most(value: &Value) -> usize {
 
 /// Whether `data` serializes to at most [`DATA_BOUND`] bytes. Almost every payload is far
 /// below the bound, which the cheap upper bound shows without serializing it.
-fn data_fits(data: &Value) -> bool {
+pub(crate) fn data_fits(data: &Value) -> bool {
     serialized_json_bytes_at_most(data) <= DATA_BOUND || serialized_json_bytes(data) <= DATA_BOUND
 }
 
@@ -144,7 +144,7 @@ pub fn enforce_into(mut event: AgentWrapperEvent, out: &mut impl Extend<AgentWra
         }
     }
     if let Some(d) = event.data.take() {
-        event.data = Some(bound_data(d));
+        event.data = Some(d.bounded());
     }
     match event.text.take() {
         Some(text) if text.len() > TEXT_BOUND && event.kind == AgentWrapperEventKind::TextOutput => {
@@ -171,7 +171,7 @@ pub fn within_bounds(event: &AgentWrapperEvent) -> bool {
     event.channel.as_ref().is_none_or(|c| c.as_str().len() <= CHANNEL_BOUND)
         && event.text.as_ref().is_none_or(|t| t.len() <= TEXT_BOUND)
         && event.message.as_ref().is_none_or(|m| m.len() <= MESSAGE_BOUND)
-        && event.data.as_ref().is_none_or(data_fits)
+        && event.data.as_ref().is_none_or(crate::event::EventData::fits)
 }
 
 #[cfg(test)]

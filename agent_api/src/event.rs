@@ -12,8 +12,10 @@ use crate::tools_facet::{ToolsFacet, TOOLS_FACET_SCHEMA};
 use crate::universal::{DecidedBy, PermissionDetails, PermissionStatus, QuestionStatus};
 
 mod channel;
+mod data;
 
 pub use channel::Channel;
+pub use data::EventData;
 
 /// What an [`AgentWrapperEvent`] reports. Serialized in snake_case (`text_output`, `tool_call`, …).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -64,7 +66,7 @@ pub struct AgentWrapperEvent {
     pub message: Option<String>,
     /// Structured, safe payload, at most 65,536 serialized bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub data: Option<Value>,
+    pub data: Option<EventData>,
 }
 
 impl AgentWrapperEvent {
@@ -93,7 +95,13 @@ impl AgentWrapperEvent {
 
     /// Sets `data`.
     pub fn with_data(mut self, data: Value) -> Self {
-        self.data = Some(data);
+        self.data = Some(data.into());
+        self
+    }
+
+    /// Sets `data` to a tools facet, kept typed until it is read as JSON.
+    pub fn with_tools_facet(mut self, facet: ToolsFacet) -> Self {
+        self.data = Some(facet.into());
         self
     }
 
@@ -127,6 +135,9 @@ impl AgentWrapperEvent {
             return None;
         }
         let data = self.data.as_ref()?;
+        if let Some(facet) = data.tools_facet() {
+            return Some(facet.clone());
+        }
         if data.get("schema")?.as_str()? != TOOLS_FACET_SCHEMA {
             return None;
         }

@@ -208,7 +208,7 @@ impl Projector {
         };
         let mut ev = self.event(kind).with_channel(Channel::Tool);
         if self.tools_structured {
-            ev = ev.with_data(facet(item, phase, event).to_data());
+            ev = ev.with_tools_facet(facet(item, phase, event));
         }
         Some(ev)
     }

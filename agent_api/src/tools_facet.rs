@@ -183,6 +183,14 @@ impl ToolsFacet {
         self
     }
 
+    /// An upper bound of the bytes of [`ToolsFacet::to_data`] serialized, without building it:
+    /// a string byte takes at most 6 bytes (`\u00XX`); the keys, numbers and enums fit in 512.
+    pub(crate) fn serialized_bytes_at_most(&self) -> usize {
+        let strings = [&self.backend_item_id, &self.thread_id, &self.turn_id, &self.tool_name, &self.tool_use_id];
+        let text: usize = strings.iter().filter_map(|s| s.as_deref()).map(str::len).sum::<usize>() + self.kind.len();
+        text.saturating_mul(6).saturating_add(512)
+    }
+
     /// The facet as wrapper-event data: `{"schema": …, "tool": {…}}`.
     pub fn to_data(&self) -> Value {
         serde_json::json!({ "schema": TOOLS_FACET_SCHEMA, "tool": self })

@@ -54,14 +54,48 @@ pub(crate) fn channel(budget: usize) -> (BatchSender, BatchReceiver) {
 /// Nobody reads the events any more.
 pub(crate) struct Closed;
 
+/// Room taken in the budget for one batch, to be filled by [`BatchSender::push`].
+#[must_use]
+pub(crate) struct Room(usize);
+
 impl BatchSender {
-    /// Waits for room, then sends `events` weighing `weight` bytes. A batch heavier than the
-    /// whole budget waits until everything before it was taken, then goes alone.
-    pub(crate) async fn send(&self, events: Vec<UniversalEvent>, weight: usize) -> Result<(), Closed> {
-        let weight = weight.clamp(1, self.budget);
-        let permits = self.room.acquire_many(weight as u32).await.map_err(|_| Closed)?;
+    /// The weight a batch of `weight` bytes holds: a batch heavier than the whole budget waits
+    /// until everything before it was taken, then goes alone.
+    fn held(&self, weight: usize) -> usize {
+        weight.clamp(1, self.budget)
+    }
+
+    /// Room for a batch of `weight` bytes, if the budget has it now.
+    pub(crate) fn try_room(&self, weight: usize) -> Result<Option<Room>, Closed> {
+        let held = self.held(weight);
+        match self.room.try_acquire_many(held as u32) {
+            Ok(permits) => {
+                permits.forget();
+                Ok(Some(Room(held)))
+            }
+            Err(tokio::sync::TryAcquireError::NoPermits) => Ok(None),
+            Err(tokio::sync::TryAcquireError::Closed) => Err(Closed),
+        }
+    }
+
+    /// Waits for room for a batch of `weight` bytes. Cancel-safe: dropped before it is ready,
+    /// it takes nothing, so the driver can wait for it beside its other inputs.
+    pub(crate) async fn room(&self, weight: usize) -> Result<Room, Closed> {
+        let held = self.held(weight);
+        let permits = self.room.acquire_many(held as u32).await.map_err(|_| Closed)?;
         permits.forget();
-        self.tx.send(Batch { events, weight }).map_err(|_| Closed)
+        Ok(Room(held))
+    }
+
+    /// Sends `events` in the room taken for them.
+    pub(crate) fn push(&self, events: Vec<UniversalEvent>, room: Room) -> Result<(), Closed> {
+        self.tx.send(Batch { events, weight: room.0 }).map_err(|_| Closed)
+    }
+
+    /// Waits for room, then sends `events` weighing `weight` bytes.
+    pub(crate) async fn send(&self, events: Vec<UniversalEvent>, weight: usize) -> Result<(), Closed> {
+        let room = self.room(weight).await?;
+        self.push(events, room)
     }
 }
 
@@ -125,11 +159,19 @@ pub(crate) fn weight(event: &UniversalEvent) -> usize {
     let envelope = std::mem::size_of::<UniversalEvent>() + string(&event.event_id);
     envelope
         + match &event.body {
-            Body::ItemDelta(d) => string(&d.item_id) + string(&d.delta) + opt(&d.native_item_id),
+            // The ids are shared by every delta of the item.
+            Body::ItemDelta(d) => string(&d.delta),
             Body::ItemStarted(d) | Body::ItemCompleted(d) => item_weight(&d.item),
             // Status-like events: a few short strings.
             _ => 256,
         }
+}
+
+/// What a batch weighs: its events, and the room its vector holds for more (a batch vector
+/// grows by doubling, so up to half of it can be empty slots the process still holds).
+pub(crate) fn batch_weight(events: &Vec<UniversalEvent>) -> usize {
+    let spare = events.capacity() - events.len();
+    events.iter().map(weight).sum::<usize>() + spare * std::mem::size_of::<UniversalEvent>()
 }
 
 fn item_weight(item: &UniversalItem) -> usize {
@@ -181,6 +223,18 @@ mod tests {
         assert_eq!(taken, 3, "session.started, item.started and the delta");
         assert_eq!(rx.buffered_bytes(), 0);
         tx.send(events(1), 600).await.ok().unwrap();
+    }
+
+    #[test]
+    fn a_batch_weighs_the_empty_slots_its_vector_holds() {
+        let mut batch = Vec::with_capacity(16);
+        batch.extend(events(1));
+        let full: usize = batch.iter().map(weight).sum();
+        let spare = (batch.capacity() - batch.len()) * std::mem::size_of::<UniversalEvent>();
+        assert!(spare > 0);
+        assert_eq!(batch_weight(&batch), full + spare);
+        batch.shrink_to_fit();
+        assert_eq!(batch_weight(&batch), full);
     }
 
     #[tokio::test]

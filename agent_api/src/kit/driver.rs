@@ -32,6 +32,7 @@ pub use super::protocol::{describe_json_error, parse_typed, parse_value, Ctx, Ex
 pub use super::transport::{line_source, AgentPipes, LineSource, SourceItem, Transport};
 pub use session::start_session;
 
+mod batches;
 mod session;
 
 /// Default limit of replies waiting for the agent to read its stdin: 1 MiB.
@@ -164,6 +165,12 @@ struct Inputs {
     abandoned: CancellationToken,
 }
 
+/// A batch of events with its weight in bytes.
+struct Pending {
+    events: Vec<UniversalEvent>,
+    weight: usize,
+}
+
 struct Core {
     settings: RunSettings,
     protocol: Box<dyn Protocol>,
@@ -171,6 +178,9 @@ struct Core {
     outbox: Outbox,
     stdin: Option<StdinQueue>,
     events_tx: Option<BatchSender>,
+    /// The batch taken from the transcript that waits for room in the budget; while it waits
+    /// the driver reads no more of the agent's output but still acts on its other inputs.
+    pending: Option<Pending>,
     /// Whether the caller's view shows raw payloads (the wrapper view never does).
     raw_wanted: Arc<AtomicBool>,
     /// Bytes of raw payloads in the batch being built (each counted once, however many events share it).
@@ -215,6 +225,7 @@ impl Core {
             outbox: Outbox::default(),
             stdin,
             events_tx: None,
+            pending: None,
             raw_wanted,
             raw_bytes: 0,
             pgid,
@@ -280,21 +291,6 @@ impl Core {
         }
         if let Some(end) = outbox.turn_end {
             self.turn_end.get_or_insert(end);
-        }
-    }
-
-    /// Sends the events the transcript holds as one batch, once the byte budget has room.
-    async fn emit(&mut self) {
-        let events: Vec<UniversalEvent> = self.transcript.take_events();
-        let raw_bytes = std::mem::take(&mut self.raw_bytes);
-        if events.is_empty() {
-            return;
-        }
-        let Some(tx) = &self.events_tx else { return };
-        let weight = events.iter().map(budget::weight).sum::<usize>() + raw_bytes;
-        if tx.send(events, weight).await.is_err() {
-            // Nobody listens any more; the run goes on to reap its process.
-            self.events_tx = None;
         }
     }
 
@@ -449,7 +445,7 @@ impl Core {
         if let Some(Err(error)) = self.with_ctx(|p, ctx| p.start(ctx)) {
             self.fail(error);
         }
-        self.emit().await;
+        self.stage();
         let deadline = self.settings.timeout.and_then(|t| Instant::now().checked_add(t));
         let mut control_open = true;
         while !(self.source_done && self.exit.is_some()) {
@@ -467,7 +463,7 @@ impl Core {
                 _ = sleep_until(self.closed_deadline.unwrap_or_else(Instant::now)), if self.closed_deadline.is_some() => {
                     self.on_output_closed_timeout();
                 }
-                _ = sleep_until(self.drain_deadline.unwrap_or_else(Instant::now)), if self.drain_deadline.is_some() && !self.source_done => {
+                _ = sleep_until(self.drain_deadline.unwrap_or_else(Instant::now)), if self.drain_deadline.is_some() && !self.source_done && self.may_read() => {
                     // The agent exited but something it started keeps its stdout open.
                     if let Some(pgid) = self.pgid {
                         signal_group(pgid, libc::SIGKILL);
@@ -475,12 +471,13 @@ impl Core {
                     self.source_done = true;
                 }
                 status = wait_exit(&mut inputs.io.lifecycle), if self.exit.is_none() => self.on_exit(status),
-                item = inputs.io.source.next(), if !self.source_done => self.handle_ready(item, &mut inputs.io.source),
+                room = self.room_for_pending(), if self.pending.is_some() => self.on_room(room),
+                item = inputs.io.source.next(), if !self.source_done && self.may_read() => self.handle_ready(item, &mut inputs.io.source),
             }
-            self.emit().await;
+            self.stage();
         }
         let result = self.finish(inputs).await;
-        self.emit().await;
+        self.flush().await;
         drop(self.events_tx.take());
         let _ = completion_tx.send(result);
     }

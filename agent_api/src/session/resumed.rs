@@ -44,7 +44,11 @@ impl Rewriter {
                 rename(&mut d.item.item_id);
                 d.item.parent_id.as_mut().map(rename);
             }
-            UniversalEventBody::ItemDelta(d) => rename(&mut d.item_id),
+            UniversalEventBody::ItemDelta(d) => {
+                let mut id = d.item_id.to_string();
+                rename(&mut id);
+                d.item_id = id.into();
+            }
             _ => {}
         }
         event

@@ -19,6 +19,9 @@ use native_index::NativeIndex;
 
 struct OpenItem {
     item: UniversalItem,
+    /// The item's ids, shared with every delta of the item instead of copied into each.
+    id: Arc<str>,
+    native_id: Option<Arc<str>>,
     assembled: String,
     had_delta: bool,
     synthetic: bool,
@@ -144,6 +147,12 @@ impl Transcript {
         self.by_native.get(native_item_id)
     }
 
+    /// The daemon id of the open item with this provider id, shared (no allocation): what a
+    /// backend streams deltas to.
+    pub fn open_item_by_native(&self, native_item_id: &str) -> Option<Arc<str>> {
+        self.items.get(self.by_native.get(native_item_id)?).map(|open| open.id.clone())
+    }
+
     /// The current state of an open item.
     pub fn open_item(&self, item_id: &str) -> Option<&UniversalItem> {
         self.items.get(item_id).map(|o| &o.item)
@@ -257,7 +266,9 @@ impl Transcript {
         let source = if new.synthetic { EventSource::Daemon } else { EventSource::Agent };
         self.emit(source, UniversalEventBody::ItemStarted(ItemEventData { item: item.clone() }));
         self.open.push(item_id.clone());
-        self.items.insert(item_id.clone(), OpenItem { item, assembled: String::new(), had_delta: false, synthetic: new.synthetic });
+        let (id, native_id) = (Arc::from(item_id.as_str()), item.native_item_id.as_deref().map(Arc::from));
+        let open = OpenItem { item, id, native_id, assembled: String::new(), had_delta: false, synthetic: new.synthetic };
+        self.items.insert(item_id.clone(), open);
         item_id
     }
 
@@ -275,11 +286,8 @@ impl Transcript {
         open.had_delta = true;
         let room = max.saturating_sub(open.assembled.len());
         open.assembled.push_str(crate::bounds::utf8_prefix(text, room));
-        let native_item_id = open.item.native_item_id.clone();
-        self.emit(
-            source,
-            UniversalEventBody::ItemDelta(ItemDeltaData { item_id: item_id.to_string(), native_item_id, delta: text.to_string() }),
-        );
+        let (item_id, native_item_id) = (open.id.clone(), open.native_id.clone());
+        self.emit(source, UniversalEventBody::ItemDelta(ItemDeltaData { item_id, native_item_id, delta: text.to_string() }));
     }
 
     /// Streams a fragment for the item with this provider id; when that item is not known yet,
@@ -339,8 +347,8 @@ impl Transcript {
                 self.emit(
                     EventSource::Daemon,
                     UniversalEventBody::ItemDelta(ItemDeltaData {
-                        item_id: item.item_id.clone(),
-                        native_item_id: item.native_item_id.clone(),
+                        item_id: open.id.clone(),
+                        native_item_id: open.native_id.clone(),
                         delta: full,
                     }),
                 );

@@ -280,10 +280,10 @@ pub struct ItemEventData {
 /// Data of `item.delta`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ItemDeltaData {
-    /// The item the delta belongs to.
-    pub item_id: String,
-    /// The provider's id of that item.
-    pub native_item_id: Option<String>,
+    /// The item the delta belongs to (shared by every delta of the item).
+    pub item_id: Arc<str>,
+    /// The provider's id of that item (shared by every delta of the item).
+    pub native_item_id: Option<Arc<str>>,
     /// The text fragment.
     pub delta: String,
 }

@@ -128,7 +128,7 @@ async fn bash_fixtures_map_to_command_execution_with_exit_code_and_byte_counts()
         .any(|e| matches!(&e.body, UniversalEventBody::ItemStarted(d) if d.item.item_id == parent && d.item.kind == ItemKind::Message)));
     // The input streamed as deltas on the tool_call item.
     assert_eq!(
-        run.universal.iter().filter(|e| matches!(&e.body, UniversalEventBody::ItemDelta(d) if d.item_id == call.item_id)).count(),
+        run.universal.iter().filter(|e| matches!(&e.body, UniversalEventBody::ItemDelta(d) if *d.item_id == *call.item_id)).count(),
         2
     );
     let results = run.completed_items(ItemKind::ToolResult);

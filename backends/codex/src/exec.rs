@@ -123,41 +123,8 @@ fn tool_of(kind: &str, item: &ExecItem) -> Option<(ToolCall, ToolOutcome)> {
     let status = text(&item.status);
     let failed = matches!(status, "failed" | "declined");
     Some(match kind {
-        "command_execution" => (
-            ToolCall {
-                kind: "command_execution",
-                name: "exec_command".into(),
-                arguments: json!({"command": text(&item.command)}).to_string(),
-                ..ToolCall::default()
-            },
-            ToolOutcome {
-                output: text(&item.aggregated_output).to_string(),
-                exit_code: item.exit_code.as_ref().and_then(Value::as_i64),
-                failed,
-                files: Vec::new(),
-            },
-        ),
-        "file_change" => {
-            let changes = item.changes.as_ref().and_then(Value::as_array).cloned().unwrap_or_default();
-            let files: Vec<ContentPart> = changes
-                .iter()
-                .map(|c| ContentPart::FileRef {
-                    path: s(c, "path").to_string(),
-                    action: if s(c, "kind") == "update" { FileAction::Patch } else { FileAction::Write },
-                    diff: None,
-                })
-                .collect();
-            (
-                ToolCall {
-                    kind: "file_change",
-                    name: "apply_patch".into(),
-                    arguments: json!({"changes": changes}).to_string(),
-                    files: files.clone(),
-                    ..ToolCall::default()
-                },
-                ToolOutcome { failed, files, ..ToolOutcome::default() },
-            )
-        }
+        "command_execution" => command_tool(item, failed),
+        "file_change" => file_change_tool(item, failed),
         "mcp_tool_call" => mcp_tool(item, failed),
         "collab_tool_call" => (
             ToolCall {
@@ -179,6 +146,47 @@ fn tool_of(kind: &str, item: &ExecItem) -> Option<(ToolCall, ToolOutcome)> {
         ),
         _ => return None,
     })
+}
+
+/// A shell command: its command line, and its output and exit code.
+fn command_tool(item: &ExecItem, failed: bool) -> (ToolCall, ToolOutcome) {
+    (
+        ToolCall {
+            kind: "command_execution",
+            name: "exec_command".into(),
+            arguments: json!({"command": text(&item.command)}).to_string(),
+            ..ToolCall::default()
+        },
+        ToolOutcome {
+            output: text(&item.aggregated_output).to_string(),
+            exit_code: item.exit_code.as_ref().and_then(Value::as_i64),
+            failed,
+            files: Vec::new(),
+        },
+    )
+}
+
+/// A patch: the files it changes (exec mode reports no diff).
+fn file_change_tool(item: &ExecItem, failed: bool) -> (ToolCall, ToolOutcome) {
+    let changes = item.changes.as_ref().and_then(Value::as_array).cloned().unwrap_or_default();
+    let files: Vec<ContentPart> = changes
+        .iter()
+        .map(|c| ContentPart::FileRef {
+            path: s(c, "path").to_string(),
+            action: if s(c, "kind") == "update" { FileAction::Patch } else { FileAction::Write },
+            diff: None,
+        })
+        .collect();
+    (
+        ToolCall {
+            kind: "file_change",
+            name: "apply_patch".into(),
+            arguments: json!({"changes": changes}).to_string(),
+            files: files.clone(),
+            ..ToolCall::default()
+        },
+        ToolOutcome { failed, files, ..ToolOutcome::default() },
+    )
 }
 
 /// An MCP tool call: its server and tool, and its result's text (or its error).

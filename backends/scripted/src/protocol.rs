@@ -1,6 +1,8 @@
 //! [`ScriptedProtocol`]: converts the scripted agent's wire lines into the universal transcript,
 //! the way every CLI backend converts its CLI's output.
 
+use std::sync::Arc;
+
 use agent_api::kit::driver::{parse_typed, parse_value, Ctx, ExitInfo, Protocol, Unparsed};
 use agent_api::kit::hitl::{Hitl, PermissionDetails, PermissionRequest, QuestionRequest};
 use agent_api::tools_facet::ToolBytes;
@@ -41,10 +43,10 @@ impl ScriptedProtocol {
         ctx.send(&serde_json::to_value(line).expect("wire lines serialize"));
     }
 
-    fn item_for(ctx: &mut Ctx<'_>, native_id: &str, new: impl FnOnce() -> NewItem) -> String {
-        match ctx.transcript.item_by_native(native_id) {
-            Some(id) if ctx.transcript.open_item(id).is_some() => id.to_string(),
-            _ => ctx.transcript.start_item(new().native(native_id)),
+    fn item_for(ctx: &mut Ctx<'_>, native_id: &str, new: impl FnOnce() -> NewItem) -> Arc<str> {
+        match ctx.transcript.open_item_by_native(native_id) {
+            Some(id) => id,
+            None => ctx.transcript.start_item(new().native(native_id)).into(),
         }
     }
 

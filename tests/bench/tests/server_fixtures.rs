@@ -185,6 +185,98 @@ fn check_gemini(events: &[Event]) -> (String, String, Option<Value>) {
     (text, thought, call)
 }
 
+/// The Anthropic Messages stream of one example says what the scenario says.
+fn expect_anthropic(ex: &str, a: &Answer) {
+    let (text, thinking, tool) = check_anthropic(&parse_sse(&a.body));
+    match ex {
+        "text" => assert_eq!(text, "Hello from mock"),
+        "thinking" => assert_eq!((text.as_str(), thinking.is_empty()), ("Hello after thinking", false)),
+        "tool_use" => {
+            let (name, input) = tool.expect("tool_use block");
+            assert_eq!((name.as_str(), &input["command"]), ("Bash", &Value::from(SHELL_COMMAND)));
+        }
+        "tool_result" => assert_eq!(text, "Tool finished. Output was: hi"),
+        other => panic!("unchecked example {other}"),
+    }
+}
+
+/// The OpenAI Responses stream of one example says what the scenario says.
+fn expect_responses(ex: &str, a: &Answer) {
+    let items = check_responses(&parse_sse(&a.body));
+    let kinds: Vec<&str> = items.iter().map(|i| i["type"].as_str().unwrap()).collect();
+    match ex {
+        "text" => assert_eq!(items[0]["content"][0]["text"], "Hello from mock"),
+        "reasoning" => {
+            assert_eq!(kinds, ["reasoning", "message"]);
+            assert_eq!(items[1]["content"][0]["text"], "Hello after thinking");
+        }
+        "function_call" => {
+            let call = items.iter().find(|i| i["type"] == "function_call").expect("function_call");
+            assert_eq!(call["name"], "exec_command");
+            let args: Value = serde_json::from_str(call["arguments"].as_str().unwrap()).unwrap();
+            assert_eq!(args, serde_json::json!({"cmd": SHELL_COMMAND}));
+        }
+        "function_call_output" => {
+            let text = items[0]["content"][0]["text"].as_str().unwrap();
+            assert!(text.starts_with("Tool finished. Output was: ") && text.contains("hi"), "{text}");
+        }
+        "custom_tool_call" => {
+            let patch = items[0]["input"].as_str().unwrap();
+            assert_eq!(items[0]["name"], "apply_patch");
+            assert!(patch.contains("*** Add File: created.txt\n+created by mock\n"), "{patch}");
+        }
+        "custom_tool_call_output" => {
+            let call = items.iter().find(|i| i["type"] == "custom_tool_call").expect("second patch");
+            assert!(call["input"].as_str().unwrap().contains("*** Update File: created.txt"));
+        }
+        other => panic!("unchecked example {other}"),
+    }
+}
+
+/// The OpenAI Chat Completions stream of one example says what the scenario says.
+fn expect_chat(ex: &str, a: &Answer) {
+    let (content, reasoning, tool) = check_chat(&parse_sse(&a.body));
+    match ex {
+        "title" => assert_eq!(content, "Mock session title"),
+        "text" => assert_eq!(content, "Hello from mock"),
+        "reasoning" => assert_eq!((content.as_str(), reasoning.is_empty()), ("Hello after thinking", false)),
+        "tool_call" => {
+            let (name, args) = tool.expect("tool call");
+            assert_eq!((name.as_str(), &args["command"]), ("bash", &Value::from(SHELL_COMMAND)));
+        }
+        "tool_result" => assert_eq!(content, "Tool finished. Output was: hi"),
+        other => panic!("unchecked example {other}"),
+    }
+}
+
+/// The Gemini reply of one example (a plain JSON answer for the side calls, SSE for turns) says what the scenario says.
+fn expect_gemini(example: &str, a: &Answer) {
+    match example {
+        "router" => {
+            assert_ne!(a.headers["content-type"], "text/event-stream");
+            let text = a.json()["candidates"][0]["content"]["parts"][0]["text"].as_str().unwrap().to_string();
+            let routed: Value = serde_json::from_str(&text).unwrap();
+            assert!(routed["complexity_score"].as_i64().unwrap() >= 1, "{routed}");
+        }
+        "session_summary" => {
+            assert_eq!(a.json()["candidates"][0]["content"]["parts"][0]["text"], "Mock side reply");
+        }
+        ex => {
+            let (text, thought, call) = check_gemini(&parse_sse(&a.body));
+            match ex {
+                "text" => assert_eq!(text, "Hello from mock"),
+                "thinking" => assert_eq!((text.as_str(), thought.is_empty()), ("Hello after thinking", false)),
+                "function_call" => {
+                    let call = call.expect("functionCall");
+                    assert_eq!((&call["name"], &call["args"]["command"]), (&Value::from("run_shell_command"), &Value::from(SHELL_COMMAND)));
+                }
+                "function_response" => assert!(text.starts_with("Tool finished. Output was: ") && text.contains("hi"), "{text}"),
+                other => panic!("unchecked example {other}"),
+            }
+        }
+    }
+}
+
 #[tokio::test]
 async fn every_recorded_request_gets_a_well_formed_reply() {
     let cases = replay_all().await;
@@ -198,92 +290,13 @@ async fn every_recorded_request_gets_a_well_formed_reply() {
             assert!(a.json()["error"].is_object(), "{what}: error body {}", a.body);
             continue;
         }
-        let is_sse = a.headers["content-type"] == "text/event-stream";
-        match (case.api.as_str(), case.example.as_str()) {
-            ("anthropic_messages", ex) => {
-                let (text, thinking, tool) = check_anthropic(&parse_sse(&a.body));
-                match ex {
-                    "text" => assert_eq!(text, "Hello from mock"),
-                    "thinking" => assert_eq!((text.as_str(), thinking.is_empty()), ("Hello after thinking", false)),
-                    "tool_use" => {
-                        let (name, input) = tool.expect("tool_use block");
-                        assert_eq!((name.as_str(), &input["command"]), ("Bash", &Value::from(SHELL_COMMAND)));
-                    }
-                    "tool_result" => assert_eq!(text, "Tool finished. Output was: hi"),
-                    other => panic!("unchecked example {other}"),
-                }
-            }
-            ("openai_responses", ex) => {
-                let items = check_responses(&parse_sse(&a.body));
-                let kinds: Vec<&str> = items.iter().map(|i| i["type"].as_str().unwrap()).collect();
-                match ex {
-                    "text" => assert_eq!(items[0]["content"][0]["text"], "Hello from mock"),
-                    "reasoning" => {
-                        assert_eq!(kinds, ["reasoning", "message"]);
-                        assert_eq!(items[1]["content"][0]["text"], "Hello after thinking");
-                    }
-                    "function_call" => {
-                        let call = items.iter().find(|i| i["type"] == "function_call").expect("function_call");
-                        assert_eq!(call["name"], "exec_command");
-                        let args: Value = serde_json::from_str(call["arguments"].as_str().unwrap()).unwrap();
-                        assert_eq!(args, serde_json::json!({"cmd": SHELL_COMMAND}));
-                    }
-                    "function_call_output" => {
-                        let text = items[0]["content"][0]["text"].as_str().unwrap();
-                        assert!(text.starts_with("Tool finished. Output was: ") && text.contains("hi"), "{text}");
-                    }
-                    "custom_tool_call" => {
-                        let patch = items[0]["input"].as_str().unwrap();
-                        assert_eq!(items[0]["name"], "apply_patch");
-                        assert!(patch.contains("*** Add File: created.txt\n+created by mock\n"), "{patch}");
-                    }
-                    "custom_tool_call_output" => {
-                        let call = items.iter().find(|i| i["type"] == "custom_tool_call").expect("second patch");
-                        assert!(call["input"].as_str().unwrap().contains("*** Update File: created.txt"));
-                    }
-                    other => panic!("unchecked example {other}"),
-                }
-            }
-            ("openai_chat_completions", ex) => {
-                let (content, reasoning, tool) = check_chat(&parse_sse(&a.body));
-                match ex {
-                    "title" => assert_eq!(content, "Mock session title"),
-                    "text" => assert_eq!(content, "Hello from mock"),
-                    "reasoning" => assert_eq!((content.as_str(), reasoning.is_empty()), ("Hello after thinking", false)),
-                    "tool_call" => {
-                        let (name, args) = tool.expect("tool call");
-                        assert_eq!((name.as_str(), &args["command"]), ("bash", &Value::from(SHELL_COMMAND)));
-                    }
-                    "tool_result" => assert_eq!(content, "Tool finished. Output was: hi"),
-                    other => panic!("unchecked example {other}"),
-                }
-            }
-            ("gemini_generate_content", "router") => {
-                assert!(!is_sse);
-                let text = a.json()["candidates"][0]["content"]["parts"][0]["text"].as_str().unwrap().to_string();
-                let routed: Value = serde_json::from_str(&text).unwrap();
-                assert!(routed["complexity_score"].as_i64().unwrap() >= 1, "{routed}");
-            }
-            ("gemini_generate_content", "session_summary") => {
-                assert_eq!(a.json()["candidates"][0]["content"]["parts"][0]["text"], "Mock side reply");
-            }
-            ("gemini_generate_content", ex) => {
-                let (text, thought, call) = check_gemini(&parse_sse(&a.body));
-                match ex {
-                    "text" => assert_eq!(text, "Hello from mock"),
-                    "thinking" => assert_eq!((text.as_str(), thought.is_empty()), ("Hello after thinking", false)),
-                    "function_call" => {
-                        let call = call.expect("functionCall");
-                        assert_eq!(
-                            (&call["name"], &call["args"]["command"]),
-                            (&Value::from("run_shell_command"), &Value::from(SHELL_COMMAND))
-                        );
-                    }
-                    "function_response" => assert!(text.starts_with("Tool finished. Output was: ") && text.contains("hi"), "{text}"),
-                    other => panic!("unchecked example {other}"),
-                }
-            }
-            (api, ex) => panic!("unchecked api {api}/{ex}"),
+        let ex = case.example.as_str();
+        match case.api.as_str() {
+            "anthropic_messages" => expect_anthropic(ex, a),
+            "openai_responses" => expect_responses(ex, a),
+            "openai_chat_completions" => expect_chat(ex, a),
+            "gemini_generate_content" => expect_gemini(ex, a),
+            api => panic!("unchecked api {api}/{ex}"),
         }
     }
 }

@@ -233,7 +233,7 @@ pub(crate) fn universal_problems(events: &[UniversalEvent], out: &mut Vec<String
             UniversalEventBody::ItemStarted(d) if !open.insert(d.item.item_id.clone()) => {
                 out.push(format!("item {} started twice", d.item.item_id));
             }
-            UniversalEventBody::ItemDelta(d) if !open.contains(&d.item_id) => {
+            UniversalEventBody::ItemDelta(d) if !open.contains(&*d.item_id) => {
                 out.push(format!("delta for item {} that is not open", d.item_id))
             }
             UniversalEventBody::ItemCompleted(d) => {

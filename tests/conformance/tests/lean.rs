@@ -87,6 +87,66 @@ async fn a_paused_consumer_blocks_the_agent_on_its_pipe_within_the_budget_and_ev
     assert!(completion.await.is_ok());
 }
 
+/// The pid of the process whose command line names `needle` (the test's own temporary path).
+fn pid_naming(needle: &str) -> Option<i32> {
+    std::fs::read_dir("/proc").ok()?.flatten().find_map(|entry| {
+        let pid: i32 = entry.file_name().to_str()?.parse().ok()?;
+        let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
+        (alive(pid) && String::from_utf8_lossy(&cmdline).contains(needle)).then_some(pid)
+    })
+}
+
+/// Starts a run whose consumer stops polling once the budget is full, applies `stop` and waits
+/// for the agent to be gone without polling; then reads the rest of the stream.
+async fn stopped_while_paused(settings: RunSettings, stop: impl FnOnce(&agent_api::RunControl)) -> agent_api_conformance::RunRecord {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("progress");
+    let mut settings = settings;
+    settings.buffer_budget = 64 * 1024;
+    let handle = start(&["numbered", "20000", file.to_str().unwrap()], settings, Box::new(FakeProtocol::default()));
+    let tools_structured = handle.tools_structured();
+    let mut projector = agent_api::projection::Projector::new(handle.agent_kind().clone(), tools_structured);
+    let control = handle.control();
+    let (mut events, completion) = handle.into_universal();
+    let mut universal = vec![events.next().await.expect("session.started")];
+
+    // The consumer stops polling; the budget fills and the child blocks on its pipe.
+    stalled(&file).await;
+    let pid = pid_naming(file.to_str().unwrap()).expect("the fake agent runs");
+    stop(&control);
+    // Without the consumer polling, the driver stops the agent and reaps its group.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while alive(pid) && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(!alive(pid), "the stop waited for the paused consumer: the agent still runs");
+
+    while let Some(event) = events.next().await {
+        universal.push(event);
+    }
+    let completion = completion.await;
+    let wrapper = universal.iter().flat_map(|e| projector.project(e)).collect();
+    let run = agent_api_conformance::RunRecord { universal, wrapper, completion, tools_structured };
+    assert_conformant(&run);
+    assert_eq!(run.of_type("error").count(), 1, "exactly one terminal error ends the stream");
+    run
+}
+
+#[tokio::test]
+async fn a_cancel_acts_while_the_consumer_is_paused_on_a_full_budget_and_the_stream_ends_with_one_terminal_error() {
+    let run = stopped_while_paused(settings(), |control| control.cancel()).await;
+    assert!(matches!(run.completion, Err(AgentError::Cancelled)), "{:?}", run.completion);
+}
+
+#[tokio::test]
+async fn a_timeout_acts_while_the_consumer_is_paused_on_a_full_budget() {
+    let mut settings = settings();
+    // Long enough for the budget to fill and the child to stall first (`stalled` needs 600 ms).
+    settings.timeout = Some(Duration::from_secs(8));
+    let run = stopped_while_paused(settings, |_| {}).await;
+    assert!(matches!(run.completion, Err(AgentError::Timeout { .. })), "{:?}", run.completion);
+}
+
 /// Sends a 64 KiB reply for every line the agent prints.
 struct Chatty;
 

@@ -114,17 +114,18 @@ impl SessionDriver {
                 _ = sleep_until(core.closed_deadline.unwrap_or_else(Instant::now)), if core.closed_deadline.is_some() => {
                     core.on_output_closed_timeout();
                 }
-                _ = sleep_until(core.drain_deadline.unwrap_or_else(Instant::now)), if core.drain_deadline.is_some() && !core.source_done => {
+                _ = sleep_until(core.drain_deadline.unwrap_or_else(Instant::now)), if core.drain_deadline.is_some() && !core.source_done && core.may_read() => {
                     if let Some(pgid) = core.pgid {
                         signal_group(pgid, libc::SIGKILL);
                     }
                     core.source_done = true;
                 }
                 status = wait_exit(&mut io.lifecycle), if core.exit.is_none() => core.on_exit(status),
-                item = io.source.next(), if !core.source_done => core.handle_ready(item, &mut io.source),
+                room = core.room_for_pending(), if core.pending.is_some() => core.on_room(room),
+                item = io.source.next(), if !core.source_done && core.may_read() => core.handle_ready(item, &mut io.source),
             }
             if self.turn.is_some() {
-                self.core.emit().await;
+                self.core.stage();
             }
             if let Some(result) = self.core.turn_end.take() {
                 self.end_turn(result).await;
@@ -209,7 +210,7 @@ impl SessionDriver {
             self.core.escalate_at = None;
             self.core.escalation_stage = 0;
         }
-        self.core.emit().await;
+        self.core.flush().await;
         self.core.events_tx = None;
         lock(&self.shared).native_session_id = self.core.transcript.native_session_id().map(str::to_string);
         let _ = turn.completion_tx.send(result);
@@ -254,7 +255,7 @@ impl SessionDriver {
             let result = self.turn_result(&turn, Err(error));
             self.close_turn(&result);
             self.core.transcript.end(end);
-            self.core.emit().await;
+            self.core.flush().await;
             self.core.events_tx = None;
             let mut shared = lock(&self.shared);
             shared.closed = true;

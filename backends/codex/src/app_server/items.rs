@@ -44,114 +44,149 @@ fn failed(status: Option<&str>) -> bool {
 
 /// The tool call and, at completion, the outcome of a tool-like item; `None` for other items.
 fn tool_of(item: &ThreadItem) -> Option<(String, ToolCall, ToolOutcome)> {
-    let (id, call, outcome) = match item {
-        ThreadItem::CommandExecution { id, command, cwd, status, aggregated_output, exit_code } => (
-            id,
-            ToolCall {
-                kind: "command_execution",
-                name: "exec_command".into(),
-                arguments: json!({"command": command, "cwd": cwd}).to_string(),
-                ..ToolCall::default()
-            },
-            ToolOutcome {
-                output: aggregated_output.clone().unwrap_or_default(),
-                exit_code: *exit_code,
-                failed: failed(status.as_deref()),
-                files: Vec::new(),
-            },
-        ),
-        ThreadItem::FileChange { id, changes, status } => {
-            let paths: Vec<Value> = changes.iter().map(|c| json!({"path": c.path, "kind": c.kind_name()})).collect();
-            (
-                id,
-                ToolCall {
-                    kind: "file_change",
-                    name: "apply_patch".into(),
-                    arguments: json!({"changes": paths}).to_string(),
-                    files: file_refs(changes),
-                    ..ToolCall::default()
-                },
-                ToolOutcome { failed: failed(status.as_deref()), files: file_refs(changes), ..ToolOutcome::default() },
-            )
+    let (id, (call, outcome)) = match item {
+        ThreadItem::CommandExecution { id, command, cwd, status, aggregated_output, exit_code } => {
+            (id, command_execution(command, cwd.as_deref(), status.as_deref(), aggregated_output.as_deref(), *exit_code))
         }
+        ThreadItem::FileChange { id, changes, status } => (id, file_change(changes, status.as_deref())),
         ThreadItem::McpToolCall { id, server, tool, arguments, status, result, error } => {
-            let output = match (result, error) {
-                (_, Some(e)) => e.get("message").and_then(Value::as_str).unwrap_or("").to_string(),
-                (Some(r), None) => mcp_text(r),
-                _ => String::new(),
-            };
-            (
-                id,
-                ToolCall {
-                    kind: "mcp_tool_call",
-                    name: format!("{server}.{tool}"),
-                    arguments: arguments.to_string(),
-                    tool_name: Some(tool.clone()),
-                    ..ToolCall::default()
-                },
-                ToolOutcome { output, failed: failed(status.as_deref()) || error.is_some(), ..ToolOutcome::default() },
-            )
+            (id, mcp_tool_call(server, tool, arguments, status.as_deref(), result.as_ref(), error.as_ref()))
         }
-        ThreadItem::DynamicToolCall { id, tool, arguments, status, content_items, success } => (
-            id,
-            ToolCall { kind: "dynamic_tool_call", name: tool.clone(), arguments: arguments.to_string(), ..ToolCall::default() },
-            ToolOutcome {
-                output: content_items.as_ref().map(mcp_text).unwrap_or_default(),
-                failed: failed(status.as_deref()) || *success == Some(false),
-                ..ToolOutcome::default()
-            },
-        ),
+        ThreadItem::DynamicToolCall { id, tool, arguments, status, content_items, success } => {
+            (id, dynamic_tool_call(tool, arguments, status.as_deref(), content_items.as_ref(), *success))
+        }
         ThreadItem::CollabAgentToolCall { id, tool, prompt, status } => (
             id,
-            ToolCall {
-                kind: "collab_agent_tool_call",
-                name: tool.clone(),
-                arguments: json!({"prompt": prompt}).to_string(),
-                ..ToolCall::default()
-            },
-            ToolOutcome { failed: failed(status.as_deref()), ..ToolOutcome::default() },
+            (
+                ToolCall {
+                    kind: "collab_agent_tool_call",
+                    name: tool.clone(),
+                    arguments: json!({"prompt": prompt}).to_string(),
+                    ..ToolCall::default()
+                },
+                ToolOutcome { failed: failed(status.as_deref()), ..ToolOutcome::default() },
+            ),
         ),
         ThreadItem::WebSearch { id, query, action, results } => (
             id,
-            ToolCall {
-                kind: "web_search",
-                name: "web_search".into(),
-                arguments: json!({"query": query, "action": action}).to_string(),
-                ..ToolCall::default()
-            },
-            ToolOutcome { output: results.as_ref().map(Value::to_string).unwrap_or_default(), ..ToolOutcome::default() },
+            (
+                ToolCall {
+                    kind: "web_search",
+                    name: "web_search".into(),
+                    arguments: json!({"query": query, "action": action}).to_string(),
+                    ..ToolCall::default()
+                },
+                ToolOutcome { output: results.as_ref().map(Value::to_string).unwrap_or_default(), ..ToolOutcome::default() },
+            ),
         ),
-        ThreadItem::ImageView { id, path } => (
-            id,
-            ToolCall { kind: "image_view", name: "view_image".into(), arguments: json!({"path": path}).to_string(), ..ToolCall::default() },
-            ToolOutcome {
-                files: vec![ContentPart::FileRef { path: path.clone(), action: FileAction::Read, diff: None }],
-                ..ToolOutcome::default()
-            },
-        ),
-        ThreadItem::ImageGeneration { id, status, saved_path, revised_prompt } => (
-            id,
-            ToolCall {
-                kind: "image_generation",
-                name: "image_generation".into(),
-                arguments: json!({"prompt": revised_prompt}).to_string(),
-                ..ToolCall::default()
-            },
-            ToolOutcome {
-                output: saved_path.clone().unwrap_or_default(),
-                failed: failed(status.as_str()),
-                files: saved_path.iter().map(|p| ContentPart::Image { path: p.clone(), mime: None }).collect(),
-                ..ToolOutcome::default()
-            },
-        ),
+        ThreadItem::ImageView { id, path } => (id, image_view(path)),
+        ThreadItem::ImageGeneration { id, status, saved_path, revised_prompt } => {
+            (id, image_generation(status.as_str(), saved_path.as_ref(), revised_prompt))
+        }
         ThreadItem::FunctionCallOutput { id, name, output } => (
             id,
-            ToolCall { kind: "function_call", name: name.clone(), arguments: "{}".into(), ..ToolCall::default() },
-            ToolOutcome { output: output.as_str().map(str::to_string).unwrap_or_else(|| output.to_string()), ..ToolOutcome::default() },
+            (
+                ToolCall { kind: "function_call", name: name.clone(), arguments: "{}".into(), ..ToolCall::default() },
+                ToolOutcome { output: output.as_str().map(str::to_string).unwrap_or_else(|| output.to_string()), ..ToolOutcome::default() },
+            ),
         ),
         _ => return None,
     };
     Some((id.clone(), call, outcome))
+}
+
+fn command_execution(
+    command: &str,
+    cwd: Option<&str>,
+    status: Option<&str>,
+    output: Option<&str>,
+    exit_code: Option<i64>,
+) -> (ToolCall, ToolOutcome) {
+    let call = ToolCall {
+        kind: "command_execution",
+        name: "exec_command".into(),
+        arguments: json!({"command": command, "cwd": cwd}).to_string(),
+        ..ToolCall::default()
+    };
+    let outcome = ToolOutcome { output: output.unwrap_or_default().to_string(), exit_code, failed: failed(status), files: Vec::new() };
+    (call, outcome)
+}
+
+fn file_change(changes: &[FileUpdateChange], status: Option<&str>) -> (ToolCall, ToolOutcome) {
+    let paths: Vec<Value> = changes.iter().map(|c| json!({"path": c.path, "kind": c.kind_name()})).collect();
+    let call = ToolCall {
+        kind: "file_change",
+        name: "apply_patch".into(),
+        arguments: json!({"changes": paths}).to_string(),
+        files: file_refs(changes),
+        ..ToolCall::default()
+    };
+    (call, ToolOutcome { failed: failed(status), files: file_refs(changes), ..ToolOutcome::default() })
+}
+
+fn mcp_tool_call(
+    server: &str,
+    tool: &str,
+    arguments: &Value,
+    status: Option<&str>,
+    result: Option<&Value>,
+    error: Option<&Value>,
+) -> (ToolCall, ToolOutcome) {
+    let output = match (result, error) {
+        (_, Some(e)) => e.get("message").and_then(Value::as_str).unwrap_or("").to_string(),
+        (Some(r), None) => mcp_text(r),
+        _ => String::new(),
+    };
+    let call = ToolCall {
+        kind: "mcp_tool_call",
+        name: format!("{server}.{tool}"),
+        arguments: arguments.to_string(),
+        tool_name: Some(tool.to_string()),
+        ..ToolCall::default()
+    };
+    (call, ToolOutcome { output, failed: failed(status) || error.is_some(), ..ToolOutcome::default() })
+}
+
+fn dynamic_tool_call(
+    tool: &str,
+    arguments: &Value,
+    status: Option<&str>,
+    content_items: Option<&Value>,
+    success: Option<bool>,
+) -> (ToolCall, ToolOutcome) {
+    let call = ToolCall { kind: "dynamic_tool_call", name: tool.to_string(), arguments: arguments.to_string(), ..ToolCall::default() };
+    let outcome = ToolOutcome {
+        output: content_items.map(mcp_text).unwrap_or_default(),
+        failed: failed(status) || success == Some(false),
+        ..ToolOutcome::default()
+    };
+    (call, outcome)
+}
+
+fn image_view(path: &str) -> (ToolCall, ToolOutcome) {
+    let call =
+        ToolCall { kind: "image_view", name: "view_image".into(), arguments: json!({"path": path}).to_string(), ..ToolCall::default() };
+    let outcome = ToolOutcome {
+        files: vec![ContentPart::FileRef { path: path.to_string(), action: FileAction::Read, diff: None }],
+        ..ToolOutcome::default()
+    };
+    (call, outcome)
+}
+
+fn image_generation(status: Option<&str>, saved_path: Option<&String>, revised_prompt: &impl serde::Serialize) -> (ToolCall, ToolOutcome) {
+    let call = ToolCall {
+        kind: "image_generation",
+        name: "image_generation".into(),
+        arguments: json!({"prompt": revised_prompt}).to_string(),
+        ..ToolCall::default()
+    };
+    let outcome = ToolOutcome {
+        output: saved_path.cloned().unwrap_or_default(),
+        failed: failed(status),
+        files: saved_path.iter().map(|p| ContentPart::Image { path: p.to_string(), mime: None }).collect(),
+        ..ToolOutcome::default()
+    };
+    (call, outcome)
 }
 
 /// The text parts of an MCP result or dynamic tool output (`[{type: text, text}]`).

@@ -60,42 +60,90 @@ pub async fn record(
     let what = format!("{interface} ({scenario})");
     std::fs::create_dir_all(out_dir).map_err(|e| BenchError::io(format!("creating {}", out_dir.display()), e))?;
 
+    let target = Target { out_dir, scenario, neutral: &neutral };
     let mut meta = Map::new();
     let (transcript, exit_code) = if interface.is_one_way() {
-        let out = process::run(cmd, &what, timeout).await?;
-        let path = out_dir.join(format!("{scenario}.stdout.jsonl"));
-        let text: String = out.stdout.iter().map(|(_, l)| format!("{}\n", neutral.apply(l))).collect();
-        write(&path, &text)?;
-        let times: Vec<f64> = out.stdout.iter().map(|(t, _)| round3(*t)).collect();
-        meta.insert("exit_code".into(), json!(out.exit_code()));
-        meta.insert("wall_s".into(), json!(round3(out.wall_s)));
-        meta.insert("t_first_stdout_s".into(), json!(times.first()));
-        meta.insert("stdout_times_s".into(), json!(times));
-        insert_stderr(&mut meta, &neutral.apply(&out.stderr));
-        (path, out.exit_code())
+        record_one_way(cmd, &what, timeout, &target, &mut meta).await?
     } else {
-        let deadline = Instant::now() + timeout;
-        let mut session = Duplex::spawn(cmd, &what)?;
-        let driven = match interface {
-            Interface::ClaudeControl | Interface::QwenControl => claude_control::drive(&mut session, prompt, deadline).await,
-            Interface::CodexAppServer => codex_app_server::drive(&mut session, &sandbox.cwd, prompt, deadline).await,
-            Interface::QwenAcp => acp::drive(&mut session, &sandbox.cwd, prompt, deadline).await,
-            other => Err(BenchError::Protocol(format!("no two-way driver for {other}"))),
-        };
-        let finished = session.finish(deadline.max(Instant::now() + Duration::from_secs(10))).await;
-        driven?;
-        let (status, wall) = finished?;
-        let path = out_dir.join(format!("{scenario}.session.jsonl"));
-        let text: String = session.log.iter().map(|e| format!("{}\n", neutral.apply(&e.to_line()))).collect();
-        write(&path, &text)?;
-        let code = exit_code(status);
-        meta.insert("exit_code".into(), json!(code));
-        meta.insert("wall_s".into(), json!(round3(wall)));
-        meta.insert("t_first_stdout_s".into(), json!(session.first_stdout.map(round3)));
-        insert_stderr(&mut meta, &neutral.apply(&session.stderr));
-        (path, code)
+        record_two_way(interface, cmd, &what, &sandbox, timeout, &target, &mut meta).await?
     };
+    let mut head = meta_head(interface, scenario, &sandbox, &args, &neutral);
+    head.extend(meta);
+    if interface.cli() == crate::Cli::Gemini {
+        head.insert(
+            "config_files".into(),
+            json!({ format!("{}/.gemini/settings.json", neutral::HOME): crate::sandbox::gemini_settings() }),
+        );
+    }
+    head.insert("scenario_description".into(), json!(described.description));
+    let meta_path = out_dir.join(format!("{scenario}.meta.json"));
+    write(&meta_path, &ordered_json(head, META_ORDER)?)?;
+    Ok(Recording { transcript, meta: meta_path, exit_code, sandbox })
+}
 
+/// Where a recording goes and how its machine paths are neutralized.
+struct Target<'a> {
+    out_dir: &'a Path,
+    scenario: &'a str,
+    neutral: &'a Neutralizer,
+}
+
+/// Runs a one-way interface to its end and writes `<scenario>.stdout.jsonl`; its timings go to `meta`.
+async fn record_one_way(
+    cmd: tokio::process::Command,
+    what: &str,
+    timeout: Duration,
+    target: &Target<'_>,
+    meta: &mut Map<String, Value>,
+) -> Result<(PathBuf, i32), BenchError> {
+    let out = process::run(cmd, what, timeout).await?;
+    let path = target.out_dir.join(format!("{}.stdout.jsonl", target.scenario));
+    let text: String = out.stdout.iter().map(|(_, l)| format!("{}\n", target.neutral.apply(l))).collect();
+    write(&path, &text)?;
+    let times: Vec<f64> = out.stdout.iter().map(|(t, _)| round3(*t)).collect();
+    meta.insert("exit_code".into(), json!(out.exit_code()));
+    meta.insert("wall_s".into(), json!(round3(out.wall_s)));
+    meta.insert("t_first_stdout_s".into(), json!(times.first()));
+    meta.insert("stdout_times_s".into(), json!(times));
+    insert_stderr(meta, &target.neutral.apply(&out.stderr));
+    Ok((path, out.exit_code()))
+}
+
+/// Drives a two-way interface through its turn and writes `<scenario>.session.jsonl`; its timings go to `meta`.
+async fn record_two_way(
+    interface: Interface,
+    cmd: tokio::process::Command,
+    what: &str,
+    sandbox: &Sandbox,
+    timeout: Duration,
+    target: &Target<'_>,
+    meta: &mut Map<String, Value>,
+) -> Result<(PathBuf, i32), BenchError> {
+    let prompt = prompt_for(target.scenario);
+    let deadline = Instant::now() + timeout;
+    let mut session = Duplex::spawn(cmd, what)?;
+    let driven = match interface {
+        Interface::ClaudeControl | Interface::QwenControl => claude_control::drive(&mut session, prompt, deadline).await,
+        Interface::CodexAppServer => codex_app_server::drive(&mut session, &sandbox.cwd, prompt, deadline).await,
+        Interface::QwenAcp => acp::drive(&mut session, &sandbox.cwd, prompt, deadline).await,
+        other => Err(BenchError::Protocol(format!("no two-way driver for {other}"))),
+    };
+    let finished = session.finish(deadline.max(Instant::now() + Duration::from_secs(10))).await;
+    driven?;
+    let (status, wall) = finished?;
+    let path = target.out_dir.join(format!("{}.session.jsonl", target.scenario));
+    let text: String = session.log.iter().map(|e| format!("{}\n", target.neutral.apply(&e.to_line()))).collect();
+    write(&path, &text)?;
+    let code = exit_code(status);
+    meta.insert("exit_code".into(), json!(code));
+    meta.insert("wall_s".into(), json!(round3(wall)));
+    meta.insert("t_first_stdout_s".into(), json!(session.first_stdout.map(round3)));
+    insert_stderr(meta, &target.neutral.apply(&session.stderr));
+    Ok((path, code))
+}
+
+/// The head of the meta file: the CLI, its version, the interface, the argv, env and cwd as run.
+fn meta_head(interface: Interface, scenario: &str, sandbox: &Sandbox, args: &[String], neutral: &Neutralizer) -> Map<String, Value> {
     let cli = interface.cli();
     let mut head = Map::new();
     head.insert("cli".into(), json!(cli.name()));
@@ -117,17 +165,7 @@ pub async fn record(
     head.insert("env".into(), Value::Object(env));
     head.insert("cwd".into(), json!(neutral.apply(&sandbox.cwd.display().to_string())));
     head.insert("signals_sent".into(), json!([]));
-    head.extend(meta);
-    if cli == crate::Cli::Gemini {
-        head.insert(
-            "config_files".into(),
-            json!({ format!("{}/.gemini/settings.json", neutral::HOME): crate::sandbox::gemini_settings() }),
-        );
-    }
-    head.insert("scenario_description".into(), json!(described.description));
-    let meta_path = out_dir.join(format!("{scenario}.meta.json"));
-    write(&meta_path, &ordered_json(head, META_ORDER)?)?;
-    Ok(Recording { transcript, meta: meta_path, exit_code, sandbox })
+    head
 }
 
 /// The order of meta keys in the shared fixtures.

@@ -21,6 +21,7 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
+    let number = |i: usize, default| args.get(i).and_then(|s| s.parse().ok()).unwrap_or(default);
     match args.first().map(String::as_str) {
         Some("crash") => {
             good(&mut out, "before the crash");
@@ -33,36 +34,8 @@ fn main() {
             out.flush().unwrap();
             std::thread::sleep(std::time::Duration::from_secs(3600));
         }
-        Some("hang-with-child") => {
-            let mut child = std::process::Command::new("sleep").arg("3600").spawn().unwrap();
-            writeln!(out, "{{\"type\":\"pid\",\"pid\":{}}}", child.id()).unwrap();
-            out.flush().unwrap();
-            // Hangs as long as the grandchild lives: only killing the whole group ends both.
-            let _ = child.wait();
-        }
-        Some(mode @ ("setsid-child" | "setsid-orphan")) => {
-            use std::os::unix::process::CommandExt;
-            let mut command = std::process::Command::new("sleep");
-            command.arg("3600").stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null());
-            // SAFETY: setsid(2) is async-signal-safe; it leaves the agent's group and session.
-            unsafe {
-                command.pre_exec(|| {
-                    libc::setsid();
-                    Ok(())
-                });
-            }
-            // Never waited for in `setsid-orphan`: leaving it behind is the point of that mode.
-            #[allow(clippy::zombie_processes)]
-            let mut child = command.spawn().unwrap();
-            writeln!(out, "{{\"type\":\"pid\",\"pid\":{}}}", child.id()).unwrap();
-            out.flush().unwrap();
-            if mode == "setsid-child" {
-                let _ = child.wait();
-            } else {
-                // Long enough for a test to see the grandchild in its own session before the run ends.
-                std::thread::sleep(std::time::Duration::from_millis(500));
-            }
-        }
+        Some("hang-with-child") => hang_with_child(&mut out),
+        Some(mode @ ("setsid-child" | "setsid-orphan")) => setsid_child(&mut out, mode == "setsid-child"),
         Some("ignore-term") => {
             // SAFETY: setting a signal disposition is process-global and done before any thread.
             unsafe {
@@ -72,63 +45,22 @@ fn main() {
             out.flush().unwrap();
             std::thread::sleep(std::time::Duration::from_secs(3600));
         }
-        Some("big-line") => {
-            let mib: usize = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(20);
-            good(&mut out, "before");
-            let chunk = "x".repeat(1024 * 1024);
-            write!(out, "{{\"type\":\"text\",\"text\":\"").unwrap();
-            for _ in 0..mib {
-                out.write_all(chunk.as_bytes()).unwrap();
-            }
-            writeln!(out, "\"}}").unwrap();
-            good(&mut out, "after");
-        }
+        Some("big-line") => big_line(&mut out, number(1, 20)),
         Some("invalid-utf8") => {
             good(&mut out, "before");
             out.write_all(b"{\"type\":\"text\",\"text\":\"bad \xff\xfe bytes\"}\n").unwrap();
             out.write_all(b"\xc3\x28 not json either\n").unwrap();
             good(&mut out, "after");
         }
-        Some("flood") => {
-            let gib: u64 = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(1);
-            let big_mib: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(256);
-            let line = format!("{{\"type\":\"text\",\"text\":\"{}\"}}\n", "y".repeat(4000));
-            let total = gib * 1024 * 1024 * 1024;
-            let mut written: u64 = 0;
-            let mut big_done = false;
-            while written < total {
-                if !big_done && written >= total / 2 {
-                    big_done = true;
-                    let chunk = "z".repeat(1024 * 1024);
-                    write!(out, "{{\"type\":\"text\",\"text\":\"").unwrap();
-                    for _ in 0..big_mib {
-                        out.write_all(chunk.as_bytes()).unwrap();
-                    }
-                    writeln!(out, "\"}}").unwrap();
-                    written += (big_mib * 1024 * 1024) as u64;
-                }
-                out.write_all(line.as_bytes()).unwrap();
-                written += line.len() as u64;
-            }
-            good(&mut out, "flood done");
-        }
-        Some("echo-stdin") => {
-            out.flush().unwrap();
-            let stdin = std::io::stdin();
-            for line in stdin.lock().lines() {
-                let line = line.unwrap();
-                writeln!(out, "{{\"type\":\"echo\",\"line\":{}}}", serde_json::to_string(&line).unwrap()).unwrap();
-                out.flush().unwrap();
-            }
-        }
-        Some("numbered") => numbered(args.get(1).and_then(|s| s.parse().ok()).unwrap_or(1000), args.get(2).expect("a progress file")),
+        Some("flood") => flood(&mut out, number(1, 1) as u64, number(2, 256)),
+        Some("echo-stdin") => echo_stdin(&mut out),
+        Some("numbered") => numbered(number(1, 1000), args.get(2).expect("a progress file")),
         Some("close-stdout") => {
             drop(out);
             close_stdout_and_live_on();
         }
         Some("ignore-stdin") => {
-            let n: usize = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(100);
-            for i in 0..n {
+            for i in 0..number(1, 100) {
                 good(&mut out, &format!("line {i}"));
             }
             out.flush().unwrap();
@@ -142,6 +74,87 @@ fn main() {
         }
     }
     out.flush().unwrap();
+}
+
+/// Starts a grandchild that sleeps, reports its pid, then hangs as long as it lives: only
+/// killing the whole group ends both.
+fn hang_with_child(out: &mut impl Write) {
+    let mut child = std::process::Command::new("sleep").arg("3600").spawn().unwrap();
+    writeln!(out, "{{\"type\":\"pid\",\"pid\":{}}}", child.id()).unwrap();
+    out.flush().unwrap();
+    let _ = child.wait();
+}
+
+/// Starts a grandchild in a new session (as Claude Code does for its tool shells) and reports
+/// its pid; then waits for it (`wait`) or exits soon, leaving it behind.
+fn setsid_child(out: &mut impl Write, wait: bool) {
+    use std::os::unix::process::CommandExt;
+    let mut command = std::process::Command::new("sleep");
+    command.arg("3600").stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null());
+    // SAFETY: setsid(2) is async-signal-safe; it leaves the agent's group and session.
+    unsafe {
+        command.pre_exec(|| {
+            libc::setsid();
+            Ok(())
+        });
+    }
+    // Never waited for in `setsid-orphan`: leaving it behind is the point of that mode.
+    #[allow(clippy::zombie_processes)]
+    let mut child = command.spawn().unwrap();
+    writeln!(out, "{{\"type\":\"pid\",\"pid\":{}}}", child.id()).unwrap();
+    out.flush().unwrap();
+    if wait {
+        let _ = child.wait();
+    } else {
+        // Long enough for a test to see the grandchild in its own session before the run ends.
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
+}
+
+/// One line of `mib` mebibytes between two good lines.
+fn big_line(out: &mut impl Write, mib: usize) {
+    good(out, "before");
+    let chunk = "x".repeat(1024 * 1024);
+    write!(out, "{{\"type\":\"text\",\"text\":\"").unwrap();
+    for _ in 0..mib {
+        out.write_all(chunk.as_bytes()).unwrap();
+    }
+    writeln!(out, "\"}}").unwrap();
+    good(out, "after");
+}
+
+/// `gib` gibibytes of 4 KB lines, one of them `big_mib` mebibytes long halfway through.
+fn flood(out: &mut impl Write, gib: u64, big_mib: usize) {
+    let line = format!("{{\"type\":\"text\",\"text\":\"{}\"}}\n", "y".repeat(4000));
+    let total = gib * 1024 * 1024 * 1024;
+    let mut written: u64 = 0;
+    let mut big_done = false;
+    while written < total {
+        if !big_done && written >= total / 2 {
+            big_done = true;
+            let chunk = "z".repeat(1024 * 1024);
+            write!(out, "{{\"type\":\"text\",\"text\":\"").unwrap();
+            for _ in 0..big_mib {
+                out.write_all(chunk.as_bytes()).unwrap();
+            }
+            writeln!(out, "\"}}").unwrap();
+            written += (big_mib * 1024 * 1024) as u64;
+        }
+        out.write_all(line.as_bytes()).unwrap();
+        written += line.len() as u64;
+    }
+    good(out, "flood done");
+}
+
+/// Echoes each stdin line back in a JSON envelope, flushed at once.
+fn echo_stdin(out: &mut impl Write) {
+    out.flush().unwrap();
+    let stdin = std::io::stdin();
+    for line in stdin.lock().lines() {
+        let line = line.unwrap();
+        writeln!(out, "{{\"type\":\"echo\",\"line\":{}}}", serde_json::to_string(&line).unwrap()).unwrap();
+        out.flush().unwrap();
+    }
 }
 
 /// Reports its pid, closes stdout and lives on: only a grace period and a kill end it.

@@ -1,0 +1,85 @@
+//! How the driver hands its events to the caller within the byte budget: the events the
+//! transcript holds become one batch, sent at once when the budget has room; otherwise the batch
+//! waits, and waiting for its room is one branch of the driver's loop, so that cancellation, the
+//! timeout and control messages still act while the caller is paused.
+
+use super::budget::{self, Closed, Room};
+use super::{deadline_after, Core, Pending};
+use crate::universal::UniversalEvent;
+
+impl Core {
+    /// Takes the events the transcript holds as the next batch (unless one still waits) and
+    /// sends it at once if the byte budget has room; otherwise it waits in `pending`.
+    pub(super) fn stage(&mut self) {
+        if self.pending.is_none() {
+            let events: Vec<UniversalEvent> = self.transcript.take_events();
+            let raw_bytes = std::mem::take(&mut self.raw_bytes);
+            if events.is_empty() {
+                return;
+            }
+            let weight = budget::batch_weight(&events) + raw_bytes;
+            self.pending = Some(Pending { events, weight });
+        }
+        let (Some(tx), Some(pending)) = (&self.events_tx, &self.pending) else {
+            // Nobody listens any more; the run goes on to reap its process.
+            self.pending = None;
+            return;
+        };
+        match tx.try_room(pending.weight) {
+            Ok(Some(room)) => self.send_pending(Ok(room)),
+            Ok(None) => {}
+            Err(closed) => self.send_pending(Err(closed)),
+        }
+    }
+
+    /// Room in the budget for the waiting batch; never ready while none waits. (It borrows
+    /// only the sender: the protocol is not `Sync`, so the driver's future cannot hold `&self`.)
+    pub(super) fn room_for_pending(&self) -> impl std::future::Future<Output = Result<Room, Closed>> + Send + '_ {
+        let (tx, weight) = (self.events_tx.as_ref(), self.pending.as_ref().map(|p| p.weight));
+        async move {
+            match (tx, weight) {
+                (Some(tx), Some(weight)) => tx.room(weight).await,
+                _ => std::future::pending().await,
+            }
+        }
+    }
+
+    /// Sends the waiting batch into the room taken for it.
+    fn send_pending(&mut self, room: Result<Room, Closed>) {
+        let Some(Pending { events, .. }) = self.pending.take() else { return };
+        let sent = match (&self.events_tx, room) {
+            (Some(tx), Ok(room)) => tx.push(events, room).is_ok(),
+            _ => false,
+        };
+        if !sent {
+            // Nobody listens any more; the run goes on to reap its process.
+            self.events_tx = None;
+        }
+    }
+
+    /// Sends everything the transcript holds, waiting for the caller to make room.
+    pub(super) async fn flush(&mut self) {
+        self.stage();
+        while self.pending.is_some() {
+            let room = self.room_for_pending().await;
+            self.send_pending(room);
+            self.stage();
+        }
+    }
+
+    /// After a wait for room: the agent's output drains again, so an exited agent's drain grace
+    /// starts again (it counts only while the driver reads).
+    pub(super) fn on_room(&mut self, room: Result<Room, Closed>) {
+        self.send_pending(room);
+        if self.exit.is_some() && !self.source_done && self.pgid.is_some() {
+            self.drain_deadline = Some(deadline_after(self.settings.drain_grace));
+        }
+    }
+
+    /// Whether the driver reads the agent's output now: while no batch waits for room, and,
+    /// once the run is being stopped and the agent has exited, always (what is left in the
+    /// pipe is bounded by the pipe, and the run must end without the caller).
+    pub(super) fn may_read(&self) -> bool {
+        self.pending.is_none() || (self.exit.is_some() && (self.stop.is_some() || self.fatal.is_some()))
+    }
+}
