@@ -56,7 +56,7 @@ pub use event::{AgentWrapperEvent, AgentWrapperEventKind, Channel, PermissionFac
 pub use gateway::Gateway;
 pub use kind::AgentKind;
 pub use options::BackendOptions;
-pub use request::{PermissionPolicy, PermissionRule, Prompt, RunRequest, SessionSelector, ToolCategory};
+pub use request::{CallerWait, OnCallerTimeout, PermissionPolicy, PermissionRule, Prompt, RunRequest, SessionSelector, ToolCategory};
 pub use run::{
     Completion, ControlCommand, PermissionDecision, QuestionAnswer, RunCompletion, RunControl, RunHandle, UniversalEvents, Usage,
     WrapperEvents,

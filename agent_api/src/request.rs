@@ -165,6 +165,43 @@ pub struct RunRequest {
     /// Cancels the run when cancelled, as [`RunControl::cancel`](crate::RunControl::cancel) does;
     /// one token can stop many runs.
     pub cancellation: Option<CancellationToken>,
+    /// How long a permission request or question may wait for the caller, and what then.
+    pub caller_wait: CallerWait,
+}
+
+/// How long permission requests and questions wait for the caller ([`RunRequest::caller_wait`]).
+///
+/// By default they wait as long as the run lasts. While one waits, the transcript says so with a
+/// `waiting_for_caller` status; past its deadline, [`CallerWait::then`] decides, and the resolved
+/// event says `decided_by: timeout`.
+///
+/// ```
+/// use std::time::Duration;
+/// use agent_api::{OnCallerTimeout, RunRequest};
+/// let req = RunRequest::new("tidy up").with_permission_timeout(Duration::from_secs(60));
+/// assert_eq!(req.caller_wait.permission, Some(Duration::from_secs(60)));
+/// assert_eq!(req.caller_wait.then, OnCallerTimeout::Deny);
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CallerWait {
+    /// Longest wait for a permission decision (`None`: no limit).
+    pub permission: Option<Duration>,
+    /// Longest wait for an answer to a question (`None`: no limit).
+    pub question: Option<Duration>,
+    /// What a wait past its limit does.
+    pub then: OnCallerTimeout,
+}
+
+/// What happens to a request the caller left unanswered past its [`CallerWait`] limit.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum OnCallerTimeout {
+    /// The permission is denied (the question rejected) and the run goes on.
+    #[default]
+    Deny,
+    /// The run is cancelled, as [`RunControl::cancel`](crate::RunControl::cancel) does.
+    CancelRun,
 }
 
 /// Shows the variable names of `env`, never their values (they are often API keys).
@@ -184,6 +221,7 @@ impl std::fmt::Debug for RunRequest {
             .field("skip_permission_prompts", &self.skip_permission_prompts)
             .field("cancellation", &self.cancellation)
             .field("buffer_budget", &self.buffer_budget)
+            .field("caller_wait", &self.caller_wait)
             .finish()
     }
 }
@@ -209,6 +247,24 @@ impl RunRequest {
     /// Sets the timeout.
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
         self.timeout = Some(timeout);
+        self
+    }
+
+    /// Limits how long a permission request waits for the caller (see [`CallerWait`]).
+    pub fn with_permission_timeout(mut self, limit: Duration) -> Self {
+        self.caller_wait.permission = Some(limit);
+        self
+    }
+
+    /// Limits how long a question waits for the caller (see [`CallerWait`]).
+    pub fn with_question_timeout(mut self, limit: Duration) -> Self {
+        self.caller_wait.question = Some(limit);
+        self
+    }
+
+    /// Sets what a request left unanswered past its limit does (default: denied or rejected).
+    pub fn with_on_caller_timeout(mut self, then: OnCallerTimeout) -> Self {
+        self.caller_wait.then = then;
         self
     }
 

@@ -33,6 +33,7 @@ pub use super::transport::{line_source, AgentPipes, LineSource, SourceItem, Tran
 pub use session::start_session;
 
 mod batches;
+mod caller_wait;
 mod session;
 
 /// Default limit of replies waiting for the agent to read its stdin: 1 MiB.
@@ -71,6 +72,8 @@ pub struct RunSettings {
     pub input_limit: usize,
     /// The caller's token that cancels the run (see [`RunRequest::with_cancellation`]).
     pub cancellation: Option<CancellationToken>,
+    /// How long permission requests and questions wait for the caller, and what then.
+    pub caller_wait: crate::CallerWait,
 }
 
 impl RunSettings {
@@ -90,6 +93,7 @@ impl RunSettings {
             buffer_budget: DEFAULT_BUFFER_BUDGET,
             input_limit: DEFAULT_INPUT_LIMIT,
             cancellation: None,
+            caller_wait: crate::CallerWait::default(),
         }
     }
 
@@ -101,6 +105,7 @@ impl RunSettings {
         settings.timeout = request.timeout;
         settings.tools_structured = capabilities.contains(agent_api_capabilities::TOOLS_STRUCTURED_V1);
         settings.cancellation = request.cancellation.clone();
+        settings.caller_wait = request.caller_wait;
         if let Some(budget) = request.buffer_budget {
             settings.buffer_budget = budget;
         }
@@ -203,6 +208,8 @@ struct Core {
     closed_deadline: Option<Instant>,
     /// In a session: how the protocol reported the end of the current turn.
     turn_end: Option<Result<RunCompletion, AgentError>>,
+    /// Deadlines of the requests that wait for the caller.
+    caller_waits: caller_wait::CallerWaits,
 }
 
 impl Core {
@@ -218,6 +225,7 @@ impl Core {
             Lifecycle::Task(t) => (None, Some(t.abort_handle())),
             Lifecycle::Recorded(_) | Lifecycle::Finished => (None, None),
         };
+        let caller_waits = caller_wait::CallerWaits::new(settings.caller_wait);
         let core = Core {
             settings,
             protocol,
@@ -241,6 +249,7 @@ impl Core {
             drain_deadline: None,
             closed_deadline: None,
             turn_end: None,
+            caller_waits,
         };
         (core, Io { source, lifecycle, stderr_task })
     }
@@ -473,8 +482,12 @@ impl Core {
                 status = wait_exit(&mut inputs.io.lifecycle), if self.exit.is_none() => self.on_exit(status),
                 room = self.room_for_pending(), if self.pending.is_some() => self.on_room(room),
                 item = inputs.io.source.next(), if !self.source_done && self.may_read() => self.handle_ready(item, &mut inputs.io.source),
+                _ = sleep_until(self.caller_waits.next().unwrap_or_else(Instant::now)), if self.caller_waits.next().is_some() => {
+                    self.on_caller_wait_over();
+                }
             }
             self.stage();
+            self.track_caller_waits();
         }
         let result = self.finish(inputs).await;
         self.flush().await;

@@ -175,6 +175,7 @@ impl<P, Q> Hitl<P, Q> {
             Some(PermissionRule::Approve) => PermissionDecision::Allow,
             Some(PermissionRule::Deny) => PermissionDecision::Deny { message: Some("Denied by the run's permission policy.".into()) },
             _ => {
+                t.daemon_status("waiting_for_caller", Some(format!("permission {}", request.id)));
                 self.permissions.insert(request.id, native);
                 return None;
             }
@@ -185,7 +186,8 @@ impl<P, Q> Hitl<P, Q> {
     /// The caller's decision on permission `id`.
     pub fn decide_permission(&mut self, t: &mut Transcript, id: &str, decision: PermissionDecision) -> Result<Decided<P>, AgentError> {
         let native = self.permissions.remove(id).ok_or_else(|| self.unknown(id, true))?;
-        Ok(self.resolve_permission(t, id.to_string(), native, decision, DecidedBy::Caller))
+        let by = t.control_decider();
+        Ok(self.resolve_permission(t, id.to_string(), native, decision, by))
     }
 
     /// Replay: the recorded client answered permission `id`. Returns its native context.
@@ -228,13 +230,15 @@ impl<P, Q> Hitl<P, Q> {
         let mut data = QuestionEventData::requested(request.id.clone(), request.prompt, request.options);
         data.call_id = request.call_id;
         t.record_question(data);
+        t.daemon_status("waiting_for_caller", Some(format!("question {}", request.id)));
         self.questions.insert(request.id, native);
     }
 
     /// The caller's answer to question `id`.
     pub fn answer_question(&mut self, t: &mut Transcript, id: &str, answer: QuestionAnswer) -> Result<Answered<Q>, AgentError> {
         let native = self.questions.remove(id).ok_or_else(|| self.unknown(id, false))?;
-        Ok(self.resolve_question(t, id.to_string(), native, answer, DecidedBy::Caller))
+        let by = t.control_decider();
+        Ok(self.resolve_question(t, id.to_string(), native, answer, by))
     }
 
     /// Replay: the recorded client answered question `id` (`None`: it declined).

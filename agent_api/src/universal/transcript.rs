@@ -65,6 +65,8 @@ pub struct Transcript {
     last_assistant_text: Option<String>,
     closing: bool,
     timed_out: bool,
+    /// Who decides the answers given through the controls, when not the caller.
+    decider: Option<DecidedBy>,
     now: Option<Arc<str>>,
     events: Vec<UniversalEvent>,
 }
@@ -90,6 +92,7 @@ impl Transcript {
             last_assistant_text: None,
             closing: false,
             timed_out: false,
+            decider: None,
             now: None,
             events: Vec::new(),
         }
@@ -161,6 +164,22 @@ impl Transcript {
     /// Ids of items still open, oldest first.
     pub fn open_items(&self) -> &[String] {
         &self.open
+    }
+
+    /// How many permission requests and questions wait for an answer.
+    pub fn pending_count(&self) -> usize {
+        self.permissions.len() + self.questions.len()
+    }
+
+    /// Who decides the answers given from now on: the caller (`None`), or the kit on the
+    /// caller's behalf (a wait past its limit decides with [`DecidedBy::Timeout`]).
+    pub(crate) fn set_decider(&mut self, decider: Option<DecidedBy>) {
+        self.decider = decider;
+    }
+
+    /// Who decides an answer that comes through the run's controls (see [`Transcript::set_decider`]).
+    pub fn control_decider(&self) -> DecidedBy {
+        self.decider.unwrap_or(DecidedBy::Caller)
     }
 
     /// Ids of permission requests still waiting for a decision.

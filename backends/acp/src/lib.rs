@@ -15,7 +15,10 @@
 //! What the client does: `initialize` (protocol version 1, the file system advertised only when
 //! served, no terminal), `session/new` with the run's working directory (or `session/load` to
 //! resume, when the agent advertises `loadSession`), one `session/prompt` per turn ended by its
-//! `stopReason`; `session/update` kinds become transcript items ([`updates`]); permission
+//! `stopReason` (the prompt's images go inline, base64, when the agent's `promptCapabilities.image`
+//! says it takes them, else the turn fails with `UnsupportedCapability`; attachments go as
+//! `resource_link`s to `file://` URIs, which every ACP agent takes; the one-way interfaces refuse
+//! both before spawn); `session/update` kinds become transcript items ([`updates`]); permission
 //! requests go through `agent_api::kit::hitl` and the decision selects the offered option by its
 //! kind; `fs/read_text_file` / `fs/write_text_file` are served confined to the working directory
 //! ([`fs`]); `terminal/*` is not offered (the agents run their shell tools themselves); cancel
@@ -211,6 +214,8 @@ pub fn capabilities(flavor: Flavor) -> CapabilitySet {
         caps::FILE_CHANGES,
         caps::SESSION_LIFECYCLE,
         caps::SESSION_WARM,
+        caps::IMAGES,
+        caps::FILE_ATTACHMENTS,
         CAP_FS_CONFINED,
     ]);
     let extra: &[&str] = match flavor {
@@ -280,12 +285,14 @@ impl AgentBackend for AcpBackend {
         let cwd = self.cwd(&request);
         let settings = RunSettings::for_request(self.kind(), &request, &self.capabilities());
         if self.flavor == Flavor::Gemini && request.options::<GeminiOptions>()?.interface == Some(GeminiInterface::Headless) {
+            self.text_only(&request)?;
             let spec = headless::command(self, &request, &cwd)?;
             let transport = Transport::spawn(&spec, settings.line_cap)?;
             return Ok(start_run(settings, transport, Box::new(headless::Headless::default())));
         }
         if self.flavor == Flavor::Qwen {
             if let Some(interface) = qwen::stream_json_interface(&request)? {
+                self.text_only(&request)?;
                 let (spec, protocol) = qwen::stream_json(self, &request, &cwd, interface, false)?;
                 let transport = Transport::spawn(&spec, settings.line_cap)?;
                 return Ok(start_run(settings, transport, protocol));
@@ -316,7 +323,10 @@ impl AgentBackend for AcpBackend {
             return Ok(Session::resuming(std::sync::Arc::new(self.clone()), request));
         }
         let (spec, protocol) = match qwen_interface {
-            Some(interface) => qwen::stream_json(self, &request, &cwd, interface, true)?,
+            Some(interface) => {
+                self.text_only(&request)?;
+                qwen::stream_json(self, &request, &cwd, interface, true)?
+            }
             None => {
                 let (spec, protocol) = self.acp(&request, cwd, true)?;
                 (spec, Box::new(protocol) as Box<dyn Protocol>)
@@ -337,6 +347,17 @@ impl AgentBackend for AcpBackend {
 }
 
 impl AcpBackend {
+    /// Only ACP carries images and attachments: the other interfaces refuse them before spawn.
+    fn text_only(&self, request: &RunRequest) -> Result<(), AgentError> {
+        let needs = [(!request.prompt.images.is_empty(), caps::IMAGES), (!request.prompt.attachments.is_empty(), caps::FILE_ATTACHMENTS)];
+        match needs.into_iter().find(|(needed, _)| *needed) {
+            Some((_, capability)) => {
+                Err(AgentError::UnsupportedCapability { kind: self.kind().to_string(), capability: capability.to_string() })
+            }
+            None => Ok(()),
+        }
+    }
+
     /// The run's working directory, absolute.
     fn cwd(&self, request: &RunRequest) -> std::path::PathBuf {
         options::absolute(
@@ -354,7 +375,7 @@ impl AcpBackend {
         } else {
             requests::FsMode::Off
         };
-        let prompts = if warm { VecDeque::new() } else { VecDeque::from([protocol::prompt_blocks(&request.prompt)]) };
+        let prompts = if warm { VecDeque::new() } else { VecDeque::from([protocol::prompt_blocks(&request.prompt)?]) };
         let plan = protocol::Plan { cwd, session: request.session.clone(), prompts };
         let requests = requests::Requests::live(request.permissions.clone(), fs_mode);
         let acp = if warm {

@@ -85,6 +85,8 @@ pub struct Acp {
     session_id: Option<String>,
     stop: Option<StopReason>,
     fatal: Option<AgentError>,
+    /// Whether the agent takes images in prompts (`promptCapabilities.image` at `initialize`).
+    image_prompts: bool,
     usage: Option<Usage>,
     prompt_in_flight: bool,
     /// `session/new` or `session/load` answered (and the history replayed): prompts may go out.
@@ -117,6 +119,7 @@ impl Acp {
             history_trails_load: false,
             awaiting_replay: false,
             warm: false,
+            image_prompts: false,
         }
     }
 
@@ -159,6 +162,11 @@ impl Acp {
     /// Called again on the same live process, it runs another turn of the same session.
     pub fn send_prompt(&mut self, ctx: &mut Ctx<'_>) -> bool {
         let (Some(plan), Some(session), true) = (self.plan.as_mut(), self.session_id.clone(), self.ready) else { return false };
+        if plan.prompts.front().is_some_and(|blocks| turns::has_image(blocks)) && !self.image_prompts {
+            let capability = agent_api::capabilities::IMAGES.to_string();
+            self.fail(ctx, AgentError::UnsupportedCapability { kind: self.name.to_string(), capability });
+            return false;
+        }
         let Some(blocks) = plan.prompts.pop_front() else { return false };
         self.stop = None;
         self.prompt_in_flight = true;
@@ -193,6 +201,7 @@ impl Acp {
             "capabilities": to_value(&init.agent_capabilities),
             "auth_methods": auth,
         }));
+        self.image_prompts = init.agent_capabilities.prompt_capabilities.image;
         let Some(plan) = self.plan.clone() else { return Ok(()) };
         let cwd = plan.cwd.clone();
         match &plan.session {

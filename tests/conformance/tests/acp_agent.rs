@@ -131,3 +131,42 @@ async fn cancel_mid_turn_sends_session_cancel_and_ends_cancelled() {
     assert!(started.elapsed() < Duration::from_secs(3), "the agent stopped at session/cancel, before the grace period");
     assert!(run.completed_items(ItemKind::Message).iter().all(|m| m.status == ItemStatus::Failed), "a cut turn is no answer");
 }
+
+#[tokio::test]
+async fn images_go_inline_and_attachments_as_file_links() {
+    let dir = tempfile::tempdir().unwrap();
+    let png = dir.path().join("dot.png");
+    std::fs::write(&png, b"png!").unwrap();
+    let notes = dir.path().join("my notes.md");
+    std::fs::write(&notes, "x").unwrap();
+    let mut request = request("blocks", dir.path());
+    request.prompt.images.push(png);
+    request.prompt.attachments.push(notes.clone());
+    let run = record(backend().run(request).await.expect("run starts")).await;
+    assert_conformant(&run);
+    let link = format!("file://{}", notes.display()).replace(' ', "%20");
+    assert_eq!(final_text(&run), format!("blocks: text; image image/png cG5nIQ==; link {link}"));
+}
+
+#[tokio::test]
+async fn an_image_for_an_agent_that_takes_only_text_is_a_typed_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let png = dir.path().join("dot.png");
+    std::fs::write(&png, b"png!").unwrap();
+    let mut request = request("blocks", dir.path()).with_env("FAKE_ACP_TEXT_ONLY", "1");
+    request.prompt.images.push(png);
+    let run = record(backend().run(request).await.expect("run starts")).await;
+    assert_conformant(&run);
+    match &run.completion {
+        Err(AgentError::UnsupportedCapability { capability, .. }) => assert_eq!(capability, "agent_api.input.images"),
+        other => panic!("want the typed refusal, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn an_image_that_is_not_an_image_file_is_refused_before_spawn() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut request = request("blocks", dir.path());
+    request.prompt.images.push(dir.path().join("notes.txt"));
+    assert!(matches!(backend().run(request).await.err(), Some(AgentError::InvalidRequest { .. })));
+}

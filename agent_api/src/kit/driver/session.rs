@@ -123,10 +123,14 @@ impl SessionDriver {
                 status = wait_exit(&mut io.lifecycle), if core.exit.is_none() => core.on_exit(status),
                 room = core.room_for_pending(), if core.pending.is_some() => core.on_room(room),
                 item = io.source.next(), if !core.source_done && core.may_read() => core.handle_ready(item, &mut io.source),
+                _ = sleep_until(core.caller_waits.next().unwrap_or_else(Instant::now)), if core.caller_waits.next().is_some() => {
+                    core.on_caller_wait_over();
+                }
             }
             if self.turn.is_some() {
                 self.core.stage();
             }
+            self.core.track_caller_waits();
             if let Some(result) = self.core.turn_end.take() {
                 self.end_turn(result).await;
             }

@@ -4,14 +4,70 @@
 
 use agent_api::kit::Ctx;
 use agent_api::{AgentError, Prompt, RunCompletion};
-use agent_client_protocol_schema::{ContentBlock, StopReason, TextContent};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+use agent_client_protocol_schema::{ContentBlock, ImageContent, ResourceLink, StopReason, TextContent};
+use base64::engine::general_purpose::STANDARD as BASE64;
+use base64::Engine;
+use percent_encoding::{percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use serde_json::json;
 
 use super::{stop_name, Acp};
 
-/// A prompt's text as the content blocks of one `session/prompt`.
-pub fn prompt_blocks(prompt: &Prompt) -> Vec<ContentBlock> {
-    vec![ContentBlock::Text(TextContent::new(prompt.text.clone()))]
+/// Largest image a prompt may carry: it travels base64-encoded in one JSON-RPC line.
+const IMAGE_MAX_BYTES: u64 = 20 * 1024 * 1024;
+
+/// What a `file://` URI keeps unescaped of a path: letters, digits, `/` and `-_.~`.
+const URI_PATH: &AsciiSet = &NON_ALPHANUMERIC.remove(b'/').remove(b'-').remove(b'_').remove(b'.').remove(b'~');
+
+/// A prompt as the content blocks of one `session/prompt`: its text, each image inline
+/// (base64), each attachment as a link to the file (every ACP agent takes resource links).
+///
+/// ```
+/// use agent_api::Prompt;
+/// use agent_api_acp::protocol::prompt_blocks;
+/// let mut prompt = Prompt::from("Summarise this");
+/// prompt.attachments.push("/work/notes and ideas.md".into());
+/// let blocks = serde_json::to_value(prompt_blocks(&prompt).unwrap()).unwrap();
+/// assert_eq!(blocks[1]["uri"], "file:///work/notes%20and%20ideas.md");
+/// ```
+pub fn prompt_blocks(prompt: &Prompt) -> Result<Vec<ContentBlock>, AgentError> {
+    let mut blocks = vec![ContentBlock::Text(TextContent::new(prompt.text.clone()))];
+    for path in &prompt.images {
+        blocks.push(ContentBlock::Image(image(path)?));
+    }
+    for path in &prompt.attachments {
+        let path = crate::options::absolute(path);
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let uri = format!("file://{}", percent_encode(path.as_os_str().as_bytes(), URI_PATH));
+        blocks.push(ContentBlock::ResourceLink(ResourceLink::new(name, uri)));
+    }
+    Ok(blocks)
+}
+
+/// An image file as an ACP image block, its type from its extension.
+fn image(path: &Path) -> Result<ImageContent, AgentError> {
+    let invalid = |why: String| AgentError::InvalidRequest { reason: format!("image {}: {why}", path.display()) };
+    let extension = path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase);
+    let mime = match extension.as_deref() {
+        Some("png") => "image/png",
+        Some("jpg" | "jpeg") => "image/jpeg",
+        Some("gif") => "image/gif",
+        Some("webp") => "image/webp",
+        _ => return Err(invalid("not a PNG, JPEG, GIF or WebP file (by its extension)".into())),
+    };
+    let size = std::fs::metadata(path).map_err(|e| invalid(e.to_string()))?.len();
+    if size > IMAGE_MAX_BYTES {
+        return Err(invalid(format!("{size} bytes, more than the {IMAGE_MAX_BYTES} an ACP prompt takes")));
+    }
+    let bytes = std::fs::read(path).map_err(|e| invalid(e.to_string()))?;
+    Ok(ImageContent::new(BASE64.encode(bytes), mime))
+}
+
+/// Whether a prompt carries an image (the agent must advertise `promptCapabilities.image`).
+pub(super) fn has_image(blocks: &[ContentBlock]) -> bool {
+    blocks.iter().any(|b| matches!(b, ContentBlock::Image(_)))
 }
 
 impl Acp {
@@ -45,7 +101,7 @@ impl Acp {
         // Each turn reports its own stop reason and usage.
         self.stop = None;
         self.usage = None;
-        plan.prompts.push_back(prompt_blocks(prompt));
+        plan.prompts.push_back(prompt_blocks(prompt)?);
         self.send_prompt(ctx);
         Ok(())
     }
@@ -103,7 +159,7 @@ mod tests {
         let plan = Plan {
             cwd: "/w".into(),
             session: SessionSelector::Resume("s1".into()),
-            prompts: VecDeque::from([prompt_blocks(&Prompt::from("second"))]),
+            prompts: VecDeque::from([prompt_blocks(&Prompt::from("second")).unwrap()]),
         };
         let mut acp = Acp::live("test", plan, Requests::live(PermissionPolicy::Ask, FsMode::Off)).history_trails_load();
         let mut harness = ProtocolHarness::new();

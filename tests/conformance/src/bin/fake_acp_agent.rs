@@ -158,6 +158,17 @@ impl Agent {
                 self.say(&format!("terminal: {}", if answer.is_ok() { "granted" } else { "refused" }));
             }
             "slow" => return self.slow(),
+            "blocks" => {
+                let blocks = params["prompt"].as_array().into_iter().flatten();
+                let kinds: Vec<String> = blocks
+                    .map(|b| match b["type"].as_str() {
+                        Some("image") => format!("image {} {}", b["mimeType"].as_str().unwrap_or(""), b["data"].as_str().unwrap_or("")),
+                        Some("resource_link") => format!("link {}", b["uri"].as_str().unwrap_or("")),
+                        other => other.unwrap_or("?").to_string(),
+                    })
+                    .collect();
+                self.say(&format!("blocks: {}", kinds.join("; ")));
+            }
             "refuse" => return "refusal",
             "max" => {
                 self.say("cut");
@@ -192,7 +203,8 @@ impl Agent {
             let id = message["id"].clone();
             let result = match message["method"].as_str() {
                 Some("initialize") => json!({"protocolVersion": 1, "agentInfo": {"name": "fake-acp", "version": "0.1"},
-                    "agentCapabilities": {"loadSession": true}, "authMethods": []}),
+                    "agentCapabilities": {"loadSession": true, "promptCapabilities": {"image": std::env::var_os("FAKE_ACP_TEXT_ONLY").is_none()}},
+                    "authMethods": []}),
                 Some("session/new") => json!({"sessionId": self.session}),
                 Some("session/load") => match self.load(&message["params"]) {
                     Some(result) => result,
