@@ -87,8 +87,8 @@ pub fn validate_template(
     if let Some(key) = request.extensions.keys().find(|k| !extension_keys.contains(&k.as_str())) {
         return Err(AgentError::UnknownExtension { kind: kind.to_string(), key: key.clone() });
     }
-    if request.timeout.is_some_and(|t| t.is_zero()) {
-        return Err(AgentError::InvalidRequest { reason: "the timeout is zero".into() });
+    if let Some(which) = crate::kit::timeouts::TimeoutLimits::of(request).zero() {
+        return Err(AgentError::InvalidRequest { reason: format!("the {} timeout is zero", which.as_str()) });
     }
     Ok(())
 }

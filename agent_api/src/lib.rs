@@ -51,7 +51,7 @@ pub mod universal;
 pub use agent_api_capabilities as capabilities;
 pub use backend::{validate_request, AgentBackend};
 pub use capability::CapabilitySet;
-pub use error::AgentError;
+pub use error::{AgentError, TimeoutKind};
 pub use event::{AgentWrapperEvent, AgentWrapperEventKind, Channel, PermissionFacet, QuestionFacet};
 pub use gateway::Gateway;
 pub use kind::AgentKind;

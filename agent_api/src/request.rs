@@ -141,8 +141,17 @@ pub struct RunRequest {
     pub working_dir: Option<PathBuf>,
     /// Environment variables added to the agent's environment.
     pub env: BTreeMap<String, String>,
-    /// Stop the run with a typed Timeout after this long.
+    /// Stop the run with a typed Timeout after this long (in a session: each turn).
     pub timeout: Option<Duration>,
+    /// Stop the run if the agent's first message has not come after this long
+    /// ([`TimeoutKind::Startup`](crate::TimeoutKind::Startup)).
+    pub startup_timeout: Option<Duration>,
+    /// Stop the run after this long without any output from the agent while it works
+    /// ([`TimeoutKind::Idle`](crate::TimeoutKind::Idle)).
+    pub idle_timeout: Option<Duration>,
+    /// Stop a session's turn after this long; a one-shot run is its one turn
+    /// ([`TimeoutKind::Turn`](crate::TimeoutKind::Turn)).
+    pub turn_timeout: Option<Duration>,
     /// Model name.
     pub model: Option<String>,
     /// Model variant, such as a reasoning effort.
@@ -175,6 +184,9 @@ impl std::fmt::Debug for RunRequest {
             .field("working_dir", &self.working_dir)
             .field("env", &crate::secrets::EnvNames(&self.env))
             .field("timeout", &self.timeout)
+            .field("startup_timeout", &self.startup_timeout)
+            .field("idle_timeout", &self.idle_timeout)
+            .field("turn_timeout", &self.turn_timeout)
             .field("model", &self.model)
             .field("variant", &self.variant)
             .field("session", &self.session)
@@ -206,9 +218,27 @@ impl RunRequest {
         self
     }
 
-    /// Sets the timeout.
+    /// Sets the total timeout.
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
         self.timeout = Some(timeout);
+        self
+    }
+
+    /// Sets the start-up timeout (until the agent's first message).
+    pub fn with_startup_timeout(mut self, timeout: Duration) -> Self {
+        self.startup_timeout = Some(timeout);
+        self
+    }
+
+    /// Sets the idle timeout (no output from the agent).
+    pub fn with_idle_timeout(mut self, timeout: Duration) -> Self {
+        self.idle_timeout = Some(timeout);
+        self
+    }
+
+    /// Sets the per-turn timeout.
+    pub fn with_turn_timeout(mut self, timeout: Duration) -> Self {
+        self.turn_timeout = Some(timeout);
         self
     }
 

@@ -20,6 +20,7 @@ use super::lines::{Line, DEFAULT_LINE_CAP};
 use super::process::signal_group;
 use super::protocol::Outbox;
 use super::stderr::StderrCapture;
+use super::timeouts::{expiry, Clock, TimeoutLimits};
 use super::transport::{wait_exit, Lifecycle, StdinQueue};
 use crate::capability::CapabilitySet;
 use crate::error::AgentError;
@@ -47,6 +48,12 @@ pub struct RunSettings {
     pub include_raw: bool,
     /// Overall timeout. `Duration::MAX` (or anything past the clock's range) means none.
     pub timeout: Option<Duration>,
+    /// Until the agent's first message ([`RunRequest::startup_timeout`]).
+    pub startup_timeout: Option<Duration>,
+    /// Without output while a run or turn is in progress ([`RunRequest::idle_timeout`]).
+    pub idle_timeout: Option<Duration>,
+    /// Per turn ([`RunRequest::turn_timeout`]).
+    pub turn_timeout: Option<Duration>,
     /// Between the soft interrupt and SIGTERM to the group.
     pub cancel_grace: Duration,
     /// Between SIGTERM and SIGKILL.
@@ -79,6 +86,9 @@ impl RunSettings {
             agent_kind,
             include_raw: false,
             timeout: None,
+            startup_timeout: None,
+            idle_timeout: None,
+            turn_timeout: None,
             cancel_grace: Duration::from_secs(3),
             term_grace: Duration::from_secs(2),
             shutdown_grace: Duration::from_secs(5),
@@ -98,6 +108,9 @@ impl RunSettings {
         let mut settings = Self::new(agent_kind);
         settings.include_raw = request.include_raw;
         settings.timeout = request.timeout;
+        settings.startup_timeout = request.startup_timeout;
+        settings.idle_timeout = request.idle_timeout;
+        settings.turn_timeout = request.turn_timeout;
         settings.tools_structured = capabilities.contains(agent_api_capabilities::TOOLS_STRUCTURED_V1);
         settings.cancellation = request.cancellation.clone();
         if let Some(budget) = request.buffer_budget {
@@ -193,6 +206,7 @@ struct Core {
     closed_deadline: Option<Instant>,
     /// In a session: how the protocol reported the end of the current turn.
     turn_end: Option<Result<RunCompletion, AgentError>>,
+    clock: Clock,
 }
 
 impl Core {
@@ -208,7 +222,9 @@ impl Core {
             Lifecycle::Task(t) => (None, Some(t.abort_handle())),
             Lifecycle::Recorded(_) | Lifecycle::Finished => (None, None),
         };
+        let clock = Clock::new(TimeoutLimits::of_settings(&settings));
         let core = Core {
+            clock,
             settings,
             protocol,
             transcript,
@@ -399,6 +415,9 @@ impl Core {
                         SourceItem::Line(Line::Complete(line)) => line.len(),
                         _ => 0,
                     };
+                    if matches!(item, SourceItem::Line(_)) {
+                        self.clock.on_output();
+                    }
                     self.handle(item);
                 }
                 Some(Err(e)) => {
@@ -437,6 +456,11 @@ impl Core {
         }
     }
 
+    fn on_timeout(&mut self, kind: crate::error::TimeoutKind) {
+        self.clock.fire(kind);
+        self.begin_stop(Stop::TimedOut);
+    }
+
     /// The agent closed its output and outlived the grace period: a typed failure, group killed.
     fn on_output_closed_timeout(&mut self) {
         self.closed_deadline = None;
@@ -450,9 +474,10 @@ impl Core {
             self.fail(error);
         }
         self.emit().await;
-        let deadline = self.settings.timeout.and_then(|t| Instant::now().checked_add(t));
+        self.clock.start();
         let mut control_open = true;
         while !(self.source_done && self.exit.is_some()) {
+            let next_timeout = self.clock.next();
             tokio::select! {
                 biased;
                 _ = inputs.abandoned.cancelled(), if self.stop != Some(Stop::Abandoned) => {
@@ -460,9 +485,7 @@ impl Core {
                     self.kill_now();
                 }
                 message = inputs.control_rx.recv(), if control_open => self.on_control(message, &mut control_open),
-                _ = sleep_until(deadline.unwrap_or_else(Instant::now)), if deadline.is_some() && self.stop.is_none() => {
-                    self.begin_stop(Stop::TimedOut);
-                }
+                kind = expiry(next_timeout), if self.stop.is_none() => self.on_timeout(kind),
                 _ = sleep_until(self.escalate_at.unwrap_or_else(Instant::now)), if self.escalate_at.is_some() => self.escalate(),
                 _ = sleep_until(self.closed_deadline.unwrap_or_else(Instant::now)), if self.closed_deadline.is_some() => {
                     self.on_output_closed_timeout();
@@ -499,7 +522,7 @@ impl Core {
         if cancel_requested.load(Ordering::SeqCst) || self.stop == Some(Stop::Cancelled) {
             result = Err(AgentError::Cancelled);
         } else if self.stop == Some(Stop::TimedOut) {
-            result = Err(AgentError::Timeout { after: self.settings.timeout.unwrap_or_default() });
+            result = Err(self.clock.error());
         } else if self.stop == Some(Stop::Abandoned) && result.is_ok() {
             result = Err(AgentError::Cancelled);
         }
