@@ -221,6 +221,14 @@ pub enum AgentError {
         /// What the file looks like.
         looks_like: crate::history::StoreShape,
     },
+    /// The run's own home directory (see [`crate::home::Home`]) could not be made or seeded.
+    #[error("cannot set up the run's home at `{path}`: {source}")]
+    HomeSetup {
+        /// The directory or file concerned.
+        path: PathBuf,
+        /// The operating system's error.
+        source: std::io::Error,
+    },
 }
 
 fn describe_exit(code: Option<i32>, signal: Option<i32>) -> String {
@@ -269,6 +277,7 @@ impl AgentError {
             AgentError::Replay { .. } => "replay",
             AgentError::ServiceUnreachable { .. } => "service_unreachable",
             AgentError::StoredSessionFile { .. } => "stored_session_file",
+            AgentError::HomeSetup { .. } => "home_setup",
         }
     }
 }

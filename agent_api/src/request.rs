@@ -174,6 +174,9 @@ pub struct RunRequest {
     /// Cancels the run when cancelled, as [`RunControl::cancel`](crate::RunControl::cancel) does;
     /// one token can stop many runs.
     pub cancellation: Option<CancellationToken>,
+    /// Where the agent keeps its config and state ([`Home::Inherit`](crate::home::Home::Inherit):
+    /// the user's own).
+    pub home: crate::home::Home,
 }
 
 /// Shows the variable names of `env`, never their values (they are often API keys).
@@ -196,6 +199,7 @@ impl std::fmt::Debug for RunRequest {
             .field("skip_permission_prompts", &self.skip_permission_prompts)
             .field("cancellation", &self.cancellation)
             .field("buffer_budget", &self.buffer_budget)
+            .field("home", &self.home)
             .finish()
     }
 }
@@ -294,6 +298,12 @@ impl RunRequest {
         self
     }
 
+    /// Sets where the agent keeps its config and state (see [`crate::home::Home`]).
+    pub fn with_home(mut self, home: crate::home::Home) -> Self {
+        self.home = home;
+        self
+    }
+
     /// Asks for native payloads in universal events.
     pub fn with_include_raw(mut self, include_raw: bool) -> Self {
         self.include_raw = include_raw;
@@ -334,6 +344,7 @@ impl RunRequest {
         if self.skip_permission_prompts {
             needed.insert(caps::SKIP_PERMISSION_PROMPTS);
         }
+        needed.extend(self.home.required_capability());
         needed
     }
 }

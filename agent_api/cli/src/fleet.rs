@@ -1,9 +1,21 @@
-//! The flags for running many agents side by side (issue 24): separate timeouts.
+//! The flags for running many agents side by side (issue 24): separate timeouts, per-run homes.
 
 use std::time::Duration;
 
-use agent_api::RunRequest;
-use clap::Args;
+use agent_api::{Home, HomeSeed, RunRequest};
+use clap::{Args, ValueEnum};
+
+/// Where the agent keeps its config and state (`--home`).
+#[derive(ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum HomeFlag {
+    /// The user's own directories.
+    #[default]
+    Inherit,
+    /// Directories of the run's own, with copies of the user's credentials.
+    Isolated,
+    /// A fresh home with the user's credentials only: no user settings, hooks, MCP or memory.
+    Hermetic,
+}
 
 /// Timeouts beside `--timeout`, each ending the run with a timeout error that names it.
 #[derive(Args, Clone, Debug, Default)]
@@ -17,6 +29,9 @@ pub(crate) struct FleetFlags {
     /// Stop each turn (a run is one turn) after this many seconds.
     #[arg(long, value_name = "SECONDS")]
     turn_timeout: Option<u64>,
+    /// Where the agent keeps its config and state.
+    #[arg(long, value_enum, default_value_t = HomeFlag::Inherit)]
+    home: HomeFlag,
 }
 
 impl FleetFlags {
@@ -31,6 +46,10 @@ impl FleetFlags {
         if let Some(secs) = self.turn_timeout {
             request = request.with_turn_timeout(Duration::from_secs(secs));
         }
-        request
+        request.with_home(match self.home {
+            HomeFlag::Inherit => Home::Inherit,
+            HomeFlag::Isolated => Home::Isolated { seed: HomeSeed::Credentials },
+            HomeFlag::Hermetic => Home::Hermetic,
+        })
     }
 }

@@ -230,6 +230,7 @@ pub fn invocation(config: &ClaudeCodeConfig, request: &RunRequest) -> Result<Inv
         spec = spec.env(key, value);
     }
     spec.clear_env = !config.inherit_env;
+    let mut spec = crate::HOME_LAYOUT.apply(spec, &request.home)?;
     if let Some(dir) = request.working_dir.clone().or_else(|| config.working_dir.clone()) {
         spec = spec.cwd(dir);
     }
