@@ -90,5 +90,12 @@ pub fn validate_template(
     if let Some(which) = crate::kit::timeouts::TimeoutLimits::of(request).zero() {
         return Err(AgentError::InvalidRequest { reason: format!("the {} timeout is zero", which.as_str()) });
     }
+    let limits = &request.limits;
+    if limits.max_turns == Some(0)
+        || limits.max_total_tokens == Some(0)
+        || limits.max_cost_usd.is_some_and(|usd| usd.is_nan() || usd <= 0.0)
+    {
+        return Err(AgentError::InvalidRequest { reason: "a limit is zero, negative or not a number".into() });
+    }
     Ok(())
 }

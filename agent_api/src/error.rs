@@ -221,6 +221,12 @@ pub enum AgentError {
         /// What the file looks like.
         looks_like: crate::history::StoreShape,
     },
+    /// The run reached one of the limits its request set (see [`crate::request::Limits`]).
+    #[error("the run reached its {limit} limit")]
+    LimitReached {
+        /// Which limit.
+        limit: LimitKind,
+    },
     /// The run's own home directory (see [`crate::home::Home`]) could not be made or seeded.
     #[error("cannot set up the run's home at `{path}`: {source}")]
     HomeSetup {
@@ -278,6 +284,7 @@ impl AgentError {
             AgentError::ServiceUnreachable { .. } => "service_unreachable",
             AgentError::StoredSessionFile { .. } => "stored_session_file",
             AgentError::HomeSetup { .. } => "home_setup",
+            AgentError::LimitReached { .. } => "limit_reached",
         }
     }
 }
@@ -317,6 +324,30 @@ impl std::fmt::Display for TimeoutKind {
             Self::Startup => "first message from the agent",
             Self::Idle => "output from the agent (idle)",
             Self::Turn => "end of the turn",
+        })
+    }
+}
+
+/// Which of a run's limits was reached (see [`crate::request::Limits`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum LimitKind {
+    /// [`crate::request::Limits::max_turns`].
+    Turns,
+    /// [`crate::request::Limits::max_total_tokens`].
+    TotalTokens,
+    /// [`crate::request::Limits::max_cost_usd`].
+    CostUsd,
+}
+
+/// In words (`turns`, `total tokens`, `cost`).
+impl std::fmt::Display for LimitKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Turns => "turns",
+            Self::TotalTokens => "total tokens",
+            Self::CostUsd => "cost",
         })
     }
 }

@@ -52,13 +52,13 @@ pub mod universal;
 pub use agent_api_capabilities as capabilities;
 pub use backend::{validate_request, AgentBackend};
 pub use capability::CapabilitySet;
-pub use error::{AgentError, TimeoutKind};
+pub use error::{AgentError, LimitKind, TimeoutKind};
 pub use event::{AgentWrapperEvent, AgentWrapperEventKind, Channel, PermissionFacet, QuestionFacet};
 pub use gateway::Gateway;
 pub use home::{Home, HomeSeed};
 pub use kind::AgentKind;
 pub use options::BackendOptions;
-pub use request::{PermissionPolicy, PermissionRule, Prompt, RunRequest, SessionSelector, ToolCategory};
+pub use request::{Limits, PermissionPolicy, PermissionRule, Prompt, RunRequest, SessionSelector, ToolCategory};
 pub use run::{
     Completion, ControlCommand, PermissionDecision, QuestionAnswer, RunCompletion, RunControl, RunHandle, UniversalEvents, Usage,
     WrapperEvents,

@@ -123,6 +123,34 @@ impl PermissionPolicy {
     }
 }
 
+/// Limits the SDK enforces on a run (and passes to the CLI where it has a flag for them):
+/// reaching one ends the run with [`AgentError::LimitReached`](crate::AgentError::LimitReached).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[non_exhaustive]
+pub struct Limits {
+    /// Model turns (requests to the model) in the run.
+    pub max_turns: Option<u32>,
+    /// Input plus output tokens of the run.
+    pub max_total_tokens: Option<u64>,
+    /// Cost in US dollars, where the agent reports it.
+    pub max_cost_usd: Option<f64>,
+}
+
+impl Limits {
+    /// `result`, or [`LimitReached`](crate::AgentError::LimitReached) when its usage went past a
+    /// limit: the SDK's check, whatever the CLI enforced itself.
+    pub(crate) fn enforce(
+        &self,
+        result: Result<crate::RunCompletion, crate::AgentError>,
+    ) -> Result<crate::RunCompletion, crate::AgentError> {
+        let completion = result?;
+        match completion.usage.as_ref().and_then(|usage| usage.exceeded(self)) {
+            Some(limit) => Err(crate::AgentError::LimitReached { limit }),
+            None => Ok(completion),
+        }
+    }
+}
+
 /// One run's request. Build it with [`RunRequest::new`] and the `with_*` setters.
 ///
 /// ```
@@ -177,6 +205,8 @@ pub struct RunRequest {
     /// Where the agent keeps its config and state ([`Home::Inherit`](crate::home::Home::Inherit):
     /// the user's own).
     pub home: crate::home::Home,
+    /// Turn, token and cost limits.
+    pub limits: Limits,
 }
 
 /// Shows the variable names of `env`, never their values (they are often API keys).
@@ -200,6 +230,7 @@ impl std::fmt::Debug for RunRequest {
             .field("cancellation", &self.cancellation)
             .field("buffer_budget", &self.buffer_budget)
             .field("home", &self.home)
+            .field("limits", &self.limits)
             .finish()
     }
 }
@@ -301,6 +332,24 @@ impl RunRequest {
     /// Sets where the agent keeps its config and state (see [`crate::home::Home`]).
     pub fn with_home(mut self, home: crate::home::Home) -> Self {
         self.home = home;
+        self
+    }
+
+    /// Limits the run to `turns` model turns.
+    pub fn with_max_turns(mut self, turns: u32) -> Self {
+        self.limits.max_turns = Some(turns);
+        self
+    }
+
+    /// Limits the run to `tokens` input plus output tokens.
+    pub fn with_max_total_tokens(mut self, tokens: u64) -> Self {
+        self.limits.max_total_tokens = Some(tokens);
+        self
+    }
+
+    /// Limits the run's cost to `usd` US dollars (where the agent reports cost).
+    pub fn with_max_cost_usd(mut self, usd: f64) -> Self {
+        self.limits.max_cost_usd = Some(usd);
         self
     }
 

@@ -1,4 +1,5 @@
-//! The flags for running many agents side by side (issue 24): separate timeouts, per-run homes.
+//! The flags for running many agents side by side (issue 24): separate timeouts, per-run homes,
+//! limits.
 
 use std::time::Duration;
 
@@ -32,6 +33,15 @@ pub(crate) struct FleetFlags {
     /// Where the agent keeps its config and state.
     #[arg(long, value_enum, default_value_t = HomeFlag::Inherit)]
     home: HomeFlag,
+    /// End the run (limit reached) after this many model turns.
+    #[arg(long, value_name = "TURNS")]
+    max_turns: Option<u32>,
+    /// End the run (limit reached) past this many input plus output tokens.
+    #[arg(long, value_name = "TOKENS")]
+    max_tokens: Option<u64>,
+    /// End the run (limit reached) past this cost in US dollars, where the agent reports cost.
+    #[arg(long, value_name = "USD")]
+    max_cost: Option<f64>,
 }
 
 impl FleetFlags {
@@ -45,6 +55,15 @@ impl FleetFlags {
         }
         if let Some(secs) = self.turn_timeout {
             request = request.with_turn_timeout(Duration::from_secs(secs));
+        }
+        if let Some(turns) = self.max_turns {
+            request = request.with_max_turns(turns);
+        }
+        if let Some(tokens) = self.max_tokens {
+            request = request.with_max_total_tokens(tokens);
+        }
+        if let Some(usd) = self.max_cost {
+            request = request.with_max_cost_usd(usd);
         }
         request.with_home(match self.home {
             HomeFlag::Inherit => Home::Inherit,

@@ -54,6 +54,8 @@ pub struct RunSettings {
     pub idle_timeout: Option<Duration>,
     /// Per turn ([`RunRequest::turn_timeout`]).
     pub turn_timeout: Option<Duration>,
+    /// Turn, token and cost limits, checked against each completion's usage.
+    pub limits: crate::request::Limits,
     /// Between the soft interrupt and SIGTERM to the group.
     pub cancel_grace: Duration,
     /// Between SIGTERM and SIGKILL.
@@ -89,6 +91,7 @@ impl RunSettings {
             startup_timeout: None,
             idle_timeout: None,
             turn_timeout: None,
+            limits: crate::request::Limits::default(),
             cancel_grace: Duration::from_secs(3),
             term_grace: Duration::from_secs(2),
             shutdown_grace: Duration::from_secs(5),
@@ -111,6 +114,7 @@ impl RunSettings {
         settings.startup_timeout = request.startup_timeout;
         settings.idle_timeout = request.idle_timeout;
         settings.turn_timeout = request.turn_timeout;
+        settings.limits = request.limits;
         settings.tools_structured = capabilities.contains(agent_api_capabilities::TOOLS_STRUCTURED_V1);
         settings.cancellation = request.cancellation.clone();
         if let Some(budget) = request.buffer_budget {
@@ -515,7 +519,7 @@ impl Core {
         let mut result = match self.fatal.take() {
             Some(error) => Err(error),
             None => match self.with_ctx(|p, ctx| p.finish(&info, ctx)) {
-                Some(result) => result,
+                Some(result) => self.settings.limits.enforce(result),
                 None => Err(self.fatal.take().expect("with_ctx records why it returned nothing")),
             },
         };

@@ -218,8 +218,12 @@ pub fn invocation(config: &ClaudeCodeConfig, request: &RunRequest) -> Result<Inv
     if let Some(text) = &options.system_prompt_append {
         spec = spec.arg("--append-system-prompt").arg(text);
     }
-    if let Some(turns) = options.max_turns {
+    // The smaller of the option and the request's limit: both must hold.
+    if let Some(turns) = options.max_turns.into_iter().chain(request.limits.max_turns).min() {
         spec = spec.arg("--max-turns").arg(turns.to_string());
+    }
+    if let Some(usd) = request.limits.max_cost_usd {
+        spec = spec.arg("--max-budget-usd").arg(usd.to_string());
     }
     spec = spec.args(config.extra_args.iter().cloned());
     if mode == Mode::Print {

@@ -192,7 +192,7 @@ impl SessionDriver {
         } else if self.core.stop == Some(Stop::TimedOut) {
             Err(self.core.clock.error())
         } else {
-            reported.map(|completion| self.core.complete_fields(completion))
+            self.core.settings.limits.enforce(reported).map(|completion| self.core.complete_fields(completion))
         }
     }
 
