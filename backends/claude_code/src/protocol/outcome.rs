@@ -181,8 +181,6 @@ fn turn_failure(last: &TurnResult) -> AgentError {
         _ => {}
     }
     let what = match last.subtype.as_str() {
-        "error_max_turns" => "the turn reached the maximum number of turns".to_string(),
-        "error_max_budget_usd" => "the turn reached the maximum budget".to_string(),
         "error_max_structured_output_retries" => "the turn ran out of structured-output retries".to_string(),
         "error_during_execution" => "the turn failed during execution".to_string(),
         // A `success` result flagged as an error: the subtype would only mislead.
