@@ -18,7 +18,7 @@ async fn main() -> Result<(), AgentError> {
     let terminal = events.iter().find(|e| e.kind == AgentWrapperEventKind::Error);
     println!("terminal error event: {}", terminal.and_then(|e| e.message.as_deref()).unwrap_or("none"));
     match completion {
-        Err(AgentError::Timeout { after }) => println!("timed out after {} ms", after.as_millis()),
+        Err(AgentError::Timeout { which, after }) => println!("timed out ({}) after {} ms", which.as_str(), after.as_millis()),
         other => println!("unexpected: {other:?}"),
     }
     Ok(())

@@ -87,8 +87,15 @@ pub fn validate_template(
     if let Some(key) = request.extensions.keys().find(|k| !extension_keys.contains(&k.as_str())) {
         return Err(AgentError::UnknownExtension { kind: kind.to_string(), key: key.clone() });
     }
-    if request.timeout.is_some_and(|t| t.is_zero()) {
-        return Err(AgentError::InvalidRequest { reason: "the timeout is zero".into() });
+    if let Some(which) = crate::kit::timeouts::TimeoutLimits::of(request).zero() {
+        return Err(AgentError::InvalidRequest { reason: format!("the {} timeout is zero", which.as_str()) });
+    }
+    let limits = &request.limits;
+    if limits.max_turns == Some(0)
+        || limits.max_total_tokens == Some(0)
+        || limits.max_cost_usd.is_some_and(|usd| usd.is_nan() || usd <= 0.0)
+    {
+        return Err(AgentError::InvalidRequest { reason: "a limit is zero, negative or not a number".into() });
     }
     Ok(())
 }

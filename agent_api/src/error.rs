@@ -85,9 +85,11 @@ pub enum AgentError {
     /// The caller cancelled the run.
     #[error("run cancelled")]
     Cancelled,
-    /// The run exceeded its timeout.
-    #[error("run timed out after {after:?}")]
+    /// The run exceeded one of its timeouts.
+    #[error("run timed out: no {which} within {:.1} s", after.as_secs_f64())]
     Timeout {
+        /// Which timeout expired.
+        which: TimeoutKind,
         /// The timeout that expired.
         after: Duration,
     },
@@ -219,6 +221,20 @@ pub enum AgentError {
         /// What the file looks like.
         looks_like: crate::history::StoreShape,
     },
+    /// The run reached one of the limits its request set (see [`crate::request::Limits`]).
+    #[error("the run reached its {limit} limit")]
+    LimitReached {
+        /// Which limit.
+        limit: LimitKind,
+    },
+    /// The run's own home directory (see [`crate::home::Home`]) could not be made or seeded.
+    #[error("cannot set up the run's home at `{path}`: {source}")]
+    HomeSetup {
+        /// The directory or file concerned.
+        path: PathBuf,
+        /// The operating system's error.
+        source: std::io::Error,
+    },
 }
 
 fn describe_exit(code: Option<i32>, signal: Option<i32>) -> String {
@@ -267,6 +283,71 @@ impl AgentError {
             AgentError::Replay { .. } => "replay",
             AgentError::ServiceUnreachable { .. } => "service_unreachable",
             AgentError::StoredSessionFile { .. } => "stored_session_file",
+            AgentError::HomeSetup { .. } => "home_setup",
+            AgentError::LimitReached { .. } => "limit_reached",
         }
+    }
+}
+
+/// Which of a run's timeouts expired (see [`crate::RunRequest::timeout`] and its siblings).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum TimeoutKind {
+    /// The whole run (in a session: the whole turn), [`crate::RunRequest::timeout`].
+    Total,
+    /// Until the agent's first message, [`crate::RunRequest::startup_timeout`].
+    Startup,
+    /// Without any output from the agent, [`crate::RunRequest::idle_timeout`].
+    Idle,
+    /// One turn, [`crate::RunRequest::turn_timeout`].
+    Turn,
+}
+
+impl TimeoutKind {
+    /// A stable snake_case name (`total`, `startup`, `idle`, `turn`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Total => "total",
+            Self::Startup => "startup",
+            Self::Idle => "idle",
+            Self::Turn => "turn",
+        }
+    }
+}
+
+/// In words, as the timeout error says what did not happen in time.
+impl std::fmt::Display for TimeoutKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Total => "end of the run",
+            Self::Startup => "first message from the agent",
+            Self::Idle => "output from the agent (idle)",
+            Self::Turn => "end of the turn",
+        })
+    }
+}
+
+/// Which of a run's limits was reached (see [`crate::request::Limits`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum LimitKind {
+    /// [`crate::request::Limits::max_turns`].
+    Turns,
+    /// [`crate::request::Limits::max_total_tokens`].
+    TotalTokens,
+    /// [`crate::request::Limits::max_cost_usd`].
+    CostUsd,
+}
+
+/// In words (`turns`, `total tokens`, `cost`).
+impl std::fmt::Display for LimitKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Turns => "turns",
+            Self::TotalTokens => "total tokens",
+            Self::CostUsd => "cost",
+        })
     }
 }

@@ -35,6 +35,7 @@ pub mod error;
 pub mod event;
 pub mod gateway;
 pub mod history;
+pub mod home;
 pub mod kind;
 pub mod kit;
 pub mod options;
@@ -51,12 +52,15 @@ pub mod universal;
 pub use agent_api_capabilities as capabilities;
 pub use backend::{validate_request, AgentBackend};
 pub use capability::CapabilitySet;
-pub use error::AgentError;
+pub use error::{AgentError, LimitKind, TimeoutKind};
 pub use event::{AgentWrapperEvent, AgentWrapperEventKind, Channel, PermissionFacet, QuestionFacet};
 pub use gateway::Gateway;
+pub use home::{Home, HomeSeed};
 pub use kind::AgentKind;
 pub use options::BackendOptions;
-pub use request::{CallerWait, OnCallerTimeout, PermissionPolicy, PermissionRule, Prompt, RunRequest, SessionSelector, ToolCategory};
+pub use request::{
+    CallerWait, Limits, OnCallerTimeout, PermissionPolicy, PermissionRule, Prompt, RunRequest, SessionSelector, ToolCategory,
+};
 pub use run::{
     Completion, ControlCommand, PermissionDecision, QuestionAnswer, RunCompletion, RunControl, RunHandle, UniversalEvents, Usage,
     WrapperEvents,

@@ -123,6 +123,34 @@ impl PermissionPolicy {
     }
 }
 
+/// Limits the SDK enforces on a run (and passes to the CLI where it has a flag for them):
+/// reaching one ends the run with [`AgentError::LimitReached`](crate::AgentError::LimitReached).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[non_exhaustive]
+pub struct Limits {
+    /// Model turns (requests to the model) in the run.
+    pub max_turns: Option<u32>,
+    /// Input plus output tokens of the run.
+    pub max_total_tokens: Option<u64>,
+    /// Cost in US dollars, where the agent reports it.
+    pub max_cost_usd: Option<f64>,
+}
+
+impl Limits {
+    /// `result`, or [`LimitReached`](crate::AgentError::LimitReached) when its usage went past a
+    /// limit: the SDK's check, whatever the CLI enforced itself.
+    pub(crate) fn enforce(
+        &self,
+        result: Result<crate::RunCompletion, crate::AgentError>,
+    ) -> Result<crate::RunCompletion, crate::AgentError> {
+        let completion = result?;
+        match completion.usage.as_ref().and_then(|usage| usage.exceeded(self)) {
+            Some(limit) => Err(crate::AgentError::LimitReached { limit }),
+            None => Ok(completion),
+        }
+    }
+}
+
 /// One run's request. Build it with [`RunRequest::new`] and the `with_*` setters.
 ///
 /// ```
@@ -141,8 +169,17 @@ pub struct RunRequest {
     pub working_dir: Option<PathBuf>,
     /// Environment variables added to the agent's environment.
     pub env: BTreeMap<String, String>,
-    /// Stop the run with a typed Timeout after this long.
+    /// Stop the run with a typed Timeout after this long (in a session: each turn).
     pub timeout: Option<Duration>,
+    /// Stop the run if the agent's first message has not come after this long
+    /// ([`TimeoutKind::Startup`](crate::TimeoutKind::Startup)).
+    pub startup_timeout: Option<Duration>,
+    /// Stop the run after this long without any output from the agent while it works
+    /// ([`TimeoutKind::Idle`](crate::TimeoutKind::Idle)).
+    pub idle_timeout: Option<Duration>,
+    /// Stop a session's turn after this long; a one-shot run is its one turn
+    /// ([`TimeoutKind::Turn`](crate::TimeoutKind::Turn)).
+    pub turn_timeout: Option<Duration>,
     /// Model name.
     pub model: Option<String>,
     /// Model variant, such as a reasoning effort.
@@ -165,6 +202,11 @@ pub struct RunRequest {
     /// Cancels the run when cancelled, as [`RunControl::cancel`](crate::RunControl::cancel) does;
     /// one token can stop many runs.
     pub cancellation: Option<CancellationToken>,
+    /// Where the agent keeps its config and state ([`Home::Inherit`](crate::home::Home::Inherit):
+    /// the user's own).
+    pub home: crate::home::Home,
+    /// Turn, token and cost limits.
+    pub limits: Limits,
     /// How long a permission request or question may wait for the caller, and what then.
     pub caller_wait: CallerWait,
 }
@@ -212,6 +254,9 @@ impl std::fmt::Debug for RunRequest {
             .field("working_dir", &self.working_dir)
             .field("env", &crate::secrets::EnvNames(&self.env))
             .field("timeout", &self.timeout)
+            .field("startup_timeout", &self.startup_timeout)
+            .field("idle_timeout", &self.idle_timeout)
+            .field("turn_timeout", &self.turn_timeout)
             .field("model", &self.model)
             .field("variant", &self.variant)
             .field("session", &self.session)
@@ -222,6 +267,8 @@ impl std::fmt::Debug for RunRequest {
             .field("cancellation", &self.cancellation)
             .field("buffer_budget", &self.buffer_budget)
             .field("caller_wait", &self.caller_wait)
+            .field("home", &self.home)
+            .field("limits", &self.limits)
             .finish()
     }
 }
@@ -244,7 +291,7 @@ impl RunRequest {
         self
     }
 
-    /// Sets the timeout.
+    /// Sets the total timeout.
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
         self.timeout = Some(timeout);
         self
@@ -265,6 +312,24 @@ impl RunRequest {
     /// Sets what a request left unanswered past its limit does (default: denied or rejected).
     pub fn with_on_caller_timeout(mut self, then: OnCallerTimeout) -> Self {
         self.caller_wait.then = then;
+        self
+    }
+
+    /// Sets the start-up timeout (until the agent's first message).
+    pub fn with_startup_timeout(mut self, timeout: Duration) -> Self {
+        self.startup_timeout = Some(timeout);
+        self
+    }
+
+    /// Sets the idle timeout (no output from the agent).
+    pub fn with_idle_timeout(mut self, timeout: Duration) -> Self {
+        self.idle_timeout = Some(timeout);
+        self
+    }
+
+    /// Sets the per-turn timeout.
+    pub fn with_turn_timeout(mut self, timeout: Duration) -> Self {
+        self.turn_timeout = Some(timeout);
         self
     }
 
@@ -320,6 +385,30 @@ impl RunRequest {
         self
     }
 
+    /// Sets where the agent keeps its config and state (see [`crate::home::Home`]).
+    pub fn with_home(mut self, home: crate::home::Home) -> Self {
+        self.home = home;
+        self
+    }
+
+    /// Limits the run to `turns` model turns.
+    pub fn with_max_turns(mut self, turns: u32) -> Self {
+        self.limits.max_turns = Some(turns);
+        self
+    }
+
+    /// Limits the run to `tokens` input plus output tokens.
+    pub fn with_max_total_tokens(mut self, tokens: u64) -> Self {
+        self.limits.max_total_tokens = Some(tokens);
+        self
+    }
+
+    /// Limits the run's cost to `usd` US dollars (where the agent reports cost).
+    pub fn with_max_cost_usd(mut self, usd: f64) -> Self {
+        self.limits.max_cost_usd = Some(usd);
+        self
+    }
+
     /// Asks for native payloads in universal events.
     pub fn with_include_raw(mut self, include_raw: bool) -> Self {
         self.include_raw = include_raw;
@@ -360,6 +449,7 @@ impl RunRequest {
         if self.skip_permission_prompts {
             needed.insert(caps::SKIP_PERMISSION_PROMPTS);
         }
+        needed.extend(self.home.required_capability());
         needed
     }
 }

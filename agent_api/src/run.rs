@@ -30,6 +30,12 @@ pub struct Usage {
     pub output_tokens: Option<u64>,
     /// Reasoning tokens (part of the output).
     pub reasoning_tokens: Option<u64>,
+    /// Input tokens written to a cache (part of the input).
+    pub cache_write_tokens: Option<u64>,
+    /// Model turns (requests to the model), where the agent counts them.
+    pub turns: Option<u32>,
+    /// The model that answered, where the agent says.
+    pub model: Option<String>,
     /// Cost in US dollars.
     pub cost_usd: Option<f64>,
 }
@@ -85,6 +91,29 @@ impl Usage {
     /// Usage with input and output token counts.
     pub fn tokens(input: u64, output: u64) -> Self {
         Self { input_tokens: Some(input), output_tokens: Some(output), ..Self::default() }
+    }
+
+    /// Input plus output tokens, when either is known.
+    pub fn total_tokens(&self) -> Option<u64> {
+        match (self.input_tokens, self.output_tokens) {
+            (None, None) => None,
+            (input, output) => Some(input.unwrap_or(0).saturating_add(output.unwrap_or(0))),
+        }
+    }
+
+    /// The first of `limits` this usage goes past, if any.
+    pub fn exceeded(&self, limits: &crate::request::Limits) -> Option<crate::error::LimitKind> {
+        use crate::error::LimitKind;
+        let over = |value: Option<f64>, limit: Option<f64>| matches!((value, limit), (Some(v), Some(l)) if v > l);
+        if over(self.turns.map(f64::from), limits.max_turns.map(f64::from)) {
+            Some(LimitKind::Turns)
+        } else if matches!((self.total_tokens(), limits.max_total_tokens), (Some(v), Some(l)) if v > l) {
+            Some(LimitKind::TotalTokens)
+        } else if over(self.cost_usd, limits.max_cost_usd) {
+            Some(LimitKind::CostUsd)
+        } else {
+            None
+        }
     }
 }
 

@@ -95,6 +95,10 @@ standard_capabilities! {
     HISTORY_LIST = "agent_api.history.list", "History: list", "The agent's own stored sessions can be listed (id, time, working directory, first prompt, size).";
     /// A stored session can be read back as universal events.
     HISTORY_READ = "agent_api.history.read", "History: read", "A stored session can be read back as universal events.";
+    /// `Home::Isolated`: each run gets its own config and state directories.
+    HOME_ISOLATED = "agent_api.home.isolated", "Isolated homes", "Home::Isolated: each run gets its own config and state directories.";
+    /// `Home::Hermetic`: each run gets a fresh home with the user's credentials only.
+    HOME_HERMETIC = "agent_api.home.hermetic", "Hermetic homes", "Home::Hermetic: each run gets a fresh home with the user's credentials only.";
 }
 
 /// Whether `id` is one of the standard `agent_api.*` ids.

@@ -5,6 +5,7 @@ mod agents;
 mod capabilities;
 mod chat;
 mod doctor;
+mod fleet;
 mod history;
 mod output;
 mod prompt;
@@ -77,6 +78,7 @@ impl OutputFlags {
             approve: Approve::None,
             timeout: None,
             acp_command: None,
+            fleet: Default::default(),
         };
         run::RunOptions { answers: false, ..flags.into_options(String::new()) }
     }
@@ -105,12 +107,15 @@ struct AgentFlags {
     /// "goose acp": split into arguments as a POSIX shell would, but never run by one.
     #[arg(long, value_name = "COMMAND", value_parser = run::parse_argv)]
     acp_command: Option<run::Argv>,
+    #[command(flatten)]
+    fleet: fleet::FleetFlags,
 }
 
 impl AgentFlags {
     fn into_options(self, prompt: String) -> run::RunOptions {
-        let AgentFlags { agent, output: OutputFlags { format, view, include_raw }, cwd, model, approve, timeout, acp_command } = self;
-        run::RunOptions { agent, format, view, include_raw, cwd, model, approve, timeout, acp_command, prompt, answers: true }
+        let AgentFlags { agent, output: OutputFlags { format, view, include_raw }, cwd, model, approve, timeout, acp_command, fleet } =
+            self;
+        run::RunOptions { agent, format, view, include_raw, cwd, model, approve, timeout, acp_command, fleet, prompt, answers: true }
     }
 }
 

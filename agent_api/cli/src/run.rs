@@ -36,6 +36,8 @@ pub(crate) struct RunOptions {
     pub approve: Approve,
     pub timeout: Option<u64>,
     pub acp_command: Option<Argv>,
+    /// Timeouts (and, later, homes and limits) for runs side by side.
+    pub fleet: crate::fleet::FleetFlags,
     pub prompt: String,
     /// Whether permission requests and questions are answered (not in a replay or a stored session).
     pub answers: bool,
@@ -70,6 +72,7 @@ pub(crate) fn request_of(options: &RunOptions) -> RunRequest {
     if let Some(secs) = options.timeout {
         request = request.with_timeout(Duration::from_secs(secs));
     }
+    request = options.fleet.apply(request);
     if let Some(Argv(argv)) = &options.acp_command {
         // Another kind refuses the option's key (`backend.acp.command`) with a typed error.
         request = request.with_options(&agent_api_acp::AcpOptions::default().command(argv.iter().cloned()));

@@ -20,6 +20,7 @@ use super::lines::{Line, DEFAULT_LINE_CAP};
 use super::process::signal_group;
 use super::protocol::Outbox;
 use super::stderr::StderrCapture;
+use super::timeouts::{expiry, Clock, TimeoutLimits};
 use super::transport::{wait_exit, Lifecycle, StdinQueue};
 use crate::capability::CapabilitySet;
 use crate::error::AgentError;
@@ -49,6 +50,14 @@ pub struct RunSettings {
     pub include_raw: bool,
     /// Overall timeout. `Duration::MAX` (or anything past the clock's range) means none.
     pub timeout: Option<Duration>,
+    /// Until the agent's first message ([`RunRequest::startup_timeout`]).
+    pub startup_timeout: Option<Duration>,
+    /// Without output while a run or turn is in progress ([`RunRequest::idle_timeout`]).
+    pub idle_timeout: Option<Duration>,
+    /// Per turn ([`RunRequest::turn_timeout`]).
+    pub turn_timeout: Option<Duration>,
+    /// Turn, token and cost limits, checked against each completion's usage.
+    pub limits: crate::request::Limits,
     /// Between the soft interrupt and SIGTERM to the group.
     pub cancel_grace: Duration,
     /// Between SIGTERM and SIGKILL.
@@ -83,6 +92,10 @@ impl RunSettings {
             agent_kind,
             include_raw: false,
             timeout: None,
+            startup_timeout: None,
+            idle_timeout: None,
+            turn_timeout: None,
+            limits: crate::request::Limits::default(),
             cancel_grace: Duration::from_secs(3),
             term_grace: Duration::from_secs(2),
             shutdown_grace: Duration::from_secs(5),
@@ -103,6 +116,10 @@ impl RunSettings {
         let mut settings = Self::new(agent_kind);
         settings.include_raw = request.include_raw;
         settings.timeout = request.timeout;
+        settings.startup_timeout = request.startup_timeout;
+        settings.idle_timeout = request.idle_timeout;
+        settings.turn_timeout = request.turn_timeout;
+        settings.limits = request.limits;
         settings.tools_structured = capabilities.contains(agent_api_capabilities::TOOLS_STRUCTURED_V1);
         settings.cancellation = request.cancellation.clone();
         settings.caller_wait = request.caller_wait;
@@ -210,6 +227,7 @@ struct Core {
     turn_end: Option<Result<RunCompletion, AgentError>>,
     /// Deadlines of the requests that wait for the caller.
     caller_waits: caller_wait::CallerWaits,
+    clock: Clock,
 }
 
 impl Core {
@@ -226,7 +244,9 @@ impl Core {
             Lifecycle::Recorded(_) | Lifecycle::Finished => (None, None),
         };
         let caller_waits = caller_wait::CallerWaits::new(settings.caller_wait);
+        let clock = Clock::new(TimeoutLimits::of_settings(&settings));
         let core = Core {
+            clock,
             settings,
             protocol,
             transcript,
@@ -404,6 +424,9 @@ impl Core {
                         SourceItem::Line(Line::Complete(line)) => line.len(),
                         _ => 0,
                     };
+                    if matches!(item, SourceItem::Line(_)) {
+                        self.clock.on_output();
+                    }
                     self.handle(item);
                 }
                 Some(Err(e)) => {
@@ -442,6 +465,11 @@ impl Core {
         }
     }
 
+    fn on_timeout(&mut self, kind: crate::error::TimeoutKind) {
+        self.clock.fire(kind);
+        self.begin_stop(Stop::TimedOut);
+    }
+
     /// The agent closed its output and outlived the grace period: a typed failure, group killed.
     fn on_output_closed_timeout(&mut self) {
         self.closed_deadline = None;
@@ -455,9 +483,10 @@ impl Core {
             self.fail(error);
         }
         self.stage();
-        let deadline = self.settings.timeout.and_then(|t| Instant::now().checked_add(t));
+        self.clock.start();
         let mut control_open = true;
         while !(self.source_done && self.exit.is_some()) {
+            let next_timeout = self.clock.next();
             tokio::select! {
                 biased;
                 _ = inputs.abandoned.cancelled(), if self.stop != Some(Stop::Abandoned) => {
@@ -465,9 +494,7 @@ impl Core {
                     self.kill_now();
                 }
                 message = inputs.control_rx.recv(), if control_open => self.on_control(message, &mut control_open),
-                _ = sleep_until(deadline.unwrap_or_else(Instant::now)), if deadline.is_some() && self.stop.is_none() => {
-                    self.begin_stop(Stop::TimedOut);
-                }
+                kind = expiry(next_timeout), if self.stop.is_none() => self.on_timeout(kind),
                 _ = sleep_until(self.escalate_at.unwrap_or_else(Instant::now)), if self.escalate_at.is_some() => self.escalate(),
                 _ = sleep_until(self.closed_deadline.unwrap_or_else(Instant::now)), if self.closed_deadline.is_some() => {
                     self.on_output_closed_timeout();
@@ -502,14 +529,14 @@ impl Core {
         let mut result = match self.fatal.take() {
             Some(error) => Err(error),
             None => match self.with_ctx(|p, ctx| p.finish(&info, ctx)) {
-                Some(result) => result,
+                Some(result) => self.settings.limits.enforce(result),
                 None => Err(self.fatal.take().expect("with_ctx records why it returned nothing")),
             },
         };
         if cancel_requested.load(Ordering::SeqCst) || self.stop == Some(Stop::Cancelled) {
             result = Err(AgentError::Cancelled);
         } else if self.stop == Some(Stop::TimedOut) {
-            result = Err(AgentError::Timeout { after: self.settings.timeout.unwrap_or_default() });
+            result = Err(self.clock.error());
         } else if self.stop == Some(Stop::Abandoned) && result.is_ok() {
             result = Err(AgentError::Cancelled);
         }

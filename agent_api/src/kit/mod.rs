@@ -32,6 +32,7 @@ mod reap;
 pub mod replay;
 pub mod sse;
 pub mod stderr;
+pub(crate) mod timeouts;
 pub mod transport;
 
 pub use async_trait::async_trait;

@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::sync::Arc;
 
 use tokio::process::{Child, Command};
 
@@ -35,6 +36,8 @@ pub struct CommandSpec {
     pub cwd: Option<PathBuf>,
     /// Whether the agent reads stdin (two-way protocols); otherwise stdin is /dev/null.
     pub stdin: bool,
+    /// Held until the agent's process group is gone (a run's own home directory, for example).
+    pub keep_alive: Vec<Arc<dyn std::any::Any + Send + Sync>>,
 }
 
 /// Shows the variable names of `env`, never their values (they are often API keys).
@@ -48,6 +51,7 @@ impl std::fmt::Debug for CommandSpec {
             .field("clear_env", &self.clear_env)
             .field("cwd", &self.cwd)
             .field("stdin", &self.stdin)
+            .field("keep_alive", &self.keep_alive.len())
             .finish()
     }
 }
@@ -122,6 +126,8 @@ pub struct ProcessGroupChild {
     pub pgid: i32,
     /// The run's marker, the value of [`RUN_MARKER_VAR`] in the agent's environment.
     marker: u64,
+    /// The spec's [`CommandSpec::keep_alive`]: dropped after the group is killed.
+    _keep_alive: Vec<Arc<dyn std::any::Any + Send + Sync>>,
 }
 
 impl ProcessGroupChild {
@@ -226,7 +232,7 @@ pub fn spawn(spec: &CommandSpec) -> Result<ProcessGroupChild, AgentError> {
         _ => AgentError::Spawn { program: spec.program.clone(), source },
     })?;
     let pgid = child.id().map(|id| id as i32).unwrap_or(0);
-    Ok(ProcessGroupChild { child, pgid, marker })
+    Ok(ProcessGroupChild { child, pgid, marker, _keep_alive: spec.keep_alive.clone() })
 }
 
 /// `program` as an absolute path: a bare name looked up on `PATH`, a relative path joined to this

@@ -34,7 +34,7 @@ pub enum SourceItem {
 pub type LineSource = BoxStream<'static, std::io::Result<SourceItem>>;
 
 pub(super) enum Lifecycle {
-    Process(ProcessGroupChild),
+    Process(Box<ProcessGroupChild>),
     Task(JoinHandle<i32>),
     /// No process: a recording, with the exit code it recorded (if known).
     Recorded(Option<i32>),
@@ -65,7 +65,12 @@ impl Transport {
         let stdout = process.child.stdout.take().expect("stdout is piped");
         let stderr = process.child.stderr.take().expect("stderr is piped");
         let stdin = process.child.stdin.take().map(|s| Box::pin(s) as Pin<Box<dyn AsyncWrite + Send>>);
-        Ok(Self { source: line_source(stdout, line_cap), stdin, stderr: Some(Box::pin(stderr)), lifecycle: Lifecycle::Process(process) })
+        Ok(Self {
+            source: line_source(stdout, line_cap),
+            stdin,
+            stderr: Some(Box::pin(stderr)),
+            lifecycle: Lifecycle::Process(Box::new(process)),
+        })
     }
 
     /// Runs `agent` as a task of this process, talking through in-memory pipes. Its return

@@ -218,8 +218,12 @@ pub fn invocation(config: &ClaudeCodeConfig, request: &RunRequest) -> Result<Inv
     if let Some(text) = &options.system_prompt_append {
         spec = spec.arg("--append-system-prompt").arg(text);
     }
-    if let Some(turns) = options.max_turns {
+    // The smaller of the option and the request's limit: both must hold.
+    if let Some(turns) = options.max_turns.into_iter().chain(request.limits.max_turns).min() {
         spec = spec.arg("--max-turns").arg(turns.to_string());
+    }
+    if let Some(usd) = request.limits.max_cost_usd {
+        spec = spec.arg("--max-budget-usd").arg(usd.to_string());
     }
     spec = spec.args(config.extra_args.iter().cloned());
     if mode == Mode::Print {
@@ -230,6 +234,7 @@ pub fn invocation(config: &ClaudeCodeConfig, request: &RunRequest) -> Result<Inv
         spec = spec.env(key, value);
     }
     spec.clear_env = !config.inherit_env;
+    let mut spec = crate::HOME_LAYOUT.apply(spec, &request.home)?;
     if let Some(dir) = request.working_dir.clone().or_else(|| config.working_dir.clone()) {
         spec = spec.cwd(dir);
     }

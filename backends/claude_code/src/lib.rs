@@ -64,6 +64,14 @@ pub const CAP_PRINT_MODE: &str = "backend.claude_code.print_mode";
 /// append, allowed and disallowed tools, permission mode, max turns).
 pub const CAP_CLI_OPTIONS: &str = "backend.claude_code.cli_options";
 
+/// Where Claude Code keeps its config, memory, sessions and login: `CLAUDE_CONFIG_DIR` (with its
+/// `.claude.json` inside once the variable is set), `~/.claude` by default. A login's refresh
+/// token is single-use: an isolated home gets a read-only copy, so the agent cannot rotate it.
+pub const HOME_LAYOUT: agent_api::home::HomeLayout = agent_api::home::HomeLayout {
+    vars: &[agent_api::home::HomeVar { name: "CLAUDE_CONFIG_DIR", default_under_home: ".claude" }],
+    credentials: &[("CLAUDE_CONFIG_DIR", ".credentials.json")],
+};
+
 /// Where and how to run the `claude` executable. Its `Debug` shows the names of `env`, never the
 /// values.
 #[derive(Clone)]
@@ -182,6 +190,8 @@ impl AgentBackend for ClaudeCodeBackend {
             caps::SKIP_PERMISSION_PROMPTS,
             caps::HISTORY_LIST,
             caps::HISTORY_READ,
+            caps::HOME_ISOLATED,
+            caps::HOME_HERMETIC,
             CAP_PRINT_MODE,
             CAP_CLI_OPTIONS,
         ])

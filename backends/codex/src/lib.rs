@@ -77,6 +77,13 @@ pub const CAP_EXEC_MODE: &str = "backend.codex.exec_mode";
 /// Capability id: the run can use `codex app-server` (the default mode).
 pub const CAP_APP_SERVER: &str = "backend.codex.app_server";
 
+/// Where Codex keeps its config, sessions and login: `CODEX_HOME`, `~/.codex` by default. A
+/// ChatGPT login's refresh token is single-use: an isolated home gets a read-only copy.
+pub const HOME_LAYOUT: agent_api::home::HomeLayout = agent_api::home::HomeLayout {
+    vars: &[agent_api::home::HomeVar { name: "CODEX_HOME", default_under_home: ".codex" }],
+    credentials: &[("CODEX_HOME", "auth.json")],
+};
+
 /// The Codex backend.
 #[derive(Debug, Clone, Default)]
 pub struct CodexBackend {
@@ -125,6 +132,8 @@ pub fn capabilities() -> CapabilitySet {
         caps::HISTORY_LIST,
         caps::HISTORY_READ,
         caps::SKIP_PERMISSION_PROMPTS,
+        caps::HOME_ISOLATED,
+        caps::HOME_HERMETIC,
         CAP_APP_SERVER,
         CAP_EXEC_MODE,
     ])
@@ -147,7 +156,7 @@ impl AgentBackend for CodexBackend {
     async fn run(&self, request: RunRequest) -> Result<RunHandle, AgentError> {
         self.validate(&request)?;
         let options = RunOptions::resolve(&request, &self.config)?;
-        let spec = argv::command_spec(&self.config, &options, &request);
+        let spec = HOME_LAYOUT.apply(argv::command_spec(&self.config, &options, &request), &request.home)?;
         let settings = RunSettings::for_request(self.kind(), &request, &self.capabilities());
         let transport = Transport::spawn(&spec, settings.line_cap)?;
         let protocol: Box<dyn Protocol> = match options.mode {
@@ -168,7 +177,7 @@ impl AgentBackend for CodexBackend {
                 reason: "a session needs the app-server mode".into(),
             });
         }
-        let spec = argv::command_spec(&self.config, &options, &request);
+        let spec = HOME_LAYOUT.apply(argv::command_spec(&self.config, &options, &request), &request.home)?;
         let settings = RunSettings::for_request(self.kind(), &request, &self.capabilities());
         let transport = Transport::spawn(&spec, settings.line_cap)?;
         let protocol = app_server::AppServer::session(argv::StartPlan::new(&self.config, &options, &request), options.policy.clone());

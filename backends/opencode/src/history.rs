@@ -21,7 +21,7 @@ use agent_api::kit::lines::DEFAULT_LINE_CAP;
 use agent_api::kit::transport::line_source;
 use agent_api::kit::{CommandSpec, Ctx, ExitInfo, Protocol};
 use agent_api::universal::{ItemRole, NewItem};
-use agent_api::{AgentError, AgentKind, RunCompletion, RunHandle};
+use agent_api::{AgentError, AgentKind, RunCompletion, RunHandle, TimeoutKind};
 use async_trait::async_trait;
 use serde_json::{json, Value};
 use tokio::io::AsyncReadExt;
@@ -74,7 +74,10 @@ impl OpenCodeSessionStore {
             let status = process.child.wait().await?;
             Ok::<_, std::io::Error>(status.success().then_some(out))
         };
-        tokio::time::timeout(CLI_TIMEOUT, read).await.map_err(|_| AgentError::Timeout { after: CLI_TIMEOUT })?.map_err(AgentError::Io)
+        tokio::time::timeout(CLI_TIMEOUT, read)
+            .await
+            .map_err(|_| AgentError::Timeout { which: TimeoutKind::Total, after: CLI_TIMEOUT })?
+            .map_err(AgentError::Io)
     }
 }
 

@@ -163,6 +163,31 @@ pub fn processes_in(dir: &std::path::Path) -> Vec<i32> {
         .collect()
 }
 
+/// The value of `var` in the environment of process `pid`, if it has one (and is still there).
+pub fn process_env(pid: i32, var: &str) -> Option<String> {
+    let environ = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+    let prefix = format!("{var}=");
+    environ.split(|b| *b == 0).find_map(|entry| entry.strip_prefix(prefix.as_bytes()).map(|v| String::from_utf8_lossy(v).into_owned()))
+}
+
+/// Every file under `dir` with its size and modification time: equal snapshots mean nothing
+/// under `dir` was written (a missing `dir` is an empty snapshot).
+pub fn tree_snapshot(dir: &std::path::Path) -> std::collections::BTreeMap<std::path::PathBuf, (u64, std::time::SystemTime)> {
+    let mut files = std::collections::BTreeMap::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(next) = todo.pop() {
+        for entry in std::fs::read_dir(&next).into_iter().flatten().flatten() {
+            let Ok(meta) = entry.metadata() else { continue };
+            if meta.is_dir() {
+                todo.push(entry.path());
+            } else {
+                files.insert(entry.path(), (meta.len(), meta.modified().unwrap_or(std::time::UNIX_EPOCH)));
+            }
+        }
+    }
+    files
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 use super::{budget, cancel_on, deadline_after, Core, Io, Protocol, RunSettings, Stop, Transport};
 use crate::error::AgentError;
 use crate::kit::process::signal_group;
+use crate::kit::timeouts::expiry;
 use crate::kit::transport::wait_exit;
 use crate::request::Prompt;
 use crate::run::{ControlMessage, RunCompletion, RunControl, RunGuard, RunHandle};
@@ -23,8 +24,8 @@ use crate::session::{lock, Engine, Session, SessionCommand, SessionShared, WarmS
 use crate::universal::{SessionEnd, SessionEndReason, TerminatedBy, UniversalEvent};
 
 /// Starts a session on the current tokio runtime: the agent of `transport` takes turns through
-/// [`Protocol::send_turn`] and ends each with [`super::Ctx::end_turn`]. The request's timeout
-/// (in `settings`) applies to each turn.
+/// [`Protocol::send_turn`] and ends each with [`super::Ctx::end_turn`]. The request's timeouts
+/// (in `settings`: total, turn, start-up, idle) apply to each turn; nothing is timed between turns.
 pub fn start_session(settings: RunSettings, transport: Transport, protocol: Box<dyn Protocol>) -> Session {
     let agent_kind = settings.agent_kind.clone();
     let raw_wanted = Arc::new(AtomicBool::new(settings.include_raw));
@@ -48,7 +49,6 @@ struct Turn {
     /// Cancelled when the caller drops every part of the turn's handle.
     abandoned: CancellationToken,
     dropped: bool,
-    deadline: Option<Instant>,
 }
 
 struct SessionDriver {
@@ -83,7 +83,7 @@ impl SessionDriver {
         }
         while !(self.core.source_done && self.core.exit.is_some()) {
             let turn_abandoned = self.turn.as_ref().filter(|t| !t.dropped).map(|t| t.abandoned.clone());
-            let turn_deadline = self.turn.as_ref().and_then(|t| t.deadline);
+            let next_timeout = self.core.clock.next();
             let control_open = self.turn.as_ref().is_some_and(|t| t.control_open);
             let core = &mut self.core;
             tokio::select! {
@@ -107,9 +107,7 @@ impl SessionDriver {
                     }
                 }
                 command = self.commands.recv(), if self.commands_open => self.on_command(command),
-                _ = sleep_until(turn_deadline.unwrap_or_else(Instant::now)), if turn_deadline.is_some() && core.stop.is_none() => {
-                    core.begin_stop(Stop::TimedOut);
-                }
+                kind = expiry(next_timeout), if core.stop.is_none() => core.on_timeout(kind),
                 _ = sleep_until(core.escalate_at.unwrap_or_else(Instant::now)), if core.escalate_at.is_some() => core.escalate(),
                 _ = sleep_until(core.closed_deadline.unwrap_or_else(Instant::now)), if core.closed_deadline.is_some() => {
                     core.on_output_closed_timeout();
@@ -178,13 +176,13 @@ impl SessionDriver {
             tokio::spawn(cancel_on(token, control.clone()));
         }
         let handle = RunHandle::new(settings.agent_kind.clone(), settings.tools_structured, events_rx, completion_rx, control, guard);
-        let deadline = settings.timeout.and_then(|t| Instant::now().checked_add(t));
         self.core.raw_wanted.store(settings.include_raw, Ordering::Relaxed);
         self.turns += 1;
+        self.core.clock.start();
         self.core.events_tx = Some(events_tx);
         self.core.transcript.begin_turn();
         self.core.transcript.daemon_status("turn_started", Some(format!("turn {}", self.turns)));
-        self.turn = Some(Turn { completion_tx, control_rx, control_open: true, cancel_requested, abandoned, dropped: false, deadline });
+        self.turn = Some(Turn { completion_tx, control_rx, control_open: true, cancel_requested, abandoned, dropped: false });
         if let Some(Err(error)) = self.core.with_ctx(|p, ctx| p.send_turn(prompt, ctx)) {
             self.core.turn_end.get_or_insert(Err(error));
         }
@@ -197,9 +195,9 @@ impl SessionDriver {
         if cancelled {
             Err(AgentError::Cancelled)
         } else if self.core.stop == Some(Stop::TimedOut) {
-            Err(AgentError::Timeout { after: self.core.settings.timeout.unwrap_or_default() })
+            Err(self.core.clock.error())
         } else {
-            reported.map(|completion| self.core.complete_fields(completion))
+            self.core.settings.limits.enforce(reported).map(|completion| self.core.complete_fields(completion))
         }
     }
 
@@ -208,6 +206,7 @@ impl SessionDriver {
     async fn end_turn(&mut self, reported: Result<RunCompletion, AgentError>) {
         let Some(turn) = self.turn.take() else { return };
         let result = self.turn_result(&turn, reported);
+        self.core.clock.pause();
         self.close_turn(&result);
         if self.close.is_none() && self.core.fatal.is_none() {
             self.core.stop = None;

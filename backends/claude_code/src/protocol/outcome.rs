@@ -7,7 +7,7 @@
 
 use agent_api::kit::driver::Unparsed;
 use agent_api::kit::{Ctx, ExitInfo};
-use agent_api::{AgentError, RunCompletion, Usage};
+use agent_api::{AgentError, LimitKind, RunCompletion, Usage};
 use serde_json::{json, Value};
 
 use super::{safe, short, Channel, ClaudeProtocol};
@@ -110,6 +110,11 @@ impl Outcome {
         add(&mut self.usage.input_tokens, total_input);
         add(&mut self.usage.cached_input_tokens, n("cache_read_input_tokens"));
         add(&mut self.usage.output_tokens, n("output_tokens"));
+        add(&mut self.usage.cache_write_tokens, n("cache_creation_input_tokens"));
+        // Like the cost, the CLI counts the session's turns so far.
+        if let Some(turns) = result.get("num_turns").and_then(Value::as_u64) {
+            self.usage.turns = Some(u32::try_from(turns).unwrap_or(u32::MAX));
+        }
         // The CLI reports the session's cost so far: the last one is the total.
         if let Some(cost) = result.get("total_cost_usd").and_then(Value::as_f64) {
             self.usage.cost_usd = Some(cost);
@@ -169,9 +174,13 @@ impl Outcome {
 
 /// The error of a turn that failed without an API error.
 fn turn_failure(last: &TurnResult) -> AgentError {
+    // The CLI's own `--max-turns` and `--max-budget-usd` (set from the request's limits).
+    match last.subtype.as_str() {
+        "error_max_turns" => return AgentError::LimitReached { limit: LimitKind::Turns },
+        "error_max_budget_usd" => return AgentError::LimitReached { limit: LimitKind::CostUsd },
+        _ => {}
+    }
     let what = match last.subtype.as_str() {
-        "error_max_turns" => "the turn reached the maximum number of turns".to_string(),
-        "error_max_budget_usd" => "the turn reached the maximum budget".to_string(),
         "error_max_structured_output_retries" => "the turn ran out of structured-output retries".to_string(),
         "error_during_execution" => "the turn failed during execution".to_string(),
         // A `success` result flagged as an error: the subtype would only mislead.

@@ -199,10 +199,7 @@ async fn error_results_are_typed_by_status_and_subtype() {
         (error_result("success", Some(529)), |e| matches!(e, AgentError::RateLimited { .. })),
         (error_result("success", Some(503)), |e| matches!(e, AgentError::ServerError { status: Some(503), .. })),
         (error_result("success", Some(401)), |e| matches!(e, AgentError::Auth { .. })),
-        (
-            error_result("error_max_turns", None),
-            |e| matches!(e, AgentError::AgentFailed { message } if message.contains("maximum number of turns")),
-        ),
+        (error_result("error_max_turns", None), |e| matches!(e, AgentError::LimitReached { limit: agent_api::LimitKind::Turns })),
         (error_result("error_during_execution", None), |e| matches!(e, AgentError::AgentFailed { .. })),
     ];
     for (result, check) in cases {

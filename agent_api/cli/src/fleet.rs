@@ -1,0 +1,74 @@
+//! The flags for running many agents side by side (issue 24): separate timeouts, per-run homes,
+//! limits.
+
+use std::time::Duration;
+
+use agent_api::{Home, HomeSeed, RunRequest};
+use clap::{Args, ValueEnum};
+
+/// Where the agent keeps its config and state (`--home`).
+#[derive(ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum HomeFlag {
+    /// The user's own directories.
+    #[default]
+    Inherit,
+    /// Directories of the run's own, with copies of the user's credentials.
+    Isolated,
+    /// A fresh home with the user's credentials only: no user settings, hooks, MCP or memory.
+    Hermetic,
+}
+
+/// Timeouts beside `--timeout`, each ending the run with a timeout error that names it.
+#[derive(Args, Clone, Debug, Default)]
+pub(crate) struct FleetFlags {
+    /// Stop the run if the agent has not sent its first message after this many seconds.
+    #[arg(long, value_name = "SECONDS")]
+    startup_timeout: Option<u64>,
+    /// Stop the run after this many seconds without output from the agent.
+    #[arg(long, value_name = "SECONDS")]
+    idle_timeout: Option<u64>,
+    /// Stop each turn (a run is one turn) after this many seconds.
+    #[arg(long, value_name = "SECONDS")]
+    turn_timeout: Option<u64>,
+    /// Where the agent keeps its config and state.
+    #[arg(long, value_enum, default_value_t = HomeFlag::Inherit)]
+    home: HomeFlag,
+    /// End the run (limit reached) after this many model turns.
+    #[arg(long, value_name = "TURNS")]
+    max_turns: Option<u32>,
+    /// End the run (limit reached) past this many input plus output tokens.
+    #[arg(long, value_name = "TOKENS")]
+    max_tokens: Option<u64>,
+    /// End the run (limit reached) past this cost in US dollars, where the agent reports cost.
+    #[arg(long, value_name = "USD")]
+    max_cost: Option<f64>,
+}
+
+impl FleetFlags {
+    /// `request` with what these flags set.
+    pub(crate) fn apply(&self, mut request: RunRequest) -> RunRequest {
+        if let Some(secs) = self.startup_timeout {
+            request = request.with_startup_timeout(Duration::from_secs(secs));
+        }
+        if let Some(secs) = self.idle_timeout {
+            request = request.with_idle_timeout(Duration::from_secs(secs));
+        }
+        if let Some(secs) = self.turn_timeout {
+            request = request.with_turn_timeout(Duration::from_secs(secs));
+        }
+        if let Some(turns) = self.max_turns {
+            request = request.with_max_turns(turns);
+        }
+        if let Some(tokens) = self.max_tokens {
+            request = request.with_max_total_tokens(tokens);
+        }
+        if let Some(usd) = self.max_cost {
+            request = request.with_max_cost_usd(usd);
+        }
+        request.with_home(match self.home {
+            HomeFlag::Inherit => Home::Inherit,
+            HomeFlag::Isolated => Home::Isolated { seed: HomeSeed::Credentials },
+            HomeFlag::Hermetic => Home::Hermetic,
+        })
+    }
+}

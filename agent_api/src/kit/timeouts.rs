@@ -1,0 +1,162 @@
+//! The run's separate timeouts (`spec/run-protocol.md` §4): total, start-up (until the agent's
+//! first message), idle (no output) and per turn. The driver asks for the nearest deadline,
+//! tells the clock about output, and asks it which timeout expired.
+
+use std::time::Duration;
+
+use tokio::time::{sleep_until, Instant};
+
+use crate::error::{AgentError, TimeoutKind};
+
+/// The limits one run or session was given; `None` means none.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct TimeoutLimits {
+    /// The whole run; in a session, each turn (as before the other timeouts existed).
+    pub(crate) total: Option<Duration>,
+    /// Until the agent's first message.
+    pub(crate) startup: Option<Duration>,
+    /// Without any output while the run (or turn) is in progress.
+    pub(crate) idle: Option<Duration>,
+    /// One turn; a one-shot run is its one turn.
+    pub(crate) turn: Option<Duration>,
+}
+
+impl TimeoutLimits {
+    /// The limits a request sets.
+    pub(crate) fn of(request: &crate::RunRequest) -> Self {
+        Self { total: request.timeout, startup: request.startup_timeout, idle: request.idle_timeout, turn: request.turn_timeout }
+    }
+
+    /// The limits the driver's settings carry.
+    pub(crate) fn of_settings(settings: &super::RunSettings) -> Self {
+        Self { total: settings.timeout, startup: settings.startup_timeout, idle: settings.idle_timeout, turn: settings.turn_timeout }
+    }
+
+    /// The first limit that is zero, which no run can meet.
+    pub(crate) fn zero(&self) -> Option<TimeoutKind> {
+        self.each().into_iter().find_map(|(kind, limit)| limit.is_some_and(|d| d.is_zero()).then_some(kind))
+    }
+
+    fn each(&self) -> [(TimeoutKind, Option<Duration>); 4] {
+        [
+            (TimeoutKind::Total, self.total),
+            (TimeoutKind::Turn, self.turn),
+            (TimeoutKind::Startup, self.startup),
+            (TimeoutKind::Idle, self.idle),
+        ]
+    }
+}
+
+/// The clock of one run (or session): which deadlines are armed and which one expired.
+#[derive(Debug)]
+pub(crate) struct Clock {
+    limits: TimeoutLimits,
+    /// When the run (or the current turn) began; `None` between a session's turns.
+    started: Option<Instant>,
+    last_output: Instant,
+    seen_output: bool,
+    fired: Option<TimeoutKind>,
+}
+
+impl Clock {
+    pub(crate) fn new(limits: TimeoutLimits) -> Self {
+        Self { limits, started: None, last_output: Instant::now(), seen_output: false, fired: None }
+    }
+
+    /// A run or a turn begins: its deadlines count from now.
+    pub(crate) fn start(&mut self) {
+        let now = Instant::now();
+        self.started = Some(now);
+        self.last_output = now;
+        self.fired = None;
+    }
+
+    /// Between a session's turns nothing is timed.
+    pub(crate) fn pause(&mut self) {
+        self.started = None;
+    }
+
+    /// The agent wrote something.
+    pub(crate) fn on_output(&mut self) {
+        self.last_output = Instant::now();
+        self.seen_output = true;
+    }
+
+    /// The nearest armed deadline and its kind.
+    pub(crate) fn next(&self) -> Option<(Instant, TimeoutKind)> {
+        let started = self.started?;
+        self.limits
+            .each()
+            .into_iter()
+            .filter_map(|(kind, limit)| {
+                let from = match kind {
+                    TimeoutKind::Idle => self.last_output,
+                    TimeoutKind::Startup if self.seen_output => return None,
+                    _ => started,
+                };
+                // Past the clock's range is as good as no deadline.
+                Some((from.checked_add(limit?)?, kind))
+            })
+            .min_by_key(|(at, _)| *at)
+    }
+
+    /// Records that `kind` expired (the first one counts).
+    pub(crate) fn fire(&mut self, kind: TimeoutKind) {
+        self.fired.get_or_insert(kind);
+    }
+
+    /// The typed error for the timeout that expired.
+    pub(crate) fn error(&self) -> AgentError {
+        let which = self.fired.unwrap_or(TimeoutKind::Total);
+        let after = match which {
+            TimeoutKind::Startup => self.limits.startup,
+            TimeoutKind::Idle => self.limits.idle,
+            TimeoutKind::Turn => self.limits.turn,
+            _ => self.limits.total,
+        };
+        AgentError::Timeout { which, after: after.unwrap_or_default() }
+    }
+}
+
+/// Waits for `next` (from [`Clock::next`]) and says which timeout it was; never, for `None`.
+pub(crate) async fn expiry(next: Option<(Instant, TimeoutKind)>) -> TimeoutKind {
+    match next {
+        Some((at, kind)) => {
+            sleep_until(at).await;
+            kind
+        }
+        None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limits(startup: u64, idle: u64) -> TimeoutLimits {
+        TimeoutLimits { startup: Some(Duration::from_secs(startup)), idle: Some(Duration::from_secs(idle)), ..Default::default() }
+    }
+
+    #[test]
+    fn startup_counts_until_the_first_output_then_idle_takes_over() {
+        let mut clock = Clock::new(limits(5, 10));
+        assert_eq!(clock.next(), None, "nothing is timed before the run starts");
+        clock.start();
+        assert_eq!(clock.next().map(|(_, k)| k), Some(TimeoutKind::Startup));
+        clock.on_output();
+        let (at, kind) = clock.next().unwrap();
+        assert_eq!(kind, TimeoutKind::Idle);
+        assert!(at > Instant::now() + Duration::from_secs(9));
+        clock.pause();
+        assert_eq!(clock.next(), None);
+    }
+
+    #[test]
+    fn the_error_names_the_kind_and_its_limit() {
+        let mut clock = Clock::new(limits(5, 10));
+        clock.fire(TimeoutKind::Idle);
+        clock.fire(TimeoutKind::Startup);
+        assert!(matches!(clock.error(), AgentError::Timeout { which: TimeoutKind::Idle, after } if after == Duration::from_secs(10)));
+        assert_eq!(limits(0, 1).zero(), Some(TimeoutKind::Startup));
+    }
+}
