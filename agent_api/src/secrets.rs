@@ -57,10 +57,18 @@ pub fn redact(text: &str) -> Cow<'_, str> {
     out
 }
 
+/// What an agent's explanation becomes when it has no words: an error's text never ends in `: `.
+pub const NO_EXPLANATION: &str = "(no explanation given)";
+
 /// [`redact`], then cut to `max` bytes (on a char boundary) with the `…(truncated)` suffix of
 /// [`crate::bounds::truncate_message`]: the form an agent's explanation takes in an error.
+/// Blank text becomes [`NO_EXPLANATION`].
 pub fn redact_bounded(text: &str, max: usize) -> String {
-    crate::bounds::truncate_message(redact(text).trim(), max)
+    let text = redact(text);
+    if text.trim().is_empty() {
+        return crate::bounds::truncate_message(NO_EXPLANATION, max);
+    }
+    crate::bounds::truncate_message(text.trim(), max)
 }
 
 /// `Debug` for an environment map that shows the variable names only, never their values.
