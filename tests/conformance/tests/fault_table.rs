@@ -7,7 +7,7 @@ const TABLE: &str = include_str!("../../../spec/faults.md");
 
 /// The `path::test_name` links of one table row.
 fn links(row: &str) -> Vec<(&str, &str)> {
-    row.split('`').skip(1).step_by(2).filter_map(|code| code.split_once(".rs::").map(|(path, test)| (path, test))).collect()
+    row.split('`').skip(1).step_by(2).filter_map(|code| code.split_once(".rs::")).collect()
 }
 
 /// The table's data rows: the lines starting with `| <number> |`.

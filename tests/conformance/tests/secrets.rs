@@ -98,10 +98,19 @@ async fn leaks_of(name: &str, backend: &dyn AgentBackend, request: RunRequest) -
     found
 }
 
-/// `backend` boxed with its `Debug` text, which must not show the sentinel.
-fn shown(backend: impl AgentBackend + std::fmt::Debug + 'static) -> (Box<dyn AgentBackend>, String) {
-    let debug = format!("{backend:?}");
-    (Box::new(backend), debug)
+/// One backend under test, with the `Debug` text of its configured value and its request.
+struct Case {
+    name: String,
+    backend: Box<dyn AgentBackend>,
+    debug: String,
+    request: RunRequest,
+}
+
+impl Case {
+    fn new(name: impl Into<String>, backend: impl AgentBackend + std::fmt::Debug + 'static, request: RunRequest) -> Self {
+        let debug = format!("{backend:?}");
+        Self { name: name.into(), backend: Box::new(backend), debug, request }
+    }
 }
 
 /// The request every backend gets: the sentinel in the request's environment too.
@@ -122,23 +131,23 @@ fn env_for(keys: &[&str]) -> Vec<(String, String)> {
 
 /// Every backend, configured with sentinel keys and a sentinel token in its argv. The `Debug` of
 /// each configured backend is checked as it is built.
-fn backends() -> Vec<(String, (Box<dyn AgentBackend>, String), RunRequest)> {
+fn backends() -> Vec<Case> {
     use agent_api_acp::{AcpBackend, AcpConfig, AcpOptions};
     use agent_api_opencode::{Interface, OpenCodeBackend, OpenCodeConfig, OpenCodeOptions};
     let token = format!("--api-token={SENTINEL}");
-    let mut out: Vec<(String, (Box<dyn AgentBackend>, String), RunRequest)> = Vec::new();
+    let mut out: Vec<Case> = Vec::new();
 
     let mut claude = agent_api_claude_code::ClaudeCodeConfig::default().with_binary(fake()).with_extra_args([token.clone()]);
     for (k, v) in env_for(&["ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"]) {
         claude = claude.with_env(k, v);
     }
-    out.push(("claude_code".into(), shown(agent_api_claude_code::ClaudeCodeBackend::new(claude)), request()));
+    out.push(Case::new("claude_code", agent_api_claude_code::ClaudeCodeBackend::new(claude), request()));
 
     let mut codex = agent_api_codex::CodexConfig::with_binary(fake()).config_overrides([format!("api_key=\"{SENTINEL}\"")]);
     for (k, v) in env_for(&["OPENAI_API_KEY", "CODEX_API_KEY"]) {
         codex = codex.env(k, v);
     }
-    out.push(("codex".into(), shown(agent_api_codex::CodexBackend::new(codex)), request()));
+    out.push(Case::new("codex", agent_api_codex::CodexBackend::new(codex), request()));
 
     for interface in [Interface::Run, Interface::Serve, Interface::Acp] {
         let mut config = OpenCodeConfig::with_binary(fake()).startup_timeout(std::time::Duration::from_secs(3));
@@ -146,7 +155,7 @@ fn backends() -> Vec<(String, (Box<dyn AgentBackend>, String), RunRequest)> {
             config = config.env(k, v);
         }
         let request = request().with_options(&OpenCodeOptions::default().interface(interface));
-        out.push((format!("opencode {interface:?}"), shown(OpenCodeBackend::new(config)), request));
+        out.push(Case::new(format!("opencode {interface:?}"), OpenCodeBackend::new(config), request));
     }
 
     for (name, keys) in [("gemini", &["GEMINI_API_KEY", "GOOGLE_API_KEY"][..]), ("qwen", &["OPENAI_API_KEY", "DASHSCOPE_API_KEY"][..])] {
@@ -155,24 +164,24 @@ fn backends() -> Vec<(String, (Box<dyn AgentBackend>, String), RunRequest)> {
             config = config.env(k, v);
         }
         let backend = if name == "gemini" { AcpBackend::gemini(config) } else { AcpBackend::qwen(config) };
-        out.push((name.into(), shown(backend), request()));
+        out.push(Case::new(name, backend, request()));
     }
     let mut acp = AcpConfig::default();
     for (k, v) in env_for(&["AGENT_API_KEY"]) {
         acp = acp.env(k, v);
     }
     let generic = request().with_options(&AcpOptions::default().command([fake().to_string(), token.clone()]));
-    out.push(("acp".into(), shown(AcpBackend::generic(acp)), generic));
+    out.push(Case::new("acp", AcpBackend::generic(acp), generic));
 
     let mut amp = agent_api_amp::AmpConfig::default().with_binary(fake()).with_delegate_helper(fake());
     amp.extra_args.push(token);
     for (k, v) in env_for(&["AMP_API_KEY"]) {
         amp = amp.with_env(k, v);
     }
-    out.push(("amp".into(), shown(agent_api_amp::AmpBackend::new(amp)), request()));
+    out.push(Case::new("amp", agent_api_amp::AmpBackend::new(amp), request()));
 
     let scripted = request().with_options(&agent_api_scripted::ScriptedOptions::scenario("error").delay_ms(0));
-    out.push(("scripted".into(), shown(agent_api_scripted::ScriptedBackend::new()), scripted));
+    out.push(Case::new("scripted", agent_api_scripted::ScriptedBackend::new(), scripted));
     out
 }
 
@@ -180,11 +189,11 @@ fn backends() -> Vec<(String, (Box<dyn AgentBackend>, String), RunRequest)> {
 async fn no_backend_leaks_a_sentinel_secret_the_cli_echoes() {
     let logs = logs();
     let mut found = Vec::new();
-    for (name, (backend, debug), request) in backends() {
-        if debug.contains(SENTINEL) {
-            found.push(format!("{name}: Debug of the backend: {debug}"));
+    for case in backends() {
+        if case.debug.contains(SENTINEL) {
+            found.push(format!("{}: Debug of the backend: {}", case.name, case.debug));
         }
-        found.extend(leaks_of(&name, backend.as_ref(), request).await);
+        found.extend(leaks_of(&case.name, case.backend.as_ref(), case.request).await);
     }
     let logged = logs.lock().unwrap().clone();
     if logged.contains(SENTINEL) {
