@@ -13,7 +13,8 @@
 //! `stderr-flood MIB` (MIB mebibytes on stderr while stdout stays idle, then one line
 //! and exit 4),
 //! `close-stdin N` (closes its stdin, then N lines slowly while the SDK may still write),
-//! `text N` (N lines, then a clean exit), `pipe-holder` (starts a grandchild that inherits stdout
+//! `text N` (N lines, then a clean exit), `timed N BURST PAUSE_US` (N lines stamped with the time
+//! they were written, in bursts of BURST lines PAUSE_US microseconds apart), `pipe-holder` (starts a grandchild that inherits stdout
 //! and stderr, reports its pid, then exits at once while the grandchild holds the pipes open), `echo-secrets` (prints its environment and argv to
 //! stderr and inside stdout lines, then fails). The last four first report their own pid, the
 //! process group's id, as a `pid` line.
@@ -171,6 +172,11 @@ fn main() {
             good(&mut out, "done");
         }
         Some("echo-secrets") => echo_secrets(&mut out),
+        Some("timed") => timed(
+            args.get(1).and_then(|s| s.parse().ok()).unwrap_or(10_000),
+            args.get(2).and_then(|s| s.parse().ok()).unwrap_or(1),
+            args.get(3).and_then(|s| s.parse().ok()).unwrap_or(100),
+        ),
         _ => {
             eprintln!(
                 "usage: fake_agent_cli crash|hang|hang-with-child|setsid-child|setsid-orphan|ignore-term|big-line MIB|invalid-utf8|flood GIB BIG_MIB|echo-stdin"
@@ -179,6 +185,20 @@ fn main() {
         }
     }
     out.flush().unwrap();
+}
+
+/// Writes `n` lines in bursts of `burst`, `pause_us` microseconds apart, each carrying the wall-clock
+/// nanoseconds at which it was written (for the latency benchmark).
+fn timed(n: usize, burst: usize, pause_us: u64) {
+    let mut stdout = std::io::stdout().lock();
+    for i in 0..n {
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+        stdout.write_all(format!("{{\"type\":\"text\",\"text\":\"{now} \"}}\n").as_bytes()).unwrap();
+        stdout.flush().unwrap();
+        if (i + 1) % burst.max(1) == 0 {
+            std::thread::sleep(std::time::Duration::from_micros(pause_us));
+        }
+    }
 }
 
 /// Reports this process's pid: the agent's process group has the same id.
