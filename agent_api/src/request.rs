@@ -261,7 +261,7 @@ impl std::fmt::Debug for RunRequest {
             .field("variant", &self.variant)
             .field("session", &self.session)
             .field("permissions", &self.permissions)
-            .field("extensions", &self.extensions)
+            .field("extensions", &crate::secrets::Redacted(&self.extensions))
             .field("include_raw", &self.include_raw)
             .field("skip_permission_prompts", &self.skip_permission_prompts)
             .field("cancellation", &self.cancellation)

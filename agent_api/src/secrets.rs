@@ -57,10 +57,18 @@ pub fn redact(text: &str) -> Cow<'_, str> {
     out
 }
 
+/// What an agent's explanation becomes when it has no words: an error's text never ends in `: `.
+pub const NO_EXPLANATION: &str = "(no explanation given)";
+
 /// [`redact`], then cut to `max` bytes (on a char boundary) with the `…(truncated)` suffix of
 /// [`crate::bounds::truncate_message`]: the form an agent's explanation takes in an error.
+/// Blank text becomes [`NO_EXPLANATION`].
 pub fn redact_bounded(text: &str, max: usize) -> String {
-    crate::bounds::truncate_message(redact(text).trim(), max)
+    let text = redact(text);
+    if text.trim().is_empty() {
+        return crate::bounds::truncate_message(NO_EXPLANATION, max);
+    }
+    crate::bounds::truncate_message(text.trim(), max)
 }
 
 /// `Debug` for an environment map that shows the variable names only, never their values.
@@ -82,6 +90,74 @@ impl fmt::Debug for EnvNames<'_> {
             }
         }
         f.debug_map().entries(self.0.keys().map(|k| (k, Hidden))).finish()
+    }
+}
+
+/// Whether a variable, flag or field name names a secret (`OPENAI_API_KEY`, `--api-token`,
+/// `OPENCODE_SERVER_PASSWORD`, `auth`).
+pub fn is_secret_name(name: &str) -> bool {
+    static NAME: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"(?i)(api[_\-]?key|apikey|(^|[_\-])key$|token|secret|password|passwd|auth|credential|cookie)")
+            .expect("the secret-name pattern compiles")
+    });
+    NAME.is_match(name.trim_start_matches('-'))
+}
+
+/// The values a run hands its agent that are secrets, so that they can be masked wherever the
+/// agent echoes them: the values of secret-named environment variables, of secret-named
+/// `--flag=value` or `name=value` arguments, and the argument after a secret-named `--flag`.
+pub fn secret_values<'a>(env: impl IntoIterator<Item = (&'a str, &'a str)>, args: &[String]) -> Vec<String> {
+    let mut values: Vec<String> = env.into_iter().filter(|(k, _)| is_secret_name(k)).map(|(_, v)| v.to_string()).collect();
+    for (i, arg) in args.iter().enumerate() {
+        if let Some((name, value)) = arg.split_once('=') {
+            if is_secret_name(name) {
+                values.push(value.trim_matches(|c| c == '"' || c == '\'').to_string());
+            }
+        } else if arg.starts_with('-') && is_secret_name(arg) {
+            values.extend(args.get(i + 1).cloned());
+        }
+    }
+    // Values too short to be a secret would only mask ordinary words.
+    values.retain(|v| v.len() >= 6);
+    values.sort();
+    values.dedup();
+    values
+}
+
+/// [`redact`], then every one of `values` (from [`secret_values`]) replaced by [`REDACTED`].
+pub fn redact_with<'t>(text: &'t str, values: &[String]) -> Cow<'t, str> {
+    let mut out = redact(text);
+    for value in values {
+        if out.contains(value.as_str()) {
+            out = Cow::Owned(out.replace(value.as_str(), REDACTED));
+        }
+    }
+    out
+}
+
+/// `Debug` for an argument list that masks the secret values in it (see [`secret_values`]).
+///
+/// ```
+/// let args = vec!["--api-key".to_string(), "hunter2-live".to_string(), "--token=abcdef99".to_string()];
+/// let shown = format!("{:?}", agent_api::secrets::ArgsShown(&args));
+/// assert!(shown.contains("--api-key") && !shown.contains("hunter2-live") && !shown.contains("abcdef99"));
+/// ```
+pub struct ArgsShown<'a>(pub &'a [String]);
+
+impl fmt::Debug for ArgsShown<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let values = secret_values([], self.0);
+        f.debug_list().entries(self.0.iter().map(|arg| redact_with(arg, &values))).finish()
+    }
+}
+
+/// `Debug` of any value with [`redact`] applied to the text, for fields that may carry keys
+/// (free-form extension options, argv held as JSON).
+pub struct Redacted<T>(pub T);
+
+impl<T: fmt::Debug> fmt::Debug for Redacted<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&redact(&format!("{:?}", self.0)))
     }
 }
 

@@ -19,6 +19,10 @@
 //! - [`hitl`]: permissions and questions: the run's policy, the caller's answers, and one
 //!   requested and one resolved event per request, saying who decided;
 //! - [`replay`]: plays a recorded native log through the same protocol.
+//!
+//! A new backend also joins the workspace's shared harnesses (see the README's "Writing a
+//! backend"): the converter property tests (`tests/conformance/tests/converter_props.rs`), the
+//! secret-sentinel test (`tests/conformance/tests/secrets.rs`) and the fault table (`spec/faults.md`).
 
 pub mod budget;
 pub mod driver;

@@ -45,7 +45,7 @@ impl std::fmt::Debug for CommandSpec {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CommandSpec")
             .field("program", &self.program)
-            .field("args", &self.args)
+            .field("args", &crate::secrets::ArgsShown(&self.args_lossy()))
             .field("env", &crate::secrets::EnvNames(&self.env))
             .field("env_remove", &self.env_remove)
             .field("clear_env", &self.clear_env)
@@ -57,6 +57,22 @@ impl std::fmt::Debug for CommandSpec {
 }
 
 impl CommandSpec {
+    /// The secret values this command hands its agent: those of secret-named variables it sets or
+    /// inherits, and those of secret-named arguments (see [`crate::secrets::secret_values`]).
+    pub fn secret_values(&self) -> Vec<String> {
+        let inherited: Vec<(String, String)> = if self.clear_env {
+            Vec::new()
+        } else {
+            std::env::vars().filter(|(k, _)| !self.env.contains_key(k) && !self.env_remove.contains(k)).collect()
+        };
+        let env = self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())).chain(inherited.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        crate::secrets::secret_values(env, &self.args_lossy())
+    }
+
+    fn args_lossy(&self) -> Vec<String> {
+        self.args.iter().map(|a| a.to_string_lossy().into_owned()).collect()
+    }
+
     /// A spec for `program` with no arguments.
     pub fn new(program: impl Into<PathBuf>) -> Self {
         Self { program: program.into(), ..Self::default() }

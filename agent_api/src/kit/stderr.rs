@@ -1,6 +1,9 @@
-//! Bounded capture of an agent's stderr: the first 20 and the last 50 lines.
+//! Bounded capture of an agent's stderr: the first 20 and the last 50 lines, with secrets masked
+//! (an agent that dumps its environment or argv on failure must not put its keys in an event).
 
 use std::collections::VecDeque;
+use std::pin::Pin;
+use std::sync::Arc;
 
 use tokio::io::{AsyncRead, BufReader};
 
@@ -14,19 +17,40 @@ pub const TAIL_LINES: usize = 50;
 /// Longest stderr line kept, in bytes; longer ones are cut.
 pub const MAX_LINE_BYTES: usize = 2048;
 
-/// Collects the head and tail of a stream of lines in bounded memory.
+/// An agent's stderr stream and the secret values the run handed the agent, masked in what is kept.
+pub struct StderrSource {
+    stream: Pin<Box<dyn AsyncRead + Send>>,
+    secrets: Arc<[String]>,
+}
+
+impl StderrSource {
+    /// `stream`, with `secrets` (see [`crate::secrets::secret_values`]) to mask.
+    pub fn new(stream: Pin<Box<dyn AsyncRead + Send>>, secrets: Vec<String>) -> Self {
+        Self { stream, secrets: secrets.into() }
+    }
+}
+
+impl std::fmt::Debug for StderrSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StderrSource").field("secrets", &self.secrets.len()).finish_non_exhaustive()
+    }
+}
+
+/// Collects the head and tail of a stream of lines in bounded memory, secrets masked.
 #[derive(Debug, Clone, Default)]
 pub struct StderrCapture {
     head: Vec<String>,
     tail: VecDeque<String>,
     total: u64,
+    secrets: Arc<[String]>,
 }
 
 impl StderrCapture {
-    /// Adds one line.
+    /// Adds one line; the known secret shapes and the run's secret values are masked in it.
     pub fn push(&mut self, line: &[u8]) {
         self.total += 1;
-        let text = String::from_utf8_lossy(&line[..line.len().min(MAX_LINE_BYTES)]).into_owned();
+        let cut = String::from_utf8_lossy(&line[..line.len().min(MAX_LINE_BYTES)]);
+        let text = crate::secrets::redact_with(&cut, &self.secrets).into_owned();
         if self.head.len() < HEAD_LINES {
             self.head.push(text);
             return;
@@ -59,10 +83,10 @@ impl StderrCapture {
         }
     }
 
-    /// Reads `stream` to its end.
-    pub async fn read_from(stream: impl AsyncRead + Unpin) -> StderrCapture {
-        let mut capture = StderrCapture::default();
-        let mut lines = BoundedLineReader::new(BufReader::new(stream), MAX_LINE_BYTES);
+    /// Reads `source` to its end.
+    pub async fn read_from(source: StderrSource) -> StderrCapture {
+        let mut capture = StderrCapture { secrets: source.secrets, ..StderrCapture::default() };
+        let mut lines = BoundedLineReader::new(BufReader::new(source.stream), MAX_LINE_BYTES);
         while let Ok(Some(line)) = lines.next_line().await {
             match line {
                 Line::Complete(bytes) => capture.push(&bytes),

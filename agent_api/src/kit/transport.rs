@@ -14,6 +14,7 @@ use tokio::task::JoinHandle;
 
 use super::lines::{BoundedLineReader, Line};
 use super::process::{spawn, CommandSpec, ProcessGroupChild};
+use super::stderr::StderrSource;
 use crate::error::AgentError;
 
 /// One item from a transport's output.
@@ -46,7 +47,7 @@ pub(super) enum Lifecycle {
 pub struct Transport {
     pub(super) source: LineSource,
     pub(super) stdin: Option<Pin<Box<dyn AsyncWrite + Send>>>,
-    pub(super) stderr: Option<Pin<Box<dyn AsyncRead + Send>>>,
+    pub(super) stderr: Option<super::stderr::StderrSource>,
     pub(super) lifecycle: Lifecycle,
 }
 
@@ -62,15 +63,12 @@ impl Transport {
     /// Spawns the agent CLI (see [`super::process::spawn`]).
     pub fn spawn(spec: &CommandSpec, line_cap: usize) -> Result<Self, AgentError> {
         let mut process = spawn(spec)?;
+        let secrets = spec.secret_values();
         let stdout = process.child.stdout.take().expect("stdout is piped");
         let stderr = process.child.stderr.take().expect("stderr is piped");
         let stdin = process.child.stdin.take().map(|s| Box::pin(s) as Pin<Box<dyn AsyncWrite + Send>>);
-        Ok(Self {
-            source: line_source(stdout, line_cap),
-            stdin,
-            stderr: Some(Box::pin(stderr)),
-            lifecycle: Lifecycle::Process(Box::new(process)),
-        })
+        let stderr = Some(StderrSource::new(Box::pin(stderr), secrets));
+        Ok(Self { source: line_source(stdout, line_cap), stdin, stderr, lifecycle: Lifecycle::Process(Box::new(process)) })
     }
 
     /// Runs `agent` as a task of this process, talking through in-memory pipes. Its return

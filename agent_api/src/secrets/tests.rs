@@ -63,3 +63,19 @@ fn debug_of_requests_and_command_specs_never_prints_env_values() {
         assert!(shown.contains("_API_KEY"), "the names stay: {shown}");
     }
 }
+
+#[test]
+fn secret_values_come_from_secret_named_variables_and_arguments_only() {
+    let env = [("OPENAI_API_KEY", "live-value-1"), ("OPENCODE_SERVER_PASSWORD", "pw-value-2"), ("HOME", "/root/home")];
+    let args: Vec<String> =
+        ["--api-key", "flag-value-3", "--token=eq-value-4", "-c", "api_key=\"quoted-value-5\"", "--model", "gpt-model-6"]
+            .map(String::from)
+            .to_vec();
+    let values = secret_values(env, &args);
+    for wanted in ["live-value-1", "pw-value-2", "flag-value-3", "eq-value-4", "quoted-value-5"] {
+        assert!(values.iter().any(|v| v == wanted), "{wanted} missing from {values:?}");
+    }
+    assert!(!values.iter().any(|v| v == "/root/home" || v == "gpt-model-6"), "{values:?}");
+    let masked = redact_with("echo: OPENAI_API_KEY is live-value-1 and argv flag-value-3", &values);
+    assert!(!masked.contains("live-value-1") && !masked.contains("flag-value-3"), "{masked}");
+}

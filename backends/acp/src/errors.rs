@@ -43,6 +43,10 @@ pub fn explanation(text: &str) -> String {
             }
         })
         .collect();
+    if words.is_empty() {
+        // An empty explanation would end the error's text in `: ` (found by converter_props).
+        return agent_api::secrets::NO_EXPLANATION.to_string();
+    }
     agent_api::bounds::truncate_message(&words.join(" "), EXPLANATION_BOUND)
 }
 

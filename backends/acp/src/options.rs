@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 /// How the backend starts its agent; per-run choices are in [`GeminiOptions`] / [`QwenOptions`] /
 /// [`AcpOptions`].
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 #[non_exhaustive]
 pub struct AcpConfig {
     /// The agent program (`gemini`, `qwen`: found on `PATH` when unset; `acp`: used when the run gives no
@@ -20,6 +20,18 @@ pub struct AcpConfig {
     pub env: BTreeMap<String, String>,
     /// Working directory when the request sets none.
     pub working_dir: Option<PathBuf>,
+}
+
+/// Shows variable names and masked arguments, never the values of keys.
+impl std::fmt::Debug for AcpConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AcpConfig")
+            .field("binary", &self.binary)
+            .field("args", &agent_api::secrets::ArgsShown(&self.args))
+            .field("env", &agent_api::secrets::EnvNames(&self.env))
+            .field("working_dir", &self.working_dir)
+            .finish()
+    }
 }
 
 impl AcpConfig {

@@ -99,7 +99,7 @@ impl std::fmt::Debug for AmpConfig {
             .field("env", &agent_api::secrets::EnvNames(&self.env))
             .field("inherit_env", &self.inherit_env)
             .field("working_dir", &self.working_dir)
-            .field("extra_args", &self.extra_args)
+            .field("extra_args", &agent_api::secrets::ArgsShown(&self.extra_args))
             .field("delegate_helper", &self.delegate_helper)
             .field("credentials_configured", &self.credentials_configured)
             .finish()

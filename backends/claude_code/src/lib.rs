@@ -103,7 +103,7 @@ impl std::fmt::Debug for ClaudeCodeConfig {
             .field("env", &agent_api::secrets::EnvNames(&self.env))
             .field("inherit_env", &self.inherit_env)
             .field("working_dir", &self.working_dir)
-            .field("extra_args", &self.extra_args)
+            .field("extra_args", &agent_api::secrets::ArgsShown(&self.extra_args))
             .finish()
     }
 }

@@ -195,7 +195,7 @@ impl std::fmt::Debug for CodexConfig {
         f.debug_struct("CodexConfig")
             .field("binary", &self.binary)
             .field("env", &agent_api::secrets::EnvNames(&self.env))
-            .field("config_overrides", &self.config_overrides)
+            .field("config_overrides", &agent_api::secrets::ArgsShown(&self.config_overrides))
             .field("quiet", &self.quiet)
             .field("default_mode", &self.default_mode)
             .field("reasoning_summary", &self.reasoning_summary)

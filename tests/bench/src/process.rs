@@ -188,6 +188,31 @@ pub fn tree_snapshot(dir: &std::path::Path) -> std::collections::BTreeMap<std::p
     files
 }
 
+/// Every process of process group `pgid`, zombies included: a group is gone only when this is empty.
+pub fn group_members(pgid: i32) -> Vec<i32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            // The group id is the third field after the parenthesised command name.
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            stat.rsplit_once(") ").and_then(|(_, rest)| rest.split_whitespace().nth(2)?.parse::<i32>().ok()) == Some(pgid)
+        })
+        .collect()
+}
+
+/// Waits up to `limit` for process group `pgid` to have no process left; true once it has none.
+pub async fn group_gone_within(pgid: i32, limit: Duration) -> bool {
+    let deadline = Instant::now() + limit;
+    while !group_members(pgid).is_empty() {
+        if Instant::now() > deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    true
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

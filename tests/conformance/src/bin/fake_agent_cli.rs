@@ -9,7 +9,15 @@
 //! `close-stdout` (reports its pid, closes stdout and lives on), `ignore-stdin N` (N lines, then
 //! hangs without ever reading stdin)),
 //! `setsid-child` (starts a grandchild in a new session, as Claude Code does for its tool shells, then
-//! hangs), `setsid-orphan` (the same grandchild, then exits at once, leaving it behind).
+//! hangs), `setsid-orphan` (the same grandchild, then exits at once, leaving it behind),
+//! `stderr-flood MIB` (MIB mebibytes on stderr while stdout stays idle, then one line
+//! and exit 4),
+//! `close-stdin N` (closes its stdin, then N lines slowly while the SDK may still write),
+//! `text N` (N lines, then a clean exit), `timed N BURST PAUSE_US` (N lines stamped with the time
+//! they were written, in bursts of BURST lines PAUSE_US microseconds apart), `pipe-holder` (starts a grandchild that inherits stdout
+//! and stderr, reports its pid, then exits at once while the grandchild holds the pipes open), `echo-secrets` (prints its environment and argv to
+//! stderr and inside stdout lines, then fails). The last four first report their own pid, the
+//! process group's id, as a `pid` line.
 
 use std::io::{BufRead, Write};
 
@@ -18,7 +26,11 @@ fn good(out: &mut impl Write, text: &str) {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    // A backend builds its own argv; the mode then comes from the environment it passes on.
+    if let Ok(mode) = std::env::var("FAKE_AGENT_MODE") {
+        args.insert(0, mode);
+    }
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     let number = |i: usize, default| args.get(i).and_then(|s| s.parse().ok()).unwrap_or(default);
@@ -66,6 +78,37 @@ fn main() {
             out.flush().unwrap();
             std::thread::sleep(std::time::Duration::from_secs(3600));
         }
+        Some("stderr-flood") => {
+            report_own_pid(&mut out);
+            stderr_flood(args.get(1).and_then(|s| s.parse().ok()).unwrap_or(64));
+            good(&mut out, "after the flood");
+            out.flush().unwrap();
+            // A failure, so that the run reports the (bounded) stderr it kept.
+            std::process::exit(4);
+        }
+        Some("close-stdin") => {
+            report_own_pid(&mut out);
+            close_stdin_and_talk(&mut out, args.get(1).and_then(|s| s.parse().ok()).unwrap_or(20));
+        }
+        Some("text") => {
+            report_own_pid(&mut out);
+            for i in 0..args.get(1).and_then(|s| s.parse().ok()).unwrap_or(3) {
+                good(&mut out, &format!("line {i} "));
+            }
+        }
+        Some("pipe-holder") => {
+            // Left running on purpose: it holds the pipes after this process exits.
+            #[allow(clippy::zombie_processes)]
+            let child = std::process::Command::new("sleep").arg("3600").spawn().unwrap();
+            writeln!(out, "{{\"type\":\"pid\",\"pid\":{}}}", child.id()).unwrap();
+            good(&mut out, "done");
+        }
+        Some("echo-secrets") => echo_secrets(&mut out),
+        Some("timed") => timed(
+            args.get(1).and_then(|s| s.parse().ok()).unwrap_or(10_000),
+            args.get(2).and_then(|s| s.parse().ok()).unwrap_or(1),
+            args.get(3).and_then(|s| s.parse().ok()).unwrap_or(100),
+        ),
         _ => {
             eprintln!(
                 "usage: fake_agent_cli crash|hang|hang-with-child|setsid-child|setsid-orphan|ignore-term|big-line MIB|invalid-utf8|flood GIB BIG_MIB|echo-stdin"
@@ -155,6 +198,63 @@ fn echo_stdin(out: &mut impl Write) {
         writeln!(out, "{{\"type\":\"echo\",\"line\":{}}}", serde_json::to_string(&line).unwrap()).unwrap();
         out.flush().unwrap();
     }
+}
+
+/// Writes `n` lines in bursts of `burst`, `pause_us` microseconds apart, each carrying the wall-clock
+/// nanoseconds at which it was written (for the latency benchmark).
+fn timed(n: usize, burst: usize, pause_us: u64) {
+    let mut stdout = std::io::stdout().lock();
+    for i in 0..n {
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+        stdout.write_all(format!("{{\"type\":\"text\",\"text\":\"{now} \"}}\n").as_bytes()).unwrap();
+        stdout.flush().unwrap();
+        if (i + 1) % burst.max(1) == 0 {
+            std::thread::sleep(std::time::Duration::from_micros(pause_us));
+        }
+    }
+}
+
+/// Reports this process's pid: the agent's process group has the same id.
+fn report_own_pid(out: &mut impl Write) {
+    writeln!(out, "{{\"type\":\"pid\",\"pid\":{}}}", std::process::id()).unwrap();
+    out.flush().unwrap();
+}
+
+/// Writes `mib` mebibytes of stderr lines; a reader that waits on stdout alone would deadlock here.
+fn stderr_flood(mib: usize) {
+    let mut err = std::io::stderr().lock();
+    let line = format!("{}\n", "e".repeat(1023));
+    for _ in 0..mib * 1024 {
+        err.write_all(line.as_bytes()).unwrap();
+    }
+    err.flush().unwrap();
+}
+
+/// Closes stdin, then writes `n` lines slowly, so the SDK's replies meet a closed pipe.
+fn close_stdin_and_talk(out: &mut impl Write, n: usize) {
+    // SAFETY: closing our own stdin; nothing reads it afterwards.
+    unsafe {
+        libc::close(0);
+    }
+    for i in 0..n {
+        good(out, &format!("{i} "));
+        out.flush().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+/// Echoes the environment and argv to stderr and inside stdout lines (unparseable and JSON),
+/// as a CLI that dumps its configuration on failure would; then exits 1.
+fn echo_secrets(out: &mut impl Write) -> ! {
+    let dump: Vec<String> =
+        std::env::vars().map(|(k, v)| format!("{k}={v}")).chain(std::env::args().map(|a| format!("argv {a}"))).collect();
+    for entry in &dump {
+        eprintln!("config: {entry}");
+        writeln!(out, "not json: {entry}").unwrap();
+        writeln!(out, "{{\"type\":\"config\",\"entry\":{}}}", serde_json::to_string(entry).unwrap()).unwrap();
+    }
+    out.flush().unwrap();
+    std::process::exit(1)
 }
 
 /// Reports its pid, closes stdout and lives on: only a grace period and a kill end it.

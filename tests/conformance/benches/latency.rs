@@ -1,0 +1,85 @@
+//! Latency from a child writing a line to the consumer holding its event, against a bare tokio
+//! line reader (+ JSON parse) on the same child output, measured in the same run.
+//!
+//! `cargo bench -p agent_api_conformance --bench latency` prints p50/p99 of both, at a steady rate
+//! (one line every 200 µs) and in bursts (200 lines, then 20 ms), 10,000 lines each, and
+//! `latency p99 ratio: <x>x` (the worse of the two patterns; target ≤ 1.2×).
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use agent_api::kit::{start_run, CommandSpec, RunSettings, Transport};
+use agent_api::universal::UniversalEventBody;
+use agent_api::AgentKind;
+use agent_api_conformance::fake::FakeProtocol;
+use futures::StreamExt;
+use tokio::io::AsyncBufReadExt;
+
+const LINES: &str = "10000";
+
+fn now_ns() -> u128 {
+    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos()
+}
+
+/// Microseconds from the stamp in `text` (`"<ns> "`) to now.
+fn since(text: &str) -> Option<f64> {
+    let sent: u128 = text.trim().parse().ok()?;
+    Some(now_ns().saturating_sub(sent) as f64 / 1000.0)
+}
+
+fn args(burst: &str, pause_us: &str) -> Vec<String> {
+    ["timed", LINES, burst, pause_us].map(String::from).to_vec()
+}
+
+async fn bare(args: &[String]) -> Vec<f64> {
+    let mut child =
+        tokio::process::Command::new(env!("CARGO_BIN_EXE_fake_agent_cli")).args(args).stdout(std::process::Stdio::piped()).spawn().unwrap();
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut out = Vec::new();
+    while let Ok(Some(line)) = lines.next_line().await {
+        let value: serde_json::Value = serde_json::from_str(&line).unwrap();
+        out.extend(value["text"].as_str().and_then(since));
+    }
+    child.wait().await.unwrap();
+    out
+}
+
+async fn sdk(args: &[String]) -> Vec<f64> {
+    let settings = RunSettings::new(AgentKind::from_static("fake"));
+    let transport = Transport::spawn(&CommandSpec::new(env!("CARGO_BIN_EXE_fake_agent_cli")).args(args), settings.line_cap).unwrap();
+    let (mut events, completion) = start_run(settings, transport, Box::new(FakeProtocol::default())).into_universal();
+    let mut out = Vec::new();
+    while let Some(event) = events.next().await {
+        if let UniversalEventBody::ItemDelta(d) = &event.body {
+            out.extend(since(&d.delta));
+        }
+    }
+    assert!(completion.await.is_ok());
+    out
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+fn report(name: &str, mut samples: Vec<f64>) -> f64 {
+    samples.sort_by(f64::total_cmp);
+    let (p50, p99) = (percentile(&samples, 0.5), percentile(&samples, 0.99));
+    println!("{name}: {} lines, p50 {p50:.0} µs, p99 {p99:.0} µs", samples.len());
+    p99
+}
+
+fn main() {
+    if !std::env::args().any(|a| a == "--bench") {
+        println!("latency benchmark: run it with `cargo bench -p agent_api_conformance --bench latency`");
+        return;
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let mut worst: f64 = 0.0;
+    for (pattern, burst, pause) in [("steady", "1", "200"), ("bursts", "200", "20000")] {
+        let args = args(burst, pause);
+        let base = report(&format!("{pattern} bare"), runtime.block_on(bare(&args)));
+        let full = report(&format!("{pattern} sdk"), runtime.block_on(sdk(&args)));
+        worst = worst.max(full / base);
+    }
+    println!("latency p99 ratio: {worst:.2}x");
+}
