@@ -25,6 +25,12 @@ pub trait AgentBackend: Send + Sync {
         &[]
     }
 
+    /// How the backend honours each portable option it advertises (`agent_api.options.*`): the
+    /// native flag, config key or protocol field, for `spec/options.md`.
+    fn option_mappings(&self) -> &'static [crate::portable::OptionMapping] {
+        &[]
+    }
+
     /// Starts a run. Validation errors come back before anything is spawned.
     async fn run(&self, request: RunRequest) -> Result<RunHandle, AgentError>;
 
@@ -90,5 +96,5 @@ pub fn validate_template(
     if request.timeout.is_some_and(|t| t.is_zero()) {
         return Err(AgentError::InvalidRequest { reason: "the timeout is zero".into() });
     }
-    Ok(())
+    request.portable.validate()
 }

@@ -219,6 +219,12 @@ pub enum AgentError {
         /// What the file looks like.
         looks_like: crate::history::StoreShape,
     },
+    /// The final answer is not JSON that fits the request's output schema.
+    #[error("the answer does not fit the output schema: {reason}")]
+    StructuredOutput {
+        /// What is wrong (the JSON parse error or the schema validation message), bounded.
+        reason: String,
+    },
 }
 
 fn describe_exit(code: Option<i32>, signal: Option<i32>) -> String {
@@ -267,6 +273,7 @@ impl AgentError {
             AgentError::Replay { .. } => "replay",
             AgentError::ServiceUnreachable { .. } => "service_unreachable",
             AgentError::StoredSessionFile { .. } => "stored_session_file",
+            AgentError::StructuredOutput { .. } => "structured_output",
         }
     }
 }

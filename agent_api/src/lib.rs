@@ -38,11 +38,13 @@ pub mod history;
 pub mod kind;
 pub mod kit;
 pub mod options;
+pub mod portable;
 pub mod projection;
 pub mod request;
 pub mod run;
 pub mod secrets;
 pub mod session;
+pub mod structured;
 pub mod summary;
 pub mod tools_facet;
 pub mod universal;
@@ -56,6 +58,7 @@ pub use event::{AgentWrapperEvent, AgentWrapperEventKind, Channel, PermissionFac
 pub use gateway::Gateway;
 pub use kind::AgentKind;
 pub use options::BackendOptions;
+pub use portable::{McpServer, PortableOptions};
 pub use request::{PermissionPolicy, PermissionRule, Prompt, RunRequest, SessionSelector, ToolCategory};
 pub use run::{
     Completion, ControlCommand, PermissionDecision, QuestionAnswer, RunCompletion, RunControl, RunHandle, UniversalEvents, Usage,

@@ -165,6 +165,9 @@ pub struct RunRequest {
     /// Cancels the run when cancelled, as [`RunControl::cancel`](crate::RunControl::cancel) does;
     /// one token can stop many runs.
     pub cancellation: Option<CancellationToken>,
+    /// Portable options (system prompt, extra directories, MCP servers, tool lists, the agent's
+    /// own limits, an output schema): each needs its `agent_api.options.*` capability.
+    pub portable: crate::portable::PortableOptions,
 }
 
 /// Shows the variable names of `env`, never their values (they are often API keys).
@@ -184,6 +187,7 @@ impl std::fmt::Debug for RunRequest {
             .field("skip_permission_prompts", &self.skip_permission_prompts)
             .field("cancellation", &self.cancellation)
             .field("buffer_budget", &self.buffer_budget)
+            .field("portable", &self.portable)
             .finish()
     }
 }
@@ -277,6 +281,12 @@ impl RunRequest {
         self
     }
 
+    /// Sets the portable options (see [`crate::portable`]).
+    pub fn with_portable(mut self, options: crate::portable::PortableOptions) -> Self {
+        self.portable = options;
+        self
+    }
+
     /// The capability ids a backend must advertise to serve this request.
     pub fn required_capabilities(&self) -> BTreeSet<&'static str> {
         let mut needed = BTreeSet::from([caps::RUN]);
@@ -304,6 +314,7 @@ impl RunRequest {
         if self.skip_permission_prompts {
             needed.insert(caps::SKIP_PERMISSION_PROMPTS);
         }
+        needed.extend(self.portable.required_capabilities());
         needed
     }
 }

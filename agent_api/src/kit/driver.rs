@@ -70,6 +70,9 @@ pub struct RunSettings {
     pub input_limit: usize,
     /// The caller's token that cancels the run (see [`RunRequest::with_cancellation`]).
     pub cancellation: Option<CancellationToken>,
+    /// The request's output schema: a successful run's answer must fit it
+    /// ([`crate::structured::conform`]).
+    pub output_schema: Option<serde_json::Value>,
 }
 
 impl RunSettings {
@@ -89,6 +92,7 @@ impl RunSettings {
             buffer_budget: DEFAULT_BUFFER_BUDGET,
             input_limit: DEFAULT_INPUT_LIMIT,
             cancellation: None,
+            output_schema: None,
         }
     }
 
@@ -100,6 +104,7 @@ impl RunSettings {
         settings.timeout = request.timeout;
         settings.tools_structured = capabilities.contains(agent_api_capabilities::TOOLS_STRUCTURED_V1);
         settings.cancellation = request.cancellation.clone();
+        settings.output_schema = request.portable.output_schema.clone();
         if let Some(budget) = request.buffer_budget {
             settings.buffer_budget = budget;
         }
@@ -537,6 +542,10 @@ impl Core {
 
     /// Writes the end of the transcript for `result` and completes the completion's fields.
     fn conclude(&mut self, result: Result<RunCompletion, AgentError>, info: &ExitInfo) -> Result<RunCompletion, AgentError> {
+        let result = match &self.settings.output_schema {
+            Some(schema) => result.map(|c| self.complete_fields(c)).and_then(|c| crate::structured::conform(schema, c)),
+            None => result,
+        };
         match result {
             Ok(mut completion) => {
                 let end = SessionEnd::completed();

@@ -44,6 +44,7 @@ pub mod errors;
 pub mod exec;
 mod exec_item;
 pub mod history;
+pub mod portable;
 pub mod schema;
 pub mod tools;
 pub mod version;
@@ -98,7 +99,7 @@ impl CodexBackend {
 /// The capabilities the backend's tests prove (fixture replays, fault tests and end-to-end runs
 /// on the bench).
 pub fn capabilities() -> CapabilitySet {
-    CapabilitySet::from_ids([
+    let own = CapabilitySet::from_ids([
         caps::RUN,
         caps::EVENTS,
         caps::EVENTS_LIVE,
@@ -127,7 +128,8 @@ pub fn capabilities() -> CapabilitySet {
         caps::SKIP_PERMISSION_PROMPTS,
         CAP_APP_SERVER,
         CAP_EXEC_MODE,
-    ])
+    ]);
+    agent_api::portable::with_mappings(own, portable::OPTION_MAPPINGS)
 }
 
 #[async_trait]
@@ -144,9 +146,17 @@ impl AgentBackend for CodexBackend {
         agent_api::options::extension_keys::<CodexOptions>()
     }
 
-    async fn run(&self, request: RunRequest) -> Result<RunHandle, AgentError> {
+    fn option_mappings(&self) -> &'static [agent_api::portable::OptionMapping] {
+        portable::OPTION_MAPPINGS
+    }
+
+    async fn run(&self, mut request: RunRequest) -> Result<RunHandle, AgentError> {
         self.validate(&request)?;
         let options = RunOptions::resolve(&request, &self.config)?;
+        if let (Mode::Exec, Some(schema)) = (options.mode, &request.portable.output_schema) {
+            // `exec --output-schema` needs a file that outlives the spawn: the SDK asks in the prompt instead.
+            request.prompt.text = agent_api::structured::prompt_with_schema(&request.prompt.text, schema);
+        }
         let spec = argv::command_spec(&self.config, &options, &request);
         let settings = RunSettings::for_request(self.kind(), &request, &self.capabilities());
         let transport = Transport::spawn(&spec, settings.line_cap)?;
