@@ -246,6 +246,10 @@ impl OptionMapping {
 /// and validates the answer itself.
 pub const SDK_SCHEMA: &str = "SDK: schema in the prompt, answer validated";
 
+/// The mappings of a backend whose CLI takes none of the options natively: only structured
+/// output, which the SDK provides for every agent.
+pub const SDK_ONLY: &[OptionMapping] = &[OptionMapping::new(caps::OUTPUT_SCHEMA, SDK_SCHEMA)];
+
 /// `capabilities` plus the id of every mapped option: how a backend advertises exactly the
 /// options it maps.
 pub fn with_mappings(mut capabilities: CapabilitySet, mappings: &[OptionMapping]) -> CapabilitySet {

@@ -34,6 +34,14 @@ pub fn prompt_with_schema(prompt: &str, schema: &Value) -> String {
     )
 }
 
+/// `request` as an agent without a schema flag gets it: the output schema, if any, in the prompt.
+pub fn ask_in_prompt(mut request: crate::RunRequest) -> crate::RunRequest {
+    if let Some(schema) = &request.portable.output_schema {
+        request.prompt.text = prompt_with_schema(&request.prompt.text, schema);
+    }
+    request
+}
+
 /// Checks a successful run's answer against `schema` and stores the parsed value in
 /// [`RunCompletion::structured_output`]. The value is what the agent reported as structured
 /// output, if anything, else the final text parsed as JSON (inside a Markdown code fence or not).
@@ -48,7 +56,9 @@ pub fn conform(schema: &Value, mut completion: RunCompletion) -> Result<RunCompl
     };
     let validator = compile(schema)?;
     if let Err(error) = validator.validate(&value) {
-        return Err(failed(format!("{error} (at `{}`)", error.instance_path())));
+        let path = error.instance_path().to_string();
+        let at = if path.is_empty() { String::new() } else { format!(" (at {path})") };
+        return Err(failed(format!("{error}{at}")));
     }
     completion.structured_output = Some(value);
     Ok(completion)
@@ -81,7 +91,7 @@ mod tests {
     #[test]
     fn non_conforming_or_missing_answers_are_one_typed_error_with_the_reason() {
         for (text, needle) in [
-            (Some("{\"town\": \"Lyon\"}"), "city"),
+            (Some("{\"town\": \"Lyon\"}"), "town"),
             (Some("Lyon"), "not JSON"),
             (Some("```json\n{\"city\": 3}\n```"), "string"),
             (None, "no final answer"),

@@ -153,9 +153,9 @@ impl AgentBackend for CodexBackend {
     async fn run(&self, mut request: RunRequest) -> Result<RunHandle, AgentError> {
         self.validate(&request)?;
         let options = RunOptions::resolve(&request, &self.config)?;
-        if let (Mode::Exec, Some(schema)) = (options.mode, &request.portable.output_schema) {
+        if options.mode == Mode::Exec {
             // `exec --output-schema` needs a file that outlives the spawn: the SDK asks in the prompt instead.
-            request.prompt.text = agent_api::structured::prompt_with_schema(&request.prompt.text, schema);
+            request = agent_api::structured::ask_in_prompt(request);
         }
         let spec = argv::command_spec(&self.config, &options, &request);
         let settings = RunSettings::for_request(self.kind(), &request, &self.capabilities());
