@@ -172,6 +172,8 @@ pub enum CapabilityFormat {
     Json,
     /// The coverage matrix as Markdown (what `spec/coverage-matrix.md` holds).
     Matrix,
+    /// The portable options' native forms per backend as Markdown (what `spec/options.md` holds).
+    Options,
 }
 
 #[tokio::main]

@@ -167,6 +167,19 @@ fn the_committed_coverage_matrix_matches_what_the_backends_advertise() {
 }
 
 #[test]
+fn the_committed_options_table_matches_what_the_backends_map() {
+    let output = agent_api(&["capabilities", "--format", "options"]);
+    assert!(output.status.success());
+    let generated = String::from_utf8(output.stdout).unwrap();
+    let committed = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../spec/options.md")).unwrap();
+    let table_end = committed.find("\n## ").unwrap_or(committed.len());
+    assert!(
+        generated.trim_end() == committed[..table_end].trim_end(),
+        "spec/options.md is stale; regenerate its table with\n  cargo run -q -p agent-api-cli -- capabilities --format options\n--- generated ---\n{generated}"
+    );
+}
+
+#[test]
 fn every_backend_is_registered() {
     let output = agent_api(&["capabilities", "--format", "json"]);
     let caps: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
