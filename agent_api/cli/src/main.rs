@@ -7,6 +7,7 @@ mod chat;
 mod doctor;
 mod history;
 mod output;
+mod portable;
 mod prompt;
 mod render;
 mod replay;
@@ -110,7 +111,8 @@ struct AgentFlags {
 impl AgentFlags {
     fn into_options(self, prompt: String) -> run::RunOptions {
         let AgentFlags { agent, output: OutputFlags { format, view, include_raw }, cwd, model, approve, timeout, acp_command } = self;
-        run::RunOptions { agent, format, view, include_raw, cwd, model, approve, timeout, acp_command, prompt, answers: true }
+        let portable = Default::default();
+        run::RunOptions { agent, format, view, include_raw, cwd, model, approve, timeout, acp_command, prompt, answers: true, portable }
     }
 }
 
@@ -120,6 +122,8 @@ enum Command {
     Run {
         #[command(flatten)]
         flags: AgentFlags,
+        #[command(flatten)]
+        portable: portable::PortableFlags,
         /// The prompt.
         prompt: String,
     },
@@ -180,7 +184,10 @@ pub enum CapabilityFormat {
 async fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Run { flags, prompt } => run::run(flags.into_options(prompt)).await,
+        Command::Run { flags, portable, prompt } => match portable.into_options() {
+            Ok(portable) => run::run(run::RunOptions { portable, ..flags.into_options(prompt) }).await,
+            Err(message) => Err(message),
+        },
         Command::Chat { flags } => chat::chat(flags.into_options(String::new())).await,
         Command::Replay { agent, output, file } => replay::replay(output.viewing(agent), &file).await,
         Command::History { agent, cwd, output, session } => history::history(output.viewing(agent), cwd, session).await,
