@@ -145,6 +145,9 @@ impl StartPlan {
         if let Some(model) = &request.model {
             thread.insert("model".into(), json!(model));
         }
+        if let Some(text) = &request.portable.system_prompt {
+            thread.insert("baseInstructions".into(), json!(text));
+        }
         thread.insert("approvalPolicy".into(), json!(options.approval_policy));
         thread.insert("sandbox".into(), json!(options.sandbox));
         let mut turn = Map::new();

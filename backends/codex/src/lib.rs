@@ -153,6 +153,10 @@ impl AgentBackend for CodexBackend {
     async fn run(&self, mut request: RunRequest) -> Result<RunHandle, AgentError> {
         self.validate(&request)?;
         let options = RunOptions::resolve(&request, &self.config)?;
+        if options.mode == Mode::Exec && request.portable.system_prompt.is_some() {
+            // `codex exec` replaces its instructions only from a file in its config; the app-server takes them per thread.
+            return Err(AgentError::InvalidRequest { reason: "Codex takes a system prompt in the app-server mode only".into() });
+        }
         if options.mode == Mode::Exec {
             // `exec --output-schema` needs a file that outlives the spawn: the SDK asks in the prompt instead.
             request = agent_api::structured::ask_in_prompt(request);

@@ -8,7 +8,7 @@ use crate::config::toml_string;
 
 /// How Codex takes each portable option; its `agent_api.options.*` capabilities are these.
 pub const OPTION_MAPPINGS: &[OptionMapping] = &[
-    OptionMapping::new(caps::SYSTEM_PROMPT, "-c base_instructions"),
+    OptionMapping::new(caps::SYSTEM_PROMPT, "thread/start baseInstructions (app-server only)"),
     OptionMapping::new(caps::APPEND_SYSTEM_PROMPT, "-c developer_instructions"),
     OptionMapping::new(caps::ADD_DIRS, "-c sandbox_workspace_write.writable_roots"),
     OptionMapping::new(caps::MCP_SERVERS, "-c mcp_servers.NAME.{command,args,env,url,http_headers}"),
@@ -19,9 +19,6 @@ pub const OPTION_MAPPINGS: &[OptionMapping] = &[
 /// `extra_dirs` extension by the caller, as Codex keeps one writable-roots list).
 pub fn config_overrides(portable: &PortableOptions) -> Vec<String> {
     let mut overrides = Vec::new();
-    if let Some(text) = &portable.system_prompt {
-        overrides.push(format!("base_instructions={}", toml_string(text)));
-    }
     if let Some(text) = &portable.append_system_prompt {
         overrides.push(format!("developer_instructions={}", toml_string(text)));
     }
@@ -66,14 +63,12 @@ mod tests {
         let mut env = std::collections::BTreeMap::new();
         env.insert("TOKEN".to_string(), "s3\"cret".to_string());
         let portable = PortableOptions::default()
-            .system_prompt("be \"terse\"")
             .append_system_prompt("cite files")
             .mcp_server("files", McpServer::Stdio { command: "mcp-files".into(), args: vec!["--root".into(), "/srv".into()], env })
             .mcp_server("web", McpServer::http("http://127.0.0.1:9/mcp"));
         assert_eq!(
             config_overrides(&portable),
             [
-                r#"base_instructions="be \"terse\"""#,
                 r#"developer_instructions="cite files""#,
                 r#"mcp_servers.files.command="mcp-files""#,
                 r#"mcp_servers.files.args=["--root","/srv"]"#,
