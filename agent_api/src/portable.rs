@@ -39,7 +39,7 @@ use crate::error::AgentError;
 pub enum McpServer {
     /// A server the agent starts as a child process and talks to over stdio.
     Stdio {
-        /// The program (argv[0]; never a shell string).
+        /// The program to run (one path or name, never a shell string).
         command: String,
         /// Its arguments.
         #[serde(default)]
