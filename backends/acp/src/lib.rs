@@ -162,7 +162,7 @@ impl AcpBackend {
         if let Some(model) = &request.model {
             args.extend(["-m".to_string(), model.clone()]);
         }
-        args.extend(portable::cli_args(self.flavor, &request.portable, false));
+        args.extend(portable::cli_args(self.flavor, &request.portable, false, false));
         let program = self.config.binary.clone().unwrap_or_else(|| name.into());
         self.spec(program, args, request, cwd)
     }
@@ -289,7 +289,7 @@ impl AgentBackend for AcpBackend {
             Flavor::Qwen => qwen::stream_json_interface(&request)?,
             _ => None,
         };
-        let request = portable::prepare(request, qwen_stream_json.is_some());
+        let request = portable::prepare(request, qwen_stream_json == Some(QwenInterface::Print));
         if self.flavor == Flavor::Gemini && request.options::<GeminiOptions>()?.interface == Some(GeminiInterface::Headless) {
             portable::check_headless(&request.portable)?;
             let spec = headless::command(self, &request, &cwd)?;

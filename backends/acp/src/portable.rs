@@ -23,7 +23,7 @@ const QWEN: &[OptionMapping] = &[
     OptionMapping::new(caps::ALLOWED_TOOLS, "--allowed-tools"),
     OptionMapping::new(caps::DENIED_TOOLS, "--exclude-tools"),
     OptionMapping::new(caps::MAX_TURNS, "--max-session-turns"),
-    OptionMapping::new(caps::OUTPUT_SCHEMA, "--json-schema (stream-json); SDK schema in the prompt (acp)"),
+    OptionMapping::new(caps::OUTPUT_SCHEMA, "--json-schema (print); SDK schema in the prompt (acp, two-way stream-json)"),
 ];
 
 const GENERIC: &[OptionMapping] = &[
@@ -41,8 +41,9 @@ pub fn mappings(flavor: Flavor) -> &'static [OptionMapping] {
 }
 
 /// The CLI flags of the portable options for the `gemini` or `qwen` binary (`stream_json`: Qwen's
-/// stream-json interfaces, which take the MCP servers and the schema as flags, not over ACP).
-pub fn cli_args(flavor: Flavor, portable: &PortableOptions, stream_json: bool) -> Vec<String> {
+/// stream-json interfaces, which take the MCP servers as a flag, not over ACP; `schema_flag`: Qwen's
+/// print interface, the one whose `--json-schema` works: the two-way one exits at once with it).
+pub fn cli_args(flavor: Flavor, portable: &PortableOptions, stream_json: bool, schema_flag: bool) -> Vec<String> {
     let mut args = Vec::new();
     for dir in &portable.add_dirs {
         args.extend(["--include-directories".to_string(), dir.display().to_string()]);
@@ -67,7 +68,7 @@ pub fn cli_args(flavor: Flavor, portable: &PortableOptions, stream_json: bool) -
     if stream_json && !portable.mcp_servers.is_empty() {
         args.extend(["--mcp-config".to_string(), portable.mcp_config_json().to_string()]);
     }
-    if let (true, Some(schema)) = (stream_json, &portable.output_schema) {
+    if let (true, Some(schema)) = (schema_flag, &portable.output_schema) {
         args.extend(["--json-schema".to_string(), schema.to_string()]);
     }
     args
@@ -122,7 +123,7 @@ mod tests {
             .max_turns(2)
             .mcp_server("m", McpServer::http("http://127.0.0.1:1/mcp"))
             .output_schema(json!({"type": "object"}));
-        let qwen = cli_args(Flavor::Qwen, &portable, true).join(" ");
+        let qwen = cli_args(Flavor::Qwen, &portable, true, true).join(" ");
         for want in [
             "--include-directories /d",
             "--system-prompt sys",
@@ -135,9 +136,11 @@ mod tests {
         ] {
             assert!(qwen.contains(want), "{want} missing from {qwen}");
         }
-        let over_acp = cli_args(Flavor::Qwen, &portable, false).join(" ");
+        let over_acp = cli_args(Flavor::Qwen, &portable, false, false).join(" ");
         assert!(!over_acp.contains("--json-schema") && !over_acp.contains("--mcp-config"), "{over_acp}");
-        assert_eq!(cli_args(Flavor::Gemini, &portable, false), ["--include-directories", "/d"]);
+        let two_way = cli_args(Flavor::Qwen, &portable, true, false).join(" ");
+        assert!(!two_way.contains("--json-schema") && two_way.contains("--mcp-config"), "{two_way}");
+        assert_eq!(cli_args(Flavor::Gemini, &portable, false, false), ["--include-directories", "/d"]);
         assert_eq!(acp_servers(&portable), [json!({"type": "http", "name": "m", "url": "http://127.0.0.1:1/mcp", "headers": []})]);
     }
 }
