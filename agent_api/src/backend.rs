@@ -25,6 +25,12 @@ pub trait AgentBackend: Send + Sync {
         &[]
     }
 
+    /// How the backend honours each portable option it advertises (`agent_api.options.*`): the
+    /// native flag, config key or protocol field, for `spec/options.md`.
+    fn option_mappings(&self) -> &'static [crate::portable::OptionMapping] {
+        &[]
+    }
+
     /// Starts a run. Validation errors come back before anything is spawned.
     async fn run(&self, request: RunRequest) -> Result<RunHandle, AgentError>;
 
@@ -97,5 +103,5 @@ pub fn validate_template(
     {
         return Err(AgentError::InvalidRequest { reason: "a limit is zero, negative or not a number".into() });
     }
-    Ok(())
+    request.portable.validate()
 }

@@ -235,6 +235,12 @@ pub enum AgentError {
         /// The operating system's error.
         source: std::io::Error,
     },
+    /// The final answer is not JSON that fits the request's output schema.
+    #[error("the answer does not fit the output schema: {reason}")]
+    StructuredOutput {
+        /// What is wrong (the JSON parse error or the schema validation message), bounded.
+        reason: String,
+    },
 }
 
 fn describe_exit(code: Option<i32>, signal: Option<i32>) -> String {
@@ -285,6 +291,7 @@ impl AgentError {
             AgentError::StoredSessionFile { .. } => "stored_session_file",
             AgentError::HomeSetup { .. } => "home_setup",
             AgentError::LimitReached { .. } => "limit_reached",
+            AgentError::StructuredOutput { .. } => "structured_output",
         }
     }
 }

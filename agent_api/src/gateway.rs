@@ -87,6 +87,11 @@ impl Gateway {
         Ok(self.backend(kind)?.capabilities())
     }
 
+    /// How a kind maps the portable options (see [`AgentBackend::option_mappings`]).
+    pub fn option_mappings(&self, kind: &AgentKind) -> Result<&'static [crate::portable::OptionMapping], AgentError> {
+        Ok(self.backend(kind)?.option_mappings())
+    }
+
     /// Validates the request against the backend, then runs it. A feature the backend lacks is
     /// an `UnsupportedCapability` error naming the id, before anything is spawned.
     pub async fn run(&self, kind: &AgentKind, mut request: RunRequest) -> Result<RunHandle, AgentError> {

@@ -39,11 +39,13 @@ pub mod home;
 pub mod kind;
 pub mod kit;
 pub mod options;
+pub mod portable;
 pub mod projection;
 pub mod request;
 pub mod run;
 pub mod secrets;
 pub mod session;
+pub mod structured;
 pub mod summary;
 pub mod tools_facet;
 pub mod universal;
@@ -58,6 +60,7 @@ pub use gateway::Gateway;
 pub use home::{Home, HomeSeed};
 pub use kind::AgentKind;
 pub use options::BackendOptions;
+pub use portable::{McpServer, PortableOptions};
 pub use request::{
     CallerWait, Limits, OnCallerTimeout, PermissionPolicy, PermissionRule, Prompt, RunRequest, SessionSelector, ToolCategory,
 };

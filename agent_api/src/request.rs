@@ -209,6 +209,9 @@ pub struct RunRequest {
     pub limits: Limits,
     /// How long a permission request or question may wait for the caller, and what then.
     pub caller_wait: CallerWait,
+    /// Portable options (system prompt, extra directories, MCP servers, tool lists, the agent's
+    /// own limits, an output schema): each needs its `agent_api.options.*` capability.
+    pub portable: crate::portable::PortableOptions,
 }
 
 /// How long permission requests and questions wait for the caller ([`RunRequest::caller_wait`]).
@@ -269,6 +272,7 @@ impl std::fmt::Debug for RunRequest {
             .field("caller_wait", &self.caller_wait)
             .field("home", &self.home)
             .field("limits", &self.limits)
+            .field("portable", &self.portable)
             .finish()
     }
 }
@@ -422,6 +426,12 @@ impl RunRequest {
         self
     }
 
+    /// Sets the portable options (see [`crate::portable`]).
+    pub fn with_portable(mut self, options: crate::portable::PortableOptions) -> Self {
+        self.portable = options;
+        self
+    }
+
     /// The capability ids a backend must advertise to serve this request.
     pub fn required_capabilities(&self) -> BTreeSet<&'static str> {
         let mut needed = BTreeSet::from([caps::RUN]);
@@ -450,6 +460,7 @@ impl RunRequest {
             needed.insert(caps::SKIP_PERMISSION_PROMPTS);
         }
         needed.extend(self.home.required_capability());
+        needed.extend(self.portable.required_capabilities());
         needed
     }
 }

@@ -54,6 +54,10 @@ pub struct RunCompletion {
     pub usage: Option<Usage>,
     /// Backend-specific data, at most 65,536 serialized bytes.
     pub data: Option<Value>,
+    /// The answer as JSON that fits the request's output schema (`agent_api.options.output_schema`);
+    /// `None` when the request set no schema.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured_output: Option<Value>,
 }
 
 impl RunCompletion {

@@ -13,7 +13,7 @@
 
 mod matrix;
 
-pub use matrix::{render_matrix, MatrixRow};
+pub use matrix::{render_matrix, render_options, MatrixRow, OptionsColumn};
 
 /// A standard capability id and its meaning.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -99,6 +99,24 @@ standard_capabilities! {
     HOME_ISOLATED = "agent_api.home.isolated", "Isolated homes", "Home::Isolated: each run gets its own config and state directories.";
     /// `Home::Hermetic`: each run gets a fresh home with the user's credentials only.
     HOME_HERMETIC = "agent_api.home.hermetic", "Hermetic homes", "Home::Hermetic: each run gets a fresh home with the user's credentials only.";
+    /// `RunRequest::portable.system_prompt` replaces the agent's system prompt.
+    SYSTEM_PROMPT = "agent_api.options.system_prompt", "Option: system prompt", "The request's system prompt replaces the agent's own.";
+    /// `RunRequest::portable.append_system_prompt` is appended to the agent's system prompt.
+    APPEND_SYSTEM_PROMPT = "agent_api.options.append_system_prompt", "Option: append system prompt", "The request's text is appended to the agent's system prompt.";
+    /// `RunRequest::portable.add_dirs` gives the agent more directories than its working directory.
+    ADD_DIRS = "agent_api.options.add_dirs", "Option: extra directories", "The agent may use the request's extra directories besides its working directory.";
+    /// `RunRequest::portable.mcp_servers` are given to the agent (stdio and streamable HTTP).
+    MCP_SERVERS = "agent_api.options.mcp_servers", "Option: MCP servers", "The request's MCP servers (stdio and streamable HTTP) are given to the agent.";
+    /// `RunRequest::portable.allowed_tools` names native tools the agent may use without asking.
+    ALLOWED_TOOLS = "agent_api.options.allowed_tools", "Option: allowed tools", "The request's native tool names are allowed without asking.";
+    /// `RunRequest::portable.denied_tools` names native tools removed from the agent.
+    DENIED_TOOLS = "agent_api.options.denied_tools", "Option: denied tools", "The request's native tool names are not offered to the model (or are refused).";
+    /// `RunRequest::portable.native_limits.max_turns` caps the agent's turns with its own flag.
+    MAX_TURNS = "agent_api.options.max_turns", "Option: max turns", "The agent's own turn limit is set from the request.";
+    /// `RunRequest::portable.native_limits.max_budget_usd` caps the agent's spend with its own flag.
+    MAX_BUDGET_USD = "agent_api.options.max_budget_usd", "Option: max budget (USD)", "The agent's own spending limit is set from the request.";
+    /// `RunRequest::portable.output_schema`: the completion carries a JSON value that fits it.
+    OUTPUT_SCHEMA = "agent_api.options.output_schema", "Option: structured output", "The completion carries the answer as a JSON value that fits the request's schema, or the run fails typed.";
 }
 
 /// Whether `id` is one of the standard `agent_api.*` ids.

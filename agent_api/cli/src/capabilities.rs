@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use agent_api::capabilities::{describe, render_matrix, MatrixRow};
+use agent_api::capabilities::{describe, render_matrix, render_options, MatrixRow, OptionsColumn};
 
 use crate::agents::{gateway, parse_kind};
 use crate::output::{finish, Stdout};
@@ -17,14 +17,21 @@ pub(crate) fn print(agent: Option<&str>, format: CapabilityFormat) -> Result<Exi
         None => gateway.kinds(),
     };
     let mut rows = Vec::new();
+    let mut columns = Vec::new();
     for kind in kinds {
         let caps = gateway.capabilities(&kind).map_err(|e| e.to_string())?;
         rows.push(MatrixRow { kind: kind.to_string(), capabilities: caps.iter().map(str::to_string).collect() });
+        let mappings = gateway.option_mappings(&kind).map_err(|e| e.to_string())?;
+        let mappings = mappings.iter().map(|m| (m.capability.to_string(), m.native.to_string())).collect();
+        columns.push(OptionsColumn { kind: kind.to_string(), mappings });
     }
     let mut out = Stdout::new();
     match format {
         CapabilityFormat::Matrix => {
             out.write_with(|w| write!(w, "{}", render_matrix(&rows)));
+        }
+        CapabilityFormat::Options => {
+            out.write_with(|w| write!(w, "{}", render_options(&columns)));
         }
         CapabilityFormat::Json => {
             let map: serde_json::Map<String, serde_json::Value> =

@@ -8,6 +8,7 @@ mod doctor;
 mod fleet;
 mod history;
 mod output;
+mod portable;
 mod prompt;
 mod render;
 mod replay;
@@ -115,7 +116,22 @@ impl AgentFlags {
     fn into_options(self, prompt: String) -> run::RunOptions {
         let AgentFlags { agent, output: OutputFlags { format, view, include_raw }, cwd, model, approve, timeout, acp_command, fleet } =
             self;
-        run::RunOptions { agent, format, view, include_raw, cwd, model, approve, timeout, acp_command, fleet, prompt, answers: true }
+        let portable = Default::default();
+        run::RunOptions {
+            agent,
+            format,
+            view,
+            include_raw,
+            cwd,
+            model,
+            approve,
+            timeout,
+            acp_command,
+            fleet,
+            prompt,
+            answers: true,
+            portable,
+        }
     }
 }
 
@@ -125,6 +141,8 @@ enum Command {
     Run {
         #[command(flatten)]
         flags: AgentFlags,
+        #[command(flatten)]
+        portable: portable::PortableFlags,
         /// The prompt.
         prompt: String,
     },
@@ -177,13 +195,18 @@ pub enum CapabilityFormat {
     Json,
     /// The coverage matrix as Markdown (what `spec/coverage-matrix.md` holds).
     Matrix,
+    /// The portable options' native forms per backend as Markdown (what `spec/options.md` holds).
+    Options,
 }
 
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Run { flags, prompt } => run::run(flags.into_options(prompt)).await,
+        Command::Run { flags, portable, prompt } => match portable.into_options() {
+            Ok(portable) => run::run(run::RunOptions { portable, ..flags.into_options(prompt) }).await,
+            Err(message) => Err(message),
+        },
         Command::Chat { flags } => chat::chat(flags.into_options(String::new())).await,
         Command::Replay { agent, output, file } => replay::replay(output.viewing(agent), &file).await,
         Command::History { agent, cwd, output, session } => history::history(output.viewing(agent), cwd, session).await,

@@ -41,6 +41,8 @@ pub(crate) struct RunOptions {
     pub prompt: String,
     /// Whether permission requests and questions are answered (not in a replay or a stored session).
     pub answers: bool,
+    /// The portable options (`--system-prompt`, `--add-dir`, `--json-schema`, …).
+    pub portable: agent_api::PortableOptions,
 }
 
 /// A command line split into its arguments (`--acp-command`).
@@ -62,7 +64,10 @@ pub(crate) fn request_of(options: &RunOptions) -> RunRequest {
         Approve::All => PermissionPolicy::ApproveAll,
         Approve::None => PermissionPolicy::DenyAll,
     };
-    let mut request = RunRequest::new(options.prompt.as_str()).with_include_raw(options.include_raw).with_permissions(policy);
+    let mut request = RunRequest::new(options.prompt.as_str())
+        .with_include_raw(options.include_raw)
+        .with_permissions(policy)
+        .with_portable(options.portable.clone());
     if let Some(cwd) = &options.cwd {
         request = request.with_working_dir(cwd);
     }
@@ -183,6 +188,10 @@ impl<'a> Viewer<'a> {
                 let session_id = display::line(done.native_session_id.as_deref().unwrap_or("none"), 128);
                 let usage = done.usage.as_ref().map(usage_line).filter(|u| !u.is_empty()).map(|u| format!("; {u}")).unwrap_or_default();
                 eprintln!("agent-api: {what} completed (session {session_id}{usage})");
+                if let Some(value) = &done.structured_output {
+                    // The parsed answer of `--json-schema`, last on stdout, as one JSON line.
+                    self.out.line(&value.to_string());
+                }
                 ExitCode::SUCCESS
             }
             Err(error) => {

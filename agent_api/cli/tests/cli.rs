@@ -167,6 +167,19 @@ fn the_committed_coverage_matrix_matches_what_the_backends_advertise() {
 }
 
 #[test]
+fn the_committed_options_table_matches_what_the_backends_map() {
+    let output = agent_api(&["capabilities", "--format", "options"]);
+    assert!(output.status.success());
+    let generated = String::from_utf8(output.stdout).unwrap();
+    let committed = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../spec/options.md")).unwrap();
+    let table_end = committed.find("\n## ").unwrap_or(committed.len());
+    assert!(
+        generated.trim_end() == committed[..table_end].trim_end(),
+        "spec/options.md is stale; regenerate its table with\n  cargo run -q -p agent-api-cli -- capabilities --format options\n--- generated ---\n{generated}"
+    );
+}
+
+#[test]
 fn every_backend_is_registered() {
     let output = agent_api(&["capabilities", "--format", "json"]);
     let caps: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
@@ -243,4 +256,27 @@ fn history_lists_claude_sessions_and_prints_one_as_events() {
     let unsupported = agent_api_at_home(home.path(), &["history", "--agent", "scripted"]);
     assert_eq!(unsupported.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&unsupported.stderr).contains("agent_api.history.list"));
+}
+
+#[test]
+fn portable_flags_reach_the_request_and_an_agent_without_them_refuses_before_spawn() {
+    let output = agent_api(&["run", "--agent", "scripted", "--system-prompt", "be terse", "hi"]);
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("agent_api.options.system_prompt") && !stderr.contains("session started"), "{stderr}");
+    assert!(output.stdout.is_empty(), "nothing ran");
+}
+
+#[test]
+fn a_json_schema_the_answer_does_not_fit_fails_the_run_with_the_validation_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let schema = dir.path().join("schema.json");
+    std::fs::write(&schema, r#"{"type": "object", "required": ["city"]}"#).unwrap();
+    // The scripted agent's default answer quotes the prompt (the schema instructions included): not JSON.
+    let output = agent_api(&["run", "--agent", "scripted", "--format", "jsonl", "--json-schema", schema.to_str().unwrap(), "hi"]);
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("does not fit the output schema") && stderr.contains("not JSON"), "{stderr}");
+    let missing = agent_api(&["run", "--agent", "scripted", "--json-schema", "/nonexistent/schema.json", "hi"]);
+    assert_eq!(missing.status.code(), Some(2), "{}", String::from_utf8_lossy(&missing.stderr));
 }

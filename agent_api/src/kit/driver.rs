@@ -83,6 +83,9 @@ pub struct RunSettings {
     pub cancellation: Option<CancellationToken>,
     /// How long permission requests and questions wait for the caller, and what then.
     pub caller_wait: crate::CallerWait,
+    /// The request's output schema: a successful run's answer must fit it
+    /// ([`crate::structured::conform`]).
+    pub output_schema: Option<serde_json::Value>,
 }
 
 impl RunSettings {
@@ -107,6 +110,7 @@ impl RunSettings {
             input_limit: DEFAULT_INPUT_LIMIT,
             cancellation: None,
             caller_wait: crate::CallerWait::default(),
+            output_schema: None,
         }
     }
 
@@ -123,6 +127,7 @@ impl RunSettings {
         settings.tools_structured = capabilities.contains(agent_api_capabilities::TOOLS_STRUCTURED_V1);
         settings.cancellation = request.cancellation.clone();
         settings.caller_wait = request.caller_wait;
+        settings.output_schema = request.portable.output_schema.clone();
         if let Some(budget) = request.buffer_budget {
             settings.buffer_budget = budget;
         }
@@ -574,6 +579,10 @@ impl Core {
 
     /// Writes the end of the transcript for `result` and completes the completion's fields.
     fn conclude(&mut self, result: Result<RunCompletion, AgentError>, info: &ExitInfo) -> Result<RunCompletion, AgentError> {
+        let result = match &self.settings.output_schema {
+            Some(schema) => result.map(|c| self.complete_fields(c)).and_then(|c| crate::structured::conform(schema, c)),
+            None => result,
+        };
         match result {
             Ok(mut completion) => {
                 let end = SessionEnd::completed();

@@ -49,6 +49,7 @@ pub mod fs;
 pub mod headless;
 pub mod history;
 pub mod options;
+pub mod portable;
 pub mod protocol;
 pub mod qwen;
 pub mod requests;
@@ -164,6 +165,7 @@ impl AcpBackend {
         if let Some(model) = &request.model {
             args.extend(["-m".to_string(), model.clone()]);
         }
+        args.extend(portable::cli_args(self.flavor, &request.portable, false, false));
         let program = self.config.binary.clone().unwrap_or_else(|| name.into());
         self.spec(program, args, request, cwd)
     }
@@ -254,7 +256,7 @@ pub fn capabilities(flavor: Flavor) -> CapabilitySet {
     for id in extra {
         set.insert(*id);
     }
-    set
+    agent_api::portable::with_mappings(set, portable::mappings(flavor))
 }
 
 #[async_trait]
@@ -280,23 +282,31 @@ impl AgentBackend for AcpBackend {
         }
     }
 
+    fn option_mappings(&self) -> &'static [agent_api::portable::OptionMapping] {
+        portable::mappings(self.flavor)
+    }
+
     async fn run(&self, request: RunRequest) -> Result<RunHandle, AgentError> {
         self.validate(&request)?;
         let cwd = self.cwd(&request);
         let settings = RunSettings::for_request(self.kind(), &request, &self.capabilities());
+        let qwen_stream_json = match self.flavor {
+            Flavor::Qwen => qwen::stream_json_interface(&request)?,
+            _ => None,
+        };
+        let request = portable::prepare(request, qwen_stream_json == Some(QwenInterface::Print));
         if self.flavor == Flavor::Gemini && request.options::<GeminiOptions>()?.interface == Some(GeminiInterface::Headless) {
             self.text_only(&request)?;
+            portable::check_headless(&request.portable)?;
             let spec = headless::command(self, &request, &cwd)?;
             let transport = Transport::spawn(&spec, settings.line_cap)?;
             return Ok(start_run(settings, transport, Box::new(headless::Headless::default())));
         }
-        if self.flavor == Flavor::Qwen {
-            if let Some(interface) = qwen::stream_json_interface(&request)? {
-                self.text_only(&request)?;
-                let (spec, protocol) = qwen::stream_json(self, &request, &cwd, interface, false)?;
-                let transport = Transport::spawn(&spec, settings.line_cap)?;
-                return Ok(start_run(settings, transport, protocol));
-            }
+        if let Some(interface) = qwen_stream_json {
+            self.text_only(&request)?;
+            let (spec, protocol) = qwen::stream_json(self, &request, &cwd, interface, false)?;
+            let transport = Transport::spawn(&spec, settings.line_cap)?;
+            return Ok(start_run(settings, transport, protocol));
         }
         let (spec, protocol) = self.acp(&request, cwd, false)?;
         let transport = Transport::spawn(&spec, settings.line_cap)?;
@@ -383,6 +393,7 @@ impl AcpBackend {
         } else {
             protocol::Acp::live(self.parser_name(), plan, requests)
         };
+        let acp = acp.with_mcp_servers(portable::acp_servers(&request.portable));
         Ok((spec, if self.flavor == Flavor::Gemini { acp.history_trails_load() } else { acp }))
     }
 

@@ -98,6 +98,8 @@ pub struct Acp {
     /// A warm session (`spec/run-protocol.md` §8): each turn ends with [`Ctx::end_turn`] and the
     /// agent lives on until the session closes.
     warm: bool,
+    /// The `mcpServers` of `session/new` and `session/load` ([`Acp::with_mcp_servers`]).
+    mcp_servers: Vec<Value>,
 }
 
 impl Acp {
@@ -120,6 +122,7 @@ impl Acp {
             awaiting_replay: false,
             warm: false,
             image_prompts: false,
+            mcp_servers: Vec::new(),
         }
     }
 
@@ -144,6 +147,20 @@ impl Acp {
     pub fn history_trails_load(mut self) -> Self {
         self.history_trails_load = true;
         self
+    }
+
+    /// Gives the agent these MCP servers (ACP `McpServer` JSON) in `session/new` and `session/load`.
+    pub fn with_mcp_servers(mut self, servers: Vec<Value>) -> Self {
+        self.mcp_servers = servers;
+        self
+    }
+
+    /// `params` with the run's `mcpServers` (the schema's builders leave the list empty).
+    fn with_servers(&self, mut params: Value) -> Value {
+        if let (Some(object), false) = (params.as_object_mut(), self.mcp_servers.is_empty()) {
+            object.insert("mcpServers".into(), Value::Array(self.mcp_servers.clone()));
+        }
+        params
     }
 
     /// A converter for a recorded session (sends nothing; the recorded sends drive it).
@@ -205,12 +222,16 @@ impl Acp {
         let Some(plan) = self.plan.clone() else { return Ok(()) };
         let cwd = plan.cwd.clone();
         match &plan.session {
-            SessionSelector::New => self.send_request(ctx, "session/new", to_value(&NewSessionRequest::new(cwd))),
+            SessionSelector::New => {
+                let params = self.with_servers(to_value(&NewSessionRequest::new(cwd)));
+                self.send_request(ctx, "session/new", params)
+            }
             SessionSelector::Resume(id) if init.agent_capabilities.load_session => {
                 self.updates.loading = true;
                 self.updates.hold_history = self.warm;
                 self.started(ctx, id, None);
-                self.send_request(ctx, "session/load", to_value(&LoadSessionRequest::new(SessionId::new(id.as_str()), cwd)));
+                let params = self.with_servers(to_value(&LoadSessionRequest::new(SessionId::new(id.as_str()), cwd)));
+                self.send_request(ctx, "session/load", params);
             }
             other => {
                 let what = match other {

@@ -83,6 +83,7 @@ pub fn stream_json(
     if request.skip_permission_prompts {
         spec = spec.arg("--yolo");
     }
+    spec = spec.args(crate::portable::cli_args(crate::Flavor::Qwen, &request.portable, true, !two_way));
     match &request.session {
         SessionSelector::New => {}
         SessionSelector::Resume(id) => spec = spec.args(["--resume", id.as_str()]),

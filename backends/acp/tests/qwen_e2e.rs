@@ -246,3 +246,33 @@ async fn print_text_and_shell_with_the_explicit_dont_ask_option() {
     assert!(sandbox.cwd.join("out.txt").exists(), "the command ran without asking");
     assert_eq!(run.of_type("permission.requested").count(), 0, "print mode cannot ask");
 }
+
+#[tokio::test]
+async fn structured_output_on_print_and_two_way_stream_json() {
+    use agent_api::portable::PortableOptions;
+    let Some((_server, sandbox)) = setup("json_answer").await else { return };
+    let schema = serde_json::json!({"type": "object", "required": ["city"], "properties": {"city": {"type": "string"}}});
+    // Print takes `--json-schema` (the CLI's `structured_output` tool); the two-way interface gets the
+    // SDK's schema in the prompt, and the mock answers the JSON as text.
+    for request in [print("where?"), stream_json("where?")] {
+        let request = request.with_portable(PortableOptions::default().output_schema(schema.clone()));
+        let run = drive(&backend(&sandbox), request, Some(PermissionDecision::Allow), false).await;
+        assert_eq!(run.completion.as_ref().unwrap().structured_output, Some(serde_json::json!({"city": "Lyon"})));
+    }
+}
+
+#[tokio::test]
+async fn acp_system_prompt_extra_directory_and_denied_tool_reach_the_model_request() {
+    use agent_api::portable::PortableOptions;
+    let Some((server, sandbox)) = setup("text").await else { return };
+    let extra = tempfile::tempdir().unwrap();
+    let portable = PortableOptions::default().append_system_prompt("APPEND-MARKER-9").add_dir(extra.path()).deny_tool("run_shell_command");
+    let run = drive(&backend(&sandbox), request("say hi").with_portable(portable), Some(PermissionDecision::Allow), false).await;
+    assert!(run.completion.is_ok(), "{:?}", run.completion);
+    let main = server.requests().into_iter().rev().find(|r| r.body.get("tools").is_some()).expect("a request with tools").body;
+    let text = main.to_string();
+    assert!(text.contains("APPEND-MARKER-9"), "the appended prompt is not in the request");
+    assert!(text.contains(&*extra.path().to_string_lossy()), "the extra directory is not in the request");
+    let offered: Vec<&str> = main["tools"].as_array().unwrap().iter().filter_map(|t| t["function"]["name"].as_str()).collect();
+    assert!(!offered.is_empty() && !offered.contains(&"run_shell_command"), "{offered:?}");
+}

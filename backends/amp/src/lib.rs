@@ -208,7 +208,7 @@ impl AgentBackend for AmpBackend {
     }
 
     fn capabilities(&self) -> CapabilitySet {
-        CapabilitySet::from_ids([
+        let own = CapabilitySet::from_ids([
             caps::RUN,
             caps::EVENTS,
             caps::EVENTS_LIVE,
@@ -228,7 +228,12 @@ impl AgentBackend for AmpBackend {
             CAP_CLI_OPTIONS,
             CAP_DANGEROUSLY_ALLOW_ALL,
             CAP_TRANSCRIPT_ONLY,
-        ])
+        ]);
+        agent_api::portable::with_mappings(own, agent_api::portable::SDK_ONLY)
+    }
+
+    fn option_mappings(&self) -> &'static [agent_api::portable::OptionMapping] {
+        agent_api::portable::SDK_ONLY
     }
 
     fn extension_keys(&self) -> &'static [&'static str] {
@@ -237,6 +242,7 @@ impl AgentBackend for AmpBackend {
 
     async fn run(&self, request: RunRequest) -> Result<RunHandle, AgentError> {
         self.validate(&request)?;
+        let request = agent_api::structured::ask_in_prompt(request);
         let (settings, transport, protocol) = self.launch(&request, false)?;
         Ok(start_run(settings, transport, Box::new(protocol)))
     }

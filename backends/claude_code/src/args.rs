@@ -1,7 +1,9 @@
 //! The command line of one run: request options and `backend.claude_code.*` extensions turned
 //! into Claude Code's argv (never a shell string), environment and working directory.
 
+use agent_api::capabilities as caps;
 use agent_api::kit::CommandSpec;
+use agent_api::portable::OptionMapping;
 use agent_api::{AgentError, PermissionPolicy, PermissionRule, RunRequest, SessionSelector, ToolCategory};
 use serde::{Deserialize, Serialize};
 
@@ -22,6 +24,19 @@ pub const EXT_DISALLOWED_TOOLS: &str = "backend.claude_code.disallowed_tools";
 pub const EXT_PERMISSION_MODE: &str = "backend.claude_code.permission_mode";
 /// Extension: the most agentic turns (whole number, `--max-turns`).
 pub const EXT_MAX_TURNS: &str = "backend.claude_code.max_turns";
+
+/// How Claude Code takes each portable option (`RunRequest::portable`); its capabilities are these.
+pub const OPTION_MAPPINGS: &[OptionMapping] = &[
+    OptionMapping::new(caps::SYSTEM_PROMPT, "--system-prompt"),
+    OptionMapping::new(caps::APPEND_SYSTEM_PROMPT, "--append-system-prompt"),
+    OptionMapping::new(caps::ADD_DIRS, "--add-dir"),
+    OptionMapping::new(caps::MCP_SERVERS, "--mcp-config (inline mcpServers JSON)"),
+    OptionMapping::new(caps::ALLOWED_TOOLS, "--allowedTools"),
+    OptionMapping::new(caps::DENIED_TOOLS, "--disallowedTools"),
+    OptionMapping::new(caps::MAX_TURNS, "--max-turns"),
+    OptionMapping::new(caps::MAX_BUDGET_USD, "--max-budget-usd"),
+    OptionMapping::new(caps::OUTPUT_SCHEMA, "--json-schema"),
+];
 
 /// Which channel a run uses (`backend.claude_code.mode`: `"control"` or `"print"`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -205,25 +220,39 @@ pub fn invocation(config: &ClaudeCodeConfig, request: &RunRequest) -> Result<Inv
     if let Some(m) = permission_mode {
         spec = spec.arg("--permission-mode").arg(m.as_str());
     }
-    allowed_tools.extend(options.allowed_tools);
+    let portable = &request.portable;
+    allowed_tools.extend(portable.allowed_tools.iter().cloned().chain(options.allowed_tools));
     if !allowed_tools.is_empty() {
         spec = spec.arg("--allowedTools").arg(allowed_tools.join(","));
     }
-    if !options.disallowed_tools.is_empty() {
-        spec = spec.arg("--disallowedTools").arg(options.disallowed_tools.join(","));
+    let denied: Vec<&String> = portable.denied_tools.iter().chain(&options.disallowed_tools).collect();
+    if !denied.is_empty() {
+        spec = spec.arg("--disallowedTools").arg(denied.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(","));
     }
-    for dir in &options.extra_dirs {
+    for dir in portable.add_dirs.iter().map(|d| d.as_os_str()).chain(options.extra_dirs.iter().map(std::ffi::OsStr::new)) {
         spec = spec.arg("--add-dir").arg(dir);
     }
-    if let Some(text) = &options.system_prompt_append {
-        spec = spec.arg("--append-system-prompt").arg(text);
+    if let Some(text) = &portable.system_prompt {
+        spec = spec.arg("--system-prompt").arg(text);
     }
-    // The smaller of the option and the request's limit: both must hold.
-    if let Some(turns) = options.max_turns.into_iter().chain(request.limits.max_turns).min() {
+    let appended: Vec<&str> = portable.append_system_prompt.iter().chain(&options.system_prompt_append).map(String::as_str).collect();
+    if !appended.is_empty() {
+        spec = spec.arg("--append-system-prompt").arg(appended.join("\n\n"));
+    }
+    // The smallest of the native option and the SDK's limit: each must hold.
+    let turns = portable.native_limits.max_turns.or(options.max_turns).into_iter().chain(request.limits.max_turns).min();
+    if let Some(turns) = turns {
         spec = spec.arg("--max-turns").arg(turns.to_string());
     }
-    if let Some(usd) = request.limits.max_cost_usd {
+    let budget = portable.native_limits.max_budget_usd.into_iter().chain(request.limits.max_cost_usd).reduce(f64::min);
+    if let Some(usd) = budget {
         spec = spec.arg("--max-budget-usd").arg(usd.to_string());
+    }
+    if !portable.mcp_servers.is_empty() {
+        spec = spec.arg("--mcp-config").arg(portable.mcp_config_json().to_string());
+    }
+    if let Some(schema) = &portable.output_schema {
+        spec = spec.arg("--json-schema").arg(schema.to_string());
     }
     spec = spec.args(config.extra_args.iter().cloned());
     if mode == Mode::Print {
@@ -289,6 +318,44 @@ mod tests {
             assert!(args.contains(want), "{want} missing from {args}");
         }
         assert!(argv(&RunRequest::new("hi").with_session(SessionSelector::ResumeLast)).contains(&"--continue".to_string()));
+    }
+
+    #[test]
+    fn portable_options_map_to_their_native_flags_and_merge_with_the_extensions() {
+        use agent_api::portable::{McpServer, PortableOptions};
+        let portable = PortableOptions::default()
+            .system_prompt("you are terse")
+            .append_system_prompt("cite files")
+            .add_dir("/p")
+            .allow_tool("Read")
+            .deny_tool("WebFetch")
+            .max_turns(4)
+            .max_budget_usd(0.5)
+            .mcp_server("files", McpServer::stdio("mcp-files", ["--root", "/srv"]))
+            .output_schema(json!({"type": "object"}));
+        let req = RunRequest::new("hi")
+            .with_portable(portable)
+            .with_options(&ClaudeCodeOptions::default().extra_dirs(["/e"]).system_prompt_append("be brief").disallowed_tools(["Bash"]));
+        let args = argv(&req);
+        let joined = args.join(" ");
+        for want in [
+            "--system-prompt you are terse",
+            "--append-system-prompt cite files\n\nbe brief",
+            "--add-dir /p --add-dir /e",
+            "--allowedTools Read",
+            "--disallowedTools WebFetch,Bash",
+            "--max-turns 4",
+            "--max-budget-usd 0.5",
+            r#"--json-schema {"type":"object"}"#,
+        ] {
+            assert!(joined.contains(want), "{want} missing from {joined}");
+        }
+        let mcp = args.iter().position(|a| a == "--mcp-config").map(|i| &args[i + 1]).expect("--mcp-config");
+        let mcp: serde_json::Value = serde_json::from_str(mcp).unwrap();
+        assert_eq!(mcp["mcpServers"]["files"], json!({"command": "mcp-files", "args": ["--root", "/srv"], "env": {}}));
+        for mapping in OPTION_MAPPINGS {
+            assert!(req.required_capabilities().contains(mapping.capability), "{} not exercised", mapping.capability);
+        }
     }
 
     #[test]

@@ -165,7 +165,7 @@ impl AgentBackend for ClaudeCodeBackend {
     }
 
     fn capabilities(&self) -> CapabilitySet {
-        CapabilitySet::from_ids([
+        let own = CapabilitySet::from_ids([
             caps::RUN,
             caps::EVENTS,
             caps::EVENTS_LIVE,
@@ -194,7 +194,12 @@ impl AgentBackend for ClaudeCodeBackend {
             caps::HOME_HERMETIC,
             CAP_PRINT_MODE,
             CAP_CLI_OPTIONS,
-        ])
+        ]);
+        agent_api::portable::with_mappings(own, args::OPTION_MAPPINGS)
+    }
+
+    fn option_mappings(&self) -> &'static [agent_api::portable::OptionMapping] {
+        args::OPTION_MAPPINGS
     }
 
     fn extension_keys(&self) -> &'static [&'static str] {

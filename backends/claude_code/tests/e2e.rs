@@ -392,3 +392,57 @@ async fn e2e_a_timed_out_run_kills_the_setsid_tool_shell() {
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(processes_in(&sandbox.cwd), Vec::<String>::new(), "processes left after the timeout");
 }
+
+/// The model requests of a run, as JSON text (the bench server logs each one).
+fn model_requests(server: &ModelServer) -> Vec<serde_json::Value> {
+    server.requests().into_iter().filter(|r| r.body.get("messages").is_some()).map(|r| r.body).collect()
+}
+
+/// The one model request of a run that offers tools (the main turn, not a side request).
+fn main_request(server: &ModelServer) -> serde_json::Value {
+    let with_tools = |b: &serde_json::Value| b.get("tools").and_then(|t| t.as_array()).is_some_and(|t| !t.is_empty());
+    let requests = model_requests(server);
+    requests.into_iter().rfind(with_tools).expect("a model request with tools")
+}
+
+#[tokio::test]
+async fn e2e_a_system_prompt_and_a_denied_tool_reach_the_model_request() {
+    use agent_api::portable::PortableOptions;
+    let Some((server, sandbox)) = bench("text").await else { return };
+    let portable = PortableOptions::default()
+        .system_prompt("SYSTEM-MARKER-7 you are a terse assistant")
+        .append_system_prompt("APPEND-MARKER-9")
+        .deny_tool("WebFetch");
+    let run = record(backend(&sandbox).run(request("say hello").with_portable(portable)).await.unwrap()).await;
+    assert_eq!(run.completion.as_ref().unwrap().final_text.as_deref(), Some("Hello from mock"));
+    let main = main_request(&server);
+    let system = main["system"].to_string();
+    assert!(system.contains("SYSTEM-MARKER-7") && system.contains("APPEND-MARKER-9"), "{system}");
+    let offered: Vec<&str> = main["tools"].as_array().unwrap().iter().filter_map(|t| t["name"].as_str()).collect();
+    assert!(offered.contains(&"Bash") && !offered.contains(&"WebFetch"), "{offered:?}");
+}
+
+#[tokio::test]
+async fn e2e_an_extra_directory_reaches_the_model_request() {
+    use agent_api::portable::PortableOptions;
+    let Some((server, sandbox)) = bench("text").await else { return };
+    let extra = tempfile::tempdir().unwrap();
+    let portable = PortableOptions::default().add_dir(extra.path());
+    let run = record(backend(&sandbox).run(request("say hello").with_portable(portable)).await.unwrap()).await;
+    assert!(run.completion.is_ok(), "{:?}", run.completion);
+    let body = main_request(&server).to_string();
+    assert!(body.contains(&*extra.path().to_string_lossy()), "the extra directory is not in the model request");
+}
+
+#[tokio::test]
+async fn e2e_structured_output_is_the_clis_validated_value() {
+    use agent_api::portable::PortableOptions;
+    let Some((server, sandbox)) = bench("json_answer").await else { return };
+    let schema = json!({"type": "object", "required": ["city"], "properties": {"city": {"type": "string"}}});
+    let portable = PortableOptions::default().output_schema(schema.clone());
+    let run = record(backend(&sandbox).run(request("where?").with_portable(portable)).await.unwrap()).await;
+    let completion = run.completion.as_ref().unwrap();
+    assert_eq!(completion.structured_output, Some(json!({"city": "Lyon"})));
+    let offered = main_request(&server)["tools"].to_string();
+    assert!(offered.contains("StructuredOutput"), "--json-schema makes the CLI offer its structured-output tool");
+}

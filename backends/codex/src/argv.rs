@@ -12,7 +12,7 @@ use crate::config::{toml_string, CodexConfig, Mode, RunOptions};
 /// The flags every run gets when `quiet` is on: no plugin sync, no analytics (NOTES.md).
 pub const QUIET_FLAGS: &[&str] = &["--disable", "plugins", "-c", "analytics.enabled=false"];
 
-fn common_args(config: &CodexConfig, options: &RunOptions) -> Vec<String> {
+fn common_args(config: &CodexConfig, options: &RunOptions, request: &RunRequest) -> Vec<String> {
     let mut args: Vec<String> = Vec::new();
     if config.quiet {
         args.extend(QUIET_FLAGS.iter().map(|s| s.to_string()));
@@ -21,8 +21,14 @@ fn common_args(config: &CodexConfig, options: &RunOptions) -> Vec<String> {
         args.push("-c".into());
         args.push(o.clone());
     }
-    if !options.extra_dirs.is_empty() {
-        let roots: Vec<String> = options.extra_dirs.iter().map(|d| toml_string(d)).collect();
+    for o in crate::portable::config_overrides(&request.portable) {
+        args.push("-c".into());
+        args.push(o);
+    }
+    let portable_dirs = request.portable.add_dirs.iter().map(|d| absolute(d));
+    let dirs: Vec<String> = portable_dirs.chain(options.extra_dirs.iter().cloned()).collect();
+    if !dirs.is_empty() {
+        let roots: Vec<String> = dirs.iter().map(|d| toml_string(d)).collect();
         args.push("-c".into());
         args.push(format!("sandbox_workspace_write.writable_roots=[{}]", roots.join(",")));
     }
@@ -43,7 +49,7 @@ fn base_spec(config: &CodexConfig, request: &RunRequest, args: Vec<String>) -> C
 /// `codex app-server …` with stdin piped; everything per-thread goes in the JSON-RPC params.
 pub fn app_server_spec(config: &CodexConfig, options: &RunOptions, request: &RunRequest) -> CommandSpec {
     let mut args = vec!["app-server".to_string()];
-    args.extend(common_args(config, options));
+    args.extend(common_args(config, options, request));
     if config.request_user_input {
         args.extend(["--enable".to_string(), "default_mode_request_user_input".to_string()]);
     }
@@ -71,7 +77,7 @@ pub fn exec_spec(config: &CodexConfig, options: &RunOptions, request: &RunReques
         _ => {}
     }
     args.extend(["--json", "--skip-git-repo-check"].map(String::from));
-    args.extend(common_args(config, options));
+    args.extend(common_args(config, options, request));
     if let Some(model) = &request.model {
         args.extend(["-m".to_string(), model.clone()]);
     }
@@ -139,6 +145,9 @@ impl StartPlan {
         if let Some(model) = &request.model {
             thread.insert("model".into(), json!(model));
         }
+        if let Some(text) = &request.portable.system_prompt {
+            thread.insert("baseInstructions".into(), json!(text));
+        }
         thread.insert("approvalPolicy".into(), json!(options.approval_policy));
         thread.insert("sandbox".into(), json!(options.sandbox));
         let mut turn = Map::new();
@@ -148,6 +157,9 @@ impl StartPlan {
         }
         if let Some(summary) = &config.reasoning_summary {
             turn.insert("summary".into(), json!(summary));
+        }
+        if let Some(schema) = &request.portable.output_schema {
+            turn.insert("outputSchema".into(), schema.clone());
         }
         Self { session: request.session.clone(), thread_params: thread, cwd, turn_params: turn }
     }

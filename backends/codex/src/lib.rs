@@ -44,6 +44,7 @@ pub mod errors;
 pub mod exec;
 mod exec_item;
 pub mod history;
+pub mod portable;
 pub mod schema;
 pub mod tools;
 pub mod version;
@@ -105,7 +106,7 @@ impl CodexBackend {
 /// The capabilities the backend's tests prove (fixture replays, fault tests and end-to-end runs
 /// on the bench).
 pub fn capabilities() -> CapabilitySet {
-    CapabilitySet::from_ids([
+    let own = CapabilitySet::from_ids([
         caps::RUN,
         caps::EVENTS,
         caps::EVENTS_LIVE,
@@ -136,7 +137,8 @@ pub fn capabilities() -> CapabilitySet {
         caps::HOME_HERMETIC,
         CAP_APP_SERVER,
         CAP_EXEC_MODE,
-    ])
+    ]);
+    agent_api::portable::with_mappings(own, portable::OPTION_MAPPINGS)
 }
 
 #[async_trait]
@@ -153,9 +155,21 @@ impl AgentBackend for CodexBackend {
         agent_api::options::extension_keys::<CodexOptions>()
     }
 
-    async fn run(&self, request: RunRequest) -> Result<RunHandle, AgentError> {
+    fn option_mappings(&self) -> &'static [agent_api::portable::OptionMapping] {
+        portable::OPTION_MAPPINGS
+    }
+
+    async fn run(&self, mut request: RunRequest) -> Result<RunHandle, AgentError> {
         self.validate(&request)?;
         let options = RunOptions::resolve(&request, &self.config)?;
+        if options.mode == Mode::Exec && request.portable.system_prompt.is_some() {
+            // `codex exec` replaces its instructions only from a file in its config; the app-server takes them per thread.
+            return Err(AgentError::InvalidRequest { reason: "Codex takes a system prompt in the app-server mode only".into() });
+        }
+        if options.mode == Mode::Exec {
+            // `exec --output-schema` needs a file that outlives the spawn: the SDK asks in the prompt instead.
+            request = agent_api::structured::ask_in_prompt(request);
+        }
         let spec = HOME_LAYOUT.apply(argv::command_spec(&self.config, &options, &request), &request.home)?;
         let settings = RunSettings::for_request(self.kind(), &request, &self.capabilities());
         let transport = Transport::spawn(&spec, settings.line_cap)?;

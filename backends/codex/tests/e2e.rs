@@ -324,3 +324,71 @@ async fn skipping_permission_prompts_runs_without_any_request_and_one_way_exec_a
     assert_eq!(run.of_type("permission.requested").count(), 0, "{:?}", run.types());
     assert!(!sandbox.cwd.join("out.txt").exists(), "the read-only sandbox blocked the write");
 }
+
+mod portable_options {
+    use super::agent_api_bench_support::{backend, drive};
+    use super::*;
+    use agent_api::portable::PortableOptions;
+    use serde_json::{json, Value};
+
+    fn schema() -> Value {
+        json!({"type": "object", "required": ["city"], "properties": {"city": {"type": "string"}}, "additionalProperties": false})
+    }
+
+    /// The last Responses request of the run (the main turn's).
+    fn model_request(server: &ModelServer) -> Value {
+        server.requests().into_iter().rev().find(|r| r.body.get("input").is_some()).expect("a model request").body
+    }
+
+    #[tokio::test]
+    async fn a_system_prompt_and_an_extra_directory_reach_the_model_request() {
+        let Some((server, sandbox)) = setup("text").await else { return };
+        let extra = tempfile::tempdir().unwrap();
+        let portable = PortableOptions::default()
+            .system_prompt("SYSTEM-MARKER-7 you are terse")
+            .append_system_prompt("APPEND-MARKER-9")
+            .add_dir(extra.path());
+        let run = drive(&backend(&sandbox), RunRequest::new("say hi").with_portable(portable), PermissionDecision::Allow, false).await;
+        assert_eq!(run.assistant_text(), "Hello from mock");
+        let body = model_request(&server);
+        let text = body.to_string();
+        assert!(text.contains("SYSTEM-MARKER-7"), "the system prompt is not in the request");
+        assert!(text.contains("APPEND-MARKER-9"), "the appended instructions are not in the request");
+        assert!(text.contains(&*extra.path().to_string_lossy()), "the extra directory is not in the request");
+    }
+
+    #[tokio::test]
+    async fn a_denied_tool_is_refused_before_spawn_as_codex_has_no_tool_filter() {
+        let Some((server, sandbox)) = setup("text").await else { return };
+        let request = RunRequest::new("hi").with_portable(PortableOptions::default().deny_tool("exec_command"));
+        let err = backend(&sandbox).run(request).await.unwrap_err();
+        assert!(
+            matches!(&err, AgentError::UnsupportedCapability { capability, .. } if capability == "agent_api.options.denied_tools"),
+            "{err:?}"
+        );
+        assert!(server.requests().is_empty(), "nothing was spawned");
+    }
+
+    #[tokio::test]
+    async fn structured_output_is_native_on_the_app_server_and_checked_by_the_sdk() {
+        let Some((server, sandbox)) = setup("json_answer").await else { return };
+        let request = RunRequest::new("where?").with_portable(PortableOptions::default().output_schema(schema()));
+        let run = drive(&backend(&sandbox), request, PermissionDecision::Allow, false).await;
+        assert_eq!(run.completion.as_ref().unwrap().structured_output, Some(json!({"city": "Lyon"})));
+        let format = model_request(&server)["text"]["format"].clone();
+        assert_eq!(format["type"], "json_schema", "outputSchema becomes the Responses text format: {format}");
+    }
+
+    #[tokio::test]
+    async fn a_non_conforming_answer_ends_the_run_with_the_typed_error() {
+        let Some((_server, sandbox)) = setup("json_wrong").await else { return };
+        for request in [RunRequest::new("where?"), exec(RunRequest::new("where?"))] {
+            let request = request.with_portable(PortableOptions::default().output_schema(schema()));
+            let run = drive(&backend(&sandbox), request, PermissionDecision::Allow, false).await;
+            match &run.completion {
+                Err(AgentError::StructuredOutput { reason }) => assert!(reason.contains("string"), "{reason}"),
+                other => panic!("{other:?}"),
+            }
+        }
+    }
+}

@@ -106,7 +106,7 @@ impl OpenCodeBackend {
 /// The capabilities the backend's tests prove (fixture replays and end-to-end runs on the bench).
 /// Permissions, questions and deltas are the `serve` interface's; `run` has none of them.
 pub fn capabilities() -> CapabilitySet {
-    CapabilitySet::from_ids([
+    let own = CapabilitySet::from_ids([
         caps::RUN,
         caps::EVENTS,
         caps::EVENTS_LIVE,
@@ -134,7 +134,8 @@ pub fn capabilities() -> CapabilitySet {
         CAP_RUN,
         CAP_ACP,
         agent_api_acp::CAP_FS_CONFINED,
-    ])
+    ]);
+    agent_api::portable::with_mappings(own, agent_api::portable::SDK_ONLY)
 }
 
 /// The command every interface starts from: the binary, the config's and the request's
@@ -169,8 +170,13 @@ impl AgentBackend for OpenCodeBackend {
         agent_api::options::extension_keys::<OpenCodeOptions>()
     }
 
+    fn option_mappings(&self) -> &'static [agent_api::portable::OptionMapping] {
+        agent_api::portable::SDK_ONLY
+    }
+
     async fn run(&self, request: RunRequest) -> Result<RunHandle, AgentError> {
         self.validate(&request)?;
+        let request = agent_api::structured::ask_in_prompt(request);
         let options: OpenCodeOptions = request.options()?;
         let settings = RunSettings::for_request(self.kind(), &request, &self.capabilities());
         match options.interface.unwrap_or(self.config.default_interface) {

@@ -106,7 +106,7 @@ impl AgentBackend for ScriptedBackend {
     }
 
     fn capabilities(&self) -> CapabilitySet {
-        CapabilitySet::from_ids([
+        let own = CapabilitySet::from_ids([
             caps::RUN,
             caps::EVENTS,
             caps::EVENTS_LIVE,
@@ -128,7 +128,12 @@ impl AgentBackend for ScriptedBackend {
             caps::SESSION_WARM,
             caps::SESSION_RESUME_PER_TURN,
             "backend.scripted.scenarios",
-        ])
+        ]);
+        agent_api::portable::with_mappings(own, agent_api::portable::SDK_ONLY)
+    }
+
+    fn option_mappings(&self) -> &'static [agent_api::portable::OptionMapping] {
+        agent_api::portable::SDK_ONLY
     }
 
     fn extension_keys(&self) -> &'static [&'static str] {
@@ -137,6 +142,7 @@ impl AgentBackend for ScriptedBackend {
 
     async fn run(&self, request: RunRequest) -> Result<RunHandle, AgentError> {
         self.validate(&request)?;
+        let request = agent_api::structured::ask_in_prompt(request);
         let (scenario, delay) = scenario_of(&request)?;
         let settings = RunSettings::for_request(KIND, &request, &self.capabilities());
         let session = self.sessions.begin(&request.session)?;

@@ -46,12 +46,15 @@ pub enum Scenario {
     LongText,
     /// Some text, then the agent exits mid-turn: for a dying agent.
     Crash,
+    /// Answers the prompt's first line, verbatim (what follows it, such as the SDK's output-schema
+    /// instructions, is dropped): for structured output, the caller scripts the answer.
+    Echo,
 }
 
 impl Scenario {
     /// Every scenario name.
     pub const NAMES: &'static [&'static str] =
-        &["tour", "text", "reasoning", "permission", "question", "error", "slow", "long_text", "crash"];
+        &["tour", "text", "reasoning", "permission", "question", "error", "slow", "long_text", "crash", "echo"];
 
     /// The scenario with this name.
     pub fn from_name(name: &str) -> Option<Self> {
@@ -65,6 +68,7 @@ impl Scenario {
             "slow" => Self::Slow,
             "long_text" => Self::LongText,
             "crash" => Self::Crash,
+            "echo" => Self::Echo,
             _ => return None,
         })
     }
@@ -126,6 +130,7 @@ impl Scenario {
                 steps.push(stream("msg_1", words.join(" ")));
             }
             Self::LongText => steps.push(stream("msg_1", "0123456789".repeat(15_000))),
+            Self::Echo => steps.push(stream("msg_1", prompt.lines().next().unwrap_or_default().to_string())),
             Self::Crash => {
                 steps.push(stream("msg_1", "Working on it".into()));
                 steps.push(Step::Crash);

@@ -99,6 +99,9 @@ pub enum Action {
     },
     /// Ask the user through the CLI's own question tool.
     Ask(&'static [Question]),
+    /// Give this JSON as the structured answer: with the CLI's structured-output tool when the request
+    /// offers one (Claude Code `StructuredOutput`, Qwen `structured_output`), else as the answer text.
+    Structured(&'static str),
 }
 
 /// One multiple-choice question for [`Action::Ask`].
@@ -221,6 +224,17 @@ pub const SCENARIOS: &[Scenario] = &[
         description: "Replies \"echo: user_turns=N messages=M last=<last user text>\" describing the history it got \
                       (for resume and multi-turn tests).",
         script: Script::Steps(&[Step::text(Text::Echo)]),
+    },
+    Scenario {
+        name: "json_answer",
+        description: "Answers {\"city\":\"Lyon\"} as structured output (the structured-output tool when offered, \
+                      else the answer text), then \"Done.\".",
+        script: Script::Steps(&[Step::act("", Action::Structured(r#"{"city":"Lyon"}"#)), Step::text(Text::Fixed("Done."))]),
+    },
+    Scenario {
+        name: "json_wrong",
+        description: "Like json_answer, but {\"city\":3}: an answer that does not fit a schema asking for a string.",
+        script: Script::Steps(&[Step::act("", Action::Structured(r#"{"city":3}"#)), Step::text(Text::Fixed("Done."))]),
     },
     Scenario {
         name: "error401",

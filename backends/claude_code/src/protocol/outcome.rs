@@ -49,6 +49,8 @@ pub(crate) struct Outcome {
     pub interrupted: bool,
     usage: Usage,
     data: Value,
+    /// The last result's `structured_output` (the CLI's answer to `--json-schema`).
+    structured: Option<Value>,
     /// Reads a successful result's text as an error (see [`ClaudeProtocol::with_result_error`]).
     pub result_error: Option<ResultError>,
     /// The error [`Outcome::result_error`] found in the last turn's text.
@@ -119,6 +121,7 @@ impl Outcome {
         if let Some(cost) = result.get("total_cost_usd").and_then(Value::as_f64) {
             self.usage.cost_usd = Some(cost);
         }
+        self.structured = result.get("structured_output").filter(|v| !v.is_null()).cloned();
         let denials = result.get("permission_denials").and_then(Value::as_array).map_or(0, Vec::len);
         self.data = json!({
             "cost_usd": result.get("total_cost_usd"),
@@ -168,6 +171,7 @@ impl Outcome {
         completion.final_text = last.text.clone();
         completion.usage = Some(self.usage.clone());
         completion.data = Some(self.data.clone());
+        completion.structured_output = self.structured.clone();
         Ok(completion)
     }
 }

@@ -7,6 +7,7 @@
 //! | write | `Write`, `write`, `write_file`, Codex's free-form `apply_patch` |
 //! | edit | `Edit`, `edit`, `replace`, Codex's free-form `apply_patch` |
 //! | ask | `AskUserQuestion`, `request_user_input`, `ask_user_question`, `question` |
+//! | structured | `StructuredOutput`, `structured_output`; none offered: the JSON is the answer text |
 
 use serde_json::{json, Map, Value};
 
@@ -43,6 +44,7 @@ const SHELL: &[&str] = &["Bash", "exec_command", "bash", "run_shell_command", "s
 const WRITE: &[&str] = &["Write", "write", "write_file", "apply_patch"];
 const EDIT: &[&str] = &["Edit", "edit", "replace", "apply_patch"];
 const ASK: &[&str] = &["AskUserQuestion", "request_user_input", "ask_user_question", "question"];
+const STRUCTURED: &[&str] = &["StructuredOutput", "structured_output"];
 
 /// Builds the call for `action` from the offered tools, or says which tool was missing.
 pub fn call_for(action: &Action, conv: &Conversation) -> Result<ToolCall, String> {
@@ -51,13 +53,18 @@ pub fn call_for(action: &Action, conv: &Conversation) -> Result<ToolCall, String
         Action::WriteFile { .. } => ("file write", WRITE),
         Action::EditFile { .. } => ("file edit", EDIT),
         Action::Ask(_) => ("question", ASK),
+        Action::Structured(_) => ("structured output", STRUCTURED),
     };
     let tool = names.iter().find_map(|n| conv.tools.iter().find(|t| t.name == *n)).ok_or_else(|| {
         let offered: Vec<&str> = conv.tools.iter().map(|t| t.name.as_str()).collect();
         format!("mock: the request offers no {kind} tool (offered: {})", offered.join(", "))
     })?;
     let id = format!("mock_{}", conv.messages);
-    let input = if tool.freeform { ToolInput::Freeform(patch_for(action)) } else { json_args(tool, action, conv) };
+    let input = match action {
+        Action::Structured(json) => ToolInput::Json(serde_json::from_str(json).unwrap_or(Value::Null)),
+        _ if tool.freeform => ToolInput::Freeform(patch_for(action)),
+        _ => json_args(tool, action, conv),
+    };
     Ok(ToolCall { id, name: tool.name.clone(), input })
 }
 
@@ -72,7 +79,7 @@ fn patch_for(action: &Action) -> String {
             format!("*** Begin Patch\n*** Update File: {path}\n@@\n-{old}\n+{new}\n*** End Patch\n")
         }
         Action::Shell(cmd) => cmd.to_string(),
-        Action::Ask(_) => String::new(),
+        Action::Ask(_) | Action::Structured(_) => String::new(),
     }
 }
 

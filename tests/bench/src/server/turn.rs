@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::tools::{self, OfferedTool};
-use crate::scenario::{self, Failure, Scenario, Script, Text};
+use crate::scenario::{self, Action, Failure, Scenario, Script, Text};
 
 /// The elements of the array `v[key]` (none when it is missing or not an array).
 pub fn array<'a>(v: &'a Value, key: &str) -> std::slice::Iter<'a, Value> {
@@ -202,9 +202,14 @@ pub fn plan(scenario: &Scenario, conv: &Conversation) -> Reply {
         Text::Echo => format!("echo: user_turns={} messages={} last={}", conv.user_turns, conv.messages, conv.last_user_text),
     };
     if let Some(action) = step.action {
-        match tools::call_for(&action, conv) {
-            Ok(call) => turn.tool = Some(call),
-            Err(missing) => {
+        match (tools::call_for(&action, conv), action) {
+            (Ok(call), _) => turn.tool = Some(call),
+            // A CLI without a structured-output tool (Codex's `outputSchema`) takes the JSON as the answer.
+            (Err(_), Action::Structured(json)) => {
+                turn.text = scenario::word_chunks(json);
+                return Reply::Turn(turn);
+            }
+            (Err(missing), _) => {
                 // No tool fits: say so instead, so a test sees why nothing happened.
                 turn.text = scenario::word_chunks(&missing);
                 return Reply::Turn(turn);

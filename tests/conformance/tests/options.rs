@@ -1,0 +1,145 @@
+//! Portable run options (issue 18): every backend advertises exactly the options it maps, refuses
+//! the others before spawn naming the capability, and structured output ends in a parsed value or
+//! one typed error.
+
+use std::sync::Arc;
+
+use agent_api::capabilities as caps;
+use agent_api::portable::{McpServer, PortableOptions};
+use agent_api::{AgentBackend, AgentError, RunRequest};
+use agent_api_scripted::{ScriptedBackend, ScriptedOptions};
+use serde_json::{json, Value};
+
+fn backends() -> Vec<Arc<dyn AgentBackend>> {
+    vec![
+        Arc::new(ScriptedBackend::new()),
+        Arc::new(agent_api_claude_code::ClaudeCodeBackend::new(Default::default())),
+        Arc::new(agent_api_codex::CodexBackend::new(Default::default())),
+        Arc::new(agent_api_opencode::OpenCodeBackend::new(Default::default())),
+        Arc::new(agent_api_acp::AcpBackend::gemini(Default::default())),
+        Arc::new(agent_api_acp::AcpBackend::qwen(Default::default())),
+        Arc::new(agent_api_acp::AcpBackend::generic(Default::default())),
+    ]
+}
+
+/// A request that sets exactly the option `id`.
+fn asking_for(id: &str) -> RunRequest {
+    let options = PortableOptions::default();
+    let options = match id {
+        caps::SYSTEM_PROMPT => options.system_prompt("sys"),
+        caps::APPEND_SYSTEM_PROMPT => options.append_system_prompt("more"),
+        caps::ADD_DIRS => options.add_dir("/tmp"),
+        caps::MCP_SERVERS => options.mcp_server("m", McpServer::stdio("mcp-server", ["--stdio"])),
+        caps::ALLOWED_TOOLS => options.allow_tool("Read"),
+        caps::DENIED_TOOLS => options.deny_tool("Bash"),
+        caps::MAX_TURNS => options.max_turns(2),
+        caps::MAX_BUDGET_USD => options.max_budget_usd(1.0),
+        caps::OUTPUT_SCHEMA => options.output_schema(json!({"type": "object"})),
+        other => panic!("no request for {other}"),
+    };
+    RunRequest::new("hi").with_portable(options)
+}
+
+fn option_ids() -> impl Iterator<Item = &'static str> {
+    caps::STANDARD.iter().map(|c| c.id).filter(|id| id.starts_with("agent_api.options."))
+}
+
+#[test]
+fn each_backend_advertises_exactly_the_options_it_maps() {
+    for backend in backends() {
+        let mapped: Vec<&str> = backend.option_mappings().iter().map(|m| m.capability).collect();
+        let capabilities = backend.capabilities();
+        let advertised: Vec<&str> = capabilities.iter().filter(|id| id.starts_with("agent_api.options.")).collect();
+        let mut sorted = mapped.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, advertised, "{}", backend.kind());
+        assert!(mapped.contains(&caps::OUTPUT_SCHEMA), "{}: structured output is for every agent", backend.kind());
+    }
+}
+
+#[test]
+fn an_option_a_backend_does_not_map_is_refused_before_spawn_naming_its_capability() {
+    let mut refused = 0;
+    for backend in backends() {
+        let caps = backend.capabilities();
+        for id in option_ids() {
+            let request = asking_for(id);
+            assert!(request.required_capabilities().contains(id), "{id}");
+            match backend.validate(&request) {
+                Ok(()) => assert!(caps.contains(id), "{}: {id} accepted but not advertised", backend.kind()),
+                Err(AgentError::UnsupportedCapability { capability, .. }) => {
+                    assert!(!caps.contains(id), "{}: {id} advertised but refused", backend.kind());
+                    assert_eq!(capability, id);
+                    refused += 1;
+                }
+                Err(other) => panic!("{}: {id}: {other:?}", backend.kind()),
+            }
+        }
+    }
+    assert!(refused > 0, "some backend lacks some option");
+}
+
+#[test]
+fn bad_option_values_are_refused_before_spawn() {
+    let claude = agent_api_claude_code::ClaudeCodeBackend::new(Default::default());
+    for options in [
+        PortableOptions::default().max_turns(0),
+        PortableOptions::default().max_budget_usd(-1.0),
+        PortableOptions::default().output_schema(json!({"type": 7})),
+        PortableOptions::default().mcp_server("bad name", McpServer::http("http://127.0.0.1:1")),
+    ] {
+        let err = claude.validate(&RunRequest::new("hi").with_portable(options.clone())).unwrap_err();
+        assert!(matches!(err, AgentError::InvalidRequest { .. }), "{options:?}: {err:?}");
+    }
+}
+
+#[test]
+fn mcp_secrets_never_show_in_debug() {
+    let mut server = McpServer::http("http://127.0.0.1:1/mcp");
+    if let McpServer::Http { headers, .. } = &mut server {
+        headers.insert("Authorization".into(), "Bearer sk-secret-123".into());
+    }
+    let request = RunRequest::new("hi").with_portable(PortableOptions::default().mcp_server("m", server));
+    let shown = format!("{request:?}");
+    assert!(shown.contains("Authorization") && !shown.contains("sk-secret-123"), "{shown}");
+}
+
+fn schema() -> Value {
+    json!({"type": "object", "required": ["city"], "properties": {"city": {"type": "string"}}, "additionalProperties": false})
+}
+
+async fn echo(answer: &str) -> (Vec<agent_api::universal::UniversalEvent>, Result<agent_api::RunCompletion, AgentError>) {
+    let request = RunRequest::new(answer)
+        .with_options(&ScriptedOptions::scenario("echo"))
+        .with_portable(PortableOptions::default().output_schema(schema()));
+    ScriptedBackend::new().run(request).await.unwrap().collect_universal().await
+}
+
+#[tokio::test]
+async fn a_conforming_answer_is_the_completions_parsed_value() {
+    let (_, completion) = echo(r#"{"city":"Lyon"}"#).await;
+    assert_eq!(completion.unwrap().structured_output, Some(json!({"city": "Lyon"})));
+}
+
+#[tokio::test]
+async fn a_non_conforming_answer_ends_the_run_with_one_typed_error() {
+    for (answer, needle) in [(r#"{"city":3}"#, "string"), ("Lyon", "not JSON"), (r#"{"town":"Lyon"}"#, "town")] {
+        let (events, completion) = echo(answer).await;
+        match completion {
+            Err(AgentError::StructuredOutput { reason }) => assert!(reason.contains(needle), "{answer}: {reason}"),
+            other => panic!("{answer}: {other:?}"),
+        }
+        let errors: Vec<_> = events.iter().filter_map(|e| e.error()).collect();
+        assert_eq!(errors.len(), 1, "{answer}: {errors:?}");
+        assert_eq!(errors[0].code.as_deref(), Some("structured_output"));
+    }
+}
+
+#[tokio::test]
+async fn without_a_schema_the_completion_has_no_structured_value() {
+    let request = RunRequest::new(r#"{"city":"Lyon"}"#).with_options(&ScriptedOptions::scenario("echo"));
+    let (_, completion) = ScriptedBackend::new().run(request).await.unwrap().collect_universal().await;
+    let completion = completion.unwrap();
+    assert_eq!(completion.structured_output, None);
+    assert_eq!(completion.final_text.as_deref(), Some(r#"{"city":"Lyon"}"#));
+}
