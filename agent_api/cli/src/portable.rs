@@ -28,9 +28,6 @@ pub(crate) struct PortableFlags {
     /// A native tool name removed from the agent (repeatable).
     #[arg(long, value_name = "TOOL")]
     deny_tool: Vec<String>,
-    /// The agent's own turn limit.
-    #[arg(long, value_name = "N")]
-    max_turns: Option<u32>,
     /// A JSON Schema file the answer must fit; the parsed answer is printed at the end.
     #[arg(long, value_name = "FILE")]
     json_schema: Option<PathBuf>,
@@ -45,7 +42,6 @@ impl PortableFlags {
         options.add_dirs = self.add_dir;
         options.allowed_tools = self.allow_tool;
         options.denied_tools = self.deny_tool;
-        options.native_limits.max_turns = self.max_turns;
         if let Some(path) = &self.mcp_config {
             options.mcp_servers = mcp_servers(&read_json(path)?).map_err(|e| format!("{}: {e}", path.display()))?;
         }
