@@ -177,7 +177,8 @@ impl Transcript {
         self.decider = decider;
     }
 
-    /// Who decides an answer that comes through the run's controls (see [`Transcript::set_decider`]).
+    /// Who decides an answer that comes through the run's controls: the caller, unless the kit
+    /// answers on the caller's behalf (a wait past its limit: [`DecidedBy::Timeout`]).
     pub fn control_decider(&self) -> DecidedBy {
         self.decider.unwrap_or(DecidedBy::Caller)
     }
