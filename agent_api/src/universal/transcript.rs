@@ -67,6 +67,8 @@ pub struct Transcript {
     timed_out: bool,
     /// Who decides the answers given through the controls, when not the caller.
     decider: Option<DecidedBy>,
+    /// Bumped whenever a permission request or question is asked or resolved.
+    requests_changed: u64,
     now: Option<Arc<str>>,
     events: Vec<UniversalEvent>,
 }
@@ -93,6 +95,7 @@ impl Transcript {
             closing: false,
             timed_out: false,
             decider: None,
+            requests_changed: 0,
             now: None,
             events: Vec::new(),
         }
@@ -166,9 +169,11 @@ impl Transcript {
         &self.open
     }
 
-    /// How many permission requests and questions wait for an answer.
-    pub fn pending_count(&self) -> usize {
-        self.permissions.len() + self.questions.len()
+    /// A number that changes whenever a permission request or question is asked or resolved:
+    /// while it stays the same, so do [`Transcript::pending_permissions`] and
+    /// [`Transcript::pending_questions`].
+    pub fn requests_changed(&self) -> u64 {
+        self.requests_changed
     }
 
     /// Who decides the answers given from now on: the caller (`None`), or the kit on the
@@ -456,6 +461,7 @@ impl Transcript {
         data.status = PermissionStatus::Requested;
         data.decided_by = None;
         self.permissions.insert(data.permission_id.clone(), data.clone());
+        self.requests_changed += 1;
         self.emit(EventSource::Agent, UniversalEventBody::PermissionRequested(data));
     }
 
@@ -468,6 +474,7 @@ impl Transcript {
     pub fn permission_resolved(&mut self, permission_id: &str, approved: bool, by: DecidedBy) -> Result<(), AgentError> {
         let mut data =
             self.permissions.remove(permission_id).ok_or_else(|| AgentError::UnknownPermission { id: permission_id.to_string() })?;
+        self.requests_changed += 1;
         data.status = if approved { PermissionStatus::Approved } else { PermissionStatus::Denied };
         data.decided_by = Some(by);
         self.emit(EventSource::Daemon, UniversalEventBody::PermissionResolved(data));
@@ -485,6 +492,7 @@ impl Transcript {
         data.decided_by = None;
         data.response = None;
         self.questions.insert(data.question_id.clone(), data.clone());
+        self.requests_changed += 1;
         self.emit(EventSource::Agent, UniversalEventBody::QuestionRequested(data));
     }
 
@@ -496,6 +504,7 @@ impl Transcript {
     /// A pending question was answered (`Some`) or rejected (`None`), by `by`.
     pub fn question_resolved(&mut self, question_id: &str, response: Option<String>, by: DecidedBy) -> Result<(), AgentError> {
         let mut data = self.questions.remove(question_id).ok_or_else(|| AgentError::UnknownQuestion { id: question_id.to_string() })?;
+        self.requests_changed += 1;
         data.status = if response.is_some() { QuestionStatus::Answered } else { QuestionStatus::Rejected };
         data.decided_by = Some(by);
         data.response = response;

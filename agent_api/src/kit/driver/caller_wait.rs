@@ -24,13 +24,13 @@ enum Asked {
 pub(super) struct CallerWaits {
     limits: CallerWait,
     deadlines: HashMap<String, (Instant, Asked)>,
-    /// How many requests the transcript had pending when last looked at.
-    seen_pending: usize,
+    /// The transcript's [`Transcript::requests_changed`](crate::universal::Transcript::requests_changed) when last looked at.
+    seen: u64,
 }
 
 impl CallerWaits {
     pub(super) fn new(limits: CallerWait) -> Self {
-        Self { limits, deadlines: HashMap::new(), seen_pending: 0 }
+        Self { limits, deadlines: HashMap::new(), seen: 0 }
     }
 
     /// The earliest deadline, if any request waits under a limit.
@@ -53,11 +53,11 @@ impl Core {
         if waits.limits.permission.is_none() && waits.limits.question.is_none() {
             return;
         }
-        let pending = self.transcript.pending_count();
-        if pending == waits.seen_pending && pending == waits.deadlines.len() {
+        let changed = self.transcript.requests_changed();
+        if changed == waits.seen {
             return;
         }
-        waits.seen_pending = pending;
+        waits.seen = changed;
         let asked = self.transcript.pending_permissions().into_iter().map(|id| (id, Asked::Permission));
         let asked = asked.chain(self.transcript.pending_questions().into_iter().map(|id| (id, Asked::Question)));
         let mut still = HashMap::new();
