@@ -22,7 +22,8 @@
 //!
 //! A new backend also joins the workspace's shared harnesses (see the README's "Writing a
 //! backend"): the converter property tests (`tests/conformance/tests/converter_props.rs`), the
-//! secret-sentinel test (`tests/conformance/tests/secrets.rs`) and the fault table (`spec/faults.md`).
+//! secret-sentinel test (`tests/conformance/tests/secrets.rs`), the fault table (`spec/faults.md`) and
+//! the fuzz targets (a `parser_<name>` target in `fuzz/`, see its README).
 
 pub mod budget;
 pub mod driver;
