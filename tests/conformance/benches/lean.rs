@@ -15,42 +15,11 @@ use std::time::{Duration, Instant};
 use agent_api::kit::replay::RecordingFormat;
 use agent_api::kit::{start_run, CommandSpec, RunSettings, Transport};
 use agent_api::AgentBackend;
+use agent_api_conformance::logs::build_log;
 use futures::StreamExt;
 
 const LINES: usize = 100_000;
 const PRINTER: &str = env!("CARGO_BIN_EXE_print_log");
-
-/// A log of `LINES` lines: the recording's first `head` lines, its middle repeated with ids
-/// made unique per round, and its last line.
-fn build_log(recording: &Path, head: usize, ids: &[&str]) -> Vec<u8> {
-    let text = std::fs::read_to_string(recording).unwrap();
-    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-    let (first, rest) = lines.split_at(head);
-    let (body, last) = rest.split_at(rest.len() - 1);
-    let mut out = Vec::new();
-    let mut count = 0;
-    for line in first {
-        out.extend_from_slice(line.as_bytes());
-        out.push(b'\n');
-        count += 1;
-    }
-    let mut round = 0;
-    while count < LINES - 1 {
-        round += 1;
-        for line in body.iter().take(LINES - 1 - count) {
-            let mut line = line.to_string();
-            for id in ids {
-                line = line.replace(id, &format!("{id}r{round}_"));
-            }
-            out.extend_from_slice(line.as_bytes());
-            out.push(b'\n');
-            count += 1;
-        }
-    }
-    out.extend_from_slice(last[0].as_bytes());
-    out.push(b'\n');
-    out
-}
 
 fn floor(log: &Path) -> usize {
     let mut child = Command::new(PRINTER).arg(log).stdout(Stdio::piped()).spawn().unwrap();
@@ -170,9 +139,9 @@ fn main() {
     let fixtures = agent_bench::fixtures_dir();
     let dir = tempfile::tempdir().unwrap();
     let codex = dir.path().join("codex.jsonl");
-    std::fs::write(&codex, build_log(&fixtures.join("codex/exec/shell_bypass.stdout.jsonl"), 2, &["item_"])).unwrap();
+    std::fs::write(&codex, build_log(&fixtures.join("codex/exec/shell_bypass.stdout.jsonl"), 2, &["item_"], LINES)).unwrap();
     let claude = dir.path().join("claude.jsonl");
-    let claude_log = build_log(&fixtures.join("claude_code/print/bash_partial.stdout.jsonl"), 1, &["msg_mock_", "toolu_mock_"]);
+    let claude_log = build_log(&fixtures.join("claude_code/print/bash_partial.stdout.jsonl"), 1, &["msg_mock_", "toolu_mock_"], LINES);
     std::fs::write(&claude, claude_log).unwrap();
     for (name, path, backend) in [("codex exec", &codex, "codex"), ("claude code stream-json", &claude, "claude")] {
         let bytes = std::fs::metadata(path).unwrap().len();
