@@ -4,6 +4,11 @@
 //! `cargo bench -p agent_api_conformance --bench latency` prints p50/p99 of both, at a steady rate
 //! (one line every 200 µs) and in bursts (200 lines, then 20 ms), 10,000 lines each, and
 //! `latency p99 ratio: <x>x` (the worse of the two patterns; target ≤ 1.2×).
+//!
+//! The bare reader and the SDK run in alternation, `PAIRS` times per pattern, and each pattern's
+//! ratio is the median of the pairs' p99 ratios: a p99 is set by the few slowest lines, which on a
+//! shared machine are whatever else ran at that moment, so a pair measured back to back is compared
+//! with itself and one unlucky run does not decide the verdict.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -15,6 +20,8 @@ use futures::StreamExt;
 use tokio::io::AsyncBufReadExt;
 
 const LINES: &str = "10000";
+/// Bare/SDK pairs per pattern (`LATENCY_PAIRS` overrides).
+const PAIRS: usize = 5;
 
 fn now_ns() -> u128 {
     SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos()
@@ -74,12 +81,21 @@ fn main() {
         return;
     }
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let pairs = std::env::var("LATENCY_PAIRS").ok().and_then(|n| n.parse().ok()).unwrap_or(PAIRS);
     let mut worst: f64 = 0.0;
     for (pattern, burst, pause) in [("steady", "1", "200"), ("bursts", "200", "20000")] {
         let args = args(burst, pause);
-        let base = report(&format!("{pattern} bare"), runtime.block_on(bare(&args)));
-        let full = report(&format!("{pattern} sdk"), runtime.block_on(sdk(&args)));
-        worst = worst.max(full / base);
+        let mut ratios: Vec<f64> = (1..=pairs)
+            .map(|pair| {
+                let base = report(&format!("{pattern} #{pair} bare"), runtime.block_on(bare(&args)));
+                let full = report(&format!("{pattern} #{pair} sdk"), runtime.block_on(sdk(&args)));
+                full / base
+            })
+            .collect();
+        ratios.sort_by(f64::total_cmp);
+        let median = ratios[ratios.len() / 2];
+        println!("{pattern}: p99 ratio per pair {ratios:.2?}, median {median:.2}x");
+        worst = worst.max(median);
     }
     println!("latency p99 ratio: {worst:.2}x");
 }
