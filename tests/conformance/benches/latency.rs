@@ -37,9 +37,12 @@ fn args(burst: &str, pause_us: &str) -> Vec<String> {
     ["timed", LINES, burst, pause_us].map(String::from).to_vec()
 }
 
-async fn bare(args: &[String]) -> Vec<f64> {
-    let mut child =
-        tokio::process::Command::new(env!("CARGO_BIN_EXE_fake_agent_cli")).args(args).stdout(std::process::Stdio::piped()).spawn().unwrap();
+async fn bare(args: Vec<String>) -> Vec<f64> {
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_fake_agent_cli"))
+        .args(&args)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
     let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
     let mut out = Vec::new();
     while let Ok(Some(line)) = lines.next_line().await {
@@ -50,9 +53,9 @@ async fn bare(args: &[String]) -> Vec<f64> {
     out
 }
 
-async fn sdk(args: &[String]) -> Vec<f64> {
+async fn sdk(args: Vec<String>) -> Vec<f64> {
     let settings = RunSettings::new(AgentKind::from_static("fake"));
-    let transport = Transport::spawn(&CommandSpec::new(env!("CARGO_BIN_EXE_fake_agent_cli")).args(args), settings.line_cap).unwrap();
+    let transport = Transport::spawn(&CommandSpec::new(env!("CARGO_BIN_EXE_fake_agent_cli")).args(&args), settings.line_cap).unwrap();
     let (mut events, completion) = start_run(settings, transport, Box::new(FakeProtocol::default())).into_universal();
     let mut out = Vec::new();
     while let Some(event) = events.next().await {
@@ -62,6 +65,12 @@ async fn sdk(args: &[String]) -> Vec<f64> {
     }
     assert!(completion.await.is_ok());
     out
+}
+
+/// Runs a consumer as a task of the runtime, as an orchestrator's per-run task would be (not on
+/// the thread that blocks on the runtime, which every wake-up would have to cross to).
+fn consume(runtime: &tokio::runtime::Runtime, consumer: impl std::future::Future<Output = Vec<f64>> + Send + 'static) -> Vec<f64> {
+    runtime.block_on(runtime.spawn(consumer)).expect("the consumer task finished")
 }
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
@@ -87,8 +96,8 @@ fn main() {
         let args = args(burst, pause);
         let mut ratios: Vec<f64> = (1..=pairs)
             .map(|pair| {
-                let base = report(&format!("{pattern} #{pair} bare"), runtime.block_on(bare(&args)));
-                let full = report(&format!("{pattern} #{pair} sdk"), runtime.block_on(sdk(&args)));
+                let base = report(&format!("{pattern} #{pair} bare"), consume(&runtime, bare(args.clone())));
+                let full = report(&format!("{pattern} #{pair} sdk"), consume(&runtime, sdk(args.clone())));
                 full / base
             })
             .collect();
