@@ -252,6 +252,8 @@ fn facet(item: &UniversalItem, phase: ToolPhase, event: &UniversalEvent) -> Tool
         .bytes(bytes)
         .tool_name(meta.tool_name.clone().or(name))
         .tool_use_id(call_id)
+        .command(meta.command.clone())
+        .cwd(meta.cwd.clone())
 }
 
 fn status_text(item: &UniversalItem) -> String {

@@ -18,13 +18,12 @@
 //! assert_eq!(summary.permissions[0].decided_by, Some(DecidedBy::Policy));
 //! ```
 
-use serde_json::Value;
-
 use crate::request::ToolCategory;
 use crate::run::{RunCompletion, Usage};
 use crate::tools_facet::ToolStatus;
 use crate::universal::{
-    ContentPart, DecidedBy, FileAction, ItemKind, ItemStatus, PermissionStatus, UniversalEvent, UniversalEventBody as Body, UniversalItem,
+    shell_fields, ContentPart, DecidedBy, FileAction, ItemKind, ItemStatus, PermissionStatus, UniversalEvent, UniversalEventBody as Body,
+    UniversalItem,
 };
 
 /// One tool call of a run, joined with its result.
@@ -39,6 +38,8 @@ pub struct ToolCallSummary {
     pub kind: Option<String>,
     /// The shell command, for tools that run one.
     pub command: Option<String>,
+    /// The directory the command ran in, when the agent named one.
+    pub cwd: Option<String>,
     /// The file or directory the tool acts on, for tools that name one.
     pub path: Option<String>,
     /// The command's exit code, when known.
@@ -133,14 +134,17 @@ impl RunSummary {
             ItemKind::ToolCall => {
                 let Some(call) = item.tool_call() else { return };
                 let arguments = call.arguments_json();
-                let field = |keys: &[&str]| arguments.as_ref().and_then(|a| keys.iter().find_map(|k| text_of(a.get(*k)?)));
+                let path = ["file_path", "path", "notebook_path"].iter().find_map(|k| arguments.as_ref()?.get(*k)?.as_str());
                 let meta = item.tool.as_ref();
+                // Backends put the command on the item; parsing the arguments covers older recordings.
+                let command = meta.and_then(|m| m.command.clone()).or_else(|| shell_fields(arguments.as_ref()?).0);
                 self.tool_calls.push(ToolCallSummary {
                     call_id: call.call_id.to_string(),
                     name: meta.and_then(|m| m.tool_name.clone()).unwrap_or_else(|| call.name.to_string()),
                     kind: meta.map(|m| m.kind.clone()).filter(|k| !k.is_empty()),
-                    command: field(&["command", "cmd"]),
-                    path: field(&["file_path", "path", "notebook_path"]),
+                    command,
+                    cwd: meta.and_then(|m| m.cwd.clone()),
+                    path: path.map(str::to_string),
                     exit_code: meta.and_then(|m| m.exit_code),
                     status: status_of(item.status),
                     output_bytes: meta.map_or(0, |m| m.bytes.stdout + m.bytes.result),
@@ -170,17 +174,5 @@ fn status_of(status: ItemStatus) -> ToolStatus {
         ItemStatus::Completed => ToolStatus::Completed,
         ItemStatus::Failed => ToolStatus::Failed,
         ItemStatus::InProgress => ToolStatus::Running,
-    }
-}
-
-/// A command or path as text: a string, or an argv array joined by spaces.
-fn text_of(value: &Value) -> Option<String> {
-    match value {
-        Value::String(s) => Some(s.clone()),
-        Value::Array(parts) => {
-            let parts: Option<Vec<&str>> = parts.iter().map(Value::as_str).collect();
-            parts.map(|p| p.join(" "))
-        }
-        _ => None,
     }
 }
