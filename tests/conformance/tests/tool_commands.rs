@@ -4,6 +4,7 @@
 use std::path::Path;
 
 use agent_api::kit::replay::replay_file;
+use agent_api::tool_calls::ToolCalls;
 use agent_api::universal::{ItemKind, UniversalItem};
 use agent_api::{AgentBackend, PermissionPolicy, RunRequest, RunSummary};
 use agent_api_acp::{AcpBackend, AcpConfig};
@@ -48,6 +49,17 @@ fn assert_command(fixture: &str, run: &RunRecord, command: &str, cwd: Option<&st
     let summary = RunSummary::from_events(&run.universal, run.completion.as_ref().ok());
     let call = summary.tool_calls.iter().find(|c| c.kind.as_deref() == Some("command_execution")).expect("a shell call in the summary");
     assert_eq!(call.command.as_deref(), Some(command), "{fixture}: summary command");
+    // The wrapper stream folds to the same call as the universal one.
+    let mut from_wrapper = ToolCalls::new();
+    for event in &run.wrapper {
+        from_wrapper.push_wrapper(event);
+    }
+    let joined = from_wrapper.get(&call.call_id).unwrap_or_else(|| panic!("{fixture}: the wrapper fold has no {}", call.call_id));
+    assert_eq!(
+        (joined.command.as_deref(), joined.exit_code, joined.status, joined.category),
+        (call.command.as_deref(), call.exit_code, call.status, call.category),
+        "{fixture}: wrapper fold"
+    );
 }
 
 #[tokio::test]
