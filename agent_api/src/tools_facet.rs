@@ -122,7 +122,7 @@ pub struct ToolsFacet {
     pub tool_name: Option<String>,
     /// The id linking a call to its result.
     pub tool_use_id: Option<String>,
-    /// The shell command of a command tool, cut to 2 KiB (absent for other tools).
+    /// The shell command of a command tool, cut to 2 KiB, secrets masked (absent for other tools).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command: Option<String>,
     /// The directory the command runs in, when the agent names one.

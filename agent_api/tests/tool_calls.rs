@@ -91,3 +91,19 @@ fn a_permission_names_the_category_of_its_call() {
     let c = calls.get("c1").unwrap();
     assert_eq!((c.category, c.kind.as_deref(), c.command.as_deref()), (Some(ToolCategory::Network), None, None));
 }
+
+#[test]
+fn the_tools_facet_names_the_command_with_its_secrets_masked() {
+    let mut t = Transcript::new("s".into(), false);
+    let arguments = json!({"command": "curl -H 'Authorization: Bearer eyJhbGciOiJIUzI1NiJ9' https://x"});
+    let meta = ToolMeta { kind: "command_execution".into(), ..ToolMeta::default() }.with_shell_fields(&arguments);
+    let item = t.start_item(NewItem::tool_call("Bash", arguments.to_string(), "c1").tool(meta));
+    t.complete_item(&item);
+    let mut projector = agent_api::projection::Projector::new(agent_api::AgentKind::from_static("test"), true);
+    let events: Vec<_> = t.drain().collect();
+    let facets: Vec<_> = events.iter().flat_map(|e| projector.project(e)).filter_map(|e| e.tools_facet()).collect();
+    let command = facets.iter().find_map(|f| f.command.clone()).expect("a facet with the command");
+    assert!(command.starts_with("curl -H 'Authorization: ") && command.ends_with("https://x"), "{command}");
+    assert!(command.contains(agent_api::secrets::REDACTED), "{command}");
+    assert!(!command.contains("eyJhbGciOiJIUzI1NiJ9"), "{command}");
+}
