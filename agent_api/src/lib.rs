@@ -8,6 +8,25 @@
 //!   universal transcript of [`universal::UniversalEvent`]s ([`RunHandle::into_universal`]).
 //! - Backends are built from the [`kit`]: native line → stateful [`kit::Protocol`] →
 //!   [`universal::Transcript`] → the shared [`projection`] → wrapper events through [`bounds`].
+//! - A tool call arrives as two to four events; [`tool_calls::ToolCalls`] joins them (name,
+//!   command, cwd, exit code, status), and [`RunSummary`] sums up a finished run for callers who
+//!   do not stream.
+//!
+//! # Defaults
+//!
+//! What [`RunRequest::new`] leaves set, and so what a run does unless told otherwise:
+//!
+//! - Permissions: [`PermissionPolicy::Ask`], every request goes to the caller and waits for an
+//!   answer through [`RunControl`]; prompts are not skipped (`skip_permission_prompts: false`).
+//! - Caller waits ([`CallerWait`]): no deadline, a permission or question waits as long as the
+//!   run lasts (with a `waiting_for_caller` status); with a deadline, [`OnCallerTimeout::Deny`].
+//! - Timeouts: none (`timeout`, `startup_timeout`, `idle_timeout`, `turn_timeout` all `None`).
+//! - Limits ([`Limits`]): none (no turn, token or cost limit).
+//! - Buffer budget: [`kit::budget::DEFAULT_BUFFER_BUDGET`] (1 MiB) of events waiting for the
+//!   caller before the run stops reading the agent.
+//! - Session: [`SessionSelector::New`]; home: [`home::Home::Inherit`] (the user's own); working
+//!   directory: the caller's; no extra environment; no cancellation token; `include_raw: false`.
+//! - Wrapper events are bounded by [`bounds`] ([`bounds::TEXT_BOUND`], [`bounds::DATA_BOUND`], …).
 //!
 //! ```no_run
 //! use agent_api::{AgentBackend, RunRequest};
@@ -47,6 +66,7 @@ pub mod secrets;
 pub mod session;
 pub mod structured;
 pub mod summary;
+pub mod tool_calls;
 pub mod tools_facet;
 pub mod universal;
 

@@ -252,6 +252,9 @@ fn facet(item: &UniversalItem, phase: ToolPhase, event: &UniversalEvent) -> Tool
         .bytes(bytes)
         .tool_name(meta.tool_name.clone().or(name))
         .tool_use_id(call_id)
+        // Commands carry keys often enough (`curl -H "Authorization: Bearer …"`): wrapper events never show one.
+        .command(meta.command.as_deref().map(|c| crate::secrets::redact(c).into_owned()))
+        .cwd(meta.cwd.as_deref().map(|c| crate::secrets::redact(c).into_owned()))
 }
 
 fn status_text(item: &UniversalItem) -> String {

@@ -18,36 +18,12 @@
 //! assert_eq!(summary.permissions[0].decided_by, Some(DecidedBy::Policy));
 //! ```
 
-use serde_json::Value;
-
 use crate::request::ToolCategory;
 use crate::run::{RunCompletion, Usage};
-use crate::tools_facet::ToolStatus;
-use crate::universal::{
-    ContentPart, DecidedBy, FileAction, ItemKind, ItemStatus, PermissionStatus, UniversalEvent, UniversalEventBody as Body, UniversalItem,
-};
+use crate::tool_calls::ToolCalls;
+use crate::universal::{ContentPart, DecidedBy, FileAction, PermissionStatus, UniversalEvent, UniversalEventBody as Body, UniversalItem};
 
-/// One tool call of a run, joined with its result.
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub struct ToolCallSummary {
-    /// The id linking the call to its result.
-    pub call_id: String,
-    /// The tool's name as the agent calls it (`Bash`, `command_execution`, …).
-    pub name: String,
-    /// The tools-facet kind (`command_execution`, `file_change`, …), when the backend knows it.
-    pub kind: Option<String>,
-    /// The shell command, for tools that run one.
-    pub command: Option<String>,
-    /// The file or directory the tool acts on, for tools that name one.
-    pub path: Option<String>,
-    /// The command's exit code, when known.
-    pub exit_code: Option<i64>,
-    /// How the call ended: completed, failed, or still running when the run ended.
-    pub status: ToolStatus,
-    /// Bytes of the tool's output.
-    pub output_bytes: u64,
-}
+pub use crate::tool_calls::ToolCallSummary;
 
 /// One permission request and its decision.
 #[derive(Debug, Clone, PartialEq)]
@@ -96,9 +72,11 @@ impl RunSummary {
             native_session_id: completion.and_then(|c| c.native_session_id.clone()),
             ..Self::default()
         };
+        let mut calls = ToolCalls::new();
         for event in events {
+            calls.push_universal(event);
             match &event.body {
-                Body::ItemCompleted(data) => summary.item(&data.item),
+                Body::ItemCompleted(data) => summary.files(&data.item),
                 Body::PermissionRequested(p) => summary.permissions.push(PermissionSummary {
                     id: p.permission_id.clone(),
                     action: p.action.clone(),
@@ -117,70 +95,18 @@ impl RunSummary {
                 _ => {}
             }
         }
+        summary.tool_calls = calls.into_calls();
         if summary.native_session_id.is_none() {
             summary.native_session_id = events.iter().rev().find_map(|e| e.native_session_id.as_deref().map(str::to_string));
         }
         summary
     }
 
-    fn item(&mut self, item: &UniversalItem) {
+    fn files(&mut self, item: &UniversalItem) {
         for part in &item.content {
             if let ContentPart::FileRef { path, action: action @ (FileAction::Write | FileAction::Patch), .. } = part {
                 self.files_changed.push((path.clone(), *action));
             }
         }
-        match item.kind {
-            ItemKind::ToolCall => {
-                let Some(call) = item.tool_call() else { return };
-                let arguments = call.arguments_json();
-                let field = |keys: &[&str]| arguments.as_ref().and_then(|a| keys.iter().find_map(|k| text_of(a.get(*k)?)));
-                let meta = item.tool.as_ref();
-                self.tool_calls.push(ToolCallSummary {
-                    call_id: call.call_id.to_string(),
-                    name: meta.and_then(|m| m.tool_name.clone()).unwrap_or_else(|| call.name.to_string()),
-                    kind: meta.map(|m| m.kind.clone()).filter(|k| !k.is_empty()),
-                    command: field(&["command", "cmd"]),
-                    path: field(&["file_path", "path", "notebook_path"]),
-                    exit_code: meta.and_then(|m| m.exit_code),
-                    status: status_of(item.status),
-                    output_bytes: meta.map_or(0, |m| m.bytes.stdout + m.bytes.result),
-                });
-            }
-            ItemKind::ToolResult => {
-                let Some(call_id) = item.content.iter().find_map(|p| match p {
-                    ContentPart::ToolResult { call_id, .. } => Some(call_id.as_str()),
-                    _ => None,
-                }) else {
-                    return;
-                };
-                let Some(call) = self.tool_calls.iter_mut().rev().find(|c| c.call_id == call_id) else { return };
-                let meta = item.tool.as_ref();
-                call.status = status_of(item.status);
-                call.exit_code = meta.and_then(|m| m.exit_code).or(call.exit_code);
-                let bytes = meta.map_or(0, |m| m.bytes.stdout + m.bytes.result);
-                call.output_bytes = bytes.max(item.tool_output().map_or(0, |o| o.len() as u64));
-            }
-            _ => {}
-        }
-    }
-}
-
-fn status_of(status: ItemStatus) -> ToolStatus {
-    match status {
-        ItemStatus::Completed => ToolStatus::Completed,
-        ItemStatus::Failed => ToolStatus::Failed,
-        ItemStatus::InProgress => ToolStatus::Running,
-    }
-}
-
-/// A command or path as text: a string, or an argv array joined by spaces.
-fn text_of(value: &Value) -> Option<String> {
-    match value {
-        Value::String(s) => Some(s.clone()),
-        Value::Array(parts) => {
-            let parts: Option<Vec<&str>> = parts.iter().map(Value::as_str).collect();
-            parts.map(|p| p.join(" "))
-        }
-        _ => None,
     }
 }

@@ -122,6 +122,12 @@ pub struct ToolsFacet {
     pub tool_name: Option<String>,
     /// The id linking a call to its result.
     pub tool_use_id: Option<String>,
+    /// The shell command of a command tool, cut to 2 KiB, secrets masked (absent for other tools).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// The directory the command runs in, when the agent names one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
 }
 
 impl ToolsFacet {
@@ -138,6 +144,8 @@ impl ToolsFacet {
             bytes: ToolBytes::default(),
             tool_name: None,
             tool_use_id: None,
+            command: None,
+            cwd: None,
         }
     }
 
@@ -183,10 +191,22 @@ impl ToolsFacet {
         self
     }
 
+    /// Sets `command`.
+    pub fn command(mut self, command: Option<String>) -> Self {
+        self.command = command;
+        self
+    }
+
+    /// Sets `cwd`.
+    pub fn cwd(mut self, cwd: Option<String>) -> Self {
+        self.cwd = cwd;
+        self
+    }
+
     /// An upper bound of the bytes of [`ToolsFacet::to_data`] serialized, without building it:
     /// a string byte takes at most 6 bytes (`\u00XX`); the keys, numbers and enums fit in 512.
     pub(crate) fn serialized_bytes_at_most(&self) -> usize {
-        let strings = [&self.backend_item_id, &self.thread_id, &self.turn_id, &self.tool_name, &self.tool_use_id];
+        let strings = [&self.backend_item_id, &self.thread_id, &self.turn_id, &self.tool_name, &self.tool_use_id, &self.command, &self.cwd];
         let text: usize = strings.iter().filter_map(|s| s.as_deref()).map(str::len).sum::<usize>() + self.kind.len();
         text.saturating_mul(6).saturating_add(512)
     }

@@ -127,8 +127,15 @@ pub(crate) fn tool_call_line(item: &UniversalItem) -> String {
         ContentPart::FileRef { path, action, .. } => Some(format!("{} {path}", name_of(action))),
         _ => None,
     });
-    let target = file.or_else(|| target_of(arguments)).unwrap_or_default();
-    format!("⚙ {}: {}", display::line(name, 64), display::line(&target, LINE_MAX))
+    // The typed command every backend sets comes first: argument shapes differ per backend.
+    let meta = item.tool.as_ref();
+    let command = meta.and_then(|t| t.command.clone());
+    let target = command.or(file).or_else(|| target_of(arguments)).unwrap_or_default();
+    let line = format!("⚙ {}: {}", display::line(name, 64), display::line(&target, LINE_MAX));
+    match meta.and_then(|t| t.cwd.as_deref()) {
+        Some(cwd) => format!("{line} (in {})", display::line(cwd, LINE_MAX)),
+        None => line,
+    }
 }
 
 /// The command, path or query in a tool call's JSON arguments, else the arguments themselves.
@@ -213,5 +220,15 @@ mod tests {
             })
             .unwrap();
         assert_eq!(tool_call_line(&item), "⚙ Bash: ls -la\\e[2J");
+    }
+
+    #[test]
+    fn tool_lines_show_the_typed_command_and_cwd_whatever_the_arguments() {
+        // ACP arguments carry a title, not the command: the typed field is what names it.
+        let meta = agent_api::universal::ToolMeta::default().with_shell_fields(&serde_json::json!({"command": "cargo test", "cwd": "/w"}));
+        let mut transcript = agent_api::universal::Transcript::new("s".into(), false);
+        let id = transcript.start_item(NewItem::tool_call("execute", r#"{"title":"Run tests"}"#, "c1").tool(meta));
+        let item = transcript.open_item(&id).unwrap().clone();
+        assert_eq!(tool_call_line(&item), "⚙ execute: cargo test (in /w)");
     }
 }

@@ -20,6 +20,20 @@
 //!   requested and one resolved event per request, saying who decided;
 //! - [`replay`]: plays a recorded native log through the same protocol.
 //!
+//! # Defaults
+//!
+//! [`RunSettings::new`] (and so [`RunSettings::for_request`] for what the request leaves unset):
+//! no timeouts and no limits; a [`lines::DEFAULT_LINE_CAP`] (16 MiB) line cap; a
+//! [`budget::DEFAULT_BUFFER_BUDGET`] (1 MiB) buffer budget; a [`driver::DEFAULT_INPUT_LIMIT`]
+//! (1 MiB) of replies waiting on the agent's stdin; caller waits without deadline; no tools facet
+//! unless the backend advertises `agent_api.tools.structured.v1`; no raw payloads. On cancel the
+//! agent gets 3 s after the soft interrupt before SIGTERM, then 2 s before SIGKILL; after
+//! [`Ctx::shutdown`] 5 s before SIGTERM; after it exits, 2 s for its output to drain; after it
+//! closes its output, 5 s to exit. [`stderr`] keeps the first [`stderr::HEAD_LINES`] (20) and the
+//! last [`stderr::TAIL_LINES`] (50) lines, each cut to [`stderr::MAX_LINE_BYTES`] (2 KiB).
+//! [`hitl`] applies the request's policy, [`PermissionPolicy::Ask`](crate::PermissionPolicy::Ask)
+//! unless set.
+//!
 //! A new backend also joins the workspace's shared harnesses (see the README's "Writing a
 //! backend"): the converter property tests (`tests/conformance/tests/converter_props.rs`), the
 //! secret-sentinel test (`tests/conformance/tests/secrets.rs`), the fault table (`spec/faults.md`) and

@@ -7,10 +7,12 @@
 //! the end).
 
 mod item;
+mod shell;
 mod transcript;
 mod types;
 
 pub use item::{ContentPart, FileAction, ItemKind, ItemRole, ItemStatus, ReasoningVisibility, ToolCallRef, ToolMeta, UniversalItem};
+pub use shell::{shell_fields, SHELL_FIELD_BOUND};
 pub use transcript::{NewItem, SessionEnd, Transcript, TranscriptLimits};
 pub use types::{
     AgentUnparsedData, DecidedBy, ErrorData, EventSource, ItemDeltaData, ItemEventData, PermissionDetails, PermissionEventData,

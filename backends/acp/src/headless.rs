@@ -98,8 +98,8 @@ impl Headless {
     fn tool_use(&mut self, ctx: &mut Ctx<'_>, name: String, id: String, parameters: Value) {
         self.close_message(ctx);
         let kind = tool_kind(&name);
-        let meta =
-            ToolMeta { kind: kind.into(), tool_name: Some(name.clone()), turn_id: None, exit_code: None, bytes: ToolBytes::default() };
+        let meta = ToolMeta { kind: kind.into(), tool_name: Some(name.clone()), ..ToolMeta::default() };
+        let meta = if kind == "command_execution" { meta.with_shell_fields(&parameters) } else { meta };
         let path = parameters.get("file_path").and_then(Value::as_str).map(str::to_string);
         let mut call = NewItem::tool_call(&name, parameters.to_string(), &id).native(&id).tool(meta.clone());
         if let Some(path) = path {

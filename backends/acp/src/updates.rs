@@ -128,12 +128,18 @@ impl CallState {
     }
 
     fn meta(&self) -> ToolMeta {
-        ToolMeta {
+        let meta = ToolMeta {
             kind: facet_kind(self.kind).to_string(),
             tool_name: Some(kind_name(self.kind)),
-            turn_id: None,
             exit_code: self.raw_output.as_ref().and_then(exit_code),
-            bytes: ToolBytes::default(),
+            ..ToolMeta::default()
+        };
+        match (&self.raw_input, self.kind) {
+            // OpenCode names the command in its raw input (absent until the call runs).
+            (Some(input), ToolKind::Execute) => meta.with_shell_fields(input),
+            // Gemini and Qwen send no raw input: an execute call's title is its command line.
+            (None, ToolKind::Execute) => meta.with_shell_fields(&json!({ "command": self.title })),
+            _ => meta,
         }
     }
 

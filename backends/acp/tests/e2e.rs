@@ -103,6 +103,10 @@ async fn acp_shell_follows_the_callers_decision() {
         let ran =
             results.iter().any(|i| i.status == ItemStatus::Completed && i.tool.as_ref().is_some_and(|t| t.kind == "command_execution"));
         assert_eq!(ran, runs, "a denied command's result fails");
+        if runs {
+            let shell = results.iter().find_map(|i| i.tool.as_ref().filter(|t| t.kind == "command_execution")).unwrap();
+            assert_eq!(shell.command.as_deref(), Some(agent_bench::scenario::SHELL_COMMAND), "the typed command");
+        }
     }
 }
 

@@ -49,6 +49,8 @@ fn check(interface: Interface, name: &str, run: &RunRecord) {
             let results = run.completed_items(ItemKind::ToolResult);
             let shell = results.iter().find(|i| i.tool.as_ref().is_some_and(|t| t.kind == "command_execution"));
             assert_eq!(shell.map(|i| i.status), Some(ItemStatus::Completed), "{interface}: {:?}", run.types());
+            let command = shell.and_then(|i| i.tool.as_ref()?.command.as_deref());
+            assert_eq!(command, Some(agent_bench::scenario::SHELL_COMMAND), "{interface}: the typed command");
         }
         "write_edit" => {
             assert!(text.starts_with("Edit finished."), "{interface}: {text}");

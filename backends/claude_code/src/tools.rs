@@ -32,9 +32,16 @@ pub(crate) fn facet_kind(name: &str) -> &'static str {
     }
 }
 
-/// Tool metadata for a tool_call item.
-pub(crate) fn call_meta(name: &str) -> ToolMeta {
-    ToolMeta { kind: facet_kind(name).to_string(), tool_name: Some(name.to_string()), ..ToolMeta::default() }
+/// Tool metadata for a tool_call item; a shell tool's command and directory come from `input`
+/// (`Value::Null` while the input is still streaming).
+pub(crate) fn call_meta(name: &str, input: &Value) -> ToolMeta {
+    let kind = facet_kind(name);
+    let meta = ToolMeta { kind: kind.to_string(), tool_name: Some(name.to_string()), ..ToolMeta::default() };
+    if kind == "command_execution" {
+        meta.with_shell_fields(input)
+    } else {
+        meta
+    }
 }
 
 /// A short, safe description of what a tool call wants to do, for a permission's `action`.
@@ -74,6 +81,9 @@ pub(crate) fn map_result(block: &Value, call: Option<&ToolCallInfo>, structured:
     let name = call.map(|c| c.name.clone());
     let kind = name.as_deref().map_or("tool_result", facet_kind);
     let mut meta = ToolMeta { kind: kind.to_string(), tool_name: name.clone(), ..ToolMeta::default() };
+    if let Some(call) = call.filter(|_| kind == "command_execution") {
+        meta = meta.with_shell_fields(&call.input);
+    }
     let object = structured.filter(|v| v.is_object());
     if kind == "command_execution" {
         let stdout = object.and_then(|s| s.get("stdout")).and_then(Value::as_str);

@@ -98,6 +98,13 @@ async fn e2e_shell_allowed_through_respond_permission_runs_the_command() {
     assert_eq!(result.tool.as_ref().unwrap().kind, "command_execution");
     assert_eq!(result.tool.as_ref().unwrap().exit_code, Some(0));
     assert_eq!(run.completion.as_ref().unwrap().final_text.as_deref(), Some("Tool finished. Output was: hi"));
+    // The command is typed on both tool items and in the tools facet, live as in the recordings.
+    let command = Some(agent_bench::scenario::SHELL_COMMAND);
+    let call = &run.completed_items(ItemKind::ToolCall)[0];
+    assert_eq!(call.tool.as_ref().unwrap().command.as_deref(), command);
+    assert_eq!(result.tool.as_ref().unwrap().command.as_deref(), command);
+    let facets: Vec<_> = run.wrapper.iter().filter_map(|e| e.tools_facet()).collect();
+    assert!(facets.iter().any(|f| f.command.as_deref() == command), "{facets:?}");
 }
 
 #[tokio::test]

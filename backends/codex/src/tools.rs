@@ -4,7 +4,6 @@
 
 use std::collections::HashMap;
 
-use agent_api::tools_facet::ToolBytes;
 use agent_api::universal::{ContentPart, NewItem, ToolMeta, Transcript};
 
 /// What was called.
@@ -59,13 +58,17 @@ impl Tools {
         if self.open.contains_key(native_id) {
             return;
         }
-        let meta = ToolMeta {
+        let mut meta = ToolMeta {
             kind: call.kind.to_string(),
             tool_name: call.tool_name.clone().or_else(|| Some(call.name.clone())),
             turn_id: turn_id.map(str::to_string),
-            exit_code: None,
-            bytes: ToolBytes::default(),
+            ..ToolMeta::default()
         };
+        if call.kind == "command_execution" {
+            if let Ok(arguments) = serde_json::from_str(&call.arguments) {
+                meta = meta.with_shell_fields(&arguments);
+            }
+        }
         let mut new_call = NewItem::tool_call(&call.name, call.arguments, native_id).native(native_id).tool(meta.clone());
         for part in call.files {
             new_call = new_call.with_part(part);

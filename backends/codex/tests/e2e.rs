@@ -105,6 +105,17 @@ async fn app_server_shell_approved_runs_and_declined_does_not() {
         assert!(run.completion.is_ok(), "{:?}", run.completion);
         assert_eq!(run.of_type("permission.requested").count(), 1, "{:?}", run.types());
         assert_eq!(sandbox.cwd.join("out.txt").exists(), runs);
+        // The command and its directory are typed in the tools facet (Codex wraps it in a login shell).
+        let mut calls = agent_api::tool_calls::ToolCalls::new();
+        for event in &run.wrapper {
+            calls.push_wrapper(event);
+        }
+        let shell = calls.calls().iter().find(|c| c.kind.as_deref() == Some("command_execution")).expect("a shell call");
+        assert!(shell.command.as_deref().is_some_and(|c| c.contains(agent_bench::scenario::SHELL_COMMAND)), "{shell:?}");
+        assert!(shell.cwd.is_some(), "{shell:?}");
+        if runs {
+            assert_eq!((shell.exit_code, shell.status), (Some(0), agent_api::tools_facet::ToolStatus::Completed), "{shell:?}");
+        }
     }
 }
 

@@ -242,12 +242,17 @@ fn tool_meta(tool: &str, state: &ToolState) -> ToolMeta {
             _ => 0,
         })
         .sum();
-    ToolMeta {
+    let meta = ToolMeta {
         kind: kind.to_string(),
         tool_name: Some(tool.to_string()),
-        turn_id: None,
         exit_code: state.metadata.get("exit").and_then(Value::as_i64),
         bytes,
+        ..ToolMeta::default()
+    };
+    if kind == "command_execution" {
+        meta.with_shell_fields(&state.input)
+    } else {
+        meta
     }
 }
 

@@ -32,6 +32,7 @@ async fn run_shell_runs_with_exit_code_and_output_size() {
     let result = &run.completed_items(ItemKind::ToolResult)[0];
     let tool = result.tool.as_ref().expect("tools facet");
     assert_eq!((tool.kind.as_str(), tool.exit_code, tool.bytes.stdout), ("command_execution", Some(0), 3));
+    assert_eq!(tool.command.as_deref(), Some(agent_bench::scenario::SHELL_COMMAND), "the typed command");
 }
 
 #[tokio::test]

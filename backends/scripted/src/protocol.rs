@@ -1,6 +1,7 @@
 //! [`ScriptedProtocol`]: converts the scripted agent's wire lines into the universal transcript,
 //! the way every CLI backend converts its CLI's output.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use agent_api::kit::driver::{parse_typed, parse_value, Ctx, ExitInfo, Protocol, Unparsed};
@@ -21,22 +22,24 @@ pub struct ScriptedProtocol {
     error: Option<(String, String)>,
     /// Serving a live session: each `done` ends a turn, not the run.
     session: bool,
+    /// The metadata of calls whose result has not come, by call id: the result carries their command.
+    calls: HashMap<String, ToolMeta>,
 }
 
 impl ScriptedProtocol {
     /// A converter for a live run of `prompt` under `policy`.
     pub fn new(prompt: String, policy: PermissionPolicy) -> Self {
-        Self { prompt: Some(prompt), hitl: Hitl::live(policy), done: None, error: None, session: false }
+        Self { prompt: Some(prompt), hitl: Hitl::live(policy), done: None, error: None, session: false, calls: HashMap::new() }
     }
 
     /// A converter for a live session under `policy`: prompts come with each turn.
     pub fn session(policy: PermissionPolicy) -> Self {
-        Self { prompt: None, hitl: Hitl::live(policy), done: None, error: None, session: true }
+        Self { prompt: None, hitl: Hitl::live(policy), done: None, error: None, session: true, calls: HashMap::new() }
     }
 
     /// A converter for replaying a recording (no prompt to echo, every permission asked).
     pub fn replaying() -> Self {
-        Self { prompt: None, hitl: Hitl::replay(), done: None, error: None, session: false }
+        Self { prompt: None, hitl: Hitl::replay(), done: None, error: None, session: false, calls: HashMap::new() }
     }
 
     fn send(ctx: &mut Ctx<'_>, line: &ClientLine) {
@@ -77,7 +80,9 @@ impl ScriptedProtocol {
             }
             AgentLine::ToolCall { call_id, name, message_id, input } => {
                 let parent = ctx.transcript.item_by_native(&message_id).map(str::to_string);
-                let meta = ToolMeta { kind: "command_execution".into(), tool_name: Some(name.clone()), ..ToolMeta::default() };
+                let meta = ToolMeta { kind: "command_execution".into(), tool_name: Some(name.clone()), ..ToolMeta::default() }
+                    .with_shell_fields(&input);
+                self.calls.insert(call_id.clone(), meta.clone());
                 let new = NewItem::tool_call(name, input.to_string(), call_id.clone()).native(call_id).parent(parent).tool(meta);
                 let id = ctx.transcript.start_item(new);
                 ctx.transcript.complete_item(&id);
@@ -95,11 +100,14 @@ impl ScriptedProtocol {
             AgentLine::ToolResult { call_id, exit_code, stdout, denied } => {
                 let parent = ctx.transcript.item_by_native(&call_id).map(str::to_string);
                 let bytes = ToolBytes { stdout: stdout.len() as u64, ..ToolBytes::default() };
+                let call = self.calls.remove(&call_id).unwrap_or_default();
                 let meta = ToolMeta {
                     kind: "command_execution".into(),
                     tool_name: Some("shell".into()),
                     exit_code: Some(exit_code),
                     bytes,
+                    command: call.command,
+                    cwd: call.cwd,
                     ..ToolMeta::default()
                 };
                 let id = ctx.transcript.start_item(NewItem::tool_result(call_id.clone()).parent(parent).tool(meta));

@@ -35,3 +35,21 @@ async fn a_denied_tool_call_is_summed_up_as_failed_and_denied_by_the_caller() {
     assert_eq!(summary.tool_calls[0].status, ToolStatus::Failed, "{summary:?}");
     assert_eq!((summary.permissions[0].status, summary.permissions[0].decided_by), (PermissionStatus::Denied, Some(DecidedBy::Caller)));
 }
+
+#[tokio::test]
+async fn a_replayed_run_sums_up_its_text_usage_and_files_changed() {
+    use agent_api::universal::FileAction;
+    let path = agent_bench::fixtures_dir().join("amp/edit.stdout.jsonl");
+    let backend = agent_api_amp::AmpBackend::new(agent_api_amp::AmpConfig::default());
+    let handle = agent_api::kit::replay::replay_file(&backend, &path, false).await.unwrap();
+    let (summary, completion) = handle.collect_summary().await;
+    let completion = completion.unwrap();
+    assert!(summary.final_text.as_deref().is_some_and(|t| !t.is_empty()), "{summary:?}");
+    assert_eq!(summary.final_text, completion.final_text);
+    assert!(summary.usage.as_ref().and_then(|u| u.output_tokens).is_some(), "usage: {:?}", summary.usage);
+    let expected = [("/work/project/README.md".to_string(), FileAction::Patch), ("/work/project/notes.txt".to_string(), FileAction::Write)];
+    assert_eq!(summary.files_changed, expected);
+    let paths: Vec<_> = summary.tool_calls.iter().filter_map(|c| c.path.as_deref()).collect();
+    assert_eq!(paths, ["/work/project/README.md", "/work/project/notes.txt"], "{:?}", summary.tool_calls);
+    assert!(summary.tool_calls.iter().all(|c| c.status == ToolStatus::Completed && c.category == Some(agent_api::ToolCategory::FileWrite)));
+}

@@ -59,9 +59,10 @@ fn bounded(value: Option<&Value>) -> Option<String> {
 /// summary, the command or file it names), shared by every CLI speaking this protocol: Claude
 /// Code's `can_use_tool`, and Amp's delegated permission checks.
 pub fn tool_permission(id: &str, tool: &str, input: &Value) -> PermissionRequest {
+    let (command, cwd) = agent_api::universal::shell_fields(input);
     let details = PermissionDetails::default()
-        .command(bounded(input.get("command").or_else(|| input.get("cmd"))))
-        .cwd(bounded(input.get("cwd")))
+        .command(command)
+        .cwd(cwd)
         .file(bounded(input.get("file_path").or_else(|| input.get("notebook_path")).or_else(|| input.get("path"))));
     PermissionRequest::new(id, category(tool), tools::summary(tool, input))
         .tool_name(tool)

@@ -251,16 +251,20 @@ impl ClaudeProtocol {
         let part = ContentPart::ToolCall { name: name.clone(), arguments: input.to_string(), call_id: id.clone() };
         match self.tools.get_mut(&id) {
             Some(info) => {
-                info.input = input;
                 let item = info.item_id.clone();
                 if ctx.transcript.open_item(&item).is_some() {
+                    let meta = tools::call_meta(&name, &input);
+                    ctx.transcript.update_item(&item, |i| i.tool = Some(meta));
                     ctx.transcript.complete_item_with(&item, vec![part]);
                 }
+                info.input = input;
             }
             None => {
                 let parent = self.ensure_message(msg_id, thread, ctx);
-                let new =
-                    NewItem::tool_call(name.clone(), "", id.clone()).native(id.clone()).parent(Some(parent)).tool(tools::call_meta(&name));
+                let new = NewItem::tool_call(name.clone(), "", id.clone())
+                    .native(id.clone())
+                    .parent(Some(parent))
+                    .tool(tools::call_meta(&name, &input));
                 let item = ctx.transcript.start_item(new);
                 ctx.transcript.complete_item_with(&item, vec![part]);
                 self.tools.insert(id, ToolCallInfo { item_id: item, name, input });

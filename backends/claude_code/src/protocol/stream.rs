@@ -177,8 +177,10 @@ impl ClaudeProtocol {
             "tool_use" | "server_tool_use" | "mcp_tool_use" => {
                 let id = block.get("id").and_then(Value::as_str).unwrap_or_default().to_string();
                 let name = block.get("name").and_then(Value::as_str).unwrap_or("unknown").to_string();
-                let new =
-                    NewItem::tool_call(name.clone(), "", id.clone()).native(id.clone()).parent(Some(parent)).tool(tools::call_meta(&name));
+                let new = NewItem::tool_call(name.clone(), "", id.clone())
+                    .native(id.clone())
+                    .parent(Some(parent))
+                    .tool(tools::call_meta(&name, &Value::Null));
                 let item = ctx.transcript.start_item(new);
                 self.tools.insert(id.clone(), ToolCallInfo { item_id: item.clone(), name, input: Value::Null });
                 self.push_block(msg_id, index, BlockKind::Tool(id), Some(item), "");
