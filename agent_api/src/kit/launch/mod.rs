@@ -253,7 +253,8 @@ pub enum EnvDelivery {
     /// The local client's own environment carries it (a prefix, bwrap; docker `-e NAME`).
     Inherit,
     /// Written to the far wrapper's stdin before the agent starts (ssh, whose server does not
-    /// pass the client's environment on). The hook for it is [`far::start_script`]'s env preamble.
+    /// pass the client's environment on): the ssh launcher's to implement, as a preamble of
+    /// [`far::START_SCRIPT`] that reads the variables before it starts the agent on the same stdin.
     Stdin,
 }
 

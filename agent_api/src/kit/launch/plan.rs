@@ -44,21 +44,53 @@ pub(crate) fn plan(spec: &CommandSpec, program: PathBuf, run_id: &str) -> Result
             args.extend(agent_argv());
             Ok(Planned { program: settings.program.clone(), args, env, cwd: None, far: None })
         }
+        Launcher::Prefix(_) | Launcher::Container(_) | Launcher::Ssh(_) => {
+            let reach = far_prefix(&spec.launcher, &env)?;
+            let dir = spec.cwd.clone().map(PathBuf::into_os_string).unwrap_or_default();
+            let start = far::sh_argv(far::START_SCRIPT, [run_id.into(), dir].into_iter().chain(agent_argv()));
+            let tenths = (FAR_GRACE.as_millis() / 100).to_string();
+            let stop = far::sh_argv(far::STOP_SCRIPT, [run_id.into(), tenths.into()]);
+            let stop = LocalCommand { program: reach.program.clone(), args: reach.join(reach.stop.clone(), stop)?, env: env.clone() };
+            let args = reach.join(reach.start.clone(), start)?;
+            Ok(Planned { program: reach.program, args, env, cwd: None, far: Some(FarGroup::new(stop, FAR_GRACE)) })
+        }
+    }
+}
+
+/// How a launcher reaches its far side: the local program and the arguments before the far-side
+/// command, for starting the agent and for stopping it.
+pub(crate) struct FarPrefix {
+    /// The local client (`docker`, `ssh`, the prefix's first element).
+    pub(crate) program: PathBuf,
+    /// Arguments before the far-side command when starting the agent (`exec -i -e NAME… BOX`).
+    pub(crate) start: Vec<OsString>,
+    /// Arguments before the far-side command when stopping it (`exec BOX`).
+    pub(crate) stop: Vec<OsString>,
+    /// Whether the far side takes one command string (ssh) rather than an argv.
+    pub(crate) one_string: bool,
+}
+
+impl FarPrefix {
+    /// `before` then the far-side command, joined into one quoted string when the far side needs it.
+    fn join(&self, mut before: Vec<OsString>, command: Vec<OsString>) -> Result<Vec<OsString>, AgentError> {
+        if self.one_string {
+            before.push(super::shell_join(&command)?);
+        } else {
+            before.extend(command);
+        }
+        Ok(before)
+    }
+}
+
+/// The far-side prefix of `launcher`, whose agent gets `env` (see [`FarPrefix`]). A container's and
+/// ssh's (`-e NAME` for each variable, the destination, env over stdin) are the container and ssh
+/// launchers' to build; until then they are refused with a typed error before anything starts.
+fn far_prefix(launcher: &Launcher, _env: &BTreeMap<String, String>) -> Result<FarPrefix, AgentError> {
+    match launcher {
         Launcher::Prefix(prefix) => {
             let (first, rest) = prefix.split_first().ok_or(AgentError::InvalidRequest { reason: "the launcher prefix is empty".into() })?;
-            let dir = spec.cwd.clone().map(PathBuf::into_os_string).unwrap_or_default();
-            let start_args = [run_id.into(), dir].into_iter().chain(agent_argv());
-            let mut args = rest.to_vec();
-            args.extend(far::sh_argv(far::START_SCRIPT, start_args));
-            let mut stop_args = rest.to_vec();
-            stop_args.extend(far::sh_argv(far::STOP_SCRIPT, [run_id.into(), (FAR_GRACE.as_millis() / 100).to_string().into()]));
-            let stop = LocalCommand { program: first.into(), args: stop_args, env: env.clone() };
-            Ok(Planned { program: first.into(), args, env, cwd: None, far: Some(FarGroup::new(stop, FAR_GRACE)) })
+            Ok(FarPrefix { program: first.into(), start: rest.to_vec(), stop: rest.to_vec(), one_string: false })
         }
-        // Their far-side argv (engine exec/run, ssh destination and quoting, env delivery) is
-        // built on this same protocol by the container and ssh launchers.
-        Launcher::Container(_) | Launcher::Ssh(_) => {
-            Err(AgentError::InvalidRequest { reason: format!("the {} launcher is not available in this build", spec.launcher) })
-        }
+        other => Err(AgentError::InvalidRequest { reason: format!("the {other} launcher is not available in this build") }),
     }
 }
