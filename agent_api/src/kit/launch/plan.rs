@@ -1,0 +1,96 @@
+//! Turning a spec and its launcher into the local command to spawn (and, for a far side, the
+//! command that stops it).
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::far::{self, FarGroup, LocalCommand};
+use super::{agent_env, Launcher};
+use crate::error::AgentError;
+use crate::kit::process::CommandSpec;
+
+/// How long the far side's agent has between SIGTERM and SIGKILL when a run stops.
+pub(crate) const FAR_GRACE: Duration = Duration::from_secs(3);
+
+/// What to spawn locally for a spec whose launcher is not Local.
+pub(crate) struct Planned {
+    /// The local program.
+    pub(crate) program: PathBuf,
+    /// Its arguments.
+    pub(crate) args: Vec<OsString>,
+    /// Its whole environment (the run marker is added by the spawner).
+    pub(crate) env: BTreeMap<String, String>,
+    /// Its working directory (`None`: this process's).
+    pub(crate) cwd: Option<PathBuf>,
+    /// The agent's group on the far side, for the launchers that have one.
+    pub(crate) far: Option<FarGroup>,
+}
+
+/// Plans `spec` (whose `program` is already resolved, for a local filesystem) through its launcher.
+/// `run_id` names the run's files on the far side.
+pub(crate) fn plan(spec: &CommandSpec, program: PathBuf, run_id: &str) -> Result<Planned, AgentError> {
+    let env = agent_env(spec);
+    let agent_argv = || std::iter::once(program.clone().into_os_string()).chain(spec.args.iter().cloned());
+    match &spec.launcher {
+        Launcher::Local => Err(AgentError::InvalidRequest { reason: "the local launcher is not planned".into() }),
+        Launcher::Sandbox(settings) => {
+            let cwd = match &spec.cwd {
+                Some(dir) => dir.clone(),
+                None => std::env::current_dir()?,
+            };
+            let mut args = super::bwrap::args(settings, &cwd, &env, spec);
+            args.extend(agent_argv());
+            Ok(Planned { program: settings.program.clone(), args, env, cwd: None, far: None })
+        }
+        Launcher::Prefix(_) | Launcher::Container(_) | Launcher::Ssh(_) => {
+            let reach = far_prefix(&spec.launcher, &env)?;
+            let dir = spec.cwd.clone().map(PathBuf::into_os_string).unwrap_or_default();
+            let start = far::sh_argv(far::START_SCRIPT, [run_id.into(), dir].into_iter().chain(agent_argv()));
+            let tenths = (FAR_GRACE.as_millis() / 100).to_string();
+            let stop = far::sh_argv(far::STOP_SCRIPT, [run_id.into(), tenths.into()]);
+            let stop = LocalCommand { program: reach.program.clone(), args: reach.join(reach.stop.clone(), stop)?, env: env.clone() };
+            let args = reach.join(reach.start.clone(), start)?;
+            Ok(Planned { program: reach.program, args, env, cwd: None, far: Some(FarGroup::new(stop, FAR_GRACE)) })
+        }
+    }
+}
+
+/// How a launcher reaches its far side: the local program and the arguments before the far-side
+/// command, for starting the agent and for stopping it.
+pub(crate) struct FarPrefix {
+    /// The local client (`docker`, `ssh`, the prefix's first element).
+    pub(crate) program: PathBuf,
+    /// Arguments before the far-side command when starting the agent (`exec -i -e NAME… BOX`).
+    pub(crate) start: Vec<OsString>,
+    /// Arguments before the far-side command when stopping it (`exec BOX`).
+    pub(crate) stop: Vec<OsString>,
+    /// Whether the far side takes one command string (ssh) rather than an argv.
+    pub(crate) one_string: bool,
+}
+
+impl FarPrefix {
+    /// `before` then the far-side command, joined into one quoted string when the far side needs it.
+    fn join(&self, mut before: Vec<OsString>, command: Vec<OsString>) -> Result<Vec<OsString>, AgentError> {
+        if self.one_string {
+            before.push(super::shell_join(&command)?);
+        } else {
+            before.extend(command);
+        }
+        Ok(before)
+    }
+}
+
+/// The far-side prefix of `launcher`, whose agent gets `env` (see [`FarPrefix`]). A container's and
+/// ssh's (`-e NAME` for each variable, the destination, env over stdin) are the container and ssh
+/// launchers' to build; until then they are refused with a typed error before anything starts.
+fn far_prefix(launcher: &Launcher, _env: &BTreeMap<String, String>) -> Result<FarPrefix, AgentError> {
+    match launcher {
+        Launcher::Prefix(prefix) => {
+            let (first, rest) = prefix.split_first().ok_or(AgentError::InvalidRequest { reason: "the launcher prefix is empty".into() })?;
+            Ok(FarPrefix { program: first.into(), start: rest.to_vec(), stop: rest.to_vec(), one_string: false })
+        }
+        other => Err(AgentError::InvalidRequest { reason: format!("the {other} launcher is not available in this build") }),
+    }
+}
