@@ -18,6 +18,8 @@ else
     bin="$(bash tests/bench/install-clis.sh)"
     echo "tests/run.sh: pinned agent CLIs in $bin" >&2
 fi
+# Docker and sshd for the container and ssh launcher tests (says loudly what it cannot set up).
+bash tests/launchers/setup.sh
 
 cargo test --workspace --all-targets --no-fail-fast
 cargo test --workspace --doc --no-fail-fast

@@ -14,6 +14,7 @@
 //! ```
 
 pub mod fake;
+pub mod launchers;
 pub mod props;
 pub mod session;
 pub mod typed;
