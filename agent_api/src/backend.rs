@@ -82,7 +82,9 @@ pub fn validate_template(
     extension_keys: &[&str],
     request: &RunRequest,
 ) -> Result<(), AgentError> {
-    if let Some(dir) = &request.working_dir {
+    let launcher = request.launcher.clone().unwrap_or_default();
+    // A far side's working directory is a path there, not here.
+    if let (true, Some(dir)) = (launcher.is_local_filesystem(), &request.working_dir) {
         crate::kit::process::check_working_dir(dir)?;
     }
     for needed in request.required_capabilities() {
@@ -90,6 +92,7 @@ pub fn validate_template(
             return Err(AgentError::UnsupportedCapability { kind: kind.to_string(), capability: needed.to_string() });
         }
     }
+    launcher.check_available()?;
     if let Some(key) = request.extensions.keys().find(|k| !extension_keys.contains(&k.as_str())) {
         return Err(AgentError::UnknownExtension { kind: kind.to_string(), key: key.clone() });
     }

@@ -63,6 +63,21 @@ pub enum AgentError {
         /// The program looked for.
         program: PathBuf,
     },
+    /// The request's launcher cannot run on this machine: its program is not installed.
+    #[error("launcher `{launcher}` is unavailable: `{program}` not found")]
+    LauncherUnavailable {
+        /// The launcher, as [`crate::kit::Launcher`]'s Display shows it.
+        launcher: String,
+        /// Its program, looked for on `PATH`.
+        program: PathBuf,
+    },
+    /// An argument of the agent's argv cannot be written as a shell word (it holds a NUL byte),
+    /// and the launcher needs one command string.
+    #[error("argument {index} of the agent's command cannot be quoted for a shell")]
+    UnquotableArgument {
+        /// Its index in the argv (0 is the program).
+        index: usize,
+    },
     /// Spawning the agent failed.
     #[error("failed to spawn `{program}`: {source}")]
     Spawn {
@@ -264,6 +279,8 @@ impl AgentError {
             AgentError::InvalidRequest { .. } => "invalid_request",
             AgentError::BinaryNotFound { .. } => "binary_not_found",
             AgentError::Spawn { .. } => "spawn",
+            AgentError::LauncherUnavailable { .. } => "launcher_unavailable",
+            AgentError::UnquotableArgument { .. } => "unquotable_argument",
             AgentError::WorkingDir { .. } => "working_dir",
             AgentError::Io(_) => "io",
             AgentError::Cancelled => "cancelled",

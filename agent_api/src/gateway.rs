@@ -25,6 +25,7 @@ use crate::run::RunHandle;
 pub struct Gateway {
     backends: BTreeMap<AgentKind, Arc<dyn AgentBackend>>,
     buffer_budget: Option<usize>,
+    launcher: Option<crate::kit::Launcher>,
 }
 
 impl Gateway {
@@ -37,6 +38,21 @@ impl Gateway {
     pub fn with_buffer_budget(mut self, bytes: usize) -> Self {
         self.buffer_budget = Some(bytes);
         self
+    }
+
+    /// Sets the launcher of every run this gateway starts whose request sets none (see
+    /// [`crate::kit::launch`]).
+    pub fn with_launcher(mut self, launcher: crate::kit::Launcher) -> Self {
+        self.launcher = Some(launcher);
+        self
+    }
+
+    /// Fills what the request leaves to the gateway: its buffer budget and launcher.
+    fn defaults(&self, request: &mut RunRequest) {
+        request.buffer_budget = request.buffer_budget.or(self.buffer_budget);
+        if request.launcher.is_none() {
+            request.launcher = self.launcher.clone();
+        }
     }
 
     /// A gateway with a backend for every CLI of `probes` installed on this machine (see
@@ -95,7 +111,7 @@ impl Gateway {
     /// Validates the request against the backend, then runs it. A feature the backend lacks is
     /// an `UnsupportedCapability` error naming the id, before anything is spawned.
     pub async fn run(&self, kind: &AgentKind, mut request: RunRequest) -> Result<RunHandle, AgentError> {
-        request.buffer_budget = request.buffer_budget.or(self.buffer_budget);
+        self.defaults(&mut request);
         let backend = self.backend(kind)?;
         backend.validate(&request)?;
         backend.run(request).await
@@ -107,7 +123,7 @@ impl Gateway {
     /// ([`crate::Session::resuming`]) where it advertises `agent_api.session.resume_per_turn`,
     /// else `UnsupportedCapability` naming `agent_api.session.warm`.
     pub async fn open_session(&self, kind: &AgentKind, mut request: RunRequest) -> Result<crate::Session, AgentError> {
-        request.buffer_budget = request.buffer_budget.or(self.buffer_budget);
+        self.defaults(&mut request);
         let backend = self.backend(kind)?;
         let capabilities = backend.capabilities();
         crate::backend::validate_template(kind, &capabilities, backend.extension_keys(), &request)?;

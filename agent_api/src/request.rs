@@ -212,6 +212,10 @@ pub struct RunRequest {
     /// Portable options (system prompt, extra directories, MCP servers, tool lists, the agent's
     /// own limits, an output schema): each needs its `agent_api.options.*` capability.
     pub portable: crate::portable::PortableOptions,
+    /// How the agent's process is started (`None`: the gateway's default, else
+    /// [`Launcher::Local`](crate::kit::Launcher::Local)); needs the launcher's
+    /// `agent_api.launcher.*` capability.
+    pub launcher: Option<crate::kit::Launcher>,
 }
 
 /// How long permission requests and questions wait for the caller ([`RunRequest::caller_wait`]).
@@ -273,6 +277,7 @@ impl std::fmt::Debug for RunRequest {
             .field("home", &self.home)
             .field("limits", &self.limits)
             .field("portable", &self.portable)
+            .field("launcher", &self.launcher)
             .finish()
     }
 }
@@ -432,6 +437,18 @@ impl RunRequest {
         self
     }
 
+    /// Runs the agent through `launcher` (see [`crate::kit::launch`]).
+    ///
+    /// ```
+    /// use agent_api::kit::launch::{Bwrap, Launcher};
+    /// let req = agent_api::RunRequest::new("fix the tests").with_launcher(Launcher::Sandbox(Bwrap::new()));
+    /// assert!(req.required_capabilities().contains(agent_api_capabilities::LAUNCHER_BWRAP));
+    /// ```
+    pub fn with_launcher(mut self, launcher: crate::kit::Launcher) -> Self {
+        self.launcher = Some(launcher);
+        self
+    }
+
     /// The capability ids a backend must advertise to serve this request.
     pub fn required_capabilities(&self) -> BTreeSet<&'static str> {
         let mut needed = BTreeSet::from([caps::RUN]);
@@ -461,6 +478,10 @@ impl RunRequest {
         }
         needed.extend(self.home.required_capability());
         needed.extend(self.portable.required_capabilities());
+        // Every backend can run locally; only another launcher needs the backend to spawn through the kit.
+        if let Some(launcher) = self.launcher.as_ref().filter(|l| **l != crate::kit::Launcher::Local) {
+            needed.insert(launcher.capability());
+        }
         needed
     }
 }

@@ -117,6 +117,16 @@ standard_capabilities! {
     MAX_BUDGET_USD = "agent_api.options.max_budget_usd", "Option: max budget (USD)", "The agent's own spending limit is set from the request.";
     /// `RunRequest::portable.output_schema`: the completion carries a JSON value that fits it.
     OUTPUT_SCHEMA = "agent_api.options.output_schema", "Option: structured output", "The completion carries the answer as a JSON value that fits the request's schema, or the run fails typed.";
+    /// `Launcher::Local`: the agent runs as a child process on this machine.
+    LAUNCHER_LOCAL = "agent_api.launcher.local", "Launcher: local", "The agent can run as a local child process (Launcher::Local).";
+    /// `Launcher::Sandbox`: the agent runs in a bubblewrap sandbox.
+    LAUNCHER_BWRAP = "agent_api.launcher.bwrap", "Launcher: bwrap", "The agent can run in a bubblewrap sandbox, read-only outside its own directories (Launcher::Sandbox).";
+    /// `Launcher::Container`: the agent runs in a docker or podman container.
+    LAUNCHER_CONTAINER = "agent_api.launcher.container", "Launcher: container", "The agent can run in a docker or podman container (Launcher::Container).";
+    /// `Launcher::Ssh`: the agent runs on another host through ssh.
+    LAUNCHER_SSH = "agent_api.launcher.ssh", "Launcher: ssh", "The agent can run on another host through ssh (Launcher::Ssh).";
+    /// `Launcher::Prefix`: the agent runs behind an argv prefix (kubectl exec, nomad alloc exec, …).
+    LAUNCHER_PREFIX = "agent_api.launcher.prefix", "Launcher: prefix", "The agent can run behind any argv prefix, its far-side group stopped through it (Launcher::Prefix).";
 }
 
 /// Whether `id` is one of the standard `agent_api.*` ids.

@@ -213,6 +213,8 @@ struct Core {
     /// Bytes of raw payloads in the batch being built (each counted once, however many events share it).
     raw_bytes: usize,
     pgid: Option<i32>,
+    /// The agent's group on the far side of its launcher: stopped with the local one.
+    far: Option<Arc<super::launch::FarGroup>>,
     task_abort: Option<tokio::task::AbortHandle>,
     stop: Option<Stop>,
     escalate_at: Option<Instant>,
@@ -243,6 +245,10 @@ impl Core {
         let Transport { source, stdin, stderr, lifecycle } = transport;
         let stdin = stdin.map(|writer| StdinQueue::spawn(writer, settings.input_limit));
         let stderr_task = stderr.map(|s| tokio::spawn(StderrCapture::read_from(s)));
+        let far = match &lifecycle {
+            Lifecycle::Process(p) => p.far_group().cloned(),
+            _ => None,
+        };
         let (pgid, task_abort) = match &lifecycle {
             Lifecycle::Process(p) => (Some(p.pgid), None),
             Lifecycle::Task(t) => (None, Some(t.abort_handle())),
@@ -262,6 +268,7 @@ impl Core {
             raw_wanted,
             raw_bytes: 0,
             pgid,
+            far,
             task_abort,
             stop: None,
             escalate_at: None,
@@ -346,6 +353,10 @@ impl Core {
         self.stdin = None;
         if let Some(task) = &self.task_abort {
             task.abort();
+        }
+        if let Some(far) = &self.far {
+            // It runs its own TERM, grace, KILL there; the local client goes below.
+            far.begin_stop();
         }
         if let Some(pgid) = self.pgid {
             let (signal, next) = match self.escalation_stage {
@@ -555,6 +566,11 @@ impl Core {
         drop(source);
         if let Some(pgid) = self.pgid {
             signal_group(pgid, libc::SIGKILL);
+        }
+        // Whatever ended the run (the agent's exit, a dead connection), nothing of it stays on
+        // the far side: the completion comes only once the far group is stopped.
+        if let Some(far) = &self.far {
+            far.stop().await;
         }
         drop(lifecycle);
         let stderr = match stderr_task {

@@ -6,6 +6,9 @@
 //!
 //! - [`process`]: spawns the CLI in its own process group with default signal dispositions,
 //!   and terminates the whole group on cancel, timeout or drop;
+//! - [`launch`]: where the agent runs (locally, in a bubblewrap sandbox, in a container, on an
+//!   ssh host, behind any argv prefix), with its explicit environment and, on a far side, its own
+//!   process group there that a stop command ends;
 //! - [`lines`]: a bounded line reader; a line over the cap is skipped without being buffered
 //!   and reported as one bounded status event;
 //! - [`stderr`]: per-run stderr capture, bounded to a head and a tail;
@@ -29,6 +32,7 @@ pub mod driver;
 pub mod hitl;
 pub mod http;
 pub mod jsonrpc;
+pub mod launch;
 pub mod lines;
 pub mod process;
 pub mod protocol;
@@ -41,4 +45,5 @@ pub mod transport;
 
 pub use async_trait::async_trait;
 pub use driver::{start_run, start_session, Ctx, ExitInfo, Protocol, RunSettings, Transport, Unparsed};
+pub use launch::Launcher;
 pub use process::CommandSpec;

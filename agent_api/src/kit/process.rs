@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use tokio::process::{Child, Command};
 
+use super::launch::{FarGroup, Launcher};
 use crate::error::AgentError;
 
 pub use super::reap::{descendants, kill_tree, RUN_MARKER_VAR};
@@ -38,6 +39,19 @@ pub struct CommandSpec {
     pub stdin: bool,
     /// Held until the agent's process group is gone (a run's own home directory, for example).
     pub keep_alive: Vec<Arc<dyn std::any::Any + Send + Sync>>,
+    /// How the process is started (see [`super::launch`]); taken from the request by
+    /// [`CommandSpec::for_request`].
+    pub launcher: Launcher,
+    /// The environment variables the agent CLI reads for its endpoint, credentials and config.
+    /// Through any launcher but Local the agent's environment is exactly these (from this process's
+    /// environment), `env` and the launcher's own (see [`super::launch::agent_env`]).
+    pub reads_env: Vec<String>,
+    /// Directories the agent writes its state to besides its working directory and `HOME` (a
+    /// sandbox keeps them writable).
+    pub writable_dirs: Vec<PathBuf>,
+    /// Variables naming directories the agent keeps its state in (`CLAUDE_CONFIG_DIR`,
+    /// `CODEX_HOME`): read like [`CommandSpec::reads_env`], and a sandbox keeps what they name writable.
+    pub state_vars: Vec<String>,
 }
 
 /// Shows the variable names of `env`, never their values (they are often API keys).
@@ -52,6 +66,10 @@ impl std::fmt::Debug for CommandSpec {
             .field("cwd", &self.cwd)
             .field("stdin", &self.stdin)
             .field("keep_alive", &self.keep_alive.len())
+            .field("launcher", &self.launcher)
+            .field("reads_env", &self.reads_env)
+            .field("writable_dirs", &self.writable_dirs)
+            .field("state_vars", &self.state_vars)
             .finish()
     }
 }
@@ -122,6 +140,41 @@ impl CommandSpec {
         if let Some(dir) = &request.working_dir {
             self.cwd = Some(dir.clone());
         }
+        if let Some(launcher) = &request.launcher {
+            self.launcher = launcher.clone();
+        }
+        self
+    }
+
+    /// Declares environment variables the agent CLI reads (see [`CommandSpec::reads_env`]).
+    pub fn reads_env<I, S>(mut self, names: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        self.reads_env.extend(names.into_iter().map(|name| name.as_ref().to_string()));
+        self
+    }
+
+    /// Declares variables naming the agent's state directories (see [`CommandSpec::state_vars`]).
+    pub fn state_vars<I, S>(mut self, names: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        self.state_vars.extend(names.into_iter().map(|name| name.as_ref().to_string()));
+        self
+    }
+
+    /// Adds a directory the agent keeps state in (see [`CommandSpec::writable_dirs`]).
+    pub fn writable_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.writable_dirs.push(dir.into());
+        self
+    }
+
+    /// Sets how the process is started.
+    pub fn with_launcher(mut self, launcher: Launcher) -> Self {
+        self.launcher = launcher;
         self
     }
 
@@ -142,6 +195,10 @@ pub struct ProcessGroupChild {
     pub pgid: i32,
     /// The run's marker, the value of [`RUN_MARKER_VAR`] in the agent's environment.
     marker: u64,
+    /// The agent's group on the far side of its launcher, if it has one.
+    far: Option<Arc<FarGroup>>,
+    /// Which launcher started it.
+    launcher: Launcher,
     /// The spec's [`CommandSpec::keep_alive`]: dropped after the group is killed.
     _keep_alive: Vec<Arc<dyn std::any::Any + Send + Sync>>,
 }
@@ -162,12 +219,26 @@ impl ProcessGroupChild {
     pub fn descendants(&self) -> Vec<i32> {
         descendants(self.pgid, self.marker)
     }
+
+    /// The agent's process group on the far side (Prefix, Container, Ssh launchers): stopping the
+    /// local client does not stop it; [`FarGroup::stop`] does.
+    pub fn far_group(&self) -> Option<&Arc<FarGroup>> {
+        self.far.as_ref()
+    }
+
+    /// The launcher that started the agent.
+    pub fn launcher(&self) -> &Launcher {
+        &self.launcher
+    }
 }
 
 impl Drop for ProcessGroupChild {
     fn drop(&mut self) {
-        // Whatever happened to the run, nothing it started outlives it.
+        // Whatever happened to the run, nothing it started outlives it, here or on the far side.
         self.kill_all();
+        if let Some(far) = &self.far {
+            far.begin_stop();
+        }
     }
 }
 
@@ -205,31 +276,38 @@ fn is_executable(path: &Path) -> bool {
 /// is a [`AgentError::WorkingDir`] error. On Linux the caller becomes a child subreaper and the
 /// agent gets a [`RUN_MARKER_VAR`], so that [`ProcessGroupChild::kill_all`] finds everything it
 /// started.
+///
+/// The spec's [`launcher`](CommandSpec::launcher) decides what is spawned locally (see
+/// [`super::launch`]): a launcher whose program is missing is
+/// [`AgentError::LauncherUnavailable`] before anything starts.
 pub fn spawn(spec: &CommandSpec) -> Result<ProcessGroupChild, AgentError> {
-    let program = absolute_program(&spec.program)?;
-    if let Some(dir) = &spec.cwd {
+    spec.launcher.check_available()?;
+    let local_fs = spec.launcher.is_local_filesystem();
+    // A far side resolves the program on its own PATH, in its own filesystem.
+    let program = if local_fs { absolute_program(&spec.program)? } else { spec.program.clone() };
+    if let (true, Some(dir)) = (local_fs, &spec.cwd) {
         check_working_dir(dir)?;
     }
     super::reap::become_subreaper();
     let marker = super::reap::new_marker();
-    let mut cmd = Command::new(&program);
-    if spec.clear_env {
-        cmd.env_clear();
-    }
-    cmd.args(&spec.args)
-        .envs(&spec.env)
-        .stdin(if spec.stdin { Stdio::piped() } else { Stdio::null() })
+    let marker_value = super::reap::marker_value(marker);
+    let (mut cmd, far) = if spec.launcher == Launcher::Local {
+        (local_command(spec, &program), None)
+    } else {
+        let planned = super::launch::plan(spec, program, &marker_value)?;
+        let mut cmd = Command::new(&planned.program);
+        cmd.args(&planned.args).env_clear().envs(&planned.env);
+        if let Some(dir) = &planned.cwd {
+            cmd.current_dir(dir);
+        }
+        (cmd, planned.far.map(Arc::new))
+    };
+    cmd.stdin(if spec.stdin { Stdio::piped() } else { Stdio::null() })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .env(RUN_MARKER_VAR, super::reap::marker_value(marker))
+        .env(RUN_MARKER_VAR, marker_value)
         .process_group(0)
         .kill_on_drop(true);
-    for key in &spec.env_remove {
-        cmd.env_remove(key);
-    }
-    if let Some(dir) = &spec.cwd {
-        cmd.current_dir(dir);
-    }
     // SAFETY: the closure runs in the child between fork and exec and only calls
     // async-signal-safe functions (signal, sigemptyset, sigprocmask).
     unsafe {
@@ -248,7 +326,24 @@ pub fn spawn(spec: &CommandSpec) -> Result<ProcessGroupChild, AgentError> {
         _ => AgentError::Spawn { program: spec.program.clone(), source },
     })?;
     let pgid = child.id().map(|id| id as i32).unwrap_or(0);
-    Ok(ProcessGroupChild { child, pgid, marker, _keep_alive: spec.keep_alive.clone() })
+    Ok(ProcessGroupChild { child, pgid, marker, far, launcher: spec.launcher.clone(), _keep_alive: spec.keep_alive.clone() })
+}
+
+/// The command for [`Launcher::Local`]: the spec as it is, in this process's environment unless
+/// it clears it.
+fn local_command(spec: &CommandSpec, program: &Path) -> Command {
+    let mut cmd = Command::new(program);
+    if spec.clear_env {
+        cmd.env_clear();
+    }
+    cmd.args(&spec.args).envs(&spec.env);
+    for key in &spec.env_remove {
+        cmd.env_remove(key);
+    }
+    if let Some(dir) = &spec.cwd {
+        cmd.current_dir(dir);
+    }
+    cmd
 }
 
 /// `program` as an absolute path: a bare name looked up on `PATH`, a relative path joined to this

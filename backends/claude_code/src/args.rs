@@ -259,9 +259,10 @@ pub fn invocation(config: &ClaudeCodeConfig, request: &RunRequest) -> Result<Inv
         // `--` ends the options, so a prompt that starts with `-` stays the prompt.
         spec = spec.arg("--").arg(&request.prompt.text);
     }
-    for (key, value) in config.env.iter().chain(request.env.iter()) {
+    for (key, value) in &config.env {
         spec = spec.env(key, value);
     }
+    spec = spec.for_request(request).reads_env(READS_ENV).state_vars(["CLAUDE_CONFIG_DIR"]);
     spec.clear_env = !config.inherit_env;
     let mut spec = crate::HOME_LAYOUT.apply(spec, &request.home)?;
     if let Some(dir) = request.working_dir.clone().or_else(|| config.working_dir.clone()) {
@@ -269,6 +270,25 @@ pub fn invocation(config: &ClaudeCodeConfig, request: &RunRequest) -> Result<Inv
     }
     Ok(Invocation { spec, mode, bypass })
 }
+
+/// The variables Claude Code reads for its endpoint, credentials and behaviour: all a launcher
+/// other than Local passes on from the caller's environment (`spec/launchers.md`).
+const READS_ENV: &[&str] = &[
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+    "ANTHROPIC_BASE_URL",
+    "ANTHROPIC_MODEL",
+    "ANTHROPIC_SMALL_FAST_MODEL",
+    "ANTHROPIC_CUSTOM_HEADERS",
+    "CLAUDE_CODE_USE_BEDROCK",
+    "CLAUDE_CODE_USE_VERTEX",
+    "DISABLE_AUTOUPDATER",
+    "DISABLE_TELEMETRY",
+    "IS_SANDBOX",
+    "HTTPS_PROXY",
+    "HTTP_PROXY",
+    "NO_PROXY",
+];
 
 #[cfg(test)]
 mod tests {

@@ -195,7 +195,7 @@ impl AgentBackend for ClaudeCodeBackend {
             CAP_PRINT_MODE,
             CAP_CLI_OPTIONS,
         ]);
-        agent_api::portable::with_mappings(own, args::OPTION_MAPPINGS)
+        agent_api::portable::with_mappings(agent_api::kit::launch::with_launchers(own), args::OPTION_MAPPINGS)
     }
 
     fn option_mappings(&self) -> &'static [agent_api::portable::OptionMapping] {

@@ -37,14 +37,19 @@ fn common_args(config: &CodexConfig, options: &RunOptions, request: &RunRequest)
 
 fn base_spec(config: &CodexConfig, request: &RunRequest, args: Vec<String>) -> CommandSpec {
     let mut spec = CommandSpec::new(&config.binary).args(args);
-    for (k, v) in config.env.iter().chain(&request.env) {
+    for (k, v) in &config.env {
         spec = spec.env(k.clone(), v.clone());
     }
-    if let Some(dir) = request.working_dir.as_ref().or(config.working_dir.as_ref()) {
+    if let Some(dir) = &config.working_dir {
         spec = spec.cwd(dir.clone());
     }
-    spec
+    spec.for_request(request).reads_env(READS_ENV).state_vars(["CODEX_HOME"])
 }
+
+/// The variables Codex reads for its endpoint, credentials and behaviour: all a launcher other
+/// than Local passes on from the caller's environment (`spec/launchers.md`).
+const READS_ENV: &[&str] =
+    &["OPENAI_API_KEY", "OPENAI_BASE_URL", "CODEX_API_KEY", "RUST_LOG", "HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY", "SSL_CERT_FILE"];
 
 /// `codex app-server …` with stdin piped; everything per-thread goes in the JSON-RPC params.
 pub fn app_server_spec(config: &CodexConfig, options: &RunOptions, request: &RunRequest) -> CommandSpec {

@@ -138,7 +138,7 @@ pub fn capabilities() -> CapabilitySet {
         CAP_APP_SERVER,
         CAP_EXEC_MODE,
     ]);
-    agent_api::portable::with_mappings(own, portable::OPTION_MAPPINGS)
+    agent_api::portable::with_mappings(agent_api::kit::launch::with_launchers(own), portable::OPTION_MAPPINGS)
 }
 
 #[async_trait]

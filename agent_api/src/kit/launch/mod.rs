@@ -1,0 +1,379 @@
+//! Where and how an agent's process is started: on this machine as is ([`Launcher::Local`]), in a
+//! bubblewrap sandbox ([`Launcher::Sandbox`]), in a container ([`Launcher::Container`]), on another
+//! host over ssh ([`Launcher::Ssh`]), or behind any argv prefix ([`Launcher::Prefix`]).
+//!
+//! Every backend spawns through [`crate::kit::process::spawn`], which applies the spec's launcher,
+//! so a backend gets every launcher for free. How it works (`spec/launchers.md` has the contract):
+//!
+//! - **Local** spawns the CLI as a child in its own process group, as before.
+//! - **Sandbox** wraps the argv in `bwrap`: the whole filesystem read-only, except the run's working
+//!   directory, the spec's [`writable_dirs`](crate::kit::CommandSpec::writable_dirs), the agent's
+//!   `HOME` and a fresh `/tmp`; the network shared or not as the caller chooses. `bwrap` stays a
+//!   local child, so the local process group and run marker reach every process it starts.
+//! - **Prefix**, **Container** and **Ssh** run the agent on a *far side* this process cannot
+//!   signal. They share one protocol ([`far`]): a small POSIX `sh` wrapper on the far side starts the
+//!   agent in its own process group (`setsid`), writes that group's id to a pidfile in a per-run
+//!   temporary path there, and waits for it. Stopping the run (cancel, timeout, drop, or the
+//!   connection dying) runs a stop command through the same launcher, which sends the far group
+//!   SIGTERM, waits a grace period, then SIGKILL. Killing the local client (`ssh`, `docker exec`)
+//!   alone would leave the agent running.
+//!
+//! The argv stays an argv: a prefix receives the wrapper and the agent's arguments as separate
+//! elements; where the far side needs one command string (ssh) every element is quoted with
+//! [`shell_join`], which refuses what cannot be quoted with a typed error.
+//!
+//! Through any launcher but Local the agent's environment is explicit ([`agent_env`]): the
+//! variables the backend declares its CLI reads ([`CommandSpec::reads_env`](crate::kit::CommandSpec::reads_env))
+//! taken from this process's environment, the spec's own `env` (the request's included), and the
+//! launcher's own ([`LAUNCHER_ENV`]); never this process's whole environment. Values never go on
+//! an argv: a prefix and bwrap pass them in the environment of the local process; a container
+//! gets `-e NAME` with the value in the local `docker` client's environment; ssh delivers them on
+//! stdin before the agent starts ([`EnvDelivery::Stdin`]).
+
+mod bwrap;
+mod env;
+pub mod far;
+mod plan;
+mod quote;
+
+use std::ffi::OsString;
+use std::fmt;
+use std::path::PathBuf;
+
+use agent_api_capabilities as caps;
+
+use crate::error::AgentError;
+
+pub use env::{agent_env, LAUNCHER_ENV};
+pub use far::FarGroup;
+pub(crate) use plan::plan;
+pub use quote::shell_join;
+
+/// How an agent's process is started. The default is [`Launcher::Local`].
+///
+/// ```
+/// use agent_api::kit::launch::{Bwrap, Launcher};
+/// let sandboxed = Launcher::Sandbox(Bwrap::new().with_network(false));
+/// assert_eq!(sandboxed.capability(), agent_api::capabilities::LAUNCHER_BWRAP);
+/// assert_eq!(sandboxed.to_string(), "bwrap");
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Launcher {
+    /// A child process of this one, in its own process group (`agent_api.launcher.local`).
+    #[default]
+    Local,
+    /// A bubblewrap sandbox on this machine (`agent_api.launcher.bwrap`).
+    Sandbox(Bwrap),
+    /// A docker or podman container (`agent_api.launcher.container`).
+    Container(Container),
+    /// Another host through the system `ssh` client (`agent_api.launcher.ssh`).
+    Ssh(Ssh),
+    /// Any argv prefix whose last element runs the argv that follows it on the far side, such as
+    /// `kubectl exec -i POD -c C --` (`agent_api.launcher.prefix`). The far side needs a POSIX `sh`
+    /// and `setsid`; the prefix's own process gets the agent's explicit environment.
+    Prefix(Vec<OsString>),
+}
+
+/// The bubblewrap sandbox's settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Bwrap {
+    /// The `bwrap` program (a path, or a name looked up on `PATH`).
+    pub program: PathBuf,
+    /// Whether the agent shares this machine's network (`false`: `--unshare-net`, loopback only).
+    pub network: bool,
+    /// Directories writable inside the sandbox besides the run's own (see the module docs).
+    pub writable: Vec<PathBuf>,
+    /// Directories visible read-only even if they sit under a writable one.
+    pub read_only: Vec<PathBuf>,
+}
+
+impl Default for Bwrap {
+    fn default() -> Self {
+        Self { program: PathBuf::from("bwrap"), network: true, writable: Vec::new(), read_only: Vec::new() }
+    }
+}
+
+impl Bwrap {
+    /// A sandbox with the network shared and nothing writable but the run's own directories.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Shares this machine's network (`true`) or gives the agent none (`false`).
+    pub fn with_network(mut self, network: bool) -> Self {
+        self.network = network;
+        self
+    }
+
+    /// Makes `dir` writable inside the sandbox too.
+    pub fn with_writable(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.writable.push(dir.into());
+        self
+    }
+}
+
+/// The container engine's command-line client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Engine {
+    /// `docker`.
+    Docker,
+    /// `podman`.
+    Podman,
+}
+
+impl Engine {
+    /// The client's program name.
+    pub fn program(self) -> &'static str {
+        match self {
+            Engine::Docker => "docker",
+            Engine::Podman => "podman",
+        }
+    }
+}
+
+/// Which container the agent runs in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ContainerTarget {
+    /// `exec -i NAME`: a running container.
+    Exec(String),
+    /// `run --rm -i IMAGE`: a fresh container from an image, removed afterwards.
+    Image(String),
+}
+
+/// A bind mount into a container started from an image.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Mount {
+    /// The path on this machine.
+    pub host: PathBuf,
+    /// The path inside the container.
+    pub container: PathBuf,
+    /// Mounted read-only.
+    pub read_only: bool,
+}
+
+/// A container launcher's settings (docker or podman).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Container {
+    /// The engine's client.
+    pub engine: Engine,
+    /// The container or image.
+    pub target: ContainerTarget,
+    /// Bind mounts (for [`ContainerTarget::Image`]).
+    pub mounts: Vec<Mount>,
+    /// Extra arguments given to `exec`/`run` before the container name or image
+    /// (`--network host`, `--user 1000`, …).
+    pub extra_args: Vec<OsString>,
+}
+
+impl Container {
+    /// `ENGINE exec -i NAME`.
+    pub fn exec(engine: Engine, name: impl Into<String>) -> Self {
+        Self { engine, target: ContainerTarget::Exec(name.into()), mounts: Vec::new(), extra_args: Vec::new() }
+    }
+
+    /// `ENGINE run --rm -i IMAGE`.
+    pub fn image(engine: Engine, image: impl Into<String>) -> Self {
+        Self { engine, target: ContainerTarget::Image(image.into()), mounts: Vec::new(), extra_args: Vec::new() }
+    }
+
+    /// Adds a bind mount.
+    pub fn with_mount(mut self, host: impl Into<PathBuf>, container: impl Into<PathBuf>, read_only: bool) -> Self {
+        self.mounts.push(Mount { host: host.into(), container: container.into(), read_only });
+        self
+    }
+}
+
+/// An ssh launcher's settings: `ssh [options] [-p PORT] [user@]host`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Ssh {
+    /// The `ssh` program.
+    pub program: PathBuf,
+    /// The user, if not the ssh config's.
+    pub user: Option<String>,
+    /// The host name or address.
+    pub host: String,
+    /// The port, if not the ssh config's.
+    pub port: Option<u16>,
+    /// Extra options, each one argv element (`-i`, `KEY`, `-o`, `StrictHostKeyChecking=yes`, …).
+    pub options: Vec<OsString>,
+}
+
+impl Ssh {
+    /// `ssh host`.
+    pub fn new(host: impl Into<String>) -> Self {
+        Self { program: PathBuf::from("ssh"), user: None, host: host.into(), port: None, options: Vec::new() }
+    }
+
+    /// Parses `[user@]host[:port]`; `None` when the host is empty or the port is not a number.
+    ///
+    /// ```
+    /// let ssh = agent_api::kit::launch::Ssh::parse("dev@build-3:2222").unwrap();
+    /// assert_eq!((ssh.user.as_deref(), ssh.host.as_str(), ssh.port), (Some("dev"), "build-3", Some(2222)));
+    /// ```
+    pub fn parse(destination: &str) -> Option<Self> {
+        let (user, rest) = match destination.split_once('@') {
+            Some((user, rest)) if !user.is_empty() => (Some(user.to_string()), rest),
+            Some(_) => return None,
+            None => (None, destination),
+        };
+        let (host, port) = match rest.rsplit_once(':') {
+            Some((host, port)) => (host, Some(port.parse().ok()?)),
+            None => (rest, None),
+        };
+        if host.is_empty() || host.starts_with('-') {
+            return None;
+        }
+        Some(Self { user, port, ..Self::new(host) })
+    }
+}
+
+/// The launcher capabilities of a backend that spawns its agent through [`crate::kit::process::spawn`]
+/// with the request's launcher (see [`crate::kit::CommandSpec::for_request`]).
+pub const CAPABILITIES: &[&str] = &[caps::LAUNCHER_LOCAL, caps::LAUNCHER_BWRAP, caps::LAUNCHER_PREFIX];
+
+/// `set` with [`CAPABILITIES`] added.
+pub fn with_launchers(mut set: crate::CapabilitySet) -> crate::CapabilitySet {
+    for id in CAPABILITIES {
+        set.insert(*id);
+    }
+    set
+}
+
+/// How the agent's environment reaches the far side.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum EnvDelivery {
+    /// The local client's own environment carries it (a prefix, bwrap; docker `-e NAME`).
+    Inherit,
+    /// Written to the far wrapper's stdin before the agent starts (ssh, whose server does not
+    /// pass the client's environment on). The hook for it is [`far::start_script`]'s env preamble.
+    Stdin,
+}
+
+impl Launcher {
+    /// The capability id a backend advertises when it can run through this launcher.
+    pub fn capability(&self) -> &'static str {
+        match self {
+            Launcher::Local => caps::LAUNCHER_LOCAL,
+            Launcher::Sandbox(_) => caps::LAUNCHER_BWRAP,
+            Launcher::Container(_) => caps::LAUNCHER_CONTAINER,
+            Launcher::Ssh(_) => caps::LAUNCHER_SSH,
+            Launcher::Prefix(_) => caps::LAUNCHER_PREFIX,
+        }
+    }
+
+    /// Whether the agent runs on this machine's filesystem (so its working directory is a local
+    /// path that can be checked before spawning).
+    pub fn is_local_filesystem(&self) -> bool {
+        matches!(self, Launcher::Local | Launcher::Sandbox(_))
+    }
+
+    /// The local program this launcher starts (`bwrap`, `docker`, `ssh`, the prefix's first
+    /// element); `None` for [`Launcher::Local`].
+    pub fn program(&self) -> Option<PathBuf> {
+        match self {
+            Launcher::Local => None,
+            Launcher::Sandbox(b) => Some(b.program.clone()),
+            Launcher::Container(c) => Some(PathBuf::from(c.engine.program())),
+            Launcher::Ssh(s) => Some(s.program.clone()),
+            Launcher::Prefix(argv) => argv.first().map(PathBuf::from),
+        }
+    }
+
+    /// Checks, before anything is spawned, that this launcher can run here: its program is
+    /// installed (else [`AgentError::LauncherUnavailable`]) and a prefix is not empty (else
+    /// [`AgentError::InvalidRequest`]).
+    pub fn check_available(&self) -> Result<(), AgentError> {
+        if let Launcher::Prefix(argv) = self {
+            if argv.is_empty() {
+                return Err(AgentError::InvalidRequest { reason: "the launcher prefix is empty".into() });
+            }
+        }
+        match self.program() {
+            Some(program) if crate::kit::process::resolve_program(&program).is_none() => {
+                Err(AgentError::LauncherUnavailable { launcher: self.to_string(), program })
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+/// A short name for people: `local`, `bwrap`, `docker:NAME`, `podman-image:IMAGE`, `ssh:HOST`,
+/// `prefix:PROGRAM` (never an option or argument value, which may hold a secret).
+impl fmt::Display for Launcher {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Launcher::Local => f.write_str("local"),
+            Launcher::Sandbox(_) => f.write_str("bwrap"),
+            Launcher::Container(c) => match &c.target {
+                ContainerTarget::Exec(name) => write!(f, "{}:{name}", c.engine.program()),
+                ContainerTarget::Image(image) => write!(f, "{}-image:{image}", c.engine.program()),
+            },
+            Launcher::Ssh(s) => write!(f, "ssh:{}", s.host),
+            Launcher::Prefix(argv) => {
+                write!(f, "prefix:{}", argv.first().map(|p| p.to_string_lossy()).unwrap_or_default())
+            }
+        }
+    }
+}
+
+/// Why a `--via` value could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ViaError {
+    /// Not one of the known forms.
+    #[error("unknown launcher `{0}`: expected local, bwrap, docker:NAME, podman:NAME, docker-image:IMAGE, podman-image:IMAGE, ssh:[user@]host[:port] or prefix:JSON_ARGV")]
+    Unknown(String),
+    /// A form with an empty or malformed value.
+    #[error("launcher `{form}` needs {expected}")]
+    Malformed {
+        /// The form (`docker`, `ssh`, `prefix`, …).
+        form: &'static str,
+        /// What its value must be.
+        expected: &'static str,
+    },
+}
+
+impl std::str::FromStr for Launcher {
+    type Err = ViaError;
+
+    /// Parses the command line's `--via` forms: `local`, `bwrap`, `docker:NAME`, `podman:NAME`,
+    /// `docker-image:IMAGE`, `podman-image:IMAGE`, `ssh:[user@]host[:port]`, `prefix:JSON_ARGV`.
+    ///
+    /// ```
+    /// use agent_api::kit::launch::Launcher;
+    /// let prefix: Launcher = r#"prefix:["kubectl","exec","-i","pod-1","--"]"#.parse().unwrap();
+    /// assert_eq!(prefix.to_string(), "prefix:kubectl");
+    /// assert!("docker:".parse::<Launcher>().is_err());
+    /// ```
+    fn from_str(via: &str) -> Result<Self, ViaError> {
+        let malformed = |form, expected| ViaError::Malformed { form, expected };
+        let named = |form: &'static str, value: &str| {
+            (!value.is_empty() && !value.starts_with('-')).then(|| value.to_string()).ok_or(malformed(form, "a name"))
+        };
+        match via.split_once(':') {
+            None if via == "local" => Ok(Launcher::Local),
+            None if via == "bwrap" => Ok(Launcher::Sandbox(Bwrap::new())),
+            Some(("docker", v)) => Ok(Launcher::Container(Container::exec(Engine::Docker, named("docker", v)?))),
+            Some(("podman", v)) => Ok(Launcher::Container(Container::exec(Engine::Podman, named("podman", v)?))),
+            Some(("docker-image", v)) => Ok(Launcher::Container(Container::image(Engine::Docker, named("docker-image", v)?))),
+            Some(("podman-image", v)) => Ok(Launcher::Container(Container::image(Engine::Podman, named("podman-image", v)?))),
+            Some(("ssh", v)) => Ssh::parse(v).map(Launcher::Ssh).ok_or(malformed("ssh", "[user@]host[:port]")),
+            Some(("prefix", v)) => match serde_json::from_str::<Vec<String>>(v) {
+                Ok(argv) if !argv.is_empty() => Ok(Launcher::Prefix(argv.into_iter().map(OsString::from).collect())),
+                _ => Err(malformed("prefix", "a non-empty JSON array of strings")),
+            },
+            _ => Err(ViaError::Unknown(via.to_string())),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

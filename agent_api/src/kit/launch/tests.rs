@@ -1,0 +1,48 @@
+use std::ffi::OsString;
+
+use super::*;
+
+#[test]
+fn via_forms_parse_into_typed_launchers() {
+    assert_eq!("local".parse::<Launcher>().unwrap(), Launcher::Local);
+    assert_eq!("bwrap".parse::<Launcher>().unwrap(), Launcher::Sandbox(Bwrap::new()));
+    assert_eq!("docker:box".parse::<Launcher>().unwrap(), Launcher::Container(Container::exec(Engine::Docker, "box")));
+    assert_eq!("podman:box".parse::<Launcher>().unwrap(), Launcher::Container(Container::exec(Engine::Podman, "box")));
+    assert_eq!("docker-image:img:1".parse::<Launcher>().unwrap(), Launcher::Container(Container::image(Engine::Docker, "img:1")));
+    let Launcher::Ssh(ssh) = "ssh:h.example".parse::<Launcher>().unwrap() else { panic!("not ssh") };
+    assert_eq!((ssh.user, ssh.host.as_str(), ssh.port), (None, "h.example", None));
+    assert_eq!(
+        r#"prefix:["setsid","-w"]"#.parse::<Launcher>().unwrap(),
+        Launcher::Prefix(vec![OsString::from("setsid"), OsString::from("-w")])
+    );
+    for bad in ["", "docker:", "docker:-it", "ssh:", "ssh:h:port", "ssh:@h", "prefix:[]", "prefix:nope", "lxc:x"] {
+        assert!(bad.parse::<Launcher>().is_err(), "{bad} parsed");
+    }
+    assert_eq!("lxc:x".parse::<Launcher>(), Err(ViaError::Unknown("lxc:x".into())));
+}
+
+#[test]
+fn each_launcher_has_its_capability_and_a_display_without_arguments() {
+    let prefix = Launcher::Prefix(vec!["kubectl".into(), "--token=s3cret".into()]);
+    assert_eq!(prefix.capability(), caps::LAUNCHER_PREFIX);
+    assert_eq!(prefix.to_string(), "prefix:kubectl");
+    assert_eq!(Launcher::Local.capability(), caps::LAUNCHER_LOCAL);
+    assert_eq!("ssh:u@h:22".parse::<Launcher>().unwrap().to_string(), "ssh:h");
+    for id in [caps::LAUNCHER_LOCAL, caps::LAUNCHER_BWRAP, caps::LAUNCHER_CONTAINER, caps::LAUNCHER_SSH, caps::LAUNCHER_PREFIX] {
+        assert!(caps::is_standard(id));
+    }
+}
+
+#[test]
+fn a_missing_launcher_program_is_a_typed_error() {
+    let missing = Launcher::Sandbox(Bwrap { program: "/nonexistent/bwrap".into(), ..Bwrap::new() });
+    match missing.check_available() {
+        Err(AgentError::LauncherUnavailable { launcher, program }) => {
+            assert_eq!(launcher, "bwrap");
+            assert_eq!(program, std::path::Path::new("/nonexistent/bwrap"));
+        }
+        other => panic!("expected LauncherUnavailable, got {other:?}"),
+    }
+    assert!(matches!(Launcher::Prefix(Vec::new()).check_available(), Err(AgentError::InvalidRequest { .. })));
+    assert!(Launcher::Prefix(vec!["sh".into()]).check_available().is_ok());
+}

@@ -1,0 +1,204 @@
+//! The launcher seam (`agent_api::kit::launch`) with real processes: the explicit environment and
+//! no secret on any argv through a prefix and bwrap, and the far-side protocol through a prefix
+//! that really detaches (its agent is out of reach of the local process group, the run marker and
+//! the subreaper), so only the far-side stop can end it: cancel, timeout, drop and a killed
+//! connection each leave no agent process.
+
+use std::ffi::OsString;
+use std::time::{Duration, Instant};
+
+use agent_api::kit::launch::{Bwrap, Launcher};
+use agent_api::kit::{start_run, CommandSpec, RunSettings, Transport};
+use agent_api::{AgentError, AgentKind, RunHandle};
+use agent_api_conformance::fake::FakeProtocol;
+use futures::StreamExt;
+use tokio::io::AsyncReadExt;
+
+const FAKE: &str = env!("CARGO_BIN_EXE_fake_agent_cli");
+
+/// A prefix that detaches like a remote client: the far side runs in a new session, without the
+/// run marker, as a child the local process group does not hold.
+fn detaching_prefix() -> Launcher {
+    Launcher::Prefix(["env", "-u", agent_api::kit::process::RUN_MARKER_VAR, "setsid", "-w"].map(OsString::from).to_vec())
+}
+
+/// A prefix that passes its argv on unchanged through a shell.
+fn shell_prefix() -> Launcher {
+    Launcher::Prefix(["sh", "-c", "exec \"$@\"", "prefix"].map(OsString::from).to_vec())
+}
+
+/// `bwrap` (installed by `tests/run.sh`); its absence fails the test loudly.
+fn bwrap() -> Launcher {
+    let launcher = Launcher::Sandbox(Bwrap::new());
+    launcher.check_available().expect("bwrap is installed (tests/run.sh installs bubblewrap)");
+    launcher
+}
+
+fn token() -> String {
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
+    format!("launch-test-{}-{nanos}-{}", std::process::id(), NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+}
+
+/// The pids of the processes whose argv holds `needle`, this test excluded.
+fn processes_with(needle: &str) -> Vec<i32> {
+    let me = std::process::id() as i32;
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else { continue };
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        let zombie = std::fs::read_to_string(entry.path().join("stat"))
+            .is_ok_and(|s| s.rsplit(')').next().is_some_and(|r| r.trim_start().starts_with('Z')));
+        if pid != me && !zombie && String::from_utf8_lossy(&cmdline).contains(needle) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+async fn none_left(needle: &str) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        if processes_with(needle).is_empty() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    false
+}
+
+fn settings() -> RunSettings {
+    let mut settings = RunSettings::new(AgentKind::from_static("fake"));
+    settings.tools_structured = true;
+    settings.cancel_grace = Duration::from_millis(200);
+    settings.term_grace = Duration::from_millis(500);
+    settings
+}
+
+/// Starts the fake CLI hanging (after one line) through `launcher`; `tag` marks its argv.
+fn start_hang(launcher: Launcher, tag: &str, settings: RunSettings) -> RunHandle {
+    let spec = CommandSpec::new(FAKE).args(["hang", tag]).with_launcher(launcher);
+    let transport = Transport::spawn(&spec, settings.line_cap).expect("spawns");
+    start_run(settings, transport, Box::new(FakeProtocol::default()))
+}
+
+/// Waits until the agent is running on the far side (its first line came).
+async fn first_event(events: &mut (impl futures::Stream<Item = agent_api::universal::UniversalEvent> + Unpin), tag: &str) {
+    while let Some(event) = events.next().await {
+        if format!("{event:?}").contains("about to hang") {
+            return;
+        }
+    }
+    panic!("the agent {tag} never spoke");
+}
+
+#[tokio::test]
+async fn a_detached_far_agent_is_stopped_on_cancel() {
+    let tag = token();
+    let handle = start_hang(detaching_prefix(), &tag, settings());
+    let control = handle.control();
+    let (mut events, completion) = handle.into_universal();
+    first_event(&mut events, &tag).await;
+    assert!(!processes_with(&tag).is_empty());
+    control.cancel();
+    while events.next().await.is_some() {}
+    assert!(matches!(completion.await, Err(AgentError::Cancelled)));
+    // The far stop is awaited before the completion: nothing is left at once.
+    assert_eq!(processes_with(&tag), Vec::<i32>::new(), "an agent process outlived the cancelled run");
+}
+
+#[tokio::test]
+async fn a_detached_far_agent_is_stopped_on_timeout() {
+    let tag = token();
+    let mut settings = settings();
+    settings.timeout = Some(Duration::from_millis(800));
+    let handle = start_hang(detaching_prefix(), &tag, settings);
+    let (mut events, completion) = handle.into_universal();
+    while events.next().await.is_some() {}
+    assert!(matches!(completion.await, Err(AgentError::Timeout { .. })));
+    assert_eq!(processes_with(&tag), Vec::<i32>::new(), "an agent process outlived the timed-out run");
+}
+
+#[tokio::test]
+async fn a_detached_far_agent_is_stopped_when_the_run_is_dropped() {
+    let tag = token();
+    let handle = start_hang(detaching_prefix(), &tag, settings());
+    let (mut events, completion) = handle.into_universal();
+    first_event(&mut events, &tag).await;
+    drop(events);
+    drop(completion);
+    assert!(none_left(&tag).await, "an agent process outlived the dropped run: {:?}", processes_with(&tag));
+}
+
+#[tokio::test]
+async fn a_detached_far_agent_is_stopped_when_the_connection_dies() {
+    let tag = token();
+    let handle = start_hang(detaching_prefix(), &tag, settings());
+    let (mut events, completion) = handle.into_universal();
+    first_event(&mut events, &tag).await;
+    // The local client: this process's child (the far side was reparented elsewhere or is deeper).
+    let me = std::process::id().to_string();
+    let client = processes_with(&tag)
+        .into_iter()
+        .find(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            stat.rsplit(')').next().and_then(|rest| rest.split_whitespace().nth(1)) == Some(me.as_str())
+                && std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c.starts_with(b"setsid"))
+        })
+        .expect("the local client runs");
+    // SAFETY: kill(2) only sends a signal, to the client this test found.
+    unsafe { libc::kill(client, libc::SIGKILL) };
+    while events.next().await.is_some() {}
+    assert!(matches!(completion.await, Err(AgentError::ProcessExited { .. })));
+    assert_eq!(processes_with(&tag), Vec::<i32>::new(), "an agent process outlived the dead connection");
+}
+
+/// Spawns `env`'s view of the agent's environment through `launcher` and returns it, checking
+/// while the agent lives that the secret is on no process's argv.
+async fn agent_environment(launcher: Launcher, secret: &str) -> Vec<String> {
+    std::env::set_var("LAUNCH_TEST_DECLARED", secret);
+    std::env::set_var("LAUNCH_TEST_UNDECLARED", "undeclared-value");
+    let cwd = tempfile::tempdir().unwrap();
+    // The agent prints its environment, then waits on stdin so its argv can be inspected.
+    let spec = CommandSpec::new("/bin/sh")
+        .args(["-c", "env; read _"])
+        .reads_env(["LAUNCH_TEST_DECLARED"])
+        .env("FROM_REQUEST", "request-value")
+        .cwd(cwd.path())
+        .with_stdin()
+        .with_launcher(launcher);
+    let mut child = agent_api::kit::process::spawn(&spec).expect("spawns");
+    let mut stdout = child.child.stdout.take().unwrap();
+    let mut out = Vec::new();
+    let mut buf = [0u8; 4096];
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !String::from_utf8_lossy(&out).contains("FROM_REQUEST=") && Instant::now() < deadline {
+        let n = tokio::time::timeout(Duration::from_secs(10), stdout.read(&mut buf)).await.unwrap().unwrap();
+        assert!(n > 0, "the agent's output ended early");
+        out.extend_from_slice(&buf[..n]);
+    }
+    assert_eq!(processes_with(secret), Vec::<i32>::new(), "the secret is on an argv");
+    drop(child);
+    String::from_utf8_lossy(&out).lines().map(str::to_string).collect()
+}
+
+fn assert_explicit(env: &[String], secret: &str) {
+    assert!(env.contains(&format!("LAUNCH_TEST_DECLARED={secret}")), "{env:?}");
+    assert!(env.contains(&"FROM_REQUEST=request-value".to_string()), "{env:?}");
+    assert!(!env.iter().any(|line| line.starts_with("LAUNCH_TEST_UNDECLARED=")), "an undeclared variable passed: {env:?}");
+    assert!(env.iter().any(|line| line.starts_with("PATH=")), "the launcher's own PATH is missing: {env:?}");
+}
+
+#[tokio::test]
+async fn through_a_prefix_the_agent_gets_exactly_its_declared_env_and_no_secret_is_on_an_argv() {
+    let secret = token();
+    let env = agent_environment(shell_prefix(), &secret).await;
+    assert_explicit(&env, &secret);
+}
+
+#[tokio::test]
+async fn through_bwrap_the_agent_gets_exactly_its_declared_env_and_no_secret_is_on_an_argv() {
+    let secret = token();
+    let env = agent_environment(bwrap(), &secret).await;
+    assert_explicit(&env, &secret);
+}
