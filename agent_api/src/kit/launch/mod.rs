@@ -31,10 +31,12 @@
 //! stdin before the agent starts ([`EnvDelivery::Stdin`]).
 
 mod bwrap;
+mod container;
 mod env;
 pub mod far;
 mod plan;
 mod quote;
+mod ssh;
 
 use std::ffi::OsString;
 use std::fmt;
@@ -47,6 +49,7 @@ use crate::error::AgentError;
 pub use env::{agent_env, LAUNCHER_ENV};
 pub use far::FarGroup;
 pub(crate) use plan::plan;
+pub(crate) use ssh::write_preamble;
 pub use quote::shell_join;
 
 /// How an agent's process is started. The default is [`Launcher::Local`].
@@ -236,7 +239,8 @@ impl Ssh {
 
 /// The launcher capabilities of a backend that spawns its agent through [`crate::kit::process::spawn`]
 /// with the request's launcher (see [`crate::kit::CommandSpec::for_request`]).
-pub const CAPABILITIES: &[&str] = &[caps::LAUNCHER_LOCAL, caps::LAUNCHER_BWRAP, caps::LAUNCHER_PREFIX];
+pub const CAPABILITIES: &[&str] =
+    &[caps::LAUNCHER_LOCAL, caps::LAUNCHER_BWRAP, caps::LAUNCHER_CONTAINER, caps::LAUNCHER_SSH, caps::LAUNCHER_PREFIX];
 
 /// `set` with [`CAPABILITIES`] added.
 pub fn with_launchers(mut set: crate::CapabilitySet) -> crate::CapabilitySet {
@@ -253,7 +257,7 @@ pub enum EnvDelivery {
     /// The local client's own environment carries it (a prefix, bwrap; docker `-e NAME`).
     Inherit,
     /// Written to the far wrapper's stdin before the agent starts (ssh, whose server does not
-    /// pass the client's environment on). The hook for it is [`far::start_script`]'s env preamble.
+    /// pass the client's environment on): `NAME=VALUE` lines a preamble of the start script reads.
     Stdin,
 }
 

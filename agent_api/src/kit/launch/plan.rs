@@ -26,6 +26,9 @@ pub(crate) struct Planned {
     pub(crate) cwd: Option<PathBuf>,
     /// The agent's group on the far side, for the launchers that have one.
     pub(crate) far: Option<FarGroup>,
+    /// Bytes to write to the local process's stdin before anything else (the ssh launcher's
+    /// environment); empty for none.
+    pub(crate) stdin_preamble: Vec<u8>,
 }
 
 /// Plans `spec` (whose `program` is already resolved, for a local filesystem) through its launcher.
@@ -42,7 +45,7 @@ pub(crate) fn plan(spec: &CommandSpec, program: PathBuf, run_id: &str) -> Result
             };
             let mut args = super::bwrap::args(settings, &cwd, &env, spec);
             args.extend(agent_argv());
-            Ok(Planned { program: settings.program.clone(), args, env, cwd: None, far: None })
+            Ok(Planned { program: settings.program.clone(), args, env, cwd: None, far: None, stdin_preamble: Vec::new() })
         }
         Launcher::Prefix(prefix) => {
             let (first, rest) = prefix.split_first().ok_or(AgentError::InvalidRequest { reason: "the launcher prefix is empty".into() })?;
@@ -53,12 +56,15 @@ pub(crate) fn plan(spec: &CommandSpec, program: PathBuf, run_id: &str) -> Result
             let mut stop_args = rest.to_vec();
             stop_args.extend(far::sh_argv(far::STOP_SCRIPT, [run_id.into(), (FAR_GRACE.as_millis() / 100).to_string().into()]));
             let stop = LocalCommand { program: first.into(), args: stop_args, env: env.clone() };
-            Ok(Planned { program: first.into(), args, env, cwd: None, far: Some(FarGroup::new(stop, FAR_GRACE)) })
+            Ok(Planned { program: first.into(), args, env, cwd: None, far: Some(FarGroup::new(stop, FAR_GRACE)), stdin_preamble: Vec::new() })
         }
-        // Their far-side argv (engine exec/run, ssh destination and quoting, env delivery) is
-        // built on this same protocol by the container and ssh launchers.
-        Launcher::Container(_) | Launcher::Ssh(_) => {
-            Err(AgentError::InvalidRequest { reason: format!("the {} launcher is not available in this build", spec.launcher) })
+        Launcher::Container(settings) => {
+            let dir = spec.cwd.clone().map(PathBuf::into_os_string).unwrap_or_default();
+            Ok(super::container::plan(settings, agent_argv().collect(), dir, run_id, env))
+        }
+        Launcher::Ssh(settings) => {
+            let dir = spec.cwd.clone().map(PathBuf::into_os_string).unwrap_or_default();
+            super::ssh::plan(settings, agent_argv().collect(), dir, run_id, env)
         }
     }
 }
