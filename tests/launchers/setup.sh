@@ -105,14 +105,20 @@ build_image() {
 
 start_containers() {
     local i name
+    # seccomp unconfined: Codex sandboxes its commands with bwrap, which needs user namespaces.
+    local opts=(--init --network host --security-opt seccomp=unconfined
+        -v "$cli_root:$cli_root:ro" -v "$node_bin:/usr/bin/node:ro" -v "$sandboxes:$sandboxes")
+    # A container made with other options or another image is made again.
+    local config; config="$(printf '%s\n' "$image" "${opts[@]}" | sha256sum | cut -c1-12)"
     for i in 0 1 2 3 4; do
         name="agent-api-test-$i"
-        if [ "$(docker inspect -f '{{.State.Running}} {{.Config.Image}}' "$name" 2> /dev/null)" = "true $image" ]; then continue; fi
+        if [ "$(docker inspect -f '{{.State.Running}} {{index .Config.Labels "agent-api-setup"}}' "$name" 2> /dev/null)" = "true $config" ]; then
+            continue
+        fi
         docker rm -f "$name" > /dev/null 2>&1
         # --init: orphans inside are reaped by docker-init instead of staying zombies of `sleep`.
-        docker run -d --init --name "$name" --network host \
-            -v "$cli_root:$cli_root:ro" -v "$node_bin:/usr/bin/node:ro" -v "$sandboxes:$sandboxes" \
-            "$image" sleep infinity > /dev/null 2> "$state/docker-run.err" || return 1
+        docker run -d --name "$name" --label "agent-api-setup=$config" "${opts[@]}" "$image" sleep infinity \
+            > /dev/null 2> "$state/docker-run.err" || return 1
     done
     # Images of earlier builds take disk (vfs keeps whole copies): drop them.
     docker images agent-api-test --format '{{.Repository}}:{{.Tag}}' | grep -vxF "$image" | xargs -r docker rmi > /dev/null 2>&1
