@@ -126,7 +126,8 @@ mod tests {
         let settings = Container::image(Engine::Podman, "img:1").with_mount("/h/clis", "/opt/clis", true).with_mount("/h/w", "/w", false);
         let planned = plan(&settings, vec!["codex".into()], OsString::new(), "r2", BTreeMap::new());
         let args = strings(&planned.args);
-        let expected = ["run", "--rm", "-i", "--name", "agent-api-r2", "-v", "/h/clis:/opt/clis:ro", "-v", "/h/w:/w", "-e", RUN_MARKER_VAR, "img:1"];
+        let expected =
+            ["run", "--rm", "-i", "--name", "agent-api-r2", "-v", "/h/clis:/opt/clis:ro", "-v", "/h/w:/w", "-e", RUN_MARKER_VAR, "img:1"];
         assert_eq!(args[..expected.len()], expected);
         assert_eq!(planned.program, PathBuf::from("podman"));
     }

@@ -49,8 +49,8 @@ use crate::error::AgentError;
 pub use env::{agent_env, LAUNCHER_ENV};
 pub use far::FarGroup;
 pub(crate) use plan::plan;
-pub(crate) use ssh::write_preamble;
 pub use quote::shell_join;
+pub(crate) use ssh::write_preamble;
 
 /// How an agent's process is started. The default is [`Launcher::Local`].
 ///

@@ -56,7 +56,14 @@ pub(crate) fn plan(spec: &CommandSpec, program: PathBuf, run_id: &str) -> Result
             let mut stop_args = rest.to_vec();
             stop_args.extend(far::sh_argv(far::STOP_SCRIPT, [run_id.into(), (FAR_GRACE.as_millis() / 100).to_string().into()]));
             let stop = LocalCommand { program: first.into(), args: stop_args, env: env.clone() };
-            Ok(Planned { program: first.into(), args, env, cwd: None, far: Some(FarGroup::new(stop, FAR_GRACE)), stdin_preamble: Vec::new() })
+            Ok(Planned {
+                program: first.into(),
+                args,
+                env,
+                cwd: None,
+                far: Some(FarGroup::new(stop, FAR_GRACE)),
+                stdin_preamble: Vec::new(),
+            })
         }
         Launcher::Container(settings) => {
             let dir = spec.cwd.clone().map(PathBuf::into_os_string).unwrap_or_default();

@@ -118,8 +118,8 @@ fn client_args(settings: &Ssh, command: OsString) -> Vec<OsString> {
 fn env_lines(env: &BTreeMap<String, String>) -> Result<Vec<u8>, AgentError> {
     let mut out = Vec::new();
     for (name, value) in env {
-        let valid = name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
-            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        let valid =
+            name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
         if !valid {
             return Err(AgentError::InvalidRequest { reason: format!("`{name}` is not an environment variable name") });
         }
