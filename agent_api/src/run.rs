@@ -58,6 +58,11 @@ pub struct RunCompletion {
     /// `None` when the request set no schema.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub structured_output: Option<Value>,
+    /// Which launcher started the agent, as [`crate::kit::Launcher`]'s Display shows it
+    /// (`local`, `bwrap`, `prefix:kubectl`, …), so a caller can map the paths events report (they
+    /// are the agent's); `None` when no process was spawned (an in-process agent, a replay).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launcher: Option<String>,
 }
 
 impl RunCompletion {

@@ -79,6 +79,7 @@ impl OutputFlags {
             approve: Approve::None,
             timeout: None,
             acp_command: None,
+            via: None,
             fleet: Default::default(),
         };
         run::RunOptions { answers: false, ..flags.into_options(String::new()) }
@@ -108,13 +109,17 @@ struct AgentFlags {
     /// "goose acp": split into arguments as a POSIX shell would, but never run by one.
     #[arg(long, value_name = "COMMAND", value_parser = run::parse_argv)]
     acp_command: Option<run::Argv>,
+    /// Where the agent runs: local, bwrap, docker:NAME, podman:NAME, docker-image:IMAGE,
+    /// podman-image:IMAGE, ssh:[user@]host[:port] or prefix:JSON_ARGV (spec/launchers.md).
+    #[arg(long, value_name = "LAUNCHER")]
+    via: Option<agent_api::kit::Launcher>,
     #[command(flatten)]
     fleet: fleet::FleetFlags,
 }
 
 impl AgentFlags {
     fn into_options(self, prompt: String) -> run::RunOptions {
-        let AgentFlags { agent, output: OutputFlags { format, view, include_raw }, cwd, model, approve, timeout, acp_command, fleet } =
+        let AgentFlags { agent, output: OutputFlags { format, view, include_raw }, cwd, model, approve, timeout, acp_command, via, fleet } =
             self;
         let portable = Default::default();
         run::RunOptions {
@@ -127,6 +132,7 @@ impl AgentFlags {
             approve,
             timeout,
             acp_command,
+            via,
             fleet,
             prompt,
             answers: true,

@@ -36,6 +36,8 @@ pub(crate) struct RunOptions {
     pub approve: Approve,
     pub timeout: Option<u64>,
     pub acp_command: Option<Argv>,
+    /// Where the agent runs (`--via`).
+    pub via: Option<agent_api::kit::Launcher>,
     /// Timeouts (and, later, homes and limits) for runs side by side.
     pub fleet: crate::fleet::FleetFlags,
     pub prompt: String,
@@ -78,6 +80,9 @@ pub(crate) fn request_of(options: &RunOptions) -> RunRequest {
         request = request.with_timeout(Duration::from_secs(secs));
     }
     request = options.fleet.apply(request);
+    if let Some(launcher) = &options.via {
+        request = request.with_launcher(launcher.clone());
+    }
     if let Some(Argv(argv)) = &options.acp_command {
         // Another kind refuses the option's key (`backend.acp.command`) with a typed error.
         request = request.with_options(&agent_api_acp::AcpOptions::default().command(argv.iter().cloned()));
@@ -187,7 +192,8 @@ impl<'a> Viewer<'a> {
             Ok(done) => {
                 let session_id = display::line(done.native_session_id.as_deref().unwrap_or("none"), 128);
                 let usage = done.usage.as_ref().map(usage_line).filter(|u| !u.is_empty()).map(|u| format!("; {u}")).unwrap_or_default();
-                eprintln!("agent-api: {what} completed (session {session_id}{usage})");
+                let via = done.launcher.as_deref().filter(|l| *l != "local").map(|l| format!("; via {l}")).unwrap_or_default();
+                eprintln!("agent-api: {what} completed (session {session_id}{usage}{via})");
                 if let Some(value) = &done.structured_output {
                     // The parsed answer of `--json-schema`, last on stdout, as one JSON line.
                     self.out.line(&value.to_string());

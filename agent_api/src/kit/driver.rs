@@ -215,6 +215,8 @@ struct Core {
     pgid: Option<i32>,
     /// The agent's group on the far side of its launcher: stopped with the local one.
     far: Option<Arc<super::launch::FarGroup>>,
+    /// The launcher that started the agent, for the completion.
+    launcher: Option<String>,
     task_abort: Option<tokio::task::AbortHandle>,
     stop: Option<Stop>,
     escalate_at: Option<Instant>,
@@ -245,9 +247,9 @@ impl Core {
         let Transport { source, stdin, stderr, lifecycle } = transport;
         let stdin = stdin.map(|writer| StdinQueue::spawn(writer, settings.input_limit));
         let stderr_task = stderr.map(|s| tokio::spawn(StderrCapture::read_from(s)));
-        let far = match &lifecycle {
-            Lifecycle::Process(p) => p.far_group().cloned(),
-            _ => None,
+        let (far, launcher) = match &lifecycle {
+            Lifecycle::Process(p) => (p.far_group().cloned(), Some(p.launcher().to_string())),
+            _ => (None, None),
         };
         let (pgid, task_abort) = match &lifecycle {
             Lifecycle::Process(p) => (Some(p.pgid), None),
@@ -269,6 +271,7 @@ impl Core {
             raw_bytes: 0,
             pgid,
             far,
+            launcher,
             task_abort,
             stop: None,
             escalate_at: None,
@@ -590,6 +593,7 @@ impl Core {
             completion.final_text = self.transcript.last_assistant_text().map(str::to_string);
         }
         completion.data = completion.data.map(crate::bounds::bound_data);
+        completion.launcher = completion.launcher.or_else(|| self.launcher.clone());
         completion
     }
 

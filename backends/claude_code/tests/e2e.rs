@@ -2,6 +2,7 @@
 //! Each test starts with `agent_bench::e2e_enabled_or_explain`: it fails with install
 //! instructions when the CLI is missing, unless `AGENT_API_E2E=skip` (then it says SKIPPED).
 
+use agent_api::kit::launch::{Bwrap, Launcher};
 use agent_api::Channel;
 use std::path::Path;
 use std::time::Duration;
@@ -163,9 +164,10 @@ async fn e2e_ask_user_question_answers_every_question() {
     assert!(server.requests().iter().any(|r| r.body.to_string().contains("Large")));
 }
 
-async fn cancel_after(scenario: &str, trigger: impl Fn(&UniversalEvent, &Path) -> bool) {
+async fn cancel_after(scenario: &str, launcher: Launcher, trigger: impl Fn(&UniversalEvent, &Path) -> bool) {
     let Some((_server, sandbox)) = bench(scenario).await else { return };
-    let handle = backend(&sandbox).run(request("go").with_permissions(agent_api::PermissionPolicy::ApproveAll)).await;
+    let go = request("go").with_permissions(agent_api::PermissionPolicy::ApproveAll).with_launcher(launcher);
+    let handle = backend(&sandbox).run(go).await;
     let handle = match handle {
         Ok(h) => h,
         Err(e) => panic!("{e}"),
@@ -192,12 +194,13 @@ async fn cancel_after(scenario: &str, trigger: impl Fn(&UniversalEvent, &Path) -
 
 #[tokio::test]
 async fn e2e_cancel_mid_stream_is_typed_and_leaves_no_process() {
-    cancel_after("slow_text", |e, _| matches!(&e.body, UniversalEventBody::ItemDelta(d) if d.delta.starts_with("word2"))).await;
+    cancel_after("slow_text", Launcher::Local, |e, _| matches!(&e.body, UniversalEventBody::ItemDelta(d) if d.delta.starts_with("word2")))
+        .await;
 }
 
 #[tokio::test]
 async fn e2e_cancel_during_sleep_is_typed_and_leaves_no_process() {
-    cancel_after("slow_shell", |e, cwd| {
+    cancel_after("slow_shell", Launcher::Local, |e, cwd| {
         if !matches!(&e.body, UniversalEventBody::ItemCompleted(d) if d.item.kind == ItemKind::ToolCall) {
             return false;
         }
@@ -445,4 +448,62 @@ async fn e2e_structured_output_is_the_clis_validated_value() {
     assert_eq!(completion.structured_output, Some(json!({"city": "Lyon"})));
     let offered = main_request(&server)["tools"].to_string();
     assert!(offered.contains("StructuredOutput"), "--json-schema makes the CLI offer its structured-output tool");
+}
+
+/// Through bubblewrap (`spec/launchers.md`): `bwrap` is installed by `tests/run.sh`; its absence fails.
+mod through_bwrap {
+    use super::*;
+
+    fn bwrap() -> Launcher {
+        let launcher = Launcher::Sandbox(Bwrap::new());
+        launcher.check_available().expect("bwrap is installed (tests/run.sh installs bubblewrap)");
+        launcher
+    }
+
+    #[tokio::test]
+    async fn text_streams_the_answer_and_the_completion_names_the_launcher() {
+        let Some((_server, sandbox)) = bench("text").await else { return };
+        let run = record(backend(&sandbox).run(request("say hello").with_launcher(bwrap())).await.unwrap()).await;
+        assert_conformant(&run);
+        assert_eq!(run.assistant_text(), "Hello from mock");
+        assert_eq!(run.completion.as_ref().unwrap().launcher.as_deref(), Some("bwrap"));
+        assert!(processes_in(&sandbox.cwd).is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_shell_command_writes_in_the_working_dir_but_not_outside_it() {
+        let Some((_server, sandbox)) = bench("shell").await else { return };
+        let outside = sandbox.home.parent().unwrap().join("escaped.txt");
+        let command = format!("echo escaped > {} ; echo inside > out.txt", outside.display());
+        let modified = json!({ "command": command, "description": "write inside and outside" });
+        let handle = backend(&sandbox).run(request("run the command").with_launcher(bwrap())).await.unwrap();
+        let run = drive(handle, |_| PermissionDecision::AllowWithInput(modified.clone())).await;
+        assert_conformant(&run);
+        assert_eq!(std::fs::read_to_string(sandbox.cwd.join("out.txt")).unwrap(), "inside\n");
+        assert!(!outside.exists(), "the sandboxed shell wrote outside its directories");
+    }
+
+    #[tokio::test]
+    async fn a_shell_command_denied_by_the_caller_does_not_run() {
+        let Some((_server, sandbox)) = bench("shell").await else { return };
+        let handle = backend(&sandbox).run(request("run the command").with_launcher(bwrap())).await.unwrap();
+        let run = drive(handle, |_| PermissionDecision::Deny { message: Some("not today".into()) }).await;
+        assert_conformant(&run);
+        assert!(!sandbox.cwd.join("out.txt").exists());
+    }
+
+    #[tokio::test]
+    async fn a_401_is_one_typed_auth_error() {
+        let Some((_server, sandbox)) = bench("error401").await else { return };
+        let run = record(backend(&sandbox).run(request("hi").with_launcher(bwrap())).await.unwrap()).await;
+        assert_conformant(&run);
+        assert!(matches!(run.completion, Err(AgentError::Auth { .. })), "{:?}", run.completion);
+        assert!(run.assistant_text().is_empty());
+    }
+
+    #[tokio::test]
+    async fn cancel_mid_stream_is_typed_and_leaves_no_process() {
+        cancel_after("slow_text", bwrap(), |e, _| matches!(&e.body, UniversalEventBody::ItemDelta(d) if d.delta.starts_with("word2")))
+            .await;
+    }
 }

@@ -392,3 +392,65 @@ mod portable_options {
         }
     }
 }
+
+/// Through bubblewrap (`spec/launchers.md`): `bwrap` is installed by `tests/run.sh`; its absence fails.
+mod through_bwrap {
+    use super::*;
+    use agent_api::kit::launch::{Bwrap, Launcher};
+
+    fn bwrap() -> Launcher {
+        let launcher = Launcher::Sandbox(Bwrap::new());
+        launcher.check_available().expect("bwrap is installed (tests/run.sh installs bubblewrap)");
+        launcher
+    }
+
+    /// Processes whose working directory is inside `dir`.
+    fn processes_in(dir: &std::path::Path) -> Vec<i32> {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter(|e| std::fs::read_link(e.path().join("cwd")).is_ok_and(|c| c.starts_with(dir)))
+            .filter_map(|e| e.file_name().to_str()?.parse().ok())
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn text_streams_and_the_completion_names_the_launcher() {
+        let Some((_server, sandbox)) = setup("text").await else { return };
+        let run = drive(&backend(&sandbox), RunRequest::new("say hello").with_launcher(bwrap()), PermissionDecision::Allow, false).await;
+        assert_conformant(&run);
+        assert!(!run.assistant_text().is_empty());
+        assert_eq!(run.completion.as_ref().unwrap().launcher.as_deref(), Some("bwrap"));
+        assert!(processes_in(&sandbox.cwd).is_empty());
+    }
+
+    #[tokio::test]
+    async fn shell_approved_runs_and_declined_does_not() {
+        for (decision, runs) in [(PermissionDecision::Allow, true), (PermissionDecision::Deny { message: None }, false)] {
+            let Some((_server, sandbox)) = setup("shell").await else { return };
+            let request = RunRequest::new("run the command").with_launcher(bwrap());
+            let run = drive(&backend(&sandbox), request, decision, false).await;
+            assert_conformant(&run);
+            assert!(run.completion.is_ok(), "{:?}", run.completion);
+            assert_eq!(sandbox.cwd.join("out.txt").exists(), runs);
+        }
+    }
+
+    #[tokio::test]
+    async fn a_401_is_one_typed_auth_error() {
+        let Some((_server, sandbox)) = setup("error401").await else { return };
+        let run = drive(&backend(&sandbox), RunRequest::new("hi").with_launcher(bwrap()), PermissionDecision::Allow, false).await;
+        assert_conformant(&run);
+        assert!(matches!(run.completion, Err(AgentError::Auth { .. })), "{:?}", run.completion);
+    }
+
+    #[tokio::test]
+    async fn cancel_mid_stream_is_typed_and_leaves_no_process() {
+        let Some((_server, sandbox)) = setup("slow_text").await else { return };
+        let run = drive(&backend(&sandbox), RunRequest::new("talk slowly").with_launcher(bwrap()), PermissionDecision::Allow, true).await;
+        assert_conformant(&run);
+        assert!(matches!(run.completion, Err(AgentError::Cancelled)), "{:?}", run.completion);
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert_eq!(processes_in(&sandbox.cwd), Vec::<i32>::new(), "processes left after cancel");
+    }
+}

@@ -202,3 +202,66 @@ async fn through_bwrap_the_agent_gets_exactly_its_declared_env_and_no_secret_is_
     let env = agent_environment(bwrap(), &secret).await;
     assert_explicit(&env, &secret);
 }
+
+/// Arguments a shell would mangle if any layer joined them into a string unquoted.
+fn hostile_args() -> Vec<OsString> {
+    use std::os::unix::ffi::OsStringExt;
+    let mut args: Vec<OsString> = [
+        "two words",
+        "it's",
+        "\"double\"",
+        "$(touch /tmp/launch-test-pwned)",
+        "`touch /tmp/launch-test-pwned`",
+        "line\nbreak",
+        "*",
+        "-n",
+        "",
+        "$HOME ; exit 3 | &",
+        "back\\slash",
+    ]
+    .map(OsString::from)
+    .to_vec();
+    args.push(OsString::from_vec(vec![b'n', b'o', 0xff, 0xfe, b'u', b't', b'f']));
+    args
+}
+
+/// What the agent received, NUL-separated, when started with `args` through `launcher`.
+async fn received_argv(launcher: Launcher, args: &[OsString]) -> Vec<OsString> {
+    use std::os::unix::ffi::OsStringExt;
+    let spec =
+        CommandSpec::new("/bin/sh").args(["-c", "printf '%s\\0' \"$@\"", "agent"]).args(args.iter().cloned()).with_launcher(launcher);
+    let mut child = agent_api::kit::process::spawn(&spec).expect("spawns");
+    let mut out = Vec::new();
+    let mut stdout = child.child.stdout.take().unwrap();
+    tokio::time::timeout(Duration::from_secs(10), stdout.read_to_end(&mut out)).await.unwrap().unwrap();
+    let _ = child.child.wait().await;
+    out.split(|b| *b == 0).map(|a| OsString::from_vec(a.to_vec())).take(args.len()).collect()
+}
+
+#[tokio::test]
+async fn hostile_arguments_reach_the_agent_unchanged_through_a_prefix_and_bwrap() {
+    let args = hostile_args();
+    for launcher in [shell_prefix(), detaching_prefix(), bwrap()] {
+        assert_eq!(received_argv(launcher.clone(), &args).await, args, "through {launcher}");
+    }
+    assert!(!std::path::Path::new("/tmp/launch-test-pwned").exists(), "an argument ran as a command");
+}
+
+#[tokio::test]
+async fn a_joined_command_line_splits_back_into_the_same_hostile_argv() {
+    let args = hostile_args();
+    let line = agent_api::kit::launch::shell_join(&args).unwrap();
+    let mut script = OsString::from("printf '%s\\0' ");
+    script.push(&line);
+    let out = tokio::process::Command::new("/bin/sh").arg("-c").arg(&script).output().await.unwrap();
+    use std::os::unix::ffi::OsStringExt;
+    let back: Vec<OsString> = out.stdout.split(|b| *b == 0).map(|a| OsString::from_vec(a.to_vec())).take(args.len()).collect();
+    assert_eq!(back, args);
+    assert!(!std::path::Path::new("/tmp/launch-test-pwned").exists(), "an argument ran as a command");
+}
+
+#[test]
+fn an_argument_with_a_nul_byte_is_a_typed_error_naming_it() {
+    let args = [OsString::from("ok"), OsString::from("nul\0inside")];
+    assert!(matches!(agent_api::kit::launch::shell_join(&args), Err(AgentError::UnquotableArgument { index: 1 })));
+}

@@ -10,8 +10,7 @@ use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-use super::far::{self, FarGroup, LocalCommand};
-use super::plan::{Planned, FAR_GRACE};
+use super::plan::FarPrefix;
 use super::{Container, ContainerTarget};
 use crate::kit::process::RUN_MARKER_VAR;
 
@@ -35,50 +34,45 @@ pub(crate) fn run_container_name(run_id: &str) -> String {
     format!("agent-api-{run_id}")
 }
 
-/// Plans `agent_argv` (program first) in the container `settings` names, with `env` as the agent's
-/// whole environment and `dir` as its working directory there.
-pub(crate) fn plan(settings: &Container, agent_argv: Vec<OsString>, dir: OsString, run_id: &str, env: BTreeMap<String, String>) -> Planned {
-    let program = PathBuf::from(settings.engine.program());
+/// How the run `run_id` reaches the container `settings` names, its agent getting `env`.
+pub(crate) fn far_prefix(settings: &Container, env: &BTreeMap<String, String>, run_id: &str) -> FarPrefix {
     // The marker is set in the client's environment by the spawner; `-e` carries it across.
     let passed = env.keys().map(String::as_str).chain([RUN_MARKER_VAR]);
     let env_args: Vec<OsString> = passed.flat_map(|name| [OsString::from("-e"), OsString::from(name)]).collect();
-    let (mut args, target) = match &settings.target {
-        ContainerTarget::Exec(name) => (vec![OsString::from("exec"), "-i".into()], name.clone()),
-        ContainerTarget::Image(image) => {
+    let (mut start, target): (Vec<OsString>, String) = match &settings.target {
+        ContainerTarget::Exec(name) => (vec!["exec".into(), "-i".into()], name.clone()),
+        ContainerTarget::Image(_) => {
             let name = run_container_name(run_id);
-            let mut args: Vec<OsString> = vec!["run".into(), "--rm".into(), "-i".into(), "--name".into(), name.clone().into()];
-            for mount in &settings.mounts {
-                let mut spec = OsString::from(&mount.host);
-                spec.push(":");
-                spec.push(&mount.container);
-                if mount.read_only {
-                    spec.push(":ro");
-                }
-                args.extend([OsString::from("-v"), spec]);
-            }
-            args.extend(env_args.iter().cloned());
-            args.extend(settings.extra_args.iter().cloned());
-            args.push(image.into());
-            (args, name)
+            (vec!["run".into(), "--rm".into(), "-i".into(), "--name".into(), name.clone().into()], name)
         }
     };
-    if let ContainerTarget::Exec(_) = &settings.target {
-        args.extend(env_args);
-        args.extend(settings.extra_args.iter().cloned());
-        args.push(target.clone().into());
+    // `exec` enters a container whose mounts are set: only a new one gets the caller's.
+    let mounts = if matches!(settings.target, ContainerTarget::Image(_)) { settings.mounts.as_slice() } else { &[] };
+    for mount in mounts {
+        let mut spec = OsString::from(&mount.host);
+        spec.push(":");
+        spec.push(&mount.container);
+        if mount.read_only {
+            spec.push(":ro");
+        }
+        start.extend([OsString::from("-v"), spec]);
     }
-    args.extend(far::sh_argv(far::START_SCRIPT, [OsString::from(run_id), dir].into_iter().chain(agent_argv)));
-
-    let client_env = with_client_env(env);
+    start.extend(env_args);
+    start.extend(settings.extra_args.iter().cloned());
+    start.push(match &settings.target {
+        ContainerTarget::Exec(name) => name.into(),
+        ContainerTarget::Image(image) => image.into(),
+    });
+    let client_env = with_client_env(env.clone());
     // The stop script finds the pidfile under the agent's TMPDIR: give it the same one.
-    let mut stop_args: Vec<OsString> = vec!["exec".into()];
+    let mut stop: Vec<OsString> = vec!["exec".into()];
     if client_env.contains_key("TMPDIR") {
-        stop_args.extend([OsString::from("-e"), "TMPDIR".into()]);
+        stop.extend([OsString::from("-e"), "TMPDIR".into()]);
     }
-    stop_args.push(target.into());
-    stop_args.extend(far::sh_argv(far::STOP_SCRIPT, [OsString::from(run_id), (FAR_GRACE.as_millis() / 100).to_string().into()]));
-    let stop = LocalCommand { program: program.clone(), args: stop_args, env: client_env.clone() };
-    Planned { program, args, env: client_env, cwd: None, far: Some(FarGroup::new(stop, FAR_GRACE)), stdin_preamble: Vec::new() }
+    stop.push(target.into());
+    let mut reach = FarPrefix::argv(PathBuf::from(settings.engine.program()), start, stop);
+    reach.client_env = Some(client_env);
+    reach
 }
 
 /// The agent's environment plus what the client needs from this process's (see [`CLIENT_ENV`]); the
@@ -100,21 +94,23 @@ fn with_client_env(mut env: BTreeMap<String, String>) -> BTreeMap<String, String
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kit::launch::Engine;
+    use crate::kit::launch::{far, plan, Engine, Launcher};
+    use crate::kit::CommandSpec;
 
-    fn strings(args: &[OsString]) -> Vec<String> {
-        args.iter().map(|a| a.to_string_lossy().into_owned()).collect()
+    fn planned(launcher: Launcher, spec: CommandSpec, run_id: &str) -> (Vec<String>, plan::Planned) {
+        let planned = plan(&spec.with_launcher(launcher), PathBuf::from("claude"), run_id).unwrap();
+        (planned.args.iter().map(|a| a.to_string_lossy().into_owned()).collect(), planned)
     }
 
     #[test]
     fn exec_passes_env_names_only_and_the_argv_as_separate_elements() {
-        let env = BTreeMap::from([("API_KEY".to_string(), "s3cret-sentinel".to_string()), ("TMPDIR".into(), "/w/tmp".into())]);
-        let argv = vec![OsString::from("claude"), "-p".into(), "it's $(rm -rf ~)".into()];
-        let planned = plan(&Container::exec(Engine::Docker, "box"), argv, "/w".into(), "r1", env);
-        let args = strings(&planned.args);
-        assert_eq!(args[..8], ["exec", "-i", "-e", "API_KEY", "-e", "TMPDIR", "-e", RUN_MARKER_VAR]);
-        assert_eq!(args[8..12], ["box", "sh", "-c", far::START_SCRIPT]);
-        assert_eq!(args[12..], ["agent-api", "r1", "/w", "claude", "-p", "it's $(rm -rf ~)"]);
+        let spec = CommandSpec::new("claude").args(["-p", "it's $(rm -rf ~)"]).env("API_KEY", "s3cret-sentinel").cwd("/w");
+        let (args, planned) = planned(Launcher::Container(Container::exec(Engine::Docker, "box")), spec, "r1");
+        assert_eq!(args[..4], ["exec", "-i", "-e", "API_KEY"]);
+        let at = args.iter().position(|a| a == "box").unwrap();
+        assert_eq!(args[at - 2..at], ["-e", RUN_MARKER_VAR]);
+        assert_eq!(args[at + 1..at + 4], ["sh", "-c", far::START_SCRIPT]);
+        assert_eq!(args[at + 4..], ["agent-api", "r1", "/w", "claude", "-p", "it's $(rm -rf ~)"]);
         assert!(!args.iter().any(|a| a.contains("s3cret-sentinel")));
         assert_eq!(planned.env["API_KEY"], "s3cret-sentinel");
         assert_eq!(planned.program, PathBuf::from("docker"));
@@ -124,11 +120,11 @@ mod tests {
     #[test]
     fn an_image_run_is_named_after_the_run_and_gets_the_mounts() {
         let settings = Container::image(Engine::Podman, "img:1").with_mount("/h/clis", "/opt/clis", true).with_mount("/h/w", "/w", false);
-        let planned = plan(&settings, vec!["codex".into()], OsString::new(), "r2", BTreeMap::new());
-        let args = strings(&planned.args);
-        let expected =
-            ["run", "--rm", "-i", "--name", "agent-api-r2", "-v", "/h/clis:/opt/clis:ro", "-v", "/h/w:/w", "-e", RUN_MARKER_VAR, "img:1"];
+        let (args, planned) = planned(Launcher::Container(settings), CommandSpec::new("codex"), "r2");
+        let expected = ["run", "--rm", "-i", "--name", "agent-api-r2", "-v", "/h/clis:/opt/clis:ro", "-v", "/h/w:/w", "-e"];
         assert_eq!(args[..expected.len()], expected);
+        let at = args.iter().position(|a| a == "img:1").unwrap();
+        assert_eq!(args[at - 2..at], ["-e", RUN_MARKER_VAR]);
         assert_eq!(planned.program, PathBuf::from("podman"));
     }
 }

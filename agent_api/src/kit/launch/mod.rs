@@ -257,7 +257,8 @@ pub enum EnvDelivery {
     /// The local client's own environment carries it (a prefix, bwrap; docker `-e NAME`).
     Inherit,
     /// Written to the far wrapper's stdin before the agent starts (ssh, whose server does not
-    /// pass the client's environment on): `NAME=VALUE` lines a preamble of the start script reads.
+    /// pass the client's environment on): `NAME=VALUE` lines that a preamble of
+    /// [`far::START_SCRIPT`] reads before it starts the agent on the same stdin.
     Stdin,
 }
 

@@ -13,7 +13,7 @@ use crate::error::AgentError;
 /// ```
 /// use agent_api::kit::launch::shell_join;
 /// let line = shell_join(&["echo".into(), "it's $(rm -rf ~)".into()]).unwrap();
-/// assert_eq!(line, r#"echo "it's \$(rm -rf ~)""#);
+/// assert_eq!(line, r#"echo "it's "'$(rm -rf ~)'"#);
 /// ```
 pub fn shell_join(argv: &[OsString]) -> Result<OsString, AgentError> {
     let mut line = Vec::new();

@@ -12,9 +12,8 @@
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 
-use super::far::{self, FarGroup, LocalCommand};
-use super::plan::{Planned, FAR_GRACE};
-use super::{shell_join, Ssh};
+use super::plan::FarPrefix;
+use super::Ssh;
 use crate::error::AgentError;
 use crate::kit::process::RUN_MARKER_VAR;
 
@@ -31,37 +30,22 @@ done
 unset agent_api_line agent_api_value
 "#;
 
-/// Plans `agent_argv` (program first) on the host `settings` names, with `env` as the agent's whole
-/// environment and `dir` as its working directory there; the environment is the plan's stdin preamble.
-pub(crate) fn plan(
-    settings: &Ssh,
-    agent_argv: Vec<OsString>,
-    dir: OsString,
-    run_id: &str,
-    mut env: BTreeMap<String, String>,
-) -> Result<Planned, AgentError> {
+/// How the run `run_id` reaches the host `settings` names, its agent getting `env` (over stdin).
+pub(crate) fn far_prefix(settings: &Ssh, env: &BTreeMap<String, String>, run_id: &str) -> Result<FarPrefix, AgentError> {
+    let mut env = env.clone();
     env.insert(RUN_MARKER_VAR.to_string(), run_id.to_string());
-    let preamble = env_lines(&env)?;
-    let script = format!("{ENV_PREAMBLE}{}", far::START_SCRIPT);
-    let mut start: Vec<OsString> = vec!["env".into(), "-i".into()];
-    start.extend(far::sh_argv(&script, [OsString::from(run_id), dir].into_iter().chain(agent_argv)));
-    // The stop runs in the login's environment: point it at the start's pidfile folder.
-    let tmpdir = format!("TMPDIR={}", env.get("TMPDIR").map_or("/tmp", String::as_str));
-    let mut stop: Vec<OsString> = vec!["env".into(), tmpdir.into()];
-    stop.extend(far::sh_argv(far::STOP_SCRIPT, [OsString::from(run_id), (FAR_GRACE.as_millis() / 100).to_string().into()]));
-
     let client_env: BTreeMap<String, String> =
         CLIENT_ENV.iter().filter_map(|name| Some((name.to_string(), std::env::var(name).ok()?))).collect();
-    let stop = LocalCommand { program: settings.program.clone(), args: client_args(settings, shell_join(&stop)?), env: client_env.clone() };
-    let planned = Planned {
-        program: settings.program.clone(),
-        args: client_args(settings, shell_join(&start)?),
-        env: client_env,
-        cwd: None,
-        far: Some(FarGroup::new(stop, FAR_GRACE)),
-        stdin_preamble: preamble,
-    };
-    Ok(planned)
+    // The stop runs in the login's environment: point it at the start's pidfile folder.
+    let tmpdir = format!("TMPDIR={}", env.get("TMPDIR").map_or("/tmp", String::as_str));
+    let mut reach = FarPrefix::argv(settings.program.clone(), client_args(settings), client_args(settings));
+    reach.one_string = true;
+    reach.client_env = Some(client_env);
+    reach.far_start = vec!["env".into(), "-i".into()];
+    reach.far_stop = vec!["env".into(), tmpdir.into()];
+    reach.script_preamble = ENV_PREAMBLE;
+    reach.stdin_preamble = env_lines(&env)?;
+    Ok(reach)
 }
 
 /// How long writing the environment to the client's stdin may block (only a block larger than the
@@ -98,9 +82,9 @@ pub(crate) fn write_preamble(child: &mut tokio::process::Child, preamble: &[u8],
     Ok(())
 }
 
-/// `ssh -T -o BatchMode=yes [options] [-p PORT] [-l USER] -- HOST COMMAND`: no terminal (the stream is
-/// the agent's stdio, byte for byte) and never a password prompt.
-fn client_args(settings: &Ssh, command: OsString) -> Vec<OsString> {
+/// `ssh -T -o BatchMode=yes [options] [-p PORT] [-l USER] -- HOST` (the command string follows): no
+/// terminal (the stream is the agent's stdio, byte for byte) and never a password prompt.
+fn client_args(settings: &Ssh) -> Vec<OsString> {
     let mut args: Vec<OsString> = vec!["-T".into(), "-o".into(), "BatchMode=yes".into()];
     args.extend(settings.options.iter().cloned());
     if let Some(port) = settings.port {
@@ -109,7 +93,7 @@ fn client_args(settings: &Ssh, command: OsString) -> Vec<OsString> {
     if let Some(user) = &settings.user {
         args.extend(["-l".into(), user.into()]);
     }
-    args.extend(["--".into(), OsString::from(&settings.host), command]);
+    args.extend(["--".into(), OsString::from(&settings.host)]);
     args
 }
 
@@ -175,9 +159,9 @@ mod tests {
 
     #[test]
     fn secrets_stay_off_the_ssh_argv_and_the_client_env() {
-        let settings = Ssh::parse("dev@build-3:2222").unwrap();
-        let env = BTreeMap::from([("API_KEY".to_string(), "s3cret-sentinel".to_string())]);
-        let planned = plan(&settings, vec!["claude".into(), "it's".into()], "/w".into(), "r1", env).unwrap();
+        let launcher = crate::kit::Launcher::Ssh(Ssh::parse("dev@build-3:2222").unwrap());
+        let spec = crate::kit::CommandSpec::new("claude").arg("it's").env("API_KEY", "s3cret-sentinel").cwd("/w").with_launcher(launcher);
+        let planned = crate::kit::launch::plan(&spec, "claude".into(), "r1").unwrap();
         let preamble = planned.stdin_preamble.clone();
         let args: Vec<String> = planned.args.iter().map(|a| a.to_string_lossy().into_owned()).collect();
         assert_eq!(args[..9], ["-T", "-o", "BatchMode=yes", "-p", "2222", "-l", "dev", "--", "build-3"]);
