@@ -96,3 +96,22 @@ async fn e2e_sigterm_and_sighup_cancel_the_run_and_reap_the_setsid_tool_shell() 
         });
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn e2e_via_bwrap_and_a_prefix_run_the_agent_there_and_say_so() {
+    if agent_bench::e2e_enabled_or_explain(Cli::ClaudeCode).is_none() {
+        return;
+    }
+    let server = ModelServer::start(None).await.unwrap();
+    for (via, shown) in [("bwrap", "via bwrap"), (r#"prefix:["setsid","-w"]"#, "via prefix:setsid")] {
+        let sandbox = Sandbox::new(Cli::ClaudeCode, &server, "text").unwrap();
+        let mut command = agent_api(&sandbox, "all");
+        command.args(["--via", via]);
+        let output = tokio::task::block_in_place(|| command.output()).unwrap();
+        let (stdout, stderr) = (String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+        assert!(output.status.success(), "{via}: {stderr}");
+        assert!(stdout.contains("Hello from mock"), "{via}: {stdout}");
+        assert!(stderr.contains(shown), "{via}: {stderr}");
+        assert!(processes_in(&sandbox.cwd).is_empty(), "{via}: processes left");
+    }
+}

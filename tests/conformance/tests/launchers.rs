@@ -265,3 +265,42 @@ fn an_argument_with_a_nul_byte_is_a_typed_error_naming_it() {
     let args = [OsString::from("ok"), OsString::from("nul\0inside")];
     assert!(matches!(agent_api::kit::launch::shell_join(&args), Err(AgentError::UnquotableArgument { index: 1 })));
 }
+
+/// What a connection from inside `launcher` to a listener on this machine's loopback gives.
+async fn connects_through(launcher: Launcher) -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let probe = format!("(echo > /dev/tcp/127.0.0.1/{port}) 2>/dev/null && echo connected || echo refused");
+    let spec = CommandSpec::new("bash").args(["-c", probe.as_str()]).with_launcher(launcher);
+    let mut child = agent_api::kit::process::spawn(&spec).expect("spawns");
+    let mut out = String::new();
+    tokio::time::timeout(Duration::from_secs(10), child.child.stdout.take().unwrap().read_to_string(&mut out)).await.unwrap().unwrap();
+    out.trim().to_string()
+}
+
+#[tokio::test]
+async fn bwrap_shares_the_network_or_not_as_the_caller_chooses() {
+    bwrap();
+    assert_eq!(connects_through(Launcher::Sandbox(Bwrap::new().with_network(true))).await, "connected");
+    assert_eq!(connects_through(Launcher::Sandbox(Bwrap::new().with_network(false))).await, "refused");
+}
+
+#[tokio::test]
+async fn bwrap_keeps_everything_but_the_runs_own_directories_read_only() {
+    let cwd = tempfile::tempdir().unwrap();
+    // Beside the working directory, on the real filesystem (not the sandbox's own /tmp).
+    let outside = tempfile::tempdir_in(std::env::var("HOME").unwrap()).unwrap();
+    let script = "echo in > inside.txt; echo out > \"$1/outside.txt\" 2>/dev/null; echo done";
+    let spec = CommandSpec::new("sh")
+        .args(["-c", script, "agent"])
+        .arg(outside.path())
+        .cwd(cwd.path())
+        .env("HOME", cwd.path().to_str().unwrap())
+        .with_launcher(bwrap());
+    let mut child = agent_api::kit::process::spawn(&spec).expect("spawns");
+    let mut out = String::new();
+    tokio::time::timeout(Duration::from_secs(10), child.child.stdout.take().unwrap().read_to_string(&mut out)).await.unwrap().unwrap();
+    assert_eq!(out.trim(), "done");
+    assert_eq!(std::fs::read_to_string(cwd.path().join("inside.txt")).unwrap(), "in\n");
+    assert!(!outside.path().join("outside.txt").exists(), "the sandbox wrote outside its directories");
+}
