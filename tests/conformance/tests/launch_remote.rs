@@ -1,7 +1,7 @@
 //! End to end through the container (`docker exec`) and ssh launchers, with the real pinned Claude Code and
 //! Codex against the bench's model server on 127.0.0.1 (reached from the container over host networking):
 //! text, a shell command allowed and denied by the caller, a 401 as one typed terminal error, cancel
-//! mid-turn, timeout, and the connection killed mid-stream (the local `docker`/`ssh` client SIGKILLed).
+//! mid-turn, timeout, the run dropped mid-stream, and the connection killed mid-stream (the local `docker`/`ssh` client SIGKILLed).
 //! Every case ends with no process of the run left on this machine, in the container or on the ssh host
 //! (the same machine here), and the API key, a sentinel, never shows on a command line on either side.
 //!
@@ -11,9 +11,11 @@ mod remote;
 
 use std::time::{Duration, Instant};
 
+use agent_api::universal::UniversalEventBody;
 use agent_api::{AgentError, PermissionDecision, PermissionPolicy};
 use agent_api_conformance::assert_conformant;
 use agent_bench::Cli;
+use futures::StreamExt;
 use remote::{backend, bench, drive, is_auth, request, Fault, Place};
 
 async fn text(cli: Cli, place: Place) {
@@ -76,6 +78,21 @@ async fn connection_killed(cli: Cli, place: Place) {
     place.assert_nothing_left("the connection was killed");
 }
 
+async fn dropped(cli: Cli, place: Place) {
+    let Some((_server, sandbox)) = bench(cli, "slow_text").await else { return };
+    let request = request("talk slowly").with_launcher(place.launcher.clone());
+    let handle = backend(cli, &sandbox, &place).run(request).await.unwrap_or_else(|e| panic!("run starts: {e}"));
+    let (mut events, completion) = handle.into_universal();
+    while let Some(event) = events.next().await {
+        if matches!(event.body, UniversalEventBody::ItemDelta(_)) && !event.synthetic {
+            break;
+        }
+    }
+    assert!(!place.left().is_empty(), "the agent should be running mid-stream");
+    drop((events, completion));
+    place.assert_nothing_left("the run was dropped");
+}
+
 /// One test per case, CLI and place.
 macro_rules! cases {
     ($($name:ident: $case:ident($cli:expr, $place:expr $(, $arg:expr)?);)*) => {$(
@@ -94,6 +111,7 @@ cases! {
     docker_claude_cancel: cancel(Cli::ClaudeCode, Place::docker(0));
     docker_claude_timeout: timeout(Cli::ClaudeCode, Place::docker(0));
     docker_claude_connection_killed: connection_killed(Cli::ClaudeCode, Place::docker(0));
+    docker_claude_dropped: dropped(Cli::ClaudeCode, Place::docker(0));
     docker_codex_text: text(Cli::Codex, Place::docker(1));
     docker_codex_shell_allowed: shell(Cli::Codex, Place::docker(1), true);
     docker_codex_shell_denied: shell(Cli::Codex, Place::docker(1), false);
@@ -101,6 +119,7 @@ cases! {
     docker_codex_cancel: cancel(Cli::Codex, Place::docker(1));
     docker_codex_timeout: timeout(Cli::Codex, Place::docker(1));
     docker_codex_connection_killed: connection_killed(Cli::Codex, Place::docker(1));
+    docker_codex_dropped: dropped(Cli::Codex, Place::docker(1));
     ssh_claude_text: text(Cli::ClaudeCode, Place::ssh());
     ssh_claude_shell_allowed: shell(Cli::ClaudeCode, Place::ssh(), true);
     ssh_claude_shell_denied: shell(Cli::ClaudeCode, Place::ssh(), false);
@@ -108,6 +127,7 @@ cases! {
     ssh_claude_cancel: cancel(Cli::ClaudeCode, Place::ssh());
     ssh_claude_timeout: timeout(Cli::ClaudeCode, Place::ssh());
     ssh_claude_connection_killed: connection_killed(Cli::ClaudeCode, Place::ssh());
+    ssh_claude_dropped: dropped(Cli::ClaudeCode, Place::ssh());
     ssh_codex_text: text(Cli::Codex, Place::ssh());
     ssh_codex_shell_allowed: shell(Cli::Codex, Place::ssh(), true);
     ssh_codex_shell_denied: shell(Cli::Codex, Place::ssh(), false);
@@ -115,4 +135,5 @@ cases! {
     ssh_codex_cancel: cancel(Cli::Codex, Place::ssh());
     ssh_codex_timeout: timeout(Cli::Codex, Place::ssh());
     ssh_codex_connection_killed: connection_killed(Cli::Codex, Place::ssh());
+    ssh_codex_dropped: dropped(Cli::Codex, Place::ssh());
 }
