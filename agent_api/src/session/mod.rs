@@ -57,6 +57,8 @@ pub(crate) struct WarmSession {
     /// Cancelled when the session is dropped: the driver then kills the process group.
     pub(crate) abandoned: CancellationToken,
     pub(crate) process_id: Option<u32>,
+    /// Which launcher started the agent process.
+    pub(crate) launcher: Option<String>,
 }
 
 impl Drop for WarmSession {
@@ -90,6 +92,7 @@ impl std::fmt::Debug for Session {
             .field("warm", &self.is_warm())
             .field("native_session_id", &self.native_session_id())
             .field("process_id", &self.process_id())
+            .field("launcher", &self.launcher())
             .finish()
     }
 }
@@ -130,6 +133,15 @@ impl Session {
     pub fn process_id(&self) -> Option<u32> {
         match &self.engine {
             Engine::Warm(warm) => warm.process_id,
+            Engine::Resumed(_) => None,
+        }
+    }
+
+    /// Which launcher started a warm session's agent process, as
+    /// [`Launcher`](crate::kit::Launcher)'s Display shows it (each turn's completion says it too).
+    pub fn launcher(&self) -> Option<&str> {
+        match &self.engine {
+            Engine::Warm(warm) => warm.launcher.as_deref(),
             Engine::Resumed(_) => None,
         }
     }

@@ -502,6 +502,18 @@ mod through_bwrap {
     }
 
     #[tokio::test]
+    async fn a_warm_session_runs_in_the_sandbox_and_says_so() {
+        let Some((_server, sandbox)) = bench("text").await else { return };
+        let mut session = backend(&sandbox).open_session(request("").with_launcher(bwrap())).await.unwrap();
+        assert_eq!(session.launcher(), Some("bwrap"));
+        let turn = record(session.send("say hello").await.unwrap()).await;
+        assert_eq!(turn.assistant_text(), "Hello from mock");
+        assert_eq!(turn.completion.as_ref().unwrap().launcher.as_deref(), Some("bwrap"));
+        session.close().await.unwrap();
+        assert!(processes_in(&sandbox.cwd).is_empty());
+    }
+
+    #[tokio::test]
     async fn cancel_mid_stream_is_typed_and_leaves_no_process() {
         cancel_after("slow_text", bwrap(), |e, _| matches!(&e.body, UniversalEventBody::ItemDelta(d) if d.delta.starts_with("word2")))
             .await;

@@ -304,3 +304,26 @@ async fn bwrap_keeps_everything_but_the_runs_own_directories_read_only() {
     assert_eq!(std::fs::read_to_string(cwd.path().join("inside.txt")).unwrap(), "in\n");
     assert!(!outside.path().join("outside.txt").exists(), "the sandbox wrote outside its directories");
 }
+
+#[tokio::test]
+async fn the_gateways_launcher_applies_unless_the_request_sets_one_and_is_checked_before_spawn() {
+    use agent_api::{Gateway, RunRequest};
+    let mut gateway = Gateway::new().with_launcher(Launcher::Sandbox(Bwrap::new()));
+    gateway.register(std::sync::Arc::new(agent_api_scripted::ScriptedBackend::new())).unwrap();
+    let kind = AgentKind::from_static("scripted");
+    // The in-process scripted agent spawns nothing, so it cannot run in a sandbox: typed, before anything runs.
+    match gateway.run(&kind, RunRequest::new("hi")).await {
+        Err(AgentError::UnsupportedCapability { capability, .. }) => assert_eq!(capability, agent_api::capabilities::LAUNCHER_BWRAP),
+        other => panic!("expected UnsupportedCapability, got {:?}", other.err()),
+    }
+    let local = gateway.run(&kind, RunRequest::new("hi").with_launcher(Launcher::Local)).await.unwrap();
+    assert!(local.collect_universal().await.1.is_ok());
+    // A backend that can use bwrap, asked for one that is not installed.
+    let claude = agent_api_claude_code::ClaudeCodeBackend::new(agent_api_claude_code::ClaudeCodeConfig::default());
+    let missing = Launcher::Sandbox(Bwrap::new().with_program("/nonexistent/bwrap"));
+    use agent_api::AgentBackend;
+    match claude.validate(&RunRequest::new("hi").with_launcher(missing)) {
+        Err(AgentError::LauncherUnavailable { program, .. }) => assert_eq!(program, std::path::Path::new("/nonexistent/bwrap")),
+        other => panic!("expected LauncherUnavailable, got {other:?}"),
+    }
+}

@@ -31,12 +31,13 @@ pub fn start_session(settings: RunSettings, transport: Transport, protocol: Box<
     let raw_wanted = Arc::new(AtomicBool::new(settings.include_raw));
     let (core, io) = Core::new(settings, transport, protocol, raw_wanted);
     let process_id = core.pgid.and_then(|pgid| u32::try_from(pgid).ok());
+    let launcher = core.launcher.clone();
     let (commands_tx, commands) = mpsc::unbounded_channel();
     let shared = Arc::new(Mutex::new(SessionShared::default()));
     let abandoned = CancellationToken::new();
     let driver = SessionDriver { core, commands, commands_open: true, turn: None, turns: 0, shared: shared.clone(), close: None };
     tokio::spawn(driver.drive(io, abandoned.clone()));
-    let warm = WarmSession { commands: commands_tx, shared, abandoned, process_id };
+    let warm = WarmSession { commands: commands_tx, shared, abandoned, process_id, launcher };
     Session::new(agent_kind, Engine::Warm(warm))
 }
 

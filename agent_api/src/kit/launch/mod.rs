@@ -110,6 +110,12 @@ impl Bwrap {
         self
     }
 
+    /// Uses `program` as `bwrap` (a path, or a name looked up on `PATH`).
+    pub fn with_program(mut self, program: impl Into<PathBuf>) -> Self {
+        self.program = program.into();
+        self
+    }
+
     /// Makes `dir` writable inside the sandbox too.
     pub fn with_writable(mut self, dir: impl Into<PathBuf>) -> Self {
         self.writable.push(dir.into());
@@ -214,7 +220,8 @@ impl Ssh {
         Self { program: PathBuf::from("ssh"), user: None, host: host.into(), port: None, options: Vec::new() }
     }
 
-    /// Parses `[user@]host[:port]`; `None` when the host is empty or the port is not a number.
+    /// Parses `[user@]host[:port]` (an IPv6 address in brackets: `[::1]:2222`); `None` when the
+    /// host is empty or starts with `-`, or the port is not a number.
     ///
     /// ```
     /// let ssh = agent_api::kit::launch::Ssh::parse("dev@build-3:2222").unwrap();
@@ -226,9 +233,18 @@ impl Ssh {
             Some(_) => return None,
             None => (None, destination),
         };
-        let (host, port) = match rest.rsplit_once(':') {
-            Some((host, port)) => (host, Some(port.parse().ok()?)),
-            None => (rest, None),
+        let (host, port) = if let Some(bracketed) = rest.strip_prefix('[') {
+            // `[v6-address]` or `[v6-address]:port`.
+            let (host, after) = bracketed.split_once(']')?;
+            match after {
+                "" => (host, None),
+                _ => (host, Some(after.strip_prefix(':')?.parse().ok()?)),
+            }
+        } else {
+            match rest.split_once(':') {
+                Some((host, port)) => (host, Some(port.parse().ok()?)),
+                None => (rest, None),
+            }
         };
         if host.is_empty() || host.starts_with('-') {
             return None;

@@ -15,6 +15,11 @@ fn via_forms_parse_into_typed_launchers() {
         r#"prefix:["setsid","-w"]"#.parse::<Launcher>().unwrap(),
         Launcher::Prefix(vec![OsString::from("setsid"), OsString::from("-w")])
     );
+    let Launcher::Ssh(v6) = "ssh:me@[::1]:2222".parse::<Launcher>().unwrap() else { panic!("not ssh") };
+    assert_eq!((v6.user.as_deref(), v6.host.as_str(), v6.port), (Some("me"), "::1", Some(2222)));
+    for bad in ["ssh:[::1", "ssh:[::1]x", "ssh:-oProxyCommand=x"] {
+        assert!(bad.parse::<Launcher>().is_err(), "{bad} parsed");
+    }
     for bad in ["", "docker:", "docker:-it", "ssh:", "ssh:h:port", "ssh:@h", "prefix:[]", "prefix:nope", "lxc:x"] {
         assert!(bad.parse::<Launcher>().is_err(), "{bad} parsed");
     }
