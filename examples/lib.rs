@@ -9,6 +9,7 @@
 //! - `resume`: check the resume capability, then continue a session by its native id.
 //! - `capabilities`: query what a backend can do before asking for a feature.
 //! - `custom_backend`: a small backend for an imaginary CLI, written with the kit.
+//! - `remote`: run through the container and ssh launchers (needs `tests/launchers/setup.sh` or arguments).
 
 /// The README's library snippet, compiled and run as a doctest.
 #[cfg(doctest)]

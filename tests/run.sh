@@ -18,6 +18,8 @@ else
     bin="$(bash tests/bench/install-clis.sh)"
     echo "tests/run.sh: pinned agent CLIs in $bin" >&2
 fi
+# Docker and sshd for the container and ssh launcher tests (says loudly what it cannot set up).
+bash tests/launchers/setup.sh
 
 # The bubblewrap launcher's tests run the real `bwrap` (spec/launchers.md): install it when missing, and say
 # loudly when that is impossible (those tests then fail naming it, never skip).

@@ -115,3 +115,22 @@ async fn e2e_via_bwrap_and_a_prefix_run_the_agent_there_and_say_so() {
         assert!(processes_in(&sandbox.cwd).is_empty(), "{via}: processes left");
     }
 }
+
+/// `--via docker:NAME` into a container of `tests/launchers/setup.sh` (host network, the CLIs and the bench
+/// sandboxes mounted at their own paths): the answer streams back and the completion names the container.
+#[tokio::test(flavor = "multi_thread")]
+async fn e2e_via_docker_runs_the_agent_in_the_container_and_says_so() {
+    if agent_bench::e2e_enabled_or_explain(Cli::ClaudeCode).is_none() {
+        return;
+    }
+    let server = ModelServer::start(None).await.unwrap();
+    let sandbox = Sandbox::new(Cli::ClaudeCode, &server, "text").unwrap();
+    let mut command = agent_api(&sandbox, "all");
+    command.args(["--via", "docker:agent-api-test-3"]);
+    let output = tokio::task::block_in_place(|| command.output()).unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    assert!(output.status.success(), "{stderr}\n(needs the test containers: bash tests/launchers/setup.sh)");
+    assert!(stdout.contains("Hello from mock"), "{stdout}");
+    assert!(stderr.contains("via docker:agent-api-test-3"), "{stderr}");
+    assert!(processes_in(&sandbox.cwd).is_empty(), "processes left");
+}

@@ -291,6 +291,7 @@ pub fn spawn(spec: &CommandSpec) -> Result<ProcessGroupChild, AgentError> {
     super::reap::become_subreaper();
     let marker = super::reap::new_marker();
     let marker_value = super::reap::marker_value(marker);
+    let mut preamble = Vec::new();
     let (mut cmd, far) = if spec.launcher == Launcher::Local {
         (local_command(spec, &program), None)
     } else {
@@ -300,9 +301,10 @@ pub fn spawn(spec: &CommandSpec) -> Result<ProcessGroupChild, AgentError> {
         if let Some(dir) = &planned.cwd {
             cmd.current_dir(dir);
         }
+        preamble = planned.stdin_preamble;
         (cmd, planned.far.map(Arc::new))
     };
-    cmd.stdin(if spec.stdin { Stdio::piped() } else { Stdio::null() })
+    cmd.stdin(if spec.stdin || !preamble.is_empty() { Stdio::piped() } else { Stdio::null() })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .env(RUN_MARKER_VAR, marker_value)
@@ -321,10 +323,13 @@ pub fn spawn(spec: &CommandSpec) -> Result<ProcessGroupChild, AgentError> {
             Ok(())
         });
     }
-    let child = cmd.spawn().map_err(|source| match source.kind() {
+    let mut child = cmd.spawn().map_err(|source| match source.kind() {
         std::io::ErrorKind::NotFound => AgentError::BinaryNotFound { program: spec.program.clone() },
         _ => AgentError::Spawn { program: spec.program.clone(), source },
     })?;
+    if !preamble.is_empty() {
+        super::launch::write_preamble(&mut child, &preamble, spec.stdin)?;
+    }
     let pgid = child.id().map(|id| id as i32).unwrap_or(0);
     Ok(ProcessGroupChild { child, pgid, marker, far, launcher: spec.launcher.clone(), _keep_alive: spec.keep_alive.clone() })
 }

@@ -14,6 +14,7 @@
 //! ```
 
 pub mod fake;
+pub mod launchers;
 pub mod logs;
 pub mod props;
 pub mod session;

@@ -31,10 +31,12 @@
 //! stdin before the agent starts ([`EnvDelivery::Stdin`]).
 
 mod bwrap;
+mod container;
 mod env;
 pub mod far;
 mod plan;
 mod quote;
+mod ssh;
 
 use std::ffi::OsString;
 use std::fmt;
@@ -48,6 +50,7 @@ pub use env::{agent_env, LAUNCHER_ENV};
 pub use far::FarGroup;
 pub(crate) use plan::plan;
 pub use quote::shell_join;
+pub(crate) use ssh::write_preamble;
 
 /// How an agent's process is started. The default is [`Launcher::Local`].
 ///
@@ -252,7 +255,8 @@ impl Ssh {
 
 /// The launcher capabilities of a backend that spawns its agent through [`crate::kit::process::spawn`]
 /// with the request's launcher (see [`crate::kit::CommandSpec::for_request`]).
-pub const CAPABILITIES: &[&str] = &[caps::LAUNCHER_LOCAL, caps::LAUNCHER_BWRAP, caps::LAUNCHER_PREFIX];
+pub const CAPABILITIES: &[&str] =
+    &[caps::LAUNCHER_LOCAL, caps::LAUNCHER_BWRAP, caps::LAUNCHER_CONTAINER, caps::LAUNCHER_SSH, caps::LAUNCHER_PREFIX];
 
 /// `set` with [`CAPABILITIES`] added.
 pub fn with_launchers(mut set: crate::CapabilitySet) -> crate::CapabilitySet {
@@ -269,8 +273,8 @@ pub enum EnvDelivery {
     /// The local client's own environment carries it (a prefix, bwrap; docker `-e NAME`).
     Inherit,
     /// Written to the far wrapper's stdin before the agent starts (ssh, whose server does not
-    /// pass the client's environment on): the ssh launcher's to implement, as a preamble of
-    /// [`far::START_SCRIPT`] that reads the variables before it starts the agent on the same stdin.
+    /// pass the client's environment on): `NAME=VALUE` lines that a preamble of
+    /// [`far::START_SCRIPT`] reads before it starts the agent on the same stdin.
     Stdin,
 }
 

@@ -26,6 +26,9 @@ pub(crate) struct Planned {
     pub(crate) cwd: Option<PathBuf>,
     /// The agent's group on the far side, for the launchers that have one.
     pub(crate) far: Option<FarGroup>,
+    /// Bytes to write to the local process's stdin before anything else (the ssh launcher's
+    /// environment); empty for none.
+    pub(crate) stdin_preamble: Vec<u8>,
 }
 
 /// Plans `spec` (whose `program` is already resolved, for a local filesystem) through its launcher.
@@ -42,17 +45,22 @@ pub(crate) fn plan(spec: &CommandSpec, program: PathBuf, run_id: &str) -> Result
             };
             let mut args = super::bwrap::args(settings, &cwd, &env, spec);
             args.extend(agent_argv());
-            Ok(Planned { program: settings.program.clone(), args, env, cwd: None, far: None })
+            Ok(Planned { program: settings.program.clone(), args, env, cwd: None, far: None, stdin_preamble: Vec::new() })
         }
         Launcher::Prefix(_) | Launcher::Container(_) | Launcher::Ssh(_) => {
-            let reach = far_prefix(&spec.launcher, &env)?;
+            let reach = far_prefix(&spec.launcher, &env, run_id)?;
             let dir = spec.cwd.clone().map(PathBuf::into_os_string).unwrap_or_default();
-            let start = far::sh_argv(far::START_SCRIPT, [run_id.into(), dir].into_iter().chain(agent_argv()));
+            let script = format!("{}{}", reach.script_preamble, far::START_SCRIPT);
+            let start = far::sh_argv(&script, [run_id.into(), dir].into_iter().chain(agent_argv()));
             let tenths = (FAR_GRACE.as_millis() / 100).to_string();
             let stop = far::sh_argv(far::STOP_SCRIPT, [run_id.into(), tenths.into()]);
-            let stop = LocalCommand { program: reach.program.clone(), args: reach.join(reach.stop.clone(), stop)?, env: env.clone() };
-            let args = reach.join(reach.start.clone(), start)?;
-            Ok(Planned { program: reach.program, args, env, cwd: None, far: Some(FarGroup::new(stop, FAR_GRACE)) })
+            let far_stop = reach.far_stop.iter().cloned().chain(stop).collect();
+            let client_env = reach.client_env.clone().unwrap_or(env);
+            let stop =
+                LocalCommand { program: reach.program.clone(), args: reach.join(reach.stop.clone(), far_stop)?, env: client_env.clone() };
+            let args = reach.join(reach.start.clone(), reach.far_start.iter().cloned().chain(start).collect())?;
+            let far = Some(FarGroup::new(stop, FAR_GRACE));
+            Ok(Planned { program: reach.program, args, env: client_env, cwd: None, far, stdin_preamble: reach.stdin_preamble })
         }
     }
 }
@@ -68,6 +76,34 @@ pub(crate) struct FarPrefix {
     pub(crate) stop: Vec<OsString>,
     /// Whether the far side takes one command string (ssh) rather than an argv.
     pub(crate) one_string: bool,
+    /// The local client's environment, when not the agent's own (ssh: the client's needs only;
+    /// a container: the agent's plus the engine client's own variables).
+    pub(crate) client_env: Option<BTreeMap<String, String>>,
+    /// Far-side argv before the start wrapper (ssh: `env -i`, so the agent gets only its own).
+    pub(crate) far_start: Vec<OsString>,
+    /// Far-side argv before the stop wrapper (ssh: `env TMPDIR=…`, the start's pidfile folder).
+    pub(crate) far_stop: Vec<OsString>,
+    /// Shell text run before [`far::START_SCRIPT`] (ssh: reading the environment from stdin).
+    pub(crate) script_preamble: &'static str,
+    /// Bytes written to the client's stdin before anything else (ssh: the environment).
+    pub(crate) stdin_preamble: Vec<u8>,
+}
+
+impl FarPrefix {
+    /// A far side reached by `program` `start…`/`stop…` followed by an argv, with nothing else to add.
+    pub(crate) fn argv(program: PathBuf, start: Vec<OsString>, stop: Vec<OsString>) -> Self {
+        Self {
+            program,
+            start,
+            stop,
+            one_string: false,
+            client_env: None,
+            far_start: Vec::new(),
+            far_stop: Vec::new(),
+            script_preamble: "",
+            stdin_preamble: Vec::new(),
+        }
+    }
 }
 
 impl FarPrefix {
@@ -82,15 +118,15 @@ impl FarPrefix {
     }
 }
 
-/// The far-side prefix of `launcher`, whose agent gets `env` (see [`FarPrefix`]). A container's and
-/// ssh's (`-e NAME` for each variable, the destination, env over stdin) are the container and ssh
-/// launchers' to build; until then they are refused with a typed error before anything starts.
-fn far_prefix(launcher: &Launcher, _env: &BTreeMap<String, String>) -> Result<FarPrefix, AgentError> {
+/// The far-side prefix of `launcher`, whose agent gets `env`, for the run `run_id` (see [`FarPrefix`]).
+fn far_prefix(launcher: &Launcher, env: &BTreeMap<String, String>, run_id: &str) -> Result<FarPrefix, AgentError> {
     match launcher {
         Launcher::Prefix(prefix) => {
             let (first, rest) = prefix.split_first().ok_or(AgentError::InvalidRequest { reason: "the launcher prefix is empty".into() })?;
-            Ok(FarPrefix { program: first.into(), start: rest.to_vec(), stop: rest.to_vec(), one_string: false })
+            Ok(FarPrefix::argv(first.into(), rest.to_vec(), rest.to_vec()))
         }
-        other => Err(AgentError::InvalidRequest { reason: format!("the {other} launcher is not available in this build") }),
+        Launcher::Container(settings) => Ok(super::container::far_prefix(settings, env, run_id)),
+        Launcher::Ssh(settings) => super::ssh::far_prefix(settings, env, run_id),
+        other => Err(AgentError::InvalidRequest { reason: format!("the {other} launcher has no far side") }),
     }
 }

@@ -1,0 +1,139 @@
+//! End to end through the container (`docker exec`) and ssh launchers, with the real pinned Claude Code and
+//! Codex against the bench's model server on 127.0.0.1 (reached from the container over host networking):
+//! text, a shell command allowed and denied by the caller, a 401 as one typed terminal error, cancel
+//! mid-turn, timeout, the run dropped mid-stream, and the connection killed mid-stream (the local `docker`/`ssh` client SIGKILLed).
+//! Every case ends with no process of the run left on this machine, in the container or on the ssh host
+//! (the same machine here), and the API key, a sentinel, never shows on a command line on either side.
+//!
+//! Needs `tests/launchers/setup.sh` (run by `tests/run.sh`); without it every test fails saying so.
+
+mod remote;
+
+use std::time::{Duration, Instant};
+
+use agent_api::universal::UniversalEventBody;
+use agent_api::{AgentError, PermissionDecision, PermissionPolicy};
+use agent_api_conformance::assert_conformant;
+use agent_bench::Cli;
+use futures::StreamExt;
+use remote::{backend, bench, drive, is_auth, request, Fault, Place};
+
+async fn text(cli: Cli, place: Place) {
+    let Some((_server, sandbox)) = bench(cli, "text").await else { return };
+    let run = drive(&*backend(cli, &sandbox, &place), &place, request("say hello"), PermissionDecision::Allow, Fault::None).await;
+    assert_conformant(&run);
+    assert_eq!(run.assistant_text(), "Hello from mock", "{:?}", run.completion);
+    place.assert_nothing_left("a finished run");
+}
+
+async fn shell(cli: Cli, place: Place, allow: bool) {
+    let Some((_server, sandbox)) = bench(cli, "shell").await else { return };
+    let decision = if allow { PermissionDecision::Allow } else { PermissionDecision::Deny { message: Some("not today".into()) } };
+    let request = request("run the command").with_permissions(PermissionPolicy::Ask);
+    let run = drive(&*backend(cli, &sandbox, &place), &place, request, decision, Fault::None).await;
+    assert_conformant(&run);
+    assert_eq!(run.of_type("permission.resolved").count(), 1, "{:?}", run.completion);
+    let out = std::fs::read_to_string(sandbox.cwd.join("out.txt")).ok();
+    let results: Vec<_> =
+        run.completed_items(agent_api::universal::ItemKind::ToolResult).iter().map(|i| format!("{:?}", i.content)).collect();
+    assert_eq!(out.as_deref(), if allow { Some("hi\n") } else { None }, "tool results: {results:?}");
+    assert!(run.completion.is_ok(), "{:?}", run.completion);
+    place.assert_nothing_left("a shell run");
+}
+
+async fn unauthorized(cli: Cli, place: Place) {
+    let Some((_server, sandbox)) = bench(cli, "error401").await else { return };
+    let run = drive(&*backend(cli, &sandbox, &place), &place, request("hello"), PermissionDecision::Allow, Fault::None).await;
+    assert_conformant(&run);
+    assert!(is_auth(&run.completion), "{:?}", run.completion);
+    place.assert_nothing_left("a 401");
+}
+
+async fn cancel(cli: Cli, place: Place) {
+    let Some((_server, sandbox)) = bench(cli, "slow_text").await else { return };
+    let started = Instant::now();
+    let run = drive(&*backend(cli, &sandbox, &place), &place, request("talk slowly"), PermissionDecision::Allow, Fault::Cancel).await;
+    assert_conformant(&run);
+    assert!(matches!(run.completion, Err(AgentError::Cancelled)), "{:?}", run.completion);
+    assert!(started.elapsed() < Duration::from_secs(25), "cancel took {:?}", started.elapsed());
+    place.assert_nothing_left("cancel");
+}
+
+async fn timeout(cli: Cli, place: Place) {
+    let Some((_server, sandbox)) = bench(cli, "slow_text").await else { return };
+    let request = request("talk slowly").with_timeout(Duration::from_secs(8));
+    let run = drive(&*backend(cli, &sandbox, &place), &place, request, PermissionDecision::Allow, Fault::None).await;
+    assert_conformant(&run);
+    assert!(matches!(run.completion, Err(AgentError::Timeout { .. })), "{:?}", run.completion);
+    place.assert_nothing_left("a timeout");
+}
+
+async fn connection_killed(cli: Cli, place: Place) {
+    let Some((_server, sandbox)) = bench(cli, "slow_text").await else { return };
+    let started = Instant::now();
+    let run = drive(&*backend(cli, &sandbox, &place), &place, request("talk slowly"), PermissionDecision::Allow, Fault::KillClient).await;
+    assert_conformant(&run);
+    assert!(run.completion.is_err(), "a run whose connection died completed: {:?}", run.completion);
+    assert!(started.elapsed() < Duration::from_secs(25), "the run took {:?} to end", started.elapsed());
+    place.assert_nothing_left("the connection was killed");
+}
+
+async fn dropped(cli: Cli, place: Place) {
+    let Some((_server, sandbox)) = bench(cli, "slow_text").await else { return };
+    let request = request("talk slowly").with_launcher(place.launcher.clone());
+    let handle = backend(cli, &sandbox, &place).run(request).await.unwrap_or_else(|e| panic!("run starts: {e}"));
+    let (mut events, completion) = handle.into_universal();
+    while let Some(event) = events.next().await {
+        if matches!(event.body, UniversalEventBody::ItemDelta(_)) && !event.synthetic {
+            break;
+        }
+    }
+    assert!(!place.left().is_empty(), "the agent should be running mid-stream");
+    drop((events, completion));
+    place.assert_nothing_left("the run was dropped");
+}
+
+/// One test per case, CLI and place.
+macro_rules! cases {
+    ($($name:ident: $case:ident($cli:expr, $place:expr $(, $arg:expr)?);)*) => {$(
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $name() {
+            $case($cli, $place $(, $arg)?).await
+        }
+    )*};
+}
+
+cases! {
+    docker_claude_text: text(Cli::ClaudeCode, Place::docker(0));
+    docker_claude_shell_allowed: shell(Cli::ClaudeCode, Place::docker(0), true);
+    docker_claude_shell_denied: shell(Cli::ClaudeCode, Place::docker(0), false);
+    docker_claude_401: unauthorized(Cli::ClaudeCode, Place::docker(0));
+    docker_claude_cancel: cancel(Cli::ClaudeCode, Place::docker(0));
+    docker_claude_timeout: timeout(Cli::ClaudeCode, Place::docker(0));
+    docker_claude_connection_killed: connection_killed(Cli::ClaudeCode, Place::docker(0));
+    docker_claude_dropped: dropped(Cli::ClaudeCode, Place::docker(0));
+    docker_codex_text: text(Cli::Codex, Place::docker(1));
+    docker_codex_shell_allowed: shell(Cli::Codex, Place::docker(1), true);
+    docker_codex_shell_denied: shell(Cli::Codex, Place::docker(1), false);
+    docker_codex_401: unauthorized(Cli::Codex, Place::docker(1));
+    docker_codex_cancel: cancel(Cli::Codex, Place::docker(1));
+    docker_codex_timeout: timeout(Cli::Codex, Place::docker(1));
+    docker_codex_connection_killed: connection_killed(Cli::Codex, Place::docker(1));
+    docker_codex_dropped: dropped(Cli::Codex, Place::docker(1));
+    ssh_claude_text: text(Cli::ClaudeCode, Place::ssh());
+    ssh_claude_shell_allowed: shell(Cli::ClaudeCode, Place::ssh(), true);
+    ssh_claude_shell_denied: shell(Cli::ClaudeCode, Place::ssh(), false);
+    ssh_claude_401: unauthorized(Cli::ClaudeCode, Place::ssh());
+    ssh_claude_cancel: cancel(Cli::ClaudeCode, Place::ssh());
+    ssh_claude_timeout: timeout(Cli::ClaudeCode, Place::ssh());
+    ssh_claude_connection_killed: connection_killed(Cli::ClaudeCode, Place::ssh());
+    ssh_claude_dropped: dropped(Cli::ClaudeCode, Place::ssh());
+    ssh_codex_text: text(Cli::Codex, Place::ssh());
+    ssh_codex_shell_allowed: shell(Cli::Codex, Place::ssh(), true);
+    ssh_codex_shell_denied: shell(Cli::Codex, Place::ssh(), false);
+    ssh_codex_401: unauthorized(Cli::Codex, Place::ssh());
+    ssh_codex_cancel: cancel(Cli::Codex, Place::ssh());
+    ssh_codex_timeout: timeout(Cli::Codex, Place::ssh());
+    ssh_codex_connection_killed: connection_killed(Cli::Codex, Place::ssh());
+    ssh_codex_dropped: dropped(Cli::Codex, Place::ssh());
+}

@@ -1,0 +1,225 @@
+//! What the container and ssh end-to-end tests share: a place to run (a container of
+//! `tests/launchers/setup.sh`, or its sshd), the real CLIs' backends pointed at the bench through it, the
+//! fault drivers, and the checks that nothing is left and no secret showed on a command line.
+
+#![allow(dead_code, unreachable_pub)]
+
+use std::time::{Duration, Instant};
+
+use agent_api::kit::launch::{Container, Engine, Launcher, Ssh};
+use agent_api::universal::{UniversalEvent, UniversalEventBody};
+use agent_api::{AgentBackend, AgentError, PermissionDecision, RunRequest};
+use agent_api_claude_code::{ClaudeCodeBackend, ClaudeCodeConfig};
+use agent_api_codex::{CodexBackend, CodexConfig};
+use agent_api_conformance::launchers::{local_processes_carrying, tag, Docker, Infra};
+use agent_api_conformance::RunRecord;
+use agent_bench::{Cli, ModelServer, Sandbox};
+use futures::StreamExt;
+
+/// Where a test runs its agent, and the tag its agent's processes carry.
+pub struct Place {
+    pub launcher: Launcher,
+    docker: Option<(Docker, String)>,
+    pub tag: String,
+    /// A fresh secret put in the agent's API key variable; it must never show on a command line.
+    pub sentinel: String,
+}
+
+impl Place {
+    /// Container `agent-api-test-<index>` through `docker exec`.
+    pub fn docker(index: usize) -> Place {
+        let docker = Infra::load().and_then(|i| i.docker()).unwrap_or_else(|e| panic!("{e}"));
+        let name = docker.containers[index].clone();
+        let launcher = Launcher::Container(Container::exec(Engine::Docker, name.clone()));
+        Place::new(launcher, Some((docker, name)))
+    }
+
+    /// The setup script's sshd, through its own client config.
+    pub fn ssh() -> Place {
+        let ssh = Infra::load().and_then(|i| i.ssh()).unwrap_or_else(|e| panic!("{e}"));
+        let mut settings = Ssh::new(ssh.host);
+        settings.options = vec!["-F".into(), ssh.config.into_os_string()];
+        Place::new(Launcher::Ssh(settings), None)
+    }
+
+    fn new(launcher: Launcher, docker: Option<(Docker, String)>) -> Place {
+        let (name, value) = tag();
+        Place { launcher, docker, tag: format!("{name}={value}"), sentinel: format!("sk-sentinel-{value}") }
+    }
+
+    /// The agent's environment for `sandbox`: its own, the tag, and the sentinel as the API key.
+    fn env(&self, sandbox: &Sandbox) -> Vec<(String, String)> {
+        let mut env: Vec<(String, String)> = sandbox
+            .env
+            .iter()
+            .map(|(k, v)| if k.ends_with("_API_KEY") { (k.clone(), self.sentinel.clone()) } else { (k.clone(), v.clone()) })
+            .collect();
+        let (name, value) = self.tag.split_once('=').unwrap();
+        env.push((name.into(), value.into()));
+        env
+    }
+
+    /// Every process (on this machine, containers included, and inside the container through `docker
+    /// exec`) carrying this place's tag.
+    pub fn left(&self) -> Vec<String> {
+        let mut left = local_processes_carrying(&self.tag);
+        if let Some((docker, name)) = &self.docker {
+            left.extend(docker.processes_carrying(name, &self.tag).unwrap().into_iter().map(|p| format!("in {name}: {p}")));
+        }
+        left
+    }
+
+    /// Waits up to 10 s for no process to carry the tag, else fails listing them.
+    pub fn assert_nothing_left(&self, after: &str) {
+        let start = Instant::now();
+        let mut left = self.left();
+        while !left.is_empty() && start.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(200));
+            left = self.left();
+        }
+        assert!(left.is_empty(), "processes left after {after} through {}: {left:?}", self.launcher);
+    }
+
+    /// The command lines, here and in the container, that show the sentinel.
+    pub fn argv_showing_sentinel(&self) -> Vec<String> {
+        let mut all = ps_args(std::process::Command::new("ps").args(["-eo", "args="]));
+        if let Some((_, name)) = &self.docker {
+            all.extend(ps_args(std::process::Command::new("docker").args(["exec", name, "ps", "-eo", "args="])));
+        }
+        all.into_iter().filter(|a| a.contains(&self.sentinel)).collect()
+    }
+
+    /// Whether a process of the run holds the sentinel in its environment (it reached the agent).
+    pub fn agent_has_sentinel(&self) -> bool {
+        local_processes_carrying(&self.tag).iter().any(|p| {
+            let pid = p.split_whitespace().next().unwrap_or_default();
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|env| env.split(|b| *b == 0).any(|var| var.ends_with(self.sentinel.as_bytes()) && var.contains(&b'=')))
+        })
+    }
+
+    /// Kills with SIGKILL the local client (`docker exec` or `ssh`) of this place's run, as a dropped
+    /// connection would; returns its pid.
+    pub fn kill_client(&self) -> i32 {
+        let me = std::process::id() as i32;
+        let marker = self.run_marker().expect("a far process of the run carries the run marker");
+        let entry = format!("{}={marker}", agent_api::kit::process::RUN_MARKER_VAR);
+        let client = local_processes_carrying(&entry)
+            .into_iter()
+            .filter_map(|p| p.split_whitespace().next()?.parse::<i32>().ok())
+            .find(|pid| parent_of(*pid) == Some(me))
+            .expect("the local client is a child of this process");
+        // SAFETY: kill has no memory preconditions; the pid is this process's own child.
+        unsafe { libc::kill(client, libc::SIGKILL) };
+        client
+    }
+
+    /// The run marker the far side's processes carry.
+    fn run_marker(&self) -> Option<String> {
+        let name = format!("{}=", agent_api::kit::process::RUN_MARKER_VAR);
+        local_processes_carrying(&self.tag).iter().find_map(|p| {
+            let pid = p.split_whitespace().next()?;
+            let env = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+            env.split(|b| *b == 0).find_map(|var| var.strip_prefix(name.as_bytes()).map(|v| String::from_utf8_lossy(v).into_owned()))
+        })
+    }
+}
+
+fn parent_of(pid: i32) -> Option<i32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.get(stat.rfind(')')? + 1..)?.split_whitespace().nth(1)?.parse().ok()
+}
+
+fn ps_args(cmd: &mut std::process::Command) -> Vec<String> {
+    let out = cmd.output().expect("ps runs");
+    String::from_utf8_lossy(&out.stdout).lines().map(str::to_string).collect()
+}
+
+/// The bench for `cli` and `scenario`, or `None` when the CLI is missing and skipping was asked for.
+pub async fn bench(cli: Cli, scenario: &str) -> Option<(ModelServer, Sandbox)> {
+    agent_bench::e2e_enabled_or_explain(cli)?;
+    let server = ModelServer::start(None).await.unwrap();
+    let sandbox = Sandbox::new(cli, &server, scenario).unwrap();
+    Some((server, sandbox))
+}
+
+/// A backend for the sandbox's CLI whose agent gets exactly `place`'s environment for it.
+pub fn backend(cli: Cli, sandbox: &Sandbox, place: &Place) -> Box<dyn AgentBackend> {
+    let env = place.env(sandbox);
+    match cli {
+        Cli::ClaudeCode => {
+            let mut config =
+                ClaudeCodeConfig::default().with_binary(&sandbox.program).with_inherit_env(false).with_working_dir(&sandbox.cwd);
+            for (k, v) in &env {
+                config = config.with_env(k, v);
+            }
+            Box::new(ClaudeCodeBackend::new(config))
+        }
+        Cli::Codex => {
+            let overrides: Vec<String> = sandbox.base_args.windows(2).filter(|w| w[0] == "-c").map(|w| w[1].clone()).collect();
+            let mut config = CodexConfig::with_binary(&sandbox.program).config_overrides(overrides).working_dir(&sandbox.cwd);
+            for (k, v) in &env {
+                config = config.env(k, v);
+            }
+            Box::new(CodexBackend::new(config))
+        }
+        other => panic!("no remote backend for {other:?}"),
+    }
+}
+
+/// What a driver does on each event.
+pub enum Fault {
+    /// Nothing: the run ends by itself.
+    None,
+    /// `cancel()` at the first assistant delta.
+    Cancel,
+    /// Kill the local client at the first assistant delta (checking argv for the sentinel first).
+    KillClient,
+}
+
+/// Runs `request` through `place`, answering permissions with `decision` and injecting `fault`.
+pub async fn drive(
+    backend: &dyn AgentBackend,
+    place: &Place,
+    request: RunRequest,
+    decision: PermissionDecision,
+    fault: Fault,
+) -> RunRecord {
+    let handle = backend.run(request.with_launcher(place.launcher.clone())).await.unwrap_or_else(|e| panic!("run starts: {e}"));
+    let control = handle.control();
+    let mut projector = agent_api::projection::Projector::new(handle.agent_kind().clone(), handle.tools_structured());
+    let (mut events, completion) = handle.into_universal();
+    let mut universal: Vec<UniversalEvent> = Vec::new();
+    let mut faulted = false;
+    while let Some(event) = events.next().await {
+        match &event.body {
+            UniversalEventBody::PermissionRequested(p) => control.respond_permission(&p.permission_id, decision.clone()).await.unwrap(),
+            UniversalEventBody::ItemDelta(_) if !faulted && !event.synthetic => {
+                faulted = true;
+                match fault {
+                    Fault::None => {}
+                    Fault::Cancel => control.cancel(),
+                    Fault::KillClient => {
+                        assert_eq!(place.argv_showing_sentinel(), Vec::<String>::new(), "the secret shows on a command line");
+                        assert!(place.agent_has_sentinel(), "the secret did not reach the agent");
+                        place.kill_client();
+                    }
+                }
+            }
+            _ => {}
+        }
+        universal.push(event);
+    }
+    let wrapper = universal.iter().flat_map(|e| projector.project(e)).collect();
+    RunRecord { universal, wrapper, completion: completion.await, tools_structured: true }
+}
+
+/// The request every test sends (two minutes unless a test times out sooner).
+pub fn request(prompt: &str) -> RunRequest {
+    RunRequest::new(prompt).with_timeout(Duration::from_secs(120))
+}
+
+/// Whether `completion` is the typed auth error.
+pub fn is_auth(completion: &Result<agent_api::RunCompletion, AgentError>) -> bool {
+    matches!(completion, Err(AgentError::Auth { .. }))
+}
