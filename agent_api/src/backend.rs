@@ -82,8 +82,11 @@ pub fn validate_template(
     extension_keys: &[&str],
     request: &RunRequest,
 ) -> Result<(), AgentError> {
-    if let Some(dir) = &request.working_dir {
+    if let Some(dir) = request.session_working_dir() {
         crate::kit::process::check_working_dir(dir)?;
+    }
+    if let Some(session) = request.session.session_ref() {
+        session.check_agent(kind)?;
     }
     for needed in request.required_capabilities() {
         if !capabilities.contains(needed) {

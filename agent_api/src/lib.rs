@@ -45,6 +45,7 @@ pub mod request;
 pub mod run;
 pub mod secrets;
 pub mod session;
+pub mod session_ref;
 pub mod structured;
 pub mod summary;
 pub mod tools_facet;
@@ -69,5 +70,6 @@ pub use run::{
     WrapperEvents,
 };
 pub use session::Session;
+pub use session_ref::SessionRef;
 pub use summary::RunSummary;
 pub use tokio_util::sync::CancellationToken;

@@ -39,12 +39,23 @@ pub enum SessionSelector {
     /// A fresh session.
     #[default]
     New,
-    /// Resume the session with this native id.
-    Resume(String),
+    /// Resume this session (a completion's [`SessionRef`](crate::SessionRef), or a bare native id
+    /// through `"id".into()`); the run happens in the session's working directory.
+    Resume(crate::SessionRef),
     /// Resume the most recent session (in the working dir).
     ResumeLast,
-    /// Start a new session that begins as a copy of this one.
-    Fork(String),
+    /// Start a new session that begins as a copy of this one, in its working directory.
+    Fork(crate::SessionRef),
+}
+
+impl SessionSelector {
+    /// The session resumed or forked, if any.
+    pub fn session_ref(&self) -> Option<&crate::SessionRef> {
+        match self {
+            SessionSelector::Resume(session) | SessionSelector::Fork(session) => Some(session),
+            SessionSelector::New | SessionSelector::ResumeLast => None,
+        }
+    }
 }
 
 /// A category of tool use that a permission policy can decide on its own.
@@ -429,6 +440,21 @@ impl RunRequest {
     /// Sets the portable options (see [`crate::portable`]).
     pub fn with_portable(mut self, options: crate::portable::PortableOptions) -> Self {
         self.portable = options;
+        self
+    }
+
+    /// Where the run happens: the resumed or forked session's working directory when its handle
+    /// has one (a session lives there: Claude Code finds it only from there), else
+    /// [`RunRequest::working_dir`].
+    pub fn session_working_dir(&self) -> Option<&std::path::Path> {
+        self.session.session_ref().and_then(|s| s.working_dir()).or(self.working_dir.as_deref())
+    }
+
+    /// The request a backend runs: `working_dir` set to [`RunRequest::session_working_dir`], or
+    /// to `backend_default` (the backend's configured directory) when neither is set. Backends
+    /// call it first in `run` and `open_session`, so every later reading of `working_dir` is right.
+    pub fn in_session_dir(mut self, backend_default: Option<&std::path::Path>) -> Self {
+        self.working_dir = self.session_working_dir().or(backend_default).map(std::path::Path::to_path_buf);
         self
     }
 

@@ -86,8 +86,8 @@ pub(crate) fn request_of(options: &RunOptions) -> RunRequest {
 }
 
 pub(crate) fn chosen_kind(options: &RunOptions) -> String {
-    if let Some(kind) = &options.agent {
-        return kind.clone();
+    if let Some(kind) = options.agent.clone().or_else(|| options.fleet.session_agent()) {
+        return kind;
     }
     if options.acp_command.is_some() {
         return "acp".into();
@@ -188,6 +188,10 @@ impl<'a> Viewer<'a> {
                 let session_id = display::line(done.native_session_id.as_deref().unwrap_or("none"), 128);
                 let usage = done.usage.as_ref().map(usage_line).filter(|u| !u.is_empty()).map(|u| format!("; {u}")).unwrap_or_default();
                 eprintln!("agent-api: {what} completed (session {session_id}{usage})");
+                if let Some(session) = &done.session {
+                    // One line to resume with: `agent-api run --resume '<json>' ...`.
+                    eprintln!("agent-api: session: {}", display::line(&session.to_json(), 4096));
+                }
                 if let Some(value) = &done.structured_output {
                     // The parsed answer of `--json-schema`, last on stdout, as one JSON line.
                     self.out.line(&value.to_string());

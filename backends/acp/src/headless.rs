@@ -225,7 +225,7 @@ pub fn command(backend: &AcpBackend, request: &RunRequest, cwd: &std::path::Path
     }
     match &request.session {
         SessionSelector::New => {}
-        SessionSelector::Resume(id) => spec = spec.args(["--resume", id.as_str()]),
+        SessionSelector::Resume(session) => spec = spec.args(["--resume", session.id.as_str()]),
         SessionSelector::ResumeLast => spec = spec.args(["--resume", "latest"]),
         _ => return Err(AgentError::InvalidRequest { reason: "gemini cannot fork a session".into() }),
     }

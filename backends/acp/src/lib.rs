@@ -288,6 +288,7 @@ impl AgentBackend for AcpBackend {
 
     async fn run(&self, request: RunRequest) -> Result<RunHandle, AgentError> {
         self.validate(&request)?;
+        let request = request.in_session_dir(self.config.working_dir.as_deref());
         let cwd = self.cwd(&request);
         let settings = RunSettings::for_request(self.kind(), &request, &self.capabilities());
         let qwen_stream_json = match self.flavor {
@@ -322,6 +323,7 @@ impl AgentBackend for AcpBackend {
     /// sessions run a process per turn, resuming the previous turn's session.
     async fn open_session(&self, request: RunRequest) -> Result<Session, AgentError> {
         agent_api::backend::validate_template(&self.kind(), &self.capabilities(), self.extension_keys(), &request)?;
+        let request = request.in_session_dir(self.config.working_dir.as_deref());
         let cwd = self.cwd(&request);
         let settings = RunSettings::for_request(self.kind(), &request, &self.capabilities());
         let qwen_interface = match self.flavor {

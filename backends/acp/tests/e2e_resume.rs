@@ -88,7 +88,7 @@ async fn load_in_a_new_process(cli: Cli) {
     let backend = backend(&sandbox, cli);
     let id = first_run(&backend, cli).await;
     let resumed: RunRecord =
-        record(backend.run(request(cli, "second").with_session(SessionSelector::Resume(id.clone()))).await.unwrap()).await;
+        record(backend.run(request(cli, "second").with_session(SessionSelector::Resume(id.clone().into()))).await.unwrap()).await;
     assert_conformant(&resumed);
     assert!(processes_in(&sandbox.cwd).is_empty());
     let done = match &resumed.completion {
@@ -108,7 +108,7 @@ async fn warm_session_from_a_native_id(cli: Cli) {
     let Some((_server, sandbox)) = bench(cli).await else { return };
     let backend = backend(&sandbox, cli);
     let id = first_run(&backend, cli).await;
-    let template = request(cli, "").with_session(SessionSelector::Resume(id.clone()));
+    let template = request(cli, "").with_session(SessionSelector::Resume(id.clone().into()));
     let mut session = backend.open_session(template).await.unwrap();
     assert!(session.is_warm());
     let pid = session.process_id();

@@ -207,9 +207,9 @@ pub fn invocation(config: &ClaudeCodeConfig, request: &RunRequest) -> Result<Inv
     }
     match &request.session {
         SessionSelector::New => {}
-        SessionSelector::Resume(id) => spec = spec.arg("--resume").arg(id),
+        SessionSelector::Resume(id) => spec = spec.arg("--resume").arg(&id.id),
         SessionSelector::ResumeLast => spec = spec.arg("--continue"),
-        SessionSelector::Fork(id) => spec = spec.arg("--resume").arg(id).arg("--fork-session"),
+        SessionSelector::Fork(id) => spec = spec.arg("--resume").arg(&id.id).arg("--fork-session"),
         other => return Err(AgentError::InvalidRequest { reason: format!("unsupported session selector {other:?}") }),
     }
     let (policy_mode, allowed) = if mode == Mode::Print { print_policy(&request.permissions) } else { (None, Vec::new()) };

@@ -208,6 +208,7 @@ impl AgentBackend for ClaudeCodeBackend {
 
     async fn run(&self, request: RunRequest) -> Result<RunHandle, AgentError> {
         self.validate(&request)?;
+        let request = request.in_session_dir(self.config.working_dir.as_deref());
         let invocation = args::invocation(&self.config, &request)?;
         let settings = RunSettings::for_request(KIND, &request, &self.capabilities());
         let protocol = match invocation.mode {
@@ -220,6 +221,7 @@ impl AgentBackend for ClaudeCodeBackend {
 
     async fn open_session(&self, request: RunRequest) -> Result<Session, AgentError> {
         agent_api::backend::validate_template(&KIND, &self.capabilities(), self.extension_keys(), &request)?;
+        let request = request.in_session_dir(self.config.working_dir.as_deref());
         let invocation = args::invocation(&self.config, &request)?;
         if invocation.mode != Mode::Control {
             // Print mode takes its one prompt on the command line.

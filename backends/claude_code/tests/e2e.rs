@@ -220,12 +220,14 @@ async fn e2e_resume_and_fork_in_new_processes_see_the_earlier_turn() {
     let session = first.completion.as_ref().unwrap().native_session_id.clone().unwrap();
     assert!(first.assistant_text().contains("user_turns=1"), "{}", first.assistant_text());
     let second =
-        record(backend(&sandbox).run(request("second turn").with_session(SessionSelector::Resume(session.clone()))).await.unwrap()).await;
+        record(backend(&sandbox).run(request("second turn").with_session(SessionSelector::Resume(session.clone().into()))).await.unwrap())
+            .await;
     assert_conformant(&second);
     assert!(second.assistant_text().contains("user_turns=2"), "{}", second.assistant_text());
     assert_eq!(second.completion.as_ref().unwrap().native_session_id.as_deref(), Some(session.as_str()));
     let fork =
-        record(backend(&sandbox).run(request("forked turn").with_session(SessionSelector::Fork(session.clone()))).await.unwrap()).await;
+        record(backend(&sandbox).run(request("forked turn").with_session(SessionSelector::Fork(session.clone().into()))).await.unwrap())
+            .await;
     assert_conformant(&fork);
     assert!(fork.assistant_text().contains("user_turns=3"), "{}", fork.assistant_text());
     assert_ne!(fork.completion.as_ref().unwrap().native_session_id.as_deref(), Some(session.as_str()));

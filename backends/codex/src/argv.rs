@@ -64,7 +64,7 @@ pub fn exec_spec(config: &CodexConfig, options: &RunOptions, request: &RunReques
         SessionSelector::New => {}
         SessionSelector::Resume(id) => {
             args.push("resume".into());
-            positional.push(id.clone());
+            positional.push(id.id.clone());
         }
         SessionSelector::ResumeLast => {
             args.push("resume".into());
@@ -72,7 +72,7 @@ pub fn exec_spec(config: &CodexConfig, options: &RunOptions, request: &RunReques
         }
         SessionSelector::Fork(id) => {
             args.push("fork".into());
-            positional.push(id.clone());
+            positional.push(id.id.clone());
         }
         _ => {}
     }

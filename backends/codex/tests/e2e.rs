@@ -182,7 +182,7 @@ async fn app_server_resume_and_fork_continue_the_thread_in_new_processes() {
     let again = first.for_resume("echo");
     let resumed = drive(
         &backend(&again),
-        RunRequest::new("second").with_session(SessionSelector::Resume(thread.clone())),
+        RunRequest::new("second").with_session(SessionSelector::Resume(thread.clone().into())),
         PermissionDecision::Allow,
         false,
     )
@@ -192,7 +192,7 @@ async fn app_server_resume_and_fork_continue_the_thread_in_new_processes() {
     assert!(resumed.assistant_text().contains("user_turns=2"), "{}", resumed.assistant_text());
     let forked = drive(
         &backend(&again),
-        RunRequest::new("third").with_session(SessionSelector::Fork(thread.clone())),
+        RunRequest::new("third").with_session(SessionSelector::Fork(thread.clone().into())),
         PermissionDecision::Allow,
         false,
     )
@@ -238,7 +238,7 @@ async fn exec_text_shell_patch_and_resume() {
 
     let resumed = drive(
         &backend(&sandbox.for_resume("echo")),
-        exec(RunRequest::new("again").with_session(SessionSelector::Resume(thread.clone()))),
+        exec(RunRequest::new("again").with_session(SessionSelector::Resume(thread.clone().into()))),
         PermissionDecision::Allow,
         false,
     )

@@ -184,6 +184,10 @@ fn turn_failure(last: &TurnResult) -> AgentError {
         "error_max_budget_usd" => return AgentError::LimitReached { limit: LimitKind::CostUsd },
         _ => {}
     }
+    // A resume the CLI cannot find (another id, or another project directory than the session's).
+    if let Some(id) = last.errors.iter().find_map(|e| e.strip_prefix("No conversation found with session ID: ")) {
+        return AgentError::SessionNotFound { id: safe(id.trim(), 64) };
+    }
     let what = match last.subtype.as_str() {
         "error_max_structured_output_retries" => "the turn ran out of structured-output retries".to_string(),
         "error_during_execution" => "the turn failed during execution".to_string(),

@@ -216,6 +216,16 @@ async fn error_results_are_typed_by_status_and_subtype() {
     assert_eq!(run.assistant_text(), "");
 }
 
+#[tokio::test]
+async fn a_resume_the_cli_cannot_find_is_session_not_found() {
+    // Claude Code 2.1.197's whole output for `--resume` of an id it has not stored in this
+    // project directory: one result line, no init.
+    let id = "3f0c2a7e-1111-4222-8333-444455556666";
+    let missing = json!({"type":"result","subtype":"error_during_execution","is_error":true,"num_turns":0,"session_id":id,"usage":{},"errors":[format!("No conversation found with session ID: {id}")]});
+    let run = replay_lines(&[missing], Some(1)).await;
+    assert!(matches!(&run.completion, Err(AgentError::SessionNotFound { id: got }) if got == id), "{:?}", run.completion);
+}
+
 /// An in-process fake CLI: prints `script`'s lines, and for each line that is a `control_request`
 /// waits for one stdin line that is its `control_response`; returns what the client wrote.
 fn fake_cli(script: Vec<Value>, written: tokio::sync::mpsc::UnboundedSender<Value>) -> Transport {

@@ -236,12 +236,12 @@ impl AppServer {
                 params.insert("threadId".into(), json!(id));
                 "thread/resume"
             }
-            (SessionSelector::Resume(id), None) => {
-                params.insert("threadId".into(), json!(id));
+            (SessionSelector::Resume(session), None) => {
+                params.insert("threadId".into(), json!(session.id));
                 "thread/resume"
             }
-            (SessionSelector::Fork(id), _) => {
-                params.insert("threadId".into(), json!(id));
+            (SessionSelector::Fork(session), _) => {
+                params.insert("threadId".into(), json!(session.id));
                 "thread/fork"
             }
             (SessionSelector::ResumeLast, None) => {
