@@ -43,6 +43,15 @@ impl ErrorClass {
     }
 }
 
+/// The `SessionNotFound` for Codex's answer to resuming or forking a thread it has no rollout
+/// file for (`thread/resume failed: no rollout found for thread id <id>`, the app server's error
+/// and `exec`'s stderr alike); only the id is kept.
+pub fn missing_thread(message: &str) -> Option<AgentError> {
+    let (_, rest) = message.split_once("no rollout found for thread id ")?;
+    let id = rest.split(|c: char| c.is_whitespace() || c == '(').next().filter(|id| !id.is_empty())?;
+    Some(AgentError::SessionNotFound { id: agent_api::bounds::utf8_prefix(id, 64).to_string() })
+}
+
 /// Classifies by HTTP status.
 pub fn class_of_status(status: u16) -> ErrorClass {
     match status {

@@ -394,7 +394,10 @@ impl Protocol for Exec {
             return Err(class.into_error(&message));
         }
         let Some(usage) = self.completed.take() else {
-            return Err(exit.early_exit_error());
+            // A resume of an unknown thread ends before any event, saying so on stderr only.
+            let stderr = exit.stderr.output();
+            let missing = [stderr.head, stderr.tail].into_iter().flatten().find_map(|text| errors::missing_thread(&text));
+            return Err(missing.unwrap_or_else(|| exit.early_exit_error()));
         };
         let mut completion = RunCompletion::new();
         completion.final_text = self.final_text.take();

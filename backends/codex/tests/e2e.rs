@@ -270,6 +270,35 @@ async fn exec_text_shell_patch_and_resume() {
     assert!(patch.cwd.join("created.txt").exists(), "{:?}", run.types());
 }
 
+#[tokio::test]
+async fn resuming_through_the_session_handle_runs_in_the_threads_directory_and_an_unknown_thread_is_not_found() {
+    for exec_mode in [false, true] {
+        let mode = |r: RunRequest| if exec_mode { exec(r) } else { r };
+        let Some((server, sandbox)) = setup("echo").await else { return };
+        let first = drive(&backend(&sandbox), mode(RunRequest::new("first")), PermissionDecision::Allow, false).await;
+        let handle = first.completion.as_ref().unwrap().session.clone().unwrap();
+        assert_eq!(handle.working_dir(), Some(sandbox.cwd.as_path()));
+        let elsewhere = sandbox.home.join("elsewhere");
+        std::fs::create_dir_all(&elsewhere).unwrap();
+        let request = RunRequest::new("second").with_working_dir(&elsewhere).with_session(SessionSelector::Resume(handle.clone()));
+        let resumed = drive(&backend(&sandbox.for_resume("echo")), mode(request), PermissionDecision::Allow, false).await;
+        assert!(resumed.assistant_text().contains("user_turns=2"), "exec {exec_mode}: {}", resumed.assistant_text());
+        assert_eq!(resumed.completion.as_ref().unwrap().session.as_ref(), Some(&handle));
+        let last = server.requests().into_iter().rev().find(|r| r.scenario.as_deref() == Some("echo")).unwrap();
+        let body = last.body.to_string();
+        assert!(body.contains(&*sandbox.cwd.to_string_lossy()), "Codex tells the model its cwd");
+        assert!(!body.contains(&*elsewhere.to_string_lossy()), "exec {exec_mode}: the resume ran in the request's directory");
+
+        let unknown = SessionSelector::Resume("3f0c2a7e-1111-4222-8333-444455556666".into());
+        let lost = drive(&backend(&sandbox), mode(RunRequest::new("hi").with_session(unknown)), PermissionDecision::Allow, false).await;
+        assert!(
+            matches!(&lost.completion, Err(AgentError::SessionNotFound { id }) if id == "3f0c2a7e-1111-4222-8333-444455556666"),
+            "exec {exec_mode}: {:?}",
+            lost.completion
+        );
+    }
+}
+
 /// Runs the shell scenario under `policy` with nobody answering.
 async fn shell_under_policy(request: RunRequest) -> Option<(RunRecord, Sandbox)> {
     let (_server, sandbox) = setup("shell").await?;

@@ -269,6 +269,7 @@ impl AppServer {
         let error = match tag {
             // No handshake, no session: the agent's own words say why.
             Some(Pending::Initialize) => AgentError::Protocol { reason },
+            Some(Pending::Thread) => errors::missing_thread(&message).unwrap_or(AgentError::AgentFailed { message: reason }),
             _ => AgentError::AgentFailed { message: reason },
         };
         if self.session {
