@@ -88,6 +88,7 @@ pub fn validate_template(
     if let Some(session) = request.session.session_ref() {
         session.check_agent(kind)?;
     }
+    crate::session_ref::check_new_session_id(request)?;
     for needed in request.required_capabilities() {
         if !capabilities.contains(needed) {
             return Err(AgentError::UnsupportedCapability { kind: kind.to_string(), capability: needed.to_string() });

@@ -197,6 +197,10 @@ pub struct RunRequest {
     pub variant: Option<String>,
     /// Which session to continue.
     pub session: SessionSelector,
+    /// The native id the new session takes, chosen by the caller (Claude Code `--session-id`):
+    /// only with [`SessionSelector::New`]; needs `agent_api.session.caller_id`. Claude Code and
+    /// Gemini want a UUID.
+    pub new_session_id: Option<String>,
     /// How permission requests are decided.
     pub permissions: PermissionPolicy,
     /// Tell the agent not to ask for permissions at all (Claude Code `bypassPermissions`, Codex
@@ -274,6 +278,7 @@ impl std::fmt::Debug for RunRequest {
             .field("model", &self.model)
             .field("variant", &self.variant)
             .field("session", &self.session)
+            .field("new_session_id", &self.new_session_id)
             .field("permissions", &self.permissions)
             .field("extensions", &crate::secrets::Redacted(&self.extensions))
             .field("include_raw", &self.include_raw)
@@ -400,6 +405,12 @@ impl RunRequest {
         self
     }
 
+    /// Starts the new session under this native id (see [`RunRequest::new_session_id`]).
+    pub fn with_new_session_id(mut self, id: impl Into<String>) -> Self {
+        self.new_session_id = Some(id.into());
+        self
+    }
+
     /// Sets where the agent keeps its config and state (see [`crate::home::Home`]).
     pub fn with_home(mut self, home: crate::home::Home) -> Self {
         self.home = home;
@@ -475,6 +486,9 @@ impl RunRequest {
             SessionSelector::Fork(_) => {
                 needed.insert(caps::SESSION_FORK);
             }
+        }
+        if self.new_session_id.is_some() {
+            needed.insert(caps::SESSION_CALLER_ID);
         }
         if self.model.is_some() {
             needed.insert(caps::MODEL_SELECTION);

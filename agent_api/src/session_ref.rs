@@ -112,6 +112,37 @@ pub(crate) fn ran(kind: &AgentKind, id: &str, dir: Option<&Path>) -> SessionRef 
     SessionRef::new(kind.clone(), id, dir)
 }
 
+/// A caller-chosen session id fits only a new session, and must be a plain token (it becomes an
+/// argument and a file name): refused before spawning otherwise.
+pub(crate) fn check_new_session_id(request: &crate::RunRequest) -> Result<(), AgentError> {
+    let Some(id) = &request.new_session_id else { return Ok(()) };
+    if request.session != crate::SessionSelector::New {
+        return Err(AgentError::InvalidRequest { reason: "a caller-chosen session id needs a new session".into() });
+    }
+    let plain = |c: char| c.is_ascii_alphanumeric() || c == '-' || c == '_';
+    // A leading `-` would read as a flag.
+    if id.len() > 128 || !id.starts_with(|c: char| c.is_ascii_alphanumeric()) || !id.chars().all(plain) {
+        return Err(AgentError::InvalidRequest {
+            reason: "a session id is 1 to 128 letters, digits, `-` or `_`, starting with a letter or digit".into(),
+        });
+    }
+    Ok(())
+}
+
+/// Whether `id` is a UUID (`8-4-4-4-12` hex digits), which Claude Code and Gemini insist on.
+pub fn is_uuid(id: &str) -> bool {
+    uuid::Uuid::try_parse(id).is_ok_and(|_| id.len() == 36)
+}
+
+/// The request's caller-chosen session id for an agent that takes only UUIDs: `InvalidRequest`
+/// before spawning when it is something else.
+pub fn uuid_session_id(request: &crate::RunRequest) -> Result<Option<&str>, AgentError> {
+    match request.new_session_id.as_deref() {
+        Some(id) if !is_uuid(id) => Err(AgentError::InvalidRequest { reason: "this agent takes only a UUID as session id".into() }),
+        id => Ok(id),
+    }
+}
+
 /// `dir` made absolute against the current directory (unchanged when that is unknown), so a handle
 /// still points at the same place from another directory.
 pub(crate) fn absolute(dir: &Path) -> PathBuf {
@@ -132,6 +163,19 @@ mod tests {
         assert_eq!(SessionRef::parse(" abc ").unwrap(), SessionRef::native("abc"));
         assert!(matches!(SessionRef::parse("{\"agent\":\"Bad Kind\",\"id\":\"x\"}"), Err(AgentError::InvalidRequest { .. })));
         assert_eq!(full.to_string(), "codex session t-1 in /w/p");
+    }
+
+    #[test]
+    fn a_chosen_session_id_fits_a_new_session_only_and_must_be_plain() {
+        let ok = crate::RunRequest::new("x").with_new_session_id("3f0c2a7e-1111-4222-8333-444455556666");
+        assert!(check_new_session_id(&ok).is_ok());
+        assert!(is_uuid(ok.new_session_id.as_deref().unwrap()) && !is_uuid("ses_1") && !is_uuid("3f0c2a7e111142228333444455556666"));
+        let resume = ok.clone().with_session(crate::SessionSelector::Resume("a".into()));
+        assert!(matches!(check_new_session_id(&resume), Err(AgentError::InvalidRequest { .. })));
+        for bad in ["", "../x", "-ab", "a b", &"a".repeat(129)] {
+            let req = crate::RunRequest::new("x").with_new_session_id(bad);
+            assert!(matches!(check_new_session_id(&req), Err(AgentError::InvalidRequest { .. })), "{bad}");
+        }
     }
 
     #[test]

@@ -230,6 +230,7 @@ pub fn capabilities(flavor: Flavor) -> CapabilitySet {
             caps::HISTORY_READ,
             caps::SESSION_RESUME,
             caps::SESSION_RESUME_PER_TURN,
+            caps::SESSION_CALLER_ID,
             CAP_SESSION_LOAD,
             CAP_GEMINI_ACP,
             CAP_GEMINI_HEADLESS,
@@ -245,6 +246,7 @@ pub fn capabilities(flavor: Flavor) -> CapabilitySet {
             caps::HISTORY_READ,
             caps::SESSION_RESUME,
             caps::SESSION_RESUME_PER_TURN,
+            caps::SESSION_CALLER_ID,
             CAP_SESSION_LOAD,
             CAP_QWEN_ACP,
             CAP_QWEN_STREAM_JSON,
@@ -380,6 +382,14 @@ impl AcpBackend {
     /// The argv and converter of an ACP run (its prompt queued) or of a warm session (`warm`:
     /// no prompt until the first turn).
     fn acp(&self, request: &RunRequest, cwd: std::path::PathBuf, warm: bool) -> Result<(CommandSpec, protocol::Acp), AgentError> {
+        if request.new_session_id.is_some() {
+            // `session/new` answers with the agent's own id; only the one-way interfaces take one.
+            return Err(AgentError::InvalidRequest {
+                reason:
+                    "ACP names its own sessions: a caller-chosen session id needs Gemini's headless or Qwen's print/stream-json interface"
+                        .into(),
+            });
+        }
         let (spec, serve_fs) = self.acp_command(request, &cwd)?;
         let fs_mode = if serve_fs {
             let fs = fs::ConfinedFs::new(&cwd)?;

@@ -206,7 +206,11 @@ pub fn invocation(config: &ClaudeCodeConfig, request: &RunRequest) -> Result<Inv
         spec = spec.arg("--model").arg(model);
     }
     match &request.session {
-        SessionSelector::New => {}
+        SessionSelector::New => {
+            if let Some(id) = agent_api::session_ref::uuid_session_id(request)? {
+                spec = spec.arg("--session-id").arg(id);
+            }
+        }
         SessionSelector::Resume(id) => spec = spec.arg("--resume").arg(&id.id),
         SessionSelector::ResumeLast => spec = spec.arg("--continue"),
         SessionSelector::Fork(id) => spec = spec.arg("--resume").arg(&id.id).arg("--fork-session"),

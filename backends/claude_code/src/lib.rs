@@ -172,6 +172,7 @@ impl AgentBackend for ClaudeCodeBackend {
             caps::CONTROL_CANCEL,
             caps::SESSION_RESUME,
             caps::SESSION_FORK,
+            caps::SESSION_CALLER_ID,
             caps::SESSION_WARM,
             caps::SESSION_RESUME_PER_TURN,
             caps::TOOLS_STRUCTURED_V1,

@@ -448,3 +448,20 @@ async fn e2e_structured_output_is_the_clis_validated_value() {
     let offered = main_request(&server)["tools"].to_string();
     assert!(offered.contains("StructuredOutput"), "--json-schema makes the CLI offer its structured-output tool");
 }
+
+#[tokio::test]
+async fn e2e_a_caller_chosen_session_id_names_the_session_and_a_non_uuid_is_refused_before_spawn() {
+    let Some((_server, sandbox)) = bench("echo").await else { return };
+    let chosen = "0b6c4f1e-2a3d-4e5f-8a9b-0c1d2e3f4a5b";
+    for mode in [Mode::Print, Mode::Control] {
+        let id = if mode == Mode::Print { chosen.to_string() } else { chosen.replace("0b6c", "1b6c") };
+        let options = ClaudeCodeOptions::default().mode(mode);
+        let run = record(backend(&sandbox).run(request("hi").with_options(&options).with_new_session_id(&id)).await.unwrap()).await;
+        assert_conformant(&run);
+        assert_eq!(run.completion.as_ref().unwrap().native_session_id.as_deref(), Some(id.as_str()), "{mode:?}");
+    }
+    let again = record(backend(&sandbox).run(request("again").with_session(SessionSelector::Resume(chosen.into()))).await.unwrap()).await;
+    assert!(again.assistant_text().contains("user_turns=2"), "{}", again.assistant_text());
+    let refused = backend(&sandbox).run(request("x").with_new_session_id("ses_1")).await.map(|_| ()).unwrap_err();
+    assert!(matches!(refused, AgentError::InvalidRequest { .. }), "{refused:?}");
+}

@@ -49,3 +49,12 @@ async fn another_agents_handle_or_a_vanished_directory_is_refused_before_spawnin
     let err = complete(&backend, RunRequest::new("x").with_session(SessionSelector::Resume(ours))).await.unwrap_err();
     assert!(matches!(err, AgentError::WorkingDir { .. }), "{err:?}");
 }
+
+#[tokio::test]
+async fn a_caller_chosen_session_id_where_the_agent_cannot_take_one_fails_before_spawning() {
+    let err = complete(&ScriptedBackend::new(), RunRequest::new("x").with_new_session_id("abc")).await.unwrap_err();
+    assert!(
+        matches!(&err, AgentError::UnsupportedCapability { capability, .. } if capability == agent_api::capabilities::SESSION_CALLER_ID),
+        "{err:?}"
+    );
+}
