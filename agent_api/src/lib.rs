@@ -41,6 +41,7 @@ pub mod kit;
 pub mod options;
 pub mod portable;
 pub mod projection;
+pub mod rate_limit;
 pub mod request;
 pub mod run;
 pub mod secrets;

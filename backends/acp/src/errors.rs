@@ -52,12 +52,7 @@ pub fn explanation(text: &str) -> String {
 
 /// The typed error for an HTTP status of the model service.
 pub fn of_status(status: u16, message: String) -> AgentError {
-    match status {
-        401 | 403 => AgentError::Auth { message },
-        429 => AgentError::RateLimited { message },
-        500..=599 => AgentError::ServerError { status: Some(status), message },
-        _ => AgentError::AgentFailed { message },
-    }
+    AgentError::of_http_status(status, message)
 }
 
 /// The agent refused one of the session set-up requests.

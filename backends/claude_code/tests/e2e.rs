@@ -238,14 +238,23 @@ async fn e2e_http_errors_are_typed() {
     for (scenario, check) in [
         ("error401", (|e: &AgentError| matches!(e, AgentError::Auth { .. })) as fn(&AgentError) -> bool),
         ("error500", |e| matches!(e, AgentError::ServerError { status: Some(500), .. })),
-        ("overloaded", |e| matches!(e, AgentError::RateLimited { .. })),
+        ("overloaded", |e| matches!(e, AgentError::Overloaded { status: Some(529), .. })),
     ] {
         let Some((_server, sandbox)) = bench(scenario).await else { return };
-        let run = record(backend(&sandbox).run(request("hi")).await.unwrap()).await;
+        // One retry (the bench turns them off), so the 529's retry shows as a status.
+        let run = record(backend(&sandbox).run(request("hi").with_env("CLAUDE_CODE_MAX_RETRIES", "1")).await.unwrap()).await;
         assert_conformant(&run);
         let error = run.completion.as_ref().unwrap_err();
         assert!(check(error), "{scenario}: {error:?}");
         assert!(run.assistant_text().is_empty(), "{scenario}: error text streamed as assistant text");
+        let limited = run.wrapper.iter().filter_map(|e| e.message.as_deref()).find(|m| m.starts_with("rate_limited: "));
+        match scenario {
+            "overloaded" => {
+                let limited = limited.unwrap_or_else(|| panic!("no rate_limited status: {:?}", run.types()));
+                assert!(limited.starts_with("rate_limited: overloaded (HTTP 529); retry 1 of 1; retry after "), "{limited}");
+            }
+            _ => assert_eq!(limited, None, "{scenario}"),
+        }
     }
 }
 

@@ -12,8 +12,10 @@ const EXPLANATION_BOUND: usize = 512;
 pub enum ErrorClass {
     /// Credentials refused (401, 403, `unauthorized`).
     Auth,
-    /// Rate limited, overloaded or out of quota (429, `rateLimitExceeded`, …).
+    /// Rate limited or out of quota (429, `rateLimitExceeded`, …).
     RateLimited,
+    /// The service is overloaded (503, 529, `serverOverloaded`).
+    Overloaded(Option<u16>),
     /// The model service failed (5xx, `internalServerError`).
     Server(Option<u16>),
     /// Anything else.
@@ -26,6 +28,7 @@ impl ErrorClass {
         match self {
             ErrorClass::Auth => "auth",
             ErrorClass::RateLimited => "rate_limited",
+            ErrorClass::Overloaded(_) => "overloaded",
             ErrorClass::Server(_) => "server_error",
             ErrorClass::Other => "agent_failed",
         }
@@ -37,6 +40,7 @@ impl ErrorClass {
         match self {
             ErrorClass::Auth => AgentError::Auth { message },
             ErrorClass::RateLimited => AgentError::RateLimited { message },
+            ErrorClass::Overloaded(status) => AgentError::Overloaded { status, message },
             ErrorClass::Server(status) => AgentError::ServerError { status, message },
             ErrorClass::Other => AgentError::AgentFailed { message },
         }
@@ -56,7 +60,8 @@ pub fn missing_thread(message: &str) -> Option<AgentError> {
 pub fn class_of_status(status: u16) -> ErrorClass {
     match status {
         401 | 403 => ErrorClass::Auth,
-        429 | 529 => ErrorClass::RateLimited,
+        429 => ErrorClass::RateLimited,
+        503 | 529 => ErrorClass::Overloaded(Some(status)),
         500..=599 => ErrorClass::Server(Some(status)),
         _ => ErrorClass::Other,
     }
@@ -67,12 +72,10 @@ pub fn classify(info: Option<&Value>, message: &str) -> ErrorClass {
     match info {
         Some(Value::String(kind)) => match kind.as_str() {
             "unauthorized" => ErrorClass::Auth,
-            "rateLimitExceeded"
-            | "usageLimitExceeded"
-            | "serverOverloaded"
-            | "sessionBudgetExceeded"
-            | "flexUnavailable"
-            | "policyCapacityUnavailable" => ErrorClass::RateLimited,
+            "serverOverloaded" => ErrorClass::Overloaded(status_in_message(message)),
+            "rateLimitExceeded" | "usageLimitExceeded" | "sessionBudgetExceeded" | "flexUnavailable" | "policyCapacityUnavailable" => {
+                ErrorClass::RateLimited
+            }
             "internalServerError" => ErrorClass::Server(status_in_message(message)),
             _ => classify_message(message),
         },
@@ -97,6 +100,8 @@ pub fn classify_message(message: &str) -> ErrorClass {
     let lower = message.to_ascii_lowercase();
     if lower.contains("rate limit") || lower.contains("usage limit") || lower.contains("quota") {
         ErrorClass::RateLimited
+    } else if lower.contains("overloaded") {
+        ErrorClass::Overloaded(None)
     } else if lower.contains("high demand") || lower.contains("internal server error") {
         // Codex 0.169.0 prints this sentence for 5xx answers without their status.
         ErrorClass::Server(None)
@@ -134,7 +139,7 @@ mod tests {
         let info = json!({"responseTooManyFailedAttempts": {"httpStatusCode": 429}});
         assert_eq!(classify(Some(&info), "x"), ErrorClass::RateLimited);
         assert_eq!(classify(Some(&json!("unauthorized")), "x"), ErrorClass::Auth);
-        assert_eq!(classify(Some(&json!("serverOverloaded")), "x"), ErrorClass::RateLimited);
+        assert_eq!(classify(Some(&json!("serverOverloaded")), "x"), ErrorClass::Overloaded(None));
         assert_eq!(classify(Some(&json!("internalServerError")), "x"), ErrorClass::Server(None));
         assert_eq!(classify(Some(&json!("contextWindowExceeded")), "x"), ErrorClass::Other);
     }
