@@ -119,6 +119,19 @@ pub fn status_in_message(message: &str) -> Option<u16> {
     digits.parse().ok().filter(|s| (100..=599).contains(s))
 }
 
+/// The `rate_limited` notice for an error Codex reports while it works (a retry, or the turn's
+/// failure): for a rate limit or overload only, with the status and any `retry-after` it quotes.
+pub fn rate_limit_notice(class: ErrorClass, message: &str) -> Option<agent_api::rate_limit::RateLimitNotice> {
+    let mut notice = agent_api::rate_limit::RateLimitNotice::default();
+    match class {
+        ErrorClass::RateLimited => notice.status = status_in_message(message),
+        ErrorClass::Overloaded(status) => (notice.status, notice.overloaded) = (status.or(status_in_message(message)), true),
+        _ => return None,
+    }
+    notice.retry_after = agent_api::rate_limit::retry_after_in(message);
+    Some(notice)
+}
+
 /// A Codex explanation made safe to show: secrets and URL query strings masked
 /// ([`agent_api::secrets::redact`]), bounded to 512 bytes on a character boundary.
 pub fn explanation(message: &str) -> String {

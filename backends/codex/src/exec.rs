@@ -337,6 +337,9 @@ impl Exec {
             ExecEvent::Error { message } => {
                 let class = errors::classify_message(&message);
                 t.error(errors::explanation(&message), Some(class.code().to_string()), None);
+                if let Some(notice) = errors::rate_limit_notice(class, &message) {
+                    notice.emit(t);
+                }
                 self.last_error = Some(message);
             }
         }

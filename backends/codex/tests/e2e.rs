@@ -220,6 +220,19 @@ async fn app_server_http_errors_are_typed() {
 }
 
 #[tokio::test]
+async fn an_overloaded_model_api_is_overloaded_with_a_rate_limited_status_in_both_modes() {
+    for exec_mode in [false, true] {
+        let Some((_server, sandbox)) = setup("overloaded").await else { return };
+        let request = if exec_mode { exec(RunRequest::new("hi")) } else { RunRequest::new("hi") };
+        let run = drive(&backend(&sandbox), request, PermissionDecision::Allow, false).await;
+        assert_conformant(&run);
+        assert!(matches!(run.completion, Err(AgentError::Overloaded { status: Some(503), .. })), "exec {exec_mode}: {:?}", run.completion);
+        let limited = run.wrapper.iter().filter_map(|e| e.message.as_deref()).find(|m| m.starts_with("rate_limited: "));
+        assert_eq!(limited, Some("rate_limited: overloaded (HTTP 503)"), "exec {exec_mode}: {:?}", run.types());
+    }
+}
+
+#[tokio::test]
 async fn app_server_request_user_input_is_answered() {
     let Some((_server, sandbox)) = setup("question").await else { return };
     let run = drive(&backend(&sandbox), RunRequest::new("ask me which color and size"), PermissionDecision::Allow, false).await;

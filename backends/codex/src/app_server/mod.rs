@@ -391,6 +391,9 @@ impl AppServer {
         let message = errors::explanation(&e.error.message);
         let details = json!({"will_retry": e.will_retry, "turn_id": e.turn_id, "codex_error_info": e.error.codex_error_info});
         t.error(message.clone(), Some(class.code().to_string()), Some(details));
+        if let Some(notice) = errors::rate_limit_notice(class, &e.error.message) {
+            notice.emit(t);
+        }
         if !e.will_retry {
             self.last_error = Some((class, e.error.message));
         }
