@@ -148,7 +148,9 @@ mod tests {
         let info = json!({"httpConnectionFailed": {"httpStatusCode": 401}});
         assert_eq!(classify(Some(&info), "x"), ErrorClass::Auth);
         let info = json!({"responseStreamDisconnected": {"httpStatusCode": 503}});
-        assert_eq!(classify(Some(&info), "x"), ErrorClass::Server(Some(503)));
+        assert_eq!(classify(Some(&info), "x"), ErrorClass::Overloaded(Some(503)));
+        let info = json!({"responseStreamDisconnected": {"httpStatusCode": 502}});
+        assert_eq!(classify(Some(&info), "x"), ErrorClass::Server(Some(502)));
         let info = json!({"responseTooManyFailedAttempts": {"httpStatusCode": 429}});
         assert_eq!(classify(Some(&info), "x"), ErrorClass::RateLimited);
         assert_eq!(classify(Some(&json!("unauthorized")), "x"), ErrorClass::Auth);
