@@ -260,8 +260,9 @@ pub fn invocation(config: &ClaudeCodeConfig, request: &RunRequest) -> Result<Inv
     }
     spec = spec.args(config.extra_args.iter().cloned());
     if mode == Mode::Print {
-        // `--` ends the options, so a prompt that starts with `-` stays the prompt.
-        spec = spec.arg("--").arg(&request.prompt.text);
+        // The prompt goes to stdin (the protocol writes it): never in argv, where `ps` shows it
+        // and the OS limits its length.
+        spec = spec.with_stdin();
     }
     for (key, value) in config.env.iter().chain(request.env.iter()) {
         spec = spec.env(key, value);
@@ -293,10 +294,12 @@ mod tests {
     }
 
     #[test]
-    fn print_mode_puts_the_prompt_after_the_end_of_options() {
-        let args = argv(&RunRequest::new("-x hello").with_options(&ClaudeCodeOptions::default().mode(Mode::Print)));
-        assert_eq!(&args[args.len() - 2..], ["--", "-x hello"]);
+    fn print_mode_keeps_the_prompt_off_the_command_line_and_reads_stdin() {
+        let req = RunRequest::new("-x secret prompt").with_options(&ClaudeCodeOptions::default().mode(Mode::Print));
+        let args = argv(&req);
+        assert!(!args.iter().any(|a| a.contains("secret prompt")), "{args:?}");
         assert!(!args.iter().any(|a| a == "--input-format"));
+        assert!(invocation(&ClaudeCodeConfig::default(), &req).unwrap().spec.stdin, "the prompt goes to stdin");
     }
 
     #[test]

@@ -214,7 +214,7 @@ impl AgentBackend for ClaudeCodeBackend {
         let settings = RunSettings::for_request(KIND, &request, &self.capabilities());
         let protocol = match invocation.mode {
             Mode::Control => ClaudeProtocol::control(request.prompt.text.clone(), request.permissions.clone(), invocation.bypass),
-            Mode::Print => ClaudeProtocol::print(request.prompt.text.clone(), invocation.bypass),
+            Mode::Print => ClaudeProtocol::print_from_stdin(request.prompt.text.clone(), invocation.bypass),
         };
         let transport = Transport::spawn(&invocation.spec, settings.line_cap)?;
         Ok(start_run(settings, transport, Box::new(protocol)))

@@ -474,3 +474,34 @@ async fn e2e_a_caller_chosen_session_id_names_the_session_and_a_non_uuid_is_refu
     let refused = backend(&sandbox).run(request("x").with_new_session_id("ses_1")).await.map(|_| ()).unwrap_err();
     assert!(matches!(refused, AgentError::InvalidRequest { .. }), "{refused:?}");
 }
+
+#[tokio::test]
+async fn e2e_a_long_prompt_never_shows_in_the_agents_command_line() {
+    // `text`, not `echo`: Claude Code (Node) may cut a 140 KB answer line when it exits.
+    let Some((server, sandbox)) = bench("text").await else { return };
+    // Past Linux's 128 KiB limit for one argument: in argv the spawn itself would fail.
+    let prompt = format!("SENTINEL-{}", "x".repeat(140_000));
+    for mode in [Mode::Print, Mode::Control] {
+        let req = request(&prompt).with_options(&ClaudeCodeOptions::default().mode(mode));
+        let handle = backend(&sandbox).run(req).await.unwrap();
+        let watching = tokio::task::spawn_blocking({
+            let dir = sandbox.cwd.clone();
+            move || {
+                let mut seen = Vec::new();
+                for _ in 0..400 {
+                    seen.extend(processes_in(&dir));
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                seen
+            }
+        });
+        let run = record(handle).await;
+        assert_conformant(&run);
+        assert_eq!(run.assistant_text(), "Hello from mock", "{mode:?}");
+        let asked = server.requests().iter().any(|r| r.body.to_string().contains(&prompt));
+        assert!(asked, "{mode:?}: the whole prompt reached the model");
+        let seen = watching.await.unwrap();
+        assert!(seen.iter().any(|c| c.contains("stream-json")), "{mode:?}: the agent was never seen running");
+        assert!(!seen.iter().any(|c| c.contains("SENTINEL")), "{mode:?}: the prompt is in the command line");
+    }
+}
