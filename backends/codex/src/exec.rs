@@ -103,9 +103,11 @@ enum Phase {
     Completed,
 }
 
-/// The exec converter (the same for live runs and replay: exec takes no input).
+/// The exec converter (the same for live runs and replay). A live run's only input is its
+/// prompt, written to stdin at the start (`codex exec -`), never on the command line.
 #[derive(Default)]
 pub struct Exec {
+    prompt: Option<String>,
     thread_id: Option<String>,
     tools: Tools,
     open: std::collections::HashMap<String, String>,
@@ -346,9 +348,24 @@ impl Exec {
     }
 }
 
+impl Exec {
+    /// A live run that writes `prompt` to Codex's stdin and closes it.
+    pub fn live(prompt: impl Into<String>) -> Self {
+        Self { prompt: Some(prompt.into()), ..Self::default() }
+    }
+}
+
 impl Protocol for Exec {
     fn name(&self) -> &'static str {
         "codex.exec"
+    }
+
+    fn start(&mut self, ctx: &mut Ctx<'_>) -> Result<(), AgentError> {
+        if let Some(prompt) = self.prompt.take() {
+            ctx.send_text(&prompt);
+            ctx.close_input();
+        }
+        Ok(())
     }
 
     fn on_line(&mut self, line: &[u8], ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {

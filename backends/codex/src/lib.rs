@@ -178,7 +178,7 @@ impl AgentBackend for CodexBackend {
             Mode::AppServer => {
                 Box::new(app_server::AppServer::live(argv::StartPlan::new(&self.config, &options, &request), options.policy.clone()))
             }
-            Mode::Exec => Box::new(exec::Exec::default()),
+            Mode::Exec => Box::new(exec::Exec::live(request.prompt.text.clone())),
         };
         Ok(start_run(settings, transport, protocol))
     }

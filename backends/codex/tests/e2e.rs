@@ -434,3 +434,32 @@ mod portable_options {
         }
     }
 }
+
+#[tokio::test]
+async fn a_long_exec_prompt_never_shows_in_the_agents_command_line() {
+    let Some((server, sandbox)) = setup("text").await else { return };
+    // Past Linux's 128 KiB limit for one argument: in argv the spawn itself would fail.
+    let prompt = format!("SENTINEL-{}", "x".repeat(140_000));
+    let watching = tokio::task::spawn_blocking({
+        let dir = sandbox.cwd.clone();
+        move || {
+            let mut seen = Vec::new();
+            for _ in 0..300 {
+                for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+                    if std::fs::read_link(entry.path().join("cwd")).is_ok_and(|c| c.starts_with(&dir)) {
+                        seen.push(String::from_utf8_lossy(&std::fs::read(entry.path().join("cmdline")).unwrap_or_default()).into_owned());
+                    }
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            seen
+        }
+    });
+    let run = drive(&backend(&sandbox), exec(RunRequest::new(prompt.as_str())), PermissionDecision::Allow, false).await;
+    assert_conformant(&run);
+    assert_eq!(run.assistant_text(), "Hello from mock");
+    assert!(server.requests().iter().any(|r| r.body.to_string().contains(&prompt)), "the whole prompt reached the model");
+    let seen = watching.await.unwrap();
+    assert!(seen.iter().any(|c| c.contains("exec")), "codex exec was never seen running");
+    assert!(!seen.iter().any(|c| c.contains("SENTINEL")), "the prompt is in the command line");
+}
