@@ -17,7 +17,8 @@ pub const RATE_LIMITED: &str = "rate_limited";
 /// ```
 /// use agent_api::rate_limit::RateLimitNotice;
 /// use std::time::Duration;
-/// let notice = RateLimitNotice { status: Some(429), retry_after: Some(Duration::from_millis(1500)), ..Default::default() };
+/// let mut notice = RateLimitNotice::default();
+/// (notice.status, notice.retry_after) = (Some(429), Some(Duration::from_millis(1500)));
 /// assert_eq!(notice.to_string(), "rate limited (HTTP 429); retry after 1.5 s");
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
