@@ -18,7 +18,7 @@ async fn main() -> Result<(), AgentError> {
     let session = first.native_session_id.expect("a backend that resumes reports its session id");
     println!("turn 1 ({session}): {}", first.final_text.unwrap_or_default());
 
-    let again = RunRequest::new("What is my name?").with_session(SessionSelector::Resume(session.clone()));
+    let again = RunRequest::new("What is my name?").with_session(SessionSelector::Resume(session.clone().into()));
     let (_, second) = backend.run(again).await?.collect_wrapper().await;
     let second = second?;
     println!("turn 2 ({}): {}", second.native_session_id.unwrap_or_default(), second.final_text.unwrap_or_default());

@@ -84,9 +84,13 @@ pub fn validate_template(
 ) -> Result<(), AgentError> {
     let launcher = request.launcher.clone().unwrap_or_default();
     // A far side's working directory is a path there, not here.
-    if let (true, Some(dir)) = (launcher.is_local_filesystem(), &request.working_dir) {
+    if let (true, Some(dir)) = (launcher.is_local_filesystem(), request.session_working_dir()) {
         crate::kit::process::check_working_dir(dir)?;
     }
+    if let Some(session) = request.session.session_ref() {
+        session.check_agent(kind)?;
+    }
+    crate::session_ref::check_new_session_id(request)?;
     for needed in request.required_capabilities() {
         if !capabilities.contains(needed) {
             return Err(AgentError::UnsupportedCapability { kind: kind.to_string(), capability: needed.to_string() });

@@ -114,9 +114,19 @@ pub enum AgentError {
         /// The agent's parsed, bounded explanation.
         message: String,
     },
-    /// The model service was rate limited or overloaded.
-    #[error("rate limited or overloaded: {message}")]
+    /// The model service refused for the caller's rate or quota (HTTP 429): retrying later, or
+    /// after the reset time a `rate_limited` status event gave, can succeed.
+    #[error("rate limited: {message}")]
     RateLimited {
+        /// The agent's parsed, bounded explanation.
+        message: String,
+    },
+    /// The model service is overloaded for everyone (HTTP 529, 503, `overloaded_error`): not the
+    /// caller's quota; retrying later can succeed.
+    #[error("model service overloaded{}: {message}", status.map(|s| format!(" (HTTP {s})")).unwrap_or_default())]
+    Overloaded {
+        /// HTTP status, when the agent reported one.
+        status: Option<u16>,
         /// The agent's parsed, bounded explanation.
         message: String,
     },
@@ -267,6 +277,21 @@ fn describe_exit(code: Option<i32>, signal: Option<i32>) -> String {
 }
 
 impl AgentError {
+    /// The typed error for a model API's HTTP `status`, one table for every backend: 401 and 403
+    /// [`Auth`](AgentError::Auth), 429 [`RateLimited`](AgentError::RateLimited), 503 and 529
+    /// [`Overloaded`](AgentError::Overloaded), other 5xx [`ServerError`](AgentError::ServerError),
+    /// anything else [`AgentFailed`](AgentError::AgentFailed). `message` must already be bounded and
+    /// redacted.
+    pub fn of_http_status(status: u16, message: String) -> AgentError {
+        match status {
+            401 | 403 => AgentError::Auth { message },
+            429 => AgentError::RateLimited { message },
+            503 | 529 => AgentError::Overloaded { status: Some(status), message },
+            500..=599 => AgentError::ServerError { status: Some(status), message },
+            _ => AgentError::AgentFailed { message },
+        }
+    }
+
     /// A stable snake_case code for the variant, used as `code` in universal `error` events.
     pub fn code(&self) -> &'static str {
         match self {
@@ -287,6 +312,7 @@ impl AgentError {
             AgentError::Timeout { .. } => "timeout",
             AgentError::Auth { .. } => "auth",
             AgentError::RateLimited { .. } => "rate_limited",
+            AgentError::Overloaded { .. } => "overloaded",
             AgentError::ServerError { .. } => "server_error",
             AgentError::AgentFailed { .. } => "agent_failed",
             AgentError::ProcessExited { .. } => "process_exited",

@@ -60,10 +60,12 @@ pub mod kit;
 pub mod options;
 pub mod portable;
 pub mod projection;
+pub mod rate_limit;
 pub mod request;
 pub mod run;
 pub mod secrets;
 pub mod session;
+pub mod session_ref;
 pub mod structured;
 pub mod summary;
 pub mod tool_calls;
@@ -89,5 +91,6 @@ pub use run::{
     WrapperEvents,
 };
 pub use session::Session;
+pub use session_ref::SessionRef;
 pub use summary::RunSummary;
 pub use tokio_util::sync::CancellationToken;

@@ -39,12 +39,23 @@ pub enum SessionSelector {
     /// A fresh session.
     #[default]
     New,
-    /// Resume the session with this native id.
-    Resume(String),
+    /// Resume this session (a completion's [`SessionRef`](crate::SessionRef), or a bare native id
+    /// through `"id".into()`); the run happens in the session's working directory.
+    Resume(crate::SessionRef),
     /// Resume the most recent session (in the working dir).
     ResumeLast,
-    /// Start a new session that begins as a copy of this one.
-    Fork(String),
+    /// Start a new session that begins as a copy of this one, in its working directory.
+    Fork(crate::SessionRef),
+}
+
+impl SessionSelector {
+    /// The session resumed or forked, if any.
+    pub fn session_ref(&self) -> Option<&crate::SessionRef> {
+        match self {
+            SessionSelector::Resume(session) | SessionSelector::Fork(session) => Some(session),
+            SessionSelector::New | SessionSelector::ResumeLast => None,
+        }
+    }
 }
 
 /// A category of tool use that a permission policy can decide on its own.
@@ -186,6 +197,10 @@ pub struct RunRequest {
     pub variant: Option<String>,
     /// Which session to continue.
     pub session: SessionSelector,
+    /// The native id the new session takes, chosen by the caller (Claude Code `--session-id`):
+    /// only with [`SessionSelector::New`]; needs `agent_api.session.caller_id`. Claude Code and
+    /// Gemini want a UUID.
+    pub new_session_id: Option<String>,
     /// How permission requests are decided.
     pub permissions: PermissionPolicy,
     /// Tell the agent not to ask for permissions at all (Claude Code `bypassPermissions`, Codex
@@ -267,6 +282,7 @@ impl std::fmt::Debug for RunRequest {
             .field("model", &self.model)
             .field("variant", &self.variant)
             .field("session", &self.session)
+            .field("new_session_id", &self.new_session_id)
             .field("permissions", &self.permissions)
             .field("extensions", &crate::secrets::Redacted(&self.extensions))
             .field("include_raw", &self.include_raw)
@@ -394,6 +410,12 @@ impl RunRequest {
         self
     }
 
+    /// Starts the new session under this native id (see [`RunRequest::new_session_id`]).
+    pub fn with_new_session_id(mut self, id: impl Into<String>) -> Self {
+        self.new_session_id = Some(id.into());
+        self
+    }
+
     /// Sets where the agent keeps its config and state (see [`crate::home::Home`]).
     pub fn with_home(mut self, home: crate::home::Home) -> Self {
         self.home = home;
@@ -449,6 +471,21 @@ impl RunRequest {
         self
     }
 
+    /// Where the run happens: the resumed or forked session's working directory when its handle
+    /// has one (a session lives there: Claude Code finds it only from there), else
+    /// [`RunRequest::working_dir`].
+    pub fn session_working_dir(&self) -> Option<&std::path::Path> {
+        self.session.session_ref().and_then(|s| s.working_dir()).or(self.working_dir.as_deref())
+    }
+
+    /// The request a backend runs: `working_dir` set to [`RunRequest::session_working_dir`], or
+    /// to `backend_default` (the backend's configured directory) when neither is set. Backends
+    /// call it first in `run` and `open_session`, so every later reading of `working_dir` is right.
+    pub fn in_session_dir(mut self, backend_default: Option<&std::path::Path>) -> Self {
+        self.working_dir = self.session_working_dir().or(backend_default).map(std::path::Path::to_path_buf);
+        self
+    }
+
     /// The capability ids a backend must advertise to serve this request.
     pub fn required_capabilities(&self) -> BTreeSet<&'static str> {
         let mut needed = BTreeSet::from([caps::RUN]);
@@ -466,6 +503,9 @@ impl RunRequest {
             SessionSelector::Fork(_) => {
                 needed.insert(caps::SESSION_FORK);
             }
+        }
+        if self.new_session_id.is_some() {
+            needed.insert(caps::SESSION_CALLER_ID);
         }
         if self.model.is_some() {
             needed.insert(caps::MODEL_SELECTION);

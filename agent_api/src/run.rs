@@ -50,6 +50,10 @@ pub struct RunCompletion {
     pub final_text: Option<String>,
     /// The provider's session id, to resume with.
     pub native_session_id: Option<String>,
+    /// The session's handle (agent, native id, working directory), to resume or fork with
+    /// wherever the caller runs; set whenever `native_session_id` is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<crate::SessionRef>,
     /// Token usage, where known.
     pub usage: Option<Usage>,
     /// Backend-specific data, at most 65,536 serialized bytes.

@@ -49,6 +49,8 @@ standard_capabilities! {
     SESSION_RESUME = "agent_api.session.resume", "Session resume", "A run can resume an earlier session, by id or the last one.";
     /// A run can fork an earlier session into a new one.
     SESSION_FORK = "agent_api.session.fork", "Session fork", "A run can fork an earlier session into a new one.";
+    /// A new session takes the native id the caller chose (`RunRequest::new_session_id`).
+    SESSION_CALLER_ID = "agent_api.session.caller_id", "Caller-chosen session id", "A new session takes the native id the caller chose (RunRequest::new_session_id).";
     /// A session keeps one live agent process and sends every turn on it.
     SESSION_WARM = "agent_api.session.warm", "Warm sessions", "A session keeps one live agent process and sends every turn on it.";
     /// A session runs each turn as a new process that resumes the previous turn's session.

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use agent_api::{Home, HomeSeed, RunRequest};
+use agent_api::{Home, HomeSeed, RunRequest, SessionRef, SessionSelector};
 use clap::{Args, ValueEnum};
 
 /// Where the agent keeps its config and state (`--home`).
@@ -42,11 +42,32 @@ pub(crate) struct FleetFlags {
     /// End the run (limit reached) past this cost in US dollars, where the agent reports cost.
     #[arg(long, value_name = "USD")]
     max_cost: Option<f64>,
+    /// Continue this session, in its own working directory: the `session:` line a run printed
+    /// (JSON), or a bare native session id.
+    #[arg(long, value_name = "SESSION", value_parser = parse_session, conflicts_with = "fork")]
+    resume: Option<SessionRef>,
+    /// Start a new session as a copy of this one (a `session:` line or a bare id).
+    #[arg(long, value_name = "SESSION", value_parser = parse_session)]
+    fork: Option<SessionRef>,
+}
+
+fn parse_session(text: &str) -> Result<SessionRef, String> {
+    SessionRef::parse(text).map_err(|e| e.to_string())
 }
 
 impl FleetFlags {
+    /// The agent of the session to resume or fork, when its handle names one.
+    pub(crate) fn session_agent(&self) -> Option<String> {
+        self.resume.as_ref().or(self.fork.as_ref()).and_then(|s| s.agent.as_ref()).map(ToString::to_string)
+    }
+
     /// `request` with what these flags set.
     pub(crate) fn apply(&self, mut request: RunRequest) -> RunRequest {
+        if let Some(session) = &self.resume {
+            request = request.with_session(SessionSelector::Resume(session.clone()));
+        } else if let Some(session) = &self.fork {
+            request = request.with_session(SessionSelector::Fork(session.clone()));
+        }
         if let Some(secs) = self.startup_timeout {
             request = request.with_startup_timeout(Duration::from_secs(secs));
         }

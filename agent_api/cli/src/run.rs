@@ -91,8 +91,8 @@ pub(crate) fn request_of(options: &RunOptions) -> RunRequest {
 }
 
 pub(crate) fn chosen_kind(options: &RunOptions) -> String {
-    if let Some(kind) = &options.agent {
-        return kind.clone();
+    if let Some(kind) = options.agent.clone().or_else(|| options.fleet.session_agent()) {
+        return kind;
     }
     if options.acp_command.is_some() {
         return "acp".into();
@@ -194,6 +194,10 @@ impl<'a> Viewer<'a> {
                 let usage = done.usage.as_ref().map(usage_line).filter(|u| !u.is_empty()).map(|u| format!("; {u}")).unwrap_or_default();
                 let via = done.launcher.as_deref().filter(|l| *l != "local").map(|l| format!("; via {l}")).unwrap_or_default();
                 eprintln!("agent-api: {what} completed (session {session_id}{usage}{via})");
+                if let Some(session) = &done.session {
+                    // One line to resume with: `agent-api run --resume '<json>' ...`.
+                    eprintln!("agent-api: session: {}", display::line(&session.to_json(), 4096));
+                }
                 if let Some(value) = &done.structured_output {
                     // The parsed answer of `--json-schema`, last on stdout, as one JSON line.
                     self.out.line(&value.to_string());

@@ -17,9 +17,15 @@ use support::Terminal;
 
 /// `agent-api run --agent claude_code` for the sandbox's CLI, with only the sandbox's environment.
 fn agent_api(sandbox: &Sandbox, approve: &str) -> Command {
+    let mut command = cli(sandbox);
+    command.args(["run", "--agent", "claude_code", "--approve", approve, "--timeout", "120", "go"]);
+    command
+}
+
+/// `agent-api` with only the sandbox's environment (its Claude Code), in the sandbox's directory.
+fn cli(sandbox: &Sandbox) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_agent-api"));
     command
-        .args(["run", "--agent", "claude_code", "--approve", approve, "--timeout", "120", "go"])
         .env_clear()
         .envs(sandbox.env.iter().map(|(k, v)| (k, v)))
         .env("AGENT_API_CLAUDE_CODE_BIN", &sandbox.program)
@@ -133,4 +139,44 @@ async fn e2e_via_docker_runs_the_agent_in_the_container_and_says_so() {
     assert!(stdout.contains("Hello from mock"), "{stdout}");
     assert!(stderr.contains("via docker:agent-api-test-3"), "{stderr}");
     assert!(processes_in(&sandbox.cwd).is_empty(), "processes left");
+}
+
+/// The `session:` line a run printed on stderr.
+fn session_line(stderr: &str) -> &str {
+    stderr.lines().find_map(|l| l.strip_prefix("agent-api: session: ")).unwrap_or_else(|| panic!("no session line: {stderr}"))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn e2e_resume_with_the_printed_session_line_from_another_directory_finds_the_session() {
+    if agent_bench::e2e_enabled_or_explain(Cli::ClaudeCode).is_none() {
+        return;
+    }
+    let server = ModelServer::start(None).await.unwrap();
+    let sandbox = Sandbox::new(Cli::ClaudeCode, &server, "echo").unwrap();
+    let first = tokio::task::block_in_place(|| agent_api(&sandbox, "all").output().unwrap());
+    let stderr = String::from_utf8_lossy(&first.stderr).into_owned();
+    assert!(first.status.success(), "{stderr}");
+    let handle = agent_api::SessionRef::parse(session_line(&stderr)).unwrap();
+    assert_eq!(handle.working_dir(), Some(sandbox.cwd.as_path()));
+    assert_eq!(handle.agent.as_ref().map(|a| a.as_str()), Some("claude_code"));
+
+    // Claude Code finds a session only from its project directory: the second run starts elsewhere
+    // (no --agent, no --cwd) and the handle takes it back.
+    let elsewhere = sandbox.home.join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    // A bare id from there is not found, and says so (typed, not a fresh session).
+    let mut bare = cli(&sandbox);
+    bare.args(["run", "--agent", "claude_code", "--approve", "all", "--timeout", "120", "--resume", &handle.id, "go"])
+        .current_dir(&elsewhere);
+    let lost = tokio::task::block_in_place(|| bare.output().unwrap());
+    let lost_err = String::from_utf8_lossy(&lost.stderr);
+    assert!(!lost.status.success() && lost_err.contains(&format!("no session `{}` to continue", handle.id)), "{lost_err}");
+
+    let mut again = cli(&sandbox);
+    again.args(["run", "--approve", "all", "--timeout", "120", "--resume", session_line(&stderr), "go"]).current_dir(&elsewhere);
+    let second = tokio::task::block_in_place(|| again.output().unwrap());
+    let (out, err) = (String::from_utf8_lossy(&second.stdout), String::from_utf8_lossy(&second.stderr));
+    assert!(second.status.success(), "{out}\n{err}");
+    assert!(out.contains("user_turns=2"), "the resumed session's first turn is in the model request: {out}\n{err}");
+    assert_eq!(agent_api::SessionRef::parse(session_line(&err)).unwrap().working_dir(), Some(sandbox.cwd.as_path()));
 }

@@ -86,6 +86,9 @@ pub struct RunSettings {
     /// The request's output schema: a successful run's answer must fit it
     /// ([`crate::structured::conform`]).
     pub output_schema: Option<serde_json::Value>,
+    /// Where the agent runs (absolute), for the completion's [`crate::SessionRef`]; the
+    /// process's current directory when `None`.
+    pub working_dir: Option<std::path::PathBuf>,
 }
 
 impl RunSettings {
@@ -111,6 +114,7 @@ impl RunSettings {
             cancellation: None,
             caller_wait: crate::CallerWait::default(),
             output_schema: None,
+            working_dir: None,
         }
     }
 
@@ -128,6 +132,7 @@ impl RunSettings {
         settings.cancellation = request.cancellation.clone();
         settings.caller_wait = request.caller_wait;
         settings.output_schema = request.portable.output_schema.clone();
+        settings.working_dir = request.session_working_dir().map(crate::session_ref::absolute);
         if let Some(budget) = request.buffer_budget {
             settings.buffer_budget = budget;
         }
@@ -591,6 +596,12 @@ impl Core {
         }
         if completion.final_text.is_none() {
             completion.final_text = self.transcript.last_assistant_text().map(str::to_string);
+        }
+        if completion.session.is_none() {
+            completion.session = completion
+                .native_session_id
+                .as_ref()
+                .map(|id| crate::session_ref::ran(&self.settings.agent_kind, id, self.settings.working_dir.as_deref()));
         }
         completion.data = completion.data.map(crate::bounds::bound_data);
         completion.launcher = completion.launcher.or_else(|| self.launcher.clone());

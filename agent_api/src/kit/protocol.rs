@@ -135,6 +135,12 @@ impl<'a> Ctx<'a> {
         self.outbox.lines.push(line);
     }
 
+    /// Queues `text` as it is for the agent's stdin: a prompt a one-way CLI reads from stdin,
+    /// kept off its command line (which every local user can read in `/proc/<pid>/cmdline`).
+    pub fn send_text(&mut self, text: &str) {
+        self.outbox.lines.push(text.as_bytes().to_vec());
+    }
+
     /// Closes the agent's stdin once queued messages are written.
     pub fn close_input(&mut self) {
         self.outbox.close_input = true;

@@ -113,7 +113,7 @@ impl ResumedSession {
         let mut request = self.template.clone();
         request.prompt = prompt;
         if let Some(id) = self.native_session_id() {
-            request.session = SessionSelector::Resume(id);
+            request.session = SessionSelector::Resume(id.into());
         }
         let inner = match self.backend.run(request).await {
             Ok(inner) => inner,

@@ -52,12 +52,7 @@ pub fn explanation(text: &str) -> String {
 
 /// The typed error for an HTTP status of the model service.
 pub fn of_status(status: u16, message: String) -> AgentError {
-    match status {
-        401 | 403 => AgentError::Auth { message },
-        429 => AgentError::RateLimited { message },
-        500..=599 => AgentError::ServerError { status: Some(status), message },
-        _ => AgentError::AgentFailed { message },
-    }
+    AgentError::of_http_status(status, message)
 }
 
 /// The agent refused one of the session set-up requests.
@@ -73,6 +68,8 @@ pub fn prompt_failed(code: i64, message: &str) -> AgentError {
     let explained = explanation(message);
     match status_in(message) {
         Some(status) => of_status(status, explained),
+        // Gemini CLI passes the HTTP status through as the error code (JSON-RPC's own are negative).
+        None if (400..=599).contains(&code) => of_status(code as u16, explained),
         None if code == AUTH_REQUIRED => AgentError::Auth { message: explained },
         None => AgentError::AgentFailed { message: format!("the prompt failed (JSON-RPC error {code}): {explained}") },
     }
@@ -100,6 +97,9 @@ mod tests {
         let e = explanation("bad key sk-test at http://h/x?key=AIzaSecret please");
         assert!(!e.contains("sk-test") && !e.contains("AIzaSecret"), "{e}");
         assert!(matches!(prompt_failed(-32603, "got status: 500"), AgentError::ServerError { status: Some(500), .. }));
+        // Gemini CLI 0.61.0's answer to an HTTP 503: the status as the JSON-RPC code.
+        assert!(matches!(prompt_failed(503, "The model is overloaded"), AgentError::Overloaded { status: Some(503), .. }));
+        assert!(matches!(prompt_failed(-32603, "The model is overloaded"), AgentError::AgentFailed { .. }));
         assert!(matches!(refused("session/new", AUTH_REQUIRED, "Authentication required"), AgentError::Auth { .. }));
     }
 }

@@ -224,8 +224,12 @@ pub fn command(backend: &AcpBackend, request: &RunRequest, cwd: &std::path::Path
         spec = spec.args(["--approval-mode", mode.as_str()]);
     }
     match &request.session {
-        SessionSelector::New => {}
-        SessionSelector::Resume(id) => spec = spec.args(["--resume", id.as_str()]),
+        SessionSelector::New => {
+            if let Some(id) = agent_api::session_ref::uuid_session_id(request)? {
+                spec = spec.args(["--session-id", id]);
+            }
+        }
+        SessionSelector::Resume(session) => spec = spec.args(["--resume", session.id.as_str()]),
         SessionSelector::ResumeLast => spec = spec.args(["--resume", "latest"]),
         _ => return Err(AgentError::InvalidRequest { reason: "gemini cannot fork a session".into() }),
     }

@@ -230,6 +230,7 @@ pub fn capabilities(flavor: Flavor) -> CapabilitySet {
             caps::HISTORY_READ,
             caps::SESSION_RESUME,
             caps::SESSION_RESUME_PER_TURN,
+            caps::SESSION_CALLER_ID,
             CAP_SESSION_LOAD,
             CAP_GEMINI_ACP,
             CAP_GEMINI_HEADLESS,
@@ -245,6 +246,7 @@ pub fn capabilities(flavor: Flavor) -> CapabilitySet {
             caps::HISTORY_READ,
             caps::SESSION_RESUME,
             caps::SESSION_RESUME_PER_TURN,
+            caps::SESSION_CALLER_ID,
             CAP_SESSION_LOAD,
             CAP_QWEN_ACP,
             CAP_QWEN_STREAM_JSON,
@@ -288,6 +290,7 @@ impl AgentBackend for AcpBackend {
 
     async fn run(&self, request: RunRequest) -> Result<RunHandle, AgentError> {
         self.validate(&request)?;
+        let request = request.in_session_dir(self.config.working_dir.as_deref());
         let cwd = self.cwd(&request);
         let settings = RunSettings::for_request(self.kind(), &request, &self.capabilities());
         let qwen_stream_json = match self.flavor {
@@ -322,6 +325,7 @@ impl AgentBackend for AcpBackend {
     /// sessions run a process per turn, resuming the previous turn's session.
     async fn open_session(&self, request: RunRequest) -> Result<Session, AgentError> {
         agent_api::backend::validate_template(&self.kind(), &self.capabilities(), self.extension_keys(), &request)?;
+        let request = request.in_session_dir(self.config.working_dir.as_deref());
         let cwd = self.cwd(&request);
         let settings = RunSettings::for_request(self.kind(), &request, &self.capabilities());
         let qwen_interface = match self.flavor {
@@ -378,6 +382,14 @@ impl AcpBackend {
     /// The argv and converter of an ACP run (its prompt queued) or of a warm session (`warm`:
     /// no prompt until the first turn).
     fn acp(&self, request: &RunRequest, cwd: std::path::PathBuf, warm: bool) -> Result<(CommandSpec, protocol::Acp), AgentError> {
+        if request.new_session_id.is_some() {
+            // `session/new` answers with the agent's own id; only the one-way interfaces take one.
+            return Err(AgentError::InvalidRequest {
+                reason:
+                    "ACP names its own sessions: a caller-chosen session id needs Gemini's headless or Qwen's print/stream-json interface"
+                        .into(),
+            });
+        }
         let (spec, serve_fs) = self.acp_command(request, &cwd)?;
         let fs_mode = if serve_fs {
             let fs = fs::ConfinedFs::new(&cwd)?;

@@ -226,11 +226,11 @@ impl Acp {
                 let params = self.with_servers(to_value(&NewSessionRequest::new(cwd)));
                 self.send_request(ctx, "session/new", params)
             }
-            SessionSelector::Resume(id) if init.agent_capabilities.load_session => {
+            SessionSelector::Resume(session) if init.agent_capabilities.load_session => {
                 self.updates.loading = true;
                 self.updates.hold_history = self.warm;
-                self.started(ctx, id, None);
-                let params = self.with_servers(to_value(&LoadSessionRequest::new(SessionId::new(id.as_str()), cwd)));
+                self.started(ctx, &session.id, None);
+                let params = self.with_servers(to_value(&LoadSessionRequest::new(SessionId::new(session.id.as_str()), cwd)));
                 self.send_request(ctx, "session/load", params);
             }
             other => {

@@ -85,8 +85,12 @@ pub fn stream_json(
     }
     spec = spec.args(crate::portable::cli_args(crate::Flavor::Qwen, &request.portable, true, !two_way));
     match &request.session {
-        SessionSelector::New => {}
-        SessionSelector::Resume(id) => spec = spec.args(["--resume", id.as_str()]),
+        SessionSelector::New => {
+            if let Some(id) = &request.new_session_id {
+                spec = spec.args(["--session-id", id.as_str()]);
+            }
+        }
+        SessionSelector::Resume(session) => spec = spec.args(["--resume", session.id.as_str()]),
         SessionSelector::ResumeLast => spec = spec.arg("--continue"),
         _ => return Err(AgentError::InvalidRequest { reason: "qwen cannot fork a session".into() }),
     }

@@ -135,12 +135,14 @@ async fn acp_file_write_goes_through_the_confined_fs_into_the_cwd() {
 
 #[tokio::test]
 async fn acp_http_errors_are_one_typed_terminal_error() {
-    for (scenario, auth) in [("error401", true), ("error500", false)] {
+    for scenario in ["error401", "error500", "overloaded"] {
         let Some((_server, sandbox)) = setup(scenario).await else { return };
         let run = drive(&backend(&sandbox), request("hi"), Some(PermissionDecision::Allow), false).await;
         assert_conformant(&run);
-        match (&run.completion, auth) {
-            (Err(AgentError::Auth { .. }), true) | (Err(AgentError::ServerError { status: Some(500), .. }), false) => {}
+        match (&run.completion, scenario) {
+            (Err(AgentError::Auth { .. }), "error401")
+            | (Err(AgentError::ServerError { status: Some(500), .. }), "error500")
+            | (Err(AgentError::Overloaded { status: Some(503), .. }), "overloaded") => {}
             other => panic!("{scenario}: {other:?}"),
         }
         assert_eq!(run.universal.iter().filter(|e| e.is_terminal_error()).count(), 1);

@@ -88,7 +88,7 @@ async fn load_in_a_new_process(cli: Cli) {
     let backend = backend(&sandbox, cli);
     let id = first_run(&backend, cli).await;
     let resumed: RunRecord =
-        record(backend.run(request(cli, "second").with_session(SessionSelector::Resume(id.clone()))).await.unwrap()).await;
+        record(backend.run(request(cli, "second").with_session(SessionSelector::Resume(id.clone().into()))).await.unwrap()).await;
     assert_conformant(&resumed);
     assert!(processes_in(&sandbox.cwd).is_empty());
     let done = match &resumed.completion {
@@ -108,7 +108,7 @@ async fn warm_session_from_a_native_id(cli: Cli) {
     let Some((_server, sandbox)) = bench(cli).await else { return };
     let backend = backend(&sandbox, cli);
     let id = first_run(&backend, cli).await;
-    let template = request(cli, "").with_session(SessionSelector::Resume(id.clone()));
+    let template = request(cli, "").with_session(SessionSelector::Resume(id.clone().into()));
     let mut session = backend.open_session(template).await.unwrap();
     assert!(session.is_warm());
     let pid = session.process_id();
@@ -155,4 +155,32 @@ async fn gemini_warm_session_resumed_from_a_native_id() {
 #[tokio::test]
 async fn qwen_warm_session_resumed_from_a_native_id() {
     warm_session_from_a_native_id(Cli::Qwen).await;
+}
+
+/// A caller-chosen session id on the one-way interfaces: Gemini headless `--session-id`, Qwen's
+/// print and stream-json `--session-id`: the run's session is that id, and a second run resumes
+/// it by that id. ACP names its own sessions: there the id is refused before anything is spawned.
+#[tokio::test]
+async fn a_caller_chosen_session_id_names_the_session_and_resumes_on_the_one_way_interfaces() {
+    use agent_api_acp::{GeminiInterface, GeminiOptions, QwenInterface, QwenOptions};
+    let chosen = "0b6c4f1e-2a3d-4e5f-8a9b-0c1d2e3f4a5b";
+    for cli in [Cli::Gemini, Cli::Qwen] {
+        let Some((_server, sandbox)) = bench(cli).await else { return };
+        let backend = backend(&sandbox, cli);
+        let one_way = |r: RunRequest| match cli {
+            Cli::Gemini => r.with_options(&GeminiOptions::default().interface(GeminiInterface::Headless)),
+            _ => r.with_options(&QwenOptions::default().interface(QwenInterface::StreamJson)),
+        };
+        let run = record(backend.run(one_way(request(cli, "first").with_new_session_id(chosen))).await.unwrap()).await;
+        assert_conformant(&run);
+        assert_eq!(run.completion.as_ref().unwrap().native_session_id.as_deref(), Some(chosen), "{cli:?}");
+        let again = one_way(request(cli, "second").with_session(SessionSelector::Resume(chosen.into())));
+        let resumed = record(backend.run(again).await.unwrap()).await;
+        let text = resumed.completion.as_ref().unwrap().final_text.clone().unwrap_or_default();
+        assert!(text.contains(&format!("user_turns={}", 2 + context_turns(cli))), "{cli:?}: {text}");
+
+        let acp = backend.run(request(cli, "x").with_new_session_id(chosen)).await.map(|_| ()).unwrap_err();
+        assert!(matches!(acp, AgentError::InvalidRequest { .. }), "{cli:?}: {acp:?}");
+        assert!(processes_in(&sandbox.cwd).is_empty());
+    }
 }

@@ -57,7 +57,7 @@ pub fn invocation(config: &AmpConfig, request: &RunRequest, two_way_session: boo
     let mut spec = CommandSpec::new(config.binary.clone()).args(config.extra_args.iter().cloned());
     match &request.session {
         SessionSelector::New => {}
-        SessionSelector::Resume(id) => spec = spec.args(["threads", "continue", id.as_str()]),
+        SessionSelector::Resume(session) => spec = spec.args(["threads", "continue", session.id.as_str()]),
         _ => return Err(AgentError::InvalidRequest { reason: "amp resumes a thread by its id only (no last-thread or fork)".into() }),
     }
     spec = spec.arg("--execute");

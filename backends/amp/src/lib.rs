@@ -242,6 +242,7 @@ impl AgentBackend for AmpBackend {
 
     async fn run(&self, request: RunRequest) -> Result<RunHandle, AgentError> {
         self.validate(&request)?;
+        let request = request.in_session_dir(self.config.working_dir.as_deref());
         let request = agent_api::structured::ask_in_prompt(request);
         let (settings, transport, protocol) = self.launch(&request, false)?;
         Ok(start_run(settings, transport, Box::new(protocol)))
@@ -249,6 +250,7 @@ impl AgentBackend for AmpBackend {
 
     async fn open_session(&self, request: RunRequest) -> Result<Session, AgentError> {
         agent_api::backend::validate_template(&KIND, &self.capabilities(), self.extension_keys(), &request)?;
+        let request = request.in_session_dir(self.config.working_dir.as_deref());
         let (settings, transport, protocol) = self.launch(&request, true)?;
         Ok(start_session(settings, transport, Box::new(protocol)))
     }

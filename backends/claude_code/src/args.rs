@@ -206,10 +206,14 @@ pub fn invocation(config: &ClaudeCodeConfig, request: &RunRequest) -> Result<Inv
         spec = spec.arg("--model").arg(model);
     }
     match &request.session {
-        SessionSelector::New => {}
-        SessionSelector::Resume(id) => spec = spec.arg("--resume").arg(id),
+        SessionSelector::New => {
+            if let Some(id) = agent_api::session_ref::uuid_session_id(request)? {
+                spec = spec.arg("--session-id").arg(id);
+            }
+        }
+        SessionSelector::Resume(id) => spec = spec.arg("--resume").arg(&id.id),
         SessionSelector::ResumeLast => spec = spec.arg("--continue"),
-        SessionSelector::Fork(id) => spec = spec.arg("--resume").arg(id).arg("--fork-session"),
+        SessionSelector::Fork(id) => spec = spec.arg("--resume").arg(&id.id).arg("--fork-session"),
         other => return Err(AgentError::InvalidRequest { reason: format!("unsupported session selector {other:?}") }),
     }
     let (policy_mode, allowed) = if mode == Mode::Print { print_policy(&request.permissions) } else { (None, Vec::new()) };
@@ -256,8 +260,9 @@ pub fn invocation(config: &ClaudeCodeConfig, request: &RunRequest) -> Result<Inv
     }
     spec = spec.args(config.extra_args.iter().cloned());
     if mode == Mode::Print {
-        // `--` ends the options, so a prompt that starts with `-` stays the prompt.
-        spec = spec.arg("--").arg(&request.prompt.text);
+        // The prompt goes to stdin (the protocol writes it): never in argv, where `ps` shows it
+        // and the OS limits its length.
+        spec = spec.with_stdin();
     }
     for (key, value) in &config.env {
         spec = spec.env(key, value);
@@ -309,10 +314,12 @@ mod tests {
     }
 
     #[test]
-    fn print_mode_puts_the_prompt_after_the_end_of_options() {
-        let args = argv(&RunRequest::new("-x hello").with_options(&ClaudeCodeOptions::default().mode(Mode::Print)));
-        assert_eq!(&args[args.len() - 2..], ["--", "-x hello"]);
+    fn print_mode_keeps_the_prompt_off_the_command_line_and_reads_stdin() {
+        let req = RunRequest::new("-x secret prompt").with_options(&ClaudeCodeOptions::default().mode(Mode::Print));
+        let args = argv(&req);
+        assert!(!args.iter().any(|a| a.contains("secret prompt")), "{args:?}");
         assert!(!args.iter().any(|a| a == "--input-format"));
+        assert!(invocation(&ClaudeCodeConfig::default(), &req).unwrap().spec.stdin, "the prompt goes to stdin");
     }
 
     #[test]

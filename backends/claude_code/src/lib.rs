@@ -172,6 +172,7 @@ impl AgentBackend for ClaudeCodeBackend {
             caps::CONTROL_CANCEL,
             caps::SESSION_RESUME,
             caps::SESSION_FORK,
+            caps::SESSION_CALLER_ID,
             caps::SESSION_WARM,
             caps::SESSION_RESUME_PER_TURN,
             caps::TOOLS_STRUCTURED_V1,
@@ -208,11 +209,12 @@ impl AgentBackend for ClaudeCodeBackend {
 
     async fn run(&self, request: RunRequest) -> Result<RunHandle, AgentError> {
         self.validate(&request)?;
+        let request = request.in_session_dir(self.config.working_dir.as_deref());
         let invocation = args::invocation(&self.config, &request)?;
         let settings = RunSettings::for_request(KIND, &request, &self.capabilities());
         let protocol = match invocation.mode {
             Mode::Control => ClaudeProtocol::control(request.prompt.text.clone(), request.permissions.clone(), invocation.bypass),
-            Mode::Print => ClaudeProtocol::print(request.prompt.text.clone(), invocation.bypass),
+            Mode::Print => ClaudeProtocol::print_from_stdin(request.prompt.text.clone(), invocation.bypass),
         };
         let transport = Transport::spawn(&invocation.spec, settings.line_cap)?;
         Ok(start_run(settings, transport, Box::new(protocol)))
@@ -220,6 +222,7 @@ impl AgentBackend for ClaudeCodeBackend {
 
     async fn open_session(&self, request: RunRequest) -> Result<Session, AgentError> {
         agent_api::backend::validate_template(&KIND, &self.capabilities(), self.extension_keys(), &request)?;
+        let request = request.in_session_dir(self.config.working_dir.as_deref());
         let invocation = args::invocation(&self.config, &request)?;
         if invocation.mode != Mode::Control {
             // Print mode takes its one prompt on the command line.

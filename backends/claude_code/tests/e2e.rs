@@ -230,12 +230,14 @@ async fn e2e_resume_and_fork_in_new_processes_see_the_earlier_turn() {
     let session = first.completion.as_ref().unwrap().native_session_id.clone().unwrap();
     assert!(first.assistant_text().contains("user_turns=1"), "{}", first.assistant_text());
     let second =
-        record(backend(&sandbox).run(request("second turn").with_session(SessionSelector::Resume(session.clone()))).await.unwrap()).await;
+        record(backend(&sandbox).run(request("second turn").with_session(SessionSelector::Resume(session.clone().into()))).await.unwrap())
+            .await;
     assert_conformant(&second);
     assert!(second.assistant_text().contains("user_turns=2"), "{}", second.assistant_text());
     assert_eq!(second.completion.as_ref().unwrap().native_session_id.as_deref(), Some(session.as_str()));
     let fork =
-        record(backend(&sandbox).run(request("forked turn").with_session(SessionSelector::Fork(session.clone()))).await.unwrap()).await;
+        record(backend(&sandbox).run(request("forked turn").with_session(SessionSelector::Fork(session.clone().into()))).await.unwrap())
+            .await;
     assert_conformant(&fork);
     assert!(fork.assistant_text().contains("user_turns=3"), "{}", fork.assistant_text());
     assert_ne!(fork.completion.as_ref().unwrap().native_session_id.as_deref(), Some(session.as_str()));
@@ -246,14 +248,23 @@ async fn e2e_http_errors_are_typed() {
     for (scenario, check) in [
         ("error401", (|e: &AgentError| matches!(e, AgentError::Auth { .. })) as fn(&AgentError) -> bool),
         ("error500", |e| matches!(e, AgentError::ServerError { status: Some(500), .. })),
-        ("overloaded", |e| matches!(e, AgentError::RateLimited { .. })),
+        ("overloaded", |e| matches!(e, AgentError::Overloaded { status: Some(529), .. })),
     ] {
         let Some((_server, sandbox)) = bench(scenario).await else { return };
-        let run = record(backend(&sandbox).run(request("hi")).await.unwrap()).await;
+        // One retry (the bench turns them off), so the 529's retry shows as a status.
+        let run = record(backend(&sandbox).run(request("hi").with_env("CLAUDE_CODE_MAX_RETRIES", "1")).await.unwrap()).await;
         assert_conformant(&run);
         let error = run.completion.as_ref().unwrap_err();
         assert!(check(error), "{scenario}: {error:?}");
         assert!(run.assistant_text().is_empty(), "{scenario}: error text streamed as assistant text");
+        let limited = run.wrapper.iter().filter_map(|e| e.message.as_deref()).find(|m| m.starts_with("rate_limited: "));
+        match scenario {
+            "overloaded" => {
+                let limited = limited.unwrap_or_else(|| panic!("no rate_limited status: {:?}", run.types()));
+                assert!(limited.starts_with("rate_limited: overloaded (HTTP 529); retry 1 of 1; retry after "), "{limited}");
+            }
+            _ => assert_eq!(limited, None, "{scenario}"),
+        }
     }
 }
 
@@ -524,5 +535,53 @@ mod through_bwrap {
     async fn cancel_mid_stream_is_typed_and_leaves_no_process() {
         cancel_after("slow_text", bwrap(), |e, _| matches!(&e.body, UniversalEventBody::ItemDelta(d) if d.delta.starts_with("word2")))
             .await;
+    }
+}
+
+#[tokio::test]
+async fn e2e_a_caller_chosen_session_id_names_the_session_and_a_non_uuid_is_refused_before_spawn() {
+    let Some((_server, sandbox)) = bench("echo").await else { return };
+    let chosen = "0b6c4f1e-2a3d-4e5f-8a9b-0c1d2e3f4a5b";
+    for mode in [Mode::Print, Mode::Control] {
+        let id = if mode == Mode::Print { chosen.to_string() } else { chosen.replace("0b6c", "1b6c") };
+        let options = ClaudeCodeOptions::default().mode(mode);
+        let run = record(backend(&sandbox).run(request("hi").with_options(&options).with_new_session_id(&id)).await.unwrap()).await;
+        assert_conformant(&run);
+        assert_eq!(run.completion.as_ref().unwrap().native_session_id.as_deref(), Some(id.as_str()), "{mode:?}");
+    }
+    let again = record(backend(&sandbox).run(request("again").with_session(SessionSelector::Resume(chosen.into()))).await.unwrap()).await;
+    assert!(again.assistant_text().contains("user_turns=2"), "{}", again.assistant_text());
+    let refused = backend(&sandbox).run(request("x").with_new_session_id("ses_1")).await.map(|_| ()).unwrap_err();
+    assert!(matches!(refused, AgentError::InvalidRequest { .. }), "{refused:?}");
+}
+
+#[tokio::test]
+async fn e2e_a_long_prompt_never_shows_in_the_agents_command_line() {
+    // `text`, not `echo`: Claude Code (Node) may cut a 140 KB answer line when it exits.
+    let Some((server, sandbox)) = bench("text").await else { return };
+    // Past Linux's 128 KiB limit for one argument: in argv the spawn itself would fail.
+    let prompt = format!("SENTINEL-{}", "x".repeat(140_000));
+    for mode in [Mode::Print, Mode::Control] {
+        let req = request(&prompt).with_options(&ClaudeCodeOptions::default().mode(mode));
+        let handle = backend(&sandbox).run(req).await.unwrap();
+        let watching = tokio::task::spawn_blocking({
+            let dir = sandbox.cwd.clone();
+            move || {
+                let mut seen = Vec::new();
+                for _ in 0..400 {
+                    seen.extend(processes_in(&dir));
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                seen
+            }
+        });
+        let run = record(handle).await;
+        assert_conformant(&run);
+        assert_eq!(run.assistant_text(), "Hello from mock", "{mode:?}");
+        let asked = server.requests().iter().any(|r| r.body.to_string().contains(&prompt));
+        assert!(asked, "{mode:?}: the whole prompt reached the model");
+        let seen = watching.await.unwrap();
+        assert!(seen.iter().any(|c| c.contains("stream-json")), "{mode:?}: the agent was never seen running");
+        assert!(!seen.iter().any(|c| c.contains("SENTINEL")), "{mode:?}: the prompt is in the command line");
     }
 }

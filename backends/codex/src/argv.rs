@@ -69,7 +69,7 @@ pub fn exec_spec(config: &CodexConfig, options: &RunOptions, request: &RunReques
         SessionSelector::New => {}
         SessionSelector::Resume(id) => {
             args.push("resume".into());
-            positional.push(id.clone());
+            positional.push(id.id.clone());
         }
         SessionSelector::ResumeLast => {
             args.push("resume".into());
@@ -77,7 +77,7 @@ pub fn exec_spec(config: &CodexConfig, options: &RunOptions, request: &RunReques
         }
         SessionSelector::Fork(id) => {
             args.push("fork".into());
-            positional.push(id.clone());
+            positional.push(id.id.clone());
         }
         _ => {}
     }
@@ -102,11 +102,12 @@ pub fn exec_spec(config: &CodexConfig, options: &RunOptions, request: &RunReques
     for image in &request.prompt.images {
         args.extend(["-i".to_string(), image.display().to_string()]);
     }
-    // `--` so a prompt starting with `-` is not read as a flag.
+    // `--` so a session id starting with `-` is not read as a flag; `-`: the prompt comes on
+    // stdin (the protocol writes it), never in argv, where `ps` shows it and the OS limits it.
     args.push("--".into());
     args.extend(positional);
-    args.push(request.prompt.text.clone());
-    base_spec(config, request, args)
+    args.push("-".into());
+    base_spec(config, request, args).with_stdin()
 }
 
 /// The spec for the run's mode.
@@ -193,12 +194,13 @@ mod tests {
         let options = RunOptions::resolve(&request, &config).unwrap();
         let a = args(&exec_spec(&config, &options, &request));
         assert_eq!(&a[..4], ["exec", "resume", "--json", "--skip-git-repo-check"]);
-        assert_eq!(&a[a.len() - 3..], ["--", "t1", "-second turn"]);
+        assert_eq!(&a[a.len() - 3..], ["--", "t1", "-"]);
+        assert!(!a.iter().any(|x| x.contains("second turn")), "the prompt is not in argv");
         assert!(a.windows(2).any(|w| w == ["--disable", "plugins"]));
         assert!(a.windows(2).any(|w| w == ["-c", "analytics.enabled=false"]));
         assert!(a.windows(2).any(|w| w == ["-m", "gpt-5.5"]));
         assert!(a.windows(2).any(|w| w == ["-c", "sandbox_mode=\"read-only\""]));
-        assert!(!exec_spec(&config, &options, &request).stdin, "exec must get /dev/null as stdin");
+        assert!(exec_spec(&config, &options, &request).stdin, "exec reads its prompt from stdin");
     }
 
     #[test]

@@ -12,8 +12,10 @@ const EXPLANATION_BOUND: usize = 512;
 pub enum ErrorClass {
     /// Credentials refused (401, 403, `unauthorized`).
     Auth,
-    /// Rate limited, overloaded or out of quota (429, `rateLimitExceeded`, …).
+    /// Rate limited or out of quota (429, `rateLimitExceeded`, …).
     RateLimited,
+    /// The service is overloaded (503, 529, `serverOverloaded`).
+    Overloaded(Option<u16>),
     /// The model service failed (5xx, `internalServerError`).
     Server(Option<u16>),
     /// Anything else.
@@ -26,6 +28,7 @@ impl ErrorClass {
         match self {
             ErrorClass::Auth => "auth",
             ErrorClass::RateLimited => "rate_limited",
+            ErrorClass::Overloaded(_) => "overloaded",
             ErrorClass::Server(_) => "server_error",
             ErrorClass::Other => "agent_failed",
         }
@@ -37,17 +40,28 @@ impl ErrorClass {
         match self {
             ErrorClass::Auth => AgentError::Auth { message },
             ErrorClass::RateLimited => AgentError::RateLimited { message },
+            ErrorClass::Overloaded(status) => AgentError::Overloaded { status, message },
             ErrorClass::Server(status) => AgentError::ServerError { status, message },
             ErrorClass::Other => AgentError::AgentFailed { message },
         }
     }
 }
 
+/// The `SessionNotFound` for Codex's answer to resuming or forking a thread it has no rollout
+/// file for (`thread/resume failed: no rollout found for thread id <id>`, the app server's error
+/// and `exec`'s stderr alike); only the id is kept.
+pub fn missing_thread(message: &str) -> Option<AgentError> {
+    let (_, rest) = message.split_once("no rollout found for thread id ")?;
+    let id = rest.split(|c: char| c.is_whitespace() || c == '(').next().filter(|id| !id.is_empty())?;
+    Some(AgentError::SessionNotFound { id: agent_api::bounds::utf8_prefix(id, 64).to_string() })
+}
+
 /// Classifies by HTTP status.
 pub fn class_of_status(status: u16) -> ErrorClass {
     match status {
         401 | 403 => ErrorClass::Auth,
-        429 | 529 => ErrorClass::RateLimited,
+        429 => ErrorClass::RateLimited,
+        503 | 529 => ErrorClass::Overloaded(Some(status)),
         500..=599 => ErrorClass::Server(Some(status)),
         _ => ErrorClass::Other,
     }
@@ -58,12 +72,10 @@ pub fn classify(info: Option<&Value>, message: &str) -> ErrorClass {
     match info {
         Some(Value::String(kind)) => match kind.as_str() {
             "unauthorized" => ErrorClass::Auth,
-            "rateLimitExceeded"
-            | "usageLimitExceeded"
-            | "serverOverloaded"
-            | "sessionBudgetExceeded"
-            | "flexUnavailable"
-            | "policyCapacityUnavailable" => ErrorClass::RateLimited,
+            "serverOverloaded" => ErrorClass::Overloaded(status_in_message(message)),
+            "rateLimitExceeded" | "usageLimitExceeded" | "sessionBudgetExceeded" | "flexUnavailable" | "policyCapacityUnavailable" => {
+                ErrorClass::RateLimited
+            }
             "internalServerError" => ErrorClass::Server(status_in_message(message)),
             _ => classify_message(message),
         },
@@ -88,6 +100,8 @@ pub fn classify_message(message: &str) -> ErrorClass {
     let lower = message.to_ascii_lowercase();
     if lower.contains("rate limit") || lower.contains("usage limit") || lower.contains("quota") {
         ErrorClass::RateLimited
+    } else if lower.contains("overloaded") {
+        ErrorClass::Overloaded(None)
     } else if lower.contains("high demand") || lower.contains("internal server error") {
         // Codex 0.169.0 prints this sentence for 5xx answers without their status.
         ErrorClass::Server(None)
@@ -103,6 +117,19 @@ pub fn status_in_message(message: &str) -> Option<u16> {
     let rest = &message[message.find("status ")? + "status ".len()..];
     let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
     digits.parse().ok().filter(|s| (100..=599).contains(s))
+}
+
+/// The `rate_limited` notice for an error Codex reports while it works (a retry, or the turn's
+/// failure): for a rate limit or overload only, with the status and any `retry-after` it quotes.
+pub fn rate_limit_notice(class: ErrorClass, message: &str) -> Option<agent_api::rate_limit::RateLimitNotice> {
+    let mut notice = agent_api::rate_limit::RateLimitNotice::default();
+    match class {
+        ErrorClass::RateLimited => notice.status = status_in_message(message),
+        ErrorClass::Overloaded(status) => (notice.status, notice.overloaded) = (status.or(status_in_message(message)), true),
+        _ => return None,
+    }
+    notice.retry_after = agent_api::rate_limit::retry_after_in(message);
+    Some(notice)
 }
 
 /// A Codex explanation made safe to show: secrets and URL query strings masked
@@ -121,11 +148,13 @@ mod tests {
         let info = json!({"httpConnectionFailed": {"httpStatusCode": 401}});
         assert_eq!(classify(Some(&info), "x"), ErrorClass::Auth);
         let info = json!({"responseStreamDisconnected": {"httpStatusCode": 503}});
-        assert_eq!(classify(Some(&info), "x"), ErrorClass::Server(Some(503)));
+        assert_eq!(classify(Some(&info), "x"), ErrorClass::Overloaded(Some(503)));
+        let info = json!({"responseStreamDisconnected": {"httpStatusCode": 502}});
+        assert_eq!(classify(Some(&info), "x"), ErrorClass::Server(Some(502)));
         let info = json!({"responseTooManyFailedAttempts": {"httpStatusCode": 429}});
         assert_eq!(classify(Some(&info), "x"), ErrorClass::RateLimited);
         assert_eq!(classify(Some(&json!("unauthorized")), "x"), ErrorClass::Auth);
-        assert_eq!(classify(Some(&json!("serverOverloaded")), "x"), ErrorClass::RateLimited);
+        assert_eq!(classify(Some(&json!("serverOverloaded")), "x"), ErrorClass::Overloaded(None));
         assert_eq!(classify(Some(&json!("internalServerError")), "x"), ErrorClass::Server(None));
         assert_eq!(classify(Some(&json!("contextWindowExceeded")), "x"), ErrorClass::Other);
     }

@@ -103,9 +103,11 @@ enum Phase {
     Completed,
 }
 
-/// The exec converter (the same for live runs and replay: exec takes no input).
+/// The exec converter (the same for live runs and replay). A live run's only input is its
+/// prompt, written to stdin at the start (`codex exec -`), never on the command line.
 #[derive(Default)]
 pub struct Exec {
+    prompt: Option<String>,
     thread_id: Option<String>,
     tools: Tools,
     open: std::collections::HashMap<String, String>,
@@ -337,15 +339,33 @@ impl Exec {
             ExecEvent::Error { message } => {
                 let class = errors::classify_message(&message);
                 t.error(errors::explanation(&message), Some(class.code().to_string()), None);
+                if let Some(notice) = errors::rate_limit_notice(class, &message) {
+                    notice.emit(t);
+                }
                 self.last_error = Some(message);
             }
         }
     }
 }
 
+impl Exec {
+    /// A live run that writes `prompt` to Codex's stdin and closes it.
+    pub fn live(prompt: impl Into<String>) -> Self {
+        Self { prompt: Some(prompt.into()), ..Self::default() }
+    }
+}
+
 impl Protocol for Exec {
     fn name(&self) -> &'static str {
         "codex.exec"
+    }
+
+    fn start(&mut self, ctx: &mut Ctx<'_>) -> Result<(), AgentError> {
+        if let Some(prompt) = self.prompt.take() {
+            ctx.send_text(&prompt);
+            ctx.close_input();
+        }
+        Ok(())
     }
 
     fn on_line(&mut self, line: &[u8], ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
@@ -394,7 +414,10 @@ impl Protocol for Exec {
             return Err(class.into_error(&message));
         }
         let Some(usage) = self.completed.take() else {
-            return Err(exit.early_exit_error());
+            // A resume of an unknown thread ends before any event, saying so on stderr only.
+            let stderr = exit.stderr.output();
+            let missing = [stderr.head, stderr.tail].into_iter().flatten().find_map(|text| errors::missing_thread(&text));
+            return Err(missing.unwrap_or_else(|| exit.early_exit_error()));
         };
         let mut completion = RunCompletion::new();
         completion.final_text = self.final_text.take();

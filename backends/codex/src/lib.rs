@@ -159,8 +159,9 @@ impl AgentBackend for CodexBackend {
         portable::OPTION_MAPPINGS
     }
 
-    async fn run(&self, mut request: RunRequest) -> Result<RunHandle, AgentError> {
+    async fn run(&self, request: RunRequest) -> Result<RunHandle, AgentError> {
         self.validate(&request)?;
+        let mut request = request.in_session_dir(self.config.working_dir.as_deref());
         let options = RunOptions::resolve(&request, &self.config)?;
         if options.mode == Mode::Exec && request.portable.system_prompt.is_some() {
             // `codex exec` replaces its instructions only from a file in its config; the app-server takes them per thread.
@@ -177,13 +178,14 @@ impl AgentBackend for CodexBackend {
             Mode::AppServer => {
                 Box::new(app_server::AppServer::live(argv::StartPlan::new(&self.config, &options, &request), options.policy.clone()))
             }
-            Mode::Exec => Box::new(exec::Exec::default()),
+            Mode::Exec => Box::new(exec::Exec::live(request.prompt.text.clone())),
         };
         Ok(start_run(settings, transport, protocol))
     }
 
     async fn open_session(&self, request: RunRequest) -> Result<Session, AgentError> {
         agent_api::backend::validate_template(&KIND, &self.capabilities(), self.extension_keys(), &request)?;
+        let request = request.in_session_dir(self.config.working_dir.as_deref());
         let options = RunOptions::resolve(&request, &self.config)?;
         if options.mode != Mode::AppServer {
             return Err(AgentError::InvalidExtension {

@@ -104,21 +104,25 @@ pub struct ErrorNotification {
     pub turn_id: Option<String>,
 }
 
-/// `TokenUsageBreakdown`.
+/// `TokenUsageBreakdown`. The app server names its fields in camelCase, `exec --json` in
+/// snake_case (`turn.completed`'s `usage`): both spellings are read, so neither reports 0 tokens.
 #[derive(Debug, Clone, Copy, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TokenUsageBreakdown {
     /// Input tokens.
-    #[serde(default)]
+    #[serde(default, alias = "input_tokens")]
     pub input_tokens: u64,
     /// Cached input tokens.
-    #[serde(default)]
+    #[serde(default, alias = "cached_input_tokens")]
     pub cached_input_tokens: u64,
+    /// Input tokens written to the provider's cache.
+    #[serde(default, alias = "cache_write_input_tokens")]
+    pub cache_write_input_tokens: u64,
     /// Output tokens.
-    #[serde(default)]
+    #[serde(default, alias = "output_tokens")]
     pub output_tokens: u64,
     /// Reasoning output tokens.
-    #[serde(default)]
+    #[serde(default, alias = "reasoning_output_tokens")]
     pub reasoning_output_tokens: u64,
 }
 
@@ -127,6 +131,7 @@ impl TokenUsageBreakdown {
     pub fn to_usage(&self) -> agent_api::Usage {
         let mut usage = agent_api::Usage::tokens(self.input_tokens, self.output_tokens);
         usage.cached_input_tokens = Some(self.cached_input_tokens);
+        usage.cache_write_tokens = Some(self.cache_write_input_tokens);
         usage.reasoning_tokens = Some(self.reasoning_output_tokens);
         usage
     }

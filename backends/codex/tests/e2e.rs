@@ -193,7 +193,7 @@ async fn app_server_resume_and_fork_continue_the_thread_in_new_processes() {
     let again = first.for_resume("echo");
     let resumed = drive(
         &backend(&again),
-        RunRequest::new("second").with_session(SessionSelector::Resume(thread.clone())),
+        RunRequest::new("second").with_session(SessionSelector::Resume(thread.clone().into())),
         PermissionDecision::Allow,
         false,
     )
@@ -203,7 +203,7 @@ async fn app_server_resume_and_fork_continue_the_thread_in_new_processes() {
     assert!(resumed.assistant_text().contains("user_turns=2"), "{}", resumed.assistant_text());
     let forked = drive(
         &backend(&again),
-        RunRequest::new("third").with_session(SessionSelector::Fork(thread.clone())),
+        RunRequest::new("third").with_session(SessionSelector::Fork(thread.clone().into())),
         PermissionDecision::Allow,
         false,
     )
@@ -231,6 +231,19 @@ async fn app_server_http_errors_are_typed() {
 }
 
 #[tokio::test]
+async fn an_overloaded_model_api_is_overloaded_with_a_rate_limited_status_in_both_modes() {
+    for exec_mode in [false, true] {
+        let Some((_server, sandbox)) = setup("overloaded").await else { return };
+        let request = if exec_mode { exec(RunRequest::new("hi")) } else { RunRequest::new("hi") };
+        let run = drive(&backend(&sandbox), request, PermissionDecision::Allow, false).await;
+        assert_conformant(&run);
+        assert!(matches!(run.completion, Err(AgentError::Overloaded { status: Some(503), .. })), "exec {exec_mode}: {:?}", run.completion);
+        let limited = run.wrapper.iter().filter_map(|e| e.message.as_deref()).find(|m| m.starts_with("rate_limited: "));
+        assert_eq!(limited, Some("rate_limited: overloaded (HTTP 503)"), "exec {exec_mode}: {:?}", run.types());
+    }
+}
+
+#[tokio::test]
 async fn app_server_request_user_input_is_answered() {
     let Some((_server, sandbox)) = setup("question").await else { return };
     let run = drive(&backend(&sandbox), RunRequest::new("ask me which color and size"), PermissionDecision::Allow, false).await;
@@ -249,7 +262,7 @@ async fn exec_text_shell_patch_and_resume() {
 
     let resumed = drive(
         &backend(&sandbox.for_resume("echo")),
-        exec(RunRequest::new("again").with_session(SessionSelector::Resume(thread.clone()))),
+        exec(RunRequest::new("again").with_session(SessionSelector::Resume(thread.clone().into()))),
         PermissionDecision::Allow,
         false,
     )
@@ -279,6 +292,35 @@ async fn exec_text_shell_patch_and_resume() {
     .await;
     assert_conformant(&run);
     assert!(patch.cwd.join("created.txt").exists(), "{:?}", run.types());
+}
+
+#[tokio::test]
+async fn resuming_through_the_session_handle_runs_in_the_threads_directory_and_an_unknown_thread_is_not_found() {
+    for exec_mode in [false, true] {
+        let mode = |r: RunRequest| if exec_mode { exec(r) } else { r };
+        let Some((server, sandbox)) = setup("echo").await else { return };
+        let first = drive(&backend(&sandbox), mode(RunRequest::new("first")), PermissionDecision::Allow, false).await;
+        let handle = first.completion.as_ref().unwrap().session.clone().unwrap();
+        assert_eq!(handle.working_dir(), Some(sandbox.cwd.as_path()));
+        let elsewhere = sandbox.home.join("elsewhere");
+        std::fs::create_dir_all(&elsewhere).unwrap();
+        let request = RunRequest::new("second").with_working_dir(&elsewhere).with_session(SessionSelector::Resume(handle.clone()));
+        let resumed = drive(&backend(&sandbox.for_resume("echo")), mode(request), PermissionDecision::Allow, false).await;
+        assert!(resumed.assistant_text().contains("user_turns=2"), "exec {exec_mode}: {}", resumed.assistant_text());
+        assert_eq!(resumed.completion.as_ref().unwrap().session.as_ref(), Some(&handle));
+        let last = server.requests().into_iter().rev().find(|r| r.scenario.as_deref() == Some("echo")).unwrap();
+        let body = last.body.to_string();
+        assert!(body.contains(&*sandbox.cwd.to_string_lossy()), "Codex tells the model its cwd");
+        assert!(!body.contains(&*elsewhere.to_string_lossy()), "exec {exec_mode}: the resume ran in the request's directory");
+
+        let unknown = SessionSelector::Resume("3f0c2a7e-1111-4222-8333-444455556666".into());
+        let lost = drive(&backend(&sandbox), mode(RunRequest::new("hi").with_session(unknown)), PermissionDecision::Allow, false).await;
+        assert!(
+            matches!(&lost.completion, Err(AgentError::SessionNotFound { id }) if id == "3f0c2a7e-1111-4222-8333-444455556666"),
+            "exec {exec_mode}: {:?}",
+            lost.completion
+        );
+    }
 }
 
 /// Runs the shell scenario under `policy` with nobody answering.
@@ -464,4 +506,33 @@ mod through_bwrap {
         tokio::time::sleep(Duration::from_millis(300)).await;
         assert_eq!(processes_in(&sandbox.cwd), Vec::<i32>::new(), "processes left after cancel");
     }
+}
+
+#[tokio::test]
+async fn a_long_exec_prompt_never_shows_in_the_agents_command_line() {
+    let Some((server, sandbox)) = setup("text").await else { return };
+    // Past Linux's 128 KiB limit for one argument: in argv the spawn itself would fail.
+    let prompt = format!("SENTINEL-{}", "x".repeat(140_000));
+    let watching = tokio::task::spawn_blocking({
+        let dir = sandbox.cwd.clone();
+        move || {
+            let mut seen = Vec::new();
+            for _ in 0..300 {
+                for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+                    if std::fs::read_link(entry.path().join("cwd")).is_ok_and(|c| c.starts_with(&dir)) {
+                        seen.push(String::from_utf8_lossy(&std::fs::read(entry.path().join("cmdline")).unwrap_or_default()).into_owned());
+                    }
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            seen
+        }
+    });
+    let run = drive(&backend(&sandbox), exec(RunRequest::new(prompt.as_str())), PermissionDecision::Allow, false).await;
+    assert_conformant(&run);
+    assert_eq!(run.assistant_text(), "Hello from mock");
+    assert!(server.requests().iter().any(|r| r.body.to_string().contains(&prompt)), "the whole prompt reached the model");
+    let seen = watching.await.unwrap();
+    assert!(seen.iter().any(|c| c.contains("exec")), "codex exec was never seen running");
+    assert!(!seen.iter().any(|c| c.contains("SENTINEL")), "the prompt is in the command line");
 }

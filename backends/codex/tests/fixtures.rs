@@ -134,6 +134,18 @@ async fn app_server_text_streams_native_deltas_and_reports_this_turns_usage() {
 }
 
 #[tokio::test]
+async fn exec_usage_reads_the_snake_case_fields_of_turn_completed() {
+    // exec --json spells usage in snake_case, the app server in camelCase: a camelCase-only
+    // reader reported 0 tokens here.
+    let run = replay(&fixtures().join("exec/reasoning.stdout.jsonl")).await;
+    let usage = run.completion.as_ref().unwrap().usage.clone().unwrap();
+    assert_eq!(
+        (usage.input_tokens, usage.output_tokens, usage.reasoning_tokens, usage.cached_input_tokens),
+        (Some(120), Some(12), Some(7), Some(0))
+    );
+}
+
+#[tokio::test]
 async fn app_server_resume_counts_only_the_new_turns_usage() {
     let run = replay(&fixtures().join("app_server/resume_p2.session.jsonl")).await;
     let usage = run.completion.as_ref().unwrap().usage.clone().unwrap();

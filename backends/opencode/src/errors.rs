@@ -46,10 +46,8 @@ impl NativeError {
             return AgentError::Auth { message };
         }
         match self.data.status_code {
-            Some(401 | 403) => AgentError::Auth { message },
-            Some(429 | 529) => AgentError::RateLimited { message },
-            Some(status @ 500..=599) => AgentError::ServerError { status: Some(status), message },
-            _ => AgentError::AgentFailed { message },
+            Some(status) => AgentError::of_http_status(status, message),
+            None => AgentError::AgentFailed { message },
         }
     }
 }

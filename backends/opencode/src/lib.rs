@@ -176,6 +176,7 @@ impl AgentBackend for OpenCodeBackend {
 
     async fn run(&self, request: RunRequest) -> Result<RunHandle, AgentError> {
         self.validate(&request)?;
+        let request = request.in_session_dir(self.config.working_dir.as_deref());
         let request = agent_api::structured::ask_in_prompt(request);
         let options: OpenCodeOptions = request.options()?;
         let settings = RunSettings::for_request(self.kind(), &request, &self.capabilities());
@@ -200,6 +201,7 @@ impl AgentBackend for OpenCodeBackend {
     /// turns): one OpenCode session on the backend's server, one prompt per turn.
     async fn open_session(&self, request: RunRequest) -> Result<Session, AgentError> {
         agent_api::backend::validate_template(&KIND, &self.capabilities(), self.extension_keys(), &request)?;
+        let request = request.in_session_dir(self.config.working_dir.as_deref());
         let options: OpenCodeOptions = request.options()?;
         if options.interface.unwrap_or(self.config.default_interface) != Interface::Serve {
             return Err(AgentError::InvalidExtension {

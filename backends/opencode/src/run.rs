@@ -100,9 +100,9 @@ pub fn command_spec(config: &OpenCodeConfig, request: &RunRequest, thinking: boo
         args.push("--auto".into());
     }
     match &request.session {
-        SessionSelector::Resume(id) => args.extend(["--session".to_string(), id.clone()]),
+        SessionSelector::Resume(session) => args.extend(["--session".to_string(), session.id.clone()]),
         SessionSelector::ResumeLast => args.push("--continue".into()),
-        SessionSelector::Fork(id) => args.extend(["--session".to_string(), id.clone(), "--fork".to_string()]),
+        SessionSelector::Fork(session) => args.extend(["--session".to_string(), session.id.clone(), "--fork".to_string()]),
         _ => {}
     }
     // The prompt after `--`, so a prompt starting with `-` is never read as a flag.

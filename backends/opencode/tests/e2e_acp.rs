@@ -104,7 +104,7 @@ async fn acp_resumes_its_session_with_session_load() {
     let backend = backend(&sandbox, Interface::Acp);
     let first = drive(&backend, RunRequest::new("first turn"), PermissionDecision::Allow, false).await;
     let id = first.completion.as_ref().unwrap().native_session_id.clone().expect("a session id");
-    let request = RunRequest::new("second turn").with_session(agent_api::SessionSelector::Resume(id.clone()));
+    let request = RunRequest::new("second turn").with_session(agent_api::SessionSelector::Resume(id.clone().into()));
     let second = drive(&backend, request, PermissionDecision::Allow, false).await;
     assert_conformant(&second);
     let done = second.completion.as_ref().unwrap();

@@ -77,9 +77,13 @@ async fn run_resumes_continues_and_forks_its_session() {
     let backend = backend(&sandbox, Interface::Run);
     let first = drive(&backend, RunRequest::new("first turn"), PermissionDecision::Allow, false).await;
     let id = first.completion.as_ref().unwrap().native_session_id.clone().expect("a session id");
-    let second =
-        drive(&backend, RunRequest::new("second turn").with_session(SessionSelector::Resume(id.clone())), PermissionDecision::Allow, false)
-            .await;
+    let second = drive(
+        &backend,
+        RunRequest::new("second turn").with_session(SessionSelector::Resume(id.clone().into())),
+        PermissionDecision::Allow,
+        false,
+    )
+    .await;
     assert_conformant(&second);
     let done = second.completion.as_ref().unwrap();
     assert_eq!(done.native_session_id.as_deref(), Some(id.as_str()));
@@ -89,9 +93,13 @@ async fn run_resumes_continues_and_forks_its_session() {
     let done = last.completion.as_ref().unwrap();
     assert_eq!(done.native_session_id.as_deref(), Some(id.as_str()), "the last session");
     assert!(done.final_text.as_deref().is_some_and(|t| t.contains("user_turns=3")), "{:?}", done.final_text);
-    let fork =
-        drive(&backend, RunRequest::new("fourth turn").with_session(SessionSelector::Fork(id.clone())), PermissionDecision::Allow, false)
-            .await;
+    let fork = drive(
+        &backend,
+        RunRequest::new("fourth turn").with_session(SessionSelector::Fork(id.clone().into())),
+        PermissionDecision::Allow,
+        false,
+    )
+    .await;
     assert_conformant(&fork);
     let done = fork.completion.as_ref().unwrap();
     assert!(done.native_session_id.as_deref().is_some_and(|f| f != id), "a new session: {:?}", done.native_session_id);

@@ -76,7 +76,7 @@ async fn serve_file_write_carries_its_diff() {
 
 #[tokio::test]
 async fn serve_401_and_500_end_with_one_typed_terminal_error() {
-    for (scenario, code) in [("error401", "auth"), ("error500", "server_error")] {
+    for (scenario, code) in [("error401", "auth"), ("error500", "server_error"), ("overloaded", "rate_limited")] {
         let Some((_server, sandbox)) = setup(scenario).await else { return };
         let run = drive(&backend(&sandbox, Interface::Serve), RunRequest::new("say hi"), PermissionDecision::Allow, false).await;
         assert_conformant(&run);
@@ -86,6 +86,12 @@ async fn serve_401_and_500_end_with_one_typed_terminal_error() {
             assert!(matches!(error, AgentError::ServerError { status: Some(500), .. }));
         }
         assert_eq!(run.universal.iter().filter(|e| e.is_terminal_error()).count(), 1, "{scenario}");
+        if scenario == "overloaded" {
+            let limited: Vec<_> =
+                run.wrapper.iter().filter_map(|e| e.message.as_deref()).filter(|m| m.starts_with("rate_limited")).collect();
+            // OpenCode retries the 429 itself, waiting the server's `retry-after-ms` (10 ms).
+            assert!(limited.first().is_some_and(|m| m.starts_with("rate_limited: overloaded; retry 1; retry after 0")), "{limited:?}");
+        }
     }
 }
 
@@ -95,9 +101,13 @@ async fn serve_resumes_continues_and_forks_its_session_on_the_same_server() {
     let backend = backend(&sandbox, Interface::Serve);
     let first = drive(&backend, RunRequest::new("first turn"), PermissionDecision::Allow, false).await;
     let id = first.completion.as_ref().unwrap().native_session_id.clone().expect("a session id");
-    let second =
-        drive(&backend, RunRequest::new("second turn").with_session(SessionSelector::Resume(id.clone())), PermissionDecision::Allow, false)
-            .await;
+    let second = drive(
+        &backend,
+        RunRequest::new("second turn").with_session(SessionSelector::Resume(id.clone().into())),
+        PermissionDecision::Allow,
+        false,
+    )
+    .await;
     assert_conformant(&second);
     let done = second.completion.as_ref().unwrap();
     assert_eq!(done.native_session_id.as_deref(), Some(id.as_str()));
@@ -107,9 +117,13 @@ async fn serve_resumes_continues_and_forks_its_session_on_the_same_server() {
     let done = last.completion.as_ref().unwrap();
     assert_eq!(done.native_session_id.as_deref(), Some(id.as_str()), "the last session");
     assert!(done.final_text.as_deref().is_some_and(|t| t.contains("user_turns=3")), "{:?}", done.final_text);
-    let fork =
-        drive(&backend, RunRequest::new("fourth turn").with_session(SessionSelector::Fork(id.clone())), PermissionDecision::Allow, false)
-            .await;
+    let fork = drive(
+        &backend,
+        RunRequest::new("fourth turn").with_session(SessionSelector::Fork(id.clone().into())),
+        PermissionDecision::Allow,
+        false,
+    )
+    .await;
     assert_conformant(&fork);
     let done = fork.completion.as_ref().unwrap();
     assert!(done.native_session_id.as_deref().is_some_and(|f| f != id), "a new session: {:?}", done.native_session_id);

@@ -158,7 +158,7 @@ async fn serve_run_dropped_mid_turn_is_aborted_and_leaves_no_process() {
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert!(group_alive(pgid), "the shared server outlives the dropped run");
     let started = Instant::now();
-    let next = backend.run(RunRequest::new("again").with_session(SessionSelector::Resume(id))).await.unwrap();
+    let next = backend.run(RunRequest::new("again").with_session(SessionSelector::Resume(id.into()))).await.unwrap();
     let control = next.control();
     let (mut events, completion) = next.into_universal();
     while let Some(event) = events.next().await {
@@ -181,7 +181,7 @@ async fn session_opened_from_an_earlier_runs_session_sees_that_turn() {
     let backend = backend(&sandbox, Interface::Serve);
     let earlier = drive(&backend, RunRequest::new("first"), agent_api::PermissionDecision::Allow, false).await;
     let id = earlier.completion.as_ref().unwrap().native_session_id.clone().expect("the run's session id");
-    let mut session = backend.open_session(template().with_session(SessionSelector::Resume(id.clone()))).await.unwrap();
+    let mut session = backend.open_session(template().with_session(SessionSelector::Resume(id.clone().into()))).await.unwrap();
     let mut record = SessionRecord::default();
     assert!(record.turn(&mut session, "second").await.is_ok(), "{:?}", record.turns[0].completion);
     let text = final_text(&record, 0);

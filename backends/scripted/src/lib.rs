@@ -22,7 +22,7 @@
 //! let first = backend.run(RunRequest::new("hello")).await.unwrap().collect_wrapper().await.1.unwrap();
 //! assert_eq!(first.final_text.as_deref(), Some("You said: hello"));
 //! let session = first.native_session_id.unwrap();
-//! let again = RunRequest::new("again").with_session(SessionSelector::Resume(session));
+//! let again = RunRequest::new("again").with_session(SessionSelector::Resume(session.into()));
 //! let second = backend.run(again).await.unwrap().collect_wrapper().await.1.unwrap();
 //! assert_eq!(second.final_text.as_deref(), Some("You said: again (turn 2 of this session)"));
 //! # });
@@ -142,6 +142,7 @@ impl AgentBackend for ScriptedBackend {
 
     async fn run(&self, request: RunRequest) -> Result<RunHandle, AgentError> {
         self.validate(&request)?;
+        let request = request.in_session_dir(None);
         let request = agent_api::structured::ask_in_prompt(request);
         let (scenario, delay) = scenario_of(&request)?;
         let settings = RunSettings::for_request(KIND, &request, &self.capabilities());
@@ -154,6 +155,7 @@ impl AgentBackend for ScriptedBackend {
 
     async fn open_session(&self, request: RunRequest) -> Result<Session, AgentError> {
         agent_api::backend::validate_template(&KIND, &self.capabilities(), self.extension_keys(), &request)?;
+        let request = request.in_session_dir(None);
         let (scenario, delay) = scenario_of(&request)?;
         let settings = RunSettings::for_request(KIND, &request, &self.capabilities());
         // The first turn is taken now, so that an unknown session to resume is refused when the

@@ -31,13 +31,15 @@ impl Sessions {
         let mut store = self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         let not_found = |id: &str| AgentError::SessionNotFound { id: id.to_string() };
         let (id, turn) = match selector {
-            SessionSelector::Resume(id) => (id.clone(), store.turns.get(id).ok_or_else(|| not_found(id))? + 1),
+            SessionSelector::Resume(session) => {
+                (session.id.clone(), store.turns.get(&session.id).ok_or_else(|| not_found(&session.id))? + 1)
+            }
             SessionSelector::ResumeLast => {
                 let id = store.last.clone().ok_or_else(|| not_found("(the last session)"))?;
                 let turn = store.turns[&id] + 1;
                 (id, turn)
             }
-            SessionSelector::Fork(id) => (new_id(), store.turns.get(id).ok_or_else(|| not_found(id))? + 1),
+            SessionSelector::Fork(session) => (new_id(), store.turns.get(&session.id).ok_or_else(|| not_found(&session.id))? + 1),
             _ => (new_id(), 1),
         };
         store.turns.insert(id.clone(), turn);
@@ -69,9 +71,9 @@ mod tests {
         let sessions = Sessions::default();
         let first = sessions.begin(&SessionSelector::New).unwrap();
         assert_eq!(first.turn, 1);
-        let second = sessions.begin(&SessionSelector::Resume(first.id.clone())).unwrap();
+        let second = sessions.begin(&SessionSelector::Resume(first.id.clone().into())).unwrap();
         assert_eq!(second, SessionTurn { id: first.id.clone(), turn: 2 });
-        let fork = sessions.begin(&SessionSelector::Fork(first.id.clone())).unwrap();
+        let fork = sessions.begin(&SessionSelector::Fork(first.id.clone().into())).unwrap();
         assert_ne!(fork.id, first.id);
         assert_eq!(fork.turn, 3);
         assert_eq!(sessions.begin(&SessionSelector::ResumeLast).unwrap(), SessionTurn { id: fork.id, turn: 4 });

@@ -66,7 +66,7 @@ async fn resumed(backend: &dyn AgentBackend) -> Vec<Duration> {
     for turn in 1..=TURNS {
         let mut request = RunRequest::new(format!("turn {turn}")).with_timeout(Duration::from_secs(120));
         if let Some(id) = previous.take() {
-            request = request.with_session(SessionSelector::Resume(id));
+            request = request.with_session(SessionSelector::Resume(id.into()));
         }
         let started = Instant::now();
         let (_, completion) = backend.run(request).await.expect("the run starts").collect_universal().await;

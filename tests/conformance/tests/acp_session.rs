@@ -107,7 +107,7 @@ async fn first_run(cwd: &std::path::Path) -> String {
 async fn a_resumed_run_loads_the_session_and_its_replay_is_history_not_output() {
     let dir = tempfile::tempdir().unwrap();
     let id = first_run(dir.path()).await;
-    let request = request("second", dir.path()).with_session(agent_api::SessionSelector::Resume(id));
+    let request = request("second", dir.path()).with_session(agent_api::SessionSelector::Resume(id.into()));
     let run = agent_api_conformance::record(backend().run(request).await.unwrap()).await;
     agent_api_conformance::assert_conformant(&run);
     let answer = "echo: user_turns=2 messages=3 last=second";
@@ -120,7 +120,7 @@ async fn a_resumed_run_loads_the_session_and_its_replay_is_history_not_output() 
 async fn a_warm_session_opened_on_a_native_id_replays_the_history_inside_its_first_turn() {
     let dir = tempfile::tempdir().unwrap();
     let id = first_run(dir.path()).await;
-    let template = template(dir.path()).with_session(agent_api::SessionSelector::Resume(id.clone()));
+    let template = template(dir.path()).with_session(agent_api::SessionSelector::Resume(id.clone().into()));
     let mut session = backend().open_session(template).await.unwrap();
     let mut record = SessionRecord::default();
     for (n, prompt) in ["second", "third"].into_iter().enumerate() {

@@ -71,6 +71,8 @@ pub struct ClaudeProtocol {
     /// Whether the CLI speaks the control protocol on stdin (`initialize`, `interrupt`); a CLI
     /// that reads only user messages (Amp's `--stream-json-input`) does not.
     control_messages: bool,
+    /// One-way: `start` writes the prompt to stdin and closes it.
+    prompt_on_stdin: bool,
     outcome: Outcome,
 }
 
@@ -91,6 +93,7 @@ impl ClaudeProtocol {
             asks: HashMap::new(),
             pending_user: Vec::new(),
             control_messages: true,
+            prompt_on_stdin: false,
             outcome: Outcome::default(),
         }
     }
@@ -109,6 +112,12 @@ impl ClaudeProtocol {
     /// A live one-way run (`-p PROMPT`): the prompt is on the command line.
     pub fn print(prompt: impl Into<String>, bypass_requested: bool) -> Self {
         Self::new(Channel::Print, Some(prompt.into()), PermissionPolicy::Ask, bypass_requested)
+    }
+
+    /// A live one-way run whose CLI reads the prompt from stdin (`claude -p` without a prompt
+    /// argument): `start` writes it and closes stdin, so it never shows in the process list.
+    pub fn print_from_stdin(prompt: impl Into<String>, bypass_requested: bool) -> Self {
+        Self { prompt_on_stdin: true, ..Self::print(prompt, bypass_requested) }
     }
 
     /// A replay of a recording (one-way stdout or a two-way session).
@@ -207,6 +216,10 @@ impl Protocol for ClaudeProtocol {
         // Claude Code never echoes the user's input: the transcript gets it from what we sent,
         // once the session has started.
         self.pending_user.push(prompt.clone());
+        if self.prompt_on_stdin {
+            ctx.send_text(&prompt);
+            ctx.close_input();
+        }
         if self.writes() {
             self.initialize(ctx);
             ctx.send(&self.user_line(&prompt));

@@ -70,11 +70,10 @@ pub(crate) fn classify(error: &ApiError) -> AgentError {
     let message = safe_text(&error.text);
     let kind = error.kind.as_deref().unwrap_or_default();
     match (error.status, kind) {
-        (Some(401 | 403), _) | (_, "authentication_failed" | "oauth_org_not_allowed") => AgentError::Auth { message },
-        (Some(429 | 529), _) | (_, "rate_limit" | "overloaded" | "overloaded_error" | "rate_limit_error") => {
-            AgentError::RateLimited { message }
-        }
-        (Some(status @ 500..=599), _) => AgentError::ServerError { status: Some(status), message },
+        (_, "authentication_failed" | "oauth_org_not_allowed") => AgentError::Auth { message },
+        (_, "rate_limit" | "rate_limit_error") if error.status.is_none_or(|s| s == 429) => AgentError::RateLimited { message },
+        (_, "overloaded" | "overloaded_error") => AgentError::Overloaded { status: error.status, message },
+        (Some(status), _) => AgentError::of_http_status(status, message),
         (None, "server_error" | "api_error") => AgentError::ServerError { status: None, message },
         _ => AgentError::AgentFailed { message },
     }
@@ -183,6 +182,10 @@ fn turn_failure(last: &TurnResult) -> AgentError {
         "error_max_turns" => return AgentError::LimitReached { limit: LimitKind::Turns },
         "error_max_budget_usd" => return AgentError::LimitReached { limit: LimitKind::CostUsd },
         _ => {}
+    }
+    // A resume the CLI cannot find (another id, or another project directory than the session's).
+    if let Some(id) = last.errors.iter().find_map(|e| e.strip_prefix("No conversation found with session ID: ")) {
+        return AgentError::SessionNotFound { id: safe(id.trim(), 64) };
     }
     let what = match last.subtype.as_str() {
         "error_max_structured_output_retries" => "the turn ran out of structured-output retries".to_string(),

@@ -6,6 +6,7 @@
 
 use agent_api::kit::driver::Unparsed;
 use agent_api::kit::Ctx;
+use agent_api::rate_limit::RateLimitNotice;
 use serde_json::{json, Value};
 
 use super::{short, ClaudeProtocol};
@@ -73,6 +74,9 @@ impl ClaudeProtocol {
                     num(message, "retry_delay_ms")
                 );
                 ctx.transcript.status("api_retry", Some(detail));
+                if let Some(notice) = retry_notice(message) {
+                    notice.emit(ctx.transcript);
+                }
             }
             "compact_boundary" => {
                 let meta = message.get("compact_metadata").cloned().unwrap_or(Value::Null);
@@ -116,8 +120,16 @@ impl ClaudeProtocol {
                 ctx.transcript.status("tool_progress", Some(format!("{name} running for {} s", num(message, "elapsed_time_seconds"))));
             }
             "rate_limit_event" => {
-                let status = short(message.pointer("/rate_limit_info/status"), 64);
-                ctx.transcript.status("rate_limit", status);
+                let info = message.get("rate_limit_info");
+                let status = short(info.and_then(|i| i.get("status")), 64);
+                // `allowed` (and its warning) only informs; anything else is a limit hit.
+                if status.as_deref().is_some_and(|s| !s.starts_with("allowed")) {
+                    let mut notice = RateLimitNotice::default();
+                    notice.resets_at = info.and_then(|i| i.get("resetsAt")).and_then(Value::as_u64);
+                    notice.emit(ctx.transcript);
+                } else {
+                    ctx.transcript.status("rate_limit", status);
+                }
             }
             "tool_use_summary" => {
                 ctx.transcript.status("tool_use_summary", short(message.get("summary"), 200));
@@ -128,4 +140,22 @@ impl ClaudeProtocol {
         }
         Ok(())
     }
+}
+
+/// The `rate_limited` notice of an `api_retry` line for a 429, 503 or 529 (or a `rate_limit` or
+/// `overloaded` error kind), with the CLI's attempt count and retry delay.
+fn retry_notice(message: &Value) -> Option<RateLimitNotice> {
+    let http = message.get("error_status").and_then(Value::as_u64).and_then(|s| u16::try_from(s).ok());
+    let kind = message.get("error").and_then(Value::as_str).unwrap_or_default();
+    let overloaded = kind.starts_with("overloaded") || matches!(http, Some(503 | 529));
+    if !(overloaded || kind.starts_with("rate_limit") || http == Some(429)) {
+        return None;
+    }
+    let count = |key: &str| message.get(key).and_then(Value::as_u64).and_then(|n| u32::try_from(n).ok());
+    let delay = message.get("retry_delay_ms").and_then(Value::as_f64).filter(|ms| ms.is_finite() && *ms >= 0.0 && *ms < 1e12);
+    let mut notice = RateLimitNotice::default();
+    (notice.status, notice.overloaded) = (http, overloaded);
+    (notice.attempt, notice.max_attempts) = (count("attempt"), count("max_retries"));
+    notice.retry_after = delay.map(|ms| std::time::Duration::from_secs_f64(ms / 1000.0));
+    Some(notice)
 }

@@ -194,10 +194,11 @@ fn error_result(subtype: &str, status: Option<u16>) -> Value {
 #[tokio::test]
 async fn error_results_are_typed_by_status_and_subtype() {
     type Check = fn(&AgentError) -> bool;
-    let cases: [(Value, Check); 6] = [
+    let cases: [(Value, Check); 7] = [
         (error_result("success", Some(429)), |e| matches!(e, AgentError::RateLimited { .. })),
-        (error_result("success", Some(529)), |e| matches!(e, AgentError::RateLimited { .. })),
-        (error_result("success", Some(503)), |e| matches!(e, AgentError::ServerError { status: Some(503), .. })),
+        (error_result("success", Some(529)), |e| matches!(e, AgentError::Overloaded { status: Some(529), .. })),
+        (error_result("success", Some(503)), |e| matches!(e, AgentError::Overloaded { status: Some(503), .. })),
+        (error_result("success", Some(502)), |e| matches!(e, AgentError::ServerError { status: Some(502), .. })),
         (error_result("success", Some(401)), |e| matches!(e, AgentError::Auth { .. })),
         (error_result("error_max_turns", None), |e| matches!(e, AgentError::LimitReached { limit: agent_api::LimitKind::Turns })),
         (error_result("error_during_execution", None), |e| matches!(e, AgentError::AgentFailed { .. })),
@@ -214,6 +215,50 @@ async fn error_results_are_typed_by_status_and_subtype() {
     let run = replay_lines(&[init(), synthetic, error_result("success", None)], Some(1)).await;
     assert!(matches!(run.completion, Err(AgentError::RateLimited { .. })), "{:?}", run.completion);
     assert_eq!(run.assistant_text(), "");
+}
+
+#[tokio::test]
+async fn retries_on_limits_and_rejected_rate_limit_events_are_rate_limited_statuses_with_when_to_retry() {
+    let lines = [
+        init(),
+        json!({"type":"system","subtype":"api_retry","attempt":1,"max_retries":3,"retry_delay_ms":500.0,"error_status":529,"error":"overloaded","session_id":SID}),
+        json!({"type":"system","subtype":"api_retry","attempt":2,"max_retries":3,"retry_delay_ms":1000.0,"error_status":429,"error":"rate_limit","session_id":SID}),
+        json!({"type":"system","subtype":"api_retry","attempt":1,"max_retries":3,"retry_delay_ms":10.0,"error_status":500,"error":"server_error","session_id":SID}),
+        json!({"type":"rate_limit_event","rate_limit_info":{"status":"rejected","resetsAt":1700000000u64}}),
+        json!({"type":"rate_limit_event","rate_limit_info":{"status":"allowed"}}),
+        result_ok("hi"),
+    ];
+    let run = replay_lines(&lines, Some(0)).await;
+    assert_conformant(&run);
+    let limited: Vec<String> = completed(&run)
+        .iter()
+        .flat_map(|i| i.content.clone())
+        .filter_map(|p| match p {
+            ContentPart::Status { label, detail } if label == "rate_limited" => detail,
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        limited,
+        [
+            "overloaded (HTTP 529); retry 1 of 3; retry after 0.5 s",
+            "rate limited (HTTP 429); retry 2 of 3; retry after 1 s",
+            "rate limited; resets at 1700000000 (Unix time)",
+        ]
+    );
+    assert_eq!(status_labels(&run).iter().filter(|l| *l == "api_retry").count(), 3, "every retry stays a status");
+    let wrapper: Vec<_> = run.wrapper.iter().filter_map(|e| e.message.as_deref()).filter(|m| m.starts_with("rate_limited")).collect();
+    assert_eq!(wrapper.len(), 3, "{wrapper:?}");
+}
+
+#[tokio::test]
+async fn a_resume_the_cli_cannot_find_is_session_not_found() {
+    // Claude Code 2.1.197's whole output for `--resume` of an id it has not stored in this
+    // project directory: one result line, no init.
+    let id = "3f0c2a7e-1111-4222-8333-444455556666";
+    let missing = json!({"type":"result","subtype":"error_during_execution","is_error":true,"num_turns":0,"session_id":id,"usage":{},"errors":[format!("No conversation found with session ID: {id}")]});
+    let run = replay_lines(&[missing], Some(1)).await;
+    assert!(matches!(&run.completion, Err(AgentError::SessionNotFound { id: got }) if got == id), "{:?}", run.completion);
 }
 
 /// An in-process fake CLI: prints `script`'s lines, and for each line that is a `control_request`

@@ -236,12 +236,12 @@ impl AppServer {
                 params.insert("threadId".into(), json!(id));
                 "thread/resume"
             }
-            (SessionSelector::Resume(id), None) => {
-                params.insert("threadId".into(), json!(id));
+            (SessionSelector::Resume(session), None) => {
+                params.insert("threadId".into(), json!(session.id));
                 "thread/resume"
             }
-            (SessionSelector::Fork(id), _) => {
-                params.insert("threadId".into(), json!(id));
+            (SessionSelector::Fork(session), _) => {
+                params.insert("threadId".into(), json!(session.id));
                 "thread/fork"
             }
             (SessionSelector::ResumeLast, None) => {
@@ -269,6 +269,7 @@ impl AppServer {
         let error = match tag {
             // No handshake, no session: the agent's own words say why.
             Some(Pending::Initialize) => AgentError::Protocol { reason },
+            Some(Pending::Thread) => errors::missing_thread(&message).unwrap_or(AgentError::AgentFailed { message: reason }),
             _ => AgentError::AgentFailed { message: reason },
         };
         if self.session {
@@ -365,6 +366,7 @@ impl AppServer {
             let sum = self.usage.get_or_insert_with(Default::default);
             sum.input_tokens = sum.input_tokens.saturating_add(u.token_usage.last.input_tokens);
             sum.cached_input_tokens = sum.cached_input_tokens.saturating_add(u.token_usage.last.cached_input_tokens);
+            sum.cache_write_input_tokens = sum.cache_write_input_tokens.saturating_add(u.token_usage.last.cache_write_input_tokens);
             sum.output_tokens = sum.output_tokens.saturating_add(u.token_usage.last.output_tokens);
             sum.reasoning_output_tokens = sum.reasoning_output_tokens.saturating_add(u.token_usage.last.reasoning_output_tokens);
         }
@@ -389,6 +391,9 @@ impl AppServer {
         let message = errors::explanation(&e.error.message);
         let details = json!({"will_retry": e.will_retry, "turn_id": e.turn_id, "codex_error_info": e.error.codex_error_info});
         t.error(message.clone(), Some(class.code().to_string()), Some(details));
+        if let Some(notice) = errors::rate_limit_notice(class, &e.error.message) {
+            notice.emit(t);
+        }
         if !e.will_retry {
             self.last_error = Some((class, e.error.message));
         }

@@ -73,6 +73,9 @@ pub(super) fn on_event(p: &mut ServeProtocol, payload: &Value, ctx: &mut Ctx<'_>
         "session.status" if str_at(props, "/status/type") == Some("retry") => {
             let attempt = props.pointer("/status/attempt").and_then(Value::as_u64).unwrap_or(0);
             t.status("retry", Some(format!("OpenCode retries the model request (attempt {attempt})")));
+            if let Some(notice) = retry_notice(props.get("status").unwrap_or(&Value::Null)) {
+                notice.emit(t);
+            }
         }
         "session.updated" => {
             let title = str_at(props, "/info/title").map(str::to_string);
@@ -110,4 +113,21 @@ fn permission_asked(p: &mut ServeProtocol, props: &Value, ctx: &mut Ctx<'_>) {
             p.reply_permission(ctx, &decided.native, &decided.decision);
         }
     }
+}
+
+/// The `rate_limited` notice of a `retry` session status whose message names a rate limit or an
+/// overload, with the attempt and the wait until `next` (Unix milliseconds).
+fn retry_notice(status: &Value) -> Option<agent_api::rate_limit::RateLimitNotice> {
+    let message = status.get("message").and_then(Value::as_str).unwrap_or_default().to_ascii_lowercase();
+    let overloaded = message.contains("overload");
+    if !(overloaded || message.contains("rate limit") || message.contains("too many requests")) {
+        return None;
+    }
+    let mut notice = agent_api::rate_limit::RateLimitNotice::default();
+    notice.overloaded = overloaded;
+    notice.attempt = status.get("attempt").and_then(Value::as_u64).and_then(|n| u32::try_from(n).ok());
+    let now_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
+    notice.retry_after =
+        status.get("next").and_then(Value::as_u64).map(|next| std::time::Duration::from_millis(next.saturating_sub(now_ms)));
+    Some(notice)
 }

@@ -250,14 +250,16 @@ impl Protocol for ServeProtocol {
         let Some(plan) = self.plan.clone() else { return Ok(()) };
         let query = self.query();
         match &plan.session {
-            SessionSelector::Resume(id) => {
-                self.session_known(id, ctx);
+            SessionSelector::Resume(session) => {
+                self.session_known(&session.id, ctx);
                 if !self.warm {
                     let text = plan.prompt.clone();
                     self.prompt(ctx, &text);
                 }
             }
-            SessionSelector::Fork(id) => self.send(ctx, Pending::Session, "POST", format!("/session/{id}/fork{query}"), json!({})),
+            SessionSelector::Fork(session) => {
+                self.send(ctx, Pending::Session, "POST", format!("/session/{}/fork{query}", session.id), json!({}))
+            }
             SessionSelector::New => {
                 let rules = if plan.ask_first {
                     // OpenCode asks before shell commands and edits, so the run's policy decides.

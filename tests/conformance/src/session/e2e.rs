@@ -133,7 +133,7 @@ pub async fn opened_from_an_earlier_run(backend: &dyn AgentBackend, template: Ru
     let earlier = crate::record(backend.run(first).await.unwrap()).await;
     let id = earlier.completion.as_ref().unwrap().native_session_id.clone().expect("the run's native session id");
     assert_eq!(none_left(left).await, Vec::<i32>::new());
-    let mut session = backend.open_session(template.with_session(agent_api::SessionSelector::Resume(id.clone()))).await.unwrap();
+    let mut session = backend.open_session(template.with_session(agent_api::SessionSelector::Resume(id.clone().into()))).await.unwrap();
     let mut record = SessionRecord::default();
     assert!(record.turn(&mut session, "second").await.is_ok(), "{:?}", record.turns[0].completion);
     let text = final_text(&record, 0);
