@@ -11,9 +11,12 @@ use super::item::{ContentPart, ItemKind, ItemRole, ItemStatus, UniversalItem};
 use super::types::*;
 use crate::error::AgentError;
 
+mod content;
 mod inputs;
 mod native_index;
+mod requests;
 
+use content::{fill_assembled, placeholder_item, streamable_text};
 pub use inputs::{NewItem, SessionEnd, TranscriptLimits};
 use native_index::NativeIndex;
 
@@ -167,50 +170,6 @@ impl Transcript {
     /// Ids of items still open, oldest first.
     pub fn open_items(&self) -> &[String] {
         &self.open
-    }
-
-    /// A number that changes whenever a permission request or question is asked or resolved:
-    /// while it stays the same, so do [`Transcript::pending_permissions`] and
-    /// [`Transcript::pending_questions`].
-    pub fn requests_changed(&self) -> u64 {
-        self.requests_changed
-    }
-
-    /// Who decides the answers given from now on: the caller (`None`), or the kit on the
-    /// caller's behalf (a wait past its limit decides with [`DecidedBy::Timeout`]).
-    pub(crate) fn set_decider(&mut self, decider: Option<DecidedBy>) {
-        self.decider = decider;
-    }
-
-    /// Who decides an answer that comes through the run's controls: the caller, unless the kit
-    /// answers on the caller's behalf (a wait past its limit: [`DecidedBy::Timeout`]).
-    pub fn control_decider(&self) -> DecidedBy {
-        self.decider.unwrap_or(DecidedBy::Caller)
-    }
-
-    /// Ids of permission requests still waiting for a decision.
-    pub fn pending_permissions(&self) -> Vec<String> {
-        self.permissions.keys().cloned().collect()
-    }
-
-    /// Records that the run's timeout is stopping it: requests still waiting from now on resolve
-    /// as decided by [`DecidedBy::Timeout`] instead of [`DecidedBy::Cancel`].
-    pub fn set_timed_out(&mut self) {
-        self.timed_out = true;
-    }
-
-    /// Who resolves a request that is still waiting when the run stops or ends.
-    pub fn stop_cause(&self) -> DecidedBy {
-        if self.timed_out {
-            DecidedBy::Timeout
-        } else {
-            DecidedBy::Cancel
-        }
-    }
-
-    /// Ids of questions still waiting for an answer.
-    pub fn pending_questions(&self) -> Vec<String> {
-        self.questions.keys().cloned().collect()
     }
 
     /// Takes the events emitted so far, as one batch (without moving them again).
@@ -448,70 +407,6 @@ impl Transcript {
         self.emit(EventSource::Daemon, UniversalEventBody::AgentUnparsed(data));
     }
 
-    /// The agent asks for permission; answer it with `RunControl::respond_permission(id, …)`.
-    /// Backends go through `agent_api::kit::hitl`, which applies the policy and resolves it once.
-    pub fn permission_requested(&mut self, permission_id: impl Into<String>, action: impl Into<String>, metadata: Option<Value>) {
-        let mut data = PermissionEventData::requested(permission_id, action);
-        data.metadata = metadata;
-        self.record_permission_request(data);
-    }
-
-    /// Records a permission request with its typed fields (`data.status` is set to requested).
-    pub fn record_permission_request(&mut self, mut data: PermissionEventData) {
-        data.status = PermissionStatus::Requested;
-        data.decided_by = None;
-        self.permissions.insert(data.permission_id.clone(), data.clone());
-        self.requests_changed += 1;
-        self.emit(EventSource::Agent, UniversalEventBody::PermissionRequested(data));
-    }
-
-    /// Whether a permission request is waiting for a decision.
-    pub fn has_pending_permission(&self, permission_id: &str) -> bool {
-        self.permissions.contains_key(permission_id)
-    }
-
-    /// A pending permission request was decided, by `by` (`agent_api::kit::hitl` calls this).
-    pub fn permission_resolved(&mut self, permission_id: &str, approved: bool, by: DecidedBy) -> Result<(), AgentError> {
-        let mut data =
-            self.permissions.remove(permission_id).ok_or_else(|| AgentError::UnknownPermission { id: permission_id.to_string() })?;
-        self.requests_changed += 1;
-        data.status = if approved { PermissionStatus::Approved } else { PermissionStatus::Denied };
-        data.decided_by = Some(by);
-        self.emit(EventSource::Daemon, UniversalEventBody::PermissionResolved(data));
-        Ok(())
-    }
-
-    /// The agent asks a question; answer it with `RunControl::answer_question(id, …)`.
-    pub fn question_requested(&mut self, question_id: impl Into<String>, prompt: impl Into<String>, options: Vec<String>) {
-        self.record_question(QuestionEventData::requested(question_id, prompt, options));
-    }
-
-    /// Records a question with its typed fields (`data.status` is set to requested).
-    pub fn record_question(&mut self, mut data: QuestionEventData) {
-        data.status = QuestionStatus::Requested;
-        data.decided_by = None;
-        data.response = None;
-        self.questions.insert(data.question_id.clone(), data.clone());
-        self.requests_changed += 1;
-        self.emit(EventSource::Agent, UniversalEventBody::QuestionRequested(data));
-    }
-
-    /// Whether a question is waiting for an answer.
-    pub fn has_pending_question(&self, question_id: &str) -> bool {
-        self.questions.contains_key(question_id)
-    }
-
-    /// A pending question was answered (`Some`) or rejected (`None`), by `by`.
-    pub fn question_resolved(&mut self, question_id: &str, response: Option<String>, by: DecidedBy) -> Result<(), AgentError> {
-        let mut data = self.questions.remove(question_id).ok_or_else(|| AgentError::UnknownQuestion { id: question_id.to_string() })?;
-        self.requests_changed += 1;
-        data.status = if response.is_some() { QuestionStatus::Answered } else { QuestionStatus::Rejected };
-        data.decided_by = Some(by);
-        data.response = response;
-        self.emit(EventSource::Daemon, UniversalEventBody::QuestionResolved(data));
-        Ok(())
-    }
-
     /// Closes what is still in progress: open items complete as failed, unanswered permissions
     /// resolve as denied and questions as rejected, decided by [`Transcript::stop_cause`]. [`Transcript::end`] does this first; the
     /// driver calls it before a run's terminal error so that nothing follows that error.
@@ -573,58 +468,6 @@ fn push_decimal(out: &mut String, mut n: u64) {
         }
     }
     out.push_str(std::str::from_utf8(&digits[at..]).expect("ASCII digits"));
-}
-
-fn placeholder_item() -> UniversalItem {
-    UniversalItem {
-        item_id: String::new(),
-        native_item_id: None,
-        parent_id: None,
-        kind: ItemKind::Unknown,
-        role: None,
-        content: Vec::new(),
-        status: ItemStatus::InProgress,
-        tool: None,
-    }
-}
-
-/// Puts the text assembled from deltas into the part it belongs to: the first text-bearing
-/// part (text, reasoning, tool-call arguments, tool output) becomes exactly the streamed text,
-/// so streamed content is never counted twice. Without such a part a text part is added.
-fn fill_assembled(mut content: Vec<ContentPart>, assembled: &str, had_delta: bool) -> Vec<ContentPart> {
-    if !had_delta {
-        return content;
-    }
-    for part in &mut content {
-        match part {
-            ContentPart::Text { text } | ContentPart::Reasoning { text, .. } => {
-                *text = assembled.to_string();
-                return content;
-            }
-            ContentPart::ToolCall { arguments, .. } => {
-                *arguments = assembled.to_string();
-                return content;
-            }
-            ContentPart::ToolResult { output, .. } => {
-                *output = assembled.to_string();
-                return content;
-            }
-            _ => {}
-        }
-    }
-    content.push(ContentPart::Text { text: assembled.to_string() });
-    content
-}
-
-/// The text a message would have streamed: its text parts, or its reasoning.
-fn streamable_text(item: &UniversalItem) -> String {
-    item.content
-        .iter()
-        .filter_map(|p| match p {
-            ContentPart::Text { text } | ContentPart::Reasoning { text, .. } => Some(text.as_str()),
-            _ => None,
-        })
-        .collect()
 }
 
 fn now_rfc3339() -> String {
