@@ -209,6 +209,9 @@ impl Core {
     }
 
     fn flush_outbox(&mut self) {
+        if self.outbox.is_empty() {
+            return;
+        }
         let outbox = std::mem::take(&mut self.outbox);
         if let Some(stdin) = &self.stdin {
             for line in outbox.lines {

@@ -16,12 +16,14 @@ mod inputs;
 mod native_index;
 mod requests;
 
-use content::{fill_assembled, placeholder_item, streamable_text};
+use content::{fill_assembled, streamable_text};
 pub use inputs::{NewItem, SessionEnd, TranscriptLimits};
 use native_index::NativeIndex;
 
 struct OpenItem {
-    item: UniversalItem,
+    /// Shared with the item's `item.started` event; copied on a change only while that event
+    /// is still held somewhere.
+    item: Arc<UniversalItem>,
     /// The item's ids, shared with every delta of the item instead of copied into each.
     id: Arc<str>,
     native_id: Option<Arc<str>>,
@@ -164,7 +166,7 @@ impl Transcript {
 
     /// The current state of an open item.
     pub fn open_item(&self, item_id: &str) -> Option<&UniversalItem> {
-        self.items.get(item_id).map(|o| &o.item)
+        self.items.get(item_id).map(|o| &*o.item)
     }
 
     /// Ids of items still open, oldest first.
@@ -175,7 +177,10 @@ impl Transcript {
     /// Takes the events emitted so far, as one batch (without moving them again).
     pub fn take_events(&mut self) -> Vec<UniversalEvent> {
         self.now = None;
-        std::mem::take(&mut self.events)
+        // The next batch is likely as long as this one: room for it at once, instead of a
+        // vector grown by doubling that moves every event again at each step.
+        let room = Vec::with_capacity(self.events.len());
+        std::mem::replace(&mut self.events, room)
     }
 
     /// Takes the events emitted so far.
@@ -248,20 +253,22 @@ impl Transcript {
             tool: new.tool,
         };
         let source = if new.synthetic { EventSource::Daemon } else { EventSource::Agent };
+        let (id, native_id) = (Arc::from(item_id.as_str()), item.native_item_id.as_deref().map(Arc::from));
+        let item = Arc::new(item);
         self.emit(source, UniversalEventBody::ItemStarted(ItemEventData { item: item.clone() }));
         self.open.push(item_id.clone());
-        let (id, native_id) = (Arc::from(item_id.as_str()), item.native_item_id.as_deref().map(Arc::from));
         let open = OpenItem { item, id, native_id, assembled: String::new(), had_delta: false, synthetic: new.synthetic };
         self.items.insert(item_id.clone(), open);
         item_id
     }
 
     /// Streams a fragment of an open item's content. Unknown or closed items are ignored.
-    pub fn delta(&mut self, item_id: &str, text: &str) {
-        self.delta_from(EventSource::Agent, item_id, text);
+    /// An owned `text` becomes the event's without a copy.
+    pub fn delta(&mut self, item_id: &str, text: impl Into<String>) {
+        self.delta_from(EventSource::Agent, item_id, text.into());
     }
 
-    fn delta_from(&mut self, source: EventSource, item_id: &str, text: &str) {
+    fn delta_from(&mut self, source: EventSource, item_id: &str, text: String) {
         let max = self.limits.max_item_text;
         let Some(open) = self.items.get_mut(item_id) else {
             tracing::debug!(item_id, "delta for an item that is not open");
@@ -269,9 +276,9 @@ impl Transcript {
         };
         open.had_delta = true;
         let room = max.saturating_sub(open.assembled.len());
-        open.assembled.push_str(crate::bounds::utf8_prefix(text, room));
+        open.assembled.push_str(crate::bounds::utf8_prefix(&text, room));
         let (item_id, native_item_id) = (open.id.clone(), open.native_id.clone());
-        self.emit(source, UniversalEventBody::ItemDelta(ItemDeltaData { item_id, native_item_id, delta: text.to_string() }));
+        self.emit(source, UniversalEventBody::ItemDelta(ItemDeltaData { item_id, native_item_id, delta: text }));
     }
 
     /// Streams a fragment for the item with this provider id; when that item is not known yet,
@@ -289,7 +296,7 @@ impl Transcript {
     /// arrives before completion).
     pub fn update_item(&mut self, item_id: &str, change: impl FnOnce(&mut UniversalItem)) {
         if let Some(open) = self.items.get_mut(item_id) {
-            change(&mut open.item);
+            change(Arc::make_mut(&mut open.item));
         }
     }
 
@@ -309,12 +316,12 @@ impl Transcript {
     }
 
     fn close_item(&mut self, item_id: &str, status: ItemStatus, content: Option<Vec<ContentPart>>) {
-        let Some(mut open) = self.items.remove(item_id) else {
+        let Some(open) = self.items.remove(item_id) else {
             tracing::debug!(item_id, "completion for an item that is not open");
             return;
         };
         self.open.retain(|id| id != item_id);
-        let mut item = std::mem::replace(&mut open.item, placeholder_item());
+        let mut item = Arc::unwrap_or_clone(open.item);
         if let Some(native) = &item.native_item_id {
             self.by_native.closed(native, item_id);
         }
@@ -351,7 +358,7 @@ impl Transcript {
         }
         // A made-up item completes as made up; so does one the daemon fails at the end.
         let source = if open.synthetic || self.closing { EventSource::Daemon } else { EventSource::Agent };
-        self.emit(source, UniversalEventBody::ItemCompleted(ItemEventData { item }));
+        self.emit(source, UniversalEventBody::ItemCompleted(ItemEventData { item: Arc::new(item) }));
     }
 
     /// A whole message at once: `item.started`, one delta, `item.completed`.
@@ -359,7 +366,7 @@ impl Transcript {
         let synthetic = new.synthetic;
         let id = self.start_item(new);
         let source = if synthetic { EventSource::Daemon } else { EventSource::Agent };
-        self.delta_from(source, &id, text);
+        self.delta_from(source, &id, text.to_string());
         self.complete_item(&id);
         id
     }

@@ -1,19 +1,6 @@
 //! How an item's content is put together when it completes.
 
-use super::super::item::{ContentPart, ItemKind, ItemStatus, UniversalItem};
-
-pub(super) fn placeholder_item() -> UniversalItem {
-    UniversalItem {
-        item_id: String::new(),
-        native_item_id: None,
-        parent_id: None,
-        kind: ItemKind::Unknown,
-        role: None,
-        content: Vec::new(),
-        status: ItemStatus::InProgress,
-        tool: None,
-    }
-}
+use super::super::item::{ContentPart, UniversalItem};
 
 /// Puts the text assembled from deltas into the part it belongs to: the first text-bearing
 /// part (text, reasoning, tool-call arguments, tool output) becomes exactly the streamed text,
