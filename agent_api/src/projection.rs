@@ -163,7 +163,11 @@ impl Projector {
         // An answer's delta (most of them) costs one lookup.
         if let Some(Tracked::Answer(held)) = self.items.get_mut(item_id) {
             let room = HELD_TEXT_LIMIT.saturating_sub(held.len());
-            held.push_str(bounds::utf8_prefix(text, room));
+            let kept = bounds::utf8_prefix(text, room);
+            if held.capacity() == 0 {
+                held.reserve(kept.len().max(crate::universal::STREAM_START));
+            }
+            held.push_str(kept);
             return None;
         }
         match self.items.get(item_id)? {

@@ -20,6 +20,9 @@ use content::{fill_assembled, streamable_text};
 pub use inputs::{NewItem, SessionEnd, TranscriptLimits};
 use native_index::NativeIndex;
 
+/// Bytes reserved for an item's text at its first delta (instead of doubling from a few).
+pub(crate) const STREAM_START: usize = 256;
+
 struct OpenItem {
     /// Shared with the item's `item.started` event; copied on a change only while that event
     /// is still held somewhere.
@@ -239,9 +242,6 @@ impl Transcript {
     pub fn start_item(&mut self, new: NewItem) -> String {
         let item_id = format!("itm_{}", self.next_item);
         self.next_item += 1;
-        if let Some(native) = &new.native_item_id {
-            self.by_native.insert(native, &item_id);
-        }
         let item = UniversalItem {
             item_id: item_id.clone(),
             native_item_id: new.native_item_id,
@@ -253,7 +253,10 @@ impl Transcript {
             tool: new.tool,
         };
         let source = if new.synthetic { EventSource::Daemon } else { EventSource::Agent };
-        let (id, native_id) = (Arc::from(item_id.as_str()), item.native_item_id.as_deref().map(Arc::from));
+        let (id, native_id): (Arc<str>, Option<Arc<str>>) = (Arc::from(item_id.as_str()), item.native_item_id.as_deref().map(Arc::from));
+        if let Some(native) = &native_id {
+            self.by_native.insert(native.clone(), id.clone());
+        }
         let item = Arc::new(item);
         self.emit(source, UniversalEventBody::ItemStarted(ItemEventData { item: item.clone() }));
         self.open.push(item_id.clone());
@@ -276,7 +279,12 @@ impl Transcript {
         };
         open.had_delta = true;
         let room = max.saturating_sub(open.assembled.len());
-        open.assembled.push_str(crate::bounds::utf8_prefix(&text, room));
+        let kept = crate::bounds::utf8_prefix(&text, room);
+        if open.assembled.capacity() == 0 {
+            // A streamed item usually takes many deltas: start with room for a few.
+            open.assembled.reserve(kept.len().max(STREAM_START));
+        }
+        open.assembled.push_str(kept);
         let (item_id, native_item_id) = (open.id.clone(), open.native_id.clone());
         self.emit(source, UniversalEventBody::ItemDelta(ItemDeltaData { item_id, native_item_id, delta: text }));
     }
@@ -323,7 +331,11 @@ impl Transcript {
         self.open.retain(|id| id != item_id);
         let mut item = Arc::unwrap_or_clone(open.item);
         if let Some(native) = &item.native_item_id {
-            self.by_native.closed(native, item_id);
+            let native = match &open.native_id {
+                Some(shared) if **shared == **native => shared.clone(),
+                _ => Arc::from(native.as_str()),
+            };
+            self.by_native.closed(native, open.id.clone());
         }
         item.content = match content {
             Some(content) => content,
@@ -474,7 +486,7 @@ fn push_decimal(out: &mut String, mut n: u64) {
             break;
         }
     }
-    out.push_str(std::str::from_utf8(&digits[at..]).expect("ASCII digits"));
+    out.extend(digits[at..].iter().map(|&d| char::from(d)));
 }
 
 fn now_rfc3339() -> String {
