@@ -35,12 +35,12 @@ pub struct RunSettings {
     pub cancel_grace: Duration,
     /// Between SIGTERM and SIGKILL.
     pub term_grace: Duration,
-    /// Between [`Ctx::shutdown`] and SIGTERM, if the agent has not exited.
+    /// Between [`Ctx::shutdown`](super::Ctx::shutdown) and SIGTERM, if the agent has not exited.
     pub shutdown_grace: Duration,
     /// After the process exits, how long its output may still drain.
     pub drain_grace: Duration,
     /// After the agent closes its output, how long it may live on before the run fails
-    /// ([`AgentError::OutputClosed`]) and its group is killed.
+    /// ([`AgentError::OutputClosed`](crate::AgentError::OutputClosed)) and its group is killed.
     pub output_closed_grace: Duration,
     /// Whether tool events carry the tools facet.
     pub tools_structured: bool,
@@ -50,7 +50,7 @@ pub struct RunSettings {
     /// agent's output and the agent blocks on its pipe.
     pub buffer_budget: usize,
     /// Bytes of replies that may wait for the agent to read its stdin before the run fails
-    /// ([`AgentError::InputBlocked`]).
+    /// ([`AgentError::InputBlocked`](crate::AgentError::InputBlocked)).
     pub input_limit: usize,
     /// The caller's token that cancels the run (see [`RunRequest::with_cancellation`]).
     pub cancellation: Option<CancellationToken>,
