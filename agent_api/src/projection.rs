@@ -9,6 +9,8 @@
 //! ended under it) is not an answer, so its text never reaches the wrapper view. Reasoning, user
 //! and system text stream as their deltas arrive.
 
+use std::sync::Arc;
+
 use foldhash::HashMap;
 
 use serde_json::json;
@@ -24,28 +26,27 @@ pub struct Projector {
     agent_kind: AgentKind,
     tools_structured: bool,
     items: HashMap<String, Tracked>,
-    /// Answer text streamed so far, per open assistant message.
-    held: HashMap<String, String>,
 }
 
-/// What the projector keeps of an open item: a message only needs its channel; a tool item is
-/// kept whole, for the tools facet of its deltas.
+/// What the projector keeps of an open item: an assistant answer the text it streamed so far,
+/// another message its channel; a tool item is kept whole, for the tools facet of its deltas.
 enum Tracked {
+    Answer(String),
     Message(Channel),
-    Tool(Box<UniversalItem>),
+    Tool(Arc<UniversalItem>),
     Other,
 }
 
 impl Tracked {
-    fn of(item: &UniversalItem) -> Self {
+    fn of(item: &Arc<UniversalItem>) -> Self {
         match item.kind {
-            ItemKind::Message => Tracked::Message(match item.role {
-                Some(ItemRole::User) => Channel::User,
-                Some(ItemRole::System) => Channel::System,
-                _ if item.is_reasoning() => Channel::Reasoning,
-                _ => Channel::Assistant,
-            }),
-            ItemKind::ToolCall | ItemKind::ToolResult => Tracked::Tool(Box::new(item.clone())),
+            ItemKind::Message => match item.role {
+                Some(ItemRole::User) => Tracked::Message(Channel::User),
+                Some(ItemRole::System) => Tracked::Message(Channel::System),
+                _ if item.is_reasoning() => Tracked::Message(Channel::Reasoning),
+                _ => Tracked::Answer(String::new()),
+            },
+            ItemKind::ToolCall | ItemKind::ToolResult => Tracked::Tool(item.clone()),
             _ => Tracked::Other,
         }
     }
@@ -57,7 +58,7 @@ const HELD_TEXT_LIMIT: usize = 8 * 1024 * 1024;
 impl Projector {
     /// A projector for a backend; `tools_structured` attaches the tools facet to tool events.
     pub fn new(agent_kind: AgentKind, tools_structured: bool) -> Self {
-        Self { agent_kind, tools_structured, items: HashMap::default(), held: HashMap::default() }
+        Self { agent_kind, tools_structured, items: HashMap::default() }
     }
 
     /// The wrapper events for one universal event, bounded, in order (often none or one).
@@ -93,8 +94,8 @@ impl Projector {
             }
             Body::ItemDelta(delta) => self.delta(&delta.item_id, &delta.delta, event),
             Body::ItemCompleted(data) => {
-                self.items.remove(&data.item.item_id);
-                self.completed(&data.item, event)
+                let tracked = self.items.remove(&data.item.item_id);
+                self.completed(&data.item, tracked, event)
             }
             Body::Error(err) if err.is_terminal() => {
                 let ev = self.event(Kind::Error).with_channel(Channel::Error).with_message(err.message.clone());
@@ -159,25 +160,26 @@ impl Projector {
     }
 
     fn delta(&mut self, item_id: &str, text: &str, event: &UniversalEvent) -> Option<AgentWrapperEvent> {
-        match self.items.get(item_id)? {
-            Tracked::Message(Channel::Assistant) => {
-                // Only the message's first delta allocates its key.
-                if !self.held.contains_key(item_id) {
-                    self.held.insert(item_id.to_string(), String::new());
-                }
-                let held = self.held.get_mut(item_id).expect("inserted above");
-                let room = HELD_TEXT_LIMIT.saturating_sub(held.len());
-                held.push_str(bounds::utf8_prefix(text, room));
-                None
+        // An answer's delta (most of them) costs one lookup.
+        if let Some(Tracked::Answer(held)) = self.items.get_mut(item_id) {
+            let room = HELD_TEXT_LIMIT.saturating_sub(held.len());
+            let kept = bounds::utf8_prefix(text, room);
+            if held.capacity() == 0 {
+                held.reserve(kept.len().max(crate::universal::STREAM_START));
             }
+            held.push_str(kept);
+            return None;
+        }
+        match self.items.get(item_id)? {
+            Tracked::Answer(_) => None,
             Tracked::Message(channel) => Some(self.event(Kind::TextOutput).with_channel(channel.clone()).with_text(text)),
             Tracked::Tool(item) => self.tool_event(item, ToolPhase::Delta, event),
             Tracked::Other => None,
         }
     }
 
-    fn completed(&mut self, item: &UniversalItem, event: &UniversalEvent) -> Option<AgentWrapperEvent> {
-        if let Some(text) = self.held.remove(&item.item_id).filter(|t| !t.is_empty()) {
+    fn completed(&self, item: &UniversalItem, tracked: Option<Tracked>, event: &UniversalEvent) -> Option<AgentWrapperEvent> {
+        if let Some(Tracked::Answer(text)) = tracked.filter(|t| matches!(t, Tracked::Answer(text) if !text.is_empty())) {
             return Some(match item.status {
                 ItemStatus::Failed => {
                     let data = json!({ "discarded": { "item_id": item.item_id, "bytes": text.len() } });

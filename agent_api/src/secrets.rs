@@ -46,8 +46,29 @@ static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
     ]
 });
 
+/// What every match of one of [`RULES`] contains (compared ignoring ASCII case): `sk-`,
+/// `bearer`, a secret-like field name, a URL's `://`.
+const TRIGGERS: &[&str] =
+    &["sk-", "sk_", "rk-", "rk_", "sess-", "sess_", "bearer", "key", "token", "secret", "passw", "authorization", "credential", "://"];
+
+/// Whether one of [`RULES`] may match `text`. Most texts hold none of the [`TRIGGERS`]: they
+/// are returned as they are without compiling or running the patterns, which would cost
+/// each run the patterns' memory. Non-ASCII text always goes through them (Unicode case
+/// folding matches `K` to `k`).
+fn may_hold_secret(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    !text.is_ascii() || TRIGGERS.iter().any(|t| bytes.windows(t.len()).any(|w| w.eq_ignore_ascii_case(t.as_bytes())))
+}
+
 /// `text` with every known secret shape masked; borrowed when nothing was masked.
 pub fn redact(text: &str) -> Cow<'_, str> {
+    if !may_hold_secret(text) {
+        return Cow::Borrowed(text);
+    }
+    apply_rules(text)
+}
+
+fn apply_rules(text: &str) -> Cow<'_, str> {
     let mut out = Cow::Borrowed(text);
     for rule in RULES.iter() {
         if let Cow::Owned(replaced) = rule.pattern.replace_all(&out, rule.replacement) {

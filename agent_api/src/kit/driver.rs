@@ -15,130 +15,27 @@ use tokio::task::JoinHandle;
 use tokio::time::{sleep_until, Instant};
 use tokio_util::sync::CancellationToken;
 
-use super::budget::{self, BatchSender, DEFAULT_BUFFER_BUDGET, EVENTS_PER_BATCH};
-use super::lines::{Line, DEFAULT_LINE_CAP};
+use super::budget::{self, BatchSender, EVENTS_PER_BATCH};
+use super::lines::Line;
 use super::process::signal_group;
 use super::protocol::Outbox;
 use super::stderr::StderrCapture;
 use super::timeouts::{expiry, Clock, TimeoutLimits};
 use super::transport::{wait_exit, Lifecycle, StdinQueue};
-use crate::capability::CapabilitySet;
 use crate::error::AgentError;
-use crate::kind::AgentKind;
-use crate::request::RunRequest;
 use crate::run::{ControlMessage, RunCompletion, RunControl, RunGuard, RunHandle};
-use crate::universal::{SessionEnd, SessionEndReason, TerminatedBy, Transcript, UniversalEvent};
+use crate::universal::{Transcript, UniversalEvent};
 
 pub use super::protocol::{describe_json_error, parse_typed, parse_value, Ctx, ExitInfo, Protocol, ProtocolHarness, Unparsed};
 pub use super::transport::{line_source, AgentPipes, LineSource, SourceItem, Transport};
 pub use session::start_session;
+pub use settings::{RunSettings, DEFAULT_INPUT_LIMIT};
 
 mod batches;
 mod caller_wait;
+mod finish;
 mod session;
-
-/// Default limit of replies waiting for the agent to read its stdin: 1 MiB.
-pub const DEFAULT_INPUT_LIMIT: usize = 1024 * 1024;
-
-/// Tunables of one run.
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub struct RunSettings {
-    /// The backend's kind.
-    pub agent_kind: AgentKind,
-    /// Fill `raw` in universal events.
-    pub include_raw: bool,
-    /// Overall timeout. `Duration::MAX` (or anything past the clock's range) means none.
-    pub timeout: Option<Duration>,
-    /// Until the agent's first message ([`RunRequest::startup_timeout`]).
-    pub startup_timeout: Option<Duration>,
-    /// Without output while a run or turn is in progress ([`RunRequest::idle_timeout`]).
-    pub idle_timeout: Option<Duration>,
-    /// Per turn ([`RunRequest::turn_timeout`]).
-    pub turn_timeout: Option<Duration>,
-    /// Turn, token and cost limits, checked against each completion's usage.
-    pub limits: crate::request::Limits,
-    /// Between the soft interrupt and SIGTERM to the group.
-    pub cancel_grace: Duration,
-    /// Between SIGTERM and SIGKILL.
-    pub term_grace: Duration,
-    /// Between [`Ctx::shutdown`] and SIGTERM, if the agent has not exited.
-    pub shutdown_grace: Duration,
-    /// After the process exits, how long its output may still drain.
-    pub drain_grace: Duration,
-    /// After the agent closes its output, how long it may live on before the run fails
-    /// ([`AgentError::OutputClosed`]) and its group is killed.
-    pub output_closed_grace: Duration,
-    /// Whether tool events carry the tools facet.
-    pub tools_structured: bool,
-    /// Largest native line kept; longer ones are skipped and reported.
-    pub line_cap: usize,
-    /// Bytes of events that may wait for the caller; when they do, the run stops reading the
-    /// agent's output and the agent blocks on its pipe.
-    pub buffer_budget: usize,
-    /// Bytes of replies that may wait for the agent to read its stdin before the run fails
-    /// ([`AgentError::InputBlocked`]).
-    pub input_limit: usize,
-    /// The caller's token that cancels the run (see [`RunRequest::with_cancellation`]).
-    pub cancellation: Option<CancellationToken>,
-    /// How long permission requests and questions wait for the caller, and what then.
-    pub caller_wait: crate::CallerWait,
-    /// The request's output schema: a successful run's answer must fit it
-    /// ([`crate::structured::conform`]).
-    pub output_schema: Option<serde_json::Value>,
-    /// Where the agent runs (absolute), for the completion's [`crate::SessionRef`]; the
-    /// process's current directory when `None`.
-    pub working_dir: Option<std::path::PathBuf>,
-}
-
-impl RunSettings {
-    /// Defaults for a backend: 16 MiB line cap, 1 MiB buffer budget, 3 s cancel grace, 2 s term grace.
-    pub fn new(agent_kind: AgentKind) -> Self {
-        Self {
-            agent_kind,
-            include_raw: false,
-            timeout: None,
-            startup_timeout: None,
-            idle_timeout: None,
-            turn_timeout: None,
-            limits: crate::request::Limits::default(),
-            cancel_grace: Duration::from_secs(3),
-            term_grace: Duration::from_secs(2),
-            shutdown_grace: Duration::from_secs(5),
-            drain_grace: Duration::from_secs(2),
-            output_closed_grace: Duration::from_secs(5),
-            tools_structured: false,
-            line_cap: DEFAULT_LINE_CAP,
-            buffer_budget: DEFAULT_BUFFER_BUDGET,
-            input_limit: DEFAULT_INPUT_LIMIT,
-            cancellation: None,
-            caller_wait: crate::CallerWait::default(),
-            output_schema: None,
-            working_dir: None,
-        }
-    }
-
-    /// Defaults plus what the request sets (raw payloads, timeout, buffer budget, cancellation)
-    /// and, from the backend's capabilities, whether tool events carry the tools facet.
-    pub fn for_request(agent_kind: AgentKind, request: &RunRequest, capabilities: &CapabilitySet) -> Self {
-        let mut settings = Self::new(agent_kind);
-        settings.include_raw = request.include_raw;
-        settings.timeout = request.timeout;
-        settings.startup_timeout = request.startup_timeout;
-        settings.idle_timeout = request.idle_timeout;
-        settings.turn_timeout = request.turn_timeout;
-        settings.limits = request.limits;
-        settings.tools_structured = capabilities.contains(agent_api_capabilities::TOOLS_STRUCTURED_V1);
-        settings.cancellation = request.cancellation.clone();
-        settings.caller_wait = request.caller_wait;
-        settings.output_schema = request.portable.output_schema.clone();
-        settings.working_dir = request.session_working_dir().map(crate::session_ref::absolute);
-        if let Some(budget) = request.buffer_budget {
-            settings.buffer_budget = budget;
-        }
-        settings
-    }
-}
+mod settings;
 
 /// `now + d`, saturating: a deadline past the clock's range is as good as none.
 fn deadline_after(d: Duration) -> Instant {
@@ -322,6 +219,9 @@ impl Core {
     }
 
     fn flush_outbox(&mut self) {
+        if self.outbox.is_empty() {
+            return;
+        }
         let outbox = std::mem::take(&mut self.outbox);
         if let Some(stdin) = &self.stdin {
             for line in outbox.lines {
@@ -544,98 +444,6 @@ impl Core {
         self.flush().await;
         drop(self.events_tx.take());
         let _ = completion_tx.send(result);
-    }
-
-    /// Reaps what is left, asks the protocol how the run went, and writes the transcript's end.
-    async fn finish(&mut self, inputs: Inputs) -> Result<RunCompletion, AgentError> {
-        let Inputs { io, cancel_requested, .. } = inputs;
-        let info = self.reap(io).await;
-        let mut result = match self.fatal.take() {
-            Some(error) => Err(error),
-            None => match self.with_ctx(|p, ctx| p.finish(&info, ctx)) {
-                Some(result) => self.settings.limits.enforce(result),
-                None => Err(self.fatal.take().expect("with_ctx records why it returned nothing")),
-            },
-        };
-        if cancel_requested.load(Ordering::SeqCst) || self.stop == Some(Stop::Cancelled) {
-            result = Err(AgentError::Cancelled);
-        } else if self.stop == Some(Stop::TimedOut) {
-            result = Err(self.clock.error());
-        } else if self.stop == Some(Stop::Abandoned) && result.is_ok() {
-            result = Err(AgentError::Cancelled);
-        }
-        self.transcript.set_raw(None);
-        self.conclude(result, &info)
-    }
-
-    /// Kills what is left of the agent's group and gathers how it ended.
-    async fn reap(&mut self, io: Io) -> ExitInfo {
-        let Io { source, lifecycle, stderr_task } = io;
-        drop(source);
-        if let Some(pgid) = self.pgid {
-            signal_group(pgid, libc::SIGKILL);
-        }
-        // Whatever ended the run (the agent's exit, a dead connection), nothing of it stays on
-        // the far side: the completion comes only once the far group is stopped.
-        if let Some(far) = &self.far {
-            far.stop().await;
-        }
-        drop(lifecycle);
-        let stderr = match stderr_task {
-            Some(task) => tokio::time::timeout(Duration::from_secs(2), task).await.ok().and_then(Result::ok).unwrap_or_default(),
-            None => std::mem::take(&mut self.replay_stderr),
-        };
-        let (exit_code, signal) = self.exit.unwrap_or((None, None));
-        ExitInfo { exit_code, signal, stderr, oversized_lines: self.oversized_lines, stopped_by_daemon: self.stop.is_some() }
-    }
-
-    /// Fills what the protocol left empty from the transcript, and bounds the data.
-    fn complete_fields(&self, mut completion: RunCompletion) -> RunCompletion {
-        if completion.native_session_id.is_none() {
-            completion.native_session_id = self.transcript.native_session_id().map(str::to_string);
-        }
-        if completion.final_text.is_none() {
-            completion.final_text = self.transcript.last_assistant_text().map(str::to_string);
-        }
-        if completion.session.is_none() {
-            completion.session = completion
-                .native_session_id
-                .as_ref()
-                .map(|id| crate::session_ref::ran(&self.settings.agent_kind, id, self.settings.working_dir.as_deref()));
-        }
-        completion.data = completion.data.map(crate::bounds::bound_data);
-        completion.launcher = completion.launcher.or_else(|| self.launcher.clone());
-        completion
-    }
-
-    /// Writes the end of the transcript for `result` and completes the completion's fields.
-    fn conclude(&mut self, result: Result<RunCompletion, AgentError>, info: &ExitInfo) -> Result<RunCompletion, AgentError> {
-        let result = match &self.settings.output_schema {
-            Some(schema) => result.map(|c| self.complete_fields(c)).and_then(|c| crate::structured::conform(schema, c)),
-            None => result,
-        };
-        match result {
-            Ok(mut completion) => {
-                let end = SessionEnd::completed();
-                self.transcript.end(SessionEnd { exit_code: info.exit_code, ..end });
-                completion.exit_code = completion.exit_code.or(info.exit_code);
-                Ok(self.complete_fields(completion))
-            }
-            Err(error) => {
-                // Nothing but the session's end may follow the terminal error.
-                self.transcript.close_open();
-                self.transcript.terminal_error(&error);
-                let stopped = self.stop.is_some();
-                self.transcript.end(SessionEnd {
-                    reason: if stopped { SessionEndReason::Terminated } else { SessionEndReason::Error },
-                    terminated_by: if stopped { TerminatedBy::Daemon } else { TerminatedBy::Agent },
-                    message: Some(crate::bounds::truncate_message(&error.to_string(), crate::bounds::MESSAGE_BOUND)),
-                    exit_code: info.exit_code,
-                    stderr: (!stopped).then(|| info.stderr.output()),
-                });
-                Err(error)
-            }
-        }
     }
 }
 

@@ -59,11 +59,18 @@ impl<R: AsyncBufRead + Unpin> BoundedLineReader<R> {
                     (false, false) => Some(Line::Complete(trim_cr(std::mem::take(&mut self.buf)))),
                 });
             }
-            let (chunk, found_newline) = match memchr(available) {
+            let (chunk, found_newline) = match memchr::memchr(b'\n', available) {
                 Some(i) => (&available[..i], true),
                 None => (available, false),
             };
             let chunk_len = chunk.len();
+            if found_newline && !oversize && self.buf.is_empty() && chunk_len <= self.cap {
+                // The whole line is in the reader's buffer (the usual case): one allocation of
+                // its exact size instead of a buffer grown by doubling.
+                let line = trim_cr(chunk.to_vec());
+                self.reader.consume(chunk_len + 1);
+                return Ok(Some(Line::Complete(line)));
+            }
             if !oversize && self.buf.len() + chunk_len > self.cap {
                 oversize = true;
                 skipped = self.buf.len() as u64;
@@ -84,10 +91,6 @@ impl<R: AsyncBufRead + Unpin> BoundedLineReader<R> {
             }
         }
     }
-}
-
-fn memchr(bytes: &[u8]) -> Option<usize> {
-    bytes.iter().position(|&b| b == b'\n')
 }
 
 fn trim_cr(mut line: Vec<u8>) -> Vec<u8> {

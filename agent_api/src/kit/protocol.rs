@@ -97,14 +97,20 @@ pub trait Protocol: Send + 'static {
 
 /// Parses a native line into a `Value`; a line that is not JSON becomes [`Unparsed`].
 pub fn parse_value(line: &[u8]) -> Result<Value, Unparsed> {
-    serde_json::from_slice(line).map_err(|e| Unparsed(format!("not a JSON line: {}", describe_json_error(&e))))
+    let parsed = match std::str::from_utf8(line) {
+        Ok(text) => serde_json::from_str(text),
+        Err(_) => serde_json::from_slice(line),
+    };
+    parsed.map_err(|e| Unparsed(format!("not a JSON line: {}", describe_json_error(&e))))
 }
 
 /// The typed entry of a backend's [`Protocol::on_line`]: parses `line` straight into the
 /// backend's own message type `T`. `Err` hands back nothing but the fact: the caller then goes
 /// through [`parse_value`] and its `Value` path, which knows how to report the line.
 pub fn parse_typed<T: DeserializeOwned>(line: &[u8]) -> Option<T> {
-    serde_json::from_slice(line).ok()
+    // One check of the whole line: parsed from bytes, serde checks the UTF-8 of every string
+    // again, which costs several times more than this (a line the driver hands over is valid).
+    serde_json::from_str(std::str::from_utf8(line).ok()?).ok()
 }
 
 /// What a [`Protocol`] method may do besides describing events.
@@ -121,6 +127,13 @@ pub(super) struct Outbox {
     pub(super) close_input: bool,
     pub(super) shutdown: bool,
     pub(super) turn_end: Option<Result<RunCompletion, AgentError>>,
+}
+
+impl Outbox {
+    /// Whether the call queued nothing (most lines): the driver then skips moving it.
+    pub(super) fn is_empty(&self) -> bool {
+        self.lines.is_empty() && !self.close_input && !self.shutdown && self.turn_end.is_none()
+    }
 }
 
 impl<'a> Ctx<'a> {

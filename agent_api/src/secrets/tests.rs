@@ -36,6 +36,28 @@ fn ordinary_text_is_left_alone_and_borrowed() {
     }
 }
 
+proptest::proptest! {
+    /// The cheap look for trigger words never lets through a text the patterns would change.
+    #[test]
+    fn the_trigger_check_lets_nothing_through_that_the_patterns_change(
+        text in "([a-zA-Z0-9 _=:\"'/?.-]|sk-|Bearer |api_key|TOKEN|https://h/x\\?q=1|pass|word){0,12}"
+    ) {
+        if !may_hold_secret(&text) {
+            proptest::prop_assert_eq!(apply_rules(&text), Cow::Borrowed(text.as_str()));
+        }
+    }
+}
+
+#[test]
+fn the_trigger_check_skips_ordinary_text_and_takes_every_known_shape() {
+    for text in ["session started", "session ended: completed", "permission approved: shell: ls -la"] {
+        assert!(!may_hold_secret(text), "{text:?}");
+    }
+    for (text, _) in LEAKS {
+        assert!(may_hold_secret(text), "{text:?}");
+    }
+}
+
 #[test]
 fn redaction_is_idempotent_and_bounded() {
     for (text, _) in LEAKS {

@@ -41,8 +41,9 @@ impl Rewriter {
         let rename = |id: &mut String| *id = format!("itm_t{turn}_{}", id.trim_start_matches("itm_"));
         match &mut event.body {
             UniversalEventBody::ItemStarted(d) | UniversalEventBody::ItemCompleted(d) => {
-                rename(&mut d.item.item_id);
-                d.item.parent_id.as_mut().map(rename);
+                let item = std::sync::Arc::make_mut(&mut d.item);
+                rename(&mut item.item_id);
+                item.parent_id.as_mut().map(rename);
             }
             UniversalEventBody::ItemDelta(d) => {
                 let mut id = d.item_id.to_string();

@@ -13,6 +13,7 @@ mod types;
 
 pub use item::{ContentPart, FileAction, ItemKind, ItemRole, ItemStatus, ReasoningVisibility, ToolCallRef, ToolMeta, UniversalItem};
 pub use shell::{shell_fields, SHELL_FIELD_BOUND};
+pub(crate) use transcript::STREAM_START;
 pub use transcript::{NewItem, SessionEnd, Transcript, TranscriptLimits};
 pub use types::{
     AgentUnparsedData, DecidedBy, ErrorData, EventSource, ItemDeltaData, ItemEventData, PermissionDetails, PermissionEventData,

@@ -11,14 +11,22 @@ use super::item::{ContentPart, ItemKind, ItemRole, ItemStatus, UniversalItem};
 use super::types::*;
 use crate::error::AgentError;
 
+mod content;
 mod inputs;
 mod native_index;
+mod requests;
 
+use content::{fill_assembled, streamable_text};
 pub use inputs::{NewItem, SessionEnd, TranscriptLimits};
 use native_index::NativeIndex;
 
+/// Bytes reserved for an item's text at its first delta (instead of doubling from a few).
+pub(crate) const STREAM_START: usize = 256;
+
 struct OpenItem {
-    item: UniversalItem,
+    /// Shared with the item's `item.started` event; copied on a change only while that event
+    /// is still held somewhere.
+    item: Arc<UniversalItem>,
     /// The item's ids, shared with every delta of the item instead of copied into each.
     id: Arc<str>,
     native_id: Option<Arc<str>>,
@@ -161,7 +169,7 @@ impl Transcript {
 
     /// The current state of an open item.
     pub fn open_item(&self, item_id: &str) -> Option<&UniversalItem> {
-        self.items.get(item_id).map(|o| &o.item)
+        self.items.get(item_id).map(|o| &*o.item)
     }
 
     /// Ids of items still open, oldest first.
@@ -169,54 +177,13 @@ impl Transcript {
         &self.open
     }
 
-    /// A number that changes whenever a permission request or question is asked or resolved:
-    /// while it stays the same, so do [`Transcript::pending_permissions`] and
-    /// [`Transcript::pending_questions`].
-    pub fn requests_changed(&self) -> u64 {
-        self.requests_changed
-    }
-
-    /// Who decides the answers given from now on: the caller (`None`), or the kit on the
-    /// caller's behalf (a wait past its limit decides with [`DecidedBy::Timeout`]).
-    pub(crate) fn set_decider(&mut self, decider: Option<DecidedBy>) {
-        self.decider = decider;
-    }
-
-    /// Who decides an answer that comes through the run's controls: the caller, unless the kit
-    /// answers on the caller's behalf (a wait past its limit: [`DecidedBy::Timeout`]).
-    pub fn control_decider(&self) -> DecidedBy {
-        self.decider.unwrap_or(DecidedBy::Caller)
-    }
-
-    /// Ids of permission requests still waiting for a decision.
-    pub fn pending_permissions(&self) -> Vec<String> {
-        self.permissions.keys().cloned().collect()
-    }
-
-    /// Records that the run's timeout is stopping it: requests still waiting from now on resolve
-    /// as decided by [`DecidedBy::Timeout`] instead of [`DecidedBy::Cancel`].
-    pub fn set_timed_out(&mut self) {
-        self.timed_out = true;
-    }
-
-    /// Who resolves a request that is still waiting when the run stops or ends.
-    pub fn stop_cause(&self) -> DecidedBy {
-        if self.timed_out {
-            DecidedBy::Timeout
-        } else {
-            DecidedBy::Cancel
-        }
-    }
-
-    /// Ids of questions still waiting for an answer.
-    pub fn pending_questions(&self) -> Vec<String> {
-        self.questions.keys().cloned().collect()
-    }
-
     /// Takes the events emitted so far, as one batch (without moving them again).
     pub fn take_events(&mut self) -> Vec<UniversalEvent> {
         self.now = None;
-        std::mem::take(&mut self.events)
+        // The next batch is likely as long as this one: room for it at once, instead of a
+        // vector grown by doubling that moves every event again at each step.
+        let room = Vec::with_capacity(self.events.len());
+        std::mem::replace(&mut self.events, room)
     }
 
     /// Takes the events emitted so far.
@@ -275,9 +242,6 @@ impl Transcript {
     pub fn start_item(&mut self, new: NewItem) -> String {
         let item_id = format!("itm_{}", self.next_item);
         self.next_item += 1;
-        if let Some(native) = &new.native_item_id {
-            self.by_native.insert(native, &item_id);
-        }
         let item = UniversalItem {
             item_id: item_id.clone(),
             native_item_id: new.native_item_id,
@@ -289,20 +253,25 @@ impl Transcript {
             tool: new.tool,
         };
         let source = if new.synthetic { EventSource::Daemon } else { EventSource::Agent };
+        let (id, native_id): (Arc<str>, Option<Arc<str>>) = (Arc::from(item_id.as_str()), item.native_item_id.as_deref().map(Arc::from));
+        if let Some(native) = &native_id {
+            self.by_native.insert(native.clone(), id.clone());
+        }
+        let item = Arc::new(item);
         self.emit(source, UniversalEventBody::ItemStarted(ItemEventData { item: item.clone() }));
         self.open.push(item_id.clone());
-        let (id, native_id) = (Arc::from(item_id.as_str()), item.native_item_id.as_deref().map(Arc::from));
         let open = OpenItem { item, id, native_id, assembled: String::new(), had_delta: false, synthetic: new.synthetic };
         self.items.insert(item_id.clone(), open);
         item_id
     }
 
     /// Streams a fragment of an open item's content. Unknown or closed items are ignored.
-    pub fn delta(&mut self, item_id: &str, text: &str) {
-        self.delta_from(EventSource::Agent, item_id, text);
+    /// An owned `text` becomes the event's without a copy.
+    pub fn delta(&mut self, item_id: &str, text: impl Into<String>) {
+        self.delta_from(EventSource::Agent, item_id, text.into());
     }
 
-    fn delta_from(&mut self, source: EventSource, item_id: &str, text: &str) {
+    fn delta_from(&mut self, source: EventSource, item_id: &str, text: String) {
         let max = self.limits.max_item_text;
         let Some(open) = self.items.get_mut(item_id) else {
             tracing::debug!(item_id, "delta for an item that is not open");
@@ -310,9 +279,14 @@ impl Transcript {
         };
         open.had_delta = true;
         let room = max.saturating_sub(open.assembled.len());
-        open.assembled.push_str(crate::bounds::utf8_prefix(text, room));
+        let kept = crate::bounds::utf8_prefix(&text, room);
+        if open.assembled.capacity() == 0 {
+            // A streamed item usually takes many deltas: start with room for a few.
+            open.assembled.reserve(kept.len().max(STREAM_START));
+        }
+        open.assembled.push_str(kept);
         let (item_id, native_item_id) = (open.id.clone(), open.native_id.clone());
-        self.emit(source, UniversalEventBody::ItemDelta(ItemDeltaData { item_id, native_item_id, delta: text.to_string() }));
+        self.emit(source, UniversalEventBody::ItemDelta(ItemDeltaData { item_id, native_item_id, delta: text }));
     }
 
     /// Streams a fragment for the item with this provider id; when that item is not known yet,
@@ -330,7 +304,7 @@ impl Transcript {
     /// arrives before completion).
     pub fn update_item(&mut self, item_id: &str, change: impl FnOnce(&mut UniversalItem)) {
         if let Some(open) = self.items.get_mut(item_id) {
-            change(&mut open.item);
+            change(Arc::make_mut(&mut open.item));
         }
     }
 
@@ -350,14 +324,18 @@ impl Transcript {
     }
 
     fn close_item(&mut self, item_id: &str, status: ItemStatus, content: Option<Vec<ContentPart>>) {
-        let Some(mut open) = self.items.remove(item_id) else {
+        let Some(open) = self.items.remove(item_id) else {
             tracing::debug!(item_id, "completion for an item that is not open");
             return;
         };
         self.open.retain(|id| id != item_id);
-        let mut item = std::mem::replace(&mut open.item, placeholder_item());
+        let mut item = Arc::unwrap_or_clone(open.item);
         if let Some(native) = &item.native_item_id {
-            self.by_native.closed(native, item_id);
+            let native = match &open.native_id {
+                Some(shared) if **shared == **native => shared.clone(),
+                _ => Arc::from(native.as_str()),
+            };
+            self.by_native.closed(native, open.id.clone());
         }
         item.content = match content {
             Some(content) => content,
@@ -392,7 +370,7 @@ impl Transcript {
         }
         // A made-up item completes as made up; so does one the daemon fails at the end.
         let source = if open.synthetic || self.closing { EventSource::Daemon } else { EventSource::Agent };
-        self.emit(source, UniversalEventBody::ItemCompleted(ItemEventData { item }));
+        self.emit(source, UniversalEventBody::ItemCompleted(ItemEventData { item: Arc::new(item) }));
     }
 
     /// A whole message at once: `item.started`, one delta, `item.completed`.
@@ -400,7 +378,7 @@ impl Transcript {
         let synthetic = new.synthetic;
         let id = self.start_item(new);
         let source = if synthetic { EventSource::Daemon } else { EventSource::Agent };
-        self.delta_from(source, &id, text);
+        self.delta_from(source, &id, text.to_string());
         self.complete_item(&id);
         id
     }
@@ -446,70 +424,6 @@ impl Transcript {
     pub fn unparsed(&mut self, error: impl Into<String>, location: impl Into<String>, raw_hash: Option<String>) {
         let data = AgentUnparsedData { error: error.into(), location: location.into(), raw_hash };
         self.emit(EventSource::Daemon, UniversalEventBody::AgentUnparsed(data));
-    }
-
-    /// The agent asks for permission; answer it with `RunControl::respond_permission(id, …)`.
-    /// Backends go through `agent_api::kit::hitl`, which applies the policy and resolves it once.
-    pub fn permission_requested(&mut self, permission_id: impl Into<String>, action: impl Into<String>, metadata: Option<Value>) {
-        let mut data = PermissionEventData::requested(permission_id, action);
-        data.metadata = metadata;
-        self.record_permission_request(data);
-    }
-
-    /// Records a permission request with its typed fields (`data.status` is set to requested).
-    pub fn record_permission_request(&mut self, mut data: PermissionEventData) {
-        data.status = PermissionStatus::Requested;
-        data.decided_by = None;
-        self.permissions.insert(data.permission_id.clone(), data.clone());
-        self.requests_changed += 1;
-        self.emit(EventSource::Agent, UniversalEventBody::PermissionRequested(data));
-    }
-
-    /// Whether a permission request is waiting for a decision.
-    pub fn has_pending_permission(&self, permission_id: &str) -> bool {
-        self.permissions.contains_key(permission_id)
-    }
-
-    /// A pending permission request was decided, by `by` (`agent_api::kit::hitl` calls this).
-    pub fn permission_resolved(&mut self, permission_id: &str, approved: bool, by: DecidedBy) -> Result<(), AgentError> {
-        let mut data =
-            self.permissions.remove(permission_id).ok_or_else(|| AgentError::UnknownPermission { id: permission_id.to_string() })?;
-        self.requests_changed += 1;
-        data.status = if approved { PermissionStatus::Approved } else { PermissionStatus::Denied };
-        data.decided_by = Some(by);
-        self.emit(EventSource::Daemon, UniversalEventBody::PermissionResolved(data));
-        Ok(())
-    }
-
-    /// The agent asks a question; answer it with `RunControl::answer_question(id, …)`.
-    pub fn question_requested(&mut self, question_id: impl Into<String>, prompt: impl Into<String>, options: Vec<String>) {
-        self.record_question(QuestionEventData::requested(question_id, prompt, options));
-    }
-
-    /// Records a question with its typed fields (`data.status` is set to requested).
-    pub fn record_question(&mut self, mut data: QuestionEventData) {
-        data.status = QuestionStatus::Requested;
-        data.decided_by = None;
-        data.response = None;
-        self.questions.insert(data.question_id.clone(), data.clone());
-        self.requests_changed += 1;
-        self.emit(EventSource::Agent, UniversalEventBody::QuestionRequested(data));
-    }
-
-    /// Whether a question is waiting for an answer.
-    pub fn has_pending_question(&self, question_id: &str) -> bool {
-        self.questions.contains_key(question_id)
-    }
-
-    /// A pending question was answered (`Some`) or rejected (`None`), by `by`.
-    pub fn question_resolved(&mut self, question_id: &str, response: Option<String>, by: DecidedBy) -> Result<(), AgentError> {
-        let mut data = self.questions.remove(question_id).ok_or_else(|| AgentError::UnknownQuestion { id: question_id.to_string() })?;
-        self.requests_changed += 1;
-        data.status = if response.is_some() { QuestionStatus::Answered } else { QuestionStatus::Rejected };
-        data.decided_by = Some(by);
-        data.response = response;
-        self.emit(EventSource::Daemon, UniversalEventBody::QuestionResolved(data));
-        Ok(())
     }
 
     /// Closes what is still in progress: open items complete as failed, unanswered permissions
@@ -572,59 +486,7 @@ fn push_decimal(out: &mut String, mut n: u64) {
             break;
         }
     }
-    out.push_str(std::str::from_utf8(&digits[at..]).expect("ASCII digits"));
-}
-
-fn placeholder_item() -> UniversalItem {
-    UniversalItem {
-        item_id: String::new(),
-        native_item_id: None,
-        parent_id: None,
-        kind: ItemKind::Unknown,
-        role: None,
-        content: Vec::new(),
-        status: ItemStatus::InProgress,
-        tool: None,
-    }
-}
-
-/// Puts the text assembled from deltas into the part it belongs to: the first text-bearing
-/// part (text, reasoning, tool-call arguments, tool output) becomes exactly the streamed text,
-/// so streamed content is never counted twice. Without such a part a text part is added.
-fn fill_assembled(mut content: Vec<ContentPart>, assembled: &str, had_delta: bool) -> Vec<ContentPart> {
-    if !had_delta {
-        return content;
-    }
-    for part in &mut content {
-        match part {
-            ContentPart::Text { text } | ContentPart::Reasoning { text, .. } => {
-                *text = assembled.to_string();
-                return content;
-            }
-            ContentPart::ToolCall { arguments, .. } => {
-                *arguments = assembled.to_string();
-                return content;
-            }
-            ContentPart::ToolResult { output, .. } => {
-                *output = assembled.to_string();
-                return content;
-            }
-            _ => {}
-        }
-    }
-    content.push(ContentPart::Text { text: assembled.to_string() });
-    content
-}
-
-/// The text a message would have streamed: its text parts, or its reasoning.
-fn streamable_text(item: &UniversalItem) -> String {
-    item.content
-        .iter()
-        .filter_map(|p| match p {
-            ContentPart::Text { text } | ContentPart::Reasoning { text, .. } => Some(text.as_str()),
-            _ => None,
-        })
-        .collect()
+    out.extend(digits[at..].iter().map(|&d| char::from(d)));
 }
 
 fn now_rfc3339() -> String {

@@ -273,8 +273,9 @@ pub struct StderrOutput {
 /// Data of `item.started` and `item.completed`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ItemEventData {
-    /// The item as it is now.
-    pub item: UniversalItem,
+    /// The item as it is now. Shared: the transcript hands `item.started` the open item itself
+    /// (no copy), and the wrapper view keeps a tool item without copying it either.
+    pub item: Arc<UniversalItem>,
 }
 
 /// Data of `item.delta`.

@@ -206,7 +206,7 @@ impl StoredCodexSession {
                     Some(exec) => self.exec.on_message(json!({ "type": "item.completed", "item": exec }), ctx),
                     None => {
                         let user = ctx.transcript.start_item(NewItem::message(ItemRole::User));
-                        ctx.transcript.delta(&user, &texts(item.get("content")));
+                        ctx.transcript.delta(&user, texts(item.get("content")));
                         ctx.transcript.complete_item(&user);
                         Ok(())
                     }

@@ -64,7 +64,7 @@ impl ScriptedProtocol {
             }
             AgentLine::TextDelta { message_id, text } => {
                 let id = Self::item_for(ctx, &message_id, || NewItem::message(ItemRole::Assistant));
-                ctx.transcript.delta(&id, &text);
+                ctx.transcript.delta(&id, text);
             }
             AgentLine::MessageDone { message_id, text } => {
                 let id = Self::item_for(ctx, &message_id, || NewItem::message(ItemRole::Assistant));
@@ -72,7 +72,7 @@ impl ScriptedProtocol {
             }
             AgentLine::ReasoningDelta { id, text } => {
                 let item = Self::item_for(ctx, &id, || NewItem::reasoning(ReasoningVisibility::Public));
-                ctx.transcript.delta(&item, &text);
+                ctx.transcript.delta(&item, text);
             }
             AgentLine::ReasoningDone { id } => {
                 let item = Self::item_for(ctx, &id, || NewItem::reasoning(ReasoningVisibility::Public));

@@ -44,7 +44,7 @@ fn completed(run: &RunRecord) -> Vec<UniversalItem> {
     run.universal
         .iter()
         .filter_map(|e| match &e.body {
-            UniversalEventBody::ItemCompleted(d) => Some(d.item.clone()),
+            UniversalEventBody::ItemCompleted(d) => Some(UniversalItem::clone(&d.item)),
             _ => None,
         })
         .collect()
