@@ -86,6 +86,9 @@ pub struct RunSettings {
     /// The request's output schema: a successful run's answer must fit it
     /// ([`crate::structured::conform`]).
     pub output_schema: Option<serde_json::Value>,
+    /// What must live exactly as long as the run (the caller-tools MCP server, a config file
+    /// holding a secret): dropped when the driver ends, however the run ends.
+    pub held: Vec<Arc<dyn std::any::Any + Send + Sync>>,
 }
 
 impl RunSettings {
@@ -111,6 +114,7 @@ impl RunSettings {
             cancellation: None,
             caller_wait: crate::CallerWait::default(),
             output_schema: None,
+            held: Vec::new(),
         }
     }
 
@@ -132,6 +136,11 @@ impl RunSettings {
             settings.buffer_budget = budget;
         }
         settings
+    }
+
+    /// Keeps `thing` alive until the run ends ([`RunSettings::held`]).
+    pub fn hold(&mut self, thing: Arc<dyn std::any::Any + Send + Sync>) {
+        self.held.push(thing);
     }
 }
 
