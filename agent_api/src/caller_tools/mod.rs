@@ -172,7 +172,7 @@ pub fn validate(tools: &[CallerTool]) -> Result<(), AgentError> {
 /// Starts the MCP server of `request`'s caller tools, if it has any, and adds it to the
 /// request's MCP servers under [`SERVER_NAME`] with the run's secret as its bearer header. The
 /// backend keeps the returned server alive for the run ([`crate::kit::RunSettings::hold`]).
-pub async fn attach(request: &mut RunRequest) -> Result<Option<Arc<ToolServer>>, AgentError> {
+pub async fn attach(request: &mut RunRequest) -> Result<Option<ToolServer>, AgentError> {
     if request.caller_tools.is_empty() {
         return Ok(None);
     }
@@ -182,5 +182,5 @@ pub async fn attach(request: &mut RunRequest) -> Result<Option<Arc<ToolServer>>,
     }
     let server = ToolServer::start(request.caller_tools.clone()).await?;
     request.portable.mcp_servers.insert(SERVER_NAME.into(), server.mcp_server());
-    Ok(Some(Arc::new(server)))
+    Ok(Some(server))
 }

@@ -138,9 +138,11 @@ impl RunSettings {
         settings
     }
 
-    /// Keeps `thing` alive until the run ends ([`RunSettings::held`]).
-    pub fn hold(&mut self, thing: Arc<dyn std::any::Any + Send + Sync>) {
-        self.held.push(thing);
+    /// Keeps `thing`, if any, alive until the run ends ([`RunSettings::held`]).
+    pub fn hold<T: std::any::Any + Send + Sync>(&mut self, thing: Option<T>) {
+        if let Some(thing) = thing {
+            self.held.push(Arc::new(thing));
+        }
     }
 }
 
