@@ -40,6 +40,9 @@ fn base_spec(config: &CodexConfig, request: &RunRequest, args: Vec<String>) -> C
     for (k, v) in config.env.iter().chain(&request.env) {
         spec = spec.env(k.clone(), v.clone());
     }
+    for (k, v) in crate::portable::secret_env(&request.portable) {
+        spec = spec.env(k, v);
+    }
     if let Some(dir) = request.working_dir.as_ref().or(config.working_dir.as_ref()) {
         spec = spec.cwd(dir.clone());
     }

@@ -170,8 +170,10 @@ impl AgentBackend for CodexBackend {
             // `exec --output-schema` needs a file that outlives the spawn: the SDK asks in the prompt instead.
             request = agent_api::structured::ask_in_prompt(request);
         }
+        let tools = agent_api::caller_tools::attach(&mut request).await?;
         let spec = HOME_LAYOUT.apply(argv::command_spec(&self.config, &options, &request), &request.home)?;
-        let settings = RunSettings::for_request(self.kind(), &request, &self.capabilities());
+        let mut settings = RunSettings::for_request(self.kind(), &request, &self.capabilities());
+        settings.hold(tools);
         let transport = Transport::spawn(&spec, settings.line_cap)?;
         let protocol: Box<dyn Protocol> = match options.mode {
             Mode::AppServer => {
@@ -182,7 +184,7 @@ impl AgentBackend for CodexBackend {
         Ok(start_run(settings, transport, protocol))
     }
 
-    async fn open_session(&self, request: RunRequest) -> Result<Session, AgentError> {
+    async fn open_session(&self, mut request: RunRequest) -> Result<Session, AgentError> {
         agent_api::backend::validate_template(&KIND, &self.capabilities(), self.extension_keys(), &request)?;
         let options = RunOptions::resolve(&request, &self.config)?;
         if options.mode != Mode::AppServer {
@@ -191,8 +193,10 @@ impl AgentBackend for CodexBackend {
                 reason: "a session needs the app-server mode".into(),
             });
         }
+        let tools = agent_api::caller_tools::attach(&mut request).await?;
         let spec = HOME_LAYOUT.apply(argv::command_spec(&self.config, &options, &request), &request.home)?;
-        let settings = RunSettings::for_request(self.kind(), &request, &self.capabilities());
+        let mut settings = RunSettings::for_request(self.kind(), &request, &self.capabilities());
+        settings.hold(tools);
         let transport = Transport::spawn(&spec, settings.line_cap)?;
         let protocol = app_server::AppServer::session(argv::StartPlan::new(&self.config, &options, &request), options.policy.clone());
         Ok(start_session(settings, transport, Box::new(protocol)))

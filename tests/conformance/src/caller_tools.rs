@@ -85,9 +85,14 @@ pub async fn assert_round_trip(backend: &dyn AgentBackend, request: RunRequest) 
     let run = record(backend.run(request).await.unwrap()).await;
     let completion = run.completion.as_ref().unwrap_or_else(|e| panic!("the run failed: {e}"));
     let calls = std::mem::take(&mut *calls.lock().unwrap());
-    assert_eq!(calls.inputs, [json!({"city": "Paris"})], "the handler got the model's input once");
-    assert_eq!(calls.refused_without_secret, [true], "the MCP server must refuse a request without the secret");
     let answer = completion.final_text.clone().unwrap_or_default();
+    assert_eq!(
+        calls.inputs,
+        [json!({"city": "Paris"})],
+        "the handler got the model's input once; the answer: {answer}; items: {:?}",
+        run.universal.iter().filter_map(|e| e.completed_item()).map(|i| format!("{:?}", i.content)).collect::<Vec<_>>()
+    );
+    assert_eq!(calls.refused_without_secret, [true], "the MCP server must refuse a request without the secret");
     assert!(answer.contains(ANSWER) && answer.starts_with("Tool finished"), "the tool result is not in the answer: {answer}");
     let items = run.completed_items(ItemKind::ToolCall);
     assert!(items.iter().any(|i| serde_json::to_string(i).unwrap().contains(TOOL)), "no tool_call item for {TOOL}: {items:?}");
