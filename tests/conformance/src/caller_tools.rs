@@ -96,8 +96,12 @@ pub async fn assert_round_trip(backend: &dyn AgentBackend, request: RunRequest) 
     assert!(answer.contains(ANSWER) && answer.starts_with("Tool finished"), "the tool result is not in the answer: {answer}");
     let items = run.completed_items(ItemKind::ToolCall);
     assert!(items.iter().any(|i| serde_json::to_string(i).unwrap().contains(TOOL)), "no tool_call item for {TOOL}: {items:?}");
-    let facet = run.wrapper.iter().filter(|e| e.kind == AgentWrapperEventKind::ToolCall).find_map(|e| e.tools_facet());
-    assert!(facet.is_some_and(|f| f.tool_name.is_some_and(|n| n.ends_with(TOOL))), "no ToolCall event with the tools facet");
+    let facets: Vec<_> = run.wrapper.iter().filter(|e| e.kind == AgentWrapperEventKind::ToolCall).filter_map(|e| e.tools_facet()).collect();
+    // ACP agents name the tool only in the call's id (the facet's tool_name is ACP's kind, `other`).
+    let names_it = |f: &&agent_api::tools_facet::ToolsFacet| {
+        [&f.tool_name, &f.tool_use_id].iter().any(|n| n.as_deref().is_some_and(|n| n.contains(TOOL)))
+    };
+    assert!(facets.iter().any(|f| names_it(&f)), "no ToolCall event with the tools facet: {facets:?}");
     let shown = format!("{:?}{:?}", run.universal, run.wrapper);
     assert!(!shown.contains("Bearer"), "the secret's header reached an event");
     assert_ports_closed(&calls.ports).await;
