@@ -47,6 +47,7 @@
 
 pub mod backend;
 pub mod bounds;
+pub mod caller_tools;
 pub mod capability;
 pub mod detect;
 pub mod display;

@@ -224,7 +224,22 @@ impl PortableOptions {
         let servers: serde_json::Map<String, Value> = self.mcp_servers.iter().map(|(name, s)| (name.clone(), s.to_mcp_json())).collect();
         serde_json::json!({ "mcpServers": servers })
     }
+
+    /// Writes [`Self::mcp_config_json`] to a new file only its owner may read (0600), for CLIs
+    /// that take `--mcp-config FILE`: servers' env and headers often hold secrets, and argv shows
+    /// in `ps`. The file is removed when the returned path is dropped: keep it for the run
+    /// ([`crate::kit::RunSettings::hold`]).
+    pub fn write_mcp_config(&self) -> Result<McpConfigFile, AgentError> {
+        use std::io::Write;
+        let mut file = tempfile::Builder::new().prefix("agent-api-mcp-").suffix(".json").tempfile()?;
+        file.write_all(self.mcp_config_json().to_string().as_bytes())?;
+        file.flush()?;
+        Ok(file.into_temp_path())
+    }
 }
+
+/// A written `--mcp-config` file ([`PortableOptions::write_mcp_config`]), removed when dropped.
+pub type McpConfigFile = tempfile::TempPath;
 
 /// How one backend honours one portable option.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -231,6 +231,9 @@ pub struct RunRequest {
     /// [`Launcher::Local`](crate::kit::Launcher::Local)); needs the launcher's
     /// `agent_api.launcher.*` capability.
     pub launcher: Option<crate::kit::Launcher>,
+    /// The caller's own tools, served to the agent over MCP ([`crate::caller_tools`]); they need
+    /// `agent_api.tools.caller.v1`.
+    pub caller_tools: Vec<crate::caller_tools::CallerTool>,
 }
 
 /// How long permission requests and questions wait for the caller ([`RunRequest::caller_wait`]).
@@ -294,6 +297,7 @@ impl std::fmt::Debug for RunRequest {
             .field("limits", &self.limits)
             .field("portable", &self.portable)
             .field("launcher", &self.launcher)
+            .field("caller_tools", &self.caller_tools)
             .finish()
     }
 }
@@ -486,6 +490,25 @@ impl RunRequest {
         self
     }
 
+    /// Adds a caller-defined tool: `handler` answers each call the agent makes to `name` with
+    /// the tool's input (a JSON object fitting `input_schema`); its error becomes the tool's error
+    /// result (see [`crate::caller_tools`]).
+    pub fn with_tool<F, Fut, O, E>(self, name: impl Into<String>, description: impl Into<String>, input_schema: Value, handler: F) -> Self
+    where
+        F: Fn(Value) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = Result<O, E>> + Send + 'static,
+        O: Into<crate::caller_tools::ToolOutput>,
+        E: std::fmt::Display,
+    {
+        self.with_caller_tool(crate::caller_tools::CallerTool::new(name, description, input_schema, handler))
+    }
+
+    /// Adds a caller-defined tool built with [`crate::caller_tools::CallerTool::new`] (to set its timeout).
+    pub fn with_caller_tool(mut self, tool: crate::caller_tools::CallerTool) -> Self {
+        self.caller_tools.push(tool);
+        self
+    }
+
     /// The capability ids a backend must advertise to serve this request.
     pub fn required_capabilities(&self) -> BTreeSet<&'static str> {
         let mut needed = BTreeSet::from([caps::RUN]);
@@ -521,6 +544,9 @@ impl RunRequest {
         // Every backend can run locally; only another launcher needs the backend to spawn through the kit.
         if let Some(launcher) = self.launcher.as_ref().filter(|l| **l != crate::kit::Launcher::Local) {
             needed.insert(launcher.capability());
+        }
+        if !self.caller_tools.is_empty() {
+            needed.insert(caps::CALLER_TOOLS);
         }
         needed
     }

@@ -57,6 +57,8 @@ standard_capabilities! {
     SESSION_RESUME_PER_TURN = "agent_api.session.resume_per_turn", "Sessions by resume", "A session runs each turn as a new process that resumes the previous turn's session.";
     /// ToolCall and ToolResult events carry the structured.v1 tools facet.
     TOOLS_STRUCTURED_V1 = "agent_api.tools.structured.v1", "Tools facet v1", "ToolCall and ToolResult events carry the structured.v1 tools facet.";
+    /// `RunRequest::with_tool`: the caller's own tools, served over MCP, are offered to the agent and answered by the caller's handlers.
+    CALLER_TOOLS = "agent_api.tools.caller.v1", "Caller-defined tools", "The caller's own tools (RunRequest::with_tool), served by the SDK over MCP, are called by the agent and answered by the caller's handlers.";
     /// Assistant and user text arrive as message items.
     TEXT_MESSAGES = "agent_api.transcript.text_messages", "Text Messages", "Assistant and user text arrive as message items.";
     /// Tool invocations arrive as tool_call items.

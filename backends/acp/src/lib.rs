@@ -234,6 +234,7 @@ pub fn capabilities(flavor: Flavor) -> CapabilitySet {
             CAP_SESSION_LOAD,
             CAP_GEMINI_ACP,
             CAP_GEMINI_HEADLESS,
+            caps::CALLER_TOOLS,
         ],
         // Print mode's `--yolo` is the explicit don't-ask option. Warm sessions on ACP and two-way
         // stream-json; sessions on print resume per turn.
@@ -290,9 +291,11 @@ impl AgentBackend for AcpBackend {
 
     async fn run(&self, request: RunRequest) -> Result<RunHandle, AgentError> {
         self.validate(&request)?;
-        let request = request.in_session_dir(self.config.working_dir.as_deref());
+        let mut request = request.in_session_dir(self.config.working_dir.as_deref());
         let cwd = self.cwd(&request);
-        let settings = RunSettings::for_request(self.kind(), &request, &self.capabilities());
+        let tools = agent_api::caller_tools::attach(&mut request).await?;
+        let mut settings = RunSettings::for_request(self.kind(), &request, &self.capabilities());
+        settings.hold(tools);
         let qwen_stream_json = match self.flavor {
             Flavor::Qwen => qwen::stream_json_interface(&request)?,
             _ => None,
@@ -325,14 +328,17 @@ impl AgentBackend for AcpBackend {
     /// sessions run a process per turn, resuming the previous turn's session.
     async fn open_session(&self, request: RunRequest) -> Result<Session, AgentError> {
         agent_api::backend::validate_template(&self.kind(), &self.capabilities(), self.extension_keys(), &request)?;
-        let request = request.in_session_dir(self.config.working_dir.as_deref());
+        let mut request = request.in_session_dir(self.config.working_dir.as_deref());
         let cwd = self.cwd(&request);
-        let settings = RunSettings::for_request(self.kind(), &request, &self.capabilities());
+        let headless = self.flavor == Flavor::Gemini && request.options::<GeminiOptions>()?.interface == Some(GeminiInterface::Headless);
+        // A session that resumes per turn starts each turn with `run`, which serves the tools then.
+        let tools = if headless { None } else { agent_api::caller_tools::attach(&mut request).await? };
+        let mut settings = RunSettings::for_request(self.kind(), &request, &self.capabilities());
+        settings.hold(tools);
         let qwen_interface = match self.flavor {
             Flavor::Qwen => qwen::stream_json_interface(&request)?,
             _ => None,
         };
-        let headless = self.flavor == Flavor::Gemini && request.options::<GeminiOptions>()?.interface == Some(GeminiInterface::Headless);
         if headless || qwen_interface == Some(QwenInterface::Print) {
             return Ok(Session::resuming(std::sync::Arc::new(self.clone()), request));
         }

@@ -30,7 +30,7 @@ pub const OPTION_MAPPINGS: &[OptionMapping] = &[
     OptionMapping::new(caps::SYSTEM_PROMPT, "--system-prompt"),
     OptionMapping::new(caps::APPEND_SYSTEM_PROMPT, "--append-system-prompt"),
     OptionMapping::new(caps::ADD_DIRS, "--add-dir"),
-    OptionMapping::new(caps::MCP_SERVERS, "--mcp-config (inline mcpServers JSON)"),
+    OptionMapping::new(caps::MCP_SERVERS, "--mcp-config FILE (mcpServers JSON, mode 0600)"),
     OptionMapping::new(caps::ALLOWED_TOOLS, "--allowedTools"),
     OptionMapping::new(caps::DENIED_TOOLS, "--disallowedTools"),
     OptionMapping::new(caps::MAX_TURNS, "--max-turns"),
@@ -171,6 +171,8 @@ pub struct Invocation {
     pub mode: Mode,
     /// Whether the bypass permission mode was asked for (root refuses it without `IS_SANDBOX=1`).
     pub bypass: bool,
+    /// The 0600 `--mcp-config` file, removed when dropped: the run holds it.
+    pub mcp_config: Option<std::sync::Arc<agent_api::portable::McpConfigFile>>,
 }
 
 /// Print mode's static form of a policy (it has no request channel, so nothing can be asked or
@@ -252,8 +254,10 @@ pub fn invocation(config: &ClaudeCodeConfig, request: &RunRequest) -> Result<Inv
     if let Some(usd) = budget {
         spec = spec.arg("--max-budget-usd").arg(usd.to_string());
     }
-    if !portable.mcp_servers.is_empty() {
-        spec = spec.arg("--mcp-config").arg(portable.mcp_config_json().to_string());
+    // A file, not inline JSON: the servers' env and headers (the caller tools' secret) stay off argv.
+    let mcp_config = if portable.mcp_servers.is_empty() { None } else { Some(std::sync::Arc::new(portable.write_mcp_config()?)) };
+    if let Some(path) = &mcp_config {
+        spec = spec.arg("--mcp-config").arg(path.as_os_str());
     }
     if let Some(schema) = &portable.output_schema {
         spec = spec.arg("--json-schema").arg(schema.to_string());
@@ -273,7 +277,7 @@ pub fn invocation(config: &ClaudeCodeConfig, request: &RunRequest) -> Result<Inv
     if let Some(dir) = request.working_dir.clone().or_else(|| config.working_dir.clone()) {
         spec = spec.cwd(dir);
     }
-    Ok(Invocation { spec, mode, bypass })
+    Ok(Invocation { spec, mode, bypass, mcp_config })
 }
 
 /// The variables Claude Code reads for its endpoint, credentials and behaviour: all a launcher
@@ -363,7 +367,8 @@ mod tests {
         let req = RunRequest::new("hi")
             .with_portable(portable)
             .with_options(&ClaudeCodeOptions::default().extra_dirs(["/e"]).system_prompt_append("be brief").disallowed_tools(["Bash"]));
-        let args = argv(&req);
+        let inv = invocation(&ClaudeCodeConfig::default(), &req).unwrap();
+        let args: Vec<String> = inv.spec.args.iter().map(|a| a.to_string_lossy().into_owned()).collect();
         let joined = args.join(" ");
         for want in [
             "--system-prompt you are terse",
@@ -378,7 +383,9 @@ mod tests {
             assert!(joined.contains(want), "{want} missing from {joined}");
         }
         let mcp = args.iter().position(|a| a == "--mcp-config").map(|i| &args[i + 1]).expect("--mcp-config");
-        let mcp: serde_json::Value = serde_json::from_str(mcp).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(std::fs::metadata(mcp).unwrap().permissions().mode() & 0o777, 0o600, "only the owner reads the MCP config");
+        let mcp: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(mcp).unwrap()).unwrap();
         assert_eq!(mcp["mcpServers"]["files"], json!({"command": "mcp-files", "args": ["--root", "/srv"], "env": {}}));
         for mapping in OPTION_MAPPINGS {
             assert!(req.required_capabilities().contains(mapping.capability), "{} not exercised", mapping.capability);

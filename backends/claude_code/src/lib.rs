@@ -176,6 +176,7 @@ impl AgentBackend for ClaudeCodeBackend {
             caps::SESSION_WARM,
             caps::SESSION_RESUME_PER_TURN,
             caps::TOOLS_STRUCTURED_V1,
+            caps::CALLER_TOOLS,
             caps::TEXT_MESSAGES,
             caps::TOOL_CALLS,
             caps::TOOL_RESULTS,
@@ -209,9 +210,12 @@ impl AgentBackend for ClaudeCodeBackend {
 
     async fn run(&self, request: RunRequest) -> Result<RunHandle, AgentError> {
         self.validate(&request)?;
-        let request = request.in_session_dir(self.config.working_dir.as_deref());
-        let invocation = args::invocation(&self.config, &request)?;
-        let settings = RunSettings::for_request(KIND, &request, &self.capabilities());
+        let mut request = request.in_session_dir(self.config.working_dir.as_deref());
+        let tools = agent_api::caller_tools::attach(&mut request).await?;
+        let mut invocation = args::invocation(&self.config, &request)?;
+        let mut settings = RunSettings::for_request(KIND, &request, &self.capabilities());
+        settings.hold(tools);
+        settings.hold(invocation.mcp_config.take());
         let protocol = match invocation.mode {
             Mode::Control => ClaudeProtocol::control(request.prompt.text.clone(), request.permissions.clone(), invocation.bypass),
             Mode::Print => ClaudeProtocol::print_from_stdin(request.prompt.text.clone(), invocation.bypass),
@@ -222,8 +226,9 @@ impl AgentBackend for ClaudeCodeBackend {
 
     async fn open_session(&self, request: RunRequest) -> Result<Session, AgentError> {
         agent_api::backend::validate_template(&KIND, &self.capabilities(), self.extension_keys(), &request)?;
-        let request = request.in_session_dir(self.config.working_dir.as_deref());
-        let invocation = args::invocation(&self.config, &request)?;
+        let mut request = request.in_session_dir(self.config.working_dir.as_deref());
+        let tools = agent_api::caller_tools::attach(&mut request).await?;
+        let mut invocation = args::invocation(&self.config, &request)?;
         if invocation.mode != Mode::Control {
             // Print mode takes its one prompt on the command line.
             return Err(AgentError::InvalidExtension {
@@ -231,7 +236,9 @@ impl AgentBackend for ClaudeCodeBackend {
                 reason: "a session needs the two-way control mode".into(),
             });
         }
-        let settings = RunSettings::for_request(KIND, &request, &self.capabilities());
+        let mut settings = RunSettings::for_request(KIND, &request, &self.capabilities());
+        settings.hold(tools);
+        settings.hold(invocation.mcp_config.take());
         let protocol = ClaudeProtocol::session(request.permissions.clone(), invocation.bypass);
         let transport = Transport::spawn(&invocation.spec, settings.line_cap)?;
         Ok(start_session(settings, transport, Box::new(protocol)))

@@ -40,6 +40,9 @@ fn base_spec(config: &CodexConfig, request: &RunRequest, args: Vec<String>) -> C
     for (k, v) in &config.env {
         spec = spec.env(k.clone(), v.clone());
     }
+    for (k, v) in crate::portable::secret_env(&request.portable) {
+        spec = spec.env(k, v);
+    }
     if let Some(dir) = &config.working_dir {
         spec = spec.cwd(dir.clone());
     }

@@ -171,8 +171,10 @@ impl AgentBackend for CodexBackend {
             // `exec --output-schema` needs a file that outlives the spawn: the SDK asks in the prompt instead.
             request = agent_api::structured::ask_in_prompt(request);
         }
+        let tools = agent_api::caller_tools::attach(&mut request).await?;
         let spec = HOME_LAYOUT.apply(argv::command_spec(&self.config, &options, &request), &request.home)?;
-        let settings = RunSettings::for_request(self.kind(), &request, &self.capabilities());
+        let mut settings = RunSettings::for_request(self.kind(), &request, &self.capabilities());
+        settings.hold(tools);
         let transport = Transport::spawn(&spec, settings.line_cap)?;
         let protocol: Box<dyn Protocol> = match options.mode {
             Mode::AppServer => {
@@ -185,7 +187,7 @@ impl AgentBackend for CodexBackend {
 
     async fn open_session(&self, request: RunRequest) -> Result<Session, AgentError> {
         agent_api::backend::validate_template(&KIND, &self.capabilities(), self.extension_keys(), &request)?;
-        let request = request.in_session_dir(self.config.working_dir.as_deref());
+        let mut request = request.in_session_dir(self.config.working_dir.as_deref());
         let options = RunOptions::resolve(&request, &self.config)?;
         if options.mode != Mode::AppServer {
             return Err(AgentError::InvalidExtension {
@@ -193,8 +195,10 @@ impl AgentBackend for CodexBackend {
                 reason: "a session needs the app-server mode".into(),
             });
         }
+        let tools = agent_api::caller_tools::attach(&mut request).await?;
         let spec = HOME_LAYOUT.apply(argv::command_spec(&self.config, &options, &request), &request.home)?;
-        let settings = RunSettings::for_request(self.kind(), &request, &self.capabilities());
+        let mut settings = RunSettings::for_request(self.kind(), &request, &self.capabilities());
+        settings.hold(tools);
         let transport = Transport::spawn(&spec, settings.line_cap)?;
         let protocol = app_server::AppServer::session(argv::StartPlan::new(&self.config, &options, &request), options.policy.clone());
         Ok(start_session(settings, transport, Box::new(protocol)))

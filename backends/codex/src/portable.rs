@@ -1,5 +1,9 @@
 //! The portable options (`RunRequest::portable`) as Codex takes them: `-c` config overrides for
 //! both modes, and the app-server's `turn/start` `outputSchema`.
+//!
+//! MCP servers' env values and headers (often tokens, and the caller tools' secret) never go on
+//! argv, which `ps` shows: the overrides name environment variables (`env_vars`,
+//! `env_http_headers`) whose values [`secret_env`] sets in Codex's own environment.
 
 use agent_api::capabilities as caps;
 use agent_api::portable::{McpServer, OptionMapping, PortableOptions};
@@ -11,7 +15,7 @@ pub const OPTION_MAPPINGS: &[OptionMapping] = &[
     OptionMapping::new(caps::SYSTEM_PROMPT, "thread/start baseInstructions (app-server only)"),
     OptionMapping::new(caps::APPEND_SYSTEM_PROMPT, "-c developer_instructions"),
     OptionMapping::new(caps::ADD_DIRS, "-c sandbox_workspace_write.writable_roots"),
-    OptionMapping::new(caps::MCP_SERVERS, "-c mcp_servers.NAME.{command,args,env,url,http_headers}"),
+    OptionMapping::new(caps::MCP_SERVERS, "-c mcp_servers.NAME.{command,args,env_vars,url,env_http_headers} (values in env)"),
     OptionMapping::new(caps::OUTPUT_SCHEMA, "turn/start outputSchema (app-server); SDK schema in the prompt (exec)"),
 ];
 
@@ -29,19 +33,40 @@ pub fn config_overrides(portable: &PortableOptions) -> Vec<String> {
                 overrides.push(format!("{key}.command={}", toml_string(command)));
                 overrides.push(format!("{key}.args={}", toml_array(args)));
                 if !env.is_empty() {
-                    overrides.push(format!("{key}.env={}", toml_table(env)));
+                    let names: Vec<String> = env.keys().cloned().collect();
+                    overrides.push(format!("{key}.env_vars={}", toml_array(&names)));
                 }
             }
             McpServer::Http { url, headers } => {
                 overrides.push(format!("{key}.url={}", toml_string(url)));
                 if !headers.is_empty() {
-                    overrides.push(format!("{key}.http_headers={}", toml_table(headers)));
+                    let vars = headers.keys().enumerate().map(|(i, header)| (header.clone(), header_var(name, i))).collect();
+                    overrides.push(format!("{key}.env_http_headers={}", toml_table(&vars)));
                 }
             }
             _ => {}
         }
     }
     overrides
+}
+
+/// The environment variable that carries header `index` of server `name` to Codex.
+fn header_var(name: &str, index: usize) -> String {
+    format!("AGENT_API_MCP_{}_H{index}", name.to_ascii_uppercase().replace('-', "_"))
+}
+
+/// The variables Codex's environment needs for [`config_overrides`]: each stdio server's env
+/// (Codex passes the named ones on) and each header value.
+pub fn secret_env(portable: &PortableOptions) -> Vec<(String, String)> {
+    let mut vars = Vec::new();
+    for (name, server) in &portable.mcp_servers {
+        match server {
+            McpServer::Stdio { env, .. } => vars.extend(env.iter().map(|(k, v)| (k.clone(), v.clone()))),
+            McpServer::Http { headers, .. } => vars.extend(headers.values().enumerate().map(|(i, v)| (header_var(name, i), v.clone()))),
+            _ => {}
+        }
+    }
+    vars
 }
 
 fn toml_array(items: &[String]) -> String {
@@ -65,15 +90,28 @@ mod tests {
         let portable = PortableOptions::default()
             .append_system_prompt("cite files")
             .mcp_server("files", McpServer::Stdio { command: "mcp-files".into(), args: vec!["--root".into(), "/srv".into()], env })
-            .mcp_server("web", McpServer::http("http://127.0.0.1:9/mcp"));
+            .mcp_server(
+                "web",
+                McpServer::Http {
+                    url: "http://127.0.0.1:9/mcp".into(),
+                    headers: [("Authorization".into(), "Bearer s3cret".into())].into(),
+                },
+            );
+        let overrides = config_overrides(&portable);
+        assert!(!overrides.iter().any(|o| o.contains("s3")), "a secret is on argv: {overrides:?}");
+        assert_eq!(
+            secret_env(&portable),
+            [("TOKEN".to_string(), "s3\"cret".to_string()), ("AGENT_API_MCP_WEB_H0".to_string(), "Bearer s3cret".to_string())]
+        );
         assert_eq!(
             config_overrides(&portable),
             [
                 r#"developer_instructions="cite files""#,
                 r#"mcp_servers.files.command="mcp-files""#,
                 r#"mcp_servers.files.args=["--root","/srv"]"#,
-                r#"mcp_servers.files.env={"TOKEN"="s3\"cret"}"#,
+                r#"mcp_servers.files.env_vars=["TOKEN"]"#,
                 r#"mcp_servers.web.url="http://127.0.0.1:9/mcp""#,
+                r#"mcp_servers.web.env_http_headers={"Authorization"="AGENT_API_MCP_WEB_H0"}"#,
             ]
         );
     }

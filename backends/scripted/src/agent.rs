@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use agent_api::caller_tools::client::{result_text, McpClient};
 use agent_api::kit::driver::AgentPipes;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, DuplexStream};
 use tokio::sync::mpsc;
@@ -15,6 +16,8 @@ const INTERRUPTED: i32 = 130;
 
 struct Player {
     out: DuplexStream,
+    /// The client of the run's caller-tools MCP server, when the run has caller tools.
+    mcp: Option<McpClient>,
     inbox: mpsc::UnboundedReceiver<ClientLine>,
     delay: Duration,
     output_tokens: u64,
@@ -121,6 +124,7 @@ impl Player {
                 let reply = reply.replace("{answer}", answer.as_deref().unwrap_or("nothing"));
                 self.stream("msg_answer", &reply).await?;
             }
+            Step::CallerTool { input } => self.call_caller_tool(input).await?,
             Step::Crash => {}
             Step::Done { status } => {
                 let output_tokens = self.output_tokens;
@@ -132,8 +136,31 @@ impl Player {
 }
 
 impl Player {
+    /// Calls the first tool the caller-tools server lists, as a tool call item, then answers
+    /// with what it returned (or why there was nothing to call).
+    async fn call_caller_tool(&mut self, input: serde_json::Value) -> Result<(), Interrupted> {
+        let Some(mcp) = self.mcp.clone() else {
+            return self.stream("msg_1", "There is no caller tool to call.").await;
+        };
+        let listed = mcp.list_tools().await.map(|tools| tools.first().and_then(|t| t["name"].as_str()).map(str::to_owned));
+        let name = match listed {
+            Ok(Some(name)) => name,
+            Ok(None) => return self.stream("msg_1", "The caller-tools server lists no tool.").await,
+            Err(error) => return self.stream("msg_1", &format!("The caller-tools server failed: {error}")).await,
+        };
+        let call_id = "call_caller_1".to_string();
+        self.write(&AgentLine::ToolCall { call_id: call_id.clone(), name: name.clone(), message_id: "msg_1".into(), input: input.clone() })
+            .await;
+        let (exit_code, output) = match mcp.call_tool(&name, input).await {
+            Ok(result) => (i64::from(result["isError"] == serde_json::Value::Bool(true)), result_text(&result)),
+            Err(error) => (1, error.to_string()),
+        };
+        self.write(&AgentLine::ToolResult { call_id, exit_code, stdout: output.clone(), denied: false }).await;
+        self.stream("msg_2", &output).await
+    }
+
     /// A player on `pipes`, reading the client's lines into its inbox.
-    fn new(pipes: AgentPipes, delay: Duration) -> Self {
+    fn new(pipes: AgentPipes, delay: Duration, mcp: Option<McpClient>) -> Self {
         let (tx, inbox) = mpsc::unbounded_channel();
         let mut stdin = pipes.stdin;
         tokio::spawn(async move {
@@ -147,7 +174,7 @@ impl Player {
                 line.clear();
             }
         });
-        Player { out: pipes.stdout, inbox, delay, output_tokens: 0 }
+        Player { out: pipes.stdout, mcp, inbox, delay, output_tokens: 0 }
     }
 
     /// Plays one turn's script; returns whether it failed, or that it was interrupted (after
@@ -171,8 +198,8 @@ impl Player {
 }
 
 /// Plays `script`; returns the exit code (0, 1 after an error, 130 when interrupted).
-pub(crate) async fn play(script: Vec<Step>, delay: Duration, pipes: AgentPipes) -> i32 {
-    match Player::new(pipes, delay).play_turn(script).await {
+pub(crate) async fn play(script: Vec<Step>, delay: Duration, pipes: AgentPipes, mcp: Option<McpClient>) -> i32 {
+    match Player::new(pipes, delay, mcp).play_turn(script).await {
         Ok(failed) => i32::from(failed),
         Err(Stopped::Interrupted) => INTERRUPTED,
         Err(Stopped::Crashed) => CRASHED,
@@ -181,8 +208,13 @@ pub(crate) async fn play(script: Vec<Step>, delay: Duration, pipes: AgentPipes) 
 
 /// A live session: plays the script `script_for` makes of each user message, one turn after
 /// another, until the client closes its input (exit code 0).
-pub(crate) async fn serve(mut script_for: impl FnMut(&str) -> Vec<Step> + Send, delay: Duration, pipes: AgentPipes) -> i32 {
-    let mut player = Player::new(pipes, delay);
+pub(crate) async fn serve(
+    mut script_for: impl FnMut(&str) -> Vec<Step> + Send,
+    delay: Duration,
+    pipes: AgentPipes,
+    mcp: Option<McpClient>,
+) -> i32 {
+    let mut player = Player::new(pipes, delay, mcp);
     while let Some(line) = player.inbox.recv().await {
         // Answers and interrupts that arrive between turns belong to no turn.
         if let ClientLine::UserMessage { text } = line {

@@ -36,6 +36,8 @@ pub mod wire;
 
 use std::time::Duration;
 
+use agent_api::caller_tools::client::McpClient;
+use agent_api::caller_tools::ToolServer;
 use agent_api::capabilities as caps;
 use agent_api::kit::{start_run, start_session, RunSettings, Transport};
 use agent_api::{AgentBackend, AgentError, AgentKind, CapabilitySet, RunHandle, RunRequest, Session};
@@ -112,6 +114,7 @@ impl AgentBackend for ScriptedBackend {
             caps::EVENTS_LIVE,
             caps::CONTROL_CANCEL,
             caps::TOOLS_STRUCTURED_V1,
+            caps::CALLER_TOOLS,
             caps::TEXT_MESSAGES,
             caps::TOOL_CALLS,
             caps::TOOL_RESULTS,
@@ -142,22 +145,26 @@ impl AgentBackend for ScriptedBackend {
 
     async fn run(&self, request: RunRequest) -> Result<RunHandle, AgentError> {
         self.validate(&request)?;
-        let request = request.in_session_dir(None);
+        let mut request = request.in_session_dir(None);
+        let (tools, mcp) = caller_tools(&mut request).await?;
         let request = agent_api::structured::ask_in_prompt(request);
         let (scenario, delay) = scenario_of(&request)?;
-        let settings = RunSettings::for_request(KIND, &request, &self.capabilities());
+        let mut settings = RunSettings::for_request(KIND, &request, &self.capabilities());
+        settings.hold(tools);
         let session = self.sessions.begin(&request.session)?;
         let script = scenario.script(&request.prompt.text, request.model.as_deref(), &session);
-        let transport = Transport::in_process(settings.line_cap, move |pipes| agent::play(script, delay, pipes));
+        let transport = Transport::in_process(settings.line_cap, move |pipes| agent::play(script, delay, pipes, mcp));
         let protocol = protocol::ScriptedProtocol::new(request.prompt.text.clone(), request.permissions.clone());
         Ok(start_run(settings, transport, Box::new(protocol)))
     }
 
     async fn open_session(&self, request: RunRequest) -> Result<Session, AgentError> {
         agent_api::backend::validate_template(&KIND, &self.capabilities(), self.extension_keys(), &request)?;
-        let request = request.in_session_dir(None);
+        let mut request = request.in_session_dir(None);
+        let (tools, mcp) = caller_tools(&mut request).await?;
         let (scenario, delay) = scenario_of(&request)?;
-        let settings = RunSettings::for_request(KIND, &request, &self.capabilities());
+        let mut settings = RunSettings::for_request(KIND, &request, &self.capabilities());
+        settings.hold(tools);
         // The first turn is taken now, so that an unknown session to resume is refused when the
         // session opens; every later turn continues it, as a resumed run would.
         let first = self.sessions.begin(&request.session)?;
@@ -173,7 +180,7 @@ impl AgentBackend for ScriptedBackend {
             last = Some(turn);
             script
         };
-        let transport = Transport::in_process(settings.line_cap, move |pipes| agent::serve(script_for, delay, pipes));
+        let transport = Transport::in_process(settings.line_cap, move |pipes| agent::serve(script_for, delay, pipes, mcp));
         let protocol = protocol::ScriptedProtocol::session(request.permissions.clone());
         Ok(start_session(settings, transport, Box::new(protocol)))
     }
@@ -182,6 +189,16 @@ impl AgentBackend for ScriptedBackend {
         let _ = format;
         Ok(Box::new(protocol::ScriptedProtocol::replaying()))
     }
+}
+
+/// Serves the request's caller tools, and the client the scripted agent calls them with (over
+/// HTTP with the run's secret, as any agent would).
+async fn caller_tools(request: &mut RunRequest) -> Result<(Option<ToolServer>, Option<McpClient>), AgentError> {
+    let Some(server) = agent_api::caller_tools::attach(request).await? else {
+        return Ok((None, None));
+    };
+    let client = McpClient::new(&server.url(), Some(&format!("Bearer {}", server.secret())))?;
+    Ok((Some(server), Some(client)))
 }
 
 /// The scenario a request asks for, and its pause between streamed chunks.

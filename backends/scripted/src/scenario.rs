@@ -20,6 +20,9 @@ pub(crate) enum Step {
     Ask { question_id: String, prompt: String, options: Vec<String>, reply: String },
     /// The turn ends with this status.
     Done { status: &'static str },
+    /// Call the run's first caller-defined tool over MCP with `input`, then answer with its
+    /// output, verbatim.
+    CallerTool { input: serde_json::Value },
     /// The agent exits at once, mid-turn, as a crashing CLI would.
     Crash,
 }
@@ -49,12 +52,16 @@ pub enum Scenario {
     /// Answers the prompt's first line, verbatim (what follows it, such as the SDK's output-schema
     /// instructions, is dropped): for structured output, the caller scripts the answer.
     Echo,
+    /// Calls the run's first caller-defined tool ([`agent_api::RunRequest::with_tool`]) over its MCP
+    /// server, with the prompt's first line as input when it is a JSON object (else
+    /// `{"input": line}`), then answers with the tool's output, verbatim.
+    CallerTool,
 }
 
 impl Scenario {
     /// Every scenario name.
     pub const NAMES: &'static [&'static str] =
-        &["tour", "text", "reasoning", "permission", "question", "error", "slow", "long_text", "crash", "echo"];
+        &["tour", "text", "reasoning", "permission", "question", "error", "slow", "long_text", "crash", "echo", "caller_tool"];
 
     /// The scenario with this name.
     pub fn from_name(name: &str) -> Option<Self> {
@@ -69,6 +76,7 @@ impl Scenario {
             "long_text" => Self::LongText,
             "crash" => Self::Crash,
             "echo" => Self::Echo,
+            "caller_tool" => Self::CallerTool,
             _ => return None,
         })
     }
@@ -131,6 +139,11 @@ impl Scenario {
             }
             Self::LongText => steps.push(stream("msg_1", "0123456789".repeat(15_000))),
             Self::Echo => steps.push(stream("msg_1", prompt.lines().next().unwrap_or_default().to_string())),
+            Self::CallerTool => {
+                let line = prompt.lines().next().unwrap_or_default();
+                let input = serde_json::from_str(line).ok().filter(serde_json::Value::is_object);
+                steps.push(Step::CallerTool { input: input.unwrap_or_else(|| serde_json::json!({ "input": line })) });
+            }
             Self::Crash => {
                 steps.push(stream("msg_1", "Working on it".into()));
                 steps.push(Step::Crash);

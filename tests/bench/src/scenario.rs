@@ -102,6 +102,14 @@ pub enum Action {
     /// Give this JSON as the structured answer: with the CLI's structured-output tool when the request
     /// offers one (Claude Code `StructuredOutput`, Qwen `structured_output`), else as the answer text.
     Structured(&'static str),
+    /// Call the offered tool whose name ends with this suffix (a caller-defined MCP tool: each CLI
+    /// prefixes MCP tools its own way, `mcp__caller__NAME`, `caller__NAME`, `NAME`) with this JSON input.
+    CallTool {
+        /// The end of the tool's name.
+        suffix: &'static str,
+        /// Its input, a JSON object.
+        input: &'static str,
+    },
 }
 
 /// One multiple-choice question for [`Action::Ask`].
@@ -235,6 +243,15 @@ pub const SCENARIOS: &[Scenario] = &[
         name: "json_wrong",
         description: "Like json_answer, but {\"city\":3}: an answer that does not fit a schema asking for a string.",
         script: Script::Steps(&[Step::act("", Action::Structured(r#"{"city":3}"#)), Step::text(Text::Fixed("Done."))]),
+    },
+    Scenario {
+        name: "caller_tool",
+        description: "Calls the offered tool whose name ends with `agent_api_probe` (a caller-defined MCP tool) with \
+                      {\"city\":\"Paris\"}, then replies \"Tool <status>. The tool said: <output>\".",
+        script: Script::Steps(&[
+            Step::act("", Action::CallTool { suffix: "agent_api_probe", input: r#"{"city":"Paris"}"# }),
+            Step::text(Text::AfterTool("Tool {status}. The tool said: {output}")),
+        ]),
     },
     Scenario {
         name: "error401",

@@ -13,6 +13,7 @@
 //! # }
 //! ```
 
+pub mod caller_tools;
 pub mod fake;
 pub mod launchers;
 pub mod logs;

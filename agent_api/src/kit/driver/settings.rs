@@ -62,6 +62,9 @@ pub struct RunSettings {
     /// Where the agent runs (absolute), for the completion's [`crate::SessionRef`]; the
     /// process's current directory when `None`.
     pub working_dir: Option<std::path::PathBuf>,
+    /// What must live exactly as long as the run (the caller-tools MCP server, a config file
+    /// holding a secret): dropped when the driver ends, however the run ends.
+    pub held: Vec<std::sync::Arc<dyn std::any::Any + Send + Sync>>,
 }
 
 impl RunSettings {
@@ -88,6 +91,7 @@ impl RunSettings {
             caller_wait: crate::CallerWait::default(),
             output_schema: None,
             working_dir: None,
+            held: Vec::new(),
         }
     }
 
@@ -110,5 +114,12 @@ impl RunSettings {
             settings.buffer_budget = budget;
         }
         settings
+    }
+
+    /// Keeps `thing`, if any, alive until the run ends ([`RunSettings::held`]).
+    pub fn hold<T: std::any::Any + Send + Sync>(&mut self, thing: Option<T>) {
+        if let Some(thing) = thing {
+            self.held.push(std::sync::Arc::new(thing));
+        }
     }
 }

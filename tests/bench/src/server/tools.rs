@@ -8,6 +8,7 @@
 //! | edit | `Edit`, `edit`, `replace`, Codex's free-form `apply_patch` |
 //! | ask | `AskUserQuestion`, `request_user_input`, `ask_user_question`, `question` |
 //! | structured | `StructuredOutput`, `structured_output`; none offered: the JSON is the answer text |
+//! | call tool | the first offered tool whose name ends with the action's suffix |
 
 use serde_json::{json, Map, Value};
 
@@ -49,16 +50,18 @@ const STRUCTURED: &[&str] = &["StructuredOutput", "structured_output"];
 /// Builds the call for `action` from the offered tools, or says which tool was missing.
 pub fn call_for(action: &Action, conv: &Conversation) -> Result<ToolCall, String> {
     let (kind, names) = match action {
+        Action::CallTool { suffix, input } => {
+            let tool = conv.tools.iter().find(|t| t.name.ends_with(suffix)).ok_or_else(|| missing(conv, suffix))?;
+            let input = ToolInput::Json(serde_json::from_str(input).unwrap_or(Value::Null));
+            return Ok(ToolCall { id: format!("mock_{}", conv.messages), name: tool.name.clone(), input });
+        }
         Action::Shell(_) => ("shell", SHELL),
         Action::WriteFile { .. } => ("file write", WRITE),
         Action::EditFile { .. } => ("file edit", EDIT),
         Action::Ask(_) => ("question", ASK),
         Action::Structured(_) => ("structured output", STRUCTURED),
     };
-    let tool = names.iter().find_map(|n| conv.tools.iter().find(|t| t.name == *n)).ok_or_else(|| {
-        let offered: Vec<&str> = conv.tools.iter().map(|t| t.name.as_str()).collect();
-        format!("mock: the request offers no {kind} tool (offered: {})", offered.join(", "))
-    })?;
+    let tool = names.iter().find_map(|n| conv.tools.iter().find(|t| t.name == *n)).ok_or_else(|| missing(conv, kind))?;
     let id = format!("mock_{}", conv.messages);
     let input = match action {
         Action::Structured(json) => ToolInput::Json(serde_json::from_str(json).unwrap_or(Value::Null)),
@@ -66,6 +69,12 @@ pub fn call_for(action: &Action, conv: &Conversation) -> Result<ToolCall, String
         _ => json_args(tool, action, conv),
     };
     Ok(ToolCall { id, name: tool.name.clone(), input })
+}
+
+/// Says which tool the request lacks, and what it offers.
+fn missing(conv: &Conversation, kind: &str) -> String {
+    let offered: Vec<&str> = conv.tools.iter().map(|t| t.name.as_str()).collect();
+    format!("mock: the request offers no {kind} tool (offered: {})", offered.join(", "))
 }
 
 /// The `apply_patch` text for a write or edit.
@@ -79,7 +88,7 @@ fn patch_for(action: &Action) -> String {
             format!("*** Begin Patch\n*** Update File: {path}\n@@\n-{old}\n+{new}\n*** End Patch\n")
         }
         Action::Shell(cmd) => cmd.to_string(),
-        Action::Ask(_) | Action::Structured(_) => String::new(),
+        Action::Ask(_) | Action::Structured(_) | Action::CallTool { .. } => String::new(),
     }
 }
 

@@ -1,0 +1,41 @@
+//! End to end with the real Gemini CLI on the bench: a caller-defined tool served
+//! over MCP (ACP `session/new` `mcpServers`, the secret in its headers). Tests here take turns,
+//! since each watches this process's listening sockets. (Qwen Code defers MCP tools behind its
+//! `tool_search`, which the bench model does not drive yet.)
+
+use std::time::Duration;
+
+use agent_api::{PermissionPolicy, RunRequest};
+use agent_api_acp::{AcpBackend, AcpConfig};
+use agent_api_conformance::caller_tools::{assert_gone_after_cancel, assert_round_trip};
+use agent_bench::{Cli, ModelServer, Sandbox};
+
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+async fn check(cli: Cli, make: fn(AcpConfig) -> AcpBackend) {
+    if agent_bench::e2e_enabled_or_explain(cli).is_none() {
+        return;
+    }
+    let _turn = ONE_AT_A_TIME.lock().await;
+    let server = ModelServer::start(None).await.unwrap();
+    let sandbox = Sandbox::new(cli, &server, "caller_tool").unwrap();
+    let backend = || {
+        let mut config = AcpConfig::with_binary(&sandbox.program).working_dir(&sandbox.cwd);
+        for (k, v) in &sandbox.env {
+            config = config.env(k, v);
+        }
+        make(config)
+    };
+    let request = || {
+        RunRequest::new("what is the forecast in Paris?")
+            .with_timeout(Duration::from_secs(150))
+            .with_permissions(PermissionPolicy::ApproveAll)
+    };
+    assert_round_trip(&backend(), request()).await;
+    assert_gone_after_cancel(&backend(), request()).await;
+}
+
+#[tokio::test]
+async fn e2e_gemini_calls_a_caller_tool_and_its_server_is_gone_after_the_run_and_on_cancel() {
+    check(Cli::Gemini, AcpBackend::gemini).await;
+}
