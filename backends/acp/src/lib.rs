@@ -110,11 +110,12 @@ pub const CAP_FS_CONFINED: &str = "backend.acp.fs_confined";
 pub const CAP_SESSION_LOAD: &str = "backend.acp.session_load";
 
 /// Where Gemini CLI keeps its settings, memory, sessions and login: `.gemini` under
-/// `GEMINI_CLI_HOME`, the user's home by default. A Google login's refresh token is meant for one
-/// holder: an isolated home gets a read-only copy of it.
+/// `GEMINI_CLI_HOME`, the user's home by default. An isolated home gets a read-only copy of a
+/// Google login, whose refresh token many runs can hold at once.
 pub const GEMINI_HOME_LAYOUT: agent_api::home::HomeLayout = agent_api::home::HomeLayout {
     vars: &[agent_api::home::HomeVar { name: "GEMINI_CLI_HOME", default_under_home: "" }],
     credentials: &[("GEMINI_CLI_HOME", ".gemini/oauth_creds.json"), ("GEMINI_CLI_HOME", ".gemini/google_accounts.json")],
+    single_use_login: false,
 };
 
 /// Where Qwen Code keeps its settings, memory and login (`QWEN_HOME`) and its sessions and logs
@@ -126,6 +127,7 @@ pub const QWEN_HOME_LAYOUT: agent_api::home::HomeLayout = agent_api::home::HomeL
         agent_api::home::HomeVar { name: "QWEN_RUNTIME_DIR", default_under_home: ".qwen" },
     ],
     credentials: &[("QWEN_HOME", "oauth_creds.json")],
+    single_use_login: true,
 };
 
 /// Which agent the backend runs.

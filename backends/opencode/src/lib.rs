@@ -142,8 +142,8 @@ pub fn capabilities() -> CapabilitySet {
 
 /// Where OpenCode keeps its config and global memory (`$XDG_CONFIG_HOME/opencode`), its sessions
 /// and logins (`$XDG_DATA_HOME/opencode`, `auth.json`), and its state and caches: the XDG
-/// directories. An OAuth login's refresh token (Anthropic, GitHub Copilot) is meant for one
-/// holder: an isolated home gets a read-only copy of `auth.json`.
+/// directories. An isolated home gets a read-only copy of `auth.json`; an Anthropic OAuth login
+/// there holds a single-use refresh token.
 pub const HOME_LAYOUT: agent_api::home::HomeLayout = agent_api::home::HomeLayout {
     vars: &[
         agent_api::home::HomeVar { name: "XDG_CONFIG_HOME", default_under_home: ".config" },
@@ -152,6 +152,7 @@ pub const HOME_LAYOUT: agent_api::home::HomeLayout = agent_api::home::HomeLayout
         agent_api::home::HomeVar { name: "XDG_CACHE_HOME", default_under_home: ".cache" },
     ],
     credentials: &[("XDG_DATA_HOME", "opencode/auth.json")],
+    single_use_login: true,
 };
 
 /// The command every interface starts from: the binary, the config's and the request's
