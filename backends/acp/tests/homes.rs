@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use agent_api::{AgentBackend, Home, HomeSeed, RunRequest};
-use agent_api_acp::{AcpBackend, AcpConfig};
+use agent_api_acp::{AcpBackend, AcpConfig, GeminiInterface, GeminiOptions, QwenInterface, QwenOptions};
 use agent_api_conformance::record;
 use agent_bench::process::{process_env, processes_in, tree_snapshot};
 use agent_bench::sandbox::GEMINI_MODEL;
@@ -43,7 +43,14 @@ fn backend(agent: &Agent, sandbox: &Sandbox) -> AcpBackend {
         config = config.env(k, v);
     }
     match agent.cli {
-        Cli::Gemini => AcpBackend::gemini(config),
+        Cli::Gemini => {
+            // The bench's base URL makes headless Gemini without a settings file guess the
+            // `gateway` auth type, which it then refuses; the machine's system settings (which no
+            // home keeps out) name the API key, as the sandbox's user settings do.
+            let system = sandbox.tmp.join("gemini-system-settings.json");
+            std::fs::write(&system, agent_bench::sandbox::gemini_settings().to_string()).unwrap();
+            AcpBackend::gemini(config.env("GEMINI_CLI_SYSTEM_SETTINGS_PATH", system.display().to_string()))
+        }
         _ => AcpBackend::qwen(config),
     }
 }
@@ -83,14 +90,15 @@ async fn hermetic_ignores_planted_memory(agent: Agent) {
     assert!(!saw_planted(&server, before), "the hermetic run read the user's memory");
 }
 
-async fn isolated_runs_have_their_own_homes(agent: Agent, runs: usize) {
+/// `runs` isolated runs at once on the interface `on` picks.
+async fn isolated_runs_have_their_own_homes(agent: Agent, runs: usize, on: fn(RunRequest) -> RunRequest) {
     let Some((_server, sandbox)) = bench(&agent).await else { return };
     let user_config = sandbox.home.join(agent.config_dir);
     let before = tree_snapshot(&user_config);
     let backend = backend(&agent, &sandbox);
     let all = (0..runs).map(|_| {
         let backend = backend.clone();
-        let request = request(&agent, Home::Isolated { seed: HomeSeed::Credentials });
+        let request = on(request(&agent, Home::Isolated { seed: HomeSeed::Credentials }));
         async move { record(backend.run(request).await.unwrap()).await }
     });
     let seen = Arc::new(Mutex::new(BTreeSet::new()));
@@ -125,7 +133,7 @@ async fn e2e_gemini_hermetic_run_ignores_the_memory_planted_in_the_users_home() 
 
 #[tokio::test]
 async fn e2e_gemini_isolated_runs_side_by_side_each_have_their_own_home_and_leave_the_users_alone() {
-    isolated_runs_have_their_own_homes(GEMINI, 4).await;
+    isolated_runs_have_their_own_homes(GEMINI, 4, |r| r).await;
 }
 
 #[tokio::test]
@@ -135,5 +143,20 @@ async fn e2e_qwen_hermetic_run_ignores_the_memory_planted_in_the_users_home() {
 
 #[tokio::test]
 async fn e2e_qwen_isolated_runs_side_by_side_each_have_their_own_home_and_leave_the_users_alone() {
-    isolated_runs_have_their_own_homes(QWEN, 4).await;
+    isolated_runs_have_their_own_homes(QWEN, 4, |r| r).await;
+}
+
+#[tokio::test]
+async fn e2e_gemini_headless_isolated_runs_each_have_their_own_home() {
+    isolated_runs_have_their_own_homes(GEMINI, 2, |r| r.with_options(&GeminiOptions::default().interface(GeminiInterface::Headless))).await;
+}
+
+#[tokio::test]
+async fn e2e_qwen_stream_json_isolated_runs_each_have_their_own_home() {
+    isolated_runs_have_their_own_homes(QWEN, 2, |r| r.with_options(&QwenOptions::default().interface(QwenInterface::StreamJson))).await;
+}
+
+#[tokio::test]
+async fn e2e_qwen_print_isolated_runs_each_have_their_own_home() {
+    isolated_runs_have_their_own_homes(QWEN, 2, |r| r.with_options(&QwenOptions::default().interface(QwenInterface::Print))).await;
 }
