@@ -1,6 +1,6 @@
 //! Per-run homes with the real, pinned OpenCode on the bench (`spec/run-protocol.md` §9): a
 //! hermetic run does not see the global memory the user planted in their config directory, and
-//! isolated runs side by side (on `serve`, a server each, and on `run`) each get XDG directories
+//! isolated runs side by side (on `serve`, a server each, on `run` and on `acp`) each get XDG directories
 //! of their own and leave the user's untouched. The sandbox's HOME and XDG directories play the
 //! user's. A missing CLI fails with install instructions unless AGENT_API_E2E=skip.
 
@@ -92,4 +92,9 @@ async fn e2e_isolated_serve_runs_side_by_side_each_have_their_own_home_and_leave
 #[tokio::test]
 async fn e2e_isolated_run_interface_runs_side_by_side_each_have_their_own_home_and_leave_the_users_alone() {
     isolated_runs_have_their_own_homes(Interface::Run, 4).await;
+}
+
+#[tokio::test]
+async fn e2e_isolated_acp_runs_side_by_side_each_have_their_own_home_and_leave_the_users_alone() {
+    isolated_runs_have_their_own_homes(Interface::Acp, 2).await;
 }
