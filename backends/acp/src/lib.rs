@@ -109,6 +109,27 @@ pub const CAP_FS_CONFINED: &str = "backend.acp.fs_confined";
 /// agent advertises `loadSession`), its replayed history marked as such.
 pub const CAP_SESSION_LOAD: &str = "backend.acp.session_load";
 
+/// Where Gemini CLI keeps its settings, memory, sessions and login: `.gemini` under
+/// `GEMINI_CLI_HOME`, the user's home by default. An isolated home gets a read-only copy of a
+/// Google login, whose refresh token many runs can hold at once.
+pub const GEMINI_HOME_LAYOUT: agent_api::home::HomeLayout = agent_api::home::HomeLayout {
+    vars: &[agent_api::home::HomeVar { name: "GEMINI_CLI_HOME", default_under_home: "" }],
+    credentials: &[("GEMINI_CLI_HOME", ".gemini/oauth_creds.json"), ("GEMINI_CLI_HOME", ".gemini/google_accounts.json")],
+    single_use_login: false,
+};
+
+/// Where Qwen Code keeps its settings, memory and login (`QWEN_HOME`) and its sessions and logs
+/// (`QWEN_RUNTIME_DIR`, the same folder unless set): `~/.qwen` by default. A Qwen OAuth refresh
+/// token is single-use: an isolated home gets a read-only copy of it.
+pub const QWEN_HOME_LAYOUT: agent_api::home::HomeLayout = agent_api::home::HomeLayout {
+    vars: &[
+        agent_api::home::HomeVar { name: "QWEN_HOME", default_under_home: ".qwen" },
+        agent_api::home::HomeVar { name: "QWEN_RUNTIME_DIR", default_under_home: ".qwen" },
+    ],
+    credentials: &[("QWEN_HOME", "oauth_creds.json")],
+    single_use_login: true,
+};
+
 /// Which agent the backend runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -147,6 +168,16 @@ impl AcpBackend {
     /// Its configuration.
     pub fn config(&self) -> &AcpConfig {
         &self.config
+    }
+
+    /// `spec` in the home the request asks for. Any other ACP agent's directories are unknown, so
+    /// it never advertises homes and only ever inherits.
+    pub(crate) fn homed(&self, spec: CommandSpec, request: &RunRequest) -> Result<CommandSpec, AgentError> {
+        match self.flavor {
+            Flavor::Gemini => GEMINI_HOME_LAYOUT.apply(spec, &request.home),
+            Flavor::Qwen => QWEN_HOME_LAYOUT.apply(spec, &request.home),
+            Flavor::Generic => Ok(spec),
+        }
     }
 
     fn spec(&self, program: std::path::PathBuf, args: Vec<String>, request: &RunRequest, cwd: &std::path::Path) -> CommandSpec {
@@ -235,6 +266,8 @@ pub fn capabilities(flavor: Flavor) -> CapabilitySet {
             CAP_GEMINI_ACP,
             CAP_GEMINI_HEADLESS,
             caps::CALLER_TOOLS,
+            caps::HOME_ISOLATED,
+            caps::HOME_HERMETIC,
         ],
         // Print mode's `--yolo` is the explicit don't-ask option. Warm sessions on ACP and two-way
         // stream-json; sessions on print resume per turn.
@@ -252,6 +285,8 @@ pub fn capabilities(flavor: Flavor) -> CapabilitySet {
             CAP_QWEN_ACP,
             CAP_QWEN_STREAM_JSON,
             CAP_QWEN_PRINT,
+            caps::HOME_ISOLATED,
+            caps::HOME_HERMETIC,
         ],
         // Resuming needs the agent's `loadSession`; without it a resumed run fails typed.
         Flavor::Generic => &[caps::REASONING, caps::SESSION_RESUME, CAP_SESSION_LOAD],
@@ -397,6 +432,7 @@ impl AcpBackend {
             });
         }
         let (spec, serve_fs) = self.acp_command(request, &cwd)?;
+        let spec = self.homed(spec, request)?;
         let fs_mode = if serve_fs {
             let fs = fs::ConfinedFs::new(&cwd)?;
             requests::FsMode::Confined { fs, empty_on_missing: self.flavor == Flavor::Gemini }

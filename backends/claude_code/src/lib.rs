@@ -70,6 +70,7 @@ pub const CAP_CLI_OPTIONS: &str = "backend.claude_code.cli_options";
 pub const HOME_LAYOUT: agent_api::home::HomeLayout = agent_api::home::HomeLayout {
     vars: &[agent_api::home::HomeVar { name: "CLAUDE_CONFIG_DIR", default_under_home: ".claude" }],
     credentials: &[("CLAUDE_CONFIG_DIR", ".credentials.json")],
+    single_use_login: true,
 };
 
 /// Where and how to run the `claude` executable. Its `Debug` shows the names of `env`, never the

@@ -83,6 +83,7 @@ pub const CAP_APP_SERVER: &str = "backend.codex.app_server";
 pub const HOME_LAYOUT: agent_api::home::HomeLayout = agent_api::home::HomeLayout {
     vars: &[agent_api::home::HomeVar { name: "CODEX_HOME", default_under_home: ".codex" }],
     credentials: &[("CODEX_HOME", "auth.json")],
+    single_use_login: true,
 };
 
 /// The Codex backend.

@@ -41,7 +41,7 @@ pub fn command_spec(config: &OpenCodeConfig, request: &RunRequest, cwd: &Path) -
             reason: "opencode acp has no model flag: set the model in OpenCode's configuration, or use the serve or run interface".into(),
         });
     }
-    let mut spec = crate::base_spec(config, request)
+    let mut spec = crate::base_spec(config, request)?
         .arg("acp")
         .args(["--cwd".to_string(), cwd.display().to_string()])
         .env("OPENCODE_PERMISSION", permission_rules(!request.skip_permission_prompts));

@@ -134,13 +134,31 @@ pub fn capabilities() -> CapabilitySet {
         CAP_RUN,
         CAP_ACP,
         agent_api_acp::CAP_FS_CONFINED,
+        caps::HOME_ISOLATED,
+        caps::HOME_HERMETIC,
     ]);
     agent_api::portable::with_mappings(own, agent_api::portable::SDK_ONLY)
 }
 
+/// Where OpenCode keeps its config and global memory (`$XDG_CONFIG_HOME/opencode`), its sessions
+/// and logins (`$XDG_DATA_HOME/opencode`, `auth.json`), and its state and caches: the XDG
+/// directories. An isolated home gets a read-only copy of `auth.json`; an Anthropic OAuth login
+/// there holds a single-use refresh token.
+pub const HOME_LAYOUT: agent_api::home::HomeLayout = agent_api::home::HomeLayout {
+    vars: &[
+        agent_api::home::HomeVar { name: "XDG_CONFIG_HOME", default_under_home: ".config" },
+        agent_api::home::HomeVar { name: "XDG_DATA_HOME", default_under_home: ".local/share" },
+        agent_api::home::HomeVar { name: "XDG_STATE_HOME", default_under_home: ".local/state" },
+        agent_api::home::HomeVar { name: "XDG_CACHE_HOME", default_under_home: ".cache" },
+    ],
+    credentials: &[("XDG_DATA_HOME", "opencode/auth.json")],
+    single_use_login: true,
+};
+
 /// The command every interface starts from: the binary, the config's and the request's
-/// environment, the working directory (OpenCode reads its project from `$PWD`, so that is set too).
-pub(crate) fn base_spec(config: &OpenCodeConfig, request: &RunRequest) -> CommandSpec {
+/// environment, the working directory (OpenCode reads its project from `$PWD`, so that is set
+/// too), in the home the request asks for.
+pub(crate) fn base_spec(config: &OpenCodeConfig, request: &RunRequest) -> Result<CommandSpec, AgentError> {
     let mut spec = CommandSpec::new(&config.binary);
     for (k, v) in config.env.iter().chain(&request.env) {
         spec = spec.env(k.clone(), v.clone());
@@ -148,7 +166,7 @@ pub(crate) fn base_spec(config: &OpenCodeConfig, request: &RunRequest) -> Comman
     if let Some(dir) = working_dir(config, request) {
         spec = spec.env("PWD", dir.display().to_string()).cwd(dir);
     }
-    spec
+    HOME_LAYOUT.apply(spec, &request.home)
 }
 
 /// The run's working directory: the request's, else the config's, else this process's.
@@ -182,7 +200,7 @@ impl AgentBackend for OpenCodeBackend {
         let settings = RunSettings::for_request(self.kind(), &request, &self.capabilities());
         match options.interface.unwrap_or(self.config.default_interface) {
             Interface::Run => {
-                let spec = run::command_spec(&self.config, &request, options.thinking.unwrap_or(true));
+                let spec = run::command_spec(&self.config, &request, options.thinking.unwrap_or(true))?;
                 let transport = Transport::spawn(&spec, settings.line_cap)?;
                 Ok(start_run(settings, transport, Box::new(run::RunProtocol::default())))
             }

@@ -87,7 +87,7 @@ impl Protocol for RunProtocol {
 
 /// `opencode run --format json [-m MODEL] [--thinking] [--session ID|--continue] [--fork] PROMPT`,
 /// with stdin at /dev/null.
-pub fn command_spec(config: &OpenCodeConfig, request: &RunRequest, thinking: bool) -> CommandSpec {
+pub fn command_spec(config: &OpenCodeConfig, request: &RunRequest, thinking: bool) -> Result<CommandSpec, AgentError> {
     let mut args: Vec<String> = ["run", "--format", "json"].map(String::from).to_vec();
     if let Some(model) = &request.model {
         args.extend(["-m".to_string(), model.clone()]);
@@ -108,7 +108,7 @@ pub fn command_spec(config: &OpenCodeConfig, request: &RunRequest, thinking: boo
     // The prompt after `--`, so a prompt starting with `-` is never read as a flag.
     args.push("--".into());
     args.push(request.prompt.text.clone());
-    crate::base_spec(config, request).args(args)
+    Ok(crate::base_spec(config, request)?.args(args))
 }
 
 #[cfg(test)]
@@ -116,7 +116,7 @@ mod tests {
     use super::*;
 
     fn args(request: RunRequest) -> Vec<String> {
-        command_spec(&OpenCodeConfig::default(), &request, true).args.iter().map(|a| a.to_string_lossy().into_owned()).collect()
+        command_spec(&OpenCodeConfig::default(), &request, true).unwrap().args.iter().map(|a| a.to_string_lossy().into_owned()).collect()
     }
 
     #[test]

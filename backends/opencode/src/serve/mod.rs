@@ -365,6 +365,21 @@ pub(crate) fn start_on(
     start_run(settings, transport, Box::new(ServeProtocol::live(request, directory)))
 }
 
+/// The server `request` runs on: the pool's for its environment, or for a run with a home of its
+/// own a server of its own, held by the run alone, so it stops (and its home goes) when the run
+/// ends; pooled, it would outlive both.
+pub(crate) async fn server_for(
+    config: &OpenCodeConfig,
+    pool: &ServerPool,
+    request: &RunRequest,
+) -> Result<std::sync::Arc<server::Server>, AgentError> {
+    let base = crate::base_spec(config, request)?;
+    match request.home {
+        agent_api::Home::Inherit => pool.get(base, config.startup_timeout).await,
+        _ => server::Server::start(base, config.startup_timeout).await,
+    }
+}
+
 /// Starts a `serve` run: gets the backend's server for this environment (starting one if none
 /// runs), then runs the turn on it.
 pub(crate) async fn start(
@@ -374,7 +389,7 @@ pub(crate) async fn start(
     settings: RunSettings,
 ) -> Result<RunHandle, AgentError> {
     let directory = crate::working_dir(config, &request).map(|d| d.display().to_string()).unwrap_or_default();
-    let server = pool.get(crate::base_spec(config, &request), config.startup_timeout).await?;
+    let server = server_for(config, pool, &request).await?;
     Ok(start_on(server, &request, directory, settings))
 }
 

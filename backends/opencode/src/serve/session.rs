@@ -61,7 +61,7 @@ pub(crate) async fn open(
     settings: RunSettings,
 ) -> Result<Session, AgentError> {
     let directory = crate::working_dir(config, &request).map(|d| d.display().to_string()).unwrap_or_default();
-    let server = pool.get(crate::base_spec(config, &request), config.startup_timeout).await?;
+    let server = super::server_for(config, pool, &request).await?;
     let transport = bridged(server, &settings);
     Ok(start_session(settings, transport, Box::new(ServeProtocol::session(&request, directory))))
 }
