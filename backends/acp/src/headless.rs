@@ -238,5 +238,5 @@ pub fn command(backend: &AcpBackend, request: &RunRequest, cwd: &std::path::Path
     for (k, v) in &config.env {
         spec = spec.env(k, v);
     }
-    backend.homed(spec.for_request(request).cwd(cwd), request)
+    backend.homed(crate::launch_env(spec.for_request(request), crate::Flavor::Gemini).cwd(cwd), request)
 }

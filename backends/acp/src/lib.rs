@@ -185,7 +185,7 @@ impl AcpBackend {
         for (k, v) in &self.config.env {
             spec = spec.env(k, v);
         }
-        let mut spec = spec.for_request(request).cwd(cwd);
+        let mut spec = launch_env(spec.for_request(request), self.flavor).cwd(cwd);
         spec.stdin = true;
         spec
     }
@@ -294,7 +294,32 @@ pub fn capabilities(flavor: Flavor) -> CapabilitySet {
     for id in extra {
         set.insert(*id);
     }
-    agent_api::portable::with_mappings(set, portable::mappings(flavor))
+    // Every interface builds its argv through `CommandSpec::for_request` and `launch_env`, so the
+    // launchers apply to all of them; a generic agent's variables are the caller's to pass in `env`.
+    agent_api::portable::with_mappings(agent_api::kit::launch::with_launchers(set), portable::mappings(flavor))
+}
+
+/// Declares the variables the flavor's CLI reads for its endpoint, credentials and config: all a
+/// launcher other than Local passes on from the caller's environment (`spec/launchers.md`). Their
+/// state lives under `HOME` (`~/.gemini`, `~/.qwen`), which every launcher keeps writable.
+pub(crate) fn launch_env(spec: CommandSpec, flavor: Flavor) -> CommandSpec {
+    const PROXY: &[&str] = &["HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY", "SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS"];
+    let own: &[&str] = match flavor {
+        Flavor::Gemini => &[
+            "GEMINI_API_KEY",
+            "GOOGLE_API_KEY",
+            "GOOGLE_GEMINI_BASE_URL",
+            "GOOGLE_CLOUD_PROJECT",
+            "GOOGLE_CLOUD_LOCATION",
+            "GOOGLE_APPLICATION_CREDENTIALS",
+            "GOOGLE_GENAI_USE_VERTEXAI",
+            "GEMINI_MODEL",
+            "GEMINI_CLI_NO_RELAUNCH",
+        ],
+        Flavor::Qwen => &["OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_MODEL", "DASHSCOPE_API_KEY", "QWEN_CODE_NO_RELAUNCH"],
+        Flavor::Generic => &[],
+    };
+    spec.reads_env(own).reads_env(PROXY)
 }
 
 #[async_trait]

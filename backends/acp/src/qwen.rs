@@ -97,7 +97,7 @@ pub fn stream_json(
     for (k, v) in &config.env {
         spec = spec.env(k, v);
     }
-    let mut spec = backend.homed(spec.for_request(request).cwd(cwd), request)?;
+    let mut spec = backend.homed(crate::launch_env(spec.for_request(request), crate::Flavor::Qwen).cwd(cwd), request)?;
     spec.stdin = two_way;
     let prompt = request.prompt.text.clone();
     let protocol = match (two_way, warm) {

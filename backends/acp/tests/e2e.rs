@@ -176,3 +176,46 @@ async fn headless_text_and_yolo_shell() {
     assert!(sandbox.cwd.join("out.txt").exists());
     assert_eq!(run.of_type("permission.requested").count(), 0, "headless Gemini cannot ask");
 }
+
+/// The same scenarios with Gemini inside bubblewrap: the ACP stdio runs over the launcher unchanged.
+mod through_bwrap {
+    use super::*;
+    use agent_api::kit::launch::{Bwrap, Launcher};
+
+    fn bwrap() -> Launcher {
+        let launcher = Launcher::Sandbox(Bwrap::new());
+        launcher.check_available().expect("bwrap is installed (tests/run.sh installs bubblewrap)");
+        launcher
+    }
+
+    #[tokio::test]
+    async fn text_streams_and_the_completion_names_the_launcher() {
+        let Some((_server, sandbox)) = setup("text").await else { return };
+        let run = drive(&backend(&sandbox), request("say hi").with_launcher(bwrap()), None, false).await;
+        assert_conformant(&run);
+        assert_eq!(run.completion.as_ref().unwrap().launcher.as_deref(), Some("bwrap"));
+        assert_eq!(run.completion.as_ref().unwrap().final_text.as_deref(), Some("Hello from mock"));
+        assert!(processes_in(&sandbox.cwd).is_empty());
+    }
+
+    #[tokio::test]
+    async fn shell_follows_the_callers_decision() {
+        for (decision, runs) in [(PermissionDecision::Allow, true), (PermissionDecision::Deny { message: None }, false)] {
+            let Some((_server, sandbox)) = setup("shell").await else { return };
+            let run = drive(&backend(&sandbox), request("run the command").with_launcher(bwrap()), Some(decision), false).await;
+            assert_conformant(&run);
+            assert!(run.completion.is_ok(), "{:?}", run.completion);
+            one_permission(&run, runs, DecidedBy::Caller);
+            assert_eq!(sandbox.cwd.join("out.txt").exists(), runs);
+        }
+    }
+
+    #[tokio::test]
+    async fn cancel_mid_turn_leaves_no_process() {
+        let Some((_server, sandbox)) = setup("slow_text").await else { return };
+        let run = drive(&backend(&sandbox), request("talk slowly").with_launcher(bwrap()), None, true).await;
+        assert_conformant(&run);
+        assert!(matches!(run.completion, Err(AgentError::Cancelled)), "{:?}", run.completion);
+        assert_eq!(processes_in(&sandbox.cwd), Vec::<i32>::new(), "processes left after the cancel");
+    }
+}
