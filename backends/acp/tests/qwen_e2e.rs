@@ -282,13 +282,8 @@ async fn acp_system_prompt_extra_directory_and_denied_tool_reach_the_model_reque
 /// Qwen's ACP inside bubblewrap: the stdio protocol runs over the launcher unchanged.
 mod through_bwrap {
     use super::*;
-    use agent_api::kit::launch::{Bwrap, Launcher};
 
-    fn bwrap() -> Launcher {
-        let launcher = Launcher::Sandbox(Bwrap::new());
-        launcher.check_available().expect("bwrap is installed (tests/run.sh installs bubblewrap)");
-        launcher
-    }
+    use agent_api_conformance::launchers::bwrap_launcher as bwrap;
 
     #[tokio::test]
     async fn text_streams_and_the_completion_names_the_launcher() {

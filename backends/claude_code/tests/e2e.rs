@@ -2,7 +2,7 @@
 //! Each test starts with `agent_bench::e2e_enabled_or_explain`: it fails with install
 //! instructions when the CLI is missing, unless `AGENT_API_E2E=skip` (then it says SKIPPED).
 
-use agent_api::kit::launch::{Bwrap, Launcher};
+use agent_api::kit::launch::Launcher;
 use agent_api::Channel;
 use std::path::Path;
 use std::time::Duration;
@@ -472,11 +472,7 @@ async fn e2e_structured_output_is_the_clis_validated_value() {
 mod through_bwrap {
     use super::*;
 
-    fn bwrap() -> Launcher {
-        let launcher = Launcher::Sandbox(Bwrap::new());
-        launcher.check_available().expect("bwrap is installed (tests/run.sh installs bubblewrap)");
-        launcher
-    }
+    use agent_api_conformance::launchers::bwrap_launcher as bwrap;
 
     #[tokio::test]
     async fn text_streams_the_answer_and_the_completion_names_the_launcher() {

@@ -449,13 +449,8 @@ mod portable_options {
 /// Through bubblewrap (`spec/launchers.md`): `bwrap` is installed by `tests/run.sh`; its absence fails.
 mod through_bwrap {
     use super::*;
-    use agent_api::kit::launch::{Bwrap, Launcher};
 
-    fn bwrap() -> Launcher {
-        let launcher = Launcher::Sandbox(Bwrap::new());
-        launcher.check_available().expect("bwrap is installed (tests/run.sh installs bubblewrap)");
-        launcher
-    }
+    use agent_api_conformance::launchers::bwrap_launcher as bwrap;
 
     /// Processes whose working directory is inside `dir`.
     fn processes_in(dir: &std::path::Path) -> Vec<i32> {

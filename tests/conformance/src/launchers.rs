@@ -217,3 +217,11 @@ fn output(cmd: &mut Command) -> Result<String, InfraError> {
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
+
+/// The default bubblewrap sandbox, checked to be usable: a test through it fails here, naming
+/// the fix, rather than later with a spawn error.
+pub fn bwrap_launcher() -> agent_api::kit::Launcher {
+    let launcher = agent_api::kit::Launcher::Sandbox(agent_api::kit::launch::Bwrap::new());
+    launcher.check_available().expect("bwrap is installed (tests/run.sh installs bubblewrap)");
+    launcher
+}

@@ -28,11 +28,7 @@ fn shell_prefix() -> Launcher {
 }
 
 /// `bwrap` (installed by `tests/run.sh`); its absence fails the test loudly.
-fn bwrap() -> Launcher {
-    let launcher = Launcher::Sandbox(Bwrap::new());
-    launcher.check_available().expect("bwrap is installed (tests/run.sh installs bubblewrap)");
-    launcher
-}
+use agent_api_conformance::launchers::bwrap_launcher as bwrap;
 
 fn token() -> String {
     static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
