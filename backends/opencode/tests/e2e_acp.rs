@@ -61,11 +61,12 @@ async fn acp_file_write_goes_through_fs_write_text_file_inside_the_cwd() {
 
 /// OpenCode 1.18.33's ACP interface drops the model's HTTP status: a failed prompt is a JSON-RPC
 /// -32603 whose data is only `{"errorName": "APIError", "service": "session"}`, so 401 and 500
-/// both end as one `agent_failed` terminal error carrying OpenCode's (redacted, bounded)
-/// explanation. The `serve` and `run` interfaces keep the status and type them.
+/// all end as one `agent_failed` terminal error carrying OpenCode's (redacted, bounded)
+/// explanation, the overload (429) too, after OpenCode's own retries, which ACP does not report.
+/// The `serve` and `run` interfaces keep the status and type them (`model_api_errors_are_typed`).
 #[tokio::test]
-async fn acp_401_and_500_end_with_one_terminal_error() {
-    for (scenario, says) in [("error401", "Incorrect API key"), ("error500", "mock internal server error")] {
+async fn acp_401_500_and_overload_end_with_one_terminal_error() {
+    for (scenario, says) in [("error401", "Incorrect API key"), ("error500", "mock internal server error"), ("overloaded", "overloaded")] {
         let Some((_server, sandbox)) = setup(scenario).await else { return };
         let run = drive(&backend(&sandbox, Interface::Acp), RunRequest::new("say hi"), PermissionDecision::Allow, false).await;
         assert_conformant(&run);

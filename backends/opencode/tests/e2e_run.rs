@@ -5,7 +5,7 @@
 mod common;
 
 use agent_api::universal::{ContentPart, ItemKind, ItemStatus};
-use agent_api::{AgentError, Channel, PermissionDecision, RunRequest, SessionSelector};
+use agent_api::{Channel, PermissionDecision, RunRequest, SessionSelector};
 use agent_api_conformance::assert_conformant;
 use agent_api_opencode::Interface;
 use common::*;
@@ -57,18 +57,8 @@ async fn run_file_write_carries_its_diff() {
 }
 
 #[tokio::test]
-async fn run_401_and_500_end_with_one_typed_terminal_error() {
-    for (scenario, code) in [("error401", "auth"), ("error500", "server_error")] {
-        let Some((_server, sandbox)) = setup(scenario).await else { return };
-        let run = drive(&backend(&sandbox, Interface::Run), RunRequest::new("say hi"), PermissionDecision::Allow, false).await;
-        assert_conformant(&run);
-        let error = run.completion.as_ref().expect_err("the run fails");
-        assert_eq!(error.code(), code, "{scenario}: {error}");
-        if scenario == "error500" {
-            assert!(matches!(error, AgentError::ServerError { status: Some(500), .. }));
-        }
-        assert_eq!(run.universal.iter().filter(|e| e.is_terminal_error()).count(), 1, "{scenario}");
-    }
+async fn run_model_api_401_500_and_overload_end_with_one_typed_terminal_error() {
+    model_api_errors_are_typed(Interface::Run).await;
 }
 
 #[tokio::test]

@@ -75,24 +75,8 @@ async fn serve_file_write_carries_its_diff() {
 }
 
 #[tokio::test]
-async fn serve_401_and_500_end_with_one_typed_terminal_error() {
-    for (scenario, code) in [("error401", "auth"), ("error500", "server_error"), ("overloaded", "rate_limited")] {
-        let Some((_server, sandbox)) = setup(scenario).await else { return };
-        let run = drive(&backend(&sandbox, Interface::Serve), RunRequest::new("say hi"), PermissionDecision::Allow, false).await;
-        assert_conformant(&run);
-        let error = run.completion.as_ref().expect_err("the run fails");
-        assert_eq!(error.code(), code, "{scenario}: {error}");
-        if scenario == "error500" {
-            assert!(matches!(error, AgentError::ServerError { status: Some(500), .. }));
-        }
-        assert_eq!(run.universal.iter().filter(|e| e.is_terminal_error()).count(), 1, "{scenario}");
-        if scenario == "overloaded" {
-            let limited: Vec<_> =
-                run.wrapper.iter().filter_map(|e| e.message.as_deref()).filter(|m| m.starts_with("rate_limited")).collect();
-            // OpenCode retries the 429 itself, waiting the server's `retry-after-ms` (10 ms).
-            assert!(limited.first().is_some_and(|m| m.starts_with("rate_limited: overloaded; retry 1; retry after 0")), "{limited:?}");
-        }
-    }
+async fn serve_model_api_401_500_and_overload_end_with_one_typed_terminal_error() {
+    model_api_errors_are_typed(Interface::Serve).await;
 }
 
 #[tokio::test]

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use agent_api::projection::Projector;
 use agent_api::universal::UniversalEventBody;
-use agent_api::{AgentBackend, PermissionDecision, QuestionAnswer, RunRequest};
-use agent_api_conformance::RunRecord;
+use agent_api::{AgentBackend, AgentError, PermissionDecision, QuestionAnswer, RunRequest};
+use agent_api_conformance::{assert_conformant, RunRecord};
 use agent_api_opencode::{Interface, OpenCodeBackend, OpenCodeConfig};
 use agent_bench::{e2e_enabled_or_explain, Cli, ModelServer, Sandbox};
 use futures::StreamExt;
@@ -69,4 +69,28 @@ pub(crate) async fn wait_until_gone(needle: &std::path::Path) {
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
     assert_eq!(agent_bench::process::processes_in(needle), Vec::<i32>::new(), "no opencode process is left");
+}
+
+/// The model API's 401, 500 and overload (429 with `retry-after`) on `interface`: each ends in one
+/// typed terminal error. OpenCode retries the 429 itself; where the interface reports its retries
+/// (`serve`'s `session.status` events; `run --format json` prints none of them) they show as
+/// `rate_limited` statuses first.
+pub(crate) async fn model_api_errors_are_typed(interface: Interface) {
+    for (scenario, code) in [("error401", "auth"), ("error500", "server_error"), ("overloaded", "rate_limited")] {
+        let Some((_server, sandbox)) = setup(scenario).await else { return };
+        let run = drive(&backend(&sandbox, interface), RunRequest::new("say hi"), PermissionDecision::Allow, false).await;
+        assert_conformant(&run);
+        let error = run.completion.as_ref().expect_err("the run fails");
+        assert_eq!(error.code(), code, "{scenario}: {error}");
+        if scenario == "error500" {
+            assert!(matches!(error, AgentError::ServerError { status: Some(500), .. }));
+        }
+        assert_eq!(run.universal.iter().filter(|e| e.is_terminal_error()).count(), 1, "{scenario}");
+        if scenario == "overloaded" && interface == Interface::Serve {
+            let limited: Vec<_> =
+                run.wrapper.iter().filter_map(|e| e.message.as_deref()).filter(|m| m.starts_with("rate_limited")).collect();
+            // OpenCode retries the 429 itself, waiting the server's `retry-after-ms` (10 ms).
+            assert!(limited.first().is_some_and(|m| m.starts_with("rate_limited: overloaded; retry 1; retry after 0")), "{limited:?}");
+        }
+    }
 }
