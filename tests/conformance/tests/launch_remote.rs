@@ -1,5 +1,5 @@
-//! End to end through the container (`docker exec`) and ssh launchers, with the real pinned Claude Code and
-//! Codex against the bench's model server on 127.0.0.1 (reached from the container over host networking):
+//! End to end through the container (`docker exec`) and ssh launchers, with the real pinned Claude Code,
+//! Codex, and Gemini CLI and Qwen Code over ACP, against the bench's model server on 127.0.0.1 (reached from the container over host networking):
 //! text, a shell command allowed and denied by the caller, a 401 as one typed terminal error, cancel
 //! mid-turn, timeout, the run dropped mid-stream, and the connection killed mid-stream (the local `docker`/`ssh` client SIGKILLed).
 //! Every case ends with no process of the run left on this machine, in the container or on the ssh host
@@ -136,4 +136,36 @@ cases! {
     ssh_codex_timeout: timeout(Cli::Codex, Place::ssh());
     ssh_codex_connection_killed: connection_killed(Cli::Codex, Place::ssh());
     ssh_codex_dropped: dropped(Cli::Codex, Place::ssh());
+    docker_gemini_text: text(Cli::Gemini, Place::docker(2));
+    docker_gemini_shell_allowed: shell(Cli::Gemini, Place::docker(2), true);
+    docker_gemini_shell_denied: shell(Cli::Gemini, Place::docker(2), false);
+    docker_gemini_401: unauthorized(Cli::Gemini, Place::docker(2));
+    docker_gemini_cancel: cancel(Cli::Gemini, Place::docker(2));
+    docker_gemini_timeout: timeout(Cli::Gemini, Place::docker(2));
+    docker_gemini_connection_killed: connection_killed(Cli::Gemini, Place::docker(2));
+    docker_gemini_dropped: dropped(Cli::Gemini, Place::docker(2));
+    docker_qwen_text: text(Cli::Qwen, Place::docker(3));
+    docker_qwen_shell_allowed: shell(Cli::Qwen, Place::docker(3), true);
+    docker_qwen_shell_denied: shell(Cli::Qwen, Place::docker(3), false);
+    docker_qwen_401: unauthorized(Cli::Qwen, Place::docker(3));
+    docker_qwen_cancel: cancel(Cli::Qwen, Place::docker(3));
+    docker_qwen_timeout: timeout(Cli::Qwen, Place::docker(3));
+    docker_qwen_connection_killed: connection_killed(Cli::Qwen, Place::docker(3));
+    docker_qwen_dropped: dropped(Cli::Qwen, Place::docker(3));
+    ssh_gemini_text: text(Cli::Gemini, Place::ssh());
+    ssh_gemini_shell_allowed: shell(Cli::Gemini, Place::ssh(), true);
+    ssh_gemini_shell_denied: shell(Cli::Gemini, Place::ssh(), false);
+    ssh_gemini_401: unauthorized(Cli::Gemini, Place::ssh());
+    ssh_gemini_cancel: cancel(Cli::Gemini, Place::ssh());
+    ssh_gemini_timeout: timeout(Cli::Gemini, Place::ssh());
+    ssh_gemini_connection_killed: connection_killed(Cli::Gemini, Place::ssh());
+    ssh_gemini_dropped: dropped(Cli::Gemini, Place::ssh());
+    ssh_qwen_text: text(Cli::Qwen, Place::ssh());
+    ssh_qwen_shell_allowed: shell(Cli::Qwen, Place::ssh(), true);
+    ssh_qwen_shell_denied: shell(Cli::Qwen, Place::ssh(), false);
+    ssh_qwen_401: unauthorized(Cli::Qwen, Place::ssh());
+    ssh_qwen_cancel: cancel(Cli::Qwen, Place::ssh());
+    ssh_qwen_timeout: timeout(Cli::Qwen, Place::ssh());
+    ssh_qwen_connection_killed: connection_killed(Cli::Qwen, Place::ssh());
+    ssh_qwen_dropped: dropped(Cli::Qwen, Place::ssh());
 }

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use agent_api::kit::launch::{Container, Engine, Launcher, Ssh};
 use agent_api::universal::{UniversalEvent, UniversalEventBody};
 use agent_api::{AgentBackend, AgentError, PermissionDecision, RunRequest};
+use agent_api_acp::{AcpBackend, AcpConfig};
 use agent_api_claude_code::{ClaudeCodeBackend, ClaudeCodeConfig};
 use agent_api_codex::{CodexBackend, CodexConfig};
 use agent_api_conformance::launchers::{local_processes_carrying, tag, Docker, Infra};
@@ -162,6 +163,17 @@ pub fn backend(cli: Cli, sandbox: &Sandbox, place: &Place) -> Box<dyn AgentBacke
                 config = config.env(k, v);
             }
             Box::new(CodexBackend::new(config))
+        }
+        Cli::Gemini | Cli::Qwen => {
+            let mut config = AcpConfig::with_binary(&sandbox.program).working_dir(&sandbox.cwd);
+            if cli == Cli::Gemini {
+                // The bench serves this model; the ACP backend adds `--acp --skip-trust` itself.
+                config = config.args(["-m", agent_bench::sandbox::GEMINI_MODEL]);
+            }
+            for (k, v) in &env {
+                config = config.env(k, v);
+            }
+            Box::new(if cli == Cli::Gemini { AcpBackend::gemini(config) } else { AcpBackend::qwen(config) })
         }
         other => panic!("no remote backend for {other:?}"),
     }
