@@ -137,7 +137,8 @@ pub fn capabilities() -> CapabilitySet {
         caps::HOME_ISOLATED,
         caps::HOME_HERMETIC,
     ]);
-    agent_api::portable::with_mappings(own, agent_api::portable::SDK_ONLY)
+    // The run and acp interfaces build their argv through `CommandSpec::for_request` (serve refuses a launcher).
+    agent_api::portable::with_mappings(agent_api::kit::launch::with_launchers(own), agent_api::portable::SDK_ONLY)
 }
 
 /// Where OpenCode keeps its config and global memory (`$XDG_CONFIG_HOME/opencode`), its sessions
@@ -160,13 +161,66 @@ pub const HOME_LAYOUT: agent_api::home::HomeLayout = agent_api::home::HomeLayout
 /// too), in the home the request asks for.
 pub(crate) fn base_spec(config: &OpenCodeConfig, request: &RunRequest) -> Result<CommandSpec, AgentError> {
     let mut spec = CommandSpec::new(&config.binary);
-    for (k, v) in config.env.iter().chain(&request.env) {
+    for (k, v) in &config.env {
         spec = spec.env(k.clone(), v.clone());
     }
+    // The request's environment and launcher; the directory is set below (the config's is the fallback).
+    spec = spec.for_request(request).reads_env(READS_ENV);
     if let Some(dir) = working_dir(config, request) {
         spec = spec.env("PWD", dir.display().to_string()).cwd(dir);
     }
     HOME_LAYOUT.apply(spec, &request.home)
+}
+
+/// What OpenCode reads from its environment (config, switches, the providers' keys and endpoints,
+/// proxies): all a launcher other than Local passes on from the caller's environment
+/// (`spec/launchers.md`). Its state lives in the XDG directories under `HOME` ([`HOME_LAYOUT`]).
+const READS_ENV: &[&str] = &[
+    "OPENCODE_CONFIG",
+    "OPENCODE_CONFIG_CONTENT",
+    "OPENCODE_CONFIG_DIR",
+    "OPENCODE_PERMISSION",
+    "OPENCODE_DISABLE_AUTOUPDATE",
+    "OPENCODE_DISABLE_MODELS_FETCH",
+    "OPENCODE_DISABLE_LSP_DOWNLOAD",
+    "OPENCODE_DISABLE_DEFAULT_PLUGINS",
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_BASE_URL",
+    "GOOGLE_GENERATIVE_AI_API_KEY",
+    "OPENROUTER_API_KEY",
+    "GROQ_API_KEY",
+    "MISTRAL_API_KEY",
+    "XAI_API_KEY",
+    "DEEPSEEK_API_KEY",
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_REGION",
+    "AWS_PROFILE",
+    "npm_config_registry",
+    "HTTPS_PROXY",
+    "HTTP_PROXY",
+    "NO_PROXY",
+    "SSL_CERT_FILE",
+    "NODE_EXTRA_CA_CERTS",
+];
+
+/// The serve interface shares one `opencode serve` among runs and talks to it over a loopback
+/// port, so it takes no launcher (the run and acp interfaces do).
+fn check_launcher(interface: Interface, request: &RunRequest) -> Result<(), AgentError> {
+    match (&request.launcher, interface) {
+        (Some(launcher), Interface::Serve) if !matches!(launcher, agent_api::kit::launch::Launcher::Local) => {
+            Err(AgentError::InvalidRequest {
+                reason: format!(
+                    "OpenCode's serve interface runs one shared server on this machine and takes no launcher ({launcher}); \
+                     use the run or acp interface"
+                ),
+            })
+        }
+        _ => Ok(()),
+    }
 }
 
 /// The run's working directory: the request's, else the config's, else this process's.
@@ -198,7 +252,9 @@ impl AgentBackend for OpenCodeBackend {
         let request = agent_api::structured::ask_in_prompt(request);
         let options: OpenCodeOptions = request.options()?;
         let settings = RunSettings::for_request(self.kind(), &request, &self.capabilities());
-        match options.interface.unwrap_or(self.config.default_interface) {
+        let interface = options.interface.unwrap_or(self.config.default_interface);
+        check_launcher(interface, &request)?;
+        match interface {
             Interface::Run => {
                 let spec = run::command_spec(&self.config, &request, options.thinking.unwrap_or(true))?;
                 let transport = Transport::spawn(&spec, settings.line_cap)?;
@@ -227,6 +283,7 @@ impl AgentBackend for OpenCodeBackend {
                 reason: "a warm session needs the serve interface".into(),
             });
         }
+        check_launcher(Interface::Serve, &request)?;
         let settings = RunSettings::for_request(self.kind(), &request, &self.capabilities());
         serve::session::open(&self.config, &self.servers, request, settings).await
     }

@@ -31,3 +31,17 @@ async fn a_server_that_never_listens_is_server_not_ready_and_is_killed() {
     }
     assert_eq!(agent_bench::process::processes_in(dir.path()), Vec::<i32>::new(), "the stand-in and its child are gone");
 }
+
+/// The serve interface shares one server on this machine among runs: a launcher is refused before
+/// anything starts (the run and acp interfaces take it; `tests/conformance/tests/launch_remote.rs`).
+#[tokio::test]
+async fn serve_refuses_a_launcher_before_starting_anything() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = OpenCodeConfig::with_binary(dir.path().join("never-started"));
+    config.working_dir = Some(dir.path().to_path_buf());
+    let backend = OpenCodeBackend::new(config);
+    let launcher = agent_api::kit::Launcher::Prefix(vec!["env".into()]);
+    assert!(backend.capabilities().contains(launcher.capability()), "OpenCode advertises the launchers");
+    let error = backend.run(RunRequest::new("hi").with_launcher(launcher)).await.expect_err("serve takes no launcher");
+    assert!(matches!(&error, AgentError::InvalidRequest { reason } if reason.contains("serve")), "{error}");
+}

@@ -1,5 +1,5 @@
 //! End to end through the container (`docker exec`) and ssh launchers, with the real pinned Claude Code,
-//! Codex, and Gemini CLI and Qwen Code over ACP, against the bench's model server on 127.0.0.1 (reached from the container over host networking):
+//! Codex, Gemini CLI and Qwen Code over ACP, and OpenCode (`opencode acp`), against the bench's model server on 127.0.0.1 (reached from the container over host networking):
 //! text, a shell command allowed and denied by the caller, a 401 as one typed terminal error, cancel
 //! mid-turn, timeout, the run dropped mid-stream, and the connection killed mid-stream (the local `docker`/`ssh` client SIGKILLed).
 //! Every case ends with no process of the run left on this machine, in the container or on the ssh host
@@ -45,7 +45,7 @@ async fn unauthorized(cli: Cli, place: Place) {
     let Some((_server, sandbox)) = bench(cli, "error401").await else { return };
     let run = drive(&*backend(cli, &sandbox, &place), &place, request("hello"), PermissionDecision::Allow, Fault::None).await;
     assert_conformant(&run);
-    assert!(is_auth(&run.completion), "{:?}", run.completion);
+    assert!(is_auth(cli, &run.completion), "{:?}", run.completion);
     place.assert_nothing_left("a 401");
 }
 
@@ -168,4 +168,28 @@ cases! {
     ssh_qwen_timeout: timeout(Cli::Qwen, Place::ssh());
     ssh_qwen_connection_killed: connection_killed(Cli::Qwen, Place::ssh());
     ssh_qwen_dropped: dropped(Cli::Qwen, Place::ssh());
+    docker_opencode_text: text(Cli::OpenCode, Place::docker(4));
+    docker_opencode_shell_allowed: shell(Cli::OpenCode, Place::docker(4), true);
+    docker_opencode_shell_denied: shell(Cli::OpenCode, Place::docker(4), false);
+    docker_opencode_401: unauthorized(Cli::OpenCode, Place::docker(4));
+    docker_opencode_cancel: cancel(Cli::OpenCode, Place::docker(4));
+    docker_opencode_timeout: timeout(Cli::OpenCode, Place::docker(4));
+    docker_opencode_connection_killed: connection_killed(Cli::OpenCode, Place::docker(4));
+    docker_opencode_dropped: dropped(Cli::OpenCode, Place::docker(4));
+    ssh_opencode_text: text(Cli::OpenCode, Place::ssh());
+    ssh_opencode_shell_allowed: shell(Cli::OpenCode, Place::ssh(), true);
+    ssh_opencode_shell_denied: shell(Cli::OpenCode, Place::ssh(), false);
+    ssh_opencode_401: unauthorized(Cli::OpenCode, Place::ssh());
+    ssh_opencode_cancel: cancel(Cli::OpenCode, Place::ssh());
+    ssh_opencode_timeout: timeout(Cli::OpenCode, Place::ssh());
+    ssh_opencode_connection_killed: connection_killed(Cli::OpenCode, Place::ssh());
+    ssh_opencode_dropped: dropped(Cli::OpenCode, Place::ssh());
+    bwrap_opencode_text: text(Cli::OpenCode, Place::bwrap());
+    bwrap_opencode_shell_allowed: shell(Cli::OpenCode, Place::bwrap(), true);
+    bwrap_opencode_shell_denied: shell(Cli::OpenCode, Place::bwrap(), false);
+    bwrap_opencode_401: unauthorized(Cli::OpenCode, Place::bwrap());
+    bwrap_opencode_cancel: cancel(Cli::OpenCode, Place::bwrap());
+    bwrap_opencode_timeout: timeout(Cli::OpenCode, Place::bwrap());
+    bwrap_opencode_connection_killed: connection_killed(Cli::OpenCode, Place::bwrap());
+    bwrap_opencode_dropped: dropped(Cli::OpenCode, Place::bwrap());
 }

@@ -1,5 +1,5 @@
-//! What the container and ssh end-to-end tests share: a place to run (a container of
-//! `tests/launchers/setup.sh`, or its sshd), the real CLIs' backends pointed at the bench through it, the
+//! What the container, ssh and bwrap end-to-end tests share: a place to run (a container of
+//! `tests/launchers/setup.sh`, its sshd, or bubblewrap here), the real CLIs' backends pointed at the bench through it, the
 //! fault drivers, and the checks that nothing is left and no secret showed on a command line.
 
 #![allow(dead_code, unreachable_pub)]
@@ -14,6 +14,7 @@ use agent_api_claude_code::{ClaudeCodeBackend, ClaudeCodeConfig};
 use agent_api_codex::{CodexBackend, CodexConfig};
 use agent_api_conformance::launchers::{local_processes_carrying, tag, Docker, Infra};
 use agent_api_conformance::RunRecord;
+use agent_api_opencode::{Interface, OpenCodeBackend, OpenCodeConfig};
 use agent_bench::{Cli, ModelServer, Sandbox};
 use futures::StreamExt;
 
@@ -41,6 +42,12 @@ impl Place {
         let mut settings = Ssh::new(ssh.host);
         settings.options = vec!["-F".into(), ssh.config.into_os_string()];
         Place::new(Launcher::Ssh(settings), None)
+    }
+
+    /// Bubblewrap on this machine (its defaults: the filesystem read-only but the run's directory and
+    /// home); "the connection" is the `bwrap` process itself.
+    pub fn bwrap() -> Place {
+        Place::new(agent_api_conformance::launchers::bwrap_launcher(), None)
     }
 
     fn new(launcher: Launcher, docker: Option<(Docker, String)>) -> Place {
@@ -175,6 +182,18 @@ pub fn backend(cli: Cli, sandbox: &Sandbox, place: &Place) -> Box<dyn AgentBacke
             }
             Box::new(if cli == Cli::Gemini { AcpBackend::gemini(config) } else { AcpBackend::qwen(config) })
         }
+        Cli::OpenCode => {
+            // `opencode acp`: it streams deltas and asks for each tool (`opencode run` prints whole
+            // parts and asks nothing); the serve interface takes no launcher.
+            let mut config = OpenCodeConfig::with_binary(&sandbox.program).default_interface(Interface::Acp);
+            for (k, v) in &env {
+                config = config.env(k, v);
+            }
+            // The bench's key is inside `OPENCODE_CONFIG_CONTENT`; a provider key variable carries the sentinel.
+            config = config.env("OPENAI_API_KEY", &place.sentinel);
+            config.working_dir = Some(sandbox.cwd.clone());
+            Box::new(OpenCodeBackend::new(config))
+        }
         other => panic!("no remote backend for {other:?}"),
     }
 }
@@ -231,7 +250,12 @@ pub fn request(prompt: &str) -> RunRequest {
     RunRequest::new(prompt).with_timeout(Duration::from_secs(120))
 }
 
-/// Whether `completion` is the typed auth error.
-pub fn is_auth(completion: &Result<agent_api::RunCompletion, AgentError>) -> bool {
-    matches!(completion, Err(AgentError::Auth { .. }))
+/// Whether `completion` is `cli`'s authentication failure: the typed auth error, except for
+/// OpenCode over ACP, whose protocol drops the model's HTTP status (`agent_failed` naming the key).
+pub fn is_auth(cli: Cli, completion: &Result<agent_api::RunCompletion, AgentError>) -> bool {
+    match completion {
+        Err(AgentError::Auth { .. }) => true,
+        Err(AgentError::AgentFailed { message }) => cli == Cli::OpenCode && message.contains("Incorrect API key"),
+        _ => false,
+    }
 }
