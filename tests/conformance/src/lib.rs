@@ -95,6 +95,27 @@ impl RunRecord {
         self.universal.iter().map(UniversalEvent::type_name).collect()
     }
 
+    /// The run's story ([`Story`]).
+    pub fn story(&self) -> Story {
+        use agent_api::universal::ItemKind;
+        let mut story = Story::default();
+        for event in &self.universal {
+            let (line, entry) = match (event.completed_item(), event.permission()) {
+                (Some(item), _) => match item.kind {
+                    ItemKind::Message => (&mut story.messages, format!("{:?}", item.role)),
+                    ItemKind::ToolCall | ItemKind::ToolResult => (&mut story.tools, format!("{:?}", item.kind)),
+                    _ => continue,
+                },
+                (None, Some(p)) if event.type_name() == "permission.resolved" => (&mut story.tools, format!("permission {:?}", p.status)),
+                _ => continue,
+            };
+            if line.last() != Some(&entry) {
+                line.push(entry);
+            }
+        }
+        story
+    }
+
     /// The universal events of one type.
     pub fn of_type<'a>(&'a self, type_name: &'a str) -> impl Iterator<Item = &'a UniversalEvent> + 'a {
         self.universal.iter().filter(move |e| e.type_name() == type_name)
@@ -104,6 +125,20 @@ impl RunRecord {
     pub fn wrapper_of(&self, kind: AgentWrapperEventKind) -> impl Iterator<Item = &AgentWrapperEvent> {
         self.wrapper.iter().filter(move |e| e.kind == kind)
     }
+}
+
+/// What happened in a run, told so that two runs of one scenario compare equal: its messages (by
+/// role) in order, and its tool calls, permission decisions and tool results in order, each a run of
+/// the same entry counted once. The two lines are kept apart because how they interleave depends on
+/// timing (a message may complete before or after the permission is decided); left out is what
+/// varies between runs: status and system items (a CLI's warnings about where it runs), delta
+/// chunking, and the text of tool output (process ids, timings).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Story {
+    /// One entry per message: its role.
+    pub messages: Vec<String>,
+    /// Tool calls, permission decisions and tool results.
+    pub tools: Vec<String>,
 }
 
 /// Reads a whole run as universal events and projects the wrapper view from them.

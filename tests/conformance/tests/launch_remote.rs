@@ -4,6 +4,7 @@
 //! mid-turn, timeout, the run dropped mid-stream, and the connection killed mid-stream (the local `docker`/`ssh` client SIGKILLed).
 //! Every case ends with no process of the run left on this machine, in the container or on the ssh host
 //! (the same machine here), and the API key, a sentinel, never shows on a command line on either side.
+//! A text and a shell run through each launcher tell the same story as the same run here (`assert_same_as_local`).
 //!
 //! Needs `tests/launchers/setup.sh` (run by `tests/run.sh`); without it every test fails saying so.
 
@@ -12,11 +13,29 @@ mod remote;
 use std::time::{Duration, Instant};
 
 use agent_api::universal::UniversalEventBody;
-use agent_api::{AgentError, PermissionDecision, PermissionPolicy};
-use agent_api_conformance::assert_conformant;
+use agent_api::{AgentError, PermissionDecision, PermissionPolicy, RunRequest};
+use agent_api_conformance::{assert_conformant, record_answering, Answers, RunRecord};
 use agent_bench::Cli;
 use futures::StreamExt;
 use remote::{backend, bench, drive, is_auth, request, Fault, Place};
+
+/// The same scenario run here, without a launcher, in a sandbox of its own.
+async fn local_run(cli: Cli, scenario: &str, request: RunRequest, decision: PermissionDecision) -> RunRecord {
+    let (_server, sandbox) = bench(cli, scenario).await.expect("the bench ran the launcher's run");
+    let here = Place::local();
+    record_answering(backend(cli, &sandbox, &here).run(request).await.expect("run starts"), Answers::permissions(decision)).await
+}
+
+/// A run through a launcher tells the same story as the run here ([`RunRecord::story`]) and ends the
+/// same way (Ok, or the same error code); `same_text`: with the same final text too.
+fn assert_same_as_local(far: &RunRecord, local: &RunRecord, same_text: bool) {
+    assert_eq!(far.story(), local.story(), "the run through the launcher tells another story than the local one");
+    match (&far.completion, &local.completion) {
+        (Ok(f), Ok(l)) if same_text => assert_eq!(f.final_text, l.final_text),
+        (Ok(_), Ok(_)) => {}
+        (f, l) => assert_eq!(f.as_ref().err().map(AgentError::code), l.as_ref().err().map(AgentError::code)),
+    }
+}
 
 async fn text(cli: Cli, place: Place) {
     let Some((_server, sandbox)) = bench(cli, "text").await else { return };
@@ -24,13 +43,14 @@ async fn text(cli: Cli, place: Place) {
     assert_conformant(&run);
     assert_eq!(run.assistant_text(), "Hello from mock", "{:?}", run.completion);
     place.assert_nothing_left("a finished run");
+    assert_same_as_local(&run, &local_run(cli, "text", request("say hello"), PermissionDecision::Allow).await, true);
 }
 
 async fn shell(cli: Cli, place: Place, allow: bool) {
     let Some((_server, sandbox)) = bench(cli, "shell").await else { return };
     let decision = if allow { PermissionDecision::Allow } else { PermissionDecision::Deny { message: Some("not today".into()) } };
     let request = request("run the command").with_permissions(PermissionPolicy::Ask);
-    let run = drive(&*backend(cli, &sandbox, &place), &place, request, decision, Fault::None).await;
+    let run = drive(&*backend(cli, &sandbox, &place), &place, request, decision.clone(), Fault::None).await;
     assert_conformant(&run);
     assert_eq!(run.of_type("permission.resolved").count(), 1, "{:?}", run.completion);
     let out = std::fs::read_to_string(sandbox.cwd.join("out.txt")).ok();
@@ -39,6 +59,9 @@ async fn shell(cli: Cli, place: Place, allow: bool) {
     assert_eq!(out.as_deref(), if allow { Some("hi\n") } else { None }, "tool results: {results:?}");
     assert!(run.completion.is_ok(), "{:?}", run.completion);
     place.assert_nothing_left("a shell run");
+    let local = local_run(cli, "shell", remote::request("run the command").with_permissions(PermissionPolicy::Ask), decision).await;
+    // The final text quotes the tool's output, which names process ids and timings.
+    assert_same_as_local(&run, &local, false);
 }
 
 async fn unauthorized(cli: Cli, place: Place) {

@@ -50,6 +50,11 @@ impl Place {
         Place::new(agent_api_conformance::launchers::bwrap_launcher(), None)
     }
 
+    /// This machine, no launcher: the reference a far run is compared with.
+    pub fn local() -> Place {
+        Place::new(Launcher::Local, None)
+    }
+
     fn new(launcher: Launcher, docker: Option<(Docker, String)>) -> Place {
         let (name, value) = tag();
         Place { launcher, docker, tag: format!("{name}={value}"), sentinel: format!("sk-sentinel-{value}") }
