@@ -230,16 +230,27 @@ impl PortableOptions {
     /// in `ps`. The file is removed when the returned path is dropped: keep it for the run
     /// ([`crate::kit::RunSettings::hold`]).
     pub fn write_mcp_config(&self) -> Result<McpConfigFile, AgentError> {
-        use std::io::Write;
-        let mut file = tempfile::Builder::new().prefix("agent-api-mcp-").suffix(".json").tempfile()?;
-        file.write_all(self.mcp_config_json().to_string().as_bytes())?;
-        file.flush()?;
-        Ok(file.into_temp_path())
+        write_private_file("agent-api-mcp-", ".json", self.mcp_config_json().to_string().as_bytes())
     }
 }
 
+/// A file the SDK wrote for one run, readable by its owner only (0600), removed when dropped.
+pub type PrivateFile = tempfile::TempPath;
+
 /// A written `--mcp-config` file ([`PortableOptions::write_mcp_config`]), removed when dropped.
-pub type McpConfigFile = tempfile::TempPath;
+pub type McpConfigFile = PrivateFile;
+
+/// Writes `contents` to a new file in the temporary directory that only its owner may read (0600):
+/// for what a CLI takes only as a file, or should not get on argv (`ps` shows argv). The file is
+/// removed when the returned path is dropped: keep it for the run ([`crate::kit::RunSettings::hold`])
+/// and name it in the agent's [`crate::kit::CommandSpec::local_file`] so a sandbox lets the agent read it.
+pub fn write_private_file(prefix: &str, suffix: &str, contents: &[u8]) -> Result<PrivateFile, AgentError> {
+    use std::io::Write;
+    let mut file = tempfile::Builder::new().prefix(prefix).suffix(suffix).tempfile()?;
+    file.write_all(contents)?;
+    file.flush()?;
+    Ok(file.into_temp_path())
+}
 
 /// How one backend honours one portable option.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

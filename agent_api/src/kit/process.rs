@@ -52,6 +52,10 @@ pub struct CommandSpec {
     /// Variables naming directories the agent keeps its state in (`CLAUDE_CONFIG_DIR`,
     /// `CODEX_HOME`): read like [`CommandSpec::reads_env`], and a sandbox keeps what they name writable.
     pub state_vars: Vec<String>,
+    /// Files on this machine the agent reads by path (a config or prompt file the SDK wrote for the
+    /// run): a sandbox binds them read-only; a launcher whose agent runs elsewhere cannot carry
+    /// them, and such a run is refused before anything starts.
+    pub local_files: Vec<PathBuf>,
 }
 
 /// Shows the variable names of `env`, never their values (they are often API keys).
@@ -70,6 +74,7 @@ impl std::fmt::Debug for CommandSpec {
             .field("reads_env", &self.reads_env)
             .field("writable_dirs", &self.writable_dirs)
             .field("state_vars", &self.state_vars)
+            .field("local_files", &self.local_files)
             .finish()
     }
 }
@@ -169,6 +174,12 @@ impl CommandSpec {
     /// Adds a directory the agent keeps state in (see [`CommandSpec::writable_dirs`]).
     pub fn writable_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.writable_dirs.push(dir.into());
+        self
+    }
+
+    /// Adds a file on this machine the agent reads by path (see [`CommandSpec::local_files`]).
+    pub fn local_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.local_files.push(path.into());
         self
     }
 

@@ -361,21 +361,25 @@ impl AgentBackend for AcpBackend {
             _ => None,
         };
         let request = portable::prepare(request, qwen_stream_json == Some(QwenInterface::Print));
+        let prompt_file = portable::system_prompt_file(self.flavor, &request.portable)?;
+        let spawn =
+            |spec: CommandSpec, line_cap| Transport::spawn(&portable::with_system_prompt_file(spec, prompt_file.as_ref()), line_cap);
         if self.flavor == Flavor::Gemini && request.options::<GeminiOptions>()?.interface == Some(GeminiInterface::Headless) {
             self.text_only(&request)?;
             portable::check_headless(&request.portable)?;
-            let spec = headless::command(self, &request, &cwd)?;
-            let transport = Transport::spawn(&spec, settings.line_cap)?;
+            let transport = spawn(headless::command(self, &request, &cwd)?, settings.line_cap)?;
+            settings.hold(prompt_file);
             return Ok(start_run(settings, transport, Box::new(headless::Headless::default())));
         }
         if let Some(interface) = qwen_stream_json {
             self.text_only(&request)?;
             let (spec, protocol) = qwen::stream_json(self, &request, &cwd, interface, false)?;
-            let transport = Transport::spawn(&spec, settings.line_cap)?;
+            let transport = spawn(spec, settings.line_cap)?;
             return Ok(start_run(settings, transport, protocol));
         }
         let (spec, protocol) = self.acp(&request, cwd, false)?;
-        let transport = Transport::spawn(&spec, settings.line_cap)?;
+        let transport = spawn(spec, settings.line_cap)?;
+        settings.hold(prompt_file);
         Ok(start_run(settings, transport, Box::new(protocol)))
     }
 
@@ -412,7 +416,9 @@ impl AgentBackend for AcpBackend {
                 (spec, Box::new(protocol) as Box<dyn Protocol>)
             }
         };
-        let transport = Transport::spawn(&spec, settings.line_cap)?;
+        let prompt_file = portable::system_prompt_file(self.flavor, &request.portable)?;
+        let transport = Transport::spawn(&portable::with_system_prompt_file(spec, prompt_file.as_ref()), settings.line_cap)?;
+        settings.hold(prompt_file);
         Ok(start_session(settings, transport, protocol))
     }
 

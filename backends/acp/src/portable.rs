@@ -3,13 +3,15 @@
 //! `mcpServers`, and where no schema flag exists the SDK's schema in the prompt.
 
 use agent_api::capabilities as caps;
-use agent_api::portable::{McpServer, OptionMapping, PortableOptions};
+use agent_api::kit::CommandSpec;
+use agent_api::portable::{McpServer, OptionMapping, PortableOptions, PrivateFile};
 use agent_api::{AgentError, RunRequest};
 use serde_json::{json, Value};
 
 use crate::Flavor;
 
 const GEMINI: &[OptionMapping] = &[
+    OptionMapping::new(caps::SYSTEM_PROMPT, "GEMINI_SYSTEM_MD (a 0600 file the SDK writes for the run)"),
     OptionMapping::new(caps::ADD_DIRS, "--include-directories"),
     OptionMapping::new(caps::MCP_SERVERS, "ACP session/new mcpServers (acp interface)"),
     OptionMapping::new(caps::OUTPUT_SCHEMA, agent_api::portable::SDK_SCHEMA),
@@ -72,6 +74,25 @@ pub fn cli_args(flavor: Flavor, portable: &PortableOptions, stream_json: bool, s
         args.extend(["--json-schema".to_string(), schema.to_string()]);
     }
     args
+}
+
+/// Gemini CLI takes a replacement system prompt only from a file, the one `GEMINI_SYSTEM_MD` names
+/// (it has no flag, and no way to append): the SDK writes the text to a private file for the run
+/// (hold it until the run ends), and [`with_system_prompt_file`] points the agent at it. Off argv
+/// either way, so a long prompt meets no OS limit and `ps` does not show it.
+pub fn system_prompt_file(flavor: Flavor, portable: &PortableOptions) -> Result<Option<PrivateFile>, AgentError> {
+    match (&portable.system_prompt, flavor) {
+        (Some(text), Flavor::Gemini) => Ok(Some(agent_api::portable::write_private_file("agent-api-system-", ".md", text.as_bytes())?)),
+        _ => Ok(None),
+    }
+}
+
+/// `spec` reading its system prompt from `file` ([`system_prompt_file`]), if there is one.
+pub fn with_system_prompt_file(spec: CommandSpec, file: Option<&PrivateFile>) -> CommandSpec {
+    match file {
+        Some(path) => spec.env("GEMINI_SYSTEM_MD", path.display().to_string()).local_file(path.to_path_buf()),
+        None => spec,
+    }
 }
 
 /// The run's MCP servers as ACP `McpServer` values (stdio, or streamable HTTP).

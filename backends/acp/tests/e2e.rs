@@ -177,6 +177,43 @@ async fn headless_text_and_yolo_shell() {
     assert_eq!(run.of_type("permission.requested").count(), 0, "headless Gemini cannot ask");
 }
 
+/// The model request's system instruction (Gemini's `systemInstruction`) of the last main request.
+fn system_instruction(server: &ModelServer) -> String {
+    let main = server.requests().into_iter().rev().find(|r| r.body.get("tools").is_some()).expect("a request with tools").body;
+    main["systemInstruction"].to_string()
+}
+
+/// The replacement system prompt reaches the model on both interfaces, from the file the SDK wrote
+/// (`GEMINI_SYSTEM_MD`), not from argv; the file is gone when the run ends.
+#[tokio::test]
+async fn a_system_prompt_replaces_geminis_own_on_both_interfaces() {
+    use agent_api::portable::PortableOptions;
+    let headless = GeminiOptions::default().interface(GeminiInterface::Headless);
+    for options in [GeminiOptions::default(), headless] {
+        let Some((server, sandbox)) = setup("text").await else { return };
+        let portable = PortableOptions::default().system_prompt("SYSTEM-MARKER-7 you are a terse assistant");
+        let request = request("say hi").with_options(&options).with_portable(portable);
+        let run = drive(&backend(&sandbox), request, Some(PermissionDecision::Allow), false).await;
+        assert_conformant(&run);
+        assert_eq!(run.completion.as_ref().unwrap().final_text.as_deref(), Some("Hello from mock"));
+        let system = system_instruction(&server);
+        assert!(system.contains("SYSTEM-MARKER-7"), "{system}");
+        assert!(
+            !system.contains("You are Gemini CLI") && !system.contains("interactive CLI agent"),
+            "Gemini's own prompt stayed: {system}"
+        );
+        let left: Vec<_> = std::fs::read_dir(std::env::temp_dir())
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|n| n.starts_with("agent-api-system-"))
+            .collect();
+        assert!(
+            left.iter().all(|n| !std::fs::read_to_string(std::env::temp_dir().join(n)).unwrap_or_default().contains("SYSTEM-MARKER-7")),
+            "{left:?}"
+        );
+    }
+}
+
 /// The same scenarios with Gemini inside bubblewrap: the ACP stdio runs over the launcher unchanged.
 mod through_bwrap {
     use super::*;
@@ -203,6 +240,19 @@ mod through_bwrap {
             one_permission(&run, runs, DecidedBy::Caller);
             assert_eq!(sandbox.cwd.join("out.txt").exists(), runs);
         }
+    }
+
+    /// The system prompt file lives in this machine's temporary directory, which the sandbox hides
+    /// behind a fresh /tmp: the kit binds the run's own files in read-only.
+    #[tokio::test]
+    async fn the_system_prompt_file_reaches_the_sandboxed_agent() {
+        use agent_api::portable::PortableOptions;
+        let Some((server, sandbox)) = setup("text").await else { return };
+        let portable = PortableOptions::default().system_prompt("SYSTEM-MARKER-8 sandboxed");
+        let run = drive(&backend(&sandbox), request("say hi").with_launcher(bwrap()).with_portable(portable), None, false).await;
+        assert_conformant(&run);
+        assert!(run.completion.is_ok(), "{:?}", run.completion);
+        assert!(system_instruction(&server).contains("SYSTEM-MARKER-8"));
     }
 
     #[tokio::test]

@@ -257,7 +257,7 @@ pub fn invocation(config: &ClaudeCodeConfig, request: &RunRequest) -> Result<Inv
     // A file, not inline JSON: the servers' env and headers (the caller tools' secret) stay off argv.
     let mcp_config = if portable.mcp_servers.is_empty() { None } else { Some(std::sync::Arc::new(portable.write_mcp_config()?)) };
     if let Some(path) = &mcp_config {
-        spec = spec.arg("--mcp-config").arg(path.as_os_str());
+        spec = spec.arg("--mcp-config").arg(path.as_os_str()).local_file(path.to_path_buf());
     }
     if let Some(schema) = &portable.output_schema {
         spec = spec.arg("--json-schema").arg(schema.to_string());

@@ -31,7 +31,8 @@ pub(super) fn args(settings: &Bwrap, cwd: &Path, env: &BTreeMap<String, String>,
             bound.push(dir);
         }
     }
-    for dir in settings.read_only.iter().filter(|d| d.exists()) {
+    // The run's own files (a config the SDK wrote under the sandbox's fresh /tmp, say).
+    for dir in settings.read_only.iter().chain(&spec.local_files).filter(|d| d.exists()) {
         args.extend(["--ro-bind".into(), dir.clone().into_os_string(), dir.clone().into_os_string()]);
     }
     args.extend(["--chdir".into(), cwd.as_os_str().to_os_string(), "--".into()]);

@@ -48,6 +48,15 @@ pub(crate) fn plan(spec: &CommandSpec, program: PathBuf, run_id: &str) -> Result
             Ok(Planned { program: settings.program.clone(), args, env, cwd: None, far: None, stdin_preamble: Vec::new() })
         }
         Launcher::Prefix(_) | Launcher::Container(_) | Launcher::Ssh(_) => {
+            if let Some(file) = spec.local_files.first() {
+                return Err(AgentError::InvalidRequest {
+                    reason: format!(
+                        "this run gives its agent a file written on this machine ({}), which the {} launcher cannot carry to the agent",
+                        file.display(),
+                        spec.launcher
+                    ),
+                });
+            }
             let reach = far_prefix(&spec.launcher, &env, run_id)?;
             let dir = spec.cwd.clone().map(PathBuf::into_os_string).unwrap_or_default();
             let script = format!("{}{}", reach.script_preamble, far::START_SCRIPT);

@@ -1,6 +1,7 @@
 use std::ffi::OsString;
 
 use super::*;
+use crate::kit::process::CommandSpec;
 
 #[test]
 fn via_forms_parse_into_typed_launchers() {
@@ -50,4 +51,17 @@ fn a_missing_launcher_program_is_a_typed_error() {
     }
     assert!(matches!(Launcher::Prefix(Vec::new()).check_available(), Err(AgentError::InvalidRequest { .. })));
     assert!(Launcher::Prefix(vec!["sh".into()]).check_available().is_ok());
+}
+
+#[test]
+fn a_sandbox_binds_the_runs_own_files_read_only_and_a_far_side_refuses_them() {
+    let file = tempfile::NamedTempFile::new().unwrap();
+    let spec = CommandSpec::new("agent").local_file(file.path());
+    let args = bwrap::args(&Bwrap::new(), std::path::Path::new("/"), &Default::default(), &spec);
+    let bound = args.windows(3).any(|w| w[0] == "--ro-bind" && w[1] == file.path().as_os_str() && w[2] == file.path().as_os_str());
+    assert!(bound, "{args:?}");
+    for far in [Launcher::Ssh(Ssh::new("host")), Launcher::Container(Container::exec(Engine::Docker, "box"))] {
+        let error = plan::plan(&spec.clone().with_launcher(far), "agent".into(), "r1").err().expect("a far side cannot read the file");
+        assert!(matches!(&error, AgentError::InvalidRequest { reason } if reason.contains("cannot carry")), "{error}");
+    }
 }
