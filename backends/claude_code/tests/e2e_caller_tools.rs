@@ -1,5 +1,6 @@
 //! End to end with the real Claude Code CLI on the bench: a caller-defined tool served over MCP
-//! (`--mcp-config FILE`). One test, so no other server of this process starts meanwhile.
+//! (`--mcp-config FILE`), here and inside bubblewrap. One test, so no other server of this process
+//! starts meanwhile.
 
 use std::time::Duration;
 
@@ -30,4 +31,6 @@ async fn e2e_a_caller_tool_round_trips_and_its_server_is_gone_after_the_run_and_
     };
     assert_round_trip(&backend(&sandbox), request()).await;
     assert_gone_after_cancel(&backend(&sandbox), request()).await;
+    // In a sandbox, whose fresh /tmp hides the `--mcp-config` file unless the kit binds it in.
+    assert_round_trip(&backend(&sandbox), request().with_launcher(agent_api_conformance::launchers::bwrap_launcher())).await;
 }
