@@ -240,6 +240,29 @@ pub type PrivateFile = tempfile::TempPath;
 /// A written `--mcp-config` file ([`PortableOptions::write_mcp_config`]), removed when dropped.
 pub type McpConfigFile = PrivateFile;
 
+/// Text for a CLI that takes it either inline or from a file (a system prompt: `--system-prompt`
+/// or `--system-prompt-file`). Closed: text goes one way or the other.
+#[derive(Debug)]
+pub enum TextOrFile {
+    /// The text itself, for argv: the agent runs where this machine's files are not.
+    Text(String),
+    /// A private file holding the text ([`write_private_file`]): hold it for the run.
+    File(PrivateFile),
+}
+
+impl TextOrFile {
+    /// `text` in a private file when `launcher`'s agent reads this machine's files (local, or a
+    /// sandbox, which binds the run's files in), else inline: off argv wherever a file can reach the
+    /// agent, so a long prompt meets no OS limit and `ps` does not show it.
+    pub fn for_launcher(launcher: Option<&crate::kit::Launcher>, text: &str) -> Result<Self, AgentError> {
+        if launcher.is_none_or(crate::kit::Launcher::is_local_filesystem) {
+            Ok(Self::File(write_private_file("agent-api-text-", ".md", text.as_bytes())?))
+        } else {
+            Ok(Self::Text(text.to_string()))
+        }
+    }
+}
+
 /// Writes `contents` to a new file in the temporary directory that only its owner may read (0600):
 /// for what a CLI takes only as a file, or should not get on argv (`ps` shows argv). The file is
 /// removed when the returned path is dropped: keep it for the run ([`crate::kit::RunSettings::hold`])

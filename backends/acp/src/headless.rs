@@ -233,7 +233,7 @@ pub fn command(backend: &AcpBackend, request: &RunRequest, cwd: &std::path::Path
         SessionSelector::ResumeLast => spec = spec.args(["--resume", "latest"]),
         _ => return Err(AgentError::InvalidRequest { reason: "gemini cannot fork a session".into() }),
     }
-    spec = spec.args(crate::portable::cli_args(crate::Flavor::Gemini, &request.portable, false, false));
+    spec = spec.args(crate::portable::cli_args(crate::Flavor::Gemini, &request.portable, false));
     spec = spec.args(["-p", request.prompt.text.as_str()]);
     for (k, v) in &config.env {
         spec = spec.env(k, v);

@@ -196,7 +196,7 @@ impl AcpBackend {
         if let Some(model) = &request.model {
             args.extend(["-m".to_string(), model.clone()]);
         }
-        args.extend(portable::cli_args(self.flavor, &request.portable, false, false));
+        args.extend(portable::cli_args(self.flavor, &request.portable, false));
         let program = self.config.binary.clone().unwrap_or_else(|| name.into());
         self.spec(program, args, request, cwd)
     }
@@ -361,25 +361,25 @@ impl AgentBackend for AcpBackend {
             _ => None,
         };
         let request = portable::prepare(request, qwen_stream_json == Some(QwenInterface::Print));
-        let prompt_file = portable::system_prompt_file(self.flavor, &request.portable)?;
-        let spawn =
-            |spec: CommandSpec, line_cap| Transport::spawn(&portable::with_system_prompt_file(spec, prompt_file.as_ref()), line_cap);
+        let files = portable::RunFiles::for_request(self.flavor, &request, qwen_stream_json.is_some())?;
+        let spawn = |spec: CommandSpec, line_cap| Transport::spawn(&files.apply(spec), line_cap);
         if self.flavor == Flavor::Gemini && request.options::<GeminiOptions>()?.interface == Some(GeminiInterface::Headless) {
             self.text_only(&request)?;
             portable::check_headless(&request.portable)?;
             let transport = spawn(headless::command(self, &request, &cwd)?, settings.line_cap)?;
-            settings.hold(prompt_file);
+            settings.hold(Some(files));
             return Ok(start_run(settings, transport, Box::new(headless::Headless::default())));
         }
         if let Some(interface) = qwen_stream_json {
             self.text_only(&request)?;
             let (spec, protocol) = qwen::stream_json(self, &request, &cwd, interface, false)?;
             let transport = spawn(spec, settings.line_cap)?;
+            settings.hold(Some(files));
             return Ok(start_run(settings, transport, protocol));
         }
         let (spec, protocol) = self.acp(&request, cwd, false)?;
         let transport = spawn(spec, settings.line_cap)?;
-        settings.hold(prompt_file);
+        settings.hold(Some(files));
         Ok(start_run(settings, transport, Box::new(protocol)))
     }
 
@@ -416,9 +416,9 @@ impl AgentBackend for AcpBackend {
                 (spec, Box::new(protocol) as Box<dyn Protocol>)
             }
         };
-        let prompt_file = portable::system_prompt_file(self.flavor, &request.portable)?;
-        let transport = Transport::spawn(&portable::with_system_prompt_file(spec, prompt_file.as_ref()), settings.line_cap)?;
-        settings.hold(prompt_file);
+        let files = portable::RunFiles::for_request(self.flavor, &request, qwen_interface.is_some())?;
+        let transport = Transport::spawn(&files.apply(spec), settings.line_cap)?;
+        settings.hold(Some(files));
         Ok(start_session(settings, transport, protocol))
     }
 

@@ -4,7 +4,7 @@
 
 use agent_api::capabilities as caps;
 use agent_api::kit::CommandSpec;
-use agent_api::portable::{McpServer, OptionMapping, PortableOptions, PrivateFile};
+use agent_api::portable::{McpServer, OptionMapping, PortableOptions, PrivateFile, TextOrFile};
 use agent_api::{AgentError, RunRequest};
 use serde_json::{json, Value};
 
@@ -18,10 +18,10 @@ const GEMINI: &[OptionMapping] = &[
 ];
 
 const QWEN: &[OptionMapping] = &[
-    OptionMapping::new(caps::SYSTEM_PROMPT, "--system-prompt"),
+    OptionMapping::new(caps::SYSTEM_PROMPT, "QWEN_SYSTEM_MD (0600 file; --system-prompt through a far launcher)"),
     OptionMapping::new(caps::APPEND_SYSTEM_PROMPT, "--append-system-prompt"),
     OptionMapping::new(caps::ADD_DIRS, "--include-directories"),
-    OptionMapping::new(caps::MCP_SERVERS, "ACP session/new mcpServers; --mcp-config (stream-json)"),
+    OptionMapping::new(caps::MCP_SERVERS, "ACP session/new mcpServers; --mcp-config FILE (stream-json; the JSON through a far launcher)"),
     OptionMapping::new(caps::ALLOWED_TOOLS, "--allowed-tools"),
     OptionMapping::new(caps::DENIED_TOOLS, "--exclude-tools"),
     OptionMapping::new(caps::MAX_TURNS, "--max-session-turns"),
@@ -42,10 +42,10 @@ pub fn mappings(flavor: Flavor) -> &'static [OptionMapping] {
     }
 }
 
-/// The CLI flags of the portable options for the `gemini` or `qwen` binary (`stream_json`: Qwen's
-/// stream-json interfaces, which take the MCP servers as a flag, not over ACP; `schema_flag`: Qwen's
-/// print interface, the one whose `--json-schema` works: the two-way one exits at once with it).
-pub fn cli_args(flavor: Flavor, portable: &PortableOptions, stream_json: bool, schema_flag: bool) -> Vec<String> {
+/// The CLI flags of the portable options for the `gemini` or `qwen` binary, but those [`RunFiles`]
+/// gives (`schema_flag`: Qwen's print interface, the one whose `--json-schema` works: the two-way one
+/// exits at once with it).
+pub fn cli_args(flavor: Flavor, portable: &PortableOptions, schema_flag: bool) -> Vec<String> {
     let mut args = Vec::new();
     for dir in &portable.add_dirs {
         args.extend(["--include-directories".to_string(), dir.display().to_string()]);
@@ -53,11 +53,9 @@ pub fn cli_args(flavor: Flavor, portable: &PortableOptions, stream_json: bool, s
     if flavor != Flavor::Qwen {
         return args;
     }
-    let flags = [("--system-prompt", &portable.system_prompt), ("--append-system-prompt", &portable.append_system_prompt)];
-    for (flag, value) in flags {
-        if let Some(text) = value {
-            args.extend([flag.to_string(), text.clone()]);
-        }
+    // The replacement system prompt and the MCP document are `RunFiles`' (off argv where they can be).
+    if let Some(text) = &portable.append_system_prompt {
+        args.extend(["--append-system-prompt".to_string(), text.clone()]);
     }
     for (flag, tools) in [("--allowed-tools", &portable.allowed_tools), ("--exclude-tools", &portable.denied_tools)] {
         for tool in tools {
@@ -67,31 +65,77 @@ pub fn cli_args(flavor: Flavor, portable: &PortableOptions, stream_json: bool, s
     if let Some(turns) = portable.native_limits.max_turns {
         args.extend(["--max-session-turns".to_string(), turns.to_string()]);
     }
-    if stream_json && !portable.mcp_servers.is_empty() {
-        args.extend(["--mcp-config".to_string(), portable.mcp_config_json().to_string()]);
-    }
     if let (true, Some(schema)) = (schema_flag, &portable.output_schema) {
         args.extend(["--json-schema".to_string(), schema.to_string()]);
     }
     args
 }
 
-/// Gemini CLI takes a replacement system prompt only from a file, the one `GEMINI_SYSTEM_MD` names
-/// (it has no flag, and no way to append): the SDK writes the text to a private file for the run
-/// (hold it until the run ends), and [`with_system_prompt_file`] points the agent at it. Off argv
-/// either way, so a long prompt meets no OS limit and `ps` does not show it.
-pub fn system_prompt_file(flavor: Flavor, portable: &PortableOptions) -> Result<Option<PrivateFile>, AgentError> {
-    match (&portable.system_prompt, flavor) {
-        (Some(text), Flavor::Gemini) => Ok(Some(agent_api::portable::write_private_file("agent-api-system-", ".md", text.as_bytes())?)),
-        _ => Ok(None),
-    }
+/// What a run gives its agent as files where it can (a replacement system prompt; Qwen's
+/// stream-json MCP document, whose headers carry the caller tools' secret): 0600 files the SDK writes
+/// for the run when the agent reads this machine's files, else the text on argv where the CLI takes
+/// it. Off argv wherever possible, so a long prompt meets no OS limit and `ps` shows no secret. Hold
+/// it until the run ends ([`agent_api::kit::RunSettings::hold`]): the files go with it.
+#[derive(Debug, Default)]
+pub struct RunFiles {
+    args: Vec<String>,
+    env: Vec<(String, String)>,
+    files: Vec<PrivateFile>,
 }
 
-/// `spec` reading its system prompt from `file` ([`system_prompt_file`]), if there is one.
-pub fn with_system_prompt_file(spec: CommandSpec, file: Option<&PrivateFile>) -> CommandSpec {
-    match file {
-        Some(path) => spec.env("GEMINI_SYSTEM_MD", path.display().to_string()).local_file(path.to_path_buf()),
-        None => spec,
+impl RunFiles {
+    /// The files of `request` for `flavor`'s CLI (`stream_json`: one of Qwen's stream-json
+    /// interfaces, which take MCP servers as a flag, not over ACP).
+    pub fn for_request(flavor: Flavor, request: &RunRequest, stream_json: bool) -> Result<Self, AgentError> {
+        let mut files = Self::default();
+        let portable = &request.portable;
+        let launcher = request.launcher.as_ref();
+        match (flavor, &portable.system_prompt) {
+            // Gemini CLI reads a replacement prompt only from the file `GEMINI_SYSTEM_MD` names.
+            (Flavor::Gemini, Some(text)) => {
+                match TextOrFile::for_launcher(launcher, text)? {
+                    TextOrFile::File(path) => files.env_file("GEMINI_SYSTEM_MD", path),
+                    TextOrFile::Text(_) => return Err(AgentError::InvalidRequest {
+                        reason:
+                            "Gemini CLI reads a system prompt only from a file on the machine it runs on, which this launcher cannot carry"
+                                .into(),
+                    }),
+                }
+            }
+            (Flavor::Qwen, Some(text)) => match TextOrFile::for_launcher(launcher, text)? {
+                TextOrFile::File(path) => files.env_file("QWEN_SYSTEM_MD", path),
+                TextOrFile::Text(text) => files.args.extend(["--system-prompt".to_string(), text]),
+            },
+            _ => {}
+        }
+        if flavor == Flavor::Qwen && stream_json && !portable.mcp_servers.is_empty() {
+            // Qwen's `--mcp-config` takes a path or the JSON itself.
+            match TextOrFile::for_launcher(launcher, &portable.mcp_config_json().to_string())? {
+                TextOrFile::File(path) => {
+                    files.args.extend(["--mcp-config".to_string(), path.display().to_string()]);
+                    files.files.push(path);
+                }
+                TextOrFile::Text(json) => files.args.extend(["--mcp-config".to_string(), json]),
+            }
+        }
+        Ok(files)
+    }
+
+    fn env_file(&mut self, name: &str, path: PrivateFile) {
+        self.env.push((name.to_string(), path.display().to_string()));
+        self.files.push(path);
+    }
+
+    /// `spec` with these arguments, variables and files (a sandbox binds the files in).
+    pub fn apply(&self, spec: CommandSpec) -> CommandSpec {
+        let mut spec = spec.args(self.args.iter().cloned());
+        for (name, value) in &self.env {
+            spec = spec.env(name, value);
+        }
+        for path in &self.files {
+            spec = spec.local_file(path.to_path_buf());
+        }
+        spec
     }
 }
 
@@ -144,24 +188,49 @@ mod tests {
             .max_turns(2)
             .mcp_server("m", McpServer::http("http://127.0.0.1:1/mcp"))
             .output_schema(json!({"type": "object"}));
-        let qwen = cli_args(Flavor::Qwen, &portable, true, true).join(" ");
+        let qwen = cli_args(Flavor::Qwen, &portable, true).join(" ");
         for want in [
             "--include-directories /d",
-            "--system-prompt sys",
             "--append-system-prompt more",
             "--allowed-tools read_file",
             "--exclude-tools run_shell_command",
             "--max-session-turns 2",
             r#"--json-schema {"type":"object"}"#,
-            "--mcp-config",
         ] {
             assert!(qwen.contains(want), "{want} missing from {qwen}");
         }
-        let over_acp = cli_args(Flavor::Qwen, &portable, false, false).join(" ");
-        assert!(!over_acp.contains("--json-schema") && !over_acp.contains("--mcp-config"), "{over_acp}");
-        let two_way = cli_args(Flavor::Qwen, &portable, true, false).join(" ");
-        assert!(!two_way.contains("--json-schema") && two_way.contains("--mcp-config"), "{two_way}");
-        assert_eq!(cli_args(Flavor::Gemini, &portable, false, false), ["--include-directories", "/d"]);
+        assert!(!cli_args(Flavor::Qwen, &portable, false).join(" ").contains("--json-schema"));
+        assert_eq!(cli_args(Flavor::Gemini, &portable, false), ["--include-directories", "/d"]);
         assert_eq!(acp_servers(&portable), [json!({"type": "http", "name": "m", "url": "http://127.0.0.1:1/mcp", "headers": []})]);
+    }
+
+    fn run_files(flavor: Flavor, request: &RunRequest, stream_json: bool) -> (String, CommandSpec, RunFiles) {
+        let files = RunFiles::for_request(flavor, request, stream_json).unwrap();
+        let spec = files.apply(CommandSpec::new("agent"));
+        (spec.args.iter().map(|a| a.to_string_lossy().into_owned()).collect::<Vec<_>>().join(" "), spec, files)
+    }
+
+    #[test]
+    fn the_system_prompt_and_the_mcp_document_go_in_private_files_here_and_inline_far_away() {
+        let portable = PortableOptions::default().system_prompt("sys").mcp_server("m", McpServer::http("http://127.0.0.1:1/mcp"));
+        let here = RunRequest::new("hi").with_portable(portable.clone());
+        let (args, spec, _files) = run_files(Flavor::Qwen, &here, true);
+        let prompt = spec.env.get("QWEN_SYSTEM_MD").expect("QWEN_SYSTEM_MD");
+        assert_eq!(std::fs::read_to_string(prompt).unwrap(), "sys");
+        let mcp = args.strip_prefix("--mcp-config ").expect("--mcp-config FILE");
+        assert!(std::fs::read_to_string(mcp).unwrap().contains("127.0.0.1:1"));
+        assert_eq!(spec.local_files.len(), 2, "a sandbox binds both");
+        assert!(!args.contains("sys") && !args.contains("127.0.0.1"), "{args}");
+        let (args, _, _) = run_files(Flavor::Qwen, &here, false);
+        assert_eq!(args, "", "over ACP the servers go in session/new");
+        let (_, spec, _) = run_files(Flavor::Gemini, &here, false);
+        assert!(spec.env.contains_key("GEMINI_SYSTEM_MD"));
+
+        let far = here.with_launcher(agent_api::kit::Launcher::Ssh(agent_api::kit::launch::Ssh::new("host")));
+        let (args, spec, _) = run_files(Flavor::Qwen, &far, true);
+        assert!(args.starts_with("--system-prompt sys --mcp-config {"), "{args}");
+        assert!(spec.local_files.is_empty());
+        let gemini = RunFiles::for_request(Flavor::Gemini, &far, false).expect_err("Gemini reads its prompt only from a file");
+        assert!(matches!(gemini, AgentError::InvalidRequest { .. }));
     }
 }

@@ -83,7 +83,7 @@ pub fn stream_json(
     if request.skip_permission_prompts {
         spec = spec.arg("--yolo");
     }
-    spec = spec.args(crate::portable::cli_args(crate::Flavor::Qwen, &request.portable, true, !two_way));
+    spec = spec.args(crate::portable::cli_args(crate::Flavor::Qwen, &request.portable, !two_way));
     match &request.session {
         SessionSelector::New => {
             if let Some(id) = &request.new_session_id {

@@ -263,16 +263,32 @@ async fn structured_output_on_print_and_two_way_stream_json() {
     }
 }
 
+/// On ACP and on two-way stream-json: the replacement system prompt (from the 0600 file
+/// `QWEN_SYSTEM_MD` names, not argv), the appended one, the extra directory and the denied tool all
+/// shape the model request.
 #[tokio::test]
 async fn acp_system_prompt_extra_directory_and_denied_tool_reach_the_model_request() {
     use agent_api::portable::PortableOptions;
-    let Some((server, sandbox)) = setup("text").await else { return };
-    let extra = tempfile::tempdir().unwrap();
-    let portable = PortableOptions::default().append_system_prompt("APPEND-MARKER-9").add_dir(extra.path()).deny_tool("run_shell_command");
-    let run = drive(&backend(&sandbox), request("say hi").with_portable(portable), Some(PermissionDecision::Allow), false).await;
-    assert!(run.completion.is_ok(), "{:?}", run.completion);
+    for over_stream_json in [false, true] {
+        let Some((server, sandbox)) = setup("text").await else { return };
+        let extra = tempfile::tempdir().unwrap();
+        let portable = PortableOptions::default()
+            .system_prompt("SYSTEM-MARKER-7 you are terse")
+            .append_system_prompt("APPEND-MARKER-9")
+            .add_dir(extra.path())
+            .deny_tool("run_shell_command");
+        let request = if over_stream_json { stream_json("say hi") } else { request("say hi") }.with_portable(portable);
+        let run = drive(&backend(&sandbox), request, Some(PermissionDecision::Allow), false).await;
+        assert!(run.completion.is_ok(), "{:?}", run.completion);
+        assert_reaches_the_model(&server, &extra);
+    }
+}
+
+fn assert_reaches_the_model(server: &ModelServer, extra: &tempfile::TempDir) {
     let main = server.requests().into_iter().rev().find(|r| r.body.get("tools").is_some()).expect("a request with tools").body;
     let text = main.to_string();
+    assert!(text.contains("SYSTEM-MARKER-7"), "the system prompt is not in the request");
+    assert!(!text.contains("You are Qwen Code"), "Qwen's own system prompt stayed");
     assert!(text.contains("APPEND-MARKER-9"), "the appended prompt is not in the request");
     assert!(text.contains(&*extra.path().to_string_lossy()), "the extra directory is not in the request");
     let offered: Vec<&str> = main["tools"].as_array().unwrap().iter().filter_map(|t| t["function"]["name"].as_str()).collect();

@@ -27,8 +27,11 @@ pub const EXT_MAX_TURNS: &str = "backend.claude_code.max_turns";
 
 /// How Claude Code takes each portable option (`RunRequest::portable`); its capabilities are these.
 pub const OPTION_MAPPINGS: &[OptionMapping] = &[
-    OptionMapping::new(caps::SYSTEM_PROMPT, "--system-prompt"),
-    OptionMapping::new(caps::APPEND_SYSTEM_PROMPT, "--append-system-prompt"),
+    OptionMapping::new(caps::SYSTEM_PROMPT, "--system-prompt-file (0600 file; --system-prompt through a far launcher)"),
+    OptionMapping::new(
+        caps::APPEND_SYSTEM_PROMPT,
+        "--append-system-prompt-file (0600 file; --append-system-prompt through a far launcher)",
+    ),
     OptionMapping::new(caps::ADD_DIRS, "--add-dir"),
     OptionMapping::new(caps::MCP_SERVERS, "--mcp-config FILE (mcpServers JSON, mode 0600)"),
     OptionMapping::new(caps::ALLOWED_TOOLS, "--allowedTools"),
@@ -171,8 +174,9 @@ pub struct Invocation {
     pub mode: Mode,
     /// Whether the bypass permission mode was asked for (root refuses it without `IS_SANDBOX=1`).
     pub bypass: bool,
-    /// The 0600 `--mcp-config` file, removed when dropped: the run holds it.
-    pub mcp_config: Option<std::sync::Arc<agent_api::portable::McpConfigFile>>,
+    /// The 0600 files the command names (`--mcp-config`, the system prompt files), removed when
+    /// dropped: the run holds them.
+    pub files: Vec<std::sync::Arc<agent_api::portable::PrivateFile>>,
 }
 
 /// Print mode's static form of a policy (it has no request channel, so nothing can be asked or
@@ -190,6 +194,25 @@ fn print_policy(policy: &PermissionPolicy) -> (Option<PermissionMode>, Vec<&'sta
     let mode = approved(ToolCategory::FileWrite).then_some(PermissionMode::AcceptEdits);
     let tools = TOOLS.iter().filter(|(category, _)| approved(*category)).flat_map(|(_, names)| names.iter().copied()).collect();
     (mode, tools)
+}
+
+/// `flag TEXT`, or `flag-file PATH` with the text in a private file where the agent can read this
+/// machine's files (Claude Code takes both forms for its system prompts).
+fn text_flag(
+    spec: CommandSpec,
+    request: &RunRequest,
+    files: &mut Vec<std::sync::Arc<agent_api::portable::PrivateFile>>,
+    flag: &str,
+    text: &str,
+) -> Result<CommandSpec, AgentError> {
+    Ok(match agent_api::portable::TextOrFile::for_launcher(request.launcher.as_ref(), text)? {
+        agent_api::portable::TextOrFile::File(path) => {
+            let spec = spec.arg(format!("{flag}-file")).arg(path.as_os_str()).local_file(path.to_path_buf());
+            files.push(std::sync::Arc::new(path));
+            spec
+        }
+        agent_api::portable::TextOrFile::Text(text) => spec.arg(flag).arg(text),
+    })
 }
 
 /// Builds the command line of `request` for `config`.
@@ -238,12 +261,13 @@ pub fn invocation(config: &ClaudeCodeConfig, request: &RunRequest) -> Result<Inv
     for dir in portable.add_dirs.iter().map(|d| d.as_os_str()).chain(options.extra_dirs.iter().map(std::ffi::OsStr::new)) {
         spec = spec.arg("--add-dir").arg(dir);
     }
+    let mut files = Vec::new();
     if let Some(text) = &portable.system_prompt {
-        spec = spec.arg("--system-prompt").arg(text);
+        spec = text_flag(spec, request, &mut files, "--system-prompt", text)?;
     }
     let appended: Vec<&str> = portable.append_system_prompt.iter().chain(&options.system_prompt_append).map(String::as_str).collect();
     if !appended.is_empty() {
-        spec = spec.arg("--append-system-prompt").arg(appended.join("\n\n"));
+        spec = text_flag(spec, request, &mut files, "--append-system-prompt", &appended.join("\n\n"))?;
     }
     // The smallest of the native option and the SDK's limit: each must hold.
     let turns = portable.native_limits.max_turns.or(options.max_turns).into_iter().chain(request.limits.max_turns).min();
@@ -255,9 +279,10 @@ pub fn invocation(config: &ClaudeCodeConfig, request: &RunRequest) -> Result<Inv
         spec = spec.arg("--max-budget-usd").arg(usd.to_string());
     }
     // A file, not inline JSON: the servers' env and headers (the caller tools' secret) stay off argv.
-    let mcp_config = if portable.mcp_servers.is_empty() { None } else { Some(std::sync::Arc::new(portable.write_mcp_config()?)) };
-    if let Some(path) = &mcp_config {
+    if !portable.mcp_servers.is_empty() {
+        let path = portable.write_mcp_config()?;
         spec = spec.arg("--mcp-config").arg(path.as_os_str()).local_file(path.to_path_buf());
+        files.push(std::sync::Arc::new(path));
     }
     if let Some(schema) = &portable.output_schema {
         spec = spec.arg("--json-schema").arg(schema.to_string());
@@ -277,7 +302,7 @@ pub fn invocation(config: &ClaudeCodeConfig, request: &RunRequest) -> Result<Inv
     if let Some(dir) = request.working_dir.clone().or_else(|| config.working_dir.clone()) {
         spec = spec.cwd(dir);
     }
-    Ok(Invocation { spec, mode, bypass, mcp_config })
+    Ok(Invocation { spec, mode, bypass, files })
 }
 
 /// The variables Claude Code reads for its endpoint, credentials and behaviour: all a launcher
@@ -343,7 +368,7 @@ mod tests {
             "--add-dir /a --add-dir /b",
             "--allowedTools Bash(git:*),Read",
             "--disallowedTools WebFetch",
-            "--append-system-prompt be brief",
+            "--append-system-prompt-file /",
             "--max-turns 3",
         ] {
             assert!(args.contains(want), "{want} missing from {args}");
@@ -370,9 +395,14 @@ mod tests {
         let inv = invocation(&ClaudeCodeConfig::default(), &req).unwrap();
         let args: Vec<String> = inv.spec.args.iter().map(|a| a.to_string_lossy().into_owned()).collect();
         let joined = args.join(" ");
+        // The system prompts go in 0600 files, off argv.
+        for (flag, text) in [("--system-prompt-file", "you are terse"), ("--append-system-prompt-file", "cite files\n\nbe brief")] {
+            let path = args.iter().position(|a| a == flag).map(|i| &args[i + 1]).unwrap_or_else(|| panic!("{flag} in {joined}"));
+            assert_eq!(std::fs::read_to_string(path).unwrap(), text);
+            assert!(inv.spec.local_files.iter().any(|f| f.as_os_str() == path.as_str()), "a sandbox binds {path}");
+        }
+        assert!(!joined.contains("you are terse"), "the system prompt is on argv: {joined}");
         for want in [
-            "--system-prompt you are terse",
-            "--append-system-prompt cite files\n\nbe brief",
             "--add-dir /p --add-dir /e",
             "--allowedTools Read",
             "--disallowedTools WebFetch,Bash",
@@ -390,6 +420,18 @@ mod tests {
         for mapping in OPTION_MAPPINGS {
             assert!(req.required_capabilities().contains(mapping.capability), "{} not exercised", mapping.capability);
         }
+    }
+
+    /// A far launcher's agent cannot read this machine's files: the prompt goes inline there.
+    #[test]
+    fn through_a_far_launcher_the_system_prompt_goes_inline() {
+        let launcher = agent_api::kit::Launcher::Ssh(agent_api::kit::launch::Ssh::new("host"));
+        let portable = agent_api::portable::PortableOptions::default().system_prompt("you are terse");
+        let req = RunRequest::new("hi").with_portable(portable).with_launcher(launcher);
+        let inv = invocation(&ClaudeCodeConfig::default(), &req).unwrap();
+        let joined = inv.spec.args.iter().map(|a| a.to_string_lossy().into_owned()).collect::<Vec<_>>().join(" ");
+        assert!(joined.contains("--system-prompt you are terse"), "{joined}");
+        assert!(inv.spec.local_files.is_empty() && inv.files.is_empty());
     }
 
     #[test]

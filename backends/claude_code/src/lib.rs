@@ -216,7 +216,7 @@ impl AgentBackend for ClaudeCodeBackend {
         let mut invocation = args::invocation(&self.config, &request)?;
         let mut settings = RunSettings::for_request(KIND, &request, &self.capabilities());
         settings.hold(tools);
-        settings.hold(invocation.mcp_config.take());
+        settings.hold(Some(std::mem::take(&mut invocation.files)));
         let protocol = match invocation.mode {
             Mode::Control => ClaudeProtocol::control(request.prompt.text.clone(), request.permissions.clone(), invocation.bypass),
             Mode::Print => ClaudeProtocol::print_from_stdin(request.prompt.text.clone(), invocation.bypass),
@@ -239,7 +239,7 @@ impl AgentBackend for ClaudeCodeBackend {
         }
         let mut settings = RunSettings::for_request(KIND, &request, &self.capabilities());
         settings.hold(tools);
-        settings.hold(invocation.mcp_config.take());
+        settings.hold(Some(std::mem::take(&mut invocation.files)));
         let protocol = ClaudeProtocol::session(request.permissions.clone(), invocation.bypass);
         let transport = Transport::spawn(&invocation.spec, settings.line_cap)?;
         Ok(start_session(settings, transport, Box::new(protocol)))
