@@ -72,6 +72,8 @@ struct Stats {
 /// The headless converter.
 #[derive(Debug, Default)]
 pub struct Headless {
+    /// A live run's prompt, written to stdin at the start (never on argv).
+    prompt: Option<String>,
     session_id: Option<String>,
     message: Option<String>,
     tools: Vec<(String, String, String)>,
@@ -160,9 +162,26 @@ impl Headless {
     }
 }
 
+impl Headless {
+    /// A live run: `start` writes `prompt` to Gemini's stdin and closes it. Gemini reads a piped
+    /// stdin as the prompt when `-p` is absent, so the prompt never shows in the process list and
+    /// meets no argv limit.
+    pub fn live(prompt: impl Into<String>) -> Self {
+        Self { prompt: Some(prompt.into()), ..Self::default() }
+    }
+}
+
 impl Protocol for Headless {
     fn name(&self) -> &'static str {
         "gemini.headless"
+    }
+
+    fn start(&mut self, ctx: &mut Ctx<'_>) -> Result<(), AgentError> {
+        if let Some(prompt) = self.prompt.take() {
+            ctx.send_text(&prompt);
+            ctx.close_input();
+        }
+        Ok(())
     }
 
     fn on_message(&mut self, message: Value, ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
@@ -234,9 +253,25 @@ pub fn command(backend: &AcpBackend, request: &RunRequest, cwd: &std::path::Path
         _ => return Err(AgentError::InvalidRequest { reason: "gemini cannot fork a session".into() }),
     }
     spec = spec.args(crate::portable::cli_args(crate::Flavor::Gemini, &request.portable, false));
-    spec = spec.args(["-p", request.prompt.text.as_str()]);
+    // The prompt goes to stdin ([`Headless::live`]).
+    spec.stdin = true;
     for (k, v) in &config.env {
         spec = spec.env(k, v);
     }
     backend.homed(crate::launch_env(spec.for_request(request), crate::Flavor::Gemini).cwd(cwd), request)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_prompt_goes_to_stdin_not_argv() {
+        let backend = AcpBackend::gemini(crate::AcpConfig::with_binary("gemini"));
+        let request = RunRequest::new("PROMPT-SENTINEL say hi");
+        let spec = command(&backend, &request, std::path::Path::new("/")).unwrap();
+        assert!(spec.stdin, "Gemini reads the prompt from stdin");
+        let argv: Vec<String> = spec.args.iter().map(|a| a.to_string_lossy().into_owned()).collect();
+        assert!(!argv.iter().any(|a| a.contains("PROMPT-SENTINEL") || a == "-p"), "{argv:?}");
+    }
 }

@@ -368,7 +368,7 @@ impl AgentBackend for AcpBackend {
             portable::check_headless(&request.portable)?;
             let transport = spawn(headless::command(self, &request, &cwd)?, settings.line_cap)?;
             settings.hold(Some(files));
-            return Ok(start_run(settings, transport, Box::new(headless::Headless::default())));
+            return Ok(start_run(settings, transport, Box::new(headless::Headless::live(request.prompt.text.clone()))));
         }
         if let Some(interface) = qwen_stream_json {
             self.text_only(&request)?;
