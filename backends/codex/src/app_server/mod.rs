@@ -16,6 +16,7 @@
 //! - account, rate-limit, thread-status, realtime, fuzzy-search and similar bookkeeping → nothing.
 
 pub mod items;
+mod rate_limits;
 pub mod requests;
 mod session;
 
@@ -399,6 +400,19 @@ impl AppServer {
         }
     }
 
+    /// The turn's whole diff, as a `turn_diff` status with one file part per file, when it changed.
+    fn turn_diff(&mut self, d: schema::TurnDiff, t: &mut agent_api::universal::Transcript) {
+        if self.last_diff.as_deref() != Some(d.diff.as_str()) && !d.diff.is_empty() {
+            let mut item = NewItem::status("turn_diff", Some(format!("{} file(s) changed", split_diff(&d.diff).len())));
+            for part in split_diff(&d.diff) {
+                item = item.with_part(part);
+            }
+            let id = t.start_item(item);
+            t.complete_item(&id);
+            self.last_diff = Some(d.diff);
+        }
+    }
+
     fn on_notification(&mut self, method: &str, params: Value, ctx: &mut Ctx<'_>) -> Result<(), String> {
         let t = &mut *ctx.transcript;
         match method {
@@ -428,16 +442,10 @@ impl AppServer {
             "item/commandExecution/terminalInteraction" => {
                 t.status("terminal_input", None);
             }
-            "turn/diff/updated" => {
-                let d: schema::TurnDiff = parse(method, params)?;
-                if self.last_diff.as_deref() != Some(d.diff.as_str()) && !d.diff.is_empty() {
-                    let mut item = NewItem::status("turn_diff", Some(format!("{} file(s) changed", split_diff(&d.diff).len())));
-                    for part in split_diff(&d.diff) {
-                        item = item.with_part(part);
-                    }
-                    let id = t.start_item(item);
-                    t.complete_item(&id);
-                    self.last_diff = Some(d.diff);
+            "turn/diff/updated" => self.turn_diff(parse(method, params)?, t),
+            "account/rateLimits/updated" => {
+                if let Some(notice) = rate_limits::reached(&params) {
+                    notice.emit(t);
                 }
             }
             "turn/plan/updated" => {
