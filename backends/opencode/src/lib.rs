@@ -34,6 +34,7 @@ pub mod config;
 pub mod errors;
 pub mod history;
 pub mod parts;
+pub mod portable;
 mod replay;
 pub mod run;
 pub mod serve;
@@ -133,12 +134,13 @@ pub fn capabilities() -> CapabilitySet {
         CAP_SERVE,
         CAP_RUN,
         CAP_ACP,
+        caps::CALLER_TOOLS,
         agent_api_acp::CAP_FS_CONFINED,
         caps::HOME_ISOLATED,
         caps::HOME_HERMETIC,
     ]);
     // The run and acp interfaces build their argv through `CommandSpec::for_request` (serve refuses a launcher).
-    agent_api::portable::with_mappings(agent_api::kit::launch::with_launchers(own), agent_api::portable::SDK_ONLY)
+    agent_api::portable::with_mappings(agent_api::kit::launch::with_launchers(own), portable::MAPPINGS)
 }
 
 /// Where OpenCode keeps its config and global memory (`$XDG_CONFIG_HOME/opencode`), its sessions
@@ -169,7 +171,7 @@ pub(crate) fn base_spec(config: &OpenCodeConfig, request: &RunRequest) -> Result
     if let Some(dir) = working_dir(config, request) {
         spec = spec.env("PWD", dir.display().to_string()).cwd(dir);
     }
-    HOME_LAYOUT.apply(spec, &request.home)
+    HOME_LAYOUT.apply(portable::apply(spec, request)?, &request.home)
 }
 
 /// What OpenCode reads from its environment (config, switches, the providers' keys and endpoints,
@@ -243,17 +245,20 @@ impl AgentBackend for OpenCodeBackend {
     }
 
     fn option_mappings(&self) -> &'static [agent_api::portable::OptionMapping] {
-        agent_api::portable::SDK_ONLY
+        portable::MAPPINGS
     }
 
     async fn run(&self, request: RunRequest) -> Result<RunHandle, AgentError> {
         self.validate(&request)?;
-        let request = request.in_session_dir(self.config.working_dir.as_deref());
-        let request = agent_api::structured::ask_in_prompt(request);
+        let mut request = request.in_session_dir(self.config.working_dir.as_deref());
         let options: OpenCodeOptions = request.options()?;
-        let settings = RunSettings::for_request(self.kind(), &request, &self.capabilities());
         let interface = options.interface.unwrap_or(self.config.default_interface);
         check_launcher(interface, &request)?;
+        // The caller tools' server joins the MCP servers, which reach OpenCode through its config.
+        let tools = agent_api::caller_tools::attach(&mut request).await?;
+        let request = agent_api::structured::ask_in_prompt(request);
+        let mut settings = RunSettings::for_request(self.kind(), &request, &self.capabilities());
+        settings.hold(tools);
         match interface {
             Interface::Run => {
                 let spec = run::command_spec(&self.config, &request, options.thinking.unwrap_or(true))?;
@@ -284,7 +289,10 @@ impl AgentBackend for OpenCodeBackend {
             });
         }
         check_launcher(Interface::Serve, &request)?;
-        let settings = RunSettings::for_request(self.kind(), &request, &self.capabilities());
+        let mut request = request;
+        let tools = agent_api::caller_tools::attach(&mut request).await?;
+        let mut settings = RunSettings::for_request(self.kind(), &request, &self.capabilities());
+        settings.hold(tools);
         serve::session::open(&self.config, &self.servers, request, settings).await
     }
 

@@ -1,0 +1,29 @@
+//! End to end with the real OpenCode on the bench: the portable options through its config
+//! (`OPENCODE_CONFIG_CONTENT`) reach the model request.
+
+mod common;
+
+use agent_api::portable::PortableOptions;
+use agent_api::{PermissionDecision, RunRequest};
+use agent_api_opencode::Interface;
+use common::*;
+
+#[tokio::test]
+async fn a_system_prompt_appended_instructions_and_a_denied_tool_reach_the_model_request() {
+    for interface in [Interface::Run, Interface::Acp] {
+        let Some((server, sandbox)) = setup("text").await else { return };
+        let portable = PortableOptions::default()
+            .system_prompt("SYSTEM-MARKER-7 you are terse")
+            .append_system_prompt("APPEND-MARKER-9")
+            .deny_tool("bash");
+        let run =
+            drive(&backend(&sandbox, interface), RunRequest::new("say hi").with_portable(portable), PermissionDecision::Allow, false).await;
+        assert!(run.completion.is_ok(), "{interface:?}: {:?}", run.completion);
+        let main = server.requests().into_iter().rev().find(|r| r.body.get("tools").is_some()).expect("a request with tools").body;
+        let text = main.to_string();
+        assert!(text.contains("SYSTEM-MARKER-7"), "{interface:?}: the system prompt is not in the request");
+        assert!(text.contains("APPEND-MARKER-9"), "{interface:?}: the appended instructions are not in the request");
+        let offered: Vec<&str> = main["tools"].as_array().unwrap().iter().filter_map(|t| t["function"]["name"].as_str()).collect();
+        assert!(!offered.is_empty() && !offered.contains(&"bash"), "{interface:?}: {offered:?}");
+    }
+}
