@@ -56,8 +56,11 @@ const TRIGGERS: &[&str] =
 /// each run the patterns' memory. Non-ASCII text always goes through them (Unicode case
 /// folding matches `K` to `k`).
 fn may_hold_secret(text: &str) -> bool {
-    let bytes = text.as_bytes();
-    !text.is_ascii() || TRIGGERS.iter().any(|t| bytes.windows(t.len()).any(|w| w.eq_ignore_ascii_case(t.as_bytes())))
+    // One pass over the text for all the triggers at once (every text event goes through here).
+    static SCAN: LazyLock<aho_corasick::AhoCorasick> = LazyLock::new(|| {
+        aho_corasick::AhoCorasick::builder().ascii_case_insensitive(true).build(TRIGGERS).expect("the triggers build an automaton")
+    });
+    !text.is_ascii() || SCAN.is_match(text)
 }
 
 /// `text` with every known secret shape masked; borrowed when nothing was masked.
