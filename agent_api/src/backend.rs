@@ -96,6 +96,7 @@ pub fn validate_template(
             return Err(AgentError::UnsupportedCapability { kind: kind.to_string(), capability: needed.to_string() });
         }
     }
+    crate::images::ImageFile::check_all(&request.prompt)?;
     launcher.check_available()?;
     if let Some(key) = request.extensions.keys().find(|k| !extension_keys.contains(&k.as_str())) {
         return Err(AgentError::UnknownExtension { kind: kind.to_string(), key: key.clone() });

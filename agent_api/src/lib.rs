@@ -56,6 +56,7 @@ pub mod event;
 pub mod gateway;
 pub mod history;
 pub mod home;
+pub mod images;
 pub mod kind;
 pub mod kit;
 pub mod options;

@@ -118,7 +118,7 @@ struct AgentFlags {
 }
 
 impl AgentFlags {
-    fn into_options(self, prompt: String) -> run::RunOptions {
+    fn into_options(self, prompt: impl Into<agent_api::Prompt>) -> run::RunOptions {
         let AgentFlags { agent, output: OutputFlags { format, view, include_raw }, cwd, model, approve, timeout, acp_command, via, fleet } =
             self;
         let portable = Default::default();
@@ -134,29 +134,39 @@ impl AgentFlags {
             acp_command,
             via,
             fleet,
-            prompt,
+            prompt: prompt.into(),
             answers: true,
             portable,
         }
     }
 }
 
+/// What `run` takes: the agent, the request's options and the prompt.
+#[derive(Args)]
+struct RunArgs {
+    #[command(flatten)]
+    flags: AgentFlags,
+    #[command(flatten)]
+    portable: portable::PortableFlags,
+    /// An image for the agent to see with the prompt: PNG, JPEG, GIF or WebP (repeatable).
+    #[arg(long, value_name = "FILE")]
+    image: Vec<PathBuf>,
+    /// A file given to the agent with the prompt, as a link it reads (repeatable).
+    #[arg(long, value_name = "FILE")]
+    attach: Vec<PathBuf>,
+    /// The prompt.
+    prompt: String,
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Run a prompt and stream the events.
-    Run {
-        #[command(flatten)]
-        flags: AgentFlags,
-        #[command(flatten)]
-        portable: portable::PortableFlags,
-        /// The prompt.
-        prompt: String,
-    },
+    Run(Box<RunArgs>),
     /// Hold a conversation on one warm session: one turn per line (typed at the terminal, or
     /// read from stdin), each turn's events streamed as `run` streams a run's.
     Chat {
         #[command(flatten)]
-        flags: AgentFlags,
+        flags: Box<AgentFlags>,
     },
     /// Turn a saved native log (stdout lines or a two-way session recording) into events.
     Replay {
@@ -209,11 +219,17 @@ pub enum CapabilityFormat {
 async fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Run { flags, portable, prompt } => match portable.into_options() {
-            Ok(portable) => run::run(run::RunOptions { portable, ..flags.into_options(prompt) }).await,
+        Command::Run(args) => match args.portable.into_options() {
+            Ok(portable) => {
+                let RunArgs { flags, image, attach, prompt, .. } = *args;
+                let mut prompt = agent_api::Prompt::from(prompt);
+                prompt.images = image;
+                prompt.attachments = attach;
+                run::run(run::RunOptions { portable, ..flags.into_options(prompt) }).await
+            }
             Err(message) => Err(message),
         },
-        Command::Chat { flags } => chat::chat(flags.into_options(String::new())).await,
+        Command::Chat { flags } => chat::chat((*flags).into_options(String::new())).await,
         Command::Replay { agent, output, file } => replay::replay(output.viewing(agent), &file).await,
         Command::History { agent, cwd, output, session } => history::history(output.viewing(agent), cwd, session).await,
         Command::Capabilities { agent, format } => capabilities::print(agent.as_deref(), format),

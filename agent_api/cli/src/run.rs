@@ -40,7 +40,8 @@ pub(crate) struct RunOptions {
     pub via: Option<agent_api::kit::Launcher>,
     /// Timeouts (and, later, homes and limits) for runs side by side.
     pub fleet: crate::fleet::FleetFlags,
-    pub prompt: String,
+    /// The prompt: its text, and the images and files given with `--image` and `--attach`.
+    pub prompt: agent_api::Prompt,
     /// Whether permission requests and questions are answered (not in a replay or a stored session).
     pub answers: bool,
     /// The portable options (`--system-prompt`, `--add-dir`, `--json-schema`, …).
@@ -66,7 +67,7 @@ pub(crate) fn request_of(options: &RunOptions) -> RunRequest {
         Approve::All => PermissionPolicy::ApproveAll,
         Approve::None => PermissionPolicy::DenyAll,
     };
-    let mut request = RunRequest::new(options.prompt.as_str())
+    let mut request = RunRequest::new(options.prompt.clone())
         .with_include_raw(options.include_raw)
         .with_permissions(policy)
         .with_portable(options.portable.clone());

@@ -259,6 +259,17 @@ fn history_lists_claude_sessions_and_prints_one_as_events() {
 }
 
 #[test]
+fn image_and_attach_flags_reach_the_prompt_and_an_agent_without_them_refuses_before_spawn() {
+    for (flag, capability) in [("--image", "agent_api.input.images"), ("--attach", "agent_api.input.file_attachments")] {
+        let output = agent_api(&["run", "--agent", "scripted", flag, "cat.png", "hi"]);
+        assert_eq!(output.status.code(), Some(1), "{flag}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains(capability) && !stderr.contains("session started"), "{flag}: {stderr}");
+        assert!(output.stdout.is_empty(), "nothing ran");
+    }
+}
+
+#[test]
 fn portable_flags_reach_the_request_and_an_agent_without_them_refuses_before_spawn() {
     let output = agent_api(&["run", "--agent", "scripted", "--system-prompt", "be terse", "hi"]);
     assert_eq!(output.status.code(), Some(1));

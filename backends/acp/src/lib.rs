@@ -247,8 +247,6 @@ pub fn capabilities(flavor: Flavor) -> CapabilitySet {
         caps::FILE_CHANGES,
         caps::SESSION_LIFECYCLE,
         caps::SESSION_WARM,
-        caps::IMAGES,
-        caps::FILE_ATTACHMENTS,
         CAP_FS_CONFINED,
     ]);
     let extra: &[&str] = match flavor {

@@ -10,11 +10,17 @@ use serde_json::{json, Value};
 
 use crate::Flavor;
 
+/// Only the ACP interface carries images and attachments; the others refuse them before spawn.
+const ACP_IMAGES: &str = "ACP session/prompt image blocks (base64; acp interface)";
+const ACP_ATTACHMENTS: &str = "ACP session/prompt resource_link blocks (acp interface)";
+
 const GEMINI: &[OptionMapping] = &[
     OptionMapping::new(caps::SYSTEM_PROMPT, "GEMINI_SYSTEM_MD (a 0600 file the SDK writes for the run)"),
     OptionMapping::new(caps::ADD_DIRS, "--include-directories"),
     OptionMapping::new(caps::MCP_SERVERS, "ACP session/new mcpServers (acp interface)"),
     OptionMapping::new(caps::OUTPUT_SCHEMA, agent_api::portable::SDK_SCHEMA),
+    OptionMapping::new(caps::IMAGES, ACP_IMAGES),
+    OptionMapping::new(caps::FILE_ATTACHMENTS, ACP_ATTACHMENTS),
 ];
 
 const QWEN: &[OptionMapping] = &[
@@ -26,11 +32,15 @@ const QWEN: &[OptionMapping] = &[
     OptionMapping::new(caps::DENIED_TOOLS, "--exclude-tools"),
     OptionMapping::new(caps::MAX_TURNS, "--max-session-turns"),
     OptionMapping::new(caps::OUTPUT_SCHEMA, "--json-schema (print); SDK schema in the prompt (acp, two-way stream-json)"),
+    OptionMapping::new(caps::IMAGES, ACP_IMAGES),
+    OptionMapping::new(caps::FILE_ATTACHMENTS, ACP_ATTACHMENTS),
 ];
 
 const GENERIC: &[OptionMapping] = &[
     OptionMapping::new(caps::MCP_SERVERS, "ACP session/new mcpServers"),
     OptionMapping::new(caps::OUTPUT_SCHEMA, agent_api::portable::SDK_SCHEMA),
+    OptionMapping::new(caps::IMAGES, "ACP session/prompt image blocks (base64)"),
+    OptionMapping::new(caps::FILE_ATTACHMENTS, "ACP session/prompt resource_link blocks"),
 ];
 
 /// How a flavor takes each portable option; its `agent_api.options.*` capabilities are these.

@@ -39,6 +39,7 @@ pub const OPTION_MAPPINGS: &[OptionMapping] = &[
     OptionMapping::new(caps::MAX_TURNS, "--max-turns"),
     OptionMapping::new(caps::MAX_BUDGET_USD, "--max-budget-usd"),
     OptionMapping::new(caps::OUTPUT_SCHEMA, "--json-schema"),
+    OptionMapping::new(caps::IMAGES, "stream-json user message image blocks (base64; two-way mode)"),
 ];
 
 /// Which channel a run uses (`backend.claude_code.mode`: `"control"` or `"print"`).
@@ -417,7 +418,8 @@ mod tests {
         assert_eq!(std::fs::metadata(mcp).unwrap().permissions().mode() & 0o777, 0o600, "only the owner reads the MCP config");
         let mcp: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(mcp).unwrap()).unwrap();
         assert_eq!(mcp["mcpServers"]["files"], json!({"command": "mcp-files", "args": ["--root", "/srv"], "env": {}}));
-        for mapping in OPTION_MAPPINGS {
+        // Images travel in the user message, not on argv (the protocol's tests).
+        for mapping in OPTION_MAPPINGS.iter().filter(|m| m.capability != caps::IMAGES) {
             assert!(req.required_capabilities().contains(mapping.capability), "{} not exercised", mapping.capability);
         }
     }

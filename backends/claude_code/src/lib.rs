@@ -218,7 +218,15 @@ impl AgentBackend for ClaudeCodeBackend {
         settings.hold(tools);
         settings.hold(Some(std::mem::take(&mut invocation.files)));
         let protocol = match invocation.mode {
-            Mode::Control => ClaudeProtocol::control(request.prompt.text.clone(), request.permissions.clone(), invocation.bypass),
+            Mode::Control => ClaudeProtocol::control(request.prompt.text.clone(), request.permissions.clone(), invocation.bypass)
+                .with_images(agent_api::images::ImageData::read_all(&request.prompt)?),
+            // Print mode reads plain text: images need the two-way channel's user messages.
+            Mode::Print if !request.prompt.images.is_empty() => {
+                return Err(AgentError::InvalidExtension {
+                    key: args::EXT_MODE.into(),
+                    reason: "images need the two-way control mode".into(),
+                })
+            }
             Mode::Print => ClaudeProtocol::print_from_stdin(request.prompt.text.clone(), invocation.bypass),
         };
         let transport = Transport::spawn(&invocation.spec, settings.line_cap)?;
@@ -240,7 +248,7 @@ impl AgentBackend for ClaudeCodeBackend {
         let mut settings = RunSettings::for_request(KIND, &request, &self.capabilities());
         settings.hold(tools);
         settings.hold(Some(std::mem::take(&mut invocation.files)));
-        let protocol = ClaudeProtocol::session(request.permissions.clone(), invocation.bypass);
+        let protocol = ClaudeProtocol::session(request.permissions.clone(), invocation.bypass).with_images(Vec::new());
         let transport = Transport::spawn(&invocation.spec, settings.line_cap)?;
         Ok(start_session(settings, transport, Box::new(protocol)))
     }

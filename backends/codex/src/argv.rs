@@ -46,6 +46,10 @@ fn base_spec(config: &CodexConfig, request: &RunRequest, args: Vec<String>) -> C
     if let Some(dir) = &config.working_dir {
         spec = spec.cwd(dir.clone());
     }
+    // Codex reads the prompt's images itself, by path (`-i`, `localImage`).
+    for image in &request.prompt.images {
+        spec = spec.local_file(absolute(image));
+    }
     spec.for_request(request).reads_env(READS_ENV).state_vars(["CODEX_HOME"])
 }
 
@@ -103,7 +107,7 @@ pub fn exec_spec(config: &CodexConfig, options: &RunOptions, request: &RunReques
         args.extend(["-c".to_string(), format!("model_reasoning_summary={}", toml_string(summary))]);
     }
     for image in &request.prompt.images {
-        args.extend(["-i".to_string(), image.display().to_string()]);
+        args.extend(["-i".to_string(), absolute(image)]);
     }
     // `--` so a session id starting with `-` is not read as a flag; `-`: the prompt comes on
     // stdin (the protocol writes it), never in argv, where `ps` shows it and the OS limits it.

@@ -17,6 +17,7 @@ pub const OPTION_MAPPINGS: &[OptionMapping] = &[
     OptionMapping::new(caps::ADD_DIRS, "-c sandbox_workspace_write.writable_roots"),
     OptionMapping::new(caps::MCP_SERVERS, "-c mcp_servers.NAME.{command,args,env_vars,url,env_http_headers} (values in env)"),
     OptionMapping::new(caps::OUTPUT_SCHEMA, "turn/start outputSchema (app-server); SDK schema in the prompt (exec)"),
+    OptionMapping::new(caps::IMAGES, "turn/start input localImage (app-server); -i FILE (exec)"),
 ];
 
 /// The `-c key=value` overrides of the portable options (extra directories are merged with the

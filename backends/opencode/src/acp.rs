@@ -17,7 +17,6 @@ use agent_api::kit::{CommandSpec, Protocol};
 use agent_api::{AgentError, RunRequest};
 use agent_api_acp::protocol::{Acp, Plan};
 use agent_api_acp::requests::{FsMode, Requests};
-use agent_client_protocol_schema::{ContentBlock, TextContent};
 
 use crate::config::OpenCodeConfig;
 
@@ -54,7 +53,7 @@ pub fn command_spec(config: &OpenCodeConfig, request: &RunRequest, cwd: &Path) -
 pub fn live(request: &RunRequest, cwd: &Path, serve_fs: bool) -> Result<Acp, AgentError> {
     let fs =
         if serve_fs { FsMode::Confined { fs: agent_api_acp::fs::ConfinedFs::new(cwd)?, empty_on_missing: false } } else { FsMode::Off };
-    let prompt = vec![ContentBlock::Text(TextContent::new(request.prompt.text.clone()))];
+    let prompt = agent_api_acp::protocol::prompt_blocks(&request.prompt)?;
     let plan = Plan { cwd: cwd.to_path_buf(), session: request.session.clone(), prompts: VecDeque::from([prompt]) };
     Ok(Acp::live(PARSER, plan, Requests::live(request.permissions.clone(), fs)))
 }

@@ -19,6 +19,7 @@ pub const MAPPINGS: &[OptionMapping] = &[
     OptionMapping::new(caps::MCP_SERVERS, "config mcp.NAME {type: local|remote} (OPENCODE_CONFIG_CONTENT)"),
     OptionMapping::new(caps::DENIED_TOOLS, "config tools.NAME = false (not offered to the model)"),
     OptionMapping::new(caps::OUTPUT_SCHEMA, agent_api::portable::SDK_SCHEMA),
+    OptionMapping::new(caps::IMAGES, "-f FILE (run); file part with a data: URL (serve); ACP image block (acp)"),
 ];
 
 /// The config keys of `portable`, or `None` when it sets none of them, and the files they name.

@@ -105,10 +105,16 @@ pub fn command_spec(config: &OpenCodeConfig, request: &RunRequest, thinking: boo
         SessionSelector::Fork(session) => args.extend(["--session".to_string(), session.id.clone(), "--fork".to_string()]),
         _ => {}
     }
+    // OpenCode reads each image itself (`-f`), so a sandbox must see the file.
+    let images = agent_api::images::ImageFile::check_all(&request.prompt)?;
+    for image in &images {
+        args.extend(["-f".to_string(), image.path.display().to_string()]);
+    }
     // The prompt after `--`, so a prompt starting with `-` is never read as a flag.
     args.push("--".into());
     args.push(request.prompt.text.clone());
-    Ok(crate::base_spec(config, request)?.args(args))
+    let spec = crate::base_spec(config, request)?.args(args);
+    Ok(images.into_iter().fold(spec, |spec, image| spec.local_file(image.path)))
 }
 
 #[cfg(test)]

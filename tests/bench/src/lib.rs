@@ -51,6 +51,7 @@
 pub mod cli;
 pub mod clis;
 pub mod error;
+pub mod images;
 pub mod interface;
 pub mod process;
 pub mod record;

@@ -202,7 +202,8 @@ fn cli_env(cli: Cli, base_url: &str, origin: &str, home: &Path) -> (Vec<(String,
             let config = json!({
                 "provider": {"mock": {"npm": "@ai-sdk/openai-compatible", "name": "Mock",
                     "options": {"baseURL": format!("{base_url}/v1"), "apiKey": "sk-test"},
-                    "models": {CHAT_MODEL: {"name": "Mock Model", "tool_call": true, "reasoning": true}}}},
+                    "models": {CHAT_MODEL: {"name": "Mock Model", "tool_call": true, "reasoning": true, "attachment": true,
+                        "modalities": {"input": ["text", "image"], "output": ["text"]}}}}},
                 "model": format!("mock/{CHAT_MODEL}"), "small_model": format!("mock/{CHAT_MODEL}"),
                 "autoupdate": false, "share": "disabled",
             });
@@ -255,13 +256,14 @@ pub fn gemini_settings() -> serde_json::Value {
     })
 }
 
-/// `~/.qwen/settings.json`: OpenAI-compatible auth, no SDK retries, no managed auto-memory (an extraction
+/// `~/.qwen/settings.json`: OpenAI-compatible auth, no SDK retries, image input, no managed auto-memory (an extraction
 /// subagent that would otherwise replay the scenario after every turn), no usage statistics or telemetry,
 /// no updates.
 pub fn qwen_settings() -> serde_json::Value {
     json!({
         "security": {"auth": {"selectedType": "openai"}},
-        "model": {"generationConfig": {"maxRetries": 0}},
+        // The bench's model takes images, as the multimodal models users point Qwen at do.
+        "model": {"generationConfig": {"maxRetries": 0, "modalities": {"image": true}}},
         "memory": {"enableManagedAutoMemory": false},
         "privacy": {"usageStatisticsEnabled": false},
         "telemetry": {"enabled": false},

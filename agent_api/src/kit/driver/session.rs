@@ -166,6 +166,11 @@ impl SessionDriver {
             return Err(AgentError::TurnInProgress);
         }
         let settings = &self.core.settings;
+        if !prompt.images.is_empty() && !settings.prompt_images {
+            let capability = agent_api_capabilities::IMAGES.to_string();
+            return Err(AgentError::UnsupportedCapability { kind: settings.agent_kind.to_string(), capability });
+        }
+        crate::images::ImageFile::check_all(prompt)?;
         let (events_tx, events_rx) = budget::channel(settings.buffer_budget);
         let (completion_tx, completion_rx) = oneshot::channel();
         let (control_tx, control_rx) = mpsc::unbounded_channel();

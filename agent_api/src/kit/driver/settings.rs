@@ -44,6 +44,9 @@ pub struct RunSettings {
     pub output_closed_grace: Duration,
     /// Whether tool events carry the tools facet.
     pub tools_structured: bool,
+    /// Whether a warm session's turns may carry images (the backend advertises
+    /// `agent_api.input.images`); a turn with images is refused otherwise.
+    pub prompt_images: bool,
     /// Largest native line kept; longer ones are skipped and reported.
     pub line_cap: usize,
     /// Bytes of events that may wait for the caller; when they do, the run stops reading the
@@ -84,6 +87,7 @@ impl RunSettings {
             drain_grace: Duration::from_secs(2),
             output_closed_grace: Duration::from_secs(5),
             tools_structured: false,
+            prompt_images: false,
             line_cap: DEFAULT_LINE_CAP,
             buffer_budget: DEFAULT_BUFFER_BUDGET,
             input_limit: DEFAULT_INPUT_LIMIT,
@@ -106,6 +110,7 @@ impl RunSettings {
         settings.turn_timeout = request.turn_timeout;
         settings.limits = request.limits;
         settings.tools_structured = capabilities.contains(agent_api_capabilities::TOOLS_STRUCTURED_V1);
+        settings.prompt_images = capabilities.contains(agent_api_capabilities::IMAGES);
         settings.cancellation = request.cancellation.clone();
         settings.caller_wait = request.caller_wait;
         settings.output_schema = request.portable.output_schema.clone();

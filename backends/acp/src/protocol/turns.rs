@@ -2,21 +2,16 @@
 //! one live agent, a `session/prompt` per turn, each turn's own outcome and usage, and a cancel
 //! that keeps the session.
 
+use agent_api::images::ImageData;
 use agent_api::kit::Ctx;
 use agent_api::{AgentError, Prompt, RunCompletion};
 use std::os::unix::ffi::OsStrExt;
-use std::path::Path;
 
 use agent_client_protocol_schema::{ContentBlock, ImageContent, ResourceLink, StopReason, TextContent};
-use base64::engine::general_purpose::STANDARD as BASE64;
-use base64::Engine;
 use percent_encoding::{percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use serde_json::json;
 
 use super::{stop_name, Acp};
-
-/// Largest image a prompt may carry: it travels base64-encoded in one JSON-RPC line.
-const IMAGE_MAX_BYTES: u64 = 20 * 1024 * 1024;
 
 /// What a `file://` URI keeps unescaped of a path: letters, digits, `/` and `-_.~`.
 const URI_PATH: &AsciiSet = &NON_ALPHANUMERIC.remove(b'/').remove(b'-').remove(b'_').remove(b'.').remove(b'~');
@@ -34,8 +29,8 @@ const URI_PATH: &AsciiSet = &NON_ALPHANUMERIC.remove(b'/').remove(b'-').remove(b
 /// ```
 pub fn prompt_blocks(prompt: &Prompt) -> Result<Vec<ContentBlock>, AgentError> {
     let mut blocks = vec![ContentBlock::Text(TextContent::new(prompt.text.clone()))];
-    for path in &prompt.images {
-        blocks.push(ContentBlock::Image(image(path)?));
+    for image in ImageData::read_all(prompt)? {
+        blocks.push(ContentBlock::Image(ImageContent::new(image.base64, image.file.media_type)));
     }
     for path in &prompt.attachments {
         let path = crate::options::absolute(path);
@@ -44,25 +39,6 @@ pub fn prompt_blocks(prompt: &Prompt) -> Result<Vec<ContentBlock>, AgentError> {
         blocks.push(ContentBlock::ResourceLink(ResourceLink::new(name, uri)));
     }
     Ok(blocks)
-}
-
-/// An image file as an ACP image block, its type from its extension.
-fn image(path: &Path) -> Result<ImageContent, AgentError> {
-    let invalid = |why: String| AgentError::InvalidRequest { reason: format!("image {}: {why}", path.display()) };
-    let extension = path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase);
-    let mime = match extension.as_deref() {
-        Some("png") => "image/png",
-        Some("jpg" | "jpeg") => "image/jpeg",
-        Some("gif") => "image/gif",
-        Some("webp") => "image/webp",
-        _ => return Err(invalid("not a PNG, JPEG, GIF or WebP file (by its extension)".into())),
-    };
-    let size = std::fs::metadata(path).map_err(|e| invalid(e.to_string()))?.len();
-    if size > IMAGE_MAX_BYTES {
-        return Err(invalid(format!("{size} bytes, more than the {IMAGE_MAX_BYTES} an ACP prompt takes")));
-    }
-    let bytes = std::fs::read(path).map_err(|e| invalid(e.to_string()))?;
-    Ok(ImageContent::new(BASE64.encode(bytes), mime))
 }
 
 /// Whether a prompt carries an image (the agent must advertise `promptCapabilities.image`).

@@ -17,6 +17,7 @@ mod tests;
 
 use std::collections::{HashMap, HashSet};
 
+use agent_api::images::ImageData;
 use agent_api::kit::driver::{parse_typed, parse_value, Unparsed};
 use agent_api::kit::hitl::Hitl;
 use agent_api::kit::{Ctx, ExitInfo, Protocol};
@@ -73,6 +74,11 @@ pub struct ClaudeProtocol {
     control_messages: bool,
     /// One-way: `start` writes the prompt to stdin and closes it.
     prompt_on_stdin: bool,
+    /// The first prompt's images, sent with it as image blocks.
+    images: Vec<ImageData>,
+    /// Whether user messages may carry image blocks (Claude Code's do; another CLI speaking
+    /// this protocol refuses a turn with images).
+    takes_images: bool,
     outcome: Outcome,
 }
 
@@ -94,6 +100,8 @@ impl ClaudeProtocol {
             pending_user: Vec::new(),
             control_messages: true,
             prompt_on_stdin: false,
+            images: Vec::new(),
+            takes_images: false,
             outcome: Outcome::default(),
         }
     }
@@ -101,6 +109,14 @@ impl ClaudeProtocol {
     /// A live run over the two-way control channel: `start` sends `initialize` and `prompt`.
     pub fn control(prompt: impl Into<String>, policy: PermissionPolicy, bypass_requested: bool) -> Self {
         Self::new(Channel::Control, Some(prompt.into()), policy, bypass_requested)
+    }
+
+    /// Claude Code's user messages carry images: `images` go with the first prompt, and each
+    /// turn's own with it.
+    pub fn with_images(mut self, images: Vec<ImageData>) -> Self {
+        self.images = images;
+        self.takes_images = true;
+        self
     }
 
     /// A live session over the two-way control channel: `start` sends `initialize`, and each
@@ -161,11 +177,21 @@ impl ClaudeProtocol {
         format!("req_{}_{}", self.next_request, &tag[..8])
     }
 
-    fn user_line(&self, text: &str) -> Value {
+    /// A user message: its text, then its images as base64 image blocks.
+    fn user_line(&self, text: &str, images: &[ImageData]) -> Value {
+        let content = if images.is_empty() && self.control_messages {
+            json!(text)
+        } else {
+            let mut blocks = vec![json!({ "type": "text", "text": text })];
+            blocks.extend(images.iter().map(|image| {
+                json!({ "type": "image", "source": { "type": "base64", "media_type": image.file.media_type, "data": image.base64 } })
+            }));
+            Value::Array(blocks)
+        };
         if !self.control_messages {
-            return json!({ "type": "user", "message": { "role": "user", "content": [{ "type": "text", "text": text }] } });
+            return json!({ "type": "user", "message": { "role": "user", "content": content } });
         }
-        json!({ "type": "user", "message": { "role": "user", "content": text }, "parent_tool_use_id": null, "session_id": "" })
+        json!({ "type": "user", "message": { "role": "user", "content": content }, "parent_tool_use_id": null, "session_id": "" })
     }
 }
 
@@ -222,7 +248,8 @@ impl Protocol for ClaudeProtocol {
         }
         if self.writes() {
             self.initialize(ctx);
-            ctx.send(&self.user_line(&prompt));
+            let images = std::mem::take(&mut self.images);
+            ctx.send(&self.user_line(&prompt, &images));
         }
         Ok(())
     }
@@ -231,12 +258,16 @@ impl Protocol for ClaudeProtocol {
         if self.channel != Channel::Session {
             return Err(AgentError::InvalidRequest { reason: "this Claude Code run takes no more turns".into() });
         }
+        if !prompt.images.is_empty() && !self.takes_images {
+            return Err(AgentError::InvalidRequest { reason: "this agent's user messages carry no images".into() });
+        }
+        let images = ImageData::read_all(prompt)?;
         // Each turn reports its own outcome and usage; how result texts are read stays.
         let result_error = self.outcome.result_error;
         self.outcome = Outcome::default();
         self.outcome.result_error = result_error;
         self.pending_user.push(prompt.text.clone());
-        ctx.send(&self.user_line(&prompt.text));
+        ctx.send(&self.user_line(&prompt.text, &images));
         Ok(())
     }
 

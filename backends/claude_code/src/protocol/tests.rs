@@ -574,3 +574,26 @@ fn an_error_string_explains_a_failed_result_and_amp_tool_inputs_make_permission_
     let edit = super::tool_permission("p2", "edit_file", &json!({"path":"/w/a.rs"}));
     assert_eq!((edit.category, edit.details.file.as_deref()), (agent_api::ToolCategory::FileWrite, Some("/w/a.rs")));
 }
+
+#[test]
+fn images_go_with_the_user_message_as_base64_blocks_and_a_cli_without_them_refuses_a_turn_with_one() {
+    use agent_api::kit::Protocol;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("dot.png");
+    std::fs::write(&path, [0x89, b'P', b'N', b'G']).unwrap();
+    let mut prompt = agent_api::Prompt::from("look");
+    prompt.images.push(path.clone());
+    let images = agent_api::images::ImageData::read_all(&prompt).unwrap();
+    let mut harness = agent_api::kit::driver::ProtocolHarness::new();
+    let mut protocol = ClaudeProtocol::control("look", PermissionPolicy::Ask, false).with_images(images);
+    protocol.start(&mut harness.ctx()).unwrap();
+    let user = harness.take_sent().into_iter().find(|m| m["type"] == "user").expect("the user message");
+    let image = json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw=="}});
+    assert_eq!(user["message"]["content"], json!([{"type": "text", "text": "look"}, image]));
+
+    prompt.text = "again".into();
+    let mut qwen_like = ClaudeProtocol::session(PermissionPolicy::Ask, false);
+    let refused = qwen_like.send_turn(&prompt, &mut harness.ctx());
+    assert!(matches!(refused, Err(AgentError::InvalidRequest { .. })), "{refused:?}");
+    assert!(harness.take_sent().is_empty(), "nothing sent for a refused turn");
+}

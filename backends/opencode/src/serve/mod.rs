@@ -38,7 +38,8 @@ enum Pending {
 /// What a live run sends (a replay sends nothing: the recording holds the client's side).
 #[derive(Debug, Clone)]
 struct Plan {
-    prompt: String,
+    /// The first prompt's `parts` ([`prompt_parts`]).
+    prompt: Value,
     model: Option<Value>,
     directory: String,
     session: SessionSelector,
@@ -64,7 +65,7 @@ pub struct ServeProtocol {
     /// `Ctx::end_turn` at its `session.idle`, the bridge kept open between turns.
     warm: bool,
     /// A warm session's turn sent before its OpenCode session was known.
-    queued: Option<String>,
+    queued: Option<Value>,
 }
 
 impl ServeProtocol {
@@ -92,16 +93,16 @@ impl ServeProtocol {
         Self::new(None, Hitl::replay())
     }
 
-    fn live(request: &RunRequest, directory: String) -> Self {
+    fn live(request: &RunRequest, directory: String) -> Result<Self, AgentError> {
         let model = request.model.as_deref().and_then(|m| m.split_once('/')).map(|(p, m)| json!({"providerID": p, "modelID": m}));
         let plan = Plan {
-            prompt: request.prompt.text.clone(),
+            prompt: prompt_parts(&request.prompt)?,
             model,
             directory,
             session: request.session.clone(),
             ask_first: !request.skip_permission_prompts,
         };
-        Self::new(Some(plan), Hitl::live(request.permissions.clone()))
+        Ok(Self::new(Some(plan), Hitl::live(request.permissions.clone())))
     }
 
     fn query(&self) -> String {
@@ -116,9 +117,9 @@ impl ServeProtocol {
 
     /// Sends one prompt on the session and starts waiting for its `session.idle`; a next turn
     /// calls it again once the session is idle.
-    pub fn prompt(&mut self, ctx: &mut Ctx<'_>, text: &str) {
+    pub fn prompt(&mut self, ctx: &mut Ctx<'_>, parts: Value) {
         let (Some(plan), Some(id)) = (&self.plan, &self.session_id) else { return };
-        let mut body = json!({"parts": [{"type": "text", "text": text}]});
+        let mut body = json!({ "parts": parts });
         if let Some(model) = &plan.model {
             body["model"] = model.clone();
         }
@@ -160,12 +161,12 @@ impl ServeProtocol {
         match session {
             Some(id) => {
                 self.session_known(id, ctx);
-                let text = match self.warm {
+                let parts = match self.warm {
                     true => self.queued.take(),
                     false => self.plan.as_ref().map(|p| p.prompt.clone()),
                 };
-                if let Some(text) = text {
-                    self.prompt(ctx, &text);
+                if let Some(parts) = parts {
+                    self.prompt(ctx, parts);
                 }
             }
             None if self.warm => self.warm_failure(ctx, false, AgentError::SessionNotFound { id: "the most recent session".into() }),
@@ -253,8 +254,7 @@ impl Protocol for ServeProtocol {
             SessionSelector::Resume(session) => {
                 self.session_known(&session.id, ctx);
                 if !self.warm {
-                    let text = plan.prompt.clone();
-                    self.prompt(ctx, &text);
+                    self.prompt(ctx, plan.prompt.clone());
                 }
             }
             SessionSelector::Fork(session) => {
@@ -360,9 +360,20 @@ pub(crate) fn start_on(
     request: &RunRequest,
     directory: String,
     settings: RunSettings,
-) -> RunHandle {
+) -> Result<RunHandle, AgentError> {
     let transport = bridged(server, &settings);
-    start_run(settings, transport, Box::new(ServeProtocol::live(request, directory)))
+    Ok(start_run(settings, transport, Box::new(ServeProtocol::live(request, directory)?)))
+}
+
+/// The `parts` of a prompt: its text, then each image inline as a `file` part with a `data:` URL
+/// (the server may run elsewhere than the caller's files).
+fn prompt_parts(prompt: &agent_api::Prompt) -> Result<Value, AgentError> {
+    let mut parts = vec![json!({"type": "text", "text": prompt.text})];
+    for image in agent_api::images::ImageData::read_all(prompt)? {
+        let filename = image.file.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        parts.push(json!({"type": "file", "mime": image.file.media_type, "filename": filename, "url": image.data_url()}));
+    }
+    Ok(Value::Array(parts))
 }
 
 /// The server `request` runs on: the pool's for its environment, or for a run with a home of its
@@ -390,7 +401,7 @@ pub(crate) async fn start(
 ) -> Result<RunHandle, AgentError> {
     let directory = crate::working_dir(config, &request).map(|d| d.display().to_string()).unwrap_or_default();
     let server = server_for(config, pool, &request).await?;
-    Ok(start_on(server, &request, directory, settings))
+    start_on(server, &request, directory, settings)
 }
 
 #[cfg(test)]
@@ -399,7 +410,7 @@ mod tests {
     use agent_api::kit::driver::ProtocolHarness;
 
     fn started(request: RunRequest) -> (ServeProtocol, ProtocolHarness, Vec<Value>) {
-        let mut protocol = ServeProtocol::live(&request, "/work/a b".into());
+        let mut protocol = ServeProtocol::live(&request, "/work/a b".into()).unwrap();
         let mut harness = ProtocolHarness::new();
         protocol.start(&mut harness.ctx()).unwrap();
         let sent = harness.take_sent();

@@ -12,8 +12,8 @@ use crate::parts::Parts;
 
 impl ServeProtocol {
     /// A converter serving a warm session (the request's prompt is ignored: turns bring theirs).
-    fn session(request: &RunRequest, directory: String) -> Self {
-        Self { warm: true, ..Self::live(request, directory) }
+    fn session(request: &RunRequest, directory: String) -> Result<Self, AgentError> {
+        Ok(Self { warm: true, ..Self::live(request, directory)? })
     }
 
     /// The next turn: its prompt on the OpenCode session, or queued until the session is known.
@@ -29,9 +29,10 @@ impl ServeProtocol {
         // Each turn has its own parts, usage and error.
         self.parts = Parts::default();
         self.error = None;
+        let parts = super::prompt_parts(prompt)?;
         match self.session_id {
-            Some(_) => self.prompt(ctx, &prompt.text),
-            None => self.queued = Some(prompt.text.clone()),
+            Some(_) => self.prompt(ctx, parts),
+            None => self.queued = Some(parts),
         }
         Ok(())
     }
@@ -63,5 +64,5 @@ pub(crate) async fn open(
     let directory = crate::working_dir(config, &request).map(|d| d.display().to_string()).unwrap_or_default();
     let server = super::server_for(config, pool, &request).await?;
     let transport = bridged(server, &settings);
-    Ok(start_session(settings, transport, Box::new(ServeProtocol::session(&request, directory))))
+    Ok(start_session(settings, transport, Box::new(ServeProtocol::session(&request, directory)?)))
 }
