@@ -270,6 +270,7 @@ pub fn capabilities(flavor: Flavor) -> CapabilitySet {
         // Print mode's `--yolo` is the explicit don't-ask option. Warm sessions on ACP and two-way
         // stream-json; sessions on print resume per turn.
         Flavor::Qwen => &[
+            caps::CALLER_TOOLS,
             caps::REASONING,
             caps::USAGE,
             caps::MODEL_SELECTION,

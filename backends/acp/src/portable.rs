@@ -120,7 +120,7 @@ impl RunFiles {
         }
         if flavor == Flavor::Qwen && stream_json && !portable.mcp_servers.is_empty() {
             // Qwen's `--mcp-config` takes a path or the JSON itself.
-            match TextOrFile::for_launcher(launcher, &portable.mcp_config_json().to_string())? {
+            match TextOrFile::for_launcher(launcher, &qwen_mcp_config(portable).to_string())? {
                 TextOrFile::File(path) => {
                     files.args.extend(["--mcp-config".to_string(), path.display().to_string()]);
                     files.files.push(path);
@@ -147,6 +147,22 @@ impl RunFiles {
         }
         spec
     }
+}
+
+/// The `mcpServers` document of Qwen's `--mcp-config`: Qwen reads a server's `url` as SSE and
+/// `httpUrl` as streamable HTTP (what every HTTP server here speaks), so HTTP servers name theirs
+/// `httpUrl`.
+fn qwen_mcp_config(portable: &PortableOptions) -> Value {
+    let mut document = portable.mcp_config_json();
+    for server in document["mcpServers"].as_object_mut().into_iter().flat_map(|servers| servers.values_mut()) {
+        if let Some(server) = server.as_object_mut().filter(|s| s.get("type").and_then(Value::as_str) == Some("http")) {
+            server.remove("type");
+            if let Some(url) = server.remove("url") {
+                server.insert("httpUrl".into(), url);
+            }
+        }
+    }
+    document
 }
 
 /// The run's MCP servers as ACP `McpServer` values (stdio, or streamable HTTP).
@@ -228,7 +244,9 @@ mod tests {
         let prompt = spec.env.get("QWEN_SYSTEM_MD").expect("QWEN_SYSTEM_MD");
         assert_eq!(std::fs::read_to_string(prompt).unwrap(), "sys");
         let mcp = args.strip_prefix("--mcp-config ").expect("--mcp-config FILE");
-        assert!(std::fs::read_to_string(mcp).unwrap().contains("127.0.0.1:1"));
+        let document: Value = serde_json::from_str(&std::fs::read_to_string(mcp).unwrap()).unwrap();
+        // Qwen reads `url` as SSE: a streamable HTTP server is its `httpUrl`.
+        assert_eq!(document["mcpServers"]["m"], json!({"httpUrl": "http://127.0.0.1:1/mcp", "headers": {}}));
         assert_eq!(spec.local_files.len(), 2, "a sandbox binds both");
         assert!(!args.contains("sys") && !args.contains("127.0.0.1"), "{args}");
         let (args, _, _) = run_files(Flavor::Qwen, &here, false);

@@ -42,6 +42,8 @@ pub const KNOWN_UPDATES: &[&str] = &[
 
 /// Longest detail copied from an update into a status item.
 const DETAIL_BOUND: usize = 2048;
+/// The longest title kept as a tool name.
+const TOOL_NAME_BOUND: usize = 128;
 
 /// The tools-facet kind of an ACP tool kind.
 pub fn facet_kind(kind: ToolKind) -> &'static str {
@@ -130,7 +132,7 @@ impl CallState {
     fn meta(&self) -> ToolMeta {
         let meta = ToolMeta {
             kind: facet_kind(self.kind).to_string(),
-            tool_name: Some(kind_name(self.kind)),
+            tool_name: Some(self.tool_name()),
             exit_code: self.raw_output.as_ref().and_then(exit_code),
             ..ToolMeta::default()
         };
@@ -140,6 +142,15 @@ impl CallState {
             // Gemini and Qwen send no raw input: an execute call's title is its command line.
             (None, ToolKind::Execute) => meta.with_shell_fields(&json!({ "command": self.title })),
             _ => meta,
+        }
+    }
+
+    /// What the call is named by: ACP names only a kind, and the kind `other` (MCP tools, the
+    /// agent's own extras) says nothing, so such a call is named by its title.
+    fn tool_name(&self) -> String {
+        match (self.kind, self.title.trim()) {
+            (ToolKind::Other, title) if !title.is_empty() => utf8_prefix(title, TOOL_NAME_BOUND).to_string(),
+            (kind, _) => kind_name(kind),
         }
     }
 

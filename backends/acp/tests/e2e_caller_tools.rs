@@ -1,18 +1,19 @@
-//! End to end with the real Gemini CLI on the bench: a caller-defined tool served
-//! over MCP (ACP `session/new` `mcpServers`, the secret in its headers). Tests here take turns,
-//! since each watches this process's listening sockets. (Qwen Code defers MCP tools behind its
-//! `tool_search`, which the bench model does not drive yet.)
+//! End to end with the real Gemini CLI and Qwen Code on the bench: a caller-defined tool served
+//! over MCP (ACP `session/new` `mcpServers`, the secret in its headers; Qwen's two-way
+//! stream-json through `--mcp-config`, where a streamable HTTP server is an `httpUrl`). Qwen
+//! defers MCP tools behind its `tool_search`: the bench model searches, then calls. Tests here
+//! take turns, since each watches this process's listening sockets.
 
 use std::time::Duration;
 
 use agent_api::{PermissionPolicy, RunRequest};
-use agent_api_acp::{AcpBackend, AcpConfig};
+use agent_api_acp::{AcpBackend, AcpConfig, QwenInterface, QwenOptions};
 use agent_api_conformance::caller_tools::{assert_gone_after_cancel, assert_round_trip};
 use agent_bench::{Cli, ModelServer, Sandbox};
 
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
-async fn check(cli: Cli, make: fn(AcpConfig) -> AcpBackend) {
+async fn check(cli: Cli, make: fn(AcpConfig) -> AcpBackend, options: fn(RunRequest) -> RunRequest) {
     if agent_bench::e2e_enabled_or_explain(cli).is_none() {
         return;
     }
@@ -27,9 +28,11 @@ async fn check(cli: Cli, make: fn(AcpConfig) -> AcpBackend) {
         make(config)
     };
     let request = || {
-        RunRequest::new("what is the forecast in Paris?")
-            .with_timeout(Duration::from_secs(150))
-            .with_permissions(PermissionPolicy::ApproveAll)
+        options(
+            RunRequest::new("what is the forecast in Paris?")
+                .with_timeout(Duration::from_secs(150))
+                .with_permissions(PermissionPolicy::ApproveAll),
+        )
     };
     assert_round_trip(&backend(), request()).await;
     assert_gone_after_cancel(&backend(), request()).await;
@@ -37,5 +40,15 @@ async fn check(cli: Cli, make: fn(AcpConfig) -> AcpBackend) {
 
 #[tokio::test]
 async fn e2e_gemini_calls_a_caller_tool_and_its_server_is_gone_after_the_run_and_on_cancel() {
-    check(Cli::Gemini, AcpBackend::gemini).await;
+    check(Cli::Gemini, AcpBackend::gemini, |r| r).await;
+}
+
+#[tokio::test]
+async fn e2e_qwen_finds_the_deferred_caller_tool_calls_it_and_its_server_is_gone_after_the_run_and_on_cancel() {
+    check(Cli::Qwen, AcpBackend::qwen, |r| r).await;
+}
+
+#[tokio::test]
+async fn e2e_qwen_stream_json_calls_a_caller_tool_served_as_a_streamable_http_server() {
+    check(Cli::Qwen, AcpBackend::qwen, |r| r.with_options(&QwenOptions::default().interface(QwenInterface::StreamJson))).await;
 }

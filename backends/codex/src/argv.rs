@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use agent_api::kit::CommandSpec;
-use agent_api::{RunRequest, SessionSelector};
+use agent_api::{PermissionRule, RunRequest, SessionSelector, ToolCategory};
 use serde_json::{json, Map, Value};
 
 use crate::config::{toml_string, CodexConfig, Mode, RunOptions};
@@ -99,6 +99,14 @@ pub fn exec_spec(config: &CodexConfig, options: &RunOptions, request: &RunReques
         // `-c` rather than `-s`: `exec resume` and `exec fork` take no `-s`.
         args.extend(["-c".to_string(), format!("sandbox_mode={}", toml_string(options.sandbox.as_str()))]);
         args.extend(["-c".to_string(), format!("approval_policy={}", toml_string(options.approval_policy.as_str()))]);
+    }
+    // Exec mode cannot be asked (Codex declines what it would ask about), so a policy that
+    // approves MCP tools becomes Codex's own pre-approval of the run's MCP servers, as the
+    // approve-all policy becomes the sandbox.
+    if request.permissions.rule(ToolCategory::Mcp) == PermissionRule::Approve {
+        for name in request.portable.mcp_servers.keys() {
+            args.extend(["-c".to_string(), format!("mcp_servers.{name}.default_tools_approval_mode=\"approve\"")]);
+        }
     }
     if let Some(effort) = &request.variant {
         args.extend(["-c".to_string(), format!("model_reasoning_effort={}", toml_string(effort))]);

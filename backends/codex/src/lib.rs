@@ -3,8 +3,9 @@
 //! It drives the OpenAI Codex CLI (`codex`, tested with codex-cli 0.169.0) in one of two modes:
 //!
 //! - **app-server** (default): `codex app-server`, JSON-RPC over stdio. Streaming deltas,
-//!   approvals (`permission.requested`, answered with `RunControl::respond_permission`),
-//!   `request_user_input` and MCP elicitations as questions, soft interrupt (`turn/interrupt`),
+//!   approvals (`permission.requested`, answered with `RunControl::respond_permission`; MCP
+//!   tool-call approvals too), `request_user_input` and other MCP elicitations as questions, soft
+//!   interrupt (`turn/interrupt`),
 //!   resume and fork of threads. See [`app_server`].
 //! - **exec**: `codex exec --json`, one way (stdin is /dev/null), whole items only, resume and
 //!   fork by id. Choose it per run with the extension `backend.codex.mode = "exec"`
@@ -117,6 +118,7 @@ pub fn capabilities() -> CapabilitySet {
         caps::SESSION_WARM,
         caps::SESSION_RESUME_PER_TURN,
         caps::TOOLS_STRUCTURED_V1,
+        caps::CALLER_TOOLS,
         caps::TEXT_MESSAGES,
         caps::TOOL_CALLS,
         caps::TOOL_RESULTS,

@@ -241,6 +241,40 @@ async fn per_category_rules_answer_approvals_without_the_caller() {
 }
 
 #[tokio::test]
+async fn an_mcp_tool_approval_elicitation_is_a_permission_the_policy_decides_and_a_plain_one_a_question() {
+    let meta = json!({"codex_approval_kind": "mcp_tool_call", "tool_name": "probe", "tool_params": {"city": "Paris"}});
+    let approval = Step::Send(json!({"id": 5, "method": "mcpServer/elicitation/request", "params": {"threadId": THREAD, "turnId": TURN,
+        "serverName": "caller", "mode": "form", "message": "Allow the caller MCP server to run tool \"probe\"?",
+        "requestedSchema": {"type": "object", "properties": {}}, "_meta": meta}}));
+    for (policy, action) in [(PermissionPolicy::ApproveAll, "accept"), (PermissionPolicy::DenyAll, "decline")] {
+        let steps = vec![approval_clone(&approval), Step::AwaitReply];
+        let (handle, seen) = run(RunRequest::new("go").with_permissions(policy), steps, "completed");
+        let run = record(handle).await;
+        assert_conformant(&run);
+        assert_eq!(seen.lock().unwrap()[2], json!({"id": 5, "result": {"action": action, "content": null}}));
+        let requested = run.of_type("permission.requested").next().expect("a permission, not a question");
+        let UniversalEventBody::PermissionRequested(p) = &requested.body else { unreachable!() };
+        assert_eq!(p.category, Some(ToolCategory::Mcp));
+        assert_eq!(run.of_type("permission.resolved").count(), 1);
+        assert_eq!(run.of_type("question.requested").count(), 0);
+    }
+    // An elicitation that asks the user for data stays a question.
+    let form = Step::Send(json!({"id": 6, "method": "mcpServer/elicitation/request", "params": {"threadId": THREAD, "turnId": TURN,
+        "serverName": "notes", "mode": "form", "message": "Which notebook?", "requestedSchema": {"type": "object", "properties": {}}}}));
+    let (handle, _seen) = run(RunRequest::new("go").with_permissions(PermissionPolicy::ApproveAll), vec![form], "completed");
+    let run = record_answering(handle, Answers::permissions(PermissionDecision::Allow)).await;
+    assert_eq!(run.of_type("question.requested").count(), 1);
+    assert_eq!(run.of_type("permission.requested").count(), 0);
+}
+
+fn approval_clone(step: &Step) -> Step {
+    match step {
+        Step::Send(v) => Step::Send(v.clone()),
+        Step::AwaitReply => Step::AwaitReply,
+    }
+}
+
+#[tokio::test]
 async fn cancel_with_an_unanswered_approval_cancels_it_and_interrupts_the_turn() {
     let steps = vec![
         item(

@@ -1,6 +1,7 @@
-//! Server-to-client requests: approvals become permission events, `request_user_input` and MCP
-//! elicitations become questions, and anything the backend cannot serve is answered with a
-//! JSON-RPC error at once, so Codex never waits on a request nobody will answer.
+//! Server-to-client requests: approvals become permission events (an MCP tool-call approval too,
+//! though Codex sends it as an elicitation), `request_user_input` and other MCP elicitations become
+//! questions, and anything the backend cannot serve is answered with a JSON-RPC error at once, so
+//! Codex never waits on a request nobody will answer.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -22,6 +23,9 @@ enum Reply {
     Permissions { requested: Value },
     /// `{decision: approved|approved_for_session|denied|abort}` (v1 approvals).
     Review,
+    /// `{action: accept|decline|cancel, content: null}`: an MCP tool-call approval, which Codex
+    /// asks as an elicitation (`_meta.codex_approval_kind: mcp_tool_call`).
+    Elicitation,
 }
 
 #[derive(Debug)]
@@ -76,6 +80,11 @@ fn decision_value(reply: &Reply, decision: &PermissionDecision) -> Value {
             d if d.is_approval() => "approved",
             _ => "denied",
         }}),
+        Reply::Elicitation => json!({"action": match decision {
+            PermissionDecision::Cancel => "cancel",
+            d if d.is_approval() => "accept",
+            _ => "decline",
+        }, "content": null}),
         Reply::Permissions { requested } => {
             let granted = if decision.is_approval() { requested.clone() } else { json!({}) };
             let scope = if *decision == PermissionDecision::AllowForSession { "session" } else { "turn" };
@@ -84,8 +93,17 @@ fn decision_value(reply: &Reply, decision: &PermissionDecision) -> Value {
     }
 }
 
+/// Whether an elicitation is Codex asking to approve an MCP tool call (not the server asking the
+/// user for data).
+fn is_tool_approval(params: &Value) -> bool {
+    params.pointer("/_meta/codex_approval_kind").and_then(Value::as_str) == Some("mcp_tool_call")
+}
+
 /// Whether a recorded or sent answer approved the request.
 fn answer_approves(result: &Value) -> bool {
+    if let Some(action) = result.get("action").and_then(Value::as_str) {
+        return action == "accept";
+    }
     match result.get("decision") {
         Some(Value::String(d)) => {
             matches!(d.as_str(), "accept" | "acceptForSession" | "approved" | "approved_for_session" | "approved_mcp_policy_amendment")
@@ -154,6 +172,17 @@ impl Requests {
                 permission("file_change", ToolCategory::FileWrite, Reply::Review, meta)
             }
             "item/tool/requestUserInput" => return self.user_input(t, peer, key, id, &params),
+            "mcpServer/elicitation/request" if is_tool_approval(&params) => {
+                let tool = text(params.pointer("/_meta/tool_name"));
+                let server = text(params.get("serverName"));
+                let meta = json!({"method": method, "server": server, "tool_params": bounded(params.pointer("/_meta/tool_params"))});
+                let (request, reply) = permission("mcp_tool_call", ToolCategory::Mcp, Reply::Elicitation, meta);
+                let request = match (&server, &tool) {
+                    (Some(server), Some(tool)) => request.tool_name(format!("{server}.{tool}")),
+                    _ => request,
+                };
+                (request, reply)
+            }
             "mcpServer/elicitation/request" => return self.elicitation(t, key, id, &params),
             "item/tool/call" => {
                 // The backend registers no dynamic tools, so it can only report that it has none.

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 use super::openai_responses::openai_error;
 use super::sse::{json_response, unix_now, Sse};
-use super::tools::OfferedTool;
+use super::tools::{OfferedTool, TOOL_SEARCH};
 use super::turn::{array, Conversation, Reply, ToolOutput, TurnPlan};
 use crate::scenario::{self, Failure};
 
@@ -25,11 +25,23 @@ pub fn conversation(body: &Value, raw: &str) -> Conversation {
             conv.tools.push(OfferedTool::function(name, function.get("parameters")));
         }
     }
+    // Ids of the deferred-tool searches (Qwen Code's `tool_search`): their answers are no tool results.
+    let mut searches = std::collections::HashSet::new();
     for msg in array(body, "messages") {
         let text = content_text(msg.get("content"));
         match msg.get("role").and_then(Value::as_str) {
             Some("user") => conv.push_user(text.iter().map(String::as_str), Vec::new()),
-            Some("assistant") => conv.push_assistant(),
+            Some("assistant") => {
+                for call in array(msg, "tool_calls") {
+                    if call.pointer("/function/name").and_then(Value::as_str) == Some(TOOL_SEARCH) {
+                        searches.extend(call.get("id").and_then(Value::as_str));
+                    }
+                }
+                conv.push_assistant();
+            }
+            Some("tool") if msg.get("tool_call_id").and_then(Value::as_str).is_some_and(|id| searches.contains(id)) => {
+                conv.push_search_result([]);
+            }
             Some("tool") => conv.push_user([], vec![ToolOutput { text: text.join("\n"), is_error: false }]),
             _ => {}
         }

@@ -7,7 +7,7 @@ use axum::response::Response;
 use serde_json::{json, Value};
 
 use super::sse::{json_response, unix_now, Sse};
-use super::tools::OfferedTool;
+use super::tools::{OfferedTool, TOOL_SEARCH};
 use super::turn::{array, text_of, Conversation, Reply, ToolInput, ToolOutput, TurnPlan};
 use crate::scenario::{self, Failure};
 
@@ -15,11 +15,15 @@ use crate::scenario::{self, Failure};
 pub fn conversation(body: &Value, raw: &str) -> Conversation {
     let mut conv = Conversation::default();
     for tool in array(body, "tools") {
+        if tool.get("type").and_then(Value::as_str) == Some("tool_search") {
+            conv.tools.push(OfferedTool::function(TOOL_SEARCH, tool.get("parameters")));
+            continue;
+        }
         let Some(name) = tool.get("name").and_then(Value::as_str) else {
             continue;
         };
         match tool.get("type").and_then(Value::as_str) {
-            Some("custom") => conv.tools.push(OfferedTool { name: name.into(), freeform: true, schema: json!({}) }),
+            Some("custom") => conv.tools.push(OfferedTool { name: name.into(), freeform: true, schema: json!({}), namespace: None }),
             _ => conv.tools.push(OfferedTool::function(name, tool.get("parameters"))),
         }
     }
@@ -31,7 +35,8 @@ pub fn conversation(body: &Value, raw: &str) -> Conversation {
                 conv.push_user(texts, Vec::new());
             }
             (Some("message") | None, Some("assistant")) => conv.push_assistant(),
-            (Some("function_call" | "custom_tool_call"), _) => conv.push_assistant(),
+            (Some("function_call" | "custom_tool_call" | "tool_search_call"), _) => conv.push_assistant(),
+            (Some("tool_search_output"), _) => conv.push_search_result(loaded_tools(item.get("tools"))),
             (Some("function_call_output" | "custom_tool_call_output"), _) => {
                 let text = text_of(item.get("output"));
                 conv.push_user([], vec![ToolOutput { text, is_error: false }]);
@@ -41,6 +46,28 @@ pub fn conversation(body: &Value, raw: &str) -> Conversation {
     }
     conv.find_cwd(raw);
     conv
+}
+
+/// The tools a `tool_search_output` loaded: functions, or functions inside a namespace.
+fn loaded_tools(tools: Option<&Value>) -> Vec<OfferedTool> {
+    let mut loaded = Vec::new();
+    for tool in tools.and_then(Value::as_array).into_iter().flatten() {
+        let name = tool.get("name").and_then(Value::as_str).unwrap_or_default();
+        match tool.get("type").and_then(Value::as_str) {
+            Some("namespace") => {
+                for inner in tool.get("tools").and_then(Value::as_array).into_iter().flatten() {
+                    if let Some(inner_name) = inner.get("name").and_then(Value::as_str) {
+                        let mut offered = OfferedTool::function(inner_name, inner.get("parameters"));
+                        offered.namespace = Some(name.to_string());
+                        loaded.push(offered);
+                    }
+                }
+            }
+            _ if !name.is_empty() => loaded.push(OfferedTool::function(name, tool.get("parameters"))),
+            _ => {}
+        }
+    }
+    loaded
 }
 
 /// The error body OpenAI-style APIs answer with.
@@ -108,7 +135,19 @@ impl Stream {
         if !turn.text.is_empty() && !self.message(turn) {
             return self.sse.into_response();
         }
-        if let Some(call) = &turn.tool {
+        if let Some(call) = turn.tool.as_ref().filter(|c| c.name == TOOL_SEARCH) {
+            // Codex runs the search itself (`execution: client`) and sends the loaded tools back.
+            let index = self.output.len();
+            let args = match &call.input {
+                ToolInput::Json(args) => args.clone(),
+                ToolInput::Freeform(text) => json!({ "query": text }),
+            };
+            let item = json!({"id": format!("tsc_{}", call.id), "type": "tool_search_call", "status": "completed",
+                "call_id": format!("call_{}", call.id), "execution": "client", "arguments": args});
+            self.ev(json!({"type": "response.output_item.added", "output_index": index, "item": item}));
+            self.ev(json!({"type": "response.output_item.done", "output_index": index, "item": item}));
+            self.output.push(item);
+        } else if let Some(call) = &turn.tool {
             let index = self.output.len();
             let call_id = format!("call_{}", call.id);
             let (item, added, delta_type, done_type, field, text) = match &call.input {
@@ -133,6 +172,11 @@ impl Stream {
                     args.to_string(),
                 ),
             };
+            let (mut item, mut added) = (item, added);
+            if let Some(namespace) = &call.namespace {
+                item["namespace"] = json!(namespace);
+                added["namespace"] = json!(namespace);
+            }
             let item_id = item["id"].clone();
             self.ev(json!({"type": "response.output_item.added", "output_index": index, "item": added}));
             let mid = text.char_indices().nth(text.chars().count() / 2).map_or(0, |(i, _)| i);

@@ -8,7 +8,7 @@
 //! | edit | `Edit`, `edit`, `replace`, Codex's free-form `apply_patch` |
 //! | ask | `AskUserQuestion`, `request_user_input`, `ask_user_question`, `question` |
 //! | structured | `StructuredOutput`, `structured_output`; none offered: the JSON is the answer text |
-//! | call tool | the first offered tool whose name ends with the action's suffix |
+//! | call tool | the first offered tool whose name ends with the action's suffix; when none is but `tool_search` is (Codex, Qwen Code defer MCP tools), a search for the suffix first |
 
 use serde_json::{json, Map, Value};
 
@@ -24,12 +24,15 @@ pub struct OfferedTool {
     pub freeform: bool,
     /// The JSON schema of its parameters (`{}` when none was given).
     pub schema: Value,
+    /// The namespace a deferred tool was loaded in (Codex's `tool_search_output`), named again in
+    /// the call.
+    pub namespace: Option<String>,
 }
 
 impl OfferedTool {
     /// A function tool with a JSON-schema parameter object.
     pub fn function(name: &str, schema: Option<&Value>) -> OfferedTool {
-        OfferedTool { name: name.to_string(), freeform: false, schema: schema.cloned().unwrap_or(json!({})) }
+        OfferedTool { name: name.to_string(), freeform: false, schema: schema.cloned().unwrap_or(json!({})), namespace: None }
     }
 
     fn properties(&self) -> impl Iterator<Item = (&String, &Value)> {
@@ -47,13 +50,28 @@ const EDIT: &[&str] = &["Edit", "edit", "replace", "apply_patch"];
 const ASK: &[&str] = &["AskUserQuestion", "request_user_input", "ask_user_question", "question"];
 const STRUCTURED: &[&str] = &["StructuredOutput", "structured_output"];
 
+/// The tool that loads deferred tools: Codex's client-executed `tool_search`, Qwen Code's function.
+pub const TOOL_SEARCH: &str = "tool_search";
+
 /// Builds the call for `action` from the offered tools, or says which tool was missing.
 pub fn call_for(action: &Action, conv: &Conversation) -> Result<ToolCall, String> {
     let (kind, names) = match action {
         Action::CallTool { suffix, input } => {
-            let tool = conv.tools.iter().find(|t| t.name.ends_with(suffix)).ok_or_else(|| missing(conv, suffix))?;
+            let id = format!("mock_{}", conv.messages);
+            let Some(tool) = conv.tools.iter().find(|t| t.name.ends_with(suffix)) else {
+                // A deferred tool: search for it once, then it is offered.
+                if conv.searches_this_turn == 0 && conv.tools.iter().any(|t| t.name == TOOL_SEARCH) {
+                    return Ok(ToolCall {
+                        id,
+                        name: TOOL_SEARCH.into(),
+                        namespace: None,
+                        input: ToolInput::Json(json!({"query": suffix})),
+                    });
+                }
+                return Err(missing(conv, suffix));
+            };
             let input = ToolInput::Json(serde_json::from_str(input).unwrap_or(Value::Null));
-            return Ok(ToolCall { id: format!("mock_{}", conv.messages), name: tool.name.clone(), input });
+            return Ok(ToolCall { id, name: tool.name.clone(), namespace: tool.namespace.clone(), input });
         }
         Action::Shell(_) => ("shell", SHELL),
         Action::WriteFile { .. } => ("file write", WRITE),
@@ -68,7 +86,7 @@ pub fn call_for(action: &Action, conv: &Conversation) -> Result<ToolCall, String
         _ if tool.freeform => ToolInput::Freeform(patch_for(action)),
         _ => json_args(tool, action, conv),
     };
-    Ok(ToolCall { id, name: tool.name.clone(), input })
+    Ok(ToolCall { id, name: tool.name.clone(), namespace: None, input })
 }
 
 /// Says which tool the request lacks, and what it offers.
@@ -223,7 +241,7 @@ mod tests {
 
     #[test]
     fn codex_apply_patch_gets_patch_text() {
-        let tool = OfferedTool { name: "apply_patch".into(), freeform: true, schema: json!({}) };
+        let tool = OfferedTool { name: "apply_patch".into(), freeform: true, schema: json!({}), namespace: None };
         let action = Action::EditFile { path: "a.txt", old: "x", new: "y" };
         let ToolInput::Freeform(patch) = call_for(&action, &conv(vec![tool])).unwrap().input else { panic!("not free-form") };
         assert!(patch.contains("*** Update File: a.txt\n@@\n-x\n+y\n"), "{patch}");

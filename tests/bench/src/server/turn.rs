@@ -50,6 +50,8 @@ pub struct Conversation {
     pub last_user_text: String,
     /// Tool results after the last user text: how far the current turn got.
     pub results_this_turn: Vec<ToolOutput>,
+    /// Deferred-tool searches after the last user text (they do not advance the scenario).
+    pub searches_this_turn: usize,
     /// The agent's working directory, when the request mentions it.
     pub cwd: Option<String>,
 }
@@ -66,8 +68,16 @@ impl Conversation {
             self.user_turns += 1;
             self.last_user_text = last.trim().to_string();
             self.results_this_turn.clear();
+            self.searches_this_turn = 0;
         }
         self.results_this_turn.extend(results);
+    }
+
+    /// Records the answer to a deferred-tool search: the tools it loaded are offered from now on.
+    pub fn push_search_result(&mut self, loaded: impl IntoIterator<Item = OfferedTool>) {
+        self.messages += 1;
+        self.searches_this_turn += 1;
+        self.tools.extend(loaded);
     }
 
     /// Records one assistant entry (text or tool call).
@@ -117,6 +127,8 @@ pub struct ToolCall {
     pub id: String,
     /// The offered tool's name.
     pub name: String,
+    /// The namespace the tool was loaded in, if any.
+    pub namespace: Option<String>,
     /// The arguments.
     pub input: ToolInput,
 }
@@ -274,6 +286,29 @@ mod tests {
         let Reply::Turn(t) = plan(shell, &conv_with_results(&["hi\n"])) else { panic!("not a turn") };
         assert!(t.tool.is_none());
         assert_eq!(t.full_text(), "Tool finished. Output was: hi");
+    }
+
+    #[test]
+    fn a_deferred_caller_tool_is_searched_for_once_then_called_in_its_namespace() {
+        let caller = scenario::find("caller_tool").unwrap();
+        let mut c = conv_with_results(&[]);
+        c.tools.push(OfferedTool::function(tools::TOOL_SEARCH, None));
+        let Reply::Turn(t) = plan(caller, &c) else { panic!("not a turn") };
+        assert_eq!(t.tool.as_ref().map(|call| call.name.as_str()), Some(tools::TOOL_SEARCH));
+        c.push_assistant();
+        let mut loaded = OfferedTool::function("agent_api_probe", None);
+        loaded.namespace = Some("mcp__caller".into());
+        c.push_search_result([loaded]);
+        let Reply::Turn(t) = plan(caller, &c) else { panic!("not a turn") };
+        let call = t.tool.expect("the tool call, not the answer: a search is no tool result");
+        assert_eq!((call.name.as_str(), call.namespace.as_deref()), ("agent_api_probe", Some("mcp__caller")));
+        // A search that loaded nothing is not repeated: the answer says what is missing.
+        let mut empty = conv_with_results(&[]);
+        empty.tools.push(OfferedTool::function(tools::TOOL_SEARCH, None));
+        empty.push_assistant();
+        empty.push_search_result([]);
+        let Reply::Turn(t) = plan(caller, &empty) else { panic!("not a turn") };
+        assert!(t.tool.is_none() && t.full_text().contains("offers no agent_api_probe tool"), "{}", t.full_text());
     }
 
     #[test]
