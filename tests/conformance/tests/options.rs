@@ -47,13 +47,18 @@ fn option_ids() -> impl Iterator<Item = &'static str> {
 #[test]
 fn each_backend_advertises_exactly_the_options_it_maps() {
     for backend in backends() {
-        let mapped: Vec<&str> = backend.option_mappings().iter().map(|m| m.capability).collect();
+        // Input rows (`agent_api.input.*`: images, attachments) share the table but are not run options.
+        let mapped: Vec<&str> =
+            backend.option_mappings().iter().map(|m| m.capability).filter(|id| id.starts_with("agent_api.options.")).collect();
         let capabilities = backend.capabilities();
         let advertised: Vec<&str> = capabilities.iter().filter(|id| id.starts_with("agent_api.options.")).collect();
         let mut sorted = mapped.clone();
         sorted.sort_unstable();
         assert_eq!(sorted, advertised, "{}", backend.kind());
         assert!(mapped.contains(&caps::OUTPUT_SCHEMA), "{}: structured output is for every agent", backend.kind());
+        for input in backend.option_mappings().iter().filter(|m| m.capability.starts_with("agent_api.input.")) {
+            assert!(capabilities.contains(input.capability), "{}: {} mapped, not advertised", backend.kind(), input.capability);
+        }
     }
 }
 
