@@ -31,6 +31,12 @@ use serde_json::Value;
 
 use crate::capability::CapabilitySet;
 use crate::error::AgentError;
+use crate::request::ToolCategory;
+
+/// The categories [`PortableOptions::deny_category`] takes: each backend that advertises
+/// `agent_api.options.denied_tool_categories` names its native tools for every one of them.
+pub const DENIABLE_CATEGORIES: [ToolCategory; 4] =
+    [ToolCategory::Shell, ToolCategory::FileWrite, ToolCategory::FileRead, ToolCategory::Network];
 
 /// One MCP server given to the agent for a run.
 #[derive(Clone, PartialEq, Serialize, Deserialize)]
@@ -120,6 +126,10 @@ pub struct PortableOptions {
     pub allowed_tools: Vec<String>,
     /// Native tool names removed from the agent.
     pub denied_tools: Vec<String>,
+    /// Categories whose every native tool is removed from the agent (shell, file writes, file
+    /// reads, network); each backend knows its own names for them. To allow a category without
+    /// asking, approve it in the run's [`PermissionPolicy`](crate::PermissionPolicy).
+    pub denied_categories: BTreeSet<ToolCategory>,
     /// The agent's own turn and budget limits.
     pub native_limits: NativeLimits,
     /// A JSON Schema the final answer must fit; the completion then carries the parsed value.
@@ -163,6 +173,34 @@ impl PortableOptions {
         self
     }
 
+    /// Removes every native tool of `category` from the agent.
+    ///
+    /// ```
+    /// use agent_api::portable::PortableOptions;
+    /// use agent_api::ToolCategory;
+    /// let options = PortableOptions::default().deny_category(ToolCategory::Shell).deny_tool("WebFetch");
+    /// let names = options.denied_tool_names(&[(ToolCategory::Shell, &["Bash"]), (ToolCategory::FileRead, &["Read"])]);
+    /// assert_eq!(names, ["WebFetch", "Bash"]);
+    /// ```
+    pub fn deny_category(mut self, category: ToolCategory) -> Self {
+        self.denied_categories.insert(category);
+        self
+    }
+
+    /// The native tool names to remove: [`Self::denied_tools`], then the names `tools` (a
+    /// backend's table of its tools by category) lists for each denied category.
+    pub fn denied_tool_names(&self, tools: &[(ToolCategory, &[&str])]) -> Vec<String> {
+        let by_category =
+            tools.iter().filter(|(category, _)| self.denied_categories.contains(category)).flat_map(|(_, names)| names.iter());
+        let mut names = self.denied_tools.clone();
+        for name in by_category {
+            if !names.iter().any(|n| n == name) {
+                names.push(name.to_string());
+            }
+        }
+        names
+    }
+
     /// Sets the agent's own turn limit.
     pub fn max_turns(mut self, turns: u32) -> Self {
         self.native_limits.max_turns = Some(turns);
@@ -190,6 +228,7 @@ impl PortableOptions {
             (!self.mcp_servers.is_empty(), caps::MCP_SERVERS),
             (!self.allowed_tools.is_empty(), caps::ALLOWED_TOOLS),
             (!self.denied_tools.is_empty(), caps::DENIED_TOOLS),
+            (!self.denied_categories.is_empty(), caps::DENIED_TOOL_CATEGORIES),
             (self.native_limits.max_turns.is_some(), caps::MAX_TURNS),
             (self.native_limits.max_budget_usd.is_some(), caps::MAX_BUDGET_USD),
             (self.output_schema.is_some(), caps::OUTPUT_SCHEMA),
@@ -203,6 +242,12 @@ impl PortableOptions {
         let invalid = |reason: String| Err(AgentError::InvalidRequest { reason });
         if self.native_limits.max_turns == Some(0) {
             return invalid("max_turns must be above 0".into());
+        }
+        if let Some(category) = self.denied_categories.iter().find(|c| !DENIABLE_CATEGORIES.contains(c)) {
+            return invalid(format!(
+                "the {} category cannot be denied as a whole: deny MCP servers by leaving them out, other tools by name",
+                category.as_str()
+            ));
         }
         if self.native_limits.max_budget_usd.is_some_and(|usd| !(usd.is_finite() && usd > 0.0)) {
             return invalid("max_budget_usd must be a positive number".into());

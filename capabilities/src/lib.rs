@@ -115,6 +115,8 @@ standard_capabilities! {
     ALLOWED_TOOLS = "agent_api.options.allowed_tools", "Option: allowed tools", "The request's native tool names are allowed without asking.";
     /// `RunRequest::portable.denied_tools` names native tools removed from the agent.
     DENIED_TOOLS = "agent_api.options.denied_tools", "Option: denied tools", "The request's native tool names are not offered to the model (or are refused).";
+    /// `RunRequest::portable.denied_categories`: every native tool of each category is removed from the agent.
+    DENIED_TOOL_CATEGORIES = "agent_api.options.denied_tool_categories", "Option: denied tool categories", "Every native tool of the request's denied categories (shell, file_write, file_read, network) is not offered to the model.";
     /// `RunRequest::portable.native_limits.max_turns` caps the agent's turns with its own flag.
     MAX_TURNS = "agent_api.options.max_turns", "Option: max turns", "The agent's own turn limit is set from the request.";
     /// `RunRequest::portable.native_limits.max_budget_usd` caps the agent's spend with its own flag.

@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use agent_api::portable::{McpServer, PortableOptions};
+use agent_api::ToolCategory;
 use clap::Args;
 use serde_json::Value;
 
@@ -28,6 +29,10 @@ pub(crate) struct PortableFlags {
     /// A native tool name removed from the agent (repeatable).
     #[arg(long, value_name = "TOOL")]
     deny_tool: Vec<String>,
+    /// A tool category whose every native tool is removed from the agent (repeatable):
+    /// shell, file_write, file_read or network.
+    #[arg(long, value_name = "CATEGORY", value_parser = category)]
+    deny_category: Vec<ToolCategory>,
     /// A JSON Schema file the answer must fit; the parsed answer is printed at the end.
     #[arg(long, value_name = "FILE")]
     json_schema: Option<PathBuf>,
@@ -42,6 +47,7 @@ impl PortableFlags {
         options.add_dirs = self.add_dir;
         options.allowed_tools = self.allow_tool;
         options.denied_tools = self.deny_tool;
+        options.denied_categories = self.deny_category.into_iter().collect();
         if let Some(path) = &self.mcp_config {
             options.mcp_servers = mcp_servers(&read_json(path)?).map_err(|e| format!("{}: {e}", path.display()))?;
         }
@@ -50,6 +56,12 @@ impl PortableFlags {
         }
         Ok(options)
     }
+}
+
+/// A category by its snake_case name, as permission events carry it.
+fn category(name: &str) -> Result<ToolCategory, String> {
+    let names = || agent_api::portable::DENIABLE_CATEGORIES.map(|c| c.as_str()).join(", ");
+    serde_json::from_value(Value::String(name.to_string())).map_err(|_| format!("unknown tool category {name:?} (one of {})", names()))
 }
 
 fn read_json(path: &Path) -> Result<Value, String> {

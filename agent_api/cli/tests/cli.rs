@@ -279,6 +279,18 @@ fn portable_flags_reach_the_request_and_an_agent_without_them_refuses_before_spa
 }
 
 #[test]
+fn a_denied_tool_category_is_named_by_its_capability_and_an_unknown_one_is_a_usage_error() {
+    let output = agent_api(&["run", "--agent", "scripted", "--deny-category", "shell", "hi"]);
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("agent_api.options.denied_tool_categories"), "{stderr}");
+    let unknown = agent_api(&["run", "--agent", "scripted", "--deny-category", "shel", "hi"]);
+    assert_eq!(unknown.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&unknown.stderr);
+    assert!(stderr.contains("unknown tool category") && stderr.contains("file_write"), "{stderr}");
+}
+
+#[test]
 fn a_json_schema_the_answer_does_not_fit_fails_the_run_with_the_validation_message() {
     let dir = tempfile::tempdir().unwrap();
     let schema = dir.path().join("schema.json");

@@ -24,6 +24,8 @@
 //! assert_eq!(types, ["session.started", "permission.requested", "permission.resolved"]);
 //! ```
 
+pub mod pre_approved;
+
 use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;

@@ -211,6 +211,12 @@ impl ProtocolHarness {
         std::mem::take(&mut self.outbox.lines).iter().map(|line| serde_json::from_slice(line).expect("sent lines are JSON")).collect()
     }
 
+    /// The bytes the protocol queued for the agent's stdin since the last call, as text: for a
+    /// one-way CLI that reads its prompt from stdin ([`Ctx::send_text`]).
+    pub fn take_sent_text(&mut self) -> String {
+        String::from_utf8_lossy(&std::mem::take(&mut self.outbox.lines).concat()).into_owned()
+    }
+
     /// How the protocol ended the session's current turn ([`Ctx::end_turn`]), if it did since
     /// the last call.
     pub fn take_turn_end(&mut self) -> Option<Result<RunCompletion, AgentError>> {

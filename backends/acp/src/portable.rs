@@ -5,7 +5,7 @@
 use agent_api::capabilities as caps;
 use agent_api::kit::CommandSpec;
 use agent_api::portable::{McpServer, OptionMapping, PortableOptions, PrivateFile, TextOrFile};
-use agent_api::{AgentError, RunRequest};
+use agent_api::{AgentError, RunRequest, ToolCategory};
 use serde_json::{json, Value};
 
 use crate::Flavor;
@@ -14,10 +14,27 @@ use crate::Flavor;
 const ACP_IMAGES: &str = "ACP session/prompt image blocks (base64; acp interface)";
 const ACP_ATTACHMENTS: &str = "ACP session/prompt resource_link blocks (acp interface)";
 
+/// Gemini CLI takes tool rules only from policy files: the SDK writes one for the run.
+const GEMINI_POLICY: &str = "--policy FILE (a 0600 TOML policy the SDK writes: allow / deny rules; local and bwrap only)";
+
+/// Gemini CLI's own tools by category: what a denied category removes.
+const GEMINI_TOOLS: &[(ToolCategory, &[&str])] = &[
+    (ToolCategory::Shell, &["run_shell_command"]),
+    (ToolCategory::FileWrite, &["write_file", "replace"]),
+    (ToolCategory::FileRead, &["read_file", "read_many_files", "glob", "grep_search", "list_directory"]),
+    (ToolCategory::Network, &["web_fetch", "google_web_search"]),
+];
+
 const GEMINI: &[OptionMapping] = &[
     OptionMapping::new(caps::SYSTEM_PROMPT, "GEMINI_SYSTEM_MD (a 0600 file the SDK writes for the run)"),
     OptionMapping::new(caps::ADD_DIRS, "--include-directories"),
     OptionMapping::new(caps::MCP_SERVERS, "ACP session/new mcpServers (acp interface)"),
+    OptionMapping::new(caps::ALLOWED_TOOLS, GEMINI_POLICY),
+    OptionMapping::new(caps::DENIED_TOOLS, GEMINI_POLICY),
+    OptionMapping::new(
+        caps::DENIED_TOOL_CATEGORIES,
+        "--policy FILE deny rule: run_shell_command; write_file, replace; read_file, read_many_files, glob, grep_search, list_directory; web_fetch, google_web_search",
+    ),
     OptionMapping::new(caps::OUTPUT_SCHEMA, agent_api::portable::SDK_SCHEMA),
     OptionMapping::new(caps::IMAGES, ACP_IMAGES),
     OptionMapping::new(caps::FILE_ATTACHMENTS, ACP_ATTACHMENTS),
@@ -30,6 +47,10 @@ const QWEN: &[OptionMapping] = &[
     OptionMapping::new(caps::MCP_SERVERS, "ACP session/new mcpServers; --mcp-config FILE (stream-json; the JSON through a far launcher)"),
     OptionMapping::new(caps::ALLOWED_TOOLS, "--allowed-tools"),
     OptionMapping::new(caps::DENIED_TOOLS, "--exclude-tools"),
+    OptionMapping::new(
+        caps::DENIED_TOOL_CATEGORIES,
+        "--exclude-tools: run_shell_command; edit, write_file; read_file, grep_search, glob, list_directory; web_fetch",
+    ),
     OptionMapping::new(caps::MAX_TURNS, "--max-session-turns"),
     OptionMapping::new(caps::OUTPUT_SCHEMA, "--json-schema (print); SDK schema in the prompt (acp, two-way stream-json)"),
     OptionMapping::new(caps::IMAGES, ACP_IMAGES),
@@ -67,7 +88,8 @@ pub fn cli_args(flavor: Flavor, portable: &PortableOptions, schema_flag: bool) -
     if let Some(text) = &portable.append_system_prompt {
         args.extend(["--append-system-prompt".to_string(), text.clone()]);
     }
-    for (flag, tools) in [("--allowed-tools", &portable.allowed_tools), ("--exclude-tools", &portable.denied_tools)] {
+    let denied = portable.denied_tool_names(crate::qwen::TOOLS);
+    for (flag, tools) in [("--allowed-tools", &portable.allowed_tools), ("--exclude-tools", &denied)] {
         for tool in tools {
             args.extend([flag.to_string(), tool.clone()]);
         }
@@ -118,6 +140,18 @@ impl RunFiles {
             },
             _ => {}
         }
+        if let (Flavor::Gemini, Some(policy)) = (flavor, gemini_policy(portable)) {
+            if !launcher.is_none_or(agent_api::kit::Launcher::is_local_filesystem) {
+                return Err(AgentError::InvalidRequest {
+                    reason:
+                        "Gemini CLI reads tool rules only from a policy file on the machine it runs on, which this launcher cannot carry"
+                            .into(),
+                });
+            }
+            let path = agent_api::portable::write_private_file("agent-api-policy-", ".toml", policy.as_bytes())?;
+            files.args.extend(["--policy".to_string(), path.display().to_string()]);
+            files.files.push(path);
+        }
         if flavor == Flavor::Qwen && stream_json && !portable.mcp_servers.is_empty() {
             // Qwen's `--mcp-config` takes a path or the JSON itself.
             match TextOrFile::for_launcher(launcher, &qwen_mcp_config(portable).to_string())? {
@@ -147,6 +181,25 @@ impl RunFiles {
         }
         spec
     }
+}
+
+/// The run's tool rules as a Gemini CLI policy file (TOML; a JSON string is a TOML basic string):
+/// every denied name (by name or category) excluded from the model, every allowed name approved
+/// without asking. `None` when the run has no tool rules.
+fn gemini_policy(portable: &PortableOptions) -> Option<String> {
+    let rule = |names: &[String], decision: &str| {
+        let names = serde_json::to_string(names).expect("strings serialize");
+        format!("[[rule]]\ntoolName = {names}\ndecision = \"{decision}\"\npriority = 999\n\n")
+    };
+    let denied = portable.denied_tool_names(GEMINI_TOOLS);
+    let mut policy = String::new();
+    if !denied.is_empty() {
+        policy.push_str(&rule(&denied, "deny"));
+    }
+    if !portable.allowed_tools.is_empty() {
+        policy.push_str(&rule(&portable.allowed_tools, "allow"));
+    }
+    (!policy.is_empty()).then_some(policy)
 }
 
 /// The `mcpServers` document of Qwen's `--mcp-config`: Qwen reads a server's `url` as SSE and
@@ -234,6 +287,24 @@ mod tests {
         let files = RunFiles::for_request(flavor, request, stream_json).unwrap();
         let spec = files.apply(CommandSpec::new("agent"));
         (spec.args.iter().map(|a| a.to_string_lossy().into_owned()).collect::<Vec<_>>().join(" "), spec, files)
+    }
+
+    #[test]
+    fn gemini_takes_tool_rules_as_a_policy_file_and_a_denied_category_as_its_tools() {
+        let portable = PortableOptions::default().allow_tool("read_file").deny_tool("web_fetch").deny_category(ToolCategory::Shell);
+        let request = RunRequest::new("hi").with_portable(portable);
+        let (args, _spec, _files) = run_files(Flavor::Gemini, &request, false);
+        let path = args.strip_prefix("--policy ").expect("--policy FILE");
+        assert!(path.ends_with(".toml"), "Gemini loads only .toml policy files: {path}");
+        let policy = std::fs::read_to_string(path).unwrap();
+        assert_eq!(
+            policy,
+            "[[rule]]\ntoolName = [\"web_fetch\",\"run_shell_command\"]\ndecision = \"deny\"\npriority = 999\n\n\
+             [[rule]]\ntoolName = [\"read_file\"]\ndecision = \"allow\"\npriority = 999\n\n"
+        );
+        let far = request.with_launcher(agent_api::kit::Launcher::Prefix(vec!["env".into()]));
+        assert!(matches!(RunFiles::for_request(Flavor::Gemini, &far, false), Err(AgentError::InvalidRequest { .. })));
+        assert!(run_files(Flavor::Gemini, &RunRequest::new("hi"), false).0.is_empty(), "no rules, no policy");
     }
 
     #[test]

@@ -10,8 +10,10 @@
 //!   `--permission-prompt-tool` is refused); the prompt, the answers and the `interrupt` go in on
 //!   stdin as for Claude Code. Qwen's `initialize` answer differs from Claude's and is not used.
 //! - [`QwenInterface::Print`]: `qwen -p PROMPT --output-format stream-json`, one-way. Qwen cannot
-//!   ask here; `RunRequest::skip_permission_prompts` passes `--yolo` (nothing is asked, every
-//!   tool runs), otherwise tools that need a permission are denied by Qwen.
+//!   ask here, so the run's policy becomes `--allowed-tools` ([`TOOLS`] for each approved
+//!   category, `mcp__SERVER` for the run's MCP servers when MCP is approved) and Qwen denies the
+//!   rest; `RunRequest::skip_permission_prompts` passes `--yolo` (nothing is asked, every tool
+//!   runs).
 //!
 //! In both, Qwen reports a failed model request as a *successful* `result` whose text starts with
 //! `[API Error: …]`; [`api_error_result`] makes that one typed terminal error with its status.
@@ -36,7 +38,7 @@
 
 use agent_api::kit::driver::{parse_value, ExitInfo, Unparsed};
 use agent_api::kit::{CommandSpec, Ctx, Protocol};
-use agent_api::{AgentError, ControlCommand, RunCompletion, RunRequest, SessionSelector};
+use agent_api::{AgentError, ControlCommand, RunCompletion, RunRequest, SessionSelector, ToolCategory};
 use agent_api_claude_code::ClaudeProtocol;
 use serde_json::Value;
 
@@ -44,6 +46,15 @@ use crate::{errors, AcpBackend, QwenInterface, QwenOptions};
 
 /// The text Qwen puts at the start of a `result` that is a failed model request.
 pub const API_ERROR_PREFIX: &str = "[API Error:";
+
+/// Qwen's own tools by category: what a print run's policy pre-approves and what a denied
+/// category removes.
+pub const TOOLS: &[(ToolCategory, &[&str])] = &[
+    (ToolCategory::Shell, &["run_shell_command"]),
+    (ToolCategory::FileWrite, &["edit", "write_file"]),
+    (ToolCategory::Network, &["web_fetch"]),
+    (ToolCategory::FileRead, &["read_file", "grep_search", "glob", "list_directory"]),
+];
 
 /// The stream-json interface a run asked for; `None` for ACP.
 pub fn stream_json_interface(request: &RunRequest) -> Result<Option<QwenInterface>, AgentError> {
@@ -82,6 +93,11 @@ pub fn stream_json(
     }
     if request.skip_permission_prompts {
         spec = spec.arg("--yolo");
+    }
+    if !two_way {
+        for tool in agent_api::kit::hitl::pre_approved::allowed_tools(&request.permissions, TOOLS, &request.portable) {
+            spec = spec.args(["--allowed-tools".to_string(), tool]);
+        }
     }
     spec = spec.args(crate::portable::cli_args(crate::Flavor::Qwen, &request.portable, !two_way));
     match &request.session {

@@ -214,6 +214,45 @@ async fn a_system_prompt_replaces_geminis_own_on_both_interfaces() {
     }
 }
 
+/// Tool rules reach Gemini through the policy file the SDK writes (`--policy`): a denied name and
+/// every tool of a denied category are not offered to the model, on both interfaces; the rest is.
+/// (Headless Gemini offers no write or shell tool without an approval mode: there the network
+/// category and the denied name are what the check sees go.)
+#[tokio::test]
+async fn denied_tools_and_categories_are_not_offered_on_both_interfaces() {
+    use agent_api::portable::PortableOptions;
+    use agent_api::ToolCategory;
+    let headless = GeminiOptions::default().interface(GeminiInterface::Headless);
+    for options in [GeminiOptions::default(), headless] {
+        let Some((server, sandbox)) = setup("text").await else { return };
+        let portable = PortableOptions::default()
+            .deny_tool("glob")
+            .deny_category(ToolCategory::FileWrite)
+            .deny_category(ToolCategory::Network)
+            .allow_tool("read_file");
+        let request = request("say hi").with_options(&options).with_portable(portable);
+        let run = drive(&backend(&sandbox), request, Some(PermissionDecision::Allow), false).await;
+        assert_conformant(&run);
+        assert_eq!(run.completion.as_ref().unwrap().final_text.as_deref(), Some("Hello from mock"));
+        let main = server.requests().into_iter().rev().find(|r| r.body.get("tools").is_some()).expect("a request with tools").body;
+        let offered: Vec<String> = main["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|t| t["functionDeclarations"].as_array().cloned().unwrap_or_default())
+            .filter_map(|f| f["name"].as_str().map(String::from))
+            .collect();
+        for gone in ["glob", "write_file", "replace", "web_fetch", "google_web_search"] {
+            assert!(!offered.iter().any(|n| n == gone), "{options:?}: {gone} offered: {offered:?}");
+        }
+        let kept: &[&str] =
+            if options.interface.is_none() { &["read_file", "grep_search", "run_shell_command"] } else { &["read_file", "grep_search"] };
+        for kept in kept {
+            assert!(offered.iter().any(|n| n == kept), "{options:?}: {kept} not offered: {offered:?}");
+        }
+    }
+}
+
 /// The same scenarios with Gemini inside bubblewrap: the ACP stdio runs over the launcher unchanged.
 mod through_bwrap {
     use super::*;

@@ -48,6 +48,12 @@ async fn e2e_qwen_finds_the_deferred_caller_tool_calls_it_and_its_server_is_gone
     check(Cli::Qwen, AcpBackend::qwen, |r| r).await;
 }
 
+/// Print mode cannot ask: the approve-all policy pre-approves the server (`--allowed-tools mcp__NAME`).
+#[tokio::test]
+async fn e2e_qwen_print_calls_a_caller_tool_its_policy_pre_approves() {
+    check(Cli::Qwen, AcpBackend::qwen, |r| r.with_options(&QwenOptions::default().interface(QwenInterface::Print))).await;
+}
+
 #[tokio::test]
 async fn e2e_qwen_stream_json_calls_a_caller_tool_served_as_a_streamable_http_server() {
     check(Cli::Qwen, AcpBackend::qwen, |r| r.with_options(&QwenOptions::default().interface(QwenInterface::StreamJson))).await;

@@ -230,7 +230,7 @@ async fn stream_json_and_print_api_errors_are_one_typed_terminal_error() {
 }
 
 #[tokio::test]
-async fn print_text_and_shell_with_the_explicit_dont_ask_option() {
+async fn print_text_and_shell_pre_approved_by_the_policy_or_with_the_explicit_dont_ask_option() {
     let Some((_server, sandbox)) = setup("text").await else { return };
     let run = drive(&backend(&sandbox), print("say hi"), None, false).await;
     assert_conformant(&run);
@@ -241,6 +241,13 @@ async fn print_text_and_shell_with_the_explicit_dont_ask_option() {
     assert_conformant(&run);
     assert!(run.completion.is_ok(), "{:?}", run.completion);
     assert!(!sandbox.cwd.join("out.txt").exists(), "without the option Qwen does not run the command");
+    // A policy that approves shell commands is Qwen's own pre-approval (`--allowed-tools`).
+    let Some((_server, sandbox)) = setup("shell").await else { return };
+    let approving = print("run the command").with_permissions(PermissionPolicy::ApproveAll);
+    let run = drive(&backend(&sandbox), approving, None, false).await;
+    assert_conformant(&run);
+    assert!(run.completion.is_ok(), "{:?}", run.completion);
+    assert!(sandbox.cwd.join("out.txt").exists(), "the approve-all policy pre-approved the shell tool");
     let Some((_server, sandbox)) = setup("shell").await else { return };
     let run = drive(&backend(&sandbox), print("run the command").with_skip_permission_prompts(true), None, false).await;
     assert_conformant(&run);
@@ -276,7 +283,8 @@ async fn acp_system_prompt_extra_directory_and_denied_tool_reach_the_model_reque
             .system_prompt("SYSTEM-MARKER-7 you are terse")
             .append_system_prompt("APPEND-MARKER-9")
             .add_dir(extra.path())
-            .deny_tool("run_shell_command");
+            .deny_tool("run_shell_command")
+            .deny_category(agent_api::ToolCategory::FileWrite);
         let request = if over_stream_json { stream_json("say hi") } else { request("say hi") }.with_portable(portable);
         let run = drive(&backend(&sandbox), request, Some(PermissionDecision::Allow), false).await;
         assert!(run.completion.is_ok(), "{:?}", run.completion);
@@ -292,7 +300,8 @@ fn assert_reaches_the_model(server: &ModelServer, extra: &tempfile::TempDir) {
     assert!(text.contains("APPEND-MARKER-9"), "the appended prompt is not in the request");
     assert!(text.contains(&*extra.path().to_string_lossy()), "the extra directory is not in the request");
     let offered: Vec<&str> = main["tools"].as_array().unwrap().iter().filter_map(|t| t["function"]["name"].as_str()).collect();
-    assert!(!offered.is_empty() && !offered.contains(&"run_shell_command"), "{offered:?}");
+    assert!(offered.contains(&"read_file") && !offered.contains(&"run_shell_command"), "{offered:?}");
+    assert!(!offered.contains(&"edit") && !offered.contains(&"write_file"), "a file_write tool stayed: {offered:?}");
 }
 
 /// Qwen's ACP inside bubblewrap: the stdio protocol runs over the launcher unchanged.

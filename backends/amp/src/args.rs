@@ -2,7 +2,7 @@
 //! shell string), environment, working directory and settings file; and the credentials check
 //! that runs before anything is spawned.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use agent_api::kit::CommandSpec;
 use agent_api::{AgentError, RunRequest, SessionSelector};
@@ -48,6 +48,9 @@ pub fn check_credentials(config: &AmpConfig, request: &RunRequest) -> Result<(),
     })
 }
 
+/// What amp reads from its environment: credentials and the service's address.
+pub const READS_ENV: &[&str] = &[API_KEY_VAR, "AMP_URL"];
+
 /// The command, settings and channel of a run. `two_way_session` asks for a session (two-way
 /// whatever the options say).
 pub fn invocation(config: &AmpConfig, request: &RunRequest, two_way_session: bool) -> Result<Invocation, AgentError> {
@@ -74,14 +77,21 @@ pub fn invocation(config: &AmpConfig, request: &RunRequest, two_way_session: boo
         spec = spec.arg("--stream-json-input").with_stdin();
     }
     let (settings, files) = settings(config, &options)?;
+    // The run's directory (settings, the delegate link, its channel and socket): a sandbox binds
+    // it in, so the delegate amp runs there still reaches this run.
+    let run_dir = settings.parent().map(Path::to_path_buf);
     spec = spec.arg("--settings-file").arg(settings);
     spec = flags(spec, &options);
-    for (key, value) in config.env.iter().chain(request.env.iter()) {
+    for (key, value) in &config.env {
         spec = spec.env(key, value);
     }
     spec.clear_env = !config.inherit_env;
-    if let Some(dir) = request.working_dir.clone().or_else(|| config.working_dir.clone()) {
+    if let Some(dir) = &config.working_dir {
         spec = spec.cwd(dir);
+    }
+    spec = spec.for_request(request).reads_env(READS_ENV);
+    if let Some(dir) = run_dir {
+        spec = spec.local_file(dir);
     }
     Ok(Invocation { spec, interface, files })
 }

@@ -225,6 +225,9 @@ impl AgentBackend for AmpBackend {
             caps::COMMAND_EXECUTION,
             caps::FILE_CHANGES,
             caps::USAGE,
+            // Where the delegate still reaches the run's channel: on this machine's filesystem.
+            caps::LAUNCHER_LOCAL,
+            caps::LAUNCHER_BWRAP,
             CAP_CLI_OPTIONS,
             CAP_DANGEROUSLY_ALLOW_ALL,
             CAP_TRANSCRIPT_ONLY,

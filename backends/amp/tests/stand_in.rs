@@ -89,6 +89,23 @@ async fn the_policy_decides_and_still_shows_each_request() {
     assert_eq!(run.of_type("permission.requested").count(), 0);
 }
 
+/// Inside bubblewrap, whose fresh `/tmp` would hide the run's directory: the kit binds it in, so
+/// the delegate amp runs in the sandbox reaches the run's channel, and the caller decides.
+#[tokio::test]
+async fn through_bwrap_the_delegate_still_asks_the_caller() {
+    let bwrap = agent_api_conformance::launchers::bwrap_launcher();
+    for (decision, status) in
+        [(PermissionDecision::Allow, PermissionStatus::Approved), (PermissionDecision::Deny { message: None }, PermissionStatus::Denied)]
+    {
+        let request = RunRequest::new("Run echo hello").with_permissions(PermissionPolicy::Ask).with_launcher(bwrap.clone());
+        let run = run(&backend("shell.stdout.jsonl"), request, Answers::permissions(decision)).await;
+        assert_eq!(resolutions(&run), [("Bash: echo hello".to_string(), status)]);
+        assert_eq!(run.completion.as_ref().unwrap().launcher.as_deref(), Some("bwrap"));
+    }
+    let far = RunRequest::new("x").with_launcher(agent_api::kit::Launcher::Prefix(vec!["env".into()]));
+    assert!(matches!(backend("text.stdout.jsonl").run(far).await, Err(AgentError::UnsupportedCapability { .. })));
+}
+
 #[tokio::test]
 async fn file_edits_are_file_changes() {
     let request = RunRequest::new("Edit").with_permissions(PermissionPolicy::ApproveAll);

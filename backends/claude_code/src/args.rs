@@ -3,7 +3,7 @@
 
 use agent_api::capabilities as caps;
 use agent_api::kit::CommandSpec;
-use agent_api::portable::OptionMapping;
+use agent_api::portable::{OptionMapping, PortableOptions};
 use agent_api::{AgentError, PermissionPolicy, PermissionRule, RunRequest, SessionSelector, ToolCategory};
 use serde::{Deserialize, Serialize};
 
@@ -36,6 +36,10 @@ pub const OPTION_MAPPINGS: &[OptionMapping] = &[
     OptionMapping::new(caps::MCP_SERVERS, "--mcp-config FILE (mcpServers JSON, mode 0600)"),
     OptionMapping::new(caps::ALLOWED_TOOLS, "--allowedTools"),
     OptionMapping::new(caps::DENIED_TOOLS, "--disallowedTools"),
+    OptionMapping::new(
+        caps::DENIED_TOOL_CATEGORIES,
+        "--disallowedTools: Bash; Write, Edit, MultiEdit, NotebookEdit; Read, Glob, Grep; WebFetch, WebSearch",
+    ),
     OptionMapping::new(caps::MAX_TURNS, "--max-turns"),
     OptionMapping::new(caps::MAX_BUDGET_USD, "--max-budget-usd"),
     OptionMapping::new(caps::OUTPUT_SCHEMA, "--json-schema"),
@@ -182,20 +186,22 @@ pub struct Invocation {
 
 /// Print mode's static form of a policy (it has no request channel, so nothing can be asked or
 /// approved one by one): the native permission mode and the tools pre-approved with
-/// `--allowedTools`. Whatever is not pre-approved is denied by the CLI itself. The two-way mode
-/// passes nothing: every request comes to `agent_api::kit::hitl`, which applies the policy.
-fn print_policy(policy: &PermissionPolicy) -> (Option<PermissionMode>, Vec<&'static str>) {
-    const TOOLS: [(ToolCategory, &[&str]); 4] = [
-        (ToolCategory::Shell, &["Bash"]),
-        (ToolCategory::FileWrite, &["Write", "Edit", "MultiEdit", "NotebookEdit"]),
-        (ToolCategory::Network, &["WebFetch", "WebSearch"]),
-        (ToolCategory::FileRead, &["Read", "Glob", "Grep"]),
-    ];
-    let approved = |category| policy.rule(category) == PermissionRule::Approve;
-    let mode = approved(ToolCategory::FileWrite).then_some(PermissionMode::AcceptEdits);
-    let tools = TOOLS.iter().filter(|(category, _)| approved(*category)).flat_map(|(_, names)| names.iter().copied()).collect();
-    (mode, tools)
+/// `--allowedTools`, the run's MCP servers among them. Whatever is not pre-approved is denied by
+/// the CLI itself. The two-way mode passes nothing: every request comes to
+/// `agent_api::kit::hitl`, which applies the policy.
+fn print_policy(policy: &PermissionPolicy, portable: &PortableOptions) -> (Option<PermissionMode>, Vec<String>) {
+    let mode = (policy.rule(ToolCategory::FileWrite) == PermissionRule::Approve).then_some(PermissionMode::AcceptEdits);
+    (mode, agent_api::kit::hitl::pre_approved::allowed_tools(policy, TOOLS, portable))
 }
+
+/// Claude Code's own tools by category: what print mode pre-approves and what a denied category
+/// removes.
+const TOOLS: &[(ToolCategory, &[&str])] = &[
+    (ToolCategory::Shell, &["Bash"]),
+    (ToolCategory::FileWrite, &["Write", "Edit", "MultiEdit", "NotebookEdit"]),
+    (ToolCategory::Network, &["WebFetch", "WebSearch"]),
+    (ToolCategory::FileRead, &["Read", "Glob", "Grep"]),
+];
 
 /// `flag TEXT`, or `flag-file PATH` with the text in a private file where the agent can read this
 /// machine's files (Claude Code takes both forms for its system prompts).
@@ -242,8 +248,8 @@ pub fn invocation(config: &ClaudeCodeConfig, request: &RunRequest) -> Result<Inv
         SessionSelector::Fork(id) => spec = spec.arg("--resume").arg(&id.id).arg("--fork-session"),
         other => return Err(AgentError::InvalidRequest { reason: format!("unsupported session selector {other:?}") }),
     }
-    let (policy_mode, allowed) = if mode == Mode::Print { print_policy(&request.permissions) } else { (None, Vec::new()) };
-    let mut allowed_tools: Vec<String> = allowed.into_iter().map(str::to_string).collect();
+    let (policy_mode, mut allowed_tools) =
+        if mode == Mode::Print { print_policy(&request.permissions, &request.portable) } else { (None, Vec::new()) };
     let skip_prompts = request.skip_permission_prompts.then_some(PermissionMode::BypassPermissions);
     let permission_mode = options.permission_mode.or(skip_prompts).or(policy_mode);
     let bypass = permission_mode == Some(PermissionMode::BypassPermissions);
@@ -255,9 +261,10 @@ pub fn invocation(config: &ClaudeCodeConfig, request: &RunRequest) -> Result<Inv
     if !allowed_tools.is_empty() {
         spec = spec.arg("--allowedTools").arg(allowed_tools.join(","));
     }
-    let denied: Vec<&String> = portable.denied_tools.iter().chain(&options.disallowed_tools).collect();
+    let mut denied = portable.denied_tool_names(TOOLS);
+    denied.extend(options.disallowed_tools);
     if !denied.is_empty() {
-        spec = spec.arg("--disallowedTools").arg(denied.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(","));
+        spec = spec.arg("--disallowedTools").arg(denied.join(","));
     }
     for dir in portable.add_dirs.iter().map(|d| d.as_os_str()).chain(options.extra_dirs.iter().map(std::ffi::OsStr::new)) {
         spec = spec.arg("--add-dir").arg(dir);
@@ -386,6 +393,8 @@ mod tests {
             .add_dir("/p")
             .allow_tool("Read")
             .deny_tool("WebFetch")
+            .deny_category(ToolCategory::Shell)
+            .deny_category(ToolCategory::Network)
             .max_turns(4)
             .max_budget_usd(0.5)
             .mcp_server("files", McpServer::stdio("mcp-files", ["--root", "/srv"]))
@@ -406,7 +415,8 @@ mod tests {
         for want in [
             "--add-dir /p --add-dir /e",
             "--allowedTools Read",
-            "--disallowedTools WebFetch,Bash",
+            // A category's tools join the names once (WebFetch is both named and in network).
+            "--disallowedTools WebFetch,Bash,WebSearch",
             "--max-turns 4",
             "--max-budget-usd 0.5",
             r#"--json-schema {"type":"object"}"#,
@@ -470,6 +480,14 @@ mod tests {
         let shell_only = PermissionPolicy::ByCategory([(ToolCategory::Shell, PermissionRule::Approve)].into_iter().collect());
         let args = argv(&print(shell_only)).join(" ");
         assert!(args.contains("--allowedTools Bash") && !args.contains("--permission-mode"), "{args}");
+        // The caller tools' server (any MCP server of the run) is pre-approved with MCP tools.
+        let portable = agent_api::portable::PortableOptions::default()
+            .mcp_server("caller_tools", agent_api::portable::McpServer::http("http://127.0.0.1:9/mcp"));
+        let mcp_only = PermissionPolicy::ByCategory([(ToolCategory::Mcp, PermissionRule::Approve)].into_iter().collect());
+        let args = argv(&print(mcp_only).with_portable(portable.clone())).join(" ");
+        assert!(args.contains("--allowedTools mcp__caller_tools"), "{args}");
+        let args = argv(&print(PermissionPolicy::Ask).with_portable(portable)).join(" ");
+        assert!(!args.contains("--allowedTools"), "{args}");
     }
 
     #[test]

@@ -433,14 +433,16 @@ async fn e2e_a_system_prompt_and_a_denied_tool_reach_the_model_request() {
     let portable = PortableOptions::default()
         .system_prompt("SYSTEM-MARKER-7 you are a terse assistant")
         .append_system_prompt("APPEND-MARKER-9")
-        .deny_tool("WebFetch");
+        .deny_tool("WebFetch")
+        .deny_category(agent_api::ToolCategory::FileWrite);
     let run = record(backend(&sandbox).run(request("say hello").with_portable(portable)).await.unwrap()).await;
     assert_eq!(run.completion.as_ref().unwrap().final_text.as_deref(), Some("Hello from mock"));
     let main = main_request(&server);
     let system = main["system"].to_string();
     assert!(system.contains("SYSTEM-MARKER-7") && system.contains("APPEND-MARKER-9"), "{system}");
     let offered: Vec<&str> = main["tools"].as_array().unwrap().iter().filter_map(|t| t["name"].as_str()).collect();
-    assert!(offered.contains(&"Bash") && !offered.contains(&"WebFetch"), "{offered:?}");
+    assert!(offered.contains(&"Bash") && offered.contains(&"Read") && !offered.contains(&"WebFetch"), "{offered:?}");
+    assert!(!offered.iter().any(|n| ["Write", "Edit", "MultiEdit", "NotebookEdit"].contains(n)), "a file_write tool stayed: {offered:?}");
 }
 
 #[tokio::test]

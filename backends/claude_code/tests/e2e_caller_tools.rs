@@ -1,11 +1,11 @@
 //! End to end with the real Claude Code CLI on the bench: a caller-defined tool served over MCP
-//! (`--mcp-config FILE`), here and inside bubblewrap. One test, so no other server of this process
+//! (`--mcp-config FILE`), here, inside bubblewrap and in print mode. One test, so no other server of this process
 //! starts meanwhile.
 
 use std::time::Duration;
 
 use agent_api::{PermissionPolicy, RunRequest};
-use agent_api_claude_code::{ClaudeCodeBackend, ClaudeCodeConfig};
+use agent_api_claude_code::{ClaudeCodeBackend, ClaudeCodeConfig, ClaudeCodeOptions, Mode};
 use agent_api_conformance::caller_tools::{assert_gone_after_cancel, assert_round_trip};
 use agent_bench::{Cli, ModelServer, Sandbox};
 
@@ -33,4 +33,6 @@ async fn e2e_a_caller_tool_round_trips_and_its_server_is_gone_after_the_run_and_
     assert_gone_after_cancel(&backend(&sandbox), request()).await;
     // In a sandbox, whose fresh /tmp hides the `--mcp-config` file unless the kit binds it in.
     assert_round_trip(&backend(&sandbox), request().with_launcher(agent_api_conformance::launchers::bwrap_launcher())).await;
+    // Print mode cannot ask: a policy approving MCP tools pre-approves the caller tools' server.
+    assert_round_trip(&backend(&sandbox), request().with_options(&ClaudeCodeOptions::default().mode(Mode::Print))).await;
 }

@@ -263,7 +263,8 @@ impl AgentBackend for OpenCodeBackend {
             Interface::Run => {
                 let spec = run::command_spec(&self.config, &request, options.thinking.unwrap_or(true))?;
                 let transport = Transport::spawn(&spec, settings.line_cap)?;
-                Ok(start_run(settings, transport, Box::new(run::RunProtocol::default())))
+                let protocol = run::RunProtocol::live(request.prompt.text.clone());
+                Ok(start_run(settings, transport, Box::new(protocol)))
             }
             Interface::Serve => serve::start(&self.config, &self.servers, request, settings).await,
             Interface::Acp => {

@@ -6,7 +6,7 @@
 use agent_api::capabilities as caps;
 use agent_api::kit::CommandSpec;
 use agent_api::portable::{McpServer, OptionMapping, PortableOptions, PrivateFile, TextOrFile};
-use agent_api::{AgentError, RunRequest};
+use agent_api::{AgentError, RunRequest, ToolCategory};
 use serde_json::{json, Map, Value};
 
 /// The variable OpenCode reads extra config from (JSON, merged over its config files).
@@ -18,6 +18,10 @@ pub const MAPPINGS: &[OptionMapping] = &[
     OptionMapping::new(caps::APPEND_SYSTEM_PROMPT, "config instructions: a 0600 file the SDK writes (local and bwrap only)"),
     OptionMapping::new(caps::MCP_SERVERS, "config mcp.NAME {type: local|remote} (OPENCODE_CONFIG_CONTENT)"),
     OptionMapping::new(caps::DENIED_TOOLS, "config tools.NAME = false (not offered to the model)"),
+    OptionMapping::new(
+        caps::DENIED_TOOL_CATEGORIES,
+        "config tools.NAME = false: bash; edit, write, patch; read, glob, grep, list; webfetch, websearch",
+    ),
     OptionMapping::new(caps::OUTPUT_SCHEMA, agent_api::portable::SDK_SCHEMA),
     OptionMapping::new(caps::IMAGES, "-f FILE (run); file part with a data: URL (serve); ACP image block (acp)"),
 ];
@@ -53,8 +57,9 @@ fn config_of(request: &RunRequest) -> Result<(Option<Value>, Vec<PrivateFile>), 
             portable.mcp_servers.iter().filter_map(|(name, s)| Some((name.clone(), mcp_server(s)?))).collect();
         config.insert("mcp".into(), Value::Object(servers));
     }
-    if !portable.denied_tools.is_empty() {
-        let tools: Map<String, Value> = portable.denied_tools.iter().map(|name| (name.clone(), Value::Bool(false))).collect();
+    let denied = portable.denied_tool_names(TOOLS);
+    if !denied.is_empty() {
+        let tools: Map<String, Value> = denied.into_iter().map(|name| (name, Value::Bool(false))).collect();
         // The agent's own list too: the acp interface applies the agent's, not the global one.
         build.insert("tools".into(), Value::Object(tools.clone()));
         config.insert("tools".into(), Value::Object(tools));
@@ -64,6 +69,14 @@ fn config_of(request: &RunRequest) -> Result<(Option<Value>, Vec<PrivateFile>), 
     }
     Ok(((!config.is_empty()).then_some(Value::Object(config)), files))
 }
+
+/// OpenCode's own tools by category, as its `tools` config names them: what a denied category removes.
+const TOOLS: &[(ToolCategory, &[&str])] = &[
+    (ToolCategory::Shell, &["bash"]),
+    (ToolCategory::FileWrite, &["edit", "write", "patch"]),
+    (ToolCategory::FileRead, &["read", "glob", "grep", "list"]),
+    (ToolCategory::Network, &["webfetch", "websearch"]),
+];
 
 /// One MCP server in OpenCode's config shape (`command` is one array; `environment`, `headers`).
 fn mcp_server(server: &McpServer) -> Option<Value> {

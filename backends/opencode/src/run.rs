@@ -27,14 +27,22 @@ struct RunLine {
     error: Option<NativeError>,
 }
 
-/// The `run` converter (the same for live runs and replay: `run` takes no input).
+/// The `run` converter, the same for live runs and replay; a live run first writes its prompt.
 #[derive(Debug, Default)]
 pub struct RunProtocol {
+    prompt: Option<String>,
     parts: Parts,
     error: Option<NativeError>,
 }
 
 impl RunProtocol {
+    /// A live run that writes `prompt` to OpenCode's stdin and closes it: `opencode run` reads
+    /// a piped stdin as its message, so the prompt never meets the argv size limit and never
+    /// shows in `ps`.
+    pub fn live(prompt: impl Into<String>) -> Self {
+        Self { prompt: Some(prompt.into()), ..Self::default() }
+    }
+
     fn on_run_line(&mut self, line: RunLine, ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
         let t = &mut *ctx.transcript;
         if let Some(id) = &line.session_id {
@@ -57,6 +65,14 @@ impl RunProtocol {
 impl Protocol for RunProtocol {
     fn name(&self) -> &'static str {
         "opencode.run"
+    }
+
+    fn start(&mut self, ctx: &mut Ctx<'_>) -> Result<(), AgentError> {
+        if let Some(prompt) = self.prompt.take() {
+            ctx.send_text(&prompt);
+            ctx.close_input();
+        }
+        Ok(())
     }
 
     fn on_line(&mut self, line: &[u8], ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
@@ -85,8 +101,8 @@ impl Protocol for RunProtocol {
     }
 }
 
-/// `opencode run --format json [-m MODEL] [--thinking] [--session ID|--continue] [--fork] PROMPT`,
-/// with stdin at /dev/null.
+/// `opencode run --format json [-m MODEL] [--thinking] [--session ID|--continue] [--fork] [-f IMAGE]…`,
+/// with the prompt on stdin (see [`RunProtocol::live`]).
 pub fn command_spec(config: &OpenCodeConfig, request: &RunRequest, thinking: bool) -> Result<CommandSpec, AgentError> {
     let mut args: Vec<String> = ["run", "--format", "json"].map(String::from).to_vec();
     if let Some(model) = &request.model {
@@ -110,10 +126,7 @@ pub fn command_spec(config: &OpenCodeConfig, request: &RunRequest, thinking: boo
     for image in &images {
         args.extend(["-f".to_string(), image.path.display().to_string()]);
     }
-    // The prompt after `--`, so a prompt starting with `-` is never read as a flag.
-    args.push("--".into());
-    args.push(request.prompt.text.clone());
-    let spec = crate::base_spec(config, request)?.args(args);
+    let spec = crate::base_spec(config, request)?.args(args).with_stdin();
     Ok(images.into_iter().fold(spec, |spec, image| spec.local_file(image.path)))
 }
 
@@ -126,13 +139,21 @@ mod tests {
     }
 
     #[test]
-    fn argv_carries_model_session_and_the_prompt_after_the_options() {
+    fn argv_carries_model_and_session_but_never_the_prompt() {
         let request = RunRequest::new("-x looks like a flag").with_model("mock/m").with_session(SessionSelector::Fork("ses_1".into()));
-        assert_eq!(
-            args(request),
-            ["run", "--format", "json", "-m", "mock/m", "--thinking", "--session", "ses_1", "--fork", "--", "-x looks like a flag"]
-        );
+        assert_eq!(args(request), ["run", "--format", "json", "-m", "mock/m", "--thinking", "--session", "ses_1", "--fork"]);
         let skip = args(RunRequest::new("hi").with_skip_permission_prompts(true).with_session(SessionSelector::ResumeLast));
-        assert_eq!(skip, ["run", "--format", "json", "--thinking", "--auto", "--continue", "--", "hi"]);
+        assert_eq!(skip, ["run", "--format", "json", "--thinking", "--auto", "--continue"]);
+        let spec = command_spec(&OpenCodeConfig::default(), &RunRequest::new("hi"), false).unwrap();
+        assert!(spec.stdin, "the prompt goes to stdin");
+    }
+
+    #[test]
+    fn a_live_run_writes_its_prompt_to_stdin_then_closes_it() {
+        let mut harness = agent_api::kit::driver::ProtocolHarness::new();
+        let mut protocol = RunProtocol::live("line one\nline two");
+        protocol.start(&mut harness.ctx()).unwrap();
+        assert_eq!(harness.take_sent_text(), "line one\nline two");
+        assert!(harness.input_closed());
     }
 }

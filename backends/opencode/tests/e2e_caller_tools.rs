@@ -10,10 +10,9 @@ use agent_api_opencode::Interface;
 use common::*;
 
 #[tokio::test]
-async fn a_caller_tool_round_trips_on_run_and_serve_and_its_server_goes_with_the_run() {
-    // Not the acp interface yet: the call reaches the tool there too, but ACP's tool call names only
-    // its kind (`other`) and the model's call id, so the tools facet cannot name the tool.
-    for interface in [Interface::Run, Interface::Serve] {
+async fn a_caller_tool_round_trips_on_every_interface_and_its_server_goes_with_the_run() {
+    // Over ACP the call's kind is `other`; the SDK names it by the call's title.
+    for interface in [Interface::Run, Interface::Serve, Interface::Acp] {
         let Some((_server, sandbox)) = setup("caller_tool").await else { return };
         let request = || RunRequest::new("what is the forecast in Paris?").with_permissions(PermissionPolicy::ApproveAll);
         assert_round_trip(&backend(&sandbox, interface), request()).await;

@@ -15,7 +15,8 @@ async fn a_system_prompt_appended_instructions_and_a_denied_tool_reach_the_model
         let portable = PortableOptions::default()
             .system_prompt("SYSTEM-MARKER-7 you are terse")
             .append_system_prompt("APPEND-MARKER-9")
-            .deny_tool("bash");
+            .deny_tool("bash")
+            .deny_category(agent_api::ToolCategory::FileWrite);
         let run =
             drive(&backend(&sandbox, interface), RunRequest::new("say hi").with_portable(portable), PermissionDecision::Allow, false).await;
         assert!(run.completion.is_ok(), "{interface:?}: {:?}", run.completion);
@@ -24,6 +25,7 @@ async fn a_system_prompt_appended_instructions_and_a_denied_tool_reach_the_model
         assert!(text.contains("SYSTEM-MARKER-7"), "{interface:?}: the system prompt is not in the request");
         assert!(text.contains("APPEND-MARKER-9"), "{interface:?}: the appended instructions are not in the request");
         let offered: Vec<&str> = main["tools"].as_array().unwrap().iter().filter_map(|t| t["function"]["name"].as_str()).collect();
-        assert!(!offered.is_empty() && !offered.contains(&"bash"), "{interface:?}: {offered:?}");
+        assert!(offered.contains(&"read") && !offered.contains(&"bash"), "{interface:?}: {offered:?}");
+        assert!(!offered.iter().any(|n| ["edit", "write", "patch"].contains(n)), "{interface:?}: a file_write tool stayed: {offered:?}");
     }
 }

@@ -22,6 +22,21 @@ async fn run_text_reasoning_and_usage() {
     assert!(run.wrapper.iter().any(|e| e.is_on(&Channel::Reasoning)), "{:?}", run.types());
 }
 
+/// Linux refuses one argv string over 128 KiB (`MAX_ARG_STRLEN`); on stdin the prompt has no limit.
+#[tokio::test]
+async fn run_takes_its_prompt_on_stdin_so_a_prompt_past_the_argv_limit_reaches_the_model_whole() {
+    let Some((server, sandbox)) = setup("text").await else { return };
+    let prompt = format!("{}END-OF-LONG-PROMPT", "context line\n".repeat(200 * 1024 / 13));
+    assert!(prompt.len() > 128 * 1024);
+    let run = drive(&backend(&sandbox, Interface::Run), RunRequest::new(prompt), PermissionDecision::Allow, false).await;
+    assert_conformant(&run);
+    let done = run.completion.as_ref().expect("the run completes");
+    assert_eq!(done.final_text.as_deref(), Some("Hello from mock"));
+    let requests = server.requests();
+    assert!(requests.iter().any(|r| r.body.to_string().contains("END-OF-LONG-PROMPT")), "the whole prompt reached the model");
+    wait_until_gone(&sandbox.cwd).await;
+}
+
 #[tokio::test]
 async fn run_shell_runs_with_exit_code_and_output_size() {
     let Some((_server, sandbox)) = setup("shell").await else { return };

@@ -32,6 +32,7 @@ fn asking_for(id: &str) -> RunRequest {
         caps::MCP_SERVERS => options.mcp_server("m", McpServer::stdio("mcp-server", ["--stdio"])),
         caps::ALLOWED_TOOLS => options.allow_tool("Read"),
         caps::DENIED_TOOLS => options.deny_tool("Bash"),
+        caps::DENIED_TOOL_CATEGORIES => options.deny_category(agent_api::ToolCategory::Network),
         caps::MAX_TURNS => options.max_turns(2),
         caps::MAX_BUDGET_USD => options.max_budget_usd(1.0),
         caps::OUTPUT_SCHEMA => options.output_schema(json!({"type": "object"})),
