@@ -383,8 +383,9 @@ impl Stream for WrapperEvents {
             }
             match self.inner.poll_next_unpin(cx) {
                 Poll::Ready(Some(universal)) => {
-                    let Self { projector, pending, .. } = &mut *self;
+                    let Self { projector, pending, inner } = &mut *self;
                     projector.project_into(&universal, pending);
+                    inner.rx.recycle(universal);
                 }
                 Poll::Ready(None) => return Poll::Ready(None),
                 Poll::Pending => return Poll::Pending,

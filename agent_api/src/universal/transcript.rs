@@ -410,20 +410,23 @@ impl Transcript {
     pub fn error(&mut self, message: impl Into<String>, code: Option<String>, details: Option<Value>) {
         let message = crate::secrets::redact_bounded(&message.into(), crate::bounds::MESSAGE_BOUND);
         let code = code.map(|c| crate::secrets::redact(&c).into_owned());
-        self.emit(EventSource::Agent, UniversalEventBody::Error(ErrorData { message, code, details }));
+        self.emit(EventSource::Agent, UniversalEventBody::Error(Box::new(ErrorData { message, code, details })));
     }
 
     /// The run's one terminal error, emitted by the driver when a run fails.
     pub fn terminal_error(&mut self, error: &AgentError) {
         let message = crate::secrets::redact_bounded(&error.to_string(), crate::bounds::MESSAGE_BOUND);
         let details = Some(serde_json::json!({ "terminal": true }));
-        self.emit(EventSource::Daemon, UniversalEventBody::Error(ErrorData { message, code: Some(error.code().to_string()), details }));
+        self.emit(
+            EventSource::Daemon,
+            UniversalEventBody::Error(Box::new(ErrorData { message, code: Some(error.code().to_string()), details })),
+        );
     }
 
     /// A native payload that could not be parsed. Never pass the payload itself as `error`.
     pub fn unparsed(&mut self, error: impl Into<String>, location: impl Into<String>, raw_hash: Option<String>) {
         let data = AgentUnparsedData { error: error.into(), location: location.into(), raw_hash };
-        self.emit(EventSource::Daemon, UniversalEventBody::AgentUnparsed(data));
+        self.emit(EventSource::Daemon, UniversalEventBody::AgentUnparsed(Box::new(data)));
     }
 
     /// Closes what is still in progress: open items complete as failed, unanswered permissions
@@ -468,7 +471,7 @@ impl Transcript {
             exit_code: end.exit_code,
             stderr: end.stderr,
         };
-        self.emit(EventSource::Daemon, UniversalEventBody::SessionEnded(data));
+        self.emit(EventSource::Daemon, UniversalEventBody::SessionEnded(Box::new(data)));
         self.ended = true;
     }
 }

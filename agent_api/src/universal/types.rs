@@ -151,6 +151,9 @@ pub enum EventSource {
 }
 
 /// An event's type with its data.
+///
+/// The data of the rarer events is boxed, so that an event stays small to build, move and batch
+/// (most events of a run are item deltas and item lifecycles); it serializes the same.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", content = "data")]
 #[non_exhaustive]
@@ -160,7 +163,7 @@ pub enum UniversalEventBody {
     SessionStarted(SessionStartedData),
     /// The session ended.
     #[serde(rename = "session.ended")]
-    SessionEnded(SessionEndedData),
+    SessionEnded(Box<SessionEndedData>),
     /// An item was created.
     #[serde(rename = "item.started")]
     ItemStarted(ItemEventData),
@@ -172,22 +175,22 @@ pub enum UniversalEventBody {
     ItemCompleted(ItemEventData),
     /// A runtime error.
     #[serde(rename = "error")]
-    Error(ErrorData),
+    Error(Box<ErrorData>),
     /// The agent asks for permission.
     #[serde(rename = "permission.requested")]
-    PermissionRequested(PermissionEventData),
+    PermissionRequested(Box<PermissionEventData>),
     /// A permission request was decided.
     #[serde(rename = "permission.resolved")]
-    PermissionResolved(PermissionEventData),
+    PermissionResolved(Box<PermissionEventData>),
     /// The agent asks a question.
     #[serde(rename = "question.requested")]
-    QuestionRequested(QuestionEventData),
+    QuestionRequested(Box<QuestionEventData>),
     /// A question was answered or rejected.
     #[serde(rename = "question.resolved")]
-    QuestionResolved(QuestionEventData),
+    QuestionResolved(Box<QuestionEventData>),
     /// A native payload could not be parsed.
     #[serde(rename = "agent.unparsed")]
-    AgentUnparsed(AgentUnparsedData),
+    AgentUnparsed(Box<AgentUnparsedData>),
 }
 
 impl UniversalEventBody {

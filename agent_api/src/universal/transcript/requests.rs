@@ -68,7 +68,7 @@ impl Transcript {
         data.decided_by = None;
         self.permissions.insert(data.permission_id.clone(), data.clone());
         self.requests_changed += 1;
-        self.emit(EventSource::Agent, UniversalEventBody::PermissionRequested(data));
+        self.emit(EventSource::Agent, UniversalEventBody::PermissionRequested(Box::new(data)));
     }
 
     /// Whether a permission request is waiting for a decision.
@@ -83,7 +83,7 @@ impl Transcript {
         self.requests_changed += 1;
         data.status = if approved { PermissionStatus::Approved } else { PermissionStatus::Denied };
         data.decided_by = Some(by);
-        self.emit(EventSource::Daemon, UniversalEventBody::PermissionResolved(data));
+        self.emit(EventSource::Daemon, UniversalEventBody::PermissionResolved(Box::new(data)));
         Ok(())
     }
 
@@ -99,7 +99,7 @@ impl Transcript {
         data.response = None;
         self.questions.insert(data.question_id.clone(), data.clone());
         self.requests_changed += 1;
-        self.emit(EventSource::Agent, UniversalEventBody::QuestionRequested(data));
+        self.emit(EventSource::Agent, UniversalEventBody::QuestionRequested(Box::new(data)));
     }
 
     /// Whether a question is waiting for an answer.
@@ -114,7 +114,7 @@ impl Transcript {
         data.status = if response.is_some() { QuestionStatus::Answered } else { QuestionStatus::Rejected };
         data.decided_by = Some(by);
         data.response = response;
-        self.emit(EventSource::Daemon, UniversalEventBody::QuestionResolved(data));
+        self.emit(EventSource::Daemon, UniversalEventBody::QuestionResolved(Box::new(data)));
         Ok(())
     }
 }
