@@ -166,6 +166,7 @@ impl AgentBackend for CodexBackend {
         self.validate(&request)?;
         let mut request = request.in_session_dir(self.config.working_dir.as_deref());
         let options = RunOptions::resolve(&request, &self.config)?;
+        portable::check_denied_tools(&request.portable)?;
         if options.mode == Mode::Exec && request.portable.system_prompt.is_some() {
             // `codex exec` replaces its instructions only from a file in its config; the app-server takes them per thread.
             return Err(AgentError::InvalidRequest { reason: "Codex takes a system prompt in the app-server mode only".into() });
@@ -192,6 +193,7 @@ impl AgentBackend for CodexBackend {
         agent_api::backend::validate_template(&KIND, &self.capabilities(), self.extension_keys(), &request)?;
         let mut request = request.in_session_dir(self.config.working_dir.as_deref());
         let options = RunOptions::resolve(&request, &self.config)?;
+        portable::check_denied_tools(&request.portable)?;
         if options.mode != Mode::AppServer {
             return Err(AgentError::InvalidExtension {
                 key: config::EXT_MODE.into(),

@@ -7,6 +7,7 @@
 
 use agent_api::capabilities as caps;
 use agent_api::portable::{McpServer, OptionMapping, PortableOptions};
+use agent_api::AgentError;
 
 use crate::config::toml_string;
 
@@ -16,14 +17,46 @@ pub const OPTION_MAPPINGS: &[OptionMapping] = &[
     OptionMapping::new(caps::APPEND_SYSTEM_PROMPT, "-c developer_instructions"),
     OptionMapping::new(caps::ADD_DIRS, "-c sandbox_workspace_write.writable_roots"),
     OptionMapping::new(caps::MCP_SERVERS, "-c mcp_servers.NAME.{command,args,env_vars,url,env_http_headers} (values in env)"),
+    OptionMapping::new(
+        caps::DENIED_TOOLS,
+        "-c features.shell_tool=false (exec_command and write_stdin), web_search=\"disabled\", features.view_image=false; no other tool",
+    ),
     OptionMapping::new(caps::OUTPUT_SCHEMA, "turn/start outputSchema (app-server); SDK schema in the prompt (exec)"),
     OptionMapping::new(caps::IMAGES, "turn/start input localImage (app-server); -i FILE (exec)"),
 ];
 
+/// The tools Codex (0.169) can be made not to offer, by the name the model sees, and the `-c`
+/// override that removes each: its shell's two tools go together. Its `apply_patch` and the
+/// others have no switch.
+const REMOVABLE_TOOLS: &[(&str, &str)] = &[
+    ("exec_command", "features.shell_tool=false"),
+    ("write_stdin", "features.shell_tool=false"),
+    ("web_search", "web_search=\"disabled\""),
+    ("view_image", "features.view_image=false"),
+];
+
+/// A denied tool Codex cannot remove is refused before spawn, naming those it can.
+pub fn check_denied_tools(portable: &PortableOptions) -> Result<(), AgentError> {
+    match portable.denied_tools.iter().find(|name| !REMOVABLE_TOOLS.iter().any(|(tool, _)| tool == name)) {
+        Some(name) => {
+            let removable: Vec<&str> = REMOVABLE_TOOLS.iter().map(|(tool, _)| *tool).collect();
+            Err(AgentError::InvalidRequest {
+                reason: format!("Codex cannot remove its tool {name:?}; it can remove {}", removable.join(", ")),
+            })
+        }
+        None => Ok(()),
+    }
+}
+
 /// The `-c key=value` overrides of the portable options (extra directories are merged with the
 /// `extra_dirs` extension by the caller, as Codex keeps one writable-roots list).
 pub fn config_overrides(portable: &PortableOptions) -> Vec<String> {
-    let mut overrides = Vec::new();
+    let mut overrides: Vec<String> = Vec::new();
+    for (_, removal) in REMOVABLE_TOOLS.iter().filter(|(tool, _)| portable.denied_tools.iter().any(|name| name == tool)) {
+        if !overrides.iter().any(|o| o == removal) {
+            overrides.push(removal.to_string());
+        }
+    }
     if let Some(text) = &portable.append_system_prompt {
         overrides.push(format!("developer_instructions={}", toml_string(text)));
     }
@@ -83,6 +116,19 @@ fn toml_table(map: &std::collections::BTreeMap<String, String>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn denied_tools_become_their_switches_and_a_tool_without_one_is_refused() {
+        let portable = PortableOptions::default().deny_tool("write_stdin").deny_tool("exec_command").deny_tool("web_search");
+        assert!(check_denied_tools(&portable).is_ok());
+        assert_eq!(config_overrides(&portable), ["features.shell_tool=false", r#"web_search="disabled""#]);
+        let patch = PortableOptions::default().deny_tool("apply_patch");
+        let err = check_denied_tools(&patch).unwrap_err();
+        assert!(
+            matches!(&err, AgentError::InvalidRequest { reason } if reason.contains("apply_patch") && reason.contains("view_image")),
+            "{err:?}"
+        );
+    }
 
     #[test]
     fn every_option_becomes_a_quoted_config_override() {

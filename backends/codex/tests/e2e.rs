@@ -410,16 +410,29 @@ mod portable_options {
         assert!(text.contains(&*extra.path().to_string_lossy()), "the extra directory is not in the request");
     }
 
+    /// The tools Codex has a switch for are not offered when denied, in both modes; one without
+    /// a switch (`apply_patch`) is refused before spawn.
     #[tokio::test]
-    async fn a_denied_tool_is_refused_before_spawn_as_codex_has_no_tool_filter() {
-        let Some((server, sandbox)) = setup("text").await else { return };
-        let request = RunRequest::new("hi").with_portable(PortableOptions::default().deny_tool("exec_command"));
+    async fn denied_tools_are_not_offered_and_one_codex_cannot_remove_is_refused() {
+        for options in [std::convert::identity as fn(RunRequest) -> RunRequest, exec] {
+            let Some((server, sandbox)) = setup("text").await else { return };
+            let portable = PortableOptions::default().deny_tool("exec_command").deny_tool("web_search");
+            let run =
+                drive(&backend(&sandbox), options(RunRequest::new("say hi").with_portable(portable)), PermissionDecision::Allow, false)
+                    .await;
+            assert_eq!(run.assistant_text(), "Hello from mock");
+            let body = model_request(&server);
+            let offered: Vec<&str> =
+                body["tools"].as_array().unwrap().iter().filter_map(|t| t.get("name").or(t.get("type")).and_then(Value::as_str)).collect();
+            assert!(offered.contains(&"apply_patch"), "{offered:?}");
+            for gone in ["exec_command", "write_stdin", "web_search"] {
+                assert!(!offered.contains(&gone), "{gone} offered: {offered:?}");
+            }
+        }
+        let Some((_server, sandbox)) = setup("text").await else { return };
+        let request = RunRequest::new("hi").with_portable(PortableOptions::default().deny_tool("apply_patch"));
         let err = backend(&sandbox).run(request).await.unwrap_err();
-        assert!(
-            matches!(&err, AgentError::UnsupportedCapability { capability, .. } if capability == "agent_api.options.denied_tools"),
-            "{err:?}"
-        );
-        assert!(server.requests().is_empty(), "nothing was spawned");
+        assert!(matches!(&err, AgentError::InvalidRequest { reason } if reason.contains("apply_patch")), "{err:?}");
     }
 
     #[tokio::test]
