@@ -21,7 +21,7 @@ fn common_args(config: &CodexConfig, options: &RunOptions, request: &RunRequest)
         args.push("-c".into());
         args.push(o.clone());
     }
-    for o in crate::portable::config_overrides(&request.portable) {
+    for o in crate::portable::config_overrides(&request.portable, options.mode) {
         args.push("-c".into());
         args.push(o);
     }
@@ -169,6 +169,10 @@ impl StartPlan {
         if let Some(text) = &request.portable.system_prompt {
             thread.insert("baseInstructions".into(), json!(text));
         }
+        // Over the protocol, not `-c` on argv: no OS limit, and `ps` does not show it.
+        if let Some(text) = &request.portable.append_system_prompt {
+            thread.insert("developerInstructions".into(), json!(text));
+        }
         thread.insert("approvalPolicy".into(), json!(options.approval_policy));
         thread.insert("sandbox".into(), json!(options.sandbox));
         let mut turn = Map::new();
@@ -229,6 +233,24 @@ mod tests {
         assert!(spec.stdin);
         assert!(a.windows(2).any(|w| w == ["-c", "model=\"gpt-5.5\""]));
         assert!(a.iter().any(|x| x == "sandbox_workspace_write.writable_roots=[\"/a b\"]"));
+    }
+
+    #[test]
+    fn app_server_instructions_travel_in_the_thread_params_not_on_argv() {
+        let config = CodexConfig::default();
+        let portable = agent_api::portable::PortableOptions::default().system_prompt("BASE-7").append_system_prompt("DEV-9");
+        let request = RunRequest::new("x").with_portable(portable);
+        let options = RunOptions::resolve(&request, &config).unwrap();
+        let argv = args(&app_server_spec(&config, &options, &request)).join(" ");
+        assert!(!argv.contains("BASE-7") && !argv.contains("DEV-9"), "{argv}");
+        let plan = StartPlan::new(&config, &options, &request);
+        assert_eq!(
+            (plan.thread_params["baseInstructions"].as_str(), plan.thread_params["developerInstructions"].as_str()),
+            (Some("BASE-7"), Some("DEV-9"))
+        );
+        let exec = request.with_options(&CodexOptions::default().mode(Mode::Exec));
+        let options = RunOptions::resolve(&exec, &config).unwrap();
+        assert!(args(&exec_spec(&config, &options, &exec)).iter().any(|a| a == "developer_instructions=\"DEV-9\""), "exec has only -c");
     }
 
     #[test]

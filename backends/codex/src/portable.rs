@@ -9,12 +9,12 @@ use agent_api::capabilities as caps;
 use agent_api::portable::{McpServer, OptionMapping, PortableOptions};
 use agent_api::AgentError;
 
-use crate::config::toml_string;
+use crate::config::{toml_string, Mode};
 
 /// How Codex takes each portable option; its `agent_api.options.*` capabilities are these.
 pub const OPTION_MAPPINGS: &[OptionMapping] = &[
     OptionMapping::new(caps::SYSTEM_PROMPT, "thread/start baseInstructions (app-server only)"),
-    OptionMapping::new(caps::APPEND_SYSTEM_PROMPT, "-c developer_instructions"),
+    OptionMapping::new(caps::APPEND_SYSTEM_PROMPT, "thread/start developerInstructions (app-server); -c developer_instructions (exec)"),
     OptionMapping::new(caps::ADD_DIRS, "-c sandbox_workspace_write.writable_roots"),
     OptionMapping::new(caps::MCP_SERVERS, "-c mcp_servers.NAME.{command,args,env_vars,url,env_http_headers} (values in env)"),
     OptionMapping::new(
@@ -50,14 +50,15 @@ pub fn check_denied_tools(portable: &PortableOptions) -> Result<(), AgentError> 
 
 /// The `-c key=value` overrides of the portable options (extra directories are merged with the
 /// `extra_dirs` extension by the caller, as Codex keeps one writable-roots list).
-pub fn config_overrides(portable: &PortableOptions) -> Vec<String> {
+pub fn config_overrides(portable: &PortableOptions, mode: Mode) -> Vec<String> {
     let mut overrides: Vec<String> = Vec::new();
     for (_, removal) in REMOVABLE_TOOLS.iter().filter(|(tool, _)| portable.denied_tools.iter().any(|name| name == tool)) {
         if !overrides.iter().any(|o| o == removal) {
             overrides.push(removal.to_string());
         }
     }
-    if let Some(text) = &portable.append_system_prompt {
+    // The app-server takes them in `thread/start` (see `argv::StartPlan`), off argv.
+    if let (Mode::Exec, Some(text)) = (mode, &portable.append_system_prompt) {
         overrides.push(format!("developer_instructions={}", toml_string(text)));
     }
     for (name, server) in &portable.mcp_servers {
@@ -121,7 +122,7 @@ mod tests {
     fn denied_tools_become_their_switches_and_a_tool_without_one_is_refused() {
         let portable = PortableOptions::default().deny_tool("write_stdin").deny_tool("exec_command").deny_tool("web_search");
         assert!(check_denied_tools(&portable).is_ok());
-        assert_eq!(config_overrides(&portable), ["features.shell_tool=false", r#"web_search="disabled""#]);
+        assert_eq!(config_overrides(&portable, Mode::Exec), ["features.shell_tool=false", r#"web_search="disabled""#]);
         let patch = PortableOptions::default().deny_tool("apply_patch");
         let err = check_denied_tools(&patch).unwrap_err();
         assert!(
@@ -144,14 +145,16 @@ mod tests {
                     headers: [("Authorization".into(), "Bearer s3cret".into())].into(),
                 },
             );
-        let overrides = config_overrides(&portable);
+        let overrides = config_overrides(&portable, Mode::Exec);
         assert!(!overrides.iter().any(|o| o.contains("s3")), "a secret is on argv: {overrides:?}");
+        let app_server = config_overrides(&portable, Mode::AppServer);
+        assert!(!app_server.iter().any(|o| o.contains("cite files")), "the app-server takes them in thread/start: {app_server:?}");
         assert_eq!(
             secret_env(&portable),
             [("TOKEN".to_string(), "s3\"cret".to_string()), ("AGENT_API_MCP_WEB_H0".to_string(), "Bearer s3cret".to_string())]
         );
         assert_eq!(
-            config_overrides(&portable),
+            config_overrides(&portable, Mode::Exec),
             [
                 r#"developer_instructions="cite files""#,
                 r#"mcp_servers.files.command="mcp-files""#,

@@ -408,6 +408,16 @@ mod portable_options {
         assert!(text.contains("SYSTEM-MARKER-7"), "the system prompt is not in the request");
         assert!(text.contains("APPEND-MARKER-9"), "the appended instructions are not in the request");
         assert!(text.contains(&*extra.path().to_string_lossy()), "the extra directory is not in the request");
+        // Resumed (the instructions go in thread/resume too), the thread keeps the instructions it
+        // started with: Codex stores them with the thread, as it did when they came by `-c`.
+        let thread = run.completion.as_ref().unwrap().native_session_id.clone().expect("a thread id");
+        let resumed = RunRequest::new("say hi again")
+            .with_session(agent_api::SessionSelector::Resume(thread.into()))
+            .with_portable(PortableOptions::default().append_system_prompt("APPEND-MARKER-10"));
+        let run = drive(&backend(&sandbox), resumed, PermissionDecision::Allow, false).await;
+        assert_eq!(run.assistant_text(), "Hello from mock", "{:?}", run.completion);
+        let text = model_request(&server).to_string();
+        assert!(text.contains("APPEND-MARKER-9") && !text.contains("APPEND-MARKER-10"), "the thread's own instructions stay");
     }
 
     /// The tools Codex has a switch for are not offered when denied, in both modes; one without
