@@ -60,14 +60,20 @@ struct Measure {
     wall: Duration,
     cpu: Duration,
     peak_rss_kib: i64,
+    anon_kib: i64,
+}
+
+/// A `/proc/self/status` figure in KiB (`VmHWM`, `RssAnon`, …).
+fn status_kib(field: &str) -> i64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status.lines().find(|l| l.starts_with(field)).unwrap_or_else(|| panic!("{field} in /proc/self/status"));
+    line.split_whitespace().nth(1).and_then(|n| n.parse().ok()).unwrap()
 }
 
 /// This process's own peak RSS (`VmHWM`). Not `ru_maxrss`: Linux folds the parent's resident
 /// set at fork into a child's, which would hide the difference being measured.
 fn peak_rss_kib() -> i64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    let line = status.lines().find(|l| l.starts_with("VmHWM:")).expect("VmHWM in /proc/self/status");
-    line.split_whitespace().nth(1).and_then(|n| n.parse().ok()).unwrap()
+    status_kib("VmHWM:")
 }
 
 /// Runs this binary as `--lean-child ARGS…` and measures it.
@@ -85,8 +91,8 @@ fn measure(args: &[&str]) -> Measure {
     let wall = start.elapsed();
     assert!(pid > 0 && libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "the measured run failed");
     let time = |t: libc::timeval| Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64);
-    let peak_rss_kib = report.split_whitespace().nth(1).and_then(|n| n.parse().ok()).expect("the child reports its peak RSS");
-    Measure { wall, cpu: time(usage.ru_utime) + time(usage.ru_stime), peak_rss_kib }
+    let field = |i: usize| report.split_whitespace().nth(i).and_then(|n| n.parse().ok()).expect("the child reports its memory");
+    Measure { wall, cpu: time(usage.ru_utime) + time(usage.ru_stime), peak_rss_kib: field(1), anon_kib: field(2) }
 }
 
 fn median(mut runs: Vec<Measure>) -> Measure {
@@ -107,11 +113,13 @@ fn bench(name: &str, log: &Path, backend: &str) {
     for (label, mode, runtime) in cases {
         let run = median((0..rounds).map(|_| measure(&[mode, backend, log_arg, runtime])).collect());
         println!(
-            "lean: cpu {:.2}x floor, wall {:.2}x floor, peak rss {:.1} MiB (floor {:.1} MiB)  [{name}, {label}; cpu {:.0} ms, wall {:.0} ms; floor cpu {:.0} ms, wall {:.0} ms]",
+            "lean: cpu {:.2}x floor, wall {:.2}x floor, peak rss {:.1} MiB (floor {:.1} MiB), anonymous {:.1} MiB at the end (floor {:.1} MiB)  [{name}, {label}; cpu {:.0} ms, wall {:.0} ms; floor cpu {:.0} ms, wall {:.0} ms]",
             run.cpu.as_secs_f64() / floor.cpu.as_secs_f64(),
             run.wall.as_secs_f64() / floor.wall.as_secs_f64(),
             run.peak_rss_kib as f64 / 1024.0,
             floor.peak_rss_kib as f64 / 1024.0,
+            run.anon_kib as f64 / 1024.0,
+            floor.anon_kib as f64 / 1024.0,
             run.cpu.as_secs_f64() * 1e3,
             run.wall.as_secs_f64() * 1e3,
             floor.cpu.as_secs_f64() * 1e3,
@@ -129,7 +137,9 @@ fn main() {
             "library" => library(&log, backend, false, runtime),
             _ => library(&log, backend, true, runtime),
         };
-        println!("{count} {}", peak_rss_kib());
+        // Anonymous memory at the end, beside the peak: most of the peak's difference is the
+        // library's code pages (file-backed, shared by every run of the process).
+        println!("{count} {} {}", peak_rss_kib(), status_kib("RssAnon:"));
         return;
     }
     if !args.iter().any(|a| a == "--bench") {
