@@ -84,6 +84,19 @@ struct Io {
     source: LineSource,
     lifecycle: Lifecycle,
     stderr_task: Option<JoinHandle<StderrCapture>>,
+    /// Stderr lines as they come, for a protocol that reads them.
+    stderr_live: Option<mpsc::Receiver<String>>,
+}
+
+/// Stderr lines that may wait for a protocol that reads them; more are dropped from the live feed.
+const LIVE_STDERR_LINES: usize = 64;
+
+/// The next live stderr line; never ready without a feed.
+async fn next_stderr(live: &mut Option<mpsc::Receiver<String>>) -> Option<String> {
+    match live {
+        Some(rx) => rx.recv().await,
+        None => std::future::pending().await,
+    }
 }
 
 /// What the driver's loop waits on.
@@ -148,7 +161,14 @@ impl Core {
         let transcript = Transcript::new(session_id, settings.include_raw);
         let Transport { source, stdin, stderr, lifecycle } = transport;
         let stdin = stdin.map(|writer| StdinQueue::spawn(writer, settings.input_limit));
-        let stderr_task = stderr.map(|s| tokio::spawn(StderrCapture::read_from(s)));
+        let (live_tx, stderr_live) = match protocol.reads_stderr() {
+            true => {
+                let (tx, rx) = mpsc::channel(LIVE_STDERR_LINES);
+                (Some(tx), Some(rx))
+            }
+            false => (None, None),
+        };
+        let stderr_task = stderr.map(|s| tokio::spawn(StderrCapture::read_from(s, live_tx)));
         let (far, launcher) = match &lifecycle {
             Lifecycle::Process(p) => (p.far_group().cloned(), Some(p.launcher().to_string())),
             _ => (None, None),
@@ -188,7 +208,7 @@ impl Core {
             turn_end: None,
             caller_waits,
         };
-        (core, Io { source, lifecycle, stderr_task })
+        (core, Io { source, lifecycle, stderr_task, stderr_live })
     }
 
     /// Calls the protocol. A panicking protocol fails the run (typed `Protocol`, with its one
@@ -300,7 +320,13 @@ impl Core {
                 self.with_ctx(|p, ctx| p.on_recorded_send(message, ctx));
                 self.transcript.set_raw(None);
             }
-            SourceItem::Stderr(line) => self.replay_stderr.push(line.as_bytes()),
+            SourceItem::Stderr(line) => {
+                self.replay_stderr.push(line.as_bytes());
+                if self.protocol.reads_stderr() {
+                    let kept = self.replay_stderr.last().to_string();
+                    self.with_ctx(|p, ctx| p.on_stderr(&kept, ctx));
+                }
+            }
             SourceItem::Malformed(error) => self.transcript.unparsed(error, "recording", None),
         }
     }
@@ -433,6 +459,12 @@ impl Core {
                 status = wait_exit(&mut inputs.io.lifecycle), if self.exit.is_none() => self.on_exit(status),
                 room = self.room_for_pending(), if self.pending.is_some() => self.on_room(room),
                 item = inputs.io.source.next(), if !self.source_done && self.may_read() => self.handle_ready(item, &mut inputs.io.source),
+                line = next_stderr(&mut inputs.io.stderr_live), if inputs.io.stderr_live.is_some() => match line {
+                    Some(line) => {
+                        self.with_ctx(|p, ctx| p.on_stderr(&line, ctx));
+                    }
+                    None => inputs.io.stderr_live = None,
+                },
                 _ = sleep_until(self.caller_waits.next().unwrap_or_else(Instant::now)), if self.caller_waits.next().is_some() => {
                     self.on_caller_wait_over();
                 }

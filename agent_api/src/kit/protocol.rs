@@ -48,6 +48,20 @@ pub trait Protocol: Send + 'static {
         Ok(())
     }
 
+    /// Whether the protocol reads the agent's stderr as it comes ([`Protocol::on_stderr`]).
+    /// Most agents say nothing there that events need, so the default is no.
+    fn reads_stderr(&self) -> bool {
+        false
+    }
+
+    /// One line of the agent's stderr, as it comes (cut to 2 KiB, secrets masked; lines may be
+    /// skipped when many come at once), for a protocol whose agent reports there only what the
+    /// run should show, such as its retries. Never copy it into an event: describe what it says.
+    /// A replay with a recorded stderr calls it too.
+    fn on_stderr(&mut self, line: &str, ctx: &mut Ctx<'_>) {
+        let _ = (line, ctx);
+    }
+
     /// One native line from the agent's stdout (valid UTF-8, not blank), as bytes.
     ///
     /// The default parses a `Value` and calls [`Protocol::on_message`]. A backend on the hot

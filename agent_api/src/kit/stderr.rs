@@ -83,23 +83,48 @@ impl StderrCapture {
         }
     }
 
-    /// Reads `source` to its end.
-    pub async fn read_from(source: StderrSource) -> StderrCapture {
+    /// Reads `source` to its end; with `live`, each line also goes there as it comes (cut and
+    /// masked like the capture), for a protocol that reads stderr (see
+    /// [`crate::kit::Protocol::on_stderr`]). A live line that finds the channel full is dropped
+    /// from it (the capture keeps it): live lines are hints, and the agent never waits on them.
+    pub async fn read_from(source: StderrSource, live: Option<tokio::sync::mpsc::Sender<String>>) -> StderrCapture {
         let mut capture = StderrCapture { secrets: source.secrets, ..StderrCapture::default() };
         let mut lines = BoundedLineReader::new(BufReader::new(source.stream), MAX_LINE_BYTES);
         while let Ok(Some(line)) = lines.next_line().await {
             match line {
-                Line::Complete(bytes) => capture.push(&bytes),
+                Line::Complete(bytes) => {
+                    capture.push(&bytes);
+                    if let Some(live) = &live {
+                        let _ = live.try_send(capture.last().to_string());
+                    }
+                }
                 Line::Oversize { .. } => capture.push(b"[stderr line over 2048 bytes skipped]"),
             }
         }
         capture
+    }
+
+    /// The line pushed last, as kept (cut and masked).
+    pub(crate) fn last(&self) -> &str {
+        self.tail.back().or(self.head.last()).map(String::as_str).unwrap_or_default()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn live_lines_come_cut_and_masked_as_they_are_read() {
+        let input: &'static [u8] = b"first\nkey sk-live-secret-value here\n";
+        let source = StderrSource::new(Box::pin(input), vec!["sk-live-secret-value".into()]);
+        let (tx, mut rx) = tokio::sync::mpsc::channel(8);
+        let capture = StderrCapture::read_from(source, Some(tx)).await;
+        assert_eq!(rx.recv().await.as_deref(), Some("first"));
+        let second = rx.recv().await.unwrap();
+        assert!(second.starts_with("key ") && !second.contains("sk-live-secret-value"), "{second}");
+        assert_eq!(capture.total_lines(), 2);
+    }
 
     #[test]
     fn short_stderr_is_kept_whole_in_head() {

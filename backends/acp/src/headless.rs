@@ -78,6 +78,8 @@ pub struct Headless {
     message: Option<String>,
     tools: Vec<(String, String, String)>,
     outcome: Option<Result<Option<Usage>, AgentError>>,
+    /// The last retry Gemini reported on stderr, for the status its final error does not name.
+    last_retry: Option<crate::retries::Retry>,
 }
 
 /// The tools-facet kind of a Gemini tool name.
@@ -154,9 +156,13 @@ impl Headless {
             Ok(usage)
         } else {
             let message = error.map(|e| e.message).unwrap_or_default();
-            Err(match errors::status_in(&message) {
-                Some(status) => errors::of_status(status, errors::explanation(&message)),
-                None => AgentError::AgentFailed { message: errors::explanation(&message) },
+            let explained = errors::explanation(&message);
+            Err(match (errors::status_in(&message), crate::retries::limit_words(&message)) {
+                (Some(status), _) => errors::of_status(status, explained),
+                // Gemini's result names no status for an overload; its retries on stderr may have.
+                (None, (_, true)) => AgentError::Overloaded { status: self.last_retry.as_ref().and_then(|r| r.status), message: explained },
+                (None, (true, _)) => AgentError::RateLimited { message: explained },
+                (None, _) => AgentError::AgentFailed { message: explained },
             })
         });
     }
@@ -174,6 +180,18 @@ impl Headless {
 impl Protocol for Headless {
     fn name(&self) -> &'static str {
         "gemini.headless"
+    }
+
+    /// Gemini CLI reports its retries only on stderr (see [`crate::retries`]).
+    fn reads_stderr(&self) -> bool {
+        true
+    }
+
+    fn on_stderr(&mut self, line: &str, ctx: &mut Ctx<'_>) {
+        if let Some(retry) = crate::retries::Retry::in_line(line) {
+            retry.emit(ctx.transcript);
+            self.last_retry = Some(retry);
+        }
     }
 
     fn start(&mut self, ctx: &mut Ctx<'_>) -> Result<(), AgentError> {

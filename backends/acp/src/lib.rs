@@ -53,6 +53,7 @@ pub mod portable;
 pub mod protocol;
 pub mod qwen;
 pub mod requests;
+pub mod retries;
 pub mod updates;
 
 use std::collections::VecDeque;

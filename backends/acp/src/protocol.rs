@@ -426,6 +426,17 @@ impl Protocol for Acp {
         self.name
     }
 
+    /// Gemini CLI reports its retries only on stderr (see [`crate::retries`]).
+    fn reads_stderr(&self) -> bool {
+        true
+    }
+
+    fn on_stderr(&mut self, line: &str, ctx: &mut Ctx<'_>) {
+        if let Some(retry) = crate::retries::Retry::in_line(line) {
+            retry.emit(ctx.transcript);
+        }
+    }
+
     fn start(&mut self, ctx: &mut Ctx<'_>) -> Result<(), AgentError> {
         let fs = self.requests.serves_fs();
         let capabilities =

@@ -150,6 +150,35 @@ async fn acp_http_errors_are_one_typed_terminal_error() {
     }
 }
 
+/// Gemini reports its retries only on stderr: allowed two attempts (the bench allows one), the
+/// overloaded model API's first failure shows live as `api_retry` and `rate_limited` statuses, then
+/// the run ends in its one typed error; on both interfaces.
+#[tokio::test]
+async fn retries_on_stderr_show_as_rate_limited_statuses_before_the_typed_error() {
+    let headless = GeminiOptions::default().interface(GeminiInterface::Headless);
+    for options in [GeminiOptions::default(), headless] {
+        let Some((_server, sandbox)) = setup("overloaded").await else { return };
+        let path = sandbox.home.join(".gemini/settings.json");
+        let mut settings: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        settings["general"]["maxAttempts"] = serde_json::json!(2);
+        std::fs::write(&path, settings.to_string()).unwrap();
+        let run = drive(&backend(&sandbox), request("hi").with_options(&options), Some(PermissionDecision::Allow), false).await;
+        assert_conformant(&run);
+        // ACP's error names the status; headless Gemini's names none (its retry lines did not either).
+        assert!(matches!(run.completion, Err(AgentError::Overloaded { .. })), "{options:?}: {:?}", run.completion);
+        let labels = run.status_labels();
+        assert!(labels.iter().any(|l| l == "api_retry") && labels.iter().any(|l| l == "rate_limited"), "{options:?}: {labels:?}");
+        let limited = run.universal.iter().position(|e| {
+            e.completed_item().is_some_and(|i| {
+                i.content.iter().any(|p| matches!(p, agent_api::universal::ContentPart::Status { label, .. } if label == "rate_limited"))
+            })
+        });
+        let terminal = run.universal.iter().position(|e| e.is_terminal_error());
+        assert!(limited.is_some() && limited < terminal, "{options:?}: the retry shows before the run's error");
+        assert_eq!(run.universal.iter().filter(|e| e.is_terminal_error()).count(), 1);
+    }
+}
+
 #[tokio::test]
 async fn acp_cancel_mid_turn_leaves_no_process() {
     let Some((_server, sandbox)) = setup("slow_text").await else { return };

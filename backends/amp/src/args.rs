@@ -48,6 +48,9 @@ pub fn check_credentials(config: &AmpConfig, request: &RunRequest) -> Result<(),
     })
 }
 
+/// amp's settings key listing the tools it does not offer to the model.
+pub const TOOLS_DISABLE: &str = "amp.tools.disable";
+
 /// What amp reads from its environment: credentials and the service's address.
 pub const READS_ENV: &[&str] = &[API_KEY_VAR, "AMP_URL"];
 
@@ -76,7 +79,7 @@ pub fn invocation(config: &AmpConfig, request: &RunRequest, two_way_session: boo
     if interface == Interface::TwoWay {
         spec = spec.arg("--stream-json-input").with_stdin();
     }
-    let (settings, files) = settings(config, &options)?;
+    let (settings, files) = settings(config, &options, &request.portable.denied_tools)?;
     // The run's directory (settings, the delegate link, its channel and socket): a sandbox binds
     // it in, so the delegate amp runs there still reaches this run.
     let run_dir = settings.parent().map(Path::to_path_buf);
@@ -121,11 +124,18 @@ fn flags(mut spec: CommandSpec, options: &AmpOptions) -> CommandSpec {
 
 /// The run's settings file: the caller's settings plus the delegate rule (and its channel), or
 /// with `dangerously_allow_all`, the caller's settings with `amp.dangerouslyAllowAll` and no channel.
-fn settings(config: &AmpConfig, options: &AmpOptions) -> Result<(PathBuf, RunFiles), AgentError> {
-    let base = match &options.settings_file {
+fn settings(config: &AmpConfig, options: &AmpOptions, denied_tools: &[String]) -> Result<(PathBuf, RunFiles), AgentError> {
+    let mut base = match &options.settings_file {
         Some(path) => Some(read_settings(path)?),
         None => None,
     };
+    if !denied_tools.is_empty() {
+        // amp's own switch: the tools it lists are not offered to the model. The caller's list stays.
+        let settings = base.get_or_insert_with(|| json!({}));
+        let mut disabled = settings.get(TOOLS_DISABLE).and_then(Value::as_array).cloned().unwrap_or_default();
+        disabled.extend(denied_tools.iter().map(|name| json!(name)));
+        settings[TOOLS_DISABLE] = Value::Array(disabled);
+    }
     if options.dangerously_allow_all == Some(true) {
         let mut settings = base.unwrap_or_else(|| json!({}));
         settings["amp.dangerouslyAllowAll"] = json!(true);

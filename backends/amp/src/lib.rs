@@ -51,6 +51,13 @@ pub const DELEGATE_HELPER: &str = "amp-permission-delegate";
 /// program, then on `PATH`).
 pub const DELEGATE_HELPER_VAR: &str = "AGENT_API_AMP_DELEGATE_BIN";
 
+/// How amp takes the portable options: denied tools in the run's settings file; structured output
+/// from the SDK.
+const OPTION_MAPPINGS: &[agent_api::portable::OptionMapping] = &[
+    agent_api::portable::OptionMapping::new(caps::DENIED_TOOLS, "settings amp.tools.disable (the run's settings file)"),
+    agent_api::portable::OptionMapping::new(caps::OUTPUT_SCHEMA, agent_api::portable::SDK_SCHEMA),
+];
+
 /// Capability: the `backend.amp.*` options ([`AmpOptions`]).
 pub const CAP_CLI_OPTIONS: &str = "backend.amp.cli_options";
 /// Capability: [`AmpOptions::dangerously_allow_all`], amp asks nothing.
@@ -232,11 +239,11 @@ impl AgentBackend for AmpBackend {
             CAP_DANGEROUSLY_ALLOW_ALL,
             CAP_TRANSCRIPT_ONLY,
         ]);
-        agent_api::portable::with_mappings(own, agent_api::portable::SDK_ONLY)
+        agent_api::portable::with_mappings(own, OPTION_MAPPINGS)
     }
 
     fn option_mappings(&self) -> &'static [agent_api::portable::OptionMapping] {
-        agent_api::portable::SDK_ONLY
+        OPTION_MAPPINGS
     }
 
     fn extension_keys(&self) -> &'static [&'static str] {

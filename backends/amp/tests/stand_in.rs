@@ -106,6 +106,26 @@ async fn through_bwrap_the_delegate_still_asks_the_caller() {
     assert!(matches!(backend("text.stdout.jsonl").run(far).await, Err(AgentError::UnsupportedCapability { .. })));
 }
 
+/// A denied tool goes to amp's own `amp.tools.disable` in the run's settings: the call is not run
+/// and nobody is asked about it.
+#[tokio::test]
+async fn a_denied_tool_is_disabled_in_amps_settings_and_never_asked_about() {
+    let portable = agent_api::portable::PortableOptions::default().deny_tool("Bash");
+    let request = RunRequest::new("Run echo hello").with_permissions(PermissionPolicy::ApproveAll).with_portable(portable);
+    let disabled = run(&backend("shell.stdout.jsonl"), request, Answers::none()).await;
+    assert_eq!(disabled.of_type("permission.requested").count(), 0, "a disabled tool is not asked about");
+    let result = items(&disabled).into_iter().find(|i| i.kind == ItemKind::ToolResult).unwrap();
+    assert_eq!(result.status, agent_api::universal::ItemStatus::Failed);
+    // Without the option the same call is asked about (and approved by the policy).
+    let asked = run(
+        &backend("shell.stdout.jsonl"),
+        RunRequest::new("Run echo hello").with_permissions(PermissionPolicy::ApproveAll),
+        Answers::none(),
+    )
+    .await;
+    assert_eq!(asked.of_type("permission.requested").count(), 1);
+}
+
 #[tokio::test]
 async fn file_edits_are_file_changes() {
     let request = RunRequest::new("Edit").with_permissions(PermissionPolicy::ApproveAll);

@@ -34,7 +34,7 @@ impl Core {
 
     /// Kills what is left of the agent's group and gathers how it ended.
     pub(super) async fn reap(&mut self, io: Io) -> ExitInfo {
-        let Io { source, lifecycle, stderr_task } = io;
+        let Io { source, lifecycle, stderr_task, mut stderr_live } = io;
         drop(source);
         if let Some(pgid) = self.pgid {
             signal_group(pgid, libc::SIGKILL);
@@ -49,6 +49,11 @@ impl Core {
             Some(task) => tokio::time::timeout(Duration::from_secs(2), task).await.ok().and_then(Result::ok).unwrap_or_default(),
             None => std::mem::take(&mut self.replay_stderr),
         };
+        // The stderr read to its end: lines the loop had not taken yet still reach the protocol,
+        // before it finishes the run.
+        while let Some(line) = stderr_live.as_mut().and_then(|rx| rx.try_recv().ok()) {
+            self.with_ctx(|p, ctx| p.on_stderr(&line, ctx));
+        }
         let (exit_code, signal) = self.exit.unwrap_or((None, None));
         ExitInfo { exit_code, signal, stderr, oversized_lines: self.oversized_lines, stopped_by_daemon: self.stop.is_some() }
     }

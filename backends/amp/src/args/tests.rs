@@ -79,3 +79,18 @@ fn last_thread_and_fork_are_refused() {
         assert!(matches!(err, AgentError::InvalidRequest { .. }), "{err:?}");
     }
 }
+
+#[tokio::test]
+async fn denied_tools_join_the_callers_disabled_tools_in_the_run_settings() {
+    let dir = tempfile::tempdir().unwrap();
+    let own = dir.path().join("settings.json");
+    std::fs::write(&own, r#"{"amp.tools.disable": ["browser"], "amp.notifications.enabled": false}"#).unwrap();
+    let options = AmpOptions::default().settings_file(own.to_string_lossy());
+    let portable = agent_api::portable::PortableOptions::default().deny_tool("Bash");
+    let inv = invocation(&config(), &RunRequest::new("hi").with_options(&options).with_portable(portable), false).unwrap();
+    let args = argv(&inv);
+    let at = args.iter().position(|a| a == "--settings-file").unwrap();
+    let settings: Value = serde_json::from_slice(&std::fs::read(&args[at + 1]).unwrap()).unwrap();
+    assert_eq!(settings[TOOLS_DISABLE], json!(["browser", "Bash"]));
+    assert_eq!(settings["amp.notifications.enabled"], json!(false), "the caller's settings stay");
+}

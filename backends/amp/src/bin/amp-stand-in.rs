@@ -7,6 +7,8 @@
 //!   program exactly as amp does (env `AGENT=amp`, `AGENT_TOOL_NAME`, the arguments as JSON on
 //!   stdin; exit 0 allows, anything else rejects); a rejected call's `tool_result` becomes an
 //!   error result and the `result` lists it in `permission_denials`;
+//! - a call of a tool the settings' `amp.tools.disable` lists is not run (amp would not have offered it):
+//!   its `tool_result` becomes an error, and no rule or delegate is consulted;
 //! - thinking blocks only with `--stream-json-thinking`;
 //! - two-way (`--stream-json-input`): one turn per user message on stdin (content must be text
 //!   blocks), exit when stdin ends; `threads continue ID` must name the script's thread;
@@ -110,6 +112,7 @@ struct Player {
     args: Args,
     settings: Value,
     denied: HashSet<String>,
+    disabled: HashSet<String>,
     denials: Vec<Value>,
     hang: bool,
 }
@@ -164,7 +167,10 @@ impl Player {
     fn check(&mut self, calls: Vec<Value>) {
         for call in calls {
             let tool = call["name"].as_str().unwrap_or_default();
-            if !allowed(&self.settings, tool, &call["input"]) {
+            let disabled = self.settings["amp.tools.disable"].as_array().is_some_and(|names| names.iter().any(|n| n == tool));
+            if disabled {
+                self.disabled.insert(call["id"].as_str().unwrap_or_default().to_string());
+            } else if !allowed(&self.settings, tool, &call["input"]) {
                 let id = call["id"].as_str().unwrap_or_default().to_string();
                 self.denials.push(json!({ "tool_name": tool, "tool_use_id": id, "tool_input": call["input"] }));
                 self.denied.insert(id);
@@ -174,10 +180,17 @@ impl Player {
 
     fn tool_results(&mut self, line: &mut Value) {
         for block in line.pointer_mut("/message/content").and_then(Value::as_array_mut).into_iter().flatten() {
-            if block["type"] == "tool_result" && block["tool_use_id"].as_str().is_some_and(|id| self.denied.contains(id)) {
-                block["is_error"] = json!(true);
-                block["content"] = json!([{ "type": "text", "text": "Permission denied: the delegate rejected this tool call" }]);
+            let id = block["tool_use_id"].as_str().unwrap_or_default().to_string();
+            if block["type"] != "tool_result" {
+                continue;
             }
+            let text = match (self.denied.contains(&id), self.disabled.contains(&id)) {
+                (true, _) => "Permission denied: the delegate rejected this tool call",
+                (_, true) => "Tool not available: it is disabled in the settings",
+                _ => continue,
+            };
+            block["is_error"] = json!(true);
+            block["content"] = json!([{ "type": "text", "text": text }]);
         }
     }
 }
@@ -231,7 +244,7 @@ fn main() {
     };
     let hang = std::env::var("AMP_STAND_IN_HANG").is_ok_and(|v| v == "1");
     let two_way = args.two_way;
-    let mut player = Player { args, settings, denied: HashSet::new(), denials: Vec::new(), hang };
+    let mut player = Player { args, settings, denied: HashSet::new(), disabled: HashSet::new(), denials: Vec::new(), hang };
     if !two_way {
         if player.args.prompt.is_none() {
             fail("no prompt");
