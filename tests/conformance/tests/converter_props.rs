@@ -141,4 +141,21 @@ proptest! {
     fn the_json_rpc_classifier_takes_any_json(value in json_value()) {
         let _ = agent_api::kit::jsonrpc::classify(value);
     }
+
+    /// Gemini's stderr retry lines, mutated and noisy: read without panics, and an event never
+    /// carries the line's own words.
+    #[test]
+    fn gemini_stderr_retry_lines_read_without_panics_or_echoing_the_agent(
+        attempt in 0u64..u64::MAX,
+        middle in "[ -~é日\\n]{0,80}",
+        tail in prop_oneof![Just(". Retrying after 5000ms..."), Just(". Retrying with backoff..."), Just(". Max attempts reached"), Just("")],
+    ) {
+        let line = format!("Attempt {attempt} failed{middle}{tail}");
+        if let Some(retry) = agent_api_acp::retries::Retry::in_line(&line) {
+            let mut t = agent_api::universal::Transcript::new("sess_props".into(), false);
+            retry.emit(&mut t);
+            let shown = format!("{:?}", t.drain().collect::<Vec<_>>());
+            prop_assert!(middle.trim().len() < 6 || !shown.contains(middle.trim()), "the agent's text reached an event");
+        }
+    }
 }
