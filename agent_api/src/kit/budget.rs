@@ -129,8 +129,9 @@ impl BatchReceiver {
         self.budget - self.room.available_permits().min(self.budget)
     }
 
-    /// Takes back an event the SDK's own view is done with, to be freed by the driver (see the
-    /// module docs): events a caller keeps are theirs, so only the SDK's views call this.
+    /// Takes back an event its consumer is done with, to be freed by the driver (see the module
+    /// docs): the wrapper view for every event it projects, a universal-view caller through
+    /// `UniversalEvents::give_back`.
     pub(crate) fn recycle(&mut self, event: UniversalEvent) {
         self.spent.push(event);
     }

@@ -87,6 +87,33 @@ async fn a_paused_consumer_blocks_the_agent_on_its_pipe_within_the_budget_and_ev
     assert!(completion.await.is_ok());
 }
 
+/// A universal-view consumer that gives every event back (to be freed by the run) gets the same
+/// events, in order, within the same budget: giving back changes only which thread frees them.
+#[tokio::test]
+async fn events_given_back_are_freed_by_the_run_and_change_nothing_the_consumer_sees() {
+    const LINES: usize = 5_000;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("progress");
+    let budget = 64 * 1024;
+    let mut settings = settings();
+    settings.buffer_budget = budget;
+    let handle = start(&["numbered", &LINES.to_string(), file.to_str().unwrap()], settings, Box::new(FakeProtocol::default()));
+    let (mut events, completion) = handle.into_universal();
+    let (mut next, mut sequence) = (0usize, 0u64);
+    while let Some(event) = events.next().await {
+        assert_eq!(event.sequence, sequence + 1, "gap-free");
+        sequence = event.sequence;
+        if let UniversalEventBody::ItemDelta(delta) = &event.body {
+            assert_eq!(delta.delta[..8].parse::<usize>().unwrap(), next, "events out of order or lost");
+            next += 1;
+        }
+        events.give_back(event);
+        assert!(events.buffered_bytes() <= budget);
+    }
+    assert_eq!(next, LINES);
+    assert!(completion.await.is_ok());
+}
+
 /// The pid of the process whose command line names `needle` (the test's own temporary path).
 fn pid_naming(needle: &str) -> Option<i32> {
     std::fs::read_dir("/proc").ok()?.flatten().find_map(|entry| {
