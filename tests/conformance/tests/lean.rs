@@ -52,15 +52,22 @@ async fn stalled(path: &std::path::Path) -> usize {
     }
 }
 
+/// A run of the fake CLI printing `lines` numbered lines within a `budget`-byte budget; the CLI
+/// writes its progress (bytes written) to the returned file, in the returned directory.
+fn numbered_run(lines: usize, budget: usize) -> (tempfile::TempDir, std::path::PathBuf, RunHandle) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("progress");
+    let mut settings = settings();
+    settings.buffer_budget = budget;
+    let handle = start(&["numbered", &lines.to_string(), file.to_str().unwrap()], settings, Box::new(FakeProtocol::default()));
+    (dir, file, handle)
+}
+
 #[tokio::test]
 async fn a_paused_consumer_blocks_the_agent_on_its_pipe_within_the_budget_and_every_event_arrives_in_order() {
     const LINES: usize = 20_000;
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("progress");
     let budget = 64 * 1024;
-    let mut settings = settings();
-    settings.buffer_budget = budget;
-    let handle = start(&["numbered", &LINES.to_string(), file.to_str().unwrap()], settings, Box::new(FakeProtocol::default()));
+    let (_dir, file, handle) = numbered_run(LINES, budget);
     let (mut events, completion) = handle.into_universal();
     let first = events.next().await.expect("session.started");
     assert_eq!(first.type_name(), "session.started");
@@ -92,12 +99,8 @@ async fn a_paused_consumer_blocks_the_agent_on_its_pipe_within_the_budget_and_ev
 #[tokio::test]
 async fn events_given_back_are_freed_by_the_run_and_change_nothing_the_consumer_sees() {
     const LINES: usize = 5_000;
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("progress");
     let budget = 64 * 1024;
-    let mut settings = settings();
-    settings.buffer_budget = budget;
-    let handle = start(&["numbered", &LINES.to_string(), file.to_str().unwrap()], settings, Box::new(FakeProtocol::default()));
+    let (_dir, _file, handle) = numbered_run(LINES, budget);
     let (mut events, completion) = handle.into_universal();
     let (mut next, mut sequence) = (0usize, 0u64);
     while let Some(event) = events.next().await {
