@@ -161,13 +161,7 @@ impl Core {
         let transcript = Transcript::new(session_id, settings.include_raw);
         let Transport { source, stdin, stderr, lifecycle } = transport;
         let stdin = stdin.map(|writer| StdinQueue::spawn(writer, settings.input_limit));
-        let (live_tx, stderr_live) = match protocol.reads_stderr() {
-            true => {
-                let (tx, rx) = mpsc::channel(LIVE_STDERR_LINES);
-                (Some(tx), Some(rx))
-            }
-            false => (None, None),
-        };
+        let (live_tx, stderr_live) = protocol.reads_stderr().then(|| mpsc::channel(LIVE_STDERR_LINES)).unzip();
         let stderr_task = stderr.map(|s| tokio::spawn(StderrCapture::read_from(s, live_tx)));
         let (far, launcher) = match &lifecycle {
             Lifecycle::Process(p) => (p.far_group().cloned(), Some(p.launcher().to_string())),
@@ -324,11 +318,16 @@ impl Core {
                 self.replay_stderr.push(line.as_bytes());
                 if self.protocol.reads_stderr() {
                     let kept = self.replay_stderr.last().to_string();
-                    self.with_ctx(|p, ctx| p.on_stderr(&kept, ctx));
+                    self.on_stderr(&kept);
                 }
             }
             SourceItem::Malformed(error) => self.transcript.unparsed(error, "recording", None),
         }
+    }
+
+    /// One stderr line for a protocol that reads them (live, left over at the end, or recorded).
+    fn on_stderr(&mut self, line: &str) {
+        self.with_ctx(|p, ctx| p.on_stderr(line, ctx));
     }
 
     fn wants_raw(&self) -> bool {
@@ -460,9 +459,7 @@ impl Core {
                 room = self.room_for_pending(), if self.pending.is_some() => self.on_room(room),
                 item = inputs.io.source.next(), if !self.source_done && self.may_read() => self.handle_ready(item, &mut inputs.io.source),
                 line = next_stderr(&mut inputs.io.stderr_live), if inputs.io.stderr_live.is_some() => match line {
-                    Some(line) => {
-                        self.with_ctx(|p, ctx| p.on_stderr(&line, ctx));
-                    }
+                    Some(line) => self.on_stderr(&line),
                     None => inputs.io.stderr_live = None,
                 },
                 _ = sleep_until(self.caller_waits.next().unwrap_or_else(Instant::now)), if self.caller_waits.next().is_some() => {

@@ -78,8 +78,9 @@ pub struct Headless {
     message: Option<String>,
     tools: Vec<(String, String, String)>,
     outcome: Option<Result<Option<Usage>, AgentError>>,
-    /// The last retry Gemini reported on stderr, for the status its final error does not name.
-    last_retry: Option<crate::retries::Retry>,
+    /// The HTTP status of the last retry Gemini reported on stderr, for its final error, which
+    /// names none.
+    retry_status: Option<u16>,
 }
 
 /// The tools-facet kind of a Gemini tool name.
@@ -160,7 +161,7 @@ impl Headless {
             Err(match (errors::status_in(&message), crate::retries::limit_words(&message)) {
                 (Some(status), _) => errors::of_status(status, explained),
                 // Gemini's result names no status for an overload; its retries on stderr may have.
-                (None, (_, true)) => AgentError::Overloaded { status: self.last_retry.as_ref().and_then(|r| r.status), message: explained },
+                (None, (_, true)) => AgentError::Overloaded { status: self.retry_status, message: explained },
                 (None, (true, _)) => AgentError::RateLimited { message: explained },
                 (None, _) => AgentError::AgentFailed { message: explained },
             })
@@ -190,7 +191,7 @@ impl Protocol for Headless {
     fn on_stderr(&mut self, line: &str, ctx: &mut Ctx<'_>) {
         if let Some(retry) = crate::retries::Retry::in_line(line) {
             retry.emit(ctx.transcript);
-            self.last_retry = Some(retry);
+            self.retry_status = retry.status;
         }
     }
 

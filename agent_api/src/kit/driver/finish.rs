@@ -52,7 +52,7 @@ impl Core {
         // The stderr read to its end: lines the loop had not taken yet still reach the protocol,
         // before it finishes the run.
         while let Some(line) = stderr_live.as_mut().and_then(|rx| rx.try_recv().ok()) {
-            self.with_ctx(|p, ctx| p.on_stderr(&line, ctx));
+            self.on_stderr(&line);
         }
         let (exit_code, signal) = self.exit.unwrap_or((None, None));
         ExitInfo { exit_code, signal, stderr, oversized_lines: self.oversized_lines, stopped_by_daemon: self.stop.is_some() }

@@ -180,11 +180,11 @@ impl Player {
 
     fn tool_results(&mut self, line: &mut Value) {
         for block in line.pointer_mut("/message/content").and_then(Value::as_array_mut).into_iter().flatten() {
-            let id = block["tool_use_id"].as_str().unwrap_or_default().to_string();
             if block["type"] != "tool_result" {
                 continue;
             }
-            let text = match (self.denied.contains(&id), self.disabled.contains(&id)) {
+            let id = block["tool_use_id"].as_str().unwrap_or_default();
+            let text = match (self.denied.contains(id), self.disabled.contains(id)) {
                 (true, _) => "Permission denied: the delegate rejected this tool call",
                 (_, true) => "Tool not available: it is disabled in the settings",
                 _ => continue,
