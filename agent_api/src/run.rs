@@ -354,8 +354,8 @@ impl UniversalEvents {
     /// its batch instead of on your thread. Optional: dropping the event is always fine. It pays
     /// when the consumer runs on another thread than the run (a multi-thread runtime): memory
     /// allocated on one thread and freed on another makes the system allocator take the first
-    /// thread's lock for every free, and the two threads then wait on each other. The wrapper view
-    /// does this for every event it projects.
+    /// thread's lock for every free, and the two threads then wait on each other. (The wrapper view
+    /// reads each event in place and gives back whole batches.)
     ///
     /// ```no_run
     /// # async fn consume(handle: agent_api::RunHandle) {
@@ -403,12 +403,9 @@ impl Stream for WrapperEvents {
             if let Some(ev) = self.pending.pop_front() {
                 return Poll::Ready(Some(ev));
             }
-            match self.inner.poll_next_unpin(cx) {
-                Poll::Ready(Some(universal)) => {
-                    let Self { projector, pending, inner } = &mut *self;
-                    projector.project_into(&universal, pending);
-                    inner.give_back(universal);
-                }
+            let Self { projector, pending, inner } = &mut *self;
+            match inner.rx.poll_lend(cx) {
+                Poll::Ready(Some(universal)) => projector.project_into(universal, pending),
                 Poll::Ready(None) => return Poll::Ready(None),
                 Poll::Pending => return Poll::Pending,
             }

@@ -6,11 +6,13 @@
 //! weight in permits of one semaphore until the caller has taken its last event.
 //!
 //! Events the SDK itself consumes (the wrapper view projects each universal event, then has no
-//! use for it) go back to the driver to be freed there, a batch at a time. With the system
+//! use for it) stay in their batch, and the batch goes back to the driver whole, to be emptied
+//! there and to gather a later batch in. With the system
 //! allocator, memory allocated on one thread and freed on another takes the allocating thread's
 //! arena lock for every free: with the driver and the caller on two threads, the two contended
 //! for it on every event, which made a wrapper-view run cost up to three times its own work.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
@@ -37,32 +39,54 @@ pub(crate) struct BatchSender {
     tx: mpsc::UnboundedSender<Batch>,
     room: Arc<Semaphore>,
     budget: usize,
-    /// Events the caller's side is done with, to drop here (a `Mutex` only so that the
-    /// driver's future, which borrows the sender, stays `Send`: nothing else locks it).
-    spent: std::sync::Mutex<mpsc::UnboundedReceiver<Vec<UniversalEvent>>>,
+    /// Batches the caller's side is done with (a `Mutex` only so that the driver's future,
+    /// which borrows the sender, stays `Send`: nothing else locks it).
+    returned: std::sync::Mutex<Returned>,
 }
+
+/// Batches back from the caller's side, and the few kept to hold later batches.
+struct Returned {
+    rx: mpsc::UnboundedReceiver<Vec<UniversalEvent>>,
+    spares: Vec<Vec<UniversalEvent>>,
+}
+
+/// Emptied batch vectors a run keeps for its next batches: two cover a caller that keeps up
+/// (one batch being read, one being filled) at 40 KiB each for full batches.
+const SPARES: usize = 2;
 
 /// The caller's end: hands out events one at a time and gives their bytes back to the budget.
 pub(crate) struct BatchReceiver {
     rx: mpsc::UnboundedReceiver<Batch>,
     room: Arc<Semaphore>,
     budget: usize,
-    current: std::vec::IntoIter<UniversalEvent>,
+    /// The batch being read: [`BatchReceiver::poll_next`] takes its events out,
+    /// [`BatchReceiver::poll_lend`] reads them in place (`lent` of them so far).
+    current: VecDeque<UniversalEvent>,
+    lent: usize,
     current_weight: usize,
     /// Events handed back with [`BatchReceiver::recycle`], not yet returned to the driver.
     spent: Vec<UniversalEvent>,
-    spent_tx: mpsc::UnboundedSender<Vec<UniversalEvent>>,
+    returned_tx: mpsc::UnboundedSender<Vec<UniversalEvent>>,
 }
 
 /// A budget of `budget` bytes (at least 1).
 pub(crate) fn channel(budget: usize) -> (BatchSender, BatchReceiver) {
     let budget = budget.clamp(1, MAX_BUDGET);
     let (tx, rx) = mpsc::unbounded_channel();
-    let (spent_tx, spent_rx) = mpsc::unbounded_channel();
+    let (returned_tx, returned_rx) = mpsc::unbounded_channel();
     let room = Arc::new(Semaphore::new(budget));
-    let receiver =
-        BatchReceiver { rx, room: room.clone(), budget, current: Vec::new().into_iter(), current_weight: 0, spent: Vec::new(), spent_tx };
-    (BatchSender { tx, room, budget, spent: std::sync::Mutex::new(spent_rx) }, receiver)
+    let receiver = BatchReceiver {
+        rx,
+        room: room.clone(),
+        budget,
+        current: VecDeque::new(),
+        lent: 0,
+        current_weight: 0,
+        spent: Vec::new(),
+        returned_tx,
+    };
+    let returned = std::sync::Mutex::new(Returned { rx: returned_rx, spares: Vec::new() });
+    (BatchSender { tx, room, budget, returned }, receiver)
 }
 
 /// Nobody reads the events any more.
@@ -101,19 +125,31 @@ impl BatchSender {
         Ok(Room(held))
     }
 
-    /// Sends `events` in the room taken for them (and first frees what came back).
+    /// Sends `events` in the room taken for them (and first empties what came back).
     pub(crate) fn push(&self, events: Vec<UniversalEvent>, room: Room) -> Result<(), Closed> {
-        self.drop_spent();
+        self.reclaim();
         self.tx.send(Batch { events, weight: room.0 }).map_err(|_| Closed)
     }
 
-    /// Drops, on this (the driver's) thread, the events the caller's side handed back.
-    fn drop_spent(&self) {
-        if let Ok(mut spent) = self.spent.try_lock() {
-            while let Ok(events) = spent.try_recv() {
-                drop(events);
+    /// Empties, on this (the driver's) thread, the batches the caller's side gave back, and
+    /// keeps a few to hold later batches: a batch vector freed made the allocator merge its free
+    /// lists (it is over glibc's 64 KiB consolidation threshold once merged with its
+    /// neighbours), and a new one was allocated for the next batch anyway.
+    fn reclaim(&self) {
+        let Ok(mut returned) = self.returned.try_lock() else { return };
+        while let Ok(mut batch) = returned.rx.try_recv() {
+            batch.clear();
+            let useful = batch.capacity() >= EVENTS_PER_BATCH && batch.capacity() <= 2 * EVENTS_PER_BATCH;
+            if useful && returned.spares.len() < SPARES {
+                returned.spares.push(batch);
             }
         }
+    }
+
+    /// An emptied batch vector to gather the next batch in, if one came back.
+    pub(crate) fn spare(&self) -> Option<Vec<UniversalEvent>> {
+        self.reclaim();
+        self.returned.try_lock().ok()?.spares.pop()
     }
 
     /// Waits for room, then sends `events` weighing `weight` bytes.
@@ -130,41 +166,74 @@ impl BatchReceiver {
     }
 
     /// Takes back an event its consumer is done with, to be freed by the driver (see the module
-    /// docs): the wrapper view for every event it projects, a universal-view caller through
-    /// `UniversalEvents::give_back`.
+    /// docs): a universal-view caller's, through `UniversalEvents::give_back`.
     pub(crate) fn recycle(&mut self, event: UniversalEvent) {
         self.spent.push(event);
     }
 
-    /// Hands the recycled events to the driver; if it is gone, they are dropped here.
-    fn return_spent(&mut self) {
-        if !self.spent.is_empty() {
-            let _ = self.spent_tx.send(std::mem::take(&mut self.spent));
-        }
-    }
-
-    /// The next event, in order.
+    /// The next event, in order, to keep.
     pub(crate) fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<UniversalEvent>> {
         loop {
-            if let Some(event) = self.current.next() {
-                if self.current.len() == 0 {
-                    self.release();
+            if let Some(event) = self.current.pop_front() {
+                if self.current.is_empty() {
+                    self.retire();
                 }
                 return Poll::Ready(Some(event));
             }
-            // Between batches: what the view took back of this one goes home.
-            self.return_spent();
-            match self.rx.poll_recv(cx) {
-                Poll::Ready(Some(batch)) => {
-                    self.current = batch.events.into_iter();
-                    self.current_weight = batch.weight;
-                    if self.current.len() == 0 {
-                        self.release();
-                    }
-                }
-                Poll::Ready(None) => return Poll::Ready(None),
-                Poll::Pending => return Poll::Pending,
+            if !std::task::ready!(self.poll_batch(cx)) {
+                return Poll::Ready(None);
             }
+        }
+    }
+
+    /// The next event, in order, lent: it stays in its batch, and the batch goes back to the
+    /// driver whole once read (for the wrapper view, which only projects each event). The
+    /// batch's bytes count against the budget until the call after its last event.
+    pub(crate) fn poll_lend(&mut self, cx: &mut Context<'_>) -> Poll<Option<&UniversalEvent>> {
+        loop {
+            if self.lent < self.current.len() {
+                self.lent += 1;
+                return Poll::Ready(self.current.get(self.lent - 1));
+            }
+            if !self.current.is_empty() {
+                self.retire();
+            }
+            if !std::task::ready!(self.poll_batch(cx)) {
+                return Poll::Ready(None);
+            }
+        }
+    }
+
+    /// Waits for the next batch; `false` once the driver is gone and everything was read.
+    fn poll_batch(&mut self, cx: &mut Context<'_>) -> Poll<bool> {
+        // Between batches: the events handed back since the last one was read go home now.
+        if !self.spent.is_empty() {
+            let _ = self.returned_tx.send(std::mem::take(&mut self.spent));
+        }
+        match self.rx.poll_recv(cx) {
+            Poll::Ready(Some(batch)) => {
+                self.current = batch.events.into();
+                self.current_weight = batch.weight;
+                if self.current.is_empty() {
+                    self.retire();
+                }
+                Poll::Ready(true)
+            }
+            Poll::Ready(None) => Poll::Ready(false),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+
+    /// The current batch is read: its bytes go back to the budget, and its vector (with the
+    /// events still in it when they were lent, and those handed back) to the driver; if the
+    /// driver is gone, they are dropped here.
+    fn retire(&mut self) {
+        self.release();
+        self.lent = 0;
+        let mut batch = Vec::from(std::mem::take(&mut self.current));
+        batch.append(&mut self.spent);
+        if batch.capacity() > 0 {
+            let _ = self.returned_tx.send(batch);
         }
     }
 
@@ -282,6 +351,29 @@ mod tests {
         assert_eq!(Arc::strong_count(&payload), 4, "the three events went back to the sender, not freed here");
         tx.send(events(1), 10).await.ok().unwrap();
         assert_eq!(Arc::strong_count(&payload), 1, "the sender freed them with its next batch");
+    }
+
+    #[tokio::test]
+    async fn a_lent_batch_goes_back_whole_and_its_vector_gathers_a_later_batch() {
+        let (tx, mut rx) = channel(1 << 20);
+        let payload = Arc::new(serde_json::json!({"native": "line"}));
+        let mut batch = events(EVENTS_PER_BATCH);
+        for event in &mut batch {
+            event.raw = Some(payload.clone());
+        }
+        let (count, capacity) = (batch.len(), batch.capacity());
+        tx.send(batch, 10).await.ok().unwrap();
+        let waker = futures::task::noop_waker();
+        let mut cx = Context::from_waker(&waker);
+        let mut sequences = Vec::new();
+        while let Poll::Ready(Some(event)) = rx.poll_lend(&mut cx) {
+            sequences.push(event.sequence);
+        }
+        assert_eq!(sequences, (1..=count as u64).collect::<Vec<_>>(), "every event, in order, once");
+        assert_eq!(rx.buffered_bytes(), 0, "a batch read to its end gives its bytes back");
+        let spare = tx.spare().expect("the read batch came back");
+        assert_eq!(Arc::strong_count(&payload), 1, "its events were freed by the sender");
+        assert!(spare.is_empty() && spare.capacity() == capacity, "the same vector, emptied");
     }
 
     /// glibc consolidates its free lists whenever a chunk of 64 KiB or more is freed: a full

@@ -1,7 +1,6 @@
 //! What a backend writes: the [`Protocol`] trait, the [`Ctx`] its methods get, and the
 //! [`ProtocolHarness`] to unit-test one.
 
-use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::stderr::StderrCapture;
@@ -120,11 +119,72 @@ pub fn parse_value(line: &[u8]) -> Result<Value, Unparsed> {
 
 /// The typed entry of a backend's [`Protocol::on_line`]: parses `line` straight into the
 /// backend's own message type `T`. `Err` hands back nothing but the fact: the caller then goes
-/// through [`parse_value`] and its `Value` path, which knows how to report the line.
-pub fn parse_typed<T: DeserializeOwned>(line: &[u8]) -> Option<T> {
+/// through [`parse_value`] and its `Value` path, which knows how to report the line. `T` may
+/// borrow from the line (`&str`, `Cow<str>` with `#[serde(borrow)]`): an id only looked up
+/// then costs no allocation.
+pub fn parse_typed<'line, T: serde::Deserialize<'line>>(line: &'line [u8]) -> Option<T> {
     // One check of the whole line: parsed from bytes, serde checks the UTF-8 of every string
     // again, which costs several times more than this (a line the driver hands over is valid).
     serde_json::from_str(std::str::from_utf8(line).ok()?).ok()
+}
+
+/// A string field of a native line, borrowed from the line unless it had escapes (then
+/// owned): for ids a protocol only looks up, read with [`parse_typed`] at no allocation. serde's
+/// own `Cow<str>` borrows only as a bare field, never inside an `Option`; this does both.
+///
+/// ```
+/// use agent_api::kit::driver::{parse_typed, LineStr};
+/// #[derive(serde::Deserialize)]
+/// struct Delta<'a> {
+///     #[serde(borrow)]
+///     id: Option<LineStr<'a>>,
+/// }
+/// let line = br#"{"id":"msg_1"}"#;
+/// let delta: Delta = parse_typed(line).unwrap();
+/// assert!(matches!(delta.id.unwrap().0, std::borrow::Cow::Borrowed("msg_1")));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LineStr<'a>(pub std::borrow::Cow<'a, str>);
+
+impl LineStr<'_> {
+    /// The string, owned.
+    pub fn into_owned(self) -> String {
+        self.0.into_owned()
+    }
+}
+
+impl std::ops::Deref for LineStr<'_> {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl<'de: 'a, 'a> serde::Deserialize<'de> for LineStr<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Borrowing;
+        impl<'de> serde::de::Visitor<'de> for Borrowing {
+            type Value = std::borrow::Cow<'de, str>;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(std::borrow::Cow::Borrowed(v))
+            }
+
+            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(std::borrow::Cow::Owned(v.to_owned()))
+            }
+
+            fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+                Ok(std::borrow::Cow::Owned(v))
+            }
+        }
+        deserializer.deserialize_str(Borrowing).map(LineStr)
+    }
 }
 
 /// What a [`Protocol`] method may do besides describing events.
@@ -280,5 +340,32 @@ impl std::fmt::Debug for Ctx<'_> {
 impl std::fmt::Debug for ProtocolHarness {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ProtocolHarness").finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(serde::Deserialize)]
+    struct Ids<'a> {
+        #[serde(borrow)]
+        plain: Option<LineStr<'a>>,
+        #[serde(borrow)]
+        escaped: Option<LineStr<'a>>,
+        #[serde(borrow)]
+        absent: Option<LineStr<'a>>,
+    }
+
+    #[test]
+    fn a_line_string_borrows_plain_text_and_owns_unescaped_text() {
+        let line = br#"{"plain":"msg_1","escaped":"a\"b\u00e9"}"#;
+        let ids: Ids = parse_typed(line).unwrap();
+        assert!(matches!(ids.plain.unwrap().0, std::borrow::Cow::Borrowed("msg_1")));
+        let escaped = ids.escaped.unwrap();
+        assert!(matches!(escaped.0, std::borrow::Cow::Owned(_)));
+        assert_eq!(&*escaped, "a\"bé");
+        assert!(ids.absent.is_none());
+        assert!(parse_typed::<Ids>(br#"{"plain":5}"#).is_none(), "not a string: the typed parse fails");
     }
 }

@@ -179,11 +179,24 @@ impl Transcript {
 
     /// Takes the events emitted so far, as one batch (without moving them again).
     pub fn take_events(&mut self) -> Vec<UniversalEvent> {
+        self.take_events_reusing(None)
+    }
+
+    /// [`Transcript::take_events`], gathering the next batch in `spare` (an emptied earlier
+    /// batch) when its room fits about as many events as this batch had.
+    pub(crate) fn take_events_reusing(&mut self, spare: Option<Vec<UniversalEvent>>) -> Vec<UniversalEvent> {
         self.now = None;
-        // The next batch is likely as long as this one: room for it at once, instead of a
-        // vector grown by doubling that moves every event again at each step.
-        let room = Vec::with_capacity(self.events.len());
-        std::mem::replace(&mut self.events, room)
+        let len = self.events.len();
+        // The next batch is likely about as long as this one (a batch ends at the line that
+        // takes it past its size, and a line may add a few events): room for that at once,
+        // instead of a vector grown by doubling that moves every event again at each step.
+        // Room much larger would count against the byte budget for nothing.
+        let room = len + len / 4;
+        let next = match spare {
+            Some(spare) if spare.is_empty() && (len..=2 * room).contains(&spare.capacity()) => spare,
+            _ => Vec::with_capacity(room),
+        };
+        std::mem::replace(&mut self.events, next)
     }
 
     /// Takes the events emitted so far.

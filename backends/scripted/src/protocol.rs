@@ -53,6 +53,11 @@ impl ScriptedProtocol {
         }
     }
 
+    fn text_delta(ctx: &mut Ctx<'_>, message_id: &str, text: String) {
+        let id = Self::item_for(ctx, message_id, || NewItem::message(ItemRole::Assistant));
+        ctx.transcript.delta(&id, text);
+    }
+
     fn agent_line(&mut self, line: AgentLine, ctx: &mut Ctx<'_>) {
         match line {
             AgentLine::Session { id, model } => {
@@ -62,10 +67,7 @@ impl ScriptedProtocol {
                     ctx.transcript.user_message(&prompt);
                 }
             }
-            AgentLine::TextDelta { message_id, text } => {
-                let id = Self::item_for(ctx, &message_id, || NewItem::message(ItemRole::Assistant));
-                ctx.transcript.delta(&id, text);
-            }
+            AgentLine::TextDelta { message_id, text } => Self::text_delta(ctx, &message_id, text),
             AgentLine::MessageDone { message_id, text } => {
                 let id = Self::item_for(ctx, &message_id, || NewItem::message(ItemRole::Assistant));
                 ctx.transcript.complete_item_with(&id, vec![ContentPart::Text { text }]);
@@ -159,7 +161,12 @@ impl Protocol for ScriptedProtocol {
     }
 
     fn on_line(&mut self, line: &[u8], ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
-        match parse_typed::<FlatAgentLine>(line).and_then(FlatAgentLine::into_line) {
+        let mut flat = parse_typed::<FlatAgentLine>(line);
+        if let Some((message_id, text)) = flat.as_mut().and_then(FlatAgentLine::text_delta) {
+            Self::text_delta(ctx, &message_id, text);
+            return Ok(());
+        }
+        match flat.and_then(FlatAgentLine::into_line) {
             Some(line) => {
                 self.agent_line(line, ctx);
                 Ok(())

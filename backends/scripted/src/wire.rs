@@ -2,6 +2,7 @@
 //!
 //! Agent → client: [`AgentLine`]. Client → agent: [`ClientLine`].
 
+use agent_api::kit::driver::LineStr;
 use serde::{Deserialize, Serialize};
 
 /// A line the scripted agent writes.
@@ -127,29 +128,44 @@ pub enum ClientLine {
 }
 
 /// Every field any [`AgentLine`] may carry, flat: serde reads it in one pass, where the
-/// internally tagged [`AgentLine`] first buffers the whole line to find its `type`.
+/// internally tagged [`AgentLine`] first buffers the whole line to find its `type`. Strings
+/// borrow from the line where they have no escapes.
 #[derive(Deserialize)]
-pub(crate) struct FlatAgentLine {
+pub(crate) struct FlatAgentLine<'a> {
     #[serde(rename = "type")]
     kind: AgentLineType,
-    id: Option<String>,
-    model: Option<String>,
-    message_id: Option<String>,
-    text: Option<String>,
-    call_id: Option<String>,
-    name: Option<String>,
+    #[serde(borrow)]
+    id: Option<LineStr<'a>>,
+    #[serde(borrow)]
+    model: Option<LineStr<'a>>,
+    #[serde(borrow)]
+    message_id: Option<LineStr<'a>>,
+    #[serde(borrow)]
+    text: Option<LineStr<'a>>,
+    #[serde(borrow)]
+    call_id: Option<LineStr<'a>>,
+    #[serde(borrow)]
+    name: Option<LineStr<'a>>,
     input: Option<serde_json::Value>,
-    request_id: Option<String>,
-    summary: Option<String>,
+    #[serde(borrow)]
+    request_id: Option<LineStr<'a>>,
+    #[serde(borrow)]
+    summary: Option<LineStr<'a>>,
     exit_code: Option<i64>,
-    stdout: Option<String>,
+    #[serde(borrow)]
+    stdout: Option<LineStr<'a>>,
     denied: Option<bool>,
-    question_id: Option<String>,
-    prompt: Option<String>,
+    #[serde(borrow)]
+    question_id: Option<LineStr<'a>>,
+    #[serde(borrow)]
+    prompt: Option<LineStr<'a>>,
     options: Option<Vec<String>>,
-    message: Option<String>,
-    code: Option<String>,
-    status: Option<String>,
+    #[serde(borrow)]
+    message: Option<LineStr<'a>>,
+    #[serde(borrow)]
+    code: Option<LineStr<'a>>,
+    #[serde(borrow)]
+    status: Option<LineStr<'a>>,
     input_tokens: Option<u64>,
     output_tokens: Option<u64>,
 }
@@ -170,29 +186,52 @@ enum AgentLineType {
     Done,
 }
 
-impl FlatAgentLine {
+impl<'a> FlatAgentLine<'a> {
+    /// A text delta's message id and text, the id still borrowed from the line: most lines of
+    /// a turn are text deltas, and their message id is only looked up.
+    pub(crate) fn text_delta(&mut self) -> Option<(LineStr<'a>, String)> {
+        if !matches!(self.kind, AgentLineType::TextDelta) || self.message_id.is_none() || self.text.is_none() {
+            return None;
+        }
+        Some((self.message_id.take()?, self.text.take()?.into_owned()))
+    }
+
     /// The line, when it has every field its type needs (`None`: parse it as an [`AgentLine`],
     /// whose error says what is missing).
     pub(crate) fn into_line(self) -> Option<AgentLine> {
         Some(match self.kind {
-            AgentLineType::Session => AgentLine::Session { id: self.id?, model: self.model? },
-            AgentLineType::TextDelta => AgentLine::TextDelta { message_id: self.message_id?, text: self.text? },
-            AgentLineType::MessageDone => AgentLine::MessageDone { message_id: self.message_id?, text: self.text? },
-            AgentLineType::ReasoningDelta => AgentLine::ReasoningDelta { id: self.id?, text: self.text? },
-            AgentLineType::ReasoningDone => AgentLine::ReasoningDone { id: self.id? },
-            AgentLineType::ToolCall => {
-                AgentLine::ToolCall { call_id: self.call_id?, name: self.name?, message_id: self.message_id?, input: self.input? }
+            AgentLineType::Session => AgentLine::Session { id: self.id?.into_owned(), model: self.model?.into_owned() },
+            AgentLineType::TextDelta => AgentLine::TextDelta { message_id: self.message_id?.into_owned(), text: self.text?.into_owned() },
+            AgentLineType::MessageDone => {
+                AgentLine::MessageDone { message_id: self.message_id?.into_owned(), text: self.text?.into_owned() }
             }
-            AgentLineType::PermissionRequest => {
-                AgentLine::PermissionRequest { request_id: self.request_id?, call_id: self.call_id?, summary: self.summary? }
-            }
-            AgentLineType::ToolResult => {
-                AgentLine::ToolResult { call_id: self.call_id?, exit_code: self.exit_code?, stdout: self.stdout?, denied: self.denied? }
-            }
-            AgentLineType::Question => AgentLine::Question { question_id: self.question_id?, prompt: self.prompt?, options: self.options? },
-            AgentLineType::Error => AgentLine::Error { message: self.message?, code: self.code? },
+            AgentLineType::ReasoningDelta => AgentLine::ReasoningDelta { id: self.id?.into_owned(), text: self.text?.into_owned() },
+            AgentLineType::ReasoningDone => AgentLine::ReasoningDone { id: self.id?.into_owned() },
+            AgentLineType::ToolCall => AgentLine::ToolCall {
+                call_id: self.call_id?.into_owned(),
+                name: self.name?.into_owned(),
+                message_id: self.message_id?.into_owned(),
+                input: self.input?,
+            },
+            AgentLineType::PermissionRequest => AgentLine::PermissionRequest {
+                request_id: self.request_id?.into_owned(),
+                call_id: self.call_id?.into_owned(),
+                summary: self.summary?.into_owned(),
+            },
+            AgentLineType::ToolResult => AgentLine::ToolResult {
+                call_id: self.call_id?.into_owned(),
+                exit_code: self.exit_code?,
+                stdout: self.stdout?.into_owned(),
+                denied: self.denied?,
+            },
+            AgentLineType::Question => AgentLine::Question {
+                question_id: self.question_id?.into_owned(),
+                prompt: self.prompt?.into_owned(),
+                options: self.options?,
+            },
+            AgentLineType::Error => AgentLine::Error { message: self.message?.into_owned(), code: self.code?.into_owned() },
             AgentLineType::Done => {
-                AgentLine::Done { status: self.status?, input_tokens: self.input_tokens?, output_tokens: self.output_tokens? }
+                AgentLine::Done { status: self.status?.into_owned(), input_tokens: self.input_tokens?, output_tokens: self.output_tokens? }
             }
         })
     }

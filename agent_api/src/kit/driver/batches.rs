@@ -12,11 +12,13 @@ impl Core {
     /// sends it at once if the byte budget has room; otherwise it waits in `pending`.
     pub(super) fn stage(&mut self) {
         if self.pending.is_none() {
-            let events: Vec<UniversalEvent> = self.transcript.take_events();
-            let raw_bytes = std::mem::take(&mut self.raw_bytes);
-            if events.is_empty() {
+            if self.transcript.pending_events() == 0 {
+                self.raw_bytes = 0;
                 return;
             }
+            let spare = self.events_tx.as_ref().and_then(|tx| tx.spare());
+            let events: Vec<UniversalEvent> = self.transcript.take_events_reusing(spare);
+            let raw_bytes = std::mem::take(&mut self.raw_bytes);
             let weight = budget::batch_weight(&events) + raw_bytes;
             self.pending = Some(Pending { events, weight });
         }
