@@ -5,7 +5,8 @@
 //!
 //! `cargo bench -p agent_api_conformance --bench lean` (targets: peak RSS ≤ floor + 4 MiB,
 //! CPU ≤ 4× floor, wall ≤ 3× floor). Each measurement runs in a fresh process of this binary, so
-//! that its peak RSS and CPU time are its own.
+//! that its peak RSS and CPU time are its own. Last, the Codex log again with one 256 MiB line in
+//! its middle (the library skips it at its 16 MiB line cap; the floor parses it).
 
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
@@ -157,5 +158,46 @@ fn main() {
         let bytes = std::fs::metadata(path).unwrap().len();
         println!("{name}: {LINES} lines, {:.1} MB", bytes as f64 / 1e6);
         bench(name, path, backend);
+    }
+    huge_line(&codex);
+}
+
+/// The Codex log with one 256 MiB agent message in its middle: the floor parses it, the library
+/// skips it at its line cap, reading it through without holding more than the cap.
+fn huge_line(codex: &Path) {
+    let text = std::fs::read(codex).unwrap();
+    let lines: Vec<&[u8]> = text.split(|b| *b == b'\n').filter(|l| !l.is_empty()).collect();
+    let (before, after) = lines.split_at(lines.len() / 2);
+    let path = codex.with_extension("huge.jsonl");
+    let mut out = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+    let mut write = |bytes: &[u8]| std::io::Write::write_all(&mut out, bytes).unwrap();
+    for line in before {
+        write(line);
+        write(b"\n");
+    }
+    write(br#"{"type":"item.completed","item":{"id":"item_huge","type":"agent_message","text":""#);
+    let chunk = vec![b'x'; 1 << 20];
+    for _ in 0..256 {
+        write(&chunk);
+    }
+    write(b"\"}}\n");
+    for line in after {
+        write(line);
+        write(b"\n");
+    }
+    drop(out);
+    let log_arg = path.to_str().unwrap();
+    let rounds = 3;
+    let floor = median((0..rounds).map(|_| measure(&["floor", "codex", log_arg, "-"])).collect());
+    for (label, mode) in [("consumer keeps up", "library"), ("consumer pauses 1 ms every 1,000 events", "paused")] {
+        let run = median((0..rounds).map(|_| measure(&[mode, "codex", log_arg, "multi"])).collect());
+        println!(
+            "lean, one 256 MiB line: peak rss {:.1} MiB, anonymous {:.1} MiB at the end (the floor, which holds the line and its parse: {:.1} MiB)  [codex exec, {label}, multi-thread runtime; cpu {:.0} ms, wall {:.0} ms]",
+            run.peak_rss_kib as f64 / 1024.0,
+            run.anon_kib as f64 / 1024.0,
+            floor.peak_rss_kib as f64 / 1024.0,
+            run.cpu.as_secs_f64() * 1e3,
+            run.wall.as_secs_f64() * 1e3,
+        );
     }
 }
