@@ -19,7 +19,7 @@ use super::budget::{self, BatchSender, EVENTS_PER_BATCH};
 use super::lines::Line;
 use super::process::signal_group;
 use super::protocol::Outbox;
-use super::stderr::StderrCapture;
+use super::stderr::{LogFollower, StderrCapture};
 use super::timeouts::{expiry, Clock, TimeoutLimits};
 use super::transport::{wait_exit, Lifecycle, StdinQueue};
 use crate::error::AgentError;
@@ -147,6 +147,8 @@ struct Core {
     drain_deadline: Option<Instant>,
     /// After the output closed: when to stop waiting for the process to exit.
     closed_deadline: Option<Instant>,
+    /// The log the protocol follows, for a protocol that reads stderr ([`Ctx::follow_log`]).
+    follower: Option<LogFollower>,
     /// In a session: how the protocol reported the end of the current turn.
     turn_end: Option<Result<RunCompletion, AgentError>>,
     /// Deadlines of the requests that wait for the caller.
@@ -162,6 +164,7 @@ impl Core {
         let Transport { source, stdin, stderr, lifecycle } = transport;
         let stdin = stdin.map(|writer| StdinQueue::spawn(writer, settings.input_limit));
         let (live_tx, stderr_live) = protocol.reads_stderr().then(|| mpsc::channel(LIVE_STDERR_LINES)).unzip();
+        let follower = live_tx.clone().zip(stderr.as_ref()).map(|(live, source)| LogFollower::new(live, source));
         let stderr_task = stderr.map(|s| tokio::spawn(StderrCapture::read_from(s, live_tx)));
         let (far, launcher) = match &lifecycle {
             Lifecycle::Process(p) => (p.far_group().cloned(), Some(p.launcher().to_string())),
@@ -201,6 +204,7 @@ impl Core {
             closed_deadline: None,
             turn_end: None,
             caller_waits,
+            follower,
         };
         (core, Io { source, lifecycle, stderr_task, stderr_live })
     }
@@ -254,6 +258,9 @@ impl Core {
         }
         if let Some(end) = outbox.turn_end {
             self.turn_end.get_or_insert(end);
+        }
+        if let (Some(path), Some(follower)) = (outbox.follow_log, &mut self.follower) {
+            follower.follow(path);
         }
     }
 

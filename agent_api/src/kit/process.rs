@@ -80,6 +80,18 @@ impl std::fmt::Debug for CommandSpec {
 }
 
 impl CommandSpec {
+    /// The value of `name` in the agent's environment as this spec sets it: from `env`, else
+    /// inherited from this process unless the spec clears or removes it.
+    pub fn env_value(&self, name: &str) -> Option<String> {
+        if let Some(value) = self.env.get(name) {
+            return Some(value.clone());
+        }
+        if self.clear_env || self.env_remove.iter().any(|removed| removed == name) {
+            return None;
+        }
+        std::env::var(name).ok()
+    }
+
     /// The secret values this command hands its agent: those of secret-named variables it sets or
     /// inherits, and those of secret-named arguments (see [`crate::secrets::secret_values`]).
     pub fn secret_values(&self) -> Vec<String> {

@@ -55,8 +55,9 @@ pub trait Protocol: Send + 'static {
 
     /// One line of the agent's stderr, as it comes (cut to 2 KiB, secrets masked; lines may be
     /// skipped when many come at once), for a protocol whose agent reports there only what the
-    /// run should show, such as its retries. Never copy it into an event: describe what it says.
-    /// A replay with a recorded stderr calls it too.
+    /// run should show, such as its retries; also each line of a log it follows
+    /// ([`Ctx::follow_log`]). Never copy it into an event: describe what it says. A replay with a
+    /// recorded stderr calls it too.
     fn on_stderr(&mut self, line: &str, ctx: &mut Ctx<'_>) {
         let _ = (line, ctx);
     }
@@ -201,12 +202,13 @@ pub(super) struct Outbox {
     pub(super) close_input: bool,
     pub(super) shutdown: bool,
     pub(super) turn_end: Option<Result<RunCompletion, AgentError>>,
+    pub(super) follow_log: Option<std::path::PathBuf>,
 }
 
 impl Outbox {
     /// Whether the call queued nothing (most lines): the driver then skips moving it.
     pub(super) fn is_empty(&self) -> bool {
-        self.lines.is_empty() && !self.close_input && !self.shutdown && self.turn_end.is_none()
+        self.lines.is_empty() && !self.close_input && !self.shutdown && self.turn_end.is_none() && self.follow_log.is_none()
     }
 }
 
@@ -238,6 +240,16 @@ impl<'a> Ctx<'a> {
     pub fn shutdown(&mut self) {
         self.outbox.close_input = true;
         self.outbox.shutdown = true;
+    }
+
+    /// Follows a log file the agent appends to, for an agent that reports there only what the
+    /// run should show (Qwen Code's retries): each line added from now on reaches
+    /// [`Protocol::on_stderr`] like a stderr line (cut, masked, skipped when many come at once).
+    /// A file that does not exist yet is read from its start once it appears. One file per run:
+    /// a later call follows the new file instead. It works only where the file is on this machine
+    /// (the local and sandbox launchers), and only for a protocol that reads stderr.
+    pub fn follow_log(&mut self, path: std::path::PathBuf) {
+        self.outbox.follow_log = Some(path);
     }
 
     /// In a session: the agent ended the current turn, with this outcome. The driver writes the

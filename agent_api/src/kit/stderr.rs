@@ -110,6 +110,78 @@ impl StderrCapture {
     }
 }
 
+/// The log a run follows for its protocol ([`crate::kit::driver::Ctx::follow_log`]): where its
+/// lines go, what to mask in them, and the task reading it.
+#[derive(Debug)]
+pub(crate) struct LogFollower {
+    live: tokio::sync::mpsc::Sender<String>,
+    secrets: Arc<[String]>,
+    task: Option<tokio::task::AbortHandle>,
+}
+
+impl LogFollower {
+    /// A follower feeding `live`, the protocol's stderr feed, masking what `source` masks.
+    pub(crate) fn new(live: tokio::sync::mpsc::Sender<String>, source: &StderrSource) -> Self {
+        Self { live, secrets: source.secrets.clone(), task: None }
+    }
+
+    /// Follows `path` from now on (instead of the file followed before).
+    pub(crate) fn follow(&mut self, path: std::path::PathBuf) {
+        self.stop();
+        let task = tokio::spawn(follow_file(path, self.secrets.clone(), self.live.clone()));
+        self.task = Some(task.abort_handle());
+    }
+
+    /// Stops following (the run ends).
+    pub(crate) fn stop(&mut self) {
+        if let Some(task) = self.task.take() {
+            task.abort();
+        }
+    }
+}
+
+/// How often a followed log is looked at.
+const FOLLOW_EVERY: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// Most bytes of a followed log read at one look.
+const FOLLOW_CHUNK: u64 = 1 << 20;
+
+/// Follows a log file the agent appends to ([`crate::kit::driver::Ctx::follow_log`]): each line
+/// added after the call goes to `live`, cut and masked as stderr lines are, as it comes (skipped
+/// when `live` is full). A file that does not exist yet is read from its start once it appears;
+/// one that shrinks (replaced) from its new start. Ends when `live` closes; the driver aborts it
+/// when the run ends.
+pub(crate) async fn follow_file(path: std::path::PathBuf, secrets: Arc<[String]>, live: tokio::sync::mpsc::Sender<String>) {
+    use tokio::io::{AsyncReadExt, AsyncSeekExt};
+    let mut offset = tokio::fs::metadata(&path).await.map_or(0, |m| m.len());
+    let mut capture = StderrCapture { secrets, ..StderrCapture::default() };
+    let mut partial = Vec::new();
+    while !live.is_closed() {
+        if let Ok(mut file) = tokio::fs::File::open(&path).await {
+            let len = file.metadata().await.map_or(0, |m| m.len());
+            if len < offset {
+                (offset, partial) = (0, Vec::new());
+            }
+            let mut chunk = Vec::new();
+            if len > offset && file.seek(std::io::SeekFrom::Start(offset)).await.is_ok() {
+                let _ = (&mut file).take(FOLLOW_CHUNK).read_to_end(&mut chunk).await;
+            }
+            offset += chunk.len() as u64;
+            let mut pieces = chunk.split(|b| *b == b'\n').peekable();
+            while let Some(piece) = pieces.next() {
+                // A line is kept to its first 2 KiB, however long it grows across looks.
+                let room = MAX_LINE_BYTES.saturating_sub(partial.len());
+                partial.extend_from_slice(&piece[..piece.len().min(room)]);
+                if pieces.peek().is_some() {
+                    capture.push(&std::mem::take(&mut partial));
+                    let _ = live.try_send(capture.last().to_string());
+                }
+            }
+        }
+        tokio::time::sleep(FOLLOW_EVERY).await;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -124,6 +196,40 @@ mod tests {
         let second = rx.recv().await.unwrap();
         assert!(second.starts_with("key ") && !second.contains("sk-live-secret-value"), "{second}");
         assert_eq!(capture.total_lines(), 2);
+    }
+
+    #[tokio::test]
+    async fn a_followed_log_gives_the_lines_added_after_the_call_cut_and_masked() {
+        use std::io::Write;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("debug.txt");
+        std::fs::write(&path, "an old line from an earlier run\n").unwrap();
+        let (tx, mut rx) = tokio::sync::mpsc::channel(8);
+        let follower = tokio::spawn(follow_file(path.clone(), vec!["sk-live-secret-value".into()].into(), tx));
+        tokio::time::sleep(FOLLOW_EVERY * 2).await;
+        let mut file = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
+        write!(file, "[RETRY] Attempt 1 failed\nkey sk-live-secret-value and a line in ").unwrap();
+        file.flush().unwrap();
+        let first = tokio::time::timeout(std::time::Duration::from_secs(5), rx.recv()).await.unwrap();
+        assert_eq!(first.as_deref(), Some("[RETRY] Attempt 1 failed"), "only what came after the call");
+        writeln!(file, "two writes{}", "x".repeat(3 * MAX_LINE_BYTES)).unwrap();
+        let second = tokio::time::timeout(std::time::Duration::from_secs(5), rx.recv()).await.unwrap().unwrap();
+        assert!(second.starts_with("key ") && second.contains("and a line in two writes"), "{second}");
+        assert!(!second.contains("sk-live-secret-value") && second.len() <= MAX_LINE_BYTES + 16, "{}", second.len());
+        follower.abort();
+    }
+
+    #[tokio::test]
+    async fn a_followed_log_that_appears_later_is_read_from_its_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("later.txt");
+        let (tx, mut rx) = tokio::sync::mpsc::channel(8);
+        let follower = tokio::spawn(follow_file(path.clone(), Vec::new().into(), tx));
+        tokio::time::sleep(FOLLOW_EVERY).await;
+        std::fs::write(&path, "first line of a new session\n").unwrap();
+        let line = tokio::time::timeout(std::time::Duration::from_secs(5), rx.recv()).await.unwrap();
+        assert_eq!(line.as_deref(), Some("first line of a new session"));
+        follower.abort();
     }
 
     #[test]

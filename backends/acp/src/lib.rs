@@ -478,7 +478,8 @@ impl AcpBackend {
         } else {
             protocol::Acp::live(self.parser_name(), plan, requests)
         };
-        let acp = acp.with_mcp_servers(portable::acp_servers(&request.portable));
+        let debug_logs = if self.flavor == Flavor::Qwen { qwen::debug_log_dir(&spec) } else { None };
+        let acp = acp.with_mcp_servers(portable::acp_servers(&request.portable)).with_debug_logs(debug_logs);
         Ok((spec, if self.flavor == Flavor::Gemini { acp.history_trails_load() } else { acp }))
     }
 

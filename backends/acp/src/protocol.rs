@@ -100,6 +100,9 @@ pub struct Acp {
     warm: bool,
     /// The `mcpServers` of `session/new` and `session/load` ([`Acp::with_mcp_servers`]).
     mcp_servers: Vec<Value>,
+    /// Where the agent writes a debug log per session, followed once the session is known
+    /// ([`Acp::with_debug_logs`]).
+    debug_logs: Option<std::path::PathBuf>,
 }
 
 impl Acp {
@@ -123,6 +126,7 @@ impl Acp {
             warm: false,
             image_prompts: false,
             mcp_servers: Vec::new(),
+            debug_logs: None,
         }
     }
 
@@ -152,6 +156,14 @@ impl Acp {
     /// Gives the agent these MCP servers (ACP `McpServer` JSON) in `session/new` and `session/load`.
     pub fn with_mcp_servers(mut self, servers: Vec<Value>) -> Self {
         self.mcp_servers = servers;
+        self
+    }
+
+    /// The agent writes a debug log per session, `<dir>/<session id>.txt`, and reports its
+    /// retries only there (Qwen Code): the run follows the session's log once `session/new` or
+    /// `session/load` names it, and reads its lines as stderr lines.
+    pub fn with_debug_logs(mut self, dir: Option<std::path::PathBuf>) -> Self {
+        self.debug_logs = dir;
         self
     }
 
@@ -204,6 +216,9 @@ impl Acp {
     fn started(&mut self, ctx: &mut Ctx<'_>, session_id: &str, session: Option<Value>) {
         self.session_id = Some(session_id.to_string());
         ctx.transcript.set_native_session_id(session_id);
+        if let Some(dir) = &self.debug_logs {
+            ctx.follow_log(dir.join(format!("{session_id}.txt")));
+        }
         let metadata = json!({"session_id": session_id, "agent": self.agent, "session": session});
         ctx.transcript.session_started(Some(metadata));
     }

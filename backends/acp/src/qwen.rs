@@ -24,6 +24,13 @@
 //! `QWEN_CODE_UNATTENDED_RETRY` only makes the retries persistent. A caller in a hurry sets the
 //! run's timeout (or cancels).
 //!
+//! Qwen reports those retries nowhere but its debug log, `<runtime dir>/debug/<session id>.txt`
+//! ([`debug_log_dir`]). On every interface, when the agent runs on this machine (the local and
+//! sandbox launchers), the run follows that file and each retry line becomes the same `api_retry`
+//! and `rate_limited` statuses as Gemini CLI's stderr lines ([`crate::retries`]). Stream-json runs
+//! therefore always name their session (`--session-id`, a new id when the caller chose none);
+//! ACP learns it from `session/new`. `--continue` names none, and is not followed.
+//!
 //! A warm session on the two-way interface ([`AcpBackend`]'s `open_session`) sends each turn as a
 //! user message on the same process. Its `interrupt` ends the session, not only the turn: Qwen
 //! 0.15.10 aborts the one `AbortController` of its stream-json session, and its input loop stops
@@ -43,6 +50,40 @@ use agent_api_claude_code::ClaudeProtocol;
 use serde_json::Value;
 
 use crate::{errors, AcpBackend, QwenInterface, QwenOptions};
+
+/// The folder Qwen Code writes its per-session debug logs in, for an agent started by `spec`:
+/// `debug` under its runtime directory, which is `QWEN_RUNTIME_DIR`, else `QWEN_HOME`, else `.qwen`
+/// in the home directory (`~` and relative paths resolved as Qwen does). A `runtimeOutputDir`
+/// in Qwen's settings files is not read. `None` when the agent's files are not on this machine.
+pub fn debug_log_dir(spec: &CommandSpec) -> Option<std::path::PathBuf> {
+    if !spec.launcher.is_local_filesystem() {
+        return None;
+    }
+    let home = spec.env_value("HOME").map(std::path::PathBuf::from);
+    let resolve = |dir: String| -> Option<std::path::PathBuf> {
+        let dir = match dir.strip_prefix('~') {
+            Some(rest) => home.clone()?.join(rest.trim_start_matches('/')),
+            None => std::path::PathBuf::from(dir),
+        };
+        if dir.is_absolute() {
+            Some(dir)
+        } else {
+            Some(spec.cwd.clone().or_else(|| std::env::current_dir().ok())?.join(dir))
+        }
+    };
+    let runtime = match spec.env_value("QWEN_RUNTIME_DIR").or_else(|| spec.env_value("QWEN_HOME")).filter(|d| !d.is_empty()) {
+        Some(dir) => resolve(dir)?,
+        None => home?.join(".qwen"),
+    };
+    Some(runtime.join("debug"))
+}
+
+/// Reads one line of Qwen's debug log: a retry becomes its statuses.
+fn read_debug_line(line: &str, transcript: &mut agent_api::universal::Transcript) {
+    if let Some(retry) = crate::retries::Retry::in_line(line) {
+        retry.emit(transcript);
+    }
+}
 
 /// The text Qwen puts at the start of a `result` that is a failed model request.
 pub const API_ERROR_PREFIX: &str = "[API Error:";
@@ -100,16 +141,23 @@ pub fn stream_json(
         }
     }
     spec = spec.args(crate::portable::cli_args(crate::Flavor::Qwen, &request.portable, !two_way));
-    match &request.session {
+    // The session is named up front (a new one too) so that its debug log can be followed.
+    let session_id = match &request.session {
         SessionSelector::New => {
-            if let Some(id) = &request.new_session_id {
-                spec = spec.args(["--session-id", id.as_str()]);
-            }
+            let id = request.new_session_id.clone().unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+            spec = spec.args(["--session-id", id.as_str()]);
+            Some(id)
         }
-        SessionSelector::Resume(session) => spec = spec.args(["--resume", session.id.as_str()]),
-        SessionSelector::ResumeLast => spec = spec.arg("--continue"),
+        SessionSelector::Resume(session) => {
+            spec = spec.args(["--resume", session.id.as_str()]);
+            Some(session.id.clone())
+        }
+        SessionSelector::ResumeLast => {
+            spec = spec.arg("--continue");
+            None
+        }
         _ => return Err(AgentError::InvalidRequest { reason: "qwen cannot fork a session".into() }),
-    }
+    };
     for (k, v) in &config.env {
         spec = spec.env(k, v);
     }
@@ -121,7 +169,11 @@ pub fn stream_json(
         (true, false) => ClaudeProtocol::control(prompt, request.permissions.clone(), false),
         (false, _) => ClaudeProtocol::print(prompt, false),
     };
-    Ok((spec, Box::new(protocol.with_result_error(api_error_result))))
+    let mut protocol = protocol.with_result_error(api_error_result);
+    if let (Some(dir), Some(id)) = (debug_log_dir(&spec), session_id) {
+        protocol = protocol.with_log(dir.join(format!("{id}.txt")), read_debug_line);
+    }
+    Ok((spec, Box::new(protocol)))
 }
 
 /// The converter of a Qwen recording: stream-json (stdout or session) or an ACP session.

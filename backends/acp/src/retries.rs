@@ -26,8 +26,11 @@ pub struct Retry {
 }
 
 impl Retry {
-    /// The retry a stderr line reports, if it reports one.
+    /// The retry a stderr or debug-log line reports, if it reports one.
     pub fn in_line(line: &str) -> Option<Retry> {
+        // Qwen Code's debug log: `<time> [WARN] [RETRY] [Persistent] Attempt 1 failed …`.
+        let line = line.split_once("[RETRY] ").map_or(line, |(_, tail)| tail);
+        let line = line.strip_prefix("[Persistent] ").unwrap_or(line);
         let rest = line.trim_start().strip_prefix("Attempt ")?;
         let failure = &line[..line.find(". Retrying")?];
         let attempt = rest.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()?;
@@ -40,11 +43,16 @@ impl Retry {
         let (limited_words, overloaded_words) = limit_words(failure);
         let overloaded = matches!(status, Some(503 | 529)) || overloaded_words;
         let limited = status == Some(429) || limited_words;
-        let delay = line
-            .split_once("Retrying after ")
-            .and_then(|(_, tail)| tail.split("ms").next())
-            .and_then(|ms| ms.trim().parse::<u64>().ok())
-            .map(Duration::from_millis);
+        // `Retrying after 5000ms`, `Retrying after explicit delay of 5000ms`, `Retrying in 30s`.
+        let (_, retrying) = line.split_once(". Retrying")?;
+        let digits = retrying.trim_start_matches(|c: char| !c.is_ascii_digit());
+        let number = digits.split(|c: char| !c.is_ascii_digit()).next().and_then(|n| n.parse::<u64>().ok());
+        let unit = digits.trim_start_matches(|c: char| c.is_ascii_digit());
+        let delay = number.and_then(|n| match () {
+            _ if unit.starts_with("ms") => Some(Duration::from_millis(n)),
+            _ if unit.starts_with('s') => Some(Duration::from_secs(n)),
+            _ => None,
+        });
         Some(Retry { attempt, status, delay, limited, overloaded })
     }
 
@@ -87,6 +95,28 @@ mod tests {
         assert!(!server.limited && !server.overloaded);
         assert_eq!(Retry::in_line("Attempt 1 failed: The model is overloaded (mock). Max attempts reached"), None);
         assert_eq!(Retry::in_line("YOLO mode is enabled."), None);
+    }
+
+    #[test]
+    fn qwen_debug_log_lines_are_read_with_their_delays() {
+        let backoff = "2026-11-25T19:00:00.000Z [WARN] [RETRY] Attempt 1 failed with status 429. Retrying with backoff... Error: 429 quota";
+        let limited = Retry::in_line(backoff).unwrap();
+        assert_eq!((limited.attempt, limited.status, limited.limited, limited.delay), (1, Some(429), true, None));
+        let server = Retry::in_line(
+            "2026-11-25T19:00:01.000Z [ERROR] [RETRY] Attempt 2 failed with status 500. Retrying with backoff... Error: overloaded?",
+        )
+        .unwrap();
+        assert_eq!(
+            (server.attempt, server.status, server.overloaded),
+            (2, Some(500), false),
+            "words after the retry are the error's, not read"
+        );
+        let explicit = "… [WARN] [RETRY] Attempt 3 failed with status 429. Retrying after explicit delay of 5000ms... Error";
+        assert_eq!(Retry::in_line(explicit).unwrap().delay, Some(Duration::from_millis(5000)));
+        let persistent = "… [WARN] [RETRY] [Persistent] Attempt 4 failed with status 429. Retrying in 30s... Error";
+        let persistent = Retry::in_line(persistent).unwrap();
+        assert_eq!((persistent.attempt, persistent.delay), (4, Some(Duration::from_secs(30))));
+        assert_eq!(Retry::in_line("2026-11-25T19:00:00.000Z [DEBUG] [CONFIG] Attempt nothing"), None);
     }
 
     #[test]

@@ -137,20 +137,42 @@ async fn acp_write_and_edit_go_through_the_confined_fs_into_the_cwd() {
     assert!(writes >= 2, "the write and the edit both went through fs/write_text_file: {:?}", run.status_labels());
 }
 
+/// (The overloaded API's `RateLimited` is in the retries test below.)
 #[tokio::test]
 async fn acp_http_errors_are_one_typed_terminal_error() {
-    for scenario in ["error401", "error500", "overloaded"] {
+    for scenario in ["error401", "error500"] {
         let Some((_server, sandbox)) = setup(scenario).await else { return };
         let run = drive(&backend(&sandbox), request("hi"), Some(PermissionDecision::Allow), false).await;
         assert_conformant(&run);
         match (&run.completion, scenario) {
-            (Err(AgentError::Auth { .. }), "error401")
-            | (Err(AgentError::ServerError { status: Some(500), .. }), "error500")
-            | (Err(AgentError::RateLimited { .. }), "overloaded") => {}
+            (Err(AgentError::Auth { .. }), "error401") | (Err(AgentError::ServerError { status: Some(500), .. }), "error500") => {}
             other => panic!("{scenario}: {other:?}"),
         }
         assert_eq!(run.universal.iter().filter(|e| e.is_terminal_error()).count(), 1);
         assert!(!format!("{:?}", run.completion).contains("sk-test"));
+    }
+}
+
+/// Qwen reports its retries only in its debug log: the run follows it, and the overloaded model
+/// API's retries show as `api_retry` and `rate_limited` statuses before the run's one typed
+/// error; on ACP, two-way stream-json and print.
+#[tokio::test]
+async fn retries_in_the_debug_log_show_as_rate_limited_statuses_before_the_typed_error() {
+    for make in [request as fn(&str) -> RunRequest, stream_json, print] {
+        let Some((_server, sandbox)) = setup("overloaded").await else { return };
+        let run = drive(&backend(&sandbox), make("hi"), Some(PermissionDecision::Allow), false).await;
+        assert_conformant(&run);
+        assert!(matches!(run.completion, Err(AgentError::RateLimited { .. })), "{:?}", run.completion);
+        let labels = run.status_labels();
+        assert!(labels.iter().any(|l| l == "api_retry") && labels.iter().any(|l| l == "rate_limited"), "{labels:?}");
+        let limited = run.universal.iter().position(|e| {
+            e.completed_item().is_some_and(|i| {
+                i.content.iter().any(|p| matches!(p, agent_api::universal::ContentPart::Status { label, .. } if label == "rate_limited"))
+            })
+        });
+        let terminal = run.universal.iter().position(|e| e.is_terminal_error());
+        assert!(limited.is_some() && limited < terminal, "the retry shows before the run's error: {:?}", run.types());
+        assert_eq!(run.universal.iter().filter(|e| e.is_terminal_error()).count(), 1);
     }
 }
 

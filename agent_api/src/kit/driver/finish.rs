@@ -49,6 +49,9 @@ impl Core {
             Some(task) => tokio::time::timeout(Duration::from_secs(2), task).await.ok().and_then(Result::ok).unwrap_or_default(),
             None => std::mem::take(&mut self.replay_stderr),
         };
+        if let Some(follower) = &mut self.follower {
+            follower.stop();
+        }
         // The stderr read to its end: lines the loop had not taken yet still reach the protocol,
         // before it finishes the run.
         while let Some(line) = stderr_live.as_mut().and_then(|rx| rx.try_recv().ok()) {

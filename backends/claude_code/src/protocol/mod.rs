@@ -79,8 +79,13 @@ pub struct ClaudeProtocol {
     /// Whether user messages may carry image blocks (Claude Code's do; another CLI speaking
     /// this protocol refuses a turn with images).
     takes_images: bool,
+    /// A log the CLI reports in (Qwen Code's debug log), and what reads each of its lines.
+    log: Option<(std::path::PathBuf, LogReader)>,
     outcome: Outcome,
 }
+
+/// Reads one line of the log a CLI reports in ([`ClaudeProtocol::with_log`]) into the transcript.
+pub type LogReader = fn(&str, &mut agent_api::universal::Transcript);
 
 impl ClaudeProtocol {
     fn new(channel: Channel, prompt: Option<String>, policy: PermissionPolicy, bypass_requested: bool) -> Self {
@@ -102,6 +107,7 @@ impl ClaudeProtocol {
             prompt_on_stdin: false,
             images: Vec::new(),
             takes_images: false,
+            log: None,
             outcome: Outcome::default(),
         }
     }
@@ -146,6 +152,14 @@ impl ClaudeProtocol {
     /// error event, and the run's error when it is the last turn).
     pub fn with_result_error(mut self, read: ResultError) -> Self {
         self.outcome.result_error = Some(read);
+        self
+    }
+
+    /// Another CLI speaking this protocol (Qwen Code) reports some things only in a log file:
+    /// the run follows `path` from its start, and `read` reads each line added (never copy a
+    /// line into an event: describe what it says).
+    pub fn with_log(mut self, path: std::path::PathBuf, read: LogReader) -> Self {
+        self.log = Some((path, read));
         self
     }
 
@@ -233,7 +247,20 @@ impl Protocol for ClaudeProtocol {
         "claude_code.stream_json"
     }
 
+    fn reads_stderr(&self) -> bool {
+        self.log.is_some()
+    }
+
+    fn on_stderr(&mut self, line: &str, ctx: &mut Ctx<'_>) {
+        if let Some((_, read)) = &self.log {
+            read(line, ctx.transcript);
+        }
+    }
+
     fn start(&mut self, ctx: &mut Ctx<'_>) -> Result<(), AgentError> {
+        if let Some((path, _)) = &self.log {
+            ctx.follow_log(path.clone());
+        }
         if self.channel == Channel::Session {
             self.initialize(ctx);
             return Ok(());
