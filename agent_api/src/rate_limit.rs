@@ -71,6 +71,35 @@ impl fmt::Display for RateLimitNotice {
     }
 }
 
+/// What a failure's text says by its words alone, for a text that names no HTTP status: a rate
+/// limit or quota, or an overloaded service. One list of words for every backend.
+///
+/// ```
+/// use agent_api::rate_limit::LimitWords;
+/// assert!(LimitWords::in_text("You exceeded your current quota").limited);
+/// assert!(LimitWords::in_text("The model is overloaded").overloaded);
+/// assert_eq!(LimitWords::in_text("file not found"), LimitWords::default());
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LimitWords {
+    /// The text speaks of a rate limit, a usage limit or a quota.
+    pub limited: bool,
+    /// The text speaks of an overloaded or unavailable service.
+    pub overloaded: bool,
+}
+
+impl LimitWords {
+    /// The words `text` has (in any case).
+    pub fn in_text(text: &str) -> Self {
+        const LIMITED: &[&str] = &["rate limit", "usage limit", "quota", "too many requests", "resource exhausted", "resource_exhausted"];
+        const OVERLOADED: &[&str] = &["overload", "unavailable"];
+        let lower = text.to_ascii_lowercase();
+        let said = |words: &[&str]| words.iter().any(|w| lower.contains(w));
+        Self { limited: said(LIMITED), overloaded: said(OVERLOADED) }
+    }
+}
+
 /// The `retry-after-ms` or `retry-after` (seconds) value in text an agent printed (a logged HTTP
 /// header), the millisecond form first.
 pub fn retry_after_in(text: &str) -> Option<Duration> {

@@ -158,12 +158,13 @@ impl Headless {
         } else {
             let message = error.map(|e| e.message).unwrap_or_default();
             let explained = errors::explanation(&message);
-            Err(match (errors::status_in(&message), crate::retries::limit_words(&message)) {
-                (Some(status), _) => errors::of_status(status, explained),
+            let words = agent_api::rate_limit::LimitWords::in_text(&message);
+            Err(match errors::status_in(&message) {
+                Some(status) => errors::of_status(status, explained),
                 // Gemini's result names no status for an overload; its retries on stderr may have.
-                (None, (_, true)) => AgentError::Overloaded { status: self.retry_status, message: explained },
-                (None, (true, _)) => AgentError::RateLimited { message: explained },
-                (None, _) => AgentError::AgentFailed { message: explained },
+                None if words.overloaded => AgentError::Overloaded { status: self.retry_status, message: explained },
+                None if words.limited => AgentError::RateLimited { message: explained },
+                None => AgentError::AgentFailed { message: explained },
             })
         });
     }

@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use agent_api::rate_limit::RateLimitNotice;
+use agent_api::rate_limit::{LimitWords, RateLimitNotice};
 use agent_api::universal::Transcript;
 
 /// One retry read from a stderr line.
@@ -40,9 +40,9 @@ impl Retry {
             .and_then(|tail| tail.get(..3).filter(|d| d.bytes().all(|b| b.is_ascii_digit())))
             .and_then(|d| d.parse().ok())
             .or_else(|| crate::errors::status_in(failure));
-        let (limited_words, overloaded_words) = limit_words(failure);
-        let overloaded = matches!(status, Some(503 | 529)) || overloaded_words;
-        let limited = status == Some(429) || limited_words;
+        let words = LimitWords::in_text(failure);
+        let overloaded = matches!(status, Some(503 | 529)) || words.overloaded;
+        let limited = status == Some(429) || words.limited;
         // `Retrying after 5000ms`, `Retrying after explicit delay of 5000ms`, `Retrying in 30s`.
         let (_, retrying) = line.split_once(". Retrying")?;
         let digits = retrying.trim_start_matches(|c: char| !c.is_ascii_digit());
@@ -68,14 +68,6 @@ impl Retry {
             notice.emit(transcript);
         }
     }
-}
-
-/// What a failure text says by its words, for a failure that names no HTTP status: whether it is
-/// a rate limit or quota, and whether the service is overloaded.
-pub fn limit_words(text: &str) -> (bool, bool) {
-    let lower = text.to_ascii_lowercase();
-    let said = |words: &[&str]| words.iter().any(|w| lower.contains(w));
-    (said(&["quota", "rate limit", "resource exhausted", "resource_exhausted"]), said(&["overloaded", "unavailable"]))
 }
 
 #[cfg(test)]

@@ -98,9 +98,10 @@ pub fn classify_message(message: &str) -> ErrorClass {
         return class_of_status(status);
     }
     let lower = message.to_ascii_lowercase();
-    if lower.contains("rate limit") || lower.contains("usage limit") || lower.contains("quota") {
+    let words = agent_api::rate_limit::LimitWords::in_text(message);
+    if words.limited {
         ErrorClass::RateLimited
-    } else if lower.contains("overloaded") {
+    } else if words.overloaded {
         ErrorClass::Overloaded(None)
     } else if lower.contains("high demand") || lower.contains("internal server error") {
         // Codex 0.169.0 prints this sentence for 5xx answers without their status.

@@ -118,13 +118,12 @@ fn permission_asked(p: &mut ServeProtocol, props: &Value, ctx: &mut Ctx<'_>) {
 /// The `rate_limited` notice of a `retry` session status whose message names a rate limit or an
 /// overload, with the attempt and the wait until `next` (Unix milliseconds).
 fn retry_notice(status: &Value) -> Option<agent_api::rate_limit::RateLimitNotice> {
-    let message = status.get("message").and_then(Value::as_str).unwrap_or_default().to_ascii_lowercase();
-    let overloaded = message.contains("overload");
-    if !(overloaded || message.contains("rate limit") || message.contains("too many requests")) {
+    let words = agent_api::rate_limit::LimitWords::in_text(status.get("message").and_then(Value::as_str).unwrap_or_default());
+    if !(words.limited || words.overloaded) {
         return None;
     }
     let mut notice = agent_api::rate_limit::RateLimitNotice::default();
-    notice.overloaded = overloaded;
+    notice.overloaded = words.overloaded;
     notice.attempt = status.get("attempt").and_then(Value::as_u64).and_then(|n| u32::try_from(n).ok());
     let now_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
     notice.retry_after =
