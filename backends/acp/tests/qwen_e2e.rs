@@ -165,13 +165,7 @@ async fn retries_in_the_debug_log_show_as_rate_limited_statuses_before_the_typed
         assert!(matches!(run.completion, Err(AgentError::RateLimited { .. })), "{:?}", run.completion);
         let labels = run.status_labels();
         assert!(labels.iter().any(|l| l == "api_retry") && labels.iter().any(|l| l == "rate_limited"), "{labels:?}");
-        let limited = run.universal.iter().position(|e| {
-            e.completed_item().is_some_and(|i| {
-                i.content.iter().any(|p| matches!(p, agent_api::universal::ContentPart::Status { label, .. } if label == "rate_limited"))
-            })
-        });
-        let terminal = run.universal.iter().position(|e| e.is_terminal_error());
-        assert!(limited.is_some() && limited < terminal, "the retry shows before the run's error: {:?}", run.types());
+        assert!(run.status_before_terminal_error("rate_limited"), "the retry shows before the run's error: {:?}", run.types());
         assert_eq!(run.universal.iter().filter(|e| e.is_terminal_error()).count(), 1);
     }
 }

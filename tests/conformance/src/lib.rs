@@ -90,6 +90,18 @@ impl RunRecord {
             .collect()
     }
 
+    /// Whether a status item labelled `label` completes before the run's terminal error (and
+    /// there is one).
+    pub fn status_before_terminal_error(&self, label: &str) -> bool {
+        let status = self.universal.iter().position(|e| {
+            e.completed_item().is_some_and(|i| {
+                i.content.iter().any(|p| matches!(p, agent_api::universal::ContentPart::Status { label: l, .. } if l == label))
+            })
+        });
+        let terminal = self.universal.iter().position(UniversalEvent::is_terminal_error);
+        matches!((status, terminal), (Some(s), Some(t)) if s < t)
+    }
+
     /// The dotted types of the universal events, in order.
     pub fn types(&self) -> Vec<&'static str> {
         self.universal.iter().map(UniversalEvent::type_name).collect()
