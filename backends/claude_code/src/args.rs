@@ -194,9 +194,9 @@ fn print_policy(policy: &PermissionPolicy, portable: &PortableOptions) -> (Optio
     (mode, agent_api::kit::hitl::pre_approved::allowed_tools(policy, TOOLS, portable))
 }
 
-/// Claude Code's own tools by category: what print mode pre-approves and what a denied category
-/// removes.
-const TOOLS: &[(ToolCategory, &[&str])] = &[
+/// Claude Code's own tools by category: what print mode pre-approves, what a denied category
+/// removes, and the category of each permission request (`protocol::control::category`).
+pub(crate) const TOOLS: &[(ToolCategory, &[&str])] = &[
     (ToolCategory::Shell, &["Bash"]),
     (ToolCategory::FileWrite, &["Write", "Edit", "MultiEdit", "NotebookEdit"]),
     (ToolCategory::Network, &["WebFetch", "WebSearch"]),

@@ -38,17 +38,24 @@ pub(crate) struct PendingAsk {
 
 /// The permission category of a Claude Code tool (or Qwen Code's or Amp's, see `tools::facet_kind`).
 pub(crate) fn category(tool: &str) -> ToolCategory {
-    match tool {
-        "Bash" | "PowerShell" | "BashOutput" | "KillShell" | "run_shell_command" => ToolCategory::Shell,
-        "Write" | "Edit" | "MultiEdit" | "NotebookEdit" | "write_file" | "edit" | "edit_file" | "create_file" | "undo_edit" => {
-            ToolCategory::FileWrite
-        }
-        "Read" | "Glob" | "Grep" | "LS" | "read_file" | "glob" => ToolCategory::FileRead,
-        "WebFetch" | "WebSearch" | "web_search" | "read_web_page" => ToolCategory::Network,
-        _ if tool.starts_with("mcp__") => ToolCategory::Mcp,
-        _ => ToolCategory::Other,
+    let named = |table: &[(ToolCategory, &[&str])]| table.iter().find(|(_, names)| names.contains(&tool)).map(|(c, _)| *c);
+    match named(crate::args::TOOLS).or_else(|| named(MORE_TOOLS)) {
+        Some(category) => category,
+        None if tool.starts_with("mcp__") => ToolCategory::Mcp,
+        None => ToolCategory::Other,
     }
 }
+
+/// The tools a permission request may name besides those print mode lists: Claude Code's that
+/// come with another (its background shell's, Windows' shell, an older listing tool), and those
+/// of the other CLIs that ask through this protocol (Qwen Code's stream-json, Amp's delegated
+/// checks), by category.
+const MORE_TOOLS: &[(ToolCategory, &[&str])] = &[
+    (ToolCategory::Shell, &["BashOutput", "KillShell", "PowerShell", "run_shell_command"]),
+    (ToolCategory::FileWrite, &["write_file", "edit", "edit_file", "create_file", "undo_edit"]),
+    (ToolCategory::FileRead, &["LS", "read_file", "glob"]),
+    (ToolCategory::Network, &["web_search", "read_web_page"]),
+];
 
 /// A string field cut to 2 KiB, for permission details.
 fn bounded(value: Option<&Value>) -> Option<String> {
