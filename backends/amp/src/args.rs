@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use agent_api::kit::CommandSpec;
+use agent_api::portable::PortableOptions;
 use agent_api::{AgentError, RunRequest, SessionSelector};
 use serde_json::{json, Value};
 
@@ -48,6 +49,10 @@ pub fn check_credentials(config: &AmpConfig, request: &RunRequest) -> Result<(),
     })
 }
 
+/// amp's settings key of the MCP servers it starts or reaches (`{name: {command, args, env}}` or
+/// `{name: {url, headers}}`).
+pub const MCP_SERVERS: &str = "amp.mcpServers";
+
 /// amp's settings key listing the tools it does not offer to the model.
 pub const TOOLS_DISABLE: &str = "amp.tools.disable";
 
@@ -79,7 +84,7 @@ pub fn invocation(config: &AmpConfig, request: &RunRequest, two_way_session: boo
     if interface == Interface::TwoWay {
         spec = spec.arg("--stream-json-input").with_stdin();
     }
-    let (settings, files) = settings(config, &options, &request.portable.denied_tools)?;
+    let (settings, files) = settings(config, &options, &request.portable)?;
     // The run's directory (settings, the delegate link, its channel and socket): a sandbox binds
     // it in, so the delegate amp runs there still reaches this run.
     let run_dir = settings.parent().map(Path::to_path_buf);
@@ -124,17 +129,25 @@ fn flags(mut spec: CommandSpec, options: &AmpOptions) -> CommandSpec {
 
 /// The run's settings file: the caller's settings plus the delegate rule (and its channel), or
 /// with `dangerously_allow_all`, the caller's settings with `amp.dangerouslyAllowAll` and no channel.
-fn settings(config: &AmpConfig, options: &AmpOptions, denied_tools: &[String]) -> Result<(PathBuf, RunFiles), AgentError> {
+fn settings(config: &AmpConfig, options: &AmpOptions, portable: &PortableOptions) -> Result<(PathBuf, RunFiles), AgentError> {
     let mut base = match &options.settings_file {
         Some(path) => Some(read_settings(path)?),
         None => None,
     };
-    if !denied_tools.is_empty() {
+    if !portable.denied_tools.is_empty() {
         // amp's own switch: the tools it lists are not offered to the model. The caller's list stays.
         let settings = base.get_or_insert_with(|| json!({}));
         let mut disabled = settings.get(TOOLS_DISABLE).and_then(Value::as_array).cloned().unwrap_or_default();
-        disabled.extend(denied_tools.iter().map(|name| json!(name)));
+        disabled.extend(portable.denied_tools.iter().map(|name| json!(name)));
         settings[TOOLS_DISABLE] = Value::Array(disabled);
+    }
+    if !portable.mcp_servers.is_empty() {
+        // The run's servers join the caller's under their names. The file is the run's own, in a
+        // directory only its owner reads: the servers' env and headers often hold secrets.
+        let settings = base.get_or_insert_with(|| json!({}));
+        let mut servers = settings.get(MCP_SERVERS).and_then(Value::as_object).cloned().unwrap_or_default();
+        servers.extend(portable.mcp_servers.iter().map(|(name, server)| (name.clone(), server.to_mcp_json())));
+        settings[MCP_SERVERS] = Value::Object(servers);
     }
     if options.dangerously_allow_all == Some(true) {
         let mut settings = base.unwrap_or_else(|| json!({}));

@@ -15,6 +15,10 @@
 //!   [`AgentError::Auth`] before anything is spawned; an unreachable Amp server is one
 //!   [`AgentError::ServiceUnreachable`].
 //! - Resume: `amp threads continue THREAD_ID --execute …`; the thread id is the session id.
+//! - MCP servers and caller-defined tools: the run's servers (the caller-tools server among them,
+//!   with its per-run secret) go into the run's settings file as `amp.mcpServers`, beside the
+//!   caller's own; the file is in a directory only its owner reads. Proven on the stand-in, which
+//!   calls an HTTP server's tool for real (no Amp service is reachable here).
 //!
 //! Modules: [`options`] (the typed options), [`args`] (the command line and credentials check),
 //! [`delegate`] (the permission channel), [`protocol`] (the converter) and `errors` (stderr).
@@ -55,6 +59,7 @@ pub const DELEGATE_HELPER_VAR: &str = "AGENT_API_AMP_DELEGATE_BIN";
 /// from the SDK.
 const OPTION_MAPPINGS: &[agent_api::portable::OptionMapping] = &[
     agent_api::portable::OptionMapping::new(caps::DENIED_TOOLS, "settings amp.tools.disable (the run's settings file)"),
+    agent_api::portable::OptionMapping::new(caps::MCP_SERVERS, "settings amp.mcpServers (the run's settings file)"),
     agent_api::portable::OptionMapping::new(caps::OUTPUT_SCHEMA, agent_api::portable::SDK_SCHEMA),
 ];
 
@@ -223,6 +228,7 @@ impl AgentBackend for AmpBackend {
             caps::SESSION_RESUME,
             caps::SESSION_WARM,
             caps::TOOLS_STRUCTURED_V1,
+            caps::CALLER_TOOLS,
             caps::TEXT_MESSAGES,
             caps::TOOL_CALLS,
             caps::TOOL_RESULTS,
@@ -253,15 +259,19 @@ impl AgentBackend for AmpBackend {
     async fn run(&self, request: RunRequest) -> Result<RunHandle, AgentError> {
         self.validate(&request)?;
         let request = request.in_session_dir(self.config.working_dir.as_deref());
-        let request = agent_api::structured::ask_in_prompt(request);
-        let (settings, transport, protocol) = self.launch(&request, false)?;
+        let mut request = agent_api::structured::ask_in_prompt(request);
+        let tools = agent_api::caller_tools::attach(&mut request).await?;
+        let (mut settings, transport, protocol) = self.launch(&request, false)?;
+        settings.hold(tools);
         Ok(start_run(settings, transport, Box::new(protocol)))
     }
 
     async fn open_session(&self, request: RunRequest) -> Result<Session, AgentError> {
         agent_api::backend::validate_template(&KIND, &self.capabilities(), self.extension_keys(), &request)?;
-        let request = request.in_session_dir(self.config.working_dir.as_deref());
-        let (settings, transport, protocol) = self.launch(&request, true)?;
+        let mut request = request.in_session_dir(self.config.working_dir.as_deref());
+        let tools = agent_api::caller_tools::attach(&mut request).await?;
+        let (mut settings, transport, protocol) = self.launch(&request, true)?;
+        settings.hold(tools);
         Ok(start_session(settings, transport, Box::new(protocol)))
     }
 

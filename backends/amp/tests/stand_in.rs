@@ -14,12 +14,17 @@ fn script(name: &str) -> String {
 }
 
 fn backend(name: &str) -> AmpBackend {
+    backend_playing(script(name))
+}
+
+/// The stand-in playing `script` (a path).
+fn backend_playing(script: String) -> AmpBackend {
     AmpBackend::new(
         AmpConfig::default()
             .with_binary(env!("CARGO_BIN_EXE_amp-stand-in"))
             .with_delegate_helper(env!("CARGO_BIN_EXE_amp-permission-delegate"))
             .with_env("AMP_API_KEY", "sk-test-key")
-            .with_env("AMP_STAND_IN_SCRIPT", script(name)),
+            .with_env("AMP_STAND_IN_SCRIPT", script),
     )
 }
 
@@ -219,4 +224,28 @@ async fn no_key_fails_before_spawning() {
     let backend = AmpBackend::new(AmpConfig::default().with_binary("/nonexistent/amp").with_inherit_env(false));
     let err = backend.run(RunRequest::new("hi")).await.unwrap_err();
     assert!(matches!(err, AgentError::Auth { .. }), "{err:?}");
+}
+
+/// A caller-defined tool reaches amp as an MCP server in the run's settings (`amp.mcpServers`,
+/// with the run's secret): the stand-in calls it there, and the handler's answer is the tool's
+/// result and reaches the final text.
+#[tokio::test]
+async fn a_caller_tool_is_served_to_amp_and_its_answer_reaches_the_final_text() {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/scripts/caller_tool.stdout.jsonl").to_string();
+    let schema = serde_json::json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]});
+    let request = RunRequest::new("Ask the probe about Paris").with_permissions(PermissionPolicy::Ask).with_tool(
+        "agent_api_probe",
+        "Says the weather of a city",
+        schema,
+        |input| async move { Ok::<_, String>(format!("sunny in {}", input["city"].as_str().unwrap_or("?"))) },
+    );
+    let run = run(&backend_playing(script), request, Answers::permissions(PermissionDecision::Allow)).await;
+    assert_eq!(run.completion.as_ref().unwrap().final_text.as_deref(), Some("The tool said: sunny in Paris"));
+    let result = items(&run).into_iter().find(|i| i.kind == ItemKind::ToolResult).expect("the tool's result");
+    assert_eq!(result.status, agent_api::universal::ItemStatus::Completed);
+    assert!(
+        result.content.iter().any(|p| matches!(p, ContentPart::ToolResult { output, .. } if output.contains("sunny in Paris"))),
+        "{result:?}"
+    );
+    assert_eq!(resolutions(&run).len(), 1, "the call was asked about once: {:?}", run.types());
 }

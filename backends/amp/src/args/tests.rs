@@ -94,3 +94,30 @@ async fn denied_tools_join_the_callers_disabled_tools_in_the_run_settings() {
     assert_eq!(settings[TOOLS_DISABLE], json!(["browser", "Bash"]));
     assert_eq!(settings["amp.notifications.enabled"], json!(false), "the caller's settings stay");
 }
+
+#[tokio::test]
+async fn mcp_servers_join_the_callers_servers_in_the_run_settings_readable_by_its_owner_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let own = dir.path().join("settings.json");
+    std::fs::write(&own, r#"{"amp.mcpServers": {"docs": {"command": "docs-mcp"}}}"#).unwrap();
+    let options = AmpOptions::default().settings_file(own.to_string_lossy());
+    let mut http = agent_api::portable::McpServer::http("http://127.0.0.1:9/mcp");
+    if let agent_api::portable::McpServer::Http { headers, .. } = &mut http {
+        headers.insert("Authorization".into(), "Bearer run-secret".into());
+    }
+    let portable = agent_api::portable::PortableOptions::default()
+        .mcp_server("files", agent_api::portable::McpServer::stdio("mcp-files", ["--root", "/srv"]))
+        .mcp_server("caller", http);
+    let inv = invocation(&config(), &RunRequest::new("hi").with_options(&options).with_portable(portable), false).unwrap();
+    let args = argv(&inv);
+    let path = &args[args.iter().position(|a| a == "--settings-file").unwrap() + 1];
+    let settings: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    assert_eq!(settings[MCP_SERVERS]["docs"], json!({"command": "docs-mcp"}), "the caller's server stays");
+    assert_eq!(settings[MCP_SERVERS]["files"], json!({"command": "mcp-files", "args": ["--root", "/srv"], "env": {}}));
+    assert_eq!(settings[MCP_SERVERS]["caller"]["headers"]["Authorization"], "Bearer run-secret");
+    let private = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o077 == 0;
+    let path = std::path::Path::new(path);
+    assert!(private(path) || private(path.parent().unwrap()), "only the owner reads the servers' secrets");
+    assert!(!args.iter().any(|a| a.contains("run-secret")), "no secret on the command line");
+}

@@ -12,6 +12,11 @@
 //! - thinking blocks only with `--stream-json-thinking`;
 //! - two-way (`--stream-json-input`): one turn per user message on stdin (content must be text
 //!   blocks), exit when stdin ends; `threads continue ID` must name the script's thread;
+//! - a call of an MCP tool, `mcp__SERVER__TOOL`, allowed and of a streamable HTTP server the
+//!   settings' `amp.mcpServers` list (`url`, `headers`), is made for real (MCP `initialize`, then
+//!   `tools/call`): its `tool_result` becomes the server's answer, and `{tool_output}` in the texts
+//!   that follow (the messages and the `result`) becomes its text. A stdio server's tools are not
+//!   called;
 //! - `AMP_STAND_IN_HANG=1`: before the first `result`, start a child (`sleep`) and hang, writing
 //!   the child's pid to `AMP_STAND_IN_PIDFILE`, so tests can prove cancel leaves no process.
 //!
@@ -108,6 +113,25 @@ fn allowed(settings: &Value, tool: &str, input: &Value) -> bool {
     }
 }
 
+/// Calls `tool` of the streamable HTTP MCP server `server` as the settings give it: the text of
+/// its answer, and whether it is an error result.
+fn call_mcp(server: &Value, tool: &str, input: &Value) -> (String, bool) {
+    let Some(url) = server["url"].as_str() else { return ("the stand-in calls HTTP MCP servers only".into(), true) };
+    let authorization = server["headers"]["Authorization"].as_str();
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap_or_else(|_| fail("no runtime"));
+    runtime.block_on(async {
+        let answer = async {
+            let client = agent_api::caller_tools::client::McpClient::new(url, authorization)?;
+            client.initialize().await?;
+            client.call_tool(tool, input.clone()).await
+        };
+        match answer.await {
+            Ok(result) => (agent_api::caller_tools::client::result_text(&result), result["isError"] == true),
+            Err(error) => (format!("MCP call failed: {error}"), true),
+        }
+    })
+}
+
 struct Player {
     args: Args,
     settings: Value,
@@ -115,6 +139,10 @@ struct Player {
     disabled: HashSet<String>,
     denials: Vec<Value>,
     hang: bool,
+    /// MCP calls made, by call id: the answer's text and whether it is an error.
+    mcp_results: std::collections::HashMap<String, (String, bool)>,
+    /// The text of the last MCP answer, for `{tool_output}` in what follows.
+    tool_output: String,
 }
 
 impl Player {
@@ -127,6 +155,10 @@ impl Player {
     fn play(&mut self, lines: &[Value]) {
         for line in lines {
             let mut line = line.clone();
+            if !self.tool_output.is_empty() {
+                let filled = line.to_string().replace("{tool_output}", &json_text(&self.tool_output));
+                line = serde_json::from_str(&filled).unwrap_or(line);
+            }
             match line["type"].as_str() {
                 Some("assistant") => {
                     self.assistant(&mut line);
@@ -174,6 +206,12 @@ impl Player {
                 let id = call["id"].as_str().unwrap_or_default().to_string();
                 self.denials.push(json!({ "tool_name": tool, "tool_use_id": id, "tool_input": call["input"] }));
                 self.denied.insert(id);
+            } else if let Some((server, name)) = tool.strip_prefix("mcp__").and_then(|rest| rest.split_once("__")) {
+                let config = &self.settings["amp.mcpServers"][server];
+                let (text, is_error) =
+                    if config.is_null() { (format!("no MCP server named {server}"), true) } else { call_mcp(config, name, &call["input"]) };
+                self.tool_output.clone_from(&text);
+                self.mcp_results.insert(call["id"].as_str().unwrap_or_default().to_string(), (text, is_error));
             }
         }
     }
@@ -184,6 +222,11 @@ impl Player {
                 continue;
             }
             let id = block["tool_use_id"].as_str().unwrap_or_default();
+            if let Some((text, is_error)) = self.mcp_results.get(id) {
+                block["is_error"] = json!(is_error);
+                block["content"] = json!([{ "type": "text", "text": text }]);
+                continue;
+            }
             let text = match (self.denied.contains(id), self.disabled.contains(id)) {
                 (true, _) => "Permission denied: the delegate rejected this tool call",
                 (_, true) => "Tool not available: it is disabled in the settings",
@@ -193,6 +236,12 @@ impl Player {
             block["content"] = json!([{ "type": "text", "text": text }]);
         }
     }
+}
+
+/// `text` escaped as the inside of a JSON string (it replaces a placeholder in a JSON line).
+fn json_text(text: &str) -> String {
+    let quoted = Value::String(text.to_string()).to_string();
+    quoted[1..quoted.len() - 1].to_string()
 }
 
 /// Starts a child that would outlive a careless parent, records it, and never returns.
@@ -244,7 +293,16 @@ fn main() {
     };
     let hang = std::env::var("AMP_STAND_IN_HANG").is_ok_and(|v| v == "1");
     let two_way = args.two_way;
-    let mut player = Player { args, settings, denied: HashSet::new(), disabled: HashSet::new(), denials: Vec::new(), hang };
+    let mut player = Player {
+        args,
+        settings,
+        denied: HashSet::new(),
+        disabled: HashSet::new(),
+        denials: Vec::new(),
+        hang,
+        mcp_results: Default::default(),
+        tool_output: String::new(),
+    };
     if !two_way {
         if player.args.prompt.is_none() {
             fail("no prompt");
