@@ -231,7 +231,7 @@ async fn no_key_fails_before_spawning() {
 /// result and reaches the final text.
 #[tokio::test]
 async fn a_caller_tool_is_served_to_amp_and_its_answer_reaches_the_final_text() {
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/scripts/caller_tool.stdout.jsonl").to_string();
+    let script = format!("{}/tests/scripts/caller_tool.stdout.jsonl", env!("CARGO_MANIFEST_DIR"));
     let schema = serde_json::json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]});
     let request = RunRequest::new("Ask the probe about Paris").with_permissions(PermissionPolicy::Ask).with_tool(
         "agent_api_probe",
@@ -248,4 +248,21 @@ async fn a_caller_tool_is_served_to_amp_and_its_answer_reaches_the_final_text() 
         "{result:?}"
     );
     assert_eq!(resolutions(&run).len(), 1, "the call was asked about once: {:?}", run.types());
+}
+
+/// Amp has no schema flag: the SDK puts the schema in the prompt and holds the final answer to
+/// it. A fitting answer is the completion's parsed value; one that does not fit is the run's one
+/// typed error.
+#[tokio::test]
+async fn a_structured_answer_is_parsed_and_one_that_does_not_fit_is_a_typed_error() {
+    let own = |name: &str| format!("{}/tests/scripts/{name}", env!("CARGO_MANIFEST_DIR"));
+    let schema = serde_json::json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]});
+    let request =
+        || RunRequest::new("Which city?").with_portable(agent_api::portable::PortableOptions::default().output_schema(schema.clone()));
+    let fits = run(&backend_playing(own("json_answer.stdout.jsonl")), request(), Answers::none()).await;
+    assert_eq!(fits.completion.as_ref().unwrap().structured_output, Some(serde_json::json!({"city": "Lyon"})));
+
+    let wrong = run(&backend_playing(own("json_wrong.stdout.jsonl")), request(), Answers::none()).await;
+    assert!(matches!(wrong.completion, Err(AgentError::StructuredOutput { .. })), "{:?}", wrong.completion);
+    assert_eq!(wrong.universal.iter().filter(|e| e.is_terminal_error()).count(), 1);
 }
