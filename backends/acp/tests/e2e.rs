@@ -326,3 +326,28 @@ mod through_bwrap {
         assert_eq!(processes_in(&sandbox.cwd), Vec::<i32>::new(), "processes left after the cancel");
     }
 }
+
+/// Gemini has no schema flag: the SDK puts the schema in the prompt and holds the final answer to
+/// it. A fitting answer is the completion's parsed value; one that does not fit is the run's one
+/// typed error; on ACP and headless.
+#[tokio::test]
+async fn a_structured_answer_is_parsed_and_one_that_does_not_fit_is_a_typed_error() {
+    let schema = serde_json::json!({"type": "object", "required": ["city"], "properties": {"city": {"type": "string"}}});
+    let headless = GeminiOptions::default().interface(GeminiInterface::Headless);
+    for options in [GeminiOptions::default(), headless] {
+        for (scenario, fits) in [("json_answer", true), ("json_wrong", false)] {
+            let Some((_server, sandbox)) = setup(scenario).await else { return };
+            let portable = agent_api::portable::PortableOptions::default().output_schema(schema.clone());
+            let request = request("which city?").with_options(&options).with_portable(portable);
+            let run = drive(&backend(&sandbox), request, Some(PermissionDecision::Allow), false).await;
+            assert_conformant(&run);
+            if fits {
+                let structured = run.completion.as_ref().map(|c| c.structured_output.clone());
+                assert_eq!(structured.ok().flatten(), Some(serde_json::json!({"city": "Lyon"})), "{options:?}: {:?}", run.completion);
+            } else {
+                assert!(matches!(run.completion, Err(AgentError::StructuredOutput { .. })), "{options:?}: {:?}", run.completion);
+                assert_eq!(run.universal.iter().filter(|e| e.is_terminal_error()).count(), 1, "{options:?}");
+            }
+        }
+    }
+}

@@ -29,3 +29,30 @@ async fn a_system_prompt_appended_instructions_and_a_denied_tool_reach_the_model
         assert!(!offered.iter().any(|n| ["edit", "write", "patch"].contains(n)), "{interface:?}: a file_write tool stayed: {offered:?}");
     }
 }
+
+/// OpenCode has no schema flag: the SDK puts the schema in the prompt and holds the final answer
+/// to it. A fitting answer is the completion's parsed value; one that does not fit is the run's
+/// one typed error; on `run` and `acp`.
+#[tokio::test]
+async fn a_structured_answer_is_parsed_and_one_that_does_not_fit_is_a_typed_error() {
+    let schema = serde_json::json!({"type": "object", "required": ["city"], "properties": {"city": {"type": "string"}}});
+    for interface in [Interface::Run, Interface::Acp] {
+        for (scenario, fits) in [("json_answer", true), ("json_wrong", false)] {
+            let Some((_server, sandbox)) = setup(scenario).await else { return };
+            let request = RunRequest::new("which city?").with_portable(PortableOptions::default().output_schema(schema.clone()));
+            let run = drive(&backend(&sandbox, interface), request, PermissionDecision::Allow, false).await;
+            agent_api_conformance::assert_conformant(&run);
+            if fits {
+                let structured = run.completion.as_ref().map(|c| c.structured_output.clone());
+                assert_eq!(structured.ok().flatten(), Some(serde_json::json!({"city": "Lyon"})), "{interface:?}: {:?}", run.completion);
+            } else {
+                assert!(
+                    matches!(run.completion, Err(agent_api::AgentError::StructuredOutput { .. })),
+                    "{interface:?}: {:?}",
+                    run.completion
+                );
+                assert_eq!(run.universal.iter().filter(|e| e.is_terminal_error()).count(), 1, "{interface:?}");
+            }
+        }
+    }
+}
