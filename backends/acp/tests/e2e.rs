@@ -351,3 +351,21 @@ async fn a_structured_answer_is_parsed_and_one_that_does_not_fit_is_a_typed_erro
         }
     }
 }
+
+/// An extra directory (`--include-directories`) is one of the workspace directories Gemini tells
+/// the model about, on both interfaces.
+#[tokio::test]
+async fn an_extra_directory_reaches_the_model_request_on_both_interfaces() {
+    let headless = GeminiOptions::default().interface(GeminiInterface::Headless);
+    for options in [GeminiOptions::default(), headless] {
+        let Some((server, sandbox)) = setup("text").await else { return };
+        let extra = tempfile::tempdir().unwrap();
+        let portable = agent_api::portable::PortableOptions::default().add_dir(extra.path());
+        let request = request("say hi").with_options(&options).with_portable(portable);
+        let run = drive(&backend(&sandbox), request, Some(PermissionDecision::Allow), false).await;
+        assert_conformant(&run);
+        assert!(run.completion.is_ok(), "{options:?}: {:?}", run.completion);
+        let seen = server.requests().iter().any(|r| r.body.to_string().contains(&*extra.path().to_string_lossy()));
+        assert!(seen, "{options:?}: the extra directory is not in any model request");
+    }
+}
