@@ -216,8 +216,8 @@ impl Acp {
     fn started(&mut self, ctx: &mut Ctx<'_>, session_id: &str, session: Option<Value>) {
         self.session_id = Some(session_id.to_string());
         ctx.transcript.set_native_session_id(session_id);
-        if let Some(dir) = &self.debug_logs {
-            ctx.follow_log(dir.join(format!("{session_id}.txt")));
+        if let Some(log) = self.debug_logs.as_deref().and_then(|dir| crate::qwen::debug_log(dir, session_id)) {
+            ctx.follow_log(log);
         }
         let metadata = json!({"session_id": session_id, "agent": self.agent, "session": session});
         ctx.transcript.session_started(Some(metadata));

@@ -78,6 +78,13 @@ pub fn debug_log_dir(spec: &CommandSpec) -> Option<std::path::PathBuf> {
     Some(runtime.join("debug"))
 }
 
+/// The debug log of session `id` in `dir` (see [`debug_log_dir`]), when the id is a plain file
+/// name: an id the agent sent is never a path to follow elsewhere.
+pub fn debug_log(dir: &std::path::Path, id: &str) -> Option<std::path::PathBuf> {
+    let plain = !id.is_empty() && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    plain.then(|| dir.join(format!("{id}.txt")))
+}
+
 /// Reads one line of Qwen's debug log: a retry becomes its statuses.
 fn read_debug_line(line: &str, transcript: &mut agent_api::universal::Transcript) {
     if let Some(retry) = crate::retries::Retry::in_line(line) {
@@ -170,8 +177,8 @@ pub fn stream_json(
         (false, _) => ClaudeProtocol::print(prompt, false),
     };
     let mut protocol = protocol.with_result_error(api_error_result);
-    if let (Some(dir), Some(id)) = (debug_log_dir(&spec), session_id) {
-        protocol = protocol.with_log(dir.join(format!("{id}.txt")), read_debug_line);
+    if let Some(log) = debug_log_dir(&spec).zip(session_id).and_then(|(dir, id)| debug_log(&dir, &id)) {
+        protocol = protocol.with_log(log, read_debug_line);
     }
     Ok((spec, Box::new(protocol)))
 }
@@ -236,6 +243,15 @@ impl Protocol for Sniffed {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_debug_log_is_followed_only_for_a_plain_session_id() {
+        let dir = std::path::Path::new("/home/u/.qwen/debug");
+        assert_eq!(debug_log(dir, "0b6f-41_a"), Some(dir.join("0b6f-41_a.txt")));
+        for id in ["", "../../etc/passwd", "a/b", "a b", ".."] {
+            assert_eq!(debug_log(dir, id), None, "{id:?}");
+        }
+    }
 
     #[test]
     fn api_error_results_are_typed_by_their_status() {
