@@ -189,7 +189,7 @@ struct UserDirs<'a>(&'a CommandSpec);
 
 impl UserDirs<'_> {
     fn var(&self, name: &str) -> Option<String> {
-        self.0.env.get(name).cloned().or_else(|| (!self.0.clear_env).then(|| std::env::var(name).ok()).flatten())
+        self.0.env_value(name)
     }
 
     fn dir(&self, var: &HomeVar) -> Option<PathBuf> {

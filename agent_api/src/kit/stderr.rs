@@ -49,8 +49,7 @@ impl StderrCapture {
     /// Adds one line; the known secret shapes and the run's secret values are masked in it.
     pub fn push(&mut self, line: &[u8]) {
         self.total += 1;
-        let cut = String::from_utf8_lossy(&line[..line.len().min(MAX_LINE_BYTES)]);
-        let text = crate::secrets::redact_with(&cut, &self.secrets).into_owned();
+        let text = kept_line(line, &self.secrets);
         if self.head.len() < HEAD_LINES {
             self.head.push(text);
             return;
@@ -110,6 +109,13 @@ impl StderrCapture {
     }
 }
 
+/// A line as stderr lines are kept: cut to [`MAX_LINE_BYTES`], the known secret shapes and
+/// `secrets` masked.
+fn kept_line(line: &[u8], secrets: &[String]) -> String {
+    let cut = String::from_utf8_lossy(&line[..line.len().min(MAX_LINE_BYTES)]);
+    crate::secrets::redact_with(&cut, secrets).into_owned()
+}
+
 /// The log a run follows for its protocol ([`crate::kit::driver::Ctx::follow_log`]): where its
 /// lines go, what to mask in them, and the task reading it.
 #[derive(Debug)]
@@ -154,7 +160,6 @@ const FOLLOW_CHUNK: u64 = 1 << 20;
 pub(crate) async fn follow_file(path: std::path::PathBuf, secrets: Arc<[String]>, live: tokio::sync::mpsc::Sender<String>) {
     use tokio::io::{AsyncReadExt, AsyncSeekExt};
     let mut offset = tokio::fs::metadata(&path).await.map_or(0, |m| m.len());
-    let mut capture = StderrCapture { secrets, ..StderrCapture::default() };
     let mut partial = Vec::new();
     while !live.is_closed() {
         if let Ok(mut file) = tokio::fs::File::open(&path).await {
@@ -173,8 +178,7 @@ pub(crate) async fn follow_file(path: std::path::PathBuf, secrets: Arc<[String]>
                 let room = MAX_LINE_BYTES.saturating_sub(partial.len());
                 partial.extend_from_slice(&piece[..piece.len().min(room)]);
                 if pieces.peek().is_some() {
-                    capture.push(&std::mem::take(&mut partial));
-                    let _ = live.try_send(capture.last().to_string());
+                    let _ = live.try_send(kept_line(&std::mem::take(&mut partial), &secrets));
                 }
             }
         }

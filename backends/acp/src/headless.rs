@@ -190,8 +190,7 @@ impl Protocol for Headless {
     }
 
     fn on_stderr(&mut self, line: &str, ctx: &mut Ctx<'_>) {
-        if let Some(retry) = crate::retries::Retry::in_line(line) {
-            retry.emit(ctx.transcript);
+        if let Some(retry) = crate::retries::Retry::report(line, ctx.transcript) {
             self.retry_status = retry.status;
         }
     }

@@ -447,9 +447,7 @@ impl Protocol for Acp {
     }
 
     fn on_stderr(&mut self, line: &str, ctx: &mut Ctx<'_>) {
-        if let Some(retry) = crate::retries::Retry::in_line(line) {
-            retry.emit(ctx.transcript);
-        }
+        crate::retries::Retry::report(line, ctx.transcript);
     }
 
     fn start(&mut self, ctx: &mut Ctx<'_>) -> Result<(), AgentError> {

@@ -85,13 +85,6 @@ pub fn debug_log(dir: &std::path::Path, id: &str) -> Option<std::path::PathBuf> 
     plain.then(|| dir.join(format!("{id}.txt")))
 }
 
-/// Reads one line of Qwen's debug log: a retry becomes its statuses.
-fn read_debug_line(line: &str, transcript: &mut agent_api::universal::Transcript) {
-    if let Some(retry) = crate::retries::Retry::in_line(line) {
-        retry.emit(transcript);
-    }
-}
-
 /// The text Qwen puts at the start of a `result` that is a failed model request.
 pub const API_ERROR_PREFIX: &str = "[API Error:";
 
@@ -178,7 +171,10 @@ pub fn stream_json(
     };
     let mut protocol = protocol.with_result_error(api_error_result);
     if let Some(log) = debug_log_dir(&spec).zip(session_id).and_then(|(dir, id)| debug_log(&dir, &id)) {
-        protocol = protocol.with_log(log, read_debug_line);
+        // A retry line of the log becomes its statuses.
+        protocol = protocol.with_log(log, |line, transcript| {
+            crate::retries::Retry::report(line, transcript);
+        });
     }
     Ok((spec, Box::new(protocol)))
 }

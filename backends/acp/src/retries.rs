@@ -56,6 +56,14 @@ impl Retry {
         Some(Retry { attempt, status, delay, limited, overloaded })
     }
 
+    /// The retry `line` reports, if any, written to `transcript` ([`Retry::emit`]): what a
+    /// protocol does with each stderr or debug-log line.
+    pub fn report(line: &str, transcript: &mut Transcript) -> Option<Retry> {
+        let retry = Retry::in_line(line)?;
+        retry.emit(transcript);
+        Some(retry)
+    }
+
     /// Writes the `api_retry` status, and the `rate_limited` notice for a limit or overload.
     pub fn emit(&self, transcript: &mut Transcript) {
         let status = self.status.map_or("no HTTP status".to_string(), |s| format!("HTTP {s}"));

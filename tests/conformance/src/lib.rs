@@ -50,6 +50,14 @@ pub struct RunRecord {
     pub tools_structured: bool,
 }
 
+/// The labels of the status parts of the item `event` completes (none for other events).
+fn status_labels_of(event: &UniversalEvent) -> impl Iterator<Item = &str> {
+    event.completed_item().into_iter().flat_map(|item| &item.content).filter_map(|p| match p {
+        agent_api::universal::ContentPart::Status { label, .. } => Some(label.as_str()),
+        _ => None,
+    })
+}
+
 impl RunRecord {
     /// The assistant's answer text as the wrapper view streamed it.
     pub fn assistant_text(&self) -> String {
@@ -78,26 +86,13 @@ impl RunRecord {
 
     /// The labels of every completed status item, in order.
     pub fn status_labels(&self) -> Vec<String> {
-        self.universal
-            .iter()
-            .filter_map(UniversalEvent::completed_item)
-            .filter_map(|item| {
-                item.content.iter().find_map(|p| match p {
-                    agent_api::universal::ContentPart::Status { label, .. } => Some(label.clone()),
-                    _ => None,
-                })
-            })
-            .collect()
+        self.universal.iter().filter_map(|e| status_labels_of(e).next().map(str::to_string)).collect()
     }
 
     /// Whether a status item labelled `label` completes before the run's terminal error (and
     /// there is one).
     pub fn status_before_terminal_error(&self, label: &str) -> bool {
-        let status = self.universal.iter().position(|e| {
-            e.completed_item().is_some_and(|i| {
-                i.content.iter().any(|p| matches!(p, agent_api::universal::ContentPart::Status { label: l, .. } if l == label))
-            })
-        });
+        let status = self.universal.iter().position(|e| status_labels_of(e).any(|l| l == label));
         let terminal = self.universal.iter().position(UniversalEvent::is_terminal_error);
         matches!((status, terminal), (Some(s), Some(t)) if s < t)
     }
