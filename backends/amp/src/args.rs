@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use agent_api::kit::CommandSpec;
+use agent_api::kit::{CommandSpec, Launcher};
 use agent_api::portable::PortableOptions;
 use agent_api::{AgentError, RunRequest, SessionSelector};
 use serde_json::{json, Value};
@@ -61,7 +61,7 @@ pub const READS_ENV: &[&str] = &[API_KEY_VAR, "AMP_URL"];
 
 /// The command, settings and channel of a run. `two_way_session` asks for a session (two-way
 /// whatever the options say).
-pub fn invocation(config: &AmpConfig, request: &RunRequest, two_way_session: bool) -> Result<Invocation, AgentError> {
+pub async fn invocation(config: &AmpConfig, request: &RunRequest, two_way_session: bool) -> Result<Invocation, AgentError> {
     let options: AmpOptions = request.options()?;
     check_credentials(config, request)?;
     let interface = if two_way_session { Interface::TwoWay } else { options.interface.unwrap_or_default() };
@@ -84,10 +84,12 @@ pub fn invocation(config: &AmpConfig, request: &RunRequest, two_way_session: boo
     if interface == Interface::TwoWay {
         spec = spec.arg("--stream-json-input").with_stdin();
     }
-    let (settings, files) = settings(config, &options, &request.portable)?;
+    let launcher = request.launcher.clone().unwrap_or_default();
+    let (settings, files) = settings(config, &options, &request.portable, &launcher).await?;
     // The run's directory (settings, the delegate link, its channel and socket): a sandbox binds
-    // it in, so the delegate amp runs there still reaches this run.
-    let run_dir = settings.parent().map(Path::to_path_buf);
+    // it in, so the delegate amp runs there still reaches this run. Through a far launcher it is
+    // on the far side already (made by the relay).
+    let run_dir = settings.parent().map(Path::to_path_buf).filter(|_| launcher.is_local_filesystem());
     spec = spec.arg("--settings-file").arg(settings);
     spec = flags(spec, &options);
     for (key, value) in &config.env {
@@ -128,8 +130,15 @@ fn flags(mut spec: CommandSpec, options: &AmpOptions) -> CommandSpec {
 }
 
 /// The run's settings file: the caller's settings plus the delegate rule (and its channel), or
-/// with `dangerously_allow_all`, the caller's settings with `amp.dangerouslyAllowAll` and no channel.
-fn settings(config: &AmpConfig, options: &AmpOptions, portable: &PortableOptions) -> Result<(PathBuf, RunFiles), AgentError> {
+/// with `dangerously_allow_all`, the caller's settings with `amp.dangerouslyAllowAll` and no
+/// delegation. Through a launcher whose agent runs elsewhere the file and channel are the far
+/// side's relay's.
+async fn settings(
+    config: &AmpConfig,
+    options: &AmpOptions,
+    portable: &PortableOptions,
+    launcher: &Launcher,
+) -> Result<(PathBuf, RunFiles), AgentError> {
     let mut base = match &options.settings_file {
         Some(path) => Some(read_settings(path)?),
         None => None,
@@ -149,18 +158,22 @@ fn settings(config: &AmpConfig, options: &AmpOptions, portable: &PortableOptions
         servers.extend(portable.mcp_servers.iter().map(|(name, server)| (name.clone(), server.to_mcp_json())));
         settings[MCP_SERVERS] = Value::Object(servers);
     }
-    if options.dangerously_allow_all == Some(true) {
-        let mut settings = base.unwrap_or_else(|| json!({}));
-        settings["amp.dangerouslyAllowAll"] = json!(true);
-        let dir = tempfile::Builder::new().prefix("agent-api-amp-").tempdir()?;
-        let path = dir.path().join("settings.json");
-        std::fs::write(&path, serde_json::to_vec_pretty(&settings).map_err(std::io::Error::from)?)?;
+    let delegate = options.dangerously_allow_all != Some(true);
+    if !delegate {
+        base.get_or_insert_with(|| json!({}))["amp.dangerouslyAllowAll"] = json!(true);
+    }
+    if !launcher.is_local_filesystem() {
+        let channel = DelegateChannel::open_far(launcher, &config.far_delegate_helper(), base.unwrap_or(Value::Null), delegate).await?;
+        return Ok((channel.settings_file(), RunFiles { channel: Some(channel), dir: None }));
+    }
+    if !delegate {
+        let dir = crate::delegate::private_dir()?;
+        let path = dir.path().join(crate::delegate::wire::SETTINGS_FILE);
+        std::fs::write(&path, crate::delegate::settings_bytes(base, dir.path(), false)?)?;
         return Ok((path, RunFiles { channel: None, dir: Some(dir) }));
     }
-    let helper = config.delegate_helper()?;
-    let channel = DelegateChannel::open(&helper)?;
-    let path = channel.write_settings(base)?;
-    Ok((path, RunFiles { channel: Some(channel), dir: None }))
+    let channel = DelegateChannel::open(&config.delegate_helper()?, base)?;
+    Ok((channel.settings_file(), RunFiles { channel: Some(channel), dir: None }))
 }
 
 fn read_settings(path: &str) -> Result<Value, AgentError> {

@@ -11,6 +11,9 @@
 //!   `spec/amp-delegate.md`). Each call then shows as `permission.requested` and
 //!   `permission.resolved`, decided by the run's policy or the caller, in both interfaces.
 //!   [`AmpOptions::dangerously_allow_all`] is the separate option that makes amp ask nothing.
+//! - Launchers: all of them. Through a prefix, container or ssh the helper is first started on
+//!   the far side as the run's relay ([`AmpConfig::far_delegate_helper`]), which keeps the run's
+//!   directory there and passes the requests back over its stdio ([`delegate::relay`]).
 //! - Without `AMP_API_KEY` (or [`AmpConfig::credentials_configured`]) a run fails with a typed
 //!   [`AgentError::Auth`] before anything is spawned; an unreachable Amp server is one
 //!   [`AgentError::ServiceUnreachable`].
@@ -55,6 +58,10 @@ pub const DELEGATE_HELPER: &str = "amp-permission-delegate";
 /// program, then on `PATH`).
 pub const DELEGATE_HELPER_VAR: &str = "AGENT_API_AMP_DELEGATE_BIN";
 
+/// The environment variable naming the helper's path on the far side of a container, ssh or
+/// prefix launcher (else `amp-permission-delegate` on the far side's `PATH`).
+pub const FAR_DELEGATE_HELPER_VAR: &str = "AGENT_API_AMP_FAR_DELEGATE_BIN";
+
 /// How amp takes the portable options: denied tools in the run's settings file; structured output
 /// from the SDK.
 const OPTION_MAPPINGS: &[agent_api::portable::OptionMapping] = &[
@@ -88,6 +95,9 @@ pub struct AmpConfig {
     pub delegate_helper: Option<PathBuf>,
     /// amp has credentials of its own (`amp login`), so a run without `AMP_API_KEY` may start.
     pub credentials_configured: bool,
+    /// The helper's path on the far side of a container, ssh or prefix launcher, where it runs as
+    /// the run's relay (`None`: see [`AmpConfig::far_delegate_helper`]).
+    pub far_delegate_helper: Option<PathBuf>,
 }
 
 impl Default for AmpConfig {
@@ -100,6 +110,7 @@ impl Default for AmpConfig {
             extra_args: Vec::new(),
             delegate_helper: None,
             credentials_configured: false,
+            far_delegate_helper: None,
         }
     }
 }
@@ -114,6 +125,7 @@ impl std::fmt::Debug for AmpConfig {
             .field("extra_args", &agent_api::secrets::ArgsShown(&self.extra_args))
             .field("delegate_helper", &self.delegate_helper)
             .field("credentials_configured", &self.credentials_configured)
+            .field("far_delegate_helper", &self.far_delegate_helper)
             .finish()
     }
 }
@@ -147,6 +159,19 @@ impl AmpConfig {
     pub fn with_delegate_helper(mut self, helper: impl Into<PathBuf>) -> Self {
         self.delegate_helper = Some(helper.into());
         self
+    }
+
+    /// Sets the helper's path on the far side of a container, ssh or prefix launcher.
+    pub fn with_far_delegate_helper(mut self, helper: impl Into<PathBuf>) -> Self {
+        self.far_delegate_helper = Some(helper.into());
+        self
+    }
+
+    /// The helper on the far side of a container, ssh or prefix launcher: the configured one,
+    /// `$AGENT_API_AMP_FAR_DELEGATE_BIN`, else [`DELEGATE_HELPER`], found on the far side's `PATH`.
+    pub fn far_delegate_helper(&self) -> PathBuf {
+        let configured = self.far_delegate_helper.clone().or_else(|| std::env::var_os(FAR_DELEGATE_HELPER_VAR).map(PathBuf::from));
+        configured.unwrap_or_else(|| PathBuf::from(DELEGATE_HELPER))
     }
 
     /// Declares that amp has credentials of its own.
@@ -190,8 +215,8 @@ impl AmpBackend {
     }
 
     /// Starts amp for `request` with the converter `inner`, the side channel wired in.
-    fn launch(&self, request: &RunRequest, session: bool) -> Result<(RunSettings, Transport, AmpProtocol), AgentError> {
-        let mut invocation = args::invocation(&self.config, request, session)?;
+    async fn launch(&self, request: &RunRequest, session: bool) -> Result<(RunSettings, Transport, AmpProtocol), AgentError> {
+        let mut invocation = args::invocation(&self.config, request, session).await?;
         let settings = RunSettings::for_request(KIND, request, &self.capabilities());
         let inner = match (session, invocation.interface) {
             (true, _) => ClaudeProtocol::session(request.permissions.clone(), false).plain_input(),
@@ -238,9 +263,13 @@ impl AgentBackend for AmpBackend {
             caps::COMMAND_EXECUTION,
             caps::FILE_CHANGES,
             caps::USAGE,
-            // Where the delegate still reaches the run's channel: on this machine's filesystem.
+            // Here and in a sandbox the delegate reaches the run's socket; elsewhere the run's
+            // relay passes its requests on (`delegate::relay`).
             caps::LAUNCHER_LOCAL,
             caps::LAUNCHER_BWRAP,
+            caps::LAUNCHER_CONTAINER,
+            caps::LAUNCHER_SSH,
+            caps::LAUNCHER_PREFIX,
             CAP_CLI_OPTIONS,
             CAP_DANGEROUSLY_ALLOW_ALL,
             CAP_TRANSCRIPT_ONLY,
@@ -261,7 +290,7 @@ impl AgentBackend for AmpBackend {
         let request = request.in_session_dir(self.config.working_dir.as_deref());
         let mut request = agent_api::structured::ask_in_prompt(request);
         let tools = agent_api::caller_tools::attach(&mut request).await?;
-        let (mut settings, transport, protocol) = self.launch(&request, false)?;
+        let (mut settings, transport, protocol) = self.launch(&request, false).await?;
         settings.hold(tools);
         Ok(start_run(settings, transport, Box::new(protocol)))
     }
@@ -270,7 +299,7 @@ impl AgentBackend for AmpBackend {
         agent_api::backend::validate_template(&KIND, &self.capabilities(), self.extension_keys(), &request)?;
         let mut request = request.in_session_dir(self.config.working_dir.as_deref());
         let tools = agent_api::caller_tools::attach(&mut request).await?;
-        let (mut settings, transport, protocol) = self.launch(&request, true)?;
+        let (mut settings, transport, protocol) = self.launch(&request, true).await?;
         settings.hold(tools);
         Ok(start_session(settings, transport, Box::new(protocol)))
     }

@@ -122,8 +122,8 @@ async fn round_trip(
     policy: PermissionPolicy,
     decide: impl FnOnce(&mut AmpProtocol, &mut ProtocolHarness, &str),
 ) -> (String, ProtocolHarness) {
-    let mut channel = DelegateChannel::open(&helper()).unwrap();
-    let settings = channel.write_settings(None).unwrap();
+    let mut channel = DelegateChannel::open(&helper(), None).unwrap();
+    let settings = channel.settings_file();
     let mut protocol = AmpProtocol::live(ClaudeProtocol::print("", false), policy, Some(channel.replies()));
     let mut harness = ProtocolHarness::new();
     let home = tempfile::tempdir().unwrap();

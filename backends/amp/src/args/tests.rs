@@ -12,7 +12,7 @@ fn argv(inv: &Invocation) -> Vec<String> {
 
 #[tokio::test]
 async fn two_way_keeps_the_prompt_off_the_command_line_and_delegates_through_its_settings() {
-    let inv = invocation(&config(), &RunRequest::new("-rf secret prompt"), false).unwrap();
+    let inv = invocation(&config(), &RunRequest::new("-rf secret prompt"), false).await.unwrap();
     let args = argv(&inv);
     assert_eq!(&args[..1], ["--execute"]);
     assert!(args.iter().any(|a| a == "--stream-json-input"), "{args:?}");
@@ -38,7 +38,7 @@ async fn one_way_puts_the_prompt_after_execute_and_options_map_to_flags() {
         .mcp_config("{}")
         .thinking(false);
     let request = RunRequest::new("hello").with_options(&options).with_session(SessionSelector::Resume("T-123".into()));
-    let inv = invocation(&config(), &request, false).unwrap();
+    let inv = invocation(&config(), &request, false).await.unwrap();
     let args = argv(&inv).join(" ");
     assert!(args.starts_with("threads continue T-123 --execute hello --stream-json --settings-file "), "{args}");
     for want in ["--mode ultra", "--label a --label b", "--visibility private", "--no-archive-after-execute", "--log-file /tmp/amp.log"] {
@@ -51,7 +51,7 @@ async fn one_way_puts_the_prompt_after_execute_and_options_map_to_flags() {
 #[tokio::test]
 async fn dangerously_allow_all_is_a_setting_with_no_channel() {
     let request = RunRequest::new("hi").with_options(&AmpOptions::default().dangerously_allow_all(true));
-    let inv = invocation(&config(), &request, false).unwrap();
+    let inv = invocation(&config(), &request, false).await.unwrap();
     assert!(inv.files.channel.is_none());
     let args = argv(&inv);
     let at = args.iter().position(|a| a == "--settings-file").unwrap();
@@ -59,23 +59,23 @@ async fn dangerously_allow_all_is_a_setting_with_no_channel() {
     assert_eq!(settings, json!({ "amp.dangerouslyAllowAll": true }));
     // The policy never means it.
     let approve_all = RunRequest::new("hi").with_permissions(agent_api::PermissionPolicy::ApproveAll);
-    assert!(invocation(&config(), &approve_all, false).unwrap().files.channel.is_some());
+    assert!(invocation(&config(), &approve_all, false).await.unwrap().files.channel.is_some());
 }
 
-#[test]
-fn no_key_is_a_typed_auth_error_before_anything_is_built() {
+#[tokio::test]
+async fn no_key_is_a_typed_auth_error_before_anything_is_built() {
     let bare = AmpConfig::default().with_inherit_env(false).with_delegate_helper("/bin/true");
-    let err = invocation(&bare, &RunRequest::new("hi"), false).unwrap_err();
+    let err = invocation(&bare, &RunRequest::new("hi"), false).await.unwrap_err();
     assert!(matches!(err, AgentError::Auth { .. }), "{err:?}");
     assert!(check_credentials(&bare, &RunRequest::new("hi").with_env(API_KEY_VAR, "k")).is_ok());
     assert!(check_credentials(&bare.clone().with_credentials_configured(true), &RunRequest::new("hi")).is_ok());
     assert!(check_credentials(&bare, &RunRequest::new("hi").with_env(API_KEY_VAR, " ")).is_err());
 }
 
-#[test]
-fn last_thread_and_fork_are_refused() {
+#[tokio::test]
+async fn last_thread_and_fork_are_refused() {
     for session in [SessionSelector::ResumeLast, SessionSelector::Fork("T-1".into())] {
-        let err = invocation(&config(), &RunRequest::new("hi").with_session(session), false).unwrap_err();
+        let err = invocation(&config(), &RunRequest::new("hi").with_session(session), false).await.unwrap_err();
         assert!(matches!(err, AgentError::InvalidRequest { .. }), "{err:?}");
     }
 }
@@ -87,7 +87,7 @@ async fn denied_tools_join_the_callers_disabled_tools_in_the_run_settings() {
     std::fs::write(&own, r#"{"amp.tools.disable": ["browser"], "amp.notifications.enabled": false}"#).unwrap();
     let options = AmpOptions::default().settings_file(own.to_string_lossy());
     let portable = agent_api::portable::PortableOptions::default().deny_tool("Bash");
-    let inv = invocation(&config(), &RunRequest::new("hi").with_options(&options).with_portable(portable), false).unwrap();
+    let inv = invocation(&config(), &RunRequest::new("hi").with_options(&options).with_portable(portable), false).await.unwrap();
     let args = argv(&inv);
     let at = args.iter().position(|a| a == "--settings-file").unwrap();
     let settings: Value = serde_json::from_slice(&std::fs::read(&args[at + 1]).unwrap()).unwrap();
@@ -109,7 +109,7 @@ async fn mcp_servers_join_the_callers_servers_in_the_run_settings_readable_by_it
     let portable = agent_api::portable::PortableOptions::default()
         .mcp_server("files", agent_api::portable::McpServer::stdio("mcp-files", ["--root", "/srv"]))
         .mcp_server("caller", http);
-    let inv = invocation(&config(), &RunRequest::new("hi").with_options(&options).with_portable(portable), false).unwrap();
+    let inv = invocation(&config(), &RunRequest::new("hi").with_options(&options).with_portable(portable), false).await.unwrap();
     let args = argv(&inv);
     let path = &args[args.iter().position(|a| a == "--settings-file").unwrap() + 1];
     let settings: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();

@@ -7,7 +7,13 @@
 //! socket. Each request the helper forwards becomes a [`DelegateRequest`]; the run answers it
 //! with [`Replies::answer`], and the helper exits with that status. Dropping the channel (the
 //! run ended) rejects whatever is still waiting and removes the directory.
+//!
+//! Where amp runs on the far side of a launcher (prefix, container, ssh) the directory is made
+//! there by the helper run as a [`relay`], which passes each request over its stdio; the SDK's
+//! side of it is the private `far` module. Requests then reach the run the same way.
 
+mod far;
+pub mod relay;
 pub mod wire;
 
 use std::collections::HashMap;
@@ -24,7 +30,9 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::{mpsc, oneshot};
 
-use wire::{Channel, Reply, Request, CHANNEL_FILE, DELEGATE_LINK, EXIT_REJECT, MAX_INPUT};
+use agent_api::kit::Launcher;
+use agent_api::AgentError;
+use wire::{Channel, Reply, Request, CHANNEL_FILE, DELEGATE_LINK, EXIT_REJECT, MAX_INPUT, SETTINGS_FILE, SOCKET_FILE};
 
 /// The `type` of the line a delegated request becomes in the run's native stream.
 pub const REQUEST_TYPE: &str = "agent_api.amp_delegate";
@@ -94,40 +102,67 @@ impl Replies {
 /// A run's private permission channel (see the module docs).
 #[derive(Debug)]
 pub struct DelegateChannel {
-    dir: tempfile::TempDir,
+    place: Place,
     replies: Replies,
     requests: Option<mpsc::UnboundedReceiver<DelegateRequest>>,
     listener: tokio::task::JoinHandle<()>,
 }
 
+/// Where the run's directory is.
+#[derive(Debug)]
+enum Place {
+    /// On this machine (a local or bwrap launcher).
+    Here(tempfile::TempDir),
+    /// On the far side of the run's launcher, kept by a relay.
+    Far(Box<far::Relay>),
+}
+
 impl DelegateChannel {
-    /// Opens the channel for a run whose helper is `helper` (needs a tokio runtime).
-    pub fn open(helper: &Path) -> io::Result<Self> {
-        let dir = tempfile::Builder::new().prefix("agent-api-amp-").tempdir()?;
-        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700))?;
-        std::os::unix::fs::symlink(helper, dir.path().join(DELEGATE_LINK))?;
-        let socket = dir.path().join("socket");
-        let listener = UnixListener::bind(&socket)?;
-        let secret = uuid::Uuid::new_v4().simple().to_string() + &uuid::Uuid::new_v4().simple().to_string();
-        write_private(&dir.path().join(CHANNEL_FILE), &serde_json::to_vec(&Channel { socket, secret: secret.clone() })?)?;
+    /// Opens the channel on this machine for a run whose helper is `helper`, and writes the run's
+    /// settings: `settings`, its `amp.permissions` rules, then one rule delegating every other tool
+    /// call to [`DelegateChannel::program`] (needs a tokio runtime).
+    pub fn open(helper: &Path, settings: Option<Value>) -> io::Result<Self> {
+        let dir = private_dir()?;
+        let secret = new_secret();
+        let listener = lay_out(dir.path(), helper, &secret)?;
+        write_private(&dir.path().join(SETTINGS_FILE), &settings_bytes(settings, dir.path(), true)?)?;
+        listener.set_nonblocking(true)?;
+        let listener = UnixListener::from_std(listener)?;
         let replies = Replies::default();
         let (tx, rx) = mpsc::unbounded_channel();
         let listener = tokio::spawn(accept(listener, secret, replies.clone(), tx));
-        Ok(Self { dir, replies, requests: Some(rx), listener })
+        Ok(Self { place: Place::Here(dir), replies, requests: Some(rx), listener })
+    }
+
+    /// Opens the channel on the far side of `launcher` (a container, ssh or prefix launcher): starts
+    /// `helper` there as a relay (`amp-permission-delegate relay`), which makes the run's directory
+    /// there, writes `settings` (with the delegate rule when `delegate`) and passes each helper's
+    /// request on over its stdio. Fails with [`AgentError::Spawn`] when the relay cannot start.
+    pub async fn open_far(launcher: &Launcher, helper: &Path, settings: Value, delegate: bool) -> Result<Self, AgentError> {
+        let secret = new_secret();
+        let (relay, requests) = far::Relay::start(launcher, helper, settings, delegate, secret.clone()).await?;
+        let replies = Replies::default();
+        let (tx, rx) = mpsc::unbounded_channel();
+        let listener = tokio::spawn(far::pass_requests(requests, relay.writer(), secret, replies.clone(), tx));
+        Ok(Self { place: Place::Far(Box::new(relay)), replies, requests: Some(rx), listener })
+    }
+
+    /// The run's directory, where its agent sees it.
+    pub fn dir(&self) -> &Path {
+        match &self.place {
+            Place::Here(dir) => dir.path(),
+            Place::Far(relay) => relay.dir(),
+        }
     }
 
     /// The program the settings delegate to (the link in the channel directory).
     pub fn program(&self) -> PathBuf {
-        self.dir.path().join(DELEGATE_LINK)
+        self.dir().join(DELEGATE_LINK)
     }
 
-    /// Writes the run's settings file: `base`'s settings, its `amp.permissions` rules, then one
-    /// rule delegating every other tool call to [`DelegateChannel::program`].
-    pub fn write_settings(&self, base: Option<Value>) -> io::Result<PathBuf> {
-        let settings = delegating_settings(base, &self.program());
-        let path = self.dir.path().join("settings.json");
-        write_private(&path, &serde_json::to_vec_pretty(&settings)?)?;
-        Ok(path)
+    /// The run's settings file (for `--settings-file`).
+    pub fn settings_file(&self) -> PathBuf {
+        self.dir().join(SETTINGS_FILE)
     }
 
     /// The waiting helpers, to answer them.
@@ -154,7 +189,39 @@ impl Drop for DelegateChannel {
         self.listener.abort();
         // Waiting helpers get their reject when their sender drops with the map.
         self.replies.lock().clear();
+        if let Place::Far(relay) = &mut self.place {
+            relay.close();
+        }
     }
+}
+
+/// A fresh 0700 directory for a run (`agent-api-amp-…` in the temporary directory).
+pub(crate) fn private_dir() -> io::Result<tempfile::TempDir> {
+    let dir = tempfile::Builder::new().prefix("agent-api-amp-").tempdir()?;
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700))?;
+    Ok(dir)
+}
+
+/// 256 random bits, as hex.
+fn new_secret() -> String {
+    uuid::Uuid::new_v4().simple().to_string() + &uuid::Uuid::new_v4().simple().to_string()
+}
+
+/// Lays out the channel in a run's directory `dir`: the link to `helper`, the channel file naming
+/// the socket and `secret`, and the socket, listening. Used here and by the far side's relay.
+pub(crate) fn lay_out(dir: &Path, helper: &Path, secret: &str) -> io::Result<std::os::unix::net::UnixListener> {
+    std::os::unix::fs::symlink(helper, dir.join(DELEGATE_LINK))?;
+    let socket = dir.join(SOCKET_FILE);
+    let listener = std::os::unix::net::UnixListener::bind(&socket)?;
+    write_private(&dir.join(CHANNEL_FILE), &serde_json::to_vec(&Channel { socket, secret: secret.to_string() })?)?;
+    Ok(listener)
+}
+
+/// The settings file's bytes for a run whose directory is `dir`: `base`, with the delegate rule
+/// when `delegate`.
+pub(crate) fn settings_bytes(base: Option<Value>, dir: &Path, delegate: bool) -> io::Result<Vec<u8>> {
+    let settings = if delegate { delegating_settings(base, &dir.join(DELEGATE_LINK)) } else { base.unwrap_or_else(|| json!({})) };
+    Ok(serde_json::to_vec_pretty(&settings)?)
 }
 
 fn tokio_stream_of<T: Send + 'static>(rx: mpsc::UnboundedReceiver<T>) -> futures::stream::BoxStream<'static, T> {
@@ -162,7 +229,7 @@ fn tokio_stream_of<T: Send + 'static>(rx: mpsc::UnboundedReceiver<T>) -> futures
 }
 
 /// Writes a file only its owner may read.
-fn write_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
+pub(crate) fn write_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
     let mut file = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path)?;
@@ -201,23 +268,23 @@ async fn serve(stream: UnixStream, secret: Arc<str>, replies: Replies, tx: mpsc:
     if !matches!(tokio::time::timeout(std::time::Duration::from_secs(10), read_line).await, Ok(Ok(_))) {
         return;
     }
-    let exit = match serde_json::from_slice::<Request>(&line) {
-        Ok(request) if same(request.secret.as_bytes(), secret.as_bytes()) => {
-            let id = format!("amp_perm_{}", uuid::Uuid::new_v4().simple());
-            let (reply_tx, reply_rx) = oneshot::channel();
-            replies.lock().insert(id.clone(), reply_tx);
-            let sent = tx.send(DelegateRequest { id, tool: request.tool, input: request.input }).is_ok();
-            if sent {
-                reply_rx.await.unwrap_or(EXIT_REJECT)
-            } else {
-                EXIT_REJECT
-            }
-        }
-        _ => EXIT_REJECT,
-    };
+    let exit = decide(serde_json::from_slice::<Request>(&line).ok(), &secret, &replies, &tx).await;
     let mut answer = serde_json::to_vec(&Reply { exit }).expect("a reply serializes");
     answer.push(b'\n');
     let _ = write.write_all(&answer).await;
+}
+
+/// Hands a helper's request (`None`: it was not one) to the run when it carries the run's secret,
+/// and waits for the verdict: the helper's exit status. Anything else rejects unheard.
+async fn decide(request: Option<Request>, secret: &str, replies: &Replies, tx: &mpsc::UnboundedSender<DelegateRequest>) -> i32 {
+    let Some(request) = request.filter(|r| same(r.secret.as_bytes(), secret.as_bytes())) else { return EXIT_REJECT };
+    let id = format!("amp_perm_{}", uuid::Uuid::new_v4().simple());
+    let (reply_tx, reply_rx) = oneshot::channel();
+    replies.lock().insert(id.clone(), reply_tx);
+    if tx.send(DelegateRequest { id, tool: request.tool, input: request.input }).is_err() {
+        return EXIT_REJECT;
+    }
+    reply_rx.await.unwrap_or(EXIT_REJECT)
 }
 
 /// Compares secrets in time independent of where they differ.
@@ -252,7 +319,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_helper_with_the_secret_gets_the_runs_answer_and_one_without_is_rejected_unheard() {
-        let mut channel = DelegateChannel::open(Path::new("/bin/true")).unwrap();
+        let mut channel = DelegateChannel::open(Path::new("/bin/true"), None).unwrap();
         let program = channel.program();
         let asking = tokio::task::spawn_blocking(move || wire::ask_sdk(&program, "Bash", &br#"{"cmd":"ls"}"#[..]));
         let request = channel.next_request().await.unwrap();
@@ -260,7 +327,7 @@ mod tests {
         assert!(channel.replies().answer(&request.id, wire::EXIT_ALLOW));
         assert_eq!(asking.await.unwrap(), wire::EXIT_ALLOW);
 
-        let channel_file: Channel = serde_json::from_slice(&std::fs::read(channel.dir.path().join(CHANNEL_FILE)).unwrap()).unwrap();
+        let channel_file: Channel = serde_json::from_slice(&std::fs::read(channel.dir().join(CHANNEL_FILE)).unwrap()).unwrap();
         let mut stream = tokio::net::UnixStream::connect(&channel_file.socket).await.unwrap();
         let forged = serde_json::to_vec(&Request { secret: "guess".into(), tool: "Bash".into(), input: json!({}) }).unwrap();
         stream.write_all(&[forged, b"\n".to_vec()].concat()).await.unwrap();

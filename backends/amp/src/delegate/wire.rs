@@ -17,6 +17,12 @@ use serde_json::Value;
 pub const DELEGATE_LINK: &str = "delegate";
 /// The name of the channel file in a run's channel directory.
 pub const CHANNEL_FILE: &str = "channel.json";
+/// The name of the settings file in a run's channel directory.
+pub const SETTINGS_FILE: &str = "settings.json";
+/// The socket's name in a run's channel directory.
+pub const SOCKET_FILE: &str = "socket";
+/// The helper's first argument that makes it a relay (see [`ToRelay`]).
+pub const RELAY_ARG: &str = "relay";
 /// The largest tool input the helper forwards (a bigger one is rejected).
 pub const MAX_INPUT: usize = 1024 * 1024;
 
@@ -52,6 +58,55 @@ pub struct Request {
 pub struct Reply {
     /// The helper's exit status for amp.
     pub exit: i32,
+}
+
+/// What the SDK writes to a relay (the helper run as `amp-permission-delegate relay` on the far
+/// side of a container, ssh or prefix launcher), one JSON line each.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ToRelay {
+    /// The first line: the run's settings and whether tool calls are delegated (then the relay
+    /// adds the delegate rule and listens with `secret` in its channel file).
+    Start {
+        /// amp's settings without the delegate rule (an object).
+        settings: Value,
+        /// Whether the relay adds the delegate rule and listens.
+        delegate: bool,
+        /// The run's secret, for the channel file.
+        secret: String,
+    },
+    /// The verdict for the request the relay forwarded as `conn`.
+    Reply {
+        /// The relay's number for the waiting helper.
+        conn: u64,
+        /// The helper's exit status.
+        exit: i32,
+    },
+}
+
+/// What a relay writes to the SDK, one JSON line each.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum FromRelay {
+    /// The run's directory on the far side is ready: amp takes `DIR/settings.json`.
+    Ready {
+        /// The directory.
+        dir: PathBuf,
+    },
+    /// The relay could not set the directory up.
+    Failed {
+        /// Why, in words.
+        reason: String,
+    },
+    /// A helper's request line ([`Request`], as the helper sent it), waiting as `conn`.
+    Request {
+        /// The relay's number for the waiting helper.
+        conn: u64,
+        /// The helper's line.
+        request: Value,
+    },
 }
 
 /// The helper's whole job: read the tool call amp hands it, ask the SDK, and return the exit

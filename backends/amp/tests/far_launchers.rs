@@ -1,0 +1,225 @@
+//! Amp where this process cannot reach its files: through a prefix (`env TMPDIR=…`), `docker exec`
+//! into a container of `tests/launchers/setup.sh`, and ssh to its sshd. The stand-in, the helper and
+//! the script are copied to a fresh folder on the far side; the run's relay makes the run's
+//! directory there and passes each delegated tool call back, so the caller decides it. After every
+//! run (allowed, denied, allowed without asking, cancelled mid-turn) no process of it is left on
+//! either side and the run's directory on the far side is gone.
+//!
+//! The docker and ssh cases need `tests/launchers/setup.sh` (run by `tests/run.sh`); without it they
+//! fail saying so.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use agent_api::kit::launch::{Container, Engine, Launcher, Ssh};
+use agent_api::universal::{ItemKind, ItemStatus, PermissionStatus};
+use agent_api::{AgentBackend, AgentError, PermissionDecision, PermissionPolicy, RunRequest};
+use agent_api_amp::{AmpBackend, AmpConfig, AmpOptions};
+use agent_api_conformance::launchers::{local_processes_carrying, tag, Docker, Infra};
+use agent_api_conformance::{assert_conformant, record, record_answering, Answers, RunRecord};
+
+/// Where the runs go, and the far folder holding the stand-in, the helper and the scripts.
+struct FarPlace {
+    launcher: Launcher,
+    /// The folder on the far side (the same path here, for the prefix and ssh cases).
+    dir: PathBuf,
+    /// The far side's temporary directory, where the relay makes the run's directory.
+    tmp: PathBuf,
+    container: Option<(Docker, String)>,
+    tag: String,
+    _local: tempfile::TempDir,
+}
+
+impl FarPlace {
+    fn new(launcher: Launcher, container: Option<(Docker, String)>, local: tempfile::TempDir, tmp: PathBuf) -> FarPlace {
+        let dir = local.path().to_path_buf();
+        for (from, name) in [
+            (PathBuf::from(env!("CARGO_BIN_EXE_amp-stand-in")), "amp-stand-in"),
+            (PathBuf::from(env!("CARGO_BIN_EXE_amp-permission-delegate")), "amp-permission-delegate"),
+            (agent_bench::fixtures_dir().join("amp/shell.stdout.jsonl"), "shell.stdout.jsonl"),
+            (agent_bench::fixtures_dir().join("amp/text.stdout.jsonl"), "text.stdout.jsonl"),
+        ] {
+            std::fs::copy(from, dir.join(name)).unwrap();
+        }
+        if let Some((_, name)) = &container {
+            let target = format!("{name}:{}", dir.parent().unwrap().display());
+            let copied = Command::new("docker").args(["cp"]).arg(&dir).arg(target).status().unwrap();
+            assert!(copied.success(), "docker cp into {name}");
+        }
+        let (name, value) = tag();
+        FarPlace { launcher, dir, tmp, container, tag: format!("{name}={value}"), _local: local }
+    }
+
+    /// `env TMPDIR=…` on this machine: the relay's directory goes to a folder of the test's own.
+    fn prefix() -> FarPlace {
+        let local = tempfile::tempdir().unwrap();
+        let tmp = local.path().join("tmp");
+        std::fs::create_dir(&tmp).unwrap();
+        let launcher = Launcher::Prefix(vec!["env".into(), format!("TMPDIR={}", tmp.display()).into()]);
+        FarPlace::new(launcher, None, local, tmp)
+    }
+
+    fn docker(index: usize) -> FarPlace {
+        let docker = Infra::load().and_then(|i| i.docker()).unwrap_or_else(|e| panic!("{e}"));
+        let name = docker.containers[index].clone();
+        let launcher = Launcher::Container(Container::exec(Engine::Docker, name.clone()));
+        FarPlace::new(launcher, Some((docker, name)), tempfile::tempdir().unwrap(), std::env::temp_dir())
+    }
+
+    fn ssh() -> FarPlace {
+        let ssh = Infra::load().and_then(|i| i.ssh()).unwrap_or_else(|e| panic!("{e}"));
+        let mut settings = Ssh::new(ssh.host);
+        settings.options = vec!["-F".into(), ssh.config.into_os_string()];
+        FarPlace::new(Launcher::Ssh(settings), None, tempfile::tempdir().unwrap(), std::env::temp_dir())
+    }
+
+    fn backend(&self, script: &str) -> AmpBackend {
+        let (name, value) = self.tag.split_once('=').unwrap();
+        AmpBackend::new(
+            AmpConfig::default()
+                .with_binary(self.dir.join("amp-stand-in"))
+                .with_far_delegate_helper(self.dir.join("amp-permission-delegate"))
+                .with_env("AMP_API_KEY", "sk-test-key")
+                .with_env("AMP_STAND_IN_SCRIPT", self.dir.join(script).to_string_lossy())
+                .with_env(name, value),
+        )
+    }
+
+    fn request(&self, prompt: &str) -> RunRequest {
+        RunRequest::new(prompt).with_launcher(self.launcher.clone())
+    }
+
+    /// The output of `sh -c script` on the far side.
+    fn far_sh(&self, script: &str) -> String {
+        let mut cmd = match &self.container {
+            Some((_, name)) => {
+                let mut cmd = Command::new("docker");
+                cmd.args(["exec", name, "sh", "-c", script]);
+                cmd
+            }
+            None => {
+                let mut cmd = Command::new("sh");
+                cmd.args(["-c", script]);
+                cmd
+            }
+        };
+        String::from_utf8_lossy(&cmd.output().unwrap().stdout).into_owned()
+    }
+
+    /// The run directories in the far side's temporary directory.
+    fn run_dirs(&self) -> BTreeSet<String> {
+        let listing = self.far_sh(&format!("ls -d {}/agent-api-amp-* 2>/dev/null", self.tmp.display()));
+        listing.lines().map(str::to_string).collect()
+    }
+
+    /// Processes of this place's runs: the agent and its children (by tag), and relays and helpers
+    /// (by the far folder in their command line).
+    fn left(&self) -> Vec<String> {
+        let mut left = local_processes_carrying(&self.tag);
+        if let Some((docker, name)) = &self.container {
+            left.extend(docker.processes_carrying(name, &self.tag).unwrap());
+        }
+        let folder = self.dir.to_string_lossy().into_owned();
+        left.extend(self.far_sh("ps -eo pid=,args=").lines().filter(|l| l.contains(&folder) && !l.contains("ps -eo")).map(str::to_string));
+        left
+    }
+
+    /// Within 10 s: nothing of the run is left, and the far side holds the run directories it held before.
+    fn assert_clean(&self, before: &BTreeSet<String>, after: &str) {
+        let started = Instant::now();
+        loop {
+            let (left, dirs) = (self.left(), self.run_dirs());
+            if left.is_empty() && &dirs == before {
+                return;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "after {after} through {}: left {left:?}, run dirs {dirs:?}",
+                self.launcher
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+fn resolutions(run: &RunRecord) -> Vec<(String, PermissionStatus)> {
+    run.of_type("permission.resolved").filter_map(|e| e.permission()).map(|p| (p.action.clone(), p.status)).collect()
+}
+
+fn tool_result(run: &RunRecord) -> ItemStatus {
+    run.completed_items(ItemKind::ToolResult).first().map(|i| i.status).expect("a tool result")
+}
+
+async fn the_caller_decides_and_nothing_is_left(place: FarPlace) {
+    let before = place.run_dirs();
+    for (decision, status, result) in [
+        (PermissionDecision::Allow, PermissionStatus::Approved, ItemStatus::Completed),
+        (PermissionDecision::Deny { message: None }, PermissionStatus::Denied, ItemStatus::Failed),
+    ] {
+        let request = place.request("Run echo hello").with_permissions(PermissionPolicy::Ask);
+        let handle = place.backend("shell.stdout.jsonl").run(request).await.unwrap_or_else(|e| panic!("{}: {e}", place.launcher));
+        let run = record_answering(handle, Answers::permissions(decision)).await;
+        assert_conformant(&run);
+        assert!(run.completion.is_ok(), "{:?}", run.completion);
+        assert_eq!(resolutions(&run), [("Bash: echo hello".to_string(), status)]);
+        assert_eq!(tool_result(&run), result);
+        assert_eq!(run.completion.as_ref().unwrap().launcher.as_deref(), Some(place.launcher.to_string().as_str()));
+        place.assert_clean(&before, &format!("a {status:?} tool call"));
+    }
+
+    // Without delegation the relay only keeps the settings file.
+    let allow_all = place.request("Run echo hello").with_options(&AmpOptions::default().dangerously_allow_all(true));
+    let run = record(place.backend("shell.stdout.jsonl").run(allow_all).await.unwrap()).await;
+    assert_conformant(&run);
+    assert_eq!((run.of_type("permission.requested").count(), tool_result(&run)), (0, ItemStatus::Completed));
+    place.assert_clean(&before, "a run that asked nothing");
+
+    let pidfile = place.dir.join("hang.pid");
+    let hanging = place.request("Say hello").with_env("AMP_STAND_IN_HANG", "1").with_env("AMP_STAND_IN_PIDFILE", pidfile.to_string_lossy());
+    let handle = place.backend("text.stdout.jsonl").run(hanging).await.unwrap();
+    let control = handle.control();
+    let recorder = tokio::spawn(record(handle));
+    let started = Instant::now();
+    while place.far_sh(&format!("cat {} 2>/dev/null", pidfile.display())).trim().is_empty() {
+        assert!(started.elapsed() < Duration::from_secs(30), "the stand-in never hung");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    control.cancel();
+    let run = recorder.await.unwrap();
+    assert_conformant(&run);
+    assert!(matches!(run.completion, Err(AgentError::Cancelled)), "{:?}", run.completion);
+    place.assert_clean(&before, "a cancel mid-turn");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn through_a_prefix_the_relay_asks_the_caller_and_leaves_nothing() {
+    the_caller_decides_and_nothing_is_left(FarPlace::prefix()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_a_container_the_relay_asks_the_caller_and_leaves_nothing() {
+    the_caller_decides_and_nothing_is_left(FarPlace::docker(3)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_ssh_the_relay_asks_the_caller_and_leaves_nothing() {
+    the_caller_decides_and_nothing_is_left(FarPlace::ssh()).await;
+}
+
+/// A far side without the helper: one typed error before amp starts, naming what is missing.
+#[tokio::test]
+async fn a_far_side_without_the_helper_is_a_spawn_error_naming_it() {
+    let place = FarPlace::prefix();
+    let backend = AmpBackend::new(
+        AmpConfig::default()
+            .with_binary(place.dir.join("amp-stand-in"))
+            .with_far_delegate_helper(Path::new("/nonexistent/amp-permission-delegate"))
+            .with_env("AMP_API_KEY", "sk-test-key"),
+    );
+    let err = backend.run(place.request("hi")).await.expect_err("no relay, no run");
+    assert!(matches!(err, AgentError::Spawn { .. }), "{err:?}");
+    assert!(err.to_string().contains("/nonexistent/amp-permission-delegate"), "{err}");
+    place.assert_clean(&place.run_dirs(), "a relay that never started");
+}
