@@ -2,8 +2,9 @@
 //! into a container of `tests/launchers/setup.sh`, and ssh to its sshd. The stand-in, the helper and
 //! the script are copied to a fresh folder on the far side; the run's relay makes the run's
 //! directory there and passes each delegated tool call back, so the caller decides it. After every
-//! run (allowed, denied, allowed without asking, cancelled mid-turn) no process of it is left on
-//! either side and the run's directory on the far side is gone.
+//! run (allowed, denied, allowed without asking, cancelled mid-turn, an error result, a timeout, the
+//! connection killed mid-turn) no process of it is left on either side, the run's directory on the
+//! far side is gone, and its API key never showed on a command line.
 //!
 //! The docker and ssh cases need `tests/launchers/setup.sh` (run by `tests/run.sh`); without it they
 //! fail saying so.
@@ -40,6 +41,7 @@ impl FarPlace {
             (PathBuf::from(env!("CARGO_BIN_EXE_amp-permission-delegate")), "amp-permission-delegate"),
             (agent_bench::fixtures_dir().join("amp/shell.stdout.jsonl"), "shell.stdout.jsonl"),
             (agent_bench::fixtures_dir().join("amp/text.stdout.jsonl"), "text.stdout.jsonl"),
+            (agent_bench::fixtures_dir().join("amp/error.stdout.jsonl"), "error.stdout.jsonl"),
         ] {
             std::fs::copy(from, dir.join(name)).unwrap();
         }
@@ -81,10 +83,48 @@ impl FarPlace {
             AmpConfig::default()
                 .with_binary(self.dir.join("amp-stand-in"))
                 .with_far_delegate_helper(self.dir.join("amp-permission-delegate"))
-                .with_env("AMP_API_KEY", "sk-test-key")
+                .with_env("AMP_API_KEY", self.sentinel())
                 .with_env("AMP_STAND_IN_SCRIPT", self.dir.join(script).to_string_lossy())
                 .with_env(name, value),
         )
+    }
+
+    /// The run's API key: a value that must never show on a command line on either side.
+    fn sentinel(&self) -> String {
+        format!("sk-sentinel-{}", self.tag.split_once('=').unwrap().1)
+    }
+
+    /// The command lines, here and on the far side, that show the sentinel.
+    fn argv_showing_sentinel(&self) -> Vec<String> {
+        let mut all = self.far_sh("ps -eo args=");
+        if self.container.is_some() {
+            all += &String::from_utf8_lossy(&Command::new("ps").args(["-eo", "args="]).output().unwrap().stdout);
+        }
+        all.lines().filter(|l| l.contains(&self.sentinel())).map(str::to_string).collect()
+    }
+
+    /// SIGKILLs the local client (`docker exec`, `ssh`) of the run's agent, as a dropped connection would.
+    fn kill_agents_client(&self) {
+        let me = std::process::id().to_string();
+        // Other tests' clients are children of this process too: only this place's stand-in counts.
+        let agent = format!("{}/amp-stand-in", self.dir.display());
+        let pids = self.sh_here("ps -eo pid=,ppid=,args=");
+        let client = pids
+            .lines()
+            .filter_map(|l| {
+                let mut words = l.split_whitespace();
+                let (pid, ppid) = (words.next()?, words.next()?);
+                (ppid == me && l.contains(&agent)).then(|| pid.parse::<i32>().ok()).flatten()
+            })
+            .next()
+            .expect("the agent's local client is a child of this process");
+        // SAFETY: kill has no memory preconditions; the pid is this process's own child.
+        unsafe { libc::kill(client, libc::SIGKILL) };
+    }
+
+    /// The output of `sh -c script` on this machine.
+    fn sh_here(&self, script: &str) -> String {
+        String::from_utf8_lossy(&Command::new("sh").args(["-c", script]).output().unwrap().stdout).into_owned()
     }
 
     fn request(&self, prompt: &str) -> RunRequest {
@@ -176,9 +216,20 @@ async fn the_caller_decides_and_nothing_is_left(place: FarPlace) {
     assert_eq!((run.of_type("permission.requested").count(), tool_result(&run)), (0, ItemStatus::Completed));
     place.assert_clean(&before, "a run that asked nothing");
 
-    let pidfile = place.dir.join("hang.pid");
-    let hanging = place.request("Say hello").with_env("AMP_STAND_IN_HANG", "1").with_env("AMP_STAND_IN_PIDFILE", pidfile.to_string_lossy());
-    let handle = place.backend("text.stdout.jsonl").run(hanging).await.unwrap();
+    let (control, recorder) = hang(&place, place.request("Say hello")).await;
+    control.cancel();
+    let run = recorder.await.unwrap();
+    assert_conformant(&run);
+    assert!(matches!(run.completion, Err(AgentError::Cancelled)), "{:?}", run.completion);
+    place.assert_clean(&before, "a cancel mid-turn");
+}
+
+/// Starts the stand-in hanging mid-turn (after its first lines) with `request`'s settings; returns
+/// the run's control and recorder once it hangs.
+async fn hang(place: &FarPlace, request: RunRequest) -> (agent_api::RunControl, tokio::task::JoinHandle<RunRecord>) {
+    let pidfile = place.dir.join(format!("hang-{}.pid", uuid_like()));
+    let request = request.with_env("AMP_STAND_IN_HANG", "1").with_env("AMP_STAND_IN_PIDFILE", pidfile.to_string_lossy());
+    let handle = place.backend("text.stdout.jsonl").run(request).await.unwrap();
     let control = handle.control();
     let recorder = tokio::spawn(record(handle));
     let started = Instant::now();
@@ -186,11 +237,51 @@ async fn the_caller_decides_and_nothing_is_left(place: FarPlace) {
         assert!(started.elapsed() < Duration::from_secs(30), "the stand-in never hung");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    control.cancel();
-    let run = recorder.await.unwrap();
-    assert_conformant(&run);
-    assert!(matches!(run.completion, Err(AgentError::Cancelled)), "{:?}", run.completion);
-    place.assert_clean(&before, "a cancel mid-turn");
+    (control, recorder)
+}
+
+fn uuid_like() -> String {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+    format!("{nanos:x}")
+}
+
+/// An error result, a timeout and (docker, ssh) the connection killed mid-turn: each one typed
+/// terminal error, no secret on a command line, nothing left on either side.
+async fn faults_end_typed_and_leave_nothing(place: FarPlace) {
+    let before = place.run_dirs();
+    let failed = record(place.backend("error.stdout.jsonl").run(place.request("x")).await.unwrap()).await;
+    assert_conformant(&failed);
+    assert!(matches!(&failed.completion, Err(AgentError::AgentFailed { .. })), "{:?}", failed.completion);
+    assert_eq!(failed.universal.iter().filter(|e| e.is_terminal_error()).count(), 1);
+    place.assert_clean(&before, "an error result");
+
+    let (_control, recorder) = hang(&place, place.request("Say hello").with_timeout(Duration::from_secs(3))).await;
+    assert_eq!(place.argv_showing_sentinel(), Vec::<String>::new(), "the API key shows on a command line");
+    let timed_out = recorder.await.unwrap();
+    assert_conformant(&timed_out);
+    assert!(matches!(timed_out.completion, Err(AgentError::Timeout { .. })), "{:?}", timed_out.completion);
+    place.assert_clean(&before, "a timeout");
+
+    if place.container.is_some() || matches!(place.launcher, Launcher::Ssh(_)) {
+        // The timeout only bounds a test that went wrong: the kill ends the run long before.
+        let (_control, recorder) = hang(&place, place.request("Say hello").with_timeout(Duration::from_secs(60))).await;
+        place.kill_agents_client();
+        let cut = recorder.await.unwrap();
+        assert_conformant(&cut);
+        assert!(cut.completion.is_err(), "{:?}", cut.completion);
+        assert_eq!(cut.universal.iter().filter(|e| e.is_terminal_error()).count(), 1);
+        place.assert_clean(&before, "the connection killed mid-turn");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn through_a_prefix_faults_end_typed_and_leave_nothing() {
+    faults_end_typed_and_leave_nothing(FarPlace::prefix()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_a_container_faults_end_typed_and_leave_nothing() {
+    faults_end_typed_and_leave_nothing(FarPlace::docker(4)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -203,9 +294,12 @@ async fn in_a_container_the_relay_asks_the_caller_and_leaves_nothing() {
     the_caller_decides_and_nothing_is_left(FarPlace::docker(3)).await;
 }
 
+/// One test for both: the relays' directories go to this machine's temporary directory, which
+/// another test running alongside would change.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn over_ssh_the_relay_asks_the_caller_and_leaves_nothing() {
+async fn over_ssh_the_relay_asks_the_caller_faults_end_typed_and_nothing_is_left() {
     the_caller_decides_and_nothing_is_left(FarPlace::ssh()).await;
+    faults_end_typed_and_leave_nothing(FarPlace::ssh()).await;
 }
 
 /// A far side without the helper: one typed error before amp starts, naming what is missing.
