@@ -85,7 +85,9 @@ pub async fn invocation(config: &AmpConfig, request: &RunRequest, two_way_sessio
         spec = spec.arg("--stream-json-input").with_stdin();
     }
     let launcher = request.launcher.clone().unwrap_or_default();
-    let (settings, files) = settings(config, &options, &request.portable, &launcher).await?;
+    // The relay puts the run's directory where the agent's temporary files go, when the run says.
+    let tmpdir = request.env.get("TMPDIR").or(config.env.get("TMPDIR")).map(String::as_str);
+    let (settings, files) = settings(config, &options, &request.portable, &launcher, tmpdir).await?;
     // The run's directory (settings, the delegate link, its channel and socket): a sandbox binds
     // it in, so the delegate amp runs there still reaches this run. Through a far launcher it is
     // on the far side already (made by the relay).
@@ -132,12 +134,13 @@ fn flags(mut spec: CommandSpec, options: &AmpOptions) -> CommandSpec {
 /// The run's settings file: the caller's settings plus the delegate rule (and its channel), or
 /// with `dangerously_allow_all`, the caller's settings with `amp.dangerouslyAllowAll` and no
 /// delegation. Through a launcher whose agent runs elsewhere the file and channel are the far
-/// side's relay's.
+/// side's relay's, in `tmpdir` when the run sets the agent's `TMPDIR`.
 async fn settings(
     config: &AmpConfig,
     options: &AmpOptions,
     portable: &PortableOptions,
     launcher: &Launcher,
+    tmpdir: Option<&str>,
 ) -> Result<(PathBuf, RunFiles), AgentError> {
     let mut base = match &options.settings_file {
         Some(path) => Some(read_settings(path)?),
@@ -163,7 +166,8 @@ async fn settings(
         base.get_or_insert_with(|| json!({}))["amp.dangerouslyAllowAll"] = json!(true);
     }
     if !launcher.is_local_filesystem() {
-        let channel = DelegateChannel::open_far(launcher, &config.far_delegate_helper(), base.unwrap_or(Value::Null), delegate).await?;
+        let helper = config.far_delegate_helper();
+        let channel = DelegateChannel::open_far(launcher, &helper, tmpdir, base.unwrap_or(Value::Null), delegate).await?;
         return Ok((channel.settings_file(), RunFiles { channel: Some(channel), dir: None }));
     }
     if !delegate {

@@ -1,10 +1,11 @@
-//! Amp where this process cannot reach its files: through a prefix (`env TMPDIR=…`), `docker exec`
+//! Amp where this process cannot reach its files: through a prefix (`env`), `docker exec`
 //! into a container of `tests/launchers/setup.sh`, and ssh to its sshd. The stand-in, the helper and
 //! the script are copied to a fresh folder on the far side; the run's relay makes the run's
 //! directory there and passes each delegated tool call back, so the caller decides it. After every
 //! run (allowed, denied, allowed without asking, cancelled mid-turn, an error result, a timeout, the
 //! connection killed mid-turn) no process of it is left on either side, the run's directory on the
-//! far side is gone, and its API key never showed on a command line.
+//! far side is gone, its API key never showed on a command line, and an allowed or denied tool
+//! call tells the same story, with the same final text, as the same run here.
 //!
 //! The docker and ssh cases need `tests/launchers/setup.sh` (run by `tests/run.sh`); without it they
 //! fail saying so.
@@ -26,7 +27,7 @@ struct FarPlace {
     launcher: Launcher,
     /// The folder on the far side (the same path here, for the prefix and ssh cases).
     dir: PathBuf,
-    /// The far side's temporary directory, where the relay makes the run's directory.
+    /// The runs' `TMPDIR` on the far side, where the relay makes the run's directory.
     tmp: PathBuf,
     container: Option<(Docker, String)>,
     tag: String,
@@ -34,8 +35,12 @@ struct FarPlace {
 }
 
 impl FarPlace {
-    fn new(launcher: Launcher, container: Option<(Docker, String)>, local: tempfile::TempDir, tmp: PathBuf) -> FarPlace {
+    /// The far folder is `local`'s path; its `tmp` is the runs' `TMPDIR` there (so the relay's
+    /// directories are this test's own to count).
+    fn new(launcher: Launcher, container: Option<(Docker, String)>, local: tempfile::TempDir) -> FarPlace {
         let dir = local.path().to_path_buf();
+        let tmp = dir.join("tmp");
+        std::fs::create_dir(&tmp).unwrap();
         for (from, name) in [
             (PathBuf::from(env!("CARGO_BIN_EXE_amp-stand-in")), "amp-stand-in"),
             (PathBuf::from(env!("CARGO_BIN_EXE_amp-permission-delegate")), "amp-permission-delegate"),
@@ -54,27 +59,23 @@ impl FarPlace {
         FarPlace { launcher, dir, tmp, container, tag: format!("{name}={value}"), _local: local }
     }
 
-    /// `env TMPDIR=…` on this machine: the relay's directory goes to a folder of the test's own.
+    /// `env` as a prefix, on this machine.
     fn prefix() -> FarPlace {
-        let local = tempfile::tempdir().unwrap();
-        let tmp = local.path().join("tmp");
-        std::fs::create_dir(&tmp).unwrap();
-        let launcher = Launcher::Prefix(vec!["env".into(), format!("TMPDIR={}", tmp.display()).into()]);
-        FarPlace::new(launcher, None, local, tmp)
+        FarPlace::new(Launcher::Prefix(vec!["env".into()]), None, tempfile::tempdir().unwrap())
     }
 
     fn docker(index: usize) -> FarPlace {
         let docker = Infra::load().and_then(|i| i.docker()).unwrap_or_else(|e| panic!("{e}"));
         let name = docker.containers[index].clone();
         let launcher = Launcher::Container(Container::exec(Engine::Docker, name.clone()));
-        FarPlace::new(launcher, Some((docker, name)), tempfile::tempdir().unwrap(), std::env::temp_dir())
+        FarPlace::new(launcher, Some((docker, name)), tempfile::tempdir().unwrap())
     }
 
     fn ssh() -> FarPlace {
         let ssh = Infra::load().and_then(|i| i.ssh()).unwrap_or_else(|e| panic!("{e}"));
         let mut settings = Ssh::new(ssh.host);
         settings.options = vec!["-F".into(), ssh.config.into_os_string()];
-        FarPlace::new(Launcher::Ssh(settings), None, tempfile::tempdir().unwrap(), std::env::temp_dir())
+        FarPlace::new(Launcher::Ssh(settings), None, tempfile::tempdir().unwrap())
     }
 
     fn backend(&self, script: &str) -> AmpBackend {
@@ -85,6 +86,7 @@ impl FarPlace {
                 .with_far_delegate_helper(self.dir.join("amp-permission-delegate"))
                 .with_env("AMP_API_KEY", self.sentinel())
                 .with_env("AMP_STAND_IN_SCRIPT", self.dir.join(script).to_string_lossy())
+                .with_env("TMPDIR", self.tmp.to_string_lossy())
                 .with_env(name, value),
         )
     }
@@ -125,6 +127,17 @@ impl FarPlace {
     /// The output of `sh -c script` on this machine.
     fn sh_here(&self, script: &str) -> String {
         String::from_utf8_lossy(&Command::new("sh").args(["-c", script]).output().unwrap().stdout).into_owned()
+    }
+
+    /// The same stand-in and script run here, without a launcher: the reference a far run is compared with.
+    fn local_backend(&self, script: &str) -> AmpBackend {
+        AmpBackend::new(
+            AmpConfig::default()
+                .with_binary(env!("CARGO_BIN_EXE_amp-stand-in"))
+                .with_delegate_helper(env!("CARGO_BIN_EXE_amp-permission-delegate"))
+                .with_env("AMP_API_KEY", "sk-test-key")
+                .with_env("AMP_STAND_IN_SCRIPT", agent_bench::fixtures_dir().join("amp").join(script).to_string_lossy()),
+        )
     }
 
     fn request(&self, prompt: &str) -> RunRequest {
@@ -200,13 +213,18 @@ async fn the_caller_decides_and_nothing_is_left(place: FarPlace) {
     ] {
         let request = place.request("Run echo hello").with_permissions(PermissionPolicy::Ask);
         let handle = place.backend("shell.stdout.jsonl").run(request).await.unwrap_or_else(|e| panic!("{}: {e}", place.launcher));
-        let run = record_answering(handle, Answers::permissions(decision)).await;
+        let run = record_answering(handle, Answers::permissions(decision.clone())).await;
         assert_conformant(&run);
         assert!(run.completion.is_ok(), "{:?}", run.completion);
         assert_eq!(resolutions(&run), [("Bash: echo hello".to_string(), status)]);
         assert_eq!(tool_result(&run), result);
         assert_eq!(run.completion.as_ref().unwrap().launcher.as_deref(), Some(place.launcher.to_string().as_str()));
         place.assert_clean(&before, &format!("a {status:?} tool call"));
+        let local = RunRequest::new("Run echo hello").with_permissions(PermissionPolicy::Ask);
+        let here =
+            record_answering(place.local_backend("shell.stdout.jsonl").run(local).await.unwrap(), Answers::permissions(decision)).await;
+        assert_eq!(run.story(), here.story(), "through {} the run tells another story than here", place.launcher);
+        assert_eq!(run.completion.as_ref().unwrap().final_text, here.completion.as_ref().unwrap().final_text);
     }
 
     // Without delegation the relay only keeps the settings file.
@@ -217,6 +235,8 @@ async fn the_caller_decides_and_nothing_is_left(place: FarPlace) {
     place.assert_clean(&before, "a run that asked nothing");
 
     let (control, recorder) = hang(&place, place.request("Say hello")).await;
+    let during = place.run_dirs();
+    assert_eq!(during.difference(&before).count(), 1, "the run's directory is in its TMPDIR there: {during:?}");
     control.cancel();
     let run = recorder.await.unwrap();
     assert_conformant(&run);
@@ -294,11 +314,13 @@ async fn in_a_container_the_relay_asks_the_caller_and_leaves_nothing() {
     the_caller_decides_and_nothing_is_left(FarPlace::docker(3)).await;
 }
 
-/// One test for both: the relays' directories go to this machine's temporary directory, which
-/// another test running alongside would change.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn over_ssh_the_relay_asks_the_caller_faults_end_typed_and_nothing_is_left() {
+async fn over_ssh_the_relay_asks_the_caller_and_leaves_nothing() {
     the_caller_decides_and_nothing_is_left(FarPlace::ssh()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_ssh_faults_end_typed_and_leave_nothing() {
     faults_end_typed_and_leave_nothing(FarPlace::ssh()).await;
 }
 

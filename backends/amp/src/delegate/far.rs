@@ -13,7 +13,6 @@ use agent_api::kit::lines::{BoundedLineReader, Line};
 use agent_api::kit::process::ProcessGroupChild;
 use agent_api::kit::{CommandSpec, Launcher};
 use agent_api::AgentError;
-use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{ChildStdin, ChildStdout};
 use tokio::sync::{mpsc, Mutex};
@@ -57,20 +56,22 @@ impl std::fmt::Debug for Relay {
 }
 
 impl Relay {
-    /// Starts `helper` as a relay through `launcher` and waits until its directory is ready; returns
-    /// it and its request lines.
+    /// Starts `helper` as a relay through `launcher` (with `TMPDIR` set to `tmpdir` when given),
+    /// sends it `start` and waits until its directory is ready; returns it and its request lines.
     pub(super) async fn start(
         launcher: &Launcher,
         helper: &Path,
-        settings: Value,
-        delegate: bool,
-        secret: String,
+        tmpdir: Option<&str>,
+        start: ToRelay,
     ) -> Result<(Relay, BoundedLineReader<BufReader<ChildStdout>>), AgentError> {
         let not_started = |why: String| AgentError::Spawn {
             program: helper.to_path_buf(),
             source: std::io::Error::other(format!("the permission relay did not start on the far side: {why}")),
         };
-        let spec = CommandSpec::new(helper).arg(RELAY_ARG).with_stdin().with_launcher(launcher.clone());
+        let mut spec = CommandSpec::new(helper).arg(RELAY_ARG).with_stdin().with_launcher(launcher.clone());
+        if let Some(dir) = tmpdir {
+            spec = spec.env("TMPDIR", dir);
+        }
         let mut child = agent_api::kit::process::spawn(&spec)?;
         let (Some(mut stdin), Some(stdout), Some(stderr)) =
             (child.child.stdin.take(), child.child.stdout.take(), child.child.stderr.take())
@@ -83,7 +84,7 @@ impl Relay {
             let line = String::from_utf8_lossy(&text).lines().find(|l| !l.trim().is_empty()).unwrap_or_default().to_string();
             line.chars().take(200).collect::<String>()
         });
-        let mut start = serde_json::to_vec(&ToRelay::Start { settings, delegate, secret }).map_err(std::io::Error::from)?;
+        let mut start = serde_json::to_vec(&start).map_err(std::io::Error::from)?;
         start.push(b'\n');
         stdin.write_all(&start).await.map_err(|e| not_started(format!("cannot write to it: {e}")))?;
         let mut lines = BoundedLineReader::new(BufReader::new(stdout), LINE_CAP);

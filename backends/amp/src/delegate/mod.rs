@@ -136,11 +136,19 @@ impl DelegateChannel {
 
     /// Opens the channel on the far side of `launcher` (a container, ssh or prefix launcher): starts
     /// `helper` there as a relay (`amp-permission-delegate relay`), which makes the run's directory
-    /// there, writes `settings` (with the delegate rule when `delegate`) and passes each helper's
-    /// request on over its stdio. Fails with [`AgentError::Spawn`] when the relay cannot start.
-    pub async fn open_far(launcher: &Launcher, helper: &Path, settings: Value, delegate: bool) -> Result<Self, AgentError> {
+    /// there (in `tmpdir` when the run sets the agent's `TMPDIR`, else in the far side's own),
+    /// writes `settings` (with the delegate rule when `delegate`) and passes each helper's request
+    /// on over its stdio. Fails with [`AgentError::Spawn`] when the relay cannot start.
+    pub async fn open_far(
+        launcher: &Launcher,
+        helper: &Path,
+        tmpdir: Option<&str>,
+        settings: Value,
+        delegate: bool,
+    ) -> Result<Self, AgentError> {
         let secret = new_secret();
-        let (relay, requests) = far::Relay::start(launcher, helper, settings, delegate, secret.clone()).await?;
+        let start = wire::ToRelay::Start { settings, delegate, secret: secret.clone() };
+        let (relay, requests) = far::Relay::start(launcher, helper, tmpdir, start).await?;
         let replies = Replies::default();
         let (tx, rx) = mpsc::unbounded_channel();
         let listener = tokio::spawn(far::pass_requests(requests, relay.writer(), secret, replies.clone(), tx));
