@@ -43,6 +43,8 @@
 //! A recorded two-way session does not say which protocol it holds until its first message:
 //! [`replaying`] picks ACP for JSON-RPC messages and stream-json otherwise.
 
+use std::path::{Path, PathBuf};
+
 use agent_api::kit::driver::{parse_value, ExitInfo, Unparsed};
 use agent_api::kit::{CommandSpec, Ctx, Protocol};
 use agent_api::{AgentError, ControlCommand, RunCompletion, RunRequest, SessionSelector, ToolCategory};
@@ -52,35 +54,58 @@ use serde_json::Value;
 use crate::{errors, AcpBackend, QwenInterface, QwenOptions};
 
 /// The folder Qwen Code writes its per-session debug logs in, for an agent started by `spec`:
-/// `debug` under its runtime directory, which is `QWEN_RUNTIME_DIR`, else `QWEN_HOME`, else `.qwen`
-/// in the home directory (`~` and relative paths resolved as Qwen does). A `runtimeOutputDir`
-/// in Qwen's settings files is not read. `None` when the agent's files are not on this machine.
-pub fn debug_log_dir(spec: &CommandSpec) -> Option<std::path::PathBuf> {
+/// `debug` under its runtime directory, which is `QWEN_RUNTIME_DIR`, else the
+/// `advanced.runtimeOutputDir` of its settings ([`settings_runtime_dir`]), else its home
+/// (`QWEN_HOME`, else `.qwen` in the home directory), with `~` and relative paths resolved as
+/// Qwen does. `None` when the agent's files are not on this machine.
+pub fn debug_log_dir(spec: &CommandSpec) -> Option<PathBuf> {
     if !spec.launcher.is_local_filesystem() {
         return None;
     }
-    let home = spec.env_value("HOME").map(std::path::PathBuf::from);
-    let resolve = |dir: String| -> Option<std::path::PathBuf> {
+    let home = spec.env_value("HOME").map(PathBuf::from);
+    let cwd = spec.cwd.clone().or_else(|| std::env::current_dir().ok())?;
+    let resolve = |dir: String| -> Option<PathBuf> {
         let dir = match dir.strip_prefix('~') {
             Some(rest) => home.clone()?.join(rest.trim_start_matches('/')),
-            None => std::path::PathBuf::from(dir),
+            None => PathBuf::from(dir),
         };
-        if dir.is_absolute() {
-            Some(dir)
-        } else {
-            Some(spec.cwd.clone().or_else(|| std::env::current_dir().ok())?.join(dir))
-        }
+        Some(if dir.is_absolute() { dir } else { cwd.join(dir) })
     };
-    let runtime = match spec.env_value("QWEN_RUNTIME_DIR").or_else(|| spec.env_value("QWEN_HOME")).filter(|d| !d.is_empty()) {
+    let set = |name: &str| spec.env_value(name).filter(|d| !d.is_empty());
+    let qwen_home = match set("QWEN_HOME") {
         Some(dir) => resolve(dir)?,
-        None => home?.join(".qwen"),
+        None => home.clone()?.join(".qwen"),
+    };
+    let runtime = match set("QWEN_RUNTIME_DIR").or_else(|| settings_runtime_dir(spec, &cwd, home.as_deref(), &qwen_home)) {
+        Some(dir) => resolve(dir)?,
+        None => qwen_home,
     };
     Some(runtime.join("debug"))
 }
 
+/// `advanced.runtimeOutputDir` from Qwen Code's settings files (JSON with comments), in its order of
+/// precedence: system (`QWEN_CODE_SYSTEM_SETTINGS_PATH`, else `/etc/qwen-code/settings.json`),
+/// the workspace's `.qwen/settings.json` (unless the workspace is the home directory), the user's
+/// (`settings.json` in `qwen_home`), then the system defaults (`system-defaults.json` beside the
+/// system file, or `QWEN_CODE_SYSTEM_DEFAULTS_PATH`). A file that cannot be read counts as absent.
+pub fn settings_runtime_dir(spec: &CommandSpec, cwd: &Path, home: Option<&Path>, qwen_home: &Path) -> Option<String> {
+    let system =
+        spec.env_value("QWEN_CODE_SYSTEM_SETTINGS_PATH").map_or_else(|| PathBuf::from("/etc/qwen-code/settings.json"), PathBuf::from);
+    let defaults =
+        spec.env_value("QWEN_CODE_SYSTEM_DEFAULTS_PATH").map_or_else(|| system.with_file_name("system-defaults.json"), PathBuf::from);
+    let same_dir = |a: &Path, b: &Path| std::fs::canonicalize(a).ok().zip(std::fs::canonicalize(b).ok()).is_some_and(|(a, b)| a == b);
+    let workspace = (!home.is_some_and(|home| same_dir(cwd, home))).then(|| cwd.join(".qwen/settings.json"));
+    let files = [Some(system), workspace, Some(qwen_home.join("settings.json")), Some(defaults)];
+    files.into_iter().flatten().find_map(|file| {
+        let text = std::fs::read(&file).ok().filter(|t| t.len() <= 1 << 20)?;
+        let settings: serde_json::Value = serde_json::from_reader(json_comments::StripComments::new(text.as_slice())).ok()?;
+        settings.pointer("/advanced/runtimeOutputDir")?.as_str().filter(|d| !d.is_empty()).map(str::to_string)
+    })
+}
+
 /// The debug log of session `id` in `dir` (see [`debug_log_dir`]), when the id is a plain file
 /// name: an id the agent sent is never a path to follow elsewhere.
-pub fn debug_log(dir: &std::path::Path, id: &str) -> Option<std::path::PathBuf> {
+pub fn debug_log(dir: &Path, id: &str) -> Option<PathBuf> {
     let plain = !id.is_empty() && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
     plain.then(|| dir.join(format!("{id}.txt")))
 }
@@ -247,6 +272,58 @@ mod tests {
         for id in ["", "../../etc/passwd", "a/b", "a b", ".."] {
             assert_eq!(debug_log(dir, id), None, "{id:?}");
         }
+    }
+
+    /// A spec for an agent in `cwd` whose home is `home` and whose system settings are `system`.
+    fn spec_in(home: &Path, cwd: &Path, system: &Path) -> CommandSpec {
+        CommandSpec::new("qwen")
+            .cwd(cwd)
+            .env("HOME", home.to_string_lossy())
+            .env("QWEN_CODE_SYSTEM_SETTINGS_PATH", system.join("settings.json").to_string_lossy())
+    }
+
+    fn write(path: &Path, text: &str) {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+
+    #[test]
+    fn the_debug_logs_follow_the_runtime_dir_of_qwens_settings_files_in_their_order() {
+        let root = tempfile::tempdir().unwrap();
+        let (home, cwd, system) = (root.path().join("home"), root.path().join("project"), root.path().join("etc"));
+        std::fs::create_dir_all(&cwd).unwrap();
+        let spec = spec_in(&home, &cwd, &system);
+        assert_eq!(debug_log_dir(&spec), Some(home.join(".qwen/debug")), "no setting: the home's .qwen");
+
+        // The user's settings, with comments as Qwen allows; a relative path is the workspace's.
+        write(
+            &home.join(".qwen/settings.json"),
+            "{\n  // where runtime files go\n  \"advanced\": { \"runtimeOutputDir\": \"out/qwen\" } /* per project */\n}",
+        );
+        assert_eq!(debug_log_dir(&spec), Some(cwd.join("out/qwen/debug")));
+        write(&cwd.join(".qwen/settings.json"), r#"{"advanced": {"runtimeOutputDir": "~/rt"}}"#);
+        assert_eq!(debug_log_dir(&spec), Some(home.join("rt/debug")), "the workspace's settings win over the user's");
+        write(&system.join("settings.json"), r#"{"advanced": {"runtimeOutputDir": "/srv/qwen"}}"#);
+        assert_eq!(debug_log_dir(&spec), Some(PathBuf::from("/srv/qwen/debug")), "the system's settings win over all");
+        let env = spec.clone().env("QWEN_RUNTIME_DIR", root.path().join("env").to_string_lossy());
+        assert_eq!(debug_log_dir(&env), Some(root.path().join("env/debug")), "the variable wins over every file");
+
+        // QWEN_HOME moves the user's settings too.
+        std::fs::remove_file(system.join("settings.json")).unwrap();
+        std::fs::remove_file(cwd.join(".qwen/settings.json")).unwrap();
+        let moved = spec.env("QWEN_HOME", root.path().join("qh").to_string_lossy());
+        assert_eq!(debug_log_dir(&moved), Some(root.path().join("qh/debug")));
+        write(&root.path().join("qh/settings.json"), r#"{"advanced": {"runtimeOutputDir": "/var/qwen"}}"#);
+        assert_eq!(debug_log_dir(&moved), Some(PathBuf::from("/var/qwen/debug")));
+    }
+
+    #[test]
+    fn an_unreadable_settings_file_counts_as_absent() {
+        let root = tempfile::tempdir().unwrap();
+        let home = root.path().join("home");
+        let spec = spec_in(&home, &home, &root.path().join("etc"));
+        write(&home.join(".qwen/settings.json"), "not json {");
+        assert_eq!(debug_log_dir(&spec), Some(home.join(".qwen/debug")), "an unreadable file counts as absent");
     }
 
     #[test]

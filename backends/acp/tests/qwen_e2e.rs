@@ -170,6 +170,27 @@ async fn retries_in_the_debug_log_show_as_rate_limited_statuses_before_the_typed
     }
 }
 
+/// A runtime directory moved by Qwen's own settings (`advanced.runtimeOutputDir`, here the
+/// workspace's) moves the debug log too: the run follows it there (ACP; the interfaces share the
+/// path's reading).
+#[tokio::test]
+async fn retries_are_followed_where_the_settings_move_the_runtime_dir() {
+    let Some((_server, sandbox)) = setup("overloaded").await else { return };
+    let runtime = sandbox.cwd.join("runtime-out");
+    let settings = serde_json::json!({ "advanced": { "runtimeOutputDir": runtime } });
+    std::fs::create_dir_all(sandbox.cwd.join(".qwen")).unwrap();
+    std::fs::write(sandbox.cwd.join(".qwen/settings.json"), settings.to_string()).unwrap();
+    let run = drive(&backend(&sandbox), request("hi"), Some(PermissionDecision::Allow), false).await;
+    assert_conformant(&run);
+    assert!(matches!(run.completion, Err(AgentError::RateLimited { .. })), "{:?}", run.completion);
+    let logs: Vec<_> = std::fs::read_dir(runtime.join("debug")).map(|d| d.flatten().map(|e| e.path()).collect()).unwrap_or_default();
+    assert!(
+        logs.iter().any(|p| p.extension().is_some_and(|e| e == "txt")),
+        "Qwen wrote its debug logs in the moved runtime directory: {logs:?}"
+    );
+    assert!(run.status_before_terminal_error("rate_limited"), "the retries show before the run's error: {:?}", run.types());
+}
+
 #[tokio::test]
 async fn acp_cancel_mid_turn_leaves_no_process() {
     let Some((_server, sandbox)) = setup("slow_text").await else { return };
