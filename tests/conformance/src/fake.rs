@@ -1,6 +1,6 @@
 //! A protocol for the fake CLI (`fake_agent_cli`) used by the fault tests and benchmarks.
 
-use agent_api::kit::driver::{Ctx, ExitInfo, Protocol, Unparsed};
+use agent_api::kit::driver::{parse_typed, parse_value, Ctx, ExitInfo, LineStr, Protocol, Unparsed};
 use agent_api::universal::{ItemRole, NewItem};
 use agent_api::{AgentError, RunCompletion};
 use serde_json::Value;
@@ -11,23 +11,42 @@ pub struct FakeProtocol {
     message: Option<String>,
 }
 
+/// A `text` line, read in place (as a backend reads its most frequent lines: see
+/// [`parse_typed`]).
+#[derive(serde::Deserialize)]
+struct TextLine<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: LineStr<'a>,
+    #[serde(borrow)]
+    text: Option<LineStr<'a>>,
+}
+
+impl FakeProtocol {
+    fn text(&mut self, text: &str, ctx: &mut Ctx<'_>) {
+        let id = self.message.get_or_insert_with(|| ctx.transcript.start_item(NewItem::message(ItemRole::Assistant)));
+        ctx.transcript.delta(id, text);
+    }
+}
+
 impl Protocol for FakeProtocol {
     fn name(&self) -> &'static str {
         "fake"
     }
 
+    fn on_line(&mut self, line: &[u8], ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
+        match parse_typed::<TextLine>(line) {
+            Some(TextLine { kind, text }) if kind.0 == "text" => {
+                self.text(text.as_ref().map_or("", |t| &t.0), ctx);
+                Ok(())
+            }
+            _ => self.on_message(parse_value(line)?, ctx),
+        }
+    }
+
     fn on_message(&mut self, message: Value, ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
         match message["type"].as_str() {
             Some("text") => {
-                let id = match &self.message {
-                    Some(id) => id.clone(),
-                    None => {
-                        let id = ctx.transcript.start_item(NewItem::message(ItemRole::Assistant));
-                        self.message = Some(id.clone());
-                        id
-                    }
-                };
-                ctx.transcript.delta(&id, message["text"].as_str().unwrap_or_default());
+                self.text(message["text"].as_str().unwrap_or_default(), ctx);
                 Ok(())
             }
             Some("pid") | Some("echo") => {
