@@ -47,6 +47,7 @@ impl FarPlace {
             (agent_bench::fixtures_dir().join("amp/shell.stdout.jsonl"), "shell.stdout.jsonl"),
             (agent_bench::fixtures_dir().join("amp/text.stdout.jsonl"), "text.stdout.jsonl"),
             (agent_bench::fixtures_dir().join("amp/error.stdout.jsonl"), "error.stdout.jsonl"),
+            (agent_bench::fixtures_dir().join("amp/multiturn.session.jsonl"), "multiturn.session.jsonl"),
         ] {
             std::fs::copy(from, dir.join(name)).unwrap();
         }
@@ -322,6 +323,24 @@ async fn over_ssh_the_relay_asks_the_caller_and_leaves_nothing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn over_ssh_faults_end_typed_and_leave_nothing() {
     faults_end_typed_and_leave_nothing(FarPlace::ssh()).await;
+}
+
+/// A session through a far launcher: three turns on one live amp there, and its relay gone with it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_through_a_prefix_takes_turns_on_one_live_process() {
+    let place = FarPlace::prefix();
+    let before = place.run_dirs();
+    let mut session = place.backend("multiturn.session.jsonl").open_session(place.request("")).await.unwrap();
+    let pid = session.process_id();
+    assert!(pid.is_some());
+    for (prompt, answer) in [("What is 1+1?", "2."), ("And 2+2?", "4."), ("And 3+3?", "6.")] {
+        let turn = record(session.send(prompt).await.unwrap()).await;
+        assert_eq!(turn.completion.as_ref().unwrap().final_text.as_deref(), Some(answer), "{prompt}");
+        assert_eq!(session.process_id(), pid, "one process for every turn");
+    }
+    assert_eq!(place.run_dirs().difference(&before).count(), 1, "the session's directory is on the far side while it lives");
+    session.close().await.unwrap();
+    place.assert_clean(&before, "a closed session");
 }
 
 /// A far side without the helper: one typed error before amp starts, naming what is missing.
