@@ -67,7 +67,9 @@ pub(crate) fn safe_text(text: &str) -> String {
 
 /// The typed error for an API failure.
 pub(crate) fn classify(error: &ApiError) -> AgentError {
-    let message = safe_text(&error.text);
+    // The kit's form of an explanation in an error: masked, cut, trimmed, never blank (an error's
+    // text never ends in `: `; found by converter_props on a mutated Qwen recording).
+    let message = agent_api::secrets::redact_bounded(&error.text, MESSAGE_MAX);
     let kind = error.kind.as_deref().unwrap_or_default();
     match (error.status, kind) {
         (_, "authentication_failed" | "oauth_org_not_allowed") => AgentError::Auth { message },

@@ -192,6 +192,18 @@ fn error_result(subtype: &str, status: Option<u16>) -> Value {
 }
 
 #[tokio::test]
+async fn an_error_result_without_words_still_explains_itself_the_same_in_event_and_completion() {
+    let mut result = error_result("success", Some(500));
+    result["result"] = json!("   ");
+    result["errors"] = json!([]);
+    let run = replay_lines(&[init(), result], Some(1)).await;
+    assert_conformant(&run);
+    let error = run.completion.as_ref().unwrap_err();
+    assert!(matches!(error, AgentError::ServerError { status: Some(500), .. }), "{error:?}");
+    assert!(error.to_string().ends_with(agent_api::secrets::NO_EXPLANATION), "{error}");
+}
+
+#[tokio::test]
 async fn error_results_are_typed_by_status_and_subtype() {
     type Check = fn(&AgentError) -> bool;
     let cases: [(Value, Check); 7] = [
