@@ -22,7 +22,9 @@ pub fn status_in(text: &str) -> Option<u16> {
             return None;
         }
         let status: u16 = std::str::from_utf8(window).ok()?.parse().ok()?;
-        let context = &text[i.saturating_sub(12)..i];
+        // Up to 12 bytes before the number, from a char boundary (the text may hold any UTF-8).
+        let start = (i.saturating_sub(12)..i).find(|&s| text.is_char_boundary(s)).unwrap_or(i);
+        let context = &text[start..i];
         let named = ["status", "code", "[", "HTTP", "error"].iter().any(|w| context.contains(w));
         ((400..=599).contains(&status) && named).then_some(status)
     })
@@ -90,6 +92,14 @@ mod tests {
         assert_eq!(status_in("{\"error\":{\"code\":500,\"message\":\"boom\"}}"), Some(500));
         assert_eq!(status_in("wrote 404 lines"), None);
         assert_eq!(status_in("no digits"), None);
+    }
+
+    #[test]
+    fn a_status_after_multibyte_text_is_read_without_panicking() {
+        // Found by converter_props: 12 bytes before the number fell inside a three-byte char.
+        assert_eq!(status_in("[API Error: {\"erro\u{fffd}\":{\"code\":401}}]"), Some(401));
+        assert_eq!(status_in("ééééééé code 500"), Some(500));
+        assert_eq!(status_in("€€€€€404"), None);
     }
 
     #[test]
