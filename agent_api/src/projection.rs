@@ -40,11 +40,12 @@ enum Tracked {
 impl Tracked {
     fn of(item: &Arc<UniversalItem>) -> Self {
         match item.kind {
+            // The transcript merges an answer's waiting deltas by the same test.
+            ItemKind::Message if item.is_answer() => Tracked::Answer(String::new()),
             ItemKind::Message => match item.role {
                 Some(ItemRole::User) => Tracked::Message(Channel::User),
                 Some(ItemRole::System) => Tracked::Message(Channel::System),
-                _ if item.is_reasoning() => Tracked::Message(Channel::Reasoning),
-                _ => Tracked::Answer(String::new()),
+                _ => Tracked::Message(Channel::Reasoning),
             },
             ItemKind::ToolCall | ItemKind::ToolResult => Tracked::Tool(item.clone()),
             _ => Tracked::Other,

@@ -5,11 +5,10 @@
 //! once, after its last event; a failed run's stream ends with exactly one terminal error whose
 //! message is the completion error's; cancel wins ties; nothing of the process group survives.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::stream::StreamExt;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tokio::time::{sleep_until, Instant};
@@ -23,8 +22,9 @@ use super::stderr::{LogFollower, StderrCapture};
 use super::timeouts::{expiry, Clock, TimeoutLimits};
 use super::transport::{wait_exit, Lifecycle, StdinQueue};
 use crate::error::AgentError;
-use crate::run::{ControlMessage, RunCompletion, RunControl, RunGuard, RunHandle};
+use crate::run::{ControlMessage, RunCompletion, RunControl, RunGuard, RunHandle, ViewNeeds};
 use crate::universal::{Transcript, UniversalEvent};
+use output::Output;
 
 pub use super::protocol::{describe_json_error, parse_typed, parse_value, Ctx, ExitInfo, LineStr, Protocol, ProtocolHarness, Unparsed};
 pub use super::transport::{line_source, AgentPipes, LineSource, SourceItem, Transport};
@@ -34,6 +34,7 @@ pub use settings::{RunSettings, DEFAULT_INPUT_LIMIT};
 mod batches;
 mod caller_wait;
 mod finish;
+mod output;
 mod session;
 mod settings;
 
@@ -49,15 +50,15 @@ pub fn start_run(settings: RunSettings, transport: Transport, protocol: Box<dyn 
     let (completion_tx, completion_rx) = oneshot::channel();
     let (control_tx, control_rx) = mpsc::unbounded_channel();
     let cancel_requested = Arc::new(AtomicBool::new(false));
-    let raw_wanted = Arc::new(AtomicBool::new(settings.include_raw));
+    let view = Arc::new(ViewNeeds::new(settings.include_raw));
     let abandoned = CancellationToken::new();
-    let guard = Arc::new(RunGuard { abandoned: abandoned.clone(), raw_wanted: raw_wanted.clone() });
+    let guard = Arc::new(RunGuard { abandoned: abandoned.clone(), view: view.clone() });
     let control = RunControl::new(control_tx, cancel_requested.clone());
     if let Some(token) = settings.cancellation.clone() {
         tokio::spawn(cancel_on(token, control.clone()));
     }
     let handle = RunHandle::new(settings.agent_kind.clone(), settings.tools_structured, events_rx, completion_rx, control, guard);
-    let (mut core, io) = Core::new(settings, transport, protocol, raw_wanted);
+    let (mut core, io) = Core::new(settings, transport, protocol, view);
     core.events_tx = Some(events_tx);
     let inputs = Inputs { io, control_rx, cancel_requested, abandoned };
     tokio::spawn(core.drive(inputs, completion_tx));
@@ -81,7 +82,7 @@ enum Stop {
 
 /// The agent's side: its output, its process (or task) and its stderr.
 struct Io {
-    source: LineSource,
+    source: Output,
     lifecycle: Lifecycle,
     stderr_task: Option<JoinHandle<StderrCapture>>,
     /// Stderr lines as they come, for a protocol that reads them.
@@ -123,8 +124,8 @@ struct Core {
     /// The batch taken from the transcript that waits for room in the budget; while it waits
     /// the driver reads no more of the agent's output but still acts on its other inputs.
     pending: Option<Pending>,
-    /// Whether the caller's view shows raw payloads (the wrapper view never does).
-    raw_wanted: Arc<AtomicBool>,
+    /// What the caller's view needs built (raw payloads, every answer delta on its own).
+    view: Arc<ViewNeeds>,
     /// Bytes of raw payloads in the batch being built (each counted once, however many events share it).
     raw_bytes: usize,
     pgid: Option<i32>,
@@ -158,7 +159,7 @@ struct Core {
 
 impl Core {
     /// A driver for `transport` and `protocol`, with no listener yet.
-    fn new(settings: RunSettings, transport: Transport, protocol: Box<dyn Protocol>, raw_wanted: Arc<AtomicBool>) -> (Self, Io) {
+    fn new(settings: RunSettings, transport: Transport, protocol: Box<dyn Protocol>, view: Arc<ViewNeeds>) -> (Self, Io) {
         let session_id = format!("sess_{}", uuid::Uuid::new_v4().simple());
         let transcript = Transcript::new(session_id, settings.include_raw);
         let Transport { source, stdin, stderr, lifecycle } = transport;
@@ -186,7 +187,7 @@ impl Core {
             stdin,
             events_tx: None,
             pending: None,
-            raw_wanted,
+            view,
             raw_bytes: 0,
             pgid,
             far,
@@ -206,7 +207,7 @@ impl Core {
             caller_waits,
             follower,
         };
-        (core, Io { source, lifecycle, stderr_task, stderr_live })
+        (core, Io { source: Output::new(source), lifecycle, stderr_task, stderr_live })
     }
 
     /// Calls the protocol. A panicking protocol fails the run (typed `Protocol`, with its one
@@ -307,7 +308,13 @@ impl Core {
 
     fn handle(&mut self, item: SourceItem) {
         match item {
-            SourceItem::Line(Line::Complete(bytes)) => self.handle_line(bytes),
+            SourceItem::Line(Line::Complete(bytes)) => self.handle_line(&bytes),
+            // Split by `handle_ready`, which keeps to the batch's limits line by line.
+            SourceItem::Lines(mut chunk) => {
+                while let Some(line) = chunk.next_line() {
+                    self.handle_line(line);
+                }
+            }
             SourceItem::Line(Line::Oversize { bytes }) => {
                 self.oversized_lines += 1;
                 let detail =
@@ -338,20 +345,20 @@ impl Core {
     }
 
     fn wants_raw(&self) -> bool {
-        self.settings.include_raw && self.raw_wanted.load(Ordering::Relaxed)
+        self.settings.include_raw && self.view.raw()
     }
 
-    fn handle_line(&mut self, bytes: Vec<u8>) {
+    fn handle_line(&mut self, bytes: &[u8]) {
         if bytes.iter().all(u8::is_ascii_whitespace) {
             return;
         }
-        let bytes = match std::str::from_utf8(&bytes) {
-            Ok(_) => bytes,
+        let bytes = match std::str::from_utf8(bytes) {
+            Ok(_) => std::borrow::Cow::Borrowed(bytes),
             Err(e) => {
                 let detail =
                     format!("a native line had invalid UTF-8 at byte {}; invalid bytes were replaced with U+FFFD", e.valid_up_to());
                 self.transcript.daemon_status("native_line_invalid_utf8", Some(detail));
-                String::from_utf8_lossy(&bytes).into_owned().into_bytes()
+                std::borrow::Cow::Owned(String::from_utf8_lossy(bytes).into_owned().into_bytes())
             }
         };
         if self.wants_raw() {
@@ -368,19 +375,30 @@ impl Core {
     }
 
     /// Handles `first` and the lines already waiting behind it, as one batch within the limits.
-    fn handle_ready(&mut self, first: Option<std::io::Result<SourceItem>>, source: &mut LineSource) {
-        let half_budget = self.settings.buffer_budget / 2;
+    fn handle_ready(&mut self, first: Option<std::io::Result<SourceItem>>, source: &mut Output) {
+        self.transcript.set_merge_answer_deltas(self.view.wrapper_only());
         let mut next = Some(first);
-        let (mut handled, mut bytes, mut saw_line) = (0, 0, false);
+        let mut batch = BatchSize::default();
         while let Some(item) = next.take() {
             match item {
                 None => self.source_done = true,
+                Some(Ok(SourceItem::Lines(mut chunk))) => {
+                    batch.saw_line = true;
+                    while let Some(line) = chunk.next_line() {
+                        batch.add(line.len());
+                        self.handle_line(line);
+                        if !self.room_in(&batch) {
+                            break;
+                        }
+                    }
+                    source.put_back(chunk);
+                }
                 Some(Ok(item)) => {
-                    bytes += match &item {
+                    batch.add(match &item {
                         SourceItem::Line(Line::Complete(line)) => line.len(),
                         _ => 0,
-                    };
-                    saw_line |= matches!(item, SourceItem::Line(_));
+                    });
+                    batch.saw_line |= matches!(item, SourceItem::Line(_));
                     self.handle(item);
                 }
                 Some(Err(e)) => {
@@ -388,13 +406,12 @@ impl Core {
                     self.source_done = true;
                 }
             }
-            handled += 1;
             // A live agent's lone line still goes out at once: only what already waits joins it.
-            let room = handled < EVENTS_PER_BATCH && self.transcript.pending_events() < EVENTS_PER_BATCH && bytes < half_budget;
-            if !self.source_done && room {
-                next = futures::FutureExt::now_or_never(source.next());
+            if !self.source_done && self.room_in(&batch) {
+                next = source.ready();
             }
         }
+        let saw_line = batch.saw_line;
         // Once per batch: reading the clock for every line cost more than the idle timer's
         // precision is worth (the batch is handled within microseconds).
         if saw_line {
@@ -403,6 +420,13 @@ impl Core {
         if self.source_done && self.exit.is_none() && self.pgid.is_some() && self.stop.is_none() {
             self.closed_deadline = Some(deadline_after(self.settings.output_closed_grace));
         }
+    }
+
+    /// Whether the batch being handled may take another item.
+    fn room_in(&self, batch: &BatchSize) -> bool {
+        batch.items < EVENTS_PER_BATCH
+            && self.transcript.pending_events() < EVENTS_PER_BATCH
+            && batch.bytes < self.settings.buffer_budget / 2
     }
 
     fn on_control(&mut self, message: Option<ControlMessage>, control_open: &mut bool) {
@@ -483,6 +507,23 @@ impl Core {
         self.flush().await;
         drop(self.events_tx.take());
         let _ = completion_tx.send(result);
+    }
+}
+
+/// How much of the agent's output the batch being handled took.
+#[derive(Default)]
+struct BatchSize {
+    /// Lines and other items.
+    items: usize,
+    /// Bytes of the lines.
+    bytes: usize,
+    saw_line: bool,
+}
+
+impl BatchSize {
+    fn add(&mut self, line_bytes: usize) {
+        self.items += 1;
+        self.bytes += line_bytes;
     }
 }
 

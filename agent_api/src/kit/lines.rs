@@ -17,6 +17,70 @@ pub enum Line {
     },
 }
 
+/// Whole lines read together: every line an agent had written that waited at once in the
+/// reader's buffer, in one allocation, instead of one allocation (and one hand-off) a line.
+/// Each line ends in `\n`; [`LineChunk::next_line`] hands them out in order, borrowed.
+///
+/// ```
+/// use agent_api::kit::lines::LineChunk;
+/// let mut chunk = LineChunk::new(b"one\r\ntwo\n".to_vec()).unwrap();
+/// assert_eq!(chunk.next_line(), Some(&b"one"[..]));
+/// assert_eq!(chunk.next_line(), Some(&b"two"[..]));
+/// assert!(chunk.is_empty());
+/// ```
+#[derive(Clone, PartialEq, Eq)]
+pub struct LineChunk {
+    bytes: Vec<u8>,
+    /// Where the next line starts.
+    at: usize,
+}
+
+impl LineChunk {
+    /// The lines of `bytes`, which must end in `\n` (`None` otherwise).
+    pub fn new(bytes: Vec<u8>) -> Option<Self> {
+        (bytes.last() == Some(&b'\n')).then_some(Self { bytes, at: 0 })
+    }
+
+    /// The next line, without its terminator (`\n` or `\r\n`).
+    pub fn next_line(&mut self) -> Option<&[u8]> {
+        let rest = self.bytes.get(self.at..).filter(|rest| !rest.is_empty())?;
+        let end = memchr::memchr(b'\n', rest).unwrap_or(rest.len());
+        self.at += end + 1;
+        let line = &rest[..end];
+        Some(line.strip_suffix(b"\r").unwrap_or(line))
+    }
+
+    /// Whether every line was handed out.
+    pub fn is_empty(&self) -> bool {
+        self.at >= self.bytes.len()
+    }
+
+    /// Bytes of the lines not handed out yet.
+    pub fn remaining(&self) -> usize {
+        self.bytes.len().saturating_sub(self.at)
+    }
+}
+
+impl std::fmt::Debug for LineChunk {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the lines themselves: they are the agent's raw output.
+        f.debug_struct("LineChunk").field("remaining_bytes", &self.remaining()).finish()
+    }
+}
+
+/// What [`BoundedLineReader::next_lines`] read: several whole lines at once, or one line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Lines {
+    /// Whole lines that all waited in the buffer.
+    Chunk(LineChunk),
+    /// One line, read as [`BoundedLineReader::next_line`] reads it.
+    One(Line),
+}
+
+/// Most bytes a [`LineChunk`] takes at once, unless its first line alone is longer: a chunk of
+/// the whole 64 KiB buffer freed made glibc's allocator merge its free lists (it does at 64 KiB).
+const CHUNK_TARGET: usize = 32 * 1024;
+
 /// Reads `\n`-terminated lines, never holding more than `cap` bytes of one line.
 ///
 /// ```
@@ -43,6 +107,28 @@ impl<R: AsyncBufRead + Unpin> BoundedLineReader<R> {
     /// A reader over `reader` with a per-line cap of `cap` bytes.
     pub fn new(reader: R, cap: usize) -> Self {
         Self { reader, cap, buf: Vec::new() }
+    }
+
+    /// Every whole line waiting in the buffer at once (up to about 32 KiB of them), or, when
+    /// no whole line waits there, the next line as [`BoundedLineReader::next_line`] reads it.
+    /// `None` at end of input.
+    pub async fn next_lines(&mut self) -> std::io::Result<Option<Lines>> {
+        if self.buf.is_empty() {
+            let available = self.reader.fill_buf().await?;
+            // A chunk within the cap holds no line over it.
+            let head = &available[..available.len().min(CHUNK_TARGET.min(self.cap))];
+            let end = match memchr::memrchr(b'\n', head) {
+                Some(last) => Some(last + 1),
+                // The first line is longer than a chunk's target: it alone, when it is here whole.
+                None => memchr::memchr(b'\n', available).map(|first| first + 1).filter(|&end| end <= self.cap),
+            };
+            if let Some(end) = end {
+                let chunk = LineChunk { bytes: available[..end].to_vec(), at: 0 };
+                self.reader.consume(end);
+                return Ok(Some(Lines::Chunk(chunk)));
+            }
+        }
+        Ok(self.next_line().await?.map(Lines::One))
     }
 
     /// The next line, `None` at end of input. A final line without `\n` is still returned.
@@ -111,7 +197,11 @@ mod tests {
     use super::*;
 
     async fn read_all(input: &[u8], cap: usize) -> Vec<Line> {
-        let reader = tokio::io::BufReader::with_capacity(7, input);
+        read_all_with(input, 7, cap).await
+    }
+
+    async fn read_all_with(input: &[u8], capacity: usize, cap: usize) -> Vec<Line> {
+        let reader = tokio::io::BufReader::with_capacity(capacity, input);
         let mut lines = BoundedLineReader::new(reader, cap);
         let mut out = Vec::new();
         while let Some(line) = lines.next_line().await.unwrap() {
@@ -147,6 +237,48 @@ mod tests {
     async fn an_oversize_last_line_without_newline_is_reported() {
         let out = read_all(&[b'y'; 100], 10).await;
         assert_eq!(out, [Line::Oversize { bytes: 100 }]);
+    }
+
+    /// Every line, read with [`BoundedLineReader::next_lines`] through a buffer of `capacity`.
+    async fn read_in_chunks(input: &[u8], capacity: usize, cap: usize) -> (Vec<Line>, usize) {
+        let mut lines = BoundedLineReader::new(tokio::io::BufReader::with_capacity(capacity, input), cap);
+        let (mut out, mut chunks) = (Vec::new(), 0);
+        while let Some(read) = lines.next_lines().await.unwrap() {
+            match read {
+                Lines::Chunk(mut chunk) => {
+                    chunks += 1;
+                    while let Some(line) = chunk.next_line() {
+                        out.push(Line::Complete(line.to_vec()));
+                    }
+                }
+                Lines::One(line) => out.push(line),
+            }
+        }
+        (out, chunks)
+    }
+
+    #[tokio::test]
+    async fn lines_read_in_chunks_are_the_lines_read_one_by_one() {
+        let mut input = Vec::new();
+        for i in 0..500 {
+            input.extend(format!("{{\"n\":{i}}}\r\n").bytes());
+            if i % 97 == 0 {
+                input.extend(std::iter::repeat_n(b'x', 3000));
+                input.push(b'\n');
+            }
+        }
+        input.extend(b"\nlast without newline");
+        for capacity in [7, 64, 4096, 64 * 1024] {
+            let (chunked, chunks) = read_in_chunks(&input, capacity, 2048).await;
+            assert_eq!(chunked, read_all_with(&input, capacity, 2048).await, "buffer of {capacity}");
+            assert!(capacity < 4096 || chunks > 1, "a buffer of {capacity} held several lines at once");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_chunk_never_holds_a_line_over_the_cap() {
+        let (out, _) = read_in_chunks(b"short\nthis line is far too long\nok\n", 64, 10).await;
+        assert_eq!(out, [Line::Complete(b"short".to_vec()), Line::Oversize { bytes: 25 }, Line::Complete(b"ok".to_vec())]);
     }
 
     #[tokio::test]

@@ -13,6 +13,7 @@ use tokio::io::{AsyncRead, BufReader};
 
 use super::driver::{start_run, LineSource, RunSettings, SourceItem, Transport};
 use super::lines::{BoundedLineReader, Line, DEFAULT_LINE_CAP};
+use super::transport::read_lines;
 use crate::backend::AgentBackend;
 use crate::error::AgentError;
 use crate::run::RunHandle;
@@ -130,17 +131,19 @@ pub async fn open_recording(reader: impl AsyncRead + Send + Unpin + 'static) -> 
             None => break RecordingFormat::NativeStdout,
         }
     };
-    let rest = futures::stream::unfold(lines, |mut lines| async move {
-        match lines.next_line().await {
-            Ok(Some(line)) => Some((Ok(line), lines)),
-            Ok(None) => None,
-            Err(e) => Some((Err(e), lines)),
-        }
-    });
-    let all = futures::stream::iter(first.into_iter().map(Ok)).chain(rest);
+    let first = futures::stream::iter(first.into_iter().map(Ok));
     let source: LineSource = match format {
-        RecordingFormat::Session => all.map(|r| r.map(session_item)).boxed(),
-        RecordingFormat::NativeStdout => all.map(|r| r.map(SourceItem::Line)).boxed(),
+        RecordingFormat::Session => {
+            let rest = futures::stream::unfold(lines, |mut lines| async move {
+                match lines.next_line().await {
+                    Ok(Some(line)) => Some((Ok(line), lines)),
+                    Ok(None) => None,
+                    Err(e) => Some((Err(e), lines)),
+                }
+            });
+            first.chain(rest).map(|r| r.map(session_item)).boxed()
+        }
+        RecordingFormat::NativeStdout => first.map(|r| r.map(SourceItem::Line)).chain(read_lines(lines)).boxed(),
     };
     Ok((format, source))
 }

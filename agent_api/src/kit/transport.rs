@@ -12,7 +12,7 @@ use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use super::lines::{BoundedLineReader, Line};
+use super::lines::{BoundedLineReader, Line, LineChunk, Lines};
 use super::process::{spawn, CommandSpec, ProcessGroupChild};
 use super::stderr::StderrSource;
 use crate::error::AgentError;
@@ -23,6 +23,8 @@ use crate::error::AgentError;
 pub enum SourceItem {
     /// A line the agent wrote.
     Line(Line),
+    /// Several whole lines the agent wrote, read at once (see [`LineChunk`]).
+    Lines(LineChunk),
     /// A message the client sent, from a recording.
     Sent(Value),
     /// A stderr line, from a recording.
@@ -105,10 +107,15 @@ impl Transport {
 
 /// Reads `reader` as bounded lines.
 pub fn line_source(reader: impl AsyncRead + Send + Unpin + 'static, cap: usize) -> LineSource {
-    let lines = BoundedLineReader::new(BufReader::with_capacity(64 * 1024, reader), cap);
+    read_lines(BoundedLineReader::new(BufReader::with_capacity(64 * 1024, reader), cap))
+}
+
+/// The items of `lines`: the lines that wait together as one chunk, others one by one.
+pub(super) fn read_lines(lines: BoundedLineReader<impl tokio::io::AsyncBufRead + Send + Unpin + 'static>) -> LineSource {
     futures::stream::unfold(lines, |mut lines| async move {
-        match lines.next_line().await {
-            Ok(Some(line)) => Some((Ok(SourceItem::Line(line)), lines)),
+        match lines.next_lines().await {
+            Ok(Some(Lines::Chunk(chunk))) => Some((Ok(SourceItem::Lines(chunk)), lines)),
+            Ok(Some(Lines::One(line))) => Some((Ok(SourceItem::Line(line)), lines)),
             Ok(None) => None,
             Err(e) => Some((Err(e), lines)),
         }

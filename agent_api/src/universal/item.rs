@@ -88,6 +88,12 @@ impl UniversalItem {
     pub fn is_reasoning(&self) -> bool {
         self.content.iter().any(|p| matches!(p, ContentPart::Reasoning { .. }))
     }
+
+    /// Whether the item is an answer: a message neither from the user or the system nor
+    /// reasoning (the wrapper view shows its text once, when it completes).
+    pub fn is_answer(&self) -> bool {
+        self.kind == ItemKind::Message && !matches!(self.role, Some(ItemRole::User | ItemRole::System)) && !self.is_reasoning()
+    }
 }
 
 /// A borrowed view of a `tool_call` content part (see [`UniversalItem::tool_call`]).

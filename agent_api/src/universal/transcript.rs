@@ -33,6 +33,8 @@ struct OpenItem {
     assembled: String,
     had_delta: bool,
     synthetic: bool,
+    /// An answer ([`UniversalItem::is_answer`] when it started): its waiting deltas may merge.
+    answer: bool,
 }
 
 /// The state of one session's universal transcript.
@@ -79,6 +81,8 @@ pub struct Transcript {
     requests_changed: u64,
     now: Option<Arc<str>>,
     events: Vec<UniversalEvent>,
+    /// Whether an answer's delta joins the one just before it while both wait to be taken.
+    merge_answer_deltas: bool,
 }
 
 impl Transcript {
@@ -106,6 +110,7 @@ impl Transcript {
             requests_changed: 0,
             now: None,
             events: Vec::new(),
+            merge_answer_deltas: false,
         }
     }
 
@@ -139,6 +144,14 @@ impl Transcript {
     /// The native payload events emitted now derive from, when the run shows raw payloads.
     pub fn raw(&self) -> Option<&Arc<Value>> {
         self.raw.as_ref()
+    }
+
+    /// Lets an answer's delta join the delta of the same answer just before it while both
+    /// wait to be taken (one `item.delta` with both texts, no sequence number used). Only for
+    /// runs whose universal events nobody reads: the wrapper view, which shows an answer's text
+    /// once, when it completes. The driver sets it once the caller chose that view.
+    pub(crate) fn set_merge_answer_deltas(&mut self, merge: bool) {
+        self.merge_answer_deltas = merge;
     }
 
     /// How many events were emitted and not yet drained.
@@ -270,21 +283,23 @@ impl Transcript {
         if let Some(native) = &native_id {
             self.by_native.insert(native.clone(), id.clone());
         }
+        let answer = item.is_answer();
         let item = Arc::new(item);
         self.emit(source, UniversalEventBody::ItemStarted(ItemEventData { item: item.clone() }));
         self.open.push(item_id.clone());
-        let open = OpenItem { item, id, native_id, assembled: String::new(), had_delta: false, synthetic: new.synthetic };
+        let open = OpenItem { item, id, native_id, assembled: String::new(), had_delta: false, synthetic: new.synthetic, answer };
         self.items.insert(item_id.clone(), open);
         item_id
     }
 
     /// Streams a fragment of an open item's content. Unknown or closed items are ignored.
-    /// An owned `text` becomes the event's without a copy.
-    pub fn delta(&mut self, item_id: &str, text: impl Into<String>) {
-        self.delta_from(EventSource::Agent, item_id, text.into());
+    /// An owned `text` becomes the event's without a copy; a borrowed one is copied only when
+    /// it becomes an event of its own (not when it joins a waiting delta).
+    pub fn delta(&mut self, item_id: &str, text: impl AsRef<str> + Into<String>) {
+        self.delta_from(EventSource::Agent, item_id, text);
     }
 
-    fn delta_from(&mut self, source: EventSource, item_id: &str, text: String) {
+    fn delta_from(&mut self, source: EventSource, item_id: &str, text: impl AsRef<str> + Into<String>) {
         let max = self.limits.max_item_text;
         let Some(open) = self.items.get_mut(item_id) else {
             tracing::debug!(item_id, "delta for an item that is not open");
@@ -292,14 +307,20 @@ impl Transcript {
         };
         open.had_delta = true;
         let room = max.saturating_sub(open.assembled.len());
-        let kept = crate::bounds::utf8_prefix(&text, room);
+        let kept = crate::bounds::utf8_prefix(text.as_ref(), room);
         if open.assembled.capacity() == 0 {
             // A streamed item usually takes many deltas: start with room for a few.
             open.assembled.reserve(kept.len().max(STREAM_START));
         }
         open.assembled.push_str(kept);
+        if self.merge_answer_deltas && open.answer && self.raw.is_none() {
+            if let Some(waiting) = self.events.last_mut().and_then(|last| delta_text_of(last, &open.id, source)) {
+                waiting.push_str(text.as_ref());
+                return;
+            }
+        }
         let (item_id, native_item_id) = (open.id.clone(), open.native_id.clone());
-        self.emit(source, UniversalEventBody::ItemDelta(ItemDeltaData { item_id, native_item_id, delta: text }));
+        self.emit(source, UniversalEventBody::ItemDelta(ItemDeltaData { item_id, native_item_id, delta: text.into() }));
     }
 
     /// Streams a fragment for the item with this provider id; when that item is not known yet,
@@ -391,7 +412,7 @@ impl Transcript {
         let synthetic = new.synthetic;
         let id = self.start_item(new);
         let source = if synthetic { EventSource::Daemon } else { EventSource::Agent };
-        self.delta_from(source, &id, text.to_string());
+        self.delta_from(source, &id, text);
         self.complete_item(&id);
         id
     }
@@ -486,6 +507,17 @@ impl Transcript {
         };
         self.emit(EventSource::Daemon, UniversalEventBody::SessionEnded(Box::new(data)));
         self.ended = true;
+    }
+}
+
+/// The text of `event` when it is a delta of the item `item_id` from `source`, with no raw
+/// payload: a delta that another of the same item can join.
+fn delta_text_of<'e>(event: &'e mut UniversalEvent, item_id: &Arc<str>, source: EventSource) -> Option<&'e mut String> {
+    match &mut event.body {
+        UniversalEventBody::ItemDelta(delta) if Arc::ptr_eq(&delta.item_id, item_id) && event.source == source && event.raw.is_none() => {
+            Some(&mut delta.delta)
+        }
+        _ => None,
     }
 }
 

@@ -11,7 +11,7 @@ use agent_api::universal::{ContentPart, ItemRole, NewItem, ReasoningVisibility, 
 use agent_api::{AgentError, ControlCommand, PermissionPolicy, Prompt, QuestionAnswer, RunCompletion, ToolCategory, Usage};
 use serde_json::{json, Value};
 
-use crate::wire::{AgentLine, ClientLine, FlatAgentLine};
+use crate::wire::{AgentLine, ClientLine, FlatAgentLine, TextDeltaLine};
 
 /// The converter of the scripted agent's protocol.
 #[derive(Debug)]
@@ -53,7 +53,7 @@ impl ScriptedProtocol {
         }
     }
 
-    fn text_delta(ctx: &mut Ctx<'_>, message_id: &str, text: String) {
+    fn text_delta(ctx: &mut Ctx<'_>, message_id: &str, text: impl AsRef<str> + Into<String>) {
         let id = Self::item_for(ctx, message_id, || NewItem::message(ItemRole::Assistant));
         ctx.transcript.delta(&id, text);
     }
@@ -161,12 +161,11 @@ impl Protocol for ScriptedProtocol {
     }
 
     fn on_line(&mut self, line: &[u8], ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
-        let mut flat = parse_typed::<FlatAgentLine>(line);
-        if let Some((message_id, text)) = flat.as_mut().and_then(FlatAgentLine::text_delta) {
-            Self::text_delta(ctx, &message_id, text);
+        if let Some(delta) = TextDeltaLine::parse(line) {
+            Self::text_delta(ctx, &delta.message_id, delta.text.0);
             return Ok(());
         }
-        match flat.and_then(FlatAgentLine::into_line) {
+        match parse_typed::<FlatAgentLine>(line).and_then(FlatAgentLine::into_line) {
             Some(line) => {
                 self.agent_line(line, ctx);
                 Ok(())

@@ -186,16 +186,31 @@ enum AgentLineType {
     Done,
 }
 
-impl<'a> FlatAgentLine<'a> {
-    /// A text delta's message id and text, the id still borrowed from the line: most lines of
-    /// a turn are text deltas, and their message id is only looked up.
-    pub(crate) fn text_delta(&mut self) -> Option<(LineStr<'a>, String)> {
-        if !matches!(self.kind, AgentLineType::TextDelta) || self.message_id.is_none() || self.text.is_none() {
-            return None;
-        }
-        Some((self.message_id.take()?, self.text.take()?.into_owned()))
-    }
+/// A text delta, read in place: most lines of a turn are text deltas, their message id is only
+/// looked up and their text copied once, so nothing of the line needs to be owned. Reading the
+/// three fields it has costs half of reading [`FlatAgentLine`]'s twenty-two.
+#[derive(Deserialize)]
+pub(crate) struct TextDeltaLine<'a> {
+    /// Read (and checked) as [`FlatAgentLine`] reads it, so that a line is taken or refused alike.
+    #[serde(rename = "type")]
+    _kind: AgentLineType,
+    /// The message the fragment belongs to.
+    #[serde(borrow)]
+    pub(crate) message_id: LineStr<'a>,
+    /// The fragment.
+    #[serde(borrow)]
+    pub(crate) text: LineStr<'a>,
+}
 
+impl<'a> TextDeltaLine<'a> {
+    /// The line as a text delta, when it begins with that type as the scripted agent writes it
+    /// (`type` first) and has both fields; any other line is for [`FlatAgentLine`].
+    pub(crate) fn parse(line: &'a [u8]) -> Option<Self> {
+        line.starts_with(br#"{"type":"text_delta","#).then(|| agent_api::kit::driver::parse_typed(line))?
+    }
+}
+
+impl FlatAgentLine<'_> {
     /// The line, when it has every field its type needs (`None`: parse it as an [`AgentLine`],
     /// whose error says what is missing).
     pub(crate) fn into_line(self) -> Option<AgentLine> {

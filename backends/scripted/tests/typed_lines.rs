@@ -24,6 +24,11 @@ fn every_line_kind_converts_the_same_on_both_paths() {
         br#"{"type":"question","question_id":"q1","prompt":"which?","options":["a","b"]}"#,
         br#"{"type":"error","message":"boom","code":"server_error"}"#,
         br#"{"type":"text_delta","message_id":"m2"}"#,
+        br#"{"type":"text_delta","message_id":"m1","text":"esc\u00e9aped \"quote\""}"#,
+        br#"{"type":"text_delta","message_id":"m1","text":"a","exit_code":"not a number"}"#,
+        br#"{"type":"text_delta","message_id":"m1","text":"a","text":"twice"}"#,
+        br#"{"type":"text_delta","message_id":"m1","text":"a","type":"done"}"#,
+        br#"{"type":"text_delta","message_id":7,"text":"a"}"#,
         br#"{"type":"no_such_line","message_id":"m2"}"#,
         br#"{"type":"done","status":"success","input_tokens":3,"output_tokens":4}"#,
     ];

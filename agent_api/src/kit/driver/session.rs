@@ -8,7 +8,6 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use futures::stream::StreamExt;
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::{sleep_until, Instant};
 use tokio_util::sync::CancellationToken;
@@ -19,7 +18,7 @@ use crate::kit::process::signal_group;
 use crate::kit::timeouts::expiry;
 use crate::kit::transport::wait_exit;
 use crate::request::Prompt;
-use crate::run::{ControlMessage, RunCompletion, RunControl, RunGuard, RunHandle};
+use crate::run::{ControlMessage, RunCompletion, RunControl, RunGuard, RunHandle, ViewNeeds};
 use crate::session::{lock, Engine, Session, SessionCommand, SessionShared, WarmSession};
 use crate::universal::{SessionEnd, SessionEndReason, TerminatedBy, UniversalEvent};
 
@@ -28,8 +27,8 @@ use crate::universal::{SessionEnd, SessionEndReason, TerminatedBy, UniversalEven
 /// (in `settings`: total, turn, start-up, idle) apply to each turn; nothing is timed between turns.
 pub fn start_session(settings: RunSettings, transport: Transport, protocol: Box<dyn Protocol>) -> Session {
     let agent_kind = settings.agent_kind.clone();
-    let raw_wanted = Arc::new(AtomicBool::new(settings.include_raw));
-    let (core, io) = Core::new(settings, transport, protocol, raw_wanted);
+    let view = Arc::new(ViewNeeds::new(settings.include_raw));
+    let (core, io) = Core::new(settings, transport, protocol, view);
     let process_id = core.pgid.and_then(|pgid| u32::try_from(pgid).ok());
     let launcher = core.launcher.clone();
     let (commands_tx, commands) = mpsc::unbounded_channel();
@@ -176,13 +175,13 @@ impl SessionDriver {
         let (control_tx, control_rx) = mpsc::unbounded_channel();
         let cancel_requested = Arc::new(AtomicBool::new(false));
         let abandoned = CancellationToken::new();
-        let guard = Arc::new(RunGuard { abandoned: abandoned.clone(), raw_wanted: self.core.raw_wanted.clone() });
+        let guard = Arc::new(RunGuard { abandoned: abandoned.clone(), view: self.core.view.clone() });
         let control = RunControl::new(control_tx, cancel_requested.clone());
         if let Some(token) = settings.cancellation.clone() {
             tokio::spawn(cancel_on(token, control.clone()));
         }
         let handle = RunHandle::new(settings.agent_kind.clone(), settings.tools_structured, events_rx, completion_rx, control, guard);
-        self.core.raw_wanted.store(settings.include_raw, Ordering::Relaxed);
+        self.core.view.reset(settings.include_raw);
         self.turns += 1;
         self.core.clock.start();
         self.core.events_tx = Some(events_tx);

@@ -1,5 +1,5 @@
 use super::*;
-use crate::universal::{ContentPart, ItemRole};
+use crate::universal::{ContentPart, ItemRole, ReasoningVisibility};
 
 fn types(t: &mut Transcript) -> Vec<&'static str> {
     t.drain().map(|e| e.type_name()).collect()
@@ -165,4 +165,45 @@ fn the_provider_id_index_keeps_recent_closed_items_findable_and_stays_bounded() 
     let last = super::native_index::KEEP_CLOSED + 999;
     assert!(t.item_by_native(&format!("native_{last}")).is_some(), "a recently closed item is still found");
     assert!(t.item_by_native("native_0").is_none(), "the oldest closed items are forgotten");
+}
+
+fn deltas(events: &[UniversalEvent]) -> Vec<(&str, &str)> {
+    events.iter().filter_map(|e| e.delta()).map(|d| (&*d.item_id, d.delta.as_str())).collect()
+}
+
+#[test]
+fn an_answers_waiting_deltas_go_as_one_when_only_the_wrapper_view_reads() {
+    let mut t = Transcript::new("sess_1".into(), false);
+    t.set_merge_answer_deltas(true);
+    let answer = t.start_item(NewItem::message(ItemRole::Assistant));
+    let thinking = t.start_item(NewItem::reasoning(ReasoningVisibility::Public));
+    t.delta(&answer, "Hel");
+    t.delta(&answer, String::from("lo"));
+    t.delta(&thinking, "hm");
+    t.delta(&thinking, "m");
+    t.delta(&answer, " world");
+    let first: Vec<_> = t.take_events();
+    // The answer's deltas join while adjacent; reasoning streams delta by delta.
+    assert_eq!(
+        deltas(&first),
+        [(answer.as_str(), "Hello"), (thinking.as_str(), "hm"), (thinking.as_str(), "m"), (answer.as_str(), " world")]
+    );
+    t.delta(&answer, "!");
+    t.complete_item(&answer);
+    let second: Vec<_> = t.take_events();
+    // A delta taken with its batch is not joined again.
+    assert_eq!(deltas(&second), [(answer.as_str(), "!")]);
+    assert_eq!(second.last().and_then(UniversalEvent::completed_item).map(UniversalItem::text).as_deref(), Some("Hello world!"));
+    let sequences: Vec<u64> = first.iter().chain(&second).map(|e| e.sequence).collect();
+    assert_eq!(sequences, (1..=sequences.len() as u64).collect::<Vec<_>>(), "no gap where deltas joined");
+}
+
+#[test]
+fn every_delta_is_its_own_event_unless_merging_is_asked_for() {
+    let mut t = Transcript::new("sess_1".into(), false);
+    let answer = t.start_item(NewItem::message(ItemRole::Assistant));
+    t.delta(&answer, "Hel");
+    t.delta(&answer, "lo");
+    let events: Vec<_> = t.drain().collect();
+    assert_eq!(deltas(&events), [(answer.as_str(), "Hel"), (answer.as_str(), "lo")]);
 }
