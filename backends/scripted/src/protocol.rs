@@ -11,7 +11,7 @@ use agent_api::universal::{ContentPart, ItemRole, NewItem, ReasoningVisibility, 
 use agent_api::{AgentError, ControlCommand, PermissionPolicy, Prompt, QuestionAnswer, RunCompletion, ToolCategory, Usage};
 use serde_json::{json, Value};
 
-use crate::wire::{AgentLine, ClientLine, FlatAgentLine, TextDeltaLine};
+use crate::wire::{AgentLine, ClientLine, FlatAgentLine, LeadingLine};
 
 /// The converter of the scripted agent's protocol.
 #[derive(Debug)]
@@ -141,6 +141,18 @@ impl ScriptedProtocol {
         }
     }
 
+    /// Any line of the protocol, in any order of its fields: read flat, or as a `Value` when that
+    /// fails (whose error says what is wrong).
+    fn on_flat_line(&mut self, line: &[u8], ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
+        match parse_typed::<FlatAgentLine>(line).and_then(FlatAgentLine::into_line) {
+            Some(line) => {
+                self.agent_line(line, ctx);
+                Ok(())
+            }
+            None => self.on_message(parse_value(line)?, ctx),
+        }
+    }
+
     /// Replay: what the recorded client answered.
     fn client_line(&mut self, line: ClientLine, ctx: &mut Ctx<'_>) {
         match line {
@@ -161,17 +173,12 @@ impl Protocol for ScriptedProtocol {
     }
 
     fn on_line(&mut self, line: &[u8], ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
-        if let Some(delta) = TextDeltaLine::parse(line) {
-            Self::text_delta(ctx, &delta.message_id, delta.text.0);
-            return Ok(());
+        match LeadingLine::parse(line) {
+            Some(LeadingLine::TextDelta { message_id, text }) => Self::text_delta(ctx, &message_id, text.0),
+            Some(LeadingLine::Line(line)) => self.agent_line(line, ctx),
+            None => return self.on_flat_line(line, ctx),
         }
-        match parse_typed::<FlatAgentLine>(line).and_then(FlatAgentLine::into_line) {
-            Some(line) => {
-                self.agent_line(line, ctx);
-                Ok(())
-            }
-            None => self.on_message(parse_value(line)?, ctx),
-        }
+        Ok(())
     }
 
     fn on_message(&mut self, message: Value, ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {

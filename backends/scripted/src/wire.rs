@@ -186,27 +186,87 @@ enum AgentLineType {
     Done,
 }
 
-/// A text delta, read in place: most lines of a turn are text deltas, their message id is only
-/// looked up and their text copied once, so nothing of the line needs to be owned. Reading the
-/// three fields it has costs half of reading [`FlatAgentLine`]'s twenty-two.
-#[derive(Deserialize)]
-pub(crate) struct TextDeltaLine<'a> {
-    /// Read (and checked) as [`FlatAgentLine`] reads it, so that a line is taken or refused alike.
-    #[serde(rename = "type")]
-    _kind: AgentLineType,
-    /// The message the fragment belongs to.
-    #[serde(borrow)]
-    pub(crate) message_id: LineStr<'a>,
-    /// The fragment.
-    #[serde(borrow)]
-    pub(crate) text: LineStr<'a>,
+/// A line of the kinds a turn is made of, read by its own small struct when the line begins with
+/// its `type` (as the scripted agent writes it): reading the few fields a kind has costs half of
+/// reading [`FlatAgentLine`]'s twenty-two. Any other line is for [`FlatAgentLine`].
+pub(crate) enum LeadingLine<'a> {
+    /// A text delta, left borrowed: its message id is only looked up and its text copied once.
+    TextDelta {
+        /// The message the fragment belongs to.
+        message_id: LineStr<'a>,
+        /// The fragment.
+        text: LineStr<'a>,
+    },
+    /// Another frequent line.
+    Line(AgentLine),
 }
 
-impl<'a> TextDeltaLine<'a> {
-    /// The line as a text delta, when it begins with that type as the scripted agent writes it
-    /// (`type` first) and has both fields; any other line is for [`FlatAgentLine`].
+/// `text_delta` and `message_done`. Each struct reads `type` as [`FlatAgentLine`] does, so that a
+/// line is taken or refused alike (a repeated `type` is refused).
+#[derive(Deserialize)]
+struct MessageLine<'a> {
+    #[serde(rename = "type")]
+    _kind: AgentLineType,
+    #[serde(borrow)]
+    message_id: LineStr<'a>,
+    #[serde(borrow)]
+    text: LineStr<'a>,
+}
+
+#[derive(Deserialize)]
+struct ToolCallLine<'a> {
+    #[serde(rename = "type")]
+    _kind: AgentLineType,
+    #[serde(borrow)]
+    call_id: LineStr<'a>,
+    #[serde(borrow)]
+    name: LineStr<'a>,
+    #[serde(borrow)]
+    message_id: LineStr<'a>,
+    input: serde_json::Value,
+}
+
+#[derive(Deserialize)]
+struct ToolResultLine<'a> {
+    #[serde(rename = "type")]
+    _kind: AgentLineType,
+    #[serde(borrow)]
+    call_id: LineStr<'a>,
+    exit_code: i64,
+    #[serde(borrow)]
+    stdout: LineStr<'a>,
+    denied: bool,
+}
+
+impl<'a> LeadingLine<'a> {
+    /// The line, when it begins with the type of a kind read here and has that kind's fields.
     pub(crate) fn parse(line: &'a [u8]) -> Option<Self> {
-        line.starts_with(br#"{"type":"text_delta","#).then(|| agent_api::kit::driver::parse_typed(line))?
+        use agent_api::kit::driver::parse_typed;
+        let rest = line.strip_prefix(br#"{"type":""#)?;
+        let kind = &rest[..rest.iter().position(|&b| b == b'"')?];
+        Some(match kind {
+            b"text_delta" => parse_typed(line).map(|l: MessageLine<'a>| Self::TextDelta { message_id: l.message_id, text: l.text })?,
+            b"message_done" => parse_typed(line).map(|l: MessageLine<'_>| {
+                Self::Line(AgentLine::MessageDone { message_id: l.message_id.into_owned(), text: l.text.into_owned() })
+            })?,
+            b"tool_call" => parse_typed(line).map(|l: ToolCallLine<'_>| {
+                Self::Line(AgentLine::ToolCall {
+                    call_id: l.call_id.into_owned(),
+                    name: l.name.into_owned(),
+                    message_id: l.message_id.into_owned(),
+                    input: l.input,
+                })
+            })?,
+            b"tool_result" => parse_typed(line).map(|l: ToolResultLine<'_>| {
+                Self::Line(AgentLine::ToolResult {
+                    call_id: l.call_id.into_owned(),
+                    exit_code: l.exit_code,
+                    stdout: l.stdout.into_owned(),
+                    denied: l.denied,
+                })
+            })?,
+            _ => return None,
+        })
     }
 }
 

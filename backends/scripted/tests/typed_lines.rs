@@ -29,6 +29,14 @@ fn every_line_kind_converts_the_same_on_both_paths() {
         br#"{"type":"text_delta","message_id":"m1","text":"a","text":"twice"}"#,
         br#"{"type":"text_delta","message_id":"m1","text":"a","type":"done"}"#,
         br#"{"type":"text_delta","message_id":7,"text":"a"}"#,
+        br#"{"type":"message_done","message_id":"m1"}"#,
+        br#"{"type":"message_done","message_id":"m1","text":"a","type":"text_delta"}"#,
+        br#"{"type":"tool_call","call_id":"c4","name":"shell","message_id":"m1"}"#,
+        br#"{"type":"tool_call","call_id":"c5","name":"shell","message_id":"m1","input":{"command":"ls"},"exit_code":"x"}"#,
+        br#"{"type":"tool_result","call_id":"c4","exit_code":"zero","stdout":"","denied":false}"#,
+        br#"{"type":"tool_result","call_id":"c5","exit_code":0,"stdout":"a
+b","denied":false,"extra":[1]}"#,
+        br#"{"type":"tool_result" ,"call_id":"c6","exit_code":0,"stdout":"","denied":false}"#,
         br#"{"type":"no_such_line","message_id":"m2"}"#,
         br#"{"type":"done","status":"success","input_tokens":3,"output_tokens":4}"#,
     ];
