@@ -67,8 +67,9 @@ pub struct Transcript {
     started: bool,
     ended: bool,
     raw: Option<Arc<Value>>,
-    open: Vec<String>,
-    items: HashMap<String, OpenItem>,
+    /// Ids of the open items, oldest first; the same allocations as `items`' keys.
+    open: Vec<Arc<str>>,
+    items: HashMap<Arc<str>, OpenItem>,
     by_native: NativeIndex,
     permissions: HashMap<String, PermissionEventData>,
     questions: HashMap<String, QuestionEventData>,
@@ -186,8 +187,8 @@ impl Transcript {
     }
 
     /// Ids of items still open, oldest first.
-    pub fn open_items(&self) -> &[String] {
-        &self.open
+    pub fn open_items(&self) -> impl Iterator<Item = &str> + '_ {
+        self.open.iter().map(|id| &**id)
     }
 
     /// Takes the events emitted so far, as one batch (without moving them again).
@@ -266,7 +267,9 @@ impl Transcript {
 
     /// Opens an item and emits `item.started`; returns its daemon id.
     pub fn start_item(&mut self, new: NewItem) -> String {
-        let item_id = format!("itm_{}", self.next_item);
+        let mut item_id = String::with_capacity(4 + 20);
+        item_id.push_str("itm_");
+        push_decimal(&mut item_id, self.next_item);
         self.next_item += 1;
         let item = UniversalItem {
             item_id: item_id.clone(),
@@ -286,9 +289,9 @@ impl Transcript {
         let answer = item.is_answer();
         let item = Arc::new(item);
         self.emit(source, UniversalEventBody::ItemStarted(ItemEventData { item: item.clone() }));
-        self.open.push(item_id.clone());
+        self.open.push(id.clone());
         let open = OpenItem { item, id, native_id, assembled: String::new(), had_delta: false, synthetic: new.synthetic, answer };
-        self.items.insert(item_id.clone(), open);
+        self.items.insert(open.id.clone(), open);
         item_id
     }
 
@@ -362,7 +365,7 @@ impl Transcript {
             tracing::debug!(item_id, "completion for an item that is not open");
             return;
         };
-        self.open.retain(|id| id != item_id);
+        self.open.retain(|id| **id != *item_id);
         let mut item = Arc::unwrap_or_clone(open.item);
         if let Some(native) = &item.native_item_id {
             let native = match &open.native_id {
