@@ -309,7 +309,7 @@ impl Core {
     fn handle(&mut self, item: SourceItem) {
         match item {
             SourceItem::Line(Line::Complete(bytes)) => self.handle_line(&bytes),
-            // Split by `handle_ready`, which keeps to the batch's limits line by line.
+            // `handle_ready` splits a chunk itself, within the batch's limits; one handed here goes whole.
             SourceItem::Lines(mut chunk) => {
                 while let Some(line) = chunk.next_line() {
                     self.handle_line(line);
