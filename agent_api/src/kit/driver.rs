@@ -89,6 +89,11 @@ struct Io {
     stderr_live: Option<mpsc::Receiver<String>>,
 }
 
+/// Most lines (and other output items) handled as one batch. More than the events a batch may
+/// hold, since many lines make no event of their own (an answer's deltas that join one); few
+/// enough that the loop is back to cancellation and control messages within about a millisecond.
+const LINES_PER_BATCH: usize = 4 * EVENTS_PER_BATCH;
+
 /// Stderr lines that may wait for a protocol that reads them; more are dropped from the live feed.
 const LIVE_STDERR_LINES: usize = 64;
 
@@ -424,7 +429,7 @@ impl Core {
 
     /// Whether the batch being handled may take another item.
     fn room_in(&self, batch: &BatchSize) -> bool {
-        batch.items < EVENTS_PER_BATCH
+        batch.items < LINES_PER_BATCH
             && self.transcript.pending_events() < EVENTS_PER_BATCH
             && batch.bytes < self.settings.buffer_budget / 2
     }
