@@ -15,7 +15,7 @@ use tokio::time::{sleep_until, Instant};
 use tokio_util::sync::CancellationToken;
 
 use super::budget::{self, BatchSender, EVENTS_PER_BATCH};
-use super::lines::Line;
+use super::lines::{Line, LineChunk};
 use super::process::signal_group;
 use super::protocol::Outbox;
 use super::stderr::{LogFollower, StderrCapture};
@@ -311,14 +311,28 @@ impl Core {
         self.escalate();
     }
 
-    fn handle(&mut self, item: SourceItem) {
+    /// Handles one output item, counted into `batch`. A chunk of lines is handled line by line
+    /// while the batch has room; what is left of it is returned, to be read first next time.
+    fn handle(&mut self, item: SourceItem, batch: &mut BatchSize) -> Option<LineChunk> {
+        batch.saw_line |= matches!(item, SourceItem::Line(_) | SourceItem::Lines(_));
+        // Every item counts once, a chunk once per line it hands out.
+        if !matches!(item, SourceItem::Lines(_)) {
+            batch.add(0);
+        }
         match item {
-            SourceItem::Line(Line::Complete(bytes)) => self.handle_line(&bytes),
-            // `handle_ready` splits a chunk itself, within the batch's limits; one handed here goes whole.
             SourceItem::Lines(mut chunk) => {
                 while let Some(line) = chunk.next_line() {
+                    batch.add(line.len());
                     self.handle_line(line);
+                    if !self.room_in(batch) {
+                        break;
+                    }
                 }
+                return Some(chunk);
+            }
+            SourceItem::Line(Line::Complete(bytes)) => {
+                batch.bytes += bytes.len();
+                self.handle_line(&bytes);
             }
             SourceItem::Line(Line::Oversize { bytes }) => {
                 self.oversized_lines += 1;
@@ -342,6 +356,7 @@ impl Core {
             }
             SourceItem::Malformed(error) => self.transcript.unparsed(error, "recording", None),
         }
+        None
     }
 
     /// One stderr line for a protocol that reads them (live, left over at the end, or recorded).
@@ -387,24 +402,10 @@ impl Core {
         while let Some(item) = next.take() {
             match item {
                 None => self.source_done = true,
-                Some(Ok(SourceItem::Lines(mut chunk))) => {
-                    batch.saw_line = true;
-                    while let Some(line) = chunk.next_line() {
-                        batch.add(line.len());
-                        self.handle_line(line);
-                        if !self.room_in(&batch) {
-                            break;
-                        }
-                    }
-                    source.put_back(chunk);
-                }
                 Some(Ok(item)) => {
-                    batch.add(match &item {
-                        SourceItem::Line(Line::Complete(line)) => line.len(),
-                        _ => 0,
-                    });
-                    batch.saw_line |= matches!(item, SourceItem::Line(_));
-                    self.handle(item);
+                    if let Some(rest) = self.handle(item, &mut batch) {
+                        source.put_back(rest);
+                    }
                 }
                 Some(Err(e)) => {
                     self.fatal.get_or_insert(AgentError::Io(e));
