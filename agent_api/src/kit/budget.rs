@@ -265,11 +265,14 @@ fn opt(s: &Option<String>) -> usize {
 /// counted once per native line by the driver, not here.
 pub(crate) fn weight(event: &UniversalEvent) -> usize {
     // `time` and the session ids are shared with the transcript and the other events.
-    let envelope = std::mem::size_of::<UniversalEvent>() + string(&event.event_id);
+    // The id is inline (its bytes are in the struct) except for a long one read back.
+    let id = if event.event_id.len() > std::mem::size_of::<crate::universal::EventId>() { string(&event.event_id) } else { 0 };
+    let envelope = std::mem::size_of::<UniversalEvent>() + id;
     envelope
         + match &event.body {
             // The ids are shared by every delta of the item.
-            Body::ItemDelta(d) => string(&d.delta),
+            // Its room, not its length: an answer's joined deltas hold room for more.
+            Body::ItemDelta(d) => d.delta.capacity() + PER_ALLOCATION,
             Body::ItemStarted(d) | Body::ItemCompleted(d) => item_weight(&d.item),
             // Status-like events: a few short strings.
             _ => 256,

@@ -1,5 +1,7 @@
 //! A line reader whose memory stays bounded whatever the agent prints.
 
+use std::sync::Arc;
+
 use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 
 /// Default cap of one native line: 16 MiB.
@@ -28,17 +30,19 @@ pub enum Line {
 /// assert_eq!(chunk.next_line(), Some(&b"two"[..]));
 /// assert!(chunk.is_empty());
 /// ```
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone)]
 pub struct LineChunk {
     bytes: Vec<u8>,
     /// Where the next line starts.
     at: usize,
+    /// Where the buffer goes once the chunk is dropped: back to the reader that filled it.
+    home: Option<Arc<SpareBuffer>>,
 }
 
 impl LineChunk {
     /// The lines of `bytes`, which must end in `\n` (`None` otherwise).
     pub fn new(bytes: Vec<u8>) -> Option<Self> {
-        (bytes.last() == Some(&b'\n')).then_some(Self { bytes, at: 0 })
+        (bytes.last() == Some(&b'\n')).then_some(Self { bytes, at: 0, home: None })
     }
 
     /// The next line, without its terminator (`\n` or `\r\n`).
@@ -58,6 +62,48 @@ impl LineChunk {
     /// Bytes of the lines not handed out yet.
     pub fn remaining(&self) -> usize {
         self.bytes.len().saturating_sub(self.at)
+    }
+}
+
+impl PartialEq for LineChunk {
+    fn eq(&self, other: &Self) -> bool {
+        self.bytes[self.at.min(self.bytes.len())..] == other.bytes[other.at.min(other.bytes.len())..]
+    }
+}
+
+impl Eq for LineChunk {}
+
+impl Drop for LineChunk {
+    fn drop(&mut self) {
+        if let Some(home) = self.home.take() {
+            home.put(std::mem::take(&mut self.bytes));
+        }
+    }
+}
+
+/// The buffer of a dropped chunk, kept for the reader's next one. A new 32 KiB allocation per
+/// chunk cost more than the lines' own handling: freed, it made the allocator give the pages
+/// back and merge its free lists, and the next one faulted them in again.
+#[derive(Default)]
+struct SpareBuffer(std::sync::Mutex<Vec<u8>>);
+
+impl SpareBuffer {
+    /// The spare buffer, emptied (a new one if none is spare).
+    fn take(&self) -> Vec<u8> {
+        self.0.try_lock().map(|mut spare| std::mem::take(&mut *spare)).unwrap_or_default()
+    }
+
+    /// Keeps `bytes` (emptied) unless a buffer is already spare or it is larger than any chunk.
+    fn put(&self, mut bytes: Vec<u8>) {
+        if bytes.capacity() > 2 * CHUNK_TARGET {
+            return;
+        }
+        if let Ok(mut spare) = self.0.try_lock() {
+            if spare.capacity() == 0 {
+                bytes.clear();
+                *spare = bytes;
+            }
+        }
     }
 }
 
@@ -101,12 +147,13 @@ pub struct BoundedLineReader<R> {
     reader: R,
     cap: usize,
     buf: Vec<u8>,
+    spare: Arc<SpareBuffer>,
 }
 
 impl<R: AsyncBufRead + Unpin> BoundedLineReader<R> {
     /// A reader over `reader` with a per-line cap of `cap` bytes.
     pub fn new(reader: R, cap: usize) -> Self {
-        Self { reader, cap, buf: Vec::new() }
+        Self { reader, cap, buf: Vec::new(), spare: Arc::default() }
     }
 
     /// Every whole line waiting in the buffer at once (up to about 32 KiB of them), or, when
@@ -123,7 +170,9 @@ impl<R: AsyncBufRead + Unpin> BoundedLineReader<R> {
                 None => memchr::memchr(b'\n', available).map(|first| first + 1).filter(|&end| end <= self.cap),
             };
             if let Some(end) = end {
-                let chunk = LineChunk { bytes: available[..end].to_vec(), at: 0 };
+                let mut bytes = self.spare.take();
+                bytes.extend_from_slice(&available[..end]);
+                let chunk = LineChunk { bytes, at: 0, home: Some(self.spare.clone()) };
                 self.reader.consume(end);
                 return Ok(Some(Lines::Chunk(chunk)));
             }
@@ -285,5 +334,39 @@ mod tests {
     async fn a_line_exactly_at_the_cap_is_kept() {
         let out = read_all(b"0123456789\n", 10).await;
         assert_eq!(out, [Line::Complete(b"0123456789".to_vec())]);
+    }
+
+    async fn next_chunk(lines: &mut BoundedLineReader<impl AsyncBufRead + Unpin>) -> LineChunk {
+        match lines.next_lines().await.unwrap() {
+            Some(Lines::Chunk(chunk)) => chunk,
+            other => panic!("expected a chunk, got {other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_dropped_chunk_gives_its_buffer_to_the_next_one_and_a_kept_chunk_does_not() {
+        let input = b"one\ntwo\n".repeat(4);
+        // A buffer of one chunk's size: each read is one chunk.
+        let mut lines = BoundedLineReader::new(tokio::io::BufReader::with_capacity(8, &input[..]), 64);
+        let spare = |lines: &BoundedLineReader<_>| lines.spare.0.lock().unwrap().capacity();
+        let first = next_chunk(&mut lines).await;
+        let kept = next_chunk(&mut lines).await;
+        assert_eq!(spare(&lines), 0, "nothing is spare while both chunks live");
+        let first_buffer = first.bytes.as_ptr();
+        drop(first);
+        assert!(spare(&lines) >= 8, "the dropped chunk's buffer is kept");
+        let third = next_chunk(&mut lines).await;
+        assert_eq!(third.bytes.as_ptr(), first_buffer, "and the next chunk reads into it");
+        assert_eq!(spare(&lines), 0);
+        assert_eq!(third, kept, "with its own lines");
+    }
+
+    #[test]
+    fn a_buffer_larger_than_any_chunk_is_not_kept() {
+        let spare = SpareBuffer::default();
+        spare.put(Vec::with_capacity(4 * CHUNK_TARGET));
+        assert_eq!(spare.take().capacity(), 0);
+        spare.put(Vec::with_capacity(CHUNK_TARGET));
+        assert!(spare.take().capacity() >= CHUNK_TARGET);
     }
 }

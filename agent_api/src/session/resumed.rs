@@ -14,7 +14,7 @@ use crate::error::AgentError;
 use crate::kit::budget::{self, BatchSender};
 use crate::request::{Prompt, RunRequest, SessionSelector};
 use crate::run::{ControlMessage, RunCompletion, RunControl, RunGuard, RunHandle, ViewNeeds};
-use crate::universal::{SessionEnd, Transcript, UniversalEvent, UniversalEventBody};
+use crate::universal::{EventId, SessionEnd, Transcript, UniversalEvent, UniversalEventBody};
 
 /// Where the session's transcript stands between turns.
 struct Rewriter {
@@ -33,7 +33,7 @@ impl Rewriter {
         self.next_sequence += 1;
         let session_id = self.transcript.session_id();
         let short = session_id.get(5..13).unwrap_or(session_id);
-        event.event_id = format!("evt_{short}_{sequence}");
+        event.event_id = EventId::numbered(short, sequence);
         event.sequence = sequence;
         event.session_id = session_id.into();
         // Each run numbers its items from 1: the turn number keeps them unique in the session.
@@ -69,7 +69,7 @@ impl Rewriter {
             .map(|mut event| {
                 event.sequence = self.next_sequence;
                 self.next_sequence += 1;
-                event.event_id = format!("{}_s", event.event_id);
+                event.event_id = event.event_id.with_suffix("_s");
                 event
             })
             .collect()

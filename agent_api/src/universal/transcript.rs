@@ -7,6 +7,7 @@ use foldhash::HashMap;
 
 use serde_json::Value;
 
+use super::event_id::EventId;
 use super::item::{ContentPart, ItemKind, ItemRole, ItemStatus, UniversalItem};
 use super::types::*;
 use crate::error::AgentError;
@@ -237,13 +238,8 @@ impl Transcript {
         let sequence = self.next_sequence;
         self.next_sequence += 1;
         let short = self.session_id.get(5..13).unwrap_or(&self.session_id);
-        let mut event_id = String::with_capacity(4 + short.len() + 1 + 20);
-        event_id.push_str("evt_");
-        event_id.push_str(short);
-        event_id.push('_');
-        push_decimal(&mut event_id, sequence);
         self.events.push(UniversalEvent {
-            event_id,
+            event_id: EventId::numbered(short, sequence),
             sequence,
             time: self.now.get_or_insert_with(|| now_rfc3339().into()).clone(),
             session_id: self.session_id.clone(),
@@ -269,7 +265,7 @@ impl Transcript {
     pub fn start_item(&mut self, new: NewItem) -> String {
         let mut item_id = String::with_capacity(4 + 20);
         item_id.push_str("itm_");
-        push_decimal(&mut item_id, self.next_item);
+        item_id.push_str(itoa::Buffer::new().format(self.next_item));
         self.next_item += 1;
         let item = UniversalItem {
             item_id: item_id.clone(),
@@ -316,14 +312,23 @@ impl Transcript {
             open.assembled.reserve(kept.len().max(STREAM_START));
         }
         open.assembled.push_str(kept);
-        if self.merge_answer_deltas && open.answer && self.raw.is_none() {
+        let merging = self.merge_answer_deltas && open.answer && self.raw.is_none();
+        if merging {
             if let Some(waiting) = self.events.last_mut().and_then(|last| delta_text_of(last, &open.id, source)) {
                 waiting.push_str(text.as_ref());
                 return;
             }
         }
+        let delta = if merging {
+            // The deltas that follow join this one: room for a few at once, not a copy per join.
+            let mut joined = String::with_capacity(text.as_ref().len().max(STREAM_START));
+            joined.push_str(text.as_ref());
+            joined
+        } else {
+            text.into()
+        };
         let (item_id, native_item_id) = (open.id.clone(), open.native_id.clone());
-        self.emit(source, UniversalEventBody::ItemDelta(ItemDeltaData { item_id, native_item_id, delta: text.into() }));
+        self.emit(source, UniversalEventBody::ItemDelta(ItemDeltaData { item_id, native_item_id, delta }));
     }
 
     /// Streams a fragment for the item with this provider id; when that item is not known yet,
@@ -522,22 +527,6 @@ fn delta_text_of<'e>(event: &'e mut UniversalEvent, item_id: &Arc<str>, source: 
         }
         _ => None,
     }
-}
-
-/// Appends `n` in decimal: the event id is built for every event, and `format!` costs more
-/// than the digits.
-fn push_decimal(out: &mut String, mut n: u64) {
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend(digits[at..].iter().map(|&d| char::from(d)));
 }
 
 fn now_rfc3339() -> String {

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::event_id::EventId;
 use super::item::UniversalItem;
 use crate::request::ToolCategory;
 
@@ -15,7 +16,7 @@ use crate::request::ToolCategory;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct UniversalEvent {
     /// Unique id (`evt_…`).
-    pub event_id: String,
+    pub event_id: EventId,
     /// Position in the session, from 1, with no gaps.
     pub sequence: u64,
     /// RFC 3339 UTC time, shared by the events emitted together.

@@ -13,6 +13,13 @@ use serde_json::{json, Value};
 
 use crate::wire::{AgentLine, ClientLine, FlatAgentLine, LeadingLine};
 
+/// Where a shell call runs: what its result repeats.
+#[derive(Debug, Default)]
+struct CallPlace {
+    command: Option<String>,
+    cwd: Option<String>,
+}
+
 /// The converter of the scripted agent's protocol.
 #[derive(Debug)]
 pub struct ScriptedProtocol {
@@ -22,8 +29,9 @@ pub struct ScriptedProtocol {
     error: Option<(String, String)>,
     /// Serving a live session: each `done` ends a turn, not the run.
     session: bool,
-    /// The metadata of calls whose result has not come, by call id: the result carries their command.
-    calls: HashMap<String, ToolMeta>,
+    /// The command and directory of calls whose result has not come, by call id: the result
+    /// carries them.
+    calls: HashMap<String, CallPlace>,
 }
 
 impl ScriptedProtocol {
@@ -84,7 +92,7 @@ impl ScriptedProtocol {
                 let parent = ctx.transcript.item_by_native(&message_id).map(str::to_string);
                 let meta = ToolMeta { kind: "command_execution".into(), tool_name: Some(name.clone()), ..ToolMeta::default() }
                     .with_shell_fields(&input);
-                self.calls.insert(call_id.clone(), meta.clone());
+                self.calls.insert(call_id.clone(), CallPlace { command: meta.command.clone(), cwd: meta.cwd.clone() });
                 let new = NewItem::tool_call(name, input.to_string(), call_id.clone()).native(call_id).parent(parent).tool(meta);
                 let id = ctx.transcript.start_item(new);
                 ctx.transcript.complete_item(&id);
