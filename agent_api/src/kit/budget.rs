@@ -6,8 +6,9 @@
 //! weight in permits of one semaphore until the caller has taken its last event.
 //!
 //! Events the SDK itself consumes (the wrapper view projects each universal event, then has no
-//! use for it) stay in their batch, and the batch goes back to the driver whole, to be emptied
-//! there and to gather a later batch in. With the system
+//! use for it) stay in their batch, and the batch goes back to the driver whole: there the
+//! transcript frees one of its events for each new event it builds, and its vector gathers a
+//! later batch. With the system
 //! allocator, memory allocated on one thread and freed on another takes the allocating thread's
 //! arena lock for every free: with the driver and the caller on two threads, the two contended
 //! for it on every event, which made a wrapper-view run cost up to three times its own work.
@@ -131,22 +132,24 @@ impl BatchSender {
         self.tx.send(Batch { events, weight: room.0 }).map_err(|_| Closed)
     }
 
-    /// Empties, on this (the driver's) thread, the batches the caller's side gave back, and
-    /// keeps a few to hold later batches: a batch vector freed made the allocator merge its free
-    /// lists (it is over glibc's 64 KiB consolidation threshold once merged with its
-    /// neighbours), and a new one was allocated for the next batch anyway.
+    /// Takes back, on this (the driver's) thread, the batches the caller's side is done with,
+    /// and keeps a few whole to hold later batches (the others are freed here): a batch vector
+    /// freed made the allocator merge its free lists (it is over glibc's 64 KiB consolidation
+    /// threshold once merged with its neighbours), and a new one was allocated for the next
+    /// batch anyway.
     fn reclaim(&self) {
         let Ok(mut returned) = self.returned.try_lock() else { return };
-        while let Ok(mut batch) = returned.rx.try_recv() {
-            batch.clear();
-            let useful = batch.capacity() >= EVENTS_PER_BATCH && batch.capacity() <= 2 * EVENTS_PER_BATCH;
+        while let Ok(batch) = returned.rx.try_recv() {
+            let useful = batch.capacity() <= 2 * EVENTS_PER_BATCH;
             if useful && returned.spares.len() < SPARES {
                 returned.spares.push(batch);
             }
         }
     }
 
-    /// An emptied batch vector to gather the next batch in, if one came back.
+    /// A batch vector back from the caller's side, to gather the next batch in, if one came
+    /// back. It still holds the spent events: the transcript frees them one by one as it builds
+    /// new ones (see [`crate::universal::Transcript`]'s `take_events_reusing`).
     pub(crate) fn spare(&self) -> Option<Vec<UniversalEvent>> {
         self.reclaim();
         self.returned.try_lock().ok()?.spares.pop()
@@ -338,7 +341,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn events_the_view_hands_back_are_freed_by_the_sender_with_its_next_batch() {
+    async fn events_the_view_hands_back_go_back_to_the_sender_with_its_next_batch() {
         let (tx, mut rx) = channel(1 << 20);
         let payload = Arc::new(serde_json::json!({"native": "line"}));
         let mut batch = events(1);
@@ -353,7 +356,9 @@ mod tests {
         }
         assert_eq!(Arc::strong_count(&payload), 4, "the three events went back to the sender, not freed here");
         tx.send(events(1), 10).await.ok().unwrap();
-        assert_eq!(Arc::strong_count(&payload), 1, "the sender freed them with its next batch");
+        let back: usize = std::iter::from_fn(|| tx.spare()).map(|spare| spare.len()).sum();
+        assert_eq!(back, 3, "they came back to the sender, for the transcript to free as it builds new events");
+        assert_eq!(Arc::strong_count(&payload), 1);
     }
 
     #[tokio::test]
@@ -374,9 +379,11 @@ mod tests {
         }
         assert_eq!(sequences, (1..=count as u64).collect::<Vec<_>>(), "every event, in order, once");
         assert_eq!(rx.buffered_bytes(), 0, "a batch read to its end gives its bytes back");
-        let spare = tx.spare().expect("the read batch came back");
-        assert_eq!(Arc::strong_count(&payload), 1, "its events were freed by the sender");
-        assert!(spare.is_empty() && spare.capacity() == capacity, "the same vector, emptied");
+        let mut spare = tx.spare().expect("the read batch came back");
+        assert_eq!(Arc::strong_count(&payload), count + 1, "its events came back with it, to be freed by the sender");
+        assert!(spare.len() == count && spare.capacity() == capacity, "the same vector");
+        spare.clear();
+        assert_eq!(Arc::strong_count(&payload), 1);
     }
 
     /// glibc consolidates its free lists whenever a chunk of 64 KiB or more is freed: a full

@@ -83,6 +83,9 @@ pub struct Transcript {
     requests_changed: u64,
     now: Option<Arc<str>>,
     events: Vec<UniversalEvent>,
+    /// Events the caller is done with, back from the driver's earlier batches: each new event
+    /// frees one (see [`Transcript::take_events_reusing`]).
+    spent: Vec<UniversalEvent>,
     /// Whether an answer's delta joins the one just before it while both wait to be taken.
     merge_answer_deltas: bool,
 }
@@ -112,6 +115,7 @@ impl Transcript {
             requests_changed: 0,
             now: None,
             events: Vec::new(),
+            spent: Vec::new(),
             merge_answer_deltas: false,
         }
     }
@@ -197,10 +201,22 @@ impl Transcript {
         self.take_events_reusing(None)
     }
 
-    /// [`Transcript::take_events`], gathering the next batch in `spare` (an emptied earlier
-    /// batch) when its room fits about as many events as this batch had.
+    /// [`Transcript::take_events`], gathering the next batch in `spare` (an earlier batch,
+    /// back with its spent events) when its room fits about as many events as this batch had.
+    ///
+    /// The spent events are not freed at once: each event built from now on frees one. Freed
+    /// together, a batch's events overflowed the allocator's per-thread cache of each size, and
+    /// every free and the next batch's every allocation took its slow path; one freed per one
+    /// built, the cache hands each freed block to the next allocation of its size.
     pub(crate) fn take_events_reusing(&mut self, spare: Option<Vec<UniversalEvent>>) -> Vec<UniversalEvent> {
         self.now = None;
+        // The batch back becomes the spent events; the vector they were in before (emptied: what
+        // is left of that earlier batch is freed now) gathers the next batch.
+        let spare = spare.map(|mut spare| {
+            self.spent.clear();
+            std::mem::swap(&mut self.spent, &mut spare);
+            spare
+        });
         let len = self.events.len();
         // The next batch is likely about as long as this one (a batch ends at the line that
         // takes it past its size, and a line may add a few events): room for that at once,
@@ -235,6 +251,7 @@ impl Transcript {
     }
 
     fn push(&mut self, source: EventSource, body: UniversalEventBody) {
+        drop(self.spent.pop());
         let sequence = self.next_sequence;
         self.next_sequence += 1;
         let short = self.session_id.get(5..13).unwrap_or(&self.session_id);

@@ -207,3 +207,30 @@ fn every_delta_is_its_own_event_unless_merging_is_asked_for() {
     let events: Vec<_> = t.drain().collect();
     assert_eq!(deltas(&events), [(answer.as_str(), "Hel"), (answer.as_str(), "lo")]);
 }
+
+#[test]
+fn a_batch_back_from_the_caller_is_freed_one_event_per_new_event() {
+    let mut t = Transcript::new("sess_1".into(), false);
+    t.session_started(None);
+    let payload = Arc::new(serde_json::json!({"native": "line"}));
+    for i in 0..4 {
+        t.status("working", Some(format!("step {i}")));
+    }
+    let mut spent = t.take_events_reusing(None);
+    for event in &mut spent {
+        event.raw = Some(payload.clone());
+    }
+    let held = spent.len();
+    assert_eq!(Arc::strong_count(&payload), held + 1);
+    // The caller read `spent`; it comes back to gather a batch in.
+    t.daemon_status("next", None);
+    let first = t.take_events_reusing(Some(spent));
+    assert_eq!(Arc::strong_count(&payload), held + 1, "taking the batch back frees nothing yet");
+    for freed in 1..=2 {
+        t.status("working", None);
+        assert_eq!(Arc::strong_count(&payload), held + 1 - 2 * freed, "each new event (two a status) frees one spent");
+    }
+    let second = t.take_events_reusing(Some(first));
+    assert_eq!(Arc::strong_count(&payload), 1, "what was left is freed when the next batch comes back");
+    assert_eq!(second.len(), 4);
+}
