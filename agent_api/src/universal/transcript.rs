@@ -72,6 +72,9 @@ pub struct Transcript {
     open: Vec<Arc<str>>,
     items: HashMap<Arc<str>, OpenItem>,
     by_native: NativeIndex,
+    /// The provider and daemon ids of the item last opened with a provider id, while it is
+    /// open: most lines of a stream name the item opened just before (two hash lookups saved).
+    last_opened: Option<(Arc<str>, Arc<str>)>,
     permissions: HashMap<String, PermissionEventData>,
     questions: HashMap<String, QuestionEventData>,
     last_assistant_text: Option<String>,
@@ -106,6 +109,7 @@ impl Transcript {
             open: Vec::new(),
             items: HashMap::default(),
             by_native: NativeIndex::default(),
+            last_opened: None,
             permissions: HashMap::default(),
             questions: HashMap::default(),
             last_assistant_text: None,
@@ -183,6 +187,11 @@ impl Transcript {
     /// The daemon id of the open item with this provider id, shared (no allocation): what a
     /// backend streams deltas to.
     pub fn open_item_by_native(&self, native_item_id: &str) -> Option<Arc<str>> {
+        if let Some((native, id)) = &self.last_opened {
+            if **native == *native_item_id {
+                return Some(id.clone());
+            }
+        }
         self.items.get(self.by_native.get(native_item_id)?).map(|open| open.id.clone())
     }
 
@@ -298,6 +307,7 @@ impl Transcript {
         let (id, native_id): (Arc<str>, Option<Arc<str>>) = (Arc::from(item_id.as_str()), item.native_item_id.as_deref().map(Arc::from));
         if let Some(native) = &native_id {
             self.by_native.insert(native.clone(), id.clone());
+            self.last_opened = Some((native.clone(), id.clone()));
         }
         let answer = item.is_answer();
         let item = Arc::new(item);
@@ -388,6 +398,9 @@ impl Transcript {
             return;
         };
         self.open.retain(|id| **id != *item_id);
+        if self.last_opened.as_ref().is_some_and(|(_, id)| *id == open.id) {
+            self.last_opened = None;
+        }
         let mut item = Arc::unwrap_or_clone(open.item);
         if let Some(native) = &item.native_item_id {
             let native = match &open.native_id {

@@ -234,3 +234,21 @@ fn a_batch_back_from_the_caller_is_freed_one_event_per_new_event() {
     assert_eq!(Arc::strong_count(&payload), 1, "what was left is freed when the next batch comes back");
     assert_eq!(second.len(), 4);
 }
+
+#[test]
+fn an_item_is_found_by_its_provider_id_only_while_it_is_open_and_a_reused_id_finds_the_newer_item() {
+    let mut t = Transcript::new("sess_1".into(), false);
+    let first = t.start_item(NewItem::message(ItemRole::Assistant).native("msg_1"));
+    let other = t.start_item(NewItem::message(ItemRole::Assistant).native("msg_2"));
+    assert_eq!(t.open_item_by_native("msg_1").as_deref(), Some(first.as_str()), "not only the last one opened");
+    assert_eq!(t.open_item_by_native("msg_2").as_deref(), Some(other.as_str()));
+    t.complete_item(&other);
+    assert_eq!(t.open_item_by_native("msg_2"), None, "closed");
+    let reused = t.start_item(NewItem::message(ItemRole::Assistant).native("msg_1"));
+    assert_eq!(t.open_item_by_native("msg_1").as_deref(), Some(reused.as_str()), "the newer item with that id");
+    // An item whose provider id was taken away is no longer found once closed either.
+    t.update_item(&reused, |item| item.native_item_id = None);
+    t.complete_item(&reused);
+    assert_eq!(t.open_item_by_native("msg_1"), None);
+    assert_eq!(t.open_item_by_native("msg_3"), None);
+}
