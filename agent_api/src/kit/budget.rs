@@ -140,6 +140,9 @@ impl BatchSender {
     fn reclaim(&self) {
         let Ok(mut returned) = self.returned.try_lock() else { return };
         while let Ok(batch) = returned.rx.try_recv() {
+            // Only the newest batch back keeps its events for the transcript to free: spent
+            // events held longer would be memory outside the budget.
+            returned.spares.iter_mut().for_each(Vec::clear);
             let useful = batch.capacity() <= 2 * EVENTS_PER_BATCH;
             if useful && returned.spares.len() < SPARES {
                 returned.spares.push(batch);
@@ -341,7 +344,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn events_the_view_hands_back_go_back_to_the_sender_with_its_next_batch() {
+    async fn events_the_view_hands_back_go_back_to_the_sender_and_only_the_newest_batch_keeps_them() {
         let (tx, mut rx) = channel(1 << 20);
         let payload = Arc::new(serde_json::json!({"native": "line"}));
         let mut batch = events(1);
@@ -356,8 +359,10 @@ mod tests {
         }
         assert_eq!(Arc::strong_count(&payload), 4, "the three events went back to the sender, not freed here");
         tx.send(events(1), 10).await.ok().unwrap();
+        // Two of them came back with the batch the view finished, the third after it.
+        assert_eq!(Arc::strong_count(&payload), 2, "the sender freed the older batch back");
         let back: usize = std::iter::from_fn(|| tx.spare()).map(|spare| spare.len()).sum();
-        assert_eq!(back, 3, "they came back to the sender, for the transcript to free as it builds new events");
+        assert_eq!(back, 1, "the newest keeps its event, for the transcript to free as it builds new ones");
         assert_eq!(Arc::strong_count(&payload), 1);
     }
 
