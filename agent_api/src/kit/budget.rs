@@ -278,7 +278,10 @@ pub(crate) fn weight(event: &UniversalEvent) -> usize {
         + match &event.body {
             // The ids are shared by every delta of the item.
             // Its room, not its length: an answer's joined deltas hold room for more.
-            Body::ItemDelta(d) => d.delta.capacity() + PER_ALLOCATION,
+            Body::ItemDelta(d) => match d.delta.heap_capacity() {
+                0 => 0,
+                room => room + PER_ALLOCATION,
+            },
             Body::ItemStarted(d) | Body::ItemCompleted(d) => item_weight(&d.item),
             // Status-like events: a few short strings.
             _ => 256,

@@ -6,13 +6,13 @@
 //! rules (session start/end, stub item starts, the single synthetic delta, open items closed at
 //! the end).
 
-mod event_id;
+mod inline;
 mod item;
 mod shell;
 mod transcript;
 mod types;
 
-pub use event_id::EventId;
+pub use inline::{DeltaText, EventId};
 pub use item::{ContentPart, FileAction, ItemKind, ItemRole, ItemStatus, ReasoningVisibility, ToolCallRef, ToolMeta, UniversalItem};
 pub use shell::{shell_fields, SHELL_FIELD_BOUND};
 pub(crate) use transcript::STREAM_START;

@@ -7,7 +7,7 @@ use foldhash::HashMap;
 
 use serde_json::Value;
 
-use super::event_id::EventId;
+use super::inline::{DeltaText, EventId};
 use super::item::{ContentPart, ItemKind, ItemRole, ItemStatus, UniversalItem};
 use super::types::*;
 use crate::error::AgentError;
@@ -348,11 +348,14 @@ impl Transcript {
         }
         let delta = if merging {
             // The deltas that follow join this one: room for a few at once, not a copy per join.
-            let mut joined = String::with_capacity(text.as_ref().len().max(STREAM_START));
+            let mut joined = DeltaText::with_capacity(text.as_ref().len().max(STREAM_START));
             joined.push_str(text.as_ref());
             joined
+        } else if text.as_ref().len() <= DeltaText::INLINE {
+            // Kept inline: an owned text's allocation would only be freed.
+            DeltaText::from(text.as_ref())
         } else {
-            text.into()
+            DeltaText::from(text.into())
         };
         let (item_id, native_item_id) = (open.id.clone(), open.native_id.clone());
         self.emit(source, UniversalEventBody::ItemDelta(ItemDeltaData { item_id, native_item_id, delta }));
@@ -424,7 +427,7 @@ impl Transcript {
                     UniversalEventBody::ItemDelta(ItemDeltaData {
                         item_id: open.id.clone(),
                         native_item_id: open.native_id.clone(),
-                        delta: full,
+                        delta: full.into(),
                     }),
                 );
             }
@@ -550,7 +553,7 @@ impl Transcript {
 
 /// The text of `event` when it is a delta of the item `item_id` from `source`, with no raw
 /// payload: a delta that another of the same item can join.
-fn delta_text_of<'e>(event: &'e mut UniversalEvent, item_id: &Arc<str>, source: EventSource) -> Option<&'e mut String> {
+fn delta_text_of<'e>(event: &'e mut UniversalEvent, item_id: &Arc<str>, source: EventSource) -> Option<&'e mut DeltaText> {
     match &mut event.body {
         UniversalEventBody::ItemDelta(delta) if Arc::ptr_eq(&delta.item_id, item_id) && event.source == source && event.raw.is_none() => {
             Some(&mut delta.delta)

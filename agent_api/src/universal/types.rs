@@ -5,7 +5,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::event_id::EventId;
+use super::inline::{DeltaText, EventId};
 use super::item::UniversalItem;
 use crate::request::ToolCategory;
 
@@ -290,7 +290,7 @@ pub struct ItemDeltaData {
     /// The provider's id of that item (shared by every delta of the item).
     pub native_item_id: Option<Arc<str>>,
     /// The text fragment.
-    pub delta: String,
+    pub delta: DeltaText,
 }
 
 /// Data of `error`.
