@@ -262,6 +262,14 @@ fn string(s: &str) -> usize {
     s.len() + PER_ALLOCATION
 }
 
+/// An inline string's weight beyond its struct: its heap room, if it has any.
+fn heap_text(room: usize) -> usize {
+    match room {
+        0 => 0,
+        room => room + PER_ALLOCATION,
+    }
+}
+
 fn opt(s: &Option<String>) -> usize {
     s.as_deref().map_or(0, string)
 }
@@ -272,16 +280,12 @@ fn opt(s: &Option<String>) -> usize {
 pub(crate) fn weight(event: &UniversalEvent) -> usize {
     // `time` and the session ids are shared with the transcript and the other events.
     // The id is inline (its bytes are in the struct) except for a long one read back.
-    let id = if event.event_id.len() > std::mem::size_of::<crate::universal::EventId>() { string(&event.event_id) } else { 0 };
-    let envelope = std::mem::size_of::<UniversalEvent>() + id;
+    let envelope = std::mem::size_of::<UniversalEvent>() + heap_text(event.event_id.heap_capacity());
     envelope
         + match &event.body {
             // The ids are shared by every delta of the item.
             // Its room, not its length: an answer's joined deltas hold room for more.
-            Body::ItemDelta(d) => match d.delta.heap_capacity() {
-                0 => 0,
-                room => room + PER_ALLOCATION,
-            },
+            Body::ItemDelta(d) => heap_text(d.delta.heap_capacity()),
             Body::ItemStarted(d) | Body::ItemCompleted(d) => item_weight(&d.item),
             // Status-like events: a few short strings.
             _ => 256,

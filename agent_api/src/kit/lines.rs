@@ -47,6 +47,7 @@ impl LineChunk {
 
     /// The next line, without its terminator (`\n` or `\r\n`).
     pub fn next_line(&mut self) -> Option<&[u8]> {
+        // The field, not `rest()`: the line borrows the bytes while `at` moves on.
         let rest = self.bytes.get(self.at..).filter(|rest| !rest.is_empty())?;
         let end = memchr::memchr(b'\n', rest).unwrap_or(rest.len());
         self.at += end + 1;
@@ -56,18 +57,23 @@ impl LineChunk {
 
     /// Whether every line was handed out.
     pub fn is_empty(&self) -> bool {
-        self.at >= self.bytes.len()
+        self.rest().is_empty()
     }
 
     /// Bytes of the lines not handed out yet.
     pub fn remaining(&self) -> usize {
-        self.bytes.len().saturating_sub(self.at)
+        self.rest().len()
+    }
+
+    /// The lines not handed out yet (`at` is past the end after a last line without `\n`).
+    fn rest(&self) -> &[u8] {
+        self.bytes.get(self.at..).unwrap_or_default()
     }
 }
 
 impl PartialEq for LineChunk {
     fn eq(&self, other: &Self) -> bool {
-        self.bytes[self.at.min(self.bytes.len())..] == other.bytes[other.at.min(other.bytes.len())..]
+        self.rest() == other.rest()
     }
 }
 

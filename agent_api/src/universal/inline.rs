@@ -36,6 +36,16 @@ macro_rules! inline_string {
             pub fn as_str(&self) -> &str {
                 &self.0
             }
+
+            /// The room it holds on the heap, in bytes (0 when inline): what it weighs in the
+            /// byte budget beyond its event.
+            pub(crate) fn heap_capacity(&self) -> usize {
+                if self.0.is_heap_allocated() {
+                    self.0.capacity()
+                } else {
+                    0
+                }
+            }
         }
 
         impl Deref for $name {
@@ -162,16 +172,6 @@ impl DeltaText {
     /// Appends `text` (an answer's deltas joined while they wait).
     pub(crate) fn push_str(&mut self, text: &str) {
         self.0.push_str(text);
-    }
-
-    /// The room it holds on the heap, in bytes (0 when inline): what it weighs in the byte
-    /// budget beyond its event.
-    pub(crate) fn heap_capacity(&self) -> usize {
-        if self.0.is_heap_allocated() {
-            self.0.capacity()
-        } else {
-            0
-        }
     }
 }
 
