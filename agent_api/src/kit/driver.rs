@@ -506,8 +506,15 @@ impl Core {
                     self.on_caller_wait_over();
                 }
             }
-            self.stage();
+            let handed_over = self.stage();
             self.track_caller_waits();
+            if handed_over {
+                // The caller's task, woken by the batch, runs before this one reads on: a
+                // caller that keeps up then takes each batch as it is made, where the driver
+                // would otherwise fill the whole budget first (an agent's full pipe is always
+                // ready) and hand the caller a burst's first line only with its last.
+                tokio::task::yield_now().await;
+            }
         }
         let result = self.finish(inputs).await;
         self.flush().await;

@@ -94,6 +94,32 @@ async fn a_paused_consumer_blocks_the_agent_on_its_pipe_within_the_budget_and_ev
     assert!(completion.await.is_ok());
 }
 
+/// A consumer that keeps up gets each batch before the run reads on: the run does not fill its
+/// budget ahead of a consumer that only waits for its turn on the same thread. (The source here
+/// is always ready, as a fast agent's full pipe is, so nothing else would stop the run.)
+#[tokio::test]
+async fn a_consumer_that_keeps_up_gets_each_batch_before_the_run_reads_on() {
+    const LINES: usize = 20_000;
+    let log: String = (0..LINES).map(|i| format!("{{\"type\":\"text\",\"text\":\"{i:08} {}\"}}\n", "p".repeat(80))).collect();
+    let settings = settings();
+    let budget = settings.buffer_budget;
+    let source = agent_api::kit::transport::line_source(std::io::Cursor::new(log.into_bytes()), settings.line_cap);
+    let handle = start_run(settings, Transport::replay(source, Some(0)), Box::new(FakeProtocol::default()));
+    let (mut events, completion) = handle.into_universal();
+    let (mut deltas, mut most_buffered) = (0usize, 0usize);
+    while let Some(event) = events.next().await {
+        // Only while the deltas stream: the completed message at the end holds all their text.
+        if let UniversalEventBody::ItemDelta(_) = event.body {
+            most_buffered = most_buffered.max(events.buffered_bytes());
+            deltas += 1;
+        }
+    }
+    assert_eq!(deltas, LINES);
+    assert!(completion.await.is_ok());
+    // A batch of these deltas weighs 70-80 KiB; the budget is 1 MiB.
+    assert!(most_buffered <= budget / 8, "{most_buffered} bytes waited for a consumer that keeps up ({budget}-byte budget)");
+}
+
 /// A universal-view consumer that gives every event back (to be freed by the run) gets the same
 /// events, in order, within the same budget: giving back changes only which thread frees them.
 #[tokio::test]

@@ -9,12 +9,13 @@ use crate::universal::UniversalEvent;
 
 impl Core {
     /// Takes the events the transcript holds as the next batch (unless one still waits) and
-    /// sends it at once if the byte budget has room; otherwise it waits in `pending`.
-    pub(super) fn stage(&mut self) {
+    /// sends it at once if the byte budget has room; otherwise it waits in `pending`. Whether
+    /// a batch went to the caller.
+    pub(super) fn stage(&mut self) -> bool {
         if self.pending.is_none() {
             if self.transcript.pending_events() == 0 {
                 self.raw_bytes = 0;
-                return;
+                return false;
             }
             let spare = self.events_tx.as_ref().and_then(|tx| tx.spare());
             let events: Vec<UniversalEvent> = self.transcript.take_events_reusing(spare);
@@ -25,11 +26,11 @@ impl Core {
         let (Some(tx), Some(pending)) = (&self.events_tx, &self.pending) else {
             // Nobody listens any more; the run goes on to reap its process.
             self.pending = None;
-            return;
+            return false;
         };
         match tx.try_room(pending.weight) {
             Ok(Some(room)) => self.send_pending(Ok(room)),
-            Ok(None) => {}
+            Ok(None) => false,
             Err(closed) => self.send_pending(Err(closed)),
         }
     }
@@ -46,9 +47,9 @@ impl Core {
         }
     }
 
-    /// Sends the waiting batch into the room taken for it.
-    fn send_pending(&mut self, room: Result<Room, Closed>) {
-        let Some(Pending { events, .. }) = self.pending.take() else { return };
+    /// Sends the waiting batch into the room taken for it; whether the caller got it.
+    fn send_pending(&mut self, room: Result<Room, Closed>) -> bool {
+        let Some(Pending { events, .. }) = self.pending.take() else { return false };
         let sent = match (&self.events_tx, room) {
             (Some(tx), Ok(room)) => tx.push(events, room).is_ok(),
             _ => false,
@@ -57,6 +58,7 @@ impl Core {
             // Nobody listens any more; the run goes on to reap its process.
             self.events_tx = None;
         }
+        sent
     }
 
     /// Sends everything the transcript holds, waiting for the caller to make room.
