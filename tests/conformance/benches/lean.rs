@@ -1,7 +1,9 @@
 //! What one run costs over reading its lines: a small executable prints a 100,000-line native
 //! log (built from a recorded one), once read bare (lines + `serde_json::Value`, the floor) and
 //! once through the library (the backend's converter, the transcript, the byte budget, the
-//! wrapper view), with the consumer keeping up or pausing 1 ms every 1,000 events.
+//! wrapper view), with the consumer keeping up or pausing 1 ms every 1,000 events, on a
+//! current-thread runtime and on a multi-thread one (the consumer either on the thread that
+//! blocks on the runtime or, as an orchestrator's per-run task, on a worker).
 //!
 //! `cargo bench -p agent_api_conformance --bench lean` (targets: peak RSS ≤ floor + 4 MiB,
 //! CPU ≤ 4× floor, wall ≤ 3× floor). Each measurement runs in a fresh process of this binary, so
@@ -32,18 +34,20 @@ fn floor(log: &Path) -> usize {
 }
 
 fn library(log: &Path, backend: &str, pause: bool, runtime: &str) -> usize {
-    let runtime = match runtime {
+    let (flavour, as_task) = (runtime, runtime == "multi-task");
+    let runtime = match flavour {
         "current" => tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap(),
         _ => tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap(),
     };
-    runtime.block_on(async {
-        let protocol = match backend {
+    let (log, backend) = (log.to_path_buf(), backend.to_string());
+    let consumer = async move {
+        let protocol = match backend.as_str() {
             "codex" => agent_api_codex::CodexBackend::new(Default::default()).replay_protocol(RecordingFormat::NativeStdout),
             _ => agent_api_claude_code::ClaudeCodeBackend::default().replay_protocol(RecordingFormat::NativeStdout),
         }
         .unwrap();
         let settings = RunSettings::new(agent_api::AgentKind::from_static("lean"));
-        let transport = Transport::spawn(&CommandSpec::new(PRINTER).arg(log), settings.line_cap).unwrap();
+        let transport = Transport::spawn(&CommandSpec::new(PRINTER).arg(&log), settings.line_cap).unwrap();
         let (mut events, completion) = start_run(settings, transport, protocol).into_wrapper();
         let mut count = 0;
         while events.next().await.is_some() {
@@ -54,7 +58,13 @@ fn library(log: &Path, backend: &str, pause: bool, runtime: &str) -> usize {
         }
         let _ = completion.await;
         count
-    })
+    };
+    if as_task {
+        // As an orchestrator's per-run task would consume it: on a worker, beside the run.
+        runtime.block_on(runtime.spawn(consumer)).expect("the consumer task finished")
+    } else {
+        runtime.block_on(consumer)
+    }
 }
 
 struct Measure {
@@ -106,8 +116,10 @@ fn bench(name: &str, log: &Path, backend: &str) {
     let log_arg = log.to_str().unwrap();
     let floor = median((0..rounds).map(|_| measure(&["floor", backend, log_arg, "-"])).collect());
     let cases = [
-        ("consumer keeps up, multi-thread runtime", "library", "multi"),
-        ("consumer pauses 1 ms every 1,000 events, multi-thread runtime", "paused", "multi"),
+        ("consumer keeps up, multi-thread runtime, consumer on the blocking thread", "library", "multi"),
+        ("consumer pauses 1 ms every 1,000 events, multi-thread runtime, consumer on the blocking thread", "paused", "multi"),
+        ("consumer keeps up, multi-thread runtime, consumer a task", "library", "multi-task"),
+        ("consumer pauses 1 ms every 1,000 events, multi-thread runtime, consumer a task", "paused", "multi-task"),
         ("consumer keeps up, current-thread runtime", "library", "current"),
         ("consumer pauses 1 ms every 1,000 events, current-thread runtime", "paused", "current"),
     ];
