@@ -14,7 +14,7 @@ use crate::error::AgentError;
 use crate::kit::budget::{self, BatchSender};
 use crate::request::{Prompt, RunRequest, SessionSelector};
 use crate::run::{ControlMessage, RunCompletion, RunControl, RunGuard, RunHandle, ViewNeeds};
-use crate::universal::{EventId, SessionEnd, Transcript, UniversalEvent, UniversalEventBody};
+use crate::universal::{SessionEnd, Transcript, UniversalEvent, UniversalEventBody};
 
 /// Where the session's transcript stands between turns.
 struct Rewriter {
@@ -31,11 +31,9 @@ impl Rewriter {
     fn adopt(&mut self, mut event: UniversalEvent) -> UniversalEvent {
         let sequence = self.next_sequence;
         self.next_sequence += 1;
-        let session_id = self.transcript.session_id();
-        let short = session_id.get(5..13).unwrap_or(session_id);
-        event.event_id = EventId::numbered(short, sequence);
+        event.event_id = self.transcript.event_id(sequence);
         event.sequence = sequence;
-        event.session_id = session_id.into();
+        event.session_id = self.transcript.session_id().into();
         // Each run numbers its items from 1: the turn number keeps them unique in the session.
         let turn = self.turns;
         let rename = |id: &mut String| *id = format!("itm_t{turn}_{}", id.trim_start_matches("itm_"));

@@ -10,9 +10,6 @@ use std::ops::Deref;
 use compact_str::CompactString;
 use serde::{Deserialize, Serialize};
 
-/// Most bytes an inline string keeps in the struct itself.
-const INLINE: usize = std::mem::size_of::<CompactString>();
-
 /// An event's unique id (`evt_…`). Read it as a `&str` (it derefs to one); its JSON form is the
 /// plain string.
 ///
@@ -126,27 +123,19 @@ inline_string!(EventId);
 inline_string!(DeltaText);
 
 impl EventId {
-    /// `evt_<short>_<sequence>`: the id the transcript gives the event at `sequence` of the
-    /// session whose short id is `short`.
-    pub(crate) fn numbered(short: &str, sequence: u64) -> Self {
-        let mut digits = itoa::Buffer::new();
-        let parts = ["evt_", short, "_", digits.format(sequence)];
-        // Joined in a buffer on the stack and copied in once: pushed part by part, the string
-        // checked its room and length four times, a third of the cost of building an event.
-        let mut joined = [0u8; INLINE];
-        let mut len = 0;
-        for part in parts {
-            let Some(room) = joined.get_mut(len..len + part.len()) else {
-                return Self(parts.concat().into());
-            };
-            room.copy_from_slice(part.as_bytes());
-            len += part.len();
-        }
-        // Whole strings end to end: valid UTF-8 (a check of a few ASCII bytes).
-        match std::str::from_utf8(&joined[..len]) {
-            Ok(id) => Self(CompactString::new(id)),
-            Err(_) => Self(parts.concat().into()),
-        }
+    /// The part every event id of the session `session_id` starts with: `evt_<short>_`, where
+    /// `short` is the eight characters after the session id's `sess_`.
+    pub(crate) fn prefix_for(session_id: &str) -> Self {
+        let short = session_id.get(5..13).unwrap_or(session_id);
+        Self(["evt_", short, "_"].concat().into())
+    }
+
+    /// `prefix` (see [`EventId::prefix_for`]) followed by `sequence`: the id of the event at
+    /// `sequence`. The prefix is made once per session: per event, only the number is written.
+    pub(crate) fn numbered(prefix: &EventId, sequence: u64) -> Self {
+        let mut id = prefix.0.clone();
+        id.push_str(itoa::Buffer::new().format(sequence));
+        Self(id)
     }
 
     /// This id with `suffix` appended.
@@ -177,7 +166,7 @@ pub struct DeltaText(CompactString);
 
 impl DeltaText {
     /// Most bytes kept inline.
-    pub(crate) const INLINE: usize = INLINE;
+    pub(crate) const INLINE: usize = std::mem::size_of::<CompactString>();
 
     /// Empty, with room for `capacity` bytes (inline up to [`DeltaText::INLINE`]).
     pub(crate) fn with_capacity(capacity: usize) -> Self {
@@ -196,15 +185,18 @@ mod tests {
 
     #[test]
     fn numbered_ids_read_as_the_transcript_names_them() {
-        assert_eq!(EventId::numbered("a1b2c3d4", 42), "evt_a1b2c3d4_42");
-        assert_eq!(EventId::numbered("a1b2c3d4", u64::MAX).as_str(), format!("evt_a1b2c3d4_{}", u64::MAX));
-        assert_eq!(EventId::numbered("a1b2c3d4", 7).with_suffix("_s"), "evt_a1b2c3d4_7_s");
+        let prefix = EventId::prefix_for("sess_a1b2c3d4e5f6");
+        assert_eq!(EventId::numbered(&prefix, 42), "evt_a1b2c3d4_42");
+        assert_eq!(EventId::numbered(&prefix, u64::MAX).as_str(), format!("evt_a1b2c3d4_{}", u64::MAX));
+        assert_eq!(EventId::numbered(&prefix, 7).with_suffix("_s"), "evt_a1b2c3d4_7_s");
+        assert_eq!(EventId::numbered(&EventId::prefix_for("x"), 1), "evt_x_1");
     }
 
     #[test]
     fn ids_the_sdk_makes_are_kept_inline() {
         // 24 bytes: sequences of up to 11 digits, or 9 with a session's `_s` suffix.
-        for id in [EventId::numbered("a1b2c3d4", 99_999_999_999), EventId::numbered("a1b2c3d4", 999_999_999).with_suffix("_s")] {
+        let prefix = EventId::prefix_for("sess_a1b2c3d4e5f6");
+        for id in [EventId::numbered(&prefix, 99_999_999_999), EventId::numbered(&prefix, 999_999_999).with_suffix("_s")] {
             assert!(!id.0.is_heap_allocated(), "{id} is on the heap");
         }
     }

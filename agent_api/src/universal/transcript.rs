@@ -60,6 +60,8 @@ struct OpenItem {
 pub struct Transcript {
     // Shared with every event: an event's envelope costs no allocation but its id.
     session_id: Arc<str>,
+    /// What every event id of the session starts with.
+    id_prefix: EventId,
     native_session_id: Option<Arc<str>>,
     include_raw: bool,
     limits: TranscriptLimits,
@@ -97,6 +99,7 @@ impl Transcript {
     /// A new transcript for `session_id`; `include_raw` fills each event's `raw`.
     pub fn new(session_id: String, include_raw: bool) -> Self {
         Self {
+            id_prefix: EventId::prefix_for(&session_id),
             session_id: session_id.into(),
             native_session_id: None,
             include_raw,
@@ -259,13 +262,17 @@ impl Transcript {
         self.push(source, body);
     }
 
+    /// The id of this session's event at `sequence`.
+    pub(crate) fn event_id(&self, sequence: u64) -> EventId {
+        EventId::numbered(&self.id_prefix, sequence)
+    }
+
     fn push(&mut self, source: EventSource, body: UniversalEventBody) {
         drop(self.spent.pop());
         let sequence = self.next_sequence;
         self.next_sequence += 1;
-        let short = self.session_id.get(5..13).unwrap_or(&self.session_id);
         self.events.push(UniversalEvent {
-            event_id: EventId::numbered(short, sequence),
+            event_id: self.event_id(sequence),
             sequence,
             time: self.now.get_or_insert_with(|| now_rfc3339().into()).clone(),
             session_id: self.session_id.clone(),
