@@ -58,7 +58,7 @@ struct OpenItem {
 /// assert_eq!(types, ["session.started", "item.started", "item.delta", "item.delta", "item.completed", "session.ended"]);
 /// ```
 pub struct Transcript {
-    // Shared with every event: an event's envelope costs no allocation but its id.
+    // Shared with every event (ids and short deltas are inline): an event's envelope costs no allocation.
     session_id: Arc<str>,
     /// What every event id of the session starts with.
     id_prefix: EventId,
