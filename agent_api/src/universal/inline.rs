@@ -133,9 +133,7 @@ impl EventId {
     /// `prefix` (see [`EventId::prefix_for`]) followed by `sequence`: the id of the event at
     /// `sequence`. The prefix is made once per session: per event, only the number is written.
     pub(crate) fn numbered(prefix: &EventId, sequence: u64) -> Self {
-        let mut id = prefix.0.clone();
-        id.push_str(itoa::Buffer::new().format(sequence));
-        Self(id)
+        prefix.with_suffix(itoa::Buffer::new().format(sequence))
     }
 
     /// This id with `suffix` appended.

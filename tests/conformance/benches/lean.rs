@@ -34,8 +34,8 @@ fn floor(log: &Path) -> usize {
 }
 
 fn library(log: &Path, backend: &str, pause: bool, runtime: &str) -> usize {
-    let (flavour, as_task) = (runtime, runtime == "multi-task");
-    let runtime = match flavour {
+    let as_task = runtime == "multi-task";
+    let runtime = match runtime {
         "current" => tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap(),
         _ => tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap(),
     };
