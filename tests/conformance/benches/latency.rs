@@ -9,6 +9,9 @@
 //! ratio is the median of the pairs' p99 ratios: a p99 is set by the few slowest lines, which on a
 //! shared machine are whatever else ran at that moment, so a pair measured back to back is compared
 //! with itself and one unlucky run does not decide the verdict.
+//!
+//! `LATENCY_ONLY=sdk` (or `bare`) runs one side only and prints no ratio: for a profiler or `strace -c`
+//! to see that side alone.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -91,9 +94,19 @@ fn main() {
     }
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     let pairs = std::env::var("LATENCY_PAIRS").ok().and_then(|n| n.parse().ok()).unwrap_or(PAIRS);
+    let only = std::env::var("LATENCY_ONLY").ok();
     let mut worst: f64 = 0.0;
     for (pattern, burst, pause) in [("steady", "1", "200"), ("bursts", "200", "20000")] {
         let args = args(burst, pause);
+        if let Some(side) = only.as_deref() {
+            let samples = match side {
+                "sdk" => consume(&runtime, sdk(args)),
+                "bare" => consume(&runtime, bare(args)),
+                other => panic!("LATENCY_ONLY is `sdk` or `bare`, not `{other}`"),
+            };
+            report(&format!("{pattern} {side}"), samples);
+            continue;
+        }
         let mut ratios: Vec<f64> = (1..=pairs)
             .map(|pair| {
                 let base = report(&format!("{pattern} #{pair} bare"), consume(&runtime, bare(args.clone())));
@@ -106,5 +119,7 @@ fn main() {
         println!("{pattern}: p99 ratio per pair {ratios:.2?}, median {median:.2}x");
         worst = worst.max(median);
     }
-    println!("latency p99 ratio: {worst:.2}x");
+    if only.is_none() {
+        println!("latency p99 ratio: {worst:.2}x");
+    }
 }
