@@ -15,7 +15,9 @@ use agent_client_protocol_schema::{
 };
 use serde_json::{json, Value};
 
-use crate::fs::{ConfinedFs, FsRefusal};
+use agent_api::kit::files::FileRefusal;
+
+use crate::fs::{error_code, status_label, ConfinedFs};
 use crate::updates::kind_name;
 
 /// What a permission reply needs: the JSON-RPC id and the options the agent offered.
@@ -237,10 +239,12 @@ impl Requests {
             }
             FsMode::Confined { fs, empty_on_missing } => (fs, *empty_on_missing),
         };
+        // The path as the agent asked, for the status event of a refusal (bounded; shown inert).
+        let asked = params.get("path").and_then(Value::as_str).map(|p| utf8_prefix(p, 512).to_string()).unwrap_or_default();
         let result = if method == "fs/read_text_file" {
             serde_json::from_value::<ReadTextFileRequest>(params).map_err(|_| None).and_then(|r| match fs.read(&r) {
                 Ok(text) => Ok(to_value(&ReadTextFileResponse::new(text))),
-                Err(FsRefusal::NotFound) if empty_on_missing => Ok(to_value(&ReadTextFileResponse::new(""))),
+                Err(FileRefusal::NotFound) if empty_on_missing => Ok(to_value(&ReadTextFileResponse::new(""))),
                 Err(e) => Err(Some(e)),
             })
         } else {
@@ -259,8 +263,8 @@ impl Requests {
                 peer.error_response(&id, -32602, "invalid params")
             }
             Err(Some(refusal)) => {
-                t.status(refusal.label(), Some(format!("{method}: {refusal}")));
-                peer.error_response(&id, refusal.code(), &refusal.to_string())
+                t.status(status_label(&refusal), Some(format!("{method} {asked}: {refusal}")));
+                peer.error_response(&id, error_code(&refusal), &refusal.to_string())
             }
         })
     }
