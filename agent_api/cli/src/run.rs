@@ -112,7 +112,10 @@ pub(crate) async fn run(options: RunOptions) -> Result<ExitCode, String> {
     let stop = Stop::listen().map_err(|e| format!("cannot listen for signals: {e}"))?;
     let kind = chosen_kind(&options);
     crate::agents::backend(&kind)?;
-    let handle = match gateway().run(&parse_kind(&kind)?, request_of(&options)).await {
+    let Some(started) = stop.unless_signalled(gateway().run(&parse_kind(&kind)?, request_of(&options))).await else {
+        return Ok(ExitCode::from(SIGNALLED_EXIT));
+    };
+    let handle = match started {
         Ok(handle) => handle,
         Err(error) => {
             eprintln!("agent-api: {}", display::line(&error.to_string(), 1024));

@@ -112,9 +112,20 @@ impl From<std::io::Error> for FileRefusal {
 /// assert_eq!(read_regular(&dir.path().join("a.txt"), 4), Err(FileRefusal::TooLarge { cap: 4 }));
 /// ```
 pub fn read_regular(path: &Path, cap: u64) -> Result<Vec<u8>, FileRefusal> {
+    read_open_file(open_regular(path)?, cap)
+}
+
+/// Opens the regular file `path` names for reading, without ever waiting on it: opened
+/// `O_NONBLOCK` (a FIFO does not wait for a writer), then asked what it is (`fstat` of the open
+/// file); a FIFO, socket, device or directory is refused. Reading the returned file is
+/// unbounded: bound it (`Read::take`) or use [`read_regular`].
+pub fn open_regular(path: &Path) -> Result<std::fs::File, FileRefusal> {
     use std::os::unix::fs::OpenOptionsExt;
     let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC).open(path)?;
-    read_open_file(file, cap)
+    if !file.metadata()?.is_file() {
+        return Err(FileRefusal::NotRegular);
+    }
+    Ok(file)
 }
 
 /// [`read_regular`] on the blocking pool, for async code: the runtime's threads never wait on a
