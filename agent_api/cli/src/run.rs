@@ -203,8 +203,9 @@ impl<'a> Viewer<'a> {
                     eprintln!("agent-api: session: {}", display::line(&session.to_json(), 4096));
                 }
                 if let Some(value) = &done.structured_output {
-                    // The parsed answer of `--json-schema`, last on stdout, as one JSON line.
-                    self.out.line(&value.to_string());
+                    // The parsed answer of `--json-schema`, last on stdout, as one JSON line, escaped as
+                    // every JSON line this tool prints is: no bidi or line separator reaches the terminal.
+                    self.out.write_with(|out| display::write_json(out, value));
                 }
                 ExitCode::SUCCESS
             }

@@ -141,6 +141,21 @@ fn chatty(format: &str) -> (Child, tempfile::TempDir, [i32; 3]) {
     (child, dir, pids)
 }
 
+/// A structured answer (`--json-schema`) with bidi, line-separator and escape characters prints
+/// as escaped JSON, like every other JSON line.
+#[test]
+fn a_structured_answer_prints_inert() {
+    let dir = tempfile::tempdir().unwrap();
+    let schema = dir.path().join("schema.json");
+    std::fs::write(&schema, r#"{"type":"object"}"#).unwrap();
+    let output = run("hostile_structured", &["--format", "pretty", "--json-schema", schema.to_str().unwrap()]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(!has_control(&output.stdout), "{:?}", String::from_utf8_lossy(&output.stdout));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let last: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    assert_eq!(last["a"], "x\u{202e}y\u{2028}z\u{1b}[2J", "the same answer, escaped: {stdout}");
+}
+
 /// Files a caller names that are not files (a FIFO, `/dev/zero`, a 10 GiB sparse file): each is a
 /// clear error at once, never a hang or a read that fills memory.
 #[test]

@@ -11,7 +11,7 @@ use agent_api::universal::Transcript;
 use agent_api::{AgentError, PermissionDecision, PermissionPolicy, ToolCategory};
 use agent_client_protocol_schema::{
     PermissionOption, PermissionOptionKind, ReadTextFileRequest, ReadTextFileResponse, RequestPermissionOutcome, RequestPermissionRequest,
-    RequestPermissionResponse, SelectedPermissionOutcome, ToolKind, WriteTextFileRequest, WriteTextFileResponse,
+    RequestPermissionResponse, SelectedPermissionOutcome, ToolCallContent, ToolKind, WriteTextFileRequest, WriteTextFileResponse,
 };
 use serde_json::{json, Value};
 
@@ -153,6 +153,22 @@ impl Requests {
         let title = fields.title.clone().unwrap_or_default();
         let path = fields.locations.as_ref().and_then(|l| l.first()).map(|l| l.path.display().to_string());
         let mut details = PermissionDetails::default().call_id(Some(request.tool_call.tool_call_id.0.as_ref())).file(path);
+        // A file change shows what it would write: the paths and diffs of its `diff` contents.
+        let diffs: Vec<(String, String)> = fields
+            .content
+            .iter()
+            .flatten()
+            .filter_map(|content| match content {
+                ToolCallContent::Diff(diff) => Some((
+                    diff.path.display().to_string(),
+                    agent_api::universal::replacement_diff(diff.old_text.as_deref(), &diff.new_text),
+                )),
+                _ => None,
+            })
+            .collect();
+        if !diffs.is_empty() {
+            details = details.changes(diffs.iter().map(|(path, diff)| (path.as_str(), Some(diff.as_str()))));
+        }
         if kind == ToolKind::Execute {
             details = details.command(Some(utf8_prefix(&title, 2048)));
         }

@@ -101,7 +101,11 @@ pub async fn invocation(config: &AmpConfig, request: &RunRequest, two_way_sessio
     if let Some(dir) = &config.working_dir {
         spec = spec.cwd(dir);
     }
-    spec = spec.for_request(request).reads_env(READS_ENV);
+    spec = spec.for_request(request).reads_env(READS_ENV).home_state([".config/amp", ".local/share/amp", ".cache/amp"]);
+    // The permission helper the delegate runs, where the sandbox's fresh /tmp would hide it.
+    if matches!(launcher, agent_api::kit::Launcher::Sandbox(_)) && files.channel.is_some() {
+        spec = spec.local_file(config.delegate_helper()?);
+    }
     if let Some(dir) = run_dir {
         spec = spec.local_file(dir);
     }
