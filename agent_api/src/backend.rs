@@ -25,6 +25,15 @@ pub trait AgentBackend: Send + Sync {
         &[]
     }
 
+    /// The extension value `text` gives the option `key` (`--option KEY=VALUE` on the command
+    /// line, a form field in a page): typed through the backend's options struct, as
+    /// [`crate::options::value_from_text`] does. The default knows no option; a backend with
+    /// options returns `value_from_text::<ItsOptions>(key, text)`.
+    fn option_value(&self, key: &str, text: &str) -> Result<serde_json::Value, AgentError> {
+        let _ = text;
+        Err(crate::options::unknown_key(self.kind().as_str(), key, self.extension_keys()))
+    }
+
     /// How the backend honours each portable option it advertises (`agent_api.options.*`): the
     /// native flag, config key or protocol field, for `spec/options.md`.
     fn option_mappings(&self) -> &'static [crate::portable::OptionMapping] {
@@ -99,7 +108,7 @@ pub fn validate_template(
     crate::images::ImageFile::check_all(&request.prompt)?;
     launcher.check_available()?;
     if let Some(key) = request.extensions.keys().find(|k| !extension_keys.contains(&k.as_str())) {
-        return Err(AgentError::UnknownExtension { kind: kind.to_string(), key: key.clone() });
+        return Err(crate::options::unknown_key(kind.as_str(), key, extension_keys));
     }
     if let Some(which) = crate::kit::timeouts::TimeoutLimits::of(request).zero() {
         return Err(AgentError::InvalidRequest { reason: format!("the {} timeout is zero", which.as_str()) });

@@ -36,12 +36,14 @@ pub enum AgentError {
         capability: String,
     },
     /// An extension option key that the backend does not know (extensions fail closed).
-    #[error("backend `{kind}` does not know extension option `{key}`")]
+    #[error("backend `{kind}` does not know extension option `{key}`; {}", known_keys(.known))]
     UnknownExtension {
         /// The backend's kind.
         kind: String,
         /// The unknown key.
         key: String,
+        /// Every key the backend knows, in its options struct's field order.
+        known: Vec<String>,
     },
     /// An extension option had a value of the wrong shape.
     #[error("extension option `{key}` is invalid: {reason}")]
@@ -399,5 +401,14 @@ impl std::fmt::Display for LimitKind {
             Self::TotalTokens => "total tokens",
             Self::CostUsd => "cost",
         })
+    }
+}
+
+/// The list of valid keys an [`AgentError::UnknownExtension`] names.
+fn known_keys(known: &[String]) -> String {
+    if known.is_empty() {
+        "it takes no extension options".into()
+    } else {
+        format!("its options: {}", known.join(", "))
     }
 }

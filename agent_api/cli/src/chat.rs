@@ -22,8 +22,8 @@ use crate::Format;
 pub(crate) async fn chat(options: RunOptions) -> Result<ExitCode, String> {
     let stop = Stop::listen().map_err(|e| format!("cannot listen for signals: {e}"))?;
     let kind = chosen_kind(&options);
-    crate::agents::backend(&kind)?;
-    let mut session = match gateway().open_session(&parse_kind(&kind)?, request_of(&options)).await {
+    let request = request_of(&options, crate::agents::backend(&kind)?.as_ref())?;
+    let mut session = match gateway().open_session(&parse_kind(&kind)?, request).await {
         Ok(session) => session,
         Err(error) => {
             eprintln!("agent-api: {}", display::line(&error.to_string(), 1024));

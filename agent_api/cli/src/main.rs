@@ -80,6 +80,7 @@ impl OutputFlags {
             timeout: None,
             acp_command: None,
             via: None,
+            options: Vec::new(),
             fleet: Default::default(),
         };
         run::RunOptions { answers: false, ..flags.into_options(String::new()) }
@@ -113,14 +114,29 @@ struct AgentFlags {
     /// podman-image:IMAGE, ssh:[user@]host[:port] or prefix:JSON_ARGV (spec/launchers.md).
     #[arg(long, value_name = "LAUNCHER")]
     via: Option<agent_api::kit::Launcher>,
+    /// One of the agent's own options (repeatable): `backend.<kind>.<field>=VALUE`, or just
+    /// `<field>=VALUE`, typed by the backend's options struct (`agent-api capabilities --agent
+    /// KIND` lists the keys), e.g. `--option backend.scripted.scenario=tour`.
+    #[arg(long = "option", value_name = "KEY=VALUE", value_parser = run::parse_option)]
+    options: Vec<(String, String)>,
     #[command(flatten)]
     fleet: fleet::FleetFlags,
 }
 
 impl AgentFlags {
     fn into_options(self, prompt: impl Into<agent_api::Prompt>) -> run::RunOptions {
-        let AgentFlags { agent, output: OutputFlags { format, view, include_raw }, cwd, model, approve, timeout, acp_command, via, fleet } =
-            self;
+        let AgentFlags {
+            agent,
+            output: OutputFlags { format, view, include_raw },
+            cwd,
+            model,
+            approve,
+            timeout,
+            acp_command,
+            via,
+            options,
+            fleet,
+        } = self;
         let portable = Default::default();
         run::RunOptions {
             agent,
@@ -133,6 +149,7 @@ impl AgentFlags {
             timeout,
             acp_command,
             via,
+            options,
             fleet,
             prompt: prompt.into(),
             answers: true,

@@ -38,6 +38,9 @@ pub(crate) struct RunOptions {
     pub acp_command: Option<Argv>,
     /// Where the agent runs (`--via`).
     pub via: Option<agent_api::kit::Launcher>,
+    /// The agent's own options (`--option KEY=VALUE`), as typed: checked against the chosen
+    /// backend's options struct by [`request_of`].
+    pub options: Vec<(String, String)>,
     /// Timeouts (and, later, homes and limits) for runs side by side.
     pub fleet: crate::fleet::FleetFlags,
     /// The prompt: its text, and the images and files given with `--image` and `--attach`.
@@ -61,7 +64,28 @@ pub(crate) fn parse_argv(line: &str) -> Result<Argv, String> {
     Ok(Argv(argv))
 }
 
-pub(crate) fn request_of(options: &RunOptions) -> RunRequest {
+/// Splits `KEY=VALUE` at its first `=` (`--option`).
+pub(crate) fn parse_option(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((key, value)) if !key.trim().is_empty() => Ok((key.trim().to_string(), value.to_string())),
+        _ => Err("expected KEY=VALUE, e.g. backend.scripted.scenario=tour".into()),
+    }
+}
+
+/// The request `options` describe for `backend`: its `--option`s typed by the backend's own
+/// options struct (a short `field` key is the backend's `backend.<kind>.field`); a key it does not
+/// have, or a value that does not fit, is refused with the keys it has.
+pub(crate) fn request_of(options: &RunOptions, backend: &dyn agent_api::AgentBackend) -> Result<RunRequest, String> {
+    let mut request = base_request(options);
+    for (key, text) in &options.options {
+        let key = if key.contains('.') { key.clone() } else { format!("backend.{}.{key}", backend.kind()) };
+        let value = backend.option_value(&key, text).map_err(|e| display::line(&e.to_string(), 2048))?;
+        request = request.with_extension(key, value);
+    }
+    Ok(request)
+}
+
+fn base_request(options: &RunOptions) -> RunRequest {
     let policy = match options.approve {
         Approve::Ask => PermissionPolicy::Ask,
         Approve::All => PermissionPolicy::ApproveAll,
@@ -111,8 +135,8 @@ pub(crate) async fn run(options: RunOptions) -> Result<ExitCode, String> {
     // Listen before anything is spawned, so no signal can end this process and leave the agent.
     let stop = Stop::listen().map_err(|e| format!("cannot listen for signals: {e}"))?;
     let kind = chosen_kind(&options);
-    crate::agents::backend(&kind)?;
-    let handle = match gateway().run(&parse_kind(&kind)?, request_of(&options)).await {
+    let request = request_of(&options, crate::agents::backend(&kind)?.as_ref())?;
+    let handle = match gateway().run(&parse_kind(&kind)?, request).await {
         Ok(handle) => handle,
         Err(error) => {
             eprintln!("agent-api: {}", display::line(&error.to_string(), 1024));
@@ -273,8 +297,9 @@ impl<'a> Viewer<'a> {
                         Some(text) => QuestionAnswer::Text(text.trim().to_string()),
                         None => QuestionAnswer::Reject,
                     },
+                    // As a permission without a terminal is denied: the agent hears no, and goes on.
                     None => {
-                        eprintln!("agent-api: no terminal to ask; rejecting the question {}", display::line(&q.prompt, 300));
+                        eprintln!("agent-api: no terminal to ask; declining the question {}", display::line(&q.prompt, 300));
                         QuestionAnswer::Reject
                     }
                 };
