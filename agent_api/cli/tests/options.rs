@@ -2,22 +2,11 @@
 //! struct (issue 39), on `run` and `chat`; and `run` without a terminal finishing every scripted
 //! scenario, declining what it cannot ask and saying so.
 
-use std::io::Write;
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
-fn agent_api_with_stdin(args: &[&str], stdin: &str) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_agent-api"))
-        .args(args)
-        .env("AGENT_API_CLI_DIR", "/nonexistent/agent_api_cli_cache")
-        .env("PATH", "/usr/bin:/bin")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("agent-api runs");
-    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
-    child.wait_with_output().unwrap()
-}
+use piped::agent_api_fed as agent_api_with_stdin;
+
+mod piped;
 
 fn agent_api(args: &[&str]) -> Output {
     agent_api_with_stdin(args, "")
