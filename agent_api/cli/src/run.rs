@@ -157,6 +157,18 @@ pub(crate) async fn show_run(options: &RunOptions, handle: RunHandle, what: &str
     finish(viewer.out, code)
 }
 
+/// The projection `options` show the wrapper view with: a person reading `pretty` output sees
+/// the answer as it is written (a cut message then gets a line saying its text is taken back);
+/// `jsonl` keeps the library's default, answers once they are sure.
+fn projector_for(options: &RunOptions, handle: &RunHandle) -> Projector {
+    let projector = Projector::new(handle.agent_kind().clone(), handle.tools_structured());
+    if options.format == Format::Pretty {
+        projector.streaming_answers()
+    } else {
+        projector
+    }
+}
+
 /// Runs (or a chat's turns) being shown and answered.
 pub(crate) struct Viewer<'a> {
     options: &'a RunOptions,
@@ -175,7 +187,7 @@ impl<'a> Viewer<'a> {
             options,
             out: Stdout::new(),
             pretty: Pretty::default(),
-            projector: Projector::new(handle.agent_kind().clone(), handle.tools_structured()),
+            projector: projector_for(options, handle),
             stdin,
             control: handle.control(),
             stop: stop.clone(),
@@ -186,7 +198,7 @@ impl<'a> Viewer<'a> {
     /// completion on stderr as `what` and returns the exit code (`None`: a second signal forces
     /// the exit now). A first signal cancels the run.
     pub(crate) async fn follow(&mut self, handle: RunHandle, what: &str) -> Option<ExitCode> {
-        self.projector = Projector::new(handle.agent_kind().clone(), handle.tools_structured());
+        self.projector = projector_for(self.options, &handle);
         self.control = handle.control();
         let (mut events, completion) = handle.into_universal();
         let mut signalled = self.stop.cancel.is_cancelled();
