@@ -243,6 +243,12 @@ impl<'a> Viewer<'a> {
             }
             Err(error) => {
                 eprintln!("agent-api: {what} failed: {}", display::line(&error.to_string(), 1024));
+                // Why it died, in its own words: its last stderr lines (bounded, secrets masked).
+                if let agent_api::AgentError::ProcessExited { stderr, .. } = &error {
+                    for line in stderr {
+                        eprintln!("agent-api:   stderr: {}", display::line(line, 512));
+                    }
+                }
                 ExitCode::FAILURE
             }
         })

@@ -303,3 +303,22 @@ fn a_json_schema_the_answer_does_not_fit_fails_the_run_with_the_validation_messa
     let missing = agent_api(&["run", "--agent", "scripted", "--json-schema", "/nonexistent/schema.json", "hi"]);
     assert_eq!(missing.status.code(), Some(2), "{}", String::from_utf8_lossy(&missing.stderr));
 }
+
+/// A crashed agent says why on screen: the last lines of its stderr under the failure (issue 39).
+#[test]
+fn a_crashed_agent_shows_its_last_stderr_lines() {
+    let fake = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../backends/claude_code/tests/fixtures/fake_claude.sh");
+    let output = Command::new(env!("CARGO_BIN_EXE_agent-api"))
+        .args(["run", "--agent", "claude_code", "hi"])
+        .env("AGENT_API_CLI_DIR", "/nonexistent/agent_api_cli_cache")
+        .env("AGENT_API_CLAUDE_CODE_BIN", &fake)
+        .env("FAKE_CLAUDE_MODE", "crash")
+        .env("PATH", "/usr/bin:/bin")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("exit code 3"), "{stderr}");
+    assert!(stderr.contains("agent-api:   stderr: fatal: SECRET-TOKEN-123 leaked on stderr"), "{stderr}");
+}

@@ -339,7 +339,7 @@ impl ExitInfo {
 
     /// The error for a process that ended before its protocol finished.
     pub fn early_exit_error(&self) -> AgentError {
-        AgentError::ProcessExited { exit_code: self.exit_code, signal: self.signal }
+        AgentError::ProcessExited { exit_code: self.exit_code, signal: self.signal, stderr: self.stderr.last_lines() }
     }
 }
 

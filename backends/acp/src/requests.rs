@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use agent_api::bounds::utf8_prefix;
 use agent_api::kit::hitl::{Decided, Hitl, PermissionDetails, PermissionRequest};
 use agent_api::kit::jsonrpc::{RpcPeer, METHOD_NOT_FOUND};
-use agent_api::universal::Transcript;
+use agent_api::universal::{ToolMeta, Transcript};
 use agent_api::{AgentError, PermissionDecision, PermissionPolicy, ToolCategory};
 use agent_client_protocol_schema::{
     PermissionOption, PermissionOptionKind, ReadTextFileRequest, ReadTextFileResponse, RequestPermissionOutcome, RequestPermissionRequest,
@@ -152,7 +152,9 @@ impl Requests {
         let path = fields.locations.as_ref().and_then(|l| l.first()).map(|l| l.path.display().to_string());
         let mut details = PermissionDetails::default().call_id(Some(request.tool_call.tool_call_id.0.as_ref())).file(path);
         if kind == ToolKind::Execute {
-            details = details.command(Some(utf8_prefix(&title, 2048)));
+            // The command its tool call item names (`ToolMeta.command`), not a description of it.
+            let shell = crate::updates::shell_fields(ToolMeta::default(), fields.raw_input.as_ref(), &title);
+            details = details.command(shell.command.as_deref().map(|c| utf8_prefix(c, 2048))).cwd(shell.cwd);
         }
         let action = format!("{}: {}", kind_name(kind), utf8_prefix(&title, 256));
         let options: Vec<Value> =

@@ -300,6 +300,23 @@ pub(crate) fn universal_problems(events: &[UniversalEvent], out: &mut Vec<String
     permission_commands_match_their_calls(events, out);
 }
 
+/// One failure is one error event: the run's terminal error is not preceded by an `error` event the
+/// agent reported with nothing the agent did in between (the same failure, told twice). Errors the
+/// agent reports and then goes on from stay: they are not what the run failed of.
+pub fn failure_reported_once(events: &[UniversalEvent], out: &mut Vec<String>) {
+    let Some(terminal) = events.iter().position(UniversalEvent::is_terminal_error) else { return };
+    for event in events[..terminal].iter().rev() {
+        match &event.body {
+            UniversalEventBody::Error(e) => {
+                out.push(format!("error event {} ({:?}) reports the failure the terminal error reports again", event.sequence, e.message));
+                return;
+            }
+            _ if event.source == agent_api::universal::EventSource::Agent => return,
+            _ => {}
+        }
+    }
+}
+
 /// A permission that names its tool call (`call_id`) names the same shell command as that call's
 /// typed `ToolMeta.command`: an allow-list written against `PermissionDetails::command` decides on
 /// what will run (issue 39). A call whose items carry no command is not checked; the call's items
