@@ -153,6 +153,7 @@ impl AgentFlags {
             fleet,
             prompt: prompt.into(),
             answers: true,
+            one_shot: false,
             portable,
         }
     }
@@ -242,7 +243,7 @@ async fn main() -> ExitCode {
                 let mut prompt = agent_api::Prompt::from(prompt);
                 prompt.images = image;
                 prompt.attachments = attach;
-                run::run(run::RunOptions { portable, ..flags.into_options(prompt) }).await
+                run::run(run::RunOptions { portable, one_shot: true, ..flags.into_options(prompt) }).await
             }
             Err(message) => Err(message),
         },

@@ -47,6 +47,8 @@ pub(crate) struct RunOptions {
     pub prompt: agent_api::Prompt,
     /// Whether permission requests and questions are answered (not in a replay or a stored session).
     pub answers: bool,
+    /// Whether this is `run`'s one run (default start-up and idle timeouts), not a chat.
+    pub one_shot: bool,
     /// The portable options (`--system-prompt`, `--add-dir`, `--json-schema`, …).
     pub portable: agent_api::PortableOptions,
 }
@@ -104,7 +106,7 @@ fn base_request(options: &RunOptions) -> RunRequest {
     if let Some(secs) = options.timeout {
         request = request.with_timeout(Duration::from_secs(secs));
     }
-    request = options.fleet.apply(request);
+    request = options.fleet.apply(request, options.one_shot);
     if let Some(launcher) = &options.via {
         request = request.with_launcher(launcher.clone());
     }
