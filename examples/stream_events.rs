@@ -29,8 +29,8 @@ async fn main() -> Result<(), agent_api::AgentError> {
             std::io::Write::flush(&mut std::io::stdout())?;
         } else if event.retraction().is_some() {
             println!("\n[that message was cut off; the agent starts over]");
-        } else if let Some(call) = tools.push_wrapper(&event) {
-            // A call arrives as several events (call, output, result): this is the joined view so far.
+        } else if let Some(call) = tools.push_wrapper_finished(&event) {
+            // A call arrives as several events (call, output, result): this is each call once, joined, when it ends.
             let command = call.command.as_deref().unwrap_or("-");
             let exit = call.exit_code.map_or_else(|| "-".to_string(), |c| c.to_string());
             println!("\n[tool {} `{command}`: {}, exit {exit}]", call.name, call.status);

@@ -96,15 +96,16 @@ pub fn validate_template(
     if let (true, Some(dir)) = (launcher.is_local_filesystem(), request.session_working_dir()) {
         crate::kit::process::check_working_dir(dir)?;
     }
-    if let Some(session) = request.session.session_ref() {
-        session.check_agent(kind)?;
-    }
-    crate::session_ref::check_new_session_id(request)?;
+    // What the backend cannot do at all explains a refusal best: before whose session it is.
     for needed in request.required_capabilities() {
         if !capabilities.contains(needed) {
             return Err(AgentError::UnsupportedCapability { kind: kind.to_string(), capability: needed.to_string() });
         }
     }
+    if let Some(session) = request.session.session_ref() {
+        session.check_agent(kind)?;
+    }
+    crate::session_ref::check_new_session_id(request)?;
     crate::images::ImageFile::check_all(&request.prompt)?;
     launcher.check_available()?;
     if let Some(key) = request.extensions.keys().find(|k| !extension_keys.contains(&k.as_str())) {
