@@ -59,13 +59,23 @@ pub enum Approve {
 /// How events are shown: the flags of `run`, `chat`, `replay` and `history`.
 #[derive(Args, Clone, Copy)]
 struct OutputFlags {
-    #[arg(long, value_enum, default_value_t = Format::Pretty)]
-    format: Format,
+    /// How events are printed: `pretty` for a person, `jsonl` for a program. Default: `pretty`
+    /// when stdout is a terminal, else `jsonl` (as ripgrep and gh choose).
+    #[arg(long, value_enum)]
+    format: Option<Format>,
     #[arg(long, value_enum, default_value_t = View::Wrapper)]
     view: View,
     /// Fill `raw` in universal events with the native payloads.
     #[arg(long)]
     include_raw: bool,
+}
+
+impl Format {
+    /// `chosen`, else what suits stdout: `pretty` on a terminal, `jsonl` into a pipe or a file.
+    fn or_for_stdout(chosen: Option<Format>) -> Format {
+        use std::io::IsTerminal;
+        chosen.unwrap_or(if std::io::stdout().is_terminal() { Format::Pretty } else { Format::Jsonl })
+    }
 }
 
 impl OutputFlags {
@@ -140,7 +150,7 @@ impl AgentFlags {
         let portable = Default::default();
         run::RunOptions {
             agent,
-            format,
+            format: Format::or_for_stdout(format),
             view,
             include_raw,
             cwd,

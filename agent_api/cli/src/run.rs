@@ -175,11 +175,23 @@ fn projector_for(options: &RunOptions, handle: &RunHandle) -> Projector {
 pub(crate) struct Viewer<'a> {
     options: &'a RunOptions,
     pub(crate) out: Stdout,
-    pretty: Pretty,
+    pub(crate) pretty: Pretty,
     projector: Projector,
     stdin: Option<&'a Stdin>,
     control: RunControl,
     stop: Stop,
+    /// A chat's turns: their bookkeeping (completion line, session handle) is kept for the end
+    /// instead of printed after each turn.
+    pub(crate) turns: Option<Turns>,
+}
+
+/// What a chat prints once, at its end ([`Viewer::turns`]).
+#[derive(Default)]
+pub(crate) struct Turns {
+    /// Turns that completed.
+    pub(crate) completed: u32,
+    /// The session handle to resume with, as the last turn gave it.
+    pub(crate) session: Option<String>,
 }
 
 impl<'a> Viewer<'a> {
@@ -193,6 +205,7 @@ impl<'a> Viewer<'a> {
             stdin,
             control: handle.control(),
             stop: stop.clone(),
+            turns: None,
         }
     }
 
@@ -202,6 +215,7 @@ impl<'a> Viewer<'a> {
     pub(crate) async fn follow(&mut self, handle: RunHandle, what: &str) -> Option<ExitCode> {
         self.projector = projector_for(self.options, &handle);
         self.control = handle.control();
+        let kind = handle.agent_kind().clone();
         let (mut events, completion) = handle.into_universal();
         let mut signalled = self.stop.cancel.is_cancelled();
         if signalled {
@@ -229,13 +243,21 @@ impl<'a> Viewer<'a> {
         };
         Some(match result {
             Ok(done) => {
-                let session_id = display::line(done.native_session_id.as_deref().unwrap_or("none"), 128);
-                let usage = done.usage.as_ref().map(usage_line).filter(|u| !u.is_empty()).map(|u| format!("; {u}")).unwrap_or_default();
-                let via = done.launcher.as_deref().filter(|l| *l != "local").map(|l| format!("; via {l}")).unwrap_or_default();
-                eprintln!("agent-api: {what} completed (session {session_id}{usage}{via})");
-                if let Some(session) = &done.session {
-                    // One line to resume with: `agent-api run --resume '<json>' ...`.
-                    eprintln!("agent-api: session: {}", display::line(&session.to_json(), 4096));
+                // One line to resume with (`agent-api run --resume '<json>' ...`), for a live run
+                // whose session outlives this process (the scripted agent's live in it only).
+                let resumable = self.options.answers && kind.as_str() != "scripted";
+                let session = done.session.as_ref().filter(|_| resumable).map(|s| display::line(&s.to_json(), 4096));
+                if let Some(turns) = &mut self.turns {
+                    turns.completed += 1;
+                    turns.session = session.or(turns.session.take());
+                } else {
+                    let session_id = display::line(done.native_session_id.as_deref().unwrap_or("none"), 128);
+                    let usage = done.usage.as_ref().map(usage_line).filter(|u| !u.is_empty()).map(|u| format!("; {u}")).unwrap_or_default();
+                    let via = done.launcher.as_deref().filter(|l| *l != "local").map(|l| format!("; via {l}")).unwrap_or_default();
+                    eprintln!("agent-api: {what} completed (session {session_id}{usage}{via})");
+                    if let Some(session) = session {
+                        eprintln!("agent-api: session: {session}");
+                    }
                 }
                 if let Some(value) = &done.structured_output {
                     // The parsed answer of `--json-schema`, last on stdout, as one JSON line.

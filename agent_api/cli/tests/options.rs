@@ -83,3 +83,23 @@ fn chat_takes_options_too() {
     assert_eq!(output.status.code(), Some(2));
     assert!(text(&output.stderr).contains("backend.scripted.scenario"), "{}", text(&output.stderr));
 }
+
+/// A chat shows the conversation (each line as `you> ...`, then the answer) and its bookkeeping
+/// once, at the end; the scripted agent's sessions, which live in this process only, get no
+/// `--resume` line (issue 39).
+#[test]
+fn chat_shows_the_conversation_and_its_bookkeeping_once() {
+    let output = agent_api_with_stdin(
+        &["chat", "--agent", "scripted", "--format", "pretty", "--option", "scenario=echo", "--option", "delay_ms=0"],
+        "first line\nsecond line\n",
+    );
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let stdout = text(&output.stdout);
+    let lines: Vec<&str> = stdout.lines().filter(|l| !l.starts_with('·')).collect();
+    assert_eq!(lines, ["you> first line", "first line", "you> second line", "second line"], "{stdout}");
+    let stderr = text(&output.stderr);
+    assert_eq!(stderr.matches("agent-api: ").count(), 1, "one line of bookkeeping: {stderr}");
+    assert!(stderr.contains("chat ended after 2 completed turn(s)") && !stderr.contains("session:"), "{stderr}");
+    let run = agent_api(&["run", "--agent", "scripted", "hi"]);
+    assert!(!text(&run.stderr).contains("session:"), "{}", text(&run.stderr));
+}
