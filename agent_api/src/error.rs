@@ -5,7 +5,9 @@ use std::time::Duration;
 
 /// Every failure `agent_api` reports. Match on the variant; never compare messages.
 ///
-/// Messages never quote a raw backend line or stderr text: fields hold parsed, bounded values.
+/// Messages never quote a raw backend line: fields hold parsed, bounded values. The one place
+/// stderr text shows is [`AgentError::ProcessExited`]: the last few lines, cut and with secrets
+/// masked, so that a crash says why.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum AgentError {
@@ -36,12 +38,14 @@ pub enum AgentError {
         capability: String,
     },
     /// An extension option key that the backend does not know (extensions fail closed).
-    #[error("backend `{kind}` does not know extension option `{key}`")]
+    #[error("backend `{kind}` does not know extension option `{key}`; {}", known_keys(.known))]
     UnknownExtension {
         /// The backend's kind.
         kind: String,
         /// The unknown key.
         key: String,
+        /// Every key the backend knows, in its options struct's field order.
+        known: Vec<String>,
     },
     /// An extension option had a value of the wrong shape.
     #[error("extension option `{key}` is invalid: {reason}")]
@@ -157,12 +161,16 @@ pub enum AgentError {
         message: String,
     },
     /// The agent process exited before finishing the run (crash, early exit, killed by a signal).
-    #[error("agent process exited before the run finished ({})", describe_exit(*exit_code, *signal))]
+    /// The message names the last line of its stderr, when it printed one.
+    #[error("agent process exited before the run finished ({}){}", describe_exit(*exit_code, *signal), last_stderr_line(stderr))]
     ProcessExited {
         /// Exit code, if it exited normally.
         exit_code: Option<i32>,
         /// Signal number, if a signal ended it.
         signal: Option<i32>,
+        /// The last lines of its stderr (at most [`crate::kit::stderr::ERROR_LINES`], each cut to
+        /// [`crate::kit::stderr::ERROR_LINE_BYTES`]), secrets masked; empty when it printed none.
+        stderr: Vec<String>,
     },
     /// The agent broke its protocol (for example a required message never came).
     #[error("agent protocol error: {reason}")]
@@ -278,6 +286,11 @@ pub enum AgentError {
         /// What is wrong (the JSON parse error or the schema validation message), bounded.
         reason: String,
     },
+}
+
+/// `; stderr ends: <line>` for a process that printed something on stderr.
+fn last_stderr_line(stderr: &[String]) -> String {
+    stderr.last().map(|line| format!("; its stderr ends: {line}")).unwrap_or_default()
 }
 
 fn describe_exit(code: Option<i32>, signal: Option<i32>) -> String {
@@ -441,5 +454,14 @@ impl std::fmt::Display for LimitKind {
             Self::TotalTokens => "total tokens",
             Self::CostUsd => "cost",
         })
+    }
+}
+
+/// The list of valid keys an [`AgentError::UnknownExtension`] names.
+fn known_keys(known: &[String]) -> String {
+    if known.is_empty() {
+        "it takes no extension options".into()
+    } else {
+        format!("its options: {}", known.join(", "))
     }
 }

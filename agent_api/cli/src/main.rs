@@ -59,13 +59,23 @@ pub enum Approve {
 /// How events are shown: the flags of `run`, `chat`, `replay` and `history`.
 #[derive(Args, Clone, Copy)]
 struct OutputFlags {
-    #[arg(long, value_enum, default_value_t = Format::Pretty)]
-    format: Format,
+    /// How events are printed: `pretty` for a person, `jsonl` for a program. Default: `pretty`
+    /// when stdout is a terminal, else `jsonl` (as ripgrep and gh choose).
+    #[arg(long, value_enum)]
+    format: Option<Format>,
     #[arg(long, value_enum, default_value_t = View::Wrapper)]
     view: View,
     /// Fill `raw` in universal events with the native payloads.
     #[arg(long)]
     include_raw: bool,
+}
+
+impl Format {
+    /// `chosen`, else what suits stdout: `pretty` on a terminal, `jsonl` into a pipe or a file.
+    fn or_for_stdout(chosen: Option<Format>) -> Format {
+        use std::io::IsTerminal;
+        chosen.unwrap_or(if std::io::stdout().is_terminal() { Format::Pretty } else { Format::Jsonl })
+    }
 }
 
 impl OutputFlags {
@@ -80,6 +90,7 @@ impl OutputFlags {
             timeout: None,
             acp_command: None,
             via: None,
+            options: Vec::new(),
             fleet: Default::default(),
         };
         run::RunOptions { answers: false, ..flags.into_options(String::new()) }
@@ -113,18 +124,33 @@ struct AgentFlags {
     /// podman-image:IMAGE, ssh:[user@]host[:port] or prefix:JSON_ARGV (spec/launchers.md).
     #[arg(long, value_name = "LAUNCHER")]
     via: Option<agent_api::kit::Launcher>,
+    /// One of the agent's own options (repeatable): `backend.<kind>.<field>=VALUE`, or just
+    /// `<field>=VALUE`, typed by the backend's options struct (`agent-api capabilities --agent
+    /// KIND` lists the keys), e.g. `--option backend.scripted.scenario=tour`.
+    #[arg(long = "option", value_name = "KEY=VALUE", value_parser = run::parse_option)]
+    options: Vec<(String, String)>,
     #[command(flatten)]
     fleet: fleet::FleetFlags,
 }
 
 impl AgentFlags {
     fn into_options(self, prompt: impl Into<agent_api::Prompt>) -> run::RunOptions {
-        let AgentFlags { agent, output: OutputFlags { format, view, include_raw }, cwd, model, approve, timeout, acp_command, via, fleet } =
-            self;
+        let AgentFlags {
+            agent,
+            output: OutputFlags { format, view, include_raw },
+            cwd,
+            model,
+            approve,
+            timeout,
+            acp_command,
+            via,
+            options,
+            fleet,
+        } = self;
         let portable = Default::default();
         run::RunOptions {
             agent,
-            format,
+            format: Format::or_for_stdout(format),
             view,
             include_raw,
             cwd,
@@ -133,9 +159,11 @@ impl AgentFlags {
             timeout,
             acp_command,
             via,
+            options,
             fleet,
             prompt: prompt.into(),
             answers: true,
+            one_shot: false,
             portable,
         }
     }
@@ -225,7 +253,7 @@ async fn main() -> ExitCode {
                 let mut prompt = agent_api::Prompt::from(prompt);
                 prompt.images = image;
                 prompt.attachments = attach;
-                run::run(run::RunOptions { portable, ..flags.into_options(prompt) }).await
+                run::run(run::RunOptions { portable, one_shot: true, ..flags.into_options(prompt) }).await
             }
             Err(message) => Err(message),
         },

@@ -501,6 +501,11 @@ impl Transcript {
         self.emit(EventSource::Agent, UniversalEventBody::Error(Box::new(ErrorData { message, code, details })));
     }
 
+    /// Whether a permission request or a question waits for its answer.
+    pub fn awaits_caller(&self) -> bool {
+        !self.permissions.is_empty() || !self.questions.is_empty()
+    }
+
     /// The run's one terminal error, emitted by the driver when a run fails.
     pub fn terminal_error(&mut self, error: &AgentError) {
         let message = crate::secrets::redact_bounded(&error.to_string(), crate::bounds::MESSAGE_BOUND);

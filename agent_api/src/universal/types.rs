@@ -338,7 +338,8 @@ pub struct PermissionDetails {
     /// The id of the tool call the request is for, as the tool call item's `call_id` has it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub call_id: Option<String>,
-    /// The shell command.
+    /// The shell command line that would run: the same string as the tool call's `ToolMeta::command`
+    /// (never a description of it), so an allow-list can match on it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command: Option<String>,
     /// The directory it would run in.

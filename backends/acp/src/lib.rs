@@ -351,6 +351,14 @@ impl AgentBackend for AcpBackend {
         }
     }
 
+    fn option_value(&self, key: &str, text: &str) -> Result<serde_json::Value, AgentError> {
+        match self.flavor {
+            Flavor::Gemini => agent_api::options::value_from_text::<GeminiOptions>(key, text),
+            Flavor::Qwen => agent_api::options::value_from_text::<QwenOptions>(key, text),
+            Flavor::Generic => agent_api::options::value_from_text::<AcpOptions>(key, text),
+        }
+    }
+
     fn option_mappings(&self) -> &'static [agent_api::portable::OptionMapping] {
         portable::mappings(self.flavor)
     }

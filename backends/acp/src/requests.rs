@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use agent_api::bounds::utf8_prefix;
 use agent_api::kit::hitl::{Decided, Hitl, PermissionDetails, PermissionRequest};
 use agent_api::kit::jsonrpc::{RpcPeer, METHOD_NOT_FOUND};
-use agent_api::universal::Transcript;
+use agent_api::universal::{ToolMeta, Transcript};
 use agent_api::{AgentError, PermissionDecision, PermissionPolicy, ToolCategory};
 use agent_client_protocol_schema::{
     PermissionOption, PermissionOptionKind, ReadTextFileRequest, ReadTextFileResponse, RequestPermissionOutcome, RequestPermissionRequest,
@@ -170,7 +170,9 @@ impl Requests {
             details = details.changes(diffs.iter().map(|(path, diff)| (path.as_str(), Some(diff.as_str()))));
         }
         if kind == ToolKind::Execute {
-            details = details.command(Some(utf8_prefix(&title, 2048)));
+            // The command its tool call item names (`ToolMeta.command`), not a description of it.
+            let shell = crate::updates::shell_fields(ToolMeta::default(), fields.raw_input.as_ref(), &title);
+            details = details.command(shell.command.as_deref().map(|c| utf8_prefix(c, 2048))).cwd(shell.cwd);
         }
         let action = format!("{}: {}", kind_name(kind), utf8_prefix(&title, 256));
         let options: Vec<Value> =

@@ -77,8 +77,15 @@ async fn a_negative_cost_is_unknown_and_the_cost_limit_says_it_was_not_checked()
 }
 
 #[tokio::test]
-async fn a_crash_mid_stream_is_process_exited_and_leaks_no_stderr() {
-    let (run, _dir) = run_fake("crash", RunRequest::new("hi")).await;
+async fn a_crash_mid_stream_is_process_exited_naming_its_stderr_with_secrets_masked() {
+    // The key the run hands the CLI, which the fake prints on stderr as it dies.
+    let dir = tempfile::tempdir().unwrap();
+    let config = ClaudeCodeConfig::default()
+        .with_binary(fake())
+        .with_env("FAKE_CLAUDE_MODE", "crash")
+        .with_env("ANTHROPIC_API_KEY", "SECRET-TOKEN-123");
+    let handle = ClaudeCodeBackend::new(config).run(RunRequest::new("hi").with_working_dir(dir.path())).await.unwrap();
+    let run = record(handle).await;
     assert_conformant(&run);
     assert!(matches!(run.completion, Err(AgentError::ProcessExited { exit_code: Some(3), .. })), "{:?}", run.completion);
     // The message never finished: it fails, and the wrapper view does not output its text.
@@ -92,10 +99,11 @@ async fn a_crash_mid_stream_is_process_exited_and_leaks_no_stderr() {
     let cut = cut.expect("the streamed message completes");
     assert_eq!((cut.status, cut.text()), (agent_api::universal::ItemStatus::Failed, "partial ".to_string()));
     let error = run.completion.as_ref().unwrap_err().to_string();
+    assert!(error.contains("its stderr ends: fatal: [redacted] leaked on stderr"), "the error says why: {error}");
     assert!(!error.contains("SECRET"), "{error}");
     for event in &run.wrapper {
         let text = serde_json::to_string(event).unwrap();
-        assert!(!text.contains("SECRET-TOKEN"), "stderr leaked into a wrapper event: {text}");
+        assert!(!text.contains("SECRET-TOKEN"), "a secret leaked into a wrapper event: {text}");
     }
 }
 

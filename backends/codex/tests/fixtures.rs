@@ -258,3 +258,25 @@ fn the_typed_exec_path_matches_the_value_path_on_every_exec_fixture() {
         );
     }
 }
+
+/// Codex's "Reconnecting... n/m" notices are retries, not failures: each is an `api_retry`
+/// status while it retries, and only the failure it gives up with is an error (issue 39).
+#[tokio::test]
+async fn exec_reconnect_notices_are_retry_statuses_not_errors() {
+    let run = replay(&fixtures().join("exec/error500_default_retries.stdout.jsonl")).await;
+    let retries: Vec<String> = run
+        .universal
+        .iter()
+        .filter_map(|e| e.completed_item())
+        .flat_map(|item| &item.content)
+        .filter_map(|p| match p {
+            ContentPart::Status { label, detail } if label == "api_retry" => detail.clone(),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(retries.len(), 5, "{retries:?}");
+    assert!(retries[0].starts_with("attempt 1 of 5"), "{retries:?}");
+    let errors: Vec<_> = run.of_type("error").collect();
+    assert!(errors.iter().all(|e| !serde_json::to_string(e).unwrap().contains("Reconnecting")), "{errors:?}");
+    assert!(matches!(error_of(&run), AgentError::ServerError { .. } | AgentError::Overloaded { .. }), "{:?}", run.completion);
+}

@@ -250,6 +250,10 @@ impl AgentBackend for OpenCodeBackend {
         agent_api::options::extension_keys::<OpenCodeOptions>()
     }
 
+    fn option_value(&self, key: &str, text: &str) -> Result<serde_json::Value, AgentError> {
+        agent_api::options::value_from_text::<OpenCodeOptions>(key, text)
+    }
+
     fn option_mappings(&self) -> &'static [agent_api::portable::OptionMapping] {
         portable::MAPPINGS
     }

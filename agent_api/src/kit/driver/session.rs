@@ -83,6 +83,7 @@ impl SessionDriver {
         }
         while !(self.core.source_done && self.core.exit.is_some()) {
             let turn_abandoned = self.turn.as_ref().filter(|t| !t.dropped).map(|t| t.abandoned.clone());
+            self.core.clock.set_waiting(self.core.transcript.awaits_caller());
             let next_timeout = self.core.clock.next();
             let control_open = self.turn.as_ref().is_some_and(|t| t.control_open);
             let core = &mut self.core;
