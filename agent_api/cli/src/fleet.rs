@@ -18,9 +18,10 @@ pub(crate) enum HomeFlag {
     Hermetic,
 }
 
-/// Timeouts beside `--timeout`, each ending the run with a timeout error that names it.
+/// Timeouts beside `--timeout`, homes and limits: what every run or session turn gets (the
+/// defaults of `serve`'s sessions too).
 #[derive(Args, Clone, Debug, Default)]
-pub(crate) struct FleetFlags {
+pub(crate) struct RunLimits {
     /// Stop the run if the agent has not sent its first message after this many seconds.
     #[arg(long, value_name = "SECONDS")]
     startup_timeout: Option<u64>,
@@ -42,6 +43,13 @@ pub(crate) struct FleetFlags {
     /// End the run (limit reached) past this cost in US dollars, where the agent reports cost.
     #[arg(long, value_name = "USD")]
     max_cost: Option<f64>,
+}
+
+/// The flags for runs side by side: [`RunLimits`], and which session a run continues.
+#[derive(Args, Clone, Debug, Default)]
+pub(crate) struct FleetFlags {
+    #[command(flatten)]
+    pub(crate) limits: RunLimits,
     /// Continue this session, in its own working directory: the `session:` line a run printed
     /// (JSON), or a bare native session id.
     #[arg(long, value_name = "SESSION", value_parser = parse_session, conflicts_with = "fork")]
@@ -61,6 +69,11 @@ impl FleetFlags {
         self.resume.as_ref().or(self.fork.as_ref()).and_then(|s| s.agent.as_ref()).map(ToString::to_string)
     }
 
+    /// Flags with `limits` and no session to continue.
+    pub(crate) fn with_limits(limits: RunLimits) -> Self {
+        Self { limits, resume: None, fork: None }
+    }
+
     /// `request` with what these flags set.
     pub(crate) fn apply(&self, mut request: RunRequest) -> RunRequest {
         if let Some(session) = &self.resume {
@@ -68,6 +81,13 @@ impl FleetFlags {
         } else if let Some(session) = &self.fork {
             request = request.with_session(SessionSelector::Fork(session.clone()));
         }
+        self.limits.apply(request)
+    }
+}
+
+impl RunLimits {
+    /// `request` with these timeouts, home and limits.
+    pub(crate) fn apply(&self, mut request: RunRequest) -> RunRequest {
         if let Some(secs) = self.startup_timeout {
             request = request.with_startup_timeout(Duration::from_secs(secs));
         }

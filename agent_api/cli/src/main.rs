@@ -13,6 +13,7 @@ mod prompt;
 mod render;
 mod replay;
 mod run;
+mod serve;
 mod signals;
 
 use std::path::PathBuf;
@@ -200,6 +201,8 @@ enum Command {
     },
     /// Which supported agent CLIs are installed, their versions, and whether they are supported.
     Doctor,
+    /// Serve the universal session API over HTTP and SSE (spec/http-api.md).
+    Serve(Box<serve::ServeArgs>),
 }
 
 /// How capabilities are printed.
@@ -234,6 +237,7 @@ async fn main() -> ExitCode {
         Command::History { agent, cwd, output, session } => history::history(output.viewing(agent), cwd, session).await,
         Command::Capabilities { agent, format } => capabilities::print(agent.as_deref(), format),
         Command::Doctor => doctor::doctor().await,
+        Command::Serve(args) => serve::serve(*args).await,
     };
     match result {
         Ok(code) => code,

@@ -1,0 +1,389 @@
+//! The handlers of the reference's 14 operations, and of this server's own few.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use agent_api::{PermissionDecision, QuestionAnswer};
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use tokio::sync::{broadcast, mpsc};
+use tokio_stream::wrappers::ReceiverStream;
+
+use crate::error::{ApiError, JsonBody, QueryOf};
+use crate::live::{Feed, LiveSession, Subscription};
+use crate::state::Server;
+use crate::store::StoredEvent;
+use crate::wire::*;
+
+/// Frames waiting for one SSE client; past them the subscriber stops reading the feed, and is
+/// dropped once the feed's ring has moved on.
+const SSE_CLIENT_BUFFER: usize = 64;
+
+#[utoipa::path(get, path = "/v1/health", operation_id = "get_health", responses((status = 200, body = HealthResponse)))]
+pub(crate) async fn health() -> Json<HealthResponse> {
+    Json(HealthResponse { status: "ok".into() })
+}
+
+#[utoipa::path(get, path = "/v1/agents", operation_id = "list_agents", responses((status = 200, body = AgentListResponse)))]
+pub(crate) async fn list_agents(State(server): State<Server>) -> Json<AgentListResponse> {
+    Json(AgentListResponse { agents: crate::agents::list(&server).await })
+}
+
+#[utoipa::path(get, path = "/v1/agents/{agent}/modes", operation_id = "get_agent_modes",
+    params(("agent" = String, Path, description = "Agent id")),
+    responses((status = 200, body = AgentModesResponse), (status = 400, body = ProblemDetails)))]
+pub(crate) async fn agent_modes(State(server): State<Server>, Path(agent): Path<String>) -> Result<Json<AgentModesResponse>, ApiError> {
+    server.kind(&agent)?;
+    Ok(Json(crate::agents::modes()))
+}
+
+#[utoipa::path(post, path = "/v1/agents/{agent}/install", operation_id = "install_agent",
+    params(("agent" = String, Path, description = "Agent id")), request_body = AgentInstallRequest,
+    responses((status = 204, description = "Agent installed"), (status = 400, body = ProblemDetails),
+        (status = 404, body = ProblemDetails), (status = 500, body = ProblemDetails)))]
+pub(crate) async fn install_agent(
+    State(server): State<Server>,
+    Path(agent): Path<String>,
+    body: axum::body::Bytes,
+) -> Result<StatusCode, ApiError> {
+    // The reference makes the body optional.
+    let body: AgentInstallRequest = match body.iter().all(u8::is_ascii_whitespace) {
+        true => AgentInstallRequest::default(),
+        false => serde_json::from_slice(&body).map_err(|e| ApiError::invalid(format!("the body is not an AgentInstallRequest: {e}")))?,
+    };
+    let reinstall = body.reinstall.unwrap_or(false);
+    let kind = server.kind(&agent).map_err(|e| ApiError { status: StatusCode::NOT_FOUND, ..e })?;
+    crate::agents::install(&server, &kind, reinstall).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[utoipa::path(get, path = "/v1/sessions", operation_id = "list_sessions", responses((status = 200, body = SessionListResponse)))]
+pub(crate) async fn list_sessions(State(server): State<Server>) -> Result<Json<SessionListResponse>, ApiError> {
+    let records = server.inner.store.sessions().await?;
+    Ok(Json(SessionListResponse { sessions: records.into_iter().map(|r| server.info(r)).collect() }))
+}
+
+/// Beyond the reference: one session's info.
+#[utoipa::path(get, path = "/v1/sessions/{session_id}", operation_id = "get_session",
+    params(("session_id" = String, Path, description = "Client session id")),
+    responses((status = 200, body = SessionInfo), (status = 404, body = ProblemDetails)))]
+pub(crate) async fn get_session(State(server): State<Server>, Path(id): Path<String>) -> Result<Json<SessionInfo>, ApiError> {
+    let record = server.inner.store.session(&id).await?.ok_or_else(|| ApiError::no_session(&id))?;
+    Ok(Json(server.info(record)))
+}
+
+#[utoipa::path(post, path = "/v1/sessions/{session_id}", operation_id = "create_session",
+    params(("session_id" = String, Path, description = "Client session id")), request_body = CreateSessionRequest,
+    responses((status = 200, body = CreateSessionResponse), (status = 400, body = ProblemDetails), (status = 409, body = ProblemDetails)))]
+pub(crate) async fn create_session(
+    State(server): State<Server>,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody<CreateSessionRequest>,
+) -> Result<Json<CreateSessionResponse>, ApiError> {
+    let live = server.create(&id, body).await?;
+    let native_session_id = server.inner.store.session(&live.id).await?.and_then(|r| r.native_session_id);
+    Ok(Json(CreateSessionResponse { healthy: true, error: None, native_session_id }))
+}
+
+/// The live session `id`: 404 when unknown, 409 when it ended.
+async fn live_session(server: &Server, id: &str) -> Result<Arc<LiveSession>, ApiError> {
+    if let Some(live) = server.live(id) {
+        return Ok(live);
+    }
+    match server.inner.store.session(id).await? {
+        Some(_) => Err(ApiError::new(StatusCode::CONFLICT, "session_ended", "the session has ended")),
+        None => Err(ApiError::no_session(id)),
+    }
+}
+
+fn prompt(body: MessageRequest) -> Result<String, ApiError> {
+    if body.message.trim().is_empty() {
+        return Err(ApiError::invalid("the message is empty"));
+    }
+    Ok(body.message)
+}
+
+#[utoipa::path(post, path = "/v1/sessions/{session_id}/messages", operation_id = "post_message",
+    params(("session_id" = String, Path, description = "Session id")), request_body = MessageRequest,
+    responses((status = 204, description = "Message accepted"), (status = 404, body = ProblemDetails)))]
+pub(crate) async fn post_message(
+    State(server): State<Server>,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody<MessageRequest>,
+) -> Result<StatusCode, ApiError> {
+    let live = live_session(&server, &id).await?;
+    live.send(prompt(body)?).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[utoipa::path(post, path = "/v1/sessions/{session_id}/messages/stream", operation_id = "post_message_stream",
+    params(("session_id" = String, Path, description = "Session id"),
+        ("include_raw" = Option<bool>, Query, description = "Fill each event's raw payload")),
+    request_body = MessageRequest,
+    responses((status = 200, description = "SSE event stream"), (status = 404, body = ProblemDetails)))]
+pub(crate) async fn post_message_stream(
+    State(server): State<Server>,
+    Path(id): Path<String>,
+    QueryOf(query): QueryOf<TurnStreamQuery>,
+    JsonBody(body): JsonBody<MessageRequest>,
+) -> Result<Response, ApiError> {
+    let live = live_session(&server, &id).await?;
+    let prompt = prompt(body)?;
+    // Subscribed before the turn starts: its first event is on the feed after this.
+    let subscription = live.subscribe()?;
+    let turn = live.send(prompt).await?;
+    let include_raw = query.include_raw.unwrap_or(false);
+    let (frames, stream) = mpsc::channel(SSE_CLIENT_BUFFER);
+    tokio::spawn(follow_turn(subscription, turn, include_raw, frames));
+    Ok(sse(stream))
+}
+
+#[utoipa::path(get, path = "/v1/sessions/{session_id}/events", operation_id = "get_events",
+    params(("session_id" = String, Path, description = "Session id"),
+        ("offset" = Option<u64>, Query, description = "Only events with a sequence above this"),
+        ("limit" = Option<u64>, Query, description = "At most this many events"),
+        ("include_raw" = Option<bool>, Query, description = "Fill each event's raw payload")),
+    responses((status = 200, body = EventsResponse), (status = 404, body = ProblemDetails)))]
+pub(crate) async fn get_events(
+    State(server): State<Server>,
+    Path(id): Path<String>,
+    QueryOf(query): QueryOf<EventsQuery>,
+) -> Result<Response, ApiError> {
+    let max = server.inner.config.max_page;
+    let limit = query.limit.map_or(max, |l| usize::try_from(l).unwrap_or(max).min(max));
+    let mut events = server.inner.store.events(&id, query.offset.unwrap_or(0), limit.saturating_add(1)).await?;
+    let has_more = events.len() > limit;
+    events.truncate(limit);
+    let include_raw = query.include_raw.unwrap_or(false);
+    // Assembled from the stored JSON: the events are not parsed again to be served.
+    let mut body = String::with_capacity(events.iter().map(|e| e.json.len() + 1).sum::<usize>() + 32);
+    body.push_str("{\"events\":[");
+    for (index, event) in events.iter().enumerate() {
+        if index > 0 {
+            body.push(',');
+        }
+        body.push_str(&event.render(include_raw));
+    }
+    body.push_str("],\"hasMore\":");
+    body.push_str(if has_more { "true" } else { "false" });
+    body.push('}');
+    Ok(([(axum::http::header::CONTENT_TYPE, "application/json")], body).into_response())
+}
+
+#[utoipa::path(get, path = "/v1/sessions/{session_id}/events/sse", operation_id = "get_events_sse",
+    params(("session_id" = String, Path, description = "Session id"),
+        ("offset" = Option<u64>, Query, description = "Only events with a sequence above this (Last-Event-ID wins)"),
+        ("include_raw" = Option<bool>, Query, description = "Fill each event's raw payload")),
+    responses((status = 200, description = "SSE event stream"), (status = 404, body = ProblemDetails)))]
+pub(crate) async fn get_events_sse(
+    State(server): State<Server>,
+    Path(id): Path<String>,
+    QueryOf(query): QueryOf<EventsQuery>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let last_event_id = headers.get("last-event-id").and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse::<u64>().ok());
+    let offset = last_event_id.or(query.offset).unwrap_or(0);
+    // Subscribed before the store is read: an event stored after the read is on the feed.
+    let subscription = match server.live(&id) {
+        Some(live) if !live.ended() => Some(live.subscribe()?),
+        _ => None,
+    };
+    if subscription.is_none() && server.inner.store.session(&id).await?.is_none() {
+        return Err(ApiError::no_session(&id));
+    }
+    let include_raw = query.include_raw.unwrap_or(false);
+    let (frames, stream) = mpsc::channel(SSE_CLIENT_BUFFER);
+    tokio::spawn(follow_session(server, id, offset, subscription, include_raw, frames));
+    Ok(sse(stream))
+}
+
+#[utoipa::path(post, path = "/v1/sessions/{session_id}/permissions/{permission_id}/reply", operation_id = "reply_permission",
+    params(("session_id" = String, Path, description = "Session id"), ("permission_id" = String, Path, description = "Permission id")),
+    request_body = PermissionReplyRequest,
+    responses((status = 204, description = "Permission reply accepted"), (status = 404, body = ProblemDetails)))]
+pub(crate) async fn reply_permission(
+    State(server): State<Server>,
+    Path((id, permission)): Path<(String, String)>,
+    JsonBody(body): JsonBody<PermissionReplyRequest>,
+) -> Result<StatusCode, ApiError> {
+    let decision = match body.reply {
+        PermissionReply::Once => PermissionDecision::Allow,
+        PermissionReply::Always => PermissionDecision::AllowForSession,
+        PermissionReply::Reject => PermissionDecision::Deny { message: Some("rejected by the client".into()) },
+    };
+    let control = waiting(&server, &id, "permission request", &permission).await?;
+    control.respond_permission(&permission, decision).await.map_err(|e| ApiError::agent(&e))?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[utoipa::path(post, path = "/v1/sessions/{session_id}/questions/{question_id}/reply", operation_id = "reply_question",
+    params(("session_id" = String, Path, description = "Session id"), ("question_id" = String, Path, description = "Question id")),
+    request_body = QuestionReplyRequest,
+    responses((status = 204, description = "Question answered"), (status = 404, body = ProblemDetails)))]
+pub(crate) async fn reply_question(
+    State(server): State<Server>,
+    Path((id, question)): Path<(String, String)>,
+    JsonBody(body): JsonBody<QuestionReplyRequest>,
+) -> Result<StatusCode, ApiError> {
+    // One question per id here: its answer is the first list's choices, joined.
+    let answer = body.answers.first().map(|choices| choices.join(", ")).unwrap_or_default();
+    if answer.trim().is_empty() {
+        return Err(ApiError::invalid("the answers are empty: give at least one choice, or reject the question"));
+    }
+    let control = waiting(&server, &id, "question", &question).await?;
+    control.answer_question(&question, QuestionAnswer::Text(answer)).await.map_err(|e| ApiError::agent(&e))?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[utoipa::path(post, path = "/v1/sessions/{session_id}/questions/{question_id}/reject", operation_id = "reject_question",
+    params(("session_id" = String, Path, description = "Session id"), ("question_id" = String, Path, description = "Question id")),
+    responses((status = 204, description = "Question rejected"), (status = 404, body = ProblemDetails)))]
+pub(crate) async fn reject_question(
+    State(server): State<Server>,
+    Path((id, question)): Path<(String, String)>,
+) -> Result<StatusCode, ApiError> {
+    let control = waiting(&server, &id, "question", &question).await?;
+    control.answer_question(&question, QuestionAnswer::Reject).await.map_err(|e| ApiError::agent(&e))?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// The control of the turn a request waits in; 404 when no turn is in progress.
+async fn waiting(server: &Server, id: &str, what: &str, request: &str) -> Result<agent_api::RunControl, ApiError> {
+    let live = server.live(id).ok_or_else(|| ApiError::no_session(id))?;
+    live.control().ok_or_else(|| {
+        ApiError::new(
+            StatusCode::NOT_FOUND,
+            "invalid_request",
+            format!("no {what} `{}` is waiting", agent_api::display::line(request, 128)),
+        )
+    })
+}
+
+#[utoipa::path(post, path = "/v1/sessions/{session_id}/terminate", operation_id = "terminate_session",
+    params(("session_id" = String, Path, description = "Session id")),
+    responses((status = 204, description = "Session terminated"), (status = 404, body = ProblemDetails)))]
+pub(crate) async fn terminate_session(State(server): State<Server>, Path(id): Path<String>) -> Result<StatusCode, ApiError> {
+    match server.live(&id) {
+        Some(live) => {
+            live.terminate().await?;
+            server.forget(&id);
+        }
+        // Ended already: terminating again changes nothing.
+        None if server.inner.store.session(&id).await?.is_some() => {}
+        None => return Err(ApiError::no_session(&id)),
+    }
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Beyond the reference: cancels the turn in progress and keeps the session.
+#[utoipa::path(post, path = "/v1/sessions/{session_id}/cancel", operation_id = "cancel_turn",
+    params(("session_id" = String, Path, description = "Session id")),
+    responses((status = 204, description = "The turn in progress was cancelled (or none was)"), (status = 404, body = ProblemDetails)))]
+pub(crate) async fn cancel_turn(State(server): State<Server>, Path(id): Path<String>) -> Result<StatusCode, ApiError> {
+    let live = live_session(&server, &id).await?;
+    live.cancel_turn().await;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Beyond the reference: this document.
+#[utoipa::path(get, path = "/v1/openapi.json", operation_id = "get_openapi", responses((status = 200, description = "This OpenAPI document")))]
+pub(crate) async fn openapi() -> Json<utoipa::openapi::OpenApi> {
+    Json(crate::openapi::document())
+}
+
+/// Any other path.
+pub(crate) async fn not_found(uri: axum::http::Uri) -> ApiError {
+    ApiError::new(StatusCode::NOT_FOUND, "not_found", format!("no endpoint at {}", agent_api::display::line(uri.path(), 256)))
+}
+
+type Frame = Result<Event, Infallible>;
+
+fn sse(stream: mpsc::Receiver<Frame>) -> Response {
+    Sse::new(ReceiverStream::new(stream)).keep_alive(KeepAlive::default()).into_response()
+}
+
+fn frame(event: &StoredEvent, include_raw: bool) -> Frame {
+    Ok(Event::default().id(event.sequence.to_string()).data(event.render(include_raw)))
+}
+
+/// Sends one turn's events until its last, or until one waits on the client.
+async fn follow_turn(mut subscription: Subscription, turn: u64, include_raw: bool, frames: mpsc::Sender<Frame>) {
+    loop {
+        let next = tokio::select! {
+            next = subscription.feed.recv() => next,
+            _ = frames.closed() => return,
+        };
+        match next {
+            Ok(Feed::Event(event, asks)) => {
+                if frames.send(frame(&event, include_raw)).await.is_err() || asks {
+                    return;
+                }
+            }
+            Ok(Feed::TurnEnded(ended)) if ended == turn => return,
+            Ok(Feed::TurnEnded(_)) => {}
+            // Dropped: the client resumes from the events endpoints by its last id.
+            Ok(Feed::Ended) | Err(_) => return,
+        }
+    }
+}
+
+/// Sends the stored events after `offset`, then the live ones as they are stored, with no gap
+/// and no duplicate; ends once the session has ended, or when the client falls a ring behind.
+async fn follow_session(
+    server: Server,
+    id: String,
+    mut last: u64,
+    subscription: Option<Subscription>,
+    include_raw: bool,
+    frames: mpsc::Sender<Frame>,
+) {
+    let store = &server.inner.store;
+    let page = server.inner.config.max_page.max(1);
+    // The backlog, a page at a time.
+    loop {
+        let Ok(events) = store.events(&id, last, page).await else { return };
+        for event in &events {
+            if frames.send(frame(event, include_raw)).await.is_err() {
+                return;
+            }
+            last = event.sequence;
+        }
+        if events.len() < page {
+            break;
+        }
+    }
+    let Some(mut subscription) = subscription else { return };
+    loop {
+        let next = tokio::select! {
+            next = subscription.feed.recv() => next,
+            _ = frames.closed() => return,
+        };
+        match next {
+            Ok(Feed::Event(event, _)) if event.sequence <= last => {}
+            Ok(Feed::Event(event, _)) => {
+                // Anything between the backlog and this event is in the store already.
+                if event.sequence > last + 1 {
+                    let Ok(missed) = store.events(&id, last, usize::try_from(event.sequence - last - 1).unwrap_or(usize::MAX)).await else {
+                        return;
+                    };
+                    for missed in &missed {
+                        if frames.send(frame(missed, include_raw)).await.is_err() {
+                            return;
+                        }
+                    }
+                }
+                if frames.send(frame(&event, include_raw)).await.is_err() {
+                    return;
+                }
+                last = event.sequence;
+            }
+            Ok(Feed::TurnEnded(_)) => {}
+            Ok(Feed::Ended) | Err(broadcast::error::RecvError::Closed) => return,
+            // A whole ring behind: dropped, it resumes by its last id.
+            Err(broadcast::error::RecvError::Lagged(_)) => return,
+        }
+    }
+}

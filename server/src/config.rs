@@ -1,0 +1,61 @@
+//! [`ServerConfig`]: the server's security and resource bounds.
+
+/// The bounds and security settings of a server. Defaults: no token (set one, or use
+/// [`ServerConfig::random_token`]), no CORS, 1 MiB request bodies, a ring of 1024 events per
+/// session for its subscribers, 64 subscribers per session, pages of at most 1000 events.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ServerConfig {
+    /// The bearer token every request but `GET /v1/health` must carry; `None`: no check.
+    pub token: Option<String>,
+    /// Origins allowed by CORS; empty: no CORS headers at all.
+    pub cors_origins: Vec<String>,
+    /// The largest request body, in bytes (413 past it).
+    pub max_body_bytes: usize,
+    /// Events a session's feed keeps for its subscribers; one falling further behind is dropped.
+    pub sse_buffer: usize,
+    /// Subscribers (SSE streams) per session (429 past it).
+    pub max_subscribers: usize,
+    /// The largest page of `GET …/events` (a larger `limit` is cut to it).
+    pub max_page: usize,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self { token: None, cors_origins: Vec::new(), max_body_bytes: 1 << 20, sse_buffer: 1024, max_subscribers: 64, max_page: 1000 }
+    }
+}
+
+impl ServerConfig {
+    /// Requires `token` on every request but health.
+    pub fn with_token(mut self, token: impl Into<String>) -> Self {
+        self.token = Some(token.into());
+        self
+    }
+
+    /// Allows a CORS origin.
+    pub fn with_cors_origin(mut self, origin: impl Into<String>) -> Self {
+        self.cors_origins.push(origin.into());
+        self
+    }
+
+    /// Sets the largest request body.
+    pub fn with_max_body_bytes(mut self, bytes: usize) -> Self {
+        self.max_body_bytes = bytes;
+        self
+    }
+
+    /// Sets the feed's ring size and the subscribers per session.
+    pub fn with_subscribers(mut self, ring: usize, max: usize) -> Self {
+        self.sse_buffer = ring;
+        self.max_subscribers = max;
+        self
+    }
+
+    /// A random token: 32 bytes from the operating system, as 64 hex digits.
+    pub fn random_token() -> Result<String, getrandom::Error> {
+        let mut bytes = [0u8; 32];
+        getrandom::fill(&mut bytes)?;
+        Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+    }
+}
