@@ -166,15 +166,14 @@ impl LiveSession {
 
     /// Numbers, stores and publishes `events`; returns whether one ended the session.
     async fn record(&self, events: Vec<UniversalEvent>) -> Result<bool, crate::store::StoreError> {
-        let mut next = self.state().next_sequence;
+        let first = self.state().next_sequence;
         let session_id: Arc<str> = self.id.as_str().into();
         let mut stored = Vec::with_capacity(events.len());
         let mut asks = Vec::with_capacity(events.len());
         let mut ended = false;
         let mut native = None;
-        for mut event in events {
-            event.sequence = next;
-            next += 1;
+        for (sequence, mut event) in (first..).zip(events) {
+            event.sequence = sequence;
             event.session_id = session_id.clone();
             if let Some(id) = &event.native_session_id {
                 native = Some(id.to_string());

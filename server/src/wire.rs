@@ -342,8 +342,27 @@ fn universal_schema() -> serde_json::Value {
     serde_json::from_str(&text).expect("spec/universal-schema.json is JSON")
 }
 
-fn as_schema(value: serde_json::Value) -> RefOr<Schema> {
-    serde_json::from_value(value).expect("spec/universal-schema.json holds schemas utoipa reads")
+fn as_schema(mut value: serde_json::Value) -> RefOr<Schema> {
+    any_for_true(&mut value);
+    serde_json::from_value(value.clone()).unwrap_or_else(|e| panic!("spec/universal-schema.json: utoipa cannot read {value}: {e}"))
+}
+
+/// JSON Schema's `true` (anything) as the schema of any type (`{}` once written out), which
+/// utoipa reads.
+fn any_for_true(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::Object(object) => {
+            for (key, member) in object.iter_mut() {
+                if member == &serde_json::Value::Bool(true) && key != "additionalProperties" {
+                    *member = serde_json::json!({ "type": null });
+                } else {
+                    any_for_true(member);
+                }
+            }
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(any_for_true),
+        _ => {}
+    }
 }
 
 impl PartialSchema for UniversalEventSchema {

@@ -104,6 +104,24 @@ impl Api {
         Sse { body: response.into_body(), buffer: String::new() }
     }
 
+    /// Opens an SSE stream on a connection of its own whose receive window is a few KiB: a
+    /// client that stops reading holds up the server after a few events, not megabytes.
+    pub async fn sse_small_window(&self, path: &str, headers: &[(&str, &str)]) -> Sse {
+        let address: std::net::SocketAddr = self.base.trim_start_matches("http://").parse().unwrap();
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.set_recv_buffer_size(4096).unwrap();
+        let stream = socket.connect(address).await.unwrap();
+        let (mut sender, connection) = hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream)).await.unwrap();
+        tokio::spawn(connection);
+        let request = self.build(Method::GET, path, None, headers);
+        let request = Request::from_parts(request.into_parts().0, Full::new(Bytes::new()));
+        let response = tokio::time::timeout(STEP, sender.send_request(request)).await.unwrap().unwrap();
+        assert_eq!(response.status(), StatusCode::OK);
+        // The sender must live as long as the body is read.
+        std::mem::forget(sender);
+        Sse { body: response.into_body(), buffer: String::new() }
+    }
+
     /// Every event of a session, read by pages of `limit`.
     pub async fn all_events(&self, session: &str, limit: u64) -> Vec<Value> {
         let mut events = Vec::new();
@@ -149,6 +167,11 @@ pub struct Sse {
 impl Sse {
     /// The next frame with data, or `None` when the server closed the stream.
     pub async fn next(&mut self) -> Option<Frame> {
+        // Keep-alive comments do not count: the event itself must come in time.
+        tokio::time::timeout(STEP, self.next_frame()).await.expect("an SSE event in time")
+    }
+
+    async fn next_frame(&mut self) -> Option<Frame> {
         loop {
             if let Some(end) = self.buffer.find("\n\n") {
                 let block: String = self.buffer.drain(..end + 2).collect();
@@ -167,7 +190,7 @@ impl Sse {
                 assert_eq!(data.len(), 1, "one data line per event: {block:?}");
                 return Some(Frame { id, data: serde_json::from_str(&data[0]).expect("JSON data") });
             }
-            let frame = tokio::time::timeout(STEP, self.body.frame()).await.expect("an SSE frame in time")?;
+            let frame = self.body.frame().await?;
             let frame = frame.expect("the stream reads");
             if let Ok(bytes) = frame.into_data() {
                 self.buffer.push_str(std::str::from_utf8(&bytes).unwrap());
