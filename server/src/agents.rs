@@ -56,6 +56,7 @@ pub(crate) async fn list(server: &Server) -> Vec<AgentInfo> {
             version: installed.as_ref().and_then(|i| i.version.clone()),
             path: installed.as_ref().map(|i| i.binary.to_string_lossy().into_owned()),
             capabilities: capabilities(&set),
+            server_status: None,
             capability_ids: ids,
         }
     }))

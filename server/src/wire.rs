@@ -58,9 +58,42 @@ pub struct AgentInfo {
     pub path: Option<String>,
     /// What it shows.
     pub capabilities: AgentCapabilities,
+    /// The reference's shared server process state: never set here (each session owns its
+    /// agent process; see `capabilities.sharedProcess`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_status: Option<ServerStatusInfo>,
     /// Every capability id it advertises (beyond the reference).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub capability_ids: Vec<String>,
+}
+
+/// The state of an agent's shared server process (the reference's; not reported here).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+#[allow(missing_docs)]
+pub enum ServerStatus {
+    Running,
+    Stopped,
+    Error,
+}
+
+/// An agent's shared server process (the reference's; not reported here).
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ServerStatusInfo {
+    /// Its state.
+    pub status: ServerStatus,
+    /// How many times it was restarted.
+    pub restart_count: u64,
+    /// Where it listens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+    /// Its last error.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+    /// How long it has run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uptime_ms: Option<u64>,
 }
 
 /// `GET /v1/agents`.
@@ -190,6 +223,9 @@ pub struct AgentErrorBody {
     /// The session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
+    /// More about it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details: Option<serde_json::Value>,
 }
 
 /// `POST /v1/sessions/{session_id}` answered.
@@ -263,16 +299,18 @@ pub struct EventsQuery {
     /// At most this many events (HTTP only).
     #[serde(default)]
     pub limit: Option<u64>,
-    /// Fill each event's `raw` with the native payload.
-    #[serde(default, alias = "includeRaw")]
+    /// Fill each event's `raw` with the native payload (`include_raw` in the query string, as
+    /// the reference's paths name it; `includeRaw` as its schema does: both are read).
+    #[serde(default, rename = "includeRaw", alias = "include_raw")]
     pub include_raw: Option<bool>,
 }
 
 /// The query of `POST /v1/sessions/{session_id}/messages/stream`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
 pub struct TurnStreamQuery {
-    /// Fill each event's `raw` with the native payload.
-    #[serde(default, alias = "includeRaw")]
+    /// Fill each event's `raw` with the native payload (`include_raw` in the query string, as
+    /// the reference's paths name it; `includeRaw` as its schema does: both are read).
+    #[serde(default, rename = "includeRaw", alias = "include_raw")]
     pub include_raw: Option<bool>,
 }
 
