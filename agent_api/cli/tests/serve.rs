@@ -1,0 +1,150 @@
+//! `agent-api serve` as a process: killed with SIGKILL mid-turn and started again on the same
+//! store, it serves every event it had served; its token and host rules; SIGTERM stops it cleanly.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+/// A running `agent-api serve`, killed when dropped.
+struct Served {
+    child: Child,
+    address: String,
+    token: Option<String>,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn serve(args: &[&str]) -> Served {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_agent-api"))
+        .arg("serve")
+        .args(["--port", "0"])
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut token = None;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        assert!(Instant::now() < deadline, "the server did not say where it listens");
+        let line = lines.next().expect("the server printed its address").unwrap();
+        if let Some(t) = line.strip_prefix("agent-api: token: ") {
+            token = Some(t.to_string());
+        }
+        if let Some(address) = line.strip_prefix("agent-api: listening on http://") {
+            // Keep reading stderr so that the server never blocks on it.
+            std::thread::spawn(move || for _ in lines.by_ref() {});
+            return Served { child, address: address.to_string(), token };
+        }
+    }
+}
+
+impl Served {
+    fn call(&self, method: &str, path: &str, body: Option<Value>, token: Option<&str>) -> (u16, Value) {
+        let mut stream = TcpStream::connect(&self.address).unwrap();
+        stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        let body = body.map(|b| b.to_string()).unwrap_or_default();
+        let auth = token.or(self.token.as_deref()).map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
+        let request = format!(
+            "{method} {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{auth}\r\n{body}",
+            body.len()
+        );
+        stream.write_all(request.as_bytes()).unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).unwrap();
+        let (head, body) = response.split_once("\r\n\r\n").unwrap();
+        let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+        (status, if body.is_empty() { Value::Null } else { serde_json::from_str(body).unwrap() })
+    }
+
+    fn events(&self, session: &str) -> Vec<Value> {
+        let (status, page) = self.call("GET", &format!("/v1/sessions/{session}/events?include_raw=true&limit=1000"), None, None);
+        assert_eq!(status, 200, "{page}");
+        page["events"].as_array().unwrap().clone()
+    }
+}
+
+#[test]
+fn serve_killed_with_sigkill_mid_turn_serves_every_event_again_after_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = format!("sqlite:{}", dir.path().join("server.sqlite3").display());
+    let first = serve(&["--store", &store, "--no-token"]);
+    let create = json!({"agent": "scripted", "options": {"backend.scripted.scenario": "slow", "backend.scripted.delay_ms": 50}});
+    assert_eq!(first.call("POST", "/v1/sessions/kept", Some(create), None).0, 200);
+    assert_eq!(first.call("POST", "/v1/sessions/kept/messages", Some(json!({"message": "go slowly"})), None).0, 204);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let served = loop {
+        let events = first.events("kept");
+        if events.iter().filter(|e| e["type"] == "item.delta").count() >= 5 {
+            break events;
+        }
+        assert!(Instant::now() < deadline, "the turn did not stream");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(!served.iter().any(|e| e["type"] == "session.ended"), "killed mid-turn");
+    drop(first); // SIGKILL
+
+    let second = serve(&["--store", &store, "--no-token"]);
+    let events = second.events("kept");
+    assert!(events.len() >= served.len() + 2, "{events:#?}");
+    assert_eq!(events[..served.len()], served[..], "every served event, raw payloads included, is still there");
+    let sequences: Vec<u64> = events.iter().map(|e| e["sequence"].as_u64().unwrap()).collect();
+    assert_eq!(sequences, (1..=events.len() as u64).collect::<Vec<_>>());
+    let last = events.last().unwrap();
+    assert_eq!((&last["type"], &last["data"]["reason"]), (&json!("session.ended"), &json!("error")));
+    let (_, info) = second.call("GET", "/v1/sessions/kept", None, None);
+    assert_eq!(info["ended"], true);
+    assert!(info["endError"].as_str().unwrap().contains("stopped"), "{info}");
+}
+
+#[test]
+fn serve_makes_a_random_token_requires_it_and_stops_cleanly_on_sigterm() {
+    let served = serve(&["--store", "memory"]);
+    let token = served.token.clone().expect("a random token is printed");
+    assert_eq!(token.len(), 64);
+    assert_eq!(served.call("GET", "/v1/health", None, Some("")).0, 200);
+    assert_eq!(served.call("GET", "/v1/sessions", None, Some("wrong")).0, 401);
+    assert_eq!(served.call("GET", "/v1/sessions", None, None).0, 200);
+    // The reference's agent ids are accepted beside ours.
+    let (status, modes) = served.call("GET", "/v1/agents/claude/modes", None, None);
+    assert_eq!((status, &modes["modes"][0]["id"]), (200, &json!("build")));
+    let (_, agents) = served.call("GET", "/v1/agents", None, None);
+    let ids: Vec<&str> = agents["agents"].as_array().unwrap().iter().map(|a| a["id"].as_str().unwrap()).collect();
+    assert!(ids.contains(&"scripted") && ids.contains(&"claude_code") && ids.contains(&"codex"), "{ids:?}");
+
+    assert_eq!(served.call("POST", "/v1/sessions/s", Some(json!({"agent": "scripted"})), None).0, 200);
+    let mut served = served;
+    unsafe { libc::kill(served.child.id() as i32, libc::SIGTERM) };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = served.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "SIGTERM did not stop the server");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success(), "{status:?}");
+}
+
+#[test]
+fn serve_refuses_no_token_on_a_host_other_than_loopback() {
+    let output = Command::new(env!("CARGO_BIN_EXE_agent-api"))
+        .args(["serve", "--host", "0.0.0.0", "--port", "0", "--no-token", "--store", "memory"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("--no-token needs a loopback --host"));
+    let output = Command::new(env!("CARGO_BIN_EXE_agent-api")).args(["serve", "--store", "postgres://localhost/x"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("unsupported store"));
+}
