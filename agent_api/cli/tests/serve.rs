@@ -23,7 +23,7 @@ impl Drop for Served {
 }
 
 fn serve(args: &[&str]) -> Served {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_agent-api"))
+    let child = Command::new(env!("CARGO_BIN_EXE_agent-api"))
         .arg("serve")
         .args(["--port", "0"])
         .args(args)
@@ -32,19 +32,21 @@ fn serve(args: &[&str]) -> Served {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let mut token = None;
+    // Owned at once: a failing step below kills it.
+    let mut served = Served { child, address: String::new(), token: None };
+    let mut lines = BufReader::new(served.child.stderr.take().unwrap()).lines();
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         assert!(Instant::now() < deadline, "the server did not say where it listens");
         let line = lines.next().expect("the server printed its address").unwrap();
-        if let Some(t) = line.strip_prefix("agent-api: token: ") {
-            token = Some(t.to_string());
+        if let Some(token) = line.strip_prefix("agent-api: token: ") {
+            served.token = Some(token.to_string());
         }
         if let Some(address) = line.strip_prefix("agent-api: listening on http://") {
+            served.address = address.to_string();
             // Keep reading stderr so that the server never blocks on it.
             std::thread::spawn(move || for _ in lines.by_ref() {});
-            return Served { child, address: address.to_string(), token };
+            return served;
         }
     }
 }
