@@ -6,14 +6,13 @@
 //! server: live sessions are terminated (their agents stopped) and recorded as ended.
 
 use std::net::{IpAddr, SocketAddr};
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use agent_api_server::{ServerConfig, StoreUrl};
 use clap::Args;
 
 use crate::run::{request_of, RunOptions};
-use crate::{Approve, Format, View};
+use crate::{Format, View};
 
 /// What `serve` takes.
 #[derive(Args)]
@@ -40,21 +39,10 @@ pub(crate) struct ServeArgs {
     /// The largest request body, in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = 1 << 20)]
     max_body: usize,
-    /// Working directory of the agents.
-    #[arg(long)]
-    cwd: Option<PathBuf>,
-    /// Model name (a session may choose its own).
-    #[arg(long)]
-    model: Option<String>,
-    /// What happens at a permission request: ask (the client replies over HTTP), all or none.
-    #[arg(long, value_enum, default_value_t = Approve::Ask)]
-    approve: Approve,
-    /// Stop each turn after this many seconds.
-    #[arg(long)]
-    timeout: Option<u64>,
-    /// Where the agents run (as `run --via`).
-    #[arg(long, value_name = "LAUNCHER")]
-    via: Option<agent_api::kit::Launcher>,
+    /// The request flags (`run`'s), as every session's defaults; `--approve ask` (the default)
+    /// leaves each permission request to the client's reply over HTTP.
+    #[command(flatten)]
+    request: crate::RequestFlags,
     #[command(flatten)]
     limits: crate::fleet::RunLimits,
 }
@@ -88,12 +76,12 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<ExitCode, String> {
         format: Format::Jsonl,
         view: View::Universal,
         include_raw: true,
-        cwd: args.cwd.clone(),
-        model: args.model.clone(),
-        approve: args.approve,
-        timeout: args.timeout,
+        cwd: args.request.cwd.clone(),
+        model: args.request.model.clone(),
+        approve: args.request.approve,
+        timeout: args.request.timeout,
         acp_command: None,
-        via: args.via.clone(),
+        via: args.request.via.clone(),
         fleet: crate::fleet::FleetFlags::with_limits(args.limits.clone()),
         prompt: String::new().into(),
         answers: false,
