@@ -137,7 +137,7 @@ pub(crate) async fn post_message_stream(
     let turn = live.send(prompt).await?;
     let include_raw = query.include_raw.unwrap_or(false);
     let (frames, stream) = mpsc::channel(SSE_CLIENT_BUFFER);
-    tokio::spawn(follow_turn(subscription, turn, include_raw, frames));
+    tokio::spawn(until_stopped(server.inner.stopping.clone(), follow_turn(subscription, turn, include_raw, frames)));
     Ok(sse(stream))
 }
 
@@ -196,7 +196,7 @@ pub(crate) async fn get_events_sse(
     }
     let include_raw = query.include_raw.unwrap_or(false);
     let (frames, stream) = mpsc::channel(SSE_CLIENT_BUFFER);
-    tokio::spawn(follow_session(server, id, offset, subscription, include_raw, frames));
+    tokio::spawn(until_stopped(server.inner.stopping.clone(), follow_session(server, id, offset, subscription, include_raw, frames)));
     Ok(sse(stream))
 }
 
@@ -300,6 +300,14 @@ pub(crate) async fn not_found(uri: axum::http::Uri) -> ApiError {
 }
 
 type Frame = Result<Event, Infallible>;
+
+/// `task`, ended early when the server stops: its stream ends, so that its connection closes.
+async fn until_stopped(stopping: agent_api::CancellationToken, task: impl std::future::Future<Output = ()>) {
+    tokio::select! {
+        () = task => {}
+        () = stopping.cancelled() => {}
+    }
+}
 
 fn sse(stream: mpsc::Receiver<Frame>) -> Response {
     Sse::new(ReceiverStream::new(stream)).keep_alive(KeepAlive::default()).into_response()

@@ -88,13 +88,19 @@ async fn authorize(State(server): State<Server>, request: Request, next: Next) -
     response
 }
 
-/// Serves `server` on `listener` until `shutdown` resolves, then terminates its live sessions.
+/// Serves `server` on `listener` until `shutdown` resolves, then ends its SSE streams (so that
+/// their connections close), waits for the requests in flight, and terminates its live sessions.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     server: Server,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let app = router(server.clone());
+    let stopping = server.inner.stopping.clone();
+    let shutdown = async move {
+        shutdown.await;
+        stopping.cancel();
+    };
     let served = axum::serve(listener, app).with_graceful_shutdown(shutdown).await;
     server.terminate_all().await;
     served

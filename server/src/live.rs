@@ -53,6 +53,8 @@ pub(crate) struct LiveSession {
     subscribers: AtomicUsize,
     max_subscribers: usize,
     store: Arc<dyn Store>,
+    /// Called once the session has ended by itself (its agent stopped): the server forgets it.
+    on_end: Box<dyn Fn(&str) + Send + Sync>,
 }
 
 impl std::fmt::Debug for LiveSession {
@@ -96,7 +98,13 @@ pub(crate) fn daemon_event(session: &str, sequence: u64, kind: &str, data: serde
 }
 
 impl LiveSession {
-    pub(crate) fn new(id: String, session: Session, store: Arc<dyn Store>, ring: usize, max_subscribers: usize) -> Arc<Self> {
+    pub(crate) fn new(
+        id: String,
+        session: Session,
+        store: Arc<dyn Store>,
+        (ring, max_subscribers): (usize, usize),
+        on_end: Box<dyn Fn(&str) + Send + Sync>,
+    ) -> Arc<Self> {
         let (feed, _) = broadcast::channel(ring.max(1));
         Arc::new(Self {
             id,
@@ -106,6 +114,7 @@ impl LiveSession {
             subscribers: AtomicUsize::new(0),
             max_subscribers,
             store,
+            on_end,
         })
     }
 
@@ -245,6 +254,7 @@ impl LiveSession {
         let _ = self.feed.send(Feed::TurnEnded(turn));
         if ended || failed.is_some() {
             let _ = self.feed.send(Feed::Ended);
+            (self.on_end)(&self.id);
         }
     }
 

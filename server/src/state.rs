@@ -45,6 +45,8 @@ pub(crate) struct Inner {
     pub(crate) probes: Vec<BackendProbe>,
     live: Mutex<HashMap<String, Arc<LiveSession>>>,
     opening: Mutex<HashSet<String>>,
+    /// Cancelled when the server stops: every SSE stream ends, so that connections close.
+    pub(crate) stopping: agent_api::CancellationToken,
 }
 
 impl std::fmt::Debug for Server {
@@ -80,6 +82,7 @@ impl Server {
                 probes: Vec::new(),
                 live: Mutex::new(HashMap::new()),
                 opening: Mutex::new(HashSet::new()),
+                stopping: agent_api::CancellationToken::new(),
             }),
         })
     }
@@ -146,7 +149,15 @@ impl Server {
             // Another server sharing the store may have taken the id meanwhile.
             self.inner.store.create_session(record).await?;
             let config = &self.inner.config;
-            Ok(LiveSession::new(id.to_string(), session, self.inner.store.clone(), config.sse_buffer, config.max_subscribers))
+            // Weak: the server's map holds the session, the session must not hold the server.
+            let server = Arc::downgrade(&self.inner);
+            let forget = Box::new(move |id: &str| {
+                if let Some(inner) = server.upgrade() {
+                    lock(&inner.live).remove(id);
+                }
+            });
+            let bounds = (config.sse_buffer, config.max_subscribers);
+            Ok(LiveSession::new(id.to_string(), session, self.inner.store.clone(), bounds, forget))
         }
         .await;
         if let Ok(live) = &opened {

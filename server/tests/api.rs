@@ -310,6 +310,24 @@ async fn terminate_ends_the_session_for_good() {
 }
 
 #[tokio::test]
+async fn a_session_whose_agent_crashes_is_ended_and_stays_readable() {
+    let api = start(ServerConfig::default()).await;
+    api.post("/v1/sessions/crash", scripted("crash")).await;
+    let mut stream = api.sse(Method::POST, "/v1/sessions/crash/messages/stream", Some(json!({"message": "go"})), &[]).await;
+    let frames = stream.rest().await;
+    let events = api.all_events("crash", 1000).await;
+    assert_eq!(frames.iter().map(|f| f.data.clone()).collect::<Vec<_>>(), events);
+    let ended = events.iter().find(|e| e["type"] == "session.ended").expect("the crash ends the session");
+    assert_eq!(ended["data"]["reason"], "error");
+    check_schemas(&events);
+    let info = api.get("/v1/sessions/crash").await.json();
+    assert_eq!((&info["ended"], &info["live"]), (&json!(true), &json!(false)));
+    api.post("/v1/sessions/crash/messages", json!({"message": "again"})).await.problem(409);
+    assert_eq!(api.post_empty("/v1/sessions/crash/terminate").await.status, 204);
+    assert_eq!(api.all_events("crash", 1000).await, events, "nothing is added to an ended session");
+}
+
+#[tokio::test]
 async fn a_turn_is_cancelled_and_the_session_goes_on() {
     let api = start(ServerConfig::default()).await;
     api.post("/v1/sessions/cancel", json!({"agent": "scripted", "options": {"backend.scripted.scenario": "slow"}})).await;

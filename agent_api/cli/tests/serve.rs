@@ -125,6 +125,14 @@ fn serve_makes_a_random_token_requires_it_and_stops_cleanly_on_sigterm() {
     assert!(ids.contains(&"scripted") && ids.contains(&"claude_code") && ids.contains(&"codex"), "{ids:?}");
 
     assert_eq!(served.call("POST", "/v1/sessions/s", Some(json!({"agent": "scripted"})), None).0, 200);
+    // A client following the session: its stream ends when the server stops, not the other way.
+    let mut follower = TcpStream::connect(&served.address).unwrap();
+    follower.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let token = served.token.clone().unwrap();
+    write!(follower, "GET /v1/sessions/s/events/sse HTTP/1.1\r\nHost: test\r\nAuthorization: Bearer {token}\r\n\r\n").unwrap();
+    let mut head = [0u8; 12];
+    follower.read_exact(&mut head).unwrap();
+    assert_eq!(&head, b"HTTP/1.1 200");
     let mut served = served;
     unsafe { libc::kill(served.child.id() as i32, libc::SIGTERM) };
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -136,6 +144,8 @@ fn serve_makes_a_random_token_requires_it_and_stops_cleanly_on_sigterm() {
         std::thread::sleep(Duration::from_millis(20));
     };
     assert!(status.success(), "{status:?}");
+    let mut rest = Vec::new();
+    follower.read_to_end(&mut rest).expect("the follower's stream ended");
 }
 
 #[test]
