@@ -20,6 +20,13 @@ else
 fi
 # Docker and sshd for the container and ssh launcher tests (says loudly what it cannot set up).
 bash tests/launchers/setup.sh
+# PostgreSQL on a loopback port for the store tests of `agent-api serve` (says loudly what it cannot set up);
+# the database's URL is exported for the tests that start servers on it.
+bash tests/postgres/setup.sh
+postgres_env="${AGENT_API_POSTGRES_DIR:-$HOME/.cache/agent_api/postgres}/postgres.env"
+if grep -q '^AGENT_API_TEST_POSTGRES_URL=' "$postgres_env" 2> /dev/null; then
+    export "$(grep '^AGENT_API_TEST_POSTGRES_URL=' "$postgres_env")"
+fi
 
 # The bubblewrap launcher's tests run the real `bwrap` (spec/launchers.md): install it when missing, and say
 # loudly when that is impossible (those tests then fail naming it, never skip).

@@ -94,7 +94,15 @@ async fn live_session(server: &Server, id: &str) -> Result<Arc<LiveSession>, Api
         return Ok(live);
     }
     match server.inner.store.session(id).await? {
-        Some(_) => Err(ApiError::new(StatusCode::CONFLICT, "session_ended", "the session has ended")),
+        Some(record) if record.ended => Err(ApiError::new(StatusCode::CONFLICT, "session_ended", "the session has ended")),
+        Some(record) => Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "session_elsewhere",
+            format!(
+                "the session is run by the server `{}` sharing this store: send to that one",
+                agent_api::display::line(record.owner.as_deref().unwrap_or("?"), 128)
+            ),
+        )),
         None => Err(ApiError::no_session(id)),
     }
 }
@@ -301,6 +309,39 @@ pub(crate) async fn not_found(uri: axum::http::Uri) -> ApiError {
 
 type Frame = Result<Event, Infallible>;
 
+/// How often a session run by another server sharing the store is read again.
+const STORE_POLL: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// Follows a session this server does not run, from the store: another server sharing it runs
+/// the session (or none does: it ended). Ends once it has ended and every event was sent.
+async fn follow_stored(server: Server, id: String, mut last: u64, include_raw: bool, frames: mpsc::Sender<Frame>) {
+    let store = &server.inner.store;
+    let page = server.inner.config.max_page.max(1);
+    loop {
+        // Read whether it ended before its events: an event stored before the end is not missed.
+        let Ok(Some(record)) = store.session(&id).await else { return };
+        loop {
+            let Ok(events) = store.events(&id, last, page).await else { return };
+            for event in &events {
+                if frames.send(frame(event, include_raw)).await.is_err() {
+                    return;
+                }
+                last = event.sequence;
+            }
+            if events.len() < page {
+                break;
+            }
+        }
+        if record.ended {
+            return;
+        }
+        tokio::select! {
+            () = tokio::time::sleep(STORE_POLL) => {}
+            () = frames.closed() => return,
+        }
+    }
+}
+
 /// `task`, ended early when the server stops: its stream ends, so that its connection closes.
 async fn until_stopped(stopping: agent_api::CancellationToken, task: impl std::future::Future<Output = ()>) {
     tokio::select! {
@@ -363,7 +404,10 @@ async fn follow_session(
             break;
         }
     }
-    let Some(mut subscription) = subscription else { return };
+    let Some(mut subscription) = subscription else {
+        follow_stored(server, id, last, include_raw, frames).await;
+        return;
+    };
     loop {
         let next = tokio::select! {
             next = subscription.feed.recv() => next,

@@ -2,7 +2,8 @@
 
 /// The bounds and security settings of a server. Defaults: no token (set one, or use
 /// [`ServerConfig::random_token`]), no CORS, 1 MiB request bodies, a ring of 1024 events per
-/// session for its subscribers, 64 subscribers per session, pages of at most 1000 events.
+/// session for its subscribers, 64 subscribers per session, pages of at most 1000 events, the
+/// host's name as the daemon id.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ServerConfig {
@@ -18,15 +19,41 @@ pub struct ServerConfig {
     pub max_subscribers: usize,
     /// The largest page of `GET …/events` (a larger `limit` is cut to it).
     pub max_page: usize,
+    /// This server's name in a store shared with others: the owner of the sessions it runs. A
+    /// server starting ends the sessions its own name left live, and only those.
+    pub daemon_id: String,
 }
 
 impl Default for ServerConfig {
     fn default() -> Self {
-        Self { token: None, cors_origins: Vec::new(), max_body_bytes: 1 << 20, sse_buffer: 1024, max_subscribers: 64, max_page: 1000 }
+        Self {
+            token: None,
+            cors_origins: Vec::new(),
+            max_body_bytes: 1 << 20,
+            sse_buffer: 1024,
+            max_subscribers: 64,
+            max_page: 1000,
+            daemon_id: default_daemon_id(),
+        }
     }
 }
 
+/// The host's name (`/proc/sys/kernel/hostname`), else `localhost`.
+fn default_daemon_id() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|name| name.trim().to_string())
+        .filter(|name| !name.is_empty())
+        .unwrap_or_else(|| "localhost".into())
+}
+
 impl ServerConfig {
+    /// Names this server in a shared store.
+    pub fn with_daemon_id(mut self, id: impl Into<String>) -> Self {
+        self.daemon_id = id.into();
+        self
+    }
+
     /// Requires `token` on every request but health.
     pub fn with_token(mut self, token: impl Into<String>) -> Self {
         self.token = Some(token.into());

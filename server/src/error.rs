@@ -85,6 +85,7 @@ impl ApiError {
             "timeout" => "Timeout",
             "turn_in_progress" => "Turn in progress",
             "session_ended" => "Session ended",
+            "session_elsewhere" => "Session run by another server",
             "too_many_subscribers" => "Too many subscribers",
             "payload_too_large" => "Payload too large",
             "not_found" => "Not found",

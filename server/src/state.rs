@@ -64,12 +64,14 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl Server {
     /// A server running sessions on `gateway`'s backends, each from the template `defaults`
-    /// (its prompt is ignored), keeping them in `store`. Sessions the store holds as live (their
-    /// server stopped under them) are marked ended, with an `error` and a `session.ended`
-    /// (`reason=error`, `terminated_by=daemon`) appended.
+    /// (its prompt is ignored), keeping them in `store`. Sessions the store holds as live and
+    /// owned by this server's daemon id (it stopped under them) are marked ended, with an `error`
+    /// and a `session.ended` (`reason=error`, `terminated_by=daemon`) appended; another server's
+    /// live sessions are left to it.
     pub async fn new(gateway: Gateway, defaults: RunRequest, store: Arc<dyn Store>, config: ServerConfig) -> Result<Self, StoreError> {
         for record in store.sessions().await? {
-            if !record.ended {
+            let ours = record.owner.as_deref().is_none_or(|owner| owner == config.daemon_id);
+            if !record.ended && ours {
                 recover(&*store, &record).await?;
             }
         }
@@ -145,6 +147,7 @@ impl Server {
                 ended: false,
                 end_error: None,
                 event_count: 0,
+                owner: Some(self.inner.config.daemon_id.clone()),
             };
             // Another server sharing the store may have taken the id meanwhile.
             self.inner.store.create_session(record).await?;

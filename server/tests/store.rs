@@ -20,6 +20,7 @@ fn record(id: &str) -> SessionRecord {
         ended: false,
         end_error: None,
         event_count: 0,
+        owner: None,
     }
 }
 

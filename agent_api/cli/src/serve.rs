@@ -30,9 +30,14 @@ pub(crate) struct ServeArgs {
     #[arg(long)]
     no_token: bool,
     /// Where sessions are kept: sqlite:PATH (default: agent-api/server.sqlite3 in the user's data
-    /// directory) or memory (nothing survives the server).
+    /// directory), postgres://USER@HOST:PORT/DB (shared by several servers) or memory (nothing
+    /// survives the server).
     #[arg(long, value_name = "URL")]
     store: Option<String>,
+    /// This server's name in a store shared with others (PostgreSQL): a server starting again
+    /// ends the sessions its name left live, and only those. Default: the host's name.
+    #[arg(long, value_name = "NAME")]
+    daemon_id: Option<String>,
     /// A browser origin allowed by CORS (repeatable); default: no CORS.
     #[arg(long = "cors-origin", value_name = "ORIGIN")]
     cors_origins: Vec<String>,
@@ -71,6 +76,9 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<ExitCode, String> {
     let mut config = ServerConfig::default().with_max_body_bytes(args.max_body);
     config.token = token;
     config.cors_origins = args.cors_origins.clone();
+    if let Some(id) = &args.daemon_id {
+        config = config.with_daemon_id(id);
+    }
     let options = RunOptions {
         agent: None,
         format: Format::Jsonl,

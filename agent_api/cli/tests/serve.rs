@@ -1,5 +1,5 @@
 //! `agent-api serve` as a process: killed with SIGKILL mid-turn and started again on the same
-//! store, it serves every event it had served; its token and host rules; SIGTERM stops it cleanly.
+//! store (SQLite, and PostgreSQL from `tests/postgres/setup.sh`), it serves every event it had served; its token and host rules; SIGTERM stops it cleanly.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -79,14 +79,34 @@ impl Served {
 #[test]
 fn serve_killed_with_sigkill_mid_turn_serves_every_event_again_after_a_restart() {
     let dir = tempfile::tempdir().unwrap();
-    let store = format!("sqlite:{}", dir.path().join("server.sqlite3").display());
-    let first = serve(&["--store", &store, "--no-token"]);
+    killed_and_restarted(&format!("sqlite:{}", dir.path().join("server.sqlite3").display()), "kept");
+}
+
+#[test]
+fn serve_on_postgres_killed_with_sigkill_mid_turn_serves_every_event_again_after_a_restart() {
+    if std::env::var("AGENT_API_POSTGRES").as_deref() == Ok("skip") {
+        eprintln!("SKIPPED: AGENT_API_POSTGRES=skip: serve on PostgreSQL was not tested");
+        return;
+    }
+    let url = std::env::var("AGENT_API_TEST_POSTGRES_URL").expect(
+        "AGENT_API_TEST_POSTGRES_URL names the test database: run `bash tests/postgres/setup.sh` and export it (tests/run.sh does)",
+    );
+    // The database outlives test runs: a session id no other run used.
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap();
+    let id = format!("kept-{}-{}", std::process::id(), now.as_nanos());
+    killed_and_restarted(&url, &id);
+}
+
+/// Kills a server on `store` with SIGKILL in the middle of session `id`'s turn, starts another on
+/// the same store, and checks that it serves every event again and ended the session.
+fn killed_and_restarted(store: &str, id: &str) {
+    let first = serve(&["--store", store, "--no-token"]);
     let create = json!({"agent": "scripted", "options": {"backend.scripted.scenario": "slow", "backend.scripted.delay_ms": 50}});
-    assert_eq!(first.call("POST", "/v1/sessions/kept", Some(create), None).0, 200);
-    assert_eq!(first.call("POST", "/v1/sessions/kept/messages", Some(json!({"message": "go slowly"})), None).0, 204);
+    assert_eq!(first.call("POST", &format!("/v1/sessions/{id}"), Some(create), None).0, 200);
+    assert_eq!(first.call("POST", &format!("/v1/sessions/{id}/messages"), Some(json!({"message": "go slowly"})), None).0, 204);
     let deadline = Instant::now() + Duration::from_secs(30);
     let served = loop {
-        let events = first.events("kept");
+        let events = first.events(id);
         if events.iter().filter(|e| e["type"] == "item.delta").count() >= 5 {
             break events;
         }
@@ -96,15 +116,15 @@ fn serve_killed_with_sigkill_mid_turn_serves_every_event_again_after_a_restart()
     assert!(!served.iter().any(|e| e["type"] == "session.ended"), "killed mid-turn");
     drop(first); // SIGKILL
 
-    let second = serve(&["--store", &store, "--no-token"]);
-    let events = second.events("kept");
+    let second = serve(&["--store", store, "--no-token"]);
+    let events = second.events(id);
     assert!(events.len() >= served.len() + 2, "{events:#?}");
     assert_eq!(events[..served.len()], served[..], "every served event, raw payloads included, is still there");
     let sequences: Vec<u64> = events.iter().map(|e| e["sequence"].as_u64().unwrap()).collect();
     assert_eq!(sequences, (1..=events.len() as u64).collect::<Vec<_>>());
     let last = events.last().unwrap();
     assert_eq!((&last["type"], &last["data"]["reason"]), (&json!("session.ended"), &json!("error")));
-    let (_, info) = second.call("GET", "/v1/sessions/kept", None, None);
+    let (_, info) = second.call("GET", &format!("/v1/sessions/{id}"), None, None);
     assert_eq!(info["ended"], true);
     assert!(info["endError"].as_str().unwrap().contains("stopped"), "{info}");
 }
@@ -156,7 +176,7 @@ fn serve_refuses_no_token_on_a_host_other_than_loopback() {
         .unwrap();
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("--no-token needs a loopback --host"));
-    let output = Command::new(env!("CARGO_BIN_EXE_agent-api")).args(["serve", "--store", "postgres://localhost/x"]).output().unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_agent-api")).args(["serve", "--store", "mysql://localhost/x"]).output().unwrap();
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("unsupported store"));
 }

@@ -5,6 +5,7 @@
 //! default: one file, WAL, batched writes). [`StoreUrl`] parses `--store`.
 
 mod memory;
+mod postgres;
 mod sqlite;
 
 use std::path::PathBuf;
@@ -13,6 +14,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 pub use memory::MemoryStore;
+pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
 
 /// One stored event: its sequence in the session and its JSON, kept apart from its raw payload
@@ -81,6 +83,8 @@ pub struct SessionRecord {
     pub end_error: Option<String>,
     /// How many events it has.
     pub event_count: u64,
+    /// The server (its daemon id) that runs it while it is live.
+    pub owner: Option<String>,
 }
 
 /// What a store can fail with.
@@ -107,7 +111,7 @@ pub enum StoreError {
     #[error("the store failed: {0}")]
     Backend(String),
     /// The `--store` URL is not one this server knows.
-    #[error("unsupported store {0:?}: use memory, sqlite:PATH or a path ending in .sqlite3/.db")]
+    #[error("unsupported store {0:?}: use memory, sqlite:PATH, a path ending in .sqlite3/.db, or postgres://…")]
     UnsupportedUrl(String),
 }
 
@@ -138,14 +142,19 @@ pub enum StoreUrl {
     Memory,
     /// A SQLite file.
     Sqlite(PathBuf),
+    /// A PostgreSQL database (`postgres://` or `postgresql://`), shared by several servers.
+    Postgres(String),
 }
 
 impl StoreUrl {
-    /// Parses `memory`, `sqlite:PATH` (or `sqlite://PATH`), or a bare path ending in `.sqlite3`,
-    /// `.sqlite` or `.db`.
+    /// Parses `memory`, `sqlite:PATH` (or `sqlite://PATH`), a bare path ending in `.sqlite3`,
+    /// `.sqlite` or `.db`, or a `postgres://` (`postgresql://`) URL.
     pub fn parse(text: &str) -> Result<Self, StoreError> {
         if text == "memory" {
             return Ok(Self::Memory);
+        }
+        if text.starts_with("postgres://") || text.starts_with("postgresql://") {
+            return Ok(Self::Postgres(text.into()));
         }
         let path = text.strip_prefix("sqlite://").or_else(|| text.strip_prefix("sqlite:"));
         match path {
@@ -167,6 +176,7 @@ impl StoreUrl {
         Ok(match self {
             Self::Memory => Arc::new(MemoryStore::default()),
             Self::Sqlite(path) => Arc::new(SqliteStore::open(path.clone()).await?),
+            Self::Postgres(url) => Arc::new(PostgresStore::open(url).await?),
         })
     }
 }
@@ -176,6 +186,11 @@ impl std::fmt::Display for StoreUrl {
         match self {
             Self::Memory => f.write_str("memory"),
             Self::Sqlite(path) => write!(f, "sqlite:{}", path.display()),
+            // Without the user and password the URL may hold.
+            Self::Postgres(url) => {
+                let (scheme, rest) = url.split_once("://").unwrap_or(("postgres", url));
+                write!(f, "{scheme}://{}", rest.rsplit_once('@').map_or(rest, |(_, host)| host))
+            }
         }
     }
 }
@@ -190,7 +205,9 @@ mod tests {
         assert_eq!(StoreUrl::parse("sqlite:/tmp/x.db").unwrap(), StoreUrl::Sqlite("/tmp/x.db".into()));
         assert_eq!(StoreUrl::parse("sqlite:///tmp/x").unwrap(), StoreUrl::Sqlite("/tmp/x".into()));
         assert_eq!(StoreUrl::parse("data/a.sqlite3").unwrap(), StoreUrl::Sqlite("data/a.sqlite3".into()));
-        for bad in ["sqlite:", "mysql://x", "postgres://localhost/db", "file.txt"] {
+        assert_eq!(StoreUrl::parse("postgres://u:p@h:5/db").unwrap(), StoreUrl::Postgres("postgres://u:p@h:5/db".into()));
+        assert_eq!(StoreUrl::parse("postgresql://u:secret@h/db").unwrap().to_string(), "postgresql://h/db", "no password shown");
+        for bad in ["sqlite:", "mysql://x", "file.txt"] {
             assert!(matches!(StoreUrl::parse(bad), Err(StoreError::UnsupportedUrl(_))), "{bad}");
         }
     }

@@ -18,7 +18,8 @@ use tokio::sync::oneshot;
 use super::{SessionRecord, Store, StoreError, StoredEvent};
 
 /// The migrations, in order; `PRAGMA user_version` says how many a database has had.
-const MIGRATIONS: &[&str] = &[include_str!("../../migrations/sqlite/0001_sessions_and_events.sql")];
+const MIGRATIONS: &[&str] =
+    &[include_str!("../../migrations/sqlite/0001_sessions_and_events.sql"), include_str!("../../migrations/sqlite/0002_session_owner.sql")];
 
 /// The most writes committed in one transaction.
 const MAX_BATCH: usize = 512;
@@ -150,9 +151,9 @@ fn apply(tx: &rusqlite::Savepoint<'_>, write: &Write) -> Result<(), StoreError> 
                 return Err(StoreError::Duplicate(r.id.clone()));
             }
             tx.execute(
-                "INSERT INTO sessions (id, agent, agent_mode, permission_mode, model, variant, native_session_id, ended, end_error, event_count)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 0)",
-                params![r.id, r.agent, r.agent_mode, r.permission_mode, r.model, r.variant, r.native_session_id, r.ended, r.end_error],
+                "INSERT INTO sessions (id, agent, agent_mode, permission_mode, model, variant, native_session_id, ended, end_error, event_count, owner)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 0, ?10)",
+                params![r.id, r.agent, r.agent_mode, r.permission_mode, r.model, r.variant, r.native_session_id, r.ended, r.end_error, r.owner],
             )
             .map_err(backend)?;
         }
@@ -188,7 +189,8 @@ fn updated(rows: rusqlite::Result<usize>, id: &str) -> Result<(), StoreError> {
     }
 }
 
-const SESSION_COLUMNS: &str = "id, agent, agent_mode, permission_mode, model, variant, native_session_id, ended, end_error, event_count";
+const SESSION_COLUMNS: &str =
+    "id, agent, agent_mode, permission_mode, model, variant, native_session_id, ended, end_error, event_count, owner";
 
 fn session_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<SessionRecord> {
     Ok(SessionRecord {
@@ -202,6 +204,7 @@ fn session_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<SessionRecord> {
         ended: row.get(7)?,
         end_error: row.get(8)?,
         event_count: row.get(9)?,
+        owner: row.get(10)?,
     })
 }
 
