@@ -260,7 +260,7 @@ pub(crate) async fn reject_question(
 
 /// The control of the turn a request waits in; 404 when no turn is in progress.
 async fn waiting(server: &Server, id: &str, what: &str, request: &str) -> Result<agent_api::RunControl, ApiError> {
-    let live = server.live(id).ok_or_else(|| ApiError::no_session(id))?;
+    let live = live_session(server, id).await?;
     live.control().ok_or_else(|| {
         ApiError::new(
             StatusCode::NOT_FOUND,

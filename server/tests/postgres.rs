@@ -136,6 +136,8 @@ async fn servers_sharing_one_database_list_and_follow_each_others_sessions() {
     let elsewhere = second.post(&format!("/v1/sessions/{session}/messages"), json!({"message": "two"})).await;
     assert_eq!(elsewhere.problem(409)["type"], "urn:agent-api:error:session_elsewhere");
     second.post(&format!("/v1/sessions/{session}"), scripted("text")).await.problem(409);
+    second.post(&format!("/v1/sessions/{session}/permissions/p/reply"), json!({"reply": "once"})).await.problem(409);
+    second.post_empty(&format!("/v1/sessions/{session}/cancel")).await.problem(409);
 
     // Its SSE follows the turns the first server runs, from the store.
     let all = first.all_events(&session, 1000).await;
