@@ -72,7 +72,10 @@ impl Server {
         for record in store.sessions().await? {
             let ours = record.owner.as_deref().is_none_or(|owner| owner == config.daemon_id);
             if !record.ended && ours {
-                recover(&*store, &record).await?;
+                // One session that cannot be ended does not keep the server from starting.
+                if let Err(error) = recover(&*store, &record).await {
+                    tracing::warn!(session = %record.id, "cannot end the interrupted session: {error}");
+                }
             }
         }
         Ok(Self {
