@@ -309,6 +309,22 @@ pub(crate) async fn not_found(uri: axum::http::Uri) -> ApiError {
 
 type Frame = Result<Event, Infallible>;
 
+/// Sends the stored events after `last`, a page at a time; returns the last sequence sent, or
+/// `None` when the client is gone or the store failed.
+async fn send_stored(server: &Server, id: &str, mut last: u64, include_raw: bool, frames: &mpsc::Sender<Frame>) -> Option<u64> {
+    let page = server.inner.config.max_page.max(1);
+    loop {
+        let events = server.inner.store.events(id, last, page).await.ok()?;
+        for event in &events {
+            frames.send(frame(event, include_raw)).await.ok()?;
+            last = event.sequence;
+        }
+        if events.len() < page {
+            return Some(last);
+        }
+    }
+}
+
 /// How often a session run by another server sharing the store is read again.
 const STORE_POLL: std::time::Duration = std::time::Duration::from_millis(250);
 
@@ -316,22 +332,11 @@ const STORE_POLL: std::time::Duration = std::time::Duration::from_millis(250);
 /// the session (or none does: it ended). Ends once it has ended and every event was sent.
 async fn follow_stored(server: Server, id: String, mut last: u64, include_raw: bool, frames: mpsc::Sender<Frame>) {
     let store = &server.inner.store;
-    let page = server.inner.config.max_page.max(1);
     loop {
         // Read whether it ended before its events: an event stored before the end is not missed.
         let Ok(Some(record)) = store.session(&id).await else { return };
-        loop {
-            let Ok(events) = store.events(&id, last, page).await else { return };
-            for event in &events {
-                if frames.send(frame(event, include_raw)).await.is_err() {
-                    return;
-                }
-                last = event.sequence;
-            }
-            if events.len() < page {
-                break;
-            }
-        }
+        let Some(sent) = send_stored(&server, &id, last, include_raw, &frames).await else { return };
+        last = sent;
         if record.ended {
             return;
         }
@@ -390,20 +395,8 @@ async fn follow_session(
     frames: mpsc::Sender<Frame>,
 ) {
     let store = &server.inner.store;
-    let page = server.inner.config.max_page.max(1);
-    // The backlog, a page at a time.
-    loop {
-        let Ok(events) = store.events(&id, last, page).await else { return };
-        for event in &events {
-            if frames.send(frame(event, include_raw)).await.is_err() {
-                return;
-            }
-            last = event.sequence;
-        }
-        if events.len() < page {
-            break;
-        }
-    }
+    let Some(sent) = send_stored(&server, &id, last, include_raw, &frames).await else { return };
+    last = sent;
     let Some(mut subscription) = subscription else {
         follow_stored(server, id, last, include_raw, frames).await;
         return;

@@ -9,7 +9,6 @@ mod common;
 
 use std::sync::Arc;
 
-use agent_api_server::store::{SessionRecord, StoredEvent};
 use agent_api_server::{ServerConfig, Store, StoreError, StoreUrl, INTERRUPTED};
 use common::*;
 use hyper::Method;
@@ -52,25 +51,9 @@ async fn open(url: &str) -> Arc<dyn Store> {
     StoreUrl::parse(url).unwrap().open().await.unwrap()
 }
 
-fn record(id: &str) -> SessionRecord {
-    SessionRecord {
-        id: id.into(),
-        agent: "scripted".into(),
-        agent_mode: "build".into(),
-        permission_mode: "default".into(),
-        model: None,
-        variant: None,
-        native_session_id: None,
-        ended: false,
-        end_error: None,
-        event_count: 0,
-        // No server's: a server starting on the shared database leaves it alone.
-        owner: Some("the-store-test".into()),
-    }
-}
-
-fn event(sequence: u64) -> StoredEvent {
-    StoredEvent { sequence, json: format!(r#"{{"sequence":{sequence},"raw":null}}"#).into(), raw: Some(r#"{"n":1}"#.into()) }
+/// A session of no server: a server starting on the shared database leaves it alone.
+fn record(id: &str) -> agent_api_server::store::SessionRecord {
+    common::record(id, Some("the-store-test"))
 }
 
 #[tokio::test]

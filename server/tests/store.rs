@@ -3,29 +3,12 @@
 
 mod common;
 
-use agent_api_server::store::{SessionRecord, StoredEvent};
 use agent_api_server::{ServerConfig, StoreError, StoreUrl, INTERRUPTED};
 use common::*;
 use serde_json::json;
 
-fn record(id: &str) -> SessionRecord {
-    SessionRecord {
-        id: id.into(),
-        agent: "scripted".into(),
-        agent_mode: "build".into(),
-        permission_mode: "default".into(),
-        model: None,
-        variant: None,
-        native_session_id: None,
-        ended: false,
-        end_error: None,
-        event_count: 0,
-        owner: None,
-    }
-}
-
-fn event(sequence: u64) -> StoredEvent {
-    StoredEvent { sequence, json: format!(r#"{{"sequence":{sequence},"raw":null}}"#).into(), raw: Some(r#"{"n":1}"#.into()) }
+fn record(id: &str) -> agent_api_server::store::SessionRecord {
+    common::record(id, None)
 }
 
 #[tokio::test]

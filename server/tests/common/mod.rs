@@ -251,3 +251,29 @@ pub fn check_envelope(event: &Value, session: &str) {
     assert!(event.as_object().unwrap().contains_key("raw"), "raw is always present: {event}");
     assert_eq!(event["session_id"], session);
 }
+
+/// A session record for the store tests, owned by `owner`.
+pub fn record(id: &str, owner: Option<&str>) -> agent_api_server::store::SessionRecord {
+    agent_api_server::store::SessionRecord {
+        id: id.into(),
+        agent: "scripted".into(),
+        agent_mode: "build".into(),
+        permission_mode: "default".into(),
+        model: None,
+        variant: None,
+        native_session_id: None,
+        ended: false,
+        end_error: None,
+        event_count: 0,
+        owner: owner.map(Into::into),
+    }
+}
+
+/// A stored event numbered `sequence`, with a raw payload.
+pub fn event(sequence: u64) -> agent_api_server::store::StoredEvent {
+    agent_api_server::store::StoredEvent {
+        sequence,
+        json: format!(r#"{{"sequence":{sequence},"raw":null}}"#).into(),
+        raw: Some(r#"{"n":1}"#.into()),
+    }
+}
