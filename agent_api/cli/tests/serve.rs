@@ -1,5 +1,9 @@
 //! `agent-api serve` as a process: killed with SIGKILL mid-turn and started again on the same
-//! store (SQLite, and PostgreSQL from `tests/postgres/setup.sh`), it serves every event it had served; its token and host rules; SIGTERM stops it cleanly.
+//! store (SQLite, and PostgreSQL from `tests/postgres/setup.sh`), it serves every event it had
+//! served; its token and host rules; SIGTERM stops it cleanly; and the real, pinned Claude Code on
+//! the bench's model server driven over HTTP only (two turns, a permission request answered).
+//! The end-to-end tests start with `agent_bench::e2e_enabled_or_explain` (they fail with install
+//! instructions when the CLI is missing, unless `AGENT_API_E2E=skip`).
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -23,7 +27,12 @@ impl Drop for Served {
 }
 
 fn serve(args: &[&str]) -> Served {
-    let child = Command::new(env!("CARGO_BIN_EXE_agent-api"))
+    serve_with(Command::new(env!("CARGO_BIN_EXE_agent-api")), args)
+}
+
+/// Starts `agent-api serve` from `command` (its environment and directory) with `args`.
+fn serve_with(mut command: Command, args: &[&str]) -> Served {
+    let child = command
         .arg("serve")
         .args(["--port", "0"])
         .args(args)
@@ -179,4 +188,112 @@ fn serve_refuses_no_token_on_a_host_other_than_loopback() {
     let output = Command::new(env!("CARGO_BIN_EXE_agent-api")).args(["serve", "--store", "mysql://localhost/x"]).output().unwrap();
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("unsupported store"));
+}
+
+/// `agent-api serve` on the bench's model server with the pinned Claude Code in `sandbox`: only the
+/// sandbox's environment, in its directory.
+fn serve_claude(sandbox: &agent_bench::Sandbox) -> Served {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_agent-api"));
+    command
+        .env_clear()
+        .envs(sandbox.env.iter().map(|(k, v)| (k, v)))
+        .env("AGENT_API_CLAUDE_CODE_BIN", &sandbox.program)
+        .current_dir(&sandbox.cwd);
+    serve_with(command, &["--store", "memory", "--no-token", "--timeout", "120"])
+}
+
+/// Waits until `turns` turns have completed in the session; returns its events.
+fn wait_turns(served: &Served, session: &str, turns: usize) -> Vec<Value> {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let events = served.events(session);
+        let done = events.iter().filter(|e| e["type"] == "item.completed" && e["data"]["item"]["content"][0]["label"] == "turn_completed");
+        if done.count() >= turns || events.iter().any(|e| e["type"] == "session.ended") {
+            return events;
+        }
+        assert!(Instant::now() < deadline, "{turns} turns did not complete: {events:#?}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn answers(events: &[Value]) -> Vec<String> {
+    events
+        .iter()
+        .filter(|e| e["type"] == "item.completed" && e["data"]["item"]["role"] == "assistant" && e["data"]["item"]["kind"] == "message")
+        .filter_map(|e| e["data"]["item"]["content"][0]["text"].as_str().map(String::from))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn e2e_serve_holds_two_turns_of_the_real_claude_code_in_one_session() {
+    if agent_bench::e2e_enabled_or_explain(agent_bench::Cli::ClaudeCode).is_none() {
+        return;
+    }
+    let model = agent_bench::ModelServer::start(None).await.unwrap();
+    let sandbox = agent_bench::Sandbox::new(agent_bench::Cli::ClaudeCode, &model, "echo").unwrap();
+    tokio::task::block_in_place(|| {
+        let served = serve_claude(&sandbox);
+        // The reference's id for Claude Code.
+        let (status, created) = served.call("POST", "/v1/sessions/real", Some(json!({"agent": "claude"})), None);
+        assert_eq!((status, &created["healthy"]), (200, &json!(true)), "{created}");
+        assert_eq!(served.call("POST", "/v1/sessions/real/messages", Some(json!({"message": "first"})), None).0, 204);
+        wait_turns(&served, "real", 1);
+        assert_eq!(served.call("POST", "/v1/sessions/real/messages", Some(json!({"message": "second"})), None).0, 204);
+        let events = wait_turns(&served, "real", 2);
+        let said = answers(&events);
+        assert!(said.iter().any(|a| a.contains("user_turns=1") && a.contains("last=first")), "{said:?}");
+        assert!(
+            said.iter().any(|a| a.contains("user_turns=2") && a.contains("last=second")),
+            "the second turn continues the first: {said:?}"
+        );
+        let sequences: Vec<u64> = events.iter().map(|e| e["sequence"].as_u64().unwrap()).collect();
+        assert_eq!(sequences, (1..=events.len() as u64).collect::<Vec<_>>());
+        assert!(events.iter().any(|e| e["source"] == "agent" && e["raw"].is_object()), "include_raw=true fills raw");
+        assert_eq!(served.call("POST", "/v1/sessions/real/terminate", None, None).0, 204);
+        let (_, info) = served.call("GET", "/v1/sessions/real", None, None);
+        assert_eq!((&info["ended"], &info["agent"]), (&json!(true), &json!("claude")));
+    });
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn e2e_serve_answers_the_real_claude_codes_permission_request_over_http() {
+    if agent_bench::e2e_enabled_or_explain(agent_bench::Cli::ClaudeCode).is_none() {
+        return;
+    }
+    let model = agent_bench::ModelServer::start(None).await.unwrap();
+    let sandbox = agent_bench::Sandbox::new(agent_bench::Cli::ClaudeCode, &model, "shell").unwrap();
+    tokio::task::block_in_place(|| {
+        let served = serve_claude(&sandbox);
+        assert_eq!(served.call("POST", "/v1/sessions/perm", Some(json!({"agent": "claude_code"})), None).0, 200);
+        assert_eq!(served.call("POST", "/v1/sessions/perm/messages", Some(json!({"message": "go"})), None).0, 204);
+        let deadline = Instant::now() + Duration::from_secs(120);
+        let asked = loop {
+            let events = served.events("perm");
+            if let Some(asked) = events.iter().find(|e| e["type"] == "permission.requested") {
+                break asked.clone();
+            }
+            assert!(Instant::now() < deadline, "no permission request: {events:#?}");
+            std::thread::sleep(Duration::from_millis(100));
+        };
+        assert!(asked["data"]["action"].as_str().unwrap().contains("echo hi > out.txt"), "{asked}");
+        let id = asked["data"]["permission_id"].as_str().unwrap();
+        let (status, _) = served.call("POST", &format!("/v1/sessions/perm/permissions/{id}/reply"), Some(json!({"reply": "once"})), None);
+        assert_eq!(status, 204);
+        let events = wait_turns(&served, "perm", 1);
+        assert!(events.iter().any(|e| e["type"] == "permission.resolved" && e["data"]["status"] == "approved"));
+        assert!(answers(&events).iter().any(|a| a.contains("Tool finished")), "{:?}", answers(&events));
+        assert!(sandbox.cwd.join("out.txt").exists(), "the approved command ran");
+        assert_eq!(served.call("POST", "/v1/sessions/perm/terminate", None, None).0, 204);
+        // Terminated: Claude Code and what it started are gone; the server (in the same directory) stays.
+        let server_pid = served.child.id() as i32;
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let left: Vec<i32> = agent_bench::process::processes_in(&sandbox.cwd).into_iter().filter(|pid| *pid != server_pid).collect();
+            if left.is_empty() {
+                break;
+            }
+            assert!(Instant::now() < deadline, "processes left after terminate: {left:?}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    });
 }
