@@ -47,8 +47,12 @@ pub(crate) async fn agent_modes(State(server): State<Server>, Path(agent): Path<
 pub(crate) async fn install_agent(
     State(server): State<Server>,
     Path(agent): Path<String>,
-    body: axum::body::Bytes,
+    body: Result<axum::body::Bytes, axum::extract::rejection::BytesRejection>,
 ) -> Result<StatusCode, ApiError> {
+    let body = body.map_err(|rejection| match rejection.status() {
+        StatusCode::PAYLOAD_TOO_LARGE => ApiError::too_large(),
+        status => ApiError::new(status, "invalid_request", rejection.body_text()),
+    })?;
     // The reference makes the body optional.
     let body: AgentInstallRequest = match body.iter().all(u8::is_ascii_whitespace) {
         true => AgentInstallRequest::default(),

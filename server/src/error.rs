@@ -29,6 +29,11 @@ impl ApiError {
         Self::new(StatusCode::BAD_REQUEST, "invalid_request", detail)
     }
 
+    /// 413 `payload_too_large`.
+    pub fn too_large() -> Self {
+        Self::new(StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large", "the request body is larger than the server takes")
+    }
+
     /// 404 `session_not_found`.
     pub fn no_session(id: &str) -> Self {
         Self::new(StatusCode::NOT_FOUND, "session_not_found", format!("no session has id `{}`", agent_api::display::line(id, 256)))
@@ -137,9 +142,7 @@ impl<S: Send + Sync, T: serde::de::DeserializeOwned> axum::extract::FromRequest<
     async fn from_request(request: axum::extract::Request, state: &S) -> Result<Self, Self::Rejection> {
         match Json::<T>::from_request(request, state).await {
             Ok(Json(value)) => Ok(Self(value)),
-            Err(rejection) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => {
-                Err(ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large", "the request body is larger than the server takes"))
-            }
+            Err(rejection) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => Err(ApiError::too_large()),
             Err(rejection) => Err(ApiError::new(rejection.status(), "invalid_request", rejection.body_text())),
         }
     }

@@ -77,7 +77,13 @@ pub fn router(server: Server) -> Router {
 /// 401 unless the request carries `Authorization: Bearer <token>` (compared in constant time).
 async fn authorize(State(server): State<Server>, request: Request, next: Next) -> Response {
     let Some(token) = &server.inner.config.token else { return next.run(request).await };
-    let given = request.headers().get(header::AUTHORIZATION).and_then(|v| v.as_bytes().strip_prefix(b"Bearer ")).unwrap_or_default();
+    // The scheme's name is case-insensitive (RFC 9110); the token is compared in constant time.
+    let given = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .map(HeaderValue::as_bytes)
+        .filter(|value| value.len() > 7 && value[..7].eq_ignore_ascii_case(b"bearer "))
+        .map_or(&b""[..], |value| &value[7..]);
     if bool::from(given.ct_eq(token.as_bytes())) {
         return next.run(request).await;
     }

@@ -88,6 +88,9 @@ async fn health_needs_no_token_and_every_other_endpoint_needs_the_right_one() {
     assert_eq!(denied.problem(401)["type"], "urn:agent-api:error:token_invalid");
     assert_eq!(denied.headers["www-authenticate"], "Bearer");
     assert_eq!(api.get("/v1/sessions").await.json(), json!({"sessions": []}));
+    // The scheme's name is case-insensitive.
+    let lower = api.with_token(None).send(Method::GET, "/v1/sessions", None, &[("authorization", "bearer s3cret")]).await;
+    assert_eq!(lower.status(), 200);
 }
 
 #[tokio::test]
@@ -382,6 +385,8 @@ async fn an_oversized_body_is_413() {
     api.post("/v1/sessions/big", scripted("text")).await;
     let big = api.post("/v1/sessions/big/messages", json!({"message": "x".repeat(4096)})).await;
     assert_eq!(big.problem(413)["type"], "urn:agent-api:error:payload_too_large");
+    let big = api.post("/v1/agents/scripted/install", json!({"reinstall": false, "padding": "x".repeat(4096)})).await;
+    big.problem(413);
     assert_eq!(api.post("/v1/sessions/big/messages", json!({"message": "small"})).await.status, 204);
 }
 
