@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use agent_api::detect::BackendProbe;
-use agent_api::{AgentKind, Gateway, PermissionPolicy, RunRequest};
+use agent_api::{AgentKind, Gateway, PermissionPolicy, RunRequest, SessionRef, SessionSelector};
 use axum::http::StatusCode;
 
 use crate::config::ServerConfig;
@@ -224,6 +224,12 @@ impl Server {
         }
         if let Some(turns) = body.max_turns {
             request = request.with_max_turns(turns);
+        }
+        match (&body.resume, &body.fork) {
+            (Some(_), Some(_)) => return Err(ApiError::invalid("`resume` and `fork` exclude each other")),
+            (Some(id), None) => request = request.with_session(SessionSelector::Resume(SessionRef::native(id))),
+            (None, Some(id)) => request = request.with_session(SessionSelector::Fork(SessionRef::native(id))),
+            (None, None) => {}
         }
         Ok(request)
     }

@@ -167,6 +167,14 @@ pub struct CreateSessionRequest {
     /// Beyond the reference: end a turn after this many model turns.
     #[serde(default)]
     pub max_turns: Option<u32>,
+    /// Beyond the reference: continue the agent's session with this native id (the
+    /// `nativeSessionId` of an earlier session here, one that ended when its server stopped
+    /// included, or an id from the agent's own history) instead of starting a new one.
+    #[serde(default)]
+    pub resume: Option<String>,
+    /// Beyond the reference: start as a copy of the agent's session with this native id.
+    #[serde(default)]
+    pub fork: Option<String>,
 }
 
 /// The reference's error kinds.

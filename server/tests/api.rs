@@ -331,6 +331,32 @@ async fn a_session_whose_agent_crashes_is_ended_and_stays_readable() {
 }
 
 #[tokio::test]
+async fn a_session_resumes_the_agents_session_of_an_earlier_one() {
+    let api = start(ServerConfig::default()).await;
+    api.post("/v1/sessions/before", scripted("text")).await;
+    api.post("/v1/sessions/before/messages", json!({"message": "remember"})).await;
+    wait_turns(&api, "before", 1).await;
+    api.post_empty("/v1/sessions/before/terminate").await;
+    let native = api.get("/v1/sessions/before").await.json()["nativeSessionId"].as_str().unwrap().to_string();
+
+    let mut resumed = scripted("text");
+    resumed["resume"] = json!(native);
+    assert_eq!(api.post("/v1/sessions/after", resumed).await.status, 200);
+    api.post("/v1/sessions/after/messages", json!({"message": "again"})).await;
+    let events = wait_turns(&api, "after", 1).await;
+    let answer = events.iter().rfind(|e| e["type"] == "item.completed" && e["data"]["item"]["role"] == "assistant").unwrap();
+    assert_eq!(answer["data"]["item"]["content"][0]["text"], "You said: again (turn 2 of this session)");
+    assert_eq!(api.get("/v1/sessions/after").await.json()["nativeSessionId"], json!(native));
+
+    let mut unknown = scripted("text");
+    unknown["resume"] = json!("no-such-native-session");
+    api.post("/v1/sessions/lost", unknown).await.problem(404);
+    let mut both = scripted("text");
+    (both["resume"], both["fork"]) = (json!(native), json!(native));
+    api.post("/v1/sessions/both", both).await.problem(400);
+}
+
+#[tokio::test]
 async fn a_turn_is_cancelled_and_the_session_goes_on() {
     let api = start(ServerConfig::default()).await;
     api.post("/v1/sessions/cancel", json!({"agent": "scripted", "options": {"backend.scripted.scenario": "slow"}})).await;
