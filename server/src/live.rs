@@ -42,6 +42,8 @@ struct TurnState {
     ended: bool,
     /// The agent's session id, once an event carried it.
     native_session_id: Option<String>,
+    /// The tokens and cost of the turns so far.
+    usage: crate::wire::SessionUsage,
 }
 
 /// A session run by this server.
@@ -239,7 +241,16 @@ impl LiveSession {
                 }
             }
         }
-        let _ = completion.await;
+        if let Ok(Some(usage)) = completion.await.map(|done| done.usage) {
+            let total = {
+                let mut state = self.state();
+                state.usage.add(&usage);
+                serde_json::to_string(&state.usage).unwrap_or_default()
+            };
+            if let Err(error) = self.store.set_usage(&self.id, &total).await {
+                tracing::error!(session = %self.id, "cannot record the session's usage: {error}");
+            }
+        }
         if ended || failed.is_some() {
             self.state().ended = true;
             if let Err(error) = self.store.mark_ended(&self.id, failed.as_deref()).await {

@@ -151,6 +151,7 @@ impl Server {
                 end_error: None,
                 event_count: 0,
                 owner: Some(self.inner.config.daemon_id.clone()),
+                usage: None,
             };
             // Another server sharing the store may have taken the id meanwhile.
             self.inner.store.create_session(record).await?;
@@ -249,6 +250,7 @@ impl Server {
             native_session_id: record.native_session_id,
             end_error: record.end_error,
             live,
+            usage: record.usage.and_then(|json| serde_json::from_str(&json).ok()),
         }
     }
 

@@ -282,6 +282,49 @@ pub struct SessionInfo {
     /// Beyond the reference: whether this server runs it now (a turn can be sent).
     #[serde(default)]
     pub live: bool,
+    /// Beyond the reference: the tokens and cost of its turns, summed, where the agent reports them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<SessionUsage>,
+}
+
+/// The tokens and cost of a session's turns, summed (each field where the agent reports it).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionUsage {
+    /// The turns that reported usage.
+    pub turns: u64,
+    /// Input tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_tokens: Option<u64>,
+    /// Input tokens served from a cache.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_input_tokens: Option<u64>,
+    /// Output tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_tokens: Option<u64>,
+    /// Reasoning tokens (part of the output).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_tokens: Option<u64>,
+    /// Cost in US dollars.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+}
+
+impl SessionUsage {
+    /// Adds one turn's usage.
+    pub fn add(&mut self, turn: &agent_api::Usage) {
+        fn sum<T: std::ops::Add<Output = T> + Copy>(total: &mut Option<T>, more: Option<T>) {
+            if let Some(more) = more {
+                *total = Some(total.map_or(more, |t| t + more));
+            }
+        }
+        self.turns += 1;
+        sum(&mut self.input_tokens, turn.input_tokens);
+        sum(&mut self.cached_input_tokens, turn.cached_input_tokens);
+        sum(&mut self.output_tokens, turn.output_tokens);
+        sum(&mut self.reasoning_tokens, turn.reasoning_tokens);
+        sum(&mut self.cost_usd, turn.cost_usd);
+    }
 }
 
 /// `GET /v1/sessions`.

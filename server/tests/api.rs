@@ -149,6 +149,17 @@ async fn a_session_takes_two_messages_and_serves_its_events_by_pages() {
     assert_eq!(info["ended"], false);
     assert_eq!(info["eventCount"], events.len());
     assert!(info["nativeSessionId"].is_string());
+    // Beyond the reference: the turns' usage, summed (recorded once each turn's completion is in).
+    let deadline = tokio::time::Instant::now() + STEP;
+    let info = loop {
+        let info = api.get("/v1/sessions/two-turns").await.json();
+        if info["usage"]["turns"] == 2 {
+            break info;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{info}");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+    assert!(info["usage"]["outputTokens"].as_u64().unwrap() > 0, "{info}");
 }
 
 #[tokio::test]

@@ -75,6 +75,13 @@ impl Store for MemoryStore {
         Ok(())
     }
 
+    async fn set_usage(&self, id: &str, usage: &str) -> Result<(), StoreError> {
+        let mut inner = self.lock();
+        let (record, _) = inner.sessions.get_mut(id).ok_or_else(|| StoreError::NotFound(id.into()))?;
+        record.usage = Some(usage.into());
+        Ok(())
+    }
+
     async fn mark_ended(&self, id: &str, error: Option<&str>) -> Result<(), StoreError> {
         let mut inner = self.lock();
         let (record, _) = inner.sessions.get_mut(id).ok_or_else(|| StoreError::NotFound(id.into()))?;

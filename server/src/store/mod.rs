@@ -85,6 +85,8 @@ pub struct SessionRecord {
     pub event_count: u64,
     /// The server (its daemon id) that runs it while it is live.
     pub owner: Option<String>,
+    /// The tokens and cost of its turns, summed, as JSON (`SessionInfo.usage`).
+    pub usage: Option<String>,
 }
 
 /// What a store can fail with.
@@ -132,6 +134,8 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     async fn set_native_session_id(&self, id: &str, native: &str) -> Result<(), StoreError>;
     /// Marks a session ended, with an error reason when it ended badly.
     async fn mark_ended(&self, id: &str, error: Option<&str>) -> Result<(), StoreError>;
+    /// Records the tokens and cost of a session's turns so far (JSON).
+    async fn set_usage(&self, id: &str, usage: &str) -> Result<(), StoreError>;
 }
 
 /// Where the store lives, as `--store` names it.

@@ -15,7 +15,10 @@ use tokio_postgres::{Client, NoTls, Row};
 use super::{SessionRecord, Store, StoreError, StoredEvent};
 
 /// The migrations, in order; the table `agent_api_migrations` holds those applied.
-const MIGRATIONS: &[&str] = &[include_str!("../../migrations/postgres/0001_sessions_and_events.sql")];
+const MIGRATIONS: &[&str] = &[
+    include_str!("../../migrations/postgres/0001_sessions_and_events.sql"),
+    include_str!("../../migrations/postgres/0002_session_usage.sql"),
+];
 
 /// Serializes migrations between servers starting at once (`pg_advisory_xact_lock`).
 const MIGRATION_LOCK: i64 = 0x6167_656e_745f_6170;
@@ -87,7 +90,7 @@ impl PostgresStore {
 }
 
 const SESSION_COLUMNS: &str =
-    "id, agent, agent_mode, permission_mode, model, variant, native_session_id, ended, end_error, event_count, owner";
+    "id, agent, agent_mode, permission_mode, model, variant, native_session_id, ended, end_error, event_count, owner, usage";
 
 fn session_row(row: &Row) -> SessionRecord {
     SessionRecord {
@@ -102,6 +105,7 @@ fn session_row(row: &Row) -> SessionRecord {
         end_error: row.get(8),
         event_count: u64::try_from(row.get::<_, i64>(9)).unwrap_or(0),
         owner: row.get(10),
+        usage: row.get(11),
     }
 }
 
@@ -215,6 +219,15 @@ impl Store for PostgresStore {
             .execute("UPDATE sessions SET native_session_id = $2 WHERE id = $1", &[&id, &native])
             .await
             .map_err(backend)?;
+        if updated == 0 {
+            return Err(StoreError::NotFound(id.into()));
+        }
+        Ok(())
+    }
+
+    async fn set_usage(&self, id: &str, usage: &str) -> Result<(), StoreError> {
+        let updated =
+            self.client().await?.execute("UPDATE sessions SET usage = $2 WHERE id = $1", &[&id, &usage]).await.map_err(backend)?;
         if updated == 0 {
             return Err(StoreError::NotFound(id.into()));
         }

@@ -18,8 +18,11 @@ use tokio::sync::oneshot;
 use super::{SessionRecord, Store, StoreError, StoredEvent};
 
 /// The migrations, in order; `PRAGMA user_version` says how many a database has had.
-const MIGRATIONS: &[&str] =
-    &[include_str!("../../migrations/sqlite/0001_sessions_and_events.sql"), include_str!("../../migrations/sqlite/0002_session_owner.sql")];
+const MIGRATIONS: &[&str] = &[
+    include_str!("../../migrations/sqlite/0001_sessions_and_events.sql"),
+    include_str!("../../migrations/sqlite/0002_session_owner.sql"),
+    include_str!("../../migrations/sqlite/0003_session_usage.sql"),
+];
 
 /// The most writes committed in one transaction.
 const MAX_BATCH: usize = 512;
@@ -34,10 +37,11 @@ pub struct SqliteStore {
 type Reply = oneshot::Sender<Result<(), StoreError>>;
 
 enum Write {
-    Create(SessionRecord, Reply),
+    Create(Box<SessionRecord>, Reply),
     Append(String, Vec<StoredEvent>, Reply),
     Native(String, String, Reply),
     Ended(String, Option<String>, Reply),
+    Usage(String, String, Reply),
 }
 
 fn backend(error: impl std::fmt::Display) -> StoreError {
@@ -137,7 +141,11 @@ fn write_loop(mut connection: Connection, queue: mpsc::Receiver<Write>) {
                 Ok(()) => results.get_mut(index).map_or(Ok(()), |r| std::mem::replace(r, Ok(()))),
                 Err(error) => Err(StoreError::Backend(error.to_string())),
             };
-            let (Write::Create(_, reply) | Write::Append(_, _, reply) | Write::Native(_, _, reply) | Write::Ended(_, _, reply)) = write;
+            let (Write::Create(_, reply)
+            | Write::Append(_, _, reply)
+            | Write::Native(_, _, reply)
+            | Write::Ended(_, _, reply)
+            | Write::Usage(_, _, reply)) = write;
             let _ = reply.send(result);
         }
     }
@@ -178,6 +186,9 @@ fn apply(tx: &rusqlite::Savepoint<'_>, write: &Write) -> Result<(), StoreError> 
         Write::Ended(id, error, _) => {
             updated(tx.execute("UPDATE sessions SET ended = 1, end_error = ?2 WHERE id = ?1", params![id, error]), id)?;
         }
+        Write::Usage(id, usage, _) => {
+            updated(tx.execute("UPDATE sessions SET usage = ?2 WHERE id = ?1", params![id, usage]), id)?;
+        }
     }
     Ok(())
 }
@@ -190,7 +201,7 @@ fn updated(rows: rusqlite::Result<usize>, id: &str) -> Result<(), StoreError> {
 }
 
 const SESSION_COLUMNS: &str =
-    "id, agent, agent_mode, permission_mode, model, variant, native_session_id, ended, end_error, event_count, owner";
+    "id, agent, agent_mode, permission_mode, model, variant, native_session_id, ended, end_error, event_count, owner, usage";
 
 fn session_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<SessionRecord> {
     Ok(SessionRecord {
@@ -205,13 +216,14 @@ fn session_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<SessionRecord> {
         end_error: row.get(8)?,
         event_count: row.get(9)?,
         owner: row.get(10)?,
+        usage: row.get(11)?,
     })
 }
 
 #[async_trait]
 impl Store for SqliteStore {
     async fn create_session(&self, record: SessionRecord) -> Result<(), StoreError> {
-        self.write(|reply| Write::Create(record, reply)).await
+        self.write(|reply| Write::Create(Box::new(record), reply)).await
     }
 
     async fn append(&self, session: &str, events: Vec<StoredEvent>) -> Result<(), StoreError> {
@@ -272,5 +284,9 @@ impl Store for SqliteStore {
 
     async fn mark_ended(&self, id: &str, error: Option<&str>) -> Result<(), StoreError> {
         self.write(|reply| Write::Ended(id.into(), error.map(Into::into), reply)).await
+    }
+
+    async fn set_usage(&self, id: &str, usage: &str) -> Result<(), StoreError> {
+        self.write(|reply| Write::Usage(id.into(), usage.into(), reply)).await
     }
 }

@@ -266,6 +266,7 @@ pub fn record(id: &str, owner: Option<&str>) -> agent_api_server::store::Session
         end_error: None,
         event_count: 0,
         owner: owner.map(Into::into),
+        usage: None,
     }
 }
 
