@@ -64,6 +64,56 @@ pub(crate) async fn install_agent(
     Ok(StatusCode::NO_CONTENT)
 }
 
+/// Beyond the reference: the agent's own stored sessions (`agent-api history`).
+#[utoipa::path(get, path = "/v1/agents/{agent}/history", operation_id = "list_agent_history",
+    params(("agent" = String, Path, description = "Agent id"),
+        ("cwd" = Option<String>, Query, description = "Only the sessions that ran in this directory")),
+    responses((status = 200, body = StoredSessionListResponse), (status = 400, body = ProblemDetails)))]
+pub(crate) async fn agent_history(
+    State(server): State<Server>,
+    Path(agent): Path<String>,
+    QueryOf(query): QueryOf<HistoryQuery>,
+) -> Result<Json<StoredSessionListResponse>, ApiError> {
+    let kind = server.kind(&agent)?;
+    let query = query.cwd.map(agent_api::history::SessionQuery::in_dir).unwrap_or_default();
+    let stored = server.inner.gateway.list_sessions(&kind, &query).await.map_err(|e| ApiError::agent(&e))?;
+    let time = |t: std::time::SystemTime| time::OffsetDateTime::from(t).format(&time::format_description::well_known::Rfc3339).ok();
+    let sessions = stored
+        .into_iter()
+        .map(|s| StoredSessionInfo {
+            time: s.time.and_then(time),
+            cwd: s.cwd.map(|c| c.to_string_lossy().into_owned()),
+            first_prompt: s.first_prompt,
+            title: s.title,
+            size: s.size,
+            id: s.id,
+        })
+        .collect();
+    Ok(Json(StoredSessionListResponse { sessions }))
+}
+
+/// Beyond the reference: one of the agent's own stored sessions read back as universal events,
+/// by pages as `get_events`.
+#[utoipa::path(get, path = "/v1/agents/{agent}/history/{native_session_id}/events", operation_id = "get_agent_history_events",
+    params(("agent" = String, Path, description = "Agent id"), ("native_session_id" = String, Path, description = "The agent's session id"),
+        ("offset" = Option<u64>, Query, description = "Only events with a sequence above this"),
+        ("limit" = Option<u64>, Query, description = "At most this many events"),
+        ("include_raw" = Option<bool>, Query, description = "Fill each event's raw payload")),
+    responses((status = 200, body = EventsResponse), (status = 400, body = ProblemDetails), (status = 404, body = ProblemDetails)))]
+pub(crate) async fn agent_history_events(
+    State(server): State<Server>,
+    Path((agent, id)): Path<(String, String)>,
+    QueryOf(query): QueryOf<EventsQuery>,
+) -> Result<Response, ApiError> {
+    let kind = server.kind(&agent)?;
+    let include_raw = query.include_raw.unwrap_or(false);
+    let handle = server.inner.gateway.read_session(&kind, &id, include_raw).await.map_err(|e| ApiError::agent(&e))?;
+    let (events, _) = handle.collect_universal().await;
+    let stored: Vec<StoredEvent> =
+        events.into_iter().filter(|e| e.sequence > query.offset.unwrap_or(0)).filter_map(|e| StoredEvent::from_event(e).ok()).collect();
+    Ok(events_page(stored, page_limit(&server, &query), include_raw))
+}
+
 #[utoipa::path(get, path = "/v1/sessions", operation_id = "list_sessions", responses((status = 200, body = SessionListResponse)))]
 pub(crate) async fn list_sessions(State(server): State<Server>) -> Result<Json<SessionListResponse>, ApiError> {
     let records = server.inner.store.sessions().await?;
@@ -164,12 +214,21 @@ pub(crate) async fn get_events(
     Path(id): Path<String>,
     QueryOf(query): QueryOf<EventsQuery>,
 ) -> Result<Response, ApiError> {
+    let limit = page_limit(&server, &query);
+    let events = server.inner.store.events(&id, query.offset.unwrap_or(0), limit.saturating_add(1)).await?;
+    Ok(events_page(events, limit, query.include_raw.unwrap_or(false)))
+}
+
+/// The page size a query asks for, cut to the server's bound.
+fn page_limit(server: &Server, query: &EventsQuery) -> usize {
     let max = server.inner.config.max_page;
-    let limit = query.limit.map_or(max, |l| usize::try_from(l).unwrap_or(max).min(max));
-    let mut events = server.inner.store.events(&id, query.offset.unwrap_or(0), limit.saturating_add(1)).await?;
+    query.limit.map_or(max, |l| usize::try_from(l).unwrap_or(max).min(max))
+}
+
+/// An `EventsResponse` of the first `limit` of `events` (more of them: `hasMore`).
+fn events_page(mut events: Vec<StoredEvent>, limit: usize, include_raw: bool) -> Response {
     let has_more = events.len() > limit;
     events.truncate(limit);
-    let include_raw = query.include_raw.unwrap_or(false);
     // Assembled from the stored JSON: the events are not parsed again to be served.
     let mut body = String::with_capacity(events.iter().map(|e| e.json.len() + 1).sum::<usize>() + 32);
     body.push_str("{\"events\":[");
@@ -182,7 +241,7 @@ pub(crate) async fn get_events(
     body.push_str("],\"hasMore\":");
     body.push_str(if has_more { "true" } else { "false" });
     body.push('}');
-    Ok(([(axum::http::header::CONTENT_TYPE, "application/json")], body).into_response())
+    ([(axum::http::header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
 #[utoipa::path(get, path = "/v1/sessions/{session_id}/events/sse", operation_id = "get_events_sse",

@@ -43,6 +43,8 @@ pub fn router(server: Server) -> Router {
         .route("/v1/agents", get(api::list_agents))
         .route("/v1/agents/{agent}/modes", get(api::agent_modes))
         .route("/v1/agents/{agent}/install", post(api::install_agent))
+        .route("/v1/agents/{agent}/history", get(api::agent_history))
+        .route("/v1/agents/{agent}/history/{native_session_id}/events", get(api::agent_history_events))
         .route("/v1/sessions", get(api::list_sessions))
         .route("/v1/sessions/{session_id}", post(api::create_session).get(api::get_session))
         .route("/v1/sessions/{session_id}/messages", post(api::post_message))

@@ -12,6 +12,8 @@ use utoipa::OpenApi;
         crate::api::list_agents,
         crate::api::agent_modes,
         crate::api::install_agent,
+        crate::api::agent_history,
+        crate::api::agent_history_events,
         crate::api::list_sessions,
         crate::api::get_session,
         crate::api::create_session,

@@ -121,6 +121,44 @@ pub struct AgentModesResponse {
     pub modes: Vec<AgentModeInfo>,
 }
 
+/// One session in an agent's own store (`agent-api history`).
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StoredSessionInfo {
+    /// The agent's own session id: what `resume` takes, and the history's events endpoint.
+    pub id: String,
+    /// When it was last written (RFC 3339 UTC).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time: Option<String>,
+    /// The working directory it ran in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// The first prompt, cut short.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_prompt: Option<String>,
+    /// The title the agent gave it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Bytes it takes in the store.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+}
+
+/// `GET /v1/agents/{agent}/history`: the agent's own stored sessions, newest first.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct StoredSessionListResponse {
+    /// The sessions.
+    pub sessions: Vec<StoredSessionInfo>,
+}
+
+/// The query of `GET /v1/agents/{agent}/history`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+pub struct HistoryQuery {
+    /// Only the sessions that ran in this working directory.
+    #[serde(default)]
+    pub cwd: Option<String>,
+}
+
 /// `POST /v1/agents/{agent}/install`.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
 pub struct AgentInstallRequest {

@@ -516,4 +516,9 @@ async fn agents_are_listed_with_the_reference_capabilities_and_modes() {
     assert_eq!(api.post("/v1/agents/scripted/install", json!({})).await.status, 204);
     assert_eq!(api.post_empty("/v1/agents/scripted/install").await.status, 204);
     api.post_empty("/v1/agents/no-such-agent/install").await.problem(404);
+    // The scripted agent keeps no history of its own: a typed refusal naming the capability.
+    let refused = api.get("/v1/agents/scripted/history").await.problem(400);
+    assert!(refused["detail"].as_str().unwrap().contains("agent_api.history.list"), "{refused}");
+    api.get("/v1/agents/scripted/history/x/events").await.problem(400);
+    api.get("/v1/agents/no-such-agent/history").await.problem(400);
 }

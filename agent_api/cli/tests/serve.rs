@@ -252,6 +252,17 @@ async fn e2e_serve_holds_two_turns_of_the_real_claude_code_in_one_session() {
         assert_eq!(served.call("POST", "/v1/sessions/real/terminate", None, None).0, 204);
         let (_, info) = served.call("GET", "/v1/sessions/real", None, None);
         assert_eq!((&info["ended"], &info["agent"]), (&json!(true), &json!("claude")));
+
+        // The agent's own store holds the conversation: listed, and read back as events.
+        let native = info["nativeSessionId"].as_str().expect("the native session id").to_string();
+        let (status, history) = served.call("GET", "/v1/agents/claude/history", None, None);
+        assert_eq!(status, 200, "{history}");
+        let stored = history["sessions"].as_array().unwrap().iter().find(|s| s["id"] == native.as_str()).cloned();
+        assert_eq!(stored.as_ref().and_then(|s| s["firstPrompt"].as_str()), Some("first"), "{history}");
+        let (status, page) = served.call("GET", &format!("/v1/agents/claude/history/{native}/events?limit=1000"), None, None);
+        assert_eq!(status, 200, "{page}");
+        let read = answers(page["events"].as_array().unwrap());
+        assert!(read.iter().any(|a| a.contains("user_turns=2")), "{read:?}");
     });
 }
 
