@@ -131,6 +131,11 @@ async fn write_rate(store: Arc<dyn Store>, prefix: &str, total: u64, batch: u64)
 
 #[tokio::main(flavor = "multi_thread")]
 async fn main() {
+    // `cargo test --all-targets` runs benches too, without `--bench`: not the place for figures.
+    if !std::env::args().any(|a| a == "--bench") {
+        println!("serve benchmark: run it with `cargo bench -p agent_api_server --bench serve`");
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     println!("# throughput: one turn of {WORDS} words, no pause, one subscriber");
     report_rate("library, in process", &in_process(WORDS, 0).await);
