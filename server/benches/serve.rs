@@ -150,7 +150,7 @@ async fn main() {
     println!("p99 added: memory {:.0} µs, SQLite {:.0} µs", memory - base, sqlite_p99 - base);
 
     println!("# 100 subscribers on one session, {} words", WORDS / 10);
-    let api = common::start_on(ServerConfig::default(), StoreUrl::Memory.open().await.unwrap()).await;
+    let api = common::start_on(ServerConfig::default().with_subscribers(1024, 128), StoreUrl::Memory.open().await.unwrap()).await;
     api.post(
         "/v1/sessions/fan",
         json!({"agent": "scripted", "options": {"backend.scripted.scenario": "echo", "backend.scripted.delay_ms": 0}}),

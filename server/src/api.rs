@@ -1,26 +1,20 @@
 //! The handlers of the reference's 14 operations, and of this server's own few.
 
-use std::convert::Infallible;
 use std::sync::Arc;
 
 use agent_api::{PermissionDecision, QuestionAnswer};
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
-use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use tokio::sync::{broadcast, mpsc};
-use tokio_stream::wrappers::ReceiverStream;
+use tokio::sync::mpsc;
 
 use crate::error::{ApiError, JsonBody, QueryOf};
-use crate::live::{Feed, LiveSession, Subscription};
+use crate::follow::{sse, until_stopped, Follower, SSE_CLIENT_BUFFER};
+use crate::live::LiveSession;
 use crate::state::Server;
 use crate::store::StoredEvent;
 use crate::wire::*;
-
-/// Frames waiting for one SSE client; past them the subscriber stops reading the feed, and is
-/// dropped once the feed's ring has moved on.
-const SSE_CLIENT_BUFFER: usize = 64;
 
 #[utoipa::path(get, path = "/v1/health", operation_id = "get_health", responses((status = 200, body = HealthResponse)))]
 pub(crate) async fn health() -> Json<HealthResponse> {
@@ -196,10 +190,10 @@ pub(crate) async fn post_message_stream(
     let prompt = prompt(body)?;
     // Subscribed before the turn starts: its first event is on the feed after this.
     let subscription = live.subscribe()?;
-    let turn = live.send(prompt).await?;
-    let include_raw = query.include_raw.unwrap_or(false);
+    let (turn, first) = live.send(prompt).await?;
     let (frames, stream) = mpsc::channel(SSE_CLIENT_BUFFER);
-    tokio::spawn(until_stopped(server.inner.stopping.clone(), follow_turn(subscription, turn, include_raw, frames)));
+    let follower = Follower::new(server.clone(), id, first - 1, query.include_raw.unwrap_or(false), frames);
+    tokio::spawn(until_stopped(server.inner.stopping.clone(), follower.turn(subscription, live, turn)));
     Ok(sse(stream))
 }
 
@@ -265,9 +259,9 @@ pub(crate) async fn get_events_sse(
     if subscription.is_none() && server.inner.store.session(&id).await?.is_none() {
         return Err(ApiError::no_session(&id));
     }
-    let include_raw = query.include_raw.unwrap_or(false);
     let (frames, stream) = mpsc::channel(SSE_CLIENT_BUFFER);
-    tokio::spawn(until_stopped(server.inner.stopping.clone(), follow_session(server, id, offset, subscription, include_raw, frames)));
+    let follower = Follower::new(server.clone(), id, offset, query.include_raw.unwrap_or(false), frames);
+    tokio::spawn(until_stopped(server.inner.stopping.clone(), follower.session(subscription)));
     Ok(sse(stream))
 }
 
@@ -368,130 +362,4 @@ pub(crate) async fn openapi() -> Json<utoipa::openapi::OpenApi> {
 /// Any other path.
 pub(crate) async fn not_found(uri: axum::http::Uri) -> ApiError {
     ApiError::new(StatusCode::NOT_FOUND, "not_found", format!("no endpoint at {}", agent_api::display::line(uri.path(), 256)))
-}
-
-type Frame = Result<Event, Infallible>;
-
-/// Sends the stored events after `last`, a page at a time; returns the last sequence sent, or
-/// `None` when the client is gone or the store failed.
-async fn send_stored(server: &Server, id: &str, mut last: u64, include_raw: bool, frames: &mpsc::Sender<Frame>) -> Option<u64> {
-    let page = server.inner.config.max_page.max(1);
-    loop {
-        let events = server.inner.store.events(id, last, page).await.ok()?;
-        for event in &events {
-            frames.send(frame(event, include_raw)).await.ok()?;
-            last = event.sequence;
-        }
-        if events.len() < page {
-            return Some(last);
-        }
-    }
-}
-
-/// How often a session run by another server sharing the store is read again.
-const STORE_POLL: std::time::Duration = std::time::Duration::from_millis(250);
-
-/// Follows a session this server does not run, from the store: another server sharing it runs
-/// the session (or none does: it ended). Ends once it has ended and every event was sent.
-async fn follow_stored(server: Server, id: String, mut last: u64, include_raw: bool, frames: mpsc::Sender<Frame>) {
-    let store = &server.inner.store;
-    loop {
-        // Read whether it ended before its events: an event stored before the end is not missed.
-        let Ok(Some(record)) = store.session(&id).await else { return };
-        let Some(sent) = send_stored(&server, &id, last, include_raw, &frames).await else { return };
-        last = sent;
-        if record.ended {
-            return;
-        }
-        tokio::select! {
-            () = tokio::time::sleep(STORE_POLL) => {}
-            () = frames.closed() => return,
-        }
-    }
-}
-
-/// `task`, ended early when the server stops: its stream ends, so that its connection closes.
-async fn until_stopped(stopping: agent_api::CancellationToken, task: impl std::future::Future<Output = ()>) {
-    tokio::select! {
-        () = task => {}
-        () = stopping.cancelled() => {}
-    }
-}
-
-fn sse(stream: mpsc::Receiver<Frame>) -> Response {
-    Sse::new(ReceiverStream::new(stream)).keep_alive(KeepAlive::default()).into_response()
-}
-
-fn frame(event: &StoredEvent, include_raw: bool) -> Frame {
-    Ok(Event::default().id(event.sequence.to_string()).data(event.render(include_raw)))
-}
-
-/// Sends one turn's events until its last, or until one waits on the client.
-async fn follow_turn(mut subscription: Subscription, turn: u64, include_raw: bool, frames: mpsc::Sender<Frame>) {
-    loop {
-        let next = tokio::select! {
-            next = subscription.feed.recv() => next,
-            _ = frames.closed() => return,
-        };
-        match next {
-            Ok(Feed::Event(event, asks)) => {
-                if frames.send(frame(&event, include_raw)).await.is_err() || asks {
-                    return;
-                }
-            }
-            Ok(Feed::TurnEnded(ended)) if ended == turn => return,
-            Ok(Feed::TurnEnded(_)) => {}
-            // Dropped: the client resumes from the events endpoints by its last id.
-            Ok(Feed::Ended) | Err(_) => return,
-        }
-    }
-}
-
-/// Sends the stored events after `offset`, then the live ones as they are stored, with no gap
-/// and no duplicate; ends once the session has ended, or when the client falls a ring behind.
-async fn follow_session(
-    server: Server,
-    id: String,
-    mut last: u64,
-    subscription: Option<Subscription>,
-    include_raw: bool,
-    frames: mpsc::Sender<Frame>,
-) {
-    let store = &server.inner.store;
-    let Some(sent) = send_stored(&server, &id, last, include_raw, &frames).await else { return };
-    last = sent;
-    let Some(mut subscription) = subscription else {
-        follow_stored(server, id, last, include_raw, frames).await;
-        return;
-    };
-    loop {
-        let next = tokio::select! {
-            next = subscription.feed.recv() => next,
-            _ = frames.closed() => return,
-        };
-        match next {
-            Ok(Feed::Event(event, _)) if event.sequence <= last => {}
-            Ok(Feed::Event(event, _)) => {
-                // Anything between the backlog and this event is in the store already.
-                if event.sequence > last + 1 {
-                    let Ok(missed) = store.events(&id, last, usize::try_from(event.sequence - last - 1).unwrap_or(usize::MAX)).await else {
-                        return;
-                    };
-                    for missed in &missed {
-                        if frames.send(frame(missed, include_raw)).await.is_err() {
-                            return;
-                        }
-                    }
-                }
-                if frames.send(frame(&event, include_raw)).await.is_err() {
-                    return;
-                }
-                last = event.sequence;
-            }
-            Ok(Feed::TurnEnded(_)) => {}
-            Ok(Feed::Ended) | Err(broadcast::error::RecvError::Closed) => return,
-            // A whole ring behind: dropped, it resumes by its last id.
-            Err(broadcast::error::RecvError::Lagged(_)) => return,
-        }
-    }
 }

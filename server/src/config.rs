@@ -2,8 +2,8 @@
 
 /// The bounds and security settings of a server. Defaults: no token (set one, or use
 /// [`ServerConfig::random_token`]), no CORS, 1 MiB request bodies, a ring of 1024 events per
-/// session for its subscribers, 64 subscribers per session, pages of at most 1000 events, the
-/// host's name as the daemon id.
+/// session for its subscribers, 64 subscribers per session, an SSE client taking nothing for 30 s
+/// dropped, pages of at most 1000 events, the host's name as the daemon id.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ServerConfig {
@@ -17,6 +17,9 @@ pub struct ServerConfig {
     pub sse_buffer: usize,
     /// Subscribers (SSE streams) per session (429 past it).
     pub max_subscribers: usize,
+    /// How long an SSE client may take no frame while its queue is full before it is dropped
+    /// (it resumes by `Last-Event-ID`).
+    pub sse_stall: std::time::Duration,
     /// The largest page of `GET …/events` (a larger `limit` is cut to it).
     pub max_page: usize,
     /// This server's name in a store shared with others: the owner of the sessions it runs. A
@@ -32,6 +35,7 @@ impl Default for ServerConfig {
             max_body_bytes: 1 << 20,
             sse_buffer: 1024,
             max_subscribers: 64,
+            sse_stall: std::time::Duration::from_secs(30),
             max_page: 1000,
             daemon_id: default_daemon_id(),
         }
@@ -76,6 +80,12 @@ impl ServerConfig {
     pub fn with_subscribers(mut self, ring: usize, max: usize) -> Self {
         self.sse_buffer = ring;
         self.max_subscribers = max;
+        self
+    }
+
+    /// Sets how long a stalled SSE client is kept.
+    pub fn with_sse_stall(mut self, stall: std::time::Duration) -> Self {
+        self.sse_stall = stall;
         self
     }
 

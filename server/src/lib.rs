@@ -16,6 +16,7 @@ mod agents;
 mod api;
 mod config;
 mod error;
+mod follow;
 mod live;
 pub mod openapi;
 mod state;
@@ -104,6 +105,11 @@ pub async fn serve(
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let app = router(server.clone());
+    // SSE frames are small writes: without TCP_NODELAY one waits for the client's delayed ACK
+    // (up to 40 ms) whenever another is in flight.
+    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp: &mut tokio::net::TcpStream| {
+        let _ = tcp.set_nodelay(true);
+    });
     let stopping = server.inner.stopping.clone();
     let shutdown = async move {
         shutdown.await;

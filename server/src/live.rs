@@ -20,8 +20,8 @@ use crate::store::{Store, StoredEvent};
 /// What a session's subscribers receive.
 #[derive(Debug, Clone)]
 pub(crate) enum Feed {
-    /// A stored event; `asks` when it waits on the client (a permission request or a question).
-    Event(Arc<StoredEvent>, bool),
+    /// A stored event.
+    Event(Arc<StoredEvent>),
     /// The turn numbered so has sent its last event.
     TurnEnded(u64),
     /// The session ended: no more events.
@@ -143,8 +143,9 @@ impl LiveSession {
         Ok(subscription)
     }
 
-    /// Sends `prompt` as the next turn and starts storing its events; returns the turn's number.
-    pub(crate) async fn send(self: &Arc<Self>, prompt: String) -> Result<u64, ApiError> {
+    /// Sends `prompt` as the next turn and starts storing its events; returns the turn's number
+    /// and the sequence its first event gets.
+    pub(crate) async fn send(self: &Arc<Self>, prompt: String) -> Result<(u64, u64), ApiError> {
         let mut session = self.session.lock().await;
         {
             let state = self.state();
@@ -167,7 +168,12 @@ impl LiveSession {
         let turn = state.turns;
         state.current = Some((turn, handle.control()));
         state.pump = Some(tokio::spawn(self.clone().pump(handle, turn)));
-        Ok(turn)
+        Ok((turn, state.next_sequence))
+    }
+
+    /// The number of the turn in progress.
+    pub(crate) fn current_turn(&self) -> Option<u64> {
+        self.state().current.as_ref().map(|(turn, _)| *turn)
     }
 
     /// The control of the turn in progress.
@@ -180,7 +186,6 @@ impl LiveSession {
         let first = self.state().next_sequence;
         let session_id: Arc<str> = self.id.as_str().into();
         let mut stored = Vec::with_capacity(events.len());
-        let mut asks = Vec::with_capacity(events.len());
         let mut ended = false;
         let mut native = None;
         for (sequence, mut event) in (first..).zip(events) {
@@ -190,10 +195,9 @@ impl LiveSession {
                 native = Some(id.to_string());
             }
             ended |= matches!(event.body, UniversalEventBody::SessionEnded(_));
-            asks.push(matches!(event.body, UniversalEventBody::PermissionRequested(_) | UniversalEventBody::QuestionRequested(_)));
             stored.push(StoredEvent::from_event(event).map_err(|e| crate::store::StoreError::Backend(e.to_string()))?);
         }
-        self.publish(stored, asks).await?;
+        self.publish(stored).await?;
         if let Some(native) = native {
             let changed = {
                 let mut state = self.state();
@@ -209,12 +213,12 @@ impl LiveSession {
     }
 
     /// Stores then publishes events already numbered from `next_sequence`.
-    async fn publish(&self, stored: Vec<StoredEvent>, asks: Vec<bool>) -> Result<(), crate::store::StoreError> {
+    async fn publish(&self, stored: Vec<StoredEvent>) -> Result<(), crate::store::StoreError> {
         let Some(last) = stored.last().map(|e| e.sequence) else { return Ok(()) };
         self.store.append(&self.id, stored.clone()).await?;
         self.state().next_sequence = last + 1;
-        for (event, asks) in stored.into_iter().zip(asks) {
-            let _ = self.feed.send(Feed::Event(Arc::new(event), asks));
+        for event in stored {
+            let _ = self.feed.send(Feed::Event(Arc::new(event)));
         }
         Ok(())
     }
@@ -307,7 +311,7 @@ impl LiveSession {
             let sequence = self.state().next_sequence;
             let data = serde_json::json!({ "reason": "terminated", "terminated_by": "daemon" });
             if let Some(event) = daemon_event(&self.id, sequence, "session.ended", data) {
-                self.publish(vec![event], vec![false]).await?;
+                self.publish(vec![event]).await?;
             }
             ended = true;
         }

@@ -448,8 +448,9 @@ async fn subscribers_are_bounded_per_session() {
 
 #[tokio::test]
 async fn a_subscriber_that_stops_reading_is_dropped_and_resumes_by_its_offset() {
-    // A ring of 8 events: a client that stops reading falls a ring behind after a few events.
-    let api = start(ServerConfig::default().with_subscribers(8, 4)).await;
+    // A client that takes nothing for 300 ms while its queue is full is dropped.
+    let config = ServerConfig::default().with_subscribers(8, 4).with_sse_stall(std::time::Duration::from_millis(300));
+    let api = start(config).await;
     api.post("/v1/sessions/slow", scripted("echo")).await;
     let mut stalled = api.sse_small_window("/v1/sessions/slow/events/sse", &[]).await;
     // The echo scenario streams the prompt's first line a word at a time: 20,000 deltas.
@@ -457,6 +458,7 @@ async fn a_subscriber_that_stops_reading_is_dropped_and_resumes_by_its_offset() 
     assert_eq!(api.post("/v1/sessions/slow/messages", json!({ "message": words })).await.status, 204);
     let events = wait_turns(&api, "slow", 1).await;
     assert!(events.len() > 20_000);
+    tokio::time::sleep(std::time::Duration::from_millis(600)).await;
     let frames = stalled.rest().await;
     assert!(frames.len() < events.len(), "the stalled subscriber was dropped ({} of {} events)", frames.len(), events.len());
     let ids: Vec<u64> = frames.iter().map(|f| f.id.unwrap()).collect();
@@ -468,6 +470,26 @@ async fn a_subscriber_that_stops_reading_is_dropped_and_resumes_by_its_offset() 
         rest.push(resumed.next().await.unwrap().data);
     }
     assert_eq!(rest, events[ids.len()..]);
+}
+
+#[tokio::test]
+async fn a_client_that_reads_gets_a_turn_faster_than_the_ring_whole() {
+    // A ring of 8 events and 20,000 events as fast as the agent makes them: a client that reads
+    // falls behind the ring again and again, and catches up from the store each time.
+    let api = start(ServerConfig::default().with_subscribers(8, 4)).await;
+    api.post("/v1/sessions/fast", scripted("echo")).await;
+    let mut following = api.sse(Method::GET, "/v1/sessions/fast/events/sse", None, &[]).await;
+    let words = "word ".repeat(20_000);
+    let mut turn = api.sse(Method::POST, "/v1/sessions/fast/messages/stream", Some(json!({ "message": words })), &[]).await;
+    let frames = turn.rest().await;
+    let events = api.all_events("fast", 1000).await;
+    assert_eq!(frames.iter().map(|f| f.data.clone()).collect::<Vec<_>>(), events, "the turn's stream has every event, then ends");
+    assert_eq!(frames.last().unwrap().data["data"]["item"]["content"][0]["label"], "turn_completed");
+    let mut followed = Vec::new();
+    while followed.len() < events.len() {
+        followed.push(following.next().await.unwrap());
+    }
+    assert_eq!(followed.iter().map(|f| f.id.unwrap()).collect::<Vec<_>>(), (1..=events.len() as u64).collect::<Vec<_>>());
 }
 
 #[tokio::test]

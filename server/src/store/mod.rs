@@ -41,6 +41,13 @@ impl StoredEvent {
         Ok(Self { sequence: event.sequence, json: json.into(), raw: raw.map(Into::into) })
     }
 
+    /// The event's type (`item.delta`, …), read from its JSON without parsing it: the envelope's
+    /// `type` member is the first `,"type":"` (every string before it escapes its quotes).
+    pub fn kind(&self) -> &str {
+        let Some((_, rest)) = self.json.split_once(r#","type":""#) else { return "" };
+        rest.split_once('"').map_or("", |(kind, _)| kind)
+    }
+
     /// The event's JSON as served: `raw` filled only when `include_raw` asks for it.
     pub fn render(&self, include_raw: bool) -> String {
         match (&self.raw, include_raw) {
@@ -222,5 +229,14 @@ mod tests {
         assert_eq!(event.render(false), r#"{"sequence":1,"raw":null}"#);
         let with_raw: serde_json::Value = serde_json::from_str(&event.render(true)).unwrap();
         assert_eq!(with_raw["raw"]["a"][0], 1);
+    }
+
+    #[test]
+    fn a_stored_events_kind_is_its_envelopes_type_whatever_its_ids_hold() {
+        let mut transcript = agent_api::universal::Transcript::new(r#"sess_,"type":"x"#.into(), false);
+        transcript.permission_requested("perm_1", r#"run ,"type":"item.delta" now"#, None);
+        let kinds: Vec<String> = transcript.drain().map(|e| StoredEvent::from_event(e).unwrap().kind().to_string()).collect();
+        assert!(kinds.contains(&"permission.requested".to_string()), "{kinds:?}");
+        assert!(kinds.iter().all(|k| k.contains('.')), "{kinds:?}");
     }
 }

@@ -49,7 +49,10 @@ impl Answer {
 
 impl Api {
     pub fn new(base: String, token: Option<String>) -> Self {
-        Self { base, token, client: Client::builder(TokioExecutor::new()).build_http() }
+        // As curl and browsers do: small requests are not held back for a delayed ACK.
+        let mut connector = HttpConnector::new();
+        connector.set_nodelay(true);
+        Self { base, token, client: Client::builder(TokioExecutor::new()).build(connector) }
     }
 
     pub fn with_token(&self, token: Option<&str>) -> Self {
@@ -111,6 +114,7 @@ impl Api {
         let socket = tokio::net::TcpSocket::new_v4().unwrap();
         socket.set_recv_buffer_size(4096).unwrap();
         let stream = socket.connect(address).await.unwrap();
+        stream.set_nodelay(true).unwrap();
         let (mut sender, connection) = hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream)).await.unwrap();
         tokio::spawn(connection);
         let request = self.build(Method::GET, path, None, headers);
