@@ -87,7 +87,8 @@ pub(crate) fn request_of(options: &RunOptions, backend: &dyn agent_api::AgentBac
     Ok(request)
 }
 
-fn base_request(options: &RunOptions) -> RunRequest {
+/// The request `options` describe, without backend options (`serve`'s defaults for every session).
+pub(crate) fn base_request(options: &RunOptions) -> RunRequest {
     let policy = match options.approve {
         Approve::Ask => PermissionPolicy::Ask,
         Approve::All => PermissionPolicy::ApproveAll,
