@@ -20,13 +20,17 @@ async fn main() -> Result<(), agent_api::AgentError> {
     let options = ScriptedOptions::scenario("permission");
     let request = RunRequest::new(prompt).with_options(&options).with_permissions(PermissionPolicy::ApproveAll);
     let handle = gateway.run(&AgentKind::from_static("scripted"), request).await?;
-    let (mut events, completion) = handle.into_wrapper();
+    // The answer as the agent writes it (`into_wrapper` would give each message once it is sure).
+    let (mut events, completion) = handle.into_wrapper_streaming();
     let mut tools = ToolCalls::new();
     while let Some(event) = events.next().await {
         if let Some(text) = event.assistant_text() {
             print!("{text}");
-        } else if let Some(call) = tools.push_wrapper(&event) {
-            // A call arrives as several events (call, output, result): this is the joined view so far.
+            std::io::Write::flush(&mut std::io::stdout())?;
+        } else if event.retraction().is_some() {
+            println!("\n[that message was cut off; the agent starts over]");
+        } else if let Some(call) = tools.push_wrapper_finished(&event) {
+            // A call arrives as several events (call, output, result): this is each call once, joined, when it ends.
             let command = call.command.as_deref().unwrap_or("-");
             let exit = call.exit_code.map_or_else(|| "-".to_string(), |c| c.to_string());
             println!("\n[tool {} `{command}`: {}, exit {exit}]", call.name, call.status);

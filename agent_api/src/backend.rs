@@ -25,6 +25,15 @@ pub trait AgentBackend: Send + Sync {
         &[]
     }
 
+    /// The extension value `text` gives the option `key` (`--option KEY=VALUE` on the command
+    /// line, a form field in a page): typed through the backend's options struct, as
+    /// [`crate::options::value_from_text`] does. The default knows no option; a backend with
+    /// options returns `value_from_text::<ItsOptions>(key, text)`.
+    fn option_value(&self, key: &str, text: &str) -> Result<serde_json::Value, AgentError> {
+        let _ = text;
+        Err(crate::options::unknown_key(self.kind().as_str(), key, self.extension_keys()))
+    }
+
     /// How the backend honours each portable option it advertises (`agent_api.options.*`): the
     /// native flag, config key or protocol field, for `spec/options.md`.
     fn option_mappings(&self) -> &'static [crate::portable::OptionMapping] {
@@ -87,29 +96,37 @@ pub fn validate_template(
     if let (true, Some(dir)) = (launcher.is_local_filesystem(), request.session_working_dir()) {
         crate::kit::process::check_working_dir(dir)?;
     }
-    if let Some(session) = request.session.session_ref() {
-        session.check_agent(kind)?;
-    }
-    crate::session_ref::check_new_session_id(request)?;
+    // What the backend cannot do at all explains a refusal best: before whose session it is.
     for needed in request.required_capabilities() {
         if !capabilities.contains(needed) {
             return Err(AgentError::UnsupportedCapability { kind: kind.to_string(), capability: needed.to_string() });
         }
     }
+    if let Some(session) = request.session.session_ref() {
+        session.check_agent(kind)?;
+    }
+    crate::session_ref::check_new_session_id(request)?;
     crate::images::ImageFile::check_all(&request.prompt)?;
     launcher.check_available()?;
     if let Some(key) = request.extensions.keys().find(|k| !extension_keys.contains(&k.as_str())) {
-        return Err(AgentError::UnknownExtension { kind: kind.to_string(), key: key.clone() });
+        return Err(crate::options::unknown_key(kind.as_str(), key, extension_keys));
     }
     if let Some(which) = crate::kit::timeouts::TimeoutLimits::of(request).zero() {
         return Err(AgentError::InvalidRequest { reason: format!("the {} timeout is zero", which.as_str()) });
     }
     let limits = &request.limits;
-    if limits.max_turns == Some(0)
-        || limits.max_total_tokens == Some(0)
-        || limits.max_cost_usd.is_some_and(|usd| usd.is_nan() || usd <= 0.0)
-    {
-        return Err(AgentError::InvalidRequest { reason: "a limit is zero, negative or not a number".into() });
+    if limits.max_turns == Some(0) {
+        return Err(AgentError::InvalidRequest { reason: "the turn limit is zero".into() });
+    }
+    if limits.max_total_tokens == Some(0) {
+        return Err(AgentError::InvalidRequest { reason: "the token limit is zero".into() });
+    }
+    // A cost limit that can never be reached (infinity) or that every cost passes (NaN compares
+    // false with everything) would look set and hold nothing.
+    if let Some(usd) = limits.max_cost_usd.filter(|usd| !usd.is_finite() || *usd <= 0.0) {
+        return Err(AgentError::InvalidRequest {
+            reason: format!("the cost limit must be a positive finite number of US dollars, not {usd}"),
+        });
     }
     request.portable.validate()
 }

@@ -5,7 +5,9 @@ use std::time::Duration;
 
 /// Every failure `agent_api` reports. Match on the variant; never compare messages.
 ///
-/// Messages never quote a raw backend line or stderr text: fields hold parsed, bounded values.
+/// Messages never quote a raw backend line: fields hold parsed, bounded values. The one place
+/// stderr text shows is [`AgentError::ProcessExited`]: the last few lines, cut and with secrets
+/// masked, so that a crash says why.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum AgentError {
@@ -36,12 +38,14 @@ pub enum AgentError {
         capability: String,
     },
     /// An extension option key that the backend does not know (extensions fail closed).
-    #[error("backend `{kind}` does not know extension option `{key}`")]
+    #[error("backend `{kind}` does not know extension option `{key}`; {}", known_keys(.known))]
     UnknownExtension {
         /// The backend's kind.
         kind: String,
         /// The unknown key.
         key: String,
+        /// Every key the backend knows, in its options struct's field order.
+        known: Vec<String>,
     },
     /// An extension option had a value of the wrong shape.
     #[error("extension option `{key}` is invalid: {reason}")]
@@ -77,6 +81,18 @@ pub enum AgentError {
     UnquotableArgument {
         /// Its index in the argv (0 is the program).
         index: usize,
+    },
+    /// An argument of the agent's argv is longer than the system lets one argument be (a JSON
+    /// Schema passed on a command line, say): refused before anything starts, where the spawn
+    /// would fail with "Argument list too long".
+    #[error("argument {index} of the agent's command is {bytes} bytes; one argument may hold at most {max}")]
+    ArgumentTooLong {
+        /// Its index in the argv (0 is the program).
+        index: usize,
+        /// Its size in bytes.
+        bytes: usize,
+        /// The most one argument may hold.
+        max: usize,
     },
     /// Spawning the agent failed.
     #[error("failed to spawn `{program}`: {source}")]
@@ -145,12 +161,16 @@ pub enum AgentError {
         message: String,
     },
     /// The agent process exited before finishing the run (crash, early exit, killed by a signal).
-    #[error("agent process exited before the run finished ({})", describe_exit(*exit_code, *signal))]
+    /// The message names the last line of its stderr, when it printed one.
+    #[error("agent process exited before the run finished ({}){}", describe_exit(*exit_code, *signal), last_stderr_line(stderr))]
     ProcessExited {
         /// Exit code, if it exited normally.
         exit_code: Option<i32>,
         /// Signal number, if a signal ended it.
         signal: Option<i32>,
+        /// The last lines of its stderr (at most [`crate::kit::stderr::ERROR_LINES`], each cut to
+        /// [`crate::kit::stderr::ERROR_LINE_BYTES`]), secrets masked; empty when it printed none.
+        stderr: Vec<String>,
     },
     /// The agent broke its protocol (for example a required message never came).
     #[error("agent protocol error: {reason}")]
@@ -268,6 +288,11 @@ pub enum AgentError {
     },
 }
 
+/// `; stderr ends: <line>` for a process that printed something on stderr.
+fn last_stderr_line(stderr: &[String]) -> String {
+    stderr.last().map(|line| format!("; its stderr ends: {line}")).unwrap_or_default()
+}
+
 fn describe_exit(code: Option<i32>, signal: Option<i32>) -> String {
     match (code, signal) {
         (Some(c), _) => format!("exit code {c}"),
@@ -277,6 +302,35 @@ fn describe_exit(code: Option<i32>, signal: Option<i32>) -> String {
 }
 
 impl AgentError {
+    /// This error with every text that came from the agent passed through the secret redactor
+    /// ([`crate::secrets::redact`]): the kit applies it to every run's and turn's error, whichever
+    /// backend built it.
+    ///
+    /// ```
+    /// use agent_api::AgentError;
+    /// let error = AgentError::AgentFailed { message: "quota for xsk-proj-Q2x9vLmN4pR7tY1wZ8 spent".into() };
+    /// assert!(!error.redacted().to_string().contains("Q2x9vLmN4pR7tY1wZ8"));
+    /// ```
+    pub fn redacted(mut self) -> Self {
+        let text = match &mut self {
+            Self::Auth { message }
+            | Self::RateLimited { message }
+            | Self::Overloaded { message, .. }
+            | Self::ServerError { message, .. }
+            | Self::AgentFailed { message } => message,
+            Self::Protocol { reason }
+            | Self::PermissionModeRefused { reason, .. }
+            | Self::Http { reason, .. }
+            | Self::Replay { reason }
+            | Self::StructuredOutput { reason } => reason,
+            _ => return self,
+        };
+        if let std::borrow::Cow::Owned(masked) = crate::secrets::redact(text) {
+            *text = masked;
+        }
+        self
+    }
+
     /// The typed error for a model API's HTTP `status`, one table for every backend: 401 and 403
     /// [`Auth`](AgentError::Auth), 429 [`RateLimited`](AgentError::RateLimited), 503 and 529
     /// [`Overloaded`](AgentError::Overloaded), other 5xx [`ServerError`](AgentError::ServerError),
@@ -306,6 +360,7 @@ impl AgentError {
             AgentError::Spawn { .. } => "spawn",
             AgentError::LauncherUnavailable { .. } => "launcher_unavailable",
             AgentError::UnquotableArgument { .. } => "unquotable_argument",
+            AgentError::ArgumentTooLong { .. } => "argument_too_long",
             AgentError::WorkingDir { .. } => "working_dir",
             AgentError::Io(_) => "io",
             AgentError::Cancelled => "cancelled",
@@ -399,5 +454,14 @@ impl std::fmt::Display for LimitKind {
             Self::TotalTokens => "total tokens",
             Self::CostUsd => "cost",
         })
+    }
+}
+
+/// The list of valid keys an [`AgentError::UnknownExtension`] names.
+fn known_keys(known: &[String]) -> String {
+    if known.is_empty() {
+        "it takes no extension options".into()
+    } else {
+        format!("its options: {}", known.join(", "))
     }
 }

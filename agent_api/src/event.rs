@@ -36,6 +36,16 @@ pub enum AgentWrapperEventKind {
     Unknown,
 }
 
+/// A streamed answer message taken back ([`AgentWrapperEvent::retraction`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Retraction {
+    /// The message (the `data.item_id` of its streamed `text_output` events).
+    pub item_id: String,
+    /// How many bytes of text it had streamed, all taken back.
+    pub bytes: usize,
+}
+
 /// One event of the wrapper view. Absent options are omitted from its JSON form.
 ///
 /// ```
@@ -126,6 +136,24 @@ impl AgentWrapperEvent {
     /// ```
     pub fn assistant_text(&self) -> Option<&str> {
         self.text_on(&Channel::Assistant)
+    }
+
+    /// The answer message whose streamed text this event takes back (a `status` event of the
+    /// streaming wrapper view, [`crate::RunHandle::into_wrapper_streaming`]): that message was cut
+    /// and is not an answer.
+    ///
+    /// ```
+    /// use agent_api::{AgentKind, AgentWrapperEvent, AgentWrapperEventKind};
+    /// let ev = AgentWrapperEvent::new(AgentKind::from_static("scripted"), AgentWrapperEventKind::Status)
+    ///     .with_data(serde_json::json!({ "retracted": { "item_id": "itm_1", "bytes": 3 } }));
+    /// assert_eq!(ev.retraction().map(|r| r.bytes), Some(3));
+    /// ```
+    pub fn retraction(&self) -> Option<Retraction> {
+        if self.kind != AgentWrapperEventKind::Status {
+            return None;
+        }
+        let retracted = self.data.as_ref()?.get("retracted")?;
+        Some(Retraction { item_id: retracted.get("item_id")?.as_str()?.to_string(), bytes: retracted.get("bytes")?.as_u64()? as usize })
     }
 
     /// The tools facet of a `ToolCall` or `ToolResult` event, when the backend attaches it

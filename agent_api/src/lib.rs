@@ -45,6 +45,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod answer;
 pub mod backend;
 pub mod bounds;
 pub mod caller_tools;
@@ -79,7 +80,7 @@ pub use agent_api_capabilities as capabilities;
 pub use backend::{validate_request, AgentBackend};
 pub use capability::CapabilitySet;
 pub use error::{AgentError, LimitKind, TimeoutKind};
-pub use event::{AgentWrapperEvent, AgentWrapperEventKind, Channel, PermissionFacet, QuestionFacet};
+pub use event::{AgentWrapperEvent, AgentWrapperEventKind, Channel, PermissionFacet, QuestionFacet, Retraction};
 pub use gateway::Gateway;
 pub use home::{Home, HomeSeed};
 pub use kind::AgentKind;

@@ -93,14 +93,63 @@ impl RunRequest {
         let mut fields = Map::new();
         for (key, value) in self.extensions.iter().filter(|(key, _)| key.starts_with(&prefix)) {
             if !known.contains(&key.as_str()) {
-                return Err(AgentError::UnknownExtension { kind: O::KIND.to_string(), key: key.clone() });
+                return Err(unknown_key(O::KIND, key, known));
             }
             fields.insert(key[prefix.len()..].to_string(), value.clone());
         }
-        serde_path_to_error::deserialize(Value::Object(fields)).map_err(|e| {
-            let field = e.path().iter().next().map(|segment| segment.to_string()).unwrap_or_default();
-            AgentError::InvalidExtension { key: format!("{prefix}{field}"), reason: e.into_inner().to_string() }
-        })
+        deserialize_fields(&prefix, fields)
+    }
+}
+
+/// Reads `fields` (field name to value) as `O`, naming the first field that does not fit.
+fn deserialize_fields<O: BackendOptions>(prefix: &str, fields: Map<String, Value>) -> Result<O, AgentError> {
+    serde_path_to_error::deserialize(Value::Object(fields)).map_err(|e| {
+        let field = e.path().iter().next().map(|segment| segment.to_string()).unwrap_or_default();
+        AgentError::InvalidExtension { key: format!("{prefix}{field}"), reason: e.into_inner().to_string() }
+    })
+}
+
+/// The error for an extension key the backend `kind` does not know, listing the ones it does.
+pub fn unknown_key(kind: &str, key: &str, known: &[&str]) -> AgentError {
+    AgentError::UnknownExtension { kind: kind.to_string(), key: key.to_string(), known: known.iter().map(|k| k.to_string()).collect() }
+}
+
+/// The extension value that the text `text` gives `O`'s option `key`, typed by `O` itself: the
+/// text read as JSON when the field takes that (a number, a boolean, a list), else the text as a
+/// string. What `--option KEY=VALUE` uses, so `delay_ms=0` is a number and `scenario=tour` a string.
+/// A key `O` does not have is [`AgentError::UnknownExtension`] listing the ones it has; text that
+/// fits neither way is [`AgentError::InvalidExtension`].
+///
+/// ```
+/// # use agent_api::options::{value_from_text, BackendOptions};
+/// # #[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
+/// # #[serde(default, deny_unknown_fields)]
+/// # struct EchoOptions { repeat: Option<u32>, voice: Option<String> }
+/// # impl BackendOptions for EchoOptions { const KIND: &'static str = "echo"; }
+/// assert_eq!(value_from_text::<EchoOptions>("backend.echo.repeat", "3").unwrap(), 3);
+/// assert_eq!(value_from_text::<EchoOptions>("backend.echo.voice", "3").unwrap(), "3");
+/// let err = value_from_text::<EchoOptions>("backend.echo.volume", "3").unwrap_err();
+/// assert!(err.to_string().contains("backend.echo.repeat, backend.echo.voice"), "{err}");
+/// ```
+pub fn value_from_text<O: BackendOptions>(key: &str, text: &str) -> Result<Value, AgentError> {
+    let prefix = format!("backend.{}.", O::KIND);
+    let known = extension_keys::<O>();
+    let Some(field) = key.strip_prefix(&prefix).filter(|_| known.contains(&key)) else {
+        return Err(unknown_key(O::KIND, key, known));
+    };
+    let fits = |value: &Value| deserialize_fields::<O>(&prefix, Map::from_iter([(field.to_string(), value.clone())])).map(|_| ());
+    let as_json = serde_json::from_str::<Value>(text).ok().filter(|value| !value.is_null());
+    let json_error = match as_json {
+        Some(value) => match fits(&value) {
+            Ok(()) => return Ok(value),
+            Err(error) => Some(error),
+        },
+        None => None,
+    };
+    let as_text = Value::String(text.to_string());
+    match fits(&as_text) {
+        Ok(()) => Ok(as_text),
+        Err(error) => Err(json_error.unwrap_or(error)),
     }
 }
 

@@ -7,7 +7,10 @@
 //! Assistant answer text is held per message and goes out as `text_output` when the message
 //! completes: a message that fails (its stream was cut and the agent started over, or the run
 //! ended under it) is not an answer, so its text never reaches the wrapper view. Reasoning, user
-//! and system text stream as their deltas arrive.
+//! and system text stream as their deltas arrive. A projector made with
+//! [`Projector::streaming_answers`] streams answer text too, delta by delta (each `text_output`
+//! names its message in `data.item_id`), and takes back a message that gets cut with a `status`
+//! event whose data is `{retracted:{item_id, bytes}}` ([`AgentWrapperEvent::retraction`]).
 
 use std::sync::Arc;
 
@@ -15,6 +18,7 @@ use foldhash::HashMap;
 
 use serde_json::json;
 
+use crate::answer::{AnswerDelta, AnswerText};
 use crate::bounds;
 use crate::event::{AgentWrapperEvent, AgentWrapperEventKind as Kind, Channel, PermissionFacet, QuestionFacet};
 use crate::kind::AgentKind;
@@ -26,6 +30,8 @@ pub struct Projector {
     agent_kind: AgentKind,
     tools_structured: bool,
     items: HashMap<String, Tracked>,
+    /// Set when answer text streams: it follows the answer messages instead of `items`.
+    streamed: Option<AnswerText>,
 }
 
 /// What the projector keeps of an open item: an assistant answer the text it streamed so far,
@@ -59,7 +65,15 @@ const HELD_TEXT_LIMIT: usize = 8 * 1024 * 1024;
 impl Projector {
     /// A projector for a backend; `tools_structured` attaches the tools facet to tool events.
     pub fn new(agent_kind: AgentKind, tools_structured: bool) -> Self {
-        Self { agent_kind, tools_structured, items: HashMap::default() }
+        Self { agent_kind, tools_structured, items: HashMap::default(), streamed: None }
+    }
+
+    /// Streams assistant answer text as its deltas arrive instead of holding it until its
+    /// message completes; a message that gets cut is then taken back by a retraction event
+    /// (see the module docs). What [`crate::RunHandle::into_wrapper_streaming`] uses.
+    pub fn streaming_answers(mut self) -> Self {
+        self.streamed = Some(AnswerText::new());
+        self
     }
 
     /// The wrapper events for one universal event, bounded, in order (often none or one).
@@ -77,6 +91,17 @@ impl Projector {
     }
 
     fn projected(&mut self, event: &UniversalEvent) -> Option<AgentWrapperEvent> {
+        if let Some(piece) = self.streamed.as_mut().and_then(|answers| answers.push(event)) {
+            return Some(match piece {
+                AnswerDelta::Text { item_id, text } => {
+                    self.event(Kind::TextOutput).with_channel(Channel::Assistant).with_text(text).with_data(json!({ "item_id": item_id }))
+                }
+                AnswerDelta::Retracted { item_id, bytes } => {
+                    let data = json!({ "retracted": { "item_id": item_id, "bytes": bytes } });
+                    self.status(Channel::Status, "an assistant message was cut: its streamed text is taken back").with_data(data)
+                }
+            });
+        }
         match &event.body {
             Body::SessionStarted(_) => {
                 let data = json!({ "session_id": event.session_id, "native_session_id": event.native_session_id });
@@ -89,6 +114,8 @@ impl Projector {
                 let data = json!({ "reason": reason, "terminated_by": by, "exit_code": end.exit_code, "native_session_id": event.native_session_id });
                 Some(self.status(Channel::Status, message).with_data(data))
             }
+            // A streamed answer is followed by `streamed` alone.
+            Body::ItemStarted(data) if self.streamed.is_some() && data.item.is_answer() => None,
             Body::ItemStarted(data) => {
                 self.items.insert(data.item.item_id.clone(), Tracked::of(&data.item));
                 self.tool_event(&data.item, ToolPhase::Start, event)
@@ -316,5 +343,26 @@ mod tests {
         t.complete_item(&answer);
         let events: Vec<_> = t.drain().flat_map(|e| projector.project(&e)).collect();
         assert_eq!(texts(&events), [("assistant".to_string(), "Hello world".to_string())]);
+    }
+
+    #[test]
+    fn a_streaming_projector_streams_answer_text_and_retracts_a_cut_message() {
+        let mut projector = Projector::new(AgentKind::from_static("scripted"), false).streaming_answers();
+        let mut t = Transcript::new("sess_projtest".into(), false);
+        let cut = t.start_item(NewItem::message(ItemRole::Assistant));
+        t.delta(&cut, "Hel");
+        let events: Vec<_> = t.drain().flat_map(|e| projector.project(&e)).collect();
+        assert_eq!(texts(&events), [("assistant".to_string(), "Hel".to_string())], "the delta goes out at once");
+        assert_eq!(events.last().unwrap().data.as_ref().unwrap()["item_id"], cut.as_str());
+        t.fail_item(&cut);
+        let answer = t.start_item(NewItem::message(ItemRole::Assistant));
+        t.delta(&answer, "Hello ");
+        t.delta(&answer, "world");
+        t.complete_item(&answer);
+        let events: Vec<_> = t.drain().flat_map(|e| projector.project(&e)).collect();
+        let retraction = events[0].retraction().expect("the cut message is taken back first");
+        assert_eq!((retraction.item_id.as_str(), retraction.bytes), (cut.as_str(), 3));
+        let streamed = [("assistant".to_string(), "Hello ".to_string()), ("assistant".to_string(), "world".to_string())];
+        assert_eq!(texts(&events), streamed, "delta by delta, and not again when the message completes");
     }
 }

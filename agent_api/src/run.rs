@@ -340,10 +340,25 @@ impl RunHandle {
     /// wait in one batch become one universal event: the view shows the answer's text once, when
     /// its message completes, so what it shows is the same.
     pub fn into_wrapper(self) -> (WrapperEvents, Completion) {
+        self.wrapper(false)
+    }
+
+    fn wrapper(self, streaming_answers: bool) -> (WrapperEvents, Completion) {
         self.guard.view.choose_wrapper();
         let projector = Projector::new(self.agent_kind, self.tools_structured);
+        let projector = if streaming_answers { projector.streaming_answers() } else { projector };
         let events = WrapperEvents { inner: UniversalEvents::new(self.events, self.guard.clone()), projector, pending: Default::default() };
         (events, Completion { rx: self.completion, _guard: self.guard })
+    }
+
+    /// The wrapper view with the answer text streaming: as [`RunHandle::into_wrapper`], but an
+    /// answer's text goes out delta by delta as `text_output` events (each naming its message in
+    /// `data.item_id`) instead of once its message completes, and a message that gets cut after
+    /// some of its text went out is taken back by a `status` event
+    /// ([`AgentWrapperEvent::retraction`]). For showing an answer as it is written; the default
+    /// view is for acting on answers that are sure.
+    pub fn into_wrapper_streaming(self) -> (WrapperEvents, Completion) {
+        self.wrapper(true)
     }
 
     /// The universal view: [`UniversalEvent`]s, and the completion.

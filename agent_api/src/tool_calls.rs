@@ -140,6 +140,38 @@ impl ToolCalls {
         }
     }
 
+    /// Folds one universal event as [`ToolCalls::push_universal`] does, and returns the call only
+    /// when this event finished it (its result completed or failed): each call once, at its end.
+    pub fn push_universal_finished(&mut self, event: &UniversalEvent) -> Option<&ToolCallSummary> {
+        let before = self.status_before(event_call_id(event)?);
+        self.push_universal(event).filter(|call| newly_finished(before, call))
+    }
+
+    /// Folds one wrapper event as [`ToolCalls::push_wrapper`] does, and returns the call only when
+    /// this event finished it: each call once, at its end.
+    ///
+    /// ```no_run
+    /// # async fn show(handle: agent_api::RunHandle) {
+    /// use futures::StreamExt;
+    /// let (mut events, _completion) = handle.into_wrapper();
+    /// let mut calls = agent_api::tool_calls::ToolCalls::new();
+    /// while let Some(event) = events.next().await {
+    ///     if let Some(call) = calls.push_wrapper_finished(&event) {
+    ///         println!("ran {} `{}`: {}", call.name, call.command.as_deref().unwrap_or("-"), call.status);
+    ///     }
+    /// }
+    /// # }
+    /// ```
+    pub fn push_wrapper_finished(&mut self, event: &AgentWrapperEvent) -> Option<&ToolCallSummary> {
+        let before = self.status_before(event.tools_facet()?.tool_use_id.as_deref()?);
+        self.push_wrapper(event).filter(|call| newly_finished(before, call))
+    }
+
+    /// The status of call `call_id` before an event about it is folded (running when unknown).
+    fn status_before(&self, call_id: &str) -> ToolStatus {
+        self.get(call_id).map_or(ToolStatus::Running, |call| call.status)
+    }
+
     /// Folds one wrapper event carrying a tools facet (see `agent_api.tools.structured.v1`);
     /// returns the call it updated. Events without a facet or a `tool_use_id` change nothing.
     pub fn push_wrapper(&mut self, event: &AgentWrapperEvent) -> Option<&ToolCallSummary> {
@@ -203,6 +235,26 @@ impl ToolCalls {
             }
             _ => None,
         }
+    }
+}
+
+/// Whether `call`, `before` an event, was still running and the event ended it.
+fn newly_finished(before: ToolStatus, call: &ToolCallSummary) -> bool {
+    let ended = |status| matches!(status, ToolStatus::Completed | ToolStatus::Failed);
+    !ended(before) && ended(call.status)
+}
+
+/// The call a universal event is about, when it is about one.
+fn event_call_id(event: &UniversalEvent) -> Option<&str> {
+    match &event.body {
+        Body::ItemStarted(data) | Body::ItemCompleted(data) => data.item.tool_call().map(|c| c.call_id).or_else(|| {
+            data.item.content.iter().find_map(|p| match p {
+                ContentPart::ToolResult { call_id, .. } => Some(call_id.as_str()),
+                _ => None,
+            })
+        }),
+        Body::PermissionRequested(p) => p.details.call_id.as_deref(),
+        _ => None,
     }
 }
 

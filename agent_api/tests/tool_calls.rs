@@ -107,3 +107,27 @@ fn the_tools_facet_names_the_command_with_its_secrets_masked() {
     assert!(command.contains(agent_api::secrets::REDACTED), "{command}");
     assert!(!command.contains("eyJhbGciOiJIUzI1NiJ9"), "{command}");
 }
+
+/// `push_*_finished` gives each call once, when its result ends it, in both streams (issue 39):
+/// a caller printing "ran X" does not print it once per event.
+#[test]
+fn each_call_is_seen_once_when_it_finishes() {
+    let mut t = Transcript::new("sess_once".into(), true);
+    call(&mut t, "c1");
+    call(&mut t, "c2");
+    result(&mut t, "c1", 0, "ok\n", false);
+    result(&mut t, "c2", 2, "", true);
+    let events: Vec<UniversalEvent> = t.drain().collect();
+    let mut calls = ToolCalls::new();
+    let finished: Vec<(String, ToolStatus)> =
+        events.iter().filter_map(|e| calls.push_universal_finished(e).map(|c| (c.call_id.clone(), c.status))).collect();
+    assert_eq!(finished, [("c1".to_string(), ToolStatus::Completed), ("c2".to_string(), ToolStatus::Failed)]);
+    let mut projector = agent_api::projection::Projector::new(agent_api::AgentKind::from_static("x"), true);
+    let mut calls = ToolCalls::new();
+    let finished: Vec<String> = events
+        .iter()
+        .flat_map(|e| projector.project(e))
+        .filter_map(|w| calls.push_wrapper_finished(&w).map(|c| c.call_id.clone()))
+        .collect();
+    assert_eq!(finished, ["c1", "c2"]);
+}

@@ -18,7 +18,9 @@ pub(crate) fn print(agent: Option<&str>, format: CapabilityFormat) -> Result<Exi
     };
     let mut rows = Vec::new();
     let mut columns = Vec::new();
+    let mut keys = Vec::new();
     for kind in kinds {
+        keys.push(gateway.backend(&kind).map_err(|e| e.to_string())?.extension_keys());
         let caps = gateway.capabilities(&kind).map_err(|e| e.to_string())?;
         rows.push(MatrixRow { kind: kind.to_string(), capabilities: caps.iter().map(str::to_string).collect() });
         let mappings = gateway.option_mappings(&kind).map_err(|e| e.to_string())?;
@@ -39,10 +41,13 @@ pub(crate) fn print(agent: Option<&str>, format: CapabilityFormat) -> Result<Exi
             out.write_with(|w| writeln!(w, "{}", serde_json::to_string_pretty(&map).map_err(std::io::Error::other)?));
         }
         CapabilityFormat::Table => {
-            for row in rows {
+            for (row, keys) in rows.iter().zip(keys) {
                 out.line(&row.kind);
                 for id in &row.capabilities {
                     out.line(&format!("  {id:<42} {}", describe(id).unwrap_or("(backend-specific)")));
+                }
+                if !keys.is_empty() {
+                    out.line(&format!("  options (--option KEY=VALUE): {}", keys.join(", ")));
                 }
             }
         }

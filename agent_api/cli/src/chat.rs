@@ -22,8 +22,11 @@ use crate::Format;
 pub(crate) async fn chat(options: RunOptions) -> Result<ExitCode, String> {
     let stop = Stop::listen().map_err(|e| format!("cannot listen for signals: {e}"))?;
     let kind = chosen_kind(&options);
-    crate::agents::backend(&kind)?;
-    let mut session = match gateway().open_session(&parse_kind(&kind)?, request_of(&options)).await {
+    let request = request_of(&options, crate::agents::backend(&kind)?.as_ref())?;
+    let Some(opened) = stop.unless_signalled(gateway().open_session(&parse_kind(&kind)?, request)).await else {
+        return Ok(ExitCode::from(SIGNALLED_EXIT));
+    };
+    let mut session = match opened {
         Ok(session) => session,
         Err(error) => {
             eprintln!("agent-api: {}", display::line(&error.to_string(), 1024));
@@ -51,7 +54,13 @@ pub(crate) async fn chat(options: RunOptions) -> Result<ExitCode, String> {
             }
         };
         turn += 1;
-        let viewer = viewer.get_or_insert_with(|| Viewer::new(&options, asks, &stop, &handle));
+        let viewer = viewer.get_or_insert_with(|| {
+            let mut viewer = Viewer::new(&options, asks, &stop, &handle);
+            // The conversation on screen; its bookkeeping once, at the end.
+            viewer.turns = Some(Default::default());
+            viewer.pretty.hide_user = terminal;
+            viewer
+        });
         match viewer.follow(handle, &format!("{kind} turn {turn}")).await {
             None => return Ok(ExitCode::from(SIGNALLED_EXIT)),
             Some(ExitCode::SUCCESS) => {}
@@ -66,6 +75,11 @@ pub(crate) async fn chat(options: RunOptions) -> Result<ExitCode, String> {
     Ok(match viewer {
         Some(mut viewer) => {
             trailing.iter().for_each(|event| viewer.show(event));
+            let turns = viewer.turns.take().unwrap_or_default();
+            eprintln!("agent-api: {kind} chat ended after {} completed turn(s)", turns.completed);
+            if let Some(session) = turns.session {
+                eprintln!("agent-api: session: {session}");
+            }
             finish(viewer.out, code)
         }
         None => code,

@@ -18,16 +18,36 @@ pub(crate) enum HomeFlag {
     Hermetic,
 }
 
+/// `run`'s start-up timeout when none is given: an agent that has said nothing after two
+/// minutes (no network, a login prompt it cannot show) is not going to.
+pub(crate) const DEFAULT_STARTUP_SECS: u64 = 120;
+/// `run`'s idle timeout when none is given: ten minutes without a line from the agent (an agent
+/// retrying for ever without saying so). Time spent waiting for an answer at the terminal does not count.
+pub(crate) const DEFAULT_IDLE_SECS: u64 = 600;
+
+/// A timeout flag: seconds, or `off` (also `0`) for none.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Timeout(Option<u64>);
+
+fn parse_timeout(text: &str) -> Result<Timeout, String> {
+    match text.trim() {
+        "off" | "none" | "0" => Ok(Timeout(None)),
+        secs => secs.parse().map(|s| Timeout(Some(s))).map_err(|_| format!("expected seconds or `off`, not `{secs}`")),
+    }
+}
+
 /// Timeouts beside `--timeout`, homes and limits: what every run or session turn gets (the
-/// defaults of `serve`'s sessions too).
+/// defaults of `serve`'s sessions too). Each timeout ends the run with a timeout error that names it.
 #[derive(Args, Clone, Debug, Default)]
 pub(crate) struct RunLimits {
-    /// Stop the run if the agent has not sent its first message after this many seconds.
-    #[arg(long, value_name = "SECONDS")]
-    startup_timeout: Option<u64>,
-    /// Stop the run after this many seconds without output from the agent.
-    #[arg(long, value_name = "SECONDS")]
-    idle_timeout: Option<u64>,
+    /// Stop the run if the agent has not sent its first message after this many seconds (`off`
+    /// for never; `run` waits 120 s by default).
+    #[arg(long, value_name = "SECONDS|off", value_parser = parse_timeout)]
+    startup_timeout: Option<Timeout>,
+    /// Stop the run after this many seconds without output from the agent, not counting time
+    /// spent waiting for your answer (`off` for never; `run` waits 600 s by default).
+    #[arg(long, value_name = "SECONDS|off", value_parser = parse_timeout)]
+    idle_timeout: Option<Timeout>,
     /// Stop each turn (a run is one turn) after this many seconds.
     #[arg(long, value_name = "SECONDS")]
     turn_timeout: Option<u64>,
@@ -74,24 +94,26 @@ impl FleetFlags {
         Self { limits, resume: None, fork: None }
     }
 
-    /// `request` with what these flags set.
-    pub(crate) fn apply(&self, mut request: RunRequest) -> RunRequest {
+    /// `request` with what these flags set; `one_shot` (`run`, not `chat` or `serve`) gives the
+    /// start-up and idle timeouts their defaults when the flags are absent.
+    pub(crate) fn apply(&self, mut request: RunRequest, one_shot: bool) -> RunRequest {
         if let Some(session) = &self.resume {
             request = request.with_session(SessionSelector::Resume(session.clone()));
         } else if let Some(session) = &self.fork {
             request = request.with_session(SessionSelector::Fork(session.clone()));
         }
-        self.limits.apply(request)
+        self.limits.apply(request, one_shot)
     }
 }
 
 impl RunLimits {
-    /// `request` with these timeouts, home and limits.
-    pub(crate) fn apply(&self, mut request: RunRequest) -> RunRequest {
-        if let Some(secs) = self.startup_timeout {
+    /// `request` with these timeouts, home and limits; `one_shot`: see [`FleetFlags::apply`].
+    pub(crate) fn apply(&self, mut request: RunRequest, one_shot: bool) -> RunRequest {
+        let defaults = |secs| Timeout(one_shot.then_some(secs));
+        if let Timeout(Some(secs)) = self.startup_timeout.unwrap_or(defaults(DEFAULT_STARTUP_SECS)) {
             request = request.with_startup_timeout(Duration::from_secs(secs));
         }
-        if let Some(secs) = self.idle_timeout {
+        if let Timeout(Some(secs)) = self.idle_timeout.unwrap_or(defaults(DEFAULT_IDLE_SECS)) {
             request = request.with_idle_timeout(Duration::from_secs(secs));
         }
         if let Some(secs) = self.turn_timeout {
@@ -111,5 +133,32 @@ impl RunLimits {
             HomeFlag::Isolated => Home::Isolated { seed: HomeSeed::Credentials },
             HomeFlag::Hermetic => Home::Hermetic,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn flags(args: &[&str]) -> FleetFlags {
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            fleet: FleetFlags,
+        }
+        <Cli as clap::Parser>::try_parse_from(std::iter::once("x").chain(args.iter().copied())).unwrap().fleet
+    }
+
+    #[test]
+    fn a_one_shot_run_gets_the_default_startup_and_idle_timeouts_unless_told_otherwise() {
+        let request = flags(&[]).apply(RunRequest::new("hi"), true);
+        assert_eq!(request.startup_timeout, Some(Duration::from_secs(DEFAULT_STARTUP_SECS)));
+        assert_eq!(request.idle_timeout, Some(Duration::from_secs(DEFAULT_IDLE_SECS)));
+        let request = flags(&["--startup-timeout", "5", "--idle-timeout", "off"]).apply(RunRequest::new("hi"), true);
+        assert_eq!((request.startup_timeout, request.idle_timeout), (Some(Duration::from_secs(5)), None));
+        let request = flags(&["--startup-timeout", "0"]).apply(RunRequest::new("hi"), true);
+        assert_eq!(request.startup_timeout, None, "0 is off too");
+        let chat = flags(&[]).apply(RunRequest::new("hi"), false);
+        assert_eq!((chat.startup_timeout, chat.idle_timeout), (None, None), "a chat waits for its person");
     }
 }

@@ -61,8 +61,10 @@ pub enum Approve {
 /// How events are shown: the flags of `run`, `chat`, `replay` and `history`.
 #[derive(Args, Clone, Copy)]
 struct OutputFlags {
-    #[arg(long, value_enum, default_value_t = Format::Pretty)]
-    format: Format,
+    /// How events are printed: `pretty` for a person, `jsonl` for a program. Default: `pretty`
+    /// when stdout is a terminal, else `jsonl` (as ripgrep and gh choose).
+    #[arg(long, value_enum)]
+    format: Option<Format>,
     #[arg(long, value_enum, default_value_t = View::Wrapper)]
     view: View,
     /// Fill `raw` in universal events with the native payloads.
@@ -70,11 +72,20 @@ struct OutputFlags {
     include_raw: bool,
 }
 
+impl Format {
+    /// `chosen`, else what suits stdout: `pretty` on a terminal, `jsonl` into a pipe or a file.
+    fn or_for_stdout(chosen: Option<Format>) -> Format {
+        use std::io::IsTerminal;
+        chosen.unwrap_or(if std::io::stdout().is_terminal() { Format::Pretty } else { Format::Jsonl })
+    }
+}
+
 impl OutputFlags {
     /// Options that only show events of `agent` (no request: a replay or a stored session).
     fn viewing(self, agent: String) -> run::RunOptions {
         let request = RequestFlags { cwd: None, model: None, approve: Approve::None, timeout: None, via: None };
-        let flags = AgentFlags { agent: Some(agent), output: self, request, acp_command: None, fleet: Default::default() };
+        let flags =
+            AgentFlags { agent: Some(agent), output: self, request, acp_command: None, options: Vec::new(), fleet: Default::default() };
         run::RunOptions { answers: false, ..flags.into_options(String::new()) }
     }
 }
@@ -114,18 +125,23 @@ struct AgentFlags {
     /// "goose acp": split into arguments as a POSIX shell would, but never run by one.
     #[arg(long, value_name = "COMMAND", value_parser = run::parse_argv)]
     acp_command: Option<run::Argv>,
+    /// One of the agent's own options (repeatable): `backend.<kind>.<field>=VALUE`, or just
+    /// `<field>=VALUE`, typed by the backend's options struct (`agent-api capabilities --agent
+    /// KIND` lists the keys), e.g. `--option backend.scripted.scenario=tour`.
+    #[arg(long = "option", value_name = "KEY=VALUE", value_parser = run::parse_option)]
+    options: Vec<(String, String)>,
     #[command(flatten)]
     fleet: fleet::FleetFlags,
 }
 
 impl AgentFlags {
     fn into_options(self, prompt: impl Into<agent_api::Prompt>) -> run::RunOptions {
-        let AgentFlags { agent, output: OutputFlags { format, view, include_raw }, request, acp_command, fleet } = self;
+        let AgentFlags { agent, output: OutputFlags { format, view, include_raw }, request, acp_command, options, fleet } = self;
         let RequestFlags { cwd, model, approve, timeout, via } = request;
         let portable = Default::default();
         run::RunOptions {
             agent,
-            format,
+            format: Format::or_for_stdout(format),
             view,
             include_raw,
             cwd,
@@ -134,9 +150,11 @@ impl AgentFlags {
             timeout,
             acp_command,
             via,
+            options,
             fleet,
             prompt: prompt.into(),
             answers: true,
+            one_shot: false,
             portable,
         }
     }
@@ -228,7 +246,7 @@ async fn main() -> ExitCode {
                 let mut prompt = agent_api::Prompt::from(prompt);
                 prompt.images = image;
                 prompt.attachments = attach;
-                run::run(run::RunOptions { portable, ..flags.into_options(prompt) }).await
+                run::run(run::RunOptions { portable, one_shot: true, ..flags.into_options(prompt) }).await
             }
             Err(message) => Err(message),
         },

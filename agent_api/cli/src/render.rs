@@ -17,6 +17,8 @@ const LINE_MAX: usize = 300;
 pub(crate) struct Pretty {
     channel: Option<Channel>,
     mid_line: bool,
+    /// Whether the user's own words are left out: a person typing at `you> ` sees them already.
+    pub(crate) hide_user: bool,
 }
 
 /// The serde name of an enum value (`tool_call`, `completed`), never its `Debug` form.
@@ -46,6 +48,7 @@ impl Pretty {
     /// Prints one wrapper event; tool events are left to [`Self::tool`], which sees the command.
     pub(crate) fn wrapper(&mut self, out: &mut impl Write, event: &AgentWrapperEvent) -> io::Result<()> {
         match event.kind {
+            Kind::TextOutput if self.hide_user && event.channel == Some(Channel::User) => return Ok(()),
             Kind::TextOutput => {
                 let channel = event.channel.clone().unwrap_or(Channel::Assistant);
                 if self.channel.as_ref() != Some(&channel) {
@@ -55,6 +58,8 @@ impl Pretty {
                     match &channel {
                         Channel::Assistant => {}
                         Channel::Reasoning => write!(out, "[thinking] ")?,
+                        // The conversation as a person reads it: their line, then the answer.
+                        Channel::User => write!(out, "you> ")?,
                         other => write!(out, "[{}] ", display::line(other.as_str(), 64))?,
                     }
                     self.channel = Some(channel);
@@ -180,7 +185,7 @@ pub(crate) fn usage_line(usage: &Usage) -> String {
     }
     let mut line = if parts.is_empty() { String::new() } else { format!("tokens: {}", parts.join(", ")) };
     if let Some(cost) = usage.cost_usd {
-        line.push_str(&format!("{}cost ${cost:.4}", if line.is_empty() { "" } else { ", " }));
+        line.push_str(&format!("{}cost {}", if line.is_empty() { "" } else { ", " }, display::usd(cost)));
     }
     line
 }

@@ -38,12 +38,17 @@ pub(crate) struct RunOptions {
     pub acp_command: Option<Argv>,
     /// Where the agent runs (`--via`).
     pub via: Option<agent_api::kit::Launcher>,
+    /// The agent's own options (`--option KEY=VALUE`), as typed: checked against the chosen
+    /// backend's options struct by [`request_of`].
+    pub options: Vec<(String, String)>,
     /// Timeouts (and, later, homes and limits) for runs side by side.
     pub fleet: crate::fleet::FleetFlags,
     /// The prompt: its text, and the images and files given with `--image` and `--attach`.
     pub prompt: agent_api::Prompt,
     /// Whether permission requests and questions are answered (not in a replay or a stored session).
     pub answers: bool,
+    /// Whether this is `run`'s one run (default start-up and idle timeouts), not a chat.
+    pub one_shot: bool,
     /// The portable options (`--system-prompt`, `--add-dir`, `--json-schema`, …).
     pub portable: agent_api::PortableOptions,
 }
@@ -61,7 +66,29 @@ pub(crate) fn parse_argv(line: &str) -> Result<Argv, String> {
     Ok(Argv(argv))
 }
 
-pub(crate) fn request_of(options: &RunOptions) -> RunRequest {
+/// Splits `KEY=VALUE` at its first `=` (`--option`).
+pub(crate) fn parse_option(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((key, value)) if !key.trim().is_empty() => Ok((key.trim().to_string(), value.to_string())),
+        _ => Err("expected KEY=VALUE, e.g. backend.scripted.scenario=tour".into()),
+    }
+}
+
+/// The request `options` describe for `backend`: its `--option`s typed by the backend's own
+/// options struct (a short `field` key is the backend's `backend.<kind>.field`); a key it does not
+/// have, or a value that does not fit, is refused with the keys it has.
+pub(crate) fn request_of(options: &RunOptions, backend: &dyn agent_api::AgentBackend) -> Result<RunRequest, String> {
+    let mut request = base_request(options);
+    for (key, text) in &options.options {
+        let key = if key.contains('.') { key.clone() } else { format!("backend.{}.{key}", backend.kind()) };
+        let value = backend.option_value(&key, text).map_err(|e| display::line(&e.to_string(), 2048))?;
+        request = request.with_extension(key, value);
+    }
+    Ok(request)
+}
+
+/// The request `options` describe, without backend options (`serve`'s defaults for every session).
+pub(crate) fn base_request(options: &RunOptions) -> RunRequest {
     let policy = match options.approve {
         Approve::Ask => PermissionPolicy::Ask,
         Approve::All => PermissionPolicy::ApproveAll,
@@ -80,7 +107,7 @@ pub(crate) fn request_of(options: &RunOptions) -> RunRequest {
     if let Some(secs) = options.timeout {
         request = request.with_timeout(Duration::from_secs(secs));
     }
-    request = options.fleet.apply(request);
+    request = options.fleet.apply(request, options.one_shot);
     if let Some(launcher) = &options.via {
         request = request.with_launcher(launcher.clone());
     }
@@ -111,8 +138,11 @@ pub(crate) async fn run(options: RunOptions) -> Result<ExitCode, String> {
     // Listen before anything is spawned, so no signal can end this process and leave the agent.
     let stop = Stop::listen().map_err(|e| format!("cannot listen for signals: {e}"))?;
     let kind = chosen_kind(&options);
-    crate::agents::backend(&kind)?;
-    let handle = match gateway().run(&parse_kind(&kind)?, request_of(&options)).await {
+    let request = request_of(&options, crate::agents::backend(&kind)?.as_ref())?;
+    let Some(started) = stop.unless_signalled(gateway().run(&parse_kind(&kind)?, request)).await else {
+        return Ok(ExitCode::from(SIGNALLED_EXIT));
+    };
+    let handle = match started {
         Ok(handle) => handle,
         Err(error) => {
             eprintln!("agent-api: {}", display::line(&error.to_string(), 1024));
@@ -133,15 +163,39 @@ pub(crate) async fn show_run(options: &RunOptions, handle: RunHandle, what: &str
     finish(viewer.out, code)
 }
 
+/// The projection `options` show the wrapper view with: a person reading `pretty` output sees
+/// the answer as it is written (a cut message then gets a line saying its text is taken back);
+/// `jsonl` keeps the library's default, answers once they are sure.
+fn projector_for(options: &RunOptions, handle: &RunHandle) -> Projector {
+    let projector = Projector::new(handle.agent_kind().clone(), handle.tools_structured());
+    if options.format == Format::Pretty {
+        projector.streaming_answers()
+    } else {
+        projector
+    }
+}
+
 /// Runs (or a chat's turns) being shown and answered.
 pub(crate) struct Viewer<'a> {
     options: &'a RunOptions,
     pub(crate) out: Stdout,
-    pretty: Pretty,
+    pub(crate) pretty: Pretty,
     projector: Projector,
     stdin: Option<&'a Stdin>,
     control: RunControl,
     stop: Stop,
+    /// A chat's turns: their bookkeeping (completion line, session handle) is kept for the end
+    /// instead of printed after each turn.
+    pub(crate) turns: Option<Turns>,
+}
+
+/// What a chat prints once, at its end ([`Viewer::turns`]).
+#[derive(Default)]
+pub(crate) struct Turns {
+    /// Turns that completed.
+    pub(crate) completed: u32,
+    /// The session handle to resume with, as the last turn gave it.
+    pub(crate) session: Option<String>,
 }
 
 impl<'a> Viewer<'a> {
@@ -151,10 +205,11 @@ impl<'a> Viewer<'a> {
             options,
             out: Stdout::new(),
             pretty: Pretty::default(),
-            projector: Projector::new(handle.agent_kind().clone(), handle.tools_structured()),
+            projector: projector_for(options, handle),
             stdin,
             control: handle.control(),
             stop: stop.clone(),
+            turns: None,
         }
     }
 
@@ -162,8 +217,9 @@ impl<'a> Viewer<'a> {
     /// completion on stderr as `what` and returns the exit code (`None`: a second signal forces
     /// the exit now). A first signal cancels the run.
     pub(crate) async fn follow(&mut self, handle: RunHandle, what: &str) -> Option<ExitCode> {
-        self.projector = Projector::new(handle.agent_kind().clone(), handle.tools_structured());
+        self.projector = projector_for(self.options, &handle);
         self.control = handle.control();
+        let kind = handle.agent_kind().clone();
         let (mut events, completion) = handle.into_universal();
         let mut signalled = self.stop.cancel.is_cancelled();
         if signalled {
@@ -191,22 +247,37 @@ impl<'a> Viewer<'a> {
         };
         Some(match result {
             Ok(done) => {
-                let session_id = display::line(done.native_session_id.as_deref().unwrap_or("none"), 128);
-                let usage = done.usage.as_ref().map(usage_line).filter(|u| !u.is_empty()).map(|u| format!("; {u}")).unwrap_or_default();
-                let via = done.launcher.as_deref().filter(|l| *l != "local").map(|l| format!("; via {l}")).unwrap_or_default();
-                eprintln!("agent-api: {what} completed (session {session_id}{usage}{via})");
-                if let Some(session) = &done.session {
-                    // One line to resume with: `agent-api run --resume '<json>' ...`.
-                    eprintln!("agent-api: session: {}", display::line(&session.to_json(), 4096));
+                // One line to resume with (`agent-api run --resume '<json>' ...`), for a live run
+                // whose session outlives this process (the scripted agent's live in it only).
+                let resumable = self.options.answers && kind.as_str() != "scripted";
+                let session = done.session.as_ref().filter(|_| resumable).map(|s| display::line(&s.to_json(), 4096));
+                if let Some(turns) = &mut self.turns {
+                    turns.completed += 1;
+                    turns.session = session.or(turns.session.take());
+                } else {
+                    let session_id = display::line(done.native_session_id.as_deref().unwrap_or("none"), 128);
+                    let usage = done.usage.as_ref().map(usage_line).filter(|u| !u.is_empty()).map(|u| format!("; {u}")).unwrap_or_default();
+                    let via = done.launcher.as_deref().filter(|l| *l != "local").map(|l| format!("; via {l}")).unwrap_or_default();
+                    eprintln!("agent-api: {what} completed (session {session_id}{usage}{via})");
+                    if let Some(session) = session {
+                        eprintln!("agent-api: session: {session}");
+                    }
                 }
                 if let Some(value) = &done.structured_output {
-                    // The parsed answer of `--json-schema`, last on stdout, as one JSON line.
-                    self.out.line(&value.to_string());
+                    // The parsed answer of `--json-schema`, last on stdout, as one JSON line, escaped as
+                    // every JSON line this tool prints is: no bidi or line separator reaches the terminal.
+                    self.out.write_with(|out| display::write_json(out, value));
                 }
                 ExitCode::SUCCESS
             }
             Err(error) => {
                 eprintln!("agent-api: {what} failed: {}", display::line(&error.to_string(), 1024));
+                // Why it died, in its own words: its last stderr lines (bounded, secrets masked).
+                if let agent_api::AgentError::ProcessExited { stderr, .. } = &error {
+                    for line in stderr {
+                        eprintln!("agent-api:   stderr: {}", display::line(line, 512));
+                    }
+                }
                 ExitCode::FAILURE
             }
         })
@@ -273,8 +344,9 @@ impl<'a> Viewer<'a> {
                         Some(text) => QuestionAnswer::Text(text.trim().to_string()),
                         None => QuestionAnswer::Reject,
                     },
+                    // As a permission without a terminal is denied: the agent hears no, and goes on.
                     None => {
-                        eprintln!("agent-api: no terminal to ask; rejecting the question {}", display::line(&q.prompt, 300));
+                        eprintln!("agent-api: no terminal to ask; declining the question {}", display::line(&q.prompt, 300));
                         QuestionAnswer::Reject
                     }
                 };

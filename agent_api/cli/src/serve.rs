@@ -11,7 +11,7 @@ use std::process::ExitCode;
 use agent_api_server::{ServerConfig, StoreUrl};
 use clap::Args;
 
-use crate::run::{request_of, RunOptions};
+use crate::run::RunOptions;
 use crate::{Format, View};
 
 /// What `serve` takes.
@@ -90,12 +90,15 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<ExitCode, String> {
         timeout: args.request.timeout,
         acp_command: None,
         via: args.request.via.clone(),
+        options: Vec::new(),
         fleet: crate::fleet::FleetFlags::with_limits(args.limits.clone()),
         prompt: String::new().into(),
         answers: false,
+        // A session waits for its client: no default start-up or idle timeout.
+        one_shot: false,
         portable: Default::default(),
     };
-    let defaults = request_of(&options);
+    let defaults = crate::run::base_request(&options);
     let opened = store.open().await.map_err(|e| e.to_string())?;
     let server = agent_api_server::Server::new(crate::agents::gateway(), defaults, opened, config)
         .await

@@ -1,9 +1,8 @@
 //! `--acp-command`: the generic `acp` kind on the command line, with the conformance crate's fake
 //! ACP agent (`fake_acp_agent`, built next to `agent-api` by `cargo test --workspace`).
 
-use std::io::Write;
 use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
 fn fake_agent() -> PathBuf {
     let path = std::path::Path::new(env!("CARGO_BIN_EXE_agent-api")).with_file_name("fake_acp_agent");
@@ -11,19 +10,9 @@ fn fake_agent() -> PathBuf {
     path
 }
 
-fn agent_api(args: &[&str], stdin: &str) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_agent-api"))
-        .args(args)
-        .env("AGENT_API_CLI_DIR", "/nonexistent/agent_api_cli_cache")
-        .env("PATH", "/usr/bin:/bin")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("agent-api runs");
-    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
-    child.wait_with_output().unwrap()
-}
+use piped::agent_api_fed as agent_api;
+
+mod piped;
 
 fn assistant_text(output: &Output) -> Vec<String> {
     let events: Vec<serde_json::Value> =

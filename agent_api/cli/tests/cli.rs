@@ -93,7 +93,8 @@ fn handwritten(name: &str) -> String {
 }
 
 #[test]
-fn replay_exits_as_run_would_have_and_prints_pretty_by_default() {
+/// Into a pipe the default format is `jsonl` (pretty is for a terminal: `prompt_pty` shows it).
+fn replay_exits_as_run_would_have_and_prints_jsonl_into_a_pipe_by_default() {
     let failed = agent_api(&["replay", "--agent", "claude_code", &handwritten("handwritten/claude_error_max_turns_2_1_0.stdout.jsonl")]);
     assert_eq!(failed.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&failed.stderr);
@@ -104,7 +105,7 @@ fn replay_exits_as_run_would_have_and_prints_pretty_by_default() {
     assert_eq!(answered.status.code(), Some(0), "{}", String::from_utf8_lossy(&answered.stderr));
     let text = String::from_utf8_lossy(&answered.stdout);
     assert!(text.contains("First, let me think about this.") && text.contains("The answer is 4."), "{text}");
-    assert!(serde_json::from_str::<serde_json::Value>(text.lines().next().unwrap_or_default()).is_err(), "pretty, not JSON: {text}");
+    assert!(json_lines(&answered).len() > 2, "JSON lines, not pretty text: {text}");
 
     let universal = agent_api(&[
         "replay",
@@ -211,7 +212,8 @@ fn chat_takes_one_turn_per_stdin_line_on_one_session_with_one_transcript() {
         events.iter().filter(|e| e["type"] == "item.completed").filter_map(|e| e["data"]["item"]["content"][0]["label"].as_str()).collect();
     assert_eq!(labels.iter().filter(|l| **l == "turn_completed").count(), 3, "{labels:?}");
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("scripted turn 3 completed"), "{stderr}");
+    assert!(stderr.contains("scripted chat ended after 3 completed turn(s)"), "{stderr}");
+    assert!(!stderr.contains("turn 1 completed"), "bookkeeping once, at the end: {stderr}");
 }
 
 /// `agent-api` with `HOME` (and so `~/.claude`) in `home`.
@@ -302,4 +304,23 @@ fn a_json_schema_the_answer_does_not_fit_fails_the_run_with_the_validation_messa
     assert!(stderr.contains("does not fit the output schema") && stderr.contains("not JSON"), "{stderr}");
     let missing = agent_api(&["run", "--agent", "scripted", "--json-schema", "/nonexistent/schema.json", "hi"]);
     assert_eq!(missing.status.code(), Some(2), "{}", String::from_utf8_lossy(&missing.stderr));
+}
+
+/// A crashed agent says why on screen: the last lines of its stderr under the failure (issue 39).
+#[test]
+fn a_crashed_agent_shows_its_last_stderr_lines() {
+    let fake = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../backends/claude_code/tests/fixtures/fake_claude.sh");
+    let output = Command::new(env!("CARGO_BIN_EXE_agent-api"))
+        .args(["run", "--agent", "claude_code", "hi"])
+        .env("AGENT_API_CLI_DIR", "/nonexistent/agent_api_cli_cache")
+        .env("AGENT_API_CLAUDE_CODE_BIN", &fake)
+        .env("FAKE_CLAUDE_MODE", "crash")
+        .env("PATH", "/usr/bin:/bin")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("exit code 3"), "{stderr}");
+    assert!(stderr.contains("agent-api:   stderr: fatal: SECRET-TOKEN-123 leaked on stderr"), "{stderr}");
 }

@@ -475,6 +475,7 @@ impl Core {
         self.clock.start();
         let mut control_open = true;
         while !(self.source_done && self.exit.is_some()) {
+            self.clock.set_waiting(self.transcript.awaits_caller());
             let next_timeout = self.clock.next();
             tokio::select! {
                 biased;

@@ -42,6 +42,13 @@ pub trait Protocol: Send + 'static {
     fn name(&self) -> &'static str;
 
     /// Called once before the first line: send the opening messages (initialize, the prompt).
+    ///
+    /// It need not announce the session: call `ctx.transcript.session_started(metadata)` when the
+    /// agent says its session began (usually on its first line, with what it reports: model, tools,
+    /// its id through `set_native_session_id` first), here only when the protocol knows that
+    /// without the agent. Whatever comes first otherwise, the transcript opens with a synthetic
+    /// `session.started` (`source = daemon`), so every run starts with exactly one; a later call
+    /// to `session_started` is then ignored (the transcript's tests hold it to this).
     fn start(&mut self, ctx: &mut Ctx<'_>) -> Result<(), AgentError> {
         let _ = ctx;
         Ok(())
@@ -339,7 +346,7 @@ impl ExitInfo {
 
     /// The error for a process that ended before its protocol finished.
     pub fn early_exit_error(&self) -> AgentError {
-        AgentError::ProcessExited { exit_code: self.exit_code, signal: self.signal }
+        AgentError::ProcessExited { exit_code: self.exit_code, signal: self.signal, stderr: self.stderr.last_lines() }
     }
 }
 

@@ -16,6 +16,10 @@ pub const HEAD_LINES: usize = 20;
 pub const TAIL_LINES: usize = 50;
 /// Longest stderr line kept, in bytes; longer ones are cut.
 pub const MAX_LINE_BYTES: usize = 2048;
+/// Stderr lines an [`crate::AgentError::ProcessExited`] carries: the last ones.
+pub const ERROR_LINES: usize = 5;
+/// Longest stderr line an error carries, in bytes.
+pub const ERROR_LINE_BYTES: usize = 300;
 
 /// An agent's stderr stream and the secret values the run handed the agent, masked in what is kept.
 pub struct StderrSource {
@@ -101,6 +105,15 @@ impl StderrCapture {
             }
         }
         capture
+    }
+
+    /// The last non-blank lines, at most [`ERROR_LINES`] of them, each cut to [`ERROR_LINE_BYTES`]
+    /// and masked as every kept line is: what a process-exit error says.
+    pub fn last_lines(&self) -> Vec<String> {
+        let kept = self.head.iter().chain(self.tail.iter()).rev().filter(|line| !line.trim().is_empty()).take(ERROR_LINES);
+        let mut lines: Vec<String> = kept.map(|line| crate::bounds::utf8_prefix(line.trim_end(), ERROR_LINE_BYTES).to_string()).collect();
+        lines.reverse();
+        lines
     }
 
     /// The line pushed last, as kept (cut and masked).

@@ -55,12 +55,15 @@ pub(crate) struct Clock {
     started: Option<Instant>,
     last_output: Instant,
     seen_output: bool,
+    /// Whether the run waits for its caller (a permission or a question): the agent waits too,
+    /// so it is not idle.
+    waiting: bool,
     fired: Option<TimeoutKind>,
 }
 
 impl Clock {
     pub(crate) fn new(limits: TimeoutLimits) -> Self {
-        Self { limits, started: None, last_output: Instant::now(), seen_output: false, fired: None }
+        Self { limits, started: None, last_output: Instant::now(), seen_output: false, waiting: false, fired: None }
     }
 
     /// A run or a turn begins: its deadlines count from now.
@@ -82,6 +85,14 @@ impl Clock {
         self.seen_output = true;
     }
 
+    /// Whether the run now waits for its caller; idle counts again from when it stops waiting.
+    pub(crate) fn set_waiting(&mut self, waiting: bool) {
+        if self.waiting && !waiting {
+            self.last_output = Instant::now();
+        }
+        self.waiting = waiting;
+    }
+
     /// The nearest armed deadline and its kind.
     pub(crate) fn next(&self) -> Option<(Instant, TimeoutKind)> {
         let started = self.started?;
@@ -90,6 +101,7 @@ impl Clock {
             .into_iter()
             .filter_map(|(kind, limit)| {
                 let from = match kind {
+                    TimeoutKind::Idle | TimeoutKind::Startup if self.waiting => return None,
                     TimeoutKind::Idle => self.last_output,
                     TimeoutKind::Startup if self.seen_output => return None,
                     _ => started,
@@ -149,6 +161,21 @@ mod tests {
         assert!(at > Instant::now() + Duration::from_secs(9));
         clock.pause();
         assert_eq!(clock.next(), None);
+    }
+
+    /// A run waiting for its caller's answer (a permission, a question) is not idle: the agent is
+    /// waiting too. Idle counts again from the answer.
+    #[test]
+    fn idle_does_not_count_while_the_run_waits_for_its_caller() {
+        let mut clock = Clock::new(limits(5, 10));
+        clock.start();
+        clock.on_output();
+        clock.set_waiting(true);
+        assert_eq!(clock.next(), None, "only idle and startup were armed, and neither counts now");
+        clock.set_waiting(false);
+        let (at, kind) = clock.next().unwrap();
+        assert_eq!(kind, TimeoutKind::Idle);
+        assert!(at > Instant::now() + Duration::from_secs(9), "idle counts from the answer");
     }
 
     #[test]

@@ -136,11 +136,8 @@ impl CallState {
             exit_code: self.raw_output.as_ref().and_then(exit_code),
             ..ToolMeta::default()
         };
-        match (&self.raw_input, self.kind) {
-            // OpenCode names the command in its raw input (absent until the call runs).
-            (Some(input), ToolKind::Execute) => meta.with_shell_fields(input),
-            // Gemini and Qwen send no raw input: an execute call's title is its command line.
-            (None, ToolKind::Execute) => meta.with_shell_fields(&json!({ "command": self.title })),
+        match self.kind {
+            ToolKind::Execute => shell_fields(meta, self.raw_input.as_ref(), &self.title),
             _ => meta,
         }
     }
@@ -484,5 +481,16 @@ impl Updates {
         for id in std::mem::take(&mut self.call_order) {
             self.finish_call(t, &id, true);
         }
+    }
+}
+
+/// The command and directory of an execute call: from its raw input when the agent sends one
+/// (OpenCode, absent until the call runs; Qwen's permission requests), else its title, which is
+/// then the command line (Gemini and Qwen's tool calls). A permission request and its tool call
+/// read them the same way, so both name the same command.
+pub(crate) fn shell_fields(meta: ToolMeta, raw_input: Option<&Value>, title: &str) -> ToolMeta {
+    match raw_input {
+        Some(input) => meta.with_shell_fields(input),
+        None => meta.with_shell_fields(&json!({ "command": title })),
     }
 }

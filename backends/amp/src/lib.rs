@@ -285,6 +285,10 @@ impl AgentBackend for AmpBackend {
         agent_api::options::extension_keys::<AmpOptions>()
     }
 
+    fn option_value(&self, key: &str, text: &str) -> Result<serde_json::Value, AgentError> {
+        agent_api::options::value_from_text::<AmpOptions>(key, text)
+    }
+
     async fn run(&self, request: RunRequest) -> Result<RunHandle, AgentError> {
         self.validate(&request)?;
         let request = request.in_session_dir(self.config.working_dir.as_deref());

@@ -209,6 +209,10 @@ impl AgentBackend for ClaudeCodeBackend {
         agent_api::options::extension_keys::<ClaudeCodeOptions>()
     }
 
+    fn option_value(&self, key: &str, text: &str) -> Result<serde_json::Value, AgentError> {
+        agent_api::options::value_from_text::<ClaudeCodeOptions>(key, text)
+    }
+
     async fn run(&self, request: RunRequest) -> Result<RunHandle, AgentError> {
         self.validate(&request)?;
         let mut request = request.in_session_dir(self.config.working_dir.as_deref());

@@ -103,9 +103,11 @@ async fn api_error_fixtures_are_typed_and_reported_once() {
     for name in ["error500_retries1", "error500_default_retries"] {
         let run = replay(&root.join(format!("{name}.stdout.jsonl"))).await;
         assert!(matches!(run.completion, Err(AgentError::ServerError { status: Some(500), .. })), "{name}: {:?}", run.completion);
-        // One agent error event for the failed turn, plus the driver's terminal one.
+        // One failure, one error event: the terminal one (the CLI's API-error message is not told twice).
         let errors: Vec<_> = run.of_type("error").collect();
-        assert_eq!(errors.len(), 2, "{name}");
+        assert_eq!(errors.len(), 1, "{name}");
+        let UniversalEventBody::Error(error) = &errors[0].body else { unreachable!() };
+        assert!(errors[0].is_terminal_error() && error.message.contains("API Error: 500"), "{name}: {}", error.message);
         let retries = run.universal.iter().filter(|e| matches!(&e.body, UniversalEventBody::ItemCompleted(d) if d.item.content.iter().any(|p| matches!(p, ContentPart::Status { label, .. } if label == "api_retry")))).count();
         assert_eq!(retries, if name == "error500_retries1" { 1 } else { 10 }, "{name}");
     }

@@ -34,8 +34,8 @@ async fn an_error_subtype_fails_the_turn_even_when_is_error_is_false() {
     let run = replay("handwritten/claude_error_max_turns_2_1_0.stdout.jsonl").await;
     // The CLI's own turn limit is the request's limit reached (issue 24), typed.
     assert!(matches!(run.completion, Err(AgentError::LimitReached { limit: agent_api::LimitKind::Turns })), "{:?}", run.completion);
-    // One agent error event for the failed turn, plus the driver's terminal one.
-    assert_eq!(run.of_type("error").count(), 2);
+    // One failure, one error event: the driver's terminal one.
+    assert_eq!(run.of_type("error").count(), 1);
 
     let run = replay("handwritten/claude_error_during_execution_2_1_0.stdout.jsonl").await;
     let message = failure(&run);
@@ -49,7 +49,7 @@ async fn a_success_subtype_flagged_as_an_error_fails_without_saying_success() {
     let message = failure(&run);
     assert!(message.contains("Prompt is too long"), "{message}");
     assert!(!message.contains("success"), "{message}");
-    assert_eq!(run.of_type("error").count(), 2);
+    assert_eq!(run.of_type("error").count(), 1);
 }
 
 #[tokio::test]

@@ -386,4 +386,21 @@ mod tests {
         let applied = RunOptions::resolve(&RunRequest::new("x").with_options(&CodexOptions::default().sandbox(Sandbox::ReadOnly)), &config);
         assert_eq!(applied.unwrap().sandbox, Sandbox::ReadOnly);
     }
+
+    /// `--option KEY=VALUE` text becomes the value each field takes: the interface and sandbox
+    /// by their names, a boolean and a list as JSON.
+    #[test]
+    fn option_text_is_typed_by_the_options_struct() {
+        use agent_api::AgentBackend;
+        let backend = crate::CodexBackend::new(CodexConfig::default());
+        assert_eq!(backend.option_value(EXT_MODE, "exec").unwrap(), json!("exec"));
+        assert_eq!(backend.option_value(EXT_SANDBOX, "workspace-write").unwrap(), json!("workspace-write"));
+        assert_eq!(backend.option_value(EXT_DANGEROUSLY_BYPASS, "true").unwrap(), json!(true));
+        assert_eq!(backend.option_value(EXT_EXTRA_DIRS, r#"["/a","/b"]"#).unwrap(), json!(["/a", "/b"]));
+        let err = backend.option_value(EXT_MODE, "tui").unwrap_err();
+        assert!(matches!(&err, AgentError::InvalidExtension { key, .. } if key == EXT_MODE), "{err}");
+        let err = backend.option_value("backend.codex.interface", "exec").unwrap_err();
+        assert!(matches!(&err, AgentError::UnknownExtension { known, .. } if known.len() == 6), "{err}");
+        assert!(err.to_string().contains(EXT_SANDBOX), "{err}");
+    }
 }

@@ -139,6 +139,20 @@ pub fn explanation(message: &str) -> String {
     agent_api::secrets::redact_bounded(message, EXPLANATION_BOUND)
 }
 
+/// The `api_retry` status detail of Codex's "Reconnecting... 2/5 (why)" notice: a retry it makes
+/// by itself, not a failure (`None` for any other message).
+pub fn reconnect_detail(message: &str) -> Option<String> {
+    let rest = message.strip_prefix("Reconnecting...")?.trim_start();
+    let (count, why) = rest.split_once(' ').unwrap_or((rest, ""));
+    let (attempt, of) = count.split_once('/')?;
+    let (attempt, of): (u32, u32) = (attempt.parse().ok()?, of.parse().ok()?);
+    let why = why.trim().trim_start_matches('(').trim_end_matches(')');
+    Some(match why {
+        "" => format!("attempt {attempt} of {of}"),
+        why => format!("attempt {attempt} of {of}: {}", explanation(why)),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -169,6 +183,14 @@ mod tests {
             ErrorClass::Server(None)
         );
         assert_eq!(classify_message("something else"), ErrorClass::Other);
+    }
+
+    #[test]
+    fn reconnect_notices_read_as_retries_and_nothing_else_does() {
+        assert_eq!(reconnect_detail("Reconnecting... 2/5 (stream disconnected)").as_deref(), Some("attempt 2 of 5: stream disconnected"));
+        assert_eq!(reconnect_detail("Reconnecting... 1/3").as_deref(), Some("attempt 1 of 3"));
+        assert_eq!(reconnect_detail("Reconnecting... soon"), None);
+        assert_eq!(reconnect_detail("stream disconnected"), None);
     }
 
     #[test]

@@ -336,6 +336,10 @@ impl Exec {
             ExecEvent::ItemStarted { item } => self.item(Phase::Started, item, ctx),
             ExecEvent::ItemUpdated { item } => self.item(Phase::Updated, item, ctx),
             ExecEvent::ItemCompleted { item } => self.item(Phase::Completed, item, ctx),
+            // Codex retries by itself and says so: a status while it does, not an error.
+            ExecEvent::Error { message } if errors::reconnect_detail(&message).is_some() => {
+                t.status("api_retry", errors::reconnect_detail(&message));
+            }
             ExecEvent::Error { message } => {
                 let class = errors::classify_message(&message);
                 t.error(errors::explanation(&message), Some(class.code().to_string()), None);

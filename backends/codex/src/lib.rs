@@ -158,6 +158,10 @@ impl AgentBackend for CodexBackend {
         agent_api::options::extension_keys::<CodexOptions>()
     }
 
+    fn option_value(&self, key: &str, text: &str) -> Result<serde_json::Value, AgentError> {
+        agent_api::options::value_from_text::<CodexOptions>(key, text)
+    }
+
     fn option_mappings(&self) -> &'static [agent_api::portable::OptionMapping] {
         portable::OPTION_MAPPINGS
     }

@@ -177,6 +177,17 @@ async fn app_server_approvals_are_permission_events_resolved_by_the_recorded_ans
     }
 }
 
+/// A file-change approval names only its item: the permission shows the item's paths and diff,
+/// so the person approving sees what will be written.
+#[tokio::test]
+async fn a_file_change_approval_shows_its_paths_and_diff() {
+    let run = replay(&fixtures().join("app_server/patch_approve.session.jsonl")).await;
+    let requested = run.of_type("permission.requested").next().expect("one request");
+    let UniversalEventBody::PermissionRequested(p) = &requested.body else { unreachable!() };
+    assert_eq!(p.details.file.as_deref(), Some("/home/dev/work/appserver_patch_approve/hello.txt"));
+    assert_eq!(p.details.diff.as_deref(), Some("--- /home/dev/work/appserver_patch_approve/hello.txt\nHello from apply_patch\n"));
+}
+
 #[tokio::test]
 async fn app_server_commands_and_patches_carry_their_facets_and_diffs() {
     let run = replay(&fixtures().join("app_server/shell_approve.session.jsonl")).await;
@@ -246,4 +257,26 @@ fn the_typed_exec_path_matches_the_value_path_on_every_exec_fixture() {
             &lines,
         );
     }
+}
+
+/// Codex's "Reconnecting... n/m" notices are retries, not failures: each is an `api_retry`
+/// status while it retries, and only the failure it gives up with is an error (issue 39).
+#[tokio::test]
+async fn exec_reconnect_notices_are_retry_statuses_not_errors() {
+    let run = replay(&fixtures().join("exec/error500_default_retries.stdout.jsonl")).await;
+    let retries: Vec<String> = run
+        .universal
+        .iter()
+        .filter_map(|e| e.completed_item())
+        .flat_map(|item| &item.content)
+        .filter_map(|p| match p {
+            ContentPart::Status { label, detail } if label == "api_retry" => detail.clone(),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(retries.len(), 5, "{retries:?}");
+    assert!(retries[0].starts_with("attempt 1 of 5"), "{retries:?}");
+    let errors: Vec<_> = run.of_type("error").collect();
+    assert!(errors.iter().all(|e| !serde_json::to_string(e).unwrap().contains("Reconnecting")), "{errors:?}");
+    assert!(matches!(error_of(&run), AgentError::ServerError { .. } | AgentError::Overloaded { .. }), "{:?}", run.completion);
 }

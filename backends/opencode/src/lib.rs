@@ -167,7 +167,13 @@ pub(crate) fn base_spec(config: &OpenCodeConfig, request: &RunRequest) -> Result
         spec = spec.env(k.clone(), v.clone());
     }
     // The request's environment and launcher; the directory is set below (the config's is the fallback).
-    spec = spec.for_request(request).reads_env(READS_ENV);
+    // Its XDG folders, where `XDG_*` do not move them.
+    spec = spec.for_request(request).reads_env(READS_ENV).home_state([
+        ".local/share/opencode",
+        ".local/state/opencode",
+        ".config/opencode",
+        ".cache/opencode",
+    ]);
     if let Some(dir) = working_dir(config, request) {
         spec = spec.env("PWD", dir.display().to_string()).cwd(dir);
     }
@@ -242,6 +248,10 @@ impl AgentBackend for OpenCodeBackend {
 
     fn extension_keys(&self) -> &'static [&'static str] {
         agent_api::options::extension_keys::<OpenCodeOptions>()
+    }
+
+    fn option_value(&self, key: &str, text: &str) -> Result<serde_json::Value, AgentError> {
+        agent_api::options::value_from_text::<OpenCodeOptions>(key, text)
     }
 
     fn option_mappings(&self) -> &'static [agent_api::portable::OptionMapping] {

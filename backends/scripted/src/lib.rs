@@ -143,6 +143,10 @@ impl AgentBackend for ScriptedBackend {
         agent_api::options::extension_keys::<ScriptedOptions>()
     }
 
+    fn option_value(&self, key: &str, text: &str) -> Result<serde_json::Value, AgentError> {
+        agent_api::options::value_from_text::<ScriptedOptions>(key, text)
+    }
+
     async fn run(&self, request: RunRequest) -> Result<RunHandle, AgentError> {
         self.validate(&request)?;
         let mut request = request.in_session_dir(None);

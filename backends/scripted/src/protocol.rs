@@ -98,7 +98,10 @@ impl ScriptedProtocol {
                 ctx.transcript.complete_item(&id);
             }
             AgentLine::PermissionRequest { request_id, call_id, summary } => {
-                let details = PermissionDetails::default().call_id(Some(call_id)).command(Some(summary.as_str()));
+                // The typed command is what the call runs (its `ToolMeta.command`), so an allow-list
+                // decides on the command itself; the agent's own words are the reason.
+                let command = self.calls.get(&call_id).and_then(|c| c.command.clone());
+                let details = PermissionDetails::default().call_id(Some(call_id)).command(command).reason(Some(summary.as_str()));
                 let request = PermissionRequest::new(request_id, ToolCategory::Shell, format!("shell: {summary}"))
                     .tool_name("shell")
                     .details(details);

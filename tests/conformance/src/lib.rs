@@ -297,6 +297,56 @@ pub(crate) fn universal_problems(events: &[UniversalEvent], out: &mut Vec<String
         out.push(format!("item {id} is still in progress at the end"));
     }
     approved_calls_have_tool_items(events, out);
+    permission_commands_match_their_calls(events, out);
+}
+
+/// One failure is one error event: the run's terminal error is not preceded by an `error` event the
+/// agent reported with nothing the agent did in between (the same failure, told twice). Errors the
+/// agent reports and then goes on from stay: they are not what the run failed of.
+pub fn failure_reported_once(events: &[UniversalEvent], out: &mut Vec<String>) {
+    let Some(terminal) = events.iter().position(UniversalEvent::is_terminal_error) else { return };
+    for event in events[..terminal].iter().rev() {
+        match &event.body {
+            UniversalEventBody::Error(e) => {
+                out.push(format!("error event {} ({:?}) reports the failure the terminal error reports again", event.sequence, e.message));
+                return;
+            }
+            _ if event.source == agent_api::universal::EventSource::Agent => return,
+            _ => {}
+        }
+    }
+}
+
+/// A permission that names its tool call (`call_id`) names the same shell command as that call's
+/// typed `ToolMeta.command`: an allow-list written against `PermissionDetails::command` decides on
+/// what will run (issue 39). A call whose items carry no command is not checked; the call's items
+/// are read whenever they come (some agents give the command only on the result).
+pub fn permission_commands_match_their_calls(events: &[UniversalEvent], out: &mut Vec<String>) {
+    let mut commands: std::collections::HashMap<&str, &str> = std::collections::HashMap::new();
+    for event in events {
+        if let UniversalEventBody::ItemStarted(d) | UniversalEventBody::ItemCompleted(d) = &event.body {
+            let result_of = d.item.content.iter().find_map(|p| match p {
+                agent_api::universal::ContentPart::ToolResult { call_id, .. } => Some(call_id.as_str()),
+                _ => None,
+            });
+            let call_id = d.item.tool_call().map(|c| c.call_id).or(result_of);
+            if let (Some(call_id), Some(command)) = (call_id, d.item.tool.as_ref().and_then(|t| t.command.as_deref())) {
+                commands.entry(call_id).or_insert(command);
+            }
+        }
+    }
+    for event in events {
+        let Some(p) = event.permission_request() else { continue };
+        let Some(call_id) = p.details.call_id.as_deref() else { continue };
+        if let Some(&command) = commands.get(call_id) {
+            if p.details.command.as_deref() != Some(command) {
+                out.push(format!(
+                    "permission {} names command {:?}, but its tool call {call_id} runs {command:?}",
+                    p.permission_id, p.details.command
+                ));
+            }
+        }
+    }
 }
 
 /// An approved permission that names its tool call (`call_id`) is followed through: the tool call

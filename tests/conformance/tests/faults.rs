@@ -61,18 +61,24 @@ async fn wait_gone(pid: i32) -> bool {
     false
 }
 
+/// A crash says why: the error carries the last stderr lines (bounded, masked), and shows the last
+/// one in its message (issue 39); the rest of stderr stays in `session.ended`.
 #[tokio::test]
-async fn a_crash_mid_stream_is_a_typed_exit_with_one_terminal_error_and_no_stderr_in_wrapper_events() {
-    let run = record(start(&["crash"], settings())).await;
+async fn a_crash_mid_stream_is_a_typed_exit_with_one_terminal_error_naming_the_last_stderr_lines() {
+    // The secret the run hands the agent, which it then prints on stderr.
+    let spec = CommandSpec::new(env!("CARGO_BIN_EXE_fake_agent_cli")).args(["crash"]).env("FAKE_API_KEY", "secret-token-123");
+    let transport = Transport::spawn(&spec, settings().line_cap).expect("the fake CLI spawns");
+    let run = record(start_run(settings(), transport, Box::new(FakeProtocol::default()))).await;
     assert_conformant(&run);
-    assert!(matches!(run.completion, Err(AgentError::ProcessExited { exit_code: Some(3), .. })), "{:?}", run.completion);
+    let Err(AgentError::ProcessExited { exit_code: Some(3), stderr, .. }) = &run.completion else { panic!("{:?}", run.completion) };
+    assert_eq!(stderr, &["fatal: [redacted] went wrong"], "the last lines, masked");
     assert_eq!(run.assistant_text(), "before the crash");
+    let error = run.completion.as_ref().unwrap_err().to_string();
+    assert!(error.contains("exit code 3") && error.contains("fatal: [redacted] went wrong"), "{error}");
     for event in &run.wrapper {
         let json = serde_json::to_string(event).unwrap();
-        assert!(!json.contains("secret-token-123"), "stderr leaked into {json}");
+        assert!(!json.contains("secret-token-123"), "a secret leaked into {json}");
     }
-    let error = run.completion.as_ref().unwrap_err().to_string();
-    assert!(!error.contains("secret-token-123"));
     match &run.universal.last().unwrap().body {
         UniversalEventBody::SessionEnded(end) => {
             assert_eq!(end.exit_code, Some(3));

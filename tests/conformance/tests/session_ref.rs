@@ -58,3 +58,18 @@ async fn a_caller_chosen_session_id_where_the_agent_cannot_take_one_fails_before
         "{err:?}"
     );
 }
+
+/// A backend that cannot resume at all says so, even to another agent's handle: the capability
+/// explains the refusal, not whose session it is (issue 39).
+#[test]
+fn a_backend_without_resume_refuses_any_handle_for_the_missing_capability() {
+    let claude = AgentKind::from_static("claude_code");
+    let handle = SessionRef::new(AgentKind::from_static("codex"), "thread-1", std::env::temp_dir());
+    let request = RunRequest::new("again").with_session(SessionSelector::Resume(handle));
+    let caps = agent_api::CapabilitySet::from_ids([agent_api::capabilities::RUN]);
+    let err = agent_api::validate_request(&claude, &caps, &[], &request).unwrap_err();
+    assert!(
+        matches!(&err, AgentError::UnsupportedCapability { capability, .. } if capability == agent_api::capabilities::SESSION_RESUME),
+        "{err}"
+    );
+}

@@ -48,3 +48,66 @@ fn the_wrapper_view_shows_what_the_projected_universal_view_shows_on_every_recor
     }
     assert!(compared > 20, "only {compared} recordings were compared");
 }
+
+/// The answer text as the streaming wrapper view shows it, with every retraction applied.
+fn streamed_answer(events: &[AgentWrapperEvent]) -> String {
+    let mut shown = String::new();
+    for event in events {
+        if let Some(text) = event.assistant_text() {
+            shown.push_str(text);
+        } else if let Some(cut) = event.retraction() {
+            shown.truncate(shown.len() - cut.bytes);
+        }
+    }
+    shown
+}
+
+/// On every recording, the streaming wrapper view and `AnswerText` on the universal view end up
+/// showing the answer the default wrapper view shows once each message is sure.
+#[test]
+fn streamed_answer_text_less_its_retractions_is_the_held_answer_on_every_recording() {
+    use agent_api::answer::{AnswerDelta, AnswerText};
+    let subjects = backends();
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    for subject in subjects {
+        for (n, lines) in subject.recordings.iter().enumerate() {
+            let bytes = lines.join(&b'\n');
+            let read = || std::io::Cursor::new(bytes.clone());
+            let (held, streamed, from_universal) = runtime.block_on(async {
+                let run = |streaming: bool| async move {
+                    let handle = replay(subject.backend.as_ref(), read(), ReplayOptions::default()).await.unwrap();
+                    let (events, _) = if streaming { handle.into_wrapper_streaming() } else { handle.into_wrapper() };
+                    futures::StreamExt::collect::<Vec<_>>(events).await
+                };
+                let held: String = run(false).await.iter().filter_map(AgentWrapperEvent::assistant_text).collect();
+                let streamed = streamed_answer(&run(true).await);
+                let handle = replay(subject.backend.as_ref(), read(), ReplayOptions::default()).await.unwrap();
+                let (universal, _) = handle.collect_universal().await;
+                let (mut answer, mut shown) = (AnswerText::new(), String::new());
+                for event in &universal {
+                    match answer.push(event) {
+                        Some(AnswerDelta::Text { text, .. }) => shown.push_str(text),
+                        Some(AnswerDelta::Retracted { bytes, .. }) => shown.truncate(shown.len() - bytes),
+                        _ => {}
+                    }
+                }
+                (held, streamed, shown)
+            });
+            assert_eq!(streamed, held, "{} recording #{n}: streaming wrapper view", subject.name);
+            assert_eq!(from_universal, held, "{} recording #{n}: AnswerText", subject.name);
+        }
+    }
+}
+
+/// The README's first program, streaming: a scripted answer arrives word by word, not at the end.
+#[tokio::test]
+async fn the_streaming_wrapper_view_shows_an_answer_before_its_message_completes() {
+    use agent_api::{AgentBackend, RunRequest};
+    let request = RunRequest::new("Say hello").with_options(&agent_api_scripted::ScriptedOptions::scenario("slow").delay_ms(5));
+    let handle = agent_api_scripted::ScriptedBackend::new().run(request).await.unwrap();
+    let (events, completion) = handle.into_wrapper_streaming();
+    let events: Vec<AgentWrapperEvent> = futures::StreamExt::collect(events).await;
+    let pieces = events.iter().filter(|e| e.assistant_text().is_some()).count();
+    assert!(pieces > 1, "the answer streamed in {pieces} pieces (held, it is one)");
+    assert_eq!(streamed_answer(&events), completion.await.unwrap().final_text.unwrap());
+}

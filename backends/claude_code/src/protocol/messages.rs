@@ -151,7 +151,7 @@ impl ClaudeProtocol {
         let msg =
             message.get("message").filter(|m| m.is_object()).ok_or_else(|| Unparsed("an assistant line has no `message` object".into()))?;
         if is_error_message(message) {
-            self.outcome.synthetic_error(message, ctx);
+            self.outcome.synthetic_error(message);
             return Ok(());
         }
         if msg.pointer("/content/0/text").and_then(Value::as_str).is_some_and(|t| self.outcome.is_error_text(t)) {

@@ -303,6 +303,7 @@ impl Protocol for ClaudeProtocol {
         if stream::looks_like_stream_event(line) {
             if let Some(event) = parse_typed::<stream::StreamLine>(line) {
                 self.flush_user_messages(ctx);
+                self.outcome.turn_goes_on(ctx);
                 return self.on_stream_event(event, ctx);
             }
         }
@@ -314,6 +315,9 @@ impl Protocol for ClaudeProtocol {
         if !matches!(kind, "system" | "control_response") {
             // The turn is under way without an init (or before it): the input goes first.
             self.flush_user_messages(ctx);
+        }
+        if matches!(kind, "assistant" | "user") {
+            self.outcome.turn_goes_on(ctx);
         }
         match kind {
             "system" => self.on_system(&message, ctx),
@@ -369,7 +373,9 @@ impl Protocol for ClaudeProtocol {
     fn finish(&mut self, exit: &ExitInfo, ctx: &mut Ctx<'_>) -> Result<RunCompletion, AgentError> {
         self.flush_user_messages(ctx);
         self.close_all_messages(ctx);
-        self.outcome.finish(exit, self.bypass_requested)
+        let result = self.outcome.finish(exit, self.bypass_requested);
+        self.outcome.settle(&result, ctx);
+        result
     }
 }
 

@@ -43,8 +43,12 @@ pub(crate) struct Outcome {
     turns: u64,
     /// The API error of the current turn, from its synthetic assistant message.
     api_error: Option<ApiError>,
-    /// Whether the current turn already has an error event.
+    /// Whether the current turn already has its error (see `failure`).
     error_emitted: bool,
+    /// The error event of the current turn's failure, held back: the run's terminal error reports
+    /// a failure the run ends with, so it is shown only once the agent goes on after it (or the
+    /// run succeeds anyway). One failure is one error event.
+    failure: Option<HeldError>,
     /// Whether the current turn was interrupted.
     pub interrupted: bool,
     usage: Usage,
@@ -55,6 +59,16 @@ pub(crate) struct Outcome {
     pub result_error: Option<ResultError>,
     /// The error [`Outcome::result_error`] found in the last turn's text.
     text_failure: Option<AgentError>,
+}
+
+/// An error event not yet shown ([`Outcome::failure`]).
+#[derive(Debug)]
+struct HeldError {
+    message: String,
+    code: Option<String>,
+    details: Value,
+    /// Whether the turn's `result` came after it: the next turn's lines show it survived.
+    settled: bool,
 }
 
 /// Reads a `result` text that a CLI reports as a success as the typed error it really is.
@@ -96,13 +110,41 @@ impl Outcome {
         self.result_error.is_some_and(|read| read(text).is_some())
     }
 
-    /// The CLI's synthetic assistant message for an API error: an error event, never text.
-    pub(crate) fn synthetic_error(&mut self, message: &Value, ctx: &mut Ctx<'_>) {
+    /// The CLI's synthetic assistant message for an API error: an error (held, see `failure`), never text.
+    pub(crate) fn synthetic_error(&mut self, message: &Value) {
         let text = message.pointer("/message/content/0/text").and_then(Value::as_str).unwrap_or("the model API request failed");
         let error = ApiError { kind: short(message.get("error"), 64), status: None, text: text.to_string() };
-        ctx.transcript.error(safe_text(text), error.kind.clone(), Some(json!({ "source": "api_error_message" })));
-        self.error_emitted = true;
+        self.hold_error(safe_text(text), error.kind.clone(), json!({ "source": "api_error_message" }));
         self.api_error = Some(error);
+    }
+
+    /// Holds the current turn's error event back (see [`Outcome::failure`]).
+    fn hold_error(&mut self, message: String, code: Option<String>, details: Value) {
+        self.failure = Some(HeldError { message, code, details, settled: false });
+        self.error_emitted = true;
+    }
+
+    /// Shows the held error: the agent went on after it, or the run succeeded anyway.
+    pub(crate) fn show_held_error(&mut self, ctx: &mut Ctx<'_>) {
+        if let Some(held) = self.failure.take() {
+            ctx.transcript.error(held.message, held.code, Some(held.details));
+        }
+    }
+
+    /// A line of a new turn came: an error its previous turn ended with was survived.
+    pub(crate) fn turn_goes_on(&mut self, ctx: &mut Ctx<'_>) {
+        if self.failure.as_ref().is_some_and(|held| held.settled) {
+            self.show_held_error(ctx);
+        }
+    }
+
+    /// How the run ended decides the held error: the terminal error reports a failure, so the held
+    /// one is dropped; a success shows it.
+    pub(crate) fn settle(&mut self, result: &Result<RunCompletion, AgentError>, ctx: &mut Ctx<'_>) {
+        match result {
+            Ok(_) => self.show_held_error(ctx),
+            Err(_) => self.failure = None,
+        }
     }
 
     fn record_usage(&mut self, result: &Value) {
@@ -217,8 +259,7 @@ impl ClaudeProtocol {
         let text_failure = self.outcome.result_error.filter(|_| !is_error).and_then(|read| read(text?));
         if let Some(error) = &text_failure {
             is_error = true;
-            ctx.transcript.error(safe_text(&error.to_string()), Some("api_error".into()), Some(json!({ "source": "result_text" })));
-            self.outcome.error_emitted = true;
+            self.outcome.hold_error(safe_text(&error.to_string()), Some("api_error".into()), json!({ "source": "result_text" }));
         }
         let result = TurnResult {
             is_error,
@@ -249,8 +290,14 @@ impl ClaudeProtocol {
                     _ => turn_failure(&result).to_string(),
                 };
                 let details = json!({ "subtype": result.subtype, "api_error_status": result.api_error_status });
-                ctx.transcript.error(safe_text(&text), Some(result.subtype.clone()), Some(details));
+                outcome.hold_error(safe_text(&text), Some(result.subtype.clone()), details);
             }
+        }
+        match outcome.failure.as_mut() {
+            // A turn that succeeded after an API error went on from it.
+            Some(_) if !is_error => outcome.show_held_error(ctx),
+            Some(held) => held.settled = true,
+            None => {}
         }
         // The next turn starts clean; the run's outcome is its last turn's.
         if !is_error || result.subtype != "success" {
@@ -264,6 +311,7 @@ impl ClaudeProtocol {
             Channel::Control => ctx.shutdown(),
             Channel::Session => {
                 let turn = self.outcome.finish(&agent_api::kit::ExitInfo::default(), self.bypass_requested);
+                self.outcome.settle(&turn, ctx);
                 ctx.end_turn(turn);
             }
             Channel::Print | Channel::Replay => {}

@@ -322,6 +322,9 @@ impl AppServer {
             "item/started" | "item/completed" => {
                 let envelope: schema::ItemEnvelope = parse(method, params)?;
                 if self.ours(envelope.thread_id.as_deref()) {
+                    if envelope.item.get("type").and_then(Value::as_str) == Some("fileChange") {
+                        self.requests.note_file_change(&envelope.item, method == "item/started");
+                    }
                     let turn = envelope.turn_id.as_deref().or(self.turn_id.as_deref()).map(str::to_string);
                     if method == "item/started" {
                         self.items.started(t, &envelope.item, turn.as_deref())?;
@@ -390,8 +393,14 @@ impl AppServer {
         };
         let class = errors::classify(e.error.codex_error_info.as_ref(), &e.error.message);
         let message = errors::explanation(&e.error.message);
-        let details = json!({"will_retry": e.will_retry, "turn_id": e.turn_id, "codex_error_info": e.error.codex_error_info});
-        t.error(message.clone(), Some(class.code().to_string()), Some(details));
+        // An error Codex will retry is a retry under way: a status, as the exec notices are.
+        if e.will_retry {
+            let detail = errors::reconnect_detail(&e.error.message).unwrap_or_else(|| message.clone());
+            t.status("api_retry", Some(detail));
+        } else {
+            let details = json!({"will_retry": false, "turn_id": e.turn_id, "codex_error_info": e.error.codex_error_info});
+            t.error(message.clone(), Some(class.code().to_string()), Some(details));
+        }
         if let Some(notice) = errors::rate_limit_notice(class, &e.error.message) {
             notice.emit(t);
         }
