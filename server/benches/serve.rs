@@ -179,7 +179,7 @@ async fn main() {
     }
     let seconds = started.elapsed().as_secs_f64();
     println!(
-        "{delivered} events delivered in {seconds:.3} s: {:.0} events/s in all, {:.0} per subscriber",
+        "{delivered} events delivered in {seconds:.3} s: {:.0} events/s in all, {:.0} events/s per subscriber",
         delivered as f64 / seconds,
         delivered as f64 / seconds / 100.0
     );
