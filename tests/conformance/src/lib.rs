@@ -120,6 +120,14 @@ impl RunRecord {
                 line.push(entry);
             }
         }
+        // A tool call and the decision on its permission can reach the SDK on two channels (the
+        // agent's output, and a permission relay through a far launcher): which completes first is
+        // timing, so a decision is told before the call it follows directly.
+        for at in 1..story.tools.len() {
+            if story.tools[at].starts_with("permission ") && story.tools[at - 1] == "ToolCall" {
+                story.tools.swap(at - 1, at);
+            }
+        }
         story
     }
 
@@ -139,7 +147,8 @@ impl RunRecord {
 /// the same entry counted once. The two lines are kept apart because how they interleave depends on
 /// timing (a message may complete before or after the permission is decided); left out is what
 /// varies between runs: status and system items (a CLI's warnings about where it runs), delta
-/// chunking, and the text of tool output (process ids, timings).
+/// chunking, and the text of tool output (process ids, timings). A permission decision is told
+/// before the tool call it directly follows, since the two may arrive on different channels.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Story {
     /// One entry per message: its role.
