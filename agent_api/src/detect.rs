@@ -6,6 +6,9 @@
 //! `AGENT_API_<KIND>_BIN` first (a relative path is taken from this process's working directory),
 //! then on `PATH`; its version is read by one shared probe, [`probe_version`].
 //! [`crate::Gateway::with_installed`] registers a backend for every CLI found.
+//!
+//! For every built-in agent at once, `agent_api_builtin::discover()` (the crate that depends on
+//! each built-in backend) is the one call: `agent-api doctor` and `agent-api run` use it too.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -46,6 +49,30 @@ pub struct Installed {
     pub version: Option<String>,
     /// Whether that version is one the backend is tested against.
     pub supported: bool,
+    /// Why this binary: where discovery found it.
+    pub found_by: FoundBy,
+}
+
+/// Where discovery found a CLI ([`Installed::found_by`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FoundBy {
+    /// The environment variable of that name (`AGENT_API_<KIND>_BIN`) names it.
+    EnvVar(String),
+    /// It is the executable's name on `PATH`.
+    Path,
+    /// The caller gave the path ([`BackendProbe::inspect`]).
+    Given,
+}
+
+impl std::fmt::Display for FoundBy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FoundBy::EnvVar(name) => write!(f, "named by ${name}"),
+            FoundBy::Path => f.write_str("on PATH"),
+            FoundBy::Given => f.write_str("given"),
+        }
+    }
 }
 
 impl BackendProbe {
@@ -67,24 +94,30 @@ impl BackendProbe {
     /// The binary: `$AGENT_API_<KIND>_BIN` (relative to this process's working directory), else
     /// the executable on `PATH`.
     pub fn locate(&self) -> Option<PathBuf> {
-        if let Some(path) = std::env::var_os(self.binary_var()).filter(|p| !p.is_empty()) {
+        self.find().map(|(path, _)| path)
+    }
+
+    /// The binary, as [`BackendProbe::locate`] finds it, and why there.
+    pub fn find(&self) -> Option<(PathBuf, FoundBy)> {
+        let var = self.binary_var();
+        if let Some(path) = std::env::var_os(&var).filter(|p| !p.is_empty()) {
             let path = PathBuf::from(path);
-            return Some(std::path::absolute(&path).unwrap_or(path));
+            return Some((std::path::absolute(&path).unwrap_or(path), FoundBy::EnvVar(var)));
         }
-        crate::kit::process::resolve_program(Path::new(self.executable))
+        crate::kit::process::resolve_program(Path::new(self.executable)).map(|path| (path, FoundBy::Path))
     }
 
     /// The installed CLI and its version, or `None` when no binary is found.
     pub async fn detect(&self) -> Option<Installed> {
-        let binary = self.locate()?;
-        Some(self.inspect(binary).await)
+        let (binary, found_by) = self.find()?;
+        Some(Installed { found_by, ..self.inspect(binary).await })
     }
 
     /// What discovery says about the binary at `binary`.
     pub async fn inspect(&self, binary: PathBuf) -> Installed {
         let version = probe_version(&binary).await;
         let supported = version.as_deref().is_some_and(|v| self.supported_versions.contains(&v));
-        Installed { kind: self.kind.clone(), binary, version, supported }
+        Installed { kind: self.kind.clone(), binary, version, supported, found_by: FoundBy::Given }
     }
 }
 

@@ -1,45 +1,46 @@
-//! `agent-api doctor`: which supported CLIs are installed, their versions, whether supported.
+//! `agent-api doctor`: one row per agent, from the library's one discovery
+//! ([`agent_api_builtin::discover`]): where it is, why there, its version, whether supported.
 
 use std::process::ExitCode;
 
-use agent_api::detect::Installed;
 use agent_api::display;
-use agent_api::Gateway;
 
-use crate::agents::{locate_bench, probes};
+use crate::agents::locate_bench;
 use crate::output::{finish, Stdout};
 
-/// Prints one line per supported CLI found (installed, and the test bench's copy).
+/// Prints one row per agent: the scripted agent, then every supported CLI, installed or not.
 pub(crate) async fn doctor() -> Result<ExitCode, String> {
     let mut out = Stdout::new();
-    let (_, installed) = Gateway::with_installed(&probes()).await;
-    let mut lines = vec!["scripted      built in (always available)".to_string()];
-    for probe in probes() {
-        let mut found: Vec<(&str, Installed)> =
-            installed.iter().filter(|i| i.kind == probe.kind).map(|i| ("installed", i.clone())).collect();
-        if let Some(path) = locate_bench(&probe) {
-            found.push(("test bench", probe.inspect(path).await));
-        }
-        if found.is_empty() {
-            lines.push(format!(
-                "{:<13} not installed (set {} or put `{}` on PATH; the test bench's pinned copy: bash tests/bench/install-clis.sh)",
-                probe.kind,
-                probe.binary_var(),
-                probe.executable
-            ));
-        }
-        for (place, cli) in found {
-            lines.push(format!(
-                "{:<13} {place}: {} version {} — {}",
+    let installed = agent_api_builtin::discover().await;
+    let mut rows = vec!["scripted      built in (always available)".to_string()];
+    for probe in agent_api_builtin::probes() {
+        let row = match installed.iter().find(|i| i.kind == probe.kind) {
+            Some(cli) => format!(
+                "{:<13} installed version {} at {} ({}) — {}",
                 cli.kind,
-                display::line(&cli.binary.to_string_lossy(), 512),
                 display::line(cli.version.as_deref().unwrap_or("unknown"), 64),
+                display::line(&cli.binary.to_string_lossy(), 512),
+                cli.found_by,
                 if cli.supported { "supported" } else { "NOT a supported version" }
-            ));
-        }
+            ),
+            None => {
+                let bench = locate_bench(&probe).map(|path| {
+                    let path = display::line(&path.to_string_lossy(), 512);
+                    format!("; the test bench's pinned copy is at {path} ({}={path} uses it)", probe.binary_var())
+                });
+                format!(
+                    "{:<13} not installed (set {} or put `{}` on PATH{})",
+                    probe.kind,
+                    probe.binary_var(),
+                    probe.executable,
+                    bench.unwrap_or_default()
+                )
+            }
+        };
+        rows.push(row);
     }
-    for line in lines {
-        out.line(&line);
+    for row in rows {
+        out.line(&row);
     }
     Ok(finish(out, ExitCode::SUCCESS))
 }

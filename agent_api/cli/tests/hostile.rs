@@ -273,7 +273,11 @@ fn doctor_prints_a_hostile_version_inert() {
     let output = agent_api("none").env("AGENT_API_CLAUDE_CODE_BIN", &bin).arg("doctor").output().unwrap();
     assert!(output.status.success());
     assert!(!has_control(&output.stdout), "{:?}", String::from_utf8_lossy(&output.stdout));
-    assert!(String::from_utf8_lossy(&output.stdout).contains("version 2.1.197 — supported"));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains("installed version 2.1.197 at ") && stdout.contains("(named by $AGENT_API_CLAUDE_CODE_BIN) — supported"),
+        "{stdout}"
+    );
 }
 
 #[test]

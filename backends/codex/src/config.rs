@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use agent_api::kit::launch::Launcher;
 use agent_api::{AgentError, PermissionPolicy, PermissionRule, RunRequest};
 use serde::{Deserialize, Serialize};
 
@@ -19,6 +20,12 @@ pub const EXT_EXTRA_DIRS: &str = "backend.codex.extra_dirs";
 pub const EXT_DANGEROUSLY_BYPASS: &str = "backend.codex.dangerously_bypass";
 /// Extension key: array of extra `key=value` config overrides (each passed as `-c`).
 pub const EXT_CONFIG: &str = "backend.codex.config";
+/// Extension key: `false` turns Codex's own command sandbox off (`--sandbox danger-full-access`,
+/// approvals unchanged), for a run whose launcher is the sandbox: a container with the default
+/// seccomp profile (or a Kubernetes pod) lets no process make the user namespaces Codex's
+/// bubblewrap needs, so every shell command would fail. Refused for a run on this machine
+/// (`Launcher::Local`), where nothing else confines the agent.
+pub const EXT_INNER_SANDBOX: &str = "backend.codex.inner_sandbox";
 
 /// Which Codex interface a run uses (`backend.codex.mode`: `"app_server"` or `"exec"`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -108,6 +115,8 @@ pub struct CodexOptions {
     /// Extra `key=value` config overrides of this run, each passed as `-c` ([`EXT_CONFIG`]).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub config: Vec<String>,
+    /// `Some(false)`: Codex's own sandbox off where the launcher is the sandbox ([`EXT_INNER_SANDBOX`]).
+    pub inner_sandbox: Option<bool>,
 }
 
 impl CodexOptions {
@@ -138,6 +147,13 @@ impl CodexOptions {
     /// Runs without approvals and without a sandbox (only when asked for explicitly).
     pub fn dangerously_bypass(mut self, bypass: bool) -> Self {
         self.dangerously_bypass = bypass;
+        self
+    }
+
+    /// Turns Codex's own command sandbox off (`false`) where the run's launcher is the sandbox
+    /// (see [`EXT_INNER_SANDBOX`]).
+    pub fn inner_sandbox(mut self, on: bool) -> Self {
+        self.inner_sandbox = Some(on);
         self
     }
 
@@ -293,6 +309,14 @@ impl RunOptions {
             approval = ApprovalPolicy::Never;
         }
         sandbox = options.sandbox.unwrap_or(sandbox);
+        if options.inner_sandbox == Some(false) {
+            if matches!(request.launcher.as_ref().unwrap_or(&Launcher::Local), Launcher::Local) {
+                return Err(AgentError::InvalidRequest {
+                    reason: format!("{EXT_INNER_SANDBOX}=false needs a launcher that is the sandbox (a container, bwrap, ssh or a prefix); on this machine Codex's own sandbox stays on"),
+                });
+            }
+            sandbox = Sandbox::DangerFullAccess;
+        }
         approval = options.approval_policy.unwrap_or(approval);
         let bypass = options.dangerously_bypass;
         if bypass {
@@ -377,7 +401,7 @@ mod tests {
         assert_eq!(request.extensions[EXT_APPROVAL_POLICY], json!("on-request"));
         assert_eq!(
             agent_api::options::extension_keys::<CodexOptions>(),
-            [EXT_MODE, EXT_SANDBOX, EXT_APPROVAL_POLICY, EXT_EXTRA_DIRS, EXT_DANGEROUSLY_BYPASS, EXT_CONFIG]
+            [EXT_MODE, EXT_SANDBOX, EXT_APPROVAL_POLICY, EXT_EXTRA_DIRS, EXT_DANGEROUSLY_BYPASS, EXT_CONFIG, EXT_INNER_SANDBOX]
         );
         let wrong = RunRequest::new("x").with_extension(EXT_APPROVAL_POLICY, json!("always"));
         let err = wrong.options::<CodexOptions>().unwrap_err();
@@ -385,6 +409,19 @@ mod tests {
         let config = CodexConfig::default();
         let applied = RunOptions::resolve(&RunRequest::new("x").with_options(&CodexOptions::default().sandbox(Sandbox::ReadOnly)), &config);
         assert_eq!(applied.unwrap().sandbox, Sandbox::ReadOnly);
+    }
+
+    /// Codex's own sandbox goes off only where the launcher is the sandbox; approvals stay.
+    #[test]
+    fn the_inner_sandbox_goes_off_only_behind_a_launcher() {
+        let config = CodexConfig::default();
+        let off = RunRequest::new("x").with_options(&CodexOptions::default().inner_sandbox(false));
+        let err = RunOptions::resolve(&off, &config).unwrap_err();
+        assert!(matches!(&err, AgentError::InvalidRequest { reason } if reason.contains(EXT_INNER_SANDBOX)), "{err}");
+        let container = agent_api::kit::launch::Container::exec(agent_api::kit::launch::Engine::Docker, "box");
+        let resolved = RunOptions::resolve(&off.with_launcher(Launcher::Container(container)), &config).unwrap();
+        assert_eq!((resolved.sandbox, resolved.approval_policy), (Sandbox::DangerFullAccess, ApprovalPolicy::Untrusted));
+        assert!(!resolved.bypass);
     }
 
     /// `--option KEY=VALUE` text becomes the value each field takes: the interface and sandbox
@@ -400,7 +437,7 @@ mod tests {
         let err = backend.option_value(EXT_MODE, "tui").unwrap_err();
         assert!(matches!(&err, AgentError::InvalidExtension { key, .. } if key == EXT_MODE), "{err}");
         let err = backend.option_value("backend.codex.interface", "exec").unwrap_err();
-        assert!(matches!(&err, AgentError::UnknownExtension { known, .. } if known.len() == 6), "{err}");
+        assert!(matches!(&err, AgentError::UnknownExtension { known, .. } if known.len() == 7), "{err}");
         assert!(err.to_string().contains(EXT_SANDBOX), "{err}");
     }
 }

@@ -158,3 +158,35 @@ async fn every_acp_fixture_replays_through_the_opencode_kind_with_the_live_outco
         }
     }
 }
+
+/// The committed serve recording of one text turn, changed by `edit`, replayed.
+async fn replay_edited(edit: impl Fn(&str) -> String) -> RunRecord {
+    let text = std::fs::read_to_string(agent_bench::fixtures_dir().join("opencode/serve/text.session.jsonl")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("edited.session.jsonl");
+    std::fs::write(&path, edit(&text)).unwrap();
+    replay(&path).await
+}
+
+/// A client that sent its prompt with the synchronous `POST /session/{id}/message` (whose answer
+/// comes once the turn is over) replays as one that used `prompt_async` (issue 39).
+#[tokio::test]
+async fn a_serve_recording_prompted_with_the_synchronous_message_call_replays() {
+    let run = replay_edited(|text| text.replace("/prompt_async", "/message")).await;
+    assert_eq!(run.completion.as_ref().map(|c| c.final_text.clone()).unwrap_or_else(|e| panic!("{e}")).as_deref(), Some("Hello from mock"));
+}
+
+/// A recording of two turns on one session (a second prompt after the first `session.idle`)
+/// replays both turns (issue 39).
+#[tokio::test]
+async fn a_serve_recording_of_two_turns_replays_both() {
+    let run = replay_edited(|text| {
+        let second = text.lines().skip_while(|l| !l.contains("/prompt_async")).collect::<Vec<_>>().join("\n");
+        // The second turn's messages, parts and events are its own.
+        let second = second.replace("msg_2014", "msg_9014").replace("prt_2014", "prt_9014").replace("evt_2014", "evt_9014");
+        format!("{text}\n{}", second.replace("Hello from mock", "Hello again"))
+    })
+    .await;
+    assert!(run.completion.is_ok(), "{:?}", run.completion);
+    assert_eq!(run.assistant_messages(), ["Hello from mock", "Hello again"]);
+}

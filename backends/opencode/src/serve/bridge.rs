@@ -33,6 +33,16 @@ pub fn path_session(path: &str) -> Option<&str> {
     Some(&rest[..end]).filter(|id| id.starts_with("ses"))
 }
 
+/// Whether `method path` sends a prompt: `POST /session/{id}/prompt_async` (what this backend
+/// sends), or the synchronous `POST /session/{id}/message` (answered once the turn is over) that
+/// other clients send, in a recording of theirs.
+pub fn is_prompt(method: &str, path: &str) -> bool {
+    let Some(id) = path_session(path) else { return false };
+    let rest = &path["/session/".len() + id.len()..];
+    let call = rest.split('?').next().unwrap_or_default();
+    method == "POST" && matches!(call, "/prompt_async" | "/message")
+}
+
 /// The answer to `call`; `None` when no HTTP answer came at all (the server is gone).
 async fn execute(server: &Server, call: &HttpCall) -> Option<Value> {
     let reply = match call.method.as_str() {
@@ -135,6 +145,8 @@ mod tests {
     #[test]
     fn session_ids_are_read_from_paths() {
         assert_eq!(path_session("/session/ses_1/prompt_async?directory=%2F"), Some("ses_1"));
+        assert!(is_prompt("POST", "/session/ses_1/prompt_async?directory=%2F") && is_prompt("POST", "/session/ses_1/message"));
+        assert!(!is_prompt("GET", "/session/ses_1/message") && !is_prompt("POST", "/session/ses_1/message/msg_2/part"));
         assert_eq!(path_session("/session/ses_2"), Some("ses_2"));
         assert_eq!(path_session("/session?directory=%2F"), None);
         assert_eq!(path_session("/permission/per_1/reply"), None);

@@ -294,11 +294,13 @@ impl Protocol for ServeProtocol {
         let kind = match bridge::path_session(path) {
             None if path.starts_with("/session?") || path == "/session" => Pending::Session,
             Some(_) if path.contains("/fork") => Pending::Session,
-            Some(_) if path.contains("/prompt_async") => Pending::Prompt,
+            Some(_) if bridge::is_prompt(message.get("method").and_then(Value::as_str).unwrap_or(""), path) => Pending::Prompt,
             _ => Pending::Other,
         };
         if kind == Pending::Prompt {
+            // A prompt after a `session.idle` is the recording's next turn: its events count again.
             self.prompted = true;
+            self.idle = false;
         }
         if let (Some(id), Some(reply)) =
             (path.strip_prefix("/permission/").and_then(|p| p.split('/').next()), message.pointer("/body/reply"))

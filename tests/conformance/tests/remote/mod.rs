@@ -36,6 +36,23 @@ impl Place {
         Place::new(launcher, Some((docker, name)))
     }
 
+    /// A fresh container of the setup script's image (`docker run --rm -i`) with the engine's
+    /// default settings (its default seccomp profile: no user namespaces), as an ordinary
+    /// container is; it sees `sandbox`'s CLI, its folders and node where the setup's containers do.
+    pub fn fresh_container(sandbox: &Sandbox) -> Place {
+        let docker = Infra::load().and_then(|i| i.docker()).unwrap_or_else(|e| panic!("{e}"));
+        let cli_root = sandbox.program.ancestors().nth(3).expect("the CLI sits in <root>/node_modules/.bin").to_path_buf();
+        let root = sandbox.home.parent().expect("the sandbox's folders share a root").to_path_buf();
+        let node =
+            std::fs::canonicalize(agent_api::kit::process::resolve_program(std::path::Path::new("node")).expect("node on PATH")).unwrap();
+        let mut container = Container::image(Engine::Docker, docker.image)
+            .with_mount(&cli_root, &cli_root, true)
+            .with_mount(node, "/usr/bin/node", true)
+            .with_mount(&root, &root, false);
+        container.extra_args = ["--init", "--network", "host"].map(Into::into).to_vec();
+        Place::new(Launcher::Container(container), None)
+    }
+
     /// The setup script's sshd, through its own client config.
     pub fn ssh() -> Place {
         let ssh = Infra::load().and_then(|i| i.ssh()).unwrap_or_else(|e| panic!("{e}"));
