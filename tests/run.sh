@@ -20,6 +20,13 @@ else
 fi
 # Docker and sshd for the container and ssh launcher tests (says loudly what it cannot set up).
 bash tests/launchers/setup.sh
+# PostgreSQL on a loopback port for the store tests of `agent-api serve` (says loudly what it cannot set up);
+# the database's URL is exported for the tests that start servers on it.
+bash tests/postgres/setup.sh
+postgres_env="${AGENT_API_POSTGRES_DIR:-$HOME/.cache/agent_api/postgres}/postgres.env"
+if grep -q '^AGENT_API_TEST_POSTGRES_URL=' "$postgres_env" 2> /dev/null; then
+    export "$(grep '^AGENT_API_TEST_POSTGRES_URL=' "$postgres_env")"
+fi
 
 # The bubblewrap launcher's tests run the real `bwrap` (spec/launchers.md): install it when missing, and say
 # loudly when that is impossible (those tests then fail naming it, never skip).
@@ -42,3 +49,29 @@ for example in $(sed -n 's/^name = "\(.*\)"$/\1/p' examples/Cargo.toml | grep -v
     timeout 120 cargo run -q -p agent_api_examples --example "$example" > /dev/null
 done
 echo "tests/run.sh: every example finished" >&2
+
+# The HTTP API from another language (issue 36): the standard-library Python client of `agent-api serve`
+# against a server started here. Without python3 this fails, loudly: it never skips.
+if ! command -v python3 > /dev/null 2>&1; then
+    echo "tests/run.sh: ERROR: python3 is missing; the Python client of agent-api serve (examples/http/client.py) cannot run" >&2
+    exit 1
+fi
+cargo build -q -p agent-api-cli
+serve_log="$(mktemp)"
+"${CARGO_TARGET_DIR:-target}/debug/agent-api" serve --port 0 --store memory --no-token 2> "$serve_log" &
+serve_pid=$!
+trap 'kill "$serve_pid" 2> /dev/null || true; rm -f "$serve_log"' EXIT
+for _ in $(seq 300); do
+    grep -q '^agent-api: listening on ' "$serve_log" && break
+    sleep 0.1
+done
+serve_url="$(sed -n 's/^agent-api: listening on //p' "$serve_log")"
+if [ -z "$serve_url" ]; then
+    echo "tests/run.sh: ERROR: agent-api serve did not start:" >&2
+    cat "$serve_log" >&2
+    exit 1
+fi
+AGENT_API_URL="$serve_url" timeout 120 python3 examples/http/client.py > /dev/null
+kill "$serve_pid"
+wait "$serve_pid" || true
+echo "tests/run.sh: the Python HTTP client finished against agent-api serve" >&2

@@ -115,11 +115,18 @@ pub fn validate_template(
         return Err(AgentError::InvalidRequest { reason: format!("the {} timeout is zero", which.as_str()) });
     }
     let limits = &request.limits;
-    if limits.max_turns == Some(0)
-        || limits.max_total_tokens == Some(0)
-        || limits.max_cost_usd.is_some_and(|usd| usd.is_nan() || usd <= 0.0)
-    {
-        return Err(AgentError::InvalidRequest { reason: "a limit is zero, negative or not a number".into() });
+    if limits.max_turns == Some(0) {
+        return Err(AgentError::InvalidRequest { reason: "the turn limit is zero".into() });
+    }
+    if limits.max_total_tokens == Some(0) {
+        return Err(AgentError::InvalidRequest { reason: "the token limit is zero".into() });
+    }
+    // A cost limit that can never be reached (infinity) or that every cost passes (NaN compares
+    // false with everything) would look set and hold nothing.
+    if let Some(usd) = limits.max_cost_usd.filter(|usd| !usd.is_finite() || *usd <= 0.0) {
+        return Err(AgentError::InvalidRequest {
+            reason: format!("the cost limit must be a positive finite number of US dollars, not {usd}"),
+        });
     }
     request.portable.validate()
 }

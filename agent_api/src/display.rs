@@ -104,6 +104,25 @@ impl serde_json::ser::Formatter for TerminalSafe {
     }
 }
 
+/// A cost in US dollars as a person reads it: cents above a dollar, four decimals below (an
+/// agent's step costs fractions of a cent), never a float's noise (`0.30000000000000004`).
+///
+/// ```
+/// assert_eq!(agent_api::display::usd(12.3456), "$12.35");
+/// assert_eq!(agent_api::display::usd(0.1 + 0.2), "$0.3000");
+/// assert_eq!(agent_api::display::usd(0.00004), "$0.0000");
+/// assert_eq!(agent_api::display::usd(f64::NAN), "unknown");
+/// ```
+pub fn usd(cost: f64) -> String {
+    if !cost.is_finite() || cost < 0.0 {
+        "unknown".to_string()
+    } else if cost >= 1.0 {
+        format!("${cost:.2}")
+    } else {
+        format!("${cost:.4}")
+    }
+}
+
 /// Writes `value` as one line of compact JSON, escaped for a terminal (see the module docs), and
 /// a newline.
 ///

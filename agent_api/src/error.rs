@@ -82,6 +82,18 @@ pub enum AgentError {
         /// Its index in the argv (0 is the program).
         index: usize,
     },
+    /// An argument of the agent's argv is longer than the system lets one argument be (a JSON
+    /// Schema passed on a command line, say): refused before anything starts, where the spawn
+    /// would fail with "Argument list too long".
+    #[error("argument {index} of the agent's command is {bytes} bytes; one argument may hold at most {max}")]
+    ArgumentTooLong {
+        /// Its index in the argv (0 is the program).
+        index: usize,
+        /// Its size in bytes.
+        bytes: usize,
+        /// The most one argument may hold.
+        max: usize,
+    },
     /// Spawning the agent failed.
     #[error("failed to spawn `{program}`: {source}")]
     Spawn {
@@ -290,6 +302,35 @@ fn describe_exit(code: Option<i32>, signal: Option<i32>) -> String {
 }
 
 impl AgentError {
+    /// This error with every text that came from the agent passed through the secret redactor
+    /// ([`crate::secrets::redact`]): the kit applies it to every run's and turn's error, whichever
+    /// backend built it.
+    ///
+    /// ```
+    /// use agent_api::AgentError;
+    /// let error = AgentError::AgentFailed { message: "quota for xsk-proj-Q2x9vLmN4pR7tY1wZ8 spent".into() };
+    /// assert!(!error.redacted().to_string().contains("Q2x9vLmN4pR7tY1wZ8"));
+    /// ```
+    pub fn redacted(mut self) -> Self {
+        let text = match &mut self {
+            Self::Auth { message }
+            | Self::RateLimited { message }
+            | Self::Overloaded { message, .. }
+            | Self::ServerError { message, .. }
+            | Self::AgentFailed { message } => message,
+            Self::Protocol { reason }
+            | Self::PermissionModeRefused { reason, .. }
+            | Self::Http { reason, .. }
+            | Self::Replay { reason }
+            | Self::StructuredOutput { reason } => reason,
+            _ => return self,
+        };
+        if let std::borrow::Cow::Owned(masked) = crate::secrets::redact(text) {
+            *text = masked;
+        }
+        self
+    }
+
     /// The typed error for a model API's HTTP `status`, one table for every backend: 401 and 403
     /// [`Auth`](AgentError::Auth), 429 [`RateLimited`](AgentError::RateLimited), 503 and 529
     /// [`Overloaded`](AgentError::Overloaded), other 5xx [`ServerError`](AgentError::ServerError),
@@ -319,6 +360,7 @@ impl AgentError {
             AgentError::Spawn { .. } => "spawn",
             AgentError::LauncherUnavailable { .. } => "launcher_unavailable",
             AgentError::UnquotableArgument { .. } => "unquotable_argument",
+            AgentError::ArgumentTooLong { .. } => "argument_too_long",
             AgentError::WorkingDir { .. } => "working_dir",
             AgentError::Io(_) => "io",
             AgentError::Cancelled => "cancelled",

@@ -154,6 +154,19 @@ pub fn check_session_id(id: &str) -> Result<(), AgentError> {
     }
 }
 
+/// The largest part of a store file read to describe it in a listing: a file whose first lines
+/// are longer is listed from what fits (its lines cut there fail to parse and are passed over).
+pub const HEAD_BYTES: u64 = 1 << 20;
+
+/// A store file's metadata and its lines, at most [`HEAD_BYTES`] of them, for a listing; `None`
+/// when it is not a regular file that can be opened (a FIFO or device is never waited on).
+pub fn head(path: &Path) -> Option<(std::fs::Metadata, std::io::Lines<std::io::BufReader<std::io::Take<std::fs::File>>>)> {
+    use std::io::{BufRead, Read};
+    let file = crate::kit::files::open_regular(path).ok()?;
+    let meta = file.metadata().ok()?;
+    Some((meta, std::io::BufReader::new(file.take(HEAD_BYTES)).lines()))
+}
+
 /// Reads a store file through `protocol` as a run of `kind` (no process: the file is the output).
 pub async fn read_store_file(
     kind: AgentKind,
@@ -162,7 +175,12 @@ pub async fn read_store_file(
     include_raw: bool,
     tools_structured: bool,
 ) -> Result<RunHandle, AgentError> {
-    let file = tokio::fs::File::open(path).await?;
+    let path = path.to_path_buf();
+    let file = tokio::task::spawn_blocking(move || crate::kit::files::open_regular(&path))
+        .await
+        .map_err(|e| AgentError::Io(std::io::Error::other(e.to_string())))?
+        .map_err(|refusal| AgentError::Io(std::io::Error::other(refusal.to_string())))?;
+    let file = tokio::fs::File::from_std(file);
     Ok(read_store_lines(kind, line_source(file, DEFAULT_LINE_CAP), protocol, include_raw, tools_structured))
 }
 

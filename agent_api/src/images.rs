@@ -43,7 +43,10 @@ impl ImageFile {
     pub fn check(path: &Path) -> Result<Self, AgentError> {
         let media_type = media_type(path).ok_or_else(|| invalid(path, "not a PNG, JPEG, GIF or WebP file (by its extension)".into()))?;
         let path = std::path::absolute(path).map_err(|e| invalid(path, e.to_string()))?;
-        let size = std::fs::metadata(&path).map_err(|e| invalid(&path, e.to_string()))?.len();
+        // Asked of the open file, never waited on: a FIFO or a device (a link to /dev/zero named
+        // `x.png`) is refused here, before an agent or this process reads it.
+        let file = crate::kit::files::open_regular(&path).map_err(|e| invalid(&path, e.to_string()))?;
+        let size = file.metadata().map_err(|e| invalid(&path, e.to_string()))?.len();
         if size > IMAGE_MAX_BYTES {
             return Err(invalid(&path, format!("{size} bytes, more than the {IMAGE_MAX_BYTES} a prompt image may have")));
         }
@@ -70,7 +73,7 @@ impl ImageData {
     /// Checks and reads `path`.
     pub fn read(path: &Path) -> Result<Self, AgentError> {
         let file = ImageFile::check(path)?;
-        let bytes = std::fs::read(&file.path).map_err(|e| invalid(&file.path, e.to_string()))?;
+        let bytes = crate::kit::files::read_regular(&file.path, IMAGE_MAX_BYTES).map_err(|e| invalid(&file.path, e.to_string()))?;
         Ok(Self { base64: base64::engine::general_purpose::STANDARD.encode(bytes), file })
     }
 
@@ -125,6 +128,24 @@ mod tests {
         std::fs::File::create(&path).unwrap().set_len(IMAGE_MAX_BYTES + 1).unwrap();
         let err = ImageData::read(&path).unwrap_err();
         assert!(matches!(&err, AgentError::InvalidRequest { reason } if reason.contains("more than")), "{err:?}");
+    }
+
+    #[test]
+    fn a_fifo_or_a_device_named_like_an_image_is_refused_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let zero = dir.path().join("zero.png");
+        std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+        let fifo = dir.path().join("pipe.png");
+        let name = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
+        for path in [zero, fifo] {
+            let (tx, rx) = std::sync::mpsc::channel();
+            let asked = path.clone();
+            std::thread::spawn(move || tx.send((ImageFile::check(&asked).is_err(), ImageData::read(&asked).is_err())));
+            let refused = rx.recv_timeout(std::time::Duration::from_secs(20)).expect("reading the image blocked");
+            assert_eq!(refused, (true, true), "{}", path.display());
+        }
     }
 
     #[test]

@@ -150,12 +150,30 @@ pub struct Limits {
 impl Limits {
     /// `result`, or [`LimitReached`](crate::AgentError::LimitReached) when its usage went past a
     /// limit: the SDK's check, whatever the CLI enforced itself.
+    ///
+    /// A cost the agent reported as negative, NaN or infinite is unknown (the completion's
+    /// `cost_usd` becomes `None`), never zero; a limit whose figure is unknown cannot be checked,
+    /// and a `limit_unchecked` status says which, so a run is never taken to be within a limit
+    /// nobody measured.
     pub(crate) fn enforce(
         &self,
         result: Result<crate::RunCompletion, crate::AgentError>,
+        transcript: &mut crate::universal::Transcript,
     ) -> Result<crate::RunCompletion, crate::AgentError> {
-        let completion = result?;
-        match completion.usage.as_ref().and_then(|usage| usage.exceeded(self)) {
+        let mut completion = result?;
+        if let Some(usage) = &mut completion.usage {
+            usage.cost_usd = usage.cost_usd.filter(|usd| usd.is_finite() && *usd >= 0.0);
+        }
+        let usage = completion.usage.clone().unwrap_or_default();
+        let unknown = [
+            (self.max_turns.is_some() && usage.turns.is_none(), "max_turns: the agent reported no turn count"),
+            (self.max_total_tokens.is_some() && usage.total_tokens().is_none(), "max_total_tokens: the agent reported no token counts"),
+            (self.max_cost_usd.is_some() && usage.cost_usd.is_none(), "max_cost_usd: the agent reported no usable cost"),
+        ];
+        for (_, why) in unknown.iter().filter(|(unknown, _)| *unknown) {
+            transcript.daemon_status("limit_unchecked", Some((*why).to_string()));
+        }
+        match usage.exceeded(self) {
             Some(limit) => Err(crate::AgentError::LimitReached { limit }),
             None => Ok(completion),
         }

@@ -3,6 +3,8 @@
 //!
 //! Shapes masked (each replaced by [`REDACTED`]):
 //! - API keys by their prefix: `sk-…` (with `sk-ant-…`, `sk-proj-…`), `sk_…`, `rk-…`, `sess-…`;
+//!   also glued to the word before them (`xsk-…`, `tokensk-proj-…`) when the key has a stretch of
+//!   at least 16 letters and digits mixed, which words and hyphenated names do not;
 //! - bearer tokens, the token itself (`Bearer abc` → `Bearer [redacted]`);
 //! - the value of a secret-named assignment: `api_key=…`, `key: …`, `"token": "…"`, `password='…'`,
 //!   also when the value is quoted or on the next line (`key:\n  …`);
@@ -78,7 +80,28 @@ fn apply_rules(text: &str) -> Cow<'_, str> {
             out = Cow::Owned(replaced);
         }
     }
+    if let Cow::Owned(replaced) = mask_glued_keys(&out) {
+        out = Cow::Owned(replaced);
+    }
     out
+}
+
+/// Keys glued to the word before them, which the prefix rule (a key after a non-alphanumeric
+/// character) leaves: `xsk-…`, `=tokensk-proj-…`. Only a match whose body has a stretch of 16 or
+/// more letters and digits holding both is a key: `task-management-dashboard` and
+/// `desk-internationalization` are words.
+fn mask_glued_keys(text: &str) -> Cow<'_, str> {
+    static GLUED: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"(?:sk|rk|sess)[-_][A-Za-z0-9_\-]{16,}").expect("the glued-key pattern compiles"));
+    let random = |key: &str| {
+        key.split(|c: char| !c.is_ascii_alphanumeric()).any(|stretch| {
+            stretch.len() >= 16 && stretch.bytes().any(|b| b.is_ascii_digit()) && stretch.bytes().any(|b| b.is_ascii_alphabetic())
+        })
+    };
+    if !GLUED.find_iter(text).any(|found| random(found.as_str())) {
+        return Cow::Borrowed(text);
+    }
+    GLUED.replace_all(text, |found: &regex::Captures<'_>| if random(&found[0]) { REDACTED.to_string() } else { found[0].to_string() })
 }
 
 /// What an agent's explanation becomes when it has no words: an error's text never ends in `: `.

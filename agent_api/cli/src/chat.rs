@@ -23,7 +23,10 @@ pub(crate) async fn chat(options: RunOptions) -> Result<ExitCode, String> {
     let stop = Stop::listen().map_err(|e| format!("cannot listen for signals: {e}"))?;
     let kind = chosen_kind(&options);
     let request = request_of(&options, crate::agents::backend(&kind)?.as_ref())?;
-    let mut session = match gateway().open_session(&parse_kind(&kind)?, request).await {
+    let Some(opened) = stop.unless_signalled(gateway().open_session(&parse_kind(&kind)?, request)).await else {
+        return Ok(ExitCode::from(SIGNALLED_EXIT));
+    };
+    let mut session = match opened {
         Ok(session) => session,
         Err(error) => {
             eprintln!("agent-api: {}", display::line(&error.to_string(), 1024));

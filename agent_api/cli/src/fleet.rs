@@ -36,9 +36,10 @@ fn parse_timeout(text: &str) -> Result<Timeout, String> {
     }
 }
 
-/// Timeouts beside `--timeout`, each ending the run with a timeout error that names it.
+/// Timeouts beside `--timeout`, homes and limits: what every run or session turn gets (the
+/// defaults of `serve`'s sessions too). Each timeout ends the run with a timeout error that names it.
 #[derive(Args, Clone, Debug, Default)]
-pub(crate) struct FleetFlags {
+pub(crate) struct RunLimits {
     /// Stop the run if the agent has not sent its first message after this many seconds (`off`
     /// for never; `run` waits 120 s by default).
     #[arg(long, value_name = "SECONDS|off", value_parser = parse_timeout)]
@@ -62,6 +63,13 @@ pub(crate) struct FleetFlags {
     /// End the run (limit reached) past this cost in US dollars, where the agent reports cost.
     #[arg(long, value_name = "USD")]
     max_cost: Option<f64>,
+}
+
+/// The flags for runs side by side: [`RunLimits`], and which session a run continues.
+#[derive(Args, Clone, Debug, Default)]
+pub(crate) struct FleetFlags {
+    #[command(flatten)]
+    pub(crate) limits: RunLimits,
     /// Continue this session, in its own working directory: the `session:` line a run printed
     /// (JSON), or a bare native session id.
     #[arg(long, value_name = "SESSION", value_parser = parse_session, conflicts_with = "fork")]
@@ -81,14 +89,26 @@ impl FleetFlags {
         self.resume.as_ref().or(self.fork.as_ref()).and_then(|s| s.agent.as_ref()).map(ToString::to_string)
     }
 
-    /// `request` with what these flags set; `one_shot` (`run`, not `chat`) gives the start-up and
-    /// idle timeouts their defaults when the flags are absent.
+    /// Flags with `limits` and no session to continue.
+    pub(crate) fn with_limits(limits: RunLimits) -> Self {
+        Self { limits, resume: None, fork: None }
+    }
+
+    /// `request` with what these flags set; `one_shot` (`run`, not `chat` or `serve`) gives the
+    /// start-up and idle timeouts their defaults when the flags are absent.
     pub(crate) fn apply(&self, mut request: RunRequest, one_shot: bool) -> RunRequest {
         if let Some(session) = &self.resume {
             request = request.with_session(SessionSelector::Resume(session.clone()));
         } else if let Some(session) = &self.fork {
             request = request.with_session(SessionSelector::Fork(session.clone()));
         }
+        self.limits.apply(request, one_shot)
+    }
+}
+
+impl RunLimits {
+    /// `request` with these timeouts, home and limits; `one_shot`: see [`FleetFlags::apply`].
+    pub(crate) fn apply(&self, mut request: RunRequest, one_shot: bool) -> RunRequest {
         let defaults = |secs| Timeout(one_shot.then_some(secs));
         if let Timeout(Some(secs)) = self.startup_timeout.unwrap_or(defaults(DEFAULT_STARTUP_SECS)) {
             request = request.with_startup_timeout(Duration::from_secs(secs));

@@ -13,6 +13,7 @@ mod prompt;
 mod render;
 mod replay;
 mod run;
+mod serve;
 mod signals;
 
 use std::path::PathBuf;
@@ -48,7 +49,8 @@ pub enum View {
 /// What happens at a permission request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Approve {
-    /// Ask y/n on the terminal (without a terminal: deny).
+    /// Ask y/n on the terminal (without a terminal: deny); with `serve`, wait for the client's
+    /// reply over HTTP.
     Ask,
     /// Approve everything.
     All,
@@ -81,20 +83,32 @@ impl Format {
 impl OutputFlags {
     /// Options that only show events of `agent` (no request: a replay or a stored session).
     fn viewing(self, agent: String) -> run::RunOptions {
-        let flags = AgentFlags {
-            agent: Some(agent),
-            output: self,
-            cwd: None,
-            model: None,
-            approve: Approve::None,
-            timeout: None,
-            acp_command: None,
-            via: None,
-            options: Vec::new(),
-            fleet: Default::default(),
-        };
+        let request = RequestFlags { cwd: None, model: None, approve: Approve::None, timeout: None, via: None };
+        let flags =
+            AgentFlags { agent: Some(agent), output: self, request, acp_command: None, options: Vec::new(), fleet: Default::default() };
         run::RunOptions { answers: false, ..flags.into_options(String::new()) }
     }
+}
+
+/// The request flags `run`, `chat` and `serve` share: where the agent works, its model, what
+/// happens at a permission request, how long it may take, and where it runs.
+#[derive(Args, Clone)]
+pub(crate) struct RequestFlags {
+    /// Working directory of the agent.
+    #[arg(long)]
+    pub(crate) cwd: Option<PathBuf>,
+    /// Model name.
+    #[arg(long)]
+    pub(crate) model: Option<String>,
+    #[arg(long, value_enum, default_value_t = Approve::Ask)]
+    pub(crate) approve: Approve,
+    /// Stop the run (with `chat` and `serve`: each turn) after this many seconds.
+    #[arg(long)]
+    pub(crate) timeout: Option<u64>,
+    /// Where the agent runs: local, bwrap, docker:NAME, podman:NAME, docker-image:IMAGE,
+    /// podman-image:IMAGE, ssh:[user@]host[:port] or prefix:JSON_ARGV (spec/launchers.md).
+    #[arg(long, value_name = "LAUNCHER")]
+    pub(crate) via: Option<agent_api::kit::Launcher>,
 }
 
 /// The flags `run` and `chat` share: which agent, how to show its events, and the request.
@@ -105,25 +119,12 @@ struct AgentFlags {
     agent: Option<String>,
     #[command(flatten)]
     output: OutputFlags,
-    /// Working directory of the agent.
-    #[arg(long)]
-    cwd: Option<PathBuf>,
-    /// Model name.
-    #[arg(long)]
-    model: Option<String>,
-    #[arg(long, value_enum, default_value_t = Approve::Ask)]
-    approve: Approve,
-    /// Stop the run (with `chat`: each turn) after this many seconds.
-    #[arg(long)]
-    timeout: Option<u64>,
+    #[command(flatten)]
+    request: RequestFlags,
     /// The ACP agent's command line for `--agent acp` (the default agent when given), e.g.
     /// "goose acp": split into arguments as a POSIX shell would, but never run by one.
     #[arg(long, value_name = "COMMAND", value_parser = run::parse_argv)]
     acp_command: Option<run::Argv>,
-    /// Where the agent runs: local, bwrap, docker:NAME, podman:NAME, docker-image:IMAGE,
-    /// podman-image:IMAGE, ssh:[user@]host[:port] or prefix:JSON_ARGV (spec/launchers.md).
-    #[arg(long, value_name = "LAUNCHER")]
-    via: Option<agent_api::kit::Launcher>,
     /// One of the agent's own options (repeatable): `backend.<kind>.<field>=VALUE`, or just
     /// `<field>=VALUE`, typed by the backend's options struct (`agent-api capabilities --agent
     /// KIND` lists the keys), e.g. `--option backend.scripted.scenario=tour`.
@@ -135,18 +136,8 @@ struct AgentFlags {
 
 impl AgentFlags {
     fn into_options(self, prompt: impl Into<agent_api::Prompt>) -> run::RunOptions {
-        let AgentFlags {
-            agent,
-            output: OutputFlags { format, view, include_raw },
-            cwd,
-            model,
-            approve,
-            timeout,
-            acp_command,
-            via,
-            options,
-            fleet,
-        } = self;
+        let AgentFlags { agent, output: OutputFlags { format, view, include_raw }, request, acp_command, options, fleet } = self;
+        let RequestFlags { cwd, model, approve, timeout, via } = request;
         let portable = Default::default();
         run::RunOptions {
             agent,
@@ -228,6 +219,8 @@ enum Command {
     },
     /// Which supported agent CLIs are installed, their versions, and whether they are supported.
     Doctor,
+    /// Serve the universal session API over HTTP and SSE (spec/http-api.md).
+    Serve(Box<serve::ServeArgs>),
 }
 
 /// How capabilities are printed.
@@ -262,6 +255,7 @@ async fn main() -> ExitCode {
         Command::History { agent, cwd, output, session } => history::history(output.viewing(agent), cwd, session).await,
         Command::Capabilities { agent, format } => capabilities::print(agent.as_deref(), format),
         Command::Doctor => doctor::doctor().await,
+        Command::Serve(args) => serve::serve(*args).await,
     };
     match result {
         Ok(code) => code,

@@ -64,9 +64,13 @@ fn category(name: &str) -> Result<ToolCategory, String> {
     serde_json::from_value(Value::String(name.to_string())).map_err(|_| format!("unknown tool category {name:?} (one of {})", names()))
 }
 
+/// The largest JSON file (`--json-schema`, `--mcp-config`) read.
+const JSON_FILE_CAP: u64 = 16 << 20;
+
 fn read_json(path: &Path) -> Result<Value, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    serde_json::from_str(&text).map_err(|e| format!("{} is not JSON: {e}", path.display()))
+    // A caller's file, but bounded and never waited on: a FIFO or /dev/zero is refused at once.
+    let text = agent_api::kit::files::read_regular(path, JSON_FILE_CAP).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    serde_json::from_slice(&text).map_err(|e| format!("{} is not JSON: {e}", path.display()))
 }
 
 /// The servers of an `{"mcpServers": {…}}` document, the shape Claude Code and Qwen Code read: an

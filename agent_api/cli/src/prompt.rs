@@ -29,6 +29,21 @@ pub(crate) struct PermissionView {
     pub cwd: Option<String>,
     /// Why the agent asks.
     pub reason: Option<String>,
+    /// What a file change would do: its diff's first lines, each inert.
+    pub diff: Vec<String>,
+}
+
+/// Most diff lines shown at a prompt; the rest are counted.
+const DIFF_LINES_MAX: usize = 40;
+
+/// The first [`DIFF_LINES_MAX`] lines of `diff`, each one inert line, and a count of the rest.
+fn diff_lines(diff: &str) -> Vec<String> {
+    let total = diff.lines().count();
+    let mut lines: Vec<String> = diff.lines().take(DIFF_LINES_MAX).map(|l| display::line(l, FIELD_MAX)).collect();
+    if total > DIFF_LINES_MAX {
+        lines.push(format!("… {} more lines", total - DIFF_LINES_MAX));
+    }
+    lines
 }
 
 fn text_of(value: Option<&Value>) -> Option<String> {
@@ -54,6 +69,7 @@ pub(crate) fn permission_view(p: &PermissionEventData) -> PermissionView {
         command: command.map(|c| display::line(&c, COMMAND_MAX)),
         cwd: d.cwd.as_ref().map(|c| display::line(c, FIELD_MAX)),
         reason: reason.map(|r| display::line(&r, FIELD_MAX)),
+        diff: d.diff.as_deref().map(diff_lines).unwrap_or_default(),
     }
 }
 
@@ -65,6 +81,12 @@ pub(crate) fn permission_prompt(p: &PermissionEventData) -> String {
     for (label, value) in [("command", &view.command), ("cwd", &view.cwd), ("reason", &view.reason)] {
         if let Some(value) = value {
             text.push_str(&format!("  {label}:{:pad$}{value}\n", "", pad = 8 - label.len()));
+        }
+    }
+    if !view.diff.is_empty() {
+        text.push_str("  diff:\n");
+        for line in &view.diff {
+            text.push_str(&format!("    {line}\n"));
         }
     }
     text.push_str(&format!("Allow {}? [y/N] ", view.tool));
@@ -208,7 +230,8 @@ mod tests {
                 tool: "command_execution".into(),
                 command: Some("rm -rf build".into()),
                 cwd: Some("/repo".into()),
-                reason: Some("clean up".into())
+                reason: Some("clean up".into()),
+                diff: Vec::new(),
             }
         );
         let fetch = request(
@@ -216,5 +239,16 @@ mod tests {
             json!({"tool_name": "WebFetch", "metadata": {"input": {"url": "https://example.com"}}}),
         );
         assert_eq!(permission_view(&fetch).command.as_deref(), Some("https://example.com"));
+    }
+
+    #[test]
+    fn a_file_change_approval_shows_the_file_and_its_diff_inert_and_bounded() {
+        let diff: String = (0..100).map(|i| format!("+line {i}\n")).collect::<String>() + "+\u{202e}evil\x1b[2J\n";
+        let p = request("file_change", json!({"file": "/repo/hello.txt", "diff": format!("--- /repo/hello.txt\n{diff}")}));
+        let prompt = permission_prompt(&p);
+        assert!(prompt.contains("  command: /repo/hello.txt\n"), "{prompt}");
+        assert!(prompt.contains("  diff:\n    --- /repo/hello.txt\n    +line 0\n"), "{prompt}");
+        assert!(prompt.contains("… 62 more lines"), "{prompt}");
+        assert!(!prompt.chars().any(|c| c != '\n' && display::is_unsafe(c)), "{prompt:?}");
     }
 }

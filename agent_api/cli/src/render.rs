@@ -185,7 +185,7 @@ pub(crate) fn usage_line(usage: &Usage) -> String {
     }
     let mut line = if parts.is_empty() { String::new() } else { format!("tokens: {}", parts.join(", ")) };
     if let Some(cost) = usage.cost_usd {
-        line.push_str(&format!("{}cost ${cost:.4}", if line.is_empty() { "" } else { ", " }));
+        line.push_str(&format!("{}cost {}", if line.is_empty() { "" } else { ", " }, display::usd(cost)));
     }
     line
 }

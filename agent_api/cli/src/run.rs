@@ -87,7 +87,8 @@ pub(crate) fn request_of(options: &RunOptions, backend: &dyn agent_api::AgentBac
     Ok(request)
 }
 
-fn base_request(options: &RunOptions) -> RunRequest {
+/// The request `options` describe, without backend options (`serve`'s defaults for every session).
+pub(crate) fn base_request(options: &RunOptions) -> RunRequest {
     let policy = match options.approve {
         Approve::Ask => PermissionPolicy::Ask,
         Approve::All => PermissionPolicy::ApproveAll,
@@ -138,7 +139,10 @@ pub(crate) async fn run(options: RunOptions) -> Result<ExitCode, String> {
     let stop = Stop::listen().map_err(|e| format!("cannot listen for signals: {e}"))?;
     let kind = chosen_kind(&options);
     let request = request_of(&options, crate::agents::backend(&kind)?.as_ref())?;
-    let handle = match gateway().run(&parse_kind(&kind)?, request).await {
+    let Some(started) = stop.unless_signalled(gateway().run(&parse_kind(&kind)?, request)).await else {
+        return Ok(ExitCode::from(SIGNALLED_EXIT));
+    };
+    let handle = match started {
         Ok(handle) => handle,
         Err(error) => {
             eprintln!("agent-api: {}", display::line(&error.to_string(), 1024));
@@ -260,8 +264,9 @@ impl<'a> Viewer<'a> {
                     }
                 }
                 if let Some(value) = &done.structured_output {
-                    // The parsed answer of `--json-schema`, last on stdout, as one JSON line.
-                    self.out.line(&value.to_string());
+                    // The parsed answer of `--json-schema`, last on stdout, as one JSON line, escaped as
+                    // every JSON line this tool prints is: no bidi or line separator reaches the terminal.
+                    self.out.write_with(|out| display::write_json(out, value));
                 }
                 ExitCode::SUCCESS
             }

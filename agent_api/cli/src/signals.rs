@@ -31,6 +31,17 @@ impl Stop {
         Ok(stop)
     }
 
+    /// `start`'s output, or `None` when a signal comes first: nothing that starts a run (a spawn,
+    /// a handshake) can keep a signal from ending the program. Dropping `start` stops whatever it
+    /// began.
+    pub(crate) async fn unless_signalled<T>(&self, start: impl std::future::Future<Output = T>) -> Option<T> {
+        tokio::select! {
+            biased;
+            _ = self.cancel.cancelled() => None,
+            started = start => Some(started),
+        }
+    }
+
     fn on_signal(&self) {
         if self.cancel.is_cancelled() {
             eprintln!("agent-api: second signal; stopping now");

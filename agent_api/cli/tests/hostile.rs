@@ -141,6 +141,59 @@ fn chatty(format: &str) -> (Child, tempfile::TempDir, [i32; 3]) {
     (child, dir, pids)
 }
 
+/// A structured answer (`--json-schema`) with bidi, line-separator and escape characters prints
+/// as escaped JSON, like every other JSON line.
+#[test]
+fn a_structured_answer_prints_inert() {
+    let dir = tempfile::tempdir().unwrap();
+    let schema = dir.path().join("schema.json");
+    std::fs::write(&schema, r#"{"type":"object"}"#).unwrap();
+    let output = run("hostile_structured", &["--format", "pretty", "--json-schema", schema.to_str().unwrap()]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(!has_control(&output.stdout), "{:?}", String::from_utf8_lossy(&output.stdout));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let last: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    assert_eq!(last["a"], "x\u{202e}y\u{2028}z\u{1b}[2J", "the same answer, escaped: {stdout}");
+}
+
+/// Files a caller names that are not files (a FIFO, `/dev/zero`, a 10 GiB sparse file): each is a
+/// clear error at once, never a hang or a read that fills memory.
+#[test]
+fn named_files_that_are_not_regular_or_too_large_are_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("pipe.png");
+    let name = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
+    let huge = dir.path().join("huge.json");
+    std::fs::File::create(&huge).unwrap().set_len(10 << 30).unwrap();
+    let (fifo, huge) = (fifo.display().to_string(), huge.display().to_string());
+    let cases: [&[&str]; 5] = [
+        &["--image", &fifo],
+        &["--json-schema", &fifo],
+        &["--json-schema", "/dev/zero"],
+        &["--mcp-config", &huge],
+        &["--json-schema", &huge],
+    ];
+    for args in cases {
+        let mut child = agent_api("hostile_text")
+            .args(["run", "--agent", "claude_code"])
+            .args(args)
+            .arg("hi")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let status = wait_exit(&mut child, Duration::from_secs(30));
+        let mut stderr = String::new();
+        std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+        assert!(!status.success(), "{args:?}: {stderr}");
+        let named = args[1];
+        assert!(stderr.contains(named), "{args:?}: the error names the file: {stderr}");
+        assert!(stderr.contains("not a regular file") || stderr.contains("larger than"), "{args:?}: {stderr}");
+    }
+}
+
 #[test]
 fn sigterm_sighup_and_sigint_cancel_the_run_and_reap_every_agent_process() {
     for signal in [libc::SIGTERM, libc::SIGHUP, libc::SIGINT] {

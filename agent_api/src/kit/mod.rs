@@ -21,7 +21,9 @@
 //!   HTTP plus a server-sent event stream to an agent's local server);
 //! - [`hitl`]: permissions and questions: the run's policy, the caller's answers, and one
 //!   requested and one resolved event per request, saying who decided;
-//! - [`replay`]: plays a recorded native log through the same protocol.
+//! - [`replay`]: plays a recorded native log through the same protocol;
+//! - [`files`]: bounded reads of the files a caller names, and the file service for agents,
+//!   confined by the kernel to the working directory.
 //!
 //! # Defaults
 //!
@@ -44,6 +46,7 @@
 
 pub mod budget;
 pub mod driver;
+pub mod files;
 pub mod hitl;
 pub mod http;
 pub mod jsonrpc;

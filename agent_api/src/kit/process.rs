@@ -52,6 +52,10 @@ pub struct CommandSpec {
     /// Variables naming directories the agent keeps its state in (`CLAUDE_CONFIG_DIR`,
     /// `CODEX_HOME`): read like [`CommandSpec::reads_env`], and a sandbox keeps what they name writable.
     pub state_vars: Vec<String>,
+    /// Where in `HOME` the agent keeps its own state (`.claude`, `.codex`, `.config/opencode`),
+    /// relative to it: when the agent's `HOME` is the caller's real home, a sandbox keeps the
+    /// home read-only but for these (those that exist).
+    pub home_state: Vec<PathBuf>,
     /// Files on this machine the agent reads by path (a config or prompt file the SDK wrote for the
     /// run): a sandbox binds them read-only; a launcher whose agent runs elsewhere cannot carry
     /// them, and such a run is refused before anything starts.
@@ -173,6 +177,16 @@ impl CommandSpec {
         self
     }
 
+    /// Declares where in `HOME` the agent keeps its state (see [`CommandSpec::home_state`]).
+    pub fn home_state<I, S>(mut self, paths: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<PathBuf>,
+    {
+        self.home_state.extend(paths.into_iter().map(Into::into));
+        self
+    }
+
     /// Declares variables naming the agent's state directories (see [`CommandSpec::state_vars`]).
     pub fn state_vars<I, S>(mut self, names: I) -> Self
     where
@@ -289,6 +303,19 @@ fn is_executable(path: &Path) -> bool {
     path.metadata().map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0).unwrap_or(false)
 }
 
+/// The most one argument of a command line may hold on Linux (`MAX_ARG_STRLEN`, 32 pages, with
+/// its NUL).
+pub const MAX_ARGUMENT_BYTES: usize = 32 * 4096 - 1;
+
+/// [`AgentError::ArgumentTooLong`] for the first argument over [`MAX_ARGUMENT_BYTES`]: a typed
+/// refusal naming its size before anything starts, instead of the kernel's `E2BIG`.
+fn check_argument_sizes(args: &[OsString]) -> Result<(), AgentError> {
+    match args.iter().position(|arg| arg.len() > MAX_ARGUMENT_BYTES) {
+        Some(at) => Err(AgentError::ArgumentTooLong { index: at + 1, bytes: args[at].len(), max: MAX_ARGUMENT_BYTES }),
+        None => Ok(()),
+    }
+}
+
 /// Spawns the spec with piped stdout and stderr, in a new process group, with SIGINT, SIGTERM,
 /// SIGPIPE and SIGQUIT at their default dispositions and no blocked signals (a parent that
 /// ignores SIGINT would otherwise pass that on).
@@ -305,6 +332,7 @@ fn is_executable(path: &Path) -> bool {
 /// [`AgentError::LauncherUnavailable`] before anything starts.
 pub fn spawn(spec: &CommandSpec) -> Result<ProcessGroupChild, AgentError> {
     spec.launcher.check_available()?;
+    check_argument_sizes(&spec.args)?;
     let local_fs = spec.launcher.is_local_filesystem();
     // A far side resolves the program on its own PATH, in its own filesystem.
     let program = if local_fs { absolute_program(&spec.program)? } else { spec.program.clone() };

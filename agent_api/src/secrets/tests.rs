@@ -18,6 +18,9 @@ const LEAKS: &[(&str, &str)] = &[
     ("GET https://h.example/v1/responses?key=abc&x=1 failed", "key=abc"),
     ("session sess-AbCdEf0123 expired", "AbCdEf0123"),
     ("the turn ended with error_sk-proj-SECRET777", "SECRET777"),
+    ("retrying: xsk-ant-api03-Q2x9vLmN4pR7tY1wZ8", "Q2x9vLmN4pR7tY1wZ8"),
+    ("rerouted=tokensk-proj-AbCdEfGh12345678XyZ", "AbCdEfGh12345678XyZ"),
+    ("tool mcp__vaultsk_live_9f8e7d6c5b4a39281706", "9f8e7d6c5b4a39281706"),
 ];
 
 #[test]
@@ -31,7 +34,15 @@ fn every_known_secret_shape_is_masked() {
 
 #[test]
 fn ordinary_text_is_left_alone_and_borrowed() {
-    for text in ["task-list done in 3 turns", "max_tokens: 5000 input_tokens: 12", "the monkey= banana", "press any key to go on"] {
+    for text in [
+        "task-list done in 3 turns",
+        "max_tokens: 5000 input_tokens: 12",
+        "the monkey= banana",
+        "press any key to go on",
+        "open task-management-dashboard-for-everyone",
+        "a desk-internationalization pass",
+        "see risk_assessment_document_2024",
+    ] {
         assert!(matches!(redact(text), Cow::Borrowed(_)), "{text:?} → {:?}", redact(text));
     }
 }

@@ -18,7 +18,7 @@ pub use shell::{shell_fields, SHELL_FIELD_BOUND};
 pub(crate) use transcript::STREAM_START;
 pub use transcript::{NewItem, SessionEnd, Transcript, TranscriptLimits};
 pub use types::{
-    AgentUnparsedData, DecidedBy, ErrorData, EventSource, ItemDeltaData, ItemEventData, PermissionDetails, PermissionEventData,
-    PermissionStatus, QuestionEventData, QuestionStatus, SessionEndReason, SessionEndedData, SessionStartedData, StderrOutput,
-    TerminatedBy, UniversalEvent, UniversalEventBody,
+    replacement_diff, AgentUnparsedData, DecidedBy, ErrorData, EventSource, ItemDeltaData, ItemEventData, PermissionDetails,
+    PermissionEventData, PermissionStatus, QuestionEventData, QuestionStatus, SessionEndReason, SessionEndedData, SessionStartedData,
+    StderrOutput, TerminatedBy, UniversalEvent, UniversalEventBody, PERMISSION_DIFF_BOUND,
 };

@@ -14,6 +14,7 @@ use crate::error::AgentError;
 
 mod content;
 mod inputs;
+mod masking;
 mod native_index;
 mod requests;
 
@@ -267,7 +268,8 @@ impl Transcript {
         EventId::numbered(&self.id_prefix, sequence)
     }
 
-    fn push(&mut self, source: EventSource, body: UniversalEventBody) {
+    fn push(&mut self, source: EventSource, mut body: UniversalEventBody) {
+        masking::mask_body(&mut body);
         drop(self.spent.pop());
         let sequence = self.next_sequence;
         self.next_sequence += 1;
@@ -338,6 +340,10 @@ impl Transcript {
             tracing::debug!(item_id, "delta for an item that is not open");
             return;
         };
+        if let std::borrow::Cow::Owned(masked) = masking::mask_delta(open.item.kind, text.as_ref()) {
+            // A tool's streamed output with a key in it: the masked text takes its place.
+            return self.delta_from(source, item_id, masked);
+        }
         open.had_delta = true;
         let room = max.saturating_sub(open.assembled.len());
         let kept = crate::bounds::utf8_prefix(text.as_ref(), room);

@@ -345,12 +345,39 @@ pub struct PermissionDetails {
     /// The directory it would run in.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cwd: Option<String>,
-    /// The file or directory it would read or change.
+    /// The file or directory it would read or change (several files of one change: their paths
+    /// joined with `, `).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub file: Option<String>,
+    /// What a file change would do, as the agent shows it (a unified diff, or the old lines with
+    /// `-` and the new with `+`), cut to [`PERMISSION_DIFF_BOUND`] bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diff: Option<String>,
     /// Why the agent asks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+}
+
+/// The most of a file change's diff a permission request carries (16 KiB): enough to judge an
+/// edit, bounded whatever the agent sends.
+pub const PERMISSION_DIFF_BOUND: usize = 16 * 1024;
+
+/// An edit shown as a diff: each line of `old` with `-`, then each line of `new` with `+` (a file
+/// written whole has no `old`).
+///
+/// ```
+/// assert_eq!(agent_api::universal::replacement_diff(Some("a\nb"), "a\nc\n"), "-a\n-b\n+a\n+c\n");
+/// ```
+pub fn replacement_diff(old: Option<&str>, new: &str) -> String {
+    let mut diff = String::with_capacity(old.map_or(0, str::len) + new.len() + 16);
+    for (mark, text) in old.map(|old| ('-', old)).into_iter().chain(std::iter::once(('+', new))) {
+        for line in text.lines() {
+            diff.push(mark);
+            diff.push_str(line);
+            diff.push('\n');
+        }
+    }
+    diff
 }
 
 impl PermissionDetails {
@@ -376,6 +403,40 @@ impl PermissionDetails {
     pub fn file(mut self, file: Option<impl Into<String>>) -> Self {
         self.file = file.map(Into::into);
         self
+    }
+
+    /// Sets what a file change would do, cut to [`PERMISSION_DIFF_BOUND`] bytes (with the
+    /// truncation suffix when cut).
+    pub fn diff(mut self, diff: Option<impl Into<String>>) -> Self {
+        self.diff = diff.map(|d| crate::bounds::truncate_message(&d.into(), PERMISSION_DIFF_BOUND)).filter(|d| !d.is_empty());
+        self
+    }
+
+    /// Sets the files of a change and their diffs together: `file` holds the paths joined with
+    /// `, `, `diff` each file's diff under a `--- PATH` line.
+    ///
+    /// ```
+    /// use agent_api::universal::PermissionDetails;
+    /// let details = PermissionDetails::default().changes([("a.txt", Some("+hi\n")), ("b.txt", None)]);
+    /// assert_eq!(details.file.as_deref(), Some("a.txt, b.txt"));
+    /// assert_eq!(details.diff.as_deref(), Some("--- a.txt\n+hi\n"));
+    /// ```
+    pub fn changes<'a>(self, changes: impl IntoIterator<Item = (&'a str, Option<&'a str>)>) -> Self {
+        let (mut paths, mut diff) = (Vec::new(), String::new());
+        for (path, change) in changes {
+            paths.push(path);
+            if let Some(change) = change.filter(|c| !c.is_empty()) {
+                diff.push_str("--- ");
+                diff.push_str(path);
+                diff.push('\n');
+                diff.push_str(change);
+                if !change.ends_with('\n') {
+                    diff.push('\n');
+                }
+            }
+        }
+        let file = (!paths.is_empty()).then(|| paths.join(", "));
+        self.file(file).diff(Some(diff))
     }
 
     /// Sets the agent's reason, when known.

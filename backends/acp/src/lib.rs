@@ -301,7 +301,8 @@ pub fn capabilities(flavor: Flavor) -> CapabilitySet {
 
 /// Declares the variables the flavor's CLI reads for its endpoint, credentials and config: all a
 /// launcher other than Local passes on from the caller's environment (`spec/launchers.md`). Their
-/// state lives under `HOME` (`~/.gemini`, `~/.qwen`), which every launcher keeps writable.
+/// state lives under `HOME` (`~/.gemini`, `~/.qwen`): writable in a sandbox even when `HOME` is the
+/// caller's real one (read-only there otherwise).
 pub(crate) fn launch_env(spec: CommandSpec, flavor: Flavor) -> CommandSpec {
     const PROXY: &[&str] = &["HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY", "SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS"];
     let own: &[&str] = match flavor {
@@ -319,7 +320,12 @@ pub(crate) fn launch_env(spec: CommandSpec, flavor: Flavor) -> CommandSpec {
         Flavor::Qwen => &["OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_MODEL", "DASHSCOPE_API_KEY", "QWEN_CODE_NO_RELAUNCH"],
         Flavor::Generic => &[],
     };
-    spec.reads_env(own).reads_env(PROXY)
+    let home_state: &[&str] = match flavor {
+        Flavor::Gemini => &[".gemini"],
+        Flavor::Qwen => &[".qwen"],
+        Flavor::Generic => &[],
+    };
+    spec.reads_env(own).reads_env(PROXY).home_state(home_state.iter().copied())
 }
 
 #[async_trait]

@@ -97,7 +97,8 @@ pub fn settings_runtime_dir(spec: &CommandSpec, cwd: &Path, home: Option<&Path>,
     let workspace = (!home.is_some_and(|home| same_dir(cwd, home))).then(|| cwd.join(".qwen/settings.json"));
     let files = [Some(system), workspace, Some(qwen_home.join("settings.json")), Some(defaults)];
     files.into_iter().flatten().find_map(|file| {
-        let text = std::fs::read(&file).ok().filter(|t| t.len() <= 1 << 20)?;
+        // The workspace's file is the agent's to plant (a FIFO, a link to /dev/zero): read bounded.
+        let text = agent_api::kit::files::read_regular(&file, 1 << 20).ok()?;
         let settings: serde_json::Value = serde_json::from_reader(json_comments::StripComments::new(text.as_slice())).ok()?;
         settings.pointer("/advanced/runtimeOutputDir")?.as_str().filter(|d| !d.is_empty()).map(str::to_string)
     })

@@ -11,11 +11,13 @@ use agent_api::universal::{ToolMeta, Transcript};
 use agent_api::{AgentError, PermissionDecision, PermissionPolicy, ToolCategory};
 use agent_client_protocol_schema::{
     PermissionOption, PermissionOptionKind, ReadTextFileRequest, ReadTextFileResponse, RequestPermissionOutcome, RequestPermissionRequest,
-    RequestPermissionResponse, SelectedPermissionOutcome, ToolKind, WriteTextFileRequest, WriteTextFileResponse,
+    RequestPermissionResponse, SelectedPermissionOutcome, ToolCallContent, ToolKind, WriteTextFileRequest, WriteTextFileResponse,
 };
 use serde_json::{json, Value};
 
-use crate::fs::{ConfinedFs, FsRefusal};
+use agent_api::kit::files::FileRefusal;
+
+use crate::fs::{error_code, status_label, ConfinedFs};
 use crate::updates::kind_name;
 
 /// What a permission reply needs: the JSON-RPC id and the options the agent offered.
@@ -151,6 +153,22 @@ impl Requests {
         let title = fields.title.clone().unwrap_or_default();
         let path = fields.locations.as_ref().and_then(|l| l.first()).map(|l| l.path.display().to_string());
         let mut details = PermissionDetails::default().call_id(Some(request.tool_call.tool_call_id.0.as_ref())).file(path);
+        // A file change shows what it would write: the paths and diffs of its `diff` contents.
+        let diffs: Vec<(String, String)> = fields
+            .content
+            .iter()
+            .flatten()
+            .filter_map(|content| match content {
+                ToolCallContent::Diff(diff) => Some((
+                    diff.path.display().to_string(),
+                    agent_api::universal::replacement_diff(diff.old_text.as_deref(), &diff.new_text),
+                )),
+                _ => None,
+            })
+            .collect();
+        if !diffs.is_empty() {
+            details = details.changes(diffs.iter().map(|(path, diff)| (path.as_str(), Some(diff.as_str()))));
+        }
         if kind == ToolKind::Execute {
             // The command its tool call item names (`ToolMeta.command`), not a description of it.
             let shell = crate::updates::shell_fields(ToolMeta::default(), fields.raw_input.as_ref(), &title);
@@ -239,10 +257,12 @@ impl Requests {
             }
             FsMode::Confined { fs, empty_on_missing } => (fs, *empty_on_missing),
         };
+        // The path as the agent asked, for the status event of a refusal (bounded; shown inert).
+        let asked = params.get("path").and_then(Value::as_str).map(|p| utf8_prefix(p, 512).to_string()).unwrap_or_default();
         let result = if method == "fs/read_text_file" {
             serde_json::from_value::<ReadTextFileRequest>(params).map_err(|_| None).and_then(|r| match fs.read(&r) {
                 Ok(text) => Ok(to_value(&ReadTextFileResponse::new(text))),
-                Err(FsRefusal::NotFound) if empty_on_missing => Ok(to_value(&ReadTextFileResponse::new(""))),
+                Err(FileRefusal::NotFound) if empty_on_missing => Ok(to_value(&ReadTextFileResponse::new(""))),
                 Err(e) => Err(Some(e)),
             })
         } else {
@@ -261,8 +281,8 @@ impl Requests {
                 peer.error_response(&id, -32602, "invalid params")
             }
             Err(Some(refusal)) => {
-                t.status(refusal.label(), Some(format!("{method}: {refusal}")));
-                peer.error_response(&id, refusal.code(), &refusal.to_string())
+                t.status(status_label(&refusal), Some(format!("{method} {asked}: {refusal}")));
+                peer.error_response(&id, error_code(&refusal), &refusal.to_string())
             }
         })
     }

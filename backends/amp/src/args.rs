@@ -101,7 +101,11 @@ pub async fn invocation(config: &AmpConfig, request: &RunRequest, two_way_sessio
     if let Some(dir) = &config.working_dir {
         spec = spec.cwd(dir);
     }
-    spec = spec.for_request(request).reads_env(READS_ENV);
+    spec = spec.for_request(request).reads_env(READS_ENV).home_state([".config/amp", ".local/share/amp", ".cache/amp"]);
+    // The permission helper the delegate runs, where the sandbox's fresh /tmp would hide it.
+    if matches!(launcher, agent_api::kit::Launcher::Sandbox(_)) && files.channel.is_some() {
+        spec = spec.local_file(config.delegate_helper()?);
+    }
     if let Some(dir) = run_dir {
         spec = spec.local_file(dir);
     }
@@ -180,9 +184,12 @@ async fn settings(
     Ok((channel.settings_file(), RunFiles { channel: Some(channel), dir: None }))
 }
 
+/// The largest Amp settings file read (a caller's file; its JSON is merged into the run's).
+const SETTINGS_CAP: u64 = 4 << 20;
+
 fn read_settings(path: &str) -> Result<Value, AgentError> {
     let invalid = |reason: String| AgentError::InvalidExtension { key: "backend.amp.settings_file".into(), reason };
-    let text = std::fs::read(path).map_err(|e| invalid(format!("cannot read it: {e}")))?;
+    let text = agent_api::kit::files::read_regular(path.as_ref(), SETTINGS_CAP).map_err(|e| invalid(format!("cannot read it: {e}")))?;
     let value: Value = serde_json::from_slice(&text).map_err(|e| invalid(agent_api::kit::driver::describe_json_error(&e)))?;
     if !value.is_object() {
         return Err(invalid("it is not a JSON object".into()));

@@ -98,7 +98,10 @@ async fn the_policy_decides_and_still_shows_each_request() {
 /// the delegate amp runs in the sandbox reaches the run's channel, and the caller decides.
 #[tokio::test]
 async fn through_bwrap_the_delegate_still_asks_the_caller() {
-    let bwrap = agent_api_conformance::launchers::bwrap_launcher();
+    // The stand-in's script is a fixture of the checkout, which may live under /tmp (hidden by the
+    // sandbox's own /tmp): the run binds it in as a caller would bind a file its agent reads.
+    let agent_api::kit::Launcher::Sandbox(settings) = agent_api_conformance::launchers::bwrap_launcher() else { unreachable!() };
+    let bwrap = agent_api::kit::Launcher::Sandbox(settings.with_read_only(agent_bench::fixtures_dir()));
     for (decision, status) in
         [(PermissionDecision::Allow, PermissionStatus::Approved), (PermissionDecision::Deny { message: None }, PermissionStatus::Denied)]
     {

@@ -304,7 +304,8 @@ pub fn invocation(config: &ClaudeCodeConfig, request: &RunRequest) -> Result<Inv
     for (key, value) in &config.env {
         spec = spec.env(key, value);
     }
-    spec = spec.for_request(request).reads_env(READS_ENV).state_vars(["CLAUDE_CONFIG_DIR"]);
+    // `~/.claude` and `~/.claude.json`: its state where `CLAUDE_CONFIG_DIR` does not move it.
+    spec = spec.for_request(request).reads_env(READS_ENV).state_vars(["CLAUDE_CONFIG_DIR"]).home_state([".claude", ".claude.json"]);
     spec.clear_env = !config.inherit_env;
     let mut spec = crate::HOME_LAYOUT.apply(spec, &request.home)?;
     if let Some(dir) = request.working_dir.clone().or_else(|| config.working_dir.clone()) {

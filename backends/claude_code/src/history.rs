@@ -7,7 +7,6 @@
 //! through [`ClaudeProtocol`] once each line is put in the output's shape. The store's own
 //! bookkeeping lines (queued prompts, attachments, summaries, snapshots) carry no transcript.
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
 use agent_api::history::{self, SessionQuery, SessionStore, StoredSession};
@@ -70,10 +69,9 @@ impl ClaudeSessionStore {
 /// A session's listing entry, from the file's metadata and its first lines.
 fn describe(path: &Path) -> Option<StoredSession> {
     let id = path.file_stem()?.to_str()?;
-    let meta = std::fs::metadata(path).ok()?;
+    let (meta, lines) = history::head(path)?;
     let mut session = StoredSession::from_file(id, &meta);
-    let file = std::fs::File::open(path).ok()?;
-    for line in BufReader::new(file).lines().take(HEAD_LINES) {
+    for line in lines.take(HEAD_LINES) {
         let Ok(value) = serde_json::from_str::<Value>(&line.ok()?) else { continue };
         if session.cwd.is_none() {
             session.cwd = value.get("cwd").and_then(Value::as_str).map(PathBuf::from);

@@ -44,6 +44,38 @@ fn statuses(run: &RunRecord) -> Vec<(String, Option<String>)> {
         .collect()
 }
 
+/// A JSON Schema too long for one command-line argument: a typed error naming its size before
+/// anything starts, not the kernel's "Argument list too long".
+#[tokio::test]
+async fn a_schema_too_long_for_a_command_line_is_refused_naming_its_size() {
+    let properties: serde_json::Map<String, serde_json::Value> =
+        (0..4000).map(|i| (format!("field_{i:05}_with_a_long_name"), serde_json::json!({"type": "string"}))).collect();
+    let schema = serde_json::json!({"type": "object", "properties": properties});
+    let request = RunRequest::new("hi").with_portable(agent_api::PortableOptions::default().output_schema(schema.clone()));
+    let config = ClaudeCodeConfig::default().with_binary(fake()).with_env("FAKE_CLAUDE_MODE", "negative_cost");
+    let error = ClaudeCodeBackend::new(config).run(request).await.map(|_| ()).unwrap_err();
+    match error {
+        AgentError::ArgumentTooLong { bytes, max, .. } => {
+            assert_eq!(bytes, schema.to_string().len());
+            assert!(bytes > max);
+        }
+        other => panic!("expected ArgumentTooLong, got {other}"),
+    }
+}
+
+/// A negative cost from the agent is unknown, not under the limit: the run completes, its cost is
+/// `None`, and a `limit_unchecked` status says the cost limit could not be checked.
+#[tokio::test]
+async fn a_negative_cost_is_unknown_and_the_cost_limit_says_it_was_not_checked() {
+    let (run, _dir) = run_fake("negative_cost", RunRequest::new("hi").with_max_cost_usd(1.0)).await;
+    assert_conformant(&run);
+    let completion = run.completion.as_ref().unwrap();
+    assert_eq!(completion.usage.as_ref().unwrap().cost_usd, None, "{completion:?}");
+    let unchecked: Vec<_> = statuses(&run).into_iter().filter(|(label, _)| label == "limit_unchecked").collect();
+    assert_eq!(unchecked.len(), 1, "{:?}", statuses(&run));
+    assert!(unchecked[0].1.as_deref().unwrap_or("").contains("max_cost_usd"), "{unchecked:?}");
+}
+
 #[tokio::test]
 async fn a_crash_mid_stream_is_process_exited_naming_its_stderr_with_secrets_masked() {
     // The key the run hands the CLI, which the fake prints on stderr as it dies.

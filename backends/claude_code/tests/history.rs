@@ -90,6 +90,26 @@ async fn unreadable_stored_lines_become_unparsed_and_the_read_goes_on() {
     assert_eq!(run.completion.as_ref().unwrap().final_text.as_deref(), Some("Tool finished. Output was: hi"));
 }
 
+/// A store file with a 10 GiB first line (sparse) and one that is a link to a FIFO: the listing
+/// reads at most `HEAD_BYTES` of the first, never waits on the second, and lists the others.
+#[tokio::test]
+async fn a_huge_or_unreadable_store_file_is_passed_over_and_the_rest_listed() {
+    let (dir, store) = store_with(&[]);
+    let project = dir.path().join("projects/-home-dev-work-shell");
+    std::fs::File::create(project.join("huge.jsonl")).unwrap().set_len(10 << 30).unwrap();
+    let fifo = dir.path().join("fifo");
+    let name = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
+    std::os::unix::fs::symlink(&fifo, project.join("piped.jsonl")).unwrap();
+    let listed = tokio::time::timeout(Duration::from_secs(60), store.list_sessions(&SessionQuery::all())).await;
+    let sessions = listed.expect("listing waited on a store file").unwrap();
+    assert!(sessions.iter().any(|s| s.id == STORED_ID), "{sessions:?}");
+    assert!(sessions.iter().all(|s| s.id != "piped"), "{sessions:?}");
+    let read = tokio::time::timeout(Duration::from_secs(60), store.read_session("piped", false)).await.expect("reading waited on a FIFO");
+    assert!(read.is_err(), "a FIFO is not read as a session");
+}
+
 #[tokio::test]
 async fn unknown_and_path_like_ids_are_not_found() {
     let (_dir, store) = store_with(&[]);

@@ -50,7 +50,7 @@ fn base_spec(config: &CodexConfig, request: &RunRequest, args: Vec<String>) -> C
     for image in &request.prompt.images {
         spec = spec.local_file(absolute(image));
     }
-    spec.for_request(request).reads_env(READS_ENV).state_vars(["CODEX_HOME"])
+    spec.for_request(request).reads_env(READS_ENV).state_vars(["CODEX_HOME"]).home_state([".codex"])
 }
 
 /// The variables Codex reads for its endpoint, credentials and behaviour: all a launcher other

@@ -9,7 +9,6 @@
 //! each is put in the exec item's shape and read through [`Exec`]: a stored session reads back
 //! as the live exec run did. The rest is bookkeeping (instructions, settings, usage records).
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
 use agent_api::history::{self, SessionQuery, SessionStore, StoredSession};
@@ -71,11 +70,10 @@ impl CodexSessionStore {
 
 /// A rollout's listing entry, from its metadata and its first lines.
 fn describe(path: &Path) -> Option<StoredSession> {
-    let meta = std::fs::metadata(path).ok()?;
-    let file = std::fs::File::open(path).ok()?;
+    let (meta, lines) = history::head(path)?;
     let mut session: Option<StoredSession> = None;
     let mut prompt = None;
-    for line in BufReader::new(file).lines().take(HEAD_LINES) {
+    for line in lines.take(HEAD_LINES) {
         let Ok(line) = serde_json::from_str::<Value>(&line.ok()?) else { continue };
         let payload = line.get("payload");
         match line.get("type").and_then(Value::as_str) {

@@ -177,6 +177,17 @@ async fn app_server_approvals_are_permission_events_resolved_by_the_recorded_ans
     }
 }
 
+/// A file-change approval names only its item: the permission shows the item's paths and diff,
+/// so the person approving sees what will be written.
+#[tokio::test]
+async fn a_file_change_approval_shows_its_paths_and_diff() {
+    let run = replay(&fixtures().join("app_server/patch_approve.session.jsonl")).await;
+    let requested = run.of_type("permission.requested").next().expect("one request");
+    let UniversalEventBody::PermissionRequested(p) = &requested.body else { unreachable!() };
+    assert_eq!(p.details.file.as_deref(), Some("/home/dev/work/appserver_patch_approve/hello.txt"));
+    assert_eq!(p.details.diff.as_deref(), Some("--- /home/dev/work/appserver_patch_approve/hello.txt\nHello from apply_patch\n"));
+}
+
 #[tokio::test]
 async fn app_server_commands_and_patches_carry_their_facets_and_diffs() {
     let run = replay(&fixtures().join("app_server/shell_approve.session.jsonl")).await;

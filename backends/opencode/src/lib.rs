@@ -167,7 +167,13 @@ pub(crate) fn base_spec(config: &OpenCodeConfig, request: &RunRequest) -> Result
         spec = spec.env(k.clone(), v.clone());
     }
     // The request's environment and launcher; the directory is set below (the config's is the fallback).
-    spec = spec.for_request(request).reads_env(READS_ENV);
+    // Its XDG folders, where `XDG_*` do not move them.
+    spec = spec.for_request(request).reads_env(READS_ENV).home_state([
+        ".local/share/opencode",
+        ".local/state/opencode",
+        ".config/opencode",
+        ".cache/opencode",
+    ]);
     if let Some(dir) = working_dir(config, request) {
         spec = spec.env("PWD", dir.display().to_string()).cwd(dir);
     }

@@ -101,6 +101,9 @@ pub struct Parts {
     open: HashMap<String, String>,
     tools: HashMap<String, OpenTool>,
     usage: Option<Usage>,
+    /// A step reported no usable cost: the run's cost is unknown from then on, never a sum
+    /// that counted the step as free.
+    cost_unknown: bool,
 }
 
 fn str_of<'a>(value: &'a Value, key: &str) -> Option<&'a str> {
@@ -198,9 +201,15 @@ impl Parts {
         add(&mut usage.output_tokens, tokens.output);
         add(&mut usage.reasoning_tokens, tokens.reasoning);
         add(&mut usage.cached_input_tokens, tokens.cache.read);
-        usage.cost_usd = Some(usage.cost_usd.unwrap_or(0.0) + part.cost.unwrap_or(0.0));
+        let cost = part.cost.filter(|usd| usd.is_finite() && *usd >= 0.0);
+        self.cost_unknown |= cost.is_none();
+        usage.cost_usd = match cost {
+            Some(cost) if !self.cost_unknown => Some(usage.cost_usd.unwrap_or(0.0) + cost),
+            _ => None,
+        };
         let reason = part.reason.as_deref().unwrap_or("unknown");
-        let detail = format!("{reason}; {} tokens in, {} out; cost ${}", tokens.input, tokens.output, part.cost.unwrap_or(0.0));
+        let cost = cost.map_or_else(|| "unknown".to_string(), agent_api::display::usd);
+        let detail = format!("{reason}; {} tokens in, {} out; cost {cost}", tokens.input, tokens.output);
         t.status("step_finished", Some(detail));
     }
 
@@ -283,4 +292,42 @@ fn new_file_diff(path: &str, content: &str) -> String {
         diff.push('\n');
     }
     diff
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn step(cost: Option<f64>) -> Part {
+        Part { kind: "step-finish".into(), tokens: Some(Tokens { input: 10, output: 5, ..Tokens::default() }), cost, ..Part::default() }
+    }
+
+    #[test]
+    fn costs_add_up_and_a_step_without_a_usable_cost_makes_the_runs_cost_unknown() {
+        let mut t = Transcript::new("sess_1".into(), false);
+        let mut parts = Parts::default();
+        parts.part(&mut t, step(Some(0.1)), true);
+        parts.part(&mut t, step(Some(0.2)), true);
+        assert!((parts.usage().unwrap().cost_usd.unwrap() - 0.3).abs() < 1e-9);
+        for unusable in [None, Some(-1.0), Some(f64::NAN), Some(f64::INFINITY)] {
+            let mut parts = Parts::default();
+            parts.part(&mut t, step(Some(0.1)), true);
+            parts.part(&mut t, step(unusable), true);
+            parts.part(&mut t, step(Some(0.1)), true);
+            let usage = parts.usage().unwrap();
+            assert_eq!(usage.cost_usd, None, "{unusable:?}: unknown, never counted as zero");
+            assert_eq!(usage.input_tokens, Some(30));
+        }
+        let details: Vec<String> = t
+            .drain()
+            .filter_map(|e| e.completed_item().map(|i| i.content.clone()))
+            .flatten()
+            .filter_map(|p| match p {
+                ContentPart::Status { detail, .. } => detail,
+                _ => None,
+            })
+            .collect();
+        assert!(details.iter().any(|d| d.ends_with("cost $0.1000")), "{details:?}");
+        assert!(details.iter().any(|d| d.ends_with("cost unknown")), "{details:?}");
+    }
 }

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use agent_api::universal::{ItemKind, ItemStatus};
+use agent_api::universal::{ContentPart, ItemKind, ItemStatus};
 use agent_api::{AgentBackend, AgentError, Channel, PermissionDecision, PermissionPolicy, RunRequest};
 use agent_api_acp::{AcpBackend, AcpConfig, AcpOptions};
 use agent_api_conformance::{assert_conformant, problems, record, record_answering, Answers, RunRecord};
@@ -102,6 +102,48 @@ async fn traversal_attempts_never_touch_a_file_outside_the_cwd() {
     assert_eq!(std::fs::read_to_string(cwd.join("inside.txt")).unwrap(), "pwned");
     assert!(!report.contains("read ok secret"));
     assert_eq!(run.status_labels().iter().filter(|l| *l == "fs_refused").count(), 6);
+}
+
+/// Links an agent plants in its working directory (a dangling link to a file outside, a link to a
+/// folder outside, a hard link to a file outside) and a FIFO: every request through them is refused
+/// with a JSON-RPC error and a status naming the path, nothing outside changes, and the FIFO
+/// answers at once.
+#[tokio::test]
+async fn planted_links_and_fifos_are_refused_and_nothing_outside_changes() {
+    let outer = tempfile::tempdir().unwrap();
+    let cwd = outer.path().join("cwd");
+    std::fs::create_dir(&cwd).unwrap();
+    let secret = outer.path().join("secret.txt");
+    std::fs::write(&secret, "secret").unwrap();
+    std::os::unix::fs::symlink(outer.path().join("planted.txt"), cwd.join("dangling")).unwrap();
+    std::os::unix::fs::symlink(outer.path(), cwd.join("up")).unwrap();
+    std::fs::hard_link(&secret, cwd.join("hard")).unwrap();
+    let fifo = std::ffi::CString::new(cwd.join("pipe").into_os_string().into_encoded_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+    let ops =
+        "fsops write:dangling write:up/secret.txt write:up/new/planted.txt write:hard read:pipe write:pipe read:up/secret.txt write:ok.txt";
+    let run = tokio::time::timeout(Duration::from_secs(60), run(ops, &cwd, None)).await.expect("a FIFO must not hang the run");
+    let report = final_text(&run);
+    let parts: Vec<&str> = report.split("; ").collect();
+    assert_eq!(parts.len(), 8, "{report}");
+    assert!(parts[..7].iter().all(|p| p.starts_with("write refused") || p.starts_with("read refused")), "{report}");
+    assert_eq!(parts[7], "write ok ", "{report}");
+    assert_eq!(std::fs::read_to_string(&secret).unwrap(), "secret", "the outside file is untouched");
+    assert!(!outer.path().join("planted.txt").exists() && !outer.path().join("new").exists(), "nothing is created outside");
+    let refusals: Vec<&str> = run
+        .universal
+        .iter()
+        .filter_map(|e| e.completed_item())
+        .flat_map(|item| &item.content)
+        .filter_map(|part| match part {
+            ContentPart::Status { label, detail: Some(detail) } if label == "fs_refused" || label == "fs_failed" => Some(detail.as_str()),
+            _ => None,
+        })
+        .collect();
+    for name in ["dangling", "up/secret.txt", "hard", "pipe"] {
+        assert!(refusals.iter().any(|d| d.contains(&format!("{}/{name}", cwd.display()))), "no status names {name}: {refusals:?}");
+    }
 }
 
 #[tokio::test]

@@ -301,6 +301,52 @@ async fn bwrap_keeps_everything_but_the_runs_own_directories_read_only() {
     assert!(!outside.path().join("outside.txt").exists(), "the sandbox wrote outside its directories");
 }
 
+/// With the caller's real `HOME` (`--home inherit`), the home is read-only in the sandbox but
+/// for the agent's declared state: a dotfile (`~/.bashrc`'s stand-in) is not written, the
+/// declared state folder is.
+#[tokio::test]
+async fn bwrap_keeps_the_real_home_read_only_but_the_agents_own_state() {
+    let cwd = tempfile::tempdir().unwrap();
+    let home = std::env::var("HOME").unwrap();
+    // The agent's declared state folder, and the dotfile it must not plant, both in the real home.
+    let state = tempfile::tempdir_in(&home).unwrap();
+    let state_name = state.path().file_name().unwrap().to_str().unwrap().to_string();
+    let planted = std::path::Path::new(&home).join(format!(".agent_api_planted_{state_name}"));
+    let script = "echo x > \"$HOME/$1\" 2>/dev/null; echo s > \"$HOME/$2/state.txt\"; echo done";
+    let spec = CommandSpec::new("sh")
+        .args(["-c", script, "agent"])
+        .arg(planted.file_name().unwrap())
+        .arg(&state_name)
+        .cwd(cwd.path())
+        .env("HOME", &home)
+        .home_state([state_name.as_str()])
+        .with_launcher(bwrap());
+    let mut child = agent_api::kit::process::spawn(&spec).expect("spawns");
+    let mut out = String::new();
+    tokio::time::timeout(Duration::from_secs(10), child.child.stdout.take().unwrap().read_to_string(&mut out)).await.unwrap().unwrap();
+    let planted_exists = planted.exists();
+    let _ = std::fs::remove_file(&planted);
+    assert_eq!(out.trim(), "done");
+    assert!(!planted_exists, "the sandboxed agent wrote a dotfile in the real home");
+    assert_eq!(std::fs::read_to_string(state.path().join("state.txt")).unwrap(), "s\n", "its declared state stays writable");
+}
+
+/// A program under `/tmp` (a checkout there), which the sandbox's fresh `/tmp` would hide, is
+/// bound in and runs.
+#[tokio::test]
+async fn bwrap_runs_a_program_that_lives_under_tmp() {
+    let dir = tempfile::tempdir_in("/tmp").unwrap();
+    let program = dir.path().join("agent.sh");
+    std::fs::write(&program, "#!/bin/sh\necho from-tmp\n").unwrap();
+    std::fs::set_permissions(&program, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let cwd = tempfile::tempdir().unwrap();
+    let spec = CommandSpec::new(&program).cwd(cwd.path()).env("HOME", cwd.path().to_str().unwrap()).with_launcher(bwrap());
+    let mut child = agent_api::kit::process::spawn(&spec).expect("spawns");
+    let mut out = String::new();
+    tokio::time::timeout(Duration::from_secs(10), child.child.stdout.take().unwrap().read_to_string(&mut out)).await.unwrap().unwrap();
+    assert_eq!(out.trim(), "from-tmp");
+}
+
 #[tokio::test]
 async fn the_gateways_launcher_applies_unless_the_request_sets_one_and_is_checked_before_spawn() {
     use agent_api::{Gateway, RunRequest};

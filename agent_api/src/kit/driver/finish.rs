@@ -17,7 +17,7 @@ impl Core {
         let mut result = match self.fatal.take() {
             Some(error) => Err(error),
             None => match self.with_ctx(|p, ctx| p.finish(&info, ctx)) {
-                Some(result) => self.settings.limits.enforce(result),
+                Some(result) => self.settings.limits.enforce(result, &mut self.transcript),
                 None => Err(self.fatal.take().expect("with_ctx records why it returned nothing")),
             },
         };
@@ -86,7 +86,8 @@ impl Core {
             Some(schema) => result.map(|c| self.complete_fields(c)).and_then(|c| crate::structured::conform(schema, c)),
             None => result,
         };
-        match result {
+        // Whichever backend built the error, no key it quoted reaches the caller.
+        match result.map_err(AgentError::redacted) {
             Ok(mut completion) => {
                 let end = SessionEnd::completed();
                 self.transcript.end(SessionEnd { exit_code: info.exit_code, ..end });

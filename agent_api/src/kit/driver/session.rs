@@ -196,15 +196,18 @@ impl SessionDriver {
     }
 
     /// What the turn's completion is: a stop the driver made wins over what the agent reported.
-    fn turn_result(&self, turn: &Turn, reported: Result<RunCompletion, AgentError>) -> Result<RunCompletion, AgentError> {
+    fn turn_result(&mut self, turn: &Turn, reported: Result<RunCompletion, AgentError>) -> Result<RunCompletion, AgentError> {
         let cancelled = turn.cancel_requested.load(Ordering::SeqCst) || matches!(self.core.stop, Some(Stop::Cancelled | Stop::Abandoned));
-        if cancelled {
+        let result = if cancelled {
             Err(AgentError::Cancelled)
         } else if self.core.stop == Some(Stop::TimedOut) {
             Err(self.core.clock.error())
         } else {
-            self.core.settings.limits.enforce(reported).map(|completion| self.core.complete_fields(completion))
-        }
+            let limits = self.core.settings.limits;
+            limits.enforce(reported, &mut self.core.transcript).map(|completion| self.core.complete_fields(completion))
+        };
+        // Whichever backend built the error, no key it quoted reaches the caller.
+        result.map_err(AgentError::redacted)
     }
 
     /// The agent ended the turn: write the closing delimiter, send the turn's last events,

@@ -121,6 +121,13 @@ impl Bwrap {
         self.writable.push(dir.into());
         self
     }
+
+    /// Makes `path` (a file or folder) visible read-only inside the sandbox, where it would
+    /// otherwise be hidden: under `/tmp`, which the sandbox replaces, or under a writable folder.
+    pub fn with_read_only(mut self, path: impl Into<PathBuf>) -> Self {
+        self.read_only.push(path.into());
+        self
+    }
 }
 
 /// The container engine's command-line client.

@@ -43,7 +43,7 @@ pub(crate) fn plan(spec: &CommandSpec, program: PathBuf, run_id: &str) -> Result
                 Some(dir) => dir.clone(),
                 None => std::env::current_dir()?,
             };
-            let mut args = super::bwrap::args(settings, &cwd, &env, spec);
+            let mut args = super::bwrap::args(settings, &cwd, &env, spec, &program);
             args.extend(agent_argv());
             Ok(Planned { program: settings.program.clone(), args, env, cwd: None, far: None, stdin_preamble: Vec::new() })
         }

@@ -57,7 +57,7 @@ fn a_missing_launcher_program_is_a_typed_error() {
 fn a_sandbox_binds_the_runs_own_files_read_only_and_a_far_side_refuses_them() {
     let file = tempfile::NamedTempFile::new().unwrap();
     let spec = CommandSpec::new("agent").local_file(file.path());
-    let args = bwrap::args(&Bwrap::new(), std::path::Path::new("/"), &Default::default(), &spec);
+    let args = bwrap::args(&Bwrap::new(), std::path::Path::new("/"), &Default::default(), &spec, std::path::Path::new("/usr/bin/agent"));
     let bound = args.windows(3).any(|w| w[0] == "--ro-bind" && w[1] == file.path().as_os_str() && w[2] == file.path().as_os_str());
     assert!(bound, "{args:?}");
     for far in [Launcher::Ssh(Ssh::new("host")), Launcher::Container(Container::exec(Engine::Docker, "box"))] {

@@ -1,5 +1,5 @@
 use super::*;
-use crate::universal::{ContentPart, ItemRole, ReasoningVisibility};
+use crate::universal::{ContentPart, ItemRole, ReasoningVisibility, ToolMeta};
 
 fn types(t: &mut Transcript) -> Vec<&'static str> {
     t.drain().map(|e| e.type_name()).collect()
@@ -251,4 +251,44 @@ fn an_item_is_found_by_its_provider_id_only_while_it_is_open_and_a_reused_id_fin
     t.complete_item(&reused);
     assert_eq!(t.open_item_by_native("msg_1"), None);
     assert_eq!(t.open_item_by_native("msg_3"), None);
+}
+
+/// A key glued to a word in every kind of string a backend puts in an event: each is masked in
+/// the one place events are made, and the model's own prose is left as written.
+#[test]
+fn every_events_strings_are_masked_but_the_models_prose() {
+    const KEY: &str = "Q2x9vLmN4pR7tY1wZ8";
+    let glued = format!("xsk-proj-{KEY}");
+    let mut t = Transcript::new("sess_1".into(), false);
+    t.session_started(Some(serde_json::json!({"tools": [format!("mcp__{glued}")]})));
+    t.status(format!("retry {glued}"), Some(format!("rerouted to {glued}")));
+    let meta = ToolMeta {
+        kind: "command_execution".into(),
+        tool_name: Some(glued.clone()),
+        command: Some(format!("curl -H x{glued}")),
+        ..ToolMeta::default()
+    };
+    let tool = t.start_item(NewItem::tool_call(glued.clone(), "{}", "c1").tool(meta));
+    t.delta(&tool, format!("progress {glued}"));
+    t.complete_item_with(
+        &tool,
+        vec![ContentPart::ToolCall { name: glued.clone(), arguments: format!("{{\"q\":\"{glued}\"}}"), call_id: "c1".into() }],
+    );
+    let mut permission = PermissionEventData::requested("p1", format!("run {glued}"));
+    permission.details = PermissionDetails::default().command(Some(format!("echo {glued}")));
+    t.record_permission_request(permission);
+    t.question_requested("q1", format!("use {glued}?"), vec![glued.clone()]);
+    t.error(format!("failed: {glued}"), Some(format!("code_{glued}")), Some(serde_json::json!({"why": glued})));
+    let answer = t.start_item(NewItem::message(ItemRole::Assistant));
+    t.delta(&answer, "set api_key: your-key-here");
+    t.complete_item(&answer);
+    let events: Vec<UniversalEvent> = t.drain().collect();
+    let json = serde_json::to_string(&events).unwrap();
+    assert!(!json.contains(KEY), "a key survived: {json}");
+    for event in &events {
+        let shown = serde_json::to_string(event).unwrap();
+        let prose = shown.contains("\"itm_3\"");
+        assert!(prose || shown.contains("[redacted]"), "nothing masked in {shown}");
+    }
+    assert!(json.contains("set api_key: your-key-here"), "the answer is left as the model wrote it: {json}");
 }

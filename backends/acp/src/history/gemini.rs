@@ -8,7 +8,6 @@
 //! interface's stream-json (`gemini -p … --output-format stream-json`) and through its converter
 //! ([`Headless`]), so a stored chat reads back with the live headless run's tool calls and text.
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
 use agent_api::history::{self, SessionQuery, SessionStore, StoredSession};
@@ -58,9 +57,8 @@ impl GeminiSessionStore {
 }
 
 fn first_record(path: &Path) -> Option<Value> {
-    let file = std::fs::File::open(path).ok()?;
-    let line = BufReader::new(file).lines().next()?.ok()?;
-    serde_json::from_str(&line).ok()
+    let (_, mut lines) = history::head(path)?;
+    serde_json::from_str(&lines.next()?.ok()?).ok()
 }
 
 fn session_id(meta: &Value) -> Option<&str> {
@@ -78,14 +76,13 @@ fn typed_text(record: &Value) -> Option<String> {
 }
 
 fn describe(path: &Path) -> Option<StoredSession> {
-    let meta = std::fs::metadata(path).ok()?;
-    let file = std::fs::File::open(path).ok()?;
-    let mut lines =
-        BufReader::new(file).lines().take(HEAD_LINES).map_while(Result::ok).filter_map(|l| serde_json::from_str::<Value>(&l).ok());
+    let (meta, lines) = history::head(path)?;
+    let mut lines = lines.take(HEAD_LINES).map_while(Result::ok).filter_map(|l| serde_json::from_str::<Value>(&l).ok());
     let mut session = StoredSession::from_file(session_id(&lines.next()?)?, &meta);
     // `<project>/.project_root` holds the working directory the project was made for.
     let project = path.parent()?.parent()?;
-    session.cwd = std::fs::read_to_string(project.join(".project_root")).ok().map(|root| PathBuf::from(root.trim()));
+    let root = agent_api::kit::files::read_regular(&project.join(".project_root"), 64 * 1024).ok();
+    session.cwd = root.and_then(|root| String::from_utf8(root).ok()).map(|root| PathBuf::from(root.trim()));
     session.first_prompt = lines
         .filter(|r| r.get("type").and_then(Value::as_str) == Some("user"))
         .find_map(|r| typed_text(&r))

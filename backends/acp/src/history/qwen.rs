@@ -7,7 +7,6 @@
 //! reads back with the live run's tool calls and text. `system` records (telemetry, snapshots)
 //! carry no transcript.
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
 use agent_api::history::{self, SessionQuery, SessionStore, StoredSession};
@@ -62,10 +61,9 @@ fn text_of(record: &Value) -> String {
 }
 
 fn describe(path: &Path) -> Option<StoredSession> {
-    let meta = std::fs::metadata(path).ok()?;
+    let (meta, lines) = history::head(path)?;
     let mut session = StoredSession::from_file(path.file_stem()?.to_str()?, &meta);
-    let file = std::fs::File::open(path).ok()?;
-    for line in BufReader::new(file).lines().take(HEAD_LINES) {
+    for line in lines.take(HEAD_LINES) {
         let Ok(record) = serde_json::from_str::<Value>(&line.ok()?) else { continue };
         if session.cwd.is_none() {
             session.cwd = record.get("cwd").and_then(Value::as_str).map(PathBuf::from);

@@ -70,11 +70,29 @@ pub fn tool_permission(id: &str, tool: &str, input: &Value) -> PermissionRequest
     let details = PermissionDetails::default()
         .command(command)
         .cwd(cwd)
-        .file(bounded(input.get("file_path").or_else(|| input.get("notebook_path")).or_else(|| input.get("path"))));
+        .file(bounded(input.get("file_path").or_else(|| input.get("notebook_path")).or_else(|| input.get("path"))))
+        .diff(edit_diff(input));
     PermissionRequest::new(id, category(tool), tools::summary(tool, input))
         .tool_name(tool)
         .details(details)
         .metadata(json!({ "input": input }))
+}
+
+/// What an edit or write tool's input would change, as a diff: `old_string`/`new_string` (Claude
+/// Code's Edit, each of MultiEdit's `edits`), `old_str`/`new_str` (Amp's edit_file), `content` (a
+/// file written whole) or `new_source` (a notebook cell).
+fn edit_diff(input: &Value) -> Option<String> {
+    fn text<'v>(value: &'v Value, keys: &[&str]) -> Option<&'v str> {
+        keys.iter().find_map(|k| value.get(*k).and_then(Value::as_str))
+    }
+    let one = |edit: &Value| {
+        let new = text(edit, &["new_string", "new_str", "content", "new_source"])?;
+        Some(agent_api::universal::replacement_diff(text(edit, &["old_string", "old_str"]), new))
+    };
+    match input.get("edits").and_then(Value::as_array) {
+        Some(edits) => Some(edits.iter().filter_map(one).collect::<String>()).filter(|d| !d.is_empty()),
+        None => one(input),
+    }
 }
 
 /// A `control_response` with subtype success.

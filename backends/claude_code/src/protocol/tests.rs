@@ -615,3 +615,23 @@ fn images_go_with_the_user_message_as_base64_blocks_and_a_cli_without_them_refus
     assert!(matches!(refused, Err(AgentError::InvalidRequest { .. })), "{refused:?}");
     assert!(harness.take_sent().is_empty(), "nothing sent for a refused turn");
 }
+
+/// An Edit, a Write and a MultiEdit ask with the file and what would change in it.
+#[test]
+fn file_edit_permissions_carry_the_file_and_a_diff() {
+    let edit = super::tool_permission("p1", "Edit", &json!({"file_path": "/r/a.txt", "old_string": "one", "new_string": "two"}));
+    assert_eq!(edit.details.file.as_deref(), Some("/r/a.txt"));
+    assert_eq!(edit.details.diff.as_deref(), Some("-one\n+two\n"));
+    let write = super::tool_permission("p2", "Write", &json!({"file_path": "/r/b.txt", "content": "new\nfile"}));
+    assert_eq!(write.details.diff.as_deref(), Some("+new\n+file\n"));
+    let multi = super::tool_permission(
+        "p3",
+        "MultiEdit",
+        &json!({"file_path": "/r/c.txt", "edits": [{"old_string": "a", "new_string": "b"}, {"old_string": "c", "new_string": "d"}]}),
+    );
+    assert_eq!(multi.details.diff.as_deref(), Some("-a\n+b\n-c\n+d\n"));
+    let huge = super::tool_permission("p4", "Write", &json!({"file_path": "/r/d.txt", "content": "x".repeat(1 << 20)}));
+    assert!(huge.details.diff.as_ref().unwrap().len() <= agent_api::universal::PERMISSION_DIFF_BOUND, "bounded");
+    let bash = super::tool_permission("p5", "Bash", &json!({"command": "ls"}));
+    assert_eq!(bash.details.diff, None);
+}

@@ -322,6 +322,9 @@ impl AppServer {
             "item/started" | "item/completed" => {
                 let envelope: schema::ItemEnvelope = parse(method, params)?;
                 if self.ours(envelope.thread_id.as_deref()) {
+                    if envelope.item.get("type").and_then(Value::as_str) == Some("fileChange") {
+                        self.requests.note_file_change(&envelope.item, method == "item/started");
+                    }
                     let turn = envelope.turn_id.as_deref().or(self.turn_id.as_deref()).map(str::to_string);
                     if method == "item/started" {
                         self.items.started(t, &envelope.item, turn.as_deref())?;

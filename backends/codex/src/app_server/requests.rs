@@ -47,6 +47,9 @@ struct PendingInput {
 pub struct Requests {
     hitl: Hitl<PendingPermission, (String, String)>,
     inputs: HashMap<String, PendingInput>,
+    /// The paths and diffs of each `fileChange` item in progress, for its approval request
+    /// (which names only the item).
+    file_changes: HashMap<String, Vec<(String, Option<String>)>>,
 }
 
 /// The key of a JSON-RPC id (`0` and `"0"` alike).
@@ -113,6 +116,16 @@ fn answer_approves(result: &Value) -> bool {
     }
 }
 
+/// The files an `applyPatchApproval` is for, with their diffs (its own `fileChanges`).
+fn patch_changes(params: &Value) -> Vec<(String, Option<String>)> {
+    let Some(changes) = params.get("fileChanges").and_then(Value::as_object) else { return Vec::new() };
+    let diff_of = |change: &Value| {
+        let body = change.as_object().and_then(|o| o.values().next()).unwrap_or(change);
+        ["unified_diff", "content", "diff"].iter().find_map(|k| body.get(*k).and_then(Value::as_str)).map(str::to_string)
+    };
+    changes.iter().map(|(path, change)| (path.clone(), diff_of(change))).collect()
+}
+
 fn text(value: Option<&Value>) -> Option<String> {
     match value? {
         Value::String(s) => Some(agent_api::bounds::utf8_prefix(s, 2048).to_string()),
@@ -126,12 +139,24 @@ fn text(value: Option<&Value>) -> Option<String> {
 impl Requests {
     /// Requests of a live run, decided by `policy` where it says so.
     pub fn live(policy: PermissionPolicy) -> Self {
-        Self { hitl: Hitl::live(policy), inputs: HashMap::new() }
+        Self { hitl: Hitl::live(policy), inputs: HashMap::new(), file_changes: HashMap::new() }
     }
 
     /// Requests of a replay: the recorded answers resolve them.
     pub fn replay() -> Self {
-        Self { hitl: Hitl::replay(), inputs: HashMap::new() }
+        Self { hitl: Hitl::replay(), inputs: HashMap::new(), file_changes: HashMap::new() }
+    }
+
+    /// A `fileChange` item started (`started`) or ended: what its approval will show.
+    pub fn note_file_change(&mut self, item: &Value, started: bool) {
+        let Some(id) = item.get("id").and_then(Value::as_str) else { return };
+        if !started {
+            self.file_changes.remove(id);
+            return;
+        }
+        let changes = item.get("changes").cloned().and_then(|c| serde_json::from_value::<Vec<crate::schema::FileUpdateChange>>(c).ok());
+        let changes = changes.unwrap_or_default().into_iter().map(|c| (c.path, c.diff)).collect();
+        self.file_changes.insert(id.to_string(), changes);
     }
 
     /// Handles one server request; returns the messages to send now (the caller sends nothing in
@@ -154,9 +179,19 @@ impl Requests {
                 let meta = json!({"method": method});
                 permission("command_execution", category, Reply::Decision, meta)
             }
-            "item/fileChange/requestApproval" => {
+            "item/fileChange/requestApproval" | "applyPatchApproval" => {
                 let meta = json!({"method": method});
-                permission("file_change", ToolCategory::FileWrite, Reply::Decision, meta)
+                let reply = if method == "applyPatchApproval" { Reply::Review } else { Reply::Decision };
+                let (mut request, reply) = permission("file_change", ToolCategory::FileWrite, reply, meta);
+                // What will change: the paths and diffs of the change, so the approval shows them.
+                let changes = match params.get("itemId").and_then(Value::as_str) {
+                    Some(item) => self.file_changes.remove(item).unwrap_or_default(),
+                    None => patch_changes(&params),
+                };
+                if !changes.is_empty() {
+                    request.details = request.details.changes(changes.iter().map(|(path, diff)| (path.as_str(), diff.as_deref())));
+                }
+                (request, reply)
             }
             "item/permissions/requestApproval" => {
                 let requested = params.get("permissions").cloned().unwrap_or(json!({}));
@@ -166,10 +201,6 @@ impl Requests {
             "execCommandApproval" => {
                 let meta = json!({"method": method});
                 permission("command_execution", ToolCategory::Shell, Reply::Review, meta)
-            }
-            "applyPatchApproval" => {
-                let meta = json!({"method": method});
-                permission("file_change", ToolCategory::FileWrite, Reply::Review, meta)
             }
             "item/tool/requestUserInput" => return self.user_input(t, peer, key, id, &params),
             "mcpServer/elicitation/request" if is_tool_approval(&params) => {

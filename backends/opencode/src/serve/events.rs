@@ -105,9 +105,13 @@ fn permission_asked(p: &mut ServeProtocol, props: &Value, ctx: &mut Ctx<'_>) {
         (None, Some(file)) => format!("{permission}: {file}"),
         _ => permission.to_string(),
     };
-    let request = PermissionRequest::new(id, category(permission), action)
-        .tool_name(permission)
-        .details(PermissionDetails::default().call_id(str_at(props, "/tool/callID")).command(command).file(file));
+    let request = PermissionRequest::new(id, category(permission), action).tool_name(permission).details(
+        PermissionDetails::default()
+            .call_id(str_at(props, "/tool/callID"))
+            .command(command)
+            .file(file)
+            .diff(str_at(props, "/metadata/diff")),
+    );
     if let Some(decided) = p.hitl.request_permission(ctx.transcript, request, id.to_string()) {
         if p.plan.is_some() {
             p.reply_permission(ctx, &decided.native, &decided.decision);

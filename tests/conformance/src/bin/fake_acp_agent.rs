@@ -132,6 +132,26 @@ impl Agent {
         self.say(&report.join("; "));
     }
 
+    /// `fsops read:NAME write:NAME …`: each file request in turn (a NAME relative to the working
+    /// directory, or absolute), the outcomes reported in order.
+    fn fs_ops<'a>(&mut self, ops: impl Iterator<Item = &'a str>) {
+        let cwd = std::env::current_dir().unwrap();
+        let mut report = Vec::new();
+        for op in ops {
+            let (kind, name) = op.split_once(':').unwrap_or((op, ""));
+            let path = cwd.join(name).display().to_string();
+            let (method, params) = match kind {
+                "read" => ("fs/read_text_file", json!({"sessionId": self.session, "path": path})),
+                _ => ("fs/write_text_file", json!({"sessionId": self.session, "path": path, "content": "pwned"})),
+            };
+            report.push(match self.ask(method, params) {
+                Ok(result) => format!("{kind} ok {}", result["content"].as_str().unwrap_or("")),
+                Err(code) => format!("{kind} refused {code}"),
+            });
+        }
+        self.say(&report.join("; "));
+    }
+
     fn slow(&mut self) -> &'static str {
         for i in 0..600 {
             self.say(&format!("word{i} "));
@@ -153,6 +173,7 @@ impl Agent {
             "updates" => self.every_update(),
             "permission" => self.permission(),
             "fs" => self.fs(words.next().unwrap_or("/nonexistent")),
+            "fsops" => self.fs_ops(words),
             "terminal" => {
                 let answer = self.ask("terminal/create", json!({"sessionId": self.session, "command": "ls"}));
                 self.say(&format!("terminal: {}", if answer.is_ok() { "granted" } else { "refused" }));

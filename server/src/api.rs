@@ -1,0 +1,365 @@
+//! The handlers of the reference's 14 operations, and of this server's own few.
+
+use std::sync::Arc;
+
+use agent_api::{PermissionDecision, QuestionAnswer};
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use tokio::sync::mpsc;
+
+use crate::error::{ApiError, JsonBody, QueryOf};
+use crate::follow::{sse, until_stopped, Follower, SSE_CLIENT_BUFFER};
+use crate::live::LiveSession;
+use crate::state::Server;
+use crate::store::StoredEvent;
+use crate::wire::*;
+
+#[utoipa::path(get, path = "/v1/health", operation_id = "get_health", responses((status = 200, body = HealthResponse)))]
+pub(crate) async fn health() -> Json<HealthResponse> {
+    Json(HealthResponse { status: "ok".into() })
+}
+
+#[utoipa::path(get, path = "/v1/agents", operation_id = "list_agents", responses((status = 200, body = AgentListResponse)))]
+pub(crate) async fn list_agents(State(server): State<Server>) -> Json<AgentListResponse> {
+    Json(AgentListResponse { agents: crate::agents::list(&server).await })
+}
+
+#[utoipa::path(get, path = "/v1/agents/{agent}/modes", operation_id = "get_agent_modes",
+    params(("agent" = String, Path, description = "Agent id")),
+    responses((status = 200, body = AgentModesResponse), (status = 400, body = ProblemDetails)))]
+pub(crate) async fn agent_modes(State(server): State<Server>, Path(agent): Path<String>) -> Result<Json<AgentModesResponse>, ApiError> {
+    server.kind(&agent)?;
+    Ok(Json(crate::agents::modes()))
+}
+
+#[utoipa::path(post, path = "/v1/agents/{agent}/install", operation_id = "install_agent",
+    params(("agent" = String, Path, description = "Agent id")), request_body = AgentInstallRequest,
+    responses((status = 204, description = "Agent installed"), (status = 400, body = ProblemDetails),
+        (status = 404, body = ProblemDetails), (status = 500, body = ProblemDetails)))]
+pub(crate) async fn install_agent(
+    State(server): State<Server>,
+    Path(agent): Path<String>,
+    body: Result<axum::body::Bytes, axum::extract::rejection::BytesRejection>,
+) -> Result<StatusCode, ApiError> {
+    let body = body.map_err(|rejection| match rejection.status() {
+        StatusCode::PAYLOAD_TOO_LARGE => ApiError::too_large(),
+        status => ApiError::new(status, "invalid_request", rejection.body_text()),
+    })?;
+    // The reference makes the body optional.
+    let body: AgentInstallRequest = match body.iter().all(u8::is_ascii_whitespace) {
+        true => AgentInstallRequest::default(),
+        false => serde_json::from_slice(&body).map_err(|e| ApiError::invalid(format!("the body is not an AgentInstallRequest: {e}")))?,
+    };
+    let reinstall = body.reinstall.unwrap_or(false);
+    let kind = server.kind(&agent).map_err(|e| ApiError { status: StatusCode::NOT_FOUND, ..e })?;
+    crate::agents::install(&server, &kind, reinstall).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Beyond the reference: the agent's own stored sessions (`agent-api history`).
+#[utoipa::path(get, path = "/v1/agents/{agent}/history", operation_id = "list_agent_history",
+    params(("agent" = String, Path, description = "Agent id"),
+        ("cwd" = Option<String>, Query, description = "Only the sessions that ran in this directory")),
+    responses((status = 200, body = StoredSessionListResponse), (status = 400, body = ProblemDetails)))]
+pub(crate) async fn agent_history(
+    State(server): State<Server>,
+    Path(agent): Path<String>,
+    QueryOf(query): QueryOf<HistoryQuery>,
+) -> Result<Json<StoredSessionListResponse>, ApiError> {
+    let kind = server.kind(&agent)?;
+    let query = query.cwd.map(agent_api::history::SessionQuery::in_dir).unwrap_or_default();
+    let stored = server.inner.gateway.list_sessions(&kind, &query).await.map_err(|e| ApiError::agent(&e))?;
+    let time = |t: std::time::SystemTime| time::OffsetDateTime::from(t).format(&time::format_description::well_known::Rfc3339).ok();
+    let sessions = stored
+        .into_iter()
+        .map(|s| StoredSessionInfo {
+            time: s.time.and_then(time),
+            cwd: s.cwd.map(|c| c.to_string_lossy().into_owned()),
+            first_prompt: s.first_prompt,
+            title: s.title,
+            size: s.size,
+            id: s.id,
+        })
+        .collect();
+    Ok(Json(StoredSessionListResponse { sessions }))
+}
+
+/// Beyond the reference: one of the agent's own stored sessions read back as universal events,
+/// by pages as `get_events`.
+#[utoipa::path(get, path = "/v1/agents/{agent}/history/{native_session_id}/events", operation_id = "get_agent_history_events",
+    params(("agent" = String, Path, description = "Agent id"), ("native_session_id" = String, Path, description = "The agent's session id"),
+        ("offset" = Option<u64>, Query, description = "Only events with a sequence above this"),
+        ("limit" = Option<u64>, Query, description = "At most this many events"),
+        ("include_raw" = Option<bool>, Query, description = "Fill each event's raw payload")),
+    responses((status = 200, body = EventsResponse), (status = 400, body = ProblemDetails), (status = 404, body = ProblemDetails)))]
+pub(crate) async fn agent_history_events(
+    State(server): State<Server>,
+    Path((agent, id)): Path<(String, String)>,
+    QueryOf(query): QueryOf<EventsQuery>,
+) -> Result<Response, ApiError> {
+    let kind = server.kind(&agent)?;
+    let include_raw = query.include_raw.unwrap_or(false);
+    let handle = server.inner.gateway.read_session(&kind, &id, include_raw).await.map_err(|e| ApiError::agent(&e))?;
+    let (events, _) = handle.collect_universal().await;
+    let stored: Vec<StoredEvent> =
+        events.into_iter().filter(|e| e.sequence > query.offset.unwrap_or(0)).filter_map(|e| StoredEvent::from_event(e).ok()).collect();
+    Ok(events_page(stored, page_limit(&server, &query), include_raw))
+}
+
+#[utoipa::path(get, path = "/v1/sessions", operation_id = "list_sessions", responses((status = 200, body = SessionListResponse)))]
+pub(crate) async fn list_sessions(State(server): State<Server>) -> Result<Json<SessionListResponse>, ApiError> {
+    let records = server.inner.store.sessions().await?;
+    Ok(Json(SessionListResponse { sessions: records.into_iter().map(|r| server.info(r)).collect() }))
+}
+
+/// Beyond the reference: one session's info.
+#[utoipa::path(get, path = "/v1/sessions/{session_id}", operation_id = "get_session",
+    params(("session_id" = String, Path, description = "Client session id")),
+    responses((status = 200, body = SessionInfo), (status = 404, body = ProblemDetails)))]
+pub(crate) async fn get_session(State(server): State<Server>, Path(id): Path<String>) -> Result<Json<SessionInfo>, ApiError> {
+    let record = server.inner.store.session(&id).await?.ok_or_else(|| ApiError::no_session(&id))?;
+    Ok(Json(server.info(record)))
+}
+
+#[utoipa::path(post, path = "/v1/sessions/{session_id}", operation_id = "create_session",
+    params(("session_id" = String, Path, description = "Client session id")), request_body = CreateSessionRequest,
+    responses((status = 200, body = CreateSessionResponse), (status = 400, body = ProblemDetails), (status = 409, body = ProblemDetails)))]
+pub(crate) async fn create_session(
+    State(server): State<Server>,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody<CreateSessionRequest>,
+) -> Result<Json<CreateSessionResponse>, ApiError> {
+    let live = server.create(&id, body).await?;
+    let native_session_id = server.inner.store.session(&live.id).await?.and_then(|r| r.native_session_id);
+    Ok(Json(CreateSessionResponse { healthy: true, error: None, native_session_id }))
+}
+
+/// The live session `id`: 404 when unknown, 409 when it ended.
+async fn live_session(server: &Server, id: &str) -> Result<Arc<LiveSession>, ApiError> {
+    if let Some(live) = server.live(id) {
+        return Ok(live);
+    }
+    match server.inner.store.session(id).await? {
+        Some(record) if record.ended => Err(ApiError::new(StatusCode::CONFLICT, "session_ended", "the session has ended")),
+        Some(record) => Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "session_elsewhere",
+            format!(
+                "the session is run by the server `{}` sharing this store: send to that one",
+                agent_api::display::line(record.owner.as_deref().unwrap_or("?"), 128)
+            ),
+        )),
+        None => Err(ApiError::no_session(id)),
+    }
+}
+
+fn prompt(body: MessageRequest) -> Result<String, ApiError> {
+    if body.message.trim().is_empty() {
+        return Err(ApiError::invalid("the message is empty"));
+    }
+    Ok(body.message)
+}
+
+#[utoipa::path(post, path = "/v1/sessions/{session_id}/messages", operation_id = "post_message",
+    params(("session_id" = String, Path, description = "Session id")), request_body = MessageRequest,
+    responses((status = 204, description = "Message accepted"), (status = 404, body = ProblemDetails)))]
+pub(crate) async fn post_message(
+    State(server): State<Server>,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody<MessageRequest>,
+) -> Result<StatusCode, ApiError> {
+    let live = live_session(&server, &id).await?;
+    live.send(prompt(body)?).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[utoipa::path(post, path = "/v1/sessions/{session_id}/messages/stream", operation_id = "post_message_stream",
+    params(("session_id" = String, Path, description = "Session id"),
+        ("include_raw" = Option<bool>, Query, description = "Fill each event's raw payload")),
+    request_body = MessageRequest,
+    responses((status = 200, description = "SSE event stream"), (status = 404, body = ProblemDetails)))]
+pub(crate) async fn post_message_stream(
+    State(server): State<Server>,
+    Path(id): Path<String>,
+    QueryOf(query): QueryOf<TurnStreamQuery>,
+    JsonBody(body): JsonBody<MessageRequest>,
+) -> Result<Response, ApiError> {
+    let live = live_session(&server, &id).await?;
+    let prompt = prompt(body)?;
+    // Subscribed before the turn starts: its first event is on the feed after this.
+    let subscription = live.subscribe()?;
+    let (turn, first) = live.send(prompt).await?;
+    let (frames, stream) = mpsc::channel(SSE_CLIENT_BUFFER);
+    let follower = Follower::new(server.clone(), id, first - 1, query.include_raw.unwrap_or(false), frames);
+    tokio::spawn(until_stopped(server.inner.stopping.clone(), follower.turn(subscription, live, turn)));
+    Ok(sse(stream))
+}
+
+#[utoipa::path(get, path = "/v1/sessions/{session_id}/events", operation_id = "get_events",
+    params(("session_id" = String, Path, description = "Session id"),
+        ("offset" = Option<u64>, Query, description = "Only events with a sequence above this"),
+        ("limit" = Option<u64>, Query, description = "At most this many events"),
+        ("include_raw" = Option<bool>, Query, description = "Fill each event's raw payload")),
+    responses((status = 200, body = EventsResponse), (status = 404, body = ProblemDetails)))]
+pub(crate) async fn get_events(
+    State(server): State<Server>,
+    Path(id): Path<String>,
+    QueryOf(query): QueryOf<EventsQuery>,
+) -> Result<Response, ApiError> {
+    let limit = page_limit(&server, &query);
+    let events = server.inner.store.events(&id, query.offset.unwrap_or(0), limit.saturating_add(1)).await?;
+    Ok(events_page(events, limit, query.include_raw.unwrap_or(false)))
+}
+
+/// The page size a query asks for, cut to the server's bound.
+fn page_limit(server: &Server, query: &EventsQuery) -> usize {
+    let max = server.inner.config.max_page;
+    query.limit.map_or(max, |l| usize::try_from(l).unwrap_or(max).min(max))
+}
+
+/// An `EventsResponse` of the first `limit` of `events` (more of them: `hasMore`).
+fn events_page(mut events: Vec<StoredEvent>, limit: usize, include_raw: bool) -> Response {
+    let has_more = events.len() > limit;
+    events.truncate(limit);
+    // Assembled from the stored JSON: the events are not parsed again to be served.
+    let mut body = String::with_capacity(events.iter().map(|e| e.json.len() + 1).sum::<usize>() + 32);
+    body.push_str("{\"events\":[");
+    for (index, event) in events.iter().enumerate() {
+        if index > 0 {
+            body.push(',');
+        }
+        body.push_str(&event.render(include_raw));
+    }
+    body.push_str("],\"hasMore\":");
+    body.push_str(if has_more { "true" } else { "false" });
+    body.push('}');
+    ([(axum::http::header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
+#[utoipa::path(get, path = "/v1/sessions/{session_id}/events/sse", operation_id = "get_events_sse",
+    params(("session_id" = String, Path, description = "Session id"),
+        ("offset" = Option<u64>, Query, description = "Only events with a sequence above this (Last-Event-ID wins)"),
+        ("include_raw" = Option<bool>, Query, description = "Fill each event's raw payload")),
+    responses((status = 200, description = "SSE event stream"), (status = 404, body = ProblemDetails)))]
+pub(crate) async fn get_events_sse(
+    State(server): State<Server>,
+    Path(id): Path<String>,
+    QueryOf(query): QueryOf<EventsQuery>,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let last_event_id = headers.get("last-event-id").and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse::<u64>().ok());
+    let offset = last_event_id.or(query.offset).unwrap_or(0);
+    // Subscribed before the store is read: an event stored after the read is on the feed.
+    let subscription = match server.live(&id) {
+        Some(live) if !live.ended() => Some(live.subscribe()?),
+        _ => None,
+    };
+    if subscription.is_none() && server.inner.store.session(&id).await?.is_none() {
+        return Err(ApiError::no_session(&id));
+    }
+    let (frames, stream) = mpsc::channel(SSE_CLIENT_BUFFER);
+    let follower = Follower::new(server.clone(), id, offset, query.include_raw.unwrap_or(false), frames);
+    tokio::spawn(until_stopped(server.inner.stopping.clone(), follower.session(subscription)));
+    Ok(sse(stream))
+}
+
+#[utoipa::path(post, path = "/v1/sessions/{session_id}/permissions/{permission_id}/reply", operation_id = "reply_permission",
+    params(("session_id" = String, Path, description = "Session id"), ("permission_id" = String, Path, description = "Permission id")),
+    request_body = PermissionReplyRequest,
+    responses((status = 204, description = "Permission reply accepted"), (status = 404, body = ProblemDetails)))]
+pub(crate) async fn reply_permission(
+    State(server): State<Server>,
+    Path((id, permission)): Path<(String, String)>,
+    JsonBody(body): JsonBody<PermissionReplyRequest>,
+) -> Result<StatusCode, ApiError> {
+    let decision = match body.reply {
+        PermissionReply::Once => PermissionDecision::Allow,
+        PermissionReply::Always => PermissionDecision::AllowForSession,
+        PermissionReply::Reject => PermissionDecision::Deny { message: Some("rejected by the client".into()) },
+    };
+    let control = waiting(&server, &id, "permission request", &permission).await?;
+    control.respond_permission(&permission, decision).await.map_err(|e| ApiError::agent(&e))?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[utoipa::path(post, path = "/v1/sessions/{session_id}/questions/{question_id}/reply", operation_id = "reply_question",
+    params(("session_id" = String, Path, description = "Session id"), ("question_id" = String, Path, description = "Question id")),
+    request_body = QuestionReplyRequest,
+    responses((status = 204, description = "Question answered"), (status = 404, body = ProblemDetails)))]
+pub(crate) async fn reply_question(
+    State(server): State<Server>,
+    Path((id, question)): Path<(String, String)>,
+    JsonBody(body): JsonBody<QuestionReplyRequest>,
+) -> Result<StatusCode, ApiError> {
+    // One question per id here: its answer is the first list's choices, joined.
+    let answer = body.answers.first().map(|choices| choices.join(", ")).unwrap_or_default();
+    if answer.trim().is_empty() {
+        return Err(ApiError::invalid("the answers are empty: give at least one choice, or reject the question"));
+    }
+    let control = waiting(&server, &id, "question", &question).await?;
+    control.answer_question(&question, QuestionAnswer::Text(answer)).await.map_err(|e| ApiError::agent(&e))?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[utoipa::path(post, path = "/v1/sessions/{session_id}/questions/{question_id}/reject", operation_id = "reject_question",
+    params(("session_id" = String, Path, description = "Session id"), ("question_id" = String, Path, description = "Question id")),
+    responses((status = 204, description = "Question rejected"), (status = 404, body = ProblemDetails)))]
+pub(crate) async fn reject_question(
+    State(server): State<Server>,
+    Path((id, question)): Path<(String, String)>,
+) -> Result<StatusCode, ApiError> {
+    let control = waiting(&server, &id, "question", &question).await?;
+    control.answer_question(&question, QuestionAnswer::Reject).await.map_err(|e| ApiError::agent(&e))?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// The control of the turn a request waits in; 404 when no turn is in progress.
+async fn waiting(server: &Server, id: &str, what: &str, request: &str) -> Result<agent_api::RunControl, ApiError> {
+    let live = live_session(server, id).await?;
+    live.control().ok_or_else(|| {
+        ApiError::new(
+            StatusCode::NOT_FOUND,
+            "invalid_request",
+            format!("no {what} `{}` is waiting", agent_api::display::line(request, 128)),
+        )
+    })
+}
+
+#[utoipa::path(post, path = "/v1/sessions/{session_id}/terminate", operation_id = "terminate_session",
+    params(("session_id" = String, Path, description = "Session id")),
+    responses((status = 204, description = "Session terminated"), (status = 404, body = ProblemDetails)))]
+pub(crate) async fn terminate_session(State(server): State<Server>, Path(id): Path<String>) -> Result<StatusCode, ApiError> {
+    match server.live(&id) {
+        Some(live) => {
+            live.terminate().await?;
+            server.forget(&id);
+        }
+        // Ended already: terminating again changes nothing.
+        None if server.inner.store.session(&id).await?.is_some() => {}
+        None => return Err(ApiError::no_session(&id)),
+    }
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Beyond the reference: cancels the turn in progress and keeps the session.
+#[utoipa::path(post, path = "/v1/sessions/{session_id}/cancel", operation_id = "cancel_turn",
+    params(("session_id" = String, Path, description = "Session id")),
+    responses((status = 204, description = "The turn in progress was cancelled (or none was)"), (status = 404, body = ProblemDetails)))]
+pub(crate) async fn cancel_turn(State(server): State<Server>, Path(id): Path<String>) -> Result<StatusCode, ApiError> {
+    let live = live_session(&server, &id).await?;
+    live.cancel_turn().await;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Beyond the reference: this document.
+#[utoipa::path(get, path = "/v1/openapi.json", operation_id = "get_openapi", responses((status = 200, description = "This OpenAPI document")))]
+pub(crate) async fn openapi() -> Json<utoipa::openapi::OpenApi> {
+    Json(crate::openapi::document())
+}
+
+/// Any other path.
+pub(crate) async fn not_found(uri: axum::http::Uri) -> ApiError {
+    ApiError::new(StatusCode::NOT_FOUND, "not_found", format!("no endpoint at {}", agent_api::display::line(uri.path(), 256)))
+}

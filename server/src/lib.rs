@@ -1,0 +1,121 @@
+//! `agent-api serve`: the universal session API over HTTP and SSE, in the wire format of the
+//! sandbox-agent v0.1.2 daemon (`spec/http-api.md`), with sessions kept in a store.
+//!
+//! The server uses the library's public API only: a [`agent_api::Gateway`] opens a
+//! [`agent_api::Session`] per HTTP session, each message is a turn
+//! ([`agent_api::Session::send`]), its universal events are numbered in the session, written to
+//! the [`store`] and only then served (HTTP pages, SSE), and permission and question replies go to
+//! the turn's [`agent_api::RunControl`]. A backend added to the library is served with no change
+//! here.
+//!
+//! - [`Server`]: the gateway, the session template, the store, the live sessions.
+//! - [`router`]: the axum routes, with bearer auth, CORS and body bounds from [`ServerConfig`].
+//! - [`serve`]: runs the router on a listener until a shutdown future resolves.
+
+mod agents;
+mod api;
+mod config;
+mod error;
+mod follow;
+mod live;
+pub mod openapi;
+mod state;
+pub mod store;
+pub mod wire;
+
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderValue, Method, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use subtle::ConstantTimeEq;
+
+pub use config::ServerConfig;
+pub use error::ApiError;
+pub use state::{Server, AGENT_ALIASES, INTERRUPTED};
+pub use store::{Store, StoreError, StoreUrl};
+
+/// The routes: the reference's 14 operations, `GET /v1/openapi.json`, `GET /v1/sessions/{id}` and
+/// `POST /v1/sessions/{id}/cancel`; every one but health behind the bearer token when one is set.
+pub fn router(server: Server) -> Router {
+    let config = server.inner.config.clone();
+    let api = Router::new()
+        .route("/v1/agents", get(api::list_agents))
+        .route("/v1/agents/{agent}/modes", get(api::agent_modes))
+        .route("/v1/agents/{agent}/install", post(api::install_agent))
+        .route("/v1/agents/{agent}/history", get(api::agent_history))
+        .route("/v1/agents/{agent}/history/{native_session_id}/events", get(api::agent_history_events))
+        .route("/v1/sessions", get(api::list_sessions))
+        .route("/v1/sessions/{session_id}", post(api::create_session).get(api::get_session))
+        .route("/v1/sessions/{session_id}/messages", post(api::post_message))
+        .route("/v1/sessions/{session_id}/messages/stream", post(api::post_message_stream))
+        .route("/v1/sessions/{session_id}/events", get(api::get_events))
+        .route("/v1/sessions/{session_id}/events/sse", get(api::get_events_sse))
+        .route("/v1/sessions/{session_id}/permissions/{permission_id}/reply", post(api::reply_permission))
+        .route("/v1/sessions/{session_id}/questions/{question_id}/reply", post(api::reply_question))
+        .route("/v1/sessions/{session_id}/questions/{question_id}/reject", post(api::reject_question))
+        .route("/v1/sessions/{session_id}/terminate", post(api::terminate_session))
+        .route("/v1/sessions/{session_id}/cancel", post(api::cancel_turn))
+        .route("/v1/openapi.json", get(api::openapi))
+        .fallback(api::not_found)
+        .route_layer(axum::middleware::from_fn_with_state(server.clone(), authorize));
+    let mut app = Router::new()
+        .route("/v1/health", get(api::health))
+        .merge(api)
+        .layer(axum::extract::DefaultBodyLimit::max(config.max_body_bytes))
+        .with_state(server);
+    if !config.cors_origins.is_empty() {
+        let origins: Vec<HeaderValue> = config.cors_origins.iter().filter_map(|o| HeaderValue::from_str(o).ok()).collect();
+        app =
+            app.layer(tower_http::cors::CorsLayer::new().allow_origin(origins).allow_methods([Method::GET, Method::POST]).allow_headers([
+                header::AUTHORIZATION,
+                header::CONTENT_TYPE,
+                header::HeaderName::from_static("last-event-id"),
+            ]));
+    }
+    app
+}
+
+/// 401 unless the request carries `Authorization: Bearer <token>` (compared in constant time).
+async fn authorize(State(server): State<Server>, request: Request, next: Next) -> Response {
+    let Some(token) = &server.inner.config.token else { return next.run(request).await };
+    // The scheme's name is case-insensitive (RFC 9110); the token is compared in constant time.
+    let given = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .map(HeaderValue::as_bytes)
+        .filter(|value| value.len() > 7 && value[..7].eq_ignore_ascii_case(b"bearer "))
+        .map_or(&b""[..], |value| &value[7..]);
+    if bool::from(given.ct_eq(token.as_bytes())) {
+        return next.run(request).await;
+    }
+    let mut response =
+        ApiError::new(StatusCode::UNAUTHORIZED, "token_invalid", "missing or wrong bearer token (Authorization: Bearer <token>)")
+            .into_response();
+    response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    response
+}
+
+/// Serves `server` on `listener` until `shutdown` resolves, then ends its SSE streams (so that
+/// their connections close), waits for the requests in flight, and terminates its live sessions.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    server: Server,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let app = router(server.clone());
+    // SSE frames are small writes: without TCP_NODELAY one waits for the client's delayed ACK
+    // (up to 40 ms) whenever another is in flight.
+    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp: &mut tokio::net::TcpStream| {
+        let _ = tcp.set_nodelay(true);
+    });
+    let stopping = server.inner.stopping.clone();
+    let shutdown = async move {
+        shutdown.await;
+        stopping.cancel();
+    };
+    let served = axum::serve(listener, app).with_graceful_shutdown(shutdown).await;
+    server.terminate_all().await;
+    served
+}

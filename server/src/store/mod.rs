@@ -1,0 +1,242 @@
+//! Where sessions and their events are kept: every event is written here before any client sees
+//! it, and the events endpoints read it back from here.
+//!
+//! Two stores: [`MemoryStore`] (for tests: nothing survives the process) and [`SqliteStore`] (the
+//! default: one file, WAL, batched writes). [`StoreUrl`] parses `--store`.
+
+mod memory;
+mod postgres;
+mod sqlite;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+pub use memory::MemoryStore;
+pub use postgres::PostgresStore;
+pub use sqlite::SqliteStore;
+
+/// One stored event: its sequence in the session and its JSON, kept apart from its raw payload
+/// so that the common case (no `include_raw`) is served without parsing.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredEvent {
+    /// Position in the session, from 1, with no gaps.
+    pub sequence: u64,
+    /// The event's JSON with `"raw":null` as its last member.
+    pub json: Arc<str>,
+    /// The event's native payload as JSON, when it has one.
+    pub raw: Option<Arc<str>>,
+}
+
+/// The tail every stored event's JSON ends with: `raw` is the envelope's last member.
+const RAW_NULL_TAIL: &str = "\"raw\":null}";
+
+impl StoredEvent {
+    /// Builds a stored event from a universal event (whose `raw` is moved to its own field).
+    pub fn from_event(mut event: agent_api::universal::UniversalEvent) -> Result<Self, serde_json::Error> {
+        let raw = event.raw.take().map(|raw| serde_json::to_string(&*raw)).transpose()?;
+        let json = serde_json::to_string(&event)?;
+        debug_assert!(json.ends_with(RAW_NULL_TAIL), "`raw` must stay the event's last member");
+        Ok(Self { sequence: event.sequence, json: json.into(), raw: raw.map(Into::into) })
+    }
+
+    /// The event's type (`item.delta`, …), read from its JSON without parsing it: the envelope's
+    /// `type` member is the first `,"type":"` (every string before it escapes its quotes).
+    pub fn kind(&self) -> &str {
+        let Some((_, rest)) = self.json.split_once(r#","type":""#) else { return "" };
+        rest.split_once('"').map_or("", |(kind, _)| kind)
+    }
+
+    /// The event's JSON as served: `raw` filled only when `include_raw` asks for it.
+    pub fn render(&self, include_raw: bool) -> String {
+        match (&self.raw, include_raw) {
+            (Some(raw), true) => match self.json.strip_suffix("null}") {
+                Some(head) if self.json.ends_with(RAW_NULL_TAIL) => [head, raw, "}"].concat(),
+                // Not the shape this server writes (an older row): parse and set the member.
+                _ => {
+                    let mut value: serde_json::Value = serde_json::from_str(&self.json).unwrap_or_default();
+                    if let Some(object) = value.as_object_mut() {
+                        object.insert("raw".into(), serde_json::from_str(raw).unwrap_or_default());
+                    }
+                    value.to_string()
+                }
+            },
+            _ => self.json.to_string(),
+        }
+    }
+}
+
+/// A session as the store keeps it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionRecord {
+    /// The id the client chose (the path's `session_id`).
+    pub id: String,
+    /// The agent id as the client gave it (`claude` or `claude_code`).
+    pub agent: String,
+    /// The agent mode (`build` unless asked).
+    pub agent_mode: String,
+    /// The permission mode (`default` unless asked).
+    pub permission_mode: String,
+    /// The model asked for.
+    pub model: Option<String>,
+    /// The model variant asked for.
+    pub variant: Option<String>,
+    /// The agent's own session id, once known.
+    pub native_session_id: Option<String>,
+    /// Whether the session ended (terminated, or its agent stopped).
+    pub ended: bool,
+    /// Why it ended, when it ended with an error (e.g. the daemon stopped under it).
+    pub end_error: Option<String>,
+    /// How many events it has.
+    pub event_count: u64,
+    /// The server (its daemon id) that runs it while it is live.
+    pub owner: Option<String>,
+    /// The tokens and cost of its turns, summed, as JSON (`SessionInfo.usage`).
+    pub usage: Option<String>,
+}
+
+/// What a store can fail with.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// A session with this id exists.
+    #[error("a session with id `{0}` already exists")]
+    Duplicate(String),
+    /// No session has this id.
+    #[error("no session has id `{0}`")]
+    NotFound(String),
+    /// An event's sequence does not follow the session's last one.
+    #[error("event {got} does not follow event {last} of session `{session}`")]
+    OutOfOrder {
+        /// The session.
+        session: String,
+        /// Its last stored sequence.
+        last: u64,
+        /// The sequence offered.
+        got: u64,
+    },
+    /// The database failed.
+    #[error("the store failed: {0}")]
+    Backend(String),
+    /// The `--store` URL is not one this server knows.
+    #[error("unsupported store {0:?}: use memory, sqlite:PATH, a path ending in .sqlite3/.db, or postgres://…")]
+    UnsupportedUrl(String),
+}
+
+/// A store of sessions and their events.
+#[async_trait]
+pub trait Store: Send + Sync + std::fmt::Debug {
+    /// Adds a session; [`StoreError::Duplicate`] when its id is taken.
+    async fn create_session(&self, record: SessionRecord) -> Result<(), StoreError>;
+    /// Appends events to a session (sequences following its last one), durable when this returns.
+    async fn append(&self, session: &str, events: Vec<StoredEvent>) -> Result<(), StoreError>;
+    /// Up to `limit` events with a sequence above `after`, in order.
+    async fn events(&self, session: &str, after: u64, limit: usize) -> Result<Vec<StoredEvent>, StoreError>;
+    /// One session.
+    async fn session(&self, id: &str) -> Result<Option<SessionRecord>, StoreError>;
+    /// Every session, in the order they were created.
+    async fn sessions(&self) -> Result<Vec<SessionRecord>, StoreError>;
+    /// Records the agent's own session id.
+    async fn set_native_session_id(&self, id: &str, native: &str) -> Result<(), StoreError>;
+    /// Marks a session ended, with an error reason when it ended badly.
+    async fn mark_ended(&self, id: &str, error: Option<&str>) -> Result<(), StoreError>;
+    /// Records the tokens and cost of a session's turns so far (JSON).
+    async fn set_usage(&self, id: &str, usage: &str) -> Result<(), StoreError>;
+}
+
+/// Where the store lives, as `--store` names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StoreUrl {
+    /// In memory: for tests, nothing survives the process.
+    Memory,
+    /// A SQLite file.
+    Sqlite(PathBuf),
+    /// A PostgreSQL database (`postgres://` or `postgresql://`), shared by several servers.
+    Postgres(String),
+}
+
+impl StoreUrl {
+    /// Parses `memory`, `sqlite:PATH` (or `sqlite://PATH`), a bare path ending in `.sqlite3`,
+    /// `.sqlite` or `.db`, or a `postgres://` (`postgresql://`) URL.
+    pub fn parse(text: &str) -> Result<Self, StoreError> {
+        if text == "memory" {
+            return Ok(Self::Memory);
+        }
+        if text.starts_with("postgres://") || text.starts_with("postgresql://") {
+            return Ok(Self::Postgres(text.into()));
+        }
+        let path = text.strip_prefix("sqlite://").or_else(|| text.strip_prefix("sqlite:"));
+        match path {
+            Some(path) if !path.is_empty() => Ok(Self::Sqlite(PathBuf::from(path))),
+            Some(_) => Err(StoreError::UnsupportedUrl(text.into())),
+            None if [".sqlite3", ".sqlite", ".db"].iter().any(|ext| text.ends_with(ext)) => Ok(Self::Sqlite(PathBuf::from(text))),
+            None => Err(StoreError::UnsupportedUrl(text.into())),
+        }
+    }
+
+    /// The default: `agent-api/server.sqlite3` in the user's data directory
+    /// (`$XDG_DATA_HOME`, `~/.local/share` on Linux).
+    pub fn default_sqlite() -> Option<Self> {
+        dirs::data_dir().map(|dir| Self::Sqlite(dir.join("agent-api").join("server.sqlite3")))
+    }
+
+    /// Opens the store.
+    pub async fn open(&self) -> Result<Arc<dyn Store>, StoreError> {
+        Ok(match self {
+            Self::Memory => Arc::new(MemoryStore::default()),
+            Self::Sqlite(path) => Arc::new(SqliteStore::open(path.clone()).await?),
+            Self::Postgres(url) => Arc::new(PostgresStore::open(url).await?),
+        })
+    }
+}
+
+impl std::fmt::Display for StoreUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Memory => f.write_str("memory"),
+            Self::Sqlite(path) => write!(f, "sqlite:{}", path.display()),
+            // Without the user and password the URL may hold.
+            Self::Postgres(url) => {
+                let (scheme, rest) = url.split_once("://").unwrap_or(("postgres", url));
+                write!(f, "{scheme}://{}", rest.rsplit_once('@').map_or(rest, |(_, host)| host))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn store_urls_parse_and_refuse_what_they_do_not_know() {
+        assert_eq!(StoreUrl::parse("memory").unwrap(), StoreUrl::Memory);
+        assert_eq!(StoreUrl::parse("sqlite:/tmp/x.db").unwrap(), StoreUrl::Sqlite("/tmp/x.db".into()));
+        assert_eq!(StoreUrl::parse("sqlite:///tmp/x").unwrap(), StoreUrl::Sqlite("/tmp/x".into()));
+        assert_eq!(StoreUrl::parse("data/a.sqlite3").unwrap(), StoreUrl::Sqlite("data/a.sqlite3".into()));
+        assert_eq!(StoreUrl::parse("postgres://u:p@h:5/db").unwrap(), StoreUrl::Postgres("postgres://u:p@h:5/db".into()));
+        assert_eq!(StoreUrl::parse("postgresql://u:secret@h/db").unwrap().to_string(), "postgresql://h/db", "no password shown");
+        for bad in ["sqlite:", "mysql://x", "file.txt"] {
+            assert!(matches!(StoreUrl::parse(bad), Err(StoreError::UnsupportedUrl(_))), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_stored_event_serves_raw_only_when_asked() {
+        let event = StoredEvent { sequence: 1, json: r#"{"sequence":1,"raw":null}"#.into(), raw: Some(r#"{"a":[1]}"#.into()) };
+        assert_eq!(event.render(false), r#"{"sequence":1,"raw":null}"#);
+        let with_raw: serde_json::Value = serde_json::from_str(&event.render(true)).unwrap();
+        assert_eq!(with_raw["raw"]["a"][0], 1);
+    }
+
+    #[test]
+    fn a_stored_events_kind_is_its_envelopes_type_whatever_its_ids_hold() {
+        let mut transcript = agent_api::universal::Transcript::new(r#"sess_,"type":"x"#.into(), false);
+        transcript.permission_requested("perm_1", r#"run ,"type":"item.delta" now"#, None);
+        let kinds: Vec<String> = transcript.drain().map(|e| StoredEvent::from_event(e).unwrap().kind().to_string()).collect();
+        assert!(kinds.contains(&"permission.requested".to_string()), "{kinds:?}");
+        assert!(kinds.iter().all(|k| k.contains('.')), "{kinds:?}");
+    }
+}

@@ -1,0 +1,249 @@
+//! [`PostgresStore`]: sessions and events in PostgreSQL (`--store postgres://…`), so that several
+//! servers on several machines share one history.
+//!
+//! tokio-postgres, one connection: its queries are pipelined, so tasks writing for different
+//! sessions do not wait for each other's round trips. An append is one statement (the events as
+//! arrays, and the session's count moved from the last sequence to the new one), so it needs no
+//! transaction and is refused whole when another writer got there first. A connection that broke
+//! (the database restarted) is opened again at the next call.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use tokio_postgres::{Client, NoTls, Row};
+
+use super::{SessionRecord, Store, StoreError, StoredEvent};
+
+/// The migrations, in order; the table `agent_api_migrations` holds those applied.
+const MIGRATIONS: &[&str] = &[
+    include_str!("../../migrations/postgres/0001_sessions_and_events.sql"),
+    include_str!("../../migrations/postgres/0002_session_usage.sql"),
+];
+
+/// Serializes migrations between servers starting at once (`pg_advisory_xact_lock`).
+const MIGRATION_LOCK: i64 = 0x6167_656e_745f_6170;
+
+/// A store in a PostgreSQL database.
+pub struct PostgresStore {
+    url: String,
+    client: tokio::sync::Mutex<Arc<Client>>,
+}
+
+impl std::fmt::Debug for PostgresStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The URL may hold a password: never shown.
+        f.debug_struct("PostgresStore").finish_non_exhaustive()
+    }
+}
+
+fn backend(error: impl std::fmt::Display) -> StoreError {
+    StoreError::Backend(error.to_string())
+}
+
+async fn connect(url: &str) -> Result<Client, StoreError> {
+    let (client, connection) =
+        tokio_postgres::connect(url, NoTls).await.map_err(|e| backend(format!("cannot connect to PostgreSQL: {e}")))?;
+    tokio::spawn(async move {
+        if let Err(error) = connection.await {
+            tracing::warn!("the PostgreSQL connection ended: {error}");
+        }
+    });
+    Ok(client)
+}
+
+async fn migrate(client: &mut Client) -> Result<(), StoreError> {
+    let tx = client.transaction().await.map_err(backend)?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK]).await.map_err(backend)?;
+    tx.batch_execute("CREATE TABLE IF NOT EXISTS agent_api_migrations (version INTEGER PRIMARY KEY)").await.map_err(backend)?;
+    let applied: i64 = tx.query_one("SELECT COUNT(*) FROM agent_api_migrations", &[]).await.map_err(backend)?.get(0);
+    let applied = usize::try_from(applied).unwrap_or(usize::MAX);
+    if applied > MIGRATIONS.len() {
+        return Err(StoreError::Backend(format!(
+            "the database has {applied} migrations, this server knows {}: it was written by a newer agent-api",
+            MIGRATIONS.len()
+        )));
+    }
+    for (index, sql) in MIGRATIONS.iter().enumerate().skip(applied) {
+        tx.batch_execute(sql).await.map_err(backend)?;
+        let version = i32::try_from(index + 1).unwrap_or(i32::MAX);
+        tx.execute("INSERT INTO agent_api_migrations (version) VALUES ($1)", &[&version]).await.map_err(backend)?;
+    }
+    tx.commit().await.map_err(backend)
+}
+
+impl PostgresStore {
+    /// Connects to the database at `url` and migrates it.
+    pub async fn open(url: &str) -> Result<Self, StoreError> {
+        let mut client = connect(url).await?;
+        migrate(&mut client).await?;
+        Ok(Self { url: url.to_string(), client: tokio::sync::Mutex::new(Arc::new(client)) })
+    }
+
+    /// The connection, opened again when it broke.
+    async fn client(&self) -> Result<Arc<Client>, StoreError> {
+        let mut client = self.client.lock().await;
+        if client.is_closed() {
+            *client = Arc::new(connect(&self.url).await?);
+        }
+        Ok(client.clone())
+    }
+}
+
+const SESSION_COLUMNS: &str =
+    "id, agent, agent_mode, permission_mode, model, variant, native_session_id, ended, end_error, event_count, owner, usage";
+
+fn session_row(row: &Row) -> SessionRecord {
+    SessionRecord {
+        id: row.get(0),
+        agent: row.get(1),
+        agent_mode: row.get(2),
+        permission_mode: row.get(3),
+        model: row.get(4),
+        variant: row.get(5),
+        native_session_id: row.get(6),
+        ended: row.get(7),
+        end_error: row.get(8),
+        event_count: u64::try_from(row.get::<_, i64>(9)).unwrap_or(0),
+        owner: row.get(10),
+        usage: row.get(11),
+    }
+}
+
+fn signed(n: u64) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+#[async_trait]
+impl Store for PostgresStore {
+    async fn create_session(&self, r: SessionRecord) -> Result<(), StoreError> {
+        let inserted = self
+            .client()
+            .await?
+            .execute(
+                "INSERT INTO sessions (id, agent, agent_mode, permission_mode, model, variant, native_session_id, ended, end_error, owner)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (id) DO NOTHING",
+                &[
+                    &r.id,
+                    &r.agent,
+                    &r.agent_mode,
+                    &r.permission_mode,
+                    &r.model,
+                    &r.variant,
+                    &r.native_session_id,
+                    &r.ended,
+                    &r.end_error,
+                    &r.owner,
+                ],
+            )
+            .await
+            .map_err(backend)?;
+        match inserted {
+            0 => Err(StoreError::Duplicate(r.id)),
+            _ => Ok(()),
+        }
+    }
+
+    async fn append(&self, session: &str, events: Vec<StoredEvent>) -> Result<(), StoreError> {
+        let (Some(first), Some(last)) = (events.first().map(|e| e.sequence), events.last().map(|e| e.sequence)) else {
+            return Ok(());
+        };
+        if let Some((_, event)) = events.iter().enumerate().find(|(i, e)| e.sequence != first + *i as u64) {
+            return Err(StoreError::OutOfOrder { session: session.into(), last: event.sequence.saturating_sub(1), got: event.sequence });
+        }
+        let sequences: Vec<i64> = events.iter().map(|e| signed(e.sequence)).collect();
+        let json: Vec<&str> = events.iter().map(|e| &*e.json).collect();
+        let raw: Vec<Option<&str>> = events.iter().map(|e| e.raw.as_deref()).collect();
+        let client = self.client().await?;
+        let inserted = client
+            .execute(
+                "WITH moved AS (UPDATE sessions SET event_count = $3 WHERE id = $1 AND event_count = $2 RETURNING id)
+                 INSERT INTO events (session_id, sequence, event, raw)
+                 SELECT moved.id, e.sequence, e.event, e.raw FROM moved, UNNEST($4::BIGINT[], $5::TEXT[], $6::TEXT[]) AS e (sequence, event, raw)",
+                &[&session, &signed(first - 1), &signed(last), &sequences, &json, &raw],
+            )
+            .await
+            .map_err(backend)?;
+        if inserted == events.len() as u64 {
+            return Ok(());
+        }
+        match client.query_opt("SELECT event_count FROM sessions WHERE id = $1", &[&session]).await.map_err(backend)? {
+            None => Err(StoreError::NotFound(session.into())),
+            Some(row) => {
+                Err(StoreError::OutOfOrder { session: session.into(), last: u64::try_from(row.get::<_, i64>(0)).unwrap_or(0), got: first })
+            }
+        }
+    }
+
+    async fn events(&self, session: &str, after: u64, limit: usize) -> Result<Vec<StoredEvent>, StoreError> {
+        let client = self.client().await?;
+        let rows = client
+            .query(
+                "SELECT sequence, event, raw FROM events WHERE session_id = $1 AND sequence > $2 ORDER BY sequence LIMIT $3",
+                &[&session, &signed(after), &i64::try_from(limit).unwrap_or(i64::MAX)],
+            )
+            .await
+            .map_err(backend)?;
+        if rows.is_empty() && client.query_opt("SELECT 1 FROM sessions WHERE id = $1", &[&session]).await.map_err(backend)?.is_none() {
+            return Err(StoreError::NotFound(session.into()));
+        }
+        Ok(rows
+            .iter()
+            .map(|row| StoredEvent {
+                sequence: u64::try_from(row.get::<_, i64>(0)).unwrap_or(0),
+                json: row.get::<_, String>(1).into(),
+                raw: row.get::<_, Option<String>>(2).map(Into::into),
+            })
+            .collect())
+    }
+
+    async fn session(&self, id: &str) -> Result<Option<SessionRecord>, StoreError> {
+        let row = self
+            .client()
+            .await?
+            .query_opt(&format!("SELECT {SESSION_COLUMNS} FROM sessions WHERE id = $1"), &[&id])
+            .await
+            .map_err(backend)?;
+        Ok(row.as_ref().map(session_row))
+    }
+
+    async fn sessions(&self) -> Result<Vec<SessionRecord>, StoreError> {
+        let rows =
+            self.client().await?.query(&format!("SELECT {SESSION_COLUMNS} FROM sessions ORDER BY position"), &[]).await.map_err(backend)?;
+        Ok(rows.iter().map(session_row).collect())
+    }
+
+    async fn set_native_session_id(&self, id: &str, native: &str) -> Result<(), StoreError> {
+        let updated = self
+            .client()
+            .await?
+            .execute("UPDATE sessions SET native_session_id = $2 WHERE id = $1", &[&id, &native])
+            .await
+            .map_err(backend)?;
+        if updated == 0 {
+            return Err(StoreError::NotFound(id.into()));
+        }
+        Ok(())
+    }
+
+    async fn set_usage(&self, id: &str, usage: &str) -> Result<(), StoreError> {
+        let updated =
+            self.client().await?.execute("UPDATE sessions SET usage = $2 WHERE id = $1", &[&id, &usage]).await.map_err(backend)?;
+        if updated == 0 {
+            return Err(StoreError::NotFound(id.into()));
+        }
+        Ok(())
+    }
+
+    async fn mark_ended(&self, id: &str, error: Option<&str>) -> Result<(), StoreError> {
+        let updated = self
+            .client()
+            .await?
+            .execute("UPDATE sessions SET ended = TRUE, end_error = $2 WHERE id = $1", &[&id, &error])
+            .await
+            .map_err(backend)?;
+        if updated == 0 {
+            return Err(StoreError::NotFound(id.into()));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,292 @@
+//! [`SqliteStore`]: sessions and events in one SQLite file (the default store).
+//!
+//! rusqlite rather than sqlx: the store is one file written by one writer, which is what a
+//! dedicated thread holding one connection does best. Every write goes to that thread; whatever
+//! writes wait when it is free are committed together in one transaction (batched writes: many
+//! sessions streaming at once cost one commit, not one each), and each caller is answered once
+//! its write is committed. Reads use a second connection (WAL lets it read while the writer
+//! writes) on tokio's blocking pool. `synchronous=NORMAL` in WAL mode: a committed write survives
+//! the process being killed (SIGKILL), though not a power loss.
+
+use std::path::PathBuf;
+use std::sync::{mpsc, Arc, Mutex};
+
+use async_trait::async_trait;
+use rusqlite::{params, Connection, OptionalExtension};
+use tokio::sync::oneshot;
+
+use super::{SessionRecord, Store, StoreError, StoredEvent};
+
+/// The migrations, in order; `PRAGMA user_version` says how many a database has had.
+const MIGRATIONS: &[&str] = &[
+    include_str!("../../migrations/sqlite/0001_sessions_and_events.sql"),
+    include_str!("../../migrations/sqlite/0002_session_owner.sql"),
+    include_str!("../../migrations/sqlite/0003_session_usage.sql"),
+];
+
+/// The most writes committed in one transaction.
+const MAX_BATCH: usize = 512;
+
+/// A store in one SQLite file.
+#[derive(Debug)]
+pub struct SqliteStore {
+    writes: mpsc::Sender<Write>,
+    reader: Arc<Mutex<Connection>>,
+}
+
+type Reply = oneshot::Sender<Result<(), StoreError>>;
+
+enum Write {
+    Create(Box<SessionRecord>, Reply),
+    Append(String, Vec<StoredEvent>, Reply),
+    Native(String, String, Reply),
+    Ended(String, Option<String>, Reply),
+    Usage(String, String, Reply),
+}
+
+fn backend(error: impl std::fmt::Display) -> StoreError {
+    StoreError::Backend(error.to_string())
+}
+
+fn connect(path: &std::path::Path) -> Result<Connection, StoreError> {
+    let connection = Connection::open(path).map_err(|e| StoreError::Backend(format!("cannot open {}: {e}", path.display())))?;
+    connection.busy_timeout(std::time::Duration::from_secs(5)).map_err(backend)?;
+    connection.pragma_update(None, "journal_mode", "WAL").map_err(backend)?;
+    connection.pragma_update(None, "synchronous", "NORMAL").map_err(backend)?;
+    connection.pragma_update(None, "foreign_keys", "ON").map_err(backend)?;
+    Ok(connection)
+}
+
+fn migrate(connection: &mut Connection) -> Result<(), StoreError> {
+    let applied: usize = connection.pragma_query_value(None, "user_version", |row| row.get(0)).map_err(backend)?;
+    if applied > MIGRATIONS.len() {
+        return Err(StoreError::Backend(format!(
+            "the database has {applied} migrations, this server knows {}: it was written by a newer agent-api",
+            MIGRATIONS.len()
+        )));
+    }
+    for (index, sql) in MIGRATIONS.iter().enumerate().skip(applied) {
+        let tx = connection.transaction().map_err(backend)?;
+        tx.execute_batch(sql).map_err(backend)?;
+        tx.pragma_update(None, "user_version", index + 1).map_err(backend)?;
+        tx.commit().map_err(backend)?;
+    }
+    Ok(())
+}
+
+impl SqliteStore {
+    /// Opens (creating it and its directory when missing) and migrates the database at `path`.
+    pub async fn open(path: PathBuf) -> Result<Self, StoreError> {
+        tokio::task::spawn_blocking(move || {
+            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                std::fs::create_dir_all(dir).map_err(|e| StoreError::Backend(format!("cannot create {}: {e}", dir.display())))?;
+            }
+            let mut writer = connect(&path)?;
+            migrate(&mut writer)?;
+            let reader = connect(&path)?;
+            let (writes, queue) = mpsc::channel();
+            std::thread::Builder::new()
+                .name("agent-api-store".into())
+                .spawn(move || write_loop(writer, queue))
+                .map_err(|e| StoreError::Backend(format!("cannot start the store's writer: {e}")))?;
+            Ok(Self { writes, reader: Arc::new(Mutex::new(reader)) })
+        })
+        .await
+        .map_err(backend)?
+    }
+
+    async fn write(&self, make: impl FnOnce(Reply) -> Write) -> Result<(), StoreError> {
+        let (reply, done) = oneshot::channel();
+        self.writes.send(make(reply)).map_err(|_| StoreError::Backend("the store's writer stopped".into()))?;
+        done.await.unwrap_or_else(|_| Err(StoreError::Backend("the store's writer stopped".into())))
+    }
+
+    async fn read<T: Send + 'static>(
+        &self,
+        query: impl FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let reader = self.reader.clone();
+        tokio::task::spawn_blocking(move || query(&reader.lock().unwrap_or_else(|p| p.into_inner()))).await.map_err(backend)?
+    }
+}
+
+/// The writer thread: takes every write waiting, commits them in one transaction (each in its
+/// own savepoint, so one refused write does not undo the others), then answers each.
+fn write_loop(mut connection: Connection, queue: mpsc::Receiver<Write>) {
+    while let Ok(first) = queue.recv() {
+        let mut batch = vec![first];
+        while batch.len() < MAX_BATCH {
+            match queue.try_recv() {
+                Ok(write) => batch.push(write),
+                Err(_) => break,
+            }
+        }
+        let mut results = Vec::with_capacity(batch.len());
+        let committed = (|| {
+            let mut tx = connection.transaction().map_err(backend)?;
+            for write in &batch {
+                let mut savepoint = tx.savepoint().map_err(backend)?;
+                let result = apply(&savepoint, write);
+                if result.is_ok() {
+                    savepoint.commit().map_err(backend)?;
+                } else {
+                    savepoint.rollback().map_err(backend)?;
+                }
+                results.push(result);
+            }
+            tx.commit().map_err(backend)
+        })();
+        for (index, write) in batch.into_iter().enumerate() {
+            let result = match &committed {
+                Ok(()) => results.get_mut(index).map_or(Ok(()), |r| std::mem::replace(r, Ok(()))),
+                Err(error) => Err(StoreError::Backend(error.to_string())),
+            };
+            let (Write::Create(_, reply)
+            | Write::Append(_, _, reply)
+            | Write::Native(_, _, reply)
+            | Write::Ended(_, _, reply)
+            | Write::Usage(_, _, reply)) = write;
+            let _ = reply.send(result);
+        }
+    }
+}
+
+fn apply(tx: &rusqlite::Savepoint<'_>, write: &Write) -> Result<(), StoreError> {
+    match write {
+        Write::Create(r, _) => {
+            let exists = tx.query_row("SELECT 1 FROM sessions WHERE id = ?1", [&r.id], |_| Ok(())).optional().map_err(backend)?;
+            if exists.is_some() {
+                return Err(StoreError::Duplicate(r.id.clone()));
+            }
+            tx.execute(
+                "INSERT INTO sessions (id, agent, agent_mode, permission_mode, model, variant, native_session_id, ended, end_error, event_count, owner)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 0, ?10)",
+                params![r.id, r.agent, r.agent_mode, r.permission_mode, r.model, r.variant, r.native_session_id, r.ended, r.end_error, r.owner],
+            )
+            .map_err(backend)?;
+        }
+        Write::Append(session, events, _) => {
+            let last: Option<u64> =
+                tx.query_row("SELECT event_count FROM sessions WHERE id = ?1", [session], |row| row.get(0)).optional().map_err(backend)?;
+            let mut last = last.ok_or_else(|| StoreError::NotFound(session.clone()))?;
+            let mut insert =
+                tx.prepare_cached("INSERT INTO events (session_id, sequence, event, raw) VALUES (?1, ?2, ?3, ?4)").map_err(backend)?;
+            for event in events {
+                if event.sequence != last + 1 {
+                    return Err(StoreError::OutOfOrder { session: session.clone(), last, got: event.sequence });
+                }
+                insert.execute(params![session, event.sequence, &*event.json, event.raw.as_deref()]).map_err(backend)?;
+                last = event.sequence;
+            }
+            tx.execute("UPDATE sessions SET event_count = ?2 WHERE id = ?1", params![session, last]).map_err(backend)?;
+        }
+        Write::Native(id, native, _) => {
+            updated(tx.execute("UPDATE sessions SET native_session_id = ?2 WHERE id = ?1", params![id, native]), id)?;
+        }
+        Write::Ended(id, error, _) => {
+            updated(tx.execute("UPDATE sessions SET ended = 1, end_error = ?2 WHERE id = ?1", params![id, error]), id)?;
+        }
+        Write::Usage(id, usage, _) => {
+            updated(tx.execute("UPDATE sessions SET usage = ?2 WHERE id = ?1", params![id, usage]), id)?;
+        }
+    }
+    Ok(())
+}
+
+fn updated(rows: rusqlite::Result<usize>, id: &str) -> Result<(), StoreError> {
+    match rows.map_err(backend)? {
+        0 => Err(StoreError::NotFound(id.into())),
+        _ => Ok(()),
+    }
+}
+
+const SESSION_COLUMNS: &str =
+    "id, agent, agent_mode, permission_mode, model, variant, native_session_id, ended, end_error, event_count, owner, usage";
+
+fn session_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<SessionRecord> {
+    Ok(SessionRecord {
+        id: row.get(0)?,
+        agent: row.get(1)?,
+        agent_mode: row.get(2)?,
+        permission_mode: row.get(3)?,
+        model: row.get(4)?,
+        variant: row.get(5)?,
+        native_session_id: row.get(6)?,
+        ended: row.get(7)?,
+        end_error: row.get(8)?,
+        event_count: row.get(9)?,
+        owner: row.get(10)?,
+        usage: row.get(11)?,
+    })
+}
+
+#[async_trait]
+impl Store for SqliteStore {
+    async fn create_session(&self, record: SessionRecord) -> Result<(), StoreError> {
+        self.write(|reply| Write::Create(Box::new(record), reply)).await
+    }
+
+    async fn append(&self, session: &str, events: Vec<StoredEvent>) -> Result<(), StoreError> {
+        if events.is_empty() {
+            return Ok(());
+        }
+        self.write(|reply| Write::Append(session.into(), events, reply)).await
+    }
+
+    async fn events(&self, session: &str, after: u64, limit: usize) -> Result<Vec<StoredEvent>, StoreError> {
+        let session = session.to_string();
+        self.read(move |db| {
+            let known = db.query_row("SELECT 1 FROM sessions WHERE id = ?1", [&session], |_| Ok(())).optional().map_err(backend)?;
+            if known.is_none() {
+                return Err(StoreError::NotFound(session));
+            }
+            let mut query = db
+                .prepare_cached(
+                    "SELECT sequence, event, raw FROM events WHERE session_id = ?1 AND sequence > ?2 ORDER BY sequence LIMIT ?3",
+                )
+                .map_err(backend)?;
+            let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+            let after = i64::try_from(after).unwrap_or(i64::MAX);
+            let rows = query
+                .query_map(params![session, after, limit], |row| {
+                    Ok(StoredEvent {
+                        sequence: row.get(0)?,
+                        json: row.get::<_, String>(1)?.into(),
+                        raw: row.get::<_, Option<String>>(2)?.map(Into::into),
+                    })
+                })
+                .map_err(backend)?;
+            rows.collect::<Result<Vec<_>, _>>().map_err(backend)
+        })
+        .await
+    }
+
+    async fn session(&self, id: &str) -> Result<Option<SessionRecord>, StoreError> {
+        let id = id.to_string();
+        self.read(move |db| {
+            db.query_row(&format!("SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?1"), [&id], session_row).optional().map_err(backend)
+        })
+        .await
+    }
+
+    async fn sessions(&self) -> Result<Vec<SessionRecord>, StoreError> {
+        self.read(|db| {
+            let mut query = db.prepare_cached(&format!("SELECT {SESSION_COLUMNS} FROM sessions ORDER BY rowid")).map_err(backend)?;
+            let rows = query.query_map([], session_row).map_err(backend)?;
+            rows.collect::<Result<Vec<_>, _>>().map_err(backend)
+        })
+        .await
+    }
+
+    async fn set_native_session_id(&self, id: &str, native: &str) -> Result<(), StoreError> {
+        self.write(|reply| Write::Native(id.into(), native.into(), reply)).await
+    }
+
+    async fn mark_ended(&self, id: &str, error: Option<&str>) -> Result<(), StoreError> {
+        self.write(|reply| Write::Ended(id.into(), error.map(Into::into), reply)).await
+    }
+
+    async fn set_usage(&self, id: &str, usage: &str) -> Result<(), StoreError> {
+        self.write(|reply| Write::Usage(id.into(), usage.into(), reply)).await
+    }
+}

@@ -1,0 +1,517 @@
+//! The request and response bodies, with the reference's field names: camelCase wrappers
+//! (`hasMore`, `sessionId`, `eventCount`), snake_case events. Fields beyond the reference are
+//! optional, so a client written against it never sees a difference.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use utoipa::openapi::{RefOr, Schema};
+use utoipa::{PartialSchema, ToSchema};
+
+/// `GET /v1/health`.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct HealthResponse {
+    /// `ok`.
+    pub status: String,
+}
+
+/// What an agent shows in the session transcript, as the reference's booleans.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[allow(missing_docs)]
+pub struct AgentCapabilities {
+    pub plan_mode: bool,
+    pub permissions: bool,
+    pub questions: bool,
+    pub tool_calls: bool,
+    pub tool_results: bool,
+    pub text_messages: bool,
+    pub images: bool,
+    pub file_attachments: bool,
+    pub session_lifecycle: bool,
+    pub error_events: bool,
+    pub reasoning: bool,
+    pub status: bool,
+    pub command_execution: bool,
+    pub file_changes: bool,
+    pub mcp_tools: bool,
+    pub streaming_deltas: bool,
+    pub item_started: bool,
+    /// Whether one agent process serves every turn of a session (a warm session).
+    pub shared_process: bool,
+}
+
+/// One agent the server can run.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentInfo {
+    /// The agent id (this server's kind name; the reference's ids are accepted as aliases).
+    pub id: String,
+    /// Whether its CLI was found.
+    pub installed: bool,
+    /// Its CLI's version, when found.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// Its CLI's path, when found.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// What it shows.
+    pub capabilities: AgentCapabilities,
+    /// The reference's shared server process state: never set here (each session owns its
+    /// agent process; see `capabilities.sharedProcess`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_status: Option<ServerStatusInfo>,
+    /// Every capability id it advertises (beyond the reference).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub capability_ids: Vec<String>,
+}
+
+/// The state of an agent's shared server process (the reference's; not reported here).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+#[allow(missing_docs)]
+pub enum ServerStatus {
+    Running,
+    Stopped,
+    Error,
+}
+
+/// An agent's shared server process (the reference's; not reported here).
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ServerStatusInfo {
+    /// Its state.
+    pub status: ServerStatus,
+    /// How many times it was restarted.
+    pub restart_count: u64,
+    /// Where it listens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+    /// Its last error.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+    /// How long it has run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uptime_ms: Option<u64>,
+}
+
+/// `GET /v1/agents`.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct AgentListResponse {
+    /// The agents.
+    pub agents: Vec<AgentInfo>,
+}
+
+/// One agent mode.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct AgentModeInfo {
+    /// Its id (`build`).
+    pub id: String,
+    /// Its name.
+    pub name: String,
+    /// What it does.
+    pub description: String,
+}
+
+/// `GET /v1/agents/{agent}/modes`.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct AgentModesResponse {
+    /// The modes.
+    pub modes: Vec<AgentModeInfo>,
+}
+
+/// One session in an agent's own store (`agent-api history`).
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StoredSessionInfo {
+    /// The agent's own session id: what `resume` takes, and the history's events endpoint.
+    pub id: String,
+    /// When it was last written (RFC 3339 UTC).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time: Option<String>,
+    /// The working directory it ran in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// The first prompt, cut short.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_prompt: Option<String>,
+    /// The title the agent gave it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Bytes it takes in the store.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+}
+
+/// `GET /v1/agents/{agent}/history`: the agent's own stored sessions, newest first.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct StoredSessionListResponse {
+    /// The sessions.
+    pub sessions: Vec<StoredSessionInfo>,
+}
+
+/// The query of `GET /v1/agents/{agent}/history`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+pub struct HistoryQuery {
+    /// Only the sessions that ran in this working directory.
+    #[serde(default)]
+    pub cwd: Option<String>,
+}
+
+/// `POST /v1/agents/{agent}/install`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+pub struct AgentInstallRequest {
+    /// Install again when installed.
+    #[serde(default)]
+    pub reinstall: Option<bool>,
+}
+
+/// `POST /v1/sessions/{session_id}`: the reference's fields, and optional ones of this server.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CreateSessionRequest {
+    /// The agent id (`scripted`, `claude_code` or the reference's `claude`, …).
+    pub agent: String,
+    /// `build` (the only mode every agent has).
+    #[serde(default)]
+    pub agent_mode: Option<String>,
+    /// Not supported: an agent runs the version installed (a request naming one is refused).
+    #[serde(default)]
+    pub agent_version: Option<String>,
+    /// The model.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// `default` (the server's `--approve`), `bypass` (approve everything) or `ask` (every
+    /// request waits for a reply over HTTP).
+    #[serde(default)]
+    pub permission_mode: Option<String>,
+    /// The model variant (reasoning effort, …).
+    #[serde(default)]
+    pub variant: Option<String>,
+    /// Beyond the reference: the backend's own options by key (e.g.
+    /// `{"backend.scripted.scenario": "permission"}`).
+    #[serde(default)]
+    pub options: Option<BTreeMap<String, serde_json::Value>>,
+    /// Beyond the reference: replaces the agent's system prompt.
+    #[serde(default)]
+    pub system_prompt: Option<String>,
+    /// Beyond the reference: appended to the agent's system prompt.
+    #[serde(default)]
+    pub append_system_prompt: Option<String>,
+    /// Beyond the reference: stop each turn after this many seconds.
+    #[serde(default)]
+    pub turn_timeout_secs: Option<u64>,
+    /// Beyond the reference: end a turn after this many model turns.
+    #[serde(default)]
+    pub max_turns: Option<u32>,
+    /// Beyond the reference: continue the agent's session with this native id (the
+    /// `nativeSessionId` of an earlier session here, one that ended when its server stopped
+    /// included, or an id from the agent's own history) instead of starting a new one.
+    #[serde(default)]
+    pub resume: Option<String>,
+    /// Beyond the reference: start as a copy of the agent's session with this native id.
+    #[serde(default)]
+    pub fork: Option<String>,
+}
+
+/// The reference's error kinds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+#[allow(missing_docs)]
+pub enum ErrorType {
+    InvalidRequest,
+    UnsupportedAgent,
+    AgentNotInstalled,
+    InstallFailed,
+    AgentProcessExited,
+    TokenInvalid,
+    PermissionDenied,
+    SessionNotFound,
+    SessionAlreadyExists,
+    ModeNotSupported,
+    StreamError,
+    Timeout,
+}
+
+impl ErrorType {
+    /// The snake_case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::InvalidRequest => "invalid_request",
+            Self::UnsupportedAgent => "unsupported_agent",
+            Self::AgentNotInstalled => "agent_not_installed",
+            Self::InstallFailed => "install_failed",
+            Self::AgentProcessExited => "agent_process_exited",
+            Self::TokenInvalid => "token_invalid",
+            Self::PermissionDenied => "permission_denied",
+            Self::SessionNotFound => "session_not_found",
+            Self::SessionAlreadyExists => "session_already_exists",
+            Self::ModeNotSupported => "mode_not_supported",
+            Self::StreamError => "stream_error",
+            Self::Timeout => "timeout",
+        }
+    }
+}
+
+/// An agent's error, as the reference reports one in a session's creation.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[schema(as = AgentError)]
+pub struct AgentErrorBody {
+    /// The kind.
+    #[serde(rename = "type")]
+    pub kind: ErrorType,
+    /// What happened.
+    pub message: String,
+    /// The agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    /// The session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// More about it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details: Option<serde_json::Value>,
+}
+
+/// `POST /v1/sessions/{session_id}` answered.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CreateSessionResponse {
+    /// Whether the agent started.
+    pub healthy: bool,
+    /// Why not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<AgentErrorBody>,
+    /// The agent's own session id, when known already.
+    #[serde(default)]
+    pub native_session_id: Option<String>,
+}
+
+/// One session.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionInfo {
+    /// The id the client chose.
+    pub session_id: String,
+    /// The agent id as given.
+    pub agent: String,
+    /// The agent mode.
+    pub agent_mode: String,
+    /// The permission mode.
+    pub permission_mode: String,
+    /// Whether it ended.
+    pub ended: bool,
+    /// How many events it has.
+    pub event_count: u64,
+    /// The model.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// The variant.
+    #[serde(default)]
+    pub variant: Option<String>,
+    /// The agent's own session id.
+    #[serde(default)]
+    pub native_session_id: Option<String>,
+    /// Beyond the reference: why it ended, when it ended with an error (e.g. the server stopped
+    /// under a live session).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end_error: Option<String>,
+    /// Beyond the reference: whether this server runs it now (a turn can be sent).
+    #[serde(default)]
+    pub live: bool,
+    /// Beyond the reference: the tokens and cost of its turns, summed, where the agent reports them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<SessionUsage>,
+}
+
+/// The tokens and cost of a session's turns, summed (each field where the agent reports it).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionUsage {
+    /// The turns that reported usage.
+    pub turns: u64,
+    /// Input tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_tokens: Option<u64>,
+    /// Input tokens served from a cache.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_input_tokens: Option<u64>,
+    /// Output tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_tokens: Option<u64>,
+    /// Reasoning tokens (part of the output).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_tokens: Option<u64>,
+    /// Cost in US dollars.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+}
+
+impl SessionUsage {
+    /// Adds one turn's usage.
+    pub fn add(&mut self, turn: &agent_api::Usage) {
+        fn sum<T: std::ops::Add<Output = T> + Copy>(total: &mut Option<T>, more: Option<T>) {
+            if let Some(more) = more {
+                *total = Some(total.map_or(more, |t| t + more));
+            }
+        }
+        self.turns += 1;
+        sum(&mut self.input_tokens, turn.input_tokens);
+        sum(&mut self.cached_input_tokens, turn.cached_input_tokens);
+        sum(&mut self.output_tokens, turn.output_tokens);
+        sum(&mut self.reasoning_tokens, turn.reasoning_tokens);
+        sum(&mut self.cost_usd, turn.cost_usd);
+    }
+}
+
+/// `GET /v1/sessions`.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct SessionListResponse {
+    /// The sessions, oldest first.
+    pub sessions: Vec<SessionInfo>,
+}
+
+/// `POST /v1/sessions/{session_id}/messages` (and `/stream`).
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct MessageRequest {
+    /// The prompt.
+    pub message: String,
+}
+
+/// The query of `GET /v1/sessions/{session_id}/events` and `/events/sse`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+pub struct EventsQuery {
+    /// Only events with a sequence above this one (exclusive).
+    #[serde(default)]
+    pub offset: Option<u64>,
+    /// At most this many events (HTTP only).
+    #[serde(default)]
+    pub limit: Option<u64>,
+    /// Fill each event's `raw` with the native payload (`include_raw` in the query string, as
+    /// the reference's paths name it; `includeRaw` as its schema does: both are read).
+    #[serde(default, rename = "includeRaw", alias = "include_raw")]
+    pub include_raw: Option<bool>,
+}
+
+/// The query of `POST /v1/sessions/{session_id}/messages/stream`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+pub struct TurnStreamQuery {
+    /// Fill each event's `raw` with the native payload (`include_raw` in the query string, as
+    /// the reference's paths name it; `includeRaw` as its schema does: both are read).
+    #[serde(default, rename = "includeRaw", alias = "include_raw")]
+    pub include_raw: Option<bool>,
+}
+
+/// `GET /v1/sessions/{session_id}/events`: a page of events.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EventsResponse {
+    /// The events, in sequence order.
+    pub events: Vec<UniversalEventSchema>,
+    /// Whether more events follow the page.
+    pub has_more: bool,
+}
+
+/// A reply to a permission request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PermissionReply {
+    /// Allow this once.
+    Once,
+    /// Allow this and the like for the rest of the session.
+    Always,
+    /// Deny.
+    Reject,
+}
+
+/// `POST …/permissions/{permission_id}/reply`.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct PermissionReplyRequest {
+    /// The reply.
+    pub reply: PermissionReply,
+}
+
+/// `POST …/questions/{question_id}/reply`: one list of chosen answers per question.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct QuestionReplyRequest {
+    /// The answers.
+    pub answers: Vec<Vec<String>>,
+}
+
+/// An error (RFC 9457).
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct ProblemDetails {
+    /// `urn:agent-api:error:<kind>`, the kind one of the reference's `ErrorType`s or this server's.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// A short summary of the kind.
+    pub title: String,
+    /// The HTTP status.
+    pub status: u16,
+    /// What happened, for a person.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+    /// The request path.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instance: Option<String>,
+}
+
+/// The universal event, described by the project's own JSON Schema (`spec/universal-schema.json`)
+/// in the OpenAPI document; on the wire it is [`agent_api::universal::UniversalEvent`].
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct UniversalEventSchema(pub serde_json::Value);
+
+/// `spec/universal-schema.json`, with its `definitions` references pointed at OpenAPI components.
+fn universal_schema() -> serde_json::Value {
+    let text = include_str!("../../spec/universal-schema.json").replace("#/definitions/", "#/components/schemas/");
+    serde_json::from_str(&text).expect("spec/universal-schema.json is JSON")
+}
+
+fn as_schema(mut value: serde_json::Value) -> RefOr<Schema> {
+    any_for_true(&mut value);
+    serde_json::from_value(value.clone()).unwrap_or_else(|e| panic!("spec/universal-schema.json: utoipa cannot read {value}: {e}"))
+}
+
+/// JSON Schema's `true` (anything) as the schema of any type (`{}` once written out), which
+/// utoipa reads.
+fn any_for_true(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::Object(object) => {
+            for (key, member) in object.iter_mut() {
+                if member == &serde_json::Value::Bool(true) && key != "additionalProperties" {
+                    *member = serde_json::json!({ "type": null });
+                } else {
+                    any_for_true(member);
+                }
+            }
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(any_for_true),
+        _ => {}
+    }
+}
+
+impl PartialSchema for UniversalEventSchema {
+    fn schema() -> RefOr<Schema> {
+        let mut root = universal_schema();
+        if let Some(object) = root.as_object_mut() {
+            for key in ["$schema", "definitions", "title"] {
+                object.remove(key);
+            }
+        }
+        as_schema(root)
+    }
+}
+
+impl ToSchema for UniversalEventSchema {
+    fn name() -> Cow<'static, str> {
+        Cow::Borrowed("UniversalEvent")
+    }
+
+    fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
+        if let Some(definitions) = universal_schema().get("definitions").and_then(|d| d.as_object()) {
+            schemas.extend(definitions.iter().map(|(name, schema)| (name.clone(), as_schema(schema.clone()))));
+        }
+    }
+}

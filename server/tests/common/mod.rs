@@ -1,0 +1,284 @@
+//! A small HTTP client for the server's tests (real TCP on 127.0.0.1), and a server to drive.
+#![allow(dead_code, unreachable_pub)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::{Method, Request, StatusCode};
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+use serde_json::{json, Value};
+
+/// How long any one step may take before a test fails instead of hanging.
+pub const STEP: Duration = Duration::from_secs(20);
+
+/// A client of one server.
+#[derive(Clone)]
+pub struct Api {
+    pub base: String,
+    pub token: Option<String>,
+    client: Client<HttpConnector, Full<Bytes>>,
+}
+
+/// A response read whole.
+#[derive(Debug)]
+pub struct Answer {
+    pub status: StatusCode,
+    pub headers: hyper::HeaderMap,
+    pub body: Bytes,
+}
+
+impl Answer {
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {:?}", String::from_utf8_lossy(&self.body)))
+    }
+
+    /// Asserts a ProblemDetails body with `status`.
+    pub fn problem(&self, status: u16) -> Value {
+        assert_eq!(self.status.as_u16(), status, "{:?}", String::from_utf8_lossy(&self.body));
+        let body = self.json();
+        assert_eq!(body["status"], status);
+        assert!(body["type"].is_string() && body["title"].is_string() && body["detail"].is_string(), "{body}");
+        body
+    }
+}
+
+impl Api {
+    pub fn new(base: String, token: Option<String>) -> Self {
+        // As curl and browsers do: small requests are not held back for a delayed ACK.
+        let mut connector = HttpConnector::new();
+        connector.set_nodelay(true);
+        Self { base, token, client: Client::builder(TokioExecutor::new()).build(connector) }
+    }
+
+    pub fn with_token(&self, token: Option<&str>) -> Self {
+        Self { token: token.map(Into::into), ..self.clone() }
+    }
+
+    fn build(&self, method: Method, path: &str, body: Option<Bytes>, headers: &[(&str, &str)]) -> Request<Full<Bytes>> {
+        let mut request = Request::builder().method(method).uri(format!("{}{path}", self.base));
+        if let Some(token) = &self.token {
+            request = request.header("authorization", format!("Bearer {token}"));
+        }
+        if body.is_some() {
+            request = request.header("content-type", "application/json");
+        }
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        request.body(Full::new(body.unwrap_or_default())).unwrap()
+    }
+
+    pub async fn send(&self, method: Method, path: &str, body: Option<Bytes>, headers: &[(&str, &str)]) -> hyper::Response<Incoming> {
+        let request = self.build(method, path, body, headers);
+        tokio::time::timeout(STEP, self.client.request(request)).await.expect("the server answers in time").expect("the request is sent")
+    }
+
+    pub async fn call(&self, method: Method, path: &str, body: Option<Value>) -> Answer {
+        let response = self.send(method, path, body.map(|b| Bytes::from(b.to_string())), &[]).await;
+        let status = response.status();
+        let headers = response.headers().clone();
+        let body = tokio::time::timeout(STEP, response.into_body().collect()).await.expect("the body ends in time").unwrap().to_bytes();
+        Answer { status, headers, body }
+    }
+
+    pub async fn get(&self, path: &str) -> Answer {
+        self.call(Method::GET, path, None).await
+    }
+
+    pub async fn post(&self, path: &str, body: Value) -> Answer {
+        self.call(Method::POST, path, Some(body)).await
+    }
+
+    /// Posts with no body.
+    pub async fn post_empty(&self, path: &str) -> Answer {
+        self.call(Method::POST, path, None).await
+    }
+
+    /// Opens an SSE stream.
+    pub async fn sse(&self, method: Method, path: &str, body: Option<Value>, headers: &[(&str, &str)]) -> Sse {
+        let response = self.send(method, path, body.map(|b| Bytes::from(b.to_string())), headers).await;
+        assert_eq!(response.status(), StatusCode::OK);
+        assert_eq!(response.headers()["content-type"], "text/event-stream");
+        Sse { body: response.into_body(), buffer: String::new() }
+    }
+
+    /// Opens an SSE stream on a connection of its own whose receive window is a few KiB: a
+    /// client that stops reading holds up the server after a few events, not megabytes.
+    pub async fn sse_small_window(&self, path: &str, headers: &[(&str, &str)]) -> Sse {
+        let address: std::net::SocketAddr = self.base.trim_start_matches("http://").parse().unwrap();
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.set_recv_buffer_size(4096).unwrap();
+        let stream = socket.connect(address).await.unwrap();
+        stream.set_nodelay(true).unwrap();
+        let (mut sender, connection) = hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream)).await.unwrap();
+        tokio::spawn(connection);
+        let request = self.build(Method::GET, path, None, headers);
+        let request = Request::from_parts(request.into_parts().0, Full::new(Bytes::new()));
+        let response = tokio::time::timeout(STEP, sender.send_request(request)).await.unwrap().unwrap();
+        assert_eq!(response.status(), StatusCode::OK);
+        // The sender must live as long as the body is read.
+        std::mem::forget(sender);
+        Sse { body: response.into_body(), buffer: String::new() }
+    }
+
+    /// Every event of a session, read by pages of `limit`.
+    pub async fn all_events(&self, session: &str, limit: u64) -> Vec<Value> {
+        let mut events = Vec::new();
+        loop {
+            let offset = events.last().map_or(0, |e: &Value| e["sequence"].as_u64().unwrap());
+            let page = self.get(&format!("/v1/sessions/{session}/events?offset={offset}&limit={limit}")).await;
+            assert_eq!(page.status, StatusCode::OK);
+            let page = page.json();
+            events.extend(page["events"].as_array().unwrap().iter().cloned());
+            if page["hasMore"] == false {
+                return events;
+            }
+        }
+    }
+
+    /// Waits until the session's last event is of type `kind`.
+    pub async fn wait_for(&self, session: &str, kind: &str) -> Vec<Value> {
+        let deadline = tokio::time::Instant::now() + STEP;
+        loop {
+            let events = self.all_events(session, 1000).await;
+            if events.iter().any(|e| e["type"] == kind) {
+                return events;
+            }
+            assert!(tokio::time::Instant::now() < deadline, "no {kind} in {events:#?}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+/// One SSE frame.
+#[derive(Debug, Clone)]
+pub struct Frame {
+    pub id: Option<u64>,
+    pub data: Value,
+}
+
+/// An SSE stream being read.
+pub struct Sse {
+    body: Incoming,
+    buffer: String,
+}
+
+impl Sse {
+    /// The next frame with data, or `None` when the server closed the stream.
+    pub async fn next(&mut self) -> Option<Frame> {
+        // Keep-alive comments do not count: the event itself must come in time.
+        tokio::time::timeout(STEP, self.next_frame()).await.expect("an SSE event in time")
+    }
+
+    async fn next_frame(&mut self) -> Option<Frame> {
+        loop {
+            if let Some(end) = self.buffer.find("\n\n") {
+                let block: String = self.buffer.drain(..end + 2).collect();
+                let mut id = None;
+                let mut data = Vec::new();
+                for line in block.lines() {
+                    if let Some(value) = line.strip_prefix("id:") {
+                        id = Some(value.trim().parse().expect("a numeric id"));
+                    } else if let Some(value) = line.strip_prefix("data:") {
+                        data.push(value.strip_prefix(' ').unwrap_or(value).to_string());
+                    }
+                }
+                if data.is_empty() {
+                    continue; // a keep-alive comment
+                }
+                assert_eq!(data.len(), 1, "one data line per event: {block:?}");
+                return Some(Frame { id, data: serde_json::from_str(&data[0]).expect("JSON data") });
+            }
+            let frame = self.body.frame().await?;
+            let frame = frame.expect("the stream reads");
+            if let Ok(bytes) = frame.into_data() {
+                self.buffer.push_str(std::str::from_utf8(&bytes).unwrap());
+            }
+        }
+    }
+
+    /// Every frame until the server closes the stream.
+    pub async fn rest(&mut self) -> Vec<Frame> {
+        let mut frames = Vec::new();
+        while let Some(frame) = self.next().await {
+            frames.push(frame);
+        }
+        frames
+    }
+
+    /// Frames until one of type `kind` (included).
+    pub async fn until(&mut self, kind: &str) -> Vec<Frame> {
+        let mut frames = Vec::new();
+        while let Some(frame) = self.next().await {
+            let done = frame.data["type"] == kind;
+            frames.push(frame);
+            if done {
+                return frames;
+            }
+        }
+        panic!("the stream closed before a {kind} event: {frames:#?}");
+    }
+}
+
+/// A server on 127.0.0.1 (port 0) with the scripted agent, the memory store and `config`.
+pub async fn start(config: agent_api_server::ServerConfig) -> Api {
+    let store = agent_api_server::StoreUrl::Memory.open().await.unwrap();
+    start_on(config, store).await
+}
+
+pub async fn start_on(config: agent_api_server::ServerConfig, store: Arc<dyn agent_api_server::Store>) -> Api {
+    let mut gateway = agent_api::Gateway::new();
+    gateway.register(Arc::new(agent_api_scripted::ScriptedBackend::new())).unwrap();
+    let token = config.token.clone();
+    let server = agent_api_server::Server::new(gateway, agent_api::RunRequest::new(""), store, config).await.unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(agent_api_server::serve(listener, server, std::future::pending()));
+    Api::new(format!("http://{address}"), token)
+}
+
+/// A scripted session's creation body playing `scenario` with no pause between words.
+pub fn scripted(scenario: &str) -> Value {
+    json!({ "agent": "scripted", "options": { "backend.scripted.scenario": scenario, "backend.scripted.delay_ms": 0 } })
+}
+
+/// Checks what every served event must hold: the envelope's fields, a sequence, the session id.
+pub fn check_envelope(event: &Value, session: &str) {
+    for field in ["event_id", "sequence", "time", "session_id", "synthetic", "source", "type", "data"] {
+        assert!(event.get(field).is_some(), "no {field} in {event}");
+    }
+    assert!(event.as_object().unwrap().contains_key("raw"), "raw is always present: {event}");
+    assert_eq!(event["session_id"], session);
+}
+
+/// A session record for the store tests, owned by `owner`.
+pub fn record(id: &str, owner: Option<&str>) -> agent_api_server::store::SessionRecord {
+    agent_api_server::store::SessionRecord {
+        id: id.into(),
+        agent: "scripted".into(),
+        agent_mode: "build".into(),
+        permission_mode: "default".into(),
+        model: None,
+        variant: None,
+        native_session_id: None,
+        ended: false,
+        end_error: None,
+        event_count: 0,
+        owner: owner.map(Into::into),
+        usage: None,
+    }
+}
+
+/// A stored event numbered `sequence`, with a raw payload.
+pub fn event(sequence: u64) -> agent_api_server::store::StoredEvent {
+    agent_api_server::store::StoredEvent {
+        sequence,
+        json: format!(r#"{{"sequence":{sequence},"raw":null}}"#).into(),
+        raw: Some(r#"{"n":1}"#.into()),
+    }
+}
