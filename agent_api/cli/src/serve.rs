@@ -103,7 +103,7 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<ExitCode, String> {
     let server = agent_api_server::Server::new(crate::agents::gateway(), defaults, opened, config)
         .await
         .map_err(|e| e.to_string())?
-        .with_probes(crate::agents::probes().to_vec());
+        .with_probes(agent_api_builtin::probes().to_vec());
     let host: IpAddr = match args.host.as_str() {
         "localhost" => IpAddr::from([127, 0, 0, 1]),
         host => host.parse().map_err(|_| format!("--host {}: not an IP address", agent_api::display::line(host, 128)))?,
