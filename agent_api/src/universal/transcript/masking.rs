@@ -96,7 +96,8 @@ impl ContentPart {
                 Some(ContentPart::Reasoning { text: owned(text), visibility: *visibility })
             }
             ContentPart::ToolCall { name, arguments, call_id } if changed(name) || changed(arguments) => {
-                Some(ContentPart::ToolCall { name: owned(name), arguments: owned(arguments), call_id: call_id.clone() })
+                let arguments = masked_arguments(arguments);
+                Some(ContentPart::ToolCall { name: owned(name), arguments, call_id: call_id.clone() })
             }
             ContentPart::ToolResult { call_id, output } if changed(output) => {
                 Some(ContentPart::ToolResult { call_id: call_id.clone(), output: owned(output) })
@@ -140,12 +141,38 @@ fn mask_opt(text: &mut Option<String>) {
     text.iter_mut().for_each(mask);
 }
 
-/// Masks every string in a JSON value (object keys are names, not values: left alone).
+/// A tool's arguments masked so that JSON stays JSON (its arguments are "JSON text whose shape is
+/// the tool's own"): parsed, masked value by value, written again; text that is not JSON is masked
+/// as text.
+fn masked_arguments(arguments: &str) -> String {
+    match serde_json::from_str::<Value>(arguments) {
+        Ok(mut value) => {
+            mask_value(&mut value);
+            value.to_string()
+        }
+        Err(_) => redact(arguments).into_owned(),
+    }
+}
+
+/// Masks every string in a JSON value, and the whole string value of a secret-named field
+/// (`"api_key": "…"`, judged as the text rule judges `api_key=…`). Keys are names: left alone.
 fn mask_value(value: &mut Value) {
     match value {
         Value::String(text) => mask(text),
         Value::Array(items) => items.iter_mut().for_each(mask_value),
-        Value::Object(map) => map.values_mut().for_each(mask_value),
+        Value::Object(map) => {
+            for (key, field) in map.iter_mut() {
+                match field {
+                    Value::String(text) => {
+                        let alone = redact(text).into_owned();
+                        // The field rule hit: the value is a secret whatever it looks like.
+                        let named_secret = *redact(&format!("{key}={text}")) != format!("{key}={alone}");
+                        *text = if named_secret { crate::secrets::REDACTED.to_string() } else { alone };
+                    }
+                    other => mask_value(other),
+                }
+            }
+        }
         _ => {}
     }
 }

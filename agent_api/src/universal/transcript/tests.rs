@@ -291,4 +291,12 @@ fn every_events_strings_are_masked_but_the_models_prose() {
         assert!(prose || shown.contains("[redacted]"), "nothing masked in {shown}");
     }
     assert!(json.contains("set api_key: your-key-here"), "the answer is left as the model wrote it: {json}");
+    // A tool's arguments stay JSON, with a secret-named field's value masked.
+    let mut t = Transcript::new("sess_2".into(), false);
+    let call =
+        t.start_item(NewItem::tool_call("Fetch", r#"{"api_key": "abcdef123456", "max_tokens": 5, "url": "https://h/x?key=s3cr3t"}"#, "c2"));
+    t.complete_item(&call);
+    let arguments = t.drain().find_map(|e| e.completed_item().and_then(|i| i.tool_call().map(|c| c.arguments.to_string()))).unwrap();
+    let parsed: Value = serde_json::from_str(&arguments).expect("the arguments are still JSON");
+    assert_eq!(parsed, serde_json::json!({"api_key": "[redacted]", "max_tokens": 5, "url": "https://h/x"}), "{arguments}");
 }
