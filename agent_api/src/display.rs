@@ -114,12 +114,10 @@ impl serde_json::ser::Formatter for TerminalSafe {
 /// assert_eq!(agent_api::display::usd(f64::NAN), "unknown");
 /// ```
 pub fn usd(cost: f64) -> String {
-    if !cost.is_finite() || cost < 0.0 {
-        "unknown".to_string()
-    } else if cost >= 1.0 {
-        format!("${cost:.2}")
-    } else {
-        format!("${cost:.4}")
+    match crate::Usage::usable_cost(cost) {
+        None => "unknown".to_string(),
+        Some(cost) if cost >= 1.0 => format!("${cost:.2}"),
+        Some(cost) => format!("${cost:.4}"),
     }
 }
 

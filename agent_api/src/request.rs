@@ -162,9 +162,10 @@ impl Limits {
     ) -> Result<crate::RunCompletion, crate::AgentError> {
         let mut completion = result?;
         if let Some(usage) = &mut completion.usage {
-            usage.cost_usd = usage.cost_usd.filter(|usd| usd.is_finite() && *usd >= 0.0);
+            usage.cost_usd = usage.cost_usd.and_then(crate::Usage::usable_cost);
         }
-        let usage = completion.usage.clone().unwrap_or_default();
+        let unreported = crate::Usage::default();
+        let usage = completion.usage.as_ref().unwrap_or(&unreported);
         let unknown = [
             (self.max_turns.is_some() && usage.turns.is_none(), "max_turns: the agent reported no turn count"),
             (self.max_total_tokens.is_some() && usage.total_tokens().is_none(), "max_total_tokens: the agent reported no token counts"),

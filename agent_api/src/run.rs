@@ -106,6 +106,19 @@ impl Usage {
         Self { input_tokens: Some(input), output_tokens: Some(output), ..Self::default() }
     }
 
+    /// `usd` when it can be a cost (finite, not negative); `None` otherwise: the one rule for a
+    /// cost an agent reports, which is then unknown, never zero.
+    ///
+    /// ```
+    /// use agent_api::Usage;
+    /// assert_eq!(Usage::usable_cost(0.25), Some(0.25));
+    /// assert_eq!(Usage::usable_cost(-1.0), None);
+    /// assert_eq!(Usage::usable_cost(f64::NAN), None);
+    /// ```
+    pub fn usable_cost(usd: f64) -> Option<f64> {
+        (usd.is_finite() && usd >= 0.0).then_some(usd)
+    }
+
     /// Input plus output tokens, when either is known.
     pub fn total_tokens(&self) -> Option<u64> {
         match (self.input_tokens, self.output_tokens) {

@@ -201,7 +201,7 @@ impl Parts {
         add(&mut usage.output_tokens, tokens.output);
         add(&mut usage.reasoning_tokens, tokens.reasoning);
         add(&mut usage.cached_input_tokens, tokens.cache.read);
-        let cost = part.cost.filter(|usd| usd.is_finite() && *usd >= 0.0);
+        let cost = part.cost.and_then(Usage::usable_cost);
         self.cost_unknown |= cost.is_none();
         usage.cost_usd = match cost {
             Some(cost) if !self.cost_unknown => Some(usage.cost_usd.unwrap_or(0.0) + cost),
