@@ -464,8 +464,10 @@ pub struct ProblemDetails {
 pub struct UniversalEventSchema(pub serde_json::Value);
 
 /// `spec/universal-schema.json`, with its `definitions` references pointed at OpenAPI components.
+/// Read through `server/universal-schema.json`, a link to it inside this crate, so that the crate's
+/// package (which holds only what is under `server/`) carries the schema too.
 fn universal_schema() -> serde_json::Value {
-    let text = include_str!("../../spec/universal-schema.json").replace("#/definitions/", "#/components/schemas/");
+    let text = include_str!("../universal-schema.json").replace("#/definitions/", "#/components/schemas/");
     serde_json::from_str(&text).expect("spec/universal-schema.json is JSON")
 }
 
