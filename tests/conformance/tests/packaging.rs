@@ -146,9 +146,9 @@ fn every_library_crate_carries_what_crates_io_needs() {
 
 /// The files a crate's sources embed (`include_str!`, `include_bytes!` of a literal path) that lie
 /// outside the crate's folder: a package holds only that folder, so its build would fail on crates.io
-/// while the workspace builds. CI packs without building each package again (`.ci/run`), so this
-/// is the check that holds it. A link inside the crate to a file elsewhere is fine: cargo packs the
-/// file it points to.
+/// while the workspace builds. `.ci/run` builds each package alone too, after 20 minutes; this says
+/// it in the tests' first second. A link inside the crate to a file elsewhere is fine: cargo packs
+/// the file it points to.
 fn embedded_outside(crate_dir: &Path) -> Vec<String> {
     let mut outside = Vec::new();
     let mut folders = vec![crate_dir.join("src")];
