@@ -11,6 +11,7 @@ const TOKEN_KEY = "agent-api-inspector-token";
 const MAX_PANES = 2;
 
 const api = new Api(location.origin);
+const emptyNote = $("#empty");
 const state = { connected: false, agents: [], sessions: [], panes: [], active: null, poll: null };
 
 // ---- notices and status ----
@@ -72,7 +73,7 @@ async function connect() {
     return true;
   } catch (error) {
     state.connected = false;
-    setStatus(error.status === 401 ? "wrong token" : "not connected", "bad");
+    setStatus(error.status === 401 ? "wrong token" : "offline", "bad");
     notice(error.message);
     return false;
   }
@@ -91,6 +92,11 @@ function showTab(name) {
 async function refreshSessions() {
   const list = await api.get("/v1/sessions");
   state.sessions = list.sessions || [];
+  for (const pane of state.panes) if (pane && pane.kind === "session") updatePaneInfo(pane, state.sessions.find((s) => s.sessionId === pane.id));
+  // Rebuilt only when it changed: a poll never moves what a person is about to click.
+  const key = JSON.stringify(state.sessions.map((s) => [s.sessionId, s.agent, s.ended, s.live, s.endError, s.eventCount]));
+  if (key === state.sessionsKey) return;
+  state.sessionsKey = key;
   const ul = $("#sessions");
   ul.replaceChildren();
   // Newest first on the page (the API lists the oldest first).
@@ -110,7 +116,6 @@ async function refreshSessions() {
     li.append(open, beside);
     ul.append(li);
   }
-  for (const pane of state.panes) if (pane && pane.kind === "session") updatePaneInfo(pane, state.sessions.find((s) => s.sessionId === pane.id));
 }
 
 // ---- agents ----
@@ -254,7 +259,7 @@ function makePane(slot, kind, id, agent) {
 function layout() {
   const holder = $("#panes");
   const panes = state.panes.filter(Boolean);
-  holder.replaceChildren(...(panes.length ? panes.map((p) => p.node) : [$("#empty") || el("p", "empty")]));
+  holder.replaceChildren(...(panes.length ? panes.map((p) => p.node) : [emptyNote]));
   holder.classList.toggle("two", panes.length === 2);
   const first = state.panes[0] || panes[0];
   let path = "/ui/";

@@ -388,7 +388,7 @@ function cssName(value) {
 
 function fact(name, value) {
   const node = el("span", "fact");
-  node.append(el("span", "name", name), el("span", "value", value));
+  node.append(el("span", "fact-name", name), el("span", "fact-value", value));
   return node;
 }
 
