@@ -319,6 +319,8 @@ function setPaneState(pane, value) {
 }
 
 async function refreshInfo(pane) {
+  // A stored session of the agent's own has no SessionInfo here.
+  if (pane.kind !== "session") return;
   try {
     const info = await api.get("/v1/sessions/" + encodeURIComponent(pane.id));
     updatePaneInfo(pane, info);

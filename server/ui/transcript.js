@@ -229,6 +229,7 @@ export class Transcript {
         if (!tool.command) row.body.append(details("arguments", part.arguments));
       } else if (part.type === "tool_result") {
         const output = String(part.output ?? "");
+        if (!output) continue;
         const shown = output.length > OUTPUT_SHOWN ? output.slice(0, OUTPUT_SHOWN) + "\n… (" + bytes(output.length) + " in all: see the JSON)" : output;
         row.body.append(details("output", shown, output.length < 2000));
       } else {

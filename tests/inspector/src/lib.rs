@@ -327,3 +327,39 @@ impl Browser {
 pub fn scripted_options(scenario: &str, delay_ms: u64) -> String {
     json!({ "backend.scripted.scenario": scenario, "backend.scripted.delay_ms": delay_ms }).to_string()
 }
+
+/// The Enter key, for [`Browser::type_into`].
+pub const ENTER: &str = "\u{E007}";
+/// The Escape key, for [`Browser::type_into`].
+pub const ESCAPE: &str = "\u{E00C}";
+
+/// The pane showing the session `id` (XPath, for buttons by their label).
+pub fn pane(id: &str) -> String {
+    format!("//section[contains(@class,'pane')][.//strong[@class='name' and text()='{id}']]")
+}
+
+/// Opens the page with the token in its fragment and waits until it is connected.
+pub async fn connected(browser: &mut Browser, served: &Served) {
+    browser.goto(&served.page("/ui/")).await;
+    browser.wait_text("#status", "connected").await;
+}
+
+/// Creates a session from the page's form.
+pub async fn create(browser: &mut Browser, id: &str, agent: &str, permission: &str, options: &str) {
+    browser.click(".tabs button[data-tab=new]").await;
+    browser.js("document.querySelector('#new-id').value = ''", vec![]).await;
+    browser.type_into("#new-id", id).await;
+    browser.select("#new-agent", agent).await;
+    browser.select("#new-permission", permission).await;
+    browser.js("document.querySelector('#new-options').value = ''", vec![]).await;
+    if !options.is_empty() {
+        browser.type_into("#new-options", options).await;
+    }
+    browser.click("#create button[type=submit]").await;
+    browser.wait_text(".pane-head .name", id).await;
+}
+
+/// Types `message` in the pane's box and presses Enter.
+pub async fn say(browser: &Browser, message: &str) {
+    browser.type_into(".pane textarea", &format!("{message}{ENTER}")).await;
+}

@@ -2,42 +2,8 @@
 //! takes, through the page only (no API call from the test but what the page makes), with a
 //! screenshot of each under `target/inspector-screenshots/`.
 
-use agent_api_inspector_tests::{hostile, scripted_options, Browser, Served, TOKEN};
+use agent_api_inspector_tests::{connected, create, hostile, pane, say, scripted_options, Browser, Served, ESCAPE, TOKEN};
 use serde_json::{json, Value};
-
-const ENTER: &str = "\u{E007}";
-const ESCAPE: &str = "\u{E00C}";
-
-/// The pane showing the session `id` (XPath, for buttons by their label).
-fn pane(id: &str) -> String {
-    format!("//section[contains(@class,'pane')][.//strong[@class='name' and text()='{id}']]")
-}
-
-/// Opens the page with the token in its fragment and waits until it is connected.
-async fn connected(browser: &mut Browser, served: &Served) {
-    browser.goto(&served.page("/ui/")).await;
-    browser.wait_text("#status", "connected").await;
-}
-
-/// Creates a session from the page's form.
-async fn create(browser: &mut Browser, id: &str, agent: &str, permission: &str, options: &str) {
-    browser.click(".tabs button[data-tab=new]").await;
-    browser.js("document.querySelector('#new-id').value = ''", vec![]).await;
-    browser.type_into("#new-id", id).await;
-    browser.select("#new-agent", agent).await;
-    browser.select("#new-permission", permission).await;
-    browser.js("document.querySelector('#new-options').value = ''", vec![]).await;
-    if !options.is_empty() {
-        browser.type_into("#new-options", options).await;
-    }
-    browser.click("#create button[type=submit]").await;
-    browser.wait_text(".pane-head .name", id).await;
-}
-
-/// Types `message` in the pane's box and presses Enter.
-async fn say(browser: &Browser, message: &str) {
-    browser.type_into(".pane textarea", &format!("{message}{ENTER}")).await;
-}
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_scripted_session_is_driven_from_the_page_text_reasoning_tool_permission_question_usage_json_log_terminate() {

@@ -7,13 +7,8 @@
 use std::sync::Arc;
 
 use agent_api_claude_code::{ClaudeCodeBackend, ClaudeCodeConfig};
-use agent_api_inspector_tests::{Browser, Served};
+use agent_api_inspector_tests::{connected, create, pane, say, Browser, Served};
 use agent_bench::{Cli, ModelServer, Sandbox};
-
-/// The page's pane for session `id` (XPath).
-fn pane(id: &str) -> String {
-    format!("//section[contains(@class,'pane')][.//strong[@class='name' and text()='{id}']]")
-}
 
 #[tokio::test(flavor = "multi_thread")]
 async fn e2e_the_real_claude_code_is_driven_from_the_page() {
@@ -33,15 +28,9 @@ async fn e2e_the_real_claude_code_is_driven_from_the_page() {
     let served = Served::start(gateway, store).await;
 
     let mut browser = Browser::start("claude-code").await;
-    browser.goto(&served.page("/ui/")).await;
-    browser.wait_text("#status", "connected").await;
-    browser.click(".tabs button[data-tab=new]").await;
-    browser.type_into("#new-id", "real").await;
-    browser.select("#new-agent", "claude_code").await;
-    browser.select("#new-permission", "ask").await;
-    browser.click("#create button[type=submit]").await;
-    browser.wait_text(".pane .name", "real").await;
-    browser.type_into(".pane textarea", "go\u{E007}").await;
+    connected(&mut browser, &served).await;
+    create(&mut browser, "real", "claude_code", "ask", "").await;
+    say(&browser, "go").await;
 
     let asked = browser.wait_text(".row.permission", "echo hi > out.txt").await;
     assert!(asked.contains("$ echo hi > out.txt"), "the command, exactly: {asked}");
