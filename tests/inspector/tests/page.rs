@@ -268,20 +268,8 @@ async fn the_page_escapes_agent_strings_exactly_as_the_terminal_does() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_ten_thousand_event_session_loads_whole_and_scrolls_end_to_end() {
     let store = agent_api_server::StoreUrl::Memory.open().await.unwrap();
-    let record = agent_api_server::store::SessionRecord {
-        id: "big".into(),
-        agent: "scripted".into(),
-        agent_mode: "build".into(),
-        permission_mode: "default".into(),
-        model: None,
-        variant: None,
-        native_session_id: None,
-        ended: true,
-        end_error: None,
-        event_count: 0,
-        owner: None,
-        usage: None,
-    };
+    let mut record = agent_api_server::store::SessionRecord::new("big", "scripted");
+    record.ended = true;
     store.create_session(record).await.unwrap();
     let events: Vec<agent_api_server::store::StoredEvent> = (1..=10_000u64)
         .map(|sequence| {
