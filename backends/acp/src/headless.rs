@@ -263,7 +263,7 @@ pub fn command(backend: &AcpBackend, request: &RunRequest, cwd: &std::path::Path
     }
     match &request.session {
         SessionSelector::New => {
-            if let Some(id) = agent_api::session_ref::uuid_session_id(request)? {
+            if let Some(id) = request.uuid_session_id()? {
                 spec = spec.args(["--session-id", id]);
             }
         }

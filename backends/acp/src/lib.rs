@@ -435,7 +435,9 @@ impl AgentBackend for AcpBackend {
         settings.hold(Some(files));
         Ok(start_session(settings, transport, protocol))
     }
+}
 
+impl agent_api::kit::replay::Replay for AcpBackend {
     fn replay_protocol(&self, format: RecordingFormat) -> Result<Box<dyn Protocol>, AgentError> {
         match (format, self.flavor) {
             (_, Flavor::Qwen) => Ok(qwen::replaying()),

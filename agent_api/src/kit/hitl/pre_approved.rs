@@ -6,8 +6,9 @@
 //! servers when it approves MCP tools. Claude Code and Qwen Code both read `mcp__SERVER` as every
 //! tool of that server.
 
-use crate::portable::PortableOptions;
-use crate::request::{PermissionPolicy, PermissionRule, ToolCategory};
+use crate::contract::portable::PortableOptions;
+use crate::contract::request::{PermissionPolicy, PermissionRule};
+use crate::contract::tools_facet::ToolCategory;
 
 /// The native tool names a one-way interface may run without asking under `policy`: the names
 /// `tools` lists for each approved category, then `mcp__NAME` for each of the run's MCP servers
