@@ -52,6 +52,9 @@ export class Transcript {
       kinds.add(this.apply(event));
     }
     if (stick) s.scrollTop = s.scrollHeight;
+    // What the pane holds, for a reader of the page's state (no gap: received = last sequence).
+    this.list.dataset.received = String(this.count);
+    this.list.dataset.lastSequence = String(this.lastSequence);
     if (this.queue.length > 0) {
       this.scheduled = true;
       requestAnimationFrame(() => this.flush());

@@ -65,7 +65,7 @@ impl Served {
 
     /// The page's address, the token in its fragment as `agent-api serve --open` prints it.
     pub fn page(&self, path: &str) -> String {
-        format!("{}{path}#token={TOKEN}", self.base)
+        page_at(&self.base, path)
     }
 
     /// Stops the server as a signal would: live sessions terminated and stored as ended.
@@ -76,6 +76,58 @@ impl Served {
         let task = &mut self.task;
         tokio::time::timeout(STEP, task).await.expect("the server stops in time").expect("the server task").expect("the server ran");
     }
+}
+
+/// A TCP relay in front of a server whose connections a test cuts: the page sees its network
+/// break (a reset mid-stream) while the server and its sessions go on.
+#[derive(Debug)]
+pub struct Relay {
+    /// `http://127.0.0.1:PORT`: the page's origin when it goes through the relay.
+    pub base: String,
+    connections: Arc<std::sync::Mutex<Vec<tokio::task::AbortHandle>>>,
+    accept: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Relay {
+    fn drop(&mut self) {
+        self.accept.abort();
+        self.cut();
+    }
+}
+
+impl Relay {
+    /// Relays 127.0.0.1:PORT to `upstream` (`http://HOST:PORT`).
+    pub async fn start(upstream: &str) -> Relay {
+        let upstream = upstream.trim_start_matches("http://").to_string();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a loopback port");
+        let base = format!("http://{}", listener.local_addr().expect("its address"));
+        let connections: Arc<std::sync::Mutex<Vec<tokio::task::AbortHandle>>> = Arc::default();
+        let held = connections.clone();
+        let accept = tokio::spawn(async move {
+            while let Ok((mut inbound, _)) = listener.accept().await {
+                let upstream = upstream.clone();
+                let task = tokio::spawn(async move {
+                    if let Ok(mut outbound) = tokio::net::TcpStream::connect(&upstream).await {
+                        let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                    }
+                });
+                held.lock().expect("the relay's list").push(task.abort_handle());
+            }
+        });
+        Relay { base, connections, accept }
+    }
+
+    /// Cuts every connection open now (new ones are relayed again).
+    pub fn cut(&self) {
+        for task in self.connections.lock().expect("the relay's list").drain(..) {
+            task.abort();
+        }
+    }
+}
+
+/// The page at `path` of the server at `base`, the token in the fragment.
+pub fn page_at(base: &str, path: &str) -> String {
+    format!("{base}{path}#token={TOKEN}")
 }
 
 /// The legacy `se/log` command of chromedriver: the browser console's entries since the last
@@ -340,7 +392,12 @@ pub fn pane(id: &str) -> String {
 
 /// Opens the page with the token in its fragment and waits until it is connected.
 pub async fn connected(browser: &mut Browser, served: &Served) {
-    browser.goto(&served.page("/ui/")).await;
+    connected_at(browser, &served.base).await;
+}
+
+/// Opens the page of the server at `base` and waits until it is connected.
+pub async fn connected_at(browser: &mut Browser, base: &str) {
+    browser.goto(&page_at(base, "/ui/")).await;
     browser.wait_text("#status", "connected").await;
 }
 

@@ -2,7 +2,9 @@
 //! takes, through the page only (no API call from the test but what the page makes), with a
 //! screenshot of each under `target/inspector-screenshots/`.
 
-use agent_api_inspector_tests::{connected, create, hostile, pane, say, scripted_options, Browser, Served, ESCAPE, TOKEN};
+use agent_api_inspector_tests::{
+    connected, connected_at, create, hostile, pane, say, scripted_options, Browser, Relay, Served, ESCAPE, TOKEN,
+};
 use serde_json::{json, Value};
 
 #[tokio::test(flavor = "multi_thread")]
@@ -307,6 +309,44 @@ async fn a_ten_thousand_event_session_loads_whole_and_scrolls_end_to_end() {
     browser.shot("ten-thousand-top").await;
     let errors = browser.console_errors(&[]).await;
     assert!(errors.is_empty(), "console errors: {errors:#?}");
+    browser.finish().await;
+    served.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_broken_connection_mid_turn_is_resumed_from_the_last_sequence_with_no_gap() {
+    let served = Served::memory().await;
+    let relay = Relay::start(&served.base).await;
+    let mut browser = Browser::start("resume").await;
+    connected_at(&mut browser, &relay.base).await;
+    create(&mut browser, "cut", "scripted", "default", &scripted_options("slow", 60)).await;
+    say(&browser, "go slowly").await;
+    browser.wait_text(".row.role-assistant", "word5").await;
+    relay.cut();
+    browser.wait_text(".row.role-assistant", "word20").await;
+    relay.cut();
+    browser.wait_text(".row.kind-status", "turn_completed").await;
+    browser.wait_text(".pane-head .meta", "events").await;
+    // Every event once, in order: as many received as the last sequence, and that is the session's count.
+    let held =
+        browser.js("const r = document.querySelector('.rows').dataset; return [Number(r.received), Number(r.lastSequence)]", vec![]).await;
+    let info: Value = {
+        let meta = browser.texts(".pane-head .meta").await.join(" ");
+        let count = meta.split(" events").next().and_then(|m| m.rsplit(' ').next()).and_then(|n| n.parse::<u64>().ok());
+        json!(count)
+    };
+    assert_eq!(held[0], held[1], "no gap: {held}");
+    assert_eq!(held[1], info, "every event of the session: {held} of {info}");
+    let said = browser.texts(".row.role-assistant .text").await.join(" ");
+    let expected: Vec<String> = (0..60).map(|i| format!("word{i}")).collect();
+    assert_eq!(said.split_whitespace().collect::<Vec<_>>(), expected, "the whole answer, once");
+    browser.click(".tabs button[data-tab=requests]").await;
+    let streams = browser.texts("#requests li").await.into_iter().filter(|t| t.contains("SSE") && t.contains("/events/sse")).count();
+    assert!(streams >= 3, "the stream was opened again after each cut: {streams}");
+    browser.shot("resumed").await;
+    // The cuts themselves are network errors of the page's own streams, nothing else.
+    let errors = browser.console_errors(&[]).await;
+    assert!(errors.iter().all(|e| e.contains("/events/sse")), "console errors: {errors:#?}");
     browser.finish().await;
     served.stop().await;
 }
