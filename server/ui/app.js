@@ -369,7 +369,10 @@ function renderPaneMeta(pane) {
 
 function changed(pane, kinds) {
   if (kinds.has("session.ended") || kinds.has("item.completed")) refreshInfo(pane);
-  if (kinds.has("session.ended")) pane.live = false;
+  if (kinds.has("session.ended")) {
+    pane.live = false;
+    refreshSessions().catch(() => {});
+  }
   const waiting = $(".waiting", pane.node);
   const first = pane.transcript.firstPending();
   waiting.hidden = !first;

@@ -1,8 +1,9 @@
 //! The real, pinned Claude Code on the bench's model server, driven from the inspector page in
 //! headless Chromium: a session created, a message, the tool call's permission approved from the
-//! page showing its command, the answer, terminate, and then the agent's own stored session
-//! opened from the History tab. Starts with `agent_bench::e2e_enabled_or_explain` (fails with
-//! install instructions when the CLI is missing, unless `AGENT_API_E2E=skip`).
+//! page showing its command, the answer, terminate, and then the agent's own stored session opened
+//! from the History tab; its questions answered from the page; a turn cancelled with Esc. Each
+//! starts with `agent_bench::e2e_enabled_or_explain` (fails with install instructions when the CLI
+//! is missing, unless `AGENT_API_E2E=skip`).
 
 use std::sync::Arc;
 
@@ -10,14 +11,9 @@ use agent_api_claude_code::{ClaudeCodeBackend, ClaudeCodeConfig};
 use agent_api_inspector_tests::{connected, create, pane, say, Browser, Served};
 use agent_bench::{Cli, ModelServer, Sandbox};
 
-#[tokio::test(flavor = "multi_thread")]
-async fn e2e_the_real_claude_code_is_driven_from_the_page() {
-    if agent_bench::e2e_enabled_or_explain(Cli::ClaudeCode).is_none() {
-        return;
-    }
-    let model = ModelServer::start(None).await.unwrap();
-    let sandbox = Sandbox::new(Cli::ClaudeCode, &model, "shell").unwrap();
-    // Only the sandbox's environment, in its directory, as the backend's own e2e tests run it.
+/// A server running the pinned Claude Code of `sandbox`, with only the sandbox's environment, in
+/// its directory, as the backend's own e2e tests run it.
+async fn serve_claude(sandbox: &Sandbox) -> Served {
     let mut config = ClaudeCodeConfig::default().with_binary(&sandbox.program).with_inherit_env(false).with_working_dir(&sandbox.cwd);
     for (key, value) in &sandbox.env {
         config = config.with_env(key, value);
@@ -25,7 +21,22 @@ async fn e2e_the_real_claude_code_is_driven_from_the_page() {
     let mut gateway = agent_api::Gateway::new();
     gateway.register(Arc::new(ClaudeCodeBackend::new(config))).unwrap();
     let store = agent_api_server::StoreUrl::Memory.open().await.unwrap();
-    let served = Served::start(gateway, store).await;
+    Served::start(gateway, store).await
+}
+
+/// The bench's model server and a sandbox playing `scenario`, or `None` when the CLI is missing
+/// and skipping was asked for.
+async fn bench(scenario: &str) -> Option<(ModelServer, Sandbox)> {
+    agent_bench::e2e_enabled_or_explain(Cli::ClaudeCode)?;
+    let model = ModelServer::start(None).await.unwrap();
+    let sandbox = Sandbox::new(Cli::ClaudeCode, &model, scenario).unwrap();
+    Some((model, sandbox))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn e2e_the_real_claude_code_is_driven_from_the_page() {
+    let Some((_model, sandbox)) = bench("shell").await else { return };
+    let served = serve_claude(&sandbox).await;
 
     let mut browser = Browser::start("claude-code").await;
     connected(&mut browser, &served).await;
@@ -58,6 +69,63 @@ async fn e2e_the_real_claude_code_is_driven_from_the_page() {
 
     let errors = browser.console_errors(&[]).await;
     assert!(errors.is_empty(), "console errors: {errors:#?}");
+    browser.finish().await;
+    served.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn e2e_the_real_claude_codes_questions_are_answered_from_the_page() {
+    let Some((_model, sandbox)) = bench("question").await else { return };
+    let served = serve_claude(&sandbox).await;
+    let mut browser = Browser::start("claude-code-question").await;
+    connected(&mut browser, &served).await;
+    create(&mut browser, "asks", "claude_code", "ask", "").await;
+    say(&browser, "ask me").await;
+    // Each question its own prompt; the first option of each chosen from the page.
+    for _ in 0..2 {
+        browser
+            .wait_until("a question waiting", "return !!document.querySelector('.row.question:not(.resolved) .answer button.option')")
+            .await;
+        browser.shot("question-asked").await;
+        browser.click(".row.question:not(.resolved) .answer button.option").await;
+        browser
+            .wait_until(
+                "the question answered",
+                "return !document.querySelector('.row.question:not(.resolved) .answer button.option:disabled')",
+            )
+            .await;
+    }
+    browser.wait_text(".row.role-assistant", "You answered").await;
+    browser
+        .wait_until(
+            "both questions answered",
+            "return [...document.querySelectorAll('.row.question')].every(r => r.textContent.includes('answered'))",
+        )
+        .await;
+    browser.shot("questions-answered").await;
+    let errors = browser.console_errors(&[]).await;
+    assert!(errors.is_empty(), "console errors: {errors:#?}");
+    browser.finish().await;
+    served.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn e2e_a_real_claude_code_turn_is_cancelled_from_the_page_with_escape() {
+    let Some((_model, sandbox)) = bench("slow_text").await else { return };
+    let served = serve_claude(&sandbox).await;
+    let mut browser = Browser::start("claude-code-cancel").await;
+    connected(&mut browser, &served).await;
+    create(&mut browser, "slow", "claude_code", "default", "").await;
+    say(&browser, "talk slowly").await;
+    browser.wait_until("the answer streams", "return !!document.querySelector('.row.role-assistant.streaming')").await;
+    browser.type_into(".pane textarea", agent_api_inspector_tests::ESCAPE).await;
+    browser
+        .wait_until("the turn ended", "return !document.querySelector('.row.streaming') && /turn_(failed|completed)/.test(document.querySelector('.rows').textContent)")
+        .await;
+    let said = browser.texts(".row.role-assistant .text").await.join(" ");
+    assert!(said.split_whitespace().count() < 60, "the turn was cut: {said}");
+    browser.wait_text(".pane-head .meta", "live").await;
+    browser.shot("cancelled").await;
     browser.finish().await;
     served.stop().await;
 }
