@@ -9,7 +9,8 @@
 //! does not map fails before spawn with [`AgentError::UnsupportedCapability`] naming its id.
 //!
 //! ```
-//! use agent_api::portable::{McpServer, PortableOptions};
+//! use agent_api::request::McpServer;
+//! use agent_api::PortableOptions;
 //! use agent_api::RunRequest;
 //! let request = RunRequest::new("hi").with_portable(
 //!     PortableOptions::default()
@@ -179,8 +180,8 @@ impl PortableOptions {
     /// Removes every native tool of `category` from the agent.
     ///
     /// ```
-    /// use agent_api::portable::PortableOptions;
-    /// use agent_api::ToolCategory;
+    /// use agent_api::PortableOptions;
+    /// use agent_api::request::ToolCategory;
     /// let options = PortableOptions::default().deny_category(ToolCategory::Shell).deny_tool("WebFetch");
     /// let names = options.denied_tool_names(&[(ToolCategory::Shell, &["Bash"]), (ToolCategory::FileRead, &["Read"])]);
     /// assert_eq!(names, ["WebFetch", "Bash"]);
@@ -241,7 +242,7 @@ impl PortableOptions {
 
     /// Checks the values themselves (before spawn): limits above zero,
     /// MCP server names the agents' config formats can carry (the schema is compiled by
-    /// [`crate::contract::backend::validate_request`]).
+    /// [`crate::kit::validate_request`]).
     pub fn validate(&self) -> Result<(), AgentError> {
         let invalid = |reason: String| Err(AgentError::InvalidRequest { reason });
         if self.native_limits.max_turns == Some(0) {

@@ -16,8 +16,10 @@ use crate::contract::tools_facet::ToolCategory;
 ///
 /// ```
 /// use agent_api::kit::hitl::pre_approved::allowed_tools;
-/// use agent_api::portable::{McpServer, PortableOptions};
-/// use agent_api::{PermissionPolicy, ToolCategory};
+/// use agent_api::request::McpServer;
+/// use agent_api::PortableOptions;
+/// use agent_api::PermissionPolicy;
+/// use agent_api::request::ToolCategory;
 /// const TOOLS: &[(ToolCategory, &[&str])] = &[(ToolCategory::Shell, &["Bash"]), (ToolCategory::FileRead, &["Read"])];
 /// let portable = PortableOptions::default().mcp_server("docs", McpServer::http("http://127.0.0.1:9/mcp"));
 /// assert_eq!(allowed_tools(&PermissionPolicy::ApproveAll, TOOLS, &portable), ["Bash", "Read", "mcp__docs"]);
