@@ -5,7 +5,7 @@
 //! request that waits for the page's answer, the tool's hostile output, a hostile question.
 
 use agent_api::capabilities as caps;
-use agent_api::kit::driver::AgentPipes;
+use agent_api::kit::AgentPipes;
 use agent_api::kit::{start_run, start_session, RunSettings, Transport};
 use agent_api::{AgentBackend, AgentError, AgentKind, CapabilitySet, RunHandle, RunRequest, Session};
 use agent_api_scripted::protocol::ScriptedProtocol;
@@ -81,7 +81,7 @@ impl AgentBackend for HostileBackend {
     }
 
     async fn open_session(&self, request: RunRequest) -> Result<Session, AgentError> {
-        agent_api::backend::validate_template(&KIND, &self.capabilities(), self.extension_keys(), &request)?;
+        agent_api::kit::validate_template(&KIND, &self.capabilities(), self.extension_keys(), &request)?;
         let settings = RunSettings::for_request(KIND, &request, &self.capabilities());
         let transport = Transport::in_process(settings.line_cap, move |pipes| play(pipes, None));
         Ok(start_session(settings, transport, Box::new(ScriptedProtocol::session(request.permissions.clone()))))
