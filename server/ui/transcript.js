@@ -141,44 +141,39 @@ export class Transcript {
         this.question(event, d);
         break;
       case "error": {
-        const row = this.row("event:" + event.sequence, "error");
-        row.events.push(event);
-        this.heading(row, [["who", "error"], ["what", d.code]], event.sequence);
+        const row = this.single(event, "error", [["who", "error"], ["what", d.code]]);
         row.body.append(block("div", "text", d.message));
         if (d.details !== undefined && d.details !== null) row.body.append(details("details", JSON.stringify(d.details, null, 2)));
         break;
       }
-      case "session.started": {
-        const row = this.row("event:" + event.sequence, "session");
-        row.events.push(event);
-        this.heading(row, [["who", "session started"], ["what", event.native_session_id ? "native id " + event.native_session_id : ""]], event.sequence);
+      case "session.started":
+        this.single(event, "session", [["who", "session started"], ["what", event.native_session_id ? "native id " + event.native_session_id : ""]]);
         break;
-      }
       case "session.ended": {
         this.ended = d;
-        const row = this.row("event:" + event.sequence, "session ended reason-" + cssName(d.reason));
-        row.events.push(event);
         const exit = d.exit_code !== undefined && d.exit_code !== null ? "exit " + d.exit_code : "";
-        this.heading(row, [["who", "session ended"], ["what", d.reason], ["by", "by " + (d.terminated_by || "?")], ["exit", exit]], event.sequence);
+        const row = this.single(event, "session ended reason-" + cssName(d.reason),
+          [["who", "session ended"], ["what", d.reason], ["by", "by " + (d.terminated_by || "?")], ["exit", exit]]);
         if (d.message) row.body.append(block("div", "text", d.message));
         if (d.stderr && Array.isArray(d.stderr.head)) row.body.append(details("stderr", d.stderr.head.concat(d.stderr.tail || []).join("\n")));
         for (const id of this.pending) this.settle(id);
         break;
       }
-      case "agent.unparsed": {
-        const row = this.row("event:" + event.sequence, "unparsed");
-        row.events.push(event);
-        this.heading(row, [["who", "unparsed line"], ["what", d.location]], event.sequence);
-        row.body.append(block("div", "text", d.error));
+      case "agent.unparsed":
+        this.single(event, "unparsed", [["who", "unparsed line"], ["what", d.location]]).body.append(block("div", "text", d.error));
         break;
-      }
-      default: {
-        const row = this.row("event:" + event.sequence, "other");
-        row.events.push(event);
-        this.heading(row, [["who", event.type]], event.sequence);
-      }
+      default:
+        this.single(event, "other", [["who", event.type]]);
     }
     return event.type;
+  }
+
+  /** The row of an event that stands alone (an error, a session's start or end). */
+  single(event, cls, parts) {
+    const row = this.row("event:" + event.sequence, cls);
+    row.events.push(event);
+    this.heading(row, parts, event.sequence);
+    return row;
   }
 
   item(row, item, event) {

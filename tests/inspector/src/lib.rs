@@ -373,6 +373,15 @@ impl Browser {
     pub async fn finish(self) {
         let _ = self.client.clone().close().await;
     }
+
+    /// Ends a test: no console error (but those holding one of `expected`), the browser closed,
+    /// the server stopped.
+    pub async fn end(mut self, served: Served, expected: &[&str]) {
+        let errors = self.console_errors(expected).await;
+        assert!(errors.is_empty(), "console errors: {errors:#?}");
+        self.finish().await;
+        served.stop().await;
+    }
 }
 
 /// A scripted session's backend options: `scenario`, with `delay_ms` between words.

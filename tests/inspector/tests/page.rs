@@ -78,10 +78,7 @@ async fn a_scripted_session_is_driven_from_the_page_text_reasoning_tool_permissi
     browser.wait_text("#sessions li", "ended").await;
     browser.shot("terminated").await;
 
-    let errors = browser.console_errors(&[]).await;
-    assert!(errors.is_empty(), "console errors: {errors:#?}");
-    browser.finish().await;
-    served.stop().await;
+    browser.end(served, &[]).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -135,10 +132,7 @@ async fn a_denied_permission_an_error_a_cancelled_turn_side_by_side_and_a_phone(
     browser.wait_until("no sideways overflow at 390 px", "return document.documentElement.scrollWidth <= window.innerWidth").await;
     browser.shot("phone").await;
 
-    let errors = browser.console_errors(&["status of 409"]).await;
-    assert!(errors.is_empty(), "console errors: {errors:#?}");
-    browser.finish().await;
-    served.stop().await;
+    browser.end(served, &["status of 409"]).await;
 }
 
 /// Creates a session whose id is taken: the page says why.
@@ -232,10 +226,7 @@ async fn a_hostile_agent_renders_as_inert_text() {
     assert!(browser.texts(".row.permission .command").await.contains(&command), "the command to approve, whole: {command:?}");
     let tool = browser.texts(".row.kind-tool_call .who, .row.kind-tool_call .what").await.join(" ");
     assert!(tool.contains("sh<img src=x"), "the hostile tool name as text: {tool}");
-    let errors = browser.console_errors(&[]).await;
-    assert!(errors.is_empty(), "console errors: {errors:#?}");
-    browser.finish().await;
-    served.stop().await;
+    browser.end(served, &[]).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -307,10 +298,7 @@ async fn a_ten_thousand_event_session_loads_whole_and_scrolls_end_to_end() {
         )
         .await;
     browser.shot("ten-thousand-top").await;
-    let errors = browser.console_errors(&[]).await;
-    assert!(errors.is_empty(), "console errors: {errors:#?}");
-    browser.finish().await;
-    served.stop().await;
+    browser.end(served, &[]).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -67,10 +67,7 @@ async fn e2e_the_real_claude_code_is_driven_from_the_page() {
     browser.wait_text(".row.role-assistant", "Tool finished").await;
     browser.shot("history-transcript").await;
 
-    let errors = browser.console_errors(&[]).await;
-    assert!(errors.is_empty(), "console errors: {errors:#?}");
-    browser.finish().await;
-    served.stop().await;
+    browser.end(served, &[]).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -103,10 +100,7 @@ async fn e2e_the_real_claude_codes_questions_are_answered_from_the_page() {
         )
         .await;
     browser.shot("questions-answered").await;
-    let errors = browser.console_errors(&[]).await;
-    assert!(errors.is_empty(), "console errors: {errors:#?}");
-    browser.finish().await;
-    served.stop().await;
+    browser.end(served, &[]).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
