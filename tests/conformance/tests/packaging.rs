@@ -13,7 +13,7 @@ use std::process::Command;
 /// The workspace members that are not for crates.io: test helpers and the examples. Any other
 /// member is a library or tool crate and must be publishable (a new backend crate copied from a
 /// test helper's manifest would otherwise stay `publish = false` unnoticed).
-const UNPUBLISHED: &[&str] = &["agent_api_conformance", "agent_bench", "agent_api_examples"];
+const UNPUBLISHED: &[&str] = &["agent_api_conformance", "agent_bench", "agent_api_inspector_tests", "agent_api_examples"];
 
 /// The crates.io category slugs the workspace may use: a subset of
 /// <https://crates.io/category_slugs> (crates.io refuses a package with any other); add one from
