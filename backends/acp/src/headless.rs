@@ -10,7 +10,7 @@
 use agent_api::bounds::utf8_prefix;
 use agent_api::kit::driver::{ExitInfo, Unparsed};
 use agent_api::kit::{CommandSpec, Ctx, Protocol};
-use agent_api::tools_facet::ToolBytes;
+use agent_api::tools_facet::{FacetKind, ToolBytes};
 use agent_api::universal::{ContentPart, ItemRole, NewItem, ToolMeta};
 use agent_api::{AgentError, RunCompletion, RunRequest, SessionSelector, Usage};
 use serde::Deserialize;
@@ -76,21 +76,11 @@ pub struct Headless {
     prompt: Option<String>,
     session_id: Option<String>,
     message: Option<String>,
-    tools: Vec<(String, String, String)>,
+    tools: Vec<(String, String, FacetKind)>,
     outcome: Option<Result<Option<Usage>, AgentError>>,
     /// The HTTP status of the last retry Gemini reported on stderr, for its final error, which
     /// names none.
     retry_status: Option<u16>,
-}
-
-/// The tools-facet kind of a Gemini tool name.
-fn tool_kind(name: &str) -> &'static str {
-    match name {
-        "run_shell_command" => "command_execution",
-        "write_file" | "replace" => "file_change",
-        "read_file" | "read_many_files" => "file_read",
-        _ => "tool_use",
-    }
 }
 
 impl Headless {
@@ -102,9 +92,9 @@ impl Headless {
 
     fn tool_use(&mut self, ctx: &mut Ctx<'_>, name: String, id: String, parameters: Value) {
         self.close_message(ctx);
-        let kind = tool_kind(&name);
-        let meta = ToolMeta { kind: kind.into(), tool_name: Some(name.clone()), ..ToolMeta::default() };
-        let meta = if kind == "command_execution" { meta.with_shell_fields(&parameters) } else { meta };
+        let kind = crate::portable::GEMINI_TOOLS.facet(&name);
+        let meta = ToolMeta { tool_name: Some(name.clone()), ..ToolMeta::of(kind) };
+        let meta = if meta.is_command() { meta.with_shell_fields(&parameters) } else { meta };
         let path = parameters.get("file_path").and_then(Value::as_str).map(str::to_string);
         let mut call = NewItem::tool_call(&name, parameters.to_string(), &id).native(&id).tool(meta.clone());
         if let Some(path) = path {
@@ -114,7 +104,7 @@ impl Headless {
         let call_item = t.start_item(call);
         t.complete_item(&call_item);
         let result = t.start_item(NewItem::tool_result(&id).native(format!("{id}/result")).parent(Some(call_item)).tool(meta));
-        self.tools.push((id, result, kind.to_string()));
+        self.tools.push((id, result, kind));
     }
 
     fn tool_result(&mut self, ctx: &mut Ctx<'_>, id: &str, status: &str, output: String) {
@@ -124,7 +114,7 @@ impl Headless {
         };
         let (_, item, kind) = self.tools.remove(at);
         let mut bytes = ToolBytes::default();
-        if kind == "command_execution" {
+        if kind == FacetKind::CommandExecution {
             bytes.stdout = output.len() as u64;
         } else {
             bytes.result = output.len() as u64;

@@ -8,6 +8,9 @@ use agent_api::portable::{McpServer, OptionMapping, PortableOptions, PrivateFile
 use agent_api::{AgentError, RunRequest, ToolCategory};
 use serde_json::{json, Value};
 
+use agent_api::kit::tool_table::{Tool, ToolTable};
+use agent_api::tools_facet::FacetKind;
+
 use crate::Flavor;
 
 /// Only the ACP interface carries images and attachments; the others refuse them before spawn.
@@ -17,13 +20,20 @@ const ACP_ATTACHMENTS: &str = "ACP session/prompt resource_link blocks (acp inte
 /// Gemini CLI takes tool rules only from policy files: the SDK writes one for the run.
 const GEMINI_POLICY: &str = "--policy FILE (a 0600 TOML policy the SDK writes: allow / deny rules; local and bwrap only)";
 
-/// Gemini CLI's own tools by category: what a denied category removes.
-const GEMINI_TOOLS: &[(ToolCategory, &[&str])] = &[
-    (ToolCategory::Shell, &["run_shell_command"]),
-    (ToolCategory::FileWrite, &["write_file", "replace"]),
-    (ToolCategory::FileRead, &["read_file", "read_many_files", "glob", "grep_search", "list_directory"]),
-    (ToolCategory::Network, &["web_fetch", "google_web_search"]),
-];
+/// Gemini CLI's own tools: what a denied category removes and the headless interface's tools
+/// facet kinds.
+pub const GEMINI_TOOLS: ToolTable = ToolTable::new(&[
+    Tool::new("run_shell_command", ToolCategory::Shell, FacetKind::CommandExecution),
+    Tool::new("write_file", ToolCategory::FileWrite, FacetKind::FileChange),
+    Tool::new("replace", ToolCategory::FileWrite, FacetKind::FileChange),
+    Tool::new("read_file", ToolCategory::FileRead, FacetKind::FileRead),
+    Tool::new("read_many_files", ToolCategory::FileRead, FacetKind::FileRead),
+    Tool::new("glob", ToolCategory::FileRead, FacetKind::ToolUse),
+    Tool::new("grep_search", ToolCategory::FileRead, FacetKind::ToolUse),
+    Tool::new("list_directory", ToolCategory::FileRead, FacetKind::ToolUse),
+    Tool::new("web_fetch", ToolCategory::Network, FacetKind::ToolUse),
+    Tool::new("google_web_search", ToolCategory::Network, FacetKind::ToolUse),
+]);
 
 const GEMINI: &[OptionMapping] = &[
     OptionMapping::new(caps::SYSTEM_PROMPT, "GEMINI_SYSTEM_MD (a 0600 file the SDK writes for the run)"),
@@ -88,7 +98,7 @@ pub fn cli_args(flavor: Flavor, portable: &PortableOptions, schema_flag: bool) -
     if let Some(text) = &portable.append_system_prompt {
         args.extend(["--append-system-prompt".to_string(), text.clone()]);
     }
-    let denied = portable.denied_tool_names(crate::qwen::TOOLS);
+    let denied = portable.denied_tool_names(&crate::qwen::TOOLS);
     for (flag, tools) in [("--allowed-tools", &portable.allowed_tools), ("--exclude-tools", &denied)] {
         for tool in tools {
             args.extend([flag.to_string(), tool.clone()]);
@@ -191,7 +201,7 @@ fn gemini_policy(portable: &PortableOptions) -> Option<String> {
         let names = serde_json::to_string(names).expect("strings serialize");
         format!("[[rule]]\ntoolName = {names}\ndecision = \"{decision}\"\npriority = 999\n\n")
     };
-    let denied = portable.denied_tool_names(GEMINI_TOOLS);
+    let denied = portable.denied_tool_names(&GEMINI_TOOLS);
     let mut policy = String::new();
     if !denied.is_empty() {
         policy.push_str(&rule(&denied, "deny"));

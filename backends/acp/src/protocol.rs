@@ -363,7 +363,7 @@ impl Acp {
         // Qwen Code reports each model call's usage as `_meta` on an empty message chunk: the
         // turn's usage is their sum, and the empty chunk is no text.
         if let Some(call) = params.pointer("/update/_meta").and_then(usage_of) {
-            self.usage = Some(add_usage(self.usage.take().unwrap_or_default(), &call));
+            Usage::accumulate(&mut self.usage, call);
             if params.pointer("/update/content/text").and_then(Value::as_str) == Some("") {
                 return Ok(());
             }
@@ -397,19 +397,6 @@ pub fn stop_name(stop: StopReason) -> String {
         Value::String(s) => s,
         _ => "unknown".into(),
     }
-}
-
-/// `total` plus one model call's `usage` (counts saturate).
-fn add_usage(mut total: Usage, usage: &Usage) -> Usage {
-    let add = |a: Option<u64>, b: Option<u64>| match (a, b) {
-        (Some(a), Some(b)) => Some(a.saturating_add(b)),
-        (a, b) => a.or(b),
-    };
-    total.input_tokens = add(total.input_tokens, usage.input_tokens);
-    total.output_tokens = add(total.output_tokens, usage.output_tokens);
-    total.reasoning_tokens = add(total.reasoning_tokens, usage.reasoning_tokens);
-    total.cached_input_tokens = add(total.cached_input_tokens, usage.cached_input_tokens);
-    total
 }
 
 /// An error response's `data` as text (Qwen Code puts the model API's failure there, under a

@@ -3,7 +3,7 @@
 //! Qwen Code speaks three machine protocols. ACP (`qwen --acp`, the default) is this crate's
 //! client with Qwen's quirks (see [`crate::protocol`] and [`crate::updates`]). The other two are
 //! Claude Code's stream-json protocol, spoken by a second CLI, so they run on
-//! `agent_api_claude_code`'s converter ([`ClaudeProtocol`]) rather than a copy of it:
+//! `agent_api_claude_code`'s converter ([`StreamJson`]) rather than a copy of it:
 //!
 //! - [`QwenInterface::StreamJson`]: `qwen -p --input-format stream-json --output-format
 //!   stream-json`, two-way. Qwen asks `can_use_tool` without any extra flag (Claude's
@@ -46,9 +46,12 @@
 use std::path::{Path, PathBuf};
 
 use agent_api::kit::driver::{parse_value, ExitInfo, Unparsed};
+use agent_api::kit::tool_table::{Tool, ToolTable};
 use agent_api::kit::{CommandSpec, Ctx, Protocol};
+use agent_api::tools_facet::FacetKind;
+use agent_api::universal::FileAction;
 use agent_api::{AgentError, ControlCommand, RunCompletion, RunRequest, SessionSelector, ToolCategory};
-use agent_api_claude_code::ClaudeProtocol;
+use agent_api_stream_json::{Dialect, StreamJson};
 use serde_json::Value;
 
 use crate::{errors, AcpBackend, QwenInterface, QwenOptions};
@@ -114,14 +117,31 @@ pub fn debug_log(dir: &Path, id: &str) -> Option<PathBuf> {
 /// The text Qwen puts at the start of a `result` that is a failed model request.
 pub const API_ERROR_PREFIX: &str = "[API Error:";
 
-/// Qwen's own tools by category: what a print run's policy pre-approves and what a denied
-/// category removes.
-pub const TOOLS: &[(ToolCategory, &[&str])] = &[
-    (ToolCategory::Shell, &["run_shell_command"]),
-    (ToolCategory::FileWrite, &["edit", "write_file"]),
-    (ToolCategory::Network, &["web_fetch"]),
-    (ToolCategory::FileRead, &["read_file", "grep_search", "glob", "list_directory"]),
-];
+/// Qwen's own tools: what a print run's policy pre-approves (the listed ones of each approved
+/// category), what a denied category removes, the category of each permission request and the
+/// tools facet's kind.
+pub const TOOLS: ToolTable = ToolTable::new(&[
+    Tool::new("run_shell_command", ToolCategory::Shell, FacetKind::CommandExecution),
+    Tool::new("edit", ToolCategory::FileWrite, FacetKind::FileChange).file(FileAction::Patch),
+    Tool::new("write_file", ToolCategory::FileWrite, FacetKind::FileChange).file(FileAction::Write),
+    Tool::new("web_fetch", ToolCategory::Network, FacetKind::ToolUse),
+    Tool::new("read_file", ToolCategory::FileRead, FacetKind::ToolUse).file(FileAction::Read),
+    Tool::new("grep_search", ToolCategory::FileRead, FacetKind::ToolUse),
+    Tool::new("glob", ToolCategory::FileRead, FacetKind::ToolUse),
+    Tool::new("list_directory", ToolCategory::FileRead, FacetKind::ToolUse),
+    Tool::new("web_search", ToolCategory::Network, FacetKind::WebSearch).unlisted(),
+])
+.mcp_prefix("mcp__");
+
+/// Qwen Code's stream-json dialect: the control protocol, no images, failed model requests
+/// reported as successful results ([`api_error_result`]), retries only in its debug log (read
+/// as Gemini CLI's stderr lines are, [`crate::retries`]).
+pub const DIALECT: Dialect = Dialect::new("qwen.stream_json", TOOLS).with_result_error(api_error_result).with_log_reader(read_log_line);
+
+/// A line of Qwen's debug log: a retry line becomes its statuses.
+fn read_log_line(line: &str, transcript: &mut agent_api::universal::Transcript) {
+    crate::retries::Retry::report(line, transcript);
+}
 
 /// The stream-json interface a run asked for; `None` for ACP.
 pub fn stream_json_interface(request: &RunRequest) -> Result<Option<QwenInterface>, AgentError> {
@@ -162,7 +182,7 @@ pub fn stream_json(
         spec = spec.arg("--yolo");
     }
     if !two_way {
-        for tool in agent_api::kit::hitl::pre_approved::allowed_tools(&request.permissions, TOOLS, &request.portable) {
+        for tool in agent_api::kit::hitl::pre_approved::allowed_tools(&request.permissions, &TOOLS, &request.portable) {
             spec = spec.args(["--allowed-tools".to_string(), tool]);
         }
     }
@@ -190,17 +210,13 @@ pub fn stream_json(
     let mut spec = backend.homed(crate::launch_env(spec.for_request(request), crate::Flavor::Qwen).cwd(cwd), request)?;
     spec.stdin = two_way;
     let prompt = request.prompt.text.clone();
-    let protocol = match (two_way, warm) {
-        (true, true) => ClaudeProtocol::session(request.permissions.clone(), false),
-        (true, false) => ClaudeProtocol::control(prompt, request.permissions.clone(), false),
-        (false, _) => ClaudeProtocol::print(prompt, false),
+    let mut protocol = match (two_way, warm) {
+        (true, true) => StreamJson::session(DIALECT, request.permissions.clone(), false),
+        (true, false) => StreamJson::control(DIALECT, prompt, request.permissions.clone(), false),
+        (false, _) => StreamJson::print(DIALECT, prompt, false),
     };
-    let mut protocol = protocol.with_result_error(api_error_result);
     if let Some(log) = debug_log_dir(&spec).zip(session_id).and_then(|(dir, id)| debug_log(&dir, &id)) {
-        // A retry line of the log becomes its statuses.
-        protocol = protocol.with_log(log, |line, transcript| {
-            crate::retries::Retry::report(line, transcript);
-        });
+        protocol = protocol.following(log);
     }
     Ok((spec, Box::new(protocol)))
 }
@@ -221,7 +237,7 @@ impl Sniffed {
             if message.get("jsonrpc").is_some() {
                 Box::new(crate::protocol::Acp::replay("qwen.acp"))
             } else {
-                Box::new(ClaudeProtocol::replaying().with_result_error(api_error_result))
+                Box::new(StreamJson::replaying(DIALECT))
             }
         })
     }
@@ -337,10 +353,42 @@ mod tests {
         assert!(matches!(api_error_result("[API Error: connection refused]"), Some(AgentError::AgentFailed { .. })));
     }
 
+    /// Qwen's fetch, search and listing tools are in its table: a policy by category decides
+    /// them on the stream-json permission path (they were `other` there, so always asked).
+    #[test]
+    fn a_policy_by_category_decides_qwens_network_and_read_tools() {
+        use agent_api::kit::driver::ProtocolHarness;
+        use agent_api::{PermissionPolicy, PermissionRule};
+        let policy = PermissionPolicy::ByCategory(
+            [(ToolCategory::Network, PermissionRule::Approve), (ToolCategory::FileRead, PermissionRule::Deny)].into_iter().collect(),
+        );
+        let mut protocol = StreamJson::control(DIALECT, "go", policy, false);
+        let mut harness = ProtocolHarness::new();
+        protocol.start(&mut harness.ctx()).unwrap();
+        harness.take_sent();
+        let ask = |id: &str, tool: &str| {
+            serde_json::json!({"type": "control_request", "request_id": id, "request": {"subtype": "can_use_tool", "tool_name": tool,
+                "input": {"path": "/w"}, "tool_use_id": format!("t_{id}")}})
+        };
+        let mut behaviors = Vec::new();
+        for (id, tool) in [("r1", "web_fetch"), ("r2", "grep_search"), ("r3", "list_directory"), ("r4", "run_shell_command")] {
+            protocol.on_line(ask(id, tool).to_string().as_bytes(), &mut harness.ctx()).unwrap();
+            let sent = harness.take_sent();
+            behaviors.push((tool, sent.first().and_then(|m| m.pointer("/response/response/behavior")?.as_str().map(str::to_string))));
+        }
+        let expected = [
+            ("web_fetch", Some("allow".to_string())),
+            ("grep_search", Some("deny".to_string())),
+            ("list_directory", Some("deny".to_string())),
+            ("run_shell_command", None),
+        ];
+        assert_eq!(behaviors, expected, "the policy decides by the table's categories; the shell is asked");
+    }
+
     #[test]
     fn every_turn_of_a_warm_stream_json_session_reads_api_errors() {
         use agent_api::kit::driver::ProtocolHarness;
-        let mut protocol = ClaudeProtocol::session(agent_api::PermissionPolicy::Ask, false).with_result_error(api_error_result);
+        let mut protocol = StreamJson::session(DIALECT, agent_api::PermissionPolicy::Ask, false);
         let mut harness = ProtocolHarness::new();
         let result = |text: &str| {
             serde_json::json!({"type": "result", "subtype": "success", "is_error": false, "result": text, "session_id": "s1",

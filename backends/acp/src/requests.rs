@@ -172,7 +172,7 @@ impl Requests {
         if kind == ToolKind::Execute {
             // The command its tool call item names (`ToolMeta.command`), not a description of it.
             let shell = crate::updates::shell_fields(ToolMeta::default(), fields.raw_input.as_ref(), &title);
-            details = details.command(shell.command.as_deref().map(|c| utf8_prefix(c, 2048))).cwd(shell.cwd);
+            details = details.command(shell.command).cwd(shell.cwd);
         }
         let action = format!("{}: {}", kind_name(kind), utf8_prefix(&title, 256));
         let options: Vec<Value> =

@@ -17,7 +17,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 
 use agent_api::bounds::utf8_prefix;
-use agent_api::tools_facet::ToolBytes;
+use agent_api::tools_facet::{FacetKind, ToolBytes};
 use agent_api::universal::{ContentPart, FileAction, ItemRole, NewItem, ReasoningVisibility, ToolMeta, Transcript};
 use agent_client_protocol_schema::{
     ContentBlock, Plan, SessionUpdate, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolKind,
@@ -46,15 +46,15 @@ const DETAIL_BOUND: usize = 2048;
 const TOOL_NAME_BOUND: usize = 128;
 
 /// The tools-facet kind of an ACP tool kind.
-pub fn facet_kind(kind: ToolKind) -> &'static str {
+pub fn facet_kind(kind: ToolKind) -> FacetKind {
     match kind {
-        ToolKind::Execute => "command_execution",
-        ToolKind::Edit | ToolKind::Delete | ToolKind::Move => "file_change",
-        ToolKind::Read => "file_read",
-        ToolKind::Search => "search",
-        ToolKind::Fetch => "web_fetch",
-        ToolKind::Think => "think",
-        _ => "tool_use",
+        ToolKind::Execute => FacetKind::CommandExecution,
+        ToolKind::Edit | ToolKind::Delete | ToolKind::Move => FacetKind::FileChange,
+        ToolKind::Read => FacetKind::FileRead,
+        ToolKind::Search => FacetKind::Search,
+        ToolKind::Fetch => FacetKind::WebFetch,
+        ToolKind::Think => FacetKind::Think,
+        _ => FacetKind::ToolUse,
     }
 }
 
@@ -453,7 +453,7 @@ impl Updates {
         let mut meta = state.meta();
         let diff: u64 = files.iter().map(|p| if let ContentPart::FileRef { diff: Some(d), .. } = p { d.len() as u64 } else { 0 }).sum();
         meta.bytes = ToolBytes { diff, ..ToolBytes::default() };
-        if meta.kind == "command_execution" {
+        if meta.is_command() {
             meta.bytes.stdout = output.len() as u64;
         } else {
             meta.bytes.result = output.len() as u64;

@@ -4,7 +4,7 @@
 //!
 //! Its `user` and `assistant` lines carry the same `message` objects as the stream-json output
 //! (one `assistant` line per content block, under the message's id), so a stored session reads
-//! through [`ClaudeProtocol`] once each line is put in the output's shape. The store's own
+//! through [`StreamJson`](agent_api_stream_json::StreamJson) once each line is put in the output's shape. The store's own
 //! bookkeeping lines (queued prompts, attachments, summaries, snapshots) carry no transcript.
 
 use std::path::{Path, PathBuf};
@@ -16,7 +16,8 @@ use agent_api::{AgentError, AgentKind, RunCompletion, RunHandle};
 use async_trait::async_trait;
 use serde_json::{json, Value};
 
-use crate::{ClaudeCodeConfig, ClaudeProtocol, KIND};
+use crate::{ClaudeCodeConfig, KIND};
+use agent_api_stream_json::StreamJson;
 
 /// Lines of a session file read to find its working directory and first prompt.
 const HEAD_LINES: usize = 200;
@@ -116,24 +117,24 @@ impl SessionStore for ClaudeSessionStore {
     }
 }
 
-/// The converter of a stored session: store lines in the output's shape through [`ClaudeProtocol`].
+/// The converter of a stored session: store lines in the output's shape through [`StreamJson`](agent_api_stream_json::StreamJson).
 #[derive(Debug)]
 pub struct StoredClaudeSession {
-    inner: ClaudeProtocol,
+    inner: StreamJson,
     /// The native id of the last assistant message and its text so far (the session's answer).
     last_answer: Option<(String, String)>,
 }
 
 impl Default for StoredClaudeSession {
     fn default() -> Self {
-        Self::with_protocol(ClaudeProtocol::replaying())
+        Self::with_protocol(agent_api_stream_json::StreamJson::replaying(crate::DIALECT))
     }
 }
 
 impl StoredClaudeSession {
     /// A stored-session converter over `inner` (a CLI speaking Claude Code's protocol, such as
     /// Qwen Code, whose store lines are put in this store's shape first).
-    pub fn with_protocol(inner: ClaudeProtocol) -> Self {
+    pub fn with_protocol(inner: StreamJson) -> Self {
         Self { inner, last_answer: None }
     }
 
@@ -195,8 +196,7 @@ impl Protocol for StoredClaudeSession {
     }
 
     fn finish(&mut self, _exit: &ExitInfo, ctx: &mut Ctx<'_>) -> Result<RunCompletion, AgentError> {
-        self.inner.flush_user_messages(ctx);
-        self.inner.close_all_messages(ctx);
+        self.inner.close_transcript(ctx);
         let mut completion = RunCompletion::new();
         completion.final_text = self.last_answer.take().map(|(_, text)| text).filter(|t| !t.is_empty());
         Ok(completion)

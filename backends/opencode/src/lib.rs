@@ -38,6 +38,7 @@ pub mod portable;
 mod replay;
 pub mod run;
 pub mod serve;
+pub mod tools;
 
 use agent_api::capabilities as caps;
 use agent_api::kit::replay::RecordingFormat;

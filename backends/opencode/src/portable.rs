@@ -6,7 +6,7 @@
 use agent_api::capabilities as caps;
 use agent_api::kit::CommandSpec;
 use agent_api::portable::{McpServer, OptionMapping, PortableOptions, PrivateFile, TextOrFile};
-use agent_api::{AgentError, RunRequest, ToolCategory};
+use agent_api::{AgentError, RunRequest};
 use serde_json::{json, Map, Value};
 
 /// The variable OpenCode reads extra config from (JSON, merged over its config files).
@@ -57,7 +57,7 @@ fn config_of(request: &RunRequest) -> Result<(Option<Value>, Vec<PrivateFile>), 
             portable.mcp_servers.iter().filter_map(|(name, s)| Some((name.clone(), mcp_server(s)?))).collect();
         config.insert("mcp".into(), Value::Object(servers));
     }
-    let denied = portable.denied_tool_names(TOOLS);
+    let denied = portable.denied_tool_names(&crate::tools::TOOLS);
     if !denied.is_empty() {
         let tools: Map<String, Value> = denied.into_iter().map(|name| (name, Value::Bool(false))).collect();
         // The agent's own list too: the acp interface applies the agent's, not the global one.
@@ -69,14 +69,6 @@ fn config_of(request: &RunRequest) -> Result<(Option<Value>, Vec<PrivateFile>), 
     }
     Ok(((!config.is_empty()).then_some(Value::Object(config)), files))
 }
-
-/// OpenCode's own tools by category, as its `tools` config names them: what a denied category removes.
-const TOOLS: &[(ToolCategory, &[&str])] = &[
-    (ToolCategory::Shell, &["bash"]),
-    (ToolCategory::FileWrite, &["edit", "write", "patch"]),
-    (ToolCategory::FileRead, &["read", "glob", "grep", "list"]),
-    (ToolCategory::Network, &["webfetch", "websearch"]),
-];
 
 /// One MCP server in OpenCode's config shape (`command` is one array; `environment`, `headers`).
 fn mcp_server(server: &McpServer) -> Option<Value> {

@@ -14,7 +14,6 @@ use agent_api::kit::driver::Unparsed;
 use agent_api::kit::{Ctx, ExitInfo, Protocol};
 use agent_api::{AgentError, AgentKind, RunCompletion, RunHandle};
 use agent_api_claude_code::history::StoredClaudeSession;
-use agent_api_claude_code::ClaudeProtocol;
 use async_trait::async_trait;
 use serde_json::{json, Value};
 
@@ -103,7 +102,7 @@ pub struct StoredQwenSession {
 
 impl Default for StoredQwenSession {
     fn default() -> Self {
-        Self { inner: StoredClaudeSession::with_protocol(ClaudeProtocol::replaying()) }
+        Self { inner: StoredClaudeSession::with_protocol(agent_api_stream_json::StreamJson::replaying(crate::qwen::DIALECT)) }
     }
 }
 
