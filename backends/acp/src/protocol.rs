@@ -159,9 +159,9 @@ impl Acp {
         self
     }
 
-    /// The agent writes a debug log per session, `<dir>/<session id>.txt`, and reports its
-    /// retries only there (Qwen Code): the run follows the session's log once `session/new` or
-    /// `session/load` names it, and reads its lines as stderr lines.
+    /// The agent writes a debug log per session, `<dir>/<session id>.txt` ([`session_log`]), and
+    /// reports its retries only there (Qwen Code): the run follows the session's log once
+    /// `session/new` or `session/load` names it, and reads its lines as stderr lines.
     pub fn with_debug_logs(mut self, dir: Option<std::path::PathBuf>) -> Self {
         self.debug_logs = dir;
         self
@@ -216,7 +216,7 @@ impl Acp {
     fn started(&mut self, ctx: &mut Ctx<'_>, session_id: &str, session: Option<Value>) {
         self.session_id = Some(session_id.to_string());
         ctx.transcript.set_native_session_id(session_id);
-        if let Some(log) = self.debug_logs.as_deref().and_then(|dir| crate::qwen::debug_log(dir, session_id)) {
+        if let Some(log) = self.debug_logs.as_deref().and_then(|dir| session_log(dir, session_id)) {
             ctx.follow_log(log);
         }
         let metadata = json!({"session_id": session_id, "agent": self.agent, "session": session});
@@ -391,8 +391,15 @@ impl Acp {
     }
 }
 
+/// The log of session `id` in `dir` (`<dir>/<id>.txt`, see [`Acp::with_debug_logs`]), when the
+/// id is a plain file name: an id the agent sent is never a path to follow elsewhere.
+pub fn session_log(dir: &std::path::Path, id: &str) -> Option<PathBuf> {
+    let plain = !id.is_empty() && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    plain.then(|| dir.join(format!("{id}.txt")))
+}
+
 /// The snake_case name of a stop reason.
-pub fn stop_name(stop: StopReason) -> String {
+pub(crate) fn stop_name(stop: StopReason) -> String {
     match to_value(&stop) {
         Value::String(s) => s,
         _ => "unknown".into(),

@@ -26,7 +26,7 @@ use serde_json::{json, Value};
 
 /// Every `sessionUpdate` kind this client's schema knows; a line with another kind is a newer
 /// protocol's update (a status), one with a known kind that does not parse is unparsed.
-pub const KNOWN_UPDATES: &[&str] = &[
+pub(crate) const KNOWN_UPDATES: &[&str] = &[
     "user_message_chunk",
     "agent_message_chunk",
     "agent_thought_chunk",
@@ -46,7 +46,7 @@ const DETAIL_BOUND: usize = 2048;
 const TOOL_NAME_BOUND: usize = 128;
 
 /// The tools-facet kind of an ACP tool kind.
-pub fn facet_kind(kind: ToolKind) -> FacetKind {
+pub(crate) fn facet_kind(kind: ToolKind) -> FacetKind {
     match kind {
         ToolKind::Execute => FacetKind::CommandExecution,
         ToolKind::Edit | ToolKind::Delete | ToolKind::Move => FacetKind::FileChange,
@@ -59,7 +59,7 @@ pub fn facet_kind(kind: ToolKind) -> FacetKind {
 }
 
 /// The ACP name of a tool kind (`execute`, `edit`, …).
-pub fn kind_name(kind: ToolKind) -> String {
+pub(crate) fn kind_name(kind: ToolKind) -> String {
     match serde_json::to_value(kind) {
         Ok(Value::String(name)) => name,
         _ => "other".into(),
@@ -67,7 +67,7 @@ pub fn kind_name(kind: ToolKind) -> String {
 }
 
 /// The text of a content block (other blocks are described, not copied).
-pub fn block_text(block: &ContentBlock) -> String {
+pub(crate) fn block_text(block: &ContentBlock) -> String {
     match block {
         ContentBlock::Text(t) => t.text.clone(),
         ContentBlock::ResourceLink(link) => format!("[resource {}]", utf8_prefix(&link.uri, 256)),
@@ -204,7 +204,7 @@ enum Stream {
 
 /// The state of the update stream.
 #[derive(Debug, Default)]
-pub struct Updates {
+pub(crate) struct Updates {
     open: Option<(Stream, String)>,
     calls: HashMap<String, CallState>,
     call_order: Vec<String>,
@@ -226,7 +226,7 @@ pub struct Updates {
 
 impl Updates {
     /// Handles one typed update.
-    pub fn apply(&mut self, t: &mut Transcript, update: SessionUpdate) {
+    pub(crate) fn apply(&mut self, t: &mut Transcript, update: SessionUpdate) {
         if self.loading {
             return self.history(t, update);
         }
@@ -297,7 +297,7 @@ impl Updates {
     }
 
     /// An update whose kind this client's schema does not have (a newer protocol version).
-    pub fn unknown(&mut self, t: &mut Transcript, kind: Option<&str>) {
+    pub(crate) fn unknown(&mut self, t: &mut Transcript, kind: Option<&str>) {
         t.status("unknown_update", kind.map(|k| utf8_prefix(k, 128).to_string()));
     }
 
@@ -318,7 +318,7 @@ impl Updates {
     }
 
     /// Writes the buffered history message (replayed by `session/load`) as one status item.
-    pub fn flush_history(&mut self, t: &mut Transcript) {
+    pub(crate) fn flush_history(&mut self, t: &mut Transcript) {
         if let Some((who, text)) = self.history.take() {
             let detail = format!("{who}: {}", utf8_prefix(&text, DETAIL_BOUND));
             if self.hold_history {
@@ -330,7 +330,7 @@ impl Updates {
     }
 
     /// Writes the history held back so far, and stops holding it.
-    pub fn release_history(&mut self, t: &mut Transcript) {
+    pub(crate) fn release_history(&mut self, t: &mut Transcript) {
         self.hold_history = false;
         for detail in std::mem::take(&mut self.held) {
             t.status("history", Some(detail));
@@ -355,7 +355,7 @@ impl Updates {
     }
 
     /// Completes the open message or reasoning item.
-    pub fn close_stream(&mut self, t: &mut Transcript) {
+    pub(crate) fn close_stream(&mut self, t: &mut Transcript) {
         if let Some((_, id)) = self.open.take() {
             t.complete_item(&id);
         }
@@ -383,7 +383,7 @@ impl Updates {
 
     /// The permission of call `id` was refused: the call will not run, so its result fails now
     /// (Qwen Code sends no update for a refused call; the transcript must not wait for one).
-    pub fn deny(&mut self, t: &mut Transcript, id: &str) {
+    pub(crate) fn deny(&mut self, t: &mut Transcript, id: &str) {
         if self.calls.contains_key(id) {
             self.denied.insert(id.to_string());
             self.finish_call(t, id, true);
@@ -471,7 +471,7 @@ impl Updates {
 
     /// The turn ended (`cut`: by a cancel or the end of the process): close or fail the open
     /// stream, and fail the tool calls that never finished.
-    pub fn end_turn(&mut self, t: &mut Transcript, cut: bool) {
+    pub(crate) fn end_turn(&mut self, t: &mut Transcript, cut: bool) {
         if cut {
             self.abandon_stream(t);
         } else {

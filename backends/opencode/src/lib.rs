@@ -279,7 +279,7 @@ impl AgentBackend for OpenCodeBackend {
             }
             Interface::Serve => serve::start(&self.config, &self.servers, request, settings).await,
             Interface::Acp => {
-                let cwd = agent_api_acp::options::absolute(&working_dir(&self.config, &request).unwrap_or_default());
+                let cwd = agent_api_acp::absolute(&working_dir(&self.config, &request).unwrap_or_default());
                 let spec = acp::command_spec(&self.config, &request, &cwd)?;
                 let protocol = acp::live(&request, &cwd, options.fs.unwrap_or(true))?;
                 let transport = Transport::spawn(&spec, settings.line_cap)?;

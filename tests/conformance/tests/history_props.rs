@@ -9,12 +9,12 @@ use std::path::Path;
 use agent_api::history::read_store_file;
 use agent_api::kit::Protocol;
 use agent_api::AgentKind;
-use agent_api_acp::history::gemini::StoredGeminiSession;
-use agent_api_acp::history::qwen::StoredQwenSession;
 use agent_api_claude_code::history::StoredClaudeSession;
 use agent_api_codex::history::StoredCodexSession;
 use agent_api_conformance::props::{cases, check_run, file_lines, mutation, record_within};
+use agent_api_gemini::history::StoredGeminiSession;
 use agent_api_opencode::history::{export_lines, StoredOpenCodeSession};
+use agent_api_qwen::history::StoredQwenSession;
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 

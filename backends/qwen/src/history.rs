@@ -21,7 +21,7 @@ use serde_json::{json, Value};
 const HEAD_LINES: usize = 50;
 
 fn kind() -> AgentKind {
-    AgentKind::from_static("qwen")
+    crate::KIND
 }
 
 /// Qwen Code's chat store under one `~/.qwen`.
@@ -31,6 +31,12 @@ pub struct QwenSessionStore {
 }
 
 impl QwenSessionStore {
+    /// The store the backend's CLI writes: `~/.qwen` under the config's `HOME` (this process's
+    /// when the config sets none).
+    pub fn for_config(config: &agent_api_acp::AcpConfig) -> Option<Self> {
+        Some(Self::new(config.home_dir(".qwen")?))
+    }
+
     /// The store under `qwen_dir` (`~/.qwen`).
     pub fn new(qwen_dir: impl Into<PathBuf>) -> Self {
         Self { root: qwen_dir.into() }
@@ -102,7 +108,7 @@ pub struct StoredQwenSession {
 
 impl Default for StoredQwenSession {
     fn default() -> Self {
-        Self { inner: StoredClaudeSession::with_protocol(agent_api_stream_json::StreamJson::replaying(crate::qwen::DIALECT)) }
+        Self { inner: StoredClaudeSession::with_protocol(agent_api_stream_json::StreamJson::replaying(crate::DIALECT)) }
     }
 }
 

@@ -26,7 +26,7 @@ const HEAD_LINES: usize = 50;
 const CONTEXT_MARK: &str = "<session_context>";
 
 fn kind() -> AgentKind {
-    AgentKind::from_static("gemini")
+    crate::KIND
 }
 
 /// Gemini CLI's chat store under one `~/.gemini`.
@@ -36,6 +36,12 @@ pub struct GeminiSessionStore {
 }
 
 impl GeminiSessionStore {
+    /// The store the backend's CLI writes: `~/.gemini` under the config's `HOME` (this
+    /// process's when the config sets none).
+    pub fn for_config(config: &agent_api_acp::AcpConfig) -> Option<Self> {
+        Some(Self::new(config.home_dir(".gemini")?))
+    }
+
     /// The store under `gemini_dir` (`~/.gemini`).
     pub fn new(gemini_dir: impl Into<PathBuf>) -> Self {
         Self { root: gemini_dir.into() }
