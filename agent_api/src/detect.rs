@@ -14,8 +14,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::backend::AgentBackend;
-use crate::kind::AgentKind;
+use crate::contract::kind::AgentKind;
+use crate::kit::replay::Replay;
 
 /// How long `<binary> --version` may take.
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(20);
@@ -33,8 +33,8 @@ pub struct BackendProbe {
     pub executable: &'static str,
     /// CLI versions the backend is tested against.
     pub supported_versions: &'static [&'static str],
-    /// Builds a backend that runs the CLI at this path.
-    pub build: fn(PathBuf) -> Arc<dyn AgentBackend>,
+    /// Builds a backend that runs the CLI at this path (and replays its recordings).
+    pub build: fn(PathBuf) -> Arc<dyn Replay>,
 }
 
 /// An agent CLI found on this machine.
@@ -81,7 +81,7 @@ impl BackendProbe {
         kind: AgentKind,
         executable: &'static str,
         supported_versions: &'static [&'static str],
-        build: fn(PathBuf) -> Arc<dyn AgentBackend>,
+        build: fn(PathBuf) -> Arc<dyn Replay>,
     ) -> Self {
         Self { kind, executable, supported_versions, build }
     }

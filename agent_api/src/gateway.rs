@@ -3,12 +3,12 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use crate::backend::AgentBackend;
-use crate::capability::CapabilitySet;
-use crate::error::AgentError;
-use crate::kind::AgentKind;
-use crate::request::RunRequest;
-use crate::run::RunHandle;
+use crate::contract::backend::AgentBackend;
+use crate::contract::capability::CapabilitySet;
+use crate::contract::error::AgentError;
+use crate::contract::kind::AgentKind;
+use crate::contract::request::RunRequest;
+use crate::contract::run::RunHandle;
 
 /// A registry of backends by kind.
 ///
@@ -104,7 +104,7 @@ impl Gateway {
     }
 
     /// How a kind maps the portable options (see [`AgentBackend::option_mappings`]).
-    pub fn option_mappings(&self, kind: &AgentKind) -> Result<&'static [crate::portable::OptionMapping], AgentError> {
+    pub fn option_mappings(&self, kind: &AgentKind) -> Result<&'static [crate::contract::portable::OptionMapping], AgentError> {
         Ok(self.backend(kind)?.option_mappings())
     }
 
@@ -120,18 +120,18 @@ impl Gateway {
     /// Opens a session (`spec/run-protocol.md` §8) on the backend of `kind`, with `request` as
     /// the template of every turn (its prompt is ignored): a warm session where the backend
     /// advertises `agent_api.session.warm`, else a session resuming per turn
-    /// ([`crate::Session::resuming`]) where it advertises `agent_api.session.resume_per_turn`,
+    /// ([`crate::contract::session::Session::resuming`]) where it advertises `agent_api.session.resume_per_turn`,
     /// else `UnsupportedCapability` naming `agent_api.session.warm`.
-    pub async fn open_session(&self, kind: &AgentKind, mut request: RunRequest) -> Result<crate::Session, AgentError> {
+    pub async fn open_session(&self, kind: &AgentKind, mut request: RunRequest) -> Result<crate::contract::session::Session, AgentError> {
         self.defaults(&mut request);
         let backend = self.backend(kind)?;
         let capabilities = backend.capabilities();
-        crate::backend::validate_template(kind, &capabilities, backend.extension_keys(), &request)?;
+        crate::contract::backend::validate_template(kind, &capabilities, backend.extension_keys(), &request)?;
         if capabilities.contains(agent_api_capabilities::SESSION_WARM) {
             return backend.open_session(request).await;
         }
         if capabilities.contains(agent_api_capabilities::SESSION_RESUME_PER_TURN) {
-            return Ok(crate::Session::resuming(backend.clone(), request));
+            return Ok(crate::contract::session::Session::resuming(backend.clone(), request));
         }
         Err(AgentError::UnsupportedCapability { kind: kind.to_string(), capability: agent_api_capabilities::SESSION_WARM.into() })
     }

@@ -45,40 +45,29 @@
 //! # Ok(()) }
 //! ```
 
-pub mod answer;
-pub mod backend;
-pub mod bounds;
+mod contract;
+pub use contract::{
+    answer, backend, bounds, capability, error, event, images, kind, options, portable, projection, request, run, secrets, session_ref,
+    structured, tools_facet, universal,
+};
+
 pub mod caller_tools;
-pub mod capability;
 pub mod detect;
 pub mod display;
-pub mod error;
-pub mod event;
 pub mod gateway;
 pub mod history;
 pub mod home;
-pub mod images;
-pub mod kind;
 pub mod kit;
-pub mod options;
-pub mod portable;
-pub mod projection;
 pub mod rate_limit;
-pub mod request;
-pub mod run;
-pub mod secrets;
-pub mod session;
-pub mod session_ref;
-pub mod structured;
+mod resumed;
 pub mod summary;
 pub mod tool_calls;
-pub mod tools_facet;
-pub mod universal;
 
 #[doc(inline)]
 pub use agent_api_capabilities as capabilities;
 pub use backend::{validate_request, AgentBackend};
 pub use capability::CapabilitySet;
+pub use contract::session::Session;
 pub use error::{AgentError, LimitKind, TimeoutKind};
 pub use event::{AgentWrapperEvent, AgentWrapperEventKind, Channel, PermissionFacet, QuestionFacet, Retraction};
 pub use gateway::Gateway;
@@ -86,14 +75,12 @@ pub use home::{Home, HomeSeed};
 pub use kind::AgentKind;
 pub use options::BackendOptions;
 pub use portable::{McpServer, PortableOptions};
-pub use request::{
-    CallerWait, Limits, OnCallerTimeout, PermissionPolicy, PermissionRule, Prompt, RunRequest, SessionSelector, ToolCategory,
-};
+pub use request::{CallerWait, Limits, OnCallerTimeout, PermissionPolicy, PermissionRule, Prompt, RunRequest, SessionSelector};
 pub use run::{
     Completion, ControlCommand, PermissionDecision, QuestionAnswer, RunCompletion, RunControl, RunHandle, UniversalEvents, Usage,
     WrapperEvents,
 };
-pub use session::Session;
 pub use session_ref::SessionRef;
 pub use summary::RunSummary;
 pub use tokio_util::sync::CancellationToken;
+pub use tools_facet::ToolCategory;

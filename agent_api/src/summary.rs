@@ -18,10 +18,12 @@
 //! assert_eq!(summary.permissions[0].decided_by, Some(DecidedBy::Policy));
 //! ```
 
-use crate::request::ToolCategory;
-use crate::run::{RunCompletion, Usage};
+use crate::contract::run::{RunCompletion, Usage};
+use crate::contract::tools_facet::ToolCategory;
+use crate::contract::universal::{
+    ContentPart, DecidedBy, FileAction, PermissionStatus, UniversalEvent, UniversalEventBody as Body, UniversalItem,
+};
 use crate::tool_calls::ToolCalls;
-use crate::universal::{ContentPart, DecidedBy, FileAction, PermissionStatus, UniversalEvent, UniversalEventBody as Body, UniversalItem};
 
 pub use crate::tool_calls::ToolCallSummary;
 
@@ -108,5 +110,13 @@ impl RunSummary {
                 self.files_changed.push((path.clone(), *action));
             }
         }
+    }
+}
+
+impl crate::contract::run::RunHandle {
+    /// Reads the whole run and sums it up (see [`RunSummary`]): for callers who do not stream.
+    pub async fn collect_summary(self) -> (RunSummary, Result<RunCompletion, crate::contract::error::AgentError>) {
+        let (events, completion) = self.collect_universal().await;
+        (RunSummary::from_events(&events, completion.as_ref().ok()), completion)
     }
 }

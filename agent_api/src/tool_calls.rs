@@ -20,10 +20,12 @@
 
 use std::collections::HashMap;
 
-use crate::event::{AgentWrapperEvent, AgentWrapperEventKind};
-use crate::request::ToolCategory;
-use crate::tools_facet::{ToolPhase, ToolStatus};
-use crate::universal::{shell_fields, ContentPart, ItemKind, ItemStatus, UniversalEvent, UniversalEventBody as Body, UniversalItem};
+use crate::contract::event::{AgentWrapperEvent, AgentWrapperEventKind};
+use crate::contract::tools_facet::ToolCategory;
+use crate::contract::tools_facet::{ToolPhase, ToolStatus};
+use crate::contract::universal::{
+    shell_fields, ContentPart, ItemKind, ItemStatus, UniversalEvent, UniversalEventBody as Body, UniversalItem,
+};
 
 /// One tool call, joined from every event about it.
 #[derive(Debug, Clone, PartialEq)]

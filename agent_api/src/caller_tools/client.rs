@@ -4,7 +4,7 @@
 
 use serde_json::{json, Value};
 
-use crate::error::AgentError;
+use crate::contract::error::AgentError;
 use crate::kit::http::HttpClient;
 
 /// The MCP protocol version the client asks for.

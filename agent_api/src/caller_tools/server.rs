@@ -24,7 +24,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::CallerTool;
-use crate::portable::McpServer;
+use crate::contract::portable::McpServer;
 
 /// The path the MCP endpoint is served at.
 const PATH: &str = "/mcp";

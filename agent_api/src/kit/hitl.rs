@@ -30,11 +30,12 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;
 
-use crate::error::AgentError;
-use crate::request::{PermissionPolicy, PermissionRule, ToolCategory};
-use crate::run::{PermissionDecision, QuestionAnswer};
-pub use crate::universal::PermissionDetails;
-use crate::universal::{DecidedBy, PermissionEventData, QuestionEventData, Transcript};
+use crate::contract::error::AgentError;
+use crate::contract::request::{PermissionPolicy, PermissionRule};
+use crate::contract::run::{PermissionDecision, QuestionAnswer};
+use crate::contract::tools_facet::ToolCategory;
+pub use crate::contract::universal::PermissionDetails;
+use crate::contract::universal::{DecidedBy, PermissionEventData, QuestionEventData, Transcript};
 
 /// One permission request, as a backend describes it to the kit.
 #[derive(Debug, Clone, PartialEq)]

@@ -1,7 +1,7 @@
 //! The kit for backend authors: everything between "spawn this CLI" and "here are its events".
 //!
 //! A backend writes a [`Protocol`] (parse native messages, describe them to the
-//! [`Transcript`](crate::universal::Transcript), answer control commands) and a
+//! [`Transcript`](crate::contract::universal::Transcript), answer control commands) and a
 //! [`CommandSpec`]; [`start_run`] does the rest:
 //!
 //! - [`process`]: spawns the CLI in its own process group with default signal dispositions,
@@ -46,13 +46,15 @@
 //! secret-sentinel test (`tests/conformance/tests/secrets.rs`), the fault table (`spec/faults.md`) and
 //! the fuzz targets (a `parser_<name>` target in `fuzz/`, see its README).
 
-pub mod budget;
+pub use crate::contract::budget;
+mod command;
 pub mod driver;
-pub mod files;
+pub use crate::contract::files;
 pub mod hitl;
 pub mod http;
 pub mod jsonrpc;
 pub mod launch;
+mod limits;
 pub mod lines;
 pub mod process;
 pub mod protocol;

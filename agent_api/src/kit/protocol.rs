@@ -4,10 +4,10 @@
 use serde_json::Value;
 
 use super::stderr::StderrCapture;
-use crate::error::AgentError;
-use crate::request::Prompt;
-use crate::run::{ControlCommand, RunCompletion};
-use crate::universal::Transcript;
+use crate::contract::error::AgentError;
+use crate::contract::request::Prompt;
+use crate::contract::run::{ControlCommand, RunCompletion};
+use crate::contract::universal::Transcript;
 
 /// Why a native message could not be converted; becomes an `agent.unparsed` event.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -23,9 +23,8 @@
 //! assert_eq!(TABLE.facet("Task"), FacetKind::ToolUse);
 //! ```
 
-use crate::request::ToolCategory;
-use crate::tools_facet::FacetKind;
-use crate::universal::FileAction;
+use crate::contract::tools_facet::{FacetKind, ToolCategory};
+use crate::contract::universal::FileAction;
 
 /// One native tool: its name as the agent calls it, and what it is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

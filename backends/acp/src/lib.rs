@@ -203,7 +203,9 @@ impl AgentBackend for AcpBackend {
         let transport = Transport::spawn(&spec, settings.line_cap)?;
         Ok(start_session(settings, transport, Box::new(protocol)))
     }
+}
 
+impl agent_api::kit::replay::Replay for AcpBackend {
     fn replay_protocol(&self, format: RecordingFormat) -> Result<Box<dyn Protocol>, AgentError> {
         match format {
             RecordingFormat::Session => Ok(Box::new(Acp::replay("acp"))),

@@ -311,7 +311,9 @@ impl AgentBackend for AmpBackend {
         settings.hold(tools);
         Ok(start_session(settings, transport, Box::new(protocol)))
     }
+}
 
+impl agent_api::kit::replay::Replay for AmpBackend {
     fn replay_protocol(&self, format: RecordingFormat) -> Result<Box<dyn Protocol>, AgentError> {
         match format {
             RecordingFormat::NativeStdout | RecordingFormat::Session => Ok(Box::new(AmpProtocol::replaying())),

@@ -19,6 +19,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use agent_api::detect::{BackendProbe, FoundBy, Installed};
+use agent_api::kit::replay::Replay;
 use agent_api::{AgentBackend, AgentError, AgentKind, Gateway};
 
 /// The kind of the built-in scripted agent, always available.
@@ -66,6 +67,12 @@ pub fn kinds() -> Vec<AgentKind> {
 /// A backend for a built-in `kind`: a CLI's runs its installed binary where discovery finds one,
 /// else the executable's bare name (a run then fails with a typed `BinaryNotFound`).
 pub fn backend(kind: &AgentKind) -> Result<Arc<dyn AgentBackend>, AgentError> {
+    replayer(kind).map(|backend| backend as Arc<dyn AgentBackend>)
+}
+
+/// The backend of [`backend`], as the [`Replay`] it also is: every built-in backend replays its
+/// agent's recordings (`agent-api replay`).
+pub fn replayer(kind: &AgentKind) -> Result<Arc<dyn Replay>, AgentError> {
     if *kind == SCRIPTED {
         return Ok(Arc::new(agent_api_scripted::ScriptedBackend::new()));
     }

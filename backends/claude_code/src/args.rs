@@ -230,7 +230,7 @@ pub fn invocation(config: &ClaudeCodeConfig, request: &RunRequest) -> Result<Inv
     }
     match &request.session {
         SessionSelector::New => {
-            if let Some(id) = agent_api::session_ref::uuid_session_id(request)? {
+            if let Some(id) = request.uuid_session_id()? {
                 spec = spec.arg("--session-id").arg(id);
             }
         }

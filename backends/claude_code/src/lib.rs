@@ -263,7 +263,9 @@ impl AgentBackend for ClaudeCodeBackend {
     fn session_store(&self) -> Option<std::sync::Arc<dyn agent_api::history::SessionStore>> {
         Some(std::sync::Arc::new(history::ClaudeSessionStore::for_config(&self.config)?))
     }
+}
 
+impl agent_api::kit::replay::Replay for ClaudeCodeBackend {
     fn replay_protocol(&self, format: RecordingFormat) -> Result<Box<dyn Protocol>, AgentError> {
         match format {
             RecordingFormat::NativeStdout | RecordingFormat::Session => Ok(Box::new(StreamJson::replaying(DIALECT))),

@@ -216,7 +216,9 @@ impl AgentBackend for CodexBackend {
     fn session_store(&self) -> Option<std::sync::Arc<dyn agent_api::history::SessionStore>> {
         Some(std::sync::Arc::new(history::CodexSessionStore::for_config(&self.config)?))
     }
+}
 
+impl agent_api::kit::replay::Replay for CodexBackend {
     fn replay_protocol(&self, format: RecordingFormat) -> Result<Box<dyn Protocol>, AgentError> {
         match format {
             RecordingFormat::NativeStdout => Ok(Box::new(exec::Exec::default())),

@@ -252,7 +252,7 @@ pub(crate) fn command(config: &AcpConfig, request: &RunRequest, cwd: &std::path:
     }
     match &request.session {
         SessionSelector::New => {
-            if let Some(id) = agent_api::session_ref::uuid_session_id(request)? {
+            if let Some(id) = request.uuid_session_id()? {
                 args.extend(["--session-id".to_string(), id.to_string()]);
             }
         }

@@ -214,7 +214,9 @@ impl AgentBackend for GeminiBackend {
         settings.hold(Some(files));
         Ok(start_session(settings, transport, Box::new(protocol)))
     }
+}
 
+impl agent_api::kit::replay::Replay for GeminiBackend {
     fn replay_protocol(&self, format: RecordingFormat) -> Result<Box<dyn Protocol>, AgentError> {
         match format {
             RecordingFormat::Session => Ok(Box::new(Acp::replay(CLI.parser))),

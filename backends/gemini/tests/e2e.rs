@@ -38,7 +38,12 @@ fn request(prompt: &str) -> RunRequest {
 
 /// Runs `request`, answering each permission with `decision` (`None`: the policy decides);
 /// cancels at the first native delta when asked.
-async fn drive(backend: &GeminiBackend, request: RunRequest, decision: Option<PermissionDecision>, cancel_on_first_delta: bool) -> RunRecord {
+async fn drive(
+    backend: &GeminiBackend,
+    request: RunRequest,
+    decision: Option<PermissionDecision>,
+    cancel_on_first_delta: bool,
+) -> RunRecord {
     let handle = backend.run(request).await.expect("run starts");
     let control = handle.control();
     let mut projector = Projector::new(handle.agent_kind().clone(), handle.tools_structured());

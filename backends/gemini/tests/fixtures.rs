@@ -23,7 +23,7 @@ fn files(cli: &str, interface: &str) -> Vec<PathBuf> {
     out
 }
 
-async fn replay(backend: &dyn agent_api::AgentBackend, path: &Path) -> RunRecord {
+async fn replay(backend: &dyn agent_api::kit::replay::Replay, path: &Path) -> RunRecord {
     let run = record(replay_file(backend, path, true).await.expect("replay starts")).await;
     assert_conformant(&run);
     run

@@ -311,7 +311,9 @@ impl AgentBackend for OpenCodeBackend {
     fn session_store(&self) -> Option<std::sync::Arc<dyn agent_api::history::SessionStore>> {
         Some(std::sync::Arc::new(history::OpenCodeSessionStore::new(self.config.clone())))
     }
+}
 
+impl agent_api::kit::replay::Replay for OpenCodeBackend {
     fn replay_protocol(&self, format: RecordingFormat) -> Result<Box<dyn Protocol>, AgentError> {
         match format {
             RecordingFormat::NativeStdout => Ok(Box::new(run::RunProtocol::default())),

@@ -228,7 +228,9 @@ impl AgentBackend for QwenBackend {
         settings.hold(Some(files));
         Ok(start_session(settings, transport, protocol))
     }
+}
 
+impl agent_api::kit::replay::Replay for QwenBackend {
     fn replay_protocol(&self, _format: RecordingFormat) -> Result<Box<dyn Protocol>, AgentError> {
         Ok(replaying())
     }

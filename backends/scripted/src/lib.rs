@@ -188,7 +188,9 @@ impl AgentBackend for ScriptedBackend {
         let protocol = protocol::ScriptedProtocol::session(request.permissions.clone());
         Ok(start_session(settings, transport, Box::new(protocol)))
     }
+}
 
+impl agent_api::kit::replay::Replay for ScriptedBackend {
     fn replay_protocol(&self, format: agent_api::kit::replay::RecordingFormat) -> Result<Box<dyn agent_api::kit::Protocol>, AgentError> {
         let _ = format;
         Ok(Box::new(protocol::ScriptedProtocol::replaying()))

@@ -24,7 +24,7 @@ pub mod typed;
 use std::collections::HashSet;
 use std::sync::OnceLock;
 
-use agent_api::bounds::within_bounds;
+use agent_api::event::within_bounds;
 use agent_api::projection::Projector;
 use agent_api::tools_facet::TOOLS_FACET_SCHEMA;
 use agent_api::universal::{ItemStatus, UniversalEvent, UniversalEventBody};

@@ -84,7 +84,7 @@ async fn with_installed_registers_what_discovery_finds_with_its_version() {
     // Only this test reads these variables (names unique to it).
     std::env::set_var("AGENT_API_DISCOVERY_FOUND_BIN", &cli);
     std::env::remove_var("AGENT_API_DISCOVERY_MISSING_BIN");
-    let build = |_| Arc::new(ScriptedBackend::new()) as Arc<dyn agent_api::AgentBackend>;
+    let build = |_| Arc::new(ScriptedBackend::new()) as Arc<dyn agent_api::kit::replay::Replay>;
     let probes = [
         BackendProbe::new(AgentKind::from_static("discovery_found"), "fakecli-not-on-path", &["1.2.3"], build),
         BackendProbe::new(AgentKind::from_static("discovery_missing"), "fakecli-not-on-path", &["1.2.3"], build),

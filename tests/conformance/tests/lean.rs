@@ -331,7 +331,7 @@ async fn raw_payloads_are_shared_by_the_events_of_one_line_and_never_built_for_t
 #[test]
 fn the_scripted_typed_path_matches_its_value_path() {
     use agent_api::kit::replay::RecordingFormat;
-    use agent_api::AgentBackend;
+    use agent_api::kit::replay::Replay;
     let lines = [
         r#"{"type":"session","id":"s","model":"m"}"#,
         r#"{"type":"text_delta","message_id":"m1","text":"hel"}"#,

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 
 use super::plan::FarPrefix;
 use super::{Container, ContainerTarget};
-use crate::kit::process::RUN_MARKER_VAR;
+use crate::kit::reap::RUN_MARKER_VAR;
 
 /// Variables of this process the engine's client itself reads (which daemon, which config), passed to
 /// the client but not into the container.

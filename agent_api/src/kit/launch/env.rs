@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::kit::process::CommandSpec;
+use crate::kit::command::CommandSpec;
 
 /// Variables every launcher but Local passes on from this process's environment when set: what
 /// any program needs to find its tools and speak the user's language, and where the launchers' own

@@ -14,8 +14,8 @@ use std::ffi::OsString;
 
 use super::plan::FarPrefix;
 use super::Ssh;
-use crate::error::AgentError;
-use crate::kit::process::RUN_MARKER_VAR;
+use crate::contract::error::AgentError;
+use crate::kit::reap::RUN_MARKER_VAR;
 
 /// Variables of this process the `ssh` client itself uses (config and keys under `HOME`, the agent's
 /// socket), passed to the client only.
