@@ -25,6 +25,16 @@
 //!   caller's own; the file is in a directory only its owner reads. Proven on the stand-in, which
 //!   calls an HTTP server's tool for real (no Amp service is reachable here).
 //!
+//! Where amp's lines become events:
+//!
+//! | native line | universal events |
+//! |---|---|
+//! | stream-json `system`, `assistant`, `user`, `result` | as in the stream-json family's table (`agent_api_stream_json`), with Amp's [`TOOLS`] for the facet's kinds and the permission categories |
+//! | `thinking` blocks (`--stream-json-thinking`) | reasoning items |
+//! | a delegate request on the side channel ([`delegate`]) | `permission.requested`, then `permission.resolved`; the decision goes back as the helper's exit status |
+//! | a delegate request that was not the channel's own | a `delegate_request_unknown` status, nothing asked |
+//! | stderr of a run that never started | one typed error (`Auth`, `ServiceUnreachable`) |
+//!
 //! Modules: [`options`] (the typed options), [`args`] (the command line and credentials check),
 //! [`delegate`] (the permission channel), [`protocol`] (the converter) and `errors` (stderr).
 

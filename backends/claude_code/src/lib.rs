@@ -43,7 +43,7 @@ mod dialect;
 pub mod history;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use agent_api::capabilities as caps;
 use agent_api::kit::replay::RecordingFormat;
@@ -272,12 +272,6 @@ impl agent_api::kit::replay::Replay for ClaudeCodeBackend {
             other => Err(AgentError::Replay { reason: format!("claude_code cannot replay {other:?} recordings") }),
         }
     }
-}
-
-/// The version `binary --version` reports (`2.1.197 (Claude Code)` → `2.1.197`), or `None` when
-/// it cannot be run (see [`agent_api::detect::probe_version`]).
-pub async fn installed_version(binary: &Path) -> Option<String> {
-    agent_api::detect::probe_version(binary).await
 }
 
 /// What discovery needs to find the `claude` CLI and build a backend for it.

@@ -621,3 +621,29 @@ fn file_edit_permissions_carry_the_file_and_a_diff() {
     let bash = DIALECT.tool_permission("p5", "Bash", &json!({"command": "ls"}));
     assert_eq!(bash.details.diff, None);
 }
+
+/// A permission's command is the tool call's: cut to the shell-field bound by the kit (not by
+/// the backend), and masked by the one redactor the tools facet uses.
+#[test]
+fn a_key_in_a_permission_command_is_masked_and_a_long_command_cut_where_the_tools_facet_cuts() {
+    use agent_api::kit::Protocol;
+    let key = "sk-ant-api03-SENTINELSENTINELSENTINEL";
+    let long = format!("curl -H 'Authorization: Bearer {key}' https://example.invalid/{}", "x".repeat(8 << 10));
+    let mut protocol = StreamJson::control(DIALECT, "go", PermissionPolicy::Ask, false);
+    let mut harness = agent_api::kit::driver::ProtocolHarness::new();
+    protocol.start(&mut harness.ctx()).unwrap();
+    protocol.on_line(can_use_tool("r1", "Bash", json!({"command": long})).to_string().as_bytes(), &mut harness.ctx()).unwrap();
+    let events = harness.transcript.take_events();
+    let requested = events
+        .iter()
+        .find_map(|e| match &e.body {
+            UniversalEventBody::PermissionRequested(p) => Some(p.clone()),
+            _ => None,
+        })
+        .expect("a permission request");
+    let command = requested.details.command.expect("the command");
+    assert!(!command.contains(key) && command.contains("[redacted]"), "{command}");
+    assert!(command.len() <= agent_api::universal::SHELL_FIELD_BOUND + "[redacted]".len(), "cut: {} bytes", command.len());
+    let shown = serde_json::to_string(&events).unwrap();
+    assert!(!shown.contains(key), "the key shows nowhere: {shown}");
+}

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use agent_api::kit::driver::{parse_typed, parse_value, Ctx, ExitInfo, Protocol, Unparsed};
 use agent_api::kit::hitl::{Hitl, PermissionDetails, PermissionRequest, QuestionRequest};
+use agent_api::tools_facet::FacetKind;
 use agent_api::tools_facet::ToolBytes;
 use agent_api::universal::{ContentPart, ItemRole, NewItem, ReasoningVisibility, ToolMeta};
 use agent_api::{AgentError, ControlCommand, PermissionPolicy, Prompt, QuestionAnswer, RunCompletion, ToolCategory, Usage};
@@ -90,8 +91,8 @@ impl ScriptedProtocol {
             }
             AgentLine::ToolCall { call_id, name, message_id, input } => {
                 let parent = ctx.transcript.item_by_native(&message_id).map(str::to_string);
-                let meta = ToolMeta { kind: "command_execution".into(), tool_name: Some(name.clone()), ..ToolMeta::default() }
-                    .with_shell_fields(&input);
+                let meta =
+                    ToolMeta { tool_name: Some(name.clone()), ..ToolMeta::of(FacetKind::CommandExecution) }.with_shell_fields(&input);
                 self.calls.insert(call_id.clone(), CallPlace { command: meta.command.clone(), cwd: meta.cwd.clone() });
                 let new = NewItem::tool_call(name, input.to_string(), call_id.clone()).native(call_id).parent(parent).tool(meta);
                 let id = ctx.transcript.start_item(new);
@@ -115,7 +116,7 @@ impl ScriptedProtocol {
                 let bytes = ToolBytes { stdout: stdout.len() as u64, ..ToolBytes::default() };
                 let call = self.calls.remove(&call_id).unwrap_or_default();
                 let meta = ToolMeta {
-                    kind: "command_execution".into(),
+                    kind: FacetKind::CommandExecution.into(),
                     tool_name: Some("shell".into()),
                     exit_code: Some(exit_code),
                     bytes,
