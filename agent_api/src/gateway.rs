@@ -25,7 +25,7 @@ use crate::contract::run::RunHandle;
 pub struct Gateway {
     backends: BTreeMap<AgentKind, Arc<dyn AgentBackend>>,
     buffer_budget: Option<usize>,
-    launcher: Option<crate::kit::Launcher>,
+    launcher: Option<crate::contract::launcher::Launcher>,
 }
 
 impl Gateway {
@@ -42,7 +42,7 @@ impl Gateway {
 
     /// Sets the launcher of every run this gateway starts whose request sets none (see
     /// [`crate::kit::launch`]).
-    pub fn with_launcher(mut self, launcher: crate::kit::Launcher) -> Self {
+    pub fn with_launcher(mut self, launcher: crate::contract::launcher::Launcher) -> Self {
         self.launcher = Some(launcher);
         self
     }
@@ -56,17 +56,17 @@ impl Gateway {
     }
 
     /// A gateway with a backend for every CLI of `probes` installed on this machine (see
-    /// [`crate::detect`]), and what was found, in the order of `probes`.
+    /// [`crate::kit::detect`]), and what was found, in the order of `probes`.
     ///
     /// ```no_run
-    /// # async fn demo(probes: &[agent_api::detect::BackendProbe]) {
+    /// # async fn demo(probes: &[agent_api::kit::detect::BackendProbe]) {
     /// let (gateway, found) = agent_api::Gateway::with_installed(probes).await;
     /// for cli in &found {
     ///     println!("{} {}", cli.kind, cli.version.as_deref().unwrap_or("unknown version"));
     /// }
     /// # let _ = gateway; }
     /// ```
-    pub async fn with_installed(probes: &[crate::detect::BackendProbe]) -> (Self, Vec<crate::detect::Installed>) {
+    pub async fn with_installed(probes: &[crate::kit::detect::BackendProbe]) -> (Self, Vec<crate::kit::detect::Installed>) {
         let mut gateway = Self::new();
         let mut found = Vec::new();
         for probe in probes {
@@ -120,7 +120,7 @@ impl Gateway {
     /// Opens a session (`spec/run-protocol.md` §8) on the backend of `kind`, with `request` as
     /// the template of every turn (its prompt is ignored): a warm session where the backend
     /// advertises `agent_api.session.warm`, else a session resuming per turn
-    /// ([`crate::contract::session::Session::resuming`]) where it advertises `agent_api.session.resume_per_turn`,
+    /// ([`crate::Session::resuming`]) where it advertises `agent_api.session.resume_per_turn`,
     /// else `UnsupportedCapability` naming `agent_api.session.warm`.
     pub async fn open_session(&self, kind: &AgentKind, mut request: RunRequest) -> Result<crate::contract::session::Session, AgentError> {
         self.defaults(&mut request);

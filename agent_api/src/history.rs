@@ -18,9 +18,9 @@ use crate::contract::error::AgentError;
 use crate::contract::kind::AgentKind;
 use crate::contract::run::RunHandle;
 pub use crate::contract::store::{check_session_id, store_shape, SessionQuery, SessionStore, StoreShape, StoredSession};
-use crate::kit::driver::{start_run, Protocol, RunSettings};
 use crate::kit::lines::DEFAULT_LINE_CAP;
-use crate::kit::transport::{line_source, LineSource, Transport};
+use crate::kit::{line_source, LineSource, Transport};
+use crate::kit::{start_run, Protocol, RunSettings};
 
 /// The largest part of a store file read to describe it in a listing: a file whose first lines
 /// are longer is listed from what fits (its lines cut there fail to parse and are passed over).

@@ -5,8 +5,9 @@
 //! every permission asked and how it was decided, and the files changed.
 //!
 //! ```
-//! use agent_api::universal::{DecidedBy, NewItem, Transcript};
-//! use agent_api::RunSummary;
+//! use agent_api::universal::DecidedBy;
+//! use agent_api::kit::transcript::{NewItem, Transcript};
+//! use agent_api::run::RunSummary;
 //! let mut t = Transcript::new("sess_1".into(), false);
 //! let call = t.start_item(NewItem::tool_call("Bash", r#"{"command":"ls -la"}"#, "call_1"));
 //! t.permission_requested("perm_1", "Bash: ls -la", None);
@@ -25,7 +26,7 @@ use crate::contract::universal::{
 };
 use crate::tool_calls::ToolCalls;
 
-pub use crate::tool_calls::ToolCallSummary;
+use crate::tool_calls::ToolCallSummary;
 
 /// One permission request and its decision.
 #[derive(Debug, Clone, PartialEq)]

@@ -2,9 +2,10 @@
 //! to four events (a start, deltas, a completion, a separate result), in either stream.
 //!
 //! ```
-//! use agent_api::tool_calls::ToolCalls;
-//! use agent_api::tools_facet::ToolStatus;
-//! use agent_api::universal::{NewItem, ToolMeta, Transcript};
+//! use agent_api::run::ToolCalls;
+//! use agent_api::run::ToolStatus;
+//! use agent_api::kit::transcript::{NewItem, Transcript};
+//! use agent_api::universal::ToolMeta;
 //! use serde_json::json;
 //! let mut t = Transcript::new("sess_1".into(), false);
 //! let meta = ToolMeta { kind: "command_execution".into(), ..ToolMeta::default() }.with_shell_fields(&json!({"command": "ls"}));
@@ -72,7 +73,7 @@ impl ToolCallSummary {
     }
 
     fn set_kind(&mut self, kind: &str) {
-        if kind.is_empty() || kind == crate::tools_facet::FacetKind::ToolResult.as_str() {
+        if kind.is_empty() || kind == crate::contract::tools_facet::FacetKind::ToolResult.as_str() {
             return;
         }
         self.kind = Some(kind.to_string());
@@ -156,7 +157,7 @@ impl ToolCalls {
     /// # async fn show(handle: agent_api::RunHandle) {
     /// use futures::StreamExt;
     /// let (mut events, _completion) = handle.into_wrapper();
-    /// let mut calls = agent_api::tool_calls::ToolCalls::new();
+    /// let mut calls = agent_api::run::ToolCalls::new();
     /// while let Some(event) = events.next().await {
     ///     if let Some(call) = calls.push_wrapper_finished(&event) {
     ///         println!("ran {} `{}`: {}", call.name, call.command.as_deref().unwrap_or("-"), call.status);
@@ -270,5 +271,5 @@ fn status_of(status: ItemStatus) -> ToolStatus {
 
 /// The policy category of a tools-facet kind, for kinds that name one.
 fn category_of(kind: &str) -> Option<ToolCategory> {
-    crate::tools_facet::FacetKind::parse(kind).and_then(crate::tools_facet::FacetKind::category)
+    crate::contract::tools_facet::FacetKind::parse(kind).and_then(crate::contract::tools_facet::FacetKind::category)
 }

@@ -4,7 +4,7 @@
 //! interfaces, nothing else: each backend has its own target so libFuzzer's coverage map and
 //! corpus belong to one parser at a time.
 
-use agent_api::kit::protocol::ProtocolHarness;
+use agent_api::kit::ProtocolHarness;
 use agent_api::kit::replay::{RecordingFormat, Replay};
 use agent_api::kit::ExitInfo;
 

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use agent_api::detect::BackendProbe;
+use agent_api::kit::detect::BackendProbe;
 use agent_api::kit::replay::Replay;
 use agent_api::{AgentBackend, AgentKind, Gateway};
 

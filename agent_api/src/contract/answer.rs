@@ -10,7 +10,7 @@
 //!
 //! ```
 //! # async fn show(handle: agent_api::RunHandle) -> Result<(), agent_api::AgentError> {
-//! use agent_api::answer::{AnswerDelta, AnswerText};
+//! use agent_api::run::{AnswerDelta, AnswerText};
 //! use futures::StreamExt;
 //! use std::io::Write;
 //!

@@ -25,7 +25,7 @@ pub trait AgentBackend: Send + Sync {
 
     /// The extension value `text` gives the option `key` (`--option KEY=VALUE` on the command
     /// line, a form field in a page): typed through the backend's options struct, as
-    /// [`crate::contract::options::value_from_text`] does. The default knows no option; a backend with
+    /// [`crate::kit::options::value_from_text`] does. The default knows no option; a backend with
     /// options returns `value_from_text::<ItsOptions>(key, text)`.
     fn option_value(&self, key: &str, text: &str) -> Result<serde_json::Value, AgentError> {
         let _ = text;

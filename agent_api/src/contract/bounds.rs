@@ -1,6 +1,6 @@
 //! The one implementation of the wrapper-event bounds of seed 004 (`spec/event-envelope.md`).
 //!
-//! Every wrapper event of every backend passes through [`crate::contract::event::enforce`], which
+//! Every wrapper event of every backend passes through [`crate::run::enforce`], which
 //! applies these bounds; completion data passes through [`bound_data`]. Enforcing twice changes nothing.
 
 use serde_json::Value;
@@ -75,7 +75,7 @@ pub fn utf8_prefix(s: &str, max: usize) -> &str {
 ///
 /// ```
 /// let long = "x".repeat(5000);
-/// let cut = agent_api::bounds::truncate_message(&long, 4096);
+/// let cut = agent_api::kit::bounds::truncate_message(&long, 4096);
 /// assert_eq!(cut.len(), 4096);
 /// assert!(cut.ends_with("…(truncated)"));
 /// ```

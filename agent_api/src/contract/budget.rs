@@ -152,7 +152,7 @@ impl BatchSender {
 
     /// A batch vector back from the caller's side, to gather the next batch in, if one came
     /// back. It still holds the spent events: the transcript frees them one by one as it builds
-    /// new ones (see [`crate::contract::universal::Transcript`]'s `take_events_reusing`).
+    /// new ones (see [`crate::kit::transcript::Transcript`]'s `take_events_reusing`).
     pub(crate) fn spare(&self) -> Option<Vec<UniversalEvent>> {
         self.reclaim();
         self.returned.try_lock().ok()?.spares.pop()

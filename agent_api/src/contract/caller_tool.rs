@@ -1,6 +1,6 @@
 //! A tool the caller defines for one run ([`CallerTool`]): its name, description, input schema and
 //! handler, as a request carries it. Serving the tools to the agent over MCP is the caller-tools
-//! feature's (`crate::caller_tools`).
+//! feature's (`crate::kit::caller_tools`).
 
 use std::future::Future;
 use std::pin::Pin;

@@ -70,7 +70,7 @@ pub enum AgentError {
     /// The request's launcher cannot run on this machine: its program is not installed.
     #[error("launcher `{launcher}` is unavailable: `{program}` not found")]
     LauncherUnavailable {
-        /// The launcher, as [`crate::kit::Launcher`]'s Display shows it.
+        /// The launcher, as [`crate::request::Launcher`]'s Display shows it.
         launcher: String,
         /// Its program, looked for on `PATH`.
         program: PathBuf,
@@ -266,13 +266,13 @@ pub enum AgentError {
         /// What the file looks like.
         looks_like: StoreShape,
     },
-    /// The run reached one of the limits its request set (see [`crate::contract::request::Limits`]).
+    /// The run reached one of the limits its request set (see [`crate::request::Limits`]).
     #[error("the run reached its {limit} limit")]
     LimitReached {
         /// Which limit.
         limit: LimitKind,
     },
-    /// The run's own home directory (see [`crate::home::Home`]) could not be made or seeded.
+    /// The run's own home directory (see [`crate::kit::home::Home`]) could not be made or seeded.
     #[error("cannot set up the run's home at `{path}`: {source}")]
     HomeSetup {
         /// The directory or file concerned.
@@ -303,7 +303,7 @@ fn describe_exit(code: Option<i32>, signal: Option<i32>) -> String {
 
 impl AgentError {
     /// This error with every text that came from the agent passed through the secret redactor
-    /// ([`crate::contract::secrets::redact`]): the kit applies it to every run's and turn's error, whichever
+    /// ([`crate::kit::secrets::redact`]): the kit applies it to every run's and turn's error, whichever
     /// backend built it.
     ///
     /// ```
@@ -433,16 +433,16 @@ impl std::fmt::Display for TimeoutKind {
     }
 }
 
-/// Which of a run's limits was reached (see [`crate::contract::request::Limits`]).
+/// Which of a run's limits was reached (see [`crate::request::Limits`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum LimitKind {
-    /// [`crate::contract::request::Limits::max_turns`].
+    /// [`crate::request::Limits::max_turns`].
     Turns,
-    /// [`crate::contract::request::Limits::max_total_tokens`].
+    /// [`crate::request::Limits::max_total_tokens`].
     TotalTokens,
-    /// [`crate::contract::request::Limits::max_cost_usd`].
+    /// [`crate::request::Limits::max_cost_usd`].
     CostUsd,
 }
 

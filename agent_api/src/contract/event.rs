@@ -1,7 +1,7 @@
 //! [`AgentWrapperEvent`]: the minimal, bounded event facet every backend produces.
 //!
 //! Wrapper events are never built from raw backend lines: they are projected from the universal
-//! transcript (see [`crate::contract::projection`]) and pass through [`crate::contract::event::enforce`].
+//! transcript (see [`crate::kit::projection`]) and pass through [`crate::run::enforce`].
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -130,7 +130,8 @@ impl AgentWrapperEvent {
     /// The agent's answer text carried by this event, if it carries some.
     ///
     /// ```
-    /// use agent_api::{AgentKind, AgentWrapperEvent, AgentWrapperEventKind, Channel};
+    /// use agent_api::{AgentKind, AgentWrapperEvent, AgentWrapperEventKind};
+    /// use agent_api::run::Channel;
     /// let ev = AgentWrapperEvent::new(AgentKind::from_static("scripted"), AgentWrapperEventKind::TextOutput)
     ///     .with_channel(Channel::Assistant)
     ///     .with_text("hi");

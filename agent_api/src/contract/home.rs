@@ -1,5 +1,5 @@
 //! Where the agent keeps its config and state for one run, as a request names it ([`Home`]).
-//! Making such a home is the homes feature's (`crate::home`).
+//! Making such a home is the homes feature's (`crate::kit::home`).
 
 /// Where the agent keeps its config and state for one run.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -9,7 +9,7 @@
 //! server) get it read and encoded ([`ImageData::read`]).
 //!
 //! ```
-//! use agent_api::images::ImageData;
+//! use agent_api::kit::images::ImageData;
 //! let dir = tempfile::tempdir().unwrap();
 //! let path = dir.path().join("dot.png");
 //! std::fs::write(&path, [0x89, b'P', b'N', b'G']).unwrap();

@@ -13,7 +13,7 @@ use crate::contract::error::AgentError;
 /// How an agent's process is started. The default is [`Launcher::Local`].
 ///
 /// ```
-/// use agent_api::kit::launch::{Bwrap, Launcher};
+/// use agent_api::request::{Bwrap, Launcher};
 /// let sandboxed = Launcher::Sandbox(Bwrap::new().with_network(false));
 /// assert_eq!(sandboxed.capability(), agent_api::capabilities::LAUNCHER_BWRAP);
 /// assert_eq!(sandboxed.to_string(), "bwrap");
@@ -189,7 +189,7 @@ impl Ssh {
     /// host is empty or starts with `-`, or the port is not a number.
     ///
     /// ```
-    /// let ssh = agent_api::kit::launch::Ssh::parse("dev@build-3:2222").unwrap();
+    /// let ssh = agent_api::request::Ssh::parse("dev@build-3:2222").unwrap();
     /// assert_eq!((ssh.user.as_deref(), ssh.host.as_str(), ssh.port), (Some("dev"), "build-3", Some(2222)));
     /// ```
     pub fn parse(destination: &str) -> Option<Self> {
@@ -305,7 +305,7 @@ impl std::str::FromStr for Launcher {
     /// `docker-image:IMAGE`, `podman-image:IMAGE`, `ssh:[user@]host[:port]`, `prefix:JSON_ARGV`.
     ///
     /// ```
-    /// use agent_api::kit::launch::Launcher;
+    /// use agent_api::request::Launcher;
     /// let prefix: Launcher = r#"prefix:["kubectl","exec","-i","pod-1","--"]"#.parse().unwrap();
     /// assert_eq!(prefix.to_string(), "prefix:kubectl");
     /// assert!("docker:".parse::<Launcher>().is_err());

@@ -4,28 +4,28 @@
 //! It imports nothing of the [`crate::kit`] or of the features above it (sessions, history,
 //! caller tools, structured output, homes): `agent_api/tests/layers.rs` holds it to that.
 
-pub mod answer;
-pub mod backend;
+pub(crate) mod answer;
+pub(crate) mod backend;
 pub mod bounds;
 pub mod budget;
-pub mod caller_tool;
-pub mod capability;
-pub mod error;
-pub mod event;
+pub(crate) mod caller_tool;
+pub(crate) mod capability;
+pub(crate) mod error;
+pub(crate) mod event;
 pub mod files;
-pub mod home;
+pub(crate) mod home;
 pub mod images;
-pub mod kind;
-pub mod launcher;
-pub mod options;
-pub mod portable;
+pub(crate) mod kind;
+pub(crate) mod launcher;
+pub(crate) mod options;
+pub(crate) mod portable;
 pub mod projection;
-pub mod request;
-pub mod run;
+pub(crate) mod request;
+pub(crate) mod run;
 pub mod secrets;
-pub mod session;
-pub mod session_ref;
-pub mod store;
+pub(crate) mod session;
+pub(crate) mod session_ref;
+pub(crate) mod store;
 pub mod structured;
-pub mod tools_facet;
-pub mod universal;
+pub(crate) mod tools_facet;
+pub(crate) mod universal;

@@ -9,7 +9,8 @@
 //! ([`AgentError::UnknownExtension`], [`AgentError::InvalidExtension`]) before anything is spawned.
 //!
 //! ```
-//! use agent_api::options::{extension_keys, BackendOptions};
+//! use agent_api::kit::options::extension_keys;
+//! use agent_api::request::BackendOptions;
 //! use agent_api::RunRequest;
 //! use serde::{Deserialize, Serialize};
 //!
@@ -121,7 +122,8 @@ pub fn unknown_key(kind: &str, key: &str, known: &[&str]) -> AgentError {
 /// fits neither way is [`AgentError::InvalidExtension`].
 ///
 /// ```
-/// # use agent_api::options::{value_from_text, BackendOptions};
+/// # use agent_api::kit::options::value_from_text;
+/// # use agent_api::request::BackendOptions;
 /// # #[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
 /// # #[serde(default, deny_unknown_fields)]
 /// # struct EchoOptions { repeat: Option<u32>, voice: Option<String> }

@@ -9,7 +9,8 @@
 //! does not map fails before spawn with [`AgentError::UnsupportedCapability`] naming its id.
 //!
 //! ```
-//! use agent_api::portable::{McpServer, PortableOptions};
+//! use agent_api::request::McpServer;
+//! use agent_api::PortableOptions;
 //! use agent_api::RunRequest;
 //! let request = RunRequest::new("hi").with_portable(
 //!     PortableOptions::default()
@@ -180,9 +181,9 @@ impl PortableOptions {
     ///
     /// ```
     /// use agent_api::kit::tool_table::{Tool, ToolTable};
-    /// use agent_api::portable::PortableOptions;
-    /// use agent_api::tools_facet::FacetKind;
-    /// use agent_api::ToolCategory;
+    /// use agent_api::PortableOptions;
+    /// use agent_api::run::FacetKind;
+    /// use agent_api::request::ToolCategory;
     /// const TOOLS: ToolTable = ToolTable::new(&[
     ///     Tool::new("Bash", ToolCategory::Shell, FacetKind::CommandExecution),
     ///     Tool::new("Read", ToolCategory::FileRead, FacetKind::ToolUse),
@@ -248,7 +249,7 @@ impl PortableOptions {
 
     /// Checks the values themselves (before spawn): limits above zero,
     /// MCP server names the agents' config formats can carry (the schema is compiled by
-    /// [`crate::contract::backend::validate_request`]).
+    /// [`crate::kit::validate_request`]).
     pub fn validate(&self) -> Result<(), AgentError> {
         let invalid = |reason: String| Err(AgentError::InvalidRequest { reason });
         if self.native_limits.max_turns == Some(0) {

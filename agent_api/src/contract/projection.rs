@@ -2,7 +2,7 @@
 //!
 //! It keeps a little state per open item (what kind it is, whose text it streams) so that a
 //! delta becomes the right wrapper event. It never copies `raw`, tool inputs, outputs or diffs
-//! into a wrapper event, and every event it returns has passed [`crate::contract::event::enforce`].
+//! into a wrapper event, and every event it returns has passed [`crate::run::enforce`].
 //!
 //! Assistant answer text is held per message and goes out as `text_output` when the message
 //! completes: a message that fails (its stream was cut and the agent started over, or the run

@@ -42,7 +42,7 @@ pub enum SessionSelector {
     /// A fresh session.
     #[default]
     New,
-    /// Resume this session (a completion's [`SessionRef`](crate::contract::session_ref::SessionRef), or a bare native id
+    /// Resume this session (a completion's [`SessionRef`](crate::request::SessionRef), or a bare native id
     /// through `"id".into()`); the run happens in the session's working directory.
     Resume(crate::contract::session_ref::SessionRef),
     /// Resume the most recent session (in the working dir).
@@ -136,13 +136,13 @@ pub struct RunRequest {
     /// Stop the run with a typed Timeout after this long (in a session: each turn).
     pub timeout: Option<Duration>,
     /// Stop the run if the agent's first message has not come after this long
-    /// ([`TimeoutKind::Startup`](crate::TimeoutKind::Startup)).
+    /// ([`TimeoutKind::Startup`](crate::run::TimeoutKind::Startup)).
     pub startup_timeout: Option<Duration>,
     /// Stop the run after this long without any output from the agent while it works
-    /// ([`TimeoutKind::Idle`](crate::TimeoutKind::Idle)).
+    /// ([`TimeoutKind::Idle`](crate::run::TimeoutKind::Idle)).
     pub idle_timeout: Option<Duration>,
     /// Stop a session's turn after this long; a one-shot run is its one turn
-    /// ([`TimeoutKind::Turn`](crate::TimeoutKind::Turn)).
+    /// ([`TimeoutKind::Turn`](crate::run::TimeoutKind::Turn)).
     pub turn_timeout: Option<Duration>,
     /// Model name.
     pub model: Option<String>,
@@ -170,7 +170,7 @@ pub struct RunRequest {
     /// Cancels the run when cancelled, as [`RunControl::cancel`](crate::RunControl::cancel) does;
     /// one token can stop many runs.
     pub cancellation: Option<CancellationToken>,
-    /// Where the agent keeps its config and state ([`Home::Inherit`](crate::contract::home::Home::Inherit):
+    /// Where the agent keeps its config and state ([`Home::Inherit`](crate::request::Home::Inherit):
     /// the user's own).
     pub home: crate::contract::home::Home,
     /// Turn, token and cost limits.
@@ -181,10 +181,10 @@ pub struct RunRequest {
     /// own limits, an output schema): each needs its `agent_api.options.*` capability.
     pub portable: crate::contract::portable::PortableOptions,
     /// How the agent's process is started (`None`: the gateway's default, else
-    /// [`Launcher::Local`](crate::contract::launcher::Launcher::Local)); needs the launcher's
+    /// [`Launcher::Local`](crate::request::Launcher::Local)); needs the launcher's
     /// `agent_api.launcher.*` capability.
     pub launcher: Option<crate::contract::launcher::Launcher>,
-    /// The caller's own tools, served to the agent over MCP ([`crate::caller_tools`]); they need
+    /// The caller's own tools, served to the agent over MCP ([`crate::kit::caller_tools`]); they need
     /// `agent_api.tools.caller.v1`.
     pub caller_tools: Vec<crate::contract::caller_tool::CallerTool>,
 }
@@ -197,7 +197,8 @@ pub struct RunRequest {
 ///
 /// ```
 /// use std::time::Duration;
-/// use agent_api::{OnCallerTimeout, RunRequest};
+/// use agent_api::request::OnCallerTimeout;
+/// use agent_api::RunRequest;
 /// let req = RunRequest::new("tidy up").with_permission_timeout(Duration::from_secs(60));
 /// assert_eq!(req.caller_wait.permission, Some(Duration::from_secs(60)));
 /// assert_eq!(req.caller_wait.then, OnCallerTimeout::Deny);
@@ -355,7 +356,8 @@ impl RunRequest {
     /// child tokens of one, to stop a whole group of runs at once.
     ///
     /// ```
-    /// use agent_api::{CancellationToken, RunRequest};
+    /// use agent_api::request::CancellationToken;
+    /// use agent_api::RunRequest;
     /// let everything = CancellationToken::new();
     /// let a = RunRequest::new("first").with_cancellation(everything.child_token());
     /// let b = RunRequest::new("second").with_cancellation(everything.child_token());
@@ -373,7 +375,7 @@ impl RunRequest {
         self
     }
 
-    /// Sets where the agent keeps its config and state (see [`crate::contract::home::Home`]).
+    /// Sets where the agent keeps its config and state (see [`crate::request::Home`]).
     pub fn with_home(mut self, home: crate::contract::home::Home) -> Self {
         self.home = home;
         self
@@ -410,7 +412,7 @@ impl RunRequest {
         self
     }
 
-    /// Sets the portable options (see [`crate::contract::portable`]).
+    /// Sets the portable options (see [`PortableOptions`](crate::PortableOptions)).
     pub fn with_portable(mut self, options: crate::contract::portable::PortableOptions) -> Self {
         self.portable = options;
         self
@@ -419,7 +421,7 @@ impl RunRequest {
     /// Runs the agent through `launcher` (see [`crate::kit::launch`]).
     ///
     /// ```
-    /// use agent_api::kit::launch::{Bwrap, Launcher};
+    /// use agent_api::request::{Bwrap, Launcher};
     /// let req = agent_api::RunRequest::new("fix the tests").with_launcher(Launcher::Sandbox(Bwrap::new()));
     /// assert!(req.required_capabilities().contains(agent_api_capabilities::LAUNCHER_BWRAP));
     /// ```
@@ -445,7 +447,7 @@ impl RunRequest {
 
     /// Adds a caller-defined tool: `handler` answers each call the agent makes to `name` with
     /// the tool's input (a JSON object fitting `input_schema`); its error becomes the tool's error
-    /// result (see [`crate::caller_tools`]).
+    /// result (see [`crate::kit::caller_tools`]).
     pub fn with_tool<F, Fut, O, E>(self, name: impl Into<String>, description: impl Into<String>, input_schema: Value, handler: F) -> Self
     where
         F: Fn(Value) -> Fut + Send + Sync + 'static,
@@ -456,7 +458,7 @@ impl RunRequest {
         self.with_caller_tool(crate::contract::caller_tool::CallerTool::new(name, description, input_schema, handler))
     }
 
-    /// Adds a caller-defined tool built with [`crate::contract::caller_tool::CallerTool::new`] (to set its timeout).
+    /// Adds a caller-defined tool built with [`crate::request::CallerTool::new`] (to set its timeout).
     pub fn with_caller_tool(mut self, tool: crate::contract::caller_tool::CallerTool) -> Self {
         self.caller_tools.push(tool);
         self

@@ -62,7 +62,7 @@ pub struct RunCompletion {
     /// `None` when the request set no schema.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub structured_output: Option<Value>,
-    /// Which launcher started the agent, as [`crate::kit::Launcher`]'s Display shows it
+    /// Which launcher started the agent, as [`crate::request::Launcher`]'s Display shows it
     /// (`local`, `bwrap`, `prefix:kubectl`, …), so a caller can map the paths events report (they
     /// are the agent's); `None` when no process was spawned (an in-process agent, a replay).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -110,7 +110,7 @@ impl Usage {
     /// cost an agent reports, which is then unknown, never zero.
     ///
     /// ```
-    /// use agent_api::Usage;
+    /// use agent_api::run::Usage;
     /// assert_eq!(Usage::usable_cost(0.25), Some(0.25));
     /// assert_eq!(Usage::usable_cost(-1.0), None);
     /// assert_eq!(Usage::usable_cost(f64::NAN), None);
@@ -125,7 +125,7 @@ impl Usage {
     /// as either is not (never counted as zero); the model is the latest named.
     ///
     /// ```
-    /// use agent_api::Usage;
+    /// use agent_api::run::Usage;
     /// let mut total = Usage::tokens(u64::MAX, 1);
     /// total.cost_usd = Some(0.25);
     /// let mut step = Usage::tokens(5, 2);

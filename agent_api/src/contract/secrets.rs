@@ -11,7 +11,7 @@
 //! - URL query strings, which often carry keys (`https://h/p?key=…` → `https://h/p`).
 //!
 //! ```
-//! let text = agent_api::secrets::redact("api_key=\"sk-ant-abc123\" and Authorization: Bearer eyJhbGci");
+//! let text = agent_api::kit::secrets::redact("api_key=\"sk-ant-abc123\" and Authorization: Bearer eyJhbGci");
 //! assert!(!text.contains("sk-ant-abc123") && !text.contains("eyJhbGci"));
 //! ```
 
@@ -108,7 +108,7 @@ fn mask_glued_keys(text: &str) -> Cow<'_, str> {
 pub const NO_EXPLANATION: &str = "(no explanation given)";
 
 /// [`redact`], then cut to `max` bytes (on a char boundary) with the `…(truncated)` suffix of
-/// [`crate::contract::bounds::truncate_message`]: the form an agent's explanation takes in an error.
+/// [`crate::kit::bounds::truncate_message`]: the form an agent's explanation takes in an error.
 /// Blank text becomes [`NO_EXPLANATION`].
 pub fn redact_bounded(text: &str, max: usize) -> String {
     let text = redact(text);
@@ -123,7 +123,7 @@ pub fn redact_bounded(text: &str, max: usize) -> String {
 /// ```
 /// use std::collections::BTreeMap;
 /// let env = BTreeMap::from([("OPENAI_API_KEY".to_string(), "sk-live-123".to_string())]);
-/// let shown = format!("{:?}", agent_api::secrets::EnvNames(&env));
+/// let shown = format!("{:?}", agent_api::kit::secrets::EnvNames(&env));
 /// assert!(shown.contains("OPENAI_API_KEY") && !shown.contains("sk-live-123"));
 /// ```
 pub struct EnvNames<'a>(pub &'a BTreeMap<String, String>);
@@ -186,7 +186,7 @@ pub fn redact_with<'t>(text: &'t str, values: &[String]) -> Cow<'t, str> {
 ///
 /// ```
 /// let args = vec!["--api-key".to_string(), "hunter2-live".to_string(), "--token=abcdef99".to_string()];
-/// let shown = format!("{:?}", agent_api::secrets::ArgsShown(&args));
+/// let shown = format!("{:?}", agent_api::kit::secrets::ArgsShown(&args));
 /// assert!(shown.contains("--api-key") && !shown.contains("hunter2-live") && !shown.contains("abcdef99"));
 /// ```
 pub struct ArgsShown<'a>(pub &'a [String]);

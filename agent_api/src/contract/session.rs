@@ -141,7 +141,7 @@ impl Session {
     }
 
     /// Which launcher started a warm session's agent process, as
-    /// [`Launcher`](crate::kit::Launcher)'s Display shows it (each turn's completion says it too).
+    /// [`Launcher`](crate::request::Launcher)'s Display shows it (each turn's completion says it too).
     pub fn launcher(&self) -> Option<&str> {
         match &self.engine {
             Engine::Warm(warm) => warm.launcher.as_deref(),

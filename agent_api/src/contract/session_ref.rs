@@ -19,7 +19,8 @@ use crate::contract::kind::AgentKind;
 /// `agent-api run` prints to resume with.
 ///
 /// ```
-/// use agent_api::{AgentKind, RunRequest, SessionRef, SessionSelector};
+/// use agent_api::{AgentKind, RunRequest, SessionSelector};
+/// use agent_api::request::SessionRef;
 /// let session = SessionRef::new(AgentKind::new("codex").unwrap(), "thread_1", "/work/project");
 /// let again = RunRequest::new("and now?").with_working_dir("/elsewhere").with_session(SessionSelector::Resume(session));
 /// // The resume runs where the session lives.

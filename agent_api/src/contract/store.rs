@@ -1,5 +1,5 @@
 //! An agent's own session store, as the contract names it: the [`SessionStore`] trait a backend
-//! returns from [`crate::contract::backend::AgentBackend::session_store`], its records and queries,
+//! returns from [`crate::AgentBackend::session_store`], its records and queries,
 //! and how a file of such a store is told from a recording ([`store_shape`]). Reading stores is
 //! the history feature's (`crate::history`).
 

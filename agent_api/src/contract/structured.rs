@@ -5,7 +5,7 @@
 //! with [`conform`] when the run ends: a non-conforming answer is [`AgentError::StructuredOutput`].
 //!
 //! ```
-//! use agent_api::structured::conform;
+//! use agent_api::kit::structured::conform;
 //! use agent_api::RunCompletion;
 //! let schema = serde_json::json!({"type": "object", "required": ["n"], "properties": {"n": {"type": "integer"}}});
 //! let done = conform(&schema, RunCompletion::new().with_final_text("```json\n{\"n\": 3}\n```")).unwrap();

@@ -179,7 +179,7 @@ pub struct ToolBytes {
 /// The `tool` object of a tools facet. Build it with [`ToolsFacet::new`] and the setters.
 ///
 /// ```
-/// use agent_api::tools_facet::{ToolPhase, ToolStatus, ToolsFacet};
+/// use agent_api::run::{ToolPhase, ToolStatus, ToolsFacet};
 /// let facet = ToolsFacet::new("command_execution", ToolPhase::Complete, ToolStatus::Completed)
 ///     .exit_code(Some(0))
 ///     .tool_use_id(Some("call_1".into()));

@@ -92,7 +92,7 @@ impl CommandSpec {
     }
 
     /// The secret values this command hands its agent: those of secret-named variables it sets or
-    /// inherits, and those of secret-named arguments (see [`crate::contract::secrets::secret_values`]).
+    /// inherits, and those of secret-named arguments (see [`crate::kit::secrets::secret_values`]).
     pub fn secret_values(&self) -> Vec<String> {
         let inherited: Vec<(String, String)> = if self.clear_env {
             Vec::new()

@@ -26,8 +26,8 @@ use crate::contract::run::{ControlMessage, RunCompletion, RunControl, RunGuard, 
 use crate::contract::universal::{Transcript, UniversalEvent};
 use output::Output;
 
-pub use super::protocol::{describe_json_error, parse_typed, parse_value, Ctx, ExitInfo, LineStr, Protocol, ProtocolHarness, Unparsed};
-pub use super::transport::{line_source, AgentPipes, LineSource, SourceItem, Transport};
+pub(crate) use super::protocol::{Ctx, ExitInfo, Protocol, Unparsed};
+pub(crate) use super::transport::{LineSource, SourceItem, Transport};
 pub use session::start_session;
 pub use settings::{RunSettings, DEFAULT_INPUT_LIMIT};
 

@@ -10,9 +10,9 @@ use tokio::process::{Child, Command};
 use super::launch::{FarGroup, Launcher};
 use crate::contract::error::AgentError;
 
-pub use super::command::CommandSpec;
+pub(crate) use super::command::CommandSpec;
 pub use super::reap::{descendants, kill_tree, signal_group, RUN_MARKER_VAR};
-pub use crate::contract::files::{check_working_dir, resolve_program};
+pub(crate) use crate::contract::files::{check_working_dir, resolve_program};
 
 /// A spawned agent: the child (leader of its own process group) and its group id. Dropping it
 /// kills the group and every process the agent started, including those that left the group

@@ -28,7 +28,7 @@ pub struct StderrSource {
 }
 
 impl StderrSource {
-    /// `stream`, with `secrets` (see [`crate::contract::secrets::secret_values`]) to mask.
+    /// `stream`, with `secrets` (see [`crate::kit::secrets::secret_values`]) to mask.
     pub fn new(stream: Pin<Box<dyn AsyncRead + Send>>, secrets: Vec<String>) -> Self {
         Self { stream, secrets: secrets.into() }
     }
@@ -130,7 +130,7 @@ fn kept_line(line: &[u8], secrets: &[String]) -> String {
     crate::contract::secrets::redact_with(&cut, secrets).into_owned()
 }
 
-/// The log a run follows for its protocol ([`crate::kit::driver::Ctx::follow_log`]): where its
+/// The log a run follows for its protocol ([`crate::kit::Ctx::follow_log`]): where its
 /// lines go, what to mask in them, and the task reading it.
 #[derive(Debug)]
 pub(crate) struct LogFollower {
@@ -166,7 +166,7 @@ const FOLLOW_EVERY: std::time::Duration = std::time::Duration::from_millis(200);
 /// Most bytes of a followed log read at one look.
 const FOLLOW_CHUNK: u64 = 1 << 20;
 
-/// Follows a log file the agent appends to ([`crate::kit::driver::Ctx::follow_log`]): each line
+/// Follows a log file the agent appends to ([`crate::kit::Ctx::follow_log`]): each line
 /// added after the call goes to `live`, cut and masked as stderr lines are, as it comes (skipped
 /// when `live` is full). A file that does not exist yet is read from its start once it appears;
 /// one that shrinks (replaced) from its new start. Ends when `live` closes; the driver aborts it

@@ -9,8 +9,8 @@
 //!
 //! ```
 //! use agent_api::kit::tool_table::{Tool, ToolTable};
-//! use agent_api::tools_facet::FacetKind;
-//! use agent_api::ToolCategory;
+//! use agent_api::run::FacetKind;
+//! use agent_api::request::ToolCategory;
 //! const TABLE: ToolTable = ToolTable::new(&[
 //!     Tool::new("Bash", ToolCategory::Shell, FacetKind::CommandExecution),
 //!     Tool::new("WebFetch", ToolCategory::Network, FacetKind::ToolUse),

@@ -6,7 +6,7 @@
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 
-use agent_api::home::HomeLayout;
+use agent_api::kit::home::HomeLayout;
 use agent_api::kit::CommandSpec;
 use agent_api::{AgentError, AgentKind, RunRequest};
 

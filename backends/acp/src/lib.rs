@@ -156,7 +156,7 @@ pub fn capabilities() -> CapabilitySet {
     for id in [caps::REASONING, caps::SESSION_RESUME, CAP_SESSION_LOAD] {
         set.insert(id);
     }
-    agent_api::portable::with_mappings(agent_api::kit::launch::with_launchers(set), portable::MAPPINGS)
+    agent_api::kit::options::with_mappings(agent_api::kit::launch::with_launchers(set), portable::MAPPINGS)
 }
 
 #[async_trait]
@@ -170,21 +170,21 @@ impl AgentBackend for AcpBackend {
     }
 
     fn extension_keys(&self) -> &'static [&'static str] {
-        agent_api::options::extension_keys::<AcpOptions>()
+        agent_api::kit::options::extension_keys::<AcpOptions>()
     }
 
     fn option_value(&self, key: &str, text: &str) -> Result<serde_json::Value, AgentError> {
-        agent_api::options::value_from_text::<AcpOptions>(key, text)
+        agent_api::kit::options::value_from_text::<AcpOptions>(key, text)
     }
 
-    fn option_mappings(&self) -> &'static [agent_api::portable::OptionMapping] {
+    fn option_mappings(&self) -> &'static [agent_api::kit::options::OptionMapping] {
         portable::MAPPINGS
     }
 
     async fn run(&self, request: RunRequest) -> Result<RunHandle, AgentError> {
         self.validate(&request)?;
         let mut request = request.in_session_dir(self.config.working_dir.as_deref());
-        let tools = agent_api::caller_tools::attach(&mut request).await?;
+        let tools = agent_api::kit::caller_tools::attach(&mut request).await?;
         let mut settings = RunSettings::for_request(self.kind(), &request, &self.capabilities());
         settings.hold(tools);
         let request = prepare(request, false);
@@ -194,9 +194,9 @@ impl AgentBackend for AcpBackend {
     }
 
     async fn open_session(&self, request: RunRequest) -> Result<Session, AgentError> {
-        agent_api::backend::validate_template(&self.kind(), &self.capabilities(), self.extension_keys(), &request)?;
+        agent_api::kit::validate_template(&self.kind(), &self.capabilities(), self.extension_keys(), &request)?;
         let mut request = request.in_session_dir(self.config.working_dir.as_deref());
-        let tools = agent_api::caller_tools::attach(&mut request).await?;
+        let tools = agent_api::kit::caller_tools::attach(&mut request).await?;
         let mut settings = RunSettings::for_request(self.kind(), &request, &self.capabilities());
         settings.hold(tools);
         let (spec, protocol) = self.start(&request, true)?;

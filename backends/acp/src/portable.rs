@@ -4,8 +4,10 @@
 //! flags and variables.
 
 use agent_api::capabilities as caps;
+use agent_api::kit::options::OptionMapping;
 use agent_api::kit::CommandSpec;
-use agent_api::portable::{McpServer, OptionMapping, PortableOptions, PrivateFile, TextOrFile};
+use agent_api::request::{McpServer, PrivateFile, TextOrFile};
+use agent_api::PortableOptions;
 use agent_api::{AgentError, RunRequest};
 use serde_json::{json, Value};
 
@@ -18,7 +20,7 @@ pub const ACP_ATTACHMENTS: &str = "ACP session/prompt resource_link blocks (acp 
 /// How the generic `acp` kind takes each portable option.
 pub(crate) const MAPPINGS: &[OptionMapping] = &[
     OptionMapping::new(caps::MCP_SERVERS, "ACP session/new mcpServers"),
-    OptionMapping::new(caps::OUTPUT_SCHEMA, agent_api::portable::SDK_SCHEMA),
+    OptionMapping::new(caps::OUTPUT_SCHEMA, agent_api::kit::options::SDK_SCHEMA),
     OptionMapping::new(caps::IMAGES, "ACP session/prompt image blocks (base64)"),
     OptionMapping::new(caps::FILE_ATTACHMENTS, "ACP session/prompt resource_link blocks"),
 ];
@@ -98,7 +100,7 @@ pub fn prepare(request: RunRequest, native_schema: bool) -> RunRequest {
     if native_schema {
         request
     } else {
-        agent_api::structured::ask_in_prompt(request)
+        agent_api::kit::structured::ask_in_prompt(request)
     }
 }
 

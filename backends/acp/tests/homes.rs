@@ -9,7 +9,8 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use agent_api::{AgentBackend, Home, HomeSeed, RunRequest};
+use agent_api::request::{Home, HomeSeed};
+use agent_api::{AgentBackend, RunRequest};
 use agent_api_acp::AcpConfig;
 use agent_api_conformance::record;
 use agent_api_gemini::GeminiBackend;

@@ -5,9 +5,9 @@
 //! of text blocks).
 
 use agent_api::kit::tool_table::{Tool, ToolTable};
-use agent_api::tools_facet::FacetKind;
+use agent_api::request::ToolCategory;
+use agent_api::run::FacetKind;
 use agent_api::universal::FileAction;
-use agent_api::ToolCategory;
 use agent_api_stream_json::Dialect;
 
 /// Amp's own tools (a tool not listed is asked about as `other`).

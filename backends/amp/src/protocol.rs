@@ -5,10 +5,11 @@
 //! [`Hitl`] engine and answered through [`Replies`]; and the stderr of a run that never started
 //! (see the `errors` module).
 
-use agent_api::kit::driver::{parse_value, Unparsed};
 use agent_api::kit::hitl::{Decided, Hitl};
+use agent_api::kit::{parse_value, Unparsed};
 use agent_api::kit::{Ctx, ExitInfo, Protocol};
-use agent_api::{AgentError, ControlCommand, PermissionDecision, PermissionPolicy, Prompt, RunCompletion};
+use agent_api::run::ControlCommand;
+use agent_api::{AgentError, PermissionDecision, PermissionPolicy, Prompt, RunCompletion};
 use agent_api_stream_json::StreamJson;
 use serde_json::Value;
 
@@ -167,10 +168,10 @@ mod tests {
     fn amp_tool_inputs_make_permission_details_by_amps_own_tools() {
         let bash = crate::DIALECT.tool_permission("p1", "Bash", &json!({"cmd": "ls -la", "cwd": "/w"}));
         assert_eq!((bash.details.command.as_deref(), bash.details.cwd.as_deref()), (Some("ls -la"), Some("/w")));
-        assert_eq!((bash.category, bash.action.as_str()), (agent_api::ToolCategory::Shell, "Bash: ls -la"));
+        assert_eq!((bash.category, bash.action.as_str()), (agent_api::request::ToolCategory::Shell, "Bash: ls -la"));
         let edit = crate::DIALECT.tool_permission("p2", "edit_file", &json!({"path": "/w/a.rs"}));
-        assert_eq!((edit.category, edit.details.file.as_deref()), (agent_api::ToolCategory::FileWrite, Some("/w/a.rs")));
+        assert_eq!((edit.category, edit.details.file.as_deref()), (agent_api::request::ToolCategory::FileWrite, Some("/w/a.rs")));
         let page = crate::DIALECT.tool_permission("p3", "read_web_page", &json!({"url": "https://example.com"}));
-        assert_eq!(page.category, agent_api::ToolCategory::Network);
+        assert_eq!(page.category, agent_api::request::ToolCategory::Network);
     }
 }

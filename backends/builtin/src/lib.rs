@@ -4,7 +4,7 @@
 //! the tool and a program find the same agents.
 //!
 //! A CLI is found where `AGENT_API_<KIND>_BIN` names it, else as its executable on `PATH`
-//! ([`agent_api::detect::BackendProbe::find`]); a test bench's pinned copy is not an installation.
+//! ([`agent_api::kit::detect::BackendProbe::find`]); a test bench's pinned copy is not an installation.
 //!
 //! ```no_run
 //! # async fn demo() {
@@ -18,7 +18,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use agent_api::detect::{BackendProbe, FoundBy, Installed};
+use agent_api::kit::detect::{BackendProbe, FoundBy, Installed};
 use agent_api::kit::replay::Replay;
 use agent_api::{AgentBackend, AgentError, AgentKind, Gateway};
 

@@ -3,9 +3,9 @@
 //! (it speaks the control protocol, its user messages carry images).
 
 use agent_api::kit::tool_table::{Tool, ToolTable};
-use agent_api::tools_facet::FacetKind;
+use agent_api::request::ToolCategory;
+use agent_api::run::FacetKind;
 use agent_api::universal::FileAction;
-use agent_api::ToolCategory;
 use agent_api_stream_json::Dialect;
 
 /// Claude Code's own tools. Print mode pre-approves the listed ones of each approved category;

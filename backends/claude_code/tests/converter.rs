@@ -205,7 +205,7 @@ async fn an_error_result_without_words_still_explains_itself_the_same_in_event_a
     assert_conformant(&run);
     let error = run.completion.as_ref().unwrap_err();
     assert!(matches!(error, AgentError::ServerError { status: Some(500), .. }), "{error:?}");
-    assert!(error.to_string().ends_with(agent_api::secrets::NO_EXPLANATION), "{error}");
+    assert!(error.to_string().ends_with(agent_api::kit::secrets::NO_EXPLANATION), "{error}");
 }
 
 #[tokio::test]
@@ -217,7 +217,7 @@ async fn error_results_are_typed_by_status_and_subtype() {
         (error_result("success", Some(503)), |e| matches!(e, AgentError::Overloaded { status: Some(503), .. })),
         (error_result("success", Some(502)), |e| matches!(e, AgentError::ServerError { status: Some(502), .. })),
         (error_result("success", Some(401)), |e| matches!(e, AgentError::Auth { .. })),
-        (error_result("error_max_turns", None), |e| matches!(e, AgentError::LimitReached { limit: agent_api::LimitKind::Turns })),
+        (error_result("error_max_turns", None), |e| matches!(e, AgentError::LimitReached { limit: agent_api::run::LimitKind::Turns })),
         (error_result("error_during_execution", None), |e| matches!(e, AgentError::AgentFailed { .. })),
     ];
     for (result, check) in cases {
@@ -282,7 +282,7 @@ async fn a_resume_the_cli_cannot_find_is_session_not_found() {
 /// waits for one stdin line that is its `control_response`; returns what the client wrote.
 fn fake_cli(script: Vec<Value>, written: tokio::sync::mpsc::UnboundedSender<Value>) -> Transport {
     Transport::in_process(1 << 20, move |mut pipes| async move {
-        let read_one = async |pipes: &mut agent_api::kit::driver::AgentPipes| -> Option<Value> {
+        let read_one = async |pipes: &mut agent_api::kit::AgentPipes| -> Option<Value> {
             let mut line = String::new();
             (pipes.stdin.read_line(&mut line).await.ok()? > 0).then(|| serde_json::from_str(&line).unwrap())
         };
@@ -397,8 +397,8 @@ async fn permission_decisions_write_the_native_responses() {
 #[tokio::test]
 async fn policies_decide_without_asking_and_hook_and_mcp_requests_get_answers() {
     let rules = [
-        (agent_api::ToolCategory::Shell, agent_api::PermissionRule::Approve),
-        (agent_api::ToolCategory::Network, agent_api::PermissionRule::Deny),
+        (agent_api::request::ToolCategory::Shell, agent_api::request::PermissionRule::Approve),
+        (agent_api::request::ToolCategory::Network, agent_api::request::PermissionRule::Deny),
     ]
     .into_iter()
     .collect();
@@ -515,7 +515,7 @@ async fn token_counts_at_u64_max_saturate_instead_of_wrapping() {
 
 #[test]
 fn a_result_error_reader_turns_a_successful_error_text_into_one_typed_error_and_no_answer() {
-    use agent_api::kit::driver::ProtocolHarness;
+    use agent_api::kit::ProtocolHarness;
     use agent_api::kit::{ExitInfo, Protocol};
     fn read(text: &str) -> Option<AgentError> {
         text.starts_with("[failed").then(|| AgentError::Auth { message: "denied".into() })
@@ -554,7 +554,7 @@ fn a_result_error_reader_turns_a_successful_error_text_into_one_typed_error_and_
 #[test]
 fn plain_input_sends_user_messages_only_as_text_blocks() {
     use agent_api::kit::Protocol;
-    let mut harness = agent_api::kit::driver::ProtocolHarness::new();
+    let mut harness = agent_api::kit::ProtocolHarness::new();
     let mut protocol = StreamJson::control(BARE.user_messages_only(), "hello", PermissionPolicy::Ask, false);
     protocol.start(&mut harness.ctx()).unwrap();
     let sent = harness.take_sent();
@@ -566,7 +566,7 @@ fn plain_input_sends_user_messages_only_as_text_blocks() {
 #[test]
 fn an_error_string_explains_a_failed_result_and_cmd_and_path_inputs_make_permission_details() {
     use agent_api::kit::Protocol;
-    let mut harness = agent_api::kit::driver::ProtocolHarness::new();
+    let mut harness = agent_api::kit::ProtocolHarness::new();
     let mut protocol = StreamJson::replaying(DIALECT);
     let line = json!({"type":"result","subtype":"error_during_execution","is_error":true,"error":"the tool crashed","session_id":SID});
     protocol.on_line(line.to_string().as_bytes(), &mut harness.ctx()).unwrap();
@@ -576,7 +576,7 @@ fn an_error_string_explains_a_failed_result_and_cmd_and_path_inputs_make_permiss
     assert_eq!((request.details.command.as_deref(), request.details.cwd.as_deref()), (Some("ls -la"), Some("/w")));
     assert_eq!(request.action, "Bash: ls -la");
     let read = DIALECT.tool_permission("p2", "Read", &json!({"path":"/w/a.rs"}));
-    assert_eq!((read.category, read.details.file.as_deref()), (agent_api::ToolCategory::FileRead, Some("/w/a.rs")));
+    assert_eq!((read.category, read.details.file.as_deref()), (agent_api::request::ToolCategory::FileRead, Some("/w/a.rs")));
 }
 
 #[test]
@@ -587,8 +587,8 @@ fn images_go_with_the_user_message_as_base64_blocks_and_a_cli_without_them_refus
     std::fs::write(&path, [0x89, b'P', b'N', b'G']).unwrap();
     let mut prompt = agent_api::Prompt::from("look");
     prompt.images.push(path.clone());
-    let images = agent_api::images::ImageData::read_all(&prompt).unwrap();
-    let mut harness = agent_api::kit::driver::ProtocolHarness::new();
+    let images = agent_api::kit::images::ImageData::read_all(&prompt).unwrap();
+    let mut harness = agent_api::kit::ProtocolHarness::new();
     let mut protocol = StreamJson::control(DIALECT, "look", PermissionPolicy::Ask, false).with_images(images);
     protocol.start(&mut harness.ctx()).unwrap();
     let user = harness.take_sent().into_iter().find(|m| m["type"] == "user").expect("the user message");
@@ -630,7 +630,7 @@ fn a_key_in_a_permission_command_is_masked_and_a_long_command_cut_where_the_tool
     let key = "sk-ant-api03-SENTINELSENTINELSENTINEL";
     let long = format!("curl -H 'Authorization: Bearer {key}' https://example.invalid/{}", "x".repeat(8 << 10));
     let mut protocol = StreamJson::control(DIALECT, "go", PermissionPolicy::Ask, false);
-    let mut harness = agent_api::kit::driver::ProtocolHarness::new();
+    let mut harness = agent_api::kit::ProtocolHarness::new();
     protocol.start(&mut harness.ctx()).unwrap();
     protocol.on_line(can_use_tool("r1", "Bash", json!({"command": long})).to_string().as_bytes(), &mut harness.ctx()).unwrap();
     let events = harness.transcript.take_events();
@@ -643,7 +643,7 @@ fn a_key_in_a_permission_command_is_masked_and_a_long_command_cut_where_the_tool
         .expect("a permission request");
     let command = requested.details.command.expect("the command");
     assert!(!command.contains(key) && command.contains("[redacted]"), "{command}");
-    assert!(command.len() <= agent_api::universal::SHELL_FIELD_BOUND + "[redacted]".len(), "cut: {} bytes", command.len());
+    assert!(command.len() <= agent_api::kit::transcript::SHELL_FIELD_BOUND + "[redacted]".len(), "cut: {} bytes", command.len());
     let shown = serde_json::to_string(&events).unwrap();
     assert!(!shown.contains(key), "the key shows nowhere: {shown}");
 }

@@ -1,7 +1,7 @@
 //! Every recorded Codex session under `tests/fixtures/codex/` (exec stdout and app-server
 //! sessions of codex-cli 0.169.0) replays conformant through the backend's own converters.
 
-use agent_api::Channel;
+use agent_api::run::Channel;
 use std::path::{Path, PathBuf};
 
 use agent_api::kit::replay::replay_file;

@@ -7,16 +7,15 @@
 //! on API errors) says what happened. No permissions: Gemini cannot ask here, so the run's policy
 //! does not apply; [`crate::HeadlessApproval`] passes an explicit don't-ask mode through.
 
-use agent_api::bounds::utf8_prefix;
-use agent_api::kit::driver::{ExitInfo, Unparsed};
-use agent_api::kit::{CommandSpec, Ctx, Protocol};
-use agent_api::tools_facet::{FacetKind, ToolBytes};
-use agent_api::universal::{ContentPart, ItemRole, NewItem, ToolMeta};
-use agent_api::{AgentError, RunCompletion, RunRequest, SessionSelector, Usage};
+use agent_api::kit::bounds::utf8_prefix;
+use agent_api::kit::transcript::NewItem;
+use agent_api::kit::{CommandSpec, Ctx, ExitInfo, Protocol, Unparsed};
+use agent_api::run::{FacetKind, ToolBytes, Usage};
+use agent_api::universal::{ContentPart, ItemRole, ToolMeta};
+use agent_api::{AgentError, RunCompletion, RunRequest, SessionSelector};
+use agent_api_acp::{explanation, AcpConfig};
 use serde::Deserialize;
 use serde_json::{json, Value};
-
-use agent_api_acp::{explanation, AcpConfig};
 
 use crate::GeminiOptions;
 
@@ -149,7 +148,7 @@ impl Headless {
         } else {
             let message = error.map(|e| e.message).unwrap_or_default();
             let explained = explanation(&message);
-            let words = agent_api::rate_limit::LimitWords::in_text(&message);
+            let words = agent_api::kit::rate_limit::LimitWords::in_text(&message);
             Err(match agent_api_acp::status_in(&message) {
                 Some(status) => AgentError::of_http_status(status, explained),
                 // Gemini's result names no status for an overload; its retries on stderr may have.

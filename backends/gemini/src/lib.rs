@@ -56,8 +56,8 @@ pub const CAP_GEMINI_HEADLESS: &str = "backend.gemini.headless";
 /// Where Gemini CLI keeps its settings, memory, sessions and login: `.gemini` under
 /// `GEMINI_CLI_HOME`, the user's home by default. An isolated home gets a read-only copy of a
 /// Google login, whose refresh token many runs can hold at once.
-pub const HOME_LAYOUT: agent_api::home::HomeLayout = agent_api::home::HomeLayout {
-    vars: &[agent_api::home::HomeVar { name: "GEMINI_CLI_HOME", default_under_home: "" }],
+pub const HOME_LAYOUT: agent_api::kit::home::HomeLayout = agent_api::kit::home::HomeLayout {
+    vars: &[agent_api::kit::home::HomeVar { name: "GEMINI_CLI_HOME", default_under_home: "" }],
     credentials: &[("GEMINI_CLI_HOME", ".gemini/oauth_creds.json"), ("GEMINI_CLI_HOME", ".gemini/google_accounts.json")],
     single_use_login: false,
 };
@@ -84,8 +84,8 @@ pub const CLI: AgentCli = AgentCli::new(KIND, "gemini", &["--acp", "--skip-trust
     .history_trails_load();
 
 /// What discovery needs to find the `gemini` CLI and build a backend for it.
-pub fn probe() -> agent_api::detect::BackendProbe {
-    agent_api::detect::BackendProbe::new(KIND, "gemini", SUPPORTED_VERSIONS, |binary| {
+pub fn probe() -> agent_api::kit::detect::BackendProbe {
+    agent_api::kit::detect::BackendProbe::new(KIND, "gemini", SUPPORTED_VERSIONS, |binary| {
         std::sync::Arc::new(GeminiBackend::new(AcpConfig::with_binary(binary)))
     })
 }
@@ -144,7 +144,7 @@ pub fn capabilities() -> CapabilitySet {
         set.insert(id);
     }
     // Every interface builds its argv through `CommandSpec::for_request`: the launchers apply.
-    agent_api::portable::with_mappings(agent_api::kit::launch::with_launchers(set), portable::MAPPINGS)
+    agent_api::kit::options::with_mappings(agent_api::kit::launch::with_launchers(set), portable::MAPPINGS)
 }
 
 #[async_trait]
@@ -158,21 +158,21 @@ impl AgentBackend for GeminiBackend {
     }
 
     fn extension_keys(&self) -> &'static [&'static str] {
-        agent_api::options::extension_keys::<GeminiOptions>()
+        agent_api::kit::options::extension_keys::<GeminiOptions>()
     }
 
     fn option_value(&self, key: &str, text: &str) -> Result<serde_json::Value, AgentError> {
-        agent_api::options::value_from_text::<GeminiOptions>(key, text)
+        agent_api::kit::options::value_from_text::<GeminiOptions>(key, text)
     }
 
-    fn option_mappings(&self) -> &'static [agent_api::portable::OptionMapping] {
+    fn option_mappings(&self) -> &'static [agent_api::kit::options::OptionMapping] {
         portable::MAPPINGS
     }
 
     async fn run(&self, request: RunRequest) -> Result<RunHandle, AgentError> {
         self.validate(&request)?;
         let mut request = request.in_session_dir(self.config.working_dir.as_deref());
-        let tools = agent_api::caller_tools::attach(&mut request).await?;
+        let tools = agent_api::kit::caller_tools::attach(&mut request).await?;
         let mut settings = RunSettings::for_request(KIND, &request, &self.capabilities());
         settings.hold(tools);
         let request = agent_api_acp::prepare(request, false);
@@ -199,13 +199,13 @@ impl AgentBackend for GeminiBackend {
     /// ACP keeps one live agent for every turn; the headless interface takes its prompt per
     /// process, so its sessions run a process per turn, resuming the previous turn's session.
     async fn open_session(&self, request: RunRequest) -> Result<Session, AgentError> {
-        agent_api::backend::validate_template(&KIND, &self.capabilities(), self.extension_keys(), &request)?;
+        agent_api::kit::validate_template(&KIND, &self.capabilities(), self.extension_keys(), &request)?;
         let mut request = request.in_session_dir(self.config.working_dir.as_deref());
         if Self::headless(&request)? {
             // Each turn starts with `run`, which serves the caller's tools then.
             return Ok(Session::resuming(std::sync::Arc::new(self.clone()), request));
         }
-        let tools = agent_api::caller_tools::attach(&mut request).await?;
+        let tools = agent_api::kit::caller_tools::attach(&mut request).await?;
         let mut settings = RunSettings::for_request(KIND, &request, &self.capabilities());
         settings.hold(tools);
         let (spec, protocol) = self.acp(&request, true)?;

@@ -1,6 +1,6 @@
 //! The `gemini` kind's typed per-run options (`backend.gemini.*`).
 
-use agent_api::options::BackendOptions;
+use agent_api::request::BackendOptions;
 use serde::{Deserialize, Serialize};
 
 /// Which of Gemini CLI's machine interfaces a run uses.

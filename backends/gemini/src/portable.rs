@@ -5,10 +5,13 @@
 //! interface's tools facet.
 
 use agent_api::capabilities as caps;
+use agent_api::kit::options::OptionMapping;
 use agent_api::kit::tool_table::{Tool, ToolTable};
-use agent_api::portable::{OptionMapping, PortableOptions, TextOrFile};
-use agent_api::tools_facet::FacetKind;
-use agent_api::{AgentError, RunRequest, ToolCategory};
+use agent_api::request::TextOrFile;
+use agent_api::request::ToolCategory;
+use agent_api::run::FacetKind;
+use agent_api::PortableOptions;
+use agent_api::{AgentError, RunRequest};
 use agent_api_acp::{RunFiles, ACP_ATTACHMENTS, ACP_IMAGES};
 
 /// Gemini CLI takes tool rules only from policy files: the SDK writes one for the run.
@@ -40,7 +43,7 @@ pub(crate) const MAPPINGS: &[OptionMapping] = &[
         caps::DENIED_TOOL_CATEGORIES,
         "--policy FILE deny rule: run_shell_command; write_file, replace; read_file, read_many_files, glob, grep_search, list_directory; web_fetch, google_web_search",
     ),
-    OptionMapping::new(caps::OUTPUT_SCHEMA, agent_api::portable::SDK_SCHEMA),
+    OptionMapping::new(caps::OUTPUT_SCHEMA, agent_api::kit::options::SDK_SCHEMA),
     OptionMapping::new(caps::IMAGES, ACP_IMAGES),
     OptionMapping::new(caps::FILE_ATTACHMENTS, ACP_ATTACHMENTS),
 ];
@@ -69,13 +72,13 @@ pub(crate) fn run_files(request: &RunRequest) -> Result<RunFiles, AgentError> {
         }
     }
     if let Some(policy) = gemini_policy(portable) {
-        if !launcher.is_none_or(agent_api::kit::Launcher::is_local_filesystem) {
+        if !launcher.is_none_or(agent_api::request::Launcher::is_local_filesystem) {
             return Err(AgentError::InvalidRequest {
                 reason: "Gemini CLI reads tool rules only from a policy file on the machine it runs on, which this launcher cannot carry"
                     .into(),
             });
         }
-        let path = agent_api::portable::write_private_file("agent-api-policy-", ".toml", policy.as_bytes())?;
+        let path = agent_api::kit::options::write_private_file("agent-api-policy-", ".toml", policy.as_bytes())?;
         files.flag_file("--policy", path);
     }
     Ok(files)
@@ -111,7 +114,7 @@ pub(crate) fn check_headless(portable: &PortableOptions) -> Result<(), AgentErro
 #[cfg(test)]
 mod tests {
     use agent_api::kit::CommandSpec;
-    use agent_api::portable::McpServer;
+    use agent_api::request::McpServer;
 
     use super::*;
 
@@ -140,7 +143,7 @@ mod tests {
             "[[rule]]\ntoolName = [\"web_fetch\",\"run_shell_command\"]\ndecision = \"deny\"\npriority = 999\n\n\
              [[rule]]\ntoolName = [\"read_file\"]\ndecision = \"allow\"\npriority = 999\n\n"
         );
-        let far = request.with_launcher(agent_api::kit::Launcher::Prefix(vec!["env".into()]));
+        let far = request.with_launcher(agent_api::request::Launcher::Prefix(vec!["env".into()]));
         assert!(matches!(run_files(&far), Err(AgentError::InvalidRequest { .. })));
         assert!(args_of(&RunRequest::new("hi")).0.is_empty(), "no rules, no policy");
     }
@@ -153,7 +156,7 @@ mod tests {
         assert_eq!(args, "", "the MCP servers go in session/new");
         let prompt = spec.env.get("GEMINI_SYSTEM_MD").expect("GEMINI_SYSTEM_MD");
         assert_eq!(std::fs::read_to_string(prompt).unwrap(), "sys");
-        let far = here.with_launcher(agent_api::kit::Launcher::Ssh(agent_api::kit::launch::Ssh::new("host")));
+        let far = here.with_launcher(agent_api::request::Launcher::Ssh(agent_api::request::Ssh::new("host")));
         let refused = run_files(&far).expect_err("Gemini reads its prompt only from a file");
         assert!(matches!(refused, AgentError::InvalidRequest { .. }));
     }

@@ -2,8 +2,8 @@
 //! permission category of each permission the server asks, and the tools facet's kinds.
 
 use agent_api::kit::tool_table::{Tool, ToolTable};
-use agent_api::tools_facet::FacetKind;
-use agent_api::ToolCategory;
+use agent_api::request::ToolCategory;
+use agent_api::run::FacetKind;
 
 /// OpenCode's own tools as its `tools` config and its permissions name them.
 pub const TOOLS: ToolTable = ToolTable::new(&[

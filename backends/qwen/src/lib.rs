@@ -80,10 +80,10 @@ pub const CAP_QWEN_PRINT: &str = "backend.qwen.print";
 /// Where Qwen Code keeps its settings, memory and login (`QWEN_HOME`) and its sessions and logs
 /// (`QWEN_RUNTIME_DIR`, the same folder unless set): `~/.qwen` by default. A Qwen OAuth refresh
 /// token is single-use: an isolated home gets a read-only copy of it.
-pub const HOME_LAYOUT: agent_api::home::HomeLayout = agent_api::home::HomeLayout {
+pub const HOME_LAYOUT: agent_api::kit::home::HomeLayout = agent_api::kit::home::HomeLayout {
     vars: &[
-        agent_api::home::HomeVar { name: "QWEN_HOME", default_under_home: ".qwen" },
-        agent_api::home::HomeVar { name: "QWEN_RUNTIME_DIR", default_under_home: ".qwen" },
+        agent_api::kit::home::HomeVar { name: "QWEN_HOME", default_under_home: ".qwen" },
+        agent_api::kit::home::HomeVar { name: "QWEN_RUNTIME_DIR", default_under_home: ".qwen" },
     ],
     credentials: &[("QWEN_HOME", "oauth_creds.json")],
     single_use_login: true,
@@ -97,8 +97,8 @@ pub const CLI: AgentCli = AgentCli::new(KIND, "qwen", &["--acp"], "qwen.acp")
     .environment(&["OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_MODEL", "DASHSCOPE_API_KEY", "QWEN_CODE_NO_RELAUNCH"], &[".qwen"]);
 
 /// What discovery needs to find the `qwen` CLI and build a backend for it.
-pub fn probe() -> agent_api::detect::BackendProbe {
-    agent_api::detect::BackendProbe::new(KIND, "qwen", SUPPORTED_VERSIONS, |binary| {
+pub fn probe() -> agent_api::kit::detect::BackendProbe {
+    agent_api::kit::detect::BackendProbe::new(KIND, "qwen", SUPPORTED_VERSIONS, |binary| {
         std::sync::Arc::new(QwenBackend::new(AcpConfig::with_binary(binary)))
     })
 }
@@ -165,7 +165,7 @@ pub fn capabilities() -> CapabilitySet {
         set.insert(id);
     }
     // Every interface builds its argv through `CommandSpec::for_request`: the launchers apply.
-    agent_api::portable::with_mappings(agent_api::kit::launch::with_launchers(set), portable::MAPPINGS)
+    agent_api::kit::options::with_mappings(agent_api::kit::launch::with_launchers(set), portable::MAPPINGS)
 }
 
 #[async_trait]
@@ -179,21 +179,21 @@ impl AgentBackend for QwenBackend {
     }
 
     fn extension_keys(&self) -> &'static [&'static str] {
-        agent_api::options::extension_keys::<QwenOptions>()
+        agent_api::kit::options::extension_keys::<QwenOptions>()
     }
 
     fn option_value(&self, key: &str, text: &str) -> Result<serde_json::Value, AgentError> {
-        agent_api::options::value_from_text::<QwenOptions>(key, text)
+        agent_api::kit::options::value_from_text::<QwenOptions>(key, text)
     }
 
-    fn option_mappings(&self) -> &'static [agent_api::portable::OptionMapping] {
+    fn option_mappings(&self) -> &'static [agent_api::kit::options::OptionMapping] {
         portable::MAPPINGS
     }
 
     async fn run(&self, request: RunRequest) -> Result<RunHandle, AgentError> {
         self.validate(&request)?;
         let mut request = request.in_session_dir(self.config.working_dir.as_deref());
-        let tools = agent_api::caller_tools::attach(&mut request).await?;
+        let tools = agent_api::kit::caller_tools::attach(&mut request).await?;
         let mut settings = RunSettings::for_request(KIND, &request, &self.capabilities());
         settings.hold(tools);
         let interface = stream_json_interface(&request)?;
@@ -213,9 +213,9 @@ impl AgentBackend for QwenBackend {
     /// prompt on the command line, so its sessions run a process per turn, resuming the previous
     /// turn's session.
     async fn open_session(&self, request: RunRequest) -> Result<Session, AgentError> {
-        agent_api::backend::validate_template(&KIND, &self.capabilities(), self.extension_keys(), &request)?;
+        agent_api::kit::validate_template(&KIND, &self.capabilities(), self.extension_keys(), &request)?;
         let mut request = request.in_session_dir(self.config.working_dir.as_deref());
-        let tools = agent_api::caller_tools::attach(&mut request).await?;
+        let tools = agent_api::kit::caller_tools::attach(&mut request).await?;
         let mut settings = RunSettings::for_request(KIND, &request, &self.capabilities());
         settings.hold(tools);
         let interface = stream_json_interface(&request)?;

@@ -1,6 +1,6 @@
 //! The `qwen` kind's typed per-run options (`backend.qwen.*`).
 
-use agent_api::options::BackendOptions;
+use agent_api::request::BackendOptions;
 use serde::{Deserialize, Serialize};
 
 /// Which of Qwen Code's machine interfaces a run uses.

@@ -4,7 +4,9 @@
 //! no schema flag works the SDK's schema in the prompt.
 
 use agent_api::capabilities as caps;
-use agent_api::portable::{OptionMapping, PortableOptions, TextOrFile};
+use agent_api::kit::options::OptionMapping;
+use agent_api::request::TextOrFile;
+use agent_api::PortableOptions;
 use agent_api::{AgentError, RunRequest};
 use agent_api_acp::{RunFiles, ACP_ATTACHMENTS, ACP_IMAGES};
 use serde_json::Value;
@@ -91,7 +93,7 @@ fn qwen_mcp_config(portable: &PortableOptions) -> Value {
 #[cfg(test)]
 mod tests {
     use agent_api::kit::CommandSpec;
-    use agent_api::portable::McpServer;
+    use agent_api::request::McpServer;
     use serde_json::json;
 
     use super::*;
@@ -143,7 +145,7 @@ mod tests {
         let (args, _, _) = args_of(&here, false);
         assert_eq!(args, "", "over ACP the servers go in session/new");
 
-        let far = here.with_launcher(agent_api::kit::Launcher::Ssh(agent_api::kit::launch::Ssh::new("host")));
+        let far = here.with_launcher(agent_api::request::Launcher::Ssh(agent_api::request::Ssh::new("host")));
         let (args, spec, _) = args_of(&far, true);
         assert!(args.starts_with("--system-prompt sys --mcp-config {"), "{args}");
         assert!(spec.local_files.is_empty());

@@ -5,12 +5,14 @@
 
 use std::path::{Path, PathBuf};
 
-use agent_api::kit::driver::{parse_value, ExitInfo, Unparsed};
 use agent_api::kit::tool_table::{Tool, ToolTable};
+use agent_api::kit::{parse_value, ExitInfo, Unparsed};
 use agent_api::kit::{CommandSpec, Ctx, Protocol};
-use agent_api::tools_facet::FacetKind;
+use agent_api::request::ToolCategory;
+use agent_api::run::ControlCommand;
+use agent_api::run::FacetKind;
 use agent_api::universal::FileAction;
-use agent_api::{AgentError, ControlCommand, RunCompletion, RunRequest, SessionSelector, ToolCategory};
+use agent_api::{AgentError, RunCompletion, RunRequest, SessionSelector};
 use agent_api_acp::{session_log, AcpConfig};
 use agent_api_stream_json::{Dialect, StreamJson};
 use serde_json::Value;
@@ -93,7 +95,7 @@ pub const TOOLS: ToolTable = ToolTable::new(&[
 pub const DIALECT: Dialect = Dialect::new("qwen.stream_json", TOOLS).with_result_error(api_error_result).with_log_reader(read_log_line);
 
 /// A line of Qwen's debug log: a retry line becomes its statuses.
-fn read_log_line(line: &str, transcript: &mut agent_api::universal::Transcript) {
+fn read_log_line(line: &str, transcript: &mut agent_api::kit::transcript::Transcript) {
     agent_api_acp::Retry::report(line, transcript);
 }
 
@@ -309,8 +311,9 @@ mod tests {
     /// them on the stream-json permission path (they were `other` there, so always asked).
     #[test]
     fn a_policy_by_category_decides_qwens_network_and_read_tools() {
-        use agent_api::kit::driver::ProtocolHarness;
-        use agent_api::{PermissionPolicy, PermissionRule};
+        use agent_api::kit::ProtocolHarness;
+        use agent_api::request::PermissionRule;
+        use agent_api::PermissionPolicy;
         let policy = PermissionPolicy::ByCategory(
             [(ToolCategory::Network, PermissionRule::Approve), (ToolCategory::FileRead, PermissionRule::Deny)].into_iter().collect(),
         );
@@ -339,7 +342,7 @@ mod tests {
 
     #[test]
     fn every_turn_of_a_warm_stream_json_session_reads_api_errors() {
-        use agent_api::kit::driver::ProtocolHarness;
+        use agent_api::kit::ProtocolHarness;
         let mut protocol = StreamJson::session(DIALECT, agent_api::PermissionPolicy::Ask, false);
         let mut harness = ProtocolHarness::new();
         let result = |text: &str| {

@@ -9,10 +9,11 @@
 
 use std::collections::BTreeMap;
 
-use agent_api::kit::driver::Unparsed;
-use agent_api::kit::hitl::{Decided, PermissionDetails, PermissionRequest, QuestionRequest};
+use agent_api::kit::hitl::{Decided, PermissionRequest, QuestionRequest};
 use agent_api::kit::tool_table::ToolTable;
 use agent_api::kit::Ctx;
+use agent_api::kit::Unparsed;
+use agent_api::universal::PermissionDetails;
 use agent_api::{AgentError, PermissionDecision, QuestionAnswer};
 use serde_json::{json, Value};
 
@@ -41,7 +42,7 @@ pub(crate) struct PendingAsk {
 /// `tools`, a short summary, the command or file it names (the kit cuts them), the diff an edit
 /// would make.
 pub(crate) fn tool_permission(tools: &ToolTable, id: &str, tool: &str, input: &Value) -> PermissionRequest {
-    let (command, cwd) = agent_api::universal::shell_fields(input);
+    let (command, cwd) = agent_api::kit::transcript::shell_fields(input);
     let file = input.get("file_path").or_else(|| input.get("notebook_path")).or_else(|| input.get("path")).and_then(Value::as_str);
     let details = PermissionDetails::default().command(command).cwd(cwd).file(file).diff(edit_diff(input));
     PermissionRequest::new(id, tools.category(tool), tools::summary(tool, input))
@@ -59,7 +60,7 @@ fn edit_diff(input: &Value) -> Option<String> {
     }
     let one = |edit: &Value| {
         let new = text(edit, &["new_string", "new_str", "content", "new_source"])?;
-        Some(agent_api::universal::replacement_diff(text(edit, &["old_string", "old_str"]), new))
+        Some(agent_api::kit::transcript::replacement_diff(text(edit, &["old_string", "old_str"]), new))
     };
     match input.get("edits").and_then(Value::as_array) {
         Some(edits) => Some(edits.iter().filter_map(one).collect::<String>()).filter(|d| !d.is_empty()),
@@ -119,7 +120,10 @@ impl StreamJson {
             other => {
                 ctx.transcript.status("control_request_refused", short(Some(&Value::from(other)), 64));
                 self.reply(
-                    failure(&request_id, &format!("unsupported control request subtype: {}", agent_api::bounds::utf8_prefix(other, 64))),
+                    failure(
+                        &request_id,
+                        &format!("unsupported control request subtype: {}", agent_api::kit::bounds::utf8_prefix(other, 64)),
+                    ),
                     ctx,
                 );
             }

@@ -37,11 +37,12 @@ mod tests;
 
 use std::collections::{HashMap, HashSet};
 
-use agent_api::images::ImageData;
-use agent_api::kit::driver::{parse_typed, parse_value, Unparsed};
 use agent_api::kit::hitl::Hitl;
+use agent_api::kit::images::ImageData;
+use agent_api::kit::{parse_typed, parse_value, Unparsed};
 use agent_api::kit::{Ctx, ExitInfo, Protocol};
-use agent_api::{AgentError, ControlCommand, PermissionPolicy, RunCompletion};
+use agent_api::run::ControlCommand;
+use agent_api::{AgentError, PermissionPolicy, RunCompletion};
 use serde_json::{json, Value};
 
 use agent_api::kit::tool_table::ToolTable;
@@ -169,7 +170,7 @@ pub struct StreamJson {
 }
 
 /// Reads one line of the log an agent reports in ([`StreamJson::following`]) into the transcript.
-pub type LogReader = fn(&str, &mut agent_api::universal::Transcript);
+pub type LogReader = fn(&str, &mut agent_api::kit::transcript::Transcript);
 
 impl StreamJson {
     fn new(dialect: Dialect, channel: Channel, prompt: Option<String>, policy: PermissionPolicy, bypass_requested: bool) -> Self {
@@ -294,10 +295,10 @@ pub(crate) fn short(value: Option<&Value>, max: usize) -> Option<String> {
     value.and_then(Value::as_str).map(|s| safe(s, max))
 }
 
-/// `text` with secrets masked ([`agent_api::secrets::redact`]) and cut to `max` bytes with `…`.
+/// `text` with secrets masked ([`agent_api::kit::secrets::redact`]) and cut to `max` bytes with `…`.
 pub(crate) fn safe(text: &str, max: usize) -> String {
-    let masked = agent_api::secrets::redact(text);
-    let cut = agent_api::bounds::utf8_prefix(&masked, max);
+    let masked = agent_api::kit::secrets::redact(text);
+    let cut = agent_api::kit::bounds::utf8_prefix(&masked, max);
     if cut.len() < masked.len() {
         format!("{cut}…")
     } else {

@@ -20,7 +20,7 @@ fn the_typed_stream_event_path_matches_the_value_path_on_every_print_fixture() {
         typed_lines += lines.iter().filter(|l| stream::looks_like_stream_event(l)).count();
         for line in &lines {
             if stream::looks_like_stream_event(line) {
-                assert!(agent_api::kit::driver::parse_typed::<stream::StreamLine>(line).is_some(), "{}", path.display());
+                assert!(agent_api::kit::parse_typed::<stream::StreamLine>(line).is_some(), "{}", path.display());
             }
         }
         agent_api_conformance::typed::assert_typed_matches_value(|| Box::new(StreamJson::replaying(DIALECT)), &lines);

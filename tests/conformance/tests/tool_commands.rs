@@ -4,9 +4,10 @@
 use std::path::Path;
 
 use agent_api::kit::replay::{replay_file, Replay};
-use agent_api::tool_calls::ToolCalls;
+use agent_api::run::RunSummary;
+use agent_api::run::ToolCalls;
 use agent_api::universal::{ItemKind, UniversalItem};
-use agent_api::{AgentBackend, PermissionPolicy, RunRequest, RunSummary};
+use agent_api::{AgentBackend, PermissionPolicy, RunRequest};
 use agent_api_acp::{AcpBackend, AcpConfig};
 use agent_api_amp::{AmpBackend, AmpConfig};
 use agent_api_claude_code::{ClaudeCodeBackend, ClaudeCodeConfig};

@@ -97,7 +97,7 @@ proptest! {
     ) {
         let mut ev = event(AgentWrapperEventKind::TextOutput).with_text(text).with_message(message)
             .with_data(json!({ "pad": "p".repeat(pad) }));
-        ev.channel = channel.map(crate::Channel::from);
+        ev.channel = channel.map(crate::contract::event::Channel::from);
         for out in enforce(ev) {
             prop_assert!(within_bounds(&out));
         }

@@ -1,5 +1,5 @@
 //! The wrapper-event bounds of seed 004 applied to one event (the figures are in
-//! [`crate::contract::bounds`]). Every wrapper event of every backend passes through [`enforce`];
+//! [`crate::kit::bounds`]). Every wrapper event of every backend passes through [`enforce`];
 //! enforcing twice changes nothing.
 
 use super::{AgentWrapperEvent, AgentWrapperEventKind, EventData};

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 /// Serialized as its plain name (`"assistant"`).
 ///
 /// ```
-/// use agent_api::Channel;
+/// use agent_api::run::Channel;
 /// assert_eq!(Channel::from("reasoning"), Channel::Reasoning);
 /// assert_eq!(Channel::from("telemetry"), Channel::Other("telemetry".into()));
 /// assert_eq!(Channel::Assistant.as_str(), "assistant");

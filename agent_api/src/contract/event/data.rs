@@ -15,8 +15,8 @@ use crate::contract::tools_facet::ToolsFacet;
 /// one); [`EventData::tools_facet`] gives a tool event's facet without going through JSON.
 ///
 /// ```
-/// use agent_api::event::EventData;
-/// use agent_api::tools_facet::{ToolPhase, ToolStatus, ToolsFacet};
+/// use agent_api::run::EventData;
+/// use agent_api::run::{ToolPhase, ToolStatus, ToolsFacet};
 /// let data = EventData::from(ToolsFacet::new("command_execution", ToolPhase::Start, ToolStatus::Running));
 /// assert_eq!(data.tools_facet().map(|f| f.kind.as_str()), Some("command_execution"));
 /// assert_eq!(data["tool"]["phase"], "start");
@@ -58,7 +58,7 @@ impl EventData {
         }
     }
 
-    /// Whether the payload serializes within [`crate::contract::bounds::DATA_BOUND`]; a facet is checked
+    /// Whether the payload serializes within [`crate::kit::bounds::DATA_BOUND`]; a facet is checked
     /// by an upper bound of its size, and as JSON only when that bound is over.
     pub(crate) fn bounded(self) -> Self {
         match &self.0 {
@@ -67,7 +67,7 @@ impl EventData {
         }
     }
 
-    /// Whether the payload fits [`crate::contract::bounds::DATA_BOUND`].
+    /// Whether the payload fits [`crate::kit::bounds::DATA_BOUND`].
     pub(crate) fn fits(&self) -> bool {
         match &self.0 {
             Repr::Tools(facet, _) if facet.serialized_bytes_at_most() <= crate::contract::bounds::DATA_BOUND => true,

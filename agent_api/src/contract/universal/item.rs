@@ -53,8 +53,8 @@ impl UniversalItem {
     /// The tool invocation of a `tool_call` item.
     ///
     /// ```
-    /// use agent_api::universal::NewItem;
-    /// # use agent_api::universal::Transcript;
+    /// use agent_api::kit::transcript::NewItem;
+    /// # use agent_api::kit::transcript::Transcript;
     /// let mut t = Transcript::new("sess_1".into(), false);
     /// let id = t.start_item(NewItem::tool_call("Bash", r#"{"command":"ls"}"#, "call_1"));
     /// let call = t.open_item(&id).unwrap().tool_call().unwrap();

@@ -19,7 +19,7 @@ const CWD_KEYS: [&str; 4] = ["cwd", "workdir", "directory", "dir"];
 /// search tool's `directory` is not where a command runs). Each is cut to [`SHELL_FIELD_BOUND`].
 ///
 /// ```
-/// use agent_api::universal::shell_fields;
+/// use agent_api::kit::transcript::shell_fields;
 /// use serde_json::json;
 /// let (command, cwd) = shell_fields(&json!({"command": ["ls", "-la"], "cwd": "/w"}));
 /// assert_eq!((command.as_deref(), cwd.as_deref()), (Some("ls -la"), Some("/w")));
@@ -57,7 +57,7 @@ fn bounded(text: &str) -> String {
 /// `text` cut to [`SHELL_FIELD_BOUND`] (kept as it is when it fits): the one cut of every
 /// command, directory and file a tool item or a permission request names.
 pub(crate) fn bounded_field(mut text: String) -> String {
-    let keep = crate::bounds::utf8_prefix(&text, SHELL_FIELD_BOUND).len();
+    let keep = crate::contract::bounds::utf8_prefix(&text, SHELL_FIELD_BOUND).len();
     text.truncate(keep);
     text
 }

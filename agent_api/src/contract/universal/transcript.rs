@@ -48,7 +48,8 @@ struct OpenItem {
 /// completions for items still open at the end, and denials for unanswered HITL requests.
 ///
 /// ```
-/// use agent_api::universal::{ItemRole, NewItem, SessionEnd, Transcript};
+/// use agent_api::universal::ItemRole;
+/// use agent_api::kit::transcript::{NewItem, SessionEnd, Transcript};
 /// let mut t = Transcript::new("sess_1".into(), false);
 /// let id = t.start_item(NewItem::message(ItemRole::Assistant));
 /// t.delta(&id, "Hel");

@@ -71,7 +71,8 @@ impl UniversalEvent {
     /// The request of a `permission.requested` or `permission.resolved` event.
     ///
     /// ```
-    /// # use agent_api::universal::{Transcript, UniversalEvent};
+    /// # use agent_api::kit::transcript::Transcript;
+    /// # use agent_api::UniversalEvent;
     /// let mut t = Transcript::new("sess_1".into(), false);
     /// t.permission_requested("perm_1", "Bash: ls", None);
     /// let events: Vec<UniversalEvent> = t.drain().collect();
@@ -366,7 +367,7 @@ pub const PERMISSION_DIFF_BOUND: usize = 16 * 1024;
 /// written whole has no `old`).
 ///
 /// ```
-/// assert_eq!(agent_api::universal::replacement_diff(Some("a\nb"), "a\nc\n"), "-a\n-b\n+a\n+c\n");
+/// assert_eq!(agent_api::kit::transcript::replacement_diff(Some("a\nb"), "a\nc\n"), "-a\n-b\n+a\n+c\n");
 /// ```
 pub fn replacement_diff(old: Option<&str>, new: &str) -> String {
     let mut diff = String::with_capacity(old.map_or(0, str::len) + new.len() + 16);

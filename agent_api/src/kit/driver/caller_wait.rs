@@ -24,7 +24,7 @@ enum Asked {
 pub(super) struct CallerWaits {
     limits: CallerWait,
     deadlines: HashMap<String, (Instant, Asked)>,
-    /// The transcript's [`Transcript::requests_changed`](crate::contract::universal::Transcript::requests_changed) when last looked at.
+    /// The transcript's [`Transcript::requests_changed`](crate::kit::transcript::Transcript::requests_changed) when last looked at.
     seen: u64,
 }
 

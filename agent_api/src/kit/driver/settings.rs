@@ -60,9 +60,9 @@ pub struct RunSettings {
     /// How long permission requests and questions wait for the caller, and what then.
     pub caller_wait: crate::contract::request::CallerWait,
     /// The request's output schema: a successful run's answer must fit it
-    /// ([`crate::contract::structured::conform`]).
+    /// ([`crate::kit::structured::conform`]).
     pub output_schema: Option<serde_json::Value>,
-    /// Where the agent runs (absolute), for the completion's [`crate::SessionRef`]; the
+    /// Where the agent runs (absolute), for the completion's [`crate::request::SessionRef`]; the
     /// process's current directory when `None`.
     pub working_dir: Option<std::path::PathBuf>,
     /// What must live exactly as long as the run (the caller-tools MCP server, a config file

@@ -19,9 +19,11 @@ use crate::kit::tool_table::ToolTable;
 /// ```
 /// use agent_api::kit::hitl::pre_approved::allowed_tools;
 /// use agent_api::kit::tool_table::{Tool, ToolTable};
-/// use agent_api::portable::{McpServer, PortableOptions};
-/// use agent_api::tools_facet::FacetKind;
-/// use agent_api::{PermissionPolicy, ToolCategory};
+/// use agent_api::request::McpServer;
+/// use agent_api::PortableOptions;
+/// use agent_api::run::FacetKind;
+/// use agent_api::request::ToolCategory;
+/// use agent_api::PermissionPolicy;
 /// const TOOLS: ToolTable = ToolTable::new(&[
 ///     Tool::new("Bash", ToolCategory::Shell, FacetKind::CommandExecution),
 ///     Tool::new("Read", ToolCategory::FileRead, FacetKind::ToolUse),

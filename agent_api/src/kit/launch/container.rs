@@ -94,7 +94,8 @@ fn with_client_env(mut env: BTreeMap<String, String>) -> BTreeMap<String, String
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kit::launch::{far, plan, Engine, Launcher};
+    use crate::contract::launcher::{Engine, Launcher};
+    use crate::kit::launch::{far, plan};
     use crate::kit::CommandSpec;
 
     fn planned(launcher: Launcher, spec: CommandSpec, run_id: &str) -> (Vec<String>, plan::Planned) {

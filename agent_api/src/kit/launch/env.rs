@@ -30,7 +30,8 @@ pub const LAUNCHER_ENV: &[&str] = &[
 /// sets counts), then the spec's own `env` (the request's included) over them.
 ///
 /// ```
-/// use agent_api::kit::{launch::agent_env, CommandSpec};
+/// use agent_api::kit::launch::agent_env;
+/// use agent_api::kit::CommandSpec;
 /// std::env::set_var("MY_AGENT_TOKEN", "t0k3n");
 /// std::env::set_var("UNRELATED_SECRET", "nope");
 /// let spec = CommandSpec::new("my-agent").reads_env(["MY_AGENT_TOKEN"]).env("MODE", "fast");

@@ -38,9 +38,8 @@ mod plan;
 mod quote;
 mod ssh;
 
-pub use crate::contract::launcher::{
-    with_launchers, Bwrap, Container, ContainerTarget, Engine, Launcher, Mount, Ssh, ViaError, CAPABILITIES,
-};
+pub use crate::contract::launcher::{with_launchers, CAPABILITIES};
+pub(crate) use crate::contract::launcher::{Bwrap, Container, ContainerTarget, Launcher, Ssh};
 pub use env::{agent_env, LAUNCHER_ENV};
 pub use far::FarGroup;
 pub(crate) use plan::plan;

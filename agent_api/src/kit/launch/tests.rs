@@ -2,6 +2,7 @@ use std::ffi::OsString;
 
 use super::*;
 use crate::contract::error::AgentError;
+use crate::contract::launcher::{Engine, ViaError};
 use crate::kit::command::CommandSpec;
 use agent_api_capabilities as caps;
 

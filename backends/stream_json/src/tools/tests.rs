@@ -1,5 +1,5 @@
 use agent_api::kit::tool_table::Tool;
-use agent_api::ToolCategory;
+use agent_api::request::ToolCategory;
 use serde_json::json;
 
 use super::*;

@@ -45,7 +45,8 @@ impl SessionEnd {
 /// A new item, for [`Transcript::start_item`](super::Transcript::start_item).
 ///
 /// ```
-/// use agent_api::universal::{ItemRole, NewItem};
+/// use agent_api::universal::ItemRole;
+/// use agent_api::kit::transcript::NewItem;
 /// let item = NewItem::message(ItemRole::Assistant).native("msg_1");
 /// assert_eq!(item.native_item_id.as_deref(), Some("msg_1"));
 /// ```

@@ -1,4 +1,4 @@
-//! The one place every event's strings pass the secret redactor ([`crate::contract::secrets::redact`]):
+//! The one place every event's strings pass the secret redactor ([`crate::kit::secrets::redact`]):
 //! whatever a backend put in a status, a tool's name, arguments or output, a permission, a
 //! question, an error or the session's metadata, a key shape in it is masked before the event
 //! exists.

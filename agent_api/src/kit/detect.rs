@@ -138,9 +138,9 @@ pub async fn probe_version(binary: &Path) -> Option<String> {
 /// The version number in a `--version` output (see [`probe_version`]).
 ///
 /// ```
-/// assert_eq!(agent_api::detect::parse_version("codex-cli 0.169.0\n").as_deref(), Some("0.169.0"));
-/// assert_eq!(agent_api::detect::parse_version("2.1.197 (Claude Code)").as_deref(), Some("2.1.197"));
-/// assert_eq!(agent_api::detect::parse_version("1.0\x1b]0;pwned\x07"), Some("1.0".into()));
+/// assert_eq!(agent_api::kit::detect::parse_version("codex-cli 0.169.0\n").as_deref(), Some("0.169.0"));
+/// assert_eq!(agent_api::kit::detect::parse_version("2.1.197 (Claude Code)").as_deref(), Some("2.1.197"));
+/// assert_eq!(agent_api::kit::detect::parse_version("1.0\x1b]0;pwned\x07"), Some("1.0".into()));
 /// ```
 pub fn parse_version(text: &str) -> Option<String> {
     let word = text.split_whitespace().find(|w| w.starts_with(|c: char| c.is_ascii_digit()))?;

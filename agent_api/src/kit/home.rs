@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::contract::error::AgentError;
 pub use crate::contract::home::{Home, HomeSeed};
-use crate::kit::CommandSpec;
+use crate::kit::command::CommandSpec;
 
 /// One variable that names a directory the agent's CLI keeps config or state in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

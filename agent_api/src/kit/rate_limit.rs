@@ -15,7 +15,7 @@ pub const RATE_LIMITED: &str = "rate_limited";
 /// What an agent or its model API said about a rate limit or an overload.
 ///
 /// ```
-/// use agent_api::rate_limit::RateLimitNotice;
+/// use agent_api::kit::rate_limit::RateLimitNotice;
 /// use std::time::Duration;
 /// let mut notice = RateLimitNotice::default();
 /// (notice.status, notice.retry_after) = (Some(429), Some(Duration::from_millis(1500)));
@@ -75,7 +75,7 @@ impl fmt::Display for RateLimitNotice {
 /// limit or quota, or an overloaded service. One list of words for every backend.
 ///
 /// ```
-/// use agent_api::rate_limit::LimitWords;
+/// use agent_api::kit::rate_limit::LimitWords;
 /// assert!(LimitWords::in_text("You exceeded your current quota").limited);
 /// assert!(LimitWords::in_text("The model is overloaded").overloaded);
 /// assert_eq!(LimitWords::in_text("file not found"), LimitWords::default());
