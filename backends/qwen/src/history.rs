@@ -3,7 +3,7 @@
 //! `tool_result` or `system`), the message in Gemini's shape (`{"role", "parts": [...]}`).
 //!
 //! Qwen Code's live stream-json is Claude Code's protocol, so each record is put in the shape of
-//! a Claude Code store line and read through the Claude Code store's converter: a stored chat
+//! a Claude Code store line and read through the stream-json family's store reader (`agent_api_stream_json::StoreReader`): a stored chat
 //! reads back with the live run's tool calls and text. `system` records (telemetry, snapshots)
 //! carry no transcript.
 
@@ -13,7 +13,7 @@ use agent_api::history::{self, SessionQuery, SessionStore, StoredSession};
 use agent_api::kit::Unparsed;
 use agent_api::kit::{Ctx, ExitInfo, Protocol};
 use agent_api::{AgentError, AgentKind, RunCompletion, RunHandle};
-use agent_api_claude_code::history::StoredClaudeSession;
+use agent_api_stream_json::StoreReader;
 use async_trait::async_trait;
 use serde_json::{json, Value};
 
@@ -103,12 +103,12 @@ impl SessionStore for QwenSessionStore {
 /// The converter of a stored Qwen chat: records as Claude Code store lines.
 #[derive(Debug)]
 pub struct StoredQwenSession {
-    inner: StoredClaudeSession,
+    inner: StoreReader,
 }
 
 impl Default for StoredQwenSession {
     fn default() -> Self {
-        Self { inner: StoredClaudeSession::with_protocol(agent_api_stream_json::StreamJson::replaying(crate::DIALECT)) }
+        Self { inner: StoreReader::new(agent_api_stream_json::StreamJson::replaying(crate::DIALECT), "qwen.session_store") }
     }
 }
 

@@ -28,6 +28,7 @@
 mod control;
 mod messages;
 mod outcome;
+mod stored;
 mod stream;
 mod system;
 mod tools;
@@ -50,6 +51,7 @@ use control::{PendingAsk, PendingPermission};
 use messages::OpenMessage;
 use outcome::Outcome;
 pub use outcome::ResultError;
+pub use stored::{user_prompt, StoreReader};
 use tools::ToolCallInfo;
 
 /// What tells one agent's stream-json apart: data its crate declares once, which the converter
