@@ -4,7 +4,7 @@
 //! Every place that decides by a tool's name reads the same table: the permission category of a
 //! request ([`ToolTable::category`]), the tools facet's kind ([`ToolTable::facet`]), what a
 //! one-way interface pre-approves ([`crate::kit::hitl::pre_approved::allowed_tools`]) and what a
-//! denied category removes ([`crate::portable::PortableOptions::denied_tool_names`]): those two
+//! denied category removes ([`crate::PortableOptions::denied_tool_names`]): those two
 //! only name the tools the table lists ([`Tool::unlisted`]).
 //!
 //! ```

@@ -436,7 +436,7 @@ impl Protocol for Acp {
         self.name
     }
 
-    /// Gemini CLI reports its retries only on stderr (see [`crate::retries`]).
+    /// Gemini CLI reports its retries only on stderr (see [`crate::Retry`]).
     fn reads_stderr(&self) -> bool {
         true
     }

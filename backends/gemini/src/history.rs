@@ -6,7 +6,7 @@
 //! id when it changes (a model message gains its tool calls), or a `{"$set": {...}}` patch of the
 //! chat's fields (its `messages` are records too). Records are read in the shape of the headless
 //! interface's stream-json (`gemini -p … --output-format stream-json`) and through its converter
-//! ([`Headless`]), so a stored chat reads back with the live headless run's tool calls and text.
+//! (`headless.rs`), so a stored chat reads back with the live headless run's tool calls and text.
 
 use std::path::{Path, PathBuf};
 

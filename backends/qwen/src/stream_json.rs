@@ -91,7 +91,7 @@ pub const TOOLS: ToolTable = ToolTable::new(&[
 
 /// Qwen Code's stream-json dialect: the control protocol, no images, failed model requests
 /// reported as successful results ([`api_error_result`]), retries only in its debug log (read
-/// as Gemini CLI's stderr lines are, [`crate::retries`]).
+/// as Gemini CLI's stderr lines are, `agent_api_acp::Retry`).
 pub const DIALECT: Dialect = Dialect::new("qwen.stream_json", TOOLS).with_result_error(api_error_result).with_log_reader(read_log_line);
 
 /// A line of Qwen's debug log: a retry line becomes its statuses.
