@@ -68,10 +68,9 @@ pub mod replay;
 pub mod sse;
 pub mod stderr;
 pub(crate) mod timeouts;
-pub mod tool_table;
 mod transport;
 
-pub use crate::contract::{bounds, images, projection, secrets, structured};
+pub use crate::contract::{bounds, images, projection, secrets, structured, tool_table};
 
 pub use async_trait::async_trait;
 pub use command::CommandSpec;

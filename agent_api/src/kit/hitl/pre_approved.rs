@@ -8,8 +8,8 @@
 
 use crate::contract::portable::PortableOptions;
 use crate::contract::request::{PermissionPolicy, PermissionRule};
+use crate::contract::tool_table::ToolTable;
 use crate::contract::tools_facet::ToolCategory;
-use crate::kit::tool_table::ToolTable;
 
 /// The native tool names a one-way interface may run without asking under `policy`: the listed
 /// tools of `tools` (see [`crate::kit::tool_table::Tool::unlisted`]) of each approved category,
