@@ -198,7 +198,7 @@ impl PortableOptions {
     }
 
     /// The native tool names to remove: [`Self::denied_tools`], then the names of the listed
-    /// tools of `tools` (the backend's [`ToolTable`](crate::contract::tool_table::ToolTable)) in each
+    /// tools of `tools` (the backend's [`ToolTable`](crate::kit::tool_table::ToolTable)) in each
     /// denied category.
     pub fn denied_tool_names(&self, tools: &crate::contract::tool_table::ToolTable) -> Vec<String> {
         let by_category =

@@ -17,7 +17,7 @@
 //! - [`budget`]: the byte budget of events waiting for the caller;
 //! - [`start_run`] and [`start_session`]: the pump, with backpressure, that never drops an event, applies timeouts and
 //!   cancellation, and guarantees one completion and one terminal error for a failed run;
-//! - [`jsonrpc`], [`http`] and [`sse`]: helpers for the two-way protocols (JSON-RPC over stdio, and
+//! - [`jsonrpc`], `http` (feature `http`) and [`sse`]: helpers for the two-way protocols (JSON-RPC over stdio, and
 //!   HTTP plus a server-sent event stream to an agent's local server);
 //! - [`hitl`]: permissions and questions: the run's policy, the caller's answers, and one
 //!   requested and one resolved event per request, saying who decided;
