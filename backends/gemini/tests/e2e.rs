@@ -1,0 +1,379 @@
+//! End to end with the real pinned Gemini CLI (0.61.0, `gemini --acp` and headless) against the
+//! bench's scripted model server. Without the CLI these fail with install instructions, unless
+//! AGENT_API_E2E=skip.
+
+use std::time::Duration;
+
+use agent_api::kit::projection::Projector;
+use agent_api::run::Channel;
+use agent_api::universal::{DecidedBy, ItemKind, ItemStatus, PermissionStatus, UniversalEventBody};
+use agent_api::{AgentBackend, AgentError, PermissionDecision, PermissionPolicy, RunRequest};
+use agent_api_acp::AcpConfig;
+use agent_api_conformance::{assert_conformant, RunRecord};
+use agent_api_gemini::GeminiBackend;
+use agent_api_gemini::{GeminiInterface, GeminiOptions, HeadlessApproval};
+use agent_bench::process::processes_in;
+use agent_bench::sandbox::GEMINI_MODEL;
+use agent_bench::{e2e_enabled_or_explain, Cli, ModelServer, Sandbox};
+use futures::StreamExt;
+
+/// The sandbox's Gemini with its environment; the backend adds `--acp --skip-trust` and `-m`.
+fn backend(sandbox: &Sandbox) -> GeminiBackend {
+    let mut config = AcpConfig::with_binary(&sandbox.program).working_dir(&sandbox.cwd);
+    for (k, v) in &sandbox.env {
+        config = config.env(k, v);
+    }
+    GeminiBackend::new(config)
+}
+
+async fn setup(scenario: &str) -> Option<(ModelServer, Sandbox)> {
+    e2e_enabled_or_explain(Cli::Gemini)?;
+    let server = ModelServer::start(None).await.unwrap();
+    let sandbox = Sandbox::new(Cli::Gemini, &server, scenario).unwrap();
+    Some((server, sandbox))
+}
+
+fn request(prompt: &str) -> RunRequest {
+    RunRequest::new(prompt).with_model(GEMINI_MODEL).with_timeout(Duration::from_secs(120))
+}
+
+/// Runs `request`, answering each permission with `decision` (`None`: the policy decides);
+/// cancels at the first native delta when asked.
+async fn drive(
+    backend: &GeminiBackend,
+    request: RunRequest,
+    decision: Option<PermissionDecision>,
+    cancel_on_first_delta: bool,
+) -> RunRecord {
+    let handle = backend.run(request).await.expect("run starts");
+    let control = handle.control();
+    let mut projector = Projector::new(handle.agent_kind().clone(), handle.tools_structured());
+    let (mut events, completion) = handle.into_universal();
+    let mut universal = Vec::new();
+    while let Some(event) = events.next().await {
+        match &event.body {
+            UniversalEventBody::PermissionRequested(p) => {
+                if let Some(decision) = &decision {
+                    control.respond_permission(&p.permission_id, decision.clone()).await.unwrap();
+                }
+            }
+            UniversalEventBody::ItemDelta(_) if cancel_on_first_delta && !event.synthetic => control.cancel(),
+            _ => {}
+        }
+        universal.push(event);
+    }
+    let wrapper = universal.iter().flat_map(|e| projector.project(e)).collect();
+    RunRecord { universal, wrapper, completion: completion.await, tools_structured: true }
+}
+
+fn one_permission(run: &RunRecord, approved: bool, by: DecidedBy) {
+    assert_eq!(run.of_type("permission.requested").count(), 1, "{:?}", run.types());
+    let resolved: Vec<_> = run.of_type("permission.resolved").collect();
+    assert_eq!(resolved.len(), 1, "{:?}", run.types());
+    let status = resolved[0].permission().map(|p| p.status);
+    let expected = if approved { PermissionStatus::Approved } else { PermissionStatus::Denied };
+    assert_eq!((status, resolved[0].decided_by()), (Some(expected), Some(by)));
+}
+
+#[tokio::test]
+async fn acp_text_streams_deltas_with_usage_and_session() {
+    let Some((_server, sandbox)) = setup("text").await else { return };
+    let run = drive(&backend(&sandbox), request("say hi"), Some(PermissionDecision::Allow), false).await;
+    assert_conformant(&run);
+    let done = run.completion.as_ref().unwrap();
+    assert_eq!(done.final_text.as_deref(), Some("Hello from mock"));
+    assert!(run.of_type("item.delta").filter(|e| !e.synthetic).count() >= 2);
+    assert!(done.native_session_id.is_some() && done.usage.is_some());
+    let started = run.universal[0].clone();
+    let agent = serde_json::to_value(&started.body).unwrap();
+    assert!(agent.to_string().contains("gemini-cli"), "the agent's name is in session.started: {agent}");
+}
+
+#[tokio::test]
+async fn acp_thoughts_arrive_as_reasoning() {
+    let Some((_server, sandbox)) = setup("reasoning").await else { return };
+    let run = drive(&backend(&sandbox), request("think then say hi"), Some(PermissionDecision::Allow), false).await;
+    assert_conformant(&run);
+    assert!(!run.text_on(&Channel::Reasoning).is_empty(), "{:?}", run.types());
+    assert_eq!(run.completion.as_ref().unwrap().final_text.as_deref(), Some("Hello after thinking"));
+}
+
+#[tokio::test]
+async fn acp_shell_follows_the_callers_decision() {
+    for (decision, runs) in [(PermissionDecision::Allow, true), (PermissionDecision::Deny { message: None }, false)] {
+        let Some((_server, sandbox)) = setup("shell").await else { return };
+        let run = drive(&backend(&sandbox), request("run the command"), Some(decision), false).await;
+        assert_conformant(&run);
+        assert!(run.completion.is_ok(), "{:?}", run.completion);
+        one_permission(&run, runs, DecidedBy::Caller);
+        assert_eq!(sandbox.cwd.join("out.txt").exists(), runs);
+        let results = run.completed_items(ItemKind::ToolResult);
+        let ran =
+            results.iter().any(|i| i.status == ItemStatus::Completed && i.tool.as_ref().is_some_and(|t| t.kind == "command_execution"));
+        assert_eq!(ran, runs, "a denied command's result fails");
+        if runs {
+            let shell = results.iter().find_map(|i| i.tool.as_ref().filter(|t| t.kind == "command_execution")).unwrap();
+            assert_eq!(shell.command.as_deref(), Some(agent_bench::scenario::SHELL_COMMAND), "the typed command");
+        }
+    }
+}
+
+#[tokio::test]
+async fn acp_shell_follows_the_policy_with_one_request_and_one_resolution() {
+    for (policy, runs) in [(PermissionPolicy::ApproveAll, true), (PermissionPolicy::DenyAll, false)] {
+        let Some((_server, sandbox)) = setup("shell").await else { return };
+        let run = drive(&backend(&sandbox), request("run the command").with_permissions(policy), None, false).await;
+        assert_conformant(&run);
+        assert!(run.completion.is_ok(), "{:?}", run.completion);
+        one_permission(&run, runs, DecidedBy::Policy);
+        assert_eq!(sandbox.cwd.join("out.txt").exists(), runs);
+    }
+}
+
+#[tokio::test]
+async fn acp_file_write_goes_through_the_confined_fs_into_the_cwd() {
+    let Some((_server, sandbox)) = setup("write_edit").await else { return };
+    let run = drive(&backend(&sandbox), request("create the file"), Some(PermissionDecision::Allow), false).await;
+    assert_conformant(&run);
+    assert!(run.completion.is_ok(), "{:?}", run.completion);
+    let written = std::fs::read_to_string(sandbox.cwd.join("created.txt")).expect("the file landed in the cwd");
+    assert!(written.contains("edited by mock") || written.contains("created by mock"), "{written}");
+    assert!(run.status_labels().iter().any(|l| l == "fs_write"), "{:?}", run.status_labels());
+}
+
+#[tokio::test]
+async fn acp_http_errors_are_one_typed_terminal_error() {
+    for scenario in ["error401", "error500", "overloaded"] {
+        let Some((_server, sandbox)) = setup(scenario).await else { return };
+        let run = drive(&backend(&sandbox), request("hi"), Some(PermissionDecision::Allow), false).await;
+        assert_conformant(&run);
+        match (&run.completion, scenario) {
+            (Err(AgentError::Auth { .. }), "error401")
+            | (Err(AgentError::ServerError { status: Some(500), .. }), "error500")
+            | (Err(AgentError::Overloaded { status: Some(503), .. }), "overloaded") => {}
+            other => panic!("{scenario}: {other:?}"),
+        }
+        assert_eq!(run.universal.iter().filter(|e| e.is_terminal_error()).count(), 1);
+        assert!(!format!("{:?}", run.completion).contains("test-key"));
+    }
+}
+
+/// Gemini reports its retries only on stderr: allowed two attempts (the bench allows one), the
+/// overloaded model API's first failure shows live as `api_retry` and `rate_limited` statuses, then
+/// the run ends in its one typed error; on both interfaces.
+#[tokio::test]
+async fn retries_on_stderr_show_as_rate_limited_statuses_before_the_typed_error() {
+    let headless = GeminiOptions::default().interface(GeminiInterface::Headless);
+    for options in [GeminiOptions::default(), headless] {
+        let Some((_server, sandbox)) = setup("overloaded").await else { return };
+        let path = sandbox.home.join(".gemini/settings.json");
+        let mut settings: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        settings["general"]["maxAttempts"] = serde_json::json!(2);
+        std::fs::write(&path, settings.to_string()).unwrap();
+        let run = drive(&backend(&sandbox), request("hi").with_options(&options), Some(PermissionDecision::Allow), false).await;
+        assert_conformant(&run);
+        // ACP's error names the status; headless Gemini's names none (its retry lines did not either).
+        assert!(matches!(run.completion, Err(AgentError::Overloaded { .. })), "{options:?}: {:?}", run.completion);
+        let labels = run.status_labels();
+        assert!(labels.iter().any(|l| l == "api_retry") && labels.iter().any(|l| l == "rate_limited"), "{options:?}: {labels:?}");
+        assert!(run.status_before_terminal_error("rate_limited"), "{options:?}: the retry shows before the run's error");
+        assert_eq!(run.universal.iter().filter(|e| e.is_terminal_error()).count(), 1);
+    }
+}
+
+#[tokio::test]
+async fn acp_cancel_mid_turn_leaves_no_process() {
+    let Some((_server, sandbox)) = setup("slow_text").await else { return };
+    let started = std::time::Instant::now();
+    let run = drive(&backend(&sandbox), request("talk slowly"), Some(PermissionDecision::Allow), true).await;
+    assert_conformant(&run);
+    assert!(matches!(run.completion, Err(AgentError::Cancelled)), "{:?}", run.completion);
+    assert!(started.elapsed() < Duration::from_secs(20));
+    assert_eq!(processes_in(&sandbox.cwd), Vec::<i32>::new(), "processes left in the sandbox");
+}
+
+#[tokio::test]
+async fn headless_text_and_yolo_shell() {
+    let Some((_server, sandbox)) = setup("text").await else { return };
+    let headless = GeminiOptions::default().interface(GeminiInterface::Headless);
+    let run = drive(&backend(&sandbox), request("say hi").with_options(&headless), Some(PermissionDecision::Allow), false).await;
+    assert_conformant(&run);
+    assert_eq!(run.completion.as_ref().unwrap().final_text.as_deref(), Some("Hello from mock"));
+    let Some((_server, sandbox)) = setup("shell").await else { return };
+    let yolo = headless.approval_mode(HeadlessApproval::Yolo);
+    let run = drive(&backend(&sandbox), request("run the command").with_options(&yolo), Some(PermissionDecision::Allow), false).await;
+    assert_conformant(&run);
+    assert!(run.completion.is_ok(), "{:?}", run.completion);
+    assert!(sandbox.cwd.join("out.txt").exists());
+    assert_eq!(run.of_type("permission.requested").count(), 0, "headless Gemini cannot ask");
+}
+
+/// The model request's system instruction (Gemini's `systemInstruction`) of the last main request.
+fn system_instruction(server: &ModelServer) -> String {
+    let main = server.requests().into_iter().rev().find(|r| r.body.get("tools").is_some()).expect("a request with tools").body;
+    main["systemInstruction"].to_string()
+}
+
+/// The replacement system prompt reaches the model on both interfaces, from the file the SDK wrote
+/// (`GEMINI_SYSTEM_MD`), not from argv; the file is gone when the run ends.
+#[tokio::test]
+async fn a_system_prompt_replaces_geminis_own_on_both_interfaces() {
+    use agent_api::PortableOptions;
+    let headless = GeminiOptions::default().interface(GeminiInterface::Headless);
+    for options in [GeminiOptions::default(), headless] {
+        let Some((server, sandbox)) = setup("text").await else { return };
+        let portable = PortableOptions::default().system_prompt("SYSTEM-MARKER-7 you are a terse assistant");
+        let request = request("say hi").with_options(&options).with_portable(portable);
+        let run = drive(&backend(&sandbox), request, Some(PermissionDecision::Allow), false).await;
+        assert_conformant(&run);
+        assert_eq!(run.completion.as_ref().unwrap().final_text.as_deref(), Some("Hello from mock"));
+        let system = system_instruction(&server);
+        assert!(system.contains("SYSTEM-MARKER-7"), "{system}");
+        assert!(
+            !system.contains("You are Gemini CLI") && !system.contains("interactive CLI agent"),
+            "Gemini's own prompt stayed: {system}"
+        );
+        let left: Vec<_> = std::fs::read_dir(std::env::temp_dir())
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|n| n.starts_with("agent-api-system-"))
+            .collect();
+        assert!(
+            left.iter().all(|n| !std::fs::read_to_string(std::env::temp_dir().join(n)).unwrap_or_default().contains("SYSTEM-MARKER-7")),
+            "{left:?}"
+        );
+    }
+}
+
+/// Tool rules reach Gemini through the policy file the SDK writes (`--policy`): a denied name and
+/// every tool of a denied category are not offered to the model, on both interfaces; the rest is.
+/// (Headless Gemini offers no write or shell tool without an approval mode: there the network
+/// category and the denied name are what the check sees go.)
+#[tokio::test]
+async fn denied_tools_and_categories_are_not_offered_on_both_interfaces() {
+    use agent_api::request::ToolCategory;
+    use agent_api::PortableOptions;
+    let headless = GeminiOptions::default().interface(GeminiInterface::Headless);
+    for options in [GeminiOptions::default(), headless] {
+        let Some((server, sandbox)) = setup("text").await else { return };
+        let portable = PortableOptions::default()
+            .deny_tool("glob")
+            .deny_category(ToolCategory::FileWrite)
+            .deny_category(ToolCategory::Network)
+            .allow_tool("read_file");
+        let request = request("say hi").with_options(&options).with_portable(portable);
+        let run = drive(&backend(&sandbox), request, Some(PermissionDecision::Allow), false).await;
+        assert_conformant(&run);
+        assert_eq!(run.completion.as_ref().unwrap().final_text.as_deref(), Some("Hello from mock"));
+        let main = server.requests().into_iter().rev().find(|r| r.body.get("tools").is_some()).expect("a request with tools").body;
+        let offered: Vec<String> = main["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|t| t["functionDeclarations"].as_array().cloned().unwrap_or_default())
+            .filter_map(|f| f["name"].as_str().map(String::from))
+            .collect();
+        for gone in ["glob", "write_file", "replace", "web_fetch", "google_web_search"] {
+            assert!(!offered.iter().any(|n| n == gone), "{options:?}: {gone} offered: {offered:?}");
+        }
+        let kept: &[&str] =
+            if options.interface.is_none() { &["read_file", "grep_search", "run_shell_command"] } else { &["read_file", "grep_search"] };
+        for kept in kept {
+            assert!(offered.iter().any(|n| n == kept), "{options:?}: {kept} not offered: {offered:?}");
+        }
+    }
+}
+
+/// The same scenarios with Gemini inside bubblewrap: the ACP stdio runs over the launcher unchanged.
+mod through_bwrap {
+    use super::*;
+
+    use agent_api_conformance::launchers::bwrap_launcher as bwrap;
+
+    #[tokio::test]
+    async fn text_streams_and_the_completion_names_the_launcher() {
+        let Some((_server, sandbox)) = setup("text").await else { return };
+        let run = drive(&backend(&sandbox), request("say hi").with_launcher(bwrap()), None, false).await;
+        assert_conformant(&run);
+        assert_eq!(run.completion.as_ref().unwrap().launcher.as_deref(), Some("bwrap"));
+        assert_eq!(run.completion.as_ref().unwrap().final_text.as_deref(), Some("Hello from mock"));
+        assert!(processes_in(&sandbox.cwd).is_empty());
+    }
+
+    #[tokio::test]
+    async fn shell_follows_the_callers_decision() {
+        for (decision, runs) in [(PermissionDecision::Allow, true), (PermissionDecision::Deny { message: None }, false)] {
+            let Some((_server, sandbox)) = setup("shell").await else { return };
+            let run = drive(&backend(&sandbox), request("run the command").with_launcher(bwrap()), Some(decision), false).await;
+            assert_conformant(&run);
+            assert!(run.completion.is_ok(), "{:?}", run.completion);
+            one_permission(&run, runs, DecidedBy::Caller);
+            assert_eq!(sandbox.cwd.join("out.txt").exists(), runs);
+        }
+    }
+
+    /// The system prompt file lives in this machine's temporary directory, which the sandbox hides
+    /// behind a fresh /tmp: the kit binds the run's own files in read-only.
+    #[tokio::test]
+    async fn the_system_prompt_file_reaches_the_sandboxed_agent() {
+        use agent_api::PortableOptions;
+        let Some((server, sandbox)) = setup("text").await else { return };
+        let portable = PortableOptions::default().system_prompt("SYSTEM-MARKER-8 sandboxed");
+        let run = drive(&backend(&sandbox), request("say hi").with_launcher(bwrap()).with_portable(portable), None, false).await;
+        assert_conformant(&run);
+        assert!(run.completion.is_ok(), "{:?}", run.completion);
+        assert!(system_instruction(&server).contains("SYSTEM-MARKER-8"));
+    }
+
+    #[tokio::test]
+    async fn cancel_mid_turn_leaves_no_process() {
+        let Some((_server, sandbox)) = setup("slow_text").await else { return };
+        let run = drive(&backend(&sandbox), request("talk slowly").with_launcher(bwrap()), None, true).await;
+        assert_conformant(&run);
+        assert!(matches!(run.completion, Err(AgentError::Cancelled)), "{:?}", run.completion);
+        assert_eq!(processes_in(&sandbox.cwd), Vec::<i32>::new(), "processes left after the cancel");
+    }
+}
+
+/// Gemini has no schema flag: the SDK puts the schema in the prompt and holds the final answer to
+/// it. A fitting answer is the completion's parsed value; one that does not fit is the run's one
+/// typed error; on ACP and headless.
+#[tokio::test]
+async fn a_structured_answer_is_parsed_and_one_that_does_not_fit_is_a_typed_error() {
+    let schema = serde_json::json!({"type": "object", "required": ["city"], "properties": {"city": {"type": "string"}}});
+    let headless = GeminiOptions::default().interface(GeminiInterface::Headless);
+    for options in [GeminiOptions::default(), headless] {
+        for (scenario, fits) in [("json_answer", true), ("json_wrong", false)] {
+            let Some((_server, sandbox)) = setup(scenario).await else { return };
+            let portable = agent_api::PortableOptions::default().output_schema(schema.clone());
+            let request = request("which city?").with_options(&options).with_portable(portable);
+            let run = drive(&backend(&sandbox), request, Some(PermissionDecision::Allow), false).await;
+            assert_conformant(&run);
+            if fits {
+                let structured = run.completion.as_ref().map(|c| c.structured_output.clone());
+                assert_eq!(structured.ok().flatten(), Some(serde_json::json!({"city": "Lyon"})), "{options:?}: {:?}", run.completion);
+            } else {
+                assert!(matches!(run.completion, Err(AgentError::StructuredOutput { .. })), "{options:?}: {:?}", run.completion);
+                assert_eq!(run.universal.iter().filter(|e| e.is_terminal_error()).count(), 1, "{options:?}");
+            }
+        }
+    }
+}
+
+/// An extra directory (`--include-directories`) is one of the workspace directories Gemini tells
+/// the model about, on both interfaces.
+#[tokio::test]
+async fn an_extra_directory_reaches_the_model_request_on_both_interfaces() {
+    let headless = GeminiOptions::default().interface(GeminiInterface::Headless);
+    for options in [GeminiOptions::default(), headless] {
+        let Some((server, sandbox)) = setup("text").await else { return };
+        let extra = tempfile::tempdir().unwrap();
+        let portable = agent_api::PortableOptions::default().add_dir(extra.path());
+        let request = request("say hi").with_options(&options).with_portable(portable);
+        let run = drive(&backend(&sandbox), request, Some(PermissionDecision::Allow), false).await;
+        assert_conformant(&run);
+        assert!(run.completion.is_ok(), "{options:?}: {:?}", run.completion);
+        let seen = server.requests().iter().any(|r| r.body.to_string().contains(&*extra.path().to_string_lossy()));
+        assert!(seen, "{options:?}: the extra directory is not in any model request");
+    }
+}

@@ -1,0 +1,173 @@
+//! Qwen Code's chat store: `~/.qwen/projects/<dir>/chats/<session id>.jsonl`, one record a line
+//! (`uuid`, `sessionId`, `timestamp`, `cwd`, `version`, `type`: `user`, `assistant`,
+//! `tool_result` or `system`), the message in Gemini's shape (`{"role", "parts": [...]}`).
+//!
+//! Qwen Code's live stream-json is Claude Code's protocol, so each record is put in the shape of
+//! a Claude Code store line and read through the stream-json family's store reader (`agent_api_stream_json::StoreReader`): a stored chat
+//! reads back with the live run's tool calls and text. `system` records (telemetry, snapshots)
+//! carry no transcript.
+
+use std::path::{Path, PathBuf};
+
+use agent_api::history::{self, SessionQuery, SessionStore, StoredSession};
+use agent_api::kit::Unparsed;
+use agent_api::kit::{Ctx, ExitInfo, Protocol};
+use agent_api::{AgentError, AgentKind, RunCompletion, RunHandle};
+use agent_api_stream_json::StoreReader;
+use async_trait::async_trait;
+use serde_json::{json, Value};
+
+/// Records of a chat read to find its working directory and first prompt.
+const HEAD_LINES: usize = 50;
+
+fn kind() -> AgentKind {
+    crate::KIND
+}
+
+/// Qwen Code's chat store under one `~/.qwen`.
+#[derive(Debug, Clone)]
+pub struct QwenSessionStore {
+    root: PathBuf,
+}
+
+impl QwenSessionStore {
+    /// The store the backend's CLI writes: `~/.qwen` under the config's `HOME` (this process's
+    /// when the config sets none).
+    pub fn for_config(config: &agent_api_acp::AcpConfig) -> Option<Self> {
+        Some(Self::new(config.home_dir(".qwen")?))
+    }
+
+    /// The store under `qwen_dir` (`~/.qwen`).
+    pub fn new(qwen_dir: impl Into<PathBuf>) -> Self {
+        Self { root: qwen_dir.into() }
+    }
+
+    fn chats(&self) -> Vec<PathBuf> {
+        history::child_dirs(&self.root.join("projects")).iter().flat_map(|p| history::jsonl_files(&p.join("chats"))).collect()
+    }
+
+    fn find(&self, id: &str) -> Result<PathBuf, AgentError> {
+        history::check_session_id(id)?;
+        let name = format!("{id}.jsonl");
+        self.chats()
+            .into_iter()
+            .find(|p| p.file_name().is_some_and(|n| n == name.as_str()))
+            .ok_or_else(|| AgentError::SessionNotFound { id: id.to_string() })
+    }
+}
+
+/// The text parts of a record's message, joined.
+fn text_of(record: &Value) -> String {
+    let parts = record.pointer("/message/parts").and_then(Value::as_array).into_iter().flatten();
+    parts
+        .filter(|p| p.get("thought").and_then(Value::as_bool) != Some(true))
+        .filter_map(|p| p.get("text").and_then(Value::as_str))
+        .collect()
+}
+
+fn describe(path: &Path) -> Option<StoredSession> {
+    let (meta, lines) = history::head(path)?;
+    let mut session = StoredSession::from_file(path.file_stem()?.to_str()?, &meta);
+    for line in lines.take(HEAD_LINES) {
+        let Ok(record) = serde_json::from_str::<Value>(&line.ok()?) else { continue };
+        if session.cwd.is_none() {
+            session.cwd = record.get("cwd").and_then(Value::as_str).map(PathBuf::from);
+        }
+        if session.first_prompt.is_none() && record.get("type").and_then(Value::as_str) == Some("user") {
+            session.first_prompt = Some(text_of(&record)).filter(|t| !t.is_empty()).map(|t| history::prompt_preview(&t, 200));
+        }
+        if session.cwd.is_some() && session.first_prompt.is_some() {
+            break;
+        }
+    }
+    Some(session)
+}
+
+#[async_trait]
+impl SessionStore for QwenSessionStore {
+    fn kind(&self) -> AgentKind {
+        kind()
+    }
+
+    async fn list_sessions(&self, query: &SessionQuery) -> Result<Vec<StoredSession>, AgentError> {
+        let store = self.clone();
+        history::list_files(query, move || store.chats(), describe).await
+    }
+
+    async fn read_session(&self, id: &str, include_raw: bool) -> Result<RunHandle, AgentError> {
+        let path = self.find(id)?;
+        history::read_store_file(kind(), &path, Box::new(StoredQwenSession::default()), include_raw, true).await
+    }
+}
+
+/// The converter of a stored Qwen chat: records as Claude Code store lines.
+#[derive(Debug)]
+pub struct StoredQwenSession {
+    inner: StoreReader,
+}
+
+impl Default for StoredQwenSession {
+    fn default() -> Self {
+        Self { inner: StoreReader::new(agent_api_stream_json::StreamJson::replaying(crate::DIALECT), "qwen.session_store") }
+    }
+}
+
+/// A part of a model message as a Claude content block.
+fn block(part: &Value) -> Option<Value> {
+    if let Some(call) = part.get("functionCall") {
+        return Some(json!({ "type": "tool_use", "id": call.get("id"), "name": call.get("name"), "input": call.get("args") }));
+    }
+    let text = part.get("text")?.as_str()?;
+    Some(match part.get("thought").and_then(Value::as_bool) {
+        Some(true) => json!({ "type": "thinking", "thinking": text }),
+        _ => json!({ "type": "text", "text": text }),
+    })
+}
+
+/// A record as the Claude Code store line it corresponds to (`None`: no transcript).
+fn claude_line(record: &Value) -> Result<Option<Value>, Unparsed> {
+    let kind = record.get("type").and_then(Value::as_str).ok_or_else(|| Unparsed("a stored record has no string `type`".into()))?;
+    let parts = || {
+        record.pointer("/message/parts").and_then(Value::as_array).ok_or_else(|| Unparsed("a stored record has no message parts".into()))
+    };
+    let content = match kind {
+        "system" => return Ok(None),
+        "user" => json!({ "role": "user", "content": text_of(record) }),
+        "assistant" => {
+            let blocks: Vec<Value> = parts()?.iter().filter_map(block).collect();
+            json!({ "role": "assistant", "id": record.get("uuid"), "content": blocks })
+        }
+        "tool_result" => {
+            let result = record.get("toolCallResult");
+            let call_id = result.and_then(|r| r.get("callId")).or_else(|| parts().ok()?.first()?.pointer("/functionResponse/id"));
+            let failed = result.and_then(|r| r.get("status")).and_then(Value::as_str).is_some_and(|s| s != "success");
+            // What the live stream-json reports as the result: the display text, else the response.
+            let output = result.and_then(|r| r.get("resultDisplay")).filter(|d| d.is_string()).cloned().unwrap_or_else(|| {
+                parts().ok().and_then(|p| p.first()?.pointer("/functionResponse/response/output").cloned()).unwrap_or(Value::Null)
+            });
+            json!({ "role": "user", "content": [{ "type": "tool_result", "tool_use_id": call_id, "is_error": failed, "content": output }] })
+        }
+        _ => return Err(Unparsed("a stored record of an unknown type".into())),
+    };
+    let kind = if kind == "assistant" { "assistant" } else { "user" };
+    Ok(Some(
+        json!({ "type": kind, "message": content, "sessionId": record.get("sessionId"), "cwd": record.get("cwd"), "version": record.get("version"), "uuid": record.get("uuid") }),
+    ))
+}
+
+impl Protocol for StoredQwenSession {
+    fn name(&self) -> &'static str {
+        "qwen.session_store"
+    }
+
+    fn on_message(&mut self, record: Value, ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
+        match claude_line(&record)? {
+            Some(line) => self.inner.on_message(line, ctx),
+            None => Ok(()),
+        }
+    }
+
+    fn finish(&mut self, exit: &ExitInfo, ctx: &mut Ctx<'_>) -> Result<RunCompletion, AgentError> {
+        self.inner.finish(exit, ctx)
+    }
+}
