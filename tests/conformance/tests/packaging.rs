@@ -66,7 +66,8 @@ fn valid_keyword(keyword: &str) -> bool {
 }
 
 /// What is wrong with one publishable package, as readable lines (empty: nothing).
-fn problems(package: &Value, workspace_names: &[&str]) -> Vec<String> {
+/// `dependents`: the workspace crates that depend on this one (normal or build dependencies).
+fn problems(package: &Value, workspace_names: &[&str], dependents: &[&str]) -> Vec<String> {
     let name = text(package, "name");
     let dir = Path::new(text(package, "manifest_path")).parent().expect("a manifest has a folder").to_path_buf();
     let mut found = Vec::new();
@@ -122,6 +123,31 @@ fn problems(package: &Value, workspace_names: &[&str]) -> Vec<String> {
         if dev && UNPUBLISHED.contains(&dependency_name) && dependency["req"].as_str() != Some("*") {
             problem(format!("dev-dependency {dependency_name} has a version, so cargo would look for it on crates.io"));
         }
+        if dev && dependents.contains(&dependency_name) && dependency["req"].as_str() != Some("*") {
+            problem(format!("dev-dependency {dependency_name} depends on this crate: with a version, neither can be published first (make it path-only)"));
+        }
+    }
+    found
+}
+
+/// The workspace crates that depend on `name`, directly or through others (normal and build
+/// dependencies: the ones a package keeps).
+fn dependents<'a>(packages: &'a [Value], name: &str) -> Vec<&'a str> {
+    let mut found: Vec<&str> = Vec::new();
+    let mut frontier = vec![name.to_owned()];
+    while let Some(target) = frontier.pop() {
+        for package in packages {
+            let depends = package["dependencies"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|dependency| text(dependency, "name") == target && dependency["kind"].as_str() != Some("dev"));
+            let package_name = text(package, "name");
+            if depends && !found.contains(&package_name) {
+                found.push(package_name);
+                frontier.push(package_name.to_owned());
+            }
+        }
     }
     found
 }
@@ -139,7 +165,11 @@ fn every_library_crate_carries_what_crates_io_needs() {
     unpublished_sorted.sort_unstable();
     assert_eq!(unpublished_sorted, expected, "only the test helpers and the examples stay off crates.io");
 
-    let found: Vec<String> = packages.iter().filter(|package| publishable(package)).flat_map(|package| problems(package, &names)).collect();
+    let found: Vec<String> = packages
+        .iter()
+        .filter(|package| publishable(package))
+        .flat_map(|package| problems(package, &names, &dependents(packages, text(package, "name"))))
+        .collect();
     assert!(found.is_empty(), "not ready for crates.io:\n{}", found.join("\n"));
     assert!(names.len() - unpublished.len() >= 10, "the workspace has {} publishable crates", names.len() - unpublished.len());
 }
@@ -237,8 +267,11 @@ fn the_checks_catch_what_they_name() {
         "dependencies": [{"name": "agent_api", "req": "^0.1.0", "kind": null},
                          {"name": "agent_bench", "req": "*", "kind": "dev"}],
     });
-    let names = ["agent_api", "agent_bench"];
-    assert_eq!(problems(&good, &names), Vec::<String>::new());
+    let names = ["agent_api", "agent_bench", "agent_api_gemini"];
+    assert_eq!(problems(&good, &names, &[]), Vec::<String>::new());
+    let mut cycle = good.clone();
+    cycle["dependencies"] = serde_json::json!([{"name": "agent_api_gemini", "req": "^0.1.0", "kind": "dev"}]);
+    assert!(!problems(&cycle, &names, &["agent_api_gemini"]).is_empty(), "a versioned dev-dependency on a dependent passed");
     let broken = [
         ("repository", serde_json::json!("https://example.invalid/agent_api")),
         ("documentation", Value::Null),
@@ -253,6 +286,6 @@ fn the_checks_catch_what_they_name() {
     for (field, value) in broken {
         let mut package = good.clone();
         package[field] = value.clone();
-        assert!(!problems(&package, &names).is_empty(), "{field} = {value} passed");
+        assert!(!problems(&package, &names, &[]).is_empty(), "{field} = {value} passed");
     }
 }
