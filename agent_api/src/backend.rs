@@ -40,6 +40,18 @@ pub trait AgentBackend: Send + Sync {
         &[]
     }
 
+    /// The modes the agent offers besides its default (`agent_api.request.modes`), each with
+    /// its native form; a request naming another is refused before spawn ([`crate::modes`]).
+    fn modes(&self) -> &'static [crate::modes::ModeInfo] {
+        &[]
+    }
+
+    /// The model variants the agent offers, per model where they differ
+    /// (`agent_api.request.variants`); [`crate::modes::variants_for`] picks a model's.
+    fn variants(&self) -> &'static [crate::modes::VariantSet] {
+        &[]
+    }
+
     /// Starts a run. Validation errors come back before anything is spawned.
     async fn run(&self, request: RunRequest) -> Result<RunHandle, AgentError>;
 
@@ -62,10 +74,19 @@ pub trait AgentBackend: Send + Sync {
         None
     }
 
-    /// Checks a request against the backend's capabilities and extension keys; `run` calls it
-    /// first, and so does the gateway.
+    /// Checks a request against the backend's capabilities, extension keys, modes and
+    /// variants; `run` calls it first, and so does the gateway.
     fn validate(&self, request: &RunRequest) -> Result<(), AgentError> {
-        validate_request(&self.kind(), &self.capabilities(), self.extension_keys(), request)
+        validate_request(&self.kind(), &self.capabilities(), self.extension_keys(), request)?;
+        crate::modes::check_choices(&self.kind(), self.modes(), self.variants(), request)
+    }
+
+    /// The checks of [`AgentBackend::validate`] but the prompt's, for a session's template
+    /// ([`validate_template`] and the modes and variants); `open_session` calls it first, and so
+    /// does the gateway.
+    fn validate_session_template(&self, request: &RunRequest) -> Result<(), AgentError> {
+        validate_template(&self.kind(), &self.capabilities(), self.extension_keys(), request)?;
+        crate::modes::check_choices(&self.kind(), self.modes(), self.variants(), request)
     }
 }
 

@@ -280,6 +280,29 @@ pub enum AgentError {
         /// The operating system's error.
         source: std::io::Error,
     },
+    /// The request's mode is not one the agent offers ([`crate::modes`]); refused before spawn.
+    #[error("agent `{kind}` has no mode `{mode}`; {}", choices("modes", .valid))]
+    UnknownMode {
+        /// The backend's agent kind.
+        kind: String,
+        /// The mode asked for (one line, bounded).
+        mode: String,
+        /// The modes the agent offers.
+        valid: Vec<String>,
+    },
+    /// The request's variant is not one the agent offers for its model ([`crate::modes`]);
+    /// refused before spawn.
+    #[error("agent `{kind}` has no variant `{variant}`{}; {}", model.as_ref().map(|m| format!(" for model `{m}`")).unwrap_or_default(), choices("variants", .valid))]
+    UnknownVariant {
+        /// The backend's agent kind.
+        kind: String,
+        /// The variant asked for (one line, bounded).
+        variant: String,
+        /// The model the request chose, if any (variants may differ per model).
+        model: Option<String>,
+        /// The variants the agent offers for that model.
+        valid: Vec<String>,
+    },
     /// The final answer is not JSON that fits the request's output schema.
     #[error("the answer does not fit the output schema: {reason}")]
     StructuredOutput {
@@ -390,6 +413,8 @@ impl AgentError {
             AgentError::HomeSetup { .. } => "home_setup",
             AgentError::LimitReached { .. } => "limit_reached",
             AgentError::StructuredOutput { .. } => "structured_output",
+            AgentError::UnknownMode { .. } => "unknown_mode",
+            AgentError::UnknownVariant { .. } => "unknown_variant",
         }
     }
 }
@@ -463,5 +488,14 @@ fn known_keys(known: &[String]) -> String {
         "it takes no extension options".into()
     } else {
         format!("its options: {}", known.join(", "))
+    }
+}
+
+/// The list of valid values an [`AgentError::UnknownMode`] or [`AgentError::UnknownVariant`] names.
+fn choices(what: &str, valid: &[String]) -> String {
+    if valid.is_empty() {
+        format!("it has no {what}")
+    } else {
+        format!("its {what}: {}", valid.join(", "))
     }
 }

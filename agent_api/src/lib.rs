@@ -60,6 +60,7 @@ pub mod home;
 pub mod images;
 pub mod kind;
 pub mod kit;
+pub mod modes;
 pub mod options;
 pub mod portable;
 pub mod projection;
@@ -84,6 +85,7 @@ pub use event::{AgentWrapperEvent, AgentWrapperEventKind, Channel, PermissionFac
 pub use gateway::Gateway;
 pub use home::{Home, HomeSeed};
 pub use kind::AgentKind;
+pub use modes::AgentMode;
 pub use options::BackendOptions;
 pub use portable::{McpServer, PortableOptions};
 pub use request::{

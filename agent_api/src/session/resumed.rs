@@ -134,6 +134,24 @@ impl ResumedSession {
         Ok(handle)
     }
 
+    /// The next turns' mode: checked against the backend's modes now, used from the next turn.
+    pub(crate) fn set_mode(&mut self, mode: crate::modes::AgentMode) -> Result<(), AgentError> {
+        if self.busy.load(Ordering::SeqCst) {
+            return Err(AgentError::TurnInProgress);
+        }
+        let mut template = self.template.clone();
+        template.mode = Some(mode);
+        let kind = self.backend.kind();
+        for needed in template.required_capabilities() {
+            if !self.backend.capabilities().contains(needed) {
+                return Err(AgentError::UnsupportedCapability { kind: kind.to_string(), capability: needed.to_string() });
+            }
+        }
+        crate::modes::check_choices(&kind, self.backend.modes(), self.backend.variants(), &template)?;
+        self.template = template;
+        Ok(())
+    }
+
     pub(crate) async fn close(self) -> Result<Vec<UniversalEvent>, AgentError> {
         let mut state = self.lock();
         state.closed = true;

@@ -405,7 +405,7 @@ impl AgentBackend for AcpBackend {
     /// interfaces (Gemini headless, Qwen print) take their prompt on the command line, so their
     /// sessions run a process per turn, resuming the previous turn's session.
     async fn open_session(&self, request: RunRequest) -> Result<Session, AgentError> {
-        agent_api::backend::validate_template(&self.kind(), &self.capabilities(), self.extension_keys(), &request)?;
+        self.validate_session_template(&request)?;
         let mut request = request.in_session_dir(self.config.working_dir.as_deref());
         let cwd = self.cwd(&request);
         let headless = self.flavor == Flavor::Gemini && request.options::<GeminiOptions>()?.interface == Some(GeminiInterface::Headless);

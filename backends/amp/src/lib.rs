@@ -300,7 +300,7 @@ impl AgentBackend for AmpBackend {
     }
 
     async fn open_session(&self, request: RunRequest) -> Result<Session, AgentError> {
-        agent_api::backend::validate_template(&KIND, &self.capabilities(), self.extension_keys(), &request)?;
+        self.validate_session_template(&request)?;
         let mut request = request.in_session_dir(self.config.working_dir.as_deref());
         let tools = agent_api::caller_tools::attach(&mut request).await?;
         let (mut settings, transport, protocol) = self.launch(&request, true).await?;

@@ -290,7 +290,7 @@ impl AgentBackend for OpenCodeBackend {
     /// A warm session on `opencode serve` (the only interface that keeps OpenCode alive between
     /// turns): one OpenCode session on the backend's server, one prompt per turn.
     async fn open_session(&self, request: RunRequest) -> Result<Session, AgentError> {
-        agent_api::backend::validate_template(&KIND, &self.capabilities(), self.extension_keys(), &request)?;
+        self.validate_session_template(&request)?;
         let request = request.in_session_dir(self.config.working_dir.as_deref());
         let options: OpenCodeOptions = request.options()?;
         if options.interface.unwrap_or(self.config.default_interface) != Interface::Serve {
