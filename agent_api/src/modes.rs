@@ -134,7 +134,7 @@ pub fn variants_for<'s>(sets: &'s [VariantSet], model: Option<&str>) -> &'s [&'s
 /// (empty where the agent has none). [`AgentMode::Default`] always passes.
 pub fn check_choices(kind: &AgentKind, modes: &[ModeInfo], variants: &[VariantSet], request: &RunRequest) -> Result<(), AgentError> {
     if let Some(mode) = request.mode.as_ref().filter(|m| **m != AgentMode::Default) {
-        check_mode(kind, modes, mode)?;
+        check_mode(kind.as_str(), modes, mode)?;
     }
     if let Some(variant) = &request.variant {
         let valid = variants_for(variants, request.model.as_deref());
@@ -152,7 +152,7 @@ pub fn check_choices(kind: &AgentKind, modes: &[ModeInfo], variants: &[VariantSe
 
 /// Refuses a mode the backend does not list ([`AgentError::UnknownMode`], with the valid ones);
 /// [`AgentMode::Default`] always passes. For a session's mode switch as well as a request's mode.
-pub fn check_mode(kind: &AgentKind, modes: &[ModeInfo], mode: &AgentMode) -> Result<(), AgentError> {
+pub fn check_mode(kind: &str, modes: &[ModeInfo], mode: &AgentMode) -> Result<(), AgentError> {
     if *mode == AgentMode::Default || modes.iter().any(|m| m.id == mode.as_str()) {
         return Ok(());
     }

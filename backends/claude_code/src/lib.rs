@@ -50,7 +50,7 @@ use agent_api::{AgentBackend, AgentError, AgentKind, CapabilitySet, RunHandle, R
 use async_trait::async_trait;
 
 pub use args::{ClaudeCodeOptions, Mode, PermissionMode};
-pub use protocol::{tool_permission, ClaudeProtocol};
+pub use protocol::{tool_permission, ClaudeProtocol, EXIT_PLAN_OPTIONS};
 
 /// The backend's agent kind.
 pub const KIND: AgentKind = AgentKind::from_static("claude_code");
@@ -176,6 +176,7 @@ impl AgentBackend for ClaudeCodeBackend {
             caps::SESSION_CALLER_ID,
             caps::SESSION_WARM,
             caps::SESSION_RESUME_PER_TURN,
+            caps::SESSION_MODE_SWITCH,
             caps::TOOLS_STRUCTURED_V1,
             caps::CALLER_TOOLS,
             caps::TEXT_MESSAGES,
@@ -203,6 +204,14 @@ impl AgentBackend for ClaudeCodeBackend {
 
     fn option_mappings(&self) -> &'static [agent_api::portable::OptionMapping] {
         args::OPTION_MAPPINGS
+    }
+
+    fn modes(&self) -> &'static [agent_api::modes::ModeInfo] {
+        args::MODES
+    }
+
+    fn variants(&self) -> &'static [agent_api::modes::VariantSet] {
+        args::VARIANTS
     }
 
     fn extension_keys(&self) -> &'static [&'static str] {
@@ -252,7 +261,7 @@ impl AgentBackend for ClaudeCodeBackend {
         let mut settings = RunSettings::for_request(KIND, &request, &self.capabilities());
         settings.hold(tools);
         settings.hold(Some(std::mem::take(&mut invocation.files)));
-        let protocol = ClaudeProtocol::session(request.permissions.clone(), invocation.bypass).with_images(Vec::new());
+        let protocol = ClaudeProtocol::session(request.permissions.clone(), invocation.bypass).with_images(Vec::new()).with_mode_switch(args::MODES);
         let transport = Transport::spawn(&invocation.spec, settings.line_cap)?;
         Ok(start_session(settings, transport, Box::new(protocol)))
     }

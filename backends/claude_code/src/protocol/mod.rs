@@ -25,7 +25,7 @@ use agent_api::{AgentError, ControlCommand, PermissionPolicy, RunCompletion};
 use serde_json::{json, Value};
 
 use crate::tools::ToolCallInfo;
-pub use control::tool_permission;
+pub use control::{tool_permission, EXIT_PLAN_OPTIONS};
 use control::{PendingAsk, PendingPermission};
 use messages::OpenMessage;
 use outcome::Outcome;
@@ -81,6 +81,9 @@ pub struct ClaudeProtocol {
     takes_images: bool,
     /// A log the CLI reports in (Qwen Code's debug log), and what reads each of its lines.
     log: Option<(std::path::PathBuf, LogReader)>,
+    /// The modes a warm session may switch to (`set_permission_mode`); empty: the CLI speaking
+    /// this protocol has no such request.
+    switch_modes: &'static [agent_api::modes::ModeInfo],
     outcome: Outcome,
 }
 
@@ -108,6 +111,7 @@ impl ClaudeProtocol {
             images: Vec::new(),
             takes_images: false,
             log: None,
+            switch_modes: &[],
             outcome: Outcome::default(),
         }
     }
@@ -122,6 +126,13 @@ impl ClaudeProtocol {
     pub fn with_images(mut self, images: Vec<ImageData>) -> Self {
         self.images = images;
         self.takes_images = true;
+        self
+    }
+
+    /// A session that may switch among `modes` between turns with the `set_permission_mode`
+    /// control request (Claude Code's permission modes).
+    pub fn with_mode_switch(mut self, modes: &'static [agent_api::modes::ModeInfo]) -> Self {
+        self.switch_modes = modes;
         self
     }
 
@@ -278,6 +289,18 @@ impl Protocol for ClaudeProtocol {
             let images = std::mem::take(&mut self.images);
             ctx.send(&self.user_line(&prompt, &images));
         }
+        Ok(())
+    }
+
+    fn set_mode(&mut self, mode: &agent_api::AgentMode, ctx: &mut Ctx<'_>) -> Result<(), AgentError> {
+        if self.channel != Channel::Session || self.switch_modes.is_empty() {
+            let capability = agent_api::capabilities::SESSION_MODE_SWITCH.to_string();
+            return Err(AgentError::UnsupportedCapability { kind: self.name().to_string(), capability });
+        }
+        agent_api::modes::check_mode("claude_code", self.switch_modes, mode)?;
+        let id = self.request_id();
+        ctx.send(&json!({ "type": "control_request", "request_id": id, "request": { "subtype": "set_permission_mode", "mode": mode.as_str() } }));
+        ctx.transcript.daemon_status("mode_changed", Some(mode.as_str().to_string()));
         Ok(())
     }
 
