@@ -163,15 +163,45 @@ pub fn check_mode(kind: &str, modes: &[ModeInfo], mode: &AgentMode) -> Result<()
     })
 }
 
+/// The permission policy a run in `mode` is decided by: in [`AgentMode::Plan`] every request
+/// to write a file or run a command the agent did not already judge read-only is denied (an
+/// agent such as Claude Code asks for them in plan mode and would act on an approval), whatever
+/// `policy` approves; other modes keep `policy`.
+///
+/// ```
+/// use agent_api::modes::{policy_in_mode, AgentMode};
+/// use agent_api::{PermissionPolicy, PermissionRule, ToolCategory};
+/// let plan = policy_in_mode(Some(&AgentMode::Plan), &PermissionPolicy::ApproveAll);
+/// assert_eq!(plan.rule(ToolCategory::FileWrite), PermissionRule::Deny);
+/// assert_eq!(plan.rule(ToolCategory::FileRead), PermissionRule::Approve);
+/// ```
+pub fn policy_in_mode(mode: Option<&AgentMode>, policy: &crate::PermissionPolicy) -> crate::PermissionPolicy {
+    use crate::{PermissionRule, ToolCategory};
+    if mode != Some(&AgentMode::Plan) {
+        return policy.clone();
+    }
+    let categories = [
+        ToolCategory::Shell,
+        ToolCategory::FileWrite,
+        ToolCategory::FileRead,
+        ToolCategory::Network,
+        ToolCategory::Mcp,
+        ToolCategory::Other,
+    ];
+    let rules = categories.into_iter().map(|c| {
+        let rule = if matches!(c, ToolCategory::Shell | ToolCategory::FileWrite) { PermissionRule::Deny } else { policy.rule(c) };
+        (c, rule)
+    });
+    crate::PermissionPolicy::ByCategory(rules.collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     const MODES: &[ModeInfo] = &[ModeInfo::new("plan", "p", "plans"), ModeInfo::new("acceptEdits", "a", "edits")];
-    const VARIANTS: &[VariantSet] = &[
-        VariantSet::for_models(&["small"], &["low"], "effort"),
-        VariantSet::all_models(&["low", "medium", "high"], "effort"),
-    ];
+    const VARIANTS: &[VariantSet] =
+        &[VariantSet::for_models(&["small"], &["low"], "effort"), VariantSet::all_models(&["low", "medium", "high"], "effort")];
 
     fn kind() -> AgentKind {
         AgentKind::new("demo").unwrap()

@@ -168,6 +168,14 @@ impl<P, Q> Hitl<P, Q> {
         Self { policy: None, permissions: HashMap::new(), questions: HashMap::new(), resolved: HashSet::new() }
     }
 
+    /// Decides the requests still to come by `policy` (a session switching modes:
+    /// [`crate::modes::policy_in_mode`]); a replay stays without one.
+    pub fn set_policy(&mut self, policy: PermissionPolicy) {
+        if self.policy.is_some() {
+            self.policy = Some(policy);
+        }
+    }
+
     /// The agent asks for a permission. Records `permission.requested`; when the policy decides
     /// it, records `permission.resolved` at once and returns the decision to send. Otherwise it
     /// waits for the caller ([`Hitl::decide_permission`]) and `None` is returned.

@@ -3,7 +3,7 @@
 
 use agent_api::capabilities as caps;
 use agent_api::kit::CommandSpec;
-use agent_api::modes::{AgentMode, ModeInfo, VariantSet};
+use agent_api::modes::{policy_in_mode, AgentMode, ModeInfo, VariantSet};
 use agent_api::portable::{OptionMapping, PortableOptions};
 use agent_api::{AgentError, PermissionPolicy, PermissionRule, RunRequest, SessionSelector, ToolCategory};
 use serde::{Deserialize, Serialize};
@@ -52,7 +52,11 @@ pub const OPTION_MAPPINGS: &[OptionMapping] = &[
 /// Claude Code's modes: its permission modes (`--permission-mode`, and `set_permission_mode` on a
 /// warm session), `plan` among them.
 pub const MODES: &[ModeInfo] = &[
-    ModeInfo::new("plan", "--permission-mode plan", "Plans and changes nothing; leaving plan mode is a question (ExitPlanMode) the caller answers."),
+    ModeInfo::new(
+        "plan",
+        "--permission-mode plan",
+        "Plans and changes nothing; leaving plan mode is a question (ExitPlanMode) the caller answers.",
+    ),
     ModeInfo::new("acceptEdits", "--permission-mode acceptEdits", "File edits are approved without asking."),
     ModeInfo::new("auto", "--permission-mode auto", "Claude Code decides itself which tool calls need asking."),
     ModeInfo::new("bypassPermissions", "--permission-mode bypassPermissions", "Nothing is asked (refused as root without IS_SANDBOX=1)."),
@@ -108,7 +112,9 @@ impl PermissionMode {
 
     /// The permission mode an agent mode names (`None`: the default, nothing to pass).
     pub fn of_mode(mode: &AgentMode) -> Option<Self> {
-        [Self::Plan, Self::AcceptEdits, Self::Auto, Self::BypassPermissions, Self::DontAsk].into_iter().find(|m| m.as_str() == mode.as_str())
+        [Self::Plan, Self::AcceptEdits, Self::Auto, Self::BypassPermissions, Self::DontAsk]
+            .into_iter()
+            .find(|m| m.as_str() == mode.as_str())
     }
 }
 
@@ -275,8 +281,11 @@ pub fn invocation(config: &ClaudeCodeConfig, request: &RunRequest) -> Result<Inv
         SessionSelector::Fork(id) => spec = spec.arg("--resume").arg(&id.id).arg("--fork-session"),
         other => return Err(AgentError::InvalidRequest { reason: format!("unsupported session selector {other:?}") }),
     }
-    let (policy_mode, mut allowed_tools) =
-        if mode == Mode::Print { print_policy(&request.permissions, &request.portable) } else { (None, Vec::new()) };
+    let (policy_mode, mut allowed_tools) = if mode == Mode::Print {
+        print_policy(&policy_in_mode(request.mode.as_ref(), &request.permissions), &request.portable)
+    } else {
+        (None, Vec::new())
+    };
     let skip_prompts = request.skip_permission_prompts.then_some(PermissionMode::BypassPermissions);
     // The request's mode is a choice of how to work, so it wins over the skip flag and print
     // mode's policy mapping (plan mode stays read-only whatever the policy approves).

@@ -232,7 +232,8 @@ impl AgentBackend for ClaudeCodeBackend {
         settings.hold(Some(std::mem::take(&mut invocation.files)));
         let protocol = match invocation.mode {
             Mode::Control => ClaudeProtocol::control(request.prompt.text.clone(), request.permissions.clone(), invocation.bypass)
-                .with_images(agent_api::images::ImageData::read_all(&request.prompt)?),
+                .with_images(agent_api::images::ImageData::read_all(&request.prompt)?)
+                .in_mode(request.mode.as_ref()),
             // Print mode reads plain text: images need the two-way channel's user messages.
             Mode::Print if !request.prompt.images.is_empty() => {
                 return Err(AgentError::InvalidExtension {
@@ -261,7 +262,10 @@ impl AgentBackend for ClaudeCodeBackend {
         let mut settings = RunSettings::for_request(KIND, &request, &self.capabilities());
         settings.hold(tools);
         settings.hold(Some(std::mem::take(&mut invocation.files)));
-        let protocol = ClaudeProtocol::session(request.permissions.clone(), invocation.bypass).with_images(Vec::new()).with_mode_switch(args::MODES);
+        let protocol = ClaudeProtocol::session(request.permissions.clone(), invocation.bypass)
+            .with_images(Vec::new())
+            .with_mode_switch(args::MODES)
+            .in_mode(request.mode.as_ref());
         let transport = Transport::spawn(&invocation.spec, settings.line_cap)?;
         Ok(start_session(settings, transport, Box::new(protocol)))
     }

@@ -357,9 +357,21 @@ fn mode_preset(mode: &AgentMode) -> Option<(Sandbox, ApprovalPolicy)> {
 
 /// Codex's modes: plan, and its approval presets.
 pub const MODES: &[ModeInfo] = &[
-    ModeInfo::new("plan", "sandbox read-only, approval policy never", "Plans and changes nothing: every write is refused, nothing is asked."),
-    ModeInfo::new("read-only", "sandbox read-only, approval policy on-request", "Codex's Read Only preset: reads; asks before writing or using the network."),
-    ModeInfo::new("auto", "sandbox workspace-write, approval policy on-request", "Codex's Auto preset: works in the workspace; asks before leaving it."),
+    ModeInfo::new(
+        "plan",
+        "sandbox read-only, approval policy never",
+        "Plans and changes nothing: every write is refused, nothing is asked.",
+    ),
+    ModeInfo::new(
+        "read-only",
+        "sandbox read-only, approval policy on-request",
+        "Codex's Read Only preset: reads; asks before writing or using the network.",
+    ),
+    ModeInfo::new(
+        "auto",
+        "sandbox workspace-write, approval policy on-request",
+        "Codex's Auto preset: works in the workspace; asks before leaving it.",
+    ),
     ModeInfo::new(
         "full-access",
         "sandbox danger-full-access, approval policy never",
@@ -373,7 +385,16 @@ pub const VARIANTS: &[VariantSet] = &[
     VariantSet::for_models(&["gpt-5.5"], &["low", "medium", "high", "xhigh"], EFFORT),
     VariantSet::for_models(&["gpt-6-luna", "gpt-5.6-luna", "codex-auto-review"], &["low", "medium", "high", "xhigh", "max"], EFFORT),
     VariantSet::for_models(
-        &["gpt-6-astra", "gpt-6.1-sol", "gpt-6.1-terra", "gpt-6-sol", "gpt-5.6-sol", "gpt-5.6-terra", "gpt-daybreak-blue-latest", "gpt-daybreak-red-latest"],
+        &[
+            "gpt-6-astra",
+            "gpt-6.1-sol",
+            "gpt-6.1-terra",
+            "gpt-6-sol",
+            "gpt-5.6-sol",
+            "gpt-5.6-terra",
+            "gpt-daybreak-blue-latest",
+            "gpt-daybreak-red-latest",
+        ],
         &["low", "medium", "high", "xhigh", "max", "ultra"],
         EFFORT,
     ),

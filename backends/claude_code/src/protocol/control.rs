@@ -236,8 +236,10 @@ impl ClaudeProtocol {
             self.hitl.request_question(ctx.transcript, kit_question, (request_id.to_string(), n));
             texts.push(text);
         }
-        self.asks
-            .insert(request_id.to_string(), PendingAsk { input: input.clone(), tool_use_id, questions: texts, answers: BTreeMap::new(), exit_plan: false });
+        self.asks.insert(
+            request_id.to_string(),
+            PendingAsk { input: input.clone(), tool_use_id, questions: texts, answers: BTreeMap::new(), exit_plan: false },
+        );
     }
 
     /// Plan mode's exit (the ExitPlanMode tool) as one question with the plan in its text.

@@ -84,6 +84,8 @@ pub struct ClaudeProtocol {
     /// The modes a warm session may switch to (`set_permission_mode`); empty: the CLI speaking
     /// this protocol has no such request.
     switch_modes: &'static [agent_api::modes::ModeInfo],
+    /// The caller's policy, before a mode changes it ([`agent_api::modes::policy_in_mode`]).
+    policy: PermissionPolicy,
     outcome: Outcome,
 }
 
@@ -92,7 +94,7 @@ pub type LogReader = fn(&str, &mut agent_api::universal::Transcript);
 
 impl ClaudeProtocol {
     fn new(channel: Channel, prompt: Option<String>, policy: PermissionPolicy, bypass_requested: bool) -> Self {
-        let hitl = if channel == Channel::Replay { Hitl::replay() } else { Hitl::live(policy) };
+        let hitl = if channel == Channel::Replay { Hitl::replay() } else { Hitl::live(policy.clone()) };
         Self {
             channel,
             prompt,
@@ -112,6 +114,7 @@ impl ClaudeProtocol {
             takes_images: false,
             log: None,
             switch_modes: &[],
+            policy,
             outcome: Outcome::default(),
         }
     }
@@ -133,6 +136,13 @@ impl ClaudeProtocol {
     /// control request (Claude Code's permission modes).
     pub fn with_mode_switch(mut self, modes: &'static [agent_api::modes::ModeInfo]) -> Self {
         self.switch_modes = modes;
+        self
+    }
+
+    /// Runs in `mode`: its requests are decided by the caller's policy as the mode changes it
+    /// ([`agent_api::modes::policy_in_mode`]: plan mode denies writes and commands).
+    pub fn in_mode(mut self, mode: Option<&agent_api::AgentMode>) -> Self {
+        self.hitl.set_policy(agent_api::modes::policy_in_mode(mode, &self.policy));
         self
     }
 
@@ -299,7 +309,10 @@ impl Protocol for ClaudeProtocol {
         }
         agent_api::modes::check_mode("claude_code", self.switch_modes, mode)?;
         let id = self.request_id();
-        ctx.send(&json!({ "type": "control_request", "request_id": id, "request": { "subtype": "set_permission_mode", "mode": mode.as_str() } }));
+        ctx.send(
+            &json!({ "type": "control_request", "request_id": id, "request": { "subtype": "set_permission_mode", "mode": mode.as_str() } }),
+        );
+        self.hitl.set_policy(agent_api::modes::policy_in_mode(Some(mode), &self.policy));
         ctx.transcript.daemon_status("mode_changed", Some(mode.as_str().to_string()));
         Ok(())
     }
