@@ -258,8 +258,10 @@ pub fn command(backend: &AcpBackend, request: &RunRequest, cwd: &std::path::Path
     if let Some(model) = &request.model {
         spec = spec.args(["-m", model.as_str()]);
     }
-    if let Some(mode) = options.approval_mode {
-        spec = spec.args(["--approval-mode", mode.as_str()]);
+    // The extension names the native value and wins over the request's mode.
+    match options.approval_mode {
+        Some(mode) => spec = spec.args(["--approval-mode", mode.as_str()]),
+        None => spec = spec.args(crate::portable::approval_mode_args(request)),
     }
     match &request.session {
         SessionSelector::New => {

@@ -198,6 +198,7 @@ impl AcpBackend {
             args.extend(["-m".to_string(), model.clone()]);
         }
         args.extend(portable::cli_args(self.flavor, &request.portable, false));
+        args.extend(portable::approval_mode_args(request));
         let program = self.config.binary.clone().unwrap_or_else(|| name.into());
         self.spec(program, args, request, cwd)
     }
@@ -363,6 +364,10 @@ impl AgentBackend for AcpBackend {
         portable::mappings(self.flavor)
     }
 
+    fn modes(&self) -> &'static [agent_api::modes::ModeInfo] {
+        portable::modes(self.flavor)
+    }
+
     async fn run(&self, request: RunRequest) -> Result<RunHandle, AgentError> {
         self.validate(&request)?;
         let mut request = request.in_session_dir(self.config.working_dir.as_deref());
@@ -486,7 +491,9 @@ impl AcpBackend {
         };
         let prompts = if warm { VecDeque::new() } else { VecDeque::from([protocol::prompt_blocks(&request.prompt)?]) };
         let plan = protocol::Plan { cwd, session: request.session.clone(), prompts };
-        let requests = requests::Requests::live(request.permissions.clone(), fs_mode);
+        // Plan mode's policy: what the agent still asks to write or run there is denied.
+        let policy = agent_api::modes::policy_in_mode(request.mode.as_ref(), &request.permissions);
+        let requests = requests::Requests::live(policy, fs_mode);
         let acp = if warm {
             protocol::Acp::session(self.parser_name(), plan, requests)
         } else {

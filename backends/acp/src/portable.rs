@@ -4,6 +4,7 @@
 
 use agent_api::capabilities as caps;
 use agent_api::kit::CommandSpec;
+use agent_api::modes::ModeInfo;
 use agent_api::portable::{McpServer, OptionMapping, PortableOptions, PrivateFile, TextOrFile};
 use agent_api::{AgentError, RunRequest, ToolCategory};
 use serde_json::{json, Value};
@@ -38,6 +39,7 @@ const GEMINI: &[OptionMapping] = &[
     OptionMapping::new(caps::OUTPUT_SCHEMA, agent_api::portable::SDK_SCHEMA),
     OptionMapping::new(caps::IMAGES, ACP_IMAGES),
     OptionMapping::new(caps::FILE_ATTACHMENTS, ACP_ATTACHMENTS),
+    OptionMapping::new(caps::MODES, "--approval-mode plan|auto_edit|yolo (every interface)"),
 ];
 
 const QWEN: &[OptionMapping] = &[
@@ -55,6 +57,7 @@ const QWEN: &[OptionMapping] = &[
     OptionMapping::new(caps::OUTPUT_SCHEMA, "--json-schema (print); SDK schema in the prompt (acp, two-way stream-json)"),
     OptionMapping::new(caps::IMAGES, ACP_IMAGES),
     OptionMapping::new(caps::FILE_ATTACHMENTS, ACP_ATTACHMENTS),
+    OptionMapping::new(caps::MODES, "--approval-mode plan|auto-edit|yolo (every interface)"),
 ];
 
 const GENERIC: &[OptionMapping] = &[
@@ -63,6 +66,38 @@ const GENERIC: &[OptionMapping] = &[
     OptionMapping::new(caps::IMAGES, "ACP session/prompt image blocks (base64)"),
     OptionMapping::new(caps::FILE_ATTACHMENTS, "ACP session/prompt resource_link blocks"),
 ];
+
+/// Gemini CLI's modes: its `--approval-mode` values (0.61.0) but the default.
+const GEMINI_MODES: &[ModeInfo] = &[
+    ModeInfo::new("plan", "--approval-mode plan", "Read-only: plans and changes nothing."),
+    ModeInfo::new("auto_edit", "--approval-mode auto_edit", "Edit tools are approved without asking."),
+    ModeInfo::new("yolo", "--approval-mode yolo", "Every tool is approved without asking."),
+];
+
+/// Qwen Code's modes: its `--approval-mode` values (0.15.10) but the default.
+const QWEN_MODES: &[ModeInfo] = &[
+    ModeInfo::new("plan", "--approval-mode plan", "Plans only: changes nothing."),
+    ModeInfo::new("auto-edit", "--approval-mode auto-edit", "Edit tools are approved without asking."),
+    ModeInfo::new("yolo", "--approval-mode yolo", "Every tool is approved without asking."),
+];
+
+/// A flavor's modes (the generic ACP agent's are its own to advertise: none listed here).
+pub fn modes(flavor: Flavor) -> &'static [ModeInfo] {
+    match flavor {
+        Flavor::Gemini => GEMINI_MODES,
+        Flavor::Qwen => QWEN_MODES,
+        Flavor::Generic => &[],
+    }
+}
+
+/// `--approval-mode MODE` for the request's mode (none for the default): the same flag on every
+/// interface of Gemini CLI and Qwen Code. The mode was checked against the flavor's list.
+pub fn approval_mode_args(request: &agent_api::RunRequest) -> Vec<String> {
+    match request.mode.as_ref().filter(|m| **m != agent_api::AgentMode::Default) {
+        Some(mode) => vec!["--approval-mode".into(), mode.as_str().into()],
+        None => Vec::new(),
+    }
+}
 
 /// How a flavor takes each portable option; its `agent_api.options.*` capabilities are these.
 pub fn mappings(flavor: Flavor) -> &'static [OptionMapping] {

@@ -158,11 +158,15 @@ pub fn stream_json(
     if let Some(model) = &request.model {
         spec = spec.args(["-m", model.as_str()]);
     }
-    if request.skip_permission_prompts {
+    // A chosen mode wins over the skip flag (plan mode stays read-only).
+    let mode_args = crate::portable::approval_mode_args(request);
+    if request.skip_permission_prompts && mode_args.is_empty() {
         spec = spec.arg("--yolo");
     }
+    spec = spec.args(mode_args);
     if !two_way {
-        for tool in agent_api::kit::hitl::pre_approved::allowed_tools(&request.permissions, TOOLS, &request.portable) {
+        let policy = agent_api::modes::policy_in_mode(request.mode.as_ref(), &request.permissions);
+        for tool in agent_api::kit::hitl::pre_approved::allowed_tools(&policy, TOOLS, &request.portable) {
             spec = spec.args(["--allowed-tools".to_string(), tool]);
         }
     }
@@ -195,7 +199,7 @@ pub fn stream_json(
         (true, false) => ClaudeProtocol::control(prompt, request.permissions.clone(), false),
         (false, _) => ClaudeProtocol::print(prompt, false),
     };
-    let mut protocol = protocol.with_result_error(api_error_result);
+    let mut protocol = protocol.with_result_error(api_error_result).in_mode(request.mode.as_ref());
     if let Some(log) = debug_log_dir(&spec).zip(session_id).and_then(|(dir, id)| debug_log(&dir, &id)) {
         // A retry line of the log becomes its statuses.
         protocol = protocol.with_log(log, |line, transcript| {
