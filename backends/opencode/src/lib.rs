@@ -258,6 +258,14 @@ impl AgentBackend for OpenCodeBackend {
         portable::MAPPINGS
     }
 
+    fn modes(&self) -> &'static [agent_api::modes::ModeInfo] {
+        portable::MODES
+    }
+
+    fn variants(&self) -> &'static [agent_api::modes::VariantSet] {
+        portable::VARIANTS
+    }
+
     async fn run(&self, request: RunRequest) -> Result<RunHandle, AgentError> {
         self.validate(&request)?;
         let mut request = request.in_session_dir(self.config.working_dir.as_deref());
@@ -278,6 +286,7 @@ impl AgentBackend for OpenCodeBackend {
             }
             Interface::Serve => serve::start(&self.config, &self.servers, request, settings).await,
             Interface::Acp => {
+                portable::check_acp_choices(&request)?;
                 let cwd = agent_api_acp::options::absolute(&working_dir(&self.config, &request).unwrap_or_default());
                 let spec = acp::command_spec(&self.config, &request, &cwd)?;
                 let protocol = acp::live(&request, &cwd, options.fs.unwrap_or(true))?;
