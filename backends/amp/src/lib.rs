@@ -68,6 +68,16 @@ const OPTION_MAPPINGS: &[agent_api::portable::OptionMapping] = &[
     agent_api::portable::OptionMapping::new(caps::DENIED_TOOLS, "settings amp.tools.disable (the run's settings file)"),
     agent_api::portable::OptionMapping::new(caps::MCP_SERVERS, "settings amp.mcpServers (the run's settings file)"),
     agent_api::portable::OptionMapping::new(caps::OUTPUT_SCHEMA, agent_api::portable::SDK_SCHEMA),
+    agent_api::portable::OptionMapping::new(caps::MODES, "--mode low|medium|high|ultra"),
+];
+
+/// Amp's agent modes (`--mode`, 0.0.1790142911): each picks the model, system prompt and tools.
+/// Amp has no plan mode.
+const MODES: &[agent_api::modes::ModeInfo] = &[
+    agent_api::modes::ModeInfo::new("low", "--mode low", "Amp's low mode: a faster model, less reasoning."),
+    agent_api::modes::ModeInfo::new("medium", "--mode medium", "Amp's medium mode."),
+    agent_api::modes::ModeInfo::new("high", "--mode high", "Amp's high mode: more reasoning."),
+    agent_api::modes::ModeInfo::new("ultra", "--mode ultra", "Amp's ultra mode: the most reasoning."),
 ];
 
 /// Capability: the `backend.amp.*` options ([`AmpOptions`]).
@@ -279,6 +289,10 @@ impl AgentBackend for AmpBackend {
 
     fn option_mappings(&self) -> &'static [agent_api::portable::OptionMapping] {
         OPTION_MAPPINGS
+    }
+
+    fn modes(&self) -> &'static [agent_api::modes::ModeInfo] {
+        MODES
     }
 
     fn extension_keys(&self) -> &'static [&'static str] {
