@@ -68,7 +68,7 @@ pub(crate) async fn list(server: &Server) -> Vec<AgentInfo> {
 pub(crate) const DEFAULT_MODE: &str = "build";
 
 /// An agent's modes: `build` (its default), then those its backend lists (`plan`, its own).
-pub(crate) fn modes(listed: &[agent_api::modes::ModeInfo]) -> AgentModesResponse {
+pub(crate) fn modes(listed: &[agent_api::request::ModeInfo]) -> AgentModesResponse {
     let default = AgentModeInfo {
         id: DEFAULT_MODE.into(),
         name: "Build".into(),

@@ -560,13 +560,13 @@ impl agent_api::AgentBackend for Modal {
         agent_api::CapabilitySet::from_ids([caps::RUN, caps::MODES, caps::VARIANTS])
     }
 
-    fn modes(&self) -> &'static [agent_api::modes::ModeInfo] {
-        const MODES: &[agent_api::modes::ModeInfo] = &[agent_api::modes::ModeInfo::new("plan", "--plan", "Plans; changes nothing.")];
+    fn modes(&self) -> &'static [agent_api::request::ModeInfo] {
+        const MODES: &[agent_api::request::ModeInfo] = &[agent_api::request::ModeInfo::new("plan", "--plan", "Plans; changes nothing.")];
         MODES
     }
 
-    fn variants(&self) -> &'static [agent_api::modes::VariantSet] {
-        const VARIANTS: &[agent_api::modes::VariantSet] = &[agent_api::modes::VariantSet::all_models(&["low", "high"], "--effort")];
+    fn variants(&self) -> &'static [agent_api::request::VariantSet] {
+        const VARIANTS: &[agent_api::request::VariantSet] = &[agent_api::request::VariantSet::all_models(&["low", "high"], "--effort")];
         VARIANTS
     }
 

@@ -63,7 +63,7 @@ pub(crate) fn print(agent: Option<&str>, format: CapabilityFormat) -> Result<Exi
 
 /// The lines that list an agent's modes (`--mode`) and variants (`--variant`, per model where
 /// they differ), each with its native form.
-fn choice_lines(modes: &[agent_api::modes::ModeInfo], variants: &[agent_api::modes::VariantSet]) -> Vec<String> {
+fn choice_lines(modes: &[agent_api::request::ModeInfo], variants: &[agent_api::request::VariantSet]) -> Vec<String> {
     let mut lines = Vec::new();
     if !modes.is_empty() {
         lines.push("  modes (--mode M): default, and:".to_string());

@@ -49,7 +49,7 @@ pub(crate) async fn chat(options: RunOptions) -> Result<ExitCode, String> {
         // `/mode M` between turns switches the session's mode where the agent can; a refusal
         // (an unknown mode, an agent that cannot switch) is said and the chat goes on.
         if let Some(mode) = prompt.strip_prefix("/mode ").map(str::trim).filter(|m| !m.is_empty()) {
-            match session.set_mode(agent_api::AgentMode::parse(mode)).await {
+            match session.set_mode(agent_api::request::AgentMode::parse(mode)).await {
                 Ok(()) => eprintln!("agent-api: mode {}", display::line(mode, 64)),
                 Err(error) => eprintln!("agent-api: {}", display::line(&error.to_string(), 1024)),
             }

@@ -10,8 +10,9 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use agent_api::display;
-use agent_api::projection::Projector;
-use agent_api::universal::{ItemKind, UniversalEvent, UniversalEventBody};
+use agent_api::kit::projection::Projector;
+use agent_api::universal::{ItemKind, UniversalEventBody};
+use agent_api::UniversalEvent;
 use agent_api::{PermissionDecision, PermissionPolicy, QuestionAnswer, RunControl, RunHandle, RunRequest};
 use futures::StreamExt;
 
@@ -37,14 +38,14 @@ pub(crate) struct RunOptions {
     pub timeout: Option<u64>,
     pub acp_command: Option<Argv>,
     /// Where the agent runs (`--via`).
-    pub via: Option<agent_api::kit::Launcher>,
+    pub via: Option<agent_api::request::Launcher>,
     /// The agent's own options (`--option KEY=VALUE`), as typed: checked against the chosen
     /// backend's options struct by [`request_of`].
     pub options: Vec<(String, String)>,
     /// The model variant (`--variant`).
     pub variant: Option<String>,
     /// The agent's mode (`--mode`).
-    pub mode: Option<agent_api::AgentMode>,
+    pub mode: Option<agent_api::request::AgentMode>,
     /// Timeouts (and, later, homes and limits) for runs side by side.
     pub fleet: crate::fleet::FleetFlags,
     /// The prompt: its text, and the images and files given with `--image` and `--attach`.

@@ -12,8 +12,10 @@
 //!
 //! ```
 //! use agent_api::kit::hitl::{Hitl, PermissionRequest};
-//! use agent_api::universal::{DecidedBy, Transcript};
-//! use agent_api::{PermissionPolicy, ToolCategory};
+//! use agent_api::universal::DecidedBy;
+//! use agent_api::kit::transcript::Transcript;
+//! use agent_api::PermissionPolicy;
+//! use agent_api::request::ToolCategory;
 //! let mut t = Transcript::new("sess_1".into(), false);
 //! let mut hitl: Hitl<&str, ()> = Hitl::live(PermissionPolicy::ApproveAll);
 //! let request = PermissionRequest::new("req_1", ToolCategory::Shell, "Bash: ls");
@@ -30,11 +32,12 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;
 
-use crate::error::AgentError;
-use crate::request::{PermissionPolicy, PermissionRule, ToolCategory};
-use crate::run::{PermissionDecision, QuestionAnswer};
-pub use crate::universal::PermissionDetails;
-use crate::universal::{DecidedBy, PermissionEventData, QuestionEventData, Transcript};
+use crate::contract::error::AgentError;
+use crate::contract::request::{PermissionPolicy, PermissionRule};
+use crate::contract::run::{PermissionDecision, QuestionAnswer};
+use crate::contract::tools_facet::ToolCategory;
+use crate::contract::universal::PermissionDetails;
+use crate::contract::universal::{DecidedBy, PermissionEventData, QuestionEventData, Transcript};
 
 /// One permission request, as a backend describes it to the kit.
 #[derive(Debug, Clone, PartialEq)]
@@ -169,7 +172,7 @@ impl<P, Q> Hitl<P, Q> {
     }
 
     /// Decides the requests still to come by `policy` (a session switching modes:
-    /// [`crate::modes::policy_in_mode`]); a replay stays without one.
+    /// [`policy_in_mode`]); a replay stays without one.
     pub fn set_policy(&mut self, policy: PermissionPolicy) {
         if self.policy.is_some() {
             self.policy = Some(policy);
@@ -306,6 +309,43 @@ impl<P, Q> Hitl<P, Q> {
             (false, false) => AgentError::UnknownQuestion { id },
         }
     }
+}
+
+/// The permission policy a run in `mode` is decided by: in [`AgentMode::Plan`] every request
+/// to write a file or run a command the agent did not already judge read-only is denied (an
+/// agent such as Claude Code asks for them in plan mode and would act on an approval), whatever
+/// `policy` approves; other modes keep `policy`.
+///
+/// ```
+/// use agent_api::kit::hitl::policy_in_mode;
+/// use agent_api::request::{AgentMode, PermissionRule, ToolCategory};
+/// use agent_api::PermissionPolicy;
+/// let plan = policy_in_mode(Some(&crate::contract::modes::AgentMode::Plan), &PermissionPolicy::ApproveAll);
+/// assert_eq!(plan.rule(ToolCategory::FileWrite), PermissionRule::Deny);
+/// assert_eq!(plan.rule(ToolCategory::FileRead), PermissionRule::Approve);
+/// ```
+pub fn policy_in_mode(
+    mode: Option<&crate::contract::modes::AgentMode>,
+    policy: &crate::contract::request::PermissionPolicy,
+) -> crate::contract::request::PermissionPolicy {
+    use crate::contract::request::PermissionRule;
+    use crate::contract::tools_facet::ToolCategory;
+    if mode != Some(&crate::contract::modes::AgentMode::Plan) {
+        return policy.clone();
+    }
+    let categories = [
+        ToolCategory::Shell,
+        ToolCategory::FileWrite,
+        ToolCategory::FileRead,
+        ToolCategory::Network,
+        ToolCategory::Mcp,
+        ToolCategory::Other,
+    ];
+    let rules = categories.into_iter().map(|c| {
+        let rule = if matches!(c, ToolCategory::Shell | ToolCategory::FileWrite) { PermissionRule::Deny } else { policy.rule(c) };
+        (c, rule)
+    });
+    crate::contract::request::PermissionPolicy::ByCategory(rules.collect())
 }
 
 #[cfg(test)]

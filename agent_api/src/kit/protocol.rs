@@ -4,10 +4,10 @@
 use serde_json::Value;
 
 use super::stderr::StderrCapture;
-use crate::error::AgentError;
-use crate::request::Prompt;
-use crate::run::{ControlCommand, RunCompletion};
-use crate::universal::Transcript;
+use crate::contract::error::AgentError;
+use crate::contract::request::Prompt;
+use crate::contract::run::{ControlCommand, RunCompletion};
+use crate::contract::universal::Transcript;
 
 /// Why a native message could not be converted; becomes an `agent.unparsed` event.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -107,8 +107,8 @@ pub trait Protocol: Send + 'static {
 
     /// A warm session's mode for its next turns (`agent_api.session.mode_switch`), between
     /// turns: send the agent's own switch, after refusing a mode it does not offer
-    /// ([`crate::modes::check_mode`]). The default refuses: the protocol cannot switch.
-    fn set_mode(&mut self, mode: &crate::modes::AgentMode, ctx: &mut Ctx<'_>) -> Result<(), AgentError> {
+    /// ([`crate::contract::modes::check_mode`]). The default refuses: the protocol cannot switch.
+    fn set_mode(&mut self, mode: &crate::contract::modes::AgentMode, ctx: &mut Ctx<'_>) -> Result<(), AgentError> {
         let _ = (mode, ctx);
         Err(AgentError::UnsupportedCapability {
             kind: self.name().to_string(),
@@ -152,7 +152,7 @@ pub fn parse_typed<'line, T: serde::Deserialize<'line>>(line: &'line [u8]) -> Op
 /// own `Cow<str>` borrows only as a bare field, never inside an `Option`; this does both.
 ///
 /// ```
-/// use agent_api::kit::driver::{parse_typed, LineStr};
+/// use agent_api::kit::{parse_typed, LineStr};
 /// #[derive(serde::Deserialize)]
 /// struct Delta<'a> {
 ///     #[serde(borrow)]
@@ -282,7 +282,7 @@ impl<'a> Ctx<'a> {
 /// [`ProtocolHarness::ctx`], then read the transcript's events and what it sent to the agent.
 ///
 /// ```
-/// use agent_api::kit::driver::ProtocolHarness;
+/// use agent_api::kit::ProtocolHarness;
 /// let mut harness = ProtocolHarness::new();
 /// harness.ctx().send(&serde_json::json!({"type": "interrupt"}));
 /// assert_eq!(harness.take_sent(), vec![serde_json::json!({"type": "interrupt"})]);

@@ -4,9 +4,9 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use agent_api::kit::launch::Launcher;
-use agent_api::modes::{AgentMode, ModeInfo, VariantSet};
-use agent_api::{AgentError, PermissionPolicy, PermissionRule, RunRequest};
+use agent_api::request::Launcher;
+use agent_api::request::{AgentMode, ModeInfo, PermissionRule, VariantSet};
+use agent_api::{AgentError, PermissionPolicy, RunRequest};
 use serde::{Deserialize, Serialize};
 
 /// Extension key: `"app_server"` (default) or `"exec"`.
@@ -165,7 +165,7 @@ impl CodexOptions {
     }
 }
 
-impl agent_api::BackendOptions for CodexOptions {
+impl agent_api::request::BackendOptions for CodexOptions {
     const KIND: &'static str = "codex";
 }
 
@@ -211,8 +211,8 @@ impl std::fmt::Debug for CodexConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CodexConfig")
             .field("binary", &self.binary)
-            .field("env", &agent_api::secrets::EnvNames(&self.env))
-            .field("config_overrides", &agent_api::secrets::ArgsShown(&self.config_overrides))
+            .field("env", &agent_api::kit::secrets::EnvNames(&self.env))
+            .field("config_overrides", &agent_api::kit::secrets::ArgsShown(&self.config_overrides))
             .field("quiet", &self.quiet)
             .field("default_mode", &self.default_mode)
             .field("reasoning_summary", &self.reasoning_summary)
@@ -291,7 +291,7 @@ impl RunOptions {
         if let Some(bad) = options.config.iter().find(|o| !o.contains('=')) {
             return Err(AgentError::InvalidExtension {
                 key: EXT_CONFIG.into(),
-                reason: format!("{:?} is not key=value", agent_api::bounds::utf8_prefix(bad, 64)),
+                reason: format!("{:?} is not key=value", agent_api::kit::bounds::utf8_prefix(bad, 64)),
             });
         }
         let mode = options.mode.unwrap_or(config.default_mode);
@@ -418,7 +418,7 @@ mod tests {
     fn modes_set_the_sandbox_and_approval_presets() {
         let config = CodexConfig::default();
         let resolve = |mode: &str, policy: PermissionPolicy| {
-            let request = RunRequest::new("x").with_mode(agent_api::AgentMode::parse(mode)).with_permissions(policy);
+            let request = RunRequest::new("x").with_mode(agent_api::request::AgentMode::parse(mode)).with_permissions(policy);
             let o = RunOptions::resolve(&request, &config).unwrap();
             (o.sandbox.as_str(), o.approval_policy.as_str())
         };
@@ -437,7 +437,7 @@ mod tests {
     fn unknown_modes_and_variants_are_refused_before_spawn() {
         use agent_api::AgentBackend;
         let backend = crate::CodexBackend::new(CodexConfig::default());
-        let err = backend.validate(&RunRequest::new("x").with_mode(agent_api::AgentMode::parse("yolo"))).unwrap_err();
+        let err = backend.validate(&RunRequest::new("x").with_mode(agent_api::request::AgentMode::parse("yolo"))).unwrap_err();
         assert!(matches!(&err, AgentError::UnknownMode { valid, .. } if valid.iter().any(|v| v == "plan")), "{err}");
         // gpt-5.5 has no `max`; a model that does takes it.
         let err = backend.validate(&RunRequest::new("x").with_model("gpt-5.5").with_variant("max")).unwrap_err();
@@ -501,7 +501,7 @@ mod tests {
         assert_eq!(request.options::<CodexOptions>().unwrap(), options);
         assert_eq!(request.extensions[EXT_APPROVAL_POLICY], json!("on-request"));
         assert_eq!(
-            agent_api::options::extension_keys::<CodexOptions>(),
+            agent_api::kit::options::extension_keys::<CodexOptions>(),
             [EXT_MODE, EXT_SANDBOX, EXT_APPROVAL_POLICY, EXT_EXTRA_DIRS, EXT_DANGEROUSLY_BYPASS, EXT_CONFIG, EXT_INNER_SANDBOX]
         );
         let wrong = RunRequest::new("x").with_extension(EXT_APPROVAL_POLICY, json!("always"));
@@ -519,7 +519,7 @@ mod tests {
         let off = RunRequest::new("x").with_options(&CodexOptions::default().inner_sandbox(false));
         let err = RunOptions::resolve(&off, &config).unwrap_err();
         assert!(matches!(&err, AgentError::InvalidRequest { reason } if reason.contains(EXT_INNER_SANDBOX)), "{err}");
-        let container = agent_api::kit::launch::Container::exec(agent_api::kit::launch::Engine::Docker, "box");
+        let container = agent_api::request::Container::exec(agent_api::request::Engine::Docker, "box");
         let resolved = RunOptions::resolve(&off.with_launcher(Launcher::Container(container)), &config).unwrap();
         assert_eq!((resolved.sandbox, resolved.approval_policy), (Sandbox::DangerFullAccess, ApprovalPolicy::Untrusted));
         assert!(!resolved.bypass);

@@ -4,9 +4,12 @@
 //! headers (the caller tools' bearer secret) never show in the process list.
 
 use agent_api::capabilities as caps;
+use agent_api::kit::options::OptionMapping;
 use agent_api::kit::CommandSpec;
-use agent_api::portable::{McpServer, OptionMapping, PortableOptions, PrivateFile, TextOrFile};
-use agent_api::{AgentError, RunRequest, ToolCategory};
+use agent_api::request::ToolCategory;
+use agent_api::request::{McpServer, PrivateFile, TextOrFile};
+use agent_api::PortableOptions;
+use agent_api::{AgentError, RunRequest};
 use serde_json::{json, Map, Value};
 
 /// The variable OpenCode reads extra config from (JSON, merged over its config files).
@@ -22,26 +25,26 @@ pub const MAPPINGS: &[OptionMapping] = &[
         caps::DENIED_TOOL_CATEGORIES,
         "config tools.NAME = false: bash; edit, write, patch; read, glob, grep, list; webfetch, websearch",
     ),
-    OptionMapping::new(caps::OUTPUT_SCHEMA, agent_api::portable::SDK_SCHEMA),
+    OptionMapping::new(caps::OUTPUT_SCHEMA, agent_api::kit::options::SDK_SCHEMA),
     OptionMapping::new(caps::IMAGES, "-f FILE (run); file part with a data: URL (serve); ACP image block (acp)"),
     OptionMapping::new(caps::VARIANTS, "--variant (run); prompt body variant (serve); not on acp"),
     OptionMapping::new(caps::MODES, "plan: --agent plan (run); prompt body agent (serve); not on acp"),
 ];
 
 /// OpenCode's modes: its primary agents but the default (`build`).
-pub const MODES: &[agent_api::modes::ModeInfo] = &[agent_api::modes::ModeInfo::new(
+pub const MODES: &[agent_api::request::ModeInfo] = &[agent_api::request::ModeInfo::new(
     "plan",
     "--agent plan (run); prompt body agent: plan (serve)",
     "OpenCode's plan agent: reads and plans; edits are denied.",
 )];
 
 /// OpenCode's model variants (reasoning efforts) for an OpenAI-compatible model.
-pub const VARIANTS: &[agent_api::modes::VariantSet] =
-    &[agent_api::modes::VariantSet::all_models(&["low", "medium", "high"], "--variant (run); prompt body variant (serve)")];
+pub const VARIANTS: &[agent_api::request::VariantSet] =
+    &[agent_api::request::VariantSet::all_models(&["low", "medium", "high"], "--variant (run); prompt body variant (serve)")];
 
 /// The acp interface sets neither a mode nor a variant: refused before spawn there.
 pub fn check_acp_choices(request: &RunRequest) -> Result<(), AgentError> {
-    let mode = request.mode.as_ref().filter(|m| **m != agent_api::AgentMode::Default);
+    let mode = request.mode.as_ref().filter(|m| **m != agent_api::request::AgentMode::Default);
     if mode.is_some() || request.variant.is_some() {
         return Err(AgentError::InvalidRequest {
             reason: "OpenCode's acp interface takes no mode or variant here; use the run or serve interface".into(),
@@ -173,7 +176,7 @@ mod tests {
         assert_eq!((spec.keep_alive.len(), spec.local_files.len()), (1, 1), "the instructions file lives with the agent");
         let far = RunRequest::new("hi")
             .with_portable(PortableOptions::default().append_system_prompt("x"))
-            .with_launcher(agent_api::kit::Launcher::Ssh(agent_api::kit::launch::Ssh::new("host")));
+            .with_launcher(agent_api::request::Launcher::Ssh(agent_api::request::Ssh::new("host")));
         assert!(matches!(apply(CommandSpec::new("opencode"), &far), Err(AgentError::InvalidRequest { .. })));
         let untouched = apply(CommandSpec::new("opencode"), &RunRequest::new("hi")).unwrap();
         assert!(!untouched.env.contains_key(CONFIG_CONTENT), "no option, no config");

@@ -4,9 +4,9 @@
 //! A permission set to "ask" is rejected by OpenCode itself in this interface: the tool part
 //! ends in state `error`, which shows as a failed `tool_result` with OpenCode's reason.
 
-use agent_api::kit::driver::{ExitInfo, Unparsed};
-use agent_api::kit::protocol::{parse_typed, parse_value};
+use agent_api::kit::{parse_typed, parse_value};
 use agent_api::kit::{CommandSpec, Ctx, Protocol};
+use agent_api::kit::{ExitInfo, Unparsed};
 use agent_api::{AgentError, RunCompletion, RunRequest, SessionSelector};
 use serde::Deserialize;
 use serde_json::Value;
@@ -55,7 +55,7 @@ impl RunProtocol {
             ("error", _, Some(error)) => self.error = Some(error),
             ("step_start" | "text" | "reasoning" | "tool_use" | "step_finish", Some(part), _) => self.parts.part(t, part, true),
             (kind, ..) => {
-                return Err(Unparsed(format!("unknown or incomplete run line type {:?}", agent_api::bounds::utf8_prefix(kind, 40))))
+                return Err(Unparsed(format!("unknown or incomplete run line type {:?}", agent_api::kit::bounds::utf8_prefix(kind, 40))))
             }
         }
         Ok(())
@@ -112,7 +112,7 @@ pub fn command_spec(config: &OpenCodeConfig, request: &RunRequest, thinking: boo
         args.push("--thinking".into());
     }
     // Checked against the backend's lists before spawn.
-    if let Some(mode) = request.mode.as_ref().filter(|m| **m != agent_api::AgentMode::Default) {
+    if let Some(mode) = request.mode.as_ref().filter(|m| **m != agent_api::request::AgentMode::Default) {
         args.extend(["--agent".to_string(), mode.as_str().to_string()]);
     }
     if let Some(variant) = &request.variant {
@@ -129,7 +129,7 @@ pub fn command_spec(config: &OpenCodeConfig, request: &RunRequest, thinking: boo
         _ => {}
     }
     // OpenCode reads each image itself (`-f`), so a sandbox must see the file.
-    let images = agent_api::images::ImageFile::check_all(&request.prompt)?;
+    let images = agent_api::kit::images::ImageFile::check_all(&request.prompt)?;
     for image in &images {
         args.extend(["-f".to_string(), image.path.display().to_string()]);
     }
@@ -157,15 +157,15 @@ mod tests {
 
     #[test]
     fn the_mode_is_the_agent_and_the_variant_its_own_flag() {
-        let request = RunRequest::new("hi").with_mode(agent_api::AgentMode::Plan).with_variant("high");
+        let request = RunRequest::new("hi").with_mode(agent_api::request::AgentMode::Plan).with_variant("high");
         assert_eq!(args(request), ["run", "--format", "json", "--thinking", "--agent", "plan", "--variant", "high"]);
-        let default = args(RunRequest::new("hi").with_mode(agent_api::AgentMode::Default));
+        let default = args(RunRequest::new("hi").with_mode(agent_api::request::AgentMode::Default));
         assert_eq!(default, ["run", "--format", "json", "--thinking"]);
     }
 
     #[test]
     fn a_live_run_writes_its_prompt_to_stdin_then_closes_it() {
-        let mut harness = agent_api::kit::driver::ProtocolHarness::new();
+        let mut harness = agent_api::kit::ProtocolHarness::new();
         let mut protocol = RunProtocol::live("line one\nline two");
         protocol.start(&mut harness.ctx()).unwrap();
         assert_eq!(harness.take_sent_text(), "line one\nline two");

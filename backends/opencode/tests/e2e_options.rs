@@ -3,7 +3,7 @@
 
 mod common;
 
-use agent_api::portable::PortableOptions;
+use agent_api::PortableOptions;
 use agent_api::{PermissionDecision, RunRequest};
 use agent_api_opencode::Interface;
 use common::*;
@@ -16,7 +16,7 @@ async fn a_system_prompt_appended_instructions_and_a_denied_tool_reach_the_model
             .system_prompt("SYSTEM-MARKER-7 you are terse")
             .append_system_prompt("APPEND-MARKER-9")
             .deny_tool("bash")
-            .deny_category(agent_api::ToolCategory::FileWrite);
+            .deny_category(agent_api::request::ToolCategory::FileWrite);
         let run =
             drive(&backend(&sandbox, interface), RunRequest::new("say hi").with_portable(portable), PermissionDecision::Allow, false).await;
         assert!(run.completion.is_ok(), "{interface:?}: {:?}", run.completion);
@@ -83,7 +83,7 @@ async fn plan_mode_writes_nothing_on_run_and_serve() {
     for interface in [Interface::Run, Interface::Serve] {
         let Some((server, sandbox)) = setup("write_edit").await else { return };
         let request = RunRequest::new("create the file")
-            .with_mode(agent_api::AgentMode::Plan)
+            .with_mode(agent_api::request::AgentMode::Plan)
             .with_permissions(agent_api::PermissionPolicy::ApproveAll);
         let run = drive(&backend(&sandbox, interface), request, PermissionDecision::Allow, false).await;
         assert!(run.completion.is_ok(), "{interface:?}: {:?}", run.completion);
@@ -98,12 +98,12 @@ async fn plan_mode_writes_nothing_on_run_and_serve() {
 async fn unknown_modes_and_variants_are_refused_before_spawn_and_acp_takes_neither() {
     use agent_api::AgentBackend;
     let backend = agent_api_opencode::OpenCodeBackend::new(agent_api_opencode::OpenCodeConfig::default());
-    let err = backend.validate(&RunRequest::new("x").with_mode(agent_api::AgentMode::parse("build"))).unwrap_err();
+    let err = backend.validate(&RunRequest::new("x").with_mode(agent_api::request::AgentMode::parse("build"))).unwrap_err();
     assert!(err.to_string().contains("default, plan"), "{err}");
     let err = backend.validate(&RunRequest::new("x").with_variant("max")).unwrap_err();
     assert!(err.to_string().contains("low, medium, high"), "{err}");
     let acp = agent_api_opencode::OpenCodeOptions::default().interface(Interface::Acp);
-    let request = RunRequest::new("x").with_mode(agent_api::AgentMode::Plan).with_options(&acp);
+    let request = RunRequest::new("x").with_mode(agent_api::request::AgentMode::Plan).with_options(&acp);
     let err = backend.run(request).await.map(|_| ()).unwrap_err();
     assert!(err.to_string().contains("acp interface takes no mode"), "{err}");
 }

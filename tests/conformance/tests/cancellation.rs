@@ -1,6 +1,7 @@
 //! One caller-owned cancellation token stops every run it was given, and nothing else.
 
-use agent_api::{AgentBackend, AgentError, CancellationToken, RunRequest};
+use agent_api::request::CancellationToken;
+use agent_api::{AgentBackend, AgentError, RunRequest};
 use agent_api_conformance::{assert_conformant, record};
 use agent_api_scripted::{ScriptedBackend, ScriptedOptions};
 

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use agent_api::capabilities as caps;
-use agent_api::modes::{variants_for, AgentMode};
+use agent_api::request::{variants_for, AgentMode};
 use agent_api::{AgentBackend, AgentError, RunRequest};
 
 fn backends() -> Vec<Arc<dyn AgentBackend>> {

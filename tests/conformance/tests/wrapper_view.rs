@@ -3,8 +3,8 @@
 //! answer's deltas waiting in one batch go as one universal event, since the view shows an
 //! answer once, when it completes); what the caller sees must not change with it.
 
+use agent_api::kit::projection::Projector;
 use agent_api::kit::replay::{replay, ReplayOptions};
-use agent_api::projection::Projector;
 use agent_api::AgentWrapperEvent;
 use subjects::{backends, Subject};
 
@@ -66,7 +66,7 @@ fn streamed_answer(events: &[AgentWrapperEvent]) -> String {
 /// showing the answer the default wrapper view shows once each message is sure.
 #[test]
 fn streamed_answer_text_less_its_retractions_is_the_held_answer_on_every_recording() {
-    use agent_api::answer::{AnswerDelta, AnswerText};
+    use agent_api::run::{AnswerDelta, AnswerText};
     let subjects = backends();
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     for subject in subjects {

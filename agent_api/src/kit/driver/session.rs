@@ -13,14 +13,14 @@ use tokio::time::{sleep_until, Instant};
 use tokio_util::sync::CancellationToken;
 
 use super::{budget, cancel_on, deadline_after, Core, Io, Protocol, RunSettings, Stop, Transport};
-use crate::error::AgentError;
+use crate::contract::error::AgentError;
+use crate::contract::request::Prompt;
+use crate::contract::run::{ControlMessage, RunCompletion, RunControl, RunGuard, RunHandle, ViewNeeds};
+use crate::contract::session::{lock, Engine, Session, SessionCommand, SessionShared, WarmSession};
+use crate::contract::universal::{SessionEnd, SessionEndReason, TerminatedBy, UniversalEvent};
 use crate::kit::process::signal_group;
 use crate::kit::timeouts::expiry;
 use crate::kit::transport::wait_exit;
-use crate::request::Prompt;
-use crate::run::{ControlMessage, RunCompletion, RunControl, RunGuard, RunHandle, ViewNeeds};
-use crate::session::{lock, Engine, Session, SessionCommand, SessionShared, WarmSession};
-use crate::universal::{SessionEnd, SessionEndReason, TerminatedBy, UniversalEvent};
 
 /// Starts a session on the current tokio runtime: the agent of `transport` takes turns through
 /// [`Protocol::send_turn`] and ends each with [`super::Ctx::end_turn`]. The request's timeouts
@@ -161,7 +161,7 @@ impl SessionDriver {
     }
 
     /// Switches the agent's mode between turns, through the protocol.
-    fn set_mode(&mut self, mode: &crate::modes::AgentMode) -> Result<(), AgentError> {
+    fn set_mode(&mut self, mode: &crate::contract::modes::AgentMode) -> Result<(), AgentError> {
         if self.close.is_some() || self.core.fatal.is_some() || self.core.exit.is_some() || self.core.source_done {
             return Err(AgentError::SessionClosed);
         }
@@ -184,7 +184,7 @@ impl SessionDriver {
             let capability = agent_api_capabilities::IMAGES.to_string();
             return Err(AgentError::UnsupportedCapability { kind: settings.agent_kind.to_string(), capability });
         }
-        crate::images::ImageFile::check_all(prompt)?;
+        crate::contract::images::ImageFile::check_all(prompt)?;
         let (events_tx, events_rx) = budget::channel(settings.buffer_budget);
         let (completion_tx, completion_rx) = oneshot::channel();
         let (control_tx, control_rx) = mpsc::unbounded_channel();
@@ -272,7 +272,7 @@ impl SessionDriver {
             SessionEnd {
                 reason: if stopped { SessionEndReason::Terminated } else { SessionEndReason::Error },
                 terminated_by: if stopped { TerminatedBy::Daemon } else { TerminatedBy::Agent },
-                message: Some(crate::bounds::truncate_message(&error.to_string(), crate::bounds::MESSAGE_BOUND)),
+                message: Some(crate::contract::bounds::truncate_message(&error.to_string(), crate::contract::bounds::MESSAGE_BOUND)),
                 exit_code: info.exit_code,
                 stderr: (!stopped).then(|| info.stderr.output()),
             }

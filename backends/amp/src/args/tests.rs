@@ -86,7 +86,7 @@ async fn denied_tools_join_the_callers_disabled_tools_in_the_run_settings() {
     let own = dir.path().join("settings.json");
     std::fs::write(&own, r#"{"amp.tools.disable": ["browser"], "amp.notifications.enabled": false}"#).unwrap();
     let options = AmpOptions::default().settings_file(own.to_string_lossy());
-    let portable = agent_api::portable::PortableOptions::default().deny_tool("Bash");
+    let portable = agent_api::PortableOptions::default().deny_tool("Bash");
     let inv = invocation(&config(), &RunRequest::new("hi").with_options(&options).with_portable(portable), false).await.unwrap();
     let args = argv(&inv);
     let at = args.iter().position(|a| a == "--settings-file").unwrap();
@@ -102,12 +102,12 @@ async fn mcp_servers_join_the_callers_servers_in_the_run_settings_readable_by_it
     let own = dir.path().join("settings.json");
     std::fs::write(&own, r#"{"amp.mcpServers": {"docs": {"command": "docs-mcp"}}}"#).unwrap();
     let options = AmpOptions::default().settings_file(own.to_string_lossy());
-    let mut http = agent_api::portable::McpServer::http("http://127.0.0.1:9/mcp");
-    if let agent_api::portable::McpServer::Http { headers, .. } = &mut http {
+    let mut http = agent_api::request::McpServer::http("http://127.0.0.1:9/mcp");
+    if let agent_api::request::McpServer::Http { headers, .. } = &mut http {
         headers.insert("Authorization".into(), "Bearer run-secret".into());
     }
-    let portable = agent_api::portable::PortableOptions::default()
-        .mcp_server("files", agent_api::portable::McpServer::stdio("mcp-files", ["--root", "/srv"]))
+    let portable = agent_api::PortableOptions::default()
+        .mcp_server("files", agent_api::request::McpServer::stdio("mcp-files", ["--root", "/srv"]))
         .mcp_server("caller", http);
     let inv = invocation(&config(), &RunRequest::new("hi").with_options(&options).with_portable(portable), false).await.unwrap();
     let args = argv(&inv);
@@ -124,10 +124,12 @@ async fn mcp_servers_join_the_callers_servers_in_the_run_settings_readable_by_it
 
 #[tokio::test]
 async fn the_request_mode_is_amps_mode_flag_and_the_extension_wins() {
-    let chosen = invocation(&config(), &RunRequest::new("hi").with_mode(agent_api::AgentMode::parse("ultra")), false).await.unwrap();
+    let chosen =
+        invocation(&config(), &RunRequest::new("hi").with_mode(agent_api::request::AgentMode::parse("ultra")), false).await.unwrap();
     assert!(argv(&chosen).join(" ").contains("--mode ultra"), "{:?}", argv(&chosen));
-    let both =
-        RunRequest::new("hi").with_mode(agent_api::AgentMode::parse("ultra")).with_options(&AmpOptions::default().mode(AgentMode::Low));
+    let both = RunRequest::new("hi")
+        .with_mode(agent_api::request::AgentMode::parse("ultra"))
+        .with_options(&AmpOptions::default().mode(AgentMode::Low));
     let both = argv(&invocation(&config(), &both, false).await.unwrap()).join(" ");
     assert!(both.contains("--mode low") && !both.contains("ultra"), "{both}");
     let none = argv(&invocation(&config(), &RunRequest::new("hi"), false).await.unwrap()).join(" ");
@@ -138,7 +140,7 @@ async fn the_request_mode_is_amps_mode_flag_and_the_extension_wins() {
 fn plan_mode_and_variants_are_refused_before_spawn() {
     use agent_api::AgentBackend;
     let backend = crate::AmpBackend::new(config());
-    let err = backend.validate(&RunRequest::new("hi").with_mode(agent_api::AgentMode::Plan)).unwrap_err();
+    let err = backend.validate(&RunRequest::new("hi").with_mode(agent_api::request::AgentMode::Plan)).unwrap_err();
     assert!(err.to_string().contains("default, low, medium, high, ultra"), "{err}");
     let err = backend.validate(&RunRequest::new("hi").with_variant("high")).unwrap_err();
     assert!(matches!(err, AgentError::UnsupportedCapability { .. }), "{err}");

@@ -17,11 +17,12 @@ mod tests;
 
 use std::collections::{HashMap, HashSet};
 
-use agent_api::images::ImageData;
-use agent_api::kit::driver::{parse_typed, parse_value, Unparsed};
 use agent_api::kit::hitl::Hitl;
+use agent_api::kit::images::ImageData;
+use agent_api::kit::{parse_typed, parse_value, Unparsed};
 use agent_api::kit::{Ctx, ExitInfo, Protocol};
-use agent_api::{AgentError, ControlCommand, PermissionPolicy, RunCompletion};
+use agent_api::run::ControlCommand;
+use agent_api::{AgentError, PermissionPolicy, RunCompletion};
 use serde_json::{json, Value};
 
 use crate::tools::ToolCallInfo;
@@ -83,14 +84,14 @@ pub struct ClaudeProtocol {
     log: Option<(std::path::PathBuf, LogReader)>,
     /// The modes a warm session may switch to (`set_permission_mode`); empty: the CLI speaking
     /// this protocol has no such request.
-    switch_modes: &'static [agent_api::modes::ModeInfo],
-    /// The caller's policy, before a mode changes it ([`agent_api::modes::policy_in_mode`]).
+    switch_modes: &'static [agent_api::request::ModeInfo],
+    /// The caller's policy, before a mode changes it ([`agent_api::kit::hitl::policy_in_mode`]).
     policy: PermissionPolicy,
     outcome: Outcome,
 }
 
 /// Reads one line of the log a CLI reports in ([`ClaudeProtocol::with_log`]) into the transcript.
-pub type LogReader = fn(&str, &mut agent_api::universal::Transcript);
+pub type LogReader = fn(&str, &mut agent_api::kit::transcript::Transcript);
 
 impl ClaudeProtocol {
     fn new(channel: Channel, prompt: Option<String>, policy: PermissionPolicy, bypass_requested: bool) -> Self {
@@ -134,15 +135,15 @@ impl ClaudeProtocol {
 
     /// A session that may switch among `modes` between turns with the `set_permission_mode`
     /// control request (Claude Code's permission modes).
-    pub fn with_mode_switch(mut self, modes: &'static [agent_api::modes::ModeInfo]) -> Self {
+    pub fn with_mode_switch(mut self, modes: &'static [agent_api::request::ModeInfo]) -> Self {
         self.switch_modes = modes;
         self
     }
 
     /// Runs in `mode`: its requests are decided by the caller's policy as the mode changes it
-    /// ([`agent_api::modes::policy_in_mode`]: plan mode denies writes and commands).
-    pub fn in_mode(mut self, mode: Option<&agent_api::AgentMode>) -> Self {
-        self.hitl.set_policy(agent_api::modes::policy_in_mode(mode, &self.policy));
+    /// ([`agent_api::kit::hitl::policy_in_mode`]: plan mode denies writes and commands).
+    pub fn in_mode(mut self, mode: Option<&agent_api::request::AgentMode>) -> Self {
+        self.hitl.set_policy(agent_api::kit::hitl::policy_in_mode(mode, &self.policy));
         self
     }
 
@@ -243,10 +244,10 @@ pub(crate) fn short(value: Option<&Value>, max: usize) -> Option<String> {
     value.and_then(Value::as_str).map(|s| safe(s, max))
 }
 
-/// `text` with secrets masked ([`agent_api::secrets::redact`]) and cut to `max` bytes with `…`.
+/// `text` with secrets masked ([`agent_api::kit::secrets::redact`]) and cut to `max` bytes with `…`.
 pub(crate) fn safe(text: &str, max: usize) -> String {
-    let masked = agent_api::secrets::redact(text);
-    let cut = agent_api::bounds::utf8_prefix(&masked, max);
+    let masked = agent_api::kit::secrets::redact(text);
+    let cut = agent_api::kit::bounds::utf8_prefix(&masked, max);
     if cut.len() < masked.len() {
         format!("{cut}…")
     } else {
@@ -302,17 +303,17 @@ impl Protocol for ClaudeProtocol {
         Ok(())
     }
 
-    fn set_mode(&mut self, mode: &agent_api::AgentMode, ctx: &mut Ctx<'_>) -> Result<(), AgentError> {
+    fn set_mode(&mut self, mode: &agent_api::request::AgentMode, ctx: &mut Ctx<'_>) -> Result<(), AgentError> {
         if self.channel != Channel::Session || self.switch_modes.is_empty() {
             let capability = agent_api::capabilities::SESSION_MODE_SWITCH.to_string();
             return Err(AgentError::UnsupportedCapability { kind: self.name().to_string(), capability });
         }
-        agent_api::modes::check_mode("claude_code", self.switch_modes, mode)?;
+        agent_api::kit::check_mode("claude_code", self.switch_modes, mode)?;
         let id = self.request_id();
         ctx.send(
             &json!({ "type": "control_request", "request_id": id, "request": { "subtype": "set_permission_mode", "mode": mode.as_str() } }),
         );
-        self.hitl.set_policy(agent_api::modes::policy_in_mode(Some(mode), &self.policy));
+        self.hitl.set_policy(agent_api::kit::hitl::policy_in_mode(Some(mode), &self.policy));
         ctx.transcript.daemon_status("mode_changed", Some(mode.as_str().to_string()));
         Ok(())
     }
