@@ -311,7 +311,7 @@ impl<P, Q> Hitl<P, Q> {
     }
 }
 
-/// The permission policy a run in `mode` is decided by: in [`AgentMode::Plan`] every request
+/// The permission policy a run in `mode` is decided by: in [`AgentMode::Plan`](crate::request::AgentMode::Plan) every request
 /// to write a file or run a command the agent did not already judge read-only is denied (an
 /// agent such as Claude Code asks for them in plan mode and would act on an approval), whatever
 /// `policy` approves; other modes keep `policy`.
@@ -320,7 +320,7 @@ impl<P, Q> Hitl<P, Q> {
 /// use agent_api::kit::hitl::policy_in_mode;
 /// use agent_api::request::{AgentMode, PermissionRule, ToolCategory};
 /// use agent_api::PermissionPolicy;
-/// let plan = policy_in_mode(Some(&crate::contract::modes::AgentMode::Plan), &PermissionPolicy::ApproveAll);
+/// let plan = policy_in_mode(Some(&AgentMode::Plan), &PermissionPolicy::ApproveAll);
 /// assert_eq!(plan.rule(ToolCategory::FileWrite), PermissionRule::Deny);
 /// assert_eq!(plan.rule(ToolCategory::FileRead), PermissionRule::Approve);
 /// ```
