@@ -181,16 +181,21 @@ async fn e2e_resume_with_the_printed_session_line_from_another_directory_finds_t
     assert_eq!(agent_api::request::SessionRef::parse(session_line(&err)).unwrap().working_dir(), Some(sandbox.cwd.as_path()));
 }
 
+/// The bench's model server (on its own runtime, which the caller keeps) and a sandbox for `cli`
+/// playing `scenario`; `None` when the CLI is missing and skipping was asked for.
+fn bench_outside_tokio(cli: Cli, scenario: &str) -> Option<(tokio::runtime::Runtime, ModelServer, Sandbox)> {
+    agent_bench::e2e_enabled_or_explain(cli)?;
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let server = runtime.block_on(ModelServer::start(None)).unwrap();
+    let sandbox = Sandbox::new(cli, &server, scenario).unwrap();
+    Some((runtime, server, sandbox))
+}
+
 /// `agent-api run --agent claude_code --mode plan` plans and writes nothing, even with every
 /// request approved: the bench's model writes and edits a file, and the file never appears.
 #[test]
 fn e2e_run_in_plan_mode_writes_nothing() {
-    if agent_bench::e2e_enabled_or_explain(Cli::ClaudeCode).is_none() {
-        return;
-    }
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    let server = runtime.block_on(ModelServer::start(None)).unwrap();
-    let sandbox = Sandbox::new(Cli::ClaudeCode, &server, "write_edit").unwrap();
+    let Some((_runtime, server, sandbox)) = bench_outside_tokio(Cli::ClaudeCode, "write_edit") else { return };
     let output = cli(&sandbox)
         .args([
             "run",
@@ -222,12 +227,7 @@ fn e2e_run_in_plan_mode_writes_nothing() {
 /// `agent-api run --agent codex --variant high`: the effort reaches Codex's model request.
 #[test]
 fn e2e_codex_variant_high_reaches_the_request_as_its_reasoning_effort() {
-    if agent_bench::e2e_enabled_or_explain(Cli::Codex).is_none() {
-        return;
-    }
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    let server = runtime.block_on(ModelServer::start(None)).unwrap();
-    let sandbox = Sandbox::new(Cli::Codex, &server, "text").unwrap();
+    let Some((_runtime, server, sandbox)) = bench_outside_tokio(Cli::Codex, "text") else { return };
     // The bench points Codex at its server with `-c` flags; the CLI run reads them from config.toml.
     let home = sandbox.env.iter().find(|(k, _)| k == "CODEX_HOME").map(|(_, v)| v.clone()).expect("CODEX_HOME");
     let mut toml = String::new();
