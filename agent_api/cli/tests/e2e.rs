@@ -195,7 +195,7 @@ fn bench_outside_tokio(cli: Cli, scenario: &str) -> Option<(tokio::runtime::Runt
 /// request approved: the bench's model writes and edits a file, and the file never appears.
 #[test]
 fn e2e_run_in_plan_mode_writes_nothing() {
-    let Some((_runtime, server, sandbox)) = bench_outside_tokio(Cli::ClaudeCode, "write_edit") else { return };
+    let Some((_runtime, _server, sandbox)) = bench_outside_tokio(Cli::ClaudeCode, "write_edit") else { return };
     let output = cli(&sandbox)
         .args([
             "run",
