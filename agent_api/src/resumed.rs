@@ -147,6 +147,22 @@ impl ResumingTurns for ResumedSession {
         Ok(handle)
     }
 
+    fn set_mode(&mut self, mode: crate::contract::modes::AgentMode) -> Result<(), AgentError> {
+        if self.busy.load(Ordering::SeqCst) {
+            return Err(AgentError::TurnInProgress);
+        }
+        let mut template = self.template.clone();
+        template.mode = Some(mode);
+        let kind = self.backend.kind();
+        let capabilities = self.backend.capabilities();
+        if let Some(needed) = template.required_capabilities().into_iter().find(|needed| !capabilities.contains(needed)) {
+            return Err(AgentError::UnsupportedCapability { kind: kind.to_string(), capability: needed.to_string() });
+        }
+        crate::contract::backend::check_choices(&kind, self.backend.modes(), self.backend.variants(), &template)?;
+        self.template = template;
+        Ok(())
+    }
+
     async fn close(self: Box<Self>) -> Result<Vec<UniversalEvent>, AgentError> {
         let mut state = self.lock();
         state.closed = true;

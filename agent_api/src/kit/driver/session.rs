@@ -144,6 +144,9 @@ impl SessionDriver {
                 let result = self.start_turn(&prompt);
                 let _ = reply.send(result);
             }
+            Some(SessionCommand::SetMode(mode, reply)) => {
+                let _ = reply.send(self.set_mode(&mode));
+            }
             Some(SessionCommand::Close(reply)) => {
                 self.close = Some(reply);
                 if let Some(turn) = &self.turn {
@@ -155,6 +158,17 @@ impl SessionDriver {
                 }
             }
         }
+    }
+
+    /// Switches the agent's mode between turns, through the protocol.
+    fn set_mode(&mut self, mode: &crate::contract::modes::AgentMode) -> Result<(), AgentError> {
+        if self.close.is_some() || self.core.fatal.is_some() || self.core.exit.is_some() || self.core.source_done {
+            return Err(AgentError::SessionClosed);
+        }
+        if self.turn.is_some() {
+            return Err(AgentError::TurnInProgress);
+        }
+        self.core.with_ctx(|p, ctx| p.set_mode(mode, ctx)).unwrap_or(Err(AgentError::SessionClosed))
     }
 
     /// Opens the next turn: its channels and handle, its opening delimiter, the prompt to the agent.
