@@ -13,7 +13,7 @@ use crate::backend::AgentBackend;
 use crate::error::AgentError;
 use crate::kit::budget::{self, BatchSender};
 use crate::request::{Prompt, RunRequest, SessionSelector};
-use crate::run::{ControlMessage, RunCompletion, RunControl, RunGuard, RunHandle, ViewNeeds};
+use crate::run::{ControlMessage, RunCompletion, RunControl, RunGuard, RunHandle};
 use crate::universal::{SessionEnd, Transcript, UniversalEvent, UniversalEventBody};
 
 /// Where the session's transcript stands between turns.
@@ -125,8 +125,7 @@ impl ResumedSession {
         let (completion_tx, completion_rx) = oneshot::channel();
         let (control_tx, control_rx) = mpsc::unbounded_channel();
         let abandoned = CancellationToken::new();
-        let view = Arc::new(ViewNeeds::new(self.template.include_raw));
-        let guard = Arc::new(RunGuard { abandoned: abandoned.clone(), view });
+        let guard = Arc::new(RunGuard { abandoned: abandoned.clone() });
         let control = RunControl::new(control_tx, Arc::new(AtomicBool::new(false)));
         let handle = RunHandle::new(inner.agent_kind().clone(), inner.tools_structured(), events_rx, completion_rx, control, guard);
         let turn = Turn { state: self.state.clone(), busy: self.busy.clone(), events_tx, completion_tx };
