@@ -5,8 +5,9 @@
 //! `cargo run -p agent_api_examples --example custom_backend`
 
 use agent_api::capabilities as caps;
+use agent_api::kit::transcript::NewItem;
 use agent_api::kit::{async_trait, start_run, CommandSpec, Ctx, ExitInfo, Protocol, RunSettings, Transport, Unparsed};
-use agent_api::universal::{ItemRole, NewItem};
+use agent_api::universal::ItemRole;
 use agent_api::{AgentBackend, AgentError, AgentKind, CapabilitySet, RunCompletion, RunHandle, RunRequest};
 use serde_json::Value;
 

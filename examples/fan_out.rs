@@ -2,7 +2,8 @@
 //!
 //! `cargo run -p agent_api_examples --example fan_out`
 
-use agent_api::{AgentBackend, AgentError, CancellationToken, RunRequest};
+use agent_api::request::CancellationToken;
+use agent_api::{AgentBackend, AgentError, RunRequest};
 use agent_api_scripted::{ScriptedBackend, ScriptedOptions};
 use futures::future::join_all;
 

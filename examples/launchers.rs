@@ -12,9 +12,9 @@
 use std::ffi::OsString;
 use std::path::Path;
 
-use agent_api::kit::launch::{Bwrap, Launcher};
 use agent_api::kit::process::spawn;
 use agent_api::kit::CommandSpec;
+use agent_api::request::{Bwrap, Launcher};
 use agent_api::{AgentBackend, AgentError, RunRequest};
 use tokio::io::AsyncReadExt;
 

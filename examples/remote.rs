@@ -2,7 +2,7 @@
 //! same launcher seam every backend spawns through. A backend gets it from the request:
 //!
 //! ```no_run
-//! # use agent_api::kit::launch::Launcher;
+//! # use agent_api::request::Launcher;
 //! let in_container = agent_api::RunRequest::new("fix the tests").with_launcher("docker:dev-box".parse::<Launcher>().unwrap());
 //! let on_host = agent_api::RunRequest::new("fix the tests").with_launcher("ssh:dev@build-3:2222".parse::<Launcher>().unwrap());
 //! # let _ = (in_container, on_host);
@@ -19,9 +19,9 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-use agent_api::kit::launch::{Launcher, Ssh};
 use agent_api::kit::process::spawn;
 use agent_api::kit::CommandSpec;
+use agent_api::request::{Launcher, Ssh};
 use agent_api::AgentError;
 use tokio::io::AsyncReadExt;
 

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use agent_api::tool_calls::ToolCalls;
+use agent_api::run::ToolCalls;
 use agent_api::{AgentKind, Gateway, PermissionPolicy, RunRequest};
 use agent_api_scripted::ScriptedOptions;
 use futures::StreamExt;

@@ -3,12 +3,12 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use crate::backend::AgentBackend;
-use crate::capability::CapabilitySet;
-use crate::error::AgentError;
-use crate::kind::AgentKind;
-use crate::request::RunRequest;
-use crate::run::RunHandle;
+use crate::contract::backend::AgentBackend;
+use crate::contract::capability::CapabilitySet;
+use crate::contract::error::AgentError;
+use crate::contract::kind::AgentKind;
+use crate::contract::request::RunRequest;
+use crate::contract::run::RunHandle;
 
 /// A registry of backends by kind.
 ///
@@ -25,7 +25,7 @@ use crate::run::RunHandle;
 pub struct Gateway {
     backends: BTreeMap<AgentKind, Arc<dyn AgentBackend>>,
     buffer_budget: Option<usize>,
-    launcher: Option<crate::kit::Launcher>,
+    launcher: Option<crate::contract::launcher::Launcher>,
 }
 
 impl Gateway {
@@ -42,7 +42,7 @@ impl Gateway {
 
     /// Sets the launcher of every run this gateway starts whose request sets none (see
     /// [`crate::kit::launch`]).
-    pub fn with_launcher(mut self, launcher: crate::kit::Launcher) -> Self {
+    pub fn with_launcher(mut self, launcher: crate::contract::launcher::Launcher) -> Self {
         self.launcher = Some(launcher);
         self
     }
@@ -56,17 +56,17 @@ impl Gateway {
     }
 
     /// A gateway with a backend for every CLI of `probes` installed on this machine (see
-    /// [`crate::detect`]), and what was found, in the order of `probes`.
+    /// [`crate::kit::detect`]), and what was found, in the order of `probes`.
     ///
     /// ```no_run
-    /// # async fn demo(probes: &[agent_api::detect::BackendProbe]) {
+    /// # async fn demo(probes: &[agent_api::kit::detect::BackendProbe]) {
     /// let (gateway, found) = agent_api::Gateway::with_installed(probes).await;
     /// for cli in &found {
     ///     println!("{} {}", cli.kind, cli.version.as_deref().unwrap_or("unknown version"));
     /// }
     /// # let _ = gateway; }
     /// ```
-    pub async fn with_installed(probes: &[crate::detect::BackendProbe]) -> (Self, Vec<crate::detect::Installed>) {
+    pub async fn with_installed(probes: &[crate::kit::detect::BackendProbe]) -> (Self, Vec<crate::kit::detect::Installed>) {
         let mut gateway = Self::new();
         let mut found = Vec::new();
         for probe in probes {
@@ -104,7 +104,7 @@ impl Gateway {
     }
 
     /// How a kind maps the portable options (see [`AgentBackend::option_mappings`]).
-    pub fn option_mappings(&self, kind: &AgentKind) -> Result<&'static [crate::portable::OptionMapping], AgentError> {
+    pub fn option_mappings(&self, kind: &AgentKind) -> Result<&'static [crate::contract::portable::OptionMapping], AgentError> {
         Ok(self.backend(kind)?.option_mappings())
     }
 
@@ -122,16 +122,16 @@ impl Gateway {
     /// advertises `agent_api.session.warm`, else a session resuming per turn
     /// ([`crate::Session::resuming`]) where it advertises `agent_api.session.resume_per_turn`,
     /// else `UnsupportedCapability` naming `agent_api.session.warm`.
-    pub async fn open_session(&self, kind: &AgentKind, mut request: RunRequest) -> Result<crate::Session, AgentError> {
+    pub async fn open_session(&self, kind: &AgentKind, mut request: RunRequest) -> Result<crate::contract::session::Session, AgentError> {
         self.defaults(&mut request);
         let backend = self.backend(kind)?;
         let capabilities = backend.capabilities();
-        crate::backend::validate_template(kind, &capabilities, backend.extension_keys(), &request)?;
+        crate::contract::backend::validate_template(kind, &capabilities, backend.extension_keys(), &request)?;
         if capabilities.contains(agent_api_capabilities::SESSION_WARM) {
             return backend.open_session(request).await;
         }
         if capabilities.contains(agent_api_capabilities::SESSION_RESUME_PER_TURN) {
-            return Ok(crate::Session::resuming(backend.clone(), request));
+            return Ok(crate::contract::session::Session::resuming(backend.clone(), request));
         }
         Err(AgentError::UnsupportedCapability { kind: kind.to_string(), capability: agent_api_capabilities::SESSION_WARM.into() })
     }

@@ -12,147 +12,15 @@
 //! A stored session is not a recording of an agent's output: [`store_shape`] recognizes one by
 //! its first line, and a replay refuses it with [`AgentError::StoredSessionFile`].
 
-use std::fmt;
 use std::path::{Path, PathBuf};
-use std::time::SystemTime;
 
-use async_trait::async_trait;
-use serde_json::Value;
-
-use crate::error::AgentError;
-use crate::kind::AgentKind;
-use crate::kit::driver::{start_run, Protocol, RunSettings};
+use crate::contract::error::AgentError;
+use crate::contract::kind::AgentKind;
+use crate::contract::run::RunHandle;
+pub use crate::contract::store::{check_session_id, store_shape, SessionQuery, SessionStore, StoreShape, StoredSession};
 use crate::kit::lines::DEFAULT_LINE_CAP;
-use crate::kit::transport::{line_source, LineSource, Transport};
-use crate::run::RunHandle;
-
-/// One session in an agent's store.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct StoredSession {
-    /// The agent's own session id (what a resume takes).
-    pub id: String,
-    /// When the session was last written.
-    pub time: Option<SystemTime>,
-    /// The working directory the session ran in, when the store says.
-    pub cwd: Option<PathBuf>,
-    /// The first prompt the user typed, cut short.
-    pub first_prompt: Option<String>,
-    /// The title the agent gave the session, when its store keeps one (OpenCode).
-    pub title: Option<String>,
-    /// Bytes the session takes in the store, when it is a file of its own.
-    pub size: Option<u64>,
-}
-
-impl StoredSession {
-    /// A session with only its id known.
-    pub fn new(id: impl Into<String>) -> Self {
-        Self { id: id.into(), time: None, cwd: None, first_prompt: None, title: None, size: None }
-    }
-
-    /// A session stored as the file whose metadata is `meta`: its size and last write.
-    pub fn from_file(id: impl Into<String>, meta: &std::fs::Metadata) -> Self {
-        Self { size: Some(meta.len()), time: meta.modified().ok(), ..Self::new(id) }
-    }
-}
-
-/// Which stored sessions to list.
-#[derive(Debug, Clone, Default)]
-#[non_exhaustive]
-pub struct SessionQuery {
-    /// Only sessions that ran in this working directory.
-    pub cwd: Option<PathBuf>,
-}
-
-impl SessionQuery {
-    /// Every session.
-    pub fn all() -> Self {
-        Self::default()
-    }
-
-    /// Only sessions that ran in `cwd`.
-    pub fn in_dir(cwd: impl Into<PathBuf>) -> Self {
-        Self { cwd: Some(cwd.into()) }
-    }
-
-    /// Whether a session that ran in `cwd` is wanted.
-    pub fn matches(&self, cwd: Option<&Path>) -> bool {
-        match (&self.cwd, cwd) {
-            (None, _) => true,
-            (Some(want), Some(have)) => same_dir(want, have),
-            (Some(_), None) => false,
-        }
-    }
-}
-
-fn same_dir(a: &Path, b: &Path) -> bool {
-    let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
-    a == b || canonical(a) == canonical(b)
-}
-
-/// An agent's own session store.
-#[async_trait]
-pub trait SessionStore: Send + Sync + fmt::Debug {
-    /// The agent kind whose sessions these are.
-    fn kind(&self) -> AgentKind;
-
-    /// The stored sessions `query` selects, newest first.
-    async fn list_sessions(&self, query: &SessionQuery) -> Result<Vec<StoredSession>, AgentError>;
-
-    /// Reads the session `id` back as a run: its events are the stored session's, its completion
-    /// has the last answer as final text. An unknown id is [`AgentError::SessionNotFound`].
-    async fn read_session(&self, id: &str, include_raw: bool) -> Result<RunHandle, AgentError>;
-}
-
-/// What a file of an agent's own store looks like.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum StoreShape {
-    /// A Claude Code session file (`~/.claude/projects/<dir>/<id>.jsonl`).
-    ClaudeCodeProject,
-    /// A Codex rollout file (`~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl`).
-    CodexRollout,
-}
-
-impl fmt::Display for StoreShape {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            StoreShape::ClaudeCodeProject => "a Claude Code session file (~/.claude/projects/<dir>/<id>.jsonl)",
-            StoreShape::CodexRollout => "a Codex rollout file (~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl)",
-        })
-    }
-}
-
-/// Codex rollout line types (0.1xx): every line is `{"timestamp", "type", "payload"}`.
-const ROLLOUT_TYPES: &[&str] =
-    &["session_meta", "response_item", "event_msg", "turn_context", "compacted", "world_state", "token_usage_record"];
-
-/// Which store a line of a file belongs to, if it is one an agent writes to its own store
-/// rather than to its output.
-pub fn store_shape(line: &[u8]) -> Option<StoreShape> {
-    let value: Value = serde_json::from_slice(line).ok()?;
-    let object = value.as_object()?;
-    let kind = object.get("type")?.as_str()?;
-    // Claude Code's output says `session_id`; its store says `sessionId` on every line but the
-    // older `summary` lines, which carry `leafUuid`.
-    if object.contains_key("sessionId") || (kind == "summary" && object.contains_key("leafUuid")) {
-        return Some(StoreShape::ClaudeCodeProject);
-    }
-    if ROLLOUT_TYPES.contains(&kind) && object.contains_key("timestamp") && object.get("payload").is_some_and(Value::is_object) {
-        return Some(StoreShape::CodexRollout);
-    }
-    None
-}
-
-/// Refuses a session id that is not a plain name (store lookups build paths from it).
-pub fn check_session_id(id: &str) -> Result<(), AgentError> {
-    let plain = !id.is_empty() && id.len() <= 200 && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-    if plain {
-        Ok(())
-    } else {
-        Err(AgentError::SessionNotFound { id: crate::bounds::utf8_prefix(id, 64).to_string() })
-    }
-}
+use crate::kit::{line_source, LineSource, Transport};
+use crate::kit::{start_run, Protocol, RunSettings};
 
 /// The largest part of a store file read to describe it in a listing: a file whose first lines
 /// are longer is listed from what fits (its lines cut there fail to parse and are passed over).
@@ -162,7 +30,7 @@ pub const HEAD_BYTES: u64 = 1 << 20;
 /// when it is not a regular file that can be opened (a FIFO or device is never waited on).
 pub fn head(path: &Path) -> Option<(std::fs::Metadata, std::io::Lines<std::io::BufReader<std::io::Take<std::fs::File>>>)> {
     use std::io::{BufRead, Read};
-    let file = crate::kit::files::open_regular(path).ok()?;
+    let file = crate::contract::files::open_regular(path).ok()?;
     let meta = file.metadata().ok()?;
     Some((meta, std::io::BufReader::new(file.take(HEAD_BYTES)).lines()))
 }
@@ -176,7 +44,7 @@ pub async fn read_store_file(
     tools_structured: bool,
 ) -> Result<RunHandle, AgentError> {
     let path = path.to_path_buf();
-    let file = tokio::task::spawn_blocking(move || crate::kit::files::open_regular(&path))
+    let file = tokio::task::spawn_blocking(move || crate::contract::files::open_regular(&path))
         .await
         .map_err(|e| AgentError::Io(std::io::Error::other(e.to_string())))?
         .map_err(|refusal| AgentError::Io(std::io::Error::other(refusal.to_string())))?;
@@ -202,7 +70,7 @@ pub fn read_store_lines(
 /// The first `max` bytes of `text` on one line, for a listing.
 pub fn prompt_preview(text: &str, max: usize) -> String {
     let one_line = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    let cut = crate::bounds::utf8_prefix(&one_line, max);
+    let cut = crate::contract::bounds::utf8_prefix(&one_line, max);
     if cut.len() < one_line.len() {
         format!("{cut}…")
     } else {

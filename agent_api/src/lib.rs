@@ -5,12 +5,24 @@
 //! - [`AgentBackend::run`] returns a [`RunHandle`]: the events, a completion that resolves
 //!   exactly once, and a [`RunControl`] to cancel and to answer permissions and questions.
 //! - Each run has two views: bounded [`AgentWrapperEvent`]s ([`RunHandle::into_wrapper`]) and the
-//!   universal transcript of [`universal::UniversalEvent`]s ([`RunHandle::into_universal`]).
-//! - Backends are built from the [`kit`]: native line → stateful [`kit::Protocol`] →
-//!   [`universal::Transcript`] → the shared [`projection`] → wrapper events through [`bounds`].
-//! - A tool call arrives as two to four events; [`tool_calls::ToolCalls`] joins them (name,
-//!   command, cwd, exit code, status), and [`RunSummary`] sums up a finished run for callers who
-//!   do not stream.
+//!   universal transcript of [`UniversalEvent`]s ([`RunHandle::into_universal`]).
+//! - A tool call arrives as two to four events; [`run::ToolCalls`] joins them (name, command,
+//!   cwd, exit code, status), and [`run::RunSummary`] sums up a finished run for callers who do
+//!   not stream.
+//!
+//! # Where things are
+//!
+//! The root holds what a caller needs to run an agent; four modules hold the rest of it:
+//! [`request`] (everything else a request can say), [`run`] (everything else a run gives back),
+//! [`universal`] (the transcript's types), [`history`] (the agents' own stored sessions), and
+//! [`display`] (agent text made safe to show a person). A backend author's tools are in the
+//! [`kit`]: native line → stateful [`kit::Protocol`] → [`kit::transcript::Transcript`] → the
+//! shared [`kit::projection`] → wrapper events, bounded as [`kit::bounds`] says.
+//!
+//! Inside, the crate has three layers that only point down (`tests/layers.rs` holds it to that):
+//! the contract (the vocabulary above), the kit (what backends are built from: processes,
+//! launchers, framing, the driver, permissions and questions, replay, homes, caller tools), and
+//! the features on runs (the gateway, sessions resumed per turn, history, summaries).
 //!
 //! # Defaults
 //!
@@ -18,15 +30,17 @@
 //!
 //! - Permissions: [`PermissionPolicy::Ask`], every request goes to the caller and waits for an
 //!   answer through [`RunControl`]; prompts are not skipped (`skip_permission_prompts: false`).
-//! - Caller waits ([`CallerWait`]): no deadline, a permission or question waits as long as the
-//!   run lasts (with a `waiting_for_caller` status); with a deadline, [`OnCallerTimeout::Deny`].
+//! - Caller waits ([`request::CallerWait`]): no deadline, a permission or question waits as long
+//!   as the run lasts (with a `waiting_for_caller` status); with a deadline,
+//!   [`request::OnCallerTimeout::Deny`].
 //! - Timeouts: none (`timeout`, `startup_timeout`, `idle_timeout`, `turn_timeout` all `None`).
-//! - Limits ([`Limits`]): none (no turn, token or cost limit).
+//! - Limits ([`request::Limits`]): none (no turn, token or cost limit).
 //! - Buffer budget: [`kit::budget::DEFAULT_BUFFER_BUDGET`] (1 MiB) of events waiting for the
 //!   caller before the run stops reading the agent.
-//! - Session: [`SessionSelector::New`]; home: [`home::Home::Inherit`] (the user's own); working
+//! - Session: [`SessionSelector::New`]; home: [`request::Home::Inherit`] (the user's own); working
 //!   directory: the caller's; no extra environment; no cancellation token; `include_raw: false`.
-//! - Wrapper events are bounded by [`bounds`] ([`bounds::TEXT_BOUND`], [`bounds::DATA_BOUND`], …).
+//! - Wrapper events are bounded by [`kit::bounds`] ([`kit::bounds::TEXT_BOUND`],
+//!   [`kit::bounds::DATA_BOUND`], …).
 //!
 //! ```no_run
 //! use agent_api::{AgentBackend, RunRequest};
@@ -45,55 +59,70 @@
 //! # Ok(()) }
 //! ```
 
-pub mod answer;
-pub mod backend;
-pub mod bounds;
-pub mod caller_tools;
-pub mod capability;
-pub mod detect;
+mod contract;
 pub mod display;
-pub mod error;
-pub mod event;
-pub mod gateway;
+mod gateway;
 pub mod history;
-pub mod home;
-pub mod images;
-pub mod kind;
 pub mod kit;
-pub mod options;
-pub mod portable;
-pub mod projection;
-pub mod rate_limit;
-pub mod request;
-pub mod run;
-pub mod secrets;
-pub mod session;
-pub mod session_ref;
-pub mod structured;
-pub mod summary;
-pub mod tool_calls;
-pub mod tools_facet;
-pub mod universal;
+mod resumed;
+mod summary;
+mod tool_calls;
 
+pub use contract::backend::AgentBackend;
+pub use contract::capability::CapabilitySet;
+pub use contract::error::AgentError;
+pub use contract::event::{AgentWrapperEvent, AgentWrapperEventKind};
+pub use contract::kind::AgentKind;
+pub use contract::portable::PortableOptions;
+pub use contract::request::{PermissionPolicy, Prompt, RunRequest, SessionSelector};
+pub use contract::run::{PermissionDecision, QuestionAnswer, RunCompletion, RunControl, RunHandle};
+pub use contract::session::Session;
+pub use contract::universal::UniversalEvent;
+pub use gateway::Gateway;
+
+/// The capability ids (`agent_api.*`) backends advertise and requests need.
 #[doc(inline)]
 pub use agent_api_capabilities as capabilities;
-pub use backend::{validate_request, AgentBackend};
-pub use capability::CapabilitySet;
-pub use error::{AgentError, LimitKind, TimeoutKind};
-pub use event::{AgentWrapperEvent, AgentWrapperEventKind, Channel, PermissionFacet, QuestionFacet, Retraction};
-pub use gateway::Gateway;
-pub use home::{Home, HomeSeed};
-pub use kind::AgentKind;
-pub use options::BackendOptions;
-pub use portable::{McpServer, PortableOptions};
-pub use request::{
-    CallerWait, Limits, OnCallerTimeout, PermissionPolicy, PermissionRule, Prompt, RunRequest, SessionSelector, ToolCategory,
-};
-pub use run::{
-    Completion, ControlCommand, PermissionDecision, QuestionAnswer, RunCompletion, RunControl, RunHandle, UniversalEvents, Usage,
-    WrapperEvents,
-};
-pub use session::Session;
-pub use session_ref::SessionRef;
-pub use summary::RunSummary;
-pub use tokio_util::sync::CancellationToken;
+
+pub mod request {
+    //! Everything else a [`RunRequest`](crate::RunRequest) can say: limits, caller waits and
+    //! permission rules, MCP servers and private files, the agent's home, where it runs (the
+    //! launcher), tools the caller defines, the session to resume, backend options, cancellation.
+    pub use crate::contract::caller_tool::{CallerTool, ToolFuture, ToolHandler, ToolOutput, DEFAULT_TOOL_TIMEOUT};
+    pub use crate::contract::home::{Home, HomeSeed};
+    pub use crate::contract::launcher::{Bwrap, Container, ContainerTarget, Engine, Launcher, Mount, Ssh, ViaError};
+    pub use crate::contract::options::BackendOptions;
+    pub use crate::contract::portable::{McpConfigFile, McpServer, NativeLimits, PrivateFile, TextOrFile};
+    pub use crate::contract::request::{CallerWait, Limits, OnCallerTimeout, PermissionRule};
+    pub use crate::contract::session_ref::SessionRef;
+    pub use crate::contract::tools_facet::ToolCategory;
+    pub use tokio_util::sync::CancellationToken;
+}
+
+pub mod run {
+    //! What a run gives back besides its [`RunHandle`](crate::RunHandle) and
+    //! [`RunCompletion`](crate::RunCompletion): the two event streams, the wrapper events' facets,
+    //! usage, control commands, the errors' kinds, and the summaries built from a run's events
+    //! (the answer's text, the tool calls joined, [`RunSummary`]).
+    pub use crate::contract::answer::{AnswerDelta, AnswerText};
+    pub use crate::contract::error::{LimitKind, TimeoutKind};
+    pub use crate::contract::event::{
+        enforce, enforce_into, within_bounds, Channel, EventData, PermissionFacet, QuestionFacet, Retraction,
+    };
+    pub use crate::contract::run::{Completion, ControlCommand, UniversalEvents, Usage, WrapperEvents};
+    pub use crate::contract::tools_facet::{ToolBytes, ToolPhase, ToolStatus, ToolsFacet, TOOLS_FACET_SCHEMA};
+    pub use crate::summary::RunSummary;
+    pub use crate::tool_calls::{ToolCallSummary, ToolCalls};
+}
+
+pub mod universal {
+    //! The universal session transcript's types (`spec/universal-schema.md`): every
+    //! [`UniversalEvent`](crate::UniversalEvent)'s body, its items and content parts, permissions
+    //! and questions. Building a transcript is the kit's ([`crate::kit::transcript`]).
+    pub use crate::contract::universal::{
+        AgentUnparsedData, ContentPart, DecidedBy, DeltaText, ErrorData, EventId, EventSource, FileAction, ItemDeltaData, ItemEventData,
+        ItemKind, ItemRole, ItemStatus, PermissionDetails, PermissionEventData, PermissionStatus, QuestionEventData, QuestionStatus,
+        ReasoningVisibility, SessionEndReason, SessionEndedData, SessionStartedData, StderrOutput, TerminatedBy, ToolCallRef, ToolMeta,
+        UniversalEventBody, UniversalItem, PERMISSION_DIFF_BOUND,
+    };
+}

@@ -5,8 +5,9 @@
 //! every permission asked and how it was decided, and the files changed.
 //!
 //! ```
-//! use agent_api::universal::{DecidedBy, NewItem, Transcript};
-//! use agent_api::RunSummary;
+//! use agent_api::universal::DecidedBy;
+//! use agent_api::kit::transcript::{NewItem, Transcript};
+//! use agent_api::run::RunSummary;
 //! let mut t = Transcript::new("sess_1".into(), false);
 //! let call = t.start_item(NewItem::tool_call("Bash", r#"{"command":"ls -la"}"#, "call_1"));
 //! t.permission_requested("perm_1", "Bash: ls -la", None);
@@ -18,12 +19,14 @@
 //! assert_eq!(summary.permissions[0].decided_by, Some(DecidedBy::Policy));
 //! ```
 
-use crate::request::ToolCategory;
-use crate::run::{RunCompletion, Usage};
+use crate::contract::run::{RunCompletion, Usage};
+use crate::contract::tools_facet::ToolCategory;
+use crate::contract::universal::{
+    ContentPart, DecidedBy, FileAction, PermissionStatus, UniversalEvent, UniversalEventBody as Body, UniversalItem,
+};
 use crate::tool_calls::ToolCalls;
-use crate::universal::{ContentPart, DecidedBy, FileAction, PermissionStatus, UniversalEvent, UniversalEventBody as Body, UniversalItem};
 
-pub use crate::tool_calls::ToolCallSummary;
+use crate::tool_calls::ToolCallSummary;
 
 /// One permission request and its decision.
 #[derive(Debug, Clone, PartialEq)]
@@ -108,5 +111,13 @@ impl RunSummary {
                 self.files_changed.push((path.clone(), *action));
             }
         }
+    }
+}
+
+impl crate::contract::run::RunHandle {
+    /// Reads the whole run and sums it up (see [`RunSummary`]): for callers who do not stream.
+    pub async fn collect_summary(self) -> (RunSummary, Result<RunCompletion, crate::contract::error::AgentError>) {
+        let (events, completion) = self.collect_universal().await;
+        (RunSummary::from_events(&events, completion.as_ref().ok()), completion)
     }
 }

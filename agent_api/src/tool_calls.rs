@@ -2,9 +2,10 @@
 //! to four events (a start, deltas, a completion, a separate result), in either stream.
 //!
 //! ```
-//! use agent_api::tool_calls::ToolCalls;
-//! use agent_api::tools_facet::ToolStatus;
-//! use agent_api::universal::{NewItem, ToolMeta, Transcript};
+//! use agent_api::run::ToolCalls;
+//! use agent_api::run::ToolStatus;
+//! use agent_api::kit::transcript::{NewItem, Transcript};
+//! use agent_api::universal::ToolMeta;
 //! use serde_json::json;
 //! let mut t = Transcript::new("sess_1".into(), false);
 //! let meta = ToolMeta { kind: "command_execution".into(), ..ToolMeta::default() }.with_shell_fields(&json!({"command": "ls"}));
@@ -20,10 +21,12 @@
 
 use std::collections::HashMap;
 
-use crate::event::{AgentWrapperEvent, AgentWrapperEventKind};
-use crate::request::ToolCategory;
-use crate::tools_facet::{ToolPhase, ToolStatus};
-use crate::universal::{shell_fields, ContentPart, ItemKind, ItemStatus, UniversalEvent, UniversalEventBody as Body, UniversalItem};
+use crate::contract::event::{AgentWrapperEvent, AgentWrapperEventKind};
+use crate::contract::tools_facet::ToolCategory;
+use crate::contract::tools_facet::{ToolPhase, ToolStatus};
+use crate::contract::universal::{
+    shell_fields, ContentPart, ItemKind, ItemStatus, UniversalEvent, UniversalEventBody as Body, UniversalItem,
+};
 
 /// One tool call, joined from every event about it.
 #[derive(Debug, Clone, PartialEq)]
@@ -154,7 +157,7 @@ impl ToolCalls {
     /// # async fn show(handle: agent_api::RunHandle) {
     /// use futures::StreamExt;
     /// let (mut events, _completion) = handle.into_wrapper();
-    /// let mut calls = agent_api::tool_calls::ToolCalls::new();
+    /// let mut calls = agent_api::run::ToolCalls::new();
     /// while let Some(event) = events.next().await {
     ///     if let Some(call) = calls.push_wrapper_finished(&event) {
     ///         println!("ran {} `{}`: {}", call.name, call.command.as_deref().unwrap_or("-"), call.status);

@@ -3,9 +3,11 @@
 
 use std::time::Duration;
 
-use agent_api::caller_tools::client::{result_text, McpClient};
-use agent_api::caller_tools::{attach, CallerTool, SERVER_NAME};
-use agent_api::{AgentError, McpServer, RunRequest};
+use agent_api::kit::caller_tools::client::{result_text, McpClient};
+use agent_api::kit::caller_tools::{attach, SERVER_NAME};
+use agent_api::request::CallerTool;
+use agent_api::request::McpServer;
+use agent_api::{AgentError, RunRequest};
 use serde_json::{json, Value};
 
 fn schema() -> Value {

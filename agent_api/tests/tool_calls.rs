@@ -1,10 +1,12 @@
 //! `ToolCalls` joins a tool call's two to four events into one entry, whatever order they come
 //! in and whichever are missing.
 
-use agent_api::tool_calls::ToolCalls;
-use agent_api::tools_facet::{ToolBytes, ToolStatus};
-use agent_api::universal::{ContentPart, NewItem, PermissionDetails, PermissionEventData, ToolMeta, Transcript, UniversalEvent};
-use agent_api::ToolCategory;
+use agent_api::kit::transcript::{NewItem, Transcript};
+use agent_api::request::ToolCategory;
+use agent_api::run::ToolCalls;
+use agent_api::run::{ToolBytes, ToolStatus};
+use agent_api::universal::{ContentPart, PermissionDetails, PermissionEventData, ToolMeta};
+use agent_api::UniversalEvent;
 use serde_json::json;
 
 fn shell_meta() -> ToolMeta {
@@ -99,12 +101,12 @@ fn the_tools_facet_names_the_command_with_its_secrets_masked() {
     let meta = ToolMeta { kind: "command_execution".into(), ..ToolMeta::default() }.with_shell_fields(&arguments);
     let item = t.start_item(NewItem::tool_call("Bash", arguments.to_string(), "c1").tool(meta));
     t.complete_item(&item);
-    let mut projector = agent_api::projection::Projector::new(agent_api::AgentKind::from_static("test"), true);
+    let mut projector = agent_api::kit::projection::Projector::new(agent_api::AgentKind::from_static("test"), true);
     let events: Vec<_> = t.drain().collect();
     let facets: Vec<_> = events.iter().flat_map(|e| projector.project(e)).filter_map(|e| e.tools_facet()).collect();
     let command = facets.iter().find_map(|f| f.command.clone()).expect("a facet with the command");
     assert!(command.starts_with("curl -H 'Authorization: ") && command.ends_with("https://x"), "{command}");
-    assert!(command.contains(agent_api::secrets::REDACTED), "{command}");
+    assert!(command.contains(agent_api::kit::secrets::REDACTED), "{command}");
     assert!(!command.contains("eyJhbGciOiJIUzI1NiJ9"), "{command}");
 }
 
@@ -122,7 +124,7 @@ fn each_call_is_seen_once_when_it_finishes() {
     let finished: Vec<(String, ToolStatus)> =
         events.iter().filter_map(|e| calls.push_universal_finished(e).map(|c| (c.call_id.clone(), c.status))).collect();
     assert_eq!(finished, [("c1".to_string(), ToolStatus::Completed), ("c2".to_string(), ToolStatus::Failed)]);
-    let mut projector = agent_api::projection::Projector::new(agent_api::AgentKind::from_static("x"), true);
+    let mut projector = agent_api::kit::projection::Projector::new(agent_api::AgentKind::from_static("x"), true);
     let mut calls = ToolCalls::new();
     let finished: Vec<String> = events
         .iter()

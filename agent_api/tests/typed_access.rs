@@ -1,12 +1,15 @@
 //! Callers read what an event is through typed accessors on both views, never by digging in JSON.
 
-use agent_api::projection::Projector;
-use agent_api::tools_facet::{ToolPhase, ToolStatus};
+use agent_api::kit::projection::Projector;
+use agent_api::kit::transcript::{NewItem, SessionEnd, Transcript};
+use agent_api::request::ToolCategory;
+use agent_api::run::Channel;
+use agent_api::run::{ToolPhase, ToolStatus};
 use agent_api::universal::{
-    DecidedBy, ItemRole, NewItem, PermissionDetails, PermissionEventData, PermissionStatus, QuestionStatus, ReasoningVisibility,
-    SessionEnd, ToolMeta, Transcript, UniversalEvent,
+    DecidedBy, ItemRole, PermissionDetails, PermissionEventData, PermissionStatus, QuestionStatus, ReasoningVisibility, ToolMeta,
 };
-use agent_api::{AgentError, AgentKind, AgentWrapperEvent, AgentWrapperEventKind, Channel, ToolCategory};
+use agent_api::UniversalEvent;
+use agent_api::{AgentError, AgentKind, AgentWrapperEvent, AgentWrapperEventKind};
 
 /// A transcript with one of everything, and both views of it.
 fn one_of_everything() -> (Vec<UniversalEvent>, Vec<AgentWrapperEvent>) {

@@ -32,7 +32,7 @@ pub(crate) fn sse(frames: mpsc::Receiver<Frame>) -> Response {
 }
 
 /// `task`, ended early when the server stops: its stream ends, so that its connection closes.
-pub(crate) async fn until_stopped(stopping: agent_api::CancellationToken, task: impl std::future::Future<Output = ()>) {
+pub(crate) async fn until_stopped(stopping: agent_api::request::CancellationToken, task: impl std::future::Future<Output = ()>) {
     tokio::select! {
         () = task => {}
         () = stopping.cancelled() => {}

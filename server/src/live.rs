@@ -9,7 +9,8 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use agent_api::universal::{SessionEndReason, TerminatedBy, UniversalEvent, UniversalEventBody};
+use agent_api::universal::{SessionEndReason, TerminatedBy, UniversalEventBody};
+use agent_api::UniversalEvent;
 use agent_api::{RunControl, RunHandle, Session};
 use futures::StreamExt;
 use tokio::sync::broadcast;

@@ -5,8 +5,9 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use agent_api::detect::BackendProbe;
-use agent_api::{AgentKind, Gateway, PermissionPolicy, RunRequest, SessionRef, SessionSelector};
+use agent_api::kit::detect::BackendProbe;
+use agent_api::request::SessionRef;
+use agent_api::{AgentKind, Gateway, PermissionPolicy, RunRequest, SessionSelector};
 use axum::http::StatusCode;
 
 use crate::config::ServerConfig;
@@ -46,7 +47,7 @@ pub(crate) struct Inner {
     live: Mutex<HashMap<String, Arc<LiveSession>>>,
     opening: Mutex<HashSet<String>>,
     /// Cancelled when the server stops: every SSE stream ends, so that connections close.
-    pub(crate) stopping: agent_api::CancellationToken,
+    pub(crate) stopping: agent_api::request::CancellationToken,
 }
 
 impl std::fmt::Debug for Server {
@@ -87,7 +88,7 @@ impl Server {
                 probes: Vec::new(),
                 live: Mutex::new(HashMap::new()),
                 opening: Mutex::new(HashSet::new()),
-                stopping: agent_api::CancellationToken::new(),
+                stopping: agent_api::request::CancellationToken::new(),
             }),
         })
     }

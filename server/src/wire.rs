@@ -350,7 +350,7 @@ pub struct SessionUsage {
 
 impl SessionUsage {
     /// Adds one turn's usage.
-    pub fn add(&mut self, turn: &agent_api::Usage) {
+    pub fn add(&mut self, turn: &agent_api::run::Usage) {
         fn sum<T: std::ops::Add<Output = T> + Copy>(total: &mut Option<T>, more: Option<T>) {
             if let Some(more) = more {
                 *total = Some(total.map_or(more, |t| t + more));
@@ -458,7 +458,7 @@ pub struct ProblemDetails {
 }
 
 /// The universal event, described by the project's own JSON Schema (`spec/universal-schema.json`)
-/// in the OpenAPI document; on the wire it is [`agent_api::universal::UniversalEvent`].
+/// in the OpenAPI document; on the wire it is [`agent_api::UniversalEvent`].
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct UniversalEventSchema(pub serde_json::Value);

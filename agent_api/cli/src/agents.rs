@@ -4,7 +4,8 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use agent_api::detect::BackendProbe;
+use agent_api::kit::detect::BackendProbe;
+use agent_api::kit::replay::Replay;
 use agent_api::{AgentBackend, AgentKind, Gateway};
 
 /// The CLI the test bench installed (`bash tests/bench/install-clis.sh`): under `$AGENT_API_CLI_DIR`
@@ -24,12 +25,17 @@ pub(crate) fn locate_bench(probe: &BackendProbe) -> Option<PathBuf> {
 /// A backend for `kind`: the installed CLI where discovery finds one, else one that runs the
 /// executable's bare name (and so fails with a typed "not found" when it runs).
 pub(crate) fn backend(kind: &str) -> Result<Arc<dyn AgentBackend>, String> {
+    replayer(kind).map(|backend| backend as Arc<dyn AgentBackend>)
+}
+
+/// The backend of [`backend`], as the [`Replay`] every built-in backend is (`agent-api replay`).
+pub(crate) fn replayer(kind: &str) -> Result<Arc<dyn Replay>, String> {
     let unknown = || {
         let known: Vec<_> = agent_api_builtin::kinds().iter().map(|k| agent_api::display::line(k.as_str(), 64)).collect();
         format!("unknown agent kind `{}`; known: {}", agent_api::display::line(kind, 64), known.join(", "))
     };
     let kind = AgentKind::new(kind).map_err(|_| unknown())?;
-    agent_api_builtin::backend(&kind).map_err(|_| unknown())
+    agent_api_builtin::replayer(&kind).map_err(|_| unknown())
 }
 
 /// A gateway holding every known backend (without probing versions: a run should not wait for

@@ -3,7 +3,8 @@
 
 use std::time::Duration;
 
-use agent_api::{Home, HomeSeed, RunRequest, SessionRef, SessionSelector};
+use agent_api::request::{Home, HomeSeed, SessionRef};
+use agent_api::{RunRequest, SessionSelector};
 use clap::{Args, ValueEnum};
 
 /// Where the agent keeps its config and state (`--home`).

@@ -108,7 +108,7 @@ pub(crate) struct RequestFlags {
     /// Where the agent runs: local, bwrap, docker:NAME, podman:NAME, docker-image:IMAGE,
     /// podman-image:IMAGE, ssh:[user@]host[:port] or prefix:JSON_ARGV (spec/launchers.md).
     #[arg(long, value_name = "LAUNCHER")]
-    pub(crate) via: Option<agent_api::kit::Launcher>,
+    pub(crate) via: Option<agent_api::request::Launcher>,
 }
 
 /// The flags `run` and `chat` share: which agent, how to show its events, and the request.

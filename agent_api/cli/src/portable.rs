@@ -3,8 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
-use agent_api::portable::{McpServer, PortableOptions};
-use agent_api::ToolCategory;
+use agent_api::request::McpServer;
+use agent_api::request::ToolCategory;
+use agent_api::PortableOptions;
 use clap::Args;
 use serde_json::Value;
 
@@ -60,7 +61,7 @@ impl PortableFlags {
 
 /// A category by its snake_case name, as permission events carry it.
 fn category(name: &str) -> Result<ToolCategory, String> {
-    let names = || agent_api::portable::DENIABLE_CATEGORIES.map(|c| c.as_str()).join(", ");
+    let names = || agent_api::kit::options::DENIABLE_CATEGORIES.map(|c| c.as_str()).join(", ");
     serde_json::from_value(Value::String(name.to_string())).map_err(|_| format!("unknown tool category {name:?} (one of {})", names()))
 }
 

@@ -4,8 +4,10 @@
 use std::io::{self, Write};
 
 use agent_api::display;
-use agent_api::universal::{ContentPart, ItemKind, UniversalEvent, UniversalEventBody, UniversalItem};
-use agent_api::{AgentWrapperEvent, AgentWrapperEventKind as Kind, Channel, Usage};
+use agent_api::run::{Channel, Usage};
+use agent_api::universal::{ContentPart, ItemKind, UniversalEventBody, UniversalItem};
+use agent_api::UniversalEvent;
+use agent_api::{AgentWrapperEvent, AgentWrapperEventKind as Kind};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -199,7 +201,7 @@ pub(crate) fn sanitized_text_for_tests(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use agent_api::universal::NewItem;
+    use agent_api::kit::transcript::NewItem;
 
     #[test]
     fn usage_is_plain_numbers() {
@@ -213,7 +215,7 @@ mod tests {
 
     #[test]
     fn tool_lines_show_the_command_inert() {
-        let mut transcript = agent_api::universal::Transcript::new("s".into(), false);
+        let mut transcript = agent_api::kit::transcript::Transcript::new("s".into(), false);
         let id = transcript.start_item(NewItem::tool_call("Bash", r#"{"command":"ls -la\u001b[2J"}"#, "c1"));
         transcript.complete_item(&id);
         let events: Vec<_> = transcript.drain().collect();
@@ -231,7 +233,7 @@ mod tests {
     fn tool_lines_show_the_typed_command_and_cwd_whatever_the_arguments() {
         // ACP arguments carry a title, not the command: the typed field is what names it.
         let meta = agent_api::universal::ToolMeta::default().with_shell_fields(&serde_json::json!({"command": "cargo test", "cwd": "/w"}));
-        let mut transcript = agent_api::universal::Transcript::new("s".into(), false);
+        let mut transcript = agent_api::kit::transcript::Transcript::new("s".into(), false);
         let id = transcript.start_item(NewItem::tool_call("execute", r#"{"title":"Run tests"}"#, "c1").tool(meta));
         let item = transcript.open_item(&id).unwrap().clone();
         assert_eq!(tool_call_line(&item), "⚙ execute: cargo test (in /w)");

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use agent_api::kit::replay::{replay as replay_recording, ReplayOptions};
 
-use crate::agents::backend;
+use crate::agents::replayer;
 use crate::run::{show_run, RunOptions};
 use crate::signals::Stop;
 
@@ -14,7 +14,7 @@ use crate::signals::Stop;
 pub(crate) async fn replay(options: RunOptions, file: &Path) -> Result<ExitCode, String> {
     let stop = Stop::listen().map_err(|e| format!("cannot listen for signals: {e}"))?;
     let kind = options.agent.clone().unwrap_or_default();
-    let backend = backend(&kind)?;
+    let backend = replayer(&kind)?;
     let include_raw = options.include_raw;
     let handle = if file == Path::new("-") {
         replay_recording(backend.as_ref(), tokio::io::stdin(), ReplayOptions::default().include_raw(include_raw)).await

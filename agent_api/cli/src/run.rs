@@ -10,8 +10,9 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use agent_api::display;
-use agent_api::projection::Projector;
-use agent_api::universal::{ItemKind, UniversalEvent, UniversalEventBody};
+use agent_api::kit::projection::Projector;
+use agent_api::universal::{ItemKind, UniversalEventBody};
+use agent_api::UniversalEvent;
 use agent_api::{PermissionDecision, PermissionPolicy, QuestionAnswer, RunControl, RunHandle, RunRequest};
 use futures::StreamExt;
 
@@ -37,7 +38,7 @@ pub(crate) struct RunOptions {
     pub timeout: Option<u64>,
     pub acp_command: Option<Argv>,
     /// Where the agent runs (`--via`).
-    pub via: Option<agent_api::kit::Launcher>,
+    pub via: Option<agent_api::request::Launcher>,
     /// The agent's own options (`--option KEY=VALUE`), as typed: checked against the chosen
     /// backend's options struct by [`request_of`].
     pub options: Vec<(String, String)>,

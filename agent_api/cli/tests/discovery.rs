@@ -47,8 +47,8 @@ async fn doctor_run_and_the_library_find_the_same_agents() {
     let kinds: Vec<String> = found.iter().map(|f| f.kind.to_string()).collect();
     assert_eq!(kinds, ["codex", "opencode", "gemini"], "in the order run prefers them: {found:?}");
     assert_eq!(found[2].binary, gemini, "the variable's binary");
-    assert!(matches!(&found[2].found_by, agent_api::detect::FoundBy::EnvVar(v) if v == "AGENT_API_GEMINI_BIN"), "{found:?}");
-    assert!(matches!(found[0].found_by, agent_api::detect::FoundBy::Path), "{found:?}");
+    assert!(matches!(&found[2].found_by, agent_api::kit::detect::FoundBy::EnvVar(v) if v == "AGENT_API_GEMINI_BIN"), "{found:?}");
+    assert!(matches!(found[0].found_by, agent_api::kit::detect::FoundBy::Path), "{found:?}");
     assert_eq!((found[0].version.as_deref(), found[2].supported), (Some("0.1.0"), true));
 
     let doctor = String::from_utf8_lossy(&agent_api(&["doctor"]).stdout).into_owned();

@@ -156,7 +156,7 @@ async fn e2e_resume_with_the_printed_session_line_from_another_directory_finds_t
     let first = tokio::task::block_in_place(|| agent_api(&sandbox, "all").output().unwrap());
     let stderr = String::from_utf8_lossy(&first.stderr).into_owned();
     assert!(first.status.success(), "{stderr}");
-    let handle = agent_api::SessionRef::parse(session_line(&stderr)).unwrap();
+    let handle = agent_api::request::SessionRef::parse(session_line(&stderr)).unwrap();
     assert_eq!(handle.working_dir(), Some(sandbox.cwd.as_path()));
     assert_eq!(handle.agent.as_ref().map(|a| a.as_str()), Some("claude_code"));
 
@@ -178,5 +178,5 @@ async fn e2e_resume_with_the_printed_session_line_from_another_directory_finds_t
     let (out, err) = (String::from_utf8_lossy(&second.stdout), String::from_utf8_lossy(&second.stderr));
     assert!(second.status.success(), "{out}\n{err}");
     assert!(out.contains("user_turns=2"), "the resumed session's first turn is in the model request: {out}\n{err}");
-    assert_eq!(agent_api::SessionRef::parse(session_line(&err)).unwrap().working_dir(), Some(sandbox.cwd.as_path()));
+    assert_eq!(agent_api::request::SessionRef::parse(session_line(&err)).unwrap().working_dir(), Some(sandbox.cwd.as_path()));
 }

@@ -14,20 +14,20 @@ use tokio::task::JoinHandle;
 use tokio::time::{sleep_until, Instant};
 use tokio_util::sync::CancellationToken;
 
-use super::budget::{self, BatchSender, EVENTS_PER_BATCH};
 use super::lines::{Line, LineChunk};
 use super::process::signal_group;
 use super::protocol::Outbox;
 use super::stderr::{LogFollower, StderrCapture};
 use super::timeouts::{expiry, Clock, TimeoutLimits};
 use super::transport::{wait_exit, Lifecycle, StdinQueue};
-use crate::error::AgentError;
-use crate::run::{ControlMessage, RunCompletion, RunControl, RunGuard, RunHandle};
-use crate::universal::{Transcript, UniversalEvent};
+use crate::contract::budget::{self, BatchSender, EVENTS_PER_BATCH};
+use crate::contract::error::AgentError;
+use crate::contract::run::{ControlMessage, RunCompletion, RunControl, RunGuard, RunHandle};
+use crate::contract::universal::{Transcript, UniversalEvent};
 use output::Output;
 
-pub use super::protocol::{describe_json_error, parse_typed, parse_value, Ctx, ExitInfo, LineStr, Protocol, ProtocolHarness, Unparsed};
-pub use super::transport::{line_source, AgentPipes, LineSource, SourceItem, Transport};
+pub(crate) use super::protocol::{Ctx, ExitInfo, Protocol, Unparsed};
+pub(crate) use super::transport::{LineSource, SourceItem, Transport};
 pub use session::start_session;
 pub use settings::{RunSettings, DEFAULT_INPUT_LIMIT};
 
@@ -487,7 +487,7 @@ impl Core {
         }
     }
 
-    fn on_timeout(&mut self, kind: crate::error::TimeoutKind) {
+    fn on_timeout(&mut self, kind: crate::contract::error::TimeoutKind) {
         self.clock.fire(kind);
         self.begin_stop(Stop::TimedOut);
     }

@@ -12,8 +12,10 @@
 //!
 //! ```
 //! use agent_api::kit::hitl::{Hitl, PermissionRequest};
-//! use agent_api::universal::{DecidedBy, Transcript};
-//! use agent_api::{PermissionPolicy, ToolCategory};
+//! use agent_api::universal::DecidedBy;
+//! use agent_api::kit::transcript::Transcript;
+//! use agent_api::PermissionPolicy;
+//! use agent_api::request::ToolCategory;
 //! let mut t = Transcript::new("sess_1".into(), false);
 //! let mut hitl: Hitl<&str, ()> = Hitl::live(PermissionPolicy::ApproveAll);
 //! let request = PermissionRequest::new("req_1", ToolCategory::Shell, "Bash: ls");
@@ -30,11 +32,12 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;
 
-use crate::error::AgentError;
-use crate::request::{PermissionPolicy, PermissionRule, ToolCategory};
-use crate::run::{PermissionDecision, QuestionAnswer};
-pub use crate::universal::PermissionDetails;
-use crate::universal::{DecidedBy, PermissionEventData, QuestionEventData, Transcript};
+use crate::contract::error::AgentError;
+use crate::contract::request::{PermissionPolicy, PermissionRule};
+use crate::contract::run::{PermissionDecision, QuestionAnswer};
+use crate::contract::tools_facet::ToolCategory;
+use crate::contract::universal::PermissionDetails;
+use crate::contract::universal::{DecidedBy, PermissionEventData, QuestionEventData, Transcript};
 
 /// One permission request, as a backend describes it to the kit.
 #[derive(Debug, Clone, PartialEq)]

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use serde_json::{json, Map, Value};
 
-use super::driver::Unparsed;
+use super::protocol::Unparsed;
 
 /// One incoming JSON-RPC message.
 #[derive(Debug, Clone, PartialEq)]

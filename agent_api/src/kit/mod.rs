@@ -1,7 +1,7 @@
 //! The kit for backend authors: everything between "spawn this CLI" and "here are its events".
 //!
 //! A backend writes a [`Protocol`] (parse native messages, describe them to the
-//! [`Transcript`](crate::universal::Transcript), answer control commands) and a
+//! [`Transcript`](crate::kit::transcript::Transcript), answer control commands) and a
 //! [`CommandSpec`]; [`start_run`] does the rest:
 //!
 //! - [`process`]: spawns the CLI in its own process group with default signal dispositions,
@@ -12,10 +12,10 @@
 //! - [`lines`]: a bounded line reader; a line over the cap is skipped without being buffered
 //!   and reported as one bounded status event;
 //! - [`stderr`]: per-run stderr capture, bounded to a head and a tail;
-//! - [`protocol`]: the [`Protocol`] trait a backend implements, with its typed line entry;
-//! - [`transport`]: where lines come from (a process, an in-process agent, a recording);
+//! - [`Protocol`]: the trait a backend implements, with its typed line entry ([`parse_typed`]);
+//! - [`Transport`]: where lines come from (a process, an in-process agent, a recording);
 //! - [`budget`]: the byte budget of events waiting for the caller;
-//! - [`driver`]: the pump, with backpressure, that never drops an event, applies timeouts and
+//! - [`start_run`] and [`start_session`]: the pump, with backpressure, that never drops an event, applies timeouts and
 //!   cancellation, and guarantees one completion and one terminal error for a failed run;
 //! - [`jsonrpc`], [`http`] and [`sse`]: helpers for the two-way protocols (JSON-RPC over stdio, and
 //!   HTTP plus a server-sent event stream to an agent's local server);
@@ -44,24 +44,51 @@
 //! secret-sentinel test (`tests/conformance/tests/secrets.rs`), the fault table (`spec/faults.md`) and
 //! the fuzz targets (a `parser_<name>` target in `fuzz/`, see its README).
 
-pub mod budget;
-pub mod driver;
-pub mod files;
+pub use crate::contract::budget;
+pub mod caller_tools;
+mod command;
+pub mod detect;
+mod driver;
+pub use crate::contract::files;
 pub mod hitl;
+pub mod home;
 pub mod http;
 pub mod jsonrpc;
 pub mod launch;
+mod limits;
 pub mod lines;
 pub mod process;
-pub mod protocol;
+mod protocol;
+pub mod rate_limit;
 mod reap;
 pub mod replay;
 pub mod sse;
 pub mod stderr;
 pub(crate) mod timeouts;
-pub mod transport;
+mod transport;
+
+pub use crate::contract::{bounds, images, projection, secrets, structured};
 
 pub use async_trait::async_trait;
-pub use driver::{start_run, start_session, Ctx, ExitInfo, Protocol, RunSettings, Transport, Unparsed};
-pub use launch::Launcher;
-pub use process::CommandSpec;
+pub use command::CommandSpec;
+pub use driver::{start_run, start_session, RunSettings, DEFAULT_INPUT_LIMIT};
+pub use protocol::{describe_json_error, parse_typed, parse_value, Ctx, ExitInfo, LineStr, Protocol, ProtocolHarness, Unparsed};
+pub use transport::{line_source, AgentPipes, LineSource, SourceItem, Transport};
+
+pub use crate::contract::backend::{validate_request, validate_template};
+pub use crate::contract::session_ref::is_uuid;
+
+pub mod options {
+    //! A backend's options: its own typed extension keys (`backend.<kind>.*`) and how it maps the
+    //! portable options to its CLI's flags, config keys and protocol fields (`spec/options.md`).
+    pub use crate::contract::options::{extension_keys, unknown_key, value_from_text};
+    pub use crate::contract::portable::{with_mappings, write_private_file, OptionMapping, DENIABLE_CATEGORIES, SDK_ONLY, SDK_SCHEMA};
+}
+
+pub mod transcript {
+    //! Building the universal transcript: a backend describes what its agent did to a
+    //! [`Transcript`], which numbers, bounds, masks and emits the events.
+    pub use crate::contract::universal::{
+        replacement_diff, shell_fields, NewItem, SessionEnd, Transcript, TranscriptLimits, SHELL_FIELD_BOUND,
+    };
+}

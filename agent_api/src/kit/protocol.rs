@@ -4,10 +4,10 @@
 use serde_json::Value;
 
 use super::stderr::StderrCapture;
-use crate::error::AgentError;
-use crate::request::Prompt;
-use crate::run::{ControlCommand, RunCompletion};
-use crate::universal::Transcript;
+use crate::contract::error::AgentError;
+use crate::contract::request::Prompt;
+use crate::contract::run::{ControlCommand, RunCompletion};
+use crate::contract::universal::Transcript;
 
 /// Why a native message could not be converted; becomes an `agent.unparsed` event.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -141,7 +141,7 @@ pub fn parse_typed<'line, T: serde::Deserialize<'line>>(line: &'line [u8]) -> Op
 /// own `Cow<str>` borrows only as a bare field, never inside an `Option`; this does both.
 ///
 /// ```
-/// use agent_api::kit::driver::{parse_typed, LineStr};
+/// use agent_api::kit::{parse_typed, LineStr};
 /// #[derive(serde::Deserialize)]
 /// struct Delta<'a> {
 ///     #[serde(borrow)]
@@ -271,7 +271,7 @@ impl<'a> Ctx<'a> {
 /// [`ProtocolHarness::ctx`], then read the transcript's events and what it sent to the agent.
 ///
 /// ```
-/// use agent_api::kit::driver::ProtocolHarness;
+/// use agent_api::kit::ProtocolHarness;
 /// let mut harness = ProtocolHarness::new();
 /// harness.ctx().send(&serde_json::json!({"type": "interrupt"}));
 /// assert_eq!(harness.take_sent(), vec![serde_json::json!({"type": "interrupt"})]);

@@ -47,7 +47,7 @@ pub(super) fn become_subreaper() {
 /// of them that are this process's children (reparented orphans), never `root` itself (its owner
 /// reaps it).
 pub fn kill_tree(root: i32, marker: u64) {
-    super::process::signal_group(root, libc::SIGKILL);
+    signal_group(root, libc::SIGKILL);
     #[cfg(target_os = "linux")]
     linux::kill_descendants(root, marker);
     #[cfg(not(target_os = "linux"))]
@@ -66,12 +66,22 @@ pub fn descendants(root: i32, marker: u64) -> Vec<i32> {
     }
 }
 
+/// Sends `signal` to process group `pgid`.
+pub fn signal_group(pgid: i32, signal: i32) {
+    if pgid > 1 {
+        // SAFETY: kill(2) with a negative pid only sends a signal; it touches no memory.
+        unsafe {
+            libc::kill(-pgid, signal);
+        }
+    }
+}
+
 #[cfg(target_os = "linux")]
 mod linux {
     use std::collections::BTreeSet;
     use std::time::{Duration, Instant};
 
-    use super::RUN_MARKER_VAR;
+    use crate::kit::reap::RUN_MARKER_VAR;
 
     pub(super) struct Proc {
         pub(super) pid: i32,
@@ -97,7 +107,7 @@ mod linux {
 
     pub(super) fn descendants(root: i32, marker: u64) -> Vec<Proc> {
         let me = std::process::id() as i32;
-        let needle = format!("{RUN_MARKER_VAR}={}", super::marker_value(marker)).into_bytes();
+        let needle = format!("{RUN_MARKER_VAR}={}", crate::kit::reap::marker_value(marker)).into_bytes();
         let all = processes();
         // The agent itself counts only while it carries the marker: once reaped, its pid may
         // already belong to an unrelated process whose children must not be touched.

@@ -13,10 +13,11 @@ use tokio::io::{AsyncRead, BufReader};
 
 use super::driver::{start_run, LineSource, RunSettings, SourceItem, Transport};
 use super::lines::{BoundedLineReader, Line, DEFAULT_LINE_CAP};
+use super::protocol::Protocol;
 use super::transport::read_lines;
-use crate::backend::AgentBackend;
-use crate::error::AgentError;
-use crate::run::RunHandle;
+use crate::contract::backend::AgentBackend;
+use crate::contract::error::AgentError;
+use crate::contract::run::RunHandle;
 
 /// The format of a recording.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,6 +27,14 @@ pub enum RecordingFormat {
     NativeStdout,
     /// A two-way session: what the client sent, what the agent answered, stderr.
     Session,
+}
+
+/// A backend whose agent's recorded output can be replayed: the converter a recording is fed
+/// through. Every built-in backend implements it; a caller's own backend may, and then replays as
+/// they do ([`replay`], `agent-api replay`).
+pub trait Replay: AgentBackend {
+    /// The converter that turns a recorded native log of this agent into events.
+    fn replay_protocol(&self, format: RecordingFormat) -> Result<Box<dyn Protocol>, AgentError>;
 }
 
 /// How to replay.
@@ -99,7 +108,7 @@ fn session_item(line: Line) -> SourceItem {
         },
         Ok(SessionLine { dir: "stderr", msg }) => SourceItem::Stderr(serde_json::from_str::<String>(msg.get()).unwrap_or_default()),
         Ok(SessionLine { dir, .. }) => {
-            SourceItem::Malformed(format!("unknown session direction {:?}", crate::bounds::utf8_prefix(dir, 32)))
+            SourceItem::Malformed(format!("unknown session direction {:?}", crate::contract::bounds::utf8_prefix(dir, 32)))
         }
         Err(e) => SourceItem::Malformed(format!("not a session line: {e}")),
     }
@@ -116,7 +125,7 @@ pub async fn open_recording(reader: impl AsyncRead + Send + Unpin + 'static) -> 
             Some(Line::Complete(bytes)) if bytes.iter().all(u8::is_ascii_whitespace) => continue,
             Some(line) => {
                 if let Some(looks_like) = match &line {
-                    Line::Complete(bytes) => crate::history::store_shape(bytes),
+                    Line::Complete(bytes) => crate::contract::store::store_shape(bytes),
                     Line::Oversize { .. } => None,
                 } {
                     return Err(AgentError::StoredSessionFile { looks_like });
@@ -151,7 +160,7 @@ pub async fn open_recording(reader: impl AsyncRead + Send + Unpin + 'static) -> 
 /// Replays a recording through `backend`'s protocol, as a run whose events can be read in
 /// either view.
 pub async fn replay(
-    backend: &dyn AgentBackend,
+    backend: &dyn Replay,
     reader: impl AsyncRead + Send + Unpin + 'static,
     options: ReplayOptions,
 ) -> Result<RunHandle, AgentError> {
@@ -167,7 +176,7 @@ pub async fn replay(
 }
 
 /// Replays a file; the exit code comes from a `<scenario>.meta.json` beside it, when present.
-pub async fn replay_file(backend: &dyn AgentBackend, path: &Path, include_raw: bool) -> Result<RunHandle, AgentError> {
+pub async fn replay_file(backend: &dyn Replay, path: &Path, include_raw: bool) -> Result<RunHandle, AgentError> {
     let file =
         tokio::fs::File::open(path).await.map_err(|e| AgentError::Replay { reason: format!("cannot open {}: {e}", path.display()) })?;
     replay(backend, file, ReplayOptions::beside(path).include_raw(include_raw)).await

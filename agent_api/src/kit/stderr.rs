@@ -8,7 +8,7 @@ use std::sync::Arc;
 use tokio::io::{AsyncRead, BufReader};
 
 use super::lines::{BoundedLineReader, Line};
-use crate::universal::StderrOutput;
+use crate::contract::universal::StderrOutput;
 
 /// Lines kept from the start of stderr.
 pub const HEAD_LINES: usize = 20;
@@ -28,7 +28,7 @@ pub struct StderrSource {
 }
 
 impl StderrSource {
-    /// `stream`, with `secrets` (see [`crate::secrets::secret_values`]) to mask.
+    /// `stream`, with `secrets` (see [`crate::kit::secrets::secret_values`]) to mask.
     pub fn new(stream: Pin<Box<dyn AsyncRead + Send>>, secrets: Vec<String>) -> Self {
         Self { stream, secrets: secrets.into() }
     }
@@ -111,7 +111,8 @@ impl StderrCapture {
     /// and masked as every kept line is: what a process-exit error says.
     pub fn last_lines(&self) -> Vec<String> {
         let kept = self.head.iter().chain(self.tail.iter()).rev().filter(|line| !line.trim().is_empty()).take(ERROR_LINES);
-        let mut lines: Vec<String> = kept.map(|line| crate::bounds::utf8_prefix(line.trim_end(), ERROR_LINE_BYTES).to_string()).collect();
+        let mut lines: Vec<String> =
+            kept.map(|line| crate::contract::bounds::utf8_prefix(line.trim_end(), ERROR_LINE_BYTES).to_string()).collect();
         lines.reverse();
         lines
     }
@@ -126,10 +127,10 @@ impl StderrCapture {
 /// `secrets` masked.
 fn kept_line(line: &[u8], secrets: &[String]) -> String {
     let cut = String::from_utf8_lossy(&line[..line.len().min(MAX_LINE_BYTES)]);
-    crate::secrets::redact_with(&cut, secrets).into_owned()
+    crate::contract::secrets::redact_with(&cut, secrets).into_owned()
 }
 
-/// The log a run follows for its protocol ([`crate::kit::driver::Ctx::follow_log`]): where its
+/// The log a run follows for its protocol ([`crate::kit::Ctx::follow_log`]): where its
 /// lines go, what to mask in them, and the task reading it.
 #[derive(Debug)]
 pub(crate) struct LogFollower {
@@ -165,7 +166,7 @@ const FOLLOW_EVERY: std::time::Duration = std::time::Duration::from_millis(200);
 /// Most bytes of a followed log read at one look.
 const FOLLOW_CHUNK: u64 = 1 << 20;
 
-/// Follows a log file the agent appends to ([`crate::kit::driver::Ctx::follow_log`]): each line
+/// Follows a log file the agent appends to ([`crate::kit::Ctx::follow_log`]): each line
 /// added after the call goes to `live`, cut and masked as stderr lines are, as it comes (skipped
 /// when `live` is full). A file that does not exist yet is read from its start once it appears;
 /// one that shrinks (replaced) from its new start. Ends when `live` closes; the driver aborts it

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use tokio::time::{sleep_until, Instant};
 
-use crate::error::{AgentError, TimeoutKind};
+use crate::contract::error::{AgentError, TimeoutKind};
 
 /// The limits one run or session was given; `None` means none.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -22,21 +22,6 @@ pub(crate) struct TimeoutLimits {
 }
 
 impl TimeoutLimits {
-    /// The limits a request sets.
-    pub(crate) fn of(request: &crate::RunRequest) -> Self {
-        Self { total: request.timeout, startup: request.startup_timeout, idle: request.idle_timeout, turn: request.turn_timeout }
-    }
-
-    /// The limits the driver's settings carry.
-    pub(crate) fn of_settings(settings: &super::RunSettings) -> Self {
-        Self { total: settings.timeout, startup: settings.startup_timeout, idle: settings.idle_timeout, turn: settings.turn_timeout }
-    }
-
-    /// The first limit that is zero, which no run can meet.
-    pub(crate) fn zero(&self) -> Option<TimeoutKind> {
-        self.each().into_iter().find_map(|(kind, limit)| limit.is_some_and(|d| d.is_zero()).then_some(kind))
-    }
-
     fn each(&self) -> [(TimeoutKind, Option<Duration>); 4] {
         [
             (TimeoutKind::Total, self.total),
@@ -184,6 +169,5 @@ mod tests {
         clock.fire(TimeoutKind::Idle);
         clock.fire(TimeoutKind::Startup);
         assert!(matches!(clock.error(), AgentError::Timeout { which: TimeoutKind::Idle, after } if after == Duration::from_secs(10)));
-        assert_eq!(limits(0, 1).zero(), Some(TimeoutKind::Startup));
     }
 }

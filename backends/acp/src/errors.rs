@@ -2,7 +2,7 @@
 //! the JSON-RPC code, the HTTP status found in it, and a bounded explanation with anything that
 //! looks like a credential or a URL query removed.
 
-use agent_api::kit::driver::ExitInfo;
+use agent_api::kit::ExitInfo;
 use agent_api::AgentError;
 
 /// JSON-RPC code ACP agents use for "authentication required".
@@ -47,9 +47,9 @@ pub fn explanation(text: &str) -> String {
         .collect();
     if words.is_empty() {
         // An empty explanation would end the error's text in `: ` (found by converter_props).
-        return agent_api::secrets::NO_EXPLANATION.to_string();
+        return agent_api::kit::secrets::NO_EXPLANATION.to_string();
     }
-    agent_api::bounds::truncate_message(&words.join(" "), EXPLANATION_BOUND)
+    agent_api::kit::bounds::truncate_message(&words.join(" "), EXPLANATION_BOUND)
 }
 
 /// The typed error for an HTTP status of the model service.

@@ -7,12 +7,14 @@
 //! on API errors) says what happened. No permissions: Gemini cannot ask here, so the run's policy
 //! does not apply; [`crate::HeadlessApproval`] passes an explicit don't-ask mode through.
 
-use agent_api::bounds::utf8_prefix;
-use agent_api::kit::driver::{ExitInfo, Unparsed};
+use agent_api::kit::bounds::utf8_prefix;
+use agent_api::kit::transcript::NewItem;
 use agent_api::kit::{CommandSpec, Ctx, Protocol};
-use agent_api::tools_facet::ToolBytes;
-use agent_api::universal::{ContentPart, ItemRole, NewItem, ToolMeta};
-use agent_api::{AgentError, RunCompletion, RunRequest, SessionSelector, Usage};
+use agent_api::kit::{ExitInfo, Unparsed};
+use agent_api::run::ToolBytes;
+use agent_api::run::Usage;
+use agent_api::universal::{ContentPart, ItemRole, ToolMeta};
+use agent_api::{AgentError, RunCompletion, RunRequest, SessionSelector};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -158,7 +160,7 @@ impl Headless {
         } else {
             let message = error.map(|e| e.message).unwrap_or_default();
             let explained = errors::explanation(&message);
-            let words = agent_api::rate_limit::LimitWords::in_text(&message);
+            let words = agent_api::kit::rate_limit::LimitWords::in_text(&message);
             Err(match errors::status_in(&message) {
                 Some(status) => errors::of_status(status, explained),
                 // Gemini's result names no status for an overload; its retries on stderr may have.
@@ -263,7 +265,7 @@ pub fn command(backend: &AcpBackend, request: &RunRequest, cwd: &std::path::Path
     }
     match &request.session {
         SessionSelector::New => {
-            if let Some(id) = agent_api::session_ref::uuid_session_id(request)? {
+            if let Some(id) = request.uuid_session_id()? {
                 spec = spec.args(["--session-id", id]);
             }
         }

@@ -73,8 +73,8 @@ pub const SUPPORTED_VERSIONS: &[&str] = &["0.61.0"];
 pub const GEMINI_KIND: AgentKind = AgentKind::from_static("gemini");
 
 /// What discovery needs to find the `gemini` CLI and build a backend for it.
-pub fn gemini_probe() -> agent_api::detect::BackendProbe {
-    agent_api::detect::BackendProbe::new(GEMINI_KIND, "gemini", SUPPORTED_VERSIONS, |binary| {
+pub fn gemini_probe() -> agent_api::kit::detect::BackendProbe {
+    agent_api::kit::detect::BackendProbe::new(GEMINI_KIND, "gemini", SUPPORTED_VERSIONS, |binary| {
         std::sync::Arc::new(AcpBackend::gemini(AcpConfig::with_binary(binary)))
     })
 }
@@ -86,8 +86,8 @@ pub const QWEN_SUPPORTED_VERSIONS: &[&str] = &["0.15.10"];
 pub const QWEN_KIND: AgentKind = AgentKind::from_static("qwen");
 
 /// What discovery needs to find the `qwen` CLI and build a backend for it.
-pub fn qwen_probe() -> agent_api::detect::BackendProbe {
-    agent_api::detect::BackendProbe::new(QWEN_KIND, "qwen", QWEN_SUPPORTED_VERSIONS, |binary| {
+pub fn qwen_probe() -> agent_api::kit::detect::BackendProbe {
+    agent_api::kit::detect::BackendProbe::new(QWEN_KIND, "qwen", QWEN_SUPPORTED_VERSIONS, |binary| {
         std::sync::Arc::new(AcpBackend::qwen(AcpConfig::with_binary(binary)))
     })
 }
@@ -113,8 +113,8 @@ pub const CAP_SESSION_LOAD: &str = "backend.acp.session_load";
 /// Where Gemini CLI keeps its settings, memory, sessions and login: `.gemini` under
 /// `GEMINI_CLI_HOME`, the user's home by default. An isolated home gets a read-only copy of a
 /// Google login, whose refresh token many runs can hold at once.
-pub const GEMINI_HOME_LAYOUT: agent_api::home::HomeLayout = agent_api::home::HomeLayout {
-    vars: &[agent_api::home::HomeVar { name: "GEMINI_CLI_HOME", default_under_home: "" }],
+pub const GEMINI_HOME_LAYOUT: agent_api::kit::home::HomeLayout = agent_api::kit::home::HomeLayout {
+    vars: &[agent_api::kit::home::HomeVar { name: "GEMINI_CLI_HOME", default_under_home: "" }],
     credentials: &[("GEMINI_CLI_HOME", ".gemini/oauth_creds.json"), ("GEMINI_CLI_HOME", ".gemini/google_accounts.json")],
     single_use_login: false,
 };
@@ -122,10 +122,10 @@ pub const GEMINI_HOME_LAYOUT: agent_api::home::HomeLayout = agent_api::home::Hom
 /// Where Qwen Code keeps its settings, memory and login (`QWEN_HOME`) and its sessions and logs
 /// (`QWEN_RUNTIME_DIR`, the same folder unless set): `~/.qwen` by default. A Qwen OAuth refresh
 /// token is single-use: an isolated home gets a read-only copy of it.
-pub const QWEN_HOME_LAYOUT: agent_api::home::HomeLayout = agent_api::home::HomeLayout {
+pub const QWEN_HOME_LAYOUT: agent_api::kit::home::HomeLayout = agent_api::kit::home::HomeLayout {
     vars: &[
-        agent_api::home::HomeVar { name: "QWEN_HOME", default_under_home: ".qwen" },
-        agent_api::home::HomeVar { name: "QWEN_RUNTIME_DIR", default_under_home: ".qwen" },
+        agent_api::kit::home::HomeVar { name: "QWEN_HOME", default_under_home: ".qwen" },
+        agent_api::kit::home::HomeVar { name: "QWEN_RUNTIME_DIR", default_under_home: ".qwen" },
     ],
     credentials: &[("QWEN_HOME", "oauth_creds.json")],
     single_use_login: true,
@@ -296,7 +296,7 @@ pub fn capabilities(flavor: Flavor) -> CapabilitySet {
     }
     // Every interface builds its argv through `CommandSpec::for_request` and `launch_env`, so the
     // launchers apply to all of them; a generic agent's variables are the caller's to pass in `env`.
-    agent_api::portable::with_mappings(agent_api::kit::launch::with_launchers(set), portable::mappings(flavor))
+    agent_api::kit::options::with_mappings(agent_api::kit::launch::with_launchers(set), portable::mappings(flavor))
 }
 
 /// Declares the variables the flavor's CLI reads for its endpoint, credentials and config: all a
@@ -345,21 +345,21 @@ impl AgentBackend for AcpBackend {
 
     fn extension_keys(&self) -> &'static [&'static str] {
         match self.flavor {
-            Flavor::Gemini => agent_api::options::extension_keys::<GeminiOptions>(),
-            Flavor::Qwen => agent_api::options::extension_keys::<QwenOptions>(),
-            Flavor::Generic => agent_api::options::extension_keys::<AcpOptions>(),
+            Flavor::Gemini => agent_api::kit::options::extension_keys::<GeminiOptions>(),
+            Flavor::Qwen => agent_api::kit::options::extension_keys::<QwenOptions>(),
+            Flavor::Generic => agent_api::kit::options::extension_keys::<AcpOptions>(),
         }
     }
 
     fn option_value(&self, key: &str, text: &str) -> Result<serde_json::Value, AgentError> {
         match self.flavor {
-            Flavor::Gemini => agent_api::options::value_from_text::<GeminiOptions>(key, text),
-            Flavor::Qwen => agent_api::options::value_from_text::<QwenOptions>(key, text),
-            Flavor::Generic => agent_api::options::value_from_text::<AcpOptions>(key, text),
+            Flavor::Gemini => agent_api::kit::options::value_from_text::<GeminiOptions>(key, text),
+            Flavor::Qwen => agent_api::kit::options::value_from_text::<QwenOptions>(key, text),
+            Flavor::Generic => agent_api::kit::options::value_from_text::<AcpOptions>(key, text),
         }
     }
 
-    fn option_mappings(&self) -> &'static [agent_api::portable::OptionMapping] {
+    fn option_mappings(&self) -> &'static [agent_api::kit::options::OptionMapping] {
         portable::mappings(self.flavor)
     }
 
@@ -367,7 +367,7 @@ impl AgentBackend for AcpBackend {
         self.validate(&request)?;
         let mut request = request.in_session_dir(self.config.working_dir.as_deref());
         let cwd = self.cwd(&request);
-        let tools = agent_api::caller_tools::attach(&mut request).await?;
+        let tools = agent_api::kit::caller_tools::attach(&mut request).await?;
         let mut settings = RunSettings::for_request(self.kind(), &request, &self.capabilities());
         settings.hold(tools);
         let qwen_stream_json = match self.flavor {
@@ -405,12 +405,12 @@ impl AgentBackend for AcpBackend {
     /// interfaces (Gemini headless, Qwen print) take their prompt on the command line, so their
     /// sessions run a process per turn, resuming the previous turn's session.
     async fn open_session(&self, request: RunRequest) -> Result<Session, AgentError> {
-        agent_api::backend::validate_template(&self.kind(), &self.capabilities(), self.extension_keys(), &request)?;
+        agent_api::kit::validate_template(&self.kind(), &self.capabilities(), self.extension_keys(), &request)?;
         let mut request = request.in_session_dir(self.config.working_dir.as_deref());
         let cwd = self.cwd(&request);
         let headless = self.flavor == Flavor::Gemini && request.options::<GeminiOptions>()?.interface == Some(GeminiInterface::Headless);
         // A session that resumes per turn starts each turn with `run`, which serves the tools then.
-        let tools = if headless { None } else { agent_api::caller_tools::attach(&mut request).await? };
+        let tools = if headless { None } else { agent_api::kit::caller_tools::attach(&mut request).await? };
         let mut settings = RunSettings::for_request(self.kind(), &request, &self.capabilities());
         settings.hold(tools);
         let qwen_interface = match self.flavor {
@@ -435,7 +435,9 @@ impl AgentBackend for AcpBackend {
         settings.hold(Some(files));
         Ok(start_session(settings, transport, protocol))
     }
+}
 
+impl agent_api::kit::replay::Replay for AcpBackend {
     fn replay_protocol(&self, format: RecordingFormat) -> Result<Box<dyn Protocol>, AgentError> {
         match (format, self.flavor) {
             (_, Flavor::Qwen) => Ok(qwen::replaying()),

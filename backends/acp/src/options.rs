@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use agent_api::options::BackendOptions;
+use agent_api::request::BackendOptions;
 use serde::{Deserialize, Serialize};
 
 /// How the backend starts its agent; per-run choices are in [`GeminiOptions`] / [`QwenOptions`] /
@@ -27,8 +27,8 @@ impl std::fmt::Debug for AcpConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AcpConfig")
             .field("binary", &self.binary)
-            .field("args", &agent_api::secrets::ArgsShown(&self.args))
-            .field("env", &agent_api::secrets::EnvNames(&self.env))
+            .field("args", &agent_api::kit::secrets::ArgsShown(&self.args))
+            .field("env", &agent_api::kit::secrets::EnvNames(&self.env))
             .field("working_dir", &self.working_dir)
             .finish()
     }

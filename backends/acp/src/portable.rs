@@ -3,9 +3,12 @@
 //! `mcpServers`, and where no schema flag exists the SDK's schema in the prompt.
 
 use agent_api::capabilities as caps;
+use agent_api::kit::options::OptionMapping;
 use agent_api::kit::CommandSpec;
-use agent_api::portable::{McpServer, OptionMapping, PortableOptions, PrivateFile, TextOrFile};
-use agent_api::{AgentError, RunRequest, ToolCategory};
+use agent_api::request::ToolCategory;
+use agent_api::request::{McpServer, PrivateFile, TextOrFile};
+use agent_api::PortableOptions;
+use agent_api::{AgentError, RunRequest};
 use serde_json::{json, Value};
 
 use crate::Flavor;
@@ -35,7 +38,7 @@ const GEMINI: &[OptionMapping] = &[
         caps::DENIED_TOOL_CATEGORIES,
         "--policy FILE deny rule: run_shell_command; write_file, replace; read_file, read_many_files, glob, grep_search, list_directory; web_fetch, google_web_search",
     ),
-    OptionMapping::new(caps::OUTPUT_SCHEMA, agent_api::portable::SDK_SCHEMA),
+    OptionMapping::new(caps::OUTPUT_SCHEMA, agent_api::kit::options::SDK_SCHEMA),
     OptionMapping::new(caps::IMAGES, ACP_IMAGES),
     OptionMapping::new(caps::FILE_ATTACHMENTS, ACP_ATTACHMENTS),
 ];
@@ -59,7 +62,7 @@ const QWEN: &[OptionMapping] = &[
 
 const GENERIC: &[OptionMapping] = &[
     OptionMapping::new(caps::MCP_SERVERS, "ACP session/new mcpServers"),
-    OptionMapping::new(caps::OUTPUT_SCHEMA, agent_api::portable::SDK_SCHEMA),
+    OptionMapping::new(caps::OUTPUT_SCHEMA, agent_api::kit::options::SDK_SCHEMA),
     OptionMapping::new(caps::IMAGES, "ACP session/prompt image blocks (base64)"),
     OptionMapping::new(caps::FILE_ATTACHMENTS, "ACP session/prompt resource_link blocks"),
 ];
@@ -141,14 +144,14 @@ impl RunFiles {
             _ => {}
         }
         if let (Flavor::Gemini, Some(policy)) = (flavor, gemini_policy(portable)) {
-            if !launcher.is_none_or(agent_api::kit::Launcher::is_local_filesystem) {
+            if !launcher.is_none_or(agent_api::request::Launcher::is_local_filesystem) {
                 return Err(AgentError::InvalidRequest {
                     reason:
                         "Gemini CLI reads tool rules only from a policy file on the machine it runs on, which this launcher cannot carry"
                             .into(),
                 });
             }
-            let path = agent_api::portable::write_private_file("agent-api-policy-", ".toml", policy.as_bytes())?;
+            let path = agent_api::kit::options::write_private_file("agent-api-policy-", ".toml", policy.as_bytes())?;
             files.args.extend(["--policy".to_string(), path.display().to_string()]);
             files.files.push(path);
         }
@@ -240,7 +243,7 @@ pub fn prepare(request: RunRequest, native_schema: bool) -> RunRequest {
     if native_schema {
         request
     } else {
-        agent_api::structured::ask_in_prompt(request)
+        agent_api::kit::structured::ask_in_prompt(request)
     }
 }
 
@@ -302,7 +305,7 @@ mod tests {
             "[[rule]]\ntoolName = [\"web_fetch\",\"run_shell_command\"]\ndecision = \"deny\"\npriority = 999\n\n\
              [[rule]]\ntoolName = [\"read_file\"]\ndecision = \"allow\"\npriority = 999\n\n"
         );
-        let far = request.with_launcher(agent_api::kit::Launcher::Prefix(vec!["env".into()]));
+        let far = request.with_launcher(agent_api::request::Launcher::Prefix(vec!["env".into()]));
         assert!(matches!(RunFiles::for_request(Flavor::Gemini, &far, false), Err(AgentError::InvalidRequest { .. })));
         assert!(run_files(Flavor::Gemini, &RunRequest::new("hi"), false).0.is_empty(), "no rules, no policy");
     }
@@ -325,7 +328,7 @@ mod tests {
         let (_, spec, _) = run_files(Flavor::Gemini, &here, false);
         assert!(spec.env.contains_key("GEMINI_SYSTEM_MD"));
 
-        let far = here.with_launcher(agent_api::kit::Launcher::Ssh(agent_api::kit::launch::Ssh::new("host")));
+        let far = here.with_launcher(agent_api::request::Launcher::Ssh(agent_api::request::Ssh::new("host")));
         let (args, spec, _) = run_files(Flavor::Qwen, &far, true);
         assert!(args.starts_with("--system-prompt sys --mcp-config {"), "{args}");
         assert!(spec.local_files.is_empty());

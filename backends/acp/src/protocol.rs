@@ -18,11 +18,12 @@ pub use turns::prompt_blocks;
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
 
-use agent_api::bounds::utf8_prefix;
-use agent_api::kit::driver::{ExitInfo, Unparsed};
+use agent_api::kit::bounds::utf8_prefix;
 use agent_api::kit::jsonrpc::{classify, Dialect, Message, RpcPeer};
 use agent_api::kit::{Ctx, Protocol};
-use agent_api::{AgentError, ControlCommand, RunCompletion, SessionSelector, Usage};
+use agent_api::kit::{ExitInfo, Unparsed};
+use agent_api::run::{ControlCommand, Usage};
+use agent_api::{AgentError, RunCompletion, SessionSelector};
 use agent_client_protocol_schema::{
     CancelNotification, ClientCapabilities, ContentBlock, FileSystemCapabilities, Implementation, InitializeRequest, InitializeResponse,
     LoadSessionRequest, NewSessionRequest, NewSessionResponse, PromptRequest, PromptResponse, ProtocolVersion, SessionId,

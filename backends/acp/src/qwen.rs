@@ -45,9 +45,11 @@
 
 use std::path::{Path, PathBuf};
 
-use agent_api::kit::driver::{parse_value, ExitInfo, Unparsed};
+use agent_api::kit::{parse_value, ExitInfo, Unparsed};
 use agent_api::kit::{CommandSpec, Ctx, Protocol};
-use agent_api::{AgentError, ControlCommand, RunCompletion, RunRequest, SessionSelector, ToolCategory};
+use agent_api::request::ToolCategory;
+use agent_api::run::ControlCommand;
+use agent_api::{AgentError, RunCompletion, RunRequest, SessionSelector};
 use agent_api_claude_code::ClaudeProtocol;
 use serde_json::Value;
 
@@ -339,7 +341,7 @@ mod tests {
 
     #[test]
     fn every_turn_of_a_warm_stream_json_session_reads_api_errors() {
-        use agent_api::kit::driver::ProtocolHarness;
+        use agent_api::kit::ProtocolHarness;
         let mut protocol = ClaudeProtocol::session(agent_api::PermissionPolicy::Ask, false).with_result_error(api_error_result);
         let mut harness = ProtocolHarness::new();
         let result = |text: &str| {

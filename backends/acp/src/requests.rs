@@ -4,11 +4,14 @@
 
 use std::collections::HashMap;
 
-use agent_api::bounds::utf8_prefix;
-use agent_api::kit::hitl::{Decided, Hitl, PermissionDetails, PermissionRequest};
+use agent_api::kit::bounds::utf8_prefix;
+use agent_api::kit::hitl::{Decided, Hitl, PermissionRequest};
 use agent_api::kit::jsonrpc::{RpcPeer, METHOD_NOT_FOUND};
-use agent_api::universal::{ToolMeta, Transcript};
-use agent_api::{AgentError, PermissionDecision, PermissionPolicy, ToolCategory};
+use agent_api::kit::transcript::Transcript;
+use agent_api::request::ToolCategory;
+use agent_api::universal::PermissionDetails;
+use agent_api::universal::ToolMeta;
+use agent_api::{AgentError, PermissionDecision, PermissionPolicy};
 use agent_client_protocol_schema::{
     PermissionOption, PermissionOptionKind, ReadTextFileRequest, ReadTextFileResponse, RequestPermissionOutcome, RequestPermissionRequest,
     RequestPermissionResponse, SelectedPermissionOutcome, ToolCallContent, ToolKind, WriteTextFileRequest, WriteTextFileResponse,
@@ -161,7 +164,7 @@ impl Requests {
             .filter_map(|content| match content {
                 ToolCallContent::Diff(diff) => Some((
                     diff.path.display().to_string(),
-                    agent_api::universal::replacement_diff(diff.old_text.as_deref(), &diff.new_text),
+                    agent_api::kit::transcript::replacement_diff(diff.old_text.as_deref(), &diff.new_text),
                 )),
                 _ => None,
             })

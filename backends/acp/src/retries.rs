@@ -7,8 +7,8 @@
 
 use std::time::Duration;
 
-use agent_api::rate_limit::{LimitWords, RateLimitNotice};
-use agent_api::universal::Transcript;
+use agent_api::kit::rate_limit::{LimitWords, RateLimitNotice};
+use agent_api::kit::transcript::Transcript;
 
 /// One retry read from a stderr line.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -16,9 +16,10 @@
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 
-use agent_api::bounds::utf8_prefix;
-use agent_api::tools_facet::ToolBytes;
-use agent_api::universal::{ContentPart, FileAction, ItemRole, NewItem, ReasoningVisibility, ToolMeta, Transcript};
+use agent_api::kit::bounds::utf8_prefix;
+use agent_api::kit::transcript::{NewItem, Transcript};
+use agent_api::run::ToolBytes;
+use agent_api::universal::{ContentPart, FileAction, ItemRole, ReasoningVisibility, ToolMeta};
 use agent_client_protocol_schema::{
     ContentBlock, Plan, SessionUpdate, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolKind,
 };

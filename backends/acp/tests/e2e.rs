@@ -4,9 +4,10 @@
 
 use std::time::Duration;
 
-use agent_api::projection::Projector;
+use agent_api::kit::projection::Projector;
+use agent_api::run::Channel;
 use agent_api::universal::{DecidedBy, ItemKind, ItemStatus, PermissionStatus, UniversalEventBody};
-use agent_api::{AgentBackend, AgentError, Channel, PermissionDecision, PermissionPolicy, RunRequest};
+use agent_api::{AgentBackend, AgentError, PermissionDecision, PermissionPolicy, RunRequest};
 use agent_api_acp::{AcpBackend, AcpConfig, GeminiInterface, GeminiOptions, HeadlessApproval};
 use agent_api_conformance::{assert_conformant, RunRecord};
 use agent_bench::process::processes_in;
@@ -210,7 +211,7 @@ fn system_instruction(server: &ModelServer) -> String {
 /// (`GEMINI_SYSTEM_MD`), not from argv; the file is gone when the run ends.
 #[tokio::test]
 async fn a_system_prompt_replaces_geminis_own_on_both_interfaces() {
-    use agent_api::portable::PortableOptions;
+    use agent_api::PortableOptions;
     let headless = GeminiOptions::default().interface(GeminiInterface::Headless);
     for options in [GeminiOptions::default(), headless] {
         let Some((server, sandbox)) = setup("text").await else { return };
@@ -243,8 +244,8 @@ async fn a_system_prompt_replaces_geminis_own_on_both_interfaces() {
 /// category and the denied name are what the check sees go.)
 #[tokio::test]
 async fn denied_tools_and_categories_are_not_offered_on_both_interfaces() {
-    use agent_api::portable::PortableOptions;
-    use agent_api::ToolCategory;
+    use agent_api::request::ToolCategory;
+    use agent_api::PortableOptions;
     let headless = GeminiOptions::default().interface(GeminiInterface::Headless);
     for options in [GeminiOptions::default(), headless] {
         let Some((server, sandbox)) = setup("text").await else { return };
@@ -308,7 +309,7 @@ mod through_bwrap {
     /// behind a fresh /tmp: the kit binds the run's own files in read-only.
     #[tokio::test]
     async fn the_system_prompt_file_reaches_the_sandboxed_agent() {
-        use agent_api::portable::PortableOptions;
+        use agent_api::PortableOptions;
         let Some((server, sandbox)) = setup("text").await else { return };
         let portable = PortableOptions::default().system_prompt("SYSTEM-MARKER-8 sandboxed");
         let run = drive(&backend(&sandbox), request("say hi").with_launcher(bwrap()).with_portable(portable), None, false).await;
@@ -337,7 +338,7 @@ async fn a_structured_answer_is_parsed_and_one_that_does_not_fit_is_a_typed_erro
     for options in [GeminiOptions::default(), headless] {
         for (scenario, fits) in [("json_answer", true), ("json_wrong", false)] {
             let Some((_server, sandbox)) = setup(scenario).await else { return };
-            let portable = agent_api::portable::PortableOptions::default().output_schema(schema.clone());
+            let portable = agent_api::PortableOptions::default().output_schema(schema.clone());
             let request = request("which city?").with_options(&options).with_portable(portable);
             let run = drive(&backend(&sandbox), request, Some(PermissionDecision::Allow), false).await;
             assert_conformant(&run);
@@ -360,7 +361,7 @@ async fn an_extra_directory_reaches_the_model_request_on_both_interfaces() {
     for options in [GeminiOptions::default(), headless] {
         let Some((server, sandbox)) = setup("text").await else { return };
         let extra = tempfile::tempdir().unwrap();
-        let portable = agent_api::portable::PortableOptions::default().add_dir(extra.path());
+        let portable = agent_api::PortableOptions::default().add_dir(extra.path());
         let request = request("say hi").with_options(&options).with_portable(portable);
         let run = drive(&backend(&sandbox), request, Some(PermissionDecision::Allow), false).await;
         assert_conformant(&run);

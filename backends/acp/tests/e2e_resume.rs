@@ -69,7 +69,7 @@ fn gemini_load_race(cli: Cli, error: &AgentError, id: &str) -> bool {
 }
 
 /// The `history` status details of `events`.
-fn history(events: &[agent_api::universal::UniversalEvent]) -> Vec<String> {
+fn history(events: &[agent_api::UniversalEvent]) -> Vec<String> {
     events.iter().filter_map(status_of).filter(|(label, _)| *label == "history").map(|(_, d)| d.unwrap_or_default().to_string()).collect()
 }
 

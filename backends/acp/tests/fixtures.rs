@@ -4,8 +4,9 @@
 use std::path::{Path, PathBuf};
 
 use agent_api::kit::replay::replay_file;
+use agent_api::run::Channel;
 use agent_api::universal::{DecidedBy, PermissionStatus};
-use agent_api::{AgentError, Channel};
+use agent_api::AgentError;
 use agent_api_acp::{AcpBackend, AcpConfig};
 use agent_api_conformance::{assert_conformant, record, RunRecord};
 

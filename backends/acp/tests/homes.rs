@@ -9,7 +9,8 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use agent_api::{AgentBackend, Home, HomeSeed, RunRequest};
+use agent_api::request::{Home, HomeSeed};
+use agent_api::{AgentBackend, RunRequest};
 use agent_api_acp::{AcpBackend, AcpConfig, GeminiInterface, GeminiOptions, QwenInterface, QwenOptions};
 use agent_api_conformance::record;
 use agent_bench::process::{process_env, processes_in, tree_snapshot};

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use agent_api::projection::Projector;
+use agent_api::kit::projection::Projector;
 use agent_api::universal::{DecidedBy, ItemKind, ItemStatus, PermissionStatus, UniversalEventBody};
 use agent_api::{AgentBackend, AgentError, PermissionDecision, PermissionPolicy, RunRequest};
 use agent_api_acp::{AcpBackend, AcpConfig, QwenInterface, QwenOptions};
@@ -78,7 +78,7 @@ fn shell_call_shown(run: &RunRecord, ran: bool) {
     let expected = if ran { ItemStatus::Completed } else { ItemStatus::Failed };
     assert_eq!(shell.status, expected);
     // The result ends when the tool does (or is denied), before the answer that follows it.
-    let position = |f: &dyn Fn(&agent_api::universal::UniversalEvent) -> bool| run.universal.iter().rposition(f);
+    let position = |f: &dyn Fn(&agent_api::UniversalEvent) -> bool| run.universal.iter().rposition(f);
     let result_done = position(&|e| e.type_name() == "item.completed" && e.item().is_some_and(|i| i.kind == ItemKind::ToolResult));
     let answer = position(&|e| e.type_name() == "item.started" && e.item().is_some_and(|i| i.kind == ItemKind::Message));
     assert!(result_done < answer, "{:?}", run.types());
@@ -295,7 +295,7 @@ async fn print_text_and_shell_pre_approved_by_the_policy_or_with_the_explicit_do
 
 #[tokio::test]
 async fn structured_output_on_print_and_two_way_stream_json() {
-    use agent_api::portable::PortableOptions;
+    use agent_api::PortableOptions;
     let Some((_server, sandbox)) = setup("json_answer").await else { return };
     let schema = serde_json::json!({"type": "object", "required": ["city"], "properties": {"city": {"type": "string"}}});
     // Print takes `--json-schema` (the CLI's `structured_output` tool); the two-way interface gets the
@@ -312,7 +312,7 @@ async fn structured_output_on_print_and_two_way_stream_json() {
 /// shape the model request.
 #[tokio::test]
 async fn acp_system_prompt_extra_directory_and_denied_tool_reach_the_model_request() {
-    use agent_api::portable::PortableOptions;
+    use agent_api::PortableOptions;
     for over_stream_json in [false, true] {
         let Some((server, sandbox)) = setup("text").await else { return };
         let extra = tempfile::tempdir().unwrap();
@@ -321,7 +321,7 @@ async fn acp_system_prompt_extra_directory_and_denied_tool_reach_the_model_reque
             .append_system_prompt("APPEND-MARKER-9")
             .add_dir(extra.path())
             .deny_tool("run_shell_command")
-            .deny_category(agent_api::ToolCategory::FileWrite);
+            .deny_category(agent_api::request::ToolCategory::FileWrite);
         let request = if over_stream_json { stream_json("say hi") } else { request("say hi") }.with_portable(portable);
         let run = drive(&backend(&sandbox), request, Some(PermissionDecision::Allow), false).await;
         assert!(run.completion.is_ok(), "{:?}", run.completion);

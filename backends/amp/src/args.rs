@@ -4,8 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
-use agent_api::kit::{CommandSpec, Launcher};
-use agent_api::portable::PortableOptions;
+use agent_api::kit::CommandSpec;
+use agent_api::request::Launcher;
+use agent_api::PortableOptions;
 use agent_api::{AgentError, RunRequest, SessionSelector};
 use serde_json::{json, Value};
 
@@ -103,7 +104,7 @@ pub async fn invocation(config: &AmpConfig, request: &RunRequest, two_way_sessio
     }
     spec = spec.for_request(request).reads_env(READS_ENV).home_state([".config/amp", ".local/share/amp", ".cache/amp"]);
     // The permission helper the delegate runs, where the sandbox's fresh /tmp would hide it.
-    if matches!(launcher, agent_api::kit::Launcher::Sandbox(_)) && files.channel.is_some() {
+    if matches!(launcher, agent_api::request::Launcher::Sandbox(_)) && files.channel.is_some() {
         spec = spec.local_file(config.delegate_helper()?);
     }
     if let Some(dir) = run_dir {
@@ -190,7 +191,7 @@ const SETTINGS_CAP: u64 = 4 << 20;
 fn read_settings(path: &str) -> Result<Value, AgentError> {
     let invalid = |reason: String| AgentError::InvalidExtension { key: "backend.amp.settings_file".into(), reason };
     let text = agent_api::kit::files::read_regular(path.as_ref(), SETTINGS_CAP).map_err(|e| invalid(format!("cannot read it: {e}")))?;
-    let value: Value = serde_json::from_slice(&text).map_err(|e| invalid(agent_api::kit::driver::describe_json_error(&e)))?;
+    let value: Value = serde_json::from_slice(&text).map_err(|e| invalid(agent_api::kit::describe_json_error(&e)))?;
     if !value.is_object() {
         return Err(invalid("it is not a JSON object".into()));
     }

@@ -64,10 +64,10 @@ pub const FAR_DELEGATE_HELPER_VAR: &str = "AGENT_API_AMP_FAR_DELEGATE_BIN";
 
 /// How amp takes the portable options: denied tools in the run's settings file; structured output
 /// from the SDK.
-const OPTION_MAPPINGS: &[agent_api::portable::OptionMapping] = &[
-    agent_api::portable::OptionMapping::new(caps::DENIED_TOOLS, "settings amp.tools.disable (the run's settings file)"),
-    agent_api::portable::OptionMapping::new(caps::MCP_SERVERS, "settings amp.mcpServers (the run's settings file)"),
-    agent_api::portable::OptionMapping::new(caps::OUTPUT_SCHEMA, agent_api::portable::SDK_SCHEMA),
+const OPTION_MAPPINGS: &[agent_api::kit::options::OptionMapping] = &[
+    agent_api::kit::options::OptionMapping::new(caps::DENIED_TOOLS, "settings amp.tools.disable (the run's settings file)"),
+    agent_api::kit::options::OptionMapping::new(caps::MCP_SERVERS, "settings amp.mcpServers (the run's settings file)"),
+    agent_api::kit::options::OptionMapping::new(caps::OUTPUT_SCHEMA, agent_api::kit::options::SDK_SCHEMA),
 ];
 
 /// Capability: the `backend.amp.*` options ([`AmpOptions`]).
@@ -119,10 +119,10 @@ impl std::fmt::Debug for AmpConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AmpConfig")
             .field("binary", &self.binary)
-            .field("env", &agent_api::secrets::EnvNames(&self.env))
+            .field("env", &agent_api::kit::secrets::EnvNames(&self.env))
             .field("inherit_env", &self.inherit_env)
             .field("working_dir", &self.working_dir)
-            .field("extra_args", &agent_api::secrets::ArgsShown(&self.extra_args))
+            .field("extra_args", &agent_api::kit::secrets::ArgsShown(&self.extra_args))
             .field("delegate_helper", &self.delegate_helper)
             .field("credentials_configured", &self.credentials_configured)
             .field("far_delegate_helper", &self.far_delegate_helper)
@@ -190,8 +190,8 @@ impl AmpConfig {
             [dir.join(DELEGATE_HELPER), dir.parent()?.join(DELEGATE_HELPER)].into_iter().find(|p| p.is_file())
         };
         let found = match configured {
-            Some(path) => agent_api::kit::process::resolve_program(&path),
-            None => beside().or_else(|| agent_api::kit::process::resolve_program(Path::new(DELEGATE_HELPER))),
+            Some(path) => agent_api::kit::files::resolve_program(&path),
+            None => beside().or_else(|| agent_api::kit::files::resolve_program(Path::new(DELEGATE_HELPER))),
         };
         found.ok_or_else(|| AgentError::BinaryNotFound { program: DELEGATE_HELPER.into() })
     }
@@ -274,40 +274,42 @@ impl AgentBackend for AmpBackend {
             CAP_DANGEROUSLY_ALLOW_ALL,
             CAP_TRANSCRIPT_ONLY,
         ]);
-        agent_api::portable::with_mappings(own, OPTION_MAPPINGS)
+        agent_api::kit::options::with_mappings(own, OPTION_MAPPINGS)
     }
 
-    fn option_mappings(&self) -> &'static [agent_api::portable::OptionMapping] {
+    fn option_mappings(&self) -> &'static [agent_api::kit::options::OptionMapping] {
         OPTION_MAPPINGS
     }
 
     fn extension_keys(&self) -> &'static [&'static str] {
-        agent_api::options::extension_keys::<AmpOptions>()
+        agent_api::kit::options::extension_keys::<AmpOptions>()
     }
 
     fn option_value(&self, key: &str, text: &str) -> Result<serde_json::Value, AgentError> {
-        agent_api::options::value_from_text::<AmpOptions>(key, text)
+        agent_api::kit::options::value_from_text::<AmpOptions>(key, text)
     }
 
     async fn run(&self, request: RunRequest) -> Result<RunHandle, AgentError> {
         self.validate(&request)?;
         let request = request.in_session_dir(self.config.working_dir.as_deref());
-        let mut request = agent_api::structured::ask_in_prompt(request);
-        let tools = agent_api::caller_tools::attach(&mut request).await?;
+        let mut request = agent_api::kit::structured::ask_in_prompt(request);
+        let tools = agent_api::kit::caller_tools::attach(&mut request).await?;
         let (mut settings, transport, protocol) = self.launch(&request, false).await?;
         settings.hold(tools);
         Ok(start_run(settings, transport, Box::new(protocol)))
     }
 
     async fn open_session(&self, request: RunRequest) -> Result<Session, AgentError> {
-        agent_api::backend::validate_template(&KIND, &self.capabilities(), self.extension_keys(), &request)?;
+        agent_api::kit::validate_template(&KIND, &self.capabilities(), self.extension_keys(), &request)?;
         let mut request = request.in_session_dir(self.config.working_dir.as_deref());
-        let tools = agent_api::caller_tools::attach(&mut request).await?;
+        let tools = agent_api::kit::caller_tools::attach(&mut request).await?;
         let (mut settings, transport, protocol) = self.launch(&request, true).await?;
         settings.hold(tools);
         Ok(start_session(settings, transport, Box::new(protocol)))
     }
+}
 
+impl agent_api::kit::replay::Replay for AmpBackend {
     fn replay_protocol(&self, format: RecordingFormat) -> Result<Box<dyn Protocol>, AgentError> {
         match format {
             RecordingFormat::NativeStdout | RecordingFormat::Session => Ok(Box::new(AmpProtocol::replaying())),
@@ -317,13 +319,13 @@ impl AgentBackend for AmpBackend {
 }
 
 /// What discovery needs to find `amp` and build a backend for it.
-pub fn probe() -> agent_api::detect::BackendProbe {
-    agent_api::detect::BackendProbe::new(KIND, "amp", SUPPORTED_VERSIONS, |binary| {
+pub fn probe() -> agent_api::kit::detect::BackendProbe {
+    agent_api::kit::detect::BackendProbe::new(KIND, "amp", SUPPORTED_VERSIONS, |binary| {
         std::sync::Arc::new(AmpBackend::new(AmpConfig::default().with_binary(binary)))
     })
 }
 
 /// The installed `amp`: `$AGENT_API_AMP_BIN`, else `amp` on `PATH`, with its version.
-pub async fn detect() -> Option<agent_api::detect::Installed> {
+pub async fn detect() -> Option<agent_api::kit::detect::Installed> {
     probe().detect().await
 }

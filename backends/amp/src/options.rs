@@ -174,6 +174,6 @@ impl AmpOptions {
     }
 }
 
-impl agent_api::BackendOptions for AmpOptions {
+impl agent_api::request::BackendOptions for AmpOptions {
     const KIND: &'static str = "amp";
 }

@@ -5,10 +5,11 @@
 //! [`Hitl`] engine and answered through [`Replies`]; and the stderr of a run that never started
 //! (see the `errors` module).
 
-use agent_api::kit::driver::{parse_value, Unparsed};
 use agent_api::kit::hitl::{Decided, Hitl};
+use agent_api::kit::{parse_value, Unparsed};
 use agent_api::kit::{Ctx, ExitInfo, Protocol};
-use agent_api::{AgentError, ControlCommand, PermissionDecision, PermissionPolicy, Prompt, RunCompletion};
+use agent_api::run::ControlCommand;
+use agent_api::{AgentError, PermissionDecision, PermissionPolicy, Prompt, RunCompletion};
 use agent_api_claude_code::{tool_permission, ClaudeProtocol};
 use serde_json::Value;
 

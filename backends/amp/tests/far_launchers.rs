@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use agent_api::kit::launch::{Container, Engine, Launcher, Ssh};
+use agent_api::request::{Container, Engine, Launcher, Ssh};
 use agent_api::universal::{ItemKind, ItemStatus, PermissionStatus};
 use agent_api::{AgentBackend, AgentError, PermissionDecision, PermissionPolicy, RunRequest};
 use agent_api_amp::{AmpBackend, AmpConfig, AmpOptions};

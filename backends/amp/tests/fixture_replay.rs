@@ -4,8 +4,9 @@
 use std::path::{Path, PathBuf};
 
 use agent_api::kit::replay::replay_file;
+use agent_api::run::LimitKind;
 use agent_api::universal::{ContentPart, FileAction, ItemKind, PermissionStatus, UniversalItem};
-use agent_api::{AgentError, LimitKind};
+use agent_api::AgentError;
 use agent_api_amp::{AmpBackend, AmpConfig};
 use agent_api_conformance::{assert_conformant, record, RunRecord};
 

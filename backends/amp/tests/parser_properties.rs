@@ -2,7 +2,7 @@
 //! bytes, delegate lines with unknown ids) leaves it standing, and every event it writes is
 //! valid against the universal schema.
 
-use agent_api::kit::driver::ProtocolHarness;
+use agent_api::kit::ProtocolHarness;
 use agent_api::kit::{ExitInfo, Protocol};
 use agent_api::PermissionPolicy;
 use agent_api_amp::delegate::Replies;

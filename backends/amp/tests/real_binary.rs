@@ -7,9 +7,10 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use agent_api::kit::driver::ProtocolHarness;
 use agent_api::kit::Protocol;
-use agent_api::{AgentBackend, AgentError, ControlCommand, PermissionDecision, PermissionPolicy, RunRequest, SessionSelector};
+use agent_api::kit::ProtocolHarness;
+use agent_api::run::ControlCommand;
+use agent_api::{AgentBackend, AgentError, PermissionDecision, PermissionPolicy, RunRequest, SessionSelector};
 use agent_api_amp::delegate::DelegateChannel;
 use agent_api_amp::{AmpBackend, AmpConfig, AmpOptions, AmpProtocol, Interface, SUPPORTED_VERSIONS};
 use agent_api_claude_code::ClaudeProtocol;
@@ -50,7 +51,7 @@ fn backend(url: &str, home: &std::path::Path) -> AmpBackend {
 #[tokio::test]
 async fn the_pinned_version_runs() {
     let Some(_) = installed() else { return };
-    assert_eq!(agent_api::detect::probe_version(&amp()).await.as_deref(), Some(SUPPORTED_VERSIONS[0]));
+    assert_eq!(agent_api::kit::detect::probe_version(&amp()).await.as_deref(), Some(SUPPORTED_VERSIONS[0]));
 }
 
 #[tokio::test]

@@ -100,8 +100,8 @@ async fn the_policy_decides_and_still_shows_each_request() {
 async fn through_bwrap_the_delegate_still_asks_the_caller() {
     // The stand-in's script is a fixture of the checkout, which may live under /tmp (hidden by the
     // sandbox's own /tmp): the run binds it in as a caller would bind a file its agent reads.
-    let agent_api::kit::Launcher::Sandbox(settings) = agent_api_conformance::launchers::bwrap_launcher() else { unreachable!() };
-    let bwrap = agent_api::kit::Launcher::Sandbox(settings.with_read_only(agent_bench::fixtures_dir()));
+    let agent_api::request::Launcher::Sandbox(settings) = agent_api_conformance::launchers::bwrap_launcher() else { unreachable!() };
+    let bwrap = agent_api::request::Launcher::Sandbox(settings.with_read_only(agent_bench::fixtures_dir()));
     for (decision, status) in
         [(PermissionDecision::Allow, PermissionStatus::Approved), (PermissionDecision::Deny { message: None }, PermissionStatus::Denied)]
     {
@@ -116,7 +116,7 @@ async fn through_bwrap_the_delegate_still_asks_the_caller() {
 /// and nobody is asked about it.
 #[tokio::test]
 async fn a_denied_tool_is_disabled_in_amps_settings_and_never_asked_about() {
-    let portable = agent_api::portable::PortableOptions::default().deny_tool("Bash");
+    let portable = agent_api::PortableOptions::default().deny_tool("Bash");
     let request = RunRequest::new("Run echo hello").with_permissions(PermissionPolicy::ApproveAll).with_portable(portable);
     let disabled = run(&backend("shell.stdout.jsonl"), request, Answers::none()).await;
     assert_eq!(disabled.of_type("permission.requested").count(), 0, "a disabled tool is not asked about");
@@ -258,8 +258,7 @@ async fn a_caller_tool_is_served_to_amp_and_its_answer_reaches_the_final_text() 
 async fn a_structured_answer_is_parsed_and_one_that_does_not_fit_is_a_typed_error() {
     let own = |name: &str| format!("{}/tests/scripts/{name}", env!("CARGO_MANIFEST_DIR"));
     let schema = serde_json::json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]});
-    let request =
-        || RunRequest::new("Which city?").with_portable(agent_api::portable::PortableOptions::default().output_schema(schema.clone()));
+    let request = || RunRequest::new("Which city?").with_portable(agent_api::PortableOptions::default().output_schema(schema.clone()));
     let fits = run(&backend_playing(own("json_answer.stdout.jsonl")), request(), Answers::none()).await;
     assert_eq!(fits.completion.as_ref().unwrap().structured_output, Some(serde_json::json!({"city": "Lyon"})));
 

@@ -4,7 +4,7 @@
 //! the tool and a program find the same agents.
 //!
 //! A CLI is found where `AGENT_API_<KIND>_BIN` names it, else as its executable on `PATH`
-//! ([`agent_api::detect::BackendProbe::find`]); a test bench's pinned copy is not an installation.
+//! ([`agent_api::kit::detect::BackendProbe::find`]); a test bench's pinned copy is not an installation.
 //!
 //! ```no_run
 //! # async fn demo() {
@@ -18,7 +18,8 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use agent_api::detect::{BackendProbe, FoundBy, Installed};
+use agent_api::kit::detect::{BackendProbe, FoundBy, Installed};
+use agent_api::kit::replay::Replay;
 use agent_api::{AgentBackend, AgentError, AgentKind, Gateway};
 
 /// The kind of the built-in scripted agent, always available.
@@ -66,6 +67,12 @@ pub fn kinds() -> Vec<AgentKind> {
 /// A backend for a built-in `kind`: a CLI's runs its installed binary where discovery finds one,
 /// else the executable's bare name (a run then fails with a typed `BinaryNotFound`).
 pub fn backend(kind: &AgentKind) -> Result<Arc<dyn AgentBackend>, AgentError> {
+    replayer(kind).map(|backend| backend as Arc<dyn AgentBackend>)
+}
+
+/// The backend of [`backend`], as the [`Replay`] it also is: every built-in backend replays its
+/// agent's recordings (`agent-api replay`).
+pub fn replayer(kind: &AgentKind) -> Result<Arc<dyn Replay>, AgentError> {
     if *kind == SCRIPTED {
         return Ok(Arc::new(agent_api_scripted::ScriptedBackend::new()));
     }

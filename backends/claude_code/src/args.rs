@@ -2,9 +2,11 @@
 //! into Claude Code's argv (never a shell string), environment and working directory.
 
 use agent_api::capabilities as caps;
+use agent_api::kit::options::OptionMapping;
 use agent_api::kit::CommandSpec;
-use agent_api::portable::{OptionMapping, PortableOptions};
-use agent_api::{AgentError, PermissionPolicy, PermissionRule, RunRequest, SessionSelector, ToolCategory};
+use agent_api::request::{PermissionRule, ToolCategory};
+use agent_api::PortableOptions;
+use agent_api::{AgentError, PermissionPolicy, RunRequest, SessionSelector};
 use serde::{Deserialize, Serialize};
 
 use crate::ClaudeCodeConfig;
@@ -166,7 +168,7 @@ impl ClaudeCodeOptions {
     }
 }
 
-impl agent_api::BackendOptions for ClaudeCodeOptions {
+impl agent_api::request::BackendOptions for ClaudeCodeOptions {
     const KIND: &'static str = "claude_code";
 }
 
@@ -181,7 +183,7 @@ pub struct Invocation {
     pub bypass: bool,
     /// The 0600 files the command names (`--mcp-config`, the system prompt files), removed when
     /// dropped: the run holds them.
-    pub files: Vec<std::sync::Arc<agent_api::portable::PrivateFile>>,
+    pub files: Vec<std::sync::Arc<agent_api::request::PrivateFile>>,
 }
 
 /// Print mode's static form of a policy (it has no request channel, so nothing can be asked or
@@ -208,17 +210,17 @@ pub(crate) const TOOLS: &[(ToolCategory, &[&str])] = &[
 fn text_flag(
     spec: CommandSpec,
     request: &RunRequest,
-    files: &mut Vec<std::sync::Arc<agent_api::portable::PrivateFile>>,
+    files: &mut Vec<std::sync::Arc<agent_api::request::PrivateFile>>,
     flag: &str,
     text: &str,
 ) -> Result<CommandSpec, AgentError> {
-    Ok(match agent_api::portable::TextOrFile::for_launcher(request.launcher.as_ref(), text)? {
-        agent_api::portable::TextOrFile::File(path) => {
+    Ok(match agent_api::request::TextOrFile::for_launcher(request.launcher.as_ref(), text)? {
+        agent_api::request::TextOrFile::File(path) => {
             let spec = spec.arg(format!("{flag}-file")).arg(path.as_os_str()).local_file(path.to_path_buf());
             files.push(std::sync::Arc::new(path));
             spec
         }
-        agent_api::portable::TextOrFile::Text(text) => spec.arg(flag).arg(text),
+        agent_api::request::TextOrFile::Text(text) => spec.arg(flag).arg(text),
     })
 }
 
@@ -239,7 +241,7 @@ pub fn invocation(config: &ClaudeCodeConfig, request: &RunRequest) -> Result<Inv
     }
     match &request.session {
         SessionSelector::New => {
-            if let Some(id) = agent_api::session_ref::uuid_session_id(request)? {
+            if let Some(id) = request.uuid_session_id()? {
                 spec = spec.arg("--session-id").arg(id);
             }
         }
@@ -387,7 +389,8 @@ mod tests {
 
     #[test]
     fn portable_options_map_to_their_native_flags_and_merge_with_the_extensions() {
-        use agent_api::portable::{McpServer, PortableOptions};
+        use agent_api::request::McpServer;
+        use agent_api::PortableOptions;
         let portable = PortableOptions::default()
             .system_prompt("you are terse")
             .append_system_prompt("cite files")
@@ -438,8 +441,8 @@ mod tests {
     /// A far launcher's agent cannot read this machine's files: the prompt goes inline there.
     #[test]
     fn through_a_far_launcher_the_system_prompt_goes_inline() {
-        let launcher = agent_api::kit::Launcher::Ssh(agent_api::kit::launch::Ssh::new("host"));
-        let portable = agent_api::portable::PortableOptions::default().system_prompt("you are terse");
+        let launcher = agent_api::request::Launcher::Ssh(agent_api::request::Ssh::new("host"));
+        let portable = agent_api::PortableOptions::default().system_prompt("you are terse");
         let req = RunRequest::new("hi").with_portable(portable).with_launcher(launcher);
         let inv = invocation(&ClaudeCodeConfig::default(), &req).unwrap();
         let joined = inv.spec.args.iter().map(|a| a.to_string_lossy().into_owned()).collect::<Vec<_>>().join(" ");
@@ -482,8 +485,8 @@ mod tests {
         let args = argv(&print(shell_only)).join(" ");
         assert!(args.contains("--allowedTools Bash") && !args.contains("--permission-mode"), "{args}");
         // The caller tools' server (any MCP server of the run) is pre-approved with MCP tools.
-        let portable = agent_api::portable::PortableOptions::default()
-            .mcp_server("caller_tools", agent_api::portable::McpServer::http("http://127.0.0.1:9/mcp"));
+        let portable =
+            agent_api::PortableOptions::default().mcp_server("caller_tools", agent_api::request::McpServer::http("http://127.0.0.1:9/mcp"));
         let mcp_only = PermissionPolicy::ByCategory([(ToolCategory::Mcp, PermissionRule::Approve)].into_iter().collect());
         let args = argv(&print(mcp_only).with_portable(portable.clone())).join(" ");
         assert!(args.contains("--allowedTools mcp__caller_tools"), "{args}");
@@ -518,7 +521,7 @@ mod tests {
         assert_eq!(request.options::<ClaudeCodeOptions>().unwrap(), options);
         assert_eq!(request.extensions[EXT_PERMISSION_MODE], json!("acceptEdits"));
         assert_eq!(
-            agent_api::options::extension_keys::<ClaudeCodeOptions>(),
+            agent_api::kit::options::extension_keys::<ClaudeCodeOptions>(),
             [
                 EXT_MODE,
                 EXT_EXTRA_DIRS,

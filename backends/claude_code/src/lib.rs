@@ -19,7 +19,7 @@
 //! - `RunRequest::skip_permission_prompts` (`agent_api.permissions.skip_prompts`) runs the CLI in
 //!   `bypassPermissions`: it asks nothing. Claude Code refuses that as root unless `IS_SANDBOX=1`
 //!   is in the run's environment; the refusal is a typed `PermissionModeRefused`.
-//! - [`ClaudeCodeBackend::replay_protocol`] replays recorded print output and two-way sessions.
+//! - [`ClaudeCodeBackend`]'s [`Replay::replay_protocol`](agent_api::kit::replay::Replay::replay_protocol) replays recorded print output and two-way sessions.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), agent_api::AgentError> {
@@ -67,8 +67,8 @@ pub const CAP_CLI_OPTIONS: &str = "backend.claude_code.cli_options";
 /// Where Claude Code keeps its config, memory, sessions and login: `CLAUDE_CONFIG_DIR` (with its
 /// `.claude.json` inside once the variable is set), `~/.claude` by default. A login's refresh
 /// token is single-use: an isolated home gets a read-only copy, so the agent cannot rotate it.
-pub const HOME_LAYOUT: agent_api::home::HomeLayout = agent_api::home::HomeLayout {
-    vars: &[agent_api::home::HomeVar { name: "CLAUDE_CONFIG_DIR", default_under_home: ".claude" }],
+pub const HOME_LAYOUT: agent_api::kit::home::HomeLayout = agent_api::kit::home::HomeLayout {
+    vars: &[agent_api::kit::home::HomeVar { name: "CLAUDE_CONFIG_DIR", default_under_home: ".claude" }],
     credentials: &[("CLAUDE_CONFIG_DIR", ".credentials.json")],
     single_use_login: true,
 };
@@ -101,10 +101,10 @@ impl std::fmt::Debug for ClaudeCodeConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ClaudeCodeConfig")
             .field("binary", &self.binary)
-            .field("env", &agent_api::secrets::EnvNames(&self.env))
+            .field("env", &agent_api::kit::secrets::EnvNames(&self.env))
             .field("inherit_env", &self.inherit_env)
             .field("working_dir", &self.working_dir)
-            .field("extra_args", &agent_api::secrets::ArgsShown(&self.extra_args))
+            .field("extra_args", &agent_api::kit::secrets::ArgsShown(&self.extra_args))
             .finish()
     }
 }
@@ -198,32 +198,32 @@ impl AgentBackend for ClaudeCodeBackend {
             CAP_PRINT_MODE,
             CAP_CLI_OPTIONS,
         ]);
-        agent_api::portable::with_mappings(agent_api::kit::launch::with_launchers(own), args::OPTION_MAPPINGS)
+        agent_api::kit::options::with_mappings(agent_api::kit::launch::with_launchers(own), args::OPTION_MAPPINGS)
     }
 
-    fn option_mappings(&self) -> &'static [agent_api::portable::OptionMapping] {
+    fn option_mappings(&self) -> &'static [agent_api::kit::options::OptionMapping] {
         args::OPTION_MAPPINGS
     }
 
     fn extension_keys(&self) -> &'static [&'static str] {
-        agent_api::options::extension_keys::<ClaudeCodeOptions>()
+        agent_api::kit::options::extension_keys::<ClaudeCodeOptions>()
     }
 
     fn option_value(&self, key: &str, text: &str) -> Result<serde_json::Value, AgentError> {
-        agent_api::options::value_from_text::<ClaudeCodeOptions>(key, text)
+        agent_api::kit::options::value_from_text::<ClaudeCodeOptions>(key, text)
     }
 
     async fn run(&self, request: RunRequest) -> Result<RunHandle, AgentError> {
         self.validate(&request)?;
         let mut request = request.in_session_dir(self.config.working_dir.as_deref());
-        let tools = agent_api::caller_tools::attach(&mut request).await?;
+        let tools = agent_api::kit::caller_tools::attach(&mut request).await?;
         let mut invocation = args::invocation(&self.config, &request)?;
         let mut settings = RunSettings::for_request(KIND, &request, &self.capabilities());
         settings.hold(tools);
         settings.hold(Some(std::mem::take(&mut invocation.files)));
         let protocol = match invocation.mode {
             Mode::Control => ClaudeProtocol::control(request.prompt.text.clone(), request.permissions.clone(), invocation.bypass)
-                .with_images(agent_api::images::ImageData::read_all(&request.prompt)?),
+                .with_images(agent_api::kit::images::ImageData::read_all(&request.prompt)?),
             // Print mode reads plain text: images need the two-way channel's user messages.
             Mode::Print if !request.prompt.images.is_empty() => {
                 return Err(AgentError::InvalidExtension {
@@ -238,9 +238,9 @@ impl AgentBackend for ClaudeCodeBackend {
     }
 
     async fn open_session(&self, request: RunRequest) -> Result<Session, AgentError> {
-        agent_api::backend::validate_template(&KIND, &self.capabilities(), self.extension_keys(), &request)?;
+        agent_api::kit::validate_template(&KIND, &self.capabilities(), self.extension_keys(), &request)?;
         let mut request = request.in_session_dir(self.config.working_dir.as_deref());
-        let tools = agent_api::caller_tools::attach(&mut request).await?;
+        let tools = agent_api::kit::caller_tools::attach(&mut request).await?;
         let mut invocation = args::invocation(&self.config, &request)?;
         if invocation.mode != Mode::Control {
             // Print mode takes its one prompt on the command line.
@@ -260,7 +260,9 @@ impl AgentBackend for ClaudeCodeBackend {
     fn session_store(&self) -> Option<std::sync::Arc<dyn agent_api::history::SessionStore>> {
         Some(std::sync::Arc::new(history::ClaudeSessionStore::for_config(&self.config)?))
     }
+}
 
+impl agent_api::kit::replay::Replay for ClaudeCodeBackend {
     fn replay_protocol(&self, format: RecordingFormat) -> Result<Box<dyn Protocol>, AgentError> {
         match format {
             RecordingFormat::NativeStdout | RecordingFormat::Session => Ok(Box::new(ClaudeProtocol::replaying())),
@@ -270,19 +272,19 @@ impl AgentBackend for ClaudeCodeBackend {
 }
 
 /// The version `binary --version` reports (`2.1.197 (Claude Code)` → `2.1.197`), or `None` when
-/// it cannot be run (see [`agent_api::detect::probe_version`]).
+/// it cannot be run (see [`agent_api::kit::detect::probe_version`]).
 pub async fn installed_version(binary: &Path) -> Option<String> {
-    agent_api::detect::probe_version(binary).await
+    agent_api::kit::detect::probe_version(binary).await
 }
 
 /// What discovery needs to find the `claude` CLI and build a backend for it.
-pub fn probe() -> agent_api::detect::BackendProbe {
-    agent_api::detect::BackendProbe::new(KIND, "claude", SUPPORTED_VERSIONS, |binary| {
+pub fn probe() -> agent_api::kit::detect::BackendProbe {
+    agent_api::kit::detect::BackendProbe::new(KIND, "claude", SUPPORTED_VERSIONS, |binary| {
         std::sync::Arc::new(ClaudeCodeBackend::new(ClaudeCodeConfig::default().with_binary(binary)))
     })
 }
 
 /// The installed `claude`: `$AGENT_API_CLAUDE_CODE_BIN`, else `claude` on `PATH`, with its version.
-pub async fn detect() -> Option<agent_api::detect::Installed> {
+pub async fn detect() -> Option<agent_api::kit::detect::Installed> {
     probe().detect().await
 }

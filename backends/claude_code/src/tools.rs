@@ -4,7 +4,7 @@
 //! Everything here is a pure function of the native `tool_use` input and the `tool_result`
 //! (plus the CLI's structured `tool_use_result`), so it is unit-tested without a process.
 
-use agent_api::tools_facet::ToolBytes;
+use agent_api::run::ToolBytes;
 use agent_api::universal::{ContentPart, FileAction, ToolMeta};
 use serde_json::{json, Value};
 
@@ -53,7 +53,7 @@ pub(crate) fn summary(name: &str, input: &Value) -> String {
     match field {
         Some(text) => {
             let one_line = text.lines().next().unwrap_or_default();
-            let cut = agent_api::bounds::utf8_prefix(one_line, 200);
+            let cut = agent_api::kit::bounds::utf8_prefix(one_line, 200);
             let more = if cut.len() < text.len() { "…" } else { "" };
             format!("{name}: {cut}{more}")
         }

@@ -2,12 +2,13 @@
 //! Each test starts with `agent_bench::e2e_enabled_or_explain`: it fails with install
 //! instructions when the CLI is missing, unless `AGENT_API_E2E=skip` (then it says SKIPPED).
 
-use agent_api::kit::launch::Launcher;
-use agent_api::Channel;
+use agent_api::request::Launcher;
+use agent_api::run::Channel;
 use std::path::Path;
 use std::time::Duration;
 
-use agent_api::universal::{ContentPart, DecidedBy, ItemKind, ItemRole, PermissionStatus, UniversalEvent, UniversalEventBody};
+use agent_api::universal::{ContentPart, DecidedBy, ItemKind, ItemRole, PermissionStatus, UniversalEventBody};
+use agent_api::UniversalEvent;
 use agent_api::{AgentBackend, AgentError, PermissionDecision, PermissionPolicy, QuestionAnswer, RunHandle, RunRequest, SessionSelector};
 use agent_api_claude_code::{ClaudeCodeBackend, ClaudeCodeConfig, ClaudeCodeOptions, Mode};
 use agent_api_conformance::{assert_conformant, record, RunRecord};
@@ -52,7 +53,7 @@ fn processes_in(dir: &Path) -> Vec<String> {
 /// Reads a run's universal events, answering each permission with `decide`.
 async fn drive(handle: RunHandle, mut decide: impl FnMut(&str) -> PermissionDecision) -> RunRecord {
     let control = handle.control();
-    let mut projector = agent_api::projection::Projector::new(handle.agent_kind().clone(), handle.tools_structured());
+    let mut projector = agent_api::kit::projection::Projector::new(handle.agent_kind().clone(), handle.tools_structured());
     let (mut events, completion) = handle.into_universal();
     let mut universal: Vec<UniversalEvent> = Vec::new();
     while let Some(event) = events.next().await {
@@ -180,7 +181,7 @@ async fn cancel_after(scenario: &str, launcher: Launcher, trigger: impl Fn(&Univ
         Err(e) => panic!("{e}"),
     };
     let control = handle.control();
-    let mut projector = agent_api::projection::Projector::new(handle.agent_kind().clone(), true);
+    let mut projector = agent_api::kit::projection::Projector::new(handle.agent_kind().clone(), true);
     let (mut events, completion) = handle.into_universal();
     let mut universal = Vec::new();
     let started = std::time::Instant::now();
@@ -428,13 +429,13 @@ fn main_request(server: &ModelServer) -> serde_json::Value {
 
 #[tokio::test]
 async fn e2e_a_system_prompt_and_a_denied_tool_reach_the_model_request() {
-    use agent_api::portable::PortableOptions;
+    use agent_api::PortableOptions;
     let Some((server, sandbox)) = bench("text").await else { return };
     let portable = PortableOptions::default()
         .system_prompt("SYSTEM-MARKER-7 you are a terse assistant")
         .append_system_prompt("APPEND-MARKER-9")
         .deny_tool("WebFetch")
-        .deny_category(agent_api::ToolCategory::FileWrite);
+        .deny_category(agent_api::request::ToolCategory::FileWrite);
     let run = record(backend(&sandbox).run(request("say hello").with_portable(portable)).await.unwrap()).await;
     assert_eq!(run.completion.as_ref().unwrap().final_text.as_deref(), Some("Hello from mock"));
     let main = main_request(&server);
@@ -447,7 +448,7 @@ async fn e2e_a_system_prompt_and_a_denied_tool_reach_the_model_request() {
 
 #[tokio::test]
 async fn e2e_an_extra_directory_reaches_the_model_request() {
-    use agent_api::portable::PortableOptions;
+    use agent_api::PortableOptions;
     let Some((server, sandbox)) = bench("text").await else { return };
     let extra = tempfile::tempdir().unwrap();
     let portable = PortableOptions::default().add_dir(extra.path());
@@ -459,7 +460,7 @@ async fn e2e_an_extra_directory_reaches_the_model_request() {
 
 #[tokio::test]
 async fn e2e_structured_output_is_the_clis_validated_value() {
-    use agent_api::portable::PortableOptions;
+    use agent_api::PortableOptions;
     let Some((server, sandbox)) = bench("json_answer").await else { return };
     let schema = json!({"type": "object", "required": ["city"], "properties": {"city": {"type": "string"}}});
     let portable = PortableOptions::default().output_schema(schema.clone());

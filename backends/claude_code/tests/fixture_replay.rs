@@ -1,7 +1,7 @@
 //! Every recorded Claude Code 2.1.197 fixture (print stdout and two-way control sessions)
 //! replays conformant through the backend's own protocol.
 
-use agent_api::Channel;
+use agent_api::run::Channel;
 use std::path::{Path, PathBuf};
 
 use agent_api::kit::replay::replay_file;
@@ -141,7 +141,7 @@ async fn bash_fixtures_map_to_command_execution_with_exit_code_and_byte_counts()
     let facet = run.wrapper_of(AgentWrapperEventKind::ToolResult).last().unwrap().data.clone().unwrap();
     assert_eq!(facet["tool"]["exit_code"], 0);
     assert_eq!(facet["tool"]["status"], "completed");
-    let summary = agent_api::RunSummary::from_events(&run.universal, run.completion.as_ref().ok());
+    let summary = agent_api::run::RunSummary::from_events(&run.universal, run.completion.as_ref().ok());
     let summed = &summary.tool_calls[0];
     assert_eq!((summed.name.as_str(), summed.command.as_deref()), ("Bash", Some("echo hi > out.txt && cat out.txt")));
     assert_eq!((summed.exit_code, summed.output_bytes), (Some(0), 2));

@@ -33,7 +33,7 @@ fn failure(run: &RunRecord) -> String {
 async fn an_error_subtype_fails_the_turn_even_when_is_error_is_false() {
     let run = replay("handwritten/claude_error_max_turns_2_1_0.stdout.jsonl").await;
     // The CLI's own turn limit is the request's limit reached (issue 24), typed.
-    assert!(matches!(run.completion, Err(AgentError::LimitReached { limit: agent_api::LimitKind::Turns })), "{:?}", run.completion);
+    assert!(matches!(run.completion, Err(AgentError::LimitReached { limit: agent_api::run::LimitKind::Turns })), "{:?}", run.completion);
     // One failure, one error event: the driver's terminal one.
     assert_eq!(run.of_type("error").count(), 1);
 

@@ -5,7 +5,8 @@
 
 use std::time::Duration;
 
-use agent_api::{AgentBackend, AgentError, LimitKind, PermissionPolicy, RunRequest};
+use agent_api::run::LimitKind;
+use agent_api::{AgentBackend, AgentError, PermissionPolicy, RunRequest};
 use agent_api_claude_code::{ClaudeCodeBackend, ClaudeCodeConfig};
 use agent_api_conformance::{assert_conformant, record, RunRecord};
 use agent_bench::{Cli, ModelServer, Sandbox};

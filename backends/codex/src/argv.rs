@@ -4,7 +4,8 @@
 use std::path::Path;
 
 use agent_api::kit::CommandSpec;
-use agent_api::{PermissionRule, RunRequest, SessionSelector, ToolCategory};
+use agent_api::request::{PermissionRule, ToolCategory};
+use agent_api::{RunRequest, SessionSelector};
 use serde_json::{json, Map, Value};
 
 use crate::config::{toml_string, CodexConfig, Mode, RunOptions};
@@ -238,7 +239,7 @@ mod tests {
     #[test]
     fn app_server_instructions_travel_in_the_thread_params_not_on_argv() {
         let config = CodexConfig::default();
-        let portable = agent_api::portable::PortableOptions::default().system_prompt("BASE-7").append_system_prompt("DEV-9");
+        let portable = agent_api::PortableOptions::default().system_prompt("BASE-7").append_system_prompt("DEV-9");
         let request = RunRequest::new("x").with_portable(portable);
         let options = RunOptions::resolve(&request, &config).unwrap();
         let argv = args(&app_server_spec(&config, &options, &request)).join(" ");

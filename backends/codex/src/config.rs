@@ -4,8 +4,9 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use agent_api::kit::launch::Launcher;
-use agent_api::{AgentError, PermissionPolicy, PermissionRule, RunRequest};
+use agent_api::request::Launcher;
+use agent_api::request::PermissionRule;
+use agent_api::{AgentError, PermissionPolicy, RunRequest};
 use serde::{Deserialize, Serialize};
 
 /// Extension key: `"app_server"` (default) or `"exec"`.
@@ -164,7 +165,7 @@ impl CodexOptions {
     }
 }
 
-impl agent_api::BackendOptions for CodexOptions {
+impl agent_api::request::BackendOptions for CodexOptions {
     const KIND: &'static str = "codex";
 }
 
@@ -210,8 +211,8 @@ impl std::fmt::Debug for CodexConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CodexConfig")
             .field("binary", &self.binary)
-            .field("env", &agent_api::secrets::EnvNames(&self.env))
-            .field("config_overrides", &agent_api::secrets::ArgsShown(&self.config_overrides))
+            .field("env", &agent_api::kit::secrets::EnvNames(&self.env))
+            .field("config_overrides", &agent_api::kit::secrets::ArgsShown(&self.config_overrides))
             .field("quiet", &self.quiet)
             .field("default_mode", &self.default_mode)
             .field("reasoning_summary", &self.reasoning_summary)
@@ -290,7 +291,7 @@ impl RunOptions {
         if let Some(bad) = options.config.iter().find(|o| !o.contains('=')) {
             return Err(AgentError::InvalidExtension {
                 key: EXT_CONFIG.into(),
-                reason: format!("{:?} is not key=value", agent_api::bounds::utf8_prefix(bad, 64)),
+                reason: format!("{:?} is not key=value", agent_api::kit::bounds::utf8_prefix(bad, 64)),
             });
         }
         let mode = options.mode.unwrap_or(config.default_mode);
@@ -400,7 +401,7 @@ mod tests {
         assert_eq!(request.options::<CodexOptions>().unwrap(), options);
         assert_eq!(request.extensions[EXT_APPROVAL_POLICY], json!("on-request"));
         assert_eq!(
-            agent_api::options::extension_keys::<CodexOptions>(),
+            agent_api::kit::options::extension_keys::<CodexOptions>(),
             [EXT_MODE, EXT_SANDBOX, EXT_APPROVAL_POLICY, EXT_EXTRA_DIRS, EXT_DANGEROUSLY_BYPASS, EXT_CONFIG, EXT_INNER_SANDBOX]
         );
         let wrong = RunRequest::new("x").with_extension(EXT_APPROVAL_POLICY, json!("always"));
@@ -418,7 +419,7 @@ mod tests {
         let off = RunRequest::new("x").with_options(&CodexOptions::default().inner_sandbox(false));
         let err = RunOptions::resolve(&off, &config).unwrap_err();
         assert!(matches!(&err, AgentError::InvalidRequest { reason } if reason.contains(EXT_INNER_SANDBOX)), "{err}");
-        let container = agent_api::kit::launch::Container::exec(agent_api::kit::launch::Engine::Docker, "box");
+        let container = agent_api::request::Container::exec(agent_api::request::Engine::Docker, "box");
         let resolved = RunOptions::resolve(&off.with_launcher(Launcher::Container(container)), &config).unwrap();
         assert_eq!((resolved.sandbox, resolved.approval_policy), (Sandbox::DangerFullAccess, ApprovalPolicy::Untrusted));
         assert!(!resolved.bypass);

@@ -53,7 +53,7 @@ impl ErrorClass {
 pub fn missing_thread(message: &str) -> Option<AgentError> {
     let (_, rest) = message.split_once("no rollout found for thread id ")?;
     let id = rest.split(|c: char| c.is_whitespace() || c == '(').next().filter(|id| !id.is_empty())?;
-    Some(AgentError::SessionNotFound { id: agent_api::bounds::utf8_prefix(id, 64).to_string() })
+    Some(AgentError::SessionNotFound { id: agent_api::kit::bounds::utf8_prefix(id, 64).to_string() })
 }
 
 /// Classifies by HTTP status.
@@ -98,7 +98,7 @@ pub fn classify_message(message: &str) -> ErrorClass {
         return class_of_status(status);
     }
     let lower = message.to_ascii_lowercase();
-    let words = agent_api::rate_limit::LimitWords::in_text(message);
+    let words = agent_api::kit::rate_limit::LimitWords::in_text(message);
     if words.limited {
         ErrorClass::RateLimited
     } else if words.overloaded {
@@ -122,21 +122,21 @@ pub fn status_in_message(message: &str) -> Option<u16> {
 
 /// The `rate_limited` notice for an error Codex reports while it works (a retry, or the turn's
 /// failure): for a rate limit or overload only, with the status and any `retry-after` it quotes.
-pub fn rate_limit_notice(class: ErrorClass, message: &str) -> Option<agent_api::rate_limit::RateLimitNotice> {
-    let mut notice = agent_api::rate_limit::RateLimitNotice::default();
+pub fn rate_limit_notice(class: ErrorClass, message: &str) -> Option<agent_api::kit::rate_limit::RateLimitNotice> {
+    let mut notice = agent_api::kit::rate_limit::RateLimitNotice::default();
     match class {
         ErrorClass::RateLimited => notice.status = status_in_message(message),
         ErrorClass::Overloaded(status) => (notice.status, notice.overloaded) = (status.or(status_in_message(message)), true),
         _ => return None,
     }
-    notice.retry_after = agent_api::rate_limit::retry_after_in(message);
+    notice.retry_after = agent_api::kit::rate_limit::retry_after_in(message);
     Some(notice)
 }
 
 /// A Codex explanation made safe to show: secrets and URL query strings masked
-/// ([`agent_api::secrets::redact`]), bounded to 512 bytes on a character boundary.
+/// ([`agent_api::kit::secrets::redact`]), bounded to 512 bytes on a character boundary.
 pub fn explanation(message: &str) -> String {
-    agent_api::secrets::redact_bounded(message, EXPLANATION_BOUND)
+    agent_api::kit::secrets::redact_bounded(message, EXPLANATION_BOUND)
 }
 
 /// The `api_retry` status detail of Codex's "Reconnecting... 2/5 (why)" notice: a retry it makes

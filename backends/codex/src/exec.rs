@@ -6,9 +6,10 @@
 //! items become status items; `error` items and events become non-terminal error events.
 //! `turn.completed` usage is the thread's total (see NOTES.md), reported as is.
 
-use agent_api::kit::driver::{parse_typed, parse_value, ExitInfo, Unparsed};
+use agent_api::kit::transcript::NewItem;
+use agent_api::kit::{parse_typed, parse_value, ExitInfo, Unparsed};
 use agent_api::kit::{Ctx, Protocol};
-use agent_api::universal::{ContentPart, FileAction, ItemKind, ItemRole, NewItem, ReasoningVisibility};
+use agent_api::universal::{ContentPart, FileAction, ItemKind, ItemRole, ReasoningVisibility};
 use agent_api::{AgentError, RunCompletion};
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -278,7 +279,7 @@ impl Exec {
             _ if phase == Phase::Completed || !self.open.contains_key(&id) => {
                 let content = vec![ContentPart::Status {
                     label: "unknown_item".into(),
-                    detail: Some(agent_api::bounds::utf8_prefix(&kind, 64).to_string()),
+                    detail: Some(agent_api::kit::bounds::utf8_prefix(&kind, 64).to_string()),
                 }];
                 if phase == Phase::Completed {
                     let daemon = self
@@ -403,7 +404,7 @@ impl Protocol for Exec {
             }
             Err(_) if kind.is_empty() => return Err(Unparsed("an exec event without a `type`".into())),
             Err(_) => {
-                ctx.transcript.status("unknown_event", Some(agent_api::bounds::utf8_prefix(&kind, 64).to_string()));
+                ctx.transcript.status("unknown_event", Some(agent_api::kit::bounds::utf8_prefix(&kind, 64).to_string()));
                 return Ok(());
             }
         };

@@ -12,9 +12,10 @@
 use std::path::{Path, PathBuf};
 
 use agent_api::history::{self, SessionQuery, SessionStore, StoredSession};
-use agent_api::kit::driver::Unparsed;
+use agent_api::kit::transcript::NewItem;
+use agent_api::kit::Unparsed;
 use agent_api::kit::{Ctx, ExitInfo, Protocol};
-use agent_api::universal::{ItemRole, NewItem};
+use agent_api::universal::ItemRole;
 use agent_api::{AgentError, AgentKind, RunCompletion, RunHandle};
 use async_trait::async_trait;
 use serde_json::{json, Map, Value};

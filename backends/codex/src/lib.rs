@@ -24,7 +24,7 @@
 //! policy `never` in either mode: Codex stops asking and runs what its sandbox allows. See
 //! [`config::RunOptions::resolve`].
 //!
-//! Both kinds of recording replay through [`AgentBackend::replay_protocol`], so
+//! Both kinds of recording replay through [`Replay::replay_protocol`](agent_api::kit::replay::Replay::replay_protocol), so
 //! `agent_api::kit::replay::replay_file` and `agent-api replay --agent codex` work on the shared
 //! fixtures. The message types come from the schema the CLI prints (`schema/`, [`schema`]).
 //!
@@ -63,14 +63,14 @@ pub use version::{installed_version, SUPPORTED_VERSIONS};
 pub const KIND: AgentKind = AgentKind::from_static("codex");
 
 /// What discovery needs to find the `codex` CLI and build a backend for it.
-pub fn probe() -> agent_api::detect::BackendProbe {
-    agent_api::detect::BackendProbe::new(KIND, "codex", SUPPORTED_VERSIONS, |binary| {
+pub fn probe() -> agent_api::kit::detect::BackendProbe {
+    agent_api::kit::detect::BackendProbe::new(KIND, "codex", SUPPORTED_VERSIONS, |binary| {
         std::sync::Arc::new(CodexBackend::new(CodexConfig::with_binary(binary)))
     })
 }
 
 /// The installed `codex`: `$AGENT_API_CODEX_BIN`, else `codex` on `PATH`, with its version.
-pub async fn detect() -> Option<agent_api::detect::Installed> {
+pub async fn detect() -> Option<agent_api::kit::detect::Installed> {
     probe().detect().await
 }
 
@@ -81,8 +81,8 @@ pub const CAP_APP_SERVER: &str = "backend.codex.app_server";
 
 /// Where Codex keeps its config, sessions and login: `CODEX_HOME`, `~/.codex` by default. A
 /// ChatGPT login's refresh token is single-use: an isolated home gets a read-only copy.
-pub const HOME_LAYOUT: agent_api::home::HomeLayout = agent_api::home::HomeLayout {
-    vars: &[agent_api::home::HomeVar { name: "CODEX_HOME", default_under_home: ".codex" }],
+pub const HOME_LAYOUT: agent_api::kit::home::HomeLayout = agent_api::kit::home::HomeLayout {
+    vars: &[agent_api::kit::home::HomeVar { name: "CODEX_HOME", default_under_home: ".codex" }],
     credentials: &[("CODEX_HOME", "auth.json")],
     single_use_login: true,
 };
@@ -141,7 +141,7 @@ pub fn capabilities() -> CapabilitySet {
         CAP_APP_SERVER,
         CAP_EXEC_MODE,
     ]);
-    agent_api::portable::with_mappings(agent_api::kit::launch::with_launchers(own), portable::OPTION_MAPPINGS)
+    agent_api::kit::options::with_mappings(agent_api::kit::launch::with_launchers(own), portable::OPTION_MAPPINGS)
 }
 
 #[async_trait]
@@ -155,14 +155,14 @@ impl AgentBackend for CodexBackend {
     }
 
     fn extension_keys(&self) -> &'static [&'static str] {
-        agent_api::options::extension_keys::<CodexOptions>()
+        agent_api::kit::options::extension_keys::<CodexOptions>()
     }
 
     fn option_value(&self, key: &str, text: &str) -> Result<serde_json::Value, AgentError> {
-        agent_api::options::value_from_text::<CodexOptions>(key, text)
+        agent_api::kit::options::value_from_text::<CodexOptions>(key, text)
     }
 
-    fn option_mappings(&self) -> &'static [agent_api::portable::OptionMapping] {
+    fn option_mappings(&self) -> &'static [agent_api::kit::options::OptionMapping] {
         portable::OPTION_MAPPINGS
     }
 
@@ -177,9 +177,9 @@ impl AgentBackend for CodexBackend {
         }
         if options.mode == Mode::Exec {
             // `exec --output-schema` needs a file that outlives the spawn: the SDK asks in the prompt instead.
-            request = agent_api::structured::ask_in_prompt(request);
+            request = agent_api::kit::structured::ask_in_prompt(request);
         }
-        let tools = agent_api::caller_tools::attach(&mut request).await?;
+        let tools = agent_api::kit::caller_tools::attach(&mut request).await?;
         let spec = HOME_LAYOUT.apply(argv::command_spec(&self.config, &options, &request), &request.home)?;
         let mut settings = RunSettings::for_request(self.kind(), &request, &self.capabilities());
         settings.hold(tools);
@@ -194,7 +194,7 @@ impl AgentBackend for CodexBackend {
     }
 
     async fn open_session(&self, request: RunRequest) -> Result<Session, AgentError> {
-        agent_api::backend::validate_template(&KIND, &self.capabilities(), self.extension_keys(), &request)?;
+        agent_api::kit::validate_template(&KIND, &self.capabilities(), self.extension_keys(), &request)?;
         let mut request = request.in_session_dir(self.config.working_dir.as_deref());
         let options = RunOptions::resolve(&request, &self.config)?;
         portable::check_denied_tools(&request.portable)?;
@@ -204,7 +204,7 @@ impl AgentBackend for CodexBackend {
                 reason: "a session needs the app-server mode".into(),
             });
         }
-        let tools = agent_api::caller_tools::attach(&mut request).await?;
+        let tools = agent_api::kit::caller_tools::attach(&mut request).await?;
         let spec = HOME_LAYOUT.apply(argv::command_spec(&self.config, &options, &request), &request.home)?;
         let mut settings = RunSettings::for_request(self.kind(), &request, &self.capabilities());
         settings.hold(tools);
@@ -216,7 +216,9 @@ impl AgentBackend for CodexBackend {
     fn session_store(&self) -> Option<std::sync::Arc<dyn agent_api::history::SessionStore>> {
         Some(std::sync::Arc::new(history::CodexSessionStore::for_config(&self.config)?))
     }
+}
 
+impl agent_api::kit::replay::Replay for CodexBackend {
     fn replay_protocol(&self, format: RecordingFormat) -> Result<Box<dyn Protocol>, AgentError> {
         match format {
             RecordingFormat::NativeStdout => Ok(Box::new(exec::Exec::default())),

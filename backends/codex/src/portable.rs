@@ -6,8 +6,10 @@
 //! `env_http_headers`) whose values [`secret_env`] sets in Codex's own environment.
 
 use agent_api::capabilities as caps;
-use agent_api::portable::{McpServer, OptionMapping, PortableOptions};
+use agent_api::kit::options::OptionMapping;
+use agent_api::request::McpServer;
 use agent_api::AgentError;
+use agent_api::PortableOptions;
 
 use crate::config::{toml_string, Mode};
 

@@ -128,8 +128,8 @@ pub struct TokenUsageBreakdown {
 
 impl TokenUsageBreakdown {
     /// The counts as the completion's usage.
-    pub fn to_usage(&self) -> agent_api::Usage {
-        let mut usage = agent_api::Usage::tokens(self.input_tokens, self.output_tokens);
+    pub fn to_usage(&self) -> agent_api::run::Usage {
+        let mut usage = agent_api::run::Usage::tokens(self.input_tokens, self.output_tokens);
         usage.cached_input_tokens = Some(self.cached_input_tokens);
         usage.cache_write_tokens = Some(self.cache_write_input_tokens);
         usage.reasoning_tokens = Some(self.reasoning_output_tokens);

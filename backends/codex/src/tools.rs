@@ -4,7 +4,8 @@
 
 use std::collections::HashMap;
 
-use agent_api::universal::{ContentPart, NewItem, ToolMeta, Transcript};
+use agent_api::kit::transcript::{NewItem, Transcript};
+use agent_api::universal::{ContentPart, ToolMeta};
 
 /// What was called.
 #[derive(Debug, Clone, Default)]

@@ -7,14 +7,14 @@ use std::path::Path;
 pub const SUPPORTED_VERSIONS: &[&str] = &["0.169.0"];
 
 /// The version `binary --version` prints (`codex-cli 0.169.0` → `0.169.0`), or `None` when it
-/// cannot be run, fails, or prints something else (see [`agent_api::detect::probe_version`]).
+/// cannot be run, fails, or prints something else (see [`agent_api::kit::detect::probe_version`]).
 pub async fn installed_version(binary: &Path) -> Option<String> {
-    agent_api::detect::probe_version(binary).await
+    agent_api::kit::detect::probe_version(binary).await
 }
 
 /// The version number in `codex --version` output.
 pub fn parse_version(text: &str) -> Option<String> {
-    agent_api::detect::parse_version(text)
+    agent_api::kit::detect::parse_version(text)
 }
 
 #[cfg(test)]

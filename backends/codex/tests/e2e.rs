@@ -1,7 +1,7 @@
 //! End to end with the real pinned Codex CLI (codex-cli 0.169.0) against the bench's scripted
 //! model server. Without the CLI these fail with install instructions, unless AGENT_API_E2E=skip.
 
-use agent_api::Channel;
+use agent_api::run::Channel;
 use std::time::Duration;
 
 use agent_api::universal::{DecidedBy, PermissionStatus, UniversalEventBody};
@@ -13,7 +13,7 @@ use agent_bench::{e2e_enabled_or_explain, Cli, ModelServer, Sandbox};
 
 mod agent_api_bench_support {
     use super::*;
-    use agent_api::projection::Projector;
+    use agent_api::kit::projection::Projector;
     use futures::StreamExt;
 
     /// A backend running the sandbox's CLI with its environment and `-c` flags.
@@ -106,7 +106,7 @@ async fn app_server_shell_approved_runs_and_declined_does_not() {
         assert_eq!(run.of_type("permission.requested").count(), 1, "{:?}", run.types());
         assert_eq!(sandbox.cwd.join("out.txt").exists(), runs);
         // The command and its directory are typed in the tools facet (Codex wraps it in a login shell).
-        let mut calls = agent_api::tool_calls::ToolCalls::new();
+        let mut calls = agent_api::run::ToolCalls::new();
         for event in &run.wrapper {
             calls.push_wrapper(event);
         }
@@ -114,7 +114,7 @@ async fn app_server_shell_approved_runs_and_declined_does_not() {
         assert!(shell.command.as_deref().is_some_and(|c| c.contains(agent_bench::scenario::SHELL_COMMAND)), "{shell:?}");
         assert!(shell.cwd.is_some(), "{shell:?}");
         if runs {
-            assert_eq!((shell.exit_code, shell.status), (Some(0), agent_api::tools_facet::ToolStatus::Completed), "{shell:?}");
+            assert_eq!((shell.exit_code, shell.status), (Some(0), agent_api::run::ToolStatus::Completed), "{shell:?}");
         }
     }
 }
@@ -381,7 +381,7 @@ async fn skipping_permission_prompts_runs_without_any_request_and_one_way_exec_a
 mod portable_options {
     use super::agent_api_bench_support::{backend, drive};
     use super::*;
-    use agent_api::portable::PortableOptions;
+    use agent_api::PortableOptions;
     use serde_json::{json, Value};
 
     fn schema() -> Value {

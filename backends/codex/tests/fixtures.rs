@@ -1,7 +1,7 @@
 //! Every recorded Codex session under `tests/fixtures/codex/` (exec stdout and app-server
 //! sessions of codex-cli 0.169.0) replays conformant through the backend's own converters.
 
-use agent_api::Channel;
+use agent_api::run::Channel;
 use std::path::{Path, PathBuf};
 
 use agent_api::kit::replay::replay_file;
@@ -247,7 +247,7 @@ async fn exec_messages_get_one_synthetic_delta_and_tools_their_facets() {
 #[test]
 fn the_typed_exec_path_matches_the_value_path_on_every_exec_fixture() {
     use agent_api::kit::replay::RecordingFormat;
-    use agent_api::AgentBackend;
+    use agent_api::kit::replay::Replay;
     let backend = CodexBackend::new(CodexConfig::default());
     for path in files("exec") {
         let text = std::fs::read(&path).unwrap();

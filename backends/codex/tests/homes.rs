@@ -8,7 +8,8 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use agent_api::{AgentBackend, Home, HomeSeed, RunRequest};
+use agent_api::request::{Home, HomeSeed};
+use agent_api::{AgentBackend, RunRequest};
 use agent_api_codex::{CodexBackend, CodexConfig};
 use agent_api_conformance::record;
 use agent_bench::process::{process_env, processes_in, tree_snapshot};

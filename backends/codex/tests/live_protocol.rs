@@ -4,13 +4,13 @@
 
 use std::sync::{Arc, Mutex};
 
-use agent_api::kit::driver::AgentPipes;
+use agent_api::kit::AgentPipes;
 use agent_api::kit::{start_run, RunSettings, Transport};
+use agent_api::request::{PermissionRule, ToolCategory};
 use agent_api::universal::{ContentPart, ItemKind, UniversalEventBody};
 use agent_api::AgentBackend as _;
 use agent_api::{
-    AgentError, AgentKind, AgentWrapperEventKind, PermissionDecision, PermissionPolicy, PermissionRule, QuestionAnswer, RunHandle,
-    RunRequest, ToolCategory,
+    AgentError, AgentKind, AgentWrapperEventKind, PermissionDecision, PermissionPolicy, QuestionAnswer, RunHandle, RunRequest,
 };
 use agent_api_codex::app_server::AppServer;
 use agent_api_codex::argv::StartPlan;

@@ -1,7 +1,7 @@
 //! A warm session whose app-server refuses to start it (`initialize` or `thread/start`): the
 //! turn gets the agent's refusal as a typed error, not a bare process exit, and the session ends.
 
-use agent_api::kit::driver::AgentPipes;
+use agent_api::kit::AgentPipes;
 use agent_api::kit::{start_session, RunSettings, Transport};
 use agent_api::AgentBackend as _;
 use agent_api::{AgentError, AgentKind, RunRequest, Session};

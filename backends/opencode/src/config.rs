@@ -66,7 +66,7 @@ impl OpenCodeOptions {
     }
 }
 
-impl agent_api::BackendOptions for OpenCodeOptions {
+impl agent_api::request::BackendOptions for OpenCodeOptions {
     const KIND: &'static str = "opencode";
 }
 
@@ -102,7 +102,7 @@ impl std::fmt::Debug for OpenCodeConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("OpenCodeConfig")
             .field("binary", &self.binary)
-            .field("env", &agent_api::secrets::EnvNames(&self.env))
+            .field("env", &agent_api::kit::secrets::EnvNames(&self.env))
             .field("default_interface", &self.default_interface)
             .field("working_dir", &self.working_dir)
             .field("startup_timeout", &self.startup_timeout)

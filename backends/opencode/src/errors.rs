@@ -38,7 +38,7 @@ impl NativeError {
 
     /// The typed error for a run that failed with this error.
     pub fn to_agent_error(&self) -> AgentError {
-        let message = agent_api::secrets::redact_bounded(&self.data.message, EXPLANATION_BOUND);
+        let message = agent_api::kit::secrets::redact_bounded(&self.data.message, EXPLANATION_BOUND);
         if self.is_abort() {
             return AgentError::Cancelled;
         }

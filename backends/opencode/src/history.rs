@@ -16,12 +16,14 @@ use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use agent_api::history::{self, SessionQuery, SessionStore, StoredSession};
-use agent_api::kit::driver::Unparsed;
+use agent_api::kit::line_source;
 use agent_api::kit::lines::DEFAULT_LINE_CAP;
-use agent_api::kit::transport::line_source;
+use agent_api::kit::transcript::NewItem;
+use agent_api::kit::Unparsed;
 use agent_api::kit::{CommandSpec, Ctx, ExitInfo, Protocol};
-use agent_api::universal::{ItemRole, NewItem};
-use agent_api::{AgentError, AgentKind, RunCompletion, RunHandle, TimeoutKind};
+use agent_api::run::TimeoutKind;
+use agent_api::universal::ItemRole;
+use agent_api::{AgentError, AgentKind, RunCompletion, RunHandle};
 use async_trait::async_trait;
 use serde_json::{json, Value};
 use tokio::io::AsyncReadExt;

@@ -26,7 +26,7 @@
 //! to ask at all: `serve` creates the session with a rule allowing every permission, `run` passes
 //! `--auto`, `acp` sets `OPENCODE_PERMISSION` to allow everything.
 //!
-//! All three kinds of recording replay through [`AgentBackend::replay_protocol`] (`serve` and
+//! All three kinds of recording replay through [`Replay::replay_protocol`](agent_api::kit::replay::Replay::replay_protocol) (`serve` and
 //! `acp` session logs are told apart by their first message).
 
 pub mod acp;
@@ -61,14 +61,14 @@ pub const CAP_RUN: &str = "backend.opencode.run";
 pub const CAP_ACP: &str = "backend.opencode.acp";
 
 /// What discovery needs to find the `opencode` CLI and build a backend for it.
-pub fn probe() -> agent_api::detect::BackendProbe {
-    agent_api::detect::BackendProbe::new(KIND, "opencode", SUPPORTED_VERSIONS, |binary| {
+pub fn probe() -> agent_api::kit::detect::BackendProbe {
+    agent_api::kit::detect::BackendProbe::new(KIND, "opencode", SUPPORTED_VERSIONS, |binary| {
         std::sync::Arc::new(OpenCodeBackend::new(OpenCodeConfig::with_binary(binary)))
     })
 }
 
 /// The installed `opencode`: `$AGENT_API_OPENCODE_BIN`, else `opencode` on `PATH`, with its version.
-pub async fn detect() -> Option<agent_api::detect::Installed> {
+pub async fn detect() -> Option<agent_api::kit::detect::Installed> {
     probe().detect().await
 }
 
@@ -140,19 +140,19 @@ pub fn capabilities() -> CapabilitySet {
         caps::HOME_HERMETIC,
     ]);
     // The run and acp interfaces build their argv through `CommandSpec::for_request` (serve refuses a launcher).
-    agent_api::portable::with_mappings(agent_api::kit::launch::with_launchers(own), portable::MAPPINGS)
+    agent_api::kit::options::with_mappings(agent_api::kit::launch::with_launchers(own), portable::MAPPINGS)
 }
 
 /// Where OpenCode keeps its config and global memory (`$XDG_CONFIG_HOME/opencode`), its sessions
 /// and logins (`$XDG_DATA_HOME/opencode`, `auth.json`), and its state and caches: the XDG
 /// directories. An isolated home gets a read-only copy of `auth.json`; an Anthropic OAuth login
 /// there holds a single-use refresh token.
-pub const HOME_LAYOUT: agent_api::home::HomeLayout = agent_api::home::HomeLayout {
+pub const HOME_LAYOUT: agent_api::kit::home::HomeLayout = agent_api::kit::home::HomeLayout {
     vars: &[
-        agent_api::home::HomeVar { name: "XDG_CONFIG_HOME", default_under_home: ".config" },
-        agent_api::home::HomeVar { name: "XDG_DATA_HOME", default_under_home: ".local/share" },
-        agent_api::home::HomeVar { name: "XDG_STATE_HOME", default_under_home: ".local/state" },
-        agent_api::home::HomeVar { name: "XDG_CACHE_HOME", default_under_home: ".cache" },
+        agent_api::kit::home::HomeVar { name: "XDG_CONFIG_HOME", default_under_home: ".config" },
+        agent_api::kit::home::HomeVar { name: "XDG_DATA_HOME", default_under_home: ".local/share" },
+        agent_api::kit::home::HomeVar { name: "XDG_STATE_HOME", default_under_home: ".local/state" },
+        agent_api::kit::home::HomeVar { name: "XDG_CACHE_HOME", default_under_home: ".cache" },
     ],
     credentials: &[("XDG_DATA_HOME", "opencode/auth.json")],
     single_use_login: true,
@@ -219,14 +219,12 @@ const READS_ENV: &[&str] = &[
 /// port, so it takes no launcher (the run and acp interfaces do).
 fn check_launcher(interface: Interface, request: &RunRequest) -> Result<(), AgentError> {
     match (&request.launcher, interface) {
-        (Some(launcher), Interface::Serve) if !matches!(launcher, agent_api::kit::launch::Launcher::Local) => {
-            Err(AgentError::InvalidRequest {
-                reason: format!(
-                    "OpenCode's serve interface runs one shared server on this machine and takes no launcher ({launcher}); \
+        (Some(launcher), Interface::Serve) if !matches!(launcher, agent_api::request::Launcher::Local) => Err(AgentError::InvalidRequest {
+            reason: format!(
+                "OpenCode's serve interface runs one shared server on this machine and takes no launcher ({launcher}); \
                      use the run or acp interface"
-                ),
-            })
-        }
+            ),
+        }),
         _ => Ok(()),
     }
 }
@@ -247,14 +245,14 @@ impl AgentBackend for OpenCodeBackend {
     }
 
     fn extension_keys(&self) -> &'static [&'static str] {
-        agent_api::options::extension_keys::<OpenCodeOptions>()
+        agent_api::kit::options::extension_keys::<OpenCodeOptions>()
     }
 
     fn option_value(&self, key: &str, text: &str) -> Result<serde_json::Value, AgentError> {
-        agent_api::options::value_from_text::<OpenCodeOptions>(key, text)
+        agent_api::kit::options::value_from_text::<OpenCodeOptions>(key, text)
     }
 
-    fn option_mappings(&self) -> &'static [agent_api::portable::OptionMapping] {
+    fn option_mappings(&self) -> &'static [agent_api::kit::options::OptionMapping] {
         portable::MAPPINGS
     }
 
@@ -265,8 +263,8 @@ impl AgentBackend for OpenCodeBackend {
         let interface = options.interface.unwrap_or(self.config.default_interface);
         check_launcher(interface, &request)?;
         // The caller tools' server joins the MCP servers, which reach OpenCode through its config.
-        let tools = agent_api::caller_tools::attach(&mut request).await?;
-        let request = agent_api::structured::ask_in_prompt(request);
+        let tools = agent_api::kit::caller_tools::attach(&mut request).await?;
+        let request = agent_api::kit::structured::ask_in_prompt(request);
         let mut settings = RunSettings::for_request(self.kind(), &request, &self.capabilities());
         settings.hold(tools);
         match interface {
@@ -290,7 +288,7 @@ impl AgentBackend for OpenCodeBackend {
     /// A warm session on `opencode serve` (the only interface that keeps OpenCode alive between
     /// turns): one OpenCode session on the backend's server, one prompt per turn.
     async fn open_session(&self, request: RunRequest) -> Result<Session, AgentError> {
-        agent_api::backend::validate_template(&KIND, &self.capabilities(), self.extension_keys(), &request)?;
+        agent_api::kit::validate_template(&KIND, &self.capabilities(), self.extension_keys(), &request)?;
         let request = request.in_session_dir(self.config.working_dir.as_deref());
         let options: OpenCodeOptions = request.options()?;
         if options.interface.unwrap_or(self.config.default_interface) != Interface::Serve {
@@ -301,7 +299,7 @@ impl AgentBackend for OpenCodeBackend {
         }
         check_launcher(Interface::Serve, &request)?;
         let mut request = request;
-        let tools = agent_api::caller_tools::attach(&mut request).await?;
+        let tools = agent_api::kit::caller_tools::attach(&mut request).await?;
         let mut settings = RunSettings::for_request(self.kind(), &request, &self.capabilities());
         settings.hold(tools);
         serve::session::open(&self.config, &self.servers, request, settings).await
@@ -310,7 +308,9 @@ impl AgentBackend for OpenCodeBackend {
     fn session_store(&self) -> Option<std::sync::Arc<dyn agent_api::history::SessionStore>> {
         Some(std::sync::Arc::new(history::OpenCodeSessionStore::new(self.config.clone())))
     }
+}
 
+impl agent_api::kit::replay::Replay for OpenCodeBackend {
     fn replay_protocol(&self, format: RecordingFormat) -> Result<Box<dyn Protocol>, AgentError> {
         match format {
             RecordingFormat::NativeStdout => Ok(Box::new(run::RunProtocol::default())),

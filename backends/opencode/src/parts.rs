@@ -6,9 +6,10 @@
 
 use std::collections::HashMap;
 
-use agent_api::tools_facet::ToolBytes;
-use agent_api::universal::{ContentPart, FileAction, ItemRole, NewItem, ReasoningVisibility, ToolMeta, Transcript};
-use agent_api::Usage;
+use agent_api::kit::transcript::{NewItem, Transcript};
+use agent_api::run::ToolBytes;
+use agent_api::run::Usage;
+use agent_api::universal::{ContentPart, FileAction, ItemRole, ReasoningVisibility, ToolMeta};
 use serde::Deserialize;
 use serde_json::Value;
 

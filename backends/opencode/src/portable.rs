@@ -4,9 +4,12 @@
 //! headers (the caller tools' bearer secret) never show in the process list.
 
 use agent_api::capabilities as caps;
+use agent_api::kit::options::OptionMapping;
 use agent_api::kit::CommandSpec;
-use agent_api::portable::{McpServer, OptionMapping, PortableOptions, PrivateFile, TextOrFile};
-use agent_api::{AgentError, RunRequest, ToolCategory};
+use agent_api::request::ToolCategory;
+use agent_api::request::{McpServer, PrivateFile, TextOrFile};
+use agent_api::PortableOptions;
+use agent_api::{AgentError, RunRequest};
 use serde_json::{json, Map, Value};
 
 /// The variable OpenCode reads extra config from (JSON, merged over its config files).
@@ -22,7 +25,7 @@ pub const MAPPINGS: &[OptionMapping] = &[
         caps::DENIED_TOOL_CATEGORIES,
         "config tools.NAME = false: bash; edit, write, patch; read, glob, grep, list; webfetch, websearch",
     ),
-    OptionMapping::new(caps::OUTPUT_SCHEMA, agent_api::portable::SDK_SCHEMA),
+    OptionMapping::new(caps::OUTPUT_SCHEMA, agent_api::kit::options::SDK_SCHEMA),
     OptionMapping::new(caps::IMAGES, "-f FILE (run); file part with a data: URL (serve); ACP image block (acp)"),
 ];
 
@@ -149,7 +152,7 @@ mod tests {
         assert_eq!((spec.keep_alive.len(), spec.local_files.len()), (1, 1), "the instructions file lives with the agent");
         let far = RunRequest::new("hi")
             .with_portable(PortableOptions::default().append_system_prompt("x"))
-            .with_launcher(agent_api::kit::Launcher::Ssh(agent_api::kit::launch::Ssh::new("host")));
+            .with_launcher(agent_api::request::Launcher::Ssh(agent_api::request::Ssh::new("host")));
         assert!(matches!(apply(CommandSpec::new("opencode"), &far), Err(AgentError::InvalidRequest { .. })));
         let untouched = apply(CommandSpec::new("opencode"), &RunRequest::new("hi")).unwrap();
         assert!(!untouched.env.contains_key(CONFIG_CONTENT), "no option, no config");

@@ -2,8 +2,8 @@
 //! (`send`/`recv` lines), told apart by their first message: ACP's are JSON-RPC 2.0, `serve`'s
 //! are HTTP requests, answers and events.
 
-use agent_api::kit::driver::{ExitInfo, Unparsed};
 use agent_api::kit::{Ctx, Protocol};
+use agent_api::kit::{ExitInfo, Unparsed};
 use agent_api::run::ControlCommand;
 use agent_api::{AgentError, RunCompletion};
 use serde_json::Value;

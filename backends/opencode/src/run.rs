@@ -4,9 +4,9 @@
 //! A permission set to "ask" is rejected by OpenCode itself in this interface: the tool part
 //! ends in state `error`, which shows as a failed `tool_result` with OpenCode's reason.
 
-use agent_api::kit::driver::{ExitInfo, Unparsed};
-use agent_api::kit::protocol::{parse_typed, parse_value};
+use agent_api::kit::{parse_typed, parse_value};
 use agent_api::kit::{CommandSpec, Ctx, Protocol};
+use agent_api::kit::{ExitInfo, Unparsed};
 use agent_api::{AgentError, RunCompletion, RunRequest, SessionSelector};
 use serde::Deserialize;
 use serde_json::Value;
@@ -55,7 +55,7 @@ impl RunProtocol {
             ("error", _, Some(error)) => self.error = Some(error),
             ("step_start" | "text" | "reasoning" | "tool_use" | "step_finish", Some(part), _) => self.parts.part(t, part, true),
             (kind, ..) => {
-                return Err(Unparsed(format!("unknown or incomplete run line type {:?}", agent_api::bounds::utf8_prefix(kind, 40))))
+                return Err(Unparsed(format!("unknown or incomplete run line type {:?}", agent_api::kit::bounds::utf8_prefix(kind, 40))))
             }
         }
         Ok(())
@@ -122,7 +122,7 @@ pub fn command_spec(config: &OpenCodeConfig, request: &RunRequest, thinking: boo
         _ => {}
     }
     // OpenCode reads each image itself (`-f`), so a sandbox must see the file.
-    let images = agent_api::images::ImageFile::check_all(&request.prompt)?;
+    let images = agent_api::kit::images::ImageFile::check_all(&request.prompt)?;
     for image in &images {
         args.extend(["-f".to_string(), image.path.display().to_string()]);
     }
@@ -150,7 +150,7 @@ mod tests {
 
     #[test]
     fn a_live_run_writes_its_prompt_to_stdin_then_closes_it() {
-        let mut harness = agent_api::kit::driver::ProtocolHarness::new();
+        let mut harness = agent_api::kit::ProtocolHarness::new();
         let mut protocol = RunProtocol::live("line one\nline two");
         protocol.start(&mut harness.ctx()).unwrap();
         assert_eq!(harness.take_sent_text(), "line one\nline two");

@@ -3,7 +3,7 @@
 
 mod common;
 
-use agent_api::portable::PortableOptions;
+use agent_api::PortableOptions;
 use agent_api::{PermissionDecision, RunRequest};
 use agent_api_opencode::Interface;
 use common::*;
@@ -16,7 +16,7 @@ async fn a_system_prompt_appended_instructions_and_a_denied_tool_reach_the_model
             .system_prompt("SYSTEM-MARKER-7 you are terse")
             .append_system_prompt("APPEND-MARKER-9")
             .deny_tool("bash")
-            .deny_category(agent_api::ToolCategory::FileWrite);
+            .deny_category(agent_api::request::ToolCategory::FileWrite);
         let run =
             drive(&backend(&sandbox, interface), RunRequest::new("say hi").with_portable(portable), PermissionDecision::Allow, false).await;
         assert!(run.completion.is_ok(), "{interface:?}: {:?}", run.completion);

@@ -4,8 +4,9 @@
 
 mod common;
 
+use agent_api::run::Channel;
 use agent_api::universal::{ContentPart, ItemKind, ItemStatus};
-use agent_api::{Channel, PermissionDecision, RunRequest, SessionSelector};
+use agent_api::{PermissionDecision, RunRequest, SessionSelector};
 use agent_api_conformance::assert_conformant;
 use agent_api_opencode::Interface;
 use common::*;

@@ -3,8 +3,9 @@
 
 mod common;
 
+use agent_api::run::Channel;
 use agent_api::universal::{ContentPart, DecidedBy, ItemKind, ItemStatus, UniversalEventBody};
-use agent_api::{AgentError, Channel, PermissionDecision, PermissionPolicy, RunRequest, SessionSelector};
+use agent_api::{AgentError, PermissionDecision, PermissionPolicy, RunRequest, SessionSelector};
 use agent_api_conformance::assert_conformant;
 use agent_api_opencode::Interface;
 use common::*;

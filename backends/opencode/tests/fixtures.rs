@@ -147,7 +147,7 @@ async fn every_acp_fixture_replays_through_the_opencode_kind_with_the_live_outco
             "text" => assert_eq!(text.as_deref(), Some("Hello from mock")),
             "reasoning" => {
                 assert_eq!(text.as_deref(), Some("Hello after thinking"));
-                assert!(!run.text_on(&agent_api::Channel::Reasoning).is_empty());
+                assert!(!run.text_on(&agent_api::run::Channel::Reasoning).is_empty());
             }
             "shell_allow_once" => assert_eq!(text.as_deref(), Some("Shell done. Tool output was: hi | ")),
             "shell_reject_once" => assert!(run.completion.is_ok(), "{:?}", run.completion),

@@ -8,8 +8,8 @@ mod common;
 use std::path::Path;
 
 use agent_api::history::{read_store_lines, SessionQuery};
+use agent_api::kit::line_source;
 use agent_api::kit::lines::DEFAULT_LINE_CAP;
-use agent_api::kit::transport::line_source;
 use agent_api::universal::{ItemKind, ItemRole};
 use agent_api::{AgentBackend, AgentError, AgentKind, PermissionDecision, RunRequest};
 use agent_api_conformance::{assert_conformant, record, RunRecord};

@@ -11,7 +11,8 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use agent_api::{Home, HomeSeed, PermissionDecision, RunRequest};
+use agent_api::request::{Home, HomeSeed};
+use agent_api::{PermissionDecision, RunRequest};
 use agent_api_opencode::Interface;
 use agent_bench::process::{process_env, processes_in, tree_snapshot};
 use agent_bench::{ModelServer, Sandbox};

@@ -40,7 +40,7 @@ async fn serve_refuses_a_launcher_before_starting_anything() {
     let mut config = OpenCodeConfig::with_binary(dir.path().join("never-started"));
     config.working_dir = Some(dir.path().to_path_buf());
     let backend = OpenCodeBackend::new(config);
-    let launcher = agent_api::kit::Launcher::Prefix(vec!["env".into()]);
+    let launcher = agent_api::request::Launcher::Prefix(vec!["env".into()]);
     assert!(backend.capabilities().contains(launcher.capability()), "OpenCode advertises the launchers");
     let error = backend.run(RunRequest::new("hi").with_launcher(launcher)).await.expect_err("serve takes no launcher");
     assert!(matches!(&error, AgentError::InvalidRequest { reason } if reason.contains("serve")), "{error}");

@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use agent_api::caller_tools::client::{result_text, McpClient};
-use agent_api::kit::driver::AgentPipes;
+use agent_api::kit::caller_tools::client::{result_text, McpClient};
+use agent_api::kit::AgentPipes;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, DuplexStream};
 use tokio::sync::mpsc;
 

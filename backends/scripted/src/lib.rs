@@ -36,9 +36,9 @@ pub mod wire;
 
 use std::time::Duration;
 
-use agent_api::caller_tools::client::McpClient;
-use agent_api::caller_tools::ToolServer;
 use agent_api::capabilities as caps;
+use agent_api::kit::caller_tools::client::McpClient;
+use agent_api::kit::caller_tools::ToolServer;
 use agent_api::kit::{start_run, start_session, RunSettings, Transport};
 use agent_api::{AgentBackend, AgentError, AgentKind, CapabilitySet, RunHandle, RunRequest, Session};
 use async_trait::async_trait;
@@ -84,7 +84,7 @@ impl ScriptedOptions {
     }
 }
 
-impl agent_api::BackendOptions for ScriptedOptions {
+impl agent_api::request::BackendOptions for ScriptedOptions {
     const KIND: &'static str = "scripted";
 }
 
@@ -132,26 +132,26 @@ impl AgentBackend for ScriptedBackend {
             caps::SESSION_RESUME_PER_TURN,
             "backend.scripted.scenarios",
         ]);
-        agent_api::portable::with_mappings(own, agent_api::portable::SDK_ONLY)
+        agent_api::kit::options::with_mappings(own, agent_api::kit::options::SDK_ONLY)
     }
 
-    fn option_mappings(&self) -> &'static [agent_api::portable::OptionMapping] {
-        agent_api::portable::SDK_ONLY
+    fn option_mappings(&self) -> &'static [agent_api::kit::options::OptionMapping] {
+        agent_api::kit::options::SDK_ONLY
     }
 
     fn extension_keys(&self) -> &'static [&'static str] {
-        agent_api::options::extension_keys::<ScriptedOptions>()
+        agent_api::kit::options::extension_keys::<ScriptedOptions>()
     }
 
     fn option_value(&self, key: &str, text: &str) -> Result<serde_json::Value, AgentError> {
-        agent_api::options::value_from_text::<ScriptedOptions>(key, text)
+        agent_api::kit::options::value_from_text::<ScriptedOptions>(key, text)
     }
 
     async fn run(&self, request: RunRequest) -> Result<RunHandle, AgentError> {
         self.validate(&request)?;
         let mut request = request.in_session_dir(None);
         let (tools, mcp) = caller_tools(&mut request).await?;
-        let request = agent_api::structured::ask_in_prompt(request);
+        let request = agent_api::kit::structured::ask_in_prompt(request);
         let (scenario, delay) = scenario_of(&request)?;
         let mut settings = RunSettings::for_request(KIND, &request, &self.capabilities());
         settings.hold(tools);
@@ -163,7 +163,7 @@ impl AgentBackend for ScriptedBackend {
     }
 
     async fn open_session(&self, request: RunRequest) -> Result<Session, AgentError> {
-        agent_api::backend::validate_template(&KIND, &self.capabilities(), self.extension_keys(), &request)?;
+        agent_api::kit::validate_template(&KIND, &self.capabilities(), self.extension_keys(), &request)?;
         let mut request = request.in_session_dir(None);
         let (tools, mcp) = caller_tools(&mut request).await?;
         let (scenario, delay) = scenario_of(&request)?;
@@ -188,7 +188,9 @@ impl AgentBackend for ScriptedBackend {
         let protocol = protocol::ScriptedProtocol::session(request.permissions.clone());
         Ok(start_session(settings, transport, Box::new(protocol)))
     }
+}
 
+impl agent_api::kit::replay::Replay for ScriptedBackend {
     fn replay_protocol(&self, format: agent_api::kit::replay::RecordingFormat) -> Result<Box<dyn agent_api::kit::Protocol>, AgentError> {
         let _ = format;
         Ok(Box::new(protocol::ScriptedProtocol::replaying()))
@@ -198,7 +200,7 @@ impl AgentBackend for ScriptedBackend {
 /// Serves the request's caller tools, and the client the scripted agent calls them with (over
 /// HTTP with the run's secret, as any agent would).
 async fn caller_tools(request: &mut RunRequest) -> Result<(Option<ToolServer>, Option<McpClient>), AgentError> {
-    let Some(server) = agent_api::caller_tools::attach(request).await? else {
+    let Some(server) = agent_api::kit::caller_tools::attach(request).await? else {
         return Ok((None, None));
     };
     let client = McpClient::new(&server.url(), Some(&format!("Bearer {}", server.secret())))?;

@@ -4,11 +4,15 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use agent_api::kit::driver::{parse_typed, parse_value, Ctx, ExitInfo, Protocol, Unparsed};
-use agent_api::kit::hitl::{Hitl, PermissionDetails, PermissionRequest, QuestionRequest};
-use agent_api::tools_facet::ToolBytes;
-use agent_api::universal::{ContentPart, ItemRole, NewItem, ReasoningVisibility, ToolMeta};
-use agent_api::{AgentError, ControlCommand, PermissionPolicy, Prompt, QuestionAnswer, RunCompletion, ToolCategory, Usage};
+use agent_api::kit::hitl::{Hitl, PermissionRequest, QuestionRequest};
+use agent_api::kit::transcript::NewItem;
+use agent_api::kit::{parse_typed, parse_value, Ctx, ExitInfo, Protocol, Unparsed};
+use agent_api::request::ToolCategory;
+use agent_api::run::ToolBytes;
+use agent_api::run::{ControlCommand, Usage};
+use agent_api::universal::PermissionDetails;
+use agent_api::universal::{ContentPart, ItemRole, ReasoningVisibility, ToolMeta};
+use agent_api::{AgentError, PermissionPolicy, Prompt, QuestionAnswer, RunCompletion};
 use serde_json::{json, Value};
 
 use crate::wire::{AgentLine, ClientLine, FlatAgentLine, LeadingLine};

@@ -2,7 +2,7 @@
 //!
 //! Agent → client: [`AgentLine`]. Client → agent: [`ClientLine`].
 
-use agent_api::kit::driver::LineStr;
+use agent_api::kit::LineStr;
 use serde::{Deserialize, Serialize};
 
 /// A line the scripted agent writes.
@@ -241,7 +241,7 @@ struct ToolResultLine<'a> {
 impl<'a> LeadingLine<'a> {
     /// The line, when it begins with the type of a kind read here and has that kind's fields.
     pub(crate) fn parse(line: &'a [u8]) -> Option<Self> {
-        use agent_api::kit::driver::parse_typed;
+        use agent_api::kit::parse_typed;
         let rest = line.strip_prefix(br#"{"type":""#)?;
         let kind = &rest[..rest.iter().position(|&b| b == b'"')?];
         Some(match kind {

@@ -1,7 +1,7 @@
 //! Every scripted scenario through both views, checked against the specs.
 
+use agent_api::run::Channel;
 use agent_api::universal::{ContentPart, UniversalEventBody};
-use agent_api::Channel;
 use agent_api::{AgentBackend, AgentError, AgentWrapperEventKind, PermissionDecision, PermissionPolicy, RunRequest};
 use agent_api_conformance::{assert_conformant, record, record_answering, Answers};
 use agent_api_scripted::{Scenario, ScriptedBackend, ScriptedOptions, EXT_SCENARIO};

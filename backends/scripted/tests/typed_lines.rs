@@ -2,7 +2,7 @@
 //! line kind, including lines the typed parse must hand over (a field missing, `null` input,
 //! an unknown type, extra fields).
 
-use agent_api::kit::driver::Protocol;
+use agent_api::kit::Protocol;
 use agent_api_conformance::typed::assert_typed_matches_value;
 use agent_api_scripted::protocol::ScriptedProtocol;
 

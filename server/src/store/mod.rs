@@ -34,7 +34,7 @@ const RAW_NULL_TAIL: &str = "\"raw\":null}";
 
 impl StoredEvent {
     /// Builds a stored event from a universal event (whose `raw` is moved to its own field).
-    pub fn from_event(mut event: agent_api::universal::UniversalEvent) -> Result<Self, serde_json::Error> {
+    pub fn from_event(mut event: agent_api::UniversalEvent) -> Result<Self, serde_json::Error> {
         let raw = event.raw.take().map(|raw| serde_json::to_string(&*raw)).transpose()?;
         let json = serde_json::to_string(&event)?;
         debug_assert!(json.ends_with(RAW_NULL_TAIL), "`raw` must stay the event's last member");
@@ -233,7 +233,7 @@ mod tests {
 
     #[test]
     fn a_stored_events_kind_is_its_envelopes_type_whatever_its_ids_hold() {
-        let mut transcript = agent_api::universal::Transcript::new(r#"sess_,"type":"x"#.into(), false);
+        let mut transcript = agent_api::kit::transcript::Transcript::new(r#"sess_,"type":"x"#.into(), false);
         transcript.permission_requested("perm_1", r#"run ,"type":"item.delta" now"#, None);
         let kinds: Vec<String> = transcript.drain().map(|e| StoredEvent::from_event(e).unwrap().kind().to_string()).collect();
         assert!(kinds.contains(&"permission.requested".to_string()), "{kinds:?}");

@@ -7,9 +7,10 @@
 
 use std::time::Instant;
 
-use agent_api::caller_tools::client::McpClient;
-use agent_api::caller_tools::{attach, SERVER_NAME};
-use agent_api::{McpServer, RunRequest};
+use agent_api::kit::caller_tools::client::McpClient;
+use agent_api::kit::caller_tools::{attach, SERVER_NAME};
+use agent_api::request::McpServer;
+use agent_api::RunRequest;
 use serde_json::{json, Value};
 
 const WARMUP: usize = 100;

@@ -9,8 +9,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use agent_api::kit::launch::{Container, Engine, Launcher};
 use agent_api::kit::{start_run, CommandSpec, RunSettings, Transport};
+use agent_api::request::{Container, Engine, Launcher};
 use agent_api::AgentKind;
 use agent_api_conformance::fake::FakeProtocol;
 use agent_api_conformance::launchers::{tag, Infra};

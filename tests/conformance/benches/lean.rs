@@ -15,9 +15,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use agent_api::kit::replay::RecordingFormat;
+use agent_api::kit::replay::{RecordingFormat, Replay};
 use agent_api::kit::{start_run, CommandSpec, RunSettings, Transport};
-use agent_api::AgentBackend;
 use agent_api_conformance::logs::build_log;
 use futures::StreamExt;
 

@@ -72,7 +72,7 @@ async fn through_the_sdk() -> (usize, usize) {
     (results.iter().filter(|(ok, _)| *ok).count(), left)
 }
 
-fn reported_pid(event: &agent_api::universal::UniversalEvent) -> Option<i32> {
+fn reported_pid(event: &agent_api::UniversalEvent) -> Option<i32> {
     let item = event.completed_item()?;
     item.content.iter().find_map(|part| match part {
         agent_api::universal::ContentPart::Status { label, detail: Some(detail) } if label == "pid" => {

@@ -8,8 +8,7 @@
 
 use std::time::Duration;
 
-use agent_api::kit::replay::{replay, ReplayOptions};
-use agent_api::AgentBackend;
+use agent_api::kit::replay::{replay, Replay, ReplayOptions};
 use agent_api_conformance::logs::build_log;
 use futures::StreamExt;
 
@@ -20,7 +19,7 @@ const ROUNDS: usize = 5;
 /// make unique per repetition.
 struct Subject {
     name: &'static str,
-    backend: Box<dyn AgentBackend>,
+    backend: Box<dyn Replay>,
     recording: &'static str,
     head: usize,
     ids: &'static [&'static str],
@@ -93,7 +92,7 @@ fn bare(log: &[u8]) -> usize {
     log.split(|b| *b == b'\n').filter(|l| !l.is_empty()).filter_map(|l| serde_json::from_slice::<serde_json::Value>(l).ok()).count()
 }
 
-fn library(runtime: &tokio::runtime::Runtime, backend: &dyn AgentBackend, log: &[u8]) -> usize {
+fn library(runtime: &tokio::runtime::Runtime, backend: &dyn Replay, log: &[u8]) -> usize {
     runtime.block_on(async {
         let reader = std::io::Cursor::new(log.to_vec());
         let handle = replay(backend, reader, ReplayOptions::default().exit_code(Some(0))).await.expect("the log replays");

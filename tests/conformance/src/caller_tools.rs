@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use agent_api::caller_tools::client::McpClient;
+use agent_api::kit::caller_tools::client::McpClient;
 use agent_api::universal::ItemKind;
 use agent_api::{AgentBackend, AgentError, AgentWrapperEventKind, RunRequest};
 use serde_json::{json, Value};
@@ -98,9 +98,8 @@ pub async fn assert_round_trip(backend: &dyn AgentBackend, request: RunRequest) 
     assert!(items.iter().any(|i| serde_json::to_string(i).unwrap().contains(TOOL)), "no tool_call item for {TOOL}: {items:?}");
     let facets: Vec<_> = run.wrapper.iter().filter(|e| e.kind == AgentWrapperEventKind::ToolCall).filter_map(|e| e.tools_facet()).collect();
     // ACP agents name the tool only in the call's id (the facet's tool_name is ACP's kind, `other`).
-    let names_it = |f: &&agent_api::tools_facet::ToolsFacet| {
-        [&f.tool_name, &f.tool_use_id].iter().any(|n| n.as_deref().is_some_and(|n| n.contains(TOOL)))
-    };
+    let names_it =
+        |f: &&agent_api::run::ToolsFacet| [&f.tool_name, &f.tool_use_id].iter().any(|n| n.as_deref().is_some_and(|n| n.contains(TOOL)));
     assert!(facets.iter().any(|f| names_it(&f)), "no ToolCall event with the tools facet: {facets:?}");
     let shown = format!("{:?}{:?}", run.universal, run.wrapper);
     assert!(!shown.contains("Bearer"), "the secret's header reached an event");

@@ -1,7 +1,8 @@
 //! A protocol for the fake CLI (`fake_agent_cli`) used by the fault tests and benchmarks.
 
-use agent_api::kit::driver::{parse_typed, parse_value, Ctx, ExitInfo, LineStr, Protocol, Unparsed};
-use agent_api::universal::{ItemRole, NewItem};
+use agent_api::kit::transcript::NewItem;
+use agent_api::kit::{parse_typed, parse_value, Ctx, ExitInfo, LineStr, Protocol, Unparsed};
+use agent_api::universal::ItemRole;
 use agent_api::{AgentError, RunCompletion};
 use serde_json::Value;
 

@@ -220,8 +220,8 @@ fn output(cmd: &mut Command) -> Result<String, InfraError> {
 
 /// The default bubblewrap sandbox, checked to be usable: a test through it fails here, naming
 /// the fix, rather than later with a spawn error.
-pub fn bwrap_launcher() -> agent_api::kit::Launcher {
-    let launcher = agent_api::kit::Launcher::Sandbox(agent_api::kit::launch::Bwrap::new());
+pub fn bwrap_launcher() -> agent_api::request::Launcher {
+    let launcher = agent_api::request::Launcher::Sandbox(agent_api::request::Bwrap::new());
     launcher.check_available().expect("bwrap is installed (tests/run.sh installs bubblewrap)");
     launcher
 }

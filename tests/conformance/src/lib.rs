@@ -24,13 +24,13 @@ pub mod typed;
 use std::collections::HashSet;
 use std::sync::OnceLock;
 
-use agent_api::bounds::within_bounds;
-use agent_api::projection::Projector;
-use agent_api::tools_facet::TOOLS_FACET_SCHEMA;
-use agent_api::universal::{ItemStatus, UniversalEvent, UniversalEventBody};
-use agent_api::{
-    AgentError, AgentWrapperEvent, AgentWrapperEventKind, Channel, PermissionDecision, QuestionAnswer, RunCompletion, RunHandle,
-};
+use agent_api::kit::projection::Projector;
+use agent_api::run::within_bounds;
+use agent_api::run::Channel;
+use agent_api::run::TOOLS_FACET_SCHEMA;
+use agent_api::universal::{ItemStatus, UniversalEventBody};
+use agent_api::UniversalEvent;
+use agent_api::{AgentError, AgentWrapperEvent, AgentWrapperEventKind, PermissionDecision, QuestionAnswer, RunCompletion, RunHandle};
 use futures::StreamExt;
 use serde_json::Value;
 
@@ -401,7 +401,7 @@ pub(crate) fn wrapper_problems(run: &RunRecord, out: &mut Vec<String>) {
                 out.push(format!("a failed run has {} Error events (want exactly 1)", errors.len()));
             } else {
                 let message = run.wrapper[errors[0]].message.clone().unwrap_or_default();
-                let expected = agent_api::bounds::truncate_message(&e.to_string(), agent_api::bounds::MESSAGE_BOUND);
+                let expected = agent_api::kit::bounds::truncate_message(&e.to_string(), agent_api::kit::bounds::MESSAGE_BOUND);
                 if message != expected {
                     out.push(format!("terminal Error message {message:?} differs from the completion error {expected:?}"));
                 }
@@ -423,9 +423,11 @@ pub fn assert_conformant(run: &RunRecord) {
 
 #[cfg(test)]
 mod tests {
-    use agent_api::kit::hitl::{Hitl, PermissionDetails, PermissionRequest};
-    use agent_api::universal::{NewItem, Transcript};
-    use agent_api::{PermissionPolicy, ToolCategory};
+    use agent_api::kit::hitl::{Hitl, PermissionRequest};
+    use agent_api::kit::transcript::{NewItem, Transcript};
+    use agent_api::request::ToolCategory;
+    use agent_api::universal::PermissionDetails;
+    use agent_api::PermissionPolicy;
 
     /// A transcript with one approved permission for `call_1`, and a tool call item for `item_call_id`.
     fn approved_call(item_call_id: Option<&str>) -> Vec<String> {
@@ -437,7 +439,7 @@ mod tests {
             let id = t.start_item(NewItem::tool_call("shell", "{}", call_id));
             t.complete_item(&id);
         }
-        t.end(agent_api::universal::SessionEnd::completed());
+        t.end(agent_api::kit::transcript::SessionEnd::completed());
         let events: Vec<_> = t.drain().collect();
         let mut out = Vec::new();
         super::universal_problems(&events, &mut out);

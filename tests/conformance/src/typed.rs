@@ -2,7 +2,7 @@
 //! feeds the same lines to two fresh converters, one through `Protocol::on_line` and one through
 //! `Protocol::on_message`, and compares the transcripts.
 
-use agent_api::kit::driver::{parse_value, Protocol, ProtocolHarness};
+use agent_api::kit::{parse_value, Protocol, ProtocolHarness};
 use serde_json::Value;
 
 fn transcript(protocol: &mut dyn Protocol, lines: &[&[u8]], typed: bool) -> Vec<Value> {

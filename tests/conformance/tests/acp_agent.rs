@@ -5,8 +5,9 @@
 
 use std::time::Duration;
 
+use agent_api::run::Channel;
 use agent_api::universal::{ContentPart, ItemKind, ItemStatus};
-use agent_api::{AgentBackend, AgentError, Channel, PermissionDecision, PermissionPolicy, RunRequest};
+use agent_api::{AgentBackend, AgentError, PermissionDecision, PermissionPolicy, RunRequest};
 use agent_api_acp::{AcpBackend, AcpConfig, AcpOptions};
 use agent_api_conformance::{assert_conformant, problems, record, record_answering, Answers, RunRecord};
 

@@ -87,7 +87,7 @@ async fn a_failed_turn_leaves_the_session_usable() {
 }
 
 /// The `history` status details of `events`.
-fn history(events: &[agent_api::universal::UniversalEvent]) -> Vec<String> {
+fn history(events: &[agent_api::UniversalEvent]) -> Vec<String> {
     events
         .iter()
         .filter_map(agent_api_conformance::session::status_of)

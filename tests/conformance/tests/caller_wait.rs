@@ -1,11 +1,12 @@
 //! A permission request or question the caller leaves unanswered: the run says it waits for the
-//! caller, and past the request's limit ([`agent_api::CallerWait`]) it is decided on the
+//! caller, and past the request's limit ([`agent_api::request::CallerWait`]) it is decided on the
 //! caller's behalf, `decided_by: timeout`.
 
 use std::time::Duration;
 
+use agent_api::request::OnCallerTimeout;
 use agent_api::universal::{DecidedBy, PermissionStatus, QuestionStatus};
-use agent_api::{AgentBackend, AgentError, OnCallerTimeout, PermissionPolicy, RunRequest};
+use agent_api::{AgentBackend, AgentError, PermissionPolicy, RunRequest};
 use agent_api_conformance::{assert_conformant, record, RunRecord};
 use agent_api_scripted::{ScriptedBackend, ScriptedOptions};
 

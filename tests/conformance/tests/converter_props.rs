@@ -77,7 +77,7 @@ proptest! {
     ) {
         let line = format!("Attempt {attempt} failed{middle}{tail}");
         if let Some(retry) = agent_api_acp::retries::Retry::in_line(&line) {
-            let mut t = agent_api::universal::Transcript::new("sess_props".into(), false);
+            let mut t = agent_api::kit::transcript::Transcript::new("sess_props".into(), false);
             retry.emit(&mut t);
             let shown = format!("{:?}", t.drain().collect::<Vec<_>>());
             prop_assert!(middle.trim().len() < 6 || !shown.contains(middle.trim()), "the agent's text reached an event");

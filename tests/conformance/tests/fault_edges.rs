@@ -7,9 +7,10 @@
 
 use std::time::Duration;
 
-use agent_api::kit::driver::{Ctx, ExitInfo, Protocol, Unparsed};
 use agent_api::kit::{start_run, CommandSpec, RunSettings, Transport};
-use agent_api::universal::{ContentPart, UniversalEvent, UniversalEventBody};
+use agent_api::kit::{Ctx, ExitInfo, Protocol, Unparsed};
+use agent_api::universal::{ContentPart, UniversalEventBody};
+use agent_api::UniversalEvent;
 use agent_api::{AgentBackend, AgentError, AgentKind, AgentWrapperEventKind, PermissionDecision, RunCompletion, RunHandle, RunRequest};
 use agent_api_conformance::fake::FakeProtocol;
 use agent_api_conformance::{assert_conformant, record, record_answering, Answers, RunRecord};

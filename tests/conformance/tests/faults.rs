@@ -5,8 +5,8 @@
 
 use std::time::{Duration, Instant};
 
-use agent_api::kit::driver::{Ctx, ExitInfo, Protocol, Unparsed};
 use agent_api::kit::{start_run, CommandSpec, RunSettings, Transport};
+use agent_api::kit::{Ctx, ExitInfo, Protocol, Unparsed};
 use agent_api::universal::UniversalEventBody;
 use agent_api::{AgentError, AgentKind, AgentWrapperEventKind, RunCompletion, RunHandle};
 use agent_api_conformance::fake::FakeProtocol;
@@ -36,7 +36,7 @@ fn alive(pid: i32) -> bool {
 }
 
 /// The pid the fake CLI reported for its child, if `event` is that report.
-fn reported_pid(event: &agent_api::universal::UniversalEvent) -> Option<i32> {
+fn reported_pid(event: &agent_api::UniversalEvent) -> Option<i32> {
     let UniversalEventBody::ItemCompleted(d) = &event.body else { return None };
     d.item.content.iter().find_map(|part| match part {
         agent_api::universal::ContentPart::Status { label, detail: Some(detail) } if label == "pid" => {
@@ -276,7 +276,7 @@ async fn gone(pid: i32) -> bool {
 }
 
 /// Reads events until the fake CLI reports its grandchild; checks it is in a session of its own.
-async fn grandchild(events: &mut agent_api::UniversalEvents) -> i32 {
+async fn grandchild(events: &mut agent_api::run::UniversalEvents) -> i32 {
     use futures::StreamExt;
     while let Some(event) = events.next().await {
         if let Some(pid) = reported_pid(&event) {

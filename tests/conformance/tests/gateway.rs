@@ -76,7 +76,7 @@ async fn a_supported_request_runs_through_the_gateway() {
 
 #[tokio::test]
 async fn with_installed_registers_what_discovery_finds_with_its_version() {
-    use agent_api::detect::BackendProbe;
+    use agent_api::kit::detect::BackendProbe;
     let dir = tempfile::tempdir().unwrap();
     let cli = dir.path().join("fakecli");
     std::fs::write(&cli, "#!/bin/sh\necho 'fakecli 1.2.3 (build \u{1b}[2J)'\n").unwrap();
@@ -84,7 +84,7 @@ async fn with_installed_registers_what_discovery_finds_with_its_version() {
     // Only this test reads these variables (names unique to it).
     std::env::set_var("AGENT_API_DISCOVERY_FOUND_BIN", &cli);
     std::env::remove_var("AGENT_API_DISCOVERY_MISSING_BIN");
-    let build = |_| Arc::new(ScriptedBackend::new()) as Arc<dyn agent_api::AgentBackend>;
+    let build = |_| Arc::new(ScriptedBackend::new()) as Arc<dyn agent_api::kit::replay::Replay>;
     let probes = [
         BackendProbe::new(AgentKind::from_static("discovery_found"), "fakecli-not-on-path", &["1.2.3"], build),
         BackendProbe::new(AgentKind::from_static("discovery_missing"), "fakecli-not-on-path", &["1.2.3"], build),
@@ -99,7 +99,7 @@ async fn with_installed_registers_what_discovery_finds_with_its_version() {
 }
 
 /// Waits until the run has events waiting for the (paused) caller; returns their counted bytes.
-async fn buffered_once_waiting(events: &agent_api::UniversalEvents) -> usize {
+async fn buffered_once_waiting(events: &agent_api::run::UniversalEvents) -> usize {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
     while events.buffered_bytes() == 0 && std::time::Instant::now() < deadline {
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;

@@ -10,9 +10,9 @@ use std::os::unix::ffi::OsStringExt;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use agent_api::kit::launch::{Container, Engine, Launcher, Ssh};
 use agent_api::kit::process::spawn;
 use agent_api::kit::CommandSpec;
+use agent_api::request::{Container, Engine, Launcher, Ssh};
 use agent_api_conformance::launchers::{local_processes_carrying, tag, Infra};
 
 const HOSTILE: &[&str] = &[

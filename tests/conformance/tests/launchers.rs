@@ -7,8 +7,8 @@
 use std::ffi::OsString;
 use std::time::{Duration, Instant};
 
-use agent_api::kit::launch::{Bwrap, Launcher};
 use agent_api::kit::{start_run, CommandSpec, RunSettings, Transport};
+use agent_api::request::{Bwrap, Launcher};
 use agent_api::{AgentError, AgentKind, RunHandle};
 use agent_api_conformance::fake::FakeProtocol;
 use futures::StreamExt;
@@ -79,7 +79,7 @@ fn start_hang(launcher: Launcher, tag: &str, settings: RunSettings) -> RunHandle
 }
 
 /// Waits until the agent is running on the far side (its first line came).
-async fn first_event(events: &mut (impl futures::Stream<Item = agent_api::universal::UniversalEvent> + Unpin), tag: &str) {
+async fn first_event(events: &mut (impl futures::Stream<Item = agent_api::UniversalEvent> + Unpin), tag: &str) {
     while let Some(event) = events.next().await {
         if format!("{event:?}").contains("about to hang") {
             return;

@@ -4,8 +4,8 @@
 
 use std::time::{Duration, Instant};
 
-use agent_api::kit::driver::{Ctx, ExitInfo, Protocol, Unparsed};
 use agent_api::kit::{start_run, CommandSpec, RunSettings, Transport};
+use agent_api::kit::{Ctx, ExitInfo, Protocol, Unparsed};
 use agent_api::universal::UniversalEventBody;
 use agent_api::{AgentError, AgentKind, RunCompletion, RunHandle};
 use agent_api_conformance::fake::FakeProtocol;
@@ -103,7 +103,7 @@ async fn a_consumer_that_keeps_up_gets_each_batch_before_the_run_reads_on() {
     let log: String = (0..LINES).map(|i| format!("{{\"type\":\"text\",\"text\":\"{i:08} {}\"}}\n", "p".repeat(80))).collect();
     let settings = settings();
     let budget = settings.buffer_budget;
-    let source = agent_api::kit::transport::line_source(std::io::Cursor::new(log.into_bytes()), settings.line_cap);
+    let source = agent_api::kit::line_source(std::io::Cursor::new(log.into_bytes()), settings.line_cap);
     let handle = start_run(settings, Transport::replay(source, Some(0)), Box::new(FakeProtocol::default()));
     let (mut events, completion) = handle.into_universal();
     let (mut deltas, mut most_buffered) = (0usize, 0usize);
@@ -161,7 +161,7 @@ async fn stopped_while_paused(settings: RunSettings, stop: impl FnOnce(&agent_ap
     settings.buffer_budget = 64 * 1024;
     let handle = start(&["numbered", "20000", file.to_str().unwrap()], settings, Box::new(FakeProtocol::default()));
     let tools_structured = handle.tools_structured();
-    let mut projector = agent_api::projection::Projector::new(handle.agent_kind().clone(), tools_structured);
+    let mut projector = agent_api::kit::projection::Projector::new(handle.agent_kind().clone(), tools_structured);
     let control = handle.control();
     let (mut events, completion) = handle.into_universal();
     let mut universal = vec![events.next().await.expect("session.started")];
@@ -293,7 +293,7 @@ impl Protocol for RawProbe {
     }
 }
 
-async fn probe_raw(wrapper: bool) -> (Vec<bool>, Vec<agent_api::universal::UniversalEvent>) {
+async fn probe_raw(wrapper: bool) -> (Vec<bool>, Vec<agent_api::UniversalEvent>) {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("progress");
     let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
@@ -331,7 +331,7 @@ async fn raw_payloads_are_shared_by_the_events_of_one_line_and_never_built_for_t
 #[test]
 fn the_scripted_typed_path_matches_its_value_path() {
     use agent_api::kit::replay::RecordingFormat;
-    use agent_api::AgentBackend;
+    use agent_api::kit::replay::Replay;
     let lines = [
         r#"{"type":"session","id":"s","model":"m"}"#,
         r#"{"type":"text_delta","message_id":"m1","text":"hel"}"#,

@@ -1,7 +1,8 @@
 //! Limits the SDK enforces on the reported usage, whatever the agent does (`spec/run-protocol.md`
 //! §3): on the scripted agent, which reports tokens but knows no limits.
 
-use agent_api::{AgentBackend, AgentError, LimitKind, RunRequest};
+use agent_api::run::LimitKind;
+use agent_api::{AgentBackend, AgentError, RunRequest};
 use agent_api_conformance::{assert_conformant, record};
 use agent_api_scripted::{ScriptedBackend, ScriptedOptions};
 

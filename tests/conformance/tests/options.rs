@@ -5,7 +5,8 @@
 use std::sync::Arc;
 
 use agent_api::capabilities as caps;
-use agent_api::portable::{McpServer, PortableOptions};
+use agent_api::request::McpServer;
+use agent_api::PortableOptions;
 use agent_api::{AgentBackend, AgentError, RunRequest};
 use agent_api_scripted::{ScriptedBackend, ScriptedOptions};
 use serde_json::{json, Value};
@@ -32,7 +33,7 @@ fn asking_for(id: &str) -> RunRequest {
         caps::MCP_SERVERS => options.mcp_server("m", McpServer::stdio("mcp-server", ["--stdio"])),
         caps::ALLOWED_TOOLS => options.allow_tool("Read"),
         caps::DENIED_TOOLS => options.deny_tool("Bash"),
-        caps::DENIED_TOOL_CATEGORIES => options.deny_category(agent_api::ToolCategory::Network),
+        caps::DENIED_TOOL_CATEGORIES => options.deny_category(agent_api::request::ToolCategory::Network),
         caps::MAX_TURNS => options.max_turns(2),
         caps::MAX_BUDGET_USD => options.max_budget_usd(1.0),
         caps::OUTPUT_SCHEMA => options.output_schema(json!({"type": "object"})),
@@ -114,7 +115,7 @@ fn schema() -> Value {
     json!({"type": "object", "required": ["city"], "properties": {"city": {"type": "string"}}, "additionalProperties": false})
 }
 
-async fn echo(answer: &str) -> (Vec<agent_api::universal::UniversalEvent>, Result<agent_api::RunCompletion, AgentError>) {
+async fn echo(answer: &str) -> (Vec<agent_api::UniversalEvent>, Result<agent_api::RunCompletion, AgentError>) {
     let request = RunRequest::new(answer)
         .with_options(&ScriptedOptions::scenario("echo"))
         .with_portable(PortableOptions::default().output_schema(schema()));

@@ -2,7 +2,8 @@
 //! the session and where it ran; resuming with it runs there whatever the request's own working
 //! directory; a handle of another agent or a directory that is gone is refused before spawning.
 
-use agent_api::{AgentBackend, AgentError, AgentKind, RunRequest, SessionRef, SessionSelector};
+use agent_api::request::SessionRef;
+use agent_api::{AgentBackend, AgentError, AgentKind, RunRequest, SessionSelector};
 use agent_api_scripted::ScriptedBackend;
 
 async fn complete(backend: &ScriptedBackend, request: RunRequest) -> Result<agent_api::RunCompletion, AgentError> {
@@ -67,7 +68,7 @@ fn a_backend_without_resume_refuses_any_handle_for_the_missing_capability() {
     let handle = SessionRef::new(AgentKind::from_static("codex"), "thread-1", std::env::temp_dir());
     let request = RunRequest::new("again").with_session(SessionSelector::Resume(handle));
     let caps = agent_api::CapabilitySet::from_ids([agent_api::capabilities::RUN]);
-    let err = agent_api::validate_request(&claude, &caps, &[], &request).unwrap_err();
+    let err = agent_api::kit::validate_request(&claude, &caps, &[], &request).unwrap_err();
     assert!(
         matches!(&err, AgentError::UnsupportedCapability { capability, .. } if capability == agent_api::capabilities::SESSION_RESUME),
         "{err}"

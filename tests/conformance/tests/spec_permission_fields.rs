@@ -4,10 +4,12 @@
 
 use std::collections::BTreeSet;
 
-use agent_api::kit::hitl::{Hitl, PermissionDetails, PermissionRequest};
-use agent_api::projection::Projector;
-use agent_api::universal::Transcript;
-use agent_api::{AgentKind, PermissionPolicy, ToolCategory};
+use agent_api::kit::hitl::{Hitl, PermissionRequest};
+use agent_api::kit::projection::Projector;
+use agent_api::kit::transcript::Transcript;
+use agent_api::request::ToolCategory;
+use agent_api::universal::PermissionDetails;
+use agent_api::{AgentKind, PermissionPolicy};
 
 const SPEC: &str = include_str!("../../../spec/event-envelope.md");
 

@@ -1,6 +1,6 @@
 //! A finished run sums up what it did, for callers who do not stream.
 
-use agent_api::tools_facet::ToolStatus;
+use agent_api::run::ToolStatus;
 use agent_api::universal::{DecidedBy, PermissionStatus};
 use agent_api::{AgentBackend, PermissionDecision, PermissionPolicy, RunRequest};
 use agent_api_conformance::{record_answering, Answers};
@@ -24,14 +24,14 @@ async fn an_approved_tool_call_is_summed_up_with_its_command_exit_code_and_decis
     assert_eq!(summary.permissions.len(), 1);
     assert_eq!((summary.permissions[0].status, summary.permissions[0].decided_by), (PermissionStatus::Approved, Some(DecidedBy::Policy)));
     assert_eq!(summary.permissions[0].call_id.as_deref(), Some(call.call_id.as_str()), "the permission names its tool call");
-    assert_eq!(summary.permissions[0].category, Some(agent_api::ToolCategory::Shell));
+    assert_eq!(summary.permissions[0].category, Some(agent_api::request::ToolCategory::Shell));
 }
 
 #[tokio::test]
 async fn a_denied_tool_call_is_summed_up_as_failed_and_denied_by_the_caller() {
     let handle = ScriptedBackend::new().run(permission_run(PermissionPolicy::Ask)).await.unwrap();
     let run = record_answering(handle, Answers::permissions(PermissionDecision::Deny { message: None })).await;
-    let summary = agent_api::RunSummary::from_events(&run.universal, run.completion.as_ref().ok());
+    let summary = agent_api::run::RunSummary::from_events(&run.universal, run.completion.as_ref().ok());
     assert_eq!(summary.tool_calls[0].status, ToolStatus::Failed, "{summary:?}");
     assert_eq!((summary.permissions[0].status, summary.permissions[0].decided_by), (PermissionStatus::Denied, Some(DecidedBy::Caller)));
 }
@@ -51,5 +51,8 @@ async fn a_replayed_run_sums_up_its_text_usage_and_files_changed() {
     assert_eq!(summary.files_changed, expected);
     let paths: Vec<_> = summary.tool_calls.iter().filter_map(|c| c.path.as_deref()).collect();
     assert_eq!(paths, ["/work/project/README.md", "/work/project/notes.txt"], "{:?}", summary.tool_calls);
-    assert!(summary.tool_calls.iter().all(|c| c.status == ToolStatus::Completed && c.category == Some(agent_api::ToolCategory::FileWrite)));
+    assert!(summary
+        .tool_calls
+        .iter()
+        .all(|c| c.status == ToolStatus::Completed && c.category == Some(agent_api::request::ToolCategory::FileWrite)));
 }

@@ -4,7 +4,8 @@
 use std::time::{Duration, Instant};
 
 use agent_api::kit::{start_run, CommandSpec, RunSettings, Transport};
-use agent_api::{AgentError, AgentKind, Gateway, RunRequest, TimeoutKind};
+use agent_api::run::TimeoutKind;
+use agent_api::{AgentError, AgentKind, Gateway, RunRequest};
 use agent_api_conformance::fake::FakeProtocol;
 use agent_api_conformance::session::{assert_session_conformant, SessionRecord};
 use agent_api_conformance::{assert_conformant, record, RunRecord};

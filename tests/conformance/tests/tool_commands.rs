@@ -3,10 +3,11 @@
 
 use std::path::Path;
 
-use agent_api::kit::replay::replay_file;
-use agent_api::tool_calls::ToolCalls;
+use agent_api::kit::replay::{replay_file, Replay};
+use agent_api::run::RunSummary;
+use agent_api::run::ToolCalls;
 use agent_api::universal::{ItemKind, UniversalItem};
-use agent_api::{AgentBackend, PermissionPolicy, RunRequest, RunSummary};
+use agent_api::{AgentBackend, PermissionPolicy, RunRequest};
 use agent_api_acp::{AcpBackend, AcpConfig};
 use agent_api_amp::{AmpBackend, AmpConfig};
 use agent_api_claude_code::{ClaudeCodeBackend, ClaudeCodeConfig};
@@ -17,7 +18,7 @@ use agent_api_scripted::{ScriptedBackend, ScriptedOptions};
 
 const ECHO: &str = "echo hi > out.txt && cat out.txt";
 
-async fn replay(backend: &dyn AgentBackend, fixture: &str) -> RunRecord {
+async fn replay(backend: &dyn Replay, fixture: &str) -> RunRecord {
     let path = agent_bench::fixtures_dir().join(fixture);
     assert!(Path::new(&path).is_file(), "missing fixture {}", path.display());
     record(replay_file(backend, &path, true).await.expect("replay starts")).await

@@ -2,8 +2,8 @@
 //! §1): the wrapper views (default and streaming) read straight from a run show exactly what
 //! projecting that run's universal view shows, on every backend's recordings.
 
+use agent_api::kit::projection::Projector;
 use agent_api::kit::replay::{replay, ReplayOptions};
-use agent_api::projection::Projector;
 use agent_api::AgentWrapperEvent;
 use subjects::{backends, Subject};
 
@@ -89,7 +89,7 @@ fn streamed_answer(events: &[AgentWrapperEvent]) -> String {
 /// showing the answer the default wrapper view shows once each message is sure.
 #[test]
 fn streamed_answer_text_less_its_retractions_is_the_held_answer_on_every_recording() {
-    use agent_api::answer::{AnswerDelta, AnswerText};
+    use agent_api::run::{AnswerDelta, AnswerText};
     let subjects = backends();
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     for subject in subjects {

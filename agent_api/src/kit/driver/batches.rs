@@ -3,9 +3,9 @@
 //! waits, and waiting for its room is one branch of the driver's loop, so that cancellation, the
 //! timeout and control messages still act while the caller is paused.
 
-use super::budget::{self, Closed, Room, EVENTS_PER_BATCH};
 use super::{deadline_after, Core, Pending};
-use crate::universal::UniversalEvent;
+use crate::contract::budget::{self, Closed, Room, EVENTS_PER_BATCH};
+use crate::contract::universal::UniversalEvent;
 
 impl Core {
     /// Takes the events the transcript holds as batches of at most [`EVENTS_PER_BATCH`] (one

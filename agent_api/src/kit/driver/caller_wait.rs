@@ -8,9 +8,9 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::{deadline_after, Core, Stop};
-use crate::run::{ControlCommand, PermissionDecision, QuestionAnswer};
-use crate::universal::DecidedBy;
-use crate::{CallerWait, OnCallerTimeout};
+use crate::contract::request::{CallerWait, OnCallerTimeout};
+use crate::contract::run::{ControlCommand, PermissionDecision, QuestionAnswer};
+use crate::contract::universal::DecidedBy;
 
 /// What is waiting: a permission request or a question.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -24,7 +24,7 @@ enum Asked {
 pub(super) struct CallerWaits {
     limits: CallerWait,
     deadlines: HashMap<String, (Instant, Asked)>,
-    /// The transcript's [`Transcript::requests_changed`](crate::universal::Transcript::requests_changed) when last looked at.
+    /// The transcript's [`Transcript::requests_changed`](crate::kit::transcript::Transcript::requests_changed) when last looked at.
     seen: u64,
 }
 

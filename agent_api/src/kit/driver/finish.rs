@@ -4,9 +4,9 @@
 use std::time::Duration;
 
 use super::{signal_group, Core, ExitInfo, Io, Stop, Turn};
-use crate::error::AgentError;
-use crate::run::RunCompletion;
-use crate::universal::{SessionEnd, SessionEndReason, TerminatedBy};
+use crate::contract::error::AgentError;
+use crate::contract::run::RunCompletion;
+use crate::contract::universal::{SessionEnd, SessionEndReason, TerminatedBy};
 
 impl Core {
     /// The end of a one-shot run: how it went, its last events, then its completion.
@@ -82,9 +82,9 @@ impl Core {
             completion.session = completion
                 .native_session_id
                 .as_ref()
-                .map(|id| crate::session_ref::ran(&self.settings.agent_kind, id, self.settings.working_dir.as_deref()));
+                .map(|id| crate::contract::session_ref::ran(&self.settings.agent_kind, id, self.settings.working_dir.as_deref()));
         }
-        completion.data = completion.data.map(crate::bounds::bound_data);
+        completion.data = completion.data.map(crate::contract::bounds::bound_data);
         completion.launcher = completion.launcher.or_else(|| self.launcher.clone());
         completion
     }
@@ -92,7 +92,7 @@ impl Core {
     /// Writes the end of the transcript for `result` and completes the completion's fields.
     pub(super) fn conclude(&mut self, result: Result<RunCompletion, AgentError>, info: &ExitInfo) -> Result<RunCompletion, AgentError> {
         let result = match &self.settings.output_schema {
-            Some(schema) => result.map(|c| self.complete_fields(c)).and_then(|c| crate::structured::conform(schema, c)),
+            Some(schema) => result.map(|c| self.complete_fields(c)).and_then(|c| crate::contract::structured::conform(schema, c)),
             None => result,
         };
         // Whichever backend built the error, no key it quoted reaches the caller.
@@ -111,7 +111,7 @@ impl Core {
                 self.transcript.end(SessionEnd {
                     reason: if stopped { SessionEndReason::Terminated } else { SessionEndReason::Error },
                     terminated_by: if stopped { TerminatedBy::Daemon } else { TerminatedBy::Agent },
-                    message: Some(crate::bounds::truncate_message(&error.to_string(), crate::bounds::MESSAGE_BOUND)),
+                    message: Some(crate::contract::bounds::truncate_message(&error.to_string(), crate::contract::bounds::MESSAGE_BOUND)),
                     exit_code: info.exit_code,
                     stderr: (!stopped).then(|| info.stderr.output()),
                 });

@@ -13,11 +13,11 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::{deadline_after, Caller, Core, Io, Protocol, RunSettings, Stop, Transport, Turn};
-use crate::error::AgentError;
-use crate::request::Prompt;
-use crate::run::{RunCompletion, RunHandle};
-use crate::session::{lock, Engine, Session, SessionCommand, SessionShared, WarmSession};
-use crate::universal::{SessionEnd, SessionEndReason, TerminatedBy, UniversalEvent};
+use crate::contract::error::AgentError;
+use crate::contract::request::Prompt;
+use crate::contract::run::{RunCompletion, RunHandle};
+use crate::contract::session::{lock, Engine, Session, SessionCommand, SessionShared, WarmSession};
+use crate::contract::universal::{SessionEnd, SessionEndReason, TerminatedBy, UniversalEvent};
 
 /// Starts a session on the current tokio runtime: the agent of `transport` takes turns through
 /// [`Protocol::send_turn`] and ends each with [`super::Ctx::end_turn`]. The request's timeouts
@@ -97,7 +97,7 @@ impl Core {
             let capability = agent_api_capabilities::IMAGES.to_string();
             return Err(AgentError::UnsupportedCapability { kind: settings.agent_kind.to_string(), capability });
         }
-        crate::images::ImageFile::check_all(prompt)?;
+        crate::contract::images::ImageFile::check_all(prompt)?;
         let (turn, handle) = self.open_turn(CancellationToken::new(), true);
         session.turns += 1;
         self.transcript.begin_turn();
@@ -172,7 +172,7 @@ impl Core {
             SessionEnd {
                 reason: if stopped { SessionEndReason::Terminated } else { SessionEndReason::Error },
                 terminated_by: if stopped { TerminatedBy::Daemon } else { TerminatedBy::Agent },
-                message: Some(crate::bounds::truncate_message(&error.to_string(), crate::bounds::MESSAGE_BOUND)),
+                message: Some(crate::contract::bounds::truncate_message(&error.to_string(), crate::contract::bounds::MESSAGE_BOUND)),
                 exit_code: info.exit_code,
                 stderr: (!stopped).then(|| info.stderr.output()),
             }

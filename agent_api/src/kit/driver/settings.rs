@@ -4,11 +4,11 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use super::super::budget::DEFAULT_BUFFER_BUDGET;
 use super::super::lines::DEFAULT_LINE_CAP;
-use crate::capability::CapabilitySet;
-use crate::kind::AgentKind;
-use crate::request::RunRequest;
+use crate::contract::budget::DEFAULT_BUFFER_BUDGET;
+use crate::contract::capability::CapabilitySet;
+use crate::contract::kind::AgentKind;
+use crate::contract::request::RunRequest;
 
 /// Default limit of replies waiting for the agent to read its stdin: 1 MiB.
 pub const DEFAULT_INPUT_LIMIT: usize = 1024 * 1024;
@@ -30,7 +30,7 @@ pub struct RunSettings {
     /// Per turn ([`RunRequest::turn_timeout`]).
     pub turn_timeout: Option<Duration>,
     /// Turn, token and cost limits, checked against each completion's usage.
-    pub limits: crate::request::Limits,
+    pub limits: crate::contract::request::Limits,
     /// Between the soft interrupt and SIGTERM to the group.
     pub cancel_grace: Duration,
     /// Between SIGTERM and SIGKILL.
@@ -58,11 +58,11 @@ pub struct RunSettings {
     /// The caller's token that cancels the run (see [`RunRequest::with_cancellation`]).
     pub cancellation: Option<CancellationToken>,
     /// How long permission requests and questions wait for the caller, and what then.
-    pub caller_wait: crate::CallerWait,
+    pub caller_wait: crate::contract::request::CallerWait,
     /// The request's output schema: a successful run's answer must fit it
-    /// ([`crate::structured::conform`]).
+    /// ([`crate::kit::structured::conform`]).
     pub output_schema: Option<serde_json::Value>,
-    /// Where the agent runs (absolute), for the completion's [`crate::SessionRef`]; the
+    /// Where the agent runs (absolute), for the completion's [`crate::request::SessionRef`]; the
     /// process's current directory when `None`.
     pub working_dir: Option<std::path::PathBuf>,
     /// What must live exactly as long as the run (the caller-tools MCP server, a config file
@@ -80,7 +80,7 @@ impl RunSettings {
             startup_timeout: None,
             idle_timeout: None,
             turn_timeout: None,
-            limits: crate::request::Limits::default(),
+            limits: crate::contract::request::Limits::default(),
             cancel_grace: Duration::from_secs(3),
             term_grace: Duration::from_secs(2),
             shutdown_grace: Duration::from_secs(5),
@@ -92,7 +92,7 @@ impl RunSettings {
             buffer_budget: DEFAULT_BUFFER_BUDGET,
             input_limit: DEFAULT_INPUT_LIMIT,
             cancellation: None,
-            caller_wait: crate::CallerWait::default(),
+            caller_wait: crate::contract::request::CallerWait::default(),
             output_schema: None,
             working_dir: None,
             held: Vec::new(),
@@ -114,7 +114,7 @@ impl RunSettings {
         settings.cancellation = request.cancellation.clone();
         settings.caller_wait = request.caller_wait;
         settings.output_schema = request.portable.output_schema.clone();
-        settings.working_dir = request.session_working_dir().map(crate::session_ref::absolute);
+        settings.working_dir = request.session_working_dir().map(crate::contract::session_ref::absolute);
         if let Some(budget) = request.buffer_budget {
             settings.buffer_budget = budget;
         }
@@ -126,5 +126,13 @@ impl RunSettings {
         if let Some(thing) = thing {
             self.held.push(std::sync::Arc::new(thing));
         }
+    }
+}
+
+// Here rather than in `timeouts`, which stands below the driver and knows nothing of its settings.
+impl super::super::timeouts::TimeoutLimits {
+    /// The limits the driver's settings carry.
+    pub(crate) fn of_settings(settings: &RunSettings) -> Self {
+        Self { total: settings.timeout, startup: settings.startup_timeout, idle: settings.idle_timeout, turn: settings.turn_timeout }
     }
 }

@@ -6,10 +6,11 @@ use std::time::Duration;
 use futures::StreamExt;
 
 use super::*;
-use crate::kind::AgentKind;
+use crate::contract::kind::AgentKind;
 use crate::kit::process::CommandSpec;
-use crate::request::Prompt;
-use crate::universal::{ContentPart, UniversalEventBody};
+use crate::contract::request::Prompt;
+use crate::kit::line_source;
+use crate::contract::universal::{ContentPart, UniversalEventBody};
 
 fn settings() -> RunSettings {
     let mut settings = RunSettings::new(AgentKind::from_static("test"));

@@ -6,8 +6,9 @@
 //! servers when it approves MCP tools. Claude Code and Qwen Code both read `mcp__SERVER` as every
 //! tool of that server.
 
-use crate::portable::PortableOptions;
-use crate::request::{PermissionPolicy, PermissionRule, ToolCategory};
+use crate::contract::portable::PortableOptions;
+use crate::contract::request::{PermissionPolicy, PermissionRule};
+use crate::contract::tools_facet::ToolCategory;
 
 /// The native tool names a one-way interface may run without asking under `policy`: the names
 /// `tools` lists for each approved category, then `mcp__NAME` for each of the run's MCP servers
@@ -15,8 +16,10 @@ use crate::request::{PermissionPolicy, PermissionRule, ToolCategory};
 ///
 /// ```
 /// use agent_api::kit::hitl::pre_approved::allowed_tools;
-/// use agent_api::portable::{McpServer, PortableOptions};
-/// use agent_api::{PermissionPolicy, ToolCategory};
+/// use agent_api::request::McpServer;
+/// use agent_api::PortableOptions;
+/// use agent_api::PermissionPolicy;
+/// use agent_api::request::ToolCategory;
 /// const TOOLS: &[(ToolCategory, &[&str])] = &[(ToolCategory::Shell, &["Bash"]), (ToolCategory::FileRead, &["Read"])];
 /// let portable = PortableOptions::default().mcp_server("docs", McpServer::http("http://127.0.0.1:9/mcp"));
 /// assert_eq!(allowed_tools(&PermissionPolicy::ApproveAll, TOOLS, &portable), ["Bash", "Read", "mcp__docs"]);

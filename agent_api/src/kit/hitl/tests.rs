@@ -1,7 +1,7 @@
 use std::collections::BTreeMap;
 
 use super::*;
-use crate::universal::{PermissionStatus, QuestionStatus, SessionEnd, UniversalEvent, UniversalEventBody};
+use crate::contract::universal::{PermissionStatus, QuestionStatus, SessionEnd, UniversalEvent, UniversalEventBody};
 
 const CATEGORIES: [ToolCategory; 6] =
     [ToolCategory::Shell, ToolCategory::FileWrite, ToolCategory::FileRead, ToolCategory::Network, ToolCategory::Mcp, ToolCategory::Other];

@@ -11,7 +11,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use super::Bwrap;
-use crate::kit::process::CommandSpec;
+use crate::kit::command::CommandSpec;
 
 /// The `bwrap` arguments (up to and including `--`) for `spec`'s agent working in `cwd`, whose
 /// environment is `env`.

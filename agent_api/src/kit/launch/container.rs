@@ -12,7 +12,7 @@ use std::path::PathBuf;
 
 use super::plan::FarPrefix;
 use super::{Container, ContainerTarget};
-use crate::kit::process::RUN_MARKER_VAR;
+use crate::kit::reap::RUN_MARKER_VAR;
 
 /// Variables of this process the engine's client itself reads (which daemon, which config), passed to
 /// the client but not into the container.
@@ -94,7 +94,8 @@ fn with_client_env(mut env: BTreeMap<String, String>) -> BTreeMap<String, String
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kit::launch::{far, plan, Engine, Launcher};
+    use crate::contract::launcher::{Engine, Launcher};
+    use crate::kit::launch::{far, plan};
     use crate::kit::CommandSpec;
 
     fn planned(launcher: Launcher, spec: CommandSpec, run_id: &str) -> (Vec<String>, plan::Planned) {

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::kit::process::CommandSpec;
+use crate::kit::command::CommandSpec;
 
 /// Variables every launcher but Local passes on from this process's environment when set: what
 /// any program needs to find its tools and speak the user's language, and where the launchers' own
@@ -30,7 +30,8 @@ pub const LAUNCHER_ENV: &[&str] = &[
 /// sets counts), then the spec's own `env` (the request's included) over them.
 ///
 /// ```
-/// use agent_api::kit::{launch::agent_env, CommandSpec};
+/// use agent_api::kit::launch::agent_env;
+/// use agent_api::kit::CommandSpec;
 /// std::env::set_var("MY_AGENT_TOKEN", "t0k3n");
 /// std::env::set_var("UNRELATED_SECRET", "nope");
 /// let spec = CommandSpec::new("my-agent").reads_env(["MY_AGENT_TOKEN"]).env("MODE", "fast");

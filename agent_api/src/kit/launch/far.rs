@@ -73,7 +73,7 @@ impl std::fmt::Debug for LocalCommand {
         f.debug_struct("LocalCommand")
             .field("program", &self.program)
             .field("args", &self.args.len())
-            .field("env", &crate::secrets::EnvNames(&self.env))
+            .field("env", &crate::contract::secrets::EnvNames(&self.env))
             .finish()
     }
 }
@@ -146,7 +146,7 @@ fn run_bounded(command: &LocalCommand, allowed: Duration) {
             Ok(Some(_)) | Err(_) => return,
             Ok(None) if Instant::now() >= until => {
                 tracing::warn!(program = %command.program.display(), "the far-side stop command did not finish in time");
-                super::super::process::signal_group(child.id() as i32, libc::SIGKILL);
+                crate::kit::reap::signal_group(child.id() as i32, libc::SIGKILL);
                 let _ = child.wait();
                 return;
             }

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use super::far::{self, FarGroup, LocalCommand};
 use super::{agent_env, Launcher};
-use crate::error::AgentError;
-use crate::kit::process::CommandSpec;
+use crate::contract::error::AgentError;
+use crate::kit::command::CommandSpec;
 
 /// How long the far side's agent has between SIGTERM and SIGKILL when a run stops.
 pub(crate) const FAR_GRACE: Duration = Duration::from_secs(3);

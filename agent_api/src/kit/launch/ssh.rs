@@ -14,8 +14,8 @@ use std::ffi::OsString;
 
 use super::plan::FarPrefix;
 use super::Ssh;
-use crate::error::AgentError;
-use crate::kit::process::RUN_MARKER_VAR;
+use crate::contract::error::AgentError;
+use crate::kit::reap::RUN_MARKER_VAR;
 
 /// Variables of this process the `ssh` client itself uses (config and keys under `HOME`, the agent's
 /// socket), passed to the client only.
@@ -159,7 +159,7 @@ mod tests {
 
     #[test]
     fn secrets_stay_off_the_ssh_argv_and_the_client_env() {
-        let launcher = crate::kit::Launcher::Ssh(Ssh::parse("dev@build-3:2222").unwrap());
+        let launcher = crate::contract::launcher::Launcher::Ssh(Ssh::parse("dev@build-3:2222").unwrap());
         let spec = crate::kit::CommandSpec::new("claude").arg("it's").env("API_KEY", "s3cret-sentinel").cwd("/w").with_launcher(launcher);
         let planned = crate::kit::launch::plan(&spec, "claude".into(), "r1").unwrap();
         let preamble = planned.stdin_preamble.clone();

@@ -1,7 +1,10 @@
 use std::ffi::OsString;
 
 use super::*;
-use crate::kit::process::CommandSpec;
+use crate::contract::error::AgentError;
+use crate::contract::launcher::{Engine, ViaError};
+use crate::kit::command::CommandSpec;
+use agent_api_capabilities as caps;
 
 #[test]
 fn via_forms_parse_into_typed_launchers() {

@@ -10,7 +10,7 @@
 use std::path::{Path, PathBuf};
 
 use agent_api::history::{self, SessionQuery, SessionStore, StoredSession};
-use agent_api::kit::driver::Unparsed;
+use agent_api::kit::Unparsed;
 use agent_api::kit::{Ctx, ExitInfo, Protocol};
 use agent_api::{AgentError, AgentKind, RunCompletion, RunHandle};
 use agent_api_claude_code::history::StoredClaudeSession;

@@ -2,7 +2,7 @@
 //! one live agent, a `session/prompt` per turn, each turn's own outcome and usage, and a cancel
 //! that keeps the session.
 
-use agent_api::images::ImageData;
+use agent_api::kit::images::ImageData;
 use agent_api::kit::Ctx;
 use agent_api::{AgentError, Prompt, RunCompletion};
 use std::os::unix::ffi::OsStrExt;
@@ -100,8 +100,8 @@ impl Acp {
 mod tests {
     use std::collections::VecDeque;
 
-    use agent_api::kit::driver::ProtocolHarness;
     use agent_api::kit::Protocol;
+    use agent_api::kit::ProtocolHarness;
     use agent_api::{PermissionPolicy, SessionSelector};
     use serde_json::{json, Value};
 

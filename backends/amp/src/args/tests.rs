@@ -86,7 +86,7 @@ async fn denied_tools_join_the_callers_disabled_tools_in_the_run_settings() {
     let own = dir.path().join("settings.json");
     std::fs::write(&own, r#"{"amp.tools.disable": ["browser"], "amp.notifications.enabled": false}"#).unwrap();
     let options = AmpOptions::default().settings_file(own.to_string_lossy());
-    let portable = agent_api::portable::PortableOptions::default().deny_tool("Bash");
+    let portable = agent_api::PortableOptions::default().deny_tool("Bash");
     let inv = invocation(&config(), &RunRequest::new("hi").with_options(&options).with_portable(portable), false).await.unwrap();
     let args = argv(&inv);
     let at = args.iter().position(|a| a == "--settings-file").unwrap();
@@ -102,12 +102,12 @@ async fn mcp_servers_join_the_callers_servers_in_the_run_settings_readable_by_it
     let own = dir.path().join("settings.json");
     std::fs::write(&own, r#"{"amp.mcpServers": {"docs": {"command": "docs-mcp"}}}"#).unwrap();
     let options = AmpOptions::default().settings_file(own.to_string_lossy());
-    let mut http = agent_api::portable::McpServer::http("http://127.0.0.1:9/mcp");
-    if let agent_api::portable::McpServer::Http { headers, .. } = &mut http {
+    let mut http = agent_api::request::McpServer::http("http://127.0.0.1:9/mcp");
+    if let agent_api::request::McpServer::Http { headers, .. } = &mut http {
         headers.insert("Authorization".into(), "Bearer run-secret".into());
     }
-    let portable = agent_api::portable::PortableOptions::default()
-        .mcp_server("files", agent_api::portable::McpServer::stdio("mcp-files", ["--root", "/srv"]))
+    let portable = agent_api::PortableOptions::default()
+        .mcp_server("files", agent_api::request::McpServer::stdio("mcp-files", ["--root", "/srv"]))
         .mcp_server("caller", http);
     let inv = invocation(&config(), &RunRequest::new("hi").with_options(&options).with_portable(portable), false).await.unwrap();
     let args = argv(&inv);

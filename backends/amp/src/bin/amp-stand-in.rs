@@ -121,12 +121,12 @@ fn call_mcp(server: &Value, tool: &str, input: &Value) -> (String, bool) {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap_or_else(|_| fail("no runtime"));
     runtime.block_on(async {
         let answer = async {
-            let client = agent_api::caller_tools::client::McpClient::new(url, authorization)?;
+            let client = agent_api::kit::caller_tools::client::McpClient::new(url, authorization)?;
             client.initialize().await?;
             client.call_tool(tool, input.clone()).await
         };
         match answer.await {
-            Ok(result) => (agent_api::caller_tools::client::result_text(&result), result["isError"] == true),
+            Ok(result) => (agent_api::kit::caller_tools::client::result_text(&result), result["isError"] == true),
             Err(error) => (format!("MCP call failed: {error}"), true),
         }
     })

@@ -11,7 +11,8 @@ use std::time::Duration;
 
 use agent_api::kit::lines::{BoundedLineReader, Line};
 use agent_api::kit::process::ProcessGroupChild;
-use agent_api::kit::{CommandSpec, Launcher};
+use agent_api::kit::CommandSpec;
+use agent_api::request::Launcher;
 use agent_api::AgentError;
 use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{ChildStdin, ChildStdout};

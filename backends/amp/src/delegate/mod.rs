@@ -22,15 +22,15 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use agent_api::kit::driver::{LineSource, SourceItem};
 use agent_api::kit::lines::Line;
+use agent_api::kit::{LineSource, SourceItem};
 use futures::StreamExt;
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::{mpsc, oneshot};
 
-use agent_api::kit::Launcher;
+use agent_api::request::Launcher;
 use agent_api::AgentError;
 use wire::{Channel, Reply, Request, CHANNEL_FILE, DELEGATE_LINK, EXIT_REJECT, MAX_INPUT, SETTINGS_FILE, SOCKET_FILE};
 

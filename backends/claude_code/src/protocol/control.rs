@@ -9,10 +9,12 @@
 
 use std::collections::BTreeMap;
 
-use agent_api::kit::driver::Unparsed;
-use agent_api::kit::hitl::{Decided, PermissionDetails, PermissionRequest, QuestionRequest};
+use agent_api::kit::hitl::{Decided, PermissionRequest, QuestionRequest};
 use agent_api::kit::Ctx;
-use agent_api::{AgentError, PermissionDecision, QuestionAnswer, ToolCategory};
+use agent_api::kit::Unparsed;
+use agent_api::request::ToolCategory;
+use agent_api::universal::PermissionDetails;
+use agent_api::{AgentError, PermissionDecision, QuestionAnswer};
 use serde_json::{json, Value};
 
 use super::{short, ClaudeProtocol};
@@ -59,14 +61,14 @@ const MORE_TOOLS: &[(ToolCategory, &[&str])] = &[
 
 /// A string field cut to 2 KiB, for permission details.
 fn bounded(value: Option<&Value>) -> Option<String> {
-    value.and_then(Value::as_str).map(|s| agent_api::bounds::utf8_prefix(s, 2048).to_string())
+    value.and_then(Value::as_str).map(|s| agent_api::kit::bounds::utf8_prefix(s, 2048).to_string())
 }
 
 /// The kit's permission request for a call of `tool` with `input` (its category, a short
 /// summary, the command or file it names), shared by every CLI speaking this protocol: Claude
 /// Code's `can_use_tool`, and Amp's delegated permission checks.
 pub fn tool_permission(id: &str, tool: &str, input: &Value) -> PermissionRequest {
-    let (command, cwd) = agent_api::universal::shell_fields(input);
+    let (command, cwd) = agent_api::kit::transcript::shell_fields(input);
     let details = PermissionDetails::default()
         .command(command)
         .cwd(cwd)
@@ -87,7 +89,7 @@ fn edit_diff(input: &Value) -> Option<String> {
     }
     let one = |edit: &Value| {
         let new = text(edit, &["new_string", "new_str", "content", "new_source"])?;
-        Some(agent_api::universal::replacement_diff(text(edit, &["old_string", "old_str"]), new))
+        Some(agent_api::kit::transcript::replacement_diff(text(edit, &["old_string", "old_str"]), new))
     };
     match input.get("edits").and_then(Value::as_array) {
         Some(edits) => Some(edits.iter().filter_map(one).collect::<String>()).filter(|d| !d.is_empty()),
@@ -147,7 +149,10 @@ impl ClaudeProtocol {
             other => {
                 ctx.transcript.status("control_request_refused", short(Some(&Value::from(other)), 64));
                 self.reply(
-                    failure(&request_id, &format!("unsupported control request subtype: {}", agent_api::bounds::utf8_prefix(other, 64))),
+                    failure(
+                        &request_id,
+                        &format!("unsupported control request subtype: {}", agent_api::kit::bounds::utf8_prefix(other, 64)),
+                    ),
                     ctx,
                 );
             }

@@ -7,9 +7,10 @@
 
 use std::collections::HashMap;
 
-use agent_api::kit::driver::Unparsed;
+use agent_api::kit::transcript::NewItem;
 use agent_api::kit::Ctx;
-use agent_api::universal::{ContentPart, ItemKind, ItemRole, NewItem, ReasoningVisibility};
+use agent_api::kit::Unparsed;
+use agent_api::universal::{ContentPart, ItemKind, ItemRole, ReasoningVisibility};
 use serde_json::Value;
 
 use super::ClaudeProtocol;
@@ -321,7 +322,8 @@ impl ClaudeProtocol {
                         }
                         other => {
                             let label = other.unwrap_or("unknown").to_string();
-                            ctx.transcript.status("unknown_content_block", Some(agent_api::bounds::utf8_prefix(&label, 64).to_string()));
+                            ctx.transcript
+                                .status("unknown_content_block", Some(agent_api::kit::bounds::utf8_prefix(&label, 64).to_string()));
                         }
                     }
                 }

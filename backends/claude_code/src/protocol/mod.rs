@@ -17,11 +17,12 @@ mod tests;
 
 use std::collections::{HashMap, HashSet};
 
-use agent_api::images::ImageData;
-use agent_api::kit::driver::{parse_typed, parse_value, Unparsed};
 use agent_api::kit::hitl::Hitl;
+use agent_api::kit::images::ImageData;
+use agent_api::kit::{parse_typed, parse_value, Unparsed};
 use agent_api::kit::{Ctx, ExitInfo, Protocol};
-use agent_api::{AgentError, ControlCommand, PermissionPolicy, RunCompletion};
+use agent_api::run::ControlCommand;
+use agent_api::{AgentError, PermissionPolicy, RunCompletion};
 use serde_json::{json, Value};
 
 use crate::tools::ToolCallInfo;
@@ -85,7 +86,7 @@ pub struct ClaudeProtocol {
 }
 
 /// Reads one line of the log a CLI reports in ([`ClaudeProtocol::with_log`]) into the transcript.
-pub type LogReader = fn(&str, &mut agent_api::universal::Transcript);
+pub type LogReader = fn(&str, &mut agent_api::kit::transcript::Transcript);
 
 impl ClaudeProtocol {
     fn new(channel: Channel, prompt: Option<String>, policy: PermissionPolicy, bypass_requested: bool) -> Self {
@@ -222,10 +223,10 @@ pub(crate) fn short(value: Option<&Value>, max: usize) -> Option<String> {
     value.and_then(Value::as_str).map(|s| safe(s, max))
 }
 
-/// `text` with secrets masked ([`agent_api::secrets::redact`]) and cut to `max` bytes with `…`.
+/// `text` with secrets masked ([`agent_api::kit::secrets::redact`]) and cut to `max` bytes with `…`.
 pub(crate) fn safe(text: &str, max: usize) -> String {
-    let masked = agent_api::secrets::redact(text);
-    let cut = agent_api::bounds::utf8_prefix(&masked, max);
+    let masked = agent_api::kit::secrets::redact(text);
+    let cut = agent_api::kit::bounds::utf8_prefix(&masked, max);
     if cut.len() < masked.len() {
         format!("{cut}…")
     } else {

@@ -5,9 +5,10 @@
 //! Error messages hold parsed fields only (the result text, an error kind), cut short and with
 //! anything that looks like an API key masked; stderr is only matched to classify, never copied.
 
-use agent_api::kit::driver::Unparsed;
+use agent_api::kit::Unparsed;
 use agent_api::kit::{Ctx, ExitInfo};
-use agent_api::{AgentError, LimitKind, RunCompletion, Usage};
+use agent_api::run::{LimitKind, Usage};
+use agent_api::{AgentError, RunCompletion};
 use serde_json::{json, Value};
 
 use super::{safe, short, Channel, ClaudeProtocol};
@@ -74,7 +75,7 @@ struct HeldError {
 /// Reads a `result` text that a CLI reports as a success as the typed error it really is.
 pub type ResultError = fn(&str) -> Option<AgentError>;
 
-/// Masks secrets ([`agent_api::secrets::redact`]) and cuts `text` to [`MESSAGE_MAX`] bytes.
+/// Masks secrets ([`agent_api::kit::secrets::redact`]) and cuts `text` to [`MESSAGE_MAX`] bytes.
 pub(crate) fn safe_text(text: &str) -> String {
     safe(text, MESSAGE_MAX)
 }
@@ -83,7 +84,7 @@ pub(crate) fn safe_text(text: &str) -> String {
 pub(crate) fn classify(error: &ApiError) -> AgentError {
     // The kit's form of an explanation in an error: masked, cut, trimmed, never blank (an error's
     // text never ends in `: `; found by converter_props on a mutated Qwen recording).
-    let message = agent_api::secrets::redact_bounded(&error.text, MESSAGE_MAX);
+    let message = agent_api::kit::secrets::redact_bounded(&error.text, MESSAGE_MAX);
     let kind = error.kind.as_deref().unwrap_or_default();
     match (error.status, kind) {
         (_, "authentication_failed" | "oauth_org_not_allowed") => AgentError::Auth { message },

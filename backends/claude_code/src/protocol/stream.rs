@@ -6,9 +6,10 @@
 //! to the tool_call item. Block events carry only an index: they belong to the message that the
 //! last `message_start` of the same thread opened.
 
-use agent_api::kit::driver::Unparsed;
+use agent_api::kit::transcript::NewItem;
 use agent_api::kit::Ctx;
-use agent_api::universal::{NewItem, ReasoningVisibility};
+use agent_api::kit::Unparsed;
+use agent_api::universal::ReasoningVisibility;
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -76,7 +77,7 @@ impl ClaudeProtocol {
             return Err(Unparsed("a stream_event has no `event` object".into()));
         }
         let line: StreamLine = serde_json::from_value(message)
-            .map_err(|e| Unparsed(format!("a stream_event: {}", agent_api::kit::driver::describe_json_error(&e))))?;
+            .map_err(|e| Unparsed(format!("a stream_event: {}", agent_api::kit::describe_json_error(&e))))?;
         self.on_stream_event(line, ctx)
     }
 
@@ -127,7 +128,7 @@ impl ClaudeProtocol {
                 ctx.transcript.error(text, code, None);
             }
             other => {
-                ctx.transcript.status("unknown_stream_event", Some(agent_api::bounds::utf8_prefix(other, 64).to_string()));
+                ctx.transcript.status("unknown_stream_event", Some(agent_api::kit::bounds::utf8_prefix(other, 64).to_string()));
             }
         }
         Ok(())
@@ -234,7 +235,7 @@ impl ClaudeProtocol {
             // A signature only proves the thinking text; citations annotate text already streamed.
             "signature_delta" | "citations_delta" => {}
             other => {
-                ctx.transcript.status("unknown_stream_delta", Some(agent_api::bounds::utf8_prefix(other, 64).to_string()));
+                ctx.transcript.status("unknown_stream_delta", Some(agent_api::kit::bounds::utf8_prefix(other, 64).to_string()));
             }
         }
     }

@@ -4,9 +4,9 @@
 //! Status details are built from a few parsed fields, cut short; hook output, file contents and
 //! whole lines never go into them.
 
-use agent_api::kit::driver::Unparsed;
+use agent_api::kit::rate_limit::RateLimitNotice;
 use agent_api::kit::Ctx;
-use agent_api::rate_limit::RateLimitNotice;
+use agent_api::kit::Unparsed;
 use serde_json::{json, Value};
 
 use super::{short, ClaudeProtocol};
@@ -104,7 +104,7 @@ impl ClaudeProtocol {
                 let detail = ["description", "summary", "status", "message", "content", "model", "fallback_model"]
                     .iter()
                     .find_map(|key| short(message.get(*key), 200));
-                ctx.transcript.status(format!("system/{}", agent_api::bounds::utf8_prefix(subtype, 64)), detail);
+                ctx.transcript.status(format!("system/{}", agent_api::kit::bounds::utf8_prefix(subtype, 64)), detail);
             }
         }
         Ok(())
@@ -135,7 +135,7 @@ impl ClaudeProtocol {
                 ctx.transcript.status("tool_use_summary", short(message.get("summary"), 200));
             }
             other => {
-                ctx.transcript.status("unknown_message", Some(agent_api::bounds::utf8_prefix(other, 64).to_string()));
+                ctx.transcript.status("unknown_message", Some(agent_api::kit::bounds::utf8_prefix(other, 64).to_string()));
             }
         }
         Ok(())

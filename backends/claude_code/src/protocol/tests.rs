@@ -200,7 +200,7 @@ async fn an_error_result_without_words_still_explains_itself_the_same_in_event_a
     assert_conformant(&run);
     let error = run.completion.as_ref().unwrap_err();
     assert!(matches!(error, AgentError::ServerError { status: Some(500), .. }), "{error:?}");
-    assert!(error.to_string().ends_with(agent_api::secrets::NO_EXPLANATION), "{error}");
+    assert!(error.to_string().ends_with(agent_api::kit::secrets::NO_EXPLANATION), "{error}");
 }
 
 #[tokio::test]
@@ -212,7 +212,7 @@ async fn error_results_are_typed_by_status_and_subtype() {
         (error_result("success", Some(503)), |e| matches!(e, AgentError::Overloaded { status: Some(503), .. })),
         (error_result("success", Some(502)), |e| matches!(e, AgentError::ServerError { status: Some(502), .. })),
         (error_result("success", Some(401)), |e| matches!(e, AgentError::Auth { .. })),
-        (error_result("error_max_turns", None), |e| matches!(e, AgentError::LimitReached { limit: agent_api::LimitKind::Turns })),
+        (error_result("error_max_turns", None), |e| matches!(e, AgentError::LimitReached { limit: agent_api::run::LimitKind::Turns })),
         (error_result("error_during_execution", None), |e| matches!(e, AgentError::AgentFailed { .. })),
     ];
     for (result, check) in cases {
@@ -277,7 +277,7 @@ async fn a_resume_the_cli_cannot_find_is_session_not_found() {
 /// waits for one stdin line that is its `control_response`; returns what the client wrote.
 fn fake_cli(script: Vec<Value>, written: tokio::sync::mpsc::UnboundedSender<Value>) -> Transport {
     Transport::in_process(1 << 20, move |mut pipes| async move {
-        let read_one = async |pipes: &mut agent_api::kit::driver::AgentPipes| -> Option<Value> {
+        let read_one = async |pipes: &mut agent_api::kit::AgentPipes| -> Option<Value> {
             let mut line = String::new();
             (pipes.stdin.read_line(&mut line).await.ok()? > 0).then(|| serde_json::from_str(&line).unwrap())
         };
@@ -389,8 +389,8 @@ async fn permission_decisions_write_the_native_responses() {
 #[tokio::test]
 async fn policies_decide_without_asking_and_hook_and_mcp_requests_get_answers() {
     let rules = [
-        (agent_api::ToolCategory::Shell, agent_api::PermissionRule::Approve),
-        (agent_api::ToolCategory::Network, agent_api::PermissionRule::Deny),
+        (agent_api::request::ToolCategory::Shell, agent_api::request::PermissionRule::Approve),
+        (agent_api::request::ToolCategory::Network, agent_api::request::PermissionRule::Deny),
     ]
     .into_iter()
     .collect();
@@ -519,7 +519,7 @@ fn the_typed_stream_event_path_matches_the_value_path_on_every_print_fixture() {
         typed_lines += lines.iter().filter(|l| super::stream::looks_like_stream_event(l)).count();
         for line in &lines {
             if super::stream::looks_like_stream_event(line) {
-                assert!(agent_api::kit::driver::parse_typed::<super::stream::StreamLine>(line).is_some(), "{}", path.display());
+                assert!(agent_api::kit::parse_typed::<super::stream::StreamLine>(line).is_some(), "{}", path.display());
             }
         }
         agent_api_conformance::typed::assert_typed_matches_value(|| Box::new(ClaudeProtocol::replaying()), &lines);
@@ -529,7 +529,7 @@ fn the_typed_stream_event_path_matches_the_value_path_on_every_print_fixture() {
 
 #[test]
 fn a_result_error_reader_turns_a_successful_error_text_into_one_typed_error_and_no_answer() {
-    use agent_api::kit::driver::ProtocolHarness;
+    use agent_api::kit::ProtocolHarness;
     use agent_api::kit::{ExitInfo, Protocol};
     fn read(text: &str) -> Option<AgentError> {
         text.starts_with("[failed").then(|| AgentError::Auth { message: "denied".into() })
@@ -568,7 +568,7 @@ fn a_result_error_reader_turns_a_successful_error_text_into_one_typed_error_and_
 #[test]
 fn plain_input_sends_user_messages_only_as_text_blocks() {
     use agent_api::kit::Protocol;
-    let mut harness = agent_api::kit::driver::ProtocolHarness::new();
+    let mut harness = agent_api::kit::ProtocolHarness::new();
     let mut protocol = ClaudeProtocol::control("hello", PermissionPolicy::Ask, false).plain_input();
     protocol.start(&mut harness.ctx()).unwrap();
     let sent = harness.take_sent();
@@ -580,7 +580,7 @@ fn plain_input_sends_user_messages_only_as_text_blocks() {
 #[test]
 fn an_error_string_explains_a_failed_result_and_amp_tool_inputs_make_permission_details() {
     use agent_api::kit::Protocol;
-    let mut harness = agent_api::kit::driver::ProtocolHarness::new();
+    let mut harness = agent_api::kit::ProtocolHarness::new();
     let mut protocol = ClaudeProtocol::replaying();
     let line = json!({"type":"result","subtype":"error_during_execution","is_error":true,"error":"the tool crashed","session_id":SID});
     protocol.on_line(line.to_string().as_bytes(), &mut harness.ctx()).unwrap();
@@ -590,7 +590,7 @@ fn an_error_string_explains_a_failed_result_and_amp_tool_inputs_make_permission_
     assert_eq!((request.details.command.as_deref(), request.details.cwd.as_deref()), (Some("ls -la"), Some("/w")));
     assert_eq!(request.action, "Bash: ls -la");
     let edit = super::tool_permission("p2", "edit_file", &json!({"path":"/w/a.rs"}));
-    assert_eq!((edit.category, edit.details.file.as_deref()), (agent_api::ToolCategory::FileWrite, Some("/w/a.rs")));
+    assert_eq!((edit.category, edit.details.file.as_deref()), (agent_api::request::ToolCategory::FileWrite, Some("/w/a.rs")));
 }
 
 #[test]
@@ -601,8 +601,8 @@ fn images_go_with_the_user_message_as_base64_blocks_and_a_cli_without_them_refus
     std::fs::write(&path, [0x89, b'P', b'N', b'G']).unwrap();
     let mut prompt = agent_api::Prompt::from("look");
     prompt.images.push(path.clone());
-    let images = agent_api::images::ImageData::read_all(&prompt).unwrap();
-    let mut harness = agent_api::kit::driver::ProtocolHarness::new();
+    let images = agent_api::kit::images::ImageData::read_all(&prompt).unwrap();
+    let mut harness = agent_api::kit::ProtocolHarness::new();
     let mut protocol = ClaudeProtocol::control("look", PermissionPolicy::Ask, false).with_images(images);
     protocol.start(&mut harness.ctx()).unwrap();
     let user = harness.take_sent().into_iter().find(|m| m["type"] == "user").expect("the user message");

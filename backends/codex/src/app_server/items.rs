@@ -10,7 +10,8 @@
 
 use std::collections::HashMap;
 
-use agent_api::universal::{ContentPart, FileAction, ItemKind, ItemRole, NewItem, ReasoningVisibility, Transcript};
+use agent_api::kit::transcript::{NewItem, Transcript};
+use agent_api::universal::{ContentPart, FileAction, ItemKind, ItemRole, ReasoningVisibility};
 use serde_json::{json, Value};
 
 use crate::schema::{item_id_and_type, shape_error, FileUpdateChange, ThreadItem, ITEM_TYPES};

@@ -20,11 +20,13 @@ mod rate_limits;
 pub mod requests;
 mod session;
 
-use agent_api::kit::driver::{ExitInfo, Unparsed};
 use agent_api::kit::jsonrpc::{classify, Dialect, Message, RpcPeer};
+use agent_api::kit::transcript::{NewItem, Transcript};
 use agent_api::kit::{Ctx, Protocol};
-use agent_api::universal::{ContentPart, FileAction, ItemRole, NewItem, ReasoningVisibility, Transcript};
-use agent_api::{AgentError, ControlCommand, PermissionPolicy, RunCompletion, SessionSelector};
+use agent_api::kit::{ExitInfo, Unparsed};
+use agent_api::run::ControlCommand;
+use agent_api::universal::{ContentPart, FileAction, ItemRole, ReasoningVisibility};
+use agent_api::{AgentError, PermissionPolicy, RunCompletion, SessionSelector};
 use serde_json::{json, Value};
 
 use crate::argv::StartPlan;
@@ -297,13 +299,13 @@ impl AppServer {
                     (Some(e), _) => (errors::classify(e.codex_error_info.as_ref(), &e.message), e.message.clone()),
                     (None, Some((class, message))) => (*class, message.clone()),
                     (None, None) => {
-                        (ErrorClass::Other, format!("the turn ended with status {}", agent_api::bounds::utf8_prefix(&status, 32)))
+                        (ErrorClass::Other, format!("the turn ended with status {}", agent_api::kit::bounds::utf8_prefix(&status, 32)))
                     }
                 };
                 Outcome::Failed(class.into_error(&message))
             }
         };
-        t.status("turn_completed", Some(agent_api::bounds::utf8_prefix(&status, 32).to_string()));
+        t.status("turn_completed", Some(agent_api::kit::bounds::utf8_prefix(&status, 32).to_string()));
         self.turn_id.get_or_insert(envelope.turn.id);
         self.outcome = Some(outcome);
         if self.session {
@@ -355,7 +357,7 @@ impl AppServer {
             }
             "item/mcpToolCall/progress" => {
                 let p: schema::McpProgress = parse(method, params)?;
-                t.status("mcp_progress", Some(agent_api::bounds::utf8_prefix(&p.message, 1024).to_string()));
+                t.status("mcp_progress", Some(agent_api::kit::bounds::utf8_prefix(&p.message, 1024).to_string()));
             }
             // The caller routes only the methods above here.
             _ => {}
@@ -378,7 +380,7 @@ impl AppServer {
 
     /// An `error` notification: a typed error event; the last one that will not be retried
     /// fails the turn.
-    fn error_notification(&mut self, method: &str, params: Value, t: &mut agent_api::universal::Transcript) {
+    fn error_notification(&mut self, method: &str, params: Value, t: &mut agent_api::kit::transcript::Transcript) {
         let e: schema::ErrorNotification = match parse(method, params.clone()) {
             Ok(e) => e,
             Err(_) => schema::ErrorNotification {
@@ -410,7 +412,7 @@ impl AppServer {
     }
 
     /// The turn's whole diff, as a `turn_diff` status with one file part per file, when it changed.
-    fn turn_diff(&mut self, d: schema::TurnDiff, t: &mut agent_api::universal::Transcript) {
+    fn turn_diff(&mut self, d: schema::TurnDiff, t: &mut agent_api::kit::transcript::Transcript) {
         if self.last_diff.as_deref() != Some(d.diff.as_str()) && !d.diff.is_empty() {
             let mut item = NewItem::status("turn_diff", Some(format!("{} file(s) changed", split_diff(&d.diff).len())));
             for part in split_diff(&d.diff) {
@@ -493,7 +495,7 @@ impl AppServer {
                 t.status(method.replace('/', "_"), None);
             }
             known if NOTIFICATION_METHODS.contains(&known) => {}
-            unknown => self.note(t, "unknown_notification", Some(agent_api::bounds::utf8_prefix(unknown, 128).to_string())),
+            unknown => self.note(t, "unknown_notification", Some(agent_api::kit::bounds::utf8_prefix(unknown, 128).to_string())),
         }
         Ok(())
     }

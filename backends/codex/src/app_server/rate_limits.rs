@@ -3,7 +3,7 @@
 //! or `spendControlReached`) becomes a `rate_limited` status saying when the earliest reached
 //! window resets.
 
-use agent_api::rate_limit::RateLimitNotice;
+use agent_api::kit::rate_limit::RateLimitNotice;
 use serde_json::Value;
 
 /// The notice of an update whose limit is reached; `None` while there is room.

@@ -5,10 +5,12 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use agent_api::kit::hitl::{Decided, Hitl, PermissionDetails, PermissionRequest, QuestionRequest};
+use agent_api::kit::hitl::{Decided, Hitl, PermissionRequest, QuestionRequest};
 use agent_api::kit::jsonrpc::{RpcPeer, METHOD_NOT_FOUND};
-use agent_api::universal::Transcript;
-use agent_api::{AgentError, PermissionDecision, PermissionPolicy, QuestionAnswer, ToolCategory};
+use agent_api::kit::transcript::Transcript;
+use agent_api::request::ToolCategory;
+use agent_api::universal::PermissionDetails;
+use agent_api::{AgentError, PermissionDecision, PermissionPolicy, QuestionAnswer};
 use serde_json::{json, Map, Value};
 
 /// JSON-RPC error code for a request the client understands but will not serve.
@@ -62,7 +64,7 @@ pub fn id_key(id: &Value) -> String {
 
 fn bounded(value: Option<&Value>) -> Value {
     match value {
-        Some(Value::String(s)) => json!(agent_api::bounds::utf8_prefix(s, 2048)),
+        Some(Value::String(s)) => json!(agent_api::kit::bounds::utf8_prefix(s, 2048)),
         Some(v) if v.to_string().len() <= 4096 => v.clone(),
         Some(_) => json!({"dropped": {"reason": "oversize"}}),
         None => Value::Null,
@@ -128,10 +130,10 @@ fn patch_changes(params: &Value) -> Vec<(String, Option<String>)> {
 
 fn text(value: Option<&Value>) -> Option<String> {
     match value? {
-        Value::String(s) => Some(agent_api::bounds::utf8_prefix(s, 2048).to_string()),
-        Value::Array(parts) => {
-            Some(agent_api::bounds::utf8_prefix(&parts.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(" "), 2048).to_string())
-        }
+        Value::String(s) => Some(agent_api::kit::bounds::utf8_prefix(s, 2048).to_string()),
+        Value::Array(parts) => Some(
+            agent_api::kit::bounds::utf8_prefix(&parts.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(" "), 2048).to_string(),
+        ),
         _ => None,
     }
 }
@@ -219,7 +221,7 @@ impl Requests {
                 // The backend registers no dynamic tools, so it can only report that it has none.
                 t.status(
                     "dynamic_tool_call_refused",
-                    params.get("tool").and_then(Value::as_str).map(|s| agent_api::bounds::utf8_prefix(s, 128).to_string()),
+                    params.get("tool").and_then(Value::as_str).map(|s| agent_api::kit::bounds::utf8_prefix(s, 128).to_string()),
                 );
                 let result =
                     json!({"contentItems": [{"type": "inputText", "text": "agent_api registers no dynamic tools"}], "success": false});
@@ -230,7 +232,7 @@ impl Requests {
                 return vec![peer.error_response(&id, NOT_SUPPORTED, "not supported by agent_api")];
             }
             other => {
-                t.status("unknown_server_request", Some(agent_api::bounds::utf8_prefix(other, 128).to_string()));
+                t.status("unknown_server_request", Some(agent_api::kit::bounds::utf8_prefix(other, 128).to_string()));
                 return vec![peer.error_response(&id, METHOD_NOT_FOUND, "method not handled by agent_api")];
             }
         };

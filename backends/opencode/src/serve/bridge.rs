@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use agent_api::kit::driver::AgentPipes;
+use agent_api::kit::AgentPipes;
 use agent_api::AgentError;
 use serde::Deserialize;
 use serde_json::{json, Value};

@@ -1,10 +1,11 @@
 //! The server's events of one session, into the transcript. Unknown event types are ignored:
 //! OpenCode adds new ones often, and none of them may fail a run.
 
-use agent_api::kit::driver::Unparsed;
-use agent_api::kit::hitl::{PermissionDetails, PermissionRequest};
+use agent_api::kit::hitl::PermissionRequest;
 use agent_api::kit::Ctx;
-use agent_api::ToolCategory;
+use agent_api::kit::Unparsed;
+use agent_api::request::ToolCategory;
+use agent_api::universal::PermissionDetails;
 use serde_json::Value;
 
 use super::ServeProtocol;
@@ -121,12 +122,12 @@ fn permission_asked(p: &mut ServeProtocol, props: &Value, ctx: &mut Ctx<'_>) {
 
 /// The `rate_limited` notice of a `retry` session status whose message names a rate limit or an
 /// overload, with the attempt and the wait until `next` (Unix milliseconds).
-fn retry_notice(status: &Value) -> Option<agent_api::rate_limit::RateLimitNotice> {
-    let words = agent_api::rate_limit::LimitWords::in_text(status.get("message").and_then(Value::as_str).unwrap_or_default());
+fn retry_notice(status: &Value) -> Option<agent_api::kit::rate_limit::RateLimitNotice> {
+    let words = agent_api::kit::rate_limit::LimitWords::in_text(status.get("message").and_then(Value::as_str).unwrap_or_default());
     if !(words.limited || words.overloaded) {
         return None;
     }
-    let mut notice = agent_api::rate_limit::RateLimitNotice::default();
+    let mut notice = agent_api::kit::rate_limit::RateLimitNotice::default();
     notice.overloaded = words.overloaded;
     notice.attempt = status.get("attempt").and_then(Value::as_u64).and_then(|n| u32::try_from(n).ok());
     let now_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);

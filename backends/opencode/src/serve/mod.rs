@@ -14,9 +14,9 @@ pub(crate) mod session;
 
 use std::collections::{HashSet, VecDeque};
 
-use agent_api::kit::driver::{ExitInfo, Unparsed};
 use agent_api::kit::hitl::Hitl;
 use agent_api::kit::{start_run, Ctx, Protocol, RunSettings, Transport};
+use agent_api::kit::{ExitInfo, Unparsed};
 use agent_api::run::ControlCommand;
 use agent_api::{AgentError, PermissionDecision, RunCompletion, RunHandle, RunRequest, SessionSelector};
 use serde_json::{json, Value};
@@ -371,7 +371,7 @@ pub(crate) fn start_on(
 /// (the server may run elsewhere than the caller's files).
 fn prompt_parts(prompt: &agent_api::Prompt) -> Result<Value, AgentError> {
     let mut parts = vec![json!({"type": "text", "text": prompt.text})];
-    for image in agent_api::images::ImageData::read_all(prompt)? {
+    for image in agent_api::kit::images::ImageData::read_all(prompt)? {
         let filename = image.file.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         parts.push(json!({"type": "file", "mime": image.file.media_type, "filename": filename, "url": image.data_url()}));
     }
@@ -388,7 +388,7 @@ pub(crate) async fn server_for(
 ) -> Result<std::sync::Arc<server::Server>, AgentError> {
     let base = crate::base_spec(config, request)?;
     match request.home {
-        agent_api::Home::Inherit => pool.get(base, config.startup_timeout).await,
+        agent_api::request::Home::Inherit => pool.get(base, config.startup_timeout).await,
         _ => server::Server::start(base, config.startup_timeout).await,
     }
 }
@@ -409,7 +409,7 @@ pub(crate) async fn start(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use agent_api::kit::driver::ProtocolHarness;
+    use agent_api::kit::ProtocolHarness;
 
     fn started(request: RunRequest) -> (ServeProtocol, ProtocolHarness, Vec<Value>) {
         let mut protocol = ServeProtocol::live(&request, "/work/a b".into()).unwrap();

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use agent_api::projection::Projector;
+use agent_api::kit::projection::Projector;
 use agent_api::universal::UniversalEventBody;
 use agent_api::{AgentBackend, AgentError, PermissionDecision, QuestionAnswer, RunRequest};
 use agent_api_conformance::{assert_conformant, RunRecord};

@@ -1,7 +1,8 @@
 //! The checks of a recorded session (`spec/run-protocol.md` §8): every turn is a conformant
 //! run of its own, and all turns together are one transcript.
 
-use agent_api::universal::{ContentPart, UniversalEvent, UniversalEventBody};
+use agent_api::universal::{ContentPart, UniversalEventBody};
+use agent_api::UniversalEvent;
 use agent_api::{AgentError, RunCompletion, RunHandle, Session};
 
 pub mod e2e;

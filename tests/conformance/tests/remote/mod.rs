@@ -6,8 +6,9 @@
 
 use std::time::{Duration, Instant};
 
-use agent_api::kit::launch::{Container, Engine, Launcher, Ssh};
-use agent_api::universal::{UniversalEvent, UniversalEventBody};
+use agent_api::request::{Container, Engine, Launcher, Ssh};
+use agent_api::universal::UniversalEventBody;
+use agent_api::UniversalEvent;
 use agent_api::{AgentBackend, AgentError, PermissionDecision, RunRequest};
 use agent_api_acp::{AcpBackend, AcpConfig};
 use agent_api_claude_code::{ClaudeCodeBackend, ClaudeCodeConfig};
@@ -44,7 +45,7 @@ impl Place {
         let cli_root = sandbox.program.ancestors().nth(3).expect("the CLI sits in <root>/node_modules/.bin").to_path_buf();
         let root = sandbox.home.parent().expect("the sandbox's folders share a root").to_path_buf();
         let node =
-            std::fs::canonicalize(agent_api::kit::process::resolve_program(std::path::Path::new("node")).expect("node on PATH")).unwrap();
+            std::fs::canonicalize(agent_api::kit::files::resolve_program(std::path::Path::new("node")).expect("node on PATH")).unwrap();
         let mut container = Container::image(Engine::Docker, docker.image)
             .with_mount(&cli_root, &cli_root, true)
             .with_mount(node, "/usr/bin/node", true)
@@ -240,7 +241,7 @@ pub async fn drive(
 ) -> RunRecord {
     let handle = backend.run(request.with_launcher(place.launcher.clone())).await.unwrap_or_else(|e| panic!("run starts: {e}"));
     let control = handle.control();
-    let mut projector = agent_api::projection::Projector::new(handle.agent_kind().clone(), handle.tools_structured());
+    let mut projector = agent_api::kit::projection::Projector::new(handle.agent_kind().clone(), handle.tools_structured());
     let (mut events, completion) = handle.into_universal();
     let mut universal: Vec<UniversalEvent> = Vec::new();
     let mut faulted = false;

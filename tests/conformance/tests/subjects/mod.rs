@@ -4,13 +4,14 @@
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
+use agent_api::kit::replay::Replay;
 use agent_api::{AgentBackend, RunRequest};
 use agent_api_conformance::props::file_lines;
 
 /// One converter under test: a backend, and the recorded native lines it reads.
 pub(crate) struct Subject {
     pub(crate) name: &'static str,
-    pub(crate) backend: Box<dyn AgentBackend>,
+    pub(crate) backend: Box<dyn Replay>,
     pub(crate) recordings: Vec<Vec<Vec<u8>>>,
 }
 
@@ -54,7 +55,7 @@ pub(crate) fn backends() -> &'static [Subject] {
     use agent_api_acp::{AcpBackend, AcpConfig};
     static SUBJECTS: OnceLock<Vec<Subject>> = OnceLock::new();
     SUBJECTS.get_or_init(|| {
-        let subject = |name, backend: Box<dyn AgentBackend>, recordings| Subject { name, backend, recordings };
+        let subject = |name, backend: Box<dyn Replay>, recordings| Subject { name, backend, recordings };
         vec![
             subject("scripted", Box::new(agent_api_scripted::ScriptedBackend::new()), scripted_lines()),
             subject(

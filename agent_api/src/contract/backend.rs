@@ -1,0 +1,128 @@
+//! [`AgentBackend`]: the one trait every agent implements.
+
+use async_trait::async_trait;
+
+use crate::contract::capability::CapabilitySet;
+use crate::contract::error::AgentError;
+use crate::contract::kind::AgentKind;
+use crate::contract::request::RunRequest;
+use crate::contract::run::RunHandle;
+
+/// An agent that can run prompts. Implement `kind`, `capabilities` and `run`; the kit in
+/// [`crate::kit`] does the spawning, reading, bounding and cancelling.
+#[async_trait]
+pub trait AgentBackend: Send + Sync {
+    /// The backend's agent kind.
+    fn kind(&self) -> AgentKind;
+
+    /// Every capability id the backend advertises (and its tests prove).
+    fn capabilities(&self) -> CapabilitySet;
+
+    /// The extension option keys the backend understands; any other key fails closed.
+    fn extension_keys(&self) -> &'static [&'static str] {
+        &[]
+    }
+
+    /// The extension value `text` gives the option `key` (`--option KEY=VALUE` on the command
+    /// line, a form field in a page): typed through the backend's options struct, as
+    /// [`crate::kit::options::value_from_text`] does. The default knows no option; a backend with
+    /// options returns `value_from_text::<ItsOptions>(key, text)`.
+    fn option_value(&self, key: &str, text: &str) -> Result<serde_json::Value, AgentError> {
+        let _ = text;
+        Err(crate::contract::options::unknown_key(self.kind().as_str(), key, self.extension_keys()))
+    }
+
+    /// How the backend honours each portable option it advertises (`agent_api.options.*`): the
+    /// native flag, config key or protocol field, for `spec/options.md`.
+    fn option_mappings(&self) -> &'static [crate::contract::portable::OptionMapping] {
+        &[]
+    }
+
+    /// Starts a run. Validation errors come back before anything is spawned.
+    async fn run(&self, request: RunRequest) -> Result<RunHandle, AgentError>;
+
+    /// Opens a warm session (`spec/run-protocol.md` §8) with `request` as the template of every
+    /// turn (its prompt is ignored). A backend advertising `agent_api.session.warm` overrides
+    /// this; the default refuses. [`crate::Gateway::open_session`] falls back to resuming per turn.
+    async fn open_session(&self, request: RunRequest) -> Result<crate::contract::session::Session, AgentError> {
+        let _ = request;
+        Err(AgentError::UnsupportedCapability { kind: self.kind().to_string(), capability: agent_api_capabilities::SESSION_WARM.into() })
+    }
+
+    /// The agent's own session store (`agent_api.history.*`), when the backend can read it.
+    fn session_store(&self) -> Option<std::sync::Arc<dyn crate::contract::store::SessionStore>> {
+        None
+    }
+
+    /// Checks a request against the backend's capabilities and extension keys; `run` calls it
+    /// first, and so does the gateway.
+    fn validate(&self, request: &RunRequest) -> Result<(), AgentError> {
+        validate_request(&self.kind(), &self.capabilities(), self.extension_keys(), request)
+    }
+}
+
+/// The checks every run goes through before spawning: a non-empty prompt, a working directory
+/// that exists and can be entered, every needed capability advertised, and only known extension keys.
+pub fn validate_request(
+    kind: &AgentKind,
+    capabilities: &CapabilitySet,
+    extension_keys: &[&str],
+    request: &RunRequest,
+) -> Result<(), AgentError> {
+    if request.prompt.text.trim().is_empty() {
+        return Err(AgentError::InvalidRequest { reason: "the prompt is empty".into() });
+    }
+    validate_template(kind, capabilities, extension_keys, request)
+}
+
+/// The checks of [`validate_request`] but the prompt's: for a session's template, whose turns
+/// bring their own prompts.
+pub fn validate_template(
+    kind: &AgentKind,
+    capabilities: &CapabilitySet,
+    extension_keys: &[&str],
+    request: &RunRequest,
+) -> Result<(), AgentError> {
+    let launcher = request.launcher.clone().unwrap_or_default();
+    // A far side's working directory is a path there, not here.
+    if let (true, Some(dir)) = (launcher.is_local_filesystem(), request.session_working_dir()) {
+        crate::contract::files::check_working_dir(dir)?;
+    }
+    // What the backend cannot do at all explains a refusal best: before whose session it is.
+    for needed in request.required_capabilities() {
+        if !capabilities.contains(needed) {
+            return Err(AgentError::UnsupportedCapability { kind: kind.to_string(), capability: needed.to_string() });
+        }
+    }
+    if let Some(session) = request.session.session_ref() {
+        session.check_agent(kind)?;
+    }
+    request.check_new_session_id()?;
+    crate::contract::images::ImageFile::check_all(&request.prompt)?;
+    launcher.check_available()?;
+    if let Some(key) = request.extensions.keys().find(|k| !extension_keys.contains(&k.as_str())) {
+        return Err(crate::contract::options::unknown_key(kind.as_str(), key, extension_keys));
+    }
+    if let Some((which, _)) = request.timeouts().into_iter().find(|(_, limit)| limit.is_some_and(|d| d.is_zero())) {
+        return Err(AgentError::InvalidRequest { reason: format!("the {} timeout is zero", which.as_str()) });
+    }
+    let limits = &request.limits;
+    if limits.max_turns == Some(0) {
+        return Err(AgentError::InvalidRequest { reason: "the turn limit is zero".into() });
+    }
+    if limits.max_total_tokens == Some(0) {
+        return Err(AgentError::InvalidRequest { reason: "the token limit is zero".into() });
+    }
+    // A cost limit that can never be reached (infinity) or that every cost passes (NaN compares
+    // false with everything) would look set and hold nothing.
+    if let Some(usd) = limits.max_cost_usd.filter(|usd| !usd.is_finite() || *usd <= 0.0) {
+        return Err(AgentError::InvalidRequest {
+            reason: format!("the cost limit must be a positive finite number of US dollars, not {usd}"),
+        });
+    }
+    request.portable.validate()?;
+    if let Some(schema) = &request.portable.output_schema {
+        crate::contract::structured::compile(schema)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,164 @@
+//! [`SessionRef`]: where a session lives, so resuming it never loses it.
+//!
+//! A native session id alone is not enough to resume: Claude Code finds a session only from the
+//! project directory it ran in, and every agent keeps its sessions per agent. A completion returns
+//! a `SessionRef` with all three; [`SessionSelector::Resume`](crate::SessionSelector::Resume) and
+//! [`SessionSelector::Fork`](crate::SessionSelector::Fork) take it back, and the run then happens in
+//! the session's working directory whatever the request's own `working_dir` says.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::contract::error::AgentError;
+use crate::contract::kind::AgentKind;
+
+/// A handle to one agent session: which agent, its native id, and the working directory it runs
+/// in. Serialized as JSON (`{"agent":"codex","id":"…","working_dir":"/abs/dir"}`), which is what
+/// `agent-api run` prints to resume with.
+///
+/// ```
+/// use agent_api::{AgentKind, RunRequest, SessionSelector};
+/// use agent_api::request::SessionRef;
+/// let session = SessionRef::new(AgentKind::new("codex").unwrap(), "thread_1", "/work/project");
+/// let again = RunRequest::new("and now?").with_working_dir("/elsewhere").with_session(SessionSelector::Resume(session));
+/// // The resume runs where the session lives.
+/// assert_eq!(again.session_working_dir(), Some(std::path::Path::new("/work/project")));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct SessionRef {
+    /// The agent the session belongs to; `None` for a bare native id (then any backend takes it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<AgentKind>,
+    /// The agent's own session id (Claude Code session, Codex thread, OpenCode `ses_…`, …).
+    pub id: String,
+    /// The working directory the session runs in; `None` for a bare native id (then the
+    /// request's working directory is used).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub working_dir: Option<PathBuf>,
+}
+
+impl SessionRef {
+    /// A complete handle: agent, native id and working directory.
+    pub fn new(agent: AgentKind, id: impl Into<String>, working_dir: impl Into<PathBuf>) -> Self {
+        Self { agent: Some(agent), id: id.into(), working_dir: Some(working_dir.into()) }
+    }
+
+    /// A bare native id, as callers had before handles: no agent check, no working directory.
+    pub fn native(id: impl Into<String>) -> Self {
+        Self { agent: None, id: id.into(), working_dir: None }
+    }
+
+    /// The handle as one JSON line (what `agent-api run` prints).
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    /// Reads a handle printed by [`SessionRef::to_json`]; text that is not a JSON object is taken
+    /// as a bare native id.
+    pub fn parse(text: &str) -> Result<Self, AgentError> {
+        let text = text.trim();
+        if !text.starts_with('{') {
+            return Ok(Self::native(text));
+        }
+        serde_json::from_str(text).map_err(|e| AgentError::InvalidRequest { reason: format!("not a session handle: {e}") })
+    }
+
+    /// Fails before spawning when the handle names another agent than `kind`.
+    pub(crate) fn check_agent(&self, kind: &AgentKind) -> Result<(), AgentError> {
+        match &self.agent {
+            Some(agent) if agent != kind => Err(AgentError::InvalidRequest {
+                reason: format!("session `{}` belongs to {agent}, not {kind}", crate::contract::bounds::utf8_prefix(&self.id, 64)),
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// The session's working directory, if the handle has one.
+    pub fn working_dir(&self) -> Option<&Path> {
+        self.working_dir.as_deref()
+    }
+}
+
+impl From<&str> for SessionRef {
+    fn from(id: &str) -> Self {
+        Self::native(id)
+    }
+}
+
+impl From<String> for SessionRef {
+    fn from(id: String) -> Self {
+        Self::native(id)
+    }
+}
+
+impl fmt::Display for SessionRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(agent) = &self.agent {
+            write!(f, "{agent} ")?;
+        }
+        write!(f, "session {}", self.id)?;
+        if let Some(dir) = &self.working_dir {
+            write!(f, " in {}", dir.display())?;
+        }
+        Ok(())
+    }
+}
+
+/// The handle of session `id` that `kind` ran in `dir` (the current directory when `None`).
+pub(crate) fn ran(kind: &AgentKind, id: &str, dir: Option<&Path>) -> SessionRef {
+    let dir = dir.map(Path::to_path_buf).or_else(|| std::env::current_dir().ok()).unwrap_or_default();
+    SessionRef::new(kind.clone(), id, dir)
+}
+
+/// Whether `id` is a UUID (`8-4-4-4-12` hex digits), which Claude Code and Gemini insist on.
+pub fn is_uuid(id: &str) -> bool {
+    uuid::Uuid::try_parse(id).is_ok_and(|_| id.len() == 36)
+}
+
+/// `dir` made absolute against the current directory (unchanged when that is unknown), so a handle
+/// still points at the same place from another directory.
+pub(crate) fn absolute(dir: &Path) -> PathBuf {
+    if dir.is_absolute() {
+        return dir.to_path_buf();
+    }
+    std::env::current_dir().map(|cwd| cwd.join(dir)).unwrap_or_else(|_| dir.to_path_buf())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_handle_survives_its_json_line_and_a_bare_id_stays_bare() {
+        let full = SessionRef::new(AgentKind::new("codex").unwrap(), "t-1", "/w/p");
+        assert_eq!(SessionRef::parse(&full.to_json()).unwrap(), full);
+        assert_eq!(SessionRef::parse(" abc ").unwrap(), SessionRef::native("abc"));
+        assert!(matches!(SessionRef::parse("{\"agent\":\"Bad Kind\",\"id\":\"x\"}"), Err(AgentError::InvalidRequest { .. })));
+        assert_eq!(full.to_string(), "codex session t-1 in /w/p");
+    }
+
+    #[test]
+    fn a_chosen_session_id_fits_a_new_session_only_and_must_be_plain() {
+        let ok = crate::RunRequest::new("x").with_new_session_id("3f0c2a7e-1111-4222-8333-444455556666");
+        assert!(ok.check_new_session_id().is_ok());
+        assert!(is_uuid(ok.new_session_id.as_deref().unwrap()) && !is_uuid("ses_1") && !is_uuid("3f0c2a7e111142228333444455556666"));
+        let resume = ok.clone().with_session(crate::SessionSelector::Resume("a".into()));
+        assert!(matches!(resume.check_new_session_id(), Err(AgentError::InvalidRequest { .. })));
+        for bad in ["", "../x", "-ab", "a b", &"a".repeat(129)] {
+            let req = crate::RunRequest::new("x").with_new_session_id(bad);
+            assert!(matches!(req.check_new_session_id(), Err(AgentError::InvalidRequest { .. })), "{bad}");
+        }
+    }
+
+    #[test]
+    fn another_agents_handle_is_refused_and_a_bare_id_fits_any() {
+        let codex = AgentKind::new("codex").unwrap();
+        let claude = AgentKind::new("claude_code").unwrap();
+        assert!(SessionRef::new(codex.clone(), "t", "/").check_agent(&claude).is_err());
+        assert!(SessionRef::new(codex.clone(), "t", "/").check_agent(&codex).is_ok());
+        assert!(SessionRef::native("t").check_agent(&claude).is_ok());
+    }
+}

@@ -1,0 +1,126 @@
+//! An agent's own session store, as the contract names it: the [`SessionStore`] trait a backend
+//! returns from [`crate::AgentBackend::session_store`], its records and queries,
+//! and how a file of such a store is told from a recording ([`store_shape`]). Reading stores is
+//! the history feature's (`crate::history`).
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use async_trait::async_trait;
+use serde_json::Value;
+
+use crate::contract::error::AgentError;
+use crate::contract::kind::AgentKind;
+use crate::contract::run::RunHandle;
+
+/// One session in an agent's store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct StoredSession {
+    /// The agent's own session id (what a resume takes).
+    pub id: String,
+    /// When the session was last written.
+    pub time: Option<SystemTime>,
+    /// The working directory the session ran in, when the store says.
+    pub cwd: Option<PathBuf>,
+    /// The first prompt the user typed, cut short.
+    pub first_prompt: Option<String>,
+    /// The title the agent gave the session, when its store keeps one (OpenCode).
+    pub title: Option<String>,
+    /// Bytes the session takes in the store, when it is a file of its own.
+    pub size: Option<u64>,
+}
+
+impl StoredSession {
+    /// A session with only its id known.
+    pub fn new(id: impl Into<String>) -> Self {
+        Self { id: id.into(), time: None, cwd: None, first_prompt: None, title: None, size: None }
+    }
+
+    /// A session stored as the file whose metadata is `meta`: its size and last write.
+    pub fn from_file(id: impl Into<String>, meta: &std::fs::Metadata) -> Self {
+        Self { size: Some(meta.len()), time: meta.modified().ok(), ..Self::new(id) }
+    }
+}
+
+/// Which stored sessions to list.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct SessionQuery {
+    /// Only sessions that ran in this working directory.
+    pub cwd: Option<PathBuf>,
+}
+
+impl SessionQuery {
+    /// Every session.
+    pub fn all() -> Self {
+        Self::default()
+    }
+
+    /// Only sessions that ran in `cwd`.
+    pub fn in_dir(cwd: impl Into<PathBuf>) -> Self {
+        Self { cwd: Some(cwd.into()) }
+    }
+
+    /// Whether a session that ran in `cwd` is wanted.
+    pub fn matches(&self, cwd: Option<&Path>) -> bool {
+        match (&self.cwd, cwd) {
+            (None, _) => true,
+            (Some(want), Some(have)) => same_dir(want, have),
+            (Some(_), None) => false,
+        }
+    }
+}
+
+fn same_dir(a: &Path, b: &Path) -> bool {
+    let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    a == b || canonical(a) == canonical(b)
+}
+
+/// An agent's own session store.
+#[async_trait]
+pub trait SessionStore: Send + Sync + fmt::Debug {
+    /// The agent kind whose sessions these are.
+    fn kind(&self) -> AgentKind;
+
+    /// The stored sessions `query` selects, newest first.
+    async fn list_sessions(&self, query: &SessionQuery) -> Result<Vec<StoredSession>, AgentError>;
+
+    /// Reads the session `id` back as a run: its events are the stored session's, its completion
+    /// has the last answer as final text. An unknown id is [`AgentError::SessionNotFound`].
+    async fn read_session(&self, id: &str, include_raw: bool) -> Result<RunHandle, AgentError>;
+}
+
+pub use crate::contract::error::StoreShape;
+
+/// Codex rollout line types (0.1xx): every line is `{"timestamp", "type", "payload"}`.
+const ROLLOUT_TYPES: &[&str] =
+    &["session_meta", "response_item", "event_msg", "turn_context", "compacted", "world_state", "token_usage_record"];
+
+/// Which store a line of a file belongs to, if it is one an agent writes to its own store
+/// rather than to its output.
+pub fn store_shape(line: &[u8]) -> Option<StoreShape> {
+    let value: Value = serde_json::from_slice(line).ok()?;
+    let object = value.as_object()?;
+    let kind = object.get("type")?.as_str()?;
+    // Claude Code's output says `session_id`; its store says `sessionId` on every line but the
+    // older `summary` lines, which carry `leafUuid`.
+    if object.contains_key("sessionId") || (kind == "summary" && object.contains_key("leafUuid")) {
+        return Some(StoreShape::ClaudeCodeProject);
+    }
+    if ROLLOUT_TYPES.contains(&kind) && object.contains_key("timestamp") && object.get("payload").is_some_and(Value::is_object) {
+        return Some(StoreShape::CodexRollout);
+    }
+    None
+}
+
+/// Refuses a session id that is not a plain name (store lookups build paths from it).
+pub fn check_session_id(id: &str) -> Result<(), AgentError> {
+    let plain = !id.is_empty() && id.len() <= 200 && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if plain {
+        Ok(())
+    } else {
+        Err(AgentError::SessionNotFound { id: crate::contract::bounds::utf8_prefix(id, 64).to_string() })
+    }
+}
