@@ -3,9 +3,9 @@
 use agent_api::request::CancellationToken;
 use agent_api::universal::{SessionEndReason, UniversalEventBody};
 use agent_api::{AgentBackend, AgentError, RunRequest};
-use futures::StreamExt;
 use agent_api_conformance::{assert_conformant, record};
 use agent_api_scripted::{ScriptedBackend, ScriptedOptions};
+use futures::StreamExt;
 
 fn slow(token: CancellationToken) -> RunRequest {
     RunRequest::new("take your time").with_options(&ScriptedOptions::scenario("slow")).with_cancellation(token)

@@ -7,10 +7,10 @@ use futures::StreamExt;
 
 use super::*;
 use crate::contract::kind::AgentKind;
-use crate::kit::process::CommandSpec;
 use crate::contract::request::Prompt;
-use crate::kit::line_source;
 use crate::contract::universal::{ContentPart, UniversalEventBody};
+use crate::kit::line_source;
+use crate::kit::process::CommandSpec;
 
 fn settings() -> RunSettings {
     let mut settings = RunSettings::new(AgentKind::from_static("test"));
