@@ -88,7 +88,11 @@ pub fn validate_template(
     if let (true, Some(dir)) = (launcher.is_local_filesystem(), request.session_working_dir()) {
         crate::contract::files::check_working_dir(dir)?;
     }
-    // What the backend cannot do at all explains a refusal best: before whose session it is.
+    // What this build cannot do at all explains a refusal best, then what the backend cannot do,
+    // then whose session it is.
+    for needed in request.required_capabilities() {
+        crate::contract::capability::check_built(needed)?;
+    }
     for needed in request.required_capabilities() {
         if !capabilities.contains(needed) {
             return Err(AgentError::UnsupportedCapability { kind: kind.to_string(), capability: needed.to_string() });
@@ -122,7 +126,7 @@ pub fn validate_template(
     }
     request.portable.validate()?;
     if let Some(schema) = &request.portable.output_schema {
-        crate::contract::structured::compile(schema)?;
+        crate::contract::structured::check_schema(schema)?;
     }
     Ok(())
 }

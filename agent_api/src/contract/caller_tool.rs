@@ -64,6 +64,8 @@ pub struct CallerTool {
     name: String,
     description: String,
     input_schema: Value,
+    // Only the caller-tools server (the `caller-tools` feature) calls it.
+    #[cfg_attr(not(feature = "caller-tools"), allow(dead_code))]
     pub(crate) handler: ToolHandler,
     timeout: Duration,
 }

@@ -15,6 +15,17 @@ use std::collections::BTreeSet;
 pub struct CapabilitySet(BTreeSet<String>);
 
 impl CapabilitySet {
+    /// The set without the capabilities this build of `agent_api` cannot serve: caller tools
+    /// without its `caller-tools` feature, an output schema without `structured-output`. Every
+    /// backend's [`capabilities`](crate::AgentBackend::capabilities) passes through it, so what a
+    /// backend advertises is what this build does.
+    pub fn in_this_build(mut self) -> Self {
+        for (id, _) in crate::contract::capability::UNBUILT {
+            self.0.remove(*id);
+        }
+        self
+    }
+
     /// A set holding these ids.
     pub fn from_ids<I, S>(ids: I) -> Self
     where
@@ -47,5 +58,24 @@ impl CapabilitySet {
     /// Whether the set is empty.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
+    }
+}
+
+/// The capabilities this build was compiled without, each with the cargo feature that brings it.
+pub(crate) const UNBUILT: &[(&str, &str)] = &[
+    #[cfg(not(feature = "caller-tools"))]
+    (agent_api_capabilities::CALLER_TOOLS, "caller-tools"),
+    #[cfg(not(feature = "structured-output"))]
+    (agent_api_capabilities::OUTPUT_SCHEMA, "structured-output"),
+];
+
+/// [`AgentError::FeatureNotBuilt`](crate::AgentError::FeatureNotBuilt) for `capability`, if this
+/// build was compiled without it.
+pub(crate) fn check_built(capability: &str) -> Result<(), crate::contract::error::AgentError> {
+    match UNBUILT.iter().find(|(id, _)| *id == capability) {
+        Some((id, feature)) => {
+            Err(crate::contract::error::AgentError::FeatureNotBuilt { capability: (*id).to_string(), feature: (*feature).to_string() })
+        }
+        None => Ok(()),
     }
 }

@@ -37,6 +37,15 @@ pub enum AgentError {
         /// The missing capability id.
         capability: String,
     },
+    /// The request needs a part of the library this build was compiled without (a cargo feature
+    /// of `agent_api` that is off).
+    #[error("this build of agent_api has no `{feature}` feature, which `{capability}` needs")]
+    FeatureNotBuilt {
+        /// The capability the request needs.
+        capability: String,
+        /// The cargo feature of `agent_api` that brings it.
+        feature: String,
+    },
     /// An extension option key that the backend does not know (extensions fail closed).
     #[error("backend `{kind}` does not know extension option `{key}`; {}", known_keys(.known))]
     UnknownExtension {
@@ -353,6 +362,7 @@ impl AgentError {
             AgentError::UnknownBackend { .. } => "unknown_backend",
             AgentError::DuplicateBackend { .. } => "duplicate_backend",
             AgentError::UnsupportedCapability { .. } => "unsupported_capability",
+            AgentError::FeatureNotBuilt { .. } => "feature_not_built",
             AgentError::UnknownExtension { .. } => "unknown_extension",
             AgentError::InvalidExtension { .. } => "invalid_extension",
             AgentError::InvalidRequest { .. } => "invalid_request",

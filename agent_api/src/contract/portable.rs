@@ -346,11 +346,12 @@ pub const SDK_SCHEMA: &str = "SDK: schema in the prompt, answer validated";
 /// output, which the SDK provides for every agent.
 pub const SDK_ONLY: &[OptionMapping] = &[OptionMapping::new(caps::OUTPUT_SCHEMA, SDK_SCHEMA)];
 
-/// `capabilities` plus the id of every mapped option: how a backend advertises exactly the
-/// options it maps.
+/// `capabilities` plus the id of every mapped option, less what this build cannot serve
+/// ([`CapabilitySet::in_this_build`]): how a backend advertises exactly the options it maps, and
+/// the last step of every built-in backend's capabilities.
 pub fn with_mappings(mut capabilities: CapabilitySet, mappings: &[OptionMapping]) -> CapabilitySet {
     for mapping in mappings {
         capabilities.insert(mapping.capability);
     }
-    capabilities
+    capabilities.in_this_build()
 }

@@ -19,8 +19,14 @@ use crate::contract::bounds::{truncate_message, MESSAGE_BOUND};
 use crate::contract::error::AgentError;
 use crate::contract::run::RunCompletion;
 
-/// Compiles `schema`; a schema that is not valid JSON Schema is refused before spawn.
-pub fn compile(schema: &Value) -> Result<jsonschema::Validator, AgentError> {
+/// Checks `schema` before spawn: a schema that is not valid JSON Schema is refused, and so is any
+/// schema when this build has no `structured-output` feature.
+pub fn check_schema(schema: &Value) -> Result<(), AgentError> {
+    compile(schema).map(drop)
+}
+
+#[cfg(feature = "structured-output")]
+fn compile(schema: &Value) -> Result<jsonschema::Validator, AgentError> {
     jsonschema::validator_for(schema).map_err(|e| AgentError::InvalidRequest {
         reason: format!("the output schema is not a valid JSON Schema: {}", truncate_message(&e.to_string(), MESSAGE_BOUND)),
     })
@@ -42,6 +48,12 @@ pub fn ask_in_prompt(mut request: crate::contract::request::RunRequest) -> crate
     request
 }
 
+#[cfg(not(feature = "structured-output"))]
+fn compile(_: &Value) -> Result<std::convert::Infallible, AgentError> {
+    crate::contract::capability::check_built(agent_api_capabilities::OUTPUT_SCHEMA)?;
+    unreachable!("OUTPUT_SCHEMA is unbuilt without the structured-output feature")
+}
+
 /// Checks a successful run's answer against `schema` and stores the parsed value in
 /// [`RunCompletion::structured_output`]. The value is what the agent reported as structured
 /// output, if anything, else the final text parsed as JSON (inside a Markdown code fence or not).
@@ -54,12 +66,14 @@ pub fn conform(schema: &Value, mut completion: RunCompletion) -> Result<RunCompl
             serde_json::from_str(unfence(text)).map_err(|e| failed(format!("the final answer is not JSON ({e})")))?
         }
     };
-    let validator = compile(schema)?;
-    if let Err(error) = validator.validate(&value) {
+    #[cfg(feature = "structured-output")]
+    if let Err(error) = compile(schema)?.validate(&value) {
         let path = error.instance_path().to_string();
         let at = if path.is_empty() { String::new() } else { format!(" (at {path})") };
         return Err(failed(format!("{error}{at}")));
     }
+    #[cfg(not(feature = "structured-output"))]
+    compile(schema)?;
     completion.structured_output = Some(value);
     Ok(completion)
 }
@@ -72,7 +86,35 @@ fn unfence(text: &str) -> &str {
     body.trim_end().strip_suffix("```").unwrap_or(body).trim()
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(feature = "structured-output")))]
+mod without_the_feature {
+    use super::*;
+
+    #[test]
+    fn a_schema_is_refused_before_spawn_naming_the_feature() {
+        let error = check_schema(&serde_json::json!({"type": "object"})).unwrap_err();
+        assert!(matches!(&error, AgentError::FeatureNotBuilt { feature, .. } if feature == "structured-output"), "{error}");
+        let request = crate::RunRequest::new("x")
+            .with_portable(crate::PortableOptions::default().output_schema(serde_json::json!({"type": "object"})));
+        let error = crate::contract::backend::validate_request(
+            &crate::AgentKind::from_static("scripted"),
+            &crate::CapabilitySet::from_ids(request.required_capabilities()),
+            &[],
+            &request,
+        )
+        .unwrap_err();
+        assert!(matches!(error, AgentError::FeatureNotBuilt { .. }), "{error}");
+    }
+
+    #[test]
+    fn a_backend_does_not_advertise_what_this_build_cannot_do() {
+        let set = crate::CapabilitySet::from_ids([agent_api_capabilities::RUN, agent_api_capabilities::OUTPUT_SCHEMA]);
+        let set = set.in_this_build();
+        assert!(set.contains(agent_api_capabilities::RUN) && !set.contains(agent_api_capabilities::OUTPUT_SCHEMA));
+    }
+}
+
+#[cfg(all(test, feature = "structured-output"))]
 mod tests {
     use super::*;
     use serde_json::json;

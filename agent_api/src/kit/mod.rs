@@ -52,6 +52,7 @@ mod driver;
 pub use crate::contract::files;
 pub mod hitl;
 pub mod home;
+#[cfg(feature = "http")]
 pub mod http;
 pub mod jsonrpc;
 pub mod launch;

@@ -552,9 +552,7 @@ impl Transcript {
 }
 
 fn now_rfc3339() -> String {
-    time::OffsetDateTime::now_utc()
-        .format(&time::format_description::well_known::Rfc3339)
-        .unwrap_or_else(|_| "1970-01-01T00:00:00Z".to_string())
+    humantime::format_rfc3339_nanos(std::time::SystemTime::now()).to_string()
 }
 
 #[cfg(test)]

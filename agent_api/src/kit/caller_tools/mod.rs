@@ -25,11 +25,20 @@
 use crate::contract::error::AgentError;
 use crate::contract::request::RunRequest;
 
+#[cfg(feature = "caller-tools")]
 pub mod client;
+#[cfg(feature = "caller-tools")]
 mod server;
 
 pub use crate::contract::caller_tool::{validate, CallerTool, ToolFuture, ToolHandler, ToolOutput, DEFAULT_TOOL_TIMEOUT};
+#[cfg(feature = "caller-tools")]
 pub use server::ToolServer;
+
+/// This build has no caller-tools server (the `caller-tools` feature is off): no value of this
+/// type exists, and [`attach`] refuses a request that defines tools.
+#[cfg(not(feature = "caller-tools"))]
+#[derive(Debug)]
+pub enum ToolServer {}
 
 /// The name the caller-tools server has among the run's MCP servers: agents show its tools to the
 /// model under it (Claude Code and Codex as `mcp__caller__NAME`, Gemini and Qwen as `NAME`).
@@ -46,7 +55,17 @@ pub async fn attach(request: &mut RunRequest) -> Result<Option<ToolServer>, Agen
     if request.portable.mcp_servers.contains_key(SERVER_NAME) {
         return Err(AgentError::InvalidRequest { reason: format!("the MCP server name {SERVER_NAME:?} is taken by the caller tools") });
     }
+    serve(request).await
+}
+
+#[cfg(feature = "caller-tools")]
+async fn serve(request: &mut RunRequest) -> Result<Option<ToolServer>, AgentError> {
     let server = ToolServer::start(request.caller_tools.clone()).await?;
     request.portable.mcp_servers.insert(SERVER_NAME.into(), server.mcp_server());
     Ok(Some(server))
+}
+
+#[cfg(not(feature = "caller-tools"))]
+async fn serve(_: &mut RunRequest) -> Result<Option<ToolServer>, AgentError> {
+    crate::contract::capability::check_built(agent_api_capabilities::CALLER_TOOLS).map(|()| None)
 }
