@@ -135,7 +135,7 @@ async fn a_warm_sessions_stderr_notice_arrives_during_the_turn() {
     assert_eq!(notice.as_deref(), Some("retrying in 1s"));
     // The turn had not ended: the agent was still waiting.
     let mut completion = std::pin::pin!(completion);
-    assert!(futures::poll!(completion.as_mut()).is_pending(), "the turn was still in progress");
+    assert!(futures::FutureExt::now_or_never(completion.as_mut()).is_none(), "the turn was still in progress");
     drop(events);
     session.close().await.expect("the session closes");
     assert!(matches!(completion.await, Err(AgentError::Cancelled)), "closing during a turn cancels it");
