@@ -40,6 +40,19 @@ if ! command -v bwrap > /dev/null 2>&1; then
     fi
 fi
 
+# The inspector's browser tests (tests/inspector, spec/inspector.md) drive Debian's headless Chromium through its
+# chromedriver: install both when missing, and say loudly when that is impossible (those tests then fail naming
+# the packages, never skip).
+if ! command -v chromium > /dev/null 2>&1 || ! command -v chromedriver > /dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get > /dev/null 2>&1; then
+        echo "tests/run.sh: installing chromium and chromium-driver for the inspector's browser tests" >&2
+        apt-get install -y chromium chromium-driver > /dev/null || { apt-get update > /dev/null && apt-get install -y chromium chromium-driver > /dev/null; } || true
+    fi
+    if ! command -v chromium > /dev/null 2>&1 || ! command -v chromedriver > /dev/null 2>&1; then
+        echo "tests/run.sh: WARNING: chromium or chromedriver is missing and could not be installed (needs root and apt-get: packages chromium, chromium-driver); the inspector's browser tests WILL FAIL" >&2
+    fi
+fi
+
 cargo test --workspace --all-targets --no-fail-fast
 cargo test --workspace --doc --no-fail-fast
 

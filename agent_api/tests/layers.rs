@@ -19,9 +19,9 @@ const ORDER: &[&str] = &[
     // The contract: imports nothing of the kit or the features.
     "contract::bounds",
     "contract::secrets",
-    "contract::capability",
     "contract::tools_facet",
     "contract::error",
+    "contract::capability",
     "contract::files",
     "contract::kind",
     "contract::universal",
@@ -122,7 +122,9 @@ fn code_of(text: &str) -> String {
     let mut lines = text.lines().peekable();
     while let Some(line) = lines.next() {
         let trimmed = line.trim_start();
-        if trimmed.starts_with("#[cfg(test)]") && lines.peek().is_some_and(|next| next.trim_start().starts_with("mod tests {")) {
+        // `#[cfg(test)]` or `#[cfg(all(test, …))]` over an inline module: the rest is tests.
+        let test_cfg = trimmed.starts_with("#[cfg(test)]") || trimmed.starts_with("#[cfg(all(test");
+        if test_cfg && lines.peek().is_some_and(|next| next.trim_start().starts_with("mod ") && next.trim_end().ends_with('{')) {
             break;
         }
         let code = match trimmed.find("//") {
@@ -195,7 +197,13 @@ fn every_module_imports_only_modules_below_it() {
     let rank = |unit: &str| ORDER.iter().position(|u| *u == unit);
     let mut upward = Vec::new();
     let mut unplaced = BTreeSet::new();
-    for ((from, to), paths) in imports() {
+    let found = imports();
+    // The graph, lowest first (`cargo test -p agent_api --test layers -- --nocapture` shows it).
+    for unit in ORDER {
+        let below: Vec<&str> = found.keys().filter(|(from, _)| from == unit).map(|(_, to)| to.as_str()).collect();
+        println!("{unit} -> {}", if below.is_empty() { "(nothing)".to_string() } else { below.join(", ") });
+    }
+    for ((from, to), paths) in found {
         match (rank(&from), rank(&to)) {
             (Some(a), Some(b)) if b < a => {}
             (None, _) => {

@@ -21,6 +21,7 @@ mod live;
 pub mod openapi;
 mod state;
 pub mod store;
+pub mod ui;
 pub mod wire;
 
 use axum::extract::{Request, State};
@@ -37,7 +38,8 @@ pub use state::{Server, AGENT_ALIASES, INTERRUPTED};
 pub use store::{Store, StoreError, StoreUrl};
 
 /// The routes: the reference's 14 operations, `GET /v1/openapi.json`, `GET /v1/sessions/{id}` and
-/// `POST /v1/sessions/{id}/cancel`; every one but health behind the bearer token when one is set.
+/// `POST /v1/sessions/{id}/cancel`; every one but health behind the bearer token when one is set;
+/// and the inspector's page under `/ui/` ([`ui`]), whose files need no token.
 pub fn router(server: Server) -> Router {
     let config = server.inner.config.clone();
     let api = Router::new()
@@ -62,6 +64,10 @@ pub fn router(server: Server) -> Router {
         .route_layer(axum::middleware::from_fn_with_state(server.clone(), authorize));
     let mut app = Router::new()
         .route("/v1/health", get(api::health))
+        // The inspector's files hold no data: served without the token (the page sends it).
+        .route("/ui", get(ui::root))
+        .route("/ui/", get(ui::page))
+        .route("/ui/{*path}", get(ui::asset))
         .merge(api)
         .layer(axum::extract::DefaultBodyLimit::max(config.max_body_bytes))
         .with_state(server);

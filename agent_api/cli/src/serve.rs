@@ -44,6 +44,10 @@ pub(crate) struct ServeArgs {
     /// The largest request body, in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = 1 << 20)]
     max_body: usize,
+    /// Print the inspector's address with the token (in the fragment: never sent to a server or
+    /// a log) and, on a desktop, open it in the browser.
+    #[arg(long)]
+    open: bool,
     /// The request flags (`run`'s), as every session's defaults; `--approve ask` (the default)
     /// leaves each permission request to the client's reply over HTTP.
     #[command(flatten)]
@@ -74,6 +78,7 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<ExitCode, String> {
         None => StoreUrl::default_sqlite().ok_or("no user data directory for the store: pass --store sqlite:PATH")?,
     };
     let mut config = ServerConfig::default().with_max_body_bytes(args.max_body);
+    let token_for_page = token.clone();
     config.token = token;
     config.cors_origins = args.cors_origins.clone();
     if let Some(id) = &args.daemon_id {
@@ -114,9 +119,73 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<ExitCode, String> {
     let address = listener.local_addr().map_err(|e| e.to_string())?;
     eprintln!("agent-api: store: {store}");
     eprintln!("agent-api: listening on http://{address}");
+    let page = inspector_url(address, token_for_page.as_deref(), args.open);
+    eprintln!("agent-api: inspector: {page}");
+    if args.open {
+        open_in_browser(&page);
+    }
     let stop = crate::signals::Stop::listen().map_err(|e| format!("cannot listen for signals: {e}"))?;
     let shutdown = async move { stop.cancel.cancelled().await };
     agent_api_server::serve(listener, server, shutdown).await.map_err(|e| format!("the server failed: {e}"))?;
     eprintln!("agent-api: stopped");
     Ok(ExitCode::SUCCESS)
+}
+
+/// The inspector's address for a person on this machine (a wildcard host reached on loopback);
+/// with `with_token`, the token rides in the fragment (`#token=…`), which a browser never sends.
+fn inspector_url(address: SocketAddr, token: Option<&str>, with_token: bool) -> String {
+    let host = match address.ip() {
+        ip if ip.is_unspecified() && ip.is_ipv4() => IpAddr::from([127, 0, 0, 1]),
+        ip if ip.is_unspecified() => IpAddr::from(std::net::Ipv6Addr::LOCALHOST),
+        ip => ip,
+    };
+    let base = format!("http://{}/ui/", SocketAddr::new(host, address.port()));
+    match token {
+        Some(token) if with_token => format!("{base}#token={}", fragment_escaped(token)),
+        _ => base,
+    }
+}
+
+/// `token` safe in a URL fragment read by `URLSearchParams`: unreserved characters as they are,
+/// every other byte percent-encoded.
+fn fragment_escaped(token: &str) -> String {
+    token
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => char::from(b).to_string(),
+            other => format!("%{other:02X}"),
+        })
+        .collect()
+}
+
+/// Opens `url` with `xdg-open` when a display is there (argv, no shell); a failure is said, not fatal.
+fn open_in_browser(url: &str) {
+    if std::env::var_os("DISPLAY").is_none() && std::env::var_os("WAYLAND_DISPLAY").is_none() {
+        eprintln!("agent-api: no display: open the address above in a browser");
+        return;
+    }
+    let opened = std::process::Command::new("xdg-open")
+        .arg(url)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn();
+    match opened {
+        // Reaped on a thread of its own: xdg-open returns once the browser has the page.
+        Ok(mut child) => drop(std::thread::spawn(move || child.wait())),
+        Err(error) => eprintln!("agent-api: cannot run xdg-open ({error}): open the address above in a browser"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_inspector_url_carries_the_token_in_its_fragment_only_when_asked() {
+        let address: SocketAddr = "0.0.0.0:2468".parse().unwrap();
+        assert_eq!(inspector_url(address, Some("t0k"), false), "http://127.0.0.1:2468/ui/");
+        assert_eq!(inspector_url(address, Some("a b&c#"), true), "http://127.0.0.1:2468/ui/#token=a%20b%26c%23");
+        assert_eq!(inspector_url("[::1]:9".parse().unwrap(), None, true), "http://[::1]:9/ui/");
+    }
 }

@@ -96,6 +96,27 @@ pub struct SessionRecord {
     pub usage: Option<String>,
 }
 
+impl SessionRecord {
+    /// A new session `id` of `agent`: mode `build`, permission mode `default`, no event yet, live,
+    /// owned by no server (a record a test or an import writes itself).
+    pub fn new(id: impl Into<String>, agent: impl Into<String>) -> Self {
+        Self {
+            id: id.into(),
+            agent: agent.into(),
+            agent_mode: "build".into(),
+            permission_mode: "default".into(),
+            model: None,
+            variant: None,
+            native_session_id: None,
+            ended: false,
+            end_error: None,
+            event_count: 0,
+            owner: None,
+            usage: None,
+        }
+    }
+}
+
 /// What a store can fail with.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]

@@ -258,20 +258,9 @@ pub fn check_envelope(event: &Value, session: &str) {
 
 /// A session record for the store tests, owned by `owner`.
 pub fn record(id: &str, owner: Option<&str>) -> agent_api_server::store::SessionRecord {
-    agent_api_server::store::SessionRecord {
-        id: id.into(),
-        agent: "scripted".into(),
-        agent_mode: "build".into(),
-        permission_mode: "default".into(),
-        model: None,
-        variant: None,
-        native_session_id: None,
-        ended: false,
-        end_error: None,
-        event_count: 0,
-        owner: owner.map(Into::into),
-        usage: None,
-    }
+    let mut record = agent_api_server::store::SessionRecord::new(id, "scripted");
+    record.owner = owner.map(Into::into);
+    record
 }
 
 /// A stored event numbered `sequence`, with a raw payload.

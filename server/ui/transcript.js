@@ -1,0 +1,401 @@
+// One session's transcript on the page: universal events (spec/universal-schema.md) folded into
+// rows, one per item (its started, deltas and completed events), permission, question, error and
+// session event. Events are queued and applied once per animation frame, a bounded number at a
+// time, so that a 10,000-event session loads without freezing the page; rows off screen are not
+// laid out (`content-visibility` in style.css). Every agent string goes in as text (text.js).
+
+import { el, block, line, text, bytes } from "./text.js";
+
+/** Events applied per animation frame. */
+const PER_FRAME = 2000;
+/** The most characters of a tool's output shown in its row (the JSON view has it whole). */
+const OUTPUT_SHOWN = 20000;
+
+export class Transcript {
+  /**
+   * `scroller`: the element that scrolls; `handlers`: { permission(id, reply), answer(id, text),
+   * reject(id), events(row) -> Promise<events for the JSON view>, live() -> bool, changed(kind) }.
+   */
+  constructor(scroller, handlers) {
+    this.scroller = scroller;
+    this.list = el("div", "rows");
+    scroller.append(this.list);
+    this.handlers = handlers;
+    this.rows = new Map();
+    this.lastSequence = 0;
+    this.count = 0;
+    this.queue = [];
+    this.scheduled = false;
+    this.ended = null;
+    this.pending = new Set();
+  }
+
+  /** Queues an event (an event already seen, by sequence, is dropped). */
+  push(event) {
+    if (typeof event.sequence !== "number" || event.sequence <= this.lastSequence) return;
+    this.lastSequence = event.sequence;
+    this.queue.push(event);
+    if (!this.scheduled) {
+      this.scheduled = true;
+      requestAnimationFrame(() => this.flush());
+    }
+  }
+
+  flush() {
+    this.scheduled = false;
+    const s = this.scroller;
+    const stick = s.scrollHeight - s.scrollTop - s.clientHeight < 120;
+    const batch = this.queue.splice(0, PER_FRAME);
+    const kinds = new Set();
+    for (const event of batch) {
+      this.count += 1;
+      kinds.add(this.apply(event));
+    }
+    if (stick) s.scrollTop = s.scrollHeight;
+    // What the pane holds, for a reader of the page's state (no gap: received = last sequence).
+    this.list.dataset.received = String(this.count);
+    this.list.dataset.lastSequence = String(this.lastSequence);
+    if (this.queue.length > 0) {
+      this.scheduled = true;
+      requestAnimationFrame(() => this.flush());
+    }
+    this.handlers.changed(kinds);
+  }
+
+  row(key, cls, events) {
+    let row = this.rows.get(key);
+    if (row) return row;
+    const node = el("article", "row " + cls);
+    const head = el("header", "row-head");
+    const body = el("div", "row-body");
+    const toggle = el("button", "json-toggle", "{ }");
+    toggle.type = "button";
+    toggle.title = "Show this row's events as JSON";
+    const json = el("pre", "json");
+    json.hidden = true;
+    node.append(head, body, json);
+    row = { key, node, head, body, json, toggle, events: events || [], delta: null };
+    toggle.addEventListener("click", () => this.toggleJson(row));
+    this.rows.set(key, row);
+    this.list.append(node);
+    return row;
+  }
+
+  async toggleJson(row) {
+    if (!row.json.hidden) {
+      row.json.hidden = true;
+      row.toggle.classList.remove("on");
+      return;
+    }
+    row.toggle.classList.add("on");
+    row.json.hidden = false;
+    row.json.textContent = "…";
+    let events = row.events;
+    try {
+      events = await this.handlers.events(row);
+    } catch (error) {
+      row.json.textContent = text("could not read the raw events: " + error.message);
+      return;
+    }
+    row.json.textContent = text(JSON.stringify(events.length === 1 ? events[0] : events, null, 2));
+  }
+
+  heading(row, parts, sequence) {
+    row.head.replaceChildren();
+    for (const [cls, value] of parts) if (value !== undefined && value !== null && value !== "") row.head.append(el("span", cls, value));
+    row.head.append(el("span", "seq", "#" + sequence), row.toggle);
+  }
+
+  /** Applies one event; returns its type. */
+  apply(event) {
+    const d = event.data || {};
+    switch (event.type) {
+      case "item.started":
+      case "item.completed": {
+        const item = d.item || {};
+        const row = this.row("item:" + item.item_id, "item");
+        row.events.push(event);
+        this.item(row, item, event);
+        break;
+      }
+      case "item.delta": {
+        const row = this.row("item:" + d.item_id, "item");
+        row.events.push(event);
+        if (!row.delta) {
+          row.body.replaceChildren();
+          row.delta = document.createTextNode("");
+          const holder = el("div", "text");
+          holder.append(row.delta);
+          row.body.append(holder);
+          row.node.classList.add("streaming");
+        }
+        row.delta.appendData(text(d.delta));
+        break;
+      }
+      case "permission.requested":
+      case "permission.resolved":
+        this.permission(event, d);
+        break;
+      case "question.requested":
+      case "question.resolved":
+        this.question(event, d);
+        break;
+      case "error": {
+        const row = this.single(event, "error", [["who", "error"], ["what", d.code]]);
+        row.body.append(block("div", "text", d.message));
+        if (d.details !== undefined && d.details !== null) row.body.append(details("details", JSON.stringify(d.details, null, 2)));
+        break;
+      }
+      case "session.started":
+        this.single(event, "session", [["who", "session started"], ["what", event.native_session_id ? "native id " + event.native_session_id : ""]]);
+        break;
+      case "session.ended": {
+        this.ended = d;
+        const exit = d.exit_code !== undefined && d.exit_code !== null ? "exit " + d.exit_code : "";
+        const row = this.single(event, "session ended reason-" + cssName(d.reason),
+          [["who", "session ended"], ["what", d.reason], ["by", "by " + (d.terminated_by || "?")], ["exit", exit]]);
+        if (d.message) row.body.append(block("div", "text", d.message));
+        if (d.stderr && Array.isArray(d.stderr.head)) row.body.append(details("stderr", d.stderr.head.concat(d.stderr.tail || []).join("\n")));
+        for (const id of this.pending) this.settle(id);
+        break;
+      }
+      case "agent.unparsed":
+        this.single(event, "unparsed", [["who", "unparsed line"], ["what", d.location]]).body.append(block("div", "text", d.error));
+        break;
+      default:
+        this.single(event, "other", [["who", event.type]]);
+    }
+    return event.type;
+  }
+
+  /** The row of an event that stands alone (an error, a session's start or end). */
+  single(event, cls, parts) {
+    const row = this.row("event:" + event.sequence, cls);
+    row.events.push(event);
+    this.heading(row, parts, event.sequence);
+    return row;
+  }
+
+  item(row, item, event) {
+    const kind = item.kind || "unknown";
+    const role = item.role || "";
+    const content = Array.isArray(item.content) ? item.content : [];
+    const reasoning = content.some((p) => p.type === "reasoning");
+    row.node.className = ["row", "item", "kind-" + cssName(kind), role ? "role-" + cssName(role) : "", reasoning ? "reasoning" : "",
+      "status-" + cssName(item.status)].join(" ");
+    const tool = item.tool || {};
+    const call = content.find((p) => p.type === "tool_call");
+    let what = kind === "message" ? (reasoning ? "reasoning" : "") : kind.replace("_", " ");
+    if (kind === "tool_call" || kind === "tool_result") what += " · " + (tool.tool_name || (call && call.name) || "tool");
+    if (kind === "status") what = "";
+    const failed = item.status === "failed" ? "failed" : "";
+    this.heading(row, [["who", role || kind], ["what", what], ["state", failed]], event.sequence);
+    if (event.type === "item.started" && content.length === 0) return;
+    if (event.type === "item.started" && row.delta) return;
+    // Completed (or started with content): the item's own content replaces the streamed text.
+    row.delta = null;
+    row.node.classList.remove("streaming");
+    row.body.replaceChildren();
+    if (kind === "tool_call" || kind === "tool_result") this.tool(row, kind, tool, content);
+    else if (kind === "status") this.status(row, content, event);
+    else this.parts(row.body, content);
+  }
+
+  tool(row, kind, tool, content) {
+    const facts = el("div", "facts");
+    if (tool.command) {
+      const command = el("pre", "command");
+      command.textContent = "$ " + line(tool.command, 8192);
+      row.body.append(command);
+    }
+    if (tool.cwd) facts.append(fact("cwd", tool.cwd));
+    if (kind === "tool_result") {
+      if (tool.exit_code !== undefined && tool.exit_code !== null) {
+        const exit = fact("exit", String(tool.exit_code));
+        exit.classList.add(tool.exit_code === 0 ? "ok" : "bad");
+        facts.append(exit);
+      }
+      const b = tool.bytes || {};
+      const result = content.find((p) => p.type === "tool_result");
+      const size = b.stdout ?? b.result ?? (result ? new TextEncoder().encode(result.output).length : undefined);
+      if (size !== undefined) facts.append(fact("output", bytes(size)));
+      if (b.stderr) facts.append(fact("stderr", bytes(b.stderr)));
+    }
+    if (facts.childElementCount) row.body.append(facts);
+    for (const part of content) {
+      if (part.type === "tool_call") {
+        if (!tool.command) row.body.append(details("arguments", part.arguments));
+      } else if (part.type === "tool_result") {
+        const output = String(part.output ?? "");
+        if (!output) continue;
+        const shown = output.length > OUTPUT_SHOWN ? output.slice(0, OUTPUT_SHOWN) + "\n… (" + bytes(output.length) + " in all: see the JSON)" : output;
+        row.body.append(details("output", shown, output.length < 2000));
+      } else {
+        this.parts(row.body, [part]);
+      }
+    }
+  }
+
+  status(row, content, event) {
+    const labels = content.map((p) => (p.type === "status" ? p.label + (p.detail ? ": " + p.detail : "") : p.text || p.type));
+    row.head.querySelector(".who").textContent = line(labels.join(" · ") || "status", 512);
+    if (content.some((p) => p.type === "status" && p.label === "turn_completed")) row.node.classList.add("turn-end");
+    return event;
+  }
+
+  parts(body, content) {
+    for (const part of content) {
+      switch (part.type) {
+        case "text":
+          body.append(block("div", "text", part.text));
+          break;
+        case "reasoning": {
+          const fold = el("details", "reasoning-fold");
+          fold.append(el("summary", null, "Reasoning (" + (part.visibility || "public") + ")"), block("div", "text", part.text));
+          body.append(fold);
+          break;
+        }
+        case "json":
+          body.append(details("json", JSON.stringify(part.json, null, 2)));
+          break;
+        case "file_ref":
+          body.append(el("div", "file", part.action + " " + part.path));
+          if (part.diff) body.append(details("diff", part.diff));
+          break;
+        case "image":
+          body.append(el("div", "file", "image " + part.path + (part.mime ? " (" + part.mime + ")" : "")));
+          break;
+        case "status":
+          body.append(el("div", "muted", part.label + (part.detail ? ": " + part.detail : "")));
+          break;
+        case "tool_call":
+          body.append(el("div", "file", "calls " + part.name), details("arguments", part.arguments));
+          break;
+        case "tool_result":
+          body.append(details("output", part.output));
+          break;
+        default:
+          body.append(details(part.type || "part", JSON.stringify(part, null, 2)));
+      }
+    }
+  }
+
+  permission(event, d) {
+    const row = this.row("permission:" + d.permission_id, "request permission");
+    row.events.push(event);
+    if (event.type === "permission.requested") {
+      this.heading(row, [["who", "permission"], ["what", [d.category, d.tool_name].filter(Boolean).join(" · ")], ["state", "waiting"]], event.sequence);
+      row.body.replaceChildren();
+      row.body.append(block("div", "text action", d.action));
+      if (d.command) {
+        const command = el("pre", "command");
+        command.textContent = "$ " + line(d.command, 8192);
+        row.body.append(command);
+      }
+      const facts = el("div", "facts");
+      if (d.cwd) facts.append(fact("cwd", d.cwd));
+      if (d.file) facts.append(fact("file", d.file));
+      if (d.reason) facts.append(fact("reason", d.reason));
+      if (facts.childElementCount) row.body.append(facts);
+      if (d.diff) row.body.append(details("diff", d.diff, true));
+      if (this.handlers.live() && !this.ended) {
+        const bar = el("div", "answer");
+        for (const [reply, label, cls] of [["once", "Allow once", "allow"], ["always", "Allow always", "allow"], ["reject", "Reject", "deny"]]) {
+          const button = el("button", cls, label);
+          button.type = "button";
+          button.dataset.reply = reply;
+          button.addEventListener("click", () => this.act(bar, () => this.handlers.permission(d.permission_id, reply)));
+          bar.append(button);
+        }
+        row.body.append(bar);
+        this.pending.add(row.key);
+      }
+    } else {
+      this.resolved(row, d.status, d.decided_by, event.sequence, [["who", "permission"], ["what", [d.category, d.tool_name].filter(Boolean).join(" · ")]]);
+    }
+  }
+
+  question(event, d) {
+    const row = this.row("question:" + d.question_id, "request question");
+    row.events.push(event);
+    if (event.type === "question.requested") {
+      this.heading(row, [["who", "question"], ["state", "waiting"]], event.sequence);
+      row.body.replaceChildren();
+      row.body.append(block("div", "text action", d.prompt));
+      if (this.handlers.live() && !this.ended) {
+        const bar = el("div", "answer");
+        for (const option of d.options || []) {
+          const button = el("button", "option", option);
+          button.type = "button";
+          button.addEventListener("click", () => this.act(bar, () => this.handlers.answer(d.question_id, option)));
+          bar.append(button);
+        }
+        const input = el("input", "free");
+        input.placeholder = "Another answer";
+        input.setAttribute("aria-label", "Answer");
+        const send = el("button", "allow", "Answer");
+        send.type = "button";
+        const answer = () => input.value.trim() && this.act(bar, () => this.handlers.answer(d.question_id, input.value.trim()));
+        send.addEventListener("click", answer);
+        input.addEventListener("keydown", (e) => { if (e.key === "Enter") { e.preventDefault(); answer(); } });
+        const reject = el("button", "deny", "Reject");
+        reject.type = "button";
+        reject.addEventListener("click", () => this.act(bar, () => this.handlers.reject(d.question_id)));
+        bar.append(input, send, reject);
+        row.body.append(bar);
+        this.pending.add(row.key);
+      }
+    } else {
+      if (d.response) row.body.append(el("div", "response", "answer: " + d.response));
+      this.resolved(row, d.status, d.decided_by, event.sequence, [["who", "question"]]);
+    }
+  }
+
+  resolved(row, status, decidedBy, sequence, parts) {
+    this.heading(row, parts.concat([["state " + cssName(status), status], ["by", decidedBy ? "by " + decidedBy : ""]]), sequence);
+    row.node.classList.add("resolved", "status-" + cssName(status));
+    this.settle(row.key);
+  }
+
+  /** The request in `key` needs no answer any more. */
+  settle(key) {
+    this.pending.delete(key);
+    const row = this.rows.get(key);
+    if (row) for (const bar of row.body.querySelectorAll(".answer")) bar.remove();
+  }
+
+  async act(bar, call) {
+    const buttons = bar.querySelectorAll("button, input");
+    for (const b of buttons) b.disabled = true;
+    try {
+      await call();
+    } catch {
+      for (const b of buttons) b.disabled = false;
+    }
+  }
+
+  /** The first request still waiting for an answer, if any. */
+  firstPending() {
+    for (const key of this.pending) return this.rows.get(key);
+    return null;
+  }
+}
+
+function cssName(value) {
+  return String(value ?? "").replace(/[^a-z0-9_-]/gi, "");
+}
+
+function fact(name, value) {
+  const node = el("span", "fact");
+  node.append(el("span", "fact-name", name), el("span", "fact-value", value));
+  return node;
+}
+
+function details(summary, body, open) {
+  const node = el("details", "more");
+  if (open) node.open = true;
+  const pre = el("pre", null);
+  pre.textContent = text(body);
+  node.append(el("summary", null, summary), pre);
+  return node;
+}

@@ -1,0 +1,165 @@
+//! A hostile agent: every string it sends carries markup, a bidi override and ANSI escapes, the
+//! way a model steered by a poisoned file would. It speaks the scripted agent's native protocol
+//! (`agent_api_scripted::wire`) through the same converter, so its events are what any backend
+//! would give the server: a message, a tool call whose name and command are hostile, a permission
+//! request that waits for the page's answer, the tool's hostile output, a hostile question.
+
+use agent_api::capabilities as caps;
+use agent_api::kit::AgentPipes;
+use agent_api::kit::{start_run, start_session, RunSettings, Transport};
+use agent_api::{AgentBackend, AgentError, AgentKind, CapabilitySet, RunHandle, RunRequest, Session};
+use agent_api_scripted::protocol::ScriptedProtocol;
+use agent_api_scripted::wire::{AgentLine, ClientLine};
+use async_trait::async_trait;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+
+/// The hostile agent's kind.
+pub const KIND: AgentKind = AgentKind::from_static("hostile");
+
+/// What each payload would do if the page ever parsed it as markup: set `window.__pwned`.
+pub const MARKUP: &str = r#"<img src=x onerror="window.__pwned='img'"><script>window.__pwned='script'</script><b>bold</b>"#;
+
+/// The text of its answer: markup, a right-to-left override, ANSI colour and screen clearing.
+pub fn answer() -> String {
+    format!("Hello {MARKUP} \u{202e}txt.exe\u{202c} \x1b[31mred\x1b[0m\x1b[2J done")
+}
+
+/// Its tool's name.
+pub fn tool_name() -> String {
+    format!("sh{MARKUP}\u{202e}ll")
+}
+
+/// The command it asks to run: what a person approves must be what runs, shown whole.
+pub fn command() -> String {
+    format!("rm -rf ~ #{MARKUP} \u{202e}gpj.exe\x1b[8m hidden\x1b[0m")
+}
+
+/// Its tool's output.
+pub fn output() -> String {
+    format!("out {MARKUP}\u{202e}\x1b]0;title\x07 end")
+}
+
+/// The hostile backend.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct HostileBackend;
+
+impl HostileBackend {
+    fn own_capabilities() -> CapabilitySet {
+        CapabilitySet::from_ids([
+            caps::RUN,
+            caps::EVENTS,
+            caps::EVENTS_LIVE,
+            caps::CONTROL_CANCEL,
+            caps::TEXT_MESSAGES,
+            caps::TOOL_CALLS,
+            caps::TOOL_RESULTS,
+            caps::QUESTIONS,
+            caps::PERMISSIONS,
+            caps::COMMAND_EXECUTION,
+            caps::STREAMING_DELTAS,
+            caps::SESSION_WARM,
+        ])
+    }
+}
+
+#[async_trait]
+impl AgentBackend for HostileBackend {
+    fn kind(&self) -> AgentKind {
+        KIND
+    }
+
+    fn capabilities(&self) -> CapabilitySet {
+        Self::own_capabilities()
+    }
+
+    async fn run(&self, request: RunRequest) -> Result<RunHandle, AgentError> {
+        self.validate(&request)?;
+        let settings = RunSettings::for_request(KIND, &request, &self.capabilities());
+        let prompt = request.prompt.text.clone();
+        let transport = Transport::in_process(settings.line_cap, move |pipes| play(pipes, Some(prompt)));
+        Ok(start_run(settings, transport, Box::new(ScriptedProtocol::new(request.prompt.text.clone(), request.permissions.clone()))))
+    }
+
+    async fn open_session(&self, request: RunRequest) -> Result<Session, AgentError> {
+        agent_api::kit::validate_template(&KIND, &self.capabilities(), self.extension_keys(), &request)?;
+        let settings = RunSettings::for_request(KIND, &request, &self.capabilities());
+        let transport = Transport::in_process(settings.line_cap, move |pipes| play(pipes, None));
+        Ok(start_session(settings, transport, Box::new(ScriptedProtocol::session(request.permissions.clone()))))
+    }
+}
+
+async fn write(out: &mut tokio::io::DuplexStream, line: &AgentLine) {
+    let mut bytes = serde_json::to_vec(line).expect("wire lines serialize");
+    bytes.push(b'\n');
+    let _ = out.write_all(&bytes).await;
+}
+
+/// Reads the client's lines until `pick` takes one; `None` when the input closed.
+async fn next<T>(pipes: &mut AgentPipes, mut pick: impl FnMut(ClientLine) -> Option<T>) -> Option<T> {
+    let mut line = String::new();
+    loop {
+        line.clear();
+        if pipes.stdin.read_line(&mut line).await.unwrap_or(0) == 0 {
+            return None;
+        }
+        if let Some(found) = serde_json::from_str::<ClientLine>(&line).ok().and_then(&mut pick) {
+            return Some(found);
+        }
+    }
+}
+
+/// Plays one hostile turn per user message (or the one prompt of a run); exit code 0.
+async fn play(mut pipes: AgentPipes, prompt: Option<String>) -> i32 {
+    if prompt.is_some() {
+        turn(&mut pipes).await;
+        return 0;
+    }
+    while next(&mut pipes, |line| matches!(line, ClientLine::UserMessage { .. }).then_some(())).await.is_some() {
+        turn(&mut pipes).await;
+    }
+    0
+}
+
+async fn turn(pipes: &mut AgentPipes) {
+    let out = &mut pipes.stdout;
+    write(out, &AgentLine::Session { id: "hostile-1".into(), model: format!("model{MARKUP}") }).await;
+    let text = answer();
+    for word in text.split_inclusive(' ') {
+        write(out, &AgentLine::TextDelta { message_id: "msg_1".into(), text: word.into() }).await;
+    }
+    write(out, &AgentLine::MessageDone { message_id: "msg_1".into(), text }).await;
+    let input = serde_json::json!({ "command": command() });
+    write(out, &AgentLine::ToolCall { call_id: "call_1".into(), name: tool_name(), message_id: "msg_1".into(), input }).await;
+    write(
+        out,
+        &AgentLine::PermissionRequest { request_id: "perm_1".into(), call_id: "call_1".into(), summary: format!("run {}", command()) },
+    )
+    .await;
+    let allow = next(pipes, |line| match line {
+        ClientLine::PermissionResponse { request_id, allow } if request_id == "perm_1" => Some(allow),
+        _ => None,
+    })
+    .await
+    .unwrap_or(false);
+    let out = &mut pipes.stdout;
+    let stdout = if allow { output() } else { String::new() };
+    write(out, &AgentLine::ToolResult { call_id: "call_1".into(), exit_code: i64::from(!allow), stdout, denied: !allow }).await;
+    write(
+        out,
+        &AgentLine::Question {
+            question_id: "q_1".into(),
+            prompt: format!("Pick {MARKUP}\u{202e}"),
+            options: vec![MARKUP.into(), "\u{202e}b".into()],
+        },
+    )
+    .await;
+    let answered = next(pipes, |line| match line {
+        ClientLine::Answer { question_id, answer } if question_id == "q_1" => Some(answer),
+        _ => None,
+    })
+    .await;
+    let out = &mut pipes.stdout;
+    let reply = format!("answered: {}", answered.flatten().unwrap_or_default());
+    write(out, &AgentLine::MessageDone { message_id: "msg_2".into(), text: reply }).await;
+    write(out, &AgentLine::Done { status: "success".into(), input_tokens: 3, output_tokens: 5 }).await;
+}
