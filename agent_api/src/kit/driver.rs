@@ -1,6 +1,12 @@
 //! The run driver: pumps native lines through a [`Protocol`] into the transcript and out to the
 //! caller, within a byte budget, with timeout, cancellation and process-group cleanup.
 //!
+//! One loop ([`Core::drive`]) drives a one-shot run and a warm session alike: they differ only in
+//! where turns come from ([`Caller`]: a run's one turn is open from the start; a session's come
+//! from its commands). What it learns of the caller is the turn's controls and whether its handle
+//! was dropped, never which view reads the events, so the transcript depends on the native input
+//! alone.
+//!
 //! The rules it guarantees (`spec/run-protocol.md`): every run resolves its completion exactly
 //! once, after its last event; a failed run's stream ends with exactly one terminal error whose
 //! message is the completion error's; cancel wins ties; nothing of the process group survives.
