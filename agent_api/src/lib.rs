@@ -110,7 +110,7 @@ pub mod run {
         enforce, enforce_into, within_bounds, Channel, EventData, PermissionFacet, QuestionFacet, Retraction,
     };
     pub use crate::contract::run::{Completion, ControlCommand, UniversalEvents, Usage, WrapperEvents};
-    pub use crate::contract::tools_facet::{ToolBytes, ToolPhase, ToolStatus, ToolsFacet, TOOLS_FACET_SCHEMA};
+    pub use crate::contract::tools_facet::{FacetKind, ToolBytes, ToolPhase, ToolStatus, ToolsFacet, TOOLS_FACET_SCHEMA};
     pub use crate::summary::RunSummary;
     pub use crate::tool_calls::{ToolCallSummary, ToolCalls};
 }

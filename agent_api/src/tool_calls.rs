@@ -73,7 +73,7 @@ impl ToolCallSummary {
     }
 
     fn set_kind(&mut self, kind: &str) {
-        if kind.is_empty() || kind == "tool_result" {
+        if kind.is_empty() || kind == crate::contract::tools_facet::FacetKind::ToolResult.as_str() {
             return;
         }
         self.kind = Some(kind.to_string());
@@ -271,11 +271,5 @@ fn status_of(status: ItemStatus) -> ToolStatus {
 
 /// The policy category of a tools-facet kind, for kinds that name one.
 fn category_of(kind: &str) -> Option<ToolCategory> {
-    match kind {
-        "command_execution" => Some(ToolCategory::Shell),
-        "file_change" => Some(ToolCategory::FileWrite),
-        "mcp_tool_call" => Some(ToolCategory::Mcp),
-        "web_search" | "web_fetch" => Some(ToolCategory::Network),
-        _ => None,
-    }
+    crate::contract::tools_facet::FacetKind::parse(kind).and_then(crate::contract::tools_facet::FacetKind::category)
 }

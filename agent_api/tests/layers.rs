@@ -25,6 +25,7 @@ const ORDER: &[&str] = &[
     "contract::files",
     "contract::kind",
     "contract::universal",
+    "contract::tool_table",
     "contract::answer",
     "contract::event",
     "contract::projection",

@@ -1,9 +1,10 @@
 //! Qwen Code (ACP and stream-json)'s parser, in both recording formats: any lines, then the end of the run, with no panic.
 #![no_main]
 
+use agent_api_qwen::QwenBackend;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    thread_local!(static BACKEND: Box<dyn agent_api::AgentBackend> = Box::new(agent_api_acp::AcpBackend::qwen(Default::default())));
+    thread_local!(static BACKEND: Box<dyn agent_api::AgentBackend> = Box::new(agent_api_qwen::QwenBackend::new(Default::default())));
     BACKEND.with(|backend| agent_api_fuzz::parse_lines(backend.as_ref(), data));
 });

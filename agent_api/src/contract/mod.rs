@@ -27,5 +27,6 @@ pub(crate) mod session;
 pub(crate) mod session_ref;
 pub(crate) mod store;
 pub mod structured;
+pub mod tool_table;
 pub(crate) mod tools_facet;
 pub(crate) mod universal;

@@ -180,10 +180,16 @@ impl PortableOptions {
     /// Removes every native tool of `category` from the agent.
     ///
     /// ```
+    /// use agent_api::kit::tool_table::{Tool, ToolTable};
     /// use agent_api::PortableOptions;
+    /// use agent_api::run::FacetKind;
     /// use agent_api::request::ToolCategory;
+    /// const TOOLS: ToolTable = ToolTable::new(&[
+    ///     Tool::new("Bash", ToolCategory::Shell, FacetKind::CommandExecution),
+    ///     Tool::new("Read", ToolCategory::FileRead, FacetKind::ToolUse),
+    /// ]);
     /// let options = PortableOptions::default().deny_category(ToolCategory::Shell).deny_tool("WebFetch");
-    /// let names = options.denied_tool_names(&[(ToolCategory::Shell, &["Bash"]), (ToolCategory::FileRead, &["Read"])]);
+    /// let names = options.denied_tool_names(&TOOLS);
     /// assert_eq!(names, ["WebFetch", "Bash"]);
     /// ```
     pub fn deny_category(mut self, category: ToolCategory) -> Self {
@@ -191,11 +197,12 @@ impl PortableOptions {
         self
     }
 
-    /// The native tool names to remove: [`Self::denied_tools`], then the names `tools` (a
-    /// backend's table of its tools by category) lists for each denied category.
-    pub fn denied_tool_names(&self, tools: &[(ToolCategory, &[&str])]) -> Vec<String> {
+    /// The native tool names to remove: [`Self::denied_tools`], then the names of the listed
+    /// tools of `tools` (the backend's [`ToolTable`](crate::contract::tool_table::ToolTable)) in each
+    /// denied category.
+    pub fn denied_tool_names(&self, tools: &crate::contract::tool_table::ToolTable) -> Vec<String> {
         let by_category =
-            tools.iter().filter(|(category, _)| self.denied_categories.contains(category)).flat_map(|(_, names)| names.iter());
+            tools.tools().iter().filter(|tool| tool.listed && self.denied_categories.contains(&tool.category)).map(|tool| tool.name);
         let mut names = self.denied_tools.clone();
         for name in by_category {
             if !names.iter().any(|n| n == name) {

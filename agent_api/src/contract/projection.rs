@@ -22,7 +22,7 @@ use crate::contract::answer::{AnswerDelta, AnswerText};
 use crate::contract::bounds;
 use crate::contract::event::{AgentWrapperEvent, AgentWrapperEventKind as Kind, Channel, PermissionFacet, QuestionFacet};
 use crate::contract::kind::AgentKind;
-use crate::contract::tools_facet::{ToolBytes, ToolPhase, ToolStatus, ToolsFacet};
+use crate::contract::tools_facet::{FacetKind, ToolBytes, ToolPhase, ToolStatus, ToolsFacet};
 use crate::contract::universal::{
     ContentPart, ItemKind, ItemRole, ItemStatus, ToolMeta, UniversalEvent, UniversalEventBody as Body, UniversalItem,
 };
@@ -269,8 +269,8 @@ fn facet(item: &UniversalItem, phase: ToolPhase, event: &UniversalEvent) -> Tool
     }
     bytes.diff = bytes.diff.max(meta.bytes.diff);
     bytes.result = bytes.result.max(meta.bytes.result);
-    let default_kind = if item.kind == ItemKind::ToolCall { "tool_use" } else { "tool_result" };
-    let kind = if meta.kind.is_empty() { default_kind.to_string() } else { meta.kind.clone() };
+    let default_kind = if item.kind == ItemKind::ToolCall { FacetKind::ToolUse } else { FacetKind::ToolResult };
+    let kind = if meta.kind.is_empty() { default_kind.into() } else { meta.kind.clone() };
     let status = match (phase, item.status) {
         (ToolPhase::Fail, _) | (_, ItemStatus::Failed) => ToolStatus::Failed,
         (ToolPhase::Complete, _) => ToolStatus::Completed,

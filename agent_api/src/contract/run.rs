@@ -119,6 +119,53 @@ impl Usage {
         (usd.is_finite() && usd >= 0.0).then_some(usd)
     }
 
+    /// Adds `other` (one more model call, step or turn) to this usage: the one rule for a sum of
+    /// usages. Token counts and turns saturate, a count known on one side only is that count; the
+    /// cost is the sum while both are known and usable ([`Usage::usable_cost`]), unknown as soon
+    /// as either is not (never counted as zero); the model is the latest named.
+    ///
+    /// ```
+    /// use agent_api::run::Usage;
+    /// let mut total = Usage::tokens(u64::MAX, 1);
+    /// total.cost_usd = Some(0.25);
+    /// let mut step = Usage::tokens(5, 2);
+    /// step.cost_usd = Some(0.5);
+    /// total.add(&step);
+    /// assert_eq!((total.input_tokens, total.output_tokens, total.cost_usd), (Some(u64::MAX), Some(3), Some(0.75)));
+    /// total.add(&Usage::tokens(1, 1));
+    /// assert_eq!(total.cost_usd, None, "a step of unknown cost makes the sum's cost unknown");
+    /// ```
+    pub fn add(&mut self, other: &Usage) {
+        fn sum<T: Copy>(a: Option<T>, b: Option<T>, add: fn(T, T) -> T) -> Option<T> {
+            match (a, b) {
+                (Some(a), Some(b)) => Some(add(a, b)),
+                (a, b) => a.or(b),
+            }
+        }
+        self.input_tokens = sum(self.input_tokens, other.input_tokens, u64::saturating_add);
+        self.cached_input_tokens = sum(self.cached_input_tokens, other.cached_input_tokens, u64::saturating_add);
+        self.output_tokens = sum(self.output_tokens, other.output_tokens, u64::saturating_add);
+        self.reasoning_tokens = sum(self.reasoning_tokens, other.reasoning_tokens, u64::saturating_add);
+        self.cache_write_tokens = sum(self.cache_write_tokens, other.cache_write_tokens, u64::saturating_add);
+        self.turns = sum(self.turns, other.turns, u32::saturating_add);
+        if other.model.is_some() {
+            self.model.clone_from(&other.model);
+        }
+        self.cost_usd = match (self.cost_usd, other.cost_usd) {
+            (Some(a), Some(b)) => Self::usable_cost(a + b),
+            _ => None,
+        };
+    }
+
+    /// Adds `next` to the running total `total`: the first usage is taken as it is (its cost
+    /// included), each later one is [`Usage::add`]ed.
+    pub fn accumulate(total: &mut Option<Usage>, next: Usage) {
+        match total {
+            Some(total) => total.add(&next),
+            None => *total = Some(Usage { cost_usd: next.cost_usd.and_then(Self::usable_cost), ..next }),
+        }
+    }
+
     /// Input plus output tokens, when either is known.
     pub fn total_tokens(&self) -> Option<u64> {
         match (self.input_tokens, self.output_tokens) {

@@ -74,6 +74,95 @@ impl std::fmt::Display for ToolStatus {
     }
 }
 
+/// What kind of tool a tools facet describes: the `kind` of [`ToolsFacet`] and of
+/// [`ToolMeta`](crate::universal::ToolMeta), as one typed value where code decides by it (the
+/// wire keeps the string, an open set: [`FacetKind::parse`] is `None` for a kind it does not name).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum FacetKind {
+    /// A shell command (`command_execution`): the facet carries its command and exit code.
+    CommandExecution,
+    /// A file written or edited (`file_change`).
+    FileChange,
+    /// A tool of an MCP server (`mcp_tool_call`).
+    McpToolCall,
+    /// A web search (`web_search`).
+    WebSearch,
+    /// A page fetched from the web (`web_fetch`).
+    WebFetch,
+    /// A file read (`file_read`).
+    FileRead,
+    /// A search of the workspace (`search`).
+    Search,
+    /// The agent thinking with a tool (`think`).
+    Think,
+    /// Any other tool call (`tool_use`).
+    ToolUse,
+    /// A result whose call is unknown (`tool_result`).
+    ToolResult,
+}
+
+impl FacetKind {
+    /// Every kind, in declaration order.
+    pub const ALL: [FacetKind; 10] = [
+        Self::CommandExecution,
+        Self::FileChange,
+        Self::McpToolCall,
+        Self::WebSearch,
+        Self::WebFetch,
+        Self::FileRead,
+        Self::Search,
+        Self::Think,
+        Self::ToolUse,
+        Self::ToolResult,
+    ];
+
+    /// The kind's name on the wire.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::CommandExecution => "command_execution",
+            Self::FileChange => "file_change",
+            Self::McpToolCall => "mcp_tool_call",
+            Self::WebSearch => "web_search",
+            Self::WebFetch => "web_fetch",
+            Self::FileRead => "file_read",
+            Self::Search => "search",
+            Self::Think => "think",
+            Self::ToolUse => "tool_use",
+            Self::ToolResult => "tool_result",
+        }
+    }
+
+    /// The kind a wire name names, if it names one of these.
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|kind| kind.as_str() == name)
+    }
+
+    /// The permission category a call of this kind is decided by, for kinds that name one.
+    pub const fn category(self) -> Option<ToolCategory> {
+        match self {
+            Self::CommandExecution => Some(ToolCategory::Shell),
+            Self::FileChange => Some(ToolCategory::FileWrite),
+            Self::McpToolCall => Some(ToolCategory::Mcp),
+            Self::WebSearch | Self::WebFetch => Some(ToolCategory::Network),
+            // A read or a search is not told from another tool of its category by its kind alone.
+            Self::FileRead | Self::Search | Self::Think | Self::ToolUse | Self::ToolResult => None,
+        }
+    }
+}
+
+impl std::fmt::Display for FacetKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl From<FacetKind> for String {
+    fn from(kind: FacetKind) -> Self {
+        kind.as_str().to_string()
+    }
+}
+
 /// Byte counts of a tool's payloads; 0 when absent or unknown.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ToolBytes {

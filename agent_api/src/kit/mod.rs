@@ -22,6 +22,8 @@
 //! - [`hitl`]: permissions and questions: the run's policy, the caller's answers, and one
 //!   requested and one resolved event per request, saying who decided;
 //! - [`replay`]: plays a recorded native log through the same protocol;
+//! - [`tool_table`]: each agent's tools by name, with their permission category and tools-facet
+//!   kind, read by every place that decides by a tool's name;
 //! - [`files`]: bounded reads of the files a caller names, and the file service for agents,
 //!   confined by the kernel to the working directory.
 //!
@@ -68,7 +70,7 @@ pub mod stderr;
 pub(crate) mod timeouts;
 mod transport;
 
-pub use crate::contract::{bounds, images, projection, secrets, structured};
+pub use crate::contract::{bounds, images, projection, secrets, structured, tool_table};
 
 pub use async_trait::async_trait;
 pub use command::CommandSpec;

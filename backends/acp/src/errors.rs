@@ -6,7 +6,7 @@ use agent_api::kit::ExitInfo;
 use agent_api::AgentError;
 
 /// JSON-RPC code ACP agents use for "authentication required".
-pub const AUTH_REQUIRED: i64 = -32000;
+pub(crate) const AUTH_REQUIRED: i64 = -32000;
 
 /// Longest explanation copied from an agent's error.
 const EXPLANATION_BOUND: usize = 256;
@@ -53,12 +53,12 @@ pub fn explanation(text: &str) -> String {
 }
 
 /// The typed error for an HTTP status of the model service.
-pub fn of_status(status: u16, message: String) -> AgentError {
+pub(crate) fn of_status(status: u16, message: String) -> AgentError {
     AgentError::of_http_status(status, message)
 }
 
 /// The agent refused one of the session set-up requests.
-pub fn refused(what: &str, code: i64, message: &str) -> AgentError {
+pub(crate) fn refused(what: &str, code: i64, message: &str) -> AgentError {
     if code == AUTH_REQUIRED || message.to_ascii_lowercase().contains("auth") {
         return AgentError::Auth { message: format!("the agent refused {what}: {}", explanation(message)) };
     }
@@ -66,7 +66,7 @@ pub fn refused(what: &str, code: i64, message: &str) -> AgentError {
 }
 
 /// A `session/prompt` that failed: typed by the HTTP status it names, when it names one.
-pub fn prompt_failed(code: i64, message: &str) -> AgentError {
+pub(crate) fn prompt_failed(code: i64, message: &str) -> AgentError {
     let explained = explanation(message);
     match status_in(message) {
         Some(status) => of_status(status, explained),
@@ -78,7 +78,7 @@ pub fn prompt_failed(code: i64, message: &str) -> AgentError {
 }
 
 /// The agent process ended before its turn did.
-pub fn early_exit(exit: &ExitInfo) -> AgentError {
+pub(crate) fn early_exit(exit: &ExitInfo) -> AgentError {
     exit.early_exit_error()
 }
 

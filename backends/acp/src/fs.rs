@@ -10,7 +10,7 @@ use agent_api::kit::files::{ConfinedDir, FileRefusal};
 use agent_client_protocol_schema::{ReadTextFileRequest, WriteTextFileRequest};
 
 /// Largest file served by `fs/read_text_file` (it travels as one JSON-RPC line).
-pub const READ_CAP: u64 = 8 * 1024 * 1024;
+pub(crate) const READ_CAP: u64 = 8 * 1024 * 1024;
 
 /// The run's working directory, as the file-system methods see it.
 #[derive(Debug, Clone)]
@@ -20,7 +20,7 @@ pub struct ConfinedFs {
 
 /// The JSON-RPC error code a refusal is answered with: ACP's "resource not found" for a missing
 /// file, "internal error" for a failed read or write, "invalid params" for every refusal.
-pub fn error_code(refusal: &FileRefusal) -> i64 {
+pub(crate) fn error_code(refusal: &FileRefusal) -> i64 {
     match refusal {
         FileRefusal::NotFound => -32002,
         FileRefusal::Io(_) => -32603,
@@ -30,7 +30,7 @@ pub fn error_code(refusal: &FileRefusal) -> i64 {
 
 /// The status label of a refusal: `fs_refused` for a way out of the working directory,
 /// `fs_failed` for anything else.
-pub fn status_label(refusal: &FileRefusal) -> &'static str {
+pub(crate) fn status_label(refusal: &FileRefusal) -> &'static str {
     if refusal.is_escape() {
         "fs_refused"
     } else {

@@ -1,4 +1,5 @@
-//! The backend's configuration and its typed per-run options (`backend.gemini.*`, `backend.qwen.*`, `backend.acp.*`).
+//! How an ACP agent is started ([`AcpConfig`], for the `acp` kind and the agents built on this
+//! client) and the `acp` kind's typed per-run options (`backend.acp.*`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -6,8 +7,8 @@ use std::path::{Path, PathBuf};
 use agent_api::request::BackendOptions;
 use serde::{Deserialize, Serialize};
 
-/// How the backend starts its agent; per-run choices are in [`GeminiOptions`] / [`QwenOptions`] /
-/// [`AcpOptions`].
+/// How a backend on this client starts its agent; the `acp` kind's per-run choices are in
+/// [`AcpOptions`] (Gemini CLI's and Qwen Code's in their crates).
 #[derive(Clone, Default)]
 #[non_exhaustive]
 pub struct AcpConfig {
@@ -57,121 +58,12 @@ impl AcpConfig {
         self.working_dir = Some(dir.into());
         self
     }
-}
 
-/// Which of Gemini CLI's machine interfaces a run uses.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum GeminiInterface {
-    /// `gemini --acp`: two-way, permissions, file system, cancel (the default).
-    #[default]
-    Acp,
-    /// `gemini -p PROMPT --output-format stream-json`: one-way, whole messages, no permissions.
-    Headless,
-}
-
-/// Gemini's own approval modes, passed through to the headless interface only when asked: the
-/// agent then does not ask (it has no channel to ask on).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum HeadlessApproval {
-    /// `--approval-mode auto_edit`: file edits run without asking; shell is not offered.
-    AutoEdit,
-    /// `--approval-mode yolo`: every tool runs without asking.
-    Yolo,
-}
-
-impl HeadlessApproval {
-    /// The CLI's spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            HeadlessApproval::AutoEdit => "auto_edit",
-            HeadlessApproval::Yolo => "yolo",
-        }
-    }
-}
-
-/// Typed options of the `gemini` backend (`backend.gemini.*`).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-#[non_exhaustive]
-pub struct GeminiOptions {
-    /// The interface (default ACP).
-    pub interface: Option<GeminiInterface>,
-    /// Headless only: the approval mode to pass through (none: Gemini's default, no shell tool).
-    pub approval_mode: Option<HeadlessApproval>,
-    /// ACP only: serve `fs/*` confined to the working directory (default true).
-    pub fs: Option<bool>,
-}
-
-impl BackendOptions for GeminiOptions {
-    const KIND: &'static str = "gemini";
-}
-
-impl GeminiOptions {
-    /// Selects the interface.
-    pub fn interface(mut self, interface: GeminiInterface) -> Self {
-        self.interface = Some(interface);
-        self
-    }
-
-    /// Sets the headless approval mode.
-    pub fn approval_mode(mut self, mode: HeadlessApproval) -> Self {
-        self.approval_mode = Some(mode);
-        self
-    }
-
-    /// Serves (or not) the file system to the agent.
-    pub fn fs(mut self, serve: bool) -> Self {
-        self.fs = Some(serve);
-        self
-    }
-}
-
-/// Which of Qwen Code's machine interfaces a run uses.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum QwenInterface {
-    /// `qwen --acp`: two-way ACP, permissions, file system, cancel (the default).
-    #[default]
-    Acp,
-    /// `qwen -p --input-format stream-json --output-format stream-json`: two-way, Claude Code's
-    /// control protocol (permissions as `can_use_tool`, cancel as `interrupt`).
-    StreamJson,
-    /// `qwen -p PROMPT --output-format stream-json`: one-way; the agent cannot ask, so tools that
-    /// need a permission run only under `RunRequest::skip_permission_prompts` (`--yolo`).
-    Print,
-}
-
-/// Typed options of the `qwen` backend (`backend.qwen.*`).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-#[non_exhaustive]
-pub struct QwenOptions {
-    /// The interface (default ACP).
-    pub interface: Option<QwenInterface>,
-    /// ACP only: serve `fs/*` confined to the working directory (default true).
-    pub fs: Option<bool>,
-}
-
-impl BackendOptions for QwenOptions {
-    const KIND: &'static str = "qwen";
-}
-
-impl QwenOptions {
-    /// Selects the interface.
-    pub fn interface(mut self, interface: QwenInterface) -> Self {
-        self.interface = Some(interface);
-        self
-    }
-
-    /// Serves (or not) the file system to the agent.
-    pub fn fs(mut self, serve: bool) -> Self {
-        self.fs = Some(serve);
-        self
+    /// `$HOME/<dir>` as the agent would see it: `HOME` from [`AcpConfig::env`], else this
+    /// process's (where an agent's own session store lives).
+    pub fn home_dir(&self, dir: &str) -> Option<PathBuf> {
+        let home = self.env.get("HOME").cloned().or_else(|| std::env::var("HOME").ok()).filter(|h| !h.is_empty())?;
+        Some(PathBuf::from(home).join(dir))
     }
 }
 

@@ -160,9 +160,9 @@ impl Acp {
         self
     }
 
-    /// The agent writes a debug log per session, `<dir>/<session id>.txt`, and reports its
-    /// retries only there (Qwen Code): the run follows the session's log once `session/new` or
-    /// `session/load` names it, and reads its lines as stderr lines.
+    /// The agent writes a debug log per session, `<dir>/<session id>.txt` ([`session_log`]), and
+    /// reports its retries only there (Qwen Code): the run follows the session's log once
+    /// `session/new` or `session/load` names it, and reads its lines as stderr lines.
     pub fn with_debug_logs(mut self, dir: Option<std::path::PathBuf>) -> Self {
         self.debug_logs = dir;
         self
@@ -217,7 +217,7 @@ impl Acp {
     fn started(&mut self, ctx: &mut Ctx<'_>, session_id: &str, session: Option<Value>) {
         self.session_id = Some(session_id.to_string());
         ctx.transcript.set_native_session_id(session_id);
-        if let Some(log) = self.debug_logs.as_deref().and_then(|dir| crate::qwen::debug_log(dir, session_id)) {
+        if let Some(log) = self.debug_logs.as_deref().and_then(|dir| session_log(dir, session_id)) {
             ctx.follow_log(log);
         }
         let metadata = json!({"session_id": session_id, "agent": self.agent, "session": session});
@@ -364,7 +364,7 @@ impl Acp {
         // Qwen Code reports each model call's usage as `_meta` on an empty message chunk: the
         // turn's usage is their sum, and the empty chunk is no text.
         if let Some(call) = params.pointer("/update/_meta").and_then(usage_of) {
-            self.usage = Some(add_usage(self.usage.take().unwrap_or_default(), &call));
+            Usage::accumulate(&mut self.usage, call);
             if params.pointer("/update/content/text").and_then(Value::as_str) == Some("") {
                 return Ok(());
             }
@@ -392,25 +392,19 @@ impl Acp {
     }
 }
 
+/// The log of session `id` in `dir` (`<dir>/<id>.txt`, see [`Acp::with_debug_logs`]), when the
+/// id is a plain file name: an id the agent sent is never a path to follow elsewhere.
+pub fn session_log(dir: &std::path::Path, id: &str) -> Option<PathBuf> {
+    let plain = !id.is_empty() && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    plain.then(|| dir.join(format!("{id}.txt")))
+}
+
 /// The snake_case name of a stop reason.
-pub fn stop_name(stop: StopReason) -> String {
+pub(crate) fn stop_name(stop: StopReason) -> String {
     match to_value(&stop) {
         Value::String(s) => s,
         _ => "unknown".into(),
     }
-}
-
-/// `total` plus one model call's `usage` (counts saturate).
-fn add_usage(mut total: Usage, usage: &Usage) -> Usage {
-    let add = |a: Option<u64>, b: Option<u64>| match (a, b) {
-        (Some(a), Some(b)) => Some(a.saturating_add(b)),
-        (a, b) => a.or(b),
-    };
-    total.input_tokens = add(total.input_tokens, usage.input_tokens);
-    total.output_tokens = add(total.output_tokens, usage.output_tokens);
-    total.reasoning_tokens = add(total.reasoning_tokens, usage.reasoning_tokens);
-    total.cached_input_tokens = add(total.cached_input_tokens, usage.cached_input_tokens);
-    total
 }
 
 /// An error response's `data` as text (Qwen Code puts the model API's failure there, under a
@@ -442,7 +436,7 @@ impl Protocol for Acp {
         self.name
     }
 
-    /// Gemini CLI reports its retries only on stderr (see [`crate::retries`]).
+    /// Gemini CLI reports its retries only on stderr (see [`crate::Retry`]).
     fn reads_stderr(&self) -> bool {
         true
     }

@@ -25,7 +25,7 @@ use crate::updates::kind_name;
 
 /// What a permission reply needs: the JSON-RPC id and the options the agent offered.
 #[derive(Debug)]
-pub struct PendingPermission {
+pub(crate) struct PendingPermission {
     rpc_id: Value,
     options: Vec<PermissionOption>,
     tool_call_id: String,
@@ -61,7 +61,7 @@ pub struct Requests {
 }
 
 /// The option to select for `decision`, by the option's kind; `None` answers `cancelled`.
-pub fn pick_option<'a>(options: &'a [PermissionOption], decision: &PermissionDecision) -> Option<&'a PermissionOption> {
+pub(crate) fn pick_option<'a>(options: &'a [PermissionOption], decision: &PermissionDecision) -> Option<&'a PermissionOption> {
     let preference: &[PermissionOptionKind] = match decision {
         PermissionDecision::Cancel => &[],
         PermissionDecision::AllowForSession => &[PermissionOptionKind::AllowAlways, PermissionOptionKind::AllowOnce],
@@ -91,12 +91,12 @@ fn reply(peer: &RpcPeer<crate::protocol::Pending>, decided: Decided<PendingPermi
 }
 
 /// A schema value as JSON (these types always serialize).
-pub fn to_value<T: serde::Serialize>(value: &T) -> Value {
+pub(crate) fn to_value<T: serde::Serialize>(value: &T) -> Value {
     serde_json::to_value(value).unwrap_or(Value::Null)
 }
 
 /// The key of a JSON-RPC id (`0` and `"0"` alike), which is also the permission id.
-pub fn id_key(id: &Value) -> String {
+pub(crate) fn id_key(id: &Value) -> String {
     match id {
         Value::String(s) => s.clone(),
         other => other.to_string(),
@@ -175,7 +175,7 @@ impl Requests {
         if kind == ToolKind::Execute {
             // The command its tool call item names (`ToolMeta.command`), not a description of it.
             let shell = crate::updates::shell_fields(ToolMeta::default(), fields.raw_input.as_ref(), &title);
-            details = details.command(shell.command.as_deref().map(|c| utf8_prefix(c, 2048))).cwd(shell.cwd);
+            details = details.command(shell.command).cwd(shell.cwd);
         }
         let action = format!("{}: {}", kind_name(kind), utf8_prefix(&title, 256));
         let options: Vec<Value> =

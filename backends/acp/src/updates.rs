@@ -18,7 +18,7 @@ use std::path::PathBuf;
 
 use agent_api::kit::bounds::utf8_prefix;
 use agent_api::kit::transcript::{NewItem, Transcript};
-use agent_api::run::ToolBytes;
+use agent_api::run::{FacetKind, ToolBytes};
 use agent_api::universal::{ContentPart, FileAction, ItemRole, ReasoningVisibility, ToolMeta};
 use agent_client_protocol_schema::{
     ContentBlock, Plan, SessionUpdate, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolKind,
@@ -27,7 +27,7 @@ use serde_json::{json, Value};
 
 /// Every `sessionUpdate` kind this client's schema knows; a line with another kind is a newer
 /// protocol's update (a status), one with a known kind that does not parse is unparsed.
-pub const KNOWN_UPDATES: &[&str] = &[
+pub(crate) const KNOWN_UPDATES: &[&str] = &[
     "user_message_chunk",
     "agent_message_chunk",
     "agent_thought_chunk",
@@ -47,20 +47,20 @@ const DETAIL_BOUND: usize = 2048;
 const TOOL_NAME_BOUND: usize = 128;
 
 /// The tools-facet kind of an ACP tool kind.
-pub fn facet_kind(kind: ToolKind) -> &'static str {
+pub(crate) fn facet_kind(kind: ToolKind) -> FacetKind {
     match kind {
-        ToolKind::Execute => "command_execution",
-        ToolKind::Edit | ToolKind::Delete | ToolKind::Move => "file_change",
-        ToolKind::Read => "file_read",
-        ToolKind::Search => "search",
-        ToolKind::Fetch => "web_fetch",
-        ToolKind::Think => "think",
-        _ => "tool_use",
+        ToolKind::Execute => FacetKind::CommandExecution,
+        ToolKind::Edit | ToolKind::Delete | ToolKind::Move => FacetKind::FileChange,
+        ToolKind::Read => FacetKind::FileRead,
+        ToolKind::Search => FacetKind::Search,
+        ToolKind::Fetch => FacetKind::WebFetch,
+        ToolKind::Think => FacetKind::Think,
+        _ => FacetKind::ToolUse,
     }
 }
 
 /// The ACP name of a tool kind (`execute`, `edit`, …).
-pub fn kind_name(kind: ToolKind) -> String {
+pub(crate) fn kind_name(kind: ToolKind) -> String {
     match serde_json::to_value(kind) {
         Ok(Value::String(name)) => name,
         _ => "other".into(),
@@ -68,7 +68,7 @@ pub fn kind_name(kind: ToolKind) -> String {
 }
 
 /// The text of a content block (other blocks are described, not copied).
-pub fn block_text(block: &ContentBlock) -> String {
+pub(crate) fn block_text(block: &ContentBlock) -> String {
     match block {
         ContentBlock::Text(t) => t.text.clone(),
         ContentBlock::ResourceLink(link) => format!("[resource {}]", utf8_prefix(&link.uri, 256)),
@@ -205,7 +205,7 @@ enum Stream {
 
 /// The state of the update stream.
 #[derive(Debug, Default)]
-pub struct Updates {
+pub(crate) struct Updates {
     open: Option<(Stream, String)>,
     calls: HashMap<String, CallState>,
     call_order: Vec<String>,
@@ -227,7 +227,7 @@ pub struct Updates {
 
 impl Updates {
     /// Handles one typed update.
-    pub fn apply(&mut self, t: &mut Transcript, update: SessionUpdate) {
+    pub(crate) fn apply(&mut self, t: &mut Transcript, update: SessionUpdate) {
         if self.loading {
             return self.history(t, update);
         }
@@ -298,7 +298,7 @@ impl Updates {
     }
 
     /// An update whose kind this client's schema does not have (a newer protocol version).
-    pub fn unknown(&mut self, t: &mut Transcript, kind: Option<&str>) {
+    pub(crate) fn unknown(&mut self, t: &mut Transcript, kind: Option<&str>) {
         t.status("unknown_update", kind.map(|k| utf8_prefix(k, 128).to_string()));
     }
 
@@ -319,7 +319,7 @@ impl Updates {
     }
 
     /// Writes the buffered history message (replayed by `session/load`) as one status item.
-    pub fn flush_history(&mut self, t: &mut Transcript) {
+    pub(crate) fn flush_history(&mut self, t: &mut Transcript) {
         if let Some((who, text)) = self.history.take() {
             let detail = format!("{who}: {}", utf8_prefix(&text, DETAIL_BOUND));
             if self.hold_history {
@@ -331,7 +331,7 @@ impl Updates {
     }
 
     /// Writes the history held back so far, and stops holding it.
-    pub fn release_history(&mut self, t: &mut Transcript) {
+    pub(crate) fn release_history(&mut self, t: &mut Transcript) {
         self.hold_history = false;
         for detail in std::mem::take(&mut self.held) {
             t.status("history", Some(detail));
@@ -356,7 +356,7 @@ impl Updates {
     }
 
     /// Completes the open message or reasoning item.
-    pub fn close_stream(&mut self, t: &mut Transcript) {
+    pub(crate) fn close_stream(&mut self, t: &mut Transcript) {
         if let Some((_, id)) = self.open.take() {
             t.complete_item(&id);
         }
@@ -384,7 +384,7 @@ impl Updates {
 
     /// The permission of call `id` was refused: the call will not run, so its result fails now
     /// (Qwen Code sends no update for a refused call; the transcript must not wait for one).
-    pub fn deny(&mut self, t: &mut Transcript, id: &str) {
+    pub(crate) fn deny(&mut self, t: &mut Transcript, id: &str) {
         if self.calls.contains_key(id) {
             self.denied.insert(id.to_string());
             self.finish_call(t, id, true);
@@ -454,7 +454,7 @@ impl Updates {
         let mut meta = state.meta();
         let diff: u64 = files.iter().map(|p| if let ContentPart::FileRef { diff: Some(d), .. } = p { d.len() as u64 } else { 0 }).sum();
         meta.bytes = ToolBytes { diff, ..ToolBytes::default() };
-        if meta.kind == "command_execution" {
+        if meta.is_command() {
             meta.bytes.stdout = output.len() as u64;
         } else {
             meta.bytes.result = output.len() as u64;
@@ -472,7 +472,7 @@ impl Updates {
 
     /// The turn ended (`cut`: by a cancel or the end of the process): close or fail the open
     /// stream, and fail the tool calls that never finished.
-    pub fn end_turn(&mut self, t: &mut Transcript, cut: bool) {
+    pub(crate) fn end_turn(&mut self, t: &mut Transcript, cut: bool) {
         if cut {
             self.abandon_stream(t);
         } else {

@@ -9,9 +9,11 @@
 use std::time::Duration;
 
 use agent_api::{AgentBackend, AgentError, RunRequest, SessionSelector};
-use agent_api_acp::{AcpBackend, AcpConfig};
+use agent_api_acp::AcpConfig;
 use agent_api_conformance::session::{assert_session_conformant, status_of, SessionRecord};
 use agent_api_conformance::{assert_conformant, record, Answers, RunRecord};
+use agent_api_gemini::GeminiBackend;
+use agent_api_qwen::QwenBackend;
 use agent_bench::process::processes_in;
 use agent_bench::sandbox::GEMINI_MODEL;
 use agent_bench::{Cli, ModelServer, Sandbox};
@@ -23,14 +25,14 @@ async fn bench(cli: Cli) -> Option<(ModelServer, Sandbox)> {
     Some((server, sandbox))
 }
 
-fn backend(sandbox: &Sandbox, cli: Cli) -> AcpBackend {
+fn backend(sandbox: &Sandbox, cli: Cli) -> std::sync::Arc<dyn AgentBackend> {
     let mut config = AcpConfig::with_binary(&sandbox.program).working_dir(&sandbox.cwd);
     for (k, v) in &sandbox.env {
         config = config.env(k, v);
     }
     match cli {
-        Cli::Gemini => AcpBackend::gemini(config),
-        _ => AcpBackend::qwen(config),
+        Cli::Gemini => std::sync::Arc::new(GeminiBackend::new(config)),
+        _ => std::sync::Arc::new(QwenBackend::new(config)),
     }
 }
 
@@ -48,7 +50,7 @@ fn context_turns(cli: Cli) -> usize {
 }
 
 /// One run in its own process; returns its native session id.
-async fn first_run(backend: &AcpBackend, cli: Cli) -> String {
+async fn first_run(backend: &dyn AgentBackend, cli: Cli) -> String {
     let run = record(backend.run(request(cli, "first")).await.unwrap()).await;
     assert_conformant(&run);
     let done = run.completion.as_ref().unwrap();
@@ -86,7 +88,7 @@ fn replayed_as_history(history: &[String], cli: Cli) {
 async fn load_in_a_new_process(cli: Cli) {
     let Some((_server, sandbox)) = bench(cli).await else { return };
     let backend = backend(&sandbox, cli);
-    let id = first_run(&backend, cli).await;
+    let id = first_run(&*backend, cli).await;
     let resumed: RunRecord =
         record(backend.run(request(cli, "second").with_session(SessionSelector::Resume(id.clone().into()))).await.unwrap()).await;
     assert_conformant(&resumed);
@@ -107,7 +109,7 @@ async fn load_in_a_new_process(cli: Cli) {
 async fn warm_session_from_a_native_id(cli: Cli) {
     let Some((_server, sandbox)) = bench(cli).await else { return };
     let backend = backend(&sandbox, cli);
-    let id = first_run(&backend, cli).await;
+    let id = first_run(&*backend, cli).await;
     let template = request(cli, "").with_session(SessionSelector::Resume(id.clone().into()));
     let mut session = backend.open_session(template).await.unwrap();
     assert!(session.is_warm());
@@ -162,7 +164,8 @@ async fn qwen_warm_session_resumed_from_a_native_id() {
 /// it by that id. ACP names its own sessions: there the id is refused before anything is spawned.
 #[tokio::test]
 async fn a_caller_chosen_session_id_names_the_session_and_resumes_on_the_one_way_interfaces() {
-    use agent_api_acp::{GeminiInterface, GeminiOptions, QwenInterface, QwenOptions};
+    use agent_api_gemini::{GeminiInterface, GeminiOptions};
+    use agent_api_qwen::{QwenInterface, QwenOptions};
     let chosen = "0b6c4f1e-2a3d-4e5f-8a9b-0c1d2e3f4a5b";
     for cli in [Cli::Gemini, Cli::Qwen] {
         let Some((_server, sandbox)) = bench(cli).await else { return };

@@ -8,8 +8,11 @@
 use std::time::Duration;
 
 use agent_api::{AgentBackend, RunRequest};
-use agent_api_acp::{AcpBackend, AcpConfig, QwenInterface, QwenOptions};
+use agent_api_acp::AcpConfig;
 use agent_api_conformance::session::e2e;
+use agent_api_gemini::GeminiBackend;
+use agent_api_qwen::QwenBackend;
+use agent_api_qwen::{QwenInterface, QwenOptions};
 use agent_bench::process::processes_in;
 use agent_bench::sandbox::GEMINI_MODEL;
 use agent_bench::{Cli, ModelServer, Sandbox};
@@ -22,14 +25,14 @@ async fn bench(cli: Cli) -> Option<(ModelServer, Sandbox)> {
 }
 
 /// The sandbox's CLI with its environment, as kind `gemini` or `qwen`.
-fn backend(sandbox: &Sandbox, cli: Cli) -> AcpBackend {
+fn backend(sandbox: &Sandbox, cli: Cli) -> std::sync::Arc<dyn AgentBackend> {
     let mut config = AcpConfig::with_binary(&sandbox.program).working_dir(&sandbox.cwd);
     for (k, v) in &sandbox.env {
         config = config.env(k, v);
     }
     match cli {
-        Cli::Gemini => AcpBackend::gemini(config),
-        _ => AcpBackend::qwen(config),
+        Cli::Gemini => std::sync::Arc::new(GeminiBackend::new(config)),
+        _ => std::sync::Arc::new(QwenBackend::new(config)),
     }
 }
 
@@ -53,25 +56,25 @@ macro_rules! session_tests {
         #[tokio::test]
         async fn $three() {
             let Some((_server, sandbox)) = bench($cli).await else { return };
-            e2e::three_turns_after_context(&backend(&sandbox, $cli), $template, &|| processes_in(&sandbox.cwd), $context).await;
+            e2e::three_turns_after_context(&*backend(&sandbox, $cli), $template, &|| processes_in(&sandbox.cwd), $context).await;
         }
 
         #[tokio::test]
         async fn $cancel() {
             let Some((_server, sandbox)) = bench($cli).await else { return };
-            $cancel_check(&backend(&sandbox, $cli), $template, &|| processes_in(&sandbox.cwd)).await;
+            $cancel_check(&*backend(&sandbox, $cli), $template, &|| processes_in(&sandbox.cwd)).await;
         }
 
         #[tokio::test]
         async fn $killed() {
             let Some((_server, sandbox)) = bench($cli).await else { return };
-            e2e::killed_between_turns(&backend(&sandbox, $cli), $template, &|| processes_in(&sandbox.cwd)).await;
+            e2e::killed_between_turns(&*backend(&sandbox, $cli), $template, &|| processes_in(&sandbox.cwd)).await;
         }
 
         #[tokio::test]
         async fn $dropped() {
             let Some((_server, sandbox)) = bench($cli).await else { return };
-            e2e::dropped_leaves_no_process(&backend(&sandbox, $cli), $template, &|| processes_in(&sandbox.cwd)).await;
+            e2e::dropped_leaves_no_process(&*backend(&sandbox, $cli), $template, &|| processes_in(&sandbox.cwd)).await;
         }
     };
 }
@@ -131,7 +134,7 @@ async fn one_way_session_resumes_per_turn(cli: Cli, template: RunRequest) {
 
 #[tokio::test]
 async fn gemini_headless_session_resumes_per_turn() {
-    let options = agent_api_acp::GeminiOptions::default().interface(agent_api_acp::GeminiInterface::Headless);
+    let options = agent_api_gemini::GeminiOptions::default().interface(agent_api_gemini::GeminiInterface::Headless);
     one_way_session_resumes_per_turn(Cli::Gemini, template(Cli::Gemini).with_options(&options)).await;
 }
 

@@ -8,10 +8,14 @@ use std::time::Duration;
 use agent_api::history::{SessionQuery, SessionStore};
 use agent_api::universal::ItemKind;
 use agent_api::{AgentBackend, AgentError, PermissionPolicy, RunRequest};
-use agent_api_acp::history::gemini::GeminiSessionStore;
-use agent_api_acp::history::qwen::QwenSessionStore;
-use agent_api_acp::{AcpBackend, AcpConfig, GeminiInterface, GeminiOptions, HeadlessApproval, QwenInterface, QwenOptions};
+use agent_api_acp::AcpConfig;
 use agent_api_conformance::{assert_conformant, record, RunRecord};
+use agent_api_gemini::history::GeminiSessionStore;
+use agent_api_gemini::GeminiBackend;
+use agent_api_gemini::{GeminiInterface, GeminiOptions, HeadlessApproval};
+use agent_api_qwen::history::QwenSessionStore;
+use agent_api_qwen::QwenBackend;
+use agent_api_qwen::{QwenInterface, QwenOptions};
 use agent_bench::sandbox::GEMINI_MODEL;
 use agent_bench::{Cli, ModelServer, Sandbox};
 use serde_json::Value;
@@ -87,20 +91,20 @@ async fn the_recorded_qwen_chat_is_listed_and_read_back() {
     check_recorded(&store, QWEN_ID, "Tool finished. Output was: Command: echo hi").await;
 }
 
-fn backend(sandbox: &Sandbox, qwen: bool) -> AcpBackend {
+fn backend(sandbox: &Sandbox, qwen: bool) -> std::sync::Arc<dyn AgentBackend> {
     let mut config = AcpConfig::with_binary(&sandbox.program).working_dir(&sandbox.cwd);
     for (k, v) in &sandbox.env {
         config = config.env(k, v);
     }
     if qwen {
-        AcpBackend::qwen(config)
+        std::sync::Arc::new(QwenBackend::new(config))
     } else {
-        AcpBackend::gemini(config)
+        std::sync::Arc::new(GeminiBackend::new(config))
     }
 }
 
 /// After a live run of `request`, the store lists the run's session and reads it back the same.
-async fn check_live(backend: &AcpBackend, cwd: &Path, request: RunRequest) {
+async fn check_live(backend: &dyn AgentBackend, cwd: &Path, request: RunRequest) {
     let live = record(backend.run(request.with_timeout(Duration::from_secs(120))).await.unwrap()).await;
     assert_conformant(&live);
     let completion = live.completion.as_ref().unwrap();
@@ -124,7 +128,7 @@ async fn e2e_a_real_gemini_headless_chat_is_listed_and_read_back_as_the_live_run
     let sandbox = Sandbox::new(Cli::Gemini, &server, "shell").unwrap();
     let options = GeminiOptions::default().interface(GeminiInterface::Headless).approval_mode(HeadlessApproval::Yolo);
     let request = RunRequest::new("run the command").with_model(GEMINI_MODEL).with_options(&options);
-    check_live(&backend(&sandbox, false), &sandbox.cwd, request).await;
+    check_live(&*backend(&sandbox, false), &sandbox.cwd, request).await;
 }
 
 #[tokio::test]
@@ -135,5 +139,5 @@ async fn e2e_a_real_qwen_stream_json_chat_is_listed_and_read_back_as_the_live_ru
     let request = RunRequest::new("run the command")
         .with_options(&QwenOptions::default().interface(QwenInterface::StreamJson))
         .with_permissions(PermissionPolicy::ApproveAll);
-    check_live(&backend(&sandbox, true), &sandbox.cwd, request).await;
+    check_live(&*backend(&sandbox, true), &sandbox.cwd, request).await;
 }

@@ -11,8 +11,12 @@ use std::time::Duration;
 
 use agent_api::request::{Home, HomeSeed};
 use agent_api::{AgentBackend, RunRequest};
-use agent_api_acp::{AcpBackend, AcpConfig, GeminiInterface, GeminiOptions, QwenInterface, QwenOptions};
+use agent_api_acp::AcpConfig;
 use agent_api_conformance::record;
+use agent_api_gemini::GeminiBackend;
+use agent_api_gemini::{GeminiInterface, GeminiOptions};
+use agent_api_qwen::QwenBackend;
+use agent_api_qwen::{QwenInterface, QwenOptions};
 use agent_bench::process::{process_env, processes_in, tree_snapshot};
 use agent_bench::sandbox::GEMINI_MODEL;
 use agent_bench::{Cli, ModelServer, Sandbox};
@@ -38,7 +42,7 @@ async fn bench(agent: &Agent) -> Option<(ModelServer, Sandbox)> {
     Some((server, sandbox))
 }
 
-fn backend(agent: &Agent, sandbox: &Sandbox) -> AcpBackend {
+fn backend(agent: &Agent, sandbox: &Sandbox) -> std::sync::Arc<dyn AgentBackend> {
     let mut config = AcpConfig::with_binary(&sandbox.program).working_dir(&sandbox.cwd);
     for (k, v) in &sandbox.env {
         config = config.env(k, v);
@@ -50,9 +54,9 @@ fn backend(agent: &Agent, sandbox: &Sandbox) -> AcpBackend {
             // home keeps out) name the API key, as the sandbox's user settings do.
             let system = sandbox.tmp.join("gemini-system-settings.json");
             std::fs::write(&system, agent_bench::sandbox::gemini_settings().to_string()).unwrap();
-            AcpBackend::gemini(config.env("GEMINI_CLI_SYSTEM_SETTINGS_PATH", system.display().to_string()))
+            std::sync::Arc::new(GeminiBackend::new(config.env("GEMINI_CLI_SYSTEM_SETTINGS_PATH", system.display().to_string())))
         }
-        _ => AcpBackend::qwen(config),
+        _ => std::sync::Arc::new(QwenBackend::new(config)),
     }
 }
 

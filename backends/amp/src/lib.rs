@@ -4,8 +4,10 @@
 //! - [`Interface::TwoWay`] (default): `amp --execute --stream-json --stream-json-input`, the
 //!   prompt as a JSON user message on stdin; a session ([`AgentBackend::open_session`]) sends each
 //!   turn to the same live process. [`Interface::OneWay`]: `amp --execute PROMPT --stream-json`.
-//! - The messages go through Claude Code's converter ([`agent_api_claude_code::ClaudeProtocol`],
-//!   shared, not copied); thinking blocks (`--stream-json-thinking`) become reasoning items.
+//! - The messages go through the stream-json family's converter
+//!   ([`agent_api_stream_json::StreamJson`], shared, not copied, its mapping table in that crate's
+//!   doc) reading Amp's [`DIALECT`] (its tools and quirks, in `dialect.rs`); thinking blocks
+//!   (`--stream-json-thinking`) become reasoning items.
 //! - Permissions: the run writes a settings file whose last rule delegates every tool call to the
 //!   `amp-permission-delegate` helper, which asks this run over a private channel ([`delegate`],
 //!   `spec/amp-delegate.md`). Each call then shows as `permission.requested` and
@@ -23,11 +25,22 @@
 //!   caller's own; the file is in a directory only its owner reads. Proven on the stand-in, which
 //!   calls an HTTP server's tool for real (no Amp service is reachable here).
 //!
+//! Where amp's lines become events:
+//!
+//! | native line | universal events |
+//! |---|---|
+//! | stream-json `system`, `assistant`, `user`, `result` | as in the stream-json family's table (`agent_api_stream_json`), with Amp's [`TOOLS`] for the facet's kinds and the permission categories |
+//! | `thinking` blocks (`--stream-json-thinking`) | reasoning items |
+//! | a delegate request on the side channel ([`delegate`]) | `permission.requested`, then `permission.resolved`; the decision goes back as the helper's exit status |
+//! | a delegate request that was not the channel's own | a `delegate_request_unknown` status, nothing asked |
+//! | stderr of a run that never started | one typed error (`Auth`, `ServiceUnreachable`) |
+//!
 //! Modules: [`options`] (the typed options), [`args`] (the command line and credentials check),
 //! [`delegate`] (the permission channel), [`protocol`] (the converter) and `errors` (stderr).
 
 pub mod args;
 pub mod delegate;
+mod dialect;
 mod errors;
 pub mod options;
 pub mod protocol;
@@ -39,9 +52,10 @@ use agent_api::capabilities as caps;
 use agent_api::kit::replay::RecordingFormat;
 use agent_api::kit::{start_run, start_session, Protocol, RunSettings, Transport};
 use agent_api::{AgentBackend, AgentError, AgentKind, CapabilitySet, RunHandle, RunRequest, Session};
-use agent_api_claude_code::ClaudeProtocol;
+use agent_api_stream_json::StreamJson;
 use async_trait::async_trait;
 
+pub use dialect::{DIALECT, TOOLS};
 pub use options::{AgentMode, AmpOptions, Interface, Visibility};
 pub use protocol::AmpProtocol;
 
@@ -219,9 +233,9 @@ impl AmpBackend {
         let mut invocation = args::invocation(&self.config, request, session).await?;
         let settings = RunSettings::for_request(KIND, request, &self.capabilities());
         let inner = match (session, invocation.interface) {
-            (true, _) => ClaudeProtocol::session(request.permissions.clone(), false).plain_input(),
-            (false, Interface::OneWay) => ClaudeProtocol::print(request.prompt.text.clone(), false),
-            (false, _) => ClaudeProtocol::control(request.prompt.text.clone(), request.permissions.clone(), false).plain_input(),
+            (true, _) => StreamJson::session(DIALECT, request.permissions.clone(), false),
+            (false, Interface::OneWay) => StreamJson::print(DIALECT, request.prompt.text.clone(), false),
+            (false, _) => StreamJson::control(DIALECT, request.prompt.text.clone(), request.permissions.clone(), false),
         };
         let channel = invocation.files.channel.as_mut();
         let side = channel.map(|c| (c.side_lines(), c.replies()));

@@ -1,5 +1,5 @@
-//! [`AmpProtocol`]: Amp's stream-json is Claude Code's, so its messages go through
-//! [`ClaudeProtocol`] (with [`ClaudeProtocol::plain_input`]: amp reads user messages only).
+//! [`AmpProtocol`]: Amp's stream-json is Claude Code's, so its messages go through the family's
+//! [`StreamJson`] converter with Amp's [`crate::DIALECT`] (amp reads user messages only).
 //! What is Amp's own lives here: the permission requests the delegate helper forwards (the
 //! [`crate::delegate::REQUEST_TYPE`] lines of the run's side channel), decided by the kit's
 //! [`Hitl`] engine and answered through [`Replies`]; and the stderr of a run that never started
@@ -10,7 +10,7 @@ use agent_api::kit::{parse_value, Unparsed};
 use agent_api::kit::{Ctx, ExitInfo, Protocol};
 use agent_api::run::ControlCommand;
 use agent_api::{AgentError, PermissionDecision, PermissionPolicy, Prompt, RunCompletion};
-use agent_api_claude_code::{tool_permission, ClaudeProtocol};
+use agent_api_stream_json::StreamJson;
 use serde_json::Value;
 
 use crate::args::RunFiles;
@@ -19,7 +19,7 @@ use crate::delegate::{Replies, REPLY_TYPE, REQUEST_TYPE};
 
 /// The converter of one Amp run or session.
 pub struct AmpProtocol {
-    inner: ClaudeProtocol,
+    inner: StreamJson,
     /// The delegated permission requests; the native context is the request id.
     hitl: Hitl<String, ()>,
     /// The helpers waiting for an answer; `None` in a replay (answers come from the recording).
@@ -31,13 +31,13 @@ pub struct AmpProtocol {
 impl AmpProtocol {
     /// A live run or session: `inner` converts amp's output; `replies` answers the helpers
     /// (`None` when the run delegates nothing, as with `dangerously_allow_all`).
-    pub fn live(inner: ClaudeProtocol, policy: PermissionPolicy, replies: Option<Replies>) -> Self {
+    pub fn live(inner: StreamJson, policy: PermissionPolicy, replies: Option<Replies>) -> Self {
         Self { inner, hitl: Hitl::live(policy), replies, files: None }
     }
 
     /// A replay of a recording (stdout, or a two-way session with the recorded answers).
     pub fn replaying() -> Self {
-        Self { inner: ClaudeProtocol::replaying(), hitl: Hitl::replay(), replies: None, files: None }
+        Self { inner: StreamJson::replaying(crate::DIALECT), hitl: Hitl::replay(), replies: None, files: None }
     }
 
     /// Keeps the run's files (settings, channel) until the protocol is dropped.
@@ -57,7 +57,7 @@ impl AmpProtocol {
         }
         let tool = message.get("tool").and_then(Value::as_str).unwrap_or("unknown");
         let input = message.get("input").cloned().unwrap_or(Value::Null);
-        let request = tool_permission(id, tool, &input);
+        let request = crate::DIALECT.tool_permission(id, tool, &input);
         if let Some(decided) = self.hitl.request_permission(ctx.transcript, request, id.to_string()) {
             self.reply(decided, ctx);
         }
@@ -157,5 +157,21 @@ impl Protocol for AmpProtocol {
 impl std::fmt::Debug for AmpProtocol {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AmpProtocol").finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    #[test]
+    fn amp_tool_inputs_make_permission_details_by_amps_own_tools() {
+        let bash = crate::DIALECT.tool_permission("p1", "Bash", &json!({"cmd": "ls -la", "cwd": "/w"}));
+        assert_eq!((bash.details.command.as_deref(), bash.details.cwd.as_deref()), (Some("ls -la"), Some("/w")));
+        assert_eq!((bash.category, bash.action.as_str()), (agent_api::request::ToolCategory::Shell, "Bash: ls -la"));
+        let edit = crate::DIALECT.tool_permission("p2", "edit_file", &json!({"path": "/w/a.rs"}));
+        assert_eq!((edit.category, edit.details.file.as_deref()), (agent_api::request::ToolCategory::FileWrite, Some("/w/a.rs")));
+        let page = crate::DIALECT.tool_permission("p3", "read_web_page", &json!({"url": "https://example.com"}));
+        assert_eq!(page.category, agent_api::request::ToolCategory::Network);
     }
 }

@@ -12,9 +12,10 @@ use agent_api::kit::ProtocolHarness;
 use agent_api::run::ControlCommand;
 use agent_api::{AgentBackend, AgentError, PermissionDecision, PermissionPolicy, RunRequest, SessionSelector};
 use agent_api_amp::delegate::DelegateChannel;
+use agent_api_amp::DIALECT;
 use agent_api_amp::{AmpBackend, AmpConfig, AmpOptions, AmpProtocol, Interface, SUPPORTED_VERSIONS};
-use agent_api_claude_code::ClaudeProtocol;
 use agent_api_conformance::{assert_conformant, record};
+use agent_api_stream_json::StreamJson;
 use serde_json::Value;
 
 /// The pinned `amp`, or `None` (after a loud line) under `AGENT_API_E2E=skip`.
@@ -125,7 +126,7 @@ async fn round_trip(
 ) -> (String, ProtocolHarness) {
     let mut channel = DelegateChannel::open(&helper(), None).unwrap();
     let settings = channel.settings_file();
-    let mut protocol = AmpProtocol::live(ClaudeProtocol::print("", false), policy, Some(channel.replies()));
+    let mut protocol = AmpProtocol::live(StreamJson::print(DIALECT, "", false), policy, Some(channel.replies()));
     let mut harness = ProtocolHarness::new();
     let home = tempfile::tempdir().unwrap();
     let child = tokio::process::Command::new(amp())

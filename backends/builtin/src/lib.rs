@@ -33,8 +33,8 @@ pub fn probes() -> [BackendProbe; 6] {
         agent_api_claude_code::probe(),
         agent_api_codex::probe(),
         agent_api_opencode::probe(),
-        agent_api_acp::gemini_probe(),
-        agent_api_acp::qwen_probe(),
+        agent_api_gemini::probe(),
+        agent_api_qwen::probe(),
         agent_api_amp::probe(),
     ]
 }

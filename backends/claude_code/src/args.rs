@@ -193,17 +193,8 @@ pub struct Invocation {
 /// `agent_api::kit::hitl`, which applies the policy.
 fn print_policy(policy: &PermissionPolicy, portable: &PortableOptions) -> (Option<PermissionMode>, Vec<String>) {
     let mode = (policy.rule(ToolCategory::FileWrite) == PermissionRule::Approve).then_some(PermissionMode::AcceptEdits);
-    (mode, agent_api::kit::hitl::pre_approved::allowed_tools(policy, TOOLS, portable))
+    (mode, agent_api::kit::hitl::pre_approved::allowed_tools(policy, &crate::TOOLS, portable))
 }
-
-/// Claude Code's own tools by category: what print mode pre-approves, what a denied category
-/// removes, and the category of each permission request (`protocol::control::category`).
-pub(crate) const TOOLS: &[(ToolCategory, &[&str])] = &[
-    (ToolCategory::Shell, &["Bash"]),
-    (ToolCategory::FileWrite, &["Write", "Edit", "MultiEdit", "NotebookEdit"]),
-    (ToolCategory::Network, &["WebFetch", "WebSearch"]),
-    (ToolCategory::FileRead, &["Read", "Glob", "Grep"]),
-];
 
 /// `flag TEXT`, or `flag-file PATH` with the text in a private file where the agent can read this
 /// machine's files (Claude Code takes both forms for its system prompts).
@@ -263,7 +254,7 @@ pub fn invocation(config: &ClaudeCodeConfig, request: &RunRequest) -> Result<Inv
     if !allowed_tools.is_empty() {
         spec = spec.arg("--allowedTools").arg(allowed_tools.join(","));
     }
-    let mut denied = portable.denied_tool_names(TOOLS);
+    let mut denied = portable.denied_tool_names(&crate::TOOLS);
     denied.extend(options.disallowed_tools);
     if !denied.is_empty() {
         spec = spec.arg("--disallowedTools").arg(denied.join(","));

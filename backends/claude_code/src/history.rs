@@ -4,27 +4,22 @@
 //!
 //! Its `user` and `assistant` lines carry the same `message` objects as the stream-json output
 //! (one `assistant` line per content block, under the message's id), so a stored session reads
-//! through [`ClaudeProtocol`] once each line is put in the output's shape. The store's own
-//! bookkeeping lines (queued prompts, attachments, summaries, snapshots) carry no transcript.
+//! through the family's [`StoreReader`](agent_api_stream_json::StoreReader).
 
 use std::path::{Path, PathBuf};
 
 use agent_api::history::{self, SessionQuery, SessionStore, StoredSession};
-use agent_api::kit::Unparsed;
-use agent_api::kit::{Ctx, ExitInfo, Protocol};
-use agent_api::{AgentError, AgentKind, RunCompletion, RunHandle};
+use agent_api::{AgentError, AgentKind, RunHandle};
 use async_trait::async_trait;
-use serde_json::{json, Value};
+use serde_json::Value;
 
-use crate::{ClaudeCodeConfig, ClaudeProtocol, KIND};
+use crate::{ClaudeCodeConfig, KIND};
+use agent_api_stream_json::{user_prompt, StreamJson};
 
 /// Lines of a session file read to find its working directory and first prompt.
 const HEAD_LINES: usize = 200;
 /// Longest first prompt shown in a listing.
 const PROMPT_PREVIEW: usize = 200;
-/// Store lines that hold no transcript (Claude Code 2.1.x).
-const BOOKKEEPING: &[&str] =
-    &["queue-operation", "attachment", "last-prompt", "summary", "file-history-snapshot", "custom-title", "progress", "permission-mode"];
 
 /// Claude Code's session store under one config dir.
 #[derive(Debug, Clone)]
@@ -86,19 +81,6 @@ fn describe(path: &Path) -> Option<StoredSession> {
     Some(session)
 }
 
-/// The text a person typed, for a `user` line that holds one (not tool results, not the CLI's
-/// injected context).
-fn user_prompt(line: &Value) -> Option<&str> {
-    if line.get("isMeta").and_then(Value::as_bool) == Some(true) {
-        return None;
-    }
-    match line.pointer("/message/content")? {
-        Value::String(text) => Some(text),
-        Value::Array(blocks) => blocks.iter().find(|b| b.get("type").and_then(Value::as_str) == Some("text"))?.get("text")?.as_str(),
-        _ => None,
-    }
-}
-
 #[async_trait]
 impl SessionStore for ClaudeSessionStore {
     fn kind(&self) -> AgentKind {
@@ -112,93 +94,11 @@ impl SessionStore for ClaudeSessionStore {
 
     async fn read_session(&self, id: &str, include_raw: bool) -> Result<RunHandle, AgentError> {
         let path = self.find(id)?;
-        history::read_store_file(KIND, &path, Box::new(StoredClaudeSession::default()), include_raw, true).await
+        history::read_store_file(KIND, &path, Box::new(stored_session()), include_raw, true).await
     }
 }
 
-/// The converter of a stored session: store lines in the output's shape through [`ClaudeProtocol`].
-#[derive(Debug)]
-pub struct StoredClaudeSession {
-    inner: ClaudeProtocol,
-    /// The native id of the last assistant message and its text so far (the session's answer).
-    last_answer: Option<(String, String)>,
-}
-
-impl Default for StoredClaudeSession {
-    fn default() -> Self {
-        Self::with_protocol(ClaudeProtocol::replaying())
-    }
-}
-
-impl StoredClaudeSession {
-    /// A stored-session converter over `inner` (a CLI speaking Claude Code's protocol, such as
-    /// Qwen Code, whose store lines are put in this store's shape first).
-    pub fn with_protocol(inner: ClaudeProtocol) -> Self {
-        Self { inner, last_answer: None }
-    }
-
-    fn start(&mut self, line: &Value, ctx: &mut Ctx<'_>) {
-        if ctx.transcript.native_session_id().is_some() {
-            return;
-        }
-        if let Some(id) = line.get("sessionId").and_then(Value::as_str) {
-            ctx.transcript.set_native_session_id(id);
-            let metadata = json!({ "cwd": line.get("cwd"), "version": line.get("version"), "source": "session_store" });
-            ctx.transcript.session_started(Some(metadata));
-        }
-    }
-
-    fn note_answer(&mut self, line: &Value) {
-        let Some(message) = line.get("message") else { return };
-        let id = message.get("id").and_then(Value::as_str).or_else(|| line.get("uuid").and_then(Value::as_str)).unwrap_or_default();
-        if self.last_answer.as_ref().is_none_or(|(last, _)| last != id) {
-            self.last_answer = Some((id.to_string(), String::new()));
-        }
-        let texts = message.get("content").and_then(Value::as_array).into_iter().flatten();
-        let text: String =
-            texts.filter(|b| b.get("type").and_then(Value::as_str) == Some("text")).filter_map(|b| b.get("text")?.as_str()).collect();
-        if let Some((_, answer)) = &mut self.last_answer {
-            answer.push_str(&text);
-        }
-    }
-}
-
-impl Protocol for StoredClaudeSession {
-    fn name(&self) -> &'static str {
-        "claude_code.session_store"
-    }
-
-    fn on_message(&mut self, mut line: Value, ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
-        let kind = line.get("type").and_then(Value::as_str).ok_or_else(|| Unparsed("a stored line has no string `type`".into()))?;
-        if BOOKKEEPING.contains(&kind) {
-            return Ok(());
-        }
-        self.start(&line, ctx);
-        match kind {
-            "user" if user_prompt(&line).is_none() && line.pointer("/message/content").is_some_and(Value::is_string) => Ok(()),
-            "user" => {
-                // The store spells the structured tool result as the output's `tool_use_result`.
-                if let Some(object) = line.as_object_mut() {
-                    if let Some(result) = object.remove("toolUseResult") {
-                        object.insert("tool_use_result".into(), result);
-                    }
-                }
-                self.inner.on_message(line, ctx)
-            }
-            "assistant" => {
-                self.note_answer(&line);
-                self.inner.on_message(line, ctx)
-            }
-            "system" => self.inner.on_message(line, ctx),
-            _ => Err(Unparsed("a stored line of an unknown type".into())),
-        }
-    }
-
-    fn finish(&mut self, _exit: &ExitInfo, ctx: &mut Ctx<'_>) -> Result<RunCompletion, AgentError> {
-        self.inner.flush_user_messages(ctx);
-        self.inner.close_all_messages(ctx);
-        let mut completion = RunCompletion::new();
-        completion.final_text = self.last_answer.take().map(|(_, text)| text).filter(|t| !t.is_empty());
-        Ok(completion)
-    }
+/// The converter of a stored Claude Code session: its store lines through Claude Code's dialect.
+pub fn stored_session() -> agent_api_stream_json::StoreReader {
+    agent_api_stream_json::StoreReader::new(StreamJson::replaying(crate::DIALECT), "claude_code.session_store")
 }

@@ -31,17 +31,19 @@
 //! # Ok(()) }
 //! ```
 //!
-//! Modules: [`args`] (the command line), [`protocol`] (the converter, with its message, stream,
-//! system, control and outcome parts), [`history`] (the CLI's own session store) and `tools`
-//! (tool kinds, command metadata, file refs).
+//! Where Claude Code's lines become events: the stream-json family's converter
+//! (`agent_api_stream_json`, its mapping table in that crate's doc) reading Claude Code's
+//! [`DIALECT`] (its tool table and quirks, in `dialect.rs`).
+//!
+//! Modules: [`args`] (the command line), [`history`] (the CLI's own session store) and `dialect`
+//! (its tools, as one table, and its quirks).
 
 pub mod args;
+mod dialect;
 pub mod history;
-pub mod protocol;
-mod tools;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use agent_api::capabilities as caps;
 use agent_api::kit::replay::RecordingFormat;
@@ -49,8 +51,9 @@ use agent_api::kit::{start_run, start_session, Protocol, RunSettings, Transport}
 use agent_api::{AgentBackend, AgentError, AgentKind, CapabilitySet, RunHandle, RunRequest, Session};
 use async_trait::async_trait;
 
+pub use agent_api_stream_json::StreamJson;
 pub use args::{ClaudeCodeOptions, Mode, PermissionMode};
-pub use protocol::{tool_permission, ClaudeProtocol};
+pub use dialect::{DIALECT, TOOLS};
 
 /// The backend's agent kind.
 pub const KIND: AgentKind = AgentKind::from_static("claude_code");
@@ -222,7 +225,7 @@ impl AgentBackend for ClaudeCodeBackend {
         settings.hold(tools);
         settings.hold(Some(std::mem::take(&mut invocation.files)));
         let protocol = match invocation.mode {
-            Mode::Control => ClaudeProtocol::control(request.prompt.text.clone(), request.permissions.clone(), invocation.bypass)
+            Mode::Control => StreamJson::control(DIALECT, request.prompt.text.clone(), request.permissions.clone(), invocation.bypass)
                 .with_images(agent_api::kit::images::ImageData::read_all(&request.prompt)?),
             // Print mode reads plain text: images need the two-way channel's user messages.
             Mode::Print if !request.prompt.images.is_empty() => {
@@ -231,7 +234,7 @@ impl AgentBackend for ClaudeCodeBackend {
                     reason: "images need the two-way control mode".into(),
                 })
             }
-            Mode::Print => ClaudeProtocol::print_from_stdin(request.prompt.text.clone(), invocation.bypass),
+            Mode::Print => StreamJson::print_from_stdin(DIALECT, request.prompt.text.clone(), invocation.bypass),
         };
         let transport = Transport::spawn(&invocation.spec, settings.line_cap)?;
         Ok(start_run(settings, transport, Box::new(protocol)))
@@ -252,7 +255,7 @@ impl AgentBackend for ClaudeCodeBackend {
         let mut settings = RunSettings::for_request(KIND, &request, &self.capabilities());
         settings.hold(tools);
         settings.hold(Some(std::mem::take(&mut invocation.files)));
-        let protocol = ClaudeProtocol::session(request.permissions.clone(), invocation.bypass).with_images(Vec::new());
+        let protocol = StreamJson::session(DIALECT, request.permissions.clone(), invocation.bypass);
         let transport = Transport::spawn(&invocation.spec, settings.line_cap)?;
         Ok(start_session(settings, transport, Box::new(protocol)))
     }
@@ -265,16 +268,10 @@ impl AgentBackend for ClaudeCodeBackend {
 impl agent_api::kit::replay::Replay for ClaudeCodeBackend {
     fn replay_protocol(&self, format: RecordingFormat) -> Result<Box<dyn Protocol>, AgentError> {
         match format {
-            RecordingFormat::NativeStdout | RecordingFormat::Session => Ok(Box::new(ClaudeProtocol::replaying())),
+            RecordingFormat::NativeStdout | RecordingFormat::Session => Ok(Box::new(StreamJson::replaying(DIALECT))),
             other => Err(AgentError::Replay { reason: format!("claude_code cannot replay {other:?} recordings") }),
         }
     }
-}
-
-/// The version `binary --version` reports (`2.1.197 (Claude Code)` → `2.1.197`), or `None` when
-/// it cannot be run (see [`agent_api::kit::detect::probe_version`]).
-pub async fn installed_version(binary: &Path) -> Option<String> {
-    agent_api::kit::detect::probe_version(binary).await
 }
 
 /// What discovery needs to find the `claude` CLI and build a backend for it.

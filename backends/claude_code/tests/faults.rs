@@ -180,10 +180,10 @@ async fn a_missing_binary_is_binary_not_found_before_any_event() {
 }
 
 #[tokio::test]
-async fn installed_version_reads_the_cli_version() {
-    assert_eq!(agent_api_claude_code::installed_version(Path::new("/nonexistent/claude")).await, None);
+async fn the_installed_cli_version_is_a_supported_one() {
+    assert_eq!(agent_api::kit::detect::probe_version(Path::new("/nonexistent/claude")).await, None);
     if let Some(cli) = agent_bench::e2e_enabled_or_explain(agent_bench::Cli::ClaudeCode) {
-        let version = agent_api_claude_code::installed_version(&cli).await.unwrap();
+        let version = agent_api::kit::detect::probe_version(&cli).await.unwrap();
         assert!(agent_api_claude_code::SUPPORTED_VERSIONS.contains(&version.as_str()), "{version}");
     }
 }

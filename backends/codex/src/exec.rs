@@ -9,6 +9,7 @@
 use agent_api::kit::transcript::NewItem;
 use agent_api::kit::{parse_typed, parse_value, ExitInfo, Unparsed};
 use agent_api::kit::{Ctx, Protocol};
+use agent_api::run::FacetKind;
 use agent_api::universal::{ContentPart, FileAction, ItemKind, ItemRole, ReasoningVisibility};
 use agent_api::{AgentError, RunCompletion};
 use serde::Deserialize;
@@ -140,7 +141,7 @@ fn tool_of(kind: &str, item: &ExecItem) -> Option<(ToolCall, ToolOutcome)> {
         ),
         "web_search" => (
             ToolCall {
-                kind: "web_search",
+                kind: FacetKind::WebSearch.as_str(),
                 name: "web_search".into(),
                 arguments: json!({"query": text(&item.query), "action": item.action}).to_string(),
                 ..ToolCall::default()
@@ -155,7 +156,7 @@ fn tool_of(kind: &str, item: &ExecItem) -> Option<(ToolCall, ToolOutcome)> {
 fn command_tool(item: &ExecItem, failed: bool) -> (ToolCall, ToolOutcome) {
     (
         ToolCall {
-            kind: "command_execution",
+            kind: FacetKind::CommandExecution.as_str(),
             name: "exec_command".into(),
             arguments: json!({"command": text(&item.command)}).to_string(),
             ..ToolCall::default()
@@ -182,7 +183,7 @@ fn file_change_tool(item: &ExecItem, failed: bool) -> (ToolCall, ToolOutcome) {
         .collect();
     (
         ToolCall {
-            kind: "file_change",
+            kind: FacetKind::FileChange.as_str(),
             name: "apply_patch".into(),
             arguments: json!({"changes": changes}).to_string(),
             files: files.clone(),
@@ -206,7 +207,7 @@ fn mcp_tool(item: &ExecItem, failed: bool) -> (ToolCall, ToolOutcome) {
     };
     (
         ToolCall {
-            kind: "mcp_tool_call",
+            kind: FacetKind::McpToolCall.as_str(),
             name: format!("{}.{}", text(&item.server), text(&item.tool)),
             arguments: item.arguments.as_ref().map(Value::to_string).unwrap_or_default(),
             tool_name: Some(text(&item.tool).to_string()),

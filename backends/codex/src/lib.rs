@@ -57,7 +57,7 @@ use agent_api::{AgentBackend, AgentError, AgentKind, CapabilitySet, RunHandle, R
 use async_trait::async_trait;
 
 pub use config::{ApprovalPolicy, CodexConfig, CodexOptions, Mode, RunOptions, Sandbox};
-pub use version::{installed_version, SUPPORTED_VERSIONS};
+pub use version::SUPPORTED_VERSIONS;
 
 /// The backend's agent kind.
 pub const KIND: AgentKind = AgentKind::from_static("codex");

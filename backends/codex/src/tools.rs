@@ -65,7 +65,7 @@ impl Tools {
             turn_id: turn_id.map(str::to_string),
             ..ToolMeta::default()
         };
-        if call.kind == "command_execution" {
+        if meta.is_command() {
             if let Ok(arguments) = serde_json::from_str(&call.arguments) {
                 meta = meta.with_shell_fields(&arguments);
             }
@@ -109,7 +109,7 @@ impl Tools {
         }
         let Some(mut open) = self.open.remove(native_id) else { return };
         open.meta.exit_code = outcome.exit_code.or(open.meta.exit_code);
-        if open.meta.kind == "command_execution" {
+        if open.meta.is_command() {
             open.meta.bytes.stdout = open.meta.bytes.stdout.max(outcome.output.len() as u64);
         } else {
             open.meta.bytes.result = open.meta.bytes.result.max(outcome.output.len() as u64);

@@ -1,5 +1,5 @@
 //! The `acp` interface: `opencode acp --cwd DIR` over stdio, driven by the ACP client of
-//! `agent_api_acp` ([`agent_api_acp::protocol::Acp`]), so OpenCode gets the same converter,
+//! `agent_api_acp` ([`agent_api_acp::Acp`]), so OpenCode gets the same converter,
 //! permission path and confined file system as every other ACP agent.
 //!
 //! OpenCode's ACP session takes no permission rules, so the backend passes them in
@@ -15,8 +15,8 @@ use std::path::Path;
 
 use agent_api::kit::{CommandSpec, Protocol};
 use agent_api::{AgentError, RunRequest};
-use agent_api_acp::protocol::{Acp, Plan};
-use agent_api_acp::requests::{FsMode, Requests};
+use agent_api_acp::{Acp, Plan};
+use agent_api_acp::{FsMode, Requests};
 
 use crate::config::OpenCodeConfig;
 
@@ -51,9 +51,8 @@ pub fn command_spec(config: &OpenCodeConfig, request: &RunRequest, cwd: &Path) -
 /// The live converter of a run in `cwd` with its first prompt; `serve_fs` serves `fs/*` confined
 /// to `cwd`.
 pub fn live(request: &RunRequest, cwd: &Path, serve_fs: bool) -> Result<Acp, AgentError> {
-    let fs =
-        if serve_fs { FsMode::Confined { fs: agent_api_acp::fs::ConfinedFs::new(cwd)?, empty_on_missing: false } } else { FsMode::Off };
-    let prompt = agent_api_acp::protocol::prompt_blocks(&request.prompt)?;
+    let fs = if serve_fs { FsMode::Confined { fs: agent_api_acp::ConfinedFs::new(cwd)?, empty_on_missing: false } } else { FsMode::Off };
+    let prompt = agent_api_acp::prompt_blocks(&request.prompt)?;
     let plan = Plan { cwd: cwd.to_path_buf(), session: request.session.clone(), prompts: VecDeque::from([prompt]) };
     Ok(Acp::live(PARSER, plan, Requests::live(request.permissions.clone(), fs)))
 }

@@ -38,6 +38,7 @@ pub mod portable;
 mod replay;
 pub mod run;
 pub mod serve;
+pub mod tools;
 
 use agent_api::capabilities as caps;
 use agent_api::kit::replay::RecordingFormat;
@@ -276,7 +277,7 @@ impl AgentBackend for OpenCodeBackend {
             }
             Interface::Serve => serve::start(&self.config, &self.servers, request, settings).await,
             Interface::Acp => {
-                let cwd = agent_api_acp::options::absolute(&working_dir(&self.config, &request).unwrap_or_default());
+                let cwd = agent_api_acp::absolute(&working_dir(&self.config, &request).unwrap_or_default());
                 let spec = acp::command_spec(&self.config, &request, &cwd)?;
                 let protocol = acp::live(&request, &cwd, options.fs.unwrap_or(true))?;
                 let transport = Transport::spawn(&spec, settings.line_cap)?;

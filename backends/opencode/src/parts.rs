@@ -7,8 +7,8 @@
 use std::collections::HashMap;
 
 use agent_api::kit::transcript::{NewItem, Transcript};
-use agent_api::run::ToolBytes;
 use agent_api::run::Usage;
+use agent_api::run::{FacetKind, ToolBytes};
 use agent_api::universal::{ContentPart, FileAction, ItemRole, ReasoningVisibility, ToolMeta};
 use serde::Deserialize;
 use serde_json::Value;
@@ -101,10 +101,9 @@ pub struct Parts {
     /// Open text and reasoning items, by part id.
     open: HashMap<String, String>,
     tools: HashMap<String, OpenTool>,
+    /// The steps' usage summed ([`Usage::add`]): a step without a usable cost makes the run's
+    /// cost unknown from then on, never a sum that counted the step as free.
     usage: Option<Usage>,
-    /// A step reported no usable cost: the run's cost is unknown from then on, never a sum
-    /// that counted the step as free.
-    cost_unknown: bool,
 }
 
 fn str_of<'a>(value: &'a Value, key: &str) -> Option<&'a str> {
@@ -196,18 +195,12 @@ impl Parts {
 
     fn step_finish(&mut self, t: &mut Transcript, part: &Part) {
         let Some(tokens) = &part.tokens else { return };
-        let usage = self.usage.get_or_insert_with(Usage::default);
-        let add = |slot: &mut Option<u64>, n: u64| *slot = Some(slot.unwrap_or(0) + n);
-        add(&mut usage.input_tokens, tokens.input);
-        add(&mut usage.output_tokens, tokens.output);
-        add(&mut usage.reasoning_tokens, tokens.reasoning);
-        add(&mut usage.cached_input_tokens, tokens.cache.read);
         let cost = part.cost.and_then(Usage::usable_cost);
-        self.cost_unknown |= cost.is_none();
-        usage.cost_usd = match cost {
-            Some(cost) if !self.cost_unknown => Some(usage.cost_usd.unwrap_or(0.0) + cost),
-            _ => None,
-        };
+        let mut step = Usage::tokens(tokens.input, tokens.output);
+        step.reasoning_tokens = Some(tokens.reasoning);
+        step.cached_input_tokens = Some(tokens.cache.read);
+        step.cost_usd = cost;
+        Usage::accumulate(&mut self.usage, step);
         let reason = part.reason.as_deref().unwrap_or("unknown");
         let cost = cost.map_or_else(|| "unknown".to_string(), agent_api::display::usd);
         let detail = format!("{reason}; {} tokens in, {} out; cost {cost}", tokens.input, tokens.output);
@@ -229,20 +222,11 @@ impl Parts {
     }
 }
 
-/// The tools-facet kind of an OpenCode tool.
-fn facet_kind(tool: &str) -> &'static str {
-    match tool {
-        "bash" => "command_execution",
-        "write" | "edit" | "multiedit" | "patch" | "apply_patch" => "file_change",
-        _ => "tool_use",
-    }
-}
-
 fn tool_meta(tool: &str, state: &ToolState) -> ToolMeta {
-    let kind = facet_kind(tool);
+    let kind = crate::tools::TOOLS.facet(tool);
     let mut bytes = ToolBytes::default();
     match kind {
-        "command_execution" => bytes.stdout = state.output.len() as u64,
+        FacetKind::CommandExecution => bytes.stdout = state.output.len() as u64,
         _ => bytes.result = state.output.len() as u64,
     }
     bytes.diff = files_of(tool, state)
@@ -253,13 +237,12 @@ fn tool_meta(tool: &str, state: &ToolState) -> ToolMeta {
         })
         .sum();
     let meta = ToolMeta {
-        kind: kind.to_string(),
         tool_name: Some(tool.to_string()),
         exit_code: state.metadata.get("exit").and_then(Value::as_i64),
         bytes,
-        ..ToolMeta::default()
+        ..ToolMeta::of(kind)
     };
-    if kind == "command_execution" {
+    if meta.is_command() {
         meta.with_shell_fields(&state.input)
     } else {
         meta
@@ -269,7 +252,7 @@ fn tool_meta(tool: &str, state: &ToolState) -> ToolMeta {
 /// The file a file tool touched, with its diff: the one OpenCode reports for an edit, or for a
 /// file the write tool created, the whole content as added lines.
 fn files_of(tool: &str, state: &ToolState) -> Vec<ContentPart> {
-    if facet_kind(tool) != "file_change" {
+    if crate::tools::TOOLS.facet(tool) != FacetKind::FileChange {
         return Vec::new();
     }
     let Some(path) = str_of(&state.input, "filePath").or_else(|| str_of(&state.metadata, "filepath")) else { return Vec::new() };

@@ -6,7 +6,6 @@
 use agent_api::capabilities as caps;
 use agent_api::kit::options::OptionMapping;
 use agent_api::kit::CommandSpec;
-use agent_api::request::ToolCategory;
 use agent_api::request::{McpServer, PrivateFile, TextOrFile};
 use agent_api::PortableOptions;
 use agent_api::{AgentError, RunRequest};
@@ -60,7 +59,7 @@ fn config_of(request: &RunRequest) -> Result<(Option<Value>, Vec<PrivateFile>), 
             portable.mcp_servers.iter().filter_map(|(name, s)| Some((name.clone(), mcp_server(s)?))).collect();
         config.insert("mcp".into(), Value::Object(servers));
     }
-    let denied = portable.denied_tool_names(TOOLS);
+    let denied = portable.denied_tool_names(&crate::tools::TOOLS);
     if !denied.is_empty() {
         let tools: Map<String, Value> = denied.into_iter().map(|name| (name, Value::Bool(false))).collect();
         // The agent's own list too: the acp interface applies the agent's, not the global one.
@@ -72,14 +71,6 @@ fn config_of(request: &RunRequest) -> Result<(Option<Value>, Vec<PrivateFile>), 
     }
     Ok(((!config.is_empty()).then_some(Value::Object(config)), files))
 }
-
-/// OpenCode's own tools by category, as its `tools` config names them: what a denied category removes.
-const TOOLS: &[(ToolCategory, &[&str])] = &[
-    (ToolCategory::Shell, &["bash"]),
-    (ToolCategory::FileWrite, &["edit", "write", "patch"]),
-    (ToolCategory::FileRead, &["read", "glob", "grep", "list"]),
-    (ToolCategory::Network, &["webfetch", "websearch"]),
-];
 
 /// One MCP server in OpenCode's config shape (`command` is one array; `environment`, `headers`).
 fn mcp_server(server: &McpServer) -> Option<Value> {

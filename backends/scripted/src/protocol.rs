@@ -8,6 +8,7 @@ use agent_api::kit::hitl::{Hitl, PermissionRequest, QuestionRequest};
 use agent_api::kit::transcript::NewItem;
 use agent_api::kit::{parse_typed, parse_value, Ctx, ExitInfo, Protocol, Unparsed};
 use agent_api::request::ToolCategory;
+use agent_api::run::FacetKind;
 use agent_api::run::ToolBytes;
 use agent_api::run::{ControlCommand, Usage};
 use agent_api::universal::PermissionDetails;
@@ -94,8 +95,8 @@ impl ScriptedProtocol {
             }
             AgentLine::ToolCall { call_id, name, message_id, input } => {
                 let parent = ctx.transcript.item_by_native(&message_id).map(str::to_string);
-                let meta = ToolMeta { kind: "command_execution".into(), tool_name: Some(name.clone()), ..ToolMeta::default() }
-                    .with_shell_fields(&input);
+                let meta =
+                    ToolMeta { tool_name: Some(name.clone()), ..ToolMeta::of(FacetKind::CommandExecution) }.with_shell_fields(&input);
                 self.calls.insert(call_id.clone(), CallPlace { command: meta.command.clone(), cwd: meta.cwd.clone() });
                 let new = NewItem::tool_call(name, input.to_string(), call_id.clone()).native(call_id).parent(parent).tool(meta);
                 let id = ctx.transcript.start_item(new);
@@ -119,7 +120,7 @@ impl ScriptedProtocol {
                 let bytes = ToolBytes { stdout: stdout.len() as u64, ..ToolBytes::default() };
                 let call = self.calls.remove(&call_id).unwrap_or_default();
                 let meta = ToolMeta {
-                    kind: "command_execution".into(),
+                    kind: FacetKind::CommandExecution.into(),
                     tool_name: Some("shell".into()),
                     exit_code: Some(exit_code),
                     bytes,

@@ -26,7 +26,8 @@ struct Subject {
 }
 
 fn subjects() -> Vec<Subject> {
-    use agent_api_acp::{AcpBackend, AcpConfig};
+    use agent_api_acp::AcpConfig;
+    use agent_api_gemini::GeminiBackend;
     vec![
         Subject {
             name: "claude code (stream-json)",
@@ -51,14 +52,14 @@ fn subjects() -> Vec<Subject> {
         },
         Subject {
             name: "gemini (stream-json)",
-            backend: Box::new(AcpBackend::gemini(AcpConfig::default())),
+            backend: Box::new(GeminiBackend::new(AcpConfig::default())),
             recording: "gemini/headless/bash_default.stdout.jsonl",
             head: 2,
             ids: &["run_shell_command__"],
         },
         Subject {
             name: "gemini (acp session)",
-            backend: Box::new(AcpBackend::gemini(AcpConfig::default())),
+            backend: Box::new(GeminiBackend::new(AcpConfig::default())),
             recording: "gemini/acp/bash_allow.session.jsonl",
             head: 4,
             ids: &["run_shell_command__"],

@@ -76,7 +76,7 @@ proptest! {
         tail in prop_oneof![Just(". Retrying after 5000ms..."), Just(". Retrying with backoff..."), Just(". Max attempts reached"), Just("")],
     ) {
         let line = format!("Attempt {attempt} failed{middle}{tail}");
-        if let Some(retry) = agent_api_acp::retries::Retry::in_line(&line) {
+        if let Some(retry) = agent_api_acp::Retry::in_line(&line) {
             let mut t = agent_api::kit::transcript::Transcript::new("sess_props".into(), false);
             retry.emit(&mut t);
             let shown = format!("{:?}", t.drain().collect::<Vec<_>>());

@@ -9,12 +9,11 @@ use std::path::Path;
 use agent_api::history::read_store_file;
 use agent_api::kit::Protocol;
 use agent_api::AgentKind;
-use agent_api_acp::history::gemini::StoredGeminiSession;
-use agent_api_acp::history::qwen::StoredQwenSession;
-use agent_api_claude_code::history::StoredClaudeSession;
 use agent_api_codex::history::StoredCodexSession;
 use agent_api_conformance::props::{cases, check_run, file_lines, mutation, record_within};
+use agent_api_gemini::history::StoredGeminiSession;
 use agent_api_opencode::history::{export_lines, StoredOpenCodeSession};
+use agent_api_qwen::history::StoredQwenSession;
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 
@@ -50,7 +49,7 @@ proptest! {
         for m in mutations {
             agent_api_conformance::props::apply(&mut lines, m);
         }
-        check("claude_code", &lines, Box::new(StoredClaudeSession::default()))?;
+        check("claude_code", &lines, Box::new(agent_api_claude_code::history::stored_session()))?;
     }
 
     #[test]
@@ -87,7 +86,7 @@ proptest! {
     #[test]
     fn random_lines_read_without_panics(lines in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..80), 0..8)) {
         let lines: Vec<Vec<u8>> = lines.into_iter().map(|l| l.into_iter().filter(|b| *b != b'\n').collect()).collect();
-        check("claude_code", &lines, Box::new(StoredClaudeSession::default()))?;
+        check("claude_code", &lines, Box::new(agent_api_claude_code::history::stored_session()))?;
         check("codex", &lines, Box::new(StoredCodexSession::default()))?;
         check("gemini", &lines, Box::new(StoredGeminiSession::default()))?;
         check("qwen", &lines, Box::new(StoredQwenSession::default()))?;

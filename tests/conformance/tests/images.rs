@@ -9,9 +9,9 @@ mod remote;
 use std::path::{Path, PathBuf};
 
 use agent_api::{AgentBackend, AgentError, PermissionDecision, RunRequest};
-use agent_api_acp::{GeminiInterface, GeminiOptions};
 use agent_api_claude_code::{ClaudeCodeOptions, Mode as ClaudeMode};
 use agent_api_codex::{CodexOptions, Mode as CodexMode};
+use agent_api_gemini::{GeminiInterface, GeminiOptions};
 use agent_api_opencode::{Interface, OpenCodeBackend, OpenCodeConfig};
 use agent_bench::images::{requests_with_image, write_png};
 use agent_bench::{Cli, ModelServer, Sandbox};

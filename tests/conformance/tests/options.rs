@@ -17,8 +17,8 @@ fn backends() -> Vec<Arc<dyn AgentBackend>> {
         Arc::new(agent_api_claude_code::ClaudeCodeBackend::new(Default::default())),
         Arc::new(agent_api_codex::CodexBackend::new(Default::default())),
         Arc::new(agent_api_opencode::OpenCodeBackend::new(Default::default())),
-        Arc::new(agent_api_acp::AcpBackend::gemini(Default::default())),
-        Arc::new(agent_api_acp::AcpBackend::qwen(Default::default())),
+        Arc::new(agent_api_gemini::GeminiBackend::new(Default::default())),
+        Arc::new(agent_api_qwen::QwenBackend::new(Default::default())),
         Arc::new(agent_api_acp::AcpBackend::generic(Default::default())),
     ]
 }

@@ -133,7 +133,9 @@ fn env_for(keys: &[&str]) -> Vec<(String, String)> {
 /// each configured backend is checked as it is built.
 fn backends() -> Vec<Case> {
     use agent_api_acp::{AcpBackend, AcpConfig, AcpOptions};
+    use agent_api_gemini::GeminiBackend;
     use agent_api_opencode::{Interface, OpenCodeBackend, OpenCodeConfig, OpenCodeOptions};
+    use agent_api_qwen::QwenBackend;
     let token = format!("--api-token={SENTINEL}");
     let mut out: Vec<Case> = Vec::new();
 
@@ -163,8 +165,10 @@ fn backends() -> Vec<Case> {
         for (k, v) in env_for(keys) {
             config = config.env(k, v);
         }
-        let backend = if name == "gemini" { AcpBackend::gemini(config) } else { AcpBackend::qwen(config) };
-        out.push(Case::new(name, backend, request()));
+        match name {
+            "gemini" => out.push(Case::new(name, GeminiBackend::new(config), request())),
+            _ => out.push(Case::new(name, QwenBackend::new(config), request())),
+        }
     }
     let mut acp = AcpConfig::default();
     for (k, v) in env_for(&["AGENT_API_KEY"]) {

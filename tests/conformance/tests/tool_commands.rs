@@ -13,6 +13,7 @@ use agent_api_amp::{AmpBackend, AmpConfig};
 use agent_api_claude_code::{ClaudeCodeBackend, ClaudeCodeConfig};
 use agent_api_codex::{CodexBackend, CodexConfig};
 use agent_api_conformance::{record, RunRecord};
+use agent_api_gemini::GeminiBackend;
 use agent_api_opencode::{OpenCodeBackend, OpenCodeConfig};
 use agent_api_scripted::{ScriptedBackend, ScriptedOptions};
 
@@ -101,7 +102,7 @@ async fn opencode_names_the_command_in_every_interface() {
 
 #[tokio::test]
 async fn acp_agents_name_the_command() {
-    let gemini = AcpBackend::gemini(AcpConfig::default());
+    let gemini = GeminiBackend::new(AcpConfig::default());
     let run = replay(&gemini, "gemini/acp/bash_allow.session.jsonl").await;
     assert_command("gemini acp", &run, ECHO, None);
     let run = replay(&gemini, "gemini/headless/bash_yolo.stdout.jsonl").await;

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::contract::tools_facet::ToolBytes;
+use crate::contract::tools_facet::{FacetKind, ToolBytes};
 
 /// A discrete unit of a session: a message, a tool call, a tool result, a status.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -139,6 +139,23 @@ pub struct ToolMeta {
     /// Payload sizes.
     #[serde(default)]
     pub bytes: ToolBytes,
+}
+
+impl ToolMeta {
+    /// Metadata of a tool of `kind`, everything else empty.
+    pub fn of(kind: FacetKind) -> Self {
+        Self { kind: kind.into(), ..Self::default() }
+    }
+
+    /// The kind, typed, when it is one [`FacetKind`] names (the wire's set is open).
+    pub fn facet_kind(&self) -> Option<FacetKind> {
+        FacetKind::parse(&self.kind)
+    }
+
+    /// Whether the tool runs a shell command.
+    pub fn is_command(&self) -> bool {
+        self.facet_kind() == Some(FacetKind::CommandExecution)
+    }
 }
 
 /// Item category.

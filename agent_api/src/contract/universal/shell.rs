@@ -54,6 +54,14 @@ fn bounded(text: &str) -> String {
     crate::contract::bounds::utf8_prefix(text, SHELL_FIELD_BOUND).to_string()
 }
 
+/// `text` cut to [`SHELL_FIELD_BOUND`] (kept as it is when it fits): the one cut of every
+/// command, directory and file a tool item or a permission request names.
+pub(crate) fn bounded_field(mut text: String) -> String {
+    let keep = crate::contract::bounds::utf8_prefix(&text, SHELL_FIELD_BOUND).len();
+    text.truncate(keep);
+    text
+}
+
 /// A command as text: a string, or an argv array of strings joined by spaces.
 fn text_of(value: &Value) -> Option<String> {
     match value {

@@ -388,21 +388,23 @@ impl PermissionDetails {
         self
     }
 
-    /// Sets the shell command, when known.
+    /// Sets the shell command, when known, cut to [`SHELL_FIELD_BOUND`](super::SHELL_FIELD_BOUND)
+    /// as the tool call's `ToolMeta::command` is (the transcript masks its secrets, as it masks
+    /// the tools facet's).
     pub fn command(mut self, command: Option<impl Into<String>>) -> Self {
-        self.command = command.map(Into::into);
+        self.command = command.map(|c| super::shell::bounded_field(c.into()));
         self
     }
 
-    /// Sets the working directory, when known.
+    /// Sets the working directory, when known, cut as [`Self::command`] is.
     pub fn cwd(mut self, cwd: Option<impl Into<String>>) -> Self {
-        self.cwd = cwd.map(Into::into);
+        self.cwd = cwd.map(|c| super::shell::bounded_field(c.into()));
         self
     }
 
-    /// Sets the file, when known.
+    /// Sets the file, when known, cut as [`Self::command`] is.
     pub fn file(mut self, file: Option<impl Into<String>>) -> Self {
-        self.file = file.map(Into::into);
+        self.file = file.map(|f| super::shell::bounded_field(f.into()));
         self
     }
 
@@ -442,7 +444,7 @@ impl PermissionDetails {
 
     /// Sets the agent's reason, when known.
     pub fn reason(mut self, reason: Option<impl Into<String>>) -> Self {
-        self.reason = reason.map(Into::into);
+        self.reason = reason.map(|r| super::shell::bounded_field(r.into()));
         self
     }
 }

@@ -11,6 +11,7 @@
 use std::collections::HashMap;
 
 use agent_api::kit::transcript::{NewItem, Transcript};
+use agent_api::run::FacetKind;
 use agent_api::universal::{ContentPart, FileAction, ItemKind, ItemRole, ReasoningVisibility};
 use serde_json::{json, Value};
 
@@ -72,7 +73,7 @@ fn tool_of(item: &ThreadItem) -> Option<(String, ToolCall, ToolOutcome)> {
             id,
             (
                 ToolCall {
-                    kind: "web_search",
+                    kind: FacetKind::WebSearch.as_str(),
                     name: "web_search".into(),
                     arguments: json!({"query": query, "action": action}).to_string(),
                     ..ToolCall::default()
@@ -104,7 +105,7 @@ fn command_execution(
     exit_code: Option<i64>,
 ) -> (ToolCall, ToolOutcome) {
     let call = ToolCall {
-        kind: "command_execution",
+        kind: FacetKind::CommandExecution.as_str(),
         name: "exec_command".into(),
         arguments: json!({"command": command, "cwd": cwd}).to_string(),
         ..ToolCall::default()
@@ -116,7 +117,7 @@ fn command_execution(
 fn file_change(changes: &[FileUpdateChange], status: Option<&str>) -> (ToolCall, ToolOutcome) {
     let paths: Vec<Value> = changes.iter().map(|c| json!({"path": c.path, "kind": c.kind_name()})).collect();
     let call = ToolCall {
-        kind: "file_change",
+        kind: FacetKind::FileChange.as_str(),
         name: "apply_patch".into(),
         arguments: json!({"changes": paths}).to_string(),
         files: file_refs(changes),
@@ -139,7 +140,7 @@ fn mcp_tool_call(
         _ => String::new(),
     };
     let call = ToolCall {
-        kind: "mcp_tool_call",
+        kind: FacetKind::McpToolCall.as_str(),
         name: format!("{server}.{tool}"),
         arguments: arguments.to_string(),
         tool_name: Some(tool.to_string()),

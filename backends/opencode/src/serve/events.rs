@@ -4,7 +4,6 @@
 use agent_api::kit::hitl::PermissionRequest;
 use agent_api::kit::Ctx;
 use agent_api::kit::Unparsed;
-use agent_api::request::ToolCategory;
 use agent_api::universal::PermissionDetails;
 use serde_json::Value;
 
@@ -14,17 +13,6 @@ use crate::parts::Part;
 
 fn str_at<'a>(value: &'a Value, pointer: &str) -> Option<&'a str> {
     value.pointer(pointer).and_then(Value::as_str)
-}
-
-/// The permission categories of OpenCode's permission names.
-fn category(permission: &str) -> ToolCategory {
-    match permission {
-        "bash" => ToolCategory::Shell,
-        "edit" | "write" => ToolCategory::FileWrite,
-        "read" | "list" | "glob" | "grep" => ToolCategory::FileRead,
-        "webfetch" | "websearch" => ToolCategory::Network,
-        _ => ToolCategory::Other,
-    }
 }
 
 /// One event's payload (`{"type", "properties"}`).
@@ -106,7 +94,7 @@ fn permission_asked(p: &mut ServeProtocol, props: &Value, ctx: &mut Ctx<'_>) {
         (None, Some(file)) => format!("{permission}: {file}"),
         _ => permission.to_string(),
     };
-    let request = PermissionRequest::new(id, category(permission), action).tool_name(permission).details(
+    let request = PermissionRequest::new(id, crate::tools::TOOLS.category(permission), action).tool_name(permission).details(
         PermissionDetails::default()
             .call_id(str_at(props, "/tool/callID"))
             .command(command)

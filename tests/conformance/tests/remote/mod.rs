@@ -10,12 +10,14 @@ use agent_api::request::{Container, Engine, Launcher, Ssh};
 use agent_api::universal::UniversalEventBody;
 use agent_api::UniversalEvent;
 use agent_api::{AgentBackend, AgentError, PermissionDecision, RunRequest};
-use agent_api_acp::{AcpBackend, AcpConfig};
+use agent_api_acp::AcpConfig;
 use agent_api_claude_code::{ClaudeCodeBackend, ClaudeCodeConfig};
 use agent_api_codex::{CodexBackend, CodexConfig};
 use agent_api_conformance::launchers::{local_processes_carrying, tag, Docker, Infra};
 use agent_api_conformance::RunRecord;
+use agent_api_gemini::GeminiBackend;
 use agent_api_opencode::{Interface, OpenCodeBackend, OpenCodeConfig};
+use agent_api_qwen::QwenBackend;
 use agent_bench::{Cli, ModelServer, Sandbox};
 use futures::StreamExt;
 
@@ -203,7 +205,11 @@ pub fn backend(cli: Cli, sandbox: &Sandbox, place: &Place) -> Box<dyn AgentBacke
             for (k, v) in &env {
                 config = config.env(k, v);
             }
-            Box::new(if cli == Cli::Gemini { AcpBackend::gemini(config) } else { AcpBackend::qwen(config) })
+            if cli == Cli::Gemini {
+                Box::new(GeminiBackend::new(config))
+            } else {
+                Box::new(QwenBackend::new(config))
+            }
         }
         Cli::OpenCode => {
             // `opencode acp`: it streams deltas and asks for each tool (`opencode run` prints whole

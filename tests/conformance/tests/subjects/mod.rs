@@ -53,6 +53,8 @@ fn scripted_lines() -> Vec<Vec<Vec<u8>>> {
 /// Every backend with the recordings of its CLI. New backends add a row here.
 pub(crate) fn backends() -> &'static [Subject] {
     use agent_api_acp::{AcpBackend, AcpConfig};
+    use agent_api_gemini::GeminiBackend;
+    use agent_api_qwen::QwenBackend;
     static SUBJECTS: OnceLock<Vec<Subject>> = OnceLock::new();
     SUBJECTS.get_or_init(|| {
         let subject = |name, backend: Box<dyn Replay>, recordings| Subject { name, backend, recordings };
@@ -73,9 +75,9 @@ pub(crate) fn backends() -> &'static [Subject] {
                 Box::new(agent_api_opencode::OpenCodeBackend::new(Default::default())),
                 recordings(&["opencode/run", "opencode/serve"]),
             ),
-            subject("gemini", Box::new(AcpBackend::gemini(AcpConfig::default())), recordings(&["gemini/acp", "gemini/headless"])),
+            subject("gemini", Box::new(GeminiBackend::new(AcpConfig::default())), recordings(&["gemini/acp", "gemini/headless"])),
             // Qwen speaks ACP and Claude-shaped stream-json; no Qwen recording is committed yet.
-            subject("qwen", Box::new(AcpBackend::qwen(AcpConfig::default())), recordings(&["gemini/acp", "claude_code/print"])),
+            subject("qwen", Box::new(QwenBackend::new(AcpConfig::default())), recordings(&["gemini/acp", "claude_code/print"])),
             subject("acp", Box::new(AcpBackend::generic(AcpConfig::default())), recordings(&["opencode/acp", "gemini/acp"])),
             subject("amp", Box::new(agent_api_amp::AmpBackend::new(Default::default())), recordings(&["amp"])),
         ]

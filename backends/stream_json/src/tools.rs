@@ -1,10 +1,12 @@
-//! How Claude Code's tools map onto universal tool items: the tools-facet kind of each tool, the
-//! metadata of a finished command, and the `file_ref` parts of file edits.
+//! How an agent's tools map onto universal tool items: the tools-facet kind of each tool (from
+//! the dialect's tool table), the metadata of a finished command, and the `file_ref` parts of
+//! file edits.
 //!
 //! Everything here is a pure function of the native `tool_use` input and the `tool_result`
 //! (plus the CLI's structured `tool_use_result`), so it is unit-tested without a process.
 
-use agent_api::run::ToolBytes;
+use agent_api::kit::tool_table::ToolTable;
+use agent_api::run::{FacetKind, ToolBytes};
 use agent_api::universal::{ContentPart, FileAction, ToolMeta};
 use serde_json::{json, Value};
 
@@ -19,25 +21,11 @@ pub(crate) struct ToolCallInfo {
     pub input: Value,
 }
 
-/// The tools-facet kind of a Claude Code tool (or of a Qwen Code or Amp tool: both speak this
-/// protocol with their own tool names, Qwen's `run_shell_command`, `write_file`, `edit`,
-/// `read_file`, Amp's `Bash`, `create_file`, `edit_file`, `Read`).
-pub(crate) fn facet_kind(name: &str) -> &'static str {
-    match name {
-        "Bash" | "PowerShell" | "run_shell_command" => "command_execution",
-        "Write" | "Edit" | "MultiEdit" | "NotebookEdit" | "write_file" | "edit" | "create_file" | "edit_file" => "file_change",
-        "WebSearch" | "web_search" => "web_search",
-        _ if name.starts_with("mcp__") => "mcp_tool_call",
-        _ => "tool_use",
-    }
-}
-
 /// Tool metadata for a tool_call item; a shell tool's command and directory come from `input`
 /// (`Value::Null` while the input is still streaming).
-pub(crate) fn call_meta(name: &str, input: &Value) -> ToolMeta {
-    let kind = facet_kind(name);
-    let meta = ToolMeta { kind: kind.to_string(), tool_name: Some(name.to_string()), ..ToolMeta::default() };
-    if kind == "command_execution" {
+pub(crate) fn call_meta(tools: &ToolTable, name: &str, input: &Value) -> ToolMeta {
+    let meta = ToolMeta { tool_name: Some(name.to_string()), ..ToolMeta::of(tools.facet(name)) };
+    if meta.is_command() {
         meta.with_shell_fields(input)
     } else {
         meta
@@ -74,18 +62,18 @@ pub(crate) struct ResultMapping {
 
 /// Maps one `tool_result` block. `call` is the matching tool call, when it was seen;
 /// `structured` is the message's `tool_use_result`, when it belongs to this block alone.
-pub(crate) fn map_result(block: &Value, call: Option<&ToolCallInfo>, structured: Option<&Value>) -> ResultMapping {
+pub(crate) fn map_result(tools: &ToolTable, block: &Value, call: Option<&ToolCallInfo>, structured: Option<&Value>) -> ResultMapping {
     let call_id = block.get("tool_use_id").and_then(Value::as_str).unwrap_or_default().to_string();
     let failed = block.get("is_error").and_then(Value::as_bool).unwrap_or(false);
     let (output, mut extra) = output_text(block.get("content"));
     let name = call.map(|c| c.name.clone());
-    let kind = name.as_deref().map_or("tool_result", facet_kind);
-    let mut meta = ToolMeta { kind: kind.to_string(), tool_name: name.clone(), ..ToolMeta::default() };
-    if let Some(call) = call.filter(|_| kind == "command_execution") {
+    let kind = name.as_deref().map_or(FacetKind::ToolResult, |name| tools.facet(name));
+    let mut meta = ToolMeta { tool_name: name.clone(), ..ToolMeta::of(kind) };
+    if let Some(call) = call.filter(|_| kind == FacetKind::CommandExecution) {
         meta = meta.with_shell_fields(&call.input);
     }
     let object = structured.filter(|v| v.is_object());
-    if kind == "command_execution" {
+    if kind == FacetKind::CommandExecution {
         let stdout = object.and_then(|s| s.get("stdout")).and_then(Value::as_str);
         let stderr = object.and_then(|s| s.get("stderr")).and_then(Value::as_str);
         // Without a structured result (Amp sends none) the output text is all there is to count.
@@ -94,7 +82,8 @@ pub(crate) fn map_result(block: &Value, call: Option<&ToolCallInfo>, structured:
         meta.exit_code = exit_code(&output, failed, object);
     }
     if !failed {
-        if let Some(file) = file_ref(name.as_deref(), call.map(|c| &c.input), object) {
+        let action = name.as_deref().and_then(|name| tools.file_action(name));
+        if let Some(file) = action.and_then(|action| file_ref(action, call.map(|c| &c.input), object)) {
             if let ContentPart::FileRef { diff: Some(diff), .. } = &file {
                 meta.bytes.diff = diff.len() as u64;
             }
@@ -158,16 +147,9 @@ fn exit_code(output: &str, failed: bool, structured: Option<&Value>) -> Option<i
     (ran && !interrupted && !background).then_some(0)
 }
 
-/// The `file_ref` of a successful file tool: path and action from the structured result (or
-/// the input), and a unified diff built from the CLI's `structuredPatch` when it gives one.
-pub(crate) fn file_ref(name: Option<&str>, input: Option<&Value>, structured: Option<&Value>) -> Option<ContentPart> {
-    let name = name?;
-    let action = match name {
-        "Write" | "write_file" | "create_file" => FileAction::Write,
-        "Edit" | "MultiEdit" | "NotebookEdit" | "edit" | "edit_file" => FileAction::Patch,
-        "Read" | "read_file" => FileAction::Read,
-        _ => return None,
-    };
+/// The `file_ref` of a successful file tool doing `action`: its path from the structured result
+/// (or the input), and a unified diff built from the CLI's `structuredPatch` when it gives one.
+pub(crate) fn file_ref(action: FileAction, input: Option<&Value>, structured: Option<&Value>) -> Option<ContentPart> {
     let path = structured
         .and_then(|s| s.get("filePath").or_else(|| s.get("notebook_path")))
         .or_else(|| input.and_then(|i| i.get("file_path").or_else(|| i.get("notebook_path")).or_else(|| i.get("path"))))

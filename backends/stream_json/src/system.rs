@@ -9,7 +9,7 @@ use agent_api::kit::Ctx;
 use agent_api::kit::Unparsed;
 use serde_json::{json, Value};
 
-use super::{short, ClaudeProtocol};
+use super::{short, StreamJson};
 
 /// A number field as text, or `?`.
 fn num(message: &Value, key: &str) -> String {
@@ -45,7 +45,7 @@ fn init_metadata(message: &Value) -> Value {
     })
 }
 
-impl ClaudeProtocol {
+impl StreamJson {
     pub(crate) fn on_system(&mut self, message: &Value, ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
         let subtype = message.get("subtype").and_then(Value::as_str).ok_or_else(|| Unparsed("a system line has no `subtype`".into()))?;
         match subtype {

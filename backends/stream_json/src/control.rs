@@ -10,14 +10,14 @@
 use std::collections::BTreeMap;
 
 use agent_api::kit::hitl::{Decided, PermissionRequest, QuestionRequest};
+use agent_api::kit::tool_table::ToolTable;
 use agent_api::kit::Ctx;
 use agent_api::kit::Unparsed;
-use agent_api::request::ToolCategory;
 use agent_api::universal::PermissionDetails;
 use agent_api::{AgentError, PermissionDecision, QuestionAnswer};
 use serde_json::{json, Value};
 
-use super::{short, ClaudeProtocol};
+use super::{short, StreamJson};
 use crate::tools;
 
 /// A `can_use_tool` request waiting for the caller.
@@ -38,43 +38,14 @@ pub(crate) struct PendingAsk {
     answers: BTreeMap<usize, String>,
 }
 
-/// The permission category of a Claude Code tool (or Qwen Code's or Amp's, see `tools::facet_kind`).
-pub(crate) fn category(tool: &str) -> ToolCategory {
-    let named = |table: &[(ToolCategory, &[&str])]| table.iter().find(|(_, names)| names.contains(&tool)).map(|(c, _)| *c);
-    match named(crate::args::TOOLS).or_else(|| named(MORE_TOOLS)) {
-        Some(category) => category,
-        None if tool.starts_with("mcp__") => ToolCategory::Mcp,
-        None => ToolCategory::Other,
-    }
-}
-
-/// The tools a permission request may name besides those print mode lists: Claude Code's that
-/// come with another (its background shell's, Windows' shell, an older listing tool), and those
-/// of the other CLIs that ask through this protocol (Qwen Code's stream-json, Amp's delegated
-/// checks), by category.
-const MORE_TOOLS: &[(ToolCategory, &[&str])] = &[
-    (ToolCategory::Shell, &["BashOutput", "KillShell", "PowerShell", "run_shell_command"]),
-    (ToolCategory::FileWrite, &["write_file", "edit", "edit_file", "create_file", "undo_edit"]),
-    (ToolCategory::FileRead, &["LS", "read_file", "glob"]),
-    (ToolCategory::Network, &["web_search", "read_web_page"]),
-];
-
-/// A string field cut to 2 KiB, for permission details.
-fn bounded(value: Option<&Value>) -> Option<String> {
-    value.and_then(Value::as_str).map(|s| agent_api::kit::bounds::utf8_prefix(s, 2048).to_string())
-}
-
-/// The kit's permission request for a call of `tool` with `input` (its category, a short
-/// summary, the command or file it names), shared by every CLI speaking this protocol: Claude
-/// Code's `can_use_tool`, and Amp's delegated permission checks.
-pub fn tool_permission(id: &str, tool: &str, input: &Value) -> PermissionRequest {
+/// The kit's permission request for a call of `tool` with `input`: its category from the agent's
+/// `tools`, a short summary, the command or file it names (the kit cuts them), the diff an edit
+/// would make.
+pub(crate) fn tool_permission(tools: &ToolTable, id: &str, tool: &str, input: &Value) -> PermissionRequest {
     let (command, cwd) = agent_api::kit::transcript::shell_fields(input);
-    let details = PermissionDetails::default()
-        .command(command)
-        .cwd(cwd)
-        .file(bounded(input.get("file_path").or_else(|| input.get("notebook_path")).or_else(|| input.get("path"))))
-        .diff(edit_diff(input));
-    PermissionRequest::new(id, category(tool), tools::summary(tool, input))
+    let file = input.get("file_path").or_else(|| input.get("notebook_path")).or_else(|| input.get("path")).and_then(Value::as_str);
+    let details = PermissionDetails::default().command(command).cwd(cwd).file(file).diff(edit_diff(input));
+    PermissionRequest::new(id, tools.category(tool), tools::summary(tool, input))
         .tool_name(tool)
         .details(details)
         .metadata(json!({ "input": input }))
@@ -115,7 +86,7 @@ fn deny(message: &str, tool_use_id: &Option<String>) -> Value {
     json!({ "behavior": "deny", "message": message, "toolUseID": tool_use_id })
 }
 
-impl ClaudeProtocol {
+impl StreamJson {
     fn reply(&mut self, line: Value, ctx: &mut Ctx<'_>) {
         if self.writes() {
             ctx.send(&line);
@@ -177,12 +148,13 @@ impl ClaudeProtocol {
                 metadata[key] = value.clone();
             }
         }
-        let mut kit_request = tool_permission(request_id, &tool, &input).metadata(metadata);
-        kit_request.details.call_id = tool_use_id.clone();
-        if kit_request.details.file.is_none() {
-            kit_request.details.file = bounded(request.get("blocked_path"));
+        let mut kit_request = tool_permission(&self.dialect.tools, request_id, &tool, &input).metadata(metadata);
+        let text = |key: &str| request.get(key).and_then(Value::as_str);
+        let mut details = std::mem::take(&mut kit_request.details).call_id(tool_use_id.clone()).reason(text("decision_reason"));
+        if details.file.is_none() {
+            details = details.file(text("blocked_path"));
         }
-        kit_request.details.reason = bounded(request.get("decision_reason"));
+        kit_request.details = details;
         let suggestions = request.get("permission_suggestions").filter(|s| !s.is_null()).cloned();
         let native = PendingPermission { input, tool_use_id, suggestions };
         if let Some(decided) = self.hitl.request_permission(ctx.transcript, kit_request, native) {

@@ -8,20 +8,22 @@ use agent_api::kit::projection::Projector;
 use agent_api::run::Channel;
 use agent_api::universal::{DecidedBy, ItemKind, ItemStatus, PermissionStatus, UniversalEventBody};
 use agent_api::{AgentBackend, AgentError, PermissionDecision, PermissionPolicy, RunRequest};
-use agent_api_acp::{AcpBackend, AcpConfig, GeminiInterface, GeminiOptions, HeadlessApproval};
+use agent_api_acp::AcpConfig;
 use agent_api_conformance::{assert_conformant, RunRecord};
+use agent_api_gemini::GeminiBackend;
+use agent_api_gemini::{GeminiInterface, GeminiOptions, HeadlessApproval};
 use agent_bench::process::processes_in;
 use agent_bench::sandbox::GEMINI_MODEL;
 use agent_bench::{e2e_enabled_or_explain, Cli, ModelServer, Sandbox};
 use futures::StreamExt;
 
 /// The sandbox's Gemini with its environment; the backend adds `--acp --skip-trust` and `-m`.
-fn backend(sandbox: &Sandbox) -> AcpBackend {
+fn backend(sandbox: &Sandbox) -> GeminiBackend {
     let mut config = AcpConfig::with_binary(&sandbox.program).working_dir(&sandbox.cwd);
     for (k, v) in &sandbox.env {
         config = config.env(k, v);
     }
-    AcpBackend::gemini(config)
+    GeminiBackend::new(config)
 }
 
 async fn setup(scenario: &str) -> Option<(ModelServer, Sandbox)> {
@@ -37,7 +39,12 @@ fn request(prompt: &str) -> RunRequest {
 
 /// Runs `request`, answering each permission with `decision` (`None`: the policy decides);
 /// cancels at the first native delta when asked.
-async fn drive(backend: &AcpBackend, request: RunRequest, decision: Option<PermissionDecision>, cancel_on_first_delta: bool) -> RunRecord {
+async fn drive(
+    backend: &GeminiBackend,
+    request: RunRequest,
+    decision: Option<PermissionDecision>,
+    cancel_on_first_delta: bool,
+) -> RunRecord {
     let handle = backend.run(request).await.expect("run starts");
     let control = handle.control();
     let mut projector = Projector::new(handle.agent_kind().clone(), handle.tools_structured());

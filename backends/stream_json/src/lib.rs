@@ -1,16 +1,37 @@
-//! [`ClaudeProtocol`]: the converter of Claude Code's stream-json output (and, in the two-way
-//! mode, its control protocol) to the universal transcript.
+//! `agent_api_stream_json`: the stream-json family's converter. Claude Code speaks the dialect
+//! (its stream-json output and, two-way, its control protocol on stdin); Qwen Code's stream-json
+//! interfaces and Amp's `--stream-json` speak it too, each with its own tools and a few quirks.
+//! One converter ([`StreamJson`]) serves them all: what differs is data, a [`Dialect`] each
+//! agent's crate declares (its tool table, whether it speaks the control protocol, whether its
+//! user messages carry images, how it hides an error in a successful result, the log it reports
+//! in). Nothing here names an agent.
 //!
 //! One struct holds the state; its parts live in sibling modules, one idea each:
 //! `messages` (assistant and user messages), `stream` (the `stream_event` SSE deltas),
 //! `system` (system and other informational lines), `control` (permission and question
-//! requests, interrupts) and `outcome` (turn results, usage, typed errors).
+//! requests, interrupts), `outcome` (turn results, usage, typed errors) and `tools` (tool items,
+//! command metadata, file refs).
+//!
+//! | native line | universal events |
+//! |---|---|
+//! | `system/init` | `session.started` (model, tools, MCP servers), then the user messages sent |
+//! | other `system` subtypes (`api_retry`, `compact_boundary`, `status`, hooks, …) | a status item; a retry also a `rate_limited` notice |
+//! | `stream_event` (`message_start`, `content_block_*`, `message_delta`) | an assistant message item opened, text and reasoning deltas, a tool call item started |
+//! | `assistant` | the message's text, reasoning and tool call items completed |
+//! | `user` with `tool_result` blocks | tool result items (the facet's kind, exit code, bytes; `file_ref` parts) |
+//! | `control_request` `can_use_tool` | `permission.requested` (or `question.requested` for AskUserQuestion), then `.resolved` |
+//! | `control_request` other subtypes | answered as unsupported, a status item |
+//! | `control_cancel_request` | the waiting request resolved as cancelled |
+//! | `result` | the turn's outcome: usage, final text, or one typed error |
+//! | anything else | a status item naming the type (never its content) |
 
 mod control;
 mod messages;
 mod outcome;
+mod stored;
 mod stream;
 mod system;
+mod tools;
 
 #[cfg(test)]
 mod tests;
@@ -25,12 +46,80 @@ use agent_api::run::ControlCommand;
 use agent_api::{AgentError, PermissionPolicy, RunCompletion};
 use serde_json::{json, Value};
 
-use crate::tools::ToolCallInfo;
-pub use control::tool_permission;
+use agent_api::kit::tool_table::ToolTable;
 use control::{PendingAsk, PendingPermission};
 use messages::OpenMessage;
 use outcome::Outcome;
 pub use outcome::ResultError;
+pub use stored::{user_prompt, StoreReader};
+use tools::ToolCallInfo;
+
+/// What tells one agent's stream-json apart: data its crate declares once, which the converter
+/// reads (never a switch named after an agent). Build it with [`Dialect::new`] and the setters.
+#[derive(Clone, Copy)]
+#[non_exhaustive]
+pub struct Dialect {
+    /// The converter's name (in `agent.unparsed` events and errors): `<agent>.stream_json`.
+    pub name: &'static str,
+    /// The agent's tools: the permission category and tools-facet kind of each name.
+    pub tools: ToolTable,
+    /// Whether the agent speaks the control protocol on stdin (`initialize`, `interrupt`,
+    /// permission answers); one that reads only user messages gets each message's content as a
+    /// list of text blocks, and a cancel terminates its process group.
+    pub control_messages: bool,
+    /// Whether the agent's user messages may carry image blocks.
+    pub takes_images: bool,
+    /// How the agent reports some failures as a successful `result` whose text says so: what
+    /// turns such a text into the turn's typed error.
+    pub result_error: Option<ResultError>,
+    /// What reads each line of the log the agent reports in (see [`StreamJson::following`]).
+    pub log_reader: Option<LogReader>,
+}
+
+impl Dialect {
+    /// A dialect named `name` with the tools `tools`: the control protocol spoken, no images, no
+    /// result errors, no log.
+    pub const fn new(name: &'static str, tools: ToolTable) -> Self {
+        Self { name, tools, control_messages: true, takes_images: false, result_error: None, log_reader: None }
+    }
+
+    /// The agent reads user messages on stdin and nothing else (no control protocol).
+    pub const fn user_messages_only(mut self) -> Self {
+        self.control_messages = false;
+        self
+    }
+
+    /// The agent's user messages carry images.
+    pub const fn with_images(mut self) -> Self {
+        self.takes_images = true;
+        self
+    }
+
+    /// `read` turns a successful `result` text that is really a failure into its typed error.
+    pub const fn with_result_error(mut self, read: ResultError) -> Self {
+        self.result_error = Some(read);
+        self
+    }
+
+    /// `read` reads each line of the log the agent reports in.
+    pub const fn with_log_reader(mut self, read: LogReader) -> Self {
+        self.log_reader = Some(read);
+        self
+    }
+
+    /// The kit's permission request for a call of `tool` with `input`: its category from the
+    /// dialect's tools, a short summary, the command or file it names (Claude Code's
+    /// `can_use_tool`, and Amp's delegated permission checks).
+    pub fn tool_permission(&self, id: &str, tool: &str, input: &Value) -> agent_api::kit::hitl::PermissionRequest {
+        control::tool_permission(&self.tools, id, tool, input)
+    }
+}
+
+impl std::fmt::Debug for Dialect {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Dialect").field("name", &self.name).field("control_messages", &self.control_messages).finish_non_exhaustive()
+    }
+}
 
 /// How the protocol is used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,8 +134,10 @@ pub(crate) enum Channel {
     Session,
 }
 
-/// The stateful converter of one Claude Code run.
-pub struct ClaudeProtocol {
+/// The stateful converter of one run or session of an agent speaking the dialect.
+pub struct StreamJson {
+    /// What tells the agent apart.
+    dialect: Dialect,
     channel: Channel,
     prompt: Option<String>,
     /// Permission requests and questions: the policy, and what each needs for its reply
@@ -70,28 +161,24 @@ pub struct ClaudeProtocol {
     /// User messages sent but not yet in the transcript: they wait for the CLI's `system/init`,
     /// so that the session starts natively (with its model and tools) before them.
     pending_user: Vec<String>,
-    /// Whether the CLI speaks the control protocol on stdin (`initialize`, `interrupt`); a CLI
-    /// that reads only user messages (Amp's `--stream-json-input`) does not.
-    control_messages: bool,
     /// One-way: `start` writes the prompt to stdin and closes it.
     prompt_on_stdin: bool,
     /// The first prompt's images, sent with it as image blocks.
     images: Vec<ImageData>,
-    /// Whether user messages may carry image blocks (Claude Code's do; another CLI speaking
-    /// this protocol refuses a turn with images).
-    takes_images: bool,
-    /// A log the CLI reports in (Qwen Code's debug log), and what reads each of its lines.
-    log: Option<(std::path::PathBuf, LogReader)>,
+    /// The log the agent reports in, followed from the start, read by the dialect's
+    /// [`Dialect::log_reader`].
+    log: Option<std::path::PathBuf>,
     outcome: Outcome,
 }
 
-/// Reads one line of the log a CLI reports in ([`ClaudeProtocol::with_log`]) into the transcript.
+/// Reads one line of the log an agent reports in ([`StreamJson::following`]) into the transcript.
 pub type LogReader = fn(&str, &mut agent_api::kit::transcript::Transcript);
 
-impl ClaudeProtocol {
-    fn new(channel: Channel, prompt: Option<String>, policy: PermissionPolicy, bypass_requested: bool) -> Self {
+impl StreamJson {
+    fn new(dialect: Dialect, channel: Channel, prompt: Option<String>, policy: PermissionPolicy, bypass_requested: bool) -> Self {
         let hitl = if channel == Channel::Replay { Hitl::replay() } else { Hitl::live(policy) };
         Self {
+            dialect,
             channel,
             prompt,
             hitl,
@@ -104,72 +191,59 @@ impl ClaudeProtocol {
             results_seen: HashSet::new(),
             asks: HashMap::new(),
             pending_user: Vec::new(),
-            control_messages: true,
             prompt_on_stdin: false,
             images: Vec::new(),
-            takes_images: false,
             log: None,
-            outcome: Outcome::default(),
+            outcome: Outcome::for_dialect(&dialect),
         }
     }
 
-    /// A live run over the two-way control channel: `start` sends `initialize` and `prompt`.
-    pub fn control(prompt: impl Into<String>, policy: PermissionPolicy, bypass_requested: bool) -> Self {
-        Self::new(Channel::Control, Some(prompt.into()), policy, bypass_requested)
+    /// A live run over the two-way channel: `start` sends `initialize` (when the dialect speaks
+    /// the control protocol) and `prompt`.
+    pub fn control(dialect: Dialect, prompt: impl Into<String>, policy: PermissionPolicy, bypass_requested: bool) -> Self {
+        Self::new(dialect, Channel::Control, Some(prompt.into()), policy, bypass_requested)
     }
 
-    /// Claude Code's user messages carry images: `images` go with the first prompt, and each
-    /// turn's own with it.
+    /// `images` go with the first prompt as image blocks (the dialect must take images; each
+    /// turn of a session sends its own).
     pub fn with_images(mut self, images: Vec<ImageData>) -> Self {
         self.images = images;
-        self.takes_images = true;
         self
     }
 
-    /// A live session over the two-way control channel: `start` sends `initialize`, and each
-    /// turn its user message.
-    pub fn session(policy: PermissionPolicy, bypass_requested: bool) -> Self {
-        Self::new(Channel::Session, None, policy, bypass_requested)
+    /// A live session over the two-way channel: `start` sends `initialize` (when the dialect
+    /// speaks the control protocol), and each turn its user message.
+    pub fn session(dialect: Dialect, policy: PermissionPolicy, bypass_requested: bool) -> Self {
+        Self::new(dialect, Channel::Session, None, policy, bypass_requested)
     }
 
     /// A live one-way run (`-p PROMPT`): the prompt is on the command line.
-    pub fn print(prompt: impl Into<String>, bypass_requested: bool) -> Self {
-        Self::new(Channel::Print, Some(prompt.into()), PermissionPolicy::Ask, bypass_requested)
+    pub fn print(dialect: Dialect, prompt: impl Into<String>, bypass_requested: bool) -> Self {
+        Self::new(dialect, Channel::Print, Some(prompt.into()), PermissionPolicy::Ask, bypass_requested)
     }
 
     /// A live one-way run whose CLI reads the prompt from stdin (`claude -p` without a prompt
     /// argument): `start` writes it and closes stdin, so it never shows in the process list.
-    pub fn print_from_stdin(prompt: impl Into<String>, bypass_requested: bool) -> Self {
-        Self { prompt_on_stdin: true, ..Self::print(prompt, bypass_requested) }
+    pub fn print_from_stdin(dialect: Dialect, prompt: impl Into<String>, bypass_requested: bool) -> Self {
+        Self { prompt_on_stdin: true, ..Self::print(dialect, prompt, bypass_requested) }
     }
 
     /// A replay of a recording (one-way stdout or a two-way session).
-    pub fn replaying() -> Self {
-        Self::new(Channel::Replay, None, PermissionPolicy::Ask, false)
+    pub fn replaying(dialect: Dialect) -> Self {
+        Self::new(dialect, Channel::Replay, None, PermissionPolicy::Ask, false)
     }
 
-    /// Another CLI speaking this protocol (Qwen Code) reports some failures as a successful
-    /// `result` whose text says so: `read` turns such a text into the turn's typed error (one
-    /// error event, and the run's error when it is the last turn).
-    pub fn with_result_error(mut self, read: ResultError) -> Self {
-        self.outcome.result_error = Some(read);
+    /// The run follows the agent's log at `path` from its start, each line added read by the
+    /// dialect's [`Dialect::log_reader`] (which describes what a line says, never copies it);
+    /// nothing is followed when the dialect reads no log.
+    pub fn following(mut self, path: std::path::PathBuf) -> Self {
+        self.log = self.dialect.log_reader.map(|_| path);
         self
     }
 
-    /// Another CLI speaking this protocol (Qwen Code) reports some things only in a log file:
-    /// the run follows `path` from its start, and `read` reads each line added (never copy a
-    /// line into an event: describe what it says).
-    pub fn with_log(mut self, path: std::path::PathBuf, read: LogReader) -> Self {
-        self.log = Some((path, read));
-        self
-    }
-
-    /// Another CLI speaking this protocol (Amp's `--stream-json-input`) reads user messages on
-    /// stdin and nothing else: no `initialize`, no control `interrupt` (a cancel terminates the
-    /// process group), and each user message's content is a list of text blocks.
-    pub fn plain_input(mut self) -> Self {
-        self.control_messages = false;
-        self
+    /// The dialect the converter reads.
+    pub fn dialect(&self) -> &Dialect {
+        &self.dialect
     }
 
     /// Whether the protocol may write to the CLI.
@@ -178,7 +252,7 @@ impl ClaudeProtocol {
     }
 
     fn initialize(&mut self, ctx: &mut Ctx<'_>) {
-        if !self.control_messages {
+        if !self.dialect.control_messages {
             return;
         }
         let id = self.request_id();
@@ -194,7 +268,7 @@ impl ClaudeProtocol {
 
     /// A user message: its text, then its images as base64 image blocks.
     fn user_line(&self, text: &str, images: &[ImageData]) -> Value {
-        let content = if images.is_empty() && self.control_messages {
+        let content = if images.is_empty() && self.dialect.control_messages {
             json!(text)
         } else {
             let mut blocks = vec![json!({ "type": "text", "text": text })];
@@ -203,7 +277,7 @@ impl ClaudeProtocol {
             }));
             Value::Array(blocks)
         };
-        if !self.control_messages {
+        if !self.dialect.control_messages {
             return json!({ "type": "user", "message": { "role": "user", "content": content } });
         }
         json!({ "type": "user", "message": { "role": "user", "content": content }, "parent_tool_use_id": null, "session_id": "" })
@@ -234,18 +308,25 @@ pub(crate) fn safe(text: &str, max: usize) -> String {
     }
 }
 
-impl ClaudeProtocol {
+impl StreamJson {
     /// Puts the user messages sent so far into the transcript.
     pub(crate) fn flush_user_messages(&mut self, ctx: &mut Ctx<'_>) {
         for text in std::mem::take(&mut self.pending_user) {
             ctx.transcript.user_message(&text);
         }
     }
+
+    /// Ends a transcript read from somewhere other than a run (a stored session): the user
+    /// messages still waiting go in, and every open message is closed.
+    pub fn close_transcript(&mut self, ctx: &mut Ctx<'_>) {
+        self.flush_user_messages(ctx);
+        self.close_all_messages(ctx);
+    }
 }
 
-impl Protocol for ClaudeProtocol {
+impl Protocol for StreamJson {
     fn name(&self) -> &'static str {
-        "claude_code.stream_json"
+        self.dialect.name
     }
 
     fn reads_stderr(&self) -> bool {
@@ -253,13 +334,13 @@ impl Protocol for ClaudeProtocol {
     }
 
     fn on_stderr(&mut self, line: &str, ctx: &mut Ctx<'_>) {
-        if let Some((_, read)) = &self.log {
+        if let (Some(_), Some(read)) = (&self.log, self.dialect.log_reader) {
             read(line, ctx.transcript);
         }
     }
 
     fn start(&mut self, ctx: &mut Ctx<'_>) -> Result<(), AgentError> {
-        if let Some((path, _)) = &self.log {
+        if let Some(path) = &self.log {
             ctx.follow_log(path.clone());
         }
         if self.channel == Channel::Session {
@@ -284,16 +365,14 @@ impl Protocol for ClaudeProtocol {
 
     fn send_turn(&mut self, prompt: &agent_api::Prompt, ctx: &mut Ctx<'_>) -> Result<(), AgentError> {
         if self.channel != Channel::Session {
-            return Err(AgentError::InvalidRequest { reason: "this Claude Code run takes no more turns".into() });
+            return Err(AgentError::InvalidRequest { reason: format!("this {} run takes no more turns", self.dialect.name) });
         }
-        if !prompt.images.is_empty() && !self.takes_images {
+        if !prompt.images.is_empty() && !self.dialect.takes_images {
             return Err(AgentError::InvalidRequest { reason: "this agent's user messages carry no images".into() });
         }
         let images = ImageData::read_all(prompt)?;
         // Each turn reports its own outcome and usage; how result texts are read stays.
-        let result_error = self.outcome.result_error;
-        self.outcome = Outcome::default();
-        self.outcome.result_error = result_error;
+        self.outcome = Outcome::for_dialect(&self.dialect);
         self.pending_user.push(prompt.text.clone());
         ctx.send(&self.user_line(&prompt.text, &images));
         Ok(())
@@ -339,7 +418,7 @@ impl Protocol for ClaudeProtocol {
                 let content = message.pointer("/message/content");
                 let text = match content {
                     Some(Value::String(text)) => text.clone(),
-                    other => crate::tools::output_text(other).0,
+                    other => tools::output_text(other).0,
                 };
                 self.pending_user.push(text);
             }
@@ -363,7 +442,7 @@ impl Protocol for ClaudeProtocol {
     }
 
     fn interrupt(&mut self, ctx: &mut Ctx<'_>) -> bool {
-        if !self.writes() || !self.control_messages {
+        if !self.writes() || !self.dialect.control_messages {
             return false;
         }
         let id = self.request_id();
@@ -380,8 +459,8 @@ impl Protocol for ClaudeProtocol {
     }
 }
 
-impl std::fmt::Debug for ClaudeProtocol {
+impl std::fmt::Debug for StreamJson {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ClaudeProtocol").finish_non_exhaustive()
+        f.debug_struct("StreamJson").field("dialect", &self.dialect.name).finish_non_exhaustive()
     }
 }

@@ -1,5 +1,9 @@
-//! Mapping tests for native shapes the recorded fixtures lack: replayed from hand-written lines
-//! in the documented formats, and two-way exchanges against an in-process fake CLI.
+//! Mapping tests of Claude Code's dialect for native shapes the recorded fixtures lack: replayed
+//! from hand-written lines in the documented formats, and two-way exchanges against an
+//! in-process fake CLI; and the dialect's quirks other agents set, on dialects made here.
+
+/// A dialect with no tools of its own, for the quirks other agents set.
+const BARE: Dialect = Dialect::new("test.stream_json", ToolTable::new(&[]));
 
 use std::time::Duration;
 
@@ -12,8 +16,9 @@ use futures::StreamExt;
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 
-use super::ClaudeProtocol;
-use crate::{ClaudeCodeBackend, KIND};
+use agent_api::kit::tool_table::ToolTable;
+use agent_api_claude_code::{ClaudeCodeBackend, StreamJson, DIALECT, KIND};
+use agent_api_stream_json::Dialect;
 
 const SID: &str = "sess-unit";
 
@@ -317,7 +322,7 @@ async fn ask_user_question_with_two_questions_answers_both_in_one_response() {
     ]);
     let script = vec![init(), can_use_tool("r1", "AskUserQuestion", json!({ "questions": questions })), result_ok("thanks")];
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let protocol = ClaudeProtocol::control("ask", PermissionPolicy::Ask, false);
+    let protocol = StreamJson::control(DIALECT, "ask", PermissionPolicy::Ask, false);
     let handle = start_run(RunSettings::new(KIND), fake_cli(script, tx), Box::new(protocol));
     let control = handle.control();
     let (mut events, completion) = handle.into_universal();
@@ -367,8 +372,11 @@ async fn permission_decisions_write_the_native_responses() {
     for (decision, want) in decisions {
         let script = vec![init(), can_use_tool("p1", "Bash", json!({"command":"ls"})), result_ok("done")];
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        let handle =
-            start_run(RunSettings::new(KIND), fake_cli(script, tx), Box::new(ClaudeProtocol::control("go", PermissionPolicy::Ask, false)));
+        let handle = start_run(
+            RunSettings::new(KIND),
+            fake_cli(script, tx),
+            Box::new(StreamJson::control(DIALECT, "go", PermissionPolicy::Ask, false)),
+        );
         let control = handle.control();
         let (mut events, completion) = handle.into_universal();
         while let Some(event) = events.next().await {
@@ -407,7 +415,7 @@ async fn policies_decide_without_asking_and_hook_and_mcp_requests_get_answers() 
         result_ok("done"),
     ];
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let protocol = ClaudeProtocol::control("go", PermissionPolicy::ByCategory(rules), false);
+    let protocol = StreamJson::control(DIALECT, "go", PermissionPolicy::ByCategory(rules), false);
     let handle = start_run(RunSettings::new(KIND), fake_cli(script, tx), Box::new(protocol));
     let run = tokio::time::timeout(Duration::from_secs(10), record(handle)).await.unwrap();
     assert_conformant(&run);
@@ -506,28 +514,6 @@ async fn token_counts_at_u64_max_saturate_instead_of_wrapping() {
 }
 
 #[test]
-fn the_typed_stream_event_path_matches_the_value_path_on_every_print_fixture() {
-    let dir = agent_bench::fixtures_dir().join("claude_code/print");
-    let mut typed_lines = 0;
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if !path.to_string_lossy().ends_with(".stdout.jsonl") {
-            continue;
-        }
-        let text = std::fs::read(&path).unwrap();
-        let lines: Vec<&[u8]> = text.split(|&b| b == b'\n').filter(|l| !l.is_empty()).collect();
-        typed_lines += lines.iter().filter(|l| super::stream::looks_like_stream_event(l)).count();
-        for line in &lines {
-            if super::stream::looks_like_stream_event(line) {
-                assert!(agent_api::kit::parse_typed::<super::stream::StreamLine>(line).is_some(), "{}", path.display());
-            }
-        }
-        agent_api_conformance::typed::assert_typed_matches_value(|| Box::new(ClaudeProtocol::replaying()), &lines);
-    }
-    assert!(typed_lines > 20, "the fixtures stream: {typed_lines} stream_event lines");
-}
-
-#[test]
 fn a_result_error_reader_turns_a_successful_error_text_into_one_typed_error_and_no_answer() {
     use agent_api::kit::ProtocolHarness;
     use agent_api::kit::{ExitInfo, Protocol};
@@ -547,7 +533,7 @@ fn a_result_error_reader_turns_a_successful_error_text_into_one_typed_error_and_
     let mut exit = ExitInfo::default();
     exit.exit_code = Some(0);
     let mut harness = ProtocolHarness::new();
-    let mut protocol = ClaudeProtocol::replaying().with_result_error(read);
+    let mut protocol = StreamJson::replaying(BARE.with_result_error(read));
     for line in lines {
         protocol.on_line(line.to_string().as_bytes(), &mut harness.ctx()).unwrap();
     }
@@ -559,7 +545,7 @@ fn a_result_error_reader_turns_a_successful_error_text_into_one_typed_error_and_
     // The failure is the run's: the driver's terminal error tells it, once (none of the protocol's own).
     assert_eq!(events.iter().filter(|e| e.type_name() == "error").count(), 0, "no error event of its own: {text}");
     // Without the reader the same lines are an ordinary answer.
-    let mut plain = ClaudeProtocol::replaying();
+    let mut plain = StreamJson::replaying(DIALECT);
     let mut harness = ProtocolHarness::new();
     plain.on_line(result_ok("ok").to_string().as_bytes(), &mut harness.ctx()).unwrap();
     assert!(plain.finish(&exit, &mut harness.ctx()).is_ok());
@@ -569,7 +555,7 @@ fn a_result_error_reader_turns_a_successful_error_text_into_one_typed_error_and_
 fn plain_input_sends_user_messages_only_as_text_blocks() {
     use agent_api::kit::Protocol;
     let mut harness = agent_api::kit::ProtocolHarness::new();
-    let mut protocol = ClaudeProtocol::control("hello", PermissionPolicy::Ask, false).plain_input();
+    let mut protocol = StreamJson::control(BARE.user_messages_only(), "hello", PermissionPolicy::Ask, false);
     protocol.start(&mut harness.ctx()).unwrap();
     let sent = harness.take_sent();
     assert_eq!(sent, [json!({"type":"user","message":{"role":"user","content":[{"type":"text","text":"hello"}]}})]);
@@ -578,19 +564,19 @@ fn plain_input_sends_user_messages_only_as_text_blocks() {
 }
 
 #[test]
-fn an_error_string_explains_a_failed_result_and_amp_tool_inputs_make_permission_details() {
+fn an_error_string_explains_a_failed_result_and_cmd_and_path_inputs_make_permission_details() {
     use agent_api::kit::Protocol;
     let mut harness = agent_api::kit::ProtocolHarness::new();
-    let mut protocol = ClaudeProtocol::replaying();
+    let mut protocol = StreamJson::replaying(DIALECT);
     let line = json!({"type":"result","subtype":"error_during_execution","is_error":true,"error":"the tool crashed","session_id":SID});
     protocol.on_line(line.to_string().as_bytes(), &mut harness.ctx()).unwrap();
     let finished = protocol.finish(&agent_api::kit::ExitInfo::default(), &mut harness.ctx());
     assert!(matches!(&finished, Err(AgentError::AgentFailed { message }) if message.contains("the tool crashed")), "{finished:?}");
-    let request = super::tool_permission("p1", "Bash", &json!({"cmd":"ls -la","cwd":"/w"}));
+    let request = DIALECT.tool_permission("p1", "Bash", &json!({"cmd":"ls -la","cwd":"/w"}));
     assert_eq!((request.details.command.as_deref(), request.details.cwd.as_deref()), (Some("ls -la"), Some("/w")));
     assert_eq!(request.action, "Bash: ls -la");
-    let edit = super::tool_permission("p2", "edit_file", &json!({"path":"/w/a.rs"}));
-    assert_eq!((edit.category, edit.details.file.as_deref()), (agent_api::request::ToolCategory::FileWrite, Some("/w/a.rs")));
+    let read = DIALECT.tool_permission("p2", "Read", &json!({"path":"/w/a.rs"}));
+    assert_eq!((read.category, read.details.file.as_deref()), (agent_api::request::ToolCategory::FileRead, Some("/w/a.rs")));
 }
 
 #[test]
@@ -603,14 +589,14 @@ fn images_go_with_the_user_message_as_base64_blocks_and_a_cli_without_them_refus
     prompt.images.push(path.clone());
     let images = agent_api::kit::images::ImageData::read_all(&prompt).unwrap();
     let mut harness = agent_api::kit::ProtocolHarness::new();
-    let mut protocol = ClaudeProtocol::control("look", PermissionPolicy::Ask, false).with_images(images);
+    let mut protocol = StreamJson::control(DIALECT, "look", PermissionPolicy::Ask, false).with_images(images);
     protocol.start(&mut harness.ctx()).unwrap();
     let user = harness.take_sent().into_iter().find(|m| m["type"] == "user").expect("the user message");
     let image = json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw=="}});
     assert_eq!(user["message"]["content"], json!([{"type": "text", "text": "look"}, image]));
 
     prompt.text = "again".into();
-    let mut qwen_like = ClaudeProtocol::session(PermissionPolicy::Ask, false);
+    let mut qwen_like = StreamJson::session(BARE, PermissionPolicy::Ask, false);
     let refused = qwen_like.send_turn(&prompt, &mut harness.ctx());
     assert!(matches!(refused, Err(AgentError::InvalidRequest { .. })), "{refused:?}");
     assert!(harness.take_sent().is_empty(), "nothing sent for a refused turn");
@@ -619,19 +605,45 @@ fn images_go_with_the_user_message_as_base64_blocks_and_a_cli_without_them_refus
 /// An Edit, a Write and a MultiEdit ask with the file and what would change in it.
 #[test]
 fn file_edit_permissions_carry_the_file_and_a_diff() {
-    let edit = super::tool_permission("p1", "Edit", &json!({"file_path": "/r/a.txt", "old_string": "one", "new_string": "two"}));
+    let edit = DIALECT.tool_permission("p1", "Edit", &json!({"file_path": "/r/a.txt", "old_string": "one", "new_string": "two"}));
     assert_eq!(edit.details.file.as_deref(), Some("/r/a.txt"));
     assert_eq!(edit.details.diff.as_deref(), Some("-one\n+two\n"));
-    let write = super::tool_permission("p2", "Write", &json!({"file_path": "/r/b.txt", "content": "new\nfile"}));
+    let write = DIALECT.tool_permission("p2", "Write", &json!({"file_path": "/r/b.txt", "content": "new\nfile"}));
     assert_eq!(write.details.diff.as_deref(), Some("+new\n+file\n"));
-    let multi = super::tool_permission(
+    let multi = DIALECT.tool_permission(
         "p3",
         "MultiEdit",
         &json!({"file_path": "/r/c.txt", "edits": [{"old_string": "a", "new_string": "b"}, {"old_string": "c", "new_string": "d"}]}),
     );
     assert_eq!(multi.details.diff.as_deref(), Some("-a\n+b\n-c\n+d\n"));
-    let huge = super::tool_permission("p4", "Write", &json!({"file_path": "/r/d.txt", "content": "x".repeat(1 << 20)}));
+    let huge = DIALECT.tool_permission("p4", "Write", &json!({"file_path": "/r/d.txt", "content": "x".repeat(1 << 20)}));
     assert!(huge.details.diff.as_ref().unwrap().len() <= agent_api::universal::PERMISSION_DIFF_BOUND, "bounded");
-    let bash = super::tool_permission("p5", "Bash", &json!({"command": "ls"}));
+    let bash = DIALECT.tool_permission("p5", "Bash", &json!({"command": "ls"}));
     assert_eq!(bash.details.diff, None);
+}
+
+/// A permission's command is the tool call's: cut to the shell-field bound by the kit (not by
+/// the backend), and masked by the one redactor the tools facet uses.
+#[test]
+fn a_key_in_a_permission_command_is_masked_and_a_long_command_cut_where_the_tools_facet_cuts() {
+    use agent_api::kit::Protocol;
+    let key = "sk-ant-api03-SENTINELSENTINELSENTINEL";
+    let long = format!("curl -H 'Authorization: Bearer {key}' https://example.invalid/{}", "x".repeat(8 << 10));
+    let mut protocol = StreamJson::control(DIALECT, "go", PermissionPolicy::Ask, false);
+    let mut harness = agent_api::kit::ProtocolHarness::new();
+    protocol.start(&mut harness.ctx()).unwrap();
+    protocol.on_line(can_use_tool("r1", "Bash", json!({"command": long})).to_string().as_bytes(), &mut harness.ctx()).unwrap();
+    let events = harness.transcript.take_events();
+    let requested = events
+        .iter()
+        .find_map(|e| match &e.body {
+            UniversalEventBody::PermissionRequested(p) => Some(p.clone()),
+            _ => None,
+        })
+        .expect("a permission request");
+    let command = requested.details.command.expect("the command");
+    assert!(!command.contains(key) && command.contains("[redacted]"), "{command}");
+    assert!(command.len() <= agent_api::kit::transcript::SHELL_FIELD_BOUND + "[redacted]".len(), "cut: {} bytes", command.len());
+    let shown = serde_json::to_string(&events).unwrap();
+    assert!(!shown.contains(key), "the key shows nowhere: {shown}");
 }

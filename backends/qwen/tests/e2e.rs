@@ -2,26 +2,28 @@
 //! `qwen --acp` (the default interface) for text, permissions, the confined file system, HTTP
 //! errors and cancel. Without the CLI these fail with install instructions, unless
 //! AGENT_API_E2E=skip. Error runs are slow: Qwen retries a 500 for about 80 s whatever its settings
-//! (see `agent_api_acp::qwen`: no setting or variable of 0.15.10 bounds those retries).
+//! (see `agent_api_qwen`: no setting or variable of 0.15.10 bounds those retries).
 
 use std::time::Duration;
 
 use agent_api::kit::projection::Projector;
 use agent_api::universal::{DecidedBy, ItemKind, ItemStatus, PermissionStatus, UniversalEventBody};
 use agent_api::{AgentBackend, AgentError, PermissionDecision, PermissionPolicy, RunRequest};
-use agent_api_acp::{AcpBackend, AcpConfig, QwenInterface, QwenOptions};
+use agent_api_acp::AcpConfig;
 use agent_api_conformance::{assert_conformant, RunRecord};
+use agent_api_qwen::QwenBackend;
+use agent_api_qwen::{QwenInterface, QwenOptions};
 use agent_bench::process::processes_in;
 use agent_bench::{e2e_enabled_or_explain, Cli, ModelServer, Sandbox};
 use futures::StreamExt;
 
 /// The sandbox's Qwen with its environment; the backend adds `--acp`.
-pub fn backend(sandbox: &Sandbox) -> AcpBackend {
+pub fn backend(sandbox: &Sandbox) -> QwenBackend {
     let mut config = AcpConfig::with_binary(&sandbox.program).working_dir(&sandbox.cwd);
     for (k, v) in &sandbox.env {
         config = config.env(k, v);
     }
-    AcpBackend::qwen(config)
+    QwenBackend::new(config)
 }
 
 async fn setup(scenario: &str) -> Option<(ModelServer, Sandbox)> {
@@ -37,7 +39,7 @@ fn request(prompt: &str) -> RunRequest {
 
 /// Runs `request`, answering each permission with `decision` (`None`: the policy decides);
 /// cancels at the first native delta when asked.
-async fn drive(backend: &AcpBackend, request: RunRequest, decision: Option<PermissionDecision>, cancel_on_first_delta: bool) -> RunRecord {
+async fn drive(backend: &QwenBackend, request: RunRequest, decision: Option<PermissionDecision>, cancel_on_first_delta: bool) -> RunRecord {
     let handle = backend.run(request).await.expect("run starts");
     let control = handle.control();
     let mut projector = Projector::new(handle.agent_kind().clone(), handle.tools_structured());

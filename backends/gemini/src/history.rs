@@ -6,7 +6,7 @@
 //! id when it changes (a model message gains its tool calls), or a `{"$set": {...}}` patch of the
 //! chat's fields (its `messages` are records too). Records are read in the shape of the headless
 //! interface's stream-json (`gemini -p … --output-format stream-json`) and through its converter
-//! ([`Headless`]), so a stored chat reads back with the live headless run's tool calls and text.
+//! (`headless.rs`), so a stored chat reads back with the live headless run's tool calls and text.
 
 use std::path::{Path, PathBuf};
 
@@ -27,7 +27,7 @@ const HEAD_LINES: usize = 50;
 const CONTEXT_MARK: &str = "<session_context>";
 
 fn kind() -> AgentKind {
-    AgentKind::from_static("gemini")
+    crate::KIND
 }
 
 /// Gemini CLI's chat store under one `~/.gemini`.
@@ -37,6 +37,12 @@ pub struct GeminiSessionStore {
 }
 
 impl GeminiSessionStore {
+    /// The store the backend's CLI writes: `~/.gemini` under the config's `HOME` (this
+    /// process's when the config sets none).
+    pub fn for_config(config: &agent_api_acp::AcpConfig) -> Option<Self> {
+        Some(Self::new(config.home_dir(".gemini")?))
+    }
+
     /// The store under `gemini_dir` (`~/.gemini`).
     pub fn new(gemini_dir: impl Into<PathBuf>) -> Self {
         Self { root: gemini_dir.into() }

@@ -13,7 +13,7 @@ use agent_api::kit::Unparsed;
 use agent_api::universal::{ContentPart, ItemKind, ItemRole, ReasoningVisibility};
 use serde_json::Value;
 
-use super::ClaudeProtocol;
+use super::StreamJson;
 use crate::tools::{self, ToolCallInfo};
 
 /// What a streamed content block was.
@@ -62,7 +62,7 @@ fn is_error_message(message: &Value) -> bool {
     message.get("error").is_some_and(|e| !e.is_null()) || message.get("isApiErrorMessage").and_then(Value::as_bool) == Some(true)
 }
 
-impl ClaudeProtocol {
+impl StreamJson {
     /// The message item of `msg_id`, opening it (and closing the thread's other messages) when
     /// it is not open.
     pub(crate) fn ensure_message(&mut self, msg_id: &str, thread: Option<String>, ctx: &mut Ctx<'_>) -> String {
@@ -254,7 +254,7 @@ impl ClaudeProtocol {
             Some(info) => {
                 let item = info.item_id.clone();
                 if ctx.transcript.open_item(&item).is_some() {
-                    let meta = tools::call_meta(&name, &input);
+                    let meta = tools::call_meta(&self.dialect.tools, &name, &input);
                     ctx.transcript.update_item(&item, |i| i.tool = Some(meta));
                     ctx.transcript.complete_item_with(&item, vec![part]);
                 }
@@ -262,10 +262,11 @@ impl ClaudeProtocol {
             }
             None => {
                 let parent = self.ensure_message(msg_id, thread, ctx);
-                let new = NewItem::tool_call(name.clone(), "", id.clone())
-                    .native(id.clone())
-                    .parent(Some(parent))
-                    .tool(tools::call_meta(&name, &input));
+                let new = NewItem::tool_call(name.clone(), "", id.clone()).native(id.clone()).parent(Some(parent)).tool(tools::call_meta(
+                    &self.dialect.tools,
+                    &name,
+                    &input,
+                ));
                 let item = ctx.transcript.start_item(new);
                 ctx.transcript.complete_item_with(&item, vec![part]);
                 self.tools.insert(id, ToolCallInfo { item_id: item, name, input });
@@ -281,7 +282,7 @@ impl ClaudeProtocol {
     pub(crate) fn tool_result(&mut self, block: &Value, structured: Option<&Value>, ctx: &mut Ctx<'_>) {
         let call_id = block.get("tool_use_id").and_then(Value::as_str).unwrap_or_default().to_string();
         let call = self.tools.get(&call_id);
-        let mapping = tools::map_result(block, call, structured);
+        let mapping = tools::map_result(&self.dialect.tools, block, call, structured);
         let parent = call.map(|c| c.item_id.clone());
         let mut new = NewItem::other(ItemKind::ToolResult, Some(ItemRole::Tool), mapping.parts).parent(parent).tool(mapping.meta);
         if !call_id.is_empty() {

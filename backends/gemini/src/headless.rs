@@ -9,17 +9,15 @@
 
 use agent_api::kit::bounds::utf8_prefix;
 use agent_api::kit::transcript::NewItem;
-use agent_api::kit::{CommandSpec, Ctx, Protocol};
-use agent_api::kit::{ExitInfo, Unparsed};
-use agent_api::run::ToolBytes;
-use agent_api::run::Usage;
+use agent_api::kit::{CommandSpec, Ctx, ExitInfo, Protocol, Unparsed};
+use agent_api::run::{FacetKind, ToolBytes, Usage};
 use agent_api::universal::{ContentPart, ItemRole, ToolMeta};
 use agent_api::{AgentError, RunCompletion, RunRequest, SessionSelector};
+use agent_api_acp::{explanation, AcpConfig};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::errors;
-use crate::{AcpBackend, GeminiOptions};
+use crate::GeminiOptions;
 
 /// One stream-json line.
 #[derive(Debug, Deserialize)]
@@ -73,26 +71,16 @@ struct Stats {
 
 /// The headless converter.
 #[derive(Debug, Default)]
-pub struct Headless {
+pub(crate) struct Headless {
     /// A live run's prompt, written to stdin at the start (never on argv).
     prompt: Option<String>,
     session_id: Option<String>,
     message: Option<String>,
-    tools: Vec<(String, String, String)>,
+    tools: Vec<(String, String, FacetKind)>,
     outcome: Option<Result<Option<Usage>, AgentError>>,
     /// The HTTP status of the last retry Gemini reported on stderr, for its final error, which
     /// names none.
     retry_status: Option<u16>,
-}
-
-/// The tools-facet kind of a Gemini tool name.
-fn tool_kind(name: &str) -> &'static str {
-    match name {
-        "run_shell_command" => "command_execution",
-        "write_file" | "replace" => "file_change",
-        "read_file" | "read_many_files" => "file_read",
-        _ => "tool_use",
-    }
 }
 
 impl Headless {
@@ -104,9 +92,9 @@ impl Headless {
 
     fn tool_use(&mut self, ctx: &mut Ctx<'_>, name: String, id: String, parameters: Value) {
         self.close_message(ctx);
-        let kind = tool_kind(&name);
-        let meta = ToolMeta { kind: kind.into(), tool_name: Some(name.clone()), ..ToolMeta::default() };
-        let meta = if kind == "command_execution" { meta.with_shell_fields(&parameters) } else { meta };
+        let kind = crate::TOOLS.facet(&name);
+        let meta = ToolMeta { tool_name: Some(name.clone()), ..ToolMeta::of(kind) };
+        let meta = if meta.is_command() { meta.with_shell_fields(&parameters) } else { meta };
         let path = parameters.get("file_path").and_then(Value::as_str).map(str::to_string);
         let mut call = NewItem::tool_call(&name, parameters.to_string(), &id).native(&id).tool(meta.clone());
         if let Some(path) = path {
@@ -116,7 +104,7 @@ impl Headless {
         let call_item = t.start_item(call);
         t.complete_item(&call_item);
         let result = t.start_item(NewItem::tool_result(&id).native(format!("{id}/result")).parent(Some(call_item)).tool(meta));
-        self.tools.push((id, result, kind.to_string()));
+        self.tools.push((id, result, kind));
     }
 
     fn tool_result(&mut self, ctx: &mut Ctx<'_>, id: &str, status: &str, output: String) {
@@ -126,7 +114,7 @@ impl Headless {
         };
         let (_, item, kind) = self.tools.remove(at);
         let mut bytes = ToolBytes::default();
-        if kind == "command_execution" {
+        if kind == FacetKind::CommandExecution {
             bytes.stdout = output.len() as u64;
         } else {
             bytes.result = output.len() as u64;
@@ -159,10 +147,10 @@ impl Headless {
             Ok(usage)
         } else {
             let message = error.map(|e| e.message).unwrap_or_default();
-            let explained = errors::explanation(&message);
+            let explained = explanation(&message);
             let words = agent_api::kit::rate_limit::LimitWords::in_text(&message);
-            Err(match errors::status_in(&message) {
-                Some(status) => errors::of_status(status, explained),
+            Err(match agent_api_acp::status_in(&message) {
+                Some(status) => AgentError::of_http_status(status, explained),
                 // Gemini's result names no status for an overload; its retries on stderr may have.
                 None if words.overloaded => AgentError::Overloaded { status: self.retry_status, message: explained },
                 None if words.limited => AgentError::RateLimited { message: explained },
@@ -176,7 +164,7 @@ impl Headless {
     /// A live run: `start` writes `prompt` to Gemini's stdin and closes it. Gemini reads a piped
     /// stdin as the prompt when `-p` is absent, so the prompt never shows in the process list and
     /// meets no argv limit.
-    pub fn live(prompt: impl Into<String>) -> Self {
+    pub(crate) fn live(prompt: impl Into<String>) -> Self {
         Self { prompt: Some(prompt.into()), ..Self::default() }
     }
 }
@@ -192,7 +180,7 @@ impl Protocol for Headless {
     }
 
     fn on_stderr(&mut self, line: &str, ctx: &mut Ctx<'_>) {
-        if let Some(retry) = crate::retries::Retry::report(line, ctx.transcript) {
+        if let Some(retry) = agent_api_acp::Retry::report(line, ctx.transcript) {
             self.retry_status = retry.status;
         }
     }
@@ -227,7 +215,7 @@ impl Protocol for Headless {
             Line::ToolUse { tool_name, tool_id, parameters } => self.tool_use(ctx, tool_name, tool_id, parameters),
             Line::ToolResult { tool_id, status, output } => self.tool_result(ctx, &tool_id, &status, output.unwrap_or_default()),
             Line::Result { status, error, stats } => self.result(ctx, &status, error, stats),
-            Line::Error { message } => ctx.transcript.error(errors::explanation(&message), Some("agent_error".into()), None),
+            Line::Error { message } => ctx.transcript.error(explanation(&message), Some("agent_error".into()), None),
         }
         Ok(())
     }
@@ -252,34 +240,28 @@ impl Protocol for Headless {
 }
 
 /// The argv of a headless run.
-pub fn command(backend: &AcpBackend, request: &RunRequest, cwd: &std::path::Path) -> Result<CommandSpec, AgentError> {
+pub(crate) fn command(config: &AcpConfig, request: &RunRequest, cwd: &std::path::Path) -> Result<CommandSpec, AgentError> {
     let options = request.options::<GeminiOptions>()?;
-    let config = backend.config();
-    let mut spec = CommandSpec::new(config.binary.clone().unwrap_or_else(|| "gemini".into())).args(config.args.iter().cloned());
-    spec = spec.args(["--skip-trust", "--output-format", "stream-json"]);
+    let mut args: Vec<String> = ["--skip-trust", "--output-format", "stream-json"].map(String::from).to_vec();
     if let Some(model) = &request.model {
-        spec = spec.args(["-m", model.as_str()]);
+        args.extend(["-m".to_string(), model.clone()]);
     }
     if let Some(mode) = options.approval_mode {
-        spec = spec.args(["--approval-mode", mode.as_str()]);
+        args.extend(["--approval-mode".to_string(), mode.as_str().to_string()]);
     }
     match &request.session {
         SessionSelector::New => {
             if let Some(id) = request.uuid_session_id()? {
-                spec = spec.args(["--session-id", id]);
+                args.extend(["--session-id".to_string(), id.to_string()]);
             }
         }
-        SessionSelector::Resume(session) => spec = spec.args(["--resume", session.id.as_str()]),
-        SessionSelector::ResumeLast => spec = spec.args(["--resume", "latest"]),
+        SessionSelector::Resume(session) => args.extend(["--resume".to_string(), session.id.clone()]),
+        SessionSelector::ResumeLast => args.extend(["--resume".to_string(), "latest".to_string()]),
         _ => return Err(AgentError::InvalidRequest { reason: "gemini cannot fork a session".into() }),
     }
-    spec = spec.args(crate::portable::cli_args(crate::Flavor::Gemini, &request.portable, false));
-    // The prompt goes to stdin ([`Headless::live`]).
-    spec.stdin = true;
-    for (k, v) in &config.env {
-        spec = spec.env(k, v);
-    }
-    backend.homed(crate::launch_env(spec.for_request(request), crate::Flavor::Gemini).cwd(cwd), request)
+    args.extend(crate::portable::cli_args(&request.portable));
+    // The prompt goes to stdin ([`Headless::live`]), which `AgentCli::command` leaves open.
+    crate::CLI.command(config, args, request, cwd)
 }
 
 #[cfg(test)]
@@ -288,9 +270,8 @@ mod tests {
 
     #[test]
     fn the_prompt_goes_to_stdin_not_argv() {
-        let backend = AcpBackend::gemini(crate::AcpConfig::with_binary("gemini"));
         let request = RunRequest::new("PROMPT-SENTINEL say hi");
-        let spec = command(&backend, &request, std::path::Path::new("/")).unwrap();
+        let spec = command(&AcpConfig::with_binary("gemini"), &request, std::path::Path::new("/")).unwrap();
         assert!(spec.stdin, "Gemini reads the prompt from stdin");
         let argv: Vec<String> = spec.args.iter().map(|a| a.to_string_lossy().into_owned()).collect();
         assert!(!argv.iter().any(|a| a.contains("PROMPT-SENTINEL") || a == "-p"), "{argv:?}");

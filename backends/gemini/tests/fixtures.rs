@@ -1,5 +1,6 @@
-//! Every recorded ACP session of Gemini CLI 0.61.0 and OpenCode 1.18.33, and every Gemini headless
-//! stdout log, replays conformant through this crate, with the final text and outcome of the live run.
+//! Every recorded ACP session of Gemini CLI 0.61.0 (and of OpenCode 1.18.33, through the generic
+//! `acp` kind), and every Gemini headless
+//! stdout log, replays conformant, with the final text and outcome of the live run.
 
 use std::path::{Path, PathBuf};
 
@@ -9,6 +10,7 @@ use agent_api::universal::{DecidedBy, PermissionStatus};
 use agent_api::AgentError;
 use agent_api_acp::{AcpBackend, AcpConfig};
 use agent_api_conformance::{assert_conformant, record, RunRecord};
+use agent_api_gemini::GeminiBackend;
 
 fn files(cli: &str, interface: &str) -> Vec<PathBuf> {
     let dir = agent_bench::fixtures_dir().join(cli).join(interface);
@@ -22,7 +24,7 @@ fn files(cli: &str, interface: &str) -> Vec<PathBuf> {
     out
 }
 
-async fn replay(backend: &AcpBackend, path: &Path) -> RunRecord {
+async fn replay(backend: &dyn agent_api::kit::replay::Replay, path: &Path) -> RunRecord {
     let run = record(replay_file(backend, path, true).await.expect("replay starts")).await;
     assert_conformant(&run);
     run
@@ -38,7 +40,7 @@ fn final_text(run: &RunRecord) -> Option<&str> {
 
 #[tokio::test]
 async fn every_gemini_acp_session_replays_with_the_live_outcome() {
-    let backend = AcpBackend::gemini(AcpConfig::default());
+    let backend = GeminiBackend::new(AcpConfig::default());
     for path in files("gemini", "acp") {
         let run = replay(&backend, &path).await;
         let name = scenario(&path);
@@ -107,7 +109,7 @@ async fn every_opencode_acp_session_replays_with_the_live_outcome() {
 
 #[tokio::test]
 async fn every_gemini_headless_log_replays_with_the_live_outcome() {
-    let backend = AcpBackend::gemini(AcpConfig::default());
+    let backend = GeminiBackend::new(AcpConfig::default());
     for path in files("gemini", "headless") {
         let run = replay(&backend, &path).await;
         let name = scenario(&path);

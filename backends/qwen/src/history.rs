@@ -3,7 +3,7 @@
 //! `tool_result` or `system`), the message in Gemini's shape (`{"role", "parts": [...]}`).
 //!
 //! Qwen Code's live stream-json is Claude Code's protocol, so each record is put in the shape of
-//! a Claude Code store line and read through the Claude Code store's converter: a stored chat
+//! a Claude Code store line and read through the stream-json family's store reader (`agent_api_stream_json::StoreReader`): a stored chat
 //! reads back with the live run's tool calls and text. `system` records (telemetry, snapshots)
 //! carry no transcript.
 
@@ -13,8 +13,7 @@ use agent_api::history::{self, SessionQuery, SessionStore, StoredSession};
 use agent_api::kit::Unparsed;
 use agent_api::kit::{Ctx, ExitInfo, Protocol};
 use agent_api::{AgentError, AgentKind, RunCompletion, RunHandle};
-use agent_api_claude_code::history::StoredClaudeSession;
-use agent_api_claude_code::ClaudeProtocol;
+use agent_api_stream_json::StoreReader;
 use async_trait::async_trait;
 use serde_json::{json, Value};
 
@@ -22,7 +21,7 @@ use serde_json::{json, Value};
 const HEAD_LINES: usize = 50;
 
 fn kind() -> AgentKind {
-    AgentKind::from_static("qwen")
+    crate::KIND
 }
 
 /// Qwen Code's chat store under one `~/.qwen`.
@@ -32,6 +31,12 @@ pub struct QwenSessionStore {
 }
 
 impl QwenSessionStore {
+    /// The store the backend's CLI writes: `~/.qwen` under the config's `HOME` (this process's
+    /// when the config sets none).
+    pub fn for_config(config: &agent_api_acp::AcpConfig) -> Option<Self> {
+        Some(Self::new(config.home_dir(".qwen")?))
+    }
+
     /// The store under `qwen_dir` (`~/.qwen`).
     pub fn new(qwen_dir: impl Into<PathBuf>) -> Self {
         Self { root: qwen_dir.into() }
@@ -98,12 +103,12 @@ impl SessionStore for QwenSessionStore {
 /// The converter of a stored Qwen chat: records as Claude Code store lines.
 #[derive(Debug)]
 pub struct StoredQwenSession {
-    inner: StoredClaudeSession,
+    inner: StoreReader,
 }
 
 impl Default for StoredQwenSession {
     fn default() -> Self {
-        Self { inner: StoredClaudeSession::with_protocol(ClaudeProtocol::replaying()) }
+        Self { inner: StoreReader::new(agent_api_stream_json::StreamJson::replaying(crate::DIALECT), "qwen.session_store") }
     }
 }
 

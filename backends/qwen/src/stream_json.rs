@@ -1,59 +1,23 @@
-//! Qwen Code (kind `qwen`, tested with 0.15.10): where it lives and its two stream-json interfaces.
-//!
-//! Qwen Code speaks three machine protocols. ACP (`qwen --acp`, the default) is this crate's
-//! client with Qwen's quirks (see [`crate::protocol`] and [`crate::updates`]). The other two are
-//! Claude Code's stream-json protocol, spoken by a second CLI, so they run on
-//! `agent_api_claude_code`'s converter ([`ClaudeProtocol`]) rather than a copy of it:
-//!
-//! - [`QwenInterface::StreamJson`]: `qwen -p --input-format stream-json --output-format
-//!   stream-json`, two-way. Qwen asks `can_use_tool` without any extra flag (Claude's
-//!   `--permission-prompt-tool` is refused); the prompt, the answers and the `interrupt` go in on
-//!   stdin as for Claude Code. Qwen's `initialize` answer differs from Claude's and is not used.
-//! - [`QwenInterface::Print`]: `qwen -p PROMPT --output-format stream-json`, one-way. Qwen cannot
-//!   ask here, so the run's policy becomes `--allowed-tools` ([`TOOLS`] for each approved
-//!   category, `mcp__SERVER` for the run's MCP servers when MCP is approved) and Qwen denies the
-//!   rest; `RunRequest::skip_permission_prompts` passes `--yolo` (nothing is asked, every tool
-//!   runs).
-//!
-//! In both, Qwen reports a failed model request as a *successful* `result` whose text starts with
-//! `[API Error: …]`; [`api_error_result`] makes that one typed terminal error with its status.
-//! That error comes after about 80 s on a 5xx, and nothing a caller can set shortens it: the
-//! streaming call retries through `retryWithBackoff` with its fixed defaults (7 attempts, 1.5 s
-//! doubling up to 30 s between them, no option passed); the `generationConfig.maxRetries`
-//! setting only reaches the HTTP client's own retries inside each attempt, and
-//! `QWEN_CODE_UNATTENDED_RETRY` only makes the retries persistent. A caller in a hurry sets the
-//! run's timeout (or cancels).
-//!
-//! Qwen reports those retries nowhere but its debug log, `<runtime dir>/debug/<session id>.txt`
-//! ([`debug_log_dir`]). On every interface, when the agent runs on this machine (the local and
-//! sandbox launchers), the run follows that file and each retry line becomes the same `api_retry`
-//! and `rate_limited` statuses as Gemini CLI's stderr lines ([`crate::retries`]). Stream-json runs
-//! therefore always name their session (`--session-id`, a new id when the caller chose none);
-//! ACP learns it from `session/new`. `--continue` names none, and is not followed.
-//!
-//! A warm session on the two-way interface ([`AcpBackend`]'s `open_session`) sends each turn as a
-//! user message on the same process. Its `interrupt` ends the session, not only the turn: Qwen
-//! 0.15.10 aborts the one `AbortController` of its stream-json session, and its input loop stops
-//! on it (the process exits with 130); the next send is then `SessionClosed`.
-//!
-//! The kind lives in this crate, not in a crate of its own, because its default interface is ACP
-//! and one backend value ([`AcpBackend::qwen`]) must serve all three interfaces: the stream-json
-//! parts are only an argv and a switch, and the converter they use is Claude Code's.
-//!
-//! A recorded two-way session does not say which protocol it holds until its first message:
-//! [`replaying`] picks ACP for JSON-RPC messages and stream-json otherwise.
+//! Qwen Code's two stream-json interfaces (the crate doc says what each does): their argv, Qwen's
+//! [`DIALECT`] of the family's converter (its [`TOOLS`], its failed model requests reported as
+//! successful results, its debug log), and the converter of a recording, which picks ACP or
+//! stream-json from the first message ([`replaying`]).
 
 use std::path::{Path, PathBuf};
 
+use agent_api::kit::tool_table::{Tool, ToolTable};
 use agent_api::kit::{parse_value, ExitInfo, Unparsed};
 use agent_api::kit::{CommandSpec, Ctx, Protocol};
 use agent_api::request::ToolCategory;
 use agent_api::run::ControlCommand;
+use agent_api::run::FacetKind;
+use agent_api::universal::FileAction;
 use agent_api::{AgentError, RunCompletion, RunRequest, SessionSelector};
-use agent_api_claude_code::ClaudeProtocol;
+use agent_api_acp::{session_log, AcpConfig};
+use agent_api_stream_json::{Dialect, StreamJson};
 use serde_json::Value;
 
-use crate::{errors, AcpBackend, QwenInterface, QwenOptions};
+use crate::{QwenInterface, QwenOptions};
 
 /// The folder Qwen Code writes its per-session debug logs in, for an agent started by `spec`:
 /// `debug` under its runtime directory, which is `QWEN_RUNTIME_DIR`, else the
@@ -106,24 +70,34 @@ pub fn settings_runtime_dir(spec: &CommandSpec, cwd: &Path, home: Option<&Path>,
     })
 }
 
-/// The debug log of session `id` in `dir` (see [`debug_log_dir`]), when the id is a plain file
-/// name: an id the agent sent is never a path to follow elsewhere.
-pub fn debug_log(dir: &Path, id: &str) -> Option<PathBuf> {
-    let plain = !id.is_empty() && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-    plain.then(|| dir.join(format!("{id}.txt")))
-}
-
 /// The text Qwen puts at the start of a `result` that is a failed model request.
 pub const API_ERROR_PREFIX: &str = "[API Error:";
 
-/// Qwen's own tools by category: what a print run's policy pre-approves and what a denied
-/// category removes.
-pub const TOOLS: &[(ToolCategory, &[&str])] = &[
-    (ToolCategory::Shell, &["run_shell_command"]),
-    (ToolCategory::FileWrite, &["edit", "write_file"]),
-    (ToolCategory::Network, &["web_fetch"]),
-    (ToolCategory::FileRead, &["read_file", "grep_search", "glob", "list_directory"]),
-];
+/// Qwen's own tools: what a print run's policy pre-approves (the listed ones of each approved
+/// category), what a denied category removes, the category of each permission request and the
+/// tools facet's kind.
+pub const TOOLS: ToolTable = ToolTable::new(&[
+    Tool::new("run_shell_command", ToolCategory::Shell, FacetKind::CommandExecution),
+    Tool::new("edit", ToolCategory::FileWrite, FacetKind::FileChange).file(FileAction::Patch),
+    Tool::new("write_file", ToolCategory::FileWrite, FacetKind::FileChange).file(FileAction::Write),
+    Tool::new("web_fetch", ToolCategory::Network, FacetKind::ToolUse),
+    Tool::new("read_file", ToolCategory::FileRead, FacetKind::ToolUse).file(FileAction::Read),
+    Tool::new("grep_search", ToolCategory::FileRead, FacetKind::ToolUse),
+    Tool::new("glob", ToolCategory::FileRead, FacetKind::ToolUse),
+    Tool::new("list_directory", ToolCategory::FileRead, FacetKind::ToolUse),
+    Tool::new("web_search", ToolCategory::Network, FacetKind::WebSearch).unlisted(),
+])
+.mcp_prefix("mcp__");
+
+/// Qwen Code's stream-json dialect: the control protocol, no images, failed model requests
+/// reported as successful results ([`api_error_result`]), retries only in its debug log (read
+/// as Gemini CLI's stderr lines are, `agent_api_acp::Retry`).
+pub const DIALECT: Dialect = Dialect::new("qwen.stream_json", TOOLS).with_result_error(api_error_result).with_log_reader(read_log_line);
+
+/// A line of Qwen's debug log: a retry line becomes its statuses.
+fn read_log_line(line: &str, transcript: &mut agent_api::kit::transcript::Transcript) {
+    agent_api_acp::Retry::report(line, transcript);
+}
 
 /// The stream-json interface a run asked for; `None` for ACP.
 pub fn stream_json_interface(request: &RunRequest) -> Result<Option<QwenInterface>, AgentError> {
@@ -134,75 +108,69 @@ pub fn stream_json_interface(request: &RunRequest) -> Result<Option<QwenInterfac
 /// names (a bounded explanation without credentials, never the raw text).
 pub fn api_error_result(text: &str) -> Option<AgentError> {
     let rest = text.trim_start().strip_prefix(API_ERROR_PREFIX)?;
-    let explained = errors::explanation(rest.trim_end_matches(']').trim());
-    Some(match errors::status_in(text) {
-        Some(status) => errors::of_status(status, explained),
+    let explained = agent_api_acp::explanation(rest.trim_end_matches(']').trim());
+    Some(match agent_api_acp::status_in(text) {
+        Some(status) => AgentError::of_http_status(status, explained),
         None => AgentError::AgentFailed { message: format!("the model API failed: {explained}") },
     })
 }
 
 /// The argv and converter of a stream-json run (two-way or print), or of a warm session on the
 /// two-way interface (`warm`: each turn is a user message on the same live process).
-pub fn stream_json(
-    backend: &AcpBackend,
+pub(crate) fn stream_json(
+    config: &AcpConfig,
     request: &RunRequest,
     cwd: &std::path::Path,
     interface: QwenInterface,
     warm: bool,
 ) -> Result<(CommandSpec, Box<dyn Protocol>), AgentError> {
-    let config = backend.config();
     let two_way = interface == QwenInterface::StreamJson;
-    let mut spec = CommandSpec::new(config.binary.clone().unwrap_or_else(|| "qwen".into())).args(config.args.iter().cloned());
-    spec = if two_way { spec.args(["-p", "--input-format", "stream-json"]) } else { spec.args(["-p", request.prompt.text.as_str()]) };
+    let mut args: Vec<String> = match two_way {
+        true => ["-p", "--input-format", "stream-json"].map(String::from).to_vec(),
+        false => vec!["-p".to_string(), request.prompt.text.clone()],
+    };
     // Partial messages give text deltas as `stream_event` lines (without them a message arrives
     // whole, and a cancel can only land after it).
-    spec = spec.args(["--output-format", "stream-json", "--include-partial-messages"]);
+    args.extend(["--output-format", "stream-json", "--include-partial-messages"].map(String::from));
     if let Some(model) = &request.model {
-        spec = spec.args(["-m", model.as_str()]);
+        args.extend(["-m".to_string(), model.clone()]);
     }
     if request.skip_permission_prompts {
-        spec = spec.arg("--yolo");
+        args.push("--yolo".to_string());
     }
     if !two_way {
-        for tool in agent_api::kit::hitl::pre_approved::allowed_tools(&request.permissions, TOOLS, &request.portable) {
-            spec = spec.args(["--allowed-tools".to_string(), tool]);
+        for tool in agent_api::kit::hitl::pre_approved::allowed_tools(&request.permissions, &TOOLS, &request.portable) {
+            args.extend(["--allowed-tools".to_string(), tool]);
         }
     }
-    spec = spec.args(crate::portable::cli_args(crate::Flavor::Qwen, &request.portable, !two_way));
+    args.extend(crate::portable::cli_args(&request.portable, !two_way));
     // The session is named up front (a new one too) so that its debug log can be followed.
     let session_id = match &request.session {
         SessionSelector::New => {
             let id = request.new_session_id.clone().unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
-            spec = spec.args(["--session-id", id.as_str()]);
+            args.extend(["--session-id".to_string(), id.clone()]);
             Some(id)
         }
         SessionSelector::Resume(session) => {
-            spec = spec.args(["--resume", session.id.as_str()]);
+            args.extend(["--resume".to_string(), session.id.clone()]);
             Some(session.id.clone())
         }
         SessionSelector::ResumeLast => {
-            spec = spec.arg("--continue");
+            args.push("--continue".to_string());
             None
         }
         _ => return Err(AgentError::InvalidRequest { reason: "qwen cannot fork a session".into() }),
     };
-    for (k, v) in &config.env {
-        spec = spec.env(k, v);
-    }
-    let mut spec = backend.homed(crate::launch_env(spec.for_request(request), crate::Flavor::Qwen).cwd(cwd), request)?;
+    let mut spec = crate::CLI.command(config, args, request, cwd)?;
     spec.stdin = two_way;
     let prompt = request.prompt.text.clone();
-    let protocol = match (two_way, warm) {
-        (true, true) => ClaudeProtocol::session(request.permissions.clone(), false),
-        (true, false) => ClaudeProtocol::control(prompt, request.permissions.clone(), false),
-        (false, _) => ClaudeProtocol::print(prompt, false),
+    let mut protocol = match (two_way, warm) {
+        (true, true) => StreamJson::session(DIALECT, request.permissions.clone(), false),
+        (true, false) => StreamJson::control(DIALECT, prompt, request.permissions.clone(), false),
+        (false, _) => StreamJson::print(DIALECT, prompt, false),
     };
-    let mut protocol = protocol.with_result_error(api_error_result);
-    if let Some(log) = debug_log_dir(&spec).zip(session_id).and_then(|(dir, id)| debug_log(&dir, &id)) {
-        // A retry line of the log becomes its statuses.
-        protocol = protocol.with_log(log, |line, transcript| {
-            crate::retries::Retry::report(line, transcript);
-        });
+    if let Some(log) = debug_log_dir(&spec).zip(session_id).and_then(|(dir, id)| session_log(&dir, &id)) {
+        protocol = protocol.following(log);
     }
     Ok((spec, Box::new(protocol)))
 }
@@ -221,9 +189,9 @@ impl Sniffed {
     fn inner(&mut self, message: &Value) -> &mut Box<dyn Protocol> {
         self.inner.get_or_insert_with(|| {
             if message.get("jsonrpc").is_some() {
-                Box::new(crate::protocol::Acp::replay("qwen.acp"))
+                Box::new(agent_api_acp::Acp::replay(crate::CLI.parser))
             } else {
-                Box::new(ClaudeProtocol::replaying().with_result_error(api_error_result))
+                Box::new(StreamJson::replaying(DIALECT))
             }
         })
     }
@@ -271,9 +239,9 @@ mod tests {
     #[test]
     fn a_debug_log_is_followed_only_for_a_plain_session_id() {
         let dir = std::path::Path::new("/home/u/.qwen/debug");
-        assert_eq!(debug_log(dir, "0b6f-41_a"), Some(dir.join("0b6f-41_a.txt")));
+        assert_eq!(session_log(dir, "0b6f-41_a"), Some(dir.join("0b6f-41_a.txt")));
         for id in ["", "../../etc/passwd", "a/b", "a b", ".."] {
-            assert_eq!(debug_log(dir, id), None, "{id:?}");
+            assert_eq!(session_log(dir, id), None, "{id:?}");
         }
     }
 
@@ -339,10 +307,43 @@ mod tests {
         assert!(matches!(api_error_result("[API Error: connection refused]"), Some(AgentError::AgentFailed { .. })));
     }
 
+    /// Qwen's fetch, search and listing tools are in its table: a policy by category decides
+    /// them on the stream-json permission path (they were `other` there, so always asked).
+    #[test]
+    fn a_policy_by_category_decides_qwens_network_and_read_tools() {
+        use agent_api::kit::ProtocolHarness;
+        use agent_api::request::PermissionRule;
+        use agent_api::PermissionPolicy;
+        let policy = PermissionPolicy::ByCategory(
+            [(ToolCategory::Network, PermissionRule::Approve), (ToolCategory::FileRead, PermissionRule::Deny)].into_iter().collect(),
+        );
+        let mut protocol = StreamJson::control(DIALECT, "go", policy, false);
+        let mut harness = ProtocolHarness::new();
+        protocol.start(&mut harness.ctx()).unwrap();
+        harness.take_sent();
+        let ask = |id: &str, tool: &str| {
+            serde_json::json!({"type": "control_request", "request_id": id, "request": {"subtype": "can_use_tool", "tool_name": tool,
+                "input": {"path": "/w"}, "tool_use_id": format!("t_{id}")}})
+        };
+        let mut behaviors = Vec::new();
+        for (id, tool) in [("r1", "web_fetch"), ("r2", "grep_search"), ("r3", "list_directory"), ("r4", "run_shell_command")] {
+            protocol.on_line(ask(id, tool).to_string().as_bytes(), &mut harness.ctx()).unwrap();
+            let sent = harness.take_sent();
+            behaviors.push((tool, sent.first().and_then(|m| m.pointer("/response/response/behavior")?.as_str().map(str::to_string))));
+        }
+        let expected = [
+            ("web_fetch", Some("allow".to_string())),
+            ("grep_search", Some("deny".to_string())),
+            ("list_directory", Some("deny".to_string())),
+            ("run_shell_command", None),
+        ];
+        assert_eq!(behaviors, expected, "the policy decides by the table's categories; the shell is asked");
+    }
+
     #[test]
     fn every_turn_of_a_warm_stream_json_session_reads_api_errors() {
         use agent_api::kit::ProtocolHarness;
-        let mut protocol = ClaudeProtocol::session(agent_api::PermissionPolicy::Ask, false).with_result_error(api_error_result);
+        let mut protocol = StreamJson::session(DIALECT, agent_api::PermissionPolicy::Ask, false);
         let mut harness = ProtocolHarness::new();
         let result = |text: &str| {
             serde_json::json!({"type": "result", "subtype": "success", "is_error": false, "result": text, "session_id": "s1",

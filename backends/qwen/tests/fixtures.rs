@@ -8,8 +8,9 @@ use agent_api::kit::replay::replay_file;
 use agent_api::run::Channel;
 use agent_api::universal::{ItemKind, ItemStatus};
 use agent_api::AgentError;
-use agent_api_acp::{AcpBackend, AcpConfig};
+use agent_api_acp::AcpConfig;
 use agent_api_conformance::{assert_conformant, record, RunRecord};
+use agent_api_qwen::QwenBackend;
 use agent_bench::record::default_out_dir;
 use agent_bench::Interface;
 
@@ -26,7 +27,7 @@ fn files(interface: Interface) -> Vec<PathBuf> {
 }
 
 async fn replay(path: &Path) -> RunRecord {
-    let backend = AcpBackend::qwen(AcpConfig::default());
+    let backend = QwenBackend::new(AcpConfig::default());
     let run = record(replay_file(&backend, path, true).await.expect("replay starts")).await;
     assert_conformant(&run);
     run

@@ -14,7 +14,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::messages::{BlockKind, StreamedBlock};
-use super::{short, ClaudeProtocol};
+use super::{short, StreamJson};
 use crate::tools::{self, ToolCallInfo};
 
 /// A `stream_event` line, deserialized straight from its bytes (the hot path of a streamed run:
@@ -70,7 +70,7 @@ pub(crate) fn looks_like_stream_event(line: &[u8]) -> bool {
     line.starts_with(br#"{"type":"stream_event""#)
 }
 
-impl ClaudeProtocol {
+impl StreamJson {
     /// A `stream_event` that came through the `Value` path.
     pub(crate) fn on_stream_value(&mut self, message: Value, ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
         if !message.get("event").is_some_and(Value::is_object) {
@@ -178,10 +178,11 @@ impl ClaudeProtocol {
             "tool_use" | "server_tool_use" | "mcp_tool_use" => {
                 let id = block.get("id").and_then(Value::as_str).unwrap_or_default().to_string();
                 let name = block.get("name").and_then(Value::as_str).unwrap_or("unknown").to_string();
-                let new = NewItem::tool_call(name.clone(), "", id.clone())
-                    .native(id.clone())
-                    .parent(Some(parent))
-                    .tool(tools::call_meta(&name, &Value::Null));
+                let new = NewItem::tool_call(name.clone(), "", id.clone()).native(id.clone()).parent(Some(parent)).tool(tools::call_meta(
+                    &self.dialect.tools,
+                    &name,
+                    &Value::Null,
+                ));
                 let item = ctx.transcript.start_item(new);
                 self.tools.insert(id.clone(), ToolCallInfo { item_id: item.clone(), name, input: Value::Null });
                 self.push_block(msg_id, index, BlockKind::Tool(id), Some(item), "");

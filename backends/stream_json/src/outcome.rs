@@ -11,7 +11,7 @@ use agent_api::run::{LimitKind, Usage};
 use agent_api::{AgentError, RunCompletion};
 use serde_json::{json, Value};
 
-use super::{safe, short, Channel, ClaudeProtocol};
+use super::{safe, short, Channel, StreamJson};
 
 /// Longest explanation copied into an error.
 const MESSAGE_MAX: usize = 300;
@@ -56,7 +56,7 @@ pub(crate) struct Outcome {
     data: Value,
     /// The last result's `structured_output` (the CLI's answer to `--json-schema`).
     structured: Option<Value>,
-    /// Reads a successful result's text as an error (see [`ClaudeProtocol::with_result_error`]).
+    /// Reads a successful result's text as an error (see [`super::Dialect::result_error`]).
     pub result_error: Option<ResultError>,
     /// The error [`Outcome::result_error`] found in the last turn's text.
     text_failure: Option<AgentError>,
@@ -104,6 +104,11 @@ fn add(total: &mut Option<u64>, value: Option<u64>) {
 }
 
 impl Outcome {
+    /// A turn's outcome, read as `dialect` says.
+    pub(crate) fn for_dialect(dialect: &super::Dialect) -> Self {
+        Self { result_error: dialect.result_error, ..Self::default() }
+    }
+
     /// Whether `text` is a failure that a CLI reports as text (see `with_result_error`): it
     /// repeats it as an assistant message and its deltas, which are not the model's answer (the
     /// `result` reports the error).
@@ -244,7 +249,7 @@ fn turn_failure(last: &TurnResult) -> AgentError {
     AgentError::AgentFailed { message: format!("{what}{detail}") }
 }
 
-impl ClaudeProtocol {
+impl StreamJson {
     pub(crate) fn on_result(&mut self, message: &Value, ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
         // The subtype becomes an error code and a message: masked and bounded like any agent text.
         let subtype = short(message.get("subtype"), 64).ok_or_else(|| Unparsed("a result line has no `subtype`".into()))?;

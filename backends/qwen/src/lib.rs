@@ -1,0 +1,237 @@
+//! `agent_api_qwen`: Qwen Code (kind `qwen`, tested with 0.15.10) for `agent_api`.
+//!
+//! Qwen Code speaks three machine protocols, and one backend value ([`QwenBackend`]) serves all
+//! three ([`QwenOptions::interface`]):
+//!
+//! - ACP (`qwen --acp`, the default): the ACP client of `agent_api_acp` (its mapping table in
+//!   that crate's doc) with Qwen's facts ([`CLI`]): permissions, the file system served confined
+//!   to the working directory, cancel, warm sessions, `session/load` to resume. Qwen reports each
+//!   model call's usage as `_meta` on an empty message chunk, gives relative paths, and sends no
+//!   update for a refused call; the client reads all three.
+//! - [`QwenInterface::StreamJson`]: `qwen -p --input-format stream-json --output-format
+//!   stream-json`, two-way, Claude Code's protocol: the stream-json family's converter
+//!   (`agent_api_stream_json`, its mapping table in that crate's doc) with Qwen's [`DIALECT`].
+//!   Qwen asks `can_use_tool` without any extra flag (Claude's `--permission-prompt-tool` is
+//!   refused); the prompt, the answers and the `interrupt` go in on stdin as for Claude Code.
+//!   Qwen's `initialize` answer differs from Claude's and is not used.
+//! - [`QwenInterface::Print`]: `qwen -p PROMPT --output-format stream-json`, one-way. Qwen cannot
+//!   ask here, so the run's policy becomes `--allowed-tools` (the [`TOOLS`] of each approved
+//!   category, `mcp__SERVER` for the run's MCP servers when MCP is approved) and Qwen denies the
+//!   rest; `RunRequest::skip_permission_prompts` passes `--yolo` (nothing is asked, every tool
+//!   runs).
+//!
+//! On stream-json, Qwen reports a failed model request as a *successful* `result` whose text
+//! starts with `[API Error: …]`; [`api_error_result`] makes that one typed terminal error with its
+//! status. That error comes after about 80 s on a 5xx, and nothing a caller can set shortens it:
+//! the streaming call retries through `retryWithBackoff` with its fixed defaults (7 attempts,
+//! 1.5 s doubling up to 30 s between them, no option passed); the `generationConfig.maxRetries`
+//! setting only reaches the HTTP client's own retries inside each attempt, and
+//! `QWEN_CODE_UNATTENDED_RETRY` only makes the retries persistent. A caller in a hurry sets the
+//! run's timeout (or cancels).
+//!
+//! Qwen reports those retries nowhere but its debug log, `<runtime dir>/debug/<session id>.txt`
+//! ([`debug_log_dir`]). On every interface, when the agent runs on this machine (the local and
+//! sandbox launchers), the run follows that file and each retry line becomes the same `api_retry`
+//! and `rate_limited` statuses as Gemini CLI's stderr lines (`agent_api_acp::Retry`). Stream-json
+//! runs therefore always name their session (`--session-id`, a new id when the caller chose
+//! none); ACP learns it from `session/new`. `--continue` names none, and is not followed.
+//!
+//! A warm session on the two-way stream-json interface sends each turn as a user message on the
+//! same process. Its `interrupt` ends the session, not only the turn: Qwen 0.15.10 aborts the one
+//! `AbortController` of its stream-json session, and its input loop stops on it (the process
+//! exits with 130); the next send is then `SessionClosed`. On print, a session runs a process
+//! per turn, resuming the previous turn's session.
+//!
+//! A recorded two-way session does not say which protocol it holds until its first message:
+//! [`replaying`] picks ACP for JSON-RPC messages and stream-json otherwise. Qwen's chat store is
+//! `history.rs` ([`history::QwenSessionStore`]).
+
+pub mod history;
+mod options;
+mod portable;
+mod stream_json;
+
+use agent_api::capabilities as caps;
+use agent_api::kit::replay::RecordingFormat;
+use agent_api::kit::{start_run, start_session, CommandSpec, Protocol, RunSettings, Transport};
+use agent_api::{AgentBackend, AgentError, AgentKind, CapabilitySet, RunHandle, RunRequest, Session};
+use agent_api_acp::{AcpConfig, AgentCli};
+use async_trait::async_trait;
+
+pub use options::{QwenInterface, QwenOptions};
+pub use stream_json::{
+    api_error_result, debug_log_dir, replaying, settings_runtime_dir, stream_json_interface, API_ERROR_PREFIX, DIALECT, TOOLS,
+};
+
+/// Qwen Code versions the `qwen` kind is tested against (the bench's pinned one).
+pub const SUPPORTED_VERSIONS: &[&str] = &["0.15.10"];
+
+/// The agent kind of Qwen Code.
+pub const KIND: AgentKind = AgentKind::from_static("qwen");
+
+/// Capability id: the run can use Qwen Code's ACP interface (the default).
+pub const CAP_QWEN_ACP: &str = "backend.qwen.acp";
+/// Capability id: the run can use Qwen Code's two-way stream-json interface (Claude Code's control
+/// protocol: permissions, interrupt).
+pub const CAP_QWEN_STREAM_JSON: &str = "backend.qwen.stream_json";
+/// Capability id: the run can use Qwen Code's one-way print interface.
+pub const CAP_QWEN_PRINT: &str = "backend.qwen.print";
+
+/// Where Qwen Code keeps its settings, memory and login (`QWEN_HOME`) and its sessions and logs
+/// (`QWEN_RUNTIME_DIR`, the same folder unless set): `~/.qwen` by default. A Qwen OAuth refresh
+/// token is single-use: an isolated home gets a read-only copy of it.
+pub const HOME_LAYOUT: agent_api::kit::home::HomeLayout = agent_api::kit::home::HomeLayout {
+    vars: &[
+        agent_api::kit::home::HomeVar { name: "QWEN_HOME", default_under_home: ".qwen" },
+        agent_api::kit::home::HomeVar { name: "QWEN_RUNTIME_DIR", default_under_home: ".qwen" },
+    ],
+    credentials: &[("QWEN_HOME", "oauth_creds.json")],
+    single_use_login: true,
+};
+
+/// Qwen Code as the ACP client runs it (its stream-json interfaces use the same program,
+/// variables and home): its flags, its variables (endpoint, credentials; its state under
+/// `~/.qwen`) and its home.
+pub const CLI: AgentCli = AgentCli::new(KIND, "qwen", &["--acp"], "qwen.acp")
+    .home(HOME_LAYOUT)
+    .environment(&["OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_MODEL", "DASHSCOPE_API_KEY", "QWEN_CODE_NO_RELAUNCH"], &[".qwen"]);
+
+/// What discovery needs to find the `qwen` CLI and build a backend for it.
+pub fn probe() -> agent_api::kit::detect::BackendProbe {
+    agent_api::kit::detect::BackendProbe::new(KIND, "qwen", SUPPORTED_VERSIONS, |binary| {
+        std::sync::Arc::new(QwenBackend::new(AcpConfig::with_binary(binary)))
+    })
+}
+
+/// The Qwen Code backend (kind `qwen`).
+#[derive(Debug, Clone, Default)]
+pub struct QwenBackend {
+    config: AcpConfig,
+}
+
+impl QwenBackend {
+    /// A backend starting Qwen Code as `config` says.
+    pub fn new(config: AcpConfig) -> Self {
+        Self { config }
+    }
+
+    /// Its configuration.
+    pub fn config(&self) -> &AcpConfig {
+        &self.config
+    }
+
+    /// The argv and converter of a run on `interface` (`None`: ACP), or of a warm session (`warm`).
+    fn start(
+        &self,
+        request: &RunRequest,
+        interface: Option<QwenInterface>,
+        warm: bool,
+    ) -> Result<(CommandSpec, Box<dyn Protocol>), AgentError> {
+        let cwd = agent_api_acp::run_dir(&self.config, request);
+        if let Some(interface) = interface {
+            agent_api_acp::text_only(&KIND, request)?;
+            return stream_json::stream_json(&self.config, request, &cwd, interface, warm);
+        }
+        let serve_fs = request.options::<QwenOptions>()?.fs.unwrap_or(true);
+        let spec = CLI.acp_command(&self.config, portable::cli_args(&request.portable, false), request, &cwd)?;
+        let acp = CLI.client(request, cwd, serve_fs, debug_log_dir(&spec), warm)?;
+        Ok((spec, Box::new(acp)))
+    }
+}
+
+/// The capabilities of the kind, as its tests prove them (recording replays and end-to-end runs
+/// on the bench). Print mode's `--yolo` is the explicit don't-ask option. Warm sessions on ACP and
+/// two-way stream-json; sessions on print resume per turn.
+pub fn capabilities() -> CapabilitySet {
+    let mut set = agent_api_acp::base_capabilities();
+    for id in [
+        caps::CALLER_TOOLS,
+        caps::REASONING,
+        caps::USAGE,
+        caps::MODEL_SELECTION,
+        caps::SKIP_PERMISSION_PROMPTS,
+        caps::HISTORY_LIST,
+        caps::HISTORY_READ,
+        caps::SESSION_RESUME,
+        caps::SESSION_RESUME_PER_TURN,
+        caps::SESSION_CALLER_ID,
+        agent_api_acp::CAP_SESSION_LOAD,
+        CAP_QWEN_ACP,
+        CAP_QWEN_STREAM_JSON,
+        CAP_QWEN_PRINT,
+        caps::HOME_ISOLATED,
+        caps::HOME_HERMETIC,
+    ] {
+        set.insert(id);
+    }
+    // Every interface builds its argv through `CommandSpec::for_request`: the launchers apply.
+    agent_api::kit::options::with_mappings(agent_api::kit::launch::with_launchers(set), portable::MAPPINGS)
+}
+
+#[async_trait]
+impl AgentBackend for QwenBackend {
+    fn kind(&self) -> AgentKind {
+        KIND
+    }
+
+    fn capabilities(&self) -> CapabilitySet {
+        capabilities()
+    }
+
+    fn extension_keys(&self) -> &'static [&'static str] {
+        agent_api::kit::options::extension_keys::<QwenOptions>()
+    }
+
+    fn option_value(&self, key: &str, text: &str) -> Result<serde_json::Value, AgentError> {
+        agent_api::kit::options::value_from_text::<QwenOptions>(key, text)
+    }
+
+    fn option_mappings(&self) -> &'static [agent_api::kit::options::OptionMapping] {
+        portable::MAPPINGS
+    }
+
+    async fn run(&self, request: RunRequest) -> Result<RunHandle, AgentError> {
+        self.validate(&request)?;
+        let mut request = request.in_session_dir(self.config.working_dir.as_deref());
+        let tools = agent_api::kit::caller_tools::attach(&mut request).await?;
+        let mut settings = RunSettings::for_request(KIND, &request, &self.capabilities());
+        settings.hold(tools);
+        let interface = stream_json_interface(&request)?;
+        let request = agent_api_acp::prepare(request, interface == Some(QwenInterface::Print));
+        let files = portable::run_files(&request, interface.is_some())?;
+        let (spec, protocol) = self.start(&request, interface, false)?;
+        let transport = Transport::spawn(&files.apply(spec), settings.line_cap)?;
+        settings.hold(Some(files));
+        Ok(start_run(settings, transport, protocol))
+    }
+
+    fn session_store(&self) -> Option<std::sync::Arc<dyn agent_api::history::SessionStore>> {
+        Some(std::sync::Arc::new(history::QwenSessionStore::for_config(&self.config)?))
+    }
+
+    /// ACP and the two-way stream-json keep one live agent for every turn; print takes its
+    /// prompt on the command line, so its sessions run a process per turn, resuming the previous
+    /// turn's session.
+    async fn open_session(&self, request: RunRequest) -> Result<Session, AgentError> {
+        agent_api::kit::validate_template(&KIND, &self.capabilities(), self.extension_keys(), &request)?;
+        let mut request = request.in_session_dir(self.config.working_dir.as_deref());
+        let tools = agent_api::kit::caller_tools::attach(&mut request).await?;
+        let mut settings = RunSettings::for_request(KIND, &request, &self.capabilities());
+        settings.hold(tools);
+        let interface = stream_json_interface(&request)?;
+        if interface == Some(QwenInterface::Print) {
+            return Ok(Session::resuming(std::sync::Arc::new(self.clone()), request));
+        }
+        let (spec, protocol) = self.start(&request, interface, true)?;
+        let files = portable::run_files(&request, interface.is_some())?;
+        let transport = Transport::spawn(&files.apply(spec), settings.line_cap)?;
+        settings.hold(Some(files));
+        Ok(start_session(settings, transport, protocol))
+    }
+}
+
+impl agent_api::kit::replay::Replay for QwenBackend {
+    fn replay_protocol(&self, _format: RecordingFormat) -> Result<Box<dyn Protocol>, AgentError> {
+        Ok(replaying())
+    }
+}
