@@ -13,7 +13,7 @@ use crate::contract::backend::AgentBackend;
 use crate::contract::budget::{self, BatchSender};
 use crate::contract::error::AgentError;
 use crate::contract::request::{Prompt, RunRequest, SessionSelector};
-use crate::contract::run::{ControlMessage, RunCompletion, RunControl, RunGuard, RunHandle, ViewNeeds};
+use crate::contract::run::{ControlMessage, RunCompletion, RunControl, RunGuard, RunHandle};
 use crate::contract::session::{Engine, ResumingTurns, Session};
 use crate::contract::universal::{SessionEnd, Transcript, UniversalEvent, UniversalEventBody};
 
@@ -138,8 +138,7 @@ impl ResumingTurns for ResumedSession {
         let (completion_tx, completion_rx) = oneshot::channel();
         let (control_tx, control_rx) = mpsc::unbounded_channel();
         let abandoned = CancellationToken::new();
-        let view = Arc::new(ViewNeeds::new(self.template.include_raw));
-        let guard = Arc::new(RunGuard { abandoned: abandoned.clone(), view });
+        let guard = Arc::new(RunGuard { abandoned: abandoned.clone() });
         let control = RunControl::new(control_tx, Arc::new(AtomicBool::new(false)));
         let handle = RunHandle::new(inner.agent_kind().clone(), inner.tools_structured(), events_rx, completion_rx, control, guard);
         let turn = Turn { state: self.state.clone(), busy: self.busy.clone(), events_tx, completion_tx };

@@ -337,7 +337,8 @@ impl RunRequest {
     /// Sets the agent mode (see [`crate::request::AgentMode`]).
     ///
     /// ```
-    /// use agent_api::{request::AgentMode, RunRequest};
+    /// use agent_api::request::AgentMode;
+    /// use agent_api::RunRequest;
     /// let req = RunRequest::new("how would you split this module?").with_mode(AgentMode::Plan);
     /// assert!(req.required_capabilities().contains(agent_api_capabilities::MODES));
     /// assert!(!RunRequest::new("x").with_mode(AgentMode::Default).required_capabilities().contains(agent_api_capabilities::MODES));
