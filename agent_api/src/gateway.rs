@@ -126,7 +126,7 @@ impl Gateway {
         self.defaults(&mut request);
         let backend = self.backend(kind)?;
         let capabilities = backend.capabilities();
-        crate::contract::backend::validate_template(kind, &capabilities, backend.extension_keys(), &request)?;
+        backend.validate_session_template(&request)?;
         if capabilities.contains(agent_api_capabilities::SESSION_WARM) {
             return backend.open_session(request).await;
         }

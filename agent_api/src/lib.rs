@@ -91,6 +91,7 @@ pub mod request {
     pub use crate::contract::caller_tool::{CallerTool, ToolFuture, ToolHandler, ToolOutput, DEFAULT_TOOL_TIMEOUT};
     pub use crate::contract::home::{Home, HomeSeed};
     pub use crate::contract::launcher::{Bwrap, Container, ContainerTarget, Engine, Launcher, Mount, Ssh, ViaError};
+    pub use crate::contract::modes::{variants_for, AgentMode, ModeInfo, VariantSet};
     pub use crate::contract::options::BackendOptions;
     pub use crate::contract::portable::{McpConfigFile, McpServer, NativeLimits, PrivateFile, TextOrFile};
     pub use crate::contract::request::{CallerWait, Limits, OnCallerTimeout, PermissionRule};

@@ -13,7 +13,7 @@ use crate::contract::backend::AgentBackend;
 use crate::contract::budget::{self, BatchSender};
 use crate::contract::error::AgentError;
 use crate::contract::request::{Prompt, RunRequest, SessionSelector};
-use crate::contract::run::{ControlMessage, RunCompletion, RunControl, RunGuard, RunHandle, ViewNeeds};
+use crate::contract::run::{ControlMessage, RunCompletion, RunControl, RunGuard, RunHandle};
 use crate::contract::session::{Engine, ResumingTurns, Session};
 use crate::contract::universal::{SessionEnd, Transcript, UniversalEvent, UniversalEventBody};
 
@@ -138,13 +138,28 @@ impl ResumingTurns for ResumedSession {
         let (completion_tx, completion_rx) = oneshot::channel();
         let (control_tx, control_rx) = mpsc::unbounded_channel();
         let abandoned = CancellationToken::new();
-        let view = Arc::new(ViewNeeds::new(self.template.include_raw));
-        let guard = Arc::new(RunGuard { abandoned: abandoned.clone(), view });
+        let guard = Arc::new(RunGuard { abandoned: abandoned.clone() });
         let control = RunControl::new(control_tx, Arc::new(AtomicBool::new(false)));
         let handle = RunHandle::new(inner.agent_kind().clone(), inner.tools_structured(), events_rx, completion_rx, control, guard);
         let turn = Turn { state: self.state.clone(), busy: self.busy.clone(), events_tx, completion_tx };
         tokio::spawn(turn.relay(inner, control_rx, abandoned));
         Ok(handle)
+    }
+
+    fn set_mode(&mut self, mode: crate::contract::modes::AgentMode) -> Result<(), AgentError> {
+        if self.busy.load(Ordering::SeqCst) {
+            return Err(AgentError::TurnInProgress);
+        }
+        let mut template = self.template.clone();
+        template.mode = Some(mode);
+        let kind = self.backend.kind();
+        let capabilities = self.backend.capabilities();
+        if let Some(needed) = template.required_capabilities().into_iter().find(|needed| !capabilities.contains(needed)) {
+            return Err(AgentError::UnsupportedCapability { kind: kind.to_string(), capability: needed.to_string() });
+        }
+        crate::contract::backend::check_choices(&kind, self.backend.modes(), self.backend.variants(), &template)?;
+        self.template = template;
+        Ok(())
     }
 
     async fn close(self: Box<Self>) -> Result<Vec<UniversalEvent>, AgentError> {

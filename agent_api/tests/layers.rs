@@ -24,6 +24,7 @@ const ORDER: &[&str] = &[
     "contract::capability",
     "contract::files",
     "contract::kind",
+    "contract::modes",
     "contract::universal",
     "contract::tool_table",
     "contract::answer",

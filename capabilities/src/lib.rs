@@ -89,8 +89,12 @@ standard_capabilities! {
     MCP_TOOLS = "agent_api.transcript.mcp_tools", "MCP Tools", "MCP tool calls arrive as tool items naming the tool.";
     /// Content arrives as native deltas while it is produced.
     STREAMING_DELTAS = "agent_api.transcript.streaming_deltas", "Streaming Deltas", "Content arrives as native deltas while it is produced.";
-    /// A run may pick a model variant such as reasoning effort.
-    VARIANTS = "agent_api.request.variants", "Variants", "A run may pick a model variant such as reasoning effort.";
+    /// A run may pick a model variant such as reasoning effort (`RunRequest::with_variant`), one of those the backend lists.
+    VARIANTS = "agent_api.request.variants", "Variants", "A run may pick a model variant such as reasoning effort, one of those the backend lists (AgentBackend::variants).";
+    /// A run may pick an agent mode (`RunRequest::with_mode`: plan, or the agent's own named modes), one of those the backend lists.
+    MODES = "agent_api.request.modes", "Modes", "A run may pick an agent mode (plan: read-only planning, or one of the agent's own), one of those the backend lists (AgentBackend::modes).";
+    /// `Session::set_mode` changes a session's mode between turns.
+    SESSION_MODE_SWITCH = "agent_api.session.mode_switch", "Mode switch", "Session::set_mode changes the mode of a session's next turns.";
     /// The completion reports token usage.
     USAGE = "agent_api.completion.usage", "Usage", "The completion reports token usage.";
     /// A run may choose its model.

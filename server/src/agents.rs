@@ -12,8 +12,8 @@ use crate::wire::{AgentCapabilities, AgentInfo, AgentModeInfo, AgentModesRespons
 pub(crate) fn capabilities(set: &agent_api::CapabilitySet) -> AgentCapabilities {
     let has = |id: &str| set.contains(id);
     AgentCapabilities {
-        // No agent here has a plan mode the server can select.
-        plan_mode: false,
+        // Every backend advertising modes lists `plan` among them (`agentMode: "plan"`).
+        plan_mode: has(caps::MODES),
         permissions: has(caps::PERMISSIONS),
         questions: has(caps::QUESTIONS),
         tool_calls: has(caps::TOOL_CALLS),
@@ -64,15 +64,26 @@ pub(crate) async fn list(server: &Server) -> Vec<AgentInfo> {
     found
 }
 
-/// The modes every agent has.
-pub(crate) fn modes() -> AgentModesResponse {
-    AgentModesResponse {
-        modes: vec![AgentModeInfo {
-            id: "build".into(),
-            name: "Build".into(),
-            description: "The agent works on the task with its tools; the session's permission mode decides what it may do.".into(),
-        }],
-    }
+/// The wire's name for an agent's own default mode (the reference's `build`).
+pub(crate) const DEFAULT_MODE: &str = "build";
+
+/// An agent's modes: `build` (its default), then those its backend lists (`plan`, its own).
+pub(crate) fn modes(listed: &[agent_api::request::ModeInfo]) -> AgentModesResponse {
+    let default = AgentModeInfo {
+        id: DEFAULT_MODE.into(),
+        name: "Build".into(),
+        description:
+            "The agent's own default mode: it works on the task with its tools; the session's permission mode decides what it may do."
+                .into(),
+    };
+    let listed = listed.iter().map(|m| AgentModeInfo { id: m.id.into(), name: title(m.id), description: m.description.into() });
+    AgentModesResponse { modes: std::iter::once(default).chain(listed).collect() }
+}
+
+/// A mode's id as a name: its first letter capitalised (`plan` → `Plan`).
+fn title(id: &str) -> String {
+    let mut chars = id.chars();
+    chars.next().map(|c| c.to_uppercase().chain(chars).collect()).unwrap_or_default()
 }
 
 /// Installs an agent's CLI: there is nothing to do when it is installed; this server installs

@@ -30,8 +30,9 @@ pub(crate) async fn list_agents(State(server): State<Server>) -> Json<AgentListR
     params(("agent" = String, Path, description = "Agent id")),
     responses((status = 200, body = AgentModesResponse), (status = 400, body = ProblemDetails)))]
 pub(crate) async fn agent_modes(State(server): State<Server>, Path(agent): Path<String>) -> Result<Json<AgentModesResponse>, ApiError> {
-    server.kind(&agent)?;
-    Ok(Json(crate::agents::modes()))
+    let kind = server.kind(&agent)?;
+    let backend = server.backend(&kind)?;
+    Ok(Json(crate::agents::modes(backend.modes())))
 }
 
 #[utoipa::path(post, path = "/v1/agents/{agent}/install", operation_id = "install_agent",

@@ -63,6 +63,8 @@ impl ApiError {
             | E::InvalidRequest { .. }
             | E::PermissionModeRefused { .. }
             | E::UnquotableArgument { .. } => (StatusCode::BAD_REQUEST, "invalid_request"),
+            E::UnknownMode { .. } => (StatusCode::BAD_REQUEST, "mode_not_supported"),
+            E::UnknownVariant { .. } => (StatusCode::BAD_REQUEST, "invalid_request"),
             E::BinaryNotFound { .. } => (StatusCode::BAD_REQUEST, "agent_not_installed"),
             E::UnknownPermission { .. } | E::UnknownQuestion { .. } => (StatusCode::NOT_FOUND, "invalid_request"),
             E::AlreadyResolved { .. } | E::TurnInProgress => (StatusCode::CONFLICT, "invalid_request"),

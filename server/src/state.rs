@@ -125,11 +125,16 @@ impl Server {
         Ok(kind)
     }
 
+    /// The backend of a known agent kind (400 when none is registered).
+    pub(crate) fn backend(&self, kind: &AgentKind) -> Result<std::sync::Arc<dyn agent_api::AgentBackend>, ApiError> {
+        self.inner.gateway.backend(kind).cloned().map_err(|e| ApiError::agent(&e))
+    }
+
     /// Opens a session: 409 when the id is taken, 400 when the request cannot run.
     pub(crate) async fn create(&self, id: &str, body: CreateSessionRequest) -> Result<Arc<LiveSession>, ApiError> {
         check_id(id)?;
         let kind = self.kind(&body.agent)?;
-        let request = self.request(&body)?;
+        let request = self.request(&kind, &body)?;
         let duplicate =
             || ApiError::new(StatusCode::CONFLICT, "session_already_exists", format!("a session with id `{id}` already exists"));
         if self.live(id).is_some() || !lock(&self.inner.opening).insert(id.to_string()) {
@@ -176,17 +181,15 @@ impl Server {
     }
 
     /// The turn template of a new session: the server's defaults with what the client asked.
-    fn request(&self, body: &CreateSessionRequest) -> Result<RunRequest, ApiError> {
+    fn request(&self, kind: &AgentKind, body: &CreateSessionRequest) -> Result<RunRequest, ApiError> {
         let mut request = self.inner.defaults.clone().with_include_raw(true);
-        match body.agent_mode.as_deref() {
-            None | Some("build") => {}
-            Some(other) => {
-                return Err(ApiError::new(
-                    StatusCode::BAD_REQUEST,
-                    "mode_not_supported",
-                    format!("agent mode `{}` is not supported; the only mode is `build`", agent_api::display::line(other, 64)),
-                ))
-            }
+        // `build` is the wire's name for the agent's own default mode; any other is one the
+        // agent lists (`GET /v1/agents/{agent}/modes`), refused here with the valid ones.
+        if let Some(mode) = body.agent_mode.as_deref().filter(|m| *m != crate::agents::DEFAULT_MODE) {
+            let mode = agent_api::request::AgentMode::parse(mode);
+            let backend = self.backend(kind)?;
+            agent_api::kit::check_mode(kind.as_str(), backend.modes(), &mode).map_err(|e| ApiError::agent(&e))?;
+            request = request.with_mode(mode);
         }
         match body.permission_mode.as_deref() {
             None | Some("default") => {}

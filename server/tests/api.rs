@@ -544,3 +544,60 @@ async fn agents_are_listed_with_the_reference_capabilities_and_modes() {
     api.get("/v1/agents/scripted/history/x/events").await.problem(400);
     api.get("/v1/agents/no-such-agent/history").await.problem(400);
 }
+
+/// An agent with modes and variants, that never runs: enough for the session's checks, which
+/// come before anything is spawned.
+struct Modal;
+
+#[async_trait::async_trait]
+impl agent_api::AgentBackend for Modal {
+    fn kind(&self) -> agent_api::AgentKind {
+        agent_api::AgentKind::new("modal").unwrap()
+    }
+
+    fn capabilities(&self) -> agent_api::CapabilitySet {
+        use agent_api::capabilities as caps;
+        agent_api::CapabilitySet::from_ids([caps::RUN, caps::MODES, caps::VARIANTS])
+    }
+
+    fn modes(&self) -> &'static [agent_api::request::ModeInfo] {
+        const MODES: &[agent_api::request::ModeInfo] = &[agent_api::request::ModeInfo::new("plan", "--plan", "Plans; changes nothing.")];
+        MODES
+    }
+
+    fn variants(&self) -> &'static [agent_api::request::VariantSet] {
+        const VARIANTS: &[agent_api::request::VariantSet] = &[agent_api::request::VariantSet::all_models(&["low", "high"], "--effort")];
+        VARIANTS
+    }
+
+    async fn run(&self, _request: agent_api::RunRequest) -> Result<agent_api::RunHandle, agent_api::AgentError> {
+        Err(agent_api::AgentError::InvalidRequest { reason: "this test agent never runs".into() })
+    }
+}
+
+#[tokio::test]
+async fn agent_modes_are_listed_and_an_unknown_mode_or_variant_is_refused_naming_the_valid_ones() {
+    let store = agent_api_server::StoreUrl::Memory.open().await.unwrap();
+    let mut gateway = agent_api::Gateway::new();
+    gateway.register(std::sync::Arc::new(Modal)).unwrap();
+    let server = agent_api_server::Server::new(gateway, agent_api::RunRequest::new(""), store, ServerConfig::default()).await.unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(agent_api_server::serve(listener, server, std::future::pending()));
+    let api = Api::new(format!("http://{address}"), None);
+
+    let modes = api.get("/v1/agents/modal/modes").await.json();
+    let ids: Vec<&str> = modes["modes"].as_array().unwrap().iter().map(|m| m["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["build", "plan"]);
+    let problem = api.post("/v1/sessions/m1", json!({"agent": "modal", "agentMode": "yolo"})).await.problem(400);
+    assert_eq!(problem["type"], "urn:agent-api:error:mode_not_supported", "{problem}");
+    assert!(problem["detail"].as_str().unwrap().contains("default, plan"), "{problem}");
+    let problem = api.post("/v1/sessions/m2", json!({"agent": "modal", "variant": "max"})).await.problem(400);
+    assert!(problem["detail"].as_str().unwrap().contains("low, high"), "{problem}");
+    // A known mode passes the checks: the session fails only where this agent cannot run.
+    let problem = api.post("/v1/sessions/m3", json!({"agent": "modal", "agentMode": "plan", "variant": "high"})).await.problem(400);
+    assert!(
+        problem["detail"].as_str().unwrap().contains("never runs") || problem["detail"].as_str().unwrap().contains("warm"),
+        "{problem}"
+    );
+}

@@ -19,8 +19,11 @@ pub(crate) fn print(agent: Option<&str>, format: CapabilityFormat) -> Result<Exi
     let mut rows = Vec::new();
     let mut columns = Vec::new();
     let mut keys = Vec::new();
+    let mut choices = Vec::new();
     for kind in kinds {
-        keys.push(gateway.backend(&kind).map_err(|e| e.to_string())?.extension_keys());
+        let backend = gateway.backend(&kind).map_err(|e| e.to_string())?;
+        keys.push(backend.extension_keys());
+        choices.push((backend.modes(), backend.variants()));
         let caps = gateway.capabilities(&kind).map_err(|e| e.to_string())?;
         rows.push(MatrixRow { kind: kind.to_string(), capabilities: caps.iter().map(str::to_string).collect() });
         let mappings = gateway.option_mappings(&kind).map_err(|e| e.to_string())?;
@@ -41,7 +44,7 @@ pub(crate) fn print(agent: Option<&str>, format: CapabilityFormat) -> Result<Exi
             out.write_with(|w| writeln!(w, "{}", serde_json::to_string_pretty(&map).map_err(std::io::Error::other)?));
         }
         CapabilityFormat::Table => {
-            for (row, keys) in rows.iter().zip(keys) {
+            for ((row, keys), (modes, variants)) in rows.iter().zip(keys).zip(choices) {
                 out.line(&row.kind);
                 for id in &row.capabilities {
                     out.line(&format!("  {id:<42} {}", describe(id).unwrap_or("(backend-specific)")));
@@ -49,8 +52,26 @@ pub(crate) fn print(agent: Option<&str>, format: CapabilityFormat) -> Result<Exi
                 if !keys.is_empty() {
                     out.line(&format!("  options (--option KEY=VALUE): {}", keys.join(", ")));
                 }
+                for line in choice_lines(modes, variants) {
+                    out.line(&line);
+                }
             }
         }
     }
     Ok(finish(out, ExitCode::SUCCESS))
+}
+
+/// The lines that list an agent's modes (`--mode`) and variants (`--variant`, per model where
+/// they differ), each with its native form.
+fn choice_lines(modes: &[agent_api::request::ModeInfo], variants: &[agent_api::request::VariantSet]) -> Vec<String> {
+    let mut lines = Vec::new();
+    if !modes.is_empty() {
+        lines.push("  modes (--mode M): default, and:".to_string());
+        lines.extend(modes.iter().map(|m| format!("    {:<18} {} ({})", m.id, m.description, m.native)));
+    }
+    for set in variants {
+        let models = if set.models.is_empty() { "any other model".to_string() } else { set.models.join(", ") };
+        lines.push(format!("  variants (--variant V) for {models}: {} ({})", set.values.join(", "), set.native));
+    }
+    lines
 }

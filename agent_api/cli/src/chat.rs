@@ -2,7 +2,8 @@
 //! terminal (or per line of stdin when it is not a terminal), each turn's events shown as
 //! `run` shows a run's.
 //!
-//! A signal cancels the turn in progress and ends the chat; end of input ends it too. Exit
+//! A line `/mode M` switches the session's mode for the next turns (`Session::set_mode`) where
+//! the agent can. A signal cancels the turn in progress and ends the chat; end of input ends it too. Exit
 //! status: 0 every turn succeeded, 1 one failed (or the session could not open or closed), 130
 //! stopped by a signal.
 
@@ -43,6 +44,15 @@ pub(crate) async fn chat(options: RunOptions) -> Result<ExitCode, String> {
     while let Some(line) = input.ask(if terminal { "you> " } else { "" }, &stop.cancel).await {
         let prompt = line.trim();
         if prompt.is_empty() {
+            continue;
+        }
+        // `/mode M` between turns switches the session's mode where the agent can; a refusal
+        // (an unknown mode, an agent that cannot switch) is said and the chat goes on.
+        if let Some(mode) = prompt.strip_prefix("/mode ").map(str::trim).filter(|m| !m.is_empty()) {
+            match session.set_mode(agent_api::request::AgentMode::parse(mode)).await {
+                Ok(()) => eprintln!("agent-api: mode {}", display::line(mode, 64)),
+                Err(error) => eprintln!("agent-api: {}", display::line(&error.to_string(), 1024)),
+            }
             continue;
         }
         let handle = match session.send(prompt).await {

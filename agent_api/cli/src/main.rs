@@ -84,8 +84,16 @@ impl OutputFlags {
     /// Options that only show events of `agent` (no request: a replay or a stored session).
     fn viewing(self, agent: String) -> run::RunOptions {
         let request = RequestFlags { cwd: None, model: None, approve: Approve::None, timeout: None, via: None };
-        let flags =
-            AgentFlags { agent: Some(agent), output: self, request, acp_command: None, options: Vec::new(), fleet: Default::default() };
+        let flags = AgentFlags {
+            agent: Some(agent),
+            output: self,
+            request,
+            acp_command: None,
+            options: Vec::new(),
+            variant: None,
+            mode: None,
+            fleet: Default::default(),
+        };
         run::RunOptions { answers: false, ..flags.into_options(String::new()) }
     }
 }
@@ -130,13 +138,22 @@ struct AgentFlags {
     /// KIND` lists the keys), e.g. `--option backend.scripted.scenario=tour`.
     #[arg(long = "option", value_name = "KEY=VALUE", value_parser = run::parse_option)]
     options: Vec<(String, String)>,
+    /// The model variant, such as a reasoning effort (`agent-api capabilities --agent KIND`
+    /// lists the agent's, per model where they differ).
+    #[arg(long, value_name = "V")]
+    variant: Option<String>,
+    /// The agent's mode: `plan` (read-only planning), `default`, or one of the agent's own
+    /// (`agent-api capabilities --agent KIND` lists them); in `chat`, `/mode M` switches it.
+    #[arg(long, value_name = "M")]
+    mode: Option<String>,
     #[command(flatten)]
     fleet: fleet::FleetFlags,
 }
 
 impl AgentFlags {
     fn into_options(self, prompt: impl Into<agent_api::Prompt>) -> run::RunOptions {
-        let AgentFlags { agent, output: OutputFlags { format, view, include_raw }, request, acp_command, options, fleet } = self;
+        let AgentFlags { agent, output: OutputFlags { format, view, include_raw }, request, acp_command, options, variant, mode, fleet } =
+            self;
         let RequestFlags { cwd, model, approve, timeout, via } = request;
         let portable = Default::default();
         run::RunOptions {
@@ -151,6 +168,8 @@ impl AgentFlags {
             acp_command,
             via,
             options,
+            variant,
+            mode: mode.as_deref().map(agent_api::request::AgentMode::parse),
             fleet,
             prompt: prompt.into(),
             answers: true,

@@ -42,6 +42,10 @@ pub(crate) struct RunOptions {
     /// The agent's own options (`--option KEY=VALUE`), as typed: checked against the chosen
     /// backend's options struct by [`request_of`].
     pub options: Vec<(String, String)>,
+    /// The model variant (`--variant`).
+    pub variant: Option<String>,
+    /// The agent's mode (`--mode`).
+    pub mode: Option<agent_api::request::AgentMode>,
     /// Timeouts (and, later, homes and limits) for runs side by side.
     pub fleet: crate::fleet::FleetFlags,
     /// The prompt: its text, and the images and files given with `--image` and `--attach`.
@@ -104,6 +108,12 @@ pub(crate) fn base_request(options: &RunOptions) -> RunRequest {
     }
     if let Some(model) = &options.model {
         request = request.with_model(model);
+    }
+    if let Some(variant) = &options.variant {
+        request = request.with_variant(variant);
+    }
+    if let Some(mode) = &options.mode {
+        request = request.with_mode(mode.clone());
     }
     if let Some(secs) = options.timeout {
         request = request.with_timeout(Duration::from_secs(secs));

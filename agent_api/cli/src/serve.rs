@@ -96,6 +96,8 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<ExitCode, String> {
         acp_command: None,
         via: args.request.via.clone(),
         options: Vec::new(),
+        variant: None,
+        mode: None,
         fleet: crate::fleet::FleetFlags::with_limits(args.limits.clone()),
         prompt: String::new().into(),
         answers: false,

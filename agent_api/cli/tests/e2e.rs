@@ -180,3 +180,74 @@ async fn e2e_resume_with_the_printed_session_line_from_another_directory_finds_t
     assert!(out.contains("user_turns=2"), "the resumed session's first turn is in the model request: {out}\n{err}");
     assert_eq!(agent_api::request::SessionRef::parse(session_line(&err)).unwrap().working_dir(), Some(sandbox.cwd.as_path()));
 }
+
+/// The bench's model server (on its own runtime, which the caller keeps) and a sandbox for `cli`
+/// playing `scenario`; `None` when the CLI is missing and skipping was asked for.
+fn bench_outside_tokio(cli: Cli, scenario: &str) -> Option<(tokio::runtime::Runtime, ModelServer, Sandbox)> {
+    agent_bench::e2e_enabled_or_explain(cli)?;
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let server = runtime.block_on(ModelServer::start(None)).unwrap();
+    let sandbox = Sandbox::new(cli, &server, scenario).unwrap();
+    Some((runtime, server, sandbox))
+}
+
+/// `agent-api run --agent claude_code --mode plan` plans and writes nothing, even with every
+/// request approved: the bench's model writes and edits a file, and the file never appears.
+#[test]
+fn e2e_run_in_plan_mode_writes_nothing() {
+    let Some((_runtime, _server, sandbox)) = bench_outside_tokio(Cli::ClaudeCode, "write_edit") else { return };
+    let output = cli(&sandbox)
+        .args([
+            "run",
+            "--agent",
+            "claude_code",
+            "--mode",
+            "plan",
+            "--approve",
+            "all",
+            "--format",
+            "jsonl",
+            "--timeout",
+            "120",
+            "create a file",
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{}\n{stdout}", String::from_utf8_lossy(&output.stderr));
+    assert!(!sandbox.cwd.join("created.txt").exists(), "plan mode wrote a file");
+    assert!(stdout.contains("permission"), "the write was asked for and denied: {stdout}");
+    // An unknown mode is refused before anything runs, naming the valid ones.
+    let refused = cli(&sandbox).args(["run", "--agent", "claude_code", "--mode", "build", "go"]).output().unwrap();
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("has no mode `build`") && stderr.contains("plan"), "{stderr}");
+}
+
+/// `agent-api run --agent codex --variant high`: the effort reaches Codex's model request.
+#[test]
+fn e2e_codex_variant_high_reaches_the_request_as_its_reasoning_effort() {
+    let Some((_runtime, server, sandbox)) = bench_outside_tokio(Cli::Codex, "text") else { return };
+    // The bench points Codex at its server with `-c` flags; the CLI run reads them from config.toml.
+    let home = sandbox.env.iter().find(|(k, _)| k == "CODEX_HOME").map(|(_, v)| v.clone()).expect("CODEX_HOME");
+    let mut toml = String::new();
+    let mut args = sandbox.base_args.iter();
+    while let Some(arg) = args.next() {
+        if arg == "-c" {
+            toml.push_str(args.next().unwrap());
+            toml.push('\n');
+        }
+    }
+    std::fs::write(Path::new(&home).join("config.toml"), toml).unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_agent-api"))
+        .env_clear()
+        .envs(sandbox.env.iter().map(|(k, v)| (k, v)))
+        .env("AGENT_API_CODEX_BIN", &sandbox.program)
+        .current_dir(&sandbox.cwd)
+        .args(["run", "--agent", "codex", "--variant", "high", "--format", "jsonl", "--timeout", "120", "say hi"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let request = server.requests().into_iter().rev().find(|r| r.body.get("input").is_some()).expect("a model request");
+    assert_eq!(request.body.pointer("/reasoning/effort"), Some(&serde_json::json!("high")));
+}

@@ -38,6 +38,18 @@ pub trait AgentBackend: Send + Sync {
         &[]
     }
 
+    /// The modes the agent offers besides its default (`agent_api.request.modes`), each with
+    /// its native form; a request naming another is refused before spawn ([`crate::request::AgentMode`]).
+    fn modes(&self) -> &'static [crate::contract::modes::ModeInfo] {
+        &[]
+    }
+
+    /// The model variants the agent offers, per model where they differ
+    /// (`agent_api.request.variants`); [`crate::contract::modes::variants_for`] picks a model's.
+    fn variants(&self) -> &'static [crate::contract::modes::VariantSet] {
+        &[]
+    }
+
     /// Starts a run. Validation errors come back before anything is spawned.
     async fn run(&self, request: RunRequest) -> Result<RunHandle, AgentError>;
 
@@ -54,10 +66,19 @@ pub trait AgentBackend: Send + Sync {
         None
     }
 
-    /// Checks a request against the backend's capabilities and extension keys; `run` calls it
-    /// first, and so does the gateway.
+    /// Checks a request against the backend's capabilities, extension keys, modes and
+    /// variants; `run` calls it first, and so does the gateway.
     fn validate(&self, request: &RunRequest) -> Result<(), AgentError> {
-        validate_request(&self.kind(), &self.capabilities(), self.extension_keys(), request)
+        validate_request(&self.kind(), &self.capabilities(), self.extension_keys(), request)?;
+        check_choices(&self.kind(), self.modes(), self.variants(), request)
+    }
+
+    /// The checks of [`AgentBackend::validate`] but the prompt's, for a session's template
+    /// ([`validate_template`] and the modes and variants); `open_session` calls it first, and so
+    /// does the gateway.
+    fn validate_session_template(&self, request: &RunRequest) -> Result<(), AgentError> {
+        validate_template(&self.kind(), &self.capabilities(), self.extension_keys(), request)?;
+        check_choices(&self.kind(), self.modes(), self.variants(), request)
     }
 }
 
@@ -127,6 +148,32 @@ pub fn validate_template(
     request.portable.validate()?;
     if let Some(schema) = &request.portable.output_schema {
         crate::contract::structured::check_schema(schema)?;
+    }
+    Ok(())
+}
+
+/// Refuses, before anything is spawned, a request whose mode or variant the backend does not
+/// list: [`AgentError::UnknownMode`] or [`AgentError::UnknownVariant`], each with the valid values
+/// (empty where the agent has none). [`crate::contract::modes::AgentMode::Default`] always passes.
+pub fn check_choices(
+    kind: &AgentKind,
+    modes: &[crate::contract::modes::ModeInfo],
+    variants: &[crate::contract::modes::VariantSet],
+    request: &RunRequest,
+) -> Result<(), AgentError> {
+    if let Some(mode) = request.mode.as_ref().filter(|m| **m != crate::contract::modes::AgentMode::Default) {
+        crate::contract::modes::check_mode(kind.as_str(), modes, mode)?;
+    }
+    if let Some(variant) = &request.variant {
+        let valid = crate::contract::modes::variants_for(variants, request.model.as_deref());
+        if !valid.contains(&variant.as_str()) {
+            return Err(AgentError::UnknownVariant {
+                kind: kind.to_string(),
+                variant: crate::contract::bounds::utf8_prefix(variant, 64).to_string(),
+                model: request.model.as_deref().map(|m| crate::contract::bounds::utf8_prefix(m, 64).to_string()),
+                valid: valid.iter().map(|v| v.to_string()).collect(),
+            });
+        }
     }
     Ok(())
 }

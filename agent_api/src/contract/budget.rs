@@ -70,6 +70,14 @@ pub(crate) struct BatchReceiver {
     returned_tx: mpsc::UnboundedSender<Vec<UniversalEvent>>,
 }
 
+#[cfg(test)]
+impl BatchReceiver {
+    /// How many events each batch that waits to be read holds, oldest first (taking them).
+    pub(crate) fn waiting_batch_sizes(&mut self) -> Vec<usize> {
+        std::iter::from_fn(|| self.rx.try_recv().ok()).map(|batch| batch.events.len()).collect()
+    }
+}
+
 /// A budget of `budget` bytes (at least 1).
 pub(crate) fn channel(budget: usize) -> (BatchSender, BatchReceiver) {
     let budget = budget.clamp(1, MAX_BUDGET);

@@ -289,6 +289,29 @@ pub enum AgentError {
         /// The operating system's error.
         source: std::io::Error,
     },
+    /// The request's mode is not one the agent offers ([`crate::request::AgentMode`]); refused before spawn.
+    #[error("agent `{kind}` has no mode `{mode}`; {}", choices("modes", .valid))]
+    UnknownMode {
+        /// The backend's agent kind.
+        kind: String,
+        /// The mode asked for (one line, bounded).
+        mode: String,
+        /// The modes the agent offers.
+        valid: Vec<String>,
+    },
+    /// The request's variant is not one the agent offers for its model ([`crate::request::AgentMode`]);
+    /// refused before spawn.
+    #[error("agent `{kind}` has no variant `{variant}`{}; {}", model.as_ref().map(|m| format!(" for model `{m}`")).unwrap_or_default(), choices("variants", .valid))]
+    UnknownVariant {
+        /// The backend's agent kind.
+        kind: String,
+        /// The variant asked for (one line, bounded).
+        variant: String,
+        /// The model the request chose, if any (variants may differ per model).
+        model: Option<String>,
+        /// The variants the agent offers for that model.
+        valid: Vec<String>,
+    },
     /// The final answer is not JSON that fits the request's output schema.
     #[error("the answer does not fit the output schema: {reason}")]
     StructuredOutput {
@@ -400,6 +423,8 @@ impl AgentError {
             AgentError::HomeSetup { .. } => "home_setup",
             AgentError::LimitReached { .. } => "limit_reached",
             AgentError::StructuredOutput { .. } => "structured_output",
+            AgentError::UnknownMode { .. } => "unknown_mode",
+            AgentError::UnknownVariant { .. } => "unknown_variant",
         }
     }
 }
@@ -492,5 +517,14 @@ impl std::fmt::Display for StoreShape {
             StoreShape::ClaudeCodeProject => "a Claude Code session file (~/.claude/projects/<dir>/<id>.jsonl)",
             StoreShape::CodexRollout => "a Codex rollout file (~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl)",
         })
+    }
+}
+
+/// The list of valid values an [`AgentError::UnknownMode`] or [`AgentError::UnknownVariant`] names.
+fn choices(what: &str, valid: &[String]) -> String {
+    if valid.is_empty() {
+        format!("it has no {what}")
+    } else {
+        format!("its {what}: {}", valid.join(", "))
     }
 }

@@ -17,6 +17,7 @@ pub(crate) mod home;
 pub mod images;
 pub(crate) mod kind;
 pub(crate) mod launcher;
+pub(crate) mod modes;
 pub(crate) mod options;
 pub(crate) mod portable;
 pub mod projection;

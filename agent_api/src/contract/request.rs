@@ -146,8 +146,13 @@ pub struct RunRequest {
     pub turn_timeout: Option<Duration>,
     /// Model name.
     pub model: Option<String>,
-    /// Model variant, such as a reasoning effort.
+    /// Model variant, such as a reasoning effort: one the backend lists for the model
+    /// ([`AgentBackend::variants`](crate::AgentBackend::variants)); needs `agent_api.request.variants`.
     pub variant: Option<String>,
+    /// The agent's mode ([`crate::contract::modes::AgentMode`]: plan, the default, or one of the agent's own
+    /// the backend lists in [`AgentBackend::modes`](crate::AgentBackend::modes)); any but the default
+    /// needs `agent_api.request.modes`.
+    pub mode: Option<crate::contract::modes::AgentMode>,
     /// Which session to continue.
     pub session: SessionSelector,
     /// The native id the new session takes, chosen by the caller (Claude Code `--session-id`):
@@ -238,6 +243,7 @@ impl std::fmt::Debug for RunRequest {
             .field("turn_timeout", &self.turn_timeout)
             .field("model", &self.model)
             .field("variant", &self.variant)
+            .field("mode", &self.mode)
             .field("session", &self.session)
             .field("new_session_id", &self.new_session_id)
             .field("permissions", &self.permissions)
@@ -325,6 +331,20 @@ impl RunRequest {
     /// Sets the model variant.
     pub fn with_variant(mut self, variant: impl Into<String>) -> Self {
         self.variant = Some(variant.into());
+        self
+    }
+
+    /// Sets the agent mode (see [`crate::request::AgentMode`]).
+    ///
+    /// ```
+    /// use agent_api::request::AgentMode;
+    /// use agent_api::RunRequest;
+    /// let req = RunRequest::new("how would you split this module?").with_mode(AgentMode::Plan);
+    /// assert!(req.required_capabilities().contains(agent_api_capabilities::MODES));
+    /// assert!(!RunRequest::new("x").with_mode(AgentMode::Default).required_capabilities().contains(agent_api_capabilities::MODES));
+    /// ```
+    pub fn with_mode(mut self, mode: impl Into<crate::contract::modes::AgentMode>) -> Self {
+        self.mode = Some(mode.into());
         self
     }
 
@@ -490,6 +510,10 @@ impl RunRequest {
         }
         if self.variant.is_some() {
             needed.insert(caps::VARIANTS);
+        }
+        // The default mode is every agent's: choosing it asks nothing of the backend.
+        if self.mode.as_ref().is_some_and(|m| *m != crate::contract::modes::AgentMode::Default) {
+            needed.insert(caps::MODES);
         }
         if self.skip_permission_prompts {
             needed.insert(caps::SKIP_PERMISSION_PROMPTS);

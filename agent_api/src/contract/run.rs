@@ -286,49 +286,11 @@ impl RunControl {
 }
 
 /// Kills the run's processes when the last part of its handle is dropped.
+///
+/// It is all the driver learns of the caller's side: not which view reads the run, so that the
+/// universal events are the same whichever view is read (`spec/run-protocol.md` §1).
 pub(crate) struct RunGuard {
     pub(crate) abandoned: CancellationToken,
-    /// What the view the caller chose needs the run to build.
-    pub(crate) view: Arc<ViewNeeds>,
-}
-
-/// What the caller's view needs the run's driver to build. The view is chosen after the run
-/// started, so the driver reads this as it goes (once per line or batch).
-#[derive(Debug)]
-pub(crate) struct ViewNeeds {
-    /// Raw payloads: wanted when the request asks for them, until the wrapper view is chosen
-    /// (it never shows them).
-    raw: AtomicBool,
-    /// Only the wrapper view reads the run. It shows an answer's text once, when the message
-    /// completes, so the transcript may send the deltas of an answer that wait in one batch as
-    /// one event: nobody sees the universal events themselves.
-    wrapper_only: AtomicBool,
-}
-
-impl ViewNeeds {
-    /// Before a view is chosen: raw payloads as the request asks, every event as it comes.
-    pub(crate) fn new(include_raw: bool) -> Self {
-        Self { raw: AtomicBool::new(include_raw), wrapper_only: AtomicBool::new(false) }
-    }
-
-    /// A session's next turn: its handle's view is not chosen yet.
-    pub(crate) fn reset(&self, include_raw: bool) {
-        self.raw.store(include_raw, Ordering::Relaxed);
-        self.wrapper_only.store(false, Ordering::Relaxed);
-    }
-
-    pub(crate) fn raw(&self) -> bool {
-        self.raw.load(Ordering::Relaxed)
-    }
-
-    pub(crate) fn wrapper_only(&self) -> bool {
-        self.wrapper_only.load(Ordering::Relaxed)
-    }
-
-    fn choose_wrapper(&self) {
-        self.raw.store(false, Ordering::Relaxed);
-        self.wrapper_only.store(true, Ordering::Relaxed);
-    }
 }
 
 impl Drop for RunGuard {
@@ -380,16 +342,14 @@ impl RunHandle {
 
     /// The wrapper view: bounded [`AgentWrapperEvent`]s, and the completion.
     ///
-    /// Wrapper events never show raw payloads, so from here on the run does not build them
-    /// (a few events made before this call may still carry one), and an answer's deltas that
-    /// wait in one batch become one universal event: the view shows the answer's text once, when
-    /// its message completes, so what it shows is the same.
+    /// It is the shared projection ([`Projector`]) of the universal events, which are the same
+    /// whichever view reads the run; the projection holds an answer's text until its message
+    /// completes and shows it once.
     pub fn into_wrapper(self) -> (WrapperEvents, Completion) {
         self.wrapper(false)
     }
 
     fn wrapper(self, streaming_answers: bool) -> (WrapperEvents, Completion) {
-        self.guard.view.choose_wrapper();
         let projector = Projector::new(self.agent_kind, self.tools_structured);
         let projector = if streaming_answers { projector.streaming_answers() } else { projector };
         let events = WrapperEvents { inner: UniversalEvents::new(self.events, self.guard.clone()), projector, pending: Default::default() };

@@ -28,6 +28,8 @@ use crate::contract::universal::UniversalEvent;
 pub(crate) enum SessionCommand {
     /// Start a turn and hand back its handle.
     Turn(Prompt, oneshot::Sender<Result<RunHandle, AgentError>>),
+    /// Switch the agent's mode between turns.
+    SetMode(crate::contract::modes::AgentMode, oneshot::Sender<Result<(), AgentError>>),
     /// End the agent and hand back the trailing events.
     Close(oneshot::Sender<Vec<UniversalEvent>>),
 }
@@ -78,6 +80,8 @@ pub(crate) trait ResumingTurns: Send + Sync {
     fn native_session_id(&self) -> Option<String>;
     /// Starts the next turn.
     async fn send(&mut self, prompt: Prompt) -> Result<RunHandle, AgentError>;
+    /// The next turns' mode, checked against the backend's modes now.
+    fn set_mode(&mut self, mode: crate::contract::modes::AgentMode) -> Result<(), AgentError>;
     /// Ends the session, returning the trailing events.
     async fn close(self: Box<Self>) -> Result<Vec<UniversalEvent>, AgentError>;
 }
@@ -166,6 +170,26 @@ impl Session {
                 handle.await.unwrap_or(Err(AgentError::SessionClosed))
             }
             Engine::Resumed(resumed) => resumed.send(prompt).await,
+        }
+    }
+
+    /// Changes the mode of the next turns (`agent_api.session.mode_switch`), between turns:
+    /// `TurnInProgress` while a turn runs, `UnknownMode` for a mode the agent does not offer,
+    /// `UnsupportedCapability` where the agent cannot switch. A warm session sends the agent's own
+    /// switch (Claude Code's `set_permission_mode`, ACP `session/set_mode`); a session resuming per
+    /// turn starts its next turns in the new mode.
+    pub async fn set_mode(&mut self, mode: impl Into<crate::contract::modes::AgentMode>) -> Result<(), AgentError> {
+        let mode = mode.into();
+        match &mut self.engine {
+            Engine::Warm(warm) => {
+                if lock(&warm.shared).closed {
+                    return Err(AgentError::SessionClosed);
+                }
+                let (reply, done) = oneshot::channel();
+                warm.commands.send(SessionCommand::SetMode(mode, reply)).map_err(|_| AgentError::SessionClosed)?;
+                done.await.unwrap_or(Err(AgentError::SessionClosed))
+            }
+            Engine::Resumed(resumed) => resumed.set_mode(mode),
         }
     }
 

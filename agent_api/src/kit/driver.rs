@@ -1,11 +1,17 @@
 //! The run driver: pumps native lines through a [`Protocol`] into the transcript and out to the
 //! caller, within a byte budget, with timeout, cancellation and process-group cleanup.
 //!
+//! One loop ([`Core::drive`]) drives a one-shot run and a warm session alike: they differ only in
+//! where turns come from ([`Caller`]: a run's one turn is open from the start; a session's come
+//! from its commands). What it learns of the caller is the turn's controls and whether its handle
+//! was dropped, never which view reads the events, so the transcript depends on the native input
+//! alone.
+//!
 //! The rules it guarantees (`spec/run-protocol.md`): every run resolves its completion exactly
 //! once, after its last event; a failed run's stream ends with exactly one terminal error whose
 //! message is the completion error's; cancel wins ties; nothing of the process group survives.
 
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -22,7 +28,7 @@ use super::timeouts::{expiry, Clock, TimeoutLimits};
 use super::transport::{wait_exit, Lifecycle, StdinQueue};
 use crate::contract::budget::{self, BatchSender, EVENTS_PER_BATCH};
 use crate::contract::error::AgentError;
-use crate::contract::run::{ControlMessage, RunCompletion, RunControl, RunGuard, RunHandle, ViewNeeds};
+use crate::contract::run::{ControlMessage, RunCompletion, RunControl, RunGuard, RunHandle};
 use crate::contract::universal::{Transcript, UniversalEvent};
 use output::Output;
 
@@ -37,6 +43,8 @@ mod finish;
 mod output;
 mod session;
 mod settings;
+#[cfg(test)]
+mod tests;
 
 /// `now + d`, saturating: a deadline past the clock's range is as good as none.
 fn deadline_after(d: Duration) -> Instant {
@@ -45,23 +53,16 @@ fn deadline_after(d: Duration) -> Instant {
 }
 
 /// Starts driving a run on the current tokio runtime and returns its handle.
+///
+/// A one-shot run is driven as a session of one turn that takes no more input: its turn is open
+/// from the start and it ends when the agent's output does.
 pub fn start_run(settings: RunSettings, transport: Transport, protocol: Box<dyn Protocol>) -> RunHandle {
-    let (events_tx, events_rx) = budget::channel(settings.buffer_budget);
-    let (completion_tx, completion_rx) = oneshot::channel();
-    let (control_tx, control_rx) = mpsc::unbounded_channel();
-    let cancel_requested = Arc::new(AtomicBool::new(false));
-    let view = Arc::new(ViewNeeds::new(settings.include_raw));
+    let (mut core, io) = Core::new(settings, transport, protocol);
+    // Dropping the run's handle abandons the whole run.
     let abandoned = CancellationToken::new();
-    let guard = Arc::new(RunGuard { abandoned: abandoned.clone(), view: view.clone() });
-    let control = RunControl::new(control_tx, cancel_requested.clone());
-    if let Some(token) = settings.cancellation.clone() {
-        tokio::spawn(cancel_on(token, control.clone()));
-    }
-    let handle = RunHandle::new(settings.agent_kind.clone(), settings.tools_structured, events_rx, completion_rx, control, guard);
-    let (mut core, io) = Core::new(settings, transport, protocol, view);
-    core.events_tx = Some(events_tx);
-    let inputs = Inputs { io, control_rx, cancel_requested, abandoned };
-    tokio::spawn(core.drive(inputs, completion_tx));
+    let (turn, handle) = core.open_turn(abandoned.clone(), false);
+    let caller = Caller { abandoned, turn: Some(turn), session: None };
+    tokio::spawn(core.drive(io, caller));
     handle
 }
 
@@ -105,12 +106,50 @@ async fn next_stderr(live: &mut Option<mpsc::Receiver<String>>) -> Option<String
     }
 }
 
-/// What the driver's loop waits on.
-struct Inputs {
-    io: Io,
-    control_rx: mpsc::UnboundedReceiver<ControlMessage>,
-    cancel_requested: Arc<AtomicBool>,
+/// The caller's side of a drive: where its turns come from and who follows them.
+struct Caller {
+    /// Cancelled when the caller dropped everything (a run's handle, a session): the agent's
+    /// group is killed at once.
     abandoned: CancellationToken,
+    /// The turn in progress: a run's one turn, open from the start; a session's current one.
+    turn: Option<Turn>,
+    /// A session's commands, which open its turns and close it; none for a one-shot run.
+    session: Option<session::Commands>,
+}
+
+/// The turn in progress, as its caller holds it.
+struct Turn {
+    completion_tx: oneshot::Sender<Result<RunCompletion, AgentError>>,
+    control_rx: mpsc::UnboundedReceiver<ControlMessage>,
+    control_open: bool,
+    cancel_requested: Arc<AtomicBool>,
+    /// A session's turn: cancelled when the caller drops every part of the turn's handle, which
+    /// stops the turn softly and keeps the session. (A run's handle abandons the whole run.)
+    abandoned: Option<CancellationToken>,
+    dropped: bool,
+}
+
+impl Turn {
+    /// Whether the caller cancelled it (`RunControl::cancel`, its token, a session's `close`).
+    fn cancel_requested(&self) -> bool {
+        self.cancel_requested.load(Ordering::SeqCst)
+    }
+}
+
+/// The turn's next control message; never ready without a turn.
+async fn turn_control(turn: &mut Option<Turn>) -> Option<ControlMessage> {
+    match turn {
+        Some(turn) => turn.control_rx.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Resolves when `token` is cancelled; never without one.
+async fn cancelled(token: Option<CancellationToken>) {
+    match token {
+        Some(token) => token.cancelled().await,
+        None => std::future::pending().await,
+    }
 }
 
 /// A batch of events with its weight in bytes.
@@ -129,8 +168,6 @@ struct Core {
     /// The batch taken from the transcript that waits for room in the budget; while it waits
     /// the driver reads no more of the agent's output but still acts on its other inputs.
     pending: Option<Pending>,
-    /// What the caller's view needs built (raw payloads, every answer delta on its own).
-    view: Arc<ViewNeeds>,
     /// Bytes of raw payloads in the batch being built (each counted once, however many events share it).
     raw_bytes: usize,
     pgid: Option<i32>,
@@ -164,7 +201,7 @@ struct Core {
 
 impl Core {
     /// A driver for `transport` and `protocol`, with no listener yet.
-    fn new(settings: RunSettings, transport: Transport, protocol: Box<dyn Protocol>, view: Arc<ViewNeeds>) -> (Self, Io) {
+    fn new(settings: RunSettings, transport: Transport, protocol: Box<dyn Protocol>) -> (Self, Io) {
         let session_id = format!("sess_{}", uuid::Uuid::new_v4().simple());
         let transcript = Transcript::new(session_id, settings.include_raw);
         let Transport { source, stdin, stderr, lifecycle } = transport;
@@ -192,7 +229,6 @@ impl Core {
             stdin,
             events_tx: None,
             pending: None,
-            view,
             raw_bytes: 0,
             pgid,
             far,
@@ -365,7 +401,7 @@ impl Core {
     }
 
     fn wants_raw(&self) -> bool {
-        self.settings.include_raw && self.view.raw()
+        self.settings.include_raw
     }
 
     fn handle_line(&mut self, bytes: &[u8]) {
@@ -396,7 +432,6 @@ impl Core {
 
     /// Handles `first` and the lines already waiting behind it, as one batch within the limits.
     fn handle_ready(&mut self, first: Option<std::io::Result<SourceItem>>, source: &mut Output) {
-        self.transcript.set_merge_answer_deltas(self.view.wrapper_only());
         let mut next = Some(first);
         let mut batch = BatchSize::default();
         while let Some(item) = next.take() {
@@ -435,9 +470,13 @@ impl Core {
             && batch.bytes < self.settings.buffer_budget / 2
     }
 
-    fn on_control(&mut self, message: Option<ControlMessage>, control_open: &mut bool) {
+    fn on_control(&mut self, message: Option<ControlMessage>, turn: &mut Option<Turn>) {
         match message {
-            None => *control_open = false,
+            None => {
+                if let Some(turn) = turn {
+                    turn.control_open = false;
+                }
+            }
             Some(ControlMessage::Cancel) => self.begin_stop(Stop::Cancelled),
             Some(ControlMessage::Command(command, reply)) => {
                 let result = self.with_ctx(|p, ctx| p.on_control(command, ctx)).unwrap_or(Err(AgentError::RunFinished));
@@ -467,23 +506,60 @@ impl Core {
         }
     }
 
-    async fn drive(mut self, mut inputs: Inputs, completion_tx: oneshot::Sender<Result<RunCompletion, AgentError>>) {
+    /// Opens a turn for the caller: its handle (with its budgeted event channel, its control
+    /// and its completion) and the driver's side of it. `abandoned` is what dropping the handle
+    /// cancels; `own_token` says whether it is the turn's own (a session's turn) rather than the
+    /// whole drive's (a run).
+    fn open_turn(&mut self, abandoned: CancellationToken, own_token: bool) -> (Turn, RunHandle) {
+        let settings = &self.settings;
+        let (events_tx, events_rx) = budget::channel(settings.buffer_budget);
+        let (completion_tx, completion_rx) = oneshot::channel();
+        let (control_tx, control_rx) = mpsc::unbounded_channel();
+        let cancel_requested = Arc::new(AtomicBool::new(false));
+        let guard = Arc::new(RunGuard { abandoned: abandoned.clone() });
+        let control = RunControl::new(control_tx, cancel_requested.clone());
+        if let Some(token) = settings.cancellation.clone() {
+            tokio::spawn(cancel_on(token, control.clone()));
+        }
+        let handle = RunHandle::new(settings.agent_kind.clone(), settings.tools_structured, events_rx, completion_rx, control, guard);
+        self.events_tx = Some(events_tx);
+        self.clock.start();
+        let abandoned = own_token.then_some(abandoned);
+        let turn = Turn { completion_tx, control_rx, control_open: true, cancel_requested, abandoned, dropped: false };
+        (turn, handle)
+    }
+
+    /// The one loop of a run and a session: the agent's output, its stderr and its exit; the
+    /// caller's controls, drops and (in a session) commands; the timeouts and graces. It ends
+    /// when the agent's output has ended and its process exited.
+    async fn drive(mut self, mut io: Io, mut caller: Caller) {
         if let Some(Err(error)) = self.with_ctx(|p, ctx| p.start(ctx)) {
             self.fail(error);
         }
-        self.stage();
-        self.clock.start();
-        let mut control_open = true;
+        if caller.turn.is_some() {
+            self.stage();
+        }
         while !(self.source_done && self.exit.is_some()) {
+            let turn_abandoned = caller.turn.as_ref().filter(|t| !t.dropped).and_then(|t| t.abandoned.clone());
+            let control_open = caller.turn.as_ref().is_some_and(|t| t.control_open);
+            let commands_open = caller.session.as_ref().is_some_and(session::Commands::is_open);
             self.clock.set_waiting(self.transcript.awaits_caller());
             let next_timeout = self.clock.next();
             tokio::select! {
                 biased;
-                _ = inputs.abandoned.cancelled(), if self.stop != Some(Stop::Abandoned) => {
+                _ = caller.abandoned.cancelled(), if self.stop != Some(Stop::Abandoned) => {
                     self.stop = Some(Stop::Abandoned);
                     self.kill_now();
                 }
-                message = inputs.control_rx.recv(), if control_open => self.on_control(message, &mut control_open),
+                _ = cancelled(turn_abandoned) => {
+                    // Nobody follows this turn any more: stop it, softly; the session lives on.
+                    if let Some(turn) = &mut caller.turn {
+                        turn.dropped = true;
+                    }
+                    self.begin_stop(Stop::Cancelled);
+                }
+                message = turn_control(&mut caller.turn), if control_open => self.on_control(message, &mut caller.turn),
+                command = session::next_command(&mut caller.session), if commands_open => self.on_command(command, &mut caller),
                 kind = expiry(next_timeout), if self.stop.is_none() => self.on_timeout(kind),
                 _ = sleep_until(self.escalate_at.unwrap_or_else(Instant::now)), if self.escalate_at.is_some() => self.escalate(),
                 _ = sleep_until(self.closed_deadline.unwrap_or_else(Instant::now)), if self.closed_deadline.is_some() => {
@@ -496,19 +572,27 @@ impl Core {
                     }
                     self.source_done = true;
                 }
-                status = wait_exit(&mut inputs.io.lifecycle), if self.exit.is_none() => self.on_exit(status),
+                status = wait_exit(&mut io.lifecycle), if self.exit.is_none() => self.on_exit(status),
                 room = self.room_for_pending(), if self.pending.is_some() => self.on_room(room),
-                item = inputs.io.source.next(), if !self.source_done && self.may_read() => self.handle_ready(item, &mut inputs.io.source),
-                line = next_stderr(&mut inputs.io.stderr_live), if inputs.io.stderr_live.is_some() => match line {
+                item = io.source.next(), if !self.source_done && self.may_read() => self.handle_ready(item, &mut io.source),
+                line = next_stderr(&mut io.stderr_live), if io.stderr_live.is_some() => match line {
                     Some(line) => self.on_stderr(&line),
-                    None => inputs.io.stderr_live = None,
+                    None => io.stderr_live = None,
                 },
                 _ = sleep_until(self.caller_waits.next().unwrap_or_else(Instant::now)), if self.caller_waits.next().is_some() => {
                     self.on_caller_wait_over();
                 }
             }
-            let handed_over = self.stage();
+            // Between a session's turns nobody takes events: they wait in the transcript for
+            // the next turn (or `close`).
+            let handed_over = caller.turn.is_some() && self.stage();
             self.track_caller_waits();
+            if caller.session.is_some() {
+                // A one-shot run ends with the agent's output, whatever turn ends it reports.
+                if let Some(result) = self.turn_end.take() {
+                    self.end_turn(result, &mut caller).await;
+                }
+            }
             if handed_over {
                 // The caller's task, woken by the batch, runs before this one reads on: a
                 // caller that keeps up then takes each batch as it is made, where the driver
@@ -517,10 +601,10 @@ impl Core {
                 tokio::task::yield_now().await;
             }
         }
-        let result = self.finish(inputs).await;
-        self.flush().await;
-        drop(self.events_tx.take());
-        let _ = completion_tx.send(result);
+        match caller.session.take() {
+            Some(session) => self.finish_session(io, session, caller.turn).await,
+            None => self.finish_run(io, caller.turn).await,
+        }
     }
 }
 

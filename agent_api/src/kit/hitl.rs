@@ -171,6 +171,14 @@ impl<P, Q> Hitl<P, Q> {
         Self { policy: None, permissions: HashMap::new(), questions: HashMap::new(), resolved: HashSet::new() }
     }
 
+    /// Decides the requests still to come by `policy` (a session switching modes:
+    /// [`policy_in_mode`]); a replay stays without one.
+    pub fn set_policy(&mut self, policy: PermissionPolicy) {
+        if self.policy.is_some() {
+            self.policy = Some(policy);
+        }
+    }
+
     /// The agent asks for a permission. Records `permission.requested`; when the policy decides
     /// it, records `permission.resolved` at once and returns the decision to send. Otherwise it
     /// waits for the caller ([`Hitl::decide_permission`]) and `None` is returned.
@@ -301,6 +309,43 @@ impl<P, Q> Hitl<P, Q> {
             (false, false) => AgentError::UnknownQuestion { id },
         }
     }
+}
+
+/// The permission policy a run in `mode` is decided by: in [`AgentMode::Plan`](crate::request::AgentMode::Plan) every request
+/// to write a file or run a command the agent did not already judge read-only is denied (an
+/// agent such as Claude Code asks for them in plan mode and would act on an approval), whatever
+/// `policy` approves; other modes keep `policy`.
+///
+/// ```
+/// use agent_api::kit::hitl::policy_in_mode;
+/// use agent_api::request::{AgentMode, PermissionRule, ToolCategory};
+/// use agent_api::PermissionPolicy;
+/// let plan = policy_in_mode(Some(&AgentMode::Plan), &PermissionPolicy::ApproveAll);
+/// assert_eq!(plan.rule(ToolCategory::FileWrite), PermissionRule::Deny);
+/// assert_eq!(plan.rule(ToolCategory::FileRead), PermissionRule::Approve);
+/// ```
+pub fn policy_in_mode(
+    mode: Option<&crate::contract::modes::AgentMode>,
+    policy: &crate::contract::request::PermissionPolicy,
+) -> crate::contract::request::PermissionPolicy {
+    use crate::contract::request::PermissionRule;
+    use crate::contract::tools_facet::ToolCategory;
+    if mode != Some(&crate::contract::modes::AgentMode::Plan) {
+        return policy.clone();
+    }
+    let categories = [
+        ToolCategory::Shell,
+        ToolCategory::FileWrite,
+        ToolCategory::FileRead,
+        ToolCategory::Network,
+        ToolCategory::Mcp,
+        ToolCategory::Other,
+    ];
+    let rules = categories.into_iter().map(|c| {
+        let rule = if matches!(c, ToolCategory::Shell | ToolCategory::FileWrite) { PermissionRule::Deny } else { policy.rule(c) };
+        (c, rule)
+    });
+    crate::contract::request::PermissionPolicy::ByCategory(rules.collect())
 }
 
 #[cfg(test)]

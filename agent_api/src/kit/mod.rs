@@ -78,7 +78,8 @@ pub use driver::{start_run, start_session, RunSettings, DEFAULT_INPUT_LIMIT};
 pub use protocol::{describe_json_error, parse_typed, parse_value, Ctx, ExitInfo, LineStr, Protocol, ProtocolHarness, Unparsed};
 pub use transport::{line_source, AgentPipes, LineSource, SourceItem, Transport};
 
-pub use crate::contract::backend::{validate_request, validate_template};
+pub use crate::contract::backend::{check_choices, validate_request, validate_template};
+pub use crate::contract::modes::check_mode;
 pub use crate::contract::session_ref::is_uuid;
 
 pub mod options {

@@ -105,6 +105,17 @@ pub trait Protocol: Send + 'static {
         Err(AgentError::UnsupportedCapability { kind: self.name().to_string(), capability: agent_api_capabilities::SESSION_WARM.into() })
     }
 
+    /// A warm session's mode for its next turns (`agent_api.session.mode_switch`), between
+    /// turns: send the agent's own switch, after refusing a mode it does not offer
+    /// ([`crate::contract::modes::check_mode`]). The default refuses: the protocol cannot switch.
+    fn set_mode(&mut self, mode: &crate::contract::modes::AgentMode, ctx: &mut Ctx<'_>) -> Result<(), AgentError> {
+        let _ = (mode, ctx);
+        Err(AgentError::UnsupportedCapability {
+            kind: self.name().to_string(),
+            capability: agent_api_capabilities::SESSION_MODE_SWITCH.into(),
+        })
+    }
+
     /// Sends the agent's soft interrupt, if it has one; returns whether it did. The driver
     /// terminates the process group after the cancel grace period either way.
     fn interrupt(&mut self, ctx: &mut Ctx<'_>) -> bool {

@@ -164,7 +164,9 @@ pub(crate) fn client(
     let fs_mode = if serve_fs { FsMode::Confined { fs: crate::fs::ConfinedFs::new(&cwd)?, empty_on_missing } } else { FsMode::Off };
     let prompts = if warm { VecDeque::new() } else { VecDeque::from([prompt_blocks(&request.prompt)?]) };
     let plan = Plan { cwd, session: request.session.clone(), prompts };
-    let requests = Requests::live(request.permissions.clone(), fs_mode);
+    // Plan mode's policy: what the agent still asks to write or run there is denied.
+    let policy = agent_api::kit::hitl::policy_in_mode(request.mode.as_ref(), &request.permissions);
+    let requests = Requests::live(policy, fs_mode);
     let acp = if warm { Acp::session(parser, plan, requests) } else { Acp::live(parser, plan, requests) };
     Ok(acp.with_mcp_servers(crate::portable::acp_servers(&request.portable)))
 }
@@ -182,5 +184,14 @@ pub fn text_only(kind: &AgentKind, request: &RunRequest) -> Result<(), AgentErro
     match needs.into_iter().find(|(needed, _)| *needed) {
         Some((_, capability)) => Err(AgentError::UnsupportedCapability { kind: kind.to_string(), capability: capability.to_string() }),
         None => Ok(()),
+    }
+}
+
+/// `--approval-mode MODE` for the request's mode (none for the default), as Gemini CLI and Qwen
+/// Code take it on every interface. The mode was checked against the agent's list.
+pub fn approval_mode_args(request: &RunRequest) -> Vec<String> {
+    match request.mode.as_ref().filter(|m| **m != agent_api::request::AgentMode::Default) {
+        Some(mode) => vec!["--approval-mode".into(), mode.as_str().into()],
+        None => Vec::new(),
     }
 }

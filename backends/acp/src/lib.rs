@@ -65,7 +65,7 @@ use agent_api::kit::{start_run, start_session, Protocol, RunSettings, Transport}
 use agent_api::{AgentBackend, AgentError, AgentKind, CapabilitySet, RunHandle, RunRequest, Session};
 use async_trait::async_trait;
 
-pub use agent::{run_dir, text_only, AgentCli};
+pub use agent::{approval_mode_args, run_dir, text_only, AgentCli};
 pub use errors::{explanation, status_in};
 pub use fs::ConfinedFs;
 pub use options::{absolute, AcpConfig, AcpOptions};
@@ -194,7 +194,7 @@ impl AgentBackend for AcpBackend {
     }
 
     async fn open_session(&self, request: RunRequest) -> Result<Session, AgentError> {
-        agent_api::kit::validate_template(&self.kind(), &self.capabilities(), self.extension_keys(), &request)?;
+        self.validate_session_template(&request)?;
         let mut request = request.in_session_dir(self.config.working_dir.as_deref());
         let tools = agent_api::kit::caller_tools::attach(&mut request).await?;
         let mut settings = RunSettings::for_request(self.kind(), &request, &self.capabilities());

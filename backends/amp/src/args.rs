@@ -94,7 +94,7 @@ pub async fn invocation(config: &AmpConfig, request: &RunRequest, two_way_sessio
     // on the far side already (made by the relay).
     let run_dir = settings.parent().map(Path::to_path_buf).filter(|_| launcher.is_local_filesystem());
     spec = spec.arg("--settings-file").arg(settings);
-    spec = flags(spec, &options);
+    spec = flags(spec, &options, request);
     for (key, value) in &config.env {
         spec = spec.env(key, value);
     }
@@ -113,10 +113,14 @@ pub async fn invocation(config: &AmpConfig, request: &RunRequest, two_way_sessio
     Ok(Invocation { spec, interface, files })
 }
 
-/// The typed options that are plain flags.
-fn flags(mut spec: CommandSpec, options: &AmpOptions) -> CommandSpec {
-    if let Some(mode) = options.mode {
-        spec = spec.args(["--mode", mode.as_str()]);
+/// The typed options that are plain flags, and the request's mode (checked against Amp's
+/// before spawn; the `mode` extension, which names the native value, wins).
+fn flags(mut spec: CommandSpec, options: &AmpOptions, request: &RunRequest) -> CommandSpec {
+    let chosen = request.mode.as_ref().filter(|m| **m != agent_api::request::AgentMode::Default);
+    match (options.mode, chosen) {
+        (Some(mode), _) => spec = spec.args(["--mode", mode.as_str()]),
+        (None, Some(mode)) => spec = spec.args(["--mode", mode.as_str()]),
+        (None, None) => {}
     }
     if let Some(mcp) = &options.mcp_config {
         spec = spec.arg("--mcp-config").arg(mcp);

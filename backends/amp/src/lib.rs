@@ -82,6 +82,16 @@ const OPTION_MAPPINGS: &[agent_api::kit::options::OptionMapping] = &[
     agent_api::kit::options::OptionMapping::new(caps::DENIED_TOOLS, "settings amp.tools.disable (the run's settings file)"),
     agent_api::kit::options::OptionMapping::new(caps::MCP_SERVERS, "settings amp.mcpServers (the run's settings file)"),
     agent_api::kit::options::OptionMapping::new(caps::OUTPUT_SCHEMA, agent_api::kit::options::SDK_SCHEMA),
+    agent_api::kit::options::OptionMapping::new(caps::MODES, "--mode low|medium|high|ultra"),
+];
+
+/// Amp's agent modes (`--mode`, 0.0.1790142911): each picks the model, system prompt and tools.
+/// Amp has no plan mode.
+const MODES: &[agent_api::request::ModeInfo] = &[
+    agent_api::request::ModeInfo::new("low", "--mode low", "Amp's low mode: a faster model, less reasoning."),
+    agent_api::request::ModeInfo::new("medium", "--mode medium", "Amp's medium mode."),
+    agent_api::request::ModeInfo::new("high", "--mode high", "Amp's high mode: more reasoning."),
+    agent_api::request::ModeInfo::new("ultra", "--mode ultra", "Amp's ultra mode: the most reasoning."),
 ];
 
 /// Capability: the `backend.amp.*` options ([`AmpOptions`]).
@@ -295,6 +305,10 @@ impl AgentBackend for AmpBackend {
         OPTION_MAPPINGS
     }
 
+    fn modes(&self) -> &'static [agent_api::request::ModeInfo] {
+        MODES
+    }
+
     fn extension_keys(&self) -> &'static [&'static str] {
         agent_api::kit::options::extension_keys::<AmpOptions>()
     }
@@ -314,7 +328,7 @@ impl AgentBackend for AmpBackend {
     }
 
     async fn open_session(&self, request: RunRequest) -> Result<Session, AgentError> {
-        agent_api::kit::validate_template(&KIND, &self.capabilities(), self.extension_keys(), &request)?;
+        self.validate_session_template(&request)?;
         let mut request = request.in_session_dir(self.config.working_dir.as_deref());
         let tools = agent_api::kit::caller_tools::attach(&mut request).await?;
         let (mut settings, transport, protocol) = self.launch(&request, true).await?;

@@ -2,9 +2,10 @@
 //! into Claude Code's argv (never a shell string), environment and working directory.
 
 use agent_api::capabilities as caps;
+use agent_api::kit::hitl::policy_in_mode;
 use agent_api::kit::options::OptionMapping;
 use agent_api::kit::CommandSpec;
-use agent_api::request::{PermissionRule, ToolCategory};
+use agent_api::request::{AgentMode, ModeInfo, PermissionRule, ToolCategory, VariantSet};
 use agent_api::PortableOptions;
 use agent_api::{AgentError, PermissionPolicy, RunRequest, SessionSelector};
 use serde::{Deserialize, Serialize};
@@ -46,7 +47,26 @@ pub const OPTION_MAPPINGS: &[OptionMapping] = &[
     OptionMapping::new(caps::MAX_BUDGET_USD, "--max-budget-usd"),
     OptionMapping::new(caps::OUTPUT_SCHEMA, "--json-schema"),
     OptionMapping::new(caps::IMAGES, "stream-json user message image blocks (base64; two-way mode)"),
+    OptionMapping::new(caps::VARIANTS, "--effort"),
+    OptionMapping::new(caps::MODES, "--permission-mode; control request set_permission_mode (warm session)"),
 ];
+
+/// Claude Code's modes: its permission modes (`--permission-mode`, and `set_permission_mode` on a
+/// warm session), `plan` among them.
+pub const MODES: &[ModeInfo] = &[
+    ModeInfo::new(
+        "plan",
+        "--permission-mode plan",
+        "Plans and changes nothing; leaving plan mode is a question (ExitPlanMode) the caller answers.",
+    ),
+    ModeInfo::new("acceptEdits", "--permission-mode acceptEdits", "File edits are approved without asking."),
+    ModeInfo::new("auto", "--permission-mode auto", "Claude Code decides itself which tool calls need asking."),
+    ModeInfo::new("bypassPermissions", "--permission-mode bypassPermissions", "Nothing is asked (refused as root without IS_SANDBOX=1)."),
+    ModeInfo::new("dontAsk", "--permission-mode dontAsk", "Whatever would be asked is denied."),
+];
+
+/// Claude Code's effort levels (`--effort`, 2.1.197), the same for every model.
+pub const VARIANTS: &[VariantSet] = &[VariantSet::all_models(&["low", "medium", "high", "xhigh", "max"], "--effort")];
 
 /// Which channel a run uses (`backend.claude_code.mode`: `"control"` or `"print"`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -75,6 +95,8 @@ pub enum PermissionMode {
     BypassPermissions,
     /// `dontAsk`: whatever would be asked is denied.
     DontAsk,
+    /// `auto`: Claude Code decides itself which tool calls need asking.
+    Auto,
 }
 
 impl PermissionMode {
@@ -86,7 +108,15 @@ impl PermissionMode {
             Self::Plan => "plan",
             Self::BypassPermissions => "bypassPermissions",
             Self::DontAsk => "dontAsk",
+            Self::Auto => "auto",
         }
+    }
+
+    /// The permission mode an agent mode names (`None`: the default, nothing to pass).
+    pub fn of_mode(mode: &AgentMode) -> Option<Self> {
+        [Self::Plan, Self::AcceptEdits, Self::Auto, Self::BypassPermissions, Self::DontAsk]
+            .into_iter()
+            .find(|m| m.as_str() == mode.as_str())
     }
 }
 
@@ -230,6 +260,9 @@ pub fn invocation(config: &ClaudeCodeConfig, request: &RunRequest) -> Result<Inv
     if let Some(model) = &request.model {
         spec = spec.arg("--model").arg(model);
     }
+    if let Some(effort) = &request.variant {
+        spec = spec.arg("--effort").arg(effort);
+    }
     match &request.session {
         SessionSelector::New => {
             if let Some(id) = request.uuid_session_id()? {
@@ -241,10 +274,16 @@ pub fn invocation(config: &ClaudeCodeConfig, request: &RunRequest) -> Result<Inv
         SessionSelector::Fork(id) => spec = spec.arg("--resume").arg(&id.id).arg("--fork-session"),
         other => return Err(AgentError::InvalidRequest { reason: format!("unsupported session selector {other:?}") }),
     }
-    let (policy_mode, mut allowed_tools) =
-        if mode == Mode::Print { print_policy(&request.permissions, &request.portable) } else { (None, Vec::new()) };
+    let (policy_mode, mut allowed_tools) = if mode == Mode::Print {
+        print_policy(&policy_in_mode(request.mode.as_ref(), &request.permissions), &request.portable)
+    } else {
+        (None, Vec::new())
+    };
     let skip_prompts = request.skip_permission_prompts.then_some(PermissionMode::BypassPermissions);
-    let permission_mode = options.permission_mode.or(skip_prompts).or(policy_mode);
+    // The request's mode is a choice of how to work, so it wins over the skip flag and print
+    // mode's policy mapping (plan mode stays read-only whatever the policy approves).
+    let chosen = request.mode.as_ref().and_then(PermissionMode::of_mode);
+    let permission_mode = options.permission_mode.or(chosen).or(skip_prompts).or(policy_mode);
     let bypass = permission_mode == Some(PermissionMode::BypassPermissions);
     if let Some(m) = permission_mode {
         spec = spec.arg("--permission-mode").arg(m.as_str());
@@ -423,8 +462,10 @@ mod tests {
         assert_eq!(std::fs::metadata(mcp).unwrap().permissions().mode() & 0o777, 0o600, "only the owner reads the MCP config");
         let mcp: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(mcp).unwrap()).unwrap();
         assert_eq!(mcp["mcpServers"]["files"], json!({"command": "mcp-files", "args": ["--root", "/srv"], "env": {}}));
-        // Images travel in the user message, not on argv (the protocol's tests).
-        for mapping in OPTION_MAPPINGS.iter().filter(|m| m.capability != caps::IMAGES) {
+        // Images travel in the user message, not on argv (the protocol's tests); the mode and
+        // variant have their own test.
+        let elsewhere = [caps::IMAGES, caps::VARIANTS, caps::MODES];
+        for mapping in OPTION_MAPPINGS.iter().filter(|m| !elsewhere.contains(&m.capability)) {
             assert!(req.required_capabilities().contains(mapping.capability), "{} not exercised", mapping.capability);
         }
     }
@@ -450,6 +491,33 @@ mod tests {
             let args = argv(&RunRequest::new("hi").with_permissions(policy.clone())).join(" ");
             assert!(!args.contains("--permission-mode") && !args.contains("--allowedTools"), "{policy:?}: {args}");
         }
+    }
+
+    #[test]
+    fn modes_become_permission_modes_and_variants_the_effort() {
+        let plan = RunRequest::new("hi").with_mode(agent_api::request::AgentMode::Plan).with_variant("high");
+        let args = argv(&plan).join(" ");
+        assert!(args.contains("--permission-mode plan") && args.contains("--effort high"), "{args}");
+        // Plan mode wins over the skip flag: it stays read-only.
+        let args = argv(&plan.clone().with_skip_permission_prompts(true)).join(" ");
+        assert!(args.contains("--permission-mode plan") && !args.contains("bypassPermissions"), "{args}");
+        for mode in MODES {
+            let args = argv(&RunRequest::new("hi").with_mode(mode.mode())).join(" ");
+            assert!(args.contains(&format!("--permission-mode {}", mode.id)), "{}: {args}", mode.id);
+        }
+        let args = argv(&RunRequest::new("hi").with_mode(agent_api::request::AgentMode::Default)).join(" ");
+        assert!(!args.contains("--permission-mode") && !args.contains("--effort"), "{args}");
+    }
+
+    #[test]
+    fn unknown_modes_and_variants_are_refused_before_spawn() {
+        use agent_api::AgentBackend;
+        let backend = crate::ClaudeCodeBackend::new(ClaudeCodeConfig::default());
+        let err = backend.validate(&RunRequest::new("hi").with_variant("extreme")).unwrap_err();
+        assert!(matches!(&err, AgentError::UnknownVariant { valid, .. } if valid.len() == 5), "{err}");
+        assert!(err.to_string().contains("low, medium, high, xhigh, max"), "{err}");
+        let err = backend.validate(&RunRequest::new("hi").with_mode(agent_api::request::AgentMode::parse("build"))).unwrap_err();
+        assert!(err.to_string().contains("plan") && err.to_string().contains("acceptEdits"), "{err}");
     }
 
     #[test]

@@ -52,6 +52,7 @@ use agent_api::{AgentBackend, AgentError, AgentKind, CapabilitySet, RunHandle, R
 use async_trait::async_trait;
 
 pub use agent_api_stream_json::StreamJson;
+pub use agent_api_stream_json::EXIT_PLAN_OPTIONS;
 pub use args::{ClaudeCodeOptions, Mode, PermissionMode};
 pub use dialect::{DIALECT, TOOLS};
 
@@ -179,6 +180,7 @@ impl AgentBackend for ClaudeCodeBackend {
             caps::SESSION_CALLER_ID,
             caps::SESSION_WARM,
             caps::SESSION_RESUME_PER_TURN,
+            caps::SESSION_MODE_SWITCH,
             caps::TOOLS_STRUCTURED_V1,
             caps::CALLER_TOOLS,
             caps::TEXT_MESSAGES,
@@ -208,6 +210,14 @@ impl AgentBackend for ClaudeCodeBackend {
         args::OPTION_MAPPINGS
     }
 
+    fn modes(&self) -> &'static [agent_api::request::ModeInfo] {
+        args::MODES
+    }
+
+    fn variants(&self) -> &'static [agent_api::request::VariantSet] {
+        args::VARIANTS
+    }
+
     fn extension_keys(&self) -> &'static [&'static str] {
         agent_api::kit::options::extension_keys::<ClaudeCodeOptions>()
     }
@@ -226,7 +236,8 @@ impl AgentBackend for ClaudeCodeBackend {
         settings.hold(Some(std::mem::take(&mut invocation.files)));
         let protocol = match invocation.mode {
             Mode::Control => StreamJson::control(DIALECT, request.prompt.text.clone(), request.permissions.clone(), invocation.bypass)
-                .with_images(agent_api::kit::images::ImageData::read_all(&request.prompt)?),
+                .with_images(agent_api::kit::images::ImageData::read_all(&request.prompt)?)
+                .in_mode(request.mode.as_ref()),
             // Print mode reads plain text: images need the two-way channel's user messages.
             Mode::Print if !request.prompt.images.is_empty() => {
                 return Err(AgentError::InvalidExtension {
@@ -241,7 +252,7 @@ impl AgentBackend for ClaudeCodeBackend {
     }
 
     async fn open_session(&self, request: RunRequest) -> Result<Session, AgentError> {
-        agent_api::kit::validate_template(&KIND, &self.capabilities(), self.extension_keys(), &request)?;
+        self.validate_session_template(&request)?;
         let mut request = request.in_session_dir(self.config.working_dir.as_deref());
         let tools = agent_api::kit::caller_tools::attach(&mut request).await?;
         let mut invocation = args::invocation(&self.config, &request)?;
@@ -255,7 +266,9 @@ impl AgentBackend for ClaudeCodeBackend {
         let mut settings = RunSettings::for_request(KIND, &request, &self.capabilities());
         settings.hold(tools);
         settings.hold(Some(std::mem::take(&mut invocation.files)));
-        let protocol = StreamJson::session(DIALECT, request.permissions.clone(), invocation.bypass);
+        let protocol = StreamJson::session(DIALECT, request.permissions.clone(), invocation.bypass)
+            .with_mode_switch(args::MODES)
+            .in_mode(request.mode.as_ref());
         let transport = Transport::spawn(&invocation.spec, settings.line_cap)?;
         Ok(start_session(settings, transport, Box::new(protocol)))
     }

@@ -584,3 +584,80 @@ async fn e2e_a_long_prompt_never_shows_in_the_agents_command_line() {
         assert!(!seen.iter().any(|c| c.contains("SENTINEL")), "{mode:?}: the prompt is in the command line");
     }
 }
+
+/// The variant is Claude Code's `--effort`: it reaches the model request as the effort field.
+#[tokio::test]
+async fn e2e_a_variant_reaches_the_model_request_as_the_effort() {
+    let Some((server, sandbox)) = bench("text").await else { return };
+    let run = record(backend(&sandbox).run(request("say hello").with_variant("max")).await.unwrap()).await;
+    assert_eq!(run.completion.as_ref().unwrap().final_text.as_deref(), Some("Hello from mock"));
+    let main = main_request(&server);
+    let effort = main.pointer("/output_config/effort").cloned();
+    assert_eq!(
+        effort,
+        Some(json!("max")),
+        "no effort in the model request: {}",
+        agent_api::kit::bounds::utf8_prefix(&main.to_string(), 4000)
+    );
+}
+
+/// Plan mode writes nothing: the scripted write and edit leave no file, whatever the policy approves.
+#[tokio::test]
+async fn e2e_plan_mode_writes_nothing_on_disk() {
+    let Some((_server, sandbox)) = bench("write_edit").await else { return };
+    let req = request("create a file").with_mode(agent_api::request::AgentMode::Plan).with_permissions(PermissionPolicy::ApproveAll);
+    let run = record(backend(&sandbox).run(req).await.unwrap()).await;
+    assert!(run.completion.is_ok(), "{:?}", run.completion);
+    // Claude Code asks for the write in plan mode; plan mode's policy denies it.
+    let denied = run
+        .universal
+        .iter()
+        .filter(|e| matches!(&e.body, UniversalEventBody::PermissionResolved(r) if r.status == PermissionStatus::Denied))
+        .count();
+    assert!(denied >= 1, "no write was denied");
+    assert!(!sandbox.cwd.join("created.txt").exists(), "plan mode wrote a file");
+}
+
+/// Plan mode's exit (ExitPlanMode) is a question: approving it lets the tool call succeed,
+/// declining it sends the caller's feedback back to the model.
+#[tokio::test]
+async fn e2e_the_exit_plan_question_round_trips() {
+    for (answer, expect) in
+        [(agent_api_claude_code::EXIT_PLAN_OPTIONS[0], "User has approved your plan"), ("not yet, add tests", "add tests")]
+    {
+        let Some((server, sandbox)) = bench("exit_plan").await else { return };
+        let handle = backend(&sandbox).run(request("plan it").with_mode(agent_api::request::AgentMode::Plan)).await.unwrap();
+        let control = handle.control();
+        let (mut events, completion) = handle.into_universal();
+        let mut asked = Vec::new();
+        while let Some(event) = events.next().await {
+            if let UniversalEventBody::QuestionRequested(q) = &event.body {
+                asked.push((q.prompt.clone(), q.options.clone()));
+                control.answer_question(&q.question_id, QuestionAnswer::Text(answer.into())).await.unwrap();
+            }
+        }
+        let completion = completion.await.unwrap();
+        assert_eq!(asked.len(), 1, "{asked:?}");
+        assert!(asked[0].0.contains("1. Write plan.txt"), "{asked:?}");
+        assert_eq!(asked[0].1, agent_api_claude_code::EXIT_PLAN_OPTIONS);
+        let text = completion.final_text.unwrap();
+        assert!(text.contains(expect), "{answer}: {text}");
+        let sent = server.requests().iter().map(|r| r.body.to_string()).collect::<String>();
+        assert!(sent.contains(expect), "the answer did not reach the model");
+    }
+}
+
+/// A warm session switches to plan mode between turns (`set_permission_mode`): the next turn's
+/// write is refused.
+#[tokio::test]
+async fn e2e_a_warm_session_switches_to_plan_mode_between_turns() {
+    let Some((_server, sandbox)) = bench("write_edit").await else { return };
+    let mut session = backend(&sandbox).open_session(request("").with_permissions(PermissionPolicy::ApproveAll)).await.unwrap();
+    session.set_mode(agent_api::request::AgentMode::Plan).await.unwrap();
+    let err = session.set_mode(agent_api::request::AgentMode::parse("build")).await.unwrap_err();
+    assert!(matches!(err, AgentError::UnknownMode { .. }), "{err}");
+    let (_, completion) = session.send("create a file").await.unwrap().collect_wrapper().await;
+    assert!(completion.is_ok(), "{completion:?}");
+    assert!(!sandbox.cwd.join("created.txt").exists(), "the session wrote a file in plan mode");
+    session.close().await.unwrap();
+}

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use agent_api::request::Launcher;
-use agent_api::request::PermissionRule;
+use agent_api::request::{AgentMode, ModeInfo, PermissionRule, VariantSet};
 use agent_api::{AgentError, PermissionPolicy, RunRequest};
 use serde::{Deserialize, Serialize};
 
@@ -309,6 +309,10 @@ impl RunOptions {
         if request.skip_permission_prompts {
             approval = ApprovalPolicy::Never;
         }
+        if let Some((preset_sandbox, preset_approval)) = request.mode.as_ref().and_then(mode_preset) {
+            sandbox = preset_sandbox;
+            approval = preset_approval;
+        }
         sandbox = options.sandbox.unwrap_or(sandbox);
         if options.inner_sandbox == Some(false) {
             if matches!(request.launcher.as_ref().unwrap_or(&Launcher::Local), Launcher::Local) {
@@ -336,6 +340,70 @@ impl RunOptions {
     }
 }
 
+/// The sandbox and approval policy an agent mode sets (`None`: the default, the policy's mapping).
+///
+/// Plan mode is Codex's read-only preset with nothing asked: the sandbox refuses every write,
+/// and no approval can let one through. The named modes are Codex's own approval presets
+/// (`/approvals`): `read-only`, `auto`, `full-access`.
+fn mode_preset(mode: &AgentMode) -> Option<(Sandbox, ApprovalPolicy)> {
+    match mode.as_str() {
+        "plan" => Some((Sandbox::ReadOnly, ApprovalPolicy::Never)),
+        "read-only" => Some((Sandbox::ReadOnly, ApprovalPolicy::OnRequest)),
+        "auto" => Some((Sandbox::WorkspaceWrite, ApprovalPolicy::OnRequest)),
+        "full-access" => Some((Sandbox::DangerFullAccess, ApprovalPolicy::Never)),
+        _ => None,
+    }
+}
+
+/// Codex's modes: plan, and its approval presets.
+pub const MODES: &[ModeInfo] = &[
+    ModeInfo::new(
+        "plan",
+        "sandbox read-only, approval policy never",
+        "Plans and changes nothing: every write is refused, nothing is asked.",
+    ),
+    ModeInfo::new(
+        "read-only",
+        "sandbox read-only, approval policy on-request",
+        "Codex's Read Only preset: reads; asks before writing or using the network.",
+    ),
+    ModeInfo::new(
+        "auto",
+        "sandbox workspace-write, approval policy on-request",
+        "Codex's Auto preset: works in the workspace; asks before leaving it.",
+    ),
+    ModeInfo::new(
+        "full-access",
+        "sandbox danger-full-access, approval policy never",
+        "Codex's Full Access preset: no sandbox, nothing asked.",
+    ),
+];
+
+/// The reasoning efforts each model offers, as `codex debug models` lists them (0.169);
+/// `model_reasoning_effort` (exec `-c`) or `turn/start` `effort` (app-server).
+pub const VARIANTS: &[VariantSet] = &[
+    VariantSet::for_models(&["gpt-5.5"], &["low", "medium", "high", "xhigh"], EFFORT),
+    VariantSet::for_models(&["gpt-6-luna", "gpt-5.6-luna", "codex-auto-review"], &["low", "medium", "high", "xhigh", "max"], EFFORT),
+    VariantSet::for_models(
+        &[
+            "gpt-6-astra",
+            "gpt-6.1-sol",
+            "gpt-6.1-terra",
+            "gpt-6-sol",
+            "gpt-5.6-sol",
+            "gpt-5.6-terra",
+            "gpt-daybreak-blue-latest",
+            "gpt-daybreak-red-latest",
+        ],
+        &["low", "medium", "high", "xhigh", "max", "ultra"],
+        EFFORT,
+    ),
+    // Any other model (or Codex's default): the efforts every listed model offers.
+    VariantSet::all_models(&["low", "medium", "high", "xhigh"], EFFORT),
+];
+
+const EFFORT: &str = "turn/start effort (app-server); -c model_reasoning_effort (exec)";
+
 /// A TOML string literal (JSON string escaping is valid TOML basic-string escaping).
 pub fn toml_string(s: &str) -> String {
     serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into())
@@ -345,6 +413,38 @@ pub fn toml_string(s: &str) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn modes_set_the_sandbox_and_approval_presets() {
+        let config = CodexConfig::default();
+        let resolve = |mode: &str, policy: PermissionPolicy| {
+            let request = RunRequest::new("x").with_mode(agent_api::request::AgentMode::parse(mode)).with_permissions(policy);
+            let o = RunOptions::resolve(&request, &config).unwrap();
+            (o.sandbox.as_str(), o.approval_policy.as_str())
+        };
+        // Plan mode writes nothing even when the policy would approve every write.
+        assert_eq!(resolve("plan", PermissionPolicy::ApproveAll), ("read-only", "never"));
+        assert_eq!(resolve("read-only", PermissionPolicy::Ask), ("read-only", "on-request"));
+        assert_eq!(resolve("auto", PermissionPolicy::Ask), ("workspace-write", "on-request"));
+        assert_eq!(resolve("full-access", PermissionPolicy::Ask), ("danger-full-access", "never"));
+        assert_eq!(resolve("default", PermissionPolicy::Ask), ("workspace-write", "untrusted"));
+        for mode in MODES {
+            assert!(mode_preset(&mode.mode()).is_some(), "{} is listed but maps to nothing", mode.id);
+        }
+    }
+
+    #[test]
+    fn unknown_modes_and_variants_are_refused_before_spawn() {
+        use agent_api::AgentBackend;
+        let backend = crate::CodexBackend::new(CodexConfig::default());
+        let err = backend.validate(&RunRequest::new("x").with_mode(agent_api::request::AgentMode::parse("yolo"))).unwrap_err();
+        assert!(matches!(&err, AgentError::UnknownMode { valid, .. } if valid.iter().any(|v| v == "plan")), "{err}");
+        // gpt-5.5 has no `max`; a model that does takes it.
+        let err = backend.validate(&RunRequest::new("x").with_model("gpt-5.5").with_variant("max")).unwrap_err();
+        assert!(matches!(&err, AgentError::UnknownVariant { valid, .. } if valid == &["low", "medium", "high", "xhigh"]), "{err}");
+        backend.validate(&RunRequest::new("x").with_model("gpt-6-sol").with_variant("max")).unwrap();
+        backend.validate(&RunRequest::new("x").with_variant("high")).unwrap();
+    }
 
     #[test]
     fn policies_map_to_codex_approval_and_sandbox() {

@@ -166,6 +166,14 @@ impl AgentBackend for CodexBackend {
         portable::OPTION_MAPPINGS
     }
 
+    fn modes(&self) -> &'static [agent_api::request::ModeInfo] {
+        config::MODES
+    }
+
+    fn variants(&self) -> &'static [agent_api::request::VariantSet] {
+        config::VARIANTS
+    }
+
     async fn run(&self, request: RunRequest) -> Result<RunHandle, AgentError> {
         self.validate(&request)?;
         let mut request = request.in_session_dir(self.config.working_dir.as_deref());
@@ -194,7 +202,7 @@ impl AgentBackend for CodexBackend {
     }
 
     async fn open_session(&self, request: RunRequest) -> Result<Session, AgentError> {
-        agent_api::kit::validate_template(&KIND, &self.capabilities(), self.extension_keys(), &request)?;
+        self.validate_session_template(&request)?;
         let mut request = request.in_session_dir(self.config.working_dir.as_deref());
         let options = RunOptions::resolve(&request, &self.config)?;
         portable::check_denied_tools(&request.portable)?;

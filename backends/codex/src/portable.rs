@@ -25,6 +25,11 @@ pub const OPTION_MAPPINGS: &[OptionMapping] = &[
     ),
     OptionMapping::new(caps::OUTPUT_SCHEMA, "turn/start outputSchema (app-server); SDK schema in the prompt (exec)"),
     OptionMapping::new(caps::IMAGES, "turn/start input localImage (app-server); -i FILE (exec)"),
+    OptionMapping::new(caps::VARIANTS, "turn/start effort (app-server); -c model_reasoning_effort (exec); per model"),
+    OptionMapping::new(
+        caps::MODES,
+        "plan: sandbox read-only + approval never; read-only, auto, full-access: the approval presets (thread/start sandbox, approvalPolicy; exec -c)",
+    ),
 ];
 
 /// The tools Codex (0.169) can be made not to offer, by the name the model sees, and the `-c`

@@ -554,3 +554,41 @@ async fn a_long_exec_prompt_never_shows_in_the_agents_command_line() {
     assert!(seen.iter().any(|c| c.contains("exec")), "codex exec was never seen running");
     assert!(!seen.iter().any(|c| c.contains("SENTINEL")), "the prompt is in the command line");
 }
+
+mod modes_and_variants {
+    use super::agent_api_bench_support::{backend, drive};
+    use super::*;
+
+    /// The reasoning effort of the run's last Responses request.
+    fn effort(server: &ModelServer) -> Option<serde_json::Value> {
+        let body = server.requests().into_iter().rev().find(|r| r.body.get("input").is_some()).expect("a model request").body;
+        body.pointer("/reasoning/effort").cloned()
+    }
+
+    /// `--variant high` reaches Codex's model request as its reasoning effort, on both interfaces.
+    #[tokio::test]
+    async fn a_variant_reaches_the_model_request_as_the_reasoning_effort() {
+        for mode in [Mode::AppServer, Mode::Exec] {
+            let Some((server, sandbox)) = setup("text").await else { return };
+            let request = RunRequest::new("say hi").with_variant("high").with_options(&CodexOptions::default().mode(mode));
+            let run = drive(&backend(&sandbox), request, PermissionDecision::Allow, false).await;
+            assert_eq!(run.assistant_text(), "Hello from mock", "{mode:?}: {:?}", run.completion);
+            assert_eq!(effort(&server), Some(serde_json::json!("high")), "{mode:?}");
+        }
+    }
+
+    /// Plan mode writes nothing: the scripted write is refused even though every request is approved.
+    #[tokio::test]
+    async fn plan_mode_writes_nothing_on_disk() {
+        for mode in [Mode::AppServer, Mode::Exec] {
+            let Some((_server, sandbox)) = setup("write_edit").await else { return };
+            let request = RunRequest::new("create a file")
+                .with_mode(agent_api::request::AgentMode::Plan)
+                .with_permissions(PermissionPolicy::ApproveAll)
+                .with_options(&CodexOptions::default().mode(mode));
+            let run = drive(&backend(&sandbox), request, PermissionDecision::Allow, false).await;
+            assert!(run.completion.is_ok(), "{mode:?}: {:?}", run.completion);
+            assert!(!sandbox.cwd.join("created.txt").exists(), "{mode:?}: plan mode wrote a file");
+        }
+    }
+}

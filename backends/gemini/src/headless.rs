@@ -246,8 +246,10 @@ pub(crate) fn command(config: &AcpConfig, request: &RunRequest, cwd: &std::path:
     if let Some(model) = &request.model {
         args.extend(["-m".to_string(), model.clone()]);
     }
-    if let Some(mode) = options.approval_mode {
-        args.extend(["--approval-mode".to_string(), mode.as_str().to_string()]);
+    // The extension names the native value and wins over the request's mode.
+    match options.approval_mode {
+        Some(mode) => args.extend(["--approval-mode".to_string(), mode.as_str().to_string()]),
+        None => args.extend(agent_api_acp::approval_mode_args(request)),
     }
     match &request.session {
         SessionSelector::New => {

@@ -111,7 +111,9 @@ impl GeminiBackend {
     fn acp(&self, request: &RunRequest, warm: bool) -> Result<(CommandSpec, Acp), AgentError> {
         let cwd = agent_api_acp::run_dir(&self.config, request);
         let serve_fs = request.options::<GeminiOptions>()?.fs.unwrap_or(true);
-        let spec = CLI.acp_command(&self.config, portable::cli_args(&request.portable), request, &cwd)?;
+        let mut args = portable::cli_args(&request.portable);
+        args.extend(agent_api_acp::approval_mode_args(request));
+        let spec = CLI.acp_command(&self.config, args, request, &cwd)?;
         let acp = CLI.client(request, cwd, serve_fs, None, warm)?;
         Ok((spec, acp))
     }
@@ -169,6 +171,10 @@ impl AgentBackend for GeminiBackend {
         portable::MAPPINGS
     }
 
+    fn modes(&self) -> &'static [agent_api::request::ModeInfo] {
+        portable::MODES
+    }
+
     async fn run(&self, request: RunRequest) -> Result<RunHandle, AgentError> {
         self.validate(&request)?;
         let mut request = request.in_session_dir(self.config.working_dir.as_deref());
@@ -199,7 +205,7 @@ impl AgentBackend for GeminiBackend {
     /// ACP keeps one live agent for every turn; the headless interface takes its prompt per
     /// process, so its sessions run a process per turn, resuming the previous turn's session.
     async fn open_session(&self, request: RunRequest) -> Result<Session, AgentError> {
-        agent_api::kit::validate_template(&KIND, &self.capabilities(), self.extension_keys(), &request)?;
+        self.validate_session_template(&request)?;
         let mut request = request.in_session_dir(self.config.working_dir.as_deref());
         if Self::headless(&request)? {
             // Each turn starts with `run`, which serves the caller's tools then.

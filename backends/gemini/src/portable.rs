@@ -46,6 +46,14 @@ pub(crate) const MAPPINGS: &[OptionMapping] = &[
     OptionMapping::new(caps::OUTPUT_SCHEMA, agent_api::kit::options::SDK_SCHEMA),
     OptionMapping::new(caps::IMAGES, ACP_IMAGES),
     OptionMapping::new(caps::FILE_ATTACHMENTS, ACP_ATTACHMENTS),
+    OptionMapping::new(caps::MODES, "--approval-mode plan|auto_edit|yolo (every interface)"),
+];
+
+/// Gemini CLI's modes: its `--approval-mode` values (0.61.0) but the default.
+pub(crate) const MODES: &[agent_api::request::ModeInfo] = &[
+    agent_api::request::ModeInfo::new("plan", "--approval-mode plan", "Read-only: plans and changes nothing."),
+    agent_api::request::ModeInfo::new("auto_edit", "--approval-mode auto_edit", "Edit tools are approved without asking."),
+    agent_api::request::ModeInfo::new("yolo", "--approval-mode yolo", "Every tool is approved without asking."),
 ];
 
 /// The CLI flags of the portable options but those [`run_files`] gives.

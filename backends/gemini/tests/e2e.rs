@@ -377,3 +377,55 @@ async fn an_extra_directory_reaches_the_model_request_on_both_interfaces() {
         assert!(seen, "{options:?}: the extra directory is not in any model request");
     }
 }
+
+/// The tools Gemini offered in the run's last model request that has tools.
+fn offered_tools(server: &ModelServer) -> Vec<String> {
+    let main = server.requests().into_iter().rev().find(|r| r.body.get("tools").is_some()).expect("a request with tools").body;
+    main["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|t| t["functionDeclarations"].as_array().cloned().unwrap_or_default())
+        .filter_map(|f| f["name"].as_str().map(String::from))
+        .collect()
+}
+
+/// Plan mode is Gemini's `--approval-mode plan` on both interfaces: the scripted write leaves no
+/// file although every request is approved, and the model is offered Gemini's plan-mode tools
+/// (`exit_plan_mode`, no shell), where the default mode offers its shell.
+#[tokio::test]
+async fn plan_mode_writes_nothing_on_both_interfaces() {
+    let headless = GeminiOptions::default().interface(GeminiInterface::Headless).approval_mode(HeadlessApproval::Yolo);
+    for options in [GeminiOptions::default(), headless] {
+        let Some((server, sandbox)) = setup("write_edit").await else { return };
+        let mut request = request("create the file").with_options(&options).with_permissions(PermissionPolicy::ApproveAll);
+        if options.interface.is_none() {
+            request = request.with_mode(agent_api::request::AgentMode::Plan);
+        } else {
+            // The extension names the native value and wins; without it the mode applies.
+            request.extensions.remove("backend.gemini.approval_mode");
+            request = request.with_mode(agent_api::request::AgentMode::Plan);
+        }
+        let run = drive(&backend(&sandbox), request, None, false).await;
+        assert!(run.completion.is_ok(), "{options:?}: {:?}", run.completion);
+        assert!(!sandbox.cwd.join("created.txt").exists(), "{options:?}: plan mode wrote a file");
+        // Gemini's own sign of plan mode: it offers its exit tool, and no shell.
+        let offered = offered_tools(&server);
+        assert!(offered.iter().any(|n| n == "exit_plan_mode"), "{options:?}: not in plan mode: {offered:?}");
+        assert!(!offered.iter().any(|n| n == "run_shell_command"), "{options:?}: a shell offered in plan mode: {offered:?}");
+    }
+    let Some((server, sandbox)) = setup("text").await else { return };
+    let run = drive(&backend(&sandbox), request("say hi"), None, false).await;
+    assert!(run.completion.is_ok(), "{:?}", run.completion);
+    let offered = offered_tools(&server);
+    assert!(!offered.iter().any(|n| n == "exit_plan_mode") && offered.iter().any(|n| n == "run_shell_command"), "{offered:?}");
+}
+
+#[test]
+fn an_unknown_mode_is_refused_before_spawn_naming_geminis() {
+    let backend = agent_api_gemini::GeminiBackend::new(AcpConfig::with_binary("/nonexistent/gemini"));
+    let err = backend.validate(&RunRequest::new("x").with_mode(agent_api::request::AgentMode::parse("auto-edit"))).unwrap_err();
+    assert!(err.to_string().contains("default, plan, auto_edit, yolo"), "{err}");
+    let err = backend.validate(&RunRequest::new("x").with_variant("high")).unwrap_err();
+    assert!(matches!(err, AgentError::UnsupportedCapability { .. }), "{err}");
+}

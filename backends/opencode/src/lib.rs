@@ -257,6 +257,14 @@ impl AgentBackend for OpenCodeBackend {
         portable::MAPPINGS
     }
 
+    fn modes(&self) -> &'static [agent_api::request::ModeInfo] {
+        portable::MODES
+    }
+
+    fn variants(&self) -> &'static [agent_api::request::VariantSet] {
+        portable::VARIANTS
+    }
+
     async fn run(&self, request: RunRequest) -> Result<RunHandle, AgentError> {
         self.validate(&request)?;
         let mut request = request.in_session_dir(self.config.working_dir.as_deref());
@@ -277,6 +285,7 @@ impl AgentBackend for OpenCodeBackend {
             }
             Interface::Serve => serve::start(&self.config, &self.servers, request, settings).await,
             Interface::Acp => {
+                portable::check_acp_choices(&request)?;
                 let cwd = agent_api_acp::absolute(&working_dir(&self.config, &request).unwrap_or_default());
                 let spec = acp::command_spec(&self.config, &request, &cwd)?;
                 let protocol = acp::live(&request, &cwd, options.fs.unwrap_or(true))?;
@@ -289,7 +298,7 @@ impl AgentBackend for OpenCodeBackend {
     /// A warm session on `opencode serve` (the only interface that keeps OpenCode alive between
     /// turns): one OpenCode session on the backend's server, one prompt per turn.
     async fn open_session(&self, request: RunRequest) -> Result<Session, AgentError> {
-        agent_api::kit::validate_template(&KIND, &self.capabilities(), self.extension_keys(), &request)?;
+        self.validate_session_template(&request)?;
         let request = request.in_session_dir(self.config.working_dir.as_deref());
         let options: OpenCodeOptions = request.options()?;
         if options.interface.unwrap_or(self.config.default_interface) != Interface::Serve {

@@ -26,7 +26,31 @@ pub const MAPPINGS: &[OptionMapping] = &[
     ),
     OptionMapping::new(caps::OUTPUT_SCHEMA, agent_api::kit::options::SDK_SCHEMA),
     OptionMapping::new(caps::IMAGES, "-f FILE (run); file part with a data: URL (serve); ACP image block (acp)"),
+    OptionMapping::new(caps::VARIANTS, "--variant (run); prompt body variant (serve); not on acp"),
+    OptionMapping::new(caps::MODES, "plan: --agent plan (run); prompt body agent (serve); not on acp"),
 ];
+
+/// OpenCode's modes: its primary agents but the default (`build`).
+pub const MODES: &[agent_api::request::ModeInfo] = &[agent_api::request::ModeInfo::new(
+    "plan",
+    "--agent plan (run); prompt body agent: plan (serve)",
+    "OpenCode's plan agent: reads and plans; edits are denied.",
+)];
+
+/// OpenCode's model variants (reasoning efforts) for an OpenAI-compatible model.
+pub const VARIANTS: &[agent_api::request::VariantSet] =
+    &[agent_api::request::VariantSet::all_models(&["low", "medium", "high"], "--variant (run); prompt body variant (serve)")];
+
+/// The acp interface sets neither a mode nor a variant: refused before spawn there.
+pub fn check_acp_choices(request: &RunRequest) -> Result<(), AgentError> {
+    let mode = request.mode.as_ref().filter(|m| **m != agent_api::request::AgentMode::Default);
+    if mode.is_some() || request.variant.is_some() {
+        return Err(AgentError::InvalidRequest {
+            reason: "OpenCode's acp interface takes no mode or variant here; use the run or serve interface".into(),
+        });
+    }
+    Ok(())
+}
 
 /// The config keys of `portable`, or `None` when it sets none of them, and the files they name.
 fn config_of(request: &RunRequest) -> Result<(Option<Value>, Vec<PrivateFile>), AgentError> {

@@ -111,6 +111,13 @@ pub fn command_spec(config: &OpenCodeConfig, request: &RunRequest, thinking: boo
     if thinking {
         args.push("--thinking".into());
     }
+    // Checked against the backend's lists before spawn.
+    if let Some(mode) = request.mode.as_ref().filter(|m| **m != agent_api::request::AgentMode::Default) {
+        args.extend(["--agent".to_string(), mode.as_str().to_string()]);
+    }
+    if let Some(variant) = &request.variant {
+        args.extend(["--variant".to_string(), variant.clone()]);
+    }
     if request.skip_permission_prompts {
         // OpenCode's own "don't ask": it approves what the config does not deny.
         args.push("--auto".into());
@@ -146,6 +153,14 @@ mod tests {
         assert_eq!(skip, ["run", "--format", "json", "--thinking", "--auto", "--continue"]);
         let spec = command_spec(&OpenCodeConfig::default(), &RunRequest::new("hi"), false).unwrap();
         assert!(spec.stdin, "the prompt goes to stdin");
+    }
+
+    #[test]
+    fn the_mode_is_the_agent_and_the_variant_its_own_flag() {
+        let request = RunRequest::new("hi").with_mode(agent_api::request::AgentMode::Plan).with_variant("high");
+        assert_eq!(args(request), ["run", "--format", "json", "--thinking", "--agent", "plan", "--variant", "high"]);
+        let default = args(RunRequest::new("hi").with_mode(agent_api::request::AgentMode::Default));
+        assert_eq!(default, ["run", "--format", "json", "--thinking"]);
     }
 
     #[test]

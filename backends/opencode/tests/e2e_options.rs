@@ -56,3 +56,54 @@ async fn a_structured_answer_is_parsed_and_one_that_does_not_fit_is_a_typed_erro
         }
     }
 }
+
+/// Every model request of the run that offers tools (not the title request), as JSON.
+fn tool_requests(server: &agent_bench::ModelServer) -> Vec<serde_json::Value> {
+    server.requests().into_iter().map(|r| r.body).filter(|b| b.get("tools").is_some()).collect()
+}
+
+/// The variant reaches the Chat Completions request as OpenCode sends its reasoning effort,
+/// on the run and serve interfaces.
+#[tokio::test]
+async fn a_variant_reaches_the_model_request_on_run_and_serve() {
+    for interface in [Interface::Run, Interface::Serve] {
+        let Some((server, sandbox)) = setup("text").await else { return };
+        let run =
+            drive(&backend(&sandbox, interface), RunRequest::new("say hi").with_variant("high"), PermissionDecision::Allow, false).await;
+        assert!(run.completion.is_ok(), "{interface:?}: {:?}", run.completion);
+        let main = tool_requests(&server).pop().expect("a model request");
+        assert_eq!(main["reasoning_effort"], "high", "{interface:?}");
+    }
+}
+
+/// Plan mode is OpenCode's plan agent: the scripted write leaves no file although every request
+/// is approved, on the run and serve interfaces, and OpenCode tells the model plan mode is on.
+#[tokio::test]
+async fn plan_mode_writes_nothing_on_run_and_serve() {
+    for interface in [Interface::Run, Interface::Serve] {
+        let Some((server, sandbox)) = setup("write_edit").await else { return };
+        let request = RunRequest::new("create the file")
+            .with_mode(agent_api::request::AgentMode::Plan)
+            .with_permissions(agent_api::PermissionPolicy::ApproveAll);
+        let run = drive(&backend(&sandbox, interface), request, PermissionDecision::Allow, false).await;
+        assert!(run.completion.is_ok(), "{interface:?}: {:?}", run.completion);
+        assert!(!sandbox.cwd.join("created.txt").exists(), "{interface:?}: plan mode wrote a file");
+        let body = tool_requests(&server).into_iter().map(|b| b.to_string()).collect::<String>();
+        // OpenCode's own report: its plan agent's reminder reaches the model.
+        assert!(body.contains("Plan mode ACTIVE"), "{interface:?}: OpenCode is not in plan mode");
+    }
+}
+
+#[tokio::test]
+async fn unknown_modes_and_variants_are_refused_before_spawn_and_acp_takes_neither() {
+    use agent_api::AgentBackend;
+    let backend = agent_api_opencode::OpenCodeBackend::new(agent_api_opencode::OpenCodeConfig::default());
+    let err = backend.validate(&RunRequest::new("x").with_mode(agent_api::request::AgentMode::parse("build"))).unwrap_err();
+    assert!(err.to_string().contains("default, plan"), "{err}");
+    let err = backend.validate(&RunRequest::new("x").with_variant("max")).unwrap_err();
+    assert!(err.to_string().contains("low, medium, high"), "{err}");
+    let acp = agent_api_opencode::OpenCodeOptions::default().interface(Interface::Acp);
+    let request = RunRequest::new("x").with_mode(agent_api::request::AgentMode::Plan).with_options(&acp);
+    let err = backend.run(request).await.map(|_| ()).unwrap_err();
+    assert!(err.to_string().contains("acp interface takes no mode"), "{err}");
+}

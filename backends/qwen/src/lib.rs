@@ -133,7 +133,9 @@ impl QwenBackend {
             return stream_json::stream_json(&self.config, request, &cwd, interface, warm);
         }
         let serve_fs = request.options::<QwenOptions>()?.fs.unwrap_or(true);
-        let spec = CLI.acp_command(&self.config, portable::cli_args(&request.portable, false), request, &cwd)?;
+        let mut args = portable::cli_args(&request.portable, false);
+        args.extend(agent_api_acp::approval_mode_args(request));
+        let spec = CLI.acp_command(&self.config, args, request, &cwd)?;
         let acp = CLI.client(request, cwd, serve_fs, debug_log_dir(&spec), warm)?;
         Ok((spec, Box::new(acp)))
     }
@@ -190,6 +192,10 @@ impl AgentBackend for QwenBackend {
         portable::MAPPINGS
     }
 
+    fn modes(&self) -> &'static [agent_api::request::ModeInfo] {
+        portable::MODES
+    }
+
     async fn run(&self, request: RunRequest) -> Result<RunHandle, AgentError> {
         self.validate(&request)?;
         let mut request = request.in_session_dir(self.config.working_dir.as_deref());
@@ -213,7 +219,7 @@ impl AgentBackend for QwenBackend {
     /// prompt on the command line, so its sessions run a process per turn, resuming the previous
     /// turn's session.
     async fn open_session(&self, request: RunRequest) -> Result<Session, AgentError> {
-        agent_api::kit::validate_template(&KIND, &self.capabilities(), self.extension_keys(), &request)?;
+        self.validate_session_template(&request)?;
         let mut request = request.in_session_dir(self.config.working_dir.as_deref());
         let tools = agent_api::kit::caller_tools::attach(&mut request).await?;
         let mut settings = RunSettings::for_request(KIND, &request, &self.capabilities());

@@ -27,6 +27,14 @@ pub(crate) const MAPPINGS: &[OptionMapping] = &[
     OptionMapping::new(caps::OUTPUT_SCHEMA, "--json-schema (print); SDK schema in the prompt (acp, two-way stream-json)"),
     OptionMapping::new(caps::IMAGES, ACP_IMAGES),
     OptionMapping::new(caps::FILE_ATTACHMENTS, ACP_ATTACHMENTS),
+    OptionMapping::new(caps::MODES, "--approval-mode plan|auto-edit|yolo (every interface)"),
+];
+
+/// Qwen Code's modes: its `--approval-mode` values (0.15.10) but the default.
+pub(crate) const MODES: &[agent_api::request::ModeInfo] = &[
+    agent_api::request::ModeInfo::new("plan", "--approval-mode plan", "Plans only: changes nothing."),
+    agent_api::request::ModeInfo::new("auto-edit", "--approval-mode auto-edit", "Edit tools are approved without asking."),
+    agent_api::request::ModeInfo::new("yolo", "--approval-mode yolo", "Every tool is approved without asking."),
 ];
 
 /// The CLI flags of the portable options but those [`run_files`] gives (`schema_flag`: the print

@@ -135,11 +135,15 @@ pub(crate) fn stream_json(
     if let Some(model) = &request.model {
         args.extend(["-m".to_string(), model.clone()]);
     }
-    if request.skip_permission_prompts {
+    // A chosen mode wins over the skip flag (plan mode stays read-only).
+    let mode_args = agent_api_acp::approval_mode_args(request);
+    if request.skip_permission_prompts && mode_args.is_empty() {
         args.push("--yolo".to_string());
     }
+    args.extend(mode_args);
     if !two_way {
-        for tool in agent_api::kit::hitl::pre_approved::allowed_tools(&request.permissions, &TOOLS, &request.portable) {
+        let policy = agent_api::kit::hitl::policy_in_mode(request.mode.as_ref(), &request.permissions);
+        for tool in agent_api::kit::hitl::pre_approved::allowed_tools(&policy, &TOOLS, &request.portable) {
             args.extend(["--allowed-tools".to_string(), tool]);
         }
     }
@@ -169,6 +173,7 @@ pub(crate) fn stream_json(
         (true, false) => StreamJson::control(DIALECT, prompt, request.permissions.clone(), false),
         (false, _) => StreamJson::print(DIALECT, prompt, false),
     };
+    protocol = protocol.in_mode(request.mode.as_ref());
     if let Some(log) = debug_log_dir(&spec).zip(session_id).and_then(|(dir, id)| session_log(&dir, &id)) {
         protocol = protocol.following(log);
     }

@@ -380,3 +380,40 @@ mod through_bwrap {
         assert_eq!(processes_in(&sandbox.cwd), Vec::<i32>::new(), "processes left after the cancel");
     }
 }
+
+/// Every model request of the run, as JSON text.
+fn model_requests(server: &ModelServer) -> String {
+    server.requests().into_iter().map(|r| r.body.to_string()).collect::<Vec<_>>().join("\n")
+}
+
+/// What Qwen tells the model in plan mode (0.15.10), its own report of the mode.
+const PLAN_REMINDER: &str = "Plan mode is active.";
+
+/// Plan mode is Qwen's `--approval-mode plan` on ACP, two-way stream-json and print: the scripted
+/// write leaves no file although every request is approved, and Qwen reports its plan mode to
+/// the model ("Plan mode is active."), which the default mode does not.
+#[tokio::test]
+async fn plan_mode_writes_nothing_on_every_interface() {
+    for interface in [QwenInterface::Acp, QwenInterface::StreamJson, QwenInterface::Print] {
+        let Some((server, sandbox)) = setup("write_edit").await else { return };
+        let request = request("create the file")
+            .with_options(&QwenOptions::default().interface(interface))
+            .with_permissions(PermissionPolicy::ApproveAll)
+            .with_mode(agent_api::request::AgentMode::Plan);
+        let run = drive(&backend(&sandbox), request, None, false).await;
+        assert!(run.completion.is_ok(), "{interface:?}: {:?}", run.completion);
+        assert!(!sandbox.cwd.join("created.txt").exists(), "{interface:?}: plan mode wrote a file");
+        assert!(model_requests(&server).contains(PLAN_REMINDER), "{interface:?}: Qwen did not say plan mode is active");
+    }
+    let Some((server, sandbox)) = setup("text").await else { return };
+    let run = drive(&backend(&sandbox), request("say hi"), None, false).await;
+    assert!(run.completion.is_ok(), "{:?}", run.completion);
+    assert!(!model_requests(&server).contains(PLAN_REMINDER), "the default mode is not plan mode");
+}
+
+#[test]
+fn an_unknown_mode_is_refused_before_spawn_naming_qwens() {
+    let backend = agent_api_qwen::QwenBackend::new(AcpConfig::with_binary("/nonexistent/qwen"));
+    let err = backend.validate(&RunRequest::new("x").with_mode(agent_api::request::AgentMode::parse("auto_edit"))).unwrap_err();
+    assert!(err.to_string().contains("default, plan, auto-edit, yolo"), "{err}");
+}

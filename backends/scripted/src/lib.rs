@@ -163,7 +163,7 @@ impl AgentBackend for ScriptedBackend {
     }
 
     async fn open_session(&self, request: RunRequest) -> Result<Session, AgentError> {
-        agent_api::kit::validate_template(&KIND, &self.capabilities(), self.extension_keys(), &request)?;
+        self.validate_session_template(&request)?;
         let mut request = request.in_session_dir(None);
         let (tools, mcp) = caller_tools(&mut request).await?;
         let (scenario, delay) = scenario_of(&request)?;

@@ -36,7 +36,13 @@ pub(crate) struct PendingAsk {
     /// The text of each question (the key of its answer).
     questions: Vec<String>,
     answers: BTreeMap<usize, String>,
+    /// An ExitPlanMode request: its one question is whether to leave plan mode.
+    exit_plan: bool,
 }
+
+/// The options of plan mode's exit question: the first approves the plan (Claude Code leaves
+/// plan mode); any other answer keeps planning, a free text answer going back as feedback.
+pub const EXIT_PLAN_OPTIONS: [&str; 2] = ["Yes, leave plan mode and carry out the plan", "No, keep planning"];
 
 /// The kit's permission request for a call of `tool` with `input`: its category from the agent's
 /// `tools`, a short summary, the command or file it names (the kit cuts them), the diff an edit
@@ -135,6 +141,10 @@ impl StreamJson {
         let tool = request.get("tool_name").and_then(Value::as_str).unwrap_or("unknown").to_string();
         let input = request.get("input").cloned().unwrap_or_else(|| json!({}));
         let tool_use_id = request.get("tool_use_id").and_then(Value::as_str).map(str::to_string);
+        if tool == "ExitPlanMode" {
+            self.ask_exit_plan(request_id, &input, tool_use_id, ctx);
+            return;
+        }
         if tool == "AskUserQuestion" {
             if let Some(questions) = input.get("questions").and_then(Value::as_array).filter(|q| !q.is_empty()) {
                 let questions = questions.clone();
@@ -203,8 +213,36 @@ impl StreamJson {
             self.hitl.request_question(ctx.transcript, kit_question, (request_id.to_string(), n));
             texts.push(text);
         }
-        self.asks
-            .insert(request_id.to_string(), PendingAsk { input: input.clone(), tool_use_id, questions: texts, answers: BTreeMap::new() });
+        self.asks.insert(
+            request_id.to_string(),
+            PendingAsk { input: input.clone(), tool_use_id, questions: texts, answers: BTreeMap::new(), exit_plan: false },
+        );
+    }
+
+    /// Plan mode's exit (the ExitPlanMode tool) as one question with the plan in its text.
+    fn ask_exit_plan(&mut self, request_id: &str, input: &Value, tool_use_id: Option<String>, ctx: &mut Ctx<'_>) {
+        let plan = input.get("plan").and_then(Value::as_str).map(|p| agent_api::kit::bounds::utf8_prefix(p, 8192)).unwrap_or("");
+        let text = format!("Leave plan mode and carry out this plan?\n\n{plan}");
+        let options = EXIT_PLAN_OPTIONS.map(str::to_string).to_vec();
+        let kit_question = QuestionRequest::new(format!("{request_id}/0"), text.clone(), options).call_id(tool_use_id.clone());
+        self.hitl.request_question(ctx.transcript, kit_question, (request_id.to_string(), 0));
+        let ask = PendingAsk { input: input.clone(), tool_use_id, questions: vec![text], answers: BTreeMap::new(), exit_plan: true };
+        self.asks.insert(request_id.to_string(), ask);
+    }
+
+    /// The reply to plan mode's exit question: leave plan mode for the default (Claude Code
+    /// changes mode only when the reply says so), or stay with the caller's words as feedback.
+    fn answer_exit_plan(&mut self, request_id: &str, ask: PendingAsk, answer: &str, ctx: &mut Ctx<'_>) {
+        let response = if answer == EXIT_PLAN_OPTIONS[0] {
+            let mut response = allow(&ask.input, &ask.tool_use_id);
+            response["updatedPermissions"] = json!([{ "type": "setMode", "mode": "default", "destination": "session" }]);
+            response
+        } else if answer == EXIT_PLAN_OPTIONS[1] {
+            deny("The user wants to keep planning.", &ask.tool_use_id)
+        } else {
+            deny(&format!("The user wants to keep planning: {answer}"), &ask.tool_use_id)
+        };
+        self.reply(success(request_id, response), ctx);
     }
 
     /// The caller's decision on permission `id`.
@@ -221,6 +259,10 @@ impl StreamJson {
         let (request_id, n) = answered.native;
         let Some(ask) = self.asks.get_mut(&request_id) else { return Ok(()) };
         match answered.answer {
+            QuestionAnswer::Text(text) if ask.exit_plan => {
+                let ask = self.asks.remove(&request_id).expect("present above");
+                self.answer_exit_plan(&request_id, ask, &text, ctx);
+            }
             QuestionAnswer::Text(text) => {
                 ask.answers.insert(n, text);
                 if ask.answers.len() == ask.questions.len() {

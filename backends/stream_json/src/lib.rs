@@ -47,6 +47,7 @@ use agent_api::{AgentError, PermissionPolicy, RunCompletion};
 use serde_json::{json, Value};
 
 use agent_api::kit::tool_table::ToolTable;
+pub use control::EXIT_PLAN_OPTIONS;
 use control::{PendingAsk, PendingPermission};
 use messages::OpenMessage;
 use outcome::Outcome;
@@ -168,6 +169,11 @@ pub struct StreamJson {
     /// The log the agent reports in, followed from the start, read by the dialect's
     /// [`Dialect::log_reader`].
     log: Option<std::path::PathBuf>,
+    /// The modes a warm session may switch to (`set_permission_mode`); empty: the agent speaking
+    /// this dialect has no such request.
+    switch_modes: &'static [agent_api::request::ModeInfo],
+    /// The caller's policy, before a mode changes it ([`agent_api::kit::hitl::policy_in_mode`]).
+    policy: PermissionPolicy,
     outcome: Outcome,
 }
 
@@ -176,7 +182,7 @@ pub type LogReader = fn(&str, &mut agent_api::kit::transcript::Transcript);
 
 impl StreamJson {
     fn new(dialect: Dialect, channel: Channel, prompt: Option<String>, policy: PermissionPolicy, bypass_requested: bool) -> Self {
-        let hitl = if channel == Channel::Replay { Hitl::replay() } else { Hitl::live(policy) };
+        let hitl = if channel == Channel::Replay { Hitl::replay() } else { Hitl::live(policy.clone()) };
         Self {
             dialect,
             channel,
@@ -194,6 +200,8 @@ impl StreamJson {
             prompt_on_stdin: false,
             images: Vec::new(),
             log: None,
+            switch_modes: &[],
+            policy,
             outcome: Outcome::for_dialect(&dialect),
         }
     }
@@ -208,6 +216,20 @@ impl StreamJson {
     /// turn of a session sends its own).
     pub fn with_images(mut self, images: Vec<ImageData>) -> Self {
         self.images = images;
+        self
+    }
+
+    /// A session that may switch among `modes` between turns with the `set_permission_mode`
+    /// control request (Claude Code's permission modes).
+    pub fn with_mode_switch(mut self, modes: &'static [agent_api::request::ModeInfo]) -> Self {
+        self.switch_modes = modes;
+        self
+    }
+
+    /// Runs in `mode`: its requests are decided by the caller's policy as the mode changes it
+    /// ([`agent_api::kit::hitl::policy_in_mode`]: plan mode denies writes and commands).
+    pub fn in_mode(mut self, mode: Option<&agent_api::request::AgentMode>) -> Self {
+        self.hitl.set_policy(agent_api::kit::hitl::policy_in_mode(mode, &self.policy));
         self
     }
 
@@ -360,6 +382,21 @@ impl Protocol for StreamJson {
             let images = std::mem::take(&mut self.images);
             ctx.send(&self.user_line(&prompt, &images));
         }
+        Ok(())
+    }
+
+    fn set_mode(&mut self, mode: &agent_api::request::AgentMode, ctx: &mut Ctx<'_>) -> Result<(), AgentError> {
+        if self.channel != Channel::Session || self.switch_modes.is_empty() {
+            let capability = agent_api::capabilities::SESSION_MODE_SWITCH.to_string();
+            return Err(AgentError::UnsupportedCapability { kind: self.name().to_string(), capability });
+        }
+        agent_api::kit::check_mode("claude_code", self.switch_modes, mode)?;
+        let id = self.request_id();
+        ctx.send(
+            &json!({ "type": "control_request", "request_id": id, "request": { "subtype": "set_permission_mode", "mode": mode.as_str() } }),
+        );
+        self.hitl.set_policy(agent_api::kit::hitl::policy_in_mode(Some(mode), &self.policy));
+        ctx.transcript.daemon_status("mode_changed", Some(mode.as_str().to_string()));
         Ok(())
     }
 

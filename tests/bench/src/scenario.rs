@@ -254,6 +254,15 @@ pub const SCENARIOS: &[Scenario] = &[
         ]),
     },
     Scenario {
+        name: "exit_plan",
+        description: "Calls the offered tool whose name ends with `ExitPlanMode` (Claude Code's plan-mode exit) with \
+                      {\"plan\":\"1. Write plan.txt\"}, then replies \"Plan <status>: <output>\".",
+        script: Script::Steps(&[
+            Step::act("", Action::CallTool { suffix: "ExitPlanMode", input: r#"{"plan":"1. Write plan.txt"}"# }),
+            Step::text(Text::AfterTool("Plan {status}: {output}")),
+        ]),
+    },
+    Scenario {
         name: "error401",
         description: "HTTP 401 (invalid API key) for every request.",
         script: Script::Fail(Failure::Unauthorized),

@@ -1,7 +1,6 @@
-//! The wrapper view read straight from a run shows exactly what projecting that run's universal
-//! view shows, on every backend's recordings. The run builds less for the wrapper view (an
-//! answer's deltas waiting in one batch go as one universal event, since the view shows an
-//! answer once, when it completes); what the caller sees must not change with it.
+//! The universal events of a run are the same whichever view reads it (`spec/run-protocol.md`
+//! §1): the wrapper views (default and streaming) read straight from a run show exactly what
+//! projecting that run's universal view shows, on every backend's recordings.
 
 use agent_api::kit::projection::Projector;
 use agent_api::kit::replay::{replay, ReplayOptions};
@@ -20,12 +19,15 @@ fn session_id_of(events: &[AgentWrapperEvent]) -> String {
     events.iter().find_map(|e| e.data.as_ref()?.get("session_id")?.as_str().map(str::to_string)).unwrap_or_default()
 }
 
-async fn both_views(subject: &Subject, bytes: &[u8]) -> (Vec<String>, Vec<String>) {
+async fn both_views(subject: &Subject, bytes: &[u8], streaming: bool) -> (Vec<String>, Vec<String>) {
     let read = || std::io::Cursor::new(bytes.to_vec());
     let direct = replay(subject.backend.as_ref(), read(), ReplayOptions::default()).await.unwrap();
-    let (direct, direct_completion) = direct.collect_wrapper().await;
+    let (direct, direct_completion) = if streaming { direct.into_wrapper_streaming() } else { direct.into_wrapper() };
+    let direct: Vec<AgentWrapperEvent> = futures::StreamExt::collect(direct).await;
+    let direct_completion = direct_completion.await;
     let universal = replay(subject.backend.as_ref(), read(), ReplayOptions::default()).await.unwrap();
-    let mut projector = Projector::new(universal.agent_kind().clone(), universal.tools_structured());
+    let projector = Projector::new(universal.agent_kind().clone(), universal.tools_structured());
+    let mut projector = if streaming { projector.streaming_answers() } else { projector };
     let (universal, universal_completion) = universal.collect_universal().await;
     assert_eq!(direct_completion.is_ok(), universal_completion.is_ok(), "{}: the two runs ended alike", subject.name);
     let projected: Vec<AgentWrapperEvent> = universal.iter().flat_map(|e| projector.project(e)).collect();
@@ -41,12 +43,33 @@ fn the_wrapper_view_shows_what_the_projected_universal_view_shows_on_every_recor
     let mut compared = 0;
     for subject in subjects {
         for (n, lines) in subject.recordings.iter().enumerate() {
-            let (direct, projected) = runtime.block_on(both_views(subject, &lines.join(&b'\n')));
+            let (direct, projected) = runtime.block_on(both_views(subject, &lines.join(&b'\n'), false));
             assert_eq!(direct, projected, "{} recording #{n}", subject.name);
             compared += 1;
         }
     }
     assert!(compared > 20, "only {compared} recordings were compared");
+}
+
+/// The streaming wrapper view shows every answer delta the run made as one `text_output` of its
+/// own, so it sees the universal events themselves: read through it, a run makes the universal
+/// events it makes for the universal view, delta for delta (a run that joined an answer's waiting
+/// deltas for a wrapper view, as the driver once did, fails this).
+#[test]
+fn the_universal_events_are_the_same_whichever_view_reads_the_run_on_every_recording() {
+    let subjects = backends();
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let (mut compared, mut deltas) = (0, 0);
+    for subject in subjects {
+        for (n, lines) in subject.recordings.iter().enumerate() {
+            let (direct, projected) = runtime.block_on(both_views(subject, &lines.join(&b'\n'), true));
+            assert_eq!(direct, projected, "{} recording #{n}: the streaming wrapper view", subject.name);
+            deltas += direct.iter().filter(|e| e.contains("\"text_output\"") && e.contains("\"item_id\"")).count();
+            compared += 1;
+        }
+    }
+    assert!(compared > 20, "only {compared} recordings were compared");
+    assert!(deltas > 100, "the recordings streamed only {deltas} answer deltas: nothing was compared");
 }
 
 /// The answer text as the streaming wrapper view shows it, with every retraction applied.

@@ -165,16 +165,6 @@ pub struct DeltaText(CompactString);
 impl DeltaText {
     /// Most bytes kept inline.
     pub(crate) const INLINE: usize = std::mem::size_of::<CompactString>();
-
-    /// Empty, with room for `capacity` bytes (inline up to [`DeltaText::INLINE`]).
-    pub(crate) fn with_capacity(capacity: usize) -> Self {
-        Self(CompactString::with_capacity(capacity))
-    }
-
-    /// Appends `text` (an answer's deltas joined while they wait).
-    pub(crate) fn push_str(&mut self, text: &str) {
-        self.0.push_str(text);
-    }
 }
 
 #[cfg(test)]
@@ -216,10 +206,5 @@ mod tests {
         assert_eq!(token.heap_capacity(), 0);
         let long = DeltaText::from("a fragment longer than twenty-four bytes");
         assert!(long.heap_capacity() >= long.len());
-        let mut joined = DeltaText::with_capacity(256);
-        joined.push_str("one, ");
-        joined.push_str("two");
-        assert_eq!(joined, "one, two");
-        assert!(joined.heap_capacity() >= 256, "room for the deltas that join it");
     }
 }

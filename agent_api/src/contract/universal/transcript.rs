@@ -35,8 +35,6 @@ struct OpenItem {
     assembled: String,
     had_delta: bool,
     synthetic: bool,
-    /// An answer ([`UniversalItem::is_answer`] when it started): its waiting deltas may merge.
-    answer: bool,
 }
 
 /// The state of one session's universal transcript.
@@ -93,8 +91,6 @@ pub struct Transcript {
     /// Events the caller is done with, back from the driver's earlier batches: each new event
     /// frees one (see [`Transcript::take_events_reusing`]).
     spent: Vec<UniversalEvent>,
-    /// Whether an answer's delta joins the one just before it while both wait to be taken.
-    merge_answer_deltas: bool,
 }
 
 impl Transcript {
@@ -125,7 +121,6 @@ impl Transcript {
             now: None,
             events: Vec::new(),
             spent: Vec::new(),
-            merge_answer_deltas: false,
         }
     }
 
@@ -159,14 +154,6 @@ impl Transcript {
     /// The native payload events emitted now derive from, when the run shows raw payloads.
     pub fn raw(&self) -> Option<&Arc<Value>> {
         self.raw.as_ref()
-    }
-
-    /// Lets an answer's delta join the delta of the same answer just before it while both
-    /// wait to be taken (one `item.delta` with both texts, no sequence number used). Only for
-    /// runs whose universal events nobody reads: the wrapper view, which shows an answer's text
-    /// once, when it completes. The driver sets it once the caller chose that view.
-    pub(crate) fn set_merge_answer_deltas(&mut self, merge: bool) {
-        self.merge_answer_deltas = merge;
     }
 
     /// How many events were emitted and not yet drained.
@@ -212,17 +199,18 @@ impl Transcript {
 
     /// Takes the events emitted so far, as one batch (without moving them again).
     pub fn take_events(&mut self) -> Vec<UniversalEvent> {
-        self.take_events_reusing(None)
+        self.take_events_reusing(None, usize::MAX)
     }
 
-    /// [`Transcript::take_events`], gathering the next batch in `spare` (an earlier batch,
-    /// back with its spent events) when its room fits about as many events as this batch had.
+    /// [`Transcript::take_events`], at most `max` of them (the oldest; the rest wait for the
+    /// next batch), gathering the next batch in `spare` (an earlier batch, back with its spent
+    /// events) when its room fits about as many events as this batch had.
     ///
     /// The spent events are not freed at once: each event built from now on frees one. Freed
     /// together, a batch's events overflowed the allocator's per-thread cache of each size, and
     /// every free and the next batch's every allocation took its slow path; one freed per one
     /// built, the cache hands each freed block to the next allocation of its size.
-    pub(crate) fn take_events_reusing(&mut self, spare: Option<Vec<UniversalEvent>>) -> Vec<UniversalEvent> {
+    pub(crate) fn take_events_reusing(&mut self, spare: Option<Vec<UniversalEvent>>, max: usize) -> Vec<UniversalEvent> {
         self.now = None;
         // The batch back becomes the spent events; the vector they were in before (emptied: what
         // is left of that earlier batch is freed now) gathers the next batch.
@@ -231,6 +219,12 @@ impl Transcript {
             std::mem::swap(&mut self.spent, &mut spare);
             spare
         });
+        if self.events.len() > max {
+            // Rare (one native line made more events than a batch holds): the rest stay here,
+            // in order, ahead of whatever comes next.
+            let rest = self.events.split_off(max);
+            return std::mem::replace(&mut self.events, rest);
+        }
         let len = self.events.len();
         // The next batch is likely about as long as this one (a batch ends at the line that
         // takes it past its size, and a line may add a few events): room for that at once,
@@ -319,11 +313,10 @@ impl Transcript {
             self.by_native.insert(native.clone(), id.clone());
             self.last_opened = Some((native.clone(), id.clone()));
         }
-        let answer = item.is_answer();
         let item = Arc::new(item);
         self.emit(source, UniversalEventBody::ItemStarted(ItemEventData { item: item.clone() }));
         self.open.push(id.clone());
-        let open = OpenItem { item, id, native_id, assembled: String::new(), had_delta: false, synthetic: new.synthetic, answer };
+        let open = OpenItem { item, id, native_id, assembled: String::new(), had_delta: false, synthetic: new.synthetic };
         self.items.insert(open.id.clone(), open);
         item_id
     }
@@ -353,19 +346,7 @@ impl Transcript {
             open.assembled.reserve(kept.len().max(STREAM_START));
         }
         open.assembled.push_str(kept);
-        let merging = self.merge_answer_deltas && open.answer && self.raw.is_none();
-        if merging {
-            if let Some(waiting) = self.events.last_mut().and_then(|last| delta_text_of(last, &open.id, source)) {
-                waiting.push_str(text.as_ref());
-                return;
-            }
-        }
-        let delta = if merging {
-            // The deltas that follow join this one: room for a few at once, not a copy per join.
-            let mut joined = DeltaText::with_capacity(text.as_ref().len().max(STREAM_START));
-            joined.push_str(text.as_ref());
-            joined
-        } else if text.as_ref().len() <= DeltaText::INLINE {
+        let delta = if text.as_ref().len() <= DeltaText::INLINE {
             // Kept inline: an owned text's allocation would only be freed.
             DeltaText::from(text.as_ref())
         } else {
@@ -567,17 +548,6 @@ impl Transcript {
         };
         self.emit(EventSource::Daemon, UniversalEventBody::SessionEnded(Box::new(data)));
         self.ended = true;
-    }
-}
-
-/// The text of `event` when it is a delta of the item `item_id` from `source`, with no raw
-/// payload: a delta that another of the same item can join.
-fn delta_text_of<'e>(event: &'e mut UniversalEvent, item_id: &Arc<str>, source: EventSource) -> Option<&'e mut DeltaText> {
-    match &mut event.body {
-        UniversalEventBody::ItemDelta(delta) if Arc::ptr_eq(&delta.item_id, item_id) && event.source == source && event.raw.is_none() => {
-            Some(&mut delta.delta)
-        }
-        _ => None,
     }
 }
 

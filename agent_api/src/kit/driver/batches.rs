@@ -4,34 +4,44 @@
 //! timeout and control messages still act while the caller is paused.
 
 use super::{deadline_after, Core, Pending};
-use crate::contract::budget::{self, Closed, Room};
+use crate::contract::budget::{self, Closed, Room, EVENTS_PER_BATCH};
 use crate::contract::universal::UniversalEvent;
 
 impl Core {
-    /// Takes the events the transcript holds as the next batch (unless one still waits) and
-    /// sends it at once if the byte budget has room; otherwise it waits in `pending`. Whether
-    /// a batch went to the caller.
+    /// Takes the events the transcript holds as batches of at most [`EVENTS_PER_BATCH`] (one
+    /// native line may make more) and sends each at once while the byte budget has room; the
+    /// first that finds none waits in `pending`, the rest in the transcript. Whether a batch
+    /// went to the caller.
     pub(super) fn stage(&mut self) -> bool {
-        if self.pending.is_none() {
-            if self.transcript.pending_events() == 0 {
-                self.raw_bytes = 0;
-                return false;
+        let mut handed_over = false;
+        loop {
+            if self.pending.is_none() {
+                if self.transcript.pending_events() == 0 {
+                    self.raw_bytes = 0;
+                    return handed_over;
+                }
+                let spare = self.events_tx.as_ref().and_then(|tx| tx.spare());
+                let events: Vec<UniversalEvent> = self.transcript.take_events_reusing(spare, EVENTS_PER_BATCH);
+                // The raw payloads shared by these events count with the first batch of them.
+                let raw_bytes = std::mem::take(&mut self.raw_bytes);
+                let weight = budget::batch_weight(&events) + raw_bytes;
+                self.pending = Some(Pending { events, weight });
             }
-            let spare = self.events_tx.as_ref().and_then(|tx| tx.spare());
-            let events: Vec<UniversalEvent> = self.transcript.take_events_reusing(spare);
-            let raw_bytes = std::mem::take(&mut self.raw_bytes);
-            let weight = budget::batch_weight(&events) + raw_bytes;
-            self.pending = Some(Pending { events, weight });
-        }
-        let (Some(tx), Some(pending)) = (&self.events_tx, &self.pending) else {
-            // Nobody listens any more; the run goes on to reap its process.
-            self.pending = None;
-            return false;
-        };
-        match tx.try_room(pending.weight) {
-            Ok(Some(room)) => self.send_pending(Ok(room)),
-            Ok(None) => false,
-            Err(closed) => self.send_pending(Err(closed)),
+            let (Some(tx), Some(pending)) = (&self.events_tx, &self.pending) else {
+                // Nobody listens any more; the run goes on to reap its process.
+                self.pending = None;
+                drop(self.transcript.take_events());
+                return handed_over;
+            };
+            let sent = match tx.try_room(pending.weight) {
+                Ok(Some(room)) => self.send_pending(Ok(room)),
+                Ok(None) => return handed_over,
+                Err(closed) => self.send_pending(Err(closed)),
+            };
+            handed_over |= sent;
+            if !sent {
+                return handed_over;
+            }
         }
     }
 

@@ -1,18 +1,26 @@
 //! The end of a run: what is left of the agent is reaped, the protocol says how the run went,
 //! and the transcript's end is written.
 
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use super::{signal_group, Core, ExitInfo, Inputs, Io, Stop};
+use super::{signal_group, Core, ExitInfo, Io, Stop, Turn};
 use crate::contract::error::AgentError;
 use crate::contract::run::RunCompletion;
 use crate::contract::universal::{SessionEnd, SessionEndReason, TerminatedBy};
 
 impl Core {
+    /// The end of a one-shot run: how it went, its last events, then its completion.
+    pub(super) async fn finish_run(mut self, io: Io, turn: Option<Turn>) {
+        let result = self.finish(io, turn.as_ref()).await;
+        self.flush().await;
+        drop(self.events_tx.take());
+        if let Some(turn) = turn {
+            let _ = turn.completion_tx.send(result);
+        }
+    }
+
     /// Reaps what is left, asks the protocol how the run went, and writes the transcript's end.
-    pub(super) async fn finish(&mut self, inputs: Inputs) -> Result<RunCompletion, AgentError> {
-        let Inputs { io, cancel_requested, .. } = inputs;
+    async fn finish(&mut self, io: Io, turn: Option<&Turn>) -> Result<RunCompletion, AgentError> {
         let info = self.reap(io).await;
         let mut result = match self.fatal.take() {
             Some(error) => Err(error),
@@ -21,7 +29,8 @@ impl Core {
                 None => Err(self.fatal.take().expect("with_ctx records why it returned nothing")),
             },
         };
-        if cancel_requested.load(Ordering::SeqCst) || self.stop == Some(Stop::Cancelled) {
+        // Read only now: a cancel requested before the completion is decided wins (cancel wins ties).
+        if turn.is_some_and(Turn::cancel_requested) || self.stop == Some(Stop::Cancelled) {
             result = Err(AgentError::Cancelled);
         } else if self.stop == Some(Stop::TimedOut) {
             result = Err(self.clock.error());

@@ -121,3 +121,27 @@ async fn mcp_servers_join_the_callers_servers_in_the_run_settings_readable_by_it
     assert!(private(path) || private(path.parent().unwrap()), "only the owner reads the servers' secrets");
     assert!(!args.iter().any(|a| a.contains("run-secret")), "no secret on the command line");
 }
+
+#[tokio::test]
+async fn the_request_mode_is_amps_mode_flag_and_the_extension_wins() {
+    let chosen =
+        invocation(&config(), &RunRequest::new("hi").with_mode(agent_api::request::AgentMode::parse("ultra")), false).await.unwrap();
+    assert!(argv(&chosen).join(" ").contains("--mode ultra"), "{:?}", argv(&chosen));
+    let both = RunRequest::new("hi")
+        .with_mode(agent_api::request::AgentMode::parse("ultra"))
+        .with_options(&AmpOptions::default().mode(AgentMode::Low));
+    let both = argv(&invocation(&config(), &both, false).await.unwrap()).join(" ");
+    assert!(both.contains("--mode low") && !both.contains("ultra"), "{both}");
+    let none = argv(&invocation(&config(), &RunRequest::new("hi"), false).await.unwrap()).join(" ");
+    assert!(!none.contains("--mode"), "{none}");
+}
+
+#[test]
+fn plan_mode_and_variants_are_refused_before_spawn() {
+    use agent_api::AgentBackend;
+    let backend = crate::AmpBackend::new(config());
+    let err = backend.validate(&RunRequest::new("hi").with_mode(agent_api::request::AgentMode::Plan)).unwrap_err();
+    assert!(err.to_string().contains("default, low, medium, high, ultra"), "{err}");
+    let err = backend.validate(&RunRequest::new("hi").with_variant("high")).unwrap_err();
+    assert!(matches!(err, AgentError::UnsupportedCapability { .. }), "{err}");
+}

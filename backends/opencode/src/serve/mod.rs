@@ -41,6 +41,9 @@ struct Plan {
     /// The first prompt's `parts` ([`prompt_parts`]).
     prompt: Value,
     model: Option<Value>,
+    /// The prompt's `agent` (the request's mode) and `variant`.
+    agent: Option<String>,
+    variant: Option<String>,
     directory: String,
     session: SessionSelector,
     ask_first: bool,
@@ -98,11 +101,14 @@ impl ServeProtocol {
         let plan = Plan {
             prompt: prompt_parts(&request.prompt)?,
             model,
+            agent: request.mode.as_ref().filter(|m| **m != agent_api::request::AgentMode::Default).map(|m| m.as_str().to_string()),
+            variant: request.variant.clone(),
             directory,
             session: request.session.clone(),
             ask_first: !request.skip_permission_prompts,
         };
-        Ok(Self::new(Some(plan), Hitl::live(request.permissions.clone())))
+        // Plan mode's policy: what OpenCode's plan agent still asks to write or run is denied.
+        Ok(Self::new(Some(plan), Hitl::live(agent_api::kit::hitl::policy_in_mode(request.mode.as_ref(), &request.permissions))))
     }
 
     fn query(&self) -> String {
@@ -122,6 +128,12 @@ impl ServeProtocol {
         let mut body = json!({ "parts": parts });
         if let Some(model) = &plan.model {
             body["model"] = model.clone();
+        }
+        if let Some(agent) = &plan.agent {
+            body["agent"] = json!(agent);
+        }
+        if let Some(variant) = &plan.variant {
+            body["variant"] = json!(variant);
         }
         let path = format!("/session/{id}/prompt_async{}", self.query());
         self.prompted = true;

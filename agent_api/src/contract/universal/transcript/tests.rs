@@ -172,30 +172,38 @@ fn deltas(events: &[UniversalEvent]) -> Vec<(&str, &str)> {
 }
 
 #[test]
-fn an_answers_waiting_deltas_go_as_one_when_only_the_wrapper_view_reads() {
+fn every_delta_is_an_event_of_its_own_however_many_wait_together() {
+    // The universal events depend on the native input only: not on how the driver batches
+    // them, nor on which view reads them (`spec/run-protocol.md` §1).
     let mut t = Transcript::new("sess_1".into(), false);
-    t.set_merge_answer_deltas(true);
     let answer = t.start_item(NewItem::message(ItemRole::Assistant));
     let thinking = t.start_item(NewItem::reasoning(ReasoningVisibility::Public));
     t.delta(&answer, "Hel");
     t.delta(&answer, String::from("lo"));
     t.delta(&thinking, "hm");
-    t.delta(&thinking, "m");
     t.delta(&answer, " world");
     let first: Vec<_> = t.take_events();
-    // The answer's deltas join while adjacent; reasoning streams delta by delta.
-    assert_eq!(
-        deltas(&first),
-        [(answer.as_str(), "Hello"), (thinking.as_str(), "hm"), (thinking.as_str(), "m"), (answer.as_str(), " world")]
-    );
+    assert_eq!(deltas(&first), [(answer.as_str(), "Hel"), (answer.as_str(), "lo"), (thinking.as_str(), "hm"), (answer.as_str(), " world")]);
     t.delta(&answer, "!");
     t.complete_item(&answer);
     let second: Vec<_> = t.take_events();
-    // A delta taken with its batch is not joined again.
     assert_eq!(deltas(&second), [(answer.as_str(), "!")]);
     assert_eq!(second.last().and_then(UniversalEvent::completed_item).map(UniversalItem::text).as_deref(), Some("Hello world!"));
-    let sequences: Vec<u64> = first.iter().chain(&second).map(|e| e.sequence).collect();
-    assert_eq!(sequences, (1..=sequences.len() as u64).collect::<Vec<_>>(), "no gap where deltas joined");
+}
+
+#[test]
+fn a_batch_takes_at_most_the_events_asked_for_and_leaves_the_rest_in_order() {
+    let mut t = Transcript::new("sess_1".into(), false);
+    for n in 0..10 {
+        t.status("note", Some(format!("{n}")));
+    }
+    let held = t.pending_events();
+    let first = t.take_events_reusing(None, 4);
+    assert_eq!(first.len(), 4);
+    assert_eq!(t.pending_events(), held - 4);
+    let rest = t.take_events_reusing(None, 100);
+    let sequences: Vec<u64> = first.iter().chain(&rest).map(|e| e.sequence).collect();
+    assert_eq!(sequences, (1..=held as u64).collect::<Vec<_>>());
 }
 
 #[test]
@@ -216,7 +224,7 @@ fn a_batch_back_from_the_caller_is_freed_one_event_per_new_event() {
     for i in 0..4 {
         t.status("working", Some(format!("step {i}")));
     }
-    let mut spent = t.take_events_reusing(None);
+    let mut spent = t.take_events_reusing(None, usize::MAX);
     for event in &mut spent {
         event.raw = Some(payload.clone());
     }
@@ -224,13 +232,13 @@ fn a_batch_back_from_the_caller_is_freed_one_event_per_new_event() {
     assert_eq!(Arc::strong_count(&payload), held + 1);
     // The caller read `spent`; it comes back to gather a batch in.
     t.daemon_status("next", None);
-    let first = t.take_events_reusing(Some(spent));
+    let first = t.take_events_reusing(Some(spent), usize::MAX);
     assert_eq!(Arc::strong_count(&payload), held + 1, "taking the batch back frees nothing yet");
     for freed in 1..=2 {
         t.status("working", None);
         assert_eq!(Arc::strong_count(&payload), held + 1 - 2 * freed, "each new event (two a status) frees one spent");
     }
-    let second = t.take_events_reusing(Some(first));
+    let second = t.take_events_reusing(Some(first), usize::MAX);
     assert_eq!(Arc::strong_count(&payload), 1, "what was left is freed when the next batch comes back");
     assert_eq!(second.len(), 4);
 }
