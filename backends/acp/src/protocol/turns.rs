@@ -21,7 +21,7 @@ const URI_PATH: &AsciiSet = &NON_ALPHANUMERIC.remove(b'/').remove(b'-').remove(b
 ///
 /// ```
 /// use agent_api::Prompt;
-/// use agent_api_acp::protocol::prompt_blocks;
+/// use agent_api_acp::prompt_blocks;
 /// let mut prompt = Prompt::from("Summarise this");
 /// prompt.attachments.push("/work/notes and ideas.md".into());
 /// let blocks = serde_json::to_value(prompt_blocks(&prompt).unwrap()).unwrap();
