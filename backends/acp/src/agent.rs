@@ -98,12 +98,13 @@ impl AgentCli {
     }
 
     /// The command line of its ACP interface: [`AgentCli::acp_flags`], the run's model (`-m`),
-    /// then `args` (its flags for the portable options).
+    /// its mode ([`approval_mode_args`]), then `args` (its flags for the portable options).
     pub fn acp_command(&self, config: &AcpConfig, args: Vec<String>, request: &RunRequest, cwd: &Path) -> Result<CommandSpec, AgentError> {
         let mut all: Vec<String> = self.acp_flags.iter().map(|f| f.to_string()).collect();
         if let Some(model) = &request.model {
             all.extend(["-m".to_string(), model.clone()]);
         }
+        all.extend(approval_mode_args(request));
         all.extend(args);
         self.command(config, all, request, cwd)
     }

@@ -4,18 +4,16 @@
 
 use std::time::Duration;
 
-use agent_api::kit::projection::Projector;
 use agent_api::run::Channel;
-use agent_api::universal::{DecidedBy, ItemKind, ItemStatus, PermissionStatus, UniversalEventBody};
+use agent_api::universal::{DecidedBy, ItemKind, ItemStatus};
 use agent_api::{AgentBackend, AgentError, PermissionDecision, PermissionPolicy, RunRequest};
 use agent_api_acp::AcpConfig;
-use agent_api_conformance::{assert_conformant, RunRecord};
+use agent_api_conformance::{assert_conformant, assert_one_permission, drive};
 use agent_api_gemini::GeminiBackend;
 use agent_api_gemini::{GeminiInterface, GeminiOptions, HeadlessApproval};
 use agent_bench::process::processes_in;
 use agent_bench::sandbox::GEMINI_MODEL;
 use agent_bench::{e2e_enabled_or_explain, Cli, ModelServer, Sandbox};
-use futures::StreamExt;
 
 /// The sandbox's Gemini with its environment; the backend adds `--acp --skip-trust` and `-m`.
 fn backend(sandbox: &Sandbox) -> GeminiBackend {
@@ -35,44 +33,6 @@ async fn setup(scenario: &str) -> Option<(ModelServer, Sandbox)> {
 
 fn request(prompt: &str) -> RunRequest {
     RunRequest::new(prompt).with_model(GEMINI_MODEL).with_timeout(Duration::from_secs(120))
-}
-
-/// Runs `request`, answering each permission with `decision` (`None`: the policy decides);
-/// cancels at the first native delta when asked.
-async fn drive(
-    backend: &GeminiBackend,
-    request: RunRequest,
-    decision: Option<PermissionDecision>,
-    cancel_on_first_delta: bool,
-) -> RunRecord {
-    let handle = backend.run(request).await.expect("run starts");
-    let control = handle.control();
-    let mut projector = Projector::new(handle.agent_kind().clone(), handle.tools_structured());
-    let (mut events, completion) = handle.into_universal();
-    let mut universal = Vec::new();
-    while let Some(event) = events.next().await {
-        match &event.body {
-            UniversalEventBody::PermissionRequested(p) => {
-                if let Some(decision) = &decision {
-                    control.respond_permission(&p.permission_id, decision.clone()).await.unwrap();
-                }
-            }
-            UniversalEventBody::ItemDelta(_) if cancel_on_first_delta && !event.synthetic => control.cancel(),
-            _ => {}
-        }
-        universal.push(event);
-    }
-    let wrapper = universal.iter().flat_map(|e| projector.project(e)).collect();
-    RunRecord { universal, wrapper, completion: completion.await, tools_structured: true }
-}
-
-fn one_permission(run: &RunRecord, approved: bool, by: DecidedBy) {
-    assert_eq!(run.of_type("permission.requested").count(), 1, "{:?}", run.types());
-    let resolved: Vec<_> = run.of_type("permission.resolved").collect();
-    assert_eq!(resolved.len(), 1, "{:?}", run.types());
-    let status = resolved[0].permission().map(|p| p.status);
-    let expected = if approved { PermissionStatus::Approved } else { PermissionStatus::Denied };
-    assert_eq!((status, resolved[0].decided_by()), (Some(expected), Some(by)));
 }
 
 #[tokio::test]
@@ -105,7 +65,7 @@ async fn acp_shell_follows_the_callers_decision() {
         let run = drive(&backend(&sandbox), request("run the command"), Some(decision), false).await;
         assert_conformant(&run);
         assert!(run.completion.is_ok(), "{:?}", run.completion);
-        one_permission(&run, runs, DecidedBy::Caller);
+        assert_one_permission(&run, runs, DecidedBy::Caller);
         assert_eq!(sandbox.cwd.join("out.txt").exists(), runs);
         let results = run.completed_items(ItemKind::ToolResult);
         let ran =
@@ -125,7 +85,7 @@ async fn acp_shell_follows_the_policy_with_one_request_and_one_resolution() {
         let run = drive(&backend(&sandbox), request("run the command").with_permissions(policy), None, false).await;
         assert_conformant(&run);
         assert!(run.completion.is_ok(), "{:?}", run.completion);
-        one_permission(&run, runs, DecidedBy::Policy);
+        assert_one_permission(&run, runs, DecidedBy::Policy);
         assert_eq!(sandbox.cwd.join("out.txt").exists(), runs);
     }
 }
@@ -307,7 +267,7 @@ mod through_bwrap {
             let run = drive(&backend(&sandbox), request("run the command").with_launcher(bwrap()), Some(decision), false).await;
             assert_conformant(&run);
             assert!(run.completion.is_ok(), "{:?}", run.completion);
-            one_permission(&run, runs, DecidedBy::Caller);
+            assert_one_permission(&run, runs, DecidedBy::Caller);
             assert_eq!(sandbox.cwd.join("out.txt").exists(), runs);
         }
     }

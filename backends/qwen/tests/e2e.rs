@@ -6,16 +6,14 @@
 
 use std::time::Duration;
 
-use agent_api::kit::projection::Projector;
-use agent_api::universal::{DecidedBy, ItemKind, ItemStatus, PermissionStatus, UniversalEventBody};
+use agent_api::universal::{DecidedBy, ItemKind, ItemStatus};
 use agent_api::{AgentBackend, AgentError, PermissionDecision, PermissionPolicy, RunRequest};
 use agent_api_acp::AcpConfig;
-use agent_api_conformance::{assert_conformant, RunRecord};
+use agent_api_conformance::{assert_conformant, assert_one_permission, drive, RunRecord};
 use agent_api_qwen::QwenBackend;
 use agent_api_qwen::{QwenInterface, QwenOptions};
 use agent_bench::process::processes_in;
 use agent_bench::{e2e_enabled_or_explain, Cli, ModelServer, Sandbox};
-use futures::StreamExt;
 
 /// The sandbox's Qwen with its environment; the backend adds `--acp`.
 pub fn backend(sandbox: &Sandbox) -> QwenBackend {
@@ -35,39 +33,6 @@ async fn setup(scenario: &str) -> Option<(ModelServer, Sandbox)> {
 
 fn request(prompt: &str) -> RunRequest {
     RunRequest::new(prompt).with_timeout(Duration::from_secs(150))
-}
-
-/// Runs `request`, answering each permission with `decision` (`None`: the policy decides);
-/// cancels at the first native delta when asked.
-async fn drive(backend: &QwenBackend, request: RunRequest, decision: Option<PermissionDecision>, cancel_on_first_delta: bool) -> RunRecord {
-    let handle = backend.run(request).await.expect("run starts");
-    let control = handle.control();
-    let mut projector = Projector::new(handle.agent_kind().clone(), handle.tools_structured());
-    let (mut events, completion) = handle.into_universal();
-    let mut universal = Vec::new();
-    while let Some(event) = events.next().await {
-        match &event.body {
-            UniversalEventBody::PermissionRequested(p) => {
-                if let Some(decision) = &decision {
-                    control.respond_permission(&p.permission_id, decision.clone()).await.unwrap();
-                }
-            }
-            UniversalEventBody::ItemDelta(_) if cancel_on_first_delta && !event.synthetic => control.cancel(),
-            _ => {}
-        }
-        universal.push(event);
-    }
-    let wrapper = universal.iter().flat_map(|e| projector.project(e)).collect();
-    RunRecord { universal, wrapper, completion: completion.await, tools_structured: true }
-}
-
-fn one_permission(run: &RunRecord, approved: bool, by: DecidedBy) {
-    assert_eq!(run.of_type("permission.requested").count(), 1, "{:?}", run.types());
-    let resolved: Vec<_> = run.of_type("permission.resolved").collect();
-    assert_eq!(resolved.len(), 1, "{:?}", run.types());
-    let status = resolved[0].permission().map(|p| p.status);
-    let expected = if approved { PermissionStatus::Approved } else { PermissionStatus::Denied };
-    assert_eq!((status, resolved[0].decided_by()), (Some(expected), Some(by)));
 }
 
 /// The shell call is in the transcript either way: a completed result when it ran, a failed one
@@ -108,7 +73,7 @@ async fn acp_shell_follows_the_callers_decision() {
         let run = drive(&backend(&sandbox), request("run the command"), Some(decision), false).await;
         assert_conformant(&run);
         assert!(run.completion.is_ok(), "{:?}", run.completion);
-        one_permission(&run, runs, DecidedBy::Caller);
+        assert_one_permission(&run, runs, DecidedBy::Caller);
         assert_eq!(sandbox.cwd.join("out.txt").exists(), runs);
         shell_call_shown(&run, runs);
     }
@@ -121,7 +86,7 @@ async fn acp_shell_follows_the_policy_with_one_request_and_one_resolution() {
         let run = drive(&backend(&sandbox), request("run the command").with_permissions(policy), None, false).await;
         assert_conformant(&run);
         assert!(run.completion.is_ok(), "{:?}", run.completion);
-        one_permission(&run, runs, DecidedBy::Policy);
+        assert_one_permission(&run, runs, DecidedBy::Policy);
         assert_eq!(sandbox.cwd.join("out.txt").exists(), runs);
         shell_call_shown(&run, runs);
     }
@@ -239,7 +204,7 @@ async fn stream_json_shell_follows_the_caller_and_the_policy() {
         let run = drive(&backend(&sandbox), stream_json("run the command").with_permissions(policy), decision, false).await;
         assert_conformant(&run);
         assert!(run.completion.is_ok(), "{:?}", run.completion);
-        one_permission(&run, runs, by);
+        assert_one_permission(&run, runs, by);
         assert_eq!(sandbox.cwd.join("out.txt").exists(), runs);
     }
 }
@@ -366,7 +331,7 @@ mod through_bwrap {
             let run = drive(&backend(&sandbox), request("run the command").with_launcher(bwrap()), Some(decision), false).await;
             assert_conformant(&run);
             assert!(run.completion.is_ok(), "{:?}", run.completion);
-            one_permission(&run, runs, DecidedBy::Caller);
+            assert_one_permission(&run, runs, DecidedBy::Caller);
             assert_eq!(sandbox.cwd.join("out.txt").exists(), runs);
         }
     }
