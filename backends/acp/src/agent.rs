@@ -12,7 +12,7 @@ use agent_api::{AgentError, AgentKind, RunRequest};
 
 use crate::protocol::{prompt_blocks, Acp, Plan};
 use crate::requests::{FsMode, Requests};
-use crate::AcpConfig;
+use crate::{AcpConfig, ExitPlan};
 
 /// Variables every agent's launch passes on (`spec/launchers.md`): its proxy and certificates.
 const PROXY: &[&str] = &["HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY", "SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS"];
@@ -42,6 +42,9 @@ pub struct AgentCli {
     pub empty_on_missing: bool,
     /// It answers `session/load` before it has replayed the history ([`Acp::history_trails_load`]).
     pub history_trails_load: bool,
+    /// How it asks to leave plan mode over `session/request_permission` (plan mode's exit
+    /// question, [`ExitPlan`]).
+    pub exit_plan: Option<ExitPlan>,
 }
 
 impl AgentCli {
@@ -57,6 +60,7 @@ impl AgentCli {
             home_state: &[],
             empty_on_missing: false,
             history_trails_load: false,
+            exit_plan: None,
         }
     }
 
@@ -83,6 +87,17 @@ impl AgentCli {
     pub const fn history_trails_load(mut self) -> Self {
         self.history_trails_load = true;
         self
+    }
+
+    /// It asks to leave plan mode as `exit_plan` says.
+    pub const fn exit_plan(mut self, exit_plan: ExitPlan) -> Self {
+        self.exit_plan = Some(exit_plan);
+        self
+    }
+
+    /// The converter of a recording of its ACP interface.
+    pub fn replay(&self) -> Acp {
+        Acp::replay(self.parser).with_exit_plan(self.exit_plan)
     }
 
     /// Its command line: `config`'s binary (else [`AgentCli::program`]) and arguments, then
@@ -120,7 +135,9 @@ impl AgentCli {
         debug_logs: Option<PathBuf>,
         warm: bool,
     ) -> Result<Acp, AgentError> {
-        let acp = client(self.parser, request, cwd, serve_fs, self.empty_on_missing, warm)?.with_debug_logs(debug_logs);
+        let acp = client(self.parser, request, cwd, serve_fs, self.empty_on_missing, warm)?
+            .with_debug_logs(debug_logs)
+            .with_exit_plan(self.exit_plan);
         Ok(if self.history_trails_load { acp.history_trails_load() } else { acp })
     }
 }

@@ -168,6 +168,13 @@ impl Acp {
         self
     }
 
+    /// The agent asks to leave plan mode as `exit_plan` says: the caller gets plan mode's exit
+    /// question for it ([`ExitPlan`](crate::ExitPlan)).
+    pub fn with_exit_plan(mut self, exit_plan: Option<crate::ExitPlan>) -> Self {
+        self.requests = std::mem::replace(&mut self.requests, Requests::replay()).with_exit_plan(exit_plan);
+        self
+    }
+
     /// `params` with the run's `mcpServers` (the schema's builders leave the list empty).
     fn with_servers(&self, mut params: Value) -> Value {
         if let (Some(object), false) = (params.as_object_mut(), self.mcp_servers.is_empty()) {
@@ -524,7 +531,12 @@ impl Protocol for Acp {
                 self.end_denied(ctx);
                 Ok(())
             }
-            ControlCommand::Question { id, .. } => Err(AgentError::UnknownQuestion { id }),
+            ControlCommand::Question { id, answer } => {
+                let reply = self.requests.answer_exit_plan(ctx.transcript, &self.peer, &id, answer)?;
+                ctx.send(&reply);
+                self.end_denied(ctx);
+                Ok(())
+            }
             other => Err(AgentError::InvalidRequest { reason: format!("an ACP agent cannot take {other:?}") }),
         }
     }

@@ -36,7 +36,7 @@ use agent_api::capabilities as caps;
 use agent_api::kit::replay::RecordingFormat;
 use agent_api::kit::Protocol;
 use agent_api::{AgentError, AgentKind, CapabilitySet, RunRequest};
-use agent_api_acp::{Acp, AcpConfig, AgentCli, CliAgent, CliBackend, Launch};
+use agent_api_acp::{AcpConfig, AgentCli, CliAgent, CliBackend, ExitPlan, Launch};
 
 pub use options::{GeminiInterface, GeminiOptions, HeadlessApproval};
 pub use portable::TOOLS;
@@ -62,7 +62,8 @@ pub const HOME_LAYOUT: agent_api::kit::home::HomeLayout = agent_api::kit::home::
 };
 
 /// Gemini CLI as the ACP client runs it: its flags, its variables (endpoint, credentials,
-/// config; its state under `~/.gemini`), its home, and its two quirks.
+/// config; its state under `~/.gemini`), its home, its two quirks, and how it asks to leave plan
+/// mode (`exit_plan_mode` asks for a permission titled with the plan file's path).
 pub const CLI: AgentCli = AgentCli::new(KIND, "gemini", &["--acp", "--skip-trust"], "gemini.acp")
     .home(HOME_LAYOUT)
     .environment(
@@ -80,7 +81,8 @@ pub const CLI: AgentCli = AgentCli::new(KIND, "gemini", &["--acp", "--skip-trust
         &[".gemini"],
     )
     .empty_on_missing()
-    .history_trails_load();
+    .history_trails_load()
+    .exit_plan(ExitPlan::PlanFileTitled("Requesting plan approval for: "));
 
 /// What discovery needs to find the `gemini` CLI and build a backend for it.
 pub fn probe() -> agent_api::kit::detect::BackendProbe {
@@ -138,7 +140,7 @@ impl CliAgent for Gemini {
 
     fn replay_protocol(format: RecordingFormat) -> Result<Box<dyn Protocol>, AgentError> {
         match format {
-            RecordingFormat::Session => Ok(Box::new(Acp::replay(CLI.parser))),
+            RecordingFormat::Session => Ok(Box::new(CLI.replay())),
             RecordingFormat::NativeStdout => Ok(Box::new(headless::Headless::default())),
             other => Err(AgentError::Replay { reason: format!("gemini cannot replay {other:?} recordings") }),
         }
@@ -158,6 +160,7 @@ pub fn capabilities() -> CapabilitySet {
         caps::SESSION_RESUME,
         caps::SESSION_RESUME_PER_TURN,
         caps::SESSION_CALLER_ID,
+        caps::QUESTIONS,
         agent_api_acp::CAP_SESSION_LOAD,
         CAP_GEMINI_ACP,
         CAP_GEMINI_HEADLESS,

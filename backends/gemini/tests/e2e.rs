@@ -381,6 +381,31 @@ async fn plan_mode_writes_nothing_on_both_interfaces() {
     assert!(!offered.iter().any(|n| n == "exit_plan_mode") && offered.iter().any(|n| n == "run_shell_command"), "{offered:?}");
 }
 
+/// Plan mode's exit over ACP is the typed question Claude Code's is: the plan file's text in it,
+/// the same options. Approving selects Gemini's option that leaves plan mode (the tool succeeds
+/// and says so to the model); declining keeps planning (the tool is refused). Gemini keeps its
+/// plans in a file it names: the settings put them in the working directory, where the
+/// confined file system reads them.
+#[tokio::test]
+async fn acp_the_exit_plan_question_round_trips() {
+    use agent_api::kit::hitl::EXIT_PLAN_OPTIONS;
+    use agent_api_conformance::run_answering_exit_plan;
+    for (answer, approved) in [(EXIT_PLAN_OPTIONS[0], true), (EXIT_PLAN_OPTIONS[1], false)] {
+        let Some((server, sandbox)) = setup("exit_plan_file").await else { return };
+        let settings_path = sandbox.home.join(".gemini/settings.json");
+        let mut settings: serde_json::Value = serde_json::from_slice(&std::fs::read(&settings_path).unwrap()).unwrap();
+        settings["general"]["plan"] = serde_json::json!({"directory": "plans"});
+        std::fs::write(&settings_path, settings.to_string()).unwrap();
+        std::fs::create_dir_all(sandbox.cwd.join("plans")).unwrap();
+        std::fs::write(sandbox.cwd.join("plans/plan.md"), "1. Write plan.txt\n").unwrap();
+        let (_, text) = run_answering_exit_plan(&backend(&sandbox), request("plan it"), answer, "1. Write plan.txt").await;
+        let sent = server.requests().iter().map(|r| r.body.to_string()).collect::<String>();
+        let (left, refused) = (sent.contains("approved implementation plan"), sent.contains("canceled by the user"));
+        assert_eq!((left, refused), (approved, !approved), "{answer}: {text}");
+        assert!(text.contains(if approved { "Plan finished" } else { "Plan failed" }), "{answer}: {text}");
+    }
+}
+
 #[test]
 fn an_unknown_mode_is_refused_before_spawn_naming_geminis() {
     let backend = agent_api_gemini::GeminiBackend::new(AcpConfig::with_binary("/nonexistent/gemini"));

@@ -90,10 +90,12 @@ pub const HOME_LAYOUT: agent_api::kit::home::HomeLayout = agent_api::kit::home::
 
 /// Qwen Code as the ACP client runs it (its stream-json interfaces use the same program,
 /// variables and home): its flags, its variables (endpoint, credentials; its state under
-/// `~/.qwen`) and its home.
+/// `~/.qwen`), its home, and how it asks to leave plan mode (`exit_plan_mode` asks for a
+/// `switch_mode` permission with the plan in its input).
 pub const CLI: AgentCli = AgentCli::new(KIND, "qwen", &["--acp"], "qwen.acp")
     .home(HOME_LAYOUT)
-    .environment(&["OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_MODEL", "DASHSCOPE_API_KEY", "QWEN_CODE_NO_RELAUNCH"], &[".qwen"]);
+    .environment(&["OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_MODEL", "DASHSCOPE_API_KEY", "QWEN_CODE_NO_RELAUNCH"], &[".qwen"])
+    .exit_plan(agent_api_acp::ExitPlan::SwitchModeWithPlan);
 
 /// What discovery needs to find the `qwen` CLI and build a backend for it.
 pub fn probe() -> agent_api::kit::detect::BackendProbe {
@@ -172,6 +174,7 @@ pub fn capabilities() -> CapabilitySet {
         caps::SESSION_RESUME,
         caps::SESSION_RESUME_PER_TURN,
         caps::SESSION_CALLER_ID,
+        caps::QUESTIONS,
         agent_api_acp::CAP_SESSION_LOAD,
         CAP_QWEN_ACP,
         CAP_QWEN_STREAM_JSON,

@@ -194,7 +194,7 @@ impl Sniffed {
     fn inner(&mut self, message: &Value) -> &mut Box<dyn Protocol> {
         self.inner.get_or_insert_with(|| {
             if message.get("jsonrpc").is_some() {
-                Box::new(agent_api_acp::Acp::replay(crate::CLI.parser))
+                Box::new(crate::CLI.replay())
             } else {
                 Box::new(StreamJson::replaying(DIALECT))
             }

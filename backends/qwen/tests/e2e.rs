@@ -376,6 +376,39 @@ async fn plan_mode_writes_nothing_on_every_interface() {
     assert!(!model_requests(&server).contains(PLAN_REMINDER), "the default mode is not plan mode");
 }
 
+/// Plan mode's exit over ACP (a `switch_mode` permission with the plan in its input) is the
+/// typed question Claude Code's is: the plan in its text, the same options. Approving selects
+/// Qwen's option that leaves plan mode for its default (the tool tells the model the plan was
+/// approved, and Qwen reports its new mode); declining keeps planning (the tool is refused).
+#[tokio::test]
+async fn acp_the_exit_plan_question_round_trips() {
+    use agent_api::kit::hitl::EXIT_PLAN_OPTIONS;
+    use agent_api_conformance::run_answering_exit_plan;
+    for (answer, approved) in [(EXIT_PLAN_OPTIONS[0], true), (EXIT_PLAN_OPTIONS[1], false)] {
+        let Some((server, sandbox)) = setup("exit_plan_text").await else { return };
+        let (run, text) = run_answering_exit_plan(&backend(&sandbox), request("plan it"), answer, "1. Write plan.txt").await;
+        let left = model_requests(&server).contains("User has approved your plan");
+        assert_eq!((left, text.contains("canceled by the user")), (approved, !approved), "{answer}: {text}");
+        assert_eq!(run.status_labels().contains(&"current_mode".to_string()), approved, "{:?}", run.status_labels());
+    }
+}
+
+/// Qwen 0.15.10 has no exit-plan tool on its two-way stream-json interface: an SDK's
+/// `initialize` turns on its SDK mode, which leaves `exit_plan_mode` out and tells the model to
+/// present its plan directly; there is no question to ask there.
+#[tokio::test]
+async fn stream_json_plan_mode_offers_no_exit_plan_tool() {
+    let Some((_server, sandbox)) = setup("exit_plan_text").await else { return };
+    let request = request("plan it")
+        .with_options(&QwenOptions::default().interface(QwenInterface::StreamJson))
+        .with_mode(agent_api::request::AgentMode::Plan);
+    let run = drive(&backend(&sandbox), request, None, false).await;
+    assert_conformant(&run);
+    let text = run.completion.as_ref().expect("the run ends well").final_text.clone().unwrap_or_default();
+    assert!(text.contains("offers no exit_plan_mode tool"), "{text}");
+    assert_eq!(run.of_type("question.requested").count(), 0);
+}
+
 #[test]
 fn an_unknown_mode_is_refused_before_spawn_naming_qwens() {
     let backend = agent_api_qwen::QwenBackend::new(AcpConfig::with_binary("/nonexistent/qwen"));

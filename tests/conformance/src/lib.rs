@@ -261,6 +261,28 @@ pub fn assert_one_permission(run: &RunRecord, approved: bool, by: DecidedBy) {
     assert_eq!((status, resolved[0].decided_by()), (Some(expected), Some(by)));
 }
 
+/// Runs `request` (in plan mode) on `backend`, answering plan mode's exit question with
+/// `answer`; checks the run is conformant and asked that question ([`assert_exit_plan_asked`])
+/// with `plan` in it. Returns the run and its final text.
+pub async fn run_answering_exit_plan(backend: &dyn AgentBackend, request: RunRequest, answer: &str, plan: &str) -> (RunRecord, String) {
+    let handle = backend.run(request.with_mode(agent_api::request::AgentMode::Plan)).await.expect("run starts");
+    let run = record_answering(handle, Answers::none().with_answer(answer)).await;
+    assert_conformant(&run);
+    assert_exit_plan_asked(&run, plan);
+    let text = run.completion.as_ref().expect("the run ends well").final_text.clone().unwrap_or_default();
+    (run, text)
+}
+
+/// The run asked plan mode's exit as its one typed question (`plan` in its text, the options
+/// every backend offers for it), and no permission.
+pub fn assert_exit_plan_asked(run: &RunRecord, plan: &str) {
+    let asked: Vec<_> = run.universal.iter().filter_map(UniversalEvent::question_request).collect();
+    assert_eq!(asked.len(), 1, "{:?}", run.types());
+    assert!(asked[0].prompt.contains(plan), "the plan is not in the question: {:?}", asked[0].prompt);
+    assert_eq!(asked[0].options, agent_api::kit::hitl::EXIT_PLAN_OPTIONS);
+    assert_eq!(run.of_type("permission.requested").count(), 0, "{:?}", run.types());
+}
+
 fn validator() -> &'static jsonschema::Validator {
     static VALIDATOR: OnceLock<jsonschema::Validator> = OnceLock::new();
     VALIDATOR.get_or_init(|| {
