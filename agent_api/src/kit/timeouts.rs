@@ -6,31 +6,7 @@ use std::time::Duration;
 
 use tokio::time::{sleep_until, Instant};
 
-use crate::contract::error::{AgentError, TimeoutKind};
-
-/// The limits one run or session was given; `None` means none.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct TimeoutLimits {
-    /// The whole run; in a session, each turn (as before the other timeouts existed).
-    pub(crate) total: Option<Duration>,
-    /// Until the agent's first message.
-    pub(crate) startup: Option<Duration>,
-    /// Without any output while the run (or turn) is in progress.
-    pub(crate) idle: Option<Duration>,
-    /// One turn; a one-shot run is its one turn.
-    pub(crate) turn: Option<Duration>,
-}
-
-impl TimeoutLimits {
-    fn each(&self) -> [(TimeoutKind, Option<Duration>); 4] {
-        [
-            (TimeoutKind::Total, self.total),
-            (TimeoutKind::Turn, self.turn),
-            (TimeoutKind::Startup, self.startup),
-            (TimeoutKind::Idle, self.idle),
-        ]
-    }
-}
+use crate::contract::error::{AgentError, TimeoutKind, TimeoutLimits};
 
 /// The clock of one run (or session): which deadlines are armed and which one expired.
 #[derive(Debug)]
