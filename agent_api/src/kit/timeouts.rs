@@ -2,8 +2,6 @@
 //! first message), idle (no output) and per turn. The driver asks for the nearest deadline,
 //! tells the clock about output, and asks it which timeout expired.
 
-use std::time::Duration;
-
 use tokio::time::{sleep_until, Instant};
 
 use crate::contract::error::{AgentError, TimeoutKind, TimeoutLimits};
@@ -105,6 +103,7 @@ pub(crate) async fn expiry(next: Option<(Instant, TimeoutKind)>) -> TimeoutKind 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     fn limits(startup: u64, idle: u64) -> TimeoutLimits {
         TimeoutLimits { startup: Some(Duration::from_secs(startup)), idle: Some(Duration::from_secs(idle)), ..Default::default() }
