@@ -182,9 +182,11 @@ pub(crate) fn client(
     let fs_mode = if serve_fs { FsMode::Confined { fs: crate::fs::ConfinedFs::new(&cwd)?, empty_on_missing } } else { FsMode::Off };
     let prompts = if warm { VecDeque::new() } else { VecDeque::from([prompt_blocks(&request.prompt)?]) };
     let plan = Plan { cwd, session: request.session.clone(), prompts };
+    let mut requests = Requests::live(request.permissions.clone(), fs_mode);
     // Plan mode's policy: what the agent still asks to write or run there is denied.
-    let policy = agent_api::kit::hitl::policy_in_mode(request.mode.as_ref(), &request.permissions);
-    let requests = Requests::live(policy, fs_mode);
+    if let Some(mode) = &request.mode {
+        requests.set_mode(mode);
+    }
     let acp = if warm { Acp::session(parser, plan, requests) } else { Acp::live(parser, plan, requests) };
     Ok(acp.with_mcp_servers(crate::portable::acp_servers(&request.portable)))
 }

@@ -180,7 +180,7 @@ pub fn base_capabilities() -> CapabilitySet {
 /// launchers apply.
 pub fn capabilities() -> CapabilitySet {
     let mut set = base_capabilities();
-    for id in [caps::REASONING, caps::SESSION_RESUME, CAP_SESSION_LOAD] {
+    for id in [caps::REASONING, caps::SESSION_RESUME, CAP_SESSION_LOAD, caps::SESSION_MODE_SWITCH] {
         set.insert(id);
     }
     agent_api::kit::options::with_mappings(agent_api::kit::launch::with_launchers(set), portable::MAPPINGS)

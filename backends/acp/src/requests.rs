@@ -58,6 +58,8 @@ pub struct Requests {
     fs: FsMode,
     /// How the agent asks to leave plan mode, when it says ([`Requests::with_exit_plan`]).
     exit_plan: Option<ExitPlan>,
+    /// The caller's policy, which a mode changes ([`Requests::set_mode`]).
+    policy: PermissionPolicy,
     /// Replay only: the options each recorded request offered and its tool call, to read the
     /// recorded answer.
     offered: HashMap<String, (Vec<PermissionOption>, String)>,
@@ -110,13 +112,16 @@ pub(crate) fn id_key(id: &Value) -> String {
 
 impl Requests {
     /// Requests of a live run under `policy`, serving the file system as `fs` says.
+    /// `policy` is the caller's as the run's mode changes it
+    /// ([`agent_api::kit::hitl::policy_in_mode`]).
     pub fn live(policy: PermissionPolicy, fs: FsMode) -> Self {
-        Self { hitl: Hitl::live(policy), fs, exit_plan: None, offered: HashMap::new(), denied: Vec::new() }
+        Self { hitl: Hitl::live(policy.clone()), fs, exit_plan: None, policy, offered: HashMap::new(), denied: Vec::new() }
     }
 
     /// Requests of a replay.
     pub fn replay() -> Self {
-        Self { hitl: Hitl::replay(), fs: FsMode::Recorded, exit_plan: None, offered: HashMap::new(), denied: Vec::new() }
+        let policy = PermissionPolicy::default();
+        Self { hitl: Hitl::replay(), fs: FsMode::Recorded, exit_plan: None, policy, offered: HashMap::new(), denied: Vec::new() }
     }
 
     /// The agent asks to leave plan mode as `exit_plan` says: that request becomes plan mode's
@@ -124,6 +129,11 @@ impl Requests {
     pub fn with_exit_plan(mut self, exit_plan: Option<ExitPlan>) -> Self {
         self.exit_plan = exit_plan;
         self
+    }
+
+    /// The session switched to `mode`: what the agent asks from now on is decided as it says.
+    pub fn set_mode(&mut self, mode: &agent_api::request::AgentMode) {
+        self.hitl.set_policy(agent_api::kit::hitl::policy_in_mode(Some(mode), &self.policy));
     }
 
     /// Whether the client advertises `fs/read_text_file` and `fs/write_text_file`.

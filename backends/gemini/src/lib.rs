@@ -130,7 +130,7 @@ impl CliAgent for Gemini {
         }
         let serve_fs = request.options::<GeminiOptions>()?.fs.unwrap_or(true);
         let spec = CLI.acp_command(config, portable::cli_args(&request.portable), request, &cwd)?;
-        let acp = CLI.client(request, cwd, serve_fs, None, warm)?;
+        let acp = CLI.client(request, cwd, serve_fs, None, warm)?.with_mode_switch(portable::MODES);
         Ok(Launch::new(spec, Box::new(acp), files))
     }
 
@@ -161,6 +161,7 @@ pub fn capabilities() -> CapabilitySet {
         caps::SESSION_RESUME_PER_TURN,
         caps::SESSION_CALLER_ID,
         caps::QUESTIONS,
+        caps::SESSION_MODE_SWITCH,
         agent_api_acp::CAP_SESSION_LOAD,
         CAP_GEMINI_ACP,
         CAP_GEMINI_HEADLESS,

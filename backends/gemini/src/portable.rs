@@ -46,7 +46,7 @@ pub(crate) const MAPPINGS: &[OptionMapping] = &[
     OptionMapping::new(caps::OUTPUT_SCHEMA, agent_api::kit::options::SDK_SCHEMA),
     OptionMapping::new(caps::IMAGES, ACP_IMAGES),
     OptionMapping::new(caps::FILE_ATTACHMENTS, ACP_ATTACHMENTS),
-    OptionMapping::new(caps::MODES, "--approval-mode plan|auto_edit|yolo (every interface)"),
+    OptionMapping::new(caps::MODES, "--approval-mode plan|auto_edit|yolo (every interface); ACP session/set_mode (warm session)"),
 ];
 
 /// Gemini CLI's modes: its `--approval-mode` values (0.61.0) but the default.

@@ -13,7 +13,7 @@ use agent_api_gemini::GeminiBackend;
 use agent_api_gemini::{GeminiInterface, GeminiOptions, HeadlessApproval};
 use agent_bench::process::processes_in;
 use agent_bench::sandbox::GEMINI_MODEL;
-use agent_bench::{e2e_enabled_or_explain, Cli, ModelServer, Sandbox};
+use agent_bench::{Cli, ModelServer, Sandbox};
 
 /// The sandbox's Gemini with its environment; the backend adds `--acp --skip-trust` and `-m`.
 fn backend(sandbox: &Sandbox) -> GeminiBackend {
@@ -25,10 +25,7 @@ fn backend(sandbox: &Sandbox) -> GeminiBackend {
 }
 
 async fn setup(scenario: &str) -> Option<(ModelServer, Sandbox)> {
-    e2e_enabled_or_explain(Cli::Gemini)?;
-    let server = ModelServer::start(None).await.unwrap();
-    let sandbox = Sandbox::new(Cli::Gemini, &server, scenario).unwrap();
-    Some((server, sandbox))
+    agent_bench::e2e_bench_or_explain(Cli::Gemini, scenario).await
 }
 
 fn request(prompt: &str) -> RunRequest {

@@ -144,7 +144,7 @@ impl CliAgent for Qwen {
         }
         let serve_fs = request.options::<QwenOptions>()?.fs.unwrap_or(true);
         let spec = CLI.acp_command(config, portable::cli_args(&request.portable, false), request, &cwd)?;
-        let acp = CLI.client(request, cwd, serve_fs, debug_log_dir(&spec), warm)?;
+        let acp = CLI.client(request, cwd, serve_fs, debug_log_dir(&spec), warm)?.with_mode_switch(portable::MODES);
         Ok(Launch::new(spec, Box::new(acp), files))
     }
 
@@ -175,6 +175,7 @@ pub fn capabilities() -> CapabilitySet {
         caps::SESSION_RESUME_PER_TURN,
         caps::SESSION_CALLER_ID,
         caps::QUESTIONS,
+        caps::SESSION_MODE_SWITCH,
         agent_api_acp::CAP_SESSION_LOAD,
         CAP_QWEN_ACP,
         CAP_QWEN_STREAM_JSON,

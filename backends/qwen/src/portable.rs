@@ -27,7 +27,10 @@ pub(crate) const MAPPINGS: &[OptionMapping] = &[
     OptionMapping::new(caps::OUTPUT_SCHEMA, "--json-schema (print); SDK schema in the prompt (acp, two-way stream-json)"),
     OptionMapping::new(caps::IMAGES, ACP_IMAGES),
     OptionMapping::new(caps::FILE_ATTACHMENTS, ACP_ATTACHMENTS),
-    OptionMapping::new(caps::MODES, "--approval-mode plan|auto-edit|yolo (every interface)"),
+    OptionMapping::new(
+        caps::MODES,
+        "--approval-mode plan|auto-edit|yolo (every interface); ACP session/set_mode, control request set_permission_mode (warm session)",
+    ),
 ];
 
 /// Qwen Code's modes: its `--approval-mode` values (0.15.10) but the default.

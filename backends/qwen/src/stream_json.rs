@@ -169,7 +169,7 @@ pub(crate) fn stream_json(
     spec.stdin = two_way;
     let prompt = request.prompt.text.clone();
     let mut protocol = match (two_way, warm) {
-        (true, true) => StreamJson::session(DIALECT, request.permissions.clone(), false),
+        (true, true) => StreamJson::session(DIALECT, request.permissions.clone(), false).with_mode_switch(crate::portable::MODES),
         (true, false) => StreamJson::control(DIALECT, prompt, request.permissions.clone(), false),
         (false, _) => StreamJson::print(DIALECT, prompt, false),
     };

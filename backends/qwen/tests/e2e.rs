@@ -13,7 +13,7 @@ use agent_api_conformance::{assert_conformant, assert_one_permission, drive, Run
 use agent_api_qwen::QwenBackend;
 use agent_api_qwen::{QwenInterface, QwenOptions};
 use agent_bench::process::processes_in;
-use agent_bench::{e2e_enabled_or_explain, Cli, ModelServer, Sandbox};
+use agent_bench::{Cli, ModelServer, Sandbox};
 
 /// The sandbox's Qwen with its environment; the backend adds `--acp`.
 pub fn backend(sandbox: &Sandbox) -> QwenBackend {
@@ -25,10 +25,7 @@ pub fn backend(sandbox: &Sandbox) -> QwenBackend {
 }
 
 async fn setup(scenario: &str) -> Option<(ModelServer, Sandbox)> {
-    e2e_enabled_or_explain(Cli::Qwen)?;
-    let server = ModelServer::start(None).await.unwrap();
-    let sandbox = Sandbox::new(Cli::Qwen, &server, scenario).unwrap();
-    Some((server, sandbox))
+    agent_bench::e2e_bench_or_explain(Cli::Qwen, scenario).await
 }
 
 fn request(prompt: &str) -> RunRequest {
