@@ -49,6 +49,10 @@ pub(crate) const MAPPINGS: &[OptionMapping] = &[
     OptionMapping::new(caps::MODES, "--approval-mode plan|auto_edit|yolo (every interface); ACP session/set_mode (warm session)"),
 ];
 
+// No variants: Gemini CLI 0.61.0 sets a thinking budget or level only in its settings' model
+// configs, read from the user's and workspace's files and from system files it trusts only when
+// root owns them and their folders (a file the SDK writes is skipped); see `spec/options.md`.
+
 /// Gemini CLI's modes: its `--approval-mode` values (0.61.0) but the default.
 pub(crate) const MODES: &[agent_api::request::ModeInfo] = &[
     agent_api::request::ModeInfo::new("plan", "--approval-mode plan", "Read-only: plans and changes nothing."),

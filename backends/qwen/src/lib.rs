@@ -115,6 +115,7 @@ impl CliAgent for Qwen {
     const SUPPORTED_VERSIONS: &'static [&'static str] = SUPPORTED_VERSIONS;
     const OPTION_MAPPINGS: &'static [agent_api::kit::options::OptionMapping] = portable::MAPPINGS;
     const MODES: &'static [agent_api::request::ModeInfo] = portable::MODES;
+    const VARIANTS: &'static [agent_api::request::VariantSet] = portable::VARIANTS;
     type Options = QwenOptions;
 
     fn capabilities() -> CapabilitySet {

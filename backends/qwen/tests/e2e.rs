@@ -406,9 +406,31 @@ async fn stream_json_plan_mode_offers_no_exit_plan_tool() {
     assert_eq!(run.of_type("question.requested").count(), 0);
 }
 
+/// A variant is Qwen's reasoning effort on every interface: the settings file the SDK writes
+/// puts it in every model request as `reasoning.effort`; without one the request has none.
+#[tokio::test]
+async fn a_variant_reaches_the_model_request_as_its_reasoning_effort_on_every_interface() {
+    for interface in [QwenInterface::Acp, QwenInterface::StreamJson, QwenInterface::Print] {
+        for variant in [Some("high"), Some("low"), None] {
+            let Some((server, sandbox)) = setup("text").await else { return };
+            let mut request = request("say hi").with_options(&QwenOptions::default().interface(interface));
+            if let Some(variant) = variant {
+                request = request.with_variant(variant);
+            }
+            let run = drive(&backend(&sandbox), request, None, false).await;
+            assert!(run.completion.is_ok(), "{interface:?} {variant:?}: {:?}", run.completion);
+            let efforts: Vec<_> = server.requests().iter().map(|r| r.body.pointer("/reasoning/effort").cloned()).collect();
+            assert!(!efforts.is_empty(), "{interface:?}: no model request");
+            assert!(efforts.iter().all(|e| *e == variant.map(Into::into)), "{interface:?} {variant:?}: {efforts:?}");
+        }
+    }
+}
+
 #[test]
 fn an_unknown_mode_is_refused_before_spawn_naming_qwens() {
     let backend = agent_api_qwen::QwenBackend::new(AcpConfig::with_binary("/nonexistent/qwen"));
     let err = backend.validate(&RunRequest::new("x").with_mode(agent_api::request::AgentMode::parse("auto_edit"))).unwrap_err();
     assert!(err.to_string().contains("default, plan, auto-edit, yolo"), "{err}");
+    let err = backend.validate(&RunRequest::new("x").with_variant("max")).unwrap_err();
+    assert!(matches!(&err, AgentError::UnknownVariant { valid, .. } if valid == &["low", "medium", "high"]), "{err}");
 }
