@@ -122,7 +122,7 @@ impl QuestionRequest {
     /// Qwen Code's `exit_plan_mode`): one question whose text holds `plan` (cut to 8 KiB, shown
     /// as inert text), answered with one of [`EXIT_PLAN_OPTIONS`].
     pub fn exit_plan(id: impl Into<String>, plan: &str) -> Self {
-        let plan = crate::kit::bounds::utf8_prefix(plan, 8192);
+        let plan = crate::contract::bounds::utf8_prefix(plan, 8192);
         Self::new(id, format!("Leave plan mode and carry out this plan?\n\n{plan}"), EXIT_PLAN_OPTIONS.map(str::to_string).to_vec())
     }
 }

@@ -111,9 +111,8 @@ pub(crate) fn id_key(id: &Value) -> String {
 }
 
 impl Requests {
-    /// Requests of a live run under `policy`, serving the file system as `fs` says.
-    /// `policy` is the caller's as the run's mode changes it
-    /// ([`agent_api::kit::hitl::policy_in_mode`]).
+    /// Requests of a live run under the caller's `policy` (a mode then changes it:
+    /// [`Requests::set_mode`]), serving the file system as `fs` says.
     pub fn live(policy: PermissionPolicy, fs: FsMode) -> Self {
         Self { hitl: Hitl::live(policy.clone()), fs, exit_plan: None, policy, offered: HashMap::new(), denied: Vec::new() }
     }
