@@ -45,11 +45,15 @@ struct TurnState {
     native_session_id: Option<String>,
     /// The tokens and cost of the turns so far.
     usage: crate::wire::SessionUsage,
+    /// The agent mode of the next turn (`build`: the agent's own default).
+    agent_mode: String,
 }
 
 /// A session run by this server.
 pub(crate) struct LiveSession {
     pub(crate) id: String,
+    /// What the session was opened with: a message may repeat these options, not change them.
+    pub(crate) opened: SessionOrigin,
     session: tokio::sync::Mutex<Option<Session>>,
     state: Mutex<TurnState>,
     feed: broadcast::Sender<Feed>,
@@ -64,6 +68,26 @@ impl std::fmt::Debug for LiveSession {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LiveSession").field("id", &self.id).finish_non_exhaustive()
     }
+}
+
+/// What a session was opened with.
+#[derive(Debug, Clone)]
+pub(crate) struct SessionOrigin {
+    /// The agent.
+    pub(crate) kind: agent_api::AgentKind,
+    /// The creation's body.
+    pub(crate) request: crate::wire::CreateSessionRequest,
+    /// The agent's working directory: the only place a message's images are read from.
+    pub(crate) working_dir: std::path::PathBuf,
+}
+
+/// What a message asks of its turn besides the prompt.
+#[derive(Debug, Default)]
+pub(crate) struct TurnOptions {
+    /// The agent mode from this turn on.
+    pub(crate) agent_mode: Option<String>,
+    /// The turn's images, kept until the turn ends.
+    pub(crate) images: crate::turn::TurnImages,
 }
 
 /// A subscription to a session's feed, counted against its bound until dropped.
@@ -103,16 +127,19 @@ pub(crate) fn daemon_event(session: &str, sequence: u64, kind: &str, data: serde
 impl LiveSession {
     pub(crate) fn new(
         id: String,
+        opened: SessionOrigin,
         session: Session,
         store: Arc<dyn Store>,
         (ring, max_subscribers): (usize, usize),
         on_end: Box<dyn Fn(&str) + Send + Sync>,
     ) -> Arc<Self> {
         let (feed, _) = broadcast::channel(ring.max(1));
+        let agent_mode = opened.request.agent_mode.clone().unwrap_or_else(|| crate::agents::DEFAULT_MODE.into());
         Arc::new(Self {
             id,
+            opened,
             session: tokio::sync::Mutex::new(Some(session)),
-            state: Mutex::new(TurnState { next_sequence: 1, ..TurnState::default() }),
+            state: Mutex::new(TurnState { next_sequence: 1, agent_mode, ..TurnState::default() }),
             feed,
             subscribers: AtomicUsize::new(0),
             max_subscribers,
@@ -144,9 +171,10 @@ impl LiveSession {
         Ok(subscription)
     }
 
-    /// Sends `prompt` as the next turn and starts storing its events; returns the turn's number
-    /// and the sequence its first event gets.
-    pub(crate) async fn send(self: &Arc<Self>, prompt: String) -> Result<(u64, u64), ApiError> {
+    /// Sends `prompt` as the next turn, in the mode `options` asks (switched first, and kept for
+    /// the next turns), and starts storing its events; returns the turn's number and the sequence
+    /// its first event gets.
+    pub(crate) async fn send(self: &Arc<Self>, prompt: agent_api::Prompt, options: TurnOptions) -> Result<(u64, u64), ApiError> {
         let mut session = self.session.lock().await;
         {
             let state = self.state();
@@ -163,12 +191,21 @@ impl LiveSession {
         }
         let session =
             session.as_mut().ok_or_else(|| ApiError::new(axum::http::StatusCode::CONFLICT, "session_ended", "the session has ended"))?;
+        if let Some(mode) = options.agent_mode.filter(|mode| *mode != self.state().agent_mode) {
+            let asked = match mode.as_str() {
+                crate::agents::DEFAULT_MODE => agent_api::request::AgentMode::Default,
+                other => agent_api::request::AgentMode::parse(other),
+            };
+            session.set_mode(asked).await.map_err(|e| ApiError::agent(&e).about("agentMode"))?;
+            self.store.set_agent_mode(&self.id, &mode).await?;
+            self.state().agent_mode = mode;
+        }
         let handle = session.send(prompt).await.map_err(|e| ApiError::agent(&e))?;
         let mut state = self.state();
         state.turns += 1;
         let turn = state.turns;
         state.current = Some((turn, handle.control()));
-        state.pump = Some(tokio::spawn(self.clone().pump(handle, turn)));
+        state.pump = Some(tokio::spawn(self.clone().pump(handle, turn, options.images)));
         Ok((turn, state.next_sequence))
     }
 
@@ -225,7 +262,7 @@ impl LiveSession {
     }
 
     /// Stores and publishes one turn's events as they come, then ends the turn.
-    async fn pump(self: Arc<Self>, handle: RunHandle, turn: u64) {
+    async fn pump(self: Arc<Self>, handle: RunHandle, turn: u64, images: crate::turn::TurnImages) {
         let control = handle.control();
         let (events, completion) = handle.into_universal();
         // What waits when the store is free goes in one write.
@@ -267,6 +304,8 @@ impl LiveSession {
             state.current = None;
             state.pump = None;
         }
+        // The turn's image copies are read by now: removed.
+        drop(images);
         let _ = self.feed.send(Feed::TurnEnded(turn));
         if ended || failed.is_some() {
             let _ = self.feed.send(Feed::Ended);

@@ -12,7 +12,7 @@ use axum::http::StatusCode;
 
 use crate::config::ServerConfig;
 use crate::error::ApiError;
-use crate::live::{daemon_event, LiveSession};
+use crate::live::{daemon_event, LiveSession, SessionOrigin};
 use crate::store::{SessionRecord, Store, StoreError};
 use crate::wire::{CreateSessionRequest, SessionInfo};
 
@@ -135,6 +135,12 @@ impl Server {
         check_id(id)?;
         let kind = self.kind(&body.agent)?;
         let request = self.request(&kind, &body)?;
+        // Where the agent works: a message's images are read only from beneath it.
+        let working_dir = match request.session_working_dir() {
+            Some(dir) => dir.to_path_buf(),
+            None => std::env::current_dir()
+                .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "stream_error", format!("no working directory: {e}")))?,
+        };
         let duplicate =
             || ApiError::new(StatusCode::CONFLICT, "session_already_exists", format!("a session with id `{id}` already exists"));
         if self.live(id).is_some() || !lock(&self.inner.opening).insert(id.to_string()) {
@@ -170,7 +176,8 @@ impl Server {
                 }
             });
             let bounds = (config.sse_buffer, config.max_subscribers);
-            Ok(LiveSession::new(id.to_string(), session, self.inner.store.clone(), bounds, forget))
+            let opened = SessionOrigin { kind, request: body, working_dir };
+            Ok(LiveSession::new(id.to_string(), opened, session, self.inner.store.clone(), bounds, forget))
         }
         .await;
         if let Ok(live) = &opened {

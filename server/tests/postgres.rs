@@ -87,12 +87,14 @@ async fn the_postgres_store_keeps_order_and_refuses_gaps_duplicates_and_unknown_
         write.await.unwrap().unwrap();
     }
     store.set_native_session_id(&a, "native-1").await.unwrap();
+    store.set_agent_mode(&a, "plan").await.unwrap();
+    assert!(matches!(store.set_agent_mode(&unique("none"), "plan").await, Err(StoreError::NotFound(_))));
     store.mark_ended(&b, Some("why")).await.unwrap();
 
     let again = open(&url).await;
     assert_eq!(again.events(&a, 2, 2).await.unwrap(), vec![event(3), event(4)]);
     let session = again.session(&a).await.unwrap().unwrap();
-    assert_eq!((session.event_count, session.native_session_id.as_deref()), (5, Some("native-1")));
+    assert_eq!((session.event_count, session.native_session_id.as_deref(), session.agent_mode.as_str()), (5, Some("native-1"), "plan"));
     assert_eq!(again.session(&b).await.unwrap().unwrap().end_error.as_deref(), Some("why"));
     let ids: Vec<String> = again.sessions().await.unwrap().into_iter().map(|r| r.id).filter(|id| id == &a || id == &b).collect();
     assert_eq!(ids, [a.clone(), b.clone()], "in the order they were created");

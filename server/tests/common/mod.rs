@@ -232,10 +232,19 @@ pub async fn start(config: agent_api_server::ServerConfig) -> Api {
 }
 
 pub async fn start_on(config: agent_api_server::ServerConfig, store: Arc<dyn agent_api_server::Store>) -> Api {
+    serve_with(config, store, agent_api::RunRequest::new("")).await
+}
+
+/// A server with the scripted agent on `store`, its sessions made from `defaults`.
+pub async fn serve_with(
+    config: agent_api_server::ServerConfig,
+    store: Arc<dyn agent_api_server::Store>,
+    defaults: agent_api::RunRequest,
+) -> Api {
     let mut gateway = agent_api::Gateway::new();
     gateway.register(Arc::new(agent_api_scripted::ScriptedBackend::new())).unwrap();
     let token = config.token.clone();
-    let server = agent_api_server::Server::new(gateway, agent_api::RunRequest::new(""), store, config).await.unwrap();
+    let server = agent_api_server::Server::new(gateway, defaults, store, config).await.unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
     tokio::spawn(agent_api_server::serve(listener, server, std::future::pending()));
@@ -270,4 +279,10 @@ pub fn event(sequence: u64) -> agent_api_server::store::StoredEvent {
         json: format!(r#"{{"sequence":{sequence},"raw":null}}"#).into(),
         raw: Some(r#"{"n":1}"#.into()),
     }
+}
+
+/// A server as [`start`] makes, whose sessions work in `dir` (the server's `--cwd`).
+pub async fn start_in(config: agent_api_server::ServerConfig, dir: &std::path::Path) -> Api {
+    let store = agent_api_server::StoreUrl::Memory.open().await.unwrap();
+    serve_with(config, store, agent_api::RunRequest::new("").with_working_dir(dir)).await
 }
