@@ -175,6 +175,11 @@ impl Sse {
         tokio::time::timeout(STEP, self.next_frame()).await.expect("an SSE event in time")
     }
 
+    /// The next frame with data within `wait` (a real agent's step may take longer than [`STEP`]).
+    pub async fn next_within(&mut self, wait: Duration) -> Option<Frame> {
+        tokio::time::timeout(wait, self.next_frame()).await.expect("an SSE event in time")
+    }
+
     async fn next_frame(&mut self) -> Option<Frame> {
         loop {
             if let Some(end) = self.buffer.find("\n\n") {
@@ -206,6 +211,15 @@ impl Sse {
     pub async fn rest(&mut self) -> Vec<Frame> {
         let mut frames = Vec::new();
         while let Some(frame) = self.next().await {
+            frames.push(frame);
+        }
+        frames
+    }
+
+    /// Every frame until the server closes the stream, each within `wait`.
+    pub async fn rest_within(&mut self, wait: Duration) -> Vec<Frame> {
+        let mut frames = Vec::new();
+        while let Some(frame) = self.next_within(wait).await {
             frames.push(frame);
         }
         frames
@@ -243,6 +257,16 @@ pub async fn serve_with(
 ) -> Api {
     let mut gateway = agent_api::Gateway::new();
     gateway.register(Arc::new(agent_api_scripted::ScriptedBackend::new())).unwrap();
+    serve_gateway(gateway, config, store, defaults).await
+}
+
+/// A server running `gateway`'s agents on `store`, its sessions made from `defaults`.
+pub async fn serve_gateway(
+    gateway: agent_api::Gateway,
+    config: agent_api_server::ServerConfig,
+    store: Arc<dyn agent_api_server::Store>,
+    defaults: agent_api::RunRequest,
+) -> Api {
     let token = config.token.clone();
     let server = agent_api_server::Server::new(gateway, defaults, store, config).await.unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
