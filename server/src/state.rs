@@ -175,9 +175,9 @@ impl Server {
                     lock(&inner.live).remove(id);
                 }
             });
-            let bounds = (config.sse_buffer, config.max_subscribers);
             let opened = SessionOrigin { kind, request: body, working_dir };
-            Ok(LiveSession::new(id.to_string(), opened, session, self.inner.store.clone(), bounds, forget))
+            let stopping = self.inner.stopping.clone();
+            Ok(LiveSession::new(id.to_string(), opened, session, self.inner.store.clone(), config, stopping, forget))
         }
         .await;
         if let Ok(live) = &opened {
