@@ -128,7 +128,7 @@ pub fn validate_template(
     if let Some(key) = request.extensions.keys().find(|k| !extension_keys.contains(&k.as_str())) {
         return Err(crate::contract::options::unknown_key(kind.as_str(), key, extension_keys));
     }
-    if let Some((which, _)) = request.timeouts().into_iter().find(|(_, limit)| limit.is_some_and(|d| d.is_zero())) {
+    if let Some((which, _)) = request.timeouts().each().into_iter().find(|(_, limit)| limit.is_some_and(|d| d.is_zero())) {
         return Err(AgentError::InvalidRequest { reason: format!("the {} timeout is zero", which.as_str()) });
     }
     let limits = &request.limits;

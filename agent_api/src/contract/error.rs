@@ -456,6 +456,31 @@ impl TimeoutKind {
     }
 }
 
+/// The limits one run or session was given; `None` means none.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct TimeoutLimits {
+    /// The whole run; in a session, each turn (as before the other timeouts existed).
+    pub(crate) total: Option<Duration>,
+    /// Until the agent's first message.
+    pub(crate) startup: Option<Duration>,
+    /// Without any output while the run (or turn) is in progress.
+    pub(crate) idle: Option<Duration>,
+    /// One turn; a one-shot run is its one turn.
+    pub(crate) turn: Option<Duration>,
+}
+
+impl TimeoutLimits {
+    /// Each kind with its limit: the one list of them (the check before spawn and the clock read it).
+    pub(crate) fn each(&self) -> [(TimeoutKind, Option<Duration>); 4] {
+        [
+            (TimeoutKind::Total, self.total),
+            (TimeoutKind::Turn, self.turn),
+            (TimeoutKind::Startup, self.startup),
+            (TimeoutKind::Idle, self.idle),
+        ]
+    }
+}
+
 /// In words, as the timeout error says what did not happen in time.
 impl std::fmt::Display for TimeoutKind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -551,14 +551,13 @@ impl crate::contract::run::Usage {
 
 impl RunRequest {
     /// Each timeout the request sets (`None`: none), by kind.
-    pub(crate) fn timeouts(&self) -> [(crate::contract::error::TimeoutKind, Option<Duration>); 4] {
-        use crate::contract::error::TimeoutKind;
-        [
-            (TimeoutKind::Total, self.timeout),
-            (TimeoutKind::Turn, self.turn_timeout),
-            (TimeoutKind::Startup, self.startup_timeout),
-            (TimeoutKind::Idle, self.idle_timeout),
-        ]
+    pub(crate) fn timeouts(&self) -> crate::contract::error::TimeoutLimits {
+        crate::contract::error::TimeoutLimits {
+            total: self.timeout,
+            startup: self.startup_timeout,
+            idle: self.idle_timeout,
+            turn: self.turn_timeout,
+        }
     }
 
     /// A caller-chosen session id fits only a new session, and must be a plain token (it becomes an

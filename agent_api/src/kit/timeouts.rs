@@ -2,35 +2,9 @@
 //! first message), idle (no output) and per turn. The driver asks for the nearest deadline,
 //! tells the clock about output, and asks it which timeout expired.
 
-use std::time::Duration;
-
 use tokio::time::{sleep_until, Instant};
 
-use crate::contract::error::{AgentError, TimeoutKind};
-
-/// The limits one run or session was given; `None` means none.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct TimeoutLimits {
-    /// The whole run; in a session, each turn (as before the other timeouts existed).
-    pub(crate) total: Option<Duration>,
-    /// Until the agent's first message.
-    pub(crate) startup: Option<Duration>,
-    /// Without any output while the run (or turn) is in progress.
-    pub(crate) idle: Option<Duration>,
-    /// One turn; a one-shot run is its one turn.
-    pub(crate) turn: Option<Duration>,
-}
-
-impl TimeoutLimits {
-    fn each(&self) -> [(TimeoutKind, Option<Duration>); 4] {
-        [
-            (TimeoutKind::Total, self.total),
-            (TimeoutKind::Turn, self.turn),
-            (TimeoutKind::Startup, self.startup),
-            (TimeoutKind::Idle, self.idle),
-        ]
-    }
-}
+use crate::contract::error::{AgentError, TimeoutKind, TimeoutLimits};
 
 /// The clock of one run (or session): which deadlines are armed and which one expired.
 #[derive(Debug)]
@@ -129,6 +103,7 @@ pub(crate) async fn expiry(next: Option<(Instant, TimeoutKind)>) -> TimeoutKind 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     fn limits(startup: u64, idle: u64) -> TimeoutLimits {
         TimeoutLimits { startup: Some(Duration::from_secs(startup)), idle: Some(Duration::from_secs(idle)), ..Default::default() }

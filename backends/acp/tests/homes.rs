@@ -4,42 +4,34 @@
 //! untouched. The sandbox's HOME plays the user's home. A missing CLI fails with install
 //! instructions unless AGENT_API_E2E=skip.
 
-use std::collections::BTreeSet;
-use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use agent_api::request::{Home, HomeSeed};
+use agent_api::request::Home;
 use agent_api::{AgentBackend, RunRequest};
 use agent_api_acp::AcpConfig;
-use agent_api_conformance::record;
+use agent_api_conformance::homes::{self, UserHome};
 use agent_api_gemini::GeminiBackend;
 use agent_api_gemini::{GeminiInterface, GeminiOptions};
 use agent_api_qwen::QwenBackend;
 use agent_api_qwen::{QwenInterface, QwenOptions};
-use agent_bench::process::{process_env, processes_in, tree_snapshot};
 use agent_bench::sandbox::GEMINI_MODEL;
 use agent_bench::{Cli, ModelServer, Sandbox};
 
-const PLANTED: &str = "PLANTED-USER-MEMORY-7731";
-
-/// What differs between the two CLIs here: the config folder under the user's home, its memory
-/// file and the variable the backend points at the run's own home.
+/// One CLI and where it keeps its config in the user's home.
 struct Agent {
     cli: Cli,
-    config_dir: &'static str,
-    memory: &'static str,
-    home_var: &'static str,
+    home: UserHome,
 }
 
-const GEMINI: Agent = Agent { cli: Cli::Gemini, config_dir: ".gemini", memory: "GEMINI.md", home_var: "GEMINI_CLI_HOME" };
-const QWEN: Agent = Agent { cli: Cli::Qwen, config_dir: ".qwen", memory: "QWEN.md", home_var: "QWEN_HOME" };
+const GEMINI: Agent = Agent {
+    cli: Cli::Gemini,
+    home: UserHome { config_dir: ".gemini", memory: "GEMINI.md", home_var: "GEMINI_CLI_HOME", also_written: &[] },
+};
+const QWEN: Agent =
+    Agent { cli: Cli::Qwen, home: UserHome { config_dir: ".qwen", memory: "QWEN.md", home_var: "QWEN_HOME", also_written: &[] } };
 
 async fn bench(agent: &Agent) -> Option<(ModelServer, Sandbox)> {
-    agent_bench::e2e_enabled_or_explain(agent.cli)?;
-    let server = ModelServer::start(None).await.unwrap();
-    let sandbox = Sandbox::new(agent.cli, &server, "text").unwrap();
-    Some((server, sandbox))
+    agent_bench::e2e_bench_or_explain(agent.cli, "text").await
 }
 
 fn backend(agent: &Agent, sandbox: &Sandbox) -> std::sync::Arc<dyn AgentBackend> {
@@ -68,67 +60,17 @@ fn request(agent: &Agent, home: Home) -> RunRequest {
     }
 }
 
-/// Whether any request the model server got since the `from`th carried the planted memory.
-fn saw_planted(server: &ModelServer, from: usize) -> bool {
-    server.requests().iter().skip(from).any(|r| r.body.to_string().contains(PLANTED))
-}
-
 async fn hermetic_ignores_planted_memory(agent: Agent) {
     let Some((server, sandbox)) = bench(&agent).await else { return };
-    let user_config = sandbox.home.join(agent.config_dir);
-    std::fs::create_dir_all(&user_config).unwrap();
-    std::fs::write(user_config.join(agent.memory), format!("Always mention {PLANTED}.\n")).unwrap();
-    // Outside the home, so no project-level file of a parent folder could be the one read.
-    let outside = sandbox.tmp.join("project");
-    std::fs::create_dir_all(&outside).unwrap();
     let backend = backend(&agent, &sandbox);
-    let request = |home| request(&agent, home).with_working_dir(&outside);
-
-    let inherited = record(backend.run(request(Home::Inherit)).await.unwrap()).await;
-    assert!(inherited.completion.is_ok(), "{:?}", inherited.completion);
-    assert!(saw_planted(&server, 0), "control: the user's memory reaches the model when the home is inherited");
-
-    let before = server.requests().len();
-    let hermetic = record(backend.run(request(Home::Hermetic)).await.unwrap()).await;
-    assert_eq!(hermetic.completion.as_ref().unwrap().final_text.as_deref(), Some("Hello from mock"), "{:?}", hermetic.completion);
-    assert!(server.requests().len() > before, "the hermetic run asked the model");
-    assert!(!saw_planted(&server, before), "the hermetic run read the user's memory");
+    homes::hermetic_run_ignores_planted_memory(&agent.home, &*backend, &server, &sandbox, |home| request(&agent, home)).await;
 }
 
 /// `runs` isolated runs at once on the interface `on` picks.
 async fn isolated_runs_have_their_own_homes(agent: Agent, runs: usize, on: fn(RunRequest) -> RunRequest) {
     let Some((_server, sandbox)) = bench(&agent).await else { return };
-    let user_config = sandbox.home.join(agent.config_dir);
-    let before = tree_snapshot(&user_config);
     let backend = backend(&agent, &sandbox);
-    let all = (0..runs).map(|_| {
-        let backend = backend.clone();
-        let request = on(request(&agent, Home::Isolated { seed: HomeSeed::Credentials }));
-        async move { record(backend.run(request).await.unwrap()).await }
-    });
-    let seen = Arc::new(Mutex::new(BTreeSet::new()));
-    let watching = tokio::spawn(watch_homes(sandbox.cwd.clone(), agent.home_var, seen.clone()));
-    let records = futures::future::join_all(all).await;
-    watching.abort();
-    for run in &records {
-        assert_eq!(run.completion.as_ref().unwrap().final_text.as_deref(), Some("Hello from mock"), "{:?}", run.completion);
-    }
-    let seen = seen.lock().unwrap().clone();
-    assert_eq!(seen.len(), runs, "each run has a home of its own: {seen:?}");
-    for dir in &seen {
-        assert!(!PathBuf::from(dir).starts_with(&sandbox.home), "{dir} is in the user's home");
-        assert!(!PathBuf::from(dir).exists(), "{dir} outlived its run");
-    }
-    assert_eq!(before, tree_snapshot(&user_config), "the user's {} was written", agent.config_dir);
-}
-
-/// Adds the values of `var` of the agents running in `cwd` to `seen`, until aborted.
-async fn watch_homes(cwd: PathBuf, var: &'static str, seen: Arc<Mutex<BTreeSet<String>>>) {
-    loop {
-        let now: Vec<String> = processes_in(&cwd).into_iter().filter_map(|pid| process_env(pid, var)).collect();
-        seen.lock().unwrap().extend(now);
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    homes::isolated_runs_have_their_own_homes(&agent.home, backend, &sandbox, runs, |home| on(request(&agent, home))).await;
 }
 
 #[tokio::test]

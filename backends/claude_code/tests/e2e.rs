@@ -18,10 +18,7 @@ use serde_json::json;
 
 /// The server and a sandbox for `scenario`, or `None` when the CLI is missing and skipping was asked for.
 async fn bench(scenario: &str) -> Option<(ModelServer, Sandbox)> {
-    agent_bench::e2e_enabled_or_explain(Cli::ClaudeCode)?;
-    let server = ModelServer::start(None).await.unwrap();
-    let sandbox = Sandbox::new(Cli::ClaudeCode, &server, scenario).unwrap();
-    Some((server, sandbox))
+    agent_bench::e2e_bench_or_explain(Cli::ClaudeCode, scenario).await
 }
 
 /// A backend that runs the sandbox's CLI with only the sandbox's environment.

@@ -11,7 +11,7 @@ use agent_api::{AgentBackend, AgentError, PermissionPolicy, RunRequest};
 use agent_api_claude_code::history::ClaudeSessionStore;
 use agent_api_claude_code::{ClaudeCodeBackend, ClaudeCodeConfig};
 use agent_api_conformance::{assert_conformant, record, RunRecord};
-use agent_bench::{Cli, ModelServer, Sandbox};
+use agent_bench::{Cli, Sandbox};
 use serde_json::Value;
 
 const STORED_ID: &str = "cd13f027-f751-4948-87e6-a722e591af62";
@@ -120,9 +120,7 @@ async fn unknown_and_path_like_ids_are_not_found() {
 
 #[tokio::test]
 async fn e2e_a_real_session_is_listed_and_read_back_as_the_live_run() {
-    let Some(_) = agent_bench::e2e_enabled_or_explain(Cli::ClaudeCode) else { return };
-    let server = ModelServer::start(None).await.unwrap();
-    let sandbox = Sandbox::new(Cli::ClaudeCode, &server, "shell").unwrap();
+    let Some((_server, sandbox)) = agent_bench::e2e_bench_or_explain(Cli::ClaudeCode, "shell").await else { return };
     let backend = backend(&sandbox);
     let request = RunRequest::new("run the command").with_permissions(PermissionPolicy::ApproveAll).with_timeout(Duration::from_secs(120));
     let live = record(backend.run(request).await.unwrap()).await;

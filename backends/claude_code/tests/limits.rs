@@ -9,12 +9,10 @@ use agent_api::run::LimitKind;
 use agent_api::{AgentBackend, AgentError, PermissionPolicy, RunRequest};
 use agent_api_claude_code::{ClaudeCodeBackend, ClaudeCodeConfig};
 use agent_api_conformance::{assert_conformant, record, RunRecord};
-use agent_bench::{Cli, ModelServer, Sandbox};
+use agent_bench::Cli;
 
 async fn run(scenario: &str, request: RunRequest) -> Option<RunRecord> {
-    agent_bench::e2e_enabled_or_explain(Cli::ClaudeCode)?;
-    let server = ModelServer::start(None).await.unwrap();
-    let sandbox = Sandbox::new(Cli::ClaudeCode, &server, scenario).unwrap();
+    let (_server, sandbox) = agent_bench::e2e_bench_or_explain(Cli::ClaudeCode, scenario).await?;
     let mut config = ClaudeCodeConfig::default().with_binary(&sandbox.program).with_inherit_env(false).with_working_dir(&sandbox.cwd);
     for (key, value) in &sandbox.env {
         config = config.with_env(key, value);

@@ -9,7 +9,7 @@ use agent_api::{AgentBackend, AgentError, PermissionDecision, PermissionPolicy, 
 use agent_api_bench_support::*;
 use agent_api_codex::{CodexBackend, CodexConfig, CodexOptions, Mode};
 use agent_api_conformance::{assert_conformant, RunRecord};
-use agent_bench::{e2e_enabled_or_explain, Cli, ModelServer, Sandbox};
+use agent_bench::{Cli, ModelServer, Sandbox};
 
 mod agent_api_bench_support {
     use super::*;
@@ -66,10 +66,7 @@ mod agent_api_bench_support {
 }
 
 async fn setup(scenario: &str) -> Option<(ModelServer, Sandbox)> {
-    e2e_enabled_or_explain(Cli::Codex)?;
-    let server = ModelServer::start(None).await.unwrap();
-    let sandbox = Sandbox::new(Cli::Codex, &server, scenario).unwrap();
-    Some((server, sandbox))
+    agent_bench::e2e_bench_or_explain(Cli::Codex, scenario).await
 }
 
 fn exec(request: RunRequest) -> RunRequest {

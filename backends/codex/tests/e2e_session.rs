@@ -9,10 +9,7 @@ use agent_api_conformance::session::e2e;
 use agent_bench::{Cli, ModelServer, Sandbox};
 
 async fn bench(scenario: &str) -> Option<(ModelServer, Sandbox)> {
-    agent_bench::e2e_enabled_or_explain(Cli::Codex)?;
-    let server = ModelServer::start(None).await.unwrap();
-    let sandbox = Sandbox::new(Cli::Codex, &server, scenario).unwrap();
-    Some((server, sandbox))
+    agent_bench::e2e_bench_or_explain(Cli::Codex, scenario).await
 }
 
 /// A backend running the sandbox's CLI with its environment and `-c` flags.

@@ -11,7 +11,7 @@ use agent_api::{AgentBackend, AgentError, PermissionPolicy, RunRequest};
 use agent_api_codex::history::CodexSessionStore;
 use agent_api_codex::{CodexBackend, CodexConfig, CodexOptions, Mode};
 use agent_api_conformance::{assert_conformant, record, RunRecord};
-use agent_bench::{Cli, ModelServer, Sandbox};
+use agent_bench::{Cli, Sandbox};
 use serde_json::Value;
 
 const SHELL_ID: &str = "01a2095d-3909-75d1-b1b7-31a6d798b11b";
@@ -112,9 +112,7 @@ async fn unknown_and_path_like_ids_are_not_found() {
 
 #[tokio::test]
 async fn e2e_a_real_exec_thread_is_listed_and_read_back_as_the_live_run() {
-    let Some(_) = agent_bench::e2e_enabled_or_explain(Cli::Codex) else { return };
-    let server = ModelServer::start(None).await.unwrap();
-    let sandbox = Sandbox::new(Cli::Codex, &server, "shell").unwrap();
+    let Some((_server, sandbox)) = agent_bench::e2e_bench_or_explain(Cli::Codex, "shell").await else { return };
     let backend = backend(&sandbox);
     let request = RunRequest::new("run the command")
         .with_options(&CodexOptions::default().mode(Mode::Exec))

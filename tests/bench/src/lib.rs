@@ -60,7 +60,7 @@ pub mod scenario;
 pub mod server;
 
 pub use cli::Cli;
-pub use clis::{cli_dir, cli_version, e2e_enabled_or_explain, find_cli};
+pub use clis::{cli_dir, cli_version, e2e_bench_or_explain, e2e_enabled_or_explain, find_cli};
 pub use error::BenchError;
 pub use interface::Interface;
 pub use sandbox::Sandbox;

@@ -15,6 +15,7 @@
 
 pub mod caller_tools;
 pub mod fake;
+pub mod homes;
 pub mod launchers;
 pub mod logs;
 pub mod props;

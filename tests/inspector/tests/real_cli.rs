@@ -27,10 +27,7 @@ async fn serve_claude(sandbox: &Sandbox) -> Served {
 /// The bench's model server and a sandbox playing `scenario`, or `None` when the CLI is missing
 /// and skipping was asked for.
 async fn bench(scenario: &str) -> Option<(ModelServer, Sandbox)> {
-    agent_bench::e2e_enabled_or_explain(Cli::ClaudeCode)?;
-    let model = ModelServer::start(None).await.unwrap();
-    let sandbox = Sandbox::new(Cli::ClaudeCode, &model, scenario).unwrap();
-    Some((model, sandbox))
+    agent_bench::e2e_bench_or_explain(Cli::ClaudeCode, scenario).await
 }
 
 #[tokio::test(flavor = "multi_thread")]

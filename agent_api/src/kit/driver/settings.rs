@@ -129,8 +129,8 @@ impl RunSettings {
     }
 }
 
-// Here rather than in `timeouts`, which stands below the driver and knows nothing of its settings.
-impl super::super::timeouts::TimeoutLimits {
+// Here rather than beside `TimeoutLimits`, in the contract, which knows nothing of the driver's settings.
+impl crate::contract::error::TimeoutLimits {
     /// The limits the driver's settings carry.
     pub(crate) fn of_settings(settings: &RunSettings) -> Self {
         Self { total: settings.timeout, startup: settings.startup_timeout, idle: settings.idle_timeout, turn: settings.turn_timeout }

@@ -170,10 +170,7 @@ fn ps_args(cmd: &mut std::process::Command) -> Vec<String> {
 
 /// The bench for `cli` and `scenario`, or `None` when the CLI is missing and skipping was asked for.
 pub async fn bench(cli: Cli, scenario: &str) -> Option<(ModelServer, Sandbox)> {
-    agent_bench::e2e_enabled_or_explain(cli)?;
-    let server = ModelServer::start(None).await.unwrap();
-    let sandbox = Sandbox::new(cli, &server, scenario).unwrap();
-    Some((server, sandbox))
+    agent_bench::e2e_bench_or_explain(cli, scenario).await
 }
 
 /// A backend for the sandbox's CLI whose agent gets exactly `place`'s environment for it.
