@@ -210,12 +210,6 @@ impl Drop for OwnServer {
     }
 }
 
-/// Whether `event` ends a turn (the transcript's `turn_completed` or `turn_failed` status).
-fn turn_end(event: &serde_json::Value) -> bool {
-    event["type"] == "item.completed"
-        && matches!(event["data"]["item"]["content"][0]["label"].as_str(), Some("turn_completed" | "turn_failed"))
-}
-
 /// Frames of `stream` until one for which `stop` holds (included).
 async fn frames_until(stream: &mut Sse, stop: impl Fn(&serde_json::Value) -> bool) -> Vec<Frame> {
     let mut frames = Vec::new();

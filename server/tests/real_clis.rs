@@ -7,7 +7,7 @@
 //! terminate; the events read by pages equal the ones served over SSE, with no gap and no
 //! duplicate. Claude Code's are in `agent_api/cli/tests/serve.rs` and `tests/inspector`.
 //!
-//! Each starts with `agent_bench::e2e_enabled_or_explain`: a missing CLI fails the test with the
+//! Each starts with `agent_bench::e2e_bench_or_explain`: a missing CLI fails the test with the
 //! install instructions (`bash tests/bench/install-clis.sh`), unless `AGENT_API_E2E=skip` asks to
 //! skip, which it then says loudly.
 
@@ -29,10 +29,7 @@ const AGENT_STEP: Duration = Duration::from_secs(120);
 /// The bench's model server and a sandbox playing `shell` (a shell command asked for, then
 /// "Tool finished"), or `None` when the CLI is missing and skipping was asked for.
 async fn bench(cli: Cli) -> Option<(ModelServer, Sandbox)> {
-    agent_bench::e2e_enabled_or_explain(cli)?;
-    let model = ModelServer::start(None).await.unwrap();
-    let sandbox = Sandbox::new(cli, &model, "shell").unwrap();
-    Some((model, sandbox))
+    agent_bench::e2e_bench_or_explain(cli, "shell").await
 }
 
 /// A server running only `backend`, its sessions working in the sandbox's directory.
@@ -43,22 +40,18 @@ async fn serve(backend: Arc<dyn AgentBackend>, sandbox: &Sandbox) -> Api {
     serve_gateway(gateway, ServerConfig::default(), StoreUrl::Memory.open().await.unwrap(), defaults).await
 }
 
-/// Whether `event` ends a turn (the transcript's `turn_completed` or `turn_failed` status).
-fn turn_end(event: &Value) -> bool {
-    event["type"] == "item.completed"
-        && matches!(event["data"]["item"]["content"][0]["label"].as_str(), Some("turn_completed" | "turn_failed"))
-}
-
 /// Frames until one for which `stop` holds (included).
 async fn until(stream: &mut Sse, what: &str, stop: impl Fn(&Value) -> bool) -> Vec<Frame> {
     let mut frames = Vec::new();
     loop {
         let frame = stream.next_within(AGENT_STEP).await.unwrap_or_else(|| panic!("the stream closed before {what}: {frames:#?}"));
         let done = stop(&frame.data);
+        let early = !done && turn_end(&frame.data);
         frames.push(frame);
         if done {
             return frames;
         }
+        assert!(!early, "the turn ended before {what}: {frames:#?}");
     }
 }
 

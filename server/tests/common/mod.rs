@@ -310,3 +310,12 @@ pub async fn start_in(config: agent_api_server::ServerConfig, dir: &std::path::P
     let store = agent_api_server::StoreUrl::Memory.open().await.unwrap();
     serve_with(config, store, agent_api::RunRequest::new("").with_working_dir(dir)).await
 }
+
+/// Whether `event` ends a turn: the session's `turn_completed` or `turn_failed` status, whose
+/// detail is `turn N` (an agent may report its own turn's end with the same label before it).
+pub fn turn_end(event: &Value) -> bool {
+    let status = &event["data"]["item"]["content"][0];
+    event["type"] == "item.completed"
+        && matches!(status["label"].as_str(), Some("turn_completed" | "turn_failed"))
+        && status["detail"].as_str().is_some_and(|detail| detail.starts_with("turn "))
+}
