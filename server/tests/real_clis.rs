@@ -5,7 +5,8 @@
 //! followed on `events/sse` from the last id, a second message whose permission request waits
 //! until the turn is cancelled (the session goes on), a third whose request is rejected, then
 //! terminate; the events read by pages equal the ones served over SSE, with no gap and no
-//! duplicate. Claude Code's are in `agent_api/cli/tests/serve.rs` and `tests/inspector`.
+//! duplicate. Claude Code's flow is in `agent_api/cli/tests/serve.rs` and `tests/inspector`; here, its
+//! mode switched per message (the one agent whose sessions switch modes between turns).
 //!
 //! Each starts with `agent_bench::e2e_bench_or_explain`: a missing CLI fails the test with the
 //! install instructions (`bash tests/bench/install-clis.sh`), unless `AGENT_API_E2E=skip` asks to
@@ -175,4 +176,36 @@ async fn e2e_the_real_qwen_code_is_driven_over_http() {
     let Some((model, sandbox)) = bench(Cli::Qwen).await else { return };
     let api = serve(Arc::new(agent_api_qwen::QwenBackend::new(acp_config(&sandbox))), &sandbox).await;
     drive(&api, &model, &sandbox, json!({"agent": "qwen", "permissionMode": "ask"})).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn e2e_the_real_claude_codes_mode_is_switched_per_message() {
+    let Some((_model, sandbox)) = agent_bench::e2e_bench_or_explain(Cli::ClaudeCode, "write_edit").await else { return };
+    let mut config = agent_api_claude_code::ClaudeCodeConfig::default()
+        .with_binary(&sandbox.program)
+        .with_inherit_env(false)
+        .with_working_dir(&sandbox.cwd);
+    for (key, value) in &sandbox.env {
+        config = config.with_env(key, value);
+    }
+    let api = serve(Arc::new(agent_api_claude_code::ClaudeCodeBackend::new(config)), &sandbox).await;
+    assert_eq!(api.post("/v1/sessions/modes", json!({"agent": "claude_code", "permissionMode": "bypass"})).await.status, 200);
+    let mut follow = api.sse(Method::GET, "/v1/sessions/modes/events/sse", None, &[]).await;
+    let created = sandbox.cwd.join("created.txt");
+
+    // In plan mode the write is refused, though every request is approved.
+    let plan = json!({"message": "create a file", "agentMode": "plan"});
+    assert_eq!(api.post("/v1/sessions/modes/messages", plan).await.status, 204);
+    until(&mut follow, "the plan turn's end", turn_end).await;
+    assert!(!created.exists(), "the session wrote a file in plan mode");
+    assert_eq!(api.get("/v1/sessions/modes").await.json()["agentMode"], "plan");
+
+    // Plan mode holds for the next turn until a message switches back.
+    let unknown = api.post("/v1/sessions/modes/messages", json!({"message": "x", "agentMode": "nonsense"})).await;
+    assert!(unknown.problem(400)["detail"].as_str().unwrap().starts_with("agentMode: "));
+    let build = json!({"message": "create a file", "agentMode": "build"});
+    assert_eq!(api.post("/v1/sessions/modes/messages", build).await.status, 204);
+    until(&mut follow, "the build turn's end", turn_end).await;
+    assert!(created.exists(), "back in the default mode the approved write ran");
+    assert_eq!(api.get("/v1/sessions/modes").await.json()["agentMode"], "build");
 }
