@@ -237,6 +237,30 @@ impl Server {
         if let Some(turns) = body.max_turns {
             request = request.with_max_turns(turns);
         }
+        if let Some(tokens) = body.max_tokens {
+            request = request.with_max_total_tokens(tokens);
+        }
+        if let Some(usd) = body.max_cost_usd {
+            request = request.with_max_cost_usd(usd);
+        }
+        if let Some(secs) = body.startup_timeout_secs {
+            request = request.with_startup_timeout(Duration::from_secs(secs));
+        }
+        if let Some(secs) = body.idle_timeout_secs {
+            request = request.with_idle_timeout(Duration::from_secs(secs));
+        }
+        // The portable options: the backend refuses, before anything runs, one it cannot honour.
+        let mut portable = std::mem::take(&mut request.portable);
+        if let Some(schema) = &body.output_schema {
+            portable = portable.output_schema(schema.clone());
+        }
+        for tool in body.allowed_tools.iter().flatten() {
+            portable = portable.allow_tool(tool);
+        }
+        for tool in body.denied_tools.iter().flatten() {
+            portable = portable.deny_tool(tool);
+        }
+        request.portable = portable;
         match (&body.resume, &body.fork) {
             (Some(_), Some(_)) => return Err(ApiError::invalid("`resume` and `fork` exclude each other")),
             (Some(id), None) => request = request.with_session(SessionSelector::Resume(SessionRef::native(id))),

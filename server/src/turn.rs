@@ -51,6 +51,13 @@ pub(crate) fn check_fixed(message: &MessageRequest, session: &CreateSessionReque
         ("appendSystemPrompt", differs(&message.append_system_prompt, &session.append_system_prompt)),
         ("turnTimeoutSecs", differs(&message.turn_timeout_secs, &session.turn_timeout_secs)),
         ("maxTurns", differs(&message.max_turns, &session.max_turns)),
+        ("maxTokens", differs(&message.max_tokens, &session.max_tokens)),
+        ("maxCostUsd", differs(&message.max_cost_usd, &session.max_cost_usd)),
+        ("startupTimeoutSecs", differs(&message.startup_timeout_secs, &session.startup_timeout_secs)),
+        ("idleTimeoutSecs", differs(&message.idle_timeout_secs, &session.idle_timeout_secs)),
+        ("outputSchema", differs(&message.output_schema, &session.output_schema)),
+        ("allowedTools", differs(&message.allowed_tools, &session.allowed_tools)),
+        ("deniedTools", differs(&message.denied_tools, &session.denied_tools)),
         ("resume", message.resume.is_some()),
         ("fork", message.fork.is_some()),
     ];

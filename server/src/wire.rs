@@ -205,6 +205,27 @@ pub struct CreateSessionRequest {
     /// Beyond the reference: end a turn after this many model turns.
     #[serde(default)]
     pub max_turns: Option<u32>,
+    /// Beyond the reference: stop a turn past this many input plus output tokens.
+    #[serde(default)]
+    pub max_tokens: Option<u64>,
+    /// Beyond the reference: stop a turn past this cost in US dollars (where the agent reports it).
+    #[serde(default)]
+    pub max_cost_usd: Option<f64>,
+    /// Beyond the reference: stop a turn whose agent has not answered after this many seconds.
+    #[serde(default)]
+    pub startup_timeout_secs: Option<u64>,
+    /// Beyond the reference: stop a turn whose agent is silent this many seconds while it works.
+    #[serde(default)]
+    pub idle_timeout_secs: Option<u64>,
+    /// Beyond the reference: the JSON Schema each turn's answer must follow (structured output).
+    #[serde(default)]
+    pub output_schema: Option<serde_json::Value>,
+    /// Beyond the reference: tools the agent may use without asking.
+    #[serde(default)]
+    pub allowed_tools: Option<Vec<String>>,
+    /// Beyond the reference: tools the agent must not use.
+    #[serde(default)]
+    pub denied_tools: Option<Vec<String>>,
     /// Beyond the reference: continue the agent's session with this native id (the
     /// `nativeSessionId` of an earlier session here, one that ended when its server stopped
     /// included, or an id from the agent's own history) instead of starting a new one.
@@ -415,6 +436,27 @@ pub struct MessageRequest {
     /// Beyond the reference: only the session's own (fixed when it opened).
     #[serde(default)]
     pub max_turns: Option<u32>,
+    /// Beyond the reference: only the session's own (fixed when it opened).
+    #[serde(default)]
+    pub max_tokens: Option<u64>,
+    /// Beyond the reference: only the session's own (fixed when it opened).
+    #[serde(default)]
+    pub max_cost_usd: Option<f64>,
+    /// Beyond the reference: only the session's own (fixed when it opened).
+    #[serde(default)]
+    pub startup_timeout_secs: Option<u64>,
+    /// Beyond the reference: only the session's own (fixed when it opened).
+    #[serde(default)]
+    pub idle_timeout_secs: Option<u64>,
+    /// Beyond the reference: only the session's own (fixed when it opened).
+    #[serde(default)]
+    pub output_schema: Option<serde_json::Value>,
+    /// Beyond the reference: only the session's own (fixed when it opened).
+    #[serde(default)]
+    pub allowed_tools: Option<Vec<String>>,
+    /// Beyond the reference: only the session's own (fixed when it opened).
+    #[serde(default)]
+    pub denied_tools: Option<Vec<String>>,
     /// Beyond the reference: refused (a session resumes or forks only when it opens).
     #[serde(default)]
     pub resume: Option<String>,

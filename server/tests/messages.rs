@@ -48,6 +48,13 @@ async fn a_message_repeats_the_sessions_options_freely_and_is_refused_naming_one
         ("appendSystemPrompt", json!("and kind")),
         ("turnTimeoutSecs", json!(5)),
         ("maxTurns", json!(2)),
+        ("maxTokens", json!(1000)),
+        ("maxCostUsd", json!(0.5)),
+        ("startupTimeoutSecs", json!(5)),
+        ("idleTimeoutSecs", json!(5)),
+        ("outputSchema", json!({"type": "object"})),
+        ("allowedTools", json!(["Bash"])),
+        ("deniedTools", json!(["Bash"])),
         ("resume", json!("native-1")),
         ("fork", json!("native-1")),
         ("agentVersion", json!("1.0.0")),
@@ -81,6 +88,45 @@ async fn a_message_repeats_the_sessions_options_freely_and_is_refused_naming_one
     assert!(events.len() > before.len());
     let sequences: Vec<u64> = events.iter().map(|e| e["sequence"].as_u64().unwrap()).collect();
     assert_eq!(sequences, (1..=events.len() as u64).collect::<Vec<_>>());
+}
+
+#[tokio::test]
+async fn a_sessions_limits_apply_to_its_turns_and_an_option_it_cannot_honour_is_refused_before_it_opens() {
+    let api = start(ServerConfig::default()).await;
+    let mut body = scripted("text");
+    body["maxTokens"] = json!(1);
+    assert_eq!(api.post("/v1/sessions/tokens", body).await.status, 200);
+    assert_eq!(api.post("/v1/sessions/tokens/messages", json!({"message": "hello", "maxTokens": 1})).await.status, 204);
+    let events = api.wait_for("tokens", "error").await;
+    let error = events.iter().find(|e| e["type"] == "error").unwrap();
+    assert_eq!(error["data"]["code"], "limit_reached", "{error}");
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    assert!(refused(&api, "tokens", json!({"message": "more", "maxTokens": 2})).await.starts_with("maxTokens"));
+
+    let mut body = scripted("text");
+    body["maxCostUsd"] = json!(0.25);
+    body["idleTimeoutSecs"] = json!(30);
+    body["startupTimeoutSecs"] = json!(30);
+    assert_eq!(api.post("/v1/sessions/cost", body).await.status, 200);
+    assert_eq!(api.post("/v1/sessions/cost/messages", json!({"message": "hello"})).await.status, 204);
+    let deadline = tokio::time::Instant::now() + STEP;
+    let events = loop {
+        let events = api.all_events("cost", 1000).await;
+        if events.iter().any(turn_end) {
+            break events;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{events:#?}");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+    let unchecked = events.iter().find(|e| e["data"]["item"]["content"][0]["label"] == "limit_unchecked").expect("the cost limit's status");
+    assert!(unchecked.to_string().contains("max_cost_usd"), "{unchecked}");
+
+    // The scripted agent has no tool list to deny from: refused before anything is kept.
+    let mut body = scripted("text");
+    body["deniedTools"] = json!(["Bash"]);
+    let detail = api.post("/v1/sessions/denied", body).await.problem(400)["detail"].as_str().unwrap().to_string();
+    assert!(detail.contains("agent_api.options.denied_tools"), "{detail}");
+    api.get("/v1/sessions/denied").await.problem(404);
 }
 
 /// A working directory `work` inside `outer`, with a good image, and bait outside it.
