@@ -11,7 +11,7 @@ use tokio::sync::mpsc;
 
 use crate::error::{ApiError, JsonBody, QueryOf};
 use crate::follow::{sse, until_stopped, Follower, SSE_CLIENT_BUFFER};
-use crate::live::LiveSession;
+use crate::live::{LiveSession, TurnOptions};
 use crate::state::Server;
 use crate::store::StoredEvent;
 use crate::wire::*;
@@ -156,11 +156,36 @@ async fn live_session(server: &Server, id: &str) -> Result<Arc<LiveSession>, Api
     }
 }
 
-fn prompt(body: MessageRequest) -> Result<String, ApiError> {
+/// A message made into its turn's prompt and options: refused (400, naming the field) when it
+/// is empty, changes what the session fixed when it opened, or carries images the agent cannot
+/// take or the server must not read.
+async fn turn(server: &Server, live: &LiveSession, body: MessageRequest) -> Result<(agent_api::Prompt, TurnOptions), ApiError> {
     if body.message.trim().is_empty() {
         return Err(ApiError::invalid("the message is empty"));
     }
-    Ok(body.message)
+    crate::turn::check_fixed(&body, &live.opened.request)?;
+    let images = body.images.unwrap_or_default();
+    let images = match images.is_empty() {
+        true => crate::turn::TurnImages::default(),
+        false => {
+            // Each image is checked first, so that a client learns what is wrong with its own.
+            let working_dir = live.opened.working_dir.clone();
+            let images = tokio::task::spawn_blocking(move || crate::turn::TurnImages::make(&working_dir, &images))
+                .await
+                .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "stream_error", format!("images: {e}")))??;
+            let kind = &live.opened.kind;
+            if !server.backend(kind)?.capabilities().contains(agent_api::capabilities::IMAGES) {
+                return Err(ApiError::invalid(format!(
+                    "images: the agent `{kind}` takes no images (it does not advertise {})",
+                    agent_api::capabilities::IMAGES
+                )));
+            }
+            images
+        }
+    };
+    let mut prompt = agent_api::Prompt::from(body.message);
+    prompt.images = images.paths.clone();
+    Ok((prompt, TurnOptions { agent_mode: body.agent_mode, images }))
 }
 
 #[utoipa::path(post, path = "/v1/sessions/{session_id}/messages", operation_id = "post_message",
@@ -172,7 +197,8 @@ pub(crate) async fn post_message(
     JsonBody(body): JsonBody<MessageRequest>,
 ) -> Result<StatusCode, ApiError> {
     let live = live_session(&server, &id).await?;
-    live.send(prompt(body)?).await?;
+    let (prompt, options) = turn(&server, &live, body).await?;
+    live.send(prompt, options).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -188,10 +214,10 @@ pub(crate) async fn post_message_stream(
     JsonBody(body): JsonBody<MessageRequest>,
 ) -> Result<Response, ApiError> {
     let live = live_session(&server, &id).await?;
-    let prompt = prompt(body)?;
+    let (prompt, options) = turn(&server, &live, body).await?;
     // Subscribed before the turn starts: its first event is on the feed after this.
     let subscription = live.subscribe()?;
-    let (turn, first) = live.send(prompt).await?;
+    let (turn, first) = live.send(prompt, options).await?;
     let (frames, stream) = mpsc::channel(SSE_CLIENT_BUFFER);
     let follower = Follower::new(server.clone(), id, first - 1, query.include_raw.unwrap_or(false), frames);
     tokio::spawn(until_stopped(server.inner.stopping.clone(), follower.turn(subscription, live, turn)));

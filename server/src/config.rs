@@ -3,7 +3,8 @@
 /// The bounds and security settings of a server. Defaults: no token (set one, or use
 /// [`ServerConfig::random_token`]), no CORS, 1 MiB request bodies, a ring of 1024 events per
 /// session for its subscribers, 64 subscribers per session, an SSE client taking nothing for 30 s
-/// dropped, pages of at most 1000 events, the host's name as the daemon id.
+/// dropped, pages of at most 1000 events, a turn waiting 60 s for a failing store, the host's name
+/// as the daemon id.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ServerConfig {
@@ -22,6 +23,10 @@ pub struct ServerConfig {
     pub sse_stall: std::time::Duration,
     /// The largest page of `GET …/events` (a larger `limit` is cut to it).
     pub max_page: usize,
+    /// How long a turn waits for a failing store before it fails: its events are held (the agent's
+    /// output is no longer read, so memory stays bounded) and written once the store is back;
+    /// past this bound the turn is cancelled and the session ends with a `store_unavailable` error.
+    pub store_outage: std::time::Duration,
     /// This server's name in a store shared with others: the owner of the sessions it runs. A
     /// server starting ends the sessions its own name left live, and only those.
     pub daemon_id: String,
@@ -37,6 +42,7 @@ impl Default for ServerConfig {
             max_subscribers: 64,
             sse_stall: std::time::Duration::from_secs(30),
             max_page: 1000,
+            store_outage: std::time::Duration::from_secs(60),
             daemon_id: default_daemon_id(),
         }
     }
@@ -80,6 +86,12 @@ impl ServerConfig {
     pub fn with_subscribers(mut self, ring: usize, max: usize) -> Self {
         self.sse_buffer = ring;
         self.max_subscribers = max;
+        self
+    }
+
+    /// Sets how long a turn waits for a failing store.
+    pub fn with_store_outage(mut self, outage: std::time::Duration) -> Self {
+        self.store_outage = outage;
         self
     }
 

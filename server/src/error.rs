@@ -77,6 +77,12 @@ impl ApiError {
         Self::new(status, kind, error.to_string())
     }
 
+    /// The same error, its detail naming the request's field it is about.
+    pub fn about(mut self, field: &str) -> Self {
+        self.detail = agent_api::display::line(&format!("{field}: {}", self.detail), 2048);
+        self
+    }
+
     fn title(&self) -> &'static str {
         match self.kind {
             "invalid_request" => "Invalid request",

@@ -21,6 +21,7 @@ mod live;
 pub mod openapi;
 mod state;
 pub mod store;
+mod turn;
 pub mod ui;
 pub mod wire;
 

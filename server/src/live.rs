@@ -45,17 +45,25 @@ struct TurnState {
     native_session_id: Option<String>,
     /// The tokens and cost of the turns so far.
     usage: crate::wire::SessionUsage,
+    /// The agent mode of the next turn (`build`: the agent's own default).
+    agent_mode: String,
 }
 
 /// A session run by this server.
 pub(crate) struct LiveSession {
     pub(crate) id: String,
+    /// What the session was opened with: a message may repeat these options, not change them.
+    pub(crate) opened: SessionOrigin,
     session: tokio::sync::Mutex<Option<Session>>,
     state: Mutex<TurnState>,
     feed: broadcast::Sender<Feed>,
     subscribers: AtomicUsize,
     max_subscribers: usize,
     store: Arc<dyn Store>,
+    /// How long a turn waits for a failing store (`ServerConfig::store_outage`).
+    store_outage: std::time::Duration,
+    /// Cancelled when the server stops: nothing waits for the store any more.
+    stopping: agent_api::request::CancellationToken,
     /// Called once the session has ended by itself (its agent stopped): the server forgets it.
     on_end: Box<dyn Fn(&str) + Send + Sync>,
 }
@@ -64,6 +72,26 @@ impl std::fmt::Debug for LiveSession {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LiveSession").field("id", &self.id).finish_non_exhaustive()
     }
+}
+
+/// What a session was opened with.
+#[derive(Debug, Clone)]
+pub(crate) struct SessionOrigin {
+    /// The agent.
+    pub(crate) kind: agent_api::AgentKind,
+    /// The creation's body.
+    pub(crate) request: crate::wire::CreateSessionRequest,
+    /// The agent's working directory: the only place a message's images are read from.
+    pub(crate) working_dir: std::path::PathBuf,
+}
+
+/// What a message asks of its turn besides the prompt.
+#[derive(Debug, Default)]
+pub(crate) struct TurnOptions {
+    /// The agent mode from this turn on.
+    pub(crate) agent_mode: Option<String>,
+    /// The turn's images, kept until the turn ends.
+    pub(crate) images: crate::turn::TurnImages,
 }
 
 /// A subscription to a session's feed, counted against its bound until dropped.
@@ -77,6 +105,12 @@ impl Drop for Subscription {
         self.live.subscribers.fetch_sub(1, Ordering::SeqCst);
     }
 }
+
+/// The `code` of the `error` event of a session ended because the store failed for too long.
+pub(crate) const STORE_UNAVAILABLE: &str = "store_unavailable";
+
+/// The longest one write to the store may take before it counts as failed.
+const STORE_TRY: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// The current time as RFC 3339 UTC.
 pub(crate) fn now() -> String {
@@ -103,20 +137,26 @@ pub(crate) fn daemon_event(session: &str, sequence: u64, kind: &str, data: serde
 impl LiveSession {
     pub(crate) fn new(
         id: String,
+        opened: SessionOrigin,
         session: Session,
         store: Arc<dyn Store>,
-        (ring, max_subscribers): (usize, usize),
+        config: &crate::config::ServerConfig,
+        stopping: agent_api::request::CancellationToken,
         on_end: Box<dyn Fn(&str) + Send + Sync>,
     ) -> Arc<Self> {
-        let (feed, _) = broadcast::channel(ring.max(1));
+        let (feed, _) = broadcast::channel(config.sse_buffer.max(1));
+        let agent_mode = opened.request.agent_mode.clone().unwrap_or_else(|| crate::agents::DEFAULT_MODE.into());
         Arc::new(Self {
             id,
+            opened,
             session: tokio::sync::Mutex::new(Some(session)),
-            state: Mutex::new(TurnState { next_sequence: 1, ..TurnState::default() }),
+            state: Mutex::new(TurnState { next_sequence: 1, agent_mode, ..TurnState::default() }),
             feed,
             subscribers: AtomicUsize::new(0),
-            max_subscribers,
+            max_subscribers: config.max_subscribers,
             store,
+            store_outage: config.store_outage,
+            stopping,
             on_end,
         })
     }
@@ -144,9 +184,10 @@ impl LiveSession {
         Ok(subscription)
     }
 
-    /// Sends `prompt` as the next turn and starts storing its events; returns the turn's number
-    /// and the sequence its first event gets.
-    pub(crate) async fn send(self: &Arc<Self>, prompt: String) -> Result<(u64, u64), ApiError> {
+    /// Sends `prompt` as the next turn, in the mode `options` asks (switched first, and kept for
+    /// the next turns), and starts storing its events; returns the turn's number and the sequence
+    /// its first event gets.
+    pub(crate) async fn send(self: &Arc<Self>, prompt: agent_api::Prompt, options: TurnOptions) -> Result<(u64, u64), ApiError> {
         let mut session = self.session.lock().await;
         {
             let state = self.state();
@@ -163,12 +204,21 @@ impl LiveSession {
         }
         let session =
             session.as_mut().ok_or_else(|| ApiError::new(axum::http::StatusCode::CONFLICT, "session_ended", "the session has ended"))?;
+        if let Some(mode) = options.agent_mode.filter(|mode| *mode != self.state().agent_mode) {
+            let asked = match mode.as_str() {
+                crate::agents::DEFAULT_MODE => agent_api::request::AgentMode::Default,
+                other => agent_api::request::AgentMode::parse(other),
+            };
+            session.set_mode(asked).await.map_err(|e| ApiError::agent(&e).about("agentMode"))?;
+            self.store.set_agent_mode(&self.id, &mode).await?;
+            self.state().agent_mode = mode;
+        }
         let handle = session.send(prompt).await.map_err(|e| ApiError::agent(&e))?;
         let mut state = self.state();
         state.turns += 1;
         let turn = state.turns;
         state.current = Some((turn, handle.control()));
-        state.pump = Some(tokio::spawn(self.clone().pump(handle, turn)));
+        state.pump = Some(tokio::spawn(self.clone().pump(handle, turn, options.images)));
         Ok((turn, state.next_sequence))
     }
 
@@ -207,16 +257,27 @@ impl LiveSession {
                 changed
             };
             if changed {
-                self.store.set_native_session_id(&self.id, &native).await?;
+                if let Err(error) = self.store.set_native_session_id(&self.id, &native).await {
+                    // Not a reason to stop the turn: written again with the next event carrying it.
+                    tracing::warn!(session = %self.id, "cannot record the native session id: {error}");
+                    self.state().native_session_id = None;
+                }
             }
         }
         Ok(ended)
     }
 
-    /// Stores then publishes events already numbered from `next_sequence`.
+    /// Stores then publishes events already numbered from `next_sequence`, waiting at most
+    /// `store_outage` for a failing store.
     async fn publish(&self, stored: Vec<StoredEvent>) -> Result<(), crate::store::StoreError> {
+        self.publish_waiting(stored, Some(self.store_outage)).await
+    }
+
+    /// [`LiveSession::publish`], waiting at most `outage` for a failing store (`None`: as long
+    /// as the server runs).
+    async fn publish_waiting(&self, stored: Vec<StoredEvent>, outage: Option<std::time::Duration>) -> Result<(), crate::store::StoreError> {
         let Some(last) = stored.last().map(|e| e.sequence) else { return Ok(()) };
-        self.store.append(&self.id, stored.clone()).await?;
+        self.append_retrying(&stored, last, outage).await?;
         self.state().next_sequence = last + 1;
         for event in stored {
             let _ = self.feed.send(Feed::Event(Arc::new(event)));
@@ -224,8 +285,85 @@ impl LiveSession {
         Ok(())
     }
 
+    /// Appends `stored` (its last sequence `last`), trying again while the store fails, for at most
+    /// `outage` (`None`: until the server stops). Meanwhile the turn's next events are not read
+    /// from the agent (the library's bounded buffer holds them, then the agent waits on its
+    /// output): nothing is served that is not stored, and memory does not grow.
+    async fn append_retrying(
+        &self,
+        stored: &[StoredEvent],
+        last: u64,
+        outage: Option<std::time::Duration>,
+    ) -> Result<(), crate::store::StoreError> {
+        use crate::store::StoreError;
+        // Far enough to be never: a day is more than any server waits for its store.
+        let deadline = tokio::time::Instant::now() + outage.unwrap_or(std::time::Duration::from_secs(86_400));
+        let mut pause = std::time::Duration::from_millis(50);
+        let mut tried = false;
+        loop {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            // A store that hangs rather than fails is a failure too: each try is bounded.
+            let attempt = tokio::time::timeout(
+                left.clamp(std::time::Duration::from_millis(100), STORE_TRY),
+                self.store.append(&self.id, stored.to_vec()),
+            );
+            let error = match attempt.await {
+                Ok(Ok(())) => return Ok(()),
+                // A try whose answer was lost (the connection broke after its commit) holds: this
+                // server is the session's only writer, so a store ending at `last` holds these.
+                Ok(Err(StoreError::OutOfOrder { last: at, .. })) if tried && at == last => return Ok(()),
+                Ok(Err(error @ StoreError::Backend(_))) => error,
+                Ok(Err(error)) => return Err(error),
+                Err(_) => StoreError::Backend("the store did not answer in time".into()),
+            };
+            if tokio::time::Instant::now() >= deadline || self.stopping.is_cancelled() {
+                return Err(error);
+            }
+            if !tried {
+                tracing::warn!(session = %self.id, "the store failed; the turn waits for it: {error}");
+            }
+            tried = true;
+            tokio::select! {
+                () = tokio::time::sleep(pause.min(deadline.saturating_duration_since(tokio::time::Instant::now()))) => {}
+                () = self.stopping.cancelled() => return Err(error),
+            }
+            pause = (pause * 2).min(std::time::Duration::from_secs(1));
+        }
+    }
+
+    /// Ends the session because the store failed for longer than `store_outage`: the agent is
+    /// stopped, and an `error` (`code: store_unavailable`) and a `session.ended` (`reason=error`)
+    /// are stored, waiting for the store as long as the server runs, and served. Returns whether
+    /// they were stored.
+    async fn end_for_store(&self, why: &str) -> bool {
+        // Dropped, not closed: its trailing events could not be stored either. Held, it is being
+        // terminated, which closes it (and waits for this turn: waiting here would deadlock).
+        if let Ok(mut session) = self.session.try_lock() {
+            drop(session.take());
+        }
+        let message = format!("the store was unavailable for longer than {} s: {why}", self.store_outage.as_secs());
+        let next = self.state().next_sequence;
+        let error = serde_json::json!({ "message": message, "code": STORE_UNAVAILABLE });
+        let ended = serde_json::json!({ "reason": "error", "terminated_by": "daemon", "message": message });
+        let events: Vec<_> = [daemon_event(&self.id, next, "error", error), daemon_event(&self.id, next + 1, "session.ended", ended)]
+            .into_iter()
+            .flatten()
+            .collect();
+        if let Err(error) = self.publish_waiting(events, None).await {
+            tracing::error!(session = %self.id, "cannot store the session's end: {error}");
+            return false;
+        }
+        match self.store.mark_ended(&self.id, Some(&message)).await {
+            Ok(()) => true,
+            Err(error) => {
+                tracing::error!(session = %self.id, "cannot mark the session ended: {error}");
+                false
+            }
+        }
+    }
+
     /// Stores and publishes one turn's events as they come, then ends the turn.
-    async fn pump(self: Arc<Self>, handle: RunHandle, turn: u64) {
+    async fn pump(self: Arc<Self>, handle: RunHandle, turn: u64, images: crate::turn::TurnImages) {
         let control = handle.control();
         let (events, completion) = handle.into_universal();
         // What waits when the store is free goes in one write.
@@ -256,9 +394,15 @@ impl LiveSession {
                 tracing::error!(session = %self.id, "cannot record the session's usage: {error}");
             }
         }
-        if ended || failed.is_some() {
+        // Stored, or the server keeps it (ended) so that a message is told it ended; a server
+        // started again on the store ends it as interrupted.
+        let mut forget = true;
+        if let Some(why) = &failed {
             self.state().ended = true;
-            if let Err(error) = self.store.mark_ended(&self.id, failed.as_deref()).await {
+            forget = self.end_for_store(why).await;
+        } else if ended {
+            self.state().ended = true;
+            if let Err(error) = self.store.mark_ended(&self.id, None).await {
                 tracing::error!(session = %self.id, "cannot mark the session ended: {error}");
             }
         }
@@ -267,10 +411,14 @@ impl LiveSession {
             state.current = None;
             state.pump = None;
         }
+        // The turn's image copies are read by now: removed.
+        drop(images);
         let _ = self.feed.send(Feed::TurnEnded(turn));
         if ended || failed.is_some() {
             let _ = self.feed.send(Feed::Ended);
-            (self.on_end)(&self.id);
+            if forget {
+                (self.on_end)(&self.id);
+            }
         }
     }
 
@@ -317,7 +465,10 @@ impl LiveSession {
             ended = true;
         }
         self.state().ended = ended;
-        self.store.mark_ended(&self.id, None).await?;
+        // Ended before (its agent stopped, or the store failed): marked then, with its reason.
+        if !already_ended {
+            self.store.mark_ended(&self.id, None).await?;
+        }
         let _ = self.feed.send(Feed::Ended);
         Ok(())
     }

@@ -12,7 +12,7 @@ use axum::http::StatusCode;
 
 use crate::config::ServerConfig;
 use crate::error::ApiError;
-use crate::live::{daemon_event, LiveSession};
+use crate::live::{daemon_event, LiveSession, SessionOrigin};
 use crate::store::{SessionRecord, Store, StoreError};
 use crate::wire::{CreateSessionRequest, SessionInfo};
 
@@ -135,6 +135,12 @@ impl Server {
         check_id(id)?;
         let kind = self.kind(&body.agent)?;
         let request = self.request(&kind, &body)?;
+        // Where the agent works: a message's images are read only from beneath it.
+        let working_dir = match request.session_working_dir() {
+            Some(dir) => dir.to_path_buf(),
+            None => std::env::current_dir()
+                .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "stream_error", format!("no working directory: {e}")))?,
+        };
         let duplicate =
             || ApiError::new(StatusCode::CONFLICT, "session_already_exists", format!("a session with id `{id}` already exists"));
         if self.live(id).is_some() || !lock(&self.inner.opening).insert(id.to_string()) {
@@ -169,8 +175,9 @@ impl Server {
                     lock(&inner.live).remove(id);
                 }
             });
-            let bounds = (config.sse_buffer, config.max_subscribers);
-            Ok(LiveSession::new(id.to_string(), session, self.inner.store.clone(), bounds, forget))
+            let opened = SessionOrigin { kind, request: body, working_dir };
+            let stopping = self.inner.stopping.clone();
+            Ok(LiveSession::new(id.to_string(), opened, session, self.inner.store.clone(), config, stopping, forget))
         }
         .await;
         if let Ok(live) = &opened {
@@ -230,6 +237,30 @@ impl Server {
         if let Some(turns) = body.max_turns {
             request = request.with_max_turns(turns);
         }
+        if let Some(tokens) = body.max_tokens {
+            request = request.with_max_total_tokens(tokens);
+        }
+        if let Some(usd) = body.max_cost_usd {
+            request = request.with_max_cost_usd(usd);
+        }
+        if let Some(secs) = body.startup_timeout_secs {
+            request = request.with_startup_timeout(Duration::from_secs(secs));
+        }
+        if let Some(secs) = body.idle_timeout_secs {
+            request = request.with_idle_timeout(Duration::from_secs(secs));
+        }
+        // The portable options: the backend refuses, before anything runs, one it cannot honour.
+        let mut portable = std::mem::take(&mut request.portable);
+        if let Some(schema) = &body.output_schema {
+            portable = portable.output_schema(schema.clone());
+        }
+        for tool in body.allowed_tools.iter().flatten() {
+            portable = portable.allow_tool(tool);
+        }
+        for tool in body.denied_tools.iter().flatten() {
+            portable = portable.deny_tool(tool);
+        }
+        request.portable = portable;
         match (&body.resume, &body.fork) {
             (Some(_), Some(_)) => return Err(ApiError::invalid("`resume` and `fork` exclude each other")),
             (Some(id), None) => request = request.with_session(SessionSelector::Resume(SessionRef::native(id))),

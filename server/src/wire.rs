@@ -205,6 +205,27 @@ pub struct CreateSessionRequest {
     /// Beyond the reference: end a turn after this many model turns.
     #[serde(default)]
     pub max_turns: Option<u32>,
+    /// Beyond the reference: stop a turn past this many input plus output tokens.
+    #[serde(default)]
+    pub max_tokens: Option<u64>,
+    /// Beyond the reference: stop a turn past this cost in US dollars (where the agent reports it).
+    #[serde(default)]
+    pub max_cost_usd: Option<f64>,
+    /// Beyond the reference: stop a turn whose agent has not answered after this many seconds.
+    #[serde(default)]
+    pub startup_timeout_secs: Option<u64>,
+    /// Beyond the reference: stop a turn whose agent is silent this many seconds while it works.
+    #[serde(default)]
+    pub idle_timeout_secs: Option<u64>,
+    /// Beyond the reference: the JSON Schema each turn's answer must follow (structured output).
+    #[serde(default)]
+    pub output_schema: Option<serde_json::Value>,
+    /// Beyond the reference: tools the agent may use without asking.
+    #[serde(default)]
+    pub allowed_tools: Option<Vec<String>>,
+    /// Beyond the reference: tools the agent must not use.
+    #[serde(default)]
+    pub denied_tools: Option<Vec<String>>,
     /// Beyond the reference: continue the agent's session with this native id (the
     /// `nativeSessionId` of an earlier session here, one that ended when its server stopped
     /// included, or an id from the agent's own history) instead of starting a new one.
@@ -372,11 +393,92 @@ pub struct SessionListResponse {
     pub sessions: Vec<SessionInfo>,
 }
 
-/// `POST /v1/sessions/{session_id}/messages` (and `/stream`).
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+/// `POST /v1/sessions/{session_id}/messages` (and `/stream`): the reference's `message`, and
+/// optional fields of this server (`spec/http-api.md`, "Per-message options"). Of the creation's
+/// options, `agentMode` applies from this turn on and `images` to this turn; every other one is
+/// accepted when it is the session's own value and refused (400, naming the field) otherwise: the
+/// library fixes them when the session opens.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct MessageRequest {
     /// The prompt.
     pub message: String,
+    /// Beyond the reference: images for this turn (the agent needs `agent_api.input.images`).
+    #[serde(default)]
+    pub images: Option<Vec<ImageInput>>,
+    /// Beyond the reference: the agent mode from this turn on (`build`, or one the agent lists).
+    #[serde(default)]
+    pub agent_mode: Option<String>,
+    /// Beyond the reference: only the session's own (fixed when it opened).
+    #[serde(default)]
+    pub agent_version: Option<String>,
+    /// Beyond the reference: only the session's own (fixed when it opened).
+    #[serde(default)]
+    pub model: Option<String>,
+    /// Beyond the reference: only the session's own (fixed when it opened).
+    #[serde(default)]
+    pub permission_mode: Option<String>,
+    /// Beyond the reference: only the session's own (fixed when it opened).
+    #[serde(default)]
+    pub variant: Option<String>,
+    /// Beyond the reference: only the session's own (fixed when it opened).
+    #[serde(default)]
+    pub options: Option<BTreeMap<String, serde_json::Value>>,
+    /// Beyond the reference: only the session's own (fixed when it opened).
+    #[serde(default)]
+    pub system_prompt: Option<String>,
+    /// Beyond the reference: only the session's own (fixed when it opened).
+    #[serde(default)]
+    pub append_system_prompt: Option<String>,
+    /// Beyond the reference: only the session's own (fixed when it opened).
+    #[serde(default)]
+    pub turn_timeout_secs: Option<u64>,
+    /// Beyond the reference: only the session's own (fixed when it opened).
+    #[serde(default)]
+    pub max_turns: Option<u32>,
+    /// Beyond the reference: only the session's own (fixed when it opened).
+    #[serde(default)]
+    pub max_tokens: Option<u64>,
+    /// Beyond the reference: only the session's own (fixed when it opened).
+    #[serde(default)]
+    pub max_cost_usd: Option<f64>,
+    /// Beyond the reference: only the session's own (fixed when it opened).
+    #[serde(default)]
+    pub startup_timeout_secs: Option<u64>,
+    /// Beyond the reference: only the session's own (fixed when it opened).
+    #[serde(default)]
+    pub idle_timeout_secs: Option<u64>,
+    /// Beyond the reference: only the session's own (fixed when it opened).
+    #[serde(default)]
+    pub output_schema: Option<serde_json::Value>,
+    /// Beyond the reference: only the session's own (fixed when it opened).
+    #[serde(default)]
+    pub allowed_tools: Option<Vec<String>>,
+    /// Beyond the reference: only the session's own (fixed when it opened).
+    #[serde(default)]
+    pub denied_tools: Option<Vec<String>>,
+    /// Beyond the reference: refused (a session resumes or forks only when it opens).
+    #[serde(default)]
+    pub resume: Option<String>,
+    /// Beyond the reference: refused (a session resumes or forks only when it opens).
+    #[serde(default)]
+    pub fork: Option<String>,
+}
+
+/// One image of a message: a file in the session's working directory (`path`, relative to it
+/// or absolute beneath it) or the image itself (`data`, base64, with its `mediaType`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ImageInput {
+    /// A PNG, JPEG, GIF or WebP file beneath the session's working directory, through no symbolic link.
+    #[serde(default)]
+    pub path: Option<String>,
+    /// The image's bytes, base64 (standard alphabet).
+    #[serde(default)]
+    pub data: Option<String>,
+    /// With `data`: `image/png`, `image/jpeg`, `image/gif` or `image/webp`.
+    #[serde(default)]
+    pub media_type: Option<String>,
 }
 
 /// The query of `GET /v1/sessions/{session_id}/events` and `/events/sse`.

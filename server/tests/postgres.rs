@@ -87,12 +87,14 @@ async fn the_postgres_store_keeps_order_and_refuses_gaps_duplicates_and_unknown_
         write.await.unwrap().unwrap();
     }
     store.set_native_session_id(&a, "native-1").await.unwrap();
+    store.set_agent_mode(&a, "plan").await.unwrap();
+    assert!(matches!(store.set_agent_mode(&unique("none"), "plan").await, Err(StoreError::NotFound(_))));
     store.mark_ended(&b, Some("why")).await.unwrap();
 
     let again = open(&url).await;
     assert_eq!(again.events(&a, 2, 2).await.unwrap(), vec![event(3), event(4)]);
     let session = again.session(&a).await.unwrap().unwrap();
-    assert_eq!((session.event_count, session.native_session_id.as_deref()), (5, Some("native-1")));
+    assert_eq!((session.event_count, session.native_session_id.as_deref(), session.agent_mode.as_str()), (5, Some("native-1"), "plan"));
     assert_eq!(again.session(&b).await.unwrap().unwrap().end_error.as_deref(), Some("why"));
     let ids: Vec<String> = again.sessions().await.unwrap().into_iter().map(|r| r.id).filter(|id| id == &a || id == &b).collect();
     assert_eq!(ids, [a.clone(), b.clone()], "in the order they were created");
@@ -146,4 +148,159 @@ async fn servers_sharing_one_database_list_and_follow_each_others_sessions() {
     // The follower on the second server sees the end and its stream closes.
     let rest = stream.rest().await;
     assert_eq!(rest.last().map(|f| f.data["type"].clone()), Some(json!("session.ended")));
+}
+
+/// A PostgreSQL server of one test's own, started by `tests/postgres/setup.sh` in a directory and
+/// on a port of its own: stopping it touches no other test's server. Stopped and removed when
+/// dropped.
+struct OwnServer {
+    parent: std::path::PathBuf,
+    env: Vec<(&'static str, String)>,
+    url: String,
+}
+
+impl OwnServer {
+    /// Sets one up and starts it; fails saying why when the setup script cannot.
+    fn start() -> Self {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        // Under /var/tmp: as root the cluster belongs to the `postgres` user, who must reach it.
+        let parent = std::path::PathBuf::from(format!("/var/tmp/agent_api-postgres-{}", unique("outage")));
+        let env = vec![
+            ("AGENT_API_POSTGRES_DIR", parent.join("state").display().to_string()),
+            ("AGENT_API_POSTGRES_DATA", parent.join("cluster/data").display().to_string()),
+            ("AGENT_API_POSTGRES_PORT", port.to_string()),
+        ];
+        let mut own = Self { parent, env, url: String::new() };
+        own.setup(None);
+        let file = std::fs::read_to_string(own.parent.join("state/postgres.env")).unwrap();
+        own.url = match file.lines().find_map(|line| line.strip_prefix("AGENT_API_TEST_POSTGRES_URL=")) {
+            Some(url) => url.to_string(),
+            None => panic!("tests/postgres/setup.sh could not set up a server of this test's own: {file}"),
+        };
+        own
+    }
+
+    /// Runs the setup script (`stop` stops the server; no argument starts it again).
+    fn script(&self, arg: Option<&str>) -> std::io::Result<std::process::ExitStatus> {
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/postgres/setup.sh");
+        std::process::Command::new("bash").arg(script).args(arg).envs(self.env.iter().cloned()).status()
+    }
+
+    /// [`OwnServer::setup`] from async code, on the blocking pool.
+    async fn set(self, arg: Option<&'static str>) -> Self {
+        tokio::task::spawn_blocking(move || {
+            self.setup(arg);
+            self
+        })
+        .await
+        .unwrap()
+    }
+
+    /// [`OwnServer::script`], which must succeed.
+    fn setup(&self, arg: Option<&str>) {
+        assert!(self.script(arg).unwrap().success(), "tests/postgres/setup.sh {arg:?} failed");
+    }
+}
+
+impl Drop for OwnServer {
+    fn drop(&mut self) {
+        // Never a panic here: a test failing with the server stopped must still say why.
+        let _ = self.script(Some("stop"));
+        let _ = std::fs::remove_dir_all(&self.parent);
+    }
+}
+
+/// Frames of `stream` until one for which `stop` holds (included).
+async fn frames_until(stream: &mut Sse, stop: impl Fn(&serde_json::Value) -> bool) -> Vec<Frame> {
+    let mut frames = Vec::new();
+    while let Some(frame) = stream.next().await {
+        let done = stop(&frame.data);
+        frames.push(frame);
+        if done {
+            return frames;
+        }
+    }
+    panic!("the stream closed first: {frames:#?}");
+}
+
+/// A slow scripted turn (sixty words, 100 ms apart) on `session`, followed from its start; returns
+/// the stream once five words were served.
+async fn slow_turn(api: &Api, session: &str) -> (Sse, Vec<Frame>) {
+    let create = json!({"agent": "scripted", "options": {"backend.scripted.scenario": "slow", "backend.scripted.delay_ms": 100}});
+    assert_eq!(api.post(&format!("/v1/sessions/{session}"), create).await.status, 200);
+    let mut stream = api.sse(Method::GET, &format!("/v1/sessions/{session}/events/sse"), None, &[]).await;
+    assert_eq!(api.post(&format!("/v1/sessions/{session}/messages"), json!({"message": "go slowly"})).await.status, 204);
+    let mut frames = Vec::new();
+    while frames.iter().filter(|f: &&Frame| f.data["type"] == "item.delta").count() < 5 {
+        frames.push(stream.next().await.expect("the turn streams"));
+    }
+    (stream, frames)
+}
+
+fn ids(frames: &[Frame]) -> Vec<u64> {
+    frames.iter().map(|f| f.id.unwrap()).collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn postgres_stopped_and_started_under_a_live_session_holds_the_turn_and_loses_no_served_event() {
+    if database().is_none() {
+        return;
+    }
+    let own = tokio::task::spawn_blocking(OwnServer::start).await.unwrap();
+    let config = ServerConfig::default().with_daemon_id(unique("outage")).with_store_outage(std::time::Duration::from_secs(60));
+    let api = start_on(config, open(&own.url).await).await;
+    let (mut stream, mut served) = slow_turn(&api, "held").await;
+
+    // Down: nothing unstored is served, the pages say the store failed.
+    let own = own.set(Some("stop")).await;
+    let page = api.get("/v1/sessions/held/events").await;
+    assert_eq!(page.problem(500)["type"], "urn:agent-api:error:stream_error");
+    let served_before = served.len();
+    let waited = tokio::time::timeout(std::time::Duration::from_millis(1500), stream.next()).await;
+    assert!(waited.is_err(), "an event was served while the store was down: {waited:?}");
+
+    // Up again: the turn goes on where it waited, every event once, in order.
+    let own = own.set(None).await;
+    served.extend(frames_until(&mut stream, turn_end).await);
+    assert!(served.len() > served_before);
+    assert_eq!(ids(&served), (1..=served.len() as u64).collect::<Vec<_>>(), "no gap, no duplicate");
+    assert_eq!(served.last().unwrap().data["data"]["item"]["content"][0]["label"], "turn_completed");
+    let answer = &served
+        .iter()
+        .rev()
+        .find(|f| f.data["type"] == "item.completed" && f.data["data"]["item"]["role"] == "assistant")
+        .expect("the answer")
+        .data["data"]["item"];
+    let deltas: String = served
+        .iter()
+        .filter(|f| f.data["type"] == "item.delta" && f.data["data"]["item_id"] == answer["item_id"])
+        .map(|f| f.data["data"]["delta"].as_str().unwrap())
+        .collect();
+    assert_eq!(deltas, answer["content"][0]["text"].as_str().unwrap(), "every delta of the answer was served");
+    let stored = api.all_events("held", 1000).await;
+    assert_eq!(stored[..served.len()], served.iter().map(|f| f.data.clone()).collect::<Vec<_>>()[..]);
+    // The session works: another turn.
+    assert_eq!(api.post("/v1/sessions/held/messages", json!({"message": "and again"})).await.status, 204);
+    frames_until(&mut stream, turn_end).await;
+
+    // Down for longer than the bound: the turn fails, the session ends with a typed error, stored
+    // once the store is back; what was served before is still there.
+    let config = ServerConfig::default().with_daemon_id(unique("outage")).with_store_outage(std::time::Duration::from_secs(1));
+    let api = start_on(config, open(&own.url).await).await;
+    let (mut stream, mut served) = slow_turn(&api, "lost").await;
+    let own = own.set(Some("stop")).await;
+    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    let refused = api.post("/v1/sessions/lost/messages", json!({"message": "more"})).await;
+    assert_eq!(refused.problem(409)["type"], "urn:agent-api:error:session_ended");
+    let _own = own.set(None).await;
+    served.extend(stream.rest().await);
+    assert_eq!(ids(&served), (1..=served.len() as u64).collect::<Vec<_>>(), "no gap, no duplicate");
+    let tail: Vec<&serde_json::Value> = served.iter().rev().take(2).map(|f| &f.data).collect();
+    assert_eq!((&tail[1]["type"], &tail[1]["data"]["code"]), (&json!("error"), &json!("store_unavailable")), "{tail:#?}");
+    assert_eq!((&tail[0]["type"], &tail[0]["data"]["reason"]), (&json!("session.ended"), &json!("error")));
+    let stored = api.all_events("lost", 1000).await;
+    assert_eq!(stored, served.iter().map(|f| f.data.clone()).collect::<Vec<_>>());
+    let info = api.get("/v1/sessions/lost").await.json();
+    assert_eq!(info["ended"], true);
+    assert!(info["endError"].as_str().unwrap().contains("store was unavailable"), "{info}");
 }

@@ -41,6 +41,8 @@ async fn the_sqlite_store_keeps_order_refuses_gaps_and_duplicates_and_survives_r
     assert!(matches!(store.append("a", vec![event(5)]).await, Err(StoreError::OutOfOrder { .. })));
     assert!(matches!(store.append("zzz", vec![event(1)]).await, Err(StoreError::NotFound(_))));
     store.set_native_session_id("a", "native-1").await.unwrap();
+    store.set_agent_mode("a", "plan").await.unwrap();
+    assert!(matches!(store.set_agent_mode("zzz", "plan").await, Err(StoreError::NotFound(_))));
     drop(store);
 
     let store = url.open().await.unwrap();
@@ -49,6 +51,7 @@ async fn the_sqlite_store_keeps_order_refuses_gaps_and_duplicates_and_survives_r
     assert_eq!((first, sessions.len()), (vec![("a", 5), ("b", 0)], 52), "in the order they were created");
     assert_eq!(store.events("a", 2, 2).await.unwrap(), vec![event(3), event(4)]);
     assert_eq!(store.session("a").await.unwrap().unwrap().native_session_id.as_deref(), Some("native-1"));
+    assert_eq!(store.session("a").await.unwrap().unwrap().agent_mode, "plan");
     store.mark_ended("a", Some("why")).await.unwrap();
     assert_eq!(store.session("a").await.unwrap().unwrap().end_error.as_deref(), Some("why"));
     assert!(matches!(store.events("zzz", 0, 10).await, Err(StoreError::NotFound(_))));

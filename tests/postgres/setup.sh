@@ -6,7 +6,8 @@
 # 127.0.0.1 only, port $AGENT_API_POSTGRES_PORT (default 54329), a role and database `agent_api` trusted on
 # loopback (a throwaway test server: nothing else connects to it).
 #
-#   bash tests/postgres/setup.sh       # idempotent: a second run only checks
+#   bash tests/postgres/setup.sh       # idempotent: a second run only checks (and starts a stopped server)
+#   bash tests/postgres/setup.sh stop  # stops the server (the store-outage test stops and starts its own)
 #
 # It writes the database URL (or why there is none) to $AGENT_API_POSTGRES_DIR/postgres.env, which the tests
 # read. What it cannot set up it says LOUDLY and exits 0 so that the rest of the suite runs; the tests that
@@ -57,6 +58,15 @@ if [ "$(id -u)" = 0 ]; then
     chown postgres "$(dirname "$data")"
 else
     data="${AGENT_API_POSTGRES_DATA:-$state/data}"
+fi
+if [ "${1:-}" = stop ]; then
+    if ! as_owner "$bindir/pg_ctl" -D "$data" status > /dev/null 2>&1; then
+        say "no server runs in $data"
+        exit 0
+    fi
+    as_owner "$bindir/pg_ctl" -D "$data" -m fast -w -t 60 stop > /dev/null 2>&1 || { say "cannot stop the server in $data"; exit 1; }
+    say "stopped the server in $data"
+    exit 0
 fi
 if [ ! -f "$data/PG_VERSION" ]; then
     say "creating a cluster in $data"

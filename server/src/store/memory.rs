@@ -82,6 +82,13 @@ impl Store for MemoryStore {
         Ok(())
     }
 
+    async fn set_agent_mode(&self, id: &str, mode: &str) -> Result<(), StoreError> {
+        let mut inner = self.lock();
+        let (record, _) = inner.sessions.get_mut(id).ok_or_else(|| StoreError::NotFound(id.into()))?;
+        record.agent_mode = mode.into();
+        Ok(())
+    }
+
     async fn mark_ended(&self, id: &str, error: Option<&str>) -> Result<(), StoreError> {
         let mut inner = self.lock();
         let (record, _) = inner.sessions.get_mut(id).ok_or_else(|| StoreError::NotFound(id.into()))?;

@@ -164,6 +164,8 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     async fn mark_ended(&self, id: &str, error: Option<&str>) -> Result<(), StoreError>;
     /// Records the tokens and cost of a session's turns so far (JSON).
     async fn set_usage(&self, id: &str, usage: &str) -> Result<(), StoreError>;
+    /// Records the agent mode a session switched to (a message's `agentMode`).
+    async fn set_agent_mode(&self, id: &str, mode: &str) -> Result<(), StoreError>;
 }
 
 /// Where the store lives, as `--store` names it.

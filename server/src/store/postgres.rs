@@ -79,6 +79,15 @@ impl PostgresStore {
         Ok(Self { url: url.to_string(), client: tokio::sync::Mutex::new(Arc::new(client)) })
     }
 
+    /// Runs `sql` on the session `id` with the one value `value`; [`StoreError::NotFound`] when no
+    /// session has that id.
+    async fn update_one(&self, sql: &str, id: &str, value: Option<&str>) -> Result<(), StoreError> {
+        match self.client().await?.execute(sql, &[&id, &value]).await.map_err(backend)? {
+            0 => Err(StoreError::NotFound(id.into())),
+            _ => Ok(()),
+        }
+    }
+
     /// The connection, opened again when it broke.
     async fn client(&self) -> Result<Arc<Client>, StoreError> {
         let mut client = self.client.lock().await;
@@ -213,37 +222,18 @@ impl Store for PostgresStore {
     }
 
     async fn set_native_session_id(&self, id: &str, native: &str) -> Result<(), StoreError> {
-        let updated = self
-            .client()
-            .await?
-            .execute("UPDATE sessions SET native_session_id = $2 WHERE id = $1", &[&id, &native])
-            .await
-            .map_err(backend)?;
-        if updated == 0 {
-            return Err(StoreError::NotFound(id.into()));
-        }
-        Ok(())
+        self.update_one("UPDATE sessions SET native_session_id = $2 WHERE id = $1", id, Some(native)).await
     }
 
     async fn set_usage(&self, id: &str, usage: &str) -> Result<(), StoreError> {
-        let updated =
-            self.client().await?.execute("UPDATE sessions SET usage = $2 WHERE id = $1", &[&id, &usage]).await.map_err(backend)?;
-        if updated == 0 {
-            return Err(StoreError::NotFound(id.into()));
-        }
-        Ok(())
+        self.update_one("UPDATE sessions SET usage = $2 WHERE id = $1", id, Some(usage)).await
+    }
+
+    async fn set_agent_mode(&self, id: &str, mode: &str) -> Result<(), StoreError> {
+        self.update_one("UPDATE sessions SET agent_mode = $2 WHERE id = $1", id, Some(mode)).await
     }
 
     async fn mark_ended(&self, id: &str, error: Option<&str>) -> Result<(), StoreError> {
-        let updated = self
-            .client()
-            .await?
-            .execute("UPDATE sessions SET ended = TRUE, end_error = $2 WHERE id = $1", &[&id, &error])
-            .await
-            .map_err(backend)?;
-        if updated == 0 {
-            return Err(StoreError::NotFound(id.into()));
-        }
-        Ok(())
+        self.update_one("UPDATE sessions SET ended = TRUE, end_error = $2 WHERE id = $1", id, error).await
     }
 }

@@ -42,6 +42,7 @@ enum Write {
     Native(String, String, Reply),
     Ended(String, Option<String>, Reply),
     Usage(String, String, Reply),
+    Mode(String, String, Reply),
 }
 
 fn backend(error: impl std::fmt::Display) -> StoreError {
@@ -145,7 +146,8 @@ fn write_loop(mut connection: Connection, queue: mpsc::Receiver<Write>) {
             | Write::Append(_, _, reply)
             | Write::Native(_, _, reply)
             | Write::Ended(_, _, reply)
-            | Write::Usage(_, _, reply)) = write;
+            | Write::Usage(_, _, reply)
+            | Write::Mode(_, _, reply)) = write;
             let _ = reply.send(result);
         }
     }
@@ -188,6 +190,9 @@ fn apply(tx: &rusqlite::Savepoint<'_>, write: &Write) -> Result<(), StoreError> 
         }
         Write::Usage(id, usage, _) => {
             updated(tx.execute("UPDATE sessions SET usage = ?2 WHERE id = ?1", params![id, usage]), id)?;
+        }
+        Write::Mode(id, mode, _) => {
+            updated(tx.execute("UPDATE sessions SET agent_mode = ?2 WHERE id = ?1", params![id, mode]), id)?;
         }
     }
     Ok(())
@@ -288,5 +293,9 @@ impl Store for SqliteStore {
 
     async fn set_usage(&self, id: &str, usage: &str) -> Result<(), StoreError> {
         self.write(|reply| Write::Usage(id.into(), usage.into(), reply)).await
+    }
+
+    async fn set_agent_mode(&self, id: &str, mode: &str) -> Result<(), StoreError> {
+        self.write(|reply| Write::Mode(id.into(), mode.into(), reply)).await
     }
 }

@@ -175,6 +175,11 @@ impl Sse {
         tokio::time::timeout(STEP, self.next_frame()).await.expect("an SSE event in time")
     }
 
+    /// The next frame with data within `wait` (a real agent's step may take longer than [`STEP`]).
+    pub async fn next_within(&mut self, wait: Duration) -> Option<Frame> {
+        tokio::time::timeout(wait, self.next_frame()).await.expect("an SSE event in time")
+    }
+
     async fn next_frame(&mut self) -> Option<Frame> {
         loop {
             if let Some(end) = self.buffer.find("\n\n") {
@@ -211,6 +216,15 @@ impl Sse {
         frames
     }
 
+    /// Every frame until the server closes the stream, each within `wait`.
+    pub async fn rest_within(&mut self, wait: Duration) -> Vec<Frame> {
+        let mut frames = Vec::new();
+        while let Some(frame) = self.next_within(wait).await {
+            frames.push(frame);
+        }
+        frames
+    }
+
     /// Frames until one of type `kind` (included).
     pub async fn until(&mut self, kind: &str) -> Vec<Frame> {
         let mut frames = Vec::new();
@@ -232,10 +246,29 @@ pub async fn start(config: agent_api_server::ServerConfig) -> Api {
 }
 
 pub async fn start_on(config: agent_api_server::ServerConfig, store: Arc<dyn agent_api_server::Store>) -> Api {
+    serve_with(config, store, agent_api::RunRequest::new("")).await
+}
+
+/// A server with the scripted agent on `store`, its sessions made from `defaults`.
+pub async fn serve_with(
+    config: agent_api_server::ServerConfig,
+    store: Arc<dyn agent_api_server::Store>,
+    defaults: agent_api::RunRequest,
+) -> Api {
     let mut gateway = agent_api::Gateway::new();
     gateway.register(Arc::new(agent_api_scripted::ScriptedBackend::new())).unwrap();
+    serve_gateway(gateway, config, store, defaults).await
+}
+
+/// A server running `gateway`'s agents on `store`, its sessions made from `defaults`.
+pub async fn serve_gateway(
+    gateway: agent_api::Gateway,
+    config: agent_api_server::ServerConfig,
+    store: Arc<dyn agent_api_server::Store>,
+    defaults: agent_api::RunRequest,
+) -> Api {
     let token = config.token.clone();
-    let server = agent_api_server::Server::new(gateway, agent_api::RunRequest::new(""), store, config).await.unwrap();
+    let server = agent_api_server::Server::new(gateway, defaults, store, config).await.unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
     tokio::spawn(agent_api_server::serve(listener, server, std::future::pending()));
@@ -270,4 +303,19 @@ pub fn event(sequence: u64) -> agent_api_server::store::StoredEvent {
         json: format!(r#"{{"sequence":{sequence},"raw":null}}"#).into(),
         raw: Some(r#"{"n":1}"#.into()),
     }
+}
+
+/// A server as [`start`] makes, whose sessions work in `dir` (the server's `--cwd`).
+pub async fn start_in(config: agent_api_server::ServerConfig, dir: &std::path::Path) -> Api {
+    let store = agent_api_server::StoreUrl::Memory.open().await.unwrap();
+    serve_with(config, store, agent_api::RunRequest::new("").with_working_dir(dir)).await
+}
+
+/// Whether `event` ends a turn: the session's `turn_completed` or `turn_failed` status, whose
+/// detail is `turn N` (an agent may report its own turn's end with the same label before it).
+pub fn turn_end(event: &Value) -> bool {
+    let status = &event["data"]["item"]["content"][0];
+    event["type"] == "item.completed"
+        && matches!(status["label"].as_str(), Some("turn_completed" | "turn_failed"))
+        && status["detail"].as_str().is_some_and(|detail| detail.starts_with("turn "))
 }

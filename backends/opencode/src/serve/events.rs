@@ -54,11 +54,12 @@ pub(super) fn on_event(p: &mut ServeProtocol, payload: &Value, ctx: &mut Ctx<'_>
         }
         "question.asked" => super::questions::asked(p, props, ctx),
         "question.replied" | "question.rejected" => super::questions::closed(p, props, ctx),
-        "session.error" => {
+        "session.status" if str_at(props, "/status/type") == Some("busy") => p.busy = true,
+        "session.error" if p.busy => {
             let error: NativeError = serde_json::from_value(props.get("error").cloned().unwrap_or_default())?;
             p.error.get_or_insert(error);
         }
-        "session.idle" if p.prompted => p.turn_ended(ctx),
+        "session.idle" if p.prompted && p.busy => p.turn_ended(ctx),
         "session.status" if str_at(props, "/status/type") == Some("retry") => {
             let attempt = props.pointer("/status/attempt").and_then(Value::as_u64).unwrap_or(0);
             t.status("retry", Some(format!("OpenCode retries the model request (attempt {attempt})")));

@@ -72,6 +72,10 @@ pub struct ServeProtocol {
     failure: Option<AgentError>,
     prompted: bool,
     idle: bool,
+    /// OpenCode said it works on this turn's prompt (`session.status` busy). Until then a
+    /// `session.idle` or `session.error` is a late one of the turn before: an aborted or failed
+    /// turn sends two idles, the second of which can follow the next prompt.
+    busy: bool,
     /// Serving a warm session: a prompt per [`Protocol::send_turn`], each turn ended with
     /// `Ctx::end_turn` at its `session.idle`, the bridge kept open between turns.
     warm: bool,
@@ -95,6 +99,7 @@ impl ServeProtocol {
             failure: None,
             prompted: false,
             idle: false,
+            busy: false,
             warm: false,
             queued: None,
         }
@@ -148,6 +153,7 @@ impl ServeProtocol {
         let path = format!("/session/{id}/prompt_async{}", self.query());
         self.prompted = true;
         self.idle = false;
+        self.busy = false;
         self.send(ctx, Pending::Prompt, "POST", path, body);
     }
 
@@ -323,6 +329,7 @@ impl Protocol for ServeProtocol {
             // A prompt after a `session.idle` is the recording's next turn: its events count again.
             self.prompted = true;
             self.idle = false;
+            self.busy = false;
         }
         if let (Some(id), Some(reply)) =
             (path.strip_prefix("/permission/").and_then(|p| p.split('/').next()), message.pointer("/body/reply"))
@@ -364,6 +371,8 @@ impl Protocol for ServeProtocol {
         questions::cancel_all(self, ctx);
         let path = format!("/session/{id}/abort{}", self.query());
         self.send(ctx, Pending::Other, "POST", path, Value::Null);
+        // Aborted before OpenCode said it was busy: the abort's idle ends this turn.
+        self.busy = true;
         true
     }
 
@@ -466,7 +475,14 @@ mod tests {
         assert!(!protocol.idle, "another session's idle is not this run's");
         let unknown = json!({"payload": {"type": "something.new", "properties": {"sessionID": "ses_1"}}});
         protocol.on_message(unknown, &mut harness.ctx()).unwrap();
+        // An idle or error before OpenCode works on the prompt is the turn before's, late.
         let idle = json!({"payload": {"type": "session.idle", "properties": {"sessionID": "ses_1"}}});
+        let late_error = json!({"payload": {"type": "session.error", "properties": {"sessionID": "ses_1", "error": {"name": "MessageAbortedError", "data": {"message": "Aborted"}}}}});
+        protocol.on_message(late_error, &mut harness.ctx()).unwrap();
+        protocol.on_message(idle.clone(), &mut harness.ctx()).unwrap();
+        assert!(!protocol.idle && protocol.error.is_none(), "a late idle or error ended or failed the turn");
+        let busy = json!({"payload": {"type": "session.status", "properties": {"sessionID": "ses_1", "status": {"type": "busy"}}}});
+        protocol.on_message(busy, &mut harness.ctx()).unwrap();
         protocol.on_message(idle, &mut harness.ctx()).unwrap();
         assert!(protocol.idle && harness.input_closed());
         let types: Vec<_> = harness.transcript.drain().map(|e| e.type_name()).collect();
