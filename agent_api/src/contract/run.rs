@@ -231,6 +231,17 @@ pub enum ControlCommand {
     },
 }
 
+/// What kind of command it is, for people (`a permission decision`); the ids stay out, as the
+/// agent chose them.
+impl std::fmt::Display for ControlCommand {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Permission { .. } => "a permission decision",
+            Self::Question { .. } => "a question's answer",
+        })
+    }
+}
+
 pub(crate) enum ControlMessage {
     Cancel,
     Command(ControlCommand, oneshot::Sender<Result<(), AgentError>>),

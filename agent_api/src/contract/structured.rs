@@ -8,9 +8,17 @@
 //! use agent_api::kit::structured::conform;
 //! use agent_api::RunCompletion;
 //! let schema = serde_json::json!({"type": "object", "required": ["n"], "properties": {"n": {"type": "integer"}}});
+//! # #[cfg(feature = "structured-output")] {
 //! let done = conform(&schema, RunCompletion::new().with_final_text("```json\n{\"n\": 3}\n```")).unwrap();
 //! assert_eq!(done.structured_output, Some(serde_json::json!({"n": 3})));
 //! assert!(conform(&schema, RunCompletion::new().with_final_text("{\"n\": \"three\"}")).is_err());
+//! # }
+//! // Without the `structured-output` feature there is no validator: every check is refused.
+//! # #[cfg(not(feature = "structured-output"))]
+//! assert!(matches!(
+//!     conform(&schema, RunCompletion::new().with_final_text("{}")),
+//!     Err(agent_api::AgentError::FeatureNotBuilt { .. })
+//! ));
 //! ```
 
 use serde_json::Value;

@@ -29,6 +29,23 @@ pub enum RecordingFormat {
     Session,
 }
 
+impl RecordingFormat {
+    /// The error of an agent (`agent`, its kind's id) that has no converter for this format.
+    pub fn not_replayable_by(self, agent: &str) -> AgentError {
+        AgentError::Replay { reason: format!("{agent} cannot replay {self} recordings") }
+    }
+}
+
+/// In words: `native stdout`, `session`.
+impl std::fmt::Display for RecordingFormat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::NativeStdout => "native stdout",
+            Self::Session => "session",
+        })
+    }
+}
+
 /// A backend whose agent's recorded output can be replayed: the converter a recording is fed
 /// through. Every built-in backend implements it; a caller's own backend may, and then replays as
 /// they do ([`replay`], `agent-api replay`).

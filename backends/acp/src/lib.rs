@@ -148,7 +148,7 @@ impl CliAgent for AnyAgent {
     fn replay_protocol(format: RecordingFormat) -> Result<Box<dyn Protocol>, AgentError> {
         match format {
             RecordingFormat::Session => Ok(Box::new(Acp::replay("acp"))),
-            other => Err(AgentError::Replay { reason: format!("acp cannot replay {other:?} recordings") }),
+            other => Err(other.not_replayable_by("acp")),
         }
     }
 }

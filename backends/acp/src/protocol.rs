@@ -555,7 +555,7 @@ impl Protocol for Acp {
                 self.end_denied(ctx);
                 Ok(())
             }
-            other => Err(AgentError::InvalidRequest { reason: format!("an ACP agent cannot take {other:?}") }),
+            other => Err(AgentError::InvalidRequest { reason: format!("an ACP agent cannot take {other}") }),
         }
     }
 

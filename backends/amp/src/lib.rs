@@ -342,7 +342,7 @@ impl agent_api::kit::replay::Replay for AmpBackend {
     fn replay_protocol(&self, format: RecordingFormat) -> Result<Box<dyn Protocol>, AgentError> {
         match format {
             RecordingFormat::NativeStdout | RecordingFormat::Session => Ok(Box::new(AmpProtocol::replaying())),
-            other => Err(AgentError::Replay { reason: format!("amp cannot replay {other:?} recordings") }),
+            other => Err(other.not_replayable_by("amp")),
         }
     }
 }

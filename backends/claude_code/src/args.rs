@@ -272,7 +272,7 @@ pub fn invocation(config: &ClaudeCodeConfig, request: &RunRequest) -> Result<Inv
         SessionSelector::Resume(id) => spec = spec.arg("--resume").arg(&id.id),
         SessionSelector::ResumeLast => spec = spec.arg("--continue"),
         SessionSelector::Fork(id) => spec = spec.arg("--resume").arg(&id.id).arg("--fork-session"),
-        other => return Err(AgentError::InvalidRequest { reason: format!("unsupported session selector {other:?}") }),
+        _ => return Err(AgentError::InvalidRequest { reason: "Claude Code cannot take this session selector".into() }),
     }
     let (policy_mode, mut allowed_tools) = if mode == Mode::Print {
         print_policy(&policy_in_mode(request.mode.as_ref(), &request.permissions), &request.portable)

@@ -282,7 +282,7 @@ impl agent_api::kit::replay::Replay for ClaudeCodeBackend {
     fn replay_protocol(&self, format: RecordingFormat) -> Result<Box<dyn Protocol>, AgentError> {
         match format {
             RecordingFormat::NativeStdout | RecordingFormat::Session => Ok(Box::new(StreamJson::replaying(DIALECT))),
-            other => Err(AgentError::Replay { reason: format!("claude_code cannot replay {other:?} recordings") }),
+            other => Err(other.not_replayable_by("claude_code")),
         }
     }
 }

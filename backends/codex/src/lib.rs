@@ -231,7 +231,7 @@ impl agent_api::kit::replay::Replay for CodexBackend {
         match format {
             RecordingFormat::NativeStdout => Ok(Box::new(exec::Exec::default())),
             RecordingFormat::Session => Ok(Box::new(app_server::AppServer::replay())),
-            other => Err(AgentError::Replay { reason: format!("codex cannot replay {other:?} recordings") }),
+            other => Err(other.not_replayable_by("codex")),
         }
     }
 }

@@ -142,7 +142,7 @@ impl CliAgent for Gemini {
         match format {
             RecordingFormat::Session => Ok(Box::new(CLI.replay())),
             RecordingFormat::NativeStdout => Ok(Box::new(headless::Headless::default())),
-            other => Err(AgentError::Replay { reason: format!("gemini cannot replay {other:?} recordings") }),
+            other => Err(other.not_replayable_by("gemini")),
         }
     }
 }

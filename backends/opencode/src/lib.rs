@@ -326,7 +326,7 @@ impl agent_api::kit::replay::Replay for OpenCodeBackend {
         match format {
             RecordingFormat::NativeStdout => Ok(Box::new(run::RunProtocol::default())),
             RecordingFormat::Session => Ok(Box::new(replay::SessionReplay::default())),
-            other => Err(AgentError::Replay { reason: format!("opencode cannot replay {other:?} recordings") }),
+            other => Err(other.not_replayable_by("opencode")),
         }
     }
 }

@@ -223,7 +223,7 @@ impl Protocol for ScriptedProtocol {
                 };
                 ClientLine::Answer { question_id: answered.id, answer }
             }
-            other => return Err(AgentError::InvalidRequest { reason: format!("the scripted agent cannot handle {other:?}") }),
+            other => return Err(AgentError::InvalidRequest { reason: format!("the scripted agent cannot handle {other}") }),
         };
         Self::send(ctx, &line);
         Ok(())

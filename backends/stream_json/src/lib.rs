@@ -479,7 +479,7 @@ impl Protocol for StreamJson {
         match command {
             ControlCommand::Permission { id, decision } => self.decide_permission(&id, decision, ctx),
             ControlCommand::Question { id, answer } => self.answer_question(&id, answer, ctx),
-            other => Err(AgentError::InvalidRequest { reason: format!("unsupported control command {other:?}") }),
+            other => Err(AgentError::InvalidRequest { reason: format!("unsupported control command: {other}") }),
         }
     }
 

@@ -574,7 +574,7 @@ impl Protocol for AppServer {
         let replies = match command {
             ControlCommand::Permission { id, decision } => self.requests.decide_permission(ctx.transcript, &self.peer, &id, decision)?,
             ControlCommand::Question { id, answer } => self.requests.answer_question(ctx.transcript, &self.peer, &id, answer)?,
-            other => return Err(AgentError::InvalidRequest { reason: format!("codex cannot take {other:?}") }),
+            other => return Err(AgentError::InvalidRequest { reason: format!("codex cannot take {other}") }),
         };
         replies.iter().for_each(|m| ctx.send(m));
         Ok(())
