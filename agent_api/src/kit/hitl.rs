@@ -117,7 +117,20 @@ impl QuestionRequest {
         self.call_id = call_id.map(Into::into);
         self
     }
+
+    /// Plan mode's exit as every backend asks it (Claude Code's `ExitPlanMode`, Gemini CLI's and
+    /// Qwen Code's `exit_plan_mode`): one question whose text holds `plan` (cut to 8 KiB, shown
+    /// as inert text), answered with one of [`EXIT_PLAN_OPTIONS`].
+    pub fn exit_plan(id: impl Into<String>, plan: &str) -> Self {
+        let plan = crate::kit::bounds::utf8_prefix(plan, 8192);
+        Self::new(id, format!("Leave plan mode and carry out this plan?\n\n{plan}"), EXIT_PLAN_OPTIONS.map(str::to_string).to_vec())
+    }
 }
+
+/// The options of plan mode's exit question ([`QuestionRequest::exit_plan`]), the same for every
+/// agent: the first approves the plan (the agent leaves plan mode for its default mode); any
+/// other answer keeps planning (an agent that takes feedback gets a free text answer as such).
+pub const EXIT_PLAN_OPTIONS: [&str; 2] = ["Yes, leave plan mode and carry out the plan", "No, keep planning"];
 
 /// A permission decision for the backend to send to the agent.
 #[derive(Debug, Clone, PartialEq)]

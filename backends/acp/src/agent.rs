@@ -12,7 +12,7 @@ use agent_api::{AgentError, AgentKind, RunRequest};
 
 use crate::protocol::{prompt_blocks, Acp, Plan};
 use crate::requests::{FsMode, Requests};
-use crate::AcpConfig;
+use crate::{AcpConfig, ExitPlan};
 
 /// Variables every agent's launch passes on (`spec/launchers.md`): its proxy and certificates.
 const PROXY: &[&str] = &["HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY", "SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS"];
@@ -42,6 +42,9 @@ pub struct AgentCli {
     pub empty_on_missing: bool,
     /// It answers `session/load` before it has replayed the history ([`Acp::history_trails_load`]).
     pub history_trails_load: bool,
+    /// How it asks to leave plan mode over `session/request_permission` (plan mode's exit
+    /// question, [`ExitPlan`]).
+    pub exit_plan: Option<ExitPlan>,
 }
 
 impl AgentCli {
@@ -57,6 +60,7 @@ impl AgentCli {
             home_state: &[],
             empty_on_missing: false,
             history_trails_load: false,
+            exit_plan: None,
         }
     }
 
@@ -85,6 +89,17 @@ impl AgentCli {
         self
     }
 
+    /// It asks to leave plan mode as `exit_plan` says.
+    pub const fn exit_plan(mut self, exit_plan: ExitPlan) -> Self {
+        self.exit_plan = Some(exit_plan);
+        self
+    }
+
+    /// The converter of a recording of its ACP interface.
+    pub fn replay(&self) -> Acp {
+        Acp::replay(self.parser).with_exit_plan(self.exit_plan)
+    }
+
     /// Its command line: `config`'s binary (else [`AgentCli::program`]) and arguments, then
     /// `args`; `config`'s and the request's environment, the launcher's variables, the run's
     /// directory and the home the request asks for. Stdin is open.
@@ -98,12 +113,13 @@ impl AgentCli {
     }
 
     /// The command line of its ACP interface: [`AgentCli::acp_flags`], the run's model (`-m`),
-    /// then `args` (its flags for the portable options).
+    /// its mode ([`approval_mode_args`]), then `args` (its flags for the portable options).
     pub fn acp_command(&self, config: &AcpConfig, args: Vec<String>, request: &RunRequest, cwd: &Path) -> Result<CommandSpec, AgentError> {
         let mut all: Vec<String> = self.acp_flags.iter().map(|f| f.to_string()).collect();
         if let Some(model) = &request.model {
             all.extend(["-m".to_string(), model.clone()]);
         }
+        all.extend(approval_mode_args(request));
         all.extend(args);
         self.command(config, all, request, cwd)
     }
@@ -119,7 +135,9 @@ impl AgentCli {
         debug_logs: Option<PathBuf>,
         warm: bool,
     ) -> Result<Acp, AgentError> {
-        let acp = client(self.parser, request, cwd, serve_fs, self.empty_on_missing, warm)?.with_debug_logs(debug_logs);
+        let acp = client(self.parser, request, cwd, serve_fs, self.empty_on_missing, warm)?
+            .with_debug_logs(debug_logs)
+            .with_exit_plan(self.exit_plan);
         Ok(if self.history_trails_load { acp.history_trails_load() } else { acp })
     }
 }
@@ -164,9 +182,11 @@ pub(crate) fn client(
     let fs_mode = if serve_fs { FsMode::Confined { fs: crate::fs::ConfinedFs::new(&cwd)?, empty_on_missing } } else { FsMode::Off };
     let prompts = if warm { VecDeque::new() } else { VecDeque::from([prompt_blocks(&request.prompt)?]) };
     let plan = Plan { cwd, session: request.session.clone(), prompts };
+    let mut requests = Requests::live(request.permissions.clone(), fs_mode);
     // Plan mode's policy: what the agent still asks to write or run there is denied.
-    let policy = agent_api::kit::hitl::policy_in_mode(request.mode.as_ref(), &request.permissions);
-    let requests = Requests::live(policy, fs_mode);
+    if let Some(mode) = &request.mode {
+        requests.set_mode(mode);
+    }
     let acp = if warm { Acp::session(parser, plan, requests) } else { Acp::live(parser, plan, requests) };
     Ok(acp.with_mcp_servers(crate::portable::acp_servers(&request.portable)))
 }

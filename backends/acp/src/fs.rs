@@ -46,14 +46,19 @@ impl ConfinedFs {
 
     /// Serves `fs/read_text_file`: the file's text, or the `limit` lines from 1-based `line`.
     pub fn read(&self, request: &ReadTextFileRequest) -> Result<String, FileRefusal> {
-        let bytes = self.dir.read(&request.path, READ_CAP)?;
-        let text = String::from_utf8_lossy(&bytes).into_owned();
+        let text = self.read_text(&request.path)?;
         if request.line.is_none() && request.limit.is_none() {
             return Ok(text);
         }
         let skip = request.line.map_or(0, |l| l.saturating_sub(1)) as usize;
         let take = request.limit.map_or(usize::MAX, |l| l as usize);
         Ok(text.split_inclusive('\n').skip(skip).take(take).collect())
+    }
+
+    /// The whole text of the file at `path` (absolute, beneath the directory; at most
+    /// [`READ_CAP`] bytes, invalid UTF-8 replaced).
+    pub(crate) fn read_text(&self, path: &Path) -> Result<String, FileRefusal> {
+        Ok(String::from_utf8_lossy(&self.dir.read(path, READ_CAP)?).into_owned())
     }
 
     /// Serves `fs/write_text_file`, creating missing parent folders (inside the directory only);

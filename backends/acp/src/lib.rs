@@ -3,8 +3,10 @@
 //! One ACP client ([`Acp`]) over the kit's JSON-RPC helpers and driver serves every agent that
 //! speaks ACP on stdio. The agents with a CLI of their own live in their own crates, on this
 //! client: `agent_api_gemini` (Gemini CLI), `agent_api_qwen` (Qwen Code), `agent_api_opencode`
-//! (its `acp` interface). Each tells the client about its CLI with an [`AgentCli`]. This crate's
-//! own kind:
+//! (its `acp` interface). Each tells the client about its CLI with an [`AgentCli`]; Gemini CLI's
+//! and Qwen Code's backends are this crate's [`CliBackend`] over what each describes of itself
+//! ([`CliAgent`]: its interfaces, options, store), their chat stores its [`ChatStore`] over their
+//! files' [`ChatLayout`]. This crate's own kind:
 //!
 //! - **`acp`** ([`AcpBackend`]): any ACP agent, given as a command line
 //!   ([`AcpOptions::command`], or [`AcpConfig::binary`] and [`AcpConfig::args`]).
@@ -50,9 +52,12 @@
 //! already owns the process and its lines.
 
 mod agent;
+mod chats;
+mod cli_backend;
 mod errors;
 mod fs;
 mod options;
+mod plan_exit;
 mod portable;
 mod protocol;
 mod requests;
@@ -61,14 +66,16 @@ mod updates;
 
 use agent_api::capabilities as caps;
 use agent_api::kit::replay::RecordingFormat;
-use agent_api::kit::{start_run, start_session, Protocol, RunSettings, Transport};
-use agent_api::{AgentBackend, AgentError, AgentKind, CapabilitySet, RunHandle, RunRequest, Session};
-use async_trait::async_trait;
+use agent_api::kit::Protocol;
+use agent_api::{AgentError, AgentKind, CapabilitySet, RunRequest};
 
 pub use agent::{approval_mode_args, run_dir, text_only, AgentCli};
+pub use chats::{ChatLayout, ChatStore};
+pub use cli_backend::{CliAgent, CliBackend, Launch};
 pub use errors::{explanation, status_in};
 pub use fs::ConfinedFs;
 pub use options::{absolute, AcpConfig, AcpOptions};
+pub use plan_exit::ExitPlan;
 pub use portable::{acp_servers, prepare, RunFiles, ACP_ATTACHMENTS, ACP_IMAGES};
 pub use protocol::{prompt_blocks, session_log, Acp, Plan};
 pub use requests::{FsMode, Requests};
@@ -85,44 +92,64 @@ pub const CAP_FS_CONFINED: &str = "backend.acp.fs_confined";
 pub const CAP_SESSION_LOAD: &str = "backend.acp.session_load";
 
 /// The generic ACP backend (kind `acp`): any agent speaking ACP on stdio, given as a command line.
-#[derive(Debug, Clone, Default)]
-pub struct AcpBackend {
-    config: AcpConfig,
-}
+pub type AcpBackend = CliBackend<AnyAgent>;
 
-impl AcpBackend {
+impl CliBackend<AnyAgent> {
     /// Any ACP agent (kind `acp`).
     pub fn generic(config: AcpConfig) -> Self {
-        Self { config }
+        Self::new(config)
+    }
+}
+
+/// Any ACP agent, as the shared backend runs it ([`CliAgent`]): its command line is the
+/// caller's, so it has no program, flags, variables or home of its own.
+#[derive(Debug, Clone, Copy, Default)]
+#[non_exhaustive]
+pub struct AnyAgent;
+
+impl CliAgent for AnyAgent {
+    const CLI: AgentCli = AgentCli::new(KIND, "acp", &[], "acp");
+    const SUPPORTED_VERSIONS: &'static [&'static str] = &[];
+    const OPTION_MAPPINGS: &'static [agent_api::kit::options::OptionMapping] = portable::MAPPINGS;
+    type Options = AcpOptions;
+
+    fn capabilities() -> CapabilitySet {
+        capabilities()
     }
 
-    /// Its configuration.
-    pub fn config(&self) -> &AcpConfig {
-        &self.config
+    fn resumes_per_turn(_request: &RunRequest) -> Result<bool, AgentError> {
+        Ok(false)
     }
 
-    /// The argv of a run and whether it serves the file system. Any ACP agent's directories are
-    /// unknown, so it never advertises homes and only ever inherits.
-    fn command(&self, request: &RunRequest, cwd: &std::path::Path) -> Result<(agent_api::kit::CommandSpec, bool), AgentError> {
+    /// The command line of [`AcpOptions::command`], else the config's binary. Any ACP agent's
+    /// directories are unknown, so it never advertises homes and only ever inherits; its
+    /// variables are the caller's to pass in `env`.
+    fn launch(config: &AcpConfig, request: &RunRequest, warm: bool) -> Result<Launch, AgentError> {
         let options = request.options::<AcpOptions>()?;
         let (program, args) = match options.command.split_first() {
             Some((program, args)) => (program.into(), args.to_vec()),
             None => (
-                self.config.binary.clone().ok_or_else(|| AgentError::InvalidRequest {
+                config.binary.clone().ok_or_else(|| AgentError::InvalidRequest {
                     reason: "the acp backend needs a command line (backend.acp.command)".into(),
                 })?,
                 Vec::new(),
             ),
         };
-        // A generic agent's variables are the caller's to pass in `env`.
-        Ok((agent::launch_spec(&self.config, program, args, request, cwd, &[], &[]), options.fs.unwrap_or(true)))
+        let cwd = run_dir(config, request);
+        let spec = agent::launch_spec(config, program, args, request, &cwd, &[], &[]);
+        let acp = agent::client("acp", request, cwd, options.fs.unwrap_or(true), false, warm)?;
+        Ok(Launch::new(spec, Box::new(acp), RunFiles::default()))
     }
 
-    /// The argv and converter of a run or of a warm session (`warm`).
-    fn start(&self, request: &RunRequest, warm: bool) -> Result<(agent_api::kit::CommandSpec, Acp), AgentError> {
-        let cwd = run_dir(&self.config, request);
-        let (spec, serve_fs) = self.command(request, &cwd)?;
-        Ok((spec, agent::client("acp", request, cwd, serve_fs, false, warm)?))
+    fn session_store(_config: &AcpConfig) -> Option<std::sync::Arc<dyn agent_api::history::SessionStore>> {
+        None
+    }
+
+    fn replay_protocol(format: RecordingFormat) -> Result<Box<dyn Protocol>, AgentError> {
+        match format {
+            RecordingFormat::Session => Ok(Box::new(Acp::replay("acp"))),
+            other => Err(AgentError::Replay { reason: format!("acp cannot replay {other:?} recordings") }),
+        }
     }
 }
 
@@ -153,63 +180,8 @@ pub fn base_capabilities() -> CapabilitySet {
 /// launchers apply.
 pub fn capabilities() -> CapabilitySet {
     let mut set = base_capabilities();
-    for id in [caps::REASONING, caps::SESSION_RESUME, CAP_SESSION_LOAD] {
+    for id in [caps::REASONING, caps::SESSION_RESUME, CAP_SESSION_LOAD, caps::SESSION_MODE_SWITCH] {
         set.insert(id);
     }
     agent_api::kit::options::with_mappings(agent_api::kit::launch::with_launchers(set), portable::MAPPINGS)
-}
-
-#[async_trait]
-impl AgentBackend for AcpBackend {
-    fn kind(&self) -> AgentKind {
-        KIND
-    }
-
-    fn capabilities(&self) -> CapabilitySet {
-        capabilities()
-    }
-
-    fn extension_keys(&self) -> &'static [&'static str] {
-        agent_api::kit::options::extension_keys::<AcpOptions>()
-    }
-
-    fn option_value(&self, key: &str, text: &str) -> Result<serde_json::Value, AgentError> {
-        agent_api::kit::options::value_from_text::<AcpOptions>(key, text)
-    }
-
-    fn option_mappings(&self) -> &'static [agent_api::kit::options::OptionMapping] {
-        portable::MAPPINGS
-    }
-
-    async fn run(&self, request: RunRequest) -> Result<RunHandle, AgentError> {
-        self.validate(&request)?;
-        let mut request = request.in_session_dir(self.config.working_dir.as_deref());
-        let tools = agent_api::kit::caller_tools::attach(&mut request).await?;
-        let mut settings = RunSettings::for_request(self.kind(), &request, &self.capabilities());
-        settings.hold(tools);
-        let request = prepare(request, false);
-        let (spec, protocol) = self.start(&request, false)?;
-        let transport = Transport::spawn(&spec, settings.line_cap)?;
-        Ok(start_run(settings, transport, Box::new(protocol)))
-    }
-
-    async fn open_session(&self, request: RunRequest) -> Result<Session, AgentError> {
-        self.validate_session_template(&request)?;
-        let mut request = request.in_session_dir(self.config.working_dir.as_deref());
-        let tools = agent_api::kit::caller_tools::attach(&mut request).await?;
-        let mut settings = RunSettings::for_request(self.kind(), &request, &self.capabilities());
-        settings.hold(tools);
-        let (spec, protocol) = self.start(&request, true)?;
-        let transport = Transport::spawn(&spec, settings.line_cap)?;
-        Ok(start_session(settings, transport, Box::new(protocol)))
-    }
-}
-
-impl agent_api::kit::replay::Replay for AcpBackend {
-    fn replay_protocol(&self, format: RecordingFormat) -> Result<Box<dyn Protocol>, AgentError> {
-        match format {
-            RecordingFormat::Session => Ok(Box::new(Acp::replay("acp"))),
-            other => Err(AgentError::Replay { reason: format!("acp cannot replay {other:?} recordings") }),
-        }
-    }
 }

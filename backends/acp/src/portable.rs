@@ -65,6 +65,20 @@ impl RunFiles {
         Ok(())
     }
 
+    /// The variable `var` names a 0600 JSON file holding `settings`, for an agent that reads
+    /// settings only from files (a run's variant): only where the agent reads this machine's files
+    /// (`request`'s launcher), else refused naming `agent`.
+    pub fn settings_file(&mut self, request: &RunRequest, var: &str, settings: &Value, agent: &str) -> Result<(), AgentError> {
+        if !request.launcher.as_ref().is_none_or(agent_api::request::Launcher::is_local_filesystem) {
+            return Err(AgentError::InvalidRequest {
+                reason: format!("{agent} reads this setting only from a file on the machine it runs on, which this launcher cannot carry"),
+            });
+        }
+        let path = agent_api::kit::options::write_private_file("agent-api-settings-", ".json", settings.to_string().as_bytes())?;
+        self.env_file(var, path);
+        Ok(())
+    }
+
     /// `spec` with these arguments, variables and files (a sandbox binds the files in).
     pub fn apply(&self, spec: CommandSpec) -> CommandSpec {
         let mut spec = spec.args(self.args.iter().cloned());

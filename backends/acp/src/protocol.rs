@@ -11,6 +11,7 @@
 //! API's status) is read with its message to type the error.
 //! In replay the recorded sends stand in for all of that.
 
+mod modes;
 mod turns;
 
 pub use turns::prompt_blocks;
@@ -26,8 +27,8 @@ use agent_api::run::{ControlCommand, Usage};
 use agent_api::{AgentError, RunCompletion, SessionSelector};
 use agent_client_protocol_schema::{
     CancelNotification, ClientCapabilities, ContentBlock, FileSystemCapabilities, Implementation, InitializeRequest, InitializeResponse,
-    LoadSessionRequest, NewSessionRequest, NewSessionResponse, PromptRequest, PromptResponse, ProtocolVersion, SessionId,
-    SessionNotification, SessionUpdate, StopReason, ToolCallUpdate,
+    LoadSessionRequest, LoadSessionResponse, NewSessionRequest, NewSessionResponse, PromptRequest, PromptResponse, ProtocolVersion,
+    SessionId, SessionNotification, SessionUpdate, StopReason, ToolCallUpdate,
 };
 use serde_json::{json, Value};
 
@@ -104,6 +105,16 @@ pub struct Acp {
     /// Where the agent writes a debug log per session, followed once the session is known
     /// ([`Acp::with_debug_logs`]).
     debug_logs: Option<std::path::PathBuf>,
+    /// The backend's modes a warm session may switch among ([`Acp::with_mode_switch`]).
+    switch_modes: Option<&'static [agent_api::request::ModeInfo]>,
+    /// The mode ids the agent advertised when the session opened.
+    agent_modes: Vec<String>,
+    /// The mode the session opened in.
+    opened_mode: Option<String>,
+    /// `session/new` or `session/load` answered: a mode switch goes out at once.
+    session_open: bool,
+    /// The mode switches asked before the session opened, in order.
+    queued_modes: Vec<agent_api::request::AgentMode>,
 }
 
 impl Acp {
@@ -128,6 +139,11 @@ impl Acp {
             image_prompts: false,
             mcp_servers: Vec::new(),
             debug_logs: None,
+            switch_modes: None,
+            agent_modes: Vec::new(),
+            opened_mode: None,
+            session_open: false,
+            queued_modes: Vec::new(),
         }
     }
 
@@ -165,6 +181,13 @@ impl Acp {
     /// `session/new` or `session/load` names it, and reads its lines as stderr lines.
     pub fn with_debug_logs(mut self, dir: Option<std::path::PathBuf>) -> Self {
         self.debug_logs = dir;
+        self
+    }
+
+    /// The agent asks to leave plan mode as `exit_plan` says: the caller gets plan mode's exit
+    /// question for it ([`ExitPlan`](crate::ExitPlan)).
+    pub fn with_exit_plan(mut self, exit_plan: Option<crate::ExitPlan>) -> Self {
+        self.requests = std::mem::replace(&mut self.requests, Requests::replay()).with_exit_plan(exit_plan);
         self
     }
 
@@ -268,12 +291,14 @@ impl Acp {
                 let session: NewSessionResponse = serde_json::from_value(result)?;
                 let modes = session.modes.as_ref().map(|m| json!({"current_mode": m.current_mode_id.0.as_ref()}));
                 self.started(ctx, &session.session_id.0, modes);
+                self.modes_known(session.modes, ctx);
                 self.ready = true;
                 self.send_prompt(ctx);
             }
             // History may still follow the response (Gemini 0.61.0 replays it after): it ends
             // where the first prompt is sent.
             Some(Pending::LoadSession) => {
+                self.modes_known(serde_json::from_value::<LoadSessionResponse>(result).ok().and_then(|r| r.modes), ctx);
                 self.awaiting_replay = self.history_trails_load && self.plan.is_some();
                 self.ready = !self.awaiting_replay;
                 self.send_prompt(ctx);
@@ -524,7 +549,12 @@ impl Protocol for Acp {
                 self.end_denied(ctx);
                 Ok(())
             }
-            ControlCommand::Question { id, .. } => Err(AgentError::UnknownQuestion { id }),
+            ControlCommand::Question { id, answer } => {
+                let reply = self.requests.answer_exit_plan(ctx.transcript, &self.peer, &id, answer)?;
+                ctx.send(&reply);
+                self.end_denied(ctx);
+                Ok(())
+            }
             other => Err(AgentError::InvalidRequest { reason: format!("an ACP agent cannot take {other:?}") }),
         }
     }
@@ -545,6 +575,10 @@ impl Protocol for Acp {
 
     fn send_turn(&mut self, prompt: &agent_api::Prompt, ctx: &mut Ctx<'_>) -> Result<(), AgentError> {
         self.next_turn(prompt, ctx)
+    }
+
+    fn set_mode(&mut self, mode: &agent_api::request::AgentMode, ctx: &mut Ctx<'_>) -> Result<(), AgentError> {
+        self.switch_mode(mode, ctx)
     }
 
     fn finish(&mut self, exit: &ExitInfo, ctx: &mut Ctx<'_>) -> Result<RunCompletion, AgentError> {

@@ -5,13 +5,13 @@
 use std::collections::HashMap;
 
 use agent_api::kit::bounds::utf8_prefix;
-use agent_api::kit::hitl::{Decided, Hitl, PermissionRequest};
+use agent_api::kit::hitl::{Decided, Hitl, PermissionRequest, QuestionRequest, EXIT_PLAN_OPTIONS};
 use agent_api::kit::jsonrpc::{RpcPeer, METHOD_NOT_FOUND};
 use agent_api::kit::transcript::Transcript;
 use agent_api::request::ToolCategory;
 use agent_api::universal::PermissionDetails;
 use agent_api::universal::ToolMeta;
-use agent_api::{AgentError, PermissionDecision, PermissionPolicy};
+use agent_api::{AgentError, PermissionDecision, PermissionPolicy, QuestionAnswer};
 use agent_client_protocol_schema::{
     PermissionOption, PermissionOptionKind, ReadTextFileRequest, ReadTextFileResponse, RequestPermissionOutcome, RequestPermissionRequest,
     RequestPermissionResponse, SelectedPermissionOutcome, ToolCallContent, ToolKind, WriteTextFileRequest, WriteTextFileResponse,
@@ -21,6 +21,7 @@ use serde_json::{json, Value};
 use agent_api::kit::files::FileRefusal;
 
 use crate::fs::{error_code, status_label, ConfinedFs};
+use crate::plan_exit::{self, ExitPlan};
 use crate::updates::kind_name;
 
 /// What a permission reply needs: the JSON-RPC id and the options the agent offered.
@@ -51,8 +52,14 @@ pub enum FsMode {
 /// The requests of one run.
 #[derive(Debug)]
 pub struct Requests {
-    hitl: Hitl<PendingPermission, ()>,
+    /// Permissions, and plan mode's exit question (its native context the permission request
+    /// it answers).
+    hitl: Hitl<PendingPermission, PendingPermission>,
     fs: FsMode,
+    /// How the agent asks to leave plan mode, when it says ([`Requests::with_exit_plan`]).
+    exit_plan: Option<ExitPlan>,
+    /// The caller's policy, which a mode changes ([`Requests::set_mode`]).
+    policy: PermissionPolicy,
     /// Replay only: the options each recorded request offered and its tool call, to read the
     /// recorded answer.
     offered: HashMap<String, (Vec<PermissionOption>, String)>,
@@ -105,13 +112,28 @@ pub(crate) fn id_key(id: &Value) -> String {
 
 impl Requests {
     /// Requests of a live run under `policy`, serving the file system as `fs` says.
+    /// `policy` is the caller's as the run's mode changes it
+    /// ([`agent_api::kit::hitl::policy_in_mode`]).
     pub fn live(policy: PermissionPolicy, fs: FsMode) -> Self {
-        Self { hitl: Hitl::live(policy), fs, offered: HashMap::new(), denied: Vec::new() }
+        Self { hitl: Hitl::live(policy.clone()), fs, exit_plan: None, policy, offered: HashMap::new(), denied: Vec::new() }
     }
 
     /// Requests of a replay.
     pub fn replay() -> Self {
-        Self { hitl: Hitl::replay(), fs: FsMode::Recorded, offered: HashMap::new(), denied: Vec::new() }
+        let policy = PermissionPolicy::default();
+        Self { hitl: Hitl::replay(), fs: FsMode::Recorded, exit_plan: None, policy, offered: HashMap::new(), denied: Vec::new() }
+    }
+
+    /// The agent asks to leave plan mode as `exit_plan` says: that request becomes plan mode's
+    /// exit question (`plan_exit`), not a permission.
+    pub fn with_exit_plan(mut self, exit_plan: Option<ExitPlan>) -> Self {
+        self.exit_plan = exit_plan;
+        self
+    }
+
+    /// The session switched to `mode`: what the agent asks from now on is decided as it says.
+    pub fn set_mode(&mut self, mode: &agent_api::request::AgentMode) {
+        self.hitl.set_policy(agent_api::kit::hitl::policy_in_mode(Some(mode), &self.policy));
     }
 
     /// Whether the client advertises `fs/read_text_file` and `fs/write_text_file`.
@@ -152,6 +174,15 @@ impl Requests {
         request: RequestPermissionRequest,
     ) -> Vec<Value> {
         let fields = &request.tool_call.fields;
+        if let Some(source) = self.exit_plan.and_then(|e| e.recognize(fields)) {
+            let fs = match &self.fs {
+                FsMode::Confined { fs, .. } => Some(fs),
+                _ => None,
+            };
+            let plan = plan_exit::plan_text(source, fs);
+            self.ask_exit_plan(t, id, request, &plan);
+            return Vec::new();
+        }
         let kind = fields.kind.unwrap_or_default();
         let title = fields.title.clone().unwrap_or_default();
         let path = fields.locations.as_ref().and_then(|l| l.first()).map(|l| l.path.display().to_string());
@@ -191,6 +222,40 @@ impl Requests {
         self.hitl.request_permission(t, native, pending).map(|d| self.answer(peer, d)).into_iter().collect()
     }
 
+    /// Plan mode's exit as its typed question; the reply waits for the caller's answer.
+    fn ask_exit_plan(&mut self, t: &mut Transcript, id: Value, request: RequestPermissionRequest, plan: &str) {
+        let tool_call_id = request.tool_call.tool_call_id.0.to_string();
+        let question = QuestionRequest::exit_plan(id_key(&id), plan).call_id(Some(tool_call_id.clone()));
+        if matches!(self.fs, FsMode::Recorded) {
+            self.offered.insert(id_key(&id), (request.options.clone(), tool_call_id.clone()));
+        }
+        self.hitl.request_question(t, question, PendingPermission { rpc_id: id, options: request.options, tool_call_id });
+    }
+
+    /// The caller's answer to plan mode's exit question `id`: the agent's option that leaves plan
+    /// mode for the first answer, its rejection (it stays in plan mode) for any other.
+    pub fn answer_exit_plan(
+        &mut self,
+        t: &mut Transcript,
+        peer: &RpcPeer<crate::protocol::Pending>,
+        id: &str,
+        answer: QuestionAnswer,
+    ) -> Result<Value, AgentError> {
+        let answered = self.hitl.answer_question(t, id, answer)?;
+        Ok(self.exit_plan_reply(peer, answered.native, plan_exit::approves(&answered.answer)))
+    }
+
+    fn exit_plan_reply(&mut self, peer: &RpcPeer<crate::protocol::Pending>, pending: PendingPermission, approved: bool) -> Value {
+        if !approved {
+            self.denied.push(pending.tool_call_id.clone());
+        }
+        let outcome = match plan_exit::option(&pending.options, approved) {
+            Some(option) => RequestPermissionOutcome::Selected(SelectedPermissionOutcome::new(option.option_id.clone())),
+            None => RequestPermissionOutcome::Cancelled,
+        };
+        peer.response(&pending.rpc_id, to_value(&RequestPermissionResponse::new(outcome)))
+    }
+
     /// The reply to a decided permission; a refused tool call is noted for [`Requests::take_denied`].
     fn answer(&mut self, peer: &RpcPeer<crate::protocol::Pending>, decided: Decided<PendingPermission>) -> Value {
         if !decided.decision.is_approval() {
@@ -217,9 +282,14 @@ impl Requests {
         Ok(self.answer(peer, decided))
     }
 
-    /// The run stops: every pending request is answered `cancelled`.
+    /// The run stops: every pending request is answered `cancelled` (an exit question too).
     pub fn cancel_all(&mut self, t: &mut Transcript, peer: &RpcPeer<crate::protocol::Pending>) -> Vec<Value> {
-        self.hitl.cancel_permissions(t).into_iter().map(|d| reply(peer, d)).collect()
+        let mut replies: Vec<Value> = self.hitl.cancel_permissions(t).into_iter().map(|d| reply(peer, d)).collect();
+        for answered in self.hitl.cancel_questions(t) {
+            let cancelled = RequestPermissionResponse::new(RequestPermissionOutcome::Cancelled);
+            replies.push(peer.response(&answered.native.rpc_id, to_value(&cancelled)));
+        }
+        replies
     }
 
     /// Replay: the recorded client answered request `id` with `result` (`None`: an error).
@@ -234,7 +304,11 @@ impl Requests {
             }),
             _ => false,
         };
-        self.hitl.recorded_permission(t, &key, approved);
+        if self.hitl.question(&key).is_some() {
+            self.hitl.recorded_answer(t, &key, Some(EXIT_PLAN_OPTIONS[usize::from(!approved)].to_string()));
+        } else {
+            self.hitl.recorded_permission(t, &key, approved);
+        }
         if !approved {
             self.denied.push(tool_call_id);
         }

@@ -18,10 +18,7 @@ use agent_bench::sandbox::GEMINI_MODEL;
 use agent_bench::{Cli, ModelServer, Sandbox};
 
 async fn bench(cli: Cli) -> Option<(ModelServer, Sandbox)> {
-    agent_bench::e2e_enabled_or_explain(cli)?;
-    let server = ModelServer::start(None).await.unwrap();
-    let sandbox = Sandbox::new(cli, &server, "echo").unwrap();
-    Some((server, sandbox))
+    agent_bench::e2e_bench_or_explain(cli, "echo").await
 }
 
 /// The sandbox's CLI with its environment, as kind `gemini` or `qwen`.
@@ -142,4 +139,45 @@ async fn gemini_headless_session_resumes_per_turn() {
 async fn qwen_print_session_resumes_per_turn() {
     let options = QwenOptions::default().interface(QwenInterface::Print);
     one_way_session_resumes_per_turn(Cli::Qwen, template(Cli::Qwen).with_options(&options)).await;
+}
+
+/// A warm session switches to plan mode and back between turns: ACP `session/set_mode` with
+/// the agent's own id (Gemini CLI, Qwen Code), Qwen's stream-json `set_permission_mode`.
+async fn switches_to_plan_and_back(cli: Cli, template: RunRequest) {
+    let Some((_server, sandbox)) = agent_bench::e2e_bench_or_explain(cli, "write_edit").await else { return };
+    let template = template.with_permissions(agent_api::PermissionPolicy::ApproveAll);
+    e2e::switches_to_plan_and_back(&*backend(&sandbox, cli), template, &sandbox.cwd, &|| processes_in(&sandbox.cwd)).await;
+}
+
+#[tokio::test]
+async fn gemini_acp_a_warm_session_switches_to_plan_and_back() {
+    switches_to_plan_and_back(Cli::Gemini, template(Cli::Gemini)).await;
+}
+
+#[tokio::test]
+async fn qwen_acp_a_warm_session_switches_to_plan_and_back() {
+    switches_to_plan_and_back(Cli::Qwen, template(Cli::Qwen)).await;
+}
+
+#[tokio::test]
+async fn qwen_stream_json_a_warm_session_switches_to_plan_and_back() {
+    switches_to_plan_and_back(Cli::Qwen, stream_json()).await;
+}
+
+/// The generic `acp` kind switches any ACP agent that advertised modes (here Gemini CLI run as
+/// a plain command line) with the agent's own ids, once its session has said them.
+#[tokio::test]
+async fn generic_acp_a_warm_session_switches_to_plan_and_back() {
+    let Some((_server, sandbox)) = agent_bench::e2e_bench_or_explain(Cli::Gemini, "write_edit").await else { return };
+    let mut config = AcpConfig::with_binary(&sandbox.program).working_dir(&sandbox.cwd);
+    for (k, v) in &sandbox.env {
+        config = config.env(k, v);
+    }
+    let command = ["--acp", "--skip-trust", "-m", GEMINI_MODEL].map(String::from);
+    let backend = agent_api_acp::AcpBackend::generic(config.args(command));
+    // The model is on the command line (the generic kind takes none of its own); Gemini writes
+    // its files itself (it creates a file by reading it first, which only its own client knows).
+    let options = agent_api_acp::AcpOptions::default().fs(false);
+    let template = template(Cli::Qwen).with_permissions(agent_api::PermissionPolicy::ApproveAll).with_options(&options);
+    e2e::switches_to_plan_and_back_after_a_turn(&backend, template, &sandbox.cwd, &|| processes_in(&sandbox.cwd)).await;
 }

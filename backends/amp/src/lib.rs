@@ -86,7 +86,8 @@ const OPTION_MAPPINGS: &[agent_api::kit::options::OptionMapping] = &[
 ];
 
 /// Amp's agent modes (`--mode`, 0.0.1790142911): each picks the model, system prompt and tools.
-/// Amp has no plan mode.
+/// Amp has no plan mode, and no variants: its reasoning levels are these modes, and its
+/// `--features` (fast, plaid, pro) choose serving and billing (`spec/options.md`).
 const MODES: &[agent_api::request::ModeInfo] = &[
     agent_api::request::ModeInfo::new("low", "--mode low", "Amp's low mode: a faster model, less reasoning."),
     agent_api::request::ModeInfo::new("medium", "--mode medium", "Amp's medium mode."),

@@ -10,13 +10,13 @@
 
 use std::path::{Path, PathBuf};
 
-use agent_api::history::{self, SessionQuery, SessionStore, StoredSession};
+use agent_api::history::{self, StoredSession};
 use agent_api::kit::transcript::NewItem;
 use agent_api::kit::Unparsed;
 use agent_api::kit::{Ctx, ExitInfo, Protocol};
 use agent_api::universal::ItemRole;
-use agent_api::{AgentError, AgentKind, RunCompletion, RunHandle};
-use async_trait::async_trait;
+use agent_api::{AgentError, AgentKind, RunCompletion};
+use agent_api_acp::ChatLayout;
 use serde_json::{json, Value};
 
 use crate::headless::Headless;
@@ -26,40 +26,33 @@ const HEAD_LINES: usize = 50;
 /// The context Gemini CLI puts before the first prompt as a user message.
 const CONTEXT_MARK: &str = "<session_context>";
 
-fn kind() -> AgentKind {
-    crate::KIND
-}
+/// Gemini CLI's chat store under one `~/.gemini`: `agent_api_acp`'s store over [`GeminiChats`].
+pub type GeminiSessionStore = agent_api_acp::ChatStore<GeminiChats>;
 
-/// Gemini CLI's chat store under one `~/.gemini`.
-#[derive(Debug, Clone)]
-pub struct GeminiSessionStore {
-    root: PathBuf,
-}
+/// Gemini CLI's chat files: `tmp/<project>/chats/session-<time>-<id prefix>.jsonl`, the first
+/// line naming the session.
+#[derive(Debug, Clone, Copy, Default)]
+#[non_exhaustive]
+pub struct GeminiChats;
 
-impl GeminiSessionStore {
-    /// The store the backend's CLI writes: `~/.gemini` under the config's `HOME` (this
-    /// process's when the config sets none).
-    pub fn for_config(config: &agent_api_acp::AcpConfig) -> Option<Self> {
-        Some(Self::new(config.home_dir(".gemini")?))
-    }
+impl ChatLayout for GeminiChats {
+    const KIND: AgentKind = crate::KIND;
+    const HOME_DIR: &'static str = ".gemini";
+    const PROJECTS: &'static str = "tmp";
 
-    /// The store under `gemini_dir` (`~/.gemini`).
-    pub fn new(gemini_dir: impl Into<PathBuf>) -> Self {
-        Self { root: gemini_dir.into() }
-    }
-
-    fn chats(&self) -> Vec<PathBuf> {
-        history::child_dirs(&self.root.join("tmp")).iter().flat_map(|p| history::jsonl_files(&p.join("chats"))).collect()
-    }
-
-    fn find(&self, id: &str) -> Result<PathBuf, AgentError> {
-        history::check_session_id(id)?;
+    /// The file name ends with the id's first 8 characters; the first line names the whole id.
+    fn is_session(path: &Path, id: &str) -> bool {
         let prefix: String = id.chars().take(8).collect();
-        let candidates = self.chats().into_iter().filter(|p| p.file_stem().and_then(|n| n.to_str()).is_some_and(|n| n.ends_with(&prefix)));
-        candidates
-            .into_iter()
-            .find(|p| first_record(p).is_some_and(|meta| session_id(&meta) == Some(id)))
-            .ok_or_else(|| AgentError::SessionNotFound { id: id.to_string() })
+        path.file_stem().and_then(|n| n.to_str()).is_some_and(|n| n.ends_with(&prefix))
+            && first_record(path).is_some_and(|meta| session_id(&meta) == Some(id))
+    }
+
+    fn describe(path: &Path) -> Option<StoredSession> {
+        describe(path)
+    }
+
+    fn reader() -> Box<dyn Protocol> {
+        Box::new(StoredGeminiSession::default())
     }
 }
 
@@ -95,23 +88,6 @@ fn describe(path: &Path) -> Option<StoredSession> {
         .find_map(|r| typed_text(&r))
         .map(|t| history::prompt_preview(&t, 200));
     Some(session)
-}
-
-#[async_trait]
-impl SessionStore for GeminiSessionStore {
-    fn kind(&self) -> AgentKind {
-        kind()
-    }
-
-    async fn list_sessions(&self, query: &SessionQuery) -> Result<Vec<StoredSession>, AgentError> {
-        let store = self.clone();
-        history::list_files(query, move || store.chats(), describe).await
-    }
-
-    async fn read_session(&self, id: &str, include_raw: bool) -> Result<RunHandle, AgentError> {
-        let path = self.find(id)?;
-        history::read_store_file(kind(), &path, Box::new(StoredGeminiSession::default()), include_raw, true).await
-    }
 }
 
 /// The converter of a stored chat: each record, once its last version is known, as headless lines.

@@ -34,10 +34,9 @@ mod portable;
 
 use agent_api::capabilities as caps;
 use agent_api::kit::replay::RecordingFormat;
-use agent_api::kit::{start_run, start_session, CommandSpec, Protocol, RunSettings, Transport};
-use agent_api::{AgentBackend, AgentError, AgentKind, CapabilitySet, RunHandle, RunRequest, Session};
-use agent_api_acp::{Acp, AcpConfig, AgentCli};
-use async_trait::async_trait;
+use agent_api::kit::Protocol;
+use agent_api::{AgentError, AgentKind, CapabilitySet, RunRequest};
+use agent_api_acp::{AcpConfig, AgentCli, CliAgent, CliBackend, ExitPlan, Launch};
 
 pub use options::{GeminiInterface, GeminiOptions, HeadlessApproval};
 pub use portable::TOOLS;
@@ -63,7 +62,8 @@ pub const HOME_LAYOUT: agent_api::kit::home::HomeLayout = agent_api::kit::home::
 };
 
 /// Gemini CLI as the ACP client runs it: its flags, its variables (endpoint, credentials,
-/// config; its state under `~/.gemini`), its home, and its two quirks.
+/// config; its state under `~/.gemini`), its home, its two quirks, and how it asks to leave plan
+/// mode (`exit_plan_mode` asks for a permission titled with the plan file's path).
 pub const CLI: AgentCli = AgentCli::new(KIND, "gemini", &["--acp", "--skip-trust"], "gemini.acp")
     .home(HOME_LAYOUT)
     .environment(
@@ -81,45 +81,69 @@ pub const CLI: AgentCli = AgentCli::new(KIND, "gemini", &["--acp", "--skip-trust
         &[".gemini"],
     )
     .empty_on_missing()
-    .history_trails_load();
+    .history_trails_load()
+    .exit_plan(ExitPlan::PlanFileTitled("Requesting plan approval for: "));
 
 /// What discovery needs to find the `gemini` CLI and build a backend for it.
 pub fn probe() -> agent_api::kit::detect::BackendProbe {
-    agent_api::kit::detect::BackendProbe::new(KIND, "gemini", SUPPORTED_VERSIONS, |binary| {
-        std::sync::Arc::new(GeminiBackend::new(AcpConfig::with_binary(binary)))
-    })
+    GeminiBackend::probe()
 }
 
-/// The Gemini CLI backend (kind `gemini`).
-#[derive(Debug, Clone, Default)]
-pub struct GeminiBackend {
-    config: AcpConfig,
-}
+/// The Gemini CLI backend (kind `gemini`): the shared backend of `agent_api_acp` over [`Gemini`].
+pub type GeminiBackend = CliBackend<Gemini>;
 
-impl GeminiBackend {
-    /// A backend starting Gemini CLI as `config` says.
-    pub fn new(config: AcpConfig) -> Self {
-        Self { config }
-    }
+/// What Gemini CLI tells the shared backend ([`CliAgent`]): its interfaces, options and store.
+#[derive(Debug, Clone, Copy, Default)]
+#[non_exhaustive]
+pub struct Gemini;
 
-    /// Its configuration.
-    pub fn config(&self) -> &AcpConfig {
-        &self.config
-    }
-
-    /// The argv and converter of an ACP run (its prompt queued) or of a warm session (`warm`).
-    fn acp(&self, request: &RunRequest, warm: bool) -> Result<(CommandSpec, Acp), AgentError> {
-        let cwd = agent_api_acp::run_dir(&self.config, request);
-        let serve_fs = request.options::<GeminiOptions>()?.fs.unwrap_or(true);
-        let mut args = portable::cli_args(&request.portable);
-        args.extend(agent_api_acp::approval_mode_args(request));
-        let spec = CLI.acp_command(&self.config, args, request, &cwd)?;
-        let acp = CLI.client(request, cwd, serve_fs, None, warm)?;
-        Ok((spec, acp))
-    }
-
+impl Gemini {
     fn headless(request: &RunRequest) -> Result<bool, AgentError> {
         Ok(request.options::<GeminiOptions>()?.interface == Some(GeminiInterface::Headless))
+    }
+}
+
+impl CliAgent for Gemini {
+    const CLI: AgentCli = CLI;
+    const SUPPORTED_VERSIONS: &'static [&'static str] = SUPPORTED_VERSIONS;
+    const OPTION_MAPPINGS: &'static [agent_api::kit::options::OptionMapping] = portable::MAPPINGS;
+    const MODES: &'static [agent_api::request::ModeInfo] = portable::MODES;
+    type Options = GeminiOptions;
+
+    fn capabilities() -> CapabilitySet {
+        capabilities()
+    }
+
+    /// ACP keeps one live agent for every turn; the headless interface takes its prompt per process.
+    fn resumes_per_turn(request: &RunRequest) -> Result<bool, AgentError> {
+        Self::headless(request)
+    }
+
+    fn launch(config: &AcpConfig, request: &RunRequest, warm: bool) -> Result<Launch, AgentError> {
+        let files = portable::run_files(request)?;
+        let cwd = agent_api_acp::run_dir(config, request);
+        if Self::headless(request)? {
+            agent_api_acp::text_only(&KIND, request)?;
+            portable::check_headless(&request.portable)?;
+            let spec = headless::command(config, request, &cwd)?;
+            return Ok(Launch::new(spec, Box::new(headless::Headless::live(request.prompt.text.clone())), files));
+        }
+        let serve_fs = request.options::<GeminiOptions>()?.fs.unwrap_or(true);
+        let spec = CLI.acp_command(config, portable::cli_args(&request.portable), request, &cwd)?;
+        let acp = CLI.client(request, cwd, serve_fs, None, warm)?.with_mode_switch(portable::MODES);
+        Ok(Launch::new(spec, Box::new(acp), files))
+    }
+
+    fn session_store(config: &AcpConfig) -> Option<std::sync::Arc<dyn agent_api::history::SessionStore>> {
+        Some(std::sync::Arc::new(history::GeminiSessionStore::for_config(config)?))
+    }
+
+    fn replay_protocol(format: RecordingFormat) -> Result<Box<dyn Protocol>, AgentError> {
+        match format {
+            RecordingFormat::Session => Ok(Box::new(CLI.replay())),
+            RecordingFormat::NativeStdout => Ok(Box::new(headless::Headless::default())),
+            other => Err(AgentError::Replay { reason: format!("gemini cannot replay {other:?} recordings") }),
+        }
     }
 }
 
@@ -136,6 +160,8 @@ pub fn capabilities() -> CapabilitySet {
         caps::SESSION_RESUME,
         caps::SESSION_RESUME_PER_TURN,
         caps::SESSION_CALLER_ID,
+        caps::QUESTIONS,
+        caps::SESSION_MODE_SWITCH,
         agent_api_acp::CAP_SESSION_LOAD,
         CAP_GEMINI_ACP,
         CAP_GEMINI_HEADLESS,
@@ -147,87 +173,4 @@ pub fn capabilities() -> CapabilitySet {
     }
     // Every interface builds its argv through `CommandSpec::for_request`: the launchers apply.
     agent_api::kit::options::with_mappings(agent_api::kit::launch::with_launchers(set), portable::MAPPINGS)
-}
-
-#[async_trait]
-impl AgentBackend for GeminiBackend {
-    fn kind(&self) -> AgentKind {
-        KIND
-    }
-
-    fn capabilities(&self) -> CapabilitySet {
-        capabilities()
-    }
-
-    fn extension_keys(&self) -> &'static [&'static str] {
-        agent_api::kit::options::extension_keys::<GeminiOptions>()
-    }
-
-    fn option_value(&self, key: &str, text: &str) -> Result<serde_json::Value, AgentError> {
-        agent_api::kit::options::value_from_text::<GeminiOptions>(key, text)
-    }
-
-    fn option_mappings(&self) -> &'static [agent_api::kit::options::OptionMapping] {
-        portable::MAPPINGS
-    }
-
-    fn modes(&self) -> &'static [agent_api::request::ModeInfo] {
-        portable::MODES
-    }
-
-    async fn run(&self, request: RunRequest) -> Result<RunHandle, AgentError> {
-        self.validate(&request)?;
-        let mut request = request.in_session_dir(self.config.working_dir.as_deref());
-        let tools = agent_api::kit::caller_tools::attach(&mut request).await?;
-        let mut settings = RunSettings::for_request(KIND, &request, &self.capabilities());
-        settings.hold(tools);
-        let request = agent_api_acp::prepare(request, false);
-        let files = portable::run_files(&request)?;
-        if Self::headless(&request)? {
-            agent_api_acp::text_only(&KIND, &request)?;
-            portable::check_headless(&request.portable)?;
-            let cwd = agent_api_acp::run_dir(&self.config, &request);
-            let spec = headless::command(&self.config, &request, &cwd)?;
-            let transport = Transport::spawn(&files.apply(spec), settings.line_cap)?;
-            settings.hold(Some(files));
-            return Ok(start_run(settings, transport, Box::new(headless::Headless::live(request.prompt.text.clone()))));
-        }
-        let (spec, protocol) = self.acp(&request, false)?;
-        let transport = Transport::spawn(&files.apply(spec), settings.line_cap)?;
-        settings.hold(Some(files));
-        Ok(start_run(settings, transport, Box::new(protocol)))
-    }
-
-    fn session_store(&self) -> Option<std::sync::Arc<dyn agent_api::history::SessionStore>> {
-        Some(std::sync::Arc::new(history::GeminiSessionStore::for_config(&self.config)?))
-    }
-
-    /// ACP keeps one live agent for every turn; the headless interface takes its prompt per
-    /// process, so its sessions run a process per turn, resuming the previous turn's session.
-    async fn open_session(&self, request: RunRequest) -> Result<Session, AgentError> {
-        self.validate_session_template(&request)?;
-        let mut request = request.in_session_dir(self.config.working_dir.as_deref());
-        if Self::headless(&request)? {
-            // Each turn starts with `run`, which serves the caller's tools then.
-            return Ok(Session::resuming(std::sync::Arc::new(self.clone()), request));
-        }
-        let tools = agent_api::kit::caller_tools::attach(&mut request).await?;
-        let mut settings = RunSettings::for_request(KIND, &request, &self.capabilities());
-        settings.hold(tools);
-        let (spec, protocol) = self.acp(&request, true)?;
-        let files = portable::run_files(&request)?;
-        let transport = Transport::spawn(&files.apply(spec), settings.line_cap)?;
-        settings.hold(Some(files));
-        Ok(start_session(settings, transport, Box::new(protocol)))
-    }
-}
-
-impl agent_api::kit::replay::Replay for GeminiBackend {
-    fn replay_protocol(&self, format: RecordingFormat) -> Result<Box<dyn Protocol>, AgentError> {
-        match format {
-            RecordingFormat::Session => Ok(Box::new(Acp::replay(CLI.parser))),
-            RecordingFormat::NativeStdout => Ok(Box::new(headless::Headless::default())),
-            other => Err(AgentError::Replay { reason: format!("gemini cannot replay {other:?} recordings") }),
-        }
-    }
 }

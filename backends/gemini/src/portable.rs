@@ -46,8 +46,12 @@ pub(crate) const MAPPINGS: &[OptionMapping] = &[
     OptionMapping::new(caps::OUTPUT_SCHEMA, agent_api::kit::options::SDK_SCHEMA),
     OptionMapping::new(caps::IMAGES, ACP_IMAGES),
     OptionMapping::new(caps::FILE_ATTACHMENTS, ACP_ATTACHMENTS),
-    OptionMapping::new(caps::MODES, "--approval-mode plan|auto_edit|yolo (every interface)"),
+    OptionMapping::new(caps::MODES, "--approval-mode plan|auto_edit|yolo (every interface); ACP session/set_mode (warm session)"),
 ];
+
+// No variants: Gemini CLI 0.61.0 sets a thinking budget or level only in its settings' model
+// configs, read from the user's and workspace's files and from system files it trusts only when
+// root owns them and their folders (a file the SDK writes is skipped); see `spec/options.md`.
 
 /// Gemini CLI's modes: its `--approval-mode` values (0.61.0) but the default.
 pub(crate) const MODES: &[agent_api::request::ModeInfo] = &[

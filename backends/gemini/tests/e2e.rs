@@ -4,18 +4,16 @@
 
 use std::time::Duration;
 
-use agent_api::kit::projection::Projector;
 use agent_api::run::Channel;
-use agent_api::universal::{DecidedBy, ItemKind, ItemStatus, PermissionStatus, UniversalEventBody};
+use agent_api::universal::{DecidedBy, ItemKind, ItemStatus};
 use agent_api::{AgentBackend, AgentError, PermissionDecision, PermissionPolicy, RunRequest};
 use agent_api_acp::AcpConfig;
-use agent_api_conformance::{assert_conformant, RunRecord};
+use agent_api_conformance::{assert_conformant, assert_one_permission, drive};
 use agent_api_gemini::GeminiBackend;
 use agent_api_gemini::{GeminiInterface, GeminiOptions, HeadlessApproval};
 use agent_bench::process::processes_in;
 use agent_bench::sandbox::GEMINI_MODEL;
-use agent_bench::{e2e_enabled_or_explain, Cli, ModelServer, Sandbox};
-use futures::StreamExt;
+use agent_bench::{Cli, ModelServer, Sandbox};
 
 /// The sandbox's Gemini with its environment; the backend adds `--acp --skip-trust` and `-m`.
 fn backend(sandbox: &Sandbox) -> GeminiBackend {
@@ -27,52 +25,11 @@ fn backend(sandbox: &Sandbox) -> GeminiBackend {
 }
 
 async fn setup(scenario: &str) -> Option<(ModelServer, Sandbox)> {
-    e2e_enabled_or_explain(Cli::Gemini)?;
-    let server = ModelServer::start(None).await.unwrap();
-    let sandbox = Sandbox::new(Cli::Gemini, &server, scenario).unwrap();
-    Some((server, sandbox))
+    agent_bench::e2e_bench_or_explain(Cli::Gemini, scenario).await
 }
 
 fn request(prompt: &str) -> RunRequest {
     RunRequest::new(prompt).with_model(GEMINI_MODEL).with_timeout(Duration::from_secs(120))
-}
-
-/// Runs `request`, answering each permission with `decision` (`None`: the policy decides);
-/// cancels at the first native delta when asked.
-async fn drive(
-    backend: &GeminiBackend,
-    request: RunRequest,
-    decision: Option<PermissionDecision>,
-    cancel_on_first_delta: bool,
-) -> RunRecord {
-    let handle = backend.run(request).await.expect("run starts");
-    let control = handle.control();
-    let mut projector = Projector::new(handle.agent_kind().clone(), handle.tools_structured());
-    let (mut events, completion) = handle.into_universal();
-    let mut universal = Vec::new();
-    while let Some(event) = events.next().await {
-        match &event.body {
-            UniversalEventBody::PermissionRequested(p) => {
-                if let Some(decision) = &decision {
-                    control.respond_permission(&p.permission_id, decision.clone()).await.unwrap();
-                }
-            }
-            UniversalEventBody::ItemDelta(_) if cancel_on_first_delta && !event.synthetic => control.cancel(),
-            _ => {}
-        }
-        universal.push(event);
-    }
-    let wrapper = universal.iter().flat_map(|e| projector.project(e)).collect();
-    RunRecord { universal, wrapper, completion: completion.await, tools_structured: true }
-}
-
-fn one_permission(run: &RunRecord, approved: bool, by: DecidedBy) {
-    assert_eq!(run.of_type("permission.requested").count(), 1, "{:?}", run.types());
-    let resolved: Vec<_> = run.of_type("permission.resolved").collect();
-    assert_eq!(resolved.len(), 1, "{:?}", run.types());
-    let status = resolved[0].permission().map(|p| p.status);
-    let expected = if approved { PermissionStatus::Approved } else { PermissionStatus::Denied };
-    assert_eq!((status, resolved[0].decided_by()), (Some(expected), Some(by)));
 }
 
 #[tokio::test]
@@ -105,7 +62,7 @@ async fn acp_shell_follows_the_callers_decision() {
         let run = drive(&backend(&sandbox), request("run the command"), Some(decision), false).await;
         assert_conformant(&run);
         assert!(run.completion.is_ok(), "{:?}", run.completion);
-        one_permission(&run, runs, DecidedBy::Caller);
+        assert_one_permission(&run, runs, DecidedBy::Caller);
         assert_eq!(sandbox.cwd.join("out.txt").exists(), runs);
         let results = run.completed_items(ItemKind::ToolResult);
         let ran =
@@ -125,7 +82,7 @@ async fn acp_shell_follows_the_policy_with_one_request_and_one_resolution() {
         let run = drive(&backend(&sandbox), request("run the command").with_permissions(policy), None, false).await;
         assert_conformant(&run);
         assert!(run.completion.is_ok(), "{:?}", run.completion);
-        one_permission(&run, runs, DecidedBy::Policy);
+        assert_one_permission(&run, runs, DecidedBy::Policy);
         assert_eq!(sandbox.cwd.join("out.txt").exists(), runs);
     }
 }
@@ -307,7 +264,7 @@ mod through_bwrap {
             let run = drive(&backend(&sandbox), request("run the command").with_launcher(bwrap()), Some(decision), false).await;
             assert_conformant(&run);
             assert!(run.completion.is_ok(), "{:?}", run.completion);
-            one_permission(&run, runs, DecidedBy::Caller);
+            assert_one_permission(&run, runs, DecidedBy::Caller);
             assert_eq!(sandbox.cwd.join("out.txt").exists(), runs);
         }
     }
@@ -419,6 +376,31 @@ async fn plan_mode_writes_nothing_on_both_interfaces() {
     assert!(run.completion.is_ok(), "{:?}", run.completion);
     let offered = offered_tools(&server);
     assert!(!offered.iter().any(|n| n == "exit_plan_mode") && offered.iter().any(|n| n == "run_shell_command"), "{offered:?}");
+}
+
+/// Plan mode's exit over ACP is the typed question Claude Code's is: the plan file's text in it,
+/// the same options. Approving selects Gemini's option that leaves plan mode (the tool succeeds
+/// and says so to the model); declining keeps planning (the tool is refused). Gemini keeps its
+/// plans in a file it names: the settings put them in the working directory, where the
+/// confined file system reads them.
+#[tokio::test]
+async fn acp_the_exit_plan_question_round_trips() {
+    use agent_api::kit::hitl::EXIT_PLAN_OPTIONS;
+    use agent_api_conformance::run_answering_exit_plan;
+    for (answer, approved) in [(EXIT_PLAN_OPTIONS[0], true), (EXIT_PLAN_OPTIONS[1], false)] {
+        let Some((server, sandbox)) = setup("exit_plan_file").await else { return };
+        let settings_path = sandbox.home.join(".gemini/settings.json");
+        let mut settings: serde_json::Value = serde_json::from_slice(&std::fs::read(&settings_path).unwrap()).unwrap();
+        settings["general"]["plan"] = serde_json::json!({"directory": "plans"});
+        std::fs::write(&settings_path, settings.to_string()).unwrap();
+        std::fs::create_dir_all(sandbox.cwd.join("plans")).unwrap();
+        std::fs::write(sandbox.cwd.join("plans/plan.md"), "1. Write plan.txt\n").unwrap();
+        let (_, text) = run_answering_exit_plan(&backend(&sandbox), request("plan it"), answer, "1. Write plan.txt").await;
+        let sent = server.requests().iter().map(|r| r.body.to_string()).collect::<String>();
+        let (left, refused) = (sent.contains("approved implementation plan"), sent.contains("canceled by the user"));
+        assert_eq!((left, refused), (approved, !approved), "{answer}: {text}");
+        assert!(text.contains(if approved { "Plan finished" } else { "Plan failed" }), "{answer}: {text}");
+    }
 }
 
 #[test]

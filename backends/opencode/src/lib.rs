@@ -121,6 +121,7 @@ pub fn capabilities() -> CapabilitySet {
         caps::TOOL_RESULTS,
         caps::PERMISSIONS,
         caps::QUESTIONS,
+        caps::SESSION_MODE_SWITCH,
         caps::STREAMING_DELTAS,
         caps::REASONING,
         caps::COMMAND_EXECUTION,

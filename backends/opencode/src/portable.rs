@@ -27,7 +27,7 @@ pub const MAPPINGS: &[OptionMapping] = &[
     OptionMapping::new(caps::OUTPUT_SCHEMA, agent_api::kit::options::SDK_SCHEMA),
     OptionMapping::new(caps::IMAGES, "-f FILE (run); file part with a data: URL (serve); ACP image block (acp)"),
     OptionMapping::new(caps::VARIANTS, "--variant (run); prompt body variant (serve); not on acp"),
-    OptionMapping::new(caps::MODES, "plan: --agent plan (run); prompt body agent (serve); not on acp"),
+    OptionMapping::new(caps::MODES, "plan: --agent plan (run); prompt body agent (serve, each turn of a warm session); not on acp"),
 ];
 
 /// OpenCode's modes: its primary agents but the default (`build`).

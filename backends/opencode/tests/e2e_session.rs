@@ -190,3 +190,14 @@ async fn session_opened_from_an_earlier_runs_session_sees_that_turn() {
     record.trailing = session.close().await.unwrap();
     assert_session_conformant(&record);
 }
+
+/// A warm `serve` session switches to plan mode and back between turns: the next prompt names
+/// OpenCode's `plan` agent (the write is denied), then none (its default agent writes the file).
+#[tokio::test]
+async fn a_warm_serve_session_switches_to_plan_and_back() {
+    let Some((_server, sandbox)) = setup("write_edit").await else { return };
+    let backend = backend(&sandbox, Interface::Serve);
+    let template = template().with_permissions(agent_api::PermissionPolicy::ApproveAll);
+    // The session runs on the backend's server, which outlives it (checked above once dropped).
+    agent_api_conformance::session::e2e::switches_to_plan_and_back(&backend, template, &sandbox.cwd, &Vec::new).await;
+}

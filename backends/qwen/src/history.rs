@@ -9,50 +9,40 @@
 
 use std::path::{Path, PathBuf};
 
-use agent_api::history::{self, SessionQuery, SessionStore, StoredSession};
+use agent_api::history::{self, StoredSession};
 use agent_api::kit::Unparsed;
 use agent_api::kit::{Ctx, ExitInfo, Protocol};
-use agent_api::{AgentError, AgentKind, RunCompletion, RunHandle};
+use agent_api::{AgentError, AgentKind, RunCompletion};
+use agent_api_acp::ChatLayout;
 use agent_api_stream_json::StoreReader;
-use async_trait::async_trait;
 use serde_json::{json, Value};
 
 /// Records of a chat read to find its working directory and first prompt.
 const HEAD_LINES: usize = 50;
 
-fn kind() -> AgentKind {
-    crate::KIND
-}
+/// Qwen Code's chat store under one `~/.qwen`: `agent_api_acp`'s store over [`QwenChats`].
+pub type QwenSessionStore = agent_api_acp::ChatStore<QwenChats>;
 
-/// Qwen Code's chat store under one `~/.qwen`.
-#[derive(Debug, Clone)]
-pub struct QwenSessionStore {
-    root: PathBuf,
-}
+/// Qwen Code's chat files: `projects/<dir>/chats/<session id>.jsonl`.
+#[derive(Debug, Clone, Copy, Default)]
+#[non_exhaustive]
+pub struct QwenChats;
 
-impl QwenSessionStore {
-    /// The store the backend's CLI writes: `~/.qwen` under the config's `HOME` (this process's
-    /// when the config sets none).
-    pub fn for_config(config: &agent_api_acp::AcpConfig) -> Option<Self> {
-        Some(Self::new(config.home_dir(".qwen")?))
+impl ChatLayout for QwenChats {
+    const KIND: AgentKind = crate::KIND;
+    const HOME_DIR: &'static str = ".qwen";
+    const PROJECTS: &'static str = "projects";
+
+    fn is_session(path: &Path, id: &str) -> bool {
+        path.file_stem().is_some_and(|n| n == id)
     }
 
-    /// The store under `qwen_dir` (`~/.qwen`).
-    pub fn new(qwen_dir: impl Into<PathBuf>) -> Self {
-        Self { root: qwen_dir.into() }
+    fn describe(path: &Path) -> Option<StoredSession> {
+        describe(path)
     }
 
-    fn chats(&self) -> Vec<PathBuf> {
-        history::child_dirs(&self.root.join("projects")).iter().flat_map(|p| history::jsonl_files(&p.join("chats"))).collect()
-    }
-
-    fn find(&self, id: &str) -> Result<PathBuf, AgentError> {
-        history::check_session_id(id)?;
-        let name = format!("{id}.jsonl");
-        self.chats()
-            .into_iter()
-            .find(|p| p.file_name().is_some_and(|n| n == name.as_str()))
-            .ok_or_else(|| AgentError::SessionNotFound { id: id.to_string() })
+    fn reader() -> Box<dyn Protocol> {
+        Box::new(StoredQwenSession::default())
     }
 }
 
@@ -81,23 +71,6 @@ fn describe(path: &Path) -> Option<StoredSession> {
         }
     }
     Some(session)
-}
-
-#[async_trait]
-impl SessionStore for QwenSessionStore {
-    fn kind(&self) -> AgentKind {
-        kind()
-    }
-
-    async fn list_sessions(&self, query: &SessionQuery) -> Result<Vec<StoredSession>, AgentError> {
-        let store = self.clone();
-        history::list_files(query, move || store.chats(), describe).await
-    }
-
-    async fn read_session(&self, id: &str, include_raw: bool) -> Result<RunHandle, AgentError> {
-        let path = self.find(id)?;
-        history::read_store_file(kind(), &path, Box::new(StoredQwenSession::default()), include_raw, true).await
-    }
 }
 
 /// The converter of a stored Qwen chat: records as Claude Code store lines.

@@ -53,10 +53,9 @@ mod stream_json;
 
 use agent_api::capabilities as caps;
 use agent_api::kit::replay::RecordingFormat;
-use agent_api::kit::{start_run, start_session, CommandSpec, Protocol, RunSettings, Transport};
-use agent_api::{AgentBackend, AgentError, AgentKind, CapabilitySet, RunHandle, RunRequest, Session};
-use agent_api_acp::{AcpConfig, AgentCli};
-use async_trait::async_trait;
+use agent_api::kit::Protocol;
+use agent_api::{AgentError, AgentKind, CapabilitySet, RunRequest};
+use agent_api_acp::{AcpConfig, AgentCli, CliAgent, CliBackend, Launch};
 
 pub use options::{QwenInterface, QwenOptions};
 pub use stream_json::{
@@ -91,53 +90,72 @@ pub const HOME_LAYOUT: agent_api::kit::home::HomeLayout = agent_api::kit::home::
 
 /// Qwen Code as the ACP client runs it (its stream-json interfaces use the same program,
 /// variables and home): its flags, its variables (endpoint, credentials; its state under
-/// `~/.qwen`) and its home.
+/// `~/.qwen`), its home, and how it asks to leave plan mode (`exit_plan_mode` asks for a
+/// `switch_mode` permission with the plan in its input).
 pub const CLI: AgentCli = AgentCli::new(KIND, "qwen", &["--acp"], "qwen.acp")
     .home(HOME_LAYOUT)
-    .environment(&["OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_MODEL", "DASHSCOPE_API_KEY", "QWEN_CODE_NO_RELAUNCH"], &[".qwen"]);
+    .environment(&["OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_MODEL", "DASHSCOPE_API_KEY", "QWEN_CODE_NO_RELAUNCH"], &[".qwen"])
+    .exit_plan(agent_api_acp::ExitPlan::SwitchModeWithPlan);
 
 /// What discovery needs to find the `qwen` CLI and build a backend for it.
 pub fn probe() -> agent_api::kit::detect::BackendProbe {
-    agent_api::kit::detect::BackendProbe::new(KIND, "qwen", SUPPORTED_VERSIONS, |binary| {
-        std::sync::Arc::new(QwenBackend::new(AcpConfig::with_binary(binary)))
-    })
+    QwenBackend::probe()
 }
 
-/// The Qwen Code backend (kind `qwen`).
-#[derive(Debug, Clone, Default)]
-pub struct QwenBackend {
-    config: AcpConfig,
-}
+/// The Qwen Code backend (kind `qwen`): the shared backend of `agent_api_acp` over [`Qwen`].
+pub type QwenBackend = CliBackend<Qwen>;
 
-impl QwenBackend {
-    /// A backend starting Qwen Code as `config` says.
-    pub fn new(config: AcpConfig) -> Self {
-        Self { config }
+/// What Qwen Code tells the shared backend ([`CliAgent`]): its three interfaces, options and store.
+#[derive(Debug, Clone, Copy, Default)]
+#[non_exhaustive]
+pub struct Qwen;
+
+impl CliAgent for Qwen {
+    const CLI: AgentCli = CLI;
+    const SUPPORTED_VERSIONS: &'static [&'static str] = SUPPORTED_VERSIONS;
+    const OPTION_MAPPINGS: &'static [agent_api::kit::options::OptionMapping] = portable::MAPPINGS;
+    const MODES: &'static [agent_api::request::ModeInfo] = portable::MODES;
+    const VARIANTS: &'static [agent_api::request::VariantSet] = portable::VARIANTS;
+    type Options = QwenOptions;
+
+    fn capabilities() -> CapabilitySet {
+        capabilities()
     }
 
-    /// Its configuration.
-    pub fn config(&self) -> &AcpConfig {
-        &self.config
+    /// ACP and the two-way stream-json keep one live agent for every turn; print takes its prompt
+    /// on the command line.
+    fn resumes_per_turn(request: &RunRequest) -> Result<bool, AgentError> {
+        Ok(stream_json_interface(request)? == Some(QwenInterface::Print))
     }
 
-    /// The argv and converter of a run on `interface` (`None`: ACP), or of a warm session (`warm`).
-    fn start(
-        &self,
-        request: &RunRequest,
-        interface: Option<QwenInterface>,
-        warm: bool,
-    ) -> Result<(CommandSpec, Box<dyn Protocol>), AgentError> {
-        let cwd = agent_api_acp::run_dir(&self.config, request);
+    /// Print takes the schema as its own flag.
+    fn native_schema(request: &RunRequest) -> Result<bool, AgentError> {
+        Self::resumes_per_turn(request)
+    }
+
+    /// A run on the interface the request picks (ACP unless it names a stream-json one).
+    fn launch(config: &AcpConfig, request: &RunRequest, warm: bool) -> Result<Launch, AgentError> {
+        let interface = stream_json_interface(request)?;
+        let files = portable::run_files(request, interface.is_some())?;
+        let cwd = agent_api_acp::run_dir(config, request);
         if let Some(interface) = interface {
             agent_api_acp::text_only(&KIND, request)?;
-            return stream_json::stream_json(&self.config, request, &cwd, interface, warm);
+            let (spec, protocol) = stream_json::stream_json(config, request, &cwd, interface, warm)?;
+            return Ok(Launch::new(spec, protocol, files));
         }
         let serve_fs = request.options::<QwenOptions>()?.fs.unwrap_or(true);
-        let mut args = portable::cli_args(&request.portable, false);
-        args.extend(agent_api_acp::approval_mode_args(request));
-        let spec = CLI.acp_command(&self.config, args, request, &cwd)?;
-        let acp = CLI.client(request, cwd, serve_fs, debug_log_dir(&spec), warm)?;
-        Ok((spec, Box::new(acp)))
+        let spec = CLI.acp_command(config, portable::cli_args(&request.portable, false), request, &cwd)?;
+        let acp = CLI.client(request, cwd, serve_fs, debug_log_dir(&spec), warm)?.with_mode_switch(portable::MODES);
+        Ok(Launch::new(spec, Box::new(acp), files))
+    }
+
+    fn session_store(config: &AcpConfig) -> Option<std::sync::Arc<dyn agent_api::history::SessionStore>> {
+        Some(std::sync::Arc::new(history::QwenSessionStore::for_config(config)?))
+    }
+
+    /// A recording is ACP or stream-json, which its first message says ([`replaying`]).
+    fn replay_protocol(_format: RecordingFormat) -> Result<Box<dyn Protocol>, AgentError> {
+        Ok(replaying())
     }
 }
 
@@ -157,6 +175,8 @@ pub fn capabilities() -> CapabilitySet {
         caps::SESSION_RESUME,
         caps::SESSION_RESUME_PER_TURN,
         caps::SESSION_CALLER_ID,
+        caps::QUESTIONS,
+        caps::SESSION_MODE_SWITCH,
         agent_api_acp::CAP_SESSION_LOAD,
         CAP_QWEN_ACP,
         CAP_QWEN_STREAM_JSON,
@@ -168,76 +188,4 @@ pub fn capabilities() -> CapabilitySet {
     }
     // Every interface builds its argv through `CommandSpec::for_request`: the launchers apply.
     agent_api::kit::options::with_mappings(agent_api::kit::launch::with_launchers(set), portable::MAPPINGS)
-}
-
-#[async_trait]
-impl AgentBackend for QwenBackend {
-    fn kind(&self) -> AgentKind {
-        KIND
-    }
-
-    fn capabilities(&self) -> CapabilitySet {
-        capabilities()
-    }
-
-    fn extension_keys(&self) -> &'static [&'static str] {
-        agent_api::kit::options::extension_keys::<QwenOptions>()
-    }
-
-    fn option_value(&self, key: &str, text: &str) -> Result<serde_json::Value, AgentError> {
-        agent_api::kit::options::value_from_text::<QwenOptions>(key, text)
-    }
-
-    fn option_mappings(&self) -> &'static [agent_api::kit::options::OptionMapping] {
-        portable::MAPPINGS
-    }
-
-    fn modes(&self) -> &'static [agent_api::request::ModeInfo] {
-        portable::MODES
-    }
-
-    async fn run(&self, request: RunRequest) -> Result<RunHandle, AgentError> {
-        self.validate(&request)?;
-        let mut request = request.in_session_dir(self.config.working_dir.as_deref());
-        let tools = agent_api::kit::caller_tools::attach(&mut request).await?;
-        let mut settings = RunSettings::for_request(KIND, &request, &self.capabilities());
-        settings.hold(tools);
-        let interface = stream_json_interface(&request)?;
-        let request = agent_api_acp::prepare(request, interface == Some(QwenInterface::Print));
-        let files = portable::run_files(&request, interface.is_some())?;
-        let (spec, protocol) = self.start(&request, interface, false)?;
-        let transport = Transport::spawn(&files.apply(spec), settings.line_cap)?;
-        settings.hold(Some(files));
-        Ok(start_run(settings, transport, protocol))
-    }
-
-    fn session_store(&self) -> Option<std::sync::Arc<dyn agent_api::history::SessionStore>> {
-        Some(std::sync::Arc::new(history::QwenSessionStore::for_config(&self.config)?))
-    }
-
-    /// ACP and the two-way stream-json keep one live agent for every turn; print takes its
-    /// prompt on the command line, so its sessions run a process per turn, resuming the previous
-    /// turn's session.
-    async fn open_session(&self, request: RunRequest) -> Result<Session, AgentError> {
-        self.validate_session_template(&request)?;
-        let mut request = request.in_session_dir(self.config.working_dir.as_deref());
-        let tools = agent_api::kit::caller_tools::attach(&mut request).await?;
-        let mut settings = RunSettings::for_request(KIND, &request, &self.capabilities());
-        settings.hold(tools);
-        let interface = stream_json_interface(&request)?;
-        if interface == Some(QwenInterface::Print) {
-            return Ok(Session::resuming(std::sync::Arc::new(self.clone()), request));
-        }
-        let (spec, protocol) = self.start(&request, interface, true)?;
-        let files = portable::run_files(&request, interface.is_some())?;
-        let transport = Transport::spawn(&files.apply(spec), settings.line_cap)?;
-        settings.hold(Some(files));
-        Ok(start_session(settings, transport, protocol))
-    }
-}
-
-impl agent_api::kit::replay::Replay for QwenBackend {
-    fn replay_protocol(&self, _format: RecordingFormat) -> Result<Box<dyn Protocol>, AgentError> {
-        Ok(replaying())
-    }
 }

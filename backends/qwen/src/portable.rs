@@ -9,7 +9,7 @@ use agent_api::request::TextOrFile;
 use agent_api::PortableOptions;
 use agent_api::{AgentError, RunRequest};
 use agent_api_acp::{RunFiles, ACP_ATTACHMENTS, ACP_IMAGES};
-use serde_json::Value;
+use serde_json::{json, Value};
 
 /// How Qwen Code takes each portable option; its `agent_api.options.*` capabilities are these.
 pub(crate) const MAPPINGS: &[OptionMapping] = &[
@@ -27,8 +27,23 @@ pub(crate) const MAPPINGS: &[OptionMapping] = &[
     OptionMapping::new(caps::OUTPUT_SCHEMA, "--json-schema (print); SDK schema in the prompt (acp, two-way stream-json)"),
     OptionMapping::new(caps::IMAGES, ACP_IMAGES),
     OptionMapping::new(caps::FILE_ATTACHMENTS, ACP_ATTACHMENTS),
-    OptionMapping::new(caps::MODES, "--approval-mode plan|auto-edit|yolo (every interface)"),
+    OptionMapping::new(
+        caps::MODES,
+        "--approval-mode plan|auto-edit|yolo (every interface); ACP session/set_mode, control request set_permission_mode (warm session)",
+    ),
+    OptionMapping::new(
+        caps::VARIANTS,
+        "model.generationConfig.reasoning.effort low|medium|high: a 0600 QWEN_CODE_SYSTEM_DEFAULTS_PATH settings file (every interface; local and bwrap only; the user's own setting wins)",
+    ),
 ];
+
+/// Qwen Code's variants: the reasoning effort of its `model.generationConfig.reasoning` setting
+/// (0.15.10 has no flag for it), which it sends as the request's `reasoning.effort` (the
+/// OpenAI-compatible providers) or turns into the provider's own thinking settings.
+pub(crate) const VARIANTS: &[agent_api::request::VariantSet] = &[agent_api::request::VariantSet::all_models(
+    &["low", "medium", "high"],
+    "QWEN_CODE_SYSTEM_DEFAULTS_PATH (a 0600 settings file): model.generationConfig.reasoning.effort",
+)];
 
 /// Qwen Code's modes: its `--approval-mode` values (0.15.10) but the default.
 pub(crate) const MODES: &[agent_api::request::ModeInfo] = &[
@@ -64,8 +79,8 @@ pub(crate) fn cli_args(portable: &PortableOptions, schema_flag: bool) -> Vec<Str
 }
 
 /// The files of `request` for Qwen Code (`stream_json`: one of its stream-json interfaces, which
-/// take MCP servers as a flag, not over ACP): the replacement system prompt, the MCP document
-/// (whose headers carry the caller tools' secret).
+/// take MCP servers as a flag, not over ACP): the replacement system prompt, the variant's
+/// settings, the MCP document (whose headers carry the caller tools' secret).
 pub(crate) fn run_files(request: &RunRequest, stream_json: bool) -> Result<RunFiles, AgentError> {
     let mut files = RunFiles::default();
     let portable = &request.portable;
@@ -74,6 +89,10 @@ pub(crate) fn run_files(request: &RunRequest, stream_json: bool) -> Result<RunFi
             TextOrFile::File(path) => files.env_file("QWEN_SYSTEM_MD", path),
             TextOrFile::Text(text) => files.args(["--system-prompt".to_string(), text]),
         }
+    }
+    if let Some(effort) = &request.variant {
+        let settings = json!({ "model": { "generationConfig": { "reasoning": { "effort": effort } } } });
+        files.settings_file(request, "QWEN_CODE_SYSTEM_DEFAULTS_PATH", &settings, "Qwen Code")?;
     }
     if stream_json && !portable.mcp_servers.is_empty() {
         // Qwen's `--mcp-config` takes a path or the JSON itself.
@@ -157,5 +176,17 @@ mod tests {
         let (args, spec, _) = args_of(&far, true);
         assert!(args.starts_with("--system-prompt sys --mcp-config {"), "{args}");
         assert!(spec.local_files.is_empty());
+    }
+
+    #[test]
+    fn a_variant_is_the_reasoning_effort_of_a_private_settings_file_here_and_refused_far_away() {
+        let here = RunRequest::new("hi").with_variant("high");
+        let (args, spec, _files) = args_of(&here, false);
+        assert_eq!(args, "", "no flag: a settings file");
+        let settings = spec.env.get("QWEN_CODE_SYSTEM_DEFAULTS_PATH").expect("QWEN_CODE_SYSTEM_DEFAULTS_PATH");
+        let settings: Value = serde_json::from_str(&std::fs::read_to_string(settings).unwrap()).unwrap();
+        assert_eq!(settings, json!({"model": {"generationConfig": {"reasoning": {"effort": "high"}}}}));
+        let far = here.with_launcher(agent_api::request::Launcher::Ssh(agent_api::request::Ssh::new("host")));
+        assert!(matches!(run_files(&far, false), Err(AgentError::InvalidRequest { .. })));
     }
 }

@@ -169,7 +169,7 @@ pub(crate) fn stream_json(
     spec.stdin = two_way;
     let prompt = request.prompt.text.clone();
     let mut protocol = match (two_way, warm) {
-        (true, true) => StreamJson::session(DIALECT, request.permissions.clone(), false),
+        (true, true) => StreamJson::session(DIALECT, request.permissions.clone(), false).with_mode_switch(crate::portable::MODES),
         (true, false) => StreamJson::control(DIALECT, prompt, request.permissions.clone(), false),
         (false, _) => StreamJson::print(DIALECT, prompt, false),
     };
@@ -194,7 +194,7 @@ impl Sniffed {
     fn inner(&mut self, message: &Value) -> &mut Box<dyn Protocol> {
         self.inner.get_or_insert_with(|| {
             if message.get("jsonrpc").is_some() {
-                Box::new(agent_api_acp::Acp::replay(crate::CLI.parser))
+                Box::new(crate::CLI.replay())
             } else {
                 Box::new(StreamJson::replaying(DIALECT))
             }

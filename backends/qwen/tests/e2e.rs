@@ -6,16 +6,14 @@
 
 use std::time::Duration;
 
-use agent_api::kit::projection::Projector;
-use agent_api::universal::{DecidedBy, ItemKind, ItemStatus, PermissionStatus, UniversalEventBody};
+use agent_api::universal::{DecidedBy, ItemKind, ItemStatus};
 use agent_api::{AgentBackend, AgentError, PermissionDecision, PermissionPolicy, RunRequest};
 use agent_api_acp::AcpConfig;
-use agent_api_conformance::{assert_conformant, RunRecord};
+use agent_api_conformance::{assert_conformant, assert_one_permission, drive, RunRecord};
 use agent_api_qwen::QwenBackend;
 use agent_api_qwen::{QwenInterface, QwenOptions};
 use agent_bench::process::processes_in;
-use agent_bench::{e2e_enabled_or_explain, Cli, ModelServer, Sandbox};
-use futures::StreamExt;
+use agent_bench::{Cli, ModelServer, Sandbox};
 
 /// The sandbox's Qwen with its environment; the backend adds `--acp`.
 pub fn backend(sandbox: &Sandbox) -> QwenBackend {
@@ -27,47 +25,11 @@ pub fn backend(sandbox: &Sandbox) -> QwenBackend {
 }
 
 async fn setup(scenario: &str) -> Option<(ModelServer, Sandbox)> {
-    e2e_enabled_or_explain(Cli::Qwen)?;
-    let server = ModelServer::start(None).await.unwrap();
-    let sandbox = Sandbox::new(Cli::Qwen, &server, scenario).unwrap();
-    Some((server, sandbox))
+    agent_bench::e2e_bench_or_explain(Cli::Qwen, scenario).await
 }
 
 fn request(prompt: &str) -> RunRequest {
     RunRequest::new(prompt).with_timeout(Duration::from_secs(150))
-}
-
-/// Runs `request`, answering each permission with `decision` (`None`: the policy decides);
-/// cancels at the first native delta when asked.
-async fn drive(backend: &QwenBackend, request: RunRequest, decision: Option<PermissionDecision>, cancel_on_first_delta: bool) -> RunRecord {
-    let handle = backend.run(request).await.expect("run starts");
-    let control = handle.control();
-    let mut projector = Projector::new(handle.agent_kind().clone(), handle.tools_structured());
-    let (mut events, completion) = handle.into_universal();
-    let mut universal = Vec::new();
-    while let Some(event) = events.next().await {
-        match &event.body {
-            UniversalEventBody::PermissionRequested(p) => {
-                if let Some(decision) = &decision {
-                    control.respond_permission(&p.permission_id, decision.clone()).await.unwrap();
-                }
-            }
-            UniversalEventBody::ItemDelta(_) if cancel_on_first_delta && !event.synthetic => control.cancel(),
-            _ => {}
-        }
-        universal.push(event);
-    }
-    let wrapper = universal.iter().flat_map(|e| projector.project(e)).collect();
-    RunRecord { universal, wrapper, completion: completion.await, tools_structured: true }
-}
-
-fn one_permission(run: &RunRecord, approved: bool, by: DecidedBy) {
-    assert_eq!(run.of_type("permission.requested").count(), 1, "{:?}", run.types());
-    let resolved: Vec<_> = run.of_type("permission.resolved").collect();
-    assert_eq!(resolved.len(), 1, "{:?}", run.types());
-    let status = resolved[0].permission().map(|p| p.status);
-    let expected = if approved { PermissionStatus::Approved } else { PermissionStatus::Denied };
-    assert_eq!((status, resolved[0].decided_by()), (Some(expected), Some(by)));
 }
 
 /// The shell call is in the transcript either way: a completed result when it ran, a failed one
@@ -108,7 +70,7 @@ async fn acp_shell_follows_the_callers_decision() {
         let run = drive(&backend(&sandbox), request("run the command"), Some(decision), false).await;
         assert_conformant(&run);
         assert!(run.completion.is_ok(), "{:?}", run.completion);
-        one_permission(&run, runs, DecidedBy::Caller);
+        assert_one_permission(&run, runs, DecidedBy::Caller);
         assert_eq!(sandbox.cwd.join("out.txt").exists(), runs);
         shell_call_shown(&run, runs);
     }
@@ -121,7 +83,7 @@ async fn acp_shell_follows_the_policy_with_one_request_and_one_resolution() {
         let run = drive(&backend(&sandbox), request("run the command").with_permissions(policy), None, false).await;
         assert_conformant(&run);
         assert!(run.completion.is_ok(), "{:?}", run.completion);
-        one_permission(&run, runs, DecidedBy::Policy);
+        assert_one_permission(&run, runs, DecidedBy::Policy);
         assert_eq!(sandbox.cwd.join("out.txt").exists(), runs);
         shell_call_shown(&run, runs);
     }
@@ -239,7 +201,7 @@ async fn stream_json_shell_follows_the_caller_and_the_policy() {
         let run = drive(&backend(&sandbox), stream_json("run the command").with_permissions(policy), decision, false).await;
         assert_conformant(&run);
         assert!(run.completion.is_ok(), "{:?}", run.completion);
-        one_permission(&run, runs, by);
+        assert_one_permission(&run, runs, by);
         assert_eq!(sandbox.cwd.join("out.txt").exists(), runs);
     }
 }
@@ -366,7 +328,7 @@ mod through_bwrap {
             let run = drive(&backend(&sandbox), request("run the command").with_launcher(bwrap()), Some(decision), false).await;
             assert_conformant(&run);
             assert!(run.completion.is_ok(), "{:?}", run.completion);
-            one_permission(&run, runs, DecidedBy::Caller);
+            assert_one_permission(&run, runs, DecidedBy::Caller);
             assert_eq!(sandbox.cwd.join("out.txt").exists(), runs);
         }
     }
@@ -411,9 +373,64 @@ async fn plan_mode_writes_nothing_on_every_interface() {
     assert!(!model_requests(&server).contains(PLAN_REMINDER), "the default mode is not plan mode");
 }
 
+/// Plan mode's exit over ACP (a `switch_mode` permission with the plan in its input) is the
+/// typed question Claude Code's is: the plan in its text, the same options. Approving selects
+/// Qwen's option that leaves plan mode for its default (the tool tells the model the plan was
+/// approved, and Qwen reports its new mode); declining keeps planning (the tool is refused).
+#[tokio::test]
+async fn acp_the_exit_plan_question_round_trips() {
+    use agent_api::kit::hitl::EXIT_PLAN_OPTIONS;
+    use agent_api_conformance::run_answering_exit_plan;
+    for (answer, approved) in [(EXIT_PLAN_OPTIONS[0], true), (EXIT_PLAN_OPTIONS[1], false)] {
+        let Some((server, sandbox)) = setup("exit_plan_text").await else { return };
+        let (run, text) = run_answering_exit_plan(&backend(&sandbox), request("plan it"), answer, "1. Write plan.txt").await;
+        let left = model_requests(&server).contains("User has approved your plan");
+        assert_eq!((left, text.contains("canceled by the user")), (approved, !approved), "{answer}: {text}");
+        assert_eq!(run.status_labels().contains(&"current_mode".to_string()), approved, "{:?}", run.status_labels());
+    }
+}
+
+/// Qwen 0.15.10 has no exit-plan tool on its two-way stream-json interface: an SDK's
+/// `initialize` turns on its SDK mode, which leaves `exit_plan_mode` out and tells the model to
+/// present its plan directly; there is no question to ask there.
+#[tokio::test]
+async fn stream_json_plan_mode_offers_no_exit_plan_tool() {
+    let Some((_server, sandbox)) = setup("exit_plan_text").await else { return };
+    let request = request("plan it")
+        .with_options(&QwenOptions::default().interface(QwenInterface::StreamJson))
+        .with_mode(agent_api::request::AgentMode::Plan);
+    let run = drive(&backend(&sandbox), request, None, false).await;
+    assert_conformant(&run);
+    let text = run.completion.as_ref().expect("the run ends well").final_text.clone().unwrap_or_default();
+    assert!(text.contains("offers no exit_plan_mode tool"), "{text}");
+    assert_eq!(run.of_type("question.requested").count(), 0);
+}
+
+/// A variant is Qwen's reasoning effort on every interface: the settings file the SDK writes
+/// puts it in every model request as `reasoning.effort`; without one the request has none.
+#[tokio::test]
+async fn a_variant_reaches_the_model_request_as_its_reasoning_effort_on_every_interface() {
+    for interface in [QwenInterface::Acp, QwenInterface::StreamJson, QwenInterface::Print] {
+        for variant in [Some("high"), Some("low"), None] {
+            let Some((server, sandbox)) = setup("text").await else { return };
+            let mut request = request("say hi").with_options(&QwenOptions::default().interface(interface));
+            if let Some(variant) = variant {
+                request = request.with_variant(variant);
+            }
+            let run = drive(&backend(&sandbox), request, None, false).await;
+            assert!(run.completion.is_ok(), "{interface:?} {variant:?}: {:?}", run.completion);
+            let efforts: Vec<_> = server.requests().iter().map(|r| r.body.pointer("/reasoning/effort").cloned()).collect();
+            assert!(!efforts.is_empty(), "{interface:?}: no model request");
+            assert!(efforts.iter().all(|e| *e == variant.map(Into::into)), "{interface:?} {variant:?}: {efforts:?}");
+        }
+    }
+}
+
 #[test]
 fn an_unknown_mode_is_refused_before_spawn_naming_qwens() {
     let backend = agent_api_qwen::QwenBackend::new(AcpConfig::with_binary("/nonexistent/qwen"));
     let err = backend.validate(&RunRequest::new("x").with_mode(agent_api::request::AgentMode::parse("auto_edit"))).unwrap_err();
     assert!(err.to_string().contains("default, plan, auto-edit, yolo"), "{err}");
+    let err = backend.validate(&RunRequest::new("x").with_variant("max")).unwrap_err();
+    assert!(matches!(&err, AgentError::UnknownVariant { valid, .. } if valid == &["low", "medium", "high"]), "{err}");
 }

@@ -40,9 +40,10 @@ pub(crate) struct PendingAsk {
     exit_plan: bool,
 }
 
-/// The options of plan mode's exit question: the first approves the plan (Claude Code leaves
-/// plan mode); any other answer keeps planning, a free text answer going back as feedback.
-pub const EXIT_PLAN_OPTIONS: [&str; 2] = ["Yes, leave plan mode and carry out the plan", "No, keep planning"];
+/// The options of plan mode's exit question, every agent's: the first approves the plan (Claude
+/// Code leaves plan mode); any other answer keeps planning, a free text answer going back as
+/// feedback.
+pub use agent_api::kit::hitl::EXIT_PLAN_OPTIONS;
 
 /// The kit's permission request for a call of `tool` with `input`: its category from the agent's
 /// `tools`, a short summary, the command or file it names (the kit cuts them), the diff an edit
@@ -221,10 +222,9 @@ impl StreamJson {
 
     /// Plan mode's exit (the ExitPlanMode tool) as one question with the plan in its text.
     fn ask_exit_plan(&mut self, request_id: &str, input: &Value, tool_use_id: Option<String>, ctx: &mut Ctx<'_>) {
-        let plan = input.get("plan").and_then(Value::as_str).map(|p| agent_api::kit::bounds::utf8_prefix(p, 8192)).unwrap_or("");
-        let text = format!("Leave plan mode and carry out this plan?\n\n{plan}");
-        let options = EXIT_PLAN_OPTIONS.map(str::to_string).to_vec();
-        let kit_question = QuestionRequest::new(format!("{request_id}/0"), text.clone(), options).call_id(tool_use_id.clone());
+        let plan = input.get("plan").and_then(Value::as_str).unwrap_or("");
+        let kit_question = QuestionRequest::exit_plan(format!("{request_id}/0"), plan).call_id(tool_use_id.clone());
+        let text = kit_question.prompt.clone();
         self.hitl.request_question(ctx.transcript, kit_question, (request_id.to_string(), 0));
         let ask = PendingAsk { input: input.clone(), tool_use_id, questions: vec![text], answers: BTreeMap::new(), exit_plan: true };
         self.asks.insert(request_id.to_string(), ask);

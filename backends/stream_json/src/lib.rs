@@ -84,6 +84,11 @@ impl Dialect {
         Self { name, tools, control_messages: true, takes_images: false, result_error: None, log_reader: None }
     }
 
+    /// The agent kind the dialect's name starts with (`<agent>.stream_json`), for errors.
+    fn agent(&self) -> &'static str {
+        self.name.split_once('.').map_or(self.name, |(agent, _)| agent)
+    }
+
     /// The agent reads user messages on stdin and nothing else (no control protocol).
     pub const fn user_messages_only(mut self) -> Self {
         self.control_messages = false;
@@ -390,7 +395,7 @@ impl Protocol for StreamJson {
             let capability = agent_api::capabilities::SESSION_MODE_SWITCH.to_string();
             return Err(AgentError::UnsupportedCapability { kind: self.name().to_string(), capability });
         }
-        agent_api::kit::check_mode("claude_code", self.switch_modes, mode)?;
+        agent_api::kit::check_mode(self.dialect.agent(), self.switch_modes, mode)?;
         let id = self.request_id();
         ctx.send(
             &json!({ "type": "control_request", "request_id": id, "request": { "subtype": "set_permission_mode", "mode": mode.as_str() } }),

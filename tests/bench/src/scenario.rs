@@ -263,6 +263,24 @@ pub const SCENARIOS: &[Scenario] = &[
         ]),
     },
     Scenario {
+        name: "exit_plan_file",
+        description: "Calls the offered tool whose name ends with `exit_plan_mode` (Gemini CLI's plan-mode exit) with \
+                      {\"plan_filename\":\"plan.md\"}, then replies \"Plan <status>: <output>\".",
+        script: Script::Steps(&[
+            Step::act("", Action::CallTool { suffix: "exit_plan_mode", input: r#"{"plan_filename":"plan.md"}"# }),
+            Step::text(Text::AfterTool("Plan {status}: {output}")),
+        ]),
+    },
+    Scenario {
+        name: "exit_plan_text",
+        description: "Calls the offered tool whose name ends with `exit_plan_mode` (Qwen Code's plan-mode exit) with \
+                      {\"plan\":\"1. Write plan.txt\"}, then replies \"Plan <status>: <output>\".",
+        script: Script::Steps(&[
+            Step::act("", Action::CallTool { suffix: "exit_plan_mode", input: r#"{"plan":"1. Write plan.txt"}"# }),
+            Step::text(Text::AfterTool("Plan {status}: {output}")),
+        ]),
+    },
+    Scenario {
         name: "error401",
         description: "HTTP 401 (invalid API key) for every request.",
         script: Script::Fail(Failure::Unauthorized),

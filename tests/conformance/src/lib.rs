@@ -29,9 +29,12 @@ use agent_api::kit::projection::Projector;
 use agent_api::run::within_bounds;
 use agent_api::run::Channel;
 use agent_api::run::TOOLS_FACET_SCHEMA;
-use agent_api::universal::{ItemStatus, UniversalEventBody};
+use agent_api::universal::{DecidedBy, ItemStatus, PermissionStatus, UniversalEventBody};
 use agent_api::UniversalEvent;
-use agent_api::{AgentError, AgentWrapperEvent, AgentWrapperEventKind, PermissionDecision, QuestionAnswer, RunCompletion, RunHandle};
+use agent_api::{
+    AgentBackend, AgentError, AgentWrapperEvent, AgentWrapperEventKind, PermissionDecision, QuestionAnswer, RunCompletion, RunHandle,
+    RunRequest,
+};
 use futures::StreamExt;
 use serde_json::Value;
 
@@ -172,7 +175,8 @@ pub struct Answers {
     pub question: Option<QuestionAnswer>,
     /// Cancel the run at the first `permission.requested` instead of deciding it.
     pub cancel_at_permission: bool,
-    /// Cancel the run at its first `item.delta` (a turn cancelled while the agent streams).
+    /// Cancel the run at its first `item.delta` from the agent (a turn cancelled while the agent
+    /// streams; the SDK's own synthetic deltas do not count).
     pub cancel_at_delta: bool,
 }
 
@@ -216,7 +220,7 @@ pub async fn record_answering(handle: RunHandle, answers: Answers) -> RunRecord 
     while let Some(event) = events.next().await {
         match &event.body {
             UniversalEventBody::PermissionRequested(_) if answers.cancel_at_permission => control.cancel(),
-            UniversalEventBody::ItemDelta(_) if answers.cancel_at_delta => control.cancel(),
+            UniversalEventBody::ItemDelta(_) if answers.cancel_at_delta && !event.synthetic => control.cancel(),
             UniversalEventBody::PermissionRequested(p) => {
                 if let Some(decision) = answers.permission.clone() {
                     control.respond_permission(&p.permission_id, decision).await.expect("the run takes its own permission id");
@@ -234,6 +238,50 @@ pub async fn record_answering(handle: RunHandle, answers: Answers) -> RunRecord 
     let completion = completion.await;
     let wrapper = universal.iter().flat_map(|e| projector.project(e)).collect();
     RunRecord { universal, wrapper, completion, tools_structured }
+}
+
+/// Runs `request` on `backend`, deciding each permission with `decision` (`None`: the policy
+/// decides), cancelling at the agent's first delta when asked.
+pub async fn drive(
+    backend: &dyn AgentBackend,
+    request: RunRequest,
+    decision: Option<PermissionDecision>,
+    cancel_at_delta: bool,
+) -> RunRecord {
+    let handle = backend.run(request).await.expect("run starts");
+    record_answering(handle, Answers { permission: decision, cancel_at_delta, ..Answers::none() }).await
+}
+
+/// The run asked one permission, and it was resolved once: approved or denied, by `by`.
+pub fn assert_one_permission(run: &RunRecord, approved: bool, by: DecidedBy) {
+    assert_eq!(run.of_type("permission.requested").count(), 1, "{:?}", run.types());
+    let resolved: Vec<_> = run.of_type("permission.resolved").collect();
+    assert_eq!(resolved.len(), 1, "{:?}", run.types());
+    let status = resolved[0].permission().map(|p| p.status);
+    let expected = if approved { PermissionStatus::Approved } else { PermissionStatus::Denied };
+    assert_eq!((status, resolved[0].decided_by()), (Some(expected), Some(by)));
+}
+
+/// Runs `request` (in plan mode) on `backend`, answering plan mode's exit question with
+/// `answer`; checks the run is conformant and asked that question ([`assert_exit_plan_asked`])
+/// with `plan` in it. Returns the run and its final text.
+pub async fn run_answering_exit_plan(backend: &dyn AgentBackend, request: RunRequest, answer: &str, plan: &str) -> (RunRecord, String) {
+    let handle = backend.run(request.with_mode(agent_api::request::AgentMode::Plan)).await.expect("run starts");
+    let run = record_answering(handle, Answers::none().with_answer(answer)).await;
+    assert_conformant(&run);
+    assert_exit_plan_asked(&run, plan);
+    let text = run.completion.as_ref().expect("the run ends well").final_text.clone().unwrap_or_default();
+    (run, text)
+}
+
+/// The run asked plan mode's exit as its one typed question (`plan` in its text, the options
+/// every backend offers for it), and no permission.
+pub fn assert_exit_plan_asked(run: &RunRecord, plan: &str) {
+    let asked: Vec<_> = run.universal.iter().filter_map(UniversalEvent::question_request).collect();
+    assert_eq!(asked.len(), 1, "{:?}", run.types());
+    assert!(asked[0].prompt.contains(plan), "the plan is not in the question: {:?}", asked[0].prompt);
+    assert_eq!(asked[0].options, agent_api::kit::hitl::EXIT_PLAN_OPTIONS);
+    assert_eq!(run.of_type("permission.requested").count(), 0, "{:?}", run.types());
 }
 
 fn validator() -> &'static jsonschema::Validator {

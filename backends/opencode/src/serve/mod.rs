@@ -35,6 +35,12 @@ enum Pending {
     Other,
 }
 
+/// A prompt's `agent` for `mode`: the mode's own name (`plan`), none for the default (OpenCode's
+/// default agent).
+fn prompt_agent(mode: Option<&agent_api::request::AgentMode>) -> Option<String> {
+    mode.filter(|m| **m != agent_api::request::AgentMode::Default).map(|m| m.as_str().to_string())
+}
+
 /// What a live run sends (a replay sends nothing: the recording holds the client's side).
 #[derive(Debug, Clone)]
 struct Plan {
@@ -57,6 +63,8 @@ pub struct ServeProtocol {
     session_id: Option<String>,
     user_messages: HashSet<String>,
     hitl: Hitl<String, questions::QuestionRef>,
+    /// The caller's policy, which the session's mode changes ([`ServeProtocol::switch_mode`]).
+    policy: agent_api::PermissionPolicy,
     questions: questions::Questions,
     parts: Parts,
     title: Option<String>,
@@ -76,13 +84,14 @@ pub struct ServeProtocol {
 }
 
 impl ServeProtocol {
-    fn new(plan: Option<Plan>, hitl: Hitl<String, questions::QuestionRef>) -> Self {
+    fn new(plan: Option<Plan>, hitl: Hitl<String, questions::QuestionRef>, policy: agent_api::PermissionPolicy) -> Self {
         Self {
             plan,
             pending: VecDeque::new(),
             session_id: None,
             user_messages: HashSet::new(),
             hitl,
+            policy,
             questions: questions::Questions::default(),
             parts: Parts::default(),
             title: None,
@@ -98,7 +107,7 @@ impl ServeProtocol {
 
     /// A replay of a recorded session.
     pub fn replay() -> Self {
-        Self::new(None, Hitl::replay())
+        Self::new(None, Hitl::replay(), agent_api::PermissionPolicy::default())
     }
 
     fn live(request: &RunRequest, directory: String) -> Result<Self, AgentError> {
@@ -106,14 +115,15 @@ impl ServeProtocol {
         let plan = Plan {
             prompt: prompt_parts(&request.prompt)?,
             model,
-            agent: request.mode.as_ref().filter(|m| **m != agent_api::request::AgentMode::Default).map(|m| m.as_str().to_string()),
+            agent: prompt_agent(request.mode.as_ref()),
             variant: request.variant.clone(),
             directory,
             session: request.session.clone(),
             ask_first: !request.skip_permission_prompts,
         };
         // Plan mode's policy: what OpenCode's plan agent still asks to write or run is denied.
-        Ok(Self::new(Some(plan), Hitl::live(agent_api::kit::hitl::policy_in_mode(request.mode.as_ref(), &request.permissions))))
+        let policy = agent_api::kit::hitl::policy_in_mode(request.mode.as_ref(), &request.permissions);
+        Ok(Self::new(Some(plan), Hitl::live(policy), request.permissions.clone()))
     }
 
     fn query(&self) -> String {
@@ -343,6 +353,10 @@ impl Protocol for ServeProtocol {
 
     fn send_turn(&mut self, prompt: &agent_api::Prompt, ctx: &mut Ctx<'_>) -> Result<(), AgentError> {
         self.next_turn(prompt, ctx)
+    }
+
+    fn set_mode(&mut self, mode: &agent_api::request::AgentMode, ctx: &mut Ctx<'_>) -> Result<(), AgentError> {
+        self.switch_mode(mode, ctx)
     }
 
     fn interrupt(&mut self, ctx: &mut Ctx<'_>) -> bool {

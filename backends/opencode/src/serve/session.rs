@@ -37,6 +37,21 @@ impl ServeProtocol {
         Ok(())
     }
 
+    /// The next turns' mode (`agent_api.session.mode_switch`): each prompt names its OpenCode
+    /// agent (`plan`; none for the default, OpenCode's default agent), so the switch is the next
+    /// prompt's `agent` field; what the agent still asks is decided as the mode says.
+    pub(super) fn switch_mode(&mut self, mode: &agent_api::request::AgentMode, ctx: &mut Ctx<'_>) -> Result<(), AgentError> {
+        let Some(plan) = self.plan.as_mut().filter(|_| self.warm) else {
+            let capability = agent_api::capabilities::SESSION_MODE_SWITCH.to_string();
+            return Err(AgentError::UnsupportedCapability { kind: crate::KIND.to_string(), capability });
+        };
+        agent_api::kit::check_mode(crate::KIND.as_str(), crate::portable::MODES, mode)?;
+        plan.agent = super::prompt_agent(Some(mode));
+        self.hitl.set_policy(agent_api::kit::hitl::policy_in_mode(Some(mode), &self.policy));
+        ctx.transcript.daemon_status("mode_changed", Some(mode.as_str().to_string()));
+        Ok(())
+    }
+
     /// A request of a warm session failed: a refused prompt fails only its turn; a refused
     /// set-up ends the session, with the error going to the turn waiting for it (or the next one).
     pub(super) fn warm_failure(&mut self, ctx: &mut Ctx<'_>, prompt: bool, error: AgentError) {

@@ -143,3 +143,59 @@ pub async fn opened_from_an_earlier_run(backend: &dyn AgentBackend, template: Ru
     assert_session_conformant(&record);
     assert_eq!(none_left(left).await, Vec::<i32>::new());
 }
+
+/// A warm session switches modes between turns (`agent_api.session.mode_switch`, the bench's
+/// `write_edit` model; the template's policy approves every request): an unknown mode is
+/// refused naming the valid ones; in plan mode the turn writes nothing; back in the default
+/// mode the same turn writes `created.txt` in `cwd`, on the same process.
+pub async fn switches_to_plan_and_back(
+    backend: &dyn AgentBackend,
+    template: RunRequest,
+    cwd: &std::path::Path,
+    left: &dyn Fn() -> Vec<i32>,
+) {
+    let session = backend.open_session(template).await.unwrap();
+    switch_to_plan_and_back(backend, session, SessionRecord::default(), cwd, left).await;
+}
+
+/// [`switches_to_plan_and_back`] for a backend that knows its agent's modes only from the agent
+/// (the generic `acp` kind: the modes its `session/new` answer advertised): a first turn in
+/// the default mode (its file removed after it) opens the session before the switches.
+pub async fn switches_to_plan_and_back_after_a_turn(
+    backend: &dyn AgentBackend,
+    template: RunRequest,
+    cwd: &std::path::Path,
+    left: &dyn Fn() -> Vec<i32>,
+) {
+    let mut session = backend.open_session(template).await.unwrap();
+    let mut record = SessionRecord::default();
+    assert!(record.turn(&mut session, "create the file").await.is_ok(), "{:?}", record.turns[0].completion);
+    std::fs::remove_file(cwd.join("created.txt")).expect("the default mode wrote the file");
+    switch_to_plan_and_back(backend, session, record, cwd, left).await;
+}
+
+async fn switch_to_plan_and_back(
+    backend: &dyn AgentBackend,
+    mut session: agent_api::Session,
+    mut record: SessionRecord,
+    cwd: &std::path::Path,
+    left: &dyn Fn() -> Vec<i32>,
+) {
+    use agent_api::request::AgentMode;
+    assert!(session.is_warm());
+    let pid = session.process_id();
+    let first = record.turns.len();
+    session.set_mode(AgentMode::Plan).await.expect("the session switches to plan mode");
+    let err = session.set_mode(AgentMode::parse("no-such-mode")).await.unwrap_err();
+    // The refusal names this agent (not another of the same protocol family).
+    assert!(matches!(&err, AgentError::UnknownMode { kind, .. } if kind == backend.kind().as_str()), "{err:?}");
+    assert!(record.turn(&mut session, "create the file").await.is_ok(), "{:?}", record.turns[first].completion);
+    assert!(!cwd.join("created.txt").exists(), "the session wrote a file in plan mode");
+    session.set_mode(AgentMode::Default).await.expect("the session switches back");
+    assert!(record.turn(&mut session, "create the file").await.is_ok(), "{:?}", record.turns[first + 1].completion);
+    assert!(cwd.join("created.txt").exists(), "no file written back in the default mode: {}", final_text(&record, first + 1));
+    assert_eq!(session.process_id(), pid, "one process for the whole session");
+    record.trailing = session.close().await.unwrap();
+    assert_session_conformant(&record);
+    assert_eq!(none_left(left).await, Vec::<i32>::new());
+}

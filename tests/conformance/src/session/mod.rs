@@ -1,7 +1,7 @@
 //! The checks of a recorded session (`spec/run-protocol.md` §8): every turn is a conformant
 //! run of its own, and all turns together are one transcript.
 
-use agent_api::universal::{ContentPart, UniversalEventBody};
+use agent_api::universal::{ContentPart, ItemKind, UniversalEventBody};
 use agent_api::UniversalEvent;
 use agent_api::{AgentError, RunCompletion, RunHandle, Session};
 
@@ -60,9 +60,12 @@ pub fn session_problems(session: &SessionRecord) -> Vec<String> {
     for (n, turn) in session.turns.iter().enumerate() {
         let n = n + 1;
         wrapper_problems(turn, &mut out);
-        let statuses: Vec<(&str, Option<&str>)> = turn.universal.iter().filter_map(status_of).collect();
         let detail = format!("turn {n}");
-        if statuses.first() != Some(&("turn_started", Some(detail.as_str()))) {
+        // What came between turns (`session.started`, status items such as a mode switch's)
+        // goes out before the turn's `turn_started`; nothing of the turn's own may.
+        let opening = turn.universal.iter().position(|e| status_of(e) == Some(("turn_started", Some(detail.as_str()))));
+        let between = |e: &UniversalEvent| e.type_name() == "session.started" || e.item().is_some_and(|i| i.kind == ItemKind::Status);
+        if !opening.is_some_and(|at| turn.universal[..at].iter().all(between)) {
             out.push(format!("turn {n} does not open with its turn_started status"));
         }
         let body: Vec<&UniversalEvent> = turn.universal.iter().filter(|e| e.type_name() != "session.ended").collect();

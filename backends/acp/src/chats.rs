@@ -1,0 +1,92 @@
+//! The chat store of an agent that keeps one JSONL file per chat under
+//! `~/<its dir>/<projects>/<project>/chats/` (Gemini CLI, Qwen Code): one [`SessionStore`]
+//! ([`ChatStore`]) over what the agent's crate says of its files ([`ChatLayout`]): which file is
+//! which session, a chat's summary, and the converter of its records.
+
+use std::marker::PhantomData;
+use std::path::{Path, PathBuf};
+
+use agent_api::history::{self, SessionQuery, SessionStore, StoredSession};
+use agent_api::kit::Protocol;
+use agent_api::{AgentError, AgentKind, RunHandle};
+use async_trait::async_trait;
+
+use crate::AcpConfig;
+
+/// What an agent's crate says of its chat files to [`ChatStore`].
+pub trait ChatLayout: Send + Sync + 'static {
+    /// The agent kind whose chats these are.
+    const KIND: AgentKind;
+    /// Its folder under `HOME` (`.gemini`).
+    const HOME_DIR: &'static str;
+    /// The folder of its projects under that one (`tmp`), each holding a `chats` folder.
+    const PROJECTS: &'static str;
+
+    /// Whether the chat file at `path` holds the session `id` (an id already checked to be safe).
+    fn is_session(path: &Path, id: &str) -> bool;
+
+    /// A chat's summary for listing (`None`: not a chat this store can read).
+    fn describe(path: &Path) -> Option<StoredSession>;
+
+    /// The converter of a stored chat's lines.
+    fn reader() -> Box<dyn Protocol>;
+}
+
+/// The chat store of layout `L` under one agent folder (`~/.gemini`).
+pub struct ChatStore<L> {
+    root: PathBuf,
+    layout: PhantomData<fn() -> L>,
+}
+
+impl<L> std::fmt::Debug for ChatStore<L> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChatStore").field("root", &self.root).finish()
+    }
+}
+
+impl<L> Clone for ChatStore<L> {
+    fn clone(&self) -> Self {
+        Self::new(self.root.clone())
+    }
+}
+
+impl<L> ChatStore<L> {
+    /// The store under `agent_dir` (`~/.gemini`).
+    pub fn new(agent_dir: impl Into<PathBuf>) -> Self {
+        Self { root: agent_dir.into(), layout: PhantomData }
+    }
+}
+
+impl<L: ChatLayout> ChatStore<L> {
+    /// The store the backend's CLI writes: the agent's folder under the config's `HOME` (this
+    /// process's when the config sets none).
+    pub fn for_config(config: &AcpConfig) -> Option<Self> {
+        Some(Self::new(config.home_dir(L::HOME_DIR)?))
+    }
+
+    fn chats(&self) -> Vec<PathBuf> {
+        history::child_dirs(&self.root.join(L::PROJECTS)).iter().flat_map(|p| history::jsonl_files(&p.join("chats"))).collect()
+    }
+
+    fn find(&self, id: &str) -> Result<PathBuf, AgentError> {
+        history::check_session_id(id)?;
+        self.chats().into_iter().find(|p| L::is_session(p, id)).ok_or_else(|| AgentError::SessionNotFound { id: id.to_string() })
+    }
+}
+
+#[async_trait]
+impl<L: ChatLayout> SessionStore for ChatStore<L> {
+    fn kind(&self) -> AgentKind {
+        L::KIND
+    }
+
+    async fn list_sessions(&self, query: &SessionQuery) -> Result<Vec<StoredSession>, AgentError> {
+        let store = self.clone();
+        history::list_files(query, move || store.chats(), L::describe).await
+    }
+
+    async fn read_session(&self, id: &str, include_raw: bool) -> Result<RunHandle, AgentError> {
+        let path = self.find(id)?;
+        history::read_store_file(L::KIND, &path, L::reader(), include_raw, true).await
+    }
+}
