@@ -163,7 +163,7 @@ async fn turn(server: &Server, live: &LiveSession, body: MessageRequest) -> Resu
     if body.message.trim().is_empty() {
         return Err(ApiError::invalid("the message is empty"));
     }
-    crate::turn::check_fixed(&body, &live.opened.request)?;
+    crate::turn::check_fixed(&body.settings, &live.opened.request.settings)?;
     let images = body.images.unwrap_or_default();
     let images = match images.is_empty() {
         true => crate::turn::TurnImages::default(),
@@ -185,7 +185,7 @@ async fn turn(server: &Server, live: &LiveSession, body: MessageRequest) -> Resu
     };
     let mut prompt = agent_api::Prompt::from(body.message);
     prompt.images = images.paths.clone();
-    Ok((prompt, TurnOptions { agent_mode: body.agent_mode, images }))
+    Ok((prompt, TurnOptions { agent_mode: body.settings.agent_mode, images }))
 }
 
 #[utoipa::path(post, path = "/v1/sessions/{session_id}/messages", operation_id = "post_message",

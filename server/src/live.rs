@@ -145,7 +145,7 @@ impl LiveSession {
         on_end: Box<dyn Fn(&str) + Send + Sync>,
     ) -> Arc<Self> {
         let (feed, _) = broadcast::channel(config.sse_buffer.max(1));
-        let agent_mode = opened.request.agent_mode.clone().unwrap_or_else(|| crate::agents::DEFAULT_MODE.into());
+        let agent_mode = opened.request.settings.agent_mode.clone().unwrap_or_else(|| crate::agents::DEFAULT_MODE.into());
         Arc::new(Self {
             id,
             opened,

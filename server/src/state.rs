@@ -14,7 +14,7 @@ use crate::config::ServerConfig;
 use crate::error::ApiError;
 use crate::live::{daemon_event, LiveSession, SessionOrigin};
 use crate::store::{SessionRecord, Store, StoreError};
-use crate::wire::{CreateSessionRequest, SessionInfo};
+use crate::wire::{CreateSessionRequest, SessionInfo, SessionSettings};
 
 /// The reference's agent ids and the kinds they name here.
 pub const AGENT_ALIASES: &[(&str, &str)] = &[("claude", "claude_code")];
@@ -134,7 +134,7 @@ impl Server {
     pub(crate) async fn create(&self, id: &str, body: CreateSessionRequest) -> Result<Arc<LiveSession>, ApiError> {
         check_id(id)?;
         let kind = self.kind(&body.agent)?;
-        let request = self.request(&kind, &body)?;
+        let request = self.request(&kind, &body.settings)?;
         // Where the agent works: a message's images are read only from beneath it.
         let working_dir = match request.session_working_dir() {
             Some(dir) => dir.to_path_buf(),
@@ -154,10 +154,10 @@ impl Server {
             let record = SessionRecord {
                 id: id.to_string(),
                 agent: body.agent.clone(),
-                agent_mode: body.agent_mode.clone().unwrap_or_else(|| "build".into()),
-                permission_mode: body.permission_mode.clone().unwrap_or_else(|| "default".into()),
-                model: body.model.clone(),
-                variant: body.variant.clone(),
+                agent_mode: body.settings.agent_mode.clone().unwrap_or_else(|| "build".into()),
+                permission_mode: body.settings.permission_mode.clone().unwrap_or_else(|| "default".into()),
+                model: body.settings.model.clone(),
+                variant: body.settings.variant.clone(),
                 native_session_id: session.native_session_id(),
                 ended: false,
                 end_error: None,
@@ -188,17 +188,17 @@ impl Server {
     }
 
     /// The turn template of a new session: the server's defaults with what the client asked.
-    fn request(&self, kind: &AgentKind, body: &CreateSessionRequest) -> Result<RunRequest, ApiError> {
+    fn request(&self, kind: &AgentKind, settings: &SessionSettings) -> Result<RunRequest, ApiError> {
         let mut request = self.inner.defaults.clone().with_include_raw(true);
         // `build` is the wire's name for the agent's own default mode; any other is one the
         // agent lists (`GET /v1/agents/{agent}/modes`), refused here with the valid ones.
-        if let Some(mode) = body.agent_mode.as_deref().filter(|m| *m != crate::agents::DEFAULT_MODE) {
+        if let Some(mode) = settings.agent_mode.as_deref().filter(|m| *m != crate::agents::DEFAULT_MODE) {
             let mode = agent_api::request::AgentMode::parse(mode);
             let backend = self.backend(kind)?;
             agent_api::kit::check_mode(kind.as_str(), backend.modes(), &mode).map_err(|e| ApiError::agent(&e))?;
             request = request.with_mode(mode);
         }
-        match body.permission_mode.as_deref() {
+        match settings.permission_mode.as_deref() {
             None | Some("default") => {}
             Some("bypass") => request = request.with_permissions(PermissionPolicy::ApproveAll),
             Some("ask") => request = request.with_permissions(PermissionPolicy::Ask),
@@ -210,58 +210,58 @@ impl Server {
                 ))
             }
         }
-        if let Some(version) = &body.agent_version {
+        if let Some(version) = &settings.agent_version {
             return Err(ApiError::invalid(format!(
                 "agentVersion `{}`: this server runs the agent version installed and cannot pick another",
                 agent_api::display::line(version, 64)
             )));
         }
-        if let Some(model) = &body.model {
+        if let Some(model) = &settings.model {
             request = request.with_model(model);
         }
-        if let Some(variant) = &body.variant {
+        if let Some(variant) = &settings.variant {
             request = request.with_variant(variant);
         }
-        for (key, value) in body.options.iter().flatten() {
+        for (key, value) in settings.options.iter().flatten() {
             request = request.with_extension(key, value.clone());
         }
-        if let Some(prompt) = &body.system_prompt {
+        if let Some(prompt) = &settings.system_prompt {
             request.portable.system_prompt = Some(prompt.clone());
         }
-        if let Some(prompt) = &body.append_system_prompt {
+        if let Some(prompt) = &settings.append_system_prompt {
             request.portable.append_system_prompt = Some(prompt.clone());
         }
-        if let Some(secs) = body.turn_timeout_secs {
+        if let Some(secs) = settings.turn_timeout_secs {
             request = request.with_turn_timeout(Duration::from_secs(secs));
         }
-        if let Some(turns) = body.max_turns {
+        if let Some(turns) = settings.max_turns {
             request = request.with_max_turns(turns);
         }
-        if let Some(tokens) = body.max_tokens {
+        if let Some(tokens) = settings.max_tokens {
             request = request.with_max_total_tokens(tokens);
         }
-        if let Some(usd) = body.max_cost_usd {
+        if let Some(usd) = settings.max_cost_usd {
             request = request.with_max_cost_usd(usd);
         }
-        if let Some(secs) = body.startup_timeout_secs {
+        if let Some(secs) = settings.startup_timeout_secs {
             request = request.with_startup_timeout(Duration::from_secs(secs));
         }
-        if let Some(secs) = body.idle_timeout_secs {
+        if let Some(secs) = settings.idle_timeout_secs {
             request = request.with_idle_timeout(Duration::from_secs(secs));
         }
         // The portable options: the backend refuses, before anything runs, one it cannot honour.
         let mut portable = std::mem::take(&mut request.portable);
-        if let Some(schema) = &body.output_schema {
+        if let Some(schema) = &settings.output_schema {
             portable = portable.output_schema(schema.clone());
         }
-        for tool in body.allowed_tools.iter().flatten() {
+        for tool in settings.allowed_tools.iter().flatten() {
             portable = portable.allow_tool(tool);
         }
-        for tool in body.denied_tools.iter().flatten() {
+        for tool in settings.denied_tools.iter().flatten() {
             portable = portable.deny_tool(tool);
         }
         request.portable = portable;
-        match (&body.resume, &body.fork) {
+        match (&settings.resume, &settings.fork) {
             (Some(_), Some(_)) => return Err(ApiError::invalid("`resume` and `fork` exclude each other")),
             (Some(id), None) => request = request.with_session(SessionSelector::Resume(SessionRef::native(id))),
             (None, Some(id)) => request = request.with_session(SessionSelector::Fork(SessionRef::native(id))),

@@ -17,7 +17,7 @@ use agent_api::kit::images::IMAGE_MAX_BYTES;
 use base64::Engine as _;
 
 use crate::error::ApiError;
-use crate::wire::{CreateSessionRequest, ImageInput, MessageRequest};
+use crate::wire::{ImageInput, SessionSettings};
 
 /// The most images one message may carry.
 pub(crate) const MAX_IMAGES: usize = 20;
@@ -36,7 +36,7 @@ pub(crate) struct TurnImages {
 
 /// Refuses, naming the field, an option the message gives with a value other than the session's
 /// own: the library fixes it when the session opens.
-pub(crate) fn check_fixed(message: &MessageRequest, session: &CreateSessionRequest) -> Result<(), ApiError> {
+pub(crate) fn check_fixed(message: &SessionSettings, session: &SessionSettings) -> Result<(), ApiError> {
     fn differs<T: PartialEq>(asked: &Option<T>, own: &Option<T>) -> bool {
         asked.is_some() && asked != own
     }

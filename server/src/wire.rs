@@ -173,6 +173,16 @@ pub struct AgentInstallRequest {
 pub struct CreateSessionRequest {
     /// The agent id (`scripted`, `claude_code` or the reference's `claude`, …).
     pub agent: String,
+    /// The session's options (the reference's `agentMode`, `model`, … and this server's).
+    #[serde(flatten)]
+    pub settings: SessionSettings,
+}
+
+/// What a session's turns run with: on its creation, and (repeated, or `agentMode` switched) in a
+/// message (`spec/http-api.md`, "Per-message options").
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionSettings {
     /// `build` (the only mode every agent has).
     #[serde(default)]
     pub agent_mode: Option<String>,
@@ -406,63 +416,10 @@ pub struct MessageRequest {
     /// Beyond the reference: images for this turn (the agent needs `agent_api.input.images`).
     #[serde(default)]
     pub images: Option<Vec<ImageInput>>,
-    /// Beyond the reference: the agent mode from this turn on (`build`, or one the agent lists).
-    #[serde(default)]
-    pub agent_mode: Option<String>,
-    /// Beyond the reference: only the session's own (fixed when it opened).
-    #[serde(default)]
-    pub agent_version: Option<String>,
-    /// Beyond the reference: only the session's own (fixed when it opened).
-    #[serde(default)]
-    pub model: Option<String>,
-    /// Beyond the reference: only the session's own (fixed when it opened).
-    #[serde(default)]
-    pub permission_mode: Option<String>,
-    /// Beyond the reference: only the session's own (fixed when it opened).
-    #[serde(default)]
-    pub variant: Option<String>,
-    /// Beyond the reference: only the session's own (fixed when it opened).
-    #[serde(default)]
-    pub options: Option<BTreeMap<String, serde_json::Value>>,
-    /// Beyond the reference: only the session's own (fixed when it opened).
-    #[serde(default)]
-    pub system_prompt: Option<String>,
-    /// Beyond the reference: only the session's own (fixed when it opened).
-    #[serde(default)]
-    pub append_system_prompt: Option<String>,
-    /// Beyond the reference: only the session's own (fixed when it opened).
-    #[serde(default)]
-    pub turn_timeout_secs: Option<u64>,
-    /// Beyond the reference: only the session's own (fixed when it opened).
-    #[serde(default)]
-    pub max_turns: Option<u32>,
-    /// Beyond the reference: only the session's own (fixed when it opened).
-    #[serde(default)]
-    pub max_tokens: Option<u64>,
-    /// Beyond the reference: only the session's own (fixed when it opened).
-    #[serde(default)]
-    pub max_cost_usd: Option<f64>,
-    /// Beyond the reference: only the session's own (fixed when it opened).
-    #[serde(default)]
-    pub startup_timeout_secs: Option<u64>,
-    /// Beyond the reference: only the session's own (fixed when it opened).
-    #[serde(default)]
-    pub idle_timeout_secs: Option<u64>,
-    /// Beyond the reference: only the session's own (fixed when it opened).
-    #[serde(default)]
-    pub output_schema: Option<serde_json::Value>,
-    /// Beyond the reference: only the session's own (fixed when it opened).
-    #[serde(default)]
-    pub allowed_tools: Option<Vec<String>>,
-    /// Beyond the reference: only the session's own (fixed when it opened).
-    #[serde(default)]
-    pub denied_tools: Option<Vec<String>>,
-    /// Beyond the reference: refused (a session resumes or forks only when it opens).
-    #[serde(default)]
-    pub resume: Option<String>,
-    /// Beyond the reference: refused (a session resumes or forks only when it opens).
-    #[serde(default)]
-    pub fork: Option<String>,
+    /// Beyond the reference: the session's options; `agentMode` switches the mode from this turn
+    /// on, any other must be the session's own.
+    #[serde(flatten)]
+    pub settings: SessionSettings,
 }
 
 /// One image of a message: a file in the session's working directory (`path`, relative to it

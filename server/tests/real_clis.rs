@@ -6,7 +6,7 @@
 //! until the turn is cancelled (the session goes on), a third whose request is rejected, then
 //! terminate; the events read by pages equal the ones served over SSE, with no gap and no
 //! duplicate. Claude Code's flow is in `agent_api/cli/tests/serve.rs` and `tests/inspector`; here, its
-//! mode switched per message (the one agent whose sessions switch modes between turns).
+//! mode switched per message.
 //!
 //! Each starts with `agent_bench::e2e_bench_or_explain`: a missing CLI fails the test with the
 //! install instructions (`bash tests/bench/install-clis.sh`), unless `AGENT_API_E2E=skip` asks to
