@@ -4,11 +4,11 @@
 use std::path::Path;
 
 use agent_api::kit::CommandSpec;
-use agent_api::request::{PermissionRule, ToolCategory};
-use agent_api::{RunRequest, SessionSelector};
+use agent_api::request::{AgentMode, PermissionRule, ToolCategory};
+use agent_api::{PermissionPolicy, RunRequest, SessionSelector};
 use serde_json::{json, Map, Value};
 
-use crate::config::{toml_string, CodexConfig, Mode, RunOptions};
+use crate::config::{toml_string, CodexConfig, Mode, RunOptions, Sandbox};
 
 /// The flags every run gets when `quiet` is on: no plugin sync, no analytics (NOTES.md).
 pub const QUIET_FLAGS: &[&str] = &["--disable", "plugins", "-c", "analytics.enabled=false"];
@@ -26,14 +26,19 @@ fn common_args(config: &CodexConfig, options: &RunOptions, request: &RunRequest)
         args.push("-c".into());
         args.push(o);
     }
-    let portable_dirs = request.portable.add_dirs.iter().map(|d| absolute(d));
-    let dirs: Vec<String> = portable_dirs.chain(options.extra_dirs.iter().cloned()).collect();
+    let dirs = writable_roots(options, request);
     if !dirs.is_empty() {
         let roots: Vec<String> = dirs.iter().map(|d| toml_string(d)).collect();
         args.push("-c".into());
         args.push(format!("sandbox_workspace_write.writable_roots=[{}]", roots.join(",")));
     }
     args
+}
+
+/// The directories beside the working directory that a `workspace-write` sandbox lets commands
+/// write: the request's extra directories and the backend's own.
+fn writable_roots(options: &RunOptions, request: &RunRequest) -> Vec<String> {
+    request.portable.add_dirs.iter().map(|d| absolute(d)).chain(options.extra_dirs.iter().cloned()).collect()
 }
 
 fn base_spec(config: &CodexConfig, request: &RunRequest, args: Vec<String>) -> CommandSpec {
@@ -154,6 +159,11 @@ pub struct StartPlan {
     pub cwd: Option<String>,
     /// `turn/start` params other than `threadId`.
     pub turn_params: Map<String, Value>,
+    /// What a warm session's switch to each mode adds to its next `turn/start` (Codex keeps it
+    /// for the turns after): the mode's `approvalPolicy` and `sandboxPolicy`.
+    pub modes: Vec<(AgentMode, Map<String, Value>)>,
+    /// The run's permission policy, which the SDK applies in the mode switched to.
+    pub policy: PermissionPolicy,
 }
 
 impl StartPlan {
@@ -187,7 +197,21 @@ impl StartPlan {
         if let Some(schema) = &request.portable.output_schema {
             turn.insert("outputSchema".into(), schema.clone());
         }
-        Self { session: request.session.clone(), thread_params: thread, cwd, turn_params: turn }
+        let roots = writable_roots(options, request);
+        let modes = options
+            .by_mode
+            .iter()
+            .map(|(mode, sandbox, approval)| {
+                let sandbox = match sandbox {
+                    Sandbox::ReadOnly => json!({"type": "readOnly"}),
+                    Sandbox::WorkspaceWrite => json!({"type": "workspaceWrite", "writableRoots": roots}),
+                    _ => json!({"type": "dangerFullAccess"}),
+                };
+                let params = Map::from_iter([("approvalPolicy".to_string(), json!(approval)), ("sandboxPolicy".to_string(), sandbox)]);
+                (mode.clone(), params)
+            })
+            .collect();
+        Self { session: request.session.clone(), thread_params: thread, cwd, turn_params: turn, modes, policy: options.policy.clone() }
     }
 }
 
@@ -265,5 +289,20 @@ mod tests {
         assert_eq!(plan.turn_params["effort"], "high");
         assert_eq!(plan.turn_params["summary"], "auto");
         assert_eq!(plan.turn_params["input"][0]["text"], "hi");
+    }
+
+    #[test]
+    fn each_mode_a_session_switches_to_carries_its_approval_and_sandbox_policies() {
+        let config = CodexConfig::default();
+        let request = RunRequest::new("x").with_options(&crate::CodexOptions::default().extra_dirs(["/extra"]));
+        let plan = StartPlan::new(&config, &RunOptions::resolve(&request, &config).unwrap(), &request);
+        let of = |mode: &str| plan.modes.iter().find(|(m, _)| m.as_str() == mode).map(|(_, p)| Value::Object(p.clone())).unwrap();
+        assert_eq!(of("plan"), json!({"approvalPolicy": "never", "sandboxPolicy": {"type": "readOnly"}}));
+        assert_eq!(
+            of("default"),
+            json!({"approvalPolicy": "untrusted", "sandboxPolicy": {"type": "workspaceWrite", "writableRoots": ["/extra"]}})
+        );
+        assert_eq!(of("full-access"), json!({"approvalPolicy": "never", "sandboxPolicy": {"type": "dangerFullAccess"}}));
+        assert_eq!(plan.modes.len(), 1 + crate::config::MODES.len(), "the default and every mode");
     }
 }

@@ -270,6 +270,9 @@ pub struct RunOptions {
     pub config_overrides: Vec<String>,
     /// How the backend answers approval requests itself (the rest go to the caller).
     pub policy: PermissionPolicy,
+    /// The sandbox and approval policy of each mode a warm session can switch to (the default
+    /// first), resolved as the run's own were: the extensions still override the presets.
+    pub by_mode: Vec<(AgentMode, Sandbox, ApprovalPolicy)>,
 }
 
 impl RunOptions {
@@ -295,39 +298,14 @@ impl RunOptions {
             });
         }
         let mode = options.mode.unwrap_or(config.default_mode);
-        let (mut approval, mut sandbox) = match (&request.permissions, mode) {
-            (PermissionPolicy::DenyAll, Mode::AppServer) => (ApprovalPolicy::Untrusted, Sandbox::ReadOnly),
-            (_, Mode::AppServer) => (ApprovalPolicy::Untrusted, Sandbox::WorkspaceWrite),
-            (PermissionPolicy::ApproveAll, Mode::Exec) => (ApprovalPolicy::Never, Sandbox::WorkspaceWrite),
-            (_, Mode::Exec) => (ApprovalPolicy::Never, Sandbox::ReadOnly),
-        };
-        if let PermissionPolicy::ByCategory(rules) = &request.permissions {
-            if mode == Mode::Exec && !rules.is_empty() && rules.values().all(|r| *r == PermissionRule::Approve) {
-                sandbox = Sandbox::WorkspaceWrite;
-            }
-        }
-        if request.skip_permission_prompts {
-            approval = ApprovalPolicy::Never;
-        }
-        if let Some((preset_sandbox, preset_approval)) = request.mode.as_ref().and_then(mode_preset) {
-            sandbox = preset_sandbox;
-            approval = preset_approval;
-        }
-        sandbox = options.sandbox.unwrap_or(sandbox);
-        if options.inner_sandbox == Some(false) {
-            if matches!(request.launcher.as_ref().unwrap_or(&Launcher::Local), Launcher::Local) {
-                return Err(AgentError::InvalidRequest {
-                    reason: format!("{EXT_INNER_SANDBOX}=false needs a launcher that is the sandbox (a container, bwrap, ssh or a prefix); on this machine Codex's own sandbox stays on"),
-                });
-            }
-            sandbox = Sandbox::DangerFullAccess;
-        }
-        approval = options.approval_policy.unwrap_or(approval);
+        let policy_in = |agent_mode: Option<&AgentMode>| policy_for(request, &options, mode, agent_mode);
+        let (sandbox, approval) = policy_in(request.mode.as_ref())?;
+        // What a warm session switches to: each mode resolved as the session's own was.
+        let by_mode = std::iter::once(AgentMode::Default)
+            .chain(MODES.iter().map(|m| AgentMode::parse(m.id)))
+            .map(|agent_mode| policy_in(Some(&agent_mode)).map(|(sandbox, approval)| (agent_mode, sandbox, approval)))
+            .collect::<Result<_, _>>()?;
         let bypass = options.dangerously_bypass;
-        if bypass {
-            approval = ApprovalPolicy::Never;
-            sandbox = Sandbox::DangerFullAccess;
-        }
         Ok(Self {
             mode,
             sandbox,
@@ -336,8 +314,52 @@ impl RunOptions {
             extra_dirs: options.extra_dirs,
             config_overrides: options.config,
             policy: request.permissions.clone(),
+            by_mode,
         })
     }
+}
+
+/// The sandbox and approval policy of a run of `mode` (the interface) in `agent_mode`: the
+/// permission policy's mapping, the mode's preset, then the extensions, which override both.
+fn policy_for(
+    request: &RunRequest,
+    options: &CodexOptions,
+    mode: Mode,
+    agent_mode: Option<&AgentMode>,
+) -> Result<(Sandbox, ApprovalPolicy), AgentError> {
+    let (mut approval, mut sandbox) = match (&request.permissions, mode) {
+        (PermissionPolicy::DenyAll, Mode::AppServer) => (ApprovalPolicy::Untrusted, Sandbox::ReadOnly),
+        (_, Mode::AppServer) => (ApprovalPolicy::Untrusted, Sandbox::WorkspaceWrite),
+        (PermissionPolicy::ApproveAll, Mode::Exec) => (ApprovalPolicy::Never, Sandbox::WorkspaceWrite),
+        (_, Mode::Exec) => (ApprovalPolicy::Never, Sandbox::ReadOnly),
+    };
+    if let PermissionPolicy::ByCategory(rules) = &request.permissions {
+        if mode == Mode::Exec && !rules.is_empty() && rules.values().all(|r| *r == PermissionRule::Approve) {
+            sandbox = Sandbox::WorkspaceWrite;
+        }
+    }
+    if request.skip_permission_prompts {
+        approval = ApprovalPolicy::Never;
+    }
+    if let Some((preset_sandbox, preset_approval)) = agent_mode.and_then(mode_preset) {
+        sandbox = preset_sandbox;
+        approval = preset_approval;
+    }
+    sandbox = options.sandbox.unwrap_or(sandbox);
+    if options.inner_sandbox == Some(false) {
+        if matches!(request.launcher.as_ref().unwrap_or(&Launcher::Local), Launcher::Local) {
+            return Err(AgentError::InvalidRequest {
+                    reason: format!("{EXT_INNER_SANDBOX}=false needs a launcher that is the sandbox (a container, bwrap, ssh or a prefix); on this machine Codex's own sandbox stays on"),
+                });
+        }
+        sandbox = Sandbox::DangerFullAccess;
+    }
+    approval = options.approval_policy.unwrap_or(approval);
+    if options.dangerously_bypass {
+        approval = ApprovalPolicy::Never;
+        sandbox = Sandbox::DangerFullAccess;
+    }
+    Ok((sandbox, approval))
 }
 
 /// The sandbox and approval policy an agent mode sets (`None`: the default, the policy's mapping).

@@ -138,6 +138,7 @@ pub fn capabilities() -> CapabilitySet {
         caps::SKIP_PERMISSION_PROMPTS,
         caps::HOME_ISOLATED,
         caps::HOME_HERMETIC,
+        caps::SESSION_MODE_SWITCH,
         CAP_APP_SERVER,
         CAP_EXEC_MODE,
     ]);

@@ -28,7 +28,7 @@ pub const OPTION_MAPPINGS: &[OptionMapping] = &[
     OptionMapping::new(caps::VARIANTS, "turn/start effort (app-server); -c model_reasoning_effort (exec); per model"),
     OptionMapping::new(
         caps::MODES,
-        "plan: sandbox read-only + approval never; read-only, auto, full-access: the approval presets (thread/start sandbox, approvalPolicy; exec -c)",
+        "plan: sandbox read-only + approval never; read-only, auto, full-access: the approval presets (thread/start sandbox, approvalPolicy; a warm session's switch: turn/start sandboxPolicy, approvalPolicy; exec -c)",
     ),
 ];
 

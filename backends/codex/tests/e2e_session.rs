@@ -69,3 +69,37 @@ async fn e2e_session_opened_from_an_earlier_runs_native_session_sees_that_turn()
     let Some((_server, sandbox)) = bench("echo").await else { return };
     e2e::opened_from_an_earlier_run(&backend(&sandbox), template(), &left(&sandbox)).await;
 }
+
+/// A warm app-server session switches to plan mode and back between turns: the next
+/// `turn/start` carries plan's read-only sandbox (the approved write is refused), then the
+/// default's workspace-write sandbox and `untrusted` approvals (the file is written).
+#[tokio::test]
+async fn e2e_session_switches_to_plan_and_back() {
+    let Some((_server, sandbox)) = bench("write_edit").await else { return };
+    let template = template().with_permissions(agent_api::PermissionPolicy::ApproveAll);
+    e2e::switches_to_plan_and_back(&backend(&sandbox), template, &sandbox.cwd, &left(&sandbox)).await;
+}
+
+/// Codex itself holds plan mode once switched to: its own read-only sandbox refuses the write
+/// and nothing is asked (approval policy `never`), where the SDK's policy alone would deny a
+/// request Codex made; the model is told Codex's sandbox and approval policy of the turn.
+#[tokio::test]
+async fn e2e_session_switched_to_plan_codex_refuses_the_write_itself_and_asks_nothing() {
+    use agent_api::universal::UniversalEventBody;
+    use agent_api::AgentBackend;
+    let Some((server, sandbox)) = bench("write_edit").await else { return };
+    let template = template().with_permissions(agent_api::PermissionPolicy::ApproveAll);
+    let mut session = backend(&sandbox).open_session(template).await.unwrap();
+    session.set_mode(agent_api::request::AgentMode::Plan).await.unwrap();
+    let mut record = agent_api_conformance::session::SessionRecord::default();
+    assert!(record.turn(&mut session, "create the file").await.is_ok(), "{:?}", record.turns[0].completion);
+    let asked = record.turns[0].universal.iter().filter(|e| matches!(e.body, UniversalEventBody::PermissionRequested(_))).count();
+    assert_eq!(asked, 0, "Codex asked in plan mode");
+    assert!(!sandbox.cwd.join("created.txt").exists(), "the plan turn wrote the file");
+    let told = server.requests().last().map(|r| r.body.to_string()).unwrap_or_default();
+    assert!(
+        told.contains("`sandbox_mode` is `read-only`") && told.contains("Approval policy is currently never"),
+        "the model was not told Codex's plan-mode policies"
+    );
+    record.trailing = session.close().await.unwrap();
+}

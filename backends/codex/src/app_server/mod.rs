@@ -584,6 +584,10 @@ impl Protocol for AppServer {
         self.next_turn(prompt, ctx)
     }
 
+    fn set_mode(&mut self, mode: &agent_api::request::AgentMode, ctx: &mut Ctx<'_>) -> Result<(), AgentError> {
+        self.switch_mode(mode, ctx)
+    }
+
     fn interrupt(&mut self, ctx: &mut Ctx<'_>) -> bool {
         let replies = self.requests.cancel_all(ctx.transcript, &self.peer);
         replies.iter().for_each(|m| ctx.send(m));

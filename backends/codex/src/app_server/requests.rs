@@ -149,6 +149,11 @@ impl Requests {
         Self { hitl: Hitl::replay(), inputs: HashMap::new(), file_changes: HashMap::new() }
     }
 
+    /// Decides the requests from now on by `policy` (a warm session switched modes).
+    pub fn set_policy(&mut self, policy: PermissionPolicy) {
+        self.hitl.set_policy(policy);
+    }
+
     /// A `fileChange` item started (`started`) or ended: what its approval will show.
     pub fn note_file_change(&mut self, item: &Value, started: bool) {
         let Some(id) = item.get("id").and_then(Value::as_str) else { return };

@@ -28,6 +28,23 @@ impl AppServer {
         self.send_request(ctx, "turn/start", Value::Object(params));
     }
 
+    /// A warm session's switch to `mode` (`agent_api.session.mode_switch`): the next `turn/start`
+    /// carries the mode's approval and sandbox policies, which Codex keeps for the turns after,
+    /// and the SDK decides requests in the mode's policy.
+    pub(super) fn switch_mode(&mut self, mode: &agent_api::request::AgentMode, ctx: &mut Ctx<'_>) -> Result<(), AgentError> {
+        let Some(plan) = self.plan.as_mut().filter(|_| self.session) else {
+            let capability = agent_api::capabilities::SESSION_MODE_SWITCH.to_string();
+            return Err(AgentError::UnsupportedCapability { kind: crate::KIND.to_string(), capability });
+        };
+        agent_api::kit::check_mode(crate::KIND.as_str(), crate::config::MODES, mode)?;
+        if let Some((_, params)) = plan.modes.iter().find(|(m, _)| m == mode) {
+            plan.turn_params.extend(params.clone());
+        }
+        self.requests.set_policy(agent_api::kit::hitl::policy_in_mode(Some(mode), &plan.policy));
+        ctx.transcript.daemon_status("mode_changed", Some(mode.as_str().to_string()));
+        Ok(())
+    }
+
     /// How the turn went, once it completed.
     pub(super) fn completion(&mut self) -> Option<Result<RunCompletion, AgentError>> {
         Some(match self.outcome.take()? {
