@@ -61,6 +61,8 @@ seed() {
 }
 
 cargo fuzz build --sanitizer none -O
+# The targets' logs: here whatever CARGO_TARGET_DIR says (the fuzz build may go elsewhere).
+mkdir -p "$here/target"
 failed=()
 for target in "${targets[@]}"; do
   rm -rf "$here/corpus/$target/seed-"*
