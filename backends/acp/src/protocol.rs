@@ -109,6 +109,9 @@ pub struct Acp {
     switch_modes: Option<&'static [agent_api::request::ModeInfo]>,
     /// The mode ids the agent advertised when the session opened.
     agent_modes: Vec<String>,
+    /// The config option the agent's modes are the values of (`session/set_config_option`),
+    /// when it advertised them so rather than as `modes` (OpenCode: `mode`, build or plan).
+    mode_config: Option<String>,
     /// The mode the session opened in.
     opened_mode: Option<String>,
     /// `session/new` or `session/load` answered: a mode switch goes out at once.
@@ -141,6 +144,7 @@ impl Acp {
             debug_logs: None,
             switch_modes: None,
             agent_modes: Vec::new(),
+            mode_config: None,
             opened_mode: None,
             session_open: false,
             queued_modes: Vec::new(),
@@ -289,16 +293,19 @@ impl Acp {
             Some(Pending::Initialize) => self.on_initialized(ctx, result)?,
             Some(Pending::NewSession) => {
                 let session: NewSessionResponse = serde_json::from_value(result)?;
-                let modes = session.modes.as_ref().map(|m| json!({"current_mode": m.current_mode_id.0.as_ref()}));
+                let advertised = modes::Advertised::of(session.modes, session.config_options);
+                let modes = advertised.current.as_ref().map(|current| json!({"current_mode": current}));
                 self.started(ctx, &session.session_id.0, modes);
-                self.modes_known(session.modes, ctx);
+                self.modes_known(advertised, ctx);
                 self.ready = true;
                 self.send_prompt(ctx);
             }
             // History may still follow the response (Gemini 0.61.0 replays it after): it ends
             // where the first prompt is sent.
             Some(Pending::LoadSession) => {
-                self.modes_known(serde_json::from_value::<LoadSessionResponse>(result).ok().and_then(|r| r.modes), ctx);
+                let loaded = serde_json::from_value::<LoadSessionResponse>(result).ok();
+                let advertised = loaded.map(|r| modes::Advertised::of(r.modes, r.config_options)).unwrap_or_default();
+                self.modes_known(advertised, ctx);
                 self.awaiting_replay = self.history_trails_load && self.plan.is_some();
                 self.ready = !self.awaiting_replay;
                 self.send_prompt(ctx);

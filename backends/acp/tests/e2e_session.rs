@@ -181,3 +181,41 @@ async fn generic_acp_a_warm_session_switches_to_plan_and_back() {
     let template = template(Cli::Qwen).with_permissions(agent_api::PermissionPolicy::ApproveAll).with_options(&options);
     e2e::switches_to_plan_and_back_after_a_turn(&backend, template, &sandbox.cwd, &|| processes_in(&sandbox.cwd)).await;
 }
+
+/// The generic `acp` kind also switches an agent that advertises its modes as the values of a
+/// config option of category `mode` (OpenCode's `mode`, build or plan): `session/set_config_option`.
+/// OpenCode's own plan agent then refuses the edit before anything is asked, and the model is
+/// given its plan-mode instructions; back in build mode the file is written.
+#[tokio::test]
+async fn generic_acp_switches_an_agent_whose_modes_are_a_config_option() {
+    use agent_api::universal::UniversalEventBody;
+    let Some((server, sandbox)) = agent_bench::e2e_bench_or_explain(Cli::OpenCode, "write_edit").await else { return };
+    let mut config = AcpConfig::with_binary(&sandbox.program).working_dir(&sandbox.cwd);
+    for (k, v) in &sandbox.env {
+        config = config.env(k, v);
+    }
+    let command = ["acp".to_string(), "--cwd".to_string(), sandbox.cwd.display().to_string()];
+    let backend = agent_api_acp::AcpBackend::generic(config.args(command));
+    let template = RunRequest::new("")
+        .with_timeout(std::time::Duration::from_secs(120))
+        .with_permissions(agent_api::PermissionPolicy::ApproveAll)
+        .with_options(&agent_api_acp::AcpOptions::default().fs(false));
+    let mut session = backend.open_session(template).await.unwrap();
+    let mut record = agent_api_conformance::session::SessionRecord::default();
+    assert!(record.turn(&mut session, "create the file").await.is_ok(), "{:?}", record.turns[0].completion);
+    std::fs::remove_file(sandbox.cwd.join("created.txt")).expect("build mode wrote the file");
+    let before = server.requests().len();
+    session.set_mode(agent_api::request::AgentMode::Plan).await.unwrap();
+    assert!(record.turn(&mut session, "create the file").await.is_ok(), "{:?}", record.turns[1].completion);
+    let asked = record.turns[1].universal.iter().filter(|e| matches!(e.body, UniversalEventBody::PermissionRequested(_))).count();
+    assert_eq!(asked, 0, "OpenCode's plan agent asked for the edit instead of refusing it");
+    let reminded =
+        |from: usize, to: usize| server.requests()[from..to].iter().any(|r| r.body.to_string().to_lowercase().contains("plan mode active"));
+    assert!(!reminded(0, before), "the build turn had plan mode's instructions");
+    assert!(reminded(before, server.requests().len()), "OpenCode did not give the model its plan mode's instructions");
+    assert!(!sandbox.cwd.join("created.txt").exists(), "plan mode wrote the file");
+    session.set_mode(agent_api::request::AgentMode::Default).await.unwrap();
+    assert!(record.turn(&mut session, "create the file").await.is_ok(), "{:?}", record.turns[2].completion);
+    assert!(sandbox.cwd.join("created.txt").exists(), "build mode again wrote no file");
+    record.trailing = session.close().await.unwrap();
+}

@@ -2,6 +2,8 @@
 //! with the agent's own mode id, from the modes its `session/new` (or `session/load`) answer
 //! advertised. A mode is the same as one of the agent's when their ids differ only in case and
 //! separators (the SDK's `auto_edit` is Gemini CLI's `autoEdit` and Qwen Code's `auto-edit`).
+//! An agent may advertise its modes instead as the values of a config option of category `mode`
+//! (OpenCode: `mode`, build or plan); then the switch is `session/set_config_option` on it.
 //! The default mode is the agent's `default` where it lists one, else the mode its session
 //! opened in (OpenCode's `build`). A switch asked before the session is open waits for it (checked then against the agent's
 //! modes, where the backend has no list of its own; a refused one is a `mode_refused` status).
@@ -10,7 +12,10 @@ use agent_api::kit::bounds::utf8_prefix;
 use agent_api::kit::Ctx;
 use agent_api::request::{AgentMode, ModeInfo};
 use agent_api::AgentError;
-use agent_client_protocol_schema::{SessionModeState, SetSessionModeRequest};
+use agent_client_protocol_schema::{
+    SessionConfigKind, SessionConfigOption, SessionConfigOptionCategory, SessionConfigSelectOptions, SessionModeState,
+    SetSessionConfigOptionRequest, SetSessionModeRequest,
+};
 
 use super::Acp;
 use crate::requests::to_value;
@@ -31,6 +36,46 @@ pub(crate) fn agent_mode_id<'a>(advertised: &'a [String], opened: Option<&'a str
     own.or(opened.filter(|_| *mode == AgentMode::Default))
 }
 
+/// The modes a `session/new` or `session/load` answer advertised.
+#[derive(Debug, Default)]
+pub(crate) struct Advertised {
+    /// The mode the session opened in.
+    pub(crate) current: Option<String>,
+    /// The agent's own mode ids.
+    ids: Vec<String>,
+    /// The config option whose values they are, when they came as one.
+    config: Option<String>,
+}
+
+impl Advertised {
+    /// The answer's `modes`, else its first select config option of category `mode`.
+    pub(crate) fn of(modes: Option<SessionModeState>, options: Option<Vec<SessionConfigOption>>) -> Self {
+        let id = |text: &str| utf8_prefix(text, 64).to_string();
+        if let Some(modes) = modes {
+            return Self {
+                current: Some(id(&modes.current_mode_id.0)),
+                ids: modes.available_modes.iter().take(MAX_MODES).map(|m| id(&m.id.0)).collect(),
+                config: None,
+            };
+        }
+        let select = options.into_iter().flatten().find_map(|option| match (option.category, option.kind) {
+            (Some(SessionConfigOptionCategory::Mode), SessionConfigKind::Select(select)) => Some((option.id, select)),
+            _ => None,
+        });
+        let Some((config, select)) = select else { return Self::default() };
+        let values = match select.options {
+            SessionConfigSelectOptions::Ungrouped(values) => values,
+            SessionConfigSelectOptions::Grouped(groups) => groups.into_iter().flat_map(|g| g.options).collect(),
+            _ => Vec::new(),
+        };
+        Self {
+            current: Some(id(&select.current_value.0)),
+            ids: values.iter().take(MAX_MODES).map(|v| id(&v.value.0)).collect(),
+            config: Some(id(&config.0)),
+        }
+    }
+}
+
 impl Acp {
     /// A warm session may switch among `modes` (the backend's list, checked when the switch is
     /// asked); without it the agent's advertised modes alone decide.
@@ -46,10 +91,10 @@ impl Acp {
 
     /// The modes a `session/new` or `session/load` answer advertised; a switch asked before it
     /// goes out now (or is reported refused, when the agent has no such mode).
-    pub(super) fn modes_known(&mut self, modes: Option<SessionModeState>, ctx: &mut Ctx<'_>) {
-        self.opened_mode = modes.as_ref().map(|m| utf8_prefix(&m.current_mode_id.0, 64).to_string());
-        self.agent_modes =
-            modes.into_iter().flat_map(|m| m.available_modes).take(MAX_MODES).map(|m| utf8_prefix(&m.id.0, 64).to_string()).collect();
+    pub(super) fn modes_known(&mut self, advertised: Advertised, ctx: &mut Ctx<'_>) {
+        self.opened_mode = advertised.current;
+        self.agent_modes = advertised.ids;
+        self.mode_config = advertised.config;
         self.session_open = true;
         for mode in std::mem::take(&mut self.queued_modes) {
             if let Err(refused) = self.send_mode(&mode, ctx) {
@@ -78,7 +123,7 @@ impl Acp {
         Ok(())
     }
 
-    /// `session/set_mode` with the agent's own id for `mode`.
+    /// `session/set_mode` (or `session/set_config_option`) with the agent's own id for `mode`.
     fn send_mode(&mut self, mode: &AgentMode, ctx: &mut Ctx<'_>) -> Result<(), AgentError> {
         let (Some(session), false) = (self.session_id.clone(), self.agent_modes.is_empty()) else {
             let capability = agent_api::capabilities::SESSION_MODE_SWITCH.to_string();
@@ -91,7 +136,13 @@ impl Acp {
                 valid: self.agent_modes.clone(),
             });
         };
-        self.send_request(ctx, "session/set_mode", to_value(&SetSessionModeRequest::new(session, id)));
+        match self.mode_config.clone() {
+            Some(config) => {
+                let params = to_value(&SetSessionConfigOptionRequest::new(session, config, id));
+                self.send_request(ctx, "session/set_config_option", params);
+            }
+            None => self.send_request(ctx, "session/set_mode", to_value(&SetSessionModeRequest::new(session, id))),
+        }
         Ok(())
     }
 }
@@ -113,5 +164,31 @@ mod tests {
         let opencode: Vec<String> = ["build", "plan"].map(String::from).to_vec();
         assert_eq!(agent_mode_id(&opencode, Some("build"), &AgentMode::Default), Some("build"));
         assert_eq!(agent_mode_id(&opencode, Some("build"), &AgentMode::parse("yolo")), None);
+    }
+
+    #[test]
+    fn modes_advertised_as_a_config_option_are_its_values_and_switch_through_it() {
+        let option = |category: &str| -> SessionConfigOption {
+            serde_json::from_value(serde_json::json!({
+                "id": "mode", "name": "Mode", "category": category, "type": "select", "currentValue": "build",
+                "options": [{"value": "build", "name": "Build"}, {"value": "plan", "name": "Plan"}]
+            }))
+            .unwrap()
+        };
+        let advertised = Advertised::of(None, Some(vec![option("model"), option("mode")]));
+        assert_eq!(
+            (advertised.current.as_deref(), advertised.ids.as_slice()),
+            (Some("build"), ["build", "plan"].map(String::from).as_slice())
+        );
+        assert_eq!(advertised.config.as_deref(), Some("mode"));
+        // No option of category `mode`: no modes.
+        assert!(Advertised::of(None, Some(vec![option("thought_level")])).ids.is_empty());
+        // `modes` first, when the agent gives both.
+        let modes: SessionModeState = serde_json::from_value(serde_json::json!({
+            "currentModeId": "default", "availableModes": [{"id": "default", "name": "Default"}]
+        }))
+        .unwrap();
+        let advertised = Advertised::of(Some(modes), Some(vec![option("mode")]));
+        assert_eq!((advertised.ids.as_slice(), advertised.config), (["default".to_string()].as_slice(), None));
     }
 }
