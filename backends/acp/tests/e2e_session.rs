@@ -21,12 +21,14 @@ async fn bench(cli: Cli) -> Option<(ModelServer, Sandbox)> {
     agent_bench::e2e_bench_or_explain(cli, "echo").await
 }
 
+/// The sandbox's CLI with its environment.
+fn config(sandbox: &Sandbox) -> AcpConfig {
+    sandbox.env.iter().fold(AcpConfig::with_binary(&sandbox.program).working_dir(&sandbox.cwd), |config, (k, v)| config.env(k, v))
+}
+
 /// The sandbox's CLI with its environment, as kind `gemini` or `qwen`.
 fn backend(sandbox: &Sandbox, cli: Cli) -> std::sync::Arc<dyn AgentBackend> {
-    let mut config = AcpConfig::with_binary(&sandbox.program).working_dir(&sandbox.cwd);
-    for (k, v) in &sandbox.env {
-        config = config.env(k, v);
-    }
+    let config = config(sandbox);
     match cli {
         Cli::Gemini => std::sync::Arc::new(GeminiBackend::new(config)),
         _ => std::sync::Arc::new(QwenBackend::new(config)),
@@ -169,10 +171,7 @@ async fn qwen_stream_json_a_warm_session_switches_to_plan_and_back() {
 #[tokio::test]
 async fn generic_acp_a_warm_session_switches_to_plan_and_back() {
     let Some((_server, sandbox)) = agent_bench::e2e_bench_or_explain(Cli::Gemini, "write_edit").await else { return };
-    let mut config = AcpConfig::with_binary(&sandbox.program).working_dir(&sandbox.cwd);
-    for (k, v) in &sandbox.env {
-        config = config.env(k, v);
-    }
+    let config = config(&sandbox);
     let command = ["--acp", "--skip-trust", "-m", GEMINI_MODEL].map(String::from);
     let backend = agent_api_acp::AcpBackend::generic(config.args(command));
     // The model is on the command line (the generic kind takes none of its own); Gemini writes
@@ -190,10 +189,7 @@ async fn generic_acp_a_warm_session_switches_to_plan_and_back() {
 async fn generic_acp_switches_an_agent_whose_modes_are_a_config_option() {
     use agent_api::universal::UniversalEventBody;
     let Some((server, sandbox)) = agent_bench::e2e_bench_or_explain(Cli::OpenCode, "write_edit").await else { return };
-    let mut config = AcpConfig::with_binary(&sandbox.program).working_dir(&sandbox.cwd);
-    for (k, v) in &sandbox.env {
-        config = config.env(k, v);
-    }
+    let config = config(&sandbox);
     let command = ["acp".to_string(), "--cwd".to_string(), sandbox.cwd.display().to_string()];
     let backend = agent_api_acp::AcpBackend::generic(config.args(command));
     let template = RunRequest::new("")
