@@ -27,12 +27,7 @@ async fn replay(path: &Path) -> RunRecord {
 }
 
 fn all() -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(agent_bench::fixtures_dir().join("amp"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.to_string_lossy().ends_with(".jsonl"))
-        .collect();
-    files.sort();
+    let files = agent_bench::recordings_in(&agent_bench::fixtures_dir().join("amp"));
     assert_eq!(files.len(), 10, "expected the ten transcripts of the README");
     files
 }

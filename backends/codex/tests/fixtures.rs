@@ -17,14 +17,7 @@ fn fixtures() -> PathBuf {
 
 fn files(interface: &str) -> Vec<PathBuf> {
     let dir = fixtures().join(interface);
-    let mut out: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("fixtures missing at {}: {e}", dir.display()))
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.to_string_lossy().ends_with(".jsonl"))
-        .collect();
-    out.sort();
-    assert!(!out.is_empty(), "no fixtures in {}", dir.display());
-    out
+    agent_bench::recordings_in(&dir)
 }
 
 async fn replay(path: &Path) -> RunRecord {

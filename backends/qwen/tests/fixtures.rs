@@ -16,14 +16,7 @@ use agent_bench::Interface;
 
 fn files(interface: Interface) -> Vec<PathBuf> {
     let dir = default_out_dir(interface);
-    let mut out: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("recordings missing at {}: {e}", dir.display()))
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.to_string_lossy().ends_with(".jsonl"))
-        .collect();
-    out.sort();
-    assert!(!out.is_empty(), "no recordings in {}", dir.display());
-    out
+    agent_bench::recordings_in(&dir)
 }
 
 async fn replay(path: &Path) -> RunRecord {

@@ -66,6 +66,19 @@ pub use interface::Interface;
 pub use sandbox::Sandbox;
 pub use server::{LoggedRequest, ModelServer};
 
+/// The recordings (`*.jsonl`) directly in `dir`, sorted by name. Panics naming `dir` when it is
+/// missing or holds none: a test that replays recordings must never pass on none.
+pub fn recordings_in(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out: Vec<std::path::PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("recordings missing at {}: {e}", dir.display()))
+        .map(|e| e.expect("a directory entry").path())
+        .filter(|p| p.to_string_lossy().ends_with(".jsonl"))
+        .collect();
+    out.sort();
+    assert!(!out.is_empty(), "no recordings in {}", dir.display());
+    out
+}
+
 /// The recorded native transcripts the tests read: `tests/fixtures/` in this repository (copied
 /// unchanged from the project's shared recordings, with their README), or `$AGENT_API_FIXTURES`.
 ///
