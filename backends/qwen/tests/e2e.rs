@@ -309,37 +309,23 @@ fn assert_reaches_the_model(server: &ModelServer, extra: &tempfile::TempDir) {
 mod through_bwrap {
     use super::*;
 
-    use agent_api_conformance::launchers::bwrap_launcher as bwrap;
+    use agent_api_conformance::through_bwrap::{self as shared, BenchAgent};
+
+    const QWEN: BenchAgent<QwenBackend> = BenchAgent { cli: Cli::Qwen, backend, request };
 
     #[tokio::test]
     async fn text_streams_and_the_completion_names_the_launcher() {
-        let Some((_server, sandbox)) = setup("text").await else { return };
-        let run = drive(&backend(&sandbox), request("say hi").with_launcher(bwrap()), None, false).await;
-        assert_conformant(&run);
-        assert_eq!(run.completion.as_ref().unwrap().launcher.as_deref(), Some("bwrap"));
-        assert_eq!(run.completion.as_ref().unwrap().final_text.as_deref(), Some("Hello from mock"));
-        assert!(processes_in(&sandbox.cwd).is_empty());
+        shared::text_streams_and_the_completion_names_the_launcher(&QWEN).await;
     }
 
     #[tokio::test]
     async fn shell_follows_the_callers_decision() {
-        for (decision, runs) in [(PermissionDecision::Allow, true), (PermissionDecision::Deny { message: None }, false)] {
-            let Some((_server, sandbox)) = setup("shell").await else { return };
-            let run = drive(&backend(&sandbox), request("run the command").with_launcher(bwrap()), Some(decision), false).await;
-            assert_conformant(&run);
-            assert!(run.completion.is_ok(), "{:?}", run.completion);
-            assert_one_permission(&run, runs, DecidedBy::Caller);
-            assert_eq!(sandbox.cwd.join("out.txt").exists(), runs);
-        }
+        shared::shell_follows_the_callers_decision(&QWEN).await;
     }
 
     #[tokio::test]
     async fn cancel_mid_turn_leaves_no_process() {
-        let Some((_server, sandbox)) = setup("slow_text").await else { return };
-        let run = drive(&backend(&sandbox), request("talk slowly").with_launcher(bwrap()), None, true).await;
-        assert_conformant(&run);
-        assert!(matches!(run.completion, Err(AgentError::Cancelled)), "{:?}", run.completion);
-        assert_eq!(processes_in(&sandbox.cwd), Vec::<i32>::new(), "processes left after the cancel");
+        shared::cancel_mid_turn_leaves_no_process(&QWEN).await;
     }
 }
 
