@@ -20,15 +20,33 @@ async fn main() -> Result<(), agent_api::AgentError> {
             let decision = if asked.action.starts_with("Read") {
                 PermissionDecision::Allow
             } else {
-                PermissionDecision::Deny { message: Some("only reading is allowed here".into()) }
+                PermissionDecision::Deny {
+                    message: Some("only reading is allowed here".into()),
+                }
             };
-            println!("   {} -> {}", asked.action, if decision.is_approval() { "allow" } else { "deny" });
-            control.respond_permission(&asked.permission_id, decision).await?;
+            println!(
+                "   {} -> {}",
+                asked.action,
+                if decision.is_approval() {
+                    "allow"
+                } else {
+                    "deny"
+                }
+            );
+            control
+                .respond_permission(&asked.permission_id, decision)
+                .await?;
         }
         if let Some(question) = event.question_request() {
-            let choice = question.options.first().cloned().unwrap_or_else(|| "yes".into());
+            let choice = question
+                .options
+                .first()
+                .cloned()
+                .unwrap_or_else(|| "yes".into());
             println!("   {} -> {choice}", question.prompt);
-            control.answer_question(&question.question_id, QuestionAnswer::Text(choice)).await?;
+            control
+                .answer_question(&question.question_id, QuestionAnswer::Text(choice))
+                .await?;
         }
         if let Some(item) = event.completed_item() {
             if let Some(call) = item.tool_call() {
@@ -36,6 +54,9 @@ async fn main() -> Result<(), agent_api::AgentError> {
             }
         }
     }
-    println!("final text: {}", completion.await?.final_text.unwrap_or_default());
+    println!(
+        "final text: {}",
+        completion.await?.final_text.unwrap_or_default()
+    );
     Ok(())
 }

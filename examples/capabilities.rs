@@ -15,16 +15,27 @@ async fn main() -> Result<(), AgentError> {
     gateway.register(Arc::new(ScriptedBackend::new()))?;
     let kind = AgentKind::from_static("scripted");
     let capabilities = gateway.capabilities(&kind)?;
-    for id in [caps::REASONING, caps::SESSION_RESUME, caps::VARIANTS, caps::IMAGES] {
+    for id in [
+        caps::REASONING,
+        caps::SESSION_RESUME,
+        caps::VARIANTS,
+        caps::IMAGES,
+    ] {
         let meaning = describe(id).unwrap_or("(backend-specific)");
-        let has = if capabilities.contains(id) { "yes" } else { "no " };
+        let has = if capabilities.contains(id) {
+            "yes"
+        } else {
+            "no "
+        };
         println!("{has} {id}: {meaning}");
     }
 
     // Ask for a model variant only where it is supported; otherwise the gateway says no, by id.
     let request = RunRequest::new("think hard").with_variant("high");
     match gateway.run(&kind, request).await {
-        Err(AgentError::UnsupportedCapability { capability, .. }) => println!("refused before spawning: needs {capability}"),
+        Err(AgentError::UnsupportedCapability { capability, .. }) => {
+            println!("refused before spawning: needs {capability}")
+        }
         Err(other) => println!("unexpected error: {other}"),
         Ok(_) => println!("the backend supports variants"),
     }

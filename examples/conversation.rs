@@ -15,7 +15,10 @@ async fn main() -> Result<(), AgentError> {
     let mut gateway = Gateway::new();
     gateway.register(Arc::new(ScriptedBackend::new()))?;
     let kind = agent_api_scripted::KIND;
-    println!("{kind} keeps one live agent for a session: {}", gateway.capabilities(&kind)?.contains(SESSION_WARM));
+    println!(
+        "{kind} keeps one live agent for a session: {}",
+        gateway.capabilities(&kind)?.contains(SESSION_WARM)
+    );
 
     // The template holds everything but the prompt: working directory, model, permissions, timeout.
     let mut session = gateway.open_session(&kind, RunRequest::new("")).await?;
@@ -28,17 +31,25 @@ async fn main() -> Result<(), AgentError> {
             }
         }
         let done = completion.await?;
-        println!("\n  (session {})", done.native_session_id.unwrap_or_default());
+        println!(
+            "\n  (session {})",
+            done.native_session_id.unwrap_or_default()
+        );
     }
     // Sending while a turn runs is refused, never queued.
     let turn = session.send("one more").await?;
     match session.send("too soon").await {
-        Err(AgentError::TurnInProgress) => println!("a second turn waits for the first: TurnInProgress"),
+        Err(AgentError::TurnInProgress) => {
+            println!("a second turn waits for the first: TurnInProgress")
+        }
         Err(other) => println!("unexpected error: {other}"),
         Ok(_) => println!("unexpected: a second turn started"),
     }
     turn.collect_wrapper().await.1?;
     let trailing = session.close().await?;
-    println!("closed; the transcript ends with {}", trailing.last().map_or("nothing", |e| e.type_name()));
+    println!(
+        "closed; the transcript ends with {}",
+        trailing.last().map_or("nothing", |e| e.type_name())
+    );
     Ok(())
 }

@@ -6,9 +6,13 @@
 
 use agent_api::capabilities as caps;
 use agent_api::kit::transcript::NewItem;
-use agent_api::kit::{async_trait, start_run, CommandSpec, Ctx, ExitInfo, Protocol, RunSettings, Transport, Unparsed};
+use agent_api::kit::{
+    async_trait, start_run, CommandSpec, Ctx, ExitInfo, Protocol, RunSettings, Transport, Unparsed,
+};
 use agent_api::universal::ItemRole;
-use agent_api::{AgentBackend, AgentError, AgentKind, CapabilitySet, RunCompletion, RunHandle, RunRequest};
+use agent_api::{
+    AgentBackend, AgentError, AgentKind, CapabilitySet, RunCompletion, RunHandle, RunRequest,
+};
 use serde_json::Value;
 
 const KIND: AgentKind = AgentKind::from_static("greeter");
@@ -24,13 +28,20 @@ impl Protocol for GreeterProtocol {
     fn on_message(&mut self, message: Value, ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
         match message.get("type").and_then(Value::as_str) {
             Some("session") => {
-                let id = message.get("id").and_then(Value::as_str).ok_or_else(|| Unparsed("a session line has no id".into()))?;
+                let id = message
+                    .get("id")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| Unparsed("a session line has no id".into()))?;
                 ctx.transcript.set_native_session_id(id);
                 ctx.transcript.session_started(None);
             }
             Some("say") => {
-                let text = message.get("text").and_then(Value::as_str).unwrap_or_default();
-                ctx.transcript.message(NewItem::message(ItemRole::Assistant), text);
+                let text = message
+                    .get("text")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                ctx.transcript
+                    .message(NewItem::message(ItemRole::Assistant), text);
             }
             // Unknown lines become `agent.unparsed` events; the raw line never reaches an event.
             _ => return Err(Unparsed("unknown greeter line".into())),
@@ -63,7 +74,12 @@ impl AgentBackend for GreeterBackend {
         self.validate(&request)?;
         // argv only, never a shell string: the prompt is one argument, whatever it contains.
         let line = serde_json::json!({ "type": "say", "text": format!("Hello! You asked: {}", request.prompt.text) });
-        let spec = CommandSpec::new("echo").arg(format!("{}\n{line}", r#"{"type":"session","id":"greet-1"}"#)).for_request(&request);
+        let spec = CommandSpec::new("echo")
+            .arg(format!(
+                "{}\n{line}",
+                r#"{"type":"session","id":"greet-1"}"#
+            ))
+            .for_request(&request);
         let settings = RunSettings::for_request(KIND, &request, &self.capabilities());
         let transport = Transport::spawn(&spec, settings.line_cap)?;
         Ok(start_run(settings, transport, Box::new(GreeterProtocol)))
@@ -72,7 +88,11 @@ impl AgentBackend for GreeterBackend {
 
 #[tokio::main]
 async fn main() -> Result<(), AgentError> {
-    let (events, completion) = GreeterBackend.run(RunRequest::new("what is 2 + 2?")).await?.collect_universal().await;
+    let (events, completion) = GreeterBackend
+        .run(RunRequest::new("what is 2 + 2?"))
+        .await?
+        .collect_universal()
+        .await;
     for event in &events {
         println!("#{} {}", event.sequence, event.type_name());
     }

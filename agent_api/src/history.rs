@@ -17,7 +17,9 @@ use std::path::{Path, PathBuf};
 use crate::contract::error::AgentError;
 use crate::contract::kind::AgentKind;
 use crate::contract::run::RunHandle;
-pub use crate::contract::store::{check_session_id, store_shape, SessionQuery, SessionStore, StoreShape, StoredSession};
+pub use crate::contract::store::{
+    check_session_id, store_shape, SessionQuery, SessionStore, StoreShape, StoredSession,
+};
 use crate::kit::lines::DEFAULT_LINE_CAP;
 use crate::kit::{line_source, LineSource, Transport};
 use crate::kit::{start_run, Protocol, RunSettings};
@@ -28,7 +30,12 @@ pub const HEAD_BYTES: u64 = 1 << 20;
 
 /// A store file's metadata and its lines, at most [`HEAD_BYTES`] of them, for a listing; `None`
 /// when it is not a regular file that can be opened (a FIFO or device is never waited on).
-pub fn head(path: &Path) -> Option<(std::fs::Metadata, std::io::Lines<std::io::BufReader<std::io::Take<std::fs::File>>>)> {
+pub fn head(
+    path: &Path,
+) -> Option<(
+    std::fs::Metadata,
+    std::io::Lines<std::io::BufReader<std::io::Take<std::fs::File>>>,
+)> {
     use std::io::{BufRead, Read};
     let file = crate::contract::files::open_regular(path).ok()?;
     let meta = file.metadata().ok()?;
@@ -49,7 +56,13 @@ pub async fn read_store_file(
         .map_err(|e| AgentError::Io(std::io::Error::other(e.to_string())))?
         .map_err(|refusal| AgentError::Io(std::io::Error::other(refusal.to_string())))?;
     let file = tokio::fs::File::from_std(file);
-    Ok(read_store_lines(kind, line_source(file, DEFAULT_LINE_CAP), protocol, include_raw, tools_structured))
+    Ok(read_store_lines(
+        kind,
+        line_source(file, DEFAULT_LINE_CAP),
+        protocol,
+        include_raw,
+        tools_structured,
+    ))
 }
 
 /// Reads a stored session's lines (from a file, or an export the agent printed) through
@@ -92,24 +105,41 @@ pub async fn list_files(
 ) -> Result<Vec<StoredSession>, AgentError> {
     let query = query.clone();
     let listed = tokio::task::spawn_blocking(move || {
-        let mut sessions: Vec<StoredSession> =
-            files().iter().filter_map(|p| describe(p)).filter(|s| query.matches(s.cwd.as_deref())).collect();
+        let mut sessions: Vec<StoredSession> = files()
+            .iter()
+            .filter_map(|p| describe(p))
+            .filter(|s| query.matches(s.cwd.as_deref()))
+            .collect();
         newest_first(&mut sessions);
         sessions
     });
-    listed.await.map_err(|e| AgentError::Io(std::io::Error::other(e.to_string())))
+    listed
+        .await
+        .map_err(|e| AgentError::Io(std::io::Error::other(e.to_string())))
 }
 
 /// The folders directly in `dir` (none when it cannot be read).
 pub fn child_dirs(dir: &Path) -> Vec<PathBuf> {
-    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
-    entries.filter_map(Result::ok).map(|e| e.path()).filter(|p| p.is_dir()).collect()
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect()
 }
 
 /// The `*.jsonl` files directly in `dir` (none when it cannot be read).
 pub fn jsonl_files(dir: &Path) -> Vec<PathBuf> {
-    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
-    entries.filter_map(Result::ok).map(|e| e.path()).filter(|p| p.extension().is_some_and(|e| e == "jsonl") && p.is_file()).collect()
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl") && p.is_file())
+        .collect()
 }
 
 #[cfg(test)]
@@ -122,8 +152,14 @@ mod tests {
         assert_eq!(store_shape(claude), Some(StoreShape::ClaudeCodeProject));
         let codex = br#"{"timestamp":"2026-11-23T17:03:54.219Z","type":"session_meta","payload":{"id":"01a2"}}"#;
         assert_eq!(store_shape(codex), Some(StoreShape::CodexRollout));
-        assert_eq!(store_shape(br#"{"type":"system","subtype":"init","session_id":"cd13"}"#), None);
-        assert_eq!(store_shape(br#"{"type":"thread.started","thread_id":"01a2"}"#), None);
+        assert_eq!(
+            store_shape(br#"{"type":"system","subtype":"init","session_id":"cd13"}"#),
+            None
+        );
+        assert_eq!(
+            store_shape(br#"{"type":"thread.started","thread_id":"01a2"}"#),
+            None
+        );
         assert_eq!(store_shape(b"not json"), None);
     }
 
@@ -131,7 +167,13 @@ mod tests {
     fn session_ids_with_path_parts_are_refused() {
         assert!(check_session_id("cd13f027-f751-4948-87e6-a722e591af62").is_ok());
         for bad in ["", "../x", "a/b", "a b", "."] {
-            assert!(matches!(check_session_id(bad), Err(AgentError::SessionNotFound { .. })), "{bad}");
+            assert!(
+                matches!(
+                    check_session_id(bad),
+                    Err(AgentError::SessionNotFound { .. })
+                ),
+                "{bad}"
+            );
         }
     }
 }

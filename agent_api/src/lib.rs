@@ -88,12 +88,18 @@ pub mod request {
     //! Everything else a [`RunRequest`](crate::RunRequest) can say: limits, caller waits and
     //! permission rules, MCP servers and private files, the agent's home, where it runs (the
     //! launcher), tools the caller defines, the session to resume, backend options, cancellation.
-    pub use crate::contract::caller_tool::{CallerTool, ToolFuture, ToolHandler, ToolOutput, DEFAULT_TOOL_TIMEOUT};
+    pub use crate::contract::caller_tool::{
+        CallerTool, ToolFuture, ToolHandler, ToolOutput, DEFAULT_TOOL_TIMEOUT,
+    };
     pub use crate::contract::home::{Home, HomeSeed};
-    pub use crate::contract::launcher::{Bwrap, Container, ContainerTarget, Engine, Launcher, Mount, Ssh, ViaError};
+    pub use crate::contract::launcher::{
+        Bwrap, Container, ContainerTarget, Engine, Launcher, Mount, Ssh, ViaError,
+    };
     pub use crate::contract::modes::{variants_for, AgentMode, ModeInfo, VariantSet};
     pub use crate::contract::options::BackendOptions;
-    pub use crate::contract::portable::{McpConfigFile, McpServer, NativeLimits, PrivateFile, TextOrFile};
+    pub use crate::contract::portable::{
+        McpConfigFile, McpServer, NativeLimits, PrivateFile, TextOrFile,
+    };
     pub use crate::contract::request::{CallerWait, Limits, OnCallerTimeout, PermissionRule};
     pub use crate::contract::session_ref::SessionRef;
     pub use crate::contract::tools_facet::ToolCategory;
@@ -108,10 +114,15 @@ pub mod run {
     pub use crate::contract::answer::{AnswerDelta, AnswerText};
     pub use crate::contract::error::{LimitKind, TimeoutKind};
     pub use crate::contract::event::{
-        enforce, enforce_into, within_bounds, Channel, EventData, PermissionFacet, QuestionFacet, Retraction,
+        enforce, enforce_into, within_bounds, Channel, EventData, PermissionFacet, QuestionFacet,
+        Retraction,
     };
-    pub use crate::contract::run::{Completion, ControlCommand, UniversalEvents, Usage, WrapperEvents};
-    pub use crate::contract::tools_facet::{FacetKind, ToolBytes, ToolPhase, ToolStatus, ToolsFacet, TOOLS_FACET_SCHEMA};
+    pub use crate::contract::run::{
+        Completion, ControlCommand, UniversalEvents, Usage, WrapperEvents,
+    };
+    pub use crate::contract::tools_facet::{
+        FacetKind, ToolBytes, ToolPhase, ToolStatus, ToolsFacet, TOOLS_FACET_SCHEMA,
+    };
     pub use crate::summary::RunSummary;
     pub use crate::tool_calls::{ToolCallSummary, ToolCalls};
 }
@@ -121,9 +132,11 @@ pub mod universal {
     //! [`UniversalEvent`](crate::UniversalEvent)'s body, its items and content parts, permissions
     //! and questions. Building a transcript is the kit's ([`crate::kit::transcript`]).
     pub use crate::contract::universal::{
-        AgentUnparsedData, ContentPart, DecidedBy, DeltaText, ErrorData, EventId, EventSource, FileAction, ItemDeltaData, ItemEventData,
-        ItemKind, ItemRole, ItemStatus, PermissionDetails, PermissionEventData, PermissionStatus, QuestionEventData, QuestionStatus,
-        ReasoningVisibility, SessionEndReason, SessionEndedData, SessionStartedData, StderrOutput, TerminatedBy, ToolCallRef, ToolMeta,
-        UniversalEventBody, UniversalItem, PERMISSION_DIFF_BOUND,
+        AgentUnparsedData, ContentPart, DecidedBy, DeltaText, ErrorData, EventId, EventSource,
+        FileAction, ItemDeltaData, ItemEventData, ItemKind, ItemRole, ItemStatus,
+        PermissionDetails, PermissionEventData, PermissionStatus, QuestionEventData,
+        QuestionStatus, ReasoningVisibility, SessionEndReason, SessionEndedData,
+        SessionStartedData, StderrOutput, TerminatedBy, ToolCallRef, ToolMeta, UniversalEventBody,
+        UniversalItem, PERMISSION_DIFF_BOUND,
     };
 }

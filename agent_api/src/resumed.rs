@@ -37,7 +37,8 @@ impl Rewriter {
         event.session_id = self.transcript.session_id().into();
         // Each run numbers its items from 1: the turn number keeps them unique in the session.
         let turn = self.turns;
-        let rename = |id: &mut String| *id = format!("itm_t{turn}_{}", id.trim_start_matches("itm_"));
+        let rename =
+            |id: &mut String| *id = format!("itm_t{turn}_{}", id.trim_start_matches("itm_"));
         match &mut event.body {
             UniversalEventBody::ItemStarted(d) | UniversalEventBody::ItemCompleted(d) => {
                 let item = std::sync::Arc::make_mut(&mut d.item);
@@ -56,7 +57,8 @@ impl Rewriter {
 
     /// The session's own status item (turn delimiters), numbered in the session.
     fn status(&mut self, label: &str) -> Vec<UniversalEvent> {
-        self.transcript.daemon_status(label, Some(format!("turn {}", self.turns)));
+        self.transcript
+            .daemon_status(label, Some(format!("turn {}", self.turns)));
         self.own()
     }
 
@@ -80,7 +82,10 @@ impl Session {
     /// native session (for backends advertising `agent_api.session.resume_per_turn`), with
     /// `template` as every turn's request.
     pub fn resuming(backend: Arc<dyn AgentBackend>, template: RunRequest) -> Self {
-        Self::new(backend.kind(), Engine::Resumed(Box::new(ResumedSession::new(backend, template))))
+        Self::new(
+            backend.kind(),
+            Engine::Resumed(Box::new(ResumedSession::new(backend, template))),
+        )
     }
 }
 
@@ -100,12 +105,25 @@ impl ResumedSession {
         // Its session.started never goes out: the first turn's run brings the agent's own.
         transcript.session_started(None);
         transcript.drain();
-        let state = Rewriter { transcript, next_sequence: 1, turns: 0, native_session_id: None, closed: false };
-        Self { backend, template, state: Arc::new(Mutex::new(state)), busy: Arc::new(AtomicBool::new(false)) }
+        let state = Rewriter {
+            transcript,
+            next_sequence: 1,
+            turns: 0,
+            native_session_id: None,
+            closed: false,
+        };
+        Self {
+            backend,
+            template,
+            state: Arc::new(Mutex::new(state)),
+            busy: Arc::new(AtomicBool::new(false)),
+        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Rewriter> {
-        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 
@@ -134,14 +152,32 @@ impl ResumingTurns for ResumedSession {
                 return Err(error);
             }
         };
-        let (events_tx, events_rx) = budget::channel(self.template.buffer_budget.unwrap_or(budget::DEFAULT_BUFFER_BUDGET));
+        let (events_tx, events_rx) = budget::channel(
+            self.template
+                .buffer_budget
+                .unwrap_or(budget::DEFAULT_BUFFER_BUDGET),
+        );
         let (completion_tx, completion_rx) = oneshot::channel();
         let (control_tx, control_rx) = mpsc::unbounded_channel();
         let abandoned = CancellationToken::new();
-        let guard = Arc::new(RunGuard { abandoned: abandoned.clone() });
+        let guard = Arc::new(RunGuard {
+            abandoned: abandoned.clone(),
+        });
         let control = RunControl::new(control_tx, Arc::new(AtomicBool::new(false)));
-        let handle = RunHandle::new(inner.agent_kind().clone(), inner.tools_structured(), events_rx, completion_rx, control, guard);
-        let turn = Turn { state: self.state.clone(), busy: self.busy.clone(), events_tx, completion_tx };
+        let handle = RunHandle::new(
+            inner.agent_kind().clone(),
+            inner.tools_structured(),
+            events_rx,
+            completion_rx,
+            control,
+            guard,
+        );
+        let turn = Turn {
+            state: self.state.clone(),
+            busy: self.busy.clone(),
+            events_tx,
+            completion_tx,
+        };
         tokio::spawn(turn.relay(inner, control_rx, abandoned));
         Ok(handle)
     }
@@ -154,10 +190,22 @@ impl ResumingTurns for ResumedSession {
         template.mode = Some(mode);
         let kind = self.backend.kind();
         let capabilities = self.backend.capabilities();
-        if let Some(needed) = template.required_capabilities().into_iter().find(|needed| !capabilities.contains(needed)) {
-            return Err(AgentError::UnsupportedCapability { kind: kind.to_string(), capability: needed.to_string() });
+        if let Some(needed) = template
+            .required_capabilities()
+            .into_iter()
+            .find(|needed| !capabilities.contains(needed))
+        {
+            return Err(AgentError::UnsupportedCapability {
+                kind: kind.to_string(),
+                capability: needed.to_string(),
+            });
         }
-        crate::contract::backend::check_choices(&kind, self.backend.modes(), self.backend.variants(), &template)?;
+        crate::contract::backend::check_choices(
+            &kind,
+            self.backend.modes(),
+            self.backend.variants(),
+            &template,
+        )?;
         self.template = template;
         Ok(())
     }
@@ -179,7 +227,12 @@ struct Turn {
 }
 
 impl Turn {
-    async fn relay(self, inner: RunHandle, mut control_rx: mpsc::UnboundedReceiver<ControlMessage>, abandoned: CancellationToken) {
+    async fn relay(
+        self,
+        inner: RunHandle,
+        mut control_rx: mpsc::UnboundedReceiver<ControlMessage>,
+        abandoned: CancellationToken,
+    ) {
         let control = inner.control();
         let (mut events, completion) = inner.into_universal();
         self.send(|state| {
@@ -210,7 +263,11 @@ impl Turn {
             self.send(|state| state.status("turn_completed")).await;
         }
         drop(events);
-        let Turn { busy, completion_tx, .. } = self;
+        let Turn {
+            busy,
+            completion_tx,
+            ..
+        } = self;
         busy.store(false, Ordering::SeqCst);
         let _ = completion_tx.send(result);
     }
@@ -234,7 +291,9 @@ impl Turn {
             }
             match &event.body {
                 UniversalEventBody::SessionStarted(_) | UniversalEventBody::SessionEnded(_) => {}
-                UniversalEventBody::Error(e) if e.details.as_ref().is_some_and(|d| d["terminal"] == true) => {
+                UniversalEventBody::Error(e)
+                    if e.details.as_ref().is_some_and(|d| d["terminal"] == true) =>
+                {
                     out.extend(state.status("turn_failed"));
                     out.push(state.adopt(event));
                 }
@@ -246,7 +305,12 @@ impl Turn {
     }
 
     async fn send(&self, make: impl FnOnce(&mut Rewriter) -> Vec<UniversalEvent>) {
-        let events = make(&mut self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner()));
+        let events = make(
+            &mut self
+                .state
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner()),
+        );
         if !events.is_empty() {
             let weight = events.iter().map(budget::weight).sum();
             // A caller that stopped listening still gets its completion.

@@ -22,7 +22,8 @@
 use crate::contract::run::{RunCompletion, Usage};
 use crate::contract::tools_facet::ToolCategory;
 use crate::contract::universal::{
-    ContentPart, DecidedBy, FileAction, PermissionStatus, UniversalEvent, UniversalEventBody as Body, UniversalItem,
+    ContentPart, DecidedBy, FileAction, PermissionStatus, UniversalEvent,
+    UniversalEventBody as Body, UniversalItem,
 };
 use crate::tool_calls::ToolCalls;
 
@@ -89,7 +90,12 @@ impl RunSummary {
                     call_id: p.details.call_id.clone(),
                 }),
                 Body::PermissionResolved(p) => {
-                    if let Some(asked) = summary.permissions.iter_mut().rev().find(|s| s.id == p.permission_id) {
+                    if let Some(asked) = summary
+                        .permissions
+                        .iter_mut()
+                        .rev()
+                        .find(|s| s.id == p.permission_id)
+                    {
                         asked.status = p.status;
                         asked.decided_by = p.decided_by;
                     }
@@ -100,14 +106,22 @@ impl RunSummary {
         }
         summary.tool_calls = calls.into_calls();
         if summary.native_session_id.is_none() {
-            summary.native_session_id = events.iter().rev().find_map(|e| e.native_session_id.as_deref().map(str::to_string));
+            summary.native_session_id = events
+                .iter()
+                .rev()
+                .find_map(|e| e.native_session_id.as_deref().map(str::to_string));
         }
         summary
     }
 
     fn files(&mut self, item: &UniversalItem) {
         for part in &item.content {
-            if let ContentPart::FileRef { path, action: action @ (FileAction::Write | FileAction::Patch), .. } = part {
+            if let ContentPart::FileRef {
+                path,
+                action: action @ (FileAction::Write | FileAction::Patch),
+                ..
+            } = part
+            {
                 self.files_changed.push((path.clone(), *action));
             }
         }
@@ -116,8 +130,16 @@ impl RunSummary {
 
 impl crate::contract::run::RunHandle {
     /// Reads the whole run and sums it up (see [`RunSummary`]): for callers who do not stream.
-    pub async fn collect_summary(self) -> (RunSummary, Result<RunCompletion, crate::contract::error::AgentError>) {
+    pub async fn collect_summary(
+        self,
+    ) -> (
+        RunSummary,
+        Result<RunCompletion, crate::contract::error::AgentError>,
+    ) {
         let (events, completion) = self.collect_universal().await;
-        (RunSummary::from_events(&events, completion.as_ref().ok()), completion)
+        (
+            RunSummary::from_events(&events, completion.as_ref().ok()),
+            completion,
+        )
     }
 }

@@ -25,7 +25,8 @@ use crate::contract::event::{AgentWrapperEvent, AgentWrapperEventKind};
 use crate::contract::tools_facet::ToolCategory;
 use crate::contract::tools_facet::{ToolPhase, ToolStatus};
 use crate::contract::universal::{
-    shell_fields, ContentPart, ItemKind, ItemStatus, UniversalEvent, UniversalEventBody as Body, UniversalItem,
+    shell_fields, ContentPart, ItemKind, ItemStatus, UniversalEvent, UniversalEventBody as Body,
+    UniversalItem,
 };
 
 /// One tool call, joined from every event about it.
@@ -147,7 +148,8 @@ impl ToolCalls {
     /// when this event finished it (its result completed or failed): each call once, at its end.
     pub fn push_universal_finished(&mut self, event: &UniversalEvent) -> Option<&ToolCallSummary> {
         let before = self.status_before(event_call_id(event)?);
-        self.push_universal(event).filter(|call| newly_finished(before, call))
+        self.push_universal(event)
+            .filter(|call| newly_finished(before, call))
     }
 
     /// Folds one wrapper event as [`ToolCalls::push_wrapper`] does, and returns the call only when
@@ -167,12 +169,14 @@ impl ToolCalls {
     /// ```
     pub fn push_wrapper_finished(&mut self, event: &AgentWrapperEvent) -> Option<&ToolCallSummary> {
         let before = self.status_before(event.tools_facet()?.tool_use_id.as_deref()?);
-        self.push_wrapper(event).filter(|call| newly_finished(before, call))
+        self.push_wrapper(event)
+            .filter(|call| newly_finished(before, call))
     }
 
     /// The status of call `call_id` before an event about it is folded (running when unknown).
     fn status_before(&self, call_id: &str) -> ToolStatus {
-        self.get(call_id).map_or(ToolStatus::Running, |call| call.status)
+        self.get(call_id)
+            .map_or(ToolStatus::Running, |call| call.status)
     }
 
     /// Folds one wrapper event carrying a tools facet (see `agent_api.tools.structured.v1`);
@@ -187,9 +191,12 @@ impl ToolCalls {
         call.command = facet.command.clone().or(call.command.take());
         call.cwd = facet.cwd.clone().or(call.cwd.take());
         call.exit_code = facet.exit_code.or(call.exit_code);
-        call.output_bytes = call.output_bytes.max(facet.bytes.stdout.saturating_add(facet.bytes.result));
+        call.output_bytes = call
+            .output_bytes
+            .max(facet.bytes.stdout.saturating_add(facet.bytes.result));
         // A call's own event completes as soon as the call is known: only its result's end ends it.
-        let result_ended = event.kind == AgentWrapperEventKind::ToolResult && matches!(facet.phase, ToolPhase::Complete | ToolPhase::Fail);
+        let result_ended = event.kind == AgentWrapperEventKind::ToolResult
+            && matches!(facet.phase, ToolPhase::Complete | ToolPhase::Fail);
         call.set_status(facet.status, result_ended);
         Some(call)
     }
@@ -201,15 +208,25 @@ impl ToolCalls {
                 let arguments = part.arguments_json();
                 let call = self.entry(part.call_id);
                 let meta = item.tool.as_ref();
-                call.name = meta.and_then(|m| m.tool_name.clone()).unwrap_or_else(|| part.name.to_string());
+                call.name = meta
+                    .and_then(|m| m.tool_name.clone())
+                    .unwrap_or_else(|| part.name.to_string());
                 if let Some(meta) = meta {
                     call.set_kind(&meta.kind);
                 }
                 // Backends put the command on the item; parsing the arguments covers older recordings.
                 let parsed = arguments.as_ref().map(shell_fields).unwrap_or_default();
-                call.command = meta.and_then(|m| m.command.clone()).or(parsed.0).or(call.command.take());
-                call.cwd = meta.and_then(|m| m.cwd.clone()).or(parsed.1).or(call.cwd.take());
-                let path = ["file_path", "path", "notebook_path"].iter().find_map(|k| arguments.as_ref()?.get(*k)?.as_str());
+                call.command = meta
+                    .and_then(|m| m.command.clone())
+                    .or(parsed.0)
+                    .or(call.command.take());
+                call.cwd = meta
+                    .and_then(|m| m.cwd.clone())
+                    .or(parsed.1)
+                    .or(call.cwd.take());
+                let path = ["file_path", "path", "notebook_path"]
+                    .iter()
+                    .find_map(|k| arguments.as_ref()?.get(*k)?.as_str());
                 call.path = path.map(str::to_string).or(call.path.take());
                 call.set_status(status_of(item.status), false);
                 Some(call)
@@ -231,9 +248,15 @@ impl ToolCalls {
                     call.exit_code = meta.exit_code.or(call.exit_code);
                 }
                 // A started result is still running; only its completion ends the call.
-                call.set_status(status_of(item.status), item.status != ItemStatus::InProgress);
+                call.set_status(
+                    status_of(item.status),
+                    item.status != ItemStatus::InProgress,
+                );
                 let bytes = meta.map_or(0, |m| m.bytes.stdout + m.bytes.result);
-                call.output_bytes = call.output_bytes.max(bytes).max(item.tool_output().map_or(0, |o| o.len() as u64));
+                call.output_bytes = call
+                    .output_bytes
+                    .max(bytes)
+                    .max(item.tool_output().map_or(0, |o| o.len() as u64));
                 Some(call)
             }
             _ => None,
@@ -250,12 +273,14 @@ fn newly_finished(before: ToolStatus, call: &ToolCallSummary) -> bool {
 /// The call a universal event is about, when it is about one.
 fn event_call_id(event: &UniversalEvent) -> Option<&str> {
     match &event.body {
-        Body::ItemStarted(data) | Body::ItemCompleted(data) => data.item.tool_call().map(|c| c.call_id).or_else(|| {
-            data.item.content.iter().find_map(|p| match p {
-                ContentPart::ToolResult { call_id, .. } => Some(call_id.as_str()),
-                _ => None,
+        Body::ItemStarted(data) | Body::ItemCompleted(data) => {
+            data.item.tool_call().map(|c| c.call_id).or_else(|| {
+                data.item.content.iter().find_map(|p| match p {
+                    ContentPart::ToolResult { call_id, .. } => Some(call_id.as_str()),
+                    _ => None,
+                })
             })
-        }),
+        }
         Body::PermissionRequested(p) => p.details.call_id.as_deref(),
         _ => None,
     }
@@ -271,5 +296,6 @@ fn status_of(status: ItemStatus) -> ToolStatus {
 
 /// The policy category of a tools-facet kind, for kinds that name one.
 fn category_of(kind: &str) -> Option<ToolCategory> {
-    crate::contract::tools_facet::FacetKind::parse(kind).and_then(crate::contract::tools_facet::FacetKind::category)
+    crate::contract::tools_facet::FacetKind::parse(kind)
+        .and_then(crate::contract::tools_facet::FacetKind::category)
 }

@@ -79,7 +79,10 @@ const ORDER: &[&str] = &[
 /// The module a file defines, as path segments (`src/kit/driver/session.rs` → kit, driver, session).
 fn module_of(src: &Path, file: &Path) -> Vec<String> {
     let rel = file.strip_prefix(src).unwrap().with_extension("");
-    let mut segments: Vec<String> = rel.iter().map(|s| s.to_string_lossy().into_owned()).collect();
+    let mut segments: Vec<String> = rel
+        .iter()
+        .map(|s| s.to_string_lossy().into_owned())
+        .collect();
     if segments.last().is_some_and(|s| s == "mod" || s == "lib") {
         segments.pop();
     }
@@ -111,7 +114,9 @@ fn modules(src: &Path, files: &[PathBuf]) -> BTreeSet<String> {
             let segments = module_of(src, f);
             let first = segments.first()?.clone();
             Some(match segments.get(1) {
-                Some(second) if first == "contract" || first == "kit" => format!("{first}::{second}"),
+                Some(second) if first == "contract" || first == "kit" => {
+                    format!("{first}::{second}")
+                }
                 _ => first,
             })
         })
@@ -126,7 +131,11 @@ fn code_of(text: &str) -> String {
         let trimmed = line.trim_start();
         // `#[cfg(test)]` or `#[cfg(all(test, …))]` over an inline module: the rest is tests.
         let test_cfg = trimmed.starts_with("#[cfg(test)]") || trimmed.starts_with("#[cfg(all(test");
-        if test_cfg && lines.peek().is_some_and(|next| next.trim_start().starts_with("mod ") && next.trim_end().ends_with('{')) {
+        if test_cfg
+            && lines.peek().is_some_and(|next| {
+                next.trim_start().starts_with("mod ") && next.trim_end().ends_with('{')
+            })
+        {
             break;
         }
         let code = match trimmed.find("//") {
@@ -144,7 +153,9 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
         let path = entry.unwrap().path();
         if path.is_dir() {
             rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") && path.file_name().is_some_and(|n| n != "tests.rs") {
+        } else if path.extension().is_some_and(|e| e == "rs")
+            && path.file_name().is_some_and(|n| n != "tests.rs")
+        {
             out.push(path);
         }
     }
@@ -157,11 +168,16 @@ fn imports() -> BTreeMap<(String, String), BTreeSet<String>> {
     rust_files(&src, &mut files);
     let modules = modules(&src, &files);
     // `crate::a::b`, and each name of `crate::a::{b, c::d}` (one level of braces).
-    let path = regex::Regex::new(r"\b(crate|super)((?:::(?:super|[A-Za-z_][A-Za-z0-9_]*))*)(?:::\{([^{}]*)\})?").unwrap();
+    let path = regex::Regex::new(
+        r"\b(crate|super)((?:::(?:super|[A-Za-z_][A-Za-z0-9_]*))*)(?:::\{([^{}]*)\})?",
+    )
+    .unwrap();
     let mut found: BTreeMap<(String, String), BTreeSet<String>> = BTreeMap::new();
     for file in files {
         let here = module_of(&src, &file);
-        let Some(from) = unit_of(&here, &modules) else { continue };
+        let Some(from) = unit_of(&here, &modules) else {
+            continue;
+        };
         let code = code_of(&std::fs::read_to_string(&file).unwrap());
         for m in path.captures_iter(&code) {
             if m[2].is_empty() && m.get(3).is_none() {
@@ -169,14 +185,30 @@ fn imports() -> BTreeMap<(String, String), BTreeSet<String>> {
             }
             let base = format!("{}{}", &m[1], &m[2]);
             let tails: Vec<String> = match m.get(3) {
-                Some(list) => list.as_str().split(',').map(|t| t.trim().to_string()).filter(|t| !t.is_empty()).collect(),
+                Some(list) => list
+                    .as_str()
+                    .split(',')
+                    .map(|t| t.trim().to_string())
+                    .filter(|t| !t.is_empty())
+                    .collect(),
                 None => vec![String::new()],
             };
             for tail in tails {
-                let mut target: Vec<String> = if &m[1] == "crate" { Vec::new() } else { here[..here.len().saturating_sub(1)].to_vec() };
-                let whole = if tail.is_empty() { base.clone() } else { format!("{base}::{tail}") };
+                let mut target: Vec<String> = if &m[1] == "crate" {
+                    Vec::new()
+                } else {
+                    here[..here.len().saturating_sub(1)].to_vec()
+                };
+                let whole = if tail.is_empty() {
+                    base.clone()
+                } else {
+                    format!("{base}::{tail}")
+                };
                 let rest = whole.split_once("::").map_or("", |(_, rest)| rest);
-                for segment in rest.split("::").map(|s| s.split_whitespace().next().unwrap_or("")).filter(|s| !s.is_empty() && *s != "self")
+                for segment in rest
+                    .split("::")
+                    .map(|s| s.split_whitespace().next().unwrap_or(""))
+                    .filter(|s| !s.is_empty() && *s != "self")
                 {
                     if segment == "super" {
                         target.pop();
@@ -202,8 +234,19 @@ fn every_module_imports_only_modules_below_it() {
     let found = imports();
     // The graph, lowest first (`cargo test -p agent_api --test layers -- --nocapture` shows it).
     for unit in ORDER {
-        let below: Vec<&str> = found.keys().filter(|(from, _)| from == unit).map(|(_, to)| to.as_str()).collect();
-        println!("{unit} -> {}", if below.is_empty() { "(nothing)".to_string() } else { below.join(", ") });
+        let below: Vec<&str> = found
+            .keys()
+            .filter(|(from, _)| from == unit)
+            .map(|(_, to)| to.as_str())
+            .collect();
+        println!(
+            "{unit} -> {}",
+            if below.is_empty() {
+                "(nothing)".to_string()
+            } else {
+                below.join(", ")
+            }
+        );
     }
     for ((from, to), paths) in found {
         match (rank(&from), rank(&to)) {
@@ -211,7 +254,10 @@ fn every_module_imports_only_modules_below_it() {
             (None, _) => {
                 unplaced.insert(from);
             }
-            _ => upward.push(format!("{from} -> {to}: {}", paths.into_iter().take(4).collect::<Vec<_>>().join(", "))),
+            _ => upward.push(format!(
+                "{from} -> {to}: {}",
+                paths.into_iter().take(4).collect::<Vec<_>>().join(", ")
+            )),
         }
     }
     assert!(
@@ -229,6 +275,9 @@ fn every_place_in_the_order_is_a_module_that_exists() {
     rust_files(&src, &mut files);
     let defined = modules(&src, &files);
     for unit in ORDER {
-        assert!(defined.contains(*unit) || *unit == "contract" || *unit == "kit", "ORDER names `{unit}`, which no file defines");
+        assert!(
+            defined.contains(*unit) || *unit == "contract" || *unit == "kit",
+            "ORDER names `{unit}`, which no file defines"
+        );
     }
 }

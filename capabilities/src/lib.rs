@@ -165,7 +165,11 @@ pub fn is_well_formed(id: &str) -> bool {
     };
     let rest: Vec<&str> = segments.collect();
     rest.len() + 1 >= min_segments
-        && rest.iter().all(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_'))
+        && rest.iter().all(|s| {
+            !s.is_empty()
+                && s.bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+        })
 }
 
 #[cfg(test)]

@@ -45,7 +45,15 @@ pub fn render_matrix(backends: &[MatrixRow]) -> String {
     }
     let own: Vec<(&str, Vec<&String>)> = backends
         .iter()
-        .map(|b| (b.kind.as_str(), b.capabilities.iter().filter(|c| c.starts_with("backend.")).collect()))
+        .map(|b| {
+            (
+                b.kind.as_str(),
+                b.capabilities
+                    .iter()
+                    .filter(|c| c.starts_with("backend."))
+                    .collect(),
+            )
+        })
         .filter(|(_, ids): &(&str, Vec<&String>)| !ids.is_empty())
         .collect();
     if !own.is_empty() {
@@ -96,13 +104,17 @@ pub fn render_options(backends: &[OptionsColumn]) -> String {
     }
     out.push('\n');
     let rows = |c: &&crate::CapabilityInfo| {
-        c.id.starts_with("agent_api.options.") || c.id.starts_with("agent_api.input.") || [VARIANTS, MODES].contains(&c.id)
+        c.id.starts_with("agent_api.options.")
+            || c.id.starts_with("agent_api.input.")
+            || [VARIANTS, MODES].contains(&c.id)
     };
     for cap in STANDARD.iter().filter(rows) {
         out.push_str(&format!("| {} | `{}` |", cap.label, cap.id));
         for b in backends {
             match b.mappings.iter().find(|(id, _)| id == cap.id) {
-                Some((_, native)) if native.starts_with("SDK") => out.push_str(&format!(" {native} |")),
+                Some((_, native)) if native.starts_with("SDK") => {
+                    out.push_str(&format!(" {native} |"))
+                }
                 Some((_, native)) => out.push_str(&format!(" `{native}` |")),
                 None => out.push_str(" – |"),
             }

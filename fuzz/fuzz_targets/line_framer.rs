@@ -8,7 +8,9 @@ use libfuzzer_sys::fuzz_target;
 const CAP: usize = 64;
 
 fuzz_target!(|data: &[u8]| {
-    let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
     runtime.block_on(async {
         let mut one_by_one = Vec::new();
         let mut lines = BoundedLineReader::new(tokio::io::BufReader::with_capacity(16, data), CAP);

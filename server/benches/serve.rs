@@ -27,18 +27,22 @@ const WORDS: usize = 50_000;
 const PACED_WORDS: usize = 2_000;
 
 fn scripted_request(delay_ms: u64) -> RunRequest {
-    RunRequest::new("").with_options(&agent_api_scripted::ScriptedOptions::scenario("echo").delay_ms(delay_ms))
+    RunRequest::new("")
+        .with_options(&agent_api_scripted::ScriptedOptions::scenario("echo").delay_ms(delay_ms))
 }
 
 fn gateway() -> agent_api::Gateway {
     let mut gateway = agent_api::Gateway::new();
-    gateway.register(Arc::new(agent_api_scripted::ScriptedBackend::new())).unwrap();
+    gateway
+        .register(Arc::new(agent_api_scripted::ScriptedBackend::new()))
+        .unwrap();
     gateway
 }
 
 /// Microseconds from an event's RFC 3339 `time` to now.
 fn age_us(time: &str) -> f64 {
-    let stamped = time::OffsetDateTime::parse(time, &time::format_description::well_known::Rfc3339).unwrap();
+    let stamped =
+        time::OffsetDateTime::parse(time, &time::format_description::well_known::Rfc3339).unwrap();
     (time::OffsetDateTime::now_utc() - stamped).as_seconds_f64() * 1e6
 }
 
@@ -49,7 +53,10 @@ fn percentile(values: &mut [f64], p: f64) -> f64 {
 
 /// One turn of `words` words through the library itself: (events, seconds, ages in µs).
 async fn in_process(words: usize, delay_ms: u64) -> (usize, f64, Vec<f64>) {
-    let mut session = gateway().open_session(&agent_api_scripted::KIND, scripted_request(delay_ms)).await.unwrap();
+    let mut session = gateway()
+        .open_session(&agent_api_scripted::KIND, scripted_request(delay_ms))
+        .await
+        .unwrap();
     let prompt = "word ".repeat(words);
     let started = Instant::now();
     let (mut events, completion) = session.send(prompt).await.unwrap().into_universal();
@@ -71,7 +78,14 @@ async fn over_sse(store: Arc<dyn Store>, words: usize, delay_ms: u64) -> (usize,
     assert_eq!(api.post("/v1/sessions/bench", body).await.status, 200);
     let prompt = "word ".repeat(words);
     let started = Instant::now();
-    let mut stream = api.sse(Method::POST, "/v1/sessions/bench/messages/stream", Some(json!({ "message": prompt })), &[]).await;
+    let mut stream = api
+        .sse(
+            Method::POST,
+            "/v1/sessions/bench/messages/stream",
+            Some(json!({ "message": prompt })),
+            &[],
+        )
+        .await;
     let mut ages = Vec::new();
     while let Some(frame) = stream.next().await {
         ages.push(age_us(frame.data["time"].as_str().unwrap()));
@@ -80,7 +94,10 @@ async fn over_sse(store: Arc<dyn Store>, words: usize, delay_ms: u64) -> (usize,
 }
 
 fn report_rate(what: &str, (count, seconds, _): &(usize, f64, Vec<f64>)) {
-    println!("{what:<44} {count:>7} events in {seconds:>6.3} s: {:>9.0} events/s", *count as f64 / seconds);
+    println!(
+        "{what:<44} {count:>7} events in {seconds:>6.3} s: {:>9.0} events/s",
+        *count as f64 / seconds
+    );
 }
 
 fn report_latency(what: &str, (_, _, ages): &mut (usize, f64, Vec<f64>)) -> f64 {
@@ -91,11 +108,18 @@ fn report_latency(what: &str, (_, _, ages): &mut (usize, f64, Vec<f64>)) -> f64 
 
 fn rss_kib() -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    status.lines().find_map(|l| l.strip_prefix("VmRSS:")).and_then(|v| v.split_whitespace().next()?.parse().ok()).unwrap()
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap()
 }
 
 async fn sqlite(dir: &tempfile::TempDir, name: &str) -> Arc<dyn Store> {
-    StoreUrl::Sqlite(dir.path().join(name)).open().await.unwrap()
+    StoreUrl::Sqlite(dir.path().join(name))
+        .open()
+        .await
+        .unwrap()
 }
 
 /// Appends `total` events in batches of `batch` to fresh sessions; events/s.
@@ -107,13 +131,19 @@ async fn write_rate(store: Arc<dyn Store>, prefix: &str, total: u64, batch: u64)
         .map(|n| {
             let (store, id, payload) = (store.clone(), format!("{prefix}-{n}"), payload.clone());
             tokio::spawn(async move {
-                store.create_session(common::record(&id, Some("the-bench"))).await.unwrap();
+                store
+                    .create_session(common::record(&id, Some("the-bench")))
+                    .await
+                    .unwrap();
                 let mut next = 1;
                 while next <= total / sessions {
                     let events = (next..next + batch)
                         .map(|sequence| agent_api_server::store::StoredEvent {
                             sequence,
-                            json: format!(r#"{{"sequence":{sequence},"pad":"{payload}","raw":null}}"#).into(),
+                            json: format!(
+                                r#"{{"sequence":{sequence},"pad":"{payload}","raw":null}}"#
+                            )
+                            .into(),
                             raw: None,
                         })
                         .collect();
@@ -139,18 +169,37 @@ async fn main() {
     let dir = tempfile::tempdir().unwrap();
     println!("# throughput: one turn of {WORDS} words, no pause, one subscriber");
     report_rate("library, in process", &in_process(WORDS, 0).await);
-    report_rate("server, memory store, SSE", &over_sse(StoreUrl::Memory.open().await.unwrap(), WORDS, 0).await);
-    report_rate("server, SQLite store, SSE", &over_sse(sqlite(&dir, "throughput.sqlite3").await, WORDS, 0).await);
+    report_rate(
+        "server, memory store, SSE",
+        &over_sse(StoreUrl::Memory.open().await.unwrap(), WORDS, 0).await,
+    );
+    report_rate(
+        "server, SQLite store, SSE",
+        &over_sse(sqlite(&dir, "throughput.sqlite3").await, WORDS, 0).await,
+    );
 
     println!("# latency: {PACED_WORDS} words 1 ms apart");
     let base = report_latency("library, in process", &mut in_process(PACED_WORDS, 1).await);
-    let memory = report_latency("server, memory store, SSE", &mut over_sse(StoreUrl::Memory.open().await.unwrap(), PACED_WORDS, 1).await);
-    let sqlite_p99 =
-        report_latency("server, SQLite store, SSE", &mut over_sse(sqlite(&dir, "latency.sqlite3").await, PACED_WORDS, 1).await);
-    println!("p99 added: memory {:.0} µs, SQLite {:.0} µs", memory - base, sqlite_p99 - base);
+    let memory = report_latency(
+        "server, memory store, SSE",
+        &mut over_sse(StoreUrl::Memory.open().await.unwrap(), PACED_WORDS, 1).await,
+    );
+    let sqlite_p99 = report_latency(
+        "server, SQLite store, SSE",
+        &mut over_sse(sqlite(&dir, "latency.sqlite3").await, PACED_WORDS, 1).await,
+    );
+    println!(
+        "p99 added: memory {:.0} µs, SQLite {:.0} µs",
+        memory - base,
+        sqlite_p99 - base
+    );
 
     println!("# 100 subscribers on one session, {} words", WORDS / 10);
-    let api = common::start_on(ServerConfig::default().with_subscribers(1024, 128), StoreUrl::Memory.open().await.unwrap()).await;
+    let api = common::start_on(
+        ServerConfig::default().with_subscribers(1024, 128),
+        StoreUrl::Memory.open().await.unwrap(),
+    )
+    .await;
     api.post(
         "/v1/sessions/fan",
         json!({"agent": "scripted", "options": {"backend.scripted.scenario": "echo", "backend.scripted.delay_ms": 0}}),
@@ -159,12 +208,16 @@ async fn main() {
     // Every subscriber reads from the start, before the turn begins.
     let mut readers = Vec::new();
     for _ in 0..100 {
-        let mut stream = api.sse(Method::GET, "/v1/sessions/fan/events/sse", None, &[]).await;
+        let mut stream = api
+            .sse(Method::GET, "/v1/sessions/fan/events/sse", None, &[])
+            .await;
         readers.push(tokio::spawn(async move {
             let mut count = 0usize;
             while let Some(frame) = stream.next().await {
                 count += 1;
-                if frame.data["type"] == "item.completed" && frame.data["data"]["item"]["content"][0]["label"] == "turn_completed" {
+                if frame.data["type"] == "item.completed"
+                    && frame.data["data"]["item"]["content"][0]["label"] == "turn_completed"
+                {
                     break;
                 }
             }
@@ -172,7 +225,11 @@ async fn main() {
         }));
     }
     let started = Instant::now();
-    api.post("/v1/sessions/fan/messages", json!({ "message": "word ".repeat(WORDS / 10) })).await;
+    api.post(
+        "/v1/sessions/fan/messages",
+        json!({ "message": "word ".repeat(WORDS / 10) }),
+    )
+    .await;
     let mut delivered = 0;
     for reader in readers {
         delivered += reader.await.unwrap();
@@ -190,15 +247,33 @@ async fn main() {
     tokio::time::sleep(Duration::from_millis(200)).await;
     let before = rss_kib();
     for n in 0..100 {
-        assert_eq!(api.post(&format!("/v1/sessions/live-{n}"), common::scripted("text")).await.status, 200);
-        api.post(&format!("/v1/sessions/live-{n}/messages"), json!({"message": "hi"})).await;
+        assert_eq!(
+            api.post(&format!("/v1/sessions/live-{n}"), common::scripted("text"))
+                .await
+                .status,
+            200
+        );
+        api.post(
+            &format!("/v1/sessions/live-{n}/messages"),
+            json!({"message": "hi"}),
+        )
+        .await;
     }
     tokio::time::sleep(Duration::from_millis(500)).await;
-    println!("RSS per live session: {:.1} KiB", (rss_kib() - before) as f64 / 100.0);
+    println!(
+        "RSS per live session: {:.1} KiB",
+        (rss_kib() - before) as f64 / 100.0
+    );
     for n in 0..900 {
         let id = format!("stored-{n}");
-        store.create_session(common::record(&id, Some("the-bench"))).await.unwrap();
-        store.append(&id, (1..=20).map(common::event).collect()).await.unwrap();
+        store
+            .create_session(common::record(&id, Some("the-bench")))
+            .await
+            .unwrap();
+        store
+            .append(&id, (1..=20).map(common::event).collect())
+            .await
+            .unwrap();
     }
     let mut times = Vec::new();
     for _ in 0..5 {
@@ -207,10 +282,16 @@ async fn main() {
         times.push(started.elapsed().as_secs_f64() * 1e3);
         assert_eq!(listed["sessions"].as_array().unwrap().len(), 1000);
     }
-    println!("GET /v1/sessions with 1,000 sessions: median {:.1} ms", percentile(&mut times, 0.5));
+    println!(
+        "GET /v1/sessions with 1,000 sessions: median {:.1} ms",
+        percentile(&mut times, 0.5)
+    );
 
     println!("# store write rate: 8 sessions, batches of 100 events of ~300 bytes");
-    println!("SQLite: {:.0} events/s", write_rate(sqlite(&dir, "writes.sqlite3").await, "w", 200_000, 100).await);
+    println!(
+        "SQLite: {:.0} events/s",
+        write_rate(sqlite(&dir, "writes.sqlite3").await, "w", 200_000, 100).await
+    );
     match std::env::var("AGENT_API_TEST_POSTGRES_URL") {
         Ok(url) => {
             let prefix = format!("bench-{}", std::process::id());

@@ -54,7 +54,9 @@ pub(crate) async fn list(server: &Server) -> Vec<AgentInfo> {
             // An agent with no probe is built in (the scripted agent) or configured by request.
             installed: probe.is_none() || installed.is_some(),
             version: installed.as_ref().and_then(|i| i.version.clone()),
-            path: installed.as_ref().map(|i| i.binary.to_string_lossy().into_owned()),
+            path: installed
+                .as_ref()
+                .map(|i| i.binary.to_string_lossy().into_owned()),
             capabilities: capabilities(&set),
             server_status: None,
             capability_ids: ids,
@@ -76,19 +78,32 @@ pub(crate) fn modes(listed: &[agent_api::request::ModeInfo]) -> AgentModesRespon
             "The agent's own default mode: it works on the task with its tools; the session's permission mode decides what it may do."
                 .into(),
     };
-    let listed = listed.iter().map(|m| AgentModeInfo { id: m.id.into(), name: title(m.id), description: m.description.into() });
-    AgentModesResponse { modes: std::iter::once(default).chain(listed).collect() }
+    let listed = listed.iter().map(|m| AgentModeInfo {
+        id: m.id.into(),
+        name: title(m.id),
+        description: m.description.into(),
+    });
+    AgentModesResponse {
+        modes: std::iter::once(default).chain(listed).collect(),
+    }
 }
 
 /// A mode's id as a name: its first letter capitalised (`plan` → `Plan`).
 fn title(id: &str) -> String {
     let mut chars = id.chars();
-    chars.next().map(|c| c.to_uppercase().chain(chars).collect()).unwrap_or_default()
+    chars
+        .next()
+        .map(|c| c.to_uppercase().chain(chars).collect())
+        .unwrap_or_default()
 }
 
 /// Installs an agent's CLI: there is nothing to do when it is installed; this server installs
 /// none itself, and says how to.
-pub(crate) async fn install(server: &Server, kind: &AgentKind, reinstall: bool) -> Result<(), ApiError> {
+pub(crate) async fn install(
+    server: &Server,
+    kind: &AgentKind,
+    reinstall: bool,
+) -> Result<(), ApiError> {
     let Some(probe) = server.inner.probes.iter().find(|p| &p.kind == kind) else {
         return Ok(());
     };

@@ -18,18 +18,25 @@ use crate::wire::*;
 
 #[utoipa::path(get, path = "/v1/health", operation_id = "get_health", responses((status = 200, body = HealthResponse)))]
 pub(crate) async fn health() -> Json<HealthResponse> {
-    Json(HealthResponse { status: "ok".into() })
+    Json(HealthResponse {
+        status: "ok".into(),
+    })
 }
 
 #[utoipa::path(get, path = "/v1/agents", operation_id = "list_agents", responses((status = 200, body = AgentListResponse)))]
 pub(crate) async fn list_agents(State(server): State<Server>) -> Json<AgentListResponse> {
-    Json(AgentListResponse { agents: crate::agents::list(&server).await })
+    Json(AgentListResponse {
+        agents: crate::agents::list(&server).await,
+    })
 }
 
 #[utoipa::path(get, path = "/v1/agents/{agent}/modes", operation_id = "get_agent_modes",
     params(("agent" = String, Path, description = "Agent id")),
     responses((status = 200, body = AgentModesResponse), (status = 400, body = ProblemDetails)))]
-pub(crate) async fn agent_modes(State(server): State<Server>, Path(agent): Path<String>) -> Result<Json<AgentModesResponse>, ApiError> {
+pub(crate) async fn agent_modes(
+    State(server): State<Server>,
+    Path(agent): Path<String>,
+) -> Result<Json<AgentModesResponse>, ApiError> {
     let kind = server.kind(&agent)?;
     let backend = server.backend(&kind)?;
     Ok(Json(crate::agents::modes(backend.modes())))
@@ -51,10 +58,15 @@ pub(crate) async fn install_agent(
     // The reference makes the body optional.
     let body: AgentInstallRequest = match body.iter().all(u8::is_ascii_whitespace) {
         true => AgentInstallRequest::default(),
-        false => serde_json::from_slice(&body).map_err(|e| ApiError::invalid(format!("the body is not an AgentInstallRequest: {e}")))?,
+        false => serde_json::from_slice(&body).map_err(|e| {
+            ApiError::invalid(format!("the body is not an AgentInstallRequest: {e}"))
+        })?,
     };
     let reinstall = body.reinstall.unwrap_or(false);
-    let kind = server.kind(&agent).map_err(|e| ApiError { status: StatusCode::NOT_FOUND, ..e })?;
+    let kind = server.kind(&agent).map_err(|e| ApiError {
+        status: StatusCode::NOT_FOUND,
+        ..e
+    })?;
     crate::agents::install(&server, &kind, reinstall).await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -70,9 +82,21 @@ pub(crate) async fn agent_history(
     QueryOf(query): QueryOf<HistoryQuery>,
 ) -> Result<Json<StoredSessionListResponse>, ApiError> {
     let kind = server.kind(&agent)?;
-    let query = query.cwd.map(agent_api::history::SessionQuery::in_dir).unwrap_or_default();
-    let stored = server.inner.gateway.list_sessions(&kind, &query).await.map_err(|e| ApiError::agent(&e))?;
-    let time = |t: std::time::SystemTime| time::OffsetDateTime::from(t).format(&time::format_description::well_known::Rfc3339).ok();
+    let query = query
+        .cwd
+        .map(agent_api::history::SessionQuery::in_dir)
+        .unwrap_or_default();
+    let stored = server
+        .inner
+        .gateway
+        .list_sessions(&kind, &query)
+        .await
+        .map_err(|e| ApiError::agent(&e))?;
+    let time = |t: std::time::SystemTime| {
+        time::OffsetDateTime::from(t)
+            .format(&time::format_description::well_known::Rfc3339)
+            .ok()
+    };
     let sessions = stored
         .into_iter()
         .map(|s| StoredSessionInfo {
@@ -102,25 +126,49 @@ pub(crate) async fn agent_history_events(
 ) -> Result<Response, ApiError> {
     let kind = server.kind(&agent)?;
     let include_raw = query.include_raw.unwrap_or(false);
-    let handle = server.inner.gateway.read_session(&kind, &id, include_raw).await.map_err(|e| ApiError::agent(&e))?;
+    let handle = server
+        .inner
+        .gateway
+        .read_session(&kind, &id, include_raw)
+        .await
+        .map_err(|e| ApiError::agent(&e))?;
     let (events, _) = handle.collect_universal().await;
-    let stored: Vec<StoredEvent> =
-        events.into_iter().filter(|e| e.sequence > query.offset.unwrap_or(0)).filter_map(|e| StoredEvent::from_event(e).ok()).collect();
-    Ok(events_page(stored, page_limit(&server, &query), include_raw))
+    let stored: Vec<StoredEvent> = events
+        .into_iter()
+        .filter(|e| e.sequence > query.offset.unwrap_or(0))
+        .filter_map(|e| StoredEvent::from_event(e).ok())
+        .collect();
+    Ok(events_page(
+        stored,
+        page_limit(&server, &query),
+        include_raw,
+    ))
 }
 
 #[utoipa::path(get, path = "/v1/sessions", operation_id = "list_sessions", responses((status = 200, body = SessionListResponse)))]
-pub(crate) async fn list_sessions(State(server): State<Server>) -> Result<Json<SessionListResponse>, ApiError> {
+pub(crate) async fn list_sessions(
+    State(server): State<Server>,
+) -> Result<Json<SessionListResponse>, ApiError> {
     let records = server.inner.store.sessions().await?;
-    Ok(Json(SessionListResponse { sessions: records.into_iter().map(|r| server.info(r)).collect() }))
+    Ok(Json(SessionListResponse {
+        sessions: records.into_iter().map(|r| server.info(r)).collect(),
+    }))
 }
 
 /// Beyond the reference: one session's info.
 #[utoipa::path(get, path = "/v1/sessions/{session_id}", operation_id = "get_session",
     params(("session_id" = String, Path, description = "Client session id")),
     responses((status = 200, body = SessionInfo), (status = 404, body = ProblemDetails)))]
-pub(crate) async fn get_session(State(server): State<Server>, Path(id): Path<String>) -> Result<Json<SessionInfo>, ApiError> {
-    let record = server.inner.store.session(&id).await?.ok_or_else(|| ApiError::no_session(&id))?;
+pub(crate) async fn get_session(
+    State(server): State<Server>,
+    Path(id): Path<String>,
+) -> Result<Json<SessionInfo>, ApiError> {
+    let record = server
+        .inner
+        .store
+        .session(&id)
+        .await?
+        .ok_or_else(|| ApiError::no_session(&id))?;
     Ok(Json(server.info(record)))
 }
 
@@ -133,8 +181,17 @@ pub(crate) async fn create_session(
     JsonBody(body): JsonBody<CreateSessionRequest>,
 ) -> Result<Json<CreateSessionResponse>, ApiError> {
     let live = server.create(&id, body).await?;
-    let native_session_id = server.inner.store.session(&live.id).await?.and_then(|r| r.native_session_id);
-    Ok(Json(CreateSessionResponse { healthy: true, error: None, native_session_id }))
+    let native_session_id = server
+        .inner
+        .store
+        .session(&live.id)
+        .await?
+        .and_then(|r| r.native_session_id);
+    Ok(Json(CreateSessionResponse {
+        healthy: true,
+        error: None,
+        native_session_id,
+    }))
 }
 
 /// The live session `id`: 404 when unknown, 409 when it ended.
@@ -143,7 +200,11 @@ async fn live_session(server: &Server, id: &str) -> Result<Arc<LiveSession>, Api
         return Ok(live);
     }
     match server.inner.store.session(id).await? {
-        Some(record) if record.ended => Err(ApiError::new(StatusCode::CONFLICT, "session_ended", "the session has ended")),
+        Some(record) if record.ended => Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "session_ended",
+            "the session has ended",
+        )),
         Some(record) => Err(ApiError::new(
             StatusCode::CONFLICT,
             "session_elsewhere",
@@ -159,7 +220,11 @@ async fn live_session(server: &Server, id: &str) -> Result<Arc<LiveSession>, Api
 /// A message made into its turn's prompt and options: refused (400, naming the field) when it
 /// is empty, changes what the session fixed when it opened, or carries images the agent cannot
 /// take or the server must not read.
-async fn turn(server: &Server, live: &LiveSession, body: MessageRequest) -> Result<(agent_api::Prompt, TurnOptions), ApiError> {
+async fn turn(
+    server: &Server,
+    live: &LiveSession,
+    body: MessageRequest,
+) -> Result<(agent_api::Prompt, TurnOptions), ApiError> {
     if body.message.trim().is_empty() {
         return Err(ApiError::invalid("the message is empty"));
     }
@@ -170,11 +235,23 @@ async fn turn(server: &Server, live: &LiveSession, body: MessageRequest) -> Resu
         false => {
             // Each image is checked first, so that a client learns what is wrong with its own.
             let working_dir = live.opened.working_dir.clone();
-            let images = tokio::task::spawn_blocking(move || crate::turn::TurnImages::make(&working_dir, &images))
-                .await
-                .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "stream_error", format!("images: {e}")))??;
+            let images = tokio::task::spawn_blocking(move || {
+                crate::turn::TurnImages::make(&working_dir, &images)
+            })
+            .await
+            .map_err(|e| {
+                ApiError::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "stream_error",
+                    format!("images: {e}"),
+                )
+            })??;
             let kind = &live.opened.kind;
-            if !server.backend(kind)?.capabilities().contains(agent_api::capabilities::IMAGES) {
+            if !server
+                .backend(kind)?
+                .capabilities()
+                .contains(agent_api::capabilities::IMAGES)
+            {
                 return Err(ApiError::invalid(format!(
                     "images: the agent `{kind}` takes no images (it does not advertise {})",
                     agent_api::capabilities::IMAGES
@@ -185,7 +262,13 @@ async fn turn(server: &Server, live: &LiveSession, body: MessageRequest) -> Resu
     };
     let mut prompt = agent_api::Prompt::from(body.message);
     prompt.images = images.paths.clone();
-    Ok((prompt, TurnOptions { agent_mode: body.settings.agent_mode, images }))
+    Ok((
+        prompt,
+        TurnOptions {
+            agent_mode: body.settings.agent_mode,
+            images,
+        },
+    ))
 }
 
 #[utoipa::path(post, path = "/v1/sessions/{session_id}/messages", operation_id = "post_message",
@@ -219,8 +302,17 @@ pub(crate) async fn post_message_stream(
     let subscription = live.subscribe()?;
     let (turn, first) = live.send(prompt, options).await?;
     let (frames, stream) = mpsc::channel(SSE_CLIENT_BUFFER);
-    let follower = Follower::new(server.clone(), id, first - 1, query.include_raw.unwrap_or(false), frames);
-    tokio::spawn(until_stopped(server.inner.stopping.clone(), follower.turn(subscription, live, turn)));
+    let follower = Follower::new(
+        server.clone(),
+        id,
+        first - 1,
+        query.include_raw.unwrap_or(false),
+        frames,
+    );
+    tokio::spawn(until_stopped(
+        server.inner.stopping.clone(),
+        follower.turn(subscription, live, turn),
+    ));
     Ok(sse(stream))
 }
 
@@ -236,14 +328,24 @@ pub(crate) async fn get_events(
     QueryOf(query): QueryOf<EventsQuery>,
 ) -> Result<Response, ApiError> {
     let limit = page_limit(&server, &query);
-    let events = server.inner.store.events(&id, query.offset.unwrap_or(0), limit.saturating_add(1)).await?;
-    Ok(events_page(events, limit, query.include_raw.unwrap_or(false)))
+    let events = server
+        .inner
+        .store
+        .events(&id, query.offset.unwrap_or(0), limit.saturating_add(1))
+        .await?;
+    Ok(events_page(
+        events,
+        limit,
+        query.include_raw.unwrap_or(false),
+    ))
 }
 
 /// The page size a query asks for, cut to the server's bound.
 fn page_limit(server: &Server, query: &EventsQuery) -> usize {
     let max = server.inner.config.max_page;
-    query.limit.map_or(max, |l| usize::try_from(l).unwrap_or(max).min(max))
+    query
+        .limit
+        .map_or(max, |l| usize::try_from(l).unwrap_or(max).min(max))
 }
 
 /// An `EventsResponse` of the first `limit` of `events` (more of them: `hasMore`).
@@ -251,7 +353,8 @@ fn events_page(mut events: Vec<StoredEvent>, limit: usize, include_raw: bool) ->
     let has_more = events.len() > limit;
     events.truncate(limit);
     // Assembled from the stored JSON: the events are not parsed again to be served.
-    let mut body = String::with_capacity(events.iter().map(|e| e.json.len() + 1).sum::<usize>() + 32);
+    let mut body =
+        String::with_capacity(events.iter().map(|e| e.json.len() + 1).sum::<usize>() + 32);
     body.push_str("{\"events\":[");
     for (index, event) in events.iter().enumerate() {
         if index > 0 {
@@ -262,7 +365,11 @@ fn events_page(mut events: Vec<StoredEvent>, limit: usize, include_raw: bool) ->
     body.push_str("],\"hasMore\":");
     body.push_str(if has_more { "true" } else { "false" });
     body.push('}');
-    ([(axum::http::header::CONTENT_TYPE, "application/json")], body).into_response()
+    (
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        body,
+    )
+        .into_response()
 }
 
 #[utoipa::path(get, path = "/v1/sessions/{session_id}/events/sse", operation_id = "get_events_sse",
@@ -276,7 +383,10 @@ pub(crate) async fn get_events_sse(
     QueryOf(query): QueryOf<EventsQuery>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let last_event_id = headers.get("last-event-id").and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse::<u64>().ok());
+    let last_event_id = headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
     let offset = last_event_id.or(query.offset).unwrap_or(0);
     // Subscribed before the store is read: an event stored after the read is on the feed.
     let subscription = match server.live(&id) {
@@ -287,8 +397,17 @@ pub(crate) async fn get_events_sse(
         return Err(ApiError::no_session(&id));
     }
     let (frames, stream) = mpsc::channel(SSE_CLIENT_BUFFER);
-    let follower = Follower::new(server.clone(), id, offset, query.include_raw.unwrap_or(false), frames);
-    tokio::spawn(until_stopped(server.inner.stopping.clone(), follower.session(subscription)));
+    let follower = Follower::new(
+        server.clone(),
+        id,
+        offset,
+        query.include_raw.unwrap_or(false),
+        frames,
+    );
+    tokio::spawn(until_stopped(
+        server.inner.stopping.clone(),
+        follower.session(subscription),
+    ));
     Ok(sse(stream))
 }
 
@@ -304,10 +423,15 @@ pub(crate) async fn reply_permission(
     let decision = match body.reply {
         PermissionReply::Once => PermissionDecision::Allow,
         PermissionReply::Always => PermissionDecision::AllowForSession,
-        PermissionReply::Reject => PermissionDecision::Deny { message: Some("rejected by the client".into()) },
+        PermissionReply::Reject => PermissionDecision::Deny {
+            message: Some("rejected by the client".into()),
+        },
     };
     let control = waiting(&server, &id, "permission request", &permission).await?;
-    control.respond_permission(&permission, decision).await.map_err(|e| ApiError::agent(&e))?;
+    control
+        .respond_permission(&permission, decision)
+        .await
+        .map_err(|e| ApiError::agent(&e))?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -321,12 +445,21 @@ pub(crate) async fn reply_question(
     JsonBody(body): JsonBody<QuestionReplyRequest>,
 ) -> Result<StatusCode, ApiError> {
     // One question per id here: its answer is the first list's choices, joined.
-    let answer = body.answers.first().map(|choices| choices.join(", ")).unwrap_or_default();
+    let answer = body
+        .answers
+        .first()
+        .map(|choices| choices.join(", "))
+        .unwrap_or_default();
     if answer.trim().is_empty() {
-        return Err(ApiError::invalid("the answers are empty: give at least one choice, or reject the question"));
+        return Err(ApiError::invalid(
+            "the answers are empty: give at least one choice, or reject the question",
+        ));
     }
     let control = waiting(&server, &id, "question", &question).await?;
-    control.answer_question(&question, QuestionAnswer::Text(answer)).await.map_err(|e| ApiError::agent(&e))?;
+    control
+        .answer_question(&question, QuestionAnswer::Text(answer))
+        .await
+        .map_err(|e| ApiError::agent(&e))?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -338,18 +471,29 @@ pub(crate) async fn reject_question(
     Path((id, question)): Path<(String, String)>,
 ) -> Result<StatusCode, ApiError> {
     let control = waiting(&server, &id, "question", &question).await?;
-    control.answer_question(&question, QuestionAnswer::Reject).await.map_err(|e| ApiError::agent(&e))?;
+    control
+        .answer_question(&question, QuestionAnswer::Reject)
+        .await
+        .map_err(|e| ApiError::agent(&e))?;
     Ok(StatusCode::NO_CONTENT)
 }
 
 /// The control of the turn a request waits in; 404 when no turn is in progress.
-async fn waiting(server: &Server, id: &str, what: &str, request: &str) -> Result<agent_api::RunControl, ApiError> {
+async fn waiting(
+    server: &Server,
+    id: &str,
+    what: &str,
+    request: &str,
+) -> Result<agent_api::RunControl, ApiError> {
     let live = live_session(server, id).await?;
     live.control().ok_or_else(|| {
         ApiError::new(
             StatusCode::NOT_FOUND,
             "invalid_request",
-            format!("no {what} `{}` is waiting", agent_api::display::line(request, 128)),
+            format!(
+                "no {what} `{}` is waiting",
+                agent_api::display::line(request, 128)
+            ),
         )
     })
 }
@@ -357,7 +501,10 @@ async fn waiting(server: &Server, id: &str, what: &str, request: &str) -> Result
 #[utoipa::path(post, path = "/v1/sessions/{session_id}/terminate", operation_id = "terminate_session",
     params(("session_id" = String, Path, description = "Session id")),
     responses((status = 204, description = "Session terminated"), (status = 404, body = ProblemDetails)))]
-pub(crate) async fn terminate_session(State(server): State<Server>, Path(id): Path<String>) -> Result<StatusCode, ApiError> {
+pub(crate) async fn terminate_session(
+    State(server): State<Server>,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError> {
     match server.live(&id) {
         Some(live) => {
             live.terminate().await?;
@@ -374,7 +521,10 @@ pub(crate) async fn terminate_session(State(server): State<Server>, Path(id): Pa
 #[utoipa::path(post, path = "/v1/sessions/{session_id}/cancel", operation_id = "cancel_turn",
     params(("session_id" = String, Path, description = "Session id")),
     responses((status = 204, description = "The turn in progress was cancelled (or none was)"), (status = 404, body = ProblemDetails)))]
-pub(crate) async fn cancel_turn(State(server): State<Server>, Path(id): Path<String>) -> Result<StatusCode, ApiError> {
+pub(crate) async fn cancel_turn(
+    State(server): State<Server>,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError> {
     let live = live_session(&server, &id).await?;
     live.cancel_turn().await;
     Ok(StatusCode::NO_CONTENT)
@@ -388,5 +538,12 @@ pub(crate) async fn openapi() -> Json<utoipa::openapi::OpenApi> {
 
 /// Any other path.
 pub(crate) async fn not_found(uri: axum::http::Uri) -> ApiError {
-    ApiError::new(StatusCode::NOT_FOUND, "not_found", format!("no endpoint at {}", agent_api::display::line(uri.path(), 256)))
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        "not_found",
+        format!(
+            "no endpoint at {}",
+            agent_api::display::line(uri.path(), 256)
+        ),
+    )
 }

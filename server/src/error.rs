@@ -21,7 +21,11 @@ pub struct ApiError {
 impl ApiError {
     /// An error of `kind` with `status`.
     pub fn new(status: StatusCode, kind: &'static str, detail: impl Into<String>) -> Self {
-        Self { status, kind, detail: agent_api::display::line(&detail.into(), 2048) }
+        Self {
+            status,
+            kind,
+            detail: agent_api::display::line(&detail.into(), 2048),
+        }
     }
 
     /// 400 `invalid_request`.
@@ -31,12 +35,20 @@ impl ApiError {
 
     /// 413 `payload_too_large`.
     pub fn too_large() -> Self {
-        Self::new(StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large", "the request body is larger than the server takes")
+        Self::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "payload_too_large",
+            "the request body is larger than the server takes",
+        )
     }
 
     /// 404 `session_not_found`.
     pub fn no_session(id: &str) -> Self {
-        Self::new(StatusCode::NOT_FOUND, "session_not_found", format!("no session has id `{}`", agent_api::display::line(id, 256)))
+        Self::new(
+            StatusCode::NOT_FOUND,
+            "session_not_found",
+            format!("no session has id `{}`", agent_api::display::line(id, 256)),
+        )
     }
 
     /// 500 `stream_error`: the store failed.
@@ -46,9 +58,16 @@ impl ApiError {
             StoreError::Duplicate(id) => Self::new(
                 StatusCode::CONFLICT,
                 "session_already_exists",
-                format!("a session with id `{}` already exists", agent_api::display::line(&id, 256)),
+                format!(
+                    "a session with id `{}` already exists",
+                    agent_api::display::line(&id, 256)
+                ),
             ),
-            other => Self::new(StatusCode::INTERNAL_SERVER_ERROR, "stream_error", other.to_string()),
+            other => Self::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "stream_error",
+                other.to_string(),
+            ),
         }
     }
 
@@ -56,7 +75,9 @@ impl ApiError {
     pub fn agent(error: &agent_api::AgentError) -> Self {
         use agent_api::AgentError as E;
         let (status, kind) = match error {
-            E::UnknownBackend { .. } | E::InvalidAgentKind { .. } => (StatusCode::BAD_REQUEST, "unsupported_agent"),
+            E::UnknownBackend { .. } | E::InvalidAgentKind { .. } => {
+                (StatusCode::BAD_REQUEST, "unsupported_agent")
+            }
             E::UnsupportedCapability { .. }
             | E::UnknownExtension { .. }
             | E::InvalidExtension { .. }
@@ -66,8 +87,12 @@ impl ApiError {
             E::UnknownMode { .. } => (StatusCode::BAD_REQUEST, "mode_not_supported"),
             E::UnknownVariant { .. } => (StatusCode::BAD_REQUEST, "invalid_request"),
             E::BinaryNotFound { .. } => (StatusCode::BAD_REQUEST, "agent_not_installed"),
-            E::UnknownPermission { .. } | E::UnknownQuestion { .. } => (StatusCode::NOT_FOUND, "invalid_request"),
-            E::AlreadyResolved { .. } | E::TurnInProgress => (StatusCode::CONFLICT, "invalid_request"),
+            E::UnknownPermission { .. } | E::UnknownQuestion { .. } => {
+                (StatusCode::NOT_FOUND, "invalid_request")
+            }
+            E::AlreadyResolved { .. } | E::TurnInProgress => {
+                (StatusCode::CONFLICT, "invalid_request")
+            }
             E::RunFinished => (StatusCode::NOT_FOUND, "invalid_request"),
             E::SessionClosed => (StatusCode::CONFLICT, "agent_process_exited"),
             E::SessionNotFound { .. } => (StatusCode::NOT_FOUND, "session_not_found"),
@@ -120,7 +145,13 @@ impl ApiError {
 
 impl std::fmt::Display for ApiError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} ({}): {}", self.title(), self.status.as_u16(), self.detail)
+        write!(
+            f,
+            "{} ({}): {}",
+            self.title(),
+            self.status.as_u16(),
+            self.detail
+        )
     }
 }
 
@@ -129,7 +160,10 @@ impl std::error::Error for ApiError {}
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let mut response = (self.status, Json(self.problem())).into_response();
-        response.headers_mut().insert(axum::http::header::CONTENT_TYPE, axum::http::HeaderValue::from_static("application/problem+json"));
+        response.headers_mut().insert(
+            axum::http::header::CONTENT_TYPE,
+            axum::http::HeaderValue::from_static("application/problem+json"),
+        );
         response
     }
 }
@@ -147,11 +181,20 @@ pub(crate) struct JsonBody<T>(pub T);
 impl<S: Send + Sync, T: serde::de::DeserializeOwned> axum::extract::FromRequest<S> for JsonBody<T> {
     type Rejection = ApiError;
 
-    async fn from_request(request: axum::extract::Request, state: &S) -> Result<Self, Self::Rejection> {
+    async fn from_request(
+        request: axum::extract::Request,
+        state: &S,
+    ) -> Result<Self, Self::Rejection> {
         match Json::<T>::from_request(request, state).await {
             Ok(Json(value)) => Ok(Self(value)),
-            Err(rejection) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => Err(ApiError::too_large()),
-            Err(rejection) => Err(ApiError::new(rejection.status(), "invalid_request", rejection.body_text())),
+            Err(rejection) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+                Err(ApiError::too_large())
+            }
+            Err(rejection) => Err(ApiError::new(
+                rejection.status(),
+                "invalid_request",
+                rejection.body_text(),
+            )),
         }
     }
 }
@@ -160,10 +203,15 @@ impl<S: Send + Sync, T: serde::de::DeserializeOwned> axum::extract::FromRequest<
 #[derive(Debug)]
 pub(crate) struct QueryOf<T>(pub T);
 
-impl<S: Send + Sync, T: serde::de::DeserializeOwned> axum::extract::FromRequestParts<S> for QueryOf<T> {
+impl<S: Send + Sync, T: serde::de::DeserializeOwned> axum::extract::FromRequestParts<S>
+    for QueryOf<T>
+{
     type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut axum::http::request::Parts, state: &S) -> Result<Self, Self::Rejection> {
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        state: &S,
+    ) -> Result<Self, Self::Rejection> {
         axum::extract::Query::<T>::from_request_parts(parts, state)
             .await
             .map(|axum::extract::Query(value)| Self(value))

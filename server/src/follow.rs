@@ -28,11 +28,16 @@ pub(crate) type Frame = Result<Event, Infallible>;
 
 /// The SSE response sending what a follower puts in `frames`, with keep-alive comments.
 pub(crate) fn sse(frames: mpsc::Receiver<Frame>) -> Response {
-    Sse::new(ReceiverStream::new(frames)).keep_alive(KeepAlive::default()).into_response()
+    Sse::new(ReceiverStream::new(frames))
+        .keep_alive(KeepAlive::default())
+        .into_response()
 }
 
 /// `task`, ended early when the server stops: its stream ends, so that its connection closes.
-pub(crate) async fn until_stopped(stopping: agent_api::request::CancellationToken, task: impl std::future::Future<Output = ()>) {
+pub(crate) async fn until_stopped(
+    stopping: agent_api::request::CancellationToken,
+    task: impl std::future::Future<Output = ()>,
+) {
     tokio::select! {
         () = task => {}
         () = stopping.cancelled() => {}
@@ -56,14 +61,30 @@ pub(crate) struct Follower {
 
 impl Follower {
     /// A follower sending `id`'s events after `last` to `frames`.
-    pub(crate) fn new(server: Server, id: String, last: u64, include_raw: bool, frames: mpsc::Sender<Frame>) -> Self {
-        Self { server, id, include_raw, frames, last }
+    pub(crate) fn new(
+        server: Server,
+        id: String,
+        last: u64,
+        include_raw: bool,
+        frames: mpsc::Sender<Frame>,
+    ) -> Self {
+        Self {
+            server,
+            id,
+            include_raw,
+            frames,
+            last,
+        }
     }
 
     /// Sends one event; `false` when the client is gone, or took nothing for the stall bound.
     async fn send(&mut self, event: &StoredEvent) -> bool {
-        let frame = Ok(Event::default().id(event.sequence.to_string()).data(event.render(self.include_raw)));
-        match tokio::time::timeout(self.server.inner.config.sse_stall, self.frames.send(frame)).await {
+        let frame = Ok(Event::default()
+            .id(event.sequence.to_string())
+            .data(event.render(self.include_raw)));
+        match tokio::time::timeout(self.server.inner.config.sse_stall, self.frames.send(frame))
+            .await
+        {
             Ok(Ok(())) => {
                 self.last = event.sequence;
                 true
@@ -75,14 +96,28 @@ impl Follower {
     /// Sends the stored events after the last one sent, up to `until` when given, a page at a
     /// time, stopping after one that `stop` accepts: `Some(stopped)`, or `None` when the client
     /// is gone or the store failed.
-    async fn catch_up(&mut self, until: Option<u64>, stop: fn(&StoredEvent) -> bool) -> Option<bool> {
+    async fn catch_up(
+        &mut self,
+        until: Option<u64>,
+        stop: fn(&StoredEvent) -> bool,
+    ) -> Option<bool> {
         let page = self.server.inner.config.max_page.max(1);
         loop {
-            let want = until.map_or(page, |until| usize::try_from(until.saturating_sub(self.last)).unwrap_or(page).min(page));
+            let want = until.map_or(page, |until| {
+                usize::try_from(until.saturating_sub(self.last))
+                    .unwrap_or(page)
+                    .min(page)
+            });
             if want == 0 {
                 return Some(false);
             }
-            let events = self.server.inner.store.events(&self.id, self.last, want).await.ok()?;
+            let events = self
+                .server
+                .inner
+                .store
+                .events(&self.id, self.last, want)
+                .await
+                .ok()?;
             for event in &events {
                 if !self.send(event).await {
                     return None;
@@ -99,7 +134,11 @@ impl Follower {
 
     /// Sends a feed event after anything between it and the last one sent (from the store);
     /// `Some(stopped)` as [`Follower::catch_up`].
-    async fn follow(&mut self, event: &StoredEvent, stop: fn(&StoredEvent) -> bool) -> Option<bool> {
+    async fn follow(
+        &mut self,
+        event: &StoredEvent,
+        stop: fn(&StoredEvent) -> bool,
+    ) -> Option<bool> {
         if event.sequence <= self.last {
             return Some(false);
         }
@@ -146,7 +185,12 @@ impl Follower {
 
     /// The events of turn `turn` (its first one numbered after `self.last`); ends after its last
     /// event, or after one that waits on the client.
-    pub(crate) async fn turn(mut self, mut subscription: Subscription, live: Arc<LiveSession>, turn: u64) {
+    pub(crate) async fn turn(
+        mut self,
+        mut subscription: Subscription,
+        live: Arc<LiveSession>,
+        turn: u64,
+    ) {
         loop {
             let next = tokio::select! {
                 next = subscription.feed.recv() => next,
@@ -182,7 +226,9 @@ impl Follower {
     async fn stored(mut self) {
         loop {
             // Whether it ended is read before its events: an event stored before the end is sent.
-            let Ok(Some(record)) = self.server.inner.store.session(&self.id).await else { return };
+            let Ok(Some(record)) = self.server.inner.store.session(&self.id).await else {
+                return;
+            };
             if self.catch_up(None, |_| false).await.is_none() || record.ended {
                 return;
             }

@@ -48,21 +48,51 @@ pub fn router(server: Server) -> Router {
         .route("/v1/agents/{agent}/modes", get(api::agent_modes))
         .route("/v1/agents/{agent}/install", post(api::install_agent))
         .route("/v1/agents/{agent}/history", get(api::agent_history))
-        .route("/v1/agents/{agent}/history/{native_session_id}/events", get(api::agent_history_events))
+        .route(
+            "/v1/agents/{agent}/history/{native_session_id}/events",
+            get(api::agent_history_events),
+        )
         .route("/v1/sessions", get(api::list_sessions))
-        .route("/v1/sessions/{session_id}", post(api::create_session).get(api::get_session))
-        .route("/v1/sessions/{session_id}/messages", post(api::post_message))
-        .route("/v1/sessions/{session_id}/messages/stream", post(api::post_message_stream))
+        .route(
+            "/v1/sessions/{session_id}",
+            post(api::create_session).get(api::get_session),
+        )
+        .route(
+            "/v1/sessions/{session_id}/messages",
+            post(api::post_message),
+        )
+        .route(
+            "/v1/sessions/{session_id}/messages/stream",
+            post(api::post_message_stream),
+        )
         .route("/v1/sessions/{session_id}/events", get(api::get_events))
-        .route("/v1/sessions/{session_id}/events/sse", get(api::get_events_sse))
-        .route("/v1/sessions/{session_id}/permissions/{permission_id}/reply", post(api::reply_permission))
-        .route("/v1/sessions/{session_id}/questions/{question_id}/reply", post(api::reply_question))
-        .route("/v1/sessions/{session_id}/questions/{question_id}/reject", post(api::reject_question))
-        .route("/v1/sessions/{session_id}/terminate", post(api::terminate_session))
+        .route(
+            "/v1/sessions/{session_id}/events/sse",
+            get(api::get_events_sse),
+        )
+        .route(
+            "/v1/sessions/{session_id}/permissions/{permission_id}/reply",
+            post(api::reply_permission),
+        )
+        .route(
+            "/v1/sessions/{session_id}/questions/{question_id}/reply",
+            post(api::reply_question),
+        )
+        .route(
+            "/v1/sessions/{session_id}/questions/{question_id}/reject",
+            post(api::reject_question),
+        )
+        .route(
+            "/v1/sessions/{session_id}/terminate",
+            post(api::terminate_session),
+        )
         .route("/v1/sessions/{session_id}/cancel", post(api::cancel_turn))
         .route("/v1/openapi.json", get(api::openapi))
         .fallback(api::not_found)
-        .route_layer(axum::middleware::from_fn_with_state(server.clone(), authorize));
+        .route_layer(axum::middleware::from_fn_with_state(
+            server.clone(),
+            authorize,
+        ));
     let mut app = Router::new()
         .route("/v1/health", get(api::health))
         // The inspector's files hold no data: served without the token (the page sends it).
@@ -73,20 +103,30 @@ pub fn router(server: Server) -> Router {
         .layer(axum::extract::DefaultBodyLimit::max(config.max_body_bytes))
         .with_state(server);
     if !config.cors_origins.is_empty() {
-        let origins: Vec<HeaderValue> = config.cors_origins.iter().filter_map(|o| HeaderValue::from_str(o).ok()).collect();
-        app =
-            app.layer(tower_http::cors::CorsLayer::new().allow_origin(origins).allow_methods([Method::GET, Method::POST]).allow_headers([
-                header::AUTHORIZATION,
-                header::CONTENT_TYPE,
-                header::HeaderName::from_static("last-event-id"),
-            ]));
+        let origins: Vec<HeaderValue> = config
+            .cors_origins
+            .iter()
+            .filter_map(|o| HeaderValue::from_str(o).ok())
+            .collect();
+        app = app.layer(
+            tower_http::cors::CorsLayer::new()
+                .allow_origin(origins)
+                .allow_methods([Method::GET, Method::POST])
+                .allow_headers([
+                    header::AUTHORIZATION,
+                    header::CONTENT_TYPE,
+                    header::HeaderName::from_static("last-event-id"),
+                ]),
+        );
     }
     app
 }
 
 /// 401 unless the request carries `Authorization: Bearer <token>` (compared in constant time).
 async fn authorize(State(server): State<Server>, request: Request, next: Next) -> Response {
-    let Some(token) = &server.inner.config.token else { return next.run(request).await };
+    let Some(token) = &server.inner.config.token else {
+        return next.run(request).await;
+    };
     // The scheme's name is case-insensitive (RFC 9110); the token is compared in constant time.
     let given = request
         .headers()
@@ -97,10 +137,15 @@ async fn authorize(State(server): State<Server>, request: Request, next: Next) -
     if bool::from(given.ct_eq(token.as_bytes())) {
         return next.run(request).await;
     }
-    let mut response =
-        ApiError::new(StatusCode::UNAUTHORIZED, "token_invalid", "missing or wrong bearer token (Authorization: Bearer <token>)")
-            .into_response();
-    response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    let mut response = ApiError::new(
+        StatusCode::UNAUTHORIZED,
+        "token_invalid",
+        "missing or wrong bearer token (Authorization: Bearer <token>)",
+    )
+    .into_response();
+    response
+        .headers_mut()
+        .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
     response
 }
 
@@ -122,7 +167,9 @@ pub async fn serve(
         shutdown.await;
         stopping.cancel();
     };
-    let served = axum::serve(listener, app).with_graceful_shutdown(shutdown).await;
+    let served = axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown)
+        .await;
     server.terminate_all().await;
     served
 }

@@ -70,7 +70,9 @@ pub(crate) struct LiveSession {
 
 impl std::fmt::Debug for LiveSession {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LiveSession").field("id", &self.id).finish_non_exhaustive()
+        f.debug_struct("LiveSession")
+            .field("id", &self.id)
+            .finish_non_exhaustive()
     }
 }
 
@@ -114,11 +116,18 @@ const STORE_TRY: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// The current time as RFC 3339 UTC.
 pub(crate) fn now() -> String {
-    time::OffsetDateTime::now_utc().format(&time::format_description::well_known::Rfc3339).unwrap_or_default()
+    time::OffsetDateTime::now_utc()
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
 }
 
 /// A synthetic event (`source=daemon`) of `kind` with `data`, numbered `sequence`.
-pub(crate) fn daemon_event(session: &str, sequence: u64, kind: &str, data: serde_json::Value) -> Option<StoredEvent> {
+pub(crate) fn daemon_event(
+    session: &str,
+    sequence: u64,
+    kind: &str,
+    data: serde_json::Value,
+) -> Option<StoredEvent> {
     let event: UniversalEvent = serde_json::from_value(serde_json::json!({
         "event_id": format!("evt_daemon_{sequence}"),
         "sequence": sequence,
@@ -145,12 +154,21 @@ impl LiveSession {
         on_end: Box<dyn Fn(&str) + Send + Sync>,
     ) -> Arc<Self> {
         let (feed, _) = broadcast::channel(config.sse_buffer.max(1));
-        let agent_mode = opened.request.settings.agent_mode.clone().unwrap_or_else(|| crate::agents::DEFAULT_MODE.into());
+        let agent_mode = opened
+            .request
+            .settings
+            .agent_mode
+            .clone()
+            .unwrap_or_else(|| crate::agents::DEFAULT_MODE.into());
         Arc::new(Self {
             id,
             opened,
             session: tokio::sync::Mutex::new(Some(session)),
-            state: Mutex::new(TurnState { next_sequence: 1, agent_mode, ..TurnState::default() }),
+            state: Mutex::new(TurnState {
+                next_sequence: 1,
+                agent_mode,
+                ..TurnState::default()
+            }),
             feed,
             subscribers: AtomicUsize::new(0),
             max_subscribers: config.max_subscribers,
@@ -162,7 +180,9 @@ impl LiveSession {
     }
 
     fn state(&self) -> MutexGuard<'_, TurnState> {
-        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Whether the session ended.
@@ -173,12 +193,18 @@ impl LiveSession {
     /// Subscribes to the feed; 429 past the bound of subscribers.
     pub(crate) fn subscribe(self: &Arc<Self>) -> Result<Subscription, ApiError> {
         let before = self.subscribers.fetch_add(1, Ordering::SeqCst);
-        let subscription = Subscription { feed: self.feed.subscribe(), live: self.clone() };
+        let subscription = Subscription {
+            feed: self.feed.subscribe(),
+            live: self.clone(),
+        };
         if before >= self.max_subscribers {
             return Err(ApiError::new(
                 axum::http::StatusCode::TOO_MANY_REQUESTS,
                 "too_many_subscribers",
-                format!("this session has {} subscribers already; try again later", self.max_subscribers),
+                format!(
+                    "this session has {} subscribers already; try again later",
+                    self.max_subscribers
+                ),
             ));
         }
         Ok(subscription)
@@ -187,12 +213,20 @@ impl LiveSession {
     /// Sends `prompt` as the next turn, in the mode `options` asks (switched first, and kept for
     /// the next turns), and starts storing its events; returns the turn's number and the sequence
     /// its first event gets.
-    pub(crate) async fn send(self: &Arc<Self>, prompt: agent_api::Prompt, options: TurnOptions) -> Result<(u64, u64), ApiError> {
+    pub(crate) async fn send(
+        self: &Arc<Self>,
+        prompt: agent_api::Prompt,
+        options: TurnOptions,
+    ) -> Result<(u64, u64), ApiError> {
         let mut session = self.session.lock().await;
         {
             let state = self.state();
             if state.ended {
-                return Err(ApiError::new(axum::http::StatusCode::CONFLICT, "session_ended", "the session has ended"));
+                return Err(ApiError::new(
+                    axum::http::StatusCode::CONFLICT,
+                    "session_ended",
+                    "the session has ended",
+                ));
             }
             if state.current.is_some() {
                 return Err(ApiError::new(
@@ -202,23 +236,41 @@ impl LiveSession {
                 ));
             }
         }
-        let session =
-            session.as_mut().ok_or_else(|| ApiError::new(axum::http::StatusCode::CONFLICT, "session_ended", "the session has ended"))?;
-        if let Some(mode) = options.agent_mode.filter(|mode| *mode != self.state().agent_mode) {
+        let session = session.as_mut().ok_or_else(|| {
+            ApiError::new(
+                axum::http::StatusCode::CONFLICT,
+                "session_ended",
+                "the session has ended",
+            )
+        })?;
+        if let Some(mode) = options
+            .agent_mode
+            .filter(|mode| *mode != self.state().agent_mode)
+        {
             let asked = match mode.as_str() {
                 crate::agents::DEFAULT_MODE => agent_api::request::AgentMode::Default,
                 other => agent_api::request::AgentMode::parse(other),
             };
-            session.set_mode(asked).await.map_err(|e| ApiError::agent(&e).about("agentMode"))?;
+            session
+                .set_mode(asked)
+                .await
+                .map_err(|e| ApiError::agent(&e).about("agentMode"))?;
             self.store.set_agent_mode(&self.id, &mode).await?;
             self.state().agent_mode = mode;
         }
-        let handle = session.send(prompt).await.map_err(|e| ApiError::agent(&e))?;
+        let handle = session
+            .send(prompt)
+            .await
+            .map_err(|e| ApiError::agent(&e))?;
         let mut state = self.state();
         state.turns += 1;
         let turn = state.turns;
         state.current = Some((turn, handle.control()));
-        state.pump = Some(tokio::spawn(self.clone().pump(handle, turn, options.images)));
+        state.pump = Some(tokio::spawn(self.clone().pump(
+            handle,
+            turn,
+            options.images,
+        )));
         Ok((turn, state.next_sequence))
     }
 
@@ -229,7 +281,10 @@ impl LiveSession {
 
     /// The control of the turn in progress.
     pub(crate) fn control(&self) -> Option<RunControl> {
-        self.state().current.as_ref().map(|(_, control)| control.clone())
+        self.state()
+            .current
+            .as_ref()
+            .map(|(_, control)| control.clone())
     }
 
     /// Numbers, stores and publishes `events`; returns whether one ended the session.
@@ -246,7 +301,10 @@ impl LiveSession {
                 native = Some(id.to_string());
             }
             ended |= matches!(event.body, UniversalEventBody::SessionEnded(_));
-            stored.push(StoredEvent::from_event(event).map_err(|e| crate::store::StoreError::Backend(e.to_string()))?);
+            stored.push(
+                StoredEvent::from_event(event)
+                    .map_err(|e| crate::store::StoreError::Backend(e.to_string()))?,
+            );
         }
         self.publish(stored).await?;
         if let Some(native) = native {
@@ -275,8 +333,14 @@ impl LiveSession {
 
     /// [`LiveSession::publish`], waiting at most `outage` for a failing store (`None`: as long
     /// as the server runs).
-    async fn publish_waiting(&self, stored: Vec<StoredEvent>, outage: Option<std::time::Duration>) -> Result<(), crate::store::StoreError> {
-        let Some(last) = stored.last().map(|e| e.sequence) else { return Ok(()) };
+    async fn publish_waiting(
+        &self,
+        stored: Vec<StoredEvent>,
+        outage: Option<std::time::Duration>,
+    ) -> Result<(), crate::store::StoreError> {
+        let Some(last) = stored.last().map(|e| e.sequence) else {
+            return Ok(());
+        };
         self.append_retrying(&stored, last, outage).await?;
         self.state().next_sequence = last + 1;
         for event in stored {
@@ -297,7 +361,8 @@ impl LiveSession {
     ) -> Result<(), crate::store::StoreError> {
         use crate::store::StoreError;
         // Far enough to be never: a day is more than any server waits for its store.
-        let deadline = tokio::time::Instant::now() + outage.unwrap_or(std::time::Duration::from_secs(86_400));
+        let deadline =
+            tokio::time::Instant::now() + outage.unwrap_or(std::time::Duration::from_secs(86_400));
         let mut pause = std::time::Duration::from_millis(50);
         let mut tried = false;
         loop {
@@ -311,7 +376,9 @@ impl LiveSession {
                 Ok(Ok(())) => return Ok(()),
                 // A try whose answer was lost (the connection broke after its commit) holds: this
                 // server is the session's only writer, so a store ending at `last` holds these.
-                Ok(Err(StoreError::OutOfOrder { last: at, .. })) if tried && at == last => return Ok(()),
+                Ok(Err(StoreError::OutOfOrder { last: at, .. })) if tried && at == last => {
+                    return Ok(())
+                }
                 Ok(Err(error @ StoreError::Backend(_))) => error,
                 Ok(Err(error)) => return Err(error),
                 Err(_) => StoreError::Backend("the store did not answer in time".into()),
@@ -341,14 +408,21 @@ impl LiveSession {
         if let Ok(mut session) = self.session.try_lock() {
             drop(session.take());
         }
-        let message = format!("the store was unavailable for longer than {} s: {why}", self.store_outage.as_secs());
+        let message = format!(
+            "the store was unavailable for longer than {} s: {why}",
+            self.store_outage.as_secs()
+        );
         let next = self.state().next_sequence;
         let error = serde_json::json!({ "message": message, "code": STORE_UNAVAILABLE });
-        let ended = serde_json::json!({ "reason": "error", "terminated_by": "daemon", "message": message });
-        let events: Vec<_> = [daemon_event(&self.id, next, "error", error), daemon_event(&self.id, next + 1, "session.ended", ended)]
-            .into_iter()
-            .flatten()
-            .collect();
+        let ended =
+            serde_json::json!({ "reason": "error", "terminated_by": "daemon", "message": message });
+        let events: Vec<_> = [
+            daemon_event(&self.id, next, "error", error),
+            daemon_event(&self.id, next + 1, "session.ended", ended),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
         if let Err(error) = self.publish_waiting(events, None).await {
             tracing::error!(session = %self.id, "cannot store the session's end: {error}");
             return false;

@@ -38,8 +38,14 @@ struct BearerToken;
 impl utoipa::Modify for BearerToken {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
         let components = openapi.components.get_or_insert_with(Default::default);
-        components.add_security_scheme("token", SecurityScheme::Http(Http::new(HttpAuthScheme::Bearer)));
-        openapi.security = Some(vec![utoipa::openapi::security::SecurityRequirement::new("token", Vec::<String>::new())]);
+        components.add_security_scheme(
+            "token",
+            SecurityScheme::Http(Http::new(HttpAuthScheme::Bearer)),
+        );
+        openapi.security = Some(vec![utoipa::openapi::security::SecurityRequirement::new(
+            "token",
+            Vec::<String>::new(),
+        )]);
     }
 }
 

@@ -52,7 +52,10 @@ pub(crate) struct Inner {
 
 impl std::fmt::Debug for Server {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Server").field("gateway", &self.inner.gateway).field("store", &self.inner.store).finish_non_exhaustive()
+        f.debug_struct("Server")
+            .field("gateway", &self.inner.gateway)
+            .field("store", &self.inner.store)
+            .finish_non_exhaustive()
     }
 }
 
@@ -60,7 +63,9 @@ impl std::fmt::Debug for Server {
 pub const INTERRUPTED: &str = "the server stopped while this session was live";
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 impl Server {
@@ -69,9 +74,17 @@ impl Server {
     /// owned by this server's daemon id (it stopped under them) are marked ended, with an `error`
     /// and a `session.ended` (`reason=error`, `terminated_by=daemon`) appended; another server's
     /// live sessions are left to it.
-    pub async fn new(gateway: Gateway, defaults: RunRequest, store: Arc<dyn Store>, config: ServerConfig) -> Result<Self, StoreError> {
+    pub async fn new(
+        gateway: Gateway,
+        defaults: RunRequest,
+        store: Arc<dyn Store>,
+        config: ServerConfig,
+    ) -> Result<Self, StoreError> {
         for record in store.sessions().await? {
-            let ours = record.owner.as_deref().is_none_or(|owner| owner == config.daemon_id);
+            let ours = record
+                .owner
+                .as_deref()
+                .is_none_or(|owner| owner == config.daemon_id);
             if !record.ended && ours {
                 // One session that cannot be ended does not keep the server from starting.
                 if let Err(error) = recover(&*store, &record).await {
@@ -111,38 +124,75 @@ impl Server {
 
     /// The kind an agent id names (the reference's ids too); 400 when no backend has it.
     pub(crate) fn kind(&self, agent: &str) -> Result<AgentKind, ApiError> {
-        let name = AGENT_ALIASES.iter().find(|(alias, _)| *alias == agent).map_or(agent, |(_, kind)| kind);
+        let name = AGENT_ALIASES
+            .iter()
+            .find(|(alias, _)| *alias == agent)
+            .map_or(agent, |(_, kind)| kind);
         let unsupported = || {
-            let known: Vec<String> = self.inner.gateway.kinds().iter().map(ToString::to_string).collect();
+            let known: Vec<String> = self
+                .inner
+                .gateway
+                .kinds()
+                .iter()
+                .map(ToString::to_string)
+                .collect();
             ApiError::new(
                 StatusCode::BAD_REQUEST,
                 "unsupported_agent",
-                format!("unknown agent `{}`; known: {}", agent_api::display::line(agent, 64), known.join(", ")),
+                format!(
+                    "unknown agent `{}`; known: {}",
+                    agent_api::display::line(agent, 64),
+                    known.join(", ")
+                ),
             )
         };
         let kind = AgentKind::new(name).map_err(|_| unsupported())?;
-        self.inner.gateway.backend(&kind).map_err(|_| unsupported())?;
+        self.inner
+            .gateway
+            .backend(&kind)
+            .map_err(|_| unsupported())?;
         Ok(kind)
     }
 
     /// The backend of a known agent kind (400 when none is registered).
-    pub(crate) fn backend(&self, kind: &AgentKind) -> Result<std::sync::Arc<dyn agent_api::AgentBackend>, ApiError> {
-        self.inner.gateway.backend(kind).cloned().map_err(|e| ApiError::agent(&e))
+    pub(crate) fn backend(
+        &self,
+        kind: &AgentKind,
+    ) -> Result<std::sync::Arc<dyn agent_api::AgentBackend>, ApiError> {
+        self.inner
+            .gateway
+            .backend(kind)
+            .cloned()
+            .map_err(|e| ApiError::agent(&e))
     }
 
     /// Opens a session: 409 when the id is taken, 400 when the request cannot run.
-    pub(crate) async fn create(&self, id: &str, body: CreateSessionRequest) -> Result<Arc<LiveSession>, ApiError> {
+    pub(crate) async fn create(
+        &self,
+        id: &str,
+        body: CreateSessionRequest,
+    ) -> Result<Arc<LiveSession>, ApiError> {
         check_id(id)?;
         let kind = self.kind(&body.agent)?;
         let request = self.request(&kind, &body.settings)?;
         // Where the agent works: a message's images are read only from beneath it.
         let working_dir = match request.session_working_dir() {
             Some(dir) => dir.to_path_buf(),
-            None => std::env::current_dir()
-                .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "stream_error", format!("no working directory: {e}")))?,
+            None => std::env::current_dir().map_err(|e| {
+                ApiError::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "stream_error",
+                    format!("no working directory: {e}"),
+                )
+            })?,
         };
-        let duplicate =
-            || ApiError::new(StatusCode::CONFLICT, "session_already_exists", format!("a session with id `{id}` already exists"));
+        let duplicate = || {
+            ApiError::new(
+                StatusCode::CONFLICT,
+                "session_already_exists",
+                format!("a session with id `{id}` already exists"),
+            )
+        };
         if self.live(id).is_some() || !lock(&self.inner.opening).insert(id.to_string()) {
             return Err(duplicate());
         }
@@ -150,12 +200,25 @@ impl Server {
             if self.inner.store.session(id).await?.is_some() {
                 return Err(duplicate());
             }
-            let session = self.inner.gateway.open_session(&kind, request).await.map_err(|e| ApiError::agent(&e))?;
+            let session = self
+                .inner
+                .gateway
+                .open_session(&kind, request)
+                .await
+                .map_err(|e| ApiError::agent(&e))?;
             let record = SessionRecord {
                 id: id.to_string(),
                 agent: body.agent.clone(),
-                agent_mode: body.settings.agent_mode.clone().unwrap_or_else(|| "build".into()),
-                permission_mode: body.settings.permission_mode.clone().unwrap_or_else(|| "default".into()),
+                agent_mode: body
+                    .settings
+                    .agent_mode
+                    .clone()
+                    .unwrap_or_else(|| "build".into()),
+                permission_mode: body
+                    .settings
+                    .permission_mode
+                    .clone()
+                    .unwrap_or_else(|| "default".into()),
                 model: body.settings.model.clone(),
                 variant: body.settings.variant.clone(),
                 native_session_id: session.native_session_id(),
@@ -175,9 +238,21 @@ impl Server {
                     lock(&inner.live).remove(id);
                 }
             });
-            let opened = SessionOrigin { kind, request: body, working_dir };
+            let opened = SessionOrigin {
+                kind,
+                request: body,
+                working_dir,
+            };
             let stopping = self.inner.stopping.clone();
-            Ok(LiveSession::new(id.to_string(), opened, session, self.inner.store.clone(), config, stopping, forget))
+            Ok(LiveSession::new(
+                id.to_string(),
+                opened,
+                session,
+                self.inner.store.clone(),
+                config,
+                stopping,
+                forget,
+            ))
         }
         .await;
         if let Ok(live) = &opened {
@@ -188,14 +263,23 @@ impl Server {
     }
 
     /// The turn template of a new session: the server's defaults with what the client asked.
-    fn request(&self, kind: &AgentKind, settings: &SessionSettings) -> Result<RunRequest, ApiError> {
+    fn request(
+        &self,
+        kind: &AgentKind,
+        settings: &SessionSettings,
+    ) -> Result<RunRequest, ApiError> {
         let mut request = self.inner.defaults.clone().with_include_raw(true);
         // `build` is the wire's name for the agent's own default mode; any other is one the
         // agent lists (`GET /v1/agents/{agent}/modes`), refused here with the valid ones.
-        if let Some(mode) = settings.agent_mode.as_deref().filter(|m| *m != crate::agents::DEFAULT_MODE) {
+        if let Some(mode) = settings
+            .agent_mode
+            .as_deref()
+            .filter(|m| *m != crate::agents::DEFAULT_MODE)
+        {
             let mode = agent_api::request::AgentMode::parse(mode);
             let backend = self.backend(kind)?;
-            agent_api::kit::check_mode(kind.as_str(), backend.modes(), &mode).map_err(|e| ApiError::agent(&e))?;
+            agent_api::kit::check_mode(kind.as_str(), backend.modes(), &mode)
+                .map_err(|e| ApiError::agent(&e))?;
             request = request.with_mode(mode);
         }
         match settings.permission_mode.as_deref() {
@@ -206,7 +290,10 @@ impl Server {
                 return Err(ApiError::new(
                     StatusCode::BAD_REQUEST,
                     "mode_not_supported",
-                    format!("permission mode `{}` is not supported: default, bypass or ask", agent_api::display::line(other, 64)),
+                    format!(
+                        "permission mode `{}` is not supported: default, bypass or ask",
+                        agent_api::display::line(other, 64)
+                    ),
                 ))
             }
         }
@@ -262,9 +349,15 @@ impl Server {
         }
         request.portable = portable;
         match (&settings.resume, &settings.fork) {
-            (Some(_), Some(_)) => return Err(ApiError::invalid("`resume` and `fork` exclude each other")),
-            (Some(id), None) => request = request.with_session(SessionSelector::Resume(SessionRef::native(id))),
-            (None, Some(id)) => request = request.with_session(SessionSelector::Fork(SessionRef::native(id))),
+            (Some(_), Some(_)) => {
+                return Err(ApiError::invalid("`resume` and `fork` exclude each other"))
+            }
+            (Some(id), None) => {
+                request = request.with_session(SessionSelector::Resume(SessionRef::native(id)))
+            }
+            (None, Some(id)) => {
+                request = request.with_session(SessionSelector::Fork(SessionRef::native(id)))
+            }
             (None, None) => {}
         }
         Ok(request)
@@ -285,13 +378,18 @@ impl Server {
             native_session_id: record.native_session_id,
             end_error: record.end_error,
             live,
-            usage: record.usage.and_then(|json| serde_json::from_str(&json).ok()),
+            usage: record
+                .usage
+                .and_then(|json| serde_json::from_str(&json).ok()),
         }
     }
 
     /// Terminates every live session (on shutdown).
     pub async fn terminate_all(&self) {
-        let sessions: Vec<_> = lock(&self.inner.live).drain().map(|(_, live)| live).collect();
+        let sessions: Vec<_> = lock(&self.inner.live)
+            .drain()
+            .map(|(_, live)| live)
+            .collect();
         for live in sessions {
             if let Err(error) = live.terminate().await {
                 tracing::error!(session = %live.id, "cannot terminate: {error}");
@@ -303,7 +401,9 @@ impl Server {
 /// A session id: 1 to 128 characters, none of them a control character or `/`.
 fn check_id(id: &str) -> Result<(), ApiError> {
     if id.is_empty() || id.chars().count() > 128 || id.chars().any(|c| c.is_control() || c == '/') {
-        return Err(ApiError::invalid("a session id has 1 to 128 characters, no control character and no `/`"));
+        return Err(ApiError::invalid(
+            "a session id has 1 to 128 characters, no control character and no `/`",
+        ));
     }
     Ok(())
 }
@@ -312,11 +412,15 @@ fn check_id(id: &str) -> Result<(), ApiError> {
 async fn recover(store: &dyn Store, record: &SessionRecord) -> Result<(), StoreError> {
     let next = record.event_count + 1;
     let error = serde_json::json!({ "message": INTERRUPTED, "code": "daemon_stopped" });
-    let ended = serde_json::json!({ "reason": "error", "terminated_by": "daemon", "message": INTERRUPTED });
-    let events: Vec<_> = [daemon_event(&record.id, next, "error", error), daemon_event(&record.id, next + 1, "session.ended", ended)]
-        .into_iter()
-        .flatten()
-        .collect();
+    let ended =
+        serde_json::json!({ "reason": "error", "terminated_by": "daemon", "message": INTERRUPTED });
+    let events: Vec<_> = [
+        daemon_event(&record.id, next, "error", error),
+        daemon_event(&record.id, next + 1, "session.ended", ended),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
     store.append(&record.id, events).await?;
     store.mark_ended(&record.id, Some(INTERRUPTED)).await
 }

@@ -23,7 +23,12 @@ use crate::wire::{ImageInput, SessionSettings};
 pub(crate) const MAX_IMAGES: usize = 20;
 
 /// The image kinds a prompt takes: media type and file extension.
-const KINDS: &[(&str, &str)] = &[("image/png", "png"), ("image/jpeg", "jpg"), ("image/gif", "gif"), ("image/webp", "webp")];
+const KINDS: &[(&str, &str)] = &[
+    ("image/png", "png"),
+    ("image/jpeg", "jpg"),
+    ("image/gif", "gif"),
+    ("image/webp", "webp"),
+];
 
 /// The images of one turn, as files of the server's own; removed when dropped (the turn ended).
 #[derive(Debug, Default)]
@@ -36,28 +41,67 @@ pub(crate) struct TurnImages {
 
 /// Refuses, naming the field, an option the message gives with a value other than the session's
 /// own: the library fixes it when the session opens.
-pub(crate) fn check_fixed(message: &SessionSettings, session: &SessionSettings) -> Result<(), ApiError> {
+pub(crate) fn check_fixed(
+    message: &SessionSettings,
+    session: &SessionSettings,
+) -> Result<(), ApiError> {
     fn differs<T: PartialEq>(asked: &Option<T>, own: &Option<T>) -> bool {
         asked.is_some() && asked != own
     }
-    let own_permissions = session.permission_mode.clone().or_else(|| Some("default".into()));
+    let own_permissions = session
+        .permission_mode
+        .clone()
+        .or_else(|| Some("default".into()));
     let fixed = [
         ("agentVersion", message.agent_version.is_some()),
         ("model", differs(&message.model, &session.model)),
-        ("permissionMode", differs(&message.permission_mode, &own_permissions)),
+        (
+            "permissionMode",
+            differs(&message.permission_mode, &own_permissions),
+        ),
         ("variant", differs(&message.variant, &session.variant)),
         ("options", differs(&message.options, &session.options)),
-        ("systemPrompt", differs(&message.system_prompt, &session.system_prompt)),
-        ("appendSystemPrompt", differs(&message.append_system_prompt, &session.append_system_prompt)),
-        ("turnTimeoutSecs", differs(&message.turn_timeout_secs, &session.turn_timeout_secs)),
+        (
+            "systemPrompt",
+            differs(&message.system_prompt, &session.system_prompt),
+        ),
+        (
+            "appendSystemPrompt",
+            differs(&message.append_system_prompt, &session.append_system_prompt),
+        ),
+        (
+            "turnTimeoutSecs",
+            differs(&message.turn_timeout_secs, &session.turn_timeout_secs),
+        ),
         ("maxTurns", differs(&message.max_turns, &session.max_turns)),
-        ("maxTokens", differs(&message.max_tokens, &session.max_tokens)),
-        ("maxCostUsd", differs(&message.max_cost_usd, &session.max_cost_usd)),
-        ("startupTimeoutSecs", differs(&message.startup_timeout_secs, &session.startup_timeout_secs)),
-        ("idleTimeoutSecs", differs(&message.idle_timeout_secs, &session.idle_timeout_secs)),
-        ("outputSchema", differs(&message.output_schema, &session.output_schema)),
-        ("allowedTools", differs(&message.allowed_tools, &session.allowed_tools)),
-        ("deniedTools", differs(&message.denied_tools, &session.denied_tools)),
+        (
+            "maxTokens",
+            differs(&message.max_tokens, &session.max_tokens),
+        ),
+        (
+            "maxCostUsd",
+            differs(&message.max_cost_usd, &session.max_cost_usd),
+        ),
+        (
+            "startupTimeoutSecs",
+            differs(&message.startup_timeout_secs, &session.startup_timeout_secs),
+        ),
+        (
+            "idleTimeoutSecs",
+            differs(&message.idle_timeout_secs, &session.idle_timeout_secs),
+        ),
+        (
+            "outputSchema",
+            differs(&message.output_schema, &session.output_schema),
+        ),
+        (
+            "allowedTools",
+            differs(&message.allowed_tools, &session.allowed_tools),
+        ),
+        (
+            "deniedTools",
+            differs(&message.denied_tools, &session.denied_tools),
+        ),
         ("resume", message.resume.is_some()),
         ("fork", message.fork.is_some()),
     ];
@@ -81,12 +125,21 @@ impl TurnImages {
             return Ok(Self::default());
         }
         if images.len() > MAX_IMAGES {
-            return Err(ApiError::invalid(format!("images: {} images, more than the {MAX_IMAGES} a message may carry", images.len())));
+            return Err(ApiError::invalid(format!(
+                "images: {} images, more than the {MAX_IMAGES} a message may carry",
+                images.len()
+            )));
         }
         let dir = tempfile::Builder::new()
             .prefix("agent-api-images-")
             .tempdir()
-            .map_err(|e| ApiError::new(axum::http::StatusCode::INTERNAL_SERVER_ERROR, "stream_error", format!("images: {e}")))?;
+            .map_err(|e| {
+                ApiError::new(
+                    axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+                    "stream_error",
+                    format!("images: {e}"),
+                )
+            })?;
         let mut confined = None;
         let mut paths = Vec::with_capacity(images.len());
         for (index, image) in images.iter().enumerate() {
@@ -108,27 +161,44 @@ impl TurnImages {
                 _ => return Err(field("give `path` (a file in the session's working directory) or `data` (base64), one of them".into())),
             };
             let copy = dir.path().join(format!("image-{index}.{extension}"));
-            std::fs::write(&copy, bytes).map_err(|e| field(format!("cannot copy it for the agent: {e}")))?;
+            std::fs::write(&copy, bytes)
+                .map_err(|e| field(format!("cannot copy it for the agent: {e}")))?;
             paths.push(copy);
         }
-        Ok(Self { paths, _dir: Some(dir) })
+        Ok(Self {
+            paths,
+            _dir: Some(dir),
+        })
     }
 }
 
 /// The extension of an image kind the prompt takes, by the file's name.
 fn extension_of(name: &str) -> Option<&'static str> {
     let extension = Path::new(name).extension()?.to_str()?.to_ascii_lowercase();
-    let extension = if extension == "jpeg" { "jpg".to_string() } else { extension };
-    KINDS.iter().map(|(_, ext)| *ext).find(|ext| *ext == extension)
+    let extension = if extension == "jpeg" {
+        "jpg".to_string()
+    } else {
+        extension
+    };
+    KINDS
+        .iter()
+        .map(|(_, ext)| *ext)
+        .find(|ext| *ext == extension)
 }
 
 /// The bytes of the image file `name` (relative to the working directory, or absolute beneath
 /// it) and its extension.
 fn read_path(dir: &ConfinedDir, name: &str) -> Result<(Vec<u8>, &'static str), String> {
     let shown = agent_api::display::line(name, 256);
-    let extension = extension_of(name).ok_or_else(|| format!("`{shown}` is not a PNG, JPEG, GIF or WebP file (by its extension)"))?;
+    let extension = extension_of(name).ok_or_else(|| {
+        format!("`{shown}` is not a PNG, JPEG, GIF or WebP file (by its extension)")
+    })?;
     let path = Path::new(name);
-    let path = if path.is_absolute() { path.to_path_buf() } else { dir.path().join(path) };
+    let path = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        dir.path().join(path)
+    };
     let bytes = dir.read(&path, IMAGE_MAX_BYTES).map_err(|refusal| match refusal.is_escape() {
         true => format!("`{shown}`: {refusal}: an image must be a file beneath the session's working directory"),
         false => format!("`{shown}`: {refusal}"),
@@ -138,15 +208,27 @@ fn read_path(dir: &ConfinedDir, name: &str) -> Result<(Vec<u8>, &'static str), S
 
 /// The bytes of an inline image and its extension.
 fn decode(data: &str, media_type: Option<&str>) -> Result<(Vec<u8>, &'static str), String> {
-    let media_type = media_type.ok_or("`data` needs its `mediaType` (image/png, image/jpeg, image/gif or image/webp)")?;
-    let extension = KINDS.iter().find(|(kind, _)| *kind == media_type).map(|(_, ext)| *ext).ok_or_else(|| {
-        format!("mediaType `{}`: image/png, image/jpeg, image/gif or image/webp", agent_api::display::line(media_type, 64))
-    })?;
+    let media_type = media_type
+        .ok_or("`data` needs its `mediaType` (image/png, image/jpeg, image/gif or image/webp)")?;
+    let extension = KINDS
+        .iter()
+        .find(|(kind, _)| *kind == media_type)
+        .map(|(_, ext)| *ext)
+        .ok_or_else(|| {
+            format!(
+                "mediaType `{}`: image/png, image/jpeg, image/gif or image/webp",
+                agent_api::display::line(media_type, 64)
+            )
+        })?;
     // Refused before decoding: base64 is 4 characters for 3 bytes.
     if data.len() as u64 / 4 * 3 > IMAGE_MAX_BYTES {
-        return Err(format!("more than the {IMAGE_MAX_BYTES} bytes a prompt image may have"));
+        return Err(format!(
+            "more than the {IMAGE_MAX_BYTES} bytes a prompt image may have"
+        ));
     }
-    let bytes = base64::engine::general_purpose::STANDARD.decode(data.trim()).map_err(|e| format!("`data` is not base64: {e}"))?;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(data.trim())
+        .map_err(|e| format!("`data` is not base64: {e}"))?;
     if bytes.is_empty() {
         return Err("`data` is empty".into());
     }

@@ -26,13 +26,41 @@ struct Asset {
 
 /// Every file of the page: the whole page is these bytes.
 const ASSETS: &[Asset] = &[
-    Asset { name: "index.html", content_type: "text/html; charset=utf-8", body: include_bytes!("../ui/index.html") },
-    Asset { name: "style.css", content_type: "text/css; charset=utf-8", body: include_bytes!("../ui/style.css") },
-    Asset { name: "app.js", content_type: "text/javascript; charset=utf-8", body: include_bytes!("../ui/app.js") },
-    Asset { name: "api.js", content_type: "text/javascript; charset=utf-8", body: include_bytes!("../ui/api.js") },
-    Asset { name: "text.js", content_type: "text/javascript; charset=utf-8", body: include_bytes!("../ui/text.js") },
-    Asset { name: "transcript.js", content_type: "text/javascript; charset=utf-8", body: include_bytes!("../ui/transcript.js") },
-    Asset { name: "favicon.svg", content_type: "image/svg+xml", body: include_bytes!("../ui/favicon.svg") },
+    Asset {
+        name: "index.html",
+        content_type: "text/html; charset=utf-8",
+        body: include_bytes!("../ui/index.html"),
+    },
+    Asset {
+        name: "style.css",
+        content_type: "text/css; charset=utf-8",
+        body: include_bytes!("../ui/style.css"),
+    },
+    Asset {
+        name: "app.js",
+        content_type: "text/javascript; charset=utf-8",
+        body: include_bytes!("../ui/app.js"),
+    },
+    Asset {
+        name: "api.js",
+        content_type: "text/javascript; charset=utf-8",
+        body: include_bytes!("../ui/api.js"),
+    },
+    Asset {
+        name: "text.js",
+        content_type: "text/javascript; charset=utf-8",
+        body: include_bytes!("../ui/text.js"),
+    },
+    Asset {
+        name: "transcript.js",
+        content_type: "text/javascript; charset=utf-8",
+        body: include_bytes!("../ui/transcript.js"),
+    },
+    Asset {
+        name: "favicon.svg",
+        content_type: "image/svg+xml",
+        body: include_bytes!("../ui/favicon.svg"),
+    },
 ];
 
 /// The size of the whole page, every file counted once (the budget is 200 KB).
@@ -47,11 +75,23 @@ const VIEWS: &[&str] = &["sessions", "history"];
 fn file(asset: &Asset) -> Response {
     let mut response = (StatusCode::OK, asset.body).into_response();
     let headers = response.headers_mut();
-    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(asset.content_type));
-    headers.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CONTENT_SECURITY_POLICY));
-    headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(asset.content_type),
+    );
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(CONTENT_SECURITY_POLICY),
+    );
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
     // The page's address may name a session: it is not sent to anyone else.
-    headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
     // A new binary serves a new page: never a stale script beside a newer server.
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     response
@@ -81,6 +121,9 @@ pub(crate) async fn asset(Path(path): Path<String>) -> Response {
         return index();
     }
     let mut response = (StatusCode::NOT_FOUND, "no such file in the inspector\n").into_response();
-    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
     response
 }

@@ -526,13 +526,15 @@ pub struct UniversalEventSchema(pub serde_json::Value);
 /// Read through `server/universal-schema.json`, a link to it inside this crate, so that the crate's
 /// package (which holds only what is under `server/`) carries the schema too.
 fn universal_schema() -> serde_json::Value {
-    let text = include_str!("../universal-schema.json").replace("#/definitions/", "#/components/schemas/");
+    let text =
+        include_str!("../universal-schema.json").replace("#/definitions/", "#/components/schemas/");
     serde_json::from_str(&text).expect("spec/universal-schema.json is JSON")
 }
 
 fn as_schema(mut value: serde_json::Value) -> RefOr<Schema> {
     any_for_true(&mut value);
-    serde_json::from_value(value.clone()).unwrap_or_else(|e| panic!("spec/universal-schema.json: utoipa cannot read {value}: {e}"))
+    serde_json::from_value(value.clone())
+        .unwrap_or_else(|e| panic!("spec/universal-schema.json: utoipa cannot read {value}: {e}"))
 }
 
 /// JSON Schema's `true` (anything) as the schema of any type (`{}` once written out), which
@@ -571,8 +573,15 @@ impl ToSchema for UniversalEventSchema {
     }
 
     fn schemas(schemas: &mut Vec<(String, RefOr<Schema>)>) {
-        if let Some(definitions) = universal_schema().get("definitions").and_then(|d| d.as_object()) {
-            schemas.extend(definitions.iter().map(|(name, schema)| (name.clone(), as_schema(schema.clone()))));
+        if let Some(definitions) = universal_schema()
+            .get("definitions")
+            .and_then(|d| d.as_object())
+        {
+            schemas.extend(
+                definitions
+                    .iter()
+                    .map(|(name, schema)| (name.clone(), as_schema(schema.clone()))),
+            );
         }
     }
 }

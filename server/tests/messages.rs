@@ -15,12 +15,16 @@ const PNG: &[u8] = &[0x89, b'P', b'N', b'G', b'\r', b'\n', 0x1a, b'\n'];
 
 /// Posts `body` as a message and returns the 400's detail.
 async fn refused(api: &Api, session: &str, body: Value) -> String {
-    let answer = api.post(&format!("/v1/sessions/{session}/messages"), body).await;
+    let answer = api
+        .post(&format!("/v1/sessions/{session}/messages"), body)
+        .await;
     answer.problem(400)["detail"].as_str().unwrap().to_string()
 }
 
 async fn event_count(api: &Api, session: &str) -> u64 {
-    api.get(&format!("/v1/sessions/{session}")).await.json()["eventCount"].as_u64().unwrap()
+    api.get(&format!("/v1/sessions/{session}")).await.json()["eventCount"]
+        .as_u64()
+        .unwrap()
 }
 
 #[tokio::test]
@@ -34,7 +38,10 @@ async fn a_message_repeats_the_sessions_options_freely_and_is_refused_naming_one
         "permissionMode": "default",
         "agentMode": "build",
     });
-    assert_eq!(api.post("/v1/sessions/opts/messages", same).await.status, 204);
+    assert_eq!(
+        api.post("/v1/sessions/opts/messages", same).await.status,
+        204
+    );
     let before = api.wait_for("opts", "item.completed").await;
     tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     let count = event_count(&api, "opts").await;
@@ -63,12 +70,26 @@ async fn a_message_repeats_the_sessions_options_freely_and_is_refused_naming_one
         assert!(detail.starts_with(field), "{field}: {detail}");
     }
     // The scripted agent has no other mode: the switch is refused naming the field.
-    let detail = refused(&api, "opts", json!({"message": "second", "agentMode": "plan"})).await;
+    let detail = refused(
+        &api,
+        "opts",
+        json!({"message": "second", "agentMode": "plan"}),
+    )
+    .await;
     assert!(detail.starts_with("agentMode: "), "{detail}");
-    assert_eq!(event_count(&api, "opts").await, count, "a refused message adds nothing to the transcript");
+    assert_eq!(
+        event_count(&api, "opts").await,
+        count,
+        "a refused message adds nothing to the transcript"
+    );
 
     // The session goes on: the refused messages never reached the agent.
-    assert_eq!(api.post("/v1/sessions/opts/messages", json!({"message": "second"})).await.status, 204);
+    assert_eq!(
+        api.post("/v1/sessions/opts/messages", json!({"message": "second"}))
+            .await
+            .status,
+        204
+    );
     let deadline = tokio::time::Instant::now() + STEP;
     let events = loop {
         let events = api.all_events("opts", 1000).await;
@@ -86,29 +107,50 @@ async fn a_message_repeats_the_sessions_options_freely_and_is_refused_naming_one
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     };
     assert!(events.len() > before.len());
-    let sequences: Vec<u64> = events.iter().map(|e| e["sequence"].as_u64().unwrap()).collect();
+    let sequences: Vec<u64> = events
+        .iter()
+        .map(|e| e["sequence"].as_u64().unwrap())
+        .collect();
     assert_eq!(sequences, (1..=events.len() as u64).collect::<Vec<_>>());
 }
 
 #[tokio::test]
-async fn a_sessions_limits_apply_to_its_turns_and_an_option_it_cannot_honour_is_refused_before_it_opens() {
+async fn a_sessions_limits_apply_to_its_turns_and_an_option_it_cannot_honour_is_refused_before_it_opens(
+) {
     let api = start(ServerConfig::default()).await;
     let mut body = scripted("text");
     body["maxTokens"] = json!(1);
     assert_eq!(api.post("/v1/sessions/tokens", body).await.status, 200);
-    assert_eq!(api.post("/v1/sessions/tokens/messages", json!({"message": "hello", "maxTokens": 1})).await.status, 204);
+    assert_eq!(
+        api.post(
+            "/v1/sessions/tokens/messages",
+            json!({"message": "hello", "maxTokens": 1})
+        )
+        .await
+        .status,
+        204
+    );
     let events = api.wait_for("tokens", "error").await;
     let error = events.iter().find(|e| e["type"] == "error").unwrap();
     assert_eq!(error["data"]["code"], "limit_reached", "{error}");
     tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-    assert!(refused(&api, "tokens", json!({"message": "more", "maxTokens": 2})).await.starts_with("maxTokens"));
+    assert!(
+        refused(&api, "tokens", json!({"message": "more", "maxTokens": 2}))
+            .await
+            .starts_with("maxTokens")
+    );
 
     let mut body = scripted("text");
     body["maxCostUsd"] = json!(0.25);
     body["idleTimeoutSecs"] = json!(30);
     body["startupTimeoutSecs"] = json!(30);
     assert_eq!(api.post("/v1/sessions/cost", body).await.status, 200);
-    assert_eq!(api.post("/v1/sessions/cost/messages", json!({"message": "hello"})).await.status, 204);
+    assert_eq!(
+        api.post("/v1/sessions/cost/messages", json!({"message": "hello"}))
+            .await
+            .status,
+        204
+    );
     let deadline = tokio::time::Instant::now() + STEP;
     let events = loop {
         let events = api.all_events("cost", 1000).await;
@@ -118,14 +160,26 @@ async fn a_sessions_limits_apply_to_its_turns_and_an_option_it_cannot_honour_is_
         assert!(tokio::time::Instant::now() < deadline, "{events:#?}");
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     };
-    let unchecked = events.iter().find(|e| e["data"]["item"]["content"][0]["label"] == "limit_unchecked").expect("the cost limit's status");
-    assert!(unchecked.to_string().contains("max_cost_usd"), "{unchecked}");
+    let unchecked = events
+        .iter()
+        .find(|e| e["data"]["item"]["content"][0]["label"] == "limit_unchecked")
+        .expect("the cost limit's status");
+    assert!(
+        unchecked.to_string().contains("max_cost_usd"),
+        "{unchecked}"
+    );
 
     // The scripted agent has no tool list to deny from: refused before anything is kept.
     let mut body = scripted("text");
     body["deniedTools"] = json!(["Bash"]);
-    let detail = api.post("/v1/sessions/denied", body).await.problem(400)["detail"].as_str().unwrap().to_string();
-    assert!(detail.contains("agent_api.options.denied_tools"), "{detail}");
+    let detail = api.post("/v1/sessions/denied", body).await.problem(400)["detail"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        detail.contains("agent_api.options.denied_tools"),
+        "{detail}"
+    );
     api.get("/v1/sessions/denied").await.problem(404);
 }
 
@@ -140,7 +194,8 @@ fn hostile_tree(outer: &Path) -> std::path::PathBuf {
     std::os::unix::fs::symlink(outer, work.join("up")).unwrap();
     std::os::unix::fs::symlink("/dev/zero", work.join("zero.png")).unwrap();
     std::fs::create_dir(work.join("dir.png")).unwrap();
-    let fifo = std::ffi::CString::new(work.join("pipe.png").as_os_str().as_encoded_bytes()).unwrap();
+    let fifo =
+        std::ffi::CString::new(work.join("pipe.png").as_os_str().as_encoded_bytes()).unwrap();
     // SAFETY: a valid NUL-terminated path.
     assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
     work
@@ -157,8 +212,14 @@ async fn images_named_outside_the_working_directory_or_malformed_are_refused_nam
 
     let cases: Vec<(Value, &str)> = vec![
         (json!({"path": "../secret.png"}), "`..`"),
-        (json!({"path": secret.to_str().unwrap()}), "outside the working directory"),
-        (json!({"path": work.join("../secret.png").to_str().unwrap()}), "`..`"),
+        (
+            json!({"path": secret.to_str().unwrap()}),
+            "outside the working directory",
+        ),
+        (
+            json!({"path": work.join("../secret.png").to_str().unwrap()}),
+            "`..`",
+        ),
         (json!({"path": "link.png"}), "symbolic link"),
         (json!({"path": "up/secret.png"}), "symbolic link"),
         (json!({"path": "zero.png"}), "symbolic link"),
@@ -166,38 +227,80 @@ async fn images_named_outside_the_working_directory_or_malformed_are_refused_nam
         (json!({"path": "dir.png"}), "not a regular file"),
         (json!({"path": "missing.png"}), "does not exist"),
         (json!({"path": "notes.txt"}), "not a PNG, JPEG, GIF or WebP"),
-        (json!({"path": "/etc/passwd"}), "not a PNG, JPEG, GIF or WebP"),
-        (json!({"path": "pics/good.png", "mediaType": "image/png"}), "`mediaType` goes with `data`"),
+        (
+            json!({"path": "/etc/passwd"}),
+            "not a PNG, JPEG, GIF or WebP",
+        ),
+        (
+            json!({"path": "pics/good.png", "mediaType": "image/png"}),
+            "`mediaType` goes with `data`",
+        ),
         (json!({"data": "iVBORw0KGgo="}), "needs its `mediaType`"),
-        (json!({"data": "iVBORw0KGgo=", "mediaType": "image/svg+xml"}), "image/png, image/jpeg"),
-        (json!({"data": "not base64!", "mediaType": "image/png"}), "not base64"),
+        (
+            json!({"data": "iVBORw0KGgo=", "mediaType": "image/svg+xml"}),
+            "image/png, image/jpeg",
+        ),
+        (
+            json!({"data": "not base64!", "mediaType": "image/png"}),
+            "not base64",
+        ),
         (json!({"data": "", "mediaType": "image/png"}), "empty"),
-        (json!({"path": "pics/good.png", "data": "iVBORw0KGgo="}), "one of them"),
+        (
+            json!({"path": "pics/good.png", "data": "iVBORw0KGgo="}),
+            "one of them",
+        ),
         (json!({}), "one of them"),
     ];
     for (image, expected) in cases {
         // The bad image second: the refusal names its place.
         let body = json!({"message": "look", "images": [{"path": "pics/good.png"}, image]});
-        let detail = tokio::time::timeout(STEP, refused(&api, "img", body)).await.expect("no image read blocks");
-        assert!(detail.starts_with("images[1]: ") && detail.contains(expected), "{image}: {detail}");
-        assert!(!detail.contains(&*std::fs::read_to_string(work.join("notes.txt")).unwrap()), "{detail}");
+        let detail = tokio::time::timeout(STEP, refused(&api, "img", body))
+            .await
+            .expect("no image read blocks");
+        assert!(
+            detail.starts_with("images[1]: ") && detail.contains(expected),
+            "{image}: {detail}"
+        );
+        assert!(
+            !detail.contains(&*std::fs::read_to_string(work.join("notes.txt")).unwrap()),
+            "{detail}"
+        );
     }
     let many: Vec<Value> = (0..21).map(|_| json!({"path": "pics/good.png"})).collect();
-    assert!(refused(&api, "img", json!({"message": "look", "images": many})).await.starts_with("images: 21 images"));
+    assert!(
+        refused(&api, "img", json!({"message": "look", "images": many}))
+            .await
+            .starts_with("images: 21 images")
+    );
 
     // Well-formed images pass every check; this agent then takes none, and says so.
-    let images =
-        json!([{"path": "pics/good.png"}, {"path": work.join("pics/good.png")}, {"data": "iVBORw0KGgo=", "mediaType": "image/png"}]);
+    let images = json!([{"path": "pics/good.png"}, {"path": work.join("pics/good.png")}, {"data": "iVBORw0KGgo=", "mediaType": "image/png"}]);
     let detail = refused(&api, "img", json!({"message": "look", "images": images})).await;
-    assert!(detail.starts_with("images: the agent `scripted` takes no images"), "{detail}");
+    assert!(
+        detail.starts_with("images: the agent `scripted` takes no images"),
+        "{detail}"
+    );
 
     // An inline image past the body's bound is 413 before anything is decoded.
     let big = "A".repeat(2 << 20);
-    let answer =
-        api.post("/v1/sessions/img/messages", json!({"message": "look", "images": [{"data": big, "mediaType": "image/png"}]})).await;
+    let answer = api
+        .post(
+            "/v1/sessions/img/messages",
+            json!({"message": "look", "images": [{"data": big, "mediaType": "image/png"}]}),
+        )
+        .await;
     answer.problem(413);
 
-    assert_eq!(event_count(&api, "img").await, count, "no refused message reached the agent");
-    assert_eq!(api.post("/v1/sessions/img/messages", json!({"message": "no image"})).await.status, 204);
+    assert_eq!(
+        event_count(&api, "img").await,
+        count,
+        "no refused message reached the agent"
+    );
+    assert_eq!(
+        api.post("/v1/sessions/img/messages", json!({"message": "no image"}))
+            .await
+            .status,
+        204
+    );
     api.wait_for("img", "item.completed").await;
 }

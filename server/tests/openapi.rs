@@ -13,20 +13,38 @@ fn reference() -> Value {
 }
 
 fn strings(value: &Value) -> BTreeSet<String> {
-    value.as_array().map(|items| items.iter().filter_map(|s| s.as_str().map(String::from)).collect()).unwrap_or_default()
+    value
+        .as_array()
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(|s| s.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// A schema with its `allOf` members (references resolved among `schemas`) merged into one object:
 /// a flattened struct is served as `allOf`, and its fields are the schema's own.
 fn merged(schema: &Value, schemas: &Value) -> Value {
-    let Some(members) = schema["allOf"].as_array() else { return schema.clone() };
+    let Some(members) = schema["allOf"].as_array() else {
+        return schema.clone();
+    };
     let (mut properties, mut required) = (serde_json::Map::new(), Vec::new());
     for member in members {
-        let member = match member["$ref"].as_str().and_then(|r| r.strip_prefix("#/components/schemas/")) {
+        let member = match member["$ref"]
+            .as_str()
+            .and_then(|r| r.strip_prefix("#/components/schemas/"))
+        {
             Some(name) => merged(&schemas[name], schemas),
             None => merged(member, schemas),
         };
-        properties.extend(member["properties"].as_object().cloned().unwrap_or_default());
+        properties.extend(
+            member["properties"]
+                .as_object()
+                .cloned()
+                .unwrap_or_default(),
+        );
         required.extend(member["required"].as_array().cloned().unwrap_or_default());
     }
     serde_json::json!({ "properties": properties, "required": required })
@@ -47,7 +65,10 @@ async fn our_openapi_document_holds_every_path_method_and_required_field_of_the_
                 missing.push(format!("{method} {path}"));
                 continue;
             };
-            assert_eq!(mine["operationId"], operation["operationId"], "{method} {path}");
+            assert_eq!(
+                mine["operationId"], operation["operationId"],
+                "{method} {path}"
+            );
             for parameter in operation["parameters"].as_array().into_iter().flatten() {
                 let found = mine["parameters"]
                     .as_array()
@@ -55,7 +76,10 @@ async fn our_openapi_document_holds_every_path_method_and_required_field_of_the_
                     .flatten()
                     .any(|p| p["name"] == parameter["name"] && p["in"] == parameter["in"]);
                 if !found {
-                    missing.push(format!("{method} {path}: parameter {} in {}", parameter["name"], parameter["in"]));
+                    missing.push(format!(
+                        "{method} {path}: parameter {} in {}",
+                        parameter["name"], parameter["in"]
+                    ));
                 }
             }
             for status in operation["responses"].as_object().unwrap().keys() {
@@ -63,7 +87,9 @@ async fn our_openapi_document_holds_every_path_method_and_required_field_of_the_
                     missing.push(format!("{method} {path}: response {status}"));
                 }
             }
-            if let Some(body) = operation["requestBody"]["content"]["application/json"]["schema"]["$ref"].as_str() {
+            if let Some(body) =
+                operation["requestBody"]["content"]["application/json"]["schema"]["$ref"].as_str()
+            {
                 if mine["requestBody"]["content"]["application/json"]["schema"]["$ref"] != body {
                     missing.push(format!("{method} {path}: request body {body}"));
                 }
@@ -80,7 +106,11 @@ async fn our_openapi_document_holds_every_path_method_and_required_field_of_the_
         for field in strings(&schema["required"]).difference(&strings(&mine["required"])) {
             missing.push(format!("schema {name}: required field {field}"));
         }
-        for field in schema["properties"].as_object().into_iter().flat_map(|p| p.keys()) {
+        for field in schema["properties"]
+            .as_object()
+            .into_iter()
+            .flat_map(|p| p.keys())
+        {
             if mine["properties"].get(field).is_none() {
                 missing.push(format!("schema {name}: field {field}"));
             }
@@ -89,6 +119,13 @@ async fn our_openapi_document_holds_every_path_method_and_required_field_of_the_
             missing.push(format!("schema {name}: enum value {value}"));
         }
     }
-    assert!(missing.is_empty(), "missing from /v1/openapi.json:\n{}", missing.join("\n"));
-    assert!(ours["components"]["securitySchemes"]["token"].is_object(), "the bearer token is declared");
+    assert!(
+        missing.is_empty(),
+        "missing from /v1/openapi.json:\n{}",
+        missing.join("\n")
+    );
+    assert!(
+        ours["components"]["securitySchemes"]["token"].is_object(),
+        "the bearer token is declared"
+    );
 }

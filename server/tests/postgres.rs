@@ -25,7 +25,10 @@ fn database() -> Option<String> {
     }
     let dir = std::env::var_os("AGENT_API_POSTGRES_DIR")
         .map(std::path::PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|home| std::path::Path::new(&home).join(".cache/agent_api/postgres")))
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .map(|home| std::path::Path::new(&home).join(".cache/agent_api/postgres"))
+        })
         .expect("HOME is set");
     let file = std::fs::read_to_string(dir.join("postgres.env"))
         .unwrap_or_else(|_| panic!("no PostgreSQL for the store tests: run `bash tests/postgres/setup.sh` (tests/run.sh does)"));
@@ -37,14 +40,20 @@ fn database() -> Option<String> {
             panic!("no PostgreSQL for the store tests: tests/postgres/setup.sh could not set it up: {reason}");
         }
     }
-    panic!("{} names no database: run `bash tests/postgres/setup.sh`", dir.join("postgres.env").display());
+    panic!(
+        "{} names no database: run `bash tests/postgres/setup.sh`",
+        dir.join("postgres.env").display()
+    );
 }
 
 /// A prefix no other run's sessions have: the database outlives test runs.
 fn unique(name: &str) -> String {
     let mut bytes = [0u8; 6];
     getrandom::fill(&mut bytes).unwrap();
-    format!("{name}-{}", bytes.iter().map(|b| format!("{b:02x}")).collect::<String>())
+    format!(
+        "{name}-{}",
+        bytes.iter().map(|b| format!("{b:02x}")).collect::<String>()
+    )
 }
 
 async fn open(url: &str) -> Arc<dyn Store> {
@@ -63,14 +72,42 @@ async fn the_postgres_store_keeps_order_and_refuses_gaps_duplicates_and_unknown_
     let (a, b) = (unique("a"), unique("b"));
     store.create_session(record(&a)).await.unwrap();
     store.create_session(record(&b)).await.unwrap();
-    assert!(matches!(store.create_session(record(&a)).await, Err(StoreError::Duplicate(_))));
-    store.append(&a, (1..=3).map(event).collect()).await.unwrap();
-    store.append(&a, (4..=5).map(event).collect()).await.unwrap();
-    assert!(matches!(store.append(&a, vec![event(7)]).await, Err(StoreError::OutOfOrder { last: 5, got: 7, .. })));
-    assert!(matches!(store.append(&a, vec![event(5)]).await, Err(StoreError::OutOfOrder { .. })));
-    assert!(matches!(store.append(&a, vec![event(6), event(8)]).await, Err(StoreError::OutOfOrder { .. })));
-    assert!(matches!(store.append(&unique("none"), vec![event(1)]).await, Err(StoreError::NotFound(_))));
-    assert!(matches!(store.events(&unique("none"), 0, 10).await, Err(StoreError::NotFound(_))));
+    assert!(matches!(
+        store.create_session(record(&a)).await,
+        Err(StoreError::Duplicate(_))
+    ));
+    store
+        .append(&a, (1..=3).map(event).collect())
+        .await
+        .unwrap();
+    store
+        .append(&a, (4..=5).map(event).collect())
+        .await
+        .unwrap();
+    assert!(matches!(
+        store.append(&a, vec![event(7)]).await,
+        Err(StoreError::OutOfOrder {
+            last: 5,
+            got: 7,
+            ..
+        })
+    ));
+    assert!(matches!(
+        store.append(&a, vec![event(5)]).await,
+        Err(StoreError::OutOfOrder { .. })
+    ));
+    assert!(matches!(
+        store.append(&a, vec![event(6), event(8)]).await,
+        Err(StoreError::OutOfOrder { .. })
+    ));
+    assert!(matches!(
+        store.append(&unique("none"), vec![event(1)]).await,
+        Err(StoreError::NotFound(_))
+    ));
+    assert!(matches!(
+        store.events(&unique("none"), 0, 10).await,
+        Err(StoreError::NotFound(_))
+    ));
     assert_eq!(store.events(&b, 0, 10).await.unwrap(), vec![]);
     // Appends from many tasks at once, pipelined on the one connection.
     let writes: Vec<_> = (0..20)
@@ -88,18 +125,59 @@ async fn the_postgres_store_keeps_order_and_refuses_gaps_duplicates_and_unknown_
     }
     store.set_native_session_id(&a, "native-1").await.unwrap();
     store.set_agent_mode(&a, "plan").await.unwrap();
-    assert!(matches!(store.set_agent_mode(&unique("none"), "plan").await, Err(StoreError::NotFound(_))));
+    assert!(matches!(
+        store.set_agent_mode(&unique("none"), "plan").await,
+        Err(StoreError::NotFound(_))
+    ));
     store.mark_ended(&b, Some("why")).await.unwrap();
 
     let again = open(&url).await;
-    assert_eq!(again.events(&a, 2, 2).await.unwrap(), vec![event(3), event(4)]);
+    assert_eq!(
+        again.events(&a, 2, 2).await.unwrap(),
+        vec![event(3), event(4)]
+    );
     let session = again.session(&a).await.unwrap().unwrap();
-    assert_eq!((session.event_count, session.native_session_id.as_deref(), session.agent_mode.as_str()), (5, Some("native-1"), "plan"));
-    assert_eq!(again.session(&b).await.unwrap().unwrap().end_error.as_deref(), Some("why"));
-    let ids: Vec<String> = again.sessions().await.unwrap().into_iter().map(|r| r.id).filter(|id| id == &a || id == &b).collect();
-    assert_eq!(ids, [a.clone(), b.clone()], "in the order they were created");
+    assert_eq!(
+        (
+            session.event_count,
+            session.native_session_id.as_deref(),
+            session.agent_mode.as_str()
+        ),
+        (5, Some("native-1"), "plan")
+    );
+    assert_eq!(
+        again
+            .session(&b)
+            .await
+            .unwrap()
+            .unwrap()
+            .end_error
+            .as_deref(),
+        Some("why")
+    );
+    let ids: Vec<String> = again
+        .sessions()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| r.id)
+        .filter(|id| id == &a || id == &b)
+        .collect();
+    assert_eq!(
+        ids,
+        [a.clone(), b.clone()],
+        "in the order they were created"
+    );
     for n in 0..20 {
-        assert_eq!(again.session(&format!("{b}-{n}")).await.unwrap().unwrap().event_count, 6);
+        assert_eq!(
+            again
+                .session(&format!("{b}-{n}"))
+                .await
+                .unwrap()
+                .unwrap()
+                .event_count,
+            6
+        );
     }
 }
 
@@ -107,47 +185,137 @@ async fn the_postgres_store_keeps_order_and_refuses_gaps_duplicates_and_unknown_
 async fn servers_sharing_one_database_list_and_follow_each_others_sessions() {
     let Some(url) = database() else { return };
     let (first_id, second_id) = (unique("daemon-a"), unique("daemon-b"));
-    let first = start_on(ServerConfig::default().with_daemon_id(&first_id), open(&url).await).await;
-    let second = start_on(ServerConfig::default().with_daemon_id(&second_id), open(&url).await).await;
+    let first = start_on(
+        ServerConfig::default().with_daemon_id(&first_id),
+        open(&url).await,
+    )
+    .await;
+    let second = start_on(
+        ServerConfig::default().with_daemon_id(&second_id),
+        open(&url).await,
+    )
+    .await;
     let session = unique("shared");
-    first.post(&format!("/v1/sessions/{session}"), scripted("text")).await;
-    first.post(&format!("/v1/sessions/{session}/messages"), json!({"message": "one"})).await;
+    first
+        .post(&format!("/v1/sessions/{session}"), scripted("text"))
+        .await;
+    first
+        .post(
+            &format!("/v1/sessions/{session}/messages"),
+            json!({"message": "one"}),
+        )
+        .await;
     let events = first.wait_for(&session, "item.completed").await;
 
     // The other server lists it and serves its stored events, but does not run it.
     let listed = second.get("/v1/sessions").await.json();
-    let info = listed["sessions"].as_array().unwrap().iter().find(|s| s["sessionId"] == session.as_str()).unwrap().clone();
-    assert_eq!((&info["ended"], &info["live"]), (&json!(false), &json!(false)));
-    assert_eq!(second.all_events(&session, 3).await[..events.len()], events[..]);
-    let elsewhere = second.post(&format!("/v1/sessions/{session}/messages"), json!({"message": "two"})).await;
-    assert_eq!(elsewhere.problem(409)["type"], "urn:agent-api:error:session_elsewhere");
-    second.post(&format!("/v1/sessions/{session}"), scripted("text")).await.problem(409);
-    second.post(&format!("/v1/sessions/{session}/permissions/p/reply"), json!({"reply": "once"})).await.problem(409);
-    second.post_empty(&format!("/v1/sessions/{session}/cancel")).await.problem(409);
+    let info = listed["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["sessionId"] == session.as_str())
+        .unwrap()
+        .clone();
+    assert_eq!(
+        (&info["ended"], &info["live"]),
+        (&json!(false), &json!(false))
+    );
+    assert_eq!(
+        second.all_events(&session, 3).await[..events.len()],
+        events[..]
+    );
+    let elsewhere = second
+        .post(
+            &format!("/v1/sessions/{session}/messages"),
+            json!({"message": "two"}),
+        )
+        .await;
+    assert_eq!(
+        elsewhere.problem(409)["type"],
+        "urn:agent-api:error:session_elsewhere"
+    );
+    second
+        .post(&format!("/v1/sessions/{session}"), scripted("text"))
+        .await
+        .problem(409);
+    second
+        .post(
+            &format!("/v1/sessions/{session}/permissions/p/reply"),
+            json!({"reply": "once"}),
+        )
+        .await
+        .problem(409);
+    second
+        .post_empty(&format!("/v1/sessions/{session}/cancel"))
+        .await
+        .problem(409);
 
     // Its SSE follows the turns the first server runs, from the store.
     let all = first.all_events(&session, 1000).await;
-    let mut stream = second.sse(Method::GET, &format!("/v1/sessions/{session}/events/sse?offset={}", all.len()), None, &[]).await;
-    first.post(&format!("/v1/sessions/{session}/messages"), json!({"message": "two"})).await;
+    let mut stream = second
+        .sse(
+            Method::GET,
+            &format!("/v1/sessions/{session}/events/sse?offset={}", all.len()),
+            None,
+            &[],
+        )
+        .await;
+    first
+        .post(
+            &format!("/v1/sessions/{session}/messages"),
+            json!({"message": "two"}),
+        )
+        .await;
     let frames = stream.until("item.completed").await;
     assert_eq!(frames[0].id, Some(all.len() as u64 + 1));
     let ids: Vec<u64> = frames.iter().map(|f| f.id.unwrap()).collect();
-    assert_eq!(ids, (all.len() as u64 + 1..=all.len() as u64 + ids.len() as u64).collect::<Vec<_>>());
+    assert_eq!(
+        ids,
+        (all.len() as u64 + 1..=all.len() as u64 + ids.len() as u64).collect::<Vec<_>>()
+    );
 
     // The first server "restarts" (a new server with its daemon id): only its own session is ended.
     let other = unique("other");
-    second.post(&format!("/v1/sessions/{other}"), scripted("text")).await;
+    second
+        .post(&format!("/v1/sessions/{other}"), scripted("text"))
+        .await;
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-    let restarted = start_on(ServerConfig::default().with_daemon_id(&first_id), open(&url).await).await;
-    let info = restarted.get(&format!("/v1/sessions/{session}")).await.json();
-    assert_eq!((&info["ended"], &info["endError"]), (&json!(true), &json!(INTERRUPTED)));
+    let restarted = start_on(
+        ServerConfig::default().with_daemon_id(&first_id),
+        open(&url).await,
+    )
+    .await;
+    let info = restarted
+        .get(&format!("/v1/sessions/{session}"))
+        .await
+        .json();
+    assert_eq!(
+        (&info["ended"], &info["endError"]),
+        (&json!(true), &json!(INTERRUPTED))
+    );
     let tail = restarted.all_events(&session, 1000).await;
     assert_eq!(tail.last().unwrap()["data"]["reason"], "error");
-    assert_eq!(restarted.get(&format!("/v1/sessions/{other}")).await.json()["ended"], false, "another server's session is left to it");
-    assert_eq!(second.post(&format!("/v1/sessions/{other}/messages"), json!({"message": "still mine"})).await.status, 204);
+    assert_eq!(
+        restarted.get(&format!("/v1/sessions/{other}")).await.json()["ended"],
+        false,
+        "another server's session is left to it"
+    );
+    assert_eq!(
+        second
+            .post(
+                &format!("/v1/sessions/{other}/messages"),
+                json!({"message": "still mine"})
+            )
+            .await
+            .status,
+        204
+    );
     // The follower on the second server sees the end and its stream closes.
     let rest = stream.rest().await;
-    assert_eq!(rest.last().map(|f| f.data["type"].clone()), Some(json!("session.ended")));
+    assert_eq!(
+        rest.last().map(|f| f.data["type"].clone()),
+        Some(json!("session.ended"))
+    );
 }
 
 /// A PostgreSQL server of one test's own, started by `tests/postgres/setup.sh` in a directory and
@@ -162,20 +330,40 @@ struct OwnServer {
 impl OwnServer {
     /// Sets one up and starts it; fails saying why when the setup script cannot.
     fn start() -> Self {
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
         // Under /var/tmp: as root the cluster belongs to the `postgres` user, who must reach it.
-        let parent = std::path::PathBuf::from(format!("/var/tmp/agent_api-postgres-{}", unique("outage")));
+        let parent =
+            std::path::PathBuf::from(format!("/var/tmp/agent_api-postgres-{}", unique("outage")));
         let env = vec![
-            ("AGENT_API_POSTGRES_DIR", parent.join("state").display().to_string()),
-            ("AGENT_API_POSTGRES_DATA", parent.join("cluster/data").display().to_string()),
+            (
+                "AGENT_API_POSTGRES_DIR",
+                parent.join("state").display().to_string(),
+            ),
+            (
+                "AGENT_API_POSTGRES_DATA",
+                parent.join("cluster/data").display().to_string(),
+            ),
             ("AGENT_API_POSTGRES_PORT", port.to_string()),
         ];
-        let mut own = Self { parent, env, url: String::new() };
+        let mut own = Self {
+            parent,
+            env,
+            url: String::new(),
+        };
         own.setup(None);
         let file = std::fs::read_to_string(own.parent.join("state/postgres.env")).unwrap();
-        own.url = match file.lines().find_map(|line| line.strip_prefix("AGENT_API_TEST_POSTGRES_URL=")) {
+        own.url = match file
+            .lines()
+            .find_map(|line| line.strip_prefix("AGENT_API_TEST_POSTGRES_URL="))
+        {
             Some(url) => url.to_string(),
-            None => panic!("tests/postgres/setup.sh could not set up a server of this test's own: {file}"),
+            None => panic!(
+                "tests/postgres/setup.sh could not set up a server of this test's own: {file}"
+            ),
         };
         own
     }
@@ -183,7 +371,11 @@ impl OwnServer {
     /// Runs the setup script (`stop` stops the server; no argument starts it again).
     fn script(&self, arg: Option<&str>) -> std::io::Result<std::process::ExitStatus> {
         let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/postgres/setup.sh");
-        std::process::Command::new("bash").arg(script).args(arg).envs(self.env.iter().cloned()).status()
+        std::process::Command::new("bash")
+            .arg(script)
+            .args(arg)
+            .envs(self.env.iter().cloned())
+            .status()
     }
 
     /// [`OwnServer::setup`] from async code, on the blocking pool.
@@ -198,7 +390,10 @@ impl OwnServer {
 
     /// [`OwnServer::script`], which must succeed.
     fn setup(&self, arg: Option<&str>) {
-        assert!(self.script(arg).unwrap().success(), "tests/postgres/setup.sh {arg:?} failed");
+        assert!(
+            self.script(arg).unwrap().success(),
+            "tests/postgres/setup.sh {arg:?} failed"
+        );
     }
 }
 
@@ -227,11 +422,36 @@ async fn frames_until(stream: &mut Sse, stop: impl Fn(&serde_json::Value) -> boo
 /// the stream once five words were served.
 async fn slow_turn(api: &Api, session: &str) -> (Sse, Vec<Frame>) {
     let create = json!({"agent": "scripted", "options": {"backend.scripted.scenario": "slow", "backend.scripted.delay_ms": 100}});
-    assert_eq!(api.post(&format!("/v1/sessions/{session}"), create).await.status, 200);
-    let mut stream = api.sse(Method::GET, &format!("/v1/sessions/{session}/events/sse"), None, &[]).await;
-    assert_eq!(api.post(&format!("/v1/sessions/{session}/messages"), json!({"message": "go slowly"})).await.status, 204);
+    assert_eq!(
+        api.post(&format!("/v1/sessions/{session}"), create)
+            .await
+            .status,
+        200
+    );
+    let mut stream = api
+        .sse(
+            Method::GET,
+            &format!("/v1/sessions/{session}/events/sse"),
+            None,
+            &[],
+        )
+        .await;
+    assert_eq!(
+        api.post(
+            &format!("/v1/sessions/{session}/messages"),
+            json!({"message": "go slowly"})
+        )
+        .await
+        .status,
+        204
+    );
     let mut frames = Vec::new();
-    while frames.iter().filter(|f: &&Frame| f.data["type"] == "item.delta").count() < 5 {
+    while frames
+        .iter()
+        .filter(|f: &&Frame| f.data["type"] == "item.delta")
+        .count()
+        < 5
+    {
         frames.push(stream.next().await.expect("the turn streams"));
     }
     (stream, frames)
@@ -242,65 +462,127 @@ fn ids(frames: &[Frame]) -> Vec<u64> {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn postgres_stopped_and_started_under_a_live_session_holds_the_turn_and_loses_no_served_event() {
+async fn postgres_stopped_and_started_under_a_live_session_holds_the_turn_and_loses_no_served_event(
+) {
     if database().is_none() {
         return;
     }
     let own = tokio::task::spawn_blocking(OwnServer::start).await.unwrap();
-    let config = ServerConfig::default().with_daemon_id(unique("outage")).with_store_outage(std::time::Duration::from_secs(60));
+    let config = ServerConfig::default()
+        .with_daemon_id(unique("outage"))
+        .with_store_outage(std::time::Duration::from_secs(60));
     let api = start_on(config, open(&own.url).await).await;
     let (mut stream, mut served) = slow_turn(&api, "held").await;
 
     // Down: nothing unstored is served, the pages say the store failed.
     let own = own.set(Some("stop")).await;
     let page = api.get("/v1/sessions/held/events").await;
-    assert_eq!(page.problem(500)["type"], "urn:agent-api:error:stream_error");
+    assert_eq!(
+        page.problem(500)["type"],
+        "urn:agent-api:error:stream_error"
+    );
     let served_before = served.len();
     let waited = tokio::time::timeout(std::time::Duration::from_millis(1500), stream.next()).await;
-    assert!(waited.is_err(), "an event was served while the store was down: {waited:?}");
+    assert!(
+        waited.is_err(),
+        "an event was served while the store was down: {waited:?}"
+    );
 
     // Up again: the turn goes on where it waited, every event once, in order.
     let own = own.set(None).await;
     served.extend(frames_until(&mut stream, turn_end).await);
     assert!(served.len() > served_before);
-    assert_eq!(ids(&served), (1..=served.len() as u64).collect::<Vec<_>>(), "no gap, no duplicate");
-    assert_eq!(served.last().unwrap().data["data"]["item"]["content"][0]["label"], "turn_completed");
+    assert_eq!(
+        ids(&served),
+        (1..=served.len() as u64).collect::<Vec<_>>(),
+        "no gap, no duplicate"
+    );
+    assert_eq!(
+        served.last().unwrap().data["data"]["item"]["content"][0]["label"],
+        "turn_completed"
+    );
     let answer = &served
         .iter()
         .rev()
-        .find(|f| f.data["type"] == "item.completed" && f.data["data"]["item"]["role"] == "assistant")
+        .find(|f| {
+            f.data["type"] == "item.completed" && f.data["data"]["item"]["role"] == "assistant"
+        })
         .expect("the answer")
         .data["data"]["item"];
     let deltas: String = served
         .iter()
-        .filter(|f| f.data["type"] == "item.delta" && f.data["data"]["item_id"] == answer["item_id"])
+        .filter(|f| {
+            f.data["type"] == "item.delta" && f.data["data"]["item_id"] == answer["item_id"]
+        })
         .map(|f| f.data["data"]["delta"].as_str().unwrap())
         .collect();
-    assert_eq!(deltas, answer["content"][0]["text"].as_str().unwrap(), "every delta of the answer was served");
+    assert_eq!(
+        deltas,
+        answer["content"][0]["text"].as_str().unwrap(),
+        "every delta of the answer was served"
+    );
     let stored = api.all_events("held", 1000).await;
-    assert_eq!(stored[..served.len()], served.iter().map(|f| f.data.clone()).collect::<Vec<_>>()[..]);
+    assert_eq!(
+        stored[..served.len()],
+        served.iter().map(|f| f.data.clone()).collect::<Vec<_>>()[..]
+    );
     // The session works: another turn.
-    assert_eq!(api.post("/v1/sessions/held/messages", json!({"message": "and again"})).await.status, 204);
+    assert_eq!(
+        api.post(
+            "/v1/sessions/held/messages",
+            json!({"message": "and again"})
+        )
+        .await
+        .status,
+        204
+    );
     frames_until(&mut stream, turn_end).await;
 
     // Down for longer than the bound: the turn fails, the session ends with a typed error, stored
     // once the store is back; what was served before is still there.
-    let config = ServerConfig::default().with_daemon_id(unique("outage")).with_store_outage(std::time::Duration::from_secs(1));
+    let config = ServerConfig::default()
+        .with_daemon_id(unique("outage"))
+        .with_store_outage(std::time::Duration::from_secs(1));
     let api = start_on(config, open(&own.url).await).await;
     let (mut stream, mut served) = slow_turn(&api, "lost").await;
     let own = own.set(Some("stop")).await;
     tokio::time::sleep(std::time::Duration::from_secs(3)).await;
-    let refused = api.post("/v1/sessions/lost/messages", json!({"message": "more"})).await;
-    assert_eq!(refused.problem(409)["type"], "urn:agent-api:error:session_ended");
+    let refused = api
+        .post("/v1/sessions/lost/messages", json!({"message": "more"}))
+        .await;
+    assert_eq!(
+        refused.problem(409)["type"],
+        "urn:agent-api:error:session_ended"
+    );
     let _own = own.set(None).await;
     served.extend(stream.rest().await);
-    assert_eq!(ids(&served), (1..=served.len() as u64).collect::<Vec<_>>(), "no gap, no duplicate");
+    assert_eq!(
+        ids(&served),
+        (1..=served.len() as u64).collect::<Vec<_>>(),
+        "no gap, no duplicate"
+    );
     let tail: Vec<&serde_json::Value> = served.iter().rev().take(2).map(|f| &f.data).collect();
-    assert_eq!((&tail[1]["type"], &tail[1]["data"]["code"]), (&json!("error"), &json!("store_unavailable")), "{tail:#?}");
-    assert_eq!((&tail[0]["type"], &tail[0]["data"]["reason"]), (&json!("session.ended"), &json!("error")));
+    assert_eq!(
+        (&tail[1]["type"], &tail[1]["data"]["code"]),
+        (&json!("error"), &json!("store_unavailable")),
+        "{tail:#?}"
+    );
+    assert_eq!(
+        (&tail[0]["type"], &tail[0]["data"]["reason"]),
+        (&json!("session.ended"), &json!("error"))
+    );
     let stored = api.all_events("lost", 1000).await;
-    assert_eq!(stored, served.iter().map(|f| f.data.clone()).collect::<Vec<_>>());
+    assert_eq!(
+        stored,
+        served.iter().map(|f| f.data.clone()).collect::<Vec<_>>()
+    );
     let info = api.get("/v1/sessions/lost").await.json();
     assert_eq!(info["ended"], true);
-    assert!(info["endError"].as_str().unwrap().contains("store was unavailable"), "{info}");
+    assert!(
+        info["endError"]
+            .as_str()
+            .unwrap()
+            .contains("store was unavailable"),
+        "{info}"
+    );
 }

@@ -37,15 +37,26 @@ async fn bench(cli: Cli) -> Option<(ModelServer, Sandbox)> {
 async fn serve(backend: Arc<dyn AgentBackend>, sandbox: &Sandbox) -> Api {
     let mut gateway = Gateway::new();
     gateway.register(backend).unwrap();
-    let defaults = RunRequest::new("").with_working_dir(&sandbox.cwd).with_timeout(Duration::from_secs(300));
-    serve_gateway(gateway, ServerConfig::default(), StoreUrl::Memory.open().await.unwrap(), defaults).await
+    let defaults = RunRequest::new("")
+        .with_working_dir(&sandbox.cwd)
+        .with_timeout(Duration::from_secs(300));
+    serve_gateway(
+        gateway,
+        ServerConfig::default(),
+        StoreUrl::Memory.open().await.unwrap(),
+        defaults,
+    )
+    .await
 }
 
 /// Frames until one for which `stop` holds (included).
 async fn until(stream: &mut Sse, what: &str, stop: impl Fn(&Value) -> bool) -> Vec<Frame> {
     let mut frames = Vec::new();
     loop {
-        let frame = stream.next_within(AGENT_STEP).await.unwrap_or_else(|| panic!("the stream closed before {what}: {frames:#?}"));
+        let frame = stream
+            .next_within(AGENT_STEP)
+            .await
+            .unwrap_or_else(|| panic!("the stream closed before {what}: {frames:#?}"));
         let done = stop(&frame.data);
         let early = !done && turn_end(&frame.data);
         frames.push(frame);
@@ -57,69 +68,176 @@ async fn until(stream: &mut Sse, what: &str, stop: impl Fn(&Value) -> bool) -> V
 }
 
 fn permission_id(frames: &[Frame]) -> String {
-    let asked = frames.iter().rev().find(|f| f.data["type"] == "permission.requested").expect("a permission request");
-    asked.data["data"]["permission_id"].as_str().unwrap().to_string()
+    let asked = frames
+        .iter()
+        .rev()
+        .find(|f| f.data["type"] == "permission.requested")
+        .expect("a permission request");
+    asked.data["data"]["permission_id"]
+        .as_str()
+        .unwrap()
+        .to_string()
 }
 
 /// The flow every agent goes through; `create` is the session's creation body.
 async fn drive(api: &Api, model: &ModelServer, sandbox: &Sandbox, create: Value) {
     let created = api.post("/v1/sessions/real", create).await;
-    assert_eq!((created.status.as_u16(), &created.json()["healthy"]), (200, &json!(true)), "{:?}", created.body);
+    assert_eq!(
+        (created.status.as_u16(), &created.json()["healthy"]),
+        (200, &json!(true)),
+        "{:?}",
+        created.body
+    );
     agent_bench::images::write_png(&sandbox.cwd);
 
     // One: streamed with an image; the stream closes at the permission request.
-    let body = json!({"message": "go", "images": [{"path": "swatch.png"}], "permissionMode": "ask"});
-    let mut stream = api.sse(Method::POST, "/v1/sessions/real/messages/stream", Some(body), &[]).await;
+    let body =
+        json!({"message": "go", "images": [{"path": "swatch.png"}], "permissionMode": "ask"});
+    let mut stream = api
+        .sse(
+            Method::POST,
+            "/v1/sessions/real/messages/stream",
+            Some(body),
+            &[],
+        )
+        .await;
     let mut served = Vec::new();
     while let Some(frame) = stream.next_within(AGENT_STEP).await {
         served.push(frame);
     }
     let last = served.last().expect("the turn's events");
-    assert_eq!(last.data["type"], "permission.requested", "the stream closes at the request: {served:#?}");
-    assert!(last.data["data"].to_string().contains("echo hi > out.txt"), "the command asked for: {}", last.data);
-    assert!(agent_bench::images::requests_with_image(model) >= 1, "the image reached the model's request");
+    assert_eq!(
+        last.data["type"], "permission.requested",
+        "the stream closes at the request: {served:#?}"
+    );
+    assert!(
+        last.data["data"].to_string().contains("echo hi > out.txt"),
+        "the command asked for: {}",
+        last.data
+    );
+    assert!(
+        agent_bench::images::requests_with_image(model) >= 1,
+        "the image reached the model's request"
+    );
     let id = permission_id(&served);
-    assert_eq!(api.post(&format!("/v1/sessions/real/permissions/{id}/reply"), json!({"reply": "once"})).await.status, 204);
+    assert_eq!(
+        api.post(
+            &format!("/v1/sessions/real/permissions/{id}/reply"),
+            json!({"reply": "once"})
+        )
+        .await
+        .status,
+        204
+    );
 
     // Followed from the last id it got, until the session ends.
     let last_id = last.id.unwrap().to_string();
-    let mut follow = api.sse(Method::GET, "/v1/sessions/real/events/sse", None, &[("last-event-id", &last_id)]).await;
+    let mut follow = api
+        .sse(
+            Method::GET,
+            "/v1/sessions/real/events/sse",
+            None,
+            &[("last-event-id", &last_id)],
+        )
+        .await;
     let first_turn = until(&mut follow, "the first turn's end", turn_end).await;
-    assert!(first_turn.iter().any(|f| f.data["type"] == "permission.resolved" && f.data["data"]["status"] == "approved"));
-    assert!(sandbox.cwd.join("out.txt").exists(), "the approved command ran");
+    assert!(
+        first_turn
+            .iter()
+            .any(|f| f.data["type"] == "permission.resolved"
+                && f.data["data"]["status"] == "approved")
+    );
+    assert!(
+        sandbox.cwd.join("out.txt").exists(),
+        "the approved command ran"
+    );
     served.extend(first_turn);
 
     // Two: its permission request waits; the turn is cancelled, the session stays.
-    assert_eq!(api.post("/v1/sessions/real/messages", json!({"message": "again"})).await.status, 204);
-    served.extend(until(&mut follow, "the second permission request", |e| e["type"] == "permission.requested").await);
     assert_eq!(
-        api.post("/v1/sessions/real/messages", json!({"message": "too soon"})).await.problem(409)["type"],
+        api.post("/v1/sessions/real/messages", json!({"message": "again"}))
+            .await
+            .status,
+        204
+    );
+    served.extend(
+        until(&mut follow, "the second permission request", |e| {
+            e["type"] == "permission.requested"
+        })
+        .await,
+    );
+    assert_eq!(
+        api.post("/v1/sessions/real/messages", json!({"message": "too soon"}))
+            .await
+            .problem(409)["type"],
         "urn:agent-api:error:turn_in_progress"
     );
     assert_eq!(api.post_empty("/v1/sessions/real/cancel").await.status, 204);
     served.extend(until(&mut follow, "the cancelled turn's end", turn_end).await);
     let info = api.get("/v1/sessions/real").await.json();
-    assert_eq!((&info["live"], &info["ended"]), (&json!(true), &json!(false)), "{info}");
+    assert_eq!(
+        (&info["live"], &info["ended"]),
+        (&json!(true), &json!(false)),
+        "{info}"
+    );
 
     // Three: the session goes on after the cancel; this request is rejected.
     std::fs::remove_file(sandbox.cwd.join("out.txt")).unwrap();
-    assert_eq!(api.post("/v1/sessions/real/messages", json!({"message": "once more"})).await.status, 204);
-    let asked = until(&mut follow, "the third permission request", |e| e["type"] == "permission.requested").await;
+    assert_eq!(
+        api.post(
+            "/v1/sessions/real/messages",
+            json!({"message": "once more"})
+        )
+        .await
+        .status,
+        204
+    );
+    let asked = until(&mut follow, "the third permission request", |e| {
+        e["type"] == "permission.requested"
+    })
+    .await;
     let id = permission_id(&asked);
     served.extend(asked);
-    assert_eq!(api.post(&format!("/v1/sessions/real/permissions/{id}/reply"), json!({"reply": "reject"})).await.status, 204);
+    assert_eq!(
+        api.post(
+            &format!("/v1/sessions/real/permissions/{id}/reply"),
+            json!({"reply": "reject"})
+        )
+        .await
+        .status,
+        204
+    );
     let third = until(&mut follow, "the third turn's end", turn_end).await;
-    assert!(third.iter().any(|f| f.data["type"] == "permission.resolved" && f.data["data"]["status"] == "denied"), "{third:#?}");
-    assert!(!sandbox.cwd.join("out.txt").exists(), "the rejected command did not run");
+    assert!(
+        third.iter().any(
+            |f| f.data["type"] == "permission.resolved" && f.data["data"]["status"] == "denied"
+        ),
+        "{third:#?}"
+    );
+    assert!(
+        !sandbox.cwd.join("out.txt").exists(),
+        "the rejected command did not run"
+    );
     served.extend(third);
 
-    assert_eq!(api.post_empty("/v1/sessions/real/terminate").await.status, 204);
+    assert_eq!(
+        api.post_empty("/v1/sessions/real/terminate").await.status,
+        204
+    );
     served.extend(follow.rest_within(AGENT_STEP).await);
-    assert_eq!(served.last().unwrap().data["type"], "session.ended", "the follower's stream ends with the session");
+    assert_eq!(
+        served.last().unwrap().data["type"],
+        "session.ended",
+        "the follower's stream ends with the session"
+    );
 
     // Pages hold exactly what SSE served: every event once, in order, from 1.
     let ids: Vec<u64> = served.iter().map(|f| f.id.unwrap()).collect();
-    assert_eq!(ids, (1..=ids.len() as u64).collect::<Vec<_>>(), "no gap, no duplicate over SSE");
+    assert_eq!(
+        ids,
+        (1..=ids.len() as u64).collect::<Vec<_>>(),
+        "no gap, no duplicate over SSE"
+    );
     let pages = api.all_events("real", 7).await;
     let sse: Vec<Value> = served.into_iter().map(|f| f.data).collect();
     assert_eq!(pages, sse);
@@ -130,33 +248,65 @@ async fn drive(api: &Api, model: &ModelServer, sandbox: &Sandbox, create: Value)
 
 #[tokio::test(flavor = "multi_thread")]
 async fn e2e_the_real_codex_is_driven_over_http() {
-    let Some((model, sandbox)) = bench(Cli::Codex).await else { return };
+    let Some((model, sandbox)) = bench(Cli::Codex).await else {
+        return;
+    };
     // The sandbox's `-c` overrides point Codex at the model server.
-    let overrides: Vec<String> = sandbox.base_args.windows(2).filter(|w| w[0] == "-c").map(|w| w[1].clone()).collect();
-    let mut config = agent_api_codex::CodexConfig::with_binary(&sandbox.program).config_overrides(overrides).working_dir(&sandbox.cwd);
+    let overrides: Vec<String> = sandbox
+        .base_args
+        .windows(2)
+        .filter(|w| w[0] == "-c")
+        .map(|w| w[1].clone())
+        .collect();
+    let mut config = agent_api_codex::CodexConfig::with_binary(&sandbox.program)
+        .config_overrides(overrides)
+        .working_dir(&sandbox.cwd);
     for (key, value) in &sandbox.env {
         config = config.env(key, value);
     }
-    let api = serve(Arc::new(agent_api_codex::CodexBackend::new(config)), &sandbox).await;
-    drive(&api, &model, &sandbox, json!({"agent": "codex", "permissionMode": "ask"})).await;
+    let api = serve(
+        Arc::new(agent_api_codex::CodexBackend::new(config)),
+        &sandbox,
+    )
+    .await;
+    drive(
+        &api,
+        &model,
+        &sandbox,
+        json!({"agent": "codex", "permissionMode": "ask"}),
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn e2e_the_real_opencode_is_driven_over_http() {
-    let Some((model, sandbox)) = bench(Cli::OpenCode).await else { return };
-    let mut config =
-        agent_api_opencode::OpenCodeConfig::with_binary(&sandbox.program).default_interface(agent_api_opencode::Interface::Serve);
+    let Some((model, sandbox)) = bench(Cli::OpenCode).await else {
+        return;
+    };
+    let mut config = agent_api_opencode::OpenCodeConfig::with_binary(&sandbox.program)
+        .default_interface(agent_api_opencode::Interface::Serve);
     for (key, value) in &sandbox.env {
         config = config.env(key, value);
     }
     config.working_dir = Some(sandbox.cwd.clone());
-    let api = serve(Arc::new(agent_api_opencode::OpenCodeBackend::new(config)), &sandbox).await;
-    drive(&api, &model, &sandbox, json!({"agent": "opencode", "permissionMode": "ask"})).await;
+    let api = serve(
+        Arc::new(agent_api_opencode::OpenCodeBackend::new(config)),
+        &sandbox,
+    )
+    .await;
+    drive(
+        &api,
+        &model,
+        &sandbox,
+        json!({"agent": "opencode", "permissionMode": "ask"}),
+    )
+    .await;
 }
 
 /// The sandbox's ACP agent config: its program and environment, in its directory.
 fn acp_config(sandbox: &Sandbox) -> agent_api_acp::AcpConfig {
-    let mut config = agent_api_acp::AcpConfig::with_binary(&sandbox.program).working_dir(&sandbox.cwd);
+    let mut config =
+        agent_api_acp::AcpConfig::with_binary(&sandbox.program).working_dir(&sandbox.cwd);
     for (key, value) in &sandbox.env {
         config = config.env(key, value);
     }
@@ -165,22 +315,44 @@ fn acp_config(sandbox: &Sandbox) -> agent_api_acp::AcpConfig {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn e2e_the_real_gemini_cli_is_driven_over_http() {
-    let Some((model, sandbox)) = bench(Cli::Gemini).await else { return };
-    let api = serve(Arc::new(agent_api_gemini::GeminiBackend::new(acp_config(&sandbox))), &sandbox).await;
+    let Some((model, sandbox)) = bench(Cli::Gemini).await else {
+        return;
+    };
+    let api = serve(
+        Arc::new(agent_api_gemini::GeminiBackend::new(acp_config(&sandbox))),
+        &sandbox,
+    )
+    .await;
     let create = json!({"agent": "gemini", "permissionMode": "ask", "model": agent_bench::sandbox::GEMINI_MODEL});
     drive(&api, &model, &sandbox, create).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn e2e_the_real_qwen_code_is_driven_over_http() {
-    let Some((model, sandbox)) = bench(Cli::Qwen).await else { return };
-    let api = serve(Arc::new(agent_api_qwen::QwenBackend::new(acp_config(&sandbox))), &sandbox).await;
-    drive(&api, &model, &sandbox, json!({"agent": "qwen", "permissionMode": "ask"})).await;
+    let Some((model, sandbox)) = bench(Cli::Qwen).await else {
+        return;
+    };
+    let api = serve(
+        Arc::new(agent_api_qwen::QwenBackend::new(acp_config(&sandbox))),
+        &sandbox,
+    )
+    .await;
+    drive(
+        &api,
+        &model,
+        &sandbox,
+        json!({"agent": "qwen", "permissionMode": "ask"}),
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn e2e_the_real_claude_codes_mode_is_switched_per_message() {
-    let Some((_model, sandbox)) = agent_bench::e2e_bench_or_explain(Cli::ClaudeCode, "write_edit").await else { return };
+    let Some((_model, sandbox)) =
+        agent_bench::e2e_bench_or_explain(Cli::ClaudeCode, "write_edit").await
+    else {
+        return;
+    };
     let mut config = agent_api_claude_code::ClaudeCodeConfig::default()
         .with_binary(&sandbox.program)
         .with_inherit_env(false)
@@ -188,24 +360,61 @@ async fn e2e_the_real_claude_codes_mode_is_switched_per_message() {
     for (key, value) in &sandbox.env {
         config = config.with_env(key, value);
     }
-    let api = serve(Arc::new(agent_api_claude_code::ClaudeCodeBackend::new(config)), &sandbox).await;
-    assert_eq!(api.post("/v1/sessions/modes", json!({"agent": "claude_code", "permissionMode": "bypass"})).await.status, 200);
-    let mut follow = api.sse(Method::GET, "/v1/sessions/modes/events/sse", None, &[]).await;
+    let api = serve(
+        Arc::new(agent_api_claude_code::ClaudeCodeBackend::new(config)),
+        &sandbox,
+    )
+    .await;
+    assert_eq!(
+        api.post(
+            "/v1/sessions/modes",
+            json!({"agent": "claude_code", "permissionMode": "bypass"})
+        )
+        .await
+        .status,
+        200
+    );
+    let mut follow = api
+        .sse(Method::GET, "/v1/sessions/modes/events/sse", None, &[])
+        .await;
     let created = sandbox.cwd.join("created.txt");
 
     // In plan mode the write is refused, though every request is approved.
     let plan = json!({"message": "create a file", "agentMode": "plan"});
-    assert_eq!(api.post("/v1/sessions/modes/messages", plan).await.status, 204);
+    assert_eq!(
+        api.post("/v1/sessions/modes/messages", plan).await.status,
+        204
+    );
     until(&mut follow, "the plan turn's end", turn_end).await;
     assert!(!created.exists(), "the session wrote a file in plan mode");
-    assert_eq!(api.get("/v1/sessions/modes").await.json()["agentMode"], "plan");
+    assert_eq!(
+        api.get("/v1/sessions/modes").await.json()["agentMode"],
+        "plan"
+    );
 
     // Plan mode holds for the next turn until a message switches back.
-    let unknown = api.post("/v1/sessions/modes/messages", json!({"message": "x", "agentMode": "nonsense"})).await;
-    assert!(unknown.problem(400)["detail"].as_str().unwrap().starts_with("agentMode: "));
+    let unknown = api
+        .post(
+            "/v1/sessions/modes/messages",
+            json!({"message": "x", "agentMode": "nonsense"}),
+        )
+        .await;
+    assert!(unknown.problem(400)["detail"]
+        .as_str()
+        .unwrap()
+        .starts_with("agentMode: "));
     let build = json!({"message": "create a file", "agentMode": "build"});
-    assert_eq!(api.post("/v1/sessions/modes/messages", build).await.status, 204);
+    assert_eq!(
+        api.post("/v1/sessions/modes/messages", build).await.status,
+        204
+    );
     until(&mut follow, "the build turn's end", turn_end).await;
-    assert!(created.exists(), "back in the default mode the approved write ran");
-    assert_eq!(api.get("/v1/sessions/modes").await.json()["agentMode"], "build");
+    assert!(
+        created.exists(),
+        "back in the default mode the approved write ran"
+    );
+    assert_eq!(
+        api.get("/v1/sessions/modes").await.json()["agentMode"],
+        "build"
+    );
 }

@@ -27,19 +27,35 @@ async fn the_page_is_served_without_a_token_under_a_strict_policy_and_its_links_
         assert_eq!(answer.status, 200, "{path}");
         assert_eq!(answer.headers["content-type"], content_type, "{path}");
         let policy = answer.headers["content-security-policy"].to_str().unwrap();
-        assert_eq!(policy, agent_api_server::ui::CONTENT_SECURITY_POLICY, "{path}");
-        assert!(policy.starts_with("default-src 'self'") && !policy.contains("unsafe"), "{policy}");
-        assert!(policy.contains("connect-src 'self'") && policy.contains("frame-ancestors 'none'"), "{policy}");
+        assert_eq!(
+            policy,
+            agent_api_server::ui::CONTENT_SECURITY_POLICY,
+            "{path}"
+        );
+        assert!(
+            policy.starts_with("default-src 'self'") && !policy.contains("unsafe"),
+            "{policy}"
+        );
+        assert!(
+            policy.contains("connect-src 'self'") && policy.contains("frame-ancestors 'none'"),
+            "{policy}"
+        );
         assert_eq!(answer.headers["x-content-type-options"], "nosniff");
         assert_eq!(answer.headers["referrer-policy"], "no-referrer");
     }
     // The page has no inline script or style for the policy to allow.
     let page = String::from_utf8(anonymous.get("/ui/").await.body.to_vec()).unwrap();
-    assert!(!page.contains("<script>") && !page.contains(" style=") && !page.contains("<style"), "{page}");
+    assert!(
+        !page.contains("<script>") && !page.contains(" style=") && !page.contains("<style"),
+        "{page}"
+    );
     assert!(page.contains(r#"<script type="module" src="/ui/app.js"></script>"#));
 
     let redirect = anonymous.get("/ui").await;
-    assert_eq!((redirect.status.as_u16(), &redirect.headers["location"]), (308, &"/ui/".parse::<hyper::header::HeaderValue>().unwrap()));
+    assert_eq!(
+        (redirect.status.as_u16(), &redirect.headers["location"]),
+        (308, &"/ui/".parse::<hyper::header::HeaderValue>().unwrap())
+    );
     assert_eq!(anonymous.get("/ui/nothing.js").await.status, 404);
     assert_eq!(anonymous.get("/ui/sessions").await.status, 404);
     // The API stays behind the token.

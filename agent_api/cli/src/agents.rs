@@ -16,10 +16,18 @@ pub(crate) fn locate_bench(probe: &BackendProbe) -> Option<PathBuf> {
     let root = std::env::var_os("AGENT_API_CLI_DIR")
         .filter(|d| !d.is_empty())
         .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/agent_api/clis")))?;
-    let mut installs: Vec<_> = std::fs::read_dir(&root).ok()?.filter_map(Result::ok).collect();
+        .or_else(|| {
+            std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/agent_api/clis"))
+        })?;
+    let mut installs: Vec<_> = std::fs::read_dir(&root)
+        .ok()?
+        .filter_map(Result::ok)
+        .collect();
     installs.sort_by_key(|e| std::cmp::Reverse(e.metadata().and_then(|m| m.modified()).ok()));
-    installs.into_iter().map(|e| e.path().join("node_modules/.bin").join(probe.executable)).find(|exe| exe.is_file())
+    installs
+        .into_iter()
+        .map(|e| e.path().join("node_modules/.bin").join(probe.executable))
+        .find(|exe| exe.is_file())
 }
 
 /// A backend for `kind`: the installed CLI where discovery finds one, else one that runs the
@@ -31,8 +39,15 @@ pub(crate) fn backend(kind: &str) -> Result<Arc<dyn AgentBackend>, String> {
 /// The backend of [`backend`], as the [`Replay`] every built-in backend is (`agent-api replay`).
 pub(crate) fn replayer(kind: &str) -> Result<Arc<dyn Replay>, String> {
     let unknown = || {
-        let known: Vec<_> = agent_api_builtin::kinds().iter().map(|k| agent_api::display::line(k.as_str(), 64)).collect();
-        format!("unknown agent kind `{}`; known: {}", agent_api::display::line(kind, 64), known.join(", "))
+        let known: Vec<_> = agent_api_builtin::kinds()
+            .iter()
+            .map(|k| agent_api::display::line(k.as_str(), 64))
+            .collect();
+        format!(
+            "unknown agent kind `{}`; known: {}",
+            agent_api::display::line(kind, 64),
+            known.join(", ")
+        )
     };
     let kind = AgentKind::new(kind).map_err(|_| unknown())?;
     agent_api_builtin::replayer(&kind).map_err(|_| unknown())

@@ -25,10 +25,19 @@ pub(crate) fn print(agent: Option<&str>, format: CapabilityFormat) -> Result<Exi
         keys.push(backend.extension_keys());
         choices.push((backend.modes(), backend.variants()));
         let caps = gateway.capabilities(&kind).map_err(|e| e.to_string())?;
-        rows.push(MatrixRow { kind: kind.to_string(), capabilities: caps.iter().map(str::to_string).collect() });
+        rows.push(MatrixRow {
+            kind: kind.to_string(),
+            capabilities: caps.iter().map(str::to_string).collect(),
+        });
         let mappings = gateway.option_mappings(&kind).map_err(|e| e.to_string())?;
-        let mappings = mappings.iter().map(|m| (m.capability.to_string(), m.native.to_string())).collect();
-        columns.push(OptionsColumn { kind: kind.to_string(), mappings });
+        let mappings = mappings
+            .iter()
+            .map(|m| (m.capability.to_string(), m.native.to_string()))
+            .collect();
+        columns.push(OptionsColumn {
+            kind: kind.to_string(),
+            mappings,
+        });
     }
     let mut out = Stdout::new();
     match format {
@@ -39,18 +48,32 @@ pub(crate) fn print(agent: Option<&str>, format: CapabilityFormat) -> Result<Exi
             out.write_with(|w| write!(w, "{}", render_options(&columns)));
         }
         CapabilityFormat::Json => {
-            let map: serde_json::Map<String, serde_json::Value> =
-                rows.iter().map(|r| (r.kind.clone(), serde_json::json!(r.capabilities))).collect();
-            out.write_with(|w| writeln!(w, "{}", serde_json::to_string_pretty(&map).map_err(std::io::Error::other)?));
+            let map: serde_json::Map<String, serde_json::Value> = rows
+                .iter()
+                .map(|r| (r.kind.clone(), serde_json::json!(r.capabilities)))
+                .collect();
+            out.write_with(|w| {
+                writeln!(
+                    w,
+                    "{}",
+                    serde_json::to_string_pretty(&map).map_err(std::io::Error::other)?
+                )
+            });
         }
         CapabilityFormat::Table => {
             for ((row, keys), (modes, variants)) in rows.iter().zip(keys).zip(choices) {
                 out.line(&row.kind);
                 for id in &row.capabilities {
-                    out.line(&format!("  {id:<42} {}", describe(id).unwrap_or("(backend-specific)")));
+                    out.line(&format!(
+                        "  {id:<42} {}",
+                        describe(id).unwrap_or("(backend-specific)")
+                    ));
                 }
                 if !keys.is_empty() {
-                    out.line(&format!("  options (--option KEY=VALUE): {}", keys.join(", ")));
+                    out.line(&format!(
+                        "  options (--option KEY=VALUE): {}",
+                        keys.join(", ")
+                    ));
                 }
                 for line in choice_lines(modes, variants) {
                     out.line(&line);
@@ -63,15 +86,30 @@ pub(crate) fn print(agent: Option<&str>, format: CapabilityFormat) -> Result<Exi
 
 /// The lines that list an agent's modes (`--mode`) and variants (`--variant`, per model where
 /// they differ), each with its native form.
-fn choice_lines(modes: &[agent_api::request::ModeInfo], variants: &[agent_api::request::VariantSet]) -> Vec<String> {
+fn choice_lines(
+    modes: &[agent_api::request::ModeInfo],
+    variants: &[agent_api::request::VariantSet],
+) -> Vec<String> {
     let mut lines = Vec::new();
     if !modes.is_empty() {
         lines.push("  modes (--mode M): default, and:".to_string());
-        lines.extend(modes.iter().map(|m| format!("    {:<18} {} ({})", m.id, m.description, m.native)));
+        lines.extend(
+            modes
+                .iter()
+                .map(|m| format!("    {:<18} {} ({})", m.id, m.description, m.native)),
+        );
     }
     for set in variants {
-        let models = if set.models.is_empty() { "any other model".to_string() } else { set.models.join(", ") };
-        lines.push(format!("  variants (--variant V) for {models}: {} ({})", set.values.join(", "), set.native));
+        let models = if set.models.is_empty() {
+            "any other model".to_string()
+        } else {
+            set.models.join(", ")
+        };
+        lines.push(format!(
+            "  variants (--variant V) for {models}: {} ({})",
+            set.values.join(", "),
+            set.native
+        ));
     }
     lines
 }

@@ -24,7 +24,10 @@ pub(crate) async fn chat(options: RunOptions) -> Result<ExitCode, String> {
     let stop = Stop::listen().map_err(|e| format!("cannot listen for signals: {e}"))?;
     let kind = chosen_kind(&options);
     let request = request_of(&options, crate::agents::backend(&kind)?.as_ref())?;
-    let Some(opened) = stop.unless_signalled(gateway().open_session(&parse_kind(&kind)?, request)).await else {
+    let Some(opened) = stop
+        .unless_signalled(gateway().open_session(&parse_kind(&kind)?, request))
+        .await
+    else {
         return Ok(ExitCode::from(SIGNALLED_EXIT));
     };
     let mut session = match opened {
@@ -41,15 +44,25 @@ pub(crate) async fn chat(options: RunOptions) -> Result<ExitCode, String> {
     let mut viewer: Option<Viewer<'_>> = None;
     let mut code = ExitCode::SUCCESS;
     let mut turn = 0;
-    while let Some(line) = input.ask(if terminal { "you> " } else { "" }, &stop.cancel).await {
+    while let Some(line) = input
+        .ask(if terminal { "you> " } else { "" }, &stop.cancel)
+        .await
+    {
         let prompt = line.trim();
         if prompt.is_empty() {
             continue;
         }
         // `/mode M` between turns switches the session's mode where the agent can; a refusal
         // (an unknown mode, an agent that cannot switch) is said and the chat goes on.
-        if let Some(mode) = prompt.strip_prefix("/mode ").map(str::trim).filter(|m| !m.is_empty()) {
-            match session.set_mode(agent_api::request::AgentMode::parse(mode)).await {
+        if let Some(mode) = prompt
+            .strip_prefix("/mode ")
+            .map(str::trim)
+            .filter(|m| !m.is_empty())
+        {
+            match session
+                .set_mode(agent_api::request::AgentMode::parse(mode))
+                .await
+            {
                 Ok(()) => eprintln!("agent-api: mode {}", display::line(mode, 64)),
                 Err(error) => eprintln!("agent-api: {}", display::line(&error.to_string(), 1024)),
             }
@@ -81,12 +94,19 @@ pub(crate) async fn chat(options: RunOptions) -> Result<ExitCode, String> {
         }
     }
     let trailing = session.close().await.unwrap_or_default();
-    let code = if stop.cancel.is_cancelled() { ExitCode::from(SIGNALLED_EXIT) } else { code };
+    let code = if stop.cancel.is_cancelled() {
+        ExitCode::from(SIGNALLED_EXIT)
+    } else {
+        code
+    };
     Ok(match viewer {
         Some(mut viewer) => {
             trailing.iter().for_each(|event| viewer.show(event));
             let turns = viewer.turns.take().unwrap_or_default();
-            eprintln!("agent-api: {kind} chat ended after {} completed turn(s)", turns.completed);
+            eprintln!(
+                "agent-api: {kind} chat ended after {} completed turn(s)",
+                turns.completed
+            );
             if let Some(session) = turns.session {
                 eprintln!("agent-api: session: {session}");
             }

@@ -21,12 +21,19 @@ pub(crate) async fn doctor() -> Result<ExitCode, String> {
                 display::line(cli.version.as_deref().unwrap_or("unknown"), 64),
                 display::line(&cli.binary.to_string_lossy(), 512),
                 cli.found_by,
-                if cli.supported { "supported" } else { "NOT a supported version" }
+                if cli.supported {
+                    "supported"
+                } else {
+                    "NOT a supported version"
+                }
             ),
             None => {
                 let bench = locate_bench(&probe).map(|path| {
                     let path = display::line(&path.to_string_lossy(), 512);
-                    format!("; the test bench's pinned copy is at {path} ({}={path} uses it)", probe.binary_var())
+                    format!(
+                        "; the test bench's pinned copy is at {path} ({}={path} uses it)",
+                        probe.binary_var()
+                    )
                 });
                 format!(
                     "{:<13} not installed (set {} or put `{}` on PATH{})",

@@ -33,7 +33,10 @@ pub(crate) struct Timeout(Option<u64>);
 fn parse_timeout(text: &str) -> Result<Timeout, String> {
     match text.trim() {
         "off" | "none" | "0" => Ok(Timeout(None)),
-        secs => secs.parse().map(|s| Timeout(Some(s))).map_err(|_| format!("expected seconds or `off`, not `{secs}`")),
+        secs => secs
+            .parse()
+            .map(|s| Timeout(Some(s)))
+            .map_err(|_| format!("expected seconds or `off`, not `{secs}`")),
     }
 }
 
@@ -87,12 +90,20 @@ fn parse_session(text: &str) -> Result<SessionRef, String> {
 impl FleetFlags {
     /// The agent of the session to resume or fork, when its handle names one.
     pub(crate) fn session_agent(&self) -> Option<String> {
-        self.resume.as_ref().or(self.fork.as_ref()).and_then(|s| s.agent.as_ref()).map(ToString::to_string)
+        self.resume
+            .as_ref()
+            .or(self.fork.as_ref())
+            .and_then(|s| s.agent.as_ref())
+            .map(ToString::to_string)
     }
 
     /// Flags with `limits` and no session to continue.
     pub(crate) fn with_limits(limits: RunLimits) -> Self {
-        Self { limits, resume: None, fork: None }
+        Self {
+            limits,
+            resume: None,
+            fork: None,
+        }
     }
 
     /// `request` with what these flags set; `one_shot` (`run`, not `chat` or `serve`) gives the
@@ -111,7 +122,10 @@ impl RunLimits {
     /// `request` with these timeouts, home and limits; `one_shot`: see [`FleetFlags::apply`].
     pub(crate) fn apply(&self, mut request: RunRequest, one_shot: bool) -> RunRequest {
         let defaults = |secs| Timeout(one_shot.then_some(secs));
-        if let Timeout(Some(secs)) = self.startup_timeout.unwrap_or(defaults(DEFAULT_STARTUP_SECS)) {
+        if let Timeout(Some(secs)) = self
+            .startup_timeout
+            .unwrap_or(defaults(DEFAULT_STARTUP_SECS))
+        {
             request = request.with_startup_timeout(Duration::from_secs(secs));
         }
         if let Timeout(Some(secs)) = self.idle_timeout.unwrap_or(defaults(DEFAULT_IDLE_SECS)) {
@@ -131,7 +145,9 @@ impl RunLimits {
         }
         request.with_home(match self.home {
             HomeFlag::Inherit => Home::Inherit,
-            HomeFlag::Isolated => Home::Isolated { seed: HomeSeed::Credentials },
+            HomeFlag::Isolated => Home::Isolated {
+                seed: HomeSeed::Credentials,
+            },
             HomeFlag::Hermetic => Home::Hermetic,
         })
     }
@@ -147,19 +163,35 @@ mod tests {
             #[command(flatten)]
             fleet: FleetFlags,
         }
-        <Cli as clap::Parser>::try_parse_from(std::iter::once("x").chain(args.iter().copied())).unwrap().fleet
+        <Cli as clap::Parser>::try_parse_from(std::iter::once("x").chain(args.iter().copied()))
+            .unwrap()
+            .fleet
     }
 
     #[test]
     fn a_one_shot_run_gets_the_default_startup_and_idle_timeouts_unless_told_otherwise() {
         let request = flags(&[]).apply(RunRequest::new("hi"), true);
-        assert_eq!(request.startup_timeout, Some(Duration::from_secs(DEFAULT_STARTUP_SECS)));
-        assert_eq!(request.idle_timeout, Some(Duration::from_secs(DEFAULT_IDLE_SECS)));
-        let request = flags(&["--startup-timeout", "5", "--idle-timeout", "off"]).apply(RunRequest::new("hi"), true);
-        assert_eq!((request.startup_timeout, request.idle_timeout), (Some(Duration::from_secs(5)), None));
+        assert_eq!(
+            request.startup_timeout,
+            Some(Duration::from_secs(DEFAULT_STARTUP_SECS))
+        );
+        assert_eq!(
+            request.idle_timeout,
+            Some(Duration::from_secs(DEFAULT_IDLE_SECS))
+        );
+        let request = flags(&["--startup-timeout", "5", "--idle-timeout", "off"])
+            .apply(RunRequest::new("hi"), true);
+        assert_eq!(
+            (request.startup_timeout, request.idle_timeout),
+            (Some(Duration::from_secs(5)), None)
+        );
         let request = flags(&["--startup-timeout", "0"]).apply(RunRequest::new("hi"), true);
         assert_eq!(request.startup_timeout, None, "0 is off too");
         let chat = flags(&[]).apply(RunRequest::new("hi"), false);
-        assert_eq!((chat.startup_timeout, chat.idle_timeout), (None, None), "a chat waits for its person");
+        assert_eq!(
+            (chat.startup_timeout, chat.idle_timeout),
+            (None, None),
+            "a chat waits for its person"
+        );
     }
 }

@@ -22,7 +22,11 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 #[derive(Parser)]
-#[command(name = "agent-api", version, about = "Drive coding-agent CLIs through one bounded event stream")]
+#[command(
+    name = "agent-api",
+    version,
+    about = "Drive coding-agent CLIs through one bounded event stream"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -76,14 +80,24 @@ impl Format {
     /// `chosen`, else what suits stdout: `pretty` on a terminal, `jsonl` into a pipe or a file.
     fn or_for_stdout(chosen: Option<Format>) -> Format {
         use std::io::IsTerminal;
-        chosen.unwrap_or(if std::io::stdout().is_terminal() { Format::Pretty } else { Format::Jsonl })
+        chosen.unwrap_or(if std::io::stdout().is_terminal() {
+            Format::Pretty
+        } else {
+            Format::Jsonl
+        })
     }
 }
 
 impl OutputFlags {
     /// Options that only show events of `agent` (no request: a replay or a stored session).
     fn viewing(self, agent: String) -> run::RunOptions {
-        let request = RequestFlags { cwd: None, model: None, approve: Approve::None, timeout: None, via: None };
+        let request = RequestFlags {
+            cwd: None,
+            model: None,
+            approve: Approve::None,
+            timeout: None,
+            via: None,
+        };
         let flags = AgentFlags {
             agent: Some(agent),
             output: self,
@@ -94,7 +108,10 @@ impl OutputFlags {
             mode: None,
             fleet: Default::default(),
         };
-        run::RunOptions { answers: false, ..flags.into_options(String::new()) }
+        run::RunOptions {
+            answers: false,
+            ..flags.into_options(String::new())
+        }
     }
 }
 
@@ -152,9 +169,28 @@ struct AgentFlags {
 
 impl AgentFlags {
     fn into_options(self, prompt: impl Into<agent_api::Prompt>) -> run::RunOptions {
-        let AgentFlags { agent, output: OutputFlags { format, view, include_raw }, request, acp_command, options, variant, mode, fleet } =
-            self;
-        let RequestFlags { cwd, model, approve, timeout, via } = request;
+        let AgentFlags {
+            agent,
+            output:
+                OutputFlags {
+                    format,
+                    view,
+                    include_raw,
+                },
+            request,
+            acp_command,
+            options,
+            variant,
+            mode,
+            fleet,
+        } = self;
+        let RequestFlags {
+            cwd,
+            model,
+            approve,
+            timeout,
+            via,
+        } = request;
         let portable = Default::default();
         run::RunOptions {
             agent,
@@ -261,17 +297,37 @@ async fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run(args) => match args.portable.into_options() {
             Ok(portable) => {
-                let RunArgs { flags, image, attach, prompt, .. } = *args;
+                let RunArgs {
+                    flags,
+                    image,
+                    attach,
+                    prompt,
+                    ..
+                } = *args;
                 let mut prompt = agent_api::Prompt::from(prompt);
                 prompt.images = image;
                 prompt.attachments = attach;
-                run::run(run::RunOptions { portable, one_shot: true, ..flags.into_options(prompt) }).await
+                run::run(run::RunOptions {
+                    portable,
+                    one_shot: true,
+                    ..flags.into_options(prompt)
+                })
+                .await
             }
             Err(message) => Err(message),
         },
         Command::Chat { flags } => chat::chat((*flags).into_options(String::new())).await,
-        Command::Replay { agent, output, file } => replay::replay(output.viewing(agent), &file).await,
-        Command::History { agent, cwd, output, session } => history::history(output.viewing(agent), cwd, session).await,
+        Command::Replay {
+            agent,
+            output,
+            file,
+        } => replay::replay(output.viewing(agent), &file).await,
+        Command::History {
+            agent,
+            cwd,
+            output,
+            session,
+        } => history::history(output.viewing(agent), cwd, session).await,
         Command::Capabilities { agent, format } => capabilities::print(agent.as_deref(), format),
         Command::Doctor => doctor::doctor().await,
         Command::Serve(args) => serve::serve(*args).await,

@@ -17,11 +17,17 @@ pub(crate) struct Stdout {
 impl Stdout {
     /// This process's stdout.
     pub(crate) fn new() -> Self {
-        Self { inner: io::stdout(), closed: false }
+        Self {
+            inner: io::stdout(),
+            closed: false,
+        }
     }
 
     /// Runs `write` on the locked stream unless it is closed; false when it is (now or before).
-    pub(crate) fn write_with(&mut self, write: impl FnOnce(&mut io::StdoutLock<'static>) -> io::Result<()>) -> bool {
+    pub(crate) fn write_with(
+        &mut self,
+        write: impl FnOnce(&mut io::StdoutLock<'static>) -> io::Result<()>,
+    ) -> bool {
         if self.closed {
             return false;
         }

@@ -50,7 +50,8 @@ impl PortableFlags {
         options.denied_tools = self.deny_tool;
         options.denied_categories = self.deny_category.into_iter().collect();
         if let Some(path) = &self.mcp_config {
-            options.mcp_servers = mcp_servers(&read_json(path)?).map_err(|e| format!("{}: {e}", path.display()))?;
+            options.mcp_servers =
+                mcp_servers(&read_json(path)?).map_err(|e| format!("{}: {e}", path.display()))?;
         }
         if let Some(path) = &self.json_schema {
             options.output_schema = Some(read_json(path)?);
@@ -61,8 +62,13 @@ impl PortableFlags {
 
 /// A category by its snake_case name, as permission events carry it.
 fn category(name: &str) -> Result<ToolCategory, String> {
-    let names = || agent_api::kit::options::DENIABLE_CATEGORIES.map(|c| c.as_str()).join(", ");
-    serde_json::from_value(Value::String(name.to_string())).map_err(|_| format!("unknown tool category {name:?} (one of {})", names()))
+    let names = || {
+        agent_api::kit::options::DENIABLE_CATEGORIES
+            .map(|c| c.as_str())
+            .join(", ")
+    };
+    serde_json::from_value(Value::String(name.to_string()))
+        .map_err(|_| format!("unknown tool category {name:?} (one of {})", names()))
 }
 
 /// The largest JSON file (`--json-schema`, `--mcp-config`) read.
@@ -70,23 +76,33 @@ const JSON_FILE_CAP: u64 = 16 << 20;
 
 fn read_json(path: &Path) -> Result<Value, String> {
     // A caller's file, but bounded and never waited on: a FIFO or /dev/zero is refused at once.
-    let text = agent_api::kit::files::read_regular(path, JSON_FILE_CAP).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let text = agent_api::kit::files::read_regular(path, JSON_FILE_CAP)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     serde_json::from_slice(&text).map_err(|e| format!("{} is not JSON: {e}", path.display()))
 }
 
 /// The servers of an `{"mcpServers": {…}}` document, the shape Claude Code and Qwen Code read: an
 /// entry with a `url` is streamable HTTP, one with a `command` is stdio.
 fn mcp_servers(document: &Value) -> Result<std::collections::BTreeMap<String, McpServer>, String> {
-    let servers = document.get("mcpServers").and_then(Value::as_object).ok_or("no `mcpServers` object")?;
+    let servers = document
+        .get("mcpServers")
+        .and_then(Value::as_object)
+        .ok_or("no `mcpServers` object")?;
     servers
         .iter()
         .map(|(name, entry)| {
             let mut entry = entry.clone();
             if let Some(object) = entry.as_object_mut() {
-                let kind = if object.contains_key("url") { "http" } else { "stdio" };
+                let kind = if object.contains_key("url") {
+                    "http"
+                } else {
+                    "stdio"
+                };
                 object.insert("type".into(), kind.into());
             }
-            serde_json::from_value(entry).map(|server| (name.clone(), server)).map_err(|e| format!("server `{name}`: {e}"))
+            serde_json::from_value(entry)
+                .map(|server| (name.clone(), server))
+                .map_err(|e| format!("server `{name}`: {e}"))
         })
         .collect()
 }
@@ -106,7 +122,9 @@ mod tests {
         assert!(
             matches!(&servers["files"], McpServer::Stdio { command, args, env } if command == "mcp-files" && args.len() == 2 && env["TOKEN"] == "t")
         );
-        assert!(matches!(&servers["web"], McpServer::Http { url, headers } if url.ends_with("/mcp") && headers.len() == 1));
+        assert!(
+            matches!(&servers["web"], McpServer::Http { url, headers } if url.ends_with("/mcp") && headers.len() == 1)
+        );
         assert!(mcp_servers(&json!({"servers": {}})).is_err());
         assert!(mcp_servers(&json!({"mcpServers": {"x": {"args": []}}})).is_err());
     }

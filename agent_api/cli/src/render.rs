@@ -48,9 +48,15 @@ impl Pretty {
     }
 
     /// Prints one wrapper event; tool events are left to [`Self::tool`], which sees the command.
-    pub(crate) fn wrapper(&mut self, out: &mut impl Write, event: &AgentWrapperEvent) -> io::Result<()> {
+    pub(crate) fn wrapper(
+        &mut self,
+        out: &mut impl Write,
+        event: &AgentWrapperEvent,
+    ) -> io::Result<()> {
         match event.kind {
-            Kind::TextOutput if self.hide_user && event.channel == Some(Channel::User) => return Ok(()),
+            Kind::TextOutput if self.hide_user && event.channel == Some(Channel::User) => {
+                return Ok(())
+            }
             Kind::TextOutput => {
                 let channel = event.channel.clone().unwrap_or(Channel::Assistant);
                 if self.channel.as_ref() != Some(&channel) {
@@ -66,13 +72,38 @@ impl Pretty {
                     }
                     self.channel = Some(channel);
                 }
-                write!(out, "{}", display::text(event.text.as_deref().unwrap_or_default()))?;
+                write!(
+                    out,
+                    "{}",
+                    display::text(event.text.as_deref().unwrap_or_default())
+                )?;
                 self.mid_line = true;
             }
             Kind::ToolCall | Kind::ToolResult => {}
-            Kind::Status => self.line(out, &format!("· {}", display::line(event.message.as_deref().unwrap_or_default(), LINE_MAX)))?,
-            Kind::Error => self.line(out, &format!("✗ {}", display::line(event.message.as_deref().unwrap_or_default(), LINE_MAX)))?,
-            _ => self.line(out, &format!("? {}", display::line(event.message.as_deref().unwrap_or("unclassified event"), LINE_MAX)))?,
+            Kind::Status => self.line(
+                out,
+                &format!(
+                    "· {}",
+                    display::line(event.message.as_deref().unwrap_or_default(), LINE_MAX)
+                ),
+            )?,
+            Kind::Error => self.line(
+                out,
+                &format!(
+                    "✗ {}",
+                    display::line(event.message.as_deref().unwrap_or_default(), LINE_MAX)
+                ),
+            )?,
+            _ => self.line(
+                out,
+                &format!(
+                    "? {}",
+                    display::line(
+                        event.message.as_deref().unwrap_or("unclassified event"),
+                        LINE_MAX
+                    )
+                ),
+            )?,
         }
         out.flush()
     }
@@ -80,7 +111,9 @@ impl Pretty {
     /// Prints a finished tool call with what it acts on, and a finished tool result with its
     /// exit code and output size.
     pub(crate) fn tool(&mut self, out: &mut impl Write, event: &UniversalEvent) -> io::Result<()> {
-        let UniversalEventBody::ItemCompleted(data) = &event.body else { return Ok(()) };
+        let UniversalEventBody::ItemCompleted(data) = &event.body else {
+            return Ok(());
+        };
         let item = &data.item;
         match item.kind {
             ItemKind::ToolCall => self.line(out, &tool_call_line(item))?,
@@ -91,30 +124,70 @@ impl Pretty {
     }
 
     /// Prints the answer given to a permission request.
-    pub(crate) fn permission_resolved(&mut self, out: &mut impl Write, event: &UniversalEvent) -> io::Result<()> {
-        let UniversalEventBody::PermissionResolved(p) = &event.body else { return Ok(()) };
-        self.line(out, &format!("⚿ permission {}: {}", name_of(&p.status), display::line(&p.action, LINE_MAX)))?;
+    pub(crate) fn permission_resolved(
+        &mut self,
+        out: &mut impl Write,
+        event: &UniversalEvent,
+    ) -> io::Result<()> {
+        let UniversalEventBody::PermissionResolved(p) = &event.body else {
+            return Ok(());
+        };
+        self.line(
+            out,
+            &format!(
+                "⚿ permission {}: {}",
+                name_of(&p.status),
+                display::line(&p.action, LINE_MAX)
+            ),
+        )?;
         out.flush()
     }
 
     /// Prints one universal event as a one-line summary.
-    pub(crate) fn universal(&mut self, out: &mut impl Write, event: &UniversalEvent) -> io::Result<()> {
+    pub(crate) fn universal(
+        &mut self,
+        out: &mut impl Write,
+        event: &UniversalEvent,
+    ) -> io::Result<()> {
         let detail = match &event.body {
             UniversalEventBody::ItemDelta(d) => display::line(&d.delta, LINE_MAX),
             UniversalEventBody::ItemStarted(d) | UniversalEventBody::ItemCompleted(d) => {
-                format!("{} {} {}", display::line(&d.item.item_id, 64), name_of(&d.item.kind), name_of(&d.item.status))
+                format!(
+                    "{} {} {}",
+                    display::line(&d.item.item_id, 64),
+                    name_of(&d.item.kind),
+                    name_of(&d.item.status)
+                )
             }
             UniversalEventBody::Error(e) => display::line(&e.message, LINE_MAX),
-            UniversalEventBody::PermissionRequested(p) | UniversalEventBody::PermissionResolved(p) => {
-                format!("{} {} {}", display::line(&p.permission_id, 64), name_of(&p.status), display::line(&p.action, LINE_MAX))
+            UniversalEventBody::PermissionRequested(p)
+            | UniversalEventBody::PermissionResolved(p) => {
+                format!(
+                    "{} {} {}",
+                    display::line(&p.permission_id, 64),
+                    name_of(&p.status),
+                    display::line(&p.action, LINE_MAX)
+                )
             }
             UniversalEventBody::QuestionRequested(q) | UniversalEventBody::QuestionResolved(q) => {
-                format!("{} {} {}", display::line(&q.question_id, 64), name_of(&q.status), display::line(&q.prompt, LINE_MAX))
+                format!(
+                    "{} {} {}",
+                    display::line(&q.question_id, 64),
+                    name_of(&q.status),
+                    display::line(&q.prompt, LINE_MAX)
+                )
             }
             _ => String::new(),
         };
         let source = if event.synthetic { "daemon" } else { "agent" };
-        self.line(out, &format!("#{:<4} {:<20} {source:<6} {detail}", event.sequence, event.type_name()))?;
+        self.line(
+            out,
+            &format!(
+                "#{:<4} {:<20} {source:<6} {detail}",
+                event.sequence,
+                event.type_name()
+            ),
+        )?;
         out.flush()
     }
 }
@@ -125,11 +198,17 @@ pub(crate) fn tool_call_line(item: &UniversalItem) -> String {
         .content
         .iter()
         .find_map(|part| match part {
-            ContentPart::ToolCall { name, arguments, .. } => Some((name.as_str(), arguments.as_str())),
+            ContentPart::ToolCall {
+                name, arguments, ..
+            } => Some((name.as_str(), arguments.as_str())),
             _ => None,
         })
         .unwrap_or(("tool", ""));
-    let name = item.tool.as_ref().and_then(|t| t.tool_name.as_deref()).unwrap_or(name);
+    let name = item
+        .tool
+        .as_ref()
+        .and_then(|t| t.tool_name.as_deref())
+        .unwrap_or(name);
     let file = item.content.iter().find_map(|part| match part {
         ContentPart::FileRef { path, action, .. } => Some(format!("{} {path}", name_of(action))),
         _ => None,
@@ -137,8 +216,15 @@ pub(crate) fn tool_call_line(item: &UniversalItem) -> String {
     // The typed command every backend sets comes first: argument shapes differ per backend.
     let meta = item.tool.as_ref();
     let command = meta.and_then(|t| t.command.clone());
-    let target = command.or(file).or_else(|| target_of(arguments)).unwrap_or_default();
-    let line = format!("⚙ {}: {}", display::line(name, 64), display::line(&target, LINE_MAX));
+    let target = command
+        .or(file)
+        .or_else(|| target_of(arguments))
+        .unwrap_or_default();
+    let line = format!(
+        "⚙ {}: {}",
+        display::line(name, 64),
+        display::line(&target, LINE_MAX)
+    );
     match meta.and_then(|t| t.cwd.as_deref()) {
         Some(cwd) => format!("{line} (in {})", display::line(cwd, LINE_MAX)),
         None => line,
@@ -148,10 +234,27 @@ pub(crate) fn tool_call_line(item: &UniversalItem) -> String {
 /// The command, path or query in a tool call's JSON arguments, else the arguments themselves.
 fn target_of(arguments: &str) -> Option<String> {
     let parsed: Value = serde_json::from_str(arguments).ok()?;
-    let field = ["command", "cmd", "file_path", "path", "notebook_path", "url", "pattern", "query"].iter().find_map(|k| parsed.get(*k));
+    let field = [
+        "command",
+        "cmd",
+        "file_path",
+        "path",
+        "notebook_path",
+        "url",
+        "pattern",
+        "query",
+    ]
+    .iter()
+    .find_map(|k| parsed.get(*k));
     match field {
         Some(Value::String(s)) => Some(s.clone()),
-        Some(Value::Array(parts)) => Some(parts.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(" ")),
+        Some(Value::Array(parts)) => Some(
+            parts
+                .iter()
+                .filter_map(Value::as_str)
+                .collect::<Vec<_>>()
+                .join(" "),
+        ),
         _ if parsed.as_object().is_some_and(|o| o.is_empty()) => None,
         _ => Some(parsed.to_string()),
     }
@@ -164,7 +267,11 @@ pub(crate) fn tool_result_line(item: &UniversalItem) -> String {
         if let Some(code) = meta.exit_code {
             parts.push(format!("exit {code}"));
         }
-        let bytes = meta.bytes.stdout.saturating_add(meta.bytes.stderr).saturating_add(meta.bytes.result);
+        let bytes = meta
+            .bytes
+            .stdout
+            .saturating_add(meta.bytes.stderr)
+            .saturating_add(meta.bytes.result);
         parts.push(format!("{bytes} bytes of output"));
         if meta.bytes.diff > 0 {
             parts.push(format!("{} bytes of diff", meta.bytes.diff));
@@ -185,9 +292,17 @@ pub(crate) fn usage_line(usage: &Usage) -> String {
     if let Some(n) = usage.output_tokens {
         parts.push(format!("{n} out"));
     }
-    let mut line = if parts.is_empty() { String::new() } else { format!("tokens: {}", parts.join(", ")) };
+    let mut line = if parts.is_empty() {
+        String::new()
+    } else {
+        format!("tokens: {}", parts.join(", "))
+    };
     if let Some(cost) = usage.cost_usd {
-        line.push_str(&format!("{}cost {}", if line.is_empty() { "" } else { ", " }, display::usd(cost)));
+        line.push_str(&format!(
+            "{}cost {}",
+            if line.is_empty() { "" } else { ", " },
+            display::usd(cost)
+        ));
     }
     line
 }
@@ -216,7 +331,11 @@ mod tests {
     #[test]
     fn tool_lines_show_the_command_inert() {
         let mut transcript = agent_api::kit::transcript::Transcript::new("s".into(), false);
-        let id = transcript.start_item(NewItem::tool_call("Bash", r#"{"command":"ls -la\u001b[2J"}"#, "c1"));
+        let id = transcript.start_item(NewItem::tool_call(
+            "Bash",
+            r#"{"command":"ls -la\u001b[2J"}"#,
+            "c1",
+        ));
         transcript.complete_item(&id);
         let events: Vec<_> = transcript.drain().collect();
         let item = events
@@ -232,9 +351,11 @@ mod tests {
     #[test]
     fn tool_lines_show_the_typed_command_and_cwd_whatever_the_arguments() {
         // ACP arguments carry a title, not the command: the typed field is what names it.
-        let meta = agent_api::universal::ToolMeta::default().with_shell_fields(&serde_json::json!({"command": "cargo test", "cwd": "/w"}));
+        let meta = agent_api::universal::ToolMeta::default()
+            .with_shell_fields(&serde_json::json!({"command": "cargo test", "cwd": "/w"}));
         let mut transcript = agent_api::kit::transcript::Transcript::new("s".into(), false);
-        let id = transcript.start_item(NewItem::tool_call("execute", r#"{"title":"Run tests"}"#, "c1").tool(meta));
+        let id = transcript
+            .start_item(NewItem::tool_call("execute", r#"{"title":"Run tests"}"#, "c1").tool(meta));
         let item = transcript.open_item(&id).unwrap().clone();
         assert_eq!(tool_call_line(&item), "⚙ execute: cargo test (in /w)");
     }

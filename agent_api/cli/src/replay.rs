@@ -17,11 +17,30 @@ pub(crate) async fn replay(options: RunOptions, file: &Path) -> Result<ExitCode,
     let backend = replayer(&kind)?;
     let include_raw = options.include_raw;
     let handle = if file == Path::new("-") {
-        replay_recording(backend.as_ref(), tokio::io::stdin(), ReplayOptions::default().include_raw(include_raw)).await
+        replay_recording(
+            backend.as_ref(),
+            tokio::io::stdin(),
+            ReplayOptions::default().include_raw(include_raw),
+        )
+        .await
     } else {
-        let reader = tokio::fs::File::open(file).await.map_err(|e| format!("cannot read {}: {e}", file.display()))?;
-        replay_recording(backend.as_ref(), reader, ReplayOptions::beside(file).include_raw(include_raw)).await
+        let reader = tokio::fs::File::open(file)
+            .await
+            .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+        replay_recording(
+            backend.as_ref(),
+            reader,
+            ReplayOptions::beside(file).include_raw(include_raw),
+        )
+        .await
     }
     .map_err(|e| e.to_string())?;
-    Ok(show_run(&options, handle, &format!("replayed {kind} run"), &stop, None).await)
+    Ok(show_run(
+        &options,
+        handle,
+        &format!("replayed {kind} run"),
+        &stop,
+        None,
+    )
+    .await)
 }

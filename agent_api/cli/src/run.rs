@@ -13,7 +13,9 @@ use agent_api::display;
 use agent_api::kit::projection::Projector;
 use agent_api::universal::{ItemKind, UniversalEventBody};
 use agent_api::UniversalEvent;
-use agent_api::{PermissionDecision, PermissionPolicy, QuestionAnswer, RunControl, RunHandle, RunRequest};
+use agent_api::{
+    PermissionDecision, PermissionPolicy, QuestionAnswer, RunControl, RunHandle, RunRequest,
+};
 use futures::StreamExt;
 
 use crate::agents::{default_kind, gateway, parse_kind};
@@ -64,7 +66,8 @@ pub(crate) struct Argv(pub Vec<String>);
 
 /// Splits `line` into arguments with POSIX shell quoting rules (no shell runs it).
 pub(crate) fn parse_argv(line: &str) -> Result<Argv, String> {
-    let argv = shlex::split(line).ok_or("cannot split the command line: unbalanced quotes or a trailing backslash")?;
+    let argv = shlex::split(line)
+        .ok_or("cannot split the command line: unbalanced quotes or a trailing backslash")?;
     if argv.is_empty() {
         return Err("the command line is empty".into());
     }
@@ -74,7 +77,9 @@ pub(crate) fn parse_argv(line: &str) -> Result<Argv, String> {
 /// Splits `KEY=VALUE` at its first `=` (`--option`).
 pub(crate) fn parse_option(text: &str) -> Result<(String, String), String> {
     match text.split_once('=') {
-        Some((key, value)) if !key.trim().is_empty() => Ok((key.trim().to_string(), value.to_string())),
+        Some((key, value)) if !key.trim().is_empty() => {
+            Ok((key.trim().to_string(), value.to_string()))
+        }
         _ => Err("expected KEY=VALUE, e.g. backend.scripted.scenario=tour".into()),
     }
 }
@@ -82,11 +87,20 @@ pub(crate) fn parse_option(text: &str) -> Result<(String, String), String> {
 /// The request `options` describe for `backend`: its `--option`s typed by the backend's own
 /// options struct (a short `field` key is the backend's `backend.<kind>.field`); a key it does not
 /// have, or a value that does not fit, is refused with the keys it has.
-pub(crate) fn request_of(options: &RunOptions, backend: &dyn agent_api::AgentBackend) -> Result<RunRequest, String> {
+pub(crate) fn request_of(
+    options: &RunOptions,
+    backend: &dyn agent_api::AgentBackend,
+) -> Result<RunRequest, String> {
     let mut request = base_request(options);
     for (key, text) in &options.options {
-        let key = if key.contains('.') { key.clone() } else { format!("backend.{}.{key}", backend.kind()) };
-        let value = backend.option_value(&key, text).map_err(|e| display::line(&e.to_string(), 2048))?;
+        let key = if key.contains('.') {
+            key.clone()
+        } else {
+            format!("backend.{}.{key}", backend.kind())
+        };
+        let value = backend
+            .option_value(&key, text)
+            .map_err(|e| display::line(&e.to_string(), 2048))?;
         request = request.with_extension(key, value);
     }
     Ok(request)
@@ -124,13 +138,18 @@ pub(crate) fn base_request(options: &RunOptions) -> RunRequest {
     }
     if let Some(Argv(argv)) = &options.acp_command {
         // Another kind refuses the option's key (`backend.acp.command`) with a typed error.
-        request = request.with_options(&agent_api_acp::AcpOptions::default().command(argv.iter().cloned()));
+        request = request
+            .with_options(&agent_api_acp::AcpOptions::default().command(argv.iter().cloned()));
     }
     request
 }
 
 pub(crate) fn chosen_kind(options: &RunOptions) -> String {
-    if let Some(kind) = options.agent.clone().or_else(|| options.fleet.session_agent()) {
+    if let Some(kind) = options
+        .agent
+        .clone()
+        .or_else(|| options.fleet.session_agent())
+    {
         return kind;
     }
     if options.acp_command.is_some() {
@@ -138,8 +157,13 @@ pub(crate) fn chosen_kind(options: &RunOptions) -> String {
     }
     let (kind, path) = default_kind();
     match path {
-        Some(path) => eprintln!("agent-api: using {kind} ({}); pass --agent to choose", display::line(&path.to_string_lossy(), 512)),
-        None => eprintln!("agent-api: no supported agent CLI is installed; using the built-in scripted agent"),
+        Some(path) => eprintln!(
+            "agent-api: using {kind} ({}); pass --agent to choose",
+            display::line(&path.to_string_lossy(), 512)
+        ),
+        None => eprintln!(
+            "agent-api: no supported agent CLI is installed; using the built-in scripted agent"
+        ),
     }
     kind
 }
@@ -150,7 +174,10 @@ pub(crate) async fn run(options: RunOptions) -> Result<ExitCode, String> {
     let stop = Stop::listen().map_err(|e| format!("cannot listen for signals: {e}"))?;
     let kind = chosen_kind(&options);
     let request = request_of(&options, crate::agents::backend(&kind)?.as_ref())?;
-    let Some(started) = stop.unless_signalled(gateway().run(&parse_kind(&kind)?, request)).await else {
+    let Some(started) = stop
+        .unless_signalled(gateway().run(&parse_kind(&kind)?, request))
+        .await
+    else {
         return Ok(ExitCode::from(SIGNALLED_EXIT));
     };
     let handle = match started {
@@ -162,15 +189,34 @@ pub(crate) async fn run(options: RunOptions) -> Result<ExitCode, String> {
     };
     let interactive = options.format == Format::Pretty && std::io::stdin().is_terminal();
     let stdin = interactive.then(Stdin::start);
-    Ok(show_run(&options, handle, &format!("{kind} run"), &stop, stdin.as_ref()).await)
+    Ok(show_run(
+        &options,
+        handle,
+        &format!("{kind} run"),
+        &stop,
+        stdin.as_ref(),
+    )
+    .await)
 }
 
 /// Shows `handle`'s events as `options` say, answering with `stdin` when given, and returns the
 /// exit status `run` documents (0, 1, 130 or 141).
-pub(crate) async fn show_run(options: &RunOptions, handle: RunHandle, what: &str, stop: &Stop, stdin: Option<&Stdin>) -> ExitCode {
+pub(crate) async fn show_run(
+    options: &RunOptions,
+    handle: RunHandle,
+    what: &str,
+    stop: &Stop,
+    stdin: Option<&Stdin>,
+) -> ExitCode {
     let mut viewer = Viewer::new(options, stdin, stop, &handle);
-    let Some(code) = viewer.follow(handle, what).await else { return ExitCode::from(SIGNALLED_EXIT) };
-    let code = if stop.cancel.is_cancelled() { ExitCode::from(SIGNALLED_EXIT) } else { code };
+    let Some(code) = viewer.follow(handle, what).await else {
+        return ExitCode::from(SIGNALLED_EXIT);
+    };
+    let code = if stop.cancel.is_cancelled() {
+        ExitCode::from(SIGNALLED_EXIT)
+    } else {
+        code
+    };
     finish(viewer.out, code)
 }
 
@@ -211,7 +257,12 @@ pub(crate) struct Turns {
 
 impl<'a> Viewer<'a> {
     /// A viewer for `handle` and the runs or turns after it; `stdin` answers requests when given.
-    pub(crate) fn new(options: &'a RunOptions, stdin: Option<&'a Stdin>, stop: &Stop, handle: &RunHandle) -> Self {
+    pub(crate) fn new(
+        options: &'a RunOptions,
+        stdin: Option<&'a Stdin>,
+        stop: &Stop,
+        handle: &RunHandle,
+    ) -> Self {
         Self {
             options,
             out: Stdout::new(),
@@ -261,14 +312,30 @@ impl<'a> Viewer<'a> {
                 // One line to resume with (`agent-api run --resume '<json>' ...`), for a live run
                 // whose session outlives this process (the scripted agent's live in it only).
                 let resumable = self.options.answers && kind.as_str() != "scripted";
-                let session = done.session.as_ref().filter(|_| resumable).map(|s| display::line(&s.to_json(), 4096));
+                let session = done
+                    .session
+                    .as_ref()
+                    .filter(|_| resumable)
+                    .map(|s| display::line(&s.to_json(), 4096));
                 if let Some(turns) = &mut self.turns {
                     turns.completed += 1;
                     turns.session = session.or(turns.session.take());
                 } else {
-                    let session_id = display::line(done.native_session_id.as_deref().unwrap_or("none"), 128);
-                    let usage = done.usage.as_ref().map(usage_line).filter(|u| !u.is_empty()).map(|u| format!("; {u}")).unwrap_or_default();
-                    let via = done.launcher.as_deref().filter(|l| *l != "local").map(|l| format!("; via {l}")).unwrap_or_default();
+                    let session_id =
+                        display::line(done.native_session_id.as_deref().unwrap_or("none"), 128);
+                    let usage = done
+                        .usage
+                        .as_ref()
+                        .map(usage_line)
+                        .filter(|u| !u.is_empty())
+                        .map(|u| format!("; {u}"))
+                        .unwrap_or_default();
+                    let via = done
+                        .launcher
+                        .as_deref()
+                        .filter(|l| *l != "local")
+                        .map(|l| format!("; via {l}"))
+                        .unwrap_or_default();
                     eprintln!("agent-api: {what} completed (session {session_id}{usage}{via})");
                     if let Some(session) = session {
                         eprintln!("agent-api: session: {session}");
@@ -282,7 +349,10 @@ impl<'a> Viewer<'a> {
                 ExitCode::SUCCESS
             }
             Err(error) => {
-                eprintln!("agent-api: {what} failed: {}", display::line(&error.to_string(), 1024));
+                eprintln!(
+                    "agent-api: {what} failed: {}",
+                    display::line(&error.to_string(), 1024)
+                );
                 // Why it died, in its own words: its last stderr lines (bounded, secrets masked).
                 if let agent_api::AgentError::ProcessExited { stderr, .. } = &error {
                     for line in stderr {
@@ -334,20 +404,36 @@ impl<'a> Viewer<'a> {
             // With --approve all or none the request's policy decides in the backend.
             UniversalEventBody::PermissionRequested(p) if self.options.approve == Approve::Ask => {
                 let decision = match &self.stdin {
-                    Some(stdin) => match stdin.ask(&permission_prompt(p), &self.stop.cancel).await {
-                        Some(answer) if answer.trim().eq_ignore_ascii_case("y") => PermissionDecision::Allow,
-                        Some(_) => PermissionDecision::Deny { message: Some("denied at the terminal".into()) },
-                        None if self.stop.cancel.is_cancelled() => {
-                            PermissionDecision::Deny { message: Some("the run was cancelled".into()) }
+                    Some(stdin) => {
+                        match stdin.ask(&permission_prompt(p), &self.stop.cancel).await {
+                            Some(answer) if answer.trim().eq_ignore_ascii_case("y") => {
+                                PermissionDecision::Allow
+                            }
+                            Some(_) => PermissionDecision::Deny {
+                                message: Some("denied at the terminal".into()),
+                            },
+                            None if self.stop.cancel.is_cancelled() => PermissionDecision::Deny {
+                                message: Some("the run was cancelled".into()),
+                            },
+                            None => PermissionDecision::Deny {
+                                message: Some("no answer at the terminal".into()),
+                            },
                         }
-                        None => PermissionDecision::Deny { message: Some("no answer at the terminal".into()) },
-                    },
+                    }
                     None => {
-                        eprintln!("agent-api: no terminal to ask; denying {}", permission_summary(p));
-                        PermissionDecision::Deny { message: Some("no terminal to ask".into()) }
+                        eprintln!(
+                            "agent-api: no terminal to ask; denying {}",
+                            permission_summary(p)
+                        );
+                        PermissionDecision::Deny {
+                            message: Some("no terminal to ask".into()),
+                        }
                     }
                 };
-                let _ = self.control.respond_permission(&p.permission_id, decision).await;
+                let _ = self
+                    .control
+                    .respond_permission(&p.permission_id, decision)
+                    .await;
             }
             UniversalEventBody::QuestionRequested(q) => {
                 let answer = match &self.stdin {
@@ -357,7 +443,10 @@ impl<'a> Viewer<'a> {
                     },
                     // As a permission without a terminal is denied: the agent hears no, and goes on.
                     None => {
-                        eprintln!("agent-api: no terminal to ask; declining the question {}", display::line(&q.prompt, 300));
+                        eprintln!(
+                            "agent-api: no terminal to ask; declining the question {}",
+                            display::line(&q.prompt, 300)
+                        );
                         QuestionAnswer::Reject
                     }
                 };

@@ -66,16 +66,23 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<ExitCode, String> {
         (Some(token), _) if token.trim().is_empty() => return Err("--token is empty".into()),
         (Some(token), _) => Some(token.clone()),
         (None, true) if is_loopback(&args.host) => None,
-        (None, true) => return Err(format!("--no-token needs a loopback --host, not {}", agent_api::display::line(&args.host, 128))),
+        (None, true) => {
+            return Err(format!(
+                "--no-token needs a loopback --host, not {}",
+                agent_api::display::line(&args.host, 128)
+            ))
+        }
         (None, false) => {
-            let token = ServerConfig::random_token().map_err(|e| format!("cannot make a random token: {e}"))?;
+            let token = ServerConfig::random_token()
+                .map_err(|e| format!("cannot make a random token: {e}"))?;
             eprintln!("agent-api: token: {token}");
             Some(token)
         }
     };
     let store = match &args.store {
         Some(url) => StoreUrl::parse(url).map_err(|e| e.to_string())?,
-        None => StoreUrl::default_sqlite().ok_or("no user data directory for the store: pass --store sqlite:PATH")?,
+        None => StoreUrl::default_sqlite()
+            .ok_or("no user data directory for the store: pass --store sqlite:PATH")?,
     };
     let mut config = ServerConfig::default().with_max_body_bytes(args.max_body);
     let token_for_page = token.clone();
@@ -113,7 +120,12 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<ExitCode, String> {
         .with_probes(agent_api_builtin::probes().to_vec());
     let host: IpAddr = match args.host.as_str() {
         "localhost" => IpAddr::from([127, 0, 0, 1]),
-        host => host.parse().map_err(|_| format!("--host {}: not an IP address", agent_api::display::line(host, 128)))?,
+        host => host.parse().map_err(|_| {
+            format!(
+                "--host {}: not an IP address",
+                agent_api::display::line(host, 128)
+            )
+        })?,
     };
     let listener = tokio::net::TcpListener::bind(SocketAddr::new(host, args.port))
         .await
@@ -126,9 +138,12 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<ExitCode, String> {
     if args.open {
         open_in_browser(&page);
     }
-    let stop = crate::signals::Stop::listen().map_err(|e| format!("cannot listen for signals: {e}"))?;
+    let stop =
+        crate::signals::Stop::listen().map_err(|e| format!("cannot listen for signals: {e}"))?;
     let shutdown = async move { stop.cancel.cancelled().await };
-    agent_api_server::serve(listener, server, shutdown).await.map_err(|e| format!("the server failed: {e}"))?;
+    agent_api_server::serve(listener, server, shutdown)
+        .await
+        .map_err(|e| format!("the server failed: {e}"))?;
     eprintln!("agent-api: stopped");
     Ok(ExitCode::SUCCESS)
 }
@@ -154,7 +169,9 @@ fn fragment_escaped(token: &str) -> String {
     token
         .bytes()
         .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => char::from(b).to_string(),
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                char::from(b).to_string()
+            }
             other => format!("%{other:02X}"),
         })
         .collect()
@@ -175,7 +192,9 @@ fn open_in_browser(url: &str) {
     match opened {
         // Reaped on a thread of its own: xdg-open returns once the browser has the page.
         Ok(mut child) => drop(std::thread::spawn(move || child.wait())),
-        Err(error) => eprintln!("agent-api: cannot run xdg-open ({error}): open the address above in a browser"),
+        Err(error) => eprintln!(
+            "agent-api: cannot run xdg-open ({error}): open the address above in a browser"
+        ),
     }
 }
 
@@ -186,8 +205,17 @@ mod tests {
     #[test]
     fn the_inspector_url_carries_the_token_in_its_fragment_only_when_asked() {
         let address: SocketAddr = "0.0.0.0:2468".parse().unwrap();
-        assert_eq!(inspector_url(address, Some("t0k"), false), "http://127.0.0.1:2468/ui/");
-        assert_eq!(inspector_url(address, Some("a b&c#"), true), "http://127.0.0.1:2468/ui/#token=a%20b%26c%23");
-        assert_eq!(inspector_url("[::1]:9".parse().unwrap(), None, true), "http://[::1]:9/ui/");
+        assert_eq!(
+            inspector_url(address, Some("t0k"), false),
+            "http://127.0.0.1:2468/ui/"
+        );
+        assert_eq!(
+            inspector_url(address, Some("a b&c#"), true),
+            "http://127.0.0.1:2468/ui/#token=a%20b%26c%23"
+        );
+        assert_eq!(
+            inspector_url("[::1]:9".parse().unwrap(), None, true),
+            "http://[::1]:9/ui/"
+        );
     }
 }

@@ -19,7 +19,11 @@ impl Stop {
     /// and leaving the agent running) is replaced from now on.
     pub(crate) fn listen() -> std::io::Result<Self> {
         let stop = Self::default();
-        for kind in [SignalKind::interrupt(), SignalKind::terminate(), SignalKind::hangup()] {
+        for kind in [
+            SignalKind::interrupt(),
+            SignalKind::terminate(),
+            SignalKind::hangup(),
+        ] {
             let mut stream = signal(kind)?;
             let state = stop.clone();
             tokio::spawn(async move {
@@ -34,7 +38,10 @@ impl Stop {
     /// `start`'s output, or `None` when a signal comes first: nothing that starts a run (a spawn,
     /// a handshake) can keep a signal from ending the program. Dropping `start` stops whatever it
     /// began.
-    pub(crate) async fn unless_signalled<T>(&self, start: impl std::future::Future<Output = T>) -> Option<T> {
+    pub(crate) async fn unless_signalled<T>(
+        &self,
+        start: impl std::future::Future<Output = T>,
+    ) -> Option<T> {
         tokio::select! {
             biased;
             _ = self.cancel.cancelled() => None,

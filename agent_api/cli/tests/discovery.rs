@@ -17,7 +17,11 @@ fn fake_cli(dir: &Path, name: &str, version: &str) -> std::path::PathBuf {
 
 #[tokio::test]
 async fn doctor_run_and_the_library_find_the_same_agents() {
-    let (path_dir, elsewhere, bench) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (path_dir, elsewhere, bench) = (
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+    );
     fake_cli(path_dir.path(), "codex", "codex-cli 0.1.0");
     fake_cli(path_dir.path(), "opencode", "1.2.3");
     let gemini = fake_cli(elsewhere.path(), "gemini-dev", "0.61.0");
@@ -33,7 +37,11 @@ async fn doctor_run_and_the_library_find_the_same_agents() {
     ];
     let agent_api = |args: &[&str]| {
         let mut command = Command::new(env!("CARGO_BIN_EXE_agent-api"));
-        command.args(args).envs(env).env_remove("AGENT_API_CLAUDE_CODE_BIN").env_remove("AGENT_API_CODEX_BIN");
+        command
+            .args(args)
+            .envs(env)
+            .env_remove("AGENT_API_CLAUDE_CODE_BIN")
+            .env_remove("AGENT_API_CODEX_BIN");
         command.output().unwrap()
     };
     for (key, value) in env {
@@ -45,11 +53,24 @@ async fn doctor_run_and_the_library_find_the_same_agents() {
 
     let found = agent_api_builtin::discover().await;
     let kinds: Vec<String> = found.iter().map(|f| f.kind.to_string()).collect();
-    assert_eq!(kinds, ["codex", "opencode", "gemini"], "in the order run prefers them: {found:?}");
+    assert_eq!(
+        kinds,
+        ["codex", "opencode", "gemini"],
+        "in the order run prefers them: {found:?}"
+    );
     assert_eq!(found[2].binary, gemini, "the variable's binary");
-    assert!(matches!(&found[2].found_by, agent_api::kit::detect::FoundBy::EnvVar(v) if v == "AGENT_API_GEMINI_BIN"), "{found:?}");
-    assert!(matches!(found[0].found_by, agent_api::kit::detect::FoundBy::Path), "{found:?}");
-    assert_eq!((found[0].version.as_deref(), found[2].supported), (Some("0.1.0"), true));
+    assert!(
+        matches!(&found[2].found_by, agent_api::kit::detect::FoundBy::EnvVar(v) if v == "AGENT_API_GEMINI_BIN"),
+        "{found:?}"
+    );
+    assert!(
+        matches!(found[0].found_by, agent_api::kit::detect::FoundBy::Path),
+        "{found:?}"
+    );
+    assert_eq!(
+        (found[0].version.as_deref(), found[2].supported),
+        (Some("0.1.0"), true)
+    );
 
     let doctor = String::from_utf8_lossy(&agent_api(&["doctor"]).stdout).into_owned();
     let rows: Vec<&str> = doctor.lines().collect();
@@ -58,13 +79,38 @@ async fn doctor_run_and_the_library_find_the_same_agents() {
         .filter(|r| r.contains(" installed ") && !r.contains("not installed"))
         .map(|r| r.split_whitespace().next().unwrap())
         .collect();
-    assert_eq!(installed, kinds, "doctor lists what the library finds:\n{doctor}");
-    for kind in ["scripted", "claude_code", "codex", "opencode", "gemini", "qwen", "amp"] {
-        assert_eq!(rows.iter().filter(|r| r.split_whitespace().next() == Some(kind)).count(), 1, "one row per agent:\n{doctor}");
+    assert_eq!(
+        installed, kinds,
+        "doctor lists what the library finds:\n{doctor}"
+    );
+    for kind in [
+        "scripted",
+        "claude_code",
+        "codex",
+        "opencode",
+        "gemini",
+        "qwen",
+        "amp",
+    ] {
+        assert_eq!(
+            rows.iter()
+                .filter(|r| r.split_whitespace().next() == Some(kind))
+                .count(),
+            1,
+            "one row per agent:\n{doctor}"
+        );
     }
-    assert!(rows.iter().any(|r| r.starts_with("claude_code") && r.contains("not installed") && r.contains("test bench")), "{doctor}");
+    assert!(
+        rows.iter().any(|r| r.starts_with("claude_code")
+            && r.contains("not installed")
+            && r.contains("test bench")),
+        "{doctor}"
+    );
 
     let run = agent_api(&["run", "--timeout", "5", "hi"]);
     let stderr = String::from_utf8_lossy(&run.stderr);
-    assert!(stderr.contains("agent-api: using codex ("), "run picks the first the library lists: {stderr}");
+    assert!(
+        stderr.contains("agent-api: using codex ("),
+        "run picks the first the library lists: {stderr}"
+    );
 }

@@ -18,7 +18,16 @@ use support::Terminal;
 /// `agent-api run --agent claude_code` for the sandbox's CLI, with only the sandbox's environment.
 fn agent_api(sandbox: &Sandbox, approve: &str) -> Command {
     let mut command = cli(sandbox);
-    command.args(["run", "--agent", "claude_code", "--approve", approve, "--timeout", "120", "go"]);
+    command.args([
+        "run",
+        "--agent",
+        "claude_code",
+        "--approve",
+        approve,
+        "--timeout",
+        "120",
+        "go",
+    ]);
     command
 }
 
@@ -40,7 +49,10 @@ fn processes_in(dir: &Path) -> Vec<String> {
         .unwrap()
         .flatten()
         .filter(|e| std::fs::read_link(e.path().join("cwd")).is_ok_and(|c| c.starts_with(dir)))
-        .map(|e| String::from_utf8_lossy(&std::fs::read(e.path().join("cmdline")).unwrap_or_default()).replace('\0', " "))
+        .map(|e| {
+            String::from_utf8_lossy(&std::fs::read(e.path().join("cmdline")).unwrap_or_default())
+                .replace('\0', " ")
+        })
         .collect()
 }
 
@@ -62,12 +74,25 @@ async fn e2e_the_permission_prompt_shows_the_real_command_and_no_denies() {
     let mut terminal = Terminal::start(agent_api(&sandbox, "ask"));
     let rows = tokio::task::block_in_place(|| terminal.wait_for("[y/N]", Duration::from_secs(90)));
     let shown: Vec<&String> = rows.iter().filter(|r| !r.is_empty()).collect();
-    assert_eq!(shown.last().map(|r| r.as_str()), Some("Allow Bash? [y/N]"), "{}", rows.join("\n"));
-    assert!(rows.iter().any(|r| r == "  command: echo hi > out.txt && cat out.txt"), "{}", rows.join("\n"));
+    assert_eq!(
+        shown.last().map(|r| r.as_str()),
+        Some("Allow Bash? [y/N]"),
+        "{}",
+        rows.join("\n")
+    );
+    assert!(
+        rows.iter()
+            .any(|r| r == "  command: echo hi > out.txt && cat out.txt"),
+        "{}",
+        rows.join("\n")
+    );
     terminal.master.write_all(b"n\r").unwrap();
     let status = tokio::task::block_in_place(|| terminal.wait_exit(Duration::from_secs(90)));
     assert!(status.success(), "{}", terminal.rows().join("\n"));
-    assert!(!sandbox.cwd.join("out.txt").exists(), "the denied command ran");
+    assert!(
+        !sandbox.cwd.join("out.txt").exists(),
+        "the denied command ran"
+    );
     assert!(processes_in(&sandbox.cwd).is_empty());
 }
 
@@ -79,10 +104,16 @@ async fn e2e_sigterm_and_sighup_cancel_the_run_and_reap_the_setsid_tool_shell() 
     let server = ModelServer::start(None).await.unwrap();
     for signal in [libc::SIGTERM, libc::SIGHUP] {
         let sandbox = Sandbox::new(Cli::ClaudeCode, &server, "slow_shell").unwrap();
-        let mut child = agent_api(&sandbox, "all").stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+        let mut child = agent_api(&sandbox, "all")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
         tokio::task::block_in_place(|| {
             wait_until("sleep 30 never started", Duration::from_secs(90), || {
-                processes_in(&sandbox.cwd).iter().any(|p| p.contains("sleep 30"))
+                processes_in(&sandbox.cwd)
+                    .iter()
+                    .any(|p| p.contains("sleep 30"))
             });
             // SAFETY: kill(2) on our child's pid only sends a signal.
             unsafe { libc::kill(child.id() as i32, signal) };
@@ -91,14 +122,24 @@ async fn e2e_sigterm_and_sighup_cancel_the_run_and_reap_the_setsid_tool_shell() 
                 if let Some(status) = child.try_wait().unwrap() {
                     break status;
                 }
-                assert!(started.elapsed() < Duration::from_secs(30), "agent-api did not end after signal {signal}");
+                assert!(
+                    started.elapsed() < Duration::from_secs(30),
+                    "agent-api did not end after signal {signal}"
+                );
                 std::thread::sleep(Duration::from_millis(50));
             };
             let mut stderr = String::new();
             std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut stderr).unwrap();
             assert_eq!(status.code(), Some(130), "signal {signal}: {stderr}");
-            assert!(stderr.contains("run failed: run cancelled"), "signal {signal}: {stderr}");
-            wait_until("processes left after the signal", Duration::from_secs(5), || processes_in(&sandbox.cwd).is_empty());
+            assert!(
+                stderr.contains("run failed: run cancelled"),
+                "signal {signal}: {stderr}"
+            );
+            wait_until(
+                "processes left after the signal",
+                Duration::from_secs(5),
+                || processes_in(&sandbox.cwd).is_empty(),
+            );
         });
     }
 }
@@ -109,16 +150,25 @@ async fn e2e_via_bwrap_and_a_prefix_run_the_agent_there_and_say_so() {
         return;
     }
     let server = ModelServer::start(None).await.unwrap();
-    for (via, shown) in [("bwrap", "via bwrap"), (r#"prefix:["setsid","-w"]"#, "via prefix:setsid")] {
+    for (via, shown) in [
+        ("bwrap", "via bwrap"),
+        (r#"prefix:["setsid","-w"]"#, "via prefix:setsid"),
+    ] {
         let sandbox = Sandbox::new(Cli::ClaudeCode, &server, "text").unwrap();
         let mut command = agent_api(&sandbox, "all");
         command.args(["--via", via]);
         let output = tokio::task::block_in_place(|| command.output()).unwrap();
-        let (stdout, stderr) = (String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr),
+        );
         assert!(output.status.success(), "{via}: {stderr}");
         assert!(stdout.contains("Hello from mock"), "{via}: {stdout}");
         assert!(stderr.contains(shown), "{via}: {stderr}");
-        assert!(processes_in(&sandbox.cwd).is_empty(), "{via}: processes left");
+        assert!(
+            processes_in(&sandbox.cwd).is_empty(),
+            "{via}: processes left"
+        );
     }
 }
 
@@ -134,8 +184,14 @@ async fn e2e_via_docker_runs_the_agent_in_the_container_and_says_so() {
     let mut command = agent_api(&sandbox, "all");
     command.args(["--via", "docker:agent-api-test-3"]);
     let output = tokio::task::block_in_place(|| command.output()).unwrap();
-    let (stdout, stderr) = (String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
-    assert!(output.status.success(), "{stderr}\n(needs the test containers: bash tests/launchers/setup.sh)");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr),
+    );
+    assert!(
+        output.status.success(),
+        "{stderr}\n(needs the test containers: bash tests/launchers/setup.sh)"
+    );
     assert!(stdout.contains("Hello from mock"), "{stdout}");
     assert!(stderr.contains("via docker:agent-api-test-3"), "{stderr}");
     assert!(processes_in(&sandbox.cwd).is_empty(), "processes left");
@@ -143,7 +199,10 @@ async fn e2e_via_docker_runs_the_agent_in_the_container_and_says_so() {
 
 /// The `session:` line a run printed on stderr.
 fn session_line(stderr: &str) -> &str {
-    stderr.lines().find_map(|l| l.strip_prefix("agent-api: session: ")).unwrap_or_else(|| panic!("no session line: {stderr}"))
+    stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("agent-api: session: "))
+        .unwrap_or_else(|| panic!("no session line: {stderr}"))
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -158,7 +217,10 @@ async fn e2e_resume_with_the_printed_session_line_from_another_directory_finds_t
     assert!(first.status.success(), "{stderr}");
     let handle = agent_api::request::SessionRef::parse(session_line(&stderr)).unwrap();
     assert_eq!(handle.working_dir(), Some(sandbox.cwd.as_path()));
-    assert_eq!(handle.agent.as_ref().map(|a| a.as_str()), Some("claude_code"));
+    assert_eq!(
+        handle.agent.as_ref().map(|a| a.as_str()),
+        Some("claude_code")
+    );
 
     // Claude Code finds a session only from its project directory: the second run starts elsewhere
     // (no --agent, no --cwd) and the handle takes it back.
@@ -166,24 +228,64 @@ async fn e2e_resume_with_the_printed_session_line_from_another_directory_finds_t
     std::fs::create_dir_all(&elsewhere).unwrap();
     // A bare id from there is not found, and says so (typed, not a fresh session).
     let mut bare = cli(&sandbox);
-    bare.args(["run", "--agent", "claude_code", "--approve", "all", "--timeout", "120", "--resume", &handle.id, "go"])
-        .current_dir(&elsewhere);
+    bare.args([
+        "run",
+        "--agent",
+        "claude_code",
+        "--approve",
+        "all",
+        "--timeout",
+        "120",
+        "--resume",
+        &handle.id,
+        "go",
+    ])
+    .current_dir(&elsewhere);
     let lost = tokio::task::block_in_place(|| bare.output().unwrap());
     let lost_err = String::from_utf8_lossy(&lost.stderr);
-    assert!(!lost.status.success() && lost_err.contains(&format!("no session `{}` to continue", handle.id)), "{lost_err}");
+    assert!(
+        !lost.status.success()
+            && lost_err.contains(&format!("no session `{}` to continue", handle.id)),
+        "{lost_err}"
+    );
 
     let mut again = cli(&sandbox);
-    again.args(["run", "--approve", "all", "--timeout", "120", "--resume", session_line(&stderr), "go"]).current_dir(&elsewhere);
+    again
+        .args([
+            "run",
+            "--approve",
+            "all",
+            "--timeout",
+            "120",
+            "--resume",
+            session_line(&stderr),
+            "go",
+        ])
+        .current_dir(&elsewhere);
     let second = tokio::task::block_in_place(|| again.output().unwrap());
-    let (out, err) = (String::from_utf8_lossy(&second.stdout), String::from_utf8_lossy(&second.stderr));
+    let (out, err) = (
+        String::from_utf8_lossy(&second.stdout),
+        String::from_utf8_lossy(&second.stderr),
+    );
     assert!(second.status.success(), "{out}\n{err}");
-    assert!(out.contains("user_turns=2"), "the resumed session's first turn is in the model request: {out}\n{err}");
-    assert_eq!(agent_api::request::SessionRef::parse(session_line(&err)).unwrap().working_dir(), Some(sandbox.cwd.as_path()));
+    assert!(
+        out.contains("user_turns=2"),
+        "the resumed session's first turn is in the model request: {out}\n{err}"
+    );
+    assert_eq!(
+        agent_api::request::SessionRef::parse(session_line(&err))
+            .unwrap()
+            .working_dir(),
+        Some(sandbox.cwd.as_path())
+    );
 }
 
 /// The bench's model server (on its own runtime, which the caller keeps) and a sandbox for `cli`
 /// playing `scenario`; `None` when the CLI is missing and skipping was asked for.
-fn bench_outside_tokio(cli: Cli, scenario: &str) -> Option<(tokio::runtime::Runtime, ModelServer, Sandbox)> {
+fn bench_outside_tokio(
+    cli: Cli,
+    scenario: &str,
+) -> Option<(tokio::runtime::Runtime, ModelServer, Sandbox)> {
     agent_bench::e2e_enabled_or_explain(cli)?;
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let server = runtime.block_on(ModelServer::start(None)).unwrap();
@@ -195,7 +297,10 @@ fn bench_outside_tokio(cli: Cli, scenario: &str) -> Option<(tokio::runtime::Runt
 /// request approved: the bench's model writes and edits a file, and the file never appears.
 #[test]
 fn e2e_run_in_plan_mode_writes_nothing() {
-    let Some((_runtime, _server, sandbox)) = bench_outside_tokio(Cli::ClaudeCode, "write_edit") else { return };
+    let Some((_runtime, _server, sandbox)) = bench_outside_tokio(Cli::ClaudeCode, "write_edit")
+    else {
+        return;
+    };
     let output = cli(&sandbox)
         .args([
             "run",
@@ -214,22 +319,45 @@ fn e2e_run_in_plan_mode_writes_nothing() {
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "{}\n{stdout}", String::from_utf8_lossy(&output.stderr));
-    assert!(!sandbox.cwd.join("created.txt").exists(), "plan mode wrote a file");
-    assert!(stdout.contains("permission"), "the write was asked for and denied: {stdout}");
+    assert!(
+        output.status.success(),
+        "{}\n{stdout}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        !sandbox.cwd.join("created.txt").exists(),
+        "plan mode wrote a file"
+    );
+    assert!(
+        stdout.contains("permission"),
+        "the write was asked for and denied: {stdout}"
+    );
     // An unknown mode is refused before anything runs, naming the valid ones.
-    let refused = cli(&sandbox).args(["run", "--agent", "claude_code", "--mode", "build", "go"]).output().unwrap();
+    let refused = cli(&sandbox)
+        .args(["run", "--agent", "claude_code", "--mode", "build", "go"])
+        .output()
+        .unwrap();
     assert!(!refused.status.success());
     let stderr = String::from_utf8_lossy(&refused.stderr);
-    assert!(stderr.contains("has no mode `build`") && stderr.contains("plan"), "{stderr}");
+    assert!(
+        stderr.contains("has no mode `build`") && stderr.contains("plan"),
+        "{stderr}"
+    );
 }
 
 /// `agent-api run --agent codex --variant high`: the effort reaches Codex's model request.
 #[test]
 fn e2e_codex_variant_high_reaches_the_request_as_its_reasoning_effort() {
-    let Some((_runtime, server, sandbox)) = bench_outside_tokio(Cli::Codex, "text") else { return };
+    let Some((_runtime, server, sandbox)) = bench_outside_tokio(Cli::Codex, "text") else {
+        return;
+    };
     // The bench points Codex at its server with `-c` flags; the CLI run reads them from config.toml.
-    let home = sandbox.env.iter().find(|(k, _)| k == "CODEX_HOME").map(|(_, v)| v.clone()).expect("CODEX_HOME");
+    let home = sandbox
+        .env
+        .iter()
+        .find(|(k, _)| k == "CODEX_HOME")
+        .map(|(_, v)| v.clone())
+        .expect("CODEX_HOME");
     let mut toml = String::new();
     let mut args = sandbox.base_args.iter();
     while let Some(arg) = args.next() {
@@ -244,10 +372,33 @@ fn e2e_codex_variant_high_reaches_the_request_as_its_reasoning_effort() {
         .envs(sandbox.env.iter().map(|(k, v)| (k, v)))
         .env("AGENT_API_CODEX_BIN", &sandbox.program)
         .current_dir(&sandbox.cwd)
-        .args(["run", "--agent", "codex", "--variant", "high", "--format", "jsonl", "--timeout", "120", "say hi"])
+        .args([
+            "run",
+            "--agent",
+            "codex",
+            "--variant",
+            "high",
+            "--format",
+            "jsonl",
+            "--timeout",
+            "120",
+            "say hi",
+        ])
         .output()
         .unwrap();
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    let request = server.requests().into_iter().rev().find(|r| r.body.get("input").is_some()).expect("a model request");
-    assert_eq!(request.body.pointer("/reasoning/effort"), Some(&serde_json::json!("high")));
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let request = server
+        .requests()
+        .into_iter()
+        .rev()
+        .find(|r| r.body.get("input").is_some())
+        .expect("a model request");
+    assert_eq!(
+        request.body.pointer("/reasoning/effort"),
+        Some(&serde_json::json!("high"))
+    );
 }

@@ -42,12 +42,22 @@ fn serve_with(mut command: Command, args: &[&str]) -> Served {
         .spawn()
         .unwrap();
     // Owned at once: a failing step below kills it.
-    let mut served = Served { child, address: String::new(), token: None };
+    let mut served = Served {
+        child,
+        address: String::new(),
+        token: None,
+    };
     let mut lines = BufReader::new(served.child.stderr.take().unwrap()).lines();
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        assert!(Instant::now() < deadline, "the server did not say where it listens");
-        let line = lines.next().expect("the server printed its address").unwrap();
+        assert!(
+            Instant::now() < deadline,
+            "the server did not say where it listens"
+        );
+        let line = lines
+            .next()
+            .expect("the server printed its address")
+            .unwrap();
         if let Some(token) = line.strip_prefix("agent-api: token: ") {
             served.token = Some(token.to_string());
         }
@@ -61,11 +71,22 @@ fn serve_with(mut command: Command, args: &[&str]) -> Served {
 }
 
 impl Served {
-    fn call(&self, method: &str, path: &str, body: Option<Value>, token: Option<&str>) -> (u16, Value) {
+    fn call(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<Value>,
+        token: Option<&str>,
+    ) -> (u16, Value) {
         let mut stream = TcpStream::connect(&self.address).unwrap();
-        stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .unwrap();
         let body = body.map(|b| b.to_string()).unwrap_or_default();
-        let auth = token.or(self.token.as_deref()).map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
+        let auth = token
+            .or(self.token.as_deref())
+            .map(|t| format!("Authorization: Bearer {t}\r\n"))
+            .unwrap_or_default();
         let request = format!(
             "{method} {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{auth}\r\n{body}",
             body.len()
@@ -75,11 +96,23 @@ impl Served {
         stream.read_to_string(&mut response).unwrap();
         let (head, body) = response.split_once("\r\n\r\n").unwrap();
         let status = head.split(' ').nth(1).unwrap().parse().unwrap();
-        (status, if body.is_empty() { Value::Null } else { serde_json::from_str(body).unwrap() })
+        (
+            status,
+            if body.is_empty() {
+                Value::Null
+            } else {
+                serde_json::from_str(body).unwrap()
+            },
+        )
     }
 
     fn events(&self, session: &str) -> Vec<Value> {
-        let (status, page) = self.call("GET", &format!("/v1/sessions/{session}/events?include_raw=true&limit=1000"), None, None);
+        let (status, page) = self.call(
+            "GET",
+            &format!("/v1/sessions/{session}/events?include_raw=true&limit=1000"),
+            None,
+            None,
+        );
         assert_eq!(status, 200, "{page}");
         page["events"].as_array().unwrap().clone()
     }
@@ -88,7 +121,10 @@ impl Served {
 #[test]
 fn serve_killed_with_sigkill_mid_turn_serves_every_event_again_after_a_restart() {
     let dir = tempfile::tempdir().unwrap();
-    killed_and_restarted(&format!("sqlite:{}", dir.path().join("server.sqlite3").display()), "kept");
+    killed_and_restarted(
+        &format!("sqlite:{}", dir.path().join("server.sqlite3").display()),
+        "kept",
+    );
 }
 
 #[test]
@@ -101,7 +137,9 @@ fn serve_on_postgres_killed_with_sigkill_mid_turn_serves_every_event_again_after
         "AGENT_API_TEST_POSTGRES_URL names the test database: run `bash tests/postgres/setup.sh` and export it (tests/run.sh does)",
     );
     // The database outlives test runs: a session id no other run used.
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap();
     let id = format!("kept-{}-{}", std::process::id(), now.as_nanos());
     killed_and_restarted(&url, &id);
 }
@@ -111,8 +149,23 @@ fn serve_on_postgres_killed_with_sigkill_mid_turn_serves_every_event_again_after
 fn killed_and_restarted(store: &str, id: &str) {
     let first = serve(&["--store", store, "--no-token"]);
     let create = json!({"agent": "scripted", "options": {"backend.scripted.scenario": "slow", "backend.scripted.delay_ms": 50}});
-    assert_eq!(first.call("POST", &format!("/v1/sessions/{id}"), Some(create), None).0, 200);
-    assert_eq!(first.call("POST", &format!("/v1/sessions/{id}/messages"), Some(json!({"message": "go slowly"})), None).0, 204);
+    assert_eq!(
+        first
+            .call("POST", &format!("/v1/sessions/{id}"), Some(create), None)
+            .0,
+        200
+    );
+    assert_eq!(
+        first
+            .call(
+                "POST",
+                &format!("/v1/sessions/{id}/messages"),
+                Some(json!({"message": "go slowly"})),
+                None
+            )
+            .0,
+        204
+    );
     let deadline = Instant::now() + Duration::from_secs(30);
     let served = loop {
         let events = first.events(id);
@@ -122,20 +175,36 @@ fn killed_and_restarted(store: &str, id: &str) {
         assert!(Instant::now() < deadline, "the turn did not stream");
         std::thread::sleep(Duration::from_millis(20));
     };
-    assert!(!served.iter().any(|e| e["type"] == "session.ended"), "killed mid-turn");
+    assert!(
+        !served.iter().any(|e| e["type"] == "session.ended"),
+        "killed mid-turn"
+    );
     drop(first); // SIGKILL
 
     let second = serve(&["--store", store, "--no-token"]);
     let events = second.events(id);
     assert!(events.len() >= served.len() + 2, "{events:#?}");
-    assert_eq!(events[..served.len()], served[..], "every served event, raw payloads included, is still there");
-    let sequences: Vec<u64> = events.iter().map(|e| e["sequence"].as_u64().unwrap()).collect();
+    assert_eq!(
+        events[..served.len()],
+        served[..],
+        "every served event, raw payloads included, is still there"
+    );
+    let sequences: Vec<u64> = events
+        .iter()
+        .map(|e| e["sequence"].as_u64().unwrap())
+        .collect();
     assert_eq!(sequences, (1..=events.len() as u64).collect::<Vec<_>>());
     let last = events.last().unwrap();
-    assert_eq!((&last["type"], &last["data"]["reason"]), (&json!("session.ended"), &json!("error")));
+    assert_eq!(
+        (&last["type"], &last["data"]["reason"]),
+        (&json!("session.ended"), &json!("error"))
+    );
     let (_, info) = second.call("GET", &format!("/v1/sessions/{id}"), None, None);
     assert_eq!(info["ended"], true);
-    assert!(info["endError"].as_str().unwrap().contains("stopped"), "{info}");
+    assert!(
+        info["endError"].as_str().unwrap().contains("stopped"),
+        "{info}"
+    );
 }
 
 #[test]
@@ -144,19 +213,42 @@ fn serve_makes_a_random_token_requires_it_and_stops_cleanly_on_sigterm() {
     let token = served.token.clone().expect("a random token is printed");
     assert_eq!(token.len(), 64);
     assert_eq!(served.call("GET", "/v1/health", None, Some("")).0, 200);
-    assert_eq!(served.call("GET", "/v1/sessions", None, Some("wrong")).0, 401);
+    assert_eq!(
+        served.call("GET", "/v1/sessions", None, Some("wrong")).0,
+        401
+    );
     assert_eq!(served.call("GET", "/v1/sessions", None, None).0, 200);
     // The reference's agent ids are accepted beside ours.
     let (status, modes) = served.call("GET", "/v1/agents/claude/modes", None, None);
     assert_eq!((status, &modes["modes"][0]["id"]), (200, &json!("build")));
     let (_, agents) = served.call("GET", "/v1/agents", None, None);
-    let ids: Vec<&str> = agents["agents"].as_array().unwrap().iter().map(|a| a["id"].as_str().unwrap()).collect();
-    assert!(ids.contains(&"scripted") && ids.contains(&"claude_code") && ids.contains(&"codex"), "{ids:?}");
+    let ids: Vec<&str> = agents["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["id"].as_str().unwrap())
+        .collect();
+    assert!(
+        ids.contains(&"scripted") && ids.contains(&"claude_code") && ids.contains(&"codex"),
+        "{ids:?}"
+    );
 
-    assert_eq!(served.call("POST", "/v1/sessions/s", Some(json!({"agent": "scripted"})), None).0, 200);
+    assert_eq!(
+        served
+            .call(
+                "POST",
+                "/v1/sessions/s",
+                Some(json!({"agent": "scripted"})),
+                None
+            )
+            .0,
+        200
+    );
     // A client following the session: its stream ends when the server stops, not the other way.
     let mut follower = TcpStream::connect(&served.address).unwrap();
-    follower.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    follower
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
     let token = served.token.clone().unwrap();
     write!(follower, "GET /v1/sessions/s/events/sse HTTP/1.1\r\nHost: test\r\nAuthorization: Bearer {token}\r\n\r\n").unwrap();
     let mut head = [0u8; 12];
@@ -174,18 +266,32 @@ fn serve_makes_a_random_token_requires_it_and_stops_cleanly_on_sigterm() {
     };
     assert!(status.success(), "{status:?}");
     let mut rest = Vec::new();
-    follower.read_to_end(&mut rest).expect("the follower's stream ended");
+    follower
+        .read_to_end(&mut rest)
+        .expect("the follower's stream ended");
 }
 
 #[test]
 fn serve_refuses_no_token_on_a_host_other_than_loopback() {
     let output = Command::new(env!("CARGO_BIN_EXE_agent-api"))
-        .args(["serve", "--host", "0.0.0.0", "--port", "0", "--no-token", "--store", "memory"])
+        .args([
+            "serve",
+            "--host",
+            "0.0.0.0",
+            "--port",
+            "0",
+            "--no-token",
+            "--store",
+            "memory",
+        ])
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("--no-token needs a loopback --host"));
-    let output = Command::new(env!("CARGO_BIN_EXE_agent-api")).args(["serve", "--store", "mysql://localhost/x"]).output().unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_agent-api"))
+        .args(["serve", "--store", "mysql://localhost/x"])
+        .output()
+        .unwrap();
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("unsupported store"));
 }
@@ -199,7 +305,10 @@ fn serve_claude(sandbox: &agent_bench::Sandbox) -> Served {
         .envs(sandbox.env.iter().map(|(k, v)| (k, v)))
         .env("AGENT_API_CLAUDE_CODE_BIN", &sandbox.program)
         .current_dir(&sandbox.cwd);
-    serve_with(command, &["--store", "memory", "--no-token", "--timeout", "120"])
+    serve_with(
+        command,
+        &["--store", "memory", "--no-token", "--timeout", "120"],
+    )
 }
 
 /// Waits until `turns` turns have completed in the session; returns its events.
@@ -207,11 +316,17 @@ fn wait_turns(served: &Served, session: &str, turns: usize) -> Vec<Value> {
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
         let events = served.events(session);
-        let done = events.iter().filter(|e| e["type"] == "item.completed" && e["data"]["item"]["content"][0]["label"] == "turn_completed");
+        let done = events.iter().filter(|e| {
+            e["type"] == "item.completed"
+                && e["data"]["item"]["content"][0]["label"] == "turn_completed"
+        });
         if done.count() >= turns || events.iter().any(|e| e["type"] == "session.ended") {
             return events;
         }
-        assert!(Instant::now() < deadline, "{turns} turns did not complete: {events:#?}");
+        assert!(
+            Instant::now() < deadline,
+            "{turns} turns did not complete: {events:#?}"
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
 }
@@ -219,8 +334,16 @@ fn wait_turns(served: &Served, session: &str, turns: usize) -> Vec<Value> {
 fn answers(events: &[Value]) -> Vec<String> {
     events
         .iter()
-        .filter(|e| e["type"] == "item.completed" && e["data"]["item"]["role"] == "assistant" && e["data"]["item"]["kind"] == "message")
-        .filter_map(|e| e["data"]["item"]["content"][0]["text"].as_str().map(String::from))
+        .filter(|e| {
+            e["type"] == "item.completed"
+                && e["data"]["item"]["role"] == "assistant"
+                && e["data"]["item"]["kind"] == "message"
+        })
+        .filter_map(|e| {
+            e["data"]["item"]["content"][0]["text"]
+                .as_str()
+                .map(String::from)
+        })
         .collect()
 }
 
@@ -234,32 +357,99 @@ async fn e2e_serve_holds_two_turns_of_the_real_claude_code_in_one_session() {
     tokio::task::block_in_place(|| {
         let served = serve_claude(&sandbox);
         // The reference's id for Claude Code.
-        let (status, created) = served.call("POST", "/v1/sessions/real", Some(json!({"agent": "claude"})), None);
-        assert_eq!((status, &created["healthy"]), (200, &json!(true)), "{created}");
-        assert_eq!(served.call("POST", "/v1/sessions/real/messages", Some(json!({"message": "first"})), None).0, 204);
+        let (status, created) = served.call(
+            "POST",
+            "/v1/sessions/real",
+            Some(json!({"agent": "claude"})),
+            None,
+        );
+        assert_eq!(
+            (status, &created["healthy"]),
+            (200, &json!(true)),
+            "{created}"
+        );
+        assert_eq!(
+            served
+                .call(
+                    "POST",
+                    "/v1/sessions/real/messages",
+                    Some(json!({"message": "first"})),
+                    None
+                )
+                .0,
+            204
+        );
         wait_turns(&served, "real", 1);
-        assert_eq!(served.call("POST", "/v1/sessions/real/messages", Some(json!({"message": "second"})), None).0, 204);
+        assert_eq!(
+            served
+                .call(
+                    "POST",
+                    "/v1/sessions/real/messages",
+                    Some(json!({"message": "second"})),
+                    None
+                )
+                .0,
+            204
+        );
         let events = wait_turns(&served, "real", 2);
         let said = answers(&events);
-        assert!(said.iter().any(|a| a.contains("user_turns=1") && a.contains("last=first")), "{said:?}");
         assert!(
-            said.iter().any(|a| a.contains("user_turns=2") && a.contains("last=second")),
+            said.iter()
+                .any(|a| a.contains("user_turns=1") && a.contains("last=first")),
+            "{said:?}"
+        );
+        assert!(
+            said.iter()
+                .any(|a| a.contains("user_turns=2") && a.contains("last=second")),
             "the second turn continues the first: {said:?}"
         );
-        let sequences: Vec<u64> = events.iter().map(|e| e["sequence"].as_u64().unwrap()).collect();
+        let sequences: Vec<u64> = events
+            .iter()
+            .map(|e| e["sequence"].as_u64().unwrap())
+            .collect();
         assert_eq!(sequences, (1..=events.len() as u64).collect::<Vec<_>>());
-        assert!(events.iter().any(|e| e["source"] == "agent" && e["raw"].is_object()), "include_raw=true fills raw");
-        assert_eq!(served.call("POST", "/v1/sessions/real/terminate", None, None).0, 204);
+        assert!(
+            events
+                .iter()
+                .any(|e| e["source"] == "agent" && e["raw"].is_object()),
+            "include_raw=true fills raw"
+        );
+        assert_eq!(
+            served
+                .call("POST", "/v1/sessions/real/terminate", None, None)
+                .0,
+            204
+        );
         let (_, info) = served.call("GET", "/v1/sessions/real", None, None);
-        assert_eq!((&info["ended"], &info["agent"]), (&json!(true), &json!("claude")));
+        assert_eq!(
+            (&info["ended"], &info["agent"]),
+            (&json!(true), &json!("claude"))
+        );
 
         // The agent's own store holds the conversation: listed, and read back as events.
-        let native = info["nativeSessionId"].as_str().expect("the native session id").to_string();
+        let native = info["nativeSessionId"]
+            .as_str()
+            .expect("the native session id")
+            .to_string();
         let (status, history) = served.call("GET", "/v1/agents/claude/history", None, None);
         assert_eq!(status, 200, "{history}");
-        let stored = history["sessions"].as_array().unwrap().iter().find(|s| s["id"] == native.as_str()).cloned();
-        assert_eq!(stored.as_ref().and_then(|s| s["firstPrompt"].as_str()), Some("first"), "{history}");
-        let (status, page) = served.call("GET", &format!("/v1/agents/claude/history/{native}/events?limit=1000"), None, None);
+        let stored = history["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["id"] == native.as_str())
+            .cloned();
+        assert_eq!(
+            stored.as_ref().and_then(|s| s["firstPrompt"].as_str()),
+            Some("first"),
+            "{history}"
+        );
+        let (status, page) = served.call(
+            "GET",
+            &format!("/v1/agents/claude/history/{native}/events?limit=1000"),
+            None,
+            None,
+        );
         assert_eq!(status, 200, "{page}");
         let read = answers(page["events"].as_array().unwrap());
         assert!(read.iter().any(|a| a.contains("user_turns=2")), "{read:?}");
@@ -275,35 +465,89 @@ async fn e2e_serve_answers_the_real_claude_codes_permission_request_over_http() 
     let sandbox = agent_bench::Sandbox::new(agent_bench::Cli::ClaudeCode, &model, "shell").unwrap();
     tokio::task::block_in_place(|| {
         let served = serve_claude(&sandbox);
-        assert_eq!(served.call("POST", "/v1/sessions/perm", Some(json!({"agent": "claude_code"})), None).0, 200);
-        assert_eq!(served.call("POST", "/v1/sessions/perm/messages", Some(json!({"message": "go"})), None).0, 204);
+        assert_eq!(
+            served
+                .call(
+                    "POST",
+                    "/v1/sessions/perm",
+                    Some(json!({"agent": "claude_code"})),
+                    None
+                )
+                .0,
+            200
+        );
+        assert_eq!(
+            served
+                .call(
+                    "POST",
+                    "/v1/sessions/perm/messages",
+                    Some(json!({"message": "go"})),
+                    None
+                )
+                .0,
+            204
+        );
         let deadline = Instant::now() + Duration::from_secs(120);
         let asked = loop {
             let events = served.events("perm");
             if let Some(asked) = events.iter().find(|e| e["type"] == "permission.requested") {
                 break asked.clone();
             }
-            assert!(Instant::now() < deadline, "no permission request: {events:#?}");
+            assert!(
+                Instant::now() < deadline,
+                "no permission request: {events:#?}"
+            );
             std::thread::sleep(Duration::from_millis(100));
         };
-        assert!(asked["data"]["action"].as_str().unwrap().contains("echo hi > out.txt"), "{asked}");
+        assert!(
+            asked["data"]["action"]
+                .as_str()
+                .unwrap()
+                .contains("echo hi > out.txt"),
+            "{asked}"
+        );
         let id = asked["data"]["permission_id"].as_str().unwrap();
-        let (status, _) = served.call("POST", &format!("/v1/sessions/perm/permissions/{id}/reply"), Some(json!({"reply": "once"})), None);
+        let (status, _) = served.call(
+            "POST",
+            &format!("/v1/sessions/perm/permissions/{id}/reply"),
+            Some(json!({"reply": "once"})),
+            None,
+        );
         assert_eq!(status, 204);
         let events = wait_turns(&served, "perm", 1);
-        assert!(events.iter().any(|e| e["type"] == "permission.resolved" && e["data"]["status"] == "approved"));
-        assert!(answers(&events).iter().any(|a| a.contains("Tool finished")), "{:?}", answers(&events));
-        assert!(sandbox.cwd.join("out.txt").exists(), "the approved command ran");
-        assert_eq!(served.call("POST", "/v1/sessions/perm/terminate", None, None).0, 204);
+        assert!(events
+            .iter()
+            .any(|e| e["type"] == "permission.resolved" && e["data"]["status"] == "approved"));
+        assert!(
+            answers(&events).iter().any(|a| a.contains("Tool finished")),
+            "{:?}",
+            answers(&events)
+        );
+        assert!(
+            sandbox.cwd.join("out.txt").exists(),
+            "the approved command ran"
+        );
+        assert_eq!(
+            served
+                .call("POST", "/v1/sessions/perm/terminate", None, None)
+                .0,
+            204
+        );
         // Terminated: Claude Code and what it started are gone; the server (in the same directory) stays.
         let server_pid = served.child.id() as i32;
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
-            let left: Vec<i32> = agent_bench::process::processes_in(&sandbox.cwd).into_iter().filter(|pid| *pid != server_pid).collect();
+            let left: Vec<i32> = agent_bench::process::processes_in(&sandbox.cwd)
+                .into_iter()
+                .filter(|pid| *pid != server_pid)
+                .collect();
             if left.is_empty() {
                 break;
             }
-            assert!(Instant::now() < deadline, "processes left after terminate: {left:?}");
+            assert!(
+                Instant::now() < deadline,
+                "processes left after terminate: {left:?}"
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
     });

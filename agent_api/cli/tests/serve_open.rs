@@ -19,7 +19,8 @@ fn first_lines(args: &[&str]) -> Vec<String> {
     let mut lines = Vec::new();
     for line in BufReader::new(child.stderr.take().unwrap()).lines() {
         let line = line.unwrap();
-        let done = line.starts_with("agent-api: inspector: ") && !args.contains(&"--open") || line.contains("no display");
+        let done = line.starts_with("agent-api: inspector: ") && !args.contains(&"--open")
+            || line.contains("no display");
         lines.push(line);
         if done {
             break;
@@ -33,12 +34,34 @@ fn first_lines(args: &[&str]) -> Vec<String> {
 #[test]
 fn serve_prints_the_inspector_address_and_with_open_the_token_in_its_fragment() {
     let plain = first_lines(&["--token", "s3cret"]);
-    let address = plain.iter().find_map(|l| l.strip_prefix("agent-api: listening on ")).expect("the address").to_string();
-    assert!(plain.contains(&format!("agent-api: inspector: {address}/ui/")), "{plain:#?}");
-    assert!(!plain.iter().any(|l| l.contains("s3cret")), "no token printed unless asked: {plain:#?}");
+    let address = plain
+        .iter()
+        .find_map(|l| l.strip_prefix("agent-api: listening on "))
+        .expect("the address")
+        .to_string();
+    assert!(
+        plain.contains(&format!("agent-api: inspector: {address}/ui/")),
+        "{plain:#?}"
+    );
+    assert!(
+        !plain.iter().any(|l| l.contains("s3cret")),
+        "no token printed unless asked: {plain:#?}"
+    );
 
     let opened = first_lines(&["--token", "s3cret", "--open"]);
-    let address = opened.iter().find_map(|l| l.strip_prefix("agent-api: listening on ")).expect("the address").to_string();
-    assert!(opened.contains(&format!("agent-api: inspector: {address}/ui/#token=s3cret")), "{opened:#?}");
-    assert!(opened.iter().any(|l| l.contains("no display: open the address above in a browser")), "{opened:#?}");
+    let address = opened
+        .iter()
+        .find_map(|l| l.strip_prefix("agent-api: listening on "))
+        .expect("the address")
+        .to_string();
+    assert!(
+        opened.contains(&format!("agent-api: inspector: {address}/ui/#token=s3cret")),
+        "{opened:#?}"
+    );
+    assert!(
+        opened
+            .iter()
+            .any(|l| l.contains("no display: open the address above in a browser")),
+        "{opened:#?}"
+    );
 }

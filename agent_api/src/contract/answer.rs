@@ -80,12 +80,19 @@ impl AnswerText {
             Body::ItemDelta(d) => {
                 let streamed = self.open.get_mut(&*d.item_id)?;
                 *streamed += d.delta.len();
-                Some(AnswerDelta::Text { item_id: &d.item_id, text: &d.delta })
+                Some(AnswerDelta::Text {
+                    item_id: &d.item_id,
+                    text: &d.delta,
+                })
             }
             Body::ItemCompleted(d) => {
                 let streamed = self.open.remove(&d.item.item_id)?;
-                (d.item.status == ItemStatus::Failed && streamed > 0)
-                    .then_some(AnswerDelta::Retracted { item_id: &d.item.item_id, bytes: streamed })
+                (d.item.status == ItemStatus::Failed && streamed > 0).then_some(
+                    AnswerDelta::Retracted {
+                        item_id: &d.item.item_id,
+                        bytes: streamed,
+                    },
+                )
             }
             _ => None,
         }
@@ -119,7 +126,14 @@ mod tests {
                 AnswerDelta::Retracted { bytes, .. } => format!("<-{bytes}"),
             })
             .collect();
-        assert_eq!(pieces, ["Hel", "<-3", "Hello ", "world"], "reasoning is not answer text");
-        assert!(follower.open.is_empty(), "nothing is kept once the messages end");
+        assert_eq!(
+            pieces,
+            ["Hel", "<-3", "Hello ", "world"],
+            "reasoning is not answer text"
+        );
+        assert!(
+            follower.open.is_empty(),
+            "nothing is kept once the messages end"
+        );
     }
 }

@@ -29,7 +29,11 @@ pub trait AgentBackend: Send + Sync {
     /// options returns `value_from_text::<ItsOptions>(key, text)`.
     fn option_value(&self, key: &str, text: &str) -> Result<serde_json::Value, AgentError> {
         let _ = text;
-        Err(crate::contract::options::unknown_key(self.kind().as_str(), key, self.extension_keys()))
+        Err(crate::contract::options::unknown_key(
+            self.kind().as_str(),
+            key,
+            self.extension_keys(),
+        ))
     }
 
     /// How the backend honours each portable option it advertises (`agent_api.options.*`): the
@@ -56,9 +60,15 @@ pub trait AgentBackend: Send + Sync {
     /// Opens a warm session (`spec/run-protocol.md` §8) with `request` as the template of every
     /// turn (its prompt is ignored). A backend advertising `agent_api.session.warm` overrides
     /// this; the default refuses. [`crate::Gateway::open_session`] falls back to resuming per turn.
-    async fn open_session(&self, request: RunRequest) -> Result<crate::contract::session::Session, AgentError> {
+    async fn open_session(
+        &self,
+        request: RunRequest,
+    ) -> Result<crate::contract::session::Session, AgentError> {
         let _ = request;
-        Err(AgentError::UnsupportedCapability { kind: self.kind().to_string(), capability: agent_api_capabilities::SESSION_WARM.into() })
+        Err(AgentError::UnsupportedCapability {
+            kind: self.kind().to_string(),
+            capability: agent_api_capabilities::SESSION_WARM.into(),
+        })
     }
 
     /// The agent's own session store (`agent_api.history.*`), when the backend can read it.
@@ -69,7 +79,12 @@ pub trait AgentBackend: Send + Sync {
     /// Checks a request against the backend's capabilities, extension keys, modes and
     /// variants; `run` calls it first, and so does the gateway.
     fn validate(&self, request: &RunRequest) -> Result<(), AgentError> {
-        validate_request(&self.kind(), &self.capabilities(), self.extension_keys(), request)?;
+        validate_request(
+            &self.kind(),
+            &self.capabilities(),
+            self.extension_keys(),
+            request,
+        )?;
         check_choices(&self.kind(), self.modes(), self.variants(), request)
     }
 
@@ -77,7 +92,12 @@ pub trait AgentBackend: Send + Sync {
     /// ([`validate_template`] and the modes and variants); `open_session` calls it first, and so
     /// does the gateway.
     fn validate_session_template(&self, request: &RunRequest) -> Result<(), AgentError> {
-        validate_template(&self.kind(), &self.capabilities(), self.extension_keys(), request)?;
+        validate_template(
+            &self.kind(),
+            &self.capabilities(),
+            self.extension_keys(),
+            request,
+        )?;
         check_choices(&self.kind(), self.modes(), self.variants(), request)
     }
 }
@@ -91,7 +111,9 @@ pub fn validate_request(
     request: &RunRequest,
 ) -> Result<(), AgentError> {
     if request.prompt.text.trim().is_empty() {
-        return Err(AgentError::InvalidRequest { reason: "the prompt is empty".into() });
+        return Err(AgentError::InvalidRequest {
+            reason: "the prompt is empty".into(),
+        });
     }
     validate_template(kind, capabilities, extension_keys, request)
 }
@@ -106,7 +128,10 @@ pub fn validate_template(
 ) -> Result<(), AgentError> {
     let launcher = request.launcher.clone().unwrap_or_default();
     // A far side's working directory is a path there, not here.
-    if let (true, Some(dir)) = (launcher.is_local_filesystem(), request.session_working_dir()) {
+    if let (true, Some(dir)) = (
+        launcher.is_local_filesystem(),
+        request.session_working_dir(),
+    ) {
         crate::contract::files::check_working_dir(dir)?;
     }
     // What this build cannot do at all explains a refusal best, then what the backend cannot do,
@@ -116,7 +141,10 @@ pub fn validate_template(
     }
     for needed in request.required_capabilities() {
         if !capabilities.contains(needed) {
-            return Err(AgentError::UnsupportedCapability { kind: kind.to_string(), capability: needed.to_string() });
+            return Err(AgentError::UnsupportedCapability {
+                kind: kind.to_string(),
+                capability: needed.to_string(),
+            });
         }
     }
     if let Some(session) = request.session.session_ref() {
@@ -125,24 +153,48 @@ pub fn validate_template(
     request.check_new_session_id()?;
     crate::contract::images::ImageFile::check_all(&request.prompt)?;
     launcher.check_available()?;
-    if let Some(key) = request.extensions.keys().find(|k| !extension_keys.contains(&k.as_str())) {
-        return Err(crate::contract::options::unknown_key(kind.as_str(), key, extension_keys));
+    if let Some(key) = request
+        .extensions
+        .keys()
+        .find(|k| !extension_keys.contains(&k.as_str()))
+    {
+        return Err(crate::contract::options::unknown_key(
+            kind.as_str(),
+            key,
+            extension_keys,
+        ));
     }
-    if let Some((which, _)) = request.timeouts().each().into_iter().find(|(_, limit)| limit.is_some_and(|d| d.is_zero())) {
-        return Err(AgentError::InvalidRequest { reason: format!("the {} timeout is zero", which.as_str()) });
+    if let Some((which, _)) = request
+        .timeouts()
+        .each()
+        .into_iter()
+        .find(|(_, limit)| limit.is_some_and(|d| d.is_zero()))
+    {
+        return Err(AgentError::InvalidRequest {
+            reason: format!("the {} timeout is zero", which.as_str()),
+        });
     }
     let limits = &request.limits;
     if limits.max_turns == Some(0) {
-        return Err(AgentError::InvalidRequest { reason: "the turn limit is zero".into() });
+        return Err(AgentError::InvalidRequest {
+            reason: "the turn limit is zero".into(),
+        });
     }
     if limits.max_total_tokens == Some(0) {
-        return Err(AgentError::InvalidRequest { reason: "the token limit is zero".into() });
+        return Err(AgentError::InvalidRequest {
+            reason: "the token limit is zero".into(),
+        });
     }
     // A cost limit that can never be reached (infinity) or that every cost passes (NaN compares
     // false with everything) would look set and hold nothing.
-    if let Some(usd) = limits.max_cost_usd.filter(|usd| !usd.is_finite() || *usd <= 0.0) {
+    if let Some(usd) = limits
+        .max_cost_usd
+        .filter(|usd| !usd.is_finite() || *usd <= 0.0)
+    {
         return Err(AgentError::InvalidRequest {
-            reason: format!("the cost limit must be a positive finite number of US dollars, not {usd}"),
+            reason: format!(
+                "the cost limit must be a positive finite number of US dollars, not {usd}"
+            ),
         });
     }
     request.portable.validate()?;
@@ -161,7 +213,11 @@ pub fn check_choices(
     variants: &[crate::contract::modes::VariantSet],
     request: &RunRequest,
 ) -> Result<(), AgentError> {
-    if let Some(mode) = request.mode.as_ref().filter(|m| **m != crate::contract::modes::AgentMode::Default) {
+    if let Some(mode) = request
+        .mode
+        .as_ref()
+        .filter(|m| **m != crate::contract::modes::AgentMode::Default)
+    {
         crate::contract::modes::check_mode(kind.as_str(), modes, mode)?;
     }
     if let Some(variant) = &request.variant {
@@ -170,7 +226,10 @@ pub fn check_choices(
             return Err(AgentError::UnknownVariant {
                 kind: kind.to_string(),
                 variant: crate::contract::bounds::utf8_prefix(variant, 64).to_string(),
-                model: request.model.as_deref().map(|m| crate::contract::bounds::utf8_prefix(m, 64).to_string()),
+                model: request
+                    .model
+                    .as_deref()
+                    .map(|m| crate::contract::bounds::utf8_prefix(m, 64).to_string()),
                 valid: valid.iter().map(|v| v.to_string()).collect(),
             });
         }

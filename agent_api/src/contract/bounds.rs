@@ -46,9 +46,12 @@ fn serialized_json_bytes_at_most(value: &Value) -> usize {
         Value::Null | Value::Bool(_) => 5,
         Value::Number(_) => 24,
         Value::String(s) => string(s),
-        Value::Array(items) => items.iter().fold(2 + items.len(), |sum, item| sum.saturating_add(serialized_json_bytes_at_most(item))),
+        Value::Array(items) => items.iter().fold(2 + items.len(), |sum, item| {
+            sum.saturating_add(serialized_json_bytes_at_most(item))
+        }),
         Value::Object(map) => map.iter().fold(2 + 2 * map.len(), |sum, (key, item)| {
-            sum.saturating_add(string(key)).saturating_add(serialized_json_bytes_at_most(item))
+            sum.saturating_add(string(key))
+                .saturating_add(serialized_json_bytes_at_most(item))
         }),
     }
 }

@@ -19,7 +19,9 @@ use std::task::{Context, Poll};
 
 use tokio::sync::{mpsc, Semaphore};
 
-use crate::contract::universal::{ContentPart, UniversalEvent, UniversalEventBody as Body, UniversalItem};
+use crate::contract::universal::{
+    ContentPart, UniversalEvent, UniversalEventBody as Body, UniversalItem,
+};
 
 /// Default byte budget of a run: 1 MiB.
 pub const DEFAULT_BUFFER_BUDGET: usize = 1024 * 1024;
@@ -74,7 +76,9 @@ pub(crate) struct BatchReceiver {
 impl BatchReceiver {
     /// How many events each batch that waits to be read holds, oldest first (taking them).
     pub(crate) fn waiting_batch_sizes(&mut self) -> Vec<usize> {
-        std::iter::from_fn(|| self.rx.try_recv().ok()).map(|batch| batch.events.len()).collect()
+        std::iter::from_fn(|| self.rx.try_recv().ok())
+            .map(|batch| batch.events.len())
+            .collect()
     }
 }
 
@@ -94,8 +98,19 @@ pub(crate) fn channel(budget: usize) -> (BatchSender, BatchReceiver) {
         spent: Vec::new(),
         returned_tx,
     };
-    let returned = std::sync::Mutex::new(Returned { rx: returned_rx, spares: Vec::new() });
-    (BatchSender { tx, room, budget, returned }, receiver)
+    let returned = std::sync::Mutex::new(Returned {
+        rx: returned_rx,
+        spares: Vec::new(),
+    });
+    (
+        BatchSender {
+            tx,
+            room,
+            budget,
+            returned,
+        },
+        receiver,
+    )
 }
 
 /// Nobody reads the events any more.
@@ -129,7 +144,11 @@ impl BatchSender {
     /// it takes nothing, so the driver can wait for it beside its other inputs.
     pub(crate) async fn room(&self, weight: usize) -> Result<Room, Closed> {
         let held = self.held(weight);
-        let permits = self.room.acquire_many(held as u32).await.map_err(|_| Closed)?;
+        let permits = self
+            .room
+            .acquire_many(held as u32)
+            .await
+            .map_err(|_| Closed)?;
         permits.forget();
         Ok(Room(held))
     }
@@ -137,7 +156,12 @@ impl BatchSender {
     /// Sends `events` in the room taken for them (and first empties what came back).
     pub(crate) fn push(&self, events: Vec<UniversalEvent>, room: Room) -> Result<(), Closed> {
         self.reclaim();
-        self.tx.send(Batch { events, weight: room.0 }).map_err(|_| Closed)
+        self.tx
+            .send(Batch {
+                events,
+                weight: room.0,
+            })
+            .map_err(|_| Closed)
     }
 
     /// Takes back, on this (the driver's) thread, the batches the caller's side is done with,
@@ -146,7 +170,9 @@ impl BatchSender {
     /// threshold once merged with its neighbours), and a new one was allocated for the next
     /// batch anyway.
     fn reclaim(&self) {
-        let Ok(mut returned) = self.returned.try_lock() else { return };
+        let Ok(mut returned) = self.returned.try_lock() else {
+            return;
+        };
         while let Ok(batch) = returned.rx.try_recv() {
             // Only the newest batch back keeps its events for the transcript to free: spent
             // events held longer would be memory outside the budget.
@@ -167,7 +193,11 @@ impl BatchSender {
     }
 
     /// Waits for room, then sends `events` weighing `weight` bytes.
-    pub(crate) async fn send(&self, events: Vec<UniversalEvent>, weight: usize) -> Result<(), Closed> {
+    pub(crate) async fn send(
+        &self,
+        events: Vec<UniversalEvent>,
+        weight: usize,
+    ) -> Result<(), Closed> {
         let room = self.room(weight).await?;
         self.push(events, room)
     }
@@ -252,7 +282,8 @@ impl BatchReceiver {
     }
 
     fn release(&mut self) {
-        self.room.add_permits(std::mem::take(&mut self.current_weight));
+        self.room
+            .add_permits(std::mem::take(&mut self.current_weight));
     }
 }
 
@@ -288,7 +319,8 @@ fn opt(s: &Option<String>) -> usize {
 pub(crate) fn weight(event: &UniversalEvent) -> usize {
     // `time` and the session ids are shared with the transcript and the other events.
     // The id is inline (its bytes are in the struct) except for a long one read back.
-    let envelope = std::mem::size_of::<UniversalEvent>() + heap_text(event.event_id.heap_capacity());
+    let envelope =
+        std::mem::size_of::<UniversalEvent>() + heap_text(event.event_id.heap_capacity());
     envelope
         + match &event.body {
             // The ids are shared by every delta of the item.
@@ -314,8 +346,14 @@ fn item_weight(item: &UniversalItem) -> usize {
         .map(|part| {
             std::mem::size_of::<ContentPart>()
                 + match part {
-                    ContentPart::Text { text } | ContentPart::Reasoning { text, .. } => string(text),
-                    ContentPart::ToolCall { name, arguments, call_id } => string(name) + string(arguments) + string(call_id),
+                    ContentPart::Text { text } | ContentPart::Reasoning { text, .. } => {
+                        string(text)
+                    }
+                    ContentPart::ToolCall {
+                        name,
+                        arguments,
+                        call_id,
+                    } => string(name) + string(arguments) + string(call_id),
                     ContentPart::ToolResult { call_id, output } => string(call_id) + string(output),
                     ContentPart::FileRef { path, diff, .. } => string(path) + opt(diff),
                     // JSON, images and status parts are small or rare; a flat estimate will do.
@@ -345,8 +383,15 @@ mod tests {
         let (tx, mut rx) = channel(1000);
         tx.send(events(1), 600).await.ok().unwrap();
         assert_eq!(rx.buffered_bytes(), 600);
-        let blocked = tokio::time::timeout(std::time::Duration::from_millis(50), tx.send(events(1), 600)).await;
-        assert!(blocked.is_err(), "a second batch waits while the first one fills the budget");
+        let blocked = tokio::time::timeout(
+            std::time::Duration::from_millis(50),
+            tx.send(events(1), 600),
+        )
+        .await;
+        assert!(
+            blocked.is_err(),
+            "a second batch waits while the first one fills the budget"
+        );
         let waker = futures::task::noop_waker();
         let mut cx = Context::from_waker(&waker);
         let mut taken = 0;
@@ -359,7 +404,8 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn events_the_view_hands_back_go_back_to_the_sender_and_only_the_newest_batch_keeps_them() {
+    async fn events_the_view_hands_back_go_back_to_the_sender_and_only_the_newest_batch_keeps_them()
+    {
         let (tx, mut rx) = channel(1 << 20);
         let payload = Arc::new(serde_json::json!({"native": "line"}));
         let mut batch = events(1);
@@ -372,12 +418,25 @@ mod tests {
         while let Poll::Ready(Some(event)) = rx.poll_next(&mut cx) {
             rx.recycle(event);
         }
-        assert_eq!(Arc::strong_count(&payload), 4, "the three events went back to the sender, not freed here");
+        assert_eq!(
+            Arc::strong_count(&payload),
+            4,
+            "the three events went back to the sender, not freed here"
+        );
         tx.send(events(1), 10).await.ok().unwrap();
         // Two of them came back with the batch the view finished, the third after it.
-        assert_eq!(Arc::strong_count(&payload), 2, "the sender freed the older batch back");
-        let back: usize = std::iter::from_fn(|| tx.spare()).map(|spare| spare.len()).sum();
-        assert_eq!(back, 1, "the newest keeps its event, for the transcript to free as it builds new ones");
+        assert_eq!(
+            Arc::strong_count(&payload),
+            2,
+            "the sender freed the older batch back"
+        );
+        let back: usize = std::iter::from_fn(|| tx.spare())
+            .map(|spare| spare.len())
+            .sum();
+        assert_eq!(
+            back, 1,
+            "the newest keeps its event, for the transcript to free as it builds new ones"
+        );
         assert_eq!(Arc::strong_count(&payload), 1);
     }
 
@@ -397,11 +456,26 @@ mod tests {
         while let Poll::Ready(Some(event)) = rx.poll_lend(&mut cx) {
             sequences.push(event.sequence);
         }
-        assert_eq!(sequences, (1..=count as u64).collect::<Vec<_>>(), "every event, in order, once");
-        assert_eq!(rx.buffered_bytes(), 0, "a batch read to its end gives its bytes back");
+        assert_eq!(
+            sequences,
+            (1..=count as u64).collect::<Vec<_>>(),
+            "every event, in order, once"
+        );
+        assert_eq!(
+            rx.buffered_bytes(),
+            0,
+            "a batch read to its end gives its bytes back"
+        );
         let mut spare = tx.spare().expect("the read batch came back");
-        assert_eq!(Arc::strong_count(&payload), count + 1, "its events came back with it, to be freed by the sender");
-        assert!(spare.len() == count && spare.capacity() == capacity, "the same vector");
+        assert_eq!(
+            Arc::strong_count(&payload),
+            count + 1,
+            "its events came back with it, to be freed by the sender"
+        );
+        assert!(
+            spare.len() == count && spare.capacity() == capacity,
+            "the same vector"
+        );
         spare.clear();
         assert_eq!(Arc::strong_count(&payload), 1);
     }
@@ -410,7 +484,11 @@ mod tests {
     /// batch's vector stays under that (the rarer events' data is boxed to keep events small).
     #[test]
     fn a_full_batch_vector_stays_under_the_allocators_consolidation_threshold() {
-        assert!(std::mem::size_of::<UniversalEvent>() * EVENTS_PER_BATCH < 64 * 1024, "{}", std::mem::size_of::<UniversalEvent>());
+        assert!(
+            std::mem::size_of::<UniversalEvent>() * EVENTS_PER_BATCH < 64 * 1024,
+            "{}",
+            std::mem::size_of::<UniversalEvent>()
+        );
     }
 
     #[test]
@@ -426,7 +504,8 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_batch_heavier_than_the_budget_still_goes_alone_and_a_dropped_reader_frees_the_sender() {
+    async fn a_batch_heavier_than_the_budget_still_goes_alone_and_a_dropped_reader_frees_the_sender(
+    ) {
         let (tx, rx) = channel(100);
         tx.send(events(3), 10_000).await.ok().unwrap();
         assert_eq!(rx.buffered_bytes(), 100);

@@ -73,7 +73,12 @@ pub struct CallerTool {
 impl CallerTool {
     /// A tool named `name` whose `handler` answers each call; its error (any `Display`) becomes
     /// the tool's error result.
-    pub fn new<F, Fut, O, E>(name: impl Into<String>, description: impl Into<String>, input_schema: Value, handler: F) -> Self
+    pub fn new<F, Fut, O, E>(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        input_schema: Value,
+        handler: F,
+    ) -> Self
     where
         F: Fn(Value) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<O, E>> + Send + 'static,
@@ -85,7 +90,13 @@ impl CallerTool {
             let future = handler(input);
             Box::pin(async move { future.await.map(Into::into).map_err(|e| e.to_string()) })
         });
-        Self { name: name.into(), description: description.into(), input_schema, handler: boxed, timeout: DEFAULT_TOOL_TIMEOUT }
+        Self {
+            name: name.into(),
+            description: description.into(),
+            input_schema,
+            handler: boxed,
+            timeout: DEFAULT_TOOL_TIMEOUT,
+        }
     }
 
     /// Sets how long one call may take before it fails (default [`DEFAULT_TOOL_TIMEOUT`]).
@@ -117,7 +128,10 @@ impl CallerTool {
 
 impl std::fmt::Debug for CallerTool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CallerTool").field("name", &self.name).field("timeout", &self.timeout).finish_non_exhaustive()
+        f.debug_struct("CallerTool")
+            .field("name", &self.name)
+            .field("timeout", &self.timeout)
+            .finish_non_exhaustive()
     }
 }
 
@@ -128,14 +142,23 @@ pub fn validate(tools: &[CallerTool]) -> Result<(), AgentError> {
     let mut seen = std::collections::BTreeSet::new();
     for tool in tools {
         let name = tool.name();
-        if name.is_empty() || name.len() > 64 || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') {
-            return invalid(format!("caller tool name {name:?} must be 1 to 64 of [A-Za-z0-9_-]"));
+        if name.is_empty()
+            || name.len() > 64
+            || !name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+        {
+            return invalid(format!(
+                "caller tool name {name:?} must be 1 to 64 of [A-Za-z0-9_-]"
+            ));
         }
         if !seen.insert(name) {
             return invalid(format!("caller tool {name:?} is defined twice"));
         }
         if !tool.input_schema().is_object() {
-            return invalid(format!("caller tool {name:?} needs a JSON Schema object as its input schema"));
+            return invalid(format!(
+                "caller tool {name:?} needs a JSON Schema object as its input schema"
+            ));
         }
     }
     Ok(())

@@ -73,9 +73,10 @@ pub(crate) const UNBUILT: &[(&str, &str)] = &[
 /// build was compiled without it.
 pub(crate) fn check_built(capability: &str) -> Result<(), crate::contract::error::AgentError> {
     match UNBUILT.iter().find(|(id, _)| *id == capability) {
-        Some((id, feature)) => {
-            Err(crate::contract::error::AgentError::FeatureNotBuilt { capability: (*id).to_string(), feature: (*feature).to_string() })
-        }
+        Some((id, feature)) => Err(crate::contract::error::AgentError::FeatureNotBuilt {
+            capability: (*id).to_string(),
+            feature: (*feature).to_string(),
+        }),
         None => Ok(()),
     }
 }

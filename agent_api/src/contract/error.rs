@@ -322,7 +322,10 @@ pub enum AgentError {
 
 /// `; stderr ends: <line>` for a process that printed something on stderr.
 fn last_stderr_line(stderr: &[String]) -> String {
-    stderr.last().map(|line| format!("; its stderr ends: {line}")).unwrap_or_default()
+    stderr
+        .last()
+        .map(|line| format!("; its stderr ends: {line}"))
+        .unwrap_or_default()
 }
 
 fn describe_exit(code: Option<i32>, signal: Option<i32>) -> String {
@@ -372,8 +375,14 @@ impl AgentError {
         match status {
             401 | 403 => AgentError::Auth { message },
             429 => AgentError::RateLimited { message },
-            503 | 529 => AgentError::Overloaded { status: Some(status), message },
-            500..=599 => AgentError::ServerError { status: Some(status), message },
+            503 | 529 => AgentError::Overloaded {
+                status: Some(status),
+                message,
+            },
+            500..=599 => AgentError::ServerError {
+                status: Some(status),
+                message,
+            },
             _ => AgentError::AgentFailed { message },
         }
     }
@@ -539,8 +548,12 @@ pub enum StoreShape {
 impl std::fmt::Display for StoreShape {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
-            StoreShape::ClaudeCodeProject => "a Claude Code session file (~/.claude/projects/<dir>/<id>.jsonl)",
-            StoreShape::CodexRollout => "a Codex rollout file (~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl)",
+            StoreShape::ClaudeCodeProject => {
+                "a Claude Code session file (~/.claude/projects/<dir>/<id>.jsonl)"
+            }
+            StoreShape::CodexRollout => {
+                "a Codex rollout file (~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl)"
+            }
         })
     }
 }

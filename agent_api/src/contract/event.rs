@@ -84,7 +84,14 @@ pub struct AgentWrapperEvent {
 impl AgentWrapperEvent {
     /// An event with every optional field empty.
     pub fn new(agent_kind: AgentKind, kind: AgentWrapperEventKind) -> Self {
-        Self { agent_kind, kind, channel: None, text: None, message: None, data: None }
+        Self {
+            agent_kind,
+            kind,
+            channel: None,
+            text: None,
+            message: None,
+            data: None,
+        }
     }
 
     /// Sets `channel`.
@@ -124,7 +131,9 @@ impl AgentWrapperEvent {
 
     /// The text of a `TextOutput` event on `channel`.
     pub fn text_on(&self, channel: &Channel) -> Option<&str> {
-        (self.kind == AgentWrapperEventKind::TextOutput && self.is_on(channel)).then_some(self.text.as_deref()).flatten()
+        (self.kind == AgentWrapperEventKind::TextOutput && self.is_on(channel))
+            .then_some(self.text.as_deref())
+            .flatten()
     }
 
     /// The agent's answer text carried by this event, if it carries some.
@@ -156,13 +165,19 @@ impl AgentWrapperEvent {
             return None;
         }
         let retracted = self.data.as_ref()?.get("retracted")?;
-        Some(Retraction { item_id: retracted.get("item_id")?.as_str()?.to_string(), bytes: retracted.get("bytes")?.as_u64()? as usize })
+        Some(Retraction {
+            item_id: retracted.get("item_id")?.as_str()?.to_string(),
+            bytes: retracted.get("bytes")?.as_u64()? as usize,
+        })
     }
 
     /// The tools facet of a `ToolCall` or `ToolResult` event, when the backend attaches it
     /// (`agent_api.tools.structured.v1`).
     pub fn tools_facet(&self) -> Option<ToolsFacet> {
-        if !matches!(self.kind, AgentWrapperEventKind::ToolCall | AgentWrapperEventKind::ToolResult) {
+        if !matches!(
+            self.kind,
+            AgentWrapperEventKind::ToolCall | AgentWrapperEventKind::ToolResult
+        ) {
             return None;
         }
         let data = self.data.as_ref()?;
@@ -194,7 +209,11 @@ impl AgentWrapperEvent {
         self.data.as_ref()?.get("code")?.as_str()
     }
 
-    fn data_field<T: serde::de::DeserializeOwned>(&self, channel: &Channel, key: &str) -> Option<T> {
+    fn data_field<T: serde::de::DeserializeOwned>(
+        &self,
+        channel: &Channel,
+        key: &str,
+    ) -> Option<T> {
         if !self.is_on(channel) {
             return None;
         }

@@ -85,7 +85,14 @@ impl FileRefusal {
     /// Whether the request was refused as a way out of the confining directory (as opposed to a
     /// file that is missing, too large, or not a regular file).
     pub fn is_escape(&self) -> bool {
-        matches!(self, Self::Relative | Self::ParentComponent | Self::OutsideRoot | Self::Symlink | Self::HardLinked { .. })
+        matches!(
+            self,
+            Self::Relative
+                | Self::ParentComponent
+                | Self::OutsideRoot
+                | Self::Symlink
+                | Self::HardLinked { .. }
+        )
     }
 }
 
@@ -123,7 +130,10 @@ pub fn read_regular(path: &Path, cap: u64) -> Result<Vec<u8>, FileRefusal> {
 /// unbounded: bound it (`Read::take`) or use [`read_regular`].
 pub fn open_regular(path: &Path) -> Result<std::fs::File, FileRefusal> {
     use std::os::unix::fs::OpenOptionsExt;
-    let file = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC).open(path)?;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC)
+        .open(path)?;
     if !file.metadata()?.is_file() {
         return Err(FileRefusal::NotRegular);
     }
@@ -133,7 +143,9 @@ pub fn open_regular(path: &Path) -> Result<std::fs::File, FileRefusal> {
 /// [`read_regular`] on the blocking pool, for async code: the runtime's threads never wait on a
 /// caller's file.
 pub async fn read_regular_async(path: PathBuf, cap: u64) -> Result<Vec<u8>, FileRefusal> {
-    tokio::task::spawn_blocking(move || read_regular(&path, cap)).await.unwrap_or(Err(FileRefusal::Io(ErrorKind::Interrupted)))
+    tokio::task::spawn_blocking(move || read_regular(&path, cap))
+        .await
+        .unwrap_or(Err(FileRefusal::Io(ErrorKind::Interrupted)))
 }
 
 /// The bytes of an open file, when it is regular and within `cap` (checked on the open file, and
@@ -147,7 +159,9 @@ fn read_open_file(mut file: std::fs::File, cap: u64) -> Result<Vec<u8>, FileRefu
         return Err(FileRefusal::TooLarge { cap });
     }
     let mut bytes = Vec::with_capacity(meta.len() as usize);
-    (&mut file).take(cap.saturating_add(1)).read_to_end(&mut bytes)?;
+    (&mut file)
+        .take(cap.saturating_add(1))
+        .read_to_end(&mut bytes)?;
     if bytes.len() as u64 > cap {
         return Err(FileRefusal::TooLarge { cap });
     }
@@ -174,7 +188,11 @@ impl ConfinedDir {
         #[cfg(target_os = "linux")]
         let root = {
             use rustix::fs::{Mode, OFlags};
-            let fd = rustix::fs::open(&canonical, OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())?;
+            let fd = rustix::fs::open(
+                &canonical,
+                OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+                Mode::empty(),
+            )?;
             std::sync::Arc::new(fd)
         };
         Ok(Self {
@@ -204,7 +222,10 @@ impl ConfinedDir {
             .strip_prefix(&self.canonical)
             .or_else(|_| requested.strip_prefix(&self.given))
             .map_err(|_| FileRefusal::OutsideRoot)?;
-        let relative: PathBuf = rest.components().filter(|c| matches!(c, Component::Normal(_))).collect();
+        let relative: PathBuf = rest
+            .components()
+            .filter(|c| matches!(c, Component::Normal(_)))
+            .collect();
         if relative.as_os_str().is_empty() {
             return Err(FileRefusal::NotRegular);
         }
@@ -258,7 +279,8 @@ impl ConfinedDir {
             parent = Some(fd);
         }
         let at = parent.as_ref().unwrap_or(&self.root);
-        let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
+        let flags =
+            OFlags::WRONLY | OFlags::CREATE | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
         let fd = beneath(at, Path::new(name), flags, Mode::from_raw_mode(0o666))?;
         let stat = rustix::fs::fstat(&fd).map_err(std::io::Error::from)?;
         if rustix::fs::FileType::from_raw_mode(stat.st_mode) != rustix::fs::FileType::RegularFile {
@@ -322,25 +344,39 @@ pub fn resolve_program(program: &Path) -> Option<PathBuf> {
         return program.is_file().then(|| program.to_path_buf());
     }
     let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path).map(|dir| dir.join(program)).find(|candidate| is_executable(candidate))
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(program))
+        .find(|candidate| is_executable(candidate))
 }
 
 fn is_executable(path: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
-    path.metadata().map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0).unwrap_or(false)
+    path.metadata()
+        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        .unwrap_or(false)
 }
 
 /// Checks that the agent's working directory exists, is a directory and can be entered; else a
 /// [`AgentError::WorkingDir`] saying which and why.
 pub fn check_working_dir(dir: &Path) -> Result<(), AgentError> {
     use std::os::unix::ffi::OsStrExt;
-    let error = |source: std::io::Error| AgentError::WorkingDir { path: dir.to_path_buf(), source };
+    let error = |source: std::io::Error| AgentError::WorkingDir {
+        path: dir.to_path_buf(),
+        source,
+    };
     let meta = std::fs::metadata(dir).map_err(error)?;
     if !meta.is_dir() {
-        return Err(error(std::io::Error::new(std::io::ErrorKind::NotADirectory, "not a directory")));
+        return Err(error(std::io::Error::new(
+            std::io::ErrorKind::NotADirectory,
+            "not a directory",
+        )));
     }
-    let path = std::ffi::CString::new(dir.as_os_str().as_bytes())
-        .map_err(|_| error(std::io::Error::new(std::io::ErrorKind::InvalidInput, "the path holds a NUL byte")))?;
+    let path = std::ffi::CString::new(dir.as_os_str().as_bytes()).map_err(|_| {
+        error(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "the path holds a NUL byte",
+        ))
+    })?;
     // SAFETY: access(2) reads the NUL-terminated path and touches no other memory.
     if unsafe { libc::access(path.as_ptr(), libc::X_OK) } != 0 {
         return Err(error(std::io::Error::last_os_error()));

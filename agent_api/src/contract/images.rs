@@ -42,14 +42,26 @@ pub struct ImageFile {
 impl ImageFile {
     /// Checks `path` (kind by extension, size); an [`AgentError::InvalidRequest`] says why not.
     pub fn check(path: &Path) -> Result<Self, AgentError> {
-        let media_type = media_type(path).ok_or_else(|| invalid(path, "not a PNG, JPEG, GIF or WebP file (by its extension)".into()))?;
+        let media_type = media_type(path).ok_or_else(|| {
+            invalid(
+                path,
+                "not a PNG, JPEG, GIF or WebP file (by its extension)".into(),
+            )
+        })?;
         let path = std::path::absolute(path).map_err(|e| invalid(path, e.to_string()))?;
         // Asked of the open file, never waited on: a FIFO or a device (a link to /dev/zero named
         // `x.png`) is refused here, before an agent or this process reads it.
-        let file = crate::contract::files::open_regular(&path).map_err(|e| invalid(&path, e.to_string()))?;
-        let size = file.metadata().map_err(|e| invalid(&path, e.to_string()))?.len();
+        let file = crate::contract::files::open_regular(&path)
+            .map_err(|e| invalid(&path, e.to_string()))?;
+        let size = file
+            .metadata()
+            .map_err(|e| invalid(&path, e.to_string()))?
+            .len();
         if size > IMAGE_MAX_BYTES {
-            return Err(invalid(&path, format!("{size} bytes, more than the {IMAGE_MAX_BYTES} a prompt image may have")));
+            return Err(invalid(
+                &path,
+                format!("{size} bytes, more than the {IMAGE_MAX_BYTES} a prompt image may have"),
+            ));
         }
         Ok(Self { path, media_type })
     }
@@ -74,8 +86,12 @@ impl ImageData {
     /// Checks and reads `path`.
     pub fn read(path: &Path) -> Result<Self, AgentError> {
         let file = ImageFile::check(path)?;
-        let bytes = crate::contract::files::read_regular(&file.path, IMAGE_MAX_BYTES).map_err(|e| invalid(&file.path, e.to_string()))?;
-        Ok(Self { base64: base64::engine::general_purpose::STANDARD.encode(bytes), file })
+        let bytes = crate::contract::files::read_regular(&file.path, IMAGE_MAX_BYTES)
+            .map_err(|e| invalid(&file.path, e.to_string()))?;
+        Ok(Self {
+            base64: base64::engine::general_purpose::STANDARD.encode(bytes),
+            file,
+        })
     }
 
     /// Every image of `prompt`, read (the first that fails is the error).
@@ -92,7 +108,10 @@ impl ImageData {
 impl std::fmt::Debug for ImageData {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // The data can be megabytes: its size says enough.
-        f.debug_struct("ImageData").field("file", &self.file).field("base64_len", &self.base64.len()).finish()
+        f.debug_struct("ImageData")
+            .field("file", &self.file)
+            .field("base64_len", &self.base64.len())
+            .finish()
     }
 }
 
@@ -109,7 +128,9 @@ fn media_type(path: &Path) -> Option<&'static str> {
 }
 
 fn invalid(path: &Path, why: String) -> AgentError {
-    AgentError::InvalidRequest { reason: format!("image {}: {why}", path.display()) }
+    AgentError::InvalidRequest {
+        reason: format!("image {}: {why}", path.display()),
+    }
 }
 
 #[cfg(test)]
@@ -119,16 +140,25 @@ mod tests {
     #[test]
     fn a_missing_image_is_an_invalid_request_naming_the_file() {
         let err = ImageFile::check(Path::new("/nonexistent/cat.png")).unwrap_err();
-        assert!(matches!(&err, AgentError::InvalidRequest { reason } if reason.contains("/nonexistent/cat.png")), "{err:?}");
+        assert!(
+            matches!(&err, AgentError::InvalidRequest { reason } if reason.contains("/nonexistent/cat.png")),
+            "{err:?}"
+        );
     }
 
     #[test]
     fn an_image_over_the_limit_is_refused_before_it_is_read() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("big.JPG");
-        std::fs::File::create(&path).unwrap().set_len(IMAGE_MAX_BYTES + 1).unwrap();
+        std::fs::File::create(&path)
+            .unwrap()
+            .set_len(IMAGE_MAX_BYTES + 1)
+            .unwrap();
         let err = ImageData::read(&path).unwrap_err();
-        assert!(matches!(&err, AgentError::InvalidRequest { reason } if reason.contains("more than")), "{err:?}");
+        assert!(
+            matches!(&err, AgentError::InvalidRequest { reason } if reason.contains("more than")),
+            "{err:?}"
+        );
     }
 
     #[test]
@@ -143,8 +173,15 @@ mod tests {
         for path in [zero, fifo] {
             let (tx, rx) = std::sync::mpsc::channel();
             let asked = path.clone();
-            std::thread::spawn(move || tx.send((ImageFile::check(&asked).is_err(), ImageData::read(&asked).is_err())));
-            let refused = rx.recv_timeout(std::time::Duration::from_secs(20)).expect("reading the image blocked");
+            std::thread::spawn(move || {
+                tx.send((
+                    ImageFile::check(&asked).is_err(),
+                    ImageData::read(&asked).is_err(),
+                ))
+            });
+            let refused = rx
+                .recv_timeout(std::time::Duration::from_secs(20))
+                .expect("reading the image blocked");
             assert_eq!(refused, (true, true), "{}", path.display());
         }
     }

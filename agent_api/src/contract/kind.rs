@@ -36,7 +36,10 @@ impl AgentKind {
     /// # Panics
     /// When `name` does not match `^[a-z][a-z0-9_]*$`.
     pub const fn from_static(name: &'static str) -> Self {
-        assert!(is_valid(name.as_bytes()), "agent kind must match ^[a-z][a-z0-9_]*$");
+        assert!(
+            is_valid(name.as_bytes()),
+            "agent kind must match ^[a-z][a-z0-9_]*$"
+        );
         Self(Cow::Borrowed(name))
     }
 

@@ -52,7 +52,12 @@ pub struct Bwrap {
 
 impl Default for Bwrap {
     fn default() -> Self {
-        Self { program: PathBuf::from("bwrap"), network: true, writable: Vec::new(), read_only: Vec::new() }
+        Self {
+            program: PathBuf::from("bwrap"),
+            network: true,
+            writable: Vec::new(),
+            read_only: Vec::new(),
+        }
     }
 }
 
@@ -148,17 +153,36 @@ pub struct Container {
 impl Container {
     /// `ENGINE exec -i NAME`.
     pub fn exec(engine: Engine, name: impl Into<String>) -> Self {
-        Self { engine, target: ContainerTarget::Exec(name.into()), mounts: Vec::new(), extra_args: Vec::new() }
+        Self {
+            engine,
+            target: ContainerTarget::Exec(name.into()),
+            mounts: Vec::new(),
+            extra_args: Vec::new(),
+        }
     }
 
     /// `ENGINE run --rm -i IMAGE`.
     pub fn image(engine: Engine, image: impl Into<String>) -> Self {
-        Self { engine, target: ContainerTarget::Image(image.into()), mounts: Vec::new(), extra_args: Vec::new() }
+        Self {
+            engine,
+            target: ContainerTarget::Image(image.into()),
+            mounts: Vec::new(),
+            extra_args: Vec::new(),
+        }
     }
 
     /// Adds a bind mount.
-    pub fn with_mount(mut self, host: impl Into<PathBuf>, container: impl Into<PathBuf>, read_only: bool) -> Self {
-        self.mounts.push(Mount { host: host.into(), container: container.into(), read_only });
+    pub fn with_mount(
+        mut self,
+        host: impl Into<PathBuf>,
+        container: impl Into<PathBuf>,
+        read_only: bool,
+    ) -> Self {
+        self.mounts.push(Mount {
+            host: host.into(),
+            container: container.into(),
+            read_only,
+        });
         self
     }
 }
@@ -182,7 +206,13 @@ pub struct Ssh {
 impl Ssh {
     /// `ssh host`.
     pub fn new(host: impl Into<String>) -> Self {
-        Self { program: PathBuf::from("ssh"), user: None, host: host.into(), port: None, options: Vec::new() }
+        Self {
+            program: PathBuf::from("ssh"),
+            user: None,
+            host: host.into(),
+            port: None,
+            options: Vec::new(),
+        }
     }
 
     /// Parses `[user@]host[:port]` (an IPv6 address in brackets: `[::1]:2222`); `None` when the
@@ -214,14 +244,23 @@ impl Ssh {
         if host.is_empty() || host.starts_with('-') {
             return None;
         }
-        Some(Self { user, port, ..Self::new(host) })
+        Some(Self {
+            user,
+            port,
+            ..Self::new(host)
+        })
     }
 }
 
 /// The launcher capabilities of a backend that spawns its agent through [`crate::kit::process::spawn`]
 /// with the request's launcher (see [`crate::kit::CommandSpec::for_request`]).
-pub const CAPABILITIES: &[&str] =
-    &[caps::LAUNCHER_LOCAL, caps::LAUNCHER_BWRAP, caps::LAUNCHER_CONTAINER, caps::LAUNCHER_SSH, caps::LAUNCHER_PREFIX];
+pub const CAPABILITIES: &[&str] = &[
+    caps::LAUNCHER_LOCAL,
+    caps::LAUNCHER_BWRAP,
+    caps::LAUNCHER_CONTAINER,
+    caps::LAUNCHER_SSH,
+    caps::LAUNCHER_PREFIX,
+];
 
 /// `set` with [`CAPABILITIES`] added.
 pub fn with_launchers(mut set: CapabilitySet) -> CapabilitySet {
@@ -275,7 +314,13 @@ impl fmt::Display for Launcher {
             },
             Launcher::Ssh(s) => write!(f, "ssh:{}", s.host),
             Launcher::Prefix(argv) => {
-                write!(f, "prefix:{}", argv.first().map(|p| p.to_string_lossy()).unwrap_or_default())
+                write!(
+                    f,
+                    "prefix:{}",
+                    argv.first()
+                        .map(|p| p.to_string_lossy())
+                        .unwrap_or_default()
+                )
             }
         }
     }
@@ -313,18 +358,36 @@ impl std::str::FromStr for Launcher {
     fn from_str(via: &str) -> Result<Self, ViaError> {
         let malformed = |form, expected| ViaError::Malformed { form, expected };
         let named = |form: &'static str, value: &str| {
-            (!value.is_empty() && !value.starts_with('-')).then(|| value.to_string()).ok_or(malformed(form, "a name"))
+            (!value.is_empty() && !value.starts_with('-'))
+                .then(|| value.to_string())
+                .ok_or(malformed(form, "a name"))
         };
         match via.split_once(':') {
             None if via == "local" => Ok(Launcher::Local),
             None if via == "bwrap" => Ok(Launcher::Sandbox(Bwrap::new())),
-            Some(("docker", v)) => Ok(Launcher::Container(Container::exec(Engine::Docker, named("docker", v)?))),
-            Some(("podman", v)) => Ok(Launcher::Container(Container::exec(Engine::Podman, named("podman", v)?))),
-            Some(("docker-image", v)) => Ok(Launcher::Container(Container::image(Engine::Docker, named("docker-image", v)?))),
-            Some(("podman-image", v)) => Ok(Launcher::Container(Container::image(Engine::Podman, named("podman-image", v)?))),
-            Some(("ssh", v)) => Ssh::parse(v).map(Launcher::Ssh).ok_or(malformed("ssh", "[user@]host[:port]")),
+            Some(("docker", v)) => Ok(Launcher::Container(Container::exec(
+                Engine::Docker,
+                named("docker", v)?,
+            ))),
+            Some(("podman", v)) => Ok(Launcher::Container(Container::exec(
+                Engine::Podman,
+                named("podman", v)?,
+            ))),
+            Some(("docker-image", v)) => Ok(Launcher::Container(Container::image(
+                Engine::Docker,
+                named("docker-image", v)?,
+            ))),
+            Some(("podman-image", v)) => Ok(Launcher::Container(Container::image(
+                Engine::Podman,
+                named("podman-image", v)?,
+            ))),
+            Some(("ssh", v)) => Ssh::parse(v)
+                .map(Launcher::Ssh)
+                .ok_or(malformed("ssh", "[user@]host[:port]")),
             Some(("prefix", v)) => match serde_json::from_str::<Vec<String>>(v) {
-                Ok(argv) if !argv.is_empty() => Ok(Launcher::Prefix(argv.into_iter().map(OsString::from).collect())),
+                Ok(argv) if !argv.is_empty() => Ok(Launcher::Prefix(
+                    argv.into_iter().map(OsString::from).collect(),
+                )),
                 _ => Err(malformed("prefix", "a non-empty JSON array of strings")),
             },
             _ => Err(ViaError::Unknown(via.to_string())),
@@ -339,12 +402,17 @@ impl Launcher {
     pub fn check_available(&self) -> Result<(), AgentError> {
         if let Launcher::Prefix(argv) = self {
             if argv.is_empty() {
-                return Err(AgentError::InvalidRequest { reason: "the launcher prefix is empty".into() });
+                return Err(AgentError::InvalidRequest {
+                    reason: "the launcher prefix is empty".into(),
+                });
             }
         }
         match self.program() {
             Some(program) if crate::contract::files::resolve_program(&program).is_none() => {
-                Err(AgentError::LauncherUnavailable { launcher: self.to_string(), program })
+                Err(AgentError::LauncherUnavailable {
+                    launcher: self.to_string(),
+                    program,
+                })
             }
             _ => Ok(()),
         }

@@ -92,7 +92,11 @@ pub struct ModeInfo {
 impl ModeInfo {
     /// Mode `id` becomes `native`.
     pub const fn new(id: &'static str, native: &'static str, description: &'static str) -> Self {
-        Self { id, native, description }
+        Self {
+            id,
+            native,
+            description,
+        }
     }
 
     /// The mode as a request names it.
@@ -115,19 +119,34 @@ pub struct VariantSet {
 impl VariantSet {
     /// `values` for every model, each becoming `native`.
     pub const fn all_models(values: &'static [&'static str], native: &'static str) -> Self {
-        Self { models: &[], values, native }
+        Self {
+            models: &[],
+            values,
+            native,
+        }
     }
 
     /// `values` for the models named, each becoming `native`.
-    pub const fn for_models(models: &'static [&'static str], values: &'static [&'static str], native: &'static str) -> Self {
-        Self { models, values, native }
+    pub const fn for_models(
+        models: &'static [&'static str],
+        values: &'static [&'static str],
+        native: &'static str,
+    ) -> Self {
+        Self {
+            models,
+            values,
+            native,
+        }
     }
 }
 
 /// The variants `sets` give `model`: those of the set naming it, else those of the set for every model.
 pub fn variants_for<'s>(sets: &'s [VariantSet], model: Option<&str>) -> &'s [&'static str] {
     let named = model.and_then(|m| sets.iter().find(|s| s.models.contains(&m)));
-    named.or_else(|| sets.iter().find(|s| s.models.is_empty())).map(|s| s.values).unwrap_or(&[])
+    named
+        .or_else(|| sets.iter().find(|s| s.models.is_empty()))
+        .map(|s| s.values)
+        .unwrap_or(&[])
 }
 
 /// Refuses a mode the backend does not list ([`AgentError::UnknownMode`], with the valid ones);
@@ -139,7 +158,10 @@ pub fn check_mode(kind: &str, modes: &[ModeInfo], mode: &AgentMode) -> Result<()
     Err(AgentError::UnknownMode {
         kind: kind.to_string(),
         mode: crate::contract::bounds::utf8_prefix(mode.as_str(), 64).to_string(),
-        valid: std::iter::once("default").chain(modes.iter().map(|m| m.id)).map(str::to_string).collect(),
+        valid: std::iter::once("default")
+            .chain(modes.iter().map(|m| m.id))
+            .map(str::to_string)
+            .collect(),
     })
 }
 
@@ -150,9 +172,14 @@ mod tests {
     use crate::contract::kind::AgentKind;
     use crate::contract::request::RunRequest;
 
-    const MODES: &[ModeInfo] = &[ModeInfo::new("plan", "p", "plans"), ModeInfo::new("acceptEdits", "a", "edits")];
-    const VARIANTS: &[VariantSet] =
-        &[VariantSet::for_models(&["small"], &["low"], "effort"), VariantSet::all_models(&["low", "medium", "high"], "effort")];
+    const MODES: &[ModeInfo] = &[
+        ModeInfo::new("plan", "p", "plans"),
+        ModeInfo::new("acceptEdits", "a", "edits"),
+    ];
+    const VARIANTS: &[VariantSet] = &[
+        VariantSet::for_models(&["small"], &["low"], "effort"),
+        VariantSet::all_models(&["low", "medium", "high"], "effort"),
+    ];
 
     fn kind() -> AgentKind {
         AgentKind::new("demo").unwrap()
@@ -170,11 +197,19 @@ mod tests {
     #[test]
     fn variants_follow_the_model() {
         assert_eq!(variants_for(VARIANTS, Some("small")), ["low"]);
-        assert_eq!(variants_for(VARIANTS, Some("big")), ["low", "medium", "high"]);
+        assert_eq!(
+            variants_for(VARIANTS, Some("big")),
+            ["low", "medium", "high"]
+        );
         assert_eq!(variants_for(VARIANTS, None), ["low", "medium", "high"]);
-        let request = RunRequest::new("x").with_model("small").with_variant("high");
+        let request = RunRequest::new("x")
+            .with_model("small")
+            .with_variant("high");
         let err = check_choices(&kind(), MODES, VARIANTS, &request).unwrap_err();
-        assert!(matches!(&err, AgentError::UnknownVariant { valid, model: Some(m), .. } if valid == &["low"] && m == "small"), "{err}");
+        assert!(
+            matches!(&err, AgentError::UnknownVariant { valid, model: Some(m), .. } if valid == &["low"] && m == "small"),
+            "{err}"
+        );
         assert!(err.to_string().contains("low"), "{err}");
     }
 
@@ -182,13 +217,41 @@ mod tests {
     fn unknown_modes_are_refused_with_the_valid_ones() {
         let request = RunRequest::new("x").with_mode(AgentMode::parse("yolo"));
         let err = check_choices(&kind(), MODES, VARIANTS, &request).unwrap_err();
-        assert!(matches!(&err, AgentError::UnknownMode { valid, .. } if valid == &["default", "plan", "acceptEdits"]), "{err}");
-        assert!(err.to_string().contains("default, plan, acceptEdits"), "{err}");
-        for ok in [AgentMode::Default, AgentMode::Plan, AgentMode::parse("acceptEdits")] {
-            check_choices(&kind(), MODES, VARIANTS, &RunRequest::new("x").with_mode(ok)).unwrap();
+        assert!(
+            matches!(&err, AgentError::UnknownMode { valid, .. } if valid == &["default", "plan", "acceptEdits"]),
+            "{err}"
+        );
+        assert!(
+            err.to_string().contains("default, plan, acceptEdits"),
+            "{err}"
+        );
+        for ok in [
+            AgentMode::Default,
+            AgentMode::Plan,
+            AgentMode::parse("acceptEdits"),
+        ] {
+            check_choices(
+                &kind(),
+                MODES,
+                VARIANTS,
+                &RunRequest::new("x").with_mode(ok),
+            )
+            .unwrap();
         }
         // An agent with no modes takes only its default.
-        assert!(check_choices(&kind(), &[], &[], &RunRequest::new("x").with_mode(AgentMode::Plan)).is_err());
-        check_choices(&kind(), &[], &[], &RunRequest::new("x").with_mode(AgentMode::Default)).unwrap();
+        assert!(check_choices(
+            &kind(),
+            &[],
+            &[],
+            &RunRequest::new("x").with_mode(AgentMode::Plan)
+        )
+        .is_err());
+        check_choices(
+            &kind(),
+            &[],
+            &[],
+            &RunRequest::new("x").with_mode(AgentMode::Default),
+        )
+        .unwrap();
     }
 }

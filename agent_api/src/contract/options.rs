@@ -59,11 +59,16 @@ pub trait BackendOptions: Serialize + DeserializeOwned + Default + 'static {
 /// returns for a backend whose options are `O`).
 pub fn extension_keys<O: BackendOptions>() -> &'static [&'static str] {
     static KEYS: OnceLock<Mutex<HashMap<TypeId, &'static [&'static str]>>> = OnceLock::new();
-    let mut keys = KEYS.get_or_init(Default::default).lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let mut keys = KEYS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     keys.entry(TypeId::of::<O>()).or_insert_with(|| {
         // Once per options type, for the life of the process: the keys are as static as the type.
-        let owned: Vec<&'static str> =
-            field_names::<O>().iter().map(|field| &*Box::leak(format!("backend.{}.{field}", O::KIND).into_boxed_str())).collect();
+        let owned: Vec<&'static str> = field_names::<O>()
+            .iter()
+            .map(|field| &*Box::leak(format!("backend.{}.{field}", O::KIND).into_boxed_str()))
+            .collect();
         Box::leak(owned.into_boxed_slice())
     })
 }
@@ -92,7 +97,11 @@ impl RunRequest {
         let prefix = format!("backend.{}.", O::KIND);
         let known = extension_keys::<O>();
         let mut fields = Map::new();
-        for (key, value) in self.extensions.iter().filter(|(key, _)| key.starts_with(&prefix)) {
+        for (key, value) in self
+            .extensions
+            .iter()
+            .filter(|(key, _)| key.starts_with(&prefix))
+        {
             if !known.contains(&key.as_str()) {
                 return Err(unknown_key(O::KIND, key, known));
             }
@@ -103,16 +112,31 @@ impl RunRequest {
 }
 
 /// Reads `fields` (field name to value) as `O`, naming the first field that does not fit.
-fn deserialize_fields<O: BackendOptions>(prefix: &str, fields: Map<String, Value>) -> Result<O, AgentError> {
+fn deserialize_fields<O: BackendOptions>(
+    prefix: &str,
+    fields: Map<String, Value>,
+) -> Result<O, AgentError> {
     serde_path_to_error::deserialize(Value::Object(fields)).map_err(|e| {
-        let field = e.path().iter().next().map(|segment| segment.to_string()).unwrap_or_default();
-        AgentError::InvalidExtension { key: format!("{prefix}{field}"), reason: e.into_inner().to_string() }
+        let field = e
+            .path()
+            .iter()
+            .next()
+            .map(|segment| segment.to_string())
+            .unwrap_or_default();
+        AgentError::InvalidExtension {
+            key: format!("{prefix}{field}"),
+            reason: e.into_inner().to_string(),
+        }
     })
 }
 
 /// The error for an extension key the backend `kind` does not know, listing the ones it does.
 pub fn unknown_key(kind: &str, key: &str, known: &[&str]) -> AgentError {
-    AgentError::UnknownExtension { kind: kind.to_string(), key: key.to_string(), known: known.iter().map(|k| k.to_string()).collect() }
+    AgentError::UnknownExtension {
+        kind: kind.to_string(),
+        key: key.to_string(),
+        known: known.iter().map(|k| k.to_string()).collect(),
+    }
 }
 
 /// The extension value that the text `text` gives `O`'s option `key`, typed by `O` itself: the
@@ -139,8 +163,16 @@ pub fn value_from_text<O: BackendOptions>(key: &str, text: &str) -> Result<Value
     let Some(field) = key.strip_prefix(&prefix).filter(|_| known.contains(&key)) else {
         return Err(unknown_key(O::KIND, key, known));
     };
-    let fits = |value: &Value| deserialize_fields::<O>(&prefix, Map::from_iter([(field.to_string(), value.clone())])).map(|_| ());
-    let as_json = serde_json::from_str::<Value>(text).ok().filter(|value| !value.is_null());
+    let fits = |value: &Value| {
+        deserialize_fields::<O>(
+            &prefix,
+            Map::from_iter([(field.to_string(), value.clone())]),
+        )
+        .map(|_| ())
+    };
+    let as_json = serde_json::from_str::<Value>(text)
+        .ok()
+        .filter(|value| !value.is_null());
     let json_error = match as_json {
         Some(value) => match fits(&value) {
             Ok(()) => return Ok(value),

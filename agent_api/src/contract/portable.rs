@@ -36,8 +36,12 @@ use crate::contract::tools_facet::ToolCategory;
 
 /// The categories [`PortableOptions::deny_category`] takes: each backend that advertises
 /// `agent_api.options.denied_tool_categories` names its native tools for every one of them.
-pub const DENIABLE_CATEGORIES: [ToolCategory; 4] =
-    [ToolCategory::Shell, ToolCategory::FileWrite, ToolCategory::FileRead, ToolCategory::Network];
+pub const DENIABLE_CATEGORIES: [ToolCategory; 4] = [
+    ToolCategory::Shell,
+    ToolCategory::FileWrite,
+    ToolCategory::FileRead,
+    ToolCategory::Network,
+];
 
 /// One MCP server given to the agent for a run.
 #[derive(Clone, PartialEq, Serialize, Deserialize)]
@@ -67,21 +71,35 @@ pub enum McpServer {
 
 impl McpServer {
     /// A stdio server: `command` with `args`, no extra environment.
-    pub fn stdio<I: IntoIterator<Item = S>, S: Into<String>>(command: impl Into<String>, args: I) -> Self {
-        Self::Stdio { command: command.into(), args: args.into_iter().map(Into::into).collect(), env: BTreeMap::new() }
+    pub fn stdio<I: IntoIterator<Item = S>, S: Into<String>>(
+        command: impl Into<String>,
+        args: I,
+    ) -> Self {
+        Self::Stdio {
+            command: command.into(),
+            args: args.into_iter().map(Into::into).collect(),
+            env: BTreeMap::new(),
+        }
     }
 
     /// A streamable HTTP server at `url`, no headers.
     pub fn http(url: impl Into<String>) -> Self {
-        Self::Http { url: url.into(), headers: BTreeMap::new() }
+        Self::Http {
+            url: url.into(),
+            headers: BTreeMap::new(),
+        }
     }
 
     /// The server in the `mcpServers` JSON shape Claude Code, Qwen Code and Amp read
     /// (`{"command", "args", "env"}` or `{"type": "http", "url", "headers"}`).
     pub fn to_mcp_json(&self) -> Value {
         match self {
-            Self::Stdio { command, args, env } => serde_json::json!({ "command": command, "args": args, "env": env }),
-            Self::Http { url, headers } => serde_json::json!({ "type": "http", "url": url, "headers": headers }),
+            Self::Stdio { command, args, env } => {
+                serde_json::json!({ "command": command, "args": args, "env": env })
+            }
+            Self::Http { url, headers } => {
+                serde_json::json!({ "type": "http", "url": url, "headers": headers })
+            }
         }
     }
 }
@@ -96,9 +114,11 @@ impl std::fmt::Debug for McpServer {
                 .field("args", args)
                 .field("env", &crate::contract::secrets::EnvNames(env))
                 .finish(),
-            Self::Http { url, headers } => {
-                f.debug_struct("Http").field("url", url).field("headers", &crate::contract::secrets::EnvNames(headers)).finish()
-            }
+            Self::Http { url, headers } => f
+                .debug_struct("Http")
+                .field("url", url)
+                .field("headers", &crate::contract::secrets::EnvNames(headers))
+                .finish(),
         }
     }
 }
@@ -201,8 +221,11 @@ impl PortableOptions {
     /// tools of `tools` (the backend's [`ToolTable`](crate::kit::tool_table::ToolTable)) in each
     /// denied category.
     pub fn denied_tool_names(&self, tools: &crate::contract::tool_table::ToolTable) -> Vec<String> {
-        let by_category =
-            tools.tools().iter().filter(|tool| tool.listed && self.denied_categories.contains(&tool.category)).map(|tool| tool.name);
+        let by_category = tools
+            .tools()
+            .iter()
+            .filter(|tool| tool.listed && self.denied_categories.contains(&tool.category))
+            .map(|tool| tool.name);
         let mut names = self.denied_tools.clone();
         for name in by_category {
             if !names.iter().any(|n| n == name) {
@@ -234,17 +257,29 @@ impl PortableOptions {
     pub fn required_capabilities(&self) -> BTreeSet<&'static str> {
         let set = [
             (self.system_prompt.is_some(), caps::SYSTEM_PROMPT),
-            (self.append_system_prompt.is_some(), caps::APPEND_SYSTEM_PROMPT),
+            (
+                self.append_system_prompt.is_some(),
+                caps::APPEND_SYSTEM_PROMPT,
+            ),
             (!self.add_dirs.is_empty(), caps::ADD_DIRS),
             (!self.mcp_servers.is_empty(), caps::MCP_SERVERS),
             (!self.allowed_tools.is_empty(), caps::ALLOWED_TOOLS),
             (!self.denied_tools.is_empty(), caps::DENIED_TOOLS),
-            (!self.denied_categories.is_empty(), caps::DENIED_TOOL_CATEGORIES),
+            (
+                !self.denied_categories.is_empty(),
+                caps::DENIED_TOOL_CATEGORIES,
+            ),
             (self.native_limits.max_turns.is_some(), caps::MAX_TURNS),
-            (self.native_limits.max_budget_usd.is_some(), caps::MAX_BUDGET_USD),
+            (
+                self.native_limits.max_budget_usd.is_some(),
+                caps::MAX_BUDGET_USD,
+            ),
             (self.output_schema.is_some(), caps::OUTPUT_SCHEMA),
         ];
-        set.into_iter().filter(|(is_set, _)| *is_set).map(|(_, id)| id).collect()
+        set.into_iter()
+            .filter(|(is_set, _)| *is_set)
+            .map(|(_, id)| id)
+            .collect()
     }
 
     /// Checks the values themselves (before spawn): limits above zero,
@@ -255,19 +290,32 @@ impl PortableOptions {
         if self.native_limits.max_turns == Some(0) {
             return invalid("max_turns must be above 0".into());
         }
-        if let Some(category) = self.denied_categories.iter().find(|c| !DENIABLE_CATEGORIES.contains(c)) {
+        if let Some(category) = self
+            .denied_categories
+            .iter()
+            .find(|c| !DENIABLE_CATEGORIES.contains(c))
+        {
             return invalid(format!(
                 "the {} category cannot be denied as a whole: deny MCP servers by leaving them out, other tools by name",
                 category.as_str()
             ));
         }
-        if self.native_limits.max_budget_usd.is_some_and(|usd| !(usd.is_finite() && usd > 0.0)) {
+        if self
+            .native_limits
+            .max_budget_usd
+            .is_some_and(|usd| !(usd.is_finite() && usd > 0.0))
+        {
             return invalid("max_budget_usd must be a positive number".into());
         }
-        if let Some(name) =
-            self.mcp_servers.keys().find(|n| n.is_empty() || !n.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-'))
-        {
-            return invalid(format!("MCP server name {name:?} must be made of [A-Za-z0-9_-]"));
+        if let Some(name) = self.mcp_servers.keys().find(|n| {
+            n.is_empty()
+                || !n
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+        }) {
+            return invalid(format!(
+                "MCP server name {name:?} must be made of [A-Za-z0-9_-]"
+            ));
         }
         Ok(())
     }
@@ -275,7 +323,11 @@ impl PortableOptions {
     /// The `mcpServers` JSON document (`{"mcpServers": {name: server}}`) Claude Code, Qwen Code
     /// and Amp take with `--mcp-config`.
     pub fn mcp_config_json(&self) -> Value {
-        let servers: serde_json::Map<String, Value> = self.mcp_servers.iter().map(|(name, s)| (name.clone(), s.to_mcp_json())).collect();
+        let servers: serde_json::Map<String, Value> = self
+            .mcp_servers
+            .iter()
+            .map(|(name, s)| (name.clone(), s.to_mcp_json()))
+            .collect();
         serde_json::json!({ "mcpServers": servers })
     }
 
@@ -284,7 +336,11 @@ impl PortableOptions {
     /// in `ps`. The file is removed when the returned path is dropped: keep it for the run
     /// ([`crate::kit::RunSettings::hold`]).
     pub fn write_mcp_config(&self) -> Result<McpConfigFile, AgentError> {
-        write_private_file("agent-api-mcp-", ".json", self.mcp_config_json().to_string().as_bytes())
+        write_private_file(
+            "agent-api-mcp-",
+            ".json",
+            self.mcp_config_json().to_string().as_bytes(),
+        )
     }
 }
 
@@ -308,9 +364,16 @@ impl TextOrFile {
     /// `text` in a private file when `launcher`'s agent reads this machine's files (local, or a
     /// sandbox, which binds the run's files in), else inline: off argv wherever a file can reach the
     /// agent, so a long prompt meets no OS limit and `ps` does not show it.
-    pub fn for_launcher(launcher: Option<&crate::contract::launcher::Launcher>, text: &str) -> Result<Self, AgentError> {
+    pub fn for_launcher(
+        launcher: Option<&crate::contract::launcher::Launcher>,
+        text: &str,
+    ) -> Result<Self, AgentError> {
         if launcher.is_none_or(crate::contract::launcher::Launcher::is_local_filesystem) {
-            Ok(Self::File(write_private_file("agent-api-text-", ".md", text.as_bytes())?))
+            Ok(Self::File(write_private_file(
+                "agent-api-text-",
+                ".md",
+                text.as_bytes(),
+            )?))
         } else {
             Ok(Self::Text(text.to_string()))
         }
@@ -321,9 +384,16 @@ impl TextOrFile {
 /// for what a CLI takes only as a file, or should not get on argv (`ps` shows argv). The file is
 /// removed when the returned path is dropped: keep it for the run ([`crate::kit::RunSettings::hold`])
 /// and name it in the agent's [`crate::kit::CommandSpec::local_file`] so a sandbox lets the agent read it.
-pub fn write_private_file(prefix: &str, suffix: &str, contents: &[u8]) -> Result<PrivateFile, AgentError> {
+pub fn write_private_file(
+    prefix: &str,
+    suffix: &str,
+    contents: &[u8],
+) -> Result<PrivateFile, AgentError> {
     use std::io::Write;
-    let mut file = tempfile::Builder::new().prefix(prefix).suffix(suffix).tempfile()?;
+    let mut file = tempfile::Builder::new()
+        .prefix(prefix)
+        .suffix(suffix)
+        .tempfile()?;
     file.write_all(contents)?;
     file.flush()?;
     Ok(file.into_temp_path())

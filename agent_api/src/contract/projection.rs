@@ -20,11 +20,14 @@ use serde_json::json;
 
 use crate::contract::answer::{AnswerDelta, AnswerText};
 use crate::contract::bounds;
-use crate::contract::event::{AgentWrapperEvent, AgentWrapperEventKind as Kind, Channel, PermissionFacet, QuestionFacet};
+use crate::contract::event::{
+    AgentWrapperEvent, AgentWrapperEventKind as Kind, Channel, PermissionFacet, QuestionFacet,
+};
 use crate::contract::kind::AgentKind;
 use crate::contract::tools_facet::{FacetKind, ToolBytes, ToolPhase, ToolStatus, ToolsFacet};
 use crate::contract::universal::{
-    ContentPart, ItemKind, ItemRole, ItemStatus, ToolMeta, UniversalEvent, UniversalEventBody as Body, UniversalItem,
+    ContentPart, ItemKind, ItemRole, ItemStatus, ToolMeta, UniversalEvent,
+    UniversalEventBody as Body, UniversalItem,
 };
 
 /// Turns universal events into wrapper events for one run.
@@ -67,7 +70,12 @@ const HELD_TEXT_LIMIT: usize = 8 * 1024 * 1024;
 impl Projector {
     /// A projector for a backend; `tools_structured` attaches the tools facet to tool events.
     pub fn new(agent_kind: AgentKind, tools_structured: bool) -> Self {
-        Self { agent_kind, tools_structured, items: HashMap::default(), streamed: None }
+        Self {
+            agent_kind,
+            tools_structured,
+            items: HashMap::default(),
+            streamed: None,
+        }
     }
 
     /// Streams assistant answer text as its deltas arrive instead of holding it until its
@@ -86,28 +94,45 @@ impl Projector {
     }
 
     /// [`Projector::project`], appending to `out` (no allocation per event).
-    pub fn project_into(&mut self, event: &UniversalEvent, out: &mut impl Extend<AgentWrapperEvent>) {
+    pub fn project_into(
+        &mut self,
+        event: &UniversalEvent,
+        out: &mut impl Extend<AgentWrapperEvent>,
+    ) {
         if let Some(projected) = self.projected(event) {
             crate::contract::event::enforce_into(projected, out);
         }
     }
 
     fn projected(&mut self, event: &UniversalEvent) -> Option<AgentWrapperEvent> {
-        if let Some(piece) = self.streamed.as_mut().and_then(|answers| answers.push(event)) {
+        if let Some(piece) = self
+            .streamed
+            .as_mut()
+            .and_then(|answers| answers.push(event))
+        {
             return Some(match piece {
-                AnswerDelta::Text { item_id, text } => {
-                    self.event(Kind::TextOutput).with_channel(Channel::Assistant).with_text(text).with_data(json!({ "item_id": item_id }))
-                }
+                AnswerDelta::Text { item_id, text } => self
+                    .event(Kind::TextOutput)
+                    .with_channel(Channel::Assistant)
+                    .with_text(text)
+                    .with_data(json!({ "item_id": item_id })),
                 AnswerDelta::Retracted { item_id, bytes } => {
                     let data = json!({ "retracted": { "item_id": item_id, "bytes": bytes } });
-                    self.status(Channel::Status, "an assistant message was cut: its streamed text is taken back").with_data(data)
+                    self.status(
+                        Channel::Status,
+                        "an assistant message was cut: its streamed text is taken back",
+                    )
+                    .with_data(data)
                 }
             });
         }
         match &event.body {
             Body::SessionStarted(_) => {
                 let data = json!({ "session_id": event.session_id, "native_session_id": event.native_session_id });
-                Some(self.status(Channel::Status, "session started").with_data(data))
+                Some(
+                    self.status(Channel::Status, "session started")
+                        .with_data(data),
+                )
             }
             Body::SessionEnded(end) => {
                 let reason = serde_json::to_value(end.reason).unwrap_or_default();
@@ -119,7 +144,8 @@ impl Projector {
             // A streamed answer is followed by `streamed` alone.
             Body::ItemStarted(data) if self.streamed.is_some() && data.item.is_answer() => None,
             Body::ItemStarted(data) => {
-                self.items.insert(data.item.item_id.clone(), Tracked::of(&data.item));
+                self.items
+                    .insert(data.item.item_id.clone(), Tracked::of(&data.item));
                 self.tool_event(&data.item, ToolPhase::Start, event)
             }
             Body::ItemDelta(delta) => self.delta(&delta.item_id, &delta.delta, event),
@@ -128,7 +154,10 @@ impl Projector {
                 self.completed(&data.item, tracked, event)
             }
             Body::Error(err) if err.is_terminal() => {
-                let ev = self.event(Kind::Error).with_channel(Channel::Error).with_message(err.message.clone());
+                let ev = self
+                    .event(Kind::Error)
+                    .with_channel(Channel::Error)
+                    .with_message(err.message.clone());
                 Some(match &err.code {
                     Some(code) => ev.with_data(json!({ "code": code })),
                     None => ev,
@@ -152,8 +181,15 @@ impl Projector {
                     decided_by: p.decided_by,
                 };
                 let status = serde_json::to_value(p.status).unwrap_or_default();
-                let message = format!("permission {}: {}", status.as_str().unwrap_or("unknown"), p.action);
-                Some(self.status(Channel::Permission, message).with_data(json!({ "permission": facet })))
+                let message = format!(
+                    "permission {}: {}",
+                    status.as_str().unwrap_or("unknown"),
+                    p.action
+                );
+                Some(
+                    self.status(Channel::Permission, message)
+                        .with_data(json!({ "permission": facet })),
+                )
             }
             Body::QuestionRequested(q) | Body::QuestionResolved(q) => {
                 let facet = QuestionFacet {
@@ -174,8 +210,10 @@ impl Projector {
                 Some(self.status(Channel::Question, message).with_data(data))
             }
             Body::AgentUnparsed(u) => {
-                let ev =
-                    self.event(Kind::Unknown).with_channel(Channel::Status).with_message(format!("unparsed native payload: {}", u.error));
+                let ev = self
+                    .event(Kind::Unknown)
+                    .with_channel(Channel::Status)
+                    .with_message(format!("unparsed native payload: {}", u.error));
                 Some(ev.with_data(json!({ "location": u.location })))
             }
         }
@@ -186,10 +224,17 @@ impl Projector {
     }
 
     fn status(&self, channel: Channel, message: impl Into<String>) -> AgentWrapperEvent {
-        self.event(Kind::Status).with_channel(channel).with_message(message)
+        self.event(Kind::Status)
+            .with_channel(channel)
+            .with_message(message)
     }
 
-    fn delta(&mut self, item_id: &str, text: &str, event: &UniversalEvent) -> Option<AgentWrapperEvent> {
+    fn delta(
+        &mut self,
+        item_id: &str,
+        text: &str,
+        event: &UniversalEvent,
+    ) -> Option<AgentWrapperEvent> {
         // An answer's delta (most of them) costs one lookup.
         if let Some(Tracked::Answer(held)) = self.items.get_mut(item_id) {
             let room = HELD_TEXT_LIMIT.saturating_sub(held.len());
@@ -202,37 +247,69 @@ impl Projector {
         }
         match self.items.get(item_id)? {
             Tracked::Answer(_) => None,
-            Tracked::Message(channel) => Some(self.event(Kind::TextOutput).with_channel(channel.clone()).with_text(text)),
+            Tracked::Message(channel) => Some(
+                self.event(Kind::TextOutput)
+                    .with_channel(channel.clone())
+                    .with_text(text),
+            ),
             Tracked::Tool(item) => self.tool_event(item, ToolPhase::Delta, event),
             Tracked::Other => None,
         }
     }
 
-    fn completed(&self, item: &UniversalItem, tracked: Option<Tracked>, event: &UniversalEvent) -> Option<AgentWrapperEvent> {
-        if let Some(Tracked::Answer(text)) = tracked.filter(|t| matches!(t, Tracked::Answer(text) if !text.is_empty())) {
+    fn completed(
+        &self,
+        item: &UniversalItem,
+        tracked: Option<Tracked>,
+        event: &UniversalEvent,
+    ) -> Option<AgentWrapperEvent> {
+        if let Some(Tracked::Answer(text)) =
+            tracked.filter(|t| matches!(t, Tracked::Answer(text) if !text.is_empty()))
+        {
             return Some(match item.status {
                 ItemStatus::Failed => {
-                    let data = json!({ "discarded": { "item_id": item.item_id, "bytes": text.len() } });
-                    self.status(Channel::Status, "an unfinished assistant message was discarded").with_data(data)
+                    let data =
+                        json!({ "discarded": { "item_id": item.item_id, "bytes": text.len() } });
+                    self.status(
+                        Channel::Status,
+                        "an unfinished assistant message was discarded",
+                    )
+                    .with_data(data)
                 }
-                _ => self.event(Kind::TextOutput).with_channel(Channel::Assistant).with_text(text),
+                _ => self
+                    .event(Kind::TextOutput)
+                    .with_channel(Channel::Assistant)
+                    .with_text(text),
             });
         }
         match item.kind {
             ItemKind::ToolCall | ItemKind::ToolResult => {
-                let phase = if item.status == ItemStatus::Failed { ToolPhase::Fail } else { ToolPhase::Complete };
+                let phase = if item.status == ItemStatus::Failed {
+                    ToolPhase::Fail
+                } else {
+                    ToolPhase::Complete
+                };
                 self.tool_event(item, phase, event)
             }
-            ItemKind::Status | ItemKind::System => Some(self.status(Channel::Status, status_text(item))),
-            ItemKind::Unknown => {
-                Some(self.event(Kind::Unknown).with_channel(Channel::Status).with_message("an item the backend could not classify"))
+            ItemKind::Status | ItemKind::System => {
+                Some(self.status(Channel::Status, status_text(item)))
             }
+            ItemKind::Unknown => Some(
+                self.event(Kind::Unknown)
+                    .with_channel(Channel::Status)
+                    .with_message("an item the backend could not classify"),
+            ),
             // Message text already streamed as deltas (the delta policy guarantees one).
             _ => None,
         }
     }
 
-    fn tool_event(&self, item: &UniversalItem, phase: ToolPhase, event: &UniversalEvent) -> Option<AgentWrapperEvent> {
+    fn tool_event(
+        &self,
+        item: &UniversalItem,
+        phase: ToolPhase,
+        event: &UniversalEvent,
+    ) -> Option<AgentWrapperEvent> {
         let kind = match item.kind {
             ItemKind::ToolCall => Kind::ToolCall,
             ItemKind::ToolResult => Kind::ToolResult,
@@ -252,10 +329,18 @@ fn facet(item: &UniversalItem, phase: ToolPhase, event: &UniversalEvent) -> Tool
     let meta = item.tool.as_ref().unwrap_or(&no_meta);
     let mut call_id = None;
     let mut name = None;
-    let mut bytes = ToolBytes { diff: 0, result: 0, ..meta.bytes };
+    let mut bytes = ToolBytes {
+        diff: 0,
+        result: 0,
+        ..meta.bytes
+    };
     for part in &item.content {
         match part {
-            ContentPart::ToolCall { name: n, call_id: c, .. } => {
+            ContentPart::ToolCall {
+                name: n,
+                call_id: c,
+                ..
+            } => {
                 name = Some(n.clone());
                 call_id = Some(c.clone());
             }
@@ -269,8 +354,16 @@ fn facet(item: &UniversalItem, phase: ToolPhase, event: &UniversalEvent) -> Tool
     }
     bytes.diff = bytes.diff.max(meta.bytes.diff);
     bytes.result = bytes.result.max(meta.bytes.result);
-    let default_kind = if item.kind == ItemKind::ToolCall { FacetKind::ToolUse } else { FacetKind::ToolResult };
-    let kind = if meta.kind.is_empty() { default_kind.into() } else { meta.kind.clone() };
+    let default_kind = if item.kind == ItemKind::ToolCall {
+        FacetKind::ToolUse
+    } else {
+        FacetKind::ToolResult
+    };
+    let kind = if meta.kind.is_empty() {
+        default_kind.into()
+    } else {
+        meta.kind.clone()
+    };
     let status = match (phase, item.status) {
         (ToolPhase::Fail, _) | (_, ItemStatus::Failed) => ToolStatus::Failed,
         (ToolPhase::Complete, _) => ToolStatus::Completed,
@@ -285,8 +378,16 @@ fn facet(item: &UniversalItem, phase: ToolPhase, event: &UniversalEvent) -> Tool
         .tool_name(meta.tool_name.clone().or(name))
         .tool_use_id(call_id)
         // Commands carry keys often enough (`curl -H "Authorization: Bearer …"`): wrapper events never show one.
-        .command(meta.command.as_deref().map(|c| crate::contract::secrets::redact(c).into_owned()))
-        .cwd(meta.cwd.as_deref().map(|c| crate::contract::secrets::redact(c).into_owned()))
+        .command(
+            meta.command
+                .as_deref()
+                .map(|c| crate::contract::secrets::redact(c).into_owned()),
+        )
+        .cwd(
+            meta.cwd
+                .as_deref()
+                .map(|c| crate::contract::secrets::redact(c).into_owned()),
+        )
 }
 
 fn status_text(item: &UniversalItem) -> String {
@@ -308,7 +409,10 @@ fn status_text(item: &UniversalItem) -> String {
 
 impl std::fmt::Debug for Projector {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Projector").field("agent_kind", &self.agent_kind).field("open_items", &self.items.len()).finish_non_exhaustive()
+        f.debug_struct("Projector")
+            .field("agent_kind", &self.agent_kind)
+            .field("open_items", &self.items.len())
+            .finish_non_exhaustive()
     }
 }
 
@@ -321,7 +425,15 @@ mod tests {
         events
             .iter()
             .filter(|e| e.kind == Kind::TextOutput)
-            .map(|e| (e.channel.as_ref().map(|c| c.to_string()).unwrap_or_default(), e.text.clone().unwrap_or_default()))
+            .map(|e| {
+                (
+                    e.channel
+                        .as_ref()
+                        .map(|c| c.to_string())
+                        .unwrap_or_default(),
+                    e.text.clone().unwrap_or_default(),
+                )
+            })
             .collect()
     }
 
@@ -338,33 +450,63 @@ mod tests {
         t.delta(&answer, "Hello ");
         t.delta(&answer, "world");
         let events: Vec<_> = t.drain().flat_map(|e| projector.project(&e)).collect();
-        assert_eq!(texts(&events), [("reasoning".to_string(), "hmm".to_string())], "reasoning streams; answers wait");
-        let discarded: Vec<_> = events.iter().filter_map(|e| e.data.as_ref()?.get("discarded").cloned()).collect();
+        assert_eq!(
+            texts(&events),
+            [("reasoning".to_string(), "hmm".to_string())],
+            "reasoning streams; answers wait"
+        );
+        let discarded: Vec<_> = events
+            .iter()
+            .filter_map(|e| e.data.as_ref()?.get("discarded").cloned())
+            .collect();
         assert_eq!(discarded.len(), 1);
         assert_eq!(discarded[0]["bytes"], 3);
         t.complete_item(&answer);
         let events: Vec<_> = t.drain().flat_map(|e| projector.project(&e)).collect();
-        assert_eq!(texts(&events), [("assistant".to_string(), "Hello world".to_string())]);
+        assert_eq!(
+            texts(&events),
+            [("assistant".to_string(), "Hello world".to_string())]
+        );
     }
 
     #[test]
     fn a_streaming_projector_streams_answer_text_and_retracts_a_cut_message() {
-        let mut projector = Projector::new(AgentKind::from_static("scripted"), false).streaming_answers();
+        let mut projector =
+            Projector::new(AgentKind::from_static("scripted"), false).streaming_answers();
         let mut t = Transcript::new("sess_projtest".into(), false);
         let cut = t.start_item(NewItem::message(ItemRole::Assistant));
         t.delta(&cut, "Hel");
         let events: Vec<_> = t.drain().flat_map(|e| projector.project(&e)).collect();
-        assert_eq!(texts(&events), [("assistant".to_string(), "Hel".to_string())], "the delta goes out at once");
-        assert_eq!(events.last().unwrap().data.as_ref().unwrap()["item_id"], cut.as_str());
+        assert_eq!(
+            texts(&events),
+            [("assistant".to_string(), "Hel".to_string())],
+            "the delta goes out at once"
+        );
+        assert_eq!(
+            events.last().unwrap().data.as_ref().unwrap()["item_id"],
+            cut.as_str()
+        );
         t.fail_item(&cut);
         let answer = t.start_item(NewItem::message(ItemRole::Assistant));
         t.delta(&answer, "Hello ");
         t.delta(&answer, "world");
         t.complete_item(&answer);
         let events: Vec<_> = t.drain().flat_map(|e| projector.project(&e)).collect();
-        let retraction = events[0].retraction().expect("the cut message is taken back first");
-        assert_eq!((retraction.item_id.as_str(), retraction.bytes), (cut.as_str(), 3));
-        let streamed = [("assistant".to_string(), "Hello ".to_string()), ("assistant".to_string(), "world".to_string())];
-        assert_eq!(texts(&events), streamed, "delta by delta, and not again when the message completes");
+        let retraction = events[0]
+            .retraction()
+            .expect("the cut message is taken back first");
+        assert_eq!(
+            (retraction.item_id.as_str(), retraction.bytes),
+            (cut.as_str(), 3)
+        );
+        let streamed = [
+            ("assistant".to_string(), "Hello ".to_string()),
+            ("assistant".to_string(), "world".to_string()),
+        ];
+        assert_eq!(
+            texts(&events),
+            streamed,
+            "delta by delta, and not again when the message completes"
+        );
     }
 }

@@ -25,13 +25,19 @@ pub struct Prompt {
 
 impl From<&str> for Prompt {
     fn from(text: &str) -> Self {
-        Self { text: text.to_string(), ..Self::default() }
+        Self {
+            text: text.to_string(),
+            ..Self::default()
+        }
     }
 }
 
 impl From<String> for Prompt {
     fn from(text: String) -> Self {
-        Self { text, ..Self::default() }
+        Self {
+            text,
+            ..Self::default()
+        }
     }
 }
 
@@ -97,7 +103,9 @@ impl PermissionPolicy {
             PermissionPolicy::Ask => PermissionRule::Ask,
             PermissionPolicy::ApproveAll => PermissionRule::Approve,
             PermissionPolicy::DenyAll => PermissionRule::Deny,
-            PermissionPolicy::ByCategory(rules) => rules.get(&category).copied().unwrap_or(PermissionRule::Ask),
+            PermissionPolicy::ByCategory(rules) => {
+                rules.get(&category).copied().unwrap_or(PermissionRule::Ask)
+            }
         }
     }
 }
@@ -247,7 +255,10 @@ impl std::fmt::Debug for RunRequest {
             .field("session", &self.session)
             .field("new_session_id", &self.new_session_id)
             .field("permissions", &self.permissions)
-            .field("extensions", &crate::contract::secrets::Redacted(&self.extensions))
+            .field(
+                "extensions",
+                &crate::contract::secrets::Redacted(&self.extensions),
+            )
             .field("include_raw", &self.include_raw)
             .field("skip_permission_prompts", &self.skip_permission_prompts)
             .field("cancellation", &self.cancellation)
@@ -265,7 +276,10 @@ impl std::fmt::Debug for RunRequest {
 impl RunRequest {
     /// A request with this prompt and every other field at its default.
     pub fn new(prompt: impl Into<Prompt>) -> Self {
-        Self { prompt: prompt.into(), ..Self::default() }
+        Self {
+            prompt: prompt.into(),
+            ..Self::default()
+        }
     }
 
     /// Sets the working directory.
@@ -454,28 +468,45 @@ impl RunRequest {
     /// has one (a session lives there: Claude Code finds it only from there), else
     /// [`RunRequest::working_dir`].
     pub fn session_working_dir(&self) -> Option<&std::path::Path> {
-        self.session.session_ref().and_then(|s| s.working_dir()).or(self.working_dir.as_deref())
+        self.session
+            .session_ref()
+            .and_then(|s| s.working_dir())
+            .or(self.working_dir.as_deref())
     }
 
     /// The request a backend runs: `working_dir` set to [`RunRequest::session_working_dir`], or
     /// to `backend_default` (the backend's configured directory) when neither is set. Backends
     /// call it first in `run` and `open_session`, so every later reading of `working_dir` is right.
     pub fn in_session_dir(mut self, backend_default: Option<&std::path::Path>) -> Self {
-        self.working_dir = self.session_working_dir().or(backend_default).map(std::path::Path::to_path_buf);
+        self.working_dir = self
+            .session_working_dir()
+            .or(backend_default)
+            .map(std::path::Path::to_path_buf);
         self
     }
 
     /// Adds a caller-defined tool: `handler` answers each call the agent makes to `name` with
     /// the tool's input (a JSON object fitting `input_schema`); its error becomes the tool's error
     /// result (see [`crate::kit::caller_tools`]).
-    pub fn with_tool<F, Fut, O, E>(self, name: impl Into<String>, description: impl Into<String>, input_schema: Value, handler: F) -> Self
+    pub fn with_tool<F, Fut, O, E>(
+        self,
+        name: impl Into<String>,
+        description: impl Into<String>,
+        input_schema: Value,
+        handler: F,
+    ) -> Self
     where
         F: Fn(Value) -> Fut + Send + Sync + 'static,
         Fut: std::future::Future<Output = Result<O, E>> + Send + 'static,
         O: Into<crate::contract::caller_tool::ToolOutput>,
         E: std::fmt::Display,
     {
-        self.with_caller_tool(crate::contract::caller_tool::CallerTool::new(name, description, input_schema, handler))
+        self.with_caller_tool(crate::contract::caller_tool::CallerTool::new(
+            name,
+            description,
+            input_schema,
+            handler,
+        ))
     }
 
     /// Adds a caller-defined tool built with [`crate::request::CallerTool::new`] (to set its timeout).
@@ -512,7 +543,11 @@ impl RunRequest {
             needed.insert(caps::VARIANTS);
         }
         // The default mode is every agent's: choosing it asks nothing of the backend.
-        if self.mode.as_ref().is_some_and(|m| *m != crate::contract::modes::AgentMode::Default) {
+        if self
+            .mode
+            .as_ref()
+            .is_some_and(|m| *m != crate::contract::modes::AgentMode::Default)
+        {
             needed.insert(caps::MODES);
         }
         if self.skip_permission_prompts {
@@ -521,7 +556,11 @@ impl RunRequest {
         needed.extend(self.home.required_capability());
         needed.extend(self.portable.required_capabilities());
         // Every backend can run locally; only another launcher needs the backend to spawn through the kit.
-        if let Some(launcher) = self.launcher.as_ref().filter(|l| **l != crate::contract::launcher::Launcher::Local) {
+        if let Some(launcher) = self
+            .launcher
+            .as_ref()
+            .filter(|l| **l != crate::contract::launcher::Launcher::Local)
+        {
             needed.insert(launcher.capability());
         }
         if !self.caller_tools.is_empty() {
@@ -539,7 +578,8 @@ impl crate::contract::run::Usage {
         let over = |value: Option<f64>, limit: Option<f64>| matches!((value, limit), (Some(v), Some(l)) if v > l);
         if over(self.turns.map(f64::from), limits.max_turns.map(f64::from)) {
             Some(LimitKind::Turns)
-        } else if matches!((self.total_tokens(), limits.max_total_tokens), (Some(v), Some(l)) if v > l) {
+        } else if matches!((self.total_tokens(), limits.max_total_tokens), (Some(v), Some(l)) if v > l)
+        {
             Some(LimitKind::TotalTokens)
         } else if over(self.cost_usd, limits.max_cost_usd) {
             Some(LimitKind::CostUsd)
@@ -564,13 +604,20 @@ impl RunRequest {
     /// argument and a file name): refused before spawning otherwise.
     pub(crate) fn check_new_session_id(&self) -> Result<(), AgentError> {
         let request = self;
-        let Some(id) = &request.new_session_id else { return Ok(()) };
+        let Some(id) = &request.new_session_id else {
+            return Ok(());
+        };
         if request.session != SessionSelector::New {
-            return Err(AgentError::InvalidRequest { reason: "a caller-chosen session id needs a new session".into() });
+            return Err(AgentError::InvalidRequest {
+                reason: "a caller-chosen session id needs a new session".into(),
+            });
         }
         let plain = |c: char| c.is_ascii_alphanumeric() || c == '-' || c == '_';
         // A leading `-` would read as a flag.
-        if id.len() > 128 || !id.starts_with(|c: char| c.is_ascii_alphanumeric()) || !id.chars().all(plain) {
+        if id.len() > 128
+            || !id.starts_with(|c: char| c.is_ascii_alphanumeric())
+            || !id.chars().all(plain)
+        {
             return Err(AgentError::InvalidRequest {
                 reason: "a session id is 1 to 128 letters, digits, `-` or `_`, starting with a letter or digit".into(),
             });
@@ -584,7 +631,9 @@ impl RunRequest {
         let request = self;
         match request.new_session_id.as_deref() {
             Some(id) if !crate::contract::session_ref::is_uuid(id) => {
-                Err(AgentError::InvalidRequest { reason: "this agent takes only a UUID as session id".into() })
+                Err(AgentError::InvalidRequest {
+                    reason: "this agent takes only a UUID as session id".into(),
+                })
             }
             id => Ok(id),
         }

@@ -103,7 +103,11 @@ impl RunCompletion {
 impl Usage {
     /// Usage with input and output token counts.
     pub fn tokens(input: u64, output: u64) -> Self {
-        Self { input_tokens: Some(input), output_tokens: Some(output), ..Self::default() }
+        Self {
+            input_tokens: Some(input),
+            output_tokens: Some(output),
+            ..Self::default()
+        }
     }
 
     /// `usd` when it can be a cost (finite, not negative); `None` otherwise: the one rule for a
@@ -143,10 +147,22 @@ impl Usage {
             }
         }
         self.input_tokens = sum(self.input_tokens, other.input_tokens, u64::saturating_add);
-        self.cached_input_tokens = sum(self.cached_input_tokens, other.cached_input_tokens, u64::saturating_add);
+        self.cached_input_tokens = sum(
+            self.cached_input_tokens,
+            other.cached_input_tokens,
+            u64::saturating_add,
+        );
         self.output_tokens = sum(self.output_tokens, other.output_tokens, u64::saturating_add);
-        self.reasoning_tokens = sum(self.reasoning_tokens, other.reasoning_tokens, u64::saturating_add);
-        self.cache_write_tokens = sum(self.cache_write_tokens, other.cache_write_tokens, u64::saturating_add);
+        self.reasoning_tokens = sum(
+            self.reasoning_tokens,
+            other.reasoning_tokens,
+            u64::saturating_add,
+        );
+        self.cache_write_tokens = sum(
+            self.cache_write_tokens,
+            other.cache_write_tokens,
+            u64::saturating_add,
+        );
         self.turns = sum(self.turns, other.turns, u32::saturating_add);
         if other.model.is_some() {
             self.model.clone_from(&other.model);
@@ -162,7 +178,12 @@ impl Usage {
     pub fn accumulate(total: &mut Option<Usage>, next: Usage) {
         match total {
             Some(total) => total.add(&next),
-            None => *total = Some(Usage { cost_usd: next.cost_usd.and_then(Self::usable_cost), ..next }),
+            None => {
+                *total = Some(Usage {
+                    cost_usd: next.cost_usd.and_then(Self::usable_cost),
+                    ..next
+                })
+            }
         }
     }
 
@@ -197,7 +218,10 @@ pub enum PermissionDecision {
 impl PermissionDecision {
     /// Whether the decision lets the tool run.
     pub fn is_approval(&self) -> bool {
-        matches!(self, Self::Allow | Self::AllowWithInput(_) | Self::AllowForSession)
+        matches!(
+            self,
+            Self::Allow | Self::AllowWithInput(_) | Self::AllowForSession
+        )
     }
 }
 
@@ -256,8 +280,14 @@ pub struct RunControl {
 }
 
 impl RunControl {
-    pub(crate) fn new(tx: mpsc::UnboundedSender<ControlMessage>, cancel_requested: Arc<AtomicBool>) -> Self {
-        Self { tx, cancel_requested }
+    pub(crate) fn new(
+        tx: mpsc::UnboundedSender<ControlMessage>,
+        cancel_requested: Arc<AtomicBool>,
+    ) -> Self {
+        Self {
+            tx,
+            cancel_requested,
+        }
     }
 
     /// Cancels the run: the agent's soft interrupt where it has one, then the whole process
@@ -280,18 +310,36 @@ impl RunControl {
     }
 
     /// Decides the permission request `id` (from a `permission.requested` event).
-    pub async fn respond_permission(&self, id: &str, decision: PermissionDecision) -> Result<(), AgentError> {
-        self.command(ControlCommand::Permission { id: id.to_string(), decision }).await
+    pub async fn respond_permission(
+        &self,
+        id: &str,
+        decision: PermissionDecision,
+    ) -> Result<(), AgentError> {
+        self.command(ControlCommand::Permission {
+            id: id.to_string(),
+            decision,
+        })
+        .await
     }
 
     /// Answers the question `id` (from a `question.requested` event).
-    pub async fn answer_question(&self, id: &str, answer: QuestionAnswer) -> Result<(), AgentError> {
-        self.command(ControlCommand::Question { id: id.to_string(), answer }).await
+    pub async fn answer_question(
+        &self,
+        id: &str,
+        answer: QuestionAnswer,
+    ) -> Result<(), AgentError> {
+        self.command(ControlCommand::Question {
+            id: id.to_string(),
+            answer,
+        })
+        .await
     }
 
     pub(crate) async fn command(&self, command: ControlCommand) -> Result<(), AgentError> {
         let (reply, answer) = oneshot::channel();
-        self.tx.send(ControlMessage::Command(command, reply)).map_err(|_| AgentError::RunFinished)?;
+        self.tx
+            .send(ControlMessage::Command(command, reply))
+            .map_err(|_| AgentError::RunFinished)?;
         answer.await.unwrap_or(Err(AgentError::RunFinished))
     }
 }
@@ -333,7 +381,14 @@ impl RunHandle {
         control: RunControl,
         guard: Arc<RunGuard>,
     ) -> Self {
-        Self { agent_kind, tools_structured, events, completion, control, guard }
+        Self {
+            agent_kind,
+            tools_structured,
+            events,
+            completion,
+            control,
+            guard,
+        }
     }
 
     /// The backend running it.
@@ -362,9 +417,23 @@ impl RunHandle {
 
     fn wrapper(self, streaming_answers: bool) -> (WrapperEvents, Completion) {
         let projector = Projector::new(self.agent_kind, self.tools_structured);
-        let projector = if streaming_answers { projector.streaming_answers() } else { projector };
-        let events = WrapperEvents { inner: UniversalEvents::new(self.events, self.guard.clone()), projector, pending: Default::default() };
-        (events, Completion { rx: self.completion, _guard: self.guard })
+        let projector = if streaming_answers {
+            projector.streaming_answers()
+        } else {
+            projector
+        };
+        let events = WrapperEvents {
+            inner: UniversalEvents::new(self.events, self.guard.clone()),
+            projector,
+            pending: Default::default(),
+        };
+        (
+            events,
+            Completion {
+                rx: self.completion,
+                _guard: self.guard,
+            },
+        )
     }
 
     /// The wrapper view with the answer text streaming: as [`RunHandle::into_wrapper`], but an
@@ -380,18 +449,28 @@ impl RunHandle {
     /// The universal view: [`UniversalEvent`]s, and the completion.
     pub fn into_universal(self) -> (UniversalEvents, Completion) {
         let events = UniversalEvents::new(self.events, self.guard.clone());
-        (events, Completion { rx: self.completion, _guard: self.guard })
+        (
+            events,
+            Completion {
+                rx: self.completion,
+                _guard: self.guard,
+            },
+        )
     }
 
     /// Reads the whole run as wrapper events.
-    pub async fn collect_wrapper(self) -> (Vec<AgentWrapperEvent>, Result<RunCompletion, AgentError>) {
+    pub async fn collect_wrapper(
+        self,
+    ) -> (Vec<AgentWrapperEvent>, Result<RunCompletion, AgentError>) {
         let (events, completion) = self.into_wrapper();
         let events = events.collect().await;
         (events, completion.await)
     }
 
     /// Reads the whole run as universal events.
-    pub async fn collect_universal(self) -> (Vec<UniversalEvent>, Result<RunCompletion, AgentError>) {
+    pub async fn collect_universal(
+        self,
+    ) -> (Vec<UniversalEvent>, Result<RunCompletion, AgentError>) {
         let (events, completion) = self.into_universal();
         let events = events.collect().await;
         (events, completion.await)
@@ -463,12 +542,19 @@ impl WrapperEvents {
 impl Stream for WrapperEvents {
     type Item = AgentWrapperEvent;
 
-    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<AgentWrapperEvent>> {
+    fn poll_next(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<AgentWrapperEvent>> {
         loop {
             if let Some(ev) = self.pending.pop_front() {
                 return Poll::Ready(Some(ev));
             }
-            let Self { projector, pending, inner } = &mut *self;
+            let Self {
+                projector,
+                pending,
+                inner,
+            } = &mut *self;
             match inner.rx.poll_lend(cx) {
                 Poll::Ready(Some(universal)) => projector.project_into(universal, pending),
                 Poll::Ready(None) => return Poll::Ready(None),
@@ -488,15 +574,21 @@ impl std::future::Future for Completion {
     type Output = Result<RunCompletion, AgentError>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        Pin::new(&mut self.rx)
-            .poll(cx)
-            .map(|r| r.unwrap_or_else(|_| Err(AgentError::Protocol { reason: "the run ended without reporting a completion".into() })))
+        Pin::new(&mut self.rx).poll(cx).map(|r| {
+            r.unwrap_or_else(|_| {
+                Err(AgentError::Protocol {
+                    reason: "the run ended without reporting a completion".into(),
+                })
+            })
+        })
     }
 }
 
 impl std::fmt::Debug for RunControl {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RunControl").field("cancel_requested", &self.is_cancel_requested()).finish_non_exhaustive()
+        f.debug_struct("RunControl")
+            .field("cancel_requested", &self.is_cancel_requested())
+            .finish_non_exhaustive()
     }
 }
 

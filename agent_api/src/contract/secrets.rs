@@ -31,11 +31,17 @@ struct Rule {
 }
 
 static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
-    let rule = |pattern: &str, replacement| Rule { pattern: Regex::new(pattern).expect("the secret patterns compile"), replacement };
+    let rule = |pattern: &str, replacement| Rule {
+        pattern: Regex::new(pattern).expect("the secret patterns compile"),
+        replacement,
+    };
     vec![
         // Keys recognisable by their prefix wherever they appear.
         // Not after a letter or digit (`task-list`), but after `_` (`error_sk-…`).
-        rule(r"(^|[^A-Za-z0-9])(?:sk|rk|sess)[-_][A-Za-z0-9_\-]{3,}", "${1}[redacted]"),
+        rule(
+            r"(^|[^A-Za-z0-9])(?:sk|rk|sess)[-_][A-Za-z0-9_\-]{3,}",
+            "${1}[redacted]",
+        ),
         // `Bearer <token>`: the token, not just the word.
         rule(r"(?i)\b(bearer)\s+[A-Za-z0-9._~+/=\-]+", "$1 [redacted]"),
         // A secret-named field and its value: `api_key=…`, `"key": "…"`, `token:\n …`.
@@ -50,8 +56,22 @@ static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
 
 /// What every match of one of [`RULES`] contains (compared ignoring ASCII case): `sk-`,
 /// `bearer`, a secret-like field name, a URL's `://`.
-const TRIGGERS: &[&str] =
-    &["sk-", "sk_", "rk-", "rk_", "sess-", "sess_", "bearer", "key", "token", "secret", "passw", "authorization", "credential", "://"];
+const TRIGGERS: &[&str] = &[
+    "sk-",
+    "sk_",
+    "rk-",
+    "rk_",
+    "sess-",
+    "sess_",
+    "bearer",
+    "key",
+    "token",
+    "secret",
+    "passw",
+    "authorization",
+    "credential",
+    "://",
+];
 
 /// Whether one of [`RULES`] may match `text`. Most texts hold none of the [`TRIGGERS`]: they
 /// are returned as they are without compiling or running the patterns, which would cost
@@ -60,7 +80,10 @@ const TRIGGERS: &[&str] =
 fn may_hold_secret(text: &str) -> bool {
     // One pass over the text for all the triggers at once (every text event goes through here).
     static SCAN: LazyLock<aho_corasick::AhoCorasick> = LazyLock::new(|| {
-        aho_corasick::AhoCorasick::builder().ascii_case_insensitive(true).build(TRIGGERS).expect("the triggers build an automaton")
+        aho_corasick::AhoCorasick::builder()
+            .ascii_case_insensitive(true)
+            .build(TRIGGERS)
+            .expect("the triggers build an automaton")
     });
     !text.is_ascii() || SCAN.is_match(text)
 }
@@ -91,17 +114,28 @@ fn apply_rules(text: &str) -> Cow<'_, str> {
 /// more letters and digits holding both is a key: `task-management-dashboard` and
 /// `desk-internationalization` are words.
 fn mask_glued_keys(text: &str) -> Cow<'_, str> {
-    static GLUED: LazyLock<Regex> =
-        LazyLock::new(|| Regex::new(r"(?:sk|rk|sess)[-_][A-Za-z0-9_\-]{16,}").expect("the glued-key pattern compiles"));
+    static GLUED: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"(?:sk|rk|sess)[-_][A-Za-z0-9_\-]{16,}")
+            .expect("the glued-key pattern compiles")
+    });
     let random = |key: &str| {
-        key.split(|c: char| !c.is_ascii_alphanumeric()).any(|stretch| {
-            stretch.len() >= 16 && stretch.bytes().any(|b| b.is_ascii_digit()) && stretch.bytes().any(|b| b.is_ascii_alphabetic())
-        })
+        key.split(|c: char| !c.is_ascii_alphanumeric())
+            .any(|stretch| {
+                stretch.len() >= 16
+                    && stretch.bytes().any(|b| b.is_ascii_digit())
+                    && stretch.bytes().any(|b| b.is_ascii_alphabetic())
+            })
     };
     if !GLUED.find_iter(text).any(|found| random(found.as_str())) {
         return Cow::Borrowed(text);
     }
-    GLUED.replace_all(text, |found: &regex::Captures<'_>| if random(&found[0]) { REDACTED.to_string() } else { found[0].to_string() })
+    GLUED.replace_all(text, |found: &regex::Captures<'_>| {
+        if random(&found[0]) {
+            REDACTED.to_string()
+        } else {
+            found[0].to_string()
+        }
+    })
 }
 
 /// What an agent's explanation becomes when it has no words: an error's text never ends in `: `.
@@ -136,7 +170,9 @@ impl fmt::Debug for EnvNames<'_> {
                 f.write_str(REDACTED)
             }
         }
-        f.debug_map().entries(self.0.keys().map(|k| (k, Hidden))).finish()
+        f.debug_map()
+            .entries(self.0.keys().map(|k| (k, Hidden)))
+            .finish()
     }
 }
 
@@ -153,8 +189,15 @@ pub fn is_secret_name(name: &str) -> bool {
 /// The values a run hands its agent that are secrets, so that they can be masked wherever the
 /// agent echoes them: the values of secret-named environment variables, of secret-named
 /// `--flag=value` or `name=value` arguments, and the argument after a secret-named `--flag`.
-pub fn secret_values<'a>(env: impl IntoIterator<Item = (&'a str, &'a str)>, args: &[String]) -> Vec<String> {
-    let mut values: Vec<String> = env.into_iter().filter(|(k, _)| is_secret_name(k)).map(|(_, v)| v.to_string()).collect();
+pub fn secret_values<'a>(
+    env: impl IntoIterator<Item = (&'a str, &'a str)>,
+    args: &[String],
+) -> Vec<String> {
+    let mut values: Vec<String> = env
+        .into_iter()
+        .filter(|(k, _)| is_secret_name(k))
+        .map(|(_, v)| v.to_string())
+        .collect();
     for (i, arg) in args.iter().enumerate() {
         if let Some((name, value)) = arg.split_once('=') {
             if is_secret_name(name) {
@@ -194,7 +237,9 @@ pub struct ArgsShown<'a>(pub &'a [String]);
 impl fmt::Debug for ArgsShown<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let values = secret_values([], self.0);
-        f.debug_list().entries(self.0.iter().map(|arg| redact_with(arg, &values))).finish()
+        f.debug_list()
+            .entries(self.0.iter().map(|arg| redact_with(arg, &values)))
+            .finish()
     }
 }
 

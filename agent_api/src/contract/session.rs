@@ -29,7 +29,10 @@ pub(crate) enum SessionCommand {
     /// Start a turn and hand back its handle.
     Turn(Prompt, oneshot::Sender<Result<RunHandle, AgentError>>),
     /// Switch the agent's mode between turns.
-    SetMode(crate::contract::modes::AgentMode, oneshot::Sender<Result<(), AgentError>>),
+    SetMode(
+        crate::contract::modes::AgentMode,
+        oneshot::Sender<Result<(), AgentError>>,
+    ),
     /// End the agent and hand back the trailing events.
     Close(oneshot::Sender<Vec<UniversalEvent>>),
 }
@@ -47,7 +50,9 @@ pub(crate) struct SessionShared {
 
 /// The shared state, even if a panicking holder poisoned it (it holds plain data).
 pub(crate) fn lock(shared: &Mutex<SessionShared>) -> MutexGuard<'_, SessionShared> {
-    shared.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    shared
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// A session on one live agent process, driven by the kit.
@@ -158,7 +163,9 @@ impl Session {
     pub async fn send(&mut self, prompt: impl Into<Prompt>) -> Result<RunHandle, AgentError> {
         let prompt = prompt.into();
         if prompt.text.trim().is_empty() {
-            return Err(AgentError::InvalidRequest { reason: "the prompt is empty".into() });
+            return Err(AgentError::InvalidRequest {
+                reason: "the prompt is empty".into(),
+            });
         }
         match &mut self.engine {
             Engine::Warm(warm) => {
@@ -166,7 +173,9 @@ impl Session {
                     return Err(AgentError::SessionClosed);
                 }
                 let (reply, handle) = oneshot::channel();
-                warm.commands.send(SessionCommand::Turn(prompt, reply)).map_err(|_| AgentError::SessionClosed)?;
+                warm.commands
+                    .send(SessionCommand::Turn(prompt, reply))
+                    .map_err(|_| AgentError::SessionClosed)?;
                 handle.await.unwrap_or(Err(AgentError::SessionClosed))
             }
             Engine::Resumed(resumed) => resumed.send(prompt).await,
@@ -178,7 +187,10 @@ impl Session {
     /// `UnsupportedCapability` where the agent cannot switch. A warm session sends the agent's own
     /// switch (Claude Code's `set_permission_mode`, ACP `session/set_mode`); a session resuming per
     /// turn starts its next turns in the new mode.
-    pub async fn set_mode(&mut self, mode: impl Into<crate::contract::modes::AgentMode>) -> Result<(), AgentError> {
+    pub async fn set_mode(
+        &mut self,
+        mode: impl Into<crate::contract::modes::AgentMode>,
+    ) -> Result<(), AgentError> {
         let mode = mode.into();
         match &mut self.engine {
             Engine::Warm(warm) => {
@@ -186,7 +198,9 @@ impl Session {
                     return Err(AgentError::SessionClosed);
                 }
                 let (reply, done) = oneshot::channel();
-                warm.commands.send(SessionCommand::SetMode(mode, reply)).map_err(|_| AgentError::SessionClosed)?;
+                warm.commands
+                    .send(SessionCommand::SetMode(mode, reply))
+                    .map_err(|_| AgentError::SessionClosed)?;
                 done.await.unwrap_or(Err(AgentError::SessionClosed))
             }
             Engine::Resumed(resumed) => resumed.set_mode(mode),

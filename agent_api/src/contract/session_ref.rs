@@ -43,12 +43,20 @@ pub struct SessionRef {
 impl SessionRef {
     /// A complete handle: agent, native id and working directory.
     pub fn new(agent: AgentKind, id: impl Into<String>, working_dir: impl Into<PathBuf>) -> Self {
-        Self { agent: Some(agent), id: id.into(), working_dir: Some(working_dir.into()) }
+        Self {
+            agent: Some(agent),
+            id: id.into(),
+            working_dir: Some(working_dir.into()),
+        }
     }
 
     /// A bare native id, as callers had before handles: no agent check, no working directory.
     pub fn native(id: impl Into<String>) -> Self {
-        Self { agent: None, id: id.into(), working_dir: None }
+        Self {
+            agent: None,
+            id: id.into(),
+            working_dir: None,
+        }
     }
 
     /// The handle as one JSON line (what `agent-api run` prints).
@@ -63,14 +71,19 @@ impl SessionRef {
         if !text.starts_with('{') {
             return Ok(Self::native(text));
         }
-        serde_json::from_str(text).map_err(|e| AgentError::InvalidRequest { reason: format!("not a session handle: {e}") })
+        serde_json::from_str(text).map_err(|e| AgentError::InvalidRequest {
+            reason: format!("not a session handle: {e}"),
+        })
     }
 
     /// Fails before spawning when the handle names another agent than `kind`.
     pub(crate) fn check_agent(&self, kind: &AgentKind) -> Result<(), AgentError> {
         match &self.agent {
             Some(agent) if agent != kind => Err(AgentError::InvalidRequest {
-                reason: format!("session `{}` belongs to {agent}, not {kind}", crate::contract::bounds::utf8_prefix(&self.id, 64)),
+                reason: format!(
+                    "session `{}` belongs to {agent}, not {kind}",
+                    crate::contract::bounds::utf8_prefix(&self.id, 64)
+                ),
             }),
             _ => Ok(()),
         }
@@ -109,7 +122,10 @@ impl fmt::Display for SessionRef {
 
 /// The handle of session `id` that `kind` ran in `dir` (the current directory when `None`).
 pub(crate) fn ran(kind: &AgentKind, id: &str, dir: Option<&Path>) -> SessionRef {
-    let dir = dir.map(Path::to_path_buf).or_else(|| std::env::current_dir().ok()).unwrap_or_default();
+    let dir = dir
+        .map(Path::to_path_buf)
+        .or_else(|| std::env::current_dir().ok())
+        .unwrap_or_default();
     SessionRef::new(kind.clone(), id, dir)
 }
 
@@ -124,7 +140,9 @@ pub(crate) fn absolute(dir: &Path) -> PathBuf {
     if dir.is_absolute() {
         return dir.to_path_buf();
     }
-    std::env::current_dir().map(|cwd| cwd.join(dir)).unwrap_or_else(|_| dir.to_path_buf())
+    std::env::current_dir()
+        .map(|cwd| cwd.join(dir))
+        .unwrap_or_else(|_| dir.to_path_buf())
 }
 
 #[cfg(test)]
@@ -135,21 +153,43 @@ mod tests {
     fn a_handle_survives_its_json_line_and_a_bare_id_stays_bare() {
         let full = SessionRef::new(AgentKind::new("codex").unwrap(), "t-1", "/w/p");
         assert_eq!(SessionRef::parse(&full.to_json()).unwrap(), full);
-        assert_eq!(SessionRef::parse(" abc ").unwrap(), SessionRef::native("abc"));
-        assert!(matches!(SessionRef::parse("{\"agent\":\"Bad Kind\",\"id\":\"x\"}"), Err(AgentError::InvalidRequest { .. })));
+        assert_eq!(
+            SessionRef::parse(" abc ").unwrap(),
+            SessionRef::native("abc")
+        );
+        assert!(matches!(
+            SessionRef::parse("{\"agent\":\"Bad Kind\",\"id\":\"x\"}"),
+            Err(AgentError::InvalidRequest { .. })
+        ));
         assert_eq!(full.to_string(), "codex session t-1 in /w/p");
     }
 
     #[test]
     fn a_chosen_session_id_fits_a_new_session_only_and_must_be_plain() {
-        let ok = crate::RunRequest::new("x").with_new_session_id("3f0c2a7e-1111-4222-8333-444455556666");
+        let ok =
+            crate::RunRequest::new("x").with_new_session_id("3f0c2a7e-1111-4222-8333-444455556666");
         assert!(ok.check_new_session_id().is_ok());
-        assert!(is_uuid(ok.new_session_id.as_deref().unwrap()) && !is_uuid("ses_1") && !is_uuid("3f0c2a7e111142228333444455556666"));
-        let resume = ok.clone().with_session(crate::SessionSelector::Resume("a".into()));
-        assert!(matches!(resume.check_new_session_id(), Err(AgentError::InvalidRequest { .. })));
+        assert!(
+            is_uuid(ok.new_session_id.as_deref().unwrap())
+                && !is_uuid("ses_1")
+                && !is_uuid("3f0c2a7e111142228333444455556666")
+        );
+        let resume = ok
+            .clone()
+            .with_session(crate::SessionSelector::Resume("a".into()));
+        assert!(matches!(
+            resume.check_new_session_id(),
+            Err(AgentError::InvalidRequest { .. })
+        ));
         for bad in ["", "../x", "-ab", "a b", &"a".repeat(129)] {
             let req = crate::RunRequest::new("x").with_new_session_id(bad);
-            assert!(matches!(req.check_new_session_id(), Err(AgentError::InvalidRequest { .. })), "{bad}");
+            assert!(
+                matches!(
+                    req.check_new_session_id(),
+                    Err(AgentError::InvalidRequest { .. })
+                ),
+                "{bad}"
+            );
         }
     }
 
@@ -157,8 +197,12 @@ mod tests {
     fn another_agents_handle_is_refused_and_a_bare_id_fits_any() {
         let codex = AgentKind::new("codex").unwrap();
         let claude = AgentKind::new("claude_code").unwrap();
-        assert!(SessionRef::new(codex.clone(), "t", "/").check_agent(&claude).is_err());
-        assert!(SessionRef::new(codex.clone(), "t", "/").check_agent(&codex).is_ok());
+        assert!(SessionRef::new(codex.clone(), "t", "/")
+            .check_agent(&claude)
+            .is_err());
+        assert!(SessionRef::new(codex.clone(), "t", "/")
+            .check_agent(&codex)
+            .is_ok());
         assert!(SessionRef::native("t").check_agent(&claude).is_ok());
     }
 }

@@ -35,12 +35,23 @@ pub struct StoredSession {
 impl StoredSession {
     /// A session with only its id known.
     pub fn new(id: impl Into<String>) -> Self {
-        Self { id: id.into(), time: None, cwd: None, first_prompt: None, title: None, size: None }
+        Self {
+            id: id.into(),
+            time: None,
+            cwd: None,
+            first_prompt: None,
+            title: None,
+            size: None,
+        }
     }
 
     /// A session stored as the file whose metadata is `meta`: its size and last write.
     pub fn from_file(id: impl Into<String>, meta: &std::fs::Metadata) -> Self {
-        Self { size: Some(meta.len()), time: meta.modified().ok(), ..Self::new(id) }
+        Self {
+            size: Some(meta.len()),
+            time: meta.modified().ok(),
+            ..Self::new(id)
+        }
     }
 }
 
@@ -60,7 +71,9 @@ impl SessionQuery {
 
     /// Only sessions that ran in `cwd`.
     pub fn in_dir(cwd: impl Into<PathBuf>) -> Self {
-        Self { cwd: Some(cwd.into()) }
+        Self {
+            cwd: Some(cwd.into()),
+        }
     }
 
     /// Whether a session that ran in `cwd` is wanted.
@@ -95,8 +108,15 @@ pub trait SessionStore: Send + Sync + fmt::Debug {
 pub use crate::contract::error::StoreShape;
 
 /// Codex rollout line types (0.1xx): every line is `{"timestamp", "type", "payload"}`.
-const ROLLOUT_TYPES: &[&str] =
-    &["session_meta", "response_item", "event_msg", "turn_context", "compacted", "world_state", "token_usage_record"];
+const ROLLOUT_TYPES: &[&str] = &[
+    "session_meta",
+    "response_item",
+    "event_msg",
+    "turn_context",
+    "compacted",
+    "world_state",
+    "token_usage_record",
+];
 
 /// Which store a line of a file belongs to, if it is one an agent writes to its own store
 /// rather than to its output.
@@ -109,7 +129,10 @@ pub fn store_shape(line: &[u8]) -> Option<StoreShape> {
     if object.contains_key("sessionId") || (kind == "summary" && object.contains_key("leafUuid")) {
         return Some(StoreShape::ClaudeCodeProject);
     }
-    if ROLLOUT_TYPES.contains(&kind) && object.contains_key("timestamp") && object.get("payload").is_some_and(Value::is_object) {
+    if ROLLOUT_TYPES.contains(&kind)
+        && object.contains_key("timestamp")
+        && object.get("payload").is_some_and(Value::is_object)
+    {
         return Some(StoreShape::CodexRollout);
     }
     None
@@ -117,10 +140,16 @@ pub fn store_shape(line: &[u8]) -> Option<StoreShape> {
 
 /// Refuses a session id that is not a plain name (store lookups build paths from it).
 pub fn check_session_id(id: &str) -> Result<(), AgentError> {
-    let plain = !id.is_empty() && id.len() <= 200 && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    let plain = !id.is_empty()
+        && id.len() <= 200
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
     if plain {
         Ok(())
     } else {
-        Err(AgentError::SessionNotFound { id: crate::contract::bounds::utf8_prefix(id, 64).to_string() })
+        Err(AgentError::SessionNotFound {
+            id: crate::contract::bounds::utf8_prefix(id, 64).to_string(),
+        })
     }
 }

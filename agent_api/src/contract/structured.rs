@@ -36,7 +36,10 @@ pub fn check_schema(schema: &Value) -> Result<(), AgentError> {
 #[cfg(feature = "structured-output")]
 fn compile(schema: &Value) -> Result<jsonschema::Validator, AgentError> {
     jsonschema::validator_for(schema).map_err(|e| AgentError::InvalidRequest {
-        reason: format!("the output schema is not a valid JSON Schema: {}", truncate_message(&e.to_string(), MESSAGE_BOUND)),
+        reason: format!(
+            "the output schema is not a valid JSON Schema: {}",
+            truncate_message(&e.to_string(), MESSAGE_BOUND)
+        ),
     })
 }
 
@@ -49,7 +52,9 @@ pub fn prompt_with_schema(prompt: &str, schema: &Value) -> String {
 }
 
 /// `request` as an agent without a schema flag gets it: the output schema, if any, in the prompt.
-pub fn ask_in_prompt(mut request: crate::contract::request::RunRequest) -> crate::contract::request::RunRequest {
+pub fn ask_in_prompt(
+    mut request: crate::contract::request::RunRequest,
+) -> crate::contract::request::RunRequest {
     if let Some(schema) = &request.portable.output_schema {
         request.prompt.text = prompt_with_schema(&request.prompt.text, schema);
     }
@@ -66,18 +71,28 @@ fn compile(_: &Value) -> Result<std::convert::Infallible, AgentError> {
 /// [`RunCompletion::structured_output`]. The value is what the agent reported as structured
 /// output, if anything, else the final text parsed as JSON (inside a Markdown code fence or not).
 pub fn conform(schema: &Value, mut completion: RunCompletion) -> Result<RunCompletion, AgentError> {
-    let failed = |reason: String| AgentError::StructuredOutput { reason: truncate_message(&reason, MESSAGE_BOUND) };
+    let failed = |reason: String| AgentError::StructuredOutput {
+        reason: truncate_message(&reason, MESSAGE_BOUND),
+    };
     let value = match completion.structured_output.take() {
         Some(value) => value,
         None => {
-            let text = completion.final_text.as_deref().ok_or_else(|| failed("the agent gave no final answer".into()))?;
-            serde_json::from_str(unfence(text)).map_err(|e| failed(format!("the final answer is not JSON ({e})")))?
+            let text = completion
+                .final_text
+                .as_deref()
+                .ok_or_else(|| failed("the agent gave no final answer".into()))?;
+            serde_json::from_str(unfence(text))
+                .map_err(|e| failed(format!("the final answer is not JSON ({e})")))?
         }
     };
     #[cfg(feature = "structured-output")]
     if let Err(error) = compile(schema)?.validate(&value) {
         let path = error.instance_path().to_string();
-        let at = if path.is_empty() { String::new() } else { format!(" (at {path})") };
+        let at = if path.is_empty() {
+            String::new()
+        } else {
+            format!(" (at {path})")
+        };
         return Err(failed(format!("{error}{at}")));
     }
     #[cfg(not(feature = "structured-output"))]
@@ -89,7 +104,9 @@ pub fn conform(schema: &Value, mut completion: RunCompletion) -> Result<RunCompl
 /// The text inside a Markdown code fence (```` ```json … ``` ````), or the trimmed text.
 fn unfence(text: &str) -> &str {
     let trimmed = text.trim();
-    let Some(rest) = trimmed.strip_prefix("```") else { return trimmed };
+    let Some(rest) = trimmed.strip_prefix("```") else {
+        return trimmed;
+    };
     let body = rest.split_once('\n').map_or("", |(_, body)| body);
     body.trim_end().strip_suffix("```").unwrap_or(body).trim()
 }
@@ -101,9 +118,13 @@ mod without_the_feature {
     #[test]
     fn a_schema_is_refused_before_spawn_naming_the_feature() {
         let error = check_schema(&serde_json::json!({"type": "object"})).unwrap_err();
-        assert!(matches!(&error, AgentError::FeatureNotBuilt { feature, .. } if feature == "structured-output"), "{error}");
-        let request = crate::RunRequest::new("x")
-            .with_portable(crate::PortableOptions::default().output_schema(serde_json::json!({"type": "object"})));
+        assert!(
+            matches!(&error, AgentError::FeatureNotBuilt { feature, .. } if feature == "structured-output"),
+            "{error}"
+        );
+        let request = crate::RunRequest::new("x").with_portable(
+            crate::PortableOptions::default().output_schema(serde_json::json!({"type": "object"})),
+        );
         let error = crate::contract::backend::validate_request(
             &crate::AgentKind::from_static("scripted"),
             &crate::CapabilitySet::from_ids(request.required_capabilities()),
@@ -111,14 +132,23 @@ mod without_the_feature {
             &request,
         )
         .unwrap_err();
-        assert!(matches!(error, AgentError::FeatureNotBuilt { .. }), "{error}");
+        assert!(
+            matches!(error, AgentError::FeatureNotBuilt { .. }),
+            "{error}"
+        );
     }
 
     #[test]
     fn a_backend_does_not_advertise_what_this_build_cannot_do() {
-        let set = crate::CapabilitySet::from_ids([agent_api_capabilities::RUN, agent_api_capabilities::OUTPUT_SCHEMA]);
+        let set = crate::CapabilitySet::from_ids([
+            agent_api_capabilities::RUN,
+            agent_api_capabilities::OUTPUT_SCHEMA,
+        ]);
         let set = set.in_this_build();
-        assert!(set.contains(agent_api_capabilities::RUN) && !set.contains(agent_api_capabilities::OUTPUT_SCHEMA));
+        assert!(
+            set.contains(agent_api_capabilities::RUN)
+                && !set.contains(agent_api_capabilities::OUTPUT_SCHEMA)
+        );
     }
 }
 
@@ -135,7 +165,10 @@ mod tests {
     fn the_agents_own_structured_value_wins_over_the_text() {
         let mut completion = RunCompletion::new().with_final_text("Done.");
         completion.structured_output = Some(json!({"city": "Lyon"}));
-        assert_eq!(conform(&schema(), completion).unwrap().structured_output, Some(json!({"city": "Lyon"})));
+        assert_eq!(
+            conform(&schema(), completion).unwrap().structured_output,
+            Some(json!({"city": "Lyon"}))
+        );
     }
 
     #[test]
@@ -146,9 +179,14 @@ mod tests {
             (Some("```json\n{\"city\": 3}\n```"), "string"),
             (None, "no final answer"),
         ] {
-            let completion = RunCompletion { final_text: text.map(str::to_string), ..RunCompletion::new() };
+            let completion = RunCompletion {
+                final_text: text.map(str::to_string),
+                ..RunCompletion::new()
+            };
             match conform(&schema(), completion) {
-                Err(AgentError::StructuredOutput { reason }) => assert!(reason.contains(needle), "{text:?}: {reason}"),
+                Err(AgentError::StructuredOutput { reason }) => {
+                    assert!(reason.contains(needle), "{text:?}: {reason}")
+                }
                 other => panic!("{text:?}: {other:?}"),
             }
         }
@@ -163,6 +201,9 @@ mod tests {
 
     #[test]
     fn an_invalid_schema_is_refused_before_spawn() {
-        assert!(matches!(compile(&json!({"type": 12})), Err(AgentError::InvalidRequest { .. })));
+        assert!(matches!(
+            compile(&json!({"type": 12})),
+            Err(AgentError::InvalidRequest { .. })
+        ));
     }
 }

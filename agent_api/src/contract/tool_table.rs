@@ -47,7 +47,13 @@ pub struct Tool {
 impl Tool {
     /// A tool acting on no file in particular, listed when its category is pre-approved.
     pub const fn new(name: &'static str, category: ToolCategory, facet: FacetKind) -> Self {
-        Self { name, category, facet, file: None, listed: true }
+        Self {
+            name,
+            category,
+            facet,
+            file: None,
+            listed: true,
+        }
     }
 
     /// The same tool, acting on the file its input names with `action`.
@@ -74,7 +80,10 @@ pub struct ToolTable {
 impl ToolTable {
     /// A table of `tools`; MCP tools are not told apart by name.
     pub const fn new(tools: &'static [Tool]) -> Self {
-        Self { tools, mcp_prefix: None }
+        Self {
+            tools,
+            mcp_prefix: None,
+        }
     }
 
     /// The same table, where a name starting with `prefix` is an MCP server's tool.
@@ -94,7 +103,8 @@ impl ToolTable {
     }
 
     fn is_mcp(&self, name: &str) -> bool {
-        self.mcp_prefix.is_some_and(|prefix| name.starts_with(prefix))
+        self.mcp_prefix
+            .is_some_and(|prefix| name.starts_with(prefix))
     }
 
     /// The permission category of a call of `name`: the table's, else [`ToolCategory::Mcp`] for
@@ -124,7 +134,10 @@ impl ToolTable {
 
     /// The names of the tools of `category`, in table order.
     pub fn names_in(&self, category: ToolCategory) -> impl Iterator<Item = &'static str> {
-        self.tools.iter().filter(move |tool| tool.category == category).map(|tool| tool.name)
+        self.tools
+            .iter()
+            .filter(move |tool| tool.category == category)
+            .map(|tool| tool.name)
     }
 }
 
@@ -140,10 +153,20 @@ mod tests {
 
     #[test]
     fn a_name_outside_the_table_is_other_and_mcp_only_with_a_prefix() {
-        assert_eq!(TABLE.category("mcp__x"), ToolCategory::Other, "no prefix: an MCP-looking name is nothing special");
-        assert_eq!(TABLE.mcp_prefix("mcp__").category("mcp__x"), ToolCategory::Mcp);
+        assert_eq!(
+            TABLE.category("mcp__x"),
+            ToolCategory::Other,
+            "no prefix: an MCP-looking name is nothing special"
+        );
+        assert_eq!(
+            TABLE.mcp_prefix("mcp__").category("mcp__x"),
+            ToolCategory::Mcp
+        );
         assert_eq!(TABLE.file_action("write"), Some(FileAction::Write));
-        assert_eq!(TABLE.names_in(ToolCategory::FileRead).collect::<Vec<_>>(), ["peek"]);
+        assert_eq!(
+            TABLE.names_in(ToolCategory::FileRead).collect::<Vec<_>>(),
+            ["peek"]
+        );
         assert!(!TABLE.get("peek").unwrap().listed);
     }
 }

@@ -295,8 +295,21 @@ impl ToolsFacet {
     /// An upper bound of the bytes of [`ToolsFacet::to_data`] serialized, without building it:
     /// a string byte takes at most 6 bytes (`\u00XX`); the keys, numbers and enums fit in 512.
     pub(crate) fn serialized_bytes_at_most(&self) -> usize {
-        let strings = [&self.backend_item_id, &self.thread_id, &self.turn_id, &self.tool_name, &self.tool_use_id, &self.command, &self.cwd];
-        let text: usize = strings.iter().filter_map(|s| s.as_deref()).map(str::len).sum::<usize>() + self.kind.len();
+        let strings = [
+            &self.backend_item_id,
+            &self.thread_id,
+            &self.turn_id,
+            &self.tool_name,
+            &self.tool_use_id,
+            &self.command,
+            &self.cwd,
+        ];
+        let text: usize = strings
+            .iter()
+            .filter_map(|s| s.as_deref())
+            .map(str::len)
+            .sum::<usize>()
+            + self.kind.len();
         text.saturating_mul(6).saturating_add(512)
     }
 
@@ -309,7 +322,9 @@ impl ToolsFacet {
 /// A category of tool use that a permission policy can decide on its own.
 ///
 /// Permission events carry it in its snake_case form (`shell`, `file_write`, …).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum ToolCategory {

@@ -62,7 +62,10 @@ impl std::fmt::Debug for CommandSpec {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CommandSpec")
             .field("program", &self.program)
-            .field("args", &crate::contract::secrets::ArgsShown(&self.args_lossy()))
+            .field(
+                "args",
+                &crate::contract::secrets::ArgsShown(&self.args_lossy()),
+            )
             .field("env", &crate::contract::secrets::EnvNames(&self.env))
             .field("env_remove", &self.env_remove)
             .field("clear_env", &self.clear_env)
@@ -97,19 +100,31 @@ impl CommandSpec {
         let inherited: Vec<(String, String)> = if self.clear_env {
             Vec::new()
         } else {
-            std::env::vars().filter(|(k, _)| !self.env.contains_key(k) && !self.env_remove.contains(k)).collect()
+            std::env::vars()
+                .filter(|(k, _)| !self.env.contains_key(k) && !self.env_remove.contains(k))
+                .collect()
         };
-        let env = self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())).chain(inherited.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        let env = self
+            .env
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .chain(inherited.iter().map(|(k, v)| (k.as_str(), v.as_str())));
         crate::contract::secrets::secret_values(env, &self.args_lossy())
     }
 
     fn args_lossy(&self) -> Vec<String> {
-        self.args.iter().map(|a| a.to_string_lossy().into_owned()).collect()
+        self.args
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect()
     }
 
     /// A spec for `program` with no arguments.
     pub fn new(program: impl Into<PathBuf>) -> Self {
-        Self { program: program.into(), ..Self::default() }
+        Self {
+            program: program.into(),
+            ..Self::default()
+        }
     }
 
     /// Appends one argument.
@@ -152,7 +167,8 @@ impl CommandSpec {
     /// assert_eq!(spec.env["LANG"], "C");
     /// ```
     pub fn for_request(mut self, request: &crate::contract::request::RunRequest) -> Self {
-        self.env.extend(request.env.iter().map(|(k, v)| (k.clone(), v.clone())));
+        self.env
+            .extend(request.env.iter().map(|(k, v)| (k.clone(), v.clone())));
         if let Some(dir) = &request.working_dir {
             self.cwd = Some(dir.clone());
         }
@@ -168,7 +184,8 @@ impl CommandSpec {
         I: IntoIterator<Item = S>,
         S: AsRef<str>,
     {
-        self.reads_env.extend(names.into_iter().map(|name| name.as_ref().to_string()));
+        self.reads_env
+            .extend(names.into_iter().map(|name| name.as_ref().to_string()));
         self
     }
 
@@ -188,7 +205,8 @@ impl CommandSpec {
         I: IntoIterator<Item = S>,
         S: AsRef<str>,
     {
-        self.state_vars.extend(names.into_iter().map(|name| name.as_ref().to_string()));
+        self.state_vars
+            .extend(names.into_iter().map(|name| name.as_ref().to_string()));
         self
     }
 

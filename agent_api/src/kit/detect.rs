@@ -83,7 +83,12 @@ impl BackendProbe {
         supported_versions: &'static [&'static str],
         build: fn(PathBuf) -> Arc<dyn Replay>,
     ) -> Self {
-        Self { kind, executable, supported_versions, build }
+        Self {
+            kind,
+            executable,
+            supported_versions,
+            build,
+        }
     }
 
     /// The environment variable naming this CLI's binary: `AGENT_API_<KIND>_BIN`.
@@ -102,22 +107,37 @@ impl BackendProbe {
         let var = self.binary_var();
         if let Some(path) = std::env::var_os(&var).filter(|p| !p.is_empty()) {
             let path = PathBuf::from(path);
-            return Some((std::path::absolute(&path).unwrap_or(path), FoundBy::EnvVar(var)));
+            return Some((
+                std::path::absolute(&path).unwrap_or(path),
+                FoundBy::EnvVar(var),
+            ));
         }
-        crate::kit::process::resolve_program(Path::new(self.executable)).map(|path| (path, FoundBy::Path))
+        crate::kit::process::resolve_program(Path::new(self.executable))
+            .map(|path| (path, FoundBy::Path))
     }
 
     /// The installed CLI and its version, or `None` when no binary is found.
     pub async fn detect(&self) -> Option<Installed> {
         let (binary, found_by) = self.find()?;
-        Some(Installed { found_by, ..self.inspect(binary).await })
+        Some(Installed {
+            found_by,
+            ..self.inspect(binary).await
+        })
     }
 
     /// What discovery says about the binary at `binary`.
     pub async fn inspect(&self, binary: PathBuf) -> Installed {
         let version = probe_version(&binary).await;
-        let supported = version.as_deref().is_some_and(|v| self.supported_versions.contains(&v));
-        Installed { kind: self.kind.clone(), binary, version, supported, found_by: FoundBy::Given }
+        let supported = version
+            .as_deref()
+            .is_some_and(|v| self.supported_versions.contains(&v));
+        Installed {
+            kind: self.kind.clone(),
+            binary,
+            version,
+            supported,
+            found_by: FoundBy::Given,
+        }
     }
 }
 
@@ -127,8 +147,15 @@ impl BackendProbe {
 /// longer than [`PROBE_TIMEOUT`] or prints no version.
 pub async fn probe_version(binary: &Path) -> Option<String> {
     let mut command = tokio::process::Command::new(binary);
-    command.arg("--version").stdin(std::process::Stdio::null()).stderr(std::process::Stdio::null()).kill_on_drop(true);
-    let output = tokio::time::timeout(PROBE_TIMEOUT, command.output()).await.ok()?.ok()?;
+    command
+        .arg("--version")
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true);
+    let output = tokio::time::timeout(PROBE_TIMEOUT, command.output())
+        .await
+        .ok()?
+        .ok()?;
     if !output.status.success() {
         return None;
     }
@@ -143,7 +170,13 @@ pub async fn probe_version(binary: &Path) -> Option<String> {
 /// assert_eq!(agent_api::kit::detect::parse_version("1.0\x1b]0;pwned\x07"), Some("1.0".into()));
 /// ```
 pub fn parse_version(text: &str) -> Option<String> {
-    let word = text.split_whitespace().find(|w| w.starts_with(|c: char| c.is_ascii_digit()))?;
-    let version: String = word.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '.' || *c == '-').take(VERSION_MAX).collect();
+    let word = text
+        .split_whitespace()
+        .find(|w| w.starts_with(|c: char| c.is_ascii_digit()))?;
+    let version: String = word
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '.' || *c == '-')
+        .take(VERSION_MAX)
+        .collect();
     version.contains('.').then_some(version)
 }

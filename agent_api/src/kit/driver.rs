@@ -50,19 +50,28 @@ mod tests;
 /// `now + d`, saturating: a deadline past the clock's range is as good as none.
 fn deadline_after(d: Duration) -> Instant {
     let now = Instant::now();
-    now.checked_add(d).unwrap_or_else(|| now + Duration::from_secs(10 * 365 * 24 * 3600))
+    now.checked_add(d)
+        .unwrap_or_else(|| now + Duration::from_secs(10 * 365 * 24 * 3600))
 }
 
 /// Starts driving a run on the current tokio runtime and returns its handle.
 ///
 /// A one-shot run is driven as a session of one turn that takes no more input: its turn is open
 /// from the start and it ends when the agent's output does.
-pub fn start_run(settings: RunSettings, transport: Transport, protocol: Box<dyn Protocol>) -> RunHandle {
+pub fn start_run(
+    settings: RunSettings,
+    transport: Transport,
+    protocol: Box<dyn Protocol>,
+) -> RunHandle {
     let (mut core, io) = Core::new(settings, transport, protocol);
     // Dropping the run's handle abandons the whole run.
     let abandoned = CancellationToken::new();
     let (turn, handle) = core.open_turn(abandoned.clone(), false);
-    let caller = Caller { abandoned, turn: Some(turn), session: None };
+    let caller = Caller {
+        abandoned,
+        turn: Some(turn),
+        session: None,
+    };
     tokio::spawn(core.drive(io, caller));
     handle
 }
@@ -205,10 +214,21 @@ impl Core {
     fn new(settings: RunSettings, transport: Transport, protocol: Box<dyn Protocol>) -> (Self, Io) {
         let session_id = format!("sess_{}", uuid::Uuid::new_v4().simple());
         let transcript = Transcript::new(session_id, settings.include_raw);
-        let Transport { source, stdin, stderr, lifecycle } = transport;
+        let Transport {
+            source,
+            stdin,
+            stderr,
+            lifecycle,
+        } = transport;
         let stdin = stdin.map(|writer| StdinQueue::spawn(writer, settings.input_limit));
-        let (live_tx, stderr_live) = protocol.reads_stderr().then(|| mpsc::channel(LIVE_STDERR_LINES)).unzip();
-        let follower = live_tx.clone().zip(stderr.as_ref()).map(|(live, source)| LogFollower::new(live, source));
+        let (live_tx, stderr_live) = protocol
+            .reads_stderr()
+            .then(|| mpsc::channel(LIVE_STDERR_LINES))
+            .unzip();
+        let follower = live_tx
+            .clone()
+            .zip(stderr.as_ref())
+            .map(|(live, source)| LogFollower::new(live, source));
         let stderr_task = stderr.map(|s| tokio::spawn(StderrCapture::read_from(s, live_tx)));
         let (far, launcher) = match &lifecycle {
             Lifecycle::Process(p) => (p.far_group().cloned(), Some(p.launcher().to_string())),
@@ -249,7 +269,15 @@ impl Core {
             caller_waits,
             follower,
         };
-        (core, Io { source: Output::new(source), lifecycle, stderr_task, stderr_live })
+        (
+            core,
+            Io {
+                source: Output::new(source),
+                lifecycle,
+                stderr_task,
+                stderr_live,
+            },
+        )
     }
 
     /// Calls the protocol. A panicking protocol fails the run (typed `Protocol`, with its one
@@ -315,8 +343,13 @@ impl Core {
         if reason == Stop::TimedOut {
             self.transcript.set_timed_out();
         }
-        let soft = reason != Stop::Abandoned && self.with_ctx(|p, ctx| p.interrupt(ctx)).unwrap_or(false);
-        let grace = if soft { self.settings.cancel_grace } else { Duration::ZERO };
+        let soft =
+            reason != Stop::Abandoned && self.with_ctx(|p, ctx| p.interrupt(ctx)).unwrap_or(false);
+        let grace = if soft {
+            self.settings.cancel_grace
+        } else {
+            Duration::ZERO
+        };
         self.escalate_at = Some(deadline_after(grace));
     }
 
@@ -332,7 +365,10 @@ impl Core {
         }
         if let Some(pgid) = self.pgid {
             let (signal, next) = match self.escalation_stage {
-                0 => (libc::SIGTERM, Some(deadline_after(self.settings.term_grace))),
+                0 => (
+                    libc::SIGTERM,
+                    Some(deadline_after(self.settings.term_grace)),
+                ),
                 _ => (libc::SIGKILL, None),
             };
             signal_group(pgid, signal);
@@ -373,9 +409,12 @@ impl Core {
             }
             SourceItem::Line(Line::Oversize { bytes }) => {
                 self.oversized_lines += 1;
-                let detail =
-                    format!("a native line of {bytes} bytes exceeded the {}-byte line cap and was skipped", self.settings.line_cap);
-                self.transcript.daemon_status("native_line_skipped", Some(detail));
+                let detail = format!(
+                    "a native line of {bytes} bytes exceeded the {}-byte line cap and was skipped",
+                    self.settings.line_cap
+                );
+                self.transcript
+                    .daemon_status("native_line_skipped", Some(detail));
             }
             SourceItem::Sent(message) => {
                 if self.wants_raw() {
@@ -414,7 +453,8 @@ impl Core {
             Err(e) => {
                 let detail =
                     format!("a native line had invalid UTF-8 at byte {}; invalid bytes were replaced with U+FFFD", e.valid_up_to());
-                self.transcript.daemon_status("native_line_invalid_utf8", Some(detail));
+                self.transcript
+                    .daemon_status("native_line_invalid_utf8", Some(detail));
                 std::borrow::Cow::Owned(String::from_utf8_lossy(bytes).into_owned().into_bytes())
             }
         };
@@ -426,7 +466,8 @@ impl Core {
         }
         let result = self.with_ctx(|p, ctx| p.on_line(&bytes, ctx));
         if let Some(Err(Unparsed(error))) = result {
-            self.transcript.unparsed(error, self.protocol.name(), Some(raw_hash(&bytes)));
+            self.transcript
+                .unparsed(error, self.protocol.name(), Some(raw_hash(&bytes)));
         }
         self.transcript.set_raw(None);
     }
@@ -480,7 +521,9 @@ impl Core {
             }
             Some(ControlMessage::Cancel) => self.begin_stop(Stop::Cancelled),
             Some(ControlMessage::Command(command, reply)) => {
-                let result = self.with_ctx(|p, ctx| p.on_control(command, ctx)).unwrap_or(Err(AgentError::RunFinished));
+                let result = self
+                    .with_ctx(|p, ctx| p.on_control(command, ctx))
+                    .unwrap_or(Err(AgentError::RunFinished));
                 let _ = reply.send(result);
             }
         }
@@ -503,7 +546,9 @@ impl Core {
     fn on_output_closed_timeout(&mut self) {
         self.closed_deadline = None;
         if self.stop.is_none() {
-            self.fail(AgentError::OutputClosed { grace: self.settings.output_closed_grace });
+            self.fail(AgentError::OutputClosed {
+                grace: self.settings.output_closed_grace,
+            });
         }
     }
 
@@ -517,16 +562,32 @@ impl Core {
         let (completion_tx, completion_rx) = oneshot::channel();
         let (control_tx, control_rx) = mpsc::unbounded_channel();
         let cancel_requested = Arc::new(AtomicBool::new(false));
-        let guard = Arc::new(RunGuard { abandoned: abandoned.clone() });
+        let guard = Arc::new(RunGuard {
+            abandoned: abandoned.clone(),
+        });
         let control = RunControl::new(control_tx, cancel_requested.clone());
         if let Some(token) = settings.cancellation.clone() {
             tokio::spawn(cancel_on(token, control.clone()));
         }
-        let handle = RunHandle::new(settings.agent_kind.clone(), settings.tools_structured, events_rx, completion_rx, control, guard);
+        let handle = RunHandle::new(
+            settings.agent_kind.clone(),
+            settings.tools_structured,
+            events_rx,
+            completion_rx,
+            control,
+            guard,
+        );
         self.events_tx = Some(events_tx);
         self.clock.start();
         let abandoned = own_token.then_some(abandoned);
-        let turn = Turn { completion_tx, control_rx, control_open: true, cancel_requested, abandoned, dropped: false };
+        let turn = Turn {
+            completion_tx,
+            control_rx,
+            control_open: true,
+            cancel_requested,
+            abandoned,
+            dropped: false,
+        };
         (turn, handle)
     }
 
@@ -541,9 +602,16 @@ impl Core {
             self.stage();
         }
         while !(self.source_done && self.exit.is_some()) {
-            let turn_abandoned = caller.turn.as_ref().filter(|t| !t.dropped).and_then(|t| t.abandoned.clone());
+            let turn_abandoned = caller
+                .turn
+                .as_ref()
+                .filter(|t| !t.dropped)
+                .and_then(|t| t.abandoned.clone());
             let control_open = caller.turn.as_ref().is_some_and(|t| t.control_open);
-            let commands_open = caller.session.as_ref().is_some_and(session::Commands::is_open);
+            let commands_open = caller
+                .session
+                .as_ref()
+                .is_some_and(session::Commands::is_open);
             self.clock.set_waiting(self.transcript.awaits_caller());
             let next_timeout = self.clock.next();
             tokio::select! {

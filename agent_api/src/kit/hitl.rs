@@ -60,7 +60,14 @@ pub struct PermissionRequest {
 impl PermissionRequest {
     /// A request with no tool name, details or metadata.
     pub fn new(id: impl Into<String>, category: ToolCategory, action: impl Into<String>) -> Self {
-        Self { id: id.into(), category, action: action.into(), tool_name: None, details: PermissionDetails::default(), metadata: None }
+        Self {
+            id: id.into(),
+            category,
+            action: action.into(),
+            tool_name: None,
+            details: PermissionDetails::default(),
+            metadata: None,
+        }
     }
 
     /// Sets the tool name.
@@ -109,7 +116,12 @@ pub struct QuestionRequest {
 impl QuestionRequest {
     /// A question with its offered answers.
     pub fn new(id: impl Into<String>, prompt: impl Into<String>, options: Vec<String>) -> Self {
-        Self { id: id.into(), prompt: prompt.into(), options, call_id: None }
+        Self {
+            id: id.into(),
+            prompt: prompt.into(),
+            options,
+            call_id: None,
+        }
     }
 
     /// Sets the id of the tool call that asks it.
@@ -123,14 +135,21 @@ impl QuestionRequest {
     /// as inert text), answered with one of [`EXIT_PLAN_OPTIONS`].
     pub fn exit_plan(id: impl Into<String>, plan: &str) -> Self {
         let plan = crate::contract::bounds::utf8_prefix(plan, 8192);
-        Self::new(id, format!("Leave plan mode and carry out this plan?\n\n{plan}"), EXIT_PLAN_OPTIONS.map(str::to_string).to_vec())
+        Self::new(
+            id,
+            format!("Leave plan mode and carry out this plan?\n\n{plan}"),
+            EXIT_PLAN_OPTIONS.map(str::to_string).to_vec(),
+        )
     }
 }
 
 /// The options of plan mode's exit question ([`QuestionRequest::exit_plan`]), the same for every
 /// agent: the first approves the plan (the agent leaves plan mode for its default mode); any
 /// other answer keeps planning (an agent that takes feedback gets a free text answer as such).
-pub const EXIT_PLAN_OPTIONS: [&str; 2] = ["Yes, leave plan mode and carry out the plan", "No, keep planning"];
+pub const EXIT_PLAN_OPTIONS: [&str; 2] = [
+    "Yes, leave plan mode and carry out the plan",
+    "No, keep planning",
+];
 
 /// A permission decision for the backend to send to the agent.
 #[derive(Debug, Clone, PartialEq)]
@@ -175,13 +194,23 @@ pub struct Hitl<P, Q> {
 impl<P, Q> Hitl<P, Q> {
     /// A live run under `policy`.
     pub fn live(policy: PermissionPolicy) -> Self {
-        Self { policy: Some(policy), permissions: HashMap::new(), questions: HashMap::new(), resolved: HashSet::new() }
+        Self {
+            policy: Some(policy),
+            permissions: HashMap::new(),
+            questions: HashMap::new(),
+            resolved: HashSet::new(),
+        }
     }
 
     /// A replay: no policy; requests wait for the recorded answers ([`Hitl::recorded_permission`],
     /// [`Hitl::recorded_answer`]).
     pub fn replay() -> Self {
-        Self { policy: None, permissions: HashMap::new(), questions: HashMap::new(), resolved: HashSet::new() }
+        Self {
+            policy: None,
+            permissions: HashMap::new(),
+            questions: HashMap::new(),
+            resolved: HashSet::new(),
+        }
     }
 
     /// Decides the requests still to come by `policy` (a session switching modes:
@@ -195,13 +224,23 @@ impl<P, Q> Hitl<P, Q> {
     /// The agent asks for a permission. Records `permission.requested`; when the policy decides
     /// it, records `permission.resolved` at once and returns the decision to send. Otherwise it
     /// waits for the caller ([`Hitl::decide_permission`]) and `None` is returned.
-    pub fn request_permission(&mut self, t: &mut Transcript, request: PermissionRequest, native: P) -> Option<Decided<P>> {
+    pub fn request_permission(
+        &mut self,
+        t: &mut Transcript,
+        request: PermissionRequest,
+        native: P,
+    ) -> Option<Decided<P>> {
         t.record_permission_request(request.event_data());
         let decision = match self.policy.as_ref().map(|p| p.rule(request.category)) {
             Some(PermissionRule::Approve) => PermissionDecision::Allow,
-            Some(PermissionRule::Deny) => PermissionDecision::Deny { message: Some("Denied by the run's permission policy.".into()) },
+            Some(PermissionRule::Deny) => PermissionDecision::Deny {
+                message: Some("Denied by the run's permission policy.".into()),
+            },
             _ => {
-                t.daemon_status("waiting_for_caller", Some(format!("permission {}", request.id)));
+                t.daemon_status(
+                    "waiting_for_caller",
+                    Some(format!("permission {}", request.id)),
+                );
                 self.permissions.insert(request.id, native);
                 return None;
             }
@@ -210,24 +249,53 @@ impl<P, Q> Hitl<P, Q> {
     }
 
     /// The caller's decision on permission `id`.
-    pub fn decide_permission(&mut self, t: &mut Transcript, id: &str, decision: PermissionDecision) -> Result<Decided<P>, AgentError> {
-        let native = self.permissions.remove(id).ok_or_else(|| self.unknown(id, true))?;
+    pub fn decide_permission(
+        &mut self,
+        t: &mut Transcript,
+        id: &str,
+        decision: PermissionDecision,
+    ) -> Result<Decided<P>, AgentError> {
+        let native = self
+            .permissions
+            .remove(id)
+            .ok_or_else(|| self.unknown(id, true))?;
         let by = t.control_decider();
         Ok(self.resolve_permission(t, id.to_string(), native, decision, by))
     }
 
     /// Replay: the recorded client answered permission `id`. Returns its native context.
-    pub fn recorded_permission(&mut self, t: &mut Transcript, id: &str, approved: bool) -> Option<P> {
+    pub fn recorded_permission(
+        &mut self,
+        t: &mut Transcript,
+        id: &str,
+        approved: bool,
+    ) -> Option<P> {
         let native = self.permissions.remove(id)?;
-        let decision = if approved { PermissionDecision::Allow } else { PermissionDecision::Deny { message: None } };
-        Some(self.resolve_permission(t, id.to_string(), native, decision, DecidedBy::Caller).native)
+        let decision = if approved {
+            PermissionDecision::Allow
+        } else {
+            PermissionDecision::Deny { message: None }
+        };
+        Some(
+            self.resolve_permission(t, id.to_string(), native, decision, DecidedBy::Caller)
+                .native,
+        )
     }
 
     /// The agent withdrew permission request `id`: it resolves as denied, decided by nobody
     /// ([`DecidedBy::Cancel`]). Returns its native context, if it was pending.
     pub fn withdraw_permission(&mut self, t: &mut Transcript, id: &str) -> Option<P> {
         let native = self.permissions.remove(id)?;
-        Some(self.resolve_permission(t, id.to_string(), native, PermissionDecision::Cancel, DecidedBy::Cancel).native)
+        Some(
+            self.resolve_permission(
+                t,
+                id.to_string(),
+                native,
+                PermissionDecision::Cancel,
+                DecidedBy::Cancel,
+            )
+            .native,
+        )
     }
 
     /// The run stops (cancel or timeout, see [`Transcript::stop_cause`]): every pending permission
@@ -244,41 +312,82 @@ impl<P, Q> Hitl<P, Q> {
             .collect()
     }
 
-    fn resolve_permission(&mut self, t: &mut Transcript, id: String, native: P, decision: PermissionDecision, by: DecidedBy) -> Decided<P> {
+    fn resolve_permission(
+        &mut self,
+        t: &mut Transcript,
+        id: String,
+        native: P,
+        decision: PermissionDecision,
+        by: DecidedBy,
+    ) -> Decided<P> {
         // The transcript already resolved it when the run's end closed it; the reply still goes out.
         let _ = t.permission_resolved(&id, decision.is_approval(), by);
         self.resolved.insert(id.clone());
-        Decided { id, native, decision, by }
+        Decided {
+            id,
+            native,
+            decision,
+            by,
+        }
     }
 
     /// The agent asks a question; it waits for the caller ([`Hitl::answer_question`]).
     pub fn request_question(&mut self, t: &mut Transcript, request: QuestionRequest, native: Q) {
-        let mut data = QuestionEventData::requested(request.id.clone(), request.prompt, request.options);
+        let mut data =
+            QuestionEventData::requested(request.id.clone(), request.prompt, request.options);
         data.call_id = request.call_id;
         t.record_question(data);
-        t.daemon_status("waiting_for_caller", Some(format!("question {}", request.id)));
+        t.daemon_status(
+            "waiting_for_caller",
+            Some(format!("question {}", request.id)),
+        );
         self.questions.insert(request.id, native);
     }
 
     /// The caller's answer to question `id`.
-    pub fn answer_question(&mut self, t: &mut Transcript, id: &str, answer: QuestionAnswer) -> Result<Answered<Q>, AgentError> {
-        let native = self.questions.remove(id).ok_or_else(|| self.unknown(id, false))?;
+    pub fn answer_question(
+        &mut self,
+        t: &mut Transcript,
+        id: &str,
+        answer: QuestionAnswer,
+    ) -> Result<Answered<Q>, AgentError> {
+        let native = self
+            .questions
+            .remove(id)
+            .ok_or_else(|| self.unknown(id, false))?;
         let by = t.control_decider();
         Ok(self.resolve_question(t, id.to_string(), native, answer, by))
     }
 
     /// Replay: the recorded client answered question `id` (`None`: it declined).
-    pub fn recorded_answer(&mut self, t: &mut Transcript, id: &str, response: Option<String>) -> Option<Q> {
+    pub fn recorded_answer(
+        &mut self,
+        t: &mut Transcript,
+        id: &str,
+        response: Option<String>,
+    ) -> Option<Q> {
         let native = self.questions.remove(id)?;
         let answer = response.map_or(QuestionAnswer::Reject, QuestionAnswer::Text);
-        Some(self.resolve_question(t, id.to_string(), native, answer, DecidedBy::Caller).native)
+        Some(
+            self.resolve_question(t, id.to_string(), native, answer, DecidedBy::Caller)
+                .native,
+        )
     }
 
     /// The agent withdrew question `id` (or the other questions of its request were declined):
     /// it resolves as rejected, decided by nobody. Returns its native context, if it was pending.
     pub fn withdraw_question(&mut self, t: &mut Transcript, id: &str) -> Option<Q> {
         let native = self.questions.remove(id)?;
-        Some(self.resolve_question(t, id.to_string(), native, QuestionAnswer::Reject, DecidedBy::Cancel).native)
+        Some(
+            self.resolve_question(
+                t,
+                id.to_string(),
+                native,
+                QuestionAnswer::Reject,
+                DecidedBy::Cancel,
+            )
+            .native,
+        )
     }
 
     /// The run stops: every pending question resolves as rejected, oldest id first.
@@ -294,14 +403,26 @@ impl<P, Q> Hitl<P, Q> {
             .collect()
     }
 
-    fn resolve_question(&mut self, t: &mut Transcript, id: String, native: Q, answer: QuestionAnswer, by: DecidedBy) -> Answered<Q> {
+    fn resolve_question(
+        &mut self,
+        t: &mut Transcript,
+        id: String,
+        native: Q,
+        answer: QuestionAnswer,
+        by: DecidedBy,
+    ) -> Answered<Q> {
         let response = match &answer {
             QuestionAnswer::Text(text) => Some(text.clone()),
             QuestionAnswer::Reject => None,
         };
         let _ = t.question_resolved(&id, response, by);
         self.resolved.insert(id.clone());
-        Answered { id, native, answer, by }
+        Answered {
+            id,
+            native,
+            answer,
+            by,
+        }
     }
 
     /// The native context of a pending question.
@@ -355,7 +476,11 @@ pub fn policy_in_mode(
         ToolCategory::Other,
     ];
     let rules = categories.into_iter().map(|c| {
-        let rule = if matches!(c, ToolCategory::Shell | ToolCategory::FileWrite) { PermissionRule::Deny } else { policy.rule(c) };
+        let rule = if matches!(c, ToolCategory::Shell | ToolCategory::FileWrite) {
+            PermissionRule::Deny
+        } else {
+            policy.rule(c)
+        };
         (c, rule)
     });
     crate::contract::request::PermissionPolicy::ByCategory(rules.collect())

@@ -104,19 +104,35 @@ impl HomeLayout {
         let user = UserDirs(spec);
         self.credentials
             .iter()
-            .filter_map(|(name, file)| self.vars.iter().find(|v| v.name == *name).and_then(|var| user.dir(var)).map(|d| d.join(file)))
+            .filter_map(|(name, file)| {
+                self.vars
+                    .iter()
+                    .find(|v| v.name == *name)
+                    .and_then(|var| user.dir(var))
+                    .map(|d| d.join(file))
+            })
             .filter(|path| path.is_file())
             .collect()
     }
 
-    fn make_home(&self, mut spec: CommandSpec, home: &Home, seed: HomeSeed) -> Result<CommandSpec, AgentError> {
+    fn make_home(
+        &self,
+        mut spec: CommandSpec,
+        home: &Home,
+        seed: HomeSeed,
+    ) -> Result<CommandSpec, AgentError> {
         let user = UserDirs(&spec);
-        let dir =
-            tempfile::Builder::new().prefix("agent-api-home-").tempdir().map_err(|source| home_error(std::env::temp_dir(), source))?;
+        let dir = tempfile::Builder::new()
+            .prefix("agent-api-home-")
+            .tempdir()
+            .map_err(|source| home_error(std::env::temp_dir(), source))?;
         let mut env = BTreeMap::new();
         if *home == Home::Hermetic {
             for (name, under) in HERMETIC_VARS {
-                env.insert(name.to_string(), made(&dir.path().join("home").join(under))?);
+                env.insert(
+                    name.to_string(),
+                    made(&dir.path().join("home").join(under))?,
+                );
             }
         }
         for var in self.vars {
@@ -145,7 +161,10 @@ impl UserDirs<'_> {
     }
 
     fn dir(&self, var: &HomeVar) -> Option<PathBuf> {
-        self.var(var.name).map(PathBuf::from).or_else(|| self.var("HOME").map(|h| Path::new(&h).join(var.default_under_home)))
+        self.var(var.name).map(PathBuf::from).or_else(|| {
+            self.var("HOME")
+                .map(|h| Path::new(&h).join(var.default_under_home))
+        })
     }
 }
 
@@ -163,7 +182,9 @@ pub struct SharedLogin {
 static LOGIN_HOLDERS: Mutex<Option<HashMap<PathBuf, usize>>> = Mutex::new(None);
 
 fn with_holders<T>(f: impl FnOnce(&mut HashMap<PathBuf, usize>) -> T) -> T {
-    let mut holders = LOGIN_HOLDERS.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let mut holders = LOGIN_HOLDERS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     f(holders.get_or_insert_with(HashMap::new))
 }
 
@@ -208,10 +229,16 @@ impl Drop for LoginHold {
 /// other live runs, if any (`apply` has logged a warning then). Backends whose logins can be
 /// shared never report one.
 pub fn shared_login(spec: &CommandSpec) -> Option<SharedLogin> {
-    spec.keep_alive.iter().filter_map(|held| held.downcast_ref::<LoginHold>()).find_map(|hold| {
-        let holders = with_holders(|all| all.get(&hold.path).copied().unwrap_or(0));
-        (holders > 1).then(|| SharedLogin { path: hold.path.clone(), holders })
-    })
+    spec.keep_alive
+        .iter()
+        .filter_map(|held| held.downcast_ref::<LoginHold>())
+        .find_map(|hold| {
+            let holders = with_holders(|all| all.get(&hold.path).copied().unwrap_or(0));
+            (holders > 1).then(|| SharedLogin {
+                path: hold.path.clone(),
+                holders,
+            })
+        })
 }
 
 fn home_error(path: PathBuf, source: std::io::Error) -> AgentError {
@@ -235,7 +262,8 @@ fn copy_read_only(from: &Path, to: &Path) -> Result<(), AgentError> {
         made(parent)?;
     }
     std::fs::copy(from, to).map_err(|source| home_error(from.to_path_buf(), source))?;
-    std::fs::set_permissions(to, std::fs::Permissions::from_mode(0o400)).map_err(|source| home_error(to.to_path_buf(), source))
+    std::fs::set_permissions(to, std::fs::Permissions::from_mode(0o400))
+        .map_err(|source| home_error(to.to_path_buf(), source))
 }
 
 #[cfg(test)]
@@ -243,7 +271,10 @@ mod tests {
     use super::*;
 
     const LAYOUT: HomeLayout = HomeLayout {
-        vars: &[HomeVar { name: "TOOL_HOME", default_under_home: ".tool" }],
+        vars: &[HomeVar {
+            name: "TOOL_HOME",
+            default_under_home: ".tool",
+        }],
         credentials: &[("TOOL_HOME", "auth.json")],
         single_use_login: true,
     };
@@ -265,13 +296,33 @@ mod tests {
     #[test]
     fn isolated_homes_copy_credentials_only_read_only_and_vanish_with_the_run() {
         let user = user_home();
-        let spec = LAYOUT.apply(spec_for(user.path()), &Home::Isolated { seed: HomeSeed::Credentials }).unwrap();
+        let spec = LAYOUT
+            .apply(
+                spec_for(user.path()),
+                &Home::Isolated {
+                    seed: HomeSeed::Credentials,
+                },
+            )
+            .unwrap();
         let own = PathBuf::from(&spec.env["TOOL_HOME"]);
         assert!(!own.starts_with(user.path()));
-        assert_eq!(std::fs::read_to_string(own.join("auth.json")).unwrap(), "token");
-        assert!(std::fs::metadata(own.join("auth.json")).unwrap().permissions().readonly());
-        assert!(!own.join("settings.json").exists(), "settings stay with the user");
-        assert_eq!(spec.env["HOME"], user.path().display().to_string(), "isolated keeps HOME");
+        assert_eq!(
+            std::fs::read_to_string(own.join("auth.json")).unwrap(),
+            "token"
+        );
+        assert!(std::fs::metadata(own.join("auth.json"))
+            .unwrap()
+            .permissions()
+            .readonly());
+        assert!(
+            !own.join("settings.json").exists(),
+            "settings stay with the user"
+        );
+        assert_eq!(
+            spec.env["HOME"],
+            user.path().display().to_string(),
+            "isolated keeps HOME"
+        );
         drop(spec);
         assert!(!own.exists(), "the home goes with the last holder");
     }
@@ -279,15 +330,31 @@ mod tests {
     #[test]
     fn empty_and_hermetic_homes() {
         let user = user_home();
-        let empty = LAYOUT.apply(spec_for(user.path()), &Home::Isolated { seed: HomeSeed::Empty }).unwrap();
-        assert!(!Path::new(&empty.env["TOOL_HOME"]).join("auth.json").exists());
-        let hermetic = LAYOUT.apply(spec_for(user.path()), &Home::Hermetic).unwrap();
-        assert!(Path::new(&hermetic.env["TOOL_HOME"]).join("auth.json").exists());
+        let empty = LAYOUT
+            .apply(
+                spec_for(user.path()),
+                &Home::Isolated {
+                    seed: HomeSeed::Empty,
+                },
+            )
+            .unwrap();
+        assert!(!Path::new(&empty.env["TOOL_HOME"])
+            .join("auth.json")
+            .exists());
+        let hermetic = LAYOUT
+            .apply(spec_for(user.path()), &Home::Hermetic)
+            .unwrap();
+        assert!(Path::new(&hermetic.env["TOOL_HOME"])
+            .join("auth.json")
+            .exists());
         let home = PathBuf::from(&hermetic.env["HOME"]);
         assert!(home.is_dir() && !home.starts_with(user.path()));
         assert!(Path::new(&hermetic.env["XDG_CONFIG_HOME"]).starts_with(&home));
         let inherit = LAYOUT.apply(spec_for(user.path()), &Home::Inherit).unwrap();
-        assert!(!inherit.env.contains_key("TOOL_HOME") && !inherit.keep_alive.iter().any(|held| held.is::<RunHome>()));
+        assert!(
+            !inherit.env.contains_key("TOOL_HOME")
+                && !inherit.keep_alive.iter().any(|held| held.is::<RunHome>())
+        );
     }
 
     #[test]
@@ -295,16 +362,42 @@ mod tests {
         let user = user_home();
         let first = LAYOUT.apply(spec_for(user.path()), &Home::Inherit).unwrap();
         assert_eq!(shared_login(&first), None, "one holder shares nothing");
-        let copy = LAYOUT.apply(spec_for(user.path()), &Home::Isolated { seed: HomeSeed::Credentials }).unwrap();
+        let copy = LAYOUT
+            .apply(
+                spec_for(user.path()),
+                &Home::Isolated {
+                    seed: HomeSeed::Credentials,
+                },
+            )
+            .unwrap();
         let shared = shared_login(&copy).expect("a copy shares the user's token");
-        assert_eq!((shared.path, shared.holders), (user.path().join(".tool/auth.json"), 2));
+        assert_eq!(
+            (shared.path, shared.holders),
+            (user.path().join(".tool/auth.json"), 2)
+        );
         assert!(shared_login(&first).is_some());
-        let empty = LAYOUT.apply(spec_for(user.path()), &Home::Isolated { seed: HomeSeed::Empty }).unwrap();
+        let empty = LAYOUT
+            .apply(
+                spec_for(user.path()),
+                &Home::Isolated {
+                    seed: HomeSeed::Empty,
+                },
+            )
+            .unwrap();
         assert_eq!(shared_login(&empty), None, "an empty home holds no login");
         drop(copy);
         assert_eq!(shared_login(&first), None, "the copy's run is gone");
-        let shareable = HomeLayout { single_use_login: false, ..LAYOUT };
-        let other = shareable.apply(spec_for(user.path()), &Home::Inherit).unwrap();
-        assert_eq!(shared_login(&other), None, "a login many can hold is never reported");
+        let shareable = HomeLayout {
+            single_use_login: false,
+            ..LAYOUT
+        };
+        let other = shareable
+            .apply(spec_for(user.path()), &Home::Inherit)
+            .unwrap();
+        assert_eq!(
+            shared_login(&other),
+            None,
+            "a login many can hold is never reported"
+        );
     }
 }

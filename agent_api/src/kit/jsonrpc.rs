@@ -58,20 +58,35 @@ pub fn classify(value: Value) -> Result<Message, Unparsed> {
     let id = obj.remove("id");
     let method = obj.remove("method");
     match (id, method) {
-        (Some(id), Some(Value::String(method))) => Ok(Message::Request { id, method, params: obj.remove("params").unwrap_or(Value::Null) }),
-        (None, Some(Value::String(method))) => Ok(Message::Notification { method, params: obj.remove("params").unwrap_or(Value::Null) }),
+        (Some(id), Some(Value::String(method))) => Ok(Message::Request {
+            id,
+            method,
+            params: obj.remove("params").unwrap_or(Value::Null),
+        }),
+        (None, Some(Value::String(method))) => Ok(Message::Notification {
+            method,
+            params: obj.remove("params").unwrap_or(Value::Null),
+        }),
         (Some(id), None) => {
             if let Some(error) = obj.remove("error") {
                 let code = error.get("code").and_then(Value::as_i64).unwrap_or(0);
-                let message = error.get("message").and_then(Value::as_str).unwrap_or("").to_string();
+                let message = error
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string();
                 Ok(Message::ErrorResponse { id, code, message })
             } else if let Some(result) = obj.remove("result") {
                 Ok(Message::Response { id, result })
             } else {
-                Err(Unparsed("a JSON-RPC response needs `result` or `error`".into()))
+                Err(Unparsed(
+                    "a JSON-RPC response needs `result` or `error`".into(),
+                ))
             }
         }
-        _ => Err(Unparsed("not a JSON-RPC request, notification or response".into())),
+        _ => Err(Unparsed(
+            "not a JSON-RPC request, notification or response".into(),
+        )),
     }
 }
 
@@ -104,7 +119,11 @@ pub struct RpcPeer<T> {
 impl<T> RpcPeer<T> {
     /// A peer whose request ids start at 1.
     pub fn new(dialect: Dialect) -> Self {
-        Self { dialect, next_id: 1, pending: HashMap::new() }
+        Self {
+            dialect,
+            next_id: 1,
+            pending: HashMap::new(),
+        }
     }
 
     fn envelope(&self, mut obj: Map<String, Value>) -> Value {
@@ -186,12 +205,27 @@ mod tests {
     #[test]
     fn requests_responses_and_errors_are_told_apart() {
         assert!(matches!(
-            classify(json!({"id": 0, "method": "item/commandExecution/requestApproval", "params": {}})).unwrap(),
+            classify(
+                json!({"id": 0, "method": "item/commandExecution/requestApproval", "params": {}})
+            )
+            .unwrap(),
             Message::Request { .. }
         ));
-        assert!(matches!(classify(json!({"id": 3, "result": {}})).unwrap(), Message::Response { .. }));
-        let err = classify(json!({"id": 3, "error": {"code": -32602, "message": "Session not found"}})).unwrap();
-        assert_eq!(err, Message::ErrorResponse { id: json!(3), code: -32602, message: "Session not found".into() });
+        assert!(matches!(
+            classify(json!({"id": 3, "result": {}})).unwrap(),
+            Message::Response { .. }
+        ));
+        let err =
+            classify(json!({"id": 3, "error": {"code": -32602, "message": "Session not found"}}))
+                .unwrap();
+        assert_eq!(
+            err,
+            Message::ErrorResponse {
+                id: json!(3),
+                code: -32602,
+                message: "Session not found".into()
+            }
+        );
         assert!(classify(json!([1, 2])).is_err());
         assert!(classify(json!({"id": 1})).is_err());
     }
@@ -203,7 +237,10 @@ mod tests {
         assert_eq!(req["jsonrpc"], "2.0");
         let note = peer.notification("session/cancel", Some(json!({"sessionId": "s"})));
         assert!(note.get("id").is_none());
-        assert_eq!(peer.error_response(&json!(7), METHOD_NOT_FOUND, "no")["error"]["code"], METHOD_NOT_FOUND);
+        assert_eq!(
+            peer.error_response(&json!(7), METHOD_NOT_FOUND, "no")["error"]["code"],
+            METHOD_NOT_FOUND
+        );
     }
 
     #[test]

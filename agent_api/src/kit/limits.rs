@@ -26,9 +26,18 @@ impl Limits {
         let unreported = Usage::default();
         let usage = completion.usage.as_ref().unwrap_or(&unreported);
         let unknown = [
-            (self.max_turns.is_some() && usage.turns.is_none(), "max_turns: the agent reported no turn count"),
-            (self.max_total_tokens.is_some() && usage.total_tokens().is_none(), "max_total_tokens: the agent reported no token counts"),
-            (self.max_cost_usd.is_some() && usage.cost_usd.is_none(), "max_cost_usd: the agent reported no usable cost"),
+            (
+                self.max_turns.is_some() && usage.turns.is_none(),
+                "max_turns: the agent reported no turn count",
+            ),
+            (
+                self.max_total_tokens.is_some() && usage.total_tokens().is_none(),
+                "max_total_tokens: the agent reported no token counts",
+            ),
+            (
+                self.max_cost_usd.is_some() && usage.cost_usd.is_none(),
+                "max_cost_usd: the agent reported no usable cost",
+            ),
         ];
         for (_, why) in unknown.iter().filter(|(unknown, _)| *unknown) {
             transcript.daemon_status("limit_unchecked", Some((*why).to_string()));

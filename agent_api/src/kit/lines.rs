@@ -42,7 +42,11 @@ pub struct LineChunk {
 impl LineChunk {
     /// The lines of `bytes`, which must end in `\n` (`None` otherwise).
     pub fn new(bytes: Vec<u8>) -> Option<Self> {
-        (bytes.last() == Some(&b'\n')).then_some(Self { bytes, at: 0, home: None })
+        (bytes.last() == Some(&b'\n')).then_some(Self {
+            bytes,
+            at: 0,
+            home: None,
+        })
     }
 
     /// The next line, without its terminator (`\n` or `\r\n`).
@@ -96,7 +100,10 @@ struct SpareBuffer(std::sync::Mutex<Vec<u8>>);
 impl SpareBuffer {
     /// The spare buffer, emptied (a new one if none is spare).
     fn take(&self) -> Vec<u8> {
-        self.0.try_lock().map(|mut spare| std::mem::take(&mut *spare)).unwrap_or_default()
+        self.0
+            .try_lock()
+            .map(|mut spare| std::mem::take(&mut *spare))
+            .unwrap_or_default()
     }
 
     /// Keeps `bytes` (emptied) unless a buffer is already spare or it is larger than any chunk.
@@ -116,7 +123,9 @@ impl SpareBuffer {
 impl std::fmt::Debug for LineChunk {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // Never the lines themselves: they are the agent's raw output.
-        f.debug_struct("LineChunk").field("remaining_bytes", &self.remaining()).finish()
+        f.debug_struct("LineChunk")
+            .field("remaining_bytes", &self.remaining())
+            .finish()
     }
 }
 
@@ -159,7 +168,12 @@ pub struct BoundedLineReader<R> {
 impl<R: AsyncBufRead + Unpin> BoundedLineReader<R> {
     /// A reader over `reader` with a per-line cap of `cap` bytes.
     pub fn new(reader: R, cap: usize) -> Self {
-        Self { reader, cap, buf: Vec::new(), spare: Arc::default() }
+        Self {
+            reader,
+            cap,
+            buf: Vec::new(),
+            spare: Arc::default(),
+        }
     }
 
     /// Every whole line waiting in the buffer at once (up to about 32 KiB of them), or, when
@@ -173,12 +187,18 @@ impl<R: AsyncBufRead + Unpin> BoundedLineReader<R> {
             let end = match memchr::memrchr(b'\n', head) {
                 Some(last) => Some(last + 1),
                 // The first line is longer than a chunk's target: it alone, when it is here whole.
-                None => memchr::memchr(b'\n', available).map(|first| first + 1).filter(|&end| end <= self.cap),
+                None => memchr::memchr(b'\n', available)
+                    .map(|first| first + 1)
+                    .filter(|&end| end <= self.cap),
             };
             if let Some(end) = end {
                 let mut bytes = self.spare.take();
                 bytes.extend_from_slice(&available[..end]);
-                let chunk = LineChunk { bytes, at: 0, home: Some(self.spare.clone()) };
+                let chunk = LineChunk {
+                    bytes,
+                    at: 0,
+                    home: Some(self.spare.clone()),
+                };
                 self.reader.consume(end);
                 return Ok(Some(Lines::Chunk(chunk)));
             }
@@ -285,7 +305,14 @@ mod tests {
         input.extend(std::iter::repeat_n(b'x', 1000));
         input.extend(b"\nafter\n");
         let out = read_all(&input, 64).await;
-        assert_eq!(out, [Line::Complete(b"before".to_vec()), Line::Oversize { bytes: 1000 }, Line::Complete(b"after".to_vec())]);
+        assert_eq!(
+            out,
+            [
+                Line::Complete(b"before".to_vec()),
+                Line::Oversize { bytes: 1000 },
+                Line::Complete(b"after".to_vec())
+            ]
+        );
     }
 
     #[tokio::test]
@@ -296,7 +323,8 @@ mod tests {
 
     /// Every line, read with [`BoundedLineReader::next_lines`] through a buffer of `capacity`.
     async fn read_in_chunks(input: &[u8], capacity: usize, cap: usize) -> (Vec<Line>, usize) {
-        let mut lines = BoundedLineReader::new(tokio::io::BufReader::with_capacity(capacity, input), cap);
+        let mut lines =
+            BoundedLineReader::new(tokio::io::BufReader::with_capacity(capacity, input), cap);
         let (mut out, mut chunks) = (Vec::new(), 0);
         while let Some(read) = lines.next_lines().await.unwrap() {
             match read {
@@ -325,15 +353,29 @@ mod tests {
         input.extend(b"\nlast without newline");
         for capacity in [7, 64, 4096, 64 * 1024] {
             let (chunked, chunks) = read_in_chunks(&input, capacity, 2048).await;
-            assert_eq!(chunked, read_all_with(&input, capacity, 2048).await, "buffer of {capacity}");
-            assert!(capacity < 4096 || chunks > 1, "a buffer of {capacity} held several lines at once");
+            assert_eq!(
+                chunked,
+                read_all_with(&input, capacity, 2048).await,
+                "buffer of {capacity}"
+            );
+            assert!(
+                capacity < 4096 || chunks > 1,
+                "a buffer of {capacity} held several lines at once"
+            );
         }
     }
 
     #[tokio::test]
     async fn a_chunk_never_holds_a_line_over_the_cap() {
         let (out, _) = read_in_chunks(b"short\nthis line is far too long\nok\n", 64, 10).await;
-        assert_eq!(out, [Line::Complete(b"short".to_vec()), Line::Oversize { bytes: 25 }, Line::Complete(b"ok".to_vec())]);
+        assert_eq!(
+            out,
+            [
+                Line::Complete(b"short".to_vec()),
+                Line::Oversize { bytes: 25 },
+                Line::Complete(b"ok".to_vec())
+            ]
+        );
     }
 
     #[tokio::test]
@@ -353,7 +395,8 @@ mod tests {
     async fn a_dropped_chunk_gives_its_buffer_to_the_next_one_and_a_kept_chunk_does_not() {
         let input = b"one\ntwo\n".repeat(4);
         // A buffer of one chunk's size: each read is one chunk.
-        let mut lines = BoundedLineReader::new(tokio::io::BufReader::with_capacity(8, &input[..]), 64);
+        let mut lines =
+            BoundedLineReader::new(tokio::io::BufReader::with_capacity(8, &input[..]), 64);
         let spare = |lines: &BoundedLineReader<_>| lines.spare.0.lock().unwrap().capacity();
         let first = next_chunk(&mut lines).await;
         let kept = next_chunk(&mut lines).await;
@@ -362,7 +405,11 @@ mod tests {
         drop(first);
         assert!(spare(&lines) >= 8, "the dropped chunk's buffer is kept");
         let third = next_chunk(&mut lines).await;
-        assert_eq!(third.bytes.as_ptr(), first_buffer, "and the next chunk reads into it");
+        assert_eq!(
+            third.bytes.as_ptr(),
+            first_buffer,
+            "and the next chunk reads into it"
+        );
         assert_eq!(spare(&lines), 0);
         assert_eq!(third, kept, "with its own lines");
     }

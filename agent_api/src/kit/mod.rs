@@ -75,7 +75,10 @@ pub use crate::contract::{bounds, images, projection, secrets, structured, tool_
 pub use async_trait::async_trait;
 pub use command::CommandSpec;
 pub use driver::{start_run, start_session, RunSettings, DEFAULT_INPUT_LIMIT};
-pub use protocol::{describe_json_error, parse_typed, parse_value, Ctx, ExitInfo, LineStr, Protocol, ProtocolHarness, Unparsed};
+pub use protocol::{
+    describe_json_error, parse_typed, parse_value, Ctx, ExitInfo, LineStr, Protocol,
+    ProtocolHarness, Unparsed,
+};
 pub use transport::{line_source, AgentPipes, LineSource, SourceItem, Transport};
 
 pub use crate::contract::backend::{check_choices, validate_request, validate_template};
@@ -86,13 +89,16 @@ pub mod options {
     //! A backend's options: its own typed extension keys (`backend.<kind>.*`) and how it maps the
     //! portable options to its CLI's flags, config keys and protocol fields (`spec/options.md`).
     pub use crate::contract::options::{extension_keys, unknown_key, value_from_text};
-    pub use crate::contract::portable::{with_mappings, write_private_file, OptionMapping, DENIABLE_CATEGORIES, SDK_ONLY, SDK_SCHEMA};
+    pub use crate::contract::portable::{
+        with_mappings, write_private_file, OptionMapping, DENIABLE_CATEGORIES, SDK_ONLY, SDK_SCHEMA,
+    };
 }
 
 pub mod transcript {
     //! Building the universal transcript: a backend describes what its agent did to a
     //! [`Transcript`], which numbers, bounds, masks and emits the events.
     pub use crate::contract::universal::{
-        replacement_diff, shell_fields, NewItem, SessionEnd, Transcript, TranscriptLimits, SHELL_FIELD_BOUND,
+        replacement_diff, shell_fields, NewItem, SessionEnd, Transcript, TranscriptLimits,
+        SHELL_FIELD_BOUND,
     };
 }

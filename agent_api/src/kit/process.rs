@@ -79,7 +79,11 @@ pub const MAX_ARGUMENT_BYTES: usize = 32 * 4096 - 1;
 /// refusal naming its size before anything starts, instead of the kernel's `E2BIG`.
 fn check_argument_sizes(args: &[OsString]) -> Result<(), AgentError> {
     match args.iter().position(|arg| arg.len() > MAX_ARGUMENT_BYTES) {
-        Some(at) => Err(AgentError::ArgumentTooLong { index: at + 1, bytes: args[at].len(), max: MAX_ARGUMENT_BYTES }),
+        Some(at) => Err(AgentError::ArgumentTooLong {
+            index: at + 1,
+            bytes: args[at].len(),
+            max: MAX_ARGUMENT_BYTES,
+        }),
         None => Ok(()),
     }
 }
@@ -103,7 +107,11 @@ pub fn spawn(spec: &CommandSpec) -> Result<ProcessGroupChild, AgentError> {
     check_argument_sizes(&spec.args)?;
     let local_fs = spec.launcher.is_local_filesystem();
     // A far side resolves the program on its own PATH, in its own filesystem.
-    let program = if local_fs { absolute_program(&spec.program)? } else { spec.program.clone() };
+    let program = if local_fs {
+        absolute_program(&spec.program)?
+    } else {
+        spec.program.clone()
+    };
     if let (true, Some(dir)) = (local_fs, &spec.cwd) {
         check_working_dir(dir)?;
     }
@@ -123,17 +131,27 @@ pub fn spawn(spec: &CommandSpec) -> Result<ProcessGroupChild, AgentError> {
         preamble = planned.stdin_preamble;
         (cmd, planned.far.map(Arc::new))
     };
-    cmd.stdin(if spec.stdin || !preamble.is_empty() { Stdio::piped() } else { Stdio::null() })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .env(RUN_MARKER_VAR, marker_value)
-        .process_group(0)
-        .kill_on_drop(true);
+    cmd.stdin(if spec.stdin || !preamble.is_empty() {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    })
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .env(RUN_MARKER_VAR, marker_value)
+    .process_group(0)
+    .kill_on_drop(true);
     // SAFETY: the closure runs in the child between fork and exec and only calls
     // async-signal-safe functions (signal, sigemptyset, sigprocmask).
     unsafe {
         cmd.pre_exec(|| {
-            for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGPIPE, libc::SIGQUIT, libc::SIGHUP] {
+            for sig in [
+                libc::SIGINT,
+                libc::SIGTERM,
+                libc::SIGPIPE,
+                libc::SIGQUIT,
+                libc::SIGHUP,
+            ] {
                 libc::signal(sig, libc::SIG_DFL);
             }
             let mut set: libc::sigset_t = std::mem::zeroed();
@@ -143,14 +161,26 @@ pub fn spawn(spec: &CommandSpec) -> Result<ProcessGroupChild, AgentError> {
         });
     }
     let mut child = cmd.spawn().map_err(|source| match source.kind() {
-        std::io::ErrorKind::NotFound => AgentError::BinaryNotFound { program: spec.program.clone() },
-        _ => AgentError::Spawn { program: spec.program.clone(), source },
+        std::io::ErrorKind::NotFound => AgentError::BinaryNotFound {
+            program: spec.program.clone(),
+        },
+        _ => AgentError::Spawn {
+            program: spec.program.clone(),
+            source,
+        },
     })?;
     if !preamble.is_empty() {
         super::launch::write_preamble(&mut child, &preamble, spec.stdin)?;
     }
     let pgid = child.id().map(|id| id as i32).unwrap_or(0);
-    Ok(ProcessGroupChild { child, pgid, marker, far, launcher: spec.launcher.clone(), _keep_alive: spec.keep_alive.clone() })
+    Ok(ProcessGroupChild {
+        child,
+        pgid,
+        marker,
+        far,
+        launcher: spec.launcher.clone(),
+        _keep_alive: spec.keep_alive.clone(),
+    })
 }
 
 /// The command for [`Launcher::Local`]: the spec as it is, in this process's environment unless
@@ -176,16 +206,23 @@ fn absolute_program(program: &Path) -> Result<PathBuf, AgentError> {
     let found = if program.components().count() > 1 {
         program.to_path_buf()
     } else {
-        resolve_program(program).ok_or_else(|| AgentError::BinaryNotFound { program: program.to_path_buf() })?
+        resolve_program(program).ok_or_else(|| AgentError::BinaryNotFound {
+            program: program.to_path_buf(),
+        })?
     };
     if found.is_absolute() {
         return Ok(found);
     }
-    std::path::absolute(&found).map_err(|source| AgentError::Spawn { program: program.to_path_buf(), source })
+    std::path::absolute(&found).map_err(|source| AgentError::Spawn {
+        program: program.to_path_buf(),
+        source,
+    })
 }
 
 impl std::fmt::Debug for ProcessGroupChild {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ProcessGroupChild").field("pgid", &self.pgid).finish_non_exhaustive()
+        f.debug_struct("ProcessGroupChild")
+            .field("pgid", &self.pgid)
+            .finish_non_exhaustive()
     }
 }

@@ -27,7 +27,11 @@ pub fn describe_json_error(e: &serde_json::Error) -> String {
     use serde_json::error::Category;
     match e.classify() {
         Category::Io => "I/O error while reading JSON".to_string(),
-        Category::Syntax => format!("JSON syntax error at line {} column {}", e.line(), e.column()),
+        Category::Syntax => format!(
+            "JSON syntax error at line {} column {}",
+            e.line(),
+            e.column()
+        ),
         Category::Eof => "JSON ends too early".to_string(),
         Category::Data => "JSON does not have the expected shape".to_string(),
     }
@@ -102,13 +106,20 @@ pub trait Protocol: Send + 'static {
     /// a protocol built for one run takes no more turns.
     fn send_turn(&mut self, prompt: &Prompt, ctx: &mut Ctx<'_>) -> Result<(), AgentError> {
         let _ = (prompt, ctx);
-        Err(AgentError::UnsupportedCapability { kind: self.name().to_string(), capability: agent_api_capabilities::SESSION_WARM.into() })
+        Err(AgentError::UnsupportedCapability {
+            kind: self.name().to_string(),
+            capability: agent_api_capabilities::SESSION_WARM.into(),
+        })
     }
 
     /// A warm session's mode for its next turns (`agent_api.session.mode_switch`), between
     /// turns: send the agent's own switch, after refusing a mode it does not offer
     /// ([`crate::contract::modes::check_mode`]). The default refuses: the protocol cannot switch.
-    fn set_mode(&mut self, mode: &crate::contract::modes::AgentMode, ctx: &mut Ctx<'_>) -> Result<(), AgentError> {
+    fn set_mode(
+        &mut self,
+        mode: &crate::contract::modes::AgentMode,
+        ctx: &mut Ctx<'_>,
+    ) -> Result<(), AgentError> {
         let _ = (mode, ctx);
         Err(AgentError::UnsupportedCapability {
             kind: self.name().to_string(),
@@ -226,7 +237,11 @@ pub(super) struct Outbox {
 impl Outbox {
     /// Whether the call queued nothing (most lines): the driver then skips moving it.
     pub(super) fn is_empty(&self) -> bool {
-        self.lines.is_empty() && !self.close_input && !self.shutdown && self.turn_end.is_none() && self.follow_log.is_none()
+        self.lines.is_empty()
+            && !self.close_input
+            && !self.shutdown
+            && self.turn_end.is_none()
+            && self.follow_log.is_none()
     }
 }
 
@@ -302,17 +317,26 @@ impl Default for ProtocolHarness {
 impl ProtocolHarness {
     /// A harness with an empty transcript.
     pub fn new() -> Self {
-        Self { transcript: Transcript::new("sess_harness".into(), false), outbox: Outbox::default() }
+        Self {
+            transcript: Transcript::new("sess_harness".into(), false),
+            outbox: Outbox::default(),
+        }
     }
 
     /// A context to pass to the protocol's methods.
     pub fn ctx(&mut self) -> Ctx<'_> {
-        Ctx { transcript: &mut self.transcript, outbox: &mut self.outbox }
+        Ctx {
+            transcript: &mut self.transcript,
+            outbox: &mut self.outbox,
+        }
     }
 
     /// The messages the protocol queued for the agent's stdin since the last call.
     pub fn take_sent(&mut self) -> Vec<Value> {
-        std::mem::take(&mut self.outbox.lines).iter().map(|line| serde_json::from_slice(line).expect("sent lines are JSON")).collect()
+        std::mem::take(&mut self.outbox.lines)
+            .iter()
+            .map(|line| serde_json::from_slice(line).expect("sent lines are JSON"))
+            .collect()
     }
 
     /// The bytes the protocol queued for the agent's stdin since the last call, as text: for a
@@ -357,7 +381,11 @@ impl ExitInfo {
 
     /// The error for a process that ended before its protocol finished.
     pub fn early_exit_error(&self) -> AgentError {
-        AgentError::ProcessExited { exit_code: self.exit_code, signal: self.signal, stderr: self.stderr.last_lines() }
+        AgentError::ProcessExited {
+            exit_code: self.exit_code,
+            signal: self.signal,
+            stderr: self.stderr.last_lines(),
+        }
     }
 }
 
@@ -391,11 +419,17 @@ mod tests {
     fn a_line_string_borrows_plain_text_and_owns_unescaped_text() {
         let line = br#"{"plain":"msg_1","escaped":"a\"b\u00e9"}"#;
         let ids: Ids = parse_typed(line).unwrap();
-        assert!(matches!(ids.plain.unwrap().0, std::borrow::Cow::Borrowed("msg_1")));
+        assert!(matches!(
+            ids.plain.unwrap().0,
+            std::borrow::Cow::Borrowed("msg_1")
+        ));
         let escaped = ids.escaped.unwrap();
         assert!(matches!(escaped.0, std::borrow::Cow::Owned(_)));
         assert_eq!(&*escaped, "a\"bé");
         assert!(ids.absent.is_none());
-        assert!(parse_typed::<Ids>(br#"{"plain":5}"#).is_none(), "not a string: the typed parse fails");
+        assert!(
+            parse_typed::<Ids>(br#"{"plain":5}"#).is_none(),
+            "not a string: the typed parse fails"
+        );
     }
 }

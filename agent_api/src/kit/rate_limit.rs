@@ -52,7 +52,11 @@ impl RateLimitNotice {
 
 impl fmt::Display for RateLimitNotice {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(if self.overloaded { "overloaded" } else { "rate limited" })?;
+        f.write_str(if self.overloaded {
+            "overloaded"
+        } else {
+            "rate limited"
+        })?;
         if let Some(status) = self.status {
             write!(f, " (HTTP {status})")?;
         }
@@ -92,11 +96,21 @@ pub struct LimitWords {
 impl LimitWords {
     /// The words `text` has (in any case).
     pub fn in_text(text: &str) -> Self {
-        const LIMITED: &[&str] = &["rate limit", "usage limit", "quota", "too many requests", "resource exhausted", "resource_exhausted"];
+        const LIMITED: &[&str] = &[
+            "rate limit",
+            "usage limit",
+            "quota",
+            "too many requests",
+            "resource exhausted",
+            "resource_exhausted",
+        ];
         const OVERLOADED: &[&str] = &["overload", "unavailable"];
         let lower = text.to_ascii_lowercase();
         let said = |words: &[&str]| words.iter().any(|w| lower.contains(w));
-        Self { limited: said(LIMITED), overloaded: said(OVERLOADED) }
+        Self {
+            limited: said(LIMITED),
+            overloaded: said(OVERLOADED),
+        }
     }
 }
 
@@ -106,9 +120,15 @@ pub fn retry_after_in(text: &str) -> Option<Duration> {
     let lower = text.to_ascii_lowercase();
     let number_after = |key: &str| -> Option<f64> {
         let start = lower.find(key)? + key.len();
-        let rest = lower[start..].trim_start_matches(|c: char| c == '"' || c == ':' || c == '=' || c.is_whitespace());
-        let end = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(rest.len());
-        rest[..end].parse().ok().filter(|n: &f64| n.is_finite() && *n >= 0.0)
+        let rest = lower[start..]
+            .trim_start_matches(|c: char| c == '"' || c == ':' || c == '=' || c.is_whitespace());
+        let end = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        rest[..end]
+            .parse()
+            .ok()
+            .filter(|n: &f64| n.is_finite() && *n >= 0.0)
     };
     number_after("retry-after-ms")
         .map(|ms| Duration::from_secs_f64(ms / 1000.0))
@@ -131,8 +151,14 @@ mod tests {
         };
         assert_eq!(full.to_string(), "overloaded (HTTP 529); retry 1 of 3; retry after 0.5 s; resets at 1700000000 (Unix time)");
         assert_eq!(RateLimitNotice::default().to_string(), "rate limited");
-        assert_eq!(retry_after_in("headers: {\"retry-after\": \"1\", \"x\": 2}"), Some(Duration::from_secs(1)));
-        assert_eq!(retry_after_in("Retry-After-Ms: 10\nretry-after: 1"), Some(Duration::from_millis(10)));
+        assert_eq!(
+            retry_after_in("headers: {\"retry-after\": \"1\", \"x\": 2}"),
+            Some(Duration::from_secs(1))
+        );
+        assert_eq!(
+            retry_after_in("Retry-After-Ms: 10\nretry-after: 1"),
+            Some(Duration::from_millis(10))
+        );
         assert_eq!(retry_after_in("retry-after: soon"), None);
         assert_eq!(retry_after_in("nothing here"), None);
     }

@@ -58,7 +58,10 @@ pub fn kill_tree(root: i32, marker: u64) {
 /// reaped, except `root` itself. Always empty off Linux.
 pub fn descendants(root: i32, marker: u64) -> Vec<i32> {
     #[cfg(target_os = "linux")]
-    return linux::descendants(root, marker).into_iter().map(|p| p.pid).collect();
+    return linux::descendants(root, marker)
+        .into_iter()
+        .map(|p| p.pid)
+        .collect();
     #[cfg(not(target_os = "linux"))]
     {
         let _ = (root, marker);
@@ -89,29 +92,45 @@ mod linux {
     }
 
     fn processes() -> Vec<Proc> {
-        let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
+        let Ok(dir) = std::fs::read_dir("/proc") else {
+            return Vec::new();
+        };
         dir.filter_map(Result::ok)
             .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
             .filter_map(|pid| {
                 let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
                 // `pid (comm) state ppid …`: comm may hold spaces and parentheses, so read after the last `)`.
-                let ppid = stat.get(stat.rfind(')')? + 1..)?.split_whitespace().nth(1)?.parse().ok()?;
+                let ppid = stat
+                    .get(stat.rfind(')')? + 1..)?
+                    .split_whitespace()
+                    .nth(1)?
+                    .parse()
+                    .ok()?;
                 Some(Proc { pid, ppid })
             })
             .collect()
     }
 
     fn carries(pid: i32, needle: &[u8]) -> bool {
-        std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|env| env.split(|b| *b == 0).any(|var| var == needle))
+        std::fs::read(format!("/proc/{pid}/environ"))
+            .is_ok_and(|env| env.split(|b| *b == 0).any(|var| var == needle))
     }
 
     pub(super) fn descendants(root: i32, marker: u64) -> Vec<Proc> {
         let me = std::process::id() as i32;
-        let needle = format!("{RUN_MARKER_VAR}={}", crate::kit::reap::marker_value(marker)).into_bytes();
+        let needle = format!(
+            "{RUN_MARKER_VAR}={}",
+            crate::kit::reap::marker_value(marker)
+        )
+        .into_bytes();
         let all = processes();
         // The agent itself counts only while it carries the marker: once reaped, its pid may
         // already belong to an unrelated process whose children must not be touched.
-        let mut found: BTreeSet<i32> = all.iter().filter(|p| p.pid != me && carries(p.pid, &needle)).map(|p| p.pid).collect();
+        let mut found: BTreeSet<i32> = all
+            .iter()
+            .filter(|p| p.pid != me && carries(p.pid, &needle))
+            .map(|p| p.pid)
+            .collect();
         // Close over parent links: children of anything found are found too (a child that
         // cleared its environment is still found through its parent).
         loop {
@@ -125,7 +144,9 @@ mod linux {
                 break;
             }
         }
-        all.into_iter().filter(|p| p.pid != root && found.contains(&p.pid)).collect()
+        all.into_iter()
+            .filter(|p| p.pid != root && found.contains(&p.pid))
+            .collect()
     }
 
     pub(super) fn kill_descendants(root: i32, marker: u64) {

@@ -32,7 +32,9 @@ pub enum RecordingFormat {
 impl RecordingFormat {
     /// The error of an agent (`agent`, its kind's id) that has no converter for this format.
     pub fn not_replayable_by(self, agent: &str) -> AgentError {
-        AgentError::Replay { reason: format!("{agent} cannot replay {self} recordings") }
+        AgentError::Replay {
+            reason: format!("{agent} cannot replay {self} recordings"),
+        }
     }
 }
 
@@ -82,8 +84,13 @@ impl ReplayOptions {
     /// The exit code and stderr of the `<scenario>.meta.json` beside a recording, when there is one.
     pub fn beside(recording: &Path) -> Self {
         let meta = recorded_meta(recording);
-        let exit_code = meta.as_ref().and_then(|m| m.get("exit_code")?.as_i64()).map(|c| c as i32);
-        let stderr = meta.as_ref().and_then(|m| m.get("stderr")?.as_str().map(str::to_string));
+        let exit_code = meta
+            .as_ref()
+            .and_then(|m| m.get("exit_code")?.as_i64())
+            .map(|c| c as i32);
+        let stderr = meta
+            .as_ref()
+            .and_then(|m| m.get("stderr")?.as_str().map(str::to_string));
         Self::default().exit_code(exit_code).stderr(stderr)
     }
 
@@ -104,7 +111,9 @@ struct SessionLine<'a> {
 /// Which format a first line belongs to.
 pub fn detect_format(first_line: &[u8]) -> RecordingFormat {
     match serde_json::from_slice::<SessionLine<'_>>(first_line) {
-        Ok(line) if matches!(line.dir, "send" | "recv" | "event" | "stderr") => RecordingFormat::Session,
+        Ok(line) if matches!(line.dir, "send" | "recv" | "event" | "stderr") => {
+            RecordingFormat::Session
+        }
         _ => RecordingFormat::NativeStdout,
     }
 }
@@ -118,15 +127,21 @@ fn session_item(line: Line) -> SourceItem {
         return SourceItem::Line(Line::Complete(bytes));
     }
     match serde_json::from_slice::<SessionLine<'_>>(&bytes) {
-        Ok(SessionLine { dir: "recv" | "event", msg }) => SourceItem::Line(Line::Complete(msg.get().as_bytes().to_vec())),
+        Ok(SessionLine {
+            dir: "recv" | "event",
+            msg,
+        }) => SourceItem::Line(Line::Complete(msg.get().as_bytes().to_vec())),
         Ok(SessionLine { dir: "send", msg }) => match serde_json::from_str(msg.get()) {
             Ok(value) => SourceItem::Sent(value),
             Err(e) => SourceItem::Malformed(format!("recorded send is not JSON: {e}")),
         },
-        Ok(SessionLine { dir: "stderr", msg }) => SourceItem::Stderr(serde_json::from_str::<String>(msg.get()).unwrap_or_default()),
-        Ok(SessionLine { dir, .. }) => {
-            SourceItem::Malformed(format!("unknown session direction {:?}", crate::contract::bounds::utf8_prefix(dir, 32)))
+        Ok(SessionLine { dir: "stderr", msg }) => {
+            SourceItem::Stderr(serde_json::from_str::<String>(msg.get()).unwrap_or_default())
         }
+        Ok(SessionLine { dir, .. }) => SourceItem::Malformed(format!(
+            "unknown session direction {:?}",
+            crate::contract::bounds::utf8_prefix(dir, 32)
+        )),
         Err(e) => SourceItem::Malformed(format!("not a session line: {e}")),
     }
 }
@@ -134,8 +149,13 @@ fn session_item(line: Line) -> SourceItem {
 /// Reads a recording: detects its format from the first non-empty line and returns the format
 /// with a source of its items. A file of an agent's own session store is refused
 /// ([`AgentError::StoredSessionFile`]).
-pub async fn open_recording(reader: impl AsyncRead + Send + Unpin + 'static) -> Result<(RecordingFormat, LineSource), AgentError> {
-    let mut lines = BoundedLineReader::new(BufReader::with_capacity(64 * 1024, reader), DEFAULT_LINE_CAP);
+pub async fn open_recording(
+    reader: impl AsyncRead + Send + Unpin + 'static,
+) -> Result<(RecordingFormat, LineSource), AgentError> {
+    let mut lines = BoundedLineReader::new(
+        BufReader::with_capacity(64 * 1024, reader),
+        DEFAULT_LINE_CAP,
+    );
     let mut first = Vec::new();
     let format = loop {
         match lines.next_line().await? {
@@ -169,7 +189,10 @@ pub async fn open_recording(reader: impl AsyncRead + Send + Unpin + 'static) -> 
             });
             first.chain(rest).map(|r| r.map(session_item)).boxed()
         }
-        RecordingFormat::NativeStdout => first.map(|r| r.map(SourceItem::Line)).chain(read_lines(lines)).boxed(),
+        RecordingFormat::NativeStdout => first
+            .map(|r| r.map(SourceItem::Line))
+            .chain(read_lines(lines))
+            .boxed(),
     };
     Ok((format, source))
 }
@@ -182,27 +205,51 @@ pub async fn replay(
     options: ReplayOptions,
 ) -> Result<RunHandle, AgentError> {
     let (format, source) = open_recording(reader).await?;
-    let stderr: Vec<std::io::Result<SourceItem>> =
-        options.stderr.iter().flat_map(|text| text.lines()).map(|line| Ok(SourceItem::Stderr(line.to_string()))).collect();
+    let stderr: Vec<std::io::Result<SourceItem>> = options
+        .stderr
+        .iter()
+        .flat_map(|text| text.lines())
+        .map(|line| Ok(SourceItem::Stderr(line.to_string())))
+        .collect();
     let source: LineSource = futures::stream::iter(stderr).chain(source).boxed();
     let protocol = backend.replay_protocol(format)?;
     let mut settings = RunSettings::new(backend.kind());
     settings.include_raw = options.include_raw;
-    settings.tools_structured = backend.capabilities().contains(agent_api_capabilities::TOOLS_STRUCTURED_V1);
-    Ok(start_run(settings, Transport::replay(source, options.exit_code), protocol))
+    settings.tools_structured = backend
+        .capabilities()
+        .contains(agent_api_capabilities::TOOLS_STRUCTURED_V1);
+    Ok(start_run(
+        settings,
+        Transport::replay(source, options.exit_code),
+        protocol,
+    ))
 }
 
 /// Replays a file; the exit code comes from a `<scenario>.meta.json` beside it, when present.
-pub async fn replay_file(backend: &dyn Replay, path: &Path, include_raw: bool) -> Result<RunHandle, AgentError> {
-    let file =
-        tokio::fs::File::open(path).await.map_err(|e| AgentError::Replay { reason: format!("cannot open {}: {e}", path.display()) })?;
-    replay(backend, file, ReplayOptions::beside(path).include_raw(include_raw)).await
+pub async fn replay_file(
+    backend: &dyn Replay,
+    path: &Path,
+    include_raw: bool,
+) -> Result<RunHandle, AgentError> {
+    let file = tokio::fs::File::open(path)
+        .await
+        .map_err(|e| AgentError::Replay {
+            reason: format!("cannot open {}: {e}", path.display()),
+        })?;
+    replay(
+        backend,
+        file,
+        ReplayOptions::beside(path).include_raw(include_raw),
+    )
+    .await
 }
 
 /// The `<scenario>.meta.json` next to a fixture, if there is one.
 pub fn recorded_meta(path: &Path) -> Option<serde_json::Value> {
     let name = path.file_name()?.to_str()?;
-    let stem = name.strip_suffix(".stdout.jsonl").or_else(|| name.strip_suffix(".session.jsonl"))?;
+    let stem = name
+        .strip_suffix(".stdout.jsonl")
+        .or_else(|| name.strip_suffix(".session.jsonl"))?;
     let meta = std::fs::read(path.with_file_name(format!("{stem}.meta.json"))).ok()?;
     serde_json::from_slice(&meta).ok()
 }
@@ -213,8 +260,14 @@ mod tests {
 
     #[test]
     fn session_lines_are_detected_and_native_lines_are_not() {
-        assert_eq!(detect_format(br#"{"t":0.1,"dir":"send","msg":{"type":"x"}}"#), RecordingFormat::Session);
-        assert_eq!(detect_format(br#"{"type":"system","subtype":"init"}"#), RecordingFormat::NativeStdout);
+        assert_eq!(
+            detect_format(br#"{"t":0.1,"dir":"send","msg":{"type":"x"}}"#),
+            RecordingFormat::Session
+        );
+        assert_eq!(
+            detect_format(br#"{"type":"system","subtype":"init"}"#),
+            RecordingFormat::NativeStdout
+        );
         assert_eq!(detect_format(b"garbage"), RecordingFormat::NativeStdout);
     }
 
@@ -225,6 +278,9 @@ mod tests {
             SourceItem::Line(Line::Complete(bytes)) => assert_eq!(bytes, br#"{"b":1, "a":2}"#),
             other => panic!("{other:?}"),
         }
-        assert!(matches!(session_item(Line::Complete(b"{\"t\":1}".to_vec())), SourceItem::Malformed(_)));
+        assert!(matches!(
+            session_item(Line::Complete(b"{\"t\":1}".to_vec())),
+            SourceItem::Malformed(_)
+        ));
     }
 }

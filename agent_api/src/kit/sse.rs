@@ -150,7 +150,11 @@ mod tests {
         assert_eq!(events.len(), 2);
         assert_eq!(events[0].data.len(), 16 << 20);
         assert_eq!(events[1].data, "ok");
-        assert_eq!(d.searched_total, input.len(), "each byte searched exactly once");
+        assert_eq!(
+            d.searched_total,
+            input.len(),
+            "each byte searched exactly once"
+        );
     }
 
     #[test]
@@ -160,6 +164,12 @@ mod tests {
         input.extend([b'x'; 100]);
         input.extend(b"\n\ndata: ok\n\n");
         let events = d.push(&input);
-        assert_eq!(events, [SseEvent { data: "ok".into(), ..Default::default() }]);
+        assert_eq!(
+            events,
+            [SseEvent {
+                data: "ok".into(),
+                ..Default::default()
+            }]
+        );
     }
 }

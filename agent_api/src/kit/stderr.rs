@@ -30,13 +30,18 @@ pub struct StderrSource {
 impl StderrSource {
     /// `stream`, with `secrets` (see [`crate::kit::secrets::secret_values`]) to mask.
     pub fn new(stream: Pin<Box<dyn AsyncRead + Send>>, secrets: Vec<String>) -> Self {
-        Self { stream, secrets: secrets.into() }
+        Self {
+            stream,
+            secrets: secrets.into(),
+        }
     }
 }
 
 impl std::fmt::Debug for StderrSource {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("StderrSource").field("secrets", &self.secrets.len()).finish_non_exhaustive()
+        f.debug_struct("StderrSource")
+            .field("secrets", &self.secrets.len())
+            .finish_non_exhaustive()
     }
 }
 
@@ -82,7 +87,12 @@ impl StderrCapture {
             }
         } else {
             let all: Vec<String> = self.head.iter().chain(self.tail.iter()).cloned().collect();
-            StderrOutput { head: Some(all.join("\n")), tail: None, truncated, total_lines: Some(self.total) }
+            StderrOutput {
+                head: Some(all.join("\n")),
+                tail: None,
+                truncated,
+                total_lines: Some(self.total),
+            }
         }
     }
 
@@ -90,8 +100,14 @@ impl StderrCapture {
     /// masked like the capture), for a protocol that reads stderr (see
     /// [`crate::kit::Protocol::on_stderr`]). A live line that finds the channel full is dropped
     /// from it (the capture keeps it): live lines are hints, and the agent never waits on them.
-    pub async fn read_from(source: StderrSource, live: Option<tokio::sync::mpsc::Sender<String>>) -> StderrCapture {
-        let mut capture = StderrCapture { secrets: source.secrets, ..StderrCapture::default() };
+    pub async fn read_from(
+        source: StderrSource,
+        live: Option<tokio::sync::mpsc::Sender<String>>,
+    ) -> StderrCapture {
+        let mut capture = StderrCapture {
+            secrets: source.secrets,
+            ..StderrCapture::default()
+        };
         let mut lines = BoundedLineReader::new(BufReader::new(source.stream), MAX_LINE_BYTES);
         while let Ok(Some(line)) = lines.next_line().await {
             match line {
@@ -110,16 +126,29 @@ impl StderrCapture {
     /// The last non-blank lines, at most [`ERROR_LINES`] of them, each cut to [`ERROR_LINE_BYTES`]
     /// and masked as every kept line is: what a process-exit error says.
     pub fn last_lines(&self) -> Vec<String> {
-        let kept = self.head.iter().chain(self.tail.iter()).rev().filter(|line| !line.trim().is_empty()).take(ERROR_LINES);
-        let mut lines: Vec<String> =
-            kept.map(|line| crate::contract::bounds::utf8_prefix(line.trim_end(), ERROR_LINE_BYTES).to_string()).collect();
+        let kept = self
+            .head
+            .iter()
+            .chain(self.tail.iter())
+            .rev()
+            .filter(|line| !line.trim().is_empty())
+            .take(ERROR_LINES);
+        let mut lines: Vec<String> = kept
+            .map(|line| {
+                crate::contract::bounds::utf8_prefix(line.trim_end(), ERROR_LINE_BYTES).to_string()
+            })
+            .collect();
         lines.reverse();
         lines
     }
 
     /// The line pushed last, as kept (cut and masked).
     pub(crate) fn last(&self) -> &str {
-        self.tail.back().or(self.head.last()).map(String::as_str).unwrap_or_default()
+        self.tail
+            .back()
+            .or(self.head.last())
+            .map(String::as_str)
+            .unwrap_or_default()
     }
 }
 
@@ -142,7 +171,11 @@ pub(crate) struct LogFollower {
 impl LogFollower {
     /// A follower feeding `live`, the protocol's stderr feed, masking what `source` masks.
     pub(crate) fn new(live: tokio::sync::mpsc::Sender<String>, source: &StderrSource) -> Self {
-        Self { live, secrets: source.secrets.clone(), task: None }
+        Self {
+            live,
+            secrets: source.secrets.clone(),
+            task: None,
+        }
     }
 
     /// Follows `path` from now on (instead of the file followed before).
@@ -171,7 +204,11 @@ const FOLLOW_CHUNK: u64 = 1 << 20;
 /// when `live` is full). A file that does not exist yet is read from its start once it appears;
 /// one that shrinks (replaced) from its new start. Ends when `live` closes; the driver aborts it
 /// when the run ends.
-pub(crate) async fn follow_file(path: std::path::PathBuf, secrets: Arc<[String]>, live: tokio::sync::mpsc::Sender<String>) {
+pub(crate) async fn follow_file(
+    path: std::path::PathBuf,
+    secrets: Arc<[String]>,
+    live: tokio::sync::mpsc::Sender<String>,
+) {
     use tokio::io::{AsyncReadExt, AsyncSeekExt};
     let mut offset = tokio::fs::metadata(&path).await.map_or(0, |m| m.len());
     let mut partial = Vec::new();
@@ -212,7 +249,10 @@ mod tests {
         let capture = StderrCapture::read_from(source, Some(tx)).await;
         assert_eq!(rx.recv().await.as_deref(), Some("first"));
         let second = rx.recv().await.unwrap();
-        assert!(second.starts_with("key ") && !second.contains("sk-live-secret-value"), "{second}");
+        assert!(
+            second.starts_with("key ") && !second.contains("sk-live-secret-value"),
+            "{second}"
+        );
         assert_eq!(capture.total_lines(), 2);
     }
 
@@ -223,17 +263,44 @@ mod tests {
         let path = dir.path().join("debug.txt");
         std::fs::write(&path, "an old line from an earlier run\n").unwrap();
         let (tx, mut rx) = tokio::sync::mpsc::channel(8);
-        let follower = tokio::spawn(follow_file(path.clone(), vec!["sk-live-secret-value".into()].into(), tx));
+        let follower = tokio::spawn(follow_file(
+            path.clone(),
+            vec!["sk-live-secret-value".into()].into(),
+            tx,
+        ));
         tokio::time::sleep(FOLLOW_EVERY * 2).await;
-        let mut file = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
-        write!(file, "[RETRY] Attempt 1 failed\nkey sk-live-secret-value and a line in ").unwrap();
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        write!(
+            file,
+            "[RETRY] Attempt 1 failed\nkey sk-live-secret-value and a line in "
+        )
+        .unwrap();
         file.flush().unwrap();
-        let first = tokio::time::timeout(std::time::Duration::from_secs(5), rx.recv()).await.unwrap();
-        assert_eq!(first.as_deref(), Some("[RETRY] Attempt 1 failed"), "only what came after the call");
+        let first = tokio::time::timeout(std::time::Duration::from_secs(5), rx.recv())
+            .await
+            .unwrap();
+        assert_eq!(
+            first.as_deref(),
+            Some("[RETRY] Attempt 1 failed"),
+            "only what came after the call"
+        );
         writeln!(file, "two writes{}", "x".repeat(3 * MAX_LINE_BYTES)).unwrap();
-        let second = tokio::time::timeout(std::time::Duration::from_secs(5), rx.recv()).await.unwrap().unwrap();
-        assert!(second.starts_with("key ") && second.contains("and a line in two writes"), "{second}");
-        assert!(!second.contains("sk-live-secret-value") && second.len() <= MAX_LINE_BYTES + 16, "{}", second.len());
+        let second = tokio::time::timeout(std::time::Duration::from_secs(5), rx.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(
+            second.starts_with("key ") && second.contains("and a line in two writes"),
+            "{second}"
+        );
+        assert!(
+            !second.contains("sk-live-secret-value") && second.len() <= MAX_LINE_BYTES + 16,
+            "{}",
+            second.len()
+        );
         follower.abort();
     }
 
@@ -245,7 +312,9 @@ mod tests {
         let follower = tokio::spawn(follow_file(path.clone(), Vec::new().into(), tx));
         tokio::time::sleep(FOLLOW_EVERY).await;
         std::fs::write(&path, "first line of a new session\n").unwrap();
-        let line = tokio::time::timeout(std::time::Duration::from_secs(5), rx.recv()).await.unwrap();
+        let line = tokio::time::timeout(std::time::Duration::from_secs(5), rx.recv())
+            .await
+            .unwrap();
         assert_eq!(line.as_deref(), Some("first line of a new session"));
         follower.abort();
     }

@@ -22,7 +22,14 @@ pub(crate) struct Clock {
 
 impl Clock {
     pub(crate) fn new(limits: TimeoutLimits) -> Self {
-        Self { limits, started: None, last_output: Instant::now(), seen_output: false, waiting: false, fired: None }
+        Self {
+            limits,
+            started: None,
+            last_output: Instant::now(),
+            seen_output: false,
+            waiting: false,
+            fired: None,
+        }
     }
 
     /// A run or a turn begins: its deadlines count from now.
@@ -85,7 +92,10 @@ impl Clock {
             TimeoutKind::Turn => self.limits.turn,
             _ => self.limits.total,
         };
-        AgentError::Timeout { which, after: after.unwrap_or_default() }
+        AgentError::Timeout {
+            which,
+            after: after.unwrap_or_default(),
+        }
     }
 }
 
@@ -106,7 +116,11 @@ mod tests {
     use std::time::Duration;
 
     fn limits(startup: u64, idle: u64) -> TimeoutLimits {
-        TimeoutLimits { startup: Some(Duration::from_secs(startup)), idle: Some(Duration::from_secs(idle)), ..Default::default() }
+        TimeoutLimits {
+            startup: Some(Duration::from_secs(startup)),
+            idle: Some(Duration::from_secs(idle)),
+            ..Default::default()
+        }
     }
 
     #[test]
@@ -131,11 +145,18 @@ mod tests {
         clock.start();
         clock.on_output();
         clock.set_waiting(true);
-        assert_eq!(clock.next(), None, "only idle and startup were armed, and neither counts now");
+        assert_eq!(
+            clock.next(),
+            None,
+            "only idle and startup were armed, and neither counts now"
+        );
         clock.set_waiting(false);
         let (at, kind) = clock.next().unwrap();
         assert_eq!(kind, TimeoutKind::Idle);
-        assert!(at > Instant::now() + Duration::from_secs(9), "idle counts from the answer");
+        assert!(
+            at > Instant::now() + Duration::from_secs(9),
+            "idle counts from the answer"
+        );
     }
 
     #[test]
@@ -143,6 +164,8 @@ mod tests {
         let mut clock = Clock::new(limits(5, 10));
         clock.fire(TimeoutKind::Idle);
         clock.fire(TimeoutKind::Startup);
-        assert!(matches!(clock.error(), AgentError::Timeout { which: TimeoutKind::Idle, after } if after == Duration::from_secs(10)));
+        assert!(
+            matches!(clock.error(), AgentError::Timeout { which: TimeoutKind::Idle, after } if after == Duration::from_secs(10))
+        );
     }
 }

@@ -68,9 +68,18 @@ impl Transport {
         let secrets = spec.secret_values();
         let stdout = process.child.stdout.take().expect("stdout is piped");
         let stderr = process.child.stderr.take().expect("stderr is piped");
-        let stdin = process.child.stdin.take().map(|s| Box::pin(s) as Pin<Box<dyn AsyncWrite + Send>>);
+        let stdin = process
+            .child
+            .stdin
+            .take()
+            .map(|s| Box::pin(s) as Pin<Box<dyn AsyncWrite + Send>>);
         let stderr = Some(StderrSource::new(Box::pin(stderr), secrets));
-        Ok(Self { source: line_source(stdout, line_cap), stdin, stderr, lifecycle: Lifecycle::Process(Box::new(process)) })
+        Ok(Self {
+            source: line_source(stdout, line_cap),
+            stdin,
+            stderr,
+            lifecycle: Lifecycle::Process(Box::new(process)),
+        })
     }
 
     /// Runs `agent` as a task of this process, talking through in-memory pipes. Its return
@@ -82,8 +91,16 @@ impl Transport {
     {
         let (agent_out, client_in) = tokio::io::duplex(64 * 1024);
         let (client_out, agent_in) = tokio::io::duplex(64 * 1024);
-        let task = tokio::spawn(agent(AgentPipes { stdout: agent_out, stdin: BufReader::new(agent_in) }));
-        Self { source: line_source(client_in, line_cap), stdin: Some(Box::pin(client_out)), stderr: None, lifecycle: Lifecycle::Task(task) }
+        let task = tokio::spawn(agent(AgentPipes {
+            stdout: agent_out,
+            stdin: BufReader::new(agent_in),
+        }));
+        Self {
+            source: line_source(client_in, line_cap),
+            stdin: Some(Box::pin(client_out)),
+            stderr: None,
+            lifecycle: Lifecycle::Task(task),
+        }
     }
 
     /// Adds native lines that do not come from the agent's stdout (a backend's private side
@@ -92,26 +109,41 @@ impl Transport {
     pub fn with_side_lines(mut self, side: LineSource) -> Self {
         let primary = std::mem::replace(&mut self.source, futures::stream::empty().boxed());
         // `None` marks the end of the agent's stdout: the merged stream stops there.
-        let primary = primary.map(Some).chain(futures::stream::once(async { None }));
+        let primary = primary
+            .map(Some)
+            .chain(futures::stream::once(async { None }));
         let merged = futures::stream::select(primary, side.map(Some));
-        self.source = merged.take_while(|item| std::future::ready(item.is_some())).filter_map(std::future::ready).boxed();
+        self.source = merged
+            .take_while(|item| std::future::ready(item.is_some()))
+            .filter_map(std::future::ready)
+            .boxed();
         self
     }
 
     /// A transport that only replays `source` (no process, input discarded); `exit_code` is
     /// what the recorded process exited with, when known.
     pub fn replay(source: LineSource, exit_code: Option<i32>) -> Self {
-        Self { source, stdin: None, stderr: None, lifecycle: Lifecycle::Recorded(exit_code) }
+        Self {
+            source,
+            stdin: None,
+            stderr: None,
+            lifecycle: Lifecycle::Recorded(exit_code),
+        }
     }
 }
 
 /// Reads `reader` as bounded lines.
 pub fn line_source(reader: impl AsyncRead + Send + Unpin + 'static, cap: usize) -> LineSource {
-    read_lines(BoundedLineReader::new(BufReader::with_capacity(64 * 1024, reader), cap))
+    read_lines(BoundedLineReader::new(
+        BufReader::with_capacity(64 * 1024, reader),
+        cap,
+    ))
 }
 
 /// The items of `lines`: the lines that wait together as one chunk, others one by one.
-pub(super) fn read_lines(lines: BoundedLineReader<impl tokio::io::AsyncBufRead + Send + Unpin + 'static>) -> LineSource {
+pub(super) fn read_lines(
+    lines: BoundedLineReader<impl tokio::io::AsyncBufRead + Send + Unpin + 'static>,
+) -> LineSource {
     futures::stream::unfold(lines, |mut lines| async move {
         match lines.next_lines().await {
             Ok(Some(Lines::Chunk(chunk))) => Some((Ok(SourceItem::Lines(chunk)), lines)),
@@ -177,7 +209,9 @@ impl StdinQueue {
     pub(super) fn push(&self, line: Vec<u8>) -> Result<(), AgentError> {
         let waiting = self.queued.load(Ordering::Acquire);
         if waiting > 0 && waiting.saturating_add(line.len()) > self.limit {
-            return Err(AgentError::InputBlocked { queued_bytes: waiting as u64 });
+            return Err(AgentError::InputBlocked {
+                queued_bytes: waiting as u64,
+            });
         }
         self.queued.fetch_add(line.len(), Ordering::AcqRel);
         // A closed writer (the agent's stdin is gone) drops what is queued, as a pipe would.

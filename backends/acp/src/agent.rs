@@ -15,7 +15,13 @@ use crate::requests::{FsMode, Requests};
 use crate::{AcpConfig, ExitPlan};
 
 /// Variables every agent's launch passes on (`spec/launchers.md`): its proxy and certificates.
-const PROXY: &[&str] = &["HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY", "SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS"];
+const PROXY: &[&str] = &[
+    "HTTPS_PROXY",
+    "HTTP_PROXY",
+    "NO_PROXY",
+    "SSL_CERT_FILE",
+    "NODE_EXTRA_CA_CERTS",
+];
 
 /// An agent CLI with an ACP interface, as its crate declares it. Build it with
 /// [`AgentCli::new`] and the setters.
@@ -49,7 +55,12 @@ pub struct AgentCli {
 
 impl AgentCli {
     /// The agent `kind`, run as `program` with `acp_flags`, its converter named `parser`.
-    pub const fn new(kind: AgentKind, program: &'static str, acp_flags: &'static [&'static str], parser: &'static str) -> Self {
+    pub const fn new(
+        kind: AgentKind,
+        program: &'static str,
+        acp_flags: &'static [&'static str],
+        parser: &'static str,
+    ) -> Self {
         Self {
             kind,
             program,
@@ -71,7 +82,11 @@ impl AgentCli {
     }
 
     /// Sets the variables it reads and its state directories under `HOME`.
-    pub const fn environment(mut self, env: &'static [&'static str], home_state: &'static [&'static str]) -> Self {
+    pub const fn environment(
+        mut self,
+        env: &'static [&'static str],
+        home_state: &'static [&'static str],
+    ) -> Self {
         self.env = env;
         self.home_state = home_state;
         self
@@ -103,9 +118,23 @@ impl AgentCli {
     /// Its command line: `config`'s binary (else [`AgentCli::program`]) and arguments, then
     /// `args`; `config`'s and the request's environment, the launcher's variables, the run's
     /// directory and the home the request asks for. Stdin is open.
-    pub fn command(&self, config: &AcpConfig, args: Vec<String>, request: &RunRequest, cwd: &Path) -> Result<CommandSpec, AgentError> {
+    pub fn command(
+        &self,
+        config: &AcpConfig,
+        args: Vec<String>,
+        request: &RunRequest,
+        cwd: &Path,
+    ) -> Result<CommandSpec, AgentError> {
         let program = config.binary.clone().unwrap_or_else(|| self.program.into());
-        let spec = launch_spec(config, program, args, request, cwd, self.env, self.home_state);
+        let spec = launch_spec(
+            config,
+            program,
+            args,
+            request,
+            cwd,
+            self.env,
+            self.home_state,
+        );
         match &self.home {
             Some(home) => home.apply(spec, &request.home),
             None => Ok(spec),
@@ -114,7 +143,13 @@ impl AgentCli {
 
     /// The command line of its ACP interface: [`AgentCli::acp_flags`], the run's model (`-m`),
     /// its mode ([`approval_mode_args`]), then `args` (its flags for the portable options).
-    pub fn acp_command(&self, config: &AcpConfig, args: Vec<String>, request: &RunRequest, cwd: &Path) -> Result<CommandSpec, AgentError> {
+    pub fn acp_command(
+        &self,
+        config: &AcpConfig,
+        args: Vec<String>,
+        request: &RunRequest,
+        cwd: &Path,
+    ) -> Result<CommandSpec, AgentError> {
         let mut all: Vec<String> = self.acp_flags.iter().map(|f| f.to_string()).collect();
         if let Some(model) = &request.model {
             all.extend(["-m".to_string(), model.clone()]);
@@ -135,10 +170,21 @@ impl AgentCli {
         debug_logs: Option<PathBuf>,
         warm: bool,
     ) -> Result<Acp, AgentError> {
-        let acp = client(self.parser, request, cwd, serve_fs, self.empty_on_missing, warm)?
-            .with_debug_logs(debug_logs)
-            .with_exit_plan(self.exit_plan);
-        Ok(if self.history_trails_load { acp.history_trails_load() } else { acp })
+        let acp = client(
+            self.parser,
+            request,
+            cwd,
+            serve_fs,
+            self.empty_on_missing,
+            warm,
+        )?
+        .with_debug_logs(debug_logs)
+        .with_exit_plan(self.exit_plan);
+        Ok(if self.history_trails_load {
+            acp.history_trails_load()
+        } else {
+            acp
+        })
     }
 }
 
@@ -154,11 +200,18 @@ pub(crate) fn launch_spec(
     env: &[&str],
     home_state: &[&str],
 ) -> CommandSpec {
-    let mut spec = CommandSpec::new(program).args(config.args.iter().cloned()).args(args);
+    let mut spec = CommandSpec::new(program)
+        .args(config.args.iter().cloned())
+        .args(args);
     for (k, v) in &config.env {
         spec = spec.env(k, v);
     }
-    let mut spec = spec.for_request(request).reads_env(env).reads_env(PROXY).home_state(home_state.iter().copied()).cwd(cwd);
+    let mut spec = spec
+        .for_request(request)
+        .reads_env(env)
+        .reads_env(PROXY)
+        .home_state(home_state.iter().copied())
+        .cwd(cwd);
     spec.stdin = true;
     spec
 }
@@ -179,30 +232,64 @@ pub(crate) fn client(
                 .into(),
         });
     }
-    let fs_mode = if serve_fs { FsMode::Confined { fs: crate::fs::ConfinedFs::new(&cwd)?, empty_on_missing } } else { FsMode::Off };
-    let prompts = if warm { VecDeque::new() } else { VecDeque::from([prompt_blocks(&request.prompt)?]) };
-    let plan = Plan { cwd, session: request.session.clone(), prompts };
+    let fs_mode = if serve_fs {
+        FsMode::Confined {
+            fs: crate::fs::ConfinedFs::new(&cwd)?,
+            empty_on_missing,
+        }
+    } else {
+        FsMode::Off
+    };
+    let prompts = if warm {
+        VecDeque::new()
+    } else {
+        VecDeque::from([prompt_blocks(&request.prompt)?])
+    };
+    let plan = Plan {
+        cwd,
+        session: request.session.clone(),
+        prompts,
+    };
     let mut requests = Requests::live(request.permissions.clone(), fs_mode);
     // Plan mode's policy: what the agent still asks to write or run there is denied.
     if let Some(mode) = &request.mode {
         requests.set_mode(mode);
     }
-    let acp = if warm { Acp::session(parser, plan, requests) } else { Acp::live(parser, plan, requests) };
+    let acp = if warm {
+        Acp::session(parser, plan, requests)
+    } else {
+        Acp::live(parser, plan, requests)
+    };
     Ok(acp.with_mcp_servers(crate::portable::acp_servers(&request.portable)))
 }
 
 /// The run's working directory, absolute: the request's, else the config's, else this process's.
 pub fn run_dir(config: &AcpConfig, request: &RunRequest) -> PathBuf {
-    crate::options::absolute(request.working_dir.as_deref().or(config.working_dir.as_deref()).unwrap_or_else(|| Path::new(".")))
+    crate::options::absolute(
+        request
+            .working_dir
+            .as_deref()
+            .or(config.working_dir.as_deref())
+            .unwrap_or_else(|| Path::new(".")),
+    )
 }
 
 /// Only ACP carries images and attachments: an agent's other interfaces refuse a prompt with
 /// either before spawn.
 pub fn text_only(kind: &AgentKind, request: &RunRequest) -> Result<(), AgentError> {
     use agent_api::capabilities as caps;
-    let needs = [(!request.prompt.images.is_empty(), caps::IMAGES), (!request.prompt.attachments.is_empty(), caps::FILE_ATTACHMENTS)];
+    let needs = [
+        (!request.prompt.images.is_empty(), caps::IMAGES),
+        (
+            !request.prompt.attachments.is_empty(),
+            caps::FILE_ATTACHMENTS,
+        ),
+    ];
     match needs.into_iter().find(|(needed, _)| *needed) {
-        Some((_, capability)) => Err(AgentError::UnsupportedCapability { kind: kind.to_string(), capability: capability.to_string() }),
+        Some((_, capability)) => Err(AgentError::UnsupportedCapability {
+            kind: kind.to_string(),
+            capability: capability.to_string(),
+        }),
         None => Ok(()),
     }
 }
@@ -210,7 +297,11 @@ pub fn text_only(kind: &AgentKind, request: &RunRequest) -> Result<(), AgentErro
 /// `--approval-mode MODE` for the request's mode (none for the default), as Gemini CLI and Qwen
 /// Code take it on every interface. The mode was checked against the agent's list.
 pub fn approval_mode_args(request: &RunRequest) -> Vec<String> {
-    match request.mode.as_ref().filter(|m| **m != agent_api::request::AgentMode::Default) {
+    match request
+        .mode
+        .as_ref()
+        .filter(|m| **m != agent_api::request::AgentMode::Default)
+    {
         Some(mode) => vec!["--approval-mode".into(), mode.as_str().into()],
         None => Vec::new(),
     }

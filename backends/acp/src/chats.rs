@@ -40,7 +40,9 @@ pub struct ChatStore<L> {
 
 impl<L> std::fmt::Debug for ChatStore<L> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ChatStore").field("root", &self.root).finish()
+        f.debug_struct("ChatStore")
+            .field("root", &self.root)
+            .finish()
     }
 }
 
@@ -53,7 +55,10 @@ impl<L> Clone for ChatStore<L> {
 impl<L> ChatStore<L> {
     /// The store under `agent_dir` (`~/.gemini`).
     pub fn new(agent_dir: impl Into<PathBuf>) -> Self {
-        Self { root: agent_dir.into(), layout: PhantomData }
+        Self {
+            root: agent_dir.into(),
+            layout: PhantomData,
+        }
     }
 }
 
@@ -65,12 +70,18 @@ impl<L: ChatLayout> ChatStore<L> {
     }
 
     fn chats(&self) -> Vec<PathBuf> {
-        history::child_dirs(&self.root.join(L::PROJECTS)).iter().flat_map(|p| history::jsonl_files(&p.join("chats"))).collect()
+        history::child_dirs(&self.root.join(L::PROJECTS))
+            .iter()
+            .flat_map(|p| history::jsonl_files(&p.join("chats")))
+            .collect()
     }
 
     fn find(&self, id: &str) -> Result<PathBuf, AgentError> {
         history::check_session_id(id)?;
-        self.chats().into_iter().find(|p| L::is_session(p, id)).ok_or_else(|| AgentError::SessionNotFound { id: id.to_string() })
+        self.chats()
+            .into_iter()
+            .find(|p| L::is_session(p, id))
+            .ok_or_else(|| AgentError::SessionNotFound { id: id.to_string() })
     }
 }
 

@@ -13,7 +13,9 @@ use agent_api::kit::options::OptionMapping;
 use agent_api::kit::replay::{RecordingFormat, Replay};
 use agent_api::kit::{start_run, start_session, CommandSpec, Protocol, RunSettings, Transport};
 use agent_api::request::{BackendOptions, ModeInfo, VariantSet};
-use agent_api::{AgentBackend, AgentError, AgentKind, CapabilitySet, RunHandle, RunRequest, Session};
+use agent_api::{
+    AgentBackend, AgentError, AgentKind, CapabilitySet, RunHandle, RunRequest, Session,
+};
 use async_trait::async_trait;
 
 use crate::{AcpConfig, AgentCli, RunFiles};
@@ -31,14 +33,22 @@ pub struct Launch {
 
 impl std::fmt::Debug for Launch {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Launch").field("spec", &self.spec).field("protocol", &self.protocol.name()).field("files", &self.files).finish()
+        f.debug_struct("Launch")
+            .field("spec", &self.spec)
+            .field("protocol", &self.protocol.name())
+            .field("files", &self.files)
+            .finish()
     }
 }
 
 impl Launch {
     /// A run of `spec` read by `protocol`, with `files`.
     pub fn new(spec: CommandSpec, protocol: Box<dyn Protocol>, files: RunFiles) -> Self {
-        Self { spec, protocol, files }
+        Self {
+            spec,
+            protocol,
+            files,
+        }
     }
 }
 
@@ -90,7 +100,9 @@ pub struct CliBackend<A> {
 
 impl<A> std::fmt::Debug for CliBackend<A> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CliBackend").field("config", &self.config).finish()
+        f.debug_struct("CliBackend")
+            .field("config", &self.config)
+            .finish()
     }
 }
 
@@ -109,7 +121,10 @@ impl<A> Default for CliBackend<A> {
 impl<A> CliBackend<A> {
     /// A backend starting the agent as `config` says.
     pub fn new(config: AcpConfig) -> Self {
-        Self { config, agent: PhantomData }
+        Self {
+            config,
+            agent: PhantomData,
+        }
     }
 
     /// Its configuration.
@@ -121,11 +136,19 @@ impl<A> CliBackend<A> {
 impl<A: CliAgent> CliBackend<A> {
     /// What discovery needs to find the agent's CLI and build a backend for it.
     pub fn probe() -> BackendProbe {
-        BackendProbe::new(A::CLI.kind, A::CLI.program, A::SUPPORTED_VERSIONS, |binary| Arc::new(Self::new(AcpConfig::with_binary(binary))))
+        BackendProbe::new(
+            A::CLI.kind,
+            A::CLI.program,
+            A::SUPPORTED_VERSIONS,
+            |binary| Arc::new(Self::new(AcpConfig::with_binary(binary))),
+        )
     }
 
     /// Spawns `launch` with its files, which `settings` then holds until the run ends.
-    fn spawn(mut settings: RunSettings, launch: Launch) -> Result<(RunSettings, Transport, Box<dyn Protocol>), AgentError> {
+    fn spawn(
+        mut settings: RunSettings,
+        launch: Launch,
+    ) -> Result<(RunSettings, Transport, Box<dyn Protocol>), AgentError> {
         let transport = Transport::spawn(&launch.files.apply(launch.spec), settings.line_cap)?;
         settings.hold(Some(launch.files));
         Ok((settings, transport, launch.protocol))
@@ -170,7 +193,8 @@ impl<A: CliAgent> AgentBackend for CliBackend<A> {
         settings.hold(tools);
         let native_schema = A::native_schema(&request)?;
         let request = crate::prepare(request, native_schema);
-        let (settings, transport, protocol) = Self::spawn(settings, A::launch(&self.config, &request, false)?)?;
+        let (settings, transport, protocol) =
+            Self::spawn(settings, A::launch(&self.config, &request, false)?)?;
         Ok(start_run(settings, transport, protocol))
     }
 
@@ -190,7 +214,8 @@ impl<A: CliAgent> AgentBackend for CliBackend<A> {
         let tools = agent_api::kit::caller_tools::attach(&mut request).await?;
         let mut settings = RunSettings::for_request(self.kind(), &request, &self.capabilities());
         settings.hold(tools);
-        let (settings, transport, protocol) = Self::spawn(settings, A::launch(&self.config, &request, true)?)?;
+        let (settings, transport, protocol) =
+            Self::spawn(settings, A::launch(&self.config, &request, true)?)?;
         Ok(start_session(settings, transport, protocol))
     }
 }

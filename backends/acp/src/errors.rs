@@ -23,9 +23,13 @@ pub fn status_in(text: &str) -> Option<u16> {
         }
         let status: u16 = std::str::from_utf8(window).ok()?.parse().ok()?;
         // Up to 12 bytes before the number, from a char boundary (the text may hold any UTF-8).
-        let start = (i.saturating_sub(12)..i).find(|&s| text.is_char_boundary(s)).unwrap_or(i);
+        let start = (i.saturating_sub(12)..i)
+            .find(|&s| text.is_char_boundary(s))
+            .unwrap_or(i);
         let context = &text[start..i];
-        let named = ["status", "code", "[", "HTTP", "error"].iter().any(|w| context.contains(w));
+        let named = ["status", "code", "[", "HTTP", "error"]
+            .iter()
+            .any(|w| context.contains(w));
         ((400..=599).contains(&status) && named).then_some(status)
     })
 }
@@ -35,9 +39,10 @@ pub fn explanation(text: &str) -> String {
     let words: Vec<String> = text
         .split_whitespace()
         .map(|w| {
-            let key_like = ["sk-", "sk_", "AIza", "Bearer", "ya29."]
-                .iter()
-                .any(|p| w.trim_matches(|c: char| !c.is_ascii_alphanumeric()).starts_with(p));
+            let key_like = ["sk-", "sk_", "AIza", "Bearer", "ya29."].iter().any(|p| {
+                w.trim_matches(|c: char| !c.is_ascii_alphanumeric())
+                    .starts_with(p)
+            });
             match (key_like, w.find('?')) {
                 (true, _) => "[redacted]".to_string(),
                 (false, Some(q)) if w.contains("://") => w[..q].to_string(),
@@ -60,9 +65,16 @@ pub(crate) fn of_status(status: u16, message: String) -> AgentError {
 /// The agent refused one of the session set-up requests.
 pub(crate) fn refused(what: &str, code: i64, message: &str) -> AgentError {
     if code == AUTH_REQUIRED || message.to_ascii_lowercase().contains("auth") {
-        return AgentError::Auth { message: format!("the agent refused {what}: {}", explanation(message)) };
+        return AgentError::Auth {
+            message: format!("the agent refused {what}: {}", explanation(message)),
+        };
     }
-    AgentError::AgentFailed { message: format!("the agent refused {what} (JSON-RPC error {code}): {}", explanation(message)) }
+    AgentError::AgentFailed {
+        message: format!(
+            "the agent refused {what} (JSON-RPC error {code}): {}",
+            explanation(message)
+        ),
+    }
 }
 
 /// A `session/prompt` that failed: typed by the HTTP status it names, when it names one.
@@ -73,7 +85,9 @@ pub(crate) fn prompt_failed(code: i64, message: &str) -> AgentError {
         // Gemini CLI passes the HTTP status through as the error code (JSON-RPC's own are negative).
         None if (400..=599).contains(&code) => of_status(code as u16, explained),
         None if code == AUTH_REQUIRED => AgentError::Auth { message: explained },
-        None => AgentError::AgentFailed { message: format!("the prompt failed (JSON-RPC error {code}): {explained}") },
+        None => AgentError::AgentFailed {
+            message: format!("the prompt failed (JSON-RPC error {code}): {explained}"),
+        },
     }
 }
 
@@ -88,8 +102,14 @@ mod tests {
 
     #[test]
     fn statuses_are_found_only_where_they_are_named() {
-        assert_eq!(status_in("[API Error: got status: 401 Unauthorized]"), Some(401));
-        assert_eq!(status_in("{\"error\":{\"code\":500,\"message\":\"boom\"}}"), Some(500));
+        assert_eq!(
+            status_in("[API Error: got status: 401 Unauthorized]"),
+            Some(401)
+        );
+        assert_eq!(
+            status_in("{\"error\":{\"code\":500,\"message\":\"boom\"}}"),
+            Some(500)
+        );
         assert_eq!(status_in("wrote 404 lines"), None);
         assert_eq!(status_in("no digits"), None);
     }
@@ -97,7 +117,10 @@ mod tests {
     #[test]
     fn a_status_after_multibyte_text_is_read_without_panicking() {
         // Found by converter_props: 12 bytes before the number fell inside a three-byte char.
-        assert_eq!(status_in("[API Error: {\"erro\u{fffd}\":{\"code\":401}}]"), Some(401));
+        assert_eq!(
+            status_in("[API Error: {\"erro\u{fffd}\":{\"code\":401}}]"),
+            Some(401)
+        );
         assert_eq!(status_in("ééééééé code 500"), Some(500));
         assert_eq!(status_in("€€€€€404"), None);
     }
@@ -106,10 +129,28 @@ mod tests {
     fn explanations_hide_keys_and_queries() {
         let e = explanation("bad key sk-test at http://h/x?key=AIzaSecret please");
         assert!(!e.contains("sk-test") && !e.contains("AIzaSecret"), "{e}");
-        assert!(matches!(prompt_failed(-32603, "got status: 500"), AgentError::ServerError { status: Some(500), .. }));
+        assert!(matches!(
+            prompt_failed(-32603, "got status: 500"),
+            AgentError::ServerError {
+                status: Some(500),
+                ..
+            }
+        ));
         // Gemini CLI 0.61.0's answer to an HTTP 503: the status as the JSON-RPC code.
-        assert!(matches!(prompt_failed(503, "The model is overloaded"), AgentError::Overloaded { status: Some(503), .. }));
-        assert!(matches!(prompt_failed(-32603, "The model is overloaded"), AgentError::AgentFailed { .. }));
-        assert!(matches!(refused("session/new", AUTH_REQUIRED, "Authentication required"), AgentError::Auth { .. }));
+        assert!(matches!(
+            prompt_failed(503, "The model is overloaded"),
+            AgentError::Overloaded {
+                status: Some(503),
+                ..
+            }
+        ));
+        assert!(matches!(
+            prompt_failed(-32603, "The model is overloaded"),
+            AgentError::AgentFailed { .. }
+        ));
+        assert!(matches!(
+            refused("session/new", AUTH_REQUIRED, "Authentication required"),
+            AgentError::Auth { .. }
+        ));
     }
 }

@@ -41,7 +41,9 @@ pub(crate) fn status_label(refusal: &FileRefusal) -> &'static str {
 impl ConfinedFs {
     /// Confines to `cwd`, held open from now on (a later change of its path does not move it).
     pub fn new(cwd: &Path) -> std::io::Result<Self> {
-        Ok(Self { dir: ConfinedDir::open(cwd)? })
+        Ok(Self {
+            dir: ConfinedDir::open(cwd)?,
+        })
     }
 
     /// Serves `fs/read_text_file`: the file's text, or the `limit` lines from 1-based `line`.
@@ -88,18 +90,45 @@ mod tests {
         let file = dir.path().join("sub/new.txt");
         write(&fs, &file, "a\nb\nc\n").unwrap();
         assert_eq!(read(&fs, &file).unwrap(), "a\nb\nc\n");
-        let sliced = fs.read(&ReadTextFileRequest::new(SessionId::new("s"), &file).line(2).limit(1)).unwrap();
+        let sliced = fs
+            .read(
+                &ReadTextFileRequest::new(SessionId::new("s"), &file)
+                    .line(2)
+                    .limit(1),
+            )
+            .unwrap();
         assert_eq!(sliced, "b\n");
-        assert_eq!(read(&fs, &dir.path().join("missing.txt")), Err(FileRefusal::NotFound));
+        assert_eq!(
+            read(&fs, &dir.path().join("missing.txt")),
+            Err(FileRefusal::NotFound)
+        );
     }
 
     #[test]
     fn refusals_map_to_json_rpc_codes_and_labels() {
-        assert_eq!((error_code(&FileRefusal::NotFound), status_label(&FileRefusal::NotFound)), (-32002, "fs_failed"));
-        assert_eq!((error_code(&FileRefusal::Symlink), status_label(&FileRefusal::Symlink)), (-32602, "fs_refused"));
+        assert_eq!(
+            (
+                error_code(&FileRefusal::NotFound),
+                status_label(&FileRefusal::NotFound)
+            ),
+            (-32002, "fs_failed")
+        );
+        assert_eq!(
+            (
+                error_code(&FileRefusal::Symlink),
+                status_label(&FileRefusal::Symlink)
+            ),
+            (-32602, "fs_refused")
+        );
         let hard = FileRefusal::HardLinked { links: 2 };
-        assert_eq!((error_code(&hard), status_label(&hard)), (-32602, "fs_refused"));
+        assert_eq!(
+            (error_code(&hard), status_label(&hard)),
+            (-32602, "fs_refused")
+        );
         let fifo = FileRefusal::NotRegular;
-        assert_eq!((error_code(&fifo), status_label(&fifo)), (-32602, "fs_failed"));
+        assert_eq!(
+            (error_code(&fifo), status_label(&fifo)),
+            (-32602, "fs_failed")
+        );
     }
 }

@@ -129,9 +129,12 @@ impl CliAgent for AnyAgent {
         let (program, args) = match options.command.split_first() {
             Some((program, args)) => (program.into(), args.to_vec()),
             None => (
-                config.binary.clone().ok_or_else(|| AgentError::InvalidRequest {
-                    reason: "the acp backend needs a command line (backend.acp.command)".into(),
-                })?,
+                config
+                    .binary
+                    .clone()
+                    .ok_or_else(|| AgentError::InvalidRequest {
+                        reason: "the acp backend needs a command line (backend.acp.command)".into(),
+                    })?,
                 Vec::new(),
             ),
         };
@@ -141,7 +144,9 @@ impl CliAgent for AnyAgent {
         Ok(Launch::new(spec, Box::new(acp), RunFiles::default()))
     }
 
-    fn session_store(_config: &AcpConfig) -> Option<std::sync::Arc<dyn agent_api::history::SessionStore>> {
+    fn session_store(
+        _config: &AcpConfig,
+    ) -> Option<std::sync::Arc<dyn agent_api::history::SessionStore>> {
         None
     }
 
@@ -180,8 +185,16 @@ pub fn base_capabilities() -> CapabilitySet {
 /// launchers apply.
 pub fn capabilities() -> CapabilitySet {
     let mut set = base_capabilities();
-    for id in [caps::REASONING, caps::SESSION_RESUME, CAP_SESSION_LOAD, caps::SESSION_MODE_SWITCH] {
+    for id in [
+        caps::REASONING,
+        caps::SESSION_RESUME,
+        CAP_SESSION_LOAD,
+        caps::SESSION_MODE_SWITCH,
+    ] {
         set.insert(id);
     }
-    agent_api::kit::options::with_mappings(agent_api::kit::launch::with_launchers(set), portable::MAPPINGS)
+    agent_api::kit::options::with_mappings(
+        agent_api::kit::launch::with_launchers(set),
+        portable::MAPPINGS,
+    )
 }

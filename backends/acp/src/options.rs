@@ -38,7 +38,10 @@ impl std::fmt::Debug for AcpConfig {
 impl AcpConfig {
     /// A configuration running `binary`.
     pub fn with_binary(binary: impl Into<PathBuf>) -> Self {
-        Self { binary: Some(binary.into()), ..Self::default() }
+        Self {
+            binary: Some(binary.into()),
+            ..Self::default()
+        }
     }
 
     /// Adds arguments before the backend's own.
@@ -62,7 +65,12 @@ impl AcpConfig {
     /// `$HOME/<dir>` as the agent would see it: `HOME` from [`AcpConfig::env`], else this
     /// process's (where an agent's own session store lives).
     pub fn home_dir(&self, dir: &str) -> Option<PathBuf> {
-        let home = self.env.get("HOME").cloned().or_else(|| std::env::var("HOME").ok()).filter(|h| !h.is_empty())?;
+        let home = self
+            .env
+            .get("HOME")
+            .cloned()
+            .or_else(|| std::env::var("HOME").ok())
+            .filter(|h| !h.is_empty())?;
         Some(PathBuf::from(home).join(dir))
     }
 }
@@ -101,6 +109,8 @@ pub fn absolute(path: &Path) -> PathBuf {
     if path.is_absolute() {
         path.to_path_buf()
     } else {
-        std::env::current_dir().map(|d| d.join(path)).unwrap_or_else(|_| path.to_path_buf())
+        std::env::current_dir()
+            .map(|d| d.join(path))
+            .unwrap_or_else(|_| path.to_path_buf())
     }
 }

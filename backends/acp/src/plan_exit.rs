@@ -45,7 +45,11 @@ impl ExitPlan {
                 if fields.kind != Some(ToolKind::SwitchMode) {
                     return None;
                 }
-                let plan = fields.raw_input.as_ref().and_then(|input| input.get("plan")).and_then(Value::as_str);
+                let plan = fields
+                    .raw_input
+                    .as_ref()
+                    .and_then(|input| input.get("plan"))
+                    .and_then(Value::as_str);
                 Some(PlanSource::Text(plan.unwrap_or_default().to_string()))
             }
             ExitPlan::PlanFileTitled(prefix) => {
@@ -66,7 +70,9 @@ pub(crate) fn plan_text(source: PlanSource, fs: Option<&ConfinedFs>) -> String {
             match fs.map(|fs| fs.read_text(&path)) {
                 Some(Ok(text)) => text,
                 Some(Err(refusal)) => format!("(the plan file {shown} cannot be shown: {refusal})"),
-                None => format!("(the plan is in {shown}; this run does not read the agent's files)"),
+                None => {
+                    format!("(the plan is in {shown}; this run does not read the agent's files)")
+                }
             }
         }
     }
@@ -103,13 +109,23 @@ mod tests {
 
     #[test]
     fn each_agents_request_is_recognized_and_no_other() {
-        let qwen = fields(json!({"kind": "switch_mode", "title": "Plan:", "rawInput": {"plan": "1. Write it"}}));
-        assert_eq!(ExitPlan::SwitchModeWithPlan.recognize(&qwen), Some(PlanSource::Text("1. Write it".into())));
+        let qwen = fields(
+            json!({"kind": "switch_mode", "title": "Plan:", "rawInput": {"plan": "1. Write it"}}),
+        );
+        assert_eq!(
+            ExitPlan::SwitchModeWithPlan.recognize(&qwen),
+            Some(PlanSource::Text("1. Write it".into()))
+        );
         let edit = fields(json!({"kind": "edit", "title": "Plan:", "rawInput": {"plan": "x"}}));
         assert_eq!(ExitPlan::SwitchModeWithPlan.recognize(&edit), None);
         let prefix = "Requesting plan approval for: ";
-        let gemini = fields(json!({"kind": "other", "title": "Requesting plan approval for: /w/plans/p.md"}));
-        assert_eq!(ExitPlan::PlanFileTitled(prefix).recognize(&gemini), Some(PlanSource::File("/w/plans/p.md".into())));
+        let gemini = fields(
+            json!({"kind": "other", "title": "Requesting plan approval for: /w/plans/p.md"}),
+        );
+        assert_eq!(
+            ExitPlan::PlanFileTitled(prefix).recognize(&gemini),
+            Some(PlanSource::File("/w/plans/p.md".into()))
+        );
         let shell = fields(json!({"kind": "execute", "title": "rm -rf /"}));
         assert_eq!(ExitPlan::PlanFileTitled(prefix).recognize(&shell), None);
     }
@@ -119,9 +135,16 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("plan.md"), "1. Write plan.txt").unwrap();
         let fs = ConfinedFs::new(dir.path()).unwrap();
-        assert_eq!(plan_text(PlanSource::File(dir.path().join("plan.md")), Some(&fs)), "1. Write plan.txt");
+        assert_eq!(
+            plan_text(PlanSource::File(dir.path().join("plan.md")), Some(&fs)),
+            "1. Write plan.txt"
+        );
         let outside = plan_text(PlanSource::File("/etc/passwd".into()), Some(&fs));
-        assert!(outside.starts_with("(the plan file /etc/passwd cannot be shown") && !outside.contains("root:"), "{outside}");
+        assert!(
+            outside.starts_with("(the plan file /etc/passwd cannot be shown")
+                && !outside.contains("root:"),
+            "{outside}"
+        );
         assert!(plan_text(PlanSource::File("/etc/passwd".into()), None).contains("does not read"));
     }
 
@@ -135,8 +158,19 @@ mod tests {
         ]))
         .unwrap();
         assert!(approves(&QuestionAnswer::Text(EXIT_PLAN_OPTIONS[0].into())));
-        assert!(!approves(&QuestionAnswer::Text("not yet".into())) && !approves(&QuestionAnswer::Reject));
-        assert_eq!(option(&options, true).map(|o| o.option_id.0.to_string()).as_deref(), Some("proceed_once"));
-        assert_eq!(option(&options, false).map(|o| o.kind), Some(PermissionOptionKind::RejectOnce));
+        assert!(
+            !approves(&QuestionAnswer::Text("not yet".into()))
+                && !approves(&QuestionAnswer::Reject)
+        );
+        assert_eq!(
+            option(&options, true)
+                .map(|o| o.option_id.0.to_string())
+                .as_deref(),
+            Some("proceed_once")
+        );
+        assert_eq!(
+            option(&options, false).map(|o| o.kind),
+            Some(PermissionOptionKind::RejectOnce)
+        );
     }
 }

@@ -22,7 +22,10 @@ pub(crate) const MAPPINGS: &[OptionMapping] = &[
     OptionMapping::new(caps::MCP_SERVERS, "ACP session/new mcpServers"),
     OptionMapping::new(caps::OUTPUT_SCHEMA, agent_api::kit::options::SDK_SCHEMA),
     OptionMapping::new(caps::IMAGES, "ACP session/prompt image blocks (base64)"),
-    OptionMapping::new(caps::FILE_ATTACHMENTS, "ACP session/prompt resource_link blocks"),
+    OptionMapping::new(
+        caps::FILE_ATTACHMENTS,
+        "ACP session/prompt resource_link blocks",
+    ),
 ];
 
 /// What a run gives its agent as files where it can (a replacement system prompt, an MCP
@@ -45,19 +48,26 @@ impl RunFiles {
 
     /// The variable `name` names the private file `path`.
     pub fn env_file(&mut self, name: &str, path: PrivateFile) {
-        self.env.push((name.to_string(), path.display().to_string()));
+        self.env
+            .push((name.to_string(), path.display().to_string()));
         self.files.push(path);
     }
 
     /// `flag PATH` for the private file `path`.
     pub fn flag_file(&mut self, flag: &str, path: PrivateFile) {
-        self.args.extend([flag.to_string(), path.display().to_string()]);
+        self.args
+            .extend([flag.to_string(), path.display().to_string()]);
         self.files.push(path);
     }
 
     /// `flag` with `text` as a private file's path where the agent reads this machine's files
     /// (`request`'s launcher), else `flag TEXT` (a CLI that takes both forms).
-    pub fn flag_text_or_file(&mut self, request: &RunRequest, flag: &str, text: &str) -> Result<(), AgentError> {
+    pub fn flag_text_or_file(
+        &mut self,
+        request: &RunRequest,
+        flag: &str,
+        text: &str,
+    ) -> Result<(), AgentError> {
         match TextOrFile::for_launcher(request.launcher.as_ref(), text)? {
             TextOrFile::File(path) => self.flag_file(flag, path),
             TextOrFile::Text(text) => self.args.extend([flag.to_string(), text]),
@@ -68,13 +78,27 @@ impl RunFiles {
     /// The variable `var` names a 0600 JSON file holding `settings`, for an agent that reads
     /// settings only from files (a run's variant): only where the agent reads this machine's files
     /// (`request`'s launcher), else refused naming `agent`.
-    pub fn settings_file(&mut self, request: &RunRequest, var: &str, settings: &Value, agent: &str) -> Result<(), AgentError> {
-        if !request.launcher.as_ref().is_none_or(agent_api::request::Launcher::is_local_filesystem) {
+    pub fn settings_file(
+        &mut self,
+        request: &RunRequest,
+        var: &str,
+        settings: &Value,
+        agent: &str,
+    ) -> Result<(), AgentError> {
+        if !request
+            .launcher
+            .as_ref()
+            .is_none_or(agent_api::request::Launcher::is_local_filesystem)
+        {
             return Err(AgentError::InvalidRequest {
                 reason: format!("{agent} reads this setting only from a file on the machine it runs on, which this launcher cannot carry"),
             });
         }
-        let path = agent_api::kit::options::write_private_file("agent-api-settings-", ".json", settings.to_string().as_bytes())?;
+        let path = agent_api::kit::options::write_private_file(
+            "agent-api-settings-",
+            ".json",
+            settings.to_string().as_bytes(),
+        )?;
         self.env_file(var, path);
         Ok(())
     }
@@ -95,14 +119,20 @@ impl RunFiles {
 /// The run's MCP servers as ACP `McpServer` values (stdio, or streamable HTTP).
 pub fn acp_servers(portable: &PortableOptions) -> Vec<Value> {
     let pairs = |map: &std::collections::BTreeMap<String, String>| -> Vec<Value> {
-        map.iter().map(|(name, value)| json!({ "name": name, "value": value })).collect()
+        map.iter()
+            .map(|(name, value)| json!({ "name": name, "value": value }))
+            .collect()
     };
     portable
         .mcp_servers
         .iter()
         .filter_map(|(name, server)| match server {
-            McpServer::Stdio { command, args, env } => Some(json!({ "name": name, "command": command, "args": args, "env": pairs(env) })),
-            McpServer::Http { url, headers } => Some(json!({ "type": "http", "name": name, "url": url, "headers": pairs(headers) })),
+            McpServer::Stdio { command, args, env } => {
+                Some(json!({ "name": name, "command": command, "args": args, "env": pairs(env) }))
+            }
+            McpServer::Http { url, headers } => {
+                Some(json!({ "type": "http", "name": name, "url": url, "headers": pairs(headers) }))
+            }
             _ => None,
         })
         .collect()
@@ -124,7 +154,11 @@ mod tests {
 
     #[test]
     fn mcp_servers_go_to_the_agent_as_acp_values() {
-        let portable = PortableOptions::default().mcp_server("m", McpServer::http("http://127.0.0.1:1/mcp"));
-        assert_eq!(acp_servers(&portable), [json!({"type": "http", "name": "m", "url": "http://127.0.0.1:1/mcp", "headers": []})]);
+        let portable =
+            PortableOptions::default().mcp_server("m", McpServer::http("http://127.0.0.1:1/mcp"));
+        assert_eq!(
+            acp_servers(&portable),
+            [json!({"type": "http", "name": "m", "url": "http://127.0.0.1:1/mcp", "headers": []})]
+        );
     }
 }

@@ -26,8 +26,9 @@ use agent_api::kit::{ExitInfo, Unparsed};
 use agent_api::run::{ControlCommand, Usage};
 use agent_api::{AgentError, RunCompletion, SessionSelector};
 use agent_client_protocol_schema::{
-    CancelNotification, ClientCapabilities, ContentBlock, FileSystemCapabilities, Implementation, InitializeRequest, InitializeResponse,
-    LoadSessionRequest, LoadSessionResponse, NewSessionRequest, NewSessionResponse, PromptRequest, PromptResponse, ProtocolVersion,
+    CancelNotification, ClientCapabilities, ContentBlock, FileSystemCapabilities, Implementation,
+    InitializeRequest, InitializeResponse, LoadSessionRequest, LoadSessionResponse,
+    NewSessionRequest, NewSessionResponse, PromptRequest, PromptResponse, ProtocolVersion,
     SessionId, SessionNotification, SessionUpdate, StopReason, ToolCallUpdate,
 };
 use serde_json::{json, Value};
@@ -191,7 +192,8 @@ impl Acp {
     /// The agent asks to leave plan mode as `exit_plan` says: the caller gets plan mode's exit
     /// question for it ([`ExitPlan`](crate::ExitPlan)).
     pub fn with_exit_plan(mut self, exit_plan: Option<crate::ExitPlan>) -> Self {
-        self.requests = std::mem::replace(&mut self.requests, Requests::replay()).with_exit_plan(exit_plan);
+        self.requests =
+            std::mem::replace(&mut self.requests, Requests::replay()).with_exit_plan(exit_plan);
         self
     }
 
@@ -210,7 +212,9 @@ impl Acp {
 
     fn send_request(&mut self, ctx: &mut Ctx<'_>, method: &str, params: Value) {
         if self.plan.is_some() {
-            let message = self.peer.request(method, params, Pending::of_method(method));
+            let message = self
+                .peer
+                .request(method, params, Pending::of_method(method));
             ctx.send(&message);
         }
     }
@@ -218,13 +222,30 @@ impl Acp {
     /// Sends the next queued prompt as one `session/prompt`; returns false when none is left.
     /// Called again on the same live process, it runs another turn of the same session.
     pub fn send_prompt(&mut self, ctx: &mut Ctx<'_>) -> bool {
-        let (Some(plan), Some(session), true) = (self.plan.as_mut(), self.session_id.clone(), self.ready) else { return false };
-        if plan.prompts.front().is_some_and(|blocks| turns::has_image(blocks)) && !self.image_prompts {
+        let (Some(plan), Some(session), true) =
+            (self.plan.as_mut(), self.session_id.clone(), self.ready)
+        else {
+            return false;
+        };
+        if plan
+            .prompts
+            .front()
+            .is_some_and(|blocks| turns::has_image(blocks))
+            && !self.image_prompts
+        {
             let capability = agent_api::capabilities::IMAGES.to_string();
-            self.fail(ctx, AgentError::UnsupportedCapability { kind: self.name.to_string(), capability });
+            self.fail(
+                ctx,
+                AgentError::UnsupportedCapability {
+                    kind: self.name.to_string(),
+                    capability,
+                },
+            );
             return false;
         }
-        let Some(blocks) = plan.prompts.pop_front() else { return false };
+        let Some(blocks) = plan.prompts.pop_front() else {
+            return false;
+        };
         self.stop = None;
         self.prompt_in_flight = true;
         self.end_history(ctx);
@@ -244,7 +265,11 @@ impl Acp {
     fn started(&mut self, ctx: &mut Ctx<'_>, session_id: &str, session: Option<Value>) {
         self.session_id = Some(session_id.to_string());
         ctx.transcript.set_native_session_id(session_id);
-        if let Some(log) = self.debug_logs.as_deref().and_then(|dir| session_log(dir, session_id)) {
+        if let Some(log) = self
+            .debug_logs
+            .as_deref()
+            .and_then(|dir| session_log(dir, session_id))
+        {
             ctx.follow_log(log);
         }
         let metadata = json!({"session_id": session_id, "agent": self.agent, "session": session});
@@ -253,7 +278,11 @@ impl Acp {
 
     fn on_initialized(&mut self, ctx: &mut Ctx<'_>, result: Value) -> Result<(), Unparsed> {
         let init: InitializeResponse = serde_json::from_value(result)?;
-        let auth: Vec<Value> = init.auth_methods.iter().map(|m| json!({"id": m.id().0.as_ref(), "name": m.name()})).collect();
+        let auth: Vec<Value> = init
+            .auth_methods
+            .iter()
+            .map(|m| json!({"id": m.id().0.as_ref(), "name": m.name()}))
+            .collect();
         self.agent = Some(json!({
             "name": init.agent_info.as_ref().map(|i| i.name.clone()),
             "version": init.agent_info.as_ref().map(|i| i.version.clone()),
@@ -262,7 +291,9 @@ impl Acp {
             "auth_methods": auth,
         }));
         self.image_prompts = init.agent_capabilities.prompt_capabilities.image;
-        let Some(plan) = self.plan.clone() else { return Ok(()) };
+        let Some(plan) = self.plan.clone() else {
+            return Ok(());
+        };
         let cwd = plan.cwd.clone();
         match &plan.session {
             SessionSelector::New => {
@@ -273,16 +304,26 @@ impl Acp {
                 self.updates.loading = true;
                 self.updates.hold_history = self.warm;
                 self.started(ctx, &session.id, None);
-                let params = self.with_servers(to_value(&LoadSessionRequest::new(SessionId::new(session.id.as_str()), cwd)));
+                let params = self.with_servers(to_value(&LoadSessionRequest::new(
+                    SessionId::new(session.id.as_str()),
+                    cwd,
+                )));
                 self.send_request(ctx, "session/load", params);
             }
             other => {
                 let what = match other {
-                    SessionSelector::Resume(_) => "resuming a session (the agent does not advertise loadSession)",
+                    SessionSelector::Resume(_) => {
+                        "resuming a session (the agent does not advertise loadSession)"
+                    }
                     SessionSelector::ResumeLast => "resuming the last session",
                     _ => "forking a session",
                 };
-                self.fail(ctx, AgentError::InvalidRequest { reason: format!("this ACP client does not support {what}") });
+                self.fail(
+                    ctx,
+                    AgentError::InvalidRequest {
+                        reason: format!("this ACP client does not support {what}"),
+                    },
+                );
             }
         }
         Ok(())
@@ -294,7 +335,10 @@ impl Acp {
             Some(Pending::NewSession) => {
                 let session: NewSessionResponse = serde_json::from_value(result)?;
                 let advertised = modes::Advertised::of(session.modes, session.config_options);
-                let modes = advertised.current.as_ref().map(|current| json!({"current_mode": current}));
+                let modes = advertised
+                    .current
+                    .as_ref()
+                    .map(|current| json!({"current_mode": current}));
                 self.started(ctx, &session.session_id.0, modes);
                 self.modes_known(advertised, ctx);
                 self.ready = true;
@@ -304,7 +348,9 @@ impl Acp {
             // where the first prompt is sent.
             Some(Pending::LoadSession) => {
                 let loaded = serde_json::from_value::<LoadSessionResponse>(result).ok();
-                let advertised = loaded.map(|r| modes::Advertised::of(r.modes, r.config_options)).unwrap_or_default();
+                let advertised = loaded
+                    .map(|r| modes::Advertised::of(r.modes, r.config_options))
+                    .unwrap_or_default();
                 self.modes_known(advertised, ctx);
                 self.awaiting_replay = self.history_trails_load && self.plan.is_some();
                 self.ready = !self.awaiting_replay;
@@ -322,7 +368,8 @@ impl Acp {
 
     fn turn_ended(&mut self, ctx: &mut Ctx<'_>, stop: StopReason) {
         self.prompt_in_flight = false;
-        self.updates.end_turn(ctx.transcript, stop == StopReason::Cancelled);
+        self.updates
+            .end_turn(ctx.transcript, stop == StopReason::Cancelled);
         ctx.transcript.status("turn_ended", Some(stop_name(stop)));
         self.stop = Some(stop);
         if self.warm {
@@ -335,7 +382,9 @@ impl Acp {
     }
 
     fn take_pending(&mut self, id: &Value) -> Option<Pending> {
-        self.peer.take_pending(id).or_else(|| self.recorded.remove(&id_key(id)))
+        self.peer
+            .take_pending(id)
+            .or_else(|| self.recorded.remove(&id_key(id)))
     }
 
     fn on_error_response(&mut self, id: Value, code: i64, message: String, ctx: &mut Ctx<'_>) {
@@ -344,7 +393,9 @@ impl Acp {
             Some(Pending::NewSession) => errors::refused("session/new", code, &message),
             Some(Pending::LoadSession) => {
                 self.updates.loading = false;
-                AgentError::SessionNotFound { id: self.session_id.clone().unwrap_or_default() }
+                AgentError::SessionNotFound {
+                    id: self.session_id.clone().unwrap_or_default(),
+                }
             }
             Some(Pending::Prompt) => {
                 self.prompt_in_flight = false;
@@ -358,7 +409,8 @@ impl Acp {
                 error
             }
             Some(Pending::Other) | None => {
-                ctx.transcript.status("request_refused", Some(errors::explanation(&message)));
+                ctx.transcript
+                    .status("request_refused", Some(errors::explanation(&message)));
                 return;
             }
         };
@@ -388,22 +440,35 @@ impl Acp {
         }
     }
 
-    fn on_notification(&mut self, method: &str, params: Value, ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
+    fn on_notification(
+        &mut self,
+        method: &str,
+        params: Value,
+        ctx: &mut Ctx<'_>,
+    ) -> Result<(), Unparsed> {
         if method != "session/update" {
-            ctx.transcript.status("unknown_notification", Some(utf8_prefix(method, 128).to_string()));
+            ctx.transcript.status(
+                "unknown_notification",
+                Some(utf8_prefix(method, 128).to_string()),
+            );
             return Ok(());
         }
         // Qwen Code reports each model call's usage as `_meta` on an empty message chunk: the
         // turn's usage is their sum, and the empty chunk is no text.
         if let Some(call) = params.pointer("/update/_meta").and_then(usage_of) {
             Usage::accumulate(&mut self.usage, call);
-            if params.pointer("/update/content/text").and_then(Value::as_str) == Some("") {
+            if params
+                .pointer("/update/content/text")
+                .and_then(Value::as_str)
+                == Some("")
+            {
                 return Ok(());
             }
         }
         match serde_json::from_value::<SessionNotification>(params.clone()) {
             Ok(note) => {
-                let replayed = self.awaiting_replay && matches!(note.update, SessionUpdate::AvailableCommandsUpdate(_));
+                let replayed = self.awaiting_replay
+                    && matches!(note.update, SessionUpdate::AvailableCommandsUpdate(_));
                 self.updates.apply(ctx.transcript, note.update);
                 if replayed {
                     self.awaiting_replay = false;
@@ -412,10 +477,15 @@ impl Acp {
                 }
             }
             Err(e) => {
-                let kind = params.get("update").and_then(|u| u.get("sessionUpdate")).and_then(Value::as_str);
+                let kind = params
+                    .get("update")
+                    .and_then(|u| u.get("sessionUpdate"))
+                    .and_then(Value::as_str);
                 match kind {
                     // A kind this schema does not know: a newer protocol version, not a broken line.
-                    Some(kind) if !crate::updates::KNOWN_UPDATES.contains(&kind) => self.updates.unknown(ctx.transcript, Some(kind)),
+                    Some(kind) if !crate::updates::KNOWN_UPDATES.contains(&kind) => {
+                        self.updates.unknown(ctx.transcript, Some(kind))
+                    }
                     _ => return Err(e.into()),
                 }
             }
@@ -427,7 +497,10 @@ impl Acp {
 /// The log of session `id` in `dir` (`<dir>/<id>.txt`, see [`Acp::with_debug_logs`]), when the
 /// id is a plain file name: an id the agent sent is never a path to follow elsewhere.
 pub fn session_log(dir: &std::path::Path, id: &str) -> Option<PathBuf> {
-    let plain = !id.is_empty() && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    let plain = !id.is_empty()
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
     plain.then(|| dir.join(format!("{id}.txt")))
 }
 
@@ -443,7 +516,11 @@ pub(crate) fn stop_name(stop: StopReason) -> String {
 /// generic "Internal error"), bounded.
 fn error_data(message: &Value) -> Option<String> {
     let data = message.pointer("/error/data")?;
-    let text = match data.get("details").or_else(|| data.get("message")).unwrap_or(data) {
+    let text = match data
+        .get("details")
+        .or_else(|| data.get("message"))
+        .unwrap_or(data)
+    {
         Value::String(s) => s.clone(),
         Value::Null => return None,
         other => other.to_string(),
@@ -453,7 +530,9 @@ fn error_data(message: &Value) -> Option<String> {
 
 /// Usage from a prompt result: the protocol's `usage`, or Gemini's `_meta.quota.token_count`.
 fn usage_of(result: &Value) -> Option<Usage> {
-    let counts = result.get("usage").or_else(|| result.pointer("/_meta/quota/token_count"))?;
+    let counts = result
+        .get("usage")
+        .or_else(|| result.pointer("/_meta/quota/token_count"))?;
     let get = |keys: &[&str]| keys.iter().find_map(|k| counts.get(*k)?.as_u64());
     let mut usage = Usage::default();
     usage.input_tokens = get(&["inputTokens", "input_tokens"]);
@@ -479,8 +558,11 @@ impl Protocol for Acp {
 
     fn start(&mut self, ctx: &mut Ctx<'_>) -> Result<(), AgentError> {
         let fs = self.requests.serves_fs();
-        let capabilities =
-            ClientCapabilities::new().fs(FileSystemCapabilities::new().read_text_file(fs).write_text_file(fs)).terminal(false);
+        let capabilities = ClientCapabilities::new()
+            .fs(FileSystemCapabilities::new()
+                .read_text_file(fs)
+                .write_text_file(fs))
+            .terminal(false);
         let request = InitializeRequest::new(ProtocolVersion::V1)
             .client_capabilities(capabilities)
             .client_info(Implementation::new("agent_api", env!("CARGO_PKG_VERSION")));
@@ -495,11 +577,17 @@ impl Protocol for Acp {
             Message::Request { id, method, params } => {
                 if method == "session/request_permission" {
                     // The call asked about is a tool call too (Gemini announces it only here).
-                    if let Some(call) = params.get("toolCall").and_then(|c| serde_json::from_value::<ToolCallUpdate>(c.clone()).ok()) {
-                        self.updates.apply(ctx.transcript, SessionUpdate::ToolCallUpdate(call));
+                    if let Some(call) = params
+                        .get("toolCall")
+                        .and_then(|c| serde_json::from_value::<ToolCallUpdate>(c.clone()).ok())
+                    {
+                        self.updates
+                            .apply(ctx.transcript, SessionUpdate::ToolCallUpdate(call));
                     }
                 }
-                let replies = self.requests.on_request(ctx.transcript, &self.peer, id, &method, params);
+                let replies =
+                    self.requests
+                        .on_request(ctx.transcript, &self.peer, id, &method, params);
                 if self.plan.is_some() {
                     replies.iter().for_each(|m| ctx.send(m));
                 }
@@ -531,16 +619,21 @@ impl Protocol for Acp {
                 if pending == Pending::Prompt {
                     self.end_history(ctx);
                 }
-                if let (Pending::NewSession | Pending::LoadSession, Some(cwd)) = (pending, params.get("cwd").and_then(Value::as_str)) {
+                if let (Pending::NewSession | Pending::LoadSession, Some(cwd)) =
+                    (pending, params.get("cwd").and_then(Value::as_str))
+                {
                     self.updates.cwd = Some(PathBuf::from(cwd));
                 }
                 self.recorded.insert(id_key(&id), pending);
             }
             Ok(Message::Response { id, result }) => {
-                self.requests.on_recorded_answer(ctx.transcript, &id, Some(&result));
+                self.requests
+                    .on_recorded_answer(ctx.transcript, &id, Some(&result));
                 self.end_denied(ctx);
             }
-            Ok(Message::ErrorResponse { id, .. }) => self.requests.on_recorded_answer(ctx.transcript, &id, None),
+            Ok(Message::ErrorResponse { id, .. }) => {
+                self.requests.on_recorded_answer(ctx.transcript, &id, None)
+            }
             Ok(Message::Notification { method, .. }) if method == "session/cancel" => {
                 ctx.transcript.status("cancel_requested", None);
             }
@@ -551,18 +644,24 @@ impl Protocol for Acp {
     fn on_control(&mut self, command: ControlCommand, ctx: &mut Ctx<'_>) -> Result<(), AgentError> {
         match command {
             ControlCommand::Permission { id, decision } => {
-                let reply = self.requests.decide(ctx.transcript, &self.peer, &id, decision)?;
+                let reply = self
+                    .requests
+                    .decide(ctx.transcript, &self.peer, &id, decision)?;
                 ctx.send(&reply);
                 self.end_denied(ctx);
                 Ok(())
             }
             ControlCommand::Question { id, answer } => {
-                let reply = self.requests.answer_exit_plan(ctx.transcript, &self.peer, &id, answer)?;
+                let reply =
+                    self.requests
+                        .answer_exit_plan(ctx.transcript, &self.peer, &id, answer)?;
                 ctx.send(&reply);
                 self.end_denied(ctx);
                 Ok(())
             }
-            other => Err(AgentError::InvalidRequest { reason: format!("an ACP agent cannot take {other}") }),
+            other => Err(AgentError::InvalidRequest {
+                reason: format!("an ACP agent cannot take {other}"),
+            }),
         }
     }
 
@@ -573,18 +672,30 @@ impl Protocol for Acp {
         match (&self.session_id, self.plan.is_some(), self.prompt_in_flight) {
             (Some(session), true, true) => {
                 let cancel = CancelNotification::new(SessionId::new(session.as_str()));
-                ctx.send(&self.peer.notification("session/cancel", Some(to_value(&cancel))));
+                ctx.send(
+                    &self
+                        .peer
+                        .notification("session/cancel", Some(to_value(&cancel))),
+                );
                 true
             }
             _ => self.cancel_unsent(ctx),
         }
     }
 
-    fn send_turn(&mut self, prompt: &agent_api::Prompt, ctx: &mut Ctx<'_>) -> Result<(), AgentError> {
+    fn send_turn(
+        &mut self,
+        prompt: &agent_api::Prompt,
+        ctx: &mut Ctx<'_>,
+    ) -> Result<(), AgentError> {
         self.next_turn(prompt, ctx)
     }
 
-    fn set_mode(&mut self, mode: &agent_api::request::AgentMode, ctx: &mut Ctx<'_>) -> Result<(), AgentError> {
+    fn set_mode(
+        &mut self,
+        mode: &agent_api::request::AgentMode,
+        ctx: &mut Ctx<'_>,
+    ) -> Result<(), AgentError> {
         self.switch_mode(mode, ctx)
     }
 
@@ -593,6 +704,7 @@ impl Protocol for Acp {
         if let Some(fatal) = self.fatal.take() {
             return Err(fatal);
         }
-        self.outcome().unwrap_or_else(|| Err(errors::early_exit(exit)))
+        self.outcome()
+            .unwrap_or_else(|| Err(errors::early_exit(exit)))
     }
 }

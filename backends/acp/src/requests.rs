@@ -13,8 +13,10 @@ use agent_api::universal::PermissionDetails;
 use agent_api::universal::ToolMeta;
 use agent_api::{AgentError, PermissionDecision, PermissionPolicy, QuestionAnswer};
 use agent_client_protocol_schema::{
-    PermissionOption, PermissionOptionKind, ReadTextFileRequest, ReadTextFileResponse, RequestPermissionOutcome, RequestPermissionRequest,
-    RequestPermissionResponse, SelectedPermissionOutcome, ToolCallContent, ToolKind, WriteTextFileRequest, WriteTextFileResponse,
+    PermissionOption, PermissionOptionKind, ReadTextFileRequest, ReadTextFileResponse,
+    RequestPermissionOutcome, RequestPermissionRequest, RequestPermissionResponse,
+    SelectedPermissionOutcome, ToolCallContent, ToolKind, WriteTextFileRequest,
+    WriteTextFileResponse,
 };
 use serde_json::{json, Value};
 
@@ -68,14 +70,28 @@ pub struct Requests {
 }
 
 /// The option to select for `decision`, by the option's kind; `None` answers `cancelled`.
-pub(crate) fn pick_option<'a>(options: &'a [PermissionOption], decision: &PermissionDecision) -> Option<&'a PermissionOption> {
+pub(crate) fn pick_option<'a>(
+    options: &'a [PermissionOption],
+    decision: &PermissionDecision,
+) -> Option<&'a PermissionOption> {
     let preference: &[PermissionOptionKind] = match decision {
         PermissionDecision::Cancel => &[],
-        PermissionDecision::AllowForSession => &[PermissionOptionKind::AllowAlways, PermissionOptionKind::AllowOnce],
-        d if d.is_approval() => &[PermissionOptionKind::AllowOnce, PermissionOptionKind::AllowAlways],
-        _ => &[PermissionOptionKind::RejectOnce, PermissionOptionKind::RejectAlways],
+        PermissionDecision::AllowForSession => &[
+            PermissionOptionKind::AllowAlways,
+            PermissionOptionKind::AllowOnce,
+        ],
+        d if d.is_approval() => &[
+            PermissionOptionKind::AllowOnce,
+            PermissionOptionKind::AllowAlways,
+        ],
+        _ => &[
+            PermissionOptionKind::RejectOnce,
+            PermissionOptionKind::RejectAlways,
+        ],
     };
-    preference.iter().find_map(|kind| options.iter().find(|o| o.kind == *kind))
+    preference
+        .iter()
+        .find_map(|kind| options.iter().find(|o| o.kind == *kind))
 }
 
 /// The permission category of an ACP tool kind.
@@ -91,10 +107,15 @@ fn category(kind: ToolKind) -> ToolCategory {
 
 fn reply(peer: &RpcPeer<crate::protocol::Pending>, decided: Decided<PendingPermission>) -> Value {
     let outcome = match pick_option(&decided.native.options, &decided.decision) {
-        Some(option) => RequestPermissionOutcome::Selected(SelectedPermissionOutcome::new(option.option_id.clone())),
+        Some(option) => RequestPermissionOutcome::Selected(SelectedPermissionOutcome::new(
+            option.option_id.clone(),
+        )),
         None => RequestPermissionOutcome::Cancelled,
     };
-    peer.response(&decided.native.rpc_id, to_value(&RequestPermissionResponse::new(outcome)))
+    peer.response(
+        &decided.native.rpc_id,
+        to_value(&RequestPermissionResponse::new(outcome)),
+    )
 }
 
 /// A schema value as JSON (these types always serialize).
@@ -114,13 +135,27 @@ impl Requests {
     /// Requests of a live run under the caller's `policy` (a mode then changes it:
     /// [`Requests::set_mode`]), serving the file system as `fs` says.
     pub fn live(policy: PermissionPolicy, fs: FsMode) -> Self {
-        Self { hitl: Hitl::live(policy.clone()), fs, exit_plan: None, policy, offered: HashMap::new(), denied: Vec::new() }
+        Self {
+            hitl: Hitl::live(policy.clone()),
+            fs,
+            exit_plan: None,
+            policy,
+            offered: HashMap::new(),
+            denied: Vec::new(),
+        }
     }
 
     /// Requests of a replay.
     pub fn replay() -> Self {
         let policy = PermissionPolicy::default();
-        Self { hitl: Hitl::replay(), fs: FsMode::Recorded, exit_plan: None, policy, offered: HashMap::new(), denied: Vec::new() }
+        Self {
+            hitl: Hitl::replay(),
+            fs: FsMode::Recorded,
+            exit_plan: None,
+            policy,
+            offered: HashMap::new(),
+            denied: Vec::new(),
+        }
     }
 
     /// The agent asks to leave plan mode as `exit_plan` says: that request becomes plan mode's
@@ -132,7 +167,10 @@ impl Requests {
 
     /// The session switched to `mode`: what the agent asks from now on is decided as it says.
     pub fn set_mode(&mut self, mode: &agent_api::request::AgentMode) {
-        self.hitl.set_policy(agent_api::kit::hitl::policy_in_mode(Some(mode), &self.policy));
+        self.hitl.set_policy(agent_api::kit::hitl::policy_in_mode(
+            Some(mode),
+            &self.policy,
+        ));
     }
 
     /// Whether the client advertises `fs/read_text_file` and `fs/write_text_file`.
@@ -150,16 +188,23 @@ impl Requests {
         params: Value,
     ) -> Vec<Value> {
         match method {
-            "session/request_permission" => match serde_json::from_value::<RequestPermissionRequest>(params) {
-                Ok(request) => self.permission(t, peer, id, request),
-                Err(_) => {
-                    t.status("malformed_request", Some(method.to_string()));
-                    vec![peer.error_response(&id, -32602, "invalid params")]
+            "session/request_permission" => {
+                match serde_json::from_value::<RequestPermissionRequest>(params) {
+                    Ok(request) => self.permission(t, peer, id, request),
+                    Err(_) => {
+                        t.status("malformed_request", Some(method.to_string()));
+                        vec![peer.error_response(&id, -32602, "invalid params")]
+                    }
                 }
-            },
-            "fs/read_text_file" | "fs/write_text_file" => self.fs(t, peer, id, method, params).into_iter().collect(),
+            }
+            "fs/read_text_file" | "fs/write_text_file" => {
+                self.fs(t, peer, id, method, params).into_iter().collect()
+            }
             other => {
-                t.status("unknown_agent_request", Some(utf8_prefix(other, 128).to_string()));
+                t.status(
+                    "unknown_agent_request",
+                    Some(utf8_prefix(other, 128).to_string()),
+                );
                 vec![peer.error_response(&id, METHOD_NOT_FOUND, "method not handled by agent_api")]
             }
         }
@@ -184,8 +229,14 @@ impl Requests {
         }
         let kind = fields.kind.unwrap_or_default();
         let title = fields.title.clone().unwrap_or_default();
-        let path = fields.locations.as_ref().and_then(|l| l.first()).map(|l| l.path.display().to_string());
-        let mut details = PermissionDetails::default().call_id(Some(request.tool_call.tool_call_id.0.as_ref())).file(path);
+        let path = fields
+            .locations
+            .as_ref()
+            .and_then(|l| l.first())
+            .map(|l| l.path.display().to_string());
+        let mut details = PermissionDetails::default()
+            .call_id(Some(request.tool_call.tool_call_id.0.as_ref()))
+            .file(path);
         // A file change shows what it would write: the paths and diffs of its `diff` contents.
         let diffs: Vec<(String, String)> = fields
             .content
@@ -194,41 +245,82 @@ impl Requests {
             .filter_map(|content| match content {
                 ToolCallContent::Diff(diff) => Some((
                     diff.path.display().to_string(),
-                    agent_api::kit::transcript::replacement_diff(diff.old_text.as_deref(), &diff.new_text),
+                    agent_api::kit::transcript::replacement_diff(
+                        diff.old_text.as_deref(),
+                        &diff.new_text,
+                    ),
                 )),
                 _ => None,
             })
             .collect();
         if !diffs.is_empty() {
-            details = details.changes(diffs.iter().map(|(path, diff)| (path.as_str(), Some(diff.as_str()))));
+            details = details.changes(
+                diffs
+                    .iter()
+                    .map(|(path, diff)| (path.as_str(), Some(diff.as_str()))),
+            );
         }
         if kind == ToolKind::Execute {
             // The command its tool call item names (`ToolMeta.command`), not a description of it.
-            let shell = crate::updates::shell_fields(ToolMeta::default(), fields.raw_input.as_ref(), &title);
+            let shell = crate::updates::shell_fields(
+                ToolMeta::default(),
+                fields.raw_input.as_ref(),
+                &title,
+            );
             details = details.command(shell.command).cwd(shell.cwd);
         }
         let action = format!("{}: {}", kind_name(kind), utf8_prefix(&title, 256));
-        let options: Vec<Value> =
-            request.options.iter().map(|o| json!({"option_id": o.option_id.0.as_ref(), "kind": to_value(&o.kind)})).collect();
+        let options: Vec<Value> = request
+            .options
+            .iter()
+            .map(|o| json!({"option_id": o.option_id.0.as_ref(), "kind": to_value(&o.kind)}))
+            .collect();
         let metadata = json!({"options": options});
-        let native =
-            PermissionRequest::new(id_key(&id), category(kind), action).tool_name(kind_name(kind)).details(details).metadata(metadata);
+        let native = PermissionRequest::new(id_key(&id), category(kind), action)
+            .tool_name(kind_name(kind))
+            .details(details)
+            .metadata(metadata);
         let tool_call_id = request.tool_call.tool_call_id.0.to_string();
         if matches!(self.fs, FsMode::Recorded) {
-            self.offered.insert(id_key(&id), (request.options.clone(), tool_call_id.clone()));
+            self.offered
+                .insert(id_key(&id), (request.options.clone(), tool_call_id.clone()));
         }
-        let pending = PendingPermission { rpc_id: id, options: request.options, tool_call_id };
-        self.hitl.request_permission(t, native, pending).map(|d| self.answer(peer, d)).into_iter().collect()
+        let pending = PendingPermission {
+            rpc_id: id,
+            options: request.options,
+            tool_call_id,
+        };
+        self.hitl
+            .request_permission(t, native, pending)
+            .map(|d| self.answer(peer, d))
+            .into_iter()
+            .collect()
     }
 
     /// Plan mode's exit as its typed question; the reply waits for the caller's answer.
-    fn ask_exit_plan(&mut self, t: &mut Transcript, id: Value, request: RequestPermissionRequest, plan: &str) {
+    fn ask_exit_plan(
+        &mut self,
+        t: &mut Transcript,
+        id: Value,
+        request: RequestPermissionRequest,
+        plan: &str,
+    ) {
         let tool_call_id = request.tool_call.tool_call_id.0.to_string();
-        let question = QuestionRequest::exit_plan(id_key(&id), plan).call_id(Some(tool_call_id.clone()));
+        let question =
+            QuestionRequest::exit_plan(id_key(&id), plan).call_id(Some(tool_call_id.clone()));
         if matches!(self.fs, FsMode::Recorded) {
-            self.offered.insert(id_key(&id), (request.options.clone(), tool_call_id.clone()));
+            self.offered
+                .insert(id_key(&id), (request.options.clone(), tool_call_id.clone()));
         }
-        self.hitl.request_question(t, question, PendingPermission { rpc_id: id, options: request.options, tool_call_id });
+        self.hitl.request_question(
+            t,
+            question,
+            PendingPermission {
+                rpc_id: id,
+                options: request.options,
+                tool_call_id,
+            },
+        );
     }
 
     /// The caller's answer to plan mode's exit question `id`: the agent's option that leaves plan
@@ -244,19 +336,33 @@ impl Requests {
         Ok(self.exit_plan_reply(peer, answered.native, plan_exit::approves(&answered.answer)))
     }
 
-    fn exit_plan_reply(&mut self, peer: &RpcPeer<crate::protocol::Pending>, pending: PendingPermission, approved: bool) -> Value {
+    fn exit_plan_reply(
+        &mut self,
+        peer: &RpcPeer<crate::protocol::Pending>,
+        pending: PendingPermission,
+        approved: bool,
+    ) -> Value {
         if !approved {
             self.denied.push(pending.tool_call_id.clone());
         }
         let outcome = match plan_exit::option(&pending.options, approved) {
-            Some(option) => RequestPermissionOutcome::Selected(SelectedPermissionOutcome::new(option.option_id.clone())),
+            Some(option) => RequestPermissionOutcome::Selected(SelectedPermissionOutcome::new(
+                option.option_id.clone(),
+            )),
             None => RequestPermissionOutcome::Cancelled,
         };
-        peer.response(&pending.rpc_id, to_value(&RequestPermissionResponse::new(outcome)))
+        peer.response(
+            &pending.rpc_id,
+            to_value(&RequestPermissionResponse::new(outcome)),
+        )
     }
 
     /// The reply to a decided permission; a refused tool call is noted for [`Requests::take_denied`].
-    fn answer(&mut self, peer: &RpcPeer<crate::protocol::Pending>, decided: Decided<PendingPermission>) -> Value {
+    fn answer(
+        &mut self,
+        peer: &RpcPeer<crate::protocol::Pending>,
+        decided: Decided<PendingPermission>,
+    ) -> Value {
         if !decided.decision.is_approval() {
             self.denied.push(decided.native.tool_call_id.clone());
         }
@@ -282,8 +388,17 @@ impl Requests {
     }
 
     /// The run stops: every pending request is answered `cancelled` (an exit question too).
-    pub fn cancel_all(&mut self, t: &mut Transcript, peer: &RpcPeer<crate::protocol::Pending>) -> Vec<Value> {
-        let mut replies: Vec<Value> = self.hitl.cancel_permissions(t).into_iter().map(|d| reply(peer, d)).collect();
+    pub fn cancel_all(
+        &mut self,
+        t: &mut Transcript,
+        peer: &RpcPeer<crate::protocol::Pending>,
+    ) -> Vec<Value> {
+        let mut replies: Vec<Value> = self
+            .hitl
+            .cancel_permissions(t)
+            .into_iter()
+            .map(|d| reply(peer, d))
+            .collect();
         for answered in self.hitl.cancel_questions(t) {
             let cancelled = RequestPermissionResponse::new(RequestPermissionOutcome::Cancelled);
             replies.push(peer.response(&answered.native.rpc_id, to_value(&cancelled)));
@@ -294,17 +409,30 @@ impl Requests {
     /// Replay: the recorded client answered request `id` with `result` (`None`: an error).
     pub fn on_recorded_answer(&mut self, t: &mut Transcript, id: &Value, result: Option<&Value>) {
         let Some(result) = result else { return };
-        let Ok(response) = serde_json::from_value::<RequestPermissionResponse>(result.clone()) else { return };
+        let Ok(response) = serde_json::from_value::<RequestPermissionResponse>(result.clone())
+        else {
+            return;
+        };
         let key = id_key(id);
-        let Some((options, tool_call_id)) = self.offered.remove(&key) else { return };
+        let Some((options, tool_call_id)) = self.offered.remove(&key) else {
+            return;
+        };
         let approved = match &response.outcome {
             RequestPermissionOutcome::Selected(s) => options.iter().any(|o| {
-                o.option_id == s.option_id && matches!(o.kind, PermissionOptionKind::AllowOnce | PermissionOptionKind::AllowAlways)
+                o.option_id == s.option_id
+                    && matches!(
+                        o.kind,
+                        PermissionOptionKind::AllowOnce | PermissionOptionKind::AllowAlways
+                    )
             }),
             _ => false,
         };
         if self.hitl.question(&key).is_some() {
-            self.hitl.recorded_answer(t, &key, Some(EXIT_PLAN_OPTIONS[usize::from(!approved)].to_string()));
+            self.hitl.recorded_answer(
+                t,
+                &key,
+                Some(EXIT_PLAN_OPTIONS[usize::from(!approved)].to_string()),
+            );
         } else {
             self.hitl.recorded_permission(t, &key, approved);
         }
@@ -323,32 +451,58 @@ impl Requests {
     ) -> Option<Value> {
         let (fs, empty_on_missing) = match &self.fs {
             FsMode::Recorded => {
-                let path = params.get("path").and_then(Value::as_str).map(|p| utf8_prefix(p, 512).to_string());
+                let path = params
+                    .get("path")
+                    .and_then(Value::as_str)
+                    .map(|p| utf8_prefix(p, 512).to_string());
                 t.status(method.replace('/', "_"), path);
                 return None;
             }
             FsMode::Off => {
-                t.status("fs_refused", Some("the client does not serve the file system".into()));
-                return Some(peer.error_response(&id, METHOD_NOT_FOUND, "file system not offered by this client"));
+                t.status(
+                    "fs_refused",
+                    Some("the client does not serve the file system".into()),
+                );
+                return Some(peer.error_response(
+                    &id,
+                    METHOD_NOT_FOUND,
+                    "file system not offered by this client",
+                ));
             }
-            FsMode::Confined { fs, empty_on_missing } => (fs, *empty_on_missing),
+            FsMode::Confined {
+                fs,
+                empty_on_missing,
+            } => (fs, *empty_on_missing),
         };
         // The path as the agent asked, for the status event of a refusal (bounded; shown inert).
-        let asked = params.get("path").and_then(Value::as_str).map(|p| utf8_prefix(p, 512).to_string()).unwrap_or_default();
+        let asked = params
+            .get("path")
+            .and_then(Value::as_str)
+            .map(|p| utf8_prefix(p, 512).to_string())
+            .unwrap_or_default();
         let result = if method == "fs/read_text_file" {
-            serde_json::from_value::<ReadTextFileRequest>(params).map_err(|_| None).and_then(|r| match fs.read(&r) {
-                Ok(text) => Ok(to_value(&ReadTextFileResponse::new(text))),
-                Err(FileRefusal::NotFound) if empty_on_missing => Ok(to_value(&ReadTextFileResponse::new(""))),
-                Err(e) => Err(Some(e)),
-            })
+            serde_json::from_value::<ReadTextFileRequest>(params)
+                .map_err(|_| None)
+                .and_then(|r| match fs.read(&r) {
+                    Ok(text) => Ok(to_value(&ReadTextFileResponse::new(text))),
+                    Err(FileRefusal::NotFound) if empty_on_missing => {
+                        Ok(to_value(&ReadTextFileResponse::new("")))
+                    }
+                    Err(e) => Err(Some(e)),
+                })
         } else {
-            serde_json::from_value::<WriteTextFileRequest>(params).map_err(|_| None).and_then(|r| match fs.write(&r) {
-                Ok(path) => {
-                    t.status("fs_write", Some(utf8_prefix(&path.display().to_string(), 512).to_string()));
-                    Ok(to_value(&WriteTextFileResponse::new()))
-                }
-                Err(e) => Err(Some(e)),
-            })
+            serde_json::from_value::<WriteTextFileRequest>(params)
+                .map_err(|_| None)
+                .and_then(|r| match fs.write(&r) {
+                    Ok(path) => {
+                        t.status(
+                            "fs_write",
+                            Some(utf8_prefix(&path.display().to_string(), 512).to_string()),
+                        );
+                        Ok(to_value(&WriteTextFileResponse::new()))
+                    }
+                    Err(e) => Err(Some(e)),
+                })
         };
         Some(match result {
             Ok(value) => peer.response(&id, value),
@@ -357,7 +511,10 @@ impl Requests {
                 peer.error_response(&id, -32602, "invalid params")
             }
             Err(Some(refusal)) => {
-                t.status(status_label(&refusal), Some(format!("{method} {asked}: {refusal}")));
+                t.status(
+                    status_label(&refusal),
+                    Some(format!("{method} {asked}: {refusal}")),
+                );
                 peer.error_response(&id, error_code(&refusal), &refusal.to_string())
             }
         })

@@ -33,11 +33,20 @@ impl Retry {
         let line = line.strip_prefix("[Persistent] ").unwrap_or(line);
         let rest = line.trim_start().strip_prefix("Attempt ")?;
         let failure = &line[..line.find(". Retrying")?];
-        let attempt = rest.split(|c: char| !c.is_ascii_digit()).next()?.parse().ok()?;
+        let attempt = rest
+            .split(|c: char| !c.is_ascii_digit())
+            .next()?
+            .parse()
+            .ok()?;
         // "failed with status 429", "failed with 429 error", or a status named in the message.
-        let after_with = failure.split_once("failed with ").map(|(_, tail)| tail.trim_start_matches("status ").trim_start());
+        let after_with = failure
+            .split_once("failed with ")
+            .map(|(_, tail)| tail.trim_start_matches("status ").trim_start());
         let status = after_with
-            .and_then(|tail| tail.get(..3).filter(|d| d.bytes().all(|b| b.is_ascii_digit())))
+            .and_then(|tail| {
+                tail.get(..3)
+                    .filter(|d| d.bytes().all(|b| b.is_ascii_digit()))
+            })
             .and_then(|d| d.parse().ok())
             .or_else(|| crate::errors::status_in(failure));
         let words = LimitWords::in_text(failure);
@@ -46,14 +55,23 @@ impl Retry {
         // `Retrying after 5000ms`, `Retrying after explicit delay of 5000ms`, `Retrying in 30s`.
         let (_, retrying) = line.split_once(". Retrying")?;
         let digits = retrying.trim_start_matches(|c: char| !c.is_ascii_digit());
-        let number = digits.split(|c: char| !c.is_ascii_digit()).next().and_then(|n| n.parse::<u64>().ok());
+        let number = digits
+            .split(|c: char| !c.is_ascii_digit())
+            .next()
+            .and_then(|n| n.parse::<u64>().ok());
         let unit = digits.trim_start_matches(|c: char| c.is_ascii_digit());
         let delay = number.and_then(|n| match () {
             _ if unit.starts_with("ms") => Some(Duration::from_millis(n)),
             _ if unit.starts_with('s') => Some(Duration::from_secs(n)),
             _ => None,
         });
-        Some(Retry { attempt, status, delay, limited, overloaded })
+        Some(Retry {
+            attempt,
+            status,
+            delay,
+            limited,
+            overloaded,
+        })
     }
 
     /// The retry `line` reports, if any, written to `transcript` ([`Retry::emit`]): what a
@@ -66,13 +84,24 @@ impl Retry {
 
     /// Writes the `api_retry` status, and the `rate_limited` notice for a limit or overload.
     pub fn emit(&self, transcript: &mut Transcript) {
-        let status = self.status.map_or("no HTTP status".to_string(), |s| format!("HTTP {s}"));
-        let delay = self.delay.map_or(String::new(), |d| format!(", retrying in {} ms", d.as_millis()));
-        transcript.status("api_retry", Some(format!("attempt {} failed: {status}{delay}", self.attempt)));
+        let status = self
+            .status
+            .map_or("no HTTP status".to_string(), |s| format!("HTTP {s}"));
+        let delay = self.delay.map_or(String::new(), |d| {
+            format!(", retrying in {} ms", d.as_millis())
+        });
+        transcript.status(
+            "api_retry",
+            Some(format!("attempt {} failed: {status}{delay}", self.attempt)),
+        );
         if self.limited || self.overloaded {
             let mut notice = RateLimitNotice::default();
-            (notice.status, notice.overloaded, notice.attempt, notice.retry_after) =
-                (self.status, self.overloaded, Some(self.attempt), self.delay);
+            (
+                notice.status,
+                notice.overloaded,
+                notice.attempt,
+                notice.retry_after,
+            ) = (self.status, self.overloaded, Some(self.attempt), self.delay);
             notice.emit(transcript);
         }
     }
@@ -84,16 +113,40 @@ mod tests {
 
     #[test]
     fn each_retry_line_shape_is_read_and_the_last_attempt_is_not_a_retry() {
-        let overloaded = Retry::in_line("Attempt 1 failed: The model is overloaded (mock). Retrying after 5123ms...").unwrap();
-        assert_eq!((overloaded.attempt, overloaded.status, overloaded.overloaded), (1, None, true));
+        let overloaded = Retry::in_line(
+            "Attempt 1 failed: The model is overloaded (mock). Retrying after 5123ms...",
+        )
+        .unwrap();
+        assert_eq!(
+            (overloaded.attempt, overloaded.status, overloaded.overloaded),
+            (1, None, true)
+        );
         assert_eq!(overloaded.delay, Some(Duration::from_millis(5123)));
-        let limited = Retry::in_line("Attempt 2 failed with status 429. Retrying with backoff...").unwrap();
-        assert_eq!((limited.attempt, limited.status, limited.limited, limited.delay), (2, Some(429), true, None));
-        let no_header = Retry::in_line("Attempt 3 failed with 429 error (no Retry-After header). Retrying with backoff...").unwrap();
+        let limited =
+            Retry::in_line("Attempt 2 failed with status 429. Retrying with backoff...").unwrap();
+        assert_eq!(
+            (
+                limited.attempt,
+                limited.status,
+                limited.limited,
+                limited.delay
+            ),
+            (2, Some(429), true, None)
+        );
+        let no_header = Retry::in_line(
+            "Attempt 3 failed with 429 error (no Retry-After header). Retrying with backoff...",
+        )
+        .unwrap();
         assert_eq!((no_header.status, no_header.limited), (Some(429), true));
-        let server = Retry::in_line("Attempt 1 failed with status 500. Retrying with backoff...").unwrap();
+        let server =
+            Retry::in_line("Attempt 1 failed with status 500. Retrying with backoff...").unwrap();
         assert!(!server.limited && !server.overloaded);
-        assert_eq!(Retry::in_line("Attempt 1 failed: The model is overloaded (mock). Max attempts reached"), None);
+        assert_eq!(
+            Retry::in_line(
+                "Attempt 1 failed: The model is overloaded (mock). Max attempts reached"
+            ),
+            None
+        );
         assert_eq!(Retry::in_line("YOLO mode is enabled."), None);
     }
 
@@ -101,7 +154,15 @@ mod tests {
     fn qwen_debug_log_lines_are_read_with_their_delays() {
         let backoff = "2026-11-25T19:00:00.000Z [WARN] [RETRY] Attempt 1 failed with status 429. Retrying with backoff... Error: 429 quota";
         let limited = Retry::in_line(backoff).unwrap();
-        assert_eq!((limited.attempt, limited.status, limited.limited, limited.delay), (1, Some(429), true, None));
+        assert_eq!(
+            (
+                limited.attempt,
+                limited.status,
+                limited.limited,
+                limited.delay
+            ),
+            (1, Some(429), true, None)
+        );
         let server = Retry::in_line(
             "2026-11-25T19:00:01.000Z [ERROR] [RETRY] Attempt 2 failed with status 500. Retrying with backoff... Error: overloaded?",
         )
@@ -112,30 +173,53 @@ mod tests {
             "words after the retry are the error's, not read"
         );
         let explicit = "… [WARN] [RETRY] Attempt 3 failed with status 429. Retrying after explicit delay of 5000ms... Error";
-        assert_eq!(Retry::in_line(explicit).unwrap().delay, Some(Duration::from_millis(5000)));
+        assert_eq!(
+            Retry::in_line(explicit).unwrap().delay,
+            Some(Duration::from_millis(5000))
+        );
         let persistent = "… [WARN] [RETRY] [Persistent] Attempt 4 failed with status 429. Retrying in 30s... Error";
         let persistent = Retry::in_line(persistent).unwrap();
-        assert_eq!((persistent.attempt, persistent.delay), (4, Some(Duration::from_secs(30))));
-        assert_eq!(Retry::in_line("2026-11-25T19:00:00.000Z [DEBUG] [CONFIG] Attempt nothing"), None);
+        assert_eq!(
+            (persistent.attempt, persistent.delay),
+            (4, Some(Duration::from_secs(30)))
+        );
+        assert_eq!(
+            Retry::in_line("2026-11-25T19:00:00.000Z [DEBUG] [CONFIG] Attempt nothing"),
+            None
+        );
     }
 
     #[test]
     fn a_retry_is_an_api_retry_status_and_a_limit_also_rate_limited_without_the_agents_text() {
         let mut t = Transcript::new("sess_retry".into(), false);
-        Retry::in_line("Attempt 1 failed: The model is overloaded (secret detail). Retrying after 5000ms...").unwrap().emit(&mut t);
-        Retry::in_line("Attempt 1 failed with status 500. Retrying with backoff...").unwrap().emit(&mut t);
+        Retry::in_line(
+            "Attempt 1 failed: The model is overloaded (secret detail). Retrying after 5000ms...",
+        )
+        .unwrap()
+        .emit(&mut t);
+        Retry::in_line("Attempt 1 failed with status 500. Retrying with backoff...")
+            .unwrap()
+            .emit(&mut t);
         let statuses: Vec<(String, String)> = t
             .drain()
             .filter_map(|e| e.completed_item().cloned())
             .flat_map(|i| i.content)
             .filter_map(|p| match p {
-                agent_api::universal::ContentPart::Status { label, detail } => Some((label, detail.unwrap_or_default())),
+                agent_api::universal::ContentPart::Status { label, detail } => {
+                    Some((label, detail.unwrap_or_default()))
+                }
                 _ => None,
             })
             .collect();
         let labels: Vec<&str> = statuses.iter().map(|(l, _)| l.as_str()).collect();
         assert_eq!(labels, ["api_retry", "rate_limited", "api_retry"]);
-        assert!(statuses.iter().all(|(_, d)| !d.contains("secret detail")), "{statuses:?}");
-        assert!(statuses[1].1.starts_with("overloaded") && statuses[1].1.contains("retry after 5 s"), "{statuses:?}");
+        assert!(
+            statuses.iter().all(|(_, d)| !d.contains("secret detail")),
+            "{statuses:?}"
+        );
+        assert!(
+            statuses[1].1.starts_with("overloaded") && statuses[1].1.contains("retry after 5 s"),
+            "{statuses:?}"
+        );
     }
 }

@@ -21,7 +21,8 @@ use agent_api::kit::transcript::{NewItem, Transcript};
 use agent_api::run::{FacetKind, ToolBytes};
 use agent_api::universal::{ContentPart, FileAction, ItemRole, ReasoningVisibility, ToolMeta};
 use agent_client_protocol_schema::{
-    ContentBlock, Plan, SessionUpdate, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolKind,
+    ContentBlock, Plan, SessionUpdate, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus,
+    ToolCallUpdate, ToolKind,
 };
 use serde_json::{json, Value};
 
@@ -107,7 +108,10 @@ impl CallState {
             self.content.clone_from(content);
         }
         if let Some(locations) = &f.locations {
-            self.paths = locations.iter().map(|l| l.path.display().to_string()).collect();
+            self.paths = locations
+                .iter()
+                .map(|l| l.path.display().to_string())
+                .collect();
         }
         if f.raw_input.is_some() {
             self.raw_input.clone_from(&f.raw_input);
@@ -123,7 +127,11 @@ impl CallState {
             kind: call.kind,
             status: Some(call.status),
             content: call.content.clone(),
-            paths: call.locations.iter().map(|l| l.path.display().to_string()).collect(),
+            paths: call
+                .locations
+                .iter()
+                .map(|l| l.path.display().to_string())
+                .collect(),
             raw_input: call.raw_input.clone(),
             raw_output: call.raw_output.clone(),
             result_item: None,
@@ -147,13 +155,16 @@ impl CallState {
     /// agent's own extras) says nothing, so such a call is named by its title.
     fn tool_name(&self) -> String {
         match (self.kind, self.title.trim()) {
-            (ToolKind::Other, title) if !title.is_empty() => utf8_prefix(title, TOOL_NAME_BOUND).to_string(),
+            (ToolKind::Other, title) if !title.is_empty() => {
+                utf8_prefix(title, TOOL_NAME_BOUND).to_string()
+            }
             (kind, _) => kind_name(kind),
         }
     }
 
     fn arguments(&self) -> String {
-        let mut args = json!({"title": utf8_prefix(&self.title, DETAIL_BOUND), "kind": kind_name(self.kind)});
+        let mut args =
+            json!({"title": utf8_prefix(&self.title, DETAIL_BOUND), "kind": kind_name(self.kind)});
         if self.kind == ToolKind::Execute {
             args["command"] = json!(utf8_prefix(&self.title, DETAIL_BOUND));
         }
@@ -171,11 +182,22 @@ impl CallState {
             match part {
                 ToolCallContent::Content(c) => text.push_str(&block_text(&c.content)),
                 ToolCallContent::Diff(d) => {
-                    let action = if d.old_text.is_none() { FileAction::Write } else { FileAction::Patch };
+                    let action = if d.old_text.is_none() {
+                        FileAction::Write
+                    } else {
+                        FileAction::Patch
+                    };
                     let diff = unified(d.old_text.as_deref().unwrap_or(""), &d.new_text);
-                    files.push(ContentPart::FileRef { path: d.path.display().to_string(), action, diff: Some(diff) });
+                    files.push(ContentPart::FileRef {
+                        path: d.path.display().to_string(),
+                        action,
+                        diff: Some(diff),
+                    });
                 }
-                ToolCallContent::Terminal(t) => text.push_str(&format!("[terminal {}]", utf8_prefix(&t.terminal_id.0, 128))),
+                ToolCallContent::Terminal(t) => text.push_str(&format!(
+                    "[terminal {}]",
+                    utf8_prefix(&t.terminal_id.0, 128)
+                )),
                 _ => {}
             }
         }
@@ -193,7 +215,9 @@ fn unified(old: &str, new: &str) -> String {
 
 /// An exit code from a tool's raw output, where the agent gives one.
 fn exit_code(raw: &Value) -> Option<i64> {
-    ["exitCode", "exit_code", "code"].iter().find_map(|k| raw.get(k)?.as_i64())
+    ["exitCode", "exit_code", "code"]
+        .iter()
+        .find_map(|k| raw.get(k)?.as_i64())
 }
 
 /// The open message or reasoning item of the current turn.
@@ -232,11 +256,21 @@ impl Updates {
             return self.history(t, update);
         }
         match update {
-            SessionUpdate::AgentMessageChunk(c) => self.stream(t, Stream::Message, &block_text(&c.content)),
-            SessionUpdate::AgentThoughtChunk(c) => self.stream(t, Stream::Thought, &block_text(&c.content)),
+            SessionUpdate::AgentMessageChunk(c) => {
+                self.stream(t, Stream::Message, &block_text(&c.content))
+            }
+            SessionUpdate::AgentThoughtChunk(c) => {
+                self.stream(t, Stream::Thought, &block_text(&c.content))
+            }
             SessionUpdate::UserMessageChunk(c) => {
                 self.close_stream(t);
-                t.status("history", Some(format!("user: {}", utf8_prefix(&block_text(&c.content), DETAIL_BOUND))));
+                t.status(
+                    "history",
+                    Some(format!(
+                        "user: {}",
+                        utf8_prefix(&block_text(&c.content), DETAIL_BOUND)
+                    )),
+                );
             }
             SessionUpdate::ToolCall(mut call) => {
                 self.absolute(&mut call.locations, &mut call.content);
@@ -244,7 +278,10 @@ impl Updates {
             }
             SessionUpdate::ToolCallUpdate(mut update) => {
                 let f = &mut update.fields;
-                self.absolute(f.locations.get_or_insert_with(Vec::new), f.content.get_or_insert_with(Vec::new));
+                self.absolute(
+                    f.locations.get_or_insert_with(Vec::new),
+                    f.content.get_or_insert_with(Vec::new),
+                );
                 f.locations = f.locations.take().filter(|l| !l.is_empty());
                 f.content = f.content.take().filter(|c| !c.is_empty());
                 self.tool_call_update(t, update)
@@ -275,14 +312,23 @@ impl Updates {
     fn note(&mut self, t: &mut Transcript, update: SessionUpdate) {
         match update {
             SessionUpdate::AvailableCommandsUpdate(u) => {
-                t.status("available_commands", Some(format!("{} commands", u.available_commands.len())));
+                t.status(
+                    "available_commands",
+                    Some(format!("{} commands", u.available_commands.len())),
+                );
             }
             SessionUpdate::CurrentModeUpdate(u) => {
-                t.status("current_mode", Some(utf8_prefix(&u.current_mode_id.0, 128).to_string()));
+                t.status(
+                    "current_mode",
+                    Some(utf8_prefix(&u.current_mode_id.0, 128).to_string()),
+                );
             }
             SessionUpdate::UsageUpdate(u) => {
                 self.context_usage = Some((u.used, u.size));
-                t.status("context_usage", Some(format!("{} of {} tokens", u.used, u.size)));
+                t.status(
+                    "context_usage",
+                    Some(format!("{} of {} tokens", u.used, u.size)),
+                );
             }
             SessionUpdate::ConfigOptionUpdate(_) => {
                 t.status("config_options", None);
@@ -291,7 +337,9 @@ impl Updates {
                 t.status("session_info", None);
             }
             other => {
-                let kind = serde_json::to_value(&other).ok().and_then(|v| v.get("sessionUpdate")?.as_str().map(str::to_string));
+                let kind = serde_json::to_value(&other)
+                    .ok()
+                    .and_then(|v| v.get("sessionUpdate")?.as_str().map(str::to_string));
                 t.status("unknown_update", kind);
             }
         }
@@ -299,7 +347,10 @@ impl Updates {
 
     /// An update whose kind this client's schema does not have (a newer protocol version).
     pub(crate) fn unknown(&mut self, t: &mut Transcript, kind: Option<&str>) {
-        t.status("unknown_update", kind.map(|k| utf8_prefix(k, 128).to_string()));
+        t.status(
+            "unknown_update",
+            kind.map(|k| utf8_prefix(k, 128).to_string()),
+        );
     }
 
     fn history(&mut self, t: &mut Transcript, update: SessionUpdate) {
@@ -375,11 +426,17 @@ impl Updates {
             .entries
             .iter()
             .map(|e| {
-                let status = serde_json::to_value(&e.status).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+                let status = serde_json::to_value(&e.status)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .unwrap_or_default();
                 format!("[{status}] {}", utf8_prefix(&e.content, 256))
             })
             .collect();
-        t.status("todo_list", Some(utf8_prefix(&steps.join("\n"), DETAIL_BOUND).to_string()));
+        t.status(
+            "todo_list",
+            Some(utf8_prefix(&steps.join("\n"), DETAIL_BOUND).to_string()),
+        );
     }
 
     /// The permission of call `id` was refused: the call will not run, so its result fails now
@@ -426,40 +483,76 @@ impl Updates {
     fn open_call(&mut self, t: &mut Transcript, id: &str, mut state: CallState) {
         self.close_stream(t);
         let meta = state.meta();
-        let mut call = NewItem::tool_call(kind_name(state.kind), state.arguments(), id).native(id).tool(meta.clone());
+        let mut call = NewItem::tool_call(kind_name(state.kind), state.arguments(), id)
+            .native(id)
+            .tool(meta.clone());
         for path in &state.paths {
-            let action = if state.kind == ToolKind::Read { FileAction::Read } else { FileAction::Write };
-            call = call.with_part(ContentPart::FileRef { path: path.clone(), action, diff: None });
+            let action = if state.kind == ToolKind::Read {
+                FileAction::Read
+            } else {
+                FileAction::Write
+            };
+            call = call.with_part(ContentPart::FileRef {
+                path: path.clone(),
+                action,
+                diff: None,
+            });
         }
         let call_item = t.start_item(call);
         t.complete_item(&call_item);
-        let result = NewItem::tool_result(id).native(format!("{id}/result")).parent(Some(call_item)).tool(meta);
+        let result = NewItem::tool_result(id)
+            .native(format!("{id}/result"))
+            .parent(Some(call_item))
+            .tool(meta);
         state.result_item = Some(t.start_item(result));
         self.calls.insert(id.to_string(), state);
         self.call_order.push(id.to_string());
     }
 
     fn maybe_finish(&mut self, t: &mut Transcript, id: &str) {
-        let done = self.calls.get(id).and_then(|s| s.status).filter(|s| matches!(s, ToolCallStatus::Completed | ToolCallStatus::Failed));
+        let done = self
+            .calls
+            .get(id)
+            .and_then(|s| s.status)
+            .filter(|s| matches!(s, ToolCallStatus::Completed | ToolCallStatus::Failed));
         if let Some(status) = done {
             self.finish_call(t, id, status == ToolCallStatus::Failed);
         }
     }
 
     fn finish_call(&mut self, t: &mut Transcript, id: &str, failed: bool) {
-        let Some(state) = self.calls.remove(id) else { return };
+        let Some(state) = self.calls.remove(id) else {
+            return;
+        };
         self.call_order.retain(|c| c != id);
-        let Some(item) = state.result_item.clone() else { return };
+        let Some(item) = state.result_item.clone() else {
+            return;
+        };
         let (output, files) = state.outcome();
         let mut meta = state.meta();
-        let diff: u64 = files.iter().map(|p| if let ContentPart::FileRef { diff: Some(d), .. } = p { d.len() as u64 } else { 0 }).sum();
-        meta.bytes = ToolBytes { diff, ..ToolBytes::default() };
+        let diff: u64 = files
+            .iter()
+            .map(|p| {
+                if let ContentPart::FileRef { diff: Some(d), .. } = p {
+                    d.len() as u64
+                } else {
+                    0
+                }
+            })
+            .sum();
+        meta.bytes = ToolBytes {
+            diff,
+            ..ToolBytes::default()
+        };
         if meta.is_command() {
             meta.bytes.stdout = output.len() as u64;
         } else {
             meta.bytes.result = output.len() as u64;
         }
-        let mut content = vec![ContentPart::ToolResult { call_id: id.to_string(), output }];
+        let mut content = vec![ContentPart::ToolResult {
+            call_id: id.to_string(),
+            output,
+        }];
         content.extend(files);
         t.update_item(&item, |i| i.tool = Some(meta));
         if failed {

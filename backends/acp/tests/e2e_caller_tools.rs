@@ -16,7 +16,11 @@ use agent_bench::{Cli, ModelServer, Sandbox};
 
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
-async fn check<B: agent_api::AgentBackend>(cli: Cli, make: fn(AcpConfig) -> B, options: fn(RunRequest) -> RunRequest) {
+async fn check<B: agent_api::AgentBackend>(
+    cli: Cli,
+    make: fn(AcpConfig) -> B,
+    options: fn(RunRequest) -> RunRequest,
+) {
     if agent_bench::e2e_enabled_or_explain(cli).is_none() {
         return;
     }
@@ -47,17 +51,24 @@ async fn e2e_gemini_calls_a_caller_tool_and_its_server_is_gone_after_the_run_and
 }
 
 #[tokio::test]
-async fn e2e_qwen_finds_the_deferred_caller_tool_calls_it_and_its_server_is_gone_after_the_run_and_on_cancel() {
+async fn e2e_qwen_finds_the_deferred_caller_tool_calls_it_and_its_server_is_gone_after_the_run_and_on_cancel(
+) {
     check(Cli::Qwen, QwenBackend::new, |r| r).await;
 }
 
 /// Print mode cannot ask: the approve-all policy pre-approves the server (`--allowed-tools mcp__NAME`).
 #[tokio::test]
 async fn e2e_qwen_print_calls_a_caller_tool_its_policy_pre_approves() {
-    check(Cli::Qwen, QwenBackend::new, |r| r.with_options(&QwenOptions::default().interface(QwenInterface::Print))).await;
+    check(Cli::Qwen, QwenBackend::new, |r| {
+        r.with_options(&QwenOptions::default().interface(QwenInterface::Print))
+    })
+    .await;
 }
 
 #[tokio::test]
 async fn e2e_qwen_stream_json_calls_a_caller_tool_served_as_a_streamable_http_server() {
-    check(Cli::Qwen, QwenBackend::new, |r| r.with_options(&QwenOptions::default().interface(QwenInterface::StreamJson))).await;
+    check(Cli::Qwen, QwenBackend::new, |r| {
+        r.with_options(&QwenOptions::default().interface(QwenInterface::StreamJson))
+    })
+    .await;
 }

@@ -54,7 +54,13 @@ async fn first_run(backend: &dyn AgentBackend, cli: Cli) -> String {
     let run = record(backend.run(request(cli, "first")).await.unwrap()).await;
     assert_conformant(&run);
     let done = run.completion.as_ref().unwrap();
-    assert!(done.final_text.as_deref().unwrap_or_default().ends_with("last=first"), "{done:?}");
+    assert!(
+        done.final_text
+            .as_deref()
+            .unwrap_or_default()
+            .ends_with("last=first"),
+        "{done:?}"
+    );
     done.native_session_id.clone().expect("a native session id")
 }
 
@@ -72,7 +78,12 @@ fn gemini_load_race(cli: Cli, error: &AgentError, id: &str) -> bool {
 
 /// The `history` status details of `events`.
 fn history(events: &[agent_api::UniversalEvent]) -> Vec<String> {
-    events.iter().filter_map(status_of).filter(|(label, _)| *label == "history").map(|(_, d)| d.unwrap_or_default().to_string()).collect()
+    events
+        .iter()
+        .filter_map(status_of)
+        .filter(|(label, _)| *label == "history")
+        .map(|(_, d)| d.unwrap_or_default().to_string())
+        .collect()
 }
 
 /// The earlier turn came back as `history` items. Qwen 0.15.10 replays only the user's side:
@@ -80,17 +91,31 @@ fn history(events: &[agent_api::UniversalEvent]) -> Vec<String> {
 /// file then holds the user message alone), so its model does not see that answer either.
 fn replayed_as_history(history: &[String], cli: Cli) {
     // Consecutive user messages (Gemini's own context message, then ours) make one item.
-    assert!(history.iter().any(|h| h.starts_with("user: ") && h.ends_with("first")), "{history:?}");
-    let answer = history.iter().any(|h| h.starts_with("assistant: echo: ") && h.ends_with("last=first"));
+    assert!(
+        history
+            .iter()
+            .any(|h| h.starts_with("user: ") && h.ends_with("first")),
+        "{history:?}"
+    );
+    let answer = history
+        .iter()
+        .any(|h| h.starts_with("assistant: echo: ") && h.ends_with("last=first"));
     assert_eq!(answer, cli == Cli::Gemini, "{history:?}");
 }
 
 async fn load_in_a_new_process(cli: Cli) {
-    let Some((_server, sandbox)) = bench(cli).await else { return };
+    let Some((_server, sandbox)) = bench(cli).await else {
+        return;
+    };
     let backend = backend(&sandbox, cli);
     let id = first_run(&*backend, cli).await;
-    let resumed: RunRecord =
-        record(backend.run(request(cli, "second").with_session(SessionSelector::Resume(id.clone().into()))).await.unwrap()).await;
+    let resumed: RunRecord = record(
+        backend
+            .run(request(cli, "second").with_session(SessionSelector::Resume(id.clone().into())))
+            .await
+            .unwrap(),
+    )
+    .await;
     assert_conformant(&resumed);
     assert!(processes_in(&sandbox.cwd).is_empty());
     let done = match &resumed.completion {
@@ -100,14 +125,23 @@ async fn load_in_a_new_process(cli: Cli) {
     };
     let expected = format!("echo: user_turns={} ", context_turns(cli) + 2);
     let text = done.final_text.clone().unwrap_or_default();
-    assert!(text.starts_with(&expected) && text.ends_with("last=second"), "{text}");
+    assert!(
+        text.starts_with(&expected) && text.ends_with("last=second"),
+        "{text}"
+    );
     assert_eq!(done.native_session_id.as_deref(), Some(id.as_str()));
     replayed_as_history(&history(&resumed.universal), cli);
-    assert_eq!(resumed.assistant_messages(), vec![text], "the replayed answer is no new output");
+    assert_eq!(
+        resumed.assistant_messages(),
+        vec![text],
+        "the replayed answer is no new output"
+    );
 }
 
 async fn warm_session_from_a_native_id(cli: Cli) {
-    let Some((_server, sandbox)) = bench(cli).await else { return };
+    let Some((_server, sandbox)) = bench(cli).await else {
+        return;
+    };
     let backend = backend(&sandbox, cli);
     let id = first_run(&*backend, cli).await;
     let template = request(cli, "").with_session(SessionSelector::Resume(id.clone().into()));
@@ -129,12 +163,18 @@ async fn warm_session_from_a_native_id(cli: Cli) {
         };
         let text = done.final_text.clone().unwrap_or_default();
         let expected = format!("echo: user_turns={} ", context_turns(cli) + n + 2);
-        assert!(text.starts_with(&expected) && text.ends_with(&format!("last={prompt}")), "{text}");
+        assert!(
+            text.starts_with(&expected) && text.ends_with(&format!("last={prompt}")),
+            "{text}"
+        );
         assert_eq!(session.process_id(), pid);
     }
     assert_eq!(session.native_session_id().as_deref(), Some(id.as_str()));
     replayed_as_history(&history(&record.turns[0].universal), cli);
-    assert!(history(&record.turns[1].universal).is_empty(), "history is replayed once");
+    assert!(
+        history(&record.turns[1].universal).is_empty(),
+        "history is replayed once"
+    );
     record.trailing = session.close().await.unwrap();
     assert_session_conformant(&record);
 }
@@ -168,22 +208,57 @@ async fn a_caller_chosen_session_id_names_the_session_and_resumes_on_the_one_way
     use agent_api_qwen::{QwenInterface, QwenOptions};
     let chosen = "0b6c4f1e-2a3d-4e5f-8a9b-0c1d2e3f4a5b";
     for cli in [Cli::Gemini, Cli::Qwen] {
-        let Some((_server, sandbox)) = bench(cli).await else { return };
+        let Some((_server, sandbox)) = bench(cli).await else {
+            return;
+        };
         let backend = backend(&sandbox, cli);
         let one_way = |r: RunRequest| match cli {
-            Cli::Gemini => r.with_options(&GeminiOptions::default().interface(GeminiInterface::Headless)),
+            Cli::Gemini => {
+                r.with_options(&GeminiOptions::default().interface(GeminiInterface::Headless))
+            }
             _ => r.with_options(&QwenOptions::default().interface(QwenInterface::StreamJson)),
         };
-        let run = record(backend.run(one_way(request(cli, "first").with_new_session_id(chosen))).await.unwrap()).await;
+        let run = record(
+            backend
+                .run(one_way(request(cli, "first").with_new_session_id(chosen)))
+                .await
+                .unwrap(),
+        )
+        .await;
         assert_conformant(&run);
-        assert_eq!(run.completion.as_ref().unwrap().native_session_id.as_deref(), Some(chosen), "{cli:?}");
-        let again = one_way(request(cli, "second").with_session(SessionSelector::Resume(chosen.into())));
+        assert_eq!(
+            run.completion
+                .as_ref()
+                .unwrap()
+                .native_session_id
+                .as_deref(),
+            Some(chosen),
+            "{cli:?}"
+        );
+        let again =
+            one_way(request(cli, "second").with_session(SessionSelector::Resume(chosen.into())));
         let resumed = record(backend.run(again).await.unwrap()).await;
-        let text = resumed.completion.as_ref().unwrap().final_text.clone().unwrap_or_default();
-        assert!(text.contains(&format!("user_turns={}", 2 + context_turns(cli))), "{cli:?}: {text}");
+        let text = resumed
+            .completion
+            .as_ref()
+            .unwrap()
+            .final_text
+            .clone()
+            .unwrap_or_default();
+        assert!(
+            text.contains(&format!("user_turns={}", 2 + context_turns(cli))),
+            "{cli:?}: {text}"
+        );
 
-        let acp = backend.run(request(cli, "x").with_new_session_id(chosen)).await.map(|_| ()).unwrap_err();
-        assert!(matches!(acp, AgentError::InvalidRequest { .. }), "{cli:?}: {acp:?}");
+        let acp = backend
+            .run(request(cli, "x").with_new_session_id(chosen))
+            .await
+            .map(|_| ())
+            .unwrap_err();
+        assert!(
+            matches!(acp, AgentError::InvalidRequest { .. }),
+            "{cli:?}: {acp:?}"
+        );
         assert!(processes_in(&sandbox.cwd).is_empty());
     }
 }

@@ -33,7 +33,11 @@ fn gemini_store() -> (tempfile::TempDir, GeminiSessionStore) {
     let project = dir.path().join("tmp/shell");
     std::fs::create_dir_all(project.join("chats")).unwrap();
     std::fs::write(project.join(".project_root"), "/home/dev/work/shell").unwrap();
-    std::fs::write(project.join("chats/session-2026-11-23T17-17-ee446fbf.jsonl"), fixture("gemini/shell.jsonl")).unwrap();
+    std::fs::write(
+        project.join("chats/session-2026-11-23T17-17-ee446fbf.jsonl"),
+        fixture("gemini/shell.jsonl"),
+    )
+    .unwrap();
     let store = GeminiSessionStore::new(dir.path());
     (dir, store)
 }
@@ -43,7 +47,11 @@ fn qwen_store() -> (tempfile::TempDir, QwenSessionStore) {
     let dir = tempfile::tempdir().unwrap();
     let chats = dir.path().join("projects/-home-dev-work-shell/chats");
     std::fs::create_dir_all(&chats).unwrap();
-    std::fs::write(chats.join(format!("{QWEN_ID}.jsonl")), fixture("qwen/shell.jsonl")).unwrap();
+    std::fs::write(
+        chats.join(format!("{QWEN_ID}.jsonl")),
+        fixture("qwen/shell.jsonl"),
+    )
+    .unwrap();
     let store = QwenSessionStore::new(dir.path());
     (dir, store)
 }
@@ -52,7 +60,15 @@ fn qwen_store() -> (tempfile::TempDir, QwenSessionStore) {
 fn tool_calls(run: &RunRecord) -> Vec<(String, Value, String)> {
     run.completed_items(ItemKind::ToolCall)
         .iter()
-        .filter_map(|item| item.tool_call().map(|c| (c.name.to_string(), c.arguments_json().unwrap_or(Value::Null), c.call_id.to_string())))
+        .filter_map(|item| {
+            item.tool_call().map(|c| {
+                (
+                    c.name.to_string(),
+                    c.arguments_json().unwrap_or(Value::Null),
+                    c.call_id.to_string(),
+                )
+            })
+        })
         .collect()
 }
 
@@ -61,22 +77,47 @@ async fn check_recorded(store: &dyn SessionStore, id: &str, answer_starts: &str)
     let sessions = store.list_sessions(&SessionQuery::all()).await.unwrap();
     assert_eq!(sessions.len(), 1);
     assert_eq!(sessions[0].id, id);
-    assert_eq!(sessions[0].cwd.as_deref(), Some(Path::new("/home/dev/work/shell")));
+    assert_eq!(
+        sessions[0].cwd.as_deref(),
+        Some(Path::new("/home/dev/work/shell"))
+    );
     assert_eq!(sessions[0].first_prompt.as_deref(), Some("run the command"));
-    assert_eq!(store.list_sessions(&SessionQuery::in_dir("/home/dev/work/shell")).await.unwrap().len(), 1);
-    assert!(store.list_sessions(&SessionQuery::in_dir("/elsewhere")).await.unwrap().is_empty());
+    assert_eq!(
+        store
+            .list_sessions(&SessionQuery::in_dir("/home/dev/work/shell"))
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    assert!(store
+        .list_sessions(&SessionQuery::in_dir("/elsewhere"))
+        .await
+        .unwrap()
+        .is_empty());
 
     let run = record(store.read_session(id, true).await.unwrap()).await;
     assert_conformant(&run);
     let completion = run.completion.as_ref().unwrap();
-    assert!(completion.final_text.as_deref().unwrap().starts_with(answer_starts), "{:?}", completion.final_text);
+    assert!(
+        completion
+            .final_text
+            .as_deref()
+            .unwrap()
+            .starts_with(answer_starts),
+        "{:?}",
+        completion.final_text
+    );
     assert_eq!(completion.native_session_id.as_deref(), Some(id));
     let calls = tool_calls(&run);
     assert_eq!(calls.len(), 1);
     assert_eq!(calls[0].0, "run_shell_command");
     assert_eq!(calls[0].1["command"], "echo hi > out.txt && cat out.txt");
     assert_eq!(run.completed_items(ItemKind::ToolResult).len(), 1);
-    assert!(matches!(store.read_session("no-such-chat", false).await, Err(AgentError::SessionNotFound { .. })));
+    assert!(matches!(
+        store.read_session("no-such-chat", false).await,
+        Err(AgentError::SessionNotFound { .. })
+    ));
 }
 
 #[tokio::test]
@@ -88,7 +129,12 @@ async fn the_recorded_gemini_chat_is_listed_and_read_back() {
 #[tokio::test]
 async fn the_recorded_qwen_chat_is_listed_and_read_back() {
     let (_dir, store) = qwen_store();
-    check_recorded(&store, QWEN_ID, "Tool finished. Output was: Command: echo hi").await;
+    check_recorded(
+        &store,
+        QWEN_ID,
+        "Tool finished. Output was: Command: echo hi",
+    )
+    .await;
 }
 
 fn backend(sandbox: &Sandbox, qwen: bool) -> std::sync::Arc<dyn AgentBackend> {
@@ -105,35 +151,62 @@ fn backend(sandbox: &Sandbox, qwen: bool) -> std::sync::Arc<dyn AgentBackend> {
 
 /// After a live run of `request`, the store lists the run's session and reads it back the same.
 async fn check_live(backend: &dyn AgentBackend, cwd: &Path, request: RunRequest) {
-    let live = record(backend.run(request.with_timeout(Duration::from_secs(120))).await.unwrap()).await;
+    let live = record(
+        backend
+            .run(request.with_timeout(Duration::from_secs(120)))
+            .await
+            .unwrap(),
+    )
+    .await;
     assert_conformant(&live);
     let completion = live.completion.as_ref().unwrap();
     let id = completion.native_session_id.clone().unwrap();
     let store = backend.session_store().expect("a session store");
-    let listed = store.list_sessions(&SessionQuery::in_dir(cwd)).await.unwrap();
-    let session = listed.iter().find(|s| s.id == id).unwrap_or_else(|| panic!("{id} not in {listed:?}"));
+    let listed = store
+        .list_sessions(&SessionQuery::in_dir(cwd))
+        .await
+        .unwrap();
+    let session = listed
+        .iter()
+        .find(|s| s.id == id)
+        .unwrap_or_else(|| panic!("{id} not in {listed:?}"));
     assert_eq!(session.first_prompt.as_deref(), Some("run the command"));
     let stored = record(store.read_session(&id, false).await.unwrap()).await;
     assert_conformant(&stored);
-    assert!(completion.final_text.as_deref().unwrap().starts_with("Tool finished. Output was: "));
-    assert_eq!(stored.completion.as_ref().unwrap().final_text, completion.final_text);
+    assert!(completion
+        .final_text
+        .as_deref()
+        .unwrap()
+        .starts_with("Tool finished. Output was: "));
+    assert_eq!(
+        stored.completion.as_ref().unwrap().final_text,
+        completion.final_text
+    );
     assert_eq!(tool_calls(&live).len(), 1);
     assert_eq!(tool_calls(&stored), tool_calls(&live));
 }
 
 #[tokio::test]
 async fn e2e_a_real_gemini_headless_chat_is_listed_and_read_back_as_the_live_run() {
-    let Some(_) = agent_bench::e2e_enabled_or_explain(Cli::Gemini) else { return };
+    let Some(_) = agent_bench::e2e_enabled_or_explain(Cli::Gemini) else {
+        return;
+    };
     let server = ModelServer::start(None).await.unwrap();
     let sandbox = Sandbox::new(Cli::Gemini, &server, "shell").unwrap();
-    let options = GeminiOptions::default().interface(GeminiInterface::Headless).approval_mode(HeadlessApproval::Yolo);
-    let request = RunRequest::new("run the command").with_model(GEMINI_MODEL).with_options(&options);
+    let options = GeminiOptions::default()
+        .interface(GeminiInterface::Headless)
+        .approval_mode(HeadlessApproval::Yolo);
+    let request = RunRequest::new("run the command")
+        .with_model(GEMINI_MODEL)
+        .with_options(&options);
     check_live(&*backend(&sandbox, false), &sandbox.cwd, request).await;
 }
 
 #[tokio::test]
 async fn e2e_a_real_qwen_stream_json_chat_is_listed_and_read_back_as_the_live_run() {
-    let Some(_) = agent_bench::e2e_enabled_or_explain(Cli::Qwen) else { return };
+    let Some(_) = agent_bench::e2e_enabled_or_explain(Cli::Qwen) else {
+        return;
+    };
     let server = ModelServer::start(None).await.unwrap();
     let sandbox = Sandbox::new(Cli::Qwen, &server, "shell").unwrap();
     let request = RunRequest::new("run the command")

@@ -25,10 +25,22 @@ struct Agent {
 
 const GEMINI: Agent = Agent {
     cli: Cli::Gemini,
-    home: UserHome { config_dir: ".gemini", memory: "GEMINI.md", home_var: "GEMINI_CLI_HOME", also_written: &[] },
+    home: UserHome {
+        config_dir: ".gemini",
+        memory: "GEMINI.md",
+        home_var: "GEMINI_CLI_HOME",
+        also_written: &[],
+    },
 };
-const QWEN: Agent =
-    Agent { cli: Cli::Qwen, home: UserHome { config_dir: ".qwen", memory: "QWEN.md", home_var: "QWEN_HOME", also_written: &[] } };
+const QWEN: Agent = Agent {
+    cli: Cli::Qwen,
+    home: UserHome {
+        config_dir: ".qwen",
+        memory: "QWEN.md",
+        home_var: "QWEN_HOME",
+        also_written: &[],
+    },
+};
 
 async fn bench(agent: &Agent) -> Option<(ModelServer, Sandbox)> {
     agent_bench::e2e_bench_or_explain(agent.cli, "text").await
@@ -46,14 +58,19 @@ fn backend(agent: &Agent, sandbox: &Sandbox) -> std::sync::Arc<dyn AgentBackend>
             // home keeps out) name the API key, as the sandbox's user settings do.
             let system = sandbox.tmp.join("gemini-system-settings.json");
             std::fs::write(&system, agent_bench::sandbox::gemini_settings().to_string()).unwrap();
-            std::sync::Arc::new(GeminiBackend::new(config.env("GEMINI_CLI_SYSTEM_SETTINGS_PATH", system.display().to_string())))
+            std::sync::Arc::new(GeminiBackend::new(config.env(
+                "GEMINI_CLI_SYSTEM_SETTINGS_PATH",
+                system.display().to_string(),
+            )))
         }
         _ => std::sync::Arc::new(QwenBackend::new(config)),
     }
 }
 
 fn request(agent: &Agent, home: Home) -> RunRequest {
-    let request = RunRequest::new("hello").with_timeout(Duration::from_secs(150)).with_home(home);
+    let request = RunRequest::new("hello")
+        .with_timeout(Duration::from_secs(150))
+        .with_home(home);
     match agent.cli {
         Cli::Gemini => request.with_model(GEMINI_MODEL),
         _ => request,
@@ -61,16 +78,30 @@ fn request(agent: &Agent, home: Home) -> RunRequest {
 }
 
 async fn hermetic_ignores_planted_memory(agent: Agent) {
-    let Some((server, sandbox)) = bench(&agent).await else { return };
+    let Some((server, sandbox)) = bench(&agent).await else {
+        return;
+    };
     let backend = backend(&agent, &sandbox);
-    homes::hermetic_run_ignores_planted_memory(&agent.home, &*backend, &server, &sandbox, |home| request(&agent, home)).await;
+    homes::hermetic_run_ignores_planted_memory(&agent.home, &*backend, &server, &sandbox, |home| {
+        request(&agent, home)
+    })
+    .await;
 }
 
 /// `runs` isolated runs at once on the interface `on` picks.
-async fn isolated_runs_have_their_own_homes(agent: Agent, runs: usize, on: fn(RunRequest) -> RunRequest) {
-    let Some((_server, sandbox)) = bench(&agent).await else { return };
+async fn isolated_runs_have_their_own_homes(
+    agent: Agent,
+    runs: usize,
+    on: fn(RunRequest) -> RunRequest,
+) {
+    let Some((_server, sandbox)) = bench(&agent).await else {
+        return;
+    };
     let backend = backend(&agent, &sandbox);
-    homes::isolated_runs_have_their_own_homes(&agent.home, backend, &sandbox, runs, |home| on(request(&agent, home))).await;
+    homes::isolated_runs_have_their_own_homes(&agent.home, backend, &sandbox, runs, |home| {
+        on(request(&agent, home))
+    })
+    .await;
 }
 
 #[tokio::test]
@@ -79,7 +110,8 @@ async fn e2e_gemini_hermetic_run_ignores_the_memory_planted_in_the_users_home() 
 }
 
 #[tokio::test]
-async fn e2e_gemini_isolated_runs_side_by_side_each_have_their_own_home_and_leave_the_users_alone() {
+async fn e2e_gemini_isolated_runs_side_by_side_each_have_their_own_home_and_leave_the_users_alone()
+{
     isolated_runs_have_their_own_homes(GEMINI, 4, |r| r).await;
 }
 
@@ -95,15 +127,24 @@ async fn e2e_qwen_isolated_runs_side_by_side_each_have_their_own_home_and_leave_
 
 #[tokio::test]
 async fn e2e_gemini_headless_isolated_runs_each_have_their_own_home() {
-    isolated_runs_have_their_own_homes(GEMINI, 2, |r| r.with_options(&GeminiOptions::default().interface(GeminiInterface::Headless))).await;
+    isolated_runs_have_their_own_homes(GEMINI, 2, |r| {
+        r.with_options(&GeminiOptions::default().interface(GeminiInterface::Headless))
+    })
+    .await;
 }
 
 #[tokio::test]
 async fn e2e_qwen_stream_json_isolated_runs_each_have_their_own_home() {
-    isolated_runs_have_their_own_homes(QWEN, 2, |r| r.with_options(&QwenOptions::default().interface(QwenInterface::StreamJson))).await;
+    isolated_runs_have_their_own_homes(QWEN, 2, |r| {
+        r.with_options(&QwenOptions::default().interface(QwenInterface::StreamJson))
+    })
+    .await;
 }
 
 #[tokio::test]
 async fn e2e_qwen_print_isolated_runs_each_have_their_own_home() {
-    isolated_runs_have_their_own_homes(QWEN, 2, |r| r.with_options(&QwenOptions::default().interface(QwenInterface::Print))).await;
+    isolated_runs_have_their_own_homes(QWEN, 2, |r| {
+        r.with_options(&QwenOptions::default().interface(QwenInterface::Print))
+    })
+    .await;
 }

@@ -41,8 +41,13 @@ pub struct RunFiles {
 /// reads a code from stdin (and would swallow the first user message).
 pub fn check_credentials(config: &AmpConfig, request: &RunRequest) -> Result<(), AgentError> {
     let set = |v: Option<&String>| v.is_some_and(|v| !v.trim().is_empty());
-    let inherited = config.inherit_env && std::env::var(API_KEY_VAR).is_ok_and(|v| !v.trim().is_empty());
-    if config.credentials_configured || set(request.env.get(API_KEY_VAR)) || set(config.env.get(API_KEY_VAR)) || inherited {
+    let inherited =
+        config.inherit_env && std::env::var(API_KEY_VAR).is_ok_and(|v| !v.trim().is_empty());
+    if config.credentials_configured
+        || set(request.env.get(API_KEY_VAR))
+        || set(config.env.get(API_KEY_VAR))
+        || inherited
+    {
         return Ok(());
     }
     Err(AgentError::Auth {
@@ -62,22 +67,40 @@ pub const READS_ENV: &[&str] = &[API_KEY_VAR, "AMP_URL"];
 
 /// The command, settings and channel of a run. `two_way_session` asks for a session (two-way
 /// whatever the options say).
-pub async fn invocation(config: &AmpConfig, request: &RunRequest, two_way_session: bool) -> Result<Invocation, AgentError> {
+pub async fn invocation(
+    config: &AmpConfig,
+    request: &RunRequest,
+    two_way_session: bool,
+) -> Result<Invocation, AgentError> {
     let options: AmpOptions = request.options()?;
     check_credentials(config, request)?;
-    let interface = if two_way_session { Interface::TwoWay } else { options.interface.unwrap_or_default() };
+    let interface = if two_way_session {
+        Interface::TwoWay
+    } else {
+        options.interface.unwrap_or_default()
+    };
     let mut spec = CommandSpec::new(config.binary.clone()).args(config.extra_args.iter().cloned());
     match &request.session {
         SessionSelector::New => {}
-        SessionSelector::Resume(session) => spec = spec.args(["threads", "continue", session.id.as_str()]),
-        _ => return Err(AgentError::InvalidRequest { reason: "amp resumes a thread by its id only (no last-thread or fork)".into() }),
+        SessionSelector::Resume(session) => {
+            spec = spec.args(["threads", "continue", session.id.as_str()])
+        }
+        _ => {
+            return Err(AgentError::InvalidRequest {
+                reason: "amp resumes a thread by its id only (no last-thread or fork)".into(),
+            })
+        }
     }
     spec = spec.arg("--execute");
     if interface == Interface::OneWay {
         spec = spec.arg(&request.prompt.text);
     }
     let thinking = options.thinking.unwrap_or(true);
-    spec = spec.arg(if thinking { "--stream-json-thinking" } else { "--stream-json" });
+    spec = spec.arg(if thinking {
+        "--stream-json-thinking"
+    } else {
+        "--stream-json"
+    });
     if thinking {
         // `--stream-json-thinking` implies it; the flag keeps the command readable.
         spec = spec.arg("--stream-json");
@@ -87,12 +110,20 @@ pub async fn invocation(config: &AmpConfig, request: &RunRequest, two_way_sessio
     }
     let launcher = request.launcher.clone().unwrap_or_default();
     // The relay puts the run's directory where the agent's temporary files go, when the run says.
-    let tmpdir = request.env.get("TMPDIR").or(config.env.get("TMPDIR")).map(String::as_str);
-    let (settings, files) = settings(config, &options, &request.portable, &launcher, tmpdir).await?;
+    let tmpdir = request
+        .env
+        .get("TMPDIR")
+        .or(config.env.get("TMPDIR"))
+        .map(String::as_str);
+    let (settings, files) =
+        settings(config, &options, &request.portable, &launcher, tmpdir).await?;
     // The run's directory (settings, the delegate link, its channel and socket): a sandbox binds
     // it in, so the delegate amp runs there still reaches this run. Through a far launcher it is
     // on the far side already (made by the relay).
-    let run_dir = settings.parent().map(Path::to_path_buf).filter(|_| launcher.is_local_filesystem());
+    let run_dir = settings
+        .parent()
+        .map(Path::to_path_buf)
+        .filter(|_| launcher.is_local_filesystem());
     spec = spec.arg("--settings-file").arg(settings);
     spec = flags(spec, &options, request);
     for (key, value) in &config.env {
@@ -102,7 +133,11 @@ pub async fn invocation(config: &AmpConfig, request: &RunRequest, two_way_sessio
     if let Some(dir) = &config.working_dir {
         spec = spec.cwd(dir);
     }
-    spec = spec.for_request(request).reads_env(READS_ENV).home_state([".config/amp", ".local/share/amp", ".cache/amp"]);
+    spec = spec.for_request(request).reads_env(READS_ENV).home_state([
+        ".config/amp",
+        ".local/share/amp",
+        ".cache/amp",
+    ]);
     // The permission helper the delegate runs, where the sandbox's fresh /tmp would hide it.
     if matches!(launcher, agent_api::request::Launcher::Sandbox(_)) && files.channel.is_some() {
         spec = spec.local_file(config.delegate_helper()?);
@@ -110,13 +145,20 @@ pub async fn invocation(config: &AmpConfig, request: &RunRequest, two_way_sessio
     if let Some(dir) = run_dir {
         spec = spec.local_file(dir);
     }
-    Ok(Invocation { spec, interface, files })
+    Ok(Invocation {
+        spec,
+        interface,
+        files,
+    })
 }
 
 /// The typed options that are plain flags, and the request's mode (checked against Amp's
 /// before spawn; the `mode` extension, which names the native value, wins).
 fn flags(mut spec: CommandSpec, options: &AmpOptions, request: &RunRequest) -> CommandSpec {
-    let chosen = request.mode.as_ref().filter(|m| **m != agent_api::request::AgentMode::Default);
+    let chosen = request
+        .mode
+        .as_ref()
+        .filter(|m| **m != agent_api::request::AgentMode::Default);
     match (options.mode, chosen) {
         (Some(mode), _) => spec = spec.args(["--mode", mode.as_str()]),
         (None, Some(mode)) => spec = spec.args(["--mode", mode.as_str()]),
@@ -158,7 +200,11 @@ async fn settings(
     if !portable.denied_tools.is_empty() {
         // amp's own switch: the tools it lists are not offered to the model. The caller's list stays.
         let settings = base.get_or_insert_with(|| json!({}));
-        let mut disabled = settings.get(TOOLS_DISABLE).and_then(Value::as_array).cloned().unwrap_or_default();
+        let mut disabled = settings
+            .get(TOOLS_DISABLE)
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
         disabled.extend(portable.denied_tools.iter().map(|name| json!(name)));
         settings[TOOLS_DISABLE] = Value::Array(disabled);
     }
@@ -166,8 +212,17 @@ async fn settings(
         // The run's servers join the caller's under their names. The file is the run's own, in a
         // directory only its owner reads: the servers' env and headers often hold secrets.
         let settings = base.get_or_insert_with(|| json!({}));
-        let mut servers = settings.get(MCP_SERVERS).and_then(Value::as_object).cloned().unwrap_or_default();
-        servers.extend(portable.mcp_servers.iter().map(|(name, server)| (name.clone(), server.to_mcp_json())));
+        let mut servers = settings
+            .get(MCP_SERVERS)
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        servers.extend(
+            portable
+                .mcp_servers
+                .iter()
+                .map(|(name, server)| (name.clone(), server.to_mcp_json())),
+        );
         settings[MCP_SERVERS] = Value::Object(servers);
     }
     let delegate = options.dangerously_allow_all != Some(true);
@@ -176,26 +231,59 @@ async fn settings(
     }
     if !launcher.is_local_filesystem() {
         let helper = config.far_delegate_helper();
-        let channel = DelegateChannel::open_far(launcher, &helper, tmpdir, base.unwrap_or(Value::Null), delegate).await?;
-        return Ok((channel.settings_file(), RunFiles { channel: Some(channel), dir: None }));
+        let channel = DelegateChannel::open_far(
+            launcher,
+            &helper,
+            tmpdir,
+            base.unwrap_or(Value::Null),
+            delegate,
+        )
+        .await?;
+        return Ok((
+            channel.settings_file(),
+            RunFiles {
+                channel: Some(channel),
+                dir: None,
+            },
+        ));
     }
     if !delegate {
         let dir = crate::delegate::private_dir()?;
         let path = dir.path().join(crate::delegate::wire::SETTINGS_FILE);
-        std::fs::write(&path, crate::delegate::settings_bytes(base, dir.path(), false)?)?;
-        return Ok((path, RunFiles { channel: None, dir: Some(dir) }));
+        std::fs::write(
+            &path,
+            crate::delegate::settings_bytes(base, dir.path(), false)?,
+        )?;
+        return Ok((
+            path,
+            RunFiles {
+                channel: None,
+                dir: Some(dir),
+            },
+        ));
     }
     let channel = DelegateChannel::open(&config.delegate_helper()?, base)?;
-    Ok((channel.settings_file(), RunFiles { channel: Some(channel), dir: None }))
+    Ok((
+        channel.settings_file(),
+        RunFiles {
+            channel: Some(channel),
+            dir: None,
+        },
+    ))
 }
 
 /// The largest Amp settings file read (a caller's file; its JSON is merged into the run's).
 const SETTINGS_CAP: u64 = 4 << 20;
 
 fn read_settings(path: &str) -> Result<Value, AgentError> {
-    let invalid = |reason: String| AgentError::InvalidExtension { key: "backend.amp.settings_file".into(), reason };
-    let text = agent_api::kit::files::read_regular(path.as_ref(), SETTINGS_CAP).map_err(|e| invalid(format!("cannot read it: {e}")))?;
-    let value: Value = serde_json::from_slice(&text).map_err(|e| invalid(agent_api::kit::describe_json_error(&e)))?;
+    let invalid = |reason: String| AgentError::InvalidExtension {
+        key: "backend.amp.settings_file".into(),
+        reason,
+    };
+    let text = agent_api::kit::files::read_regular(path.as_ref(), SETTINGS_CAP)
+        .map_err(|e| invalid(format!("cannot read it: {e}")))?;
+    let value: Value = serde_json::from_slice(&text)
+        .map_err(|e| invalid(agent_api::kit::describe_json_error(&e)))?;
     if !value.is_object() {
         return Err(invalid("it is not a JSON object".into()));
     }

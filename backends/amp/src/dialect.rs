@@ -13,7 +13,12 @@ use agent_api_stream_json::Dialect;
 /// Amp's own tools (a tool not listed is asked about as `other`).
 pub const TOOLS: ToolTable = ToolTable::new(&[
     Tool::new("Bash", ToolCategory::Shell, FacetKind::CommandExecution),
-    Tool::new("create_file", ToolCategory::FileWrite, FacetKind::FileChange).file(FileAction::Write),
+    Tool::new(
+        "create_file",
+        ToolCategory::FileWrite,
+        FacetKind::FileChange,
+    )
+    .file(FileAction::Write),
     Tool::new("edit_file", ToolCategory::FileWrite, FacetKind::FileChange).file(FileAction::Patch),
     Tool::new("undo_edit", ToolCategory::FileWrite, FacetKind::ToolUse),
     Tool::new("Read", ToolCategory::FileRead, FacetKind::ToolUse).file(FileAction::Read),

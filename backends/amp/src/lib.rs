@@ -51,7 +51,9 @@ use std::path::{Path, PathBuf};
 use agent_api::capabilities as caps;
 use agent_api::kit::replay::RecordingFormat;
 use agent_api::kit::{start_run, start_session, Protocol, RunSettings, Transport};
-use agent_api::{AgentBackend, AgentError, AgentKind, CapabilitySet, RunHandle, RunRequest, Session};
+use agent_api::{
+    AgentBackend, AgentError, AgentKind, CapabilitySet, RunHandle, RunRequest, Session,
+};
 use agent_api_stream_json::StreamJson;
 use async_trait::async_trait;
 
@@ -79,9 +81,18 @@ pub const FAR_DELEGATE_HELPER_VAR: &str = "AGENT_API_AMP_FAR_DELEGATE_BIN";
 /// How amp takes the portable options: denied tools in the run's settings file; structured output
 /// from the SDK.
 const OPTION_MAPPINGS: &[agent_api::kit::options::OptionMapping] = &[
-    agent_api::kit::options::OptionMapping::new(caps::DENIED_TOOLS, "settings amp.tools.disable (the run's settings file)"),
-    agent_api::kit::options::OptionMapping::new(caps::MCP_SERVERS, "settings amp.mcpServers (the run's settings file)"),
-    agent_api::kit::options::OptionMapping::new(caps::OUTPUT_SCHEMA, agent_api::kit::options::SDK_SCHEMA),
+    agent_api::kit::options::OptionMapping::new(
+        caps::DENIED_TOOLS,
+        "settings amp.tools.disable (the run's settings file)",
+    ),
+    agent_api::kit::options::OptionMapping::new(
+        caps::MCP_SERVERS,
+        "settings amp.mcpServers (the run's settings file)",
+    ),
+    agent_api::kit::options::OptionMapping::new(
+        caps::OUTPUT_SCHEMA,
+        agent_api::kit::options::SDK_SCHEMA,
+    ),
     agent_api::kit::options::OptionMapping::new(caps::MODES, "--mode low|medium|high|ultra"),
 ];
 
@@ -89,10 +100,18 @@ const OPTION_MAPPINGS: &[agent_api::kit::options::OptionMapping] = &[
 /// Amp has no plan mode, and no variants: its reasoning levels are these modes, and its
 /// `--features` (fast, plaid, pro) choose serving and billing (`spec/options.md`).
 const MODES: &[agent_api::request::ModeInfo] = &[
-    agent_api::request::ModeInfo::new("low", "--mode low", "Amp's low mode: a faster model, less reasoning."),
+    agent_api::request::ModeInfo::new(
+        "low",
+        "--mode low",
+        "Amp's low mode: a faster model, less reasoning.",
+    ),
     agent_api::request::ModeInfo::new("medium", "--mode medium", "Amp's medium mode."),
     agent_api::request::ModeInfo::new("high", "--mode high", "Amp's high mode: more reasoning."),
-    agent_api::request::ModeInfo::new("ultra", "--mode ultra", "Amp's ultra mode: the most reasoning."),
+    agent_api::request::ModeInfo::new(
+        "ultra",
+        "--mode ultra",
+        "Amp's ultra mode: the most reasoning.",
+    ),
 ];
 
 /// Capability: the `backend.amp.*` options ([`AmpOptions`]).
@@ -147,7 +166,10 @@ impl std::fmt::Debug for AmpConfig {
             .field("env", &agent_api::kit::secrets::EnvNames(&self.env))
             .field("inherit_env", &self.inherit_env)
             .field("working_dir", &self.working_dir)
-            .field("extra_args", &agent_api::kit::secrets::ArgsShown(&self.extra_args))
+            .field(
+                "extra_args",
+                &agent_api::kit::secrets::ArgsShown(&self.extra_args),
+            )
             .field("delegate_helper", &self.delegate_helper)
             .field("credentials_configured", &self.credentials_configured)
             .field("far_delegate_helper", &self.far_delegate_helper)
@@ -195,7 +217,10 @@ impl AmpConfig {
     /// The helper on the far side of a container, ssh or prefix launcher: the configured one,
     /// `$AGENT_API_AMP_FAR_DELEGATE_BIN`, else [`DELEGATE_HELPER`], found on the far side's `PATH`.
     pub fn far_delegate_helper(&self) -> PathBuf {
-        let configured = self.far_delegate_helper.clone().or_else(|| std::env::var_os(FAR_DELEGATE_HELPER_VAR).map(PathBuf::from));
+        let configured = self
+            .far_delegate_helper
+            .clone()
+            .or_else(|| std::env::var_os(FAR_DELEGATE_HELPER_VAR).map(PathBuf::from));
         configured.unwrap_or_else(|| PathBuf::from(DELEGATE_HELPER))
     }
 
@@ -208,17 +233,28 @@ impl AmpConfig {
     /// The helper to delegate to: the configured one, `$AGENT_API_AMP_DELEGATE_BIN`, the one
     /// beside this program (or its parent folder, as for test binaries), else on `PATH`.
     pub fn delegate_helper(&self) -> Result<PathBuf, AgentError> {
-        let configured = self.delegate_helper.clone().or_else(|| std::env::var_os(DELEGATE_HELPER_VAR).map(PathBuf::from));
+        let configured = self
+            .delegate_helper
+            .clone()
+            .or_else(|| std::env::var_os(DELEGATE_HELPER_VAR).map(PathBuf::from));
         let beside = || {
             let exe = std::env::current_exe().ok()?;
             let dir = exe.parent()?;
-            [dir.join(DELEGATE_HELPER), dir.parent()?.join(DELEGATE_HELPER)].into_iter().find(|p| p.is_file())
+            [
+                dir.join(DELEGATE_HELPER),
+                dir.parent()?.join(DELEGATE_HELPER),
+            ]
+            .into_iter()
+            .find(|p| p.is_file())
         };
         let found = match configured {
             Some(path) => agent_api::kit::files::resolve_program(&path),
-            None => beside().or_else(|| agent_api::kit::files::resolve_program(Path::new(DELEGATE_HELPER))),
+            None => beside()
+                .or_else(|| agent_api::kit::files::resolve_program(Path::new(DELEGATE_HELPER))),
         };
-        found.ok_or_else(|| AgentError::BinaryNotFound { program: DELEGATE_HELPER.into() })
+        found.ok_or_else(|| AgentError::BinaryNotFound {
+            program: DELEGATE_HELPER.into(),
+        })
     }
 }
 
@@ -240,13 +276,24 @@ impl AmpBackend {
     }
 
     /// Starts amp for `request` with the converter `inner`, the side channel wired in.
-    async fn launch(&self, request: &RunRequest, session: bool) -> Result<(RunSettings, Transport, AmpProtocol), AgentError> {
+    async fn launch(
+        &self,
+        request: &RunRequest,
+        session: bool,
+    ) -> Result<(RunSettings, Transport, AmpProtocol), AgentError> {
         let mut invocation = args::invocation(&self.config, request, session).await?;
         let settings = RunSettings::for_request(KIND, request, &self.capabilities());
         let inner = match (session, invocation.interface) {
             (true, _) => StreamJson::session(DIALECT, request.permissions.clone(), false),
-            (false, Interface::OneWay) => StreamJson::print(DIALECT, request.prompt.text.clone(), false),
-            (false, _) => StreamJson::control(DIALECT, request.prompt.text.clone(), request.permissions.clone(), false),
+            (false, Interface::OneWay) => {
+                StreamJson::print(DIALECT, request.prompt.text.clone(), false)
+            }
+            (false, _) => StreamJson::control(
+                DIALECT,
+                request.prompt.text.clone(),
+                request.permissions.clone(),
+                false,
+            ),
         };
         let channel = invocation.files.channel.as_mut();
         let side = channel.map(|c| (c.side_lines(), c.replies()));
@@ -258,7 +305,8 @@ impl AmpBackend {
             }
             None => None,
         };
-        let protocol = AmpProtocol::live(inner, request.permissions.clone(), replies).keeping(invocation.files);
+        let protocol = AmpProtocol::live(inner, request.permissions.clone(), replies)
+            .keeping(invocation.files);
         Ok((settings, transport, protocol))
     }
 }
@@ -341,7 +389,9 @@ impl AgentBackend for AmpBackend {
 impl agent_api::kit::replay::Replay for AmpBackend {
     fn replay_protocol(&self, format: RecordingFormat) -> Result<Box<dyn Protocol>, AgentError> {
         match format {
-            RecordingFormat::NativeStdout | RecordingFormat::Session => Ok(Box::new(AmpProtocol::replaying())),
+            RecordingFormat::NativeStdout | RecordingFormat::Session => {
+                Ok(Box::new(AmpProtocol::replaying()))
+            }
             other => Err(other.not_replayable_by("amp")),
         }
     }

@@ -32,12 +32,22 @@ impl AmpProtocol {
     /// A live run or session: `inner` converts amp's output; `replies` answers the helpers
     /// (`None` when the run delegates nothing, as with `dangerously_allow_all`).
     pub fn live(inner: StreamJson, policy: PermissionPolicy, replies: Option<Replies>) -> Self {
-        Self { inner, hitl: Hitl::live(policy), replies, files: None }
+        Self {
+            inner,
+            hitl: Hitl::live(policy),
+            replies,
+            files: None,
+        }
     }
 
     /// A replay of a recording (stdout, or a two-way session with the recorded answers).
     pub fn replaying() -> Self {
-        Self { inner: StreamJson::replaying(crate::DIALECT), hitl: Hitl::replay(), replies: None, files: None }
+        Self {
+            inner: StreamJson::replaying(crate::DIALECT),
+            hitl: Hitl::replay(),
+            replies: None,
+            files: None,
+        }
     }
 
     /// Keeps the run's files (settings, channel) until the protocol is dropped.
@@ -47,7 +57,10 @@ impl AmpProtocol {
     }
 
     fn on_delegate(&mut self, message: &Value, ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
-        let id = message.get("id").and_then(Value::as_str).ok_or_else(|| Unparsed("a delegate request has no `id`".into()))?;
+        let id = message
+            .get("id")
+            .and_then(Value::as_str)
+            .ok_or_else(|| Unparsed("a delegate request has no `id`".into()))?;
         // Live, only the side channel's own requests count: amp's stdout cannot make one up.
         if let Some(replies) = &self.replies {
             if !replies.is_waiting(id) {
@@ -55,10 +68,16 @@ impl AmpProtocol {
                 return Ok(());
             }
         }
-        let tool = message.get("tool").and_then(Value::as_str).unwrap_or("unknown");
+        let tool = message
+            .get("tool")
+            .and_then(Value::as_str)
+            .unwrap_or("unknown");
         let input = message.get("input").cloned().unwrap_or(Value::Null);
         let request = crate::DIALECT.tool_permission(id, tool, &input);
-        if let Some(decided) = self.hitl.request_permission(ctx.transcript, request, id.to_string()) {
+        if let Some(decided) = self
+            .hitl
+            .request_permission(ctx.transcript, request, id.to_string())
+        {
             self.reply(decided, ctx);
         }
         Ok(())
@@ -115,8 +134,12 @@ impl Protocol for AmpProtocol {
 
     fn on_recorded_send(&mut self, message: Value, ctx: &mut Ctx<'_>) {
         if message.get("type").and_then(Value::as_str) == Some(REPLY_TYPE) {
-            let id = message.get("id").and_then(Value::as_str).unwrap_or_default();
-            let approved = message.get("exit").and_then(Value::as_i64) == Some(i64::from(EXIT_ALLOW));
+            let id = message
+                .get("id")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let approved =
+                message.get("exit").and_then(Value::as_i64) == Some(i64::from(EXIT_ALLOW));
             self.hitl.recorded_permission(ctx.transcript, id, approved);
             return;
         }
@@ -148,7 +171,9 @@ impl Protocol for AmpProtocol {
         self.cancel_waiting(ctx);
         let completion = self.inner.finish(exit, ctx);
         match completion {
-            Err(AgentError::ProcessExited { .. }) => Err(crate::errors::from_exit(exit).unwrap_or_else(|| exit.early_exit_error())),
+            Err(AgentError::ProcessExited { .. }) => {
+                Err(crate::errors::from_exit(exit).unwrap_or_else(|| exit.early_exit_error()))
+            }
             other => other,
         }
     }
@@ -166,12 +191,26 @@ mod tests {
 
     #[test]
     fn amp_tool_inputs_make_permission_details_by_amps_own_tools() {
-        let bash = crate::DIALECT.tool_permission("p1", "Bash", &json!({"cmd": "ls -la", "cwd": "/w"}));
-        assert_eq!((bash.details.command.as_deref(), bash.details.cwd.as_deref()), (Some("ls -la"), Some("/w")));
-        assert_eq!((bash.category, bash.action.as_str()), (agent_api::request::ToolCategory::Shell, "Bash: ls -la"));
+        let bash =
+            crate::DIALECT.tool_permission("p1", "Bash", &json!({"cmd": "ls -la", "cwd": "/w"}));
+        assert_eq!(
+            (bash.details.command.as_deref(), bash.details.cwd.as_deref()),
+            (Some("ls -la"), Some("/w"))
+        );
+        assert_eq!(
+            (bash.category, bash.action.as_str()),
+            (agent_api::request::ToolCategory::Shell, "Bash: ls -la")
+        );
         let edit = crate::DIALECT.tool_permission("p2", "edit_file", &json!({"path": "/w/a.rs"}));
-        assert_eq!((edit.category, edit.details.file.as_deref()), (agent_api::request::ToolCategory::FileWrite, Some("/w/a.rs")));
-        let page = crate::DIALECT.tool_permission("p3", "read_web_page", &json!({"url": "https://example.com"}));
+        assert_eq!(
+            (edit.category, edit.details.file.as_deref()),
+            (agent_api::request::ToolCategory::FileWrite, Some("/w/a.rs"))
+        );
+        let page = crate::DIALECT.tool_permission(
+            "p3",
+            "read_web_page",
+            &json!({"url": "https://example.com"}),
+        );
         assert_eq!(page.category, agent_api::request::ToolCategory::Network);
     }
 }

@@ -26,13 +26,21 @@ impl Relay {
             .expect("the helper starts");
         let stdin = child.stdin.take();
         let stdout = BufReader::new(child.stdout.take().unwrap());
-        Relay { child, stdin, stdout }
+        Relay {
+            child,
+            stdin,
+            stdout,
+        }
     }
 
     /// Starts it with `settings`; returns the directory it made.
     fn start(settings: Value, delegate: bool) -> (Relay, PathBuf) {
         let mut relay = Relay::spawn();
-        relay.send(&ToRelay::Start { settings, delegate, secret: "s3cret".into() });
+        relay.send(&ToRelay::Start {
+            settings,
+            delegate,
+            secret: "s3cret".into(),
+        });
         match relay.next() {
             FromRelay::Ready { dir } => (relay, dir),
             other => panic!("not ready: {other:?}"),
@@ -41,7 +49,9 @@ impl Relay {
 
     fn send(&mut self, message: &ToRelay) {
         let stdin = self.stdin.as_mut().unwrap();
-        stdin.write_all(&[serde_json::to_vec(message).unwrap(), b"\n".to_vec()].concat()).unwrap();
+        stdin
+            .write_all(&[serde_json::to_vec(message).unwrap(), b"\n".to_vec()].concat())
+            .unwrap();
         stdin.flush().unwrap();
     }
 
@@ -57,7 +67,11 @@ impl Relay {
 }
 
 fn mode(path: &Path) -> u32 {
-    std::fs::symlink_metadata(path).unwrap().permissions().mode() & 0o777
+    std::fs::symlink_metadata(path)
+        .unwrap()
+        .permissions()
+        .mode()
+        & 0o777
 }
 
 /// A helper asking through `dir`'s channel, on a thread (it blocks until answered).
@@ -70,26 +84,55 @@ fn ask(dir: &Path, tool: &'static str) -> std::thread::JoinHandle<i32> {
 fn a_relay_lays_out_the_run_and_passes_each_request_and_verdict() {
     let (mut relay, dir) = Relay::start(json!({ "amp.mode": "smart" }), true);
     assert_eq!(mode(&dir), 0o700);
-    assert_eq!((mode(&dir.join(wire::SETTINGS_FILE)), mode(&dir.join(wire::CHANNEL_FILE))), (0o600, 0o600));
-    let settings: Value = serde_json::from_slice(&std::fs::read(dir.join(wire::SETTINGS_FILE)).unwrap()).unwrap();
+    assert_eq!(
+        (
+            mode(&dir.join(wire::SETTINGS_FILE)),
+            mode(&dir.join(wire::CHANNEL_FILE))
+        ),
+        (0o600, 0o600)
+    );
+    let settings: Value =
+        serde_json::from_slice(&std::fs::read(dir.join(wire::SETTINGS_FILE)).unwrap()).unwrap();
     assert_eq!(settings["amp.mode"], "smart");
     let delegate = dir.join(wire::DELEGATE_LINK);
-    assert_eq!(settings["amp.permissions"], json!([{ "tool": "*", "action": "delegate", "to": delegate.to_string_lossy() }]));
-    assert_eq!(std::fs::canonicalize(&delegate).unwrap(), std::fs::canonicalize(env!("CARGO_BIN_EXE_amp-permission-delegate")).unwrap());
+    assert_eq!(
+        settings["amp.permissions"],
+        json!([{ "tool": "*", "action": "delegate", "to": delegate.to_string_lossy() }])
+    );
+    assert_eq!(
+        std::fs::canonicalize(&delegate).unwrap(),
+        std::fs::canonicalize(env!("CARGO_BIN_EXE_amp-permission-delegate")).unwrap()
+    );
 
     for verdict in [wire::EXIT_ALLOW, wire::EXIT_REJECT] {
         let helper = ask(&dir, "Bash");
-        let FromRelay::Request { conn, request } = relay.next() else { panic!("not a request") };
-        assert_eq!((&request["secret"], &request["tool"], &request["input"]), (&json!("s3cret"), &json!("Bash"), &json!({ "cmd": "ls" })));
-        relay.send(&ToRelay::Reply { conn, exit: verdict });
+        let FromRelay::Request { conn, request } = relay.next() else {
+            panic!("not a request")
+        };
+        assert_eq!(
+            (&request["secret"], &request["tool"], &request["input"]),
+            (&json!("s3cret"), &json!("Bash"), &json!({ "cmd": "ls" }))
+        );
+        relay.send(&ToRelay::Reply {
+            conn,
+            exit: verdict,
+        });
         assert_eq!(helper.join().unwrap(), verdict);
     }
 
     let waiting = ask(&dir, "Edit");
     assert!(matches!(relay.next(), FromRelay::Request { .. }));
     relay.stdin.take();
-    assert_eq!(relay.exit_code(), Some(0), "a relay whose stdin ended exits");
-    assert_eq!(waiting.join().unwrap(), wire::EXIT_REJECT, "a helper still waiting rejects");
+    assert_eq!(
+        relay.exit_code(),
+        Some(0),
+        "a relay whose stdin ended exits"
+    );
+    assert_eq!(
+        waiting.join().unwrap(),
+        wire::EXIT_REJECT,
+        "a helper still waiting rejects"
+    );
     assert!(!dir.exists(), "the run's directory is removed");
 }
 
@@ -108,9 +151,13 @@ fn a_relay_stopped_with_sigterm_removes_the_run_directory() {
 #[test]
 fn without_delegation_a_relay_writes_only_the_settings() {
     let (mut relay, dir) = Relay::start(json!({ "amp.dangerouslyAllowAll": true }), false);
-    let names: Vec<String> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    let names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
     assert_eq!(names, [wire::SETTINGS_FILE]);
-    let settings: Value = serde_json::from_slice(&std::fs::read(dir.join(wire::SETTINGS_FILE)).unwrap()).unwrap();
+    let settings: Value =
+        serde_json::from_slice(&std::fs::read(dir.join(wire::SETTINGS_FILE)).unwrap()).unwrap();
     assert_eq!(settings, json!({ "amp.dangerouslyAllowAll": true }));
     relay.stdin.take();
     assert_eq!(relay.exit_code(), Some(0));
@@ -119,12 +166,17 @@ fn without_delegation_a_relay_writes_only_the_settings() {
 
 #[test]
 fn a_bad_start_line_is_reported_and_leaves_nothing() {
-    for start in [&b"not json\n"[..], br#"{"type":"start","settings":[1],"delegate":true,"secret":"s"}"#] {
+    for start in [
+        &b"not json\n"[..],
+        br#"{"type":"start","settings":[1],"delegate":true,"secret":"s"}"#,
+    ] {
         let mut relay = Relay::spawn();
         let stdin = relay.stdin.as_mut().unwrap();
         stdin.write_all(start).unwrap();
         stdin.write_all(b"\n").unwrap();
-        let FromRelay::Failed { reason } = relay.next() else { panic!("not a failure") };
+        let FromRelay::Failed { reason } = relay.next() else {
+            panic!("not a failure")
+        };
         assert!(!reason.is_empty());
         assert_eq!(relay.exit_code(), Some(1));
     }

@@ -43,7 +43,10 @@ pub fn probes() -> [BackendProbe; 6] {
 /// (what a program that starts an agent at once needs); the same list, in the same order, as
 /// [`discover`].
 pub fn locate() -> Vec<(AgentKind, PathBuf, FoundBy)> {
-    probes().into_iter().filter_map(|probe| probe.find().map(|(path, by)| (probe.kind, path, by))).collect()
+    probes()
+        .into_iter()
+        .filter_map(|probe| probe.find().map(|(path, by)| (probe.kind, path, by)))
+        .collect()
 }
 
 /// Every supported agent CLI installed on this machine, in the order of [`probes`]: its kind,
@@ -77,10 +80,19 @@ pub fn replayer(kind: &AgentKind) -> Result<Arc<dyn Replay>, AgentError> {
         return Ok(Arc::new(agent_api_scripted::ScriptedBackend::new()));
     }
     if *kind == ACP {
-        return Ok(Arc::new(agent_api_acp::AcpBackend::generic(agent_api_acp::AcpConfig::default())));
+        return Ok(Arc::new(agent_api_acp::AcpBackend::generic(
+            agent_api_acp::AcpConfig::default(),
+        )));
     }
-    let probe = probes().into_iter().find(|p| p.kind == *kind).ok_or_else(|| AgentError::UnknownBackend { kind: kind.to_string() })?;
-    let binary = probe.locate().unwrap_or_else(|| PathBuf::from(probe.executable));
+    let probe = probes()
+        .into_iter()
+        .find(|p| p.kind == *kind)
+        .ok_or_else(|| AgentError::UnknownBackend {
+            kind: kind.to_string(),
+        })?;
+    let binary = probe
+        .locate()
+        .unwrap_or_else(|| PathBuf::from(probe.executable));
     Ok((probe.build)(binary))
 }
 
@@ -104,7 +116,10 @@ mod tests {
         for kind in kinds() {
             assert_eq!(backend(&kind).unwrap().kind(), kind);
         }
-        assert!(matches!(backend(&AgentKind::from_static("nobody")), Err(AgentError::UnknownBackend { .. })));
+        assert!(matches!(
+            backend(&AgentKind::from_static("nobody")),
+            Err(AgentError::UnknownBackend { .. })
+        ));
         assert_eq!(gateway().kinds().len(), kinds().len());
     }
 }

@@ -17,7 +17,12 @@ pub const TOOLS: ToolTable = ToolTable::new(&[
     Tool::new("Write", ToolCategory::FileWrite, FacetKind::FileChange).file(FileAction::Write),
     Tool::new("Edit", ToolCategory::FileWrite, FacetKind::FileChange).file(FileAction::Patch),
     Tool::new("MultiEdit", ToolCategory::FileWrite, FacetKind::FileChange).file(FileAction::Patch),
-    Tool::new("NotebookEdit", ToolCategory::FileWrite, FacetKind::FileChange).file(FileAction::Patch),
+    Tool::new(
+        "NotebookEdit",
+        ToolCategory::FileWrite,
+        FacetKind::FileChange,
+    )
+    .file(FileAction::Patch),
     Tool::new("WebFetch", ToolCategory::Network, FacetKind::ToolUse),
     Tool::new("WebSearch", ToolCategory::Network, FacetKind::WebSearch),
     Tool::new("Read", ToolCategory::FileRead, FacetKind::ToolUse).file(FileAction::Read),
@@ -25,7 +30,12 @@ pub const TOOLS: ToolTable = ToolTable::new(&[
     Tool::new("Grep", ToolCategory::FileRead, FacetKind::ToolUse),
     Tool::new("BashOutput", ToolCategory::Shell, FacetKind::ToolUse).unlisted(),
     Tool::new("KillShell", ToolCategory::Shell, FacetKind::ToolUse).unlisted(),
-    Tool::new("PowerShell", ToolCategory::Shell, FacetKind::CommandExecution).unlisted(),
+    Tool::new(
+        "PowerShell",
+        ToolCategory::Shell,
+        FacetKind::CommandExecution,
+    )
+    .unlisted(),
     Tool::new("LS", ToolCategory::FileRead, FacetKind::ToolUse).unlisted(),
     // The model API's own server tool (`server_tool_use`), run by the API, never asked about.
     Tool::new("web_search", ToolCategory::Network, FacetKind::WebSearch).unlisted(),

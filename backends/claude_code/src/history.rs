@@ -30,16 +30,31 @@ pub struct ClaudeSessionStore {
 impl ClaudeSessionStore {
     /// The store under `config_dir` (what `CLAUDE_CONFIG_DIR` names; `~/.claude` by default).
     pub fn new(config_dir: impl Into<PathBuf>) -> Self {
-        Self { config_dir: config_dir.into() }
+        Self {
+            config_dir: config_dir.into(),
+        }
     }
 
     /// The store the backend's CLI writes: `CLAUDE_CONFIG_DIR`, else `$HOME/.claude`, from the
     /// config's environment (and this process's, when the CLI inherits it).
     pub fn for_config(config: &ClaudeCodeConfig) -> Option<Self> {
         let var = |key: &str| {
-            config.env.get(key).cloned().or_else(|| config.inherit_env.then(|| std::env::var(key).ok()).flatten()).filter(|v| !v.is_empty())
+            config
+                .env
+                .get(key)
+                .cloned()
+                .or_else(|| {
+                    config
+                        .inherit_env
+                        .then(|| std::env::var(key).ok())
+                        .flatten()
+                })
+                .filter(|v| !v.is_empty())
         };
-        var("CLAUDE_CONFIG_DIR").map(PathBuf::from).or_else(|| var("HOME").map(|home| PathBuf::from(home).join(".claude"))).map(Self::new)
+        var("CLAUDE_CONFIG_DIR")
+            .map(PathBuf::from)
+            .or_else(|| var("HOME").map(|home| PathBuf::from(home).join(".claude")))
+            .map(Self::new)
     }
 
     fn projects(&self) -> PathBuf {
@@ -48,7 +63,10 @@ impl ClaudeSessionStore {
 
     /// Every session file: `projects/<dir>/<id>.jsonl` (subagent files live deeper and are not sessions).
     fn session_files(&self) -> Vec<PathBuf> {
-        history::child_dirs(&self.projects()).iter().flat_map(|dir| history::jsonl_files(dir)).collect()
+        history::child_dirs(&self.projects())
+            .iter()
+            .flat_map(|dir| history::jsonl_files(dir))
+            .collect()
     }
 
     fn find(&self, id: &str) -> Result<PathBuf, AgentError> {
@@ -67,12 +85,17 @@ fn describe(path: &Path) -> Option<StoredSession> {
     let (meta, lines) = history::head(path)?;
     let mut session = StoredSession::from_file(id, &meta);
     for line in lines.take(HEAD_LINES) {
-        let Ok(value) = serde_json::from_str::<Value>(&line.ok()?) else { continue };
+        let Ok(value) = serde_json::from_str::<Value>(&line.ok()?) else {
+            continue;
+        };
         if session.cwd.is_none() {
             session.cwd = value.get("cwd").and_then(Value::as_str).map(PathBuf::from);
         }
-        if session.first_prompt.is_none() && value.get("type").and_then(Value::as_str) == Some("user") {
-            session.first_prompt = user_prompt(&value).map(|t| history::prompt_preview(t, PROMPT_PREVIEW));
+        if session.first_prompt.is_none()
+            && value.get("type").and_then(Value::as_str) == Some("user")
+        {
+            session.first_prompt =
+                user_prompt(&value).map(|t| history::prompt_preview(t, PROMPT_PREVIEW));
         }
         if session.cwd.is_some() && session.first_prompt.is_some() {
             break;
@@ -100,5 +123,8 @@ impl SessionStore for ClaudeSessionStore {
 
 /// The converter of a stored Claude Code session: its store lines through Claude Code's dialect.
 pub fn stored_session() -> agent_api_stream_json::StoreReader {
-    agent_api_stream_json::StoreReader::new(StreamJson::replaying(crate::DIALECT), "claude_code.session_store")
+    agent_api_stream_json::StoreReader::new(
+        StreamJson::replaying(crate::DIALECT),
+        "claude_code.session_store",
+    )
 }

@@ -48,7 +48,9 @@ use std::path::PathBuf;
 use agent_api::capabilities as caps;
 use agent_api::kit::replay::RecordingFormat;
 use agent_api::kit::{start_run, start_session, Protocol, RunSettings, Transport};
-use agent_api::{AgentBackend, AgentError, AgentKind, CapabilitySet, RunHandle, RunRequest, Session};
+use agent_api::{
+    AgentBackend, AgentError, AgentKind, CapabilitySet, RunHandle, RunRequest, Session,
+};
 use async_trait::async_trait;
 
 pub use agent_api_stream_json::StreamJson;
@@ -72,7 +74,10 @@ pub const CAP_CLI_OPTIONS: &str = "backend.claude_code.cli_options";
 /// `.claude.json` inside once the variable is set), `~/.claude` by default. A login's refresh
 /// token is single-use: an isolated home gets a read-only copy, so the agent cannot rotate it.
 pub const HOME_LAYOUT: agent_api::kit::home::HomeLayout = agent_api::kit::home::HomeLayout {
-    vars: &[agent_api::kit::home::HomeVar { name: "CLAUDE_CONFIG_DIR", default_under_home: ".claude" }],
+    vars: &[agent_api::kit::home::HomeVar {
+        name: "CLAUDE_CONFIG_DIR",
+        default_under_home: ".claude",
+    }],
     credentials: &[("CLAUDE_CONFIG_DIR", ".credentials.json")],
     single_use_login: true,
 };
@@ -97,7 +102,13 @@ pub struct ClaudeCodeConfig {
 
 impl Default for ClaudeCodeConfig {
     fn default() -> Self {
-        Self { binary: PathBuf::from("claude"), env: BTreeMap::new(), inherit_env: true, working_dir: None, extra_args: Vec::new() }
+        Self {
+            binary: PathBuf::from("claude"),
+            env: BTreeMap::new(),
+            inherit_env: true,
+            working_dir: None,
+            extra_args: Vec::new(),
+        }
     }
 }
 
@@ -108,7 +119,10 @@ impl std::fmt::Debug for ClaudeCodeConfig {
             .field("env", &agent_api::kit::secrets::EnvNames(&self.env))
             .field("inherit_env", &self.inherit_env)
             .field("working_dir", &self.working_dir)
-            .field("extra_args", &agent_api::kit::secrets::ArgsShown(&self.extra_args))
+            .field(
+                "extra_args",
+                &agent_api::kit::secrets::ArgsShown(&self.extra_args),
+            )
             .finish()
     }
 }
@@ -203,7 +217,10 @@ impl AgentBackend for ClaudeCodeBackend {
             CAP_PRINT_MODE,
             CAP_CLI_OPTIONS,
         ]);
-        agent_api::kit::options::with_mappings(agent_api::kit::launch::with_launchers(own), args::OPTION_MAPPINGS)
+        agent_api::kit::options::with_mappings(
+            agent_api::kit::launch::with_launchers(own),
+            args::OPTION_MAPPINGS,
+        )
     }
 
     fn option_mappings(&self) -> &'static [agent_api::kit::options::OptionMapping] {
@@ -235,9 +252,16 @@ impl AgentBackend for ClaudeCodeBackend {
         settings.hold(tools);
         settings.hold(Some(std::mem::take(&mut invocation.files)));
         let protocol = match invocation.mode {
-            Mode::Control => StreamJson::control(DIALECT, request.prompt.text.clone(), request.permissions.clone(), invocation.bypass)
-                .with_images(agent_api::kit::images::ImageData::read_all(&request.prompt)?)
-                .in_mode(request.mode.as_ref()),
+            Mode::Control => StreamJson::control(
+                DIALECT,
+                request.prompt.text.clone(),
+                request.permissions.clone(),
+                invocation.bypass,
+            )
+            .with_images(agent_api::kit::images::ImageData::read_all(
+                &request.prompt,
+            )?)
+            .in_mode(request.mode.as_ref()),
             // Print mode reads plain text: images need the two-way channel's user messages.
             Mode::Print if !request.prompt.images.is_empty() => {
                 return Err(AgentError::InvalidExtension {
@@ -245,7 +269,11 @@ impl AgentBackend for ClaudeCodeBackend {
                     reason: "images need the two-way control mode".into(),
                 })
             }
-            Mode::Print => StreamJson::print_from_stdin(DIALECT, request.prompt.text.clone(), invocation.bypass),
+            Mode::Print => StreamJson::print_from_stdin(
+                DIALECT,
+                request.prompt.text.clone(),
+                invocation.bypass,
+            ),
         };
         let transport = Transport::spawn(&invocation.spec, settings.line_cap)?;
         Ok(start_run(settings, transport, Box::new(protocol)))
@@ -274,14 +302,18 @@ impl AgentBackend for ClaudeCodeBackend {
     }
 
     fn session_store(&self) -> Option<std::sync::Arc<dyn agent_api::history::SessionStore>> {
-        Some(std::sync::Arc::new(history::ClaudeSessionStore::for_config(&self.config)?))
+        Some(std::sync::Arc::new(
+            history::ClaudeSessionStore::for_config(&self.config)?,
+        ))
     }
 }
 
 impl agent_api::kit::replay::Replay for ClaudeCodeBackend {
     fn replay_protocol(&self, format: RecordingFormat) -> Result<Box<dyn Protocol>, AgentError> {
         match format {
-            RecordingFormat::NativeStdout | RecordingFormat::Session => Ok(Box::new(StreamJson::replaying(DIALECT))),
+            RecordingFormat::NativeStdout | RecordingFormat::Session => {
+                Ok(Box::new(StreamJson::replaying(DIALECT)))
+            }
             other => Err(other.not_replayable_by("claude_code")),
         }
     }
@@ -290,7 +322,9 @@ impl agent_api::kit::replay::Replay for ClaudeCodeBackend {
 /// What discovery needs to find the `claude` CLI and build a backend for it.
 pub fn probe() -> agent_api::kit::detect::BackendProbe {
     agent_api::kit::detect::BackendProbe::new(KIND, "claude", SUPPORTED_VERSIONS, |binary| {
-        std::sync::Arc::new(ClaudeCodeBackend::new(ClaudeCodeConfig::default().with_binary(binary)))
+        std::sync::Arc::new(ClaudeCodeBackend::new(
+            ClaudeCodeConfig::default().with_binary(binary),
+        ))
     })
 }
 

@@ -10,7 +10,10 @@ use agent_api_conformance::caller_tools::{assert_gone_after_cancel, assert_round
 use agent_bench::{Cli, ModelServer, Sandbox};
 
 fn backend(sandbox: &Sandbox) -> ClaudeCodeBackend {
-    let mut config = ClaudeCodeConfig::default().with_binary(&sandbox.program).with_inherit_env(false).with_working_dir(&sandbox.cwd);
+    let mut config = ClaudeCodeConfig::default()
+        .with_binary(&sandbox.program)
+        .with_inherit_env(false)
+        .with_working_dir(&sandbox.cwd);
     for (key, value) in &sandbox.env {
         config = config.with_env(key, value);
     }
@@ -32,7 +35,15 @@ async fn e2e_a_caller_tool_round_trips_and_its_server_is_gone_after_the_run_and_
     assert_round_trip(&backend(&sandbox), request()).await;
     assert_gone_after_cancel(&backend(&sandbox), request()).await;
     // In a sandbox, whose fresh /tmp hides the `--mcp-config` file unless the kit binds it in.
-    assert_round_trip(&backend(&sandbox), request().with_launcher(agent_api_conformance::launchers::bwrap_launcher())).await;
+    assert_round_trip(
+        &backend(&sandbox),
+        request().with_launcher(agent_api_conformance::launchers::bwrap_launcher()),
+    )
+    .await;
     // Print mode cannot ask: a policy approving MCP tools pre-approves the caller tools' server.
-    assert_round_trip(&backend(&sandbox), request().with_options(&ClaudeCodeOptions::default().mode(Mode::Print))).await;
+    assert_round_trip(
+        &backend(&sandbox),
+        request().with_options(&ClaudeCodeOptions::default().mode(Mode::Print)),
+    )
+    .await;
 }

@@ -13,7 +13,10 @@ async fn bench(scenario: &str) -> Option<(ModelServer, Sandbox)> {
 }
 
 fn backend(sandbox: &Sandbox) -> ClaudeCodeBackend {
-    let mut config = ClaudeCodeConfig::default().with_binary(&sandbox.program).with_inherit_env(false).with_working_dir(&sandbox.cwd);
+    let mut config = ClaudeCodeConfig::default()
+        .with_binary(&sandbox.program)
+        .with_inherit_env(false)
+        .with_working_dir(&sandbox.cwd);
     for (key, value) in &sandbox.env {
         config = config.with_env(key, value);
     }
@@ -30,30 +33,41 @@ fn left(sandbox: &Sandbox) -> impl Fn() -> Vec<i32> + '_ {
 
 #[tokio::test]
 async fn e2e_session_three_turns_on_one_process_the_model_sees_one_two_three_user_turns() {
-    let Some((_server, sandbox)) = bench("echo").await else { return };
+    let Some((_server, sandbox)) = bench("echo").await else {
+        return;
+    };
     e2e::three_turns_on_one_process(&backend(&sandbox), template(), &left(&sandbox)).await;
 }
 
 #[tokio::test]
 async fn e2e_session_a_cancelled_second_turn_then_a_good_third() {
-    let Some((_server, sandbox)) = bench("echo").await else { return };
-    e2e::cancelled_second_turn_then_a_good_third(&backend(&sandbox), template(), &left(&sandbox)).await;
+    let Some((_server, sandbox)) = bench("echo").await else {
+        return;
+    };
+    e2e::cancelled_second_turn_then_a_good_third(&backend(&sandbox), template(), &left(&sandbox))
+        .await;
 }
 
 #[tokio::test]
 async fn e2e_session_killing_the_agent_between_turns_closes_the_session() {
-    let Some((_server, sandbox)) = bench("echo").await else { return };
+    let Some((_server, sandbox)) = bench("echo").await else {
+        return;
+    };
     e2e::killed_between_turns(&backend(&sandbox), template(), &left(&sandbox)).await;
 }
 
 #[tokio::test]
 async fn e2e_session_dropped_leaves_no_process() {
-    let Some((_server, sandbox)) = bench("echo").await else { return };
+    let Some((_server, sandbox)) = bench("echo").await else {
+        return;
+    };
     e2e::dropped_leaves_no_process(&backend(&sandbox), template(), &left(&sandbox)).await;
 }
 
 #[tokio::test]
 async fn e2e_session_opened_from_an_earlier_runs_native_session_sees_that_turn() {
-    let Some((_server, sandbox)) = bench("echo").await else { return };
+    let Some((_server, sandbox)) = bench("echo").await else {
+        return;
+    };
     e2e::opened_from_an_earlier_run(&backend(&sandbox), template(), &left(&sandbox)).await;
 }

@@ -33,14 +33,26 @@ fn failure(run: &RunRecord) -> String {
 async fn an_error_subtype_fails_the_turn_even_when_is_error_is_false() {
     let run = replay("handwritten/claude_error_max_turns_2_1_0.stdout.jsonl").await;
     // The CLI's own turn limit is the request's limit reached (issue 24), typed.
-    assert!(matches!(run.completion, Err(AgentError::LimitReached { limit: agent_api::run::LimitKind::Turns })), "{:?}", run.completion);
+    assert!(
+        matches!(
+            run.completion,
+            Err(AgentError::LimitReached {
+                limit: agent_api::run::LimitKind::Turns
+            })
+        ),
+        "{:?}",
+        run.completion
+    );
     // One failure, one error event: the driver's terminal one.
     assert_eq!(run.of_type("error").count(), 1);
 
     let run = replay("handwritten/claude_error_during_execution_2_1_0.stdout.jsonl").await;
     let message = failure(&run);
     assert!(message.contains("failed during execution"), "{message}");
-    assert!(message.contains("Tool permission stream closed before a response was received"), "{message}");
+    assert!(
+        message.contains("Tool permission stream closed before a response was received"),
+        "{message}"
+    );
 }
 
 #[tokio::test]
@@ -55,24 +67,36 @@ async fn a_success_subtype_flagged_as_an_error_fails_without_saying_success() {
 #[tokio::test]
 async fn assistant_lines_without_a_message_id_are_each_their_own_message() {
     let run = replay("handwritten/claude_assistant_without_ids.stdout.jsonl").await;
-    assert_eq!(run.assistant_messages(), ["First, let me think about this.", "The answer is 4."]);
-    assert_eq!(run.completion.as_ref().unwrap().final_text.as_deref(), Some("The answer is 4."));
+    assert_eq!(
+        run.assistant_messages(),
+        ["First, let me think about this.", "The answer is 4."]
+    );
+    assert_eq!(
+        run.completion.as_ref().unwrap().final_text.as_deref(),
+        Some("The answer is 4.")
+    );
 }
 
 #[tokio::test]
 async fn the_agents_own_session_files_are_refused_naming_what_they_look_like() {
     let backend = ClaudeCodeBackend::new(ClaudeCodeConfig::default());
-    for (path, shape) in
-        [("history/claude_code/shell.jsonl", StoreShape::ClaudeCodeProject), ("history/codex/shell.jsonl", StoreShape::CodexRollout)]
-    {
+    for (path, shape) in [
+        (
+            "history/claude_code/shell.jsonl",
+            StoreShape::ClaudeCodeProject,
+        ),
+        ("history/codex/shell.jsonl", StoreShape::CodexRollout),
+    ] {
         match replay_file(&backend, &fixture(path), false).await {
             Err(error @ AgentError::StoredSessionFile { looks_like }) => {
                 assert_eq!(looks_like, shape);
-                assert!(error.to_string().contains(if shape == StoreShape::CodexRollout {
-                    "Codex rollout"
-                } else {
-                    "Claude Code session"
-                }));
+                assert!(error
+                    .to_string()
+                    .contains(if shape == StoreShape::CodexRollout {
+                        "Codex rollout"
+                    } else {
+                        "Claude Code session"
+                    }));
             }
             Err(other) => panic!("{path}: expected StoredSessionFile, got {other}"),
             Ok(_) => panic!("{path}: a stored session file replayed as a recording"),

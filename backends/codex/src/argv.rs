@@ -18,7 +18,11 @@ fn common_args(config: &CodexConfig, options: &RunOptions, request: &RunRequest)
     if config.quiet {
         args.extend(QUIET_FLAGS.iter().map(|s| s.to_string()));
     }
-    for o in config.config_overrides.iter().chain(&options.config_overrides) {
+    for o in config
+        .config_overrides
+        .iter()
+        .chain(&options.config_overrides)
+    {
         args.push("-c".into());
         args.push(o.clone());
     }
@@ -30,7 +34,10 @@ fn common_args(config: &CodexConfig, options: &RunOptions, request: &RunRequest)
     if !dirs.is_empty() {
         let roots: Vec<String> = dirs.iter().map(|d| toml_string(d)).collect();
         args.push("-c".into());
-        args.push(format!("sandbox_workspace_write.writable_roots=[{}]", roots.join(",")));
+        args.push(format!(
+            "sandbox_workspace_write.writable_roots=[{}]",
+            roots.join(",")
+        ));
     }
     args
 }
@@ -38,7 +45,13 @@ fn common_args(config: &CodexConfig, options: &RunOptions, request: &RunRequest)
 /// The directories beside the working directory that a `workspace-write` sandbox lets commands
 /// write: the request's extra directories and the backend's own.
 fn writable_roots(options: &RunOptions, request: &RunRequest) -> Vec<String> {
-    request.portable.add_dirs.iter().map(|d| absolute(d)).chain(options.extra_dirs.iter().cloned()).collect()
+    request
+        .portable
+        .add_dirs
+        .iter()
+        .map(|d| absolute(d))
+        .chain(options.extra_dirs.iter().cloned())
+        .collect()
 }
 
 fn base_spec(config: &CodexConfig, request: &RunRequest, args: Vec<String>) -> CommandSpec {
@@ -56,20 +69,38 @@ fn base_spec(config: &CodexConfig, request: &RunRequest, args: Vec<String>) -> C
     for image in &request.prompt.images {
         spec = spec.local_file(absolute(image));
     }
-    spec.for_request(request).reads_env(READS_ENV).state_vars(["CODEX_HOME"]).home_state([".codex"])
+    spec.for_request(request)
+        .reads_env(READS_ENV)
+        .state_vars(["CODEX_HOME"])
+        .home_state([".codex"])
 }
 
 /// The variables Codex reads for its endpoint, credentials and behaviour: all a launcher other
 /// than Local passes on from the caller's environment (`spec/launchers.md`).
-const READS_ENV: &[&str] =
-    &["OPENAI_API_KEY", "OPENAI_BASE_URL", "CODEX_API_KEY", "RUST_LOG", "HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY", "SSL_CERT_FILE"];
+const READS_ENV: &[&str] = &[
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "CODEX_API_KEY",
+    "RUST_LOG",
+    "HTTPS_PROXY",
+    "HTTP_PROXY",
+    "NO_PROXY",
+    "SSL_CERT_FILE",
+];
 
 /// `codex app-server …` with stdin piped; everything per-thread goes in the JSON-RPC params.
-pub fn app_server_spec(config: &CodexConfig, options: &RunOptions, request: &RunRequest) -> CommandSpec {
+pub fn app_server_spec(
+    config: &CodexConfig,
+    options: &RunOptions,
+    request: &RunRequest,
+) -> CommandSpec {
     let mut args = vec!["app-server".to_string()];
     args.extend(common_args(config, options, request));
     if config.request_user_input {
-        args.extend(["--enable".to_string(), "default_mode_request_user_input".to_string()]);
+        args.extend([
+            "--enable".to_string(),
+            "default_mode_request_user_input".to_string(),
+        ]);
     }
     base_spec(config, request, args).with_stdin()
 }
@@ -103,22 +134,40 @@ pub fn exec_spec(config: &CodexConfig, options: &RunOptions, request: &RunReques
         args.push("--dangerously-bypass-approvals-and-sandbox".into());
     } else {
         // `-c` rather than `-s`: `exec resume` and `exec fork` take no `-s`.
-        args.extend(["-c".to_string(), format!("sandbox_mode={}", toml_string(options.sandbox.as_str()))]);
-        args.extend(["-c".to_string(), format!("approval_policy={}", toml_string(options.approval_policy.as_str()))]);
+        args.extend([
+            "-c".to_string(),
+            format!("sandbox_mode={}", toml_string(options.sandbox.as_str())),
+        ]);
+        args.extend([
+            "-c".to_string(),
+            format!(
+                "approval_policy={}",
+                toml_string(options.approval_policy.as_str())
+            ),
+        ]);
     }
     // Exec mode cannot be asked (Codex declines what it would ask about), so a policy that
     // approves MCP tools becomes Codex's own pre-approval of the run's MCP servers, as the
     // approve-all policy becomes the sandbox.
     if request.permissions.rule(ToolCategory::Mcp) == PermissionRule::Approve {
         for name in request.portable.mcp_servers.keys() {
-            args.extend(["-c".to_string(), format!("mcp_servers.{name}.default_tools_approval_mode=\"approve\"")]);
+            args.extend([
+                "-c".to_string(),
+                format!("mcp_servers.{name}.default_tools_approval_mode=\"approve\""),
+            ]);
         }
     }
     if let Some(effort) = &request.variant {
-        args.extend(["-c".to_string(), format!("model_reasoning_effort={}", toml_string(effort))]);
+        args.extend([
+            "-c".to_string(),
+            format!("model_reasoning_effort={}", toml_string(effort)),
+        ]);
     }
     if let Some(summary) = &config.reasoning_summary {
-        args.extend(["-c".to_string(), format!("model_reasoning_summary={}", toml_string(summary))]);
+        args.extend([
+            "-c".to_string(),
+            format!("model_reasoning_summary={}", toml_string(summary)),
+        ]);
     }
     for image in &request.prompt.images {
         args.extend(["-i".to_string(), absolute(image)]);
@@ -132,7 +181,11 @@ pub fn exec_spec(config: &CodexConfig, options: &RunOptions, request: &RunReques
 }
 
 /// The spec for the run's mode.
-pub fn command_spec(config: &CodexConfig, options: &RunOptions, request: &RunRequest) -> CommandSpec {
+pub fn command_spec(
+    config: &CodexConfig,
+    options: &RunOptions,
+    request: &RunRequest,
+) -> CommandSpec {
     match options.mode {
         Mode::AppServer => app_server_spec(config, options, request),
         Mode::Exec => exec_spec(config, options, request),
@@ -169,7 +222,11 @@ pub struct StartPlan {
 impl StartPlan {
     /// The plan for a request.
     pub fn new(config: &CodexConfig, options: &RunOptions, request: &RunRequest) -> Self {
-        let cwd = request.working_dir.as_ref().or(config.working_dir.as_ref()).map(|p| absolute(p));
+        let cwd = request
+            .working_dir
+            .as_ref()
+            .or(config.working_dir.as_ref())
+            .map(|p| absolute(p));
         let mut thread = Map::new();
         if let Some(cwd) = &cwd {
             thread.insert("cwd".into(), json!(cwd));
@@ -204,19 +261,34 @@ impl StartPlan {
             .map(|(mode, sandbox, approval)| {
                 let sandbox = match sandbox {
                     Sandbox::ReadOnly => json!({"type": "readOnly"}),
-                    Sandbox::WorkspaceWrite => json!({"type": "workspaceWrite", "writableRoots": roots}),
+                    Sandbox::WorkspaceWrite => {
+                        json!({"type": "workspaceWrite", "writableRoots": roots})
+                    }
                     _ => json!({"type": "dangerFullAccess"}),
                 };
-                let params = Map::from_iter([("approvalPolicy".to_string(), json!(approval)), ("sandboxPolicy".to_string(), sandbox)]);
+                let params = Map::from_iter([
+                    ("approvalPolicy".to_string(), json!(approval)),
+                    ("sandboxPolicy".to_string(), sandbox),
+                ]);
                 (mode.clone(), params)
             })
             .collect();
-        Self { session: request.session.clone(), thread_params: thread, cwd, turn_params: turn, modes, policy: options.policy.clone() }
+        Self {
+            session: request.session.clone(),
+            thread_params: thread,
+            cwd,
+            turn_params: turn,
+            modes,
+            policy: options.policy.clone(),
+        }
     }
 }
 
 fn absolute(path: &Path) -> String {
-    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()).display().to_string()
+    std::path::absolute(path)
+        .unwrap_or_else(|_| path.to_path_buf())
+        .display()
+        .to_string()
 }
 
 #[cfg(test)]
@@ -225,7 +297,10 @@ mod tests {
     use crate::config::CodexOptions;
 
     fn args(spec: &CommandSpec) -> Vec<String> {
-        spec.args.iter().map(|a| a.to_string_lossy().into_owned()).collect()
+        spec.args
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect()
     }
 
     #[test]
@@ -237,45 +312,72 @@ mod tests {
             .with_options(&CodexOptions::default().mode(Mode::Exec));
         let options = RunOptions::resolve(&request, &config).unwrap();
         let a = args(&exec_spec(&config, &options, &request));
-        assert_eq!(&a[..4], ["exec", "resume", "--json", "--skip-git-repo-check"]);
+        assert_eq!(
+            &a[..4],
+            ["exec", "resume", "--json", "--skip-git-repo-check"]
+        );
         assert_eq!(&a[a.len() - 3..], ["--", "t1", "-"]);
-        assert!(!a.iter().any(|x| x.contains("second turn")), "the prompt is not in argv");
+        assert!(
+            !a.iter().any(|x| x.contains("second turn")),
+            "the prompt is not in argv"
+        );
         assert!(a.windows(2).any(|w| w == ["--disable", "plugins"]));
         assert!(a.windows(2).any(|w| w == ["-c", "analytics.enabled=false"]));
         assert!(a.windows(2).any(|w| w == ["-m", "gpt-5.5"]));
-        assert!(a.windows(2).any(|w| w == ["-c", "sandbox_mode=\"read-only\""]));
-        assert!(exec_spec(&config, &options, &request).stdin, "exec reads its prompt from stdin");
+        assert!(a
+            .windows(2)
+            .any(|w| w == ["-c", "sandbox_mode=\"read-only\""]));
+        assert!(
+            exec_spec(&config, &options, &request).stdin,
+            "exec reads its prompt from stdin"
+        );
     }
 
     #[test]
     fn app_server_gets_stdin_and_extra_dirs_as_writable_roots() {
         let config = CodexConfig::default().config_overrides(["model=\"gpt-5.5\""]);
-        let request = RunRequest::new("x").with_options(&CodexOptions::default().extra_dirs(["/a b"]));
+        let request =
+            RunRequest::new("x").with_options(&CodexOptions::default().extra_dirs(["/a b"]));
         let options = RunOptions::resolve(&request, &config).unwrap();
         let spec = app_server_spec(&config, &options, &request);
         let a = args(&spec);
         assert_eq!(a[0], "app-server");
         assert!(spec.stdin);
         assert!(a.windows(2).any(|w| w == ["-c", "model=\"gpt-5.5\""]));
-        assert!(a.iter().any(|x| x == "sandbox_workspace_write.writable_roots=[\"/a b\"]"));
+        assert!(a
+            .iter()
+            .any(|x| x == "sandbox_workspace_write.writable_roots=[\"/a b\"]"));
     }
 
     #[test]
     fn app_server_instructions_travel_in_the_thread_params_not_on_argv() {
         let config = CodexConfig::default();
-        let portable = agent_api::PortableOptions::default().system_prompt("BASE-7").append_system_prompt("DEV-9");
+        let portable = agent_api::PortableOptions::default()
+            .system_prompt("BASE-7")
+            .append_system_prompt("DEV-9");
         let request = RunRequest::new("x").with_portable(portable);
         let options = RunOptions::resolve(&request, &config).unwrap();
         let argv = args(&app_server_spec(&config, &options, &request)).join(" ");
-        assert!(!argv.contains("BASE-7") && !argv.contains("DEV-9"), "{argv}");
+        assert!(
+            !argv.contains("BASE-7") && !argv.contains("DEV-9"),
+            "{argv}"
+        );
         let plan = StartPlan::new(&config, &options, &request);
         assert_eq!(
-            (plan.thread_params["baseInstructions"].as_str(), plan.thread_params["developerInstructions"].as_str()),
+            (
+                plan.thread_params["baseInstructions"].as_str(),
+                plan.thread_params["developerInstructions"].as_str()
+            ),
             (Some("BASE-7"), Some("DEV-9"))
         );
         let exec = request.with_options(&CodexOptions::default().mode(Mode::Exec));
         let options = RunOptions::resolve(&exec, &config).unwrap();
-        assert!(args(&exec_spec(&config, &options, &exec)).iter().any(|a| a == "developer_instructions=\"DEV-9\""), "exec has only -c");
+        assert!(
+            args(&exec_spec(&config, &options, &exec))
+                .iter()
+                .any(|a| a == "developer_instructions=\"DEV-9\""),
+            "exec has only -c"
+        );
     }
 
     #[test]
@@ -294,15 +396,36 @@ mod tests {
     #[test]
     fn each_mode_a_session_switches_to_carries_its_approval_and_sandbox_policies() {
         let config = CodexConfig::default();
-        let request = RunRequest::new("x").with_options(&crate::CodexOptions::default().extra_dirs(["/extra"]));
-        let plan = StartPlan::new(&config, &RunOptions::resolve(&request, &config).unwrap(), &request);
-        let of = |mode: &str| plan.modes.iter().find(|(m, _)| m.as_str() == mode).map(|(_, p)| Value::Object(p.clone())).unwrap();
-        assert_eq!(of("plan"), json!({"approvalPolicy": "never", "sandboxPolicy": {"type": "readOnly"}}));
+        let request = RunRequest::new("x")
+            .with_options(&crate::CodexOptions::default().extra_dirs(["/extra"]));
+        let plan = StartPlan::new(
+            &config,
+            &RunOptions::resolve(&request, &config).unwrap(),
+            &request,
+        );
+        let of = |mode: &str| {
+            plan.modes
+                .iter()
+                .find(|(m, _)| m.as_str() == mode)
+                .map(|(_, p)| Value::Object(p.clone()))
+                .unwrap()
+        };
+        assert_eq!(
+            of("plan"),
+            json!({"approvalPolicy": "never", "sandboxPolicy": {"type": "readOnly"}})
+        );
         assert_eq!(
             of("default"),
             json!({"approvalPolicy": "untrusted", "sandboxPolicy": {"type": "workspaceWrite", "writableRoots": ["/extra"]}})
         );
-        assert_eq!(of("full-access"), json!({"approvalPolicy": "never", "sandboxPolicy": {"type": "dangerFullAccess"}}));
-        assert_eq!(plan.modes.len(), 1 + crate::config::MODES.len(), "the default and every mode");
+        assert_eq!(
+            of("full-access"),
+            json!({"approvalPolicy": "never", "sandboxPolicy": {"type": "dangerFullAccess"}})
+        );
+        assert_eq!(
+            plan.modes.len(),
+            1 + crate::config::MODES.len(),
+            "the default and every mode"
+        );
     }
 }

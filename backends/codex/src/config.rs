@@ -212,7 +212,10 @@ impl std::fmt::Debug for CodexConfig {
         f.debug_struct("CodexConfig")
             .field("binary", &self.binary)
             .field("env", &agent_api::kit::secrets::EnvNames(&self.env))
-            .field("config_overrides", &agent_api::kit::secrets::ArgsShown(&self.config_overrides))
+            .field(
+                "config_overrides",
+                &agent_api::kit::secrets::ArgsShown(&self.config_overrides),
+            )
             .field("quiet", &self.quiet)
             .field("default_mode", &self.default_mode)
             .field("reasoning_summary", &self.reasoning_summary)
@@ -225,7 +228,10 @@ impl std::fmt::Debug for CodexConfig {
 impl CodexConfig {
     /// The defaults with this binary.
     pub fn with_binary(binary: impl Into<PathBuf>) -> Self {
-        Self { binary: binary.into(), ..Self::default() }
+        Self {
+            binary: binary.into(),
+            ..Self::default()
+        }
     }
 
     /// Adds an environment variable.
@@ -235,8 +241,12 @@ impl CodexConfig {
     }
 
     /// Adds `-c` overrides.
-    pub fn config_overrides<I: IntoIterator<Item = S>, S: Into<String>>(mut self, overrides: I) -> Self {
-        self.config_overrides.extend(overrides.into_iter().map(Into::into));
+    pub fn config_overrides<I: IntoIterator<Item = S>, S: Into<String>>(
+        mut self,
+        overrides: I,
+    ) -> Self {
+        self.config_overrides
+            .extend(overrides.into_iter().map(Into::into));
         self
     }
 
@@ -294,16 +304,23 @@ impl RunOptions {
         if let Some(bad) = options.config.iter().find(|o| !o.contains('=')) {
             return Err(AgentError::InvalidExtension {
                 key: EXT_CONFIG.into(),
-                reason: format!("{:?} is not key=value", agent_api::kit::bounds::utf8_prefix(bad, 64)),
+                reason: format!(
+                    "{:?} is not key=value",
+                    agent_api::kit::bounds::utf8_prefix(bad, 64)
+                ),
             });
         }
         let mode = options.mode.unwrap_or(config.default_mode);
-        let policy_in = |agent_mode: Option<&AgentMode>| policy_for(request, &options, mode, agent_mode);
+        let policy_in =
+            |agent_mode: Option<&AgentMode>| policy_for(request, &options, mode, agent_mode);
         let (sandbox, approval) = policy_in(request.mode.as_ref())?;
         // What a warm session switches to: each mode resolved as the session's own was.
         let by_mode = std::iter::once(AgentMode::Default)
             .chain(MODES.iter().map(|m| AgentMode::parse(m.id)))
-            .map(|agent_mode| policy_in(Some(&agent_mode)).map(|(sandbox, approval)| (agent_mode, sandbox, approval)))
+            .map(|agent_mode| {
+                policy_in(Some(&agent_mode))
+                    .map(|(sandbox, approval)| (agent_mode, sandbox, approval))
+            })
             .collect::<Result<_, _>>()?;
         let bypass = options.dangerously_bypass;
         Ok(Self {
@@ -328,13 +345,20 @@ fn policy_for(
     agent_mode: Option<&AgentMode>,
 ) -> Result<(Sandbox, ApprovalPolicy), AgentError> {
     let (mut approval, mut sandbox) = match (&request.permissions, mode) {
-        (PermissionPolicy::DenyAll, Mode::AppServer) => (ApprovalPolicy::Untrusted, Sandbox::ReadOnly),
+        (PermissionPolicy::DenyAll, Mode::AppServer) => {
+            (ApprovalPolicy::Untrusted, Sandbox::ReadOnly)
+        }
         (_, Mode::AppServer) => (ApprovalPolicy::Untrusted, Sandbox::WorkspaceWrite),
-        (PermissionPolicy::ApproveAll, Mode::Exec) => (ApprovalPolicy::Never, Sandbox::WorkspaceWrite),
+        (PermissionPolicy::ApproveAll, Mode::Exec) => {
+            (ApprovalPolicy::Never, Sandbox::WorkspaceWrite)
+        }
         (_, Mode::Exec) => (ApprovalPolicy::Never, Sandbox::ReadOnly),
     };
     if let PermissionPolicy::ByCategory(rules) = &request.permissions {
-        if mode == Mode::Exec && !rules.is_empty() && rules.values().all(|r| *r == PermissionRule::Approve) {
+        if mode == Mode::Exec
+            && !rules.is_empty()
+            && rules.values().all(|r| *r == PermissionRule::Approve)
+        {
             sandbox = Sandbox::WorkspaceWrite;
         }
     }
@@ -347,7 +371,10 @@ fn policy_for(
     }
     sandbox = options.sandbox.unwrap_or(sandbox);
     if options.inner_sandbox == Some(false) {
-        if matches!(request.launcher.as_ref().unwrap_or(&Launcher::Local), Launcher::Local) {
+        if matches!(
+            request.launcher.as_ref().unwrap_or(&Launcher::Local),
+            Launcher::Local
+        ) {
             return Err(AgentError::InvalidRequest {
                     reason: format!("{EXT_INNER_SANDBOX}=false needs a launcher that is the sandbox (a container, bwrap, ssh or a prefix); on this machine Codex's own sandbox stays on"),
                 });
@@ -405,7 +432,11 @@ pub const MODES: &[ModeInfo] = &[
 /// `model_reasoning_effort` (exec `-c`) or `turn/start` `effort` (app-server).
 pub const VARIANTS: &[VariantSet] = &[
     VariantSet::for_models(&["gpt-5.5"], &["low", "medium", "high", "xhigh"], EFFORT),
-    VariantSet::for_models(&["gpt-6-luna", "gpt-5.6-luna", "codex-auto-review"], &["low", "medium", "high", "xhigh", "max"], EFFORT),
+    VariantSet::for_models(
+        &["gpt-6-luna", "gpt-5.6-luna", "codex-auto-review"],
+        &["low", "medium", "high", "xhigh", "max"],
+        EFFORT,
+    ),
     VariantSet::for_models(
         &[
             "gpt-6-astra",
@@ -440,18 +471,39 @@ mod tests {
     fn modes_set_the_sandbox_and_approval_presets() {
         let config = CodexConfig::default();
         let resolve = |mode: &str, policy: PermissionPolicy| {
-            let request = RunRequest::new("x").with_mode(agent_api::request::AgentMode::parse(mode)).with_permissions(policy);
+            let request = RunRequest::new("x")
+                .with_mode(agent_api::request::AgentMode::parse(mode))
+                .with_permissions(policy);
             let o = RunOptions::resolve(&request, &config).unwrap();
             (o.sandbox.as_str(), o.approval_policy.as_str())
         };
         // Plan mode writes nothing even when the policy would approve every write.
-        assert_eq!(resolve("plan", PermissionPolicy::ApproveAll), ("read-only", "never"));
-        assert_eq!(resolve("read-only", PermissionPolicy::Ask), ("read-only", "on-request"));
-        assert_eq!(resolve("auto", PermissionPolicy::Ask), ("workspace-write", "on-request"));
-        assert_eq!(resolve("full-access", PermissionPolicy::Ask), ("danger-full-access", "never"));
-        assert_eq!(resolve("default", PermissionPolicy::Ask), ("workspace-write", "untrusted"));
+        assert_eq!(
+            resolve("plan", PermissionPolicy::ApproveAll),
+            ("read-only", "never")
+        );
+        assert_eq!(
+            resolve("read-only", PermissionPolicy::Ask),
+            ("read-only", "on-request")
+        );
+        assert_eq!(
+            resolve("auto", PermissionPolicy::Ask),
+            ("workspace-write", "on-request")
+        );
+        assert_eq!(
+            resolve("full-access", PermissionPolicy::Ask),
+            ("danger-full-access", "never")
+        );
+        assert_eq!(
+            resolve("default", PermissionPolicy::Ask),
+            ("workspace-write", "untrusted")
+        );
         for mode in MODES {
-            assert!(mode_preset(&mode.mode()).is_some(), "{} is listed but maps to nothing", mode.id);
+            assert!(
+                mode_preset(&mode.mode()).is_some(),
+                "{} is listed but maps to nothing",
+                mode.id
+            );
         }
     }
 
@@ -459,35 +511,97 @@ mod tests {
     fn unknown_modes_and_variants_are_refused_before_spawn() {
         use agent_api::AgentBackend;
         let backend = crate::CodexBackend::new(CodexConfig::default());
-        let err = backend.validate(&RunRequest::new("x").with_mode(agent_api::request::AgentMode::parse("yolo"))).unwrap_err();
-        assert!(matches!(&err, AgentError::UnknownMode { valid, .. } if valid.iter().any(|v| v == "plan")), "{err}");
+        let err = backend
+            .validate(&RunRequest::new("x").with_mode(agent_api::request::AgentMode::parse("yolo")))
+            .unwrap_err();
+        assert!(
+            matches!(&err, AgentError::UnknownMode { valid, .. } if valid.iter().any(|v| v == "plan")),
+            "{err}"
+        );
         // gpt-5.5 has no `max`; a model that does takes it.
-        let err = backend.validate(&RunRequest::new("x").with_model("gpt-5.5").with_variant("max")).unwrap_err();
-        assert!(matches!(&err, AgentError::UnknownVariant { valid, .. } if valid == &["low", "medium", "high", "xhigh"]), "{err}");
-        backend.validate(&RunRequest::new("x").with_model("gpt-6-sol").with_variant("max")).unwrap();
-        backend.validate(&RunRequest::new("x").with_variant("high")).unwrap();
+        let err = backend
+            .validate(
+                &RunRequest::new("x")
+                    .with_model("gpt-5.5")
+                    .with_variant("max"),
+            )
+            .unwrap_err();
+        assert!(
+            matches!(&err, AgentError::UnknownVariant { valid, .. } if valid == &["low", "medium", "high", "xhigh"]),
+            "{err}"
+        );
+        backend
+            .validate(
+                &RunRequest::new("x")
+                    .with_model("gpt-6-sol")
+                    .with_variant("max"),
+            )
+            .unwrap();
+        backend
+            .validate(&RunRequest::new("x").with_variant("high"))
+            .unwrap();
     }
 
     #[test]
     fn policies_map_to_codex_approval_and_sandbox() {
         let config = CodexConfig::default();
         let ask = RunOptions::resolve(&RunRequest::new("x"), &config).unwrap();
-        assert_eq!((ask.mode, ask.approval_policy.as_str(), ask.sandbox.as_str()), (Mode::AppServer, "untrusted", "workspace-write"));
+        assert_eq!(
+            (ask.mode, ask.approval_policy.as_str(), ask.sandbox.as_str()),
+            (Mode::AppServer, "untrusted", "workspace-write")
+        );
         // The kit approves or denies each request: Codex must ask, whatever the policy.
-        let all = RunOptions::resolve(&RunRequest::new("x").with_permissions(PermissionPolicy::ApproveAll), &config).unwrap();
-        assert_eq!((all.approval_policy.as_str(), all.sandbox.as_str()), ("untrusted", "workspace-write"));
-        let none = RunOptions::resolve(&RunRequest::new("x").with_permissions(PermissionPolicy::DenyAll), &config).unwrap();
-        assert_eq!((none.approval_policy.as_str(), none.sandbox.as_str()), ("untrusted", "read-only"));
-        let skip = RunOptions::resolve(&RunRequest::new("x").with_skip_permission_prompts(true), &config).unwrap();
-        assert_eq!((skip.approval_policy.as_str(), skip.sandbox.as_str()), ("never", "workspace-write"));
-        let exec_all =
-            RunRequest::new("x").with_options(&CodexOptions::default().mode(Mode::Exec)).with_permissions(PermissionPolicy::ApproveAll);
+        let all = RunOptions::resolve(
+            &RunRequest::new("x").with_permissions(PermissionPolicy::ApproveAll),
+            &config,
+        )
+        .unwrap();
+        assert_eq!(
+            (all.approval_policy.as_str(), all.sandbox.as_str()),
+            ("untrusted", "workspace-write")
+        );
+        let none = RunOptions::resolve(
+            &RunRequest::new("x").with_permissions(PermissionPolicy::DenyAll),
+            &config,
+        )
+        .unwrap();
+        assert_eq!(
+            (none.approval_policy.as_str(), none.sandbox.as_str()),
+            ("untrusted", "read-only")
+        );
+        let skip = RunOptions::resolve(
+            &RunRequest::new("x").with_skip_permission_prompts(true),
+            &config,
+        )
+        .unwrap();
+        assert_eq!(
+            (skip.approval_policy.as_str(), skip.sandbox.as_str()),
+            ("never", "workspace-write")
+        );
+        let exec_all = RunRequest::new("x")
+            .with_options(&CodexOptions::default().mode(Mode::Exec))
+            .with_permissions(PermissionPolicy::ApproveAll);
         let exec_all = RunOptions::resolve(&exec_all, &config).unwrap();
-        assert_eq!((exec_all.approval_policy.as_str(), exec_all.sandbox.as_str()), ("never", "workspace-write"));
-        let exec = RunOptions::resolve(&RunRequest::new("x").with_options(&CodexOptions::default().mode(Mode::Exec)), &config).unwrap();
-        assert_eq!((exec.mode, exec.approval_policy.as_str(), exec.sandbox.as_str()), (Mode::Exec, "never", "read-only"));
+        assert_eq!(
+            (exec_all.approval_policy.as_str(), exec_all.sandbox.as_str()),
+            ("never", "workspace-write")
+        );
+        let exec = RunOptions::resolve(
+            &RunRequest::new("x").with_options(&CodexOptions::default().mode(Mode::Exec)),
+            &config,
+        )
+        .unwrap();
+        assert_eq!(
+            (
+                exec.mode,
+                exec.approval_policy.as_str(),
+                exec.sandbox.as_str()
+            ),
+            (Mode::Exec, "never", "read-only")
+        );
         let bypass = CodexOptions::default().dangerously_bypass(true);
-        let bypass = RunOptions::resolve(&RunRequest::new("x").with_options(&bypass), &config).unwrap();
+        let bypass =
+            RunOptions::resolve(&RunRequest::new("x").with_options(&bypass), &config).unwrap();
         assert!(bypass.bypass);
         assert_eq!(bypass.sandbox, Sandbox::DangerFullAccess);
     }
@@ -502,10 +616,16 @@ mod tests {
             (EXT_DANGEROUSLY_BYPASS, json!("yes")),
             (EXT_CONFIG, json!(["nokey"])),
         ] {
-            let err = RunOptions::resolve(&RunRequest::new("x").with_extension(key, value), &config).unwrap_err();
-            assert!(matches!(&err, AgentError::InvalidExtension { key: named, .. } if named == key), "{key}: {err}");
+            let err =
+                RunOptions::resolve(&RunRequest::new("x").with_extension(key, value), &config)
+                    .unwrap_err();
+            assert!(
+                matches!(&err, AgentError::InvalidExtension { key: named, .. } if named == key),
+                "{key}: {err}"
+            );
         }
-        let unknown = RunRequest::new("x").with_extension("backend.codex.sandbox_mode", json!("read-only"));
+        let unknown =
+            RunRequest::new("x").with_extension("backend.codex.sandbox_mode", json!("read-only"));
         let err = RunOptions::resolve(&unknown, &config).unwrap_err();
         assert!(matches!(err, AgentError::UnknownExtension { .. }), "{err}");
     }
@@ -524,13 +644,27 @@ mod tests {
         assert_eq!(request.extensions[EXT_APPROVAL_POLICY], json!("on-request"));
         assert_eq!(
             agent_api::kit::options::extension_keys::<CodexOptions>(),
-            [EXT_MODE, EXT_SANDBOX, EXT_APPROVAL_POLICY, EXT_EXTRA_DIRS, EXT_DANGEROUSLY_BYPASS, EXT_CONFIG, EXT_INNER_SANDBOX]
+            [
+                EXT_MODE,
+                EXT_SANDBOX,
+                EXT_APPROVAL_POLICY,
+                EXT_EXTRA_DIRS,
+                EXT_DANGEROUSLY_BYPASS,
+                EXT_CONFIG,
+                EXT_INNER_SANDBOX
+            ]
         );
         let wrong = RunRequest::new("x").with_extension(EXT_APPROVAL_POLICY, json!("always"));
         let err = wrong.options::<CodexOptions>().unwrap_err();
-        assert!(matches!(&err, AgentError::InvalidExtension { key, .. } if key == EXT_APPROVAL_POLICY), "{err}");
+        assert!(
+            matches!(&err, AgentError::InvalidExtension { key, .. } if key == EXT_APPROVAL_POLICY),
+            "{err}"
+        );
         let config = CodexConfig::default();
-        let applied = RunOptions::resolve(&RunRequest::new("x").with_options(&CodexOptions::default().sandbox(Sandbox::ReadOnly)), &config);
+        let applied = RunOptions::resolve(
+            &RunRequest::new("x").with_options(&CodexOptions::default().sandbox(Sandbox::ReadOnly)),
+            &config,
+        );
         assert_eq!(applied.unwrap().sandbox, Sandbox::ReadOnly);
     }
 
@@ -540,10 +674,19 @@ mod tests {
         let config = CodexConfig::default();
         let off = RunRequest::new("x").with_options(&CodexOptions::default().inner_sandbox(false));
         let err = RunOptions::resolve(&off, &config).unwrap_err();
-        assert!(matches!(&err, AgentError::InvalidRequest { reason } if reason.contains(EXT_INNER_SANDBOX)), "{err}");
-        let container = agent_api::request::Container::exec(agent_api::request::Engine::Docker, "box");
-        let resolved = RunOptions::resolve(&off.with_launcher(Launcher::Container(container)), &config).unwrap();
-        assert_eq!((resolved.sandbox, resolved.approval_policy), (Sandbox::DangerFullAccess, ApprovalPolicy::Untrusted));
+        assert!(
+            matches!(&err, AgentError::InvalidRequest { reason } if reason.contains(EXT_INNER_SANDBOX)),
+            "{err}"
+        );
+        let container =
+            agent_api::request::Container::exec(agent_api::request::Engine::Docker, "box");
+        let resolved =
+            RunOptions::resolve(&off.with_launcher(Launcher::Container(container)), &config)
+                .unwrap();
+        assert_eq!(
+            (resolved.sandbox, resolved.approval_policy),
+            (Sandbox::DangerFullAccess, ApprovalPolicy::Untrusted)
+        );
         assert!(!resolved.bypass);
     }
 
@@ -553,14 +696,40 @@ mod tests {
     fn option_text_is_typed_by_the_options_struct() {
         use agent_api::AgentBackend;
         let backend = crate::CodexBackend::new(CodexConfig::default());
-        assert_eq!(backend.option_value(EXT_MODE, "exec").unwrap(), json!("exec"));
-        assert_eq!(backend.option_value(EXT_SANDBOX, "workspace-write").unwrap(), json!("workspace-write"));
-        assert_eq!(backend.option_value(EXT_DANGEROUSLY_BYPASS, "true").unwrap(), json!(true));
-        assert_eq!(backend.option_value(EXT_EXTRA_DIRS, r#"["/a","/b"]"#).unwrap(), json!(["/a", "/b"]));
+        assert_eq!(
+            backend.option_value(EXT_MODE, "exec").unwrap(),
+            json!("exec")
+        );
+        assert_eq!(
+            backend
+                .option_value(EXT_SANDBOX, "workspace-write")
+                .unwrap(),
+            json!("workspace-write")
+        );
+        assert_eq!(
+            backend
+                .option_value(EXT_DANGEROUSLY_BYPASS, "true")
+                .unwrap(),
+            json!(true)
+        );
+        assert_eq!(
+            backend
+                .option_value(EXT_EXTRA_DIRS, r#"["/a","/b"]"#)
+                .unwrap(),
+            json!(["/a", "/b"])
+        );
         let err = backend.option_value(EXT_MODE, "tui").unwrap_err();
-        assert!(matches!(&err, AgentError::InvalidExtension { key, .. } if key == EXT_MODE), "{err}");
-        let err = backend.option_value("backend.codex.interface", "exec").unwrap_err();
-        assert!(matches!(&err, AgentError::UnknownExtension { known, .. } if known.len() == 7), "{err}");
+        assert!(
+            matches!(&err, AgentError::InvalidExtension { key, .. } if key == EXT_MODE),
+            "{err}"
+        );
+        let err = backend
+            .option_value("backend.codex.interface", "exec")
+            .unwrap_err();
+        assert!(
+            matches!(&err, AgentError::UnknownExtension { known, .. } if known.len() == 7),
+            "{err}"
+        );
         assert!(err.to_string().contains(EXT_SANDBOX), "{err}");
     }
 }

@@ -52,8 +52,13 @@ impl ErrorClass {
 /// and `exec`'s stderr alike); only the id is kept.
 pub fn missing_thread(message: &str) -> Option<AgentError> {
     let (_, rest) = message.split_once("no rollout found for thread id ")?;
-    let id = rest.split(|c: char| c.is_whitespace() || c == '(').next().filter(|id| !id.is_empty())?;
-    Some(AgentError::SessionNotFound { id: agent_api::kit::bounds::utf8_prefix(id, 64).to_string() })
+    let id = rest
+        .split(|c: char| c.is_whitespace() || c == '(')
+        .next()
+        .filter(|id| !id.is_empty())?;
+    Some(AgentError::SessionNotFound {
+        id: agent_api::kit::bounds::utf8_prefix(id, 64).to_string(),
+    })
 }
 
 /// Classifies by HTTP status.
@@ -73,15 +78,21 @@ pub fn classify(info: Option<&Value>, message: &str) -> ErrorClass {
         Some(Value::String(kind)) => match kind.as_str() {
             "unauthorized" => ErrorClass::Auth,
             "serverOverloaded" => ErrorClass::Overloaded(status_in_message(message)),
-            "rateLimitExceeded" | "usageLimitExceeded" | "sessionBudgetExceeded" | "flexUnavailable" | "policyCapacityUnavailable" => {
-                ErrorClass::RateLimited
-            }
+            "rateLimitExceeded"
+            | "usageLimitExceeded"
+            | "sessionBudgetExceeded"
+            | "flexUnavailable"
+            | "policyCapacityUnavailable" => ErrorClass::RateLimited,
             "internalServerError" => ErrorClass::Server(status_in_message(message)),
             _ => classify_message(message),
         },
         // `{"httpConnectionFailed": {"httpStatusCode": 401}}` and its stream siblings.
         Some(Value::Object(obj)) => {
-            let status = obj.values().find_map(|v| v.get("httpStatusCode")).and_then(Value::as_u64).and_then(|s| u16::try_from(s).ok());
+            let status = obj
+                .values()
+                .find_map(|v| v.get("httpStatusCode"))
+                .and_then(Value::as_u64)
+                .and_then(|s| u16::try_from(s).ok());
             match status {
                 Some(status) => class_of_status(status),
                 None => classify_message(message),
@@ -122,11 +133,16 @@ pub fn status_in_message(message: &str) -> Option<u16> {
 
 /// The `rate_limited` notice for an error Codex reports while it works (a retry, or the turn's
 /// failure): for a rate limit or overload only, with the status and any `retry-after` it quotes.
-pub fn rate_limit_notice(class: ErrorClass, message: &str) -> Option<agent_api::kit::rate_limit::RateLimitNotice> {
+pub fn rate_limit_notice(
+    class: ErrorClass,
+    message: &str,
+) -> Option<agent_api::kit::rate_limit::RateLimitNotice> {
     let mut notice = agent_api::kit::rate_limit::RateLimitNotice::default();
     match class {
         ErrorClass::RateLimited => notice.status = status_in_message(message),
-        ErrorClass::Overloaded(status) => (notice.status, notice.overloaded) = (status.or(status_in_message(message)), true),
+        ErrorClass::Overloaded(status) => {
+            (notice.status, notice.overloaded) = (status.or(status_in_message(message)), true)
+        }
         _ => return None,
     }
     notice.retry_after = agent_api::kit::rate_limit::retry_after_in(message);
@@ -163,23 +179,46 @@ mod tests {
         let info = json!({"httpConnectionFailed": {"httpStatusCode": 401}});
         assert_eq!(classify(Some(&info), "x"), ErrorClass::Auth);
         let info = json!({"responseStreamDisconnected": {"httpStatusCode": 503}});
-        assert_eq!(classify(Some(&info), "x"), ErrorClass::Overloaded(Some(503)));
+        assert_eq!(
+            classify(Some(&info), "x"),
+            ErrorClass::Overloaded(Some(503))
+        );
         let info = json!({"responseStreamDisconnected": {"httpStatusCode": 502}});
         assert_eq!(classify(Some(&info), "x"), ErrorClass::Server(Some(502)));
         let info = json!({"responseTooManyFailedAttempts": {"httpStatusCode": 429}});
         assert_eq!(classify(Some(&info), "x"), ErrorClass::RateLimited);
-        assert_eq!(classify(Some(&json!("unauthorized")), "x"), ErrorClass::Auth);
-        assert_eq!(classify(Some(&json!("serverOverloaded")), "x"), ErrorClass::Overloaded(None));
-        assert_eq!(classify(Some(&json!("internalServerError")), "x"), ErrorClass::Server(None));
-        assert_eq!(classify(Some(&json!("contextWindowExceeded")), "x"), ErrorClass::Other);
+        assert_eq!(
+            classify(Some(&json!("unauthorized")), "x"),
+            ErrorClass::Auth
+        );
+        assert_eq!(
+            classify(Some(&json!("serverOverloaded")), "x"),
+            ErrorClass::Overloaded(None)
+        );
+        assert_eq!(
+            classify(Some(&json!("internalServerError")), "x"),
+            ErrorClass::Server(None)
+        );
+        assert_eq!(
+            classify(Some(&json!("contextWindowExceeded")), "x"),
+            ErrorClass::Other
+        );
     }
 
     #[test]
     fn exec_messages_are_typed_by_their_status_or_wording() {
-        assert_eq!(classify_message("unexpected status 401 Unauthorized: Incorrect API key provided"), ErrorClass::Auth);
-        assert_eq!(classify_message("unexpected status 500 Internal Server Error"), ErrorClass::Server(Some(500)));
         assert_eq!(
-            classify_message("We’re currently experiencing high demand, which may cause temporary errors."),
+            classify_message("unexpected status 401 Unauthorized: Incorrect API key provided"),
+            ErrorClass::Auth
+        );
+        assert_eq!(
+            classify_message("unexpected status 500 Internal Server Error"),
+            ErrorClass::Server(Some(500))
+        );
+        assert_eq!(
+            classify_message(
+                "We’re currently experiencing high demand, which may cause temporary errors."
+            ),
             ErrorClass::Server(None)
         );
         assert_eq!(classify_message("something else"), ErrorClass::Other);
@@ -187,15 +226,22 @@ mod tests {
 
     #[test]
     fn reconnect_notices_read_as_retries_and_nothing_else_does() {
-        assert_eq!(reconnect_detail("Reconnecting... 2/5 (stream disconnected)").as_deref(), Some("attempt 2 of 5: stream disconnected"));
-        assert_eq!(reconnect_detail("Reconnecting... 1/3").as_deref(), Some("attempt 1 of 3"));
+        assert_eq!(
+            reconnect_detail("Reconnecting... 2/5 (stream disconnected)").as_deref(),
+            Some("attempt 2 of 5: stream disconnected")
+        );
+        assert_eq!(
+            reconnect_detail("Reconnecting... 1/3").as_deref(),
+            Some("attempt 1 of 3")
+        );
         assert_eq!(reconnect_detail("Reconnecting... soon"), None);
         assert_eq!(reconnect_detail("stream disconnected"), None);
     }
 
     #[test]
     fn explanations_mask_keys_and_query_strings_and_are_bounded() {
-        let e = explanation("Incorrect API key provided: sk-test. url: http://h/v1/responses?key=abc");
+        let e =
+            explanation("Incorrect API key provided: sk-test. url: http://h/v1/responses?key=abc");
         assert!(!e.contains("sk-test") && !e.contains("key=abc"), "{e}");
         assert!(e.contains("[redacted]"));
         assert!(explanation(&"x".repeat(10_000)).len() <= 512);

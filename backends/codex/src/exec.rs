@@ -85,14 +85,18 @@ struct ExecLine {
 impl ExecLine {
     fn into_event(self) -> Option<ExecEvent> {
         Some(match self.kind.as_str() {
-            "thread.started" => ExecEvent::ThreadStarted { thread_id: self.thread_id? },
+            "thread.started" => ExecEvent::ThreadStarted {
+                thread_id: self.thread_id?,
+            },
             "turn.started" => ExecEvent::TurnStarted {},
             "turn.completed" => ExecEvent::TurnCompleted { usage: self.usage },
             "turn.failed" => ExecEvent::TurnFailed { error: self.error },
             "item.started" => ExecEvent::ItemStarted { item: self.item? },
             "item.updated" => ExecEvent::ItemUpdated { item: self.item? },
             "item.completed" => ExecEvent::ItemCompleted { item: self.item? },
-            "error" => ExecEvent::Error { message: self.message.unwrap_or_default() },
+            "error" => ExecEvent::Error {
+                message: self.message.unwrap_or_default(),
+            },
             _ => return None,
         })
     }
@@ -137,7 +141,10 @@ fn tool_of(kind: &str, item: &ExecItem) -> Option<(ToolCall, ToolOutcome)> {
                 arguments: json!({"prompt": item.prompt}).to_string(),
                 ..ToolCall::default()
             },
-            ToolOutcome { failed, ..ToolOutcome::default() },
+            ToolOutcome {
+                failed,
+                ..ToolOutcome::default()
+            },
         ),
         "web_search" => (
             ToolCall {
@@ -172,12 +179,21 @@ fn command_tool(item: &ExecItem, failed: bool) -> (ToolCall, ToolOutcome) {
 
 /// A patch: the files it changes (exec mode reports no diff).
 fn file_change_tool(item: &ExecItem, failed: bool) -> (ToolCall, ToolOutcome) {
-    let changes = item.changes.as_ref().and_then(Value::as_array).cloned().unwrap_or_default();
+    let changes = item
+        .changes
+        .as_ref()
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
     let files: Vec<ContentPart> = changes
         .iter()
         .map(|c| ContentPart::FileRef {
             path: s(c, "path").to_string(),
-            action: if s(c, "kind") == "update" { FileAction::Patch } else { FileAction::Write },
+            action: if s(c, "kind") == "update" {
+                FileAction::Patch
+            } else {
+                FileAction::Write
+            },
             diff: None,
         })
         .collect();
@@ -189,19 +205,32 @@ fn file_change_tool(item: &ExecItem, failed: bool) -> (ToolCall, ToolOutcome) {
             files: files.clone(),
             ..ToolCall::default()
         },
-        ToolOutcome { failed, files, ..ToolOutcome::default() },
+        ToolOutcome {
+            failed,
+            files,
+            ..ToolOutcome::default()
+        },
     )
 }
 
 /// An MCP tool call: its server and tool, and its result's text (or its error).
 fn mcp_tool(item: &ExecItem, failed: bool) -> (ToolCall, ToolOutcome) {
-    let error = item.error.as_ref().and_then(|e| e.get("message")).and_then(Value::as_str);
+    let error = item
+        .error
+        .as_ref()
+        .and_then(|e| e.get("message"))
+        .and_then(Value::as_str);
     let output = match (error, item.result.as_ref()) {
         (Some(e), _) => e.to_string(),
         (None, Some(r)) if !r.is_null() => r
             .get("content")
             .and_then(Value::as_array)
-            .map(|c| c.iter().filter_map(|p| p.get("text").and_then(Value::as_str)).collect::<Vec<_>>().join("\n"))
+            .map(|c| {
+                c.iter()
+                    .filter_map(|p| p.get("text").and_then(Value::as_str))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            })
             .unwrap_or_else(|| r.to_string()),
         _ => String::new(),
     };
@@ -209,11 +238,19 @@ fn mcp_tool(item: &ExecItem, failed: bool) -> (ToolCall, ToolOutcome) {
         ToolCall {
             kind: FacetKind::McpToolCall.as_str(),
             name: format!("{}.{}", text(&item.server), text(&item.tool)),
-            arguments: item.arguments.as_ref().map(Value::to_string).unwrap_or_default(),
+            arguments: item
+                .arguments
+                .as_ref()
+                .map(Value::to_string)
+                .unwrap_or_default(),
             tool_name: Some(text(&item.tool).to_string()),
             files: Vec::new(),
         },
-        ToolOutcome { output, failed: failed || error.is_some(), ..ToolOutcome::default() },
+        ToolOutcome {
+            output,
+            failed: failed || error.is_some(),
+            ..ToolOutcome::default()
+        },
     )
 }
 
@@ -235,18 +272,28 @@ impl Exec {
                 let (new, content) = if kind == "reasoning" {
                     (
                         NewItem::reasoning(ReasoningVisibility::Public),
-                        vec![ContentPart::Reasoning { text, visibility: ReasoningVisibility::Public }],
+                        vec![ContentPart::Reasoning {
+                            text,
+                            visibility: ReasoningVisibility::Public,
+                        }],
                     )
                 } else {
                     self.final_text = Some(text.clone());
-                    (NewItem::message(ItemRole::Assistant), vec![ContentPart::Text { text }])
+                    (
+                        NewItem::message(ItemRole::Assistant),
+                        vec![ContentPart::Text { text }],
+                    )
                 };
-                let daemon = self.open.remove(&id).unwrap_or_else(|| t.start_item(new.native(&id)));
+                let daemon = self
+                    .open
+                    .remove(&id)
+                    .unwrap_or_else(|| t.start_item(new.native(&id)));
                 // No native deltas: the transcript adds the single synthetic delta.
                 t.complete_item_with(&daemon, content);
             }
             "agent_message" | "reasoning" => {
-                if let std::collections::hash_map::Entry::Vacant(slot) = self.open.entry(id.clone()) {
+                if let std::collections::hash_map::Entry::Vacant(slot) = self.open.entry(id.clone())
+                {
                     let new = if kind == "reasoning" {
                         NewItem::reasoning(ReasoningVisibility::Public)
                     } else {
@@ -256,13 +303,22 @@ impl Exec {
                 }
             }
             "todo_list" => {
-                let items = item.items.as_ref().and_then(Value::as_array).cloned().unwrap_or_default();
+                let items = item
+                    .items
+                    .as_ref()
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default();
                 let steps: Vec<String> = items
                     .iter()
                     .map(|i| {
                         format!(
                             "[{}] {}",
-                            if i.get("completed").and_then(Value::as_bool) == Some(true) { "completed" } else { "pending" },
+                            if i.get("completed").and_then(Value::as_bool) == Some(true) {
+                                "completed"
+                            } else {
+                                "pending"
+                            },
                             s(i, "text")
                         )
                     })
@@ -283,13 +339,15 @@ impl Exec {
                     detail: Some(agent_api::kit::bounds::utf8_prefix(&kind, 64).to_string()),
                 }];
                 if phase == Phase::Completed {
-                    let daemon = self
-                        .open
-                        .remove(&id)
-                        .unwrap_or_else(|| t.start_item(NewItem::other(ItemKind::Unknown, None, content.clone()).native(&id)));
+                    let daemon = self.open.remove(&id).unwrap_or_else(|| {
+                        t.start_item(
+                            NewItem::other(ItemKind::Unknown, None, content.clone()).native(&id),
+                        )
+                    });
                     t.complete_item_with(&daemon, content);
                 } else {
-                    let daemon = t.start_item(NewItem::other(ItemKind::Unknown, None, content).native(&id));
+                    let daemon =
+                        t.start_item(NewItem::other(ItemKind::Unknown, None, content).native(&id));
                     self.open.insert(id, daemon);
                 }
             }
@@ -320,7 +378,8 @@ impl Exec {
             }
             ExecEvent::TurnCompleted { usage } => {
                 self.fail_open(ctx);
-                ctx.transcript.status("turn_completed", Some("completed".into()));
+                ctx.transcript
+                    .status("turn_completed", Some("completed".into()));
                 self.completed = Some(usage);
             }
             ExecEvent::TurnFailed { error } => {
@@ -332,7 +391,8 @@ impl Exec {
                     .map(str::to_string)
                     .or_else(|| self.last_error.clone())
                     .unwrap_or_else(|| "the turn failed".into());
-                ctx.transcript.status("turn_completed", Some("failed".into()));
+                ctx.transcript
+                    .status("turn_completed", Some("failed".into()));
                 self.failed = Some((errors::classify_message(&message), message));
             }
             ExecEvent::ItemStarted { item } => self.item(Phase::Started, item, ctx),
@@ -344,7 +404,11 @@ impl Exec {
             }
             ExecEvent::Error { message } => {
                 let class = errors::classify_message(&message);
-                t.error(errors::explanation(&message), Some(class.code().to_string()), None);
+                t.error(
+                    errors::explanation(&message),
+                    Some(class.code().to_string()),
+                    None,
+                );
                 if let Some(notice) = errors::rate_limit_notice(class, &message) {
                     notice.emit(t);
                 }
@@ -357,7 +421,10 @@ impl Exec {
 impl Exec {
     /// A live run that writes `prompt` to Codex's stdin and closes it.
     pub fn live(prompt: impl Into<String>) -> Self {
-        Self { prompt: Some(prompt.into()), ..Self::default() }
+        Self {
+            prompt: Some(prompt.into()),
+            ..Self::default()
+        }
     }
 }
 
@@ -385,7 +452,11 @@ impl Protocol for Exec {
     }
 
     fn on_message(&mut self, message: Value, ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
-        let kind = message.get("type").and_then(Value::as_str).unwrap_or("").to_string();
+        let kind = message
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
         let event = match serde_json::from_value::<ExecEvent>(message) {
             Ok(event) => event,
             Err(e)
@@ -403,9 +474,14 @@ impl Protocol for Exec {
             {
                 return Err(Unparsed(shape_error(&format!("a {kind} event"), &e)));
             }
-            Err(_) if kind.is_empty() => return Err(Unparsed("an exec event without a `type`".into())),
+            Err(_) if kind.is_empty() => {
+                return Err(Unparsed("an exec event without a `type`".into()))
+            }
             Err(_) => {
-                ctx.transcript.status("unknown_event", Some(agent_api::kit::bounds::utf8_prefix(&kind, 64).to_string()));
+                ctx.transcript.status(
+                    "unknown_event",
+                    Some(agent_api::kit::bounds::utf8_prefix(&kind, 64).to_string()),
+                );
                 return Ok(());
             }
         };
@@ -422,7 +498,10 @@ impl Protocol for Exec {
         let Some(usage) = self.completed.take() else {
             // A resume of an unknown thread ends before any event, saying so on stderr only.
             let stderr = exit.stderr.output();
-            let missing = [stderr.head, stderr.tail].into_iter().flatten().find_map(|text| errors::missing_thread(&text));
+            let missing = [stderr.head, stderr.tail]
+                .into_iter()
+                .flatten()
+                .find_map(|text| errors::missing_thread(&text));
             return Err(missing.unwrap_or_else(|| exit.early_exit_error()));
         };
         let mut completion = RunCompletion::new();
@@ -430,7 +509,8 @@ impl Protocol for Exec {
         completion.native_session_id = self.thread_id.clone();
         completion.usage = usage.map(|u| u.to_usage());
         // Exec reports the thread's cumulative usage, not this turn's.
-        completion.data = Some(json!({"mode": "exec", "thread_id": self.thread_id, "usage_scope": "thread"}));
+        completion.data =
+            Some(json!({"mode": "exec", "thread_id": self.thread_id, "usage_scope": "thread"}));
         Ok(completion)
     }
 }

@@ -115,7 +115,13 @@ mod tests {
     fn string_fields_of_another_type_read_as_absent_and_null_values_stay_present() {
         let item: ExecItem =
             serde_json::from_str(r#"{"id":7,"type":"command_execution","command":{"a":[1]},"exit_code":null,"text":"hi"}"#).unwrap();
-        assert_eq!((item.id, item.kind.as_deref(), item.command), (None, Some("command_execution"), None));
-        assert_eq!((item.exit_code, text(&item.text)), (Some(Value::Null), "hi"));
+        assert_eq!(
+            (item.id, item.kind.as_deref(), item.command),
+            (None, Some("command_execution"), None)
+        );
+        assert_eq!(
+            (item.exit_code, text(&item.text)),
+            (Some(Value::Null), "hi")
+        );
     }
 }

@@ -28,7 +28,13 @@ const HEAD_LINES: usize = 100;
 /// Longest first prompt shown in a listing.
 const PROMPT_PREVIEW: usize = 200;
 /// Rollout line types that hold no transcript of their own.
-const BOOKKEEPING: &[&str] = &["response_item", "turn_context", "world_state", "token_usage_record", "compacted"];
+const BOOKKEEPING: &[&str] = &[
+    "response_item",
+    "turn_context",
+    "world_state",
+    "token_usage_record",
+    "compacted",
+];
 
 /// Codex's session store under one `CODEX_HOME`.
 #[derive(Debug, Clone)]
@@ -39,14 +45,26 @@ pub struct CodexSessionStore {
 impl CodexSessionStore {
     /// The store under `codex_home` (what `CODEX_HOME` names; `~/.codex` by default).
     pub fn new(codex_home: impl Into<PathBuf>) -> Self {
-        Self { home: codex_home.into() }
+        Self {
+            home: codex_home.into(),
+        }
     }
 
     /// The store the backend's CLI writes: `CODEX_HOME`, else `$HOME/.codex`, from the config's
     /// environment, then this process's (which the CLI inherits).
     pub fn for_config(config: &CodexConfig) -> Option<Self> {
-        let var = |key: &str| config.env.get(key).cloned().or_else(|| std::env::var(key).ok()).filter(|v| !v.is_empty());
-        var("CODEX_HOME").map(PathBuf::from).or_else(|| var("HOME").map(|home| PathBuf::from(home).join(".codex"))).map(Self::new)
+        let var = |key: &str| {
+            config
+                .env
+                .get(key)
+                .cloned()
+                .or_else(|| std::env::var(key).ok())
+                .filter(|v| !v.is_empty())
+        };
+        var("CODEX_HOME")
+            .map(PathBuf::from)
+            .or_else(|| var("HOME").map(|home| PathBuf::from(home).join(".codex")))
+            .map(Self::new)
     }
 
     /// Every rollout file under `sessions/` (three levels of dated folders).
@@ -56,7 +74,13 @@ impl CodexSessionStore {
             dirs = dirs.iter().flat_map(|d| history::child_dirs(d)).collect();
         }
         let files = dirs.iter().flat_map(|d| history::jsonl_files(d));
-        files.filter(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("rollout-"))).collect()
+        files
+            .filter(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with("rollout-"))
+            })
+            .collect()
     }
 
     fn find(&self, id: &str) -> Result<PathBuf, AgentError> {
@@ -64,7 +88,11 @@ impl CodexSessionStore {
         let suffix = format!("-{id}.jsonl");
         self.rollouts()
             .into_iter()
-            .find(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.ends_with(&suffix)))
+            .find(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.ends_with(&suffix))
+            })
             .ok_or_else(|| AgentError::SessionNotFound { id: id.to_string() })
     }
 }
@@ -75,13 +103,18 @@ fn describe(path: &Path) -> Option<StoredSession> {
     let mut session: Option<StoredSession> = None;
     let mut prompt = None;
     for line in lines.take(HEAD_LINES) {
-        let Ok(line) = serde_json::from_str::<Value>(&line.ok()?) else { continue };
+        let Ok(line) = serde_json::from_str::<Value>(&line.ok()?) else {
+            continue;
+        };
         let payload = line.get("payload");
         match line.get("type").and_then(Value::as_str) {
             Some("session_meta") if session.is_none() => {
                 let id = payload?.get("id")?.as_str()?;
                 let mut found = StoredSession::from_file(id, &meta);
-                found.cwd = payload?.get("cwd").and_then(Value::as_str).map(PathBuf::from);
+                found.cwd = payload?
+                    .get("cwd")
+                    .and_then(Value::as_str)
+                    .map(PathBuf::from);
                 session = Some(found);
             }
             Some("event_msg") if prompt.is_none() => prompt = payload.and_then(user_prompt),
@@ -99,8 +132,13 @@ fn describe(path: &Path) -> Option<StoredSession> {
 /// The text of a `UserMessage` thread item (or of the older `user_message` event).
 fn user_prompt(payload: &Value) -> Option<String> {
     match payload.get("type").and_then(Value::as_str)? {
-        "user_message" => payload.get("message").and_then(Value::as_str).map(str::to_string),
-        "item_completed" if payload.pointer("/item/type").and_then(Value::as_str) == Some("UserMessage") => {
+        "user_message" => payload
+            .get("message")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        "item_completed"
+            if payload.pointer("/item/type").and_then(Value::as_str) == Some("UserMessage") =>
+        {
             Some(texts(payload.pointer("/item/content")))
         }
         _ => None,
@@ -109,7 +147,12 @@ fn user_prompt(payload: &Value) -> Option<String> {
 
 /// The `text` of every part of a content array, joined.
 fn texts(content: Option<&Value>) -> String {
-    content.and_then(Value::as_array).into_iter().flatten().filter_map(|p| p.get("text").and_then(Value::as_str)).collect()
+    content
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|p| p.get("text").and_then(Value::as_str))
+        .collect()
 }
 
 #[async_trait]
@@ -125,7 +168,14 @@ impl SessionStore for CodexSessionStore {
 
     async fn read_session(&self, id: &str, include_raw: bool) -> Result<RunHandle, AgentError> {
         let path = self.find(id)?;
-        history::read_store_file(KIND, &path, Box::new(StoredCodexSession::default()), include_raw, true).await
+        history::read_store_file(
+            KIND,
+            &path,
+            Box::new(StoredCodexSession::default()),
+            include_raw,
+            true,
+        )
+        .await
     }
 }
 
@@ -146,11 +196,22 @@ fn exec_item(item: &Value) -> Option<Value> {
         "UserMessage" => return None,
         "AgentMessage" => json!({ "type": "agent_message", "text": texts(item.get("content")) }),
         "Reasoning" => {
-            let summary = item.get("summary_text").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str);
+            let summary = item
+                .get("summary_text")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str);
             json!({ "type": "reasoning", "text": summary.collect::<Vec<_>>().join("\n") })
         }
         "CommandExecution" => {
-            let argv: Vec<&str> = item.get("command").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
+            let argv: Vec<&str> = item
+                .get("command")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect();
             // Exec prints the argv as one shell line, quoted as shlex quotes it.
             let command = shlex::try_join(argv.iter().copied()).unwrap_or_else(|_| argv.join(" "));
             let mut fields = item.as_object().cloned().unwrap_or_default();
@@ -159,8 +220,14 @@ fn exec_item(item: &Value) -> Option<Value> {
             Value::Object(fields)
         }
         "FileChange" => {
-            let changes = item.get("changes").and_then(Value::as_object).into_iter().flatten();
-            let changes: Vec<Value> = changes.map(|(path, c)| json!({ "path": path, "kind": c.get("type") })).collect();
+            let changes = item
+                .get("changes")
+                .and_then(Value::as_object)
+                .into_iter()
+                .flatten();
+            let changes: Vec<Value> = changes
+                .map(|(path, c)| json!({ "path": path, "kind": c.get("type") }))
+                .collect();
             json!({ "type": "file_change", "changes": changes, "status": item.get("status") })
         }
         // The other items keep their fields under exec's snake_case type name.
@@ -187,22 +254,40 @@ fn snake_case(name: &str) -> String {
 
 impl StoredCodexSession {
     fn event(&mut self, payload: &Value, ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
-        let kind =
-            payload.get("type").and_then(Value::as_str).ok_or_else(|| Unparsed("an event_msg payload has no string `type`".into()))?;
+        let kind = payload
+            .get("type")
+            .and_then(Value::as_str)
+            .ok_or_else(|| Unparsed("an event_msg payload has no string `type`".into()))?;
         match kind {
             "task_started" => self.exec.on_message(json!({ "type": "turn.started" }), ctx),
-            "task_complete" => self.exec.on_message(json!({ "type": "turn.completed", "usage": self.usage }), ctx),
-            "turn_aborted" => self.exec.on_message(json!({ "type": "turn.failed", "error": { "message": "the turn was aborted" } }), ctx),
-            "error" => self.exec.on_message(json!({ "type": "error", "message": payload.get("message") }), ctx),
+            "task_complete" => self.exec.on_message(
+                json!({ "type": "turn.completed", "usage": self.usage }),
+                ctx,
+            ),
+            "turn_aborted" => self.exec.on_message(
+                json!({ "type": "turn.failed", "error": { "message": "the turn was aborted" } }),
+                ctx,
+            ),
+            "error" => self.exec.on_message(
+                json!({ "type": "error", "message": payload.get("message") }),
+                ctx,
+            ),
             "token_count" => {
-                self.usage = payload.pointer("/info/total_token_usage").cloned().or(self.usage.take());
+                self.usage = payload
+                    .pointer("/info/total_token_usage")
+                    .cloned()
+                    .or(self.usage.take());
                 Ok(())
             }
             "item_completed" => {
-                let item =
-                    payload.get("item").filter(|i| i.is_object()).ok_or_else(|| Unparsed("an item_completed event has no item".into()))?;
+                let item = payload
+                    .get("item")
+                    .filter(|i| i.is_object())
+                    .ok_or_else(|| Unparsed("an item_completed event has no item".into()))?;
                 match exec_item(item) {
-                    Some(exec) => self.exec.on_message(json!({ "type": "item.completed", "item": exec }), ctx),
+                    Some(exec) => self
+                        .exec
+                        .on_message(json!({ "type": "item.completed", "item": exec }), ctx),
                     None => {
                         let user = ctx.transcript.start_item(NewItem::message(ItemRole::User));
                         ctx.transcript.delta(&user, texts(item.get("content")));
@@ -223,13 +308,22 @@ impl Protocol for StoredCodexSession {
     }
 
     fn on_message(&mut self, line: Value, ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
-        let kind = line.get("type").and_then(Value::as_str).ok_or_else(|| Unparsed("a rollout line has no string `type`".into()))?;
-        let payload =
-            line.get("payload").filter(|p| p.is_object()).ok_or_else(|| Unparsed("a rollout line has no `payload` object".into()))?;
+        let kind = line
+            .get("type")
+            .and_then(Value::as_str)
+            .ok_or_else(|| Unparsed("a rollout line has no string `type`".into()))?;
+        let payload = line
+            .get("payload")
+            .filter(|p| p.is_object())
+            .ok_or_else(|| Unparsed("a rollout line has no `payload` object".into()))?;
         match kind {
             "session_meta" => {
-                let id = payload.get("id").and_then(Value::as_str).ok_or_else(|| Unparsed("session_meta has no `id`".into()))?;
-                self.exec.on_message(json!({ "type": "thread.started", "thread_id": id }), ctx)
+                let id = payload
+                    .get("id")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| Unparsed("session_meta has no `id`".into()))?;
+                self.exec
+                    .on_message(json!({ "type": "thread.started", "thread_id": id }), ctx)
             }
             "event_msg" => self.event(payload, ctx),
             _ if BOOKKEEPING.contains(&kind) => Ok(()),

@@ -53,7 +53,9 @@ pub mod version;
 use agent_api::capabilities as caps;
 use agent_api::kit::replay::RecordingFormat;
 use agent_api::kit::{start_run, start_session, Protocol, RunSettings, Transport};
-use agent_api::{AgentBackend, AgentError, AgentKind, CapabilitySet, RunHandle, RunRequest, Session};
+use agent_api::{
+    AgentBackend, AgentError, AgentKind, CapabilitySet, RunHandle, RunRequest, Session,
+};
 use async_trait::async_trait;
 
 pub use config::{ApprovalPolicy, CodexConfig, CodexOptions, Mode, RunOptions, Sandbox};
@@ -82,7 +84,10 @@ pub const CAP_APP_SERVER: &str = "backend.codex.app_server";
 /// Where Codex keeps its config, sessions and login: `CODEX_HOME`, `~/.codex` by default. A
 /// ChatGPT login's refresh token is single-use: an isolated home gets a read-only copy.
 pub const HOME_LAYOUT: agent_api::kit::home::HomeLayout = agent_api::kit::home::HomeLayout {
-    vars: &[agent_api::kit::home::HomeVar { name: "CODEX_HOME", default_under_home: ".codex" }],
+    vars: &[agent_api::kit::home::HomeVar {
+        name: "CODEX_HOME",
+        default_under_home: ".codex",
+    }],
     credentials: &[("CODEX_HOME", "auth.json")],
     single_use_login: true,
 };
@@ -142,7 +147,10 @@ pub fn capabilities() -> CapabilitySet {
         CAP_APP_SERVER,
         CAP_EXEC_MODE,
     ]);
-    agent_api::kit::options::with_mappings(agent_api::kit::launch::with_launchers(own), portable::OPTION_MAPPINGS)
+    agent_api::kit::options::with_mappings(
+        agent_api::kit::launch::with_launchers(own),
+        portable::OPTION_MAPPINGS,
+    )
 }
 
 #[async_trait]
@@ -182,21 +190,27 @@ impl AgentBackend for CodexBackend {
         portable::check_denied_tools(&request.portable)?;
         if options.mode == Mode::Exec && request.portable.system_prompt.is_some() {
             // `codex exec` replaces its instructions only from a file in its config; the app-server takes them per thread.
-            return Err(AgentError::InvalidRequest { reason: "Codex takes a system prompt in the app-server mode only".into() });
+            return Err(AgentError::InvalidRequest {
+                reason: "Codex takes a system prompt in the app-server mode only".into(),
+            });
         }
         if options.mode == Mode::Exec {
             // `exec --output-schema` needs a file that outlives the spawn: the SDK asks in the prompt instead.
             request = agent_api::kit::structured::ask_in_prompt(request);
         }
         let tools = agent_api::kit::caller_tools::attach(&mut request).await?;
-        let spec = HOME_LAYOUT.apply(argv::command_spec(&self.config, &options, &request), &request.home)?;
+        let spec = HOME_LAYOUT.apply(
+            argv::command_spec(&self.config, &options, &request),
+            &request.home,
+        )?;
         let mut settings = RunSettings::for_request(self.kind(), &request, &self.capabilities());
         settings.hold(tools);
         let transport = Transport::spawn(&spec, settings.line_cap)?;
         let protocol: Box<dyn Protocol> = match options.mode {
-            Mode::AppServer => {
-                Box::new(app_server::AppServer::live(argv::StartPlan::new(&self.config, &options, &request), options.policy.clone()))
-            }
+            Mode::AppServer => Box::new(app_server::AppServer::live(
+                argv::StartPlan::new(&self.config, &options, &request),
+                options.policy.clone(),
+            )),
             Mode::Exec => Box::new(exec::Exec::live(request.prompt.text.clone())),
         };
         Ok(start_run(settings, transport, protocol))
@@ -214,16 +228,24 @@ impl AgentBackend for CodexBackend {
             });
         }
         let tools = agent_api::kit::caller_tools::attach(&mut request).await?;
-        let spec = HOME_LAYOUT.apply(argv::command_spec(&self.config, &options, &request), &request.home)?;
+        let spec = HOME_LAYOUT.apply(
+            argv::command_spec(&self.config, &options, &request),
+            &request.home,
+        )?;
         let mut settings = RunSettings::for_request(self.kind(), &request, &self.capabilities());
         settings.hold(tools);
         let transport = Transport::spawn(&spec, settings.line_cap)?;
-        let protocol = app_server::AppServer::session(argv::StartPlan::new(&self.config, &options, &request), options.policy.clone());
+        let protocol = app_server::AppServer::session(
+            argv::StartPlan::new(&self.config, &options, &request),
+            options.policy.clone(),
+        );
         Ok(start_session(settings, transport, Box::new(protocol)))
     }
 
     fn session_store(&self) -> Option<std::sync::Arc<dyn agent_api::history::SessionStore>> {
-        Some(std::sync::Arc::new(history::CodexSessionStore::for_config(&self.config)?))
+        Some(std::sync::Arc::new(history::CodexSessionStore::for_config(
+            &self.config,
+        )?))
     }
 }
 

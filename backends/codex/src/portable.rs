@@ -44,11 +44,18 @@ const REMOVABLE_TOOLS: &[(&str, &str)] = &[
 
 /// A denied tool Codex cannot remove is refused before spawn, naming those it can.
 pub fn check_denied_tools(portable: &PortableOptions) -> Result<(), AgentError> {
-    match portable.denied_tools.iter().find(|name| !REMOVABLE_TOOLS.iter().any(|(tool, _)| tool == name)) {
+    match portable
+        .denied_tools
+        .iter()
+        .find(|name| !REMOVABLE_TOOLS.iter().any(|(tool, _)| tool == name))
+    {
         Some(name) => {
             let removable: Vec<&str> = REMOVABLE_TOOLS.iter().map(|(tool, _)| *tool).collect();
             Err(AgentError::InvalidRequest {
-                reason: format!("Codex cannot remove its tool {name:?}; it can remove {}", removable.join(", ")),
+                reason: format!(
+                    "Codex cannot remove its tool {name:?}; it can remove {}",
+                    removable.join(", ")
+                ),
             })
         }
         None => Ok(()),
@@ -59,7 +66,10 @@ pub fn check_denied_tools(portable: &PortableOptions) -> Result<(), AgentError> 
 /// `extra_dirs` extension by the caller, as Codex keeps one writable-roots list).
 pub fn config_overrides(portable: &PortableOptions, mode: Mode) -> Vec<String> {
     let mut overrides: Vec<String> = Vec::new();
-    for (_, removal) in REMOVABLE_TOOLS.iter().filter(|(tool, _)| portable.denied_tools.iter().any(|name| name == tool)) {
+    for (_, removal) in REMOVABLE_TOOLS
+        .iter()
+        .filter(|(tool, _)| portable.denied_tools.iter().any(|name| name == tool))
+    {
         if !overrides.iter().any(|o| o == removal) {
             overrides.push(removal.to_string());
         }
@@ -82,7 +92,11 @@ pub fn config_overrides(portable: &PortableOptions, mode: Mode) -> Vec<String> {
             McpServer::Http { url, headers } => {
                 overrides.push(format!("{key}.url={}", toml_string(url)));
                 if !headers.is_empty() {
-                    let vars = headers.keys().enumerate().map(|(i, header)| (header.clone(), header_var(name, i))).collect();
+                    let vars = headers
+                        .keys()
+                        .enumerate()
+                        .map(|(i, header)| (header.clone(), header_var(name, i)))
+                        .collect();
                     overrides.push(format!("{key}.env_http_headers={}", toml_table(&vars)));
                 }
             }
@@ -94,7 +108,10 @@ pub fn config_overrides(portable: &PortableOptions, mode: Mode) -> Vec<String> {
 
 /// The environment variable that carries header `index` of server `name` to Codex.
 fn header_var(name: &str, index: usize) -> String {
-    format!("AGENT_API_MCP_{}_H{index}", name.to_ascii_uppercase().replace('-', "_"))
+    format!(
+        "AGENT_API_MCP_{}_H{index}",
+        name.to_ascii_uppercase().replace('-', "_")
+    )
 }
 
 /// The variables Codex's environment needs for [`config_overrides`]: each stdio server's env
@@ -103,8 +120,15 @@ pub fn secret_env(portable: &PortableOptions) -> Vec<(String, String)> {
     let mut vars = Vec::new();
     for (name, server) in &portable.mcp_servers {
         match server {
-            McpServer::Stdio { env, .. } => vars.extend(env.iter().map(|(k, v)| (k.clone(), v.clone()))),
-            McpServer::Http { headers, .. } => vars.extend(headers.values().enumerate().map(|(i, v)| (header_var(name, i), v.clone()))),
+            McpServer::Stdio { env, .. } => {
+                vars.extend(env.iter().map(|(k, v)| (k.clone(), v.clone())))
+            }
+            McpServer::Http { headers, .. } => vars.extend(
+                headers
+                    .values()
+                    .enumerate()
+                    .map(|(i, v)| (header_var(name, i), v.clone())),
+            ),
             _ => {}
         }
     }
@@ -112,12 +136,22 @@ pub fn secret_env(portable: &PortableOptions) -> Vec<(String, String)> {
 }
 
 fn toml_array(items: &[String]) -> String {
-    format!("[{}]", items.iter().map(|s| toml_string(s)).collect::<Vec<_>>().join(","))
+    format!(
+        "[{}]",
+        items
+            .iter()
+            .map(|s| toml_string(s))
+            .collect::<Vec<_>>()
+            .join(",")
+    )
 }
 
 /// An inline TOML table; keys are quoted, so any variable or header name is safe.
 fn toml_table(map: &std::collections::BTreeMap<String, String>) -> String {
-    let pairs: Vec<String> = map.iter().map(|(k, v)| format!("{}={}", toml_string(k), toml_string(v))).collect();
+    let pairs: Vec<String> = map
+        .iter()
+        .map(|(k, v)| format!("{}={}", toml_string(k), toml_string(v)))
+        .collect();
     format!("{{{}}}", pairs.join(","))
 }
 
@@ -127,9 +161,15 @@ mod tests {
 
     #[test]
     fn denied_tools_become_their_switches_and_a_tool_without_one_is_refused() {
-        let portable = PortableOptions::default().deny_tool("write_stdin").deny_tool("exec_command").deny_tool("web_search");
+        let portable = PortableOptions::default()
+            .deny_tool("write_stdin")
+            .deny_tool("exec_command")
+            .deny_tool("web_search");
         assert!(check_denied_tools(&portable).is_ok());
-        assert_eq!(config_overrides(&portable, Mode::Exec), ["features.shell_tool=false", r#"web_search="disabled""#]);
+        assert_eq!(
+            config_overrides(&portable, Mode::Exec),
+            ["features.shell_tool=false", r#"web_search="disabled""#]
+        );
         let patch = PortableOptions::default().deny_tool("apply_patch");
         let err = check_denied_tools(&patch).unwrap_err();
         assert!(
@@ -144,7 +184,14 @@ mod tests {
         env.insert("TOKEN".to_string(), "s3\"cret".to_string());
         let portable = PortableOptions::default()
             .append_system_prompt("cite files")
-            .mcp_server("files", McpServer::Stdio { command: "mcp-files".into(), args: vec!["--root".into(), "/srv".into()], env })
+            .mcp_server(
+                "files",
+                McpServer::Stdio {
+                    command: "mcp-files".into(),
+                    args: vec!["--root".into(), "/srv".into()],
+                    env,
+                },
+            )
             .mcp_server(
                 "web",
                 McpServer::Http {
@@ -153,12 +200,24 @@ mod tests {
                 },
             );
         let overrides = config_overrides(&portable, Mode::Exec);
-        assert!(!overrides.iter().any(|o| o.contains("s3")), "a secret is on argv: {overrides:?}");
+        assert!(
+            !overrides.iter().any(|o| o.contains("s3")),
+            "a secret is on argv: {overrides:?}"
+        );
         let app_server = config_overrides(&portable, Mode::AppServer);
-        assert!(!app_server.iter().any(|o| o.contains("cite files")), "the app-server takes them in thread/start: {app_server:?}");
+        assert!(
+            !app_server.iter().any(|o| o.contains("cite files")),
+            "the app-server takes them in thread/start: {app_server:?}"
+        );
         assert_eq!(
             secret_env(&portable),
-            [("TOKEN".to_string(), "s3\"cret".to_string()), ("AGENT_API_MCP_WEB_H0".to_string(), "Bearer s3cret".to_string())]
+            [
+                ("TOKEN".to_string(), "s3\"cret".to_string()),
+                (
+                    "AGENT_API_MCP_WEB_H0".to_string(),
+                    "Bearer s3cret".to_string()
+                )
+            ]
         );
         assert_eq!(
             config_overrides(&portable, Mode::Exec),

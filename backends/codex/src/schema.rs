@@ -532,12 +532,22 @@ pub enum ThreadItem {
 
 /// The `id` and `type` of any item JSON, known or not.
 pub fn item_id_and_type(item: &Value) -> (Option<&str>, &str) {
-    (item.get("id").and_then(Value::as_str), item.get("type").and_then(Value::as_str).unwrap_or("unknown"))
+    (
+        item.get("id").and_then(Value::as_str),
+        item.get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("unknown"),
+    )
 }
 
 /// A serde failure described without quoting the payload (serde messages can quote values).
 pub fn shape_error(what: &str, e: &serde_json::Error) -> String {
-    format!("{what} does not match the codex 0.169.0 schema ({:?} error at line {} column {})", e.classify(), e.line(), e.column())
+    format!(
+        "{what} does not match the codex 0.169.0 schema ({:?} error at line {} column {})",
+        e.classify(),
+        e.line(),
+        e.column()
+    )
 }
 
 /// Parses `params` of a known method.

@@ -55,7 +55,13 @@ impl Tools {
     }
 
     /// Opens a tool: emits the complete `tool_call` item and opens its `tool_result`.
-    pub fn start(&mut self, t: &mut Transcript, native_id: &str, call: ToolCall, turn_id: Option<&str>) {
+    pub fn start(
+        &mut self,
+        t: &mut Transcript,
+        native_id: &str,
+        call: ToolCall,
+        turn_id: Option<&str>,
+    ) {
         if self.open.contains_key(native_id) {
             return;
         }
@@ -70,19 +76,36 @@ impl Tools {
                 meta = meta.with_shell_fields(&arguments);
             }
         }
-        let mut new_call = NewItem::tool_call(&call.name, call.arguments, native_id).native(native_id).tool(meta.clone());
+        let mut new_call = NewItem::tool_call(&call.name, call.arguments, native_id)
+            .native(native_id)
+            .tool(meta.clone());
         for part in call.files {
             new_call = new_call.with_part(part);
         }
         let call_item = t.start_item(new_call);
         t.complete_item(&call_item);
-        let result_item = t.start_item(NewItem::tool_result(native_id).native(native_id).parent(Some(call_item)).tool(meta.clone()));
-        self.open.insert(native_id.to_string(), OpenTool { call_id: native_id.to_string(), result_item, meta, had_delta: false });
+        let result_item = t.start_item(
+            NewItem::tool_result(native_id)
+                .native(native_id)
+                .parent(Some(call_item))
+                .tool(meta.clone()),
+        );
+        self.open.insert(
+            native_id.to_string(),
+            OpenTool {
+                call_id: native_id.to_string(),
+                result_item,
+                meta,
+                had_delta: false,
+            },
+        );
     }
 
     /// Streams output of an open tool; returns false when no such tool is open.
     pub fn delta(&mut self, t: &mut Transcript, native_id: &str, text: &str) -> bool {
-        let Some(open) = self.open.get_mut(native_id) else { return false };
+        let Some(open) = self.open.get_mut(native_id) else {
+            return false;
+        };
         open.had_delta = true;
         open.meta.bytes.stdout += text.len() as u64;
         let meta = open.meta.clone();
@@ -96,18 +119,28 @@ impl Tools {
     pub fn update_files(&mut self, t: &mut Transcript, native_id: &str, files: Vec<ContentPart>) {
         if let Some(open) = self.open.get(native_id) {
             t.update_item(&open.result_item, |i| {
-                i.content.retain(|p| !matches!(p, ContentPart::FileRef { .. }));
+                i.content
+                    .retain(|p| !matches!(p, ContentPart::FileRef { .. }));
                 i.content.extend(files);
             });
         }
     }
 
     /// Ends a tool; when it was never started (only its completion was seen), starts it first.
-    pub fn finish(&mut self, t: &mut Transcript, native_id: &str, call: ToolCall, outcome: ToolOutcome, turn_id: Option<&str>) {
+    pub fn finish(
+        &mut self,
+        t: &mut Transcript,
+        native_id: &str,
+        call: ToolCall,
+        outcome: ToolOutcome,
+        turn_id: Option<&str>,
+    ) {
         if !self.open.contains_key(native_id) {
             self.start(t, native_id, call, turn_id);
         }
-        let Some(mut open) = self.open.remove(native_id) else { return };
+        let Some(mut open) = self.open.remove(native_id) else {
+            return;
+        };
         open.meta.exit_code = outcome.exit_code.or(open.meta.exit_code);
         if open.meta.is_command() {
             open.meta.bytes.stdout = open.meta.bytes.stdout.max(outcome.output.len() as u64);
@@ -125,8 +158,15 @@ impl Tools {
             .max(open.meta.bytes.diff);
         let meta = open.meta.clone();
         // With deltas the transcript fills the output from what streamed; otherwise it is set here.
-        let output = if open.had_delta { String::new() } else { outcome.output };
-        let mut content = vec![ContentPart::ToolResult { call_id: open.call_id.clone(), output }];
+        let output = if open.had_delta {
+            String::new()
+        } else {
+            outcome.output
+        };
+        let mut content = vec![ContentPart::ToolResult {
+            call_id: open.call_id.clone(),
+            output,
+        }];
         content.extend(outcome.files);
         t.update_item(&open.result_item, |i| {
             i.tool = Some(meta);

@@ -5,7 +5,10 @@ use agent_api::run::Channel;
 use std::time::Duration;
 
 use agent_api::universal::{DecidedBy, PermissionStatus, UniversalEventBody};
-use agent_api::{AgentBackend, AgentError, PermissionDecision, PermissionPolicy, QuestionAnswer, RunRequest, SessionSelector};
+use agent_api::{
+    AgentBackend, AgentError, PermissionDecision, PermissionPolicy, QuestionAnswer, RunRequest,
+    SessionSelector,
+};
 use agent_api_bench_support::*;
 use agent_api_codex::{CodexBackend, CodexConfig, CodexOptions, Mode};
 use agent_api_conformance::{assert_conformant, RunRecord};
@@ -29,7 +32,9 @@ mod agent_api_bench_support {
                 _ => {}
             }
         }
-        let mut config = CodexConfig::with_binary(&sandbox.program).config_overrides(overrides).working_dir(&sandbox.cwd);
+        let mut config = CodexConfig::with_binary(&sandbox.program)
+            .config_overrides(overrides)
+            .working_dir(&sandbox.cwd);
         for (k, v) in &sandbox.env {
             config = config.env(k, v);
         }
@@ -43,25 +48,44 @@ mod agent_api_bench_support {
         decision: PermissionDecision,
         cancel_on_first_delta: bool,
     ) -> RunRecord {
-        let handle = backend.run(request.with_timeout(Duration::from_secs(120))).await.expect("run starts");
+        let handle = backend
+            .run(request.with_timeout(Duration::from_secs(120)))
+            .await
+            .expect("run starts");
         let control = handle.control();
         let mut projector = Projector::new(handle.agent_kind().clone(), handle.tools_structured());
         let (mut events, completion) = handle.into_universal();
         let mut universal = Vec::new();
         while let Some(event) = events.next().await {
             match &event.body {
-                UniversalEventBody::PermissionRequested(p) => control.respond_permission(&p.permission_id, decision.clone()).await.unwrap(),
+                UniversalEventBody::PermissionRequested(p) => control
+                    .respond_permission(&p.permission_id, decision.clone())
+                    .await
+                    .unwrap(),
                 UniversalEventBody::QuestionRequested(q) => {
                     let answer = q.options.first().cloned().unwrap_or_else(|| "yes".into());
-                    control.answer_question(&q.question_id, QuestionAnswer::Text(answer)).await.unwrap();
+                    control
+                        .answer_question(&q.question_id, QuestionAnswer::Text(answer))
+                        .await
+                        .unwrap();
                 }
-                UniversalEventBody::ItemDelta(_) if cancel_on_first_delta && !event.synthetic => control.cancel(),
+                UniversalEventBody::ItemDelta(_) if cancel_on_first_delta && !event.synthetic => {
+                    control.cancel()
+                }
                 _ => {}
             }
             universal.push(event);
         }
-        let wrapper = universal.iter().flat_map(|e| projector.project(e)).collect();
-        RunRecord { universal, wrapper, completion: completion.await, tools_structured: true }
+        let wrapper = universal
+            .iter()
+            .flat_map(|e| projector.project(e))
+            .collect();
+        RunRecord {
+            universal,
+            wrapper,
+            completion: completion.await,
+            tools_structured: true,
+        }
     }
 }
 
@@ -75,8 +99,16 @@ fn exec(request: RunRequest) -> RunRequest {
 
 #[tokio::test]
 async fn app_server_text_streams_native_deltas() {
-    let Some((_server, sandbox)) = setup("text").await else { return };
-    let run = drive(&backend(&sandbox), RunRequest::new("say hi").with_model("gpt-5.5"), PermissionDecision::Allow, false).await;
+    let Some((_server, sandbox)) = setup("text").await else {
+        return;
+    };
+    let run = drive(
+        &backend(&sandbox),
+        RunRequest::new("say hi").with_model("gpt-5.5"),
+        PermissionDecision::Allow,
+        false,
+    )
+    .await;
     assert_conformant(&run);
     assert_eq!(run.assistant_text(), "Hello from mock");
     assert!(run.of_type("item.delta").filter(|e| !e.synthetic).count() >= 2);
@@ -86,41 +118,92 @@ async fn app_server_text_streams_native_deltas() {
 
 #[tokio::test]
 async fn app_server_reasoning_arrives_as_reasoning() {
-    let Some((_server, sandbox)) = setup("reasoning").await else { return };
-    let run = drive(&backend(&sandbox), RunRequest::new("think then say hi"), PermissionDecision::Allow, false).await;
+    let Some((_server, sandbox)) = setup("reasoning").await else {
+        return;
+    };
+    let run = drive(
+        &backend(&sandbox),
+        RunRequest::new("think then say hi"),
+        PermissionDecision::Allow,
+        false,
+    )
+    .await;
     assert_conformant(&run);
-    assert!(run.wrapper.iter().any(|e| e.is_on(&Channel::Reasoning)), "{:?}", run.types());
+    assert!(
+        run.wrapper.iter().any(|e| e.is_on(&Channel::Reasoning)),
+        "{:?}",
+        run.types()
+    );
     assert_eq!(run.assistant_text(), "Hello after thinking");
 }
 
 #[tokio::test]
 async fn app_server_shell_approved_runs_and_declined_does_not() {
-    for (decision, runs) in [(PermissionDecision::Allow, true), (PermissionDecision::Deny { message: None }, false)] {
-        let Some((_server, sandbox)) = setup("shell").await else { return };
-        let run = drive(&backend(&sandbox), RunRequest::new("run the command"), decision, false).await;
+    for (decision, runs) in [
+        (PermissionDecision::Allow, true),
+        (PermissionDecision::Deny { message: None }, false),
+    ] {
+        let Some((_server, sandbox)) = setup("shell").await else {
+            return;
+        };
+        let run = drive(
+            &backend(&sandbox),
+            RunRequest::new("run the command"),
+            decision,
+            false,
+        )
+        .await;
         assert_conformant(&run);
         assert!(run.completion.is_ok(), "{:?}", run.completion);
-        assert_eq!(run.of_type("permission.requested").count(), 1, "{:?}", run.types());
+        assert_eq!(
+            run.of_type("permission.requested").count(),
+            1,
+            "{:?}",
+            run.types()
+        );
         assert_eq!(sandbox.cwd.join("out.txt").exists(), runs);
         // The command and its directory are typed in the tools facet (Codex wraps it in a login shell).
         let mut calls = agent_api::run::ToolCalls::new();
         for event in &run.wrapper {
             calls.push_wrapper(event);
         }
-        let shell = calls.calls().iter().find(|c| c.kind.as_deref() == Some("command_execution")).expect("a shell call");
-        assert!(shell.command.as_deref().is_some_and(|c| c.contains(agent_bench::scenario::SHELL_COMMAND)), "{shell:?}");
+        let shell = calls
+            .calls()
+            .iter()
+            .find(|c| c.kind.as_deref() == Some("command_execution"))
+            .expect("a shell call");
+        assert!(
+            shell
+                .command
+                .as_deref()
+                .is_some_and(|c| c.contains(agent_bench::scenario::SHELL_COMMAND)),
+            "{shell:?}"
+        );
         assert!(shell.cwd.is_some(), "{shell:?}");
         if runs {
-            assert_eq!((shell.exit_code, shell.status), (Some(0), agent_api::run::ToolStatus::Completed), "{shell:?}");
+            assert_eq!(
+                (shell.exit_code, shell.status),
+                (Some(0), agent_api::run::ToolStatus::Completed),
+                "{shell:?}"
+            );
         }
     }
 }
 
 #[tokio::test]
 async fn app_server_file_change_approved_carries_its_diff() {
-    let Some((_server, sandbox)) = setup("write_edit").await else { return };
-    let request = RunRequest::new("create the file").with_options(&CodexOptions::default().sandbox(agent_api_codex::Sandbox::ReadOnly));
-    let run = drive(&backend(&sandbox), request, PermissionDecision::Allow, false).await;
+    let Some((_server, sandbox)) = setup("write_edit").await else {
+        return;
+    };
+    let request = RunRequest::new("create the file")
+        .with_options(&CodexOptions::default().sandbox(agent_api_codex::Sandbox::ReadOnly));
+    let run = drive(
+        &backend(&sandbox),
+        request,
+        PermissionDecision::Allow,
+        false,
+    )
+    .await;
     assert_conformant(&run);
     assert!(run.completion.is_ok(), "{:?}", run.completion);
     assert!(sandbox.cwd.join("created.txt").exists());
@@ -131,31 +214,51 @@ async fn app_server_file_change_approved_carries_its_diff() {
         .filter(|d| d["tool"]["kind"] == "file_change")
         .map(|d| d["tool"]["bytes"]["diff"].as_u64().unwrap_or(0))
         .max();
-    assert!(diff_bytes.unwrap_or(0) > 0, "file change facets carry the diff size");
+    assert!(
+        diff_bytes.unwrap_or(0) > 0,
+        "file change facets carry the diff size"
+    );
 }
 
 #[tokio::test]
 async fn app_server_interrupt_mid_stream_is_cancelled_with_nothing_open() {
-    let Some((_server, sandbox)) = setup("slow_text").await else { return };
+    let Some((_server, sandbox)) = setup("slow_text").await else {
+        return;
+    };
     let started = std::time::Instant::now();
-    let run = drive(&backend(&sandbox), RunRequest::new("talk slowly"), PermissionDecision::Allow, true).await;
+    let run = drive(
+        &backend(&sandbox),
+        RunRequest::new("talk slowly"),
+        PermissionDecision::Allow,
+        true,
+    )
+    .await;
     assert_conformant(&run);
-    assert!(matches!(run.completion, Err(AgentError::Cancelled)), "{:?}", run.completion);
+    assert!(
+        matches!(run.completion, Err(AgentError::Cancelled)),
+        "{:?}",
+        run.completion
+    );
     assert!(started.elapsed() < Duration::from_secs(20));
 }
 
 #[tokio::test]
 async fn app_server_interrupt_during_a_long_command_is_cancelled() {
-    let Some((_server, sandbox)) = setup("slow_shell").await else { return };
+    let Some((_server, sandbox)) = setup("slow_shell").await else {
+        return;
+    };
     let backend = backend(&sandbox);
-    let request = RunRequest::new("sleep").with_permissions(PermissionPolicy::ApproveAll).with_timeout(Duration::from_secs(60));
+    let request = RunRequest::new("sleep")
+        .with_permissions(PermissionPolicy::ApproveAll)
+        .with_timeout(Duration::from_secs(60));
     let handle = backend.run(request).await.unwrap();
     let control = handle.control();
     let (mut events, completion) = handle.into_universal();
     let mut universal = Vec::new();
     use futures::StreamExt;
     while let Some(event) = events.next().await {
-        if matches!(&event.body, UniversalEventBody::ItemStarted(d) if d.item.kind == agent_api::universal::ItemKind::ToolResult) {
+        if matches!(&event.body, UniversalEventBody::ItemStarted(d) if d.item.kind == agent_api::universal::ItemKind::ToolResult)
+        {
             let c = control.clone();
             tokio::spawn(async move {
                 tokio::time::sleep(Duration::from_millis(500)).await;
@@ -172,10 +275,21 @@ async fn app_server_interrupt_during_a_long_command_is_cancelled() {
     let left: Vec<String> = std::fs::read_dir("/proc")
         .unwrap()
         .filter_map(|e| e.ok())
-        .filter(|e| e.file_name().to_string_lossy().chars().all(|c| c.is_ascii_digit()))
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .chars()
+                .all(|c| c.is_ascii_digit())
+        })
         .filter(|e| std::fs::read_link(e.path().join("cwd")).is_ok_and(|cwd| cwd == sandbox.cwd))
         .filter(|e| {
-            std::fs::read_to_string(e.path().join("stat")).is_ok_and(|s| !s.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z'))
+            std::fs::read_to_string(e.path().join("stat")).is_ok_and(|s| {
+                !s.rsplit(')')
+                    .next()
+                    .unwrap_or("")
+                    .trim_start()
+                    .starts_with('Z')
+            })
         })
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
@@ -184,9 +298,23 @@ async fn app_server_interrupt_during_a_long_command_is_cancelled() {
 
 #[tokio::test]
 async fn app_server_resume_and_fork_continue_the_thread_in_new_processes() {
-    let Some((server, first)) = setup("echo").await else { return };
-    let run = drive(&backend(&first), RunRequest::new("first"), PermissionDecision::Allow, false).await;
-    let thread = run.completion.as_ref().unwrap().native_session_id.clone().unwrap();
+    let Some((server, first)) = setup("echo").await else {
+        return;
+    };
+    let run = drive(
+        &backend(&first),
+        RunRequest::new("first"),
+        PermissionDecision::Allow,
+        false,
+    )
+    .await;
+    let thread = run
+        .completion
+        .as_ref()
+        .unwrap()
+        .native_session_id
+        .clone()
+        .unwrap();
     let again = first.for_resume("echo");
     let resumed = drive(
         &backend(&again),
@@ -196,8 +324,20 @@ async fn app_server_resume_and_fork_continue_the_thread_in_new_processes() {
     )
     .await;
     assert_conformant(&resumed);
-    assert_eq!(resumed.completion.as_ref().unwrap().native_session_id.as_deref(), Some(thread.as_str()));
-    assert!(resumed.assistant_text().contains("user_turns=2"), "{}", resumed.assistant_text());
+    assert_eq!(
+        resumed
+            .completion
+            .as_ref()
+            .unwrap()
+            .native_session_id
+            .as_deref(),
+        Some(thread.as_str())
+    );
+    assert!(
+        resumed.assistant_text().contains("user_turns=2"),
+        "{}",
+        resumed.assistant_text()
+    );
     let forked = drive(
         &backend(&again),
         RunRequest::new("third").with_session(SessionSelector::Fork(thread.clone().into())),
@@ -206,9 +346,18 @@ async fn app_server_resume_and_fork_continue_the_thread_in_new_processes() {
     )
     .await;
     assert_conformant(&forked);
-    assert_ne!(forked.completion.as_ref().unwrap().native_session_id.as_deref(), Some(thread.as_str()));
+    assert_ne!(
+        forked
+            .completion
+            .as_ref()
+            .unwrap()
+            .native_session_id
+            .as_deref(),
+        Some(thread.as_str())
+    );
     assert!(
-        forked.assistant_text().contains("user_turns=3") || forked.assistant_text().contains("user_turns=2"),
+        forked.assistant_text().contains("user_turns=3")
+            || forked.assistant_text().contains("user_turns=2"),
         "{}",
         forked.assistant_text()
     );
@@ -217,45 +366,130 @@ async fn app_server_resume_and_fork_continue_the_thread_in_new_processes() {
 
 #[tokio::test]
 async fn app_server_http_errors_are_typed() {
-    let Some((_server, sandbox)) = setup("error401").await else { return };
-    let run = drive(&backend(&sandbox), RunRequest::new("hi"), PermissionDecision::Allow, false).await;
+    let Some((_server, sandbox)) = setup("error401").await else {
+        return;
+    };
+    let run = drive(
+        &backend(&sandbox),
+        RunRequest::new("hi"),
+        PermissionDecision::Allow,
+        false,
+    )
+    .await;
     assert_conformant(&run);
-    assert!(matches!(run.completion, Err(AgentError::Auth { .. })), "{:?}", run.completion);
-    let Some((_server, sandbox)) = setup("error500").await else { return };
-    let run = drive(&backend(&sandbox), RunRequest::new("hi"), PermissionDecision::Allow, false).await;
+    assert!(
+        matches!(run.completion, Err(AgentError::Auth { .. })),
+        "{:?}",
+        run.completion
+    );
+    let Some((_server, sandbox)) = setup("error500").await else {
+        return;
+    };
+    let run = drive(
+        &backend(&sandbox),
+        RunRequest::new("hi"),
+        PermissionDecision::Allow,
+        false,
+    )
+    .await;
     assert_conformant(&run);
-    assert!(matches!(run.completion, Err(AgentError::ServerError { .. })), "{:?}", run.completion);
+    assert!(
+        matches!(run.completion, Err(AgentError::ServerError { .. })),
+        "{:?}",
+        run.completion
+    );
 }
 
 #[tokio::test]
 async fn an_overloaded_model_api_is_overloaded_with_a_rate_limited_status_in_both_modes() {
     for exec_mode in [false, true] {
-        let Some((_server, sandbox)) = setup("overloaded").await else { return };
-        let request = if exec_mode { exec(RunRequest::new("hi")) } else { RunRequest::new("hi") };
-        let run = drive(&backend(&sandbox), request, PermissionDecision::Allow, false).await;
+        let Some((_server, sandbox)) = setup("overloaded").await else {
+            return;
+        };
+        let request = if exec_mode {
+            exec(RunRequest::new("hi"))
+        } else {
+            RunRequest::new("hi")
+        };
+        let run = drive(
+            &backend(&sandbox),
+            request,
+            PermissionDecision::Allow,
+            false,
+        )
+        .await;
         assert_conformant(&run);
-        assert!(matches!(run.completion, Err(AgentError::Overloaded { status: Some(503), .. })), "exec {exec_mode}: {:?}", run.completion);
-        let limited = run.wrapper.iter().filter_map(|e| e.message.as_deref()).find(|m| m.starts_with("rate_limited: "));
-        assert_eq!(limited, Some("rate_limited: overloaded (HTTP 503)"), "exec {exec_mode}: {:?}", run.types());
+        assert!(
+            matches!(
+                run.completion,
+                Err(AgentError::Overloaded {
+                    status: Some(503),
+                    ..
+                })
+            ),
+            "exec {exec_mode}: {:?}",
+            run.completion
+        );
+        let limited = run
+            .wrapper
+            .iter()
+            .filter_map(|e| e.message.as_deref())
+            .find(|m| m.starts_with("rate_limited: "));
+        assert_eq!(
+            limited,
+            Some("rate_limited: overloaded (HTTP 503)"),
+            "exec {exec_mode}: {:?}",
+            run.types()
+        );
     }
 }
 
 #[tokio::test]
 async fn app_server_request_user_input_is_answered() {
-    let Some((_server, sandbox)) = setup("question").await else { return };
-    let run = drive(&backend(&sandbox), RunRequest::new("ask me which color and size"), PermissionDecision::Allow, false).await;
+    let Some((_server, sandbox)) = setup("question").await else {
+        return;
+    };
+    let run = drive(
+        &backend(&sandbox),
+        RunRequest::new("ask me which color and size"),
+        PermissionDecision::Allow,
+        false,
+    )
+    .await;
     assert_conformant(&run);
-    assert!(run.of_type("question.requested").count() >= 1, "{:?}", run.types());
-    assert!(run.assistant_text().contains("You answered"), "{}", run.assistant_text());
+    assert!(
+        run.of_type("question.requested").count() >= 1,
+        "{:?}",
+        run.types()
+    );
+    assert!(
+        run.assistant_text().contains("You answered"),
+        "{}",
+        run.assistant_text()
+    );
 }
 
 #[tokio::test]
 async fn exec_text_shell_patch_and_resume() {
-    let Some((_server, sandbox)) = setup("text").await else { return };
-    let run = drive(&backend(&sandbox), exec(RunRequest::new("say hi").with_model("gpt-5.5")), PermissionDecision::Allow, false).await;
+    let Some((_server, sandbox)) = setup("text").await else {
+        return;
+    };
+    let run = drive(
+        &backend(&sandbox),
+        exec(RunRequest::new("say hi").with_model("gpt-5.5")),
+        PermissionDecision::Allow,
+        false,
+    )
+    .await;
     assert_conformant(&run);
     assert_eq!(run.assistant_text(), "Hello from mock");
-    let thread = run.completion.as_ref().unwrap().native_session_id.clone().unwrap();
+    let thread = run
+        .completion
+        .as_ref()
+        .unwrap()
+        .native_session_id
+        .clone()
+        .unwrap();
 
     let resumed = drive(
         &backend(&sandbox.for_resume("echo")),
@@ -265,10 +499,24 @@ async fn exec_text_shell_patch_and_resume() {
     )
     .await;
     assert_conformant(&resumed);
-    assert_eq!(resumed.completion.as_ref().unwrap().native_session_id.as_deref(), Some(thread.as_str()));
-    assert!(resumed.assistant_text().contains("user_turns=2"), "{}", resumed.assistant_text());
+    assert_eq!(
+        resumed
+            .completion
+            .as_ref()
+            .unwrap()
+            .native_session_id
+            .as_deref(),
+        Some(thread.as_str())
+    );
+    assert!(
+        resumed.assistant_text().contains("user_turns=2"),
+        "{}",
+        resumed.assistant_text()
+    );
 
-    let Some((_server, shell)) = setup("shell").await else { return };
+    let Some((_server, shell)) = setup("shell").await else {
+        return;
+    };
     let run = drive(
         &backend(&shell),
         exec(RunRequest::new("run the command").with_permissions(PermissionPolicy::ApproveAll)),
@@ -279,7 +527,9 @@ async fn exec_text_shell_patch_and_resume() {
     assert_conformant(&run);
     assert!(shell.cwd.join("out.txt").exists(), "{:?}", run.types());
 
-    let Some((_server, patch)) = setup("write_edit").await else { return };
+    let Some((_server, patch)) = setup("write_edit").await else {
+        return;
+    };
     let run = drive(
         &backend(&patch),
         exec(RunRequest::new("write it").with_permissions(PermissionPolicy::ApproveAll)),
@@ -292,26 +542,67 @@ async fn exec_text_shell_patch_and_resume() {
 }
 
 #[tokio::test]
-async fn resuming_through_the_session_handle_runs_in_the_threads_directory_and_an_unknown_thread_is_not_found() {
+async fn resuming_through_the_session_handle_runs_in_the_threads_directory_and_an_unknown_thread_is_not_found(
+) {
     for exec_mode in [false, true] {
         let mode = |r: RunRequest| if exec_mode { exec(r) } else { r };
-        let Some((server, sandbox)) = setup("echo").await else { return };
-        let first = drive(&backend(&sandbox), mode(RunRequest::new("first")), PermissionDecision::Allow, false).await;
+        let Some((server, sandbox)) = setup("echo").await else {
+            return;
+        };
+        let first = drive(
+            &backend(&sandbox),
+            mode(RunRequest::new("first")),
+            PermissionDecision::Allow,
+            false,
+        )
+        .await;
         let handle = first.completion.as_ref().unwrap().session.clone().unwrap();
         assert_eq!(handle.working_dir(), Some(sandbox.cwd.as_path()));
         let elsewhere = sandbox.home.join("elsewhere");
         std::fs::create_dir_all(&elsewhere).unwrap();
-        let request = RunRequest::new("second").with_working_dir(&elsewhere).with_session(SessionSelector::Resume(handle.clone()));
-        let resumed = drive(&backend(&sandbox.for_resume("echo")), mode(request), PermissionDecision::Allow, false).await;
-        assert!(resumed.assistant_text().contains("user_turns=2"), "exec {exec_mode}: {}", resumed.assistant_text());
-        assert_eq!(resumed.completion.as_ref().unwrap().session.as_ref(), Some(&handle));
-        let last = server.requests().into_iter().rev().find(|r| r.scenario.as_deref() == Some("echo")).unwrap();
+        let request = RunRequest::new("second")
+            .with_working_dir(&elsewhere)
+            .with_session(SessionSelector::Resume(handle.clone()));
+        let resumed = drive(
+            &backend(&sandbox.for_resume("echo")),
+            mode(request),
+            PermissionDecision::Allow,
+            false,
+        )
+        .await;
+        assert!(
+            resumed.assistant_text().contains("user_turns=2"),
+            "exec {exec_mode}: {}",
+            resumed.assistant_text()
+        );
+        assert_eq!(
+            resumed.completion.as_ref().unwrap().session.as_ref(),
+            Some(&handle)
+        );
+        let last = server
+            .requests()
+            .into_iter()
+            .rev()
+            .find(|r| r.scenario.as_deref() == Some("echo"))
+            .unwrap();
         let body = last.body.to_string();
-        assert!(body.contains(&*sandbox.cwd.to_string_lossy()), "Codex tells the model its cwd");
-        assert!(!body.contains(&*elsewhere.to_string_lossy()), "exec {exec_mode}: the resume ran in the request's directory");
+        assert!(
+            body.contains(&*sandbox.cwd.to_string_lossy()),
+            "Codex tells the model its cwd"
+        );
+        assert!(
+            !body.contains(&*elsewhere.to_string_lossy()),
+            "exec {exec_mode}: the resume ran in the request's directory"
+        );
 
         let unknown = SessionSelector::Resume("3f0c2a7e-1111-4222-8333-444455556666".into());
-        let lost = drive(&backend(&sandbox), mode(RunRequest::new("hi").with_session(unknown)), PermissionDecision::Allow, false).await;
+        let lost = drive(
+            &backend(&sandbox),
+            mode(RunRequest::new("hi").with_session(unknown)),
+            PermissionDecision::Allow,
+            false,
+        )
+        .await;
         assert!(
             matches!(&lost.completion, Err(AgentError::SessionNotFound { id }) if id == "3f0c2a7e-1111-4222-8333-444455556666"),
             "exec {exec_mode}: {:?}",
@@ -323,7 +614,10 @@ async fn resuming_through_the_session_handle_runs_in_the_threads_directory_and_a
 /// Runs the shell scenario under `policy` with nobody answering.
 async fn shell_under_policy(request: RunRequest) -> Option<(RunRecord, Sandbox)> {
     let (_server, sandbox) = setup("shell").await?;
-    let handle = backend(&sandbox).run(request.with_timeout(Duration::from_secs(120))).await.expect("run starts");
+    let handle = backend(&sandbox)
+        .run(request.with_timeout(Duration::from_secs(120)))
+        .await
+        .expect("run starts");
     let run = agent_api_conformance::record(handle).await;
     assert_conformant(&run);
     assert!(run.completion.is_ok(), "{:?}", run.completion);
@@ -343,18 +637,41 @@ fn resolutions(run: &RunRecord) -> Vec<(PermissionStatus, Option<DecidedBy>)> {
 #[tokio::test]
 async fn app_server_approve_all_approves_each_request_in_the_sdk() {
     let request = RunRequest::new("run the command").with_permissions(PermissionPolicy::ApproveAll);
-    let Some((run, sandbox)) = shell_under_policy(request).await else { return };
-    assert_eq!(run.of_type("permission.requested").count(), 1, "{:?}", run.types());
-    assert_eq!(resolutions(&run), [(PermissionStatus::Approved, Some(DecidedBy::Policy))]);
-    assert_eq!(std::fs::read_to_string(sandbox.cwd.join("out.txt")).unwrap(), "hi\n");
+    let Some((run, sandbox)) = shell_under_policy(request).await else {
+        return;
+    };
+    assert_eq!(
+        run.of_type("permission.requested").count(),
+        1,
+        "{:?}",
+        run.types()
+    );
+    assert_eq!(
+        resolutions(&run),
+        [(PermissionStatus::Approved, Some(DecidedBy::Policy))]
+    );
+    assert_eq!(
+        std::fs::read_to_string(sandbox.cwd.join("out.txt")).unwrap(),
+        "hi\n"
+    );
 }
 
 #[tokio::test]
 async fn app_server_deny_all_denies_each_request_and_completes_with_the_denial_visible() {
     let request = RunRequest::new("run the command").with_permissions(PermissionPolicy::DenyAll);
-    let Some((run, sandbox)) = shell_under_policy(request).await else { return };
-    assert_eq!(run.of_type("permission.requested").count(), 1, "{:?}", run.types());
-    assert_eq!(resolutions(&run), [(PermissionStatus::Denied, Some(DecidedBy::Policy))]);
+    let Some((run, sandbox)) = shell_under_policy(request).await else {
+        return;
+    };
+    assert_eq!(
+        run.of_type("permission.requested").count(),
+        1,
+        "{:?}",
+        run.types()
+    );
+    assert_eq!(
+        resolutions(&run),
+        [(PermissionStatus::Denied, Some(DecidedBy::Policy))]
+    );
     assert!(!sandbox.cwd.join("out.txt").exists());
     assert!(run.completion.as_ref().unwrap().final_text.is_some());
 }
@@ -362,17 +679,37 @@ async fn app_server_deny_all_denies_each_request_and_completes_with_the_denial_v
 #[tokio::test]
 async fn skipping_permission_prompts_runs_without_any_request_and_one_way_exec_asks_nothing() {
     let app_server = RunRequest::new("run the command").with_skip_permission_prompts(true);
-    let Some((run, sandbox)) = shell_under_policy(app_server).await else { return };
-    assert_eq!(run.of_type("permission.requested").count(), 0, "{:?}", run.types());
-    assert!(sandbox.cwd.join("out.txt").exists(), "Codex ran the command without asking");
+    let Some((run, sandbox)) = shell_under_policy(app_server).await else {
+        return;
+    };
+    assert_eq!(
+        run.of_type("permission.requested").count(),
+        0,
+        "{:?}",
+        run.types()
+    );
+    assert!(
+        sandbox.cwd.join("out.txt").exists(),
+        "Codex ran the command without asking"
+    );
     // Exec has no request channel: deny-all is a read-only sandbox, and nothing is asked.
-    let Some((run, sandbox)) =
-        shell_under_policy(exec(RunRequest::new("run the command").with_permissions(PermissionPolicy::DenyAll))).await
+    let Some((run, sandbox)) = shell_under_policy(exec(
+        RunRequest::new("run the command").with_permissions(PermissionPolicy::DenyAll),
+    ))
+    .await
     else {
         return;
     };
-    assert_eq!(run.of_type("permission.requested").count(), 0, "{:?}", run.types());
-    assert!(!sandbox.cwd.join("out.txt").exists(), "the read-only sandbox blocked the write");
+    assert_eq!(
+        run.of_type("permission.requested").count(),
+        0,
+        "{:?}",
+        run.types()
+    );
+    assert!(
+        !sandbox.cwd.join("out.txt").exists(),
+        "the read-only sandbox blocked the write"
+    );
 }
 
 mod portable_options {
@@ -387,34 +724,77 @@ mod portable_options {
 
     /// The last Responses request of the run (the main turn's).
     fn model_request(server: &ModelServer) -> Value {
-        server.requests().into_iter().rev().find(|r| r.body.get("input").is_some()).expect("a model request").body
+        server
+            .requests()
+            .into_iter()
+            .rev()
+            .find(|r| r.body.get("input").is_some())
+            .expect("a model request")
+            .body
     }
 
     #[tokio::test]
     async fn a_system_prompt_and_an_extra_directory_reach_the_model_request() {
-        let Some((server, sandbox)) = setup("text").await else { return };
+        let Some((server, sandbox)) = setup("text").await else {
+            return;
+        };
         let extra = tempfile::tempdir().unwrap();
         let portable = PortableOptions::default()
             .system_prompt("SYSTEM-MARKER-7 you are terse")
             .append_system_prompt("APPEND-MARKER-9")
             .add_dir(extra.path());
-        let run = drive(&backend(&sandbox), RunRequest::new("say hi").with_portable(portable), PermissionDecision::Allow, false).await;
+        let run = drive(
+            &backend(&sandbox),
+            RunRequest::new("say hi").with_portable(portable),
+            PermissionDecision::Allow,
+            false,
+        )
+        .await;
         assert_eq!(run.assistant_text(), "Hello from mock");
         let body = model_request(&server);
         let text = body.to_string();
-        assert!(text.contains("SYSTEM-MARKER-7"), "the system prompt is not in the request");
-        assert!(text.contains("APPEND-MARKER-9"), "the appended instructions are not in the request");
-        assert!(text.contains(&*extra.path().to_string_lossy()), "the extra directory is not in the request");
+        assert!(
+            text.contains("SYSTEM-MARKER-7"),
+            "the system prompt is not in the request"
+        );
+        assert!(
+            text.contains("APPEND-MARKER-9"),
+            "the appended instructions are not in the request"
+        );
+        assert!(
+            text.contains(&*extra.path().to_string_lossy()),
+            "the extra directory is not in the request"
+        );
         // Resumed (the instructions go in thread/resume too), the thread keeps the instructions it
         // started with: Codex stores them with the thread, as it did when they came by `-c`.
-        let thread = run.completion.as_ref().unwrap().native_session_id.clone().expect("a thread id");
+        let thread = run
+            .completion
+            .as_ref()
+            .unwrap()
+            .native_session_id
+            .clone()
+            .expect("a thread id");
         let resumed = RunRequest::new("say hi again")
             .with_session(agent_api::SessionSelector::Resume(thread.into()))
             .with_portable(PortableOptions::default().append_system_prompt("APPEND-MARKER-10"));
-        let run = drive(&backend(&sandbox), resumed, PermissionDecision::Allow, false).await;
-        assert_eq!(run.assistant_text(), "Hello from mock", "{:?}", run.completion);
+        let run = drive(
+            &backend(&sandbox),
+            resumed,
+            PermissionDecision::Allow,
+            false,
+        )
+        .await;
+        assert_eq!(
+            run.assistant_text(),
+            "Hello from mock",
+            "{:?}",
+            run.completion
+        );
         let text = model_request(&server).to_string();
-        assert!(text.contains("APPEND-MARKER-9") && !text.contains("APPEND-MARKER-10"), "the thread's own instructions stay");
+        assert!(
+            text.contains("APPEND-MARKER-9") && !text.contains("APPEND-MARKER-10"),
+            "the thread's own instructions stay"
+        );
     }
 
     /// The tools Codex has a switch for are not offered when denied, in both modes; one without
@@ -422,44 +802,87 @@ mod portable_options {
     #[tokio::test]
     async fn denied_tools_are_not_offered_and_one_codex_cannot_remove_is_refused() {
         for options in [std::convert::identity as fn(RunRequest) -> RunRequest, exec] {
-            let Some((server, sandbox)) = setup("text").await else { return };
-            let portable = PortableOptions::default().deny_tool("exec_command").deny_tool("web_search");
-            let run =
-                drive(&backend(&sandbox), options(RunRequest::new("say hi").with_portable(portable)), PermissionDecision::Allow, false)
-                    .await;
+            let Some((server, sandbox)) = setup("text").await else {
+                return;
+            };
+            let portable = PortableOptions::default()
+                .deny_tool("exec_command")
+                .deny_tool("web_search");
+            let run = drive(
+                &backend(&sandbox),
+                options(RunRequest::new("say hi").with_portable(portable)),
+                PermissionDecision::Allow,
+                false,
+            )
+            .await;
             assert_eq!(run.assistant_text(), "Hello from mock");
             let body = model_request(&server);
-            let offered: Vec<&str> =
-                body["tools"].as_array().unwrap().iter().filter_map(|t| t.get("name").or(t.get("type")).and_then(Value::as_str)).collect();
+            let offered: Vec<&str> = body["tools"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter_map(|t| t.get("name").or(t.get("type")).and_then(Value::as_str))
+                .collect();
             assert!(offered.contains(&"apply_patch"), "{offered:?}");
             for gone in ["exec_command", "write_stdin", "web_search"] {
                 assert!(!offered.contains(&gone), "{gone} offered: {offered:?}");
             }
         }
-        let Some((_server, sandbox)) = setup("text").await else { return };
-        let request = RunRequest::new("hi").with_portable(PortableOptions::default().deny_tool("apply_patch"));
+        let Some((_server, sandbox)) = setup("text").await else {
+            return;
+        };
+        let request = RunRequest::new("hi")
+            .with_portable(PortableOptions::default().deny_tool("apply_patch"));
         let err = backend(&sandbox).run(request).await.unwrap_err();
-        assert!(matches!(&err, AgentError::InvalidRequest { reason } if reason.contains("apply_patch")), "{err:?}");
+        assert!(
+            matches!(&err, AgentError::InvalidRequest { reason } if reason.contains("apply_patch")),
+            "{err:?}"
+        );
     }
 
     #[tokio::test]
     async fn structured_output_is_native_on_the_app_server_and_checked_by_the_sdk() {
-        let Some((server, sandbox)) = setup("json_answer").await else { return };
-        let request = RunRequest::new("where?").with_portable(PortableOptions::default().output_schema(schema()));
-        let run = drive(&backend(&sandbox), request, PermissionDecision::Allow, false).await;
-        assert_eq!(run.completion.as_ref().unwrap().structured_output, Some(json!({"city": "Lyon"})));
+        let Some((server, sandbox)) = setup("json_answer").await else {
+            return;
+        };
+        let request = RunRequest::new("where?")
+            .with_portable(PortableOptions::default().output_schema(schema()));
+        let run = drive(
+            &backend(&sandbox),
+            request,
+            PermissionDecision::Allow,
+            false,
+        )
+        .await;
+        assert_eq!(
+            run.completion.as_ref().unwrap().structured_output,
+            Some(json!({"city": "Lyon"}))
+        );
         let format = model_request(&server)["text"]["format"].clone();
-        assert_eq!(format["type"], "json_schema", "outputSchema becomes the Responses text format: {format}");
+        assert_eq!(
+            format["type"], "json_schema",
+            "outputSchema becomes the Responses text format: {format}"
+        );
     }
 
     #[tokio::test]
     async fn a_non_conforming_answer_ends_the_run_with_the_typed_error() {
-        let Some((_server, sandbox)) = setup("json_wrong").await else { return };
+        let Some((_server, sandbox)) = setup("json_wrong").await else {
+            return;
+        };
         for request in [RunRequest::new("where?"), exec(RunRequest::new("where?"))] {
             let request = request.with_portable(PortableOptions::default().output_schema(schema()));
-            let run = drive(&backend(&sandbox), request, PermissionDecision::Allow, false).await;
+            let run = drive(
+                &backend(&sandbox),
+                request,
+                PermissionDecision::Allow,
+                false,
+            )
+            .await;
             match &run.completion {
-                Err(AgentError::StructuredOutput { reason }) => assert!(reason.contains("string"), "{reason}"),
+                Err(AgentError::StructuredOutput { reason }) => {
+                    assert!(reason.contains("string"), "{reason}")
+                }
                 other => panic!("{other:?}"),
             }
         }
@@ -484,18 +907,34 @@ mod through_bwrap {
 
     #[tokio::test]
     async fn text_streams_and_the_completion_names_the_launcher() {
-        let Some((_server, sandbox)) = setup("text").await else { return };
-        let run = drive(&backend(&sandbox), RunRequest::new("say hello").with_launcher(bwrap()), PermissionDecision::Allow, false).await;
+        let Some((_server, sandbox)) = setup("text").await else {
+            return;
+        };
+        let run = drive(
+            &backend(&sandbox),
+            RunRequest::new("say hello").with_launcher(bwrap()),
+            PermissionDecision::Allow,
+            false,
+        )
+        .await;
         assert_conformant(&run);
         assert!(!run.assistant_text().is_empty());
-        assert_eq!(run.completion.as_ref().unwrap().launcher.as_deref(), Some("bwrap"));
+        assert_eq!(
+            run.completion.as_ref().unwrap().launcher.as_deref(),
+            Some("bwrap")
+        );
         assert!(processes_in(&sandbox.cwd).is_empty());
     }
 
     #[tokio::test]
     async fn shell_approved_runs_and_declined_does_not() {
-        for (decision, runs) in [(PermissionDecision::Allow, true), (PermissionDecision::Deny { message: None }, false)] {
-            let Some((_server, sandbox)) = setup("shell").await else { return };
+        for (decision, runs) in [
+            (PermissionDecision::Allow, true),
+            (PermissionDecision::Deny { message: None }, false),
+        ] {
+            let Some((_server, sandbox)) = setup("shell").await else {
+                return;
+            };
             let request = RunRequest::new("run the command").with_launcher(bwrap());
             let run = drive(&backend(&sandbox), request, decision, false).await;
             assert_conformant(&run);
@@ -506,26 +945,56 @@ mod through_bwrap {
 
     #[tokio::test]
     async fn a_401_is_one_typed_auth_error() {
-        let Some((_server, sandbox)) = setup("error401").await else { return };
-        let run = drive(&backend(&sandbox), RunRequest::new("hi").with_launcher(bwrap()), PermissionDecision::Allow, false).await;
+        let Some((_server, sandbox)) = setup("error401").await else {
+            return;
+        };
+        let run = drive(
+            &backend(&sandbox),
+            RunRequest::new("hi").with_launcher(bwrap()),
+            PermissionDecision::Allow,
+            false,
+        )
+        .await;
         assert_conformant(&run);
-        assert!(matches!(run.completion, Err(AgentError::Auth { .. })), "{:?}", run.completion);
+        assert!(
+            matches!(run.completion, Err(AgentError::Auth { .. })),
+            "{:?}",
+            run.completion
+        );
     }
 
     #[tokio::test]
     async fn cancel_mid_stream_is_typed_and_leaves_no_process() {
-        let Some((_server, sandbox)) = setup("slow_text").await else { return };
-        let run = drive(&backend(&sandbox), RunRequest::new("talk slowly").with_launcher(bwrap()), PermissionDecision::Allow, true).await;
+        let Some((_server, sandbox)) = setup("slow_text").await else {
+            return;
+        };
+        let run = drive(
+            &backend(&sandbox),
+            RunRequest::new("talk slowly").with_launcher(bwrap()),
+            PermissionDecision::Allow,
+            true,
+        )
+        .await;
         assert_conformant(&run);
-        assert!(matches!(run.completion, Err(AgentError::Cancelled)), "{:?}", run.completion);
+        assert!(
+            matches!(run.completion, Err(AgentError::Cancelled)),
+            "{:?}",
+            run.completion
+        );
         tokio::time::sleep(Duration::from_millis(300)).await;
-        assert_eq!(processes_in(&sandbox.cwd), Vec::<i32>::new(), "processes left after cancel");
+        assert_eq!(
+            processes_in(&sandbox.cwd),
+            Vec::<i32>::new(),
+            "processes left after cancel"
+        );
     }
 }
 
 #[tokio::test]
 async fn a_long_exec_prompt_never_shows_in_the_agents_command_line() {
-    let Some((server, sandbox)) = setup("text").await else { return };
+    let Some((server, sandbox)) = setup("text").await else {
+        return;
+    };
     // Past Linux's 128 KiB limit for one argument: in argv the spawn itself would fail.
     let prompt = format!("SENTINEL-{}", "x".repeat(140_000));
     let watching = tokio::task::spawn_blocking({
@@ -534,8 +1003,15 @@ async fn a_long_exec_prompt_never_shows_in_the_agents_command_line() {
             let mut seen = Vec::new();
             for _ in 0..300 {
                 for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-                    if std::fs::read_link(entry.path().join("cwd")).is_ok_and(|c| c.starts_with(&dir)) {
-                        seen.push(String::from_utf8_lossy(&std::fs::read(entry.path().join("cmdline")).unwrap_or_default()).into_owned());
+                    if std::fs::read_link(entry.path().join("cwd"))
+                        .is_ok_and(|c| c.starts_with(&dir))
+                    {
+                        seen.push(
+                            String::from_utf8_lossy(
+                                &std::fs::read(entry.path().join("cmdline")).unwrap_or_default(),
+                            )
+                            .into_owned(),
+                        );
                     }
                 }
                 std::thread::sleep(Duration::from_millis(10));
@@ -543,13 +1019,31 @@ async fn a_long_exec_prompt_never_shows_in_the_agents_command_line() {
             seen
         }
     });
-    let run = drive(&backend(&sandbox), exec(RunRequest::new(prompt.as_str())), PermissionDecision::Allow, false).await;
+    let run = drive(
+        &backend(&sandbox),
+        exec(RunRequest::new(prompt.as_str())),
+        PermissionDecision::Allow,
+        false,
+    )
+    .await;
     assert_conformant(&run);
     assert_eq!(run.assistant_text(), "Hello from mock");
-    assert!(server.requests().iter().any(|r| r.body.to_string().contains(&prompt)), "the whole prompt reached the model");
+    assert!(
+        server
+            .requests()
+            .iter()
+            .any(|r| r.body.to_string().contains(&prompt)),
+        "the whole prompt reached the model"
+    );
     let seen = watching.await.unwrap();
-    assert!(seen.iter().any(|c| c.contains("exec")), "codex exec was never seen running");
-    assert!(!seen.iter().any(|c| c.contains("SENTINEL")), "the prompt is in the command line");
+    assert!(
+        seen.iter().any(|c| c.contains("exec")),
+        "codex exec was never seen running"
+    );
+    assert!(
+        !seen.iter().any(|c| c.contains("SENTINEL")),
+        "the prompt is in the command line"
+    );
 }
 
 mod modes_and_variants {
@@ -558,7 +1052,13 @@ mod modes_and_variants {
 
     /// The reasoning effort of the run's last Responses request.
     fn effort(server: &ModelServer) -> Option<serde_json::Value> {
-        let body = server.requests().into_iter().rev().find(|r| r.body.get("input").is_some()).expect("a model request").body;
+        let body = server
+            .requests()
+            .into_iter()
+            .rev()
+            .find(|r| r.body.get("input").is_some())
+            .expect("a model request")
+            .body;
         body.pointer("/reasoning/effort").cloned()
     }
 
@@ -566,10 +1066,25 @@ mod modes_and_variants {
     #[tokio::test]
     async fn a_variant_reaches_the_model_request_as_the_reasoning_effort() {
         for mode in [Mode::AppServer, Mode::Exec] {
-            let Some((server, sandbox)) = setup("text").await else { return };
-            let request = RunRequest::new("say hi").with_variant("high").with_options(&CodexOptions::default().mode(mode));
-            let run = drive(&backend(&sandbox), request, PermissionDecision::Allow, false).await;
-            assert_eq!(run.assistant_text(), "Hello from mock", "{mode:?}: {:?}", run.completion);
+            let Some((server, sandbox)) = setup("text").await else {
+                return;
+            };
+            let request = RunRequest::new("say hi")
+                .with_variant("high")
+                .with_options(&CodexOptions::default().mode(mode));
+            let run = drive(
+                &backend(&sandbox),
+                request,
+                PermissionDecision::Allow,
+                false,
+            )
+            .await;
+            assert_eq!(
+                run.assistant_text(),
+                "Hello from mock",
+                "{mode:?}: {:?}",
+                run.completion
+            );
             assert_eq!(effort(&server), Some(serde_json::json!("high")), "{mode:?}");
         }
     }
@@ -578,14 +1093,25 @@ mod modes_and_variants {
     #[tokio::test]
     async fn plan_mode_writes_nothing_on_disk() {
         for mode in [Mode::AppServer, Mode::Exec] {
-            let Some((_server, sandbox)) = setup("write_edit").await else { return };
+            let Some((_server, sandbox)) = setup("write_edit").await else {
+                return;
+            };
             let request = RunRequest::new("create a file")
                 .with_mode(agent_api::request::AgentMode::Plan)
                 .with_permissions(PermissionPolicy::ApproveAll)
                 .with_options(&CodexOptions::default().mode(mode));
-            let run = drive(&backend(&sandbox), request, PermissionDecision::Allow, false).await;
+            let run = drive(
+                &backend(&sandbox),
+                request,
+                PermissionDecision::Allow,
+                false,
+            )
+            .await;
             assert!(run.completion.is_ok(), "{mode:?}: {:?}", run.completion);
-            assert!(!sandbox.cwd.join("created.txt").exists(), "{mode:?}: plan mode wrote a file");
+            assert!(
+                !sandbox.cwd.join("created.txt").exists(),
+                "{mode:?}: plan mode wrote a file"
+            );
         }
     }
 }

@@ -16,8 +16,15 @@ use agent_bench::{Cli, ModelServer, Sandbox};
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 fn backend(sandbox: &Sandbox) -> CodexBackend {
-    let overrides: Vec<String> = sandbox.base_args.windows(2).filter(|w| w[0] == "-c").map(|w| w[1].clone()).collect();
-    let mut config = CodexConfig::with_binary(&sandbox.program).config_overrides(overrides).working_dir(&sandbox.cwd);
+    let overrides: Vec<String> = sandbox
+        .base_args
+        .windows(2)
+        .filter(|w| w[0] == "-c")
+        .map(|w| w[1].clone())
+        .collect();
+    let mut config = CodexConfig::with_binary(&sandbox.program)
+        .config_overrides(overrides)
+        .working_dir(&sandbox.cwd);
     for (k, v) in &sandbox.env {
         config = config.env(k, v);
     }
@@ -25,11 +32,14 @@ fn backend(sandbox: &Sandbox) -> CodexBackend {
 }
 
 fn request() -> RunRequest {
-    RunRequest::new("what is the forecast in Paris?").with_timeout(Duration::from_secs(150)).with_permissions(PermissionPolicy::ApproveAll)
+    RunRequest::new("what is the forecast in Paris?")
+        .with_timeout(Duration::from_secs(150))
+        .with_permissions(PermissionPolicy::ApproveAll)
 }
 
 #[tokio::test]
-async fn e2e_codex_calls_a_caller_tool_on_the_app_server_and_in_exec_and_its_server_is_gone_after_each_run() {
+async fn e2e_codex_calls_a_caller_tool_on_the_app_server_and_in_exec_and_its_server_is_gone_after_each_run(
+) {
     if agent_bench::e2e_enabled_or_explain(Cli::Codex).is_none() {
         return;
     }
@@ -37,6 +47,10 @@ async fn e2e_codex_calls_a_caller_tool_on_the_app_server_and_in_exec_and_its_ser
     let server = ModelServer::start(None).await.unwrap();
     let sandbox = Sandbox::new(Cli::Codex, &server, "caller_tool").unwrap();
     assert_round_trip(&backend(&sandbox), request()).await;
-    assert_round_trip(&backend(&sandbox), request().with_options(&CodexOptions::default().mode(Mode::Exec))).await;
+    assert_round_trip(
+        &backend(&sandbox),
+        request().with_options(&CodexOptions::default().mode(Mode::Exec)),
+    )
+    .await;
     assert_gone_after_cancel(&backend(&sandbox), request()).await;
 }

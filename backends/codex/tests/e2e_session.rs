@@ -25,7 +25,9 @@ fn backend(sandbox: &Sandbox) -> CodexBackend {
             _ => {}
         }
     }
-    let mut config = CodexConfig::with_binary(&sandbox.program).config_overrides(overrides).working_dir(&sandbox.cwd);
+    let mut config = CodexConfig::with_binary(&sandbox.program)
+        .config_overrides(overrides)
+        .working_dir(&sandbox.cwd);
     for (k, v) in &sandbox.env {
         config = config.env(k, v);
     }
@@ -42,31 +44,42 @@ fn left(sandbox: &Sandbox) -> impl Fn() -> Vec<i32> + '_ {
 
 #[tokio::test]
 async fn e2e_session_three_turns_on_one_app_server_the_model_sees_one_two_three_user_turns() {
-    let Some((_server, sandbox)) = bench("echo").await else { return };
+    let Some((_server, sandbox)) = bench("echo").await else {
+        return;
+    };
     e2e::three_turns_on_one_process(&backend(&sandbox), template(), &left(&sandbox)).await;
 }
 
 #[tokio::test]
 async fn e2e_session_a_cancelled_second_turn_then_a_good_third() {
-    let Some((_server, sandbox)) = bench("echo").await else { return };
-    e2e::cancelled_second_turn_then_a_good_third(&backend(&sandbox), template(), &left(&sandbox)).await;
+    let Some((_server, sandbox)) = bench("echo").await else {
+        return;
+    };
+    e2e::cancelled_second_turn_then_a_good_third(&backend(&sandbox), template(), &left(&sandbox))
+        .await;
 }
 
 #[tokio::test]
 async fn e2e_session_killing_the_app_server_between_turns_closes_the_session() {
-    let Some((_server, sandbox)) = bench("echo").await else { return };
+    let Some((_server, sandbox)) = bench("echo").await else {
+        return;
+    };
     e2e::killed_between_turns(&backend(&sandbox), template(), &left(&sandbox)).await;
 }
 
 #[tokio::test]
 async fn e2e_session_dropped_leaves_no_process() {
-    let Some((_server, sandbox)) = bench("echo").await else { return };
+    let Some((_server, sandbox)) = bench("echo").await else {
+        return;
+    };
     e2e::dropped_leaves_no_process(&backend(&sandbox), template(), &left(&sandbox)).await;
 }
 
 #[tokio::test]
 async fn e2e_session_opened_from_an_earlier_runs_native_session_sees_that_turn() {
-    let Some((_server, sandbox)) = bench("echo").await else { return };
+    let Some((_server, sandbox)) = bench("echo").await else {
+        return;
+    };
     e2e::opened_from_an_earlier_run(&backend(&sandbox), template(), &left(&sandbox)).await;
 }
 
@@ -75,9 +88,12 @@ async fn e2e_session_opened_from_an_earlier_runs_native_session_sees_that_turn()
 /// default's workspace-write sandbox and `untrusted` approvals (the file is written).
 #[tokio::test]
 async fn e2e_session_switches_to_plan_and_back() {
-    let Some((_server, sandbox)) = bench("write_edit").await else { return };
+    let Some((_server, sandbox)) = bench("write_edit").await else {
+        return;
+    };
     let template = template().with_permissions(agent_api::PermissionPolicy::ApproveAll);
-    e2e::switches_to_plan_and_back(&backend(&sandbox), template, &sandbox.cwd, &left(&sandbox)).await;
+    e2e::switches_to_plan_and_back(&backend(&sandbox), template, &sandbox.cwd, &left(&sandbox))
+        .await;
 }
 
 /// Codex itself holds plan mode once switched to: its own read-only sandbox refuses the write
@@ -87,18 +103,39 @@ async fn e2e_session_switches_to_plan_and_back() {
 async fn e2e_session_switched_to_plan_codex_refuses_the_write_itself_and_asks_nothing() {
     use agent_api::universal::UniversalEventBody;
     use agent_api::AgentBackend;
-    let Some((server, sandbox)) = bench("write_edit").await else { return };
+    let Some((server, sandbox)) = bench("write_edit").await else {
+        return;
+    };
     let template = template().with_permissions(agent_api::PermissionPolicy::ApproveAll);
     let mut session = backend(&sandbox).open_session(template).await.unwrap();
-    session.set_mode(agent_api::request::AgentMode::Plan).await.unwrap();
+    session
+        .set_mode(agent_api::request::AgentMode::Plan)
+        .await
+        .unwrap();
     let mut record = agent_api_conformance::session::SessionRecord::default();
-    assert!(record.turn(&mut session, "create the file").await.is_ok(), "{:?}", record.turns[0].completion);
-    let asked = record.turns[0].universal.iter().filter(|e| matches!(e.body, UniversalEventBody::PermissionRequested(_))).count();
-    assert_eq!(asked, 0, "Codex asked in plan mode");
-    assert!(!sandbox.cwd.join("created.txt").exists(), "the plan turn wrote the file");
-    let told = server.requests().last().map(|r| r.body.to_string()).unwrap_or_default();
     assert!(
-        told.contains("`sandbox_mode` is `read-only`") && told.contains("Approval policy is currently never"),
+        record.turn(&mut session, "create the file").await.is_ok(),
+        "{:?}",
+        record.turns[0].completion
+    );
+    let asked = record.turns[0]
+        .universal
+        .iter()
+        .filter(|e| matches!(e.body, UniversalEventBody::PermissionRequested(_)))
+        .count();
+    assert_eq!(asked, 0, "Codex asked in plan mode");
+    assert!(
+        !sandbox.cwd.join("created.txt").exists(),
+        "the plan turn wrote the file"
+    );
+    let told = server
+        .requests()
+        .last()
+        .map(|r| r.body.to_string())
+        .unwrap_or_default();
+    assert!(
+        told.contains("`sandbox_mode` is `read-only`")
+            && told.contains("Approval policy is currently never"),
         "the model was not told Codex's plan-mode policies"
     );
     record.trailing = session.close().await.unwrap();

@@ -48,13 +48,22 @@ fn fake(body: &str) -> Fake {
 }
 
 fn child_pid(dir: &Path) -> Option<i32> {
-    std::fs::read_to_string(dir.join("child.pid")).ok()?.trim().parse().ok()
+    std::fs::read_to_string(dir.join("child.pid"))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
 }
 
 /// Whether `pid` is a live (not zombie) process.
 fn alive(pid: i32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => !stat.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z'),
+        Ok(stat) => !stat
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('Z'),
         Err(_) => false,
     }
 }
@@ -73,10 +82,27 @@ async fn a_crash_mid_stream_is_a_typed_process_exit() {
     let f = fake(&format!("{HANDSHAKE}\nexit 3\n"));
     let run = record(f.backend.run(RunRequest::new("hi")).await.unwrap()).await;
     assert_conformant(&run);
-    assert!(matches!(run.completion, Err(AgentError::ProcessExited { exit_code: Some(3), .. })), "{:?}", run.completion);
+    assert!(
+        matches!(
+            run.completion,
+            Err(AgentError::ProcessExited {
+                exit_code: Some(3),
+                ..
+            })
+        ),
+        "{:?}",
+        run.completion
+    );
     // The cut message is no answer: it fails, and the wrapper view does not output "Hel".
     assert_eq!(run.assistant_text(), "");
-    assert!(run.wrapper.iter().any(|e| e.data.as_ref().is_some_and(|d| d["discarded"]["bytes"] == 3)), "{:?}", run.wrapper);
+    assert!(
+        run.wrapper.iter().any(|e| e
+            .data
+            .as_ref()
+            .is_some_and(|d| d["discarded"]["bytes"] == 3)),
+        "{:?}",
+        run.wrapper
+    );
 }
 
 #[tokio::test]
@@ -89,10 +115,21 @@ echo '{"type":"item.started","item":{"id":"item_0","type":"command_execution","c
 kill -SEGV $$
 "#,
     );
-    let request = RunRequest::new("hi").with_options(&agent_api_codex::CodexOptions::default().mode(agent_api_codex::Mode::Exec));
+    let request = RunRequest::new("hi")
+        .with_options(&agent_api_codex::CodexOptions::default().mode(agent_api_codex::Mode::Exec));
     let run = record(f.backend.run(request).await.unwrap()).await;
     assert_conformant(&run);
-    assert!(matches!(run.completion, Err(AgentError::ProcessExited { signal: Some(11), .. })), "{:?}", run.completion);
+    assert!(
+        matches!(
+            run.completion,
+            Err(AgentError::ProcessExited {
+                signal: Some(11),
+                ..
+            })
+        ),
+        "{:?}",
+        run.completion
+    );
 }
 
 #[tokio::test]
@@ -101,7 +138,11 @@ async fn a_hang_ends_in_a_typed_timeout_with_no_process_left() {
     let request = RunRequest::new("hi").with_timeout(Duration::from_millis(800));
     let run = record(f.backend.run(request).await.unwrap()).await;
     assert_conformant(&run);
-    assert!(matches!(run.completion, Err(AgentError::Timeout { .. })), "{:?}", run.completion);
+    assert!(
+        matches!(run.completion, Err(AgentError::Timeout { .. })),
+        "{:?}",
+        run.completion
+    );
     assert_gone(f.dir.path()).await;
 }
 
@@ -125,7 +166,10 @@ async fn invalid_utf8_is_replaced_and_reported_not_fatal() {
     let run = record(f.backend.run(RunRequest::new("hi")).await.unwrap()).await;
     assert_conformant(&run);
     assert!(run.completion.is_ok(), "{:?}", run.completion);
-    assert!(run.status_labels().iter().any(|s| s == "native_line_invalid_utf8"));
+    assert!(run
+        .status_labels()
+        .iter()
+        .any(|s| s == "native_line_invalid_utf8"));
     assert!(run.assistant_text().starts_with("Hello") || run.assistant_text().starts_with("Hel"));
 }
 
@@ -136,16 +180,40 @@ async fn a_20_mib_line_is_skipped_with_one_bounded_status() {
     let run = record(f.backend.run(RunRequest::new("hi")).await.unwrap()).await;
     assert_conformant(&run);
     assert!(run.completion.is_ok(), "{:?}", run.completion);
-    assert_eq!(run.status_labels().iter().filter(|s| *s == "native_line_skipped").count(), 1);
-    assert_eq!(run.assistant_text(), "Hel", "the oversized delta never reaches the stream");
-    assert!(run.wrapper.iter().all(|e| e.text.as_ref().is_none_or(|t| t.len() <= 65_536)));
+    assert_eq!(
+        run.status_labels()
+            .iter()
+            .filter(|s| *s == "native_line_skipped")
+            .count(),
+        1
+    );
+    assert_eq!(
+        run.assistant_text(),
+        "Hel",
+        "the oversized delta never reaches the stream"
+    );
+    assert!(run
+        .wrapper
+        .iter()
+        .all(|e| e.text.as_ref().is_none_or(|t| t.len() <= 65_536)));
 }
 
 #[tokio::test]
 async fn a_missing_binary_is_a_typed_error_before_anything_runs() {
-    let backend = CodexBackend::new(CodexConfig::with_binary(PathBuf::from("/nonexistent/codex")));
-    let err = backend.run(RunRequest::new("hi")).await.expect_err("no run");
-    assert!(matches!(err, AgentError::BinaryNotFound { .. } | AgentError::Spawn { .. }), "{err}");
+    let backend = CodexBackend::new(CodexConfig::with_binary(PathBuf::from(
+        "/nonexistent/codex",
+    )));
+    let err = backend
+        .run(RunRequest::new("hi"))
+        .await
+        .expect_err("no run");
+    assert!(
+        matches!(
+            err,
+            AgentError::BinaryNotFound { .. } | AgentError::Spawn { .. }
+        ),
+        "{err}"
+    );
 }
 
 #[test]
@@ -153,6 +221,9 @@ fn debug_of_the_config_and_backend_never_prints_env_values() {
     let config = CodexConfig::default().env("OPENAI_API_KEY", "sk-proj-LIVE");
     let backend = CodexBackend::new(config.clone());
     for shown in [format!("{config:?}"), format!("{backend:?}")] {
-        assert!(!shown.contains("LIVE") && shown.contains("OPENAI_API_KEY"), "{shown}");
+        assert!(
+            !shown.contains("LIVE") && shown.contains("OPENAI_API_KEY"),
+            "{shown}"
+        );
     }
 }

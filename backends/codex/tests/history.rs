@@ -23,12 +23,27 @@ fn store_with(extra: &[&str]) -> (tempfile::TempDir, CodexSessionStore) {
     let home = tempfile::tempdir().unwrap();
     let day = home.path().join("sessions/2026/11/23");
     std::fs::create_dir_all(&day).unwrap();
-    let fixture = |name: &str| std::fs::read_to_string(agent_bench::fixtures_dir().join("history/codex").join(name)).unwrap();
-    std::fs::write(day.join(format!("rollout-2026-11-23T17-03-54-{SHELL_ID}.jsonl")), fixture("shell.jsonl")).unwrap();
-    std::fs::write(day.join(format!("rollout-2026-11-23T17-14-16-{WRITE_EDIT_ID}.jsonl")), fixture("write_edit.jsonl")).unwrap();
+    let fixture = |name: &str| {
+        std::fs::read_to_string(agent_bench::fixtures_dir().join("history/codex").join(name))
+            .unwrap()
+    };
+    std::fs::write(
+        day.join(format!("rollout-2026-11-23T17-03-54-{SHELL_ID}.jsonl")),
+        fixture("shell.jsonl"),
+    )
+    .unwrap();
+    std::fs::write(
+        day.join(format!("rollout-2026-11-23T17-14-16-{WRITE_EDIT_ID}.jsonl")),
+        fixture("write_edit.jsonl"),
+    )
+    .unwrap();
     if !extra.is_empty() {
         let mangled = format!("{}{}\n", fixture("shell.jsonl"), extra.join("\n"));
-        std::fs::write(day.join("rollout-2026-11-23T18-00-00-mangled-1.jsonl"), mangled).unwrap();
+        std::fs::write(
+            day.join("rollout-2026-11-23T18-00-00-mangled-1.jsonl"),
+            mangled,
+        )
+        .unwrap();
     }
     let store = CodexSessionStore::new(home.path());
     (home, store)
@@ -38,7 +53,14 @@ fn store_with(extra: &[&str]) -> (tempfile::TempDir, CodexSessionStore) {
 fn tool_calls(run: &RunRecord) -> Vec<(String, Value)> {
     run.completed_items(ItemKind::ToolCall)
         .iter()
-        .filter_map(|item| item.tool_call().map(|c| (c.name.to_string(), c.arguments_json().unwrap_or(Value::Null))))
+        .filter_map(|item| {
+            item.tool_call().map(|c| {
+                (
+                    c.name.to_string(),
+                    c.arguments_json().unwrap_or(Value::Null),
+                )
+            })
+        })
         .collect()
 }
 
@@ -48,13 +70,25 @@ async fn the_recorded_rollouts_are_listed_with_cwd_and_first_prompt() {
     let sessions = store.list_sessions(&SessionQuery::all()).await.unwrap();
     let ids: Vec<&str> = sessions.iter().map(|s| s.id.as_str()).collect();
     assert_eq!(ids.len(), 2);
-    assert!(ids.contains(&SHELL_ID) && ids.contains(&WRITE_EDIT_ID), "{ids:?}");
+    assert!(
+        ids.contains(&SHELL_ID) && ids.contains(&WRITE_EDIT_ID),
+        "{ids:?}"
+    );
     let shell = sessions.iter().find(|s| s.id == SHELL_ID).unwrap();
-    assert_eq!(shell.cwd.as_deref(), Some(Path::new("/home/dev/work/shell")));
+    assert_eq!(
+        shell.cwd.as_deref(),
+        Some(Path::new("/home/dev/work/shell"))
+    );
     assert_eq!(shell.first_prompt.as_deref(), Some("run the command"));
     assert!(shell.size.is_some_and(|s| s > 1000) && shell.time.is_some());
-    let only_shell = store.list_sessions(&SessionQuery::in_dir("/home/dev/work/shell")).await.unwrap();
-    assert_eq!(only_shell.iter().map(|s| s.id.as_str()).collect::<Vec<_>>(), [SHELL_ID]);
+    let only_shell = store
+        .list_sessions(&SessionQuery::in_dir("/home/dev/work/shell"))
+        .await
+        .unwrap();
+    assert_eq!(
+        only_shell.iter().map(|s| s.id.as_str()).collect::<Vec<_>>(),
+        [SHELL_ID]
+    );
 }
 
 #[tokio::test]
@@ -63,19 +97,39 @@ async fn the_recorded_rollouts_read_back_as_the_exec_runs_they_were() {
     let run = record(store.read_session(SHELL_ID, true).await.unwrap()).await;
     assert_conformant(&run);
     let completion = run.completion.as_ref().unwrap();
-    assert!(completion.final_text.as_deref().unwrap().starts_with("Tool finished. Output was: "));
+    assert!(completion
+        .final_text
+        .as_deref()
+        .unwrap()
+        .starts_with("Tool finished. Output was: "));
     assert_eq!(completion.native_session_id.as_deref(), Some(SHELL_ID));
     assert_eq!(
         tool_calls(&run),
-        [("exec_command".to_string(), serde_json::json!({ "command": "/bin/bash -lc 'echo hi > out.txt && cat out.txt'" }))]
+        [(
+            "exec_command".to_string(),
+            serde_json::json!({ "command": "/bin/bash -lc 'echo hi > out.txt && cat out.txt'" })
+        )]
     );
-    assert_eq!(run.completed_items(ItemKind::ToolResult)[0].tool.as_ref().unwrap().exit_code, Some(0));
+    assert_eq!(
+        run.completed_items(ItemKind::ToolResult)[0]
+            .tool
+            .as_ref()
+            .unwrap()
+            .exit_code,
+        Some(0)
+    );
 
     let run = record(store.read_session(WRITE_EDIT_ID, false).await.unwrap()).await;
     assert_conformant(&run);
     let calls = tool_calls(&run);
-    assert_eq!(calls.iter().map(|c| c.0.as_str()).collect::<Vec<_>>(), ["apply_patch", "apply_patch"]);
-    assert_eq!(calls[0].1["changes"][0]["path"], "/home/dev/work/write_edit/created.txt");
+    assert_eq!(
+        calls.iter().map(|c| c.0.as_str()).collect::<Vec<_>>(),
+        ["apply_patch", "apply_patch"]
+    );
+    assert_eq!(
+        calls[0].1["changes"][0]["path"],
+        "/home/dev/work/write_edit/created.txt"
+    );
     assert_eq!(calls[0].1["changes"][0]["kind"], "add");
     assert_eq!(calls[1].1["changes"][0]["kind"], "update");
 }
@@ -106,13 +160,22 @@ async fn unreadable_rollout_lines_become_unparsed_and_the_read_goes_on() {
 async fn unknown_and_path_like_ids_are_not_found() {
     let (_home, store) = store_with(&[]);
     for id in ["no-such-thread", "../sessions", ""] {
-        assert!(matches!(store.read_session(id, false).await, Err(AgentError::SessionNotFound { .. })), "{id}");
+        assert!(
+            matches!(
+                store.read_session(id, false).await,
+                Err(AgentError::SessionNotFound { .. })
+            ),
+            "{id}"
+        );
     }
 }
 
 #[tokio::test]
 async fn e2e_a_real_exec_thread_is_listed_and_read_back_as_the_live_run() {
-    let Some((_server, sandbox)) = agent_bench::e2e_bench_or_explain(Cli::Codex, "shell").await else { return };
+    let Some((_server, sandbox)) = agent_bench::e2e_bench_or_explain(Cli::Codex, "shell").await
+    else {
+        return;
+    };
     let backend = backend(&sandbox);
     let request = RunRequest::new("run the command")
         .with_options(&CodexOptions::default().mode(Mode::Exec))
@@ -124,22 +187,42 @@ async fn e2e_a_real_exec_thread_is_listed_and_read_back_as_the_live_run() {
     let id = completion.native_session_id.clone().unwrap();
 
     let store = backend.session_store().expect("Codex has a session store");
-    let listed = store.list_sessions(&SessionQuery::in_dir(&sandbox.cwd)).await.unwrap();
-    let session = listed.iter().find(|s| s.id == id).unwrap_or_else(|| panic!("{id} not in {listed:?}"));
+    let listed = store
+        .list_sessions(&SessionQuery::in_dir(&sandbox.cwd))
+        .await
+        .unwrap();
+    let session = listed
+        .iter()
+        .find(|s| s.id == id)
+        .unwrap_or_else(|| panic!("{id} not in {listed:?}"));
     assert_eq!(session.first_prompt.as_deref(), Some("run the command"));
 
     let stored = record(store.read_session(&id, false).await.unwrap()).await;
     assert_conformant(&stored);
-    assert_eq!(stored.completion.as_ref().unwrap().final_text, completion.final_text);
-    assert!(completion.final_text.as_deref().unwrap().starts_with("Tool finished. Output was: "));
+    assert_eq!(
+        stored.completion.as_ref().unwrap().final_text,
+        completion.final_text
+    );
+    assert!(completion
+        .final_text
+        .as_deref()
+        .unwrap()
+        .starts_with("Tool finished. Output was: "));
     assert_eq!(tool_calls(&stored), tool_calls(&live));
     assert_eq!(tool_calls(&live).len(), 1);
 }
 
 /// A backend running the sandbox's CLI with its environment and `-c` overrides.
 fn backend(sandbox: &Sandbox) -> CodexBackend {
-    let overrides: Vec<String> = sandbox.base_args.windows(2).filter(|pair| pair[0] == "-c").map(|pair| pair[1].clone()).collect();
-    let mut config = CodexConfig::with_binary(&sandbox.program).config_overrides(overrides).working_dir(&sandbox.cwd);
+    let overrides: Vec<String> = sandbox
+        .base_args
+        .windows(2)
+        .filter(|pair| pair[0] == "-c")
+        .map(|pair| pair[1].clone())
+        .collect();
+    let mut config = CodexConfig::with_binary(&sandbox.program)
+        .config_overrides(overrides)
+        .working_dir(&sandbox.cwd);
     for (key, value) in &sandbox.env {
         config = config.env(key, value);
     }

@@ -12,7 +12,12 @@ use agent_api_codex::{CodexBackend, CodexConfig};
 use agent_api_conformance::homes::{self, UserHome};
 use agent_bench::{Cli, ModelServer, Sandbox};
 
-const CODEX: UserHome = UserHome { config_dir: ".codex", memory: "AGENTS.md", home_var: "CODEX_HOME", also_written: &[] };
+const CODEX: UserHome = UserHome {
+    config_dir: ".codex",
+    memory: "AGENTS.md",
+    home_var: "CODEX_HOME",
+    also_written: &[],
+};
 
 async fn bench(scenario: &str) -> Option<(ModelServer, Sandbox)> {
     agent_bench::e2e_bench_or_explain(Cli::Codex, scenario).await
@@ -30,7 +35,9 @@ fn backend(sandbox: &Sandbox) -> CodexBackend {
             }
         }
     }
-    let mut config = CodexConfig::with_binary(&sandbox.program).config_overrides(overrides).working_dir(&sandbox.cwd);
+    let mut config = CodexConfig::with_binary(&sandbox.program)
+        .config_overrides(overrides)
+        .working_dir(&sandbox.cwd);
     for (k, v) in &sandbox.env {
         config = config.env(k, v);
     }
@@ -38,17 +45,38 @@ fn backend(sandbox: &Sandbox) -> CodexBackend {
 }
 
 fn request(home: Home) -> RunRequest {
-    RunRequest::new("hello").with_timeout(Duration::from_secs(180)).with_home(home)
+    RunRequest::new("hello")
+        .with_timeout(Duration::from_secs(180))
+        .with_home(home)
 }
 
 #[tokio::test]
 async fn e2e_a_hermetic_run_ignores_the_instructions_planted_in_the_users_home() {
-    let Some((server, sandbox)) = bench("text").await else { return };
-    homes::hermetic_run_ignores_planted_memory(&CODEX, &backend(&sandbox), &server, &sandbox, request).await;
+    let Some((server, sandbox)) = bench("text").await else {
+        return;
+    };
+    homes::hermetic_run_ignores_planted_memory(
+        &CODEX,
+        &backend(&sandbox),
+        &server,
+        &sandbox,
+        request,
+    )
+    .await;
 }
 
 #[tokio::test]
-async fn e2e_twenty_isolated_runs_side_by_side_each_have_their_own_home_and_leave_the_users_alone() {
-    let Some((_server, sandbox)) = bench("text").await else { return };
-    homes::isolated_runs_have_their_own_homes(&CODEX, Arc::new(backend(&sandbox)), &sandbox, 20, request).await;
+async fn e2e_twenty_isolated_runs_side_by_side_each_have_their_own_home_and_leave_the_users_alone()
+{
+    let Some((_server, sandbox)) = bench("text").await else {
+        return;
+    };
+    homes::isolated_runs_have_their_own_homes(
+        &CODEX,
+        Arc::new(backend(&sandbox)),
+        &sandbox,
+        20,
+        request,
+    )
+    .await;
 }

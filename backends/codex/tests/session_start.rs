@@ -26,12 +26,16 @@ async fn refusing_codex(mut pipes: AgentPipes, refuse: Refuse) -> i32 {
         if pipes.stdin.read_line(&mut line).await.unwrap_or(0) == 0 {
             return 0;
         }
-        let Ok(message) = serde_json::from_str::<Value>(&line) else { continue };
+        let Ok(message) = serde_json::from_str::<Value>(&line) else {
+            continue;
+        };
         let reply = match (message["method"].as_str(), refuse) {
             (Some("initialize"), Refuse::Initialize) | (Some("thread/start"), Refuse::Thread) => {
                 json!({"id": message["id"], "error": {"code": -32600, "message": "not allowed here (key sk-secret123)"}})
             }
-            (Some("initialize"), _) => json!({"id": message["id"], "result": {"userAgent": "fake/0.169.0"}}),
+            (Some("initialize"), _) => {
+                json!({"id": message["id"], "result": {"userAgent": "fake/0.169.0"}})
+            }
             _ => continue,
         };
         let mut bytes = serde_json::to_vec(&reply).unwrap();
@@ -47,8 +51,13 @@ fn session(refuse: Refuse) -> Session {
     let plan = StartPlan::new(&config, &options, &request);
     let transport = Transport::in_process(1 << 20, move |pipes| refusing_codex(pipes, refuse));
     let capabilities = CodexBackend::new(CodexConfig::default()).capabilities();
-    let settings = RunSettings::for_request(AgentKind::new("codex").unwrap(), &request, &capabilities);
-    start_session(settings, transport, Box::new(AppServer::session(plan, options.policy)))
+    let settings =
+        RunSettings::for_request(AgentKind::new("codex").unwrap(), &request, &capabilities);
+    start_session(
+        settings,
+        transport,
+        Box::new(AppServer::session(plan, options.policy)),
+    )
 }
 
 async fn first_turn(refuse: Refuse, wait_first: bool) -> (AgentError, Session) {
@@ -71,7 +80,10 @@ async fn a_refused_initialize_is_a_protocol_error_with_the_agents_words() {
             matches!(&error, AgentError::Protocol { reason } if reason.contains("initialize") && reason.contains("not allowed")),
             "{error:?}"
         );
-        assert!(!error.to_string().contains("sk-secret123"), "the key is redacted: {error}");
+        assert!(
+            !error.to_string().contains("sk-secret123"),
+            "the key is redacted: {error}"
+        );
         let next = session.send("again").await.map(|_| ());
         assert!(matches!(next, Err(AgentError::SessionClosed)), "{next:?}");
     }
@@ -85,6 +97,9 @@ async fn a_refused_thread_start_is_an_agent_failure_with_its_words() {
             matches!(&error, AgentError::AgentFailed { message } if message.contains("thread") && message.contains("not allowed")),
             "{error:?}"
         );
-        assert!(!error.to_string().contains("sk-secret123"), "the key is redacted: {error}");
+        assert!(
+            !error.to_string().contains("sk-secret123"),
+            "the key is redacted: {error}"
+        );
     }
 }

@@ -93,23 +93,45 @@ impl Headless {
     fn tool_use(&mut self, ctx: &mut Ctx<'_>, name: String, id: String, parameters: Value) {
         self.close_message(ctx);
         let kind = crate::TOOLS.facet(&name);
-        let meta = ToolMeta { tool_name: Some(name.clone()), ..ToolMeta::of(kind) };
-        let meta = if meta.is_command() { meta.with_shell_fields(&parameters) } else { meta };
-        let path = parameters.get("file_path").and_then(Value::as_str).map(str::to_string);
-        let mut call = NewItem::tool_call(&name, parameters.to_string(), &id).native(&id).tool(meta.clone());
+        let meta = ToolMeta {
+            tool_name: Some(name.clone()),
+            ..ToolMeta::of(kind)
+        };
+        let meta = if meta.is_command() {
+            meta.with_shell_fields(&parameters)
+        } else {
+            meta
+        };
+        let path = parameters
+            .get("file_path")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        let mut call = NewItem::tool_call(&name, parameters.to_string(), &id)
+            .native(&id)
+            .tool(meta.clone());
         if let Some(path) = path {
-            call = call.with_part(ContentPart::FileRef { path, action: agent_api::universal::FileAction::Write, diff: None });
+            call = call.with_part(ContentPart::FileRef {
+                path,
+                action: agent_api::universal::FileAction::Write,
+                diff: None,
+            });
         }
         let t = &mut *ctx.transcript;
         let call_item = t.start_item(call);
         t.complete_item(&call_item);
-        let result = t.start_item(NewItem::tool_result(&id).native(format!("{id}/result")).parent(Some(call_item)).tool(meta));
+        let result = t.start_item(
+            NewItem::tool_result(&id)
+                .native(format!("{id}/result"))
+                .parent(Some(call_item))
+                .tool(meta),
+        );
         self.tools.push((id, result, kind));
     }
 
     fn tool_result(&mut self, ctx: &mut Ctx<'_>, id: &str, status: &str, output: String) {
         let Some(at) = self.tools.iter().position(|(tool, ..)| tool == id) else {
-            ctx.transcript.status("orphan_tool_result", Some(utf8_prefix(id, 128).to_string()));
+            ctx.transcript
+                .status("orphan_tool_result", Some(utf8_prefix(id, 128).to_string()));
             return;
         };
         let (_, item, kind) = self.tools.remove(at);
@@ -119,7 +141,10 @@ impl Headless {
         } else {
             bytes.result = output.len() as u64;
         }
-        let content = vec![ContentPart::ToolResult { call_id: id.to_string(), output }];
+        let content = vec![ContentPart::ToolResult {
+            call_id: id.to_string(),
+            output,
+        }];
         let t = &mut *ctx.transcript;
         t.update_item(&item, |i| {
             if let Some(meta) = i.tool.as_mut() {
@@ -134,7 +159,13 @@ impl Headless {
         }
     }
 
-    fn result(&mut self, ctx: &mut Ctx<'_>, status: &str, error: Option<HeadlessError>, stats: Option<Stats>) {
+    fn result(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        status: &str,
+        error: Option<HeadlessError>,
+        stats: Option<Stats>,
+    ) {
         self.close_message(ctx);
         let usage = stats.map(|s| {
             let mut usage = Usage::default();
@@ -152,7 +183,10 @@ impl Headless {
             Err(match agent_api_acp::status_in(&message) {
                 Some(status) => AgentError::of_http_status(status, explained),
                 // Gemini's result names no status for an overload; its retries on stderr may have.
-                None if words.overloaded => AgentError::Overloaded { status: self.retry_status, message: explained },
+                None if words.overloaded => AgentError::Overloaded {
+                    status: self.retry_status,
+                    message: explained,
+                },
                 None if words.limited => AgentError::RateLimited { message: explained },
                 None => AgentError::AgentFailed { message: explained },
             })
@@ -165,7 +199,10 @@ impl Headless {
     /// stdin as the prompt when `-p` is absent, so the prompt never shows in the process list and
     /// meets no argv limit.
     pub(crate) fn live(prompt: impl Into<String>) -> Self {
-        Self { prompt: Some(prompt.into()), ..Self::default() }
+        Self {
+            prompt: Some(prompt.into()),
+            ..Self::default()
+        }
     }
 }
 
@@ -197,14 +234,17 @@ impl Protocol for Headless {
         match serde_json::from_value::<Line>(message)? {
             Line::Init { session_id, model } => {
                 ctx.transcript.set_native_session_id(&session_id);
-                ctx.transcript.session_started(Some(json!({"session_id": session_id, "model": model})));
+                ctx.transcript
+                    .session_started(Some(json!({"session_id": session_id, "model": model})));
                 self.session_id = Some(session_id);
             }
             Line::Message { role, content } if role == "assistant" => {
                 let id = match &self.message {
                     Some(id) => id.clone(),
                     None => {
-                        let id = ctx.transcript.start_item(NewItem::message(ItemRole::Assistant));
+                        let id = ctx
+                            .transcript
+                            .start_item(NewItem::message(ItemRole::Assistant));
                         self.message = Some(id.clone());
                         id
                     }
@@ -212,10 +252,25 @@ impl Protocol for Headless {
                 ctx.transcript.delta(&id, &content);
             }
             Line::Message { .. } => {}
-            Line::ToolUse { tool_name, tool_id, parameters } => self.tool_use(ctx, tool_name, tool_id, parameters),
-            Line::ToolResult { tool_id, status, output } => self.tool_result(ctx, &tool_id, &status, output.unwrap_or_default()),
-            Line::Result { status, error, stats } => self.result(ctx, &status, error, stats),
-            Line::Error { message } => ctx.transcript.error(explanation(&message), Some("agent_error".into()), None),
+            Line::ToolUse {
+                tool_name,
+                tool_id,
+                parameters,
+            } => self.tool_use(ctx, tool_name, tool_id, parameters),
+            Line::ToolResult {
+                tool_id,
+                status,
+                output,
+            } => self.tool_result(ctx, &tool_id, &status, output.unwrap_or_default()),
+            Line::Result {
+                status,
+                error,
+                stats,
+            } => self.result(ctx, &status, error, stats),
+            Line::Error { message } => {
+                ctx.transcript
+                    .error(explanation(&message), Some("agent_error".into()), None)
+            }
         }
         Ok(())
     }
@@ -240,9 +295,15 @@ impl Protocol for Headless {
 }
 
 /// The argv of a headless run.
-pub(crate) fn command(config: &AcpConfig, request: &RunRequest, cwd: &std::path::Path) -> Result<CommandSpec, AgentError> {
+pub(crate) fn command(
+    config: &AcpConfig,
+    request: &RunRequest,
+    cwd: &std::path::Path,
+) -> Result<CommandSpec, AgentError> {
     let options = request.options::<GeminiOptions>()?;
-    let mut args: Vec<String> = ["--skip-trust", "--output-format", "stream-json"].map(String::from).to_vec();
+    let mut args: Vec<String> = ["--skip-trust", "--output-format", "stream-json"]
+        .map(String::from)
+        .to_vec();
     if let Some(model) = &request.model {
         args.extend(["-m".to_string(), model.clone()]);
     }
@@ -257,9 +318,15 @@ pub(crate) fn command(config: &AcpConfig, request: &RunRequest, cwd: &std::path:
                 args.extend(["--session-id".to_string(), id.to_string()]);
             }
         }
-        SessionSelector::Resume(session) => args.extend(["--resume".to_string(), session.id.clone()]),
+        SessionSelector::Resume(session) => {
+            args.extend(["--resume".to_string(), session.id.clone()])
+        }
         SessionSelector::ResumeLast => args.extend(["--resume".to_string(), "latest".to_string()]),
-        _ => return Err(AgentError::InvalidRequest { reason: "gemini cannot fork a session".into() }),
+        _ => {
+            return Err(AgentError::InvalidRequest {
+                reason: "gemini cannot fork a session".into(),
+            })
+        }
     }
     args.extend(crate::portable::cli_args(&request.portable));
     // The prompt goes to stdin ([`Headless::live`]), which `AgentCli::command` leaves open.
@@ -273,9 +340,23 @@ mod tests {
     #[test]
     fn the_prompt_goes_to_stdin_not_argv() {
         let request = RunRequest::new("PROMPT-SENTINEL say hi");
-        let spec = command(&AcpConfig::with_binary("gemini"), &request, std::path::Path::new("/")).unwrap();
+        let spec = command(
+            &AcpConfig::with_binary("gemini"),
+            &request,
+            std::path::Path::new("/"),
+        )
+        .unwrap();
         assert!(spec.stdin, "Gemini reads the prompt from stdin");
-        let argv: Vec<String> = spec.args.iter().map(|a| a.to_string_lossy().into_owned()).collect();
-        assert!(!argv.iter().any(|a| a.contains("PROMPT-SENTINEL") || a == "-p"), "{argv:?}");
+        let argv: Vec<String> = spec
+            .args
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        assert!(
+            !argv
+                .iter()
+                .any(|a| a.contains("PROMPT-SENTINEL") || a == "-p"),
+            "{argv:?}"
+        );
     }
 }

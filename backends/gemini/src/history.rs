@@ -43,7 +43,9 @@ impl ChatLayout for GeminiChats {
     /// The file name ends with the id's first 8 characters; the first line names the whole id.
     fn is_session(path: &Path, id: &str) -> bool {
         let prefix: String = id.chars().take(8).collect();
-        path.file_stem().and_then(|n| n.to_str()).is_some_and(|n| n.ends_with(&prefix))
+        path.file_stem()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.ends_with(&prefix))
             && first_record(path).is_some_and(|meta| session_id(&meta) == Some(id))
     }
 
@@ -69,7 +71,10 @@ fn session_id(meta: &Value) -> Option<&str> {
 fn typed_text(record: &Value) -> Option<String> {
     let text = match record.get("content")? {
         Value::String(text) => text.clone(),
-        Value::Array(parts) => parts.iter().filter_map(|p| p.get("text").and_then(Value::as_str)).collect(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect(),
         _ => return None,
     };
     Some(text).filter(|t| !t.is_empty() && !t.starts_with(CONTEXT_MARK))
@@ -77,12 +82,17 @@ fn typed_text(record: &Value) -> Option<String> {
 
 fn describe(path: &Path) -> Option<StoredSession> {
     let (meta, lines) = history::head(path)?;
-    let mut lines = lines.take(HEAD_LINES).map_while(Result::ok).filter_map(|l| serde_json::from_str::<Value>(&l).ok());
+    let mut lines = lines
+        .take(HEAD_LINES)
+        .map_while(Result::ok)
+        .filter_map(|l| serde_json::from_str::<Value>(&l).ok());
     let mut session = StoredSession::from_file(session_id(&lines.next()?)?, &meta);
     // `<project>/.project_root` holds the working directory the project was made for.
     let project = path.parent()?.parent()?;
     let root = agent_api::kit::files::read_regular(&project.join(".project_root"), 64 * 1024).ok();
-    session.cwd = root.and_then(|root| String::from_utf8(root).ok()).map(|root| PathBuf::from(root.trim()));
+    session.cwd = root
+        .and_then(|root| String::from_utf8(root).ok())
+        .map(|root| PathBuf::from(root.trim()));
     session.first_prompt = lines
         .filter(|r| r.get("type").and_then(Value::as_str) == Some("user"))
         .find_map(|r| typed_text(&r))
@@ -101,8 +111,17 @@ pub struct StoredGeminiSession {
 
 impl StoredGeminiSession {
     fn record(&mut self, record: Value, ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
-        let id = record.get("id").and_then(Value::as_str).ok_or_else(|| Unparsed("a stored message has no string `id`".into()))?;
-        if self.pending.as_ref().and_then(|p| p.get("id")).and_then(Value::as_str) != Some(id) {
+        let id = record
+            .get("id")
+            .and_then(Value::as_str)
+            .ok_or_else(|| Unparsed("a stored message has no string `id`".into()))?;
+        if self
+            .pending
+            .as_ref()
+            .and_then(|p| p.get("id"))
+            .and_then(Value::as_str)
+            != Some(id)
+        {
             self.flush(ctx)?;
         }
         self.pending = Some(record);
@@ -110,7 +129,9 @@ impl StoredGeminiSession {
     }
 
     fn flush(&mut self, ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
-        let Some(record) = self.pending.take() else { return Ok(()) };
+        let Some(record) = self.pending.take() else {
+            return Ok(());
+        };
         match record.get("type").and_then(Value::as_str) {
             Some("user") => {
                 if let Some(text) = typed_text(&record) {
@@ -122,8 +143,12 @@ impl StoredGeminiSession {
             }
             Some("gemini") => self.model_message(&record, ctx),
             Some("error") => {
-                let message = record.get("content").and_then(Value::as_str).unwrap_or("the chat recorded an error");
-                self.headless.on_message(json!({ "type": "error", "message": message }), ctx)
+                let message = record
+                    .get("content")
+                    .and_then(Value::as_str)
+                    .unwrap_or("the chat recorded an error");
+                self.headless
+                    .on_message(json!({ "type": "error", "message": message }), ctx)
             }
             Some("info" | "warning") => Ok(()),
             _ => Err(Unparsed("a stored message of an unknown type".into())),
@@ -131,10 +156,22 @@ impl StoredGeminiSession {
     }
 
     fn model_message(&mut self, record: &Value, ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
-        if let Some(text) = record.get("content").and_then(Value::as_str).filter(|t| !t.is_empty()) {
-            self.headless.on_message(json!({ "type": "message", "role": "assistant", "content": text, "delta": true }), ctx)?;
+        if let Some(text) = record
+            .get("content")
+            .and_then(Value::as_str)
+            .filter(|t| !t.is_empty())
+        {
+            self.headless.on_message(
+                json!({ "type": "message", "role": "assistant", "content": text, "delta": true }),
+                ctx,
+            )?;
         }
-        for call in record.get("toolCalls").and_then(Value::as_array).into_iter().flatten() {
+        for call in record
+            .get("toolCalls")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
             let id = call.get("id").and_then(Value::as_str).unwrap_or_default();
             let use_line = json!({ "type": "tool_use", "tool_name": call.get("name"), "tool_id": id, "parameters": call.get("args") });
             self.headless.on_message(use_line, ctx)?;
@@ -143,9 +180,18 @@ impl StoredGeminiSession {
                 .get("resultDisplay")
                 .filter(|d| d.is_string())
                 .cloned()
-                .or_else(|| call.pointer("/result/0/functionResponse/response/output").cloned());
-            let status = call.get("status").and_then(Value::as_str).unwrap_or("error");
-            self.headless.on_message(json!({ "type": "tool_result", "tool_id": id, "status": status, "output": output }), ctx)?;
+                .or_else(|| {
+                    call.pointer("/result/0/functionResponse/response/output")
+                        .cloned()
+                });
+            let status = call
+                .get("status")
+                .and_then(Value::as_str)
+                .unwrap_or("error");
+            self.headless.on_message(
+                json!({ "type": "tool_result", "tool_id": id, "status": status, "output": output }),
+                ctx,
+            )?;
         }
         Ok(())
     }
@@ -161,12 +207,21 @@ impl Protocol for StoredGeminiSession {
             return Err(Unparsed("a stored line is not a JSON object".into()));
         }
         if !self.started {
-            let id = session_id(&line).ok_or_else(|| Unparsed("the chat's first line has no `sessionId`".into()))?;
+            let id = session_id(&line)
+                .ok_or_else(|| Unparsed("the chat's first line has no `sessionId`".into()))?;
             self.started = true;
-            return self.headless.on_message(json!({ "type": "init", "session_id": id, "model": null }), ctx);
+            return self.headless.on_message(
+                json!({ "type": "init", "session_id": id, "model": null }),
+                ctx,
+            );
         }
         if let Some(patch) = line.get("$set") {
-            for record in patch.get("messages").and_then(Value::as_array).into_iter().flatten() {
+            for record in patch
+                .get("messages")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
                 self.record(record.clone(), ctx)?;
             }
             return Ok(());
@@ -178,7 +233,9 @@ impl Protocol for StoredGeminiSession {
         if let Err(Unparsed(reason)) = self.flush(ctx) {
             ctx.transcript.unparsed(reason, self.name(), None);
         }
-        let _ = self.headless.on_message(json!({ "type": "result", "status": "success" }), ctx);
+        let _ = self
+            .headless
+            .on_message(json!({ "type": "result", "status": "success" }), ctx);
         self.headless.finish(exit, ctx)
     }
 }

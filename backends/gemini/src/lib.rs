@@ -56,8 +56,14 @@ pub const CAP_GEMINI_HEADLESS: &str = "backend.gemini.headless";
 /// `GEMINI_CLI_HOME`, the user's home by default. An isolated home gets a read-only copy of a
 /// Google login, whose refresh token many runs can hold at once.
 pub const HOME_LAYOUT: agent_api::kit::home::HomeLayout = agent_api::kit::home::HomeLayout {
-    vars: &[agent_api::kit::home::HomeVar { name: "GEMINI_CLI_HOME", default_under_home: "" }],
-    credentials: &[("GEMINI_CLI_HOME", ".gemini/oauth_creds.json"), ("GEMINI_CLI_HOME", ".gemini/google_accounts.json")],
+    vars: &[agent_api::kit::home::HomeVar {
+        name: "GEMINI_CLI_HOME",
+        default_under_home: "",
+    }],
+    credentials: &[
+        ("GEMINI_CLI_HOME", ".gemini/oauth_creds.json"),
+        ("GEMINI_CLI_HOME", ".gemini/google_accounts.json"),
+    ],
     single_use_login: false,
 };
 
@@ -126,16 +132,26 @@ impl CliAgent for Gemini {
             agent_api_acp::text_only(&KIND, request)?;
             portable::check_headless(&request.portable)?;
             let spec = headless::command(config, request, &cwd)?;
-            return Ok(Launch::new(spec, Box::new(headless::Headless::live(request.prompt.text.clone())), files));
+            return Ok(Launch::new(
+                spec,
+                Box::new(headless::Headless::live(request.prompt.text.clone())),
+                files,
+            ));
         }
         let serve_fs = request.options::<GeminiOptions>()?.fs.unwrap_or(true);
         let spec = CLI.acp_command(config, portable::cli_args(&request.portable), request, &cwd)?;
-        let acp = CLI.client(request, cwd, serve_fs, None, warm)?.with_mode_switch(portable::MODES);
+        let acp = CLI
+            .client(request, cwd, serve_fs, None, warm)?
+            .with_mode_switch(portable::MODES);
         Ok(Launch::new(spec, Box::new(acp), files))
     }
 
-    fn session_store(config: &AcpConfig) -> Option<std::sync::Arc<dyn agent_api::history::SessionStore>> {
-        Some(std::sync::Arc::new(history::GeminiSessionStore::for_config(config)?))
+    fn session_store(
+        config: &AcpConfig,
+    ) -> Option<std::sync::Arc<dyn agent_api::history::SessionStore>> {
+        Some(std::sync::Arc::new(
+            history::GeminiSessionStore::for_config(config)?,
+        ))
     }
 
     fn replay_protocol(format: RecordingFormat) -> Result<Box<dyn Protocol>, AgentError> {
@@ -172,5 +188,8 @@ pub fn capabilities() -> CapabilitySet {
         set.insert(id);
     }
     // Every interface builds its argv through `CommandSpec::for_request`: the launchers apply.
-    agent_api::kit::options::with_mappings(agent_api::kit::launch::with_launchers(set), portable::MAPPINGS)
+    agent_api::kit::options::with_mappings(
+        agent_api::kit::launch::with_launchers(set),
+        portable::MAPPINGS,
+    )
 }

@@ -15,21 +15,34 @@ use agent_api::{AgentError, RunRequest};
 use agent_api_acp::{RunFiles, ACP_ATTACHMENTS, ACP_IMAGES};
 
 /// Gemini CLI takes tool rules only from policy files: the SDK writes one for the run.
-const GEMINI_POLICY: &str = "--policy FILE (a 0600 TOML policy the SDK writes: allow / deny rules; local and bwrap only)";
+const GEMINI_POLICY: &str =
+    "--policy FILE (a 0600 TOML policy the SDK writes: allow / deny rules; local and bwrap only)";
 
 /// Gemini CLI's own tools: what a denied category removes (its policy file's deny rule) and the
 /// headless interface's tools facet kinds.
 pub const TOOLS: ToolTable = ToolTable::new(&[
-    Tool::new("run_shell_command", ToolCategory::Shell, FacetKind::CommandExecution),
+    Tool::new(
+        "run_shell_command",
+        ToolCategory::Shell,
+        FacetKind::CommandExecution,
+    ),
     Tool::new("write_file", ToolCategory::FileWrite, FacetKind::FileChange),
     Tool::new("replace", ToolCategory::FileWrite, FacetKind::FileChange),
     Tool::new("read_file", ToolCategory::FileRead, FacetKind::FileRead),
-    Tool::new("read_many_files", ToolCategory::FileRead, FacetKind::FileRead),
+    Tool::new(
+        "read_many_files",
+        ToolCategory::FileRead,
+        FacetKind::FileRead,
+    ),
     Tool::new("glob", ToolCategory::FileRead, FacetKind::ToolUse),
     Tool::new("grep_search", ToolCategory::FileRead, FacetKind::ToolUse),
     Tool::new("list_directory", ToolCategory::FileRead, FacetKind::ToolUse),
     Tool::new("web_fetch", ToolCategory::Network, FacetKind::ToolUse),
-    Tool::new("google_web_search", ToolCategory::Network, FacetKind::ToolUse),
+    Tool::new(
+        "google_web_search",
+        ToolCategory::Network,
+        FacetKind::ToolUse,
+    ),
 ]);
 
 /// How Gemini CLI takes each portable option; its `agent_api.options.*` capabilities are these.
@@ -55,14 +68,35 @@ pub(crate) const MAPPINGS: &[OptionMapping] = &[
 
 /// Gemini CLI's modes: its `--approval-mode` values (0.61.0) but the default.
 pub(crate) const MODES: &[agent_api::request::ModeInfo] = &[
-    agent_api::request::ModeInfo::new("plan", "--approval-mode plan", "Read-only: plans and changes nothing."),
-    agent_api::request::ModeInfo::new("auto_edit", "--approval-mode auto_edit", "Edit tools are approved without asking."),
-    agent_api::request::ModeInfo::new("yolo", "--approval-mode yolo", "Every tool is approved without asking."),
+    agent_api::request::ModeInfo::new(
+        "plan",
+        "--approval-mode plan",
+        "Read-only: plans and changes nothing.",
+    ),
+    agent_api::request::ModeInfo::new(
+        "auto_edit",
+        "--approval-mode auto_edit",
+        "Edit tools are approved without asking.",
+    ),
+    agent_api::request::ModeInfo::new(
+        "yolo",
+        "--approval-mode yolo",
+        "Every tool is approved without asking.",
+    ),
 ];
 
 /// The CLI flags of the portable options but those [`run_files`] gives.
 pub(crate) fn cli_args(portable: &PortableOptions) -> Vec<String> {
-    portable.add_dirs.iter().flat_map(|dir| ["--include-directories".to_string(), dir.display().to_string()]).collect()
+    portable
+        .add_dirs
+        .iter()
+        .flat_map(|dir| {
+            [
+                "--include-directories".to_string(),
+                dir.display().to_string(),
+            ]
+        })
+        .collect()
 }
 
 /// The files of `request` for Gemini CLI: the replacement system prompt (`GEMINI_SYSTEM_MD`), the
@@ -90,7 +124,11 @@ pub(crate) fn run_files(request: &RunRequest) -> Result<RunFiles, AgentError> {
                     .into(),
             });
         }
-        let path = agent_api::kit::options::write_private_file("agent-api-policy-", ".toml", policy.as_bytes())?;
+        let path = agent_api::kit::options::write_private_file(
+            "agent-api-policy-",
+            ".toml",
+            policy.as_bytes(),
+        )?;
         files.flag_file("--policy", path);
     }
     Ok(files)
@@ -120,7 +158,10 @@ pub(crate) fn check_headless(portable: &PortableOptions) -> Result<(), AgentErro
     if portable.mcp_servers.is_empty() {
         return Ok(());
     }
-    Err(AgentError::InvalidRequest { reason: "Gemini's headless interface takes no MCP servers per run; use the ACP interface".into() })
+    Err(AgentError::InvalidRequest {
+        reason: "Gemini's headless interface takes no MCP servers per run; use the ACP interface"
+            .into(),
+    })
 }
 
 #[cfg(test)]
@@ -133,22 +174,40 @@ mod tests {
     fn args_of(request: &RunRequest) -> (String, CommandSpec, RunFiles) {
         let files = run_files(request).unwrap();
         let spec = files.apply(CommandSpec::new("gemini"));
-        (spec.args.iter().map(|a| a.to_string_lossy().into_owned()).collect::<Vec<_>>().join(" "), spec, files)
+        (
+            spec.args
+                .iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect::<Vec<_>>()
+                .join(" "),
+            spec,
+            files,
+        )
     }
 
     #[test]
     fn gemini_takes_only_its_directories_as_flags() {
-        let portable = PortableOptions::default().system_prompt("sys").add_dir("/d").allow_tool("read_file").max_turns(2);
+        let portable = PortableOptions::default()
+            .system_prompt("sys")
+            .add_dir("/d")
+            .allow_tool("read_file")
+            .max_turns(2);
         assert_eq!(cli_args(&portable), ["--include-directories", "/d"]);
     }
 
     #[test]
     fn gemini_takes_tool_rules_as_a_policy_file_and_a_denied_category_as_its_tools() {
-        let portable = PortableOptions::default().allow_tool("read_file").deny_tool("web_fetch").deny_category(ToolCategory::Shell);
+        let portable = PortableOptions::default()
+            .allow_tool("read_file")
+            .deny_tool("web_fetch")
+            .deny_category(ToolCategory::Shell);
         let request = RunRequest::new("hi").with_portable(portable);
         let (args, _spec, _files) = args_of(&request);
         let path = args.strip_prefix("--policy ").expect("--policy FILE");
-        assert!(path.ends_with(".toml"), "Gemini loads only .toml policy files: {path}");
+        assert!(
+            path.ends_with(".toml"),
+            "Gemini loads only .toml policy files: {path}"
+        );
         let policy = std::fs::read_to_string(path).unwrap();
         assert_eq!(
             policy,
@@ -156,19 +215,29 @@ mod tests {
              [[rule]]\ntoolName = [\"read_file\"]\ndecision = \"allow\"\npriority = 999\n\n"
         );
         let far = request.with_launcher(agent_api::request::Launcher::Prefix(vec!["env".into()]));
-        assert!(matches!(run_files(&far), Err(AgentError::InvalidRequest { .. })));
-        assert!(args_of(&RunRequest::new("hi")).0.is_empty(), "no rules, no policy");
+        assert!(matches!(
+            run_files(&far),
+            Err(AgentError::InvalidRequest { .. })
+        ));
+        assert!(
+            args_of(&RunRequest::new("hi")).0.is_empty(),
+            "no rules, no policy"
+        );
     }
 
     #[test]
     fn the_system_prompt_goes_in_a_private_file_and_cannot_go_far_away() {
-        let portable = PortableOptions::default().system_prompt("sys").mcp_server("m", McpServer::http("http://127.0.0.1:1/mcp"));
+        let portable = PortableOptions::default()
+            .system_prompt("sys")
+            .mcp_server("m", McpServer::http("http://127.0.0.1:1/mcp"));
         let here = RunRequest::new("hi").with_portable(portable);
         let (args, spec, _files) = args_of(&here);
         assert_eq!(args, "", "the MCP servers go in session/new");
         let prompt = spec.env.get("GEMINI_SYSTEM_MD").expect("GEMINI_SYSTEM_MD");
         assert_eq!(std::fs::read_to_string(prompt).unwrap(), "sys");
-        let far = here.with_launcher(agent_api::request::Launcher::Ssh(agent_api::request::Ssh::new("host")));
+        let far = here.with_launcher(agent_api::request::Launcher::Ssh(
+            agent_api::request::Ssh::new("host"),
+        ));
         let refused = run_files(&far).expect_err("Gemini reads its prompt only from a file");
         assert!(matches!(refused, AgentError::InvalidRequest { .. }));
     }

@@ -12,7 +12,8 @@ use futures::StreamExt;
 
 fn backend(sandbox: &Sandbox) -> OpenCodeBackend {
     // 20 servers starting at once on 2 cores take far longer than one.
-    let mut config = OpenCodeConfig::with_binary(&sandbox.program).startup_timeout(Duration::from_secs(300));
+    let mut config =
+        OpenCodeConfig::with_binary(&sandbox.program).startup_timeout(Duration::from_secs(300));
     for (k, v) in &sandbox.env {
         config = config.env(k, v);
     }
@@ -22,7 +23,10 @@ fn backend(sandbox: &Sandbox) -> OpenCodeBackend {
 
 async fn one_run(backend: &OpenCodeBackend, prompt: &str) -> Duration {
     let started = Instant::now();
-    let handle = backend.run(RunRequest::new(prompt).with_timeout(Duration::from_secs(300))).await.expect("run starts");
+    let handle = backend
+        .run(RunRequest::new(prompt).with_timeout(Duration::from_secs(300)))
+        .await
+        .expect("run starts");
     let (mut events, completion) = handle.into_universal();
     while events.next().await.is_some() {}
     completion.await.expect("run completes");
@@ -56,12 +60,28 @@ async fn main() {
         later.push(one_run(&shared, "say hi").await);
     }
     drop(shared);
-    println!("first run (starts its server): {:.2} s", first.as_secs_f64());
-    println!("later runs (server running): {}", later.iter().map(|d| format!("{:.2} s", d.as_secs_f64())).collect::<Vec<_>>().join(", "));
+    println!(
+        "first run (starts its server): {:.2} s",
+        first.as_secs_f64()
+    );
+    println!(
+        "later runs (server running): {}",
+        later
+            .iter()
+            .map(|d| format!("{:.2} s", d.as_secs_f64()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
 
     let one_server = concurrent(&[backend(&sandbox)], 20).await;
-    println!("20 concurrent runs, one shared server: {:.2} s", one_server.as_secs_f64());
+    println!(
+        "20 concurrent runs, one shared server: {:.2} s",
+        one_server.as_secs_f64()
+    );
     let many: Vec<OpenCodeBackend> = (0..20).map(|_| backend(&sandbox)).collect();
     let twenty_servers = concurrent(&many, 20).await;
-    println!("20 concurrent runs, 20 servers: {:.2} s", twenty_servers.as_secs_f64());
+    println!(
+        "20 concurrent runs, 20 servers: {:.2} s",
+        twenty_servers.as_secs_f64()
+    );
 }

@@ -34,7 +34,11 @@ fn permission_rules(ask_first: bool) -> &'static str {
 
 /// The command line of a run in `cwd`: `opencode acp --cwd CWD`, with the run's permission rules
 /// replacing any `OPENCODE_PERMISSION` of the environment, so the run's policy decides what asks.
-pub fn command_spec(config: &OpenCodeConfig, request: &RunRequest, cwd: &Path) -> Result<CommandSpec, AgentError> {
+pub fn command_spec(
+    config: &OpenCodeConfig,
+    request: &RunRequest,
+    cwd: &Path,
+) -> Result<CommandSpec, AgentError> {
     if request.model.is_some() {
         return Err(AgentError::InvalidRequest {
             reason: "opencode acp has no model flag: set the model in OpenCode's configuration, or use the serve or run interface".into(),
@@ -43,7 +47,10 @@ pub fn command_spec(config: &OpenCodeConfig, request: &RunRequest, cwd: &Path) -
     let mut spec = crate::base_spec(config, request)?
         .arg("acp")
         .args(["--cwd".to_string(), cwd.display().to_string()])
-        .env("OPENCODE_PERMISSION", permission_rules(!request.skip_permission_prompts));
+        .env(
+            "OPENCODE_PERMISSION",
+            permission_rules(!request.skip_permission_prompts),
+        );
     spec.stdin = true;
     Ok(spec)
 }
@@ -51,10 +58,25 @@ pub fn command_spec(config: &OpenCodeConfig, request: &RunRequest, cwd: &Path) -
 /// The live converter of a run in `cwd` with its first prompt; `serve_fs` serves `fs/*` confined
 /// to `cwd`.
 pub fn live(request: &RunRequest, cwd: &Path, serve_fs: bool) -> Result<Acp, AgentError> {
-    let fs = if serve_fs { FsMode::Confined { fs: agent_api_acp::ConfinedFs::new(cwd)?, empty_on_missing: false } } else { FsMode::Off };
+    let fs = if serve_fs {
+        FsMode::Confined {
+            fs: agent_api_acp::ConfinedFs::new(cwd)?,
+            empty_on_missing: false,
+        }
+    } else {
+        FsMode::Off
+    };
     let prompt = agent_api_acp::prompt_blocks(&request.prompt)?;
-    let plan = Plan { cwd: cwd.to_path_buf(), session: request.session.clone(), prompts: VecDeque::from([prompt]) };
-    Ok(Acp::live(PARSER, plan, Requests::live(request.permissions.clone(), fs)))
+    let plan = Plan {
+        cwd: cwd.to_path_buf(),
+        session: request.session.clone(),
+        prompts: VecDeque::from([prompt]),
+    };
+    Ok(Acp::live(
+        PARSER,
+        plan,
+        Requests::live(request.permissions.clone(), fs),
+    ))
 }
 
 /// The replay converter of a recorded `opencode acp` session.
@@ -71,10 +93,22 @@ mod tests {
         let config = OpenCodeConfig::default().env("OPENCODE_PERMISSION", "{}");
         let spec = command_spec(&config, &RunRequest::new("hi"), Path::new("/w")).unwrap();
         assert_eq!(spec.args, ["acp", "--cwd", "/w"]);
-        assert_eq!(spec.env["OPENCODE_PERMISSION"], r#"{"bash":"ask","edit":"ask"}"#, "the run's rules replace the config's");
-        let skip = command_spec(&config, &RunRequest::new("hi").with_skip_permission_prompts(true), Path::new("/w")).unwrap();
+        assert_eq!(
+            spec.env["OPENCODE_PERMISSION"], r#"{"bash":"ask","edit":"ask"}"#,
+            "the run's rules replace the config's"
+        );
+        let skip = command_spec(
+            &config,
+            &RunRequest::new("hi").with_skip_permission_prompts(true),
+            Path::new("/w"),
+        )
+        .unwrap();
         assert_eq!(skip.env["OPENCODE_PERMISSION"], r#"{"*":"allow"}"#);
-        let refused = command_spec(&config, &RunRequest::new("hi").with_model("mock/m"), Path::new("/w"));
+        let refused = command_spec(
+            &config,
+            &RunRequest::new("hi").with_model("mock/m"),
+            Path::new("/w"),
+        );
         assert!(matches!(refused, Err(AgentError::InvalidRequest { .. })));
     }
 }

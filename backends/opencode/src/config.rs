@@ -113,7 +113,10 @@ impl std::fmt::Debug for OpenCodeConfig {
 impl OpenCodeConfig {
     /// A config that runs `binary`.
     pub fn with_binary(binary: impl Into<PathBuf>) -> Self {
-        Self { binary: binary.into(), ..Self::default() }
+        Self {
+            binary: binary.into(),
+            ..Self::default()
+        }
     }
 
     /// Adds an environment variable to every run.

@@ -38,7 +38,8 @@ impl NativeError {
 
     /// The typed error for a run that failed with this error.
     pub fn to_agent_error(&self) -> AgentError {
-        let message = agent_api::kit::secrets::redact_bounded(&self.data.message, EXPLANATION_BOUND);
+        let message =
+            agent_api::kit::secrets::redact_bounded(&self.data.message, EXPLANATION_BOUND);
         if self.is_abort() {
             return AgentError::Cancelled;
         }
@@ -57,17 +58,41 @@ mod tests {
     use super::*;
 
     fn error(name: &str, status: Option<u16>) -> AgentError {
-        let value = serde_json::json!({"name": name, "data": {"message": "boom", "statusCode": status}});
-        serde_json::from_value::<NativeError>(value).unwrap().to_agent_error()
+        let value =
+            serde_json::json!({"name": name, "data": {"message": "boom", "statusCode": status}});
+        serde_json::from_value::<NativeError>(value)
+            .unwrap()
+            .to_agent_error()
     }
 
     #[test]
     fn statuses_and_names_become_typed_errors() {
-        assert!(matches!(error("APIError", Some(401)), AgentError::Auth { .. }));
-        assert!(matches!(error("APIError", Some(429)), AgentError::RateLimited { .. }));
-        assert!(matches!(error("APIError", Some(500)), AgentError::ServerError { status: Some(500), .. }));
-        assert!(matches!(error("ProviderAuthError", None), AgentError::Auth { .. }));
-        assert!(matches!(error("MessageAbortedError", None), AgentError::Cancelled));
-        assert!(matches!(error("UnknownError", None), AgentError::AgentFailed { .. }));
+        assert!(matches!(
+            error("APIError", Some(401)),
+            AgentError::Auth { .. }
+        ));
+        assert!(matches!(
+            error("APIError", Some(429)),
+            AgentError::RateLimited { .. }
+        ));
+        assert!(matches!(
+            error("APIError", Some(500)),
+            AgentError::ServerError {
+                status: Some(500),
+                ..
+            }
+        ));
+        assert!(matches!(
+            error("ProviderAuthError", None),
+            AgentError::Auth { .. }
+        ));
+        assert!(matches!(
+            error("MessageAbortedError", None),
+            AgentError::Cancelled
+        ));
+        assert!(matches!(
+            error("UnknownError", None),
+            AgentError::AgentFailed { .. }
+        ));
     }
 }

@@ -61,13 +61,20 @@ impl OpenCodeSessionStore {
         }
         // The group and everything it started is killed when `process` drops, on every path.
         let mut process = agent_api::kit::process::spawn(&spec)?;
-        let mut stdout = process.child.stdout.take().ok_or_else(|| AgentError::Protocol { reason: "opencode has no stdout".into() })?;
+        let mut stdout = process
+            .child
+            .stdout
+            .take()
+            .ok_or_else(|| AgentError::Protocol {
+                reason: "opencode has no stdout".into(),
+            })?;
         let mut stderr = process.child.stderr.take();
         let read = async {
             let mut out = Vec::new();
             let drain_stderr = async {
                 if let Some(stderr) = stderr.as_mut() {
-                    let _ = tokio::io::copy(&mut stderr.take(OUTPUT_CAP), &mut tokio::io::sink()).await;
+                    let _ =
+                        tokio::io::copy(&mut stderr.take(OUTPUT_CAP), &mut tokio::io::sink()).await;
                 }
             };
             let mut limited = (&mut stdout).take(OUTPUT_CAP);
@@ -78,7 +85,10 @@ impl OpenCodeSessionStore {
         };
         tokio::time::timeout(CLI_TIMEOUT, read)
             .await
-            .map_err(|_| AgentError::Timeout { which: TimeoutKind::Total, after: CLI_TIMEOUT })?
+            .map_err(|_| AgentError::Timeout {
+                which: TimeoutKind::Total,
+                after: CLI_TIMEOUT,
+            })?
             .map_err(AgentError::Io)
     }
 }
@@ -86,9 +96,18 @@ impl OpenCodeSessionStore {
 /// A listed session (`opencode session list --format json`).
 fn listed(entry: &Value) -> Option<StoredSession> {
     let mut session = StoredSession::new(entry.get("id")?.as_str()?);
-    session.time = entry.get("updated").and_then(Value::as_u64).map(|ms| SystemTime::UNIX_EPOCH + Duration::from_millis(ms));
-    session.cwd = entry.get("directory").and_then(Value::as_str).map(Into::into);
-    session.title = entry.get("title").and_then(Value::as_str).map(|t| history::prompt_preview(t, 200));
+    session.time = entry
+        .get("updated")
+        .and_then(Value::as_u64)
+        .map(|ms| SystemTime::UNIX_EPOCH + Duration::from_millis(ms));
+    session.cwd = entry
+        .get("directory")
+        .and_then(Value::as_str)
+        .map(Into::into);
+    session.title = entry
+        .get("title")
+        .and_then(Value::as_str)
+        .map(|t| history::prompt_preview(t, 200));
     Some(session)
 }
 
@@ -101,32 +120,52 @@ impl SessionStore for OpenCodeSessionStore {
     async fn list_sessions(&self, query: &SessionQuery) -> Result<Vec<StoredSession>, AgentError> {
         // OpenCode lists the sessions of the project it runs in: run it in the directory asked for.
         let dir = query.cwd.as_deref().filter(|d| d.is_dir());
-        let out = self.cli(&["session", "list", "--format", "json"], dir).await?;
-        let out = out.ok_or_else(|| AgentError::AgentFailed { message: "`opencode session list` failed".into() })?;
+        let out = self
+            .cli(&["session", "list", "--format", "json"], dir)
+            .await?;
+        let out = out.ok_or_else(|| AgentError::AgentFailed {
+            message: "`opencode session list` failed".into(),
+        })?;
         // No session yet: the CLI prints nothing at all.
         let entries: Value = if out.iter().all(u8::is_ascii_whitespace) {
             json!([])
         } else {
-            serde_json::from_slice(&out)
-                .map_err(|e| AgentError::Protocol { reason: format!("`opencode session list` printed no JSON list: {e}") })?
+            serde_json::from_slice(&out).map_err(|e| AgentError::Protocol {
+                reason: format!("`opencode session list` printed no JSON list: {e}"),
+            })?
         };
-        let mut sessions: Vec<StoredSession> =
-            entries.as_array().into_iter().flatten().filter_map(listed).filter(|s| query.matches(s.cwd.as_deref())).collect();
+        let mut sessions: Vec<StoredSession> = entries
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(listed)
+            .filter(|s| query.matches(s.cwd.as_deref()))
+            .collect();
         history::newest_first(&mut sessions);
         Ok(sessions)
     }
 
     async fn read_session(&self, id: &str, include_raw: bool) -> Result<RunHandle, AgentError> {
         history::check_session_id(id)?;
-        let export = self.cli(&["export", id], None).await?.ok_or_else(|| AgentError::SessionNotFound { id: id.to_string() })?;
-        let export: Value = serde_json::from_slice(&export).map_err(|_| AgentError::SessionNotFound { id: id.to_string() })?;
+        let export = self
+            .cli(&["export", id], None)
+            .await?
+            .ok_or_else(|| AgentError::SessionNotFound { id: id.to_string() })?;
+        let export: Value = serde_json::from_slice(&export)
+            .map_err(|_| AgentError::SessionNotFound { id: id.to_string() })?;
         let mut lines = Vec::new();
         for line in export_lines(&export) {
             lines.extend_from_slice(line.to_string().as_bytes());
             lines.push(b'\n');
         }
         let source = line_source(std::io::Cursor::new(lines), DEFAULT_LINE_CAP);
-        Ok(history::read_store_lines(KIND, source, Box::new(StoredOpenCodeSession::default()), include_raw, true))
+        Ok(history::read_store_lines(
+            KIND,
+            source,
+            Box::new(StoredOpenCodeSession::default()),
+            include_raw,
+            true,
+        ))
     }
 }
 
@@ -135,9 +174,19 @@ impl SessionStore for OpenCodeSessionStore {
 pub fn export_lines(export: &Value) -> Vec<Value> {
     let session = export.pointer("/info/id").cloned().unwrap_or(Value::Null);
     let mut lines = Vec::new();
-    for message in export.get("messages").and_then(Value::as_array).into_iter().flatten() {
+    for message in export
+        .get("messages")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
         let user = message.pointer("/info/role").and_then(Value::as_str) == Some("user");
-        for part in message.get("parts").and_then(Value::as_array).into_iter().flatten() {
+        for part in message
+            .get("parts")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
             let kind = match (user, part.get("type").and_then(Value::as_str)) {
                 (true, Some("text")) => "user",
                 (false, Some("text")) => "text",
@@ -168,7 +217,10 @@ impl Protocol for StoredOpenCodeSession {
         if line.get("type").and_then(Value::as_str) != Some("user") {
             return self.run.on_message(line, ctx);
         }
-        let text = line.pointer("/part/text").and_then(Value::as_str).ok_or_else(|| Unparsed("a user part has no text".into()))?;
+        let text = line
+            .pointer("/part/text")
+            .and_then(Value::as_str)
+            .ok_or_else(|| Unparsed("a user part has no text".into()))?;
         if ctx.transcript.native_session_id().is_none() {
             if let Some(id) = line.get("sessionID").and_then(Value::as_str) {
                 ctx.transcript.set_native_session_id(id);

@@ -43,7 +43,9 @@ pub mod tools;
 use agent_api::capabilities as caps;
 use agent_api::kit::replay::RecordingFormat;
 use agent_api::kit::{start_run, CommandSpec, Protocol, RunSettings, Transport};
-use agent_api::{AgentBackend, AgentError, AgentKind, CapabilitySet, RunHandle, RunRequest, Session};
+use agent_api::{
+    AgentBackend, AgentError, AgentKind, CapabilitySet, RunHandle, RunRequest, Session,
+};
 use async_trait::async_trait;
 
 pub use config::{Interface, OpenCodeConfig, OpenCodeOptions};
@@ -85,7 +87,10 @@ pub struct OpenCodeBackend {
 impl OpenCodeBackend {
     /// A backend that runs OpenCode as `config` says.
     pub fn new(config: OpenCodeConfig) -> Self {
-        Self { config, servers: serve::ServerPool::default() }
+        Self {
+            config,
+            servers: serve::ServerPool::default(),
+        }
     }
 
     /// Its configuration.
@@ -142,7 +147,10 @@ pub fn capabilities() -> CapabilitySet {
         caps::HOME_HERMETIC,
     ]);
     // The run and acp interfaces build their argv through `CommandSpec::for_request` (serve refuses a launcher).
-    agent_api::kit::options::with_mappings(agent_api::kit::launch::with_launchers(own), portable::MAPPINGS)
+    agent_api::kit::options::with_mappings(
+        agent_api::kit::launch::with_launchers(own),
+        portable::MAPPINGS,
+    )
 }
 
 /// Where OpenCode keeps its config and global memory (`$XDG_CONFIG_HOME/opencode`), its sessions
@@ -151,10 +159,22 @@ pub fn capabilities() -> CapabilitySet {
 /// there holds a single-use refresh token.
 pub const HOME_LAYOUT: agent_api::kit::home::HomeLayout = agent_api::kit::home::HomeLayout {
     vars: &[
-        agent_api::kit::home::HomeVar { name: "XDG_CONFIG_HOME", default_under_home: ".config" },
-        agent_api::kit::home::HomeVar { name: "XDG_DATA_HOME", default_under_home: ".local/share" },
-        agent_api::kit::home::HomeVar { name: "XDG_STATE_HOME", default_under_home: ".local/state" },
-        agent_api::kit::home::HomeVar { name: "XDG_CACHE_HOME", default_under_home: ".cache" },
+        agent_api::kit::home::HomeVar {
+            name: "XDG_CONFIG_HOME",
+            default_under_home: ".config",
+        },
+        agent_api::kit::home::HomeVar {
+            name: "XDG_DATA_HOME",
+            default_under_home: ".local/share",
+        },
+        agent_api::kit::home::HomeVar {
+            name: "XDG_STATE_HOME",
+            default_under_home: ".local/state",
+        },
+        agent_api::kit::home::HomeVar {
+            name: "XDG_CACHE_HOME",
+            default_under_home: ".cache",
+        },
     ],
     credentials: &[("XDG_DATA_HOME", "opencode/auth.json")],
     single_use_login: true,
@@ -163,7 +183,10 @@ pub const HOME_LAYOUT: agent_api::kit::home::HomeLayout = agent_api::kit::home::
 /// The command every interface starts from: the binary, the config's and the request's
 /// environment, the working directory (OpenCode reads its project from `$PWD`, so that is set
 /// too), in the home the request asks for.
-pub(crate) fn base_spec(config: &OpenCodeConfig, request: &RunRequest) -> Result<CommandSpec, AgentError> {
+pub(crate) fn base_spec(
+    config: &OpenCodeConfig,
+    request: &RunRequest,
+) -> Result<CommandSpec, AgentError> {
     let mut spec = CommandSpec::new(&config.binary);
     for (k, v) in &config.env {
         spec = spec.env(k.clone(), v.clone());
@@ -232,8 +255,15 @@ fn check_launcher(interface: Interface, request: &RunRequest) -> Result<(), Agen
 }
 
 /// The run's working directory: the request's, else the config's, else this process's.
-pub(crate) fn working_dir(config: &OpenCodeConfig, request: &RunRequest) -> Option<std::path::PathBuf> {
-    request.working_dir.clone().or_else(|| config.working_dir.clone()).or_else(|| std::env::current_dir().ok())
+pub(crate) fn working_dir(
+    config: &OpenCodeConfig,
+    request: &RunRequest,
+) -> Option<std::path::PathBuf> {
+    request
+        .working_dir
+        .clone()
+        .or_else(|| config.working_dir.clone())
+        .or_else(|| std::env::current_dir().ok())
 }
 
 #[async_trait]
@@ -279,7 +309,8 @@ impl AgentBackend for OpenCodeBackend {
         settings.hold(tools);
         match interface {
             Interface::Run => {
-                let spec = run::command_spec(&self.config, &request, options.thinking.unwrap_or(true))?;
+                let spec =
+                    run::command_spec(&self.config, &request, options.thinking.unwrap_or(true))?;
                 let transport = Transport::spawn(&spec, settings.line_cap)?;
                 let protocol = run::RunProtocol::live(request.prompt.text.clone());
                 Ok(start_run(settings, transport, Box::new(protocol)))
@@ -287,7 +318,9 @@ impl AgentBackend for OpenCodeBackend {
             Interface::Serve => serve::start(&self.config, &self.servers, request, settings).await,
             Interface::Acp => {
                 portable::check_acp_choices(&request)?;
-                let cwd = agent_api_acp::absolute(&working_dir(&self.config, &request).unwrap_or_default());
+                let cwd = agent_api_acp::absolute(
+                    &working_dir(&self.config, &request).unwrap_or_default(),
+                );
                 let spec = acp::command_spec(&self.config, &request, &cwd)?;
                 let protocol = acp::live(&request, &cwd, options.fs.unwrap_or(true))?;
                 let transport = Transport::spawn(&spec, settings.line_cap)?;
@@ -317,7 +350,9 @@ impl AgentBackend for OpenCodeBackend {
     }
 
     fn session_store(&self) -> Option<std::sync::Arc<dyn agent_api::history::SessionStore>> {
-        Some(std::sync::Arc::new(history::OpenCodeSessionStore::new(self.config.clone())))
+        Some(std::sync::Arc::new(history::OpenCodeSessionStore::new(
+            self.config.clone(),
+        )))
     }
 }
 

@@ -142,7 +142,10 @@ impl Parts {
             return;
         }
         let content = if part.kind == "reasoning" {
-            ContentPart::Reasoning { text: part.text, visibility: ReasoningVisibility::Public }
+            ContentPart::Reasoning {
+                text: part.text,
+                visibility: ReasoningVisibility::Public,
+            }
         } else {
             ContentPart::Text { text: part.text }
         };
@@ -156,7 +159,9 @@ impl Parts {
     }
 
     fn tool(&mut self, t: &mut Transcript, part: Part) {
-        let Some(state) = part.state.clone() else { return };
+        let Some(state) = part.state.clone() else {
+            return;
+        };
         if state.status == "pending" {
             // The input is still being written; `running` brings it whole.
             return;
@@ -164,14 +169,19 @@ impl Parts {
         let meta = tool_meta(&part.tool, &state);
         if !self.tools.contains_key(&part.id) {
             let arguments = state.input.to_string();
-            let mut call = NewItem::tool_call(&part.tool, arguments, &part.call_id).native(&part.id).tool(meta.clone());
+            let mut call = NewItem::tool_call(&part.tool, arguments, &part.call_id)
+                .native(&part.id)
+                .tool(meta.clone());
             for file in files_of(&part.tool, &state) {
                 call = call.with_part(file);
             }
             let call_item = t.start_item(call);
             t.complete_item(&call_item);
             let result_item = t.start_item(
-                NewItem::tool_result(&part.call_id).native(format!("{}/result", part.id)).parent(Some(call_item)).tool(meta.clone()),
+                NewItem::tool_result(&part.call_id)
+                    .native(format!("{}/result", part.id))
+                    .parent(Some(call_item))
+                    .tool(meta.clone()),
             );
             self.tools.insert(part.id.clone(), OpenTool { result_item });
         }
@@ -180,9 +190,18 @@ impl Parts {
             "error" => true,
             _ => return,
         };
-        let Some(open) = self.tools.remove(&part.id) else { return };
-        let output = if failed { state.error.clone() } else { state.output.clone() };
-        let mut content = vec![ContentPart::ToolResult { call_id: part.call_id.clone(), output }];
+        let Some(open) = self.tools.remove(&part.id) else {
+            return;
+        };
+        let output = if failed {
+            state.error.clone()
+        } else {
+            state.output.clone()
+        };
+        let mut content = vec![ContentPart::ToolResult {
+            call_id: part.call_id.clone(),
+            output,
+        }];
         content.extend(files_of(&part.tool, &state));
         t.update_item(&open.result_item, |item| item.tool = Some(meta));
         if failed {
@@ -203,7 +222,10 @@ impl Parts {
         Usage::accumulate(&mut self.usage, step);
         let reason = part.reason.as_deref().unwrap_or("unknown");
         let cost = cost.map_or_else(|| "unknown".to_string(), agent_api::display::usd);
-        let detail = format!("{reason}; {} tokens in, {} out; cost {cost}", tokens.input, tokens.output);
+        let detail = format!(
+            "{reason}; {} tokens in, {} out; cost {cost}",
+            tokens.input, tokens.output
+        );
         t.status("step_finished", Some(detail));
     }
 
@@ -214,7 +236,11 @@ impl Parts {
 
     /// Fails every tool still running (an aborted turn never completes them).
     pub fn fail_open_tools(&mut self, t: &mut Transcript) {
-        let mut open: Vec<_> = self.tools.drain().map(|(_, tool)| tool.result_item).collect();
+        let mut open: Vec<_> = self
+            .tools
+            .drain()
+            .map(|(_, tool)| tool.result_item)
+            .collect();
         open.sort();
         for item in open {
             t.fail_item(&item);
@@ -255,15 +281,29 @@ fn files_of(tool: &str, state: &ToolState) -> Vec<ContentPart> {
     if crate::tools::TOOLS.facet(tool) != FacetKind::FileChange {
         return Vec::new();
     }
-    let Some(path) = str_of(&state.input, "filePath").or_else(|| str_of(&state.metadata, "filepath")) else { return Vec::new() };
+    let Some(path) =
+        str_of(&state.input, "filePath").or_else(|| str_of(&state.metadata, "filepath"))
+    else {
+        return Vec::new();
+    };
     let reported = str_of(&state.metadata, "diff").map(str::to_string);
-    let created = tool == "write" && state.metadata.get("exists").and_then(Value::as_bool) == Some(false);
+    let created =
+        tool == "write" && state.metadata.get("exists").and_then(Value::as_bool) == Some(false);
     let diff = reported.or_else(|| {
-        let content = str_of(&state.input, "content").filter(|_| created && state.status == "completed")?;
+        let content =
+            str_of(&state.input, "content").filter(|_| created && state.status == "completed")?;
         Some(new_file_diff(path, content))
     });
-    let action = if created { FileAction::Write } else { FileAction::Patch };
-    vec![ContentPart::FileRef { path: path.to_string(), action, diff }]
+    let action = if created {
+        FileAction::Write
+    } else {
+        FileAction::Patch
+    };
+    vec![ContentPart::FileRef {
+        path: path.to_string(),
+        action,
+        diff,
+    }]
 }
 
 /// A unified diff creating `path` with `content`.
@@ -283,7 +323,16 @@ mod tests {
     use super::*;
 
     fn step(cost: Option<f64>) -> Part {
-        Part { kind: "step-finish".into(), tokens: Some(Tokens { input: 10, output: 5, ..Tokens::default() }), cost, ..Part::default() }
+        Part {
+            kind: "step-finish".into(),
+            tokens: Some(Tokens {
+                input: 10,
+                output: 5,
+                ..Tokens::default()
+            }),
+            cost,
+            ..Part::default()
+        }
     }
 
     #[test]
@@ -299,7 +348,10 @@ mod tests {
             parts.part(&mut t, step(unusable), true);
             parts.part(&mut t, step(Some(0.1)), true);
             let usage = parts.usage().unwrap();
-            assert_eq!(usage.cost_usd, None, "{unusable:?}: unknown, never counted as zero");
+            assert_eq!(
+                usage.cost_usd, None,
+                "{unusable:?}: unknown, never counted as zero"
+            );
             assert_eq!(usage.input_tokens, Some(30));
         }
         let details: Vec<String> = t
@@ -311,7 +363,13 @@ mod tests {
                 _ => None,
             })
             .collect();
-        assert!(details.iter().any(|d| d.ends_with("cost $0.1000")), "{details:?}");
-        assert!(details.iter().any(|d| d.ends_with("cost unknown")), "{details:?}");
+        assert!(
+            details.iter().any(|d| d.ends_with("cost $0.1000")),
+            "{details:?}"
+        );
+        assert!(
+            details.iter().any(|d| d.ends_with("cost unknown")),
+            "{details:?}"
+        );
     }
 }

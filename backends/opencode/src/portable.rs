@@ -39,11 +39,17 @@ pub const MODES: &[agent_api::request::ModeInfo] = &[agent_api::request::ModeInf
 
 /// OpenCode's model variants (reasoning efforts) for an OpenAI-compatible model.
 pub const VARIANTS: &[agent_api::request::VariantSet] =
-    &[agent_api::request::VariantSet::all_models(&["low", "medium", "high"], "--variant (run); prompt body variant (serve)")];
+    &[agent_api::request::VariantSet::all_models(
+        &["low", "medium", "high"],
+        "--variant (run); prompt body variant (serve)",
+    )];
 
 /// The acp interface sets neither a mode nor a variant: refused before spawn there.
 pub fn check_acp_choices(request: &RunRequest) -> Result<(), AgentError> {
-    let mode = request.mode.as_ref().filter(|m| **m != agent_api::request::AgentMode::Default);
+    let mode = request
+        .mode
+        .as_ref()
+        .filter(|m| **m != agent_api::request::AgentMode::Default);
     if mode.is_some() || request.variant.is_some() {
         return Err(AgentError::InvalidRequest {
             reason: "OpenCode's acp interface takes no mode or variant here; use the run or serve interface".into(),
@@ -79,13 +85,19 @@ fn config_of(request: &RunRequest) -> Result<(Option<Value>, Vec<PrivateFile>), 
         }
     }
     if !portable.mcp_servers.is_empty() {
-        let servers: Map<String, Value> =
-            portable.mcp_servers.iter().filter_map(|(name, s)| Some((name.clone(), mcp_server(s)?))).collect();
+        let servers: Map<String, Value> = portable
+            .mcp_servers
+            .iter()
+            .filter_map(|(name, s)| Some((name.clone(), mcp_server(s)?)))
+            .collect();
         config.insert("mcp".into(), Value::Object(servers));
     }
     let denied = portable.denied_tool_names(&crate::tools::TOOLS);
     if !denied.is_empty() {
-        let tools: Map<String, Value> = denied.into_iter().map(|name| (name, Value::Bool(false))).collect();
+        let tools: Map<String, Value> = denied
+            .into_iter()
+            .map(|name| (name, Value::Bool(false)))
+            .collect();
         // The agent's own list too: the acp interface applies the agent's, not the global one.
         build.insert("tools".into(), Value::Object(tools.clone()));
         config.insert("tools".into(), Value::Object(tools));
@@ -103,7 +115,9 @@ fn mcp_server(server: &McpServer) -> Option<Value> {
             let argv: Vec<&String> = std::iter::once(command).chain(args).collect();
             Some(json!({ "type": "local", "command": argv, "environment": env, "enabled": true }))
         }
-        McpServer::Http { url, headers } => Some(json!({ "type": "remote", "url": url, "headers": headers, "enabled": true })),
+        McpServer::Http { url, headers } => {
+            Some(json!({ "type": "remote", "url": url, "headers": headers, "enabled": true }))
+        }
         _ => None,
     }
 }
@@ -112,13 +126,23 @@ fn mcp_server(server: &McpServer) -> Option<Value> {
 /// content already set for it, or this process's, key by key); the private files that config names
 /// are the spec's to keep while the agent lives.
 pub fn apply(spec: CommandSpec, request: &RunRequest) -> Result<CommandSpec, AgentError> {
-    let (Some(ours), files) = config_of(request)? else { return Ok(spec) };
-    let inherited = if spec.clear_env { None } else { std::env::var(CONFIG_CONTENT).ok() };
+    let (Some(ours), files) = config_of(request)? else {
+        return Ok(spec);
+    };
+    let inherited = if spec.clear_env {
+        None
+    } else {
+        std::env::var(CONFIG_CONTENT).ok()
+    };
     let base = spec.env.get(CONFIG_CONTENT).cloned().or(inherited);
     let mut merged: Value = match base.as_deref().map(serde_json::from_str::<Value>) {
         None => json!({}),
         Some(Ok(value)) if value.is_object() => value,
-        Some(_) => return Err(AgentError::InvalidRequest { reason: format!("{CONFIG_CONTENT} is not a JSON object") }),
+        Some(_) => {
+            return Err(AgentError::InvalidRequest {
+                reason: format!("{CONFIG_CONTENT} is not a JSON object"),
+            })
+        }
     };
     merge(&mut merged, ours);
     let mut spec = spec.env(CONFIG_CONTENT, merged.to_string());
@@ -154,22 +178,46 @@ mod tests {
             .mcp_server("files", McpServer::stdio("mcp-files", ["--root", "/srv"]))
             .deny_tool("bash");
         let request = RunRequest::new("hi").with_portable(portable);
-        let spec = CommandSpec::new("opencode").env(CONFIG_CONTENT, r#"{"model":"mock/m","agent":{"build":{"temperature":0}}}"#);
+        let spec = CommandSpec::new("opencode").env(
+            CONFIG_CONTENT,
+            r#"{"model":"mock/m","agent":{"build":{"temperature":0}}}"#,
+        );
         let spec = apply(spec, &request).unwrap();
         let config: Value = serde_json::from_str(&spec.env[CONFIG_CONTENT]).unwrap();
         assert_eq!(config["model"], "mock/m", "the caller's content stays");
-        assert_eq!(config["agent"]["build"], json!({"temperature": 0, "prompt": "be terse", "tools": {"bash": false}}));
-        assert_eq!(config["mcp"]["caller"], json!({"type": "remote", "url": "http://127.0.0.1:9/mcp", "headers": {}, "enabled": true}));
-        assert_eq!(config["mcp"]["files"]["command"], json!(["mcp-files", "--root", "/srv"]));
+        assert_eq!(
+            config["agent"]["build"],
+            json!({"temperature": 0, "prompt": "be terse", "tools": {"bash": false}})
+        );
+        assert_eq!(
+            config["mcp"]["caller"],
+            json!({"type": "remote", "url": "http://127.0.0.1:9/mcp", "headers": {}, "enabled": true})
+        );
+        assert_eq!(
+            config["mcp"]["files"]["command"],
+            json!(["mcp-files", "--root", "/srv"])
+        );
         assert_eq!(config["tools"], json!({"bash": false}));
         let instructions = config["instructions"][0].as_str().unwrap();
         assert_eq!(std::fs::read_to_string(instructions).unwrap(), "cite files");
-        assert_eq!((spec.keep_alive.len(), spec.local_files.len()), (1, 1), "the instructions file lives with the agent");
+        assert_eq!(
+            (spec.keep_alive.len(), spec.local_files.len()),
+            (1, 1),
+            "the instructions file lives with the agent"
+        );
         let far = RunRequest::new("hi")
             .with_portable(PortableOptions::default().append_system_prompt("x"))
-            .with_launcher(agent_api::request::Launcher::Ssh(agent_api::request::Ssh::new("host")));
-        assert!(matches!(apply(CommandSpec::new("opencode"), &far), Err(AgentError::InvalidRequest { .. })));
+            .with_launcher(agent_api::request::Launcher::Ssh(
+                agent_api::request::Ssh::new("host"),
+            ));
+        assert!(matches!(
+            apply(CommandSpec::new("opencode"), &far),
+            Err(AgentError::InvalidRequest { .. })
+        ));
         let untouched = apply(CommandSpec::new("opencode"), &RunRequest::new("hi")).unwrap();
-        assert!(!untouched.env.contains_key(CONFIG_CONTENT), "no option, no config");
+        assert!(
+            !untouched.env.contains_key(CONFIG_CONTENT),
+            "no option, no config"
+        );
     }
 }

@@ -20,8 +20,11 @@ pub(crate) struct SessionReplay {
 impl SessionReplay {
     fn inner(&mut self, message: &Value, ctx: &mut Ctx<'_>) -> &mut dyn Protocol {
         let inner = self.inner.get_or_insert_with(|| {
-            let mut protocol: Box<dyn Protocol> =
-                if message.get("jsonrpc").is_some() { crate::acp::replay() } else { Box::new(ServeProtocol::replay()) };
+            let mut protocol: Box<dyn Protocol> = if message.get("jsonrpc").is_some() {
+                crate::acp::replay()
+            } else {
+                Box::new(ServeProtocol::replay())
+            };
             // A replaying converter sends nothing at its start; it may note what it replays.
             if let Err(error) = protocol.start(ctx) {
                 tracing::debug!(%error, "replay converter did not start");
@@ -59,7 +62,9 @@ impl Protocol for SessionReplay {
     fn finish(&mut self, exit: &ExitInfo, ctx: &mut Ctx<'_>) -> Result<RunCompletion, AgentError> {
         match &mut self.inner {
             Some(inner) => inner.finish(exit, ctx),
-            None => Err(AgentError::Replay { reason: "the recorded session holds no message".into() }),
+            None => Err(AgentError::Replay {
+                reason: "the recorded session holds no message".into(),
+            }),
         }
     }
 }

@@ -40,7 +40,10 @@ impl RunProtocol {
     /// a piped stdin as its message, so the prompt never meets the argv size limit and never
     /// shows in `ps`.
     pub fn live(prompt: impl Into<String>) -> Self {
-        Self { prompt: Some(prompt.into()), ..Self::default() }
+        Self {
+            prompt: Some(prompt.into()),
+            ..Self::default()
+        }
     }
 
     fn on_run_line(&mut self, line: RunLine, ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
@@ -53,9 +56,14 @@ impl RunProtocol {
         }
         match (line.kind.as_str(), line.part, line.error) {
             ("error", _, Some(error)) => self.error = Some(error),
-            ("step_start" | "text" | "reasoning" | "tool_use" | "step_finish", Some(part), _) => self.parts.part(t, part, true),
+            ("step_start" | "text" | "reasoning" | "tool_use" | "step_finish", Some(part), _) => {
+                self.parts.part(t, part, true)
+            }
             (kind, ..) => {
-                return Err(Unparsed(format!("unknown or incomplete run line type {:?}", agent_api::kit::bounds::utf8_prefix(kind, 40))))
+                return Err(Unparsed(format!(
+                    "unknown or incomplete run line type {:?}",
+                    agent_api::kit::bounds::utf8_prefix(kind, 40)
+                )))
             }
         }
         Ok(())
@@ -103,7 +111,11 @@ impl Protocol for RunProtocol {
 
 /// `opencode run --format json [-m MODEL] [--thinking] [--session ID|--continue] [--fork] [-f IMAGE]…`,
 /// with the prompt on stdin (see [`RunProtocol::live`]).
-pub fn command_spec(config: &OpenCodeConfig, request: &RunRequest, thinking: bool) -> Result<CommandSpec, AgentError> {
+pub fn command_spec(
+    config: &OpenCodeConfig,
+    request: &RunRequest,
+    thinking: bool,
+) -> Result<CommandSpec, AgentError> {
     let mut args: Vec<String> = ["run", "--format", "json"].map(String::from).to_vec();
     if let Some(model) = &request.model {
         args.extend(["-m".to_string(), model.clone()]);
@@ -112,7 +124,11 @@ pub fn command_spec(config: &OpenCodeConfig, request: &RunRequest, thinking: boo
         args.push("--thinking".into());
     }
     // Checked against the backend's lists before spawn.
-    if let Some(mode) = request.mode.as_ref().filter(|m| **m != agent_api::request::AgentMode::Default) {
+    if let Some(mode) = request
+        .mode
+        .as_ref()
+        .filter(|m| **m != agent_api::request::AgentMode::Default)
+    {
         args.extend(["--agent".to_string(), mode.as_str().to_string()]);
     }
     if let Some(variant) = &request.variant {
@@ -123,9 +139,15 @@ pub fn command_spec(config: &OpenCodeConfig, request: &RunRequest, thinking: boo
         args.push("--auto".into());
     }
     match &request.session {
-        SessionSelector::Resume(session) => args.extend(["--session".to_string(), session.id.clone()]),
+        SessionSelector::Resume(session) => {
+            args.extend(["--session".to_string(), session.id.clone()])
+        }
         SessionSelector::ResumeLast => args.push("--continue".into()),
-        SessionSelector::Fork(session) => args.extend(["--session".to_string(), session.id.clone(), "--fork".to_string()]),
+        SessionSelector::Fork(session) => args.extend([
+            "--session".to_string(),
+            session.id.clone(),
+            "--fork".to_string(),
+        ]),
         _ => {}
     }
     // OpenCode reads each image itself (`-f`), so a sandbox must see the file.
@@ -134,7 +156,9 @@ pub fn command_spec(config: &OpenCodeConfig, request: &RunRequest, thinking: boo
         args.extend(["-f".to_string(), image.path.display().to_string()]);
     }
     let spec = crate::base_spec(config, request)?.args(args).with_stdin();
-    Ok(images.into_iter().fold(spec, |spec, image| spec.local_file(image.path)))
+    Ok(images
+        .into_iter()
+        .fold(spec, |spec, image| spec.local_file(image.path)))
 }
 
 #[cfg(test)]
@@ -142,23 +166,71 @@ mod tests {
     use super::*;
 
     fn args(request: RunRequest) -> Vec<String> {
-        command_spec(&OpenCodeConfig::default(), &request, true).unwrap().args.iter().map(|a| a.to_string_lossy().into_owned()).collect()
+        command_spec(&OpenCodeConfig::default(), &request, true)
+            .unwrap()
+            .args
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect()
     }
 
     #[test]
     fn argv_carries_model_and_session_but_never_the_prompt() {
-        let request = RunRequest::new("-x looks like a flag").with_model("mock/m").with_session(SessionSelector::Fork("ses_1".into()));
-        assert_eq!(args(request), ["run", "--format", "json", "-m", "mock/m", "--thinking", "--session", "ses_1", "--fork"]);
-        let skip = args(RunRequest::new("hi").with_skip_permission_prompts(true).with_session(SessionSelector::ResumeLast));
-        assert_eq!(skip, ["run", "--format", "json", "--thinking", "--auto", "--continue"]);
+        let request = RunRequest::new("-x looks like a flag")
+            .with_model("mock/m")
+            .with_session(SessionSelector::Fork("ses_1".into()));
+        assert_eq!(
+            args(request),
+            [
+                "run",
+                "--format",
+                "json",
+                "-m",
+                "mock/m",
+                "--thinking",
+                "--session",
+                "ses_1",
+                "--fork"
+            ]
+        );
+        let skip = args(
+            RunRequest::new("hi")
+                .with_skip_permission_prompts(true)
+                .with_session(SessionSelector::ResumeLast),
+        );
+        assert_eq!(
+            skip,
+            [
+                "run",
+                "--format",
+                "json",
+                "--thinking",
+                "--auto",
+                "--continue"
+            ]
+        );
         let spec = command_spec(&OpenCodeConfig::default(), &RunRequest::new("hi"), false).unwrap();
         assert!(spec.stdin, "the prompt goes to stdin");
     }
 
     #[test]
     fn the_mode_is_the_agent_and_the_variant_its_own_flag() {
-        let request = RunRequest::new("hi").with_mode(agent_api::request::AgentMode::Plan).with_variant("high");
-        assert_eq!(args(request), ["run", "--format", "json", "--thinking", "--agent", "plan", "--variant", "high"]);
+        let request = RunRequest::new("hi")
+            .with_mode(agent_api::request::AgentMode::Plan)
+            .with_variant("high");
+        assert_eq!(
+            args(request),
+            [
+                "run",
+                "--format",
+                "json",
+                "--thinking",
+                "--agent",
+                "plan",
+                "--variant",
+                "high"
+            ]
+        );
         let default = args(RunRequest::new("hi").with_mode(agent_api::request::AgentMode::Default));
         assert_eq!(default, ["run", "--format", "json", "--thinking"]);
     }

@@ -13,7 +13,12 @@ pub const TOOLS: ToolTable = ToolTable::new(&[
     Tool::new("patch", ToolCategory::FileWrite, FacetKind::FileChange),
     // Not in the deny list: the documented mapping (`spec/options.md`) names edit, write, patch.
     Tool::new("multiedit", ToolCategory::FileWrite, FacetKind::FileChange).unlisted(),
-    Tool::new("apply_patch", ToolCategory::FileWrite, FacetKind::FileChange).unlisted(),
+    Tool::new(
+        "apply_patch",
+        ToolCategory::FileWrite,
+        FacetKind::FileChange,
+    )
+    .unlisted(),
     Tool::new("read", ToolCategory::FileRead, FacetKind::ToolUse),
     Tool::new("glob", ToolCategory::FileRead, FacetKind::ToolUse),
     Tool::new("grep", ToolCategory::FileRead, FacetKind::ToolUse),

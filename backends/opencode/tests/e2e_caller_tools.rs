@@ -13,8 +13,13 @@ use common::*;
 async fn a_caller_tool_round_trips_on_every_interface_and_its_server_goes_with_the_run() {
     // Over ACP the call's kind is `other`; the SDK names it by the call's title.
     for interface in [Interface::Run, Interface::Serve, Interface::Acp] {
-        let Some((_server, sandbox)) = setup("caller_tool").await else { return };
-        let request = || RunRequest::new("what is the forecast in Paris?").with_permissions(PermissionPolicy::ApproveAll);
+        let Some((_server, sandbox)) = setup("caller_tool").await else {
+            return;
+        };
+        let request = || {
+            RunRequest::new("what is the forecast in Paris?")
+                .with_permissions(PermissionPolicy::ApproveAll)
+        };
         assert_round_trip(&backend(&sandbox, interface), request()).await;
         if interface == Interface::Run {
             assert_gone_after_cancel(&backend(&sandbox, interface), request()).await;

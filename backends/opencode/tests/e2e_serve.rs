@@ -14,7 +14,10 @@ fn resolutions(run: &agent_api_conformance::RunRecord) -> Vec<(bool, Option<Deci
     run.universal
         .iter()
         .filter_map(|e| match &e.body {
-            UniversalEventBody::PermissionResolved(r) => Some((r.status == agent_api::universal::PermissionStatus::Approved, r.decided_by)),
+            UniversalEventBody::PermissionResolved(r) => Some((
+                r.status == agent_api::universal::PermissionStatus::Approved,
+                r.decided_by,
+            )),
             _ => None,
         })
         .collect()
@@ -22,37 +25,108 @@ fn resolutions(run: &agent_api_conformance::RunRecord) -> Vec<(bool, Option<Deci
 
 #[tokio::test]
 async fn serve_text_streams_native_deltas_with_usage() {
-    let Some((_server, sandbox)) = setup("reasoning").await else { return };
-    let run = drive(&backend(&sandbox, Interface::Serve), RunRequest::new("think then say hi"), PermissionDecision::Allow, false).await;
+    let Some((_server, sandbox)) = setup("reasoning").await else {
+        return;
+    };
+    let run = drive(
+        &backend(&sandbox, Interface::Serve),
+        RunRequest::new("think then say hi"),
+        PermissionDecision::Allow,
+        false,
+    )
+    .await;
     assert_conformant(&run);
     let done = run.completion.as_ref().expect("the run completes");
     assert_eq!(done.final_text.as_deref(), Some("Hello after thinking"));
-    assert!(done.native_session_id.as_deref().is_some_and(|id| id.starts_with("ses_")));
+    assert!(done
+        .native_session_id
+        .as_deref()
+        .is_some_and(|id| id.starts_with("ses_")));
     assert!(done.usage.as_ref().and_then(|u| u.input_tokens).is_some());
     assert!(run.of_type("item.delta").filter(|e| !e.synthetic).count() >= 2);
-    assert!(run.wrapper.iter().any(|e| e.is_on(&Channel::Reasoning)), "{:?}", run.types());
+    assert!(
+        run.wrapper.iter().any(|e| e.is_on(&Channel::Reasoning)),
+        "{:?}",
+        run.types()
+    );
 }
 
 #[tokio::test]
 async fn serve_shell_by_policy_and_by_caller_each_has_one_request_and_one_resolution() {
     let cases = [
-        (PermissionPolicy::ApproveAll, PermissionDecision::Allow, true, DecidedBy::Policy),
-        (PermissionPolicy::DenyAll, PermissionDecision::Allow, false, DecidedBy::Policy),
-        (PermissionPolicy::Ask, PermissionDecision::Allow, true, DecidedBy::Caller),
-        (PermissionPolicy::Ask, PermissionDecision::AllowForSession, true, DecidedBy::Caller),
-        (PermissionPolicy::Ask, PermissionDecision::Deny { message: None }, false, DecidedBy::Caller),
+        (
+            PermissionPolicy::ApproveAll,
+            PermissionDecision::Allow,
+            true,
+            DecidedBy::Policy,
+        ),
+        (
+            PermissionPolicy::DenyAll,
+            PermissionDecision::Allow,
+            false,
+            DecidedBy::Policy,
+        ),
+        (
+            PermissionPolicy::Ask,
+            PermissionDecision::Allow,
+            true,
+            DecidedBy::Caller,
+        ),
+        (
+            PermissionPolicy::Ask,
+            PermissionDecision::AllowForSession,
+            true,
+            DecidedBy::Caller,
+        ),
+        (
+            PermissionPolicy::Ask,
+            PermissionDecision::Deny { message: None },
+            false,
+            DecidedBy::Caller,
+        ),
     ];
     for (policy, decision, runs, by) in cases {
-        let Some((_server, sandbox)) = setup("shell").await else { return };
+        let Some((_server, sandbox)) = setup("shell").await else {
+            return;
+        };
         let request = RunRequest::new("run the command").with_permissions(policy.clone());
-        let run = drive(&backend(&sandbox, Interface::Serve), request, decision.clone(), false).await;
+        let run = drive(
+            &backend(&sandbox, Interface::Serve),
+            request,
+            decision.clone(),
+            false,
+        )
+        .await;
         assert_conformant(&run);
-        assert!(run.completion.is_ok(), "{policy:?}/{decision:?}: {:?}", run.completion);
-        assert_eq!(run.of_type("permission.requested").count(), 1, "{policy:?}/{decision:?}");
-        assert_eq!(resolutions(&run), [(runs, Some(by))], "{policy:?}/{decision:?}");
-        assert_eq!(sandbox.cwd.join("out.txt").exists(), runs, "{policy:?}/{decision:?}");
+        assert!(
+            run.completion.is_ok(),
+            "{policy:?}/{decision:?}: {:?}",
+            run.completion
+        );
+        assert_eq!(
+            run.of_type("permission.requested").count(),
+            1,
+            "{policy:?}/{decision:?}"
+        );
+        assert_eq!(
+            resolutions(&run),
+            [(runs, Some(by))],
+            "{policy:?}/{decision:?}"
+        );
+        assert_eq!(
+            sandbox.cwd.join("out.txt").exists(),
+            runs,
+            "{policy:?}/{decision:?}"
+        );
         let result = &run.completed_items(ItemKind::ToolResult)[0];
-        assert_eq!(result.status, if runs { ItemStatus::Completed } else { ItemStatus::Failed });
+        assert_eq!(
+            result.status,
+            if runs {
+                ItemStatus::Completed
+            } else {
+                ItemStatus::Failed
+            }
+        );
         if runs {
             let tool = result.tool.as_ref().expect("tools facet");
             assert_eq!((tool.exit_code, tool.bytes.stdout), (Some(0), 3));
@@ -62,17 +136,34 @@ async fn serve_shell_by_policy_and_by_caller_each_has_one_request_and_one_resolu
 
 #[tokio::test]
 async fn serve_file_write_carries_its_diff() {
-    let Some((_server, sandbox)) = setup("write_edit").await else { return };
+    let Some((_server, sandbox)) = setup("write_edit").await else {
+        return;
+    };
     let request = RunRequest::new("create the file").with_permissions(PermissionPolicy::ApproveAll);
-    let run = drive(&backend(&sandbox, Interface::Serve), request, PermissionDecision::Allow, false).await;
+    let run = drive(
+        &backend(&sandbox, Interface::Serve),
+        request,
+        PermissionDecision::Allow,
+        false,
+    )
+    .await;
     assert_conformant(&run);
     assert!(run.completion.is_ok(), "{:?}", run.completion);
     assert!(sandbox.cwd.join("created.txt").exists());
-    assert!(run.of_type("permission.requested").count() >= 1, "edits are asked for");
+    assert!(
+        run.of_type("permission.requested").count() >= 1,
+        "edits are asked for"
+    );
     let results = run.completed_items(ItemKind::ToolResult);
-    let diffs = results.iter().flat_map(|i| &i.content).filter(|p| matches!(p, ContentPart::FileRef { diff: Some(_), .. })).count();
+    let diffs = results
+        .iter()
+        .flat_map(|i| &i.content)
+        .filter(|p| matches!(p, ContentPart::FileRef { diff: Some(_), .. }))
+        .count();
     assert!(diffs >= 1, "a file ref with a diff");
-    assert!(results.iter().any(|i| i.tool.as_ref().is_some_and(|t| t.bytes.diff > 0)));
+    assert!(results
+        .iter()
+        .any(|i| i.tool.as_ref().is_some_and(|t| t.bytes.diff > 0)));
 }
 
 #[tokio::test]
@@ -82,10 +173,24 @@ async fn serve_model_api_401_500_and_overload_end_with_one_typed_terminal_error(
 
 #[tokio::test]
 async fn serve_resumes_continues_and_forks_its_session_on_the_same_server() {
-    let Some((_server, sandbox)) = setup("echo").await else { return };
+    let Some((_server, sandbox)) = setup("echo").await else {
+        return;
+    };
     let backend = backend(&sandbox, Interface::Serve);
-    let first = drive(&backend, RunRequest::new("first turn"), PermissionDecision::Allow, false).await;
-    let id = first.completion.as_ref().unwrap().native_session_id.clone().expect("a session id");
+    let first = drive(
+        &backend,
+        RunRequest::new("first turn"),
+        PermissionDecision::Allow,
+        false,
+    )
+    .await;
+    let id = first
+        .completion
+        .as_ref()
+        .unwrap()
+        .native_session_id
+        .clone()
+        .expect("a session id");
     let second = drive(
         &backend,
         RunRequest::new("second turn").with_session(SessionSelector::Resume(id.clone().into())),
@@ -96,12 +201,33 @@ async fn serve_resumes_continues_and_forks_its_session_on_the_same_server() {
     assert_conformant(&second);
     let done = second.completion.as_ref().unwrap();
     assert_eq!(done.native_session_id.as_deref(), Some(id.as_str()));
-    assert!(done.final_text.as_deref().is_some_and(|t| t.contains("user_turns=2")), "{:?}", done.final_text);
-    let last =
-        drive(&backend, RunRequest::new("third turn").with_session(SessionSelector::ResumeLast), PermissionDecision::Allow, false).await;
+    assert!(
+        done.final_text
+            .as_deref()
+            .is_some_and(|t| t.contains("user_turns=2")),
+        "{:?}",
+        done.final_text
+    );
+    let last = drive(
+        &backend,
+        RunRequest::new("third turn").with_session(SessionSelector::ResumeLast),
+        PermissionDecision::Allow,
+        false,
+    )
+    .await;
     let done = last.completion.as_ref().unwrap();
-    assert_eq!(done.native_session_id.as_deref(), Some(id.as_str()), "the last session");
-    assert!(done.final_text.as_deref().is_some_and(|t| t.contains("user_turns=3")), "{:?}", done.final_text);
+    assert_eq!(
+        done.native_session_id.as_deref(),
+        Some(id.as_str()),
+        "the last session"
+    );
+    assert!(
+        done.final_text
+            .as_deref()
+            .is_some_and(|t| t.contains("user_turns=3")),
+        "{:?}",
+        done.final_text
+    );
     let fork = drive(
         &backend,
         RunRequest::new("fourth turn").with_session(SessionSelector::Fork(id.clone().into())),
@@ -111,20 +237,48 @@ async fn serve_resumes_continues_and_forks_its_session_on_the_same_server() {
     .await;
     assert_conformant(&fork);
     let done = fork.completion.as_ref().unwrap();
-    assert!(done.native_session_id.as_deref().is_some_and(|f| f != id), "a new session: {:?}", done.native_session_id);
-    assert!(done.final_text.as_deref().is_some_and(|t| t.contains("user_turns=4")), "{:?}", done.final_text);
+    assert!(
+        done.native_session_id.as_deref().is_some_and(|f| f != id),
+        "a new session: {:?}",
+        done.native_session_id
+    );
+    assert!(
+        done.final_text
+            .as_deref()
+            .is_some_and(|t| t.contains("user_turns=4")),
+        "{:?}",
+        done.final_text
+    );
 }
 
 #[tokio::test]
 async fn serve_abort_mid_turn_cancels_and_leaves_no_process() {
-    let Some((_server, sandbox)) = setup("slow_text").await else { return };
+    let Some((_server, sandbox)) = setup("slow_text").await else {
+        return;
+    };
     let needle = sandbox.cwd.clone();
     {
         let backend = backend(&sandbox, Interface::Serve);
-        let run = drive(&backend, RunRequest::new("talk slowly"), PermissionDecision::Allow, true).await;
+        let run = drive(
+            &backend,
+            RunRequest::new("talk slowly"),
+            PermissionDecision::Allow,
+            true,
+        )
+        .await;
         assert_conformant(&run);
-        assert!(matches!(run.completion, Err(AgentError::Cancelled)), "{:?}", run.completion);
-        assert_eq!(run.universal.iter().filter(|e| e.is_terminal_error()).count(), 1);
+        assert!(
+            matches!(run.completion, Err(AgentError::Cancelled)),
+            "{:?}",
+            run.completion
+        );
+        assert_eq!(
+            run.universal
+                .iter()
+                .filter(|e| e.is_terminal_error())
+                .count(),
+            1
+        );
     }
     // The run was the server's only user: its process group is gone with it.
     wait_until_gone(&needle).await;
@@ -132,22 +286,45 @@ async fn serve_abort_mid_turn_cancels_and_leaves_no_process() {
 
 #[tokio::test]
 async fn serve_questions_go_through_the_question_path() {
-    let Some((_server, sandbox)) = setup("question").await else { return };
-    let run = drive(&backend(&sandbox, Interface::Serve), RunRequest::new("ask me"), PermissionDecision::Allow, false).await;
+    let Some((_server, sandbox)) = setup("question").await else {
+        return;
+    };
+    let run = drive(
+        &backend(&sandbox, Interface::Serve),
+        RunRequest::new("ask me"),
+        PermissionDecision::Allow,
+        false,
+    )
+    .await;
     assert_conformant(&run);
     assert!(run.completion.is_ok(), "{:?}", run.completion);
-    assert_eq!(run.of_type("question.requested").count(), 2, "{:?}", run.types());
+    assert_eq!(
+        run.of_type("question.requested").count(),
+        2,
+        "{:?}",
+        run.types()
+    );
     assert_eq!(run.of_type("question.resolved").count(), 2);
-    let text = run.completion.as_ref().unwrap().final_text.clone().unwrap_or_default();
+    let text = run
+        .completion
+        .as_ref()
+        .unwrap()
+        .final_text
+        .clone()
+        .unwrap_or_default();
     assert!(text.starts_with("You answered:"), "{text}");
 }
 
 #[tokio::test]
 async fn serve_cancel_resolves_an_unanswered_permission_as_cancelled() {
     use futures::StreamExt;
-    let Some((_server, sandbox)) = setup("shell").await else { return };
+    let Some((_server, sandbox)) = setup("shell").await else {
+        return;
+    };
     let backend = backend(&sandbox, Interface::Serve);
-    let handle = agent_api::AgentBackend::run(&backend, RunRequest::new("run the command")).await.unwrap();
+    let handle = agent_api::AgentBackend::run(&backend, RunRequest::new("run the command"))
+        .await
+        .unwrap();
     let control = handle.control();
     let (mut events, completion) = handle.into_universal();
     let mut universal = Vec::new();
@@ -171,11 +348,25 @@ async fn serve_cancel_resolves_an_unanswered_permission_as_cancelled() {
 
 #[tokio::test]
 async fn serve_skip_permission_prompts_runs_without_asking() {
-    let Some((_server, sandbox)) = setup("shell").await else { return };
-    let request = RunRequest::new("run the command").with_permissions(PermissionPolicy::DenyAll).with_skip_permission_prompts(true);
-    let run = drive(&backend(&sandbox, Interface::Serve), request, PermissionDecision::Deny { message: None }, false).await;
+    let Some((_server, sandbox)) = setup("shell").await else {
+        return;
+    };
+    let request = RunRequest::new("run the command")
+        .with_permissions(PermissionPolicy::DenyAll)
+        .with_skip_permission_prompts(true);
+    let run = drive(
+        &backend(&sandbox, Interface::Serve),
+        request,
+        PermissionDecision::Deny { message: None },
+        false,
+    )
+    .await;
     assert_conformant(&run);
     assert!(run.completion.is_ok(), "{:?}", run.completion);
-    assert_eq!(run.of_type("permission.requested").count(), 0, "OpenCode was told not to ask");
+    assert_eq!(
+        run.of_type("permission.requested").count(),
+        0,
+        "OpenCode was told not to ask"
+    );
     assert!(sandbox.cwd.join("out.txt").exists());
 }

@@ -30,7 +30,13 @@ fn server_group(backend: &OpenCodeBackend) -> i32 {
 }
 
 fn final_text(record: &SessionRecord, turn: usize) -> String {
-    record.turns[turn].completion.as_ref().unwrap().final_text.clone().unwrap_or_default()
+    record.turns[turn]
+        .completion
+        .as_ref()
+        .unwrap()
+        .final_text
+        .clone()
+        .unwrap_or_default()
 }
 
 /// Waits up to 5 s for the process group to be gone.
@@ -46,21 +52,44 @@ async fn group_gone(pgid: i32) -> bool {
 
 #[tokio::test]
 async fn session_three_turns_on_one_server_and_session_the_model_sees_one_two_three_user_turns() {
-    let Some((_server, sandbox)) = setup("echo").await else { return };
+    let Some((_server, sandbox)) = setup("echo").await else {
+        return;
+    };
     let backend = backend(&sandbox, Interface::Serve);
     let mut session = backend.open_session(template()).await.unwrap();
     assert!(session.is_warm());
     let pgid = server_group(&backend);
     let mut record = SessionRecord::default();
     for (n, prompt) in ["first", "second", "third"].into_iter().enumerate() {
-        assert!(record.turn(&mut session, prompt).await.is_ok(), "turn {}: {:?}", n + 1, record.turns[n].completion);
+        assert!(
+            record.turn(&mut session, prompt).await.is_ok(),
+            "turn {}: {:?}",
+            n + 1,
+            record.turns[n].completion
+        );
         let text = final_text(&record, n);
-        assert!(text.starts_with(&format!("echo: user_turns={} ", n + 1)), "turn {}: {text}", n + 1);
+        assert!(
+            text.starts_with(&format!("echo: user_turns={} ", n + 1)),
+            "turn {}: {text}",
+            n + 1
+        );
         assert!(text.ends_with(&format!("last={prompt}")), "{text}");
-        assert_eq!(server_group(&backend), pgid, "one server for the whole session");
+        assert_eq!(
+            server_group(&backend),
+            pgid,
+            "one server for the whole session"
+        );
     }
-    let id = session.native_session_id().expect("the OpenCode session id");
-    assert!(record.turns.iter().all(|t| t.completion.as_ref().unwrap().native_session_id.as_deref() == Some(id.as_str())));
+    let id = session
+        .native_session_id()
+        .expect("the OpenCode session id");
+    assert!(record.turns.iter().all(|t| t
+        .completion
+        .as_ref()
+        .unwrap()
+        .native_session_id
+        .as_deref()
+        == Some(id.as_str())));
     record.trailing = session.close().await.unwrap();
     assert_session_conformant(&record);
     drop(backend);
@@ -70,17 +99,34 @@ async fn session_three_turns_on_one_server_and_session_the_model_sees_one_two_th
 
 #[tokio::test]
 async fn session_a_cancelled_second_turn_then_a_good_third() {
-    let Some((_server, sandbox)) = setup("echo").await else { return };
+    let Some((_server, sandbox)) = setup("echo").await else {
+        return;
+    };
     let backend = backend(&sandbox, Interface::Serve);
     let mut session = backend.open_session(template()).await.unwrap();
     let mut record = SessionRecord::default();
-    assert!(record.turn(&mut session, "first").await.is_ok(), "{:?}", record.turns[0].completion);
+    assert!(
+        record.turn(&mut session, "first").await.is_ok(),
+        "{:?}",
+        record.turns[0].completion
+    );
     let second = session.send("second").await.unwrap();
     second.control().cancel();
     let completion = record.record(second, Answers::none()).await;
-    assert!(matches!(completion, Err(AgentError::Cancelled)), "{completion:?}");
-    assert!(record.turn(&mut session, "third").await.is_ok(), "{:?}", record.turns[2].completion);
-    assert!(final_text(&record, 2).ends_with("last=third"), "{}", final_text(&record, 2));
+    assert!(
+        matches!(completion, Err(AgentError::Cancelled)),
+        "{completion:?}"
+    );
+    assert!(
+        record.turn(&mut session, "third").await.is_ok(),
+        "{:?}",
+        record.turns[2].completion
+    );
+    assert!(
+        final_text(&record, 2).ends_with("last=third"),
+        "{}",
+        final_text(&record, 2)
+    );
     record.trailing = session.close().await.unwrap();
     assert_session_conformant(&record);
     let pgid = server_group(&backend);
@@ -90,11 +136,17 @@ async fn session_a_cancelled_second_turn_then_a_good_third() {
 
 #[tokio::test]
 async fn session_server_killed_between_turns_closes_the_session() {
-    let Some((_server, sandbox)) = setup("echo").await else { return };
+    let Some((_server, sandbox)) = setup("echo").await else {
+        return;
+    };
     let backend = backend(&sandbox, Interface::Serve);
     let mut session = backend.open_session(template()).await.unwrap();
     let mut record = SessionRecord::default();
-    assert!(record.turn(&mut session, "first").await.is_ok(), "{:?}", record.turns[0].completion);
+    assert!(
+        record.turn(&mut session, "first").await.is_ok(),
+        "{:?}",
+        record.turns[0].completion
+    );
     let pgid = server_group(&backend);
     unsafe { libc::kill(-pgid, libc::SIGKILL) };
     // The server's event stream ends first (the pool then lists it no more); its sessions end with it.
@@ -104,14 +156,20 @@ async fn session_server_killed_between_turns_closes_the_session() {
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    assert!(backend.running_servers().is_empty(), "the dead server is noticed");
+    assert!(
+        backend.running_servers().is_empty(),
+        "the dead server is noticed"
+    );
     tokio::time::sleep(Duration::from_millis(500)).await;
     let started = Instant::now();
     let next = session.send("second").await.map(|_| ());
     assert!(matches!(next, Err(AgentError::SessionClosed)), "{next:?}");
     assert!(started.elapsed() < Duration::from_secs(1));
     record.trailing = session.close().await.unwrap();
-    assert_eq!(record.trailing.last().map(|e| e.type_name()), Some("session.ended"));
+    assert_eq!(
+        record.trailing.last().map(|e| e.type_name()),
+        Some("session.ended")
+    );
     assert_session_conformant(&record);
     drop(backend);
     assert!(group_gone(pgid).await);
@@ -119,7 +177,9 @@ async fn session_server_killed_between_turns_closes_the_session() {
 
 #[tokio::test]
 async fn session_dropped_mid_turn_leaves_no_process() {
-    let Some((_server, sandbox)) = setup("slow_text").await else { return };
+    let Some((_server, sandbox)) = setup("slow_text").await else {
+        return;
+    };
     let backend = backend(&sandbox, Interface::Serve);
     let mut session = backend.open_session(template()).await.unwrap();
     let pgid = server_group(&backend);
@@ -141,9 +201,14 @@ async fn session_dropped_mid_turn_leaves_no_process() {
 /// the abandoned 30-second one. Then no process is left once the backend goes.
 #[tokio::test]
 async fn serve_run_dropped_mid_turn_is_aborted_and_leaves_no_process() {
-    let Some((_server, sandbox)) = setup("slow_text").await else { return };
+    let Some((_server, sandbox)) = setup("slow_text").await else {
+        return;
+    };
     let backend = backend(&sandbox, Interface::Serve);
-    let handle = backend.run(RunRequest::new("talk slowly").with_timeout(Duration::from_secs(120))).await.unwrap();
+    let handle = backend
+        .run(RunRequest::new("talk slowly").with_timeout(Duration::from_secs(120)))
+        .await
+        .unwrap();
     let pgid = server_group(&backend);
     let (mut events, _completion) = handle.into_universal();
     let mut id = None;
@@ -156,9 +221,15 @@ async fn serve_run_dropped_mid_turn_is_aborted_and_leaves_no_process() {
     drop(events);
     let id = id.expect("the run's OpenCode session");
     tokio::time::sleep(Duration::from_millis(500)).await;
-    assert!(group_alive(pgid), "the shared server outlives the dropped run");
+    assert!(
+        group_alive(pgid),
+        "the shared server outlives the dropped run"
+    );
     let started = Instant::now();
-    let next = backend.run(RunRequest::new("again").with_session(SessionSelector::Resume(id.into()))).await.unwrap();
+    let next = backend
+        .run(RunRequest::new("again").with_session(SessionSelector::Resume(id.into())))
+        .await
+        .unwrap();
     let control = next.control();
     let (mut events, completion) = next.into_universal();
     while let Some(event) = events.next().await {
@@ -170,22 +241,49 @@ async fn serve_run_dropped_mid_turn_is_aborted_and_leaves_no_process() {
     control.cancel();
     while events.next().await.is_some() {}
     let _ = completion.await;
-    assert!(waited < Duration::from_secs(15), "the dropped turn was aborted, not left running: {waited:?}");
+    assert!(
+        waited < Duration::from_secs(15),
+        "the dropped turn was aborted, not left running: {waited:?}"
+    );
     drop(backend);
     assert!(group_gone(pgid).await, "no opencode process left");
 }
 
 #[tokio::test]
 async fn session_opened_from_an_earlier_runs_session_sees_that_turn() {
-    let Some((_server, sandbox)) = setup("echo").await else { return };
+    let Some((_server, sandbox)) = setup("echo").await else {
+        return;
+    };
     let backend = backend(&sandbox, Interface::Serve);
-    let earlier = drive(&backend, RunRequest::new("first"), agent_api::PermissionDecision::Allow, false).await;
-    let id = earlier.completion.as_ref().unwrap().native_session_id.clone().expect("the run's session id");
-    let mut session = backend.open_session(template().with_session(SessionSelector::Resume(id.clone().into()))).await.unwrap();
+    let earlier = drive(
+        &backend,
+        RunRequest::new("first"),
+        agent_api::PermissionDecision::Allow,
+        false,
+    )
+    .await;
+    let id = earlier
+        .completion
+        .as_ref()
+        .unwrap()
+        .native_session_id
+        .clone()
+        .expect("the run's session id");
+    let mut session = backend
+        .open_session(template().with_session(SessionSelector::Resume(id.clone().into())))
+        .await
+        .unwrap();
     let mut record = SessionRecord::default();
-    assert!(record.turn(&mut session, "second").await.is_ok(), "{:?}", record.turns[0].completion);
+    assert!(
+        record.turn(&mut session, "second").await.is_ok(),
+        "{:?}",
+        record.turns[0].completion
+    );
     let text = final_text(&record, 0);
-    assert!(text.starts_with("echo: user_turns=2 ") && text.ends_with("last=second"), "{text}");
+    assert!(
+        text.starts_with("echo: user_turns=2 ") && text.ends_with("last=second"),
+        "{text}"
+    );
     assert_eq!(session.native_session_id().as_deref(), Some(id.as_str()));
     record.trailing = session.close().await.unwrap();
     assert_session_conformant(&record);
@@ -195,9 +293,17 @@ async fn session_opened_from_an_earlier_runs_session_sees_that_turn() {
 /// OpenCode's `plan` agent (the write is denied), then none (its default agent writes the file).
 #[tokio::test]
 async fn a_warm_serve_session_switches_to_plan_and_back() {
-    let Some((_server, sandbox)) = setup("write_edit").await else { return };
+    let Some((_server, sandbox)) = setup("write_edit").await else {
+        return;
+    };
     let backend = backend(&sandbox, Interface::Serve);
     let template = template().with_permissions(agent_api::PermissionPolicy::ApproveAll);
     // The session runs on the backend's server, which outlives it (checked above once dropped).
-    agent_api_conformance::session::e2e::switches_to_plan_and_back(&backend, template, &sandbox.cwd, &Vec::new).await;
+    agent_api_conformance::session::e2e::switches_to_plan_and_back(
+        &backend,
+        template,
+        &sandbox.cwd,
+        &Vec::new,
+    )
+    .await;
 }

@@ -22,51 +22,114 @@ use serde_json::Value;
 fn tool_calls(run: &RunRecord) -> Vec<(String, Value, String)> {
     run.completed_items(ItemKind::ToolCall)
         .iter()
-        .filter_map(|item| item.tool_call().map(|c| (c.name.to_string(), c.arguments_json().unwrap_or(Value::Null), c.call_id.to_string())))
+        .filter_map(|item| {
+            item.tool_call().map(|c| {
+                (
+                    c.name.to_string(),
+                    c.arguments_json().unwrap_or(Value::Null),
+                    c.call_id.to_string(),
+                )
+            })
+        })
         .collect()
 }
 
 #[tokio::test]
 async fn the_recorded_export_reads_back_as_the_run_it_was() {
-    let text = std::fs::read_to_string(agent_bench::fixtures_dir().join("history/opencode/shell.export.json")).unwrap();
+    let text = std::fs::read_to_string(
+        agent_bench::fixtures_dir().join("history/opencode/shell.export.json"),
+    )
+    .unwrap();
     let export: Value = serde_json::from_str(&text).unwrap();
-    let lines: String = export_lines(&export).iter().map(|l| format!("{l}\n")).collect();
+    let lines: String = export_lines(&export)
+        .iter()
+        .map(|l| format!("{l}\n"))
+        .collect();
     let source = line_source(std::io::Cursor::new(lines.into_bytes()), DEFAULT_LINE_CAP);
     let kind = AgentKind::new("opencode").unwrap();
-    let run = record(read_store_lines(kind, source, Box::new(StoredOpenCodeSession::default()), true, true)).await;
+    let run = record(read_store_lines(
+        kind,
+        source,
+        Box::new(StoredOpenCodeSession::default()),
+        true,
+        true,
+    ))
+    .await;
     assert_conformant(&run);
     let completion = run.completion.as_ref().unwrap();
-    assert_eq!(completion.final_text.as_deref(), Some("Tool finished. Output was: hi"));
-    assert_eq!(completion.native_session_id.as_deref(), Some("ses_df68d4c61ffetfgeNcfvICqCh7"));
+    assert_eq!(
+        completion.final_text.as_deref(),
+        Some("Tool finished. Output was: hi")
+    );
+    assert_eq!(
+        completion.native_session_id.as_deref(),
+        Some("ses_df68d4c61ffetfgeNcfvICqCh7")
+    );
     let calls = tool_calls(&run);
     assert_eq!(calls.len(), 1);
-    assert_eq!((calls[0].0.as_str(), calls[0].2.as_str()), ("bash", "call_mock_1"));
+    assert_eq!(
+        (calls[0].0.as_str(), calls[0].2.as_str()),
+        ("bash", "call_mock_1")
+    );
     assert_eq!(calls[0].1["command"], "echo hi > out.txt && cat out.txt");
-    let users: Vec<String> =
-        run.completed_items(ItemKind::Message).iter().filter(|i| i.role == Some(ItemRole::User)).map(|i| i.text()).collect();
-    assert_eq!(users, ["\"run the command\""], "the prompt as OpenCode stored it");
+    let users: Vec<String> = run
+        .completed_items(ItemKind::Message)
+        .iter()
+        .filter(|i| i.role == Some(ItemRole::User))
+        .map(|i| i.text())
+        .collect();
+    assert_eq!(
+        users,
+        ["\"run the command\""],
+        "the prompt as OpenCode stored it"
+    );
 }
 
 #[tokio::test]
 async fn e2e_a_real_run_is_listed_and_read_back_as_the_live_run() {
-    let Some((_server, sandbox)) = setup("shell").await else { return };
+    let Some((_server, sandbox)) = setup("shell").await else {
+        return;
+    };
     let backend = backend(&sandbox, Interface::Run);
-    let live = drive(&backend, RunRequest::new("run the command"), PermissionDecision::Allow, false).await;
+    let live = drive(
+        &backend,
+        RunRequest::new("run the command"),
+        PermissionDecision::Allow,
+        false,
+    )
+    .await;
     assert_conformant(&live);
     let completion = live.completion.as_ref().unwrap();
     let id = completion.native_session_id.clone().unwrap();
 
-    let store = backend.session_store().expect("OpenCode has a session store");
-    let listed = store.list_sessions(&SessionQuery::in_dir(&sandbox.cwd)).await.unwrap();
-    let session = listed.iter().find(|s| s.id == id).unwrap_or_else(|| panic!("{id} not in {listed:?}"));
+    let store = backend
+        .session_store()
+        .expect("OpenCode has a session store");
+    let listed = store
+        .list_sessions(&SessionQuery::in_dir(&sandbox.cwd))
+        .await
+        .unwrap();
+    let session = listed
+        .iter()
+        .find(|s| s.id == id)
+        .unwrap_or_else(|| panic!("{id} not in {listed:?}"));
     assert_eq!(session.cwd.as_deref(), Some(Path::new(&sandbox.cwd)));
     assert!(session.title.is_some());
 
     let stored = record(store.read_session(&id, false).await.unwrap()).await;
     assert_conformant(&stored);
-    assert_eq!(completion.final_text.as_deref(), Some("Tool finished. Output was: hi"));
-    assert_eq!(stored.completion.as_ref().unwrap().final_text, completion.final_text);
+    assert_eq!(
+        completion.final_text.as_deref(),
+        Some("Tool finished. Output was: hi")
+    );
+    assert_eq!(
+        stored.completion.as_ref().unwrap().final_text,
+        completion.final_text
+    );
     assert_eq!(tool_calls(&live).len(), 1);
     assert_eq!(tool_calls(&stored), tool_calls(&live));
-    assert!(matches!(store.read_session("ses_nothing_here", false).await, Err(AgentError::SessionNotFound { .. })));
+    assert!(matches!(
+        store.read_session("ses_nothing_here", false).await,
+        Err(AgentError::SessionNotFound { .. })
+    ));
 }

@@ -48,7 +48,11 @@ impl ChatLayout for QwenChats {
 
 /// The text parts of a record's message, joined.
 fn text_of(record: &Value) -> String {
-    let parts = record.pointer("/message/parts").and_then(Value::as_array).into_iter().flatten();
+    let parts = record
+        .pointer("/message/parts")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten();
     parts
         .filter(|p| p.get("thought").and_then(Value::as_bool) != Some(true))
         .filter_map(|p| p.get("text").and_then(Value::as_str))
@@ -59,12 +63,18 @@ fn describe(path: &Path) -> Option<StoredSession> {
     let (meta, lines) = history::head(path)?;
     let mut session = StoredSession::from_file(path.file_stem()?.to_str()?, &meta);
     for line in lines.take(HEAD_LINES) {
-        let Ok(record) = serde_json::from_str::<Value>(&line.ok()?) else { continue };
+        let Ok(record) = serde_json::from_str::<Value>(&line.ok()?) else {
+            continue;
+        };
         if session.cwd.is_none() {
             session.cwd = record.get("cwd").and_then(Value::as_str).map(PathBuf::from);
         }
-        if session.first_prompt.is_none() && record.get("type").and_then(Value::as_str) == Some("user") {
-            session.first_prompt = Some(text_of(&record)).filter(|t| !t.is_empty()).map(|t| history::prompt_preview(&t, 200));
+        if session.first_prompt.is_none()
+            && record.get("type").and_then(Value::as_str) == Some("user")
+        {
+            session.first_prompt = Some(text_of(&record))
+                .filter(|t| !t.is_empty())
+                .map(|t| history::prompt_preview(&t, 200));
         }
         if session.cwd.is_some() && session.first_prompt.is_some() {
             break;
@@ -81,14 +91,21 @@ pub struct StoredQwenSession {
 
 impl Default for StoredQwenSession {
     fn default() -> Self {
-        Self { inner: StoreReader::new(agent_api_stream_json::StreamJson::replaying(crate::DIALECT), "qwen.session_store") }
+        Self {
+            inner: StoreReader::new(
+                agent_api_stream_json::StreamJson::replaying(crate::DIALECT),
+                "qwen.session_store",
+            ),
+        }
     }
 }
 
 /// A part of a model message as a Claude content block.
 fn block(part: &Value) -> Option<Value> {
     if let Some(call) = part.get("functionCall") {
-        return Some(json!({ "type": "tool_use", "id": call.get("id"), "name": call.get("name"), "input": call.get("args") }));
+        return Some(
+            json!({ "type": "tool_use", "id": call.get("id"), "name": call.get("name"), "input": call.get("args") }),
+        );
     }
     let text = part.get("text")?.as_str()?;
     Some(match part.get("thought").and_then(Value::as_bool) {
@@ -99,9 +116,15 @@ fn block(part: &Value) -> Option<Value> {
 
 /// A record as the Claude Code store line it corresponds to (`None`: no transcript).
 fn claude_line(record: &Value) -> Result<Option<Value>, Unparsed> {
-    let kind = record.get("type").and_then(Value::as_str).ok_or_else(|| Unparsed("a stored record has no string `type`".into()))?;
+    let kind = record
+        .get("type")
+        .and_then(Value::as_str)
+        .ok_or_else(|| Unparsed("a stored record has no string `type`".into()))?;
     let parts = || {
-        record.pointer("/message/parts").and_then(Value::as_array).ok_or_else(|| Unparsed("a stored record has no message parts".into()))
+        record
+            .pointer("/message/parts")
+            .and_then(Value::as_array)
+            .ok_or_else(|| Unparsed("a stored record has no message parts".into()))
     };
     let content = match kind {
         "system" => return Ok(None),
@@ -112,17 +135,37 @@ fn claude_line(record: &Value) -> Result<Option<Value>, Unparsed> {
         }
         "tool_result" => {
             let result = record.get("toolCallResult");
-            let call_id = result.and_then(|r| r.get("callId")).or_else(|| parts().ok()?.first()?.pointer("/functionResponse/id"));
-            let failed = result.and_then(|r| r.get("status")).and_then(Value::as_str).is_some_and(|s| s != "success");
+            let call_id = result
+                .and_then(|r| r.get("callId"))
+                .or_else(|| parts().ok()?.first()?.pointer("/functionResponse/id"));
+            let failed = result
+                .and_then(|r| r.get("status"))
+                .and_then(Value::as_str)
+                .is_some_and(|s| s != "success");
             // What the live stream-json reports as the result: the display text, else the response.
-            let output = result.and_then(|r| r.get("resultDisplay")).filter(|d| d.is_string()).cloned().unwrap_or_else(|| {
-                parts().ok().and_then(|p| p.first()?.pointer("/functionResponse/response/output").cloned()).unwrap_or(Value::Null)
-            });
+            let output = result
+                .and_then(|r| r.get("resultDisplay"))
+                .filter(|d| d.is_string())
+                .cloned()
+                .unwrap_or_else(|| {
+                    parts()
+                        .ok()
+                        .and_then(|p| {
+                            p.first()?
+                                .pointer("/functionResponse/response/output")
+                                .cloned()
+                        })
+                        .unwrap_or(Value::Null)
+                });
             json!({ "role": "user", "content": [{ "type": "tool_result", "tool_use_id": call_id, "is_error": failed, "content": output }] })
         }
         _ => return Err(Unparsed("a stored record of an unknown type".into())),
     };
-    let kind = if kind == "assistant" { "assistant" } else { "user" };
+    let kind = if kind == "assistant" {
+        "assistant"
+    } else {
+        "user"
+    };
     Ok(Some(
         json!({ "type": kind, "message": content, "sessionId": record.get("sessionId"), "cwd": record.get("cwd"), "version": record.get("version"), "uuid": record.get("uuid") }),
     ))

@@ -59,7 +59,8 @@ use agent_api_acp::{AcpConfig, AgentCli, CliAgent, CliBackend, Launch};
 
 pub use options::{QwenInterface, QwenOptions};
 pub use stream_json::{
-    api_error_result, debug_log_dir, replaying, settings_runtime_dir, stream_json_interface, API_ERROR_PREFIX, DIALECT, TOOLS,
+    api_error_result, debug_log_dir, replaying, settings_runtime_dir, stream_json_interface,
+    API_ERROR_PREFIX, DIALECT, TOOLS,
 };
 
 /// Qwen Code versions the `qwen` kind is tested against (the bench's pinned one).
@@ -81,8 +82,14 @@ pub const CAP_QWEN_PRINT: &str = "backend.qwen.print";
 /// token is single-use: an isolated home gets a read-only copy of it.
 pub const HOME_LAYOUT: agent_api::kit::home::HomeLayout = agent_api::kit::home::HomeLayout {
     vars: &[
-        agent_api::kit::home::HomeVar { name: "QWEN_HOME", default_under_home: ".qwen" },
-        agent_api::kit::home::HomeVar { name: "QWEN_RUNTIME_DIR", default_under_home: ".qwen" },
+        agent_api::kit::home::HomeVar {
+            name: "QWEN_HOME",
+            default_under_home: ".qwen",
+        },
+        agent_api::kit::home::HomeVar {
+            name: "QWEN_RUNTIME_DIR",
+            default_under_home: ".qwen",
+        },
     ],
     credentials: &[("QWEN_HOME", "oauth_creds.json")],
     single_use_login: true,
@@ -94,7 +101,16 @@ pub const HOME_LAYOUT: agent_api::kit::home::HomeLayout = agent_api::kit::home::
 /// `switch_mode` permission with the plan in its input).
 pub const CLI: AgentCli = AgentCli::new(KIND, "qwen", &["--acp"], "qwen.acp")
     .home(HOME_LAYOUT)
-    .environment(&["OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_MODEL", "DASHSCOPE_API_KEY", "QWEN_CODE_NO_RELAUNCH"], &[".qwen"])
+    .environment(
+        &[
+            "OPENAI_API_KEY",
+            "OPENAI_BASE_URL",
+            "OPENAI_MODEL",
+            "DASHSCOPE_API_KEY",
+            "QWEN_CODE_NO_RELAUNCH",
+        ],
+        &[".qwen"],
+    )
     .exit_plan(agent_api_acp::ExitPlan::SwitchModeWithPlan);
 
 /// What discovery needs to find the `qwen` CLI and build a backend for it.
@@ -140,17 +156,29 @@ impl CliAgent for Qwen {
         let cwd = agent_api_acp::run_dir(config, request);
         if let Some(interface) = interface {
             agent_api_acp::text_only(&KIND, request)?;
-            let (spec, protocol) = stream_json::stream_json(config, request, &cwd, interface, warm)?;
+            let (spec, protocol) =
+                stream_json::stream_json(config, request, &cwd, interface, warm)?;
             return Ok(Launch::new(spec, protocol, files));
         }
         let serve_fs = request.options::<QwenOptions>()?.fs.unwrap_or(true);
-        let spec = CLI.acp_command(config, portable::cli_args(&request.portable, false), request, &cwd)?;
-        let acp = CLI.client(request, cwd, serve_fs, debug_log_dir(&spec), warm)?.with_mode_switch(portable::MODES);
+        let spec = CLI.acp_command(
+            config,
+            portable::cli_args(&request.portable, false),
+            request,
+            &cwd,
+        )?;
+        let acp = CLI
+            .client(request, cwd, serve_fs, debug_log_dir(&spec), warm)?
+            .with_mode_switch(portable::MODES);
         Ok(Launch::new(spec, Box::new(acp), files))
     }
 
-    fn session_store(config: &AcpConfig) -> Option<std::sync::Arc<dyn agent_api::history::SessionStore>> {
-        Some(std::sync::Arc::new(history::QwenSessionStore::for_config(config)?))
+    fn session_store(
+        config: &AcpConfig,
+    ) -> Option<std::sync::Arc<dyn agent_api::history::SessionStore>> {
+        Some(std::sync::Arc::new(history::QwenSessionStore::for_config(
+            config,
+        )?))
     }
 
     /// A recording is ACP or stream-json, which its first message says ([`replaying`]).
@@ -187,5 +215,8 @@ pub fn capabilities() -> CapabilitySet {
         set.insert(id);
     }
     // Every interface builds its argv through `CommandSpec::for_request`: the launchers apply.
-    agent_api::kit::options::with_mappings(agent_api::kit::launch::with_launchers(set), portable::MAPPINGS)
+    agent_api::kit::options::with_mappings(
+        agent_api::kit::launch::with_launchers(set),
+        portable::MAPPINGS,
+    )
 }

@@ -47,9 +47,21 @@ pub(crate) const VARIANTS: &[agent_api::request::VariantSet] = &[agent_api::requ
 
 /// Qwen Code's modes: its `--approval-mode` values (0.15.10) but the default.
 pub(crate) const MODES: &[agent_api::request::ModeInfo] = &[
-    agent_api::request::ModeInfo::new("plan", "--approval-mode plan", "Plans only: changes nothing."),
-    agent_api::request::ModeInfo::new("auto-edit", "--approval-mode auto-edit", "Edit tools are approved without asking."),
-    agent_api::request::ModeInfo::new("yolo", "--approval-mode yolo", "Every tool is approved without asking."),
+    agent_api::request::ModeInfo::new(
+        "plan",
+        "--approval-mode plan",
+        "Plans only: changes nothing.",
+    ),
+    agent_api::request::ModeInfo::new(
+        "auto-edit",
+        "--approval-mode auto-edit",
+        "Edit tools are approved without asking.",
+    ),
+    agent_api::request::ModeInfo::new(
+        "yolo",
+        "--approval-mode yolo",
+        "Every tool is approved without asking.",
+    ),
 ];
 
 /// The CLI flags of the portable options but those [`run_files`] gives (`schema_flag`: the print
@@ -57,14 +69,20 @@ pub(crate) const MODES: &[agent_api::request::ModeInfo] = &[
 pub(crate) fn cli_args(portable: &PortableOptions, schema_flag: bool) -> Vec<String> {
     let mut args = Vec::new();
     for dir in &portable.add_dirs {
-        args.extend(["--include-directories".to_string(), dir.display().to_string()]);
+        args.extend([
+            "--include-directories".to_string(),
+            dir.display().to_string(),
+        ]);
     }
     // The replacement system prompt and the MCP document are `run_files`' (off argv where they can be).
     if let Some(text) = &portable.append_system_prompt {
         args.extend(["--append-system-prompt".to_string(), text.clone()]);
     }
     let denied = portable.denied_tool_names(&crate::TOOLS);
-    for (flag, tools) in [("--allowed-tools", &portable.allowed_tools), ("--exclude-tools", &denied)] {
+    for (flag, tools) in [
+        ("--allowed-tools", &portable.allowed_tools),
+        ("--exclude-tools", &denied),
+    ] {
         for tool in tools {
             args.extend([flag.to_string(), tool.clone()]);
         }
@@ -91,12 +109,22 @@ pub(crate) fn run_files(request: &RunRequest, stream_json: bool) -> Result<RunFi
         }
     }
     if let Some(effort) = &request.variant {
-        let settings = json!({ "model": { "generationConfig": { "reasoning": { "effort": effort } } } });
-        files.settings_file(request, "QWEN_CODE_SYSTEM_DEFAULTS_PATH", &settings, "Qwen Code")?;
+        let settings =
+            json!({ "model": { "generationConfig": { "reasoning": { "effort": effort } } } });
+        files.settings_file(
+            request,
+            "QWEN_CODE_SYSTEM_DEFAULTS_PATH",
+            &settings,
+            "Qwen Code",
+        )?;
     }
     if stream_json && !portable.mcp_servers.is_empty() {
         // Qwen's `--mcp-config` takes a path or the JSON itself.
-        files.flag_text_or_file(request, "--mcp-config", &qwen_mcp_config(portable).to_string())?;
+        files.flag_text_or_file(
+            request,
+            "--mcp-config",
+            &qwen_mcp_config(portable).to_string(),
+        )?;
     }
     Ok(files)
 }
@@ -106,8 +134,15 @@ pub(crate) fn run_files(request: &RunRequest, stream_json: bool) -> Result<RunFi
 /// `httpUrl`.
 fn qwen_mcp_config(portable: &PortableOptions) -> Value {
     let mut document = portable.mcp_config_json();
-    for server in document["mcpServers"].as_object_mut().into_iter().flat_map(|servers| servers.values_mut()) {
-        if let Some(server) = server.as_object_mut().filter(|s| s.get("type").and_then(Value::as_str) == Some("http")) {
+    for server in document["mcpServers"]
+        .as_object_mut()
+        .into_iter()
+        .flat_map(|servers| servers.values_mut())
+    {
+        if let Some(server) = server
+            .as_object_mut()
+            .filter(|s| s.get("type").and_then(Value::as_str) == Some("http"))
+        {
             server.remove("type");
             if let Some(url) = server.remove("url") {
                 server.insert("httpUrl".into(), url);
@@ -147,34 +182,59 @@ mod tests {
         ] {
             assert!(qwen.contains(want), "{want} missing from {qwen}");
         }
-        assert!(!cli_args(&portable, false).join(" ").contains("--json-schema"));
+        assert!(!cli_args(&portable, false)
+            .join(" ")
+            .contains("--json-schema"));
     }
 
     fn args_of(request: &RunRequest, stream_json: bool) -> (String, CommandSpec, RunFiles) {
         let files = run_files(request, stream_json).unwrap();
         let spec = files.apply(CommandSpec::new("qwen"));
-        (spec.args.iter().map(|a| a.to_string_lossy().into_owned()).collect::<Vec<_>>().join(" "), spec, files)
+        (
+            spec.args
+                .iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect::<Vec<_>>()
+                .join(" "),
+            spec,
+            files,
+        )
     }
 
     #[test]
     fn the_system_prompt_and_the_mcp_document_go_in_private_files_here_and_inline_far_away() {
-        let portable = PortableOptions::default().system_prompt("sys").mcp_server("m", McpServer::http("http://127.0.0.1:1/mcp"));
+        let portable = PortableOptions::default()
+            .system_prompt("sys")
+            .mcp_server("m", McpServer::http("http://127.0.0.1:1/mcp"));
         let here = RunRequest::new("hi").with_portable(portable.clone());
         let (args, spec, _files) = args_of(&here, true);
         let prompt = spec.env.get("QWEN_SYSTEM_MD").expect("QWEN_SYSTEM_MD");
         assert_eq!(std::fs::read_to_string(prompt).unwrap(), "sys");
-        let mcp = args.strip_prefix("--mcp-config ").expect("--mcp-config FILE");
+        let mcp = args
+            .strip_prefix("--mcp-config ")
+            .expect("--mcp-config FILE");
         let document: Value = serde_json::from_str(&std::fs::read_to_string(mcp).unwrap()).unwrap();
         // Qwen reads `url` as SSE: a streamable HTTP server is its `httpUrl`.
-        assert_eq!(document["mcpServers"]["m"], json!({"httpUrl": "http://127.0.0.1:1/mcp", "headers": {}}));
+        assert_eq!(
+            document["mcpServers"]["m"],
+            json!({"httpUrl": "http://127.0.0.1:1/mcp", "headers": {}})
+        );
         assert_eq!(spec.local_files.len(), 2, "a sandbox binds both");
-        assert!(!args.contains("sys") && !args.contains("127.0.0.1"), "{args}");
+        assert!(
+            !args.contains("sys") && !args.contains("127.0.0.1"),
+            "{args}"
+        );
         let (args, _, _) = args_of(&here, false);
         assert_eq!(args, "", "over ACP the servers go in session/new");
 
-        let far = here.with_launcher(agent_api::request::Launcher::Ssh(agent_api::request::Ssh::new("host")));
+        let far = here.with_launcher(agent_api::request::Launcher::Ssh(
+            agent_api::request::Ssh::new("host"),
+        ));
         let (args, spec, _) = args_of(&far, true);
-        assert!(args.starts_with("--system-prompt sys --mcp-config {"), "{args}");
+        assert!(
+            args.starts_with("--system-prompt sys --mcp-config {"),
+            "{args}"
+        );
         assert!(spec.local_files.is_empty());
     }
 
@@ -183,10 +243,22 @@ mod tests {
         let here = RunRequest::new("hi").with_variant("high");
         let (args, spec, _files) = args_of(&here, false);
         assert_eq!(args, "", "no flag: a settings file");
-        let settings = spec.env.get("QWEN_CODE_SYSTEM_DEFAULTS_PATH").expect("QWEN_CODE_SYSTEM_DEFAULTS_PATH");
-        let settings: Value = serde_json::from_str(&std::fs::read_to_string(settings).unwrap()).unwrap();
-        assert_eq!(settings, json!({"model": {"generationConfig": {"reasoning": {"effort": "high"}}}}));
-        let far = here.with_launcher(agent_api::request::Launcher::Ssh(agent_api::request::Ssh::new("host")));
-        assert!(matches!(run_files(&far, false), Err(AgentError::InvalidRequest { .. })));
+        let settings = spec
+            .env
+            .get("QWEN_CODE_SYSTEM_DEFAULTS_PATH")
+            .expect("QWEN_CODE_SYSTEM_DEFAULTS_PATH");
+        let settings: Value =
+            serde_json::from_str(&std::fs::read_to_string(settings).unwrap()).unwrap();
+        assert_eq!(
+            settings,
+            json!({"model": {"generationConfig": {"reasoning": {"effort": "high"}}}})
+        );
+        let far = here.with_launcher(agent_api::request::Launcher::Ssh(
+            agent_api::request::Ssh::new("host"),
+        ));
+        assert!(matches!(
+            run_files(&far, false),
+            Err(AgentError::InvalidRequest { .. })
+        ));
     }
 }

@@ -21,48 +21,119 @@ fn files(interface: Interface) -> Vec<PathBuf> {
 
 async fn replay(path: &Path) -> RunRecord {
     let backend = QwenBackend::new(AcpConfig::default());
-    let run = record(replay_file(&backend, path, true).await.expect("replay starts")).await;
+    let run = record(
+        replay_file(&backend, path, true)
+            .await
+            .expect("replay starts"),
+    )
+    .await;
     assert_conformant(&run);
     run
 }
 
 fn scenario(path: &Path) -> String {
-    path.file_name().unwrap().to_string_lossy().split('.').next().unwrap().to_string()
+    path.file_name()
+        .unwrap()
+        .to_string_lossy()
+        .split('.')
+        .next()
+        .unwrap()
+        .to_string()
 }
 
 /// What every interface's recording of `name` must show.
 fn check(interface: Interface, name: &str, run: &RunRecord) {
-    let text = run.completion.as_ref().ok().and_then(|c| c.final_text.clone()).unwrap_or_default();
+    let text = run
+        .completion
+        .as_ref()
+        .ok()
+        .and_then(|c| c.final_text.clone())
+        .unwrap_or_default();
     match name {
         "text" => assert_eq!(text, "Hello from mock", "{interface}"),
         "reasoning" => {
             assert_eq!(text, "Hello after thinking", "{interface}");
-            assert!(!run.text_on(&Channel::Reasoning).is_empty(), "{interface}: {:?}", run.types());
+            assert!(
+                !run.text_on(&Channel::Reasoning).is_empty(),
+                "{interface}: {:?}",
+                run.types()
+            );
         }
         "shell" => {
-            assert!(text.starts_with("Tool finished. Output was: ") && text.contains("Output: hi"), "{interface}: {text}");
+            assert!(
+                text.starts_with("Tool finished. Output was: ") && text.contains("Output: hi"),
+                "{interface}: {text}"
+            );
             let results = run.completed_items(ItemKind::ToolResult);
-            let shell = results.iter().find(|i| i.tool.as_ref().is_some_and(|t| t.kind == "command_execution"));
-            assert_eq!(shell.map(|i| i.status), Some(ItemStatus::Completed), "{interface}: {:?}", run.types());
+            let shell = results.iter().find(|i| {
+                i.tool
+                    .as_ref()
+                    .is_some_and(|t| t.kind == "command_execution")
+            });
+            assert_eq!(
+                shell.map(|i| i.status),
+                Some(ItemStatus::Completed),
+                "{interface}: {:?}",
+                run.types()
+            );
             let command = shell.and_then(|i| i.tool.as_ref()?.command.as_deref());
-            assert_eq!(command, Some(agent_bench::scenario::SHELL_COMMAND), "{interface}: the typed command");
+            assert_eq!(
+                command,
+                Some(agent_bench::scenario::SHELL_COMMAND),
+                "{interface}: the typed command"
+            );
         }
         "write_edit" => {
             assert!(text.starts_with("Edit finished."), "{interface}: {text}");
             let results = run.completed_items(ItemKind::ToolResult);
-            assert!(results.iter().filter(|i| i.status == ItemStatus::Completed).count() >= 2, "{interface}: {:?}", run.types());
+            assert!(
+                results
+                    .iter()
+                    .filter(|i| i.status == ItemStatus::Completed)
+                    .count()
+                    >= 2,
+                "{interface}: {:?}",
+                run.types()
+            );
         }
-        "error401" => assert!(matches!(run.completion, Err(AgentError::Auth { .. })), "{interface}: {:?}", run.completion),
+        "error401" => assert!(
+            matches!(run.completion, Err(AgentError::Auth { .. })),
+            "{interface}: {:?}",
+            run.completion
+        ),
         "error500" => {
-            assert!(matches!(run.completion, Err(AgentError::ServerError { status: Some(500), .. })), "{interface}: {:?}", run.completion)
+            assert!(
+                matches!(
+                    run.completion,
+                    Err(AgentError::ServerError {
+                        status: Some(500),
+                        ..
+                    })
+                ),
+                "{interface}: {:?}",
+                run.completion
+            )
         }
         other => panic!("a recording this test does not know: {interface} {other}"),
     }
     if name.starts_with("error") {
-        assert_eq!(run.universal.iter().filter(|e| e.is_terminal_error()).count(), 1, "{interface} {name}");
-        assert!(!format!("{:?}", run.completion).contains("sk-test"), "{interface} {name}");
+        assert_eq!(
+            run.universal
+                .iter()
+                .filter(|e| e.is_terminal_error())
+                .count(),
+            1,
+            "{interface} {name}"
+        );
+        assert!(
+            !format!("{:?}", run.completion).contains("sk-test"),
+            "{interface} {name}"
+        );
     } else {
-        let done = run.completion.as_ref().unwrap_or_else(|e| panic!("{interface} {name}: {e}"));
+        let done = run
+            .completion
+            .as_ref()
+            .unwrap_or_else(|e| panic!("{interface} {name}: {e}"));
         assert!(done.native_session_id.is_some(), "{interface} {name}");
     }
 }
@@ -75,18 +146,33 @@ async fn every_qwen_acp_session_replays_with_the_live_outcome() {
         check(Interface::QwenAcp, &name, &run);
         if name == "shell" || name == "write_edit" {
             assert!(run.of_type("permission.requested").count() >= 1, "{name}");
-            assert_eq!(run.of_type("permission.requested").count(), run.of_type("permission.resolved").count(), "{name}");
+            assert_eq!(
+                run.of_type("permission.requested").count(),
+                run.of_type("permission.resolved").count(),
+                "{name}"
+            );
         }
         if !name.starts_with("error") {
-            assert!(run.completion.as_ref().unwrap().usage.is_some(), "{name}: usage from the chunks' _meta");
+            assert!(
+                run.completion.as_ref().unwrap().usage.is_some(),
+                "{name}: usage from the chunks' _meta"
+            );
         }
         if name == "write_edit" {
             // Absolute in the permission request, relative in the update: one absolute path.
             let mut items = run.completed_items(ItemKind::ToolCall);
             items.extend(run.completed_items(ItemKind::ToolResult));
-            let paths: Vec<String> = items.iter().map(|c| serde_json::to_string(&c.content).unwrap()).collect();
+            let paths: Vec<String> = items
+                .iter()
+                .map(|c| serde_json::to_string(&c.content).unwrap())
+                .collect();
             assert_eq!(paths.len(), 4, "two calls and their results");
-            assert!(paths.iter().all(|p| p.contains("\"/home/dev/work/write_edit/created.txt\"")), "{paths:?}");
+            assert!(
+                paths
+                    .iter()
+                    .all(|p| p.contains("\"/home/dev/work/write_edit/created.txt\"")),
+                "{paths:?}"
+            );
         }
     }
 }

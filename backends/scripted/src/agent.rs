@@ -60,7 +60,10 @@ impl Player {
     }
 
     /// Waits for the client line `pick` accepts; an interrupt or a closed inbox stops the turn.
-    async fn wait_for<T>(&mut self, mut pick: impl FnMut(ClientLine) -> Option<T>) -> Result<T, Interrupted> {
+    async fn wait_for<T>(
+        &mut self,
+        mut pick: impl FnMut(ClientLine) -> Option<T>,
+    ) -> Result<T, Interrupted> {
         loop {
             match self.inbox.recv().await {
                 None | Some(ClientLine::Interrupt) => return Err(Interrupted),
@@ -77,9 +80,17 @@ impl Player {
         for word in text.split_inclusive(' ') {
             self.pause().await?;
             self.output_tokens += 1;
-            self.write(&AgentLine::TextDelta { message_id: message_id.into(), text: word.into() }).await;
+            self.write(&AgentLine::TextDelta {
+                message_id: message_id.into(),
+                text: word.into(),
+            })
+            .await;
         }
-        self.write(&AgentLine::MessageDone { message_id: message_id.into(), text: text.into() }).await;
+        self.write(&AgentLine::MessageDone {
+            message_id: message_id.into(),
+            text: text.into(),
+        })
+        .await;
         Ok(())
     }
 
@@ -90,13 +101,28 @@ impl Player {
             Step::Reason { id, text } => {
                 for word in text.split_inclusive(' ') {
                     self.pause().await?;
-                    self.write(&AgentLine::ReasoningDelta { id: id.clone(), text: word.into() }).await;
+                    self.write(&AgentLine::ReasoningDelta {
+                        id: id.clone(),
+                        text: word.into(),
+                    })
+                    .await;
                 }
                 self.write(&AgentLine::ReasoningDone { id }).await;
             }
-            Step::GuardedTool { call_id, message_id, command, stdout } => {
+            Step::GuardedTool {
+                call_id,
+                message_id,
+                command,
+                stdout,
+            } => {
                 let input = serde_json::json!({ "command": command });
-                self.write(&AgentLine::ToolCall { call_id: call_id.clone(), name: "shell".into(), message_id, input }).await;
+                self.write(&AgentLine::ToolCall {
+                    call_id: call_id.clone(),
+                    name: "shell".into(),
+                    message_id,
+                    input,
+                })
+                .await;
                 let request_id = format!("perm_{call_id}");
                 self.write(&AgentLine::PermissionRequest {
                     request_id: request_id.clone(),
@@ -106,18 +132,44 @@ impl Player {
                 .await;
                 let allow = self
                     .wait_for(|line| match line {
-                        ClientLine::PermissionResponse { request_id: r, allow } if r == request_id => Some(allow),
+                        ClientLine::PermissionResponse {
+                            request_id: r,
+                            allow,
+                        } if r == request_id => Some(allow),
                         _ => None,
                     })
                     .await?;
-                let (exit_code, stdout) = if allow { (0, stdout) } else { (1, String::new()) };
-                self.write(&AgentLine::ToolResult { call_id, exit_code, stdout, denied: !allow }).await;
+                let (exit_code, stdout) = if allow {
+                    (0, stdout)
+                } else {
+                    (1, String::new())
+                };
+                self.write(&AgentLine::ToolResult {
+                    call_id,
+                    exit_code,
+                    stdout,
+                    denied: !allow,
+                })
+                .await;
             }
-            Step::Ask { question_id, prompt, options, reply } => {
-                self.write(&AgentLine::Question { question_id: question_id.clone(), prompt, options }).await;
+            Step::Ask {
+                question_id,
+                prompt,
+                options,
+                reply,
+            } => {
+                self.write(&AgentLine::Question {
+                    question_id: question_id.clone(),
+                    prompt,
+                    options,
+                })
+                .await;
                 let answer = self
                     .wait_for(|line| match line {
-                        ClientLine::Answer { question_id: q, answer } if q == question_id => Some(answer),
+                        ClientLine::Answer {
+                            question_id: q,
+                            answer,
+                        } if q == question_id => Some(answer),
                         _ => None,
                     })
                     .await?;
@@ -128,7 +180,12 @@ impl Player {
             Step::Crash => {}
             Step::Done { status } => {
                 let output_tokens = self.output_tokens;
-                self.write(&AgentLine::Done { status: status.into(), input_tokens: 12, output_tokens }).await;
+                self.write(&AgentLine::Done {
+                    status: status.into(),
+                    input_tokens: 12,
+                    output_tokens,
+                })
+                .await;
             }
         }
         Ok(())
@@ -140,22 +197,51 @@ impl Player {
     /// with what it returned (or why there was nothing to call).
     async fn call_caller_tool(&mut self, input: serde_json::Value) -> Result<(), Interrupted> {
         let Some(mcp) = self.mcp.clone() else {
-            return self.stream("msg_1", "There is no caller tool to call.").await;
+            return self
+                .stream("msg_1", "There is no caller tool to call.")
+                .await;
         };
-        let listed = mcp.list_tools().await.map(|tools| tools.first().and_then(|t| t["name"].as_str()).map(str::to_owned));
+        let listed = mcp.list_tools().await.map(|tools| {
+            tools
+                .first()
+                .and_then(|t| t["name"].as_str())
+                .map(str::to_owned)
+        });
         let name = match listed {
             Ok(Some(name)) => name,
-            Ok(None) => return self.stream("msg_1", "The caller-tools server lists no tool.").await,
-            Err(error) => return self.stream("msg_1", &format!("The caller-tools server failed: {error}")).await,
+            Ok(None) => {
+                return self
+                    .stream("msg_1", "The caller-tools server lists no tool.")
+                    .await
+            }
+            Err(error) => {
+                return self
+                    .stream("msg_1", &format!("The caller-tools server failed: {error}"))
+                    .await
+            }
         };
         let call_id = "call_caller_1".to_string();
-        self.write(&AgentLine::ToolCall { call_id: call_id.clone(), name: name.clone(), message_id: "msg_1".into(), input: input.clone() })
-            .await;
+        self.write(&AgentLine::ToolCall {
+            call_id: call_id.clone(),
+            name: name.clone(),
+            message_id: "msg_1".into(),
+            input: input.clone(),
+        })
+        .await;
         let (exit_code, output) = match mcp.call_tool(&name, input).await {
-            Ok(result) => (i64::from(result["isError"] == serde_json::Value::Bool(true)), result_text(&result)),
+            Ok(result) => (
+                i64::from(result["isError"] == serde_json::Value::Bool(true)),
+                result_text(&result),
+            ),
             Err(error) => (1, error.to_string()),
         };
-        self.write(&AgentLine::ToolResult { call_id, exit_code, stdout: output.clone(), denied: false }).await;
+        self.write(&AgentLine::ToolResult {
+            call_id,
+            exit_code,
+            stdout: output.clone(),
+            denied: false,
+        })
+        .await;
         self.stream("msg_2", &output).await
     }
 
@@ -174,7 +260,13 @@ impl Player {
                 line.clear();
             }
         });
-        Player { out: pipes.stdout, mcp, inbox, delay, output_tokens: 0 }
+        Player {
+            out: pipes.stdout,
+            mcp,
+            inbox,
+            delay,
+            output_tokens: 0,
+        }
     }
 
     /// Plays one turn's script; returns whether it failed, or that it was interrupted (after
@@ -189,7 +281,12 @@ impl Player {
             failed |= matches!(step, Step::Done { status: "error" });
             if self.step(step).await.is_err() {
                 let output_tokens = self.output_tokens;
-                self.write(&AgentLine::Done { status: "interrupted".into(), input_tokens: 12, output_tokens }).await;
+                self.write(&AgentLine::Done {
+                    status: "interrupted".into(),
+                    input_tokens: 12,
+                    output_tokens,
+                })
+                .await;
                 return Err(Stopped::Interrupted);
             }
         }
@@ -198,7 +295,12 @@ impl Player {
 }
 
 /// Plays `script`; returns the exit code (0, 1 after an error, 130 when interrupted).
-pub(crate) async fn play(script: Vec<Step>, delay: Duration, pipes: AgentPipes, mcp: Option<McpClient>) -> i32 {
+pub(crate) async fn play(
+    script: Vec<Step>,
+    delay: Duration,
+    pipes: AgentPipes,
+    mcp: Option<McpClient>,
+) -> i32 {
     match Player::new(pipes, delay, mcp).play_turn(script).await {
         Ok(failed) => i32::from(failed),
         Err(Stopped::Interrupted) => INTERRUPTED,

@@ -40,7 +40,9 @@ use agent_api::capabilities as caps;
 use agent_api::kit::caller_tools::client::McpClient;
 use agent_api::kit::caller_tools::ToolServer;
 use agent_api::kit::{start_run, start_session, RunSettings, Transport};
-use agent_api::{AgentBackend, AgentError, AgentKind, CapabilitySet, RunHandle, RunRequest, Session};
+use agent_api::{
+    AgentBackend, AgentError, AgentKind, CapabilitySet, RunHandle, RunRequest, Session,
+};
 use async_trait::async_trait;
 
 pub use scenario::Scenario;
@@ -74,7 +76,10 @@ pub struct ScriptedOptions {
 impl ScriptedOptions {
     /// Options playing the scenario `name`.
     pub fn scenario(name: impl Into<String>) -> Self {
-        Self { scenario: Some(name.into()), ..Self::default() }
+        Self {
+            scenario: Some(name.into()),
+            ..Self::default()
+        }
     }
 
     /// Sets the pause between streamed chunks.
@@ -157,8 +162,13 @@ impl AgentBackend for ScriptedBackend {
         settings.hold(tools);
         let session = self.sessions.begin(&request.session)?;
         let script = scenario.script(&request.prompt.text, request.model.as_deref(), &session);
-        let transport = Transport::in_process(settings.line_cap, move |pipes| agent::play(script, delay, pipes, mcp));
-        let protocol = protocol::ScriptedProtocol::new(request.prompt.text.clone(), request.permissions.clone());
+        let transport = Transport::in_process(settings.line_cap, move |pipes| {
+            agent::play(script, delay, pipes, mcp)
+        });
+        let protocol = protocol::ScriptedProtocol::new(
+            request.prompt.text.clone(),
+            request.permissions.clone(),
+        );
         Ok(start_run(settings, transport, Box::new(protocol)))
     }
 
@@ -184,14 +194,19 @@ impl AgentBackend for ScriptedBackend {
             last = Some(turn);
             script
         };
-        let transport = Transport::in_process(settings.line_cap, move |pipes| agent::serve(script_for, delay, pipes, mcp));
+        let transport = Transport::in_process(settings.line_cap, move |pipes| {
+            agent::serve(script_for, delay, pipes, mcp)
+        });
         let protocol = protocol::ScriptedProtocol::session(request.permissions.clone());
         Ok(start_session(settings, transport, Box::new(protocol)))
     }
 }
 
 impl agent_api::kit::replay::Replay for ScriptedBackend {
-    fn replay_protocol(&self, format: agent_api::kit::replay::RecordingFormat) -> Result<Box<dyn agent_api::kit::Protocol>, AgentError> {
+    fn replay_protocol(
+        &self,
+        format: agent_api::kit::replay::RecordingFormat,
+    ) -> Result<Box<dyn agent_api::kit::Protocol>, AgentError> {
         let _ = format;
         Ok(Box::new(protocol::ScriptedProtocol::replaying()))
     }
@@ -199,7 +214,9 @@ impl agent_api::kit::replay::Replay for ScriptedBackend {
 
 /// Serves the request's caller tools, and the client the scripted agent calls them with (over
 /// HTTP with the run's secret, as any agent would).
-async fn caller_tools(request: &mut RunRequest) -> Result<(Option<ToolServer>, Option<McpClient>), AgentError> {
+async fn caller_tools(
+    request: &mut RunRequest,
+) -> Result<(Option<ToolServer>, Option<McpClient>), AgentError> {
     let Some(server) = agent_api::kit::caller_tools::attach(request).await? else {
         return Ok((None, None));
     };
@@ -214,9 +231,14 @@ fn scenario_of(request: &RunRequest) -> Result<(Scenario, Duration), AgentError>
         None => Scenario::Text,
         Some(name) => Scenario::from_name(name).ok_or_else(|| AgentError::InvalidExtension {
             key: EXT_SCENARIO.into(),
-            reason: format!("unknown scenario {name:?}; known: {}", Scenario::NAMES.join(", ")),
+            reason: format!(
+                "unknown scenario {name:?}; known: {}",
+                Scenario::NAMES.join(", ")
+            ),
         })?,
     };
-    let delay = options.delay_ms.map_or_else(|| scenario.default_delay(), Duration::from_millis);
+    let delay = options
+        .delay_ms
+        .map_or_else(|| scenario.default_delay(), Duration::from_millis);
     Ok((scenario, delay))
 }

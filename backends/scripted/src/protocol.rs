@@ -42,17 +42,38 @@ pub struct ScriptedProtocol {
 impl ScriptedProtocol {
     /// A converter for a live run of `prompt` under `policy`.
     pub fn new(prompt: String, policy: PermissionPolicy) -> Self {
-        Self { prompt: Some(prompt), hitl: Hitl::live(policy), done: None, error: None, session: false, calls: HashMap::new() }
+        Self {
+            prompt: Some(prompt),
+            hitl: Hitl::live(policy),
+            done: None,
+            error: None,
+            session: false,
+            calls: HashMap::new(),
+        }
     }
 
     /// A converter for a live session under `policy`: prompts come with each turn.
     pub fn session(policy: PermissionPolicy) -> Self {
-        Self { prompt: None, hitl: Hitl::live(policy), done: None, error: None, session: true, calls: HashMap::new() }
+        Self {
+            prompt: None,
+            hitl: Hitl::live(policy),
+            done: None,
+            error: None,
+            session: true,
+            calls: HashMap::new(),
+        }
     }
 
     /// A converter for replaying a recording (no prompt to echo, every permission asked).
     pub fn replaying() -> Self {
-        Self { prompt: None, hitl: Hitl::replay(), done: None, error: None, session: false, calls: HashMap::new() }
+        Self {
+            prompt: None,
+            hitl: Hitl::replay(),
+            done: None,
+            error: None,
+            session: false,
+            calls: HashMap::new(),
+        }
     }
 
     fn send(ctx: &mut Ctx<'_>, line: &ClientLine) {
@@ -75,7 +96,8 @@ impl ScriptedProtocol {
         match line {
             AgentLine::Session { id, model } => {
                 ctx.transcript.set_native_session_id(id);
-                ctx.transcript.session_started(Some(json!({ "model": model })));
+                ctx.transcript
+                    .session_started(Some(json!({ "model": model })));
                 if let Some(prompt) = self.prompt.take() {
                     ctx.transcript.user_message(&prompt);
                 }
@@ -83,41 +105,89 @@ impl ScriptedProtocol {
             AgentLine::TextDelta { message_id, text } => Self::text_delta(ctx, &message_id, text),
             AgentLine::MessageDone { message_id, text } => {
                 let id = Self::item_for(ctx, &message_id, || NewItem::message(ItemRole::Assistant));
-                ctx.transcript.complete_item_with(&id, vec![ContentPart::Text { text }]);
+                ctx.transcript
+                    .complete_item_with(&id, vec![ContentPart::Text { text }]);
             }
             AgentLine::ReasoningDelta { id, text } => {
-                let item = Self::item_for(ctx, &id, || NewItem::reasoning(ReasoningVisibility::Public));
+                let item =
+                    Self::item_for(ctx, &id, || NewItem::reasoning(ReasoningVisibility::Public));
                 ctx.transcript.delta(&item, text);
             }
             AgentLine::ReasoningDone { id } => {
-                let item = Self::item_for(ctx, &id, || NewItem::reasoning(ReasoningVisibility::Public));
+                let item =
+                    Self::item_for(ctx, &id, || NewItem::reasoning(ReasoningVisibility::Public));
                 ctx.transcript.complete_item(&item);
             }
-            AgentLine::ToolCall { call_id, name, message_id, input } => {
-                let parent = ctx.transcript.item_by_native(&message_id).map(str::to_string);
-                let meta =
-                    ToolMeta { tool_name: Some(name.clone()), ..ToolMeta::of(FacetKind::CommandExecution) }.with_shell_fields(&input);
-                self.calls.insert(call_id.clone(), CallPlace { command: meta.command.clone(), cwd: meta.cwd.clone() });
-                let new = NewItem::tool_call(name, input.to_string(), call_id.clone()).native(call_id).parent(parent).tool(meta);
+            AgentLine::ToolCall {
+                call_id,
+                name,
+                message_id,
+                input,
+            } => {
+                let parent = ctx
+                    .transcript
+                    .item_by_native(&message_id)
+                    .map(str::to_string);
+                let meta = ToolMeta {
+                    tool_name: Some(name.clone()),
+                    ..ToolMeta::of(FacetKind::CommandExecution)
+                }
+                .with_shell_fields(&input);
+                self.calls.insert(
+                    call_id.clone(),
+                    CallPlace {
+                        command: meta.command.clone(),
+                        cwd: meta.cwd.clone(),
+                    },
+                );
+                let new = NewItem::tool_call(name, input.to_string(), call_id.clone())
+                    .native(call_id)
+                    .parent(parent)
+                    .tool(meta);
                 let id = ctx.transcript.start_item(new);
                 ctx.transcript.complete_item(&id);
             }
-            AgentLine::PermissionRequest { request_id, call_id, summary } => {
+            AgentLine::PermissionRequest {
+                request_id,
+                call_id,
+                summary,
+            } => {
                 // The typed command is what the call runs (its `ToolMeta.command`), so an allow-list
                 // decides on the command itself; the agent's own words are the reason.
                 let command = self.calls.get(&call_id).and_then(|c| c.command.clone());
-                let details = PermissionDetails::default().call_id(Some(call_id)).command(command).reason(Some(summary.as_str()));
-                let request = PermissionRequest::new(request_id, ToolCategory::Shell, format!("shell: {summary}"))
-                    .tool_name("shell")
-                    .details(details);
+                let details = PermissionDetails::default()
+                    .call_id(Some(call_id))
+                    .command(command)
+                    .reason(Some(summary.as_str()));
+                let request = PermissionRequest::new(
+                    request_id,
+                    ToolCategory::Shell,
+                    format!("shell: {summary}"),
+                )
+                .tool_name("shell")
+                .details(details);
                 if let Some(decided) = self.hitl.request_permission(ctx.transcript, request, ()) {
                     let allow = decided.decision.is_approval();
-                    Self::send(ctx, &ClientLine::PermissionResponse { request_id: decided.id, allow });
+                    Self::send(
+                        ctx,
+                        &ClientLine::PermissionResponse {
+                            request_id: decided.id,
+                            allow,
+                        },
+                    );
                 }
             }
-            AgentLine::ToolResult { call_id, exit_code, stdout, denied } => {
+            AgentLine::ToolResult {
+                call_id,
+                exit_code,
+                stdout,
+                denied,
+            } => {
                 let parent = ctx.transcript.item_by_native(&call_id).map(str::to_string);
-                let bytes = ToolBytes { stdout: stdout.len() as u64, ..ToolBytes::default() };
+                let bytes = ToolBytes {
+                    stdout: stdout.len() as u64,
+                    ..ToolBytes::default()
+                };
                 let call = self.calls.remove(&call_id).unwrap_or_default();
                 let meta = ToolMeta {
                     kind: FacetKind::CommandExecution.into(),
@@ -128,27 +198,50 @@ impl ScriptedProtocol {
                     cwd: call.cwd,
                     ..ToolMeta::default()
                 };
-                let id = ctx.transcript.start_item(NewItem::tool_result(call_id.clone()).parent(parent).tool(meta));
-                let content = vec![ContentPart::ToolResult { call_id, output: stdout }];
+                let id = ctx.transcript.start_item(
+                    NewItem::tool_result(call_id.clone())
+                        .parent(parent)
+                        .tool(meta),
+                );
+                let content = vec![ContentPart::ToolResult {
+                    call_id,
+                    output: stdout,
+                }];
                 if denied {
-                    ctx.transcript.update_item(&id, |item| item.content = content);
+                    ctx.transcript
+                        .update_item(&id, |item| item.content = content);
                     ctx.transcript.fail_item(&id);
                 } else {
                     ctx.transcript.complete_item_with(&id, content);
                 }
             }
-            AgentLine::Question { question_id, prompt, options } => {
-                self.hitl.request_question(ctx.transcript, QuestionRequest::new(question_id, prompt, options), ())
-            }
+            AgentLine::Question {
+                question_id,
+                prompt,
+                options,
+            } => self.hitl.request_question(
+                ctx.transcript,
+                QuestionRequest::new(question_id, prompt, options),
+                (),
+            ),
             AgentLine::Error { message, code } => {
-                ctx.transcript.error(message.clone(), Some(code.clone()), None);
+                ctx.transcript
+                    .error(message.clone(), Some(code.clone()), None);
                 self.error = Some((message, code));
             }
-            AgentLine::Done { status, input_tokens, output_tokens } => {
+            AgentLine::Done {
+                status,
+                input_tokens,
+                output_tokens,
+            } => {
                 let usage = Usage::tokens(input_tokens, output_tokens);
                 self.done = Some((status, usage));
                 if self.session {
-                    let outcome = self.outcome().unwrap_or_else(|| Err(AgentError::Protocol { reason: "no outcome".into() }));
+                    let outcome = self.outcome().unwrap_or_else(|| {
+                        Err(AgentError::Protocol {
+                            reason: "no outcome".into(),
+                        })
+                    });
                     ctx.end_turn(outcome);
                 } else {
                     ctx.close_input();
@@ -173,10 +266,15 @@ impl ScriptedProtocol {
     fn client_line(&mut self, line: ClientLine, ctx: &mut Ctx<'_>) {
         match line {
             ClientLine::PermissionResponse { request_id, allow } => {
-                self.hitl.recorded_permission(ctx.transcript, &request_id, allow);
+                self.hitl
+                    .recorded_permission(ctx.transcript, &request_id, allow);
             }
-            ClientLine::Answer { question_id, answer } => {
-                self.hitl.recorded_answer(ctx.transcript, &question_id, answer);
+            ClientLine::Answer {
+                question_id,
+                answer,
+            } => {
+                self.hitl
+                    .recorded_answer(ctx.transcript, &question_id, answer);
             }
             ClientLine::Interrupt | ClientLine::UserMessage { .. } => {}
         }
@@ -190,7 +288,9 @@ impl Protocol for ScriptedProtocol {
 
     fn on_line(&mut self, line: &[u8], ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
         match LeadingLine::parse(line) {
-            Some(LeadingLine::TextDelta { message_id, text }) => Self::text_delta(ctx, &message_id, text.0),
+            Some(LeadingLine::TextDelta { message_id, text }) => {
+                Self::text_delta(ctx, &message_id, text.0)
+            }
             Some(LeadingLine::Line(line)) => self.agent_line(line, ctx),
             None => return self.on_flat_line(line, ctx),
         }
@@ -213,7 +313,10 @@ impl Protocol for ScriptedProtocol {
         let line = match command {
             ControlCommand::Permission { id, decision } => {
                 let decided = self.hitl.decide_permission(ctx.transcript, &id, decision)?;
-                ClientLine::PermissionResponse { request_id: decided.id, allow: decided.decision.is_approval() }
+                ClientLine::PermissionResponse {
+                    request_id: decided.id,
+                    allow: decided.decision.is_approval(),
+                }
             }
             ControlCommand::Question { id, answer } => {
                 let answered = self.hitl.answer_question(ctx.transcript, &id, answer)?;
@@ -221,9 +324,16 @@ impl Protocol for ScriptedProtocol {
                     QuestionAnswer::Text(text) => Some(text),
                     _ => None,
                 };
-                ClientLine::Answer { question_id: answered.id, answer }
+                ClientLine::Answer {
+                    question_id: answered.id,
+                    answer,
+                }
             }
-            other => return Err(AgentError::InvalidRequest { reason: format!("the scripted agent cannot handle {other}") }),
+            other => {
+                return Err(AgentError::InvalidRequest {
+                    reason: format!("the scripted agent cannot handle {other}"),
+                })
+            }
         };
         Self::send(ctx, &line);
         Ok(())
@@ -236,16 +346,24 @@ impl Protocol for ScriptedProtocol {
 
     fn send_turn(&mut self, prompt: &Prompt, ctx: &mut Ctx<'_>) -> Result<(), AgentError> {
         if !self.session {
-            return Err(AgentError::InvalidRequest { reason: "this scripted run takes no more turns".into() });
+            return Err(AgentError::InvalidRequest {
+                reason: "this scripted run takes no more turns".into(),
+            });
         }
         self.prompt = Some(prompt.text.clone());
         self.error = None;
-        Self::send(ctx, &ClientLine::UserMessage { text: prompt.text.clone() });
+        Self::send(
+            ctx,
+            &ClientLine::UserMessage {
+                text: prompt.text.clone(),
+            },
+        );
         Ok(())
     }
 
     fn finish(&mut self, exit: &ExitInfo, _ctx: &mut Ctx<'_>) -> Result<RunCompletion, AgentError> {
-        self.outcome().unwrap_or_else(|| Err(exit.early_exit_error()))
+        self.outcome()
+            .unwrap_or_else(|| Err(exit.early_exit_error()))
     }
 }
 
@@ -256,9 +374,15 @@ impl ScriptedProtocol {
             (status, usage) if status == "success" => Ok(RunCompletion::new().with_usage(usage)),
             (status, _) if status == "interrupted" => Err(AgentError::Cancelled),
             _ => {
-                let (message, code) = self.error.take().unwrap_or_else(|| ("the scripted agent failed".into(), String::new()));
+                let (message, code) = self
+                    .error
+                    .take()
+                    .unwrap_or_else(|| ("the scripted agent failed".into(), String::new()));
                 Err(match code.as_str() {
-                    "server_error" => AgentError::ServerError { status: None, message },
+                    "server_error" => AgentError::ServerError {
+                        status: None,
+                        message,
+                    },
                     _ => AgentError::AgentFailed { message },
                 })
             }

@@ -15,9 +15,19 @@ pub(crate) enum Step {
     /// Stream reasoning word by word, then complete it.
     Reason { id: String, text: String },
     /// Call a tool that needs permission; wait for the decision; report the result.
-    GuardedTool { call_id: String, message_id: String, command: String, stdout: String },
+    GuardedTool {
+        call_id: String,
+        message_id: String,
+        command: String,
+        stdout: String,
+    },
     /// Ask a question, wait for the answer, then stream `reply` with `{answer}` filled in.
-    Ask { question_id: String, prompt: String, options: Vec<String>, reply: String },
+    Ask {
+        question_id: String,
+        prompt: String,
+        options: Vec<String>,
+        reply: String,
+    },
     /// The turn ends with this status.
     Done { status: &'static str },
     /// Call the run's first caller-defined tool over MCP with `input`, then answer with its
@@ -60,8 +70,19 @@ pub enum Scenario {
 
 impl Scenario {
     /// Every scenario name.
-    pub const NAMES: &'static [&'static str] =
-        &["tour", "text", "reasoning", "permission", "question", "error", "slow", "long_text", "crash", "echo", "caller_tool"];
+    pub const NAMES: &'static [&'static str] = &[
+        "tour",
+        "text",
+        "reasoning",
+        "permission",
+        "question",
+        "error",
+        "slow",
+        "long_text",
+        "crash",
+        "echo",
+        "caller_tool",
+    ];
 
     /// The scenario with this name.
     pub fn from_name(name: &str) -> Option<Self> {
@@ -90,15 +111,30 @@ impl Scenario {
         }
     }
 
-    pub(crate) fn script(self, prompt: &str, model: Option<&str>, session: &SessionTurn) -> Vec<Step> {
-        let mut steps = vec![Step::Emit(AgentLine::Session { id: session.id.clone(), model: model.unwrap_or("scripted-1").to_string() })];
+    pub(crate) fn script(
+        self,
+        prompt: &str,
+        model: Option<&str>,
+        session: &SessionTurn,
+    ) -> Vec<Step> {
+        let mut steps = vec![Step::Emit(AgentLine::Session {
+            id: session.id.clone(),
+            model: model.unwrap_or("scripted-1").to_string(),
+        })];
         let said = match session.turn {
             1 => format!("You said: {prompt}"),
             turn => format!("You said: {prompt} (turn {turn} of this session)"),
         };
-        let stream = |id: &str, text: String| Step::Stream { message_id: id.to_string(), text };
-        let tool =
-            || Step::GuardedTool { call_id: "call_1".into(), message_id: "msg_1".into(), command: "echo hi".into(), stdout: "hi\n".into() };
+        let stream = |id: &str, text: String| Step::Stream {
+            message_id: id.to_string(),
+            text,
+        };
+        let tool = || Step::GuardedTool {
+            call_id: "call_1".into(),
+            message_id: "msg_1".into(),
+            command: "echo hi".into(),
+            stdout: "hi\n".into(),
+        };
         let ask = |reply: &str| Step::Ask {
             question_id: "q_1".into(),
             prompt: "Which greeting should I use?".into(),
@@ -118,7 +154,10 @@ impl Scenario {
             }
             Self::Text => steps.push(stream("msg_1", said)),
             Self::Reasoning => {
-                steps.push(Step::Reason { id: "rsn_1".into(), text: "Thinking about a short greeting.".into() });
+                steps.push(Step::Reason {
+                    id: "rsn_1".into(),
+                    text: "Thinking about a short greeting.".into(),
+                });
                 steps.push(stream("msg_1", said));
             }
             Self::Permission => {
@@ -129,7 +168,10 @@ impl Scenario {
             Self::Question => steps.push(ask("You chose {answer}.")),
             Self::Error => {
                 steps.push(stream("msg_1", "Working on it".into()));
-                steps.push(Step::Emit(AgentLine::Error { message: "the scripted model failed".into(), code: "server_error".into() }));
+                steps.push(Step::Emit(AgentLine::Error {
+                    message: "the scripted model failed".into(),
+                    code: "server_error".into(),
+                }));
                 steps.push(Step::Done { status: "error" });
                 return steps;
             }
@@ -138,11 +180,18 @@ impl Scenario {
                 steps.push(stream("msg_1", words.join(" ")));
             }
             Self::LongText => steps.push(stream("msg_1", "0123456789".repeat(15_000))),
-            Self::Echo => steps.push(stream("msg_1", prompt.lines().next().unwrap_or_default().to_string())),
+            Self::Echo => steps.push(stream(
+                "msg_1",
+                prompt.lines().next().unwrap_or_default().to_string(),
+            )),
             Self::CallerTool => {
                 let line = prompt.lines().next().unwrap_or_default();
-                let input = serde_json::from_str(line).ok().filter(serde_json::Value::is_object);
-                steps.push(Step::CallerTool { input: input.unwrap_or_else(|| serde_json::json!({ "input": line })) });
+                let input = serde_json::from_str(line)
+                    .ok()
+                    .filter(serde_json::Value::is_object);
+                steps.push(Step::CallerTool {
+                    input: input.unwrap_or_else(|| serde_json::json!({ "input": line })),
+                });
             }
             Self::Crash => {
                 steps.push(stream("msg_1", "Working on it".into()));

@@ -28,18 +28,36 @@ pub(crate) struct Sessions(Arc<Mutex<Store>>);
 impl Sessions {
     /// Starts the turn `selector` asks for.
     pub(crate) fn begin(&self, selector: &SessionSelector) -> Result<SessionTurn, AgentError> {
-        let mut store = self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut store = self
+            .0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         let not_found = |id: &str| AgentError::SessionNotFound { id: id.to_string() };
         let (id, turn) = match selector {
-            SessionSelector::Resume(session) => {
-                (session.id.clone(), store.turns.get(&session.id).ok_or_else(|| not_found(&session.id))? + 1)
-            }
+            SessionSelector::Resume(session) => (
+                session.id.clone(),
+                store
+                    .turns
+                    .get(&session.id)
+                    .ok_or_else(|| not_found(&session.id))?
+                    + 1,
+            ),
             SessionSelector::ResumeLast => {
-                let id = store.last.clone().ok_or_else(|| not_found("(the last session)"))?;
+                let id = store
+                    .last
+                    .clone()
+                    .ok_or_else(|| not_found("(the last session)"))?;
                 let turn = store.turns[&id] + 1;
                 (id, turn)
             }
-            SessionSelector::Fork(session) => (new_id(), store.turns.get(&session.id).ok_or_else(|| not_found(&session.id))? + 1),
+            SessionSelector::Fork(session) => (
+                new_id(),
+                store
+                    .turns
+                    .get(&session.id)
+                    .ok_or_else(|| not_found(&session.id))?
+                    + 1,
+            ),
             _ => (new_id(), 1),
         };
         store.turns.insert(id.clone(), turn);
@@ -49,17 +67,27 @@ impl Sessions {
 
     /// The next turn of the known session `id` (a warm session's next message).
     pub(crate) fn next_turn(&self, id: &str) -> SessionTurn {
-        let mut store = self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut store = self
+            .0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         let turn = store.turns.get(id).copied().unwrap_or(0) + 1;
         store.turns.insert(id.to_string(), turn);
         store.last = Some(id.to_string());
-        SessionTurn { id: id.to_string(), turn }
+        SessionTurn {
+            id: id.to_string(),
+            turn,
+        }
     }
 }
 
 fn new_id() -> String {
     static NEXT: AtomicU64 = AtomicU64::new(1);
-    format!("scripted-{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed))
+    format!(
+        "scripted-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
 }
 
 #[cfg(test)]
@@ -71,13 +99,31 @@ mod tests {
         let sessions = Sessions::default();
         let first = sessions.begin(&SessionSelector::New).unwrap();
         assert_eq!(first.turn, 1);
-        let second = sessions.begin(&SessionSelector::Resume(first.id.clone().into())).unwrap();
-        assert_eq!(second, SessionTurn { id: first.id.clone(), turn: 2 });
-        let fork = sessions.begin(&SessionSelector::Fork(first.id.clone().into())).unwrap();
+        let second = sessions
+            .begin(&SessionSelector::Resume(first.id.clone().into()))
+            .unwrap();
+        assert_eq!(
+            second,
+            SessionTurn {
+                id: first.id.clone(),
+                turn: 2
+            }
+        );
+        let fork = sessions
+            .begin(&SessionSelector::Fork(first.id.clone().into()))
+            .unwrap();
         assert_ne!(fork.id, first.id);
         assert_eq!(fork.turn, 3);
-        assert_eq!(sessions.begin(&SessionSelector::ResumeLast).unwrap(), SessionTurn { id: fork.id, turn: 4 });
-        let missing = sessions.begin(&SessionSelector::Resume("nope".into())).unwrap_err();
+        assert_eq!(
+            sessions.begin(&SessionSelector::ResumeLast).unwrap(),
+            SessionTurn {
+                id: fork.id,
+                turn: 4
+            }
+        );
+        let missing = sessions
+            .begin(&SessionSelector::Resume("nope".into()))
+            .unwrap_err();
         assert!(matches!(missing, AgentError::SessionNotFound { ref id } if id == "nope"));
     }
 }

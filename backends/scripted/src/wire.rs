@@ -245,9 +245,15 @@ impl<'a> LeadingLine<'a> {
         let rest = line.strip_prefix(br#"{"type":""#)?;
         let kind = &rest[..rest.iter().position(|&b| b == b'"')?];
         Some(match kind {
-            b"text_delta" => parse_typed(line).map(|l: MessageLine<'a>| Self::TextDelta { message_id: l.message_id, text: l.text })?,
+            b"text_delta" => parse_typed(line).map(|l: MessageLine<'a>| Self::TextDelta {
+                message_id: l.message_id,
+                text: l.text,
+            })?,
             b"message_done" => parse_typed(line).map(|l: MessageLine<'_>| {
-                Self::Line(AgentLine::MessageDone { message_id: l.message_id.into_owned(), text: l.text.into_owned() })
+                Self::Line(AgentLine::MessageDone {
+                    message_id: l.message_id.into_owned(),
+                    text: l.text.into_owned(),
+                })
             })?,
             b"tool_call" => parse_typed(line).map(|l: ToolCallLine<'_>| {
                 Self::Line(AgentLine::ToolCall {
@@ -275,13 +281,25 @@ impl FlatAgentLine<'_> {
     /// whose error says what is missing).
     pub(crate) fn into_line(self) -> Option<AgentLine> {
         Some(match self.kind {
-            AgentLineType::Session => AgentLine::Session { id: self.id?.into_owned(), model: self.model?.into_owned() },
-            AgentLineType::TextDelta => AgentLine::TextDelta { message_id: self.message_id?.into_owned(), text: self.text?.into_owned() },
-            AgentLineType::MessageDone => {
-                AgentLine::MessageDone { message_id: self.message_id?.into_owned(), text: self.text?.into_owned() }
-            }
-            AgentLineType::ReasoningDelta => AgentLine::ReasoningDelta { id: self.id?.into_owned(), text: self.text?.into_owned() },
-            AgentLineType::ReasoningDone => AgentLine::ReasoningDone { id: self.id?.into_owned() },
+            AgentLineType::Session => AgentLine::Session {
+                id: self.id?.into_owned(),
+                model: self.model?.into_owned(),
+            },
+            AgentLineType::TextDelta => AgentLine::TextDelta {
+                message_id: self.message_id?.into_owned(),
+                text: self.text?.into_owned(),
+            },
+            AgentLineType::MessageDone => AgentLine::MessageDone {
+                message_id: self.message_id?.into_owned(),
+                text: self.text?.into_owned(),
+            },
+            AgentLineType::ReasoningDelta => AgentLine::ReasoningDelta {
+                id: self.id?.into_owned(),
+                text: self.text?.into_owned(),
+            },
+            AgentLineType::ReasoningDone => AgentLine::ReasoningDone {
+                id: self.id?.into_owned(),
+            },
             AgentLineType::ToolCall => AgentLine::ToolCall {
                 call_id: self.call_id?.into_owned(),
                 name: self.name?.into_owned(),
@@ -304,10 +322,15 @@ impl FlatAgentLine<'_> {
                 prompt: self.prompt?.into_owned(),
                 options: self.options?,
             },
-            AgentLineType::Error => AgentLine::Error { message: self.message?.into_owned(), code: self.code?.into_owned() },
-            AgentLineType::Done => {
-                AgentLine::Done { status: self.status?.into_owned(), input_tokens: self.input_tokens?, output_tokens: self.output_tokens? }
-            }
+            AgentLineType::Error => AgentLine::Error {
+                message: self.message?.into_owned(),
+                code: self.code?.into_owned(),
+            },
+            AgentLineType::Done => AgentLine::Done {
+                status: self.status?.into_owned(),
+                input_tokens: self.input_tokens?,
+                output_tokens: self.output_tokens?,
+            },
         })
     }
 }

@@ -32,27 +32,52 @@ static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(())
 async fn the_tool_is_called_over_mcp_and_its_output_is_the_parsed_answer() {
     let _turn = ONE_AT_A_TIME.lock().await;
     let before = own_listening_ports();
-    let schema =
-        json!({"type": "object", "required": ["city", "sky"], "properties": {"city": {"type": "string"}, "sky": {"type": "string"}}});
-    let request = request(r#"{"city": "Paris"}"#).with_portable(PortableOptions::default().output_schema(schema));
+    let schema = json!({"type": "object", "required": ["city", "sky"], "properties": {"city": {"type": "string"}, "sky": {"type": "string"}}});
+    let request = request(r#"{"city": "Paris"}"#)
+        .with_portable(PortableOptions::default().output_schema(schema));
     let run = record(ScriptedBackend::new().run(request).await.unwrap()).await;
     assert_conformant(&run);
     let completion = run.completion.as_ref().unwrap();
-    assert_eq!(completion.structured_output, Some(json!({"city": "Paris", "sky": "sunny"})));
+    assert_eq!(
+        completion.structured_output,
+        Some(json!({"city": "Paris", "sky": "sunny"}))
+    );
     let calls = run.completed_items(ItemKind::ToolCall);
     assert_eq!(calls.len(), 1, "{calls:?}");
-    let facet = run.wrapper.iter().filter(|e| e.kind == AgentWrapperEventKind::ToolCall).find_map(|e| e.tools_facet());
+    let facet = run
+        .wrapper
+        .iter()
+        .filter(|e| e.kind == AgentWrapperEventKind::ToolCall)
+        .find_map(|e| e.tools_facet());
     assert_eq!(facet.and_then(|f| f.tool_name), Some("forecast".into()));
     tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    assert_eq!(own_listening_ports(), before, "the caller-tools server is gone after the run");
+    assert_eq!(
+        own_listening_ports(),
+        before,
+        "the caller-tools server is gone after the run"
+    );
 }
 
 #[tokio::test]
 async fn a_handler_error_is_the_tools_failed_result_and_the_run_goes_on() {
     let _turn = ONE_AT_A_TIME.lock().await;
-    let run = record(ScriptedBackend::new().run(request(r#"{"city": "Atlantis"}"#)).await.unwrap()).await;
-    assert_eq!(run.completion.as_ref().unwrap().final_text.as_deref(), Some("no such city"));
+    let run = record(
+        ScriptedBackend::new()
+            .run(request(r#"{"city": "Atlantis"}"#))
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        run.completion.as_ref().unwrap().final_text.as_deref(),
+        Some("no such city")
+    );
     let results = run.completed_items(ItemKind::ToolResult);
     assert_eq!(results.len(), 1);
-    assert_eq!(results[0].tool.as_ref().and_then(|t| t.exit_code), Some(1), "{:?}", results[0]);
+    assert_eq!(
+        results[0].tool.as_ref().and_then(|t| t.exit_code),
+        Some(1),
+        "{:?}",
+        results[0]
+    );
 }

@@ -40,5 +40,8 @@ b","denied":false,"extra":[1]}"#,
         br#"{"type":"no_such_line","message_id":"m2"}"#,
         br#"{"type":"done","status":"success","input_tokens":3,"output_tokens":4}"#,
     ];
-    assert_typed_matches_value(|| Box::new(ScriptedProtocol::replaying()) as Box<dyn Protocol>, lines);
+    assert_typed_matches_value(
+        || Box::new(ScriptedProtocol::replaying()) as Box<dyn Protocol>,
+        lines,
+    );
 }

@@ -81,12 +81,21 @@ impl Dialect {
     /// A dialect named `name` with the tools `tools`: the control protocol spoken, no images, no
     /// result errors, no log.
     pub const fn new(name: &'static str, tools: ToolTable) -> Self {
-        Self { name, tools, control_messages: true, takes_images: false, result_error: None, log_reader: None }
+        Self {
+            name,
+            tools,
+            control_messages: true,
+            takes_images: false,
+            result_error: None,
+            log_reader: None,
+        }
     }
 
     /// The agent kind the dialect's name starts with (`<agent>.stream_json`), for errors.
     fn agent(&self) -> &'static str {
-        self.name.split_once('.').map_or(self.name, |(agent, _)| agent)
+        self.name
+            .split_once('.')
+            .map_or(self.name, |(agent, _)| agent)
     }
 
     /// The agent reads user messages on stdin and nothing else (no control protocol).
@@ -116,14 +125,22 @@ impl Dialect {
     /// The kit's permission request for a call of `tool` with `input`: its category from the
     /// dialect's tools, a short summary, the command or file it names (Claude Code's
     /// `can_use_tool`, and Amp's delegated permission checks).
-    pub fn tool_permission(&self, id: &str, tool: &str, input: &Value) -> agent_api::kit::hitl::PermissionRequest {
+    pub fn tool_permission(
+        &self,
+        id: &str,
+        tool: &str,
+        input: &Value,
+    ) -> agent_api::kit::hitl::PermissionRequest {
         control::tool_permission(&self.tools, id, tool, input)
     }
 }
 
 impl std::fmt::Debug for Dialect {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Dialect").field("name", &self.name).field("control_messages", &self.control_messages).finish_non_exhaustive()
+        f.debug_struct("Dialect")
+            .field("name", &self.name)
+            .field("control_messages", &self.control_messages)
+            .finish_non_exhaustive()
     }
 }
 
@@ -186,8 +203,18 @@ pub struct StreamJson {
 pub type LogReader = fn(&str, &mut agent_api::kit::transcript::Transcript);
 
 impl StreamJson {
-    fn new(dialect: Dialect, channel: Channel, prompt: Option<String>, policy: PermissionPolicy, bypass_requested: bool) -> Self {
-        let hitl = if channel == Channel::Replay { Hitl::replay() } else { Hitl::live(policy.clone()) };
+    fn new(
+        dialect: Dialect,
+        channel: Channel,
+        prompt: Option<String>,
+        policy: PermissionPolicy,
+        bypass_requested: bool,
+    ) -> Self {
+        let hitl = if channel == Channel::Replay {
+            Hitl::replay()
+        } else {
+            Hitl::live(policy.clone())
+        };
         Self {
             dialect,
             channel,
@@ -213,8 +240,19 @@ impl StreamJson {
 
     /// A live run over the two-way channel: `start` sends `initialize` (when the dialect speaks
     /// the control protocol) and `prompt`.
-    pub fn control(dialect: Dialect, prompt: impl Into<String>, policy: PermissionPolicy, bypass_requested: bool) -> Self {
-        Self::new(dialect, Channel::Control, Some(prompt.into()), policy, bypass_requested)
+    pub fn control(
+        dialect: Dialect,
+        prompt: impl Into<String>,
+        policy: PermissionPolicy,
+        bypass_requested: bool,
+    ) -> Self {
+        Self::new(
+            dialect,
+            Channel::Control,
+            Some(prompt.into()),
+            policy,
+            bypass_requested,
+        )
     }
 
     /// `images` go with the first prompt as image blocks (the dialect must take images; each
@@ -234,7 +272,8 @@ impl StreamJson {
     /// Runs in `mode`: its requests are decided by the caller's policy as the mode changes it
     /// ([`agent_api::kit::hitl::policy_in_mode`]: plan mode denies writes and commands).
     pub fn in_mode(mut self, mode: Option<&agent_api::request::AgentMode>) -> Self {
-        self.hitl.set_policy(agent_api::kit::hitl::policy_in_mode(mode, &self.policy));
+        self.hitl
+            .set_policy(agent_api::kit::hitl::policy_in_mode(mode, &self.policy));
         self
     }
 
@@ -246,13 +285,26 @@ impl StreamJson {
 
     /// A live one-way run (`-p PROMPT`): the prompt is on the command line.
     pub fn print(dialect: Dialect, prompt: impl Into<String>, bypass_requested: bool) -> Self {
-        Self::new(dialect, Channel::Print, Some(prompt.into()), PermissionPolicy::Ask, bypass_requested)
+        Self::new(
+            dialect,
+            Channel::Print,
+            Some(prompt.into()),
+            PermissionPolicy::Ask,
+            bypass_requested,
+        )
     }
 
     /// A live one-way run whose CLI reads the prompt from stdin (`claude -p` without a prompt
     /// argument): `start` writes it and closes stdin, so it never shows in the process list.
-    pub fn print_from_stdin(dialect: Dialect, prompt: impl Into<String>, bypass_requested: bool) -> Self {
-        Self { prompt_on_stdin: true, ..Self::print(dialect, prompt, bypass_requested) }
+    pub fn print_from_stdin(
+        dialect: Dialect,
+        prompt: impl Into<String>,
+        bypass_requested: bool,
+    ) -> Self {
+        Self {
+            prompt_on_stdin: true,
+            ..Self::print(dialect, prompt, bypass_requested)
+        }
     }
 
     /// A replay of a recording (one-way stdout or a two-way session).
@@ -316,7 +368,10 @@ fn type_of(message: &Value) -> Result<&str, Unparsed> {
     if !message.is_object() {
         return Err(Unparsed("a native message is not a JSON object".into()));
     }
-    message.get("type").and_then(Value::as_str).ok_or_else(|| Unparsed("a native message has no string `type`".into()))
+    message
+        .get("type")
+        .and_then(Value::as_str)
+        .ok_or_else(|| Unparsed("a native message has no string `type`".into()))
 }
 
 /// A string field, cut to `max` bytes (for status details built from parsed fields).
@@ -374,7 +429,9 @@ impl Protocol for StreamJson {
             self.initialize(ctx);
             return Ok(());
         }
-        let Some(prompt) = self.prompt.clone() else { return Ok(()) };
+        let Some(prompt) = self.prompt.clone() else {
+            return Ok(());
+        };
         // Claude Code never echoes the user's input: the transcript gets it from what we sent,
         // once the session has started.
         self.pending_user.push(prompt.clone());
@@ -390,27 +447,46 @@ impl Protocol for StreamJson {
         Ok(())
     }
 
-    fn set_mode(&mut self, mode: &agent_api::request::AgentMode, ctx: &mut Ctx<'_>) -> Result<(), AgentError> {
+    fn set_mode(
+        &mut self,
+        mode: &agent_api::request::AgentMode,
+        ctx: &mut Ctx<'_>,
+    ) -> Result<(), AgentError> {
         if self.channel != Channel::Session || self.switch_modes.is_empty() {
             let capability = agent_api::capabilities::SESSION_MODE_SWITCH.to_string();
-            return Err(AgentError::UnsupportedCapability { kind: self.name().to_string(), capability });
+            return Err(AgentError::UnsupportedCapability {
+                kind: self.name().to_string(),
+                capability,
+            });
         }
         agent_api::kit::check_mode(self.dialect.agent(), self.switch_modes, mode)?;
         let id = self.request_id();
         ctx.send(
             &json!({ "type": "control_request", "request_id": id, "request": { "subtype": "set_permission_mode", "mode": mode.as_str() } }),
         );
-        self.hitl.set_policy(agent_api::kit::hitl::policy_in_mode(Some(mode), &self.policy));
-        ctx.transcript.daemon_status("mode_changed", Some(mode.as_str().to_string()));
+        self.hitl.set_policy(agent_api::kit::hitl::policy_in_mode(
+            Some(mode),
+            &self.policy,
+        ));
+        ctx.transcript
+            .daemon_status("mode_changed", Some(mode.as_str().to_string()));
         Ok(())
     }
 
-    fn send_turn(&mut self, prompt: &agent_api::Prompt, ctx: &mut Ctx<'_>) -> Result<(), AgentError> {
+    fn send_turn(
+        &mut self,
+        prompt: &agent_api::Prompt,
+        ctx: &mut Ctx<'_>,
+    ) -> Result<(), AgentError> {
         if self.channel != Channel::Session {
-            return Err(AgentError::InvalidRequest { reason: format!("this {} run takes no more turns", self.dialect.name) });
+            return Err(AgentError::InvalidRequest {
+                reason: format!("this {} run takes no more turns", self.dialect.name),
+            });
         }
         if !prompt.images.is_empty() && !self.dialect.takes_images {
-            return Err(AgentError::InvalidRequest { reason: "this agent's user messages carry no images".into() });
+            return Err(AgentError::InvalidRequest {
+                reason: "this agent's user messages carry no images".into(),
+            });
         }
         let images = ImageData::read_all(prompt)?;
         // Each turn reports its own outcome and usage; how result texts are read stays.
@@ -466,7 +542,10 @@ impl Protocol for StreamJson {
             }
             Some("control_response") => self.on_recorded_response(&message, ctx),
             Some("control_request") => {
-                let subtype = message.pointer("/request/subtype").and_then(Value::as_str).unwrap_or("unknown");
+                let subtype = message
+                    .pointer("/request/subtype")
+                    .and_then(Value::as_str)
+                    .unwrap_or("unknown");
                 if subtype == "interrupt" {
                     ctx.transcript.status("interrupt_requested", None);
                 }
@@ -477,9 +556,13 @@ impl Protocol for StreamJson {
 
     fn on_control(&mut self, command: ControlCommand, ctx: &mut Ctx<'_>) -> Result<(), AgentError> {
         match command {
-            ControlCommand::Permission { id, decision } => self.decide_permission(&id, decision, ctx),
+            ControlCommand::Permission { id, decision } => {
+                self.decide_permission(&id, decision, ctx)
+            }
             ControlCommand::Question { id, answer } => self.answer_question(&id, answer, ctx),
-            other => Err(AgentError::InvalidRequest { reason: format!("unsupported control command: {other}") }),
+            other => Err(AgentError::InvalidRequest {
+                reason: format!("unsupported control command: {other}"),
+            }),
         }
     }
 
@@ -503,6 +586,8 @@ impl Protocol for StreamJson {
 
 impl std::fmt::Debug for StreamJson {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("StreamJson").field("dialect", &self.dialect.name).finish_non_exhaustive()
+        f.debug_struct("StreamJson")
+            .field("dialect", &self.dialect.name)
+            .finish_non_exhaustive()
     }
 }

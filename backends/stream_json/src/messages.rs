@@ -54,18 +54,27 @@ pub(crate) struct OpenMessage {
 
 /// The `parent_tool_use_id` of a line.
 pub(crate) fn thread_of(message: &Value) -> Option<String> {
-    message.get("parent_tool_use_id").and_then(Value::as_str).map(str::to_string)
+    message
+        .get("parent_tool_use_id")
+        .and_then(Value::as_str)
+        .map(str::to_string)
 }
 
 /// Whether an assistant line is the CLI's synthetic API-error message (not model text).
 fn is_error_message(message: &Value) -> bool {
-    message.get("error").is_some_and(|e| !e.is_null()) || message.get("isApiErrorMessage").and_then(Value::as_bool) == Some(true)
+    message.get("error").is_some_and(|e| !e.is_null())
+        || message.get("isApiErrorMessage").and_then(Value::as_bool) == Some(true)
 }
 
 impl StreamJson {
     /// The message item of `msg_id`, opening it (and closing the thread's other messages) when
     /// it is not open.
-    pub(crate) fn ensure_message(&mut self, msg_id: &str, thread: Option<String>, ctx: &mut Ctx<'_>) -> String {
+    pub(crate) fn ensure_message(
+        &mut self,
+        msg_id: &str,
+        thread: Option<String>,
+        ctx: &mut Ctx<'_>,
+    ) -> String {
         if let Some(item) = self.messages.get(msg_id).and_then(|m| m.item_id.clone()) {
             return item;
         }
@@ -74,17 +83,27 @@ impl StreamJson {
             self.close_or_fail(&thread, &id, ctx);
             self.messages.remove(&id);
         }
-        let parent = thread.as_ref().and_then(|t| self.tools.get(t)).map(|t| t.item_id.clone());
-        let item = ctx.transcript.start_item(NewItem::message(ItemRole::Assistant).native(msg_id).parent(parent));
+        let parent = thread
+            .as_ref()
+            .and_then(|t| self.tools.get(t))
+            .map(|t| t.item_id.clone());
+        let item = ctx.transcript.start_item(
+            NewItem::message(ItemRole::Assistant)
+                .native(msg_id)
+                .parent(parent),
+        );
         let opened = self.messages_opened;
         self.messages_opened += 1;
-        let entry = self.messages.entry(msg_id.to_string()).or_insert_with(|| OpenMessage {
-            item_id: None,
-            thread,
-            streamed: Vec::new(),
-            by_index: HashMap::new(),
-            opened,
-        });
+        let entry = self
+            .messages
+            .entry(msg_id.to_string())
+            .or_insert_with(|| OpenMessage {
+                item_id: None,
+                thread,
+                streamed: Vec::new(),
+                by_index: HashMap::new(),
+                opened,
+            });
         entry.item_id = Some(item.clone());
         item
     }
@@ -98,7 +117,10 @@ impl StreamJson {
     /// reached `message_stop` was cut (a stream error the CLI retried, an interrupt), so it and
     /// its open items fail, and its text is no answer. Any other message completes.
     fn close_or_fail(&mut self, thread: &Option<String>, msg_id: &str, ctx: &mut Ctx<'_>) {
-        let cut = self.streaming.get(thread).is_some_and(|streaming| streaming == msg_id);
+        let cut = self
+            .streaming
+            .get(thread)
+            .is_some_and(|streaming| streaming == msg_id);
         if cut {
             self.streaming.remove(thread);
         }
@@ -106,8 +128,14 @@ impl StreamJson {
     }
 
     fn end_message(&mut self, msg_id: &str, completed: bool, ctx: &mut Ctx<'_>) {
-        let Some(message) = self.messages.get_mut(msg_id) else { return };
-        let items = message.streamed.iter().filter_map(|b| b.item_id.as_ref()).chain(message.item_id.as_ref());
+        let Some(message) = self.messages.get_mut(msg_id) else {
+            return;
+        };
+        let items = message
+            .streamed
+            .iter()
+            .filter_map(|b| b.item_id.as_ref())
+            .chain(message.item_id.as_ref());
         for item in items {
             if ctx.transcript.open_item(item).is_none() {
                 continue;
@@ -124,8 +152,12 @@ impl StreamJson {
     /// The ids of the messages that `keep` keeps, in the order they were opened: messages end
     /// in a stable order, whatever the map's.
     fn open_order(&self, keep: impl Fn(&str, &OpenMessage) -> bool) -> Vec<String> {
-        let mut kept: Vec<(u64, String)> =
-            self.messages.iter().filter(|(id, m)| keep(id.as_str(), m)).map(|(id, m)| (m.opened, id.clone())).collect();
+        let mut kept: Vec<(u64, String)> = self
+            .messages
+            .iter()
+            .filter(|(id, m)| keep(id.as_str(), m))
+            .map(|(id, m)| (m.opened, id.clone()))
+            .collect();
         kept.sort_unstable();
         kept.into_iter().map(|(_, id)| id).collect()
     }
@@ -148,14 +180,24 @@ impl StreamJson {
         self.streaming.clear();
     }
 
-    pub(crate) fn on_assistant(&mut self, message: &Value, ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
-        let msg =
-            message.get("message").filter(|m| m.is_object()).ok_or_else(|| Unparsed("an assistant line has no `message` object".into()))?;
+    pub(crate) fn on_assistant(
+        &mut self,
+        message: &Value,
+        ctx: &mut Ctx<'_>,
+    ) -> Result<(), Unparsed> {
+        let msg = message
+            .get("message")
+            .filter(|m| m.is_object())
+            .ok_or_else(|| Unparsed("an assistant line has no `message` object".into()))?;
         if is_error_message(message) {
             self.outcome.synthetic_error(message);
             return Ok(());
         }
-        if msg.pointer("/content/0/text").and_then(Value::as_str).is_some_and(|t| self.outcome.is_error_text(t)) {
+        if msg
+            .pointer("/content/0/text")
+            .and_then(Value::as_str)
+            .is_some_and(|t| self.outcome.is_error_text(t))
+        {
             return Ok(());
         }
         let thread = thread_of(message);
@@ -180,18 +222,37 @@ impl StreamJson {
     }
 
     /// The first streamed block of `msg_id` that `matches` and no snapshot repeated yet.
-    fn take_streamed(&mut self, msg_id: &str, matches: impl Fn(&BlockKind) -> bool) -> Option<StreamedBlock> {
+    fn take_streamed(
+        &mut self,
+        msg_id: &str,
+        matches: impl Fn(&BlockKind) -> bool,
+    ) -> Option<StreamedBlock> {
         let message = self.messages.get_mut(msg_id)?;
-        let block = message.streamed.iter_mut().find(|b| !b.matched && matches(&b.kind))?;
+        let block = message
+            .streamed
+            .iter_mut()
+            .find(|b| !b.matched && matches(&b.kind))?;
         block.matched = true;
         Some(block.clone())
     }
 
-    fn assistant_block(&mut self, msg_id: &str, thread: Option<String>, block: &Value, ctx: &mut Ctx<'_>) {
-        let kind = block.get("type").and_then(Value::as_str).unwrap_or("unknown");
+    fn assistant_block(
+        &mut self,
+        msg_id: &str,
+        thread: Option<String>,
+        block: &Value,
+        ctx: &mut Ctx<'_>,
+    ) {
+        let kind = block
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("unknown");
         match kind {
             "text" => {
-                let text = block.get("text").and_then(Value::as_str).unwrap_or_default();
+                let text = block
+                    .get("text")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
                 let streamed = self.take_streamed(msg_id, |k| *k == BlockKind::Text);
                 let rest = match &streamed {
                     Some(s) => text.strip_prefix(s.text.as_str()).unwrap_or_default(),
@@ -203,9 +264,19 @@ impl StreamJson {
                 }
             }
             "thinking" | "redacted_thinking" => {
-                let text = block.get("thinking").and_then(Value::as_str).unwrap_or_default();
-                let want = if kind == "thinking" { BlockKind::Thinking } else { BlockKind::RedactedThinking };
-                match self.take_streamed(msg_id, |k| *k == want).and_then(|s| s.item_id.clone().map(|id| (id, s.text))) {
+                let text = block
+                    .get("thinking")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                let want = if kind == "thinking" {
+                    BlockKind::Thinking
+                } else {
+                    BlockKind::RedactedThinking
+                };
+                match self
+                    .take_streamed(msg_id, |k| *k == want)
+                    .and_then(|s| s.item_id.clone().map(|id| (id, s.text)))
+                {
                     Some((item, streamed)) => {
                         let rest = text.strip_prefix(streamed.as_str()).unwrap_or_default();
                         if !rest.is_empty() {
@@ -215,8 +286,14 @@ impl StreamJson {
                     }
                     None => {
                         let parent = self.ensure_message(msg_id, thread, ctx);
-                        let visibility = if kind == "thinking" { ReasoningVisibility::Public } else { ReasoningVisibility::Private };
-                        let item = ctx.transcript.start_item(NewItem::reasoning(visibility).parent(Some(parent)));
+                        let visibility = if kind == "thinking" {
+                            ReasoningVisibility::Public
+                        } else {
+                            ReasoningVisibility::Private
+                        };
+                        let item = ctx
+                            .transcript
+                            .start_item(NewItem::reasoning(visibility).parent(Some(parent)));
                         if !text.is_empty() {
                             ctx.transcript.delta(&item, text);
                         }
@@ -224,9 +301,15 @@ impl StreamJson {
                     }
                 }
             }
-            "tool_use" | "server_tool_use" | "mcp_tool_use" => self.tool_call_snapshot(msg_id, thread, block, ctx),
+            "tool_use" | "server_tool_use" | "mcp_tool_use" => {
+                self.tool_call_snapshot(msg_id, thread, block, ctx)
+            }
             _ if kind.ends_with("_tool_result") => {
-                let id = block.get("tool_use_id").and_then(Value::as_str).unwrap_or_default().to_string();
+                let id = block
+                    .get("tool_use_id")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string();
                 // A streamed server tool result was already mapped at its content_block_start.
                 if !self.tool_result_seen(&id) {
                     self.tool_result(block, None, ctx);
@@ -234,22 +317,45 @@ impl StreamJson {
             }
             "image" => {
                 let item = self.ensure_message(msg_id, thread, ctx);
-                let part = ContentPart::Json { json: tools::describe_image(block) };
+                let part = ContentPart::Json {
+                    json: tools::describe_image(block),
+                };
                 ctx.transcript.update_item(&item, |i| i.content.push(part));
             }
             other => {
-                ctx.transcript.status("unknown_content_block", Some(super::short(Some(&Value::from(other)), 64).unwrap_or_default()));
+                ctx.transcript.status(
+                    "unknown_content_block",
+                    Some(super::short(Some(&Value::from(other)), 64).unwrap_or_default()),
+                );
             }
         }
     }
 
     /// A whole tool_use block: completes the streamed tool_call item, or opens and completes one.
-    fn tool_call_snapshot(&mut self, msg_id: &str, thread: Option<String>, block: &Value, ctx: &mut Ctx<'_>) {
-        let id = block.get("id").and_then(Value::as_str).unwrap_or_default().to_string();
-        let name = block.get("name").and_then(Value::as_str).unwrap_or("unknown").to_string();
+    fn tool_call_snapshot(
+        &mut self,
+        msg_id: &str,
+        thread: Option<String>,
+        block: &Value,
+        ctx: &mut Ctx<'_>,
+    ) {
+        let id = block
+            .get("id")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        let name = block
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or("unknown")
+            .to_string();
         let input = block.get("input").cloned().unwrap_or(Value::Null);
         let _ = self.take_streamed(msg_id, |k| *k == BlockKind::Tool(id.clone()));
-        let part = ContentPart::ToolCall { name: name.clone(), arguments: input.to_string(), call_id: id.clone() };
+        let part = ContentPart::ToolCall {
+            name: name.clone(),
+            arguments: input.to_string(),
+            call_id: id.clone(),
+        };
         match self.tools.get_mut(&id) {
             Some(info) => {
                 let item = info.item_id.clone();
@@ -262,14 +368,20 @@ impl StreamJson {
             }
             None => {
                 let parent = self.ensure_message(msg_id, thread, ctx);
-                let new = NewItem::tool_call(name.clone(), "", id.clone()).native(id.clone()).parent(Some(parent)).tool(tools::call_meta(
-                    &self.dialect.tools,
-                    &name,
-                    &input,
-                ));
+                let new = NewItem::tool_call(name.clone(), "", id.clone())
+                    .native(id.clone())
+                    .parent(Some(parent))
+                    .tool(tools::call_meta(&self.dialect.tools, &name, &input));
                 let item = ctx.transcript.start_item(new);
                 ctx.transcript.complete_item_with(&item, vec![part]);
-                self.tools.insert(id, ToolCallInfo { item_id: item, name, input });
+                self.tools.insert(
+                    id,
+                    ToolCallInfo {
+                        item_id: item,
+                        name,
+                        input,
+                    },
+                );
             }
         }
     }
@@ -279,12 +391,23 @@ impl StreamJson {
     }
 
     /// One tool_result item for a `tool_result` (or server `*_tool_result`) block.
-    pub(crate) fn tool_result(&mut self, block: &Value, structured: Option<&Value>, ctx: &mut Ctx<'_>) {
-        let call_id = block.get("tool_use_id").and_then(Value::as_str).unwrap_or_default().to_string();
+    pub(crate) fn tool_result(
+        &mut self,
+        block: &Value,
+        structured: Option<&Value>,
+        ctx: &mut Ctx<'_>,
+    ) {
+        let call_id = block
+            .get("tool_use_id")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
         let call = self.tools.get(&call_id);
         let mapping = tools::map_result(&self.dialect.tools, block, call, structured);
         let parent = call.map(|c| c.item_id.clone());
-        let mut new = NewItem::other(ItemKind::ToolResult, Some(ItemRole::Tool), mapping.parts).parent(parent).tool(mapping.meta);
+        let mut new = NewItem::other(ItemKind::ToolResult, Some(ItemRole::Tool), mapping.parts)
+            .parent(parent)
+            .tool(mapping.meta);
         if !call_id.is_empty() {
             new = new.native(call_id.clone());
         }
@@ -303,33 +426,56 @@ impl StreamJson {
     }
 
     pub(crate) fn on_user(&mut self, message: &Value, ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
-        let content = message.pointer("/message/content").ok_or_else(|| Unparsed("a user line has no `message.content`".into()))?;
+        let content = message
+            .pointer("/message/content")
+            .ok_or_else(|| Unparsed("a user line has no `message.content`".into()))?;
         let thread = thread_of(message);
         self.close_thread(&thread, ctx);
         let structured = message.get("tool_use_result");
         match content {
             Value::String(text) => self.user_text(text, ctx),
             Value::Array(blocks) => {
-                let results = blocks.iter().filter(|b| b.get("type").and_then(Value::as_str) == Some("tool_result")).count();
+                let results = blocks
+                    .iter()
+                    .filter(|b| b.get("type").and_then(Value::as_str) == Some("tool_result"))
+                    .count();
                 let structured = structured.filter(|_| results == 1);
                 for block in blocks {
                     match block.get("type").and_then(Value::as_str) {
                         Some("tool_result") => self.tool_result(block, structured, ctx),
-                        Some("text") => self.user_text(block.get("text").and_then(Value::as_str).unwrap_or_default(), ctx),
+                        Some("text") => self.user_text(
+                            block
+                                .get("text")
+                                .and_then(Value::as_str)
+                                .unwrap_or_default(),
+                            ctx,
+                        ),
                         Some("image") => {
-                            let part = ContentPart::Json { json: tools::describe_image(block) };
-                            let item = ctx.transcript.start_item(NewItem::other(ItemKind::Message, Some(ItemRole::User), vec![part]));
+                            let part = ContentPart::Json {
+                                json: tools::describe_image(block),
+                            };
+                            let item = ctx.transcript.start_item(NewItem::other(
+                                ItemKind::Message,
+                                Some(ItemRole::User),
+                                vec![part],
+                            ));
                             ctx.transcript.complete_item(&item);
                         }
                         other => {
                             let label = other.unwrap_or("unknown").to_string();
-                            ctx.transcript
-                                .status("unknown_content_block", Some(agent_api::kit::bounds::utf8_prefix(&label, 64).to_string()));
+                            ctx.transcript.status(
+                                "unknown_content_block",
+                                Some(agent_api::kit::bounds::utf8_prefix(&label, 64).to_string()),
+                            );
                         }
                     }
                 }
             }
-            _ => return Err(Unparsed("a user message's content is neither text nor blocks".into())),
+            _ => {
+                return Err(Unparsed(
+                    "a user message's content is neither text nor blocks".into(),
+                ))
+            }
         }
         Ok(())
     }
@@ -339,7 +485,8 @@ impl StreamJson {
     fn user_text(&mut self, text: &str, ctx: &mut Ctx<'_>) {
         if text.starts_with("[Request interrupted by user") {
             self.outcome.interrupted = true;
-            ctx.transcript.status("interrupted", Some("the turn was interrupted".into()));
+            ctx.transcript
+                .status("interrupted", Some("the turn was interrupted".into()));
             return;
         }
         let item = ctx.transcript.start_item(NewItem::message(ItemRole::User));

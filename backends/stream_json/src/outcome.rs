@@ -88,10 +88,18 @@ pub(crate) fn classify(error: &ApiError) -> AgentError {
     let kind = error.kind.as_deref().unwrap_or_default();
     match (error.status, kind) {
         (_, "authentication_failed" | "oauth_org_not_allowed") => AgentError::Auth { message },
-        (_, "rate_limit" | "rate_limit_error") if error.status.is_none_or(|s| s == 429) => AgentError::RateLimited { message },
-        (_, "overloaded" | "overloaded_error") => AgentError::Overloaded { status: error.status, message },
+        (_, "rate_limit" | "rate_limit_error") if error.status.is_none_or(|s| s == 429) => {
+            AgentError::RateLimited { message }
+        }
+        (_, "overloaded" | "overloaded_error") => AgentError::Overloaded {
+            status: error.status,
+            message,
+        },
         (Some(status), _) => AgentError::of_http_status(status, message),
-        (None, "server_error" | "api_error") => AgentError::ServerError { status: None, message },
+        (None, "server_error" | "api_error") => AgentError::ServerError {
+            status: None,
+            message,
+        },
         _ => AgentError::AgentFailed { message },
     }
 }
@@ -106,7 +114,10 @@ fn add(total: &mut Option<u64>, value: Option<u64>) {
 impl Outcome {
     /// A turn's outcome, read as `dialect` says.
     pub(crate) fn for_dialect(dialect: &super::Dialect) -> Self {
-        Self { result_error: dialect.result_error, ..Self::default() }
+        Self {
+            result_error: dialect.result_error,
+            ..Self::default()
+        }
     }
 
     /// Whether `text` is a failure that a CLI reports as text (see `with_result_error`): it
@@ -118,22 +129,39 @@ impl Outcome {
 
     /// The CLI's synthetic assistant message for an API error: an error (held, see `failure`), never text.
     pub(crate) fn synthetic_error(&mut self, message: &Value) {
-        let text = message.pointer("/message/content/0/text").and_then(Value::as_str).unwrap_or("the model API request failed");
-        let error = ApiError { kind: short(message.get("error"), 64), status: None, text: text.to_string() };
-        self.hold_error(safe_text(text), error.kind.clone(), json!({ "source": "api_error_message" }));
+        let text = message
+            .pointer("/message/content/0/text")
+            .and_then(Value::as_str)
+            .unwrap_or("the model API request failed");
+        let error = ApiError {
+            kind: short(message.get("error"), 64),
+            status: None,
+            text: text.to_string(),
+        };
+        self.hold_error(
+            safe_text(text),
+            error.kind.clone(),
+            json!({ "source": "api_error_message" }),
+        );
         self.api_error = Some(error);
     }
 
     /// Holds the current turn's error event back (see [`Outcome::failure`]).
     fn hold_error(&mut self, message: String, code: Option<String>, details: Value) {
-        self.failure = Some(HeldError { message, code, details, settled: false });
+        self.failure = Some(HeldError {
+            message,
+            code,
+            details,
+            settled: false,
+        });
         self.error_emitted = true;
     }
 
     /// Shows the held error: the agent went on after it, or the run succeeded anyway.
     pub(crate) fn show_held_error(&mut self, ctx: &mut Ctx<'_>) {
         if let Some(held) = self.failure.take() {
-            ctx.transcript.error(held.message, held.code, Some(held.details));
+            ctx.transcript
+                .error(held.message, held.code, Some(held.details));
         }
     }
 
@@ -156,12 +184,27 @@ impl Outcome {
     fn record_usage(&mut self, result: &Value) {
         let usage = result.get("usage");
         let n = |key: &str| usage.and_then(|u| u.get(key)).and_then(Value::as_u64);
-        let input = [n("input_tokens"), n("cache_creation_input_tokens"), n("cache_read_input_tokens")];
-        let total_input = input.iter().any(Option::is_some).then(|| input.iter().flatten().fold(0u64, |sum, n| sum.saturating_add(*n)));
+        let input = [
+            n("input_tokens"),
+            n("cache_creation_input_tokens"),
+            n("cache_read_input_tokens"),
+        ];
+        let total_input = input.iter().any(Option::is_some).then(|| {
+            input
+                .iter()
+                .flatten()
+                .fold(0u64, |sum, n| sum.saturating_add(*n))
+        });
         add(&mut self.usage.input_tokens, total_input);
-        add(&mut self.usage.cached_input_tokens, n("cache_read_input_tokens"));
+        add(
+            &mut self.usage.cached_input_tokens,
+            n("cache_read_input_tokens"),
+        );
         add(&mut self.usage.output_tokens, n("output_tokens"));
-        add(&mut self.usage.cache_write_tokens, n("cache_creation_input_tokens"));
+        add(
+            &mut self.usage.cache_write_tokens,
+            n("cache_creation_input_tokens"),
+        );
         // Like the cost, the CLI counts the session's turns so far.
         if let Some(turns) = result.get("num_turns").and_then(Value::as_u64) {
             self.usage.turns = Some(u32::try_from(turns).unwrap_or(u32::MAX));
@@ -170,8 +213,14 @@ impl Outcome {
         if let Some(cost) = result.get("total_cost_usd").and_then(Value::as_f64) {
             self.usage.cost_usd = Some(cost);
         }
-        self.structured = result.get("structured_output").filter(|v| !v.is_null()).cloned();
-        let denials = result.get("permission_denials").and_then(Value::as_array).map_or(0, Vec::len);
+        self.structured = result
+            .get("structured_output")
+            .filter(|v| !v.is_null())
+            .cloned();
+        let denials = result
+            .get("permission_denials")
+            .and_then(Value::as_array)
+            .map_or(0, Vec::len);
         self.data = json!({
             "cost_usd": result.get("total_cost_usd"),
             "duration_ms": result.get("duration_ms"),
@@ -185,13 +234,21 @@ impl Outcome {
     }
 
     /// The run's completion, or its typed error.
-    pub(crate) fn finish(&mut self, exit: &ExitInfo, bypass_requested: bool) -> Result<RunCompletion, AgentError> {
+    pub(crate) fn finish(
+        &mut self,
+        exit: &ExitInfo,
+        bypass_requested: bool,
+    ) -> Result<RunCompletion, AgentError> {
         let Some(last) = self.last.clone() else {
             if let Some(error) = &self.api_error {
                 return Err(classify(error));
             }
             let stderr = exit.stderr.output();
-            let said = |needle: &str| [&stderr.head, &stderr.tail].iter().any(|part| part.as_deref().is_some_and(|t| t.contains(needle)));
+            let said = |needle: &str| {
+                [&stderr.head, &stderr.tail]
+                    .iter()
+                    .any(|part| part.as_deref().is_some_and(|t| t.contains(needle)))
+            };
             if bypass_requested && said("root/sudo privileges") {
                 return Err(AgentError::PermissionModeRefused {
                     mode: "bypassPermissions".into(),
@@ -210,9 +267,11 @@ impl Outcome {
                     error.status = status.or(error.status);
                     classify(&error)
                 }
-                (None, Some(status)) => {
-                    classify(&ApiError { kind: None, status: Some(status), text: last.text.clone().unwrap_or_default() })
-                }
+                (None, Some(status)) => classify(&ApiError {
+                    kind: None,
+                    status: Some(status),
+                    text: last.text.clone().unwrap_or_default(),
+                }),
                 (None, None) => turn_failure(&last),
             });
         }
@@ -229,30 +288,53 @@ impl Outcome {
 fn turn_failure(last: &TurnResult) -> AgentError {
     // The CLI's own `--max-turns` and `--max-budget-usd` (set from the request's limits).
     match last.subtype.as_str() {
-        "error_max_turns" => return AgentError::LimitReached { limit: LimitKind::Turns },
-        "error_max_budget_usd" => return AgentError::LimitReached { limit: LimitKind::CostUsd },
+        "error_max_turns" => {
+            return AgentError::LimitReached {
+                limit: LimitKind::Turns,
+            }
+        }
+        "error_max_budget_usd" => {
+            return AgentError::LimitReached {
+                limit: LimitKind::CostUsd,
+            }
+        }
         _ => {}
     }
     // A resume the CLI cannot find (another id, or another project directory than the session's).
-    if let Some(id) = last.errors.iter().find_map(|e| e.strip_prefix("No conversation found with session ID: ")) {
-        return AgentError::SessionNotFound { id: safe(id.trim(), 64) };
+    if let Some(id) = last
+        .errors
+        .iter()
+        .find_map(|e| e.strip_prefix("No conversation found with session ID: "))
+    {
+        return AgentError::SessionNotFound {
+            id: safe(id.trim(), 64),
+        };
     }
     let what = match last.subtype.as_str() {
-        "error_max_structured_output_retries" => "the turn ran out of structured-output retries".to_string(),
+        "error_max_structured_output_retries" => {
+            "the turn ran out of structured-output retries".to_string()
+        }
         "error_during_execution" => "the turn failed during execution".to_string(),
         // A `success` result flagged as an error: the subtype would only mislead.
         "success" => "the turn failed".to_string(),
         other => format!("the turn ended with `{other}`"),
     };
     let errors = (!last.errors.is_empty()).then(|| last.errors.join("; "));
-    let detail = errors.as_ref().or(last.text.as_ref()).map(|e| format!(": {}", safe_text(e))).unwrap_or_default();
-    AgentError::AgentFailed { message: format!("{what}{detail}") }
+    let detail = errors
+        .as_ref()
+        .or(last.text.as_ref())
+        .map(|e| format!(": {}", safe_text(e)))
+        .unwrap_or_default();
+    AgentError::AgentFailed {
+        message: format!("{what}{detail}"),
+    }
 }
 
 impl StreamJson {
     pub(crate) fn on_result(&mut self, message: &Value, ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
         // The subtype becomes an error code and a message: masked and bounded like any agent text.
-        let subtype = short(message.get("subtype"), 64).ok_or_else(|| Unparsed("a result line has no `subtype`".into()))?;
+        let subtype = short(message.get("subtype"), 64)
+            .ok_or_else(|| Unparsed("a result line has no `subtype`".into()))?;
         self.close_all_messages(ctx);
         if ctx.transcript.native_session_id().is_none() {
             if let Some(id) = message.get("session_id").and_then(Value::as_str) {
@@ -260,12 +342,24 @@ impl StreamJson {
             }
         }
         // The subtype decides: 2.1.0 wrote `error_*` results with `is_error: false`.
-        let mut is_error = subtype.starts_with("error") || message.get("is_error").and_then(Value::as_bool).unwrap_or(subtype != "success");
+        let mut is_error = subtype.starts_with("error")
+            || message
+                .get("is_error")
+                .and_then(Value::as_bool)
+                .unwrap_or(subtype != "success");
         let text = message.get("result").and_then(Value::as_str);
-        let text_failure = self.outcome.result_error.filter(|_| !is_error).and_then(|read| read(text?));
+        let text_failure = self
+            .outcome
+            .result_error
+            .filter(|_| !is_error)
+            .and_then(|read| read(text?));
         if let Some(error) = &text_failure {
             is_error = true;
-            self.outcome.hold_error(safe_text(&error.to_string()), Some("api_error".into()), json!({ "source": "result_text" }));
+            self.outcome.hold_error(
+                safe_text(&error.to_string()),
+                Some("api_error".into()),
+                json!({ "source": "result_text" }),
+            );
         }
         let result = TurnResult {
             is_error,
@@ -280,7 +374,10 @@ impl StreamJson {
                 .chain(message.get("error").and_then(Value::as_str))
                 .map(str::to_string)
                 .collect(),
-            api_error_status: message.get("api_error_status").and_then(Value::as_u64).and_then(|s| u16::try_from(s).ok()),
+            api_error_status: message
+                .get("api_error_status")
+                .and_then(Value::as_u64)
+                .and_then(|s| u16::try_from(s).ok()),
             subtype,
         };
         let outcome = &mut self.outcome;
@@ -289,7 +386,8 @@ impl StreamJson {
         outcome.record_usage(message);
         if is_error && !outcome.error_emitted {
             if outcome.interrupted {
-                ctx.transcript.status("turn_interrupted", Some(result.subtype.clone()));
+                ctx.transcript
+                    .status("turn_interrupted", Some(result.subtype.clone()));
             } else {
                 let text = match (&outcome.api_error, result.api_error_status) {
                     (_, Some(status)) => format!("the model API failed with HTTP {status}"),
@@ -316,7 +414,9 @@ impl StreamJson {
             // One turn per process: the CLI exits once its input ends.
             Channel::Control => ctx.shutdown(),
             Channel::Session => {
-                let turn = self.outcome.finish(&agent_api::kit::ExitInfo::default(), self.bypass_requested);
+                let turn = self
+                    .outcome
+                    .finish(&agent_api::kit::ExitInfo::default(), self.bypass_requested);
                 self.outcome.settle(&turn, ctx);
                 ctx.end_turn(turn);
             }

@@ -12,8 +12,16 @@ use serde_json::{json, Value};
 use crate::StreamJson;
 
 /// Store lines that hold no transcript (Claude Code 2.1.x).
-const BOOKKEEPING: &[&str] =
-    &["queue-operation", "attachment", "last-prompt", "summary", "file-history-snapshot", "custom-title", "progress", "permission-mode"];
+const BOOKKEEPING: &[&str] = &[
+    "queue-operation",
+    "attachment",
+    "last-prompt",
+    "summary",
+    "file-history-snapshot",
+    "custom-title",
+    "progress",
+    "permission-mode",
+];
 
 /// The text a person typed, for a `user` line that holds one (not tool results, not the CLI's
 /// injected context).
@@ -23,7 +31,11 @@ pub fn user_prompt(line: &Value) -> Option<&str> {
     }
     match line.pointer("/message/content")? {
         Value::String(text) => Some(text),
-        Value::Array(blocks) => blocks.iter().find(|b| b.get("type").and_then(Value::as_str) == Some("text"))?.get("text")?.as_str(),
+        Value::Array(blocks) => blocks
+            .iter()
+            .find(|b| b.get("type").and_then(Value::as_str) == Some("text"))?
+            .get("text")?
+            .as_str(),
         _ => None,
     }
 }
@@ -42,7 +54,11 @@ impl StoreReader {
     /// A stored-session converter over `inner` (a replaying converter of the agent's dialect;
     /// another agent's store lines are put in this store's shape first), named `name`.
     pub fn new(inner: StreamJson, name: &'static str) -> Self {
-        Self { inner, name, last_answer: None }
+        Self {
+            inner,
+            name,
+            last_answer: None,
+        }
     }
 
     fn start(&mut self, line: &Value, ctx: &mut Ctx<'_>) {
@@ -57,14 +73,26 @@ impl StoreReader {
     }
 
     fn note_answer(&mut self, line: &Value) {
-        let Some(message) = line.get("message") else { return };
-        let id = message.get("id").and_then(Value::as_str).or_else(|| line.get("uuid").and_then(Value::as_str)).unwrap_or_default();
+        let Some(message) = line.get("message") else {
+            return;
+        };
+        let id = message
+            .get("id")
+            .and_then(Value::as_str)
+            .or_else(|| line.get("uuid").and_then(Value::as_str))
+            .unwrap_or_default();
         if self.last_answer.as_ref().is_none_or(|(last, _)| last != id) {
             self.last_answer = Some((id.to_string(), String::new()));
         }
-        let texts = message.get("content").and_then(Value::as_array).into_iter().flatten();
-        let text: String =
-            texts.filter(|b| b.get("type").and_then(Value::as_str) == Some("text")).filter_map(|b| b.get("text")?.as_str()).collect();
+        let texts = message
+            .get("content")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten();
+        let text: String = texts
+            .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+            .filter_map(|b| b.get("text")?.as_str())
+            .collect();
         if let Some((_, answer)) = &mut self.last_answer {
             answer.push_str(&text);
         }
@@ -77,13 +105,23 @@ impl Protocol for StoreReader {
     }
 
     fn on_message(&mut self, mut line: Value, ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
-        let kind = line.get("type").and_then(Value::as_str).ok_or_else(|| Unparsed("a stored line has no string `type`".into()))?;
+        let kind = line
+            .get("type")
+            .and_then(Value::as_str)
+            .ok_or_else(|| Unparsed("a stored line has no string `type`".into()))?;
         if BOOKKEEPING.contains(&kind) {
             return Ok(());
         }
         self.start(&line, ctx);
         match kind {
-            "user" if user_prompt(&line).is_none() && line.pointer("/message/content").is_some_and(Value::is_string) => Ok(()),
+            "user"
+                if user_prompt(&line).is_none()
+                    && line
+                        .pointer("/message/content")
+                        .is_some_and(Value::is_string) =>
+            {
+                Ok(())
+            }
             "user" => {
                 // The store spells the structured tool result as the output's `tool_use_result`.
                 if let Some(object) = line.as_object_mut() {
@@ -105,7 +143,11 @@ impl Protocol for StoreReader {
     fn finish(&mut self, _exit: &ExitInfo, ctx: &mut Ctx<'_>) -> Result<RunCompletion, AgentError> {
         self.inner.close_transcript(ctx);
         let mut completion = RunCompletion::new();
-        completion.final_text = self.last_answer.take().map(|(_, text)| text).filter(|t| !t.is_empty());
+        completion.final_text = self
+            .last_answer
+            .take()
+            .map(|(_, text)| text)
+            .filter(|t| !t.is_empty());
         Ok(completion)
     }
 }

@@ -72,23 +72,51 @@ pub(crate) fn looks_like_stream_event(line: &[u8]) -> bool {
 
 impl StreamJson {
     /// A `stream_event` that came through the `Value` path.
-    pub(crate) fn on_stream_value(&mut self, message: Value, ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
+    pub(crate) fn on_stream_value(
+        &mut self,
+        message: Value,
+        ctx: &mut Ctx<'_>,
+    ) -> Result<(), Unparsed> {
         if !message.get("event").is_some_and(Value::is_object) {
             return Err(Unparsed("a stream_event has no `event` object".into()));
         }
-        let line: StreamLine = serde_json::from_value(message)
-            .map_err(|e| Unparsed(format!("a stream_event: {}", agent_api::kit::describe_json_error(&e))))?;
+        let line: StreamLine = serde_json::from_value(message).map_err(|e| {
+            Unparsed(format!(
+                "a stream_event: {}",
+                agent_api::kit::describe_json_error(&e)
+            ))
+        })?;
         self.on_stream_event(line, ctx)
     }
 
-    pub(crate) fn on_stream_event(&mut self, line: StreamLine, ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
-        let StreamLine { event, parent_tool_use_id: thread, uuid } = line;
+    pub(crate) fn on_stream_event(
+        &mut self,
+        line: StreamLine,
+        ctx: &mut Ctx<'_>,
+    ) -> Result<(), Unparsed> {
+        let StreamLine {
+            event,
+            parent_tool_use_id: thread,
+            uuid,
+        } = line;
         let event = event.ok_or_else(|| Unparsed("a stream_event has no `event` object".into()))?;
-        let kind = event.kind.as_deref().ok_or_else(|| Unparsed("a stream_event's event has no `type`".into()))?;
-        let index = || event.index.ok_or_else(|| Unparsed("a content block event has no numeric `index`".into()));
+        let kind = event
+            .kind
+            .as_deref()
+            .ok_or_else(|| Unparsed("a stream_event's event has no `type`".into()))?;
+        let index = || {
+            event
+                .index
+                .ok_or_else(|| Unparsed("a content block event has no numeric `index`".into()))
+        };
         match kind {
             "message_start" => {
-                let id = event.message.as_ref().and_then(|m| m.id.clone()).or(uuid).unwrap_or_else(|| "assistant".into());
+                let id = event
+                    .message
+                    .as_ref()
+                    .and_then(|m| m.id.clone())
+                    .or(uuid)
+                    .unwrap_or_else(|| "assistant".into());
                 self.ensure_message(&id, thread.clone(), ctx);
                 self.streaming.insert(thread, id);
             }
@@ -104,7 +132,10 @@ impl StreamJson {
             }
             "content_block_delta" => {
                 let index = index()?;
-                let delta = event.delta.as_ref().ok_or_else(|| Unparsed("content_block_delta has no `delta`".into()))?;
+                let delta = event
+                    .delta
+                    .as_ref()
+                    .ok_or_else(|| Unparsed("content_block_delta has no `delta`".into()))?;
                 let msg_id = self.streaming_message(&thread, uuid.as_deref(), ctx);
                 self.block_delta(&msg_id, index, delta, ctx);
             }
@@ -123,19 +154,28 @@ impl StreamJson {
             "message_delta" | "ping" => {}
             "error" => {
                 let error = event.error.as_ref();
-                let text = short(error.and_then(|e| e.get("message")), 300).unwrap_or_else(|| "the model stream reported an error".into());
+                let text = short(error.and_then(|e| e.get("message")), 300)
+                    .unwrap_or_else(|| "the model stream reported an error".into());
                 let code = short(error.and_then(|e| e.get("type")), 64);
                 ctx.transcript.error(text, code, None);
             }
             other => {
-                ctx.transcript.status("unknown_stream_event", Some(agent_api::kit::bounds::utf8_prefix(other, 64).to_string()));
+                ctx.transcript.status(
+                    "unknown_stream_event",
+                    Some(agent_api::kit::bounds::utf8_prefix(other, 64).to_string()),
+                );
             }
         }
         Ok(())
     }
 
     /// The message block events of `thread` belong to; opens one when no `message_start` came.
-    fn streaming_message(&mut self, thread: &Option<String>, uuid: Option<&str>, ctx: &mut Ctx<'_>) -> String {
+    fn streaming_message(
+        &mut self,
+        thread: &Option<String>,
+        uuid: Option<&str>,
+        ctx: &mut Ctx<'_>,
+    ) -> String {
         if let Some(id) = self.streaming.get(thread) {
             return id.clone();
         }
@@ -145,19 +185,44 @@ impl StreamJson {
         id
     }
 
-    fn push_block(&mut self, msg_id: &str, index: u64, kind: BlockKind, item_id: Option<String>, text: &str) {
+    fn push_block(
+        &mut self,
+        msg_id: &str,
+        index: u64,
+        kind: BlockKind,
+        item_id: Option<String>,
+        text: &str,
+    ) {
         if let Some(message) = self.messages.get_mut(msg_id) {
             message.by_index.insert(index, message.streamed.len());
-            message.streamed.push(StreamedBlock { kind, item_id, text: text.to_string(), matched: false });
+            message.streamed.push(StreamedBlock {
+                kind,
+                item_id,
+                text: text.to_string(),
+                matched: false,
+            });
         }
     }
 
-    fn block_start(&mut self, msg_id: &str, thread: Option<String>, index: u64, block: &Value, ctx: &mut Ctx<'_>) {
+    fn block_start(
+        &mut self,
+        msg_id: &str,
+        thread: Option<String>,
+        index: u64,
+        block: &Value,
+        ctx: &mut Ctx<'_>,
+    ) {
         let parent = self.ensure_message(msg_id, thread, ctx);
-        let kind = block.get("type").and_then(Value::as_str).unwrap_or("unknown");
+        let kind = block
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("unknown");
         match kind {
             "text" => {
-                let text = block.get("text").and_then(Value::as_str).unwrap_or_default();
+                let text = block
+                    .get("text")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
                 if !text.is_empty() {
                     ctx.transcript.delta(&parent, text);
                 }
@@ -168,23 +233,42 @@ impl StreamJson {
                     "thinking" => (ReasoningVisibility::Public, BlockKind::Thinking),
                     _ => (ReasoningVisibility::Private, BlockKind::RedactedThinking),
                 };
-                let item = ctx.transcript.start_item(NewItem::reasoning(visibility).parent(Some(parent)));
-                let text = block.get("thinking").and_then(Value::as_str).unwrap_or_default();
+                let item = ctx
+                    .transcript
+                    .start_item(NewItem::reasoning(visibility).parent(Some(parent)));
+                let text = block
+                    .get("thinking")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
                 if !text.is_empty() {
                     ctx.transcript.delta(&item, text);
                 }
                 self.push_block(msg_id, index, block_kind, Some(item), text);
             }
             "tool_use" | "server_tool_use" | "mcp_tool_use" => {
-                let id = block.get("id").and_then(Value::as_str).unwrap_or_default().to_string();
-                let name = block.get("name").and_then(Value::as_str).unwrap_or("unknown").to_string();
-                let new = NewItem::tool_call(name.clone(), "", id.clone()).native(id.clone()).parent(Some(parent)).tool(tools::call_meta(
-                    &self.dialect.tools,
-                    &name,
-                    &Value::Null,
-                ));
+                let id = block
+                    .get("id")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string();
+                let name = block
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or("unknown")
+                    .to_string();
+                let new = NewItem::tool_call(name.clone(), "", id.clone())
+                    .native(id.clone())
+                    .parent(Some(parent))
+                    .tool(tools::call_meta(&self.dialect.tools, &name, &Value::Null));
                 let item = ctx.transcript.start_item(new);
-                self.tools.insert(id.clone(), ToolCallInfo { item_id: item.clone(), name, input: Value::Null });
+                self.tools.insert(
+                    id.clone(),
+                    ToolCallInfo {
+                        item_id: item.clone(),
+                        name,
+                        input: Value::Null,
+                    },
+                );
                 self.push_block(msg_id, index, BlockKind::Tool(id), Some(item), "");
             }
             _ if kind.ends_with("_tool_result") => {
@@ -193,7 +277,10 @@ impl StreamJson {
                 self.push_block(msg_id, index, BlockKind::Other, None, "");
             }
             other => {
-                ctx.transcript.status("unknown_content_block", short(Some(&Value::from(other)), 64));
+                ctx.transcript.status(
+                    "unknown_content_block",
+                    short(Some(&Value::from(other)), 64),
+                );
                 self.push_block(msg_id, index, BlockKind::Other, None, "");
             }
         }
@@ -222,7 +309,11 @@ impl StreamJson {
                 }
             }
             "thinking_delta" | "input_json_delta" => {
-                let text = if kind == "thinking_delta" { &delta.thinking } else { &delta.partial_json };
+                let text = if kind == "thinking_delta" {
+                    &delta.thinking
+                } else {
+                    &delta.partial_json
+                };
                 let text = text.as_deref().unwrap_or_default();
                 if let Some(block) = block {
                     if kind == "thinking_delta" {
@@ -236,14 +327,25 @@ impl StreamJson {
             // A signature only proves the thinking text; citations annotate text already streamed.
             "signature_delta" | "citations_delta" => {}
             other => {
-                ctx.transcript.status("unknown_stream_delta", Some(agent_api::kit::bounds::utf8_prefix(other, 64).to_string()));
+                ctx.transcript.status(
+                    "unknown_stream_delta",
+                    Some(agent_api::kit::bounds::utf8_prefix(other, 64).to_string()),
+                );
             }
         }
     }
 
     fn block_stop(&mut self, msg_id: &str, index: u64, ctx: &mut Ctx<'_>) {
-        let Some(message) = self.messages.get(msg_id) else { return };
-        let Some(block) = message.by_index.get(&index).and_then(|i| message.streamed.get(*i)) else { return };
+        let Some(message) = self.messages.get(msg_id) else {
+            return;
+        };
+        let Some(block) = message
+            .by_index
+            .get(&index)
+            .and_then(|i| message.streamed.get(*i))
+        else {
+            return;
+        };
         // Text stays on the message item, which completes with its message; reasoning and
         // tool calls are whole at their block's end (unless a snapshot completed them first).
         if let Some(item) = block.item_id.clone() {

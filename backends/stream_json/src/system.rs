@@ -47,7 +47,10 @@ fn init_metadata(message: &Value) -> Value {
 
 impl StreamJson {
     pub(crate) fn on_system(&mut self, message: &Value, ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
-        let subtype = message.get("subtype").and_then(Value::as_str).ok_or_else(|| Unparsed("a system line has no `subtype`".into()))?;
+        let subtype = message
+            .get("subtype")
+            .and_then(Value::as_str)
+            .ok_or_else(|| Unparsed("a system line has no `subtype`".into()))?;
         match subtype {
             "init" => {
                 if let Some(id) = message.get("session_id").and_then(Value::as_str) {
@@ -59,13 +62,16 @@ impl StreamJson {
                 self.flush_user_messages(ctx);
             }
             "status" => {
-                let detail = short(message.get("status"), 64)
-                    .or_else(|| short(message.get("permissionMode"), 64).map(|m| format!("permission mode {m}")));
+                let detail = short(message.get("status"), 64).or_else(|| {
+                    short(message.get("permissionMode"), 64).map(|m| format!("permission mode {m}"))
+                });
                 ctx.transcript.status("status", detail);
             }
             "api_retry" => {
-                let status =
-                    message.get("error_status").and_then(Value::as_u64).map_or("no HTTP status".to_string(), |s| format!("HTTP {s}"));
+                let status = message
+                    .get("error_status")
+                    .and_then(Value::as_u64)
+                    .map_or("no HTTP status".to_string(), |s| format!("HTTP {s}"));
                 let error = short(message.get("error"), 64).unwrap_or_else(|| "error".into());
                 let detail = format!(
                     "attempt {} of {}: {status} ({error}), retrying in {} ms",
@@ -79,11 +85,17 @@ impl StreamJson {
                 }
             }
             "compact_boundary" => {
-                let meta = message.get("compact_metadata").cloned().unwrap_or(Value::Null);
+                let meta = message
+                    .get("compact_metadata")
+                    .cloned()
+                    .unwrap_or(Value::Null);
                 let trigger = short(meta.get("trigger"), 32).unwrap_or_else(|| "unknown".into());
                 ctx.transcript.status(
                     "compact_boundary",
-                    Some(format!("conversation compacted ({trigger}, {} tokens before)", num(&meta, "pre_tokens"))),
+                    Some(format!(
+                        "conversation compacted ({trigger}, {} tokens before)",
+                        num(&meta, "pre_tokens")
+                    )),
                 );
             }
             "hook_started" | "hook_progress" | "hook_response" => {
@@ -101,23 +113,48 @@ impl StreamJson {
             // An estimate of thinking tokens so far: the thinking itself arrives as content.
             "thinking_tokens" => {}
             _ => {
-                let detail = ["description", "summary", "status", "message", "content", "model", "fallback_model"]
-                    .iter()
-                    .find_map(|key| short(message.get(*key), 200));
-                ctx.transcript.status(format!("system/{}", agent_api::kit::bounds::utf8_prefix(subtype, 64)), detail);
+                let detail = [
+                    "description",
+                    "summary",
+                    "status",
+                    "message",
+                    "content",
+                    "model",
+                    "fallback_model",
+                ]
+                .iter()
+                .find_map(|key| short(message.get(*key), 200));
+                ctx.transcript.status(
+                    format!(
+                        "system/{}",
+                        agent_api::kit::bounds::utf8_prefix(subtype, 64)
+                    ),
+                    detail,
+                );
             }
         }
         Ok(())
     }
 
     /// A line of a type this backend has no mapping for (or only a status for).
-    pub(crate) fn on_other(&mut self, kind: &str, message: &Value, ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
+    pub(crate) fn on_other(
+        &mut self,
+        kind: &str,
+        message: &Value,
+        ctx: &mut Ctx<'_>,
+    ) -> Result<(), Unparsed> {
         match kind {
             // Transport liveness only.
             "keep_alive" => {}
             "tool_progress" => {
                 let name = short(message.get("tool_name"), 64).unwrap_or_else(|| "tool".into());
-                ctx.transcript.status("tool_progress", Some(format!("{name} running for {} s", num(message, "elapsed_time_seconds"))));
+                ctx.transcript.status(
+                    "tool_progress",
+                    Some(format!(
+                        "{name} running for {} s",
+                        num(message, "elapsed_time_seconds")
+                    )),
+                );
             }
             "rate_limit_event" => {
                 let info = message.get("rate_limit_info");
@@ -132,10 +169,14 @@ impl StreamJson {
                 }
             }
             "tool_use_summary" => {
-                ctx.transcript.status("tool_use_summary", short(message.get("summary"), 200));
+                ctx.transcript
+                    .status("tool_use_summary", short(message.get("summary"), 200));
             }
             other => {
-                ctx.transcript.status("unknown_message", Some(agent_api::kit::bounds::utf8_prefix(other, 64).to_string()));
+                ctx.transcript.status(
+                    "unknown_message",
+                    Some(agent_api::kit::bounds::utf8_prefix(other, 64).to_string()),
+                );
             }
         }
         Ok(())
@@ -145,14 +186,28 @@ impl StreamJson {
 /// The `rate_limited` notice of an `api_retry` line for a 429, 503 or 529 (or a `rate_limit` or
 /// `overloaded` error kind), with the CLI's attempt count and retry delay.
 fn retry_notice(message: &Value) -> Option<RateLimitNotice> {
-    let http = message.get("error_status").and_then(Value::as_u64).and_then(|s| u16::try_from(s).ok());
-    let kind = message.get("error").and_then(Value::as_str).unwrap_or_default();
+    let http = message
+        .get("error_status")
+        .and_then(Value::as_u64)
+        .and_then(|s| u16::try_from(s).ok());
+    let kind = message
+        .get("error")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
     let overloaded = kind.starts_with("overloaded") || matches!(http, Some(503 | 529));
     if !(overloaded || kind.starts_with("rate_limit") || http == Some(429)) {
         return None;
     }
-    let count = |key: &str| message.get(key).and_then(Value::as_u64).and_then(|n| u32::try_from(n).ok());
-    let delay = message.get("retry_delay_ms").and_then(Value::as_f64).filter(|ms| ms.is_finite() && *ms >= 0.0 && *ms < 1e12);
+    let count = |key: &str| {
+        message
+            .get(key)
+            .and_then(Value::as_u64)
+            .and_then(|n| u32::try_from(n).ok())
+    };
+    let delay = message
+        .get("retry_delay_ms")
+        .and_then(Value::as_f64)
+        .filter(|ms| ms.is_finite() && *ms >= 0.0 && *ms < 1e12);
     let mut notice = RateLimitNotice::default();
     (notice.status, notice.overloaded) = (http, overloaded);
     (notice.attempt, notice.max_attempts) = (count("attempt"), count("max_retries"));

@@ -24,7 +24,10 @@ pub(crate) struct ToolCallInfo {
 /// Tool metadata for a tool_call item; a shell tool's command and directory come from `input`
 /// (`Value::Null` while the input is still streaming).
 pub(crate) fn call_meta(tools: &ToolTable, name: &str, input: &Value) -> ToolMeta {
-    let meta = ToolMeta { tool_name: Some(name.to_string()), ..ToolMeta::of(tools.facet(name)) };
+    let meta = ToolMeta {
+        tool_name: Some(name.to_string()),
+        ..ToolMeta::of(tools.facet(name))
+    };
     if meta.is_command() {
         meta.with_shell_fields(input)
     } else {
@@ -35,9 +38,19 @@ pub(crate) fn call_meta(tools: &ToolTable, name: &str, input: &Value) -> ToolMet
 /// A short, safe description of what a tool call wants to do, for a permission's `action`.
 /// Only the identifying field is shown (a command, a path, a URL), cut to 200 bytes.
 pub(crate) fn summary(name: &str, input: &Value) -> String {
-    let field = ["command", "cmd", "file_path", "notebook_path", "path", "url", "query", "pattern", "description"]
-        .iter()
-        .find_map(|key| input.get(*key).and_then(Value::as_str));
+    let field = [
+        "command",
+        "cmd",
+        "file_path",
+        "notebook_path",
+        "path",
+        "url",
+        "query",
+        "pattern",
+        "description",
+    ]
+    .iter()
+    .find_map(|key| input.get(*key).and_then(Value::as_str));
     match field {
         Some(text) => {
             let one_line = text.lines().next().unwrap_or_default();
@@ -62,13 +75,30 @@ pub(crate) struct ResultMapping {
 
 /// Maps one `tool_result` block. `call` is the matching tool call, when it was seen;
 /// `structured` is the message's `tool_use_result`, when it belongs to this block alone.
-pub(crate) fn map_result(tools: &ToolTable, block: &Value, call: Option<&ToolCallInfo>, structured: Option<&Value>) -> ResultMapping {
-    let call_id = block.get("tool_use_id").and_then(Value::as_str).unwrap_or_default().to_string();
-    let failed = block.get("is_error").and_then(Value::as_bool).unwrap_or(false);
+pub(crate) fn map_result(
+    tools: &ToolTable,
+    block: &Value,
+    call: Option<&ToolCallInfo>,
+    structured: Option<&Value>,
+) -> ResultMapping {
+    let call_id = block
+        .get("tool_use_id")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let failed = block
+        .get("is_error")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
     let (output, mut extra) = output_text(block.get("content"));
     let name = call.map(|c| c.name.clone());
-    let kind = name.as_deref().map_or(FacetKind::ToolResult, |name| tools.facet(name));
-    let mut meta = ToolMeta { tool_name: name.clone(), ..ToolMeta::of(kind) };
+    let kind = name
+        .as_deref()
+        .map_or(FacetKind::ToolResult, |name| tools.facet(name));
+    let mut meta = ToolMeta {
+        tool_name: name.clone(),
+        ..ToolMeta::of(kind)
+    };
     if let Some(call) = call.filter(|_| kind == FacetKind::CommandExecution) {
         meta = meta.with_shell_fields(&call.input);
     }
@@ -77,14 +107,27 @@ pub(crate) fn map_result(tools: &ToolTable, block: &Value, call: Option<&ToolCal
         let stdout = object.and_then(|s| s.get("stdout")).and_then(Value::as_str);
         let stderr = object.and_then(|s| s.get("stderr")).and_then(Value::as_str);
         // Without a structured result (Amp sends none) the output text is all there is to count.
-        let stdout = if object.is_some() { len(stdout) } else { output.len() as u64 };
-        meta.bytes = ToolBytes { stdout, stderr: len(stderr), ..ToolBytes::default() };
+        let stdout = if object.is_some() {
+            len(stdout)
+        } else {
+            output.len() as u64
+        };
+        meta.bytes = ToolBytes {
+            stdout,
+            stderr: len(stderr),
+            ..ToolBytes::default()
+        };
         meta.exit_code = exit_code(&output, failed, object);
     }
     if !failed {
         let action = name.as_deref().and_then(|name| tools.file_action(name));
-        if let Some(file) = action.and_then(|action| file_ref(action, call.map(|c| &c.input), object)) {
-            if let ContentPart::FileRef { diff: Some(diff), .. } = &file {
+        if let Some(file) =
+            action.and_then(|action| file_ref(action, call.map(|c| &c.input), object))
+        {
+            if let ContentPart::FileRef {
+                diff: Some(diff), ..
+            } = &file
+            {
                 meta.bytes.diff = diff.len() as u64;
             }
             extra.insert(0, file);
@@ -92,7 +135,11 @@ pub(crate) fn map_result(tools: &ToolTable, block: &Value, call: Option<&ToolCal
     }
     let mut parts = vec![ContentPart::ToolResult { call_id, output }];
     parts.extend(extra);
-    ResultMapping { parts, meta, failed }
+    ResultMapping {
+        parts,
+        meta,
+        failed,
+    }
 }
 
 fn len(text: Option<&str>) -> u64 {
@@ -110,9 +157,18 @@ pub(crate) fn output_text(content: Option<&Value>) -> (String, Vec<ContentPart>)
             let mut parts = Vec::new();
             for block in blocks {
                 match block.get("type").and_then(Value::as_str) {
-                    Some("text") => texts.push(block.get("text").and_then(Value::as_str).unwrap_or_default()),
-                    Some("image") => parts.push(ContentPart::Json { json: describe_image(block) }),
-                    other => parts.push(ContentPart::Json { json: json!({ "block": other.unwrap_or("unknown") }) }),
+                    Some("text") => texts.push(
+                        block
+                            .get("text")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default(),
+                    ),
+                    Some("image") => parts.push(ContentPart::Json {
+                        json: describe_image(block),
+                    }),
+                    other => parts.push(ContentPart::Json {
+                        json: json!({ "block": other.unwrap_or("unknown") }),
+                    }),
                 }
             }
             (texts.join("\n"), parts)
@@ -124,35 +180,60 @@ pub(crate) fn output_text(content: Option<&Value>) -> (String, Vec<ContentPart>)
 /// An image block as `{"image": {"media_type", "bytes"}}`, without its data.
 pub(crate) fn describe_image(block: &Value) -> Value {
     let source = block.get("source");
-    let media_type = source.and_then(|s| s.get("media_type")).and_then(Value::as_str);
-    let bytes = source.and_then(|s| s.get("data")).and_then(Value::as_str).map_or(0, |d| d.len() * 3 / 4);
+    let media_type = source
+        .and_then(|s| s.get("media_type"))
+        .and_then(Value::as_str);
+    let bytes = source
+        .and_then(|s| s.get("data"))
+        .and_then(Value::as_str)
+        .map_or(0, |d| d.len() * 3 / 4);
     json!({ "image": { "media_type": media_type, "bytes": bytes } })
 }
 
 /// A Bash exit code: 0 for a command that completed without error (Claude Code reports a
 /// non-zero exit as an error result), N from the `Exit code N` line of an error result.
 fn exit_code(output: &str, failed: bool, structured: Option<&Value>) -> Option<i64> {
-    if let Some(code) = structured.and_then(|s| s.get("exitCode").or_else(|| s.get("exit_code"))).and_then(Value::as_i64) {
+    if let Some(code) = structured
+        .and_then(|s| s.get("exitCode").or_else(|| s.get("exit_code")))
+        .and_then(Value::as_i64)
+    {
         return Some(code);
     }
     if failed {
         return output.lines().find_map(|line| {
-            let rest = line.trim().trim_start_matches("Error: ").strip_prefix("Exit code ")?;
+            let rest = line
+                .trim()
+                .trim_start_matches("Error: ")
+                .strip_prefix("Exit code ")?;
             rest.split_whitespace().next()?.parse().ok()
         });
     }
     let ran = structured.is_some_and(|s| s.get("stdout").is_some());
-    let interrupted = structured.and_then(|s| s.get("interrupted")).and_then(Value::as_bool).unwrap_or(false);
-    let background = structured.is_some_and(|s| s.get("backgroundTaskId").is_some_and(|v| !v.is_null()));
+    let interrupted = structured
+        .and_then(|s| s.get("interrupted"))
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    let background =
+        structured.is_some_and(|s| s.get("backgroundTaskId").is_some_and(|v| !v.is_null()));
     (ran && !interrupted && !background).then_some(0)
 }
 
 /// The `file_ref` of a successful file tool doing `action`: its path from the structured result
 /// (or the input), and a unified diff built from the CLI's `structuredPatch` when it gives one.
-pub(crate) fn file_ref(action: FileAction, input: Option<&Value>, structured: Option<&Value>) -> Option<ContentPart> {
+pub(crate) fn file_ref(
+    action: FileAction,
+    input: Option<&Value>,
+    structured: Option<&Value>,
+) -> Option<ContentPart> {
     let path = structured
         .and_then(|s| s.get("filePath").or_else(|| s.get("notebook_path")))
-        .or_else(|| input.and_then(|i| i.get("file_path").or_else(|| i.get("notebook_path")).or_else(|| i.get("path"))))
+        .or_else(|| {
+            input.and_then(|i| {
+                i.get("file_path")
+                    .or_else(|| i.get("notebook_path"))
+                    .or_else(|| i.get("path"))
+            })
+        })
         .and_then(Value::as_str)?
         .to_string();
     let diff = match action {
@@ -165,16 +246,34 @@ pub(crate) fn file_ref(action: FileAction, input: Option<&Value>, structured: Op
 /// A unified diff from `structuredPatch` hunks; for a newly created file without hunks, every
 /// line of `content` as an addition.
 fn diff_of(path: &str, structured: &Value) -> Option<String> {
-    let hunks = structured.get("structuredPatch").and_then(Value::as_array).filter(|h| !h.is_empty());
+    let hunks = structured
+        .get("structuredPatch")
+        .and_then(Value::as_array)
+        .filter(|h| !h.is_empty());
     let created = structured.get("type").and_then(Value::as_str) == Some("create");
-    let old_name = if created { "/dev/null".to_string() } else { format!("a/{}", path.trim_start_matches('/')) };
+    let old_name = if created {
+        "/dev/null".to_string()
+    } else {
+        format!("a/{}", path.trim_start_matches('/'))
+    };
     let mut diff = format!("--- {old_name}\n+++ b/{}\n", path.trim_start_matches('/'));
     match hunks {
         Some(hunks) => {
             for hunk in hunks {
                 let n = |k: &str| hunk.get(k).and_then(Value::as_u64).unwrap_or(0);
-                diff.push_str(&format!("@@ -{},{} +{},{} @@\n", n("oldStart"), n("oldLines"), n("newStart"), n("newLines")));
-                for line in hunk.get("lines").and_then(Value::as_array).into_iter().flatten() {
+                diff.push_str(&format!(
+                    "@@ -{},{} +{},{} @@\n",
+                    n("oldStart"),
+                    n("oldLines"),
+                    n("newStart"),
+                    n("newLines")
+                ));
+                for line in hunk
+                    .get("lines")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                {
                     diff.push_str(line.as_str().unwrap_or_default());
                     diff.push('\n');
                 }

@@ -35,16 +35,29 @@ const RAW_NULL_TAIL: &str = "\"raw\":null}";
 impl StoredEvent {
     /// Builds a stored event from a universal event (whose `raw` is moved to its own field).
     pub fn from_event(mut event: agent_api::UniversalEvent) -> Result<Self, serde_json::Error> {
-        let raw = event.raw.take().map(|raw| serde_json::to_string(&*raw)).transpose()?;
+        let raw = event
+            .raw
+            .take()
+            .map(|raw| serde_json::to_string(&*raw))
+            .transpose()?;
         let json = serde_json::to_string(&event)?;
-        debug_assert!(json.ends_with(RAW_NULL_TAIL), "`raw` must stay the event's last member");
-        Ok(Self { sequence: event.sequence, json: json.into(), raw: raw.map(Into::into) })
+        debug_assert!(
+            json.ends_with(RAW_NULL_TAIL),
+            "`raw` must stay the event's last member"
+        );
+        Ok(Self {
+            sequence: event.sequence,
+            json: json.into(),
+            raw: raw.map(Into::into),
+        })
     }
 
     /// The event's type (`item.delta`, …), read from its JSON without parsing it: the envelope's
     /// `type` member is the first `,"type":"` (every string before it escapes its quotes).
     pub fn kind(&self) -> &str {
-        let Some((_, rest)) = self.json.split_once(r#","type":""#) else { return "" };
+        let Some((_, rest)) = self.json.split_once(r#","type":""#) else {
+            return "";
+        };
         rest.split_once('"').map_or("", |(kind, _)| kind)
     }
 
@@ -55,7 +68,8 @@ impl StoredEvent {
                 Some(head) if self.json.ends_with(RAW_NULL_TAIL) => [head, raw, "}"].concat(),
                 // Not the shape this server writes (an older row): parse and set the member.
                 _ => {
-                    let mut value: serde_json::Value = serde_json::from_str(&self.json).unwrap_or_default();
+                    let mut value: serde_json::Value =
+                        serde_json::from_str(&self.json).unwrap_or_default();
                     if let Some(object) = value.as_object_mut() {
                         object.insert("raw".into(), serde_json::from_str(raw).unwrap_or_default());
                     }
@@ -153,7 +167,12 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// Appends events to a session (sequences following its last one), durable when this returns.
     async fn append(&self, session: &str, events: Vec<StoredEvent>) -> Result<(), StoreError>;
     /// Up to `limit` events with a sequence above `after`, in order.
-    async fn events(&self, session: &str, after: u64, limit: usize) -> Result<Vec<StoredEvent>, StoreError>;
+    async fn events(
+        &self,
+        session: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<StoredEvent>, StoreError>;
     /// One session.
     async fn session(&self, id: &str) -> Result<Option<SessionRecord>, StoreError>;
     /// Every session, in the order they were created.
@@ -190,11 +209,18 @@ impl StoreUrl {
         if text.starts_with("postgres://") || text.starts_with("postgresql://") {
             return Ok(Self::Postgres(text.into()));
         }
-        let path = text.strip_prefix("sqlite://").or_else(|| text.strip_prefix("sqlite:"));
+        let path = text
+            .strip_prefix("sqlite://")
+            .or_else(|| text.strip_prefix("sqlite:"));
         match path {
             Some(path) if !path.is_empty() => Ok(Self::Sqlite(PathBuf::from(path))),
             Some(_) => Err(StoreError::UnsupportedUrl(text.into())),
-            None if [".sqlite3", ".sqlite", ".db"].iter().any(|ext| text.ends_with(ext)) => Ok(Self::Sqlite(PathBuf::from(text))),
+            None if [".sqlite3", ".sqlite", ".db"]
+                .iter()
+                .any(|ext| text.ends_with(ext)) =>
+            {
+                Ok(Self::Sqlite(PathBuf::from(text)))
+            }
             None => Err(StoreError::UnsupportedUrl(text.into())),
         }
     }
@@ -223,7 +249,11 @@ impl std::fmt::Display for StoreUrl {
             // Without the user and password the URL may hold.
             Self::Postgres(url) => {
                 let (scheme, rest) = url.split_once("://").unwrap_or(("postgres", url));
-                write!(f, "{scheme}://{}", rest.rsplit_once('@').map_or(rest, |(_, host)| host))
+                write!(
+                    f,
+                    "{scheme}://{}",
+                    rest.rsplit_once('@').map_or(rest, |(_, host)| host)
+                )
             }
         }
     }
@@ -236,19 +266,44 @@ mod tests {
     #[test]
     fn store_urls_parse_and_refuse_what_they_do_not_know() {
         assert_eq!(StoreUrl::parse("memory").unwrap(), StoreUrl::Memory);
-        assert_eq!(StoreUrl::parse("sqlite:/tmp/x.db").unwrap(), StoreUrl::Sqlite("/tmp/x.db".into()));
-        assert_eq!(StoreUrl::parse("sqlite:///tmp/x").unwrap(), StoreUrl::Sqlite("/tmp/x".into()));
-        assert_eq!(StoreUrl::parse("data/a.sqlite3").unwrap(), StoreUrl::Sqlite("data/a.sqlite3".into()));
-        assert_eq!(StoreUrl::parse("postgres://u:p@h:5/db").unwrap(), StoreUrl::Postgres("postgres://u:p@h:5/db".into()));
-        assert_eq!(StoreUrl::parse("postgresql://u:secret@h/db").unwrap().to_string(), "postgresql://h/db", "no password shown");
+        assert_eq!(
+            StoreUrl::parse("sqlite:/tmp/x.db").unwrap(),
+            StoreUrl::Sqlite("/tmp/x.db".into())
+        );
+        assert_eq!(
+            StoreUrl::parse("sqlite:///tmp/x").unwrap(),
+            StoreUrl::Sqlite("/tmp/x".into())
+        );
+        assert_eq!(
+            StoreUrl::parse("data/a.sqlite3").unwrap(),
+            StoreUrl::Sqlite("data/a.sqlite3".into())
+        );
+        assert_eq!(
+            StoreUrl::parse("postgres://u:p@h:5/db").unwrap(),
+            StoreUrl::Postgres("postgres://u:p@h:5/db".into())
+        );
+        assert_eq!(
+            StoreUrl::parse("postgresql://u:secret@h/db")
+                .unwrap()
+                .to_string(),
+            "postgresql://h/db",
+            "no password shown"
+        );
         for bad in ["sqlite:", "mysql://x", "file.txt"] {
-            assert!(matches!(StoreUrl::parse(bad), Err(StoreError::UnsupportedUrl(_))), "{bad}");
+            assert!(
+                matches!(StoreUrl::parse(bad), Err(StoreError::UnsupportedUrl(_))),
+                "{bad}"
+            );
         }
     }
 
     #[test]
     fn a_stored_event_serves_raw_only_when_asked() {
-        let event = StoredEvent { sequence: 1, json: r#"{"sequence":1,"raw":null}"#.into(), raw: Some(r#"{"a":[1]}"#.into()) };
+        let event = StoredEvent {
+            sequence: 1,
+            json: r#"{"sequence":1,"raw":null}"#.into(),
+            raw: Some(r#"{"a":[1]}"#.into()),
+        };
         assert_eq!(event.render(false), r#"{"sequence":1,"raw":null}"#);
         let with_raw: serde_json::Value = serde_json::from_str(&event.render(true)).unwrap();
         assert_eq!(with_raw["raw"]["a"][0], 1);
@@ -256,10 +311,17 @@ mod tests {
 
     #[test]
     fn a_stored_events_kind_is_its_envelopes_type_whatever_its_ids_hold() {
-        let mut transcript = agent_api::kit::transcript::Transcript::new(r#"sess_,"type":"x"#.into(), false);
+        let mut transcript =
+            agent_api::kit::transcript::Transcript::new(r#"sess_,"type":"x"#.into(), false);
         transcript.permission_requested("perm_1", r#"run ,"type":"item.delta" now"#, None);
-        let kinds: Vec<String> = transcript.drain().map(|e| StoredEvent::from_event(e).unwrap().kind().to_string()).collect();
-        assert!(kinds.contains(&"permission.requested".to_string()), "{kinds:?}");
+        let kinds: Vec<String> = transcript
+            .drain()
+            .map(|e| StoredEvent::from_event(e).unwrap().kind().to_string())
+            .collect();
+        assert!(
+            kinds.contains(&"permission.requested".to_string()),
+            "{kinds:?}"
+        );
         assert!(kinds.iter().all(|k| k.contains('.')), "{kinds:?}");
     }
 }

@@ -41,8 +41,9 @@ fn backend(error: impl std::fmt::Display) -> StoreError {
 }
 
 async fn connect(url: &str) -> Result<Client, StoreError> {
-    let (client, connection) =
-        tokio_postgres::connect(url, NoTls).await.map_err(|e| backend(format!("cannot connect to PostgreSQL: {e}")))?;
+    let (client, connection) = tokio_postgres::connect(url, NoTls)
+        .await
+        .map_err(|e| backend(format!("cannot connect to PostgreSQL: {e}")))?;
     tokio::spawn(async move {
         if let Err(error) = connection.await {
             tracing::warn!("the PostgreSQL connection ended: {error}");
@@ -53,9 +54,19 @@ async fn connect(url: &str) -> Result<Client, StoreError> {
 
 async fn migrate(client: &mut Client) -> Result<(), StoreError> {
     let tx = client.transaction().await.map_err(backend)?;
-    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK]).await.map_err(backend)?;
-    tx.batch_execute("CREATE TABLE IF NOT EXISTS agent_api_migrations (version INTEGER PRIMARY KEY)").await.map_err(backend)?;
-    let applied: i64 = tx.query_one("SELECT COUNT(*) FROM agent_api_migrations", &[]).await.map_err(backend)?.get(0);
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+        .await
+        .map_err(backend)?;
+    tx.batch_execute(
+        "CREATE TABLE IF NOT EXISTS agent_api_migrations (version INTEGER PRIMARY KEY)",
+    )
+    .await
+    .map_err(backend)?;
+    let applied: i64 = tx
+        .query_one("SELECT COUNT(*) FROM agent_api_migrations", &[])
+        .await
+        .map_err(backend)?
+        .get(0);
     let applied = usize::try_from(applied).unwrap_or(usize::MAX);
     if applied > MIGRATIONS.len() {
         return Err(StoreError::Backend(format!(
@@ -66,7 +77,12 @@ async fn migrate(client: &mut Client) -> Result<(), StoreError> {
     for (index, sql) in MIGRATIONS.iter().enumerate().skip(applied) {
         tx.batch_execute(sql).await.map_err(backend)?;
         let version = i32::try_from(index + 1).unwrap_or(i32::MAX);
-        tx.execute("INSERT INTO agent_api_migrations (version) VALUES ($1)", &[&version]).await.map_err(backend)?;
+        tx.execute(
+            "INSERT INTO agent_api_migrations (version) VALUES ($1)",
+            &[&version],
+        )
+        .await
+        .map_err(backend)?;
     }
     tx.commit().await.map_err(backend)
 }
@@ -76,13 +92,22 @@ impl PostgresStore {
     pub async fn open(url: &str) -> Result<Self, StoreError> {
         let mut client = connect(url).await?;
         migrate(&mut client).await?;
-        Ok(Self { url: url.to_string(), client: tokio::sync::Mutex::new(Arc::new(client)) })
+        Ok(Self {
+            url: url.to_string(),
+            client: tokio::sync::Mutex::new(Arc::new(client)),
+        })
     }
 
     /// Runs `sql` on the session `id` with the one value `value`; [`StoreError::NotFound`] when no
     /// session has that id.
     async fn update_one(&self, sql: &str, id: &str, value: Option<&str>) -> Result<(), StoreError> {
-        match self.client().await?.execute(sql, &[&id, &value]).await.map_err(backend)? {
+        match self
+            .client()
+            .await?
+            .execute(sql, &[&id, &value])
+            .await
+            .map_err(backend)?
+        {
             0 => Err(StoreError::NotFound(id.into())),
             _ => Ok(()),
         }
@@ -153,11 +178,22 @@ impl Store for PostgresStore {
     }
 
     async fn append(&self, session: &str, events: Vec<StoredEvent>) -> Result<(), StoreError> {
-        let (Some(first), Some(last)) = (events.first().map(|e| e.sequence), events.last().map(|e| e.sequence)) else {
+        let (Some(first), Some(last)) = (
+            events.first().map(|e| e.sequence),
+            events.last().map(|e| e.sequence),
+        ) else {
             return Ok(());
         };
-        if let Some((_, event)) = events.iter().enumerate().find(|(i, e)| e.sequence != first + *i as u64) {
-            return Err(StoreError::OutOfOrder { session: session.into(), last: event.sequence.saturating_sub(1), got: event.sequence });
+        if let Some((_, event)) = events
+            .iter()
+            .enumerate()
+            .find(|(i, e)| e.sequence != first + *i as u64)
+        {
+            return Err(StoreError::OutOfOrder {
+                session: session.into(),
+                last: event.sequence.saturating_sub(1),
+                got: event.sequence,
+            });
         }
         let sequences: Vec<i64> = events.iter().map(|e| signed(e.sequence)).collect();
         let json: Vec<&str> = events.iter().map(|e| &*e.json).collect();
@@ -175,15 +211,29 @@ impl Store for PostgresStore {
         if inserted == events.len() as u64 {
             return Ok(());
         }
-        match client.query_opt("SELECT event_count FROM sessions WHERE id = $1", &[&session]).await.map_err(backend)? {
+        match client
+            .query_opt(
+                "SELECT event_count FROM sessions WHERE id = $1",
+                &[&session],
+            )
+            .await
+            .map_err(backend)?
+        {
             None => Err(StoreError::NotFound(session.into())),
-            Some(row) => {
-                Err(StoreError::OutOfOrder { session: session.into(), last: u64::try_from(row.get::<_, i64>(0)).unwrap_or(0), got: first })
-            }
+            Some(row) => Err(StoreError::OutOfOrder {
+                session: session.into(),
+                last: u64::try_from(row.get::<_, i64>(0)).unwrap_or(0),
+                got: first,
+            }),
         }
     }
 
-    async fn events(&self, session: &str, after: u64, limit: usize) -> Result<Vec<StoredEvent>, StoreError> {
+    async fn events(
+        &self,
+        session: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<StoredEvent>, StoreError> {
         let client = self.client().await?;
         let rows = client
             .query(
@@ -192,7 +242,13 @@ impl Store for PostgresStore {
             )
             .await
             .map_err(backend)?;
-        if rows.is_empty() && client.query_opt("SELECT 1 FROM sessions WHERE id = $1", &[&session]).await.map_err(backend)?.is_none() {
+        if rows.is_empty()
+            && client
+                .query_opt("SELECT 1 FROM sessions WHERE id = $1", &[&session])
+                .await
+                .map_err(backend)?
+                .is_none()
+        {
             return Err(StoreError::NotFound(session.into()));
         }
         Ok(rows
@@ -209,31 +265,61 @@ impl Store for PostgresStore {
         let row = self
             .client()
             .await?
-            .query_opt(&format!("SELECT {SESSION_COLUMNS} FROM sessions WHERE id = $1"), &[&id])
+            .query_opt(
+                &format!("SELECT {SESSION_COLUMNS} FROM sessions WHERE id = $1"),
+                &[&id],
+            )
             .await
             .map_err(backend)?;
         Ok(row.as_ref().map(session_row))
     }
 
     async fn sessions(&self) -> Result<Vec<SessionRecord>, StoreError> {
-        let rows =
-            self.client().await?.query(&format!("SELECT {SESSION_COLUMNS} FROM sessions ORDER BY position"), &[]).await.map_err(backend)?;
+        let rows = self
+            .client()
+            .await?
+            .query(
+                &format!("SELECT {SESSION_COLUMNS} FROM sessions ORDER BY position"),
+                &[],
+            )
+            .await
+            .map_err(backend)?;
         Ok(rows.iter().map(session_row).collect())
     }
 
     async fn set_native_session_id(&self, id: &str, native: &str) -> Result<(), StoreError> {
-        self.update_one("UPDATE sessions SET native_session_id = $2 WHERE id = $1", id, Some(native)).await
+        self.update_one(
+            "UPDATE sessions SET native_session_id = $2 WHERE id = $1",
+            id,
+            Some(native),
+        )
+        .await
     }
 
     async fn set_usage(&self, id: &str, usage: &str) -> Result<(), StoreError> {
-        self.update_one("UPDATE sessions SET usage = $2 WHERE id = $1", id, Some(usage)).await
+        self.update_one(
+            "UPDATE sessions SET usage = $2 WHERE id = $1",
+            id,
+            Some(usage),
+        )
+        .await
     }
 
     async fn set_agent_mode(&self, id: &str, mode: &str) -> Result<(), StoreError> {
-        self.update_one("UPDATE sessions SET agent_mode = $2 WHERE id = $1", id, Some(mode)).await
+        self.update_one(
+            "UPDATE sessions SET agent_mode = $2 WHERE id = $1",
+            id,
+            Some(mode),
+        )
+        .await
     }
 
     async fn mark_ended(&self, id: &str, error: Option<&str>) -> Result<(), StoreError> {
-        self.update_one("UPDATE sessions SET ended = TRUE, end_error = $2 WHERE id = $1", id, error).await
+        self.update_one(
+            "UPDATE sessions SET ended = TRUE, end_error = $2 WHERE id = $1",
+            id,
+            error,
+        )
+        .await
     }
 }

@@ -50,16 +50,27 @@ fn backend(error: impl std::fmt::Display) -> StoreError {
 }
 
 fn connect(path: &std::path::Path) -> Result<Connection, StoreError> {
-    let connection = Connection::open(path).map_err(|e| StoreError::Backend(format!("cannot open {}: {e}", path.display())))?;
-    connection.busy_timeout(std::time::Duration::from_secs(5)).map_err(backend)?;
-    connection.pragma_update(None, "journal_mode", "WAL").map_err(backend)?;
-    connection.pragma_update(None, "synchronous", "NORMAL").map_err(backend)?;
-    connection.pragma_update(None, "foreign_keys", "ON").map_err(backend)?;
+    let connection = Connection::open(path)
+        .map_err(|e| StoreError::Backend(format!("cannot open {}: {e}", path.display())))?;
+    connection
+        .busy_timeout(std::time::Duration::from_secs(5))
+        .map_err(backend)?;
+    connection
+        .pragma_update(None, "journal_mode", "WAL")
+        .map_err(backend)?;
+    connection
+        .pragma_update(None, "synchronous", "NORMAL")
+        .map_err(backend)?;
+    connection
+        .pragma_update(None, "foreign_keys", "ON")
+        .map_err(backend)?;
     Ok(connection)
 }
 
 fn migrate(connection: &mut Connection) -> Result<(), StoreError> {
-    let applied: usize = connection.pragma_query_value(None, "user_version", |row| row.get(0)).map_err(backend)?;
+    let applied: usize = connection
+        .pragma_query_value(None, "user_version", |row| row.get(0))
+        .map_err(backend)?;
     if applied > MIGRATIONS.len() {
         return Err(StoreError::Backend(format!(
             "the database has {applied} migrations, this server knows {}: it was written by a newer agent-api",
@@ -69,7 +80,8 @@ fn migrate(connection: &mut Connection) -> Result<(), StoreError> {
     for (index, sql) in MIGRATIONS.iter().enumerate().skip(applied) {
         let tx = connection.transaction().map_err(backend)?;
         tx.execute_batch(sql).map_err(backend)?;
-        tx.pragma_update(None, "user_version", index + 1).map_err(backend)?;
+        tx.pragma_update(None, "user_version", index + 1)
+            .map_err(backend)?;
         tx.commit().map_err(backend)?;
     }
     Ok(())
@@ -80,7 +92,9 @@ impl SqliteStore {
     pub async fn open(path: PathBuf) -> Result<Self, StoreError> {
         tokio::task::spawn_blocking(move || {
             if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                std::fs::create_dir_all(dir).map_err(|e| StoreError::Backend(format!("cannot create {}: {e}", dir.display())))?;
+                std::fs::create_dir_all(dir).map_err(|e| {
+                    StoreError::Backend(format!("cannot create {}: {e}", dir.display()))
+                })?;
             }
             let mut writer = connect(&path)?;
             migrate(&mut writer)?;
@@ -89,8 +103,13 @@ impl SqliteStore {
             std::thread::Builder::new()
                 .name("agent-api-store".into())
                 .spawn(move || write_loop(writer, queue))
-                .map_err(|e| StoreError::Backend(format!("cannot start the store's writer: {e}")))?;
-            Ok(Self { writes, reader: Arc::new(Mutex::new(reader)) })
+                .map_err(|e| {
+                    StoreError::Backend(format!("cannot start the store's writer: {e}"))
+                })?;
+            Ok(Self {
+                writes,
+                reader: Arc::new(Mutex::new(reader)),
+            })
         })
         .await
         .map_err(backend)?
@@ -98,8 +117,11 @@ impl SqliteStore {
 
     async fn write(&self, make: impl FnOnce(Reply) -> Write) -> Result<(), StoreError> {
         let (reply, done) = oneshot::channel();
-        self.writes.send(make(reply)).map_err(|_| StoreError::Backend("the store's writer stopped".into()))?;
-        done.await.unwrap_or_else(|_| Err(StoreError::Backend("the store's writer stopped".into())))
+        self.writes
+            .send(make(reply))
+            .map_err(|_| StoreError::Backend("the store's writer stopped".into()))?;
+        done.await
+            .unwrap_or_else(|_| Err(StoreError::Backend("the store's writer stopped".into())))
     }
 
     async fn read<T: Send + 'static>(
@@ -107,7 +129,11 @@ impl SqliteStore {
         query: impl FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
     ) -> Result<T, StoreError> {
         let reader = self.reader.clone();
-        tokio::task::spawn_blocking(move || query(&reader.lock().unwrap_or_else(|p| p.into_inner()))).await.map_err(backend)?
+        tokio::task::spawn_blocking(move || {
+            query(&reader.lock().unwrap_or_else(|p| p.into_inner()))
+        })
+        .await
+        .map_err(backend)?
     }
 }
 
@@ -139,7 +165,9 @@ fn write_loop(mut connection: Connection, queue: mpsc::Receiver<Write>) {
         })();
         for (index, write) in batch.into_iter().enumerate() {
             let result = match &committed {
-                Ok(()) => results.get_mut(index).map_or(Ok(()), |r| std::mem::replace(r, Ok(()))),
+                Ok(()) => results
+                    .get_mut(index)
+                    .map_or(Ok(()), |r| std::mem::replace(r, Ok(()))),
                 Err(error) => Err(StoreError::Backend(error.to_string())),
             };
             let (Write::Create(_, reply)
@@ -156,7 +184,10 @@ fn write_loop(mut connection: Connection, queue: mpsc::Receiver<Write>) {
 fn apply(tx: &rusqlite::Savepoint<'_>, write: &Write) -> Result<(), StoreError> {
     match write {
         Write::Create(r, _) => {
-            let exists = tx.query_row("SELECT 1 FROM sessions WHERE id = ?1", [&r.id], |_| Ok(())).optional().map_err(backend)?;
+            let exists = tx
+                .query_row("SELECT 1 FROM sessions WHERE id = ?1", [&r.id], |_| Ok(()))
+                .optional()
+                .map_err(backend)?;
             if exists.is_some() {
                 return Err(StoreError::Duplicate(r.id.clone()));
             }
@@ -168,31 +199,79 @@ fn apply(tx: &rusqlite::Savepoint<'_>, write: &Write) -> Result<(), StoreError> 
             .map_err(backend)?;
         }
         Write::Append(session, events, _) => {
-            let last: Option<u64> =
-                tx.query_row("SELECT event_count FROM sessions WHERE id = ?1", [session], |row| row.get(0)).optional().map_err(backend)?;
+            let last: Option<u64> = tx
+                .query_row(
+                    "SELECT event_count FROM sessions WHERE id = ?1",
+                    [session],
+                    |row| row.get(0),
+                )
+                .optional()
+                .map_err(backend)?;
             let mut last = last.ok_or_else(|| StoreError::NotFound(session.clone()))?;
-            let mut insert =
-                tx.prepare_cached("INSERT INTO events (session_id, sequence, event, raw) VALUES (?1, ?2, ?3, ?4)").map_err(backend)?;
+            let mut insert = tx
+                .prepare_cached(
+                    "INSERT INTO events (session_id, sequence, event, raw) VALUES (?1, ?2, ?3, ?4)",
+                )
+                .map_err(backend)?;
             for event in events {
                 if event.sequence != last + 1 {
-                    return Err(StoreError::OutOfOrder { session: session.clone(), last, got: event.sequence });
+                    return Err(StoreError::OutOfOrder {
+                        session: session.clone(),
+                        last,
+                        got: event.sequence,
+                    });
                 }
-                insert.execute(params![session, event.sequence, &*event.json, event.raw.as_deref()]).map_err(backend)?;
+                insert
+                    .execute(params![
+                        session,
+                        event.sequence,
+                        &*event.json,
+                        event.raw.as_deref()
+                    ])
+                    .map_err(backend)?;
                 last = event.sequence;
             }
-            tx.execute("UPDATE sessions SET event_count = ?2 WHERE id = ?1", params![session, last]).map_err(backend)?;
+            tx.execute(
+                "UPDATE sessions SET event_count = ?2 WHERE id = ?1",
+                params![session, last],
+            )
+            .map_err(backend)?;
         }
         Write::Native(id, native, _) => {
-            updated(tx.execute("UPDATE sessions SET native_session_id = ?2 WHERE id = ?1", params![id, native]), id)?;
+            updated(
+                tx.execute(
+                    "UPDATE sessions SET native_session_id = ?2 WHERE id = ?1",
+                    params![id, native],
+                ),
+                id,
+            )?;
         }
         Write::Ended(id, error, _) => {
-            updated(tx.execute("UPDATE sessions SET ended = 1, end_error = ?2 WHERE id = ?1", params![id, error]), id)?;
+            updated(
+                tx.execute(
+                    "UPDATE sessions SET ended = 1, end_error = ?2 WHERE id = ?1",
+                    params![id, error],
+                ),
+                id,
+            )?;
         }
         Write::Usage(id, usage, _) => {
-            updated(tx.execute("UPDATE sessions SET usage = ?2 WHERE id = ?1", params![id, usage]), id)?;
+            updated(
+                tx.execute(
+                    "UPDATE sessions SET usage = ?2 WHERE id = ?1",
+                    params![id, usage],
+                ),
+                id,
+            )?;
         }
         Write::Mode(id, mode, _) => {
-            updated(tx.execute("UPDATE sessions SET agent_mode = ?2 WHERE id = ?1", params![id, mode]), id)?;
+            updated(
+                tx.execute(
+                    "UPDATE sessions SET agent_mode = ?2 WHERE id = ?1",
+                    params![id, mode],
+                ),
+                id,
+            )?;
         }
     }
     Ok(())
@@ -228,17 +307,24 @@ fn session_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<SessionRecord> {
 #[async_trait]
 impl Store for SqliteStore {
     async fn create_session(&self, record: SessionRecord) -> Result<(), StoreError> {
-        self.write(|reply| Write::Create(Box::new(record), reply)).await
+        self.write(|reply| Write::Create(Box::new(record), reply))
+            .await
     }
 
     async fn append(&self, session: &str, events: Vec<StoredEvent>) -> Result<(), StoreError> {
         if events.is_empty() {
             return Ok(());
         }
-        self.write(|reply| Write::Append(session.into(), events, reply)).await
+        self.write(|reply| Write::Append(session.into(), events, reply))
+            .await
     }
 
-    async fn events(&self, session: &str, after: u64, limit: usize) -> Result<Vec<StoredEvent>, StoreError> {
+    async fn events(
+        &self,
+        session: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<StoredEvent>, StoreError> {
         let session = session.to_string();
         self.read(move |db| {
             let known = db.query_row("SELECT 1 FROM sessions WHERE id = ?1", [&session], |_| Ok(())).optional().map_err(backend)?;
@@ -269,14 +355,24 @@ impl Store for SqliteStore {
     async fn session(&self, id: &str) -> Result<Option<SessionRecord>, StoreError> {
         let id = id.to_string();
         self.read(move |db| {
-            db.query_row(&format!("SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?1"), [&id], session_row).optional().map_err(backend)
+            db.query_row(
+                &format!("SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?1"),
+                [&id],
+                session_row,
+            )
+            .optional()
+            .map_err(backend)
         })
         .await
     }
 
     async fn sessions(&self) -> Result<Vec<SessionRecord>, StoreError> {
         self.read(|db| {
-            let mut query = db.prepare_cached(&format!("SELECT {SESSION_COLUMNS} FROM sessions ORDER BY rowid")).map_err(backend)?;
+            let mut query = db
+                .prepare_cached(&format!(
+                    "SELECT {SESSION_COLUMNS} FROM sessions ORDER BY rowid"
+                ))
+                .map_err(backend)?;
             let rows = query.query_map([], session_row).map_err(backend)?;
             rows.collect::<Result<Vec<_>, _>>().map_err(backend)
         })
@@ -284,18 +380,22 @@ impl Store for SqliteStore {
     }
 
     async fn set_native_session_id(&self, id: &str, native: &str) -> Result<(), StoreError> {
-        self.write(|reply| Write::Native(id.into(), native.into(), reply)).await
+        self.write(|reply| Write::Native(id.into(), native.into(), reply))
+            .await
     }
 
     async fn mark_ended(&self, id: &str, error: Option<&str>) -> Result<(), StoreError> {
-        self.write(|reply| Write::Ended(id.into(), error.map(Into::into), reply)).await
+        self.write(|reply| Write::Ended(id.into(), error.map(Into::into), reply))
+            .await
     }
 
     async fn set_usage(&self, id: &str, usage: &str) -> Result<(), StoreError> {
-        self.write(|reply| Write::Usage(id.into(), usage.into(), reply)).await
+        self.write(|reply| Write::Usage(id.into(), usage.into(), reply))
+            .await
     }
 
     async fn set_agent_mode(&self, id: &str, mode: &str) -> Result<(), StoreError> {
-        self.write(|reply| Write::Mode(id.into(), mode.into(), reply)).await
+        self.write(|reply| Write::Mode(id.into(), mode.into(), reply))
+            .await
     }
 }

@@ -34,15 +34,24 @@ pub struct Answer {
 
 impl Answer {
     pub fn json(&self) -> Value {
-        serde_json::from_slice(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {:?}", String::from_utf8_lossy(&self.body)))
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {:?}", String::from_utf8_lossy(&self.body)))
     }
 
     /// Asserts a ProblemDetails body with `status`.
     pub fn problem(&self, status: u16) -> Value {
-        assert_eq!(self.status.as_u16(), status, "{:?}", String::from_utf8_lossy(&self.body));
+        assert_eq!(
+            self.status.as_u16(),
+            status,
+            "{:?}",
+            String::from_utf8_lossy(&self.body)
+        );
         let body = self.json();
         assert_eq!(body["status"], status);
-        assert!(body["type"].is_string() && body["title"].is_string() && body["detail"].is_string(), "{body}");
+        assert!(
+            body["type"].is_string() && body["title"].is_string() && body["detail"].is_string(),
+            "{body}"
+        );
         body
     }
 }
@@ -52,15 +61,30 @@ impl Api {
         // As curl and browsers do: small requests are not held back for a delayed ACK.
         let mut connector = HttpConnector::new();
         connector.set_nodelay(true);
-        Self { base, token, client: Client::builder(TokioExecutor::new()).build(connector) }
+        Self {
+            base,
+            token,
+            client: Client::builder(TokioExecutor::new()).build(connector),
+        }
     }
 
     pub fn with_token(&self, token: Option<&str>) -> Self {
-        Self { token: token.map(Into::into), ..self.clone() }
+        Self {
+            token: token.map(Into::into),
+            ..self.clone()
+        }
     }
 
-    fn build(&self, method: Method, path: &str, body: Option<Bytes>, headers: &[(&str, &str)]) -> Request<Full<Bytes>> {
-        let mut request = Request::builder().method(method).uri(format!("{}{path}", self.base));
+    fn build(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Bytes>,
+        headers: &[(&str, &str)],
+    ) -> Request<Full<Bytes>> {
+        let mut request = Request::builder()
+            .method(method)
+            .uri(format!("{}{path}", self.base));
         if let Some(token) = &self.token {
             request = request.header("authorization", format!("Bearer {token}"));
         }
@@ -73,17 +97,36 @@ impl Api {
         request.body(Full::new(body.unwrap_or_default())).unwrap()
     }
 
-    pub async fn send(&self, method: Method, path: &str, body: Option<Bytes>, headers: &[(&str, &str)]) -> hyper::Response<Incoming> {
+    pub async fn send(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Bytes>,
+        headers: &[(&str, &str)],
+    ) -> hyper::Response<Incoming> {
         let request = self.build(method, path, body, headers);
-        tokio::time::timeout(STEP, self.client.request(request)).await.expect("the server answers in time").expect("the request is sent")
+        tokio::time::timeout(STEP, self.client.request(request))
+            .await
+            .expect("the server answers in time")
+            .expect("the request is sent")
     }
 
     pub async fn call(&self, method: Method, path: &str, body: Option<Value>) -> Answer {
-        let response = self.send(method, path, body.map(|b| Bytes::from(b.to_string())), &[]).await;
+        let response = self
+            .send(method, path, body.map(|b| Bytes::from(b.to_string())), &[])
+            .await;
         let status = response.status();
         let headers = response.headers().clone();
-        let body = tokio::time::timeout(STEP, response.into_body().collect()).await.expect("the body ends in time").unwrap().to_bytes();
-        Answer { status, headers, body }
+        let body = tokio::time::timeout(STEP, response.into_body().collect())
+            .await
+            .expect("the body ends in time")
+            .unwrap()
+            .to_bytes();
+        Answer {
+            status,
+            headers,
+            body,
+        }
     }
 
     pub async fn get(&self, path: &str) -> Answer {
@@ -100,38 +143,70 @@ impl Api {
     }
 
     /// Opens an SSE stream.
-    pub async fn sse(&self, method: Method, path: &str, body: Option<Value>, headers: &[(&str, &str)]) -> Sse {
-        let response = self.send(method, path, body.map(|b| Bytes::from(b.to_string())), headers).await;
+    pub async fn sse(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Value>,
+        headers: &[(&str, &str)],
+    ) -> Sse {
+        let response = self
+            .send(
+                method,
+                path,
+                body.map(|b| Bytes::from(b.to_string())),
+                headers,
+            )
+            .await;
         assert_eq!(response.status(), StatusCode::OK);
         assert_eq!(response.headers()["content-type"], "text/event-stream");
-        Sse { body: response.into_body(), buffer: String::new() }
+        Sse {
+            body: response.into_body(),
+            buffer: String::new(),
+        }
     }
 
     /// Opens an SSE stream on a connection of its own whose receive window is a few KiB: a
     /// client that stops reading holds up the server after a few events, not megabytes.
     pub async fn sse_small_window(&self, path: &str, headers: &[(&str, &str)]) -> Sse {
-        let address: std::net::SocketAddr = self.base.trim_start_matches("http://").parse().unwrap();
+        let address: std::net::SocketAddr =
+            self.base.trim_start_matches("http://").parse().unwrap();
         let socket = tokio::net::TcpSocket::new_v4().unwrap();
         socket.set_recv_buffer_size(4096).unwrap();
         let stream = socket.connect(address).await.unwrap();
         stream.set_nodelay(true).unwrap();
-        let (mut sender, connection) = hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream)).await.unwrap();
+        let (mut sender, connection) =
+            hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+                .await
+                .unwrap();
         tokio::spawn(connection);
         let request = self.build(Method::GET, path, None, headers);
         let request = Request::from_parts(request.into_parts().0, Full::new(Bytes::new()));
-        let response = tokio::time::timeout(STEP, sender.send_request(request)).await.unwrap().unwrap();
+        let response = tokio::time::timeout(STEP, sender.send_request(request))
+            .await
+            .unwrap()
+            .unwrap();
         assert_eq!(response.status(), StatusCode::OK);
         // The sender must live as long as the body is read.
         std::mem::forget(sender);
-        Sse { body: response.into_body(), buffer: String::new() }
+        Sse {
+            body: response.into_body(),
+            buffer: String::new(),
+        }
     }
 
     /// Every event of a session, read by pages of `limit`.
     pub async fn all_events(&self, session: &str, limit: u64) -> Vec<Value> {
         let mut events = Vec::new();
         loop {
-            let offset = events.last().map_or(0, |e: &Value| e["sequence"].as_u64().unwrap());
-            let page = self.get(&format!("/v1/sessions/{session}/events?offset={offset}&limit={limit}")).await;
+            let offset = events
+                .last()
+                .map_or(0, |e: &Value| e["sequence"].as_u64().unwrap());
+            let page = self
+                .get(&format!(
+                    "/v1/sessions/{session}/events?offset={offset}&limit={limit}"
+                ))
+                .await;
             assert_eq!(page.status, StatusCode::OK);
             let page = page.json();
             events.extend(page["events"].as_array().unwrap().iter().cloned());
@@ -149,7 +224,10 @@ impl Api {
             if events.iter().any(|e| e["type"] == kind) {
                 return events;
             }
-            assert!(tokio::time::Instant::now() < deadline, "no {kind} in {events:#?}");
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "no {kind} in {events:#?}"
+            );
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
@@ -172,12 +250,16 @@ impl Sse {
     /// The next frame with data, or `None` when the server closed the stream.
     pub async fn next(&mut self) -> Option<Frame> {
         // Keep-alive comments do not count: the event itself must come in time.
-        tokio::time::timeout(STEP, self.next_frame()).await.expect("an SSE event in time")
+        tokio::time::timeout(STEP, self.next_frame())
+            .await
+            .expect("an SSE event in time")
     }
 
     /// The next frame with data within `wait` (a real agent's step may take longer than [`STEP`]).
     pub async fn next_within(&mut self, wait: Duration) -> Option<Frame> {
-        tokio::time::timeout(wait, self.next_frame()).await.expect("an SSE event in time")
+        tokio::time::timeout(wait, self.next_frame())
+            .await
+            .expect("an SSE event in time")
     }
 
     async fn next_frame(&mut self) -> Option<Frame> {
@@ -197,7 +279,10 @@ impl Sse {
                     continue; // a keep-alive comment
                 }
                 assert_eq!(data.len(), 1, "one data line per event: {block:?}");
-                return Some(Frame { id, data: serde_json::from_str(&data[0]).expect("JSON data") });
+                return Some(Frame {
+                    id,
+                    data: serde_json::from_str(&data[0]).expect("JSON data"),
+                });
             }
             let frame = self.body.frame().await?;
             let frame = frame.expect("the stream reads");
@@ -245,7 +330,10 @@ pub async fn start(config: agent_api_server::ServerConfig) -> Api {
     start_on(config, store).await
 }
 
-pub async fn start_on(config: agent_api_server::ServerConfig, store: Arc<dyn agent_api_server::Store>) -> Api {
+pub async fn start_on(
+    config: agent_api_server::ServerConfig,
+    store: Arc<dyn agent_api_server::Store>,
+) -> Api {
     serve_with(config, store, agent_api::RunRequest::new("")).await
 }
 
@@ -256,7 +344,9 @@ pub async fn serve_with(
     defaults: agent_api::RunRequest,
 ) -> Api {
     let mut gateway = agent_api::Gateway::new();
-    gateway.register(Arc::new(agent_api_scripted::ScriptedBackend::new())).unwrap();
+    gateway
+        .register(Arc::new(agent_api_scripted::ScriptedBackend::new()))
+        .unwrap();
     serve_gateway(gateway, config, store, defaults).await
 }
 
@@ -268,10 +358,16 @@ pub async fn serve_gateway(
     defaults: agent_api::RunRequest,
 ) -> Api {
     let token = config.token.clone();
-    let server = agent_api_server::Server::new(gateway, defaults, store, config).await.unwrap();
+    let server = agent_api_server::Server::new(gateway, defaults, store, config)
+        .await
+        .unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
-    tokio::spawn(agent_api_server::serve(listener, server, std::future::pending()));
+    tokio::spawn(agent_api_server::serve(
+        listener,
+        server,
+        std::future::pending(),
+    ));
     Api::new(format!("http://{address}"), token)
 }
 
@@ -282,10 +378,22 @@ pub fn scripted(scenario: &str) -> Value {
 
 /// Checks what every served event must hold: the envelope's fields, a sequence, the session id.
 pub fn check_envelope(event: &Value, session: &str) {
-    for field in ["event_id", "sequence", "time", "session_id", "synthetic", "source", "type", "data"] {
+    for field in [
+        "event_id",
+        "sequence",
+        "time",
+        "session_id",
+        "synthetic",
+        "source",
+        "type",
+        "data",
+    ] {
         assert!(event.get(field).is_some(), "no {field} in {event}");
     }
-    assert!(event.as_object().unwrap().contains_key("raw"), "raw is always present: {event}");
+    assert!(
+        event.as_object().unwrap().contains_key("raw"),
+        "raw is always present: {event}"
+    );
     assert_eq!(event["session_id"], session);
 }
 
@@ -308,7 +416,12 @@ pub fn event(sequence: u64) -> agent_api_server::store::StoredEvent {
 /// A server as [`start`] makes, whose sessions work in `dir` (the server's `--cwd`).
 pub async fn start_in(config: agent_api_server::ServerConfig, dir: &std::path::Path) -> Api {
     let store = agent_api_server::StoreUrl::Memory.open().await.unwrap();
-    serve_with(config, store, agent_api::RunRequest::new("").with_working_dir(dir)).await
+    serve_with(
+        config,
+        store,
+        agent_api::RunRequest::new("").with_working_dir(dir),
+    )
+    .await
 }
 
 /// Whether `event` ends a turn: the session's `turn_completed` or `turn_failed` status, whose
@@ -316,6 +429,11 @@ pub async fn start_in(config: agent_api_server::ServerConfig, dir: &std::path::P
 pub fn turn_end(event: &Value) -> bool {
     let status = &event["data"]["item"]["content"][0];
     event["type"] == "item.completed"
-        && matches!(status["label"].as_str(), Some("turn_completed" | "turn_failed"))
-        && status["detail"].as_str().is_some_and(|detail| detail.starts_with("turn "))
+        && matches!(
+            status["label"].as_str(),
+            Some("turn_completed" | "turn_failed")
+        )
+        && status["detail"]
+            .as_str()
+            .is_some_and(|detail| detail.starts_with("turn "))
 }

@@ -23,7 +23,13 @@ pub enum Cli {
 
 impl Cli {
     /// Every CLI the bench knows, in a fixed order.
-    pub const ALL: [Cli; 5] = [Cli::ClaudeCode, Cli::Codex, Cli::OpenCode, Cli::Gemini, Cli::Qwen];
+    pub const ALL: [Cli; 5] = [
+        Cli::ClaudeCode,
+        Cli::Codex,
+        Cli::OpenCode,
+        Cli::Gemini,
+        Cli::Qwen,
+    ];
 
     /// The bench's name for the CLI, as used in fixture folders (`claude_code`, `codex`, `opencode`,
     /// `gemini`, `qwen`).
@@ -71,11 +77,14 @@ impl FromStr for Cli {
 
     /// Accepts the bench name (`claude_code`) or the executable name (`claude`).
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Cli::ALL.into_iter().find(|c| c.name() == s || c.executable() == s).ok_or_else(|| BenchError::Unknown {
-            kind: "cli",
-            name: s.to_string(),
-            known: Cli::ALL.map(Cli::name).join(", "),
-        })
+        Cli::ALL
+            .into_iter()
+            .find(|c| c.name() == s || c.executable() == s)
+            .ok_or_else(|| BenchError::Unknown {
+                kind: "cli",
+                name: s.to_string(),
+                known: Cli::ALL.map(Cli::name).join(", "),
+            })
     }
 }
 

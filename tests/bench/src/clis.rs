@@ -16,7 +16,9 @@ pub fn install_root() -> Option<PathBuf> {
     if let Some(dir) = std::env::var_os("AGENT_API_CLI_DIR").filter(|d| !d.is_empty()) {
         return Some(PathBuf::from(dir));
     }
-    std::env::var_os("HOME").filter(|h| !h.is_empty()).map(|h| PathBuf::from(h).join(".cache/agent_api/clis"))
+    std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(|h| PathBuf::from(h).join(".cache/agent_api/clis"))
 }
 
 /// The install folder of the current lock file (holding `node_modules/`), if it is installed.
@@ -26,7 +28,10 @@ pub fn install_dir() -> Option<PathBuf> {
     entries
         .filter_map(Result::ok)
         .map(|e| e.path())
-        .find(|dir| std::fs::read_to_string(dir.join(".pinned-lock.json")).is_ok_and(|lock| lock == LOCK_FILE))
+        .find(|dir| {
+            std::fs::read_to_string(dir.join(".pinned-lock.json"))
+                .is_ok_and(|lock| lock == LOCK_FILE)
+        })
 }
 
 /// The folder holding the CLIs' executables (`.../node_modules/.bin`), if installed.
@@ -36,11 +41,17 @@ pub fn cli_dir() -> Option<PathBuf> {
 
 /// The executable of `cli`, or an error that says how to install it.
 pub fn find_cli(cli: Cli) -> Result<PathBuf, BenchError> {
-    let searched = install_root().map_or_else(|| "$HOME/.cache/agent_api/clis (HOME unset)".into(), |r| r.display().to_string());
+    let searched = install_root().map_or_else(
+        || "$HOME/.cache/agent_api/clis (HOME unset)".into(),
+        |r| r.display().to_string(),
+    );
     cli_dir()
         .map(|bin| bin.join(cli.executable()))
         .filter(|exe| is_executable(exe))
-        .ok_or(BenchError::CliNotInstalled { cli: cli.name(), searched })
+        .ok_or(BenchError::CliNotInstalled {
+            cli: cli.name(),
+            searched,
+        })
 }
 
 fn is_executable(path: &Path) -> bool {
@@ -50,17 +61,26 @@ fn is_executable(path: &Path) -> bool {
 
 /// The installed version of `cli` (from its npm package), if installed.
 pub fn cli_version(cli: Cli) -> Option<String> {
-    let manifest = install_dir()?.join("node_modules").join(cli.npm_package()).join("package.json");
+    let manifest = install_dir()?
+        .join("node_modules")
+        .join(cli.npm_package())
+        .join("package.json");
     let text = std::fs::read_to_string(manifest).ok()?;
     let json: serde_json::Value = serde_json::from_str(&text).ok()?;
-    json.get("version").and_then(|v| v.as_str()).map(str::to_string)
+    json.get("version")
+        .and_then(|v| v.as_str())
+        .map(str::to_string)
 }
 
 /// The version `tests/bench/clis/package.json` pins for `cli`.
 pub fn pinned_version(cli: Cli) -> Option<String> {
     let lock: serde_json::Value = serde_json::from_str(LOCK_FILE).ok()?;
     let key = format!("node_modules/{}", cli.npm_package());
-    lock.pointer("/packages")?.get(&key)?.get("version")?.as_str().map(str::to_string)
+    lock.pointer("/packages")?
+        .get(&key)?
+        .get("version")?
+        .as_str()
+        .map(str::to_string)
 }
 
 /// The gate of every end-to-end test: the CLI's path when it is installed. When it is not, this panics
@@ -79,10 +99,16 @@ pub fn e2e_enabled_or_explain(cli: Cli) -> Option<PathBuf> {
 
 /// The bench of one end-to-end test: a fresh model server and a sandbox where `cli` plays
 /// `scenario`, behind the gate of [`e2e_enabled_or_explain`] (`None` only when skipping was asked for).
-pub async fn e2e_bench_or_explain(cli: Cli, scenario: &str) -> Option<(crate::ModelServer, crate::Sandbox)> {
+pub async fn e2e_bench_or_explain(
+    cli: Cli,
+    scenario: &str,
+) -> Option<(crate::ModelServer, crate::Sandbox)> {
     e2e_enabled_or_explain(cli)?;
-    let server = crate::ModelServer::start(None).await.expect("the model server starts on a loopback port");
-    let sandbox = crate::Sandbox::new(cli, &server, scenario).expect("the sandbox is made in a fresh temporary directory");
+    let server = crate::ModelServer::start(None)
+        .await
+        .expect("the model server starts on a loopback port");
+    let sandbox = crate::Sandbox::new(cli, &server, scenario)
+        .expect("the sandbox is made in a fresh temporary directory");
     Some((server, sandbox))
 }
 
@@ -98,13 +124,23 @@ mod tests {
     fn every_cli_has_a_pinned_version_in_the_lock_file() {
         for cli in Cli::ALL {
             let v = pinned_version(cli).unwrap_or_else(|| panic!("{cli} not pinned"));
-            assert!(v.chars().all(|c| c.is_ascii_digit() || c == '.'), "{cli}: {v}");
+            assert!(
+                v.chars().all(|c| c.is_ascii_digit() || c == '.'),
+                "{cli}: {v}"
+            );
         }
     }
 
     #[test]
     fn missing_cli_error_says_how_to_install() {
-        let err = BenchError::CliNotInstalled { cli: "codex", searched: "/x".into() }.to_string();
-        assert!(err.contains("bash tests/bench/install-clis.sh") && err.contains("AGENT_API_E2E=skip"), "{err}");
+        let err = BenchError::CliNotInstalled {
+            cli: "codex",
+            searched: "/x".into(),
+        }
+        .to_string();
+        assert!(
+            err.contains("bash tests/bench/install-clis.sh") && err.contains("AGENT_API_E2E=skip"),
+            "{err}"
+        );
     }
 }

@@ -70,11 +70,17 @@ pub enum BenchError {
 impl BenchError {
     /// Wraps an I/O error with what the bench was doing.
     pub fn io(context: impl Into<String>, source: std::io::Error) -> Self {
-        BenchError::Io { context: context.into(), source }
+        BenchError::Io {
+            context: context.into(),
+            source,
+        }
     }
 
     /// Wraps a JSON error with what the bench was doing.
     pub fn json(context: impl Into<String>, source: serde_json::Error) -> Self {
-        BenchError::Json { context: context.into(), source }
+        BenchError::Json {
+            context: context.into(),
+            source,
+        }
     }
 }

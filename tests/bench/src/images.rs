@@ -16,12 +16,18 @@ pub const PNG_BASE64: &str = "iVBORw0KGgoAAAANSUhEUgAAAAIAAAACCAIAAAD91JpzAAAAEk
 /// Writes the image as `swatch.png` in `dir` and returns its path.
 pub fn write_png(dir: &Path) -> PathBuf {
     let path = dir.join("swatch.png");
-    let bytes = base64::engine::general_purpose::STANDARD.decode(PNG_BASE64).expect("valid base64");
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(PNG_BASE64)
+        .expect("valid base64");
     std::fs::write(&path, bytes).expect("write the test image");
     path
 }
 
 /// How many of the requests `server` received carry the image.
 pub fn requests_with_image(server: &ModelServer) -> usize {
-    server.requests().iter().filter(|r| r.body.to_string().contains(PNG_BASE64)).count()
+    server
+        .requests()
+        .iter()
+        .filter(|r| r.body.to_string().contains(PNG_BASE64))
+        .count()
 }

@@ -71,34 +71,75 @@ impl Interface {
 
     /// True for one-way interfaces (prompt in argv, events on stdout).
     pub fn is_one_way(self) -> bool {
-        !matches!(self, Interface::ClaudeControl | Interface::CodexAppServer | Interface::QwenControl | Interface::QwenAcp)
+        !matches!(
+            self,
+            Interface::ClaudeControl
+                | Interface::CodexAppServer
+                | Interface::QwenControl
+                | Interface::QwenAcp
+        )
     }
 
     /// Looks up `name` among `cli`'s interfaces.
     pub fn find(cli: Cli, name: &str) -> Result<Interface, BenchError> {
-        Interface::ALL.into_iter().find(|i| i.cli() == cli && i.name() == name).ok_or_else(|| BenchError::Unknown {
-            kind: "interface",
-            name: format!("{cli}/{name}"),
-            known: Interface::ALL.map(|i| format!("{}/{}", i.cli(), i.name())).join(", "),
-        })
+        Interface::ALL
+            .into_iter()
+            .find(|i| i.cli() == cli && i.name() == name)
+            .ok_or_else(|| BenchError::Unknown {
+                kind: "interface",
+                name: format!("{cli}/{name}"),
+                known: Interface::ALL
+                    .map(|i| format!("{}/{}", i.cli(), i.name()))
+                    .join(", "),
+            })
     }
 
     /// The arguments (after the sandbox's `base_args`) of a one-way run with `prompt`; for two-way
     /// interfaces, the arguments that start the long-running process (the prompt goes over stdin).
     pub fn args(self, prompt: &str) -> Vec<String> {
         let v: &[&str] = match self {
-            Interface::ClaudePrint => &["-p", prompt, "--output-format", "stream-json", "--verbose", "--allowedTools", "Bash,Write,Edit"],
-            Interface::ClaudeControl => {
-                &["-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose", "--permission-prompt-tool", "stdio"]
-            }
-            Interface::CodexExec => {
-                &["exec", "--json", "--skip-git-repo-check", "-s", "workspace-write", "-c", "approval_policy=\"never\"", prompt]
-            }
+            Interface::ClaudePrint => &[
+                "-p",
+                prompt,
+                "--output-format",
+                "stream-json",
+                "--verbose",
+                "--allowedTools",
+                "Bash,Write,Edit",
+            ],
+            Interface::ClaudeControl => &[
+                "-p",
+                "--input-format",
+                "stream-json",
+                "--output-format",
+                "stream-json",
+                "--verbose",
+                "--permission-prompt-tool",
+                "stdio",
+            ],
+            Interface::CodexExec => &[
+                "exec",
+                "--json",
+                "--skip-git-repo-check",
+                "-s",
+                "workspace-write",
+                "-c",
+                "approval_policy=\"never\"",
+                prompt,
+            ],
             Interface::CodexAppServer => &["app-server"],
             Interface::QwenAcp => &["--acp"],
-            Interface::QwenControl => &["-p", "--input-format", "stream-json", "--output-format", "stream-json"],
+            Interface::QwenControl => &[
+                "-p",
+                "--input-format",
+                "stream-json",
+                "--output-format",
+                "stream-json",
+            ],
             Interface::OpenCodeRun => &["run", "--format", "json", "-m", "mock/mock-model", prompt],
-            Interface::GeminiHeadless | Interface::QwenPrint => &["-p", prompt, "--output-format", "stream-json", "--yolo"],
+            Interface::GeminiHeadless | Interface::QwenPrint => {
+                &["-p", prompt, "--output-format", "stream-json", "--yolo"]
+            }
         };
         v.iter().map(|s| s.to_string()).collect()
     }

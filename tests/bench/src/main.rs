@@ -47,7 +47,11 @@ fn options(args: &[String]) -> Result<HashMap<&str, &str>, BenchError> {
 }
 
 fn usage_error(arg: &str) -> BenchError {
-    BenchError::Unknown { kind: "argument", name: arg.to_string(), known: USAGE.to_string() }
+    BenchError::Unknown {
+        kind: "argument",
+        name: arg.to_string(),
+        known: USAGE.to_string(),
+    }
 }
 
 async fn run(args: &[String]) -> Result<(), BenchError> {
@@ -62,16 +66,26 @@ async fn run(args: &[String]) -> Result<(), BenchError> {
             };
             let server = ModelServer::start_on(port, log).await?;
             println!("http://{}", server.addr());
-            std::io::stdout().flush().map_err(|e| BenchError::io("writing the address", e))?;
-            tokio::signal::ctrl_c().await.map_err(|e| BenchError::io("waiting for Ctrl-C", e))?;
+            std::io::stdout()
+                .flush()
+                .map_err(|e| BenchError::io("writing the address", e))?;
+            tokio::signal::ctrl_c()
+                .await
+                .map_err(|e| BenchError::io("waiting for Ctrl-C", e))?;
             Ok(())
         }
         "record" => {
-            let need = |k: &str| opts.get(k).copied().ok_or_else(|| usage_error(&format!("--{k} (missing)")));
+            let need = |k: &str| {
+                opts.get(k)
+                    .copied()
+                    .ok_or_else(|| usage_error(&format!("--{k} (missing)")))
+            };
             let cli: Cli = need("cli")?.parse()?;
             let interface = Interface::find(cli, need("interface")?)?;
             let scenario = need("scenario")?;
-            let out = opts.get("out").map_or_else(|| record::default_out_dir(interface), PathBuf::from);
+            let out = opts
+                .get("out")
+                .map_or_else(|| record::default_out_dir(interface), PathBuf::from);
             let timeout = match opts.get("timeout") {
                 Some(t) => Duration::from_secs(t.parse().map_err(|_| usage_error(t))?),
                 None => Duration::from_secs(180),
@@ -97,7 +111,10 @@ async fn run(args: &[String]) -> Result<(), BenchError> {
             for cli in Cli::ALL {
                 let pinned = clis::pinned_version(cli).unwrap_or_else(|| "?".into());
                 let installed = clis::cli_version(cli).unwrap_or_else(|| "not installed".into());
-                println!("{:<12} pinned {pinned:<10} installed {installed}", cli.name());
+                println!(
+                    "{:<12} pinned {pinned:<10} installed {installed}",
+                    cli.name()
+                );
             }
             Ok(())
         }

@@ -75,13 +75,18 @@ pub struct Captured {
 impl Captured {
     /// Stdout lines parsed as JSON, skipping lines that are not JSON.
     pub fn json_lines(&self) -> Vec<serde_json::Value> {
-        self.stdout.iter().filter_map(|(_, l)| serde_json::from_str(l).ok()).collect()
+        self.stdout
+            .iter()
+            .filter_map(|(_, l)| serde_json::from_str(l).ok())
+            .collect()
     }
 
     /// The exit code, or `-N` when the process was killed by signal N.
     pub fn exit_code(&self) -> i32 {
         use std::os::unix::process::ExitStatusExt;
-        self.status.code().unwrap_or_else(|| -self.status.signal().unwrap_or(0))
+        self.status
+            .code()
+            .unwrap_or_else(|| -self.status.signal().unwrap_or(0))
     }
 }
 
@@ -92,16 +97,24 @@ pub async fn run(mut cmd: Command, what: &str, timeout: Duration) -> Result<Capt
     isolate(&mut cmd);
     cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
     let started = Instant::now();
-    let mut child = cmd.spawn().map_err(|e| BenchError::io(format!("spawning {what}"), e))?;
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| BenchError::io(format!("spawning {what}"), e))?;
     let guard = GroupGuard::new(&child);
-    let stdout = child.stdout.take().map(|s| tokio::spawn(read_lines(s, started)));
+    let stdout = child
+        .stdout
+        .take()
+        .map(|s| tokio::spawn(read_lines(s, started)));
     let stderr = child.stderr.take().map(|s| tokio::spawn(read_all(s)));
     let status = match tokio::time::timeout(timeout, child.wait()).await {
         Ok(status) => status.map_err(|e| BenchError::io(format!("waiting for {what}"), e))?,
         Err(_) => {
             drop(guard);
             let _ = child.wait().await;
-            return Err(BenchError::Timeout { what: what.to_string(), seconds: timeout.as_secs() });
+            return Err(BenchError::Timeout {
+                what: what.to_string(),
+                seconds: timeout.as_secs(),
+            });
         }
     };
     let wall_s = started.elapsed().as_secs_f64();
@@ -114,7 +127,12 @@ pub async fn run(mut cmd: Command, what: &str, timeout: Duration) -> Result<Capt
         Some(task) => task.await.unwrap_or_default(),
         None => String::new(),
     };
-    Ok(Captured { status, stdout, stderr, wall_s })
+    Ok(Captured {
+        status,
+        stdout,
+        stderr,
+        wall_s,
+    })
 }
 
 /// Reads lines with their arrival time (seconds since `started`); invalid UTF-8 is replaced.
@@ -148,14 +166,18 @@ async fn read_all(mut stream: impl AsyncRead + Unpin) -> String {
 pub fn process_alive(pid: i32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         // The state letter follows the parenthesised command name.
-        Ok(stat) => stat.rsplit_once(") ").is_some_and(|(_, rest)| !rest.starts_with('Z') && !rest.starts_with('X')),
+        Ok(stat) => stat
+            .rsplit_once(") ")
+            .is_some_and(|(_, rest)| !rest.starts_with('Z') && !rest.starts_with('X')),
         Err(_) => false,
     }
 }
 
 /// The live processes whose working directory is `dir` (what a run in a sandbox left behind).
 pub fn processes_in(dir: &std::path::Path) -> Vec<i32> {
-    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
     entries
         .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
         .filter(|pid| std::fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|cwd| cwd == dir))
@@ -167,12 +189,18 @@ pub fn processes_in(dir: &std::path::Path) -> Vec<i32> {
 pub fn process_env(pid: i32, var: &str) -> Option<String> {
     let environ = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
     let prefix = format!("{var}=");
-    environ.split(|b| *b == 0).find_map(|entry| entry.strip_prefix(prefix.as_bytes()).map(|v| String::from_utf8_lossy(v).into_owned()))
+    environ.split(|b| *b == 0).find_map(|entry| {
+        entry
+            .strip_prefix(prefix.as_bytes())
+            .map(|v| String::from_utf8_lossy(v).into_owned())
+    })
 }
 
 /// Every file under `dir` with its size and modification time: equal snapshots mean nothing
 /// under `dir` was written (a missing `dir` is an empty snapshot).
-pub fn tree_snapshot(dir: &std::path::Path) -> std::collections::BTreeMap<std::path::PathBuf, (u64, std::time::SystemTime)> {
+pub fn tree_snapshot(
+    dir: &std::path::Path,
+) -> std::collections::BTreeMap<std::path::PathBuf, (u64, std::time::SystemTime)> {
     let mut files = std::collections::BTreeMap::new();
     let mut todo = vec![dir.to_path_buf()];
     while let Some(next) = todo.pop() {
@@ -181,7 +209,10 @@ pub fn tree_snapshot(dir: &std::path::Path) -> std::collections::BTreeMap<std::p
             if meta.is_dir() {
                 todo.push(entry.path());
             } else {
-                files.insert(entry.path(), (meta.len(), meta.modified().unwrap_or(std::time::UNIX_EPOCH)));
+                files.insert(
+                    entry.path(),
+                    (meta.len(), meta.modified().unwrap_or(std::time::UNIX_EPOCH)),
+                );
             }
         }
     }
@@ -190,13 +221,17 @@ pub fn tree_snapshot(dir: &std::path::Path) -> std::collections::BTreeMap<std::p
 
 /// Every process of process group `pgid`, zombies included: a group is gone only when this is empty.
 pub fn group_members(pgid: i32) -> Vec<i32> {
-    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
     entries
         .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
         .filter(|pid| {
             // The group id is the third field after the parenthesised command name.
             let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-            stat.rsplit_once(") ").and_then(|(_, rest)| rest.split_whitespace().nth(2)?.parse::<i32>().ok()) == Some(pgid)
+            stat.rsplit_once(") ")
+                .and_then(|(_, rest)| rest.split_whitespace().nth(2)?.parse::<i32>().ok())
+                == Some(pgid)
         })
         .collect()
 }
@@ -223,10 +258,19 @@ mod tests {
         let marker = dir.path().join("grandchild.pid");
         // The grandchild writes its pid and sleeps; the leader waits for it.
         let mut cmd = Command::new("sh");
-        cmd.arg("-c").arg("sleep 60 & echo $! > \"$1\"; wait").arg("sh").arg(&marker);
-        let err = run(cmd, "sleeper", Duration::from_millis(500)).await.unwrap_err();
+        cmd.arg("-c")
+            .arg("sleep 60 & echo $! > \"$1\"; wait")
+            .arg("sh")
+            .arg(&marker);
+        let err = run(cmd, "sleeper", Duration::from_millis(500))
+            .await
+            .unwrap_err();
         assert!(matches!(err, BenchError::Timeout { .. }), "{err}");
-        let pid: i32 = std::fs::read_to_string(&marker).unwrap().trim().parse().unwrap();
+        let pid: i32 = std::fs::read_to_string(&marker)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
         tokio::time::sleep(Duration::from_millis(200)).await;
         assert!(!process_alive(pid), "grandchild {pid} survived the timeout");
     }
@@ -234,7 +278,8 @@ mod tests {
     #[tokio::test]
     async fn run_captures_lines_exit_code_and_stderr() {
         let mut cmd = Command::new("sh");
-        cmd.arg("-c").arg("echo one; echo two; echo oops >&2; exit 3");
+        cmd.arg("-c")
+            .arg("echo one; echo two; echo oops >&2; exit 3");
         let out = run(cmd, "sh", Duration::from_secs(10)).await.unwrap();
         let lines: Vec<_> = out.stdout.iter().map(|(_, l)| l.as_str()).collect();
         assert_eq!(lines, ["one", "two"]);

@@ -64,20 +64,44 @@ impl Sandbox {
 
     /// The same as [`Sandbox::new`] with another executable standing in for the CLI (a wrapper script, a
     /// locally built CLI, or a fake in hermetic tests); the environment and `base_args` are `cli`'s.
-    pub fn with_program(cli: Cli, program: PathBuf, server: &ModelServer, scenario: &str) -> Result<Sandbox, BenchError> {
+    pub fn with_program(
+        cli: Cli,
+        program: PathBuf,
+        server: &ModelServer,
+        scenario: &str,
+    ) -> Result<Sandbox, BenchError> {
         let parent = sandbox_parent()?;
         let root = tempfile::Builder::new()
             .prefix(&format!("{}-", cli.name()))
             .tempdir_in(&parent)
-            .map_err(|e| BenchError::io(format!("making a sandbox under {}", parent.display()), e))?;
+            .map_err(|e| {
+                BenchError::io(format!("making a sandbox under {}", parent.display()), e)
+            })?;
         let home = root.path().join("home");
-        let dir_name: String = scenario.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' }).collect();
+        let dir_name: String = scenario
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
         let cwd = home.join("work").join(dir_name);
         let tmp = root.path().join("tmp");
-        for dir in [&cwd, &tmp, &home.join(".config"), &home.join(".local/share"), &home.join(".cache")] {
-            std::fs::create_dir_all(dir).map_err(|e| BenchError::io(format!("creating {}", dir.display()), e))?;
+        for dir in [
+            &cwd,
+            &tmp,
+            &home.join(".config"),
+            &home.join(".local/share"),
+            &home.join(".cache"),
+        ] {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| BenchError::io(format!("creating {}", dir.display()), e))?;
         }
-        std::fs::create_dir_all(home.join(".local/state")).map_err(|e| BenchError::io("creating the XDG state folder", e))?;
+        std::fs::create_dir_all(home.join(".local/state"))
+            .map_err(|e| BenchError::io("creating the XDG state folder", e))?;
         write_config_files(cli, &home)?;
         let mut sandbox = Sandbox {
             cli,
@@ -108,7 +132,10 @@ impl Sandbox {
     /// drive stdin) and killed when dropped. Kill the whole group with [`crate::process::GroupGuard`].
     pub fn command(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(&self.program);
-        cmd.args(&self.base_args).args(args).env_clear().envs(self.env.iter().map(|(k, v)| (k, v)));
+        cmd.args(&self.base_args)
+            .args(args)
+            .env_clear()
+            .envs(self.env.iter().map(|(k, v)| (k, v)));
         cmd.current_dir(&self.cwd).kill_on_drop(true);
         process::isolate(&mut cmd);
         cmd
@@ -116,7 +143,10 @@ impl Sandbox {
 
     /// The value of one of the sandbox's environment variables.
     pub fn env_var(&self, key: &str) -> Option<&str> {
-        self.env.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+        self.env
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
     }
 
     fn point_at(&mut self, scenario: &str) {
@@ -125,7 +155,10 @@ impl Sandbox {
         let (env, base_args) = cli_env(self.cli, &self.base_url, &self.server_origin, &self.home);
         let p = |p: &Path| p.display().to_string();
         let mut all = vec![
-            ("PATH".to_string(), std::env::var("PATH").unwrap_or_else(|_| "/usr/local/bin:/usr/bin:/bin".into())),
+            (
+                "PATH".to_string(),
+                std::env::var("PATH").unwrap_or_else(|_| "/usr/local/bin:/usr/bin:/bin".into()),
+            ),
             ("HOME".into(), p(&self.home)),
             ("XDG_CONFIG_HOME".into(), p(&self.home.join(".config"))),
             ("XDG_DATA_HOME".into(), p(&self.home.join(".local/share"))),
@@ -146,13 +179,18 @@ fn sandbox_parent() -> Result<PathBuf, BenchError> {
     let dir = match std::env::var_os("AGENT_API_SANDBOX_DIR").filter(|d| !d.is_empty()) {
         Some(d) => PathBuf::from(d),
         None => {
-            let home = std::env::var_os("HOME")
-                .filter(|h| !h.is_empty())
-                .ok_or(BenchError::BadPath { path: PathBuf::from("$HOME"), reason: "HOME is unset; set AGENT_API_SANDBOX_DIR" })?;
+            let home =
+                std::env::var_os("HOME")
+                    .filter(|h| !h.is_empty())
+                    .ok_or(BenchError::BadPath {
+                        path: PathBuf::from("$HOME"),
+                        reason: "HOME is unset; set AGENT_API_SANDBOX_DIR",
+                    })?;
             PathBuf::from(home).join(".cache/agent_api/sandboxes")
         }
     };
-    std::fs::create_dir_all(&dir).map_err(|e| BenchError::io(format!("creating {}", dir.display()), e))?;
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| BenchError::io(format!("creating {}", dir.display()), e))?;
     Ok(dir)
 }
 
@@ -162,7 +200,12 @@ fn is_root() -> bool {
 }
 
 /// The CLI's own variables and leading arguments for `base_url`.
-fn cli_env(cli: Cli, base_url: &str, origin: &str, home: &Path) -> (Vec<(String, String)>, Vec<String>) {
+fn cli_env(
+    cli: Cli,
+    base_url: &str,
+    origin: &str,
+    home: &Path,
+) -> (Vec<(String, String)>, Vec<String>) {
     let kv = |k: &str, v: &str| (k.to_string(), v.to_string());
     match cli {
         Cli::ClaudeCode => {
@@ -195,7 +238,10 @@ fn cli_env(cli: Cli, base_url: &str, origin: &str, home: &Path) -> (Vec<(String,
                 "-c",
                 "analytics.enabled=false",
             ];
-            let env = vec![kv("CODEX_HOME", &home.join(".codex").display().to_string()), kv("OPENAI_API_KEY", "sk-test")];
+            let env = vec![
+                kv("CODEX_HOME", &home.join(".codex").display().to_string()),
+                kv("OPENAI_API_KEY", "sk-test"),
+            ];
             (env, args.iter().map(|s| s.to_string()).collect())
         }
         Cli::OpenCode => {
@@ -217,12 +263,22 @@ fn cli_env(cli: Cli, base_url: &str, origin: &str, home: &Path) -> (Vec<(String,
             (env, Vec::new())
         }
         Cli::Gemini => {
-            let env = vec![kv("GOOGLE_GEMINI_BASE_URL", base_url), kv("GEMINI_API_KEY", "test-key"), kv("GEMINI_CLI_NO_RELAUNCH", "true")];
-            (env, vec!["--skip-trust".into(), "-m".into(), GEMINI_MODEL.into()])
+            let env = vec![
+                kv("GOOGLE_GEMINI_BASE_URL", base_url),
+                kv("GEMINI_API_KEY", "test-key"),
+                kv("GEMINI_CLI_NO_RELAUNCH", "true"),
+            ];
+            (
+                env,
+                vec!["--skip-trust".into(), "-m".into(), GEMINI_MODEL.into()],
+            )
         }
         Cli::Qwen => {
-            let env =
-                vec![kv("OPENAI_BASE_URL", &format!("{base_url}/v1")), kv("OPENAI_API_KEY", "sk-test"), kv("OPENAI_MODEL", CHAT_MODEL)];
+            let env = vec![
+                kv("OPENAI_BASE_URL", &format!("{base_url}/v1")),
+                kv("OPENAI_API_KEY", "sk-test"),
+                kv("OPENAI_MODEL", CHAT_MODEL),
+            ];
             (env, Vec::new())
         }
     }
@@ -235,15 +291,19 @@ fn write_config_files(cli: Cli, home: &Path) -> Result<(), BenchError> {
         Cli::Qwen => (home.join(".qwen/settings.json"), qwen_settings()),
         Cli::Codex => {
             let dir = home.join(".codex");
-            return std::fs::create_dir_all(&dir).map_err(|e| BenchError::io(format!("creating {}", dir.display()), e));
+            return std::fs::create_dir_all(&dir)
+                .map_err(|e| BenchError::io(format!("creating {}", dir.display()), e));
         }
         _ => return Ok(()),
     };
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| BenchError::io(format!("creating {}", dir.display()), e))?;
+        std::fs::create_dir_all(dir)
+            .map_err(|e| BenchError::io(format!("creating {}", dir.display()), e))?;
     }
-    let text = serde_json::to_string_pretty(&settings).map_err(|e| BenchError::json("serializing settings", e))?;
-    std::fs::write(&path, text).map_err(|e| BenchError::io(format!("writing {}", path.display()), e))
+    let text = serde_json::to_string_pretty(&settings)
+        .map_err(|e| BenchError::json("serializing settings", e))?;
+    std::fs::write(&path, text)
+        .map_err(|e| BenchError::io(format!("writing {}", path.display()), e))
 }
 
 /// `~/.gemini/settings.json`: API-key auth, no usage statistics or telemetry, no updates, one attempt.

@@ -128,23 +128,48 @@ pub struct Question {
 impl Step {
     /// A step that only says `text`.
     pub const fn say(text: &'static str) -> Step {
-        Step { thinking: None, text: Text::Fixed(text), action: None, pace_ms: 0, breaks: false }
+        Step {
+            thinking: None,
+            text: Text::Fixed(text),
+            action: None,
+            pace_ms: 0,
+            breaks: false,
+        }
     }
 
     /// A step with this text and no action.
     pub const fn text(text: Text) -> Step {
-        Step { thinking: None, text, action: None, pace_ms: 0, breaks: false }
+        Step {
+            thinking: None,
+            text,
+            action: None,
+            pace_ms: 0,
+            breaks: false,
+        }
     }
 
     /// A step that says `preamble` (may be empty) and then calls a tool.
     pub const fn act(preamble: &'static str, action: Action) -> Step {
-        let text = if preamble.is_empty() { Text::None } else { Text::Fixed(preamble) };
-        Step { thinking: None, text, action: Some(action), pace_ms: 0, breaks: false }
+        let text = if preamble.is_empty() {
+            Text::None
+        } else {
+            Text::Fixed(preamble)
+        };
+        Step {
+            thinking: None,
+            text,
+            action: Some(action),
+            pace_ms: 0,
+            breaks: false,
+        }
     }
 
     /// The same step with thinking first.
     pub const fn thinking(self, thinking: &'static str) -> Step {
-        Step { thinking: Some(thinking), ..self }
+        Step {
+            thinking: Some(thinking),
+            ..self
+        }
     }
 
     /// The same step with a pause before every text delta.
@@ -154,7 +179,10 @@ impl Step {
 
     /// The same step with a stream that breaks mid-way.
     pub const fn broken(self) -> Step {
-        Step { breaks: true, ..self }
+        Step {
+            breaks: true,
+            ..self
+        }
     }
 
     /// Pause before each text delta.
@@ -169,8 +197,18 @@ pub const SHELL_COMMAND: &str = "echo hi > out.txt && cat out.txt";
 const AFTER_TOOL: &str = "Tool {status}. Output was: {output}";
 
 const QUESTIONS: &[Question] = &[
-    Question { id: "color", header: "Color", question: "Which color should the file use?", options: &["Red", "Blue"] },
-    Question { id: "size", header: "Size", question: "How large should it be?", options: &["Small", "Large"] },
+    Question {
+        id: "color",
+        header: "Color",
+        question: "Which color should the file use?",
+        options: &["Red", "Blue"],
+    },
+    Question {
+        id: "size",
+        header: "Size",
+        question: "How large should it be?",
+        options: &["Small", "Large"],
+    },
 ];
 
 /// Every scenario the server knows. The name is the first path segment after `/s/`.
@@ -312,7 +350,11 @@ pub fn find(name: &str) -> Option<&'static Scenario> {
 
 /// The names of every scenario, comma-separated (for error messages).
 pub fn names() -> String {
-    SCENARIOS.iter().map(|s| s.name).collect::<Vec<_>>().join(", ")
+    SCENARIOS
+        .iter()
+        .map(|s| s.name)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Splits a text into word deltas that keep their trailing space ("Hello ", "from ", "mock").

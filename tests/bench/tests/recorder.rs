@@ -17,15 +17,33 @@ use serde_json::Value;
 fn reference(interface: Interface) -> (&'static str, PathBuf) {
     let shared = |p: &str| fixtures_dir().join(p);
     match interface {
-        Interface::ClaudePrint => ("shell", shared("claude_code/print/bash_allowed.stdout.jsonl")),
+        Interface::ClaudePrint => (
+            "shell",
+            shared("claude_code/print/bash_allowed.stdout.jsonl"),
+        ),
         Interface::ClaudeControl => ("shell", shared("claude_code/control/allow.session.jsonl")),
         Interface::CodexExec => ("text", shared("codex/exec/text_quiet.stdout.jsonl")),
         Interface::CodexAppServer => ("text", shared("codex/app_server/text.session.jsonl")),
-        Interface::OpenCodeRun => ("text", shared("opencode/run/text_no_disable_env.stdout.jsonl")),
-        Interface::GeminiHeadless => ("text", shared("gemini/headless/text_no_relaunch.stdout.jsonl")),
-        Interface::QwenPrint => ("text", record::default_out_dir(interface).join("text.stdout.jsonl")),
-        Interface::QwenControl => ("shell", record::default_out_dir(interface).join("shell.session.jsonl")),
-        Interface::QwenAcp => ("shell", record::default_out_dir(interface).join("shell.session.jsonl")),
+        Interface::OpenCodeRun => (
+            "text",
+            shared("opencode/run/text_no_disable_env.stdout.jsonl"),
+        ),
+        Interface::GeminiHeadless => (
+            "text",
+            shared("gemini/headless/text_no_relaunch.stdout.jsonl"),
+        ),
+        Interface::QwenPrint => (
+            "text",
+            record::default_out_dir(interface).join("text.stdout.jsonl"),
+        ),
+        Interface::QwenControl => (
+            "shell",
+            record::default_out_dir(interface).join("shell.session.jsonl"),
+        ),
+        Interface::QwenAcp => (
+            "shell",
+            record::default_out_dir(interface).join("shell.session.jsonl"),
+        ),
         other => panic!("no reference for {other}"),
     }
 }
@@ -42,7 +60,10 @@ fn event_types(path: &Path) -> Vec<String> {
     } else {
         compare::stdout_event_types(&text)
     };
-    types.into_iter().filter(|t| !MACHINE_NOTICES.contains(&t.as_str())).collect()
+    types
+        .into_iter()
+        .filter(|t| !MACHINE_NOTICES.contains(&t.as_str()))
+        .collect()
 }
 
 /// For two-way sessions the order between what the client sends and what the agent pushes on its own
@@ -50,7 +71,8 @@ fn event_types(path: &Path) -> Vec<String> {
 /// notification (Qwen's late usage update) after it answered the last request and before the recorder
 /// stops reading: what it received is compared up to that last answer, which ends the turn.
 fn by_direction(types: &[String]) -> (Vec<&String>, Vec<&String>) {
-    let (sent, mut received): (Vec<&String>, Vec<&String>) = types.iter().partition(|t| t.starts_with("send:"));
+    let (sent, mut received): (Vec<&String>, Vec<&String>) =
+        types.iter().partition(|t| t.starts_with("send:"));
     if let Some(last) = received.iter().rposition(|t| t.as_str() == "recv:response") {
         received.truncate(last + 1);
     }
@@ -64,23 +86,62 @@ async fn reproduces(interface: Interface) {
     let (scenario, reference) = reference(interface);
     let server = ModelServer::start(None).await.unwrap();
     let out = tempfile::tempdir().unwrap();
-    let rec = record::record(&server, interface, scenario, out.path(), Duration::from_secs(180)).await.unwrap();
-    assert_eq!(rec.exit_code, 0, "{interface}: {}", std::fs::read_to_string(&rec.meta).unwrap());
+    let rec = record::record(
+        &server,
+        interface,
+        scenario,
+        out.path(),
+        Duration::from_secs(180),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        rec.exit_code,
+        0,
+        "{interface}: {}",
+        std::fs::read_to_string(&rec.meta).unwrap()
+    );
 
     let ours = event_types(&rec.transcript);
     let theirs = event_types(&reference);
     if interface.is_one_way() {
-        assert_eq!(ours, theirs, "{interface}: event types differ from {}", reference.display());
+        assert_eq!(
+            ours,
+            theirs,
+            "{interface}: event types differ from {}",
+            reference.display()
+        );
     } else {
-        assert_eq!(by_direction(&ours), by_direction(&theirs), "{interface}: differs from {}", reference.display());
+        assert_eq!(
+            by_direction(&ours),
+            by_direction(&theirs),
+            "{interface}: differs from {}",
+            reference.display()
+        );
     }
 
     let transcript = std::fs::read_to_string(&rec.transcript).unwrap();
     let sandbox_root = rec.sandbox.home.parent().unwrap().display().to_string();
-    assert!(!transcript.contains(&sandbox_root), "{interface}: machine path left in the transcript");
-    assert!(!transcript.contains(&server.addr().port().to_string()) || server.addr().port() == 8080);
+    assert!(
+        !transcript.contains(&sandbox_root),
+        "{interface}: machine path left in the transcript"
+    );
+    assert!(
+        !transcript.contains(&server.addr().port().to_string()) || server.addr().port() == 8080
+    );
     let meta: Value = serde_json::from_str(&std::fs::read_to_string(&rec.meta).unwrap()).unwrap();
-    for key in ["cli", "cli_version", "interface", "scenario", "argv", "env", "cwd", "exit_code", "wall_s", "stderr"] {
+    for key in [
+        "cli",
+        "cli_version",
+        "interface",
+        "scenario",
+        "argv",
+        "env",
+        "cwd",
+        "exit_code",
+        "wall_s",
+        "stderr",
+    ] {
         assert!(meta.get(key).is_some(), "{interface}: meta lacks {key}");
     }
     assert_eq!(meta["cwd"], format!("/home/dev/work/{scenario}"));
@@ -142,21 +203,33 @@ fn committed_recordings_are_neutral_and_well_formed() {
         for entry in entries {
             let path = entry.unwrap().path();
             let text = std::fs::read_to_string(&path).unwrap();
-            assert!(!text.contains("/root/") && !text.contains("agent_api/sandboxes"), "{}", path.display());
+            assert!(
+                !text.contains("/root/") && !text.contains("agent_api/sandboxes"),
+                "{}",
+                path.display()
+            );
             let name = path.file_name().unwrap().to_string_lossy().to_string();
             if name.ends_with(".meta.json") {
                 let meta: Value = serde_json::from_str(&text).unwrap();
                 assert_eq!(meta["interface"], interface.name(), "{name}");
             } else {
                 for line in text.lines() {
-                    let v: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{name}: {e}: {line}"));
+                    let v: Value = serde_json::from_str(line)
+                        .unwrap_or_else(|e| panic!("{name}: {e}: {line}"));
                     if name.ends_with(".session.jsonl") {
-                        assert!(v["t"].is_number() && v["dir"].is_string() && v.get("msg").is_some(), "{name}");
+                        assert!(
+                            v["t"].is_number() && v["dir"].is_string() && v.get("msg").is_some(),
+                            "{name}"
+                        );
                     }
                 }
             }
             seen += 1;
         }
     }
-    assert!(seen >= 2 * Interface::ALL.len(), "only {seen} files under {}", root.display());
+    assert!(
+        seen >= 2 * Interface::ALL.len(),
+        "only {seen} files under {}",
+        root.display()
+    );
 }

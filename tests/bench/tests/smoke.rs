@@ -7,7 +7,9 @@
 use std::time::Duration;
 
 use agent_bench::process::{self, Captured};
-use agent_bench::{e2e_enabled_or_explain, interface::prompt_for, Cli, Interface, ModelServer, Sandbox};
+use agent_bench::{
+    e2e_enabled_or_explain, interface::prompt_for, Cli, Interface, ModelServer, Sandbox,
+};
 use serde_json::Value;
 
 const TIMEOUT: Duration = Duration::from_secs(180);
@@ -18,12 +20,18 @@ async fn run(server: &ModelServer, interface: Interface, scenario: &str) -> (San
     let args = interface.args(prompt_for(scenario));
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let what = format!("{interface} {scenario}");
-    let out = process::run(sandbox.command(&args), &what, TIMEOUT).await.unwrap_or_else(|e| panic!("{e}"));
+    let out = process::run(sandbox.command(&args), &what, TIMEOUT)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
     assert!(
         out.status.success(),
         "{what} exited with {}\nstdout:\n{}\nstderr:\n{}",
         out.exit_code(),
-        out.stdout.iter().map(|(_, l)| l.as_str()).collect::<Vec<_>>().join("\n"),
+        out.stdout
+            .iter()
+            .map(|(_, l)| l.as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
         out.stderr
     );
     (sandbox, out)
@@ -35,13 +43,19 @@ fn final_text(interface: Interface, events: &[Value]) -> String {
     for e in events {
         let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
         match interface {
-            Interface::ClaudePrint | Interface::QwenPrint if e["type"] == "result" => answer = text(&e["result"]),
-            Interface::CodexExec if e["type"] == "item.completed" && e["item"]["type"] == "agent_message" => {
+            Interface::ClaudePrint | Interface::QwenPrint if e["type"] == "result" => {
+                answer = text(&e["result"])
+            }
+            Interface::CodexExec
+                if e["type"] == "item.completed" && e["item"]["type"] == "agent_message" =>
+            {
                 answer = text(&e["item"]["text"])
             }
             Interface::OpenCodeRun if e["type"] == "text" => answer = text(&e["part"]["text"]),
             // Gemini streams the answer as deltas: the answer is the run of deltas after the last other event.
-            Interface::GeminiHeadless if e["type"] == "message" && e["role"] == "assistant" => answer += &text(&e["content"]),
+            Interface::GeminiHeadless if e["type"] == "message" && e["role"] == "assistant" => {
+                answer += &text(&e["content"])
+            }
             Interface::GeminiHeadless if e["type"] != "result" => answer.clear(),
             _ => {}
         }
@@ -54,7 +68,10 @@ async fn smoke(interface: Interface) {
         return;
     };
     let server = ModelServer::start(None).await.expect("server");
-    let ((_text_box, text), (shell_box, shell)) = tokio::join!(run(&server, interface, "text"), run(&server, interface, "shell"));
+    let ((_text_box, text), (shell_box, shell)) = tokio::join!(
+        run(&server, interface, "text"),
+        run(&server, interface, "shell")
+    );
 
     let answer = final_text(interface, &text.json_lines());
     assert_eq!(answer, "Hello from mock", "{interface} text answer");
@@ -63,13 +80,25 @@ async fn smoke(interface: Interface) {
         .unwrap_or_else(|e| panic!("{interface}: out.txt missing after the shell scenario: {e}"));
     assert_eq!(out, "hi\n", "{interface}: out.txt");
     let answer = final_text(interface, &shell.json_lines());
-    assert!(answer.starts_with("Tool finished. Output was: ") && answer.contains("hi"), "{interface}: {answer}");
+    assert!(
+        answer.starts_with("Tool finished. Output was: ") && answer.contains("hi"),
+        "{interface}: {answer}"
+    );
 
     let requests = server.requests();
     let model_calls: Vec<_> = requests.iter().filter(|r| r.method == "POST").collect();
-    assert!(model_calls.iter().all(|r| r.scenario.is_some()), "every model call names its scenario");
-    let shell_calls = model_calls.iter().filter(|r| r.scenario.as_deref() == Some("shell")).count();
-    assert!(shell_calls >= 2, "{interface}: the tool result went back to the model ({shell_calls} shell calls)");
+    assert!(
+        model_calls.iter().all(|r| r.scenario.is_some()),
+        "every model call names its scenario"
+    );
+    let shell_calls = model_calls
+        .iter()
+        .filter(|r| r.scenario.as_deref() == Some("shell"))
+        .count();
+    assert!(
+        shell_calls >= 2,
+        "{interface}: the tool result went back to the model ({shell_calls} shell calls)"
+    );
 }
 
 #[tokio::test]
@@ -100,6 +129,11 @@ async fn qwen_print_completes_text_and_shell() {
 #[test]
 fn every_cli_has_a_smoke_interface() {
     for cli in Cli::ALL {
-        assert!(Interface::ALL.iter().any(|i| i.cli() == cli && i.is_one_way()), "{cli}");
+        assert!(
+            Interface::ALL
+                .iter()
+                .any(|i| i.cli() == cli && i.is_one_way()),
+            "{cli}"
+        );
     }
 }

@@ -18,11 +18,17 @@ const CALLS: usize = 2_000;
 
 #[tokio::main]
 async fn main() {
-    let mut request =
-        RunRequest::new("bench")
-            .with_tool("echo", "Echoes its input", json!({"type": "object"}), |input: Value| async move { Ok::<_, String>(input) });
+    let mut request = RunRequest::new("bench").with_tool(
+        "echo",
+        "Echoes its input",
+        json!({"type": "object"}),
+        |input: Value| async move { Ok::<_, String>(input) },
+    );
     let _server = attach(&mut request).await.unwrap().unwrap();
-    let Some(McpServer::Http { url, headers }) = request.portable.mcp_servers.get(SERVER_NAME) else { unreachable!("attach adds it") };
+    let Some(McpServer::Http { url, headers }) = request.portable.mcp_servers.get(SERVER_NAME)
+    else {
+        unreachable!("attach adds it")
+    };
     let client = McpClient::new(url, headers.get("Authorization").map(String::as_str)).unwrap();
     client.initialize().await.unwrap();
     let mut times = Vec::with_capacity(CALLS);
@@ -37,5 +43,9 @@ async fn main() {
     }
     times.sort_by(f64::total_cmp);
     let at = |q: f64| times[((times.len() as f64 * q) as usize).min(times.len() - 1)];
-    println!("caller tool round trip p50/p99: {:.3}/{:.3} ms", at(0.50), at(0.99));
+    println!(
+        "caller tool round trip p50/p99: {:.3}/{:.3} ms",
+        at(0.50),
+        at(0.99)
+    );
 }

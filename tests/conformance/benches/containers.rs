@@ -20,24 +20,40 @@ const RUNS: usize = 50;
 const LINES: &str = "2000";
 
 /// 50 runs at once of `program` through `launcher_of(i)`; returns how many completed and the wall time.
-async fn batch(program: &Path, tag_entry: &(String, String), launcher_of: impl Fn(usize) -> Launcher) -> (usize, f64) {
+async fn batch(
+    program: &Path,
+    tag_entry: &(String, String),
+    launcher_of: impl Fn(usize) -> Launcher,
+) -> (usize, f64) {
     let started = Instant::now();
     let tasks: Vec<_> = (0..RUNS)
         .map(|i| {
-            let spec = CommandSpec::new(program).args(["text", LINES]).env(&tag_entry.0, &tag_entry.1).with_launcher(launcher_of(i));
+            let spec = CommandSpec::new(program)
+                .args(["text", LINES])
+                .env(&tag_entry.0, &tag_entry.1)
+                .with_launcher(launcher_of(i));
             tokio::spawn(async move {
                 let settings = RunSettings::new(AgentKind::from_static("fake"));
                 let transport = Transport::spawn(&spec, settings.line_cap).expect("spawns");
-                let (mut events, completion) = start_run(settings, transport, Box::new(FakeProtocol::default())).into_universal();
+                let (mut events, completion) =
+                    start_run(settings, transport, Box::new(FakeProtocol::default()))
+                        .into_universal();
                 let mut deltas = 0;
                 while let Some(event) = events.next().await {
-                    deltas += usize::from(matches!(event.body, agent_api::universal::UniversalEventBody::ItemDelta(_)));
+                    deltas += usize::from(matches!(
+                        event.body,
+                        agent_api::universal::UniversalEventBody::ItemDelta(_)
+                    ));
                 }
                 completion.await.is_ok() && deltas == 2000
             })
         })
         .collect();
-    let ok = futures::future::join_all(tasks).await.into_iter().filter(|r| matches!(r, Ok(true))).count();
+    let ok = futures::future::join_all(tasks)
+        .await
+        .into_iter()
+        .filter(|r| matches!(r, Ok(true)))
+        .count();
     (ok, started.elapsed().as_secs_f64())
 }
 
@@ -59,13 +75,26 @@ async fn main() {
     let (local_ok, local_wall) = batch(&program, &tag_entry, |_| Launcher::Local).await;
     assert_eq!(local_ok, RUNS, "local runs failed");
     let containers = docker.containers.clone();
-    let (ok, wall) =
-        batch(&program, &tag_entry, |i| Launcher::Container(Container::exec(Engine::Docker, containers[i % containers.len()].clone())))
-            .await;
+    let (ok, wall) = batch(&program, &tag_entry, |i| {
+        Launcher::Container(Container::exec(
+            Engine::Docker,
+            containers[i % containers.len()].clone(),
+        ))
+    })
+    .await;
     let entry = format!("{}={}", tag_entry.0, tag_entry.1);
-    let left: Vec<String> = containers.iter().flat_map(|c| docker.processes_carrying(c, &entry).unwrap()).collect();
-    println!("container runs: {ok}/{RUNS} ok, wall {wall:.2}s, overhead vs local {:.1}x", wall / local_wall);
+    let left: Vec<String> = containers
+        .iter()
+        .flat_map(|c| docker.processes_carrying(c, &entry).unwrap())
+        .collect();
+    println!(
+        "container runs: {ok}/{RUNS} ok, wall {wall:.2}s, overhead vs local {:.1}x",
+        wall / local_wall
+    );
     println!("(local: {local_ok}/{RUNS} ok, wall {local_wall:.2}s; {LINES} lines per run; {} containers)", containers.len());
-    assert!(left.is_empty(), "processes left in the containers: {left:?}");
+    assert!(
+        left.is_empty(),
+        "processes left in the containers: {left:?}"
+    );
     assert_eq!(ok, RUNS, "container runs failed");
 }

@@ -27,7 +27,10 @@ const LINES: &str = "10000";
 const PAIRS: usize = 5;
 
 fn now_ns() -> u128 {
-    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos()
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_nanos()
 }
 
 /// Microseconds from the stamp in `text` (`"<ns> "`) to now.
@@ -58,8 +61,13 @@ async fn bare(args: Vec<String>) -> Vec<f64> {
 
 async fn sdk(args: Vec<String>) -> Vec<f64> {
     let settings = RunSettings::new(AgentKind::from_static("fake"));
-    let transport = Transport::spawn(&CommandSpec::new(env!("CARGO_BIN_EXE_fake_agent_cli")).args(&args), settings.line_cap).unwrap();
-    let (mut events, completion) = start_run(settings, transport, Box::new(FakeProtocol::default())).into_universal();
+    let transport = Transport::spawn(
+        &CommandSpec::new(env!("CARGO_BIN_EXE_fake_agent_cli")).args(&args),
+        settings.line_cap,
+    )
+    .unwrap();
+    let (mut events, completion) =
+        start_run(settings, transport, Box::new(FakeProtocol::default())).into_universal();
     let mut out = Vec::new();
     while let Some(event) = events.next().await {
         if let UniversalEventBody::ItemDelta(d) = &event.body {
@@ -72,8 +80,13 @@ async fn sdk(args: Vec<String>) -> Vec<f64> {
 
 /// Runs a consumer as a task of the runtime, as an orchestrator's per-run task would be (not on
 /// the thread that blocks on the runtime, which every wake-up would have to cross to).
-fn consume(runtime: &tokio::runtime::Runtime, consumer: impl std::future::Future<Output = Vec<f64>> + Send + 'static) -> Vec<f64> {
-    runtime.block_on(runtime.spawn(consumer)).expect("the consumer task finished")
+fn consume(
+    runtime: &tokio::runtime::Runtime,
+    consumer: impl std::future::Future<Output = Vec<f64>> + Send + 'static,
+) -> Vec<f64> {
+    runtime
+        .block_on(runtime.spawn(consumer))
+        .expect("the consumer task finished")
 }
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
@@ -83,17 +96,29 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 fn report(name: &str, mut samples: Vec<f64>) -> f64 {
     samples.sort_by(f64::total_cmp);
     let (p50, p99) = (percentile(&samples, 0.5), percentile(&samples, 0.99));
-    println!("{name}: {} lines, p50 {p50:.0} µs, p99 {p99:.0} µs", samples.len());
+    println!(
+        "{name}: {} lines, p50 {p50:.0} µs, p99 {p99:.0} µs",
+        samples.len()
+    );
     p99
 }
 
 fn main() {
     if !std::env::args().any(|a| a == "--bench") {
-        println!("latency benchmark: run it with `cargo bench -p agent_api_conformance --bench latency`");
+        println!(
+            "latency benchmark: run it with `cargo bench -p agent_api_conformance --bench latency`"
+        );
         return;
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    let pairs = std::env::var("LATENCY_PAIRS").ok().and_then(|n| n.parse().ok()).unwrap_or(PAIRS);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let pairs = std::env::var("LATENCY_PAIRS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(PAIRS);
     let only = std::env::var("LATENCY_ONLY").ok();
     let mut worst: f64 = 0.0;
     for (pattern, burst, pause) in [("steady", "1", "200"), ("bursts", "200", "20000")] {
@@ -109,8 +134,14 @@ fn main() {
         }
         let mut ratios: Vec<f64> = (1..=pairs)
             .map(|pair| {
-                let base = report(&format!("{pattern} #{pair} bare"), consume(&runtime, bare(args.clone())));
-                let full = report(&format!("{pattern} #{pair} sdk"), consume(&runtime, sdk(args.clone())));
+                let base = report(
+                    &format!("{pattern} #{pair} bare"),
+                    consume(&runtime, bare(args.clone())),
+                );
+                let full = report(
+                    &format!("{pattern} #{pair} sdk"),
+                    consume(&runtime, sdk(args.clone())),
+                );
                 full / base
             })
             .collect();

@@ -14,15 +14,24 @@ use futures::StreamExt;
 
 /// A scripted-agent log of `events` lines: turns of streamed text, reasoning and tool calls.
 fn native_log(events: usize) -> Vec<u8> {
-    let mut lines = vec![AgentLine::Session { id: "bench".into(), model: "m".into() }];
+    let mut lines = vec![AgentLine::Session {
+        id: "bench".into(),
+        model: "m".into(),
+    }];
     let mut turn = 0;
     while lines.len() < events - 1 {
         turn += 1;
         let msg = format!("msg_{turn}");
         for i in 0..16 {
-            lines.push(AgentLine::TextDelta { message_id: msg.clone(), text: format!("word{i} of a streamed answer, ") });
+            lines.push(AgentLine::TextDelta {
+                message_id: msg.clone(),
+                text: format!("word{i} of a streamed answer, "),
+            });
         }
-        lines.push(AgentLine::MessageDone { message_id: msg.clone(), text: "the whole answer".into() });
+        lines.push(AgentLine::MessageDone {
+            message_id: msg.clone(),
+            text: "the whole answer".into(),
+        });
         let call = format!("call_{turn}");
         lines.push(AgentLine::ToolCall {
             call_id: call.clone(),
@@ -30,10 +39,19 @@ fn native_log(events: usize) -> Vec<u8> {
             message_id: msg,
             input: serde_json::json!({"command": "ls -la"}),
         });
-        lines.push(AgentLine::ToolResult { call_id: call, exit_code: 0, stdout: "total 0\n".into(), denied: false });
+        lines.push(AgentLine::ToolResult {
+            call_id: call,
+            exit_code: 0,
+            stdout: "total 0\n".into(),
+            denied: false,
+        });
     }
     lines.truncate(events - 1);
-    lines.push(AgentLine::Done { status: "success".into(), input_tokens: 1, output_tokens: 1 });
+    lines.push(AgentLine::Done {
+        status: "success".into(),
+        input_tokens: 1,
+        output_tokens: 1,
+    });
     let mut out = Vec::new();
     for line in lines {
         serde_json::to_writer(&mut out, &line).unwrap();
@@ -46,7 +64,13 @@ fn native_log(events: usize) -> Vec<u8> {
 /// pipeline's (the bare parse reads it in place).
 async fn full_pipeline(log: Arc<[u8]>) -> usize {
     let backend = ScriptedBackend::new();
-    let handle = replay(&backend, std::io::Cursor::new(log), ReplayOptions::default()).await.unwrap();
+    let handle = replay(
+        &backend,
+        std::io::Cursor::new(log),
+        ReplayOptions::default(),
+    )
+    .await
+    .unwrap();
     let (events, completion) = handle.into_wrapper();
     let count = events.count().await;
     completion.await.unwrap();
@@ -67,7 +91,9 @@ fn cpu_time() -> Duration {
     // SAFETY: rusage is plain data filled by the kernel.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
-    let time = |t: libc::timeval| Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64);
+    let time = |t: libc::timeval| {
+        Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
+    };
     time(usage.ru_utime) + time(usage.ru_stime)
 }
 
@@ -82,9 +108,15 @@ fn main() {
         return;
     }
     let log: Arc<[u8]> = native_log(100_000).into();
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     // Fewer rounds for instruction counts under callgrind, where one round is deterministic.
-    let rounds = std::env::var("PIPELINE_ROUNDS").ok().and_then(|r| r.parse().ok()).unwrap_or(7);
+    let rounds = std::env::var("PIPELINE_ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(7);
     let mut full = Vec::new();
     let mut bare = Vec::new();
     let (mut full_cpu, mut bare_cpu) = (Vec::new(), Vec::new());
@@ -101,10 +133,22 @@ fn main() {
     }
     let (full, bare) = (median(full), median(bare));
     let (full_cpu, bare_cpu) = (median(full_cpu), median(bare_cpu));
-    println!("native log: 100000 lines, {} bytes; wrapper events out: {wrapper_events}", log.len());
-    println!("bare line read + serde_json::Value parse: {:>8.1} ms (median of {rounds})", bare.as_secs_f64() * 1e3);
-    println!("full pipeline:                            {:>8.1} ms (median of {rounds})", full.as_secs_f64() * 1e3);
-    println!("ratio full / bare: {:.2}x (target <= 1.5x)", full.as_secs_f64() / bare.as_secs_f64());
+    println!(
+        "native log: 100000 lines, {} bytes; wrapper events out: {wrapper_events}",
+        log.len()
+    );
+    println!(
+        "bare line read + serde_json::Value parse: {:>8.1} ms (median of {rounds})",
+        bare.as_secs_f64() * 1e3
+    );
+    println!(
+        "full pipeline:                            {:>8.1} ms (median of {rounds})",
+        full.as_secs_f64() * 1e3
+    );
+    println!(
+        "ratio full / bare: {:.2}x (target <= 1.5x)",
+        full.as_secs_f64() / bare.as_secs_f64()
+    );
     println!(
         "cpu: bare {:.1} ms, full pipeline {:.1} ms (all threads); cpu ratio full / bare: {:.2}x",
         bare_cpu.as_secs_f64() * 1e3,

@@ -16,7 +16,10 @@ use agent_bench::{Cli, ModelServer, Sandbox};
 const TURNS: usize = 10;
 
 fn claude(sandbox: &Sandbox) -> ClaudeCodeBackend {
-    let mut config = ClaudeCodeConfig::default().with_binary(&sandbox.program).with_inherit_env(false).with_working_dir(&sandbox.cwd);
+    let mut config = ClaudeCodeConfig::default()
+        .with_binary(&sandbox.program)
+        .with_inherit_env(false)
+        .with_working_dir(&sandbox.cwd);
     for (key, value) in &sandbox.env {
         config = config.with_env(key, value);
     }
@@ -32,7 +35,9 @@ fn codex(sandbox: &Sandbox) -> CodexBackend {
             overrides.extend(args.next().cloned());
         }
     }
-    let mut config = CodexConfig::with_binary(&sandbox.program).config_overrides(overrides).working_dir(&sandbox.cwd);
+    let mut config = CodexConfig::with_binary(&sandbox.program)
+        .config_overrides(overrides)
+        .working_dir(&sandbox.cwd);
     for (key, value) in &sandbox.env {
         config = config.env(key, value);
     }
@@ -45,11 +50,19 @@ fn template() -> RunRequest {
 
 /// Turns 2..=TURNS on one warm session.
 async fn warm(backend: &dyn AgentBackend) -> Vec<Duration> {
-    let mut session = backend.open_session(template()).await.expect("the session opens");
+    let mut session = backend
+        .open_session(template())
+        .await
+        .expect("the session opens");
     let mut times = Vec::new();
     for turn in 1..=TURNS {
         let started = Instant::now();
-        let (_, completion) = session.send(format!("turn {turn}")).await.expect("the turn starts").collect_universal().await;
+        let (_, completion) = session
+            .send(format!("turn {turn}"))
+            .await
+            .expect("the turn starts")
+            .collect_universal()
+            .await;
         completion.expect("the turn succeeds");
         if turn > 1 {
             times.push(started.elapsed());
@@ -64,12 +77,18 @@ async fn resumed(backend: &dyn AgentBackend) -> Vec<Duration> {
     let mut times = Vec::new();
     let mut previous: Option<String> = None;
     for turn in 1..=TURNS {
-        let mut request = RunRequest::new(format!("turn {turn}")).with_timeout(Duration::from_secs(120));
+        let mut request =
+            RunRequest::new(format!("turn {turn}")).with_timeout(Duration::from_secs(120));
         if let Some(id) = previous.take() {
             request = request.with_session(SessionSelector::Resume(id.into()));
         }
         let started = Instant::now();
-        let (_, completion) = backend.run(request).await.expect("the run starts").collect_universal().await;
+        let (_, completion) = backend
+            .run(request)
+            .await
+            .expect("the run starts")
+            .collect_universal()
+            .await;
         let completion = completion.expect("the run succeeds");
         if turn > 1 {
             times.push(started.elapsed());
@@ -89,7 +108,9 @@ async fn measure(cli: Cli, name: &str) {
     if agent_bench::e2e_enabled_or_explain(cli).is_none() {
         return;
     }
-    let server = ModelServer::start(None).await.expect("the model server starts");
+    let server = ModelServer::start(None)
+        .await
+        .expect("the model server starts");
     let sandbox = Sandbox::new(cli, &server, "echo").expect("the sandbox");
     let backend: Box<dyn AgentBackend> = match cli {
         Cli::Codex => Box::new(codex(&sandbox)),

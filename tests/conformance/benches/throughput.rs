@@ -79,7 +79,9 @@ fn cpu_now() -> Duration {
     // SAFETY: rusage is plain data filled by the kernel.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
-    let time = |t: libc::timeval| Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64);
+    let time = |t: libc::timeval| {
+        Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
+    };
     time(usage.ru_utime) + time(usage.ru_stime)
 }
 
@@ -90,13 +92,18 @@ fn timed(f: impl FnOnce() -> usize) -> (Duration, usize) {
 }
 
 fn bare(log: &[u8]) -> usize {
-    log.split(|b| *b == b'\n').filter(|l| !l.is_empty()).filter_map(|l| serde_json::from_slice::<serde_json::Value>(l).ok()).count()
+    log.split(|b| *b == b'\n')
+        .filter(|l| !l.is_empty())
+        .filter_map(|l| serde_json::from_slice::<serde_json::Value>(l).ok())
+        .count()
 }
 
 fn library(runtime: &tokio::runtime::Runtime, backend: &dyn Replay, log: &[u8]) -> usize {
     runtime.block_on(async {
         let reader = std::io::Cursor::new(log.to_vec());
-        let handle = replay(backend, reader, ReplayOptions::default().exit_code(Some(0))).await.expect("the log replays");
+        let handle = replay(backend, reader, ReplayOptions::default().exit_code(Some(0)))
+            .await
+            .expect("the log replays");
         let (events, completion) = handle.into_wrapper();
         let count = events.count().await;
         let _ = completion.await;
@@ -114,10 +121,18 @@ fn main() {
         println!("throughput benchmark: run it with `cargo bench -p agent_api_conformance --bench throughput`");
         return;
     }
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     let fixtures = agent_bench::fixtures_dir();
     for subject in subjects() {
-        let log = build_log(&fixtures.join(subject.recording), subject.head, subject.ids, LINES);
+        let log = build_log(
+            &fixtures.join(subject.recording),
+            subject.head,
+            subject.ids,
+            LINES,
+        );
         let mut bare_runs = Vec::new();
         let mut library_runs = Vec::new();
         let mut events = 0;

@@ -30,7 +30,13 @@ pub fn own_listening_ports() -> BTreeSet<u16> {
         .flatten()
         .flatten()
         .filter_map(|fd| std::fs::read_link(fd.path()).ok())
-        .filter_map(|target| target.to_str()?.strip_prefix("socket:[")?.strip_suffix(']').map(str::to_owned))
+        .filter_map(|target| {
+            target
+                .to_str()?
+                .strip_prefix("socket:[")?
+                .strip_suffix(']')
+                .map(str::to_owned)
+        })
         .collect();
     let table = std::fs::read_to_string("/proc/self/net/tcp").unwrap_or_default();
     table
@@ -60,7 +66,13 @@ async fn probe_new_ports(before: &BTreeSet<u16>) -> (BTreeSet<u16>, bool) {
     let mut refused = !new.is_empty();
     for port in &new {
         let client = McpClient::new(&format!("http://127.0.0.1:{port}/mcp"), None).unwrap();
-        refused &= matches!(client.initialize().await, Err(AgentError::Http { status: Some(401), .. }));
+        refused &= matches!(
+            client.initialize().await,
+            Err(AgentError::Http {
+                status: Some(401),
+                ..
+            })
+        );
     }
     (new, refused)
 }
@@ -70,39 +82,78 @@ pub async fn assert_round_trip(backend: &dyn AgentBackend, request: RunRequest) 
     let before = own_listening_ports();
     let calls = Arc::new(Mutex::new(Calls::default()));
     let seen = calls.clone();
-    let schema = json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]});
-    let request = request.with_tool(TOOL, "Today's forecast for a city", schema, move |input: Value| {
-        let (seen, before) = (seen.clone(), before.clone());
-        async move {
-            let (ports, refused) = probe_new_ports(&before).await;
-            let mut calls = seen.lock().unwrap();
-            calls.inputs.push(input);
-            calls.ports.extend(ports);
-            calls.refused_without_secret.push(refused);
-            Ok::<_, String>(json!({"forecast": ANSWER}))
-        }
-    });
+    let schema =
+        json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]});
+    let request = request.with_tool(
+        TOOL,
+        "Today's forecast for a city",
+        schema,
+        move |input: Value| {
+            let (seen, before) = (seen.clone(), before.clone());
+            async move {
+                let (ports, refused) = probe_new_ports(&before).await;
+                let mut calls = seen.lock().unwrap();
+                calls.inputs.push(input);
+                calls.ports.extend(ports);
+                calls.refused_without_secret.push(refused);
+                Ok::<_, String>(json!({"forecast": ANSWER}))
+            }
+        },
+    );
     let run = record(backend.run(request).await.unwrap()).await;
-    let completion = run.completion.as_ref().unwrap_or_else(|e| panic!("the run failed: {e}"));
+    let completion = run
+        .completion
+        .as_ref()
+        .unwrap_or_else(|e| panic!("the run failed: {e}"));
     let calls = std::mem::take(&mut *calls.lock().unwrap());
     let answer = completion.final_text.clone().unwrap_or_default();
     assert_eq!(
         calls.inputs,
         [json!({"city": "Paris"})],
         "the handler got the model's input once; the answer: {answer}; items: {:?}",
-        run.universal.iter().filter_map(|e| e.completed_item()).map(|i| format!("{:?}", i.content)).collect::<Vec<_>>()
+        run.universal
+            .iter()
+            .filter_map(|e| e.completed_item())
+            .map(|i| format!("{:?}", i.content))
+            .collect::<Vec<_>>()
     );
-    assert_eq!(calls.refused_without_secret, [true], "the MCP server must refuse a request without the secret");
-    assert!(answer.contains(ANSWER) && answer.starts_with("Tool finished"), "the tool result is not in the answer: {answer}");
+    assert_eq!(
+        calls.refused_without_secret,
+        [true],
+        "the MCP server must refuse a request without the secret"
+    );
+    assert!(
+        answer.contains(ANSWER) && answer.starts_with("Tool finished"),
+        "the tool result is not in the answer: {answer}"
+    );
     let items = run.completed_items(ItemKind::ToolCall);
-    assert!(items.iter().any(|i| serde_json::to_string(i).unwrap().contains(TOOL)), "no tool_call item for {TOOL}: {items:?}");
-    let facets: Vec<_> = run.wrapper.iter().filter(|e| e.kind == AgentWrapperEventKind::ToolCall).filter_map(|e| e.tools_facet()).collect();
+    assert!(
+        items
+            .iter()
+            .any(|i| serde_json::to_string(i).unwrap().contains(TOOL)),
+        "no tool_call item for {TOOL}: {items:?}"
+    );
+    let facets: Vec<_> = run
+        .wrapper
+        .iter()
+        .filter(|e| e.kind == AgentWrapperEventKind::ToolCall)
+        .filter_map(|e| e.tools_facet())
+        .collect();
     // ACP agents name the tool only in the call's id (the facet's tool_name is ACP's kind, `other`).
-    let names_it =
-        |f: &&agent_api::run::ToolsFacet| [&f.tool_name, &f.tool_use_id].iter().any(|n| n.as_deref().is_some_and(|n| n.contains(TOOL)));
-    assert!(facets.iter().any(|f| names_it(&f)), "no ToolCall event with the tools facet: {facets:?}");
+    let names_it = |f: &&agent_api::run::ToolsFacet| {
+        [&f.tool_name, &f.tool_use_id]
+            .iter()
+            .any(|n| n.as_deref().is_some_and(|n| n.contains(TOOL)))
+    };
+    assert!(
+        facets.iter().any(|f| names_it(&f)),
+        "no ToolCall event with the tools facet: {facets:?}"
+    );
     let shown = format!("{:?}{:?}", run.universal, run.wrapper);
-    assert!(!shown.contains("Bearer"), "the secret's header reached an event");
+    assert!(
+        !shown.contains("Bearer"),
+        "the secret's header reached an event"
+    );
     assert_ports_closed(&calls.ports).await;
 }
 
@@ -126,15 +177,25 @@ pub async fn assert_gone_after_cancel(backend: &dyn AgentBackend, request: RunRe
     let handle = backend.run(request).await.unwrap();
     let control = handle.control();
     let run = tokio::spawn(record(handle));
-    let ports = tokio::time::timeout(Duration::from_secs(120), started_rx).await.expect("the tool was called").unwrap();
+    let ports = tokio::time::timeout(Duration::from_secs(120), started_rx)
+        .await
+        .expect("the tool was called")
+        .unwrap();
     control.cancel();
     let run = run.await.unwrap();
-    assert!(matches!(run.completion, Err(AgentError::Cancelled)), "{:?}", run.completion);
+    assert!(
+        matches!(run.completion, Err(AgentError::Cancelled)),
+        "{:?}",
+        run.completion
+    );
     assert_ports_closed(&ports).await;
 }
 
 async fn assert_ports_closed(ports: &BTreeSet<u16>) {
-    assert!(!ports.is_empty(), "the caller-tools server was never seen listening");
+    assert!(
+        !ports.is_empty(),
+        "the caller-tools server was never seen listening"
+    );
     // The driver drops the server as it ends, just after the completion resolves.
     for _ in 0..50 {
         if own_listening_ports().is_disjoint(ports) {

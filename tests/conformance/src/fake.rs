@@ -24,7 +24,10 @@ struct TextLine<'a> {
 
 impl FakeProtocol {
     fn text(&mut self, text: &str, ctx: &mut Ctx<'_>) {
-        let id = self.message.get_or_insert_with(|| ctx.transcript.start_item(NewItem::message(ItemRole::Assistant)));
+        let id = self.message.get_or_insert_with(|| {
+            ctx.transcript
+                .start_item(NewItem::message(ItemRole::Assistant))
+        });
         ctx.transcript.delta(id, text);
     }
 }
@@ -51,7 +54,8 @@ impl Protocol for FakeProtocol {
                 Ok(())
             }
             Some("pid") | Some("echo") => {
-                ctx.transcript.status(message["type"].as_str().unwrap(), Some(message.to_string()));
+                ctx.transcript
+                    .status(message["type"].as_str().unwrap(), Some(message.to_string()));
                 Ok(())
             }
             _ => Err(Unparsed("unknown fake line".into())),

@@ -44,21 +44,45 @@ pub async fn hermetic_run_ignores_planted_memory(
 ) {
     let user_config = sandbox.home.join(user.config_dir);
     std::fs::create_dir_all(&user_config).unwrap();
-    std::fs::write(user_config.join(user.memory), format!("Always mention {PLANTED}.\n")).unwrap();
+    std::fs::write(
+        user_config.join(user.memory),
+        format!("Always mention {PLANTED}.\n"),
+    )
+    .unwrap();
     let outside = sandbox.tmp.join("project");
     std::fs::create_dir_all(&outside).unwrap();
     let request = |home| request(home).with_working_dir(&outside);
-    let saw_planted = |from: usize| server.requests().iter().skip(from).any(|r| r.body.to_string().contains(PLANTED));
+    let saw_planted = |from: usize| {
+        server
+            .requests()
+            .iter()
+            .skip(from)
+            .any(|r| r.body.to_string().contains(PLANTED))
+    };
 
     let inherited = record(backend.run(request(Home::Inherit)).await.unwrap()).await;
     assert!(inherited.completion.is_ok(), "{:?}", inherited.completion);
-    assert!(saw_planted(0), "control: the user's memory reaches the model when the home is inherited");
+    assert!(
+        saw_planted(0),
+        "control: the user's memory reaches the model when the home is inherited"
+    );
 
     let before = server.requests().len();
     let hermetic = record(backend.run(request(Home::Hermetic)).await.unwrap()).await;
-    assert_eq!(hermetic.completion.as_ref().unwrap().final_text.as_deref(), Some("Hello from mock"), "{:?}", hermetic.completion);
-    assert!(server.requests().len() > before, "the hermetic run asked the model");
-    assert!(!saw_planted(before), "the hermetic run read the user's memory");
+    assert_eq!(
+        hermetic.completion.as_ref().unwrap().final_text.as_deref(),
+        Some("Hello from mock"),
+        "{:?}",
+        hermetic.completion
+    );
+    assert!(
+        server.requests().len() > before,
+        "the hermetic run asked the model"
+    );
+    assert!(
+        !saw_planted(before),
+        "the hermetic run read the user's memory"
+    );
 }
 
 /// `runs` isolated runs at once: each sees a home of its own (watched in the agents' environment),
@@ -74,23 +98,42 @@ pub async fn isolated_runs_have_their_own_homes(
     let before = snapshot(user, sandbox);
     let all = (0..runs).map(|_| {
         let backend = backend.clone();
-        let request = request(Home::Isolated { seed: HomeSeed::Credentials });
+        let request = request(Home::Isolated {
+            seed: HomeSeed::Credentials,
+        });
         async move { record(backend.run(request).await.unwrap()).await }
     });
     let seen = Arc::new(Mutex::new(BTreeSet::new()));
-    let watching = tokio::spawn(watch_homes(sandbox.cwd.clone(), user.home_var, seen.clone()));
+    let watching = tokio::spawn(watch_homes(
+        sandbox.cwd.clone(),
+        user.home_var,
+        seen.clone(),
+    ));
     let records = futures::future::join_all(all).await;
     watching.abort();
     for run in &records {
-        assert_eq!(run.completion.as_ref().unwrap().final_text.as_deref(), Some("Hello from mock"), "{:?}", run.completion);
+        assert_eq!(
+            run.completion.as_ref().unwrap().final_text.as_deref(),
+            Some("Hello from mock"),
+            "{:?}",
+            run.completion
+        );
     }
     let seen = seen.lock().unwrap().clone();
     assert_eq!(seen.len(), runs, "each run has a home of its own: {seen:?}");
     for dir in &seen {
-        assert!(!PathBuf::from(dir).starts_with(&sandbox.home), "{dir} is in the user's home");
+        assert!(
+            !PathBuf::from(dir).starts_with(&sandbox.home),
+            "{dir} is in the user's home"
+        );
         assert!(!PathBuf::from(dir).exists(), "{dir} outlived its run");
     }
-    assert_eq!(before, snapshot(user, sandbox), "the user's {} was written", user.config_dir);
+    assert_eq!(
+        before,
+        snapshot(user, sandbox),
+        "the user's {} was written",
+        user.config_dir
+    );
 }
 
 /// Size and modification time of every file the agent keeps in the user's home.
@@ -98,7 +141,13 @@ fn snapshot(user: &UserHome, sandbox: &Sandbox) -> BTreeMap<PathBuf, (u64, Syste
     let mut files = tree_snapshot(&sandbox.home.join(user.config_dir));
     for path in user.also_written.iter().map(|p| sandbox.home.join(p)) {
         if let Ok(meta) = std::fs::metadata(&path) {
-            files.insert(path, (meta.len(), meta.modified().unwrap_or(SystemTime::UNIX_EPOCH)));
+            files.insert(
+                path,
+                (
+                    meta.len(),
+                    meta.modified().unwrap_or(SystemTime::UNIX_EPOCH),
+                ),
+            );
         }
     }
     files
@@ -107,7 +156,10 @@ fn snapshot(user: &UserHome, sandbox: &Sandbox) -> BTreeMap<PathBuf, (u64, Syste
 /// Adds the values of `var` of the agents running in `cwd` to `seen`, until aborted.
 async fn watch_homes(cwd: PathBuf, var: &'static str, seen: Arc<Mutex<BTreeSet<String>>>) {
     loop {
-        let now: Vec<String> = processes_in(&cwd).into_iter().filter_map(|pid| process_env(pid, var)).collect();
+        let now: Vec<String> = processes_in(&cwd)
+            .into_iter()
+            .filter_map(|pid| process_env(pid, var))
+            .collect();
         seen.lock().unwrap().extend(now);
         tokio::time::sleep(Duration::from_millis(20)).await;
     }

@@ -95,7 +95,8 @@ impl Infra {
     pub fn state_file() -> PathBuf {
         let dir = match std::env::var_os("AGENT_API_LAUNCHERS_DIR").filter(|d| !d.is_empty()) {
             Some(dir) => PathBuf::from(dir),
-            None => PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache/agent_api/launchers"),
+            None => PathBuf::from(std::env::var_os("HOME").unwrap_or_default())
+                .join(".cache/agent_api/launchers"),
         };
         dir.join("launchers.env")
     }
@@ -104,15 +105,25 @@ impl Infra {
     pub fn load() -> Result<Infra, InfraError> {
         let path = Infra::state_file();
         let text = std::fs::read_to_string(&path).map_err(|_| InfraError::NotSetUp { path })?;
-        let values = text.lines().filter_map(|l| l.split_once('=')).map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let values = text
+            .lines()
+            .filter_map(|l| l.split_once('='))
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
         Ok(Infra { values })
     }
 
     fn part(&self, part: &'static str, key: &str) -> Result<(), InfraError> {
         match self.values.get(key).map(String::as_str) {
             Some("ok") => Ok(()),
-            Some(reason) => Err(InfraError::Unavailable { part, reason: reason.to_string() }),
-            None => Err(InfraError::Unavailable { part, reason: "not recorded by the setup script".into() }),
+            Some(reason) => Err(InfraError::Unavailable {
+                part,
+                reason: reason.to_string(),
+            }),
+            None => Err(InfraError::Unavailable {
+                part,
+                reason: "not recorded by the setup script".into(),
+            }),
         }
     }
 
@@ -125,12 +136,20 @@ impl Infra {
         self.part("docker", "DOCKER")?;
         let docker = Docker {
             image: self.value("DOCKER_IMAGE"),
-            containers: self.value("DOCKER_CONTAINERS").split_whitespace().map(str::to_string).collect(),
+            containers: self
+                .value("DOCKER_CONTAINERS")
+                .split_whitespace()
+                .map(str::to_string)
+                .collect(),
         };
         for name in &docker.containers {
-            let state = output(Command::new("docker").args(["inspect", "-f", "{{.State.Running}}", name]))?;
+            let state =
+                output(Command::new("docker").args(["inspect", "-f", "{{.State.Running}}", name]))?;
             if state.trim() != "true" {
-                return Err(InfraError::Unavailable { part: "docker", reason: format!("container {name} is not running") });
+                return Err(InfraError::Unavailable {
+                    part: "docker",
+                    reason: format!("container {name} is not running"),
+                });
             }
         }
         Ok(docker)
@@ -144,7 +163,12 @@ impl Infra {
             host: self.value("SSH_HOST"),
             port: self.value("SSH_PORT").parse().unwrap_or(0),
         };
-        output(Command::new("ssh").arg("-F").arg(&host.config).args([&host.host, "true"]))?;
+        output(
+            Command::new("ssh")
+                .arg("-F")
+                .arg(&host.config)
+                .args([&host.host, "true"]),
+        )?;
         Ok(host)
     }
 
@@ -158,8 +182,14 @@ impl Infra {
 pub fn tag() -> (String, String) {
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
-    (TAG_VAR.to_string(), format!("{}-{nanos:x}-{n}", std::process::id()))
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    (
+        TAG_VAR.to_string(),
+        format!("{}-{nanos:x}-{n}", std::process::id()),
+    )
 }
 
 /// The `/proc` scan run inside a container: pid and command line of every process whose environment holds
@@ -172,21 +202,30 @@ done"#;
 
 impl Docker {
     /// `pid command line` of each process in `container` whose environment holds `entry` (`NAME=VALUE`).
-    pub fn processes_carrying(&self, container: &str, entry: &str) -> Result<Vec<String>, InfraError> {
-        let out = output(Command::new("docker").args(["exec", container, "sh", "-c", SCAN, "sh", entry]))?;
+    pub fn processes_carrying(
+        &self,
+        container: &str,
+        entry: &str,
+    ) -> Result<Vec<String>, InfraError> {
+        let out = output(
+            Command::new("docker").args(["exec", container, "sh", "-c", SCAN, "sh", entry]),
+        )?;
         Ok(out.lines().map(|l| l.trim_end().to_string()).collect())
     }
 
     /// Every process in `container` but its init and `sleep infinity` (and the listing itself): what a
     /// container used by one test alone must hold after a run.
     pub fn stray_processes(&self, container: &str) -> Result<Vec<String>, InfraError> {
-        let out = output(Command::new("docker").args(["exec", container, "ps", "-eo", "pid=,args="]))?;
+        let out =
+            output(Command::new("docker").args(["exec", container, "ps", "-eo", "pid=,args="]))?;
         Ok(out
             .lines()
             .map(str::trim)
             .filter(|l| {
                 let args = l.split_once(' ').map_or("", |(_, a)| a.trim());
-                !(args.starts_with("/sbin/docker-init") || args == "sleep infinity" || args.starts_with("ps -eo"))
+                !(args.starts_with("/sbin/docker-init")
+                    || args == "sleep infinity"
+                    || args.starts_with("ps -eo"))
             })
             .map(str::to_string)
             .collect())
@@ -198,22 +237,43 @@ impl Docker {
 pub fn local_processes_carrying(entry: &str) -> Vec<String> {
     let needle = entry.as_bytes();
     let me = std::process::id().to_string();
-    let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
     dir.flatten()
-        .filter(|e| e.file_name().to_str().is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()) && n != me))
-        .filter(|e| std::fs::read(e.path().join("environ")).is_ok_and(|env| env.split(|b| *b == 0).any(|v| v == needle)))
+        .filter(|e| {
+            e.file_name()
+                .to_str()
+                .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()) && n != me)
+        })
+        .filter(|e| {
+            std::fs::read(e.path().join("environ"))
+                .is_ok_and(|env| env.split(|b| *b == 0).any(|v| v == needle))
+        })
         .map(|e| {
             let cmdline = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
-            format!("{} {}", e.file_name().to_string_lossy(), String::from_utf8_lossy(&cmdline).replace('\0', " ").trim_end())
+            format!(
+                "{} {}",
+                e.file_name().to_string_lossy(),
+                String::from_utf8_lossy(&cmdline)
+                    .replace('\0', " ")
+                    .trim_end()
+            )
         })
         .collect()
 }
 
 fn output(cmd: &mut Command) -> Result<String, InfraError> {
     let what = format!("{cmd:?}");
-    let out = cmd.output().map_err(|e| InfraError::Command { what: what.clone(), detail: e.to_string() })?;
+    let out = cmd.output().map_err(|e| InfraError::Command {
+        what: what.clone(),
+        detail: e.to_string(),
+    })?;
     if !out.status.success() {
-        return Err(InfraError::Command { what, detail: String::from_utf8_lossy(&out.stderr).trim().to_string() });
+        return Err(InfraError::Command {
+            what,
+            detail: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        });
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
@@ -222,6 +282,8 @@ fn output(cmd: &mut Command) -> Result<String, InfraError> {
 /// the fix, rather than later with a spawn error.
 pub fn bwrap_launcher() -> agent_api::request::Launcher {
     let launcher = agent_api::request::Launcher::Sandbox(agent_api::request::Bwrap::new());
-    launcher.check_available().expect("bwrap is installed (tests/run.sh installs bubblewrap)");
+    launcher
+        .check_available()
+        .expect("bwrap is installed (tests/run.sh installs bubblewrap)");
     launcher
 }

@@ -14,9 +14,14 @@ use std::path::Path;
 /// assert_eq!(log, "{\"a\":0}\n{\"id\":\"item_r1_1\"}\n{\"id\":\"item_r2_1\"}\n{\"end\":1}\n");
 /// ```
 pub fn build_log(recording: &Path, head: usize, ids: &[&str], lines: usize) -> Vec<u8> {
-    let text = std::fs::read_to_string(recording).unwrap_or_else(|e| panic!("{}: {e}", recording.display()));
+    let text = std::fs::read_to_string(recording)
+        .unwrap_or_else(|e| panic!("{}: {e}", recording.display()));
     let recorded: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-    assert!(recorded.len() >= head + 2, "{} is too short to repeat", recording.display());
+    assert!(
+        recorded.len() >= head + 2,
+        "{} is too short to repeat",
+        recording.display()
+    );
     let (first, rest) = recorded.split_at(head);
     let (body, last) = rest.split_at(rest.len() - 1);
     let mut out = Vec::new();

@@ -29,20 +29,41 @@ impl<B: AgentBackend> BenchAgent<B> {
 }
 
 /// The answer streams and the completion names `bwrap` as its launcher; nothing is left running.
-pub async fn text_streams_and_the_completion_names_the_launcher<B: AgentBackend>(agent: &BenchAgent<B>) {
-    let Some((_server, sandbox)) = agent.bench("text").await else { return };
-    let run = drive(&(agent.backend)(&sandbox), (agent.request)("say hi").with_launcher(bwrap()), None, false).await;
+pub async fn text_streams_and_the_completion_names_the_launcher<B: AgentBackend>(
+    agent: &BenchAgent<B>,
+) {
+    let Some((_server, sandbox)) = agent.bench("text").await else {
+        return;
+    };
+    let run = drive(
+        &(agent.backend)(&sandbox),
+        (agent.request)("say hi").with_launcher(bwrap()),
+        None,
+        false,
+    )
+    .await;
     assert_conformant(&run);
-    assert_eq!(run.completion.as_ref().unwrap().launcher.as_deref(), Some("bwrap"));
-    assert_eq!(run.completion.as_ref().unwrap().final_text.as_deref(), Some("Hello from mock"));
+    assert_eq!(
+        run.completion.as_ref().unwrap().launcher.as_deref(),
+        Some("bwrap")
+    );
+    assert_eq!(
+        run.completion.as_ref().unwrap().final_text.as_deref(),
+        Some("Hello from mock")
+    );
     assert!(processes_in(&sandbox.cwd).is_empty());
 }
 
 /// The shell command runs when the caller allows it and not when they deny it, with one
 /// permission request decided by the caller.
 pub async fn shell_follows_the_callers_decision<B: AgentBackend>(agent: &BenchAgent<B>) {
-    for (decision, runs) in [(PermissionDecision::Allow, true), (PermissionDecision::Deny { message: None }, false)] {
-        let Some((_server, sandbox)) = agent.bench("shell").await else { return };
+    for (decision, runs) in [
+        (PermissionDecision::Allow, true),
+        (PermissionDecision::Deny { message: None }, false),
+    ] {
+        let Some((_server, sandbox)) = agent.bench("shell").await else {
+            return;
+        };
         let request = (agent.request)("run the command").with_launcher(bwrap());
         let run = drive(&(agent.backend)(&sandbox), request, Some(decision), false).await;
         assert_conformant(&run);
@@ -54,9 +75,25 @@ pub async fn shell_follows_the_callers_decision<B: AgentBackend>(agent: &BenchAg
 
 /// A cancel at the first delta ends the run `Cancelled` with no process left in the sandbox.
 pub async fn cancel_mid_turn_leaves_no_process<B: AgentBackend>(agent: &BenchAgent<B>) {
-    let Some((_server, sandbox)) = agent.bench("slow_text").await else { return };
-    let run = drive(&(agent.backend)(&sandbox), (agent.request)("talk slowly").with_launcher(bwrap()), None, true).await;
+    let Some((_server, sandbox)) = agent.bench("slow_text").await else {
+        return;
+    };
+    let run = drive(
+        &(agent.backend)(&sandbox),
+        (agent.request)("talk slowly").with_launcher(bwrap()),
+        None,
+        true,
+    )
+    .await;
     assert_conformant(&run);
-    assert!(matches!(run.completion, Err(AgentError::Cancelled)), "{:?}", run.completion);
-    assert_eq!(processes_in(&sandbox.cwd), Vec::<i32>::new(), "processes left after the cancel");
+    assert!(
+        matches!(run.completion, Err(AgentError::Cancelled)),
+        "{:?}",
+        run.completion
+    );
+    assert_eq!(
+        processes_in(&sandbox.cwd),
+        Vec::<i32>::new(),
+        "processes left after the cancel"
+    );
 }

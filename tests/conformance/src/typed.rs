@@ -11,7 +11,8 @@ fn transcript(protocol: &mut dyn Protocol, lines: &[&[u8]], typed: bool) -> Vec<
     for line in lines {
         let result = match typed {
             true => protocol.on_line(line, &mut harness.ctx()),
-            false => parse_value(line).and_then(|message| protocol.on_message(message, &mut harness.ctx())),
+            false => parse_value(line)
+                .and_then(|message| protocol.on_message(message, &mut harness.ctx())),
         };
         out.push(serde_json::json!({ "unparsed": result.err().map(|e| e.0) }));
         out.extend(harness.transcript.drain().map(|mut e| {
@@ -29,7 +30,11 @@ fn transcript(protocol: &mut dyn Protocol, lines: &[&[u8]], typed: bool) -> Vec<
 pub fn assert_typed_matches_value(make: impl Fn() -> Box<dyn Protocol>, lines: &[&[u8]]) {
     let typed = transcript(make().as_mut(), lines, true);
     let value = transcript(make().as_mut(), lines, false);
-    assert_eq!(typed.len(), value.len(), "the typed path emitted a different number of events");
+    assert_eq!(
+        typed.len(),
+        value.len(),
+        "the typed path emitted a different number of events"
+    );
     for (t, v) in typed.iter().zip(&value) {
         assert_eq!(t, v, "the typed path differs from the Value path");
     }

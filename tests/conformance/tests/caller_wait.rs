@@ -19,7 +19,11 @@ fn request(scenario: &str) -> RunRequest {
 
 /// Runs `request` without ever answering the caller's requests.
 async fn unanswered(request: RunRequest) -> RunRecord {
-    let run = tokio::time::timeout(Duration::from_secs(20), record(ScriptedBackend::new().run(request).await.unwrap())).await;
+    let run = tokio::time::timeout(
+        Duration::from_secs(20),
+        record(ScriptedBackend::new().run(request).await.unwrap()),
+    )
+    .await;
     let run = run.expect("the limit decides; nothing waits for the run's own timeout");
     assert_conformant(&run);
     run
@@ -27,30 +31,71 @@ async fn unanswered(request: RunRequest) -> RunRecord {
 
 #[tokio::test]
 async fn an_unanswered_permission_is_denied_at_its_limit_and_the_run_goes_on() {
-    let run = unanswered(request("permission").with_permission_timeout(Duration::from_millis(300))).await;
-    assert!(run.status_labels().iter().any(|l| l == "waiting_for_caller"), "{:?}", run.status_labels());
-    let resolved: Vec<_> =
-        run.universal.iter().filter_map(|e| e.permission().filter(|p| p.status != PermissionStatus::Requested)).collect();
+    let run =
+        unanswered(request("permission").with_permission_timeout(Duration::from_millis(300))).await;
+    assert!(
+        run.status_labels()
+            .iter()
+            .any(|l| l == "waiting_for_caller"),
+        "{:?}",
+        run.status_labels()
+    );
+    let resolved: Vec<_> = run
+        .universal
+        .iter()
+        .filter_map(|e| {
+            e.permission()
+                .filter(|p| p.status != PermissionStatus::Requested)
+        })
+        .collect();
     assert_eq!(resolved.len(), 1);
-    assert_eq!((resolved[0].status, resolved[0].decided_by), (PermissionStatus::Denied, Some(DecidedBy::Timeout)));
-    assert!(run.completion.is_ok(), "the agent hears the denial and finishes: {:?}", run.completion);
+    assert_eq!(
+        (resolved[0].status, resolved[0].decided_by),
+        (PermissionStatus::Denied, Some(DecidedBy::Timeout))
+    );
+    assert!(
+        run.completion.is_ok(),
+        "the agent hears the denial and finishes: {:?}",
+        run.completion
+    );
 }
 
 #[tokio::test]
 async fn an_unanswered_question_is_rejected_at_its_limit() {
-    let run = unanswered(request("question").with_question_timeout(Duration::from_millis(300))).await;
-    let resolved: Vec<_> = run.universal.iter().filter_map(|e| e.question().filter(|q| q.status != QuestionStatus::Requested)).collect();
+    let run =
+        unanswered(request("question").with_question_timeout(Duration::from_millis(300))).await;
+    let resolved: Vec<_> = run
+        .universal
+        .iter()
+        .filter_map(|e| {
+            e.question()
+                .filter(|q| q.status != QuestionStatus::Requested)
+        })
+        .collect();
     assert_eq!(resolved.len(), 1);
-    assert_eq!((resolved[0].status, resolved[0].decided_by), (QuestionStatus::Rejected, Some(DecidedBy::Timeout)));
+    assert_eq!(
+        (resolved[0].status, resolved[0].decided_by),
+        (QuestionStatus::Rejected, Some(DecidedBy::Timeout))
+    );
 }
 
 #[tokio::test]
 async fn cancel_run_at_the_limit_cancels_the_run_and_says_the_timeout_decided() {
-    let request =
-        request("permission").with_permission_timeout(Duration::from_millis(300)).with_on_caller_timeout(OnCallerTimeout::CancelRun);
+    let request = request("permission")
+        .with_permission_timeout(Duration::from_millis(300))
+        .with_on_caller_timeout(OnCallerTimeout::CancelRun);
     let run = unanswered(request).await;
-    assert!(matches!(run.completion, Err(AgentError::Cancelled)), "{:?}", run.completion);
-    let decided: Vec<_> = run.universal.iter().filter_map(|e| e.permission()).filter_map(|p| p.decided_by).collect();
+    assert!(
+        matches!(run.completion, Err(AgentError::Cancelled)),
+        "{:?}",
+        run.completion
+    );
+    let decided: Vec<_> = run
+        .universal
+        .iter()
+        .filter_map(|e| e.permission())
+        .filter_map(|p| p.decided_by)
+        .collect();
     assert_eq!(decided, [DecidedBy::Timeout]);
 }
 
@@ -63,6 +108,11 @@ async fn a_request_answered_in_time_is_the_callers() {
     )
     .await;
     assert_conformant(&run);
-    let decided: Vec<_> = run.universal.iter().filter_map(|e| e.permission()).filter_map(|p| p.decided_by).collect();
+    let decided: Vec<_> = run
+        .universal
+        .iter()
+        .filter_map(|e| e.permission())
+        .filter_map(|p| p.decided_by)
+        .collect();
     assert_eq!(decided, [DecidedBy::Caller]);
 }

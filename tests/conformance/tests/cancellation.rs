@@ -8,7 +8,9 @@ use agent_api_scripted::{ScriptedBackend, ScriptedOptions};
 use futures::StreamExt;
 
 fn slow(token: CancellationToken) -> RunRequest {
-    RunRequest::new("take your time").with_options(&ScriptedOptions::scenario("slow")).with_cancellation(token)
+    RunRequest::new("take your time")
+        .with_options(&ScriptedOptions::scenario("slow"))
+        .with_cancellation(token)
 }
 
 #[tokio::test]
@@ -19,15 +21,26 @@ async fn one_token_cancels_every_run_that_shares_it() {
     for _ in 0..3 {
         handles.push(backend.run(slow(group.child_token())).await.unwrap());
     }
-    let bystander = backend.run(RunRequest::new("hi").with_options(&ScriptedOptions::scenario("text").delay_ms(0))).await.unwrap();
+    let bystander = backend
+        .run(RunRequest::new("hi").with_options(&ScriptedOptions::scenario("text").delay_ms(0)))
+        .await
+        .unwrap();
     group.cancel();
     for handle in handles {
         let run = record(handle).await;
-        assert!(matches!(run.completion, Err(AgentError::Cancelled)), "{:?}", run.completion);
+        assert!(
+            matches!(run.completion, Err(AgentError::Cancelled)),
+            "{:?}",
+            run.completion
+        );
         assert_conformant(&run);
     }
     let run = record(bystander).await;
-    assert!(run.completion.is_ok(), "a run without the token is not touched: {:?}", run.completion);
+    assert!(
+        run.completion.is_ok(),
+        "a run without the token is not touched: {:?}",
+        run.completion
+    );
 }
 
 #[tokio::test]
@@ -44,8 +57,14 @@ async fn a_token_cancelled_before_the_run_starts_cancels_it_at_once() {
 /// run: the completion must be the run's own and nothing may follow the last event.
 async fn cancel_after_the_last_event() {
     let token = CancellationToken::new();
-    let request = RunRequest::new("hi").with_options(&ScriptedOptions::scenario("text").delay_ms(0)).with_cancellation(token.clone());
-    let (mut events, completion) = ScriptedBackend::new().run(request).await.unwrap().into_universal();
+    let request = RunRequest::new("hi")
+        .with_options(&ScriptedOptions::scenario("text").delay_ms(0))
+        .with_cancellation(token.clone());
+    let (mut events, completion) = ScriptedBackend::new()
+        .run(request)
+        .await
+        .unwrap()
+        .into_universal();
     let mut last = None;
     while let Some(event) = events.next().await {
         if let UniversalEventBody::SessionEnded(end) = &event.body {
@@ -53,15 +72,25 @@ async fn cancel_after_the_last_event() {
             break;
         }
     }
-    assert_eq!(last, Some(SessionEndReason::Completed), "the run ended well");
+    assert_eq!(
+        last,
+        Some(SessionEndReason::Completed),
+        "the run ended well"
+    );
     // The moment that matters: the run finished, its completion not taken yet.
     token.cancel();
     for _ in 0..16 {
         tokio::task::yield_now().await;
     }
-    assert!(events.next().await.is_none(), "nothing follows session.ended");
+    assert!(
+        events.next().await.is_none(),
+        "nothing follows session.ended"
+    );
     let completion = completion.await;
-    assert!(completion.is_ok(), "a cancel after the finish changed the outcome: {completion:?}");
+    assert!(
+        completion.is_ok(),
+        "a cancel after the finish changed the outcome: {completion:?}"
+    );
 }
 
 #[tokio::test]

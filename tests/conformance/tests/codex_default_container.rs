@@ -19,20 +19,44 @@ async fn shell(inner_sandbox: Option<bool>) -> Option<(Option<String>, usize, St
     let place = Place::fresh_container(&sandbox);
     let mut options = CodexOptions::default();
     options.inner_sandbox = inner_sandbox;
-    let request = request("run the command").with_permissions(PermissionPolicy::Ask).with_options(&options);
-    let run = drive(&*backend(Cli::Codex, &sandbox, &place), &place, request, PermissionDecision::Allow, Fault::None).await;
+    let request = request("run the command")
+        .with_permissions(PermissionPolicy::Ask)
+        .with_options(&options);
+    let run = drive(
+        &*backend(Cli::Codex, &sandbox, &place),
+        &place,
+        request,
+        PermissionDecision::Allow,
+        Fault::None,
+    )
+    .await;
     assert!(run.completion.is_ok(), "{:?}", run.completion);
-    let output = run.completed_items(agent_api::universal::ItemKind::ToolResult).iter().map(|i| format!("{:?}", i.content)).collect();
+    let output = run
+        .completed_items(agent_api::universal::ItemKind::ToolResult)
+        .iter()
+        .map(|i| format!("{:?}", i.content))
+        .collect();
     place.assert_nothing_left("a shell run in a fresh container");
-    Some((std::fs::read_to_string(sandbox.cwd.join("out.txt")).ok(), run.of_type("permission.resolved").count(), output))
+    Some((
+        std::fs::read_to_string(sandbox.cwd.join("out.txt")).ok(),
+        run.of_type("permission.resolved").count(),
+        output,
+    ))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn in_a_default_container_codex_runs_commands_once_its_own_sandbox_is_off() {
-    let Some((written, asked, output)) = shell(None).await else { return };
-    assert_eq!(written, None, "with its own sandbox on, the command cannot run here: {output}");
+    let Some((written, asked, output)) = shell(None).await else {
+        return;
+    };
+    assert_eq!(
+        written, None,
+        "with its own sandbox on, the command cannot run here: {output}"
+    );
     assert_eq!(asked, 1);
-    let Some((written, asked, output)) = shell(Some(false)).await else { return };
+    let Some((written, asked, output)) = shell(Some(false)).await else {
+        return;
+    };
     assert_eq!(written.as_deref(), Some("hi\n"), "{output}");
     assert_eq!(asked, 1, "the caller still decides");
 }

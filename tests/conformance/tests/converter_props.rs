@@ -19,11 +19,15 @@ mod subjects;
 /// Replays `lines` through `subject`'s converter and checks the run.
 fn check(subject: &Subject, lines: &[Vec<u8>]) -> Result<(), TestCaseError> {
     let bytes = lines.join(&b'\n');
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     runtime.block_on(async {
         let reader = std::io::Cursor::new(bytes);
         match replay(subject.backend.as_ref(), reader, ReplayOptions::default()).await {
-            Ok(handle) => check_run(&record_within(handle).await?).map_err(|e| TestCaseError::fail(format!("{}: {e}", subject.name))),
+            Ok(handle) => check_run(&record_within(handle).await?)
+                .map_err(|e| TestCaseError::fail(format!("{}: {e}", subject.name))),
             // A recording the reader refuses (an unknown format) is a typed error, not a panic.
             Err(_) => Ok(()),
         }

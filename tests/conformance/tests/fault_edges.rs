@@ -11,7 +11,10 @@ use agent_api::kit::{start_run, CommandSpec, RunSettings, Transport};
 use agent_api::kit::{Ctx, ExitInfo, Protocol, Unparsed};
 use agent_api::universal::{ContentPart, UniversalEventBody};
 use agent_api::UniversalEvent;
-use agent_api::{AgentBackend, AgentError, AgentKind, AgentWrapperEventKind, PermissionDecision, RunCompletion, RunHandle, RunRequest};
+use agent_api::{
+    AgentBackend, AgentError, AgentKind, AgentWrapperEventKind, PermissionDecision, RunCompletion,
+    RunHandle, RunRequest,
+};
 use agent_api_conformance::fake::FakeProtocol;
 use agent_api_conformance::{assert_conformant, record, record_answering, Answers, RunRecord};
 use agent_bench::process::group_gone_within;
@@ -29,21 +32,30 @@ fn spec(args: &[&str]) -> CommandSpec {
 }
 
 fn start(args: &[&str]) -> RunHandle {
-    let transport = Transport::spawn(&spec(args), settings().line_cap).expect("the fake CLI spawns");
+    let transport =
+        Transport::spawn(&spec(args), settings().line_cap).expect("the fake CLI spawns");
     start_run(settings(), transport, Box::new(FakeProtocol::default()))
 }
 
 /// The pid the fake CLI reported for itself: the id of the run's process group.
 fn group_of(run: &RunRecord) -> i32 {
-    run.universal.iter().find_map(reported_pid).expect("the fake CLI reported its pid")
+    run.universal
+        .iter()
+        .find_map(reported_pid)
+        .expect("the fake CLI reported its pid")
 }
 
 fn reported_pid(event: &UniversalEvent) -> Option<i32> {
-    let UniversalEventBody::ItemCompleted(d) = &event.body else { return None };
+    let UniversalEventBody::ItemCompleted(d) = &event.body else {
+        return None;
+    };
     d.item.content.iter().find_map(|part| match part {
-        ContentPart::Status { label, detail: Some(detail) } if label == "pid" => {
-            serde_json::from_str::<Value>(detail).ok()?["pid"].as_i64().map(|pid| pid as i32)
-        }
+        ContentPart::Status {
+            label,
+            detail: Some(detail),
+        } if label == "pid" => serde_json::from_str::<Value>(detail).ok()?["pid"]
+            .as_i64()
+            .map(|pid| pid as i32),
         _ => None,
     })
 }
@@ -51,30 +63,63 @@ fn reported_pid(event: &UniversalEvent) -> Option<i32> {
 /// The run's process group has no process left (not even a zombie) within five seconds.
 async fn assert_group_gone(run: &RunRecord) {
     let pgid = group_of(run);
-    assert!(group_gone_within(pgid, Duration::from_secs(5)).await, "process group {pgid} outlived its run");
+    assert!(
+        group_gone_within(pgid, Duration::from_secs(5)).await,
+        "process group {pgid} outlived its run"
+    );
 }
 
 /// The peak resident set of this test process, in KiB.
 fn peak_rss_kib() -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    let line = status.lines().find(|l| l.starts_with("VmHWM:")).expect("VmHWM in /proc/self/status");
+    let line = status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .expect("VmHWM in /proc/self/status");
     line.split_whitespace().nth(1).unwrap().parse().unwrap()
 }
 
 #[tokio::test]
 async fn a_stderr_flood_while_stdout_is_idle_never_wedges_the_run_and_is_kept_bounded() {
-    let run = tokio::time::timeout(Duration::from_secs(60), record(start(&["stderr-flood", "64"])))
-        .await
-        .expect("a 64 MiB stderr flood does not wedge the run");
+    let run = tokio::time::timeout(
+        Duration::from_secs(60),
+        record(start(&["stderr-flood", "64"])),
+    )
+    .await
+    .expect("a 64 MiB stderr flood does not wedge the run");
     assert_conformant(&run);
-    assert!(matches!(run.completion, Err(AgentError::ProcessExited { exit_code: Some(4), .. })), "{:?}", run.completion);
+    assert!(
+        matches!(
+            run.completion,
+            Err(AgentError::ProcessExited {
+                exit_code: Some(4),
+                ..
+            })
+        ),
+        "{:?}",
+        run.completion
+    );
     assert_eq!(run.assistant_text(), "after the flood");
-    assert_eq!(run.of_type("error").count(), 1, "exactly one terminal error: {:?}", run.types());
-    let UniversalEventBody::SessionEnded(end) = &run.universal.last().unwrap().body else { panic!("the run ends with session.ended") };
+    assert_eq!(
+        run.of_type("error").count(),
+        1,
+        "exactly one terminal error: {:?}",
+        run.types()
+    );
+    let UniversalEventBody::SessionEnded(end) = &run.universal.last().unwrap().body else {
+        panic!("the run ends with session.ended")
+    };
     let stderr = end.stderr.as_ref().expect("the stderr summary");
-    assert!(stderr.truncated && stderr.total_lines == Some(64 * 1024), "{stderr:?}");
-    let kept = stderr.head.as_deref().unwrap_or_default().len() + stderr.tail.as_deref().unwrap_or_default().len();
-    assert!(kept < 128 * 1024, "the stderr summary keeps {kept} bytes of a 64 MiB flood");
+    assert!(
+        stderr.truncated && stderr.total_lines == Some(64 * 1024),
+        "{stderr:?}"
+    );
+    let kept = stderr.head.as_deref().unwrap_or_default().len()
+        + stderr.tail.as_deref().unwrap_or_default().len();
+    assert!(
+        kept < 128 * 1024,
+        "the stderr summary keeps {kept} bytes of a 64 MiB flood"
+    );
     assert_group_gone(&run).await;
 }
 
@@ -86,12 +131,17 @@ async fn a_256_mib_line_is_skipped_with_one_bounded_status_and_memory_stays_boun
     assert_conformant(&run);
     assert!(run.completion.is_ok(), "{:?}", run.completion);
     assert_eq!(run.assistant_text(), "beforeafter");
-    let skipped = run
-        .wrapper_of(AgentWrapperEventKind::Status)
-        .filter(|e| e.message.as_deref().is_some_and(|m| m.starts_with("native_line_skipped")));
+    let skipped = run.wrapper_of(AgentWrapperEventKind::Status).filter(|e| {
+        e.message
+            .as_deref()
+            .is_some_and(|m| m.starts_with("native_line_skipped"))
+    });
     assert_eq!(skipped.count(), 1);
     // The line is never held: the peak grows by far less than the line's 256 MiB.
-    assert!(grown < 96 * 1024, "peak RSS grew by {grown} KiB reading a 256 MiB line");
+    assert!(
+        grown < 96 * 1024,
+        "peak RSS grew by {grown} KiB reading a 256 MiB line"
+    );
 }
 
 #[tokio::test]
@@ -100,7 +150,10 @@ async fn a_binary_that_is_not_executable_is_a_typed_spawn_error_naming_it() {
     let program = dir.path().join("agent");
     std::fs::write(&program, "#!/bin/sh\necho never\n").unwrap();
     match Transport::spawn(&CommandSpec::new(&program), 1024) {
-        Err(AgentError::Spawn { program: named, source }) => {
+        Err(AgentError::Spawn {
+            program: named,
+            source,
+        }) => {
             assert_eq!(named, program);
             assert_eq!(source.kind(), std::io::ErrorKind::PermissionDenied);
         }
@@ -127,8 +180,14 @@ impl Protocol for Replier {
 
 #[tokio::test]
 async fn an_agent_that_closes_its_stdin_while_the_sdk_writes_ends_cleanly_with_every_line() {
-    let transport = Transport::spawn(&spec(&["close-stdin", "20"]).with_stdin(), 1024 * 1024).unwrap();
-    let run = record(start_run(settings(), transport, Box::new(Replier(FakeProtocol::default())))).await;
+    let transport =
+        Transport::spawn(&spec(&["close-stdin", "20"]).with_stdin(), 1024 * 1024).unwrap();
+    let run = record(start_run(
+        settings(),
+        transport,
+        Box::new(Replier(FakeProtocol::default())),
+    ))
+    .await;
     assert_conformant(&run);
     assert!(run.completion.is_ok(), "{:?}", run.completion);
     let expected: String = (0..20).map(|i| format!("{i} ")).collect();
@@ -153,12 +212,22 @@ async fn cancel_after_completion_changes_nothing_and_cancelling_twice_is_harmles
 #[tokio::test]
 async fn a_permission_answered_after_its_run_ended_is_run_finished() {
     let options = agent_api_scripted::ScriptedOptions::scenario("permission").delay_ms(0);
-    let handle = agent_api_scripted::ScriptedBackend::new().run(RunRequest::new("hi").with_options(&options)).await.unwrap();
+    let handle = agent_api_scripted::ScriptedBackend::new()
+        .run(RunRequest::new("hi").with_options(&options))
+        .await
+        .unwrap();
     let control = handle.control();
-    let answers = Answers { cancel_at_permission: true, ..Answers::none() };
+    let answers = Answers {
+        cancel_at_permission: true,
+        ..Answers::none()
+    };
     let run = record_answering(handle, answers).await;
     assert_conformant(&run);
-    assert!(matches!(run.completion, Err(AgentError::Cancelled)), "{:?}", run.completion);
+    assert!(
+        matches!(run.completion, Err(AgentError::Cancelled)),
+        "{:?}",
+        run.completion
+    );
     let id = run
         .universal
         .iter()
@@ -167,22 +236,32 @@ async fn a_permission_answered_after_its_run_ended_is_run_finished() {
             _ => None,
         })
         .expect("the scenario asked for a permission");
-    let late = control.respond_permission(&id, PermissionDecision::Allow).await;
+    let late = control
+        .respond_permission(&id, PermissionDecision::Allow)
+        .await;
     assert!(matches!(late, Err(AgentError::RunFinished)), "{late:?}");
 }
 
 #[tokio::test]
-async fn a_grandchild_holding_the_pipes_after_the_agent_exits_neither_wedges_the_run_nor_survives_it() {
+async fn a_grandchild_holding_the_pipes_after_the_agent_exits_neither_wedges_the_run_nor_survives_it(
+) {
     let run = tokio::time::timeout(Duration::from_secs(30), record(start(&["pipe-holder"])))
         .await
         .expect("the run ends although a grandchild still holds stdout and stderr");
     assert_conformant(&run);
     assert!(run.completion.is_ok(), "{:?}", run.completion);
     assert_eq!(run.assistant_text(), "done");
-    let grandchild = run.universal.iter().find_map(reported_pid).expect("the fake CLI reported its grandchild");
+    let grandchild = run
+        .universal
+        .iter()
+        .find_map(reported_pid)
+        .expect("the fake CLI reported its grandchild");
     let deadline = std::time::Instant::now() + Duration::from_secs(5);
     while agent_bench::process::process_alive(grandchild) && std::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
-    assert!(!agent_bench::process::process_alive(grandchild), "the grandchild holding the pipes outlived the run");
+    assert!(
+        !agent_bench::process::process_alive(grandchild),
+        "the grandchild holding the pipes outlived the run"
+    );
 }

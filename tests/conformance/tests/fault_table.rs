@@ -7,14 +7,22 @@ const TABLE: &str = include_str!("../../../spec/faults.md");
 
 /// The `path::test_name` links of one table row.
 fn links(row: &str) -> Vec<(&str, &str)> {
-    row.split('`').skip(1).step_by(2).filter_map(|code| code.split_once(".rs::")).collect()
+    row.split('`')
+        .skip(1)
+        .step_by(2)
+        .filter_map(|code| code.split_once(".rs::"))
+        .collect()
 }
 
 /// The table's data rows: the lines starting with `| <number> |`.
 fn rows() -> Vec<&'static str> {
     TABLE
         .lines()
-        .filter(|line| line.strip_prefix("| ").and_then(|rest| rest.split_once(' ')).is_some_and(|(n, _)| n.parse::<u32>().is_ok()))
+        .filter(|line| {
+            line.strip_prefix("| ")
+                .and_then(|rest| rest.split_once(' '))
+                .is_some_and(|(n, _)| n.parse::<u32>().is_ok())
+        })
         .collect()
 }
 
@@ -22,7 +30,11 @@ fn rows() -> Vec<&'static str> {
 fn fault_table_links_only_tests_that_exist() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let rows = rows();
-    assert!(rows.len() >= 20, "the fault table has {} rows, issue 16 asks for at least 20", rows.len());
+    assert!(
+        rows.len() >= 20,
+        "the fault table has {} rows, issue 16 asks for at least 20",
+        rows.len()
+    );
     let mut missing = Vec::new();
     for row in &rows {
         let links = links(row);
@@ -35,7 +47,10 @@ fn fault_table_links_only_tests_that_exist() {
             }
         }
     }
-    assert!(missing.is_empty(), "spec/faults.md links tests that do not exist: {missing:#?}");
+    assert!(
+        missing.is_empty(),
+        "spec/faults.md links tests that do not exist: {missing:#?}"
+    );
 }
 
 #[test]

@@ -17,18 +17,28 @@ fn registered_kinds_are_listed_with_their_capabilities() {
     let gateway = gateway();
     let kind = AgentKind::from_static("scripted");
     assert_eq!(gateway.kinds(), vec![kind.clone()]);
-    assert!(gateway.capabilities(&kind).unwrap().contains(caps::TOOLS_STRUCTURED_V1));
+    assert!(gateway
+        .capabilities(&kind)
+        .unwrap()
+        .contains(caps::TOOLS_STRUCTURED_V1));
 }
 
 #[test]
 fn registering_a_kind_twice_is_refused() {
     let mut gateway = gateway();
-    assert!(matches!(gateway.register(Arc::new(ScriptedBackend::new())), Err(AgentError::DuplicateBackend { .. })));
+    assert!(matches!(
+        gateway.register(Arc::new(ScriptedBackend::new())),
+        Err(AgentError::DuplicateBackend { .. })
+    ));
 }
 
 #[tokio::test]
 async fn an_unknown_kind_is_a_typed_error() {
-    let err = gateway().run(&AgentKind::from_static("nobody"), RunRequest::new("hi")).await.err().unwrap();
+    let err = gateway()
+        .run(&AgentKind::from_static("nobody"), RunRequest::new("hi"))
+        .await
+        .err()
+        .unwrap();
     assert!(matches!(err, AgentError::UnknownBackend { ref kind } if kind == "nobody"));
 }
 
@@ -47,7 +57,10 @@ async fn a_feature_the_backend_lacks_is_refused_naming_the_capability() {
     ];
     for (request, capability) in cases {
         match gateway.run(&kind, request).await {
-            Err(AgentError::UnsupportedCapability { capability: got, kind }) => {
+            Err(AgentError::UnsupportedCapability {
+                capability: got,
+                kind,
+            }) => {
                 assert_eq!(got, capability);
                 assert_eq!(kind, "scripted");
             }
@@ -61,17 +74,30 @@ async fn a_feature_the_backend_lacks_is_refused_naming_the_capability() {
 async fn invalid_requests_fail_before_spawning() {
     let gateway = gateway();
     let kind = AgentKind::from_static("scripted");
-    assert!(matches!(gateway.run(&kind, RunRequest::new("  ")).await, Err(AgentError::InvalidRequest { .. })));
+    assert!(matches!(
+        gateway.run(&kind, RunRequest::new("  ")).await,
+        Err(AgentError::InvalidRequest { .. })
+    ));
     let missing_dir = RunRequest::new("hi").with_working_dir("/nonexistent/dir/for/tests");
-    assert!(matches!(gateway.run(&kind, missing_dir).await, Err(AgentError::WorkingDir { .. })));
+    assert!(matches!(
+        gateway.run(&kind, missing_dir).await,
+        Err(AgentError::WorkingDir { .. })
+    ));
 }
 
 #[tokio::test]
 async fn a_supported_request_runs_through_the_gateway() {
-    let request = RunRequest::new("hi").with_extension(agent_api_scripted::EXT_SCENARIO, "text".into());
-    let handle = gateway().run(&AgentKind::from_static("scripted"), request).await.unwrap();
+    let request =
+        RunRequest::new("hi").with_extension(agent_api_scripted::EXT_SCENARIO, "text".into());
+    let handle = gateway()
+        .run(&AgentKind::from_static("scripted"), request)
+        .await
+        .unwrap();
     let (_, completion) = handle.collect_wrapper().await;
-    assert_eq!(completion.unwrap().final_text.as_deref(), Some("You said: hi"));
+    assert_eq!(
+        completion.unwrap().final_text.as_deref(),
+        Some("You said: hi")
+    );
 }
 
 #[tokio::test]
@@ -86,8 +112,18 @@ async fn with_installed_registers_what_discovery_finds_with_its_version() {
     std::env::remove_var("AGENT_API_DISCOVERY_MISSING_BIN");
     let build = |_| Arc::new(ScriptedBackend::new()) as Arc<dyn agent_api::kit::replay::Replay>;
     let probes = [
-        BackendProbe::new(AgentKind::from_static("discovery_found"), "fakecli-not-on-path", &["1.2.3"], build),
-        BackendProbe::new(AgentKind::from_static("discovery_missing"), "fakecli-not-on-path", &["1.2.3"], build),
+        BackendProbe::new(
+            AgentKind::from_static("discovery_found"),
+            "fakecli-not-on-path",
+            &["1.2.3"],
+            build,
+        ),
+        BackendProbe::new(
+            AgentKind::from_static("discovery_missing"),
+            "fakecli-not-on-path",
+            &["1.2.3"],
+            build,
+        ),
     ];
     let (gateway, found) = Gateway::with_installed(&probes).await;
     assert_eq!(found.len(), 1, "{found:?}");
@@ -111,16 +147,26 @@ async fn buffered_once_waiting(events: &agent_api::run::UniversalEvents) -> usiz
 async fn the_byte_budget_comes_from_the_request_or_else_from_the_gateway() {
     use futures::StreamExt;
     let kind = AgentKind::from_static("scripted");
-    let text = || RunRequest::new("hi").with_extension(agent_api_scripted::EXT_SCENARIO, "text".into());
+    let text =
+        || RunRequest::new("hi").with_extension(agent_api_scripted::EXT_SCENARIO, "text".into());
     // A one-byte budget: every batch takes all of it, so a paused caller holds exactly one byte's worth.
-    let requests = [(gateway().with_buffer_budget(1), text()), (gateway(), text().with_buffer_budget(1))];
+    let requests = [
+        (gateway().with_buffer_budget(1), text()),
+        (gateway(), text().with_buffer_budget(1)),
+    ];
     for (gateway, request) in requests {
         let (events, completion) = gateway.run(&kind, request).await.unwrap().into_universal();
         assert_eq!(buffered_once_waiting(&events).await, 1);
-        let all: Vec<_> = tokio::time::timeout(std::time::Duration::from_secs(20), events.collect()).await.expect("the run ends");
+        let all: Vec<_> =
+            tokio::time::timeout(std::time::Duration::from_secs(20), events.collect())
+                .await
+                .expect("the run ends");
         assert!(completion.await.is_ok());
         assert_eq!(all.last().unwrap().type_name(), "session.ended");
     }
     let (events, _completion) = gateway().run(&kind, text()).await.unwrap().into_universal();
-    assert!(buffered_once_waiting(&events).await > 1, "the default budget holds more than one byte");
+    assert!(
+        buffered_once_waiting(&events).await > 1,
+        "the default budget holds more than one byte"
+    );
 }

@@ -19,8 +19,13 @@ use proptest::test_runner::TestCaseError;
 
 /// The lines an OpenCode export becomes (the reader's input).
 fn opencode_lines() -> Vec<Vec<u8>> {
-    let text = std::fs::read(agent_bench::fixtures_dir().join("history/opencode/shell.export.json")).unwrap();
-    export_lines(&serde_json::from_slice(&text).unwrap()).iter().map(|l| l.to_string().into_bytes()).collect()
+    let text =
+        std::fs::read(agent_bench::fixtures_dir().join("history/opencode/shell.export.json"))
+            .unwrap();
+    export_lines(&serde_json::from_slice(&text).unwrap())
+        .iter()
+        .map(|l| l.to_string().into_bytes())
+        .collect()
 }
 
 fn fixture_lines(path: &str) -> Vec<Vec<u8>> {
@@ -28,13 +33,28 @@ fn fixture_lines(path: &str) -> Vec<Vec<u8>> {
 }
 
 /// Reads the mutated file through `protocol` and checks the run.
-fn check(kind: &'static str, lines: &[Vec<u8>], protocol: Box<dyn Protocol>) -> Result<(), TestCaseError> {
+fn check(
+    kind: &'static str,
+    lines: &[Vec<u8>],
+    protocol: Box<dyn Protocol>,
+) -> Result<(), TestCaseError> {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("session.jsonl");
     std::fs::write(&path, lines.join(&b'\n')).unwrap();
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     let run = runtime.block_on(async {
-        let handle = read_store_file(AgentKind::new(kind).unwrap(), Path::new(&path), protocol, true, true).await.unwrap();
+        let handle = read_store_file(
+            AgentKind::new(kind).unwrap(),
+            Path::new(&path),
+            protocol,
+            true,
+            true,
+        )
+        .await
+        .unwrap();
         record_within(handle).await
     })?;
     check_run(&run)

@@ -19,7 +19,10 @@ use remote::{backend, bench, drive, request, Fault, Place};
 
 /// The image in a directory of its own under /tmp (outside the sandbox's working directory).
 fn image() -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::Builder::new().prefix("agent-api-image").tempdir_in("/tmp").unwrap();
+    let dir = tempfile::Builder::new()
+        .prefix("agent-api-image")
+        .tempdir_in("/tmp")
+        .unwrap();
     let path = write_png(dir.path());
     (dir, path)
 }
@@ -40,11 +43,20 @@ async fn assert_image_reaches_model(
     options: fn(RunRequest) -> RunRequest,
 ) {
     let (_dir, path) = image();
-    let run =
-        drive(backend, place, options(with_image(request("describe the image"), &path)), PermissionDecision::Allow, Fault::None).await;
+    let run = drive(
+        backend,
+        place,
+        options(with_image(request("describe the image"), &path)),
+        PermissionDecision::Allow,
+        Fault::None,
+    )
+    .await;
     assert!(run.completion.is_ok(), "{what}: {:?}", run.completion);
     assert_eq!(run.assistant_text(), "Hello from mock", "{what}");
-    assert!(requests_with_image(server) > 0, "{what}: no model request carried the image");
+    assert!(
+        requests_with_image(server) > 0,
+        "{what}: no model request carried the image"
+    );
 }
 
 fn opencode(sandbox: &Sandbox, interface: Interface) -> OpenCodeBackend {
@@ -66,18 +78,39 @@ fn codex_exec(request: RunRequest) -> RunRequest {
 
 #[tokio::test]
 async fn claude_code_sends_the_image_as_an_image_block() {
-    let Some((server, sandbox)) = bench(Cli::ClaudeCode, "text").await else { return };
+    let Some((server, sandbox)) = bench(Cli::ClaudeCode, "text").await else {
+        return;
+    };
     let here = Place::local();
-    assert_image_reaches_model("claude_code", &*backend(Cli::ClaudeCode, &sandbox, &here), &server, &here, as_is).await;
+    assert_image_reaches_model(
+        "claude_code",
+        &*backend(Cli::ClaudeCode, &sandbox, &here),
+        &server,
+        &here,
+        as_is,
+    )
+    .await;
 }
 
 #[tokio::test]
 async fn codex_reads_the_image_file_on_the_app_server_and_in_exec_also_inside_bwrap() {
-    for (what, options) in [("app-server", as_is as fn(RunRequest) -> RunRequest), ("exec", codex_exec)] {
+    for (what, options) in [
+        ("app-server", as_is as fn(RunRequest) -> RunRequest),
+        ("exec", codex_exec),
+    ] {
         for place in [Place::local(), Place::bwrap()] {
-            let Some((server, sandbox)) = bench(Cli::Codex, "text").await else { return };
+            let Some((server, sandbox)) = bench(Cli::Codex, "text").await else {
+                return;
+            };
             let what = format!("codex {what} via {}", place.launcher);
-            assert_image_reaches_model(&what, &*backend(Cli::Codex, &sandbox, &place), &server, &place, options).await;
+            assert_image_reaches_model(
+                &what,
+                &*backend(Cli::Codex, &sandbox, &place),
+                &server,
+                &place,
+                options,
+            )
+            .await;
         }
     }
 }
@@ -85,37 +118,78 @@ async fn codex_reads_the_image_file_on_the_app_server_and_in_exec_also_inside_bw
 #[tokio::test]
 async fn gemini_and_qwen_over_acp_send_the_image_inline() {
     for cli in [Cli::Gemini, Cli::Qwen] {
-        let Some((server, sandbox)) = bench(cli, "text").await else { return };
+        let Some((server, sandbox)) = bench(cli, "text").await else {
+            return;
+        };
         let here = Place::local();
-        assert_image_reaches_model(&format!("{cli:?}"), &*backend(cli, &sandbox, &here), &server, &here, as_is).await;
+        assert_image_reaches_model(
+            &format!("{cli:?}"),
+            &*backend(cli, &sandbox, &here),
+            &server,
+            &here,
+            as_is,
+        )
+        .await;
     }
 }
 
 #[tokio::test]
 async fn opencode_carries_the_image_on_run_serve_and_acp() {
     for interface in [Interface::Run, Interface::Serve, Interface::Acp] {
-        let Some((server, sandbox)) = bench(Cli::OpenCode, "text").await else { return };
+        let Some((server, sandbox)) = bench(Cli::OpenCode, "text").await else {
+            return;
+        };
         let here = Place::local();
-        assert_image_reaches_model(&format!("opencode {interface:?}"), &opencode(&sandbox, interface), &server, &here, as_is).await;
+        assert_image_reaches_model(
+            &format!("opencode {interface:?}"),
+            &opencode(&sandbox, interface),
+            &server,
+            &here,
+            as_is,
+        )
+        .await;
     }
     // `opencode run` reads the file itself: inside bwrap it sees it because the run binds it.
-    let Some((server, sandbox)) = bench(Cli::OpenCode, "text").await else { return };
+    let Some((server, sandbox)) = bench(Cli::OpenCode, "text").await else {
+        return;
+    };
     let bwrap = Place::bwrap();
-    assert_image_reaches_model("opencode run via bwrap", &opencode(&sandbox, Interface::Run), &server, &bwrap, as_is).await;
+    assert_image_reaches_model(
+        "opencode run via bwrap",
+        &opencode(&sandbox, Interface::Run),
+        &server,
+        &bwrap,
+        as_is,
+    )
+    .await;
 }
 
 #[tokio::test]
 async fn interfaces_that_cannot_carry_an_image_refuse_it_before_spawn() {
     let (_dir, path) = image();
-    let Some((server, sandbox)) = bench(Cli::ClaudeCode, "text").await else { return };
+    let Some((server, sandbox)) = bench(Cli::ClaudeCode, "text").await else {
+        return;
+    };
     let print = request("hi").with_options(&ClaudeCodeOptions::default().mode(ClaudeMode::Print));
-    let err = backend(Cli::ClaudeCode, &sandbox, &Place::local()).run(with_image(print, &path)).await.unwrap_err();
-    assert!(matches!(&err, AgentError::InvalidExtension { reason, .. } if reason.contains("image")), "claude print: {err:?}");
+    let err = backend(Cli::ClaudeCode, &sandbox, &Place::local())
+        .run(with_image(print, &path))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, AgentError::InvalidExtension { reason, .. } if reason.contains("image")),
+        "claude print: {err:?}"
+    );
     assert!(server.requests().is_empty(), "nothing was spawned");
 
-    let Some((server, sandbox)) = bench(Cli::Gemini, "text").await else { return };
-    let headless = request("hi").with_options(&GeminiOptions::default().interface(GeminiInterface::Headless));
-    let err = backend(Cli::Gemini, &sandbox, &Place::local()).run(with_image(headless, &path)).await.unwrap_err();
+    let Some((server, sandbox)) = bench(Cli::Gemini, "text").await else {
+        return;
+    };
+    let headless =
+        request("hi").with_options(&GeminiOptions::default().interface(GeminiInterface::Headless));
+    let err = backend(Cli::Gemini, &sandbox, &Place::local())
+        .run(with_image(headless, &path))
+        .await
+        .unwrap_err();
     assert!(
         matches!(&err, AgentError::UnsupportedCapability { capability, .. } if capability == agent_api::capabilities::IMAGES),
         "gemini headless: {err:?}"
@@ -125,12 +199,20 @@ async fn interfaces_that_cannot_carry_an_image_refuse_it_before_spawn() {
 
 #[tokio::test]
 async fn a_file_that_is_not_an_image_is_an_invalid_request_before_spawn() {
-    let Some((server, sandbox)) = bench(Cli::Codex, "text").await else { return };
+    let Some((server, sandbox)) = bench(Cli::Codex, "text").await else {
+        return;
+    };
     let notes = sandbox.cwd.join("notes.txt");
     std::fs::write(&notes, "not an image").unwrap();
     for path in [notes, sandbox.cwd.join("missing.png")] {
-        let err = backend(Cli::Codex, &sandbox, &Place::local()).run(with_image(request("hi"), &path)).await.unwrap_err();
-        assert!(matches!(&err, AgentError::InvalidRequest { reason } if reason.contains(&*path.to_string_lossy())), "{err:?}");
+        let err = backend(Cli::Codex, &sandbox, &Place::local())
+            .run(with_image(request("hi"), &path))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, AgentError::InvalidRequest { reason } if reason.contains(&*path.to_string_lossy())),
+            "{err:?}"
+        );
     }
     assert!(server.requests().is_empty(), "nothing was spawned");
 }

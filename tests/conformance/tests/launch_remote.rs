@@ -20,98 +20,234 @@ use futures::StreamExt;
 use remote::{backend, bench, drive, is_auth, request, Fault, Place};
 
 /// The same scenario run here, without a launcher, in a sandbox of its own.
-async fn local_run(cli: Cli, scenario: &str, request: RunRequest, decision: PermissionDecision) -> RunRecord {
-    let (_server, sandbox) = bench(cli, scenario).await.expect("the bench ran the launcher's run");
+async fn local_run(
+    cli: Cli,
+    scenario: &str,
+    request: RunRequest,
+    decision: PermissionDecision,
+) -> RunRecord {
+    let (_server, sandbox) = bench(cli, scenario)
+        .await
+        .expect("the bench ran the launcher's run");
     let here = Place::local();
-    record_answering(backend(cli, &sandbox, &here).run(request).await.expect("run starts"), Answers::permissions(decision)).await
+    record_answering(
+        backend(cli, &sandbox, &here)
+            .run(request)
+            .await
+            .expect("run starts"),
+        Answers::permissions(decision),
+    )
+    .await
 }
 
 /// A run through a launcher tells the same story as the run here ([`RunRecord::story`]) and ends the
 /// same way (Ok, or the same error code); `same_text`: with the same final text too.
 fn assert_same_as_local(far: &RunRecord, local: &RunRecord, same_text: bool) {
-    assert_eq!(far.story(), local.story(), "the run through the launcher tells another story than the local one");
+    assert_eq!(
+        far.story(),
+        local.story(),
+        "the run through the launcher tells another story than the local one"
+    );
     match (&far.completion, &local.completion) {
         (Ok(f), Ok(l)) if same_text => assert_eq!(f.final_text, l.final_text),
         (Ok(_), Ok(_)) => {}
-        (f, l) => assert_eq!(f.as_ref().err().map(AgentError::code), l.as_ref().err().map(AgentError::code)),
+        (f, l) => assert_eq!(
+            f.as_ref().err().map(AgentError::code),
+            l.as_ref().err().map(AgentError::code)
+        ),
     }
 }
 
 async fn text(cli: Cli, place: Place) {
-    let Some((_server, sandbox)) = bench(cli, "text").await else { return };
-    let run = drive(&*backend(cli, &sandbox, &place), &place, request("say hello"), PermissionDecision::Allow, Fault::None).await;
+    let Some((_server, sandbox)) = bench(cli, "text").await else {
+        return;
+    };
+    let run = drive(
+        &*backend(cli, &sandbox, &place),
+        &place,
+        request("say hello"),
+        PermissionDecision::Allow,
+        Fault::None,
+    )
+    .await;
     assert_conformant(&run);
-    assert_eq!(run.assistant_text(), "Hello from mock", "{:?}", run.completion);
+    assert_eq!(
+        run.assistant_text(),
+        "Hello from mock",
+        "{:?}",
+        run.completion
+    );
     place.assert_nothing_left("a finished run");
-    assert_same_as_local(&run, &local_run(cli, "text", request("say hello"), PermissionDecision::Allow).await, true);
+    assert_same_as_local(
+        &run,
+        &local_run(cli, "text", request("say hello"), PermissionDecision::Allow).await,
+        true,
+    );
 }
 
 async fn shell(cli: Cli, place: Place, allow: bool) {
-    let Some((_server, sandbox)) = bench(cli, "shell").await else { return };
-    let decision = if allow { PermissionDecision::Allow } else { PermissionDecision::Deny { message: Some("not today".into()) } };
+    let Some((_server, sandbox)) = bench(cli, "shell").await else {
+        return;
+    };
+    let decision = if allow {
+        PermissionDecision::Allow
+    } else {
+        PermissionDecision::Deny {
+            message: Some("not today".into()),
+        }
+    };
     let request = request("run the command").with_permissions(PermissionPolicy::Ask);
-    let run = drive(&*backend(cli, &sandbox, &place), &place, request, decision.clone(), Fault::None).await;
+    let run = drive(
+        &*backend(cli, &sandbox, &place),
+        &place,
+        request,
+        decision.clone(),
+        Fault::None,
+    )
+    .await;
     assert_conformant(&run);
-    assert_eq!(run.of_type("permission.resolved").count(), 1, "{:?}", run.completion);
+    assert_eq!(
+        run.of_type("permission.resolved").count(),
+        1,
+        "{:?}",
+        run.completion
+    );
     let out = std::fs::read_to_string(sandbox.cwd.join("out.txt")).ok();
-    let results: Vec<_> =
-        run.completed_items(agent_api::universal::ItemKind::ToolResult).iter().map(|i| format!("{:?}", i.content)).collect();
-    assert_eq!(out.as_deref(), if allow { Some("hi\n") } else { None }, "tool results: {results:?}");
+    let results: Vec<_> = run
+        .completed_items(agent_api::universal::ItemKind::ToolResult)
+        .iter()
+        .map(|i| format!("{:?}", i.content))
+        .collect();
+    assert_eq!(
+        out.as_deref(),
+        if allow { Some("hi\n") } else { None },
+        "tool results: {results:?}"
+    );
     assert!(run.completion.is_ok(), "{:?}", run.completion);
     place.assert_nothing_left("a shell run");
-    let local = local_run(cli, "shell", remote::request("run the command").with_permissions(PermissionPolicy::Ask), decision).await;
+    let local = local_run(
+        cli,
+        "shell",
+        remote::request("run the command").with_permissions(PermissionPolicy::Ask),
+        decision,
+    )
+    .await;
     // The final text quotes the tool's output, which names process ids and timings.
     assert_same_as_local(&run, &local, false);
 }
 
 async fn unauthorized(cli: Cli, place: Place) {
-    let Some((_server, sandbox)) = bench(cli, "error401").await else { return };
-    let run = drive(&*backend(cli, &sandbox, &place), &place, request("hello"), PermissionDecision::Allow, Fault::None).await;
+    let Some((_server, sandbox)) = bench(cli, "error401").await else {
+        return;
+    };
+    let run = drive(
+        &*backend(cli, &sandbox, &place),
+        &place,
+        request("hello"),
+        PermissionDecision::Allow,
+        Fault::None,
+    )
+    .await;
     assert_conformant(&run);
     assert!(is_auth(cli, &run.completion), "{:?}", run.completion);
     place.assert_nothing_left("a 401");
 }
 
 async fn cancel(cli: Cli, place: Place) {
-    let Some((_server, sandbox)) = bench(cli, "slow_text").await else { return };
+    let Some((_server, sandbox)) = bench(cli, "slow_text").await else {
+        return;
+    };
     let started = Instant::now();
-    let run = drive(&*backend(cli, &sandbox, &place), &place, request("talk slowly"), PermissionDecision::Allow, Fault::Cancel).await;
+    let run = drive(
+        &*backend(cli, &sandbox, &place),
+        &place,
+        request("talk slowly"),
+        PermissionDecision::Allow,
+        Fault::Cancel,
+    )
+    .await;
     assert_conformant(&run);
-    assert!(matches!(run.completion, Err(AgentError::Cancelled)), "{:?}", run.completion);
-    assert!(started.elapsed() < Duration::from_secs(25), "cancel took {:?}", started.elapsed());
+    assert!(
+        matches!(run.completion, Err(AgentError::Cancelled)),
+        "{:?}",
+        run.completion
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(25),
+        "cancel took {:?}",
+        started.elapsed()
+    );
     place.assert_nothing_left("cancel");
 }
 
 async fn timeout(cli: Cli, place: Place) {
-    let Some((_server, sandbox)) = bench(cli, "slow_text").await else { return };
+    let Some((_server, sandbox)) = bench(cli, "slow_text").await else {
+        return;
+    };
     let request = request("talk slowly").with_timeout(Duration::from_secs(8));
-    let run = drive(&*backend(cli, &sandbox, &place), &place, request, PermissionDecision::Allow, Fault::None).await;
+    let run = drive(
+        &*backend(cli, &sandbox, &place),
+        &place,
+        request,
+        PermissionDecision::Allow,
+        Fault::None,
+    )
+    .await;
     assert_conformant(&run);
-    assert!(matches!(run.completion, Err(AgentError::Timeout { .. })), "{:?}", run.completion);
+    assert!(
+        matches!(run.completion, Err(AgentError::Timeout { .. })),
+        "{:?}",
+        run.completion
+    );
     place.assert_nothing_left("a timeout");
 }
 
 async fn connection_killed(cli: Cli, place: Place) {
-    let Some((_server, sandbox)) = bench(cli, "slow_text").await else { return };
+    let Some((_server, sandbox)) = bench(cli, "slow_text").await else {
+        return;
+    };
     let started = Instant::now();
-    let run = drive(&*backend(cli, &sandbox, &place), &place, request("talk slowly"), PermissionDecision::Allow, Fault::KillClient).await;
+    let run = drive(
+        &*backend(cli, &sandbox, &place),
+        &place,
+        request("talk slowly"),
+        PermissionDecision::Allow,
+        Fault::KillClient,
+    )
+    .await;
     assert_conformant(&run);
-    assert!(run.completion.is_err(), "a run whose connection died completed: {:?}", run.completion);
-    assert!(started.elapsed() < Duration::from_secs(25), "the run took {:?} to end", started.elapsed());
+    assert!(
+        run.completion.is_err(),
+        "a run whose connection died completed: {:?}",
+        run.completion
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(25),
+        "the run took {:?} to end",
+        started.elapsed()
+    );
     place.assert_nothing_left("the connection was killed");
 }
 
 async fn dropped(cli: Cli, place: Place) {
-    let Some((_server, sandbox)) = bench(cli, "slow_text").await else { return };
+    let Some((_server, sandbox)) = bench(cli, "slow_text").await else {
+        return;
+    };
     let request = request("talk slowly").with_launcher(place.launcher.clone());
-    let handle = backend(cli, &sandbox, &place).run(request).await.unwrap_or_else(|e| panic!("run starts: {e}"));
+    let handle = backend(cli, &sandbox, &place)
+        .run(request)
+        .await
+        .unwrap_or_else(|e| panic!("run starts: {e}"));
     let (mut events, completion) = handle.into_universal();
     while let Some(event) = events.next().await {
         if matches!(event.body, UniversalEventBody::ItemDelta(_)) && !event.synthetic {
             break;
         }
     }
-    assert!(!place.left().is_empty(), "the agent should be running mid-stream");
+    assert!(
+        !place.left().is_empty(),
+        "the agent should be running mid-stream"
+    );
     drop((events, completion));
     place.assert_nothing_left("the run was dropped");
 }

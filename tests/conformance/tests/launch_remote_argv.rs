@@ -36,10 +36,17 @@ fn launchers() -> Vec<(Launcher, bool)> {
     let sandboxes = infra.sandboxes();
     let mut ssh_settings = Ssh::new(ssh.host);
     ssh_settings.options = vec!["-F".into(), ssh.config.into_os_string()];
-    let image = Container::image(Engine::Docker, docker.image.clone()).with_mount(&sandboxes, &sandboxes, false);
+    let image = Container::image(Engine::Docker, docker.image.clone())
+        .with_mount(&sandboxes, &sandboxes, false);
     // Docker's API carries argv as JSON strings: only ssh passes non-UTF-8 bytes unchanged.
     vec![
-        (Launcher::Container(Container::exec(Engine::Docker, docker.containers[2].clone())), false),
+        (
+            Launcher::Container(Container::exec(
+                Engine::Docker,
+                docker.containers[2].clone(),
+            )),
+            false,
+        ),
         (Launcher::Container(image), false),
         (Launcher::Ssh(ssh_settings), true),
     ]
@@ -57,7 +64,11 @@ async fn round_trip(launcher: Launcher, non_utf8: bool) {
     let secret = format!("sk-sentinel-{tag_value}\n'$(x)\\");
     let script = "printf '%s\\0' \"$@\" > argv; printf '%s' \"$SECRET_KEY\" > secret; sleep 2";
     let spec = CommandSpec::new("sh")
-        .args([OsString::from("-c"), script.into(), "agent".into()].into_iter().chain(args.iter().cloned()))
+        .args(
+            [OsString::from("-c"), script.into(), "agent".into()]
+                .into_iter()
+                .chain(args.iter().cloned()),
+        )
         .env("SECRET_KEY", &secret)
         .env(&tag_name, &tag_value)
         .env("PATH", "/usr/bin:/bin")
@@ -75,14 +86,31 @@ async fn round_trip(launcher: Launcher, non_utf8: bool) {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert!(seen, "{launcher}: the far process never appeared");
-    let ps = std::process::Command::new("ps").args(["-eo", "args="]).output().unwrap().stdout;
-    assert!(!String::from_utf8_lossy(&ps).contains("sk-sentinel-"), "{launcher}: the secret shows in ps");
-    let status = tokio::time::timeout(Duration::from_secs(60), child.child.wait()).await.unwrap().unwrap();
+    let ps = std::process::Command::new("ps")
+        .args(["-eo", "args="])
+        .output()
+        .unwrap()
+        .stdout;
+    assert!(
+        !String::from_utf8_lossy(&ps).contains("sk-sentinel-"),
+        "{launcher}: the secret shows in ps"
+    );
+    let status = tokio::time::timeout(Duration::from_secs(60), child.child.wait())
+        .await
+        .unwrap()
+        .unwrap();
     assert!(status.success(), "{launcher}: {status}");
     let written = std::fs::read(&out).unwrap_or_else(|e| panic!("{launcher}: {e}"));
-    let expected: Vec<u8> = args.iter().flat_map(|a| a.clone().into_vec().into_iter().chain([0])).collect();
+    let expected: Vec<u8> = args
+        .iter()
+        .flat_map(|a| a.clone().into_vec().into_iter().chain([0]))
+        .collect();
     assert_eq!(written, expected, "{launcher}: argv changed on the way");
-    assert_eq!(std::fs::read_to_string(dir.path().join("secret")).unwrap(), secret, "{launcher}: env changed on the way");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("secret")).unwrap(),
+        secret,
+        "{launcher}: env changed on the way"
+    );
     assert!(!std::path::Path::new("/tmp/agent-api-pwned").exists());
     drop(child);
     for _ in 0..100 {

@@ -20,11 +20,16 @@ fn wait_until(mut done: impl FnMut() -> bool) -> bool {
 
 #[test]
 fn a_tagged_process_in_a_container_is_listed_until_it_ends() {
-    let docker = Infra::load().and_then(|i| i.docker()).unwrap_or_else(|e| panic!("{e}"));
+    let docker = Infra::load()
+        .and_then(|i| i.docker())
+        .unwrap_or_else(|e| panic!("{e}"));
     let container = &docker.containers[0];
     let (name, value) = tag();
     let entry = format!("{name}={value}");
-    let status = Command::new("docker").args(["exec", "-d", "-e", &entry, container, "sleep", "30"]).status().unwrap();
+    let status = Command::new("docker")
+        .args(["exec", "-d", "-e", &entry, container, "sleep", "30"])
+        .status()
+        .unwrap();
     assert!(status.success());
     let mut found = Vec::new();
     assert!(wait_until(|| {
@@ -32,19 +37,37 @@ fn a_tagged_process_in_a_container_is_listed_until_it_ends() {
         !found.is_empty()
     }));
     assert!(found[0].ends_with("sleep 30"), "{found:?}");
-    assert!(docker.stray_processes(container).unwrap().iter().any(|p| p.ends_with("sleep 30")));
+    assert!(docker
+        .stray_processes(container)
+        .unwrap()
+        .iter()
+        .any(|p| p.ends_with("sleep 30")));
     let pid = found[0].split_whitespace().next().unwrap();
-    assert!(Command::new("docker").args(["exec", container, "kill", "-KILL", pid]).status().unwrap().success());
-    assert!(wait_until(|| docker.processes_carrying(container, &entry).unwrap().is_empty()));
+    assert!(Command::new("docker")
+        .args(["exec", container, "kill", "-KILL", pid])
+        .status()
+        .unwrap()
+        .success());
+    assert!(wait_until(|| docker
+        .processes_carrying(container, &entry)
+        .unwrap()
+        .is_empty()));
 }
 
 #[test]
 fn a_tagged_process_on_the_ssh_host_is_listed_until_it_ends() {
-    let ssh = Infra::load().and_then(|i| i.ssh()).unwrap_or_else(|e| panic!("{e}"));
+    let ssh = Infra::load()
+        .and_then(|i| i.ssh())
+        .unwrap_or_else(|e| panic!("{e}"));
     let (name, value) = tag();
     let entry = format!("{name}={value}");
     // The far side's `sleep` outlives its ssh client: the very orphan the launchers must prevent.
-    let mut client = Command::new("ssh").arg("-F").arg(&ssh.config).args([&ssh.host, "env", &entry, "sleep", "30"]).spawn().unwrap();
+    let mut client = Command::new("ssh")
+        .arg("-F")
+        .arg(&ssh.config)
+        .args([&ssh.host, "env", &entry, "sleep", "30"])
+        .spawn()
+        .unwrap();
     let mut found = Vec::new();
     assert!(wait_until(|| {
         found = local_processes_carrying(&entry);

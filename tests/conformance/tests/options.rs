@@ -15,7 +15,9 @@ use serde_json::{json, Value};
 fn backends() -> Vec<Arc<dyn AgentBackend>> {
     vec![
         Arc::new(ScriptedBackend::new()),
-        Arc::new(agent_api_claude_code::ClaudeCodeBackend::new(Default::default())),
+        Arc::new(agent_api_claude_code::ClaudeCodeBackend::new(
+            Default::default(),
+        )),
         Arc::new(agent_api_codex::CodexBackend::new(Default::default())),
         Arc::new(agent_api_opencode::OpenCodeBackend::new(Default::default())),
         Arc::new(agent_api_gemini::GeminiBackend::new(Default::default())),
@@ -34,7 +36,9 @@ fn asking_for(id: &str) -> RunRequest {
         caps::MCP_SERVERS => options.mcp_server("m", McpServer::stdio("mcp-server", ["--stdio"])),
         caps::ALLOWED_TOOLS => options.allow_tool("Read"),
         caps::DENIED_TOOLS => options.deny_tool("Bash"),
-        caps::DENIED_TOOL_CATEGORIES => options.deny_category(agent_api::request::ToolCategory::Network),
+        caps::DENIED_TOOL_CATEGORIES => {
+            options.deny_category(agent_api::request::ToolCategory::Network)
+        }
         caps::MAX_TURNS => options.max_turns(2),
         caps::MAX_BUDGET_USD => options.max_budget_usd(1.0),
         caps::OUTPUT_SCHEMA => options.output_schema(json!({"type": "object"})),
@@ -44,23 +48,46 @@ fn asking_for(id: &str) -> RunRequest {
 }
 
 fn option_ids() -> impl Iterator<Item = &'static str> {
-    caps::STANDARD.iter().map(|c| c.id).filter(|id| id.starts_with("agent_api.options."))
+    caps::STANDARD
+        .iter()
+        .map(|c| c.id)
+        .filter(|id| id.starts_with("agent_api.options."))
 }
 
 #[test]
 fn each_backend_advertises_exactly_the_options_it_maps() {
     for backend in backends() {
         // Input rows (`agent_api.input.*`: images, attachments) share the table but are not run options.
-        let mapped: Vec<&str> =
-            backend.option_mappings().iter().map(|m| m.capability).filter(|id| id.starts_with("agent_api.options.")).collect();
+        let mapped: Vec<&str> = backend
+            .option_mappings()
+            .iter()
+            .map(|m| m.capability)
+            .filter(|id| id.starts_with("agent_api.options."))
+            .collect();
         let capabilities = backend.capabilities();
-        let advertised: Vec<&str> = capabilities.iter().filter(|id| id.starts_with("agent_api.options.")).collect();
+        let advertised: Vec<&str> = capabilities
+            .iter()
+            .filter(|id| id.starts_with("agent_api.options."))
+            .collect();
         let mut sorted = mapped.clone();
         sorted.sort_unstable();
         assert_eq!(sorted, advertised, "{}", backend.kind());
-        assert!(mapped.contains(&caps::OUTPUT_SCHEMA), "{}: structured output is for every agent", backend.kind());
-        for input in backend.option_mappings().iter().filter(|m| m.capability.starts_with("agent_api.input.")) {
-            assert!(capabilities.contains(input.capability), "{}: {} mapped, not advertised", backend.kind(), input.capability);
+        assert!(
+            mapped.contains(&caps::OUTPUT_SCHEMA),
+            "{}: structured output is for every agent",
+            backend.kind()
+        );
+        for input in backend
+            .option_mappings()
+            .iter()
+            .filter(|m| m.capability.starts_with("agent_api.input."))
+        {
+            assert!(
+                capabilities.contains(input.capability),
+                "{}: {} mapped, not advertised",
+                backend.kind(),
+                input.capability
+            );
         }
     }
 }
@@ -74,9 +101,17 @@ fn an_option_a_backend_does_not_map_is_refused_before_spawn_naming_its_capabilit
             let request = asking_for(id);
             assert!(request.required_capabilities().contains(id), "{id}");
             match backend.validate(&request) {
-                Ok(()) => assert!(caps.contains(id), "{}: {id} accepted but not advertised", backend.kind()),
+                Ok(()) => assert!(
+                    caps.contains(id),
+                    "{}: {id} accepted but not advertised",
+                    backend.kind()
+                ),
                 Err(AgentError::UnsupportedCapability { capability, .. }) => {
-                    assert!(!caps.contains(id), "{}: {id} advertised but refused", backend.kind());
+                    assert!(
+                        !caps.contains(id),
+                        "{}: {id} advertised but refused",
+                        backend.kind()
+                    );
                     assert_eq!(capability, id);
                     refused += 1;
                 }
@@ -96,8 +131,13 @@ fn bad_option_values_are_refused_before_spawn() {
         PortableOptions::default().output_schema(json!({"type": 7})),
         PortableOptions::default().mcp_server("bad name", McpServer::http("http://127.0.0.1:1")),
     ] {
-        let err = claude.validate(&RunRequest::new("hi").with_portable(options.clone())).unwrap_err();
-        assert!(matches!(err, AgentError::InvalidRequest { .. }), "{options:?}: {err:?}");
+        let err = claude
+            .validate(&RunRequest::new("hi").with_portable(options.clone()))
+            .unwrap_err();
+        assert!(
+            matches!(err, AgentError::InvalidRequest { .. }),
+            "{options:?}: {err:?}"
+        );
     }
 }
 
@@ -107,34 +147,57 @@ fn mcp_secrets_never_show_in_debug() {
     if let McpServer::Http { headers, .. } = &mut server {
         headers.insert("Authorization".into(), "Bearer sk-secret-123".into());
     }
-    let request = RunRequest::new("hi").with_portable(PortableOptions::default().mcp_server("m", server));
+    let request =
+        RunRequest::new("hi").with_portable(PortableOptions::default().mcp_server("m", server));
     let shown = format!("{request:?}");
-    assert!(shown.contains("Authorization") && !shown.contains("sk-secret-123"), "{shown}");
+    assert!(
+        shown.contains("Authorization") && !shown.contains("sk-secret-123"),
+        "{shown}"
+    );
 }
 
 fn schema() -> Value {
     json!({"type": "object", "required": ["city"], "properties": {"city": {"type": "string"}}, "additionalProperties": false})
 }
 
-async fn echo(answer: &str) -> (Vec<agent_api::UniversalEvent>, Result<agent_api::RunCompletion, AgentError>) {
+async fn echo(
+    answer: &str,
+) -> (
+    Vec<agent_api::UniversalEvent>,
+    Result<agent_api::RunCompletion, AgentError>,
+) {
     let request = RunRequest::new(answer)
         .with_options(&ScriptedOptions::scenario("echo"))
         .with_portable(PortableOptions::default().output_schema(schema()));
-    ScriptedBackend::new().run(request).await.unwrap().collect_universal().await
+    ScriptedBackend::new()
+        .run(request)
+        .await
+        .unwrap()
+        .collect_universal()
+        .await
 }
 
 #[tokio::test]
 async fn a_conforming_answer_is_the_completions_parsed_value() {
     let (_, completion) = echo(r#"{"city":"Lyon"}"#).await;
-    assert_eq!(completion.unwrap().structured_output, Some(json!({"city": "Lyon"})));
+    assert_eq!(
+        completion.unwrap().structured_output,
+        Some(json!({"city": "Lyon"}))
+    );
 }
 
 #[tokio::test]
 async fn a_non_conforming_answer_ends_the_run_with_one_typed_error() {
-    for (answer, needle) in [(r#"{"city":3}"#, "string"), ("Lyon", "not JSON"), (r#"{"town":"Lyon"}"#, "town")] {
+    for (answer, needle) in [
+        (r#"{"city":3}"#, "string"),
+        ("Lyon", "not JSON"),
+        (r#"{"town":"Lyon"}"#, "town"),
+    ] {
         let (events, completion) = echo(answer).await;
         match completion {
-            Err(AgentError::StructuredOutput { reason }) => assert!(reason.contains(needle), "{answer}: {reason}"),
+            Err(AgentError::StructuredOutput { reason }) => {
+                assert!(reason.contains(needle), "{answer}: {reason}")
+            }
             other => panic!("{answer}: {other:?}"),
         }
         let errors: Vec<_> = events.iter().filter_map(|e| e.error()).collect();
@@ -145,8 +208,14 @@ async fn a_non_conforming_answer_ends_the_run_with_one_typed_error() {
 
 #[tokio::test]
 async fn without_a_schema_the_completion_has_no_structured_value() {
-    let request = RunRequest::new(r#"{"city":"Lyon"}"#).with_options(&ScriptedOptions::scenario("echo"));
-    let (_, completion) = ScriptedBackend::new().run(request).await.unwrap().collect_universal().await;
+    let request =
+        RunRequest::new(r#"{"city":"Lyon"}"#).with_options(&ScriptedOptions::scenario("echo"));
+    let (_, completion) = ScriptedBackend::new()
+        .run(request)
+        .await
+        .unwrap()
+        .collect_universal()
+        .await;
     let completion = completion.unwrap();
     assert_eq!(completion.structured_output, None);
     assert_eq!(completion.final_text.as_deref(), Some(r#"{"city":"Lyon"}"#));
@@ -181,13 +250,24 @@ fn capabilities_follow_the_lists_and_every_listed_value_validates() {
             "{kind}: variants advertised but not listed, or listed but not advertised"
         );
         let mappings = backend.option_mappings();
-        for (id, listed) in [(caps::MODES, !backend.modes().is_empty()), (caps::VARIANTS, !backend.variants().is_empty())] {
-            assert_eq!(mappings.iter().any(|m| m.capability == id), listed, "{kind}: {id} has no row in spec/options.md");
+        for (id, listed) in [
+            (caps::MODES, !backend.modes().is_empty()),
+            (caps::VARIANTS, !backend.variants().is_empty()),
+        ] {
+            assert_eq!(
+                mappings.iter().any(|m| m.capability == id),
+                listed,
+                "{kind}: {id} has no row in spec/options.md"
+            );
         }
         for mode in backend.modes() {
             // Amp's modes need its API key to run; validation is what is checked here.
             let request = RunRequest::new("x").with_mode(mode.mode());
-            assert!(backend.validate(&request).is_ok(), "{kind}: listed mode {} refused", mode.id);
+            assert!(
+                backend.validate(&request).is_ok(),
+                "{kind}: listed mode {} refused",
+                mode.id
+            );
         }
         for set in backend.variants() {
             let model = set.models.first().copied();
@@ -196,7 +276,10 @@ fn capabilities_follow_the_lists_and_every_listed_value_validates() {
                 if let Some(model) = model {
                     request = request.with_model(model);
                 }
-                assert!(backend.validate(&request).is_ok(), "{kind}: listed variant {value} for {model:?} refused");
+                assert!(
+                    backend.validate(&request).is_ok(),
+                    "{kind}: listed variant {value} for {model:?} refused"
+                );
             }
         }
         backend
@@ -209,19 +292,29 @@ fn capabilities_follow_the_lists_and_every_listed_value_validates() {
 fn unknown_values_are_refused_naming_the_valid_ones_or_the_capability() {
     for backend in backends_with_amp() {
         let kind = backend.kind();
-        let err = backend.validate(&RunRequest::new("x").with_mode(AgentMode::parse("no-such-mode"))).unwrap_err();
+        let err = backend
+            .validate(&RunRequest::new("x").with_mode(AgentMode::parse("no-such-mode")))
+            .unwrap_err();
         match (&err, backend.modes().is_empty()) {
             (AgentError::UnknownMode { valid, .. }, false) => {
                 assert_eq!(valid.len(), backend.modes().len() + 1, "{kind}: {err}");
                 assert!(err.to_string().contains("default"), "{kind}: {err}");
             }
-            (AgentError::UnsupportedCapability { capability, .. }, true) => assert_eq!(capability, caps::MODES, "{kind}"),
+            (AgentError::UnsupportedCapability { capability, .. }, true) => {
+                assert_eq!(capability, caps::MODES, "{kind}")
+            }
             _ => panic!("{kind}: {err}"),
         }
-        let err = backend.validate(&RunRequest::new("x").with_variant("no-such-variant")).unwrap_err();
+        let err = backend
+            .validate(&RunRequest::new("x").with_variant("no-such-variant"))
+            .unwrap_err();
         match (&err, backend.variants().is_empty()) {
-            (AgentError::UnknownVariant { valid, .. }, false) => assert!(!valid.is_empty(), "{kind}: {err}"),
-            (AgentError::UnsupportedCapability { capability, .. }, true) => assert_eq!(capability, caps::VARIANTS, "{kind}"),
+            (AgentError::UnknownVariant { valid, .. }, false) => {
+                assert!(!valid.is_empty(), "{kind}: {err}")
+            }
+            (AgentError::UnsupportedCapability { capability, .. }, true) => {
+                assert_eq!(capability, caps::VARIANTS, "{kind}")
+            }
             _ => panic!("{kind}: {err}"),
         }
     }

@@ -13,7 +13,12 @@ use std::process::Command;
 /// The workspace members that are not for crates.io: test helpers and the examples. Any other
 /// member is a library or tool crate and must be publishable (a new backend crate copied from a
 /// test helper's manifest would otherwise stay `publish = false` unnoticed).
-const UNPUBLISHED: &[&str] = &["agent_api_conformance", "agent_bench", "agent_api_inspector_tests", "agent_api_examples"];
+const UNPUBLISHED: &[&str] = &[
+    "agent_api_conformance",
+    "agent_bench",
+    "agent_api_inspector_tests",
+    "agent_api_examples",
+];
 
 /// The crates.io category slugs the workspace may use: a subset of
 /// <https://crates.io/category_slugs> (crates.io refuses a package with any other); add one from
@@ -34,24 +39,39 @@ const CATEGORIES: &[&str] = &[
 const REPOSITORY: &str = "https://github.com/agent-api/agent_api";
 
 fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("the workspace root")
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("the workspace root")
 }
 
 /// `cargo metadata` of the workspace's own packages, as JSON.
 fn metadata() -> Value {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let output = Command::new(cargo)
-        .args(["metadata", "--format-version", "1", "--no-deps", "--offline"])
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--no-deps",
+            "--offline",
+        ])
         .current_dir(root())
         .output()
         .expect("cargo metadata runs");
-    assert!(output.status.success(), "cargo metadata failed: {}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "cargo metadata failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     serde_json::from_slice(&output.stdout).expect("cargo metadata prints JSON")
 }
 
 /// `publish = false` reads as an empty list of registries.
 fn publishable(package: &Value) -> bool {
-    package["publish"].as_array().is_none_or(|registries| !registries.is_empty())
+    package["publish"]
+        .as_array()
+        .is_none_or(|registries| !registries.is_empty())
 }
 
 fn text<'a>(package: &'a Value, field: &str) -> &'a str {
@@ -62,25 +82,39 @@ fn text<'a>(package: &'a Value, field: &str) -> &'a str {
 fn valid_keyword(keyword: &str) -> bool {
     keyword.len() <= 20
         && keyword.starts_with(|c: char| c.is_ascii_alphabetic())
-        && keyword.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '+'))
+        && keyword
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '+'))
 }
 
 /// What is wrong with one publishable package, as readable lines (empty: nothing).
 /// `dependents`: the workspace crates that depend on this one (normal or build dependencies).
 fn problems(package: &Value, workspace_names: &[&str], dependents: &[&str]) -> Vec<String> {
     let name = text(package, "name");
-    let dir = Path::new(text(package, "manifest_path")).parent().expect("a manifest has a folder").to_path_buf();
+    let dir = Path::new(text(package, "manifest_path"))
+        .parent()
+        .expect("a manifest has a folder")
+        .to_path_buf();
     let mut found = Vec::new();
     let mut problem = |what: String| found.push(format!("{name}: {what}"));
 
     if text(package, "description").split_whitespace().count() < 4 {
-        problem(format!("description {:?} says too little", text(package, "description")));
+        problem(format!(
+            "description {:?} says too little",
+            text(package, "description")
+        ));
     }
     if text(package, "repository") != REPOSITORY {
-        problem(format!("repository is {:?}, not {REPOSITORY}", text(package, "repository")));
+        problem(format!(
+            "repository is {:?}, not {REPOSITORY}",
+            text(package, "repository")
+        ));
     }
     if !text(package, "documentation").starts_with("https://") {
-        problem(format!("documentation {:?} is not a URL", text(package, "documentation")));
+        problem(format!(
+            "documentation {:?} is not a URL",
+            text(package, "documentation")
+        ));
     }
     if text(package, "license") != "MIT OR Apache-2.0" {
         problem(format!("license is {:?}", text(package, "license")));
@@ -89,23 +123,45 @@ fn problems(package: &Value, workspace_names: &[&str], dependents: &[&str]) -> V
         Some(readme) if dir.join(readme).is_file() => {}
         other => problem(format!("readme {other:?} is not a file of the crate")),
     }
-    let keywords: Vec<&str> = package["keywords"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+    let keywords: Vec<&str> = package["keywords"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
     if keywords.is_empty() || keywords.len() > 5 {
-        problem(format!("{} keywords (crates.io takes 1 to 5)", keywords.len()));
+        problem(format!(
+            "{} keywords (crates.io takes 1 to 5)",
+            keywords.len()
+        ));
     }
     for keyword in keywords.iter().filter(|keyword| !valid_keyword(keyword)) {
         problem(format!("keyword {keyword:?} is not one crates.io takes"));
     }
-    let categories: Vec<&str> = package["categories"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+    let categories: Vec<&str> = package["categories"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
     if categories.is_empty() || categories.len() > 5 {
-        problem(format!("{} categories (crates.io takes 1 to 5)", categories.len()));
+        problem(format!(
+            "{} categories (crates.io takes 1 to 5)",
+            categories.len()
+        ));
     }
-    for category in categories.iter().filter(|category| !CATEGORIES.contains(category)) {
-        problem(format!("category {category:?} is not in this test's list of crates.io slugs"));
+    for category in categories
+        .iter()
+        .filter(|category| !CATEGORIES.contains(category))
+    {
+        problem(format!(
+            "category {category:?} is not in this test's list of crates.io slugs"
+        ));
     }
     // The licence texts travel in each package; a link to the top-level text is packaged as the text.
     for licence in ["LICENSE-MIT", "LICENSE-APACHE"] {
-        let top = std::fs::read(root().join(licence)).unwrap_or_else(|e| panic!("{licence} at the top level: {e}"));
+        let top = std::fs::read(root().join(licence))
+            .unwrap_or_else(|e| panic!("{licence} at the top level: {e}"));
         match std::fs::read(dir.join(licence)) {
             Ok(own) if own == top => {}
             Ok(_) => problem(format!("{licence} differs from the top-level one")),
@@ -117,10 +173,14 @@ fn problems(package: &Value, workspace_names: &[&str], dependents: &[&str]) -> V
     for dependency in package["dependencies"].as_array().into_iter().flatten() {
         let dependency_name = text(dependency, "name");
         let dev = dependency["kind"].as_str() == Some("dev");
-        if workspace_names.contains(&dependency_name) && dependency["req"].as_str() == Some("*") && !dev {
+        if workspace_names.contains(&dependency_name)
+            && dependency["req"].as_str() == Some("*")
+            && !dev
+        {
             problem(format!("depends on {dependency_name} by path only (give it a version in [workspace.dependencies])"));
         }
-        if dev && UNPUBLISHED.contains(&dependency_name) && dependency["req"].as_str() != Some("*") {
+        if dev && UNPUBLISHED.contains(&dependency_name) && dependency["req"].as_str() != Some("*")
+        {
             problem(format!("dev-dependency {dependency_name} has a version, so cargo would look for it on crates.io"));
         }
         if dev && dependents.contains(&dependency_name) && dependency["req"].as_str() != Some("*") {
@@ -141,7 +201,9 @@ fn dependents<'a>(packages: &'a [Value], name: &str) -> Vec<&'a str> {
                 .as_array()
                 .into_iter()
                 .flatten()
-                .any(|dependency| text(dependency, "name") == target && dependency["kind"].as_str() != Some("dev"));
+                .any(|dependency| {
+                    text(dependency, "name") == target && dependency["kind"].as_str() != Some("dev")
+                });
             let package_name = text(package, "name");
             if depends && !found.contains(&package_name) {
                 found.push(package_name);
@@ -155,23 +217,49 @@ fn dependents<'a>(packages: &'a [Value], name: &str) -> Vec<&'a str> {
 #[test]
 fn every_library_crate_carries_what_crates_io_needs() {
     let metadata = metadata();
-    let packages = metadata["packages"].as_array().expect("cargo metadata lists packages");
-    let names: Vec<&str> = packages.iter().map(|package| text(package, "name")).collect();
+    let packages = metadata["packages"]
+        .as_array()
+        .expect("cargo metadata lists packages");
+    let names: Vec<&str> = packages
+        .iter()
+        .map(|package| text(package, "name"))
+        .collect();
 
-    let unpublished: Vec<&str> = packages.iter().filter(|package| !publishable(package)).map(|package| text(package, "name")).collect();
+    let unpublished: Vec<&str> = packages
+        .iter()
+        .filter(|package| !publishable(package))
+        .map(|package| text(package, "name"))
+        .collect();
     let mut expected = UNPUBLISHED.to_vec();
     expected.sort_unstable();
     let mut unpublished_sorted = unpublished.clone();
     unpublished_sorted.sort_unstable();
-    assert_eq!(unpublished_sorted, expected, "only the test helpers and the examples stay off crates.io");
+    assert_eq!(
+        unpublished_sorted, expected,
+        "only the test helpers and the examples stay off crates.io"
+    );
 
     let found: Vec<String> = packages
         .iter()
         .filter(|package| publishable(package))
-        .flat_map(|package| problems(package, &names, &dependents(packages, text(package, "name"))))
+        .flat_map(|package| {
+            problems(
+                package,
+                &names,
+                &dependents(packages, text(package, "name")),
+            )
+        })
         .collect();
-    assert!(found.is_empty(), "not ready for crates.io:\n{}", found.join("\n"));
-    assert!(names.len() - unpublished.len() >= 10, "the workspace has {} publishable crates", names.len() - unpublished.len());
+    assert!(
+        found.is_empty(),
+        "not ready for crates.io:\n{}",
+        found.join("\n")
+    );
+    assert!(
+        names.len() - unpublished.len() >= 10,
+        "the workspace has {} publishable crates",
+        names.len() - unpublished.len()
+    );
 }
 
 /// The files a crate's sources embed (`include_str!`, `include_bytes!` of a literal path) that lie
@@ -222,24 +310,47 @@ fn embedded_outside(crate_dir: &Path) -> Vec<String> {
 fn no_library_crate_embeds_a_file_outside_its_package() {
     let metadata = metadata();
     let mut outside = Vec::new();
-    for package in metadata["packages"].as_array().expect("cargo metadata lists packages").iter().filter(|package| publishable(package)) {
-        let dir = Path::new(text(package, "manifest_path")).parent().expect("a manifest has a folder").to_path_buf();
+    for package in metadata["packages"]
+        .as_array()
+        .expect("cargo metadata lists packages")
+        .iter()
+        .filter(|package| publishable(package))
+    {
+        let dir = Path::new(text(package, "manifest_path"))
+            .parent()
+            .expect("a manifest has a folder")
+            .to_path_buf();
         outside.extend(embedded_outside(&dir));
     }
-    assert!(outside.is_empty(), "a package holds only its crate's folder:\n{}", outside.join("\n"));
+    assert!(
+        outside.is_empty(),
+        "a package holds only its crate's folder:\n{}",
+        outside.join("\n")
+    );
 }
 
 #[test]
 fn an_embedded_file_above_the_crate_is_found() {
-    let crate_dir = std::env::temp_dir().join(format!("agent_api_packaging_{}", std::process::id()));
+    let crate_dir =
+        std::env::temp_dir().join(format!("agent_api_packaging_{}", std::process::id()));
     std::fs::create_dir_all(crate_dir.join("src/store")).expect("a scratch crate");
-    std::fs::write(crate_dir.join("src/store/mod.rs"), "const A: &str = include_str!(\"../../migrations/1.sql\");\n")
-        .expect("a source file");
-    std::fs::write(crate_dir.join("src/lib.rs"), "const B: &[u8] = include_bytes!(\"../../spec/schema.json\");\n").expect("a source file");
+    std::fs::write(
+        crate_dir.join("src/store/mod.rs"),
+        "const A: &str = include_str!(\"../../migrations/1.sql\");\n",
+    )
+    .expect("a source file");
+    std::fs::write(
+        crate_dir.join("src/lib.rs"),
+        "const B: &[u8] = include_bytes!(\"../../spec/schema.json\");\n",
+    )
+    .expect("a source file");
     let found = embedded_outside(&crate_dir);
     std::fs::remove_dir_all(&crate_dir).ok();
     assert_eq!(found.len(), 1, "{found:?}");
-    assert!(found[0].ends_with("embeds ../../spec/schema.json"), "{found:?}");
+    assert!(
+        found[0].ends_with("embeds ../../spec/schema.json"),
+        "{found:?}"
+    );
 }
 
 #[test]
@@ -247,9 +358,14 @@ fn the_server_package_carries_the_universal_schema_it_serves() {
     // The server embeds the schema from inside its own folder (a package holds nothing else), which
     // must stay the normative text in `spec/`.
     let root = root();
-    let served = std::fs::read(root.join("server/universal-schema.json")).expect("server/universal-schema.json");
-    let spec = std::fs::read(root.join("spec/universal-schema.json")).expect("spec/universal-schema.json");
-    assert!(served == spec, "server/universal-schema.json is not spec/universal-schema.json");
+    let served = std::fs::read(root.join("server/universal-schema.json"))
+        .expect("server/universal-schema.json");
+    let spec =
+        std::fs::read(root.join("spec/universal-schema.json")).expect("spec/universal-schema.json");
+    assert!(
+        served == spec,
+        "server/universal-schema.json is not spec/universal-schema.json"
+    );
 }
 
 #[test]
@@ -270,22 +386,44 @@ fn the_checks_catch_what_they_name() {
     let names = ["agent_api", "agent_bench", "agent_api_gemini"];
     assert_eq!(problems(&good, &names, &[]), Vec::<String>::new());
     let mut cycle = good.clone();
-    cycle["dependencies"] = serde_json::json!([{"name": "agent_api_gemini", "req": "^0.1.0", "kind": "dev"}]);
-    assert!(!problems(&cycle, &names, &["agent_api_gemini"]).is_empty(), "a versioned dev-dependency on a dependent passed");
+    cycle["dependencies"] =
+        serde_json::json!([{"name": "agent_api_gemini", "req": "^0.1.0", "kind": "dev"}]);
+    assert!(
+        !problems(&cycle, &names, &["agent_api_gemini"]).is_empty(),
+        "a versioned dev-dependency on a dependent passed"
+    );
     let broken = [
-        ("repository", serde_json::json!("https://example.invalid/agent_api")),
+        (
+            "repository",
+            serde_json::json!("https://example.invalid/agent_api"),
+        ),
         ("documentation", Value::Null),
         ("readme", serde_json::json!("NOWHERE.md")),
-        ("keywords", serde_json::json!(["a", "b", "c", "d", "e", "f"])),
+        (
+            "keywords",
+            serde_json::json!(["a", "b", "c", "d", "e", "f"]),
+        ),
         ("keywords", serde_json::json!(["has space"])),
         ("categories", serde_json::json!(["agents"])),
-        ("dependencies", serde_json::json!([{"name": "agent_api", "req": "*", "kind": null}])),
-        ("dependencies", serde_json::json!([{"name": "agent_bench", "req": "^0.1.0", "kind": "dev"}])),
-        ("manifest_path", serde_json::json!(root().join("tests/fixtures/Cargo.toml"))),
+        (
+            "dependencies",
+            serde_json::json!([{"name": "agent_api", "req": "*", "kind": null}]),
+        ),
+        (
+            "dependencies",
+            serde_json::json!([{"name": "agent_bench", "req": "^0.1.0", "kind": "dev"}]),
+        ),
+        (
+            "manifest_path",
+            serde_json::json!(root().join("tests/fixtures/Cargo.toml")),
+        ),
     ];
     for (field, value) in broken {
         let mut package = good.clone();
         package[field] = value.clone();
-        assert!(!problems(&package, &names, &[]).is_empty(), "{field} = {value} passed");
+        assert!(
+            !problems(&package, &names, &[]).is_empty(),
+            "{field} = {value} passed"
+        );
     }
 }

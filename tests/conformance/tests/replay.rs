@@ -12,67 +12,145 @@ fn line(l: &AgentLine) -> String {
 
 fn native_log() -> String {
     [
-        line(&AgentLine::Session { id: "s-1".into(), model: "m".into() }),
-        line(&AgentLine::TextDelta { message_id: "m1".into(), text: "Hi ".into() }),
-        line(&AgentLine::TextDelta { message_id: "m1".into(), text: "there".into() }),
-        line(&AgentLine::MessageDone { message_id: "m1".into(), text: "Hi there".into() }),
-        line(&AgentLine::Done { status: "success".into(), input_tokens: 1, output_tokens: 2 }),
+        line(&AgentLine::Session {
+            id: "s-1".into(),
+            model: "m".into(),
+        }),
+        line(&AgentLine::TextDelta {
+            message_id: "m1".into(),
+            text: "Hi ".into(),
+        }),
+        line(&AgentLine::TextDelta {
+            message_id: "m1".into(),
+            text: "there".into(),
+        }),
+        line(&AgentLine::MessageDone {
+            message_id: "m1".into(),
+            text: "Hi there".into(),
+        }),
+        line(&AgentLine::Done {
+            status: "success".into(),
+            input_tokens: 1,
+            output_tokens: 2,
+        }),
     ]
     .join("\n")
 }
 
 #[tokio::test]
 async fn a_native_stdout_log_replays_conformant() {
-    let handle = replay(&ScriptedBackend::new(), std::io::Cursor::new(native_log().into_bytes()), ReplayOptions::default()).await.unwrap();
+    let handle = replay(
+        &ScriptedBackend::new(),
+        std::io::Cursor::new(native_log().into_bytes()),
+        ReplayOptions::default(),
+    )
+    .await
+    .unwrap();
     let run = record(handle).await;
     assert_conformant(&run);
     assert_eq!(run.assistant_text(), "Hi there");
-    assert_eq!(run.completion.unwrap().native_session_id.as_deref(), Some("s-1"));
+    assert_eq!(
+        run.completion.unwrap().native_session_id.as_deref(),
+        Some("s-1")
+    );
 }
 
 #[tokio::test]
 async fn a_session_recording_replays_with_the_clients_answers() {
     let recv = |l: &AgentLine| format!("{{\"t\":0.1,\"dir\":\"recv\",\"msg\":{}}}", line(l));
-    let send = |l: &ClientLine| format!("{{\"t\":0.2,\"dir\":\"send\",\"msg\":{}}}", serde_json::to_string(l).unwrap());
+    let send = |l: &ClientLine| {
+        format!(
+            "{{\"t\":0.2,\"dir\":\"send\",\"msg\":{}}}",
+            serde_json::to_string(l).unwrap()
+        )
+    };
     let log = [
-        recv(&AgentLine::Session { id: "s-2".into(), model: "m".into() }),
+        recv(&AgentLine::Session {
+            id: "s-2".into(),
+            model: "m".into(),
+        }),
         recv(&AgentLine::ToolCall {
             call_id: "c1".into(),
             name: "shell".into(),
             message_id: "m0".into(),
             input: serde_json::json!({"command": "ls"}),
         }),
-        recv(&AgentLine::PermissionRequest { request_id: "p1".into(), call_id: "c1".into(), summary: "run ls".into() }),
-        send(&ClientLine::PermissionResponse { request_id: "p1".into(), allow: true }),
+        recv(&AgentLine::PermissionRequest {
+            request_id: "p1".into(),
+            call_id: "c1".into(),
+            summary: "run ls".into(),
+        }),
+        send(&ClientLine::PermissionResponse {
+            request_id: "p1".into(),
+            allow: true,
+        }),
         "{\"t\":0.3,\"dir\":\"stderr\",\"msg\":\"warning: something\"}".to_string(),
-        recv(&AgentLine::ToolResult { call_id: "c1".into(), exit_code: 0, stdout: "a\n".into(), denied: false }),
-        recv(&AgentLine::Done { status: "success".into(), input_tokens: 1, output_tokens: 2 }),
+        recv(&AgentLine::ToolResult {
+            call_id: "c1".into(),
+            exit_code: 0,
+            stdout: "a\n".into(),
+            denied: false,
+        }),
+        recv(&AgentLine::Done {
+            status: "success".into(),
+            input_tokens: 1,
+            output_tokens: 2,
+        }),
     ]
     .join("\n");
-    let (format, _) = open_recording(std::io::Cursor::new(log.clone().into_bytes())).await.unwrap();
+    let (format, _) = open_recording(std::io::Cursor::new(log.clone().into_bytes()))
+        .await
+        .unwrap();
     assert_eq!(format, RecordingFormat::Session);
-    let run =
-        record(replay(&ScriptedBackend::new(), std::io::Cursor::new(log.into_bytes()), ReplayOptions::default()).await.unwrap()).await;
+    let run = record(
+        replay(
+            &ScriptedBackend::new(),
+            std::io::Cursor::new(log.into_bytes()),
+            ReplayOptions::default(),
+        )
+        .await
+        .unwrap(),
+    )
+    .await;
     assert_conformant(&run);
     assert_eq!(run.of_type("permission.resolved").count(), 1);
 }
 
 #[tokio::test]
 async fn malformed_lines_become_unparsed_events_not_a_crash() {
-    let log = format!("{}\nnot json at all\n{{\"type\":\"no_such_type\"}}\n", native_log());
-    let run =
-        record(replay(&ScriptedBackend::new(), std::io::Cursor::new(log.into_bytes()), ReplayOptions::default()).await.unwrap()).await;
+    let log = format!(
+        "{}\nnot json at all\n{{\"type\":\"no_such_type\"}}\n",
+        native_log()
+    );
+    let run = record(
+        replay(
+            &ScriptedBackend::new(),
+            std::io::Cursor::new(log.into_bytes()),
+            ReplayOptions::default(),
+        )
+        .await
+        .unwrap(),
+    )
+    .await;
     assert_eq!(run.of_type("agent.unparsed").count(), 2);
     assert!(run.completion.is_ok());
     let problems = agent_api_conformance::problems(&run);
-    assert_eq!(problems.len(), 2, "only the two unparsed lines are problems: {problems:?}");
+    assert_eq!(
+        problems.len(),
+        2,
+        "only the two unparsed lines are problems: {problems:?}"
+    );
 }
 
 #[tokio::test]
 async fn an_unreadable_file_is_a_typed_replay_error() {
-    let err = agent_api::kit::replay::replay_file(&ScriptedBackend::new(), std::path::Path::new("/nonexistent/recording.jsonl"), false)
-        .await
-        .err()
-        .unwrap();
+    let err = agent_api::kit::replay::replay_file(
+        &ScriptedBackend::new(),
+        std::path::Path::new("/nonexistent/recording.jsonl"),
+        false,
+    )
+    .await
+    .err()
+    .unwrap();
     assert!(matches!(err, AgentError::Replay { .. }));
 }

@@ -24,7 +24,8 @@ fn logs() -> Arc<Mutex<String>> {
     static LOGS: OnceLock<Arc<Mutex<String>>> = OnceLock::new();
     LOGS.get_or_init(|| {
         let logs = Arc::new(Mutex::new(String::new()));
-        tracing::subscriber::set_global_default(Capture(logs.clone())).expect("the only subscriber of this binary");
+        tracing::subscriber::set_global_default(Capture(logs.clone()))
+            .expect("the only subscriber of this binary");
         logs
     })
     .clone()
@@ -64,23 +65,40 @@ impl tracing::Subscriber for Capture {
 fn leaks(name: &str, outcome: &Result<RunRecord, AgentError>) -> Vec<String> {
     let mut texts: Vec<(&str, String)> = Vec::new();
     match outcome {
-        Err(error) => texts.extend([("start error", error.to_string()), ("start error Debug", format!("{error:?}"))]),
+        Err(error) => texts.extend([
+            ("start error", error.to_string()),
+            ("start error Debug", format!("{error:?}")),
+        ]),
         Ok(run) => {
-            texts.extend(run.universal.iter().map(|e| ("universal event", serde_json::to_string(e).unwrap())));
-            texts.extend(run.wrapper.iter().map(|e| ("wrapper event", serde_json::to_string(e).unwrap())));
+            texts.extend(
+                run.universal
+                    .iter()
+                    .map(|e| ("universal event", serde_json::to_string(e).unwrap())),
+            );
+            texts.extend(
+                run.wrapper
+                    .iter()
+                    .map(|e| ("wrapper event", serde_json::to_string(e).unwrap())),
+            );
             texts.push(("completion Debug", format!("{:?}", run.completion)));
             if let Err(error) = &run.completion {
                 texts.push(("completion error", error.to_string()));
             }
         }
     }
-    texts.into_iter().filter(|(_, text)| text.contains(SENTINEL)).map(|(place, text)| format!("{name}: {place}: {text}")).collect()
+    texts
+        .into_iter()
+        .filter(|(_, text)| text.contains(SENTINEL))
+        .map(|(place, text)| format!("{name}: {place}: {text}"))
+        .collect()
 }
 
 /// Runs `request` on `backend` in a fresh directory and lists every leak of the sentinel.
 async fn leaks_of(name: &str, backend: &dyn AgentBackend, request: RunRequest) -> Vec<String> {
     let dir = tempfile::tempdir().unwrap();
-    let request = request.with_working_dir(dir.path()).with_timeout(std::time::Duration::from_secs(20));
+    let request = request
+        .with_working_dir(dir.path())
+        .with_timeout(std::time::Duration::from_secs(20));
     let mut found = Vec::new();
     if format!("{request:?}").contains(SENTINEL) {
         found.push(format!("{name}: Debug of the request"));
@@ -90,9 +108,15 @@ async fn leaks_of(name: &str, backend: &dyn AgentBackend, request: RunRequest) -
         Err(error) => Err(error),
     };
     if let Ok(run) = &outcome {
-        assert!(run.completion.is_err(), "{name}: the echoing CLI fails every run");
+        assert!(
+            run.completion.is_err(),
+            "{name}: the echoing CLI fails every run"
+        );
         let problems = agent_api_conformance::problems(run);
-        assert!(problems.iter().all(|p| p.contains("is agent.unparsed")), "{name}: {problems:?}");
+        assert!(
+            problems.iter().all(|p| p.contains("is agent.unparsed")),
+            "{name}: {problems:?}"
+        );
     }
     found.extend(leaks(name, &outcome));
     found
@@ -107,9 +131,18 @@ struct Case {
 }
 
 impl Case {
-    fn new(name: impl Into<String>, backend: impl AgentBackend + std::fmt::Debug + 'static, request: RunRequest) -> Self {
+    fn new(
+        name: impl Into<String>,
+        backend: impl AgentBackend + std::fmt::Debug + 'static,
+        request: RunRequest,
+    ) -> Self {
         let debug = format!("{backend:?}");
-        Self { name: name.into(), backend: Box::new(backend), debug, request }
+        Self {
+            name: name.into(),
+            backend: Box::new(backend),
+            debug,
+            request,
+        }
     }
 }
 
@@ -139,28 +172,51 @@ fn backends() -> Vec<Case> {
     let token = format!("--api-token={SENTINEL}");
     let mut out: Vec<Case> = Vec::new();
 
-    let mut claude = agent_api_claude_code::ClaudeCodeConfig::default().with_binary(fake()).with_extra_args([token.clone()]);
+    let mut claude = agent_api_claude_code::ClaudeCodeConfig::default()
+        .with_binary(fake())
+        .with_extra_args([token.clone()]);
     for (k, v) in env_for(&["ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"]) {
         claude = claude.with_env(k, v);
     }
-    out.push(Case::new("claude_code", agent_api_claude_code::ClaudeCodeBackend::new(claude), request()));
+    out.push(Case::new(
+        "claude_code",
+        agent_api_claude_code::ClaudeCodeBackend::new(claude),
+        request(),
+    ));
 
-    let mut codex = agent_api_codex::CodexConfig::with_binary(fake()).config_overrides([format!("api_key=\"{SENTINEL}\"")]);
+    let mut codex = agent_api_codex::CodexConfig::with_binary(fake())
+        .config_overrides([format!("api_key=\"{SENTINEL}\"")]);
     for (k, v) in env_for(&["OPENAI_API_KEY", "CODEX_API_KEY"]) {
         codex = codex.env(k, v);
     }
-    out.push(Case::new("codex", agent_api_codex::CodexBackend::new(codex), request()));
+    out.push(Case::new(
+        "codex",
+        agent_api_codex::CodexBackend::new(codex),
+        request(),
+    ));
 
     for interface in [Interface::Run, Interface::Serve, Interface::Acp] {
-        let mut config = OpenCodeConfig::with_binary(fake()).startup_timeout(std::time::Duration::from_secs(3));
-        for (k, v) in env_for(&["OPENCODE_SERVER_PASSWORD", "ANTHROPIC_API_KEY", "OPENAI_API_KEY"]) {
+        let mut config =
+            OpenCodeConfig::with_binary(fake()).startup_timeout(std::time::Duration::from_secs(3));
+        for (k, v) in env_for(&[
+            "OPENCODE_SERVER_PASSWORD",
+            "ANTHROPIC_API_KEY",
+            "OPENAI_API_KEY",
+        ]) {
             config = config.env(k, v);
         }
         let request = request().with_options(&OpenCodeOptions::default().interface(interface));
-        out.push(Case::new(format!("opencode {interface:?}"), OpenCodeBackend::new(config), request));
+        out.push(Case::new(
+            format!("opencode {interface:?}"),
+            OpenCodeBackend::new(config),
+            request,
+        ));
     }
 
-    for (name, keys) in [("gemini", &["GEMINI_API_KEY", "GOOGLE_API_KEY"][..]), ("qwen", &["OPENAI_API_KEY", "DASHSCOPE_API_KEY"][..])] {
+    for (name, keys) in [
+        ("gemini", &["GEMINI_API_KEY", "GOOGLE_API_KEY"][..]),
+        ("qwen", &["OPENAI_API_KEY", "DASHSCOPE_API_KEY"][..]),
+    ] {
         let mut config = AcpConfig::with_binary(fake()).args([token.clone()]);
         for (k, v) in env_for(keys) {
             config = config.env(k, v);
@@ -174,18 +230,30 @@ fn backends() -> Vec<Case> {
     for (k, v) in env_for(&["AGENT_API_KEY"]) {
         acp = acp.env(k, v);
     }
-    let generic = request().with_options(&AcpOptions::default().command([fake().to_string(), token.clone()]));
+    let generic =
+        request().with_options(&AcpOptions::default().command([fake().to_string(), token.clone()]));
     out.push(Case::new("acp", AcpBackend::generic(acp), generic));
 
-    let mut amp = agent_api_amp::AmpConfig::default().with_binary(fake()).with_delegate_helper(fake());
+    let mut amp = agent_api_amp::AmpConfig::default()
+        .with_binary(fake())
+        .with_delegate_helper(fake());
     amp.extra_args.push(token);
     for (k, v) in env_for(&["AMP_API_KEY"]) {
         amp = amp.with_env(k, v);
     }
-    out.push(Case::new("amp", agent_api_amp::AmpBackend::new(amp), request()));
+    out.push(Case::new(
+        "amp",
+        agent_api_amp::AmpBackend::new(amp),
+        request(),
+    ));
 
-    let scripted = request().with_options(&agent_api_scripted::ScriptedOptions::scenario("error").delay_ms(0));
-    out.push(Case::new("scripted", agent_api_scripted::ScriptedBackend::new(), scripted));
+    let scripted =
+        request().with_options(&agent_api_scripted::ScriptedOptions::scenario("error").delay_ms(0));
+    out.push(Case::new(
+        "scripted",
+        agent_api_scripted::ScriptedBackend::new(),
+        scripted,
+    ));
     out
 }
 
@@ -195,7 +263,10 @@ async fn no_backend_leaks_a_sentinel_secret_the_cli_echoes() {
     let mut found = Vec::new();
     for case in backends() {
         if case.debug.contains(SENTINEL) {
-            found.push(format!("{}: Debug of the backend: {}", case.name, case.debug));
+            found.push(format!(
+                "{}: Debug of the backend: {}",
+                case.name, case.debug
+            ));
         }
         found.extend(leaks_of(&case.name, case.backend.as_ref(), case.request).await);
     }
@@ -203,5 +274,9 @@ async fn no_backend_leaks_a_sentinel_secret_the_cli_echoes() {
     if logged.contains(SENTINEL) {
         found.push(format!("tracing: {logged}"));
     }
-    assert!(found.is_empty(), "the sentinel leaked:\n{}", found.join("\n"));
+    assert!(
+        found.is_empty(),
+        "the sentinel leaked:\n{}",
+        found.join("\n")
+    );
 }

@@ -15,13 +15,22 @@ const SPEC: &str = include_str!("../../../spec/event-envelope.md");
 
 /// The first column of the table that follows the spec's paragraph on `data.permission`.
 fn fields_in_the_spec() -> BTreeSet<String> {
-    let start = SPEC.find("The `data.permission` object").expect("the spec describes data.permission");
+    let start = SPEC
+        .find("The `data.permission` object")
+        .expect("the spec describes data.permission");
     SPEC[start..]
         .lines()
         .skip_while(|line| !line.starts_with('|'))
         .take_while(|line| line.starts_with('|'))
         .skip(2)
-        .filter_map(|row| row.split('|').nth(1)?.trim().strip_prefix('`')?.strip_suffix('`').map(str::to_string))
+        .filter_map(|row| {
+            row.split('|')
+                .nth(1)?
+                .trim()
+                .strip_prefix('`')?
+                .strip_suffix('`')
+                .map(str::to_string)
+        })
         .collect()
 }
 
@@ -45,7 +54,12 @@ fn fields_the_code_emits() -> BTreeSet<String> {
     let mut keys = BTreeSet::new();
     for event in transcript.drain() {
         for wrapper in projector.project(&event) {
-            if let Some(permission) = wrapper.data.as_ref().and_then(|d| d.get("permission")).and_then(|p| p.as_object()) {
+            if let Some(permission) = wrapper
+                .data
+                .as_ref()
+                .and_then(|d| d.get("permission"))
+                .and_then(|p| p.as_object())
+            {
                 keys.extend(permission.keys().cloned());
             }
         }
@@ -58,6 +72,12 @@ fn the_spec_lists_exactly_the_fields_a_permission_event_carries() {
     let spec = fields_in_the_spec();
     assert!(spec.len() >= 3, "the spec's table was not found: {spec:?}");
     let code = fields_the_code_emits();
-    assert!(code.contains("decided_by"), "the resolved event was projected: {code:?}");
-    assert_eq!(spec, code, "spec/event-envelope.md (left) and the projection (right) disagree");
+    assert!(
+        code.contains("decided_by"),
+        "the resolved event was projected: {code:?}"
+    );
+    assert_eq!(
+        spec, code,
+        "spec/event-envelope.md (left) and the projection (right) disagree"
+    );
 }

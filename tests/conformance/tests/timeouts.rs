@@ -22,7 +22,12 @@ async fn fake(args: &[&str], settings: RunSettings) -> (RunRecord, Duration) {
     let spec = CommandSpec::new(env!("CARGO_BIN_EXE_fake_agent_cli")).args(args);
     let transport = Transport::spawn(&spec, settings.line_cap).expect("the fake CLI spawns");
     let started = Instant::now();
-    let run = record(start_run(settings, transport, Box::new(FakeProtocol::default()))).await;
+    let run = record(start_run(
+        settings,
+        transport,
+        Box::new(FakeProtocol::default()),
+    ))
+    .await;
     assert_conformant(&run);
     (run, started.elapsed())
 }
@@ -41,7 +46,12 @@ async fn a_silent_agent_hits_the_startup_timeout_not_the_total_one() {
     settings.startup_timeout = Some(Duration::from_millis(400));
     settings.timeout = Some(Duration::from_secs(30));
     let (run, took) = fake(&["ignore-stdin", "0"], settings).await;
-    assert_eq!(timed_out(&run), Some((TimeoutKind::Startup, Duration::from_millis(400))), "{:?}", run.completion);
+    assert_eq!(
+        timed_out(&run),
+        Some((TimeoutKind::Startup, Duration::from_millis(400))),
+        "{:?}",
+        run.completion
+    );
     assert!(took < Duration::from_secs(10), "took {took:?}");
     let message = run.completion.as_ref().unwrap_err().to_string();
     assert!(message.contains("first message"), "{message}");
@@ -54,7 +64,12 @@ async fn an_agent_that_spoke_then_went_quiet_hits_the_idle_timeout() {
     settings.startup_timeout = Some(Duration::from_secs(20));
     settings.idle_timeout = Some(Duration::from_millis(500));
     let (run, took) = fake(&["hang"], settings).await;
-    assert_eq!(timed_out(&run), Some((TimeoutKind::Idle, Duration::from_millis(500))), "{:?}", run.completion);
+    assert_eq!(
+        timed_out(&run),
+        Some((TimeoutKind::Idle, Duration::from_millis(500))),
+        "{:?}",
+        run.completion
+    );
     assert!(took < Duration::from_secs(10), "took {took:?}");
 }
 
@@ -64,11 +79,21 @@ async fn the_total_timeout_is_named_total_and_the_turn_timeout_bounds_a_one_shot
     total.timeout = Some(Duration::from_millis(400));
     total.idle_timeout = Some(Duration::from_secs(30));
     let (run, _) = fake(&["hang"], total).await;
-    assert_eq!(timed_out(&run).map(|(which, _)| which), Some(TimeoutKind::Total), "{:?}", run.completion);
+    assert_eq!(
+        timed_out(&run).map(|(which, _)| which),
+        Some(TimeoutKind::Total),
+        "{:?}",
+        run.completion
+    );
     let mut turn = settings();
     turn.turn_timeout = Some(Duration::from_millis(400));
     let (run, _) = fake(&["hang"], turn).await;
-    assert_eq!(timed_out(&run).map(|(which, _)| which), Some(TimeoutKind::Turn), "{:?}", run.completion);
+    assert_eq!(
+        timed_out(&run).map(|(which, _)| which),
+        Some(TimeoutKind::Turn),
+        "{:?}",
+        run.completion
+    );
 }
 
 #[tokio::test]
@@ -79,9 +104,17 @@ async fn a_busy_agent_outlives_an_idle_timeout_shorter_than_the_run() {
         .with_idle_timeout(Duration::from_millis(300))
         .with_startup_timeout(Duration::from_millis(300));
     let started = Instant::now();
-    let run = record(agent_api::AgentBackend::run(&ScriptedBackend::new(), request).await.unwrap()).await;
+    let run = record(
+        agent_api::AgentBackend::run(&ScriptedBackend::new(), request)
+            .await
+            .unwrap(),
+    )
+    .await;
     assert!(run.completion.is_ok(), "{:?}", run.completion);
-    assert!(started.elapsed() > Duration::from_millis(300), "the run must outlast the idle timeout to test it");
+    assert!(
+        started.elapsed() > Duration::from_millis(300),
+        "the run must outlast the idle timeout to test it"
+    );
 }
 
 fn session_template(scenario: &str, delay_ms: u64) -> RunRequest {
@@ -91,23 +124,55 @@ fn session_template(scenario: &str, delay_ms: u64) -> RunRequest {
 #[tokio::test]
 async fn a_turn_timeout_names_the_turn_and_nothing_is_timed_between_turns() {
     let mut gateway = Gateway::new();
-    gateway.register(std::sync::Arc::new(ScriptedBackend::new())).unwrap();
-    let request = session_template("slow", 20).with_turn_timeout(Duration::from_millis(300)).with_idle_timeout(Duration::from_millis(200));
-    let mut session = gateway.open_session(&agent_api_scripted::KIND, request).await.unwrap();
+    gateway
+        .register(std::sync::Arc::new(ScriptedBackend::new()))
+        .unwrap();
+    let request = session_template("slow", 20)
+        .with_turn_timeout(Duration::from_millis(300))
+        .with_idle_timeout(Duration::from_millis(200));
+    let mut session = gateway
+        .open_session(&agent_api_scripted::KIND, request)
+        .await
+        .unwrap();
     let mut record = SessionRecord::default();
     let first = record.turn(&mut session, "slowly").await;
-    assert!(matches!(first, Err(AgentError::Timeout { which: TimeoutKind::Turn, .. })), "{first:?}");
+    assert!(
+        matches!(
+            first,
+            Err(AgentError::Timeout {
+                which: TimeoutKind::Turn,
+                ..
+            })
+        ),
+        "{first:?}"
+    );
     // Longer than the idle timeout between turns: the session is not idle, it waits for the caller.
     tokio::time::sleep(Duration::from_millis(500)).await;
     let second = record.turn(&mut session, "slowly again").await;
-    assert!(matches!(second, Err(AgentError::Timeout { which: TimeoutKind::Turn, .. })), "{second:?}");
+    assert!(
+        matches!(
+            second,
+            Err(AgentError::Timeout {
+                which: TimeoutKind::Turn,
+                ..
+            })
+        ),
+        "{second:?}"
+    );
     record.trailing = session.close().await.unwrap();
     assert_session_conformant(&record);
 }
 
 #[tokio::test]
 async fn a_zero_timeout_of_any_kind_is_refused_before_anything_runs() {
-    let request = RunRequest::new("go").with_options(&ScriptedOptions::scenario("text")).with_idle_timeout(Duration::ZERO);
-    let error = agent_api::AgentBackend::run(&ScriptedBackend::new(), request).await.unwrap_err();
-    assert!(matches!(&error, AgentError::InvalidRequest { reason } if reason.contains("idle")), "{error}");
+    let request = RunRequest::new("go")
+        .with_options(&ScriptedOptions::scenario("text"))
+        .with_idle_timeout(Duration::ZERO);
+    let error = agent_api::AgentBackend::run(&ScriptedBackend::new(), request)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&error, AgentError::InvalidRequest { reason } if reason.contains("idle")),
+        "{error}"
+    );
 }

@@ -7,7 +7,9 @@
 use agent_api::capabilities as caps;
 use agent_api::kit::AgentPipes;
 use agent_api::kit::{start_run, start_session, RunSettings, Transport};
-use agent_api::{AgentBackend, AgentError, AgentKind, CapabilitySet, RunHandle, RunRequest, Session};
+use agent_api::{
+    AgentBackend, AgentError, AgentKind, CapabilitySet, RunHandle, RunRequest, Session,
+};
 use agent_api_scripted::protocol::ScriptedProtocol;
 use agent_api_scripted::wire::{AgentLine, ClientLine};
 use async_trait::async_trait;
@@ -76,15 +78,32 @@ impl AgentBackend for HostileBackend {
         self.validate(&request)?;
         let settings = RunSettings::for_request(KIND, &request, &self.capabilities());
         let prompt = request.prompt.text.clone();
-        let transport = Transport::in_process(settings.line_cap, move |pipes| play(pipes, Some(prompt)));
-        Ok(start_run(settings, transport, Box::new(ScriptedProtocol::new(request.prompt.text.clone(), request.permissions.clone()))))
+        let transport =
+            Transport::in_process(settings.line_cap, move |pipes| play(pipes, Some(prompt)));
+        Ok(start_run(
+            settings,
+            transport,
+            Box::new(ScriptedProtocol::new(
+                request.prompt.text.clone(),
+                request.permissions.clone(),
+            )),
+        ))
     }
 
     async fn open_session(&self, request: RunRequest) -> Result<Session, AgentError> {
-        agent_api::kit::validate_template(&KIND, &self.capabilities(), self.extension_keys(), &request)?;
+        agent_api::kit::validate_template(
+            &KIND,
+            &self.capabilities(),
+            self.extension_keys(),
+            &request,
+        )?;
         let settings = RunSettings::for_request(KIND, &request, &self.capabilities());
         let transport = Transport::in_process(settings.line_cap, move |pipes| play(pipes, None));
-        Ok(start_session(settings, transport, Box::new(ScriptedProtocol::session(request.permissions.clone()))))
+        Ok(start_session(
+            settings,
+            transport,
+            Box::new(ScriptedProtocol::session(request.permissions.clone())),
+        ))
     }
 }
 
@@ -95,14 +114,20 @@ async fn write(out: &mut tokio::io::DuplexStream, line: &AgentLine) {
 }
 
 /// Reads the client's lines until `pick` takes one; `None` when the input closed.
-async fn next<T>(pipes: &mut AgentPipes, mut pick: impl FnMut(ClientLine) -> Option<T>) -> Option<T> {
+async fn next<T>(
+    pipes: &mut AgentPipes,
+    mut pick: impl FnMut(ClientLine) -> Option<T>,
+) -> Option<T> {
     let mut line = String::new();
     loop {
         line.clear();
         if pipes.stdin.read_line(&mut line).await.unwrap_or(0) == 0 {
             return None;
         }
-        if let Some(found) = serde_json::from_str::<ClientLine>(&line).ok().and_then(&mut pick) {
+        if let Some(found) = serde_json::from_str::<ClientLine>(&line)
+            .ok()
+            .and_then(&mut pick)
+        {
             return Some(found);
         }
     }
@@ -114,7 +139,12 @@ async fn play(mut pipes: AgentPipes, prompt: Option<String>) -> i32 {
         turn(&mut pipes).await;
         return 0;
     }
-    while next(&mut pipes, |line| matches!(line, ClientLine::UserMessage { .. }).then_some(())).await.is_some() {
+    while next(&mut pipes, |line| {
+        matches!(line, ClientLine::UserMessage { .. }).then_some(())
+    })
+    .await
+    .is_some()
+    {
         turn(&mut pipes).await;
     }
     0
@@ -122,28 +152,73 @@ async fn play(mut pipes: AgentPipes, prompt: Option<String>) -> i32 {
 
 async fn turn(pipes: &mut AgentPipes) {
     let out = &mut pipes.stdout;
-    write(out, &AgentLine::Session { id: "hostile-1".into(), model: format!("model{MARKUP}") }).await;
-    let text = answer();
-    for word in text.split_inclusive(' ') {
-        write(out, &AgentLine::TextDelta { message_id: "msg_1".into(), text: word.into() }).await;
-    }
-    write(out, &AgentLine::MessageDone { message_id: "msg_1".into(), text }).await;
-    let input = serde_json::json!({ "command": command() });
-    write(out, &AgentLine::ToolCall { call_id: "call_1".into(), name: tool_name(), message_id: "msg_1".into(), input }).await;
     write(
         out,
-        &AgentLine::PermissionRequest { request_id: "perm_1".into(), call_id: "call_1".into(), summary: format!("run {}", command()) },
+        &AgentLine::Session {
+            id: "hostile-1".into(),
+            model: format!("model{MARKUP}"),
+        },
+    )
+    .await;
+    let text = answer();
+    for word in text.split_inclusive(' ') {
+        write(
+            out,
+            &AgentLine::TextDelta {
+                message_id: "msg_1".into(),
+                text: word.into(),
+            },
+        )
+        .await;
+    }
+    write(
+        out,
+        &AgentLine::MessageDone {
+            message_id: "msg_1".into(),
+            text,
+        },
+    )
+    .await;
+    let input = serde_json::json!({ "command": command() });
+    write(
+        out,
+        &AgentLine::ToolCall {
+            call_id: "call_1".into(),
+            name: tool_name(),
+            message_id: "msg_1".into(),
+            input,
+        },
+    )
+    .await;
+    write(
+        out,
+        &AgentLine::PermissionRequest {
+            request_id: "perm_1".into(),
+            call_id: "call_1".into(),
+            summary: format!("run {}", command()),
+        },
     )
     .await;
     let allow = next(pipes, |line| match line {
-        ClientLine::PermissionResponse { request_id, allow } if request_id == "perm_1" => Some(allow),
+        ClientLine::PermissionResponse { request_id, allow } if request_id == "perm_1" => {
+            Some(allow)
+        }
         _ => None,
     })
     .await
     .unwrap_or(false);
     let out = &mut pipes.stdout;
     let stdout = if allow { output() } else { String::new() };
-    write(out, &AgentLine::ToolResult { call_id: "call_1".into(), exit_code: i64::from(!allow), stdout, denied: !allow }).await;
+    write(
+        out,
+        &AgentLine::ToolResult {
+            call_id: "call_1".into(),
+            exit_code: i64::from(!allow),
+            stdout,
+            denied: !allow,
+        },
+    )
+    .await;
     write(
         out,
         &AgentLine::Question {
@@ -154,12 +229,30 @@ async fn turn(pipes: &mut AgentPipes) {
     )
     .await;
     let answered = next(pipes, |line| match line {
-        ClientLine::Answer { question_id, answer } if question_id == "q_1" => Some(answer),
+        ClientLine::Answer {
+            question_id,
+            answer,
+        } if question_id == "q_1" => Some(answer),
         _ => None,
     })
     .await;
     let out = &mut pipes.stdout;
     let reply = format!("answered: {}", answered.flatten().unwrap_or_default());
-    write(out, &AgentLine::MessageDone { message_id: "msg_2".into(), text: reply }).await;
-    write(out, &AgentLine::Done { status: "success".into(), input_tokens: 3, output_tokens: 5 }).await;
+    write(
+        out,
+        &AgentLine::MessageDone {
+            message_id: "msg_2".into(),
+            text: reply,
+        },
+    )
+    .await;
+    write(
+        out,
+        &AgentLine::Done {
+            status: "success".into(),
+            input_tokens: 3,
+            output_tokens: 5,
+        },
+    )
+    .await;
 }

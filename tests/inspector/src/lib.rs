@@ -37,29 +37,47 @@ pub struct Served {
 /// The agents of the tests: the scripted one and the hostile one.
 pub fn gateway() -> agent_api::Gateway {
     let mut gateway = agent_api::Gateway::new();
-    gateway.register(Arc::new(agent_api_scripted::ScriptedBackend::new())).expect("the scripted agent registers");
-    gateway.register(Arc::new(hostile::HostileBackend)).expect("the hostile agent registers");
+    gateway
+        .register(Arc::new(agent_api_scripted::ScriptedBackend::new()))
+        .expect("the scripted agent registers");
+    gateway
+        .register(Arc::new(hostile::HostileBackend))
+        .expect("the hostile agent registers");
     gateway
 }
 
 impl Served {
     /// Serves `gateway` on `store` with [`TOKEN`].
-    pub async fn start(gateway: agent_api::Gateway, store: Arc<dyn agent_api_server::Store>) -> Served {
+    pub async fn start(
+        gateway: agent_api::Gateway,
+        store: Arc<dyn agent_api_server::Store>,
+    ) -> Served {
         let config = agent_api_server::ServerConfig::default().with_token(TOKEN);
         let server =
-            agent_api_server::Server::new(gateway, agent_api::RunRequest::new(""), store, config).await.expect("the server starts");
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a loopback port");
+            agent_api_server::Server::new(gateway, agent_api::RunRequest::new(""), store, config)
+                .await
+                .expect("the server starts");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("a loopback port");
         let base = format!("http://{}", listener.local_addr().expect("its address"));
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let task = tokio::spawn(agent_api_server::serve(listener, server, async move {
             let _ = stopped.await;
         }));
-        Served { base, stop: Some(stop), task }
+        Served {
+            base,
+            stop: Some(stop),
+            task,
+        }
     }
 
     /// The scripted and hostile agents on the memory store.
     pub async fn memory() -> Served {
-        let store = agent_api_server::StoreUrl::Memory.open().await.expect("the memory store");
+        let store = agent_api_server::StoreUrl::Memory
+            .open()
+            .await
+            .expect("the memory store");
         Self::start(gateway(), store).await
     }
 
@@ -74,7 +92,11 @@ impl Served {
             let _ = stop.send(());
         }
         let task = &mut self.task;
-        tokio::time::timeout(STEP, task).await.expect("the server stops in time").expect("the server task").expect("the server ran");
+        tokio::time::timeout(STEP, task)
+            .await
+            .expect("the server stops in time")
+            .expect("the server task")
+            .expect("the server ran");
     }
 }
 
@@ -99,7 +121,9 @@ impl Relay {
     /// Relays 127.0.0.1:PORT to `upstream` (`http://HOST:PORT`).
     pub async fn start(upstream: &str) -> Relay {
         let upstream = upstream.trim_start_matches("http://").to_string();
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a loopback port");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("a loopback port");
         let base = format!("http://{}", listener.local_addr().expect("its address"));
         let connections: Arc<std::sync::Mutex<Vec<tokio::task::AbortHandle>>> = Arc::default();
         let held = connections.clone();
@@ -111,10 +135,16 @@ impl Relay {
                         let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
                     }
                 });
-                held.lock().expect("the relay's list").push(task.abort_handle());
+                held.lock()
+                    .expect("the relay's list")
+                    .push(task.abort_handle());
             }
         });
-        Relay { base, connections, accept }
+        Relay {
+            base,
+            connections,
+            accept,
+        }
     }
 
     /// Cuts every connection open now (new ones are relayed again).
@@ -136,8 +166,15 @@ pub fn page_at(base: &str, path: &str) -> String {
 struct BrowserLog;
 
 impl WebDriverCompatibleCommand for BrowserLog {
-    fn endpoint(&self, base_url: &url::Url, session_id: Option<&str>) -> Result<url::Url, url::ParseError> {
-        base_url.join(&format!("session/{}/se/log", session_id.unwrap_or_default()))
+    fn endpoint(
+        &self,
+        base_url: &url::Url,
+        session_id: Option<&str>,
+    ) -> Result<url::Url, url::ParseError> {
+        base_url.join(&format!(
+            "session/{}/se/log",
+            session_id.unwrap_or_default()
+        ))
     }
 
     fn method_and_body(&self, _request_url: &url::Url) -> (http::Method, Option<String>) {
@@ -168,11 +205,16 @@ impl Drop for Browser {
 /// Where the screenshots go: `$CARGO_TARGET_DIR/inspector-screenshots`, or the target folder
 /// this test binary was built in.
 pub fn screenshot_dir() -> PathBuf {
-    let target = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| {
-        let exe = std::env::current_exe().expect("the test binary's path");
-        // target/debug/deps/<test binary>
-        exe.ancestors().nth(3).expect("the test binary lives in target/<profile>/deps").to_path_buf()
-    });
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            let exe = std::env::current_exe().expect("the test binary's path");
+            // target/debug/deps/<test binary>
+            exe.ancestors()
+                .nth(3)
+                .expect("the test binary lives in target/<profile>/deps")
+                .to_path_buf()
+        });
     target.join("inspector-screenshots")
 }
 
@@ -198,7 +240,10 @@ impl Browser {
     pub async fn start(test: &str) -> Browser {
         let chromium = find_program("chromium", "AGENT_API_CHROMIUM");
         let chromedriver = find_program("chromedriver", "AGENT_API_CHROMEDRIVER");
-        let port = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
         let driver = Command::new(&chromedriver)
             .arg(format!("--port={port}"))
             .stdin(Stdio::null())
@@ -225,14 +270,21 @@ impl Browser {
             format!("--user-data-dir={}", profile.path().display()),
         ];
         let mut capabilities = serde_json::Map::new();
-        capabilities.insert("goog:chromeOptions".into(), json!({ "binary": chromium, "args": args }));
+        capabilities.insert(
+            "goog:chromeOptions".into(),
+            json!({ "binary": chromium, "args": args }),
+        );
         capabilities.insert("goog:loggingPrefs".into(), json!({ "browser": "ALL" }));
         let url = format!("http://127.0.0.1:{port}");
         let deadline = Instant::now() + STEP;
         let mut driver = Some(driver);
         let client = loop {
             let connector = hyper_util::client::legacy::connect::HttpConnector::new();
-            match ClientBuilder::new(connector).capabilities(capabilities.clone()).connect(&url).await {
+            match ClientBuilder::new(connector)
+                .capabilities(capabilities.clone())
+                .connect(&url)
+                .await
+            {
                 Ok(client) => break client,
                 Err(error) if Instant::now() < deadline => {
                     let _ = error;
@@ -260,26 +312,39 @@ impl Browser {
 
     /// Opens `url`.
     pub async fn goto(&self, url: &str) {
-        self.client.goto(url).await.unwrap_or_else(|e| panic!("cannot open {url}: {e}"));
+        self.client
+            .goto(url)
+            .await
+            .unwrap_or_else(|e| panic!("cannot open {url}: {e}"));
     }
 
     /// Saves a screenshot as `NN-<test>-<what>.png`; returns its path.
     pub async fn shot(&mut self, what: &str) -> PathBuf {
         self.step += 1;
         let png = self.client.screenshot().await.expect("a screenshot");
-        let path = self.shots.join(format!("{}-{:02}-{what}.png", self.test, self.step));
+        let path = self
+            .shots
+            .join(format!("{}-{:02}-{what}.png", self.test, self.step));
         std::fs::write(&path, png).expect("the screenshot is written");
         path
     }
 
     /// Runs `script` (a function body: `arguments[i]`, `return …`) in the page.
     pub async fn js(&self, script: &str, args: Vec<Value>) -> Value {
-        self.client.execute(script, args).await.unwrap_or_else(|e| panic!("the script failed: {e}\n{script}"))
+        self.client
+            .execute(script, args)
+            .await
+            .unwrap_or_else(|e| panic!("the script failed: {e}\n{script}"))
     }
 
     /// The text of every element matching `css`.
     pub async fn texts(&self, css: &str) -> Vec<String> {
-        let found = self.js("return [...document.querySelectorAll(arguments[0])].map(e => e.textContent)", vec![json!(css)]).await;
+        let found = self
+            .js(
+                "return [...document.querySelectorAll(arguments[0])].map(e => e.textContent)",
+                vec![json!(css)],
+            )
+            .await;
         serde_json::from_value(found).expect("a list of strings")
     }
 
@@ -312,7 +377,11 @@ impl Browser {
             if Instant::now() > deadline {
                 let shot = self.shot("FAILED").await;
                 let body = self.js("return document.body.innerText", vec![]).await;
-                panic!("{what}: not true in time (screenshot {}); the page shows:\n{}", shot.display(), body.as_str().unwrap_or_default());
+                panic!(
+                    "{what}: not true in time (screenshot {}); the page shows:\n{}",
+                    shot.display(),
+                    body.as_str().unwrap_or_default()
+                );
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
@@ -320,35 +389,75 @@ impl Browser {
 
     /// Clicks the element matching `css` (as a person would: it must be visible and enabled).
     pub async fn click(&self, css: &str) {
-        let element = self.client.wait().at_most(STEP).for_element(Locator::Css(css)).await.unwrap_or_else(|e| panic!("no {css}: {e}"));
-        element.click().await.unwrap_or_else(|e| panic!("cannot click {css}: {e}"));
+        let element = self
+            .client
+            .wait()
+            .at_most(STEP)
+            .for_element(Locator::Css(css))
+            .await
+            .unwrap_or_else(|e| panic!("no {css}: {e}"));
+        element
+            .click()
+            .await
+            .unwrap_or_else(|e| panic!("cannot click {css}: {e}"));
     }
 
     /// Clicks the button whose text is `label` inside the element matching the XPath `within`.
     pub async fn click_button(&self, within: &str, label: &str) {
         let xpath = format!("{within}//button[normalize-space()='{label}']");
-        let element =
-            self.client.wait().at_most(STEP).for_element(Locator::XPath(&xpath)).await.unwrap_or_else(|e| panic!("no {xpath}: {e}"));
-        element.click().await.unwrap_or_else(|e| panic!("cannot click {xpath}: {e}"));
+        let element = self
+            .client
+            .wait()
+            .at_most(STEP)
+            .for_element(Locator::XPath(&xpath))
+            .await
+            .unwrap_or_else(|e| panic!("no {xpath}: {e}"));
+        element
+            .click()
+            .await
+            .unwrap_or_else(|e| panic!("cannot click {xpath}: {e}"));
     }
 
     /// Types `text` into the element matching `css` (WebDriver keys: "\u{E007}" is Enter,
     /// "\u{E00C}" Escape).
     pub async fn type_into(&self, css: &str, text: &str) {
-        let element = self.client.wait().at_most(STEP).for_element(Locator::Css(css)).await.unwrap_or_else(|e| panic!("no {css}: {e}"));
-        element.send_keys(text).await.unwrap_or_else(|e| panic!("cannot type into {css}: {e}"));
+        let element = self
+            .client
+            .wait()
+            .at_most(STEP)
+            .for_element(Locator::Css(css))
+            .await
+            .unwrap_or_else(|e| panic!("no {css}: {e}"));
+        element
+            .send_keys(text)
+            .await
+            .unwrap_or_else(|e| panic!("cannot type into {css}: {e}"));
     }
 
     /// Sets a form field's value (select, text) by typing nothing: for `<select>`.
     pub async fn select(&self, css: &str, value: &str) {
-        let element = self.client.wait().at_most(STEP).for_element(Locator::Css(css)).await.unwrap_or_else(|e| panic!("no {css}: {e}"));
-        element.select_by_value(value).await.unwrap_or_else(|e| panic!("cannot choose {value} in {css}: {e}"));
+        let element = self
+            .client
+            .wait()
+            .at_most(STEP)
+            .for_element(Locator::Css(css))
+            .await
+            .unwrap_or_else(|e| panic!("no {css}: {e}"));
+        element
+            .select_by_value(value)
+            .await
+            .unwrap_or_else(|e| panic!("cannot choose {value} in {css}: {e}"));
     }
 
     /// The console's entries since the page opened (kept across calls).
     pub async fn console(&mut self) -> Vec<Value> {
-        let entries = self.client.issue_cmd(BrowserLog).await.expect("chromedriver's browser log");
-        self.console.extend(entries.as_array().cloned().unwrap_or_default());
+        let entries = self
+            .client
+            .issue_cmd(BrowserLog)
+            .await
+            .expect("chromedriver's browser log");
+        self.console
+            .extend(entries.as_array().cloned().unwrap_or_default());
         self.console.clone()
     }
 
@@ -366,7 +475,10 @@ impl Browser {
 
     /// Resizes the window.
     pub async fn resize(&self, width: u32, height: u32) {
-        self.client.set_window_size(width, height).await.expect("the window resizes");
+        self.client
+            .set_window_size(width, height)
+            .await
+            .expect("the window resizes");
     }
 
     /// Ends the browser session.
@@ -386,7 +498,8 @@ impl Browser {
 
 /// A scripted session's backend options: `scenario`, with `delay_ms` between words.
 pub fn scripted_options(scenario: &str, delay_ms: u64) -> String {
-    json!({ "backend.scripted.scenario": scenario, "backend.scripted.delay_ms": delay_ms }).to_string()
+    json!({ "backend.scripted.scenario": scenario, "backend.scripted.delay_ms": delay_ms })
+        .to_string()
 }
 
 /// The Enter key, for [`Browser::type_into`].
@@ -413,11 +526,15 @@ pub async fn connected_at(browser: &mut Browser, base: &str) {
 /// Creates a session from the page's form.
 pub async fn create(browser: &mut Browser, id: &str, agent: &str, permission: &str, options: &str) {
     browser.click(".tabs button[data-tab=new]").await;
-    browser.js("document.querySelector('#new-id').value = ''", vec![]).await;
+    browser
+        .js("document.querySelector('#new-id').value = ''", vec![])
+        .await;
     browser.type_into("#new-id", id).await;
     browser.select("#new-agent", agent).await;
     browser.select("#new-permission", permission).await;
-    browser.js("document.querySelector('#new-options').value = ''", vec![]).await;
+    browser
+        .js("document.querySelector('#new-options').value = ''", vec![])
+        .await;
     if !options.is_empty() {
         browser.type_into("#new-options", options).await;
     }
@@ -427,5 +544,7 @@ pub async fn create(browser: &mut Browser, id: &str, agent: &str, permission: &s
 
 /// Types `message` in the pane's box and presses Enter.
 pub async fn say(browser: &Browser, message: &str) {
-    browser.type_into(".pane textarea", &format!("{message}{ENTER}")).await;
+    browser
+        .type_into(".pane textarea", &format!("{message}{ENTER}"))
+        .await;
 }

@@ -3,12 +3,14 @@
 //! screenshot of each under `target/inspector-screenshots/`.
 
 use agent_api_inspector_tests::{
-    connected, connected_at, create, hostile, pane, say, scripted_options, Browser, Relay, Served, ESCAPE, TOKEN,
+    connected, connected_at, create, hostile, pane, say, scripted_options, Browser, Relay, Served,
+    ESCAPE, TOKEN,
 };
 use serde_json::{json, Value};
 
 #[tokio::test(flavor = "multi_thread")]
-async fn a_scripted_session_is_driven_from_the_page_text_reasoning_tool_permission_question_usage_json_log_terminate() {
+async fn a_scripted_session_is_driven_from_the_page_text_reasoning_tool_permission_question_usage_json_log_terminate(
+) {
     let served = Served::memory().await;
     let mut browser = Browser::start("tour").await;
     connected(&mut browser, &served).await;
@@ -20,60 +22,111 @@ async fn a_scripted_session_is_driven_from_the_page_text_reasoning_tool_permissi
 
     browser.click(".tabs button[data-tab=agents]").await;
     let scripted = browser.wait_text("#agents li", "scripted").await;
-    assert!(scripted.contains("permissions") && scripted.contains("installed"), "{scripted}");
+    assert!(
+        scripted.contains("permissions") && scripted.contains("installed"),
+        "{scripted}"
+    );
     browser.shot("agents").await;
 
-    create(&mut browser, "tour", "scripted", "ask", &scripted_options("tour", 2)).await;
+    create(
+        &mut browser,
+        "tour",
+        "scripted",
+        "ask",
+        &scripted_options("tour", 2),
+    )
+    .await;
     browser.shot("created").await;
     say(&browser, "hello").await;
 
     // The tool waits on a permission that shows exactly the command.
     let asked = browser.wait_text(".row.permission", "echo hi").await;
-    assert!(asked.contains("$ echo hi") && asked.contains("waiting"), "{asked}");
+    assert!(
+        asked.contains("$ echo hi") && asked.contains("waiting"),
+        "{asked}"
+    );
     let reasoning = browser.wait_text(".row.reasoning", "Reasoning").await;
     assert!(reasoning.contains("I will run a command"), "{reasoning}");
-    let folded = browser.js("return [...document.querySelectorAll('.row.reasoning details')].every(d => !d.open)", vec![]).await;
+    let folded = browser
+        .js(
+            "return [...document.querySelectorAll('.row.reasoning details')].every(d => !d.open)",
+            vec![],
+        )
+        .await;
     assert_eq!(folded, json!(true), "reasoning is folded");
-    browser.wait_text(".pane .waiting", "waits for your answer").await;
+    browser
+        .wait_text(".pane .waiting", "waits for your answer")
+        .await;
     browser.shot("permission-asked").await;
     browser.click_button(&pane("tour"), "Allow once").await;
 
     let result = browser.wait_text(".row.kind-tool_result", "exit").await;
-    assert!(result.contains("exit0") || result.contains("exit 0"), "{result}");
-    assert!(result.contains("$ echo hi"), "the result row shows the command: {result}");
+    assert!(
+        result.contains("exit0") || result.contains("exit 0"),
+        "{result}"
+    );
+    assert!(
+        result.contains("$ echo hi"),
+        "the result row shows the command: {result}"
+    );
     browser.wait_text(".row.permission", "approved").await;
 
     // The question: answered with one of its options.
     let question = browser.wait_text(".row.question", "Which greeting").await;
-    assert!(question.contains("hello") && question.contains("hi"), "{question}");
+    assert!(
+        question.contains("hello") && question.contains("hi"),
+        "{question}"
+    );
     browser.shot("question-asked").await;
-    browser.click_button(&format!("{}//article[contains(@class,'question')]", pane("tour")), "hi").await;
-    browser.wait_text(".row.role-assistant", "You chose hi.").await;
-    browser.wait_text(".row.role-assistant", "The command printed: hi.").await;
+    browser
+        .click_button(
+            &format!("{}//article[contains(@class,'question')]", pane("tour")),
+            "hi",
+        )
+        .await;
+    browser
+        .wait_text(".row.role-assistant", "You chose hi.")
+        .await;
+    browser
+        .wait_text(".row.role-assistant", "The command printed: hi.")
+        .await;
     browser.wait_text(".pane .usage", "out ").await;
     browser.shot("turn-done").await;
 
     // Each row's events as JSON, and with their raw payloads on request.
     browser.click(".row.kind-tool_result .json-toggle").await;
-    let json_view = browser.wait_text(".row.kind-tool_result .json", "item.completed").await;
+    let json_view = browser
+        .wait_text(".row.kind-tool_result .json", "item.completed")
+        .await;
     assert!(json_view.contains("\"raw\": null"), "{json_view}");
     browser.click(".row.kind-tool_result .json-toggle").await;
     browser.click(".pane .raw-box").await;
     browser.click(".row.kind-tool_result .json-toggle").await;
-    let raw_view = browser.wait_text(".row.kind-tool_result .json", "\"raw\": {").await;
+    let raw_view = browser
+        .wait_text(".row.kind-tool_result .json", "\"raw\": {")
+        .await;
     assert!(raw_view.contains("tool_result"), "{raw_view}");
     browser.shot("event-json-raw").await;
 
     browser.click(".tabs button[data-tab=requests]").await;
-    let log = browser.wait_text("#requests li", "/v1/sessions/tour/messages").await;
+    let log = browser
+        .wait_text("#requests li", "/v1/sessions/tour/messages")
+        .await;
     assert!(log.contains("POST") && log.contains("204"), "{log}");
-    browser.wait_text("#requests li", "/v1/sessions/tour/permissions/").await;
+    browser
+        .wait_text("#requests li", "/v1/sessions/tour/permissions/")
+        .await;
     browser.shot("request-log").await;
 
     browser.click_button(&pane("tour"), "Terminate").await;
     let ended = browser.wait_text(".row.session", "session ended").await;
     assert!(ended.contains("terminated"), "{ended}");
-    browser.wait_until("the box is closed", "return document.querySelector('.pane textarea').disabled").await;
+    browser
+        .wait_until(
+            "the box is closed",
+            "return document.querySelector('.pane textarea').disabled",
+        )
+        .await;
     browser.click(".tabs button[data-tab=sessions]").await;
     browser.wait_text("#sessions li", "ended").await;
     browser.shot("terminated").await;
@@ -87,18 +140,37 @@ async fn a_denied_permission_an_error_a_cancelled_turn_side_by_side_and_a_phone(
     let mut browser = Browser::start("faults").await;
     connected(&mut browser, &served).await;
 
-    create(&mut browser, "deny", "scripted", "ask", &scripted_options("permission", 0)).await;
+    create(
+        &mut browser,
+        "deny",
+        "scripted",
+        "ask",
+        &scripted_options("permission", 0),
+    )
+    .await;
     say(&browser, "go").await;
     browser.wait_text(".row.permission", "echo hi").await;
     browser.click_button(&pane("deny"), "Reject").await;
     browser.wait_text(".row.permission", "denied").await;
     let result = browser.wait_text(".row.kind-tool_result", "exit").await;
-    assert!(result.contains("exit1") || result.contains("exit 1"), "{result}");
+    assert!(
+        result.contains("exit1") || result.contains("exit 1"),
+        "{result}"
+    );
     browser.shot("permission-denied").await;
 
-    create(&mut browser, "broken", "scripted", "default", &scripted_options("error", 0)).await;
+    create(
+        &mut browser,
+        "broken",
+        "scripted",
+        "default",
+        &scripted_options("error", 0),
+    )
+    .await;
     say(&browser, "go").await;
-    let error = browser.wait_text(".row.error", "the scripted model failed").await;
+    let error = browser
+        .wait_text(".row.error", "the scripted model failed")
+        .await;
     assert!(error.contains("error"), "{error}");
     browser.shot("agent-error").await;
 
@@ -106,7 +178,14 @@ async fn a_denied_permission_an_error_a_cancelled_turn_side_by_side_and_a_phone(
     create_expecting_error(&mut browser, "broken").await;
     browser.shot("api-error").await;
 
-    create(&mut browser, "slow", "scripted", "default", &scripted_options("slow", 150)).await;
+    create(
+        &mut browser,
+        "slow",
+        "scripted",
+        "default",
+        &scripted_options("slow", 150),
+    )
+    .await;
     say(&browser, "go slowly").await;
     browser.wait_text(".row.role-assistant", "word3").await;
     // Esc cancels the turn, from anywhere on the page.
@@ -122,14 +201,24 @@ async fn a_denied_permission_an_error_a_cancelled_turn_side_by_side_and_a_phone(
     // Two sessions side by side.
     browser.click(".tabs button[data-tab=sessions]").await;
     browser.click("#sessions li:nth-child(3) .beside").await;
-    browser.wait_until("two panes", "return document.querySelectorAll('#panes .pane').length === 2").await;
+    browser
+        .wait_until(
+            "two panes",
+            "return document.querySelectorAll('#panes .pane').length === 2",
+        )
+        .await;
     let names = browser.texts(".pane-head .name").await;
     assert_eq!(names, vec!["slow".to_string(), "deny".to_string()]);
     browser.shot("side-by-side").await;
 
     // A phone's width: everything stacks, nothing overflows sideways.
     browser.resize(390, 844).await;
-    browser.wait_until("no sideways overflow at 390 px", "return document.documentElement.scrollWidth <= window.innerWidth").await;
+    browser
+        .wait_until(
+            "no sideways overflow at 390 px",
+            "return document.documentElement.scrollWidth <= window.innerWidth",
+        )
+        .await;
     browser.shot("phone").await;
 
     browser.end(served, &["status of 409"]).await;
@@ -138,7 +227,9 @@ async fn a_denied_permission_an_error_a_cancelled_turn_side_by_side_and_a_phone(
 /// Creates a session whose id is taken: the page says why.
 async fn create_expecting_error(browser: &mut Browser, id: &str) {
     browser.click(".tabs button[data-tab=new]").await;
-    browser.js("document.querySelector('#new-id').value = ''", vec![]).await;
+    browser
+        .js("document.querySelector('#new-id').value = ''", vec![])
+        .await;
     browser.type_into("#new-id", id).await;
     browser.select("#new-agent", "scripted").await;
     browser.click("#create button[type=submit]").await;
@@ -149,21 +240,40 @@ async fn create_expecting_error(browser: &mut Browser, id: &str) {
 async fn a_stored_session_is_reopened_from_its_plain_link_after_the_server_restarts() {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite:{}", dir.path().join("server.sqlite3").display());
-    let store = agent_api_server::StoreUrl::parse(&url).unwrap().open().await.unwrap();
+    let store = agent_api_server::StoreUrl::parse(&url)
+        .unwrap()
+        .open()
+        .await
+        .unwrap();
     let served = Served::start(agent_api_inspector_tests::gateway(), store).await;
     let mut browser = Browser::start("restart").await;
     connected(&mut browser, &served).await;
-    create(&mut browser, "kept", "scripted", "default", &scripted_options("text", 0)).await;
+    create(
+        &mut browser,
+        "kept",
+        "scripted",
+        "default",
+        &scripted_options("text", 0),
+    )
+    .await;
     say(&browser, "remember me").await;
-    browser.wait_text(".row.role-assistant", "You said: remember me").await;
+    browser
+        .wait_text(".row.role-assistant", "You said: remember me")
+        .await;
     let first_base = served.base.clone();
     served.stop().await;
 
-    let store = agent_api_server::StoreUrl::parse(&url).unwrap().open().await.unwrap();
+    let store = agent_api_server::StoreUrl::parse(&url)
+        .unwrap()
+        .open()
+        .await
+        .unwrap();
     let again = Served::start(agent_api_inspector_tests::gateway(), store).await;
     browser.goto(&again.page("/ui/sessions/kept")).await;
     browser.wait_text(".pane-head .name", "kept").await;
-    browser.wait_text(".row.role-assistant", "You said: remember me").await;
+    browser
+        .wait_text(".row.role-assistant", "You said: remember me")
+        .await;
     browser.wait_text(".row.session", "session ended").await;
     browser.wait_text(".pane .meta", "ended").await;
     browser.shot("reopened").await;
@@ -187,12 +297,25 @@ async fn a_hostile_agent_renders_as_inert_text() {
     browser.wait_text(".row.kind-tool_result", "exit").await;
     browser.wait_text(".row.question", "Pick").await;
     browser.shot("hostile-asked").await;
-    browser.click_button(&format!("{}//article[contains(@class,'question')]", pane("evil")), "\\u{202e}b").await;
+    browser
+        .click_button(
+            &format!("{}//article[contains(@class,'question')]", pane("evil")),
+            "\\u{202e}b",
+        )
+        .await;
     browser.wait_text(".row.role-assistant", "answered:").await;
     // Every row's JSON open too: the payloads are in the page's text many times over.
-    browser.js("document.querySelectorAll('.json-toggle').forEach(b => b.click())", vec![]).await;
     browser
-        .wait_until("the JSON views are filled", "return [...document.querySelectorAll('.row .json')].every(p => p.textContent !== '…')")
+        .js(
+            "document.querySelectorAll('.json-toggle').forEach(b => b.click())",
+            vec![],
+        )
+        .await;
+    browser
+        .wait_until(
+            "the JSON views are filled",
+            "return [...document.querySelectorAll('.row .json')].every(p => p.textContent !== '…')",
+        )
         .await;
     browser.shot("hostile-done").await;
 
@@ -211,21 +334,52 @@ async fn a_hostile_agent_renders_as_inert_text() {
     assert_eq!(dom["pwned"], "undefined", "no payload ran");
     assert_eq!(dom["imgs"], 0, "no element made of an agent's string");
     assert_eq!(dom["bold"], 0);
-    assert_eq!(dom["scripts"].as_array().unwrap().len(), 1, "only the page's own module: {}", dom["scripts"]);
+    assert_eq!(
+        dom["scripts"].as_array().unwrap().len(),
+        1,
+        "only the page's own module: {}",
+        dom["scripts"]
+    );
     let text = dom["text"].as_str().unwrap();
     for forbidden in ['\u{202e}', '\u{202c}', '\u{1b}', '\u{7}'] {
-        assert!(!text.contains(forbidden), "the page holds U+{:04X} raw", forbidden as u32);
+        assert!(
+            !text.contains(forbidden),
+            "the page holds U+{:04X} raw",
+            forbidden as u32
+        );
     }
-    for shown in ["<img src=x onerror=", "<script>window.__pwned", "\\u{202e}txt.exe", "\\e[31mred", "\\e]0;title\\x07", "rm -rf ~ #<img"] {
+    for shown in [
+        "<img src=x onerror=",
+        "<script>window.__pwned",
+        "\\u{202e}txt.exe",
+        "\\e[31mred",
+        "\\e]0;title\\x07",
+        "rm -rf ~ #<img",
+    ] {
         assert!(text.contains(shown), "{shown:?} is shown as text");
     }
     // Exactly what the terminal would show, whole.
     let answer = agent_api::display::text(&hostile::answer()).into_owned();
-    assert!(text.contains(&answer), "the answer, escaped as on a terminal: {answer:?}");
+    assert!(
+        text.contains(&answer),
+        "the answer, escaped as on a terminal: {answer:?}"
+    );
     let command = format!("$ {}", agent_api::display::line(&hostile::command(), 8192));
-    assert!(browser.texts(".row.permission .command").await.contains(&command), "the command to approve, whole: {command:?}");
-    let tool = browser.texts(".row.kind-tool_call .who, .row.kind-tool_call .what").await.join(" ");
-    assert!(tool.contains("sh<img src=x"), "the hostile tool name as text: {tool}");
+    assert!(
+        browser
+            .texts(".row.permission .command")
+            .await
+            .contains(&command),
+        "the command to approve, whole: {command:?}"
+    );
+    let tool = browser
+        .texts(".row.kind-tool_call .who, .row.kind-tool_call .what")
+        .await
+        .join(" ");
+    assert!(
+        tool.contains("sh<img src=x"),
+        "the hostile tool name as text: {tool}"
+    );
     browser.end(served, &[]).await;
 }
 
@@ -251,8 +405,16 @@ async fn the_page_escapes_agent_strings_exactly_as_the_terminal_does() {
         .await
         .unwrap();
     for (sample, pair) in samples.iter().zip(got.as_array().unwrap()) {
-        assert_eq!(pair[0], Value::from(agent_api::display::line(sample, 1_000_000)), "line({sample:?})");
-        assert_eq!(pair[1], Value::from(agent_api::display::text(sample).into_owned()), "text({sample:?})");
+        assert_eq!(
+            pair[0],
+            Value::from(agent_api::display::line(sample, 1_000_000)),
+            "line({sample:?})"
+        );
+        assert_eq!(
+            pair[1],
+            Value::from(agent_api::display::text(sample).into_owned()),
+            "text({sample:?})"
+        );
     }
     browser.finish().await;
     served.stop().await;
@@ -283,14 +445,21 @@ async fn a_ten_thousand_event_session_loads_whole_and_scrolls_end_to_end() {
     let served = Served::start(agent_api_inspector_tests::gateway(), store).await;
     let mut browser = Browser::start("ten-thousand").await;
     browser.goto(&served.page("/ui/sessions/big")).await;
-    browser.wait_until("5,000 rows", "return document.querySelectorAll('.row').length === 5000").await;
+    browser
+        .wait_until(
+            "5,000 rows",
+            "return document.querySelectorAll('.row').length === 5000",
+        )
+        .await;
     browser.wait_text(".row:last-child", "line 5000").await;
     let bottom = browser
         .js("const s = document.querySelector('.events'); return s.scrollTop + s.clientHeight >= s.scrollHeight - 200", vec![])
         .await;
     assert_eq!(bottom, json!(true), "the newest event is in view");
     browser.shot("ten-thousand-bottom").await;
-    browser.js("document.querySelector('.events').scrollTop = 0", vec![]).await;
+    browser
+        .js("document.querySelector('.events').scrollTop = 0", vec![])
+        .await;
     browser
         .wait_until(
             "the first row in view",
@@ -307,34 +476,65 @@ async fn a_broken_connection_mid_turn_is_resumed_from_the_last_sequence_with_no_
     let relay = Relay::start(&served.base).await;
     let mut browser = Browser::start("resume").await;
     connected_at(&mut browser, &relay.base).await;
-    create(&mut browser, "cut", "scripted", "default", &scripted_options("slow", 60)).await;
+    create(
+        &mut browser,
+        "cut",
+        "scripted",
+        "default",
+        &scripted_options("slow", 60),
+    )
+    .await;
     say(&browser, "go slowly").await;
     browser.wait_text(".row.role-assistant", "word5").await;
     relay.cut();
     browser.wait_text(".row.role-assistant", "word20").await;
     relay.cut();
-    browser.wait_text(".row.kind-status", "turn_completed").await;
+    browser
+        .wait_text(".row.kind-status", "turn_completed")
+        .await;
     browser.wait_text(".pane-head .meta", "events").await;
     // Every event once, in order: as many received as the last sequence, and that is the session's count.
     let held =
         browser.js("const r = document.querySelector('.rows').dataset; return [Number(r.received), Number(r.lastSequence)]", vec![]).await;
     let info: Value = {
         let meta = browser.texts(".pane-head .meta").await.join(" ");
-        let count = meta.split(" events").next().and_then(|m| m.rsplit(' ').next()).and_then(|n| n.parse::<u64>().ok());
+        let count = meta
+            .split(" events")
+            .next()
+            .and_then(|m| m.rsplit(' ').next())
+            .and_then(|n| n.parse::<u64>().ok());
         json!(count)
     };
     assert_eq!(held[0], held[1], "no gap: {held}");
-    assert_eq!(held[1], info, "every event of the session: {held} of {info}");
+    assert_eq!(
+        held[1], info,
+        "every event of the session: {held} of {info}"
+    );
     let said = browser.texts(".row.role-assistant .text").await.join(" ");
     let expected: Vec<String> = (0..60).map(|i| format!("word{i}")).collect();
-    assert_eq!(said.split_whitespace().collect::<Vec<_>>(), expected, "the whole answer, once");
+    assert_eq!(
+        said.split_whitespace().collect::<Vec<_>>(),
+        expected,
+        "the whole answer, once"
+    );
     browser.click(".tabs button[data-tab=requests]").await;
-    let streams = browser.texts("#requests li").await.into_iter().filter(|t| t.contains("SSE") && t.contains("/events/sse")).count();
-    assert!(streams >= 3, "the stream was opened again after each cut: {streams}");
+    let streams = browser
+        .texts("#requests li")
+        .await
+        .into_iter()
+        .filter(|t| t.contains("SSE") && t.contains("/events/sse"))
+        .count();
+    assert!(
+        streams >= 3,
+        "the stream was opened again after each cut: {streams}"
+    );
     browser.shot("resumed").await;
     // The cuts themselves are network errors of the page's own streams, nothing else.
     let errors = browser.console_errors(&[]).await;
-    assert!(errors.iter().all(|e| e.contains("/events/sse")), "console errors: {errors:#?}");
+    assert!(
+        errors.iter().all(|e| e.contains("/events/sse")),
+        "console errors: {errors:#?}"
+    );
     browser.finish().await;
     served.stop().await;
 }

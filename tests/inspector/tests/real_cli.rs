@@ -14,12 +14,17 @@ use agent_bench::{Cli, ModelServer, Sandbox};
 /// A server running the pinned Claude Code of `sandbox`, with only the sandbox's environment, in
 /// its directory, as the backend's own e2e tests run it.
 async fn serve_claude(sandbox: &Sandbox) -> Served {
-    let mut config = ClaudeCodeConfig::default().with_binary(&sandbox.program).with_inherit_env(false).with_working_dir(&sandbox.cwd);
+    let mut config = ClaudeCodeConfig::default()
+        .with_binary(&sandbox.program)
+        .with_inherit_env(false)
+        .with_working_dir(&sandbox.cwd);
     for (key, value) in &sandbox.env {
         config = config.with_env(key, value);
     }
     let mut gateway = agent_api::Gateway::new();
-    gateway.register(Arc::new(ClaudeCodeBackend::new(config))).unwrap();
+    gateway
+        .register(Arc::new(ClaudeCodeBackend::new(config)))
+        .unwrap();
     let store = agent_api_server::StoreUrl::Memory.open().await.unwrap();
     Served::start(gateway, store).await
 }
@@ -32,7 +37,9 @@ async fn bench(scenario: &str) -> Option<(ModelServer, Sandbox)> {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn e2e_the_real_claude_code_is_driven_from_the_page() {
-    let Some((_model, sandbox)) = bench("shell").await else { return };
+    let Some((_model, sandbox)) = bench("shell").await else {
+        return;
+    };
     let served = serve_claude(&sandbox).await;
 
     let mut browser = Browser::start("claude-code").await;
@@ -40,15 +47,25 @@ async fn e2e_the_real_claude_code_is_driven_from_the_page() {
     create(&mut browser, "real", "claude_code", "ask", "").await;
     say(&browser, "go").await;
 
-    let asked = browser.wait_text(".row.permission", "echo hi > out.txt").await;
-    assert!(asked.contains("$ echo hi > out.txt"), "the command, exactly: {asked}");
+    let asked = browser
+        .wait_text(".row.permission", "echo hi > out.txt")
+        .await;
+    assert!(
+        asked.contains("$ echo hi > out.txt"),
+        "the command, exactly: {asked}"
+    );
     browser.shot("permission-asked").await;
     browser.click_button(&pane("real"), "Allow once").await;
     browser.wait_text(".row.permission", "approved").await;
     let result = browser.wait_text(".row.kind-tool_result", "exit").await;
     assert!(result.contains("echo hi > out.txt"), "{result}");
-    browser.wait_text(".row.role-assistant", "Tool finished").await;
-    assert!(sandbox.cwd.join("out.txt").exists(), "the approved command ran");
+    browser
+        .wait_text(".row.role-assistant", "Tool finished")
+        .await;
+    assert!(
+        sandbox.cwd.join("out.txt").exists(),
+        "the approved command ran"
+    );
     browser.shot("answered").await;
 
     browser.click_button(&pane("real"), "Terminate").await;
@@ -61,7 +78,9 @@ async fn e2e_the_real_claude_code_is_driven_from_the_page() {
     browser.click("#history-form button[type=submit]").await;
     browser.click("#history li .open").await;
     browser.wait_text(".pane .meta", "stored session").await;
-    browser.wait_text(".row.role-assistant", "Tool finished").await;
+    browser
+        .wait_text(".row.role-assistant", "Tool finished")
+        .await;
     browser.shot("history-transcript").await;
 
     browser.end(served, &[]).await;
@@ -69,7 +88,9 @@ async fn e2e_the_real_claude_code_is_driven_from_the_page() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn e2e_the_real_claude_codes_questions_are_answered_from_the_page() {
-    let Some((_model, sandbox)) = bench("question").await else { return };
+    let Some((_model, sandbox)) = bench("question").await else {
+        return;
+    };
     let served = serve_claude(&sandbox).await;
     let mut browser = Browser::start("claude-code-question").await;
     connected(&mut browser, &served).await;
@@ -81,7 +102,9 @@ async fn e2e_the_real_claude_codes_questions_are_answered_from_the_page() {
             .wait_until("a question waiting", "return !!document.querySelector('.row.question:not(.resolved) .answer button.option')")
             .await;
         browser.shot("question-asked").await;
-        browser.click(".row.question:not(.resolved) .answer button.option").await;
+        browser
+            .click(".row.question:not(.resolved) .answer button.option")
+            .await;
         browser
             .wait_until(
                 "the question answered",
@@ -89,7 +112,9 @@ async fn e2e_the_real_claude_codes_questions_are_answered_from_the_page() {
             )
             .await;
     }
-    browser.wait_text(".row.role-assistant", "You answered").await;
+    browser
+        .wait_text(".row.role-assistant", "You answered")
+        .await;
     browser
         .wait_until(
             "both questions answered",
@@ -102,19 +127,31 @@ async fn e2e_the_real_claude_codes_questions_are_answered_from_the_page() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn e2e_a_real_claude_code_turn_is_cancelled_from_the_page_with_escape() {
-    let Some((_model, sandbox)) = bench("slow_text").await else { return };
+    let Some((_model, sandbox)) = bench("slow_text").await else {
+        return;
+    };
     let served = serve_claude(&sandbox).await;
     let mut browser = Browser::start("claude-code-cancel").await;
     connected(&mut browser, &served).await;
     create(&mut browser, "slow", "claude_code", "default", "").await;
     say(&browser, "talk slowly").await;
-    browser.wait_until("the answer streams", "return !!document.querySelector('.row.role-assistant.streaming')").await;
-    browser.type_into(".pane textarea", agent_api_inspector_tests::ESCAPE).await;
+    browser
+        .wait_until(
+            "the answer streams",
+            "return !!document.querySelector('.row.role-assistant.streaming')",
+        )
+        .await;
+    browser
+        .type_into(".pane textarea", agent_api_inspector_tests::ESCAPE)
+        .await;
     browser
         .wait_until("the turn ended", "return !document.querySelector('.row.streaming') && /turn_(failed|completed)/.test(document.querySelector('.rows').textContent)")
         .await;
     let said = browser.texts(".row.role-assistant .text").await.join(" ");
-    assert!(said.split_whitespace().count() < 60, "the turn was cut: {said}");
+    assert!(
+        said.split_whitespace().count() < 60,
+        "the turn was cut: {said}"
+    );
     browser.wait_text(".pane-head .meta", "live").await;
     browser.shot("cancelled").await;
     browser.finish().await;

@@ -25,12 +25,36 @@ impl Terminal {
     /// terminal (so Ctrl-C there is a SIGINT to it, as in a shell).
     pub(crate) fn start(mut command: Command) -> Terminal {
         let (mut master, mut slave) = (0, 0);
-        let size = libc::winsize { ws_row: ROWS, ws_col: COLS, ws_xpixel: 0, ws_ypixel: 0 };
+        let size = libc::winsize {
+            ws_row: ROWS,
+            ws_col: COLS,
+            ws_xpixel: 0,
+            ws_ypixel: 0,
+        };
         // SAFETY: openpty fills two descriptors; the name buffer and termios are not used.
-        assert_eq!(unsafe { libc::openpty(&mut master, &mut slave, std::ptr::null_mut(), std::ptr::null(), &size) }, 0);
+        assert_eq!(
+            unsafe {
+                libc::openpty(
+                    &mut master,
+                    &mut slave,
+                    std::ptr::null_mut(),
+                    std::ptr::null(),
+                    &size,
+                )
+            },
+            0
+        );
         // SAFETY: both descriptors were just opened and are owned here only.
-        let (master, slave) = unsafe { (std::fs::File::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
-        command.stdin(Stdio::from(slave.try_clone().unwrap())).stdout(Stdio::from(slave.try_clone().unwrap())).stderr(Stdio::from(slave));
+        let (master, slave) = unsafe {
+            (
+                std::fs::File::from_raw_fd(master),
+                OwnedFd::from_raw_fd(slave),
+            )
+        };
+        command
+            .stdin(Stdio::from(slave.try_clone().unwrap()))
+            .stdout(Stdio::from(slave.try_clone().unwrap()))
+            .stderr(Stdio::from(slave));
         // SAFETY: setsid and ioctl are async-signal-safe; they run in the child before exec.
         unsafe {
             std::os::unix::process::CommandExt::pre_exec(&mut command, || {
@@ -51,12 +75,22 @@ impl Terminal {
                 feed.lock().unwrap().process(&buf[..n]);
             }
         });
-        Terminal { master, screen, child }
+        Terminal {
+            master,
+            screen,
+            child,
+        }
     }
 
     /// The screen's rows, trailing blanks cut.
     pub(crate) fn rows(&self) -> Vec<String> {
-        self.screen.lock().unwrap().screen().rows(0, COLS).map(|r| r.trim_end().to_string()).collect()
+        self.screen
+            .lock()
+            .unwrap()
+            .screen()
+            .rows(0, COLS)
+            .map(|r| r.trim_end().to_string())
+            .collect()
     }
 
     /// Waits (up to `within`) until a row holds `needle`; returns the screen then.
@@ -67,7 +101,11 @@ impl Terminal {
             if rows.iter().any(|r| r.contains(needle)) {
                 return rows;
             }
-            assert!(Instant::now() < deadline, "`{needle}` never appeared:\n{}", rows.join("\n"));
+            assert!(
+                Instant::now() < deadline,
+                "`{needle}` never appeared:\n{}",
+                rows.join("\n")
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
     }
@@ -81,7 +119,10 @@ impl Terminal {
             }
             if Instant::now() > deadline {
                 let _ = self.child.kill();
-                panic!("the process did not exit within {within:?}:\n{}", self.rows().join("\n"));
+                panic!(
+                    "the process did not exit within {within:?}:\n{}",
+                    self.rows().join("\n")
+                );
             }
             std::thread::sleep(Duration::from_millis(50));
         }

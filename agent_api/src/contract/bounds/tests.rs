@@ -14,7 +14,10 @@ fn long_channel_is_dropped_to_none() {
     let ev = event(AgentWrapperEventKind::Status).with_channel("c".repeat(129));
     assert_eq!(enforce(ev)[0].channel, None);
     let ev = event(AgentWrapperEventKind::Status).with_channel("c".repeat(128));
-    assert_eq!(enforce(ev)[0].channel.as_ref().map(|c| c.as_str().len()), Some(128));
+    assert_eq!(
+        enforce(ev)[0].channel.as_ref().map(|c| c.as_str().len()),
+        Some(128)
+    );
 }
 
 #[test]
@@ -36,7 +39,10 @@ fn tiny_bounds_use_a_lone_ellipsis() {
 fn oversize_data_is_replaced_by_the_marker() {
     let big = json!({ "blob": "x".repeat(DATA_BOUND) });
     let ev = event(AgentWrapperEventKind::Status).with_data(big);
-    assert_eq!(enforce(ev)[0].data.as_deref(), Some(&json!({"dropped": {"reason": "oversize"}})));
+    assert_eq!(
+        enforce(ev)[0].data.as_deref(),
+        Some(&json!({"dropped": {"reason": "oversize"}}))
+    );
 }
 
 #[test]
@@ -55,7 +61,10 @@ fn data_judged_by_its_serialized_size_when_the_quick_bound_is_not_enough() {
     assert!(serialized_json_bytes(&fits) <= DATA_BOUND);
     assert_eq!(bound_data(fits.clone()), fits);
     let over = json!({ "c": "\u{1}".repeat(DATA_BOUND / 6 + 1) });
-    assert!(over["c"].as_str().unwrap().len() < DATA_BOUND, "over the bound only once escaped");
+    assert!(
+        over["c"].as_str().unwrap().len() < DATA_BOUND,
+        "over the bound only once escaped"
+    );
     assert_eq!(bound_data(over), oversize_marker());
 }
 
@@ -81,7 +90,10 @@ fn oversized_text_of_other_kinds_stays_one_event() {
 
 fn arb_text() -> impl Strategy<Value = String> {
     // Mixes 1- to 4-byte chars; lengths around the bounds are reached by repetition.
-    (prop::collection::vec(prop::sample::select(vec!["a", "é", "€", "𝄞", "\n"]), 0..64), 0usize..3000)
+    (
+        prop::collection::vec(prop::sample::select(vec!["a", "é", "€", "𝄞", "\n"]), 0..64),
+        0usize..3000,
+    )
         .prop_map(|(chars, repeat)| chars.concat().repeat(repeat.max(1)))
 }
 

@@ -3,7 +3,9 @@
 //! enforcing twice changes nothing.
 
 use super::{AgentWrapperEvent, AgentWrapperEventKind, EventData};
-use crate::contract::bounds::{split_text, truncate_message, CHANNEL_BOUND, MESSAGE_BOUND, TEXT_BOUND};
+use crate::contract::bounds::{
+    split_text, truncate_message, CHANNEL_BOUND, MESSAGE_BOUND, TEXT_BOUND,
+};
 
 /// Applies every bound to one event. Oversized `TextOutput` text becomes several events in
 /// order; every other field is bounded in place, so other kinds always give exactly one event.
@@ -15,7 +17,11 @@ pub fn enforce(event: AgentWrapperEvent) -> Vec<AgentWrapperEvent> {
 
 /// [`enforce`], appending the bounded event(s) to `out` (no allocation for the common case of one).
 pub fn enforce_into(mut event: AgentWrapperEvent, out: &mut impl Extend<AgentWrapperEvent>) {
-    if event.channel.as_ref().is_some_and(|c| c.as_str().len() > CHANNEL_BOUND) {
+    if event
+        .channel
+        .as_ref()
+        .is_some_and(|c| c.as_str().len() > CHANNEL_BOUND)
+    {
         event.channel = None;
     }
     if let Some(m) = &event.message {
@@ -33,7 +39,9 @@ pub fn enforce_into(mut event: AgentWrapperEvent, out: &mut impl Extend<AgentWra
         event.data = Some(d.bounded());
     }
     match event.text.take() {
-        Some(text) if text.len() > TEXT_BOUND && event.kind == AgentWrapperEventKind::TextOutput => {
+        Some(text)
+            if text.len() > TEXT_BOUND && event.kind == AgentWrapperEventKind::TextOutput =>
+        {
             out.extend(split_text(&text, TEXT_BOUND).into_iter().map(|piece| {
                 let mut part = event.clone();
                 part.text = Some(piece.to_string());
@@ -54,8 +62,14 @@ pub fn enforce_into(mut event: AgentWrapperEvent, out: &mut impl Extend<AgentWra
 
 /// Whether an event satisfies every bound (what [`enforce`] guarantees).
 pub fn within_bounds(event: &AgentWrapperEvent) -> bool {
-    event.channel.as_ref().is_none_or(|c| c.as_str().len() <= CHANNEL_BOUND)
+    event
+        .channel
+        .as_ref()
+        .is_none_or(|c| c.as_str().len() <= CHANNEL_BOUND)
         && event.text.as_ref().is_none_or(|t| t.len() <= TEXT_BOUND)
-        && event.message.as_ref().is_none_or(|m| m.len() <= MESSAGE_BOUND)
+        && event
+            .message
+            .as_ref()
+            .is_none_or(|m| m.len() <= MESSAGE_BOUND)
         && event.data.as_ref().is_none_or(EventData::fits)
 }

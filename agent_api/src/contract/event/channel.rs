@@ -62,7 +62,10 @@ impl Channel {
 
     /// Whether the channel carries text written by the agent or the user (not by the SDK).
     pub fn is_conversation(&self) -> bool {
-        matches!(self, Self::Assistant | Self::Reasoning | Self::User | Self::System)
+        matches!(
+            self,
+            Self::Assistant | Self::Reasoning | Self::User | Self::System
+        )
     }
 }
 

@@ -62,15 +62,25 @@ impl EventData {
     /// by an upper bound of its size, and as JSON only when that bound is over.
     pub(crate) fn bounded(self) -> Self {
         match &self.0 {
-            Repr::Tools(facet, _) if facet.serialized_bytes_at_most() <= crate::contract::bounds::DATA_BOUND => self,
-            _ => Self(Repr::Json(crate::contract::bounds::bound_data(self.into_value()))),
+            Repr::Tools(facet, _)
+                if facet.serialized_bytes_at_most() <= crate::contract::bounds::DATA_BOUND =>
+            {
+                self
+            }
+            _ => Self(Repr::Json(crate::contract::bounds::bound_data(
+                self.into_value(),
+            ))),
         }
     }
 
     /// Whether the payload fits [`crate::kit::bounds::DATA_BOUND`].
     pub(crate) fn fits(&self) -> bool {
         match &self.0 {
-            Repr::Tools(facet, _) if facet.serialized_bytes_at_most() <= crate::contract::bounds::DATA_BOUND => true,
+            Repr::Tools(facet, _)
+                if facet.serialized_bytes_at_most() <= crate::contract::bounds::DATA_BOUND =>
+            {
+                true
+            }
             _ => crate::contract::bounds::data_fits(self.as_value()),
         }
     }

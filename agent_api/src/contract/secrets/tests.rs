@@ -12,23 +12,44 @@ const LEAKS: &[(&str, &str)] = &[
     ("key=\"quoted secret value\"", "quoted secret value"),
     ("{\"api_key\": \"abcdef123456\"}", "abcdef123456"),
     ("x-api-key: 0123456789abcdef", "0123456789abcdef"),
-    ("Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.payload.sig", "eyJhbGciOiJIUzI1NiJ9"),
+    (
+        "Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.payload.sig",
+        "eyJhbGciOiJIUzI1NiJ9",
+    ),
     ("bearer abc.def.ghi failed", "abc.def.ghi"),
     ("password='p@ss w0rd'", "p@ss w0rd"),
-    ("GET https://h.example/v1/responses?key=abc&x=1 failed", "key=abc"),
+    (
+        "GET https://h.example/v1/responses?key=abc&x=1 failed",
+        "key=abc",
+    ),
     ("session sess-AbCdEf0123 expired", "AbCdEf0123"),
     ("the turn ended with error_sk-proj-SECRET777", "SECRET777"),
-    ("retrying: xsk-ant-api03-Q2x9vLmN4pR7tY1wZ8", "Q2x9vLmN4pR7tY1wZ8"),
-    ("rerouted=tokensk-proj-AbCdEfGh12345678XyZ", "AbCdEfGh12345678XyZ"),
-    ("tool mcp__vaultsk_live_9f8e7d6c5b4a39281706", "9f8e7d6c5b4a39281706"),
+    (
+        "retrying: xsk-ant-api03-Q2x9vLmN4pR7tY1wZ8",
+        "Q2x9vLmN4pR7tY1wZ8",
+    ),
+    (
+        "rerouted=tokensk-proj-AbCdEfGh12345678XyZ",
+        "AbCdEfGh12345678XyZ",
+    ),
+    (
+        "tool mcp__vaultsk_live_9f8e7d6c5b4a39281706",
+        "9f8e7d6c5b4a39281706",
+    ),
 ];
 
 #[test]
 fn every_known_secret_shape_is_masked() {
     for (text, secret) in LEAKS {
         let out = redact(text);
-        assert!(!out.contains(secret), "{text:?} → {out:?} still holds {secret:?}");
-        assert!(out.contains(REDACTED) || text.contains("https://"), "{text:?} → {out:?}");
+        assert!(
+            !out.contains(secret),
+            "{text:?} → {out:?} still holds {secret:?}"
+        );
+        assert!(
+            out.contains(REDACTED) || text.contains("https://"),
+            "{text:?} → {out:?}"
+        );
     }
 }
 
@@ -43,7 +64,11 @@ fn ordinary_text_is_left_alone_and_borrowed() {
         "a desk-internationalization pass",
         "see risk_assessment_document_2024",
     ] {
-        assert!(matches!(redact(text), Cow::Borrowed(_)), "{text:?} → {:?}", redact(text));
+        assert!(
+            matches!(redact(text), Cow::Borrowed(_)),
+            "{text:?} → {:?}",
+            redact(text)
+        );
     }
 }
 
@@ -61,7 +86,11 @@ proptest::proptest! {
 
 #[test]
 fn the_trigger_check_skips_ordinary_text_and_takes_every_known_shape() {
-    for text in ["session started", "session ended: completed", "permission approved: shell: ls -la"] {
+    for text in [
+        "session started",
+        "session ended: completed",
+        "permission approved: shell: ls -la",
+    ] {
         assert!(!may_hold_secret(text), "{text:?}");
     }
     for (text, _) in LEAKS {
@@ -91,24 +120,62 @@ fn env_names_never_show_values() {
 fn debug_of_requests_and_command_specs_never_prints_env_values() {
     let request = crate::RunRequest::new("hi").with_env("ANTHROPIC_API_KEY", "sk-ant-live-999");
     let spec = crate::kit::CommandSpec::new("claude").env("OPENAI_API_KEY", "plain-value-888");
-    for shown in [format!("{request:?}"), format!("{spec:?}"), format!("{request:#?}")] {
-        assert!(!shown.contains("sk-ant-live-999") && !shown.contains("plain-value-888"), "{shown}");
+    for shown in [
+        format!("{request:?}"),
+        format!("{spec:?}"),
+        format!("{request:#?}"),
+    ] {
+        assert!(
+            !shown.contains("sk-ant-live-999") && !shown.contains("plain-value-888"),
+            "{shown}"
+        );
         assert!(shown.contains("_API_KEY"), "the names stay: {shown}");
     }
 }
 
 #[test]
 fn secret_values_come_from_secret_named_variables_and_arguments_only() {
-    let env = [("OPENAI_API_KEY", "live-value-1"), ("OPENCODE_SERVER_PASSWORD", "pw-value-2"), ("HOME", "/root/home")];
-    let args: Vec<String> =
-        ["--api-key", "flag-value-3", "--token=eq-value-4", "-c", "api_key=\"quoted-value-5\"", "--model", "gpt-model-6"]
-            .map(String::from)
-            .to_vec();
+    let env = [
+        ("OPENAI_API_KEY", "live-value-1"),
+        ("OPENCODE_SERVER_PASSWORD", "pw-value-2"),
+        ("HOME", "/root/home"),
+    ];
+    let args: Vec<String> = [
+        "--api-key",
+        "flag-value-3",
+        "--token=eq-value-4",
+        "-c",
+        "api_key=\"quoted-value-5\"",
+        "--model",
+        "gpt-model-6",
+    ]
+    .map(String::from)
+    .to_vec();
     let values = secret_values(env, &args);
-    for wanted in ["live-value-1", "pw-value-2", "flag-value-3", "eq-value-4", "quoted-value-5"] {
-        assert!(values.iter().any(|v| v == wanted), "{wanted} missing from {values:?}");
+    for wanted in [
+        "live-value-1",
+        "pw-value-2",
+        "flag-value-3",
+        "eq-value-4",
+        "quoted-value-5",
+    ] {
+        assert!(
+            values.iter().any(|v| v == wanted),
+            "{wanted} missing from {values:?}"
+        );
     }
-    assert!(!values.iter().any(|v| v == "/root/home" || v == "gpt-model-6"), "{values:?}");
-    let masked = redact_with("echo: OPENAI_API_KEY is live-value-1 and argv flag-value-3", &values);
-    assert!(!masked.contains("live-value-1") && !masked.contains("flag-value-3"), "{masked}");
+    assert!(
+        !values
+            .iter()
+            .any(|v| v == "/root/home" || v == "gpt-model-6"),
+        "{values:?}"
+    );
+    let masked = redact_with(
+        "echo: OPENAI_API_KEY is live-value-1 and argv flag-value-3",
+        &values,
+    );
+    assert!(
+        !masked.contains("live-value-1") && !masked.contains("flag-value-3"),
+        "{masked}"
+    );
 }

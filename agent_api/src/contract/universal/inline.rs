@@ -175,8 +175,14 @@ mod tests {
     fn numbered_ids_read_as_the_transcript_names_them() {
         let prefix = EventId::prefix_for("sess_a1b2c3d4e5f6");
         assert_eq!(EventId::numbered(&prefix, 42), "evt_a1b2c3d4_42");
-        assert_eq!(EventId::numbered(&prefix, u64::MAX).as_str(), format!("evt_a1b2c3d4_{}", u64::MAX));
-        assert_eq!(EventId::numbered(&prefix, 7).with_suffix("_s"), "evt_a1b2c3d4_7_s");
+        assert_eq!(
+            EventId::numbered(&prefix, u64::MAX).as_str(),
+            format!("evt_a1b2c3d4_{}", u64::MAX)
+        );
+        assert_eq!(
+            EventId::numbered(&prefix, 7).with_suffix("_s"),
+            "evt_a1b2c3d4_7_s"
+        );
         assert_eq!(EventId::numbered(&EventId::prefix_for("x"), 1), "evt_x_1");
     }
 
@@ -184,7 +190,10 @@ mod tests {
     fn ids_the_sdk_makes_are_kept_inline() {
         // 24 bytes: sequences of up to 11 digits, or 9 with a session's `_s` suffix.
         let prefix = EventId::prefix_for("sess_a1b2c3d4e5f6");
-        for id in [EventId::numbered(&prefix, 99_999_999_999), EventId::numbered(&prefix, 999_999_999).with_suffix("_s")] {
+        for id in [
+            EventId::numbered(&prefix, 99_999_999_999),
+            EventId::numbered(&prefix, 999_999_999).with_suffix("_s"),
+        ] {
             assert!(!id.0.is_heap_allocated(), "{id} is on the heap");
         }
     }
@@ -195,7 +204,10 @@ mod tests {
         for text in ["evt_1", long.as_str(), ""] {
             let id: EventId = serde_json::from_value(serde_json::Value::from(text)).unwrap();
             assert_eq!(id, text);
-            assert_eq!(serde_json::to_value(&id).unwrap(), serde_json::Value::from(text));
+            assert_eq!(
+                serde_json::to_value(&id).unwrap(),
+                serde_json::Value::from(text)
+            );
         }
     }
 

@@ -63,7 +63,15 @@ impl UniversalItem {
     /// ```
     pub fn tool_call(&self) -> Option<ToolCallRef<'_>> {
         self.content.iter().find_map(|p| match p {
-            ContentPart::ToolCall { name, arguments, call_id } => Some(ToolCallRef { name, arguments, call_id }),
+            ContentPart::ToolCall {
+                name,
+                arguments,
+                call_id,
+            } => Some(ToolCallRef {
+                name,
+                arguments,
+                call_id,
+            }),
             _ => None,
         })
     }
@@ -86,13 +94,17 @@ impl UniversalItem {
 
     /// Whether the item carries reasoning rather than answer text.
     pub fn is_reasoning(&self) -> bool {
-        self.content.iter().any(|p| matches!(p, ContentPart::Reasoning { .. }))
+        self.content
+            .iter()
+            .any(|p| matches!(p, ContentPart::Reasoning { .. }))
     }
 
     /// Whether the item is an answer: a message neither from the user or the system nor
     /// reasoning (the wrapper view shows its text once, when it completes).
     pub fn is_answer(&self) -> bool {
-        self.kind == ItemKind::Message && !matches!(self.role, Some(ItemRole::User | ItemRole::System)) && !self.is_reasoning()
+        self.kind == ItemKind::Message
+            && !matches!(self.role, Some(ItemRole::User | ItemRole::System))
+            && !self.is_reasoning()
     }
 }
 
@@ -144,7 +156,10 @@ pub struct ToolMeta {
 impl ToolMeta {
     /// Metadata of a tool of `kind`, everything else empty.
     pub fn of(kind: FacetKind) -> Self {
-        Self { kind: kind.into(), ..Self::default() }
+        Self {
+            kind: kind.into(),
+            ..Self::default()
+        }
     }
 
     /// The kind, typed, when it is one [`FacetKind`] names (the wire's set is open).

@@ -13,12 +13,16 @@ mod transcript;
 mod types;
 
 pub use inline::{DeltaText, EventId};
-pub use item::{ContentPart, FileAction, ItemKind, ItemRole, ItemStatus, ReasoningVisibility, ToolCallRef, ToolMeta, UniversalItem};
+pub use item::{
+    ContentPart, FileAction, ItemKind, ItemRole, ItemStatus, ReasoningVisibility, ToolCallRef,
+    ToolMeta, UniversalItem,
+};
 pub use shell::{shell_fields, SHELL_FIELD_BOUND};
 pub(crate) use transcript::STREAM_START;
 pub use transcript::{NewItem, SessionEnd, Transcript, TranscriptLimits};
 pub use types::{
-    replacement_diff, AgentUnparsedData, DecidedBy, ErrorData, EventSource, ItemDeltaData, ItemEventData, PermissionDetails,
-    PermissionEventData, PermissionStatus, QuestionEventData, QuestionStatus, SessionEndReason, SessionEndedData, SessionStartedData,
-    StderrOutput, TerminatedBy, UniversalEvent, UniversalEventBody, PERMISSION_DIFF_BOUND,
+    replacement_diff, AgentUnparsedData, DecidedBy, ErrorData, EventSource, ItemDeltaData,
+    ItemEventData, PermissionDetails, PermissionEventData, PermissionStatus, QuestionEventData,
+    QuestionStatus, SessionEndReason, SessionEndedData, SessionStartedData, StderrOutput,
+    TerminatedBy, UniversalEvent, UniversalEventBody, PERMISSION_DIFF_BOUND,
 };

@@ -26,8 +26,15 @@ const CWD_KEYS: [&str; 4] = ["cwd", "workdir", "directory", "dir"];
 /// assert_eq!(shell_fields(&json!({"directory": "/w"})), (None, None));
 /// ```
 pub fn shell_fields(arguments: &Value) -> (Option<String>, Option<String>) {
-    let Some(command) = COMMAND_KEYS.iter().find_map(|k| text_of(arguments.get(*k)?)) else { return (None, None) };
-    let cwd = CWD_KEYS.iter().find_map(|k| arguments.get(*k)?.as_str().map(bounded));
+    let Some(command) = COMMAND_KEYS
+        .iter()
+        .find_map(|k| text_of(arguments.get(*k)?))
+    else {
+        return (None, None);
+    };
+    let cwd = CWD_KEYS
+        .iter()
+        .find_map(|k| arguments.get(*k)?.as_str().map(bounded));
     (Some(command), cwd)
 }
 

@@ -184,7 +184,9 @@ impl Transcript {
                 return Some(id.clone());
             }
         }
-        self.items.get(self.by_native.get(native_item_id)?).map(|open| open.id.clone())
+        self.items
+            .get(self.by_native.get(native_item_id)?)
+            .map(|open| open.id.clone())
     }
 
     /// The current state of an open item.
@@ -210,7 +212,11 @@ impl Transcript {
     /// together, a batch's events overflowed the allocator's per-thread cache of each size, and
     /// every free and the next batch's every allocation took its slow path; one freed per one
     /// built, the cache hands each freed block to the next allocation of its size.
-    pub(crate) fn take_events_reusing(&mut self, spare: Option<Vec<UniversalEvent>>, max: usize) -> Vec<UniversalEvent> {
+    pub(crate) fn take_events_reusing(
+        &mut self,
+        spare: Option<Vec<UniversalEvent>>,
+        max: usize,
+    ) -> Vec<UniversalEvent> {
         self.now = None;
         // The batch back becomes the spent events; the vector they were in before (emptied: what
         // is left of that earlier batch is freed now) gathers the next batch.
@@ -232,7 +238,9 @@ impl Transcript {
         // Room much larger would count against the byte budget for nothing.
         let room = len + len / 4;
         let next = match spare {
-            Some(spare) if spare.is_empty() && (len..=2 * room).contains(&spare.capacity()) => spare,
+            Some(spare) if spare.is_empty() && (len..=2 * room).contains(&spare.capacity()) => {
+                spare
+            }
             _ => Vec::with_capacity(room),
         };
         std::mem::replace(&mut self.events, next)
@@ -252,7 +260,10 @@ impl Transcript {
         if !self.started {
             self.started = true;
             if !matches!(body, UniversalEventBody::SessionStarted(_)) {
-                self.push(EventSource::Daemon, UniversalEventBody::SessionStarted(SessionStartedData::default()));
+                self.push(
+                    EventSource::Daemon,
+                    UniversalEventBody::SessionStarted(SessionStartedData::default()),
+                );
             }
         }
         self.push(source, body);
@@ -277,7 +288,11 @@ impl Transcript {
             synthetic: source == EventSource::Daemon,
             source,
             body,
-            raw: if self.include_raw { self.raw.clone() } else { None },
+            raw: if self.include_raw {
+                self.raw.clone()
+            } else {
+                None
+            },
         });
     }
 
@@ -287,7 +302,10 @@ impl Transcript {
         if self.started {
             return false;
         }
-        self.emit(EventSource::Agent, UniversalEventBody::SessionStarted(SessionStartedData { metadata }));
+        self.emit(
+            EventSource::Agent,
+            UniversalEventBody::SessionStarted(SessionStartedData { metadata }),
+        );
         true
     }
 
@@ -307,16 +325,33 @@ impl Transcript {
             status: ItemStatus::InProgress,
             tool: new.tool,
         };
-        let source = if new.synthetic { EventSource::Daemon } else { EventSource::Agent };
-        let (id, native_id): (Arc<str>, Option<Arc<str>>) = (Arc::from(item_id.as_str()), item.native_item_id.as_deref().map(Arc::from));
+        let source = if new.synthetic {
+            EventSource::Daemon
+        } else {
+            EventSource::Agent
+        };
+        let (id, native_id): (Arc<str>, Option<Arc<str>>) = (
+            Arc::from(item_id.as_str()),
+            item.native_item_id.as_deref().map(Arc::from),
+        );
         if let Some(native) = &native_id {
             self.by_native.insert(native.clone(), id.clone());
             self.last_opened = Some((native.clone(), id.clone()));
         }
         let item = Arc::new(item);
-        self.emit(source, UniversalEventBody::ItemStarted(ItemEventData { item: item.clone() }));
+        self.emit(
+            source,
+            UniversalEventBody::ItemStarted(ItemEventData { item: item.clone() }),
+        );
         self.open.push(id.clone());
-        let open = OpenItem { item, id, native_id, assembled: String::new(), had_delta: false, synthetic: new.synthetic };
+        let open = OpenItem {
+            item,
+            id,
+            native_id,
+            assembled: String::new(),
+            had_delta: false,
+            synthetic: new.synthetic,
+        };
         self.items.insert(open.id.clone(), open);
         item_id
     }
@@ -328,13 +363,19 @@ impl Transcript {
         self.delta_from(EventSource::Agent, item_id, text);
     }
 
-    fn delta_from(&mut self, source: EventSource, item_id: &str, text: impl AsRef<str> + Into<String>) {
+    fn delta_from(
+        &mut self,
+        source: EventSource,
+        item_id: &str,
+        text: impl AsRef<str> + Into<String>,
+    ) {
         let max = self.limits.max_item_text;
         let Some(open) = self.items.get_mut(item_id) else {
             tracing::debug!(item_id, "delta for an item that is not open");
             return;
         };
-        if let std::borrow::Cow::Owned(masked) = masking::mask_delta(open.item.kind, text.as_ref()) {
+        if let std::borrow::Cow::Owned(masked) = masking::mask_delta(open.item.kind, text.as_ref())
+        {
             // A tool's streamed output with a key in it: the masked text takes its place.
             return self.delta_from(source, item_id, masked);
         }
@@ -353,12 +394,24 @@ impl Transcript {
             DeltaText::from(text.into())
         };
         let (item_id, native_item_id) = (open.id.clone(), open.native_id.clone());
-        self.emit(source, UniversalEventBody::ItemDelta(ItemDeltaData { item_id, native_item_id, delta }));
+        self.emit(
+            source,
+            UniversalEventBody::ItemDelta(ItemDeltaData {
+                item_id,
+                native_item_id,
+                delta,
+            }),
+        );
     }
 
     /// Streams a fragment for the item with this provider id; when that item is not known yet,
     /// opens `stub()` first as a synthetic item (the ordering rule). Returns the daemon id.
-    pub fn delta_native(&mut self, native_item_id: &str, text: &str, stub: impl FnOnce() -> NewItem) -> String {
+    pub fn delta_native(
+        &mut self,
+        native_item_id: &str,
+        text: &str,
+        stub: impl FnOnce() -> NewItem,
+    ) -> String {
         let item_id = match self.by_native.get(native_item_id) {
             Some(id) if self.items.contains_key(id) => id.to_string(),
             _ => self.start_item(stub().native(native_item_id).synthetic()),
@@ -396,7 +449,11 @@ impl Transcript {
             return;
         };
         self.open.retain(|id| **id != *item_id);
-        if self.last_opened.as_ref().is_some_and(|(_, id)| *id == open.id) {
+        if self
+            .last_opened
+            .as_ref()
+            .is_some_and(|(_, id)| *id == open.id)
+        {
             self.last_opened = None;
         }
         let mut item = Arc::unwrap_or_clone(open.item);
@@ -439,15 +496,28 @@ impl Transcript {
             }
         }
         // A made-up item completes as made up; so does one the daemon fails at the end.
-        let source = if open.synthetic || self.closing { EventSource::Daemon } else { EventSource::Agent };
-        self.emit(source, UniversalEventBody::ItemCompleted(ItemEventData { item: Arc::new(item) }));
+        let source = if open.synthetic || self.closing {
+            EventSource::Daemon
+        } else {
+            EventSource::Agent
+        };
+        self.emit(
+            source,
+            UniversalEventBody::ItemCompleted(ItemEventData {
+                item: Arc::new(item),
+            }),
+        );
     }
 
     /// A whole message at once: `item.started`, one delta, `item.completed`.
     pub fn message(&mut self, new: NewItem, text: &str) -> String {
         let synthetic = new.synthetic;
         let id = self.start_item(new);
-        let source = if synthetic { EventSource::Daemon } else { EventSource::Agent };
+        let source = if synthetic {
+            EventSource::Daemon
+        } else {
+            EventSource::Agent
+        };
         self.delta_from(source, &id, text);
         self.complete_item(&id);
         id
@@ -477,10 +547,25 @@ impl Transcript {
     }
 
     /// An error the agent reported.
-    pub fn error(&mut self, message: impl Into<String>, code: Option<String>, details: Option<Value>) {
-        let message = crate::contract::secrets::redact_bounded(&message.into(), crate::contract::bounds::MESSAGE_BOUND);
+    pub fn error(
+        &mut self,
+        message: impl Into<String>,
+        code: Option<String>,
+        details: Option<Value>,
+    ) {
+        let message = crate::contract::secrets::redact_bounded(
+            &message.into(),
+            crate::contract::bounds::MESSAGE_BOUND,
+        );
         let code = code.map(|c| crate::contract::secrets::redact(&c).into_owned());
-        self.emit(EventSource::Agent, UniversalEventBody::Error(Box::new(ErrorData { message, code, details })));
+        self.emit(
+            EventSource::Agent,
+            UniversalEventBody::Error(Box::new(ErrorData {
+                message,
+                code,
+                details,
+            })),
+        );
     }
 
     /// Whether a permission request or a question waits for its answer.
@@ -490,18 +575,37 @@ impl Transcript {
 
     /// The run's one terminal error, emitted by the driver when a run fails.
     pub fn terminal_error(&mut self, error: &AgentError) {
-        let message = crate::contract::secrets::redact_bounded(&error.to_string(), crate::contract::bounds::MESSAGE_BOUND);
+        let message = crate::contract::secrets::redact_bounded(
+            &error.to_string(),
+            crate::contract::bounds::MESSAGE_BOUND,
+        );
         let details = Some(serde_json::json!({ "terminal": true }));
         self.emit(
             EventSource::Daemon,
-            UniversalEventBody::Error(Box::new(ErrorData { message, code: Some(error.code().to_string()), details })),
+            UniversalEventBody::Error(Box::new(ErrorData {
+                message,
+                code: Some(error.code().to_string()),
+                details,
+            })),
         );
     }
 
     /// A native payload that could not be parsed. Never pass the payload itself as `error`.
-    pub fn unparsed(&mut self, error: impl Into<String>, location: impl Into<String>, raw_hash: Option<String>) {
-        let data = AgentUnparsedData { error: error.into(), location: location.into(), raw_hash };
-        self.emit(EventSource::Daemon, UniversalEventBody::AgentUnparsed(Box::new(data)));
+    pub fn unparsed(
+        &mut self,
+        error: impl Into<String>,
+        location: impl Into<String>,
+        raw_hash: Option<String>,
+    ) {
+        let data = AgentUnparsedData {
+            error: error.into(),
+            location: location.into(),
+            raw_hash,
+        };
+        self.emit(
+            EventSource::Daemon,
+            UniversalEventBody::AgentUnparsed(Box::new(data)),
+        );
     }
 
     /// Closes what is still in progress: open items complete as failed, unanswered permissions
@@ -546,7 +650,10 @@ impl Transcript {
             exit_code: end.exit_code,
             stderr: end.stderr,
         };
-        self.emit(EventSource::Daemon, UniversalEventBody::SessionEnded(Box::new(data)));
+        self.emit(
+            EventSource::Daemon,
+            UniversalEventBody::SessionEnded(Box::new(data)),
+        );
         self.ended = true;
     }
 }

@@ -47,7 +47,9 @@ impl UniversalEvent {
     /// The item of an `item.started` or `item.completed` event.
     pub fn item(&self) -> Option<&UniversalItem> {
         match &self.body {
-            UniversalEventBody::ItemStarted(d) | UniversalEventBody::ItemCompleted(d) => Some(&d.item),
+            UniversalEventBody::ItemStarted(d) | UniversalEventBody::ItemCompleted(d) => {
+                Some(&d.item)
+            }
             _ => None,
         }
     }
@@ -81,7 +83,8 @@ impl UniversalEvent {
     /// ```
     pub fn permission(&self) -> Option<&PermissionEventData> {
         match &self.body {
-            UniversalEventBody::PermissionRequested(p) | UniversalEventBody::PermissionResolved(p) => Some(p),
+            UniversalEventBody::PermissionRequested(p)
+            | UniversalEventBody::PermissionResolved(p) => Some(p),
             _ => None,
         }
     }
@@ -97,7 +100,9 @@ impl UniversalEvent {
     /// The question of a `question.requested` or `question.resolved` event.
     pub fn question(&self) -> Option<&QuestionEventData> {
         match &self.body {
-            UniversalEventBody::QuestionRequested(q) | UniversalEventBody::QuestionResolved(q) => Some(q),
+            UniversalEventBody::QuestionRequested(q) | UniversalEventBody::QuestionResolved(q) => {
+                Some(q)
+            }
             _ => None,
         }
     }
@@ -310,7 +315,11 @@ pub struct ErrorData {
 impl ErrorData {
     /// Whether this is the run's terminal error.
     pub fn is_terminal(&self) -> bool {
-        self.details.as_ref().and_then(|d| d.get("terminal")).and_then(Value::as_bool) == Some(true)
+        self.details
+            .as_ref()
+            .and_then(|d| d.get("terminal"))
+            .and_then(Value::as_bool)
+            == Some(true)
     }
 }
 
@@ -371,7 +380,11 @@ pub const PERMISSION_DIFF_BOUND: usize = 16 * 1024;
 /// ```
 pub fn replacement_diff(old: Option<&str>, new: &str) -> String {
     let mut diff = String::with_capacity(old.map_or(0, str::len) + new.len() + 16);
-    for (mark, text) in old.map(|old| ('-', old)).into_iter().chain(std::iter::once(('+', new))) {
+    for (mark, text) in old
+        .map(|old| ('-', old))
+        .into_iter()
+        .chain(std::iter::once(('+', new)))
+    {
         for line in text.lines() {
             diff.push(mark);
             diff.push_str(line);
@@ -411,7 +424,9 @@ impl PermissionDetails {
     /// Sets what a file change would do, cut to [`PERMISSION_DIFF_BOUND`] bytes (with the
     /// truncation suffix when cut).
     pub fn diff(mut self, diff: Option<impl Into<String>>) -> Self {
-        self.diff = diff.map(|d| crate::contract::bounds::truncate_message(&d.into(), PERMISSION_DIFF_BOUND)).filter(|d| !d.is_empty());
+        self.diff = diff
+            .map(|d| crate::contract::bounds::truncate_message(&d.into(), PERMISSION_DIFF_BOUND))
+            .filter(|d| !d.is_empty());
         self
     }
 
@@ -424,7 +439,10 @@ impl PermissionDetails {
     /// assert_eq!(details.file.as_deref(), Some("a.txt, b.txt"));
     /// assert_eq!(details.diff.as_deref(), Some("--- a.txt\n+hi\n"));
     /// ```
-    pub fn changes<'a>(self, changes: impl IntoIterator<Item = (&'a str, Option<&'a str>)>) -> Self {
+    pub fn changes<'a>(
+        self,
+        changes: impl IntoIterator<Item = (&'a str, Option<&'a str>)>,
+    ) -> Self {
         let (mut paths, mut diff) = (Vec::new(), String::new());
         for (path, change) in changes {
             paths.push(path);
@@ -529,7 +547,11 @@ pub struct QuestionEventData {
 
 impl QuestionEventData {
     /// A question waiting for an answer.
-    pub fn requested(question_id: impl Into<String>, prompt: impl Into<String>, options: Vec<String>) -> Self {
+    pub fn requested(
+        question_id: impl Into<String>,
+        prompt: impl Into<String>,
+        options: Vec<String>,
+    ) -> Self {
         Self {
             question_id: question_id.into(),
             prompt: prompt.into(),

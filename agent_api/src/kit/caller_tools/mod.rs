@@ -30,7 +30,9 @@ pub mod client;
 #[cfg(feature = "caller-tools")]
 mod server;
 
-pub use crate::contract::caller_tool::{validate, CallerTool, ToolFuture, ToolHandler, ToolOutput, DEFAULT_TOOL_TIMEOUT};
+pub use crate::contract::caller_tool::{
+    validate, CallerTool, ToolFuture, ToolHandler, ToolOutput, DEFAULT_TOOL_TIMEOUT,
+};
 #[cfg(feature = "caller-tools")]
 pub use server::ToolServer;
 
@@ -53,7 +55,9 @@ pub async fn attach(request: &mut RunRequest) -> Result<Option<ToolServer>, Agen
     }
     validate(&request.caller_tools)?;
     if request.portable.mcp_servers.contains_key(SERVER_NAME) {
-        return Err(AgentError::InvalidRequest { reason: format!("the MCP server name {SERVER_NAME:?} is taken by the caller tools") });
+        return Err(AgentError::InvalidRequest {
+            reason: format!("the MCP server name {SERVER_NAME:?} is taken by the caller tools"),
+        });
     }
     serve(request).await
 }
@@ -61,7 +65,10 @@ pub async fn attach(request: &mut RunRequest) -> Result<Option<ToolServer>, Agen
 #[cfg(feature = "caller-tools")]
 async fn serve(request: &mut RunRequest) -> Result<Option<ToolServer>, AgentError> {
     let server = ToolServer::start(request.caller_tools.clone()).await?;
-    request.portable.mcp_servers.insert(SERVER_NAME.into(), server.mcp_server());
+    request
+        .portable
+        .mcp_servers
+        .insert(SERVER_NAME.into(), server.mcp_server());
     Ok(Some(server))
 }
 

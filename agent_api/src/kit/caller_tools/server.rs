@@ -13,7 +13,8 @@ use hyper::body::Incoming;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListToolsResult, ServerCapabilities, ServerConfig, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListToolsResult,
+    ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::RequestContext;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -38,7 +39,9 @@ pub struct ToolServer {
 
 impl std::fmt::Debug for ToolServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ToolServer").field("addr", &self.addr).finish_non_exhaustive()
+        f.debug_struct("ToolServer")
+            .field("addr", &self.addr)
+            .finish_non_exhaustive()
     }
 }
 
@@ -47,18 +50,32 @@ impl ToolServer {
     pub async fn start(tools: Vec<CallerTool>) -> std::io::Result<Self> {
         let listener = TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0)).await?;
         let addr = listener.local_addr()?;
-        let secret = format!("{}{}", uuid::Uuid::new_v4().simple(), uuid::Uuid::new_v4().simple());
+        let secret = format!(
+            "{}{}",
+            uuid::Uuid::new_v4().simple(),
+            uuid::Uuid::new_v4().simple()
+        );
         let stop = CancellationToken::new();
-        let handler = Handler { tools: Arc::new(tools) };
+        let handler = Handler {
+            tools: Arc::new(tools),
+        };
         // Stateless with plain JSON replies: no session to keep, and one POST is one round trip.
         let config = StreamableHttpServerConfig::default()
             .with_legacy_session_mode(false)
             .with_json_response(true)
             .with_cancellation_token(stop.child_token());
-        let mcp = StreamableHttpService::new(move || Ok(handler.clone()), Arc::new(LocalSessionManager::default()), config);
+        let mcp = StreamableHttpService::new(
+            move || Ok(handler.clone()),
+            Arc::new(LocalSessionManager::default()),
+            config,
+        );
         let expected = Arc::new(format!("Bearer {secret}"));
         tokio::spawn(accept(listener, mcp, expected, stop.clone()));
-        Ok(Self { addr, secret, _stop: stop.drop_guard() })
+        Ok(Self {
+            addr,
+            secret,
+            _stop: stop.drop_guard(),
+        })
     }
 
     /// The address it listens on.
@@ -78,7 +95,10 @@ impl ToolServer {
 
     /// The server as an MCP server entry of the request, its secret in the `Authorization` header.
     pub fn mcp_server(&self) -> McpServer {
-        McpServer::Http { url: self.url(), headers: BTreeMap::from([("Authorization".into(), format!("Bearer {}", self.secret))]) }
+        McpServer::Http {
+            url: self.url(),
+            headers: BTreeMap::from([("Authorization".into(), format!("Bearer {}", self.secret))]),
+        }
     }
 }
 
@@ -100,8 +120,11 @@ async fn accept(listener: TcpListener, mcp: Mcp, expected: Arc<String>, stop: Ca
         };
         let (mcp, expected, stop) = (mcp.clone(), expected.clone(), stop.clone());
         tokio::spawn(async move {
-            let service = hyper::service::service_fn(move |request| respond(mcp.clone(), expected.clone(), request));
-            let connection = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), service);
+            let service = hyper::service::service_fn(move |request| {
+                respond(mcp.clone(), expected.clone(), request)
+            });
+            let connection = hyper::server::conn::http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), service);
             tokio::select! {
                 _ = stop.cancelled() => {}
                 _ = connection => {}
@@ -111,8 +134,16 @@ async fn accept(listener: TcpListener, mcp: Mcp, expected: Arc<String>, stop: Ca
 }
 
 /// Answers one request: 401 without the secret, 404 off the endpoint, else the MCP service.
-async fn respond(mcp: Mcp, expected: Arc<String>, request: Request<Incoming>) -> Result<HttpResponse, Infallible> {
-    let presented = request.headers().get(hyper::header::AUTHORIZATION).map(|v| v.as_bytes()).unwrap_or_default();
+async fn respond(
+    mcp: Mcp,
+    expected: Arc<String>,
+    request: Request<Incoming>,
+) -> Result<HttpResponse, Infallible> {
+    let presented = request
+        .headers()
+        .get(hyper::header::AUTHORIZATION)
+        .map(|v| v.as_bytes())
+        .unwrap_or_default();
     if !constant_time_eq(presented, expected.as_bytes()) {
         return Ok(status(StatusCode::UNAUTHORIZED));
     }
@@ -149,12 +180,21 @@ impl ServerHandler for Handler {
         _request: Option<rmcp::model::PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(self.tools.iter().map(to_mcp_tool).collect()))
+        Ok(ListToolsResult::with_all_items(
+            self.tools.iter().map(to_mcp_tool).collect(),
+        ))
     }
 
-    async fn call_tool(&self, request: CallToolRequestParams, _context: RequestContext<RoleServer>) -> Result<CallToolResponse, ErrorData> {
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
         let Some(tool) = self.tools.iter().find(|t| t.name() == request.name) else {
-            return Err(ErrorData::invalid_params(format!("no tool named {}", request.name), None));
+            return Err(ErrorData::invalid_params(
+                format!("no tool named {}", request.name),
+                None,
+            ));
         };
         let input = Value::Object(request.arguments.unwrap_or_default());
         Ok(call(tool, input).await.into())
@@ -163,7 +203,11 @@ impl ServerHandler for Handler {
 
 fn to_mcp_tool(tool: &CallerTool) -> Tool {
     let schema = tool.input_schema().as_object().cloned().unwrap_or_default();
-    Tool::new(tool.name().to_owned(), tool.description().to_owned(), Arc::new(schema))
+    Tool::new(
+        tool.name().to_owned(),
+        tool.description().to_owned(),
+        Arc::new(schema),
+    )
 }
 
 /// Runs the handler on its own task, so a panic or a hang fails this call and nothing else.
@@ -171,11 +215,17 @@ pub(crate) async fn call(tool: &CallerTool, input: Value) -> CallToolResult {
     let mut task = tokio::spawn((tool.handler)(input));
     let outcome = match tokio::time::timeout(tool.timeout(), &mut task).await {
         Ok(Ok(result)) => result,
-        Ok(Err(joined)) if joined.is_panic() => Err(format!("the handler of tool {} panicked", tool.name())),
+        Ok(Err(joined)) if joined.is_panic() => {
+            Err(format!("the handler of tool {} panicked", tool.name()))
+        }
         Ok(Err(_)) => Err(format!("the handler of tool {} was cancelled", tool.name())),
         Err(_) => {
             task.abort();
-            Err(format!("the handler of tool {} took longer than {:?}", tool.name(), tool.timeout()))
+            Err(format!(
+                "the handler of tool {} took longer than {:?}",
+                tool.name(),
+                tool.timeout()
+            ))
         }
     };
     match outcome {

@@ -21,7 +21,8 @@ impl Core {
                     return handed_over;
                 }
                 let spare = self.events_tx.as_ref().and_then(|tx| tx.spare());
-                let events: Vec<UniversalEvent> = self.transcript.take_events_reusing(spare, EVENTS_PER_BATCH);
+                let events: Vec<UniversalEvent> =
+                    self.transcript.take_events_reusing(spare, EVENTS_PER_BATCH);
                 // The raw payloads shared by these events count with the first batch of them.
                 let raw_bytes = std::mem::take(&mut self.raw_bytes);
                 let weight = budget::batch_weight(&events) + raw_bytes;
@@ -47,8 +48,13 @@ impl Core {
 
     /// Room in the budget for the waiting batch; never ready while none waits. (It borrows
     /// only the sender: the protocol is not `Sync`, so the driver's future cannot hold `&self`.)
-    pub(super) fn room_for_pending(&self) -> impl std::future::Future<Output = Result<Room, Closed>> + Send + '_ {
-        let (tx, weight) = (self.events_tx.as_ref(), self.pending.as_ref().map(|p| p.weight));
+    pub(super) fn room_for_pending(
+        &self,
+    ) -> impl std::future::Future<Output = Result<Room, Closed>> + Send + '_ {
+        let (tx, weight) = (
+            self.events_tx.as_ref(),
+            self.pending.as_ref().map(|p| p.weight),
+        );
         async move {
             match (tx, weight) {
                 (Some(tx), Some(weight)) => tx.room(weight).await,
@@ -59,7 +65,9 @@ impl Core {
 
     /// Sends the waiting batch into the room taken for it; whether the caller got it.
     fn send_pending(&mut self, room: Result<Room, Closed>) -> bool {
-        let Some(Pending { events, .. }) = self.pending.take() else { return false };
+        let Some(Pending { events, .. }) = self.pending.take() else {
+            return false;
+        };
         let sent = match (&self.events_tx, room) {
             (Some(tx), Ok(room)) => tx.push(events, room).is_ok(),
             _ => false,
@@ -94,6 +102,7 @@ impl Core {
     /// once the run is being stopped and the agent has exited, always (what is left in the
     /// pipe is bounded by the pipe, and the run must end without the caller).
     pub(super) fn may_read(&self) -> bool {
-        self.pending.is_none() || (self.exit.is_some() && (self.stop.is_some() || self.fatal.is_some()))
+        self.pending.is_none()
+            || (self.exit.is_some() && (self.stop.is_some() || self.fatal.is_some()))
     }
 }

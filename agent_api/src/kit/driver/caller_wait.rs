@@ -30,7 +30,11 @@ pub(super) struct CallerWaits {
 
 impl CallerWaits {
     pub(super) fn new(limits: CallerWait) -> Self {
-        Self { limits, deadlines: HashMap::new(), seen: 0 }
+        Self {
+            limits,
+            deadlines: HashMap::new(),
+            seen: 0,
+        }
     }
 
     /// The earliest deadline, if any request waits under a limit.
@@ -58,12 +62,23 @@ impl Core {
             return;
         }
         waits.seen = changed;
-        let asked = self.transcript.pending_permissions().into_iter().map(|id| (id, Asked::Permission));
-        let asked = asked.chain(self.transcript.pending_questions().into_iter().map(|id| (id, Asked::Question)));
+        let asked = self
+            .transcript
+            .pending_permissions()
+            .into_iter()
+            .map(|id| (id, Asked::Permission));
+        let asked = asked.chain(
+            self.transcript
+                .pending_questions()
+                .into_iter()
+                .map(|id| (id, Asked::Question)),
+        );
         let mut still = HashMap::new();
         for (id, kind) in asked {
             let known = waits.deadlines.remove(&id);
-            if let Some(entry) = known.or_else(|| waits.limit(kind).map(|limit| (deadline_after(limit), kind))) {
+            if let Some(entry) =
+                known.or_else(|| waits.limit(kind).map(|limit| (deadline_after(limit), kind)))
+            {
                 still.insert(id, entry);
             }
         }
@@ -73,8 +88,13 @@ impl Core {
     /// Decides every request whose deadline passed, as the caller's [`OnCallerTimeout`] says.
     pub(super) fn on_caller_wait_over(&mut self) {
         let now = Instant::now();
-        let mut expired: Vec<(String, Asked)> =
-            self.caller_waits.deadlines.iter().filter(|(_, (at, _))| *at <= now).map(|(id, (_, kind))| (id.clone(), *kind)).collect();
+        let mut expired: Vec<(String, Asked)> = self
+            .caller_waits
+            .deadlines
+            .iter()
+            .filter(|(_, (at, _))| *at <= now)
+            .map(|(id, (_, kind))| (id.clone(), *kind))
+            .collect();
         expired.sort();
         for (id, _) in &expired {
             self.caller_waits.deadlines.remove(id);
@@ -91,10 +111,19 @@ impl Core {
         for (id, asked) in expired {
             let command = match asked {
                 Asked::Permission => {
-                    let message = "The caller did not answer in time; the request is denied.".to_string();
-                    ControlCommand::Permission { id, decision: PermissionDecision::Deny { message: Some(message) } }
+                    let message =
+                        "The caller did not answer in time; the request is denied.".to_string();
+                    ControlCommand::Permission {
+                        id,
+                        decision: PermissionDecision::Deny {
+                            message: Some(message),
+                        },
+                    }
                 }
-                Asked::Question => ControlCommand::Question { id, answer: QuestionAnswer::Reject },
+                Asked::Question => ControlCommand::Question {
+                    id,
+                    answer: QuestionAnswer::Reject,
+                },
             };
             self.transcript.set_decider(Some(DecidedBy::Timeout));
             // An answer the agent no longer takes (it withdrew the request) is no error here.

@@ -26,7 +26,10 @@ impl Core {
             Some(error) => Err(error),
             None => match self.with_ctx(|p, ctx| p.finish(&info, ctx)) {
                 Some(result) => self.settings.limits.enforce(result, &mut self.transcript),
-                None => Err(self.fatal.take().expect("with_ctx records why it returned nothing")),
+                None => Err(self
+                    .fatal
+                    .take()
+                    .expect("with_ctx records why it returned nothing")),
             },
         };
         // Read only now: a cancel requested before the completion is decided wins (cancel wins ties).
@@ -43,7 +46,12 @@ impl Core {
 
     /// Kills what is left of the agent's group and gathers how it ended.
     pub(super) async fn reap(&mut self, io: Io) -> ExitInfo {
-        let Io { source, lifecycle, stderr_task, mut stderr_live } = io;
+        let Io {
+            source,
+            lifecycle,
+            stderr_task,
+            mut stderr_live,
+        } = io;
         drop(source);
         if let Some(pgid) = self.pgid {
             signal_group(pgid, libc::SIGKILL);
@@ -55,7 +63,11 @@ impl Core {
         }
         drop(lifecycle);
         let stderr = match stderr_task {
-            Some(task) => tokio::time::timeout(Duration::from_secs(2), task).await.ok().and_then(Result::ok).unwrap_or_default(),
+            Some(task) => tokio::time::timeout(Duration::from_secs(2), task)
+                .await
+                .ok()
+                .and_then(Result::ok)
+                .unwrap_or_default(),
             None => std::mem::take(&mut self.replay_stderr),
         };
         if let Some(follower) = &mut self.follower {
@@ -67,7 +79,13 @@ impl Core {
             self.on_stderr(&line);
         }
         let (exit_code, signal) = self.exit.unwrap_or((None, None));
-        ExitInfo { exit_code, signal, stderr, oversized_lines: self.oversized_lines, stopped_by_daemon: self.stop.is_some() }
+        ExitInfo {
+            exit_code,
+            signal,
+            stderr,
+            oversized_lines: self.oversized_lines,
+            stopped_by_daemon: self.stop.is_some(),
+        }
     }
 
     /// Fills what the protocol left empty from the transcript, and bounds the data.
@@ -79,10 +97,13 @@ impl Core {
             completion.final_text = self.transcript.last_assistant_text().map(str::to_string);
         }
         if completion.session.is_none() {
-            completion.session = completion
-                .native_session_id
-                .as_ref()
-                .map(|id| crate::contract::session_ref::ran(&self.settings.agent_kind, id, self.settings.working_dir.as_deref()));
+            completion.session = completion.native_session_id.as_ref().map(|id| {
+                crate::contract::session_ref::ran(
+                    &self.settings.agent_kind,
+                    id,
+                    self.settings.working_dir.as_deref(),
+                )
+            });
         }
         completion.data = completion.data.map(crate::contract::bounds::bound_data);
         completion.launcher = completion.launcher.or_else(|| self.launcher.clone());
@@ -90,16 +111,25 @@ impl Core {
     }
 
     /// Writes the end of the transcript for `result` and completes the completion's fields.
-    pub(super) fn conclude(&mut self, result: Result<RunCompletion, AgentError>, info: &ExitInfo) -> Result<RunCompletion, AgentError> {
+    pub(super) fn conclude(
+        &mut self,
+        result: Result<RunCompletion, AgentError>,
+        info: &ExitInfo,
+    ) -> Result<RunCompletion, AgentError> {
         let result = match &self.settings.output_schema {
-            Some(schema) => result.map(|c| self.complete_fields(c)).and_then(|c| crate::contract::structured::conform(schema, c)),
+            Some(schema) => result
+                .map(|c| self.complete_fields(c))
+                .and_then(|c| crate::contract::structured::conform(schema, c)),
             None => result,
         };
         // Whichever backend built the error, no key it quoted reaches the caller.
         match result.map_err(AgentError::redacted) {
             Ok(mut completion) => {
                 let end = SessionEnd::completed();
-                self.transcript.end(SessionEnd { exit_code: info.exit_code, ..end });
+                self.transcript.end(SessionEnd {
+                    exit_code: info.exit_code,
+                    ..end
+                });
                 completion.exit_code = completion.exit_code.or(info.exit_code);
                 Ok(self.complete_fields(completion))
             }
@@ -109,9 +139,20 @@ impl Core {
                 self.transcript.terminal_error(&error);
                 let stopped = self.stop.is_some();
                 self.transcript.end(SessionEnd {
-                    reason: if stopped { SessionEndReason::Terminated } else { SessionEndReason::Error },
-                    terminated_by: if stopped { TerminatedBy::Daemon } else { TerminatedBy::Agent },
-                    message: Some(crate::contract::bounds::truncate_message(&error.to_string(), crate::contract::bounds::MESSAGE_BOUND)),
+                    reason: if stopped {
+                        SessionEndReason::Terminated
+                    } else {
+                        SessionEndReason::Error
+                    },
+                    terminated_by: if stopped {
+                        TerminatedBy::Daemon
+                    } else {
+                        TerminatedBy::Agent
+                    },
+                    message: Some(crate::contract::bounds::truncate_message(
+                        &error.to_string(),
+                        crate::contract::bounds::MESSAGE_BOUND,
+                    )),
                     exit_code: info.exit_code,
                     stderr: (!stopped).then(|| info.stderr.output()),
                 });

@@ -22,7 +22,11 @@ use crate::contract::universal::{SessionEnd, SessionEndReason, TerminatedBy, Uni
 /// Starts a session on the current tokio runtime: the agent of `transport` takes turns through
 /// [`Protocol::send_turn`] and ends each with [`super::Ctx::end_turn`]. The request's timeouts
 /// (in `settings`: total, turn, start-up, idle) apply to each turn; nothing is timed between turns.
-pub fn start_session(settings: RunSettings, transport: Transport, protocol: Box<dyn Protocol>) -> Session {
+pub fn start_session(
+    settings: RunSettings,
+    transport: Transport,
+    protocol: Box<dyn Protocol>,
+) -> Session {
     let agent_kind = settings.agent_kind.clone();
     let (core, io) = Core::new(settings, transport, protocol);
     let process_id = core.pgid.and_then(|pgid| u32::try_from(pgid).ok());
@@ -30,10 +34,26 @@ pub fn start_session(settings: RunSettings, transport: Transport, protocol: Box<
     let (commands_tx, commands) = mpsc::unbounded_channel();
     let shared = Arc::new(Mutex::new(SessionShared::default()));
     let abandoned = CancellationToken::new();
-    let commands = Commands { rx: commands, open: true, turns: 0, shared: shared.clone(), close: None };
-    let caller = Caller { abandoned: abandoned.clone(), turn: None, session: Some(commands) };
+    let commands = Commands {
+        rx: commands,
+        open: true,
+        turns: 0,
+        shared: shared.clone(),
+        close: None,
+    };
+    let caller = Caller {
+        abandoned: abandoned.clone(),
+        turn: None,
+        session: Some(commands),
+    };
     tokio::spawn(core.drive(io, caller));
-    let warm = WarmSession { commands: commands_tx, shared, abandoned, process_id, launcher };
+    let warm = WarmSession {
+        commands: commands_tx,
+        shared,
+        abandoned,
+        process_id,
+        launcher,
+    };
     Session::new(agent_kind, Engine::Warm(warm))
 }
 
@@ -63,7 +83,9 @@ pub(super) async fn next_command(session: &mut Option<Commands>) -> Option<Sessi
 
 impl Core {
     pub(super) fn on_command(&mut self, command: Option<SessionCommand>, caller: &mut Caller) {
-        let Some(session) = caller.session.as_mut() else { return };
+        let Some(session) = caller.session.as_mut() else {
+            return;
+        };
         match command {
             None => session.open = false,
             Some(SessionCommand::Turn(prompt, reply)) => {
@@ -71,7 +93,11 @@ impl Core {
                 let _ = reply.send(result);
             }
             Some(SessionCommand::SetMode(mode, reply)) => {
-                let _ = reply.send(self.set_mode(&mode, session.close.is_some(), caller.turn.is_some()));
+                let _ = reply.send(self.set_mode(
+                    &mode,
+                    session.close.is_some(),
+                    caller.turn.is_some(),
+                ));
             }
             Some(SessionCommand::Close(reply)) => {
                 session.close = Some(reply);
@@ -87,20 +113,36 @@ impl Core {
     }
 
     /// Switches the agent's mode between turns, through the protocol.
-    fn set_mode(&mut self, mode: &crate::contract::modes::AgentMode, closing: bool, in_turn: bool) -> Result<(), AgentError> {
+    fn set_mode(
+        &mut self,
+        mode: &crate::contract::modes::AgentMode,
+        closing: bool,
+        in_turn: bool,
+    ) -> Result<(), AgentError> {
         if closing || self.fatal.is_some() || self.exit.is_some() || self.source_done {
             return Err(AgentError::SessionClosed);
         }
         if in_turn {
             return Err(AgentError::TurnInProgress);
         }
-        self.with_ctx(|p, ctx| p.set_mode(mode, ctx)).unwrap_or(Err(AgentError::SessionClosed))
+        self.with_ctx(|p, ctx| p.set_mode(mode, ctx))
+            .unwrap_or(Err(AgentError::SessionClosed))
     }
 
     /// Opens the next turn: its channels and handle, its opening delimiter, the prompt to the agent.
-    fn start_turn(&mut self, prompt: &Prompt, caller: &mut Caller) -> Result<RunHandle, AgentError> {
-        let Some(session) = caller.session.as_mut() else { return Err(AgentError::SessionClosed) };
-        if session.close.is_some() || self.fatal.is_some() || self.exit.is_some() || self.source_done {
+    fn start_turn(
+        &mut self,
+        prompt: &Prompt,
+        caller: &mut Caller,
+    ) -> Result<RunHandle, AgentError> {
+        let Some(session) = caller.session.as_mut() else {
+            return Err(AgentError::SessionClosed);
+        };
+        if session.close.is_some()
+            || self.fatal.is_some()
+            || self.exit.is_some()
+            || self.source_done
+        {
             return Err(AgentError::SessionClosed);
         }
         if caller.turn.is_some() {
@@ -109,13 +151,17 @@ impl Core {
         let settings = &self.settings;
         if !prompt.images.is_empty() && !settings.prompt_images {
             let capability = agent_api_capabilities::IMAGES.to_string();
-            return Err(AgentError::UnsupportedCapability { kind: settings.agent_kind.to_string(), capability });
+            return Err(AgentError::UnsupportedCapability {
+                kind: settings.agent_kind.to_string(),
+                capability,
+            });
         }
         crate::contract::images::ImageFile::check_all(prompt)?;
         let (turn, handle) = self.open_turn(CancellationToken::new(), true);
         session.turns += 1;
         self.transcript.begin_turn();
-        self.transcript.daemon_status("turn_started", Some(format!("turn {}", session.turns)));
+        self.transcript
+            .daemon_status("turn_started", Some(format!("turn {}", session.turns)));
         caller.turn = Some(turn);
         if let Some(Err(error)) = self.with_ctx(|p, ctx| p.send_turn(prompt, ctx)) {
             self.turn_end.get_or_insert(Err(error));
@@ -124,15 +170,22 @@ impl Core {
     }
 
     /// What the turn's completion is: a stop the driver made wins over what the agent reported.
-    fn turn_result(&mut self, turn: &Turn, reported: Result<RunCompletion, AgentError>) -> Result<RunCompletion, AgentError> {
-        let cancelled = turn.cancel_requested() || matches!(self.stop, Some(Stop::Cancelled | Stop::Abandoned));
+    fn turn_result(
+        &mut self,
+        turn: &Turn,
+        reported: Result<RunCompletion, AgentError>,
+    ) -> Result<RunCompletion, AgentError> {
+        let cancelled =
+            turn.cancel_requested() || matches!(self.stop, Some(Stop::Cancelled | Stop::Abandoned));
         let result = if cancelled {
             Err(AgentError::Cancelled)
         } else if self.stop == Some(Stop::TimedOut) {
             Err(self.clock.error())
         } else {
             let limits = self.settings.limits;
-            limits.enforce(reported, &mut self.transcript).map(|completion| self.complete_fields(completion))
+            limits
+                .enforce(reported, &mut self.transcript)
+                .map(|completion| self.complete_fields(completion))
         };
         // Whichever backend built the error, no key it quoted reaches the caller.
         result.map_err(AgentError::redacted)
@@ -140,8 +193,14 @@ impl Core {
 
     /// The agent ended the turn: write the closing delimiter, send the turn's last events,
     /// then resolve its completion. A stop in progress is over: the session lives on.
-    pub(super) async fn end_turn(&mut self, reported: Result<RunCompletion, AgentError>, caller: &mut Caller) {
-        let (Some(turn), Some(session)) = (caller.turn.take(), caller.session.as_mut()) else { return };
+    pub(super) async fn end_turn(
+        &mut self,
+        reported: Result<RunCompletion, AgentError>,
+        caller: &mut Caller,
+    ) {
+        let (Some(turn), Some(session)) = (caller.turn.take(), caller.session.as_mut()) else {
+            return;
+        };
         let result = self.turn_result(&turn, reported);
         self.clock.pause();
         self.close_turn(&result, session.turns);
@@ -152,7 +211,8 @@ impl Core {
         }
         self.flush().await;
         self.events_tx = None;
-        lock(&session.shared).native_session_id = self.transcript.native_session_id().map(str::to_string);
+        lock(&session.shared).native_session_id =
+            self.transcript.native_session_id().map(str::to_string);
         let _ = turn.completion_tx.send(result);
     }
 
@@ -174,19 +234,38 @@ impl Core {
 
     /// The agent is gone: the turn in progress fails, the session ends, and what follows the
     /// last turn waits for `close`.
-    pub(super) async fn finish_session(mut self, io: Io, mut session: Commands, turn: Option<Turn>) {
+    pub(super) async fn finish_session(
+        mut self,
+        io: Io,
+        mut session: Commands,
+        turn: Option<Turn>,
+    ) {
         session.open = false;
         let info = self.reap(io).await;
         let closing = session.close.is_some() || self.stop == Some(Stop::Abandoned);
         let error = self.fatal.take().unwrap_or_else(|| info.early_exit_error());
         let stopped = self.stop.is_some() || closing;
         let end = if closing && turn.is_none() {
-            SessionEnd { exit_code: info.exit_code, ..SessionEnd::completed() }
+            SessionEnd {
+                exit_code: info.exit_code,
+                ..SessionEnd::completed()
+            }
         } else {
             SessionEnd {
-                reason: if stopped { SessionEndReason::Terminated } else { SessionEndReason::Error },
-                terminated_by: if stopped { TerminatedBy::Daemon } else { TerminatedBy::Agent },
-                message: Some(crate::contract::bounds::truncate_message(&error.to_string(), crate::contract::bounds::MESSAGE_BOUND)),
+                reason: if stopped {
+                    SessionEndReason::Terminated
+                } else {
+                    SessionEndReason::Error
+                },
+                terminated_by: if stopped {
+                    TerminatedBy::Daemon
+                } else {
+                    TerminatedBy::Agent
+                },
+                message: Some(crate::contract::bounds::truncate_message(
+                    &error.to_string(),
+                    crate::contract::bounds::MESSAGE_BOUND,
+                )),
                 exit_code: info.exit_code,
                 stderr: (!stopped).then(|| info.stderr.output()),
             }

@@ -101,7 +101,11 @@ impl RunSettings {
 
     /// Defaults plus what the request sets (raw payloads, timeout, buffer budget, cancellation)
     /// and, from the backend's capabilities, whether tool events carry the tools facet.
-    pub fn for_request(agent_kind: AgentKind, request: &RunRequest, capabilities: &CapabilitySet) -> Self {
+    pub fn for_request(
+        agent_kind: AgentKind,
+        request: &RunRequest,
+        capabilities: &CapabilitySet,
+    ) -> Self {
         let mut settings = Self::new(agent_kind);
         settings.include_raw = request.include_raw;
         settings.timeout = request.timeout;
@@ -109,12 +113,15 @@ impl RunSettings {
         settings.idle_timeout = request.idle_timeout;
         settings.turn_timeout = request.turn_timeout;
         settings.limits = request.limits;
-        settings.tools_structured = capabilities.contains(agent_api_capabilities::TOOLS_STRUCTURED_V1);
+        settings.tools_structured =
+            capabilities.contains(agent_api_capabilities::TOOLS_STRUCTURED_V1);
         settings.prompt_images = capabilities.contains(agent_api_capabilities::IMAGES);
         settings.cancellation = request.cancellation.clone();
         settings.caller_wait = request.caller_wait;
         settings.output_schema = request.portable.output_schema.clone();
-        settings.working_dir = request.session_working_dir().map(crate::contract::session_ref::absolute);
+        settings.working_dir = request
+            .session_working_dir()
+            .map(crate::contract::session_ref::absolute);
         if let Some(budget) = request.buffer_budget {
             settings.buffer_budget = budget;
         }
@@ -133,6 +140,11 @@ impl RunSettings {
 impl crate::contract::error::TimeoutLimits {
     /// The limits the driver's settings carry.
     pub(crate) fn of_settings(settings: &RunSettings) -> Self {
-        Self { total: settings.timeout, startup: settings.startup_timeout, idle: settings.idle_timeout, turn: settings.turn_timeout }
+        Self {
+            total: settings.timeout,
+            startup: settings.startup_timeout,
+            idle: settings.idle_timeout,
+            turn: settings.turn_timeout,
+        }
     }
 }

@@ -30,14 +30,22 @@ impl Protocol for Flood {
         "flood"
     }
 
-    fn on_message(&mut self, _message: serde_json::Value, ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
+    fn on_message(
+        &mut self,
+        _message: serde_json::Value,
+        ctx: &mut Ctx<'_>,
+    ) -> Result<(), Unparsed> {
         for n in 0..STATUSES {
             ctx.transcript.status("flood", Some(n.to_string()));
         }
         Ok(())
     }
 
-    fn finish(&mut self, _exit: &ExitInfo, _ctx: &mut Ctx<'_>) -> Result<RunCompletion, AgentError> {
+    fn finish(
+        &mut self,
+        _exit: &ExitInfo,
+        _ctx: &mut Ctx<'_>,
+    ) -> Result<RunCompletion, AgentError> {
         Ok(RunCompletion::new())
     }
 }
@@ -53,22 +61,46 @@ async fn a_line_that_makes_more_events_than_a_batch_holds_goes_out_in_several_ba
     let (tx, mut rx) = budget::channel(settings().buffer_budget);
     core.events_tx = Some(tx);
     core.handle_line(b"{}");
-    assert!(core.transcript.pending_events() > EVENTS_PER_BATCH, "the line made {} events", core.transcript.pending_events());
+    assert!(
+        core.transcript.pending_events() > EVENTS_PER_BATCH,
+        "the line made {} events",
+        core.transcript.pending_events()
+    );
     assert!(core.stage(), "the batches went to the caller");
     let sizes = rx.waiting_batch_sizes();
-    assert_eq!(sizes.iter().sum::<usize>(), 2 * STATUSES + 1, "every event went out (with session.started): {sizes:?}");
-    assert!(sizes.iter().all(|&n| n <= EVENTS_PER_BATCH), "a batch over {EVENTS_PER_BATCH} events: {sizes:?}");
+    assert_eq!(
+        sizes.iter().sum::<usize>(),
+        2 * STATUSES + 1,
+        "every event went out (with session.started): {sizes:?}"
+    );
+    assert!(
+        sizes.iter().all(|&n| n <= EVENTS_PER_BATCH),
+        "a batch over {EVENTS_PER_BATCH} events: {sizes:?}"
+    );
     assert_eq!(core.transcript.pending_events(), 0);
 }
 
 #[tokio::test]
 async fn the_events_of_a_line_split_into_batches_come_whole_and_in_order() {
-    let (events, completion) = start_run(settings(), one_line(), Box::new(Flood)).collect_universal().await;
+    let (events, completion) = start_run(settings(), one_line(), Box::new(Flood))
+        .collect_universal()
+        .await;
     completion.unwrap();
     let sequences: Vec<u64> = events.iter().map(|e| e.sequence).collect();
-    assert_eq!(sequences, (1..=sequences.len() as u64).collect::<Vec<_>>(), "no gap, no reordering");
-    let statuses = events.iter().filter_map(UniversalEvent::completed_item).filter(|i| i.text().is_empty()).count();
-    assert!(statuses >= STATUSES, "{statuses} status items of {STATUSES}");
+    assert_eq!(
+        sequences,
+        (1..=sequences.len() as u64).collect::<Vec<_>>(),
+        "no gap, no reordering"
+    );
+    let statuses = events
+        .iter()
+        .filter_map(UniversalEvent::completed_item)
+        .filter(|i| i.text().is_empty())
+        .count();
+    assert!(
+        statuses >= STATUSES,
+        "{statuses} status items of {STATUSES}"
+    );
 }
 
 /// A warm agent that says what it does on stderr: each stderr line becomes a status item, each
@@ -93,7 +125,11 @@ impl Protocol for Chatty {
         Ok(())
     }
 
-    fn on_message(&mut self, message: serde_json::Value, ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
+    fn on_message(
+        &mut self,
+        message: serde_json::Value,
+        ctx: &mut Ctx<'_>,
+    ) -> Result<(), Unparsed> {
         if message["done"] == true {
             ctx.end_turn(Ok(RunCompletion::new()));
         }
@@ -106,7 +142,9 @@ impl Protocol for Chatty {
 }
 
 fn notice_of(event: &UniversalEvent) -> Option<String> {
-    let UniversalEventBody::ItemCompleted(data) = &event.body else { return None };
+    let UniversalEventBody::ItemCompleted(data) = &event.body else {
+        return None;
+    };
     data.item.content.iter().find_map(|part| match part {
         ContentPart::Status { label, detail } if label == "notice" => detail.clone(),
         _ => None,
@@ -117,7 +155,9 @@ fn notice_of(event: &UniversalEvent) -> Option<String> {
 async fn a_warm_sessions_stderr_notice_arrives_during_the_turn() {
     // The agent takes the turn, says "retrying" on stderr, and then waits (for its stdin to close).
     let script = r#"read turn; echo "retrying in 1s" >&2; cat >/dev/null; echo '{"done":true}'"#;
-    let spec = CommandSpec::new("/bin/sh").args(["-c", script]).with_stdin();
+    let spec = CommandSpec::new("/bin/sh")
+        .args(["-c", script])
+        .with_stdin();
     let transport = Transport::spawn(&spec, 1024 * 1024).expect("sh spawns");
     let mut session = start_session(settings(), transport, Box::new(Chatty));
     let handle = session.send("go").await.expect("the turn starts");
@@ -131,12 +171,19 @@ async fn a_warm_sessions_stderr_notice_arrives_during_the_turn() {
         None
     })
     .await;
-    let notice = notice.expect("the stderr notice arrived while the agent still worked on its turn");
+    let notice =
+        notice.expect("the stderr notice arrived while the agent still worked on its turn");
     assert_eq!(notice.as_deref(), Some("retrying in 1s"));
     // The turn had not ended: the agent was still waiting.
     let mut completion = std::pin::pin!(completion);
-    assert!(futures::FutureExt::now_or_never(completion.as_mut()).is_none(), "the turn was still in progress");
+    assert!(
+        futures::FutureExt::now_or_never(completion.as_mut()).is_none(),
+        "the turn was still in progress"
+    );
     drop(events);
     session.close().await.expect("the session closes");
-    assert!(matches!(completion.await, Err(AgentError::Cancelled)), "closing during a turn cancels it");
+    assert!(
+        matches!(completion.await, Err(AgentError::Cancelled)),
+        "closing during a turn cancels it"
+    );
 }

@@ -32,9 +32,21 @@ use crate::contract::tools_facet::ToolCategory;
 /// assert_eq!(allowed_tools(&PermissionPolicy::ApproveAll, &TOOLS, &portable), ["Bash", "Read", "mcp__docs"]);
 /// assert!(allowed_tools(&PermissionPolicy::Ask, &TOOLS, &portable).is_empty());
 /// ```
-pub fn allowed_tools(policy: &PermissionPolicy, tools: &ToolTable, portable: &PortableOptions) -> Vec<String> {
+pub fn allowed_tools(
+    policy: &PermissionPolicy,
+    tools: &ToolTable,
+    portable: &PortableOptions,
+) -> Vec<String> {
     let approved = |category| policy.rule(category) == PermissionRule::Approve;
-    let native = tools.tools().iter().filter(|tool| tool.listed && approved(tool.category)).map(|tool| tool.name.to_string());
-    let mcp = portable.mcp_servers.keys().filter(|_| approved(ToolCategory::Mcp)).map(|name| format!("mcp__{name}"));
+    let native = tools
+        .tools()
+        .iter()
+        .filter(|tool| tool.listed && approved(tool.category))
+        .map(|tool| tool.name.to_string());
+    let mcp = portable
+        .mcp_servers
+        .keys()
+        .filter(|_| approved(ToolCategory::Mcp))
+        .map(|name| format!("mcp__{name}"));
     native.chain(mcp).collect()
 }

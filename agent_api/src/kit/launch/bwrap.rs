@@ -15,12 +15,29 @@ use crate::kit::command::CommandSpec;
 
 /// The `bwrap` arguments (up to and including `--`) for `spec`'s agent working in `cwd`, whose
 /// environment is `env`.
-pub(super) fn args(settings: &Bwrap, cwd: &Path, env: &BTreeMap<String, String>, spec: &CommandSpec, program: &Path) -> Vec<OsString> {
-    let mut args: Vec<OsString> =
-        ["--die-with-parent", "--unshare-pid", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
-            .into_iter()
-            .map(OsString::from)
-            .collect();
+pub(super) fn args(
+    settings: &Bwrap,
+    cwd: &Path,
+    env: &BTreeMap<String, String>,
+    spec: &CommandSpec,
+    program: &Path,
+) -> Vec<OsString> {
+    let mut args: Vec<OsString> = [
+        "--die-with-parent",
+        "--unshare-pid",
+        "--ro-bind",
+        "/",
+        "/",
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
+        "--tmpfs",
+        "/tmp",
+    ]
+    .into_iter()
+    .map(OsString::from)
+    .collect();
     if !settings.network {
         args.push("--unshare-net".into());
     }
@@ -30,31 +47,62 @@ pub(super) fn args(settings: &Bwrap, cwd: &Path, env: &BTreeMap<String, String>,
     let real_home = home.as_deref().is_some_and(is_callers_home);
     // The real home stays read-only: only the agent's own state in it is writable.
     let home_dirs: Vec<PathBuf> = match &home {
-        Some(home) if real_home => spec.home_state.iter().map(|state| home.join(state)).collect(),
+        Some(home) if real_home => spec
+            .home_state
+            .iter()
+            .map(|state| home.join(state))
+            .collect(),
         Some(home) => vec![home.clone()],
         None => Vec::new(),
     };
-    let vars = ["TMPDIR"].into_iter().chain(spec.state_vars.iter().map(String::as_str));
+    let vars = ["TMPDIR"]
+        .into_iter()
+        .chain(spec.state_vars.iter().map(String::as_str));
     let env_dirs = vars.filter_map(|name| env.get(name)).map(PathBuf::from);
     let own = spec.writable_dirs.iter().chain(&settings.writable).cloned();
-    let rw = std::iter::once(cwd.to_path_buf()).chain(home_dirs).chain(env_dirs).chain(own);
+    let rw = std::iter::once(cwd.to_path_buf())
+        .chain(home_dirs)
+        .chain(env_dirs)
+        .chain(own);
     let mut bound: Vec<PathBuf> = Vec::new();
     for dir in rw {
         // A declared state file (`~/.claude.json`) is bound as a file; anything else must be a folder.
         let bindable = dir.is_dir() || (real_home && dir.is_file());
         if bindable && !bound.contains(&dir) {
-            args.extend(["--bind".into(), dir.clone().into_os_string(), dir.clone().into_os_string()]);
+            args.extend([
+                "--bind".into(),
+                dir.clone().into_os_string(),
+                dir.clone().into_os_string(),
+            ]);
             bound.push(dir);
         }
     }
     // The run's own files (a config the SDK wrote under the sandbox's fresh /tmp, say), and the
     // program itself where the fresh /tmp would hide it (a build under a checkout in /tmp).
-    let program_paths = [program.to_path_buf(), program.canonicalize().unwrap_or_default()];
+    let program_paths = [
+        program.to_path_buf(),
+        program.canonicalize().unwrap_or_default(),
+    ];
     let hidden_program = program_paths.into_iter().filter(|p| p.starts_with("/tmp"));
-    for path in settings.read_only.iter().chain(&spec.local_files).cloned().chain(hidden_program).filter(|p| p.exists()) {
-        args.extend(["--ro-bind".into(), path.clone().into_os_string(), path.into_os_string()]);
+    for path in settings
+        .read_only
+        .iter()
+        .chain(&spec.local_files)
+        .cloned()
+        .chain(hidden_program)
+        .filter(|p| p.exists())
+    {
+        args.extend([
+            "--ro-bind".into(),
+            path.clone().into_os_string(),
+            path.into_os_string(),
+        ]);
     }
-    args.extend(["--chdir".into(), cwd.as_os_str().to_os_string(), "--".into()]);
+    args.extend([
+        "--chdir".into(),
+        cwd.as_os_str().to_os_string(),
+        "--".into(),
+    ]);
     args
 }
 

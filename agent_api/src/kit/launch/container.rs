@@ -35,19 +35,38 @@ pub(crate) fn run_container_name(run_id: &str) -> String {
 }
 
 /// How the run `run_id` reaches the container `settings` names, its agent getting `env`.
-pub(crate) fn far_prefix(settings: &Container, env: &BTreeMap<String, String>, run_id: &str) -> FarPrefix {
+pub(crate) fn far_prefix(
+    settings: &Container,
+    env: &BTreeMap<String, String>,
+    run_id: &str,
+) -> FarPrefix {
     // The marker is set in the client's environment by the spawner; `-e` carries it across.
     let passed = env.keys().map(String::as_str).chain([RUN_MARKER_VAR]);
-    let env_args: Vec<OsString> = passed.flat_map(|name| [OsString::from("-e"), OsString::from(name)]).collect();
+    let env_args: Vec<OsString> = passed
+        .flat_map(|name| [OsString::from("-e"), OsString::from(name)])
+        .collect();
     let (mut start, target): (Vec<OsString>, String) = match &settings.target {
         ContainerTarget::Exec(name) => (vec!["exec".into(), "-i".into()], name.clone()),
         ContainerTarget::Image(_) => {
             let name = run_container_name(run_id);
-            (vec!["run".into(), "--rm".into(), "-i".into(), "--name".into(), name.clone().into()], name)
+            (
+                vec![
+                    "run".into(),
+                    "--rm".into(),
+                    "-i".into(),
+                    "--name".into(),
+                    name.clone().into(),
+                ],
+                name,
+            )
         }
     };
     // `exec` enters a container whose mounts are set: only a new one gets the caller's.
-    let mounts = if matches!(settings.target, ContainerTarget::Image(_)) { settings.mounts.as_slice() } else { &[] };
+    let mounts = if matches!(settings.target, ContainerTarget::Image(_)) {
+        settings.mounts.as_slice()
+    } else {
+        &[]
+    };
     for mount in mounts {
         let mut spec = OsString::from(&mount.host);
         spec.push(":");
@@ -85,7 +104,13 @@ fn with_client_env(mut env: BTreeMap<String, String>) -> BTreeMap<String, String
     }
     if let (false, Some(home)) = (env.contains_key("DOCKER_CONFIG"), std::env::var_os("HOME")) {
         if env.get("HOME").map(OsString::from).as_ref() != Some(&home) {
-            env.insert("DOCKER_CONFIG".into(), PathBuf::from(home).join(".docker").to_string_lossy().into_owned());
+            env.insert(
+                "DOCKER_CONFIG".into(),
+                PathBuf::from(home)
+                    .join(".docker")
+                    .to_string_lossy()
+                    .into_owned(),
+            );
         }
     }
     env
@@ -98,20 +123,46 @@ mod tests {
     use crate::kit::launch::{far, plan};
     use crate::kit::CommandSpec;
 
-    fn planned(launcher: Launcher, spec: CommandSpec, run_id: &str) -> (Vec<String>, plan::Planned) {
-        let planned = plan(&spec.with_launcher(launcher), PathBuf::from("claude"), run_id).unwrap();
-        (planned.args.iter().map(|a| a.to_string_lossy().into_owned()).collect(), planned)
+    fn planned(
+        launcher: Launcher,
+        spec: CommandSpec,
+        run_id: &str,
+    ) -> (Vec<String>, plan::Planned) {
+        let planned = plan(
+            &spec.with_launcher(launcher),
+            PathBuf::from("claude"),
+            run_id,
+        )
+        .unwrap();
+        (
+            planned
+                .args
+                .iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect(),
+            planned,
+        )
     }
 
     #[test]
     fn exec_passes_env_names_only_and_the_argv_as_separate_elements() {
-        let spec = CommandSpec::new("claude").args(["-p", "it's $(rm -rf ~)"]).env("API_KEY", "s3cret-sentinel").cwd("/w");
-        let (args, planned) = planned(Launcher::Container(Container::exec(Engine::Docker, "box")), spec, "r1");
+        let spec = CommandSpec::new("claude")
+            .args(["-p", "it's $(rm -rf ~)"])
+            .env("API_KEY", "s3cret-sentinel")
+            .cwd("/w");
+        let (args, planned) = planned(
+            Launcher::Container(Container::exec(Engine::Docker, "box")),
+            spec,
+            "r1",
+        );
         assert_eq!(args[..4], ["exec", "-i", "-e", "API_KEY"]);
         let at = args.iter().position(|a| a == "box").unwrap();
         assert_eq!(args[at - 2..at], ["-e", RUN_MARKER_VAR]);
         assert_eq!(args[at + 1..at + 4], ["sh", "-c", far::START_SCRIPT]);
-        assert_eq!(args[at + 4..], ["agent-api", "r1", "/w", "claude", "-p", "it's $(rm -rf ~)"]);
+        assert_eq!(
+            args[at + 4..],
+            ["agent-api", "r1", "/w", "claude", "-p", "it's $(rm -rf ~)"]
+        );
         assert!(!args.iter().any(|a| a.contains("s3cret-sentinel")));
         assert_eq!(planned.env["API_KEY"], "s3cret-sentinel");
         assert_eq!(planned.program, PathBuf::from("docker"));
@@ -120,9 +171,26 @@ mod tests {
 
     #[test]
     fn an_image_run_is_named_after_the_run_and_gets_the_mounts() {
-        let settings = Container::image(Engine::Podman, "img:1").with_mount("/h/clis", "/opt/clis", true).with_mount("/h/w", "/w", false);
-        let (args, planned) = planned(Launcher::Container(settings), CommandSpec::new("codex"), "r2");
-        let expected = ["run", "--rm", "-i", "--name", "agent-api-r2", "-v", "/h/clis:/opt/clis:ro", "-v", "/h/w:/w", "-e"];
+        let settings = Container::image(Engine::Podman, "img:1")
+            .with_mount("/h/clis", "/opt/clis", true)
+            .with_mount("/h/w", "/w", false);
+        let (args, planned) = planned(
+            Launcher::Container(settings),
+            CommandSpec::new("codex"),
+            "r2",
+        );
+        let expected = [
+            "run",
+            "--rm",
+            "-i",
+            "--name",
+            "agent-api-r2",
+            "-v",
+            "/h/clis:/opt/clis:ro",
+            "-v",
+            "/h/w:/w",
+            "-e",
+        ];
         assert_eq!(args[..expected.len()], expected);
         let at = args.iter().position(|a| a == "img:1").unwrap();
         assert_eq!(args[at - 2..at], ["-e", RUN_MARKER_VAR]);

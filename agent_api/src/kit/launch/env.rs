@@ -43,7 +43,11 @@ pub const LAUNCHER_ENV: &[&str] = &[
 pub fn agent_env(spec: &CommandSpec) -> BTreeMap<String, String> {
     let mut env = BTreeMap::new();
     if !spec.clear_env {
-        let declared = spec.reads_env.iter().chain(&spec.state_vars).map(String::as_str);
+        let declared = spec
+            .reads_env
+            .iter()
+            .chain(&spec.state_vars)
+            .map(String::as_str);
         let names = LAUNCHER_ENV.iter().copied().chain(declared);
         for name in names {
             if spec.env_remove.iter().any(|removed| removed == name) {

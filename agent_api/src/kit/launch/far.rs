@@ -95,7 +95,11 @@ impl FarGroup {
 
     /// A far group stopped by `stop` (built with [`STOP_SCRIPT`]) within `grace` after SIGTERM.
     pub fn new(stop: LocalCommand, grace: Duration) -> Self {
-        Self { stop, grace, done: OnceLock::new() }
+        Self {
+            stop,
+            grace,
+            done: OnceLock::new(),
+        }
     }
 
     /// Starts stopping the far group (SIGTERM, grace, SIGKILL there), once; returns at once.

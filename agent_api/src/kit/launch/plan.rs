@@ -33,11 +33,18 @@ pub(crate) struct Planned {
 
 /// Plans `spec` (whose `program` is already resolved, for a local filesystem) through its launcher.
 /// `run_id` names the run's files on the far side.
-pub(crate) fn plan(spec: &CommandSpec, program: PathBuf, run_id: &str) -> Result<Planned, AgentError> {
+pub(crate) fn plan(
+    spec: &CommandSpec,
+    program: PathBuf,
+    run_id: &str,
+) -> Result<Planned, AgentError> {
     let env = agent_env(spec);
-    let agent_argv = || std::iter::once(program.clone().into_os_string()).chain(spec.args.iter().cloned());
+    let agent_argv =
+        || std::iter::once(program.clone().into_os_string()).chain(spec.args.iter().cloned());
     match &spec.launcher {
-        Launcher::Local => Err(AgentError::InvalidRequest { reason: "the local launcher is not planned".into() }),
+        Launcher::Local => Err(AgentError::InvalidRequest {
+            reason: "the local launcher is not planned".into(),
+        }),
         Launcher::Sandbox(settings) => {
             let cwd = match &spec.cwd {
                 Some(dir) => dir.clone(),
@@ -45,7 +52,14 @@ pub(crate) fn plan(spec: &CommandSpec, program: PathBuf, run_id: &str) -> Result
             };
             let mut args = super::bwrap::args(settings, &cwd, &env, spec, &program);
             args.extend(agent_argv());
-            Ok(Planned { program: settings.program.clone(), args, env, cwd: None, far: None, stdin_preamble: Vec::new() })
+            Ok(Planned {
+                program: settings.program.clone(),
+                args,
+                env,
+                cwd: None,
+                far: None,
+                stdin_preamble: Vec::new(),
+            })
         }
         Launcher::Prefix(_) | Launcher::Container(_) | Launcher::Ssh(_) => {
             if let Some(file) = spec.local_files.first() {
@@ -58,18 +72,38 @@ pub(crate) fn plan(spec: &CommandSpec, program: PathBuf, run_id: &str) -> Result
                 });
             }
             let reach = far_prefix(&spec.launcher, &env, run_id)?;
-            let dir = spec.cwd.clone().map(PathBuf::into_os_string).unwrap_or_default();
+            let dir = spec
+                .cwd
+                .clone()
+                .map(PathBuf::into_os_string)
+                .unwrap_or_default();
             let script = format!("{}{}", reach.script_preamble, far::START_SCRIPT);
-            let start = far::sh_argv(&script, [run_id.into(), dir].into_iter().chain(agent_argv()));
+            let start = far::sh_argv(
+                &script,
+                [run_id.into(), dir].into_iter().chain(agent_argv()),
+            );
             let tenths = (FAR_GRACE.as_millis() / 100).to_string();
             let stop = far::sh_argv(far::STOP_SCRIPT, [run_id.into(), tenths.into()]);
             let far_stop = reach.far_stop.iter().cloned().chain(stop).collect();
             let client_env = reach.client_env.clone().unwrap_or(env);
-            let stop =
-                LocalCommand { program: reach.program.clone(), args: reach.join(reach.stop.clone(), far_stop)?, env: client_env.clone() };
-            let args = reach.join(reach.start.clone(), reach.far_start.iter().cloned().chain(start).collect())?;
+            let stop = LocalCommand {
+                program: reach.program.clone(),
+                args: reach.join(reach.stop.clone(), far_stop)?,
+                env: client_env.clone(),
+            };
+            let args = reach.join(
+                reach.start.clone(),
+                reach.far_start.iter().cloned().chain(start).collect(),
+            )?;
             let far = Some(FarGroup::new(stop, FAR_GRACE));
-            Ok(Planned { program: reach.program, args, env: client_env, cwd: None, far, stdin_preamble: reach.stdin_preamble })
+            Ok(Planned {
+                program: reach.program,
+                args,
+                env: client_env,
+                cwd: None,
+                far,
+                stdin_preamble: reach.stdin_preamble,
+            })
         }
     }
 }
@@ -117,7 +151,11 @@ impl FarPrefix {
 
 impl FarPrefix {
     /// `before` then the far-side command, joined into one quoted string when the far side needs it.
-    fn join(&self, mut before: Vec<OsString>, command: Vec<OsString>) -> Result<Vec<OsString>, AgentError> {
+    fn join(
+        &self,
+        mut before: Vec<OsString>,
+        command: Vec<OsString>,
+    ) -> Result<Vec<OsString>, AgentError> {
         if self.one_string {
             before.push(super::shell_join(&command)?);
         } else {
@@ -128,14 +166,22 @@ impl FarPrefix {
 }
 
 /// The far-side prefix of `launcher`, whose agent gets `env`, for the run `run_id` (see [`FarPrefix`]).
-fn far_prefix(launcher: &Launcher, env: &BTreeMap<String, String>, run_id: &str) -> Result<FarPrefix, AgentError> {
+fn far_prefix(
+    launcher: &Launcher,
+    env: &BTreeMap<String, String>,
+    run_id: &str,
+) -> Result<FarPrefix, AgentError> {
     match launcher {
         Launcher::Prefix(prefix) => {
-            let (first, rest) = prefix.split_first().ok_or(AgentError::InvalidRequest { reason: "the launcher prefix is empty".into() })?;
+            let (first, rest) = prefix.split_first().ok_or(AgentError::InvalidRequest {
+                reason: "the launcher prefix is empty".into(),
+            })?;
             Ok(FarPrefix::argv(first.into(), rest.to_vec(), rest.to_vec()))
         }
         Launcher::Container(settings) => Ok(super::container::far_prefix(settings, env, run_id)),
         Launcher::Ssh(settings) => super::ssh::far_prefix(settings, env, run_id),
-        other => Err(AgentError::InvalidRequest { reason: format!("the {other} launcher has no far side") }),
+        other => Err(AgentError::InvalidRequest {
+            reason: format!("the {other} launcher has no far side"),
+        }),
     }
 }

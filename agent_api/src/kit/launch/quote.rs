@@ -18,7 +18,8 @@ use crate::contract::error::AgentError;
 pub fn shell_join(argv: &[OsString]) -> Result<OsString, AgentError> {
     let mut line = Vec::new();
     for (index, arg) in argv.iter().enumerate() {
-        let quoted = shlex::bytes::try_quote(arg.as_bytes()).map_err(|_| AgentError::UnquotableArgument { index })?;
+        let quoted = shlex::bytes::try_quote(arg.as_bytes())
+            .map_err(|_| AgentError::UnquotableArgument { index })?;
         if index > 0 {
             line.push(b' ');
         }

@@ -19,7 +19,16 @@ use crate::kit::reap::RUN_MARKER_VAR;
 
 /// Variables of this process the `ssh` client itself uses (config and keys under `HOME`, the agent's
 /// socket), passed to the client only.
-const CLIENT_ENV: &[&str] = &["PATH", "HOME", "USER", "LOGNAME", "SSH_AUTH_SOCK", "LANG", "LC_ALL", "LC_CTYPE"];
+const CLIENT_ENV: &[&str] = &[
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SSH_AUTH_SOCK",
+    "LANG",
+    "LC_ALL",
+    "LC_CTYPE",
+];
 
 /// Reads the environment lines the local side writes first on stdin (see the module docs) and exports
 /// them; `printf %b` undoes the escapes, the trailing `x` keeps trailing newlines of a value.
@@ -31,14 +40,27 @@ unset agent_api_line agent_api_value
 "#;
 
 /// How the run `run_id` reaches the host `settings` names, its agent getting `env` (over stdin).
-pub(crate) fn far_prefix(settings: &Ssh, env: &BTreeMap<String, String>, run_id: &str) -> Result<FarPrefix, AgentError> {
+pub(crate) fn far_prefix(
+    settings: &Ssh,
+    env: &BTreeMap<String, String>,
+    run_id: &str,
+) -> Result<FarPrefix, AgentError> {
     let mut env = env.clone();
     env.insert(RUN_MARKER_VAR.to_string(), run_id.to_string());
-    let client_env: BTreeMap<String, String> =
-        CLIENT_ENV.iter().filter_map(|name| Some((name.to_string(), std::env::var(name).ok()?))).collect();
+    let client_env: BTreeMap<String, String> = CLIENT_ENV
+        .iter()
+        .filter_map(|name| Some((name.to_string(), std::env::var(name).ok()?)))
+        .collect();
     // The stop runs in the login's environment: point it at the start's pidfile folder.
-    let tmpdir = format!("TMPDIR={}", env.get("TMPDIR").map_or("/tmp", String::as_str));
-    let mut reach = FarPrefix::argv(settings.program.clone(), client_args(settings), client_args(settings));
+    let tmpdir = format!(
+        "TMPDIR={}",
+        env.get("TMPDIR").map_or("/tmp", String::as_str)
+    );
+    let mut reach = FarPrefix::argv(
+        settings.program.clone(),
+        client_args(settings),
+        client_args(settings),
+    );
     reach.one_string = true;
     reach.client_env = Some(client_env);
     reach.far_start = vec!["env".into(), "-i".into()];
@@ -54,9 +76,16 @@ const PREAMBLE_WRITE_LIMIT: std::time::Duration = std::time::Duration::from_secs
 
 /// Writes `preamble` to `child`'s stdin before the caller gets the child (so nothing the driver
 /// writes can come first); closes stdin afterwards when the agent does not read it (`keep_stdin`).
-pub(crate) fn write_preamble(child: &mut tokio::process::Child, preamble: &[u8], keep_stdin: bool) -> Result<(), AgentError> {
+pub(crate) fn write_preamble(
+    child: &mut tokio::process::Child,
+    preamble: &[u8],
+    keep_stdin: bool,
+) -> Result<(), AgentError> {
     use std::os::fd::AsRawFd;
-    let stdin = child.stdin.as_ref().ok_or_else(|| std::io::Error::other("the launcher's stdin is not a pipe"))?;
+    let stdin = child
+        .stdin
+        .as_ref()
+        .ok_or_else(|| std::io::Error::other("the launcher's stdin is not a pipe"))?;
     let fd = stdin.as_raw_fd();
     let until = std::time::Instant::now() + PREAMBLE_WRITE_LIMIT;
     let mut rest = preamble;
@@ -72,7 +101,11 @@ pub(crate) fn write_preamble(child: &mut tokio::process::Child, preamble: &[u8],
             return Err(error.into());
         }
         // The pipe is full (tokio keeps it non-blocking): wait for room.
-        let mut poll = libc::pollfd { fd, events: libc::POLLOUT, revents: 0 };
+        let mut poll = libc::pollfd {
+            fd,
+            events: libc::POLLOUT,
+            revents: 0,
+        };
         // SAFETY: one valid pollfd, for at most 100 ms.
         unsafe { libc::poll(&mut poll, 1, 100) };
     }
@@ -102,10 +135,12 @@ fn client_args(settings: &Ssh) -> Vec<OsString> {
 fn env_lines(env: &BTreeMap<String, String>) -> Result<Vec<u8>, AgentError> {
     let mut out = Vec::new();
     for (name, value) in env {
-        let valid =
-            name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        let valid = name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
         if !valid {
-            return Err(AgentError::InvalidRequest { reason: format!("`{name}` is not an environment variable name") });
+            return Err(AgentError::InvalidRequest {
+                reason: format!("`{name}` is not an environment variable name"),
+            });
         }
         out.extend_from_slice(name.as_bytes());
         out.push(b'=');
@@ -143,7 +178,10 @@ mod tests {
     #[test]
     fn hostile_values_cross_the_preamble_unchanged() {
         let hostile = "a b 'q' \"d\" $(touch /tmp/x) `id` \\n \\ \n\nend\n";
-        let env = BTreeMap::from([("HOSTILE".to_string(), hostile.to_string()), ("PLAIN".into(), "x=y".into())]);
+        let env = BTreeMap::from([
+            ("HOSTILE".to_string(), hostile.to_string()),
+            ("PLAIN".into(), "x=y".into()),
+        ]);
         let seen = through_preamble(&env_lines(&env).unwrap());
         let seen = String::from_utf8(seen).unwrap();
         assert!(seen.contains(&format!("HOSTILE={hostile}")), "{seen:?}");
@@ -154,21 +192,52 @@ mod tests {
     #[test]
     fn a_bad_variable_name_is_refused() {
         let env = BTreeMap::from([("A=B".to_string(), String::new())]);
-        assert!(matches!(env_lines(&env), Err(AgentError::InvalidRequest { .. })));
+        assert!(matches!(
+            env_lines(&env),
+            Err(AgentError::InvalidRequest { .. })
+        ));
     }
 
     #[test]
     fn secrets_stay_off_the_ssh_argv_and_the_client_env() {
-        let launcher = crate::contract::launcher::Launcher::Ssh(Ssh::parse("dev@build-3:2222").unwrap());
-        let spec = crate::kit::CommandSpec::new("claude").arg("it's").env("API_KEY", "s3cret-sentinel").cwd("/w").with_launcher(launcher);
+        let launcher =
+            crate::contract::launcher::Launcher::Ssh(Ssh::parse("dev@build-3:2222").unwrap());
+        let spec = crate::kit::CommandSpec::new("claude")
+            .arg("it's")
+            .env("API_KEY", "s3cret-sentinel")
+            .cwd("/w")
+            .with_launcher(launcher);
         let planned = crate::kit::launch::plan(&spec, "claude".into(), "r1").unwrap();
         let preamble = planned.stdin_preamble.clone();
-        let args: Vec<String> = planned.args.iter().map(|a| a.to_string_lossy().into_owned()).collect();
-        assert_eq!(args[..9], ["-T", "-o", "BatchMode=yes", "-p", "2222", "-l", "dev", "--", "build-3"]);
+        let args: Vec<String> = planned
+            .args
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(
+            args[..9],
+            [
+                "-T",
+                "-o",
+                "BatchMode=yes",
+                "-p",
+                "2222",
+                "-l",
+                "dev",
+                "--",
+                "build-3"
+            ]
+        );
         assert!(args[9].starts_with("env -i sh -c "), "{}", args[9]);
-        assert!(args[9].ends_with(r#" agent-api r1 /w claude "it's""#), "{}", args[9]);
+        assert!(
+            args[9].ends_with(r#" agent-api r1 /w claude "it's""#),
+            "{}",
+            args[9]
+        );
         assert!(!args.iter().any(|a| a.contains("s3cret-sentinel")));
         assert!(!planned.env.values().any(|v| v.contains("s3cret-sentinel")));
-        assert!(String::from_utf8(preamble).unwrap().contains("API_KEY=s3cret-sentinel\n"));
+        assert!(String::from_utf8(preamble)
+            .unwrap()
+            .contains("API_KEY=s3cret-sentinel\n"));
     }
 }

@@ -13,8 +13,9 @@ use agent_api::kit::Ctx;
 use agent_api::request::{AgentMode, ModeInfo};
 use agent_api::AgentError;
 use agent_client_protocol_schema::{
-    SessionConfigKind, SessionConfigOption, SessionConfigOptionCategory, SessionConfigSelectOptions, SessionModeState,
-    SetSessionConfigOptionRequest, SetSessionModeRequest,
+    SessionConfigKind, SessionConfigOption, SessionConfigOptionCategory,
+    SessionConfigSelectOptions, SessionModeState, SetSessionConfigOptionRequest,
+    SetSessionModeRequest,
 };
 
 use super::Acp;
@@ -25,14 +26,24 @@ const MAX_MODES: usize = 32;
 
 /// An id as compared: lowercase, without `_`, `-` or spaces.
 fn normalized(id: &str) -> String {
-    id.chars().filter(|c| !matches!(c, '_' | '-' | ' ')).flat_map(char::to_lowercase).collect()
+    id.chars()
+        .filter(|c| !matches!(c, '_' | '-' | ' '))
+        .flat_map(char::to_lowercase)
+        .collect()
 }
 
 /// The agent's own id for `mode` among `advertised`; the default is `opened` (the mode the
 /// session opened in) where the agent lists no `default`.
-pub(crate) fn agent_mode_id<'a>(advertised: &'a [String], opened: Option<&'a str>, mode: &AgentMode) -> Option<&'a str> {
+pub(crate) fn agent_mode_id<'a>(
+    advertised: &'a [String],
+    opened: Option<&'a str>,
+    mode: &AgentMode,
+) -> Option<&'a str> {
     let wanted = normalized(mode.as_str());
-    let own = advertised.iter().map(String::as_str).find(|id| normalized(id) == wanted);
+    let own = advertised
+        .iter()
+        .map(String::as_str)
+        .find(|id| normalized(id) == wanted);
     own.or(opened.filter(|_| *mode == AgentMode::Default))
 }
 
@@ -49,28 +60,51 @@ pub(crate) struct Advertised {
 
 impl Advertised {
     /// The answer's `modes`, else its first select config option of category `mode`.
-    pub(crate) fn of(modes: Option<SessionModeState>, options: Option<Vec<SessionConfigOption>>) -> Self {
+    pub(crate) fn of(
+        modes: Option<SessionModeState>,
+        options: Option<Vec<SessionConfigOption>>,
+    ) -> Self {
         let id = |text: &str| utf8_prefix(text, 64).to_string();
         if let Some(modes) = modes {
             return Self {
                 current: Some(id(&modes.current_mode_id.0)),
-                ids: modes.available_modes.iter().take(MAX_MODES).map(|m| id(&m.id.0)).collect(),
+                ids: modes
+                    .available_modes
+                    .iter()
+                    .take(MAX_MODES)
+                    .map(|m| id(&m.id.0))
+                    .collect(),
                 config: None,
             };
         }
-        let select = options.into_iter().flatten().find_map(|option| match (option.category, option.kind) {
-            (Some(SessionConfigOptionCategory::Mode), SessionConfigKind::Select(select)) => Some((option.id, select)),
-            _ => None,
-        });
-        let Some((config, select)) = select else { return Self::default() };
+        let select =
+            options
+                .into_iter()
+                .flatten()
+                .find_map(|option| match (option.category, option.kind) {
+                    (
+                        Some(SessionConfigOptionCategory::Mode),
+                        SessionConfigKind::Select(select),
+                    ) => Some((option.id, select)),
+                    _ => None,
+                });
+        let Some((config, select)) = select else {
+            return Self::default();
+        };
         let values = match select.options {
             SessionConfigSelectOptions::Ungrouped(values) => values,
-            SessionConfigSelectOptions::Grouped(groups) => groups.into_iter().flat_map(|g| g.options).collect(),
+            SessionConfigSelectOptions::Grouped(groups) => {
+                groups.into_iter().flat_map(|g| g.options).collect()
+            }
             _ => Vec::new(),
         };
         Self {
             current: Some(id(&select.current_value.0)),
-            ids: values.iter().take(MAX_MODES).map(|v| id(&v.value.0)).collect(),
+            ids: values
+                .iter()
+                .take(MAX_MODES)
+                .map(|v| id(&v.value.0))
+                .collect(),
             config: Some(id(&config.0)),
         }
     }
@@ -98,16 +132,24 @@ impl Acp {
         self.session_open = true;
         for mode in std::mem::take(&mut self.queued_modes) {
             if let Err(refused) = self.send_mode(&mode, ctx) {
-                ctx.transcript.status("mode_refused", Some(refused.to_string()));
+                ctx.transcript
+                    .status("mode_refused", Some(refused.to_string()));
             }
         }
     }
 
     /// Switches a warm session's next turns to `mode`.
-    pub(super) fn switch_mode(&mut self, mode: &AgentMode, ctx: &mut Ctx<'_>) -> Result<(), AgentError> {
+    pub(super) fn switch_mode(
+        &mut self,
+        mode: &AgentMode,
+        ctx: &mut Ctx<'_>,
+    ) -> Result<(), AgentError> {
         if !self.warm || self.plan.is_none() {
             let capability = agent_api::capabilities::SESSION_MODE_SWITCH.to_string();
-            return Err(AgentError::UnsupportedCapability { kind: self.kind_name(), capability });
+            return Err(AgentError::UnsupportedCapability {
+                kind: self.kind_name(),
+                capability,
+            });
         }
         if let Some(modes) = self.switch_modes {
             agent_api::kit::check_mode(&self.kind_name(), modes, mode)?;
@@ -119,7 +161,8 @@ impl Acp {
         }
         // What the agent still asks is decided as the new mode says (plan mode denies writes).
         self.requests.set_mode(mode);
-        ctx.transcript.daemon_status("mode_changed", Some(mode.as_str().to_string()));
+        ctx.transcript
+            .daemon_status("mode_changed", Some(mode.as_str().to_string()));
         Ok(())
     }
 
@@ -127,9 +170,14 @@ impl Acp {
     fn send_mode(&mut self, mode: &AgentMode, ctx: &mut Ctx<'_>) -> Result<(), AgentError> {
         let (Some(session), false) = (self.session_id.clone(), self.agent_modes.is_empty()) else {
             let capability = agent_api::capabilities::SESSION_MODE_SWITCH.to_string();
-            return Err(AgentError::UnsupportedCapability { kind: self.kind_name(), capability });
+            return Err(AgentError::UnsupportedCapability {
+                kind: self.kind_name(),
+                capability,
+            });
         };
-        let Some(id) = agent_mode_id(&self.agent_modes, self.opened_mode.as_deref(), mode).map(str::to_string) else {
+        let Some(id) =
+            agent_mode_id(&self.agent_modes, self.opened_mode.as_deref(), mode).map(str::to_string)
+        else {
             return Err(AgentError::UnknownMode {
                 kind: self.kind_name(),
                 mode: utf8_prefix(mode.as_str(), 64).to_string(),
@@ -141,7 +189,11 @@ impl Acp {
                 let params = to_value(&SetSessionConfigOptionRequest::new(session, config, id));
                 self.send_request(ctx, "session/set_config_option", params);
             }
-            None => self.send_request(ctx, "session/set_mode", to_value(&SetSessionModeRequest::new(session, id))),
+            None => self.send_request(
+                ctx,
+                "session/set_mode",
+                to_value(&SetSessionModeRequest::new(session, id)),
+            ),
         }
         Ok(())
     }
@@ -153,17 +205,39 @@ mod tests {
 
     #[test]
     fn a_mode_is_the_agents_own_id_whatever_its_case_and_separators() {
-        let gemini: Vec<String> = ["default", "autoEdit", "yolo", "plan"].map(String::from).to_vec();
-        let qwen: Vec<String> = ["plan", "default", "auto-edit", "yolo"].map(String::from).to_vec();
-        assert_eq!(agent_mode_id(&gemini, Some("plan"), &AgentMode::parse("auto_edit")), Some("autoEdit"));
-        assert_eq!(agent_mode_id(&qwen, None, &AgentMode::parse("auto_edit")), Some("auto-edit"));
+        let gemini: Vec<String> = ["default", "autoEdit", "yolo", "plan"]
+            .map(String::from)
+            .to_vec();
+        let qwen: Vec<String> = ["plan", "default", "auto-edit", "yolo"]
+            .map(String::from)
+            .to_vec();
+        assert_eq!(
+            agent_mode_id(&gemini, Some("plan"), &AgentMode::parse("auto_edit")),
+            Some("autoEdit")
+        );
+        assert_eq!(
+            agent_mode_id(&qwen, None, &AgentMode::parse("auto_edit")),
+            Some("auto-edit")
+        );
         assert_eq!(agent_mode_id(&gemini, None, &AgentMode::Plan), Some("plan"));
-        assert_eq!(agent_mode_id(&gemini, Some("plan"), &AgentMode::Default), Some("default"));
-        assert_eq!(agent_mode_id(&gemini, None, &AgentMode::parse("build")), None);
+        assert_eq!(
+            agent_mode_id(&gemini, Some("plan"), &AgentMode::Default),
+            Some("default")
+        );
+        assert_eq!(
+            agent_mode_id(&gemini, None, &AgentMode::parse("build")),
+            None
+        );
         // An agent without a `default` mode (OpenCode: build, plan): the mode it opened in.
         let opencode: Vec<String> = ["build", "plan"].map(String::from).to_vec();
-        assert_eq!(agent_mode_id(&opencode, Some("build"), &AgentMode::Default), Some("build"));
-        assert_eq!(agent_mode_id(&opencode, Some("build"), &AgentMode::parse("yolo")), None);
+        assert_eq!(
+            agent_mode_id(&opencode, Some("build"), &AgentMode::Default),
+            Some("build")
+        );
+        assert_eq!(
+            agent_mode_id(&opencode, Some("build"), &AgentMode::parse("yolo")),
+            None
+        );
     }
 
     #[test]
@@ -178,17 +252,25 @@ mod tests {
         let advertised = Advertised::of(None, Some(vec![option("model"), option("mode")]));
         assert_eq!(
             (advertised.current.as_deref(), advertised.ids.as_slice()),
-            (Some("build"), ["build", "plan"].map(String::from).as_slice())
+            (
+                Some("build"),
+                ["build", "plan"].map(String::from).as_slice()
+            )
         );
         assert_eq!(advertised.config.as_deref(), Some("mode"));
         // No option of category `mode`: no modes.
-        assert!(Advertised::of(None, Some(vec![option("thought_level")])).ids.is_empty());
+        assert!(Advertised::of(None, Some(vec![option("thought_level")]))
+            .ids
+            .is_empty());
         // `modes` first, when the agent gives both.
         let modes: SessionModeState = serde_json::from_value(serde_json::json!({
             "currentModeId": "default", "availableModes": [{"id": "default", "name": "Default"}]
         }))
         .unwrap();
         let advertised = Advertised::of(Some(modes), Some(vec![option("mode")]));
-        assert_eq!((advertised.ids.as_slice(), advertised.config), (["default".to_string()].as_slice(), None));
+        assert_eq!(
+            (advertised.ids.as_slice(), advertised.config),
+            (["default".to_string()].as_slice(), None)
+        );
     }
 }

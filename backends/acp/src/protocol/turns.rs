@@ -7,14 +7,21 @@ use agent_api::kit::Ctx;
 use agent_api::{AgentError, Prompt, RunCompletion};
 use std::os::unix::ffi::OsStrExt;
 
-use agent_client_protocol_schema::{ContentBlock, ImageContent, ResourceLink, StopReason, TextContent};
+use agent_client_protocol_schema::{
+    ContentBlock, ImageContent, ResourceLink, StopReason, TextContent,
+};
 use percent_encoding::{percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use serde_json::json;
 
 use super::{stop_name, Acp};
 
 /// What a `file://` URI keeps unescaped of a path: letters, digits, `/` and `-_.~`.
-const URI_PATH: &AsciiSet = &NON_ALPHANUMERIC.remove(b'/').remove(b'-').remove(b'_').remove(b'.').remove(b'~');
+const URI_PATH: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'/')
+    .remove(b'-')
+    .remove(b'_')
+    .remove(b'.')
+    .remove(b'~');
 
 /// A prompt as the content blocks of one `session/prompt`: its text, each image inline
 /// (base64), each attachment as a link to the file (every ACP agent takes resource links).
@@ -30,12 +37,21 @@ const URI_PATH: &AsciiSet = &NON_ALPHANUMERIC.remove(b'/').remove(b'-').remove(b
 pub fn prompt_blocks(prompt: &Prompt) -> Result<Vec<ContentBlock>, AgentError> {
     let mut blocks = vec![ContentBlock::Text(TextContent::new(prompt.text.clone()))];
     for image in ImageData::read_all(prompt)? {
-        blocks.push(ContentBlock::Image(ImageContent::new(image.base64, image.file.media_type)));
+        blocks.push(ContentBlock::Image(ImageContent::new(
+            image.base64,
+            image.file.media_type,
+        )));
     }
     for path in &prompt.attachments {
         let path = crate::options::absolute(path);
-        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        let uri = format!("file://{}", percent_encode(path.as_os_str().as_bytes(), URI_PATH));
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let uri = format!(
+            "file://{}",
+            percent_encode(path.as_os_str().as_bytes(), URI_PATH)
+        );
         blocks.push(ContentBlock::ResourceLink(ResourceLink::new(name, uri)));
     }
     Ok(blocks)
@@ -51,12 +67,15 @@ impl Acp {
     pub(super) fn outcome(&mut self) -> Option<Result<RunCompletion, AgentError>> {
         Some(match self.stop.take()? {
             StopReason::Cancelled => Err(AgentError::Cancelled),
-            StopReason::Refusal => Err(AgentError::AgentFailed { message: "the agent refused to continue (stop reason refusal)".into() }),
+            StopReason::Refusal => Err(AgentError::AgentFailed {
+                message: "the agent refused to continue (stop reason refusal)".into(),
+            }),
             stop => {
                 let mut completion = RunCompletion::new();
                 completion.native_session_id = self.session_id.clone();
                 completion.usage = self.usage.take();
-                completion.data = Some(json!({"stop_reason": stop_name(stop), "agent": self.agent}));
+                completion.data =
+                    Some(json!({"stop_reason": stop_name(stop), "agent": self.agent}));
                 Ok(completion)
             }
         })
@@ -64,15 +83,23 @@ impl Acp {
 
     /// A warm session's next turn: one `session/prompt`, sent at once when the ACP session is
     /// open, else when `session/new` (or `session/load`) answers.
-    pub(super) fn next_turn(&mut self, prompt: &Prompt, ctx: &mut Ctx<'_>) -> Result<(), AgentError> {
+    pub(super) fn next_turn(
+        &mut self,
+        prompt: &Prompt,
+        ctx: &mut Ctx<'_>,
+    ) -> Result<(), AgentError> {
         if !self.warm {
-            return Err(AgentError::InvalidRequest { reason: "this ACP run takes no more turns".into() });
+            return Err(AgentError::InvalidRequest {
+                reason: "this ACP run takes no more turns".into(),
+            });
         }
         if let Some(error) = self.fatal.take() {
             return Err(error);
         }
         let Some(plan) = self.plan.as_mut() else {
-            return Err(AgentError::InvalidRequest { reason: "a replay takes no turns".into() });
+            return Err(AgentError::InvalidRequest {
+                reason: "a replay takes no turns".into(),
+            });
         };
         // Each turn reports its own stop reason and usage.
         self.stop = None;
@@ -121,11 +148,18 @@ mod tests {
     fn sent(harness: &mut ProtocolHarness) -> (Vec<String>, Value) {
         let sent = harness.take_sent();
         let id = sent.last().map(|m| m["id"].clone()).unwrap_or_default();
-        (sent.iter().filter_map(|m| m["method"].as_str().map(str::to_string)).collect(), id)
+        (
+            sent.iter()
+                .filter_map(|m| m["method"].as_str().map(str::to_string))
+                .collect(),
+            id,
+        )
     }
 
     fn answer(id: Value, result: Value) -> Vec<u8> {
-        json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string().into_bytes()
+        json!({"jsonrpc": "2.0", "id": id, "result": result})
+            .to_string()
+            .into_bytes()
     }
 
     /// Gemini answers `session/load` before it replays the history: the prompt waits for the end
@@ -137,7 +171,12 @@ mod tests {
             session: SessionSelector::Resume("s1".into()),
             prompts: VecDeque::from([prompt_blocks(&Prompt::from("second")).unwrap()]),
         };
-        let mut acp = Acp::live("test", plan, Requests::live(PermissionPolicy::Ask, FsMode::Off)).history_trails_load();
+        let mut acp = Acp::live(
+            "test",
+            plan,
+            Requests::live(PermissionPolicy::Ask, FsMode::Off),
+        )
+        .history_trails_load();
         let mut harness = ProtocolHarness::new();
         acp.start(&mut harness.ctx()).unwrap();
         let (methods, id) = sent(&mut harness);
@@ -146,19 +185,38 @@ mod tests {
         acp.on_line(&answer(id, init), &mut harness.ctx()).unwrap();
         let (methods, id) = sent(&mut harness);
         assert_eq!(methods, ["session/load"]);
-        acp.on_line(&answer(id, json!({})), &mut harness.ctx()).unwrap();
-        for line in [chunk("user_message_chunk", "first"), chunk("agent_message_chunk", "old answer")] {
+        acp.on_line(&answer(id, json!({})), &mut harness.ctx())
+            .unwrap();
+        for line in [
+            chunk("user_message_chunk", "first"),
+            chunk("agent_message_chunk", "old answer"),
+        ] {
             acp.on_line(&line, &mut harness.ctx()).unwrap();
         }
-        assert!(sent(&mut harness).0.is_empty(), "the prompt waits for the replay");
-        let commands = update(json!({"sessionUpdate": "available_commands_update", "availableCommands": []}));
+        assert!(
+            sent(&mut harness).0.is_empty(),
+            "the prompt waits for the replay"
+        );
+        let commands =
+            update(json!({"sessionUpdate": "available_commands_update", "availableCommands": []}));
         acp.on_line(&commands, &mut harness.ctx()).unwrap();
         let (methods, id) = sent(&mut harness);
         assert_eq!(methods, ["session/prompt"]);
-        acp.on_line(&chunk("agent_message_chunk", "new answer"), &mut harness.ctx()).unwrap();
-        acp.on_line(&answer(id, json!({"stopReason": "end_turn"})), &mut harness.ctx()).unwrap();
+        acp.on_line(
+            &chunk("agent_message_chunk", "new answer"),
+            &mut harness.ctx(),
+        )
+        .unwrap();
+        acp.on_line(
+            &answer(id, json!({"stopReason": "end_turn"})),
+            &mut harness.ctx(),
+        )
+        .unwrap();
         assert_eq!(harness.transcript.last_assistant_text(), Some("new answer"));
         let text = serde_json::to_string(&harness.transcript.take_events()).unwrap();
-        assert!(text.contains("assistant: old answer") && text.contains("user: first"), "{text}");
+        assert!(
+            text.contains("assistant: old answer") && text.contains("user: first"),
+            "{text}"
+        );
     }
 }

@@ -7,8 +7,14 @@
 //! launcher) it is the far side's relay instead: see `agent_api_amp::delegate::relay`.
 
 fn main() {
-    let invoked_as = std::env::args_os().next().map(std::path::PathBuf::from).unwrap_or_default();
-    if std::env::args_os().nth(1).is_some_and(|arg| arg == agent_api_amp::delegate::wire::RELAY_ARG) {
+    let invoked_as = std::env::args_os()
+        .next()
+        .map(std::path::PathBuf::from)
+        .unwrap_or_default();
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|arg| arg == agent_api_amp::delegate::wire::RELAY_ARG)
+    {
         // The settings delegate to this very program, which is then found by its own path.
         let helper = std::env::current_exe().unwrap_or(invoked_as);
         std::process::exit(agent_api_amp::delegate::relay::main(&helper));

@@ -38,7 +38,13 @@ struct Args {
 
 fn parse_args() -> Args {
     let argv: Vec<String> = std::env::args().skip(1).collect();
-    let mut args = Args { prompt: None, thinking: false, two_way: false, settings: None, thread: None };
+    let mut args = Args {
+        prompt: None,
+        thinking: false,
+        two_way: false,
+        settings: None,
+        thread: None,
+    };
     let mut i = 0;
     while i < argv.len() {
         match argv[i].as_str() {
@@ -69,17 +75,21 @@ fn parse_args() -> Args {
 
 /// The script's turns: native lines, split at each `send` of a session transcript.
 fn turns(path: &str) -> Vec<Vec<Value>> {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| fail(&format!("cannot read the script: {e}")));
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| fail(&format!("cannot read the script: {e}")));
     let mut turns = vec![Vec::new()];
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
-        let value: Value = serde_json::from_str(line).unwrap_or_else(|_| fail("the script has a line that is not JSON"));
+        let value: Value = serde_json::from_str(line)
+            .unwrap_or_else(|_| fail("the script has a line that is not JSON"));
         match value.get("dir").and_then(Value::as_str) {
             Some("send") if value["msg"]["type"] == "user" => {
                 if !turns.last().is_some_and(Vec::is_empty) {
                     turns.push(Vec::new());
                 }
             }
-            Some("recv") if value["msg"]["type"] != "agent_api.amp_delegate" => turns.last_mut().unwrap().push(value["msg"].clone()),
+            Some("recv") if value["msg"]["type"] != "agent_api.amp_delegate" => {
+                turns.last_mut().unwrap().push(value["msg"].clone())
+            }
             Some(_) => {}
             None => turns.last_mut().unwrap().push(value),
         }
@@ -97,16 +107,28 @@ fn allowed(settings: &Value, tool: &str, input: &Value) -> bool {
     if settings["amp.dangerouslyAllowAll"] == true {
         return true;
     }
-    let rules = settings["amp.permissions"].as_array().cloned().unwrap_or_default();
-    let Some(rule) = rules.iter().find(|r| r["tool"] == "*" || r["tool"] == tool) else { return true };
+    let rules = settings["amp.permissions"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let Some(rule) = rules.iter().find(|r| r["tool"] == "*" || r["tool"] == tool) else {
+        return true;
+    };
     match rule["action"].as_str() {
         Some("allow") => true,
         Some("delegate") => {
             let program = rule["to"].as_str().unwrap_or_default();
-            let child =
-                Command::new(program).env("AGENT", "amp").env("AGENT_TOOL_NAME", tool).stdin(Stdio::piped()).stdout(Stdio::null()).spawn();
+            let child = Command::new(program)
+                .env("AGENT", "amp")
+                .env("AGENT_TOOL_NAME", tool)
+                .stdin(Stdio::piped())
+                .stdout(Stdio::null())
+                .spawn();
             let Ok(mut child) = child else { return false };
-            let _ = child.stdin.take().map(|mut stdin| stdin.write_all(input.to_string().as_bytes()));
+            let _ = child
+                .stdin
+                .take()
+                .map(|mut stdin| stdin.write_all(input.to_string().as_bytes()));
             child.wait().is_ok_and(|status| status.code() == Some(0))
         }
         _ => false,
@@ -116,9 +138,14 @@ fn allowed(settings: &Value, tool: &str, input: &Value) -> bool {
 /// Calls `tool` of the streamable HTTP MCP server `server` as the settings give it: the text of
 /// its answer, and whether it is an error result.
 fn call_mcp(server: &Value, tool: &str, input: &Value) -> (String, bool) {
-    let Some(url) = server["url"].as_str() else { return ("the stand-in calls HTTP MCP servers only".into(), true) };
+    let Some(url) = server["url"].as_str() else {
+        return ("the stand-in calls HTTP MCP servers only".into(), true);
+    };
     let authorization = server["headers"]["Authorization"].as_str();
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap_or_else(|_| fail("no runtime"));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap_or_else(|_| fail("no runtime"));
     runtime.block_on(async {
         let answer = async {
             let client = agent_api::kit::caller_tools::client::McpClient::new(url, authorization)?;
@@ -126,7 +153,10 @@ fn call_mcp(server: &Value, tool: &str, input: &Value) -> (String, bool) {
             client.call_tool(tool, input.clone()).await
         };
         match answer.await {
-            Ok(result) => (agent_api::kit::caller_tools::client::result_text(&result), result["isError"] == true),
+            Ok(result) => (
+                agent_api::kit::caller_tools::client::result_text(&result),
+                result["isError"] == true,
+            ),
             Err(error) => (format!("MCP call failed: {error}"), true),
         }
     })
@@ -156,7 +186,9 @@ impl Player {
         for line in lines {
             let mut line = line.clone();
             if !self.tool_output.is_empty() {
-                let filled = line.to_string().replace("{tool_output}", &json_text(&self.tool_output));
+                let filled = line
+                    .to_string()
+                    .replace("{tool_output}", &json_text(&self.tool_output));
                 line = serde_json::from_str(&filled).unwrap_or(line);
             }
             match line["type"].as_str() {
@@ -178,7 +210,10 @@ impl Player {
     }
 
     fn assistant(&mut self, line: &mut Value) {
-        if let Some(content) = line.pointer_mut("/message/content").and_then(Value::as_array_mut) {
+        if let Some(content) = line
+            .pointer_mut("/message/content")
+            .and_then(Value::as_array_mut)
+        {
             if !self.args.thinking {
                 content.retain(|b| b["type"] != "thinking");
             }
@@ -199,25 +234,44 @@ impl Player {
     fn check(&mut self, calls: Vec<Value>) {
         for call in calls {
             let tool = call["name"].as_str().unwrap_or_default();
-            let disabled = self.settings["amp.tools.disable"].as_array().is_some_and(|names| names.iter().any(|n| n == tool));
+            let disabled = self.settings["amp.tools.disable"]
+                .as_array()
+                .is_some_and(|names| names.iter().any(|n| n == tool));
             if disabled {
-                self.disabled.insert(call["id"].as_str().unwrap_or_default().to_string());
+                self.disabled
+                    .insert(call["id"].as_str().unwrap_or_default().to_string());
             } else if !allowed(&self.settings, tool, &call["input"]) {
                 let id = call["id"].as_str().unwrap_or_default().to_string();
-                self.denials.push(json!({ "tool_name": tool, "tool_use_id": id, "tool_input": call["input"] }));
+                self.denials.push(
+                    json!({ "tool_name": tool, "tool_use_id": id, "tool_input": call["input"] }),
+                );
                 self.denied.insert(id);
-            } else if let Some((server, name)) = tool.strip_prefix("mcp__").and_then(|rest| rest.split_once("__")) {
+            } else if let Some((server, name)) = tool
+                .strip_prefix("mcp__")
+                .and_then(|rest| rest.split_once("__"))
+            {
                 let config = &self.settings["amp.mcpServers"][server];
-                let (text, is_error) =
-                    if config.is_null() { (format!("no MCP server named {server}"), true) } else { call_mcp(config, name, &call["input"]) };
+                let (text, is_error) = if config.is_null() {
+                    (format!("no MCP server named {server}"), true)
+                } else {
+                    call_mcp(config, name, &call["input"])
+                };
                 self.tool_output.clone_from(&text);
-                self.mcp_results.insert(call["id"].as_str().unwrap_or_default().to_string(), (text, is_error));
+                self.mcp_results.insert(
+                    call["id"].as_str().unwrap_or_default().to_string(),
+                    (text, is_error),
+                );
             }
         }
     }
 
     fn tool_results(&mut self, line: &mut Value) {
-        for block in line.pointer_mut("/message/content").and_then(Value::as_array_mut).into_iter().flatten() {
+        for block in line
+            .pointer_mut("/message/content")
+            .and_then(Value::as_array_mut)
+            .into_iter()
+            .flatten()
+        {
             if block["type"] != "tool_result" {
                 continue;
             }
@@ -246,7 +300,10 @@ fn json_text(text: &str) -> String {
 
 /// Starts a child that would outlive a careless parent, records it, and never returns.
 fn hang() -> ! {
-    let mut child = Command::new("sleep").arg("300").spawn().unwrap_or_else(|_| fail("cannot start sleep"));
+    let mut child = Command::new("sleep")
+        .arg("300")
+        .spawn()
+        .unwrap_or_else(|_| fail("cannot start sleep"));
     if let Ok(path) = std::env::var("AMP_STAND_IN_PIDFILE") {
         let _ = std::fs::write(path, child.id().to_string());
     }
@@ -268,9 +325,16 @@ fn read_turn(stdin: &mut impl BufRead) -> Option<String> {
         if line.trim().is_empty() {
             continue;
         }
-        let value: Value = serde_json::from_str(&line).unwrap_or_else(|_| fail("stdin: not a JSON line"));
-        let text = value.pointer("/message/content/0/text").and_then(Value::as_str);
-        match (value["type"].as_str(), value.pointer("/message/role").and_then(Value::as_str), text) {
+        let value: Value =
+            serde_json::from_str(&line).unwrap_or_else(|_| fail("stdin: not a JSON line"));
+        let text = value
+            .pointer("/message/content/0/text")
+            .and_then(Value::as_str);
+        match (
+            value["type"].as_str(),
+            value.pointer("/message/role").and_then(Value::as_str),
+            text,
+        ) {
             (Some("user"), Some("user"), Some(text)) => return Some(text.to_string()),
             _ => fail("stdin: expected a user message with text content blocks"),
         }
@@ -279,16 +343,22 @@ fn read_turn(stdin: &mut impl BufRead) -> Option<String> {
 
 fn main() {
     let args = parse_args();
-    let script = std::env::var("AMP_STAND_IN_SCRIPT").unwrap_or_else(|_| fail("AMP_STAND_IN_SCRIPT is not set"));
+    let script = std::env::var("AMP_STAND_IN_SCRIPT")
+        .unwrap_or_else(|_| fail("AMP_STAND_IN_SCRIPT is not set"));
     let turns = turns(&script);
     if let Some(thread) = &args.thread {
-        let known = turns.iter().flatten().any(|l| l["session_id"].as_str() == Some(thread.as_str()));
+        let known = turns
+            .iter()
+            .flatten()
+            .any(|l| l["session_id"].as_str() == Some(thread.as_str()));
         if !known {
             fail("thread not found");
         }
     }
     let settings = match &args.settings {
-        Some(path) => serde_json::from_slice(&std::fs::read(path).unwrap_or_default()).unwrap_or(Value::Null),
+        Some(path) => {
+            serde_json::from_slice(&std::fs::read(path).unwrap_or_default()).unwrap_or(Value::Null)
+        }
         None => Value::Null,
     };
     let hang = std::env::var("AMP_STAND_IN_HANG").is_ok_and(|v| v == "1");

@@ -52,7 +52,9 @@ pub(super) struct Relay {
 
 impl std::fmt::Debug for Relay {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Relay").field("dir", &self.dir).finish_non_exhaustive()
+        f.debug_struct("Relay")
+            .field("dir", &self.dir)
+            .finish_non_exhaustive()
     }
 }
 
@@ -67,45 +69,80 @@ impl Relay {
     ) -> Result<(Relay, BoundedLineReader<BufReader<ChildStdout>>), AgentError> {
         let not_started = |why: String| AgentError::Spawn {
             program: helper.to_path_buf(),
-            source: std::io::Error::other(format!("the permission relay did not start on the far side: {why}")),
+            source: std::io::Error::other(format!(
+                "the permission relay did not start on the far side: {why}"
+            )),
         };
-        let mut spec = CommandSpec::new(helper).arg(RELAY_ARG).with_stdin().with_launcher(launcher.clone());
+        let mut spec = CommandSpec::new(helper)
+            .arg(RELAY_ARG)
+            .with_stdin()
+            .with_launcher(launcher.clone());
         if let Some(dir) = tmpdir {
             spec = spec.env("TMPDIR", dir);
         }
         let mut child = agent_api::kit::process::spawn(&spec)?;
-        let (Some(mut stdin), Some(stdout), Some(stderr)) =
-            (child.child.stdin.take(), child.child.stdout.take(), child.child.stderr.take())
-        else {
+        let (Some(mut stdin), Some(stdout), Some(stderr)) = (
+            child.child.stdin.take(),
+            child.child.stdout.take(),
+            child.child.stderr.take(),
+        ) else {
             return Err(not_started("its pipes are missing".into()));
         };
         let first_stderr_line = tokio::spawn(async move {
             let mut text = Vec::new();
             let _ = stderr.take(64 * 1024).read_to_end(&mut text).await;
-            let line = String::from_utf8_lossy(&text).lines().find(|l| !l.trim().is_empty()).unwrap_or_default().to_string();
+            let line = String::from_utf8_lossy(&text)
+                .lines()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or_default()
+                .to_string();
             line.chars().take(200).collect::<String>()
         });
         let mut start = serde_json::to_vec(&start).map_err(std::io::Error::from)?;
         start.push(b'\n');
-        stdin.write_all(&start).await.map_err(|e| not_started(format!("cannot write to it: {e}")))?;
+        stdin
+            .write_all(&start)
+            .await
+            .map_err(|e| not_started(format!("cannot write to it: {e}")))?;
         let mut lines = BoundedLineReader::new(BufReader::new(stdout), LINE_CAP);
         let ready = tokio::time::timeout(READY_WITHIN, lines.next_line()).await;
         let dir = match ready {
-            Ok(Ok(Some(Line::Complete(line)))) => match serde_json::from_slice::<FromRelay>(&line) {
-                Ok(FromRelay::Ready { dir }) => dir,
-                Ok(FromRelay::Failed { reason }) => return Err(not_started(reason)),
-                _ => return Err(not_started("its first line is not a ready message".into())),
-            },
-            Err(_) => return Err(not_started(format!("it was not ready within {} s", READY_WITHIN.as_secs()))),
+            Ok(Ok(Some(Line::Complete(line)))) => {
+                match serde_json::from_slice::<FromRelay>(&line) {
+                    Ok(FromRelay::Ready { dir }) => dir,
+                    Ok(FromRelay::Failed { reason }) => return Err(not_started(reason)),
+                    _ => return Err(not_started("its first line is not a ready message".into())),
+                }
+            }
+            Err(_) => {
+                return Err(not_started(format!(
+                    "it was not ready within {} s",
+                    READY_WITHIN.as_secs()
+                )))
+            }
             Ok(_) => {
                 drop(child);
                 let said = first_stderr_line.await.unwrap_or_default();
-                let hint = format!("it ended before it was ready (is `{}` installed there?)", helper.display());
-                return Err(not_started(if said.is_empty() { hint } else { format!("{hint}: {said}") }));
+                let hint = format!(
+                    "it ended before it was ready (is `{}` installed there?)",
+                    helper.display()
+                );
+                return Err(not_started(if said.is_empty() {
+                    hint
+                } else {
+                    format!("{hint}: {said}")
+                }));
             }
         };
         let writer = RelayWriter(Arc::new(Mutex::new(Some(stdin))));
-        Ok((Relay { child: Some(child), writer, dir }, lines))
+        Ok((
+            Relay {
+                child: Some(child),
+                writer,
+                dir,
+            },
+            lines,
+        ))
     }
 
     /// The run's directory on the far side.
@@ -121,7 +158,9 @@ impl Relay {
     /// Closes the relay's stdin, then, on a thread of its own, gives it [`CLOSE_GRACE`] to remove
     /// the directory and exit before stopping what is left (so a drop never blocks).
     pub(super) fn close(&mut self) {
-        let Some(mut child) = self.child.take() else { return };
+        let Some(mut child) = self.child.take() else {
+            return;
+        };
         // A writer holding the lock is mid-answer; then the stop below ends the relay instead.
         if let Ok(mut stdin) = self.writer.0.try_lock() {
             stdin.take();
@@ -147,10 +186,20 @@ pub(super) async fn pass_requests(
     let secret: Arc<str> = secret.into();
     while let Ok(Some(line)) = lines.next_line().await {
         let Line::Complete(line) = line else { continue };
-        let Ok(FromRelay::Request { conn, request }) = serde_json::from_slice::<FromRelay>(&line) else { continue };
-        let (secret, replies, tx, writer) = (secret.clone(), replies.clone(), tx.clone(), writer.clone());
+        let Ok(FromRelay::Request { conn, request }) = serde_json::from_slice::<FromRelay>(&line)
+        else {
+            continue;
+        };
+        let (secret, replies, tx, writer) =
+            (secret.clone(), replies.clone(), tx.clone(), writer.clone());
         tokio::spawn(async move {
-            let exit = decide(serde_json::from_value::<Request>(request).ok(), &secret, &replies, &tx).await;
+            let exit = decide(
+                serde_json::from_value::<Request>(request).ok(),
+                &secret,
+                &replies,
+                &tx,
+            )
+            .await;
             writer.send(&ToRelay::Reply { conn, exit }).await;
         });
     }

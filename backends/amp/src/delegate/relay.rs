@@ -48,7 +48,12 @@ pub fn main(helper: &Path) -> i32 {
         let _ = std::fs::remove_dir_all(&*on_signal);
         std::process::exit(0);
     });
-    write(&output, &FromRelay::Ready { dir: (*dir).clone() });
+    write(
+        &output,
+        &FromRelay::Ready {
+            dir: (*dir).clone(),
+        },
+    );
     let waiting: Waiting = Arc::default();
     if let Some(listener) = listener {
         let (output, waiting) = (output.clone(), waiting.clone());
@@ -60,10 +65,21 @@ pub fn main(helper: &Path) -> i32 {
 }
 
 /// Reads the start line and lays the directory out; the error says why in words.
-fn start(input: &mut impl BufRead, helper: &Path) -> Result<(PathBuf, Option<UnixListener>), String> {
+fn start(
+    input: &mut impl BufRead,
+    helper: &Path,
+) -> Result<(PathBuf, Option<UnixListener>), String> {
     let mut line = Vec::new();
-    input.take(MAX_START).read_until(b'\n', &mut line).map_err(|e| format!("cannot read the start line: {e}"))?;
-    let Ok(ToRelay::Start { settings, delegate, secret }) = serde_json::from_slice::<ToRelay>(&line) else {
+    input
+        .take(MAX_START)
+        .read_until(b'\n', &mut line)
+        .map_err(|e| format!("cannot read the start line: {e}"))?;
+    let Ok(ToRelay::Start {
+        settings,
+        delegate,
+        secret,
+    }) = serde_json::from_slice::<ToRelay>(&line)
+    else {
         return Err("the first line is not a start message".into());
     };
     let settings = match settings {
@@ -73,12 +89,20 @@ fn start(input: &mut impl BufRead, helper: &Path) -> Result<(PathBuf, Option<Uni
     };
     let laid_out = || -> io::Result<(tempfile::TempDir, Option<UnixListener>)> {
         let dir = super::private_dir()?;
-        let listener = if delegate { Some(super::lay_out(dir.path(), helper, &secret)?) } else { None };
-        super::write_private(&dir.path().join(SETTINGS_FILE), &super::settings_bytes(settings, dir.path(), delegate)?)?;
+        let listener = if delegate {
+            Some(super::lay_out(dir.path(), helper, &secret)?)
+        } else {
+            None
+        };
+        super::write_private(
+            &dir.path().join(SETTINGS_FILE),
+            &super::settings_bytes(settings, dir.path(), delegate)?,
+        )?;
         Ok((dir, listener))
     };
     // Until it is ready the directory removes itself on error; afterwards the relay removes it.
-    let (dir, listener) = laid_out().map_err(|e| format!("cannot lay out the run's directory: {e}"))?;
+    let (dir, listener) =
+        laid_out().map_err(|e| format!("cannot lay out the run's directory: {e}"))?;
     Ok((dir.keep(), listener))
 }
 
@@ -132,7 +156,9 @@ fn write(output: &Output, message: &FromRelay) {
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// The signals that stop a relay (the launcher's stop sends SIGTERM), blocked in every thread so

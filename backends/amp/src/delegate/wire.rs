@@ -113,15 +113,38 @@ pub enum FromRelay {
 /// status amp reads as its verdict. Any failure rejects the call (fail closed).
 pub fn ask_sdk(invoked_as: &Path, tool: &str, mut stdin: impl Read) -> i32 {
     let mut raw = Vec::new();
-    if stdin.by_ref().take(MAX_INPUT as u64 + 1).read_to_end(&mut raw).is_err() || raw.len() > MAX_INPUT {
+    if stdin
+        .by_ref()
+        .take(MAX_INPUT as u64 + 1)
+        .read_to_end(&mut raw)
+        .is_err()
+        || raw.len() > MAX_INPUT
+    {
         return EXIT_REJECT;
     }
-    let input: Value =
-        if raw.iter().all(u8::is_ascii_whitespace) { Value::Null } else { serde_json::from_slice(&raw).unwrap_or(Value::Null) };
-    let Some(dir) = invoked_as.parent() else { return EXIT_REJECT };
-    let Ok(text) = std::fs::read(dir.join(CHANNEL_FILE)) else { return EXIT_REJECT };
-    let Ok(channel) = serde_json::from_slice::<Channel>(&text) else { return EXIT_REJECT };
-    exchange(&channel, &Request { secret: channel.secret.clone(), tool: tool.to_string(), input }).unwrap_or(EXIT_REJECT)
+    let input: Value = if raw.iter().all(u8::is_ascii_whitespace) {
+        Value::Null
+    } else {
+        serde_json::from_slice(&raw).unwrap_or(Value::Null)
+    };
+    let Some(dir) = invoked_as.parent() else {
+        return EXIT_REJECT;
+    };
+    let Ok(text) = std::fs::read(dir.join(CHANNEL_FILE)) else {
+        return EXIT_REJECT;
+    };
+    let Ok(channel) = serde_json::from_slice::<Channel>(&text) else {
+        return EXIT_REJECT;
+    };
+    exchange(
+        &channel,
+        &Request {
+            secret: channel.secret.clone(),
+            tool: tool.to_string(),
+            input,
+        },
+    )
+    .unwrap_or(EXIT_REJECT)
 }
 
 /// Sends `request` and waits, without limit, for the verdict: the caller may take as long as it
@@ -135,5 +158,9 @@ fn exchange(channel: &Channel, request: &Request) -> std::io::Result<i32> {
     let mut answer = String::new();
     BufReader::new(stream.take(256)).read_line(&mut answer)?;
     let reply: Reply = serde_json::from_str(answer.trim())?;
-    Ok(if reply.exit == EXIT_ALLOW { EXIT_ALLOW } else { reply.exit.max(EXIT_REJECT) })
+    Ok(if reply.exit == EXIT_ALLOW {
+        EXIT_ALLOW
+    } else {
+        reply.exit.max(EXIT_REJECT)
+    })
 }

@@ -34,30 +34,90 @@ pub fn file_refs(changes: &[FileUpdateChange]) -> Vec<ContentPart> {
         .iter()
         .map(|c| ContentPart::FileRef {
             path: c.path.clone(),
-            action: if c.kind_name() == "update" { FileAction::Patch } else { FileAction::Write },
+            action: if c.kind_name() == "update" {
+                FileAction::Patch
+            } else {
+                FileAction::Write
+            },
             diff: c.diff.clone(),
         })
         .collect()
 }
 
 fn failed(status: Option<&str>) -> bool {
-    matches!(status, Some("failed" | "declined" | "interrupted" | "cancelled"))
+    matches!(
+        status,
+        Some("failed" | "declined" | "interrupted" | "cancelled")
+    )
 }
 
 /// The tool call and, at completion, the outcome of a tool-like item; `None` for other items.
 fn tool_of(item: &ThreadItem) -> Option<(String, ToolCall, ToolOutcome)> {
     let (id, (call, outcome)) = match item {
-        ThreadItem::CommandExecution { id, command, cwd, status, aggregated_output, exit_code } => {
-            (id, command_execution(command, cwd.as_deref(), status.as_deref(), aggregated_output.as_deref(), *exit_code))
-        }
-        ThreadItem::FileChange { id, changes, status } => (id, file_change(changes, status.as_deref())),
-        ThreadItem::McpToolCall { id, server, tool, arguments, status, result, error } => {
-            (id, mcp_tool_call(server, tool, arguments, status.as_deref(), result.as_ref(), error.as_ref()))
-        }
-        ThreadItem::DynamicToolCall { id, tool, arguments, status, content_items, success } => {
-            (id, dynamic_tool_call(tool, arguments, status.as_deref(), content_items.as_ref(), *success))
-        }
-        ThreadItem::CollabAgentToolCall { id, tool, prompt, status } => (
+        ThreadItem::CommandExecution {
+            id,
+            command,
+            cwd,
+            status,
+            aggregated_output,
+            exit_code,
+        } => (
+            id,
+            command_execution(
+                command,
+                cwd.as_deref(),
+                status.as_deref(),
+                aggregated_output.as_deref(),
+                *exit_code,
+            ),
+        ),
+        ThreadItem::FileChange {
+            id,
+            changes,
+            status,
+        } => (id, file_change(changes, status.as_deref())),
+        ThreadItem::McpToolCall {
+            id,
+            server,
+            tool,
+            arguments,
+            status,
+            result,
+            error,
+        } => (
+            id,
+            mcp_tool_call(
+                server,
+                tool,
+                arguments,
+                status.as_deref(),
+                result.as_ref(),
+                error.as_ref(),
+            ),
+        ),
+        ThreadItem::DynamicToolCall {
+            id,
+            tool,
+            arguments,
+            status,
+            content_items,
+            success,
+        } => (
+            id,
+            dynamic_tool_call(
+                tool,
+                arguments,
+                status.as_deref(),
+                content_items.as_ref(),
+                *success,
+            ),
+        ),
+        ThreadItem::CollabAgentToolCall {
+            id,
+            tool,
+            prompt,
+            status,
+        } => (
             id,
             (
                 ToolCall {
@@ -66,10 +126,18 @@ fn tool_of(item: &ThreadItem) -> Option<(String, ToolCall, ToolOutcome)> {
                     arguments: json!({"prompt": prompt}).to_string(),
                     ..ToolCall::default()
                 },
-                ToolOutcome { failed: failed(status.as_deref()), ..ToolOutcome::default() },
+                ToolOutcome {
+                    failed: failed(status.as_deref()),
+                    ..ToolOutcome::default()
+                },
             ),
         ),
-        ThreadItem::WebSearch { id, query, action, results } => (
+        ThreadItem::WebSearch {
+            id,
+            query,
+            action,
+            results,
+        } => (
             id,
             (
                 ToolCall {
@@ -78,18 +146,38 @@ fn tool_of(item: &ThreadItem) -> Option<(String, ToolCall, ToolOutcome)> {
                     arguments: json!({"query": query, "action": action}).to_string(),
                     ..ToolCall::default()
                 },
-                ToolOutcome { output: results.as_ref().map(Value::to_string).unwrap_or_default(), ..ToolOutcome::default() },
+                ToolOutcome {
+                    output: results.as_ref().map(Value::to_string).unwrap_or_default(),
+                    ..ToolOutcome::default()
+                },
             ),
         ),
         ThreadItem::ImageView { id, path } => (id, image_view(path)),
-        ThreadItem::ImageGeneration { id, status, saved_path, revised_prompt } => {
-            (id, image_generation(status.as_str(), saved_path.as_ref(), revised_prompt))
-        }
+        ThreadItem::ImageGeneration {
+            id,
+            status,
+            saved_path,
+            revised_prompt,
+        } => (
+            id,
+            image_generation(status.as_str(), saved_path.as_ref(), revised_prompt),
+        ),
         ThreadItem::FunctionCallOutput { id, name, output } => (
             id,
             (
-                ToolCall { kind: "function_call", name: name.clone(), arguments: "{}".into(), ..ToolCall::default() },
-                ToolOutcome { output: output.as_str().map(str::to_string).unwrap_or_else(|| output.to_string()), ..ToolOutcome::default() },
+                ToolCall {
+                    kind: "function_call",
+                    name: name.clone(),
+                    arguments: "{}".into(),
+                    ..ToolCall::default()
+                },
+                ToolOutcome {
+                    output: output
+                        .as_str()
+                        .map(str::to_string)
+                        .unwrap_or_else(|| output.to_string()),
+                    ..ToolOutcome::default()
+                },
             ),
         ),
         _ => return None,
@@ -110,12 +198,20 @@ fn command_execution(
         arguments: json!({"command": command, "cwd": cwd}).to_string(),
         ..ToolCall::default()
     };
-    let outcome = ToolOutcome { output: output.unwrap_or_default().to_string(), exit_code, failed: failed(status), files: Vec::new() };
+    let outcome = ToolOutcome {
+        output: output.unwrap_or_default().to_string(),
+        exit_code,
+        failed: failed(status),
+        files: Vec::new(),
+    };
     (call, outcome)
 }
 
 fn file_change(changes: &[FileUpdateChange], status: Option<&str>) -> (ToolCall, ToolOutcome) {
-    let paths: Vec<Value> = changes.iter().map(|c| json!({"path": c.path, "kind": c.kind_name()})).collect();
+    let paths: Vec<Value> = changes
+        .iter()
+        .map(|c| json!({"path": c.path, "kind": c.kind_name()}))
+        .collect();
     let call = ToolCall {
         kind: FacetKind::FileChange.as_str(),
         name: "apply_patch".into(),
@@ -123,7 +219,14 @@ fn file_change(changes: &[FileUpdateChange], status: Option<&str>) -> (ToolCall,
         files: file_refs(changes),
         ..ToolCall::default()
     };
-    (call, ToolOutcome { failed: failed(status), files: file_refs(changes), ..ToolOutcome::default() })
+    (
+        call,
+        ToolOutcome {
+            failed: failed(status),
+            files: file_refs(changes),
+            ..ToolOutcome::default()
+        },
+    )
 }
 
 fn mcp_tool_call(
@@ -135,7 +238,11 @@ fn mcp_tool_call(
     error: Option<&Value>,
 ) -> (ToolCall, ToolOutcome) {
     let output = match (result, error) {
-        (_, Some(e)) => e.get("message").and_then(Value::as_str).unwrap_or("").to_string(),
+        (_, Some(e)) => e
+            .get("message")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string(),
         (Some(r), None) => mcp_text(r),
         _ => String::new(),
     };
@@ -146,7 +253,14 @@ fn mcp_tool_call(
         tool_name: Some(tool.to_string()),
         ..ToolCall::default()
     };
-    (call, ToolOutcome { output, failed: failed(status) || error.is_some(), ..ToolOutcome::default() })
+    (
+        call,
+        ToolOutcome {
+            output,
+            failed: failed(status) || error.is_some(),
+            ..ToolOutcome::default()
+        },
+    )
 }
 
 fn dynamic_tool_call(
@@ -156,7 +270,12 @@ fn dynamic_tool_call(
     content_items: Option<&Value>,
     success: Option<bool>,
 ) -> (ToolCall, ToolOutcome) {
-    let call = ToolCall { kind: "dynamic_tool_call", name: tool.to_string(), arguments: arguments.to_string(), ..ToolCall::default() };
+    let call = ToolCall {
+        kind: "dynamic_tool_call",
+        name: tool.to_string(),
+        arguments: arguments.to_string(),
+        ..ToolCall::default()
+    };
     let outcome = ToolOutcome {
         output: content_items.map(mcp_text).unwrap_or_default(),
         failed: failed(status) || success == Some(false),
@@ -166,16 +285,28 @@ fn dynamic_tool_call(
 }
 
 fn image_view(path: &str) -> (ToolCall, ToolOutcome) {
-    let call =
-        ToolCall { kind: "image_view", name: "view_image".into(), arguments: json!({"path": path}).to_string(), ..ToolCall::default() };
+    let call = ToolCall {
+        kind: "image_view",
+        name: "view_image".into(),
+        arguments: json!({"path": path}).to_string(),
+        ..ToolCall::default()
+    };
     let outcome = ToolOutcome {
-        files: vec![ContentPart::FileRef { path: path.to_string(), action: FileAction::Read, diff: None }],
+        files: vec![ContentPart::FileRef {
+            path: path.to_string(),
+            action: FileAction::Read,
+            diff: None,
+        }],
         ..ToolOutcome::default()
     };
     (call, outcome)
 }
 
-fn image_generation(status: Option<&str>, saved_path: Option<&String>, revised_prompt: &impl serde::Serialize) -> (ToolCall, ToolOutcome) {
+fn image_generation(
+    status: Option<&str>,
+    saved_path: Option<&String>,
+    revised_prompt: &impl serde::Serialize,
+) -> (ToolCall, ToolOutcome) {
     let call = ToolCall {
         kind: "image_generation",
         name: "image_generation".into(),
@@ -185,7 +316,13 @@ fn image_generation(status: Option<&str>, saved_path: Option<&String>, revised_p
     let outcome = ToolOutcome {
         output: saved_path.cloned().unwrap_or_default(),
         failed: failed(status),
-        files: saved_path.iter().map(|p| ContentPart::Image { path: p.to_string(), mime: None }).collect(),
+        files: saved_path
+            .iter()
+            .map(|p| ContentPart::Image {
+                path: p.to_string(),
+                mime: None,
+            })
+            .collect(),
         ..ToolOutcome::default()
     };
     (call, outcome)
@@ -195,35 +332,66 @@ fn image_generation(status: Option<&str>, saved_path: Option<&String>, revised_p
 fn mcp_text(value: &Value) -> String {
     let items = value.get("content").unwrap_or(value);
     match items.as_array() {
-        Some(parts) => parts.iter().filter_map(|p| p.get("text").and_then(Value::as_str)).collect::<Vec<_>>().join("\n"),
+        Some(parts) => parts
+            .iter()
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n"),
         None => value.to_string(),
     }
 }
 
 /// The status label and detail of a status-like item.
 fn status_of(item: &ThreadItem) -> Option<(String, String, Option<String>)> {
-    let short = |v: &Value| v.as_str().map(str::to_string).or_else(|| v.get("type").and_then(Value::as_str).map(str::to_string));
+    let short = |v: &Value| {
+        v.as_str()
+            .map(str::to_string)
+            .or_else(|| v.get("type").and_then(Value::as_str).map(str::to_string))
+    };
     Some(match item {
         ThreadItem::Plan { id, text } => (id.clone(), "plan".into(), Some(text.clone())),
         ThreadItem::HookPrompt { id, fragments } => {
-            let text: Vec<&str> = fragments.iter().filter_map(|f| f.get("text").and_then(Value::as_str)).collect();
+            let text: Vec<&str> = fragments
+                .iter()
+                .filter_map(|f| f.get("text").and_then(Value::as_str))
+                .collect();
             (id.clone(), "hook_prompt".into(), Some(text.join("\n")))
         }
-        ThreadItem::SubAgentActivity { id, kind, agent_path } => {
-            (id.clone(), "sub_agent_activity".into(), short(kind).or_else(|| short(agent_path)))
+        ThreadItem::SubAgentActivity {
+            id,
+            kind,
+            agent_path,
+        } => (
+            id.clone(),
+            "sub_agent_activity".into(),
+            short(kind).or_else(|| short(agent_path)),
+        ),
+        ThreadItem::Sleep { id, duration_ms } => (
+            id.clone(),
+            "sleep".into(),
+            duration_ms.map(|d| format!("{d} ms")),
+        ),
+        ThreadItem::EnteredReviewMode { id, review } => {
+            (id.clone(), "review_started".into(), short(review))
         }
-        ThreadItem::Sleep { id, duration_ms } => (id.clone(), "sleep".into(), duration_ms.map(|d| format!("{d} ms"))),
-        ThreadItem::EnteredReviewMode { id, review } => (id.clone(), "review_started".into(), short(review)),
-        ThreadItem::ExitedReviewMode { id, review } => (id.clone(), "review_finished".into(), short(review)),
+        ThreadItem::ExitedReviewMode { id, review } => {
+            (id.clone(), "review_finished".into(), short(review))
+        }
         ThreadItem::ContextCompaction { id } => (id.clone(), "context_compacted".into(), None),
         _ => return None,
     })
 }
 
 fn reasoning_parts(summary: &[String], content: &[String]) -> Vec<ContentPart> {
-    let mut parts = vec![ContentPart::Reasoning { text: summary.join("\n\n"), visibility: ReasoningVisibility::Public }];
+    let mut parts = vec![ContentPart::Reasoning {
+        text: summary.join("\n\n"),
+        visibility: ReasoningVisibility::Public,
+    }];
     if !content.is_empty() {
-        parts.push(ContentPart::Reasoning { text: content.join("\n\n"), visibility: ReasoningVisibility::Private });
+        parts.push(ContentPart::Reasoning {
+            text: content.join("\n\n"),
+            visibility: ReasoningVisibility::Private,
+        });
     }
     parts
 }
@@ -234,12 +402,22 @@ fn user_parts(content: &[Value]) -> Vec<ContentPart> {
     for input in content {
         match input.get("type").and_then(Value::as_str) {
             Some("text") => text.push_str(input.get("text").and_then(Value::as_str).unwrap_or("")),
-            Some("localImage") => {
-                parts.push(ContentPart::Image { path: input.get("path").and_then(Value::as_str).unwrap_or("").into(), mime: None })
-            }
-            Some("image") => {
-                parts.push(ContentPart::Image { path: input.get("url").and_then(Value::as_str).unwrap_or("").into(), mime: None })
-            }
+            Some("localImage") => parts.push(ContentPart::Image {
+                path: input
+                    .get("path")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .into(),
+                mime: None,
+            }),
+            Some("image") => parts.push(ContentPart::Image {
+                path: input
+                    .get("url")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .into(),
+                mime: None,
+            }),
             _ => {}
         }
     }
@@ -267,13 +445,21 @@ impl Items {
     }
 
     /// `item/started`.
-    pub fn started(&mut self, t: &mut Transcript, item: &Value, turn_id: Option<&str>) -> Result<(), String> {
+    pub fn started(
+        &mut self,
+        t: &mut Transcript,
+        item: &Value,
+        turn_id: Option<&str>,
+    ) -> Result<(), String> {
         let Some(parsed) = Self::parse(item)? else {
             let (id, kind) = item_id_and_type(item);
             let new = NewItem::other(
                 ItemKind::Unknown,
                 None,
-                vec![ContentPart::Status { label: "unknown_item".into(), detail: Some(kind.to_string()) }],
+                vec![ContentPart::Status {
+                    label: "unknown_item".into(),
+                    detail: Some(kind.to_string()),
+                }],
             );
             self.open_item(t, id.unwrap_or("unknown"), new);
             return Ok(());
@@ -287,21 +473,39 @@ impl Items {
             return Ok(());
         }
         match &parsed {
-            ThreadItem::UserMessage { id, .. } => self.open_item(t, id, NewItem::message(ItemRole::User)),
-            ThreadItem::AgentMessage { id, .. } => self.open_item(t, id, NewItem::message(ItemRole::Assistant)),
-            ThreadItem::Reasoning { id, .. } => self.open_item(t, id, NewItem::reasoning(ReasoningVisibility::Public)),
+            ThreadItem::UserMessage { id, .. } => {
+                self.open_item(t, id, NewItem::message(ItemRole::User))
+            }
+            ThreadItem::AgentMessage { id, .. } => {
+                self.open_item(t, id, NewItem::message(ItemRole::Assistant))
+            }
+            ThreadItem::Reasoning { id, .. } => {
+                self.open_item(t, id, NewItem::reasoning(ReasoningVisibility::Public))
+            }
             _ => {}
         }
         Ok(())
     }
 
     /// `item/completed`.
-    pub fn completed(&mut self, t: &mut Transcript, item: &Value, turn_id: Option<&str>) -> Result<(), String> {
+    pub fn completed(
+        &mut self,
+        t: &mut Transcript,
+        item: &Value,
+        turn_id: Option<&str>,
+    ) -> Result<(), String> {
         let Some(parsed) = Self::parse(item)? else {
             let (id, kind) = item_id_and_type(item);
             let id = id.unwrap_or("unknown");
-            let content = vec![ContentPart::Status { label: "unknown_item".into(), detail: Some(kind.to_string()) }];
-            self.open_item(t, id, NewItem::other(ItemKind::Unknown, None, content.clone()));
+            let content = vec![ContentPart::Status {
+                label: "unknown_item".into(),
+                detail: Some(kind.to_string()),
+            }];
+            self.open_item(
+                t,
+                id,
+                NewItem::other(ItemKind::Unknown, None, content.clone()),
+            );
             if let Some(daemon) = self.open.remove(id) {
                 t.complete_item_with(&daemon, content);
             }
@@ -312,17 +516,33 @@ impl Items {
             return Ok(());
         }
         let (native, new, content) = if let Some((id, label, detail)) = status_of(&parsed) {
-            (id, NewItem::status(label.clone(), None), vec![ContentPart::Status { label, detail }])
+            (
+                id,
+                NewItem::status(label.clone(), None),
+                vec![ContentPart::Status { label, detail }],
+            )
         } else {
             match parsed {
-                ThreadItem::UserMessage { id, content } => (id, NewItem::message(ItemRole::User), user_parts(&content)),
+                ThreadItem::UserMessage { id, content } => {
+                    (id, NewItem::message(ItemRole::User), user_parts(&content))
+                }
                 ThreadItem::AgentMessage { id, text } => {
                     self.final_text = Some(text.clone());
-                    (id, NewItem::message(ItemRole::Assistant), vec![ContentPart::Text { text }])
+                    (
+                        id,
+                        NewItem::message(ItemRole::Assistant),
+                        vec![ContentPart::Text { text }],
+                    )
                 }
-                ThreadItem::Reasoning { id, summary, content } => {
-                    (id, NewItem::reasoning(ReasoningVisibility::Public), reasoning_parts(&summary, &content))
-                }
+                ThreadItem::Reasoning {
+                    id,
+                    summary,
+                    content,
+                } => (
+                    id,
+                    NewItem::reasoning(ReasoningVisibility::Public),
+                    reasoning_parts(&summary, &content),
+                ),
                 _ => return Ok(()),
             }
         };
@@ -335,7 +555,13 @@ impl Items {
 
     /// A text delta for the item `native`; opens `stub` first when the item is not open (the
     /// ordering rule).
-    pub fn delta(&mut self, t: &mut Transcript, native: &str, text: &str, stub: impl FnOnce() -> NewItem) {
+    pub fn delta(
+        &mut self,
+        t: &mut Transcript,
+        native: &str,
+        text: &str,
+        stub: impl FnOnce() -> NewItem,
+    ) {
         if text.is_empty() {
             return;
         }

@@ -119,7 +119,10 @@ impl AppServer {
     /// A converter that serves a live session through `plan` (its prompt is ignored): the
     /// thread opens at once, and every turn is a `turn/start` on it.
     pub fn session(plan: StartPlan, policy: PermissionPolicy) -> Self {
-        Self { session: true, ..Self::live(plan, policy) }
+        Self {
+            session: true,
+            ..Self::live(plan, policy)
+        }
     }
 
     /// A converter that drives a live `codex app-server` through `plan`, answering approval
@@ -139,7 +142,9 @@ impl AppServer {
 
     fn send_request(&mut self, ctx: &mut Ctx<'_>, method: &str, params: Value) {
         if self.live_mode() {
-            let message = self.peer.request(method, params, Pending::of_method(method));
+            let message = self
+                .peer
+                .request(method, params, Pending::of_method(method));
             ctx.send(&message);
         }
     }
@@ -185,7 +190,10 @@ impl AppServer {
     }
 
     fn on_response(&mut self, id: Value, result: Value, ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
-        let tag = self.peer.take_pending(&id).or_else(|| self.recorded.remove(&id_key(&id)));
+        let tag = self
+            .peer
+            .take_pending(&id)
+            .or_else(|| self.recorded.remove(&id_key(&id)));
         match tag {
             Some(Pending::Initialize) => {
                 if self.live_mode() {
@@ -194,7 +202,8 @@ impl AppServer {
                 }
             }
             Some(Pending::ThreadList) => {
-                let list: schema::ThreadList = parse("the thread/list result", result).map_err(Unparsed)?;
+                let list: schema::ThreadList =
+                    parse("the thread/list result", result).map_err(Unparsed)?;
                 match list.data.into_iter().next() {
                     Some(thread) => self.open_thread(ctx, Some(thread.id)),
                     None => {
@@ -211,7 +220,8 @@ impl AppServer {
                 }
             }
             Some(Pending::Thread) => {
-                let envelope: schema::ThreadEnvelope = parse("the thread result", result).map_err(Unparsed)?;
+                let envelope: schema::ThreadEnvelope =
+                    parse("the thread result", result).map_err(Unparsed)?;
                 let thread_id = envelope.thread.id.clone();
                 self.thread_started(ctx.transcript, envelope);
                 if !self.session {
@@ -221,7 +231,8 @@ impl AppServer {
                 }
             }
             Some(Pending::TurnStart) => {
-                let envelope: schema::TurnEnvelope = parse("the turn/start result", result).map_err(Unparsed)?;
+                let envelope: schema::TurnEnvelope =
+                    parse("the turn/start result", result).map_err(Unparsed)?;
                 self.turn_id.get_or_insert(envelope.turn.id);
                 self.send_pending_interrupt(ctx);
             }
@@ -232,7 +243,9 @@ impl AppServer {
 
     /// Sends the thread request of the plan; `resume_id` is the thread `thread/list` found.
     fn open_thread(&mut self, ctx: &mut Ctx<'_>, resume_id: Option<String>) {
-        let Some(plan) = self.plan.clone() else { return };
+        let Some(plan) = self.plan.clone() else {
+            return;
+        };
         let mut params = plan.thread_params.clone();
         let method = match (&plan.session, resume_id) {
             (_, Some(id)) => {
@@ -257,14 +270,18 @@ impl AppServer {
     }
 
     fn on_error_response(&mut self, id: Value, message: String, ctx: &mut Ctx<'_>) {
-        let tag = self.peer.take_pending(&id).or_else(|| self.recorded.remove(&id_key(&id)));
+        let tag = self
+            .peer
+            .take_pending(&id)
+            .or_else(|| self.recorded.remove(&id_key(&id)));
         let what = match tag {
             Some(Pending::Initialize) => "initialize",
             Some(Pending::ThreadList) => "thread/list",
             Some(Pending::Thread) => "the thread request",
             Some(Pending::TurnStart) => "turn/start",
             Some(Pending::Other) | None => {
-                ctx.transcript.status("request_refused", Some(errors::explanation(&message)));
+                ctx.transcript
+                    .status("request_refused", Some(errors::explanation(&message)));
                 return;
             }
         };
@@ -272,7 +289,8 @@ impl AppServer {
         let error = match tag {
             // No handshake, no session: the agent's own words say why.
             Some(Pending::Initialize) => AgentError::Protocol { reason },
-            Some(Pending::Thread) => errors::missing_thread(&message).unwrap_or(AgentError::AgentFailed { message: reason }),
+            Some(Pending::Thread) => errors::missing_thread(&message)
+                .unwrap_or(AgentError::AgentFailed { message: reason }),
             _ => AgentError::AgentFailed { message: reason },
         };
         if self.session {
@@ -285,32 +303,54 @@ impl AppServer {
     }
 
     fn turn_completed(&mut self, envelope: schema::TurnEnvelope, ctx: &mut Ctx<'_>) {
-        if !self.ours(envelope.thread_id.as_deref()) || self.turn_id.as_deref().is_some_and(|id| id != envelope.turn.id) {
+        if !self.ours(envelope.thread_id.as_deref())
+            || self
+                .turn_id
+                .as_deref()
+                .is_some_and(|id| id != envelope.turn.id)
+        {
             return;
         }
         let t = &mut *ctx.transcript;
-        let status = envelope.turn.status.clone().unwrap_or_else(|| "completed".into());
+        let status = envelope
+            .turn
+            .status
+            .clone()
+            .unwrap_or_else(|| "completed".into());
         self.items.fail_all(t);
         let outcome = match status.as_str() {
             "completed" => Outcome::Completed,
             "interrupted" => Outcome::Interrupted,
             _ => {
                 let (class, message) = match (&envelope.turn.error, &self.last_error) {
-                    (Some(e), _) => (errors::classify(e.codex_error_info.as_ref(), &e.message), e.message.clone()),
+                    (Some(e), _) => (
+                        errors::classify(e.codex_error_info.as_ref(), &e.message),
+                        e.message.clone(),
+                    ),
                     (None, Some((class, message))) => (*class, message.clone()),
-                    (None, None) => {
-                        (ErrorClass::Other, format!("the turn ended with status {}", agent_api::kit::bounds::utf8_prefix(&status, 32)))
-                    }
+                    (None, None) => (
+                        ErrorClass::Other,
+                        format!(
+                            "the turn ended with status {}",
+                            agent_api::kit::bounds::utf8_prefix(&status, 32)
+                        ),
+                    ),
                 };
                 Outcome::Failed(class.into_error(&message))
             }
         };
-        t.status("turn_completed", Some(agent_api::kit::bounds::utf8_prefix(&status, 32).to_string()));
+        t.status(
+            "turn_completed",
+            Some(agent_api::kit::bounds::utf8_prefix(&status, 32).to_string()),
+        );
         self.turn_id.get_or_insert(envelope.turn.id);
         self.outcome = Some(outcome);
         if self.session {
-            let result =
-                self.completion().unwrap_or_else(|| Err(AgentError::Protocol { reason: "a turn ended without an outcome".into() }));
+            let result = self.completion().unwrap_or_else(|| {
+                Err(AgentError::Protocol {
+                    reason: "a turn ended without an outcome".into(),
+                })
+            });
             ctx.end_turn(result);
         } else if self.live_mode() {
             ctx.shutdown();
@@ -318,16 +358,26 @@ impl AppServer {
     }
 
     /// The item notifications: item starts and completions, and their streamed content.
-    fn on_item_notification(&mut self, method: &str, params: Value, ctx: &mut Ctx<'_>) -> Result<(), String> {
+    fn on_item_notification(
+        &mut self,
+        method: &str,
+        params: Value,
+        ctx: &mut Ctx<'_>,
+    ) -> Result<(), String> {
         let t = &mut *ctx.transcript;
         match method {
             "item/started" | "item/completed" => {
                 let envelope: schema::ItemEnvelope = parse(method, params)?;
                 if self.ours(envelope.thread_id.as_deref()) {
                     if envelope.item.get("type").and_then(Value::as_str) == Some("fileChange") {
-                        self.requests.note_file_change(&envelope.item, method == "item/started");
+                        self.requests
+                            .note_file_change(&envelope.item, method == "item/started");
                     }
-                    let turn = envelope.turn_id.as_deref().or(self.turn_id.as_deref()).map(str::to_string);
+                    let turn = envelope
+                        .turn_id
+                        .as_deref()
+                        .or(self.turn_id.as_deref())
+                        .map(str::to_string);
                     if method == "item/started" {
                         self.items.started(t, &envelope.item, turn.as_deref())?;
                     } else {
@@ -337,15 +387,20 @@ impl AppServer {
             }
             "item/agentMessage/delta" => {
                 let d: schema::ItemDelta = parse(method, params)?;
-                self.items.delta(t, &d.item_id, &d.delta, || NewItem::message(ItemRole::Assistant));
+                self.items.delta(t, &d.item_id, &d.delta, || {
+                    NewItem::message(ItemRole::Assistant)
+                });
             }
             "item/reasoning/summaryTextDelta" | "item/reasoning/textDelta" => {
                 let d: schema::ItemDelta = parse(method, params)?;
-                self.items.delta(t, &d.item_id, &d.delta, || NewItem::reasoning(ReasoningVisibility::Public));
+                self.items.delta(t, &d.item_id, &d.delta, || {
+                    NewItem::reasoning(ReasoningVisibility::Public)
+                });
             }
             "item/plan/delta" => {
                 let d: schema::ItemDelta = parse(method, params)?;
-                self.items.delta(t, &d.item_id, &d.delta, || NewItem::status("plan", None));
+                self.items
+                    .delta(t, &d.item_id, &d.delta, || NewItem::status("plan", None));
             }
             "item/commandExecution/outputDelta" | "item/fileChange/outputDelta" => {
                 let d: schema::ItemDelta = parse(method, params)?;
@@ -353,11 +408,16 @@ impl AppServer {
             }
             "item/fileChange/patchUpdated" => {
                 let p: schema::PatchUpdated = parse(method, params)?;
-                self.items.tools.update_files(t, &p.item_id, items::file_refs(&p.changes));
+                self.items
+                    .tools
+                    .update_files(t, &p.item_id, items::file_refs(&p.changes));
             }
             "item/mcpToolCall/progress" => {
                 let p: schema::McpProgress = parse(method, params)?;
-                t.status("mcp_progress", Some(agent_api::kit::bounds::utf8_prefix(&p.message, 1024).to_string()));
+                t.status(
+                    "mcp_progress",
+                    Some(agent_api::kit::bounds::utf8_prefix(&p.message, 1024).to_string()),
+                );
             }
             // The caller routes only the methods above here.
             _ => {}
@@ -370,22 +430,41 @@ impl AppServer {
         let this_turn = self.turn_id.is_some() && u.turn_id == self.turn_id;
         if this_turn && self.ours(u.thread_id.as_deref()) {
             let sum = self.usage.get_or_insert_with(Default::default);
-            sum.input_tokens = sum.input_tokens.saturating_add(u.token_usage.last.input_tokens);
-            sum.cached_input_tokens = sum.cached_input_tokens.saturating_add(u.token_usage.last.cached_input_tokens);
-            sum.cache_write_input_tokens = sum.cache_write_input_tokens.saturating_add(u.token_usage.last.cache_write_input_tokens);
-            sum.output_tokens = sum.output_tokens.saturating_add(u.token_usage.last.output_tokens);
-            sum.reasoning_output_tokens = sum.reasoning_output_tokens.saturating_add(u.token_usage.last.reasoning_output_tokens);
+            sum.input_tokens = sum
+                .input_tokens
+                .saturating_add(u.token_usage.last.input_tokens);
+            sum.cached_input_tokens = sum
+                .cached_input_tokens
+                .saturating_add(u.token_usage.last.cached_input_tokens);
+            sum.cache_write_input_tokens = sum
+                .cache_write_input_tokens
+                .saturating_add(u.token_usage.last.cache_write_input_tokens);
+            sum.output_tokens = sum
+                .output_tokens
+                .saturating_add(u.token_usage.last.output_tokens);
+            sum.reasoning_output_tokens = sum
+                .reasoning_output_tokens
+                .saturating_add(u.token_usage.last.reasoning_output_tokens);
         }
     }
 
     /// An `error` notification: a typed error event; the last one that will not be retried
     /// fails the turn.
-    fn error_notification(&mut self, method: &str, params: Value, t: &mut agent_api::kit::transcript::Transcript) {
+    fn error_notification(
+        &mut self,
+        method: &str,
+        params: Value,
+        t: &mut agent_api::kit::transcript::Transcript,
+    ) {
         let e: schema::ErrorNotification = match parse(method, params.clone()) {
             Ok(e) => e,
             Err(_) => schema::ErrorNotification {
                 error: schema::TurnError {
-                    message: params.get("message").and_then(Value::as_str).unwrap_or("").into(),
+                    message: params
+                        .get("message")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .into(),
                     codex_error_info: None,
                 },
                 will_retry: false,
@@ -397,11 +476,16 @@ impl AppServer {
         let message = errors::explanation(&e.error.message);
         // An error Codex will retry is a retry under way: a status, as the exec notices are.
         if e.will_retry {
-            let detail = errors::reconnect_detail(&e.error.message).unwrap_or_else(|| message.clone());
+            let detail =
+                errors::reconnect_detail(&e.error.message).unwrap_or_else(|| message.clone());
             t.status("api_retry", Some(detail));
         } else {
             let details = json!({"will_retry": false, "turn_id": e.turn_id, "codex_error_info": e.error.codex_error_info});
-            t.error(message.clone(), Some(class.code().to_string()), Some(details));
+            t.error(
+                message.clone(),
+                Some(class.code().to_string()),
+                Some(details),
+            );
         }
         if let Some(notice) = errors::rate_limit_notice(class, &e.error.message) {
             notice.emit(t);
@@ -414,7 +498,10 @@ impl AppServer {
     /// The turn's whole diff, as a `turn_diff` status with one file part per file, when it changed.
     fn turn_diff(&mut self, d: schema::TurnDiff, t: &mut agent_api::kit::transcript::Transcript) {
         if self.last_diff.as_deref() != Some(d.diff.as_str()) && !d.diff.is_empty() {
-            let mut item = NewItem::status("turn_diff", Some(format!("{} file(s) changed", split_diff(&d.diff).len())));
+            let mut item = NewItem::status(
+                "turn_diff",
+                Some(format!("{} file(s) changed", split_diff(&d.diff).len())),
+            );
             for part in split_diff(&d.diff) {
                 item = item.with_part(part);
             }
@@ -424,7 +511,12 @@ impl AppServer {
         }
     }
 
-    fn on_notification(&mut self, method: &str, params: Value, ctx: &mut Ctx<'_>) -> Result<(), String> {
+    fn on_notification(
+        &mut self,
+        method: &str,
+        params: Value,
+        ctx: &mut Ctx<'_>,
+    ) -> Result<(), String> {
         let t = &mut *ctx.transcript;
         match method {
             "thread/started" => {
@@ -433,7 +525,12 @@ impl AppServer {
             }
             "turn/started" => {
                 let envelope: schema::TurnEnvelope = parse(method, params)?;
-                if self.ours(envelope.thread_id.as_deref()) && self.turn_id.as_deref().is_none_or(|id| id == envelope.turn.id) {
+                if self.ours(envelope.thread_id.as_deref())
+                    && self
+                        .turn_id
+                        .as_deref()
+                        .is_none_or(|id| id == envelope.turn.id)
+                {
                     self.turn_id = Some(envelope.turn.id.clone());
                     t.status("turn_started", Some(envelope.turn.id));
                     self.send_pending_interrupt(ctx);
@@ -461,7 +558,11 @@ impl AppServer {
             }
             "turn/plan/updated" => {
                 let p: schema::PlanUpdated = parse(method, params)?;
-                let steps: Vec<String> = p.plan.iter().map(|s| format!("[{}] {}", s.status, s.step)).collect();
+                let steps: Vec<String> = p
+                    .plan
+                    .iter()
+                    .map(|s| format!("[{}] {}", s.status, s.step))
+                    .collect();
                 let detail = match p.explanation {
                     Some(e) if !e.is_empty() => format!("{e}\n{}", steps.join("\n")),
                     _ => steps.join("\n"),
@@ -470,7 +571,11 @@ impl AppServer {
             }
             "thread/tokenUsage/updated" => self.token_usage(parse(method, params)?),
             "error" | "thread/realtime/error" => self.error_notification(method, params, t),
-            "configWarning" | "deprecationNotice" | "warning" | "guardianWarning" | "windows/worldWritableWarning" => {
+            "configWarning"
+            | "deprecationNotice"
+            | "warning"
+            | "guardianWarning"
+            | "windows/worldWritableWarning" => {
                 let n: Notice = serde_json::from_value(params).unwrap_or_default();
                 let label = method.rsplit('/').next().unwrap_or(method);
                 let detail = n.summary.or(n.message).map(|s| errors::explanation(&s));
@@ -478,7 +583,10 @@ impl AppServer {
             }
             "model/rerouted" => {
                 let r: schema::ModelRerouted = parse(method, params)?;
-                t.status("model_rerouted", Some(format!("{} -> {}", r.from_model, r.to_model)));
+                t.status(
+                    "model_rerouted",
+                    Some(format!("{} -> {}", r.from_model, r.to_model)),
+                );
             }
             "thread/compacted" => {
                 t.status("context_compacted", None);
@@ -495,7 +603,11 @@ impl AppServer {
                 t.status(method.replace('/', "_"), None);
             }
             known if NOTIFICATION_METHODS.contains(&known) => {}
-            unknown => self.note(t, "unknown_notification", Some(agent_api::kit::bounds::utf8_prefix(unknown, 128).to_string())),
+            unknown => self.note(
+                t,
+                "unknown_notification",
+                Some(agent_api::kit::bounds::utf8_prefix(unknown, 128).to_string()),
+            ),
         }
         Ok(())
     }
@@ -508,9 +620,18 @@ pub fn split_diff(diff: &str) -> Vec<ContentPart> {
     for line in diff.split_inclusive('\n') {
         if let Some(rest) = line.strip_prefix("diff --git ") {
             if let Some((path, text, action)) = current.take() {
-                parts.push(ContentPart::FileRef { path, action, diff: Some(text) });
+                parts.push(ContentPart::FileRef {
+                    path,
+                    action,
+                    diff: Some(text),
+                });
             }
-            let path = rest.trim_end().rsplit(" b/").next().unwrap_or(rest.trim_end()).to_string();
+            let path = rest
+                .trim_end()
+                .rsplit(" b/")
+                .next()
+                .unwrap_or(rest.trim_end())
+                .to_string();
             current = Some((path, String::new(), FileAction::Patch));
         }
         if let Some((_, text, action)) = current.as_mut() {
@@ -521,7 +642,11 @@ pub fn split_diff(diff: &str) -> Vec<ContentPart> {
         }
     }
     if let Some((path, text, action)) = current {
-        parts.push(ContentPart::FileRef { path, action, diff: Some(text) });
+        parts.push(ContentPart::FileRef {
+            path,
+            action,
+            diff: Some(text),
+        });
     }
     parts
 }
@@ -543,9 +668,13 @@ impl Protocol for AppServer {
 
     fn on_message(&mut self, message: Value, ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
         match classify(message)? {
-            Message::Notification { method, params } => self.on_notification(&method, params, ctx).map_err(Unparsed),
+            Message::Notification { method, params } => {
+                self.on_notification(&method, params, ctx).map_err(Unparsed)
+            }
             Message::Request { id, method, params } => {
-                let replies = self.requests.on_request(ctx.transcript, &self.peer, id, &method, params);
+                let replies =
+                    self.requests
+                        .on_request(ctx.transcript, &self.peer, id, &method, params);
                 if self.live_mode() {
                     replies.iter().for_each(|m| ctx.send(m));
                 }
@@ -562,36 +691,65 @@ impl Protocol for AppServer {
     fn on_recorded_send(&mut self, message: Value, ctx: &mut Ctx<'_>) {
         match classify(message) {
             Ok(Message::Request { id, method, .. }) => {
-                self.recorded.insert(id_key(&id), Pending::of_method(&method));
+                self.recorded
+                    .insert(id_key(&id), Pending::of_method(&method));
             }
-            Ok(Message::Response { id, result }) => self.requests.on_recorded_answer(ctx.transcript, &id, Some(&result)),
-            Ok(Message::ErrorResponse { id, .. }) => self.requests.on_recorded_answer(ctx.transcript, &id, None),
+            Ok(Message::Response { id, result }) => {
+                self.requests
+                    .on_recorded_answer(ctx.transcript, &id, Some(&result))
+            }
+            Ok(Message::ErrorResponse { id, .. }) => {
+                self.requests.on_recorded_answer(ctx.transcript, &id, None)
+            }
             _ => {}
         }
     }
 
     fn on_control(&mut self, command: ControlCommand, ctx: &mut Ctx<'_>) -> Result<(), AgentError> {
         let replies = match command {
-            ControlCommand::Permission { id, decision } => self.requests.decide_permission(ctx.transcript, &self.peer, &id, decision)?,
-            ControlCommand::Question { id, answer } => self.requests.answer_question(ctx.transcript, &self.peer, &id, answer)?,
-            other => return Err(AgentError::InvalidRequest { reason: format!("codex cannot take {other}") }),
+            ControlCommand::Permission { id, decision } => {
+                self.requests
+                    .decide_permission(ctx.transcript, &self.peer, &id, decision)?
+            }
+            ControlCommand::Question { id, answer } => {
+                self.requests
+                    .answer_question(ctx.transcript, &self.peer, &id, answer)?
+            }
+            other => {
+                return Err(AgentError::InvalidRequest {
+                    reason: format!("codex cannot take {other}"),
+                })
+            }
         };
         replies.iter().for_each(|m| ctx.send(m));
         Ok(())
     }
 
-    fn send_turn(&mut self, prompt: &agent_api::Prompt, ctx: &mut Ctx<'_>) -> Result<(), AgentError> {
+    fn send_turn(
+        &mut self,
+        prompt: &agent_api::Prompt,
+        ctx: &mut Ctx<'_>,
+    ) -> Result<(), AgentError> {
         self.next_turn(prompt, ctx)
     }
 
-    fn set_mode(&mut self, mode: &agent_api::request::AgentMode, ctx: &mut Ctx<'_>) -> Result<(), AgentError> {
+    fn set_mode(
+        &mut self,
+        mode: &agent_api::request::AgentMode,
+        ctx: &mut Ctx<'_>,
+    ) -> Result<(), AgentError> {
         self.switch_mode(mode, ctx)
     }
 
     fn interrupt(&mut self, ctx: &mut Ctx<'_>) -> bool {
         let replies = self.requests.cancel_all(ctx.transcript, &self.peer);
         replies.iter().for_each(|m| ctx.send(m));
-        match (&self.thread_id, &self.turn_id, self.live_mode(), self.outcome.is_some()) {
+        match (
+            &self.thread_id,
+            &self.turn_id,
+            self.live_mode(),
+            self.outcome.is_some(),
+        ) {
             (Some(thread), Some(turn), true, false) => {
                 let params = json!({"threadId": thread, "turnId": turn});
                 self.send_request(ctx, "turn/interrupt", params);
@@ -610,7 +768,8 @@ impl Protocol for AppServer {
         if let Some(fatal) = self.fatal.take() {
             return Err(fatal);
         }
-        self.completion().unwrap_or_else(|| Err(exit.early_exit_error()))
+        self.completion()
+            .unwrap_or_else(|| Err(exit.early_exit_error()))
     }
 }
 

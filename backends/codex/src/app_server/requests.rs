@@ -91,8 +91,16 @@ fn decision_value(reply: &Reply, decision: &PermissionDecision) -> Value {
             _ => "decline",
         }, "content": null}),
         Reply::Permissions { requested } => {
-            let granted = if decision.is_approval() { requested.clone() } else { json!({}) };
-            let scope = if *decision == PermissionDecision::AllowForSession { "session" } else { "turn" };
+            let granted = if decision.is_approval() {
+                requested.clone()
+            } else {
+                json!({})
+            };
+            let scope = if *decision == PermissionDecision::AllowForSession {
+                "session"
+            } else {
+                "turn"
+            };
             json!({"permissions": granted, "scope": scope})
         }
     }
@@ -101,7 +109,10 @@ fn decision_value(reply: &Reply, decision: &PermissionDecision) -> Value {
 /// Whether an elicitation is Codex asking to approve an MCP tool call (not the server asking the
 /// user for data).
 fn is_tool_approval(params: &Value) -> bool {
-    params.pointer("/_meta/codex_approval_kind").and_then(Value::as_str) == Some("mcp_tool_call")
+    params
+        .pointer("/_meta/codex_approval_kind")
+        .and_then(Value::as_str)
+        == Some("mcp_tool_call")
 }
 
 /// Whether a recorded or sent answer approved the request.
@@ -111,28 +122,58 @@ fn answer_approves(result: &Value) -> bool {
     }
     match result.get("decision") {
         Some(Value::String(d)) => {
-            matches!(d.as_str(), "accept" | "acceptForSession" | "approved" | "approved_for_session" | "approved_mcp_policy_amendment")
+            matches!(
+                d.as_str(),
+                "accept"
+                    | "acceptForSession"
+                    | "approved"
+                    | "approved_for_session"
+                    | "approved_mcp_policy_amendment"
+            )
         }
-        Some(Value::Object(o)) => o.keys().any(|k| k.starts_with("accept") || k.starts_with("approved")),
-        _ => result.get("permissions").is_some_and(|p| p.as_object().is_some_and(|o| !o.is_empty())),
+        Some(Value::Object(o)) => o
+            .keys()
+            .any(|k| k.starts_with("accept") || k.starts_with("approved")),
+        _ => result
+            .get("permissions")
+            .is_some_and(|p| p.as_object().is_some_and(|o| !o.is_empty())),
     }
 }
 
 /// The files an `applyPatchApproval` is for, with their diffs (its own `fileChanges`).
 fn patch_changes(params: &Value) -> Vec<(String, Option<String>)> {
-    let Some(changes) = params.get("fileChanges").and_then(Value::as_object) else { return Vec::new() };
-    let diff_of = |change: &Value| {
-        let body = change.as_object().and_then(|o| o.values().next()).unwrap_or(change);
-        ["unified_diff", "content", "diff"].iter().find_map(|k| body.get(*k).and_then(Value::as_str)).map(str::to_string)
+    let Some(changes) = params.get("fileChanges").and_then(Value::as_object) else {
+        return Vec::new();
     };
-    changes.iter().map(|(path, change)| (path.clone(), diff_of(change))).collect()
+    let diff_of = |change: &Value| {
+        let body = change
+            .as_object()
+            .and_then(|o| o.values().next())
+            .unwrap_or(change);
+        ["unified_diff", "content", "diff"]
+            .iter()
+            .find_map(|k| body.get(*k).and_then(Value::as_str))
+            .map(str::to_string)
+    };
+    changes
+        .iter()
+        .map(|(path, change)| (path.clone(), diff_of(change)))
+        .collect()
 }
 
 fn text(value: Option<&Value>) -> Option<String> {
     match value? {
         Value::String(s) => Some(agent_api::kit::bounds::utf8_prefix(s, 2048).to_string()),
         Value::Array(parts) => Some(
-            agent_api::kit::bounds::utf8_prefix(&parts.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(" "), 2048).to_string(),
+            agent_api::kit::bounds::utf8_prefix(
+                &parts
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                2048,
+            )
+            .to_string(),
         ),
         _ => None,
     }
@@ -141,12 +182,20 @@ fn text(value: Option<&Value>) -> Option<String> {
 impl Requests {
     /// Requests of a live run, decided by `policy` where it says so.
     pub fn live(policy: PermissionPolicy) -> Self {
-        Self { hitl: Hitl::live(policy), inputs: HashMap::new(), file_changes: HashMap::new() }
+        Self {
+            hitl: Hitl::live(policy),
+            inputs: HashMap::new(),
+            file_changes: HashMap::new(),
+        }
     }
 
     /// Requests of a replay: the recorded answers resolve them.
     pub fn replay() -> Self {
-        Self { hitl: Hitl::replay(), inputs: HashMap::new(), file_changes: HashMap::new() }
+        Self {
+            hitl: Hitl::replay(),
+            inputs: HashMap::new(),
+            file_changes: HashMap::new(),
+        }
     }
 
     /// Decides the requests from now on by `policy` (a warm session switched modes).
@@ -156,19 +205,35 @@ impl Requests {
 
     /// A `fileChange` item started (`started`) or ended: what its approval will show.
     pub fn note_file_change(&mut self, item: &Value, started: bool) {
-        let Some(id) = item.get("id").and_then(Value::as_str) else { return };
+        let Some(id) = item.get("id").and_then(Value::as_str) else {
+            return;
+        };
         if !started {
             self.file_changes.remove(id);
             return;
         }
-        let changes = item.get("changes").cloned().and_then(|c| serde_json::from_value::<Vec<crate::schema::FileUpdateChange>>(c).ok());
-        let changes = changes.unwrap_or_default().into_iter().map(|c| (c.path, c.diff)).collect();
+        let changes = item
+            .get("changes")
+            .cloned()
+            .and_then(|c| serde_json::from_value::<Vec<crate::schema::FileUpdateChange>>(c).ok());
+        let changes = changes
+            .unwrap_or_default()
+            .into_iter()
+            .map(|c| (c.path, c.diff))
+            .collect();
         self.file_changes.insert(id.to_string(), changes);
     }
 
     /// Handles one server request; returns the messages to send now (the caller sends nothing in
     /// replay, where the recording holds the client's answers).
-    pub fn on_request(&mut self, t: &mut Transcript, peer: &RpcPeer<super::Pending>, id: Value, method: &str, params: Value) -> Vec<Value> {
+    pub fn on_request(
+        &mut self,
+        t: &mut Transcript,
+        peer: &RpcPeer<super::Pending>,
+        id: Value,
+        method: &str,
+        params: Value,
+    ) -> Vec<Value> {
         let key = id_key(&id);
         let permission = |action: &str, category: ToolCategory, reply: Reply, metadata: Value| {
             let details = PermissionDetails::default()
@@ -177,44 +242,75 @@ impl Requests {
                 .cwd(text(params.get("cwd")))
                 .reason(text(params.get("reason")))
                 .file(text(params.get("grantRoot")));
-            (PermissionRequest::new(key.clone(), category, action).details(details).metadata(metadata), reply)
+            (
+                PermissionRequest::new(key.clone(), category, action)
+                    .details(details)
+                    .metadata(metadata),
+                reply,
+            )
         };
         let request = match method {
             "item/commandExecution/requestApproval" => {
-                let network = params.get("networkApprovalContext").is_some_and(|v| !v.is_null());
-                let category = if network { ToolCategory::Network } else { ToolCategory::Shell };
+                let network = params
+                    .get("networkApprovalContext")
+                    .is_some_and(|v| !v.is_null());
+                let category = if network {
+                    ToolCategory::Network
+                } else {
+                    ToolCategory::Shell
+                };
                 let meta = json!({"method": method});
                 permission("command_execution", category, Reply::Decision, meta)
             }
             "item/fileChange/requestApproval" | "applyPatchApproval" => {
                 let meta = json!({"method": method});
-                let reply = if method == "applyPatchApproval" { Reply::Review } else { Reply::Decision };
-                let (mut request, reply) = permission("file_change", ToolCategory::FileWrite, reply, meta);
+                let reply = if method == "applyPatchApproval" {
+                    Reply::Review
+                } else {
+                    Reply::Decision
+                };
+                let (mut request, reply) =
+                    permission("file_change", ToolCategory::FileWrite, reply, meta);
                 // What will change: the paths and diffs of the change, so the approval shows them.
                 let changes = match params.get("itemId").and_then(Value::as_str) {
                     Some(item) => self.file_changes.remove(item).unwrap_or_default(),
                     None => patch_changes(&params),
                 };
                 if !changes.is_empty() {
-                    request.details = request.details.changes(changes.iter().map(|(path, diff)| (path.as_str(), diff.as_deref())));
+                    request.details = request.details.changes(
+                        changes
+                            .iter()
+                            .map(|(path, diff)| (path.as_str(), diff.as_deref())),
+                    );
                 }
                 (request, reply)
             }
             "item/permissions/requestApproval" => {
                 let requested = params.get("permissions").cloned().unwrap_or(json!({}));
                 let meta = json!({"method": method, "permissions": bounded(Some(&requested))});
-                permission("permissions", ToolCategory::Other, Reply::Permissions { requested }, meta)
+                permission(
+                    "permissions",
+                    ToolCategory::Other,
+                    Reply::Permissions { requested },
+                    meta,
+                )
             }
             "execCommandApproval" => {
                 let meta = json!({"method": method});
-                permission("command_execution", ToolCategory::Shell, Reply::Review, meta)
+                permission(
+                    "command_execution",
+                    ToolCategory::Shell,
+                    Reply::Review,
+                    meta,
+                )
             }
             "item/tool/requestUserInput" => return self.user_input(t, peer, key, id, &params),
             "mcpServer/elicitation/request" if is_tool_approval(&params) => {
                 let tool = text(params.pointer("/_meta/tool_name"));
                 let server = text(params.get("serverName"));
                 let meta = json!({"method": method, "server": server, "tool_params": bounded(params.pointer("/_meta/tool_params"))});
-                let (request, reply) = permission("mcp_tool_call", ToolCategory::Mcp, Reply::Elicitation, meta);
+                let (request, reply) =
+                    permission("mcp_tool_call", ToolCategory::Mcp, Reply::Elicitation, meta);
                 let request = match (&server, &tool) {
                     (Some(server), Some(tool)) => request.tool_name(format!("{server}.{tool}")),
                     _ => request,
@@ -226,10 +322,12 @@ impl Requests {
                 // The backend registers no dynamic tools, so it can only report that it has none.
                 t.status(
                     "dynamic_tool_call_refused",
-                    params.get("tool").and_then(Value::as_str).map(|s| agent_api::kit::bounds::utf8_prefix(s, 128).to_string()),
+                    params
+                        .get("tool")
+                        .and_then(Value::as_str)
+                        .map(|s| agent_api::kit::bounds::utf8_prefix(s, 128).to_string()),
                 );
-                let result =
-                    json!({"contentItems": [{"type": "inputText", "text": "agent_api registers no dynamic tools"}], "success": false});
+                let result = json!({"contentItems": [{"type": "inputText", "text": "agent_api registers no dynamic tools"}], "success": false});
                 return vec![peer.response(&id, result)];
             }
             "account/chatgptAuthTokens/refresh" | "attestation/generate" => {
@@ -237,46 +335,111 @@ impl Requests {
                 return vec![peer.error_response(&id, NOT_SUPPORTED, "not supported by agent_api")];
             }
             other => {
-                t.status("unknown_server_request", Some(agent_api::kit::bounds::utf8_prefix(other, 128).to_string()));
-                return vec![peer.error_response(&id, METHOD_NOT_FOUND, "method not handled by agent_api")];
+                t.status(
+                    "unknown_server_request",
+                    Some(agent_api::kit::bounds::utf8_prefix(other, 128).to_string()),
+                );
+                return vec![peer.error_response(
+                    &id,
+                    METHOD_NOT_FOUND,
+                    "method not handled by agent_api",
+                )];
             }
         };
         let (request, reply) = request;
-        let decided = self.hitl.request_permission(t, request, PendingPermission { rpc_id: id, reply });
+        let decided =
+            self.hitl
+                .request_permission(t, request, PendingPermission { rpc_id: id, reply });
         decided.map(|d| reply_to(peer, d)).into_iter().collect()
     }
 
-    fn user_input(&mut self, t: &mut Transcript, peer: &RpcPeer<super::Pending>, key: String, id: Value, params: &Value) -> Vec<Value> {
-        let questions = params.get("questions").and_then(Value::as_array).cloned().unwrap_or_default();
+    fn user_input(
+        &mut self,
+        t: &mut Transcript,
+        peer: &RpcPeer<super::Pending>,
+        key: String,
+        id: Value,
+        params: &Value,
+    ) -> Vec<Value> {
+        let questions = params
+            .get("questions")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
         let call_id = text(params.get("itemId"));
         let mut ids = Vec::new();
         for (i, q) in questions.iter().enumerate() {
-            let qid = q.get("id").and_then(Value::as_str).map(str::to_string).unwrap_or_else(|| i.to_string());
+            let qid = q
+                .get("id")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+                .unwrap_or_else(|| i.to_string());
             let question_id = format!("{key}/{qid}");
             let header = q.get("header").and_then(Value::as_str).unwrap_or("");
             let text = q.get("question").and_then(Value::as_str).unwrap_or("");
-            let prompt = if header.is_empty() { text.to_string() } else { format!("{header}: {text}") };
+            let prompt = if header.is_empty() {
+                text.to_string()
+            } else {
+                format!("{header}: {text}")
+            };
             let options = q
                 .get("options")
                 .and_then(Value::as_array)
-                .map(|o| o.iter().filter_map(|o| o.get("label").and_then(Value::as_str).map(str::to_string)).collect())
+                .map(|o| {
+                    o.iter()
+                        .filter_map(|o| o.get("label").and_then(Value::as_str).map(str::to_string))
+                        .collect()
+                })
                 .unwrap_or_default();
-            let question = QuestionRequest::new(question_id.clone(), prompt, options).call_id(call_id.clone());
+            let question =
+                QuestionRequest::new(question_id.clone(), prompt, options).call_id(call_id.clone());
             self.hitl.request_question(t, question, (key.clone(), qid));
             ids.push(question_id);
         }
-        self.inputs.insert(key.clone(), PendingInput { rpc_id: id, elicitation: false, question_ids: ids, answers: BTreeMap::new() });
+        self.inputs.insert(
+            key.clone(),
+            PendingInput {
+                rpc_id: id,
+                elicitation: false,
+                question_ids: ids,
+                answers: BTreeMap::new(),
+            },
+        );
         // A request without questions is answered at once rather than left hanging.
-        self.maybe_answer(&key).map(|m| envelope(peer, m)).into_iter().collect()
+        self.maybe_answer(&key)
+            .map(|m| envelope(peer, m))
+            .into_iter()
+            .collect()
     }
 
-    fn elicitation(&mut self, t: &mut Transcript, key: String, id: Value, params: &Value) -> Vec<Value> {
+    fn elicitation(
+        &mut self,
+        t: &mut Transcript,
+        key: String,
+        id: Value,
+        params: &Value,
+    ) -> Vec<Value> {
         let message = params.get("message").and_then(Value::as_str).unwrap_or("");
-        let server = params.get("serverName").and_then(Value::as_str).unwrap_or("mcp");
+        let server = params
+            .get("serverName")
+            .and_then(Value::as_str)
+            .unwrap_or("mcp");
         let prompt = format!("{server}: {message}");
         let options = vec!["accept".into(), "decline".into(), "cancel".into()];
-        self.hitl.request_question(t, QuestionRequest::new(key.clone(), prompt, options), (key.clone(), key.clone()));
-        self.inputs.insert(key.clone(), PendingInput { rpc_id: id, elicitation: true, question_ids: vec![key], answers: BTreeMap::new() });
+        self.hitl.request_question(
+            t,
+            QuestionRequest::new(key.clone(), prompt, options),
+            (key.clone(), key.clone()),
+        );
+        self.inputs.insert(
+            key.clone(),
+            PendingInput {
+                rpc_id: id,
+                elicitation: true,
+                question_ids: vec![key],
+                answers: BTreeMap::new(),
+            },
+        );
         Vec::new()
     }
 
@@ -284,22 +447,37 @@ impl Requests {
     /// peer (kept peer-free here so replay can reuse the bookkeeping).
     fn maybe_answer(&mut self, key: &str) -> Option<Value> {
         let input = self.inputs.get(key)?;
-        if input.question_ids.iter().any(|q| self.hitl.question(q).is_some()) {
+        if input
+            .question_ids
+            .iter()
+            .any(|q| self.hitl.question(q).is_some())
+        {
             return None;
         }
         let input = self.inputs.remove(key)?;
         let result = if input.elicitation {
-            let answer = input.answers.values().next().and_then(|a| a.first()).cloned();
+            let answer = input
+                .answers
+                .values()
+                .next()
+                .and_then(|a| a.first())
+                .cloned();
             match answer.as_deref() {
                 None | Some("decline") => json!({"action": "decline", "content": null}),
                 Some("cancel") => json!({"action": "cancel", "content": null}),
                 Some(text) => match serde_json::from_str::<Value>(text) {
-                    Ok(content @ Value::Object(_)) => json!({"action": "accept", "content": content}),
+                    Ok(content @ Value::Object(_)) => {
+                        json!({"action": "accept", "content": content})
+                    }
                     _ => json!({"action": "accept", "content": null}),
                 },
             }
         } else {
-            let answers: Map<String, Value> = input.answers.into_iter().map(|(k, v)| (k, json!({"answers": v}))).collect();
+            let answers: Map<String, Value> = input
+                .answers
+                .into_iter()
+                .map(|(k, v)| (k, json!({"answers": v})))
+                .collect();
             json!({"answers": answers})
         };
         Some(json!({"id": input.rpc_id, "result": result}))
@@ -335,18 +513,28 @@ impl Requests {
         if let Some(input) = self.inputs.get_mut(&key) {
             input.answers.insert(qid, response);
         }
-        Ok(self.maybe_answer(&key).map(|m| envelope(peer, m)).into_iter().collect())
+        Ok(self
+            .maybe_answer(&key)
+            .map(|m| envelope(peer, m))
+            .into_iter()
+            .collect())
     }
 
     /// A recorded client answer to a server request (replay): resolves what it answered.
     pub fn on_recorded_answer(&mut self, t: &mut Transcript, id: &Value, result: Option<&Value>) {
         let key = id_key(id);
-        self.hitl.recorded_permission(t, &key, result.is_some_and(answer_approves));
+        self.hitl
+            .recorded_permission(t, &key, result.is_some_and(answer_approves));
         if let Some(input) = self.inputs.remove(&key) {
             for qid in input.question_ids {
-                let Some((_, own)) = self.hitl.question(&qid).cloned() else { continue };
+                let Some((_, own)) = self.hitl.question(&qid).cloned() else {
+                    continue;
+                };
                 let answer = result
-                    .and_then(|r| r.pointer(&format!("/answers/{own}/answers/0")).or_else(|| r.get("action")))
+                    .and_then(|r| {
+                        r.pointer(&format!("/answers/{own}/answers/0"))
+                            .or_else(|| r.get("action"))
+                    })
                     .and_then(Value::as_str)
                     .map(str::to_string);
                 self.hitl.recorded_answer(t, &qid, answer);
@@ -362,7 +550,12 @@ impl Requests {
     /// Cancel: answers every pending request (approvals `cancel`, questions without answers) so
     /// Codex is not left waiting while it interrupts the turn.
     pub fn cancel_all(&mut self, t: &mut Transcript, peer: &RpcPeer<super::Pending>) -> Vec<Value> {
-        let mut out: Vec<Value> = self.hitl.cancel_permissions(t).into_iter().map(|d| reply_to(peer, d)).collect();
+        let mut out: Vec<Value> = self
+            .hitl
+            .cancel_permissions(t)
+            .into_iter()
+            .map(|d| reply_to(peer, d))
+            .collect();
         for answered in self.hitl.cancel_questions(t) {
             let (key, qid) = answered.native;
             if let Some(input) = self.inputs.get_mut(&key) {
@@ -376,7 +569,10 @@ impl Requests {
 
 /// The JSON-RPC response carrying a decision.
 fn reply_to(peer: &RpcPeer<super::Pending>, decided: Decided<PendingPermission>) -> Value {
-    peer.response(&decided.native.rpc_id, decision_value(&decided.native.reply, &decided.decision))
+    peer.response(
+        &decided.native.rpc_id,
+        decision_value(&decided.native.reply, &decided.decision),
+    )
 }
 
 fn envelope(peer: &RpcPeer<super::Pending>, message: Value) -> Value {

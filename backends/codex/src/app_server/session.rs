@@ -10,7 +10,12 @@ use super::{schema, AppServer, Outcome};
 impl AppServer {
     /// Interrupts the turn a cancel came for before its id was known.
     pub(super) fn send_pending_interrupt(&mut self, ctx: &mut Ctx<'_>) {
-        if let (true, Some(thread), Some(turn), None) = (self.interrupt_pending, &self.thread_id, &self.turn_id, &self.outcome) {
+        if let (true, Some(thread), Some(turn), None) = (
+            self.interrupt_pending,
+            &self.thread_id,
+            &self.turn_id,
+            &self.outcome,
+        ) {
             let params = json!({"threadId": thread, "turnId": turn});
             self.interrupt_pending = false;
             self.send_request(ctx, "turn/interrupt", params);
@@ -31,17 +36,29 @@ impl AppServer {
     /// A warm session's switch to `mode` (`agent_api.session.mode_switch`): the next `turn/start`
     /// carries the mode's approval and sandbox policies, which Codex keeps for the turns after,
     /// and the SDK decides requests in the mode's policy.
-    pub(super) fn switch_mode(&mut self, mode: &agent_api::request::AgentMode, ctx: &mut Ctx<'_>) -> Result<(), AgentError> {
+    pub(super) fn switch_mode(
+        &mut self,
+        mode: &agent_api::request::AgentMode,
+        ctx: &mut Ctx<'_>,
+    ) -> Result<(), AgentError> {
         let Some(plan) = self.plan.as_mut().filter(|_| self.session) else {
             let capability = agent_api::capabilities::SESSION_MODE_SWITCH.to_string();
-            return Err(AgentError::UnsupportedCapability { kind: crate::KIND.to_string(), capability });
+            return Err(AgentError::UnsupportedCapability {
+                kind: crate::KIND.to_string(),
+                capability,
+            });
         };
         agent_api::kit::check_mode(crate::KIND.as_str(), crate::config::MODES, mode)?;
         if let Some((_, params)) = plan.modes.iter().find(|(m, _)| m == mode) {
             plan.turn_params.extend(params.clone());
         }
-        self.requests.set_policy(agent_api::kit::hitl::policy_in_mode(Some(mode), &plan.policy));
-        ctx.transcript.daemon_status("mode_changed", Some(mode.as_str().to_string()));
+        self.requests
+            .set_policy(agent_api::kit::hitl::policy_in_mode(
+                Some(mode),
+                &plan.policy,
+            ));
+        ctx.transcript
+            .daemon_status("mode_changed", Some(mode.as_str().to_string()));
         Ok(())
     }
 
@@ -52,9 +69,13 @@ impl AppServer {
                 let mut completion = RunCompletion::new();
                 completion.final_text = self.items.final_text.take();
                 completion.native_session_id = self.thread_id.clone();
-                completion.usage = self.usage.as_ref().map(schema::TokenUsageBreakdown::to_usage);
-                completion.data =
-                    Some(json!({"mode": "app_server", "thread_id": self.thread_id, "turn_id": self.turn_id, "usage_scope": "turn"}));
+                completion.usage = self
+                    .usage
+                    .as_ref()
+                    .map(schema::TokenUsageBreakdown::to_usage);
+                completion.data = Some(
+                    json!({"mode": "app_server", "thread_id": self.thread_id, "turn_id": self.turn_id, "usage_scope": "turn"}),
+                );
                 Ok(completion)
             }
             Outcome::Interrupted => Err(AgentError::Cancelled),
@@ -63,9 +84,15 @@ impl AppServer {
     }
 
     /// A session's next turn: `turn/start` on the thread, or queued until the thread is ready.
-    pub(super) fn next_turn(&mut self, prompt: &agent_api::Prompt, ctx: &mut Ctx<'_>) -> Result<(), AgentError> {
+    pub(super) fn next_turn(
+        &mut self,
+        prompt: &agent_api::Prompt,
+        ctx: &mut Ctx<'_>,
+    ) -> Result<(), AgentError> {
         if !self.session {
-            return Err(AgentError::InvalidRequest { reason: "this codex run takes no more turns".into() });
+            return Err(AgentError::InvalidRequest {
+                reason: "this codex run takes no more turns".into(),
+            });
         }
         if let Some(fatal) = self.fatal.take() {
             // The session never started: this turn gets the refusal, and the session ends.
@@ -91,7 +118,12 @@ impl AppServer {
     /// lives on); a refused set-up (initialize, the thread request) ends the session, and its
     /// error goes to the turn waiting for the thread, or else to the next send, so that it is
     /// never lost to a bare process exit.
-    pub(super) fn session_refused(&mut self, ctx: &mut Ctx<'_>, turn_start: bool, error: AgentError) {
+    pub(super) fn session_refused(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        turn_start: bool,
+        error: AgentError,
+    ) {
         if turn_start {
             return ctx.end_turn(Err(error));
         }

@@ -37,7 +37,9 @@ pub fn path_session(path: &str) -> Option<&str> {
 /// sends), or the synchronous `POST /session/{id}/message` (answered once the turn is over) that
 /// other clients send, in a recording of theirs.
 pub fn is_prompt(method: &str, path: &str) -> bool {
-    let Some(id) = path_session(path) else { return false };
+    let Some(id) = path_session(path) else {
+        return false;
+    };
     let rest = &path["/session/".len() + id.len()..];
     let call = rest.split('?').next().unwrap_or_default();
     method == "POST" && matches!(call, "/prompt_async" | "/message")
@@ -52,7 +54,10 @@ async fn execute(server: &Server, call: &HttpCall) -> Option<Value> {
     match reply {
         Ok(reply) => Some(json!({"status": reply.status, "body": reply.body})),
         // An answer that is not JSON still has its status; the reason stays out of the transcript.
-        Err(AgentError::Http { status: Some(status), .. }) => Some(json!({"status": status, "body": null})),
+        Err(AgentError::Http {
+            status: Some(status),
+            ..
+        }) => Some(json!({"status": status, "body": null})),
         Err(_) => None,
     }
 }
@@ -69,7 +74,9 @@ struct AbortOnDrop {
 
 impl AbortOnDrop {
     fn note(&mut self, path: &str) {
-        let Some(session) = path_session(path) else { return };
+        let Some(session) = path_session(path) else {
+            return;
+        };
         let query = path.find('?').map_or("", |at| &path[at..]);
         let abort = format!("/session/{session}/abort{query}");
         if !self.aborts.contains(&abort) {
@@ -83,7 +90,9 @@ impl Drop for AbortOnDrop {
         if self.done || self.aborts.is_empty() {
             return;
         }
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
         let (server, aborts) = (self.server.clone(), std::mem::take(&mut self.aborts));
         runtime.spawn(async move {
             for path in aborts {
@@ -95,10 +104,19 @@ impl Drop for AbortOnDrop {
 
 /// Runs the bridge until the protocol closes its input (exit code 0) or the server is gone (its
 /// event stream ended, or a request got no answer: exit code 1).
-pub async fn run(server: Arc<Server>, subscriber: u64, mut events: EventRx, pipes: AgentPipes) -> i32 {
+pub async fn run(
+    server: Arc<Server>,
+    subscriber: u64,
+    mut events: EventRx,
+    pipes: AgentPipes,
+) -> i32 {
     let AgentPipes { mut stdout, stdin } = pipes;
     let mut requests = stdin.lines();
-    let mut guard = AbortOnDrop { server: server.clone(), aborts: Vec::new(), done: false };
+    let mut guard = AbortOnDrop {
+        server: server.clone(),
+        aborts: Vec::new(),
+        done: false,
+    };
     let code = loop {
         tokio::select! {
             line = requests.next_line() => {
@@ -144,9 +162,18 @@ mod tests {
 
     #[test]
     fn session_ids_are_read_from_paths() {
-        assert_eq!(path_session("/session/ses_1/prompt_async?directory=%2F"), Some("ses_1"));
-        assert!(is_prompt("POST", "/session/ses_1/prompt_async?directory=%2F") && is_prompt("POST", "/session/ses_1/message"));
-        assert!(!is_prompt("GET", "/session/ses_1/message") && !is_prompt("POST", "/session/ses_1/message/msg_2/part"));
+        assert_eq!(
+            path_session("/session/ses_1/prompt_async?directory=%2F"),
+            Some("ses_1")
+        );
+        assert!(
+            is_prompt("POST", "/session/ses_1/prompt_async?directory=%2F")
+                && is_prompt("POST", "/session/ses_1/message")
+        );
+        assert!(
+            !is_prompt("GET", "/session/ses_1/message")
+                && !is_prompt("POST", "/session/ses_1/message/msg_2/part")
+        );
         assert_eq!(path_session("/session/ses_2"), Some("ses_2"));
         assert_eq!(path_session("/session?directory=%2F"), None);
         assert_eq!(path_session("/permission/per_1/reply"), None);

@@ -16,10 +16,19 @@ fn str_at<'a>(value: &'a Value, pointer: &str) -> Option<&'a str> {
 }
 
 /// One event's payload (`{"type", "properties"}`).
-pub(super) fn on_event(p: &mut ServeProtocol, payload: &Value, ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
-    let kind = payload.get("type").and_then(Value::as_str).ok_or_else(|| Unparsed("an event without a type".into()))?;
+pub(super) fn on_event(
+    p: &mut ServeProtocol,
+    payload: &Value,
+    ctx: &mut Ctx<'_>,
+) -> Result<(), Unparsed> {
+    let kind = payload
+        .get("type")
+        .and_then(Value::as_str)
+        .ok_or_else(|| Unparsed("an event without a type".into()))?;
     let props = payload.get("properties").unwrap_or(&Value::Null);
-    let session = str_at(props, "/sessionID").or_else(|| str_at(props, "/part/sessionID")).or_else(|| str_at(props, "/info/sessionID"));
+    let session = str_at(props, "/sessionID")
+        .or_else(|| str_at(props, "/part/sessionID"))
+        .or_else(|| str_at(props, "/info/sessionID"));
     // The stream is the server's: only this run's session counts, and only until its turn ends.
     if p.session_id.is_none() || session != p.session_id.as_deref() || p.idle {
         return Ok(());
@@ -32,13 +41,17 @@ pub(super) fn on_event(p: &mut ServeProtocol, payload: &Value, ctx: &mut Ctx<'_>
             }
         }
         "message.part.updated" => {
-            let part: Part = serde_json::from_value(props.get("part").cloned().unwrap_or_default())?;
+            let part: Part =
+                serde_json::from_value(props.get("part").cloned().unwrap_or_default())?;
             if !p.user_messages.contains(&part.message_id) {
                 p.parts.part(t, part, false);
             }
         }
         "message.part.delta" => {
-            let (Some(part), Some(delta)) = (str_at(props, "/partID"), str_at(props, "/delta")) else { return Ok(()) };
+            let (Some(part), Some(delta)) = (str_at(props, "/partID"), str_at(props, "/delta"))
+            else {
+                return Ok(());
+            };
             let user = str_at(props, "/messageID").is_some_and(|m| p.user_messages.contains(m));
             if str_at(props, "/field") == Some("text") && !user {
                 p.parts.delta(t, part, delta);
@@ -56,13 +69,22 @@ pub(super) fn on_event(p: &mut ServeProtocol, payload: &Value, ctx: &mut Ctx<'_>
         "question.replied" | "question.rejected" => super::questions::closed(p, props, ctx),
         "session.status" if str_at(props, "/status/type") == Some("busy") => p.busy = true,
         "session.error" if p.busy => {
-            let error: NativeError = serde_json::from_value(props.get("error").cloned().unwrap_or_default())?;
+            let error: NativeError =
+                serde_json::from_value(props.get("error").cloned().unwrap_or_default())?;
             p.error.get_or_insert(error);
         }
         "session.idle" if p.prompted && p.busy => p.turn_ended(ctx),
         "session.status" if str_at(props, "/status/type") == Some("retry") => {
-            let attempt = props.pointer("/status/attempt").and_then(Value::as_u64).unwrap_or(0);
-            t.status("retry", Some(format!("OpenCode retries the model request (attempt {attempt})")));
+            let attempt = props
+                .pointer("/status/attempt")
+                .and_then(Value::as_u64)
+                .unwrap_or(0);
+            t.status(
+                "retry",
+                Some(format!(
+                    "OpenCode retries the model request (attempt {attempt})"
+                )),
+            );
             if let Some(notice) = retry_notice(props.get("status").unwrap_or(&Value::Null)) {
                 notice.emit(t);
             }
@@ -75,9 +97,15 @@ pub(super) fn on_event(p: &mut ServeProtocol, payload: &Value, ctx: &mut Ctx<'_>
             }
         }
         "session.diff" => {
-            let files = props.get("diff").and_then(Value::as_array).map_or(0, Vec::len);
+            let files = props
+                .get("diff")
+                .and_then(Value::as_array)
+                .map_or(0, Vec::len);
             if files > 0 {
-                t.status("session_diff", Some(format!("{files} file(s) changed in this session")));
+                t.status(
+                    "session_diff",
+                    Some(format!("{files} file(s) changed in this session")),
+                );
             }
         }
         _ => {}
@@ -86,7 +114,9 @@ pub(super) fn on_event(p: &mut ServeProtocol, payload: &Value, ctx: &mut Ctx<'_>
 }
 
 fn permission_asked(p: &mut ServeProtocol, props: &Value, ctx: &mut Ctx<'_>) {
-    let Some(id) = str_at(props, "/id") else { return };
+    let Some(id) = str_at(props, "/id") else {
+        return;
+    };
     let permission = str_at(props, "/permission").unwrap_or("unknown");
     let command = str_at(props, "/metadata/command");
     let file = str_at(props, "/metadata/filepath").or_else(|| str_at(props, "/metadata/filePath"));
@@ -95,14 +125,19 @@ fn permission_asked(p: &mut ServeProtocol, props: &Value, ctx: &mut Ctx<'_>) {
         (None, Some(file)) => format!("{permission}: {file}"),
         _ => permission.to_string(),
     };
-    let request = PermissionRequest::new(id, crate::tools::TOOLS.category(permission), action).tool_name(permission).details(
-        PermissionDetails::default()
-            .call_id(str_at(props, "/tool/callID"))
-            .command(command)
-            .file(file)
-            .diff(str_at(props, "/metadata/diff")),
-    );
-    if let Some(decided) = p.hitl.request_permission(ctx.transcript, request, id.to_string()) {
+    let request = PermissionRequest::new(id, crate::tools::TOOLS.category(permission), action)
+        .tool_name(permission)
+        .details(
+            PermissionDetails::default()
+                .call_id(str_at(props, "/tool/callID"))
+                .command(command)
+                .file(file)
+                .diff(str_at(props, "/metadata/diff")),
+        );
+    if let Some(decided) = p
+        .hitl
+        .request_permission(ctx.transcript, request, id.to_string())
+    {
         if p.plan.is_some() {
             p.reply_permission(ctx, &decided.native, &decided.decision);
         }
@@ -112,15 +147,27 @@ fn permission_asked(p: &mut ServeProtocol, props: &Value, ctx: &mut Ctx<'_>) {
 /// The `rate_limited` notice of a `retry` session status whose message names a rate limit or an
 /// overload, with the attempt and the wait until `next` (Unix milliseconds).
 fn retry_notice(status: &Value) -> Option<agent_api::kit::rate_limit::RateLimitNotice> {
-    let words = agent_api::kit::rate_limit::LimitWords::in_text(status.get("message").and_then(Value::as_str).unwrap_or_default());
+    let words = agent_api::kit::rate_limit::LimitWords::in_text(
+        status
+            .get("message")
+            .and_then(Value::as_str)
+            .unwrap_or_default(),
+    );
     if !(words.limited || words.overloaded) {
         return None;
     }
     let mut notice = agent_api::kit::rate_limit::RateLimitNotice::default();
     notice.overloaded = words.overloaded;
-    notice.attempt = status.get("attempt").and_then(Value::as_u64).and_then(|n| u32::try_from(n).ok());
-    let now_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
-    notice.retry_after =
-        status.get("next").and_then(Value::as_u64).map(|next| std::time::Duration::from_millis(next.saturating_sub(now_ms)));
+    notice.attempt = status
+        .get("attempt")
+        .and_then(Value::as_u64)
+        .and_then(|n| u32::try_from(n).ok());
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    notice.retry_after = status
+        .get("next")
+        .and_then(Value::as_u64)
+        .map(|next| std::time::Duration::from_millis(next.saturating_sub(now_ms)));
     Some(notice)
 }

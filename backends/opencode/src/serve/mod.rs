@@ -18,7 +18,9 @@ use agent_api::kit::hitl::Hitl;
 use agent_api::kit::{start_run, Ctx, Protocol, RunSettings, Transport};
 use agent_api::kit::{ExitInfo, Unparsed};
 use agent_api::run::ControlCommand;
-use agent_api::{AgentError, PermissionDecision, RunCompletion, RunHandle, RunRequest, SessionSelector};
+use agent_api::{
+    AgentError, PermissionDecision, RunCompletion, RunHandle, RunRequest, SessionSelector,
+};
 use serde_json::{json, Value};
 
 use crate::config::OpenCodeConfig;
@@ -38,7 +40,8 @@ enum Pending {
 /// A prompt's `agent` for `mode`: the mode's own name (`plan`), none for the default (OpenCode's
 /// default agent).
 fn prompt_agent(mode: Option<&agent_api::request::AgentMode>) -> Option<String> {
-    mode.filter(|m| **m != agent_api::request::AgentMode::Default).map(|m| m.as_str().to_string())
+    mode.filter(|m| **m != agent_api::request::AgentMode::Default)
+        .map(|m| m.as_str().to_string())
 }
 
 /// What a live run sends (a replay sends nothing: the recording holds the client's side).
@@ -84,7 +87,11 @@ pub struct ServeProtocol {
 }
 
 impl ServeProtocol {
-    fn new(plan: Option<Plan>, hitl: Hitl<String, questions::QuestionRef>, policy: agent_api::PermissionPolicy) -> Self {
+    fn new(
+        plan: Option<Plan>,
+        hitl: Hitl<String, questions::QuestionRef>,
+        policy: agent_api::PermissionPolicy,
+    ) -> Self {
         Self {
             plan,
             pending: VecDeque::new(),
@@ -111,7 +118,11 @@ impl ServeProtocol {
     }
 
     fn live(request: &RunRequest, directory: String) -> Result<Self, AgentError> {
-        let model = request.model.as_deref().and_then(|m| m.split_once('/')).map(|(p, m)| json!({"providerID": p, "modelID": m}));
+        let model = request
+            .model
+            .as_deref()
+            .and_then(|m| m.split_once('/'))
+            .map(|(p, m)| json!({"providerID": p, "modelID": m}));
         let plan = Plan {
             prompt: prompt_parts(&request.prompt)?,
             model,
@@ -122,12 +133,21 @@ impl ServeProtocol {
             ask_first: !request.skip_permission_prompts,
         };
         // Plan mode's policy: what OpenCode's plan agent still asks to write or run is denied.
-        let policy = agent_api::kit::hitl::policy_in_mode(request.mode.as_ref(), &request.permissions);
-        Ok(Self::new(Some(plan), Hitl::live(policy), request.permissions.clone()))
+        let policy =
+            agent_api::kit::hitl::policy_in_mode(request.mode.as_ref(), &request.permissions);
+        Ok(Self::new(
+            Some(plan),
+            Hitl::live(policy),
+            request.permissions.clone(),
+        ))
     }
 
     fn query(&self) -> String {
-        let dir = self.plan.as_ref().map(|p| p.directory.as_str()).unwrap_or("");
+        let dir = self
+            .plan
+            .as_ref()
+            .map(|p| p.directory.as_str())
+            .unwrap_or("");
         format!("?directory={}", percent_encode(dir))
     }
 
@@ -139,7 +159,9 @@ impl ServeProtocol {
     /// Sends one prompt on the session and starts waiting for its `session.idle`; a next turn
     /// calls it again once the session is idle.
     pub fn prompt(&mut self, ctx: &mut Ctx<'_>, parts: Value) {
-        let (Some(plan), Some(id)) = (&self.plan, &self.session_id) else { return };
+        let (Some(plan), Some(id)) = (&self.plan, &self.session_id) else {
+            return;
+        };
         let mut body = json!({ "parts": parts });
         if let Some(model) = &plan.model {
             body["model"] = model.clone();
@@ -173,7 +195,10 @@ impl ServeProtocol {
                 _ => "sending the prompt",
             };
             let status = (status != 0).then_some(status);
-            let error = AgentError::Http { status, reason: format!("the opencode server refused {what}") };
+            let error = AgentError::Http {
+                status,
+                reason: format!("the opencode server refused {what}"),
+            };
             if self.warm {
                 return self.warm_failure(ctx, kind == Pending::Prompt, error);
             }
@@ -197,9 +222,17 @@ impl ServeProtocol {
                     self.prompt(ctx, parts);
                 }
             }
-            None if self.warm => self.warm_failure(ctx, false, AgentError::SessionNotFound { id: "the most recent session".into() }),
+            None if self.warm => self.warm_failure(
+                ctx,
+                false,
+                AgentError::SessionNotFound {
+                    id: "the most recent session".into(),
+                },
+            ),
             None => {
-                self.failure.get_or_insert(AgentError::SessionNotFound { id: "the most recent session".into() });
+                self.failure.get_or_insert(AgentError::SessionNotFound {
+                    id: "the most recent session".into(),
+                });
                 ctx.close_input();
             }
         }
@@ -253,8 +286,16 @@ impl ServeProtocol {
 /// The most recently updated session of a `GET /session` answer.
 fn latest_session(list: Option<&Value>) -> Option<&str> {
     let sessions = list?.as_array()?;
-    let updated = |s: &Value| s.pointer("/time/updated").and_then(Value::as_u64).unwrap_or(0);
-    sessions.iter().max_by_key(|s| updated(s))?.get("id")?.as_str()
+    let updated = |s: &Value| {
+        s.pointer("/time/updated")
+            .and_then(Value::as_u64)
+            .unwrap_or(0)
+    };
+    sessions
+        .iter()
+        .max_by_key(|s| updated(s))?
+        .get("id")?
+        .as_str()
 }
 
 /// Percent-encodes a query value (everything but unreserved characters).
@@ -276,7 +317,9 @@ impl Protocol for ServeProtocol {
     }
 
     fn start(&mut self, ctx: &mut Ctx<'_>) -> Result<(), AgentError> {
-        let Some(plan) = self.plan.clone() else { return Ok(()) };
+        let Some(plan) = self.plan.clone() else {
+            return Ok(());
+        };
         let query = self.query();
         match &plan.session {
             SessionSelector::Resume(session) => {
@@ -285,9 +328,13 @@ impl Protocol for ServeProtocol {
                     self.prompt(ctx, plan.prompt.clone());
                 }
             }
-            SessionSelector::Fork(session) => {
-                self.send(ctx, Pending::Session, "POST", format!("/session/{}/fork{query}", session.id), json!({}))
-            }
+            SessionSelector::Fork(session) => self.send(
+                ctx,
+                Pending::Session,
+                "POST",
+                format!("/session/{}/fork{query}", session.id),
+                json!({}),
+            ),
             SessionSelector::New => {
                 let rules = if plan.ask_first {
                     // OpenCode asks before shell commands and edits, so the run's policy decides.
@@ -300,10 +347,26 @@ impl Protocol for ServeProtocol {
                     json!([{"permission": "*", "pattern": "*", "action": "allow"}])
                 };
                 let body = json!({"permission": rules});
-                self.send(ctx, Pending::Session, "POST", format!("/session{query}"), body);
+                self.send(
+                    ctx,
+                    Pending::Session,
+                    "POST",
+                    format!("/session{query}"),
+                    body,
+                );
             }
-            SessionSelector::ResumeLast => self.send(ctx, Pending::Latest, "GET", format!("/session{query}"), Value::Null),
-            _ => return Err(AgentError::InvalidRequest { reason: "this session selector is not supported by opencode serve".into() }),
+            SessionSelector::ResumeLast => self.send(
+                ctx,
+                Pending::Latest,
+                "GET",
+                format!("/session{query}"),
+                Value::Null,
+            ),
+            _ => {
+                return Err(AgentError::InvalidRequest {
+                    reason: "this session selector is not supported by opencode serve".into(),
+                })
+            }
         }
         Ok(())
     }
@@ -313,7 +376,9 @@ impl Protocol for ServeProtocol {
             self.on_reply(&message, ctx);
             return Ok(());
         }
-        let Some(payload) = message.get("payload") else { return Err(Unparsed("neither an answer nor an event".into())) };
+        let Some(payload) = message.get("payload") else {
+            return Err(Unparsed("neither an answer nor an event".into()));
+        };
         events::on_event(self, payload, ctx)
     }
 
@@ -322,7 +387,14 @@ impl Protocol for ServeProtocol {
         let kind = match bridge::path_session(path) {
             None if path.starts_with("/session?") || path == "/session" => Pending::Session,
             Some(_) if path.contains("/fork") => Pending::Session,
-            Some(_) if bridge::is_prompt(message.get("method").and_then(Value::as_str).unwrap_or(""), path) => Pending::Prompt,
+            Some(_)
+                if bridge::is_prompt(
+                    message.get("method").and_then(Value::as_str).unwrap_or(""),
+                    path,
+                ) =>
+            {
+                Pending::Prompt
+            }
             _ => Pending::Other,
         };
         if kind == Pending::Prompt {
@@ -331,10 +403,13 @@ impl Protocol for ServeProtocol {
             self.idle = false;
             self.busy = false;
         }
-        if let (Some(id), Some(reply)) =
-            (path.strip_prefix("/permission/").and_then(|p| p.split('/').next()), message.pointer("/body/reply"))
-        {
-            self.hitl.recorded_permission(ctx.transcript, id, reply.as_str() != Some("reject"));
+        if let (Some(id), Some(reply)) = (
+            path.strip_prefix("/permission/")
+                .and_then(|p| p.split('/').next()),
+            message.pointer("/body/reply"),
+        ) {
+            self.hitl
+                .recorded_permission(ctx.transcript, id, reply.as_str() != Some("reject"));
         }
         self.pending.push_back(kind);
     }
@@ -351,11 +426,19 @@ impl Protocol for ServeProtocol {
         }
     }
 
-    fn send_turn(&mut self, prompt: &agent_api::Prompt, ctx: &mut Ctx<'_>) -> Result<(), AgentError> {
+    fn send_turn(
+        &mut self,
+        prompt: &agent_api::Prompt,
+        ctx: &mut Ctx<'_>,
+    ) -> Result<(), AgentError> {
         self.next_turn(prompt, ctx)
     }
 
-    fn set_mode(&mut self, mode: &agent_api::request::AgentMode, ctx: &mut Ctx<'_>) -> Result<(), AgentError> {
+    fn set_mode(
+        &mut self,
+        mode: &agent_api::request::AgentMode,
+        ctx: &mut Ctx<'_>,
+    ) -> Result<(), AgentError> {
         self.switch_mode(mode, ctx)
     }
 
@@ -364,7 +447,13 @@ impl Protocol for ServeProtocol {
             ctx.end_turn(Err(AgentError::Cancelled));
             return true;
         }
-        let Some(id) = self.session_id.clone().filter(|_| !self.idle && self.plan.is_some()) else { return false };
+        let Some(id) = self
+            .session_id
+            .clone()
+            .filter(|_| !self.idle && self.plan.is_some())
+        else {
+            return false;
+        };
         for decided in self.hitl.cancel_permissions(ctx.transcript) {
             self.reply_permission(ctx, &decided.native, &decided.decision);
         }
@@ -388,7 +477,9 @@ impl Protocol for ServeProtocol {
 /// The bridge to `server`, standing where an agent process would.
 fn bridged(server: std::sync::Arc<server::Server>, settings: &RunSettings) -> Transport {
     let (subscriber, events) = server.subscribe();
-    Transport::in_process(settings.line_cap, move |pipes| bridge::run(server, subscriber, events, pipes))
+    Transport::in_process(settings.line_cap, move |pipes| {
+        bridge::run(server, subscriber, events, pipes)
+    })
 }
 
 /// Starts a live `serve` run on `server`.
@@ -399,7 +490,11 @@ pub(crate) fn start_on(
     settings: RunSettings,
 ) -> Result<RunHandle, AgentError> {
     let transport = bridged(server, &settings);
-    Ok(start_run(settings, transport, Box::new(ServeProtocol::live(request, directory)?)))
+    Ok(start_run(
+        settings,
+        transport,
+        Box::new(ServeProtocol::live(request, directory)?),
+    ))
 }
 
 /// The `parts` of a prompt: its text, then each image inline as a `file` part with a `data:` URL
@@ -407,7 +502,12 @@ pub(crate) fn start_on(
 fn prompt_parts(prompt: &agent_api::Prompt) -> Result<Value, AgentError> {
     let mut parts = vec![json!({"type": "text", "text": prompt.text})];
     for image in agent_api::kit::images::ImageData::read_all(prompt)? {
-        let filename = image.file.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let filename = image
+            .file
+            .path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
         parts.push(json!({"type": "file", "mime": image.file.media_type, "filename": filename, "url": image.data_url()}));
     }
     Ok(Value::Array(parts))
@@ -436,7 +536,9 @@ pub(crate) async fn start(
     request: RunRequest,
     settings: RunSettings,
 ) -> Result<RunHandle, AgentError> {
-    let directory = crate::working_dir(config, &request).map(|d| d.display().to_string()).unwrap_or_default();
+    let directory = crate::working_dir(config, &request)
+        .map(|d| d.display().to_string())
+        .unwrap_or_default();
     let server = server_for(config, pool, &request).await?;
     start_on(server, &request, directory, settings)
 }
@@ -458,29 +560,55 @@ mod tests {
     fn a_new_session_asks_before_shell_and_edits_unless_told_not_to() {
         let (_, _, sent) = started(RunRequest::new("hi"));
         assert_eq!(sent[0]["path"], "/session?directory=%2Fwork%2Fa%20b");
-        assert_eq!(sent[0]["body"]["permission"][0], json!({"permission": "bash", "pattern": "*", "action": "ask"}));
+        assert_eq!(
+            sent[0]["body"]["permission"][0],
+            json!({"permission": "bash", "pattern": "*", "action": "ask"})
+        );
         let (_, _, sent) = started(RunRequest::new("hi").with_skip_permission_prompts(true));
-        assert_eq!(sent[0]["body"]["permission"], json!([{"permission": "*", "pattern": "*", "action": "allow"}]));
+        assert_eq!(
+            sent[0]["body"]["permission"],
+            json!([{"permission": "*", "pattern": "*", "action": "allow"}])
+        );
     }
 
     #[test]
     fn the_prompt_follows_the_new_session_and_other_sessions_are_ignored() {
-        let (mut protocol, mut harness, _) = started(RunRequest::new("hi").with_model("mock/mock-model"));
-        protocol.on_message(json!({"status": 200, "body": {"id": "ses_1"}}), &mut harness.ctx()).unwrap();
+        let (mut protocol, mut harness, _) =
+            started(RunRequest::new("hi").with_model("mock/mock-model"));
+        protocol
+            .on_message(
+                json!({"status": 200, "body": {"id": "ses_1"}}),
+                &mut harness.ctx(),
+            )
+            .unwrap();
         let sent = harness.take_sent();
-        assert_eq!(sent[0]["path"], "/session/ses_1/prompt_async?directory=%2Fwork%2Fa%20b");
-        assert_eq!(sent[0]["body"]["model"], json!({"providerID": "mock", "modelID": "mock-model"}));
-        let other = json!({"payload": {"type": "session.idle", "properties": {"sessionID": "ses_2"}}});
+        assert_eq!(
+            sent[0]["path"],
+            "/session/ses_1/prompt_async?directory=%2Fwork%2Fa%20b"
+        );
+        assert_eq!(
+            sent[0]["body"]["model"],
+            json!({"providerID": "mock", "modelID": "mock-model"})
+        );
+        let other =
+            json!({"payload": {"type": "session.idle", "properties": {"sessionID": "ses_2"}}});
         protocol.on_message(other, &mut harness.ctx()).unwrap();
         assert!(!protocol.idle, "another session's idle is not this run's");
-        let unknown = json!({"payload": {"type": "something.new", "properties": {"sessionID": "ses_1"}}});
+        let unknown =
+            json!({"payload": {"type": "something.new", "properties": {"sessionID": "ses_1"}}});
         protocol.on_message(unknown, &mut harness.ctx()).unwrap();
         // An idle or error before OpenCode works on the prompt is the turn before's, late.
-        let idle = json!({"payload": {"type": "session.idle", "properties": {"sessionID": "ses_1"}}});
+        let idle =
+            json!({"payload": {"type": "session.idle", "properties": {"sessionID": "ses_1"}}});
         let late_error = json!({"payload": {"type": "session.error", "properties": {"sessionID": "ses_1", "error": {"name": "MessageAbortedError", "data": {"message": "Aborted"}}}}});
         protocol.on_message(late_error, &mut harness.ctx()).unwrap();
-        protocol.on_message(idle.clone(), &mut harness.ctx()).unwrap();
-        assert!(!protocol.idle && protocol.error.is_none(), "a late idle or error ended or failed the turn");
+        protocol
+            .on_message(idle.clone(), &mut harness.ctx())
+            .unwrap();
+        assert!(
+            !protocol.idle && protocol.error.is_none(),
+            "a late idle or error ended or failed the turn"
+        );
         let busy = json!({"payload": {"type": "session.status", "properties": {"sessionID": "ses_1", "status": {"type": "busy"}}}});
         protocol.on_message(busy, &mut harness.ctx()).unwrap();
         protocol.on_message(idle, &mut harness.ctx()).unwrap();
@@ -492,18 +620,41 @@ mod tests {
     #[test]
     fn a_refused_session_fails_the_run_with_its_status() {
         let (mut protocol, mut harness, _) = started(RunRequest::new("hi"));
-        protocol.on_message(json!({"status": 400, "body": null}), &mut harness.ctx()).unwrap();
-        assert!(matches!(protocol.failure, Some(AgentError::Http { status: Some(400), .. })));
+        protocol
+            .on_message(json!({"status": 400, "body": null}), &mut harness.ctx())
+            .unwrap();
+        assert!(matches!(
+            protocol.failure,
+            Some(AgentError::Http {
+                status: Some(400),
+                ..
+            })
+        ));
         assert!(harness.input_closed());
     }
 
     #[test]
     fn events_are_routed_by_session() {
-        let event = |props: Value| json!({"payload": {"type": "x", "properties": props}}).to_string();
-        assert_eq!(server::event_session(&event(json!({"sessionID": "ses_1"}))).as_deref(), Some("ses_1"));
-        assert_eq!(server::event_session(&event(json!({"part": {"sessionID": "ses_2"}}))).as_deref(), Some("ses_2"));
-        assert_eq!(server::event_session(&event(json!({"info": {"sessionID": "ses_3"}}))).as_deref(), Some("ses_3"));
+        let event =
+            |props: Value| json!({"payload": {"type": "x", "properties": props}}).to_string();
+        assert_eq!(
+            server::event_session(&event(json!({"sessionID": "ses_1"}))).as_deref(),
+            Some("ses_1")
+        );
+        assert_eq!(
+            server::event_session(&event(json!({"part": {"sessionID": "ses_2"}}))).as_deref(),
+            Some("ses_2")
+        );
+        assert_eq!(
+            server::event_session(&event(json!({"info": {"sessionID": "ses_3"}}))).as_deref(),
+            Some("ses_3")
+        );
         assert_eq!(server::event_session(&event(json!({}))), None);
-        assert_eq!(server::event_session(&json!({"payload": {"type": "sync", "properties": {"sessionID": "s"}}}).to_string()), None);
+        assert_eq!(
+            server::event_session(
+                &json!({"payload": {"type": "sync", "properties": {"sessionID": "s"}}}).to_string()
+            ),
+            None
+        );
     }
 }

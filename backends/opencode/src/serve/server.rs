@@ -40,13 +40,21 @@ struct Subscribers {
 
 impl Subscribers {
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Subscriber>> {
-        self.map.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.map
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Hands one event to the runs watching its session.
     fn dispatch(&self, data: String) {
-        let Some(session) = event_session(&data) else { return };
-        for subscriber in self.lock().values().filter(|s| s.sessions.contains(&session)) {
+        let Some(session) = event_session(&data) else {
+            return;
+        };
+        for subscriber in self
+            .lock()
+            .values()
+            .filter(|s| s.sessions.contains(&session))
+        {
             let _ = subscriber.tx.send(data.clone());
         }
     }
@@ -60,11 +68,15 @@ pub fn event_session(data: &str) -> Option<String> {
         return None;
     }
     let properties = payload.get("properties")?;
-    let session = [properties.get("sessionID"), properties.pointer("/part/sessionID"), properties.pointer("/info/sessionID")]
-        .into_iter()
-        .flatten()
-        .find_map(Value::as_str)
-        .map(str::to_string);
+    let session = [
+        properties.get("sessionID"),
+        properties.pointer("/part/sessionID"),
+        properties.pointer("/info/sessionID"),
+    ]
+    .into_iter()
+    .flatten()
+    .find_map(Value::as_str)
+    .map(str::to_string);
     session
 }
 
@@ -84,14 +96,23 @@ pub struct Server {
 
 impl std::fmt::Debug for Server {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Server").field("url", &self.url).field("pgid", &self.pgid).field("startup", &self.startup).finish()
+        f.debug_struct("Server")
+            .field("url", &self.url)
+            .field("pgid", &self.pgid)
+            .field("startup", &self.startup)
+            .finish()
     }
 }
 
 impl Drop for Server {
     fn drop(&mut self) {
         self.dispatcher.abort();
-        if let Some(process) = self.process.lock().unwrap_or_else(|p| p.into_inner()).take() {
+        if let Some(process) = self
+            .process
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+        {
             process.kill_all();
         }
     }
@@ -105,19 +126,32 @@ fn free_port() -> Result<u16, AgentError> {
 /// Discards a stream's output so the server never blocks on a full pipe.
 fn drain(stream: impl AsyncRead + Send + Unpin + 'static) {
     tokio::spawn(async move {
-        let _ = tokio::io::copy(&mut tokio::io::BufReader::new(stream), &mut tokio::io::sink()).await;
+        let _ = tokio::io::copy(
+            &mut tokio::io::BufReader::new(stream),
+            &mut tokio::io::sink(),
+        )
+        .await;
     });
 }
 
 impl Server {
     /// Starts `opencode serve` from `base` (binary, environment, directory) and waits until it
     /// listens and its event stream is open.
-    pub async fn start(base: CommandSpec, startup_timeout: Duration) -> Result<Arc<Self>, AgentError> {
+    pub async fn start(
+        base: CommandSpec,
+        startup_timeout: Duration,
+    ) -> Result<Arc<Self>, AgentError> {
         let started = Instant::now();
         let port = free_port()?;
         let password = uuid::Uuid::new_v4().simple().to_string();
         let spec = base
-            .args(["serve", "--hostname", "127.0.0.1", "--port", &port.to_string()])
+            .args([
+                "serve",
+                "--hostname",
+                "127.0.0.1",
+                "--port",
+                &port.to_string(),
+            ])
             .env("OPENCODE_SERVER_PASSWORD", password.clone())
             .env("OPENCODE_SERVER_USERNAME", USERNAME);
         let mut process = spawn(&spec)?;
@@ -137,7 +171,9 @@ impl Server {
         .await;
         if ready != Ok(true) {
             process.kill_all();
-            return Err(AgentError::ServerNotReady { waited: started.elapsed() });
+            return Err(AgentError::ServerNotReady {
+                waited: started.elapsed(),
+            });
         }
         drain(lines.into_inner());
         let credentials = basic_auth(USERNAME, &password);
@@ -151,10 +187,20 @@ impl Server {
         };
         let subscribers = Arc::new(Subscribers::default());
         let alive = Arc::new(AtomicBool::new(true));
-        let dispatcher = tokio::spawn(dispatch(events, subscribers.clone(), alive.clone())).abort_handle();
+        let dispatcher =
+            tokio::spawn(dispatch(events, subscribers.clone(), alive.clone())).abort_handle();
         let startup = started.elapsed();
         tracing::debug!(%url, ?startup, "opencode server ready");
-        Ok(Arc::new(Self { client, process: Mutex::new(Some(process)), pgid, subscribers, alive, dispatcher, startup, url }))
+        Ok(Arc::new(Self {
+            client,
+            process: Mutex::new(Some(process)),
+            pgid,
+            subscribers,
+            alive,
+            dispatcher,
+            startup,
+            url,
+        }))
     }
 
     /// The authenticated client.
@@ -177,7 +223,13 @@ impl Server {
         let (tx, rx) = mpsc::unbounded_channel();
         let id = self.subscribers.next.fetch_add(1, Ordering::SeqCst);
         if self.is_alive() {
-            self.subscribers.lock().insert(id, Subscriber { sessions: HashSet::new(), tx });
+            self.subscribers.lock().insert(
+                id,
+                Subscriber {
+                    sessions: HashSet::new(),
+                    tx,
+                },
+            );
         }
         (id, rx)
     }
@@ -196,7 +248,10 @@ impl Server {
 }
 
 async fn dispatch(
-    mut events: futures::stream::BoxStream<'static, Result<agent_api::kit::sse::SseEvent, AgentError>>,
+    mut events: futures::stream::BoxStream<
+        'static,
+        Result<agent_api::kit::sse::SseEvent, AgentError>,
+    >,
     subscribers: Arc<Subscribers>,
     alive: Arc<AtomicBool>,
 ) {
@@ -211,7 +266,10 @@ async fn dispatch(
 /// `Basic base64(user:password)`.
 fn basic_auth(user: &str, password: &str) -> String {
     use base64::Engine;
-    format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}")))
+    format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"))
+    )
 }
 
 /// The servers of one backend value (and its clones), by environment. A server lives while the
@@ -242,11 +300,17 @@ pub struct ServerInfo {
 impl ServerPool {
     /// The servers running now (in use by at least one run).
     pub fn running(&self) -> Vec<ServerInfo> {
-        let Ok(servers) = self.servers.try_lock() else { return Vec::new() };
+        let Ok(servers) = self.servers.try_lock() else {
+            return Vec::new();
+        };
         let mut out: Vec<ServerInfo> = servers
             .values()
             .filter(|s| s.is_alive())
-            .map(|s| ServerInfo { url: s.url.clone(), pgid: s.pgid, startup: s.startup })
+            .map(|s| ServerInfo {
+                url: s.url.clone(),
+                pgid: s.pgid,
+                startup: s.startup,
+            })
             .collect();
         out.sort_by_key(|s| s.pgid);
         out
@@ -254,7 +318,11 @@ impl ServerPool {
 
     /// The running server for `base`'s program and environment, or a new one. Starts are
     /// serialized, so concurrent first runs share one server.
-    pub async fn get(&self, base: CommandSpec, startup_timeout: Duration) -> Result<Arc<Server>, AgentError> {
+    pub async fn get(
+        &self,
+        base: CommandSpec,
+        startup_timeout: Duration,
+    ) -> Result<Arc<Server>, AgentError> {
         let key = pool_key(&base);
         let mut servers = self.servers.lock().await;
         // A dead server leaves the pool; its runs have ended or are ending with it.
@@ -276,6 +344,10 @@ impl ServerPool {
 /// Servers are shared by runs whose program and environment are the same (the directory is
 /// per request, so it is not part of the key).
 fn pool_key(base: &CommandSpec) -> String {
-    let env: Vec<_> = base.env.iter().filter(|(k, _)| k.as_str() != "PWD").collect();
+    let env: Vec<_> = base
+        .env
+        .iter()
+        .filter(|(k, _)| k.as_str() != "PWD")
+        .collect();
     serde_json::json!({"program": base.program, "env": env}).to_string()
 }

@@ -13,14 +13,23 @@ use crate::parts::Parts;
 impl ServeProtocol {
     /// A converter serving a warm session (the request's prompt is ignored: turns bring theirs).
     fn session(request: &RunRequest, directory: String) -> Result<Self, AgentError> {
-        Ok(Self { warm: true, ..Self::live(request, directory)? })
+        Ok(Self {
+            warm: true,
+            ..Self::live(request, directory)?
+        })
     }
 
     /// The next turn: its prompt on the OpenCode session, or queued until the session is known.
     /// A set-up failure met before any turn was waiting for it ends this turn and the session.
-    pub(super) fn next_turn(&mut self, prompt: &Prompt, ctx: &mut Ctx<'_>) -> Result<(), AgentError> {
+    pub(super) fn next_turn(
+        &mut self,
+        prompt: &Prompt,
+        ctx: &mut Ctx<'_>,
+    ) -> Result<(), AgentError> {
         if !self.warm {
-            return Err(AgentError::InvalidRequest { reason: "this opencode run takes no more turns".into() });
+            return Err(AgentError::InvalidRequest {
+                reason: "this opencode run takes no more turns".into(),
+            });
         }
         if let Some(failure) = self.failure.take() {
             ctx.shutdown();
@@ -40,15 +49,26 @@ impl ServeProtocol {
     /// The next turns' mode (`agent_api.session.mode_switch`): each prompt names its OpenCode
     /// agent (`plan`; none for the default, OpenCode's default agent), so the switch is the next
     /// prompt's `agent` field; what the agent still asks is decided as the mode says.
-    pub(super) fn switch_mode(&mut self, mode: &agent_api::request::AgentMode, ctx: &mut Ctx<'_>) -> Result<(), AgentError> {
+    pub(super) fn switch_mode(
+        &mut self,
+        mode: &agent_api::request::AgentMode,
+        ctx: &mut Ctx<'_>,
+    ) -> Result<(), AgentError> {
         let Some(plan) = self.plan.as_mut().filter(|_| self.warm) else {
             let capability = agent_api::capabilities::SESSION_MODE_SWITCH.to_string();
-            return Err(AgentError::UnsupportedCapability { kind: crate::KIND.to_string(), capability });
+            return Err(AgentError::UnsupportedCapability {
+                kind: crate::KIND.to_string(),
+                capability,
+            });
         };
         agent_api::kit::check_mode(crate::KIND.as_str(), crate::portable::MODES, mode)?;
         plan.agent = super::prompt_agent(Some(mode));
-        self.hitl.set_policy(agent_api::kit::hitl::policy_in_mode(Some(mode), &self.policy));
-        ctx.transcript.daemon_status("mode_changed", Some(mode.as_str().to_string()));
+        self.hitl.set_policy(agent_api::kit::hitl::policy_in_mode(
+            Some(mode),
+            &self.policy,
+        ));
+        ctx.transcript
+            .daemon_status("mode_changed", Some(mode.as_str().to_string()));
         Ok(())
     }
 
@@ -76,8 +96,14 @@ pub(crate) async fn open(
     request: RunRequest,
     settings: RunSettings,
 ) -> Result<Session, AgentError> {
-    let directory = crate::working_dir(config, &request).map(|d| d.display().to_string()).unwrap_or_default();
+    let directory = crate::working_dir(config, &request)
+        .map(|d| d.display().to_string())
+        .unwrap_or_default();
     let server = super::server_for(config, pool, &request).await?;
     let transport = bridged(server, &settings);
-    Ok(start_session(settings, transport, Box::new(ServeProtocol::session(&request, directory)?)))
+    Ok(start_session(
+        settings,
+        transport,
+        Box::new(ServeProtocol::session(&request, directory)?),
+    ))
 }

@@ -39,7 +39,10 @@ pub(crate) async fn drive(
     decision: PermissionDecision,
     cancel_on_first_delta: bool,
 ) -> RunRecord {
-    let handle = backend.run(request.with_timeout(Duration::from_secs(120))).await.expect("run starts");
+    let handle = backend
+        .run(request.with_timeout(Duration::from_secs(120)))
+        .await
+        .expect("run starts");
     let control = handle.control();
     let mut projector = Projector::new(handle.agent_kind().clone(), handle.tools_structured());
     let (mut events, completion) = handle.into_universal();
@@ -47,28 +50,48 @@ pub(crate) async fn drive(
     while let Some(event) = events.next().await {
         match &event.body {
             UniversalEventBody::PermissionRequested(p) => {
-                let _ = control.respond_permission(&p.permission_id, decision.clone()).await;
+                let _ = control
+                    .respond_permission(&p.permission_id, decision.clone())
+                    .await;
             }
             UniversalEventBody::QuestionRequested(q) => {
                 let answer = q.options.first().cloned().unwrap_or_else(|| "yes".into());
-                let _ = control.answer_question(&q.question_id, QuestionAnswer::Text(answer)).await;
+                let _ = control
+                    .answer_question(&q.question_id, QuestionAnswer::Text(answer))
+                    .await;
             }
-            UniversalEventBody::ItemDelta(_) if cancel_on_first_delta && !event.synthetic => control.cancel(),
+            UniversalEventBody::ItemDelta(_) if cancel_on_first_delta && !event.synthetic => {
+                control.cancel()
+            }
             _ => {}
         }
         universal.push(event);
     }
-    let wrapper = universal.iter().flat_map(|e| projector.project(e)).collect();
-    RunRecord { universal, wrapper, completion: completion.await, tools_structured: true }
+    let wrapper = universal
+        .iter()
+        .flat_map(|e| projector.project(e))
+        .collect();
+    RunRecord {
+        universal,
+        wrapper,
+        completion: completion.await,
+        tools_structured: true,
+    }
 }
 
 /// Waits up to 5 s for every process working in `dir` (the server and its children) to be gone.
 pub(crate) async fn wait_until_gone(needle: &std::path::Path) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
-    while !agent_bench::process::processes_in(needle).is_empty() && std::time::Instant::now() < deadline {
+    while !agent_bench::process::processes_in(needle).is_empty()
+        && std::time::Instant::now() < deadline
+    {
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
-    assert_eq!(agent_bench::process::processes_in(needle), Vec::<i32>::new(), "no opencode process is left");
+    assert_eq!(
+        agent_bench::process::processes_in(needle),
+        Vec::<i32>::new(),
+        "no opencode process is left"
+    );
 }
 
 /// The model API's 401, 500 and overload (429 with `retry-after`) on `interface`: each ends in one
@@ -76,21 +99,55 @@ pub(crate) async fn wait_until_gone(needle: &std::path::Path) {
 /// (`serve`'s `session.status` events; `run --format json` prints none of them) they show as
 /// `rate_limited` statuses first.
 pub(crate) async fn model_api_errors_are_typed(interface: Interface) {
-    for (scenario, code) in [("error401", "auth"), ("error500", "server_error"), ("overloaded", "rate_limited")] {
-        let Some((_server, sandbox)) = setup(scenario).await else { return };
-        let run = drive(&backend(&sandbox, interface), RunRequest::new("say hi"), PermissionDecision::Allow, false).await;
+    for (scenario, code) in [
+        ("error401", "auth"),
+        ("error500", "server_error"),
+        ("overloaded", "rate_limited"),
+    ] {
+        let Some((_server, sandbox)) = setup(scenario).await else {
+            return;
+        };
+        let run = drive(
+            &backend(&sandbox, interface),
+            RunRequest::new("say hi"),
+            PermissionDecision::Allow,
+            false,
+        )
+        .await;
         assert_conformant(&run);
         let error = run.completion.as_ref().expect_err("the run fails");
         assert_eq!(error.code(), code, "{scenario}: {error}");
         if scenario == "error500" {
-            assert!(matches!(error, AgentError::ServerError { status: Some(500), .. }));
+            assert!(matches!(
+                error,
+                AgentError::ServerError {
+                    status: Some(500),
+                    ..
+                }
+            ));
         }
-        assert_eq!(run.universal.iter().filter(|e| e.is_terminal_error()).count(), 1, "{scenario}");
+        assert_eq!(
+            run.universal
+                .iter()
+                .filter(|e| e.is_terminal_error())
+                .count(),
+            1,
+            "{scenario}"
+        );
         if scenario == "overloaded" && interface == Interface::Serve {
-            let limited: Vec<_> =
-                run.wrapper.iter().filter_map(|e| e.message.as_deref()).filter(|m| m.starts_with("rate_limited")).collect();
+            let limited: Vec<_> = run
+                .wrapper
+                .iter()
+                .filter_map(|e| e.message.as_deref())
+                .filter(|m| m.starts_with("rate_limited"))
+                .collect();
             // OpenCode retries the 429 itself, waiting the server's `retry-after-ms` (10 ms).
-            assert!(limited.first().is_some_and(|m| m.starts_with("rate_limited: overloaded; retry 1; retry after 0")), "{limited:?}");
+            assert!(
+                limited.first().is_some_and(
+                    |m| m.starts_with("rate_limited: overloaded; retry 1; retry after 0")
+                ),
+                "{limited:?}"
+            );
         }
     }
 }

@@ -11,17 +11,26 @@ use super::duplex::Duplex;
 use crate::BenchError;
 
 /// Drives one turn with `prompt`; returns when the turn's `result` arrived.
-pub async fn drive(session: &mut Duplex, prompt: &str, deadline: Instant) -> Result<(), BenchError> {
+pub async fn drive(
+    session: &mut Duplex,
+    prompt: &str,
+    deadline: Instant,
+) -> Result<(), BenchError> {
     let init = json!({"type": "control_request", "request_id": "req_1_init",
         "request": {"subtype": "initialize", "hooks": null}});
     session.send(&init.to_string()).await?;
-    wait_for(session, deadline, |msg| msg["type"] == "control_response" && msg["response"]["request_id"] == "req_1_init").await?;
+    wait_for(session, deadline, |msg| {
+        msg["type"] == "control_response" && msg["response"]["request_id"] == "req_1_init"
+    })
+    .await?;
     let user = json!({"type": "user", "message": {"role": "user", "content": prompt},
         "parent_tool_use_id": null, "session_id": "default"});
     session.send(&user.to_string()).await?;
     loop {
         let Some(msg) = next_json(session, deadline).await? else {
-            return Err(BenchError::Protocol("the CLI closed stdout before the turn's result".into()));
+            return Err(BenchError::Protocol(
+                "the CLI closed stdout before the turn's result".into(),
+            ));
         };
         match msg["type"].as_str() {
             Some("result") => return Ok(()),
@@ -39,7 +48,9 @@ pub async fn drive(session: &mut Duplex, prompt: &str, deadline: Instant) -> Res
                     json!({"subtype": "error", "request_id": id,
                         "error": format!("{} is not supported by the bench recorder", request["subtype"])})
                 };
-                session.send(&json!({"type": "control_response", "response": response}).to_string()).await?;
+                session
+                    .send(&json!({"type": "control_response", "response": response}).to_string())
+                    .await?;
             }
             _ => {}
         }
@@ -48,10 +59,14 @@ pub async fn drive(session: &mut Duplex, prompt: &str, deadline: Instant) -> Res
 
 /// `{question text: first option label}` for every question of an `AskUserQuestion` input.
 fn first_options(input: &Value) -> Value {
-    let answers = input["questions"].as_array().into_iter().flatten().filter_map(|q| {
-        let label = q["options"][0]["label"].as_str()?;
-        Some((q["question"].as_str()?.to_string(), Value::from(label)))
-    });
+    let answers = input["questions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|q| {
+            let label = q["options"][0]["label"].as_str()?;
+            Some((q["question"].as_str()?.to_string(), Value::from(label)))
+        });
     Value::Object(answers.collect())
 }
 
@@ -64,11 +79,17 @@ async fn next_json(session: &mut Duplex, deadline: Instant) -> Result<Option<Val
     Ok(None)
 }
 
-async fn wait_for(session: &mut Duplex, deadline: Instant, done: impl Fn(&Value) -> bool) -> Result<Value, BenchError> {
+async fn wait_for(
+    session: &mut Duplex,
+    deadline: Instant,
+    done: impl Fn(&Value) -> bool,
+) -> Result<Value, BenchError> {
     while let Some(msg) = next_json(session, deadline).await? {
         if done(&msg) {
             return Ok(msg);
         }
     }
-    Err(BenchError::Protocol("the CLI closed stdout while the driver waited for an answer".into()))
+    Err(BenchError::Protocol(
+        "the CLI closed stdout while the driver waited for an answer".into(),
+    ))
 }

@@ -12,21 +12,28 @@ use crate::sandbox::CODEX_MODEL;
 use crate::BenchError;
 
 /// Drives one turn with `prompt` in `cwd`; returns when `turn/completed` arrived.
-pub async fn drive(session: &mut Duplex, cwd: &Path, prompt: &str, deadline: Instant) -> Result<(), BenchError> {
+pub async fn drive(
+    session: &mut Duplex,
+    cwd: &Path,
+    prompt: &str,
+    deadline: Instant,
+) -> Result<(), BenchError> {
     let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "clientInfo": {"name": "agent_bench", "title": "agent_bench recorder", "version": env!("CARGO_PKG_VERSION")},
         "capabilities": {"experimentalApi": false}}});
     session.send(&init.to_string()).await?;
     response(session, 1, deadline).await?;
-    session.send(&json!({"jsonrpc": "2.0", "method": "initialized"}).to_string()).await?;
+    session
+        .send(&json!({"jsonrpc": "2.0", "method": "initialized"}).to_string())
+        .await?;
     let start = json!({"jsonrpc": "2.0", "id": 2, "method": "thread/start", "params": {
         "model": CODEX_MODEL, "modelProvider": "mock", "cwd": cwd.display().to_string(),
         "approvalPolicy": "untrusted", "sandbox": "workspace-write"}});
     session.send(&start.to_string()).await?;
     let thread = response(session, 2, deadline).await?;
-    let thread_id = thread["thread"]["id"]
-        .as_str()
-        .ok_or_else(|| BenchError::Protocol(format!("thread/start answered without thread.id: {thread}")))?;
+    let thread_id = thread["thread"]["id"].as_str().ok_or_else(|| {
+        BenchError::Protocol(format!("thread/start answered without thread.id: {thread}"))
+    })?;
     let turn = json!({"jsonrpc": "2.0", "id": 3, "method": "turn/start", "params": {
         "threadId": thread_id, "input": [{"type": "text", "text": prompt, "text_elements": []}]}});
     session.send(&turn.to_string()).await?;
@@ -55,7 +62,9 @@ async fn next_json(session: &mut Duplex, deadline: Instant) -> Result<Value, Ben
             return Ok(value);
         }
     }
-    Err(BenchError::Protocol("codex app-server closed stdout during the turn".into()))
+    Err(BenchError::Protocol(
+        "codex app-server closed stdout during the turn".into(),
+    ))
 }
 
 /// Waits for the response to request `id`; an error response is a protocol error.

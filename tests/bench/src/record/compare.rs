@@ -13,16 +13,28 @@ pub fn event_key(msg: &Value) -> String {
         return method.to_string();
     }
     if msg.get("id").is_some() && (msg.get("result").is_some() || msg.get("error").is_some()) {
-        return if msg.get("error").is_some() { "error-response" } else { "response" }.to_string();
+        return if msg.get("error").is_some() {
+            "error-response"
+        } else {
+            "response"
+        }
+        .to_string();
     }
-    let mut key = msg.get("type").and_then(Value::as_str).unwrap_or("?").to_string();
+    let mut key = msg
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or("?")
+        .to_string();
     if let Some(sub) = msg.get("subtype").and_then(Value::as_str) {
         key = format!("{key}/{sub}");
     }
     if let Some(item) = msg.pointer("/item/type").and_then(Value::as_str) {
         key = format!("{key}:{item}");
     }
-    if let Some(block) = msg.pointer("/message/content/0/type").and_then(Value::as_str) {
+    if let Some(block) = msg
+        .pointer("/message/content/0/type")
+        .and_then(Value::as_str)
+    {
         key = format!("{key}:{block}");
     }
     key
@@ -40,16 +52,24 @@ fn collapse(keys: impl Iterator<Item = String>) -> Vec<String> {
 
 /// Event keys of a `.stdout.jsonl` text (non-JSON lines skipped).
 pub fn stdout_event_types(text: &str) -> Vec<String> {
-    collapse(text.lines().filter_map(|l| serde_json::from_str::<Value>(l).ok()).map(|v| event_key(&v)))
+    collapse(
+        text.lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .map(|v| event_key(&v)),
+    )
 }
 
 /// `dir:key` of every send and recv entry of a `.session.jsonl` text (stderr entries skipped).
 pub fn session_event_types(text: &str) -> Vec<String> {
-    collapse(text.lines().filter_map(|l| serde_json::from_str::<Value>(l).ok()).filter_map(|entry| {
-        let dir = entry.get("dir")?.as_str()?;
-        let msg = entry.get("msg")?;
-        (dir == "send" || dir == "recv").then(|| format!("{dir}:{}", event_key(msg)))
-    }))
+    collapse(
+        text.lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter_map(|entry| {
+                let dir = entry.get("dir")?.as_str()?;
+                let msg = entry.get("msg")?;
+                (dir == "send" || dir == "recv").then(|| format!("{dir}:{}", event_key(msg)))
+            }),
+    )
 }
 
 #[cfg(test)]
@@ -70,7 +90,15 @@ mod tests {
             r#"{"type":"item.completed","item":{"type":"agent_message"}}"#,
             "\nnot json\n"
         );
-        assert_eq!(stdout_event_types(text), ["system/init", "assistant:text", "assistant:tool_use", "item.completed:agent_message"]);
+        assert_eq!(
+            stdout_event_types(text),
+            [
+                "system/init",
+                "assistant:text",
+                "assistant:tool_use",
+                "item.completed:agent_message"
+            ]
+        );
     }
 
     #[test]
@@ -83,6 +111,9 @@ mod tests {
             r#"{"t":0.2,"dir":"recv","msg":{"id":1,"result":{}}}"#,
             "\n"
         );
-        assert_eq!(session_event_types(text), ["send:initialize", "recv:response"]);
+        assert_eq!(
+            session_event_types(text),
+            ["send:initialize", "recv:response"]
+        );
     }
 }

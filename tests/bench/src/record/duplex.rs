@@ -24,14 +24,24 @@ pub struct Entry {
 
 impl Entry {
     fn new(t: f64, dir: &'static str, line: &str) -> Entry {
-        let is_json = dir != "stderr" && serde_json::from_str::<&serde_json::value::RawValue>(line).is_ok();
-        let msg = if is_json { line.to_string() } else { serde_json::Value::String(line.to_string()).to_string() };
+        let is_json =
+            dir != "stderr" && serde_json::from_str::<&serde_json::value::RawValue>(line).is_ok();
+        let msg = if is_json {
+            line.to_string()
+        } else {
+            serde_json::Value::String(line.to_string()).to_string()
+        };
         Entry { t, dir, msg }
     }
 
     /// The entry as one JSON line: `{"t":..,"dir":..,"msg":..}`.
     pub fn to_line(&self) -> String {
-        format!("{{\"t\":{},\"dir\":\"{}\",\"msg\":{}}}", (self.t * 1000.0).round() / 1000.0, self.dir, self.msg)
+        format!(
+            "{{\"t\":{},\"dir\":\"{}\",\"msg\":{}}}",
+            (self.t * 1000.0).round() / 1000.0,
+            self.dir,
+            self.msg
+        )
     }
 }
 
@@ -59,9 +69,13 @@ pub struct Duplex {
 impl Duplex {
     /// Spawns `cmd` (from `Sandbox::command`) with piped stdio.
     pub fn spawn(mut cmd: Command, what: &str) -> Result<Duplex, BenchError> {
-        cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
         let started = Instant::now();
-        let mut child = cmd.spawn().map_err(|e| BenchError::io(format!("spawning {what}"), e))?;
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| BenchError::io(format!("spawning {what}"), e))?;
         let guard = GroupGuard::new(&child);
         let (tx, rx) = mpsc::unbounded_channel();
         if let Some(out) = child.stdout.take() {
@@ -71,18 +85,37 @@ impl Duplex {
             tokio::spawn(forward_lines(err, started, tx, Incoming::Stderr));
         }
         let stdin = child.stdin.take();
-        Ok(Duplex { child, stdin, rx, started, guard, what: what.into(), log: Vec::new(), stderr: String::new(), first_stdout: None })
+        Ok(Duplex {
+            child,
+            stdin,
+            rx,
+            started,
+            guard,
+            what: what.into(),
+            log: Vec::new(),
+            stderr: String::new(),
+            first_stdout: None,
+        })
     }
 
     /// Writes one line to the child's stdin and logs it.
     pub async fn send(&mut self, line: &str) -> Result<(), BenchError> {
         let t = self.started.elapsed().as_secs_f64();
         self.log.push(Entry::new(t, "send", line));
-        let stdin = self.stdin.as_mut().ok_or_else(|| BenchError::Protocol("stdin already closed".into()))?;
+        let stdin = self
+            .stdin
+            .as_mut()
+            .ok_or_else(|| BenchError::Protocol("stdin already closed".into()))?;
         let mut bytes = line.as_bytes().to_vec();
         bytes.push(b'\n');
-        stdin.write_all(&bytes).await.map_err(|e| BenchError::io(format!("writing to {}", self.what), e))?;
-        stdin.flush().await.map_err(|e| BenchError::io(format!("writing to {}", self.what), e))
+        stdin
+            .write_all(&bytes)
+            .await
+            .map_err(|e| BenchError::io(format!("writing to {}", self.what), e))?;
+        stdin
+            .flush()
+            .await
+            .map_err(|e| BenchError::io(format!("writing to {}", self.what), e))
     }
 
     /// The next stdout line before `deadline` (logged), or `None` once stdout is closed.
@@ -91,7 +124,10 @@ impl Duplex {
             let left = deadline.saturating_duration_since(Instant::now());
             match tokio::time::timeout(left, self.rx.recv()).await {
                 Err(_) => {
-                    return Err(BenchError::Timeout { what: self.what.clone(), seconds: left.as_secs() });
+                    return Err(BenchError::Timeout {
+                        what: self.what.clone(),
+                        seconds: left.as_secs(),
+                    });
                 }
                 Ok(None) => return Ok(None),
                 Ok(Some(Incoming::Stderr(t, line))) => {
@@ -113,12 +149,19 @@ impl Duplex {
     pub async fn finish(&mut self, deadline: Instant) -> Result<(ExitStatus, f64), BenchError> {
         drop(self.stdin.take());
         while self.next_line(deadline).await?.is_some() {}
-        let left = deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(100));
+        let left = deadline
+            .saturating_duration_since(Instant::now())
+            .max(Duration::from_millis(100));
         let status = match tokio::time::timeout(left, self.child.wait()).await {
-            Ok(status) => status.map_err(|e| BenchError::io(format!("waiting for {}", self.what), e))?,
+            Ok(status) => {
+                status.map_err(|e| BenchError::io(format!("waiting for {}", self.what), e))?
+            }
             Err(_) => {
                 drop(self.guard.take());
-                return Err(BenchError::Timeout { what: self.what.clone(), seconds: left.as_secs() });
+                return Err(BenchError::Timeout {
+                    what: self.what.clone(),
+                    seconds: left.as_secs(),
+                });
             }
         };
         let wall = self.started.elapsed().as_secs_f64();
@@ -156,8 +199,14 @@ mod tests {
 
     #[test]
     fn json_lines_are_kept_byte_for_byte_and_other_lines_become_strings() {
-        assert_eq!(Entry::new(0.5, "recv", r#"{"b": 1,"a":2}"#).to_line(), r#"{"t":0.5,"dir":"recv","msg":{"b": 1,"a":2}}"#);
-        assert_eq!(Entry::new(1.0, "stderr", r#"{"x":1}"#).to_line(), r#"{"t":1,"dir":"stderr","msg":"{\"x\":1}"}"#);
+        assert_eq!(
+            Entry::new(0.5, "recv", r#"{"b": 1,"a":2}"#).to_line(),
+            r#"{"t":0.5,"dir":"recv","msg":{"b": 1,"a":2}}"#
+        );
+        assert_eq!(
+            Entry::new(1.0, "stderr", r#"{"x":1}"#).to_line(),
+            r#"{"t":1,"dir":"stderr","msg":"{\"x\":1}"}"#
+        );
         assert_eq!(Entry::new(0.0, "recv", "plain").msg, r#""plain""#);
     }
 }

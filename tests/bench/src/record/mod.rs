@@ -35,7 +35,10 @@ pub struct Recording {
 
 /// The folder recordings of `interface` go to by default: `tests/bench/recorded/<cli>/<interface>`.
 pub fn default_out_dir(interface: Interface) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("recorded").join(interface.cli().name()).join(interface.name())
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("recorded")
+        .join(interface.cli().name())
+        .join(interface.name())
 }
 
 /// Runs `interface` with `scenario` against `server` and writes the fixture files into `out_dir`.
@@ -58,9 +61,14 @@ pub async fn record(
     let arg_refs: Vec<&str> = args.iter().map(String::as_str).collect();
     let cmd = sandbox.command(&arg_refs);
     let what = format!("{interface} ({scenario})");
-    std::fs::create_dir_all(out_dir).map_err(|e| BenchError::io(format!("creating {}", out_dir.display()), e))?;
+    std::fs::create_dir_all(out_dir)
+        .map_err(|e| BenchError::io(format!("creating {}", out_dir.display()), e))?;
 
-    let target = Target { out_dir, scenario, neutral: &neutral };
+    let target = Target {
+        out_dir,
+        scenario,
+        neutral: &neutral,
+    };
     let mut meta = Map::new();
     let (transcript, exit_code) = if interface.is_one_way() {
         record_one_way(cmd, &what, timeout, &target, &mut meta).await?
@@ -78,7 +86,12 @@ pub async fn record(
     head.insert("scenario_description".into(), json!(described.description));
     let meta_path = out_dir.join(format!("{scenario}.meta.json"));
     write(&meta_path, &ordered_json(head, META_ORDER)?)?;
-    Ok(Recording { transcript, meta: meta_path, exit_code, sandbox })
+    Ok(Recording {
+        transcript,
+        meta: meta_path,
+        exit_code,
+        sandbox,
+    })
 }
 
 /// Where a recording goes and how its machine paths are neutralized.
@@ -97,8 +110,14 @@ async fn record_one_way(
     meta: &mut Map<String, Value>,
 ) -> Result<(PathBuf, i32), BenchError> {
     let out = process::run(cmd, what, timeout).await?;
-    let path = target.out_dir.join(format!("{}.stdout.jsonl", target.scenario));
-    let text: String = out.stdout.iter().map(|(_, l)| format!("{}\n", target.neutral.apply(l))).collect();
+    let path = target
+        .out_dir
+        .join(format!("{}.stdout.jsonl", target.scenario));
+    let text: String = out
+        .stdout
+        .iter()
+        .map(|(_, l)| format!("{}\n", target.neutral.apply(l)))
+        .collect();
     write(&path, &text)?;
     let times: Vec<f64> = out.stdout.iter().map(|(t, _)| round3(*t)).collect();
     meta.insert("exit_code".into(), json!(out.exit_code()));
@@ -123,27 +142,50 @@ async fn record_two_way(
     let deadline = Instant::now() + timeout;
     let mut session = Duplex::spawn(cmd, what)?;
     let driven = match interface {
-        Interface::ClaudeControl | Interface::QwenControl => claude_control::drive(&mut session, prompt, deadline).await,
-        Interface::CodexAppServer => codex_app_server::drive(&mut session, &sandbox.cwd, prompt, deadline).await,
+        Interface::ClaudeControl | Interface::QwenControl => {
+            claude_control::drive(&mut session, prompt, deadline).await
+        }
+        Interface::CodexAppServer => {
+            codex_app_server::drive(&mut session, &sandbox.cwd, prompt, deadline).await
+        }
         Interface::QwenAcp => acp::drive(&mut session, &sandbox.cwd, prompt, deadline).await,
-        other => Err(BenchError::Protocol(format!("no two-way driver for {other}"))),
+        other => Err(BenchError::Protocol(format!(
+            "no two-way driver for {other}"
+        ))),
     };
-    let finished = session.finish(deadline.max(Instant::now() + Duration::from_secs(10))).await;
+    let finished = session
+        .finish(deadline.max(Instant::now() + Duration::from_secs(10)))
+        .await;
     driven?;
     let (status, wall) = finished?;
-    let path = target.out_dir.join(format!("{}.session.jsonl", target.scenario));
-    let text: String = session.log.iter().map(|e| format!("{}\n", target.neutral.apply(&e.to_line()))).collect();
+    let path = target
+        .out_dir
+        .join(format!("{}.session.jsonl", target.scenario));
+    let text: String = session
+        .log
+        .iter()
+        .map(|e| format!("{}\n", target.neutral.apply(&e.to_line())))
+        .collect();
     write(&path, &text)?;
     let code = exit_code(status);
     meta.insert("exit_code".into(), json!(code));
     meta.insert("wall_s".into(), json!(round3(wall)));
-    meta.insert("t_first_stdout_s".into(), json!(session.first_stdout.map(round3)));
+    meta.insert(
+        "t_first_stdout_s".into(),
+        json!(session.first_stdout.map(round3)),
+    );
     insert_stderr(meta, &target.neutral.apply(&session.stderr));
     Ok((path, code))
 }
 
 /// The head of the meta file: the CLI, its version, the interface, the argv, env and cwd as run.
-fn meta_head(interface: Interface, scenario: &str, sandbox: &Sandbox, args: &[String], neutral: &Neutralizer) -> Map<String, Value> {
+fn meta_head(
+    interface: Interface,
+    scenario: &str,
+    sandbox: &Sandbox,
+    args: &[String],
+    neutral: &Neutralizer,
+) -> Map<String, Value> {
     let cli = interface.cli();
     let mut head = Map::new();
     head.insert("cli".into(), json!(cli.name()));
@@ -151,19 +193,32 @@ fn meta_head(interface: Interface, scenario: &str, sandbox: &Sandbox, args: &[St
     head.insert("interface".into(), json!(interface.name()));
     head.insert("scenario".into(), json!(scenario));
     let argv: Vec<String> = std::iter::once(cli.executable().to_string())
-        .chain(sandbox.base_args.iter().chain(args.iter()).map(|a| neutral.apply(a)))
+        .chain(
+            sandbox
+                .base_args
+                .iter()
+                .chain(args.iter())
+                .map(|a| neutral.apply(a)),
+        )
         .collect();
     head.insert("argv".into(), json!(argv));
     let env: Map<String, Value> = sandbox
         .env
         .iter()
         .map(|(k, v)| {
-            let v = if k == "PATH" { "/usr/local/bin:/usr/bin:/bin".to_string() } else { neutral.apply(v) };
+            let v = if k == "PATH" {
+                "/usr/local/bin:/usr/bin:/bin".to_string()
+            } else {
+                neutral.apply(v)
+            };
             (k.clone(), json!(v))
         })
         .collect();
     head.insert("env".into(), Value::Object(env));
-    head.insert("cwd".into(), json!(neutral.apply(&sandbox.cwd.display().to_string())));
+    head.insert(
+        "cwd".into(),
+        json!(neutral.apply(&sandbox.cwd.display().to_string())),
+    );
     head.insert("signals_sent".into(), json!([]));
     head
 }
@@ -191,14 +246,28 @@ const META_ORDER: &[&str] = &[
 
 /// A pretty JSON object with its top-level keys in `order` (others after them).
 fn ordered_json(mut map: Map<String, Value>, order: &[&str]) -> Result<String, BenchError> {
-    let mut keys: Vec<String> = order.iter().map(|k| k.to_string()).filter(|k| map.contains_key(k)).collect();
-    keys.extend(map.keys().filter(|k| !order.contains(&k.as_str())).cloned().collect::<Vec<_>>());
+    let mut keys: Vec<String> = order
+        .iter()
+        .map(|k| k.to_string())
+        .filter(|k| map.contains_key(k))
+        .collect();
+    keys.extend(
+        map.keys()
+            .filter(|k| !order.contains(&k.as_str()))
+            .cloned()
+            .collect::<Vec<_>>(),
+    );
     let mut out = String::from("{\n");
     for (i, key) in keys.iter().enumerate() {
         let value = map.remove(key).unwrap_or(Value::Null);
-        let text = serde_json::to_string_pretty(&value).map_err(|e| BenchError::json("serializing meta", e))?;
+        let text = serde_json::to_string_pretty(&value)
+            .map_err(|e| BenchError::json("serializing meta", e))?;
         let sep = if i + 1 == keys.len() { "" } else { "," };
-        out += &format!("  {}: {}{sep}\n", Value::from(key.as_str()), text.replace('\n', "\n  "));
+        out += &format!(
+            "  {}: {}{sep}\n",
+            Value::from(key.as_str()),
+            text.replace('\n', "\n  ")
+        );
     }
     out += "}\n";
     Ok(out)
@@ -206,7 +275,9 @@ fn ordered_json(mut map: Map<String, Value>, order: &[&str]) -> Result<String, B
 
 fn exit_code(status: std::process::ExitStatus) -> i32 {
     use std::os::unix::process::ExitStatusExt;
-    status.code().unwrap_or_else(|| -status.signal().unwrap_or(0))
+    status
+        .code()
+        .unwrap_or_else(|| -status.signal().unwrap_or(0))
 }
 
 fn round3(x: f64) -> f64 {
@@ -216,7 +287,10 @@ fn round3(x: f64) -> f64 {
 fn insert_stderr(meta: &mut Map<String, Value>, stderr: &str) {
     const LIMIT: usize = 4000;
     let total = stderr.chars().count();
-    meta.insert("stderr".into(), json!(stderr.chars().take(LIMIT).collect::<String>()));
+    meta.insert(
+        "stderr".into(),
+        json!(stderr.chars().take(LIMIT).collect::<String>()),
+    );
     if total > LIMIT {
         meta.insert("stderr_truncated".into(), json!(true));
         meta.insert("stderr_total_chars".into(), json!(total));

@@ -51,13 +51,17 @@ impl Neutralizer {
 
     /// `text` with every replacement applied.
     pub fn apply(&self, text: &str) -> String {
-        self.pairs.iter().fold(text.to_string(), |acc, (from, to)| acc.replace(from.as_str(), to))
+        self.pairs.iter().fold(text.to_string(), |acc, (from, to)| {
+            acc.replace(from.as_str(), to)
+        })
     }
 }
 
 /// `path` with every character but ASCII letters and digits replaced by `-` (Claude Code's project slug).
 fn slug(path: &str) -> String {
-    path.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect()
+    path.chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect()
 }
 
 #[cfg(test)]
@@ -66,7 +70,10 @@ mod tests {
 
     #[test]
     fn claude_project_slug_matches_its_folder_naming() {
-        assert_eq!(slug("/root/.cache/x_y/home/work/shell"), "-root--cache-x-y-home-work-shell");
+        assert_eq!(
+            slug("/root/.cache/x_y/home/work/shell"),
+            "-root--cache-x-y-home-work-shell"
+        );
     }
 
     #[test]

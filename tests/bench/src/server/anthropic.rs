@@ -18,14 +18,18 @@ pub fn conversation(body: &Value, raw: &str) -> Conversation {
     let mut conv = Conversation::default();
     for tool in array(body, "tools") {
         if let Some(name) = tool.get("name").and_then(Value::as_str) {
-            conv.tools.push(OfferedTool::function(name, tool.get("input_schema")));
+            conv.tools
+                .push(OfferedTool::function(name, tool.get("input_schema")));
         }
     }
     for msg in array(body, "messages") {
         let blocks = content_blocks(msg.get("content"));
         match msg.get("role").and_then(Value::as_str) {
             Some("user") => {
-                let texts = blocks.iter().filter(|b| b["type"] == "text").filter_map(|b| b["text"].as_str());
+                let texts = blocks
+                    .iter()
+                    .filter(|b| b["type"] == "text")
+                    .filter_map(|b| b["text"].as_str());
                 let results = blocks
                     .iter()
                     .filter(|b| b["type"] == "tool_result")
@@ -54,7 +58,10 @@ fn content_blocks(content: Option<&Value>) -> Vec<Value> {
 
 /// Renders the reply: SSE when `stream` is set, else one JSON message.
 pub fn respond(reply: Reply, body: &Value, seq: u64) -> Response {
-    let model = body.get("model").and_then(Value::as_str).unwrap_or("claude-mock");
+    let model = body
+        .get("model")
+        .and_then(Value::as_str)
+        .unwrap_or("claude-mock");
     let stream = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
     match reply {
         Reply::Fail(f) => error(f),
@@ -65,13 +72,25 @@ pub fn respond(reply: Reply, body: &Value, seq: u64) -> Response {
 
 fn error(failure: Failure) -> Response {
     let (status, kind, msg) = match failure {
-        Failure::Unauthorized => (StatusCode::UNAUTHORIZED, "authentication_error", "invalid x-api-key (mock)"),
-        Failure::ServerError => (StatusCode::INTERNAL_SERVER_ERROR, "api_error", "Internal server error (mock)"),
+        Failure::Unauthorized => (
+            StatusCode::UNAUTHORIZED,
+            "authentication_error",
+            "invalid x-api-key (mock)",
+        ),
+        Failure::ServerError => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "api_error",
+            "Internal server error (mock)",
+        ),
         Failure::Overloaded => (overloaded_status(), "overloaded_error", "Overloaded (mock)"),
     };
-    let mut resp = json_response(status, &json!({"type": "error", "error": {"type": kind, "message": msg}}));
+    let mut resp = json_response(
+        status,
+        &json!({"type": "error", "error": {"type": kind, "message": msg}}),
+    );
     if failure == Failure::Unauthorized {
-        resp.headers_mut().insert("x-should-retry", HeaderValue::from_static("false"));
+        resp.headers_mut()
+            .insert("x-should-retry", HeaderValue::from_static("false"));
     }
     resp
 }
@@ -107,7 +126,11 @@ fn message(turn: &TurnPlan, model: &str, seq: u64) -> Value {
     if let Some(call) = &turn.tool {
         content.push(json!({"type": "tool_use", "id": tool_id(call), "name": call.name, "input": tool_input(call)}));
     }
-    let stop = if turn.tool.is_some() { "tool_use" } else { "end_turn" };
+    let stop = if turn.tool.is_some() {
+        "tool_use"
+    } else {
+        "end_turn"
+    };
     json!({
         "id": format!("msg_mock_{seq}"), "type": "message", "role": "assistant", "model": model,
         "content": content, "stop_reason": stop, "stop_sequence": null, "usage": usage(),
@@ -127,11 +150,23 @@ fn stream_turn(turn: &TurnPlan, model: &str, seq: u64) -> Response {
     sse.event("ping", &json!({"type": "ping"}));
     let mut index = 0;
     if let Some(thinking) = &turn.thinking {
-        block_start(&mut sse, index, json!({"type": "thinking", "thinking": "", "signature": ""}));
+        block_start(
+            &mut sse,
+            index,
+            json!({"type": "thinking", "thinking": "", "signature": ""}),
+        );
         for word in scenario::word_chunks(thinking) {
-            block_delta(&mut sse, index, json!({"type": "thinking_delta", "thinking": word}));
+            block_delta(
+                &mut sse,
+                index,
+                json!({"type": "thinking_delta", "thinking": word}),
+            );
         }
-        block_delta(&mut sse, index, json!({"type": "signature_delta", "signature": SIGNATURE}));
+        block_delta(
+            &mut sse,
+            index,
+            json!({"type": "signature_delta", "signature": SIGNATURE}),
+        );
         block_stop(&mut sse, index);
         index += 1;
     }
@@ -151,15 +186,30 @@ fn stream_turn(turn: &TurnPlan, model: &str, seq: u64) -> Response {
         index += 1;
     }
     if let Some(call) = &turn.tool {
-        block_start(&mut sse, index, json!({"type": "tool_use", "id": tool_id(call), "name": call.name, "input": {}}));
+        block_start(
+            &mut sse,
+            index,
+            json!({"type": "tool_use", "id": tool_id(call), "name": call.name, "input": {}}),
+        );
         let args = tool_input(call).to_string();
-        let mid = args.char_indices().nth(args.chars().count() / 2).map_or(0, |(i, _)| i);
+        let mid = args
+            .char_indices()
+            .nth(args.chars().count() / 2)
+            .map_or(0, |(i, _)| i);
         for part in [&args[..mid], &args[mid..]] {
-            block_delta(&mut sse, index, json!({"type": "input_json_delta", "partial_json": part}));
+            block_delta(
+                &mut sse,
+                index,
+                json!({"type": "input_json_delta", "partial_json": part}),
+            );
         }
         block_stop(&mut sse, index);
     }
-    let stop = if turn.tool.is_some() { "tool_use" } else { "end_turn" };
+    let stop = if turn.tool.is_some() {
+        "tool_use"
+    } else {
+        "end_turn"
+    };
     sse.event(
         "message_delta",
         &json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null},
@@ -170,13 +220,22 @@ fn stream_turn(turn: &TurnPlan, model: &str, seq: u64) -> Response {
 }
 
 fn block_start(sse: &mut Sse, index: usize, block: Value) {
-    sse.event("content_block_start", &json!({"type": "content_block_start", "index": index, "content_block": block}));
+    sse.event(
+        "content_block_start",
+        &json!({"type": "content_block_start", "index": index, "content_block": block}),
+    );
 }
 
 fn block_delta(sse: &mut Sse, index: usize, delta: Value) {
-    sse.event("content_block_delta", &json!({"type": "content_block_delta", "index": index, "delta": delta}));
+    sse.event(
+        "content_block_delta",
+        &json!({"type": "content_block_delta", "index": index, "delta": delta}),
+    );
 }
 
 fn block_stop(sse: &mut Sse, index: usize) {
-    sse.event("content_block_stop", &json!({"type": "content_block_stop", "index": index}));
+    sse.event(
+        "content_block_stop",
+        &json!({"type": "content_block_stop", "index": index}),
+    );
 }

@@ -22,7 +22,8 @@ pub fn conversation(body: &Value, raw: &str) -> Conversation {
     for tool in array(body, "tools") {
         let function = tool.get("function").unwrap_or(tool);
         if let Some(name) = function.get("name").and_then(Value::as_str) {
-            conv.tools.push(OfferedTool::function(name, function.get("parameters")));
+            conv.tools
+                .push(OfferedTool::function(name, function.get("parameters")));
         }
     }
     // Ids of the deferred-tool searches (Qwen Code's `tool_search`): their answers are no tool results.
@@ -39,10 +40,21 @@ pub fn conversation(body: &Value, raw: &str) -> Conversation {
                 }
                 conv.push_assistant();
             }
-            Some("tool") if msg.get("tool_call_id").and_then(Value::as_str).is_some_and(|id| searches.contains(id)) => {
+            Some("tool")
+                if msg
+                    .get("tool_call_id")
+                    .and_then(Value::as_str)
+                    .is_some_and(|id| searches.contains(id)) =>
+            {
                 conv.push_search_result([]);
             }
-            Some("tool") => conv.push_user([], vec![ToolOutput { text: text.join("\n"), is_error: false }]),
+            Some("tool") => conv.push_user(
+                [],
+                vec![ToolOutput {
+                    text: text.join("\n"),
+                    is_error: false,
+                }],
+            ),
             _ => {}
         }
     }
@@ -53,21 +65,33 @@ pub fn conversation(body: &Value, raw: &str) -> Conversation {
 fn content_text(content: Option<&Value>) -> Vec<String> {
     match content {
         Some(Value::String(s)) => vec![s.clone()],
-        Some(Value::Array(parts)) => parts.iter().filter_map(|p| p.get("text").and_then(Value::as_str)).map(str::to_string).collect(),
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .map(str::to_string)
+            .collect(),
         _ => Vec::new(),
     }
 }
 
 /// True for side requests (no tools offered), such as OpenCode's title generation.
 pub fn is_side_request(body: &Value) -> bool {
-    body.get("tools").and_then(Value::as_array).is_none_or(|t| t.is_empty())
+    body.get("tools")
+        .and_then(Value::as_array)
+        .is_none_or(|t| t.is_empty())
 }
 
 /// Renders the reply: SSE chunks when `stream` is set, else one completion.
 pub fn respond(reply: Reply, body: &Value, seq: u64) -> Response {
-    let model = body.get("model").and_then(Value::as_str).unwrap_or("mock-model");
+    let model = body
+        .get("model")
+        .and_then(Value::as_str)
+        .unwrap_or("mock-model");
     let stream = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
-    let usage = body.pointer("/stream_options/include_usage").and_then(Value::as_bool).unwrap_or(false);
+    let usage = body
+        .pointer("/stream_options/include_usage")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
     match reply {
         Reply::Fail(f) => error(f),
         Reply::Turn(turn) if stream => stream_turn(&turn, model, seq, usage),
@@ -116,7 +140,11 @@ fn completion(turn: &TurnPlan, model: &str, seq: u64) -> Value {
     if let Some(calls) = tool_calls(turn) {
         message["tool_calls"] = calls;
     }
-    let finish = if turn.tool.is_some() { "tool_calls" } else { "stop" };
+    let finish = if turn.tool.is_some() {
+        "tool_calls"
+    } else {
+        "stop"
+    };
     json!({"id": format!("chatcmpl-mock-{seq}"), "object": "chat.completion", "created": unix_now(), "model": model,
         "choices": [{"index": 0, "message": message, "finish_reason": finish}], "usage": usage_value()})
 }
@@ -128,7 +156,10 @@ fn stream_turn(turn: &TurnPlan, model: &str, seq: u64, usage: bool) -> Response 
             "model": model, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
     };
     let mut sse = Sse::new();
-    sse.data(&chunk(json!({"role": "assistant", "content": ""}), Value::Null));
+    sse.data(&chunk(
+        json!({"role": "assistant", "content": ""}),
+        Value::Null,
+    ));
     if let Some(thinking) = &turn.thinking {
         for word in scenario::word_chunks(thinking) {
             sse.data(&chunk(json!({"reasoning_content": word}), Value::Null));
@@ -146,16 +177,28 @@ fn stream_turn(turn: &TurnPlan, model: &str, seq: u64, usage: bool) -> Response 
             "function": {"name": call.name, "arguments": ""}}]});
         sse.data(&chunk(first, Value::Null));
         let args = call.input.to_json_string();
-        let mid = args.char_indices().nth(args.chars().count() / 2).map_or(0, |(i, _)| i);
+        let mid = args
+            .char_indices()
+            .nth(args.chars().count() / 2)
+            .map_or(0, |(i, _)| i);
         for part in [&args[..mid], &args[mid..]] {
-            sse.data(&chunk(json!({"tool_calls": [{"index": 0, "function": {"arguments": part}}]}), Value::Null));
+            sse.data(&chunk(
+                json!({"tool_calls": [{"index": 0, "function": {"arguments": part}}]}),
+                Value::Null,
+            ));
         }
     }
-    let finish = if turn.tool.is_some() { "tool_calls" } else { "stop" };
+    let finish = if turn.tool.is_some() {
+        "tool_calls"
+    } else {
+        "stop"
+    };
     sse.data(&chunk(json!({}), json!(finish)));
     if usage {
-        sse.data(&json!({"id": format!("chatcmpl-mock-{seq}"), "object": "chat.completion.chunk",
-            "created": created, "model": model, "choices": [], "usage": usage_value()}));
+        sse.data(
+            &json!({"id": format!("chatcmpl-mock-{seq}"), "object": "chat.completion.chunk",
+            "created": created, "model": model, "choices": [], "usage": usage_value()}),
+        );
     }
     sse.raw_data("[DONE]");
     sse.into_response()

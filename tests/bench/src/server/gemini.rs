@@ -21,17 +21,25 @@ pub fn conversation(body: &Value, raw: &str) -> Conversation {
     for group in array(body, "tools") {
         for decl in array(group, "functionDeclarations") {
             if let Some(name) = decl.get("name").and_then(Value::as_str) {
-                let schema = decl.get("parametersJsonSchema").or_else(|| decl.get("parameters"));
+                let schema = decl
+                    .get("parametersJsonSchema")
+                    .or_else(|| decl.get("parameters"));
                 conv.tools.push(OfferedTool::function(name, schema));
             }
         }
     }
     for content in array(body, "contents") {
-        let parts = content.get("parts").and_then(Value::as_array).cloned().unwrap_or_default();
+        let parts = content
+            .get("parts")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
         match content.get("role").and_then(Value::as_str) {
             Some("model") => conv.push_assistant(),
             _ => {
-                let texts = parts.iter().filter_map(|p| p.get("text").and_then(Value::as_str));
+                let texts = parts
+                    .iter()
+                    .filter_map(|p| p.get("text").and_then(Value::as_str));
                 let results = parts
                     .iter()
                     .filter_map(|p| p.get("functionResponse"))
@@ -41,7 +49,10 @@ pub fn conversation(body: &Value, raw: &str) -> Conversation {
                             Some(Value::String(s)) => s.clone(),
                             _ => response.to_string(),
                         };
-                        ToolOutput { is_error: response.get("error").is_some(), text }
+                        ToolOutput {
+                            is_error: response.get("error").is_some(),
+                            text,
+                        }
                     })
                     .collect();
                 conv.push_user(texts, results);
@@ -55,11 +66,20 @@ pub fn conversation(body: &Value, raw: &str) -> Conversation {
 /// The structured answer to a side call, if the request is one.
 pub fn side_reply(body: &Value) -> Option<TurnPlan> {
     let config = body.get("generationConfig");
-    let schema = config.and_then(|c| c.get("responseJsonSchema").or_else(|| c.get("responseSchema")));
+    let schema = config.and_then(|c| {
+        c.get("responseJsonSchema")
+            .or_else(|| c.get("responseSchema"))
+    });
     if let Some(schema) = schema {
-        return Some(TurnPlan { text: vec![fill_schema(schema).to_string()], ..TurnPlan::default() });
+        return Some(TurnPlan {
+            text: vec![fill_schema(schema).to_string()],
+            ..TurnPlan::default()
+        });
     }
-    let has_tools = body.get("tools").and_then(Value::as_array).is_some_and(|t| !t.is_empty());
+    let has_tools = body
+        .get("tools")
+        .and_then(Value::as_array)
+        .is_some_and(|t| !t.is_empty());
     (!has_tools).then(|| TurnPlan::say(SIDE_REPLY))
 }
 
@@ -84,11 +104,26 @@ pub fn respond(reply: Reply, model: &str, stream: bool) -> Response {
 
 fn error(failure: Failure) -> Response {
     let (status, message, name) = match failure {
-        Failure::Unauthorized => (StatusCode::UNAUTHORIZED, "API key not valid (mock)", "UNAUTHENTICATED"),
-        Failure::ServerError => (StatusCode::INTERNAL_SERVER_ERROR, "Internal error (mock)", "INTERNAL"),
-        Failure::Overloaded => (StatusCode::SERVICE_UNAVAILABLE, "The model is overloaded (mock)", "UNAVAILABLE"),
+        Failure::Unauthorized => (
+            StatusCode::UNAUTHORIZED,
+            "API key not valid (mock)",
+            "UNAUTHENTICATED",
+        ),
+        Failure::ServerError => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "Internal error (mock)",
+            "INTERNAL",
+        ),
+        Failure::Overloaded => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "The model is overloaded (mock)",
+            "UNAVAILABLE",
+        ),
     };
-    json_response(status, &json!({"error": {"code": status.as_u16(), "message": message, "status": name}}))
+    json_response(
+        status,
+        &json!({"error": {"code": status.as_u16(), "message": message, "status": name}}),
+    )
 }
 
 fn function_call(turn: &TurnPlan) -> Option<Value> {
@@ -114,7 +149,11 @@ fn chunk(model: &str, parts: Vec<Value>, last: bool) -> Value {
 fn stream_turn(turn: &TurnPlan, model: &str) -> Response {
     let mut sse = Sse::new();
     if let Some(t) = &turn.thinking {
-        sse.data(&chunk(model, vec![json!({"text": t, "thought": true})], false));
+        sse.data(&chunk(
+            model,
+            vec![json!({"text": t, "thought": true})],
+            false,
+        ));
     }
     let sent = turn.deltas_before_break();
     let call = function_call(turn);

@@ -41,7 +41,13 @@ use crate::BenchError;
 use turn::{plan, Reply};
 
 /// Header names whose values are never logged.
-const SECRET_HEADERS: &[&str] = &["authorization", "x-api-key", "x-goog-api-key", "cookie", "proxy-authorization"];
+const SECRET_HEADERS: &[&str] = &[
+    "authorization",
+    "x-api-key",
+    "x-goog-api-key",
+    "cookie",
+    "proxy-authorization",
+];
 
 /// One request the server received, as logged.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -90,21 +96,32 @@ impl ModelServer {
         let log = match log {
             Some(path) => {
                 if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                    std::fs::create_dir_all(dir).map_err(|e| BenchError::io(format!("creating {}", dir.display()), e))?;
+                    std::fs::create_dir_all(dir)
+                        .map_err(|e| BenchError::io(format!("creating {}", dir.display()), e))?;
                 }
                 let file = std::fs::OpenOptions::new()
                     .create(true)
                     .append(true)
                     .open(&path)
-                    .map_err(|e| BenchError::io(format!("opening request log {}", path.display()), e))?;
+                    .map_err(|e| {
+                        BenchError::io(format!("opening request log {}", path.display()), e)
+                    })?;
                 Some(Mutex::new(file))
             }
             None => None,
         };
-        let state = Arc::new(State { started: Instant::now(), seq: AtomicU64::new(0), requests: Mutex::new(Vec::new()), log });
-        let listener =
-            tokio::net::TcpListener::bind(("127.0.0.1", port)).await.map_err(|e| BenchError::io("binding the model server", e))?;
-        let addr = listener.local_addr().map_err(|e| BenchError::io("reading the bound address", e))?;
+        let state = Arc::new(State {
+            started: Instant::now(),
+            seq: AtomicU64::new(0),
+            requests: Mutex::new(Vec::new()),
+            log,
+        });
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
+            .await
+            .map_err(|e| BenchError::io("binding the model server", e))?;
+        let addr = listener
+            .local_addr()
+            .map_err(|e| BenchError::io("reading the bound address", e))?;
         let app = app(state.clone());
         let task = tokio::spawn(async move {
             // The server only ends when the task is aborted; an accept error ends it early and requests fail.
@@ -126,7 +143,11 @@ impl ModelServer {
 
     /// Every request received so far, in order.
     pub fn requests(&self) -> Vec<LoggedRequest> {
-        self.state.requests.lock().map(|r| r.clone()).unwrap_or_default()
+        self.state
+            .requests
+            .lock()
+            .map(|r| r.clone())
+            .unwrap_or_default()
     }
 
     /// The server's router sharing this server's log (for in-process requests without a socket).
@@ -142,10 +163,12 @@ impl Drop for ModelServer {
 }
 
 fn app(state: Arc<State>) -> Router {
-    Router::new().fallback(move |method: Method, uri: Uri, headers: HeaderMap, body: Bytes| {
-        let state = state.clone();
-        async move { handle(&state, method, uri, headers, body) }
-    })
+    Router::new().fallback(
+        move |method: Method, uri: Uri, headers: HeaderMap, body: Bytes| {
+            let state = state.clone();
+            async move { handle(&state, method, uri, headers, body) }
+        },
+    )
 }
 
 /// `/s/<scenario>[.<tag>]/<rest>` -> (Some(scenario), Some(tag), rest).
@@ -153,7 +176,9 @@ fn split_path(path: &str) -> (Option<&str>, Option<&str>, &str) {
     let Some(after) = path.strip_prefix("/s/") else {
         return (None, None, path);
     };
-    let (segment, rest) = after.find('/').map_or((after, ""), |i| (&after[..i], &after[i..]));
+    let (segment, rest) = after
+        .find('/')
+        .map_or((after, ""), |i| (&after[..i], &after[i..]));
     match segment.split_once('.') {
         Some((name, tag)) => (Some(name), Some(tag), rest),
         None => (Some(segment), None, rest),
@@ -162,12 +187,25 @@ fn split_path(path: &str) -> (Option<&str>, Option<&str>, &str) {
 
 fn handle(state: &State, method: Method, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
     let seq = state.seq.fetch_add(1, Ordering::Relaxed);
-    let path = uri.path_and_query().map_or_else(|| uri.path().to_string(), |p| p.as_str().to_string());
+    let path = uri
+        .path_and_query()
+        .map_or_else(|| uri.path().to_string(), |p| p.as_str().to_string());
     let (scenario_name, tag, rest) = split_path(uri.path());
     let raw = String::from_utf8_lossy(&body);
-    let parsed: Value =
-        if body.is_empty() { Value::Null } else { serde_json::from_slice(&body).unwrap_or_else(|_| Value::String(raw.to_string())) };
-    let response = route(&method, scenario_name, rest, uri.query(), &parsed, &raw, seq);
+    let parsed: Value = if body.is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_slice(&body).unwrap_or_else(|_| Value::String(raw.to_string()))
+    };
+    let response = route(
+        &method,
+        scenario_name,
+        rest,
+        uri.query(),
+        &parsed,
+        &raw,
+        seq,
+    );
     let entry = LoggedRequest {
         at_ms: state.started.elapsed().as_millis() as u64,
         method: method.to_string(),
@@ -201,10 +239,21 @@ fn handle(state: &State, method: Method, uri: Uri, headers: HeaderMap, body: Byt
 }
 
 fn not_found(message: String) -> Response {
-    sse::json_response(StatusCode::NOT_FOUND, &json!({"error": {"message": message, "type": "not_found"}}))
+    sse::json_response(
+        StatusCode::NOT_FOUND,
+        &json!({"error": {"message": message, "type": "not_found"}}),
+    )
 }
 
-fn route(method: &Method, scenario_name: Option<&str>, rest: &str, query: Option<&str>, body: &Value, raw: &str, seq: u64) -> Response {
+fn route(
+    method: &Method,
+    scenario_name: Option<&str>,
+    rest: &str,
+    query: Option<&str>,
+    body: &Value,
+    raw: &str,
+    seq: u64,
+) -> Response {
     if method == Method::HEAD {
         return Response::new(Body::empty());
     }
@@ -218,7 +267,10 @@ fn route(method: &Method, scenario_name: Option<&str>, rest: &str, query: Option
         return not_found("mock model server: use a base URL ending in /s/<scenario>".into());
     };
     let Some(scenario) = scenario::find(name) else {
-        return not_found(format!("mock model server: unknown scenario `{name}`; known: {}", scenario::names()));
+        return not_found(format!(
+            "mock model server: unknown scenario `{name}`; known: {}",
+            scenario::names()
+        ));
     };
     if rest.ends_with("/messages") {
         let conv = anthropic::conversation(body, raw);
@@ -233,8 +285,12 @@ fn route(method: &Method, scenario_name: Option<&str>, rest: &str, query: Option
             plan(scenario, &chat_completions::conversation(body, raw))
         };
         chat_completions::respond(reply, body, seq)
-    } else if let Some((model, method)) = rest.split_once("/models/").and_then(|(_, m)| m.split_once(':')) {
-        let stream = method == "streamGenerateContent" || query.is_some_and(|q| q.contains("alt=sse"));
+    } else if let Some((model, method)) = rest
+        .split_once("/models/")
+        .and_then(|(_, m)| m.split_once(':'))
+    {
+        let stream =
+            method == "streamGenerateContent" || query.is_some_and(|q| q.contains("alt=sse"));
         let reply = match (stream, gemini::side_reply(body)) {
             (false, Some(side)) => Reply::Turn(side),
             _ => plan(scenario, &gemini::conversation(body, raw)),
@@ -257,7 +313,10 @@ mod tests {
 
     #[test]
     fn path_prefix_selects_scenario_and_tag() {
-        assert_eq!(split_path("/s/shell.run-1/v1/messages"), (Some("shell"), Some("run-1"), "/v1/messages"));
+        assert_eq!(
+            split_path("/s/shell.run-1/v1/messages"),
+            (Some("shell"), Some("run-1"), "/v1/messages")
+        );
         assert_eq!(split_path("/s/text"), (Some("text"), None, ""));
         assert_eq!(split_path("/v1/messages"), (None, None, "/v1/messages"));
     }

@@ -16,30 +16,58 @@ pub fn conversation(body: &Value, raw: &str) -> Conversation {
     let mut conv = Conversation::default();
     for tool in array(body, "tools") {
         if tool.get("type").and_then(Value::as_str) == Some("tool_search") {
-            conv.tools.push(OfferedTool::function(TOOL_SEARCH, tool.get("parameters")));
+            conv.tools
+                .push(OfferedTool::function(TOOL_SEARCH, tool.get("parameters")));
             continue;
         }
         let Some(name) = tool.get("name").and_then(Value::as_str) else {
             continue;
         };
         match tool.get("type").and_then(Value::as_str) {
-            Some("custom") => conv.tools.push(OfferedTool { name: name.into(), freeform: true, schema: json!({}), namespace: None }),
-            _ => conv.tools.push(OfferedTool::function(name, tool.get("parameters"))),
+            Some("custom") => conv.tools.push(OfferedTool {
+                name: name.into(),
+                freeform: true,
+                schema: json!({}),
+                namespace: None,
+            }),
+            _ => conv
+                .tools
+                .push(OfferedTool::function(name, tool.get("parameters"))),
         }
     }
     for item in array(body, "input") {
-        match (item.get("type").and_then(Value::as_str), item.get("role").and_then(Value::as_str)) {
+        match (
+            item.get("type").and_then(Value::as_str),
+            item.get("role").and_then(Value::as_str),
+        ) {
             (Some("message") | None, Some("user")) => {
-                let parts = item.get("content").and_then(Value::as_array).cloned().unwrap_or_default();
-                let texts: Vec<&str> = parts.iter().filter_map(|p| p.get("text").and_then(Value::as_str)).collect();
+                let parts = item
+                    .get("content")
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default();
+                let texts: Vec<&str> = parts
+                    .iter()
+                    .filter_map(|p| p.get("text").and_then(Value::as_str))
+                    .collect();
                 conv.push_user(texts, Vec::new());
             }
             (Some("message") | None, Some("assistant")) => conv.push_assistant(),
-            (Some("function_call" | "custom_tool_call" | "tool_search_call"), _) => conv.push_assistant(),
-            (Some("tool_search_output"), _) => conv.push_search_result(loaded_tools(item.get("tools"))),
+            (Some("function_call" | "custom_tool_call" | "tool_search_call"), _) => {
+                conv.push_assistant()
+            }
+            (Some("tool_search_output"), _) => {
+                conv.push_search_result(loaded_tools(item.get("tools")))
+            }
             (Some("function_call_output" | "custom_tool_call_output"), _) => {
                 let text = text_of(item.get("output"));
-                conv.push_user([], vec![ToolOutput { text, is_error: false }]);
+                conv.push_user(
+                    [],
+                    vec![ToolOutput {
+                        text,
+                        is_error: false,
+                    }],
+                );
             }
             _ => {}
         }
@@ -55,15 +83,23 @@ fn loaded_tools(tools: Option<&Value>) -> Vec<OfferedTool> {
         let name = tool.get("name").and_then(Value::as_str).unwrap_or_default();
         match tool.get("type").and_then(Value::as_str) {
             Some("namespace") => {
-                for inner in tool.get("tools").and_then(Value::as_array).into_iter().flatten() {
+                for inner in tool
+                    .get("tools")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                {
                     if let Some(inner_name) = inner.get("name").and_then(Value::as_str) {
-                        let mut offered = OfferedTool::function(inner_name, inner.get("parameters"));
+                        let mut offered =
+                            OfferedTool::function(inner_name, inner.get("parameters"));
                         offered.namespace = Some(name.to_string());
                         loaded.push(offered);
                     }
                 }
             }
-            _ if !name.is_empty() => loaded.push(OfferedTool::function(name, tool.get("parameters"))),
+            _ if !name.is_empty() => {
+                loaded.push(OfferedTool::function(name, tool.get("parameters")))
+            }
             _ => {}
         }
     }
@@ -73,13 +109,29 @@ fn loaded_tools(tools: Option<&Value>) -> Vec<OfferedTool> {
 /// The error body OpenAI-style APIs answer with.
 pub fn openai_error(failure: Failure) -> Response {
     let (status, message, kind, code) = match failure {
-        Failure::Unauthorized => {
-            (StatusCode::UNAUTHORIZED, "Incorrect API key provided: sk-test. (mock)", "invalid_request_error", "invalid_api_key")
-        }
-        Failure::ServerError => (StatusCode::INTERNAL_SERVER_ERROR, "mock internal server error", "server_error", "internal_error"),
-        Failure::Overloaded => (StatusCode::SERVICE_UNAVAILABLE, "The server is overloaded (mock)", "server_error", "server_overloaded"),
+        Failure::Unauthorized => (
+            StatusCode::UNAUTHORIZED,
+            "Incorrect API key provided: sk-test. (mock)",
+            "invalid_request_error",
+            "invalid_api_key",
+        ),
+        Failure::ServerError => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "mock internal server error",
+            "server_error",
+            "internal_error",
+        ),
+        Failure::Overloaded => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "The server is overloaded (mock)",
+            "server_error",
+            "server_overloaded",
+        ),
     };
-    json_response(status, &json!({"error": {"message": message, "type": kind, "code": code}}))
+    json_response(
+        status,
+        &json!({"error": {"message": message, "type": kind, "code": code}}),
+    )
 }
 
 /// Renders the reply as a Responses SSE stream.
@@ -87,7 +139,10 @@ pub fn respond(reply: Reply, body: &Value, seq: u64) -> Response {
     match reply {
         Reply::Fail(f) => openai_error(f),
         Reply::Turn(turn) => {
-            let model = body.get("model").and_then(Value::as_str).unwrap_or("gpt-mock");
+            let model = body
+                .get("model")
+                .and_then(Value::as_str)
+                .unwrap_or("gpt-mock");
             Stream::new(model, seq).turn(&turn)
         }
     }
@@ -105,7 +160,14 @@ struct Stream {
 
 impl Stream {
     fn new(model: &str, seq: u64) -> Stream {
-        Stream { sse: Sse::new(), seq, next: 0, model: model.into(), created: unix_now(), output: Vec::new() }
+        Stream {
+            sse: Sse::new(),
+            seq,
+            next: 0,
+            model: model.into(),
+            created: unix_now(),
+            output: Vec::new(),
+        }
     }
 
     fn emit(&mut self, mut data: Value, pause: std::time::Duration) {
@@ -144,8 +206,12 @@ impl Stream {
             };
             let item = json!({"id": format!("tsc_{}", call.id), "type": "tool_search_call", "status": "completed",
                 "call_id": format!("call_{}", call.id), "execution": "client", "arguments": args});
-            self.ev(json!({"type": "response.output_item.added", "output_index": index, "item": item}));
-            self.ev(json!({"type": "response.output_item.done", "output_index": index, "item": item}));
+            self.ev(
+                json!({"type": "response.output_item.added", "output_index": index, "item": item}),
+            );
+            self.ev(
+                json!({"type": "response.output_item.done", "output_index": index, "item": item}),
+            );
             self.output.push(item);
         } else if let Some(call) = &turn.tool {
             let index = self.output.len();
@@ -178,13 +244,22 @@ impl Stream {
                 added["namespace"] = json!(namespace);
             }
             let item_id = item["id"].clone();
-            self.ev(json!({"type": "response.output_item.added", "output_index": index, "item": added}));
-            let mid = text.char_indices().nth(text.chars().count() / 2).map_or(0, |(i, _)| i);
+            self.ev(
+                json!({"type": "response.output_item.added", "output_index": index, "item": added}),
+            );
+            let mid = text
+                .char_indices()
+                .nth(text.chars().count() / 2)
+                .map_or(0, |(i, _)| i);
             for part in [&text[..mid], &text[mid..]] {
                 self.ev(json!({"type": delta_type, "item_id": item_id, "output_index": index, "delta": part}));
             }
-            self.ev(json!({"type": done_type, "item_id": item_id, "output_index": index, field: text}));
-            self.ev(json!({"type": "response.output_item.done", "output_index": index, "item": item}));
+            self.ev(
+                json!({"type": done_type, "item_id": item_id, "output_index": index, field: text}),
+            );
+            self.ev(
+                json!({"type": "response.output_item.done", "output_index": index, "item": item}),
+            );
             self.output.push(item);
         }
         let mut done = self.response("completed");
@@ -199,27 +274,37 @@ impl Stream {
         let index = self.output.len();
         let id = format!("rs_mock_{}_{index}", self.seq);
         let summary = format!("**Thinking** {thinking}");
-        self.ev(json!({"type": "response.output_item.added", "output_index": index,
-            "item": {"id": id, "type": "reasoning", "summary": []}}));
+        self.ev(
+            json!({"type": "response.output_item.added", "output_index": index,
+            "item": {"id": id, "type": "reasoning", "summary": []}}),
+        );
         let at = json!({"item_id": id, "output_index": index, "summary_index": 0});
         let with = |extra: Value| {
             let mut v = at.clone();
-            v.as_object_mut().into_iter().for_each(|o| o.extend(extra.as_object().cloned().unwrap_or_default()));
+            v.as_object_mut()
+                .into_iter()
+                .for_each(|o| o.extend(extra.as_object().cloned().unwrap_or_default()));
             v
         };
         self.ev(with(json!({"type": "response.reasoning_summary_part.added", "part": {"type": "summary_text", "text": ""}})));
         for word in scenario::word_chunks(&summary) {
-            self.ev(with(json!({"type": "response.reasoning_summary_text.delta", "delta": word})));
+            self.ev(with(
+                json!({"type": "response.reasoning_summary_text.delta", "delta": word}),
+            ));
         }
-        self.ev(with(json!({"type": "response.reasoning_summary_text.done", "text": summary})));
+        self.ev(with(
+            json!({"type": "response.reasoning_summary_text.done", "text": summary}),
+        ));
         self.ev(with(json!({"type": "response.reasoning_summary_part.done",
             "part": {"type": "summary_text", "text": summary}})));
         for word in scenario::word_chunks(thinking) {
             self.ev(json!({"type": "response.reasoning_text.delta", "item_id": id, "output_index": index,
                 "content_index": 0, "delta": word}));
         }
-        self.ev(json!({"type": "response.reasoning_text.done", "item_id": id, "output_index": index,
-            "content_index": 0, "text": thinking}));
+        self.ev(
+            json!({"type": "response.reasoning_text.done", "item_id": id, "output_index": index,
+            "content_index": 0, "text": thinking}),
+        );
         let item = json!({"id": id, "type": "reasoning", "summary": [{"type": "summary_text", "text": summary}],
             "content": [{"type": "reasoning_text", "text": thinking}], "encrypted_content": null});
         self.ev(json!({"type": "response.output_item.done", "output_index": index, "item": item}));
@@ -232,8 +317,10 @@ impl Stream {
         let id = format!("msg_mock_{}_{index}", self.seq);
         self.ev(json!({"type": "response.output_item.added", "output_index": index,
             "item": {"id": id, "type": "message", "status": "in_progress", "role": "assistant", "content": []}}));
-        self.ev(json!({"type": "response.content_part.added", "item_id": id, "output_index": index,
-            "content_index": 0, "part": {"type": "output_text", "text": "", "annotations": []}}));
+        self.ev(
+            json!({"type": "response.content_part.added", "item_id": id, "output_index": index,
+            "content_index": 0, "part": {"type": "output_text", "text": "", "annotations": []}}),
+        );
         for chunk in &turn.text[..turn.deltas_before_break()] {
             let delta = json!({"type": "response.output_text.delta", "item_id": id, "output_index": index,
                 "content_index": 0, "delta": chunk, "logprobs": []});
@@ -247,11 +334,15 @@ impl Stream {
             return false;
         }
         let text = turn.full_text();
-        self.ev(json!({"type": "response.output_text.done", "item_id": id, "output_index": index,
-            "content_index": 0, "text": text, "logprobs": []}));
+        self.ev(
+            json!({"type": "response.output_text.done", "item_id": id, "output_index": index,
+            "content_index": 0, "text": text, "logprobs": []}),
+        );
         let part = json!({"type": "output_text", "text": text, "annotations": []});
-        self.ev(json!({"type": "response.content_part.done", "item_id": id, "output_index": index,
-            "content_index": 0, "part": part}));
+        self.ev(
+            json!({"type": "response.content_part.done", "item_id": id, "output_index": index,
+            "content_index": 0, "part": part}),
+        );
         let item = json!({"id": id, "type": "message", "status": "completed", "role": "assistant", "content": [part]});
         self.ev(json!({"type": "response.output_item.done", "output_index": index, "item": item}));
         self.output.push(item);

@@ -27,7 +27,10 @@ impl Sse {
 
     /// Adds a named event after a pause.
     pub fn event_after(&mut self, pause: Duration, name: &str, data: &Value) {
-        self.frames.push((pause, Bytes::from(format!("event: {name}\ndata: {data}\n\n"))));
+        self.frames.push((
+            pause,
+            Bytes::from(format!("event: {name}\ndata: {data}\n\n")),
+        ));
     }
 
     /// Adds a `data:`-only event.
@@ -37,12 +40,14 @@ impl Sse {
 
     /// Adds a `data:`-only event after a pause.
     pub fn data_after(&mut self, pause: Duration, data: &Value) {
-        self.frames.push((pause, Bytes::from(format!("data: {data}\n\n"))));
+        self.frames
+            .push((pause, Bytes::from(format!("data: {data}\n\n"))));
     }
 
     /// Adds a raw `data: <text>` line (for `[DONE]`).
     pub fn raw_data(&mut self, text: &str) {
-        self.frames.push((Duration::ZERO, Bytes::from(format!("data: {text}\n\n"))));
+        self.frames
+            .push((Duration::ZERO, Bytes::from(format!("data: {text}\n\n"))));
     }
 
     /// Ends the body with an I/O error, so the HTTP connection is cut mid-stream.
@@ -67,7 +72,10 @@ impl Sse {
         });
         let mut resp = Response::new(Body::from_stream(stream));
         let h = resp.headers_mut();
-        h.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+        h.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/event-stream"),
+        );
         h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
         resp
     }
@@ -77,11 +85,17 @@ impl Sse {
 pub fn json_response(status: StatusCode, body: &Value) -> Response {
     let mut resp = Response::new(Body::from(body.to_string()));
     *resp.status_mut() = status;
-    resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
     resp
 }
 
 /// Seconds since the Unix epoch (for `created` fields).
 pub fn unix_now() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
 }

@@ -32,22 +32,40 @@ pub struct OfferedTool {
 impl OfferedTool {
     /// A function tool with a JSON-schema parameter object.
     pub fn function(name: &str, schema: Option<&Value>) -> OfferedTool {
-        OfferedTool { name: name.to_string(), freeform: false, schema: schema.cloned().unwrap_or(json!({})), namespace: None }
+        OfferedTool {
+            name: name.to_string(),
+            freeform: false,
+            schema: schema.cloned().unwrap_or(json!({})),
+            namespace: None,
+        }
     }
 
     fn properties(&self) -> impl Iterator<Item = (&String, &Value)> {
-        self.schema.get("properties").and_then(Value::as_object).into_iter().flatten()
+        self.schema
+            .get("properties")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
     }
 
     fn required(&self) -> Vec<&str> {
-        self.schema.get("required").and_then(Value::as_array).map(|r| r.iter().filter_map(Value::as_str).collect()).unwrap_or_default()
+        self.schema
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|r| r.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default()
     }
 }
 
 const SHELL: &[&str] = &["Bash", "exec_command", "bash", "run_shell_command", "shell"];
 const WRITE: &[&str] = &["Write", "write", "write_file", "apply_patch"];
 const EDIT: &[&str] = &["Edit", "edit", "replace", "apply_patch"];
-const ASK: &[&str] = &["AskUserQuestion", "request_user_input", "ask_user_question", "question"];
+const ASK: &[&str] = &[
+    "AskUserQuestion",
+    "request_user_input",
+    "ask_user_question",
+    "question",
+];
 const STRUCTURED: &[&str] = &["StructuredOutput", "structured_output"];
 
 /// The tool that loads deferred tools: Codex's client-executed `tool_search`, Qwen Code's function.
@@ -60,7 +78,8 @@ pub fn call_for(action: &Action, conv: &Conversation) -> Result<ToolCall, String
             let id = format!("mock_{}", conv.messages);
             let Some(tool) = conv.tools.iter().find(|t| t.name.ends_with(suffix)) else {
                 // A deferred tool: search for it once, then it is offered.
-                if conv.searches_this_turn == 0 && conv.tools.iter().any(|t| t.name == TOOL_SEARCH) {
+                if conv.searches_this_turn == 0 && conv.tools.iter().any(|t| t.name == TOOL_SEARCH)
+                {
                     return Ok(ToolCall {
                         id,
                         name: TOOL_SEARCH.into(),
@@ -71,7 +90,12 @@ pub fn call_for(action: &Action, conv: &Conversation) -> Result<ToolCall, String
                 return Err(missing(conv, suffix));
             };
             let input = ToolInput::Json(serde_json::from_str(input).unwrap_or(Value::Null));
-            return Ok(ToolCall { id, name: tool.name.clone(), namespace: tool.namespace.clone(), input });
+            return Ok(ToolCall {
+                id,
+                name: tool.name.clone(),
+                namespace: tool.namespace.clone(),
+                input,
+            });
         }
         Action::Shell(_) => ("shell", SHELL),
         Action::WriteFile { .. } => ("file write", WRITE),
@@ -79,20 +103,33 @@ pub fn call_for(action: &Action, conv: &Conversation) -> Result<ToolCall, String
         Action::Ask(_) => ("question", ASK),
         Action::Structured(_) => ("structured output", STRUCTURED),
     };
-    let tool = names.iter().find_map(|n| conv.tools.iter().find(|t| t.name == *n)).ok_or_else(|| missing(conv, kind))?;
+    let tool = names
+        .iter()
+        .find_map(|n| conv.tools.iter().find(|t| t.name == *n))
+        .ok_or_else(|| missing(conv, kind))?;
     let id = format!("mock_{}", conv.messages);
     let input = match action {
-        Action::Structured(json) => ToolInput::Json(serde_json::from_str(json).unwrap_or(Value::Null)),
+        Action::Structured(json) => {
+            ToolInput::Json(serde_json::from_str(json).unwrap_or(Value::Null))
+        }
         _ if tool.freeform => ToolInput::Freeform(patch_for(action)),
         _ => json_args(tool, action, conv),
     };
-    Ok(ToolCall { id, name: tool.name.clone(), namespace: None, input })
+    Ok(ToolCall {
+        id,
+        name: tool.name.clone(),
+        namespace: None,
+        input,
+    })
 }
 
 /// Says which tool the request lacks, and what it offers.
 fn missing(conv: &Conversation, kind: &str) -> String {
     let offered: Vec<&str> = conv.tools.iter().map(|t| t.name.as_str()).collect();
-    format!("mock: the request offers no {kind} tool (offered: {})", offered.join(", "))
+    format!(
+        "mock: the request offers no {kind} tool (offered: {})",
+        offered.join(", ")
+    )
 }
 
 /// The `apply_patch` text for a write or edit.
@@ -118,13 +155,18 @@ fn json_args(tool: &OfferedTool, action: &Action, conv: &Conversation) -> ToolIn
     let mut args = Map::new();
     for (name, schema) in tool.properties() {
         let value = match (action, name.as_str()) {
-            (Action::Shell(cmd), "command" | "cmd") => match schema.get("type").and_then(Value::as_str) {
-                Some("array") => json!(["bash", "-lc", cmd]),
-                _ => json!(cmd),
-            },
+            (Action::Shell(cmd), "command" | "cmd") => {
+                match schema.get("type").and_then(Value::as_str) {
+                    Some("array") => json!(["bash", "-lc", cmd]),
+                    _ => json!(cmd),
+                }
+            }
             (Action::Shell(_), "description") => json!("mock command"),
             (Action::Shell(_), "is_background") => json!(false),
-            (Action::WriteFile { path, .. } | Action::EditFile { path, .. }, "file_path" | "filePath" | "path" | "absolute_path") => {
+            (
+                Action::WriteFile { path, .. } | Action::EditFile { path, .. },
+                "file_path" | "filePath" | "path" | "absolute_path",
+            ) => {
                 json!(abs(path))
             }
             (Action::WriteFile { content, .. }, "content") => json!(content),
@@ -144,7 +186,9 @@ fn json_args(tool: &OfferedTool, action: &Action, conv: &Conversation) -> ToolIn
 
 /// The questions in the shape the tool's schema asks for.
 fn questions_for(schema: &Value, questions: &[Question]) -> Vec<Value> {
-    let item = schema.pointer("/items/properties").and_then(Value::as_object);
+    let item = schema
+        .pointer("/items/properties")
+        .and_then(Value::as_object);
     let has = |key: &str| item.is_none_or(|p| p.contains_key(key));
     questions
         .iter()
@@ -157,8 +201,11 @@ fn questions_for(schema: &Value, questions: &[Question]) -> Vec<Value> {
                 obj.insert("header".into(), json!(q.header));
             }
             obj.insert("question".into(), json!(q.question));
-            let options: Vec<Value> =
-                q.options.iter().map(|label| json!({ "label": label, "description": format!("Choose {label}.") })).collect();
+            let options: Vec<Value> = q
+                .options
+                .iter()
+                .map(|label| json!({ "label": label, "description": format!("Choose {label}.") }))
+                .collect();
             obj.insert("options".into(), Value::Array(options));
             for flag in ["multiSelect", "multiple"] {
                 if item.is_some_and(|p| p.contains_key(flag)) {
@@ -172,7 +219,11 @@ fn questions_for(schema: &Value, questions: &[Question]) -> Vec<Value> {
 
 /// A harmless value of the schema's type, for required parameters the action does not set.
 fn default_for(schema: &Value) -> Value {
-    if let Some(first) = schema.get("enum").and_then(Value::as_array).and_then(|e| e.first()) {
+    if let Some(first) = schema
+        .get("enum")
+        .and_then(Value::as_array)
+        .and_then(|e| e.first())
+    {
         return first.clone();
     }
     match schema.get("type").and_then(Value::as_str) {
@@ -187,7 +238,10 @@ fn default_for(schema: &Value) -> Value {
 /// Fills a JSON schema with plausible values (for side requests that ask for structured JSON, such as
 /// Gemini's model router and next-speaker check).
 pub fn fill_schema(schema: &Value) -> Value {
-    let ty = schema.get("type").and_then(Value::as_str).map(str::to_ascii_lowercase);
+    let ty = schema
+        .get("type")
+        .and_then(Value::as_str)
+        .map(str::to_ascii_lowercase);
     if let Some(options) = schema.get("enum").and_then(Value::as_array) {
         let user = options.iter().find(|o| o.as_str() == Some("user"));
         return user.or(options.first()).cloned().unwrap_or(Value::Null);
@@ -195,7 +249,13 @@ pub fn fill_schema(schema: &Value) -> Value {
     match ty.as_deref() {
         Some("object") => {
             let props = schema.get("properties").and_then(Value::as_object);
-            Value::Object(props.into_iter().flatten().map(|(k, v)| (k.clone(), fill_schema(v))).collect())
+            Value::Object(
+                props
+                    .into_iter()
+                    .flatten()
+                    .map(|(k, v)| (k.clone(), fill_schema(v)))
+                    .collect(),
+            )
         }
         Some("integer" | "number") => {
             let min = schema.get("minimum").and_then(Value::as_i64).unwrap_or(1);
@@ -213,14 +273,21 @@ mod tests {
     use crate::scenario::SHELL_COMMAND;
 
     fn conv(tools: Vec<OfferedTool>) -> Conversation {
-        Conversation { tools, cwd: Some("/w".into()), messages: 3, ..Conversation::default() }
+        Conversation {
+            tools,
+            cwd: Some("/w".into()),
+            messages: 3,
+            ..Conversation::default()
+        }
     }
 
     #[test]
     fn shell_uses_the_offered_tool_name_and_argument_name() {
         let codex = OfferedTool::function(
             "exec_command",
-            Some(&json!({"properties": {"cmd": {"type": "string"}, "tty": {"type": "boolean"}}, "required": ["cmd"]})),
+            Some(
+                &json!({"properties": {"cmd": {"type": "string"}, "tty": {"type": "boolean"}}, "required": ["cmd"]}),
+            ),
         );
         let call = call_for(&Action::Shell(SHELL_COMMAND), &conv(vec![codex])).unwrap();
         assert_eq!(call.name, "exec_command");
@@ -232,32 +299,64 @@ mod tests {
     fn write_gets_an_absolute_path_under_the_cwd() {
         let tool = OfferedTool::function(
             "write",
-            Some(&json!({"properties": {"content": {}, "filePath": {}}, "required": ["content", "filePath"]})),
+            Some(
+                &json!({"properties": {"content": {}, "filePath": {}}, "required": ["content", "filePath"]}),
+            ),
         );
-        let action = Action::WriteFile { path: "a.txt", content: "x" };
+        let action = Action::WriteFile {
+            path: "a.txt",
+            content: "x",
+        };
         let call = call_for(&action, &conv(vec![tool])).unwrap();
-        assert_eq!(call.input, ToolInput::Json(json!({"content": "x", "filePath": "/w/a.txt"})));
+        assert_eq!(
+            call.input,
+            ToolInput::Json(json!({"content": "x", "filePath": "/w/a.txt"}))
+        );
     }
 
     #[test]
     fn codex_apply_patch_gets_patch_text() {
-        let tool = OfferedTool { name: "apply_patch".into(), freeform: true, schema: json!({}), namespace: None };
-        let action = Action::EditFile { path: "a.txt", old: "x", new: "y" };
-        let ToolInput::Freeform(patch) = call_for(&action, &conv(vec![tool])).unwrap().input else { panic!("not free-form") };
-        assert!(patch.contains("*** Update File: a.txt\n@@\n-x\n+y\n"), "{patch}");
+        let tool = OfferedTool {
+            name: "apply_patch".into(),
+            freeform: true,
+            schema: json!({}),
+            namespace: None,
+        };
+        let action = Action::EditFile {
+            path: "a.txt",
+            old: "x",
+            new: "y",
+        };
+        let ToolInput::Freeform(patch) = call_for(&action, &conv(vec![tool])).unwrap().input else {
+            panic!("not free-form")
+        };
+        assert!(
+            patch.contains("*** Update File: a.txt\n@@\n-x\n+y\n"),
+            "{patch}"
+        );
     }
 
     #[test]
     fn a_missing_tool_is_reported_with_the_offered_names() {
-        let err = call_for(&Action::Ask(&[]), &conv(vec![OfferedTool::function("Read", None)])).unwrap_err();
-        assert!(err.contains("no question tool") && err.contains("Read"), "{err}");
+        let err = call_for(
+            &Action::Ask(&[]),
+            &conv(vec![OfferedTool::function("Read", None)]),
+        )
+        .unwrap_err();
+        assert!(
+            err.contains("no question tool") && err.contains("Read"),
+            "{err}"
+        );
     }
 
     #[test]
     fn router_schema_is_filled_with_a_valid_score() {
         let schema = json!({"type": "OBJECT", "properties": {
             "complexity_reasoning": {"type": "STRING"}, "complexity_score": {"type": "INTEGER"}}});
-        assert_eq!(fill_schema(&schema), json!({"complexity_reasoning": "mock", "complexity_score": 1}));
+        assert_eq!(
+            fill_schema(&schema),
+            json!({"complexity_reasoning": "mock", "complexity_score": 1})
+        );
         let speaker = json!({"type": "object", "properties": {"next_speaker": {"type": "string", "enum": ["model", "user"]}}});
         assert_eq!(fill_schema(&speaker), json!({"next_speaker": "user"}));
     }

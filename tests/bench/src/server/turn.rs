@@ -11,7 +11,10 @@ use crate::scenario::{self, Action, Failure, Scenario, Script, Text};
 
 /// The elements of the array `v[key]` (none when it is missing or not an array).
 pub fn array<'a>(v: &'a Value, key: &str) -> std::slice::Iter<'a, Value> {
-    v.get(key).and_then(Value::as_array).map(|a| a.iter()).unwrap_or_default()
+    v.get(key)
+        .and_then(Value::as_array)
+        .map(|a| a.iter())
+        .unwrap_or_default()
 }
 
 /// The text of a tool result's content: a string, the `text` of each part of an array (joined with
@@ -19,7 +22,11 @@ pub fn array<'a>(v: &'a Value, key: &str) -> std::slice::Iter<'a, Value> {
 pub fn text_of(content: Option<&Value>) -> String {
     match content {
         Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(parts)) => parts.iter().filter_map(|p| p.get("text").and_then(Value::as_str)).collect::<Vec<_>>().join("\n"),
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n"),
         Some(Value::Null) | None => String::new(),
         Some(other) => other.to_string(),
     }
@@ -58,7 +65,11 @@ pub struct Conversation {
 
 impl Conversation {
     /// Records one user entry: its text blocks and the tool results it carries.
-    pub fn push_user<'a>(&mut self, texts: impl IntoIterator<Item = &'a str>, results: Vec<ToolOutput>) {
+    pub fn push_user<'a>(
+        &mut self,
+        texts: impl IntoIterator<Item = &'a str>,
+        results: Vec<ToolOutput>,
+    ) {
         let own: Vec<&str> = texts.into_iter().filter(|t| !is_wrapper(t)).collect();
         if own.is_empty() && results.is_empty() {
             return;
@@ -170,7 +181,10 @@ pub struct TurnPlan {
 impl TurnPlan {
     /// A plan that only says `text`.
     pub fn say(text: &str) -> TurnPlan {
-        TurnPlan { text: scenario::word_chunks(text), ..TurnPlan::default() }
+        TurnPlan {
+            text: scenario::word_chunks(text),
+            ..TurnPlan::default()
+        }
     }
 
     /// The whole text.
@@ -203,15 +217,29 @@ pub fn plan(scenario: &Scenario, conv: &Conversation) -> Reply {
         Script::Fail(f) => return Reply::Fail(f),
         Script::Steps(steps) => steps,
     };
-    let index = conv.results_this_turn.len().min(steps.len().saturating_sub(1));
+    let index = conv
+        .results_this_turn
+        .len()
+        .min(steps.len().saturating_sub(1));
     let step = &steps[index];
-    let mut turn = TurnPlan { thinking: step.thinking.map(str::to_string), pace: step.pace(), breaks: step.breaks, ..TurnPlan::default() };
+    let mut turn = TurnPlan {
+        thinking: step.thinking.map(str::to_string),
+        pace: step.pace(),
+        breaks: step.breaks,
+        ..TurnPlan::default()
+    };
     let text = match step.text {
         Text::None => String::new(),
         Text::Fixed(t) => t.to_string(),
-        Text::Words(n) => (0..n).map(|i| format!("word{i}")).collect::<Vec<_>>().join(" "),
+        Text::Words(n) => (0..n)
+            .map(|i| format!("word{i}"))
+            .collect::<Vec<_>>()
+            .join(" "),
         Text::AfterTool(template) => after_tool(template, conv.results_this_turn.last()),
-        Text::Echo => format!("echo: user_turns={} messages={} last={}", conv.user_turns, conv.messages, conv.last_user_text),
+        Text::Echo => format!(
+            "echo: user_turns={} messages={} last={}",
+            conv.user_turns, conv.messages, conv.last_user_text
+        ),
     };
     if let Some(action) = step.action {
         match (tools::call_for(&action, conv), action) {
@@ -234,7 +262,10 @@ pub fn plan(scenario: &Scenario, conv: &Conversation) -> Reply {
 
 fn after_tool(template: &str, output: Option<&ToolOutput>) -> String {
     let (status, text) = match output {
-        Some(o) => (if o.is_error { "failed" } else { "finished" }, o.text.trim()),
+        Some(o) => (
+            if o.is_error { "failed" } else { "finished" },
+            o.text.trim(),
+        ),
         None => ("finished", ""),
     };
     let quoted = if text.chars().count() > QUOTE_LIMIT {
@@ -243,7 +274,9 @@ fn after_tool(template: &str, output: Option<&ToolOutput>) -> String {
     } else {
         text.to_string()
     };
-    template.replace("{status}", status).replace("{output}", &quoted)
+    template
+        .replace("{status}", status)
+        .replace("{output}", &quoted)
 }
 
 #[cfg(test)]
@@ -252,10 +285,19 @@ mod tests {
 
     fn conv_with_results(results: &[&str]) -> Conversation {
         let mut c = Conversation::default();
-        c.push_user(["<system-reminder>x</system-reminder>", "run the command"], vec![]);
+        c.push_user(
+            ["<system-reminder>x</system-reminder>", "run the command"],
+            vec![],
+        );
         for r in results {
             c.push_assistant();
-            c.push_user([], vec![ToolOutput { text: r.to_string(), is_error: false }]);
+            c.push_user(
+                [],
+                vec![ToolOutput {
+                    text: r.to_string(),
+                    is_error: false,
+                }],
+            );
         }
         c
     }
@@ -283,7 +325,9 @@ mod tests {
     #[test]
     fn shell_scenario_answers_the_tool_result_with_its_output() {
         let shell = scenario::find("shell").unwrap();
-        let Reply::Turn(t) = plan(shell, &conv_with_results(&["hi\n"])) else { panic!("not a turn") };
+        let Reply::Turn(t) = plan(shell, &conv_with_results(&["hi\n"])) else {
+            panic!("not a turn")
+        };
         assert!(t.tool.is_none());
         assert_eq!(t.full_text(), "Tool finished. Output was: hi");
     }
@@ -292,29 +336,56 @@ mod tests {
     fn a_deferred_caller_tool_is_searched_for_once_then_called_in_its_namespace() {
         let caller = scenario::find("caller_tool").unwrap();
         let mut c = conv_with_results(&[]);
-        c.tools.push(OfferedTool::function(tools::TOOL_SEARCH, None));
-        let Reply::Turn(t) = plan(caller, &c) else { panic!("not a turn") };
-        assert_eq!(t.tool.as_ref().map(|call| call.name.as_str()), Some(tools::TOOL_SEARCH));
+        c.tools
+            .push(OfferedTool::function(tools::TOOL_SEARCH, None));
+        let Reply::Turn(t) = plan(caller, &c) else {
+            panic!("not a turn")
+        };
+        assert_eq!(
+            t.tool.as_ref().map(|call| call.name.as_str()),
+            Some(tools::TOOL_SEARCH)
+        );
         c.push_assistant();
         let mut loaded = OfferedTool::function("agent_api_probe", None);
         loaded.namespace = Some("mcp__caller".into());
         c.push_search_result([loaded]);
-        let Reply::Turn(t) = plan(caller, &c) else { panic!("not a turn") };
-        let call = t.tool.expect("the tool call, not the answer: a search is no tool result");
-        assert_eq!((call.name.as_str(), call.namespace.as_deref()), ("agent_api_probe", Some("mcp__caller")));
+        let Reply::Turn(t) = plan(caller, &c) else {
+            panic!("not a turn")
+        };
+        let call = t
+            .tool
+            .expect("the tool call, not the answer: a search is no tool result");
+        assert_eq!(
+            (call.name.as_str(), call.namespace.as_deref()),
+            ("agent_api_probe", Some("mcp__caller"))
+        );
         // A search that loaded nothing is not repeated: the answer says what is missing.
         let mut empty = conv_with_results(&[]);
-        empty.tools.push(OfferedTool::function(tools::TOOL_SEARCH, None));
+        empty
+            .tools
+            .push(OfferedTool::function(tools::TOOL_SEARCH, None));
         empty.push_assistant();
         empty.push_search_result([]);
-        let Reply::Turn(t) = plan(caller, &empty) else { panic!("not a turn") };
-        assert!(t.tool.is_none() && t.full_text().contains("offers no agent_api_probe tool"), "{}", t.full_text());
+        let Reply::Turn(t) = plan(caller, &empty) else {
+            panic!("not a turn")
+        };
+        assert!(
+            t.tool.is_none() && t.full_text().contains("offers no agent_api_probe tool"),
+            "{}",
+            t.full_text()
+        );
     }
 
     #[test]
     fn long_tool_output_is_shortened_in_the_quote() {
         let big = "a".repeat(10_000);
-        let text = after_tool("{output}", Some(&ToolOutput { text: big, is_error: false }));
+        let text = after_tool(
+            "{output}",
+            Some(&ToolOutput {
+                text: big,
+                is_error: false,
+            }),
+        );
         assert!(text.len() < 300, "{}", text.len());
         assert!(text.ends_with("(10000 characters)"));
     }
@@ -322,14 +393,25 @@ mod tests {
     #[test]
     fn echo_describes_the_history() {
         let echo = scenario::find("echo").unwrap();
-        let Reply::Turn(t) = plan(echo, &conv_with_results(&["x"])) else { panic!("not a turn") };
-        assert_eq!(t.full_text(), "echo: user_turns=1 messages=3 last=run the command");
+        let Reply::Turn(t) = plan(echo, &conv_with_results(&["x"])) else {
+            panic!("not a turn")
+        };
+        assert_eq!(
+            t.full_text(),
+            "echo: user_turns=1 messages=3 last=run the command"
+        );
     }
 
     #[test]
     fn cwd_is_found_in_each_cli_prompt_style() {
-        assert_eq!(find_cwd(r#"x <cwd>/home/a/w</cwd> y"#).as_deref(), Some("/home/a/w"));
-        assert_eq!(find_cwd(r#""Primary working directory: /w/x\n""#).as_deref(), Some("/w/x"));
+        assert_eq!(
+            find_cwd(r#"x <cwd>/home/a/w</cwd> y"#).as_deref(),
+            Some("/home/a/w")
+        );
+        assert_eq!(
+            find_cwd(r#""Primary working directory: /w/x\n""#).as_deref(),
+            Some("/w/x")
+        );
         assert_eq!(find_cwd("nothing here"), None);
     }
 }

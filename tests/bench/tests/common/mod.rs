@@ -15,7 +15,11 @@ use tower::ServiceExt;
 /// The recordings folder ([`agent_bench::fixtures_dir`]), checked to hold the model-API examples.
 pub(crate) fn fixtures_dir() -> PathBuf {
     let dir = agent_bench::fixtures_dir();
-    assert!(dir.join("model_api/index.json").is_file(), "fixtures not found at {}", dir.display());
+    assert!(
+        dir.join("model_api/index.json").is_file(),
+        "fixtures not found at {}",
+        dir.display()
+    );
     dir
 }
 
@@ -37,12 +41,22 @@ impl Answer {
 }
 
 /// Sends one request through the router without a socket.
-pub(crate) async fn send(router: &Router, method: &str, path: &str, body: Option<&Value>) -> Answer {
-    let mut req = Request::builder().method(method).uri(path).header("x-api-key", "sk-secret");
+pub(crate) async fn send(
+    router: &Router,
+    method: &str,
+    path: &str,
+    body: Option<&Value>,
+) -> Answer {
+    let mut req = Request::builder()
+        .method(method)
+        .uri(path)
+        .header("x-api-key", "sk-secret");
     if body.is_some() {
         req = req.header("content-type", "application/json");
     }
-    let req = req.body(body.map_or_else(Body::empty, |b| Body::from(b.to_string()))).unwrap();
+    let req = req
+        .body(body.map_or_else(Body::empty, |b| Body::from(b.to_string())))
+        .unwrap();
     let resp = router.clone().oneshot(req).await.unwrap();
     let status = resp.status();
     let headers = resp.headers().clone();
@@ -58,7 +72,12 @@ pub(crate) async fn send(router: &Router, method: &str, path: &str, body: Option
             }
         }
     }
-    Answer { status, headers, body: String::from_utf8(bytes).unwrap(), cut }
+    Answer {
+        status,
+        headers,
+        body: String::from_utf8(bytes).unwrap(),
+        cut,
+    }
 }
 
 /// One server-sent event.
@@ -70,13 +89,17 @@ pub(crate) struct Event {
 
 impl Event {
     pub(crate) fn json(&self) -> Value {
-        serde_json::from_str(&self.data).unwrap_or_else(|e| panic!("event data is not JSON ({e}): {}", self.data))
+        serde_json::from_str(&self.data)
+            .unwrap_or_else(|e| panic!("event data is not JSON ({e}): {}", self.data))
     }
 }
 
 /// Parses an SSE body strictly: events separated by blank lines, only `event:` and `data:` fields.
 pub(crate) fn parse_sse(body: &str) -> Vec<Event> {
-    assert!(body.is_empty() || body.ends_with("\n\n"), "SSE body does not end with a blank line: {body:?}");
+    assert!(
+        body.is_empty() || body.ends_with("\n\n"),
+        "SSE body does not end with a blank line: {body:?}"
+    );
     body.split("\n\n")
         .filter(|block| !block.is_empty())
         .map(|block| {
@@ -84,14 +107,20 @@ pub(crate) fn parse_sse(body: &str) -> Vec<Event> {
             let mut data = Vec::new();
             for line in block.lines() {
                 if let Some(v) = line.strip_prefix("event: ") {
-                    assert!(name.replace(v.to_string()).is_none(), "two event lines in {block:?}");
+                    assert!(
+                        name.replace(v.to_string()).is_none(),
+                        "two event lines in {block:?}"
+                    );
                 } else if let Some(v) = line.strip_prefix("data: ") {
                     data.push(v);
                 } else {
                     panic!("unexpected SSE line {line:?}");
                 }
             }
-            Event { name, data: data.join("\n") }
+            Event {
+                name,
+                data: data.join("\n"),
+            }
         })
         .collect()
 }

@@ -45,7 +45,9 @@ fn raw(line: &str) {
 
 impl Agent {
     fn update(&self, update: Value) {
-        send(&json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": self.session, "update": update}}));
+        send(
+            &json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": self.session, "update": update}}),
+        );
     }
 
     fn say(&self, text: &str) {
@@ -97,10 +99,20 @@ impl Agent {
             {"optionId": "once", "name": "Allow", "kind": "allow_once"},
             {"optionId": "no", "name": "Reject", "kind": "reject_once"}]);
         let call = json!({"toolCallId": "p1", "title": "rm -rf build", "kind": "execute", "status": "pending"});
-        let answer = self.ask("session/request_permission", json!({"sessionId": self.session, "toolCall": call, "options": options}));
+        let answer = self.ask(
+            "session/request_permission",
+            json!({"sessionId": self.session, "toolCall": call, "options": options}),
+        );
         let outcome = match answer {
-            Ok(result) if result["outcome"]["outcome"] == "selected" => result["outcome"]["optionId"].as_str().unwrap_or("?").to_string(),
-            Ok(result) => result["outcome"]["outcome"].as_str().unwrap_or("?").to_string(),
+            Ok(result) if result["outcome"]["outcome"] == "selected" => result["outcome"]
+                ["optionId"]
+                .as_str()
+                .unwrap_or("?")
+                .to_string(),
+            Ok(result) => result["outcome"]["outcome"]
+                .as_str()
+                .unwrap_or("?")
+                .to_string(),
             Err(code) => format!("error {code}"),
         };
         self.say(&format!("outcome: {outcome}"));
@@ -110,7 +122,16 @@ impl Agent {
         let cwd = std::env::current_dir().unwrap().display().to_string();
         let attempts = [
             ("read", outside.to_string()),
-            ("read", format!("{cwd}/../{}", std::path::Path::new(outside).file_name().unwrap().to_string_lossy())),
+            (
+                "read",
+                format!(
+                    "{cwd}/../{}",
+                    std::path::Path::new(outside)
+                        .file_name()
+                        .unwrap()
+                        .to_string_lossy()
+                ),
+            ),
             ("read", "secret.txt".to_string()),
             ("read", format!("{cwd}/link/secret.txt")),
             ("write", outside.to_string()),
@@ -121,8 +142,14 @@ impl Agent {
         let mut report = Vec::new();
         for (op, path) in attempts {
             let (method, params) = match op {
-                "read" => ("fs/read_text_file", json!({"sessionId": self.session, "path": path})),
-                _ => ("fs/write_text_file", json!({"sessionId": self.session, "path": path, "content": "pwned"})),
+                "read" => (
+                    "fs/read_text_file",
+                    json!({"sessionId": self.session, "path": path}),
+                ),
+                _ => (
+                    "fs/write_text_file",
+                    json!({"sessionId": self.session, "path": path, "content": "pwned"}),
+                ),
             };
             report.push(match self.ask(method, params) {
                 Ok(result) => format!("{op} ok {}", result["content"].as_str().unwrap_or("")),
@@ -141,8 +168,14 @@ impl Agent {
             let (kind, name) = op.split_once(':').unwrap_or((op, ""));
             let path = cwd.join(name).display().to_string();
             let (method, params) = match kind {
-                "read" => ("fs/read_text_file", json!({"sessionId": self.session, "path": path})),
-                _ => ("fs/write_text_file", json!({"sessionId": self.session, "path": path, "content": "pwned"})),
+                "read" => (
+                    "fs/read_text_file",
+                    json!({"sessionId": self.session, "path": path}),
+                ),
+                _ => (
+                    "fs/write_text_file",
+                    json!({"sessionId": self.session, "path": path, "content": "pwned"}),
+                ),
             };
             report.push(match self.ask(method, params) {
                 Ok(result) => format!("{kind} ok {}", result["content"].as_str().unwrap_or("")),
@@ -165,7 +198,10 @@ impl Agent {
     }
 
     fn prompt(&mut self, params: &Value) -> &'static str {
-        let text = params["prompt"][0]["text"].as_str().unwrap_or("").to_string();
+        let text = params["prompt"][0]["text"]
+            .as_str()
+            .unwrap_or("")
+            .to_string();
         self.prompts += 1;
         self.cancelled = false;
         let mut words = text.split_whitespace();
@@ -175,16 +211,28 @@ impl Agent {
             "fs" => self.fs(words.next().unwrap_or("/nonexistent")),
             "fsops" => self.fs_ops(words),
             "terminal" => {
-                let answer = self.ask("terminal/create", json!({"sessionId": self.session, "command": "ls"}));
-                self.say(&format!("terminal: {}", if answer.is_ok() { "granted" } else { "refused" }));
+                let answer = self.ask(
+                    "terminal/create",
+                    json!({"sessionId": self.session, "command": "ls"}),
+                );
+                self.say(&format!(
+                    "terminal: {}",
+                    if answer.is_ok() { "granted" } else { "refused" }
+                ));
             }
             "slow" => return self.slow(),
             "blocks" => {
                 let blocks = params["prompt"].as_array().into_iter().flatten();
                 let kinds: Vec<String> = blocks
                     .map(|b| match b["type"].as_str() {
-                        Some("image") => format!("image {} {}", b["mimeType"].as_str().unwrap_or(""), b["data"].as_str().unwrap_or("")),
-                        Some("resource_link") => format!("link {}", b["uri"].as_str().unwrap_or("")),
+                        Some("image") => format!(
+                            "image {} {}",
+                            b["mimeType"].as_str().unwrap_or(""),
+                            b["data"].as_str().unwrap_or("")
+                        ),
+                        Some("resource_link") => {
+                            format!("link {}", b["uri"].as_str().unwrap_or(""))
+                        }
                         other => other.unwrap_or("?").to_string(),
                     })
                     .collect();
@@ -196,7 +244,11 @@ impl Agent {
                 return "max_tokens";
             }
             _ => {
-                let answer = format!("echo: user_turns={n} messages={m} last={text}", n = self.prompts, m = 2 * self.prompts - 1);
+                let answer = format!(
+                    "echo: user_turns={n} messages={m} last={text}",
+                    n = self.prompts,
+                    m = 2 * self.prompts - 1
+                );
                 self.say(&answer);
                 remember(&text, &answer);
             }
@@ -210,8 +262,13 @@ impl Agent {
 
     /// Replays the kept exchanges of the session `params` names; `None` when there are none.
     fn load(&mut self, params: &Value) -> Option<Value> {
-        let history = std::fs::read_to_string(HISTORY).ok().filter(|_| params["sessionId"] == json!(self.session))?;
-        for line in history.lines().filter_map(|l| serde_json::from_str::<Value>(l).ok()) {
+        let history = std::fs::read_to_string(HISTORY)
+            .ok()
+            .filter(|_| params["sessionId"] == json!(self.session))?;
+        for line in history
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        {
             self.update(json!({"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": line["user"]}}));
             self.say(line["agent"].as_str().unwrap_or(""));
             self.prompts += 1;
@@ -223,22 +280,28 @@ impl Agent {
         while let Ok(message) = self.input.recv() {
             let id = message["id"].clone();
             let result = match message["method"].as_str() {
-                Some("initialize") => json!({"protocolVersion": 1, "agentInfo": {"name": "fake-acp", "version": "0.1"},
+                Some("initialize") => {
+                    json!({"protocolVersion": 1, "agentInfo": {"name": "fake-acp", "version": "0.1"},
                     "agentCapabilities": {"loadSession": true, "promptCapabilities": {"image": std::env::var_os("FAKE_ACP_TEXT_ONLY").is_none()}},
-                    "authMethods": []}),
+                    "authMethods": []})
+                }
                 Some("session/new") => json!({"sessionId": self.session}),
                 Some("session/load") => match self.load(&message["params"]) {
                     Some(result) => result,
                     None => {
-                        send(&json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32603, "message": "Internal error",
-                            "data": {"details": "no such session"}}}));
+                        send(
+                            &json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32603, "message": "Internal error",
+                            "data": {"details": "no such session"}}}),
+                        );
                         continue;
                     }
                 },
                 Some("session/prompt") => json!({"stopReason": self.prompt(&message["params"])}),
                 Some("session/cancel") | None => continue,
                 Some(_) => {
-                    send(&json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "unknown method"}}));
+                    send(
+                        &json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "unknown method"}}),
+                    );
                     continue;
                 }
             };
@@ -251,7 +314,11 @@ impl Agent {
 const HISTORY: &str = ".fake-acp-history.jsonl";
 
 fn remember(user: &str, agent: &str) {
-    let mut file = std::fs::OpenOptions::new().create(true).append(true).open(HISTORY).expect("the working directory is writable");
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(HISTORY)
+        .expect("the working directory is writable");
     let _ = writeln!(file, "{}", json!({"user": user, "agent": agent}));
 }
 
@@ -266,5 +333,12 @@ fn main() {
             }
         }
     });
-    Agent { input: rx, next_id: 0, session: "fake-session-1".into(), cancelled: false, prompts: 0 }.serve();
+    Agent {
+        input: rx,
+        next_id: 0,
+        session: "fake-session-1".into(),
+        cancelled: false,
+        prompts: 0,
+    }
+    .serve();
 }

@@ -22,7 +22,12 @@
 use std::io::{BufRead, Write};
 
 fn good(out: &mut impl Write, text: &str) {
-    writeln!(out, "{{\"type\":\"text\",\"text\":{}}}", serde_json::to_string(text).unwrap()).unwrap();
+    writeln!(
+        out,
+        "{{\"type\":\"text\",\"text\":{}}}",
+        serde_json::to_string(text).unwrap()
+    )
+    .unwrap();
 }
 
 fn main() {
@@ -47,7 +52,9 @@ fn main() {
             std::thread::sleep(std::time::Duration::from_secs(3600));
         }
         Some("hang-with-child") => hang_with_child(&mut out),
-        Some(mode @ ("setsid-child" | "setsid-orphan")) => setsid_child(&mut out, mode == "setsid-child"),
+        Some(mode @ ("setsid-child" | "setsid-orphan")) => {
+            setsid_child(&mut out, mode == "setsid-child")
+        }
         Some("ignore-term") => {
             // SAFETY: setting a signal disposition is process-global and done before any thread.
             unsafe {
@@ -60,7 +67,8 @@ fn main() {
         Some("big-line") => big_line(&mut out, number(1, 20)),
         Some("invalid-utf8") => {
             good(&mut out, "before");
-            out.write_all(b"{\"type\":\"text\",\"text\":\"bad \xff\xfe bytes\"}\n").unwrap();
+            out.write_all(b"{\"type\":\"text\",\"text\":\"bad \xff\xfe bytes\"}\n")
+                .unwrap();
             out.write_all(b"\xc3\x28 not json either\n").unwrap();
             good(&mut out, "after");
         }
@@ -88,7 +96,10 @@ fn main() {
         }
         Some("close-stdin") => {
             report_own_pid(&mut out);
-            close_stdin_and_talk(&mut out, args.get(1).and_then(|s| s.parse().ok()).unwrap_or(20));
+            close_stdin_and_talk(
+                &mut out,
+                args.get(1).and_then(|s| s.parse().ok()).unwrap_or(20),
+            );
         }
         Some("text") => {
             report_own_pid(&mut out);
@@ -99,7 +110,10 @@ fn main() {
         Some("pipe-holder") => {
             // Left running on purpose: it holds the pipes after this process exits.
             #[allow(clippy::zombie_processes)]
-            let child = std::process::Command::new("sleep").arg("3600").spawn().unwrap();
+            let child = std::process::Command::new("sleep")
+                .arg("3600")
+                .spawn()
+                .unwrap();
             writeln!(out, "{{\"type\":\"pid\",\"pid\":{}}}", child.id()).unwrap();
             good(&mut out, "done");
         }
@@ -122,7 +136,10 @@ fn main() {
 /// Starts a grandchild that sleeps, reports its pid, then hangs as long as it lives: only
 /// killing the whole group ends both.
 fn hang_with_child(out: &mut impl Write) {
-    let mut child = std::process::Command::new("sleep").arg("3600").spawn().unwrap();
+    let mut child = std::process::Command::new("sleep")
+        .arg("3600")
+        .spawn()
+        .unwrap();
     writeln!(out, "{{\"type\":\"pid\",\"pid\":{}}}", child.id()).unwrap();
     out.flush().unwrap();
     let _ = child.wait();
@@ -133,7 +150,10 @@ fn hang_with_child(out: &mut impl Write) {
 fn setsid_child(out: &mut impl Write, wait: bool) {
     use std::os::unix::process::CommandExt;
     let mut command = std::process::Command::new("sleep");
-    command.arg("3600").stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null());
+    command
+        .arg("3600")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
     // SAFETY: setsid(2) is async-signal-safe; it leaves the agent's group and session.
     unsafe {
         command.pre_exec(|| {
@@ -195,7 +215,12 @@ fn echo_stdin(out: &mut impl Write) {
     let stdin = std::io::stdin();
     for line in stdin.lock().lines() {
         let line = line.unwrap();
-        writeln!(out, "{{\"type\":\"echo\",\"line\":{}}}", serde_json::to_string(&line).unwrap()).unwrap();
+        writeln!(
+            out,
+            "{{\"type\":\"echo\",\"line\":{}}}",
+            serde_json::to_string(&line).unwrap()
+        )
+        .unwrap();
         out.flush().unwrap();
     }
 }
@@ -205,8 +230,13 @@ fn echo_stdin(out: &mut impl Write) {
 fn timed(n: usize, burst: usize, pause_us: u64) {
     let mut stdout = std::io::stdout().lock();
     for i in 0..n {
-        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
-        stdout.write_all(format!("{{\"type\":\"text\",\"text\":\"{now} \"}}\n").as_bytes()).unwrap();
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos();
+        stdout
+            .write_all(format!("{{\"type\":\"text\",\"text\":\"{now} \"}}\n").as_bytes())
+            .unwrap();
         stdout.flush().unwrap();
         if (i + 1) % burst.max(1) == 0 {
             std::thread::sleep(std::time::Duration::from_micros(pause_us));
@@ -246,12 +276,19 @@ fn close_stdin_and_talk(out: &mut impl Write, n: usize) {
 /// Echoes the environment and argv to stderr and inside stdout lines (unparseable and JSON),
 /// as a CLI that dumps its configuration on failure would; then exits 1.
 fn echo_secrets(out: &mut impl Write) -> ! {
-    let dump: Vec<String> =
-        std::env::vars().map(|(k, v)| format!("{k}={v}")).chain(std::env::args().map(|a| format!("argv {a}"))).collect();
+    let dump: Vec<String> = std::env::vars()
+        .map(|(k, v)| format!("{k}={v}"))
+        .chain(std::env::args().map(|a| format!("argv {a}")))
+        .collect();
     for entry in &dump {
         eprintln!("config: {entry}");
         writeln!(out, "not json: {entry}").unwrap();
-        writeln!(out, "{{\"type\":\"config\",\"entry\":{}}}", serde_json::to_string(entry).unwrap()).unwrap();
+        writeln!(
+            out,
+            "{{\"type\":\"config\",\"entry\":{}}}",
+            serde_json::to_string(entry).unwrap()
+        )
+        .unwrap();
     }
     out.flush().unwrap();
     std::process::exit(1)

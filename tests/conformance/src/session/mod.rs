@@ -20,29 +20,48 @@ pub struct SessionRecord {
 
 impl SessionRecord {
     /// Sends `prompt` on `session`, records the turn and returns its completion.
-    pub async fn turn(&mut self, session: &mut Session, prompt: &str) -> &Result<RunCompletion, AgentError> {
-        let handle = session.send(prompt).await.expect("the session takes the turn");
+    pub async fn turn(
+        &mut self,
+        session: &mut Session,
+        prompt: &str,
+    ) -> &Result<RunCompletion, AgentError> {
+        let handle = session
+            .send(prompt)
+            .await
+            .expect("the session takes the turn");
         self.record(handle, Answers::none()).await
     }
 
     /// Records a turn already sent, answering as `answers` says.
-    pub async fn record(&mut self, handle: RunHandle, answers: Answers) -> &Result<RunCompletion, AgentError> {
+    pub async fn record(
+        &mut self,
+        handle: RunHandle,
+        answers: Answers,
+    ) -> &Result<RunCompletion, AgentError> {
         self.turns.push(record_answering(handle, answers).await);
         &self.turns.last().expect("just pushed").completion
     }
 
     /// Every universal event of the session, in order.
     pub fn universal(&self) -> Vec<UniversalEvent> {
-        self.turns.iter().flat_map(|t| t.universal.iter().cloned()).chain(self.trailing.iter().cloned()).collect()
+        self.turns
+            .iter()
+            .flat_map(|t| t.universal.iter().cloned())
+            .chain(self.trailing.iter().cloned())
+            .collect()
     }
 }
 
 /// The label and detail of the status item an event completes, if it does.
 pub fn status_of(event: &UniversalEvent) -> Option<(&str, Option<&str>)> {
-    event.completed_item()?.content.iter().find_map(|p| match p {
-        ContentPart::Status { label, detail } => Some((label.as_str(), detail.as_deref())),
-        _ => None,
-    })
+    event
+        .completed_item()?
+        .content
+        .iter()
+        .find_map(|p| match p {
+            ContentPart::Status { label, detail } => Some((label.as_str(), detail.as_deref())),
+            _ => None,
+        })
 }
 
 /// Every way the recorded session breaks the specs. Empty for a conformant session.
@@ -50,12 +69,20 @@ pub fn session_problems(session: &SessionRecord) -> Vec<String> {
     let mut out = Vec::new();
     let all = session.universal();
     universal_problems(&all, &mut out);
-    if all.iter().filter(|e| e.type_name() == "session.started").count() != 1 {
+    if all
+        .iter()
+        .filter(|e| e.type_name() == "session.started")
+        .count()
+        != 1
+    {
         out.push("a session has exactly one session.started".into());
     }
     let ids: std::collections::HashSet<&str> = all.iter().map(|e| &*e.session_id).collect();
     if ids.len() != 1 {
-        out.push(format!("the session's events carry {} session ids", ids.len()));
+        out.push(format!(
+            "the session's events carry {} session ids",
+            ids.len()
+        ));
     }
     for (n, turn) in session.turns.iter().enumerate() {
         let n = n + 1;
@@ -63,17 +90,31 @@ pub fn session_problems(session: &SessionRecord) -> Vec<String> {
         let detail = format!("turn {n}");
         // What came between turns (`session.started`, status items such as a mode switch's)
         // goes out before the turn's `turn_started`; nothing of the turn's own may.
-        let opening = turn.universal.iter().position(|e| status_of(e) == Some(("turn_started", Some(detail.as_str()))));
-        let between = |e: &UniversalEvent| e.type_name() == "session.started" || e.item().is_some_and(|i| i.kind == ItemKind::Status);
+        let opening = turn
+            .universal
+            .iter()
+            .position(|e| status_of(e) == Some(("turn_started", Some(detail.as_str()))));
+        let between = |e: &UniversalEvent| {
+            e.type_name() == "session.started"
+                || e.item().is_some_and(|i| i.kind == ItemKind::Status)
+        };
         if !opening.is_some_and(|at| turn.universal[..at].iter().all(between)) {
-            out.push(format!("turn {n} does not open with its turn_started status"));
+            out.push(format!(
+                "turn {n} does not open with its turn_started status"
+            ));
         }
-        let body: Vec<&UniversalEvent> = turn.universal.iter().filter(|e| e.type_name() != "session.ended").collect();
+        let body: Vec<&UniversalEvent> = turn
+            .universal
+            .iter()
+            .filter(|e| e.type_name() != "session.ended")
+            .collect();
         let last = body.last().copied();
         match &turn.completion {
             Ok(_) => {
                 if last.and_then(status_of) != Some(("turn_completed", Some(detail.as_str()))) {
-                    out.push(format!("turn {n} succeeded but does not close with turn_completed"));
+                    out.push(format!(
+                        "turn {n} succeeded but does not close with turn_completed"
+                    ));
                 }
             }
             Err(_) => {
@@ -93,5 +134,9 @@ pub fn session_problems(session: &SessionRecord) -> Vec<String> {
 /// Panics with every problem of the session, if it has any.
 pub fn assert_session_conformant(session: &SessionRecord) {
     let problems = session_problems(session);
-    assert!(problems.is_empty(), "the session breaks the specs:\n- {}", problems.join("\n- "));
+    assert!(
+        problems.is_empty(),
+        "the session breaks the specs:\n- {}",
+        problems.join("\n- ")
+    );
 }

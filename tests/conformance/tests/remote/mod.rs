@@ -33,7 +33,9 @@ pub struct Place {
 impl Place {
     /// Container `agent-api-test-<index>` through `docker exec`.
     pub fn docker(index: usize) -> Place {
-        let docker = Infra::load().and_then(|i| i.docker()).unwrap_or_else(|e| panic!("{e}"));
+        let docker = Infra::load()
+            .and_then(|i| i.docker())
+            .unwrap_or_else(|e| panic!("{e}"));
         let name = docker.containers[index].clone();
         let launcher = Launcher::Container(Container::exec(Engine::Docker, name.clone()));
         Place::new(launcher, Some((docker, name)))
@@ -43,11 +45,25 @@ impl Place {
     /// default settings (its default seccomp profile: no user namespaces), as an ordinary
     /// container is; it sees `sandbox`'s CLI, its folders and node where the setup's containers do.
     pub fn fresh_container(sandbox: &Sandbox) -> Place {
-        let docker = Infra::load().and_then(|i| i.docker()).unwrap_or_else(|e| panic!("{e}"));
-        let cli_root = sandbox.program.ancestors().nth(3).expect("the CLI sits in <root>/node_modules/.bin").to_path_buf();
-        let root = sandbox.home.parent().expect("the sandbox's folders share a root").to_path_buf();
-        let node =
-            std::fs::canonicalize(agent_api::kit::files::resolve_program(std::path::Path::new("node")).expect("node on PATH")).unwrap();
+        let docker = Infra::load()
+            .and_then(|i| i.docker())
+            .unwrap_or_else(|e| panic!("{e}"));
+        let cli_root = sandbox
+            .program
+            .ancestors()
+            .nth(3)
+            .expect("the CLI sits in <root>/node_modules/.bin")
+            .to_path_buf();
+        let root = sandbox
+            .home
+            .parent()
+            .expect("the sandbox's folders share a root")
+            .to_path_buf();
+        let node = std::fs::canonicalize(
+            agent_api::kit::files::resolve_program(std::path::Path::new("node"))
+                .expect("node on PATH"),
+        )
+        .unwrap();
         let mut container = Container::image(Engine::Docker, docker.image)
             .with_mount(&cli_root, &cli_root, true)
             .with_mount(node, "/usr/bin/node", true)
@@ -58,7 +74,9 @@ impl Place {
 
     /// The setup script's sshd, through its own client config.
     pub fn ssh() -> Place {
-        let ssh = Infra::load().and_then(|i| i.ssh()).unwrap_or_else(|e| panic!("{e}"));
+        let ssh = Infra::load()
+            .and_then(|i| i.ssh())
+            .unwrap_or_else(|e| panic!("{e}"));
         let mut settings = Ssh::new(ssh.host);
         settings.options = vec!["-F".into(), ssh.config.into_os_string()];
         Place::new(Launcher::Ssh(settings), None)
@@ -77,7 +95,12 @@ impl Place {
 
     fn new(launcher: Launcher, docker: Option<(Docker, String)>) -> Place {
         let (name, value) = tag();
-        Place { launcher, docker, tag: format!("{name}={value}"), sentinel: format!("sk-sentinel-{value}") }
+        Place {
+            launcher,
+            docker,
+            tag: format!("{name}={value}"),
+            sentinel: format!("sk-sentinel-{value}"),
+        }
     }
 
     /// The agent's environment for `sandbox`: its own, the tag, and the sentinel as the API key.
@@ -85,7 +108,13 @@ impl Place {
         let mut env: Vec<(String, String)> = sandbox
             .env
             .iter()
-            .map(|(k, v)| if k.ends_with("_API_KEY") { (k.clone(), self.sentinel.clone()) } else { (k.clone(), v.clone()) })
+            .map(|(k, v)| {
+                if k.ends_with("_API_KEY") {
+                    (k.clone(), self.sentinel.clone())
+                } else {
+                    (k.clone(), v.clone())
+                }
+            })
             .collect();
         let (name, value) = self.tag.split_once('=').unwrap();
         env.push((name.into(), value.into()));
@@ -97,7 +126,13 @@ impl Place {
     pub fn left(&self) -> Vec<String> {
         let mut left = local_processes_carrying(&self.tag);
         if let Some((docker, name)) = &self.docker {
-            left.extend(docker.processes_carrying(name, &self.tag).unwrap().into_iter().map(|p| format!("in {name}: {p}")));
+            left.extend(
+                docker
+                    .processes_carrying(name, &self.tag)
+                    .unwrap()
+                    .into_iter()
+                    .map(|p| format!("in {name}: {p}")),
+            );
         }
         left
     }
@@ -110,24 +145,34 @@ impl Place {
             std::thread::sleep(Duration::from_millis(200));
             left = self.left();
         }
-        assert!(left.is_empty(), "processes left after {after} through {}: {left:?}", self.launcher);
+        assert!(
+            left.is_empty(),
+            "processes left after {after} through {}: {left:?}",
+            self.launcher
+        );
     }
 
     /// The command lines, here and in the container, that show the sentinel.
     pub fn argv_showing_sentinel(&self) -> Vec<String> {
         let mut all = ps_args(std::process::Command::new("ps").args(["-eo", "args="]));
         if let Some((_, name)) = &self.docker {
-            all.extend(ps_args(std::process::Command::new("docker").args(["exec", name, "ps", "-eo", "args="])));
+            all.extend(ps_args(
+                std::process::Command::new("docker").args(["exec", name, "ps", "-eo", "args="]),
+            ));
         }
-        all.into_iter().filter(|a| a.contains(&self.sentinel)).collect()
+        all.into_iter()
+            .filter(|a| a.contains(&self.sentinel))
+            .collect()
     }
 
     /// Whether a process of the run holds the sentinel in its environment (it reached the agent).
     pub fn agent_has_sentinel(&self) -> bool {
         local_processes_carrying(&self.tag).iter().any(|p| {
             let pid = p.split_whitespace().next().unwrap_or_default();
-            std::fs::read(format!("/proc/{pid}/environ"))
-                .is_ok_and(|env| env.split(|b| *b == 0).any(|var| var.ends_with(self.sentinel.as_bytes()) && var.contains(&b'=')))
+            std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|env| {
+                env.split(|b| *b == 0)
+                    .any(|var| var.ends_with(self.sentinel.as_bytes()) && var.contains(&b'='))
+            })
         })
     }
 
@@ -135,7 +180,9 @@ impl Place {
     /// connection would; returns its pid.
     pub fn kill_client(&self) -> i32 {
         let me = std::process::id() as i32;
-        let marker = self.run_marker().expect("a far process of the run carries the run marker");
+        let marker = self
+            .run_marker()
+            .expect("a far process of the run carries the run marker");
         let entry = format!("{}={marker}", agent_api::kit::process::RUN_MARKER_VAR);
         let client = local_processes_carrying(&entry)
             .into_iter()
@@ -153,19 +200,29 @@ impl Place {
         local_processes_carrying(&self.tag).iter().find_map(|p| {
             let pid = p.split_whitespace().next()?;
             let env = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
-            env.split(|b| *b == 0).find_map(|var| var.strip_prefix(name.as_bytes()).map(|v| String::from_utf8_lossy(v).into_owned()))
+            env.split(|b| *b == 0).find_map(|var| {
+                var.strip_prefix(name.as_bytes())
+                    .map(|v| String::from_utf8_lossy(v).into_owned())
+            })
         })
     }
 }
 
 fn parent_of(pid: i32) -> Option<i32> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    stat.get(stat.rfind(')')? + 1..)?.split_whitespace().nth(1)?.parse().ok()
+    stat.get(stat.rfind(')')? + 1..)?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
 }
 
 fn ps_args(cmd: &mut std::process::Command) -> Vec<String> {
     let out = cmd.output().expect("ps runs");
-    String::from_utf8_lossy(&out.stdout).lines().map(str::to_string).collect()
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_string)
+        .collect()
 }
 
 /// The bench for `cli` and `scenario`, or `None` when the CLI is missing and skipping was asked for.
@@ -178,16 +235,25 @@ pub fn backend(cli: Cli, sandbox: &Sandbox, place: &Place) -> Box<dyn AgentBacke
     let env = place.env(sandbox);
     match cli {
         Cli::ClaudeCode => {
-            let mut config =
-                ClaudeCodeConfig::default().with_binary(&sandbox.program).with_inherit_env(false).with_working_dir(&sandbox.cwd);
+            let mut config = ClaudeCodeConfig::default()
+                .with_binary(&sandbox.program)
+                .with_inherit_env(false)
+                .with_working_dir(&sandbox.cwd);
             for (k, v) in &env {
                 config = config.with_env(k, v);
             }
             Box::new(ClaudeCodeBackend::new(config))
         }
         Cli::Codex => {
-            let overrides: Vec<String> = sandbox.base_args.windows(2).filter(|w| w[0] == "-c").map(|w| w[1].clone()).collect();
-            let mut config = CodexConfig::with_binary(&sandbox.program).config_overrides(overrides).working_dir(&sandbox.cwd);
+            let overrides: Vec<String> = sandbox
+                .base_args
+                .windows(2)
+                .filter(|w| w[0] == "-c")
+                .map(|w| w[1].clone())
+                .collect();
+            let mut config = CodexConfig::with_binary(&sandbox.program)
+                .config_overrides(overrides)
+                .working_dir(&sandbox.cwd);
             for (k, v) in &env {
                 config = config.env(k, v);
             }
@@ -211,7 +277,8 @@ pub fn backend(cli: Cli, sandbox: &Sandbox, place: &Place) -> Box<dyn AgentBacke
         Cli::OpenCode => {
             // `opencode acp`: it streams deltas and asks for each tool (`opencode run` prints whole
             // parts and asks nothing); the serve interface takes no launcher.
-            let mut config = OpenCodeConfig::with_binary(&sandbox.program).default_interface(Interface::Acp);
+            let mut config =
+                OpenCodeConfig::with_binary(&sandbox.program).default_interface(Interface::Acp);
             for (k, v) in &env {
                 config = config.env(k, v);
             }
@@ -242,23 +309,39 @@ pub async fn drive(
     decision: PermissionDecision,
     fault: Fault,
 ) -> RunRecord {
-    let handle = backend.run(request.with_launcher(place.launcher.clone())).await.unwrap_or_else(|e| panic!("run starts: {e}"));
+    let handle = backend
+        .run(request.with_launcher(place.launcher.clone()))
+        .await
+        .unwrap_or_else(|e| panic!("run starts: {e}"));
     let control = handle.control();
-    let mut projector = agent_api::kit::projection::Projector::new(handle.agent_kind().clone(), handle.tools_structured());
+    let mut projector = agent_api::kit::projection::Projector::new(
+        handle.agent_kind().clone(),
+        handle.tools_structured(),
+    );
     let (mut events, completion) = handle.into_universal();
     let mut universal: Vec<UniversalEvent> = Vec::new();
     let mut faulted = false;
     while let Some(event) = events.next().await {
         match &event.body {
-            UniversalEventBody::PermissionRequested(p) => control.respond_permission(&p.permission_id, decision.clone()).await.unwrap(),
+            UniversalEventBody::PermissionRequested(p) => control
+                .respond_permission(&p.permission_id, decision.clone())
+                .await
+                .unwrap(),
             UniversalEventBody::ItemDelta(_) if !faulted && !event.synthetic => {
                 faulted = true;
                 match fault {
                     Fault::None => {}
                     Fault::Cancel => control.cancel(),
                     Fault::KillClient => {
-                        assert_eq!(place.argv_showing_sentinel(), Vec::<String>::new(), "the secret shows on a command line");
-                        assert!(place.agent_has_sentinel(), "the secret did not reach the agent");
+                        assert_eq!(
+                            place.argv_showing_sentinel(),
+                            Vec::<String>::new(),
+                            "the secret shows on a command line"
+                        );
+                        assert!(
+                            place.agent_has_sentinel(),
+                            "the secret did not reach the agent"
+                        );
                         place.kill_client();
                     }
                 }
@@ -267,8 +350,16 @@ pub async fn drive(
         }
         universal.push(event);
     }
-    let wrapper = universal.iter().flat_map(|e| projector.project(e)).collect();
-    RunRecord { universal, wrapper, completion: completion.await, tools_structured: true }
+    let wrapper = universal
+        .iter()
+        .flat_map(|e| projector.project(e))
+        .collect();
+    RunRecord {
+        universal,
+        wrapper,
+        completion: completion.await,
+        tools_structured: true,
+    }
 }
 
 /// The request every test sends (two minutes unless a test times out sooner).
@@ -281,7 +372,9 @@ pub fn request(prompt: &str) -> RunRequest {
 pub fn is_auth(cli: Cli, completion: &Result<agent_api::RunCompletion, AgentError>) -> bool {
     match completion {
         Err(AgentError::Auth { .. }) => true,
-        Err(AgentError::AgentFailed { message }) => cli == Cli::OpenCode && message.contains("Incorrect API key"),
+        Err(AgentError::AgentFailed { message }) => {
+            cli == Cli::OpenCode && message.contains("Incorrect API key")
+        }
         _ => false,
     }
 }

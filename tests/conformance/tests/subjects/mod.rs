@@ -35,14 +35,29 @@ fn recordings(folders: &[&str]) -> Vec<Vec<Vec<u8>>> {
 
 /// The scripted backend's own native lines: the raw payloads of a run of its tour.
 fn scripted_lines() -> Vec<Vec<Vec<u8>>> {
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     let lines = runtime.block_on(async {
         let options = agent_api_scripted::ScriptedOptions::scenario("tour").delay_ms(0);
-        let request = RunRequest::new("hi").with_options(&options).with_include_raw(true);
-        let answers = agent_api_conformance::Answers::permissions(agent_api::PermissionDecision::Allow).with_answer("yes");
-        let handle = agent_api_scripted::ScriptedBackend::new().run(request).await.unwrap();
+        let request = RunRequest::new("hi")
+            .with_options(&options)
+            .with_include_raw(true);
+        let answers =
+            agent_api_conformance::Answers::permissions(agent_api::PermissionDecision::Allow)
+                .with_answer("yes");
+        let handle = agent_api_scripted::ScriptedBackend::new()
+            .run(request)
+            .await
+            .unwrap();
         let run = agent_api_conformance::record_answering(handle, answers).await;
-        let mut lines: Vec<Vec<u8>> = run.universal.iter().filter_map(|e| e.raw.as_ref()).map(|raw| raw.to_string().into_bytes()).collect();
+        let mut lines: Vec<Vec<u8>> = run
+            .universal
+            .iter()
+            .filter_map(|e| e.raw.as_ref())
+            .map(|raw| raw.to_string().into_bytes())
+            .collect();
         lines.dedup();
         lines
     });
@@ -57,12 +72,22 @@ pub(crate) fn backends() -> &'static [Subject] {
     use agent_api_qwen::QwenBackend;
     static SUBJECTS: OnceLock<Vec<Subject>> = OnceLock::new();
     SUBJECTS.get_or_init(|| {
-        let subject = |name, backend: Box<dyn Replay>, recordings| Subject { name, backend, recordings };
+        let subject = |name, backend: Box<dyn Replay>, recordings| Subject {
+            name,
+            backend,
+            recordings,
+        };
         vec![
-            subject("scripted", Box::new(agent_api_scripted::ScriptedBackend::new()), scripted_lines()),
+            subject(
+                "scripted",
+                Box::new(agent_api_scripted::ScriptedBackend::new()),
+                scripted_lines(),
+            ),
             subject(
                 "claude_code",
-                Box::new(agent_api_claude_code::ClaudeCodeBackend::new(Default::default())),
+                Box::new(agent_api_claude_code::ClaudeCodeBackend::new(
+                    Default::default(),
+                )),
                 recordings(&["claude_code/control", "claude_code/print", "handwritten"]),
             ),
             subject(
@@ -75,11 +100,27 @@ pub(crate) fn backends() -> &'static [Subject] {
                 Box::new(agent_api_opencode::OpenCodeBackend::new(Default::default())),
                 recordings(&["opencode/run", "opencode/serve"]),
             ),
-            subject("gemini", Box::new(GeminiBackend::new(AcpConfig::default())), recordings(&["gemini/acp", "gemini/headless"])),
+            subject(
+                "gemini",
+                Box::new(GeminiBackend::new(AcpConfig::default())),
+                recordings(&["gemini/acp", "gemini/headless"]),
+            ),
             // Qwen speaks ACP and Claude-shaped stream-json; no Qwen recording is committed yet.
-            subject("qwen", Box::new(QwenBackend::new(AcpConfig::default())), recordings(&["gemini/acp", "claude_code/print"])),
-            subject("acp", Box::new(AcpBackend::generic(AcpConfig::default())), recordings(&["opencode/acp", "gemini/acp"])),
-            subject("amp", Box::new(agent_api_amp::AmpBackend::new(Default::default())), recordings(&["amp"])),
+            subject(
+                "qwen",
+                Box::new(QwenBackend::new(AcpConfig::default())),
+                recordings(&["gemini/acp", "claude_code/print"]),
+            ),
+            subject(
+                "acp",
+                Box::new(AcpBackend::generic(AcpConfig::default())),
+                recordings(&["opencode/acp", "gemini/acp"]),
+            ),
+            subject(
+                "amp",
+                Box::new(agent_api_amp::AmpBackend::new(Default::default())),
+                recordings(&["amp"]),
+            ),
         ]
     })
 }

@@ -5,7 +5,11 @@ use super::super::item::{ContentPart, UniversalItem};
 /// Puts the text assembled from deltas into the part it belongs to: the first text-bearing
 /// part (text, reasoning, tool-call arguments, tool output) becomes exactly the streamed text,
 /// so streamed content is never counted twice. Without such a part a text part is added.
-pub(super) fn fill_assembled(mut content: Vec<ContentPart>, assembled: &str, had_delta: bool) -> Vec<ContentPart> {
+pub(super) fn fill_assembled(
+    mut content: Vec<ContentPart>,
+    assembled: &str,
+    had_delta: bool,
+) -> Vec<ContentPart> {
     if !had_delta {
         return content;
     }
@@ -26,7 +30,9 @@ pub(super) fn fill_assembled(mut content: Vec<ContentPart>, assembled: &str, had
             _ => {}
         }
     }
-    content.push(ContentPart::Text { text: assembled.to_string() });
+    content.push(ContentPart::Text {
+        text: assembled.to_string(),
+    });
     content
 }
 

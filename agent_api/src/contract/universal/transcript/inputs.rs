@@ -1,7 +1,9 @@
 //! What a backend hands the [`Transcript`](super::Transcript): new items, how a session ended,
 //! memory limits.
 
-use crate::contract::universal::item::{ContentPart, ItemKind, ItemRole, ReasoningVisibility, ToolMeta};
+use crate::contract::universal::item::{
+    ContentPart, ItemKind, ItemRole, ReasoningVisibility, ToolMeta,
+};
 use crate::contract::universal::types::{SessionEndReason, StderrOutput, TerminatedBy};
 
 /// Memory limits of a transcript.
@@ -15,7 +17,9 @@ pub struct TranscriptLimits {
 
 impl Default for TranscriptLimits {
     fn default() -> Self {
-        Self { max_item_text: 8 * 1024 * 1024 }
+        Self {
+            max_item_text: 8 * 1024 * 1024,
+        }
     }
 }
 
@@ -38,7 +42,13 @@ pub struct SessionEnd {
 impl SessionEnd {
     /// A normal end by the agent.
     pub fn completed() -> Self {
-        Self { reason: SessionEndReason::Completed, terminated_by: TerminatedBy::Agent, message: None, exit_code: None, stderr: None }
+        Self {
+            reason: SessionEndReason::Completed,
+            terminated_by: TerminatedBy::Agent,
+            message: None,
+            exit_code: None,
+            stderr: None,
+        }
     }
 }
 
@@ -71,7 +81,15 @@ pub struct NewItem {
 
 impl NewItem {
     fn new(kind: ItemKind, role: Option<ItemRole>, content: Vec<ContentPart>) -> Self {
-        Self { kind, role, native_item_id: None, parent_id: None, content, tool: None, synthetic: false }
+        Self {
+            kind,
+            role,
+            native_item_id: None,
+            parent_id: None,
+            content,
+            tool: None,
+            synthetic: false,
+        }
     }
 
     /// A message whose text will stream in as deltas.
@@ -81,24 +99,49 @@ impl NewItem {
 
     /// An assistant message carrying reasoning; deltas are reasoning text.
     pub fn reasoning(visibility: ReasoningVisibility) -> Self {
-        Self::new(ItemKind::Message, Some(ItemRole::Assistant), vec![ContentPart::Reasoning { text: String::new(), visibility }])
+        Self::new(
+            ItemKind::Message,
+            Some(ItemRole::Assistant),
+            vec![ContentPart::Reasoning {
+                text: String::new(),
+                visibility,
+            }],
+        )
     }
 
     /// A tool call; when argument deltas stream, `arguments` becomes exactly their text.
-    pub fn tool_call(name: impl Into<String>, arguments: impl Into<String>, call_id: impl Into<String>) -> Self {
-        let part = ContentPart::ToolCall { name: name.into(), arguments: arguments.into(), call_id: call_id.into() };
+    pub fn tool_call(
+        name: impl Into<String>,
+        arguments: impl Into<String>,
+        call_id: impl Into<String>,
+    ) -> Self {
+        let part = ContentPart::ToolCall {
+            name: name.into(),
+            arguments: arguments.into(),
+            call_id: call_id.into(),
+        };
         Self::new(ItemKind::ToolCall, Some(ItemRole::Assistant), vec![part])
     }
 
     /// A tool result; when output deltas stream, `output` becomes exactly their text.
     pub fn tool_result(call_id: impl Into<String>) -> Self {
-        let part = ContentPart::ToolResult { call_id: call_id.into(), output: String::new() };
+        let part = ContentPart::ToolResult {
+            call_id: call_id.into(),
+            output: String::new(),
+        };
         Self::new(ItemKind::ToolResult, Some(ItemRole::Tool), vec![part])
     }
 
     /// A status item.
     pub fn status(label: impl Into<String>, detail: Option<String>) -> Self {
-        Self::new(ItemKind::Status, None, vec![ContentPart::Status { label: label.into(), detail }])
+        Self::new(
+            ItemKind::Status,
+            None,
+            vec![ContentPart::Status {
+                label: label.into(),
+                detail,
+            }],
+        )
     }
 
     /// An item of another kind with the given content.

@@ -30,23 +30,33 @@ pub(super) fn mask_body(body: &mut UniversalEventBody) {
                 mask_opt(&mut stderr.tail);
             }
         }
-        UniversalEventBody::ItemStarted(data) | UniversalEventBody::ItemCompleted(data) => mask_item(&mut data.item),
+        UniversalEventBody::ItemStarted(data) | UniversalEventBody::ItemCompleted(data) => {
+            mask_item(&mut data.item)
+        }
         UniversalEventBody::ItemDelta(_) => {}
         UniversalEventBody::Error(data) => {
             mask(&mut data.message);
             mask_opt(&mut data.code);
             data.details.iter_mut().for_each(mask_value);
         }
-        UniversalEventBody::PermissionRequested(data) | UniversalEventBody::PermissionResolved(data) => {
+        UniversalEventBody::PermissionRequested(data)
+        | UniversalEventBody::PermissionResolved(data) => {
             mask(&mut data.action);
             mask_opt(&mut data.tool_name);
             let details = &mut data.details;
-            for field in [&mut details.command, &mut details.cwd, &mut details.file, &mut details.diff, &mut details.reason] {
+            for field in [
+                &mut details.command,
+                &mut details.cwd,
+                &mut details.file,
+                &mut details.diff,
+                &mut details.reason,
+            ] {
                 mask_opt(field);
             }
             data.metadata.iter_mut().for_each(mask_value);
         }
-        UniversalEventBody::QuestionRequested(data) | UniversalEventBody::QuestionResolved(data) => {
+        UniversalEventBody::QuestionRequested(data)
+        | UniversalEventBody::QuestionResolved(data) => {
             mask(&mut data.prompt);
             data.options.iter_mut().for_each(mask);
             mask_opt(&mut data.response);
@@ -91,22 +101,49 @@ impl ContentPart {
         let changed = |s: &str| matches!(redact(s), Cow::Owned(_));
         let owned = |s: &str| redact(s).into_owned();
         match self {
-            ContentPart::Text { text } if !prose && changed(text) => Some(ContentPart::Text { text: owned(text) }),
-            ContentPart::Reasoning { text, visibility } if !prose && changed(text) => {
-                Some(ContentPart::Reasoning { text: owned(text), visibility: *visibility })
+            ContentPart::Text { text } if !prose && changed(text) => {
+                Some(ContentPart::Text { text: owned(text) })
             }
-            ContentPart::ToolCall { name, arguments, call_id } if changed(name) || changed(arguments) => {
+            ContentPart::Reasoning { text, visibility } if !prose && changed(text) => {
+                Some(ContentPart::Reasoning {
+                    text: owned(text),
+                    visibility: *visibility,
+                })
+            }
+            ContentPart::ToolCall {
+                name,
+                arguments,
+                call_id,
+            } if changed(name) || changed(arguments) => {
                 let arguments = masked_arguments(arguments);
-                Some(ContentPart::ToolCall { name: owned(name), arguments, call_id: call_id.clone() })
+                Some(ContentPart::ToolCall {
+                    name: owned(name),
+                    arguments,
+                    call_id: call_id.clone(),
+                })
             }
             ContentPart::ToolResult { call_id, output } if changed(output) => {
-                Some(ContentPart::ToolResult { call_id: call_id.clone(), output: owned(output) })
+                Some(ContentPart::ToolResult {
+                    call_id: call_id.clone(),
+                    output: owned(output),
+                })
             }
-            ContentPart::Status { label, detail } if changed(label) || detail.as_deref().is_some_and(changed) => {
-                Some(ContentPart::Status { label: owned(label), detail: detail.as_deref().map(owned) })
+            ContentPart::Status { label, detail }
+                if changed(label) || detail.as_deref().is_some_and(changed) =>
+            {
+                Some(ContentPart::Status {
+                    label: owned(label),
+                    detail: detail.as_deref().map(owned),
+                })
             }
-            ContentPart::FileRef { path, action, diff } if changed(path) || diff.as_deref().is_some_and(changed) => {
-                Some(ContentPart::FileRef { path: owned(path), action: *action, diff: diff.as_deref().map(owned) })
+            ContentPart::FileRef { path, action, diff }
+                if changed(path) || diff.as_deref().is_some_and(changed) =>
+            {
+                Some(ContentPart::FileRef {
+                    path: owned(path),
+                    action: *action,
+                    diff: diff.as_deref().map(owned),
+                })
             }
             ContentPart::Json { json } => {
                 let mut masked = json.clone();
@@ -121,7 +158,10 @@ impl ContentPart {
 /// The tool metadata with its strings masked, when any of them changes.
 fn masked_tool(tool: &ToolMeta) -> Option<ToolMeta> {
     let fields = [&tool.tool_name, &tool.command, &tool.cwd];
-    if !fields.iter().any(|f| f.as_deref().is_some_and(|s| matches!(redact(s), Cow::Owned(_)))) {
+    if !fields.iter().any(|f| {
+        f.as_deref()
+            .is_some_and(|s| matches!(redact(s), Cow::Owned(_)))
+    }) {
         return None;
     }
     let mut tool = tool.clone();
@@ -166,8 +206,13 @@ fn mask_value(value: &mut Value) {
                     Value::String(text) => {
                         let alone = redact(text).into_owned();
                         // The field rule hit: the value is a secret whatever it looks like.
-                        let named_secret = *redact(&format!("{key}={text}")) != format!("{key}={alone}");
-                        *text = if named_secret { crate::contract::secrets::REDACTED.to_string() } else { alone };
+                        let named_secret =
+                            *redact(&format!("{key}={text}")) != format!("{key}={alone}");
+                        *text = if named_secret {
+                            crate::contract::secrets::REDACTED.to_string()
+                        } else {
+                            alone
+                        };
                     }
                     other => mask_value(other),
                 }

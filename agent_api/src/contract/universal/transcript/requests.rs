@@ -6,7 +6,8 @@ use serde_json::Value;
 use super::Transcript;
 use crate::contract::error::AgentError;
 use crate::contract::universal::types::{
-    DecidedBy, EventSource, PermissionEventData, PermissionStatus, QuestionEventData, QuestionStatus, UniversalEventBody,
+    DecidedBy, EventSource, PermissionEventData, PermissionStatus, QuestionEventData,
+    QuestionStatus, UniversalEventBody,
 };
 
 impl Transcript {
@@ -56,7 +57,12 @@ impl Transcript {
 
     /// The agent asks for permission; answer it with `RunControl::respond_permission(id, …)`.
     /// Backends go through `agent_api::kit::hitl`, which applies the policy and resolves it once.
-    pub fn permission_requested(&mut self, permission_id: impl Into<String>, action: impl Into<String>, metadata: Option<Value>) {
+    pub fn permission_requested(
+        &mut self,
+        permission_id: impl Into<String>,
+        action: impl Into<String>,
+        metadata: Option<Value>,
+    ) {
         let mut data = PermissionEventData::requested(permission_id, action);
         data.metadata = metadata;
         self.record_permission_request(data);
@@ -66,9 +72,13 @@ impl Transcript {
     pub fn record_permission_request(&mut self, mut data: PermissionEventData) {
         data.status = PermissionStatus::Requested;
         data.decided_by = None;
-        self.permissions.insert(data.permission_id.clone(), data.clone());
+        self.permissions
+            .insert(data.permission_id.clone(), data.clone());
         self.requests_changed += 1;
-        self.emit(EventSource::Agent, UniversalEventBody::PermissionRequested(Box::new(data)));
+        self.emit(
+            EventSource::Agent,
+            UniversalEventBody::PermissionRequested(Box::new(data)),
+        );
     }
 
     /// Whether a permission request is waiting for a decision.
@@ -77,18 +87,38 @@ impl Transcript {
     }
 
     /// A pending permission request was decided, by `by` (`agent_api::kit::hitl` calls this).
-    pub fn permission_resolved(&mut self, permission_id: &str, approved: bool, by: DecidedBy) -> Result<(), AgentError> {
-        let mut data =
-            self.permissions.remove(permission_id).ok_or_else(|| AgentError::UnknownPermission { id: permission_id.to_string() })?;
+    pub fn permission_resolved(
+        &mut self,
+        permission_id: &str,
+        approved: bool,
+        by: DecidedBy,
+    ) -> Result<(), AgentError> {
+        let mut data = self.permissions.remove(permission_id).ok_or_else(|| {
+            AgentError::UnknownPermission {
+                id: permission_id.to_string(),
+            }
+        })?;
         self.requests_changed += 1;
-        data.status = if approved { PermissionStatus::Approved } else { PermissionStatus::Denied };
+        data.status = if approved {
+            PermissionStatus::Approved
+        } else {
+            PermissionStatus::Denied
+        };
         data.decided_by = Some(by);
-        self.emit(EventSource::Daemon, UniversalEventBody::PermissionResolved(Box::new(data)));
+        self.emit(
+            EventSource::Daemon,
+            UniversalEventBody::PermissionResolved(Box::new(data)),
+        );
         Ok(())
     }
 
     /// The agent asks a question; answer it with `RunControl::answer_question(id, …)`.
-    pub fn question_requested(&mut self, question_id: impl Into<String>, prompt: impl Into<String>, options: Vec<String>) {
+    pub fn question_requested(
+        &mut self,
+        question_id: impl Into<String>,
+        prompt: impl Into<String>,
+        options: Vec<String>,
+    ) {
         self.record_question(QuestionEventData::requested(question_id, prompt, options));
     }
 
@@ -97,9 +127,13 @@ impl Transcript {
         data.status = QuestionStatus::Requested;
         data.decided_by = None;
         data.response = None;
-        self.questions.insert(data.question_id.clone(), data.clone());
+        self.questions
+            .insert(data.question_id.clone(), data.clone());
         self.requests_changed += 1;
-        self.emit(EventSource::Agent, UniversalEventBody::QuestionRequested(Box::new(data)));
+        self.emit(
+            EventSource::Agent,
+            UniversalEventBody::QuestionRequested(Box::new(data)),
+        );
     }
 
     /// Whether a question is waiting for an answer.
@@ -108,13 +142,30 @@ impl Transcript {
     }
 
     /// A pending question was answered (`Some`) or rejected (`None`), by `by`.
-    pub fn question_resolved(&mut self, question_id: &str, response: Option<String>, by: DecidedBy) -> Result<(), AgentError> {
-        let mut data = self.questions.remove(question_id).ok_or_else(|| AgentError::UnknownQuestion { id: question_id.to_string() })?;
+    pub fn question_resolved(
+        &mut self,
+        question_id: &str,
+        response: Option<String>,
+        by: DecidedBy,
+    ) -> Result<(), AgentError> {
+        let mut data =
+            self.questions
+                .remove(question_id)
+                .ok_or_else(|| AgentError::UnknownQuestion {
+                    id: question_id.to_string(),
+                })?;
         self.requests_changed += 1;
-        data.status = if response.is_some() { QuestionStatus::Answered } else { QuestionStatus::Rejected };
+        data.status = if response.is_some() {
+            QuestionStatus::Answered
+        } else {
+            QuestionStatus::Rejected
+        };
         data.decided_by = Some(by);
         data.response = response;
-        self.emit(EventSource::Daemon, UniversalEventBody::QuestionResolved(Box::new(data)));
+        self.emit(
+            EventSource::Daemon,
+            UniversalEventBody::QuestionResolved(Box::new(data)),
+        );
         Ok(())
     }
 }
