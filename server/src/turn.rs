@@ -133,6 +133,7 @@ impl TurnImages {
         let dir = tempfile::Builder::new()
             .prefix("agent-api-images-")
             .tempdir()
+            .and_then(|dir| crate::private::own_dir(dir.path()).map(|()| dir))
             .map_err(|e| {
                 ApiError::new(
                     axum::http::StatusCode::INTERNAL_SERVER_ERROR,
@@ -161,7 +162,7 @@ impl TurnImages {
                 _ => return Err(field("give `path` (a file in the session's working directory) or `data` (base64), one of them".into())),
             };
             let copy = dir.path().join(format!("image-{index}.{extension}"));
-            std::fs::write(&copy, bytes)
+            crate::private::write_new(&copy, &bytes)
                 .map_err(|e| field(format!("cannot copy it for the agent: {e}")))?;
             paths.push(copy);
         }
