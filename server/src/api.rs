@@ -174,7 +174,8 @@ pub(crate) async fn get_session(
 
 #[utoipa::path(post, path = "/v1/sessions/{session_id}", operation_id = "create_session",
     params(("session_id" = String, Path, description = "Client session id")), request_body = CreateSessionRequest,
-    responses((status = 200, body = CreateSessionResponse), (status = 400, body = ProblemDetails), (status = 409, body = ProblemDetails)))]
+    responses((status = 200, body = CreateSessionResponse), (status = 400, body = ProblemDetails), (status = 403, body = ProblemDetails),
+        (status = 409, body = ProblemDetails), (status = 503, body = ProblemDetails)))]
 pub(crate) async fn create_session(
     State(server): State<Server>,
     Path(id): Path<String>,

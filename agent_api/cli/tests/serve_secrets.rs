@@ -116,6 +116,34 @@ fn report(path: &Path) -> String {
     }
 }
 
+/// Runs `agent-api serve ARGS` (port 0) for at most 10 s: its exit code (`None`: it was still
+/// serving, and was killed) and its stderr.
+fn start_briefly(args: &[&str]) -> (Option<i32>, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_agent-api"))
+        .args(["serve", "--port", "0"])
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let code = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status.code();
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut stderr = String::new();
+    let _ = child.stderr.take().unwrap().read_to_string(&mut stderr);
+    (code, stderr)
+}
+
 /// Whether `text` holds `secret` as it is, or as `/proc`'s NUL-separated forms turned readable.
 fn leaks(text: &str, secret: &str) -> bool {
     text.contains(secret)
@@ -183,12 +211,9 @@ fn a_fake_agent_under_bwrap_cannot_act_on_its_own_server_in_any_way_the_red_team
     let store = dir.path().join("store.sqlite3");
 
     // With no token, no launcher may run agents: a sandboxed one shares the network.
-    let refused = Command::new(env!("CARGO_BIN_EXE_agent-api"))
-        .args(["serve", "--port", "0", "--store", "memory", "--no-token", "--via", "bwrap"])
-        .output()
-        .unwrap();
-    assert_eq!(refused.status.code(), Some(2), "{refused:?}");
-    assert!(String::from_utf8_lossy(&refused.stderr).contains("--no-token with --via"));
+    let (code, stderr) = start_briefly(&["--store", "memory", "--no-token", "--via", "bwrap"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("--no-token with --via"), "{stderr}");
 
     // The attack, as the red team ran it: find the server in /proc/net/tcp, look for the token
     // in its own environment, every process's command line and environment, the token file and
@@ -319,12 +344,8 @@ fn open_gives_xdg_open_a_private_page_and_never_the_token() {
 #[test]
 fn serve_refuses_a_cors_origin_that_is_not_one_origin_with_a_clear_error() {
     for origin in ["*", "null", "example.com", "https://app.example/path"] {
-        let output = Command::new(env!("CARGO_BIN_EXE_agent-api"))
-            .args(["serve", "--port", "0", "--store", "memory", "--cors-origin", origin])
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert_eq!(output.status.code(), Some(2), "{origin}: {stderr}");
+        let (code, stderr) = start_briefly(&["--store", "memory", "--cors-origin", origin]);
+        assert_eq!(code, Some(2), "{origin}: {stderr}");
         assert!(stderr.contains("CORS origin"), "{origin}: {stderr}");
     }
 }
