@@ -173,7 +173,9 @@ impl ServerConfig {
     pub fn check(&self) -> Result<(), ConfigError> {
         for origin in &self.cors_origins {
             if !crate::guard::is_origin(origin) {
-                return Err(ConfigError::CorsOrigin(agent_api::display::line(origin, 128)));
+                return Err(ConfigError::CorsOrigin(agent_api::display::line(
+                    origin, 128,
+                )));
             }
         }
         for host in &self.allowed_hosts {
@@ -200,6 +202,8 @@ pub enum ConfigError {
     #[error("CORS origin `{0}`: give one origin, scheme://host[:port] with http or https (not `*`, not `null`, no path)")]
     CorsOrigin(String),
     /// An allowed host that is not a host name.
-    #[error("allowed host `{0}`: give a host name such as agents.example.com (no scheme, port or path)")]
+    #[error(
+        "allowed host `{0}`: give a host name such as agents.example.com (no scheme, port or path)"
+    )]
     Host(String),
 }

@@ -236,15 +236,16 @@ async fn connection(
         activity: activity.clone(),
     });
     let handlers = activity.clone();
-    let service = hyper::service::service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
-        let busy = Busy::new(&handlers);
-        let app = app.clone();
-        async move {
-            let response = app.oneshot(request.map(axum::body::Body::new)).await;
-            drop(busy);
-            response
-        }
-    });
+    let service =
+        hyper::service::service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
+            let busy = Busy::new(&handlers);
+            let app = app.clone();
+            async move {
+                let response = app.oneshot(request.map(axum::body::Body::new)).await;
+                drop(busy);
+                response
+            }
+        });
     let served = hyper::server::conn::http1::Builder::new()
         .timer(TokioTimer::new())
         .header_read_timeout(config.header_timeout)

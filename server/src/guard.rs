@@ -27,7 +27,10 @@ pub(crate) async fn check(State(server): State<Server>, request: Request, next: 
     };
     if let Some(origin) = request.headers().get(header::ORIGIN) {
         let allowed = origin.to_str().is_ok_and(|origin| {
-            config.cors_origins.iter().any(|o| o.eq_ignore_ascii_case(origin))
+            config
+                .cors_origins
+                .iter()
+                .any(|o| o.eq_ignore_ascii_case(origin))
                 || same_origin(origin, &host)
         });
         if !allowed {
@@ -101,9 +104,9 @@ pub(crate) fn is_origin(origin: &str) -> bool {
     else {
         return false;
     };
-    host_part(authority).is_some_and(|host| {
-        host.parse::<std::net::IpAddr>().is_ok() || is_host_name(&host)
-    }) && axum::http::HeaderValue::from_str(origin).is_ok()
+    host_part(authority)
+        .is_some_and(|host| host.parse::<std::net::IpAddr>().is_ok() || is_host_name(&host))
+        && axum::http::HeaderValue::from_str(origin).is_ok()
 }
 
 /// Whether `name` is a DNS host name: labels of letters, digits and `-`, dot-separated.
@@ -113,7 +116,9 @@ pub(crate) fn is_host_name(name: &str) -> bool {
         && name.split('.').all(|label| {
             !label.is_empty()
                 && label.len() <= 63
-                && label.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-')
                 && !label.starts_with('-')
                 && !label.ends_with('-')
         })
@@ -126,20 +131,46 @@ mod tests {
     #[test]
     fn hosts_are_addresses_localhost_or_configured_names() {
         let allowed = ["agents.example.com".to_string()];
-        for host in ["127.0.0.1:2468", "[::1]:80", "localhost:9", "LOCALHOST", "10.1.2.3", "Agents.Example.com:443"] {
+        for host in [
+            "127.0.0.1:2468",
+            "[::1]:80",
+            "localhost:9",
+            "LOCALHOST",
+            "10.1.2.3",
+            "Agents.Example.com:443",
+        ] {
             assert!(host_allowed(host, &allowed), "{host}");
         }
-        for host in ["evil.example:2468", "127.0.0.1.nip.io", "localhost.evil", "", "[::1", "a:b:c"] {
+        for host in [
+            "evil.example:2468",
+            "127.0.0.1.nip.io",
+            "localhost.evil",
+            "",
+            "[::1",
+            "a:b:c",
+        ] {
             assert!(!host_allowed(host, &allowed), "{host}");
         }
     }
 
     #[test]
     fn origins_are_one_http_origin() {
-        for origin in ["http://localhost:3000", "https://app.example", "http://[::1]:8"] {
+        for origin in [
+            "http://localhost:3000",
+            "https://app.example",
+            "http://[::1]:8",
+        ] {
             assert!(is_origin(origin), "{origin}");
         }
-        for origin in ["*", "null", "app.example", "https://app.example/path", "ftp://x", "https://", "https://a b"] {
+        for origin in [
+            "*",
+            "null",
+            "app.example",
+            "https://app.example/path",
+            "ftp://x",
+            "https://",
+            "https://a b",
+        ] {
             assert!(!is_origin(origin), "{origin}");
         }
         assert!(same_origin("http://127.0.0.1:2468", "127.0.0.1:2468"));

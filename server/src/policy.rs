@@ -81,7 +81,10 @@ pub(crate) fn check(
             "looser than the operator's --approve",
         ));
     }
-    let allows_tools = settings.allowed_tools.as_ref().is_some_and(|t| !t.is_empty());
+    let allows_tools = settings
+        .allowed_tools
+        .as_ref()
+        .is_some_and(|t| !t.is_empty());
     if allows_tools && own < 2 && !allowed("allowedTools") {
         return Err(refused(
             "allowedTools".into(),

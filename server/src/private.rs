@@ -47,7 +47,9 @@ pub(crate) fn private_file(path: &Path) -> std::io::Result<()> {
 }
 
 /// Makes those of the files `paths` that exist 0600.
-pub(crate) fn private_if_there<'a>(paths: impl IntoIterator<Item = &'a Path>) -> std::io::Result<()> {
+pub(crate) fn private_if_there<'a>(
+    paths: impl IntoIterator<Item = &'a Path>,
+) -> std::io::Result<()> {
     for path in paths {
         match std::fs::set_permissions(path, Permissions::from_mode(0o600)) {
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}

@@ -28,7 +28,9 @@ pub(crate) struct Polls(Mutex<HashMap<String, watch::Sender<Seen>>>);
 
 impl Polls {
     fn lock(&self) -> MutexGuard<'_, HashMap<String, watch::Sender<Seen>>> {
-        self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 
@@ -58,7 +60,9 @@ impl Server {
 /// Reads the session's record every [`STORE_POLL`] while anyone follows it and it has not ended.
 async fn run(server: Weak<Inner>, id: String, poll: watch::Sender<Seen>) {
     loop {
-        let Some(inner) = server.upgrade() else { return };
+        let Some(inner) = server.upgrade() else {
+            return;
+        };
         let ended = match inner.store.session(&id).await {
             Ok(Some(record)) => {
                 let seen = Seen {

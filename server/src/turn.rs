@@ -241,6 +241,52 @@ mod tests {
     use super::*;
 
     #[test]
+    fn image_copies_are_0600_in_a_0700_folder_whatever_the_umask() {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        let work = tempfile::tempdir().unwrap();
+        std::fs::write(work.path().join("shot.png"), b"\x89PNG").unwrap();
+        let images = [
+            ImageInput {
+                path: Some("shot.png".into()),
+                ..ImageInput::default()
+            },
+            ImageInput {
+                data: Some("aGVsbG8=".into()),
+                media_type: Some("image/png".into()),
+                ..ImageInput::default()
+            },
+        ];
+        // SAFETY: umask has no preconditions; the loosest one, put back after.
+        let before = unsafe { libc::umask(0) };
+        let made = TurnImages::make(work.path(), &images);
+        unsafe { libc::umask(before) };
+        let made = made.unwrap();
+        let folder = made.paths[0].parent().unwrap();
+        assert_eq!(mode(folder), 0o700);
+        for copy in &made.paths {
+            assert_eq!(mode(copy), 0o600, "{}", copy.display());
+        }
+        // Another user: `nobody` reads no copy (when this runs as root, which can switch users).
+        if unsafe { libc::geteuid() } == 0 {
+            use std::os::unix::process::CommandExt;
+            for copy in &made.paths {
+                let read = std::process::Command::new("cat")
+                    .arg(copy)
+                    .uid(65534)
+                    .gid(65534)
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::null())
+                    .status()
+                    .unwrap();
+                assert!(!read.success(), "nobody read {}", copy.display());
+            }
+        } else {
+            eprintln!("NOT CHECKED: reading the copies as another user needs root (the modes were checked)");
+        }
+    }
+
+    #[test]
     fn image_kinds_come_from_the_name_and_jpeg_is_jpg() {
         assert_eq!(extension_of("a/b.PNG"), Some("png"));
         assert_eq!(extension_of("c.jpeg"), Some("jpg"));

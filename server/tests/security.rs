@@ -49,12 +49,17 @@ async fn a_foreign_host_or_a_cross_site_origin_reaches_nothing_with_or_without_a
         .await;
     assert_eq!(answer.status(), 403);
     for path in ["/ui/", "/v1/health", "/v1/agents"] {
-        let answer = api.send(Method::GET, path, None, &[("host", &rebound)]).await;
+        let answer = api
+            .send(Method::GET, path, None, &[("host", &rebound)])
+            .await;
         assert_eq!(answer.status(), 403, "{path}");
     }
 
     // A cross-site form: a simple POST needs no preflight, and it would terminate or create.
-    assert_eq!(api.post("/v1/sessions/s", scripted("text")).await.status, 200);
+    assert_eq!(
+        api.post("/v1/sessions/s", scripted("text")).await.status,
+        200
+    );
     let form = raw(
         &api,
         &format!(
@@ -66,7 +71,11 @@ async fn a_foreign_host_or_a_cross_site_origin_reaches_nothing_with_or_without_a
     assert!(form.contains("origin_not_allowed"), "{form}");
     let info = api.get("/v1/sessions/s").await.json();
     assert_eq!(info["ended"], false, "the form changed nothing: {info}");
-    for origin in ["http://evil.example", "null", &format!("http://evil.example:{port}")] {
+    for origin in [
+        "http://evil.example",
+        "null",
+        &format!("http://evil.example:{port}"),
+    ] {
         let answer = api
             .send(
                 Method::POST,
@@ -156,12 +165,21 @@ async fn client_options_naming_a_program_or_a_looser_policy_are_403_unless_the_o
 
     // A policy looser than the operator's (`--approve ask` here).
     for (field, body) in [
-        ("permissionMode", json!({"agent": "scripted", "permissionMode": "bypass"})),
-        ("allowedTools", json!({"agent": "scripted", "allowedTools": ["Bash"]})),
+        (
+            "permissionMode",
+            json!({"agent": "scripted", "permissionMode": "bypass"}),
+        ),
+        (
+            "allowedTools",
+            json!({"agent": "scripted", "allowedTools": ["Bash"]}),
+        ),
     ] {
         let problem = api.post("/v1/sessions/b", body).await.problem(403);
         assert!(
-            problem["detail"].as_str().unwrap().starts_with(&format!("{field}: ")),
+            problem["detail"]
+                .as_str()
+                .unwrap()
+                .starts_with(&format!("{field}: ")),
             "{problem}"
         );
     }
@@ -171,16 +189,16 @@ async fn client_options_naming_a_program_or_a_looser_policy_are_403_unless_the_o
 
     // Under `--approve none`, even asking is looser.
     let store = agent_api_server::StoreUrl::Memory.open().await.unwrap();
-    let strict = agent_api::RunRequest::new("")
-        .with_permissions(agent_api::PermissionPolicy::DenyAll);
+    let strict =
+        agent_api::RunRequest::new("").with_permissions(agent_api::PermissionPolicy::DenyAll);
     let api = serve_with(ServerConfig::default(), store, strict).await;
     let body = json!({"agent": "scripted", "permissionMode": "ask"});
     api.post("/v1/sessions/d", body.clone()).await.problem(403);
 
     // The operator lets clients choose their permission mode.
     let store = agent_api_server::StoreUrl::Memory.open().await.unwrap();
-    let strict = agent_api::RunRequest::new("")
-        .with_permissions(agent_api::PermissionPolicy::DenyAll);
+    let strict =
+        agent_api::RunRequest::new("").with_permissions(agent_api::PermissionPolicy::DenyAll);
     let config = ServerConfig::default().with_client_option("permissionMode");
     let api = serve_with(config, store, strict).await;
     assert_eq!(api.post("/v1/sessions/d", body).await.status, 200);
@@ -190,13 +208,24 @@ async fn client_options_naming_a_program_or_a_looser_policy_are_403_unless_the_o
 async fn live_sessions_are_bounded_and_one_more_is_503_until_one_ends() {
     let api = start(ServerConfig::default().with_max_sessions(2)).await;
     for id in ["a", "b"] {
-        assert_eq!(api.post(&format!("/v1/sessions/{id}"), scripted("text")).await.status, 200);
+        assert_eq!(
+            api.post(&format!("/v1/sessions/{id}"), scripted("text"))
+                .await
+                .status,
+            200
+        );
     }
-    let problem = api.post("/v1/sessions/c", scripted("text")).await.problem(503);
+    let problem = api
+        .post("/v1/sessions/c", scripted("text"))
+        .await
+        .problem(503);
     assert_eq!(problem["type"], "urn:agent-api:error:too_many_sessions");
     assert_eq!(api.get("/v1/sessions/c").await.status, 404, "nothing kept");
     assert_eq!(api.post_empty("/v1/sessions/a/terminate").await.status, 204);
-    assert_eq!(api.post("/v1/sessions/c", scripted("text")).await.status, 200);
+    assert_eq!(
+        api.post("/v1/sessions/c", scripted("text")).await.status,
+        200
+    );
 }
 
 #[tokio::test]
@@ -241,17 +270,28 @@ async fn connections_past_the_cap_are_answered_503_and_the_slot_comes_back() {
     // The two are accepted before the third comes.
     tokio::time::sleep(Duration::from_millis(200)).await;
     let here = address(&api);
-    let third = raw(&api, &format!("GET /v1/health HTTP/1.1\r\nHost: {here}\r\nConnection: close\r\n\r\n")).await;
+    let third = raw(
+        &api,
+        &format!("GET /v1/health HTTP/1.1\r\nHost: {here}\r\nConnection: close\r\n\r\n"),
+    )
+    .await;
     assert!(third.starts_with("HTTP/1.1 503"), "{third}");
     assert!(third.contains("too_many_connections"), "{third}");
     drop(first);
     let deadline = tokio::time::Instant::now() + STEP;
     loop {
-        let answer = raw(&api, &format!("GET /v1/health HTTP/1.1\r\nHost: {here}\r\nConnection: close\r\n\r\n")).await;
+        let answer = raw(
+            &api,
+            &format!("GET /v1/health HTTP/1.1\r\nHost: {here}\r\nConnection: close\r\n\r\n"),
+        )
+        .await;
         if answer.starts_with("HTTP/1.1 200") {
             break;
         }
-        assert!(tokio::time::Instant::now() < deadline, "the slot never came back: {answer}");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the slot never came back: {answer}"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
@@ -279,7 +319,11 @@ async fn an_idle_connection_is_closed_at_the_idle_timeout() {
             .expect("the idle connection is closed")
             .unwrap();
     }
-    assert!(started.elapsed() >= Duration::from_millis(700), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() >= Duration::from_millis(700),
+        "{:?}",
+        started.elapsed()
+    );
 }
 
 #[tokio::test]
@@ -292,11 +336,15 @@ async fn a_client_that_stops_reading_its_stream_loses_its_connection_at_the_stal
     let socket = tokio::net::TcpSocket::new_v4().unwrap();
     socket.set_recv_buffer_size(4096).unwrap();
     let mut tcp = socket.connect(here.parse().unwrap()).await.unwrap();
-    tcp.write_all(format!("GET /v1/sessions/s/events/sse HTTP/1.1\r\nHost: {here}\r\n\r\n").as_bytes())
-        .await
-        .unwrap();
+    tcp.write_all(
+        format!("GET /v1/sessions/s/events/sse HTTP/1.1\r\nHost: {here}\r\n\r\n").as_bytes(),
+    )
+    .await
+    .unwrap();
     let words = "word ".repeat(20_000);
-    let sent = api.post("/v1/sessions/s/messages", json!({ "message": words })).await;
+    let sent = api
+        .post("/v1/sessions/s/messages", json!({ "message": words }))
+        .await;
     assert_eq!(sent.status, 204);
     let deadline = tokio::time::Instant::now() + STEP;
     loop {
@@ -304,7 +352,10 @@ async fn a_client_that_stops_reading_its_stream_loses_its_connection_at_the_stal
         if info["eventCount"].as_u64().unwrap() > 20_000 {
             break;
         }
-        assert!(tokio::time::Instant::now() < deadline, "the turn did not end: {info}");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the turn did not end: {info}"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     tokio::time::sleep(Duration::from_millis(1500)).await;
@@ -320,19 +371,40 @@ async fn a_client_that_stops_reading_its_stream_loses_its_connection_at_the_stal
         }
     })
     .await;
-    assert!(closed.is_ok(), "the stalled client's connection is still open after {} bytes", drained.len());
+    assert!(
+        closed.is_ok(),
+        "the stalled client's connection is still open after {} bytes",
+        drained.len()
+    );
 }
 
 #[tokio::test]
 async fn session_ids_people_cannot_tell_apart_are_refused() {
     let api = start(ServerConfig::default()).await;
-    for id in [".", "..", "%20", "a%20b", "a%E2%80%8Bb", "a%E2%80%AEb", "%EF%BB%BFx", "a%5Cb", "a%C2%A0b"] {
-        let answer = api.post(&format!("/v1/sessions/{id}"), scripted("text")).await;
+    for id in [
+        ".",
+        "..",
+        "%20",
+        "a%20b",
+        "a%E2%80%8Bb",
+        "a%E2%80%AEb",
+        "%EF%BB%BFx",
+        "a%5Cb",
+        "a%C2%A0b",
+    ] {
+        let answer = api
+            .post(&format!("/v1/sessions/{id}"), scripted("text"))
+            .await;
         let problem = answer.problem(400);
-        assert!(problem["detail"].as_str().unwrap().contains("session id"), "{id}: {problem}");
+        assert!(
+            problem["detail"].as_str().unwrap().contains("session id"),
+            "{id}: {problem}"
+        );
     }
     for id in ["ok", "run-1.2_x", "séance", "ab..c"] {
-        let answer = api.post(&format!("/v1/sessions/{id}"), scripted("text")).await;
+        let answer = api
+            .post(&format!("/v1/sessions/{id}"), scripted("text"))
+            .await;
         assert_eq!(answer.status, 200, "{id}");
     }
 }
@@ -343,11 +415,22 @@ async fn a_message_during_a_turn_is_refused_before_its_images_are_read() {
     let api = start_in(ServerConfig::default(), dir.path()).await;
     let body = json!({"agent": "scripted", "options": {"backend.scripted.scenario": "slow", "backend.scripted.delay_ms": 200}});
     api.post("/v1/sessions/s", body).await;
-    assert_eq!(api.post("/v1/sessions/s/messages", json!({"message": "go"})).await.status, 204);
+    assert_eq!(
+        api.post("/v1/sessions/s/messages", json!({"message": "go"}))
+            .await
+            .status,
+        204
+    );
     // A missing file: read first, it would be 400 `images[0]`; checked first, the turn refuses it.
     let message = json!({"message": "again", "images": [{"path": "missing.png"}]});
-    let problem = api.post("/v1/sessions/s/messages", message).await.problem(409);
-    assert_eq!(problem["type"], "urn:agent-api:error:turn_in_progress", "{problem}");
+    let problem = api
+        .post("/v1/sessions/s/messages", message)
+        .await
+        .problem(409);
+    assert_eq!(
+        problem["type"], "urn:agent-api:error:turn_in_progress",
+        "{problem}"
+    );
 }
 
 #[tokio::test]
@@ -355,24 +438,43 @@ async fn followers_of_another_servers_session_are_capped_and_share_one_poll() {
     let store = agent_api_server::StoreUrl::Memory.open().await.unwrap();
     let counted = Arc::new(Counted::new(store));
     let owner = start_on(ServerConfig::default().with_daemon_id("a"), counted.clone()).await;
-    assert_eq!(owner.post("/v1/sessions/s", scripted("text")).await.status, 200);
-    let config = ServerConfig::default().with_daemon_id("b").with_subscribers(64, 20);
+    assert_eq!(
+        owner.post("/v1/sessions/s", scripted("text")).await.status,
+        200
+    );
+    let config = ServerConfig::default()
+        .with_daemon_id("b")
+        .with_subscribers(64, 20);
     let other = start_on(config, counted.clone()).await;
     let mut streams = Vec::new();
     for _ in 0..20 {
-        streams.push(other.sse(Method::GET, "/v1/sessions/s/events/sse", None, &[]).await);
+        streams.push(
+            other
+                .sse(Method::GET, "/v1/sessions/s/events/sse", None, &[])
+                .await,
+        );
     }
     let past = other
         .send(Method::GET, "/v1/sessions/s/events/sse", None, &[])
         .await;
-    assert_eq!(past.status(), 429, "the same bound as a session this server runs");
+    assert_eq!(
+        past.status(),
+        429,
+        "the same bound as a session this server runs"
+    );
     let before = counted.reads();
     tokio::time::sleep(Duration::from_secs(2)).await;
     let reads = counted.reads() - before;
     // One poll every 250 ms reads the record once: about 8 in 2 s, not 20 followers' 160.
     assert!(reads <= 30, "{reads} store reads in 2 s for 20 followers");
     // They still see what the owner stores.
-    assert_eq!(owner.post("/v1/sessions/s/messages", json!({"message": "hi"})).await.status, 204);
+    assert_eq!(
+        owner
+            .post("/v1/sessions/s/messages", json!({"message": "hi"}))
+            .await
+            .status,
+        204
+    );
     for stream in &mut streams {
         stream.until("item.completed").await;
     }

@@ -113,8 +113,12 @@ fn read_secret(path: &Path, what: &str) -> Result<String, String> {
 pub(crate) async fn serve(args: ServeArgs) -> Result<ExitCode, String> {
     // Read, then taken out of this process's environment before any agent starts: an agent run
     // here inherits the rest of it. (No other thread reads the environment yet.)
-    let token_var = std::env::var(TOKEN_VAR).ok().filter(|t| !t.trim().is_empty());
-    let store_var = std::env::var(STORE_VAR).ok().filter(|s| !s.trim().is_empty());
+    let token_var = std::env::var(TOKEN_VAR)
+        .ok()
+        .filter(|t| !t.trim().is_empty());
+    let store_var = std::env::var(STORE_VAR)
+        .ok()
+        .filter(|s| !s.trim().is_empty());
     std::env::remove_var(TOKEN_VAR);
     std::env::remove_var(STORE_VAR);
     let local_agents = args
@@ -343,7 +347,9 @@ fn redirect_page(url: &str) -> std::io::Result<PathBuf> {
     // The address is ours (digits, dots, a fragment of unreserved or percent-escaped bytes):
     // nothing in it needs escaping in an attribute, but `"` and `<` are refused all the same.
     if url.contains(['"', '<', '>', '&']) {
-        return Err(std::io::Error::other("the address has a character a page cannot hold"));
+        return Err(std::io::Error::other(
+            "the address has a character a page cannot hold",
+        ));
     }
     write!(
         file,

@@ -47,7 +47,10 @@ fn serve(mut command: Command, args: &[&str], token: &str) -> Served {
     let mut lines = BufReader::new(served.child.stderr.take().unwrap()).lines();
     let deadline = Instant::now() + Duration::from_secs(30);
     while Instant::now() < deadline {
-        let line = lines.next().expect("the server says where it listens").unwrap();
+        let line = lines
+            .next()
+            .expect("the server says where it listens")
+            .unwrap();
         if let Some(address) = line.strip_prefix("agent-api: listening on http://") {
             served.address = address.to_string();
             std::thread::spawn(move || for _ in lines.by_ref() {});
@@ -59,9 +62,17 @@ fn serve(mut command: Command, args: &[&str], token: &str) -> Served {
 
 impl Served {
     /// One request with `token` (none: no header); the status and the JSON body.
-    fn call(&self, method: &str, path: &str, body: Option<Value>, token: Option<&str>) -> (u16, Value) {
+    fn call(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<Value>,
+        token: Option<&str>,
+    ) -> (u16, Value) {
         let mut stream = TcpStream::connect(&self.address).unwrap();
-        stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .unwrap();
         let body = body.map(|b| b.to_string()).unwrap_or_default();
         let auth = token
             .map(|t| format!("Authorization: Bearer {t}\r\n"))
@@ -172,12 +183,23 @@ fn serve_takes_its_secrets_from_the_environment_or_a_file_and_its_agents_never_s
     assert_eq!(served.authorized("GET", "/v1/sessions", None).0, 200);
 
     // An agent run here (Local: it inherits the server's environment) gets neither variable.
-    let (status, body) = served.authorized("POST", "/v1/sessions/s", Some(json!({"agent": "claude_code"})));
+    let (status, body) = served.authorized(
+        "POST",
+        "/v1/sessions/s",
+        Some(json!({"agent": "claude_code"})),
+    );
     assert_eq!(status, 200, "{body}");
-    let _ = served.authorized("POST", "/v1/sessions/s/messages", Some(json!({"message": "hi"})));
+    let _ = served.authorized(
+        "POST",
+        "/v1/sessions/s/messages",
+        Some(json!({"message": "hi"})),
+    );
     let seen = report(&dir.path().join("agent-env.txt"));
     assert!(!leaks(&seen, token), "the agent saw the token: {seen}");
-    assert!(!seen.contains("AGENT_API_TOKEN") && !seen.contains("AGENT_API_STORE"), "{seen}");
+    assert!(
+        !seen.contains("AGENT_API_TOKEN") && !seen.contains("AGENT_API_STORE"),
+        "{seen}"
+    );
     drop(served);
 
     // From a file: the same, and a token on the command line is only warned about.
@@ -192,13 +214,23 @@ fn serve_takes_its_secrets_from_the_environment_or_a_file_and_its_agents_never_s
         "tok-from-a-file-77a2",
     );
     assert_eq!(served.authorized("GET", "/v1/sessions", None).0, 200);
-    assert_eq!(served.call("GET", "/v1/sessions", None, Some("wrong")).0, 401);
+    assert_eq!(
+        served.call("GET", "/v1/sessions", None, Some("wrong")).0,
+        401
+    );
 }
 
 #[test]
 fn a_fake_agent_under_bwrap_cannot_act_on_its_own_server_in_any_way_the_red_team_used() {
-    if Command::new("bwrap").args(["--ro-bind", "/", "/", "true"]).status().map(|s| !s.success()).unwrap_or(true) {
-        panic!("bubblewrap cannot run here: tests/launchers/setup.sh installs it (this test needs it)");
+    if Command::new("bwrap")
+        .args(["--ro-bind", "/", "/", "true"])
+        .status()
+        .map(|s| !s.success())
+        .unwrap_or(true)
+    {
+        panic!(
+            "bubblewrap cannot run here: tests/launchers/setup.sh installs it (this test needs it)"
+        );
     }
     // Outside /tmp, which the sandbox replaces anyway: the files must be hidden on purpose.
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
@@ -275,14 +307,28 @@ echo "== done"
         token,
     );
     let port = served.address.rsplit_once(':').unwrap().1.to_string();
-    let (status, body) = served.authorized("POST", "/v1/sessions/s", Some(json!({"agent": "claude_code"})));
+    let (status, body) = served.authorized(
+        "POST",
+        "/v1/sessions/s",
+        Some(json!({"agent": "claude_code"})),
+    );
     assert_eq!(status, 200, "{body}");
-    let _ = served.authorized("POST", "/v1/sessions/s/messages", Some(json!({"message": "hi"})));
+    let _ = served.authorized(
+        "POST",
+        "/v1/sessions/s/messages",
+        Some(json!({"message": "hi"})),
+    );
     let attack = report(&work.join("attack.txt"));
 
-    assert!(!leaks(&attack, token), "the agent found the token:\n{attack}");
+    assert!(
+        !leaks(&attack, token),
+        "the agent found the token:\n{attack}"
+    );
     assert!(attack.contains("== found token: []"), "{attack}");
-    assert!(attack.contains("== store bytes: 0"), "the store is hidden:\n{attack}");
+    assert!(
+        attack.contains("== store bytes: 0"),
+        "the store is hidden:\n{attack}"
+    );
     // It did find its server, and every call it made was refused.
     let calls: Vec<&str> = attack
         .lines()
@@ -320,7 +366,11 @@ fn open_gives_xdg_open_a_private_page_and_never_the_token() {
     )
     .unwrap();
     std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
     let mut command = Command::new(env!("CARGO_BIN_EXE_agent-api"));
     command
         .env("PATH", path)
@@ -333,10 +383,14 @@ fn open_gives_xdg_open_a_private_page_and_never_the_token() {
         std::thread::sleep(Duration::from_millis(50));
     }
     let argv = std::fs::read_to_string(&seen).unwrap();
-    assert!(!argv.contains("tok-opened-4b8d"), "the token is on xdg-open's command line: {argv}");
+    assert!(
+        !argv.contains("tok-opened-4b8d"),
+        "the token is on xdg-open's command line: {argv}"
+    );
     let page = std::fs::read_to_string(format!("{}.page", seen.display())).unwrap();
     assert!(page.contains("/ui/#token=tok-opened-4b8d"), "{page}");
-    let mode = |suffix: &str| std::fs::read_to_string(format!("{}.{suffix}", seen.display())).unwrap();
+    let mode =
+        |suffix: &str| std::fs::read_to_string(format!("{}.{suffix}", seen.display())).unwrap();
     assert_eq!(mode("mode").trim(), "600");
     assert_eq!(mode("dirmode").trim(), "700");
 }

@@ -242,7 +242,10 @@ impl StoreUrl {
                 if let (Some(Self::Sqlite(default)), Some(dir)) = (&default, path.parent()) {
                     if default == path && dir.is_dir() {
                         crate::private::own_dir(dir).map_err(|e| {
-                            StoreError::Backend(format!("cannot make {} private: {e}", dir.display()))
+                            StoreError::Backend(format!(
+                                "cannot make {} private: {e}",
+                                dir.display()
+                            ))
                         })?;
                     }
                 }
