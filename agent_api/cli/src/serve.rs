@@ -351,9 +351,9 @@ fn redirect_page(url: &str) -> std::io::Result<PathBuf> {
             "the address has a character a page cannot hold",
         ));
     }
-    write!(
+    writeln!(
         file,
-        "<!doctype html><meta charset=\"utf-8\"><meta http-equiv=\"refresh\" content=\"0;url={url}\"><title>agent-api inspector</title><a href=\"{url}\">Open the inspector</a>\n"
+        "<!doctype html><meta charset=\"utf-8\"><meta http-equiv=\"refresh\" content=\"0;url={url}\"><title>agent-api inspector</title><a href=\"{url}\">Open the inspector</a>"
     )?;
     Ok(page)
 }
