@@ -119,7 +119,9 @@ async fn a_scripted_session_is_driven_from_the_page_text_reasoning_tool_permissi
     browser.shot("request-log").await;
 
     browser.click_button(&pane("tour"), "Terminate").await;
-    browser.click_button(&pane("tour"), "Confirm terminate").await;
+    browser
+        .click_button(&pane("tour"), "Confirm terminate")
+        .await;
     let ended = browser.wait_text(".row.session", "session ended").await;
     assert!(ended.contains("terminated"), "{ended}");
     browser
@@ -581,7 +583,7 @@ fn thousands(n: usize) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -938,7 +940,7 @@ async fn ten_thousand_sessions_are_listed_a_page_at_a_time_and_updated_in_place(
     let store = agent_api_server::StoreUrl::Memory.open().await.unwrap();
     for n in 0..10_000 {
         let mut record =
-            agent_api_server::store::SessionRecord::new(&format!("s{n:05}"), "scripted");
+            agent_api_server::store::SessionRecord::new(format!("s{n:05}"), "scripted");
         record.ended = true;
         store.create_session(record).await.unwrap();
     }
