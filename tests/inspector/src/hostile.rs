@@ -193,14 +193,7 @@ async fn play(mut pipes: AgentPipes, prompt: Option<String>) -> i32 {
 /// 19,000 deltas of 1 KB in one message, then a permission the page must still answer.
 async fn flood(pipes: &mut AgentPipes) {
     let out = &mut pipes.stdout;
-    write(
-        out,
-        &AgentLine::Session {
-            id: "hostile-1".into(),
-            model: "model".into(),
-        },
-    )
-    .await;
+    started(out).await;
     let chunk: String = "0123456789abcdef".repeat(64);
     for n in 0..FLOOD_DELTAS {
         write(
@@ -231,14 +224,7 @@ async fn flood(pipes: &mut AgentPipes) {
         },
     )
     .await;
-    let allow = next(pipes, |line| match line {
-        ClientLine::PermissionResponse { request_id, allow } if request_id == "perm_f" => {
-            Some(allow)
-        }
-        _ => None,
-    })
-    .await
-    .unwrap_or(false);
+    let allow = allowed(pipes, "perm_f").await;
     let out = &mut pipes.stdout;
     write(
         out,
@@ -260,14 +246,7 @@ async fn flood(pipes: &mut AgentPipes) {
 /// One answer in Markdown ([`markdown`]).
 async fn markdown_turn(pipes: &mut AgentPipes) {
     let out = &mut pipes.stdout;
-    write(
-        out,
-        &AgentLine::Session {
-            id: "hostile-1".into(),
-            model: "model".into(),
-        },
-    )
-    .await;
+    started(out).await;
     write(
         out,
         &AgentLine::MessageDone {
@@ -277,6 +256,28 @@ async fn markdown_turn(pipes: &mut AgentPipes) {
     )
     .await;
     done(out).await;
+}
+
+/// The turn's `Session` line (a plain model name: the hostile one is `turn`'s).
+async fn started(out: &mut tokio::io::DuplexStream) {
+    write(
+        out,
+        &AgentLine::Session {
+            id: "hostile-1".into(),
+            model: "model".into(),
+        },
+    )
+    .await;
+}
+
+/// Waits for the page's answer to the permission `id`: whether it allowed it.
+async fn allowed(pipes: &mut AgentPipes, id: &str) -> bool {
+    next(pipes, |line| match line {
+        ClientLine::PermissionResponse { request_id, allow } if request_id == id => Some(allow),
+        _ => None,
+    })
+    .await
+    .unwrap_or(false)
 }
 
 async fn done(out: &mut tokio::io::DuplexStream) {
@@ -340,14 +341,7 @@ async fn turn(pipes: &mut AgentPipes) {
         },
     )
     .await;
-    let allow = next(pipes, |line| match line {
-        ClientLine::PermissionResponse { request_id, allow } if request_id == "perm_1" => {
-            Some(allow)
-        }
-        _ => None,
-    })
-    .await
-    .unwrap_or(false);
+    let allow = allowed(pipes, "perm_1").await;
     let out = &mut pipes.stdout;
     let stdout = if allow { output() } else { String::new() };
     write(
@@ -387,13 +381,5 @@ async fn turn(pipes: &mut AgentPipes) {
         },
     )
     .await;
-    write(
-        out,
-        &AgentLine::Done {
-            status: "success".into(),
-            input_tokens: 3,
-            output_tokens: 5,
-        },
-    )
-    .await;
+    done(out).await;
 }
