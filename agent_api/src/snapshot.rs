@@ -17,8 +17,9 @@ use crate::contract::request::{RunRequest, SessionSelector};
 use crate::contract::session::{Session, SnapshotSource};
 use crate::contract::session_ref::SessionRef;
 pub use crate::contract::snapshot::{
-    check_session_id, Continuity, SessionSnapshot, SnapshotError, SnapshotFile, SnapshotImport,
-    SNAPSHOT_BOUND, SNAPSHOT_FILES_BOUND, SNAPSHOT_MAX_FILES, SNAPSHOT_VERSION,
+    check_session_id, Continuity, FileChange, FileDelta, SessionSnapshot, SnapshotDelta,
+    SnapshotError, SnapshotFile, SnapshotImport, SNAPSHOT_BOUND, SNAPSHOT_FILES_BOUND,
+    SNAPSHOT_MAX_FILES, SNAPSHOT_VERSION,
 };
 
 /// `request` with its snapshot restored: imported into the run's home by `backend`

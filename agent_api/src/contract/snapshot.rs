@@ -125,6 +125,91 @@ impl SnapshotFile {
     }
 }
 
+/// What changed in a session's snapshot since an earlier one ([`SessionSnapshot::delta_from`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct SnapshotDelta {
+    /// The format's version ([`SNAPSHOT_VERSION`]).
+    pub version: u32,
+    /// The agent's own session id.
+    pub native_session_id: String,
+    /// The working directory the session ran in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub working_dir: Option<PathBuf>,
+    /// How the session continues.
+    pub continuity: Continuity,
+    /// Every file of the newer snapshot, each with what changed.
+    pub files: Vec<FileDelta>,
+    /// When the newer snapshot was taken.
+    pub taken_at_ms: u64,
+}
+
+impl SnapshotDelta {
+    /// The file bytes the delta carries.
+    pub fn bytes(&self) -> u64 {
+        self.files
+            .iter()
+            .map(|f| match &f.change {
+                FileChange::Same => 0,
+                FileChange::Append { bytes, .. } | FileChange::Whole { bytes } => {
+                    bytes.len() as u64
+                }
+            })
+            .sum()
+    }
+}
+
+/// One file of a [`SnapshotDelta`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct FileDelta {
+    /// The variable naming the file's directory.
+    pub root: String,
+    /// The file's path below it.
+    pub path: String,
+    /// When the file was last written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub modified_ms: Option<u64>,
+    /// What changed.
+    pub change: FileChange,
+}
+
+/// What changed in one file.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum FileChange {
+    /// Nothing.
+    Same,
+    /// It grew: these bytes follow the first `from`.
+    Append {
+        /// The length of the file it grew from.
+        from: u64,
+        /// The new bytes (base64 in the serialized form).
+        #[serde(with = "base64_bytes")]
+        bytes: Vec<u8>,
+    },
+    /// It changed otherwise: all of it.
+    Whole {
+        /// The file's bytes (base64 in the serialized form).
+        #[serde(with = "base64_bytes")]
+        bytes: Vec<u8>,
+    },
+}
+
+/// The change's kind and size, never its bytes.
+impl std::fmt::Debug for FileChange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FileChange::Same => f.write_str("Same"),
+            FileChange::Append { from, bytes } => {
+                write!(f, "Append {{ from: {from}, bytes: {} }}", bytes.len())
+            }
+            FileChange::Whole { bytes } => write!(f, "Whole {{ bytes: {} }}", bytes.len()),
+        }
+    }
+}
+
 /// An agent's own state for one native session (see the module's docs). Serialized as JSON with
 /// the files' bytes in base64; [`SessionSnapshot::to_bytes`] and [`SessionSnapshot::from_bytes`]
 /// hold it to [`SNAPSHOT_BOUND`].
@@ -212,6 +297,111 @@ impl SessionSnapshot {
     /// The native files' bytes, all files together.
     pub fn file_bytes(&self) -> u64 {
         self.files.iter().map(|f| f.bytes.len() as u64).sum()
+    }
+
+    /// What changed since `base` (an earlier snapshot of the same session), for a store that
+    /// keeps a session's snapshots turn after turn: a file that only grew (as agents' session
+    /// logs do) is its new tail, an unchanged file is named only, anything else is whole. Storing
+    /// the first snapshot and then each turn's delta costs about the native bytes once, not once
+    /// per turn. [`SessionSnapshot::apply`] puts it back together.
+    ///
+    /// ```
+    /// use agent_api::{AgentKind, SessionSnapshot};
+    /// use agent_api::snapshot::SnapshotFile;
+    /// let kind = AgentKind::new("scripted").unwrap();
+    /// let mut first = SessionSnapshot::new(kind.clone(), "s-1");
+    /// first.files.push(SnapshotFile::new("HOME", "s-1.jsonl", b"turn 1\n".to_vec()));
+    /// let mut second = SessionSnapshot::new(kind, "s-1");
+    /// second.files.push(SnapshotFile::new("HOME", "s-1.jsonl", b"turn 1\nturn 2\n".to_vec()));
+    /// let delta = second.delta_from(&first);
+    /// assert_eq!(delta.bytes(), 7); // "turn 2\n" only
+    /// assert_eq!(first.apply(&delta).unwrap(), second);
+    /// ```
+    pub fn delta_from(&self, base: &SessionSnapshot) -> SnapshotDelta {
+        let files = self
+            .files
+            .iter()
+            .map(|file| {
+                let before = base
+                    .files
+                    .iter()
+                    .find(|b| b.root == file.root && b.path == file.path);
+                let change = match before {
+                    Some(b) if b.bytes == file.bytes => FileChange::Same,
+                    Some(b) if file.bytes.starts_with(&b.bytes) => FileChange::Append {
+                        from: b.bytes.len() as u64,
+                        bytes: file.bytes[b.bytes.len()..].to_vec(),
+                    },
+                    _ => FileChange::Whole {
+                        bytes: file.bytes.clone(),
+                    },
+                };
+                FileDelta {
+                    root: file.root.clone(),
+                    path: file.path.clone(),
+                    modified_ms: file.modified_ms,
+                    change,
+                }
+            })
+            .collect();
+        SnapshotDelta {
+            version: SNAPSHOT_VERSION,
+            native_session_id: self.native_session_id.clone(),
+            working_dir: self.working_dir.clone(),
+            continuity: self.continuity.clone(),
+            files,
+            taken_at_ms: self.taken_at_ms,
+        }
+    }
+
+    /// This snapshot with `delta` (made by [`SessionSnapshot::delta_from`] against it) applied:
+    /// [`SnapshotError::Corrupt`] where the delta does not fit (another session, a file it
+    /// appends to that is missing or of another length), and the result checked as
+    /// [`SessionSnapshot::from_bytes`] checks.
+    pub fn apply(&self, delta: &SnapshotDelta) -> Result<SessionSnapshot, SnapshotError> {
+        let corrupt = |reason: String| SnapshotError::Corrupt { reason };
+        if delta.native_session_id != self.native_session_id {
+            return Err(corrupt("the delta is another session's".into()));
+        }
+        let mut files = Vec::with_capacity(delta.files.len());
+        for file in &delta.files {
+            let before = self
+                .files
+                .iter()
+                .find(|b| b.root == file.root && b.path == file.path);
+            let bytes = match (&file.change, before) {
+                (FileChange::Whole { bytes }, _) => bytes.clone(),
+                (FileChange::Same, Some(b)) => b.bytes.clone(),
+                (FileChange::Append { from, bytes }, Some(b)) if b.bytes.len() as u64 == *from => {
+                    let mut whole = b.bytes.clone();
+                    whole.extend_from_slice(bytes);
+                    whole
+                }
+                _ => {
+                    return Err(corrupt(format!(
+                        "the delta changes `{}`, which the base does not hold as it expects",
+                        crate::contract::bounds::utf8_prefix(&file.path, 128)
+                    )))
+                }
+            };
+            files.push(SnapshotFile {
+                root: file.root.clone(),
+                path: file.path.clone(),
+                bytes,
+                modified_ms: file.modified_ms,
+            });
+        }
+        let snapshot = SessionSnapshot {
+            version: delta.version,
+            agent: self.agent.clone(),
+            native_session_id: delta.native_session_id.clone(),
+            working_dir: delta.working_dir.clone(),
+            continuity: delta.continuity.clone(),
+            files,
+            taken_at_ms: delta.taken_at_ms,
+        };
+        snapshot.check()?;
+        Ok(snapshot)
     }
 
     /// Whether the session continues natively (its files, or the agent's service).
@@ -488,6 +678,28 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(!text.contains("eAo="), "{text}");
+    }
+
+    #[test]
+    fn a_delta_carries_only_what_grew_and_refuses_a_base_it_does_not_fit() {
+        let base = snapshot();
+        let mut grown = base.clone();
+        grown.files[0].bytes.extend_from_slice(b"y\n");
+        grown
+            .files
+            .push(SnapshotFile::new("HOME", "new.json", b"{}".to_vec()));
+        let delta = grown.delta_from(&base);
+        assert_eq!(delta.bytes(), 4);
+        assert_eq!(base.apply(&delta).unwrap(), grown);
+        // Applied to another base (one the append does not follow): refused, typed.
+        let mut other = base.clone();
+        other.files[0].bytes = b"something else".to_vec();
+        assert!(matches!(
+            other.apply(&delta),
+            Err(SnapshotError::Corrupt { .. })
+        ));
+        // An unchanged snapshot's delta carries nothing.
+        assert_eq!(grown.delta_from(&grown).bytes(), 0);
     }
 
     #[test]
