@@ -24,8 +24,8 @@ pub use crate::contract::snapshot::{
 
 /// `request` with its snapshot restored: imported into the run's home by `backend`
 /// ([`AgentBackend::import_snapshot`]), and the session selector set to resume the snapshot's
-/// native session in the request's working directory (the snapshot's own where the request
-/// names none and it exists here). A request without a snapshot comes back as it was.
+/// native session in the request's working directory (the backend's default where it names
+/// none: the files are re-keyed to it). A request without a snapshot comes back as it was.
 ///
 /// Refused before anything is written: a backend without `agent_api.session.snapshot`, another
 /// agent's snapshot, a snapshot whose names or version are refused, one that says replay.
@@ -54,12 +54,9 @@ pub async fn restore(
         }
         .into());
     }
-    let working_dir = request
-        .working_dir
-        .clone()
-        .or_else(|| snapshot.working_dir.clone().filter(|dir| dir.is_dir()))
-        .or_else(|| std::env::current_dir().ok());
-    request.working_dir = working_dir.clone();
+    // The run happens where the request (or else the backend's default) says, not where the
+    // session ran before: the backend re-keys the files to that directory.
+    let working_dir = request.working_dir.clone();
     let import = backend.import_snapshot(&request, &snapshot).await?;
     if !import.kept_newer.is_empty() {
         tracing::info!(
@@ -113,8 +110,7 @@ impl SnapshotSource for BackendSnapshots {
         session.working_dir = self
             .template
             .session_working_dir()
-            .map(std::path::Path::to_path_buf)
-            .or_else(|| std::env::current_dir().ok());
+            .map(std::path::Path::to_path_buf);
         let snapshot = self
             .backend
             .export_snapshot(&self.template, &session)

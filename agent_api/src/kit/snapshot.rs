@@ -38,13 +38,16 @@ pub use crate::contract::snapshot::{
     Continuity, SessionSnapshot, SnapshotError, SnapshotFile, SnapshotImport, SNAPSHOT_FILES_BOUND,
 };
 
-/// The directory the agent's CLI finds through the variable `var` for a run of `request`: the
-/// request's environment, then this process's; where unset, `default_under_home` below `HOME`
-/// (found the same way). Snapshots are taken from and restored into homes that outlive their run
-/// ([`Home::Inherit`], with the directories the environment names); an isolated or hermetic home
-/// is removed with its run, so it is refused.
+/// The directory the agent's CLI finds through the variable `var` for a run of `request` on a
+/// backend whose own environment is `base` (inheriting this process's when `inherit`): the
+/// request's environment, then `base`, then this process's; where unset, `default_under_home`
+/// below `HOME` (found the same way). Snapshots are taken from and restored into homes that
+/// outlive their run ([`Home::Inherit`], with the directories the environment names); an
+/// isolated or hermetic home is removed with its run, so it is refused.
 pub fn home_dir(
     request: &RunRequest,
+    base: &std::collections::BTreeMap<String, String>,
+    inherit: bool,
     var: &str,
     default_under_home: &str,
 ) -> Result<PathBuf, AgentError> {
@@ -60,8 +63,9 @@ pub fn home_dir(
         request
             .env
             .get(name)
+            .or_else(|| base.get(name))
             .cloned()
-            .or_else(|| std::env::var(name).ok())
+            .or_else(|| inherit.then(|| std::env::var(name).ok()).flatten())
             .filter(|v| !v.is_empty())
     };
     if let Some(dir) = value(var) {
@@ -72,6 +76,66 @@ pub fn home_dir(
         .ok_or_else(|| AgentError::InvalidRequest {
             reason: format!("neither {var} nor HOME is set: the agent's home is unknown"),
         })
+}
+
+/// One of the agent's files for a session, as a backend names it for an export: the variable
+/// naming its directory, that directory here, its path below it, and its name in the snapshot.
+#[derive(Debug, Clone)]
+pub struct NativeFile {
+    /// The variable naming the directory (`CLAUDE_CONFIG_DIR`).
+    pub root: &'static str,
+    /// The directory here.
+    pub dir: PathBuf,
+    /// The file's path below it.
+    pub relative: PathBuf,
+    /// Its name in the snapshot (the backend's own, where it re-keys on import).
+    pub stored: String,
+}
+
+/// The snapshot of `session` holding `files` (on the blocking pool): missing files are left out,
+/// [`SnapshotError::Missing`] when none is there, [`Continuity::Replay`] past the bound.
+pub async fn export_files(
+    session: &SessionRef,
+    files: Vec<NativeFile>,
+) -> Result<SessionSnapshot, AgentError> {
+    let session = session.clone();
+    blocking(move || {
+        let mut builder = SnapshotBuilder::new(&session);
+        for file in &files {
+            builder.add(file.root, &file.dir, &file.relative, &file.stored)?;
+        }
+        builder.finish()
+    })
+    .await
+}
+
+/// Restores the files of `snapshot` that `place` gives a home for (its directory here and its
+/// path below it, re-keyed as the backend needs; `None` leaves a file out), on the blocking pool.
+/// [`SnapshotError::Missing`] when `place` takes none of them.
+pub async fn import_files(
+    snapshot: &SessionSnapshot,
+    place: impl Fn(&SnapshotFile) -> Option<(PathBuf, PathBuf)>,
+) -> Result<SnapshotImport, AgentError> {
+    snapshot.check()?;
+    let placed: Vec<(SnapshotFile, PathBuf, PathBuf)> = snapshot
+        .files
+        .iter()
+        .filter_map(|file| place(file).map(|(dir, relative)| (file.clone(), dir, relative)))
+        .collect();
+    if placed.is_empty() {
+        return Err(SnapshotError::Missing {
+            id: snapshot.native_session_id.clone(),
+        }
+        .into());
+    }
+    blocking(move || {
+        let mut report = SnapshotImport::default();
+        for (file, dir, relative) in &placed {
+            restore_file(dir, relative, file, &mut report)?;
+        }
+        Ok(report)
+    })
+    .await
 }
 
 /// A snapshot being taken: files added one by one, bounded together by [`SNAPSHOT_FILES_BOUND`]
@@ -208,6 +272,33 @@ pub fn restore_file(
         .map_err(refused)?;
     report.written.push(shown);
     Ok(())
+}
+
+/// Waits until the file at `path` exists and has not changed (size and time) for `quiet`, at
+/// most `limit` in all: for a CLI that writes its session file a moment after it reports the
+/// turn's end (Claude Code queues its transcript writes). Returns whether it settled.
+pub async fn settle(path: &Path, quiet: std::time::Duration, limit: std::time::Duration) -> bool {
+    let started = tokio::time::Instant::now();
+    let mut last: Option<(u64, Option<std::time::SystemTime>)> = None;
+    let mut since = started;
+    loop {
+        let now = tokio::time::Instant::now();
+        let seen = std::fs::symlink_metadata(path)
+            .ok()
+            .map(|m| (m.len(), m.modified().ok()));
+        if seen.is_some() && seen == last {
+            if now.duration_since(since) >= quiet {
+                return true;
+            }
+        } else {
+            last = seen;
+            since = now;
+        }
+        if now.duration_since(started) >= limit {
+            return false;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
 }
 
 /// Runs the blocking file work `f` of an export or import on the blocking pool.
