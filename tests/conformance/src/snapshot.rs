@@ -66,3 +66,51 @@ pub async fn goes_on_in_an_empty_home(
     again.close().await.unwrap();
     snapshot
 }
+
+/// [`goes_on_in_an_empty_home`] for one-shot runs: the first run's session exported from `here`
+/// ([`AgentBackend::export_snapshot`]), the next run started from it on `there`.
+pub async fn a_run_goes_on_in_an_empty_home(
+    here: Arc<dyn AgentBackend>,
+    there: Arc<dyn AgentBackend>,
+    template: RunRequest,
+    context: usize,
+) -> SessionSnapshot {
+    let kind = here.kind();
+    let mut first = template.clone();
+    first.prompt = "My name is Ada".into();
+    let (_, completion) = here.run(first).await.unwrap().collect_wrapper().await;
+    let completion = completion.unwrap_or_else(|e| panic!("run 1: {e}"));
+    let said = completion.final_text.clone().unwrap_or_default();
+    assert!(
+        said.contains(&format!("user_turns={}", context + 1)),
+        "run 1: {said}"
+    );
+    let session = completion.session.clone().expect("the run's session");
+    let bytes = here
+        .export_snapshot(&template, &session)
+        .await
+        .unwrap_or_else(|e| panic!("snapshot: {e}"))
+        .to_bytes()
+        .unwrap();
+
+    let snapshot = SessionSnapshot::from_bytes(&bytes).unwrap();
+    let mut gateway = Gateway::new();
+    gateway.register(there).unwrap();
+    let mut next = template.with_snapshot(snapshot.clone());
+    next.prompt = "What is my name?".into();
+    let (_, completion) = gateway
+        .run(&kind, next)
+        .await
+        .unwrap_or_else(|e| panic!("run 2 from the snapshot: {e}"))
+        .collect_wrapper()
+        .await;
+    let said = completion
+        .unwrap_or_else(|e| panic!("run 2: {e}"))
+        .final_text
+        .unwrap_or_default();
+    assert!(
+        said.contains(&format!("user_turns={}", context + 2)),
+        "the run did not go on natively in the other home: {said}"
+    );
+    snapshot
+}
