@@ -425,7 +425,7 @@ pub struct MessageRequest {
 /// `POST /v1/sessions/{session_id}/steer` (beyond the reference): a message for the turn in
 /// progress.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
 pub struct SteerRequest {
     /// The message: what to add to what the agent is doing.
     pub message: String,
