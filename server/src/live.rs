@@ -298,9 +298,9 @@ impl LiveSession {
                 }
                 Ok(())
             }
-            Err(agent_api::AgentError::NoTurnRunning | agent_api::AgentError::TurnEndedBeforeSteer) => {
-                Err(no_turn())
-            }
+            Err(
+                agent_api::AgentError::NoTurnRunning | agent_api::AgentError::TurnEndedBeforeSteer,
+            ) => Err(no_turn()),
             Err(error @ agent_api::AgentError::SteerRefused { .. }) => Err(ApiError::new(
                 axum::http::StatusCode::CONFLICT,
                 "steer_refused",

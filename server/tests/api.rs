@@ -739,7 +739,10 @@ async fn steering_an_agent_that_cannot_be_steered_is_a_400_naming_the_capability
     .await;
     api.wait_for("nosteer", "item.delta").await;
     let refused = api
-        .post("/v1/sessions/nosteer/steer", json!({"message": "also this"}))
+        .post(
+            "/v1/sessions/nosteer/steer",
+            json!({"message": "also this"}),
+        )
         .await
         .problem(400);
     assert!(

@@ -440,7 +440,10 @@ async fn e2e_the_real_claude_code_is_steered_over_http_within_its_turn() {
     let create = json!({"agent": "claude_code", "permissionMode": "bypass"});
     assert_eq!(api.post("/v1/sessions/steer", create).await.status, 200);
     let steer = json!({"message": "Also say banana."});
-    let idle = api.post("/v1/sessions/steer/steer", steer.clone()).await.problem(409);
+    let idle = api
+        .post("/v1/sessions/steer/steer", steer.clone())
+        .await
+        .problem(409);
     assert_eq!(idle["type"], "urn:agent-api:error:no_turn_running");
     let mut follow = api
         .sse(Method::GET, "/v1/sessions/steer/events/sse", None, &[])
@@ -465,7 +468,9 @@ async fn e2e_the_real_claude_code_is_steered_over_http_within_its_turn() {
     let texts = |role: &str| -> Vec<String> {
         frames
             .iter()
-            .filter(|f| f.data["type"] == "item.completed" && f.data["data"]["item"]["role"] == role)
+            .filter(|f| {
+                f.data["type"] == "item.completed" && f.data["data"]["item"]["role"] == role
+            })
             .map(|f| f.data["data"]["item"]["content"].to_string())
             .collect()
     };
@@ -488,7 +493,10 @@ async fn e2e_the_real_claude_code_is_steered_over_http_within_its_turn() {
             .any(|r| r.body.to_string().contains("Also say banana.")),
         "the model's request holds the message"
     );
-    let late = api.post("/v1/sessions/steer/steer", steer).await.problem(409);
+    let late = api
+        .post("/v1/sessions/steer/steer", steer)
+        .await
+        .problem(409);
     assert_eq!(late["type"], "urn:agent-api:error:no_turn_running");
     api.post_empty("/v1/sessions/steer/terminate").await;
 }

@@ -247,7 +247,10 @@ fn steer(control: &RunControl, line: String) {
     if text.is_empty() {
         return;
     }
-    eprintln!("agent-api: steering the turn: {}", display::line(&text, 256));
+    eprintln!(
+        "agent-api: steering the turn: {}",
+        display::line(&text, 256)
+    );
     let control = control.clone();
     tokio::spawn(async move {
         match control.steer(text).await {

@@ -423,12 +423,21 @@ async fn e2e_a_line_typed_while_the_chat_works_steers_the_turn_and_says_so() {
     let mut terminal = Terminal::start(command);
     tokio::task::block_in_place(|| {
         terminal.wait_for("you>", Duration::from_secs(60));
-        terminal.master.write_all(b"Run the slow command.\r").unwrap();
+        terminal
+            .master
+            .write_all(b"Run the slow command.\r")
+            .unwrap();
         // The model's shell call (`sleep 4`) is on screen: the turn works.
         terminal.wait_for("sleep 4", Duration::from_secs(90));
         terminal.master.write_all(b"Also say banana.\r").unwrap();
-        terminal.wait_for("steering the turn: Also say banana.", Duration::from_secs(10));
-        terminal.wait_for("the agent took the steering message", Duration::from_secs(60));
+        terminal.wait_for(
+            "steering the turn: Also say banana.",
+            Duration::from_secs(10),
+        );
+        terminal.wait_for(
+            "the agent took the steering message",
+            Duration::from_secs(60),
+        );
         let rows = terminal.wait_for("last=Also say banana.", Duration::from_secs(60));
         assert!(
             !rows.iter().any(|r| r.contains("turn 2")),

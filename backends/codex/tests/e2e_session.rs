@@ -166,7 +166,8 @@ async fn e2e_steer_then_cancel_leaves_no_process() {
         return;
     };
     let request = approving(
-        RunRequest::new(agent_api_conformance::steer::PROMPT).with_timeout(Duration::from_secs(120)),
+        RunRequest::new(agent_api_conformance::steer::PROMPT)
+            .with_timeout(Duration::from_secs(120)),
     );
     agent_api_conformance::steer::steered_run_cancelled_leaves_no_process(
         &backend(&sandbox),

@@ -143,7 +143,10 @@ pub async fn steered_turn_reads_the_message_in_the_same_turn(
     left: &dyn Fn() -> Vec<i32>,
 ) -> Duration {
     let mut session = backend.open_session(template).await.expect("session opens");
-    let handle = session.send(PROMPT).await.expect("the session takes the turn");
+    let handle = session
+        .send(PROMPT)
+        .await
+        .expect("the session takes the turn");
     let steered = drive_steered(handle, SteerAt::ToolCall, false).await;
     assert!(steered.steer.is_ok(), "steer: {:?}", steered.steer);
     let run = &steered.run;
@@ -175,8 +178,9 @@ pub async fn steered_turn_reads_the_message_in_the_same_turn(
         .universal
         .iter()
         .skip_while(|e| {
-            !e.completed_item()
-                .is_some_and(|item| item.role == Some(ItemRole::User) && item.text().contains(STEER_TEXT))
+            !e.completed_item().is_some_and(|item| {
+                item.role == Some(ItemRole::User) && item.text().contains(STEER_TEXT)
+            })
         })
         .filter_map(status_of)
         .filter(|(label, _)| label.starts_with("turn_"))
@@ -187,8 +191,10 @@ pub async fn steered_turn_reads_the_message_in_the_same_turn(
         "no turn starts after the steering message: it is in the running turn ({turn_ends_after_steer:?})"
     );
     assert!(
-        run.wrapper.iter().any(|e| e.channel == Some(agent_api::run::Channel::User)
-            && e.text.as_deref().is_some_and(|t| t.contains(STEER_TEXT))),
+        run.wrapper
+            .iter()
+            .any(|e| e.channel == Some(agent_api::run::Channel::User)
+                && e.text.as_deref().is_some_and(|t| t.contains(STEER_TEXT))),
         "the wrapper view has the steering message as a user text"
     );
     let requests = server.requests();
@@ -247,7 +253,10 @@ pub async fn steered_at_the_answer_the_session_stays_in_step(
     left: &dyn Fn() -> Vec<i32>,
 ) {
     let mut session = backend.open_session(template).await.expect("session opens");
-    let handle = session.send(PROMPT).await.expect("the session takes the turn");
+    let handle = session
+        .send(PROMPT)
+        .await
+        .expect("the session takes the turn");
     let steered = drive_steered(handle, SteerAt::Answer, false).await;
     let answer = steered
         .run

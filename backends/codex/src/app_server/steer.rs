@@ -23,11 +23,9 @@ impl AppServer {
                 capability: agent_api::capabilities::CONTROL_STEER.into(),
             });
         }
-        let (Some(thread), Some(turn), false) = (
-            self.thread_id.clone(),
-            self.turn_id.clone(),
-            self.turn_over,
-        ) else {
+        let (Some(thread), Some(turn), false) =
+            (self.thread_id.clone(), self.turn_id.clone(), self.turn_over)
+        else {
             return Err(AgentError::NoTurnRunning);
         };
         self.steers_sent += 1;

@@ -328,12 +328,18 @@ mod tests {
         let steer = scenario::find("steer").unwrap();
         let mut c = conv_with_results(&[""]);
         c.push_user(["also say banana"], vec![]);
-        assert!(c.results_this_turn.is_empty(), "a new user text: a new turn for Steps scripts");
+        assert!(
+            c.results_this_turn.is_empty(),
+            "a new user text: a new turn for Steps scripts"
+        );
         let Reply::Turn(t) = plan(steer, &c) else {
             panic!("not a turn")
         };
         assert!(t.tool.is_none(), "the shell call is not made again");
-        assert_eq!(t.full_text(), "echo: user_turns=2 messages=4 last=also say banana");
+        assert_eq!(
+            t.full_text(),
+            "echo: user_turns=2 messages=4 last=also say banana"
+        );
     }
 
     #[test]
