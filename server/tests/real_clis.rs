@@ -346,13 +346,8 @@ async fn e2e_the_real_qwen_code_is_driven_over_http() {
     .await;
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn e2e_the_real_claude_codes_mode_is_switched_per_message() {
-    let Some((_model, sandbox)) =
-        agent_bench::e2e_bench_or_explain(Cli::ClaudeCode, "write_edit").await
-    else {
-        return;
-    };
+/// A server running the sandbox's Claude Code.
+async fn serve_claude_code(sandbox: &Sandbox) -> Api {
     let mut config = agent_api_claude_code::ClaudeCodeConfig::default()
         .with_binary(&sandbox.program)
         .with_inherit_env(false)
@@ -360,11 +355,21 @@ async fn e2e_the_real_claude_codes_mode_is_switched_per_message() {
     for (key, value) in &sandbox.env {
         config = config.with_env(key, value);
     }
-    let api = serve(
+    serve(
         Arc::new(agent_api_claude_code::ClaudeCodeBackend::new(config)),
-        &sandbox,
+        sandbox,
     )
-    .await;
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn e2e_the_real_claude_codes_mode_is_switched_per_message() {
+    let Some((_model, sandbox)) =
+        agent_bench::e2e_bench_or_explain(Cli::ClaudeCode, "write_edit").await
+    else {
+        return;
+    };
+    let api = serve_claude_code(&sandbox).await;
     assert_eq!(
         api.post(
             "/v1/sessions/modes",
@@ -425,18 +430,7 @@ async fn e2e_the_real_claude_code_is_steered_over_http_within_its_turn() {
     else {
         return;
     };
-    let mut config = agent_api_claude_code::ClaudeCodeConfig::default()
-        .with_binary(&sandbox.program)
-        .with_inherit_env(false)
-        .with_working_dir(&sandbox.cwd);
-    for (key, value) in &sandbox.env {
-        config = config.with_env(key, value);
-    }
-    let api = serve(
-        Arc::new(agent_api_claude_code::ClaudeCodeBackend::new(config)),
-        &sandbox,
-    )
-    .await;
+    let api = serve_claude_code(&sandbox).await;
     let create = json!({"agent": "claude_code", "permissionMode": "bypass"});
     assert_eq!(api.post("/v1/sessions/steer", create).await.status, 200);
     let steer = json!({"message": "Also say banana."});

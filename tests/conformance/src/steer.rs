@@ -11,6 +11,7 @@ use agent_api::universal::{ItemKind, ItemRole, UniversalEventBody};
 use agent_api::{AgentBackend, AgentError, RunControl, RunHandle, RunRequest, UniversalEvent};
 use futures::StreamExt;
 
+use crate::session::e2e::none_left;
 use crate::session::status_of;
 use crate::RunRecord;
 
@@ -120,15 +121,14 @@ pub fn user_messages(run: &RunRecord) -> Vec<String> {
         .collect()
 }
 
-/// Waits up to 5 s for every process `left` lists to be gone.
-async fn none_left(left: &dyn Fn() -> Vec<i32>) -> Vec<i32> {
-    for _ in 0..50 {
-        if left().is_empty() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    left()
+/// The answer of a run that completed.
+fn answer_of(run: &RunRecord) -> String {
+    run.completion
+        .as_ref()
+        .expect("the steered turn completes")
+        .final_text
+        .clone()
+        .unwrap_or_default()
 }
 
 /// A warm session's turn steered while its command runs: the steer is taken, the message is a
@@ -150,13 +150,7 @@ pub async fn steered_turn_reads_the_message_in_the_same_turn(
     let steered = drive_steered(handle, SteerAt::ToolCall, false).await;
     assert!(steered.steer.is_ok(), "steer: {:?}", steered.steer);
     let run = &steered.run;
-    let answer = run
-        .completion
-        .as_ref()
-        .expect("the steered turn completes")
-        .final_text
-        .clone()
-        .unwrap_or_default();
+    let answer = answer_of(run);
     assert!(
         answer.contains(&format!("last={STEER_TEXT}")),
         "the answer after the command echoes the steering message as the last user text: {answer:?}"
@@ -258,14 +252,7 @@ pub async fn steered_at_the_answer_the_session_stays_in_step(
         .await
         .expect("the session takes the turn");
     let steered = drive_steered(handle, SteerAt::Answer, false).await;
-    let answer = steered
-        .run
-        .completion
-        .as_ref()
-        .expect("the steered turn completes")
-        .final_text
-        .clone()
-        .unwrap_or_default();
+    let answer = answer_of(&steered.run);
     match &steered.steer {
         Ok(()) => assert!(
             answer.contains(&format!("last={STEER_TEXT}")),
