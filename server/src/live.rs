@@ -291,7 +291,7 @@ impl LiveSession {
             )
         };
         let control = self.control().ok_or_else(no_turn)?;
-        match control.steer_prompt(prompt).await {
+        match control.steer_with_images(prompt.text, prompt.images).await {
             Ok(()) => {
                 if !images.paths.is_empty() {
                     self.state().steer_images.push(images);

@@ -255,8 +255,10 @@ pub enum ControlCommand {
     },
     /// Add a user message to the running turn ([`RunControl::steer`]).
     Steer {
-        /// The message: its text and images.
-        prompt: crate::contract::request::Prompt,
+        /// The message's text.
+        text: String,
+        /// Its image files.
+        images: Vec<std::path::PathBuf>,
     },
 }
 
@@ -360,30 +362,26 @@ impl RunControl {
     /// # Ok(()) }
     /// ```
     pub async fn steer(&self, text: impl Into<String>) -> Result<(), AgentError> {
-        self.steer_prompt(crate::contract::request::Prompt::from(text.into()))
-            .await
+        self.steer_with_images(text, Vec::new()).await
     }
 
-    /// [`RunControl::steer`] with a whole prompt: text and images (the images need
-    /// `agent_api.input.images`, as a turn's do).
-    pub async fn steer_prompt(
+    /// [`RunControl::steer`] with images (PNG, JPEG, GIF or WebP files; they need
+    /// `agent_api.input.images`, as a prompt's do).
+    pub async fn steer_with_images(
         &self,
-        prompt: crate::contract::request::Prompt,
+        text: impl Into<String>,
+        images: Vec<std::path::PathBuf>,
     ) -> Result<(), AgentError> {
-        if prompt.text.trim().is_empty() && prompt.images.is_empty() {
+        let text = text.into();
+        if text.trim().is_empty() && images.is_empty() {
             return Err(AgentError::InvalidRequest {
                 reason: "a steering message needs text or an image".into(),
-            });
-        }
-        if !prompt.attachments.is_empty() {
-            return Err(AgentError::InvalidRequest {
-                reason: "a steering message takes text and images, no attachments".into(),
             });
         }
         if self.is_cancel_requested() {
             return Err(AgentError::NoTurnRunning);
         }
-        self.command(ControlCommand::Steer { prompt })
+        self.command(ControlCommand::Steer { text, images })
             .await
             .map_err(|e| match e {
                 AgentError::RunFinished => AgentError::NoTurnRunning,

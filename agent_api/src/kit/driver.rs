@@ -529,7 +529,9 @@ impl Core {
                 }
             }
             Some(ControlMessage::Cancel) => self.begin_stop(Stop::Cancelled),
-            Some(ControlMessage::Command(ControlCommand::Steer { prompt }, reply)) => {
+            Some(ControlMessage::Command(ControlCommand::Steer { text, images }, reply)) => {
+                let mut prompt = crate::contract::request::Prompt::from(text);
+                prompt.images = images;
                 self.on_steer(prompt, reply)
             }
             Some(ControlMessage::Command(command, reply)) => {
