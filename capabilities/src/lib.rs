@@ -45,6 +45,8 @@ standard_capabilities! {
     EVENTS_LIVE = "agent_api.events.live", "Live events", "Events arrive while the agent works, not only when it exits.";
     /// `RunControl::cancel` stops the run and reports a typed Cancelled.
     CONTROL_CANCEL = "agent_api.control.cancel", "Cancel", "RunControl::cancel stops the run and reports a typed Cancelled.";
+    /// `RunControl::steer` adds a user message to the running turn by the agent's own means, without cancelling it.
+    CONTROL_STEER = "agent_api.control.steer", "Steer", "RunControl::steer adds a user message to the running turn by the agent's own means, without cancelling it.";
     /// A run can resume an earlier session, by id or the last one.
     SESSION_RESUME = "agent_api.session.resume", "Session resume", "A run can resume an earlier session, by id or the last one.";
     /// A run can fork an earlier session into a new one.

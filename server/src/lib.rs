@@ -44,7 +44,7 @@ pub use state::{Server, AGENT_ALIASES, INTERRUPTED};
 pub use store::{Store, StoreError, StoreUrl};
 
 /// The routes: the reference's 14 operations, `GET /v1/openapi.json`, `GET /v1/sessions/{id}` and
-/// `POST /v1/sessions/{id}/cancel`; every one but health behind the bearer token when one is set;
+/// `POST /v1/sessions/{id}/cancel` and `/steer`; every one but health behind the bearer token when one is set;
 /// and the inspector's page under `/ui/` ([`ui`]), whose files need no token.
 pub fn router(server: Server) -> Router {
     let config = server.inner.config.clone();
@@ -92,6 +92,7 @@ pub fn router(server: Server) -> Router {
             post(api::terminate_session),
         )
         .route("/v1/sessions/{session_id}/cancel", post(api::cancel_turn))
+        .route("/v1/sessions/{session_id}/steer", post(api::steer_turn))
         .route("/v1/openapi.json", get(api::openapi))
         .fallback(api::not_found)
         .route_layer(axum::middleware::from_fn_with_state(

@@ -217,6 +217,20 @@ pub enum AgentError {
     /// The run has already finished, so the control command had no effect.
     #[error("the run has already finished")]
     RunFinished,
+    /// `RunControl::steer` found no turn running to take the message (it had not started, or
+    /// it had ended); nothing was sent.
+    #[error("no turn is running to steer")]
+    NoTurnRunning,
+    /// The turn ended before the agent took the steering message: it is in no turn.
+    #[error("the turn ended before the agent took the steering message")]
+    TurnEndedBeforeSteer,
+    /// The agent can be steered, but refused this message now (Codex while it compacts or
+    /// reviews, say), in its own words.
+    #[error("the agent refused the steering message: {reason}")]
+    SteerRefused {
+        /// The agent's reason, cut and masked.
+        reason: String,
+    },
     /// The agent stopped reading its stdin: the replies waiting for it reached the run's limit.
     #[error("the agent stopped reading its input ({queued_bytes} bytes of replies waiting)")]
     InputBlocked {
@@ -367,6 +381,7 @@ impl AgentError {
             | Self::PermissionModeRefused { reason, .. }
             | Self::Http { reason, .. }
             | Self::Replay { reason }
+            | Self::SteerRefused { reason }
             | Self::StructuredOutput { reason } => reason,
             _ => return self,
         };
@@ -429,6 +444,9 @@ impl AgentError {
             AgentError::UnknownQuestion { .. } => "unknown_question",
             AgentError::AlreadyResolved { .. } => "already_resolved",
             AgentError::RunFinished => "run_finished",
+            AgentError::NoTurnRunning => "no_turn_running",
+            AgentError::TurnEndedBeforeSteer => "turn_ended_before_steer",
+            AgentError::SteerRefused { .. } => "steer_refused",
             AgentError::InputBlocked { .. } => "input_blocked",
             AgentError::OutputClosed { .. } => "output_closed",
             AgentError::Http { .. } => "http",

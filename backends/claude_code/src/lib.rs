@@ -190,6 +190,7 @@ impl AgentBackend for ClaudeCodeBackend {
             caps::EVENTS,
             caps::EVENTS_LIVE,
             caps::CONTROL_CANCEL,
+            caps::CONTROL_STEER,
             caps::SESSION_RESUME,
             caps::SESSION_FORK,
             caps::SESSION_CALLER_ID,
