@@ -248,6 +248,46 @@ async fn planted_links_and_fifos_are_refused_and_nothing_outside_changes() {
     }
 }
 
+/// Fault row 107: usage reported mid-run (two model calls of 5,000 tokens) counts against
+/// `max_total_tokens` even when the prompt's response then reports a smaller total.
+#[tokio::test]
+async fn usage_reported_mid_run_counts_against_the_token_limit_over_a_smaller_final_figure() {
+    let dir = tempfile::tempdir().unwrap();
+    let unlimited = run("usage", dir.path(), None).await;
+    let usage = unlimited
+        .completion
+        .as_ref()
+        .unwrap()
+        .usage
+        .clone()
+        .unwrap();
+    assert_eq!(usage.total_tokens(), Some(10_000), "{usage:?}");
+    let handle = backend()
+        .run(request("usage", dir.path()).with_max_total_tokens(100))
+        .await
+        .unwrap();
+    let limited = record(handle).await;
+    assert_conformant(&limited);
+    // A response whose unstable `usage` misses a count still ends the turn at once.
+    let partial = tokio::time::timeout(
+        Duration::from_secs(10),
+        run("usage-partial", dir.path(), None),
+    )
+    .await
+    .expect("a response with a partial usage ends the turn");
+    assert_eq!(final_text(&partial), "counted");
+    assert!(
+        matches!(
+            limited.completion,
+            Err(AgentError::LimitReached {
+                limit: agent_api::run::LimitKind::TotalTokens
+            })
+        ),
+        "{:?}",
+        limited.completion
+    );
+}
+
 #[tokio::test]
 async fn terminals_are_not_offered_and_stop_reasons_map() {
     let dir = tempfile::tempdir().unwrap();
