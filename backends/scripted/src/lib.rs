@@ -135,6 +135,8 @@ impl AgentBackend for ScriptedBackend {
             caps::SESSION_FORK,
             caps::SESSION_WARM,
             caps::SESSION_RESUME_PER_TURN,
+            caps::MODES,
+            caps::SESSION_MODE_SWITCH,
             "backend.scripted.scenarios",
         ]);
         agent_api::kit::options::with_mappings(own, agent_api::kit::options::SDK_ONLY)
@@ -142,6 +144,10 @@ impl AgentBackend for ScriptedBackend {
 
     fn option_mappings(&self) -> &'static [agent_api::kit::options::OptionMapping] {
         agent_api::kit::options::SDK_ONLY
+    }
+
+    fn modes(&self) -> &'static [agent_api::request::ModeInfo] {
+        MODES
     }
 
     fn extension_keys(&self) -> &'static [&'static str] {
@@ -161,7 +167,12 @@ impl AgentBackend for ScriptedBackend {
         let mut settings = RunSettings::for_request(KIND, &request, &self.capabilities());
         settings.hold(tools);
         let session = self.sessions.begin(&request.session)?;
-        let script = scenario.script(&request.prompt.text, request.model.as_deref(), &session);
+        let script = scenario.script(
+            &request.prompt.text,
+            request.model.as_deref(),
+            &session,
+            plans(&request),
+        );
         let transport = Transport::in_process(settings.line_cap, move |pipes| {
             agent::play(script, delay, pipes, mcp)
         });
@@ -185,17 +196,18 @@ impl AgentBackend for ScriptedBackend {
         let sessions = self.sessions.clone();
         let model = request.model.clone();
         let mut last: Option<sessions::SessionTurn> = None;
-        let script_for = move |prompt: &str| {
+        let script_for = move |prompt: &str, plan: bool| {
             let turn = match &last {
                 None => first.clone(),
                 Some(previous) => sessions.next_turn(&previous.id),
             };
-            let script = scenario.script(prompt, model.as_deref(), &turn);
+            let script = scenario.script(prompt, model.as_deref(), &turn, plan);
             last = Some(turn);
             script
         };
+        let plan = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(plans(&request)));
         let transport = Transport::in_process(settings.line_cap, move |pipes| {
-            agent::serve(script_for, delay, pipes, mcp)
+            agent::serve(script_for, delay, pipes, mcp, plan)
         });
         let protocol = protocol::ScriptedProtocol::session(request.permissions.clone());
         Ok(start_session(settings, transport, Box::new(protocol)))
@@ -210,6 +222,20 @@ impl agent_api::kit::replay::Replay for ScriptedBackend {
         let _ = format;
         Ok(Box::new(protocol::ScriptedProtocol::replaying()))
     }
+}
+
+/// The modes the scripted agent offers besides its default: `plan` runs no tool (it says what it
+/// would run) and ends each turn with the exit-plan question; approving it leaves plan mode.
+/// A warm session switches between `default` and `plan` between turns.
+pub const MODES: &[agent_api::request::ModeInfo] = &[agent_api::request::ModeInfo::new(
+    "plan",
+    r#"{"type":"set_mode","mode":"plan"}"#,
+    "Plans: runs no tool, says what it would run, and ends asking to leave plan mode.",
+)];
+
+/// Whether `request` asks for plan mode.
+fn plans(request: &RunRequest) -> bool {
+    request.mode == Some(agent_api::request::AgentMode::Plan)
 }
 
 /// Serves the request's caller tools, and the client the scripted agent calls them with (over
