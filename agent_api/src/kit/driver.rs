@@ -412,7 +412,7 @@ impl Core {
             }
             SourceItem::Line(Line::Oversize { bytes }) => {
                 self.oversized_lines += 1;
-                self.longest_oversized_line = self.longest_oversized_line.max(bytes as u64);
+                self.longest_oversized_line = self.longest_oversized_line.max(bytes);
                 let detail = format!(
                     "a native line of {bytes} bytes exceeded the {}-byte line cap and was skipped",
                     self.settings.line_cap

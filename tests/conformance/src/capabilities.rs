@@ -167,15 +167,11 @@ pub async fn check_capabilities(
         let outcome = if backend.modes().is_empty() {
             Err("the backend lists no mode".into())
         } else {
-            backend
-                .modes()
-                .iter()
-                .map(|m| {
-                    backend
-                        .validate(&template.clone().with_mode(AgentMode::parse(m.id)))
-                        .map_err(|e| format!("mode `{}` is refused: {e}", m.id))
-                })
-                .collect()
+            backend.modes().iter().try_for_each(|m| {
+                backend
+                    .validate(&template.clone().with_mode(AgentMode::parse(m.id)))
+                    .map_err(|e| format!("mode `{}` is refused: {e}", m.id))
+            })
         };
         report.check(caps::MODES, outcome);
     }
