@@ -69,11 +69,11 @@ async fn a_message_repeats_the_sessions_options_freely_and_is_refused_naming_one
         let detail = refused(&api, "opts", json!({"message": "second", field: value})).await;
         assert!(detail.starts_with(field), "{field}: {detail}");
     }
-    // The scripted agent has no other mode: the switch is refused naming the field.
+    // The scripted agent has no mode `yolo`: the switch is refused naming the field.
     let detail = refused(
         &api,
         "opts",
-        json!({"message": "second", "agentMode": "plan"}),
+        json!({"message": "second", "agentMode": "yolo"}),
     )
     .await;
     assert!(detail.starts_with("agentMode: "), "{detail}");
