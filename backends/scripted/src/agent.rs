@@ -80,6 +80,29 @@ impl Player {
         }
     }
 
+    /// Asks the question and waits for its answer (`None`: rejected).
+    async fn ask(
+        &mut self,
+        question_id: String,
+        prompt: String,
+        options: Vec<String>,
+    ) -> Result<Option<String>, Interrupted> {
+        self.write(&AgentLine::Question {
+            question_id: question_id.clone(),
+            prompt,
+            options,
+        })
+        .await;
+        self.wait_for(|line| match line {
+            ClientLine::Answer {
+                question_id: q,
+                answer,
+            } if q == question_id => Some(answer),
+            _ => None,
+        })
+        .await
+    }
+
     async fn stream(&mut self, message_id: &str, text: &str) -> Result<(), Interrupted> {
         for word in text.split_inclusive(' ') {
             self.pause().await?;
@@ -162,43 +185,16 @@ impl Player {
                 options,
                 reply,
             } => {
-                self.write(&AgentLine::Question {
-                    question_id: question_id.clone(),
-                    prompt,
-                    options,
-                })
-                .await;
-                let answer = self
-                    .wait_for(|line| match line {
-                        ClientLine::Answer {
-                            question_id: q,
-                            answer,
-                        } if q == question_id => Some(answer),
-                        _ => None,
-                    })
-                    .await?;
+                let answer = self.ask(question_id, prompt, options).await?;
                 let reply = reply.replace("{answer}", answer.as_deref().unwrap_or("nothing"));
                 self.stream("msg_answer", &reply).await?;
             }
             Step::CallerTool { input } => self.call_caller_tool(input).await?,
             Step::ExitPlan { question_id, plan } => {
-                self.write(&AgentLine::Question {
-                    question_id: question_id.clone(),
-                    prompt: plan,
-                    options: agent_api::kit::hitl::EXIT_PLAN_OPTIONS
-                        .map(str::to_string)
-                        .to_vec(),
-                })
-                .await;
-                let answer = self
-                    .wait_for(|line| match line {
-                        ClientLine::Answer {
-                            question_id: q,
-                            answer,
-                        } if q == question_id => Some(answer),
-                        _ => None,
-                    })
-                    .await?;
+                let options = agent_api::kit::hitl::EXIT_PLAN_OPTIONS
+                    .map(str::to_string)
+                    .to_vec();
+                let answer = self.ask(question_id, plan, options).await?;
                 let approved =
                     answer.as_deref() == Some(agent_api::kit::hitl::EXIT_PLAN_OPTIONS[0]);
                 if approved {
