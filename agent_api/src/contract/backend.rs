@@ -23,6 +23,14 @@ pub trait AgentBackend: Send + Sync {
         &[]
     }
 
+    /// The extension keys a remote client may set with no word from its operator (`agent-api
+    /// serve` refuses the others unless its operator lists them): those that name no program,
+    /// binary path, environment variable, file, or policy looser than the operator's. The default
+    /// is none: a backend lists only keys it has checked.
+    fn client_keys(&self) -> &'static [&'static str] {
+        &[]
+    }
+
     /// The extension value `text` gives the option `key` (`--option KEY=VALUE` on the command
     /// line, a form field in a page): typed through the backend's options struct, as
     /// [`crate::kit::options::value_from_text`] does. The default knows no option; a backend with
@@ -68,6 +76,40 @@ pub trait AgentBackend: Send + Sync {
         Err(AgentError::UnsupportedCapability {
             kind: self.kind().to_string(),
             capability: agent_api_capabilities::SESSION_WARM.into(),
+        })
+    }
+
+    /// Exports the agent's own state for the native session `session` from the home `request`
+    /// names (its environment, home and launcher, as a run of it would find them), bounded and
+    /// confined to the files the backend names for that session (`agent_api.session.snapshot`).
+    /// A session whose files are over [`crate::snapshot::SNAPSHOT_FILES_BOUND`] is exported as
+    /// [`crate::snapshot::Continuity::Replay`], flagged. The default refuses.
+    async fn export_snapshot(
+        &self,
+        request: &RunRequest,
+        session: &crate::contract::session_ref::SessionRef,
+    ) -> Result<crate::contract::snapshot::SessionSnapshot, AgentError> {
+        let _ = (request, session);
+        Err(AgentError::UnsupportedCapability {
+            kind: self.kind().to_string(),
+            capability: agent_api_capabilities::SESSION_SNAPSHOT.into(),
+        })
+    }
+
+    /// Imports `snapshot` into the home `request` names, re-keyed to the request's working
+    /// directory where the agent keys its sessions by it, so that a run resuming the snapshot's
+    /// session there continues it natively. Files are written confined to the home, with the
+    /// home's private modes; a file the home already holds in a newer version is kept (newest
+    /// wins, said in the returned [`crate::snapshot::SnapshotImport`]). The default refuses.
+    async fn import_snapshot(
+        &self,
+        request: &RunRequest,
+        snapshot: &crate::contract::snapshot::SessionSnapshot,
+    ) -> Result<crate::contract::snapshot::SnapshotImport, AgentError> {
+        let _ = (request, snapshot);
+        Err(AgentError::UnsupportedCapability {
+            kind: self.kind().to_string(),
+            capability: agent_api_capabilities::SESSION_SNAPSHOT.into(),
         })
     }
 
@@ -157,6 +199,13 @@ pub fn validate_template(
                 capability: needed.to_string(),
             });
         }
+    }
+    if request.snapshot.is_some() {
+        return Err(AgentError::InvalidRequest {
+            reason: "the request's snapshot is not restored: run it through a Gateway, or call \
+                     agent_api::snapshot::restore first"
+                .into(),
+        });
     }
     if let Some(session) = request.session.session_ref() {
         session.check_agent(kind)?;
