@@ -863,7 +863,7 @@ async fn a_duplicate_id_is_409_and_an_unknown_one_404() {
         .problem(400);
     api.post(
         "/v1/sessions/bad",
-        json!({"agent": "scripted", "agentMode": "plan"}),
+        json!({"agent": "scripted", "agentMode": "yolo"}),
     )
     .await
     .problem(400);
@@ -1116,7 +1116,7 @@ async fn agents_are_listed_with_the_reference_capabilities_and_modes() {
         ("questions", true),
         ("streamingDeltas", true),
         ("sharedProcess", true),
-        ("planMode", false),
+        ("planMode", true),
     ] {
         assert_eq!(capabilities[name], value, "{name}");
     }

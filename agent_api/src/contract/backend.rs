@@ -118,6 +118,15 @@ pub trait AgentBackend: Send + Sync {
         None
     }
 
+    /// The backend's own checks of the session a request resumes or forks, after the generic
+    /// ones ([`crate::request::SessionRef::check_id`]): the agent's id grammar (Claude Code's are
+    /// UUIDs) and, where the agent's own store can say, that the session exists
+    /// ([`AgentError::SessionNotFound`] otherwise). The default checks nothing more.
+    fn check_session(&self, request: &RunRequest) -> Result<(), AgentError> {
+        let _ = request;
+        Ok(())
+    }
+
     /// Checks a request against the backend's capabilities, extension keys, modes and
     /// variants; `run` calls it first, and so does the gateway.
     fn validate(&self, request: &RunRequest) -> Result<(), AgentError> {
@@ -127,7 +136,8 @@ pub trait AgentBackend: Send + Sync {
             self.extension_keys(),
             request,
         )?;
-        check_choices(&self.kind(), self.modes(), self.variants(), request)
+        check_choices(&self.kind(), self.modes(), self.variants(), request)?;
+        self.check_session(request)
     }
 
     /// The checks of [`AgentBackend::validate`] but the prompt's, for a session's template
@@ -140,7 +150,8 @@ pub trait AgentBackend: Send + Sync {
             self.extension_keys(),
             request,
         )?;
-        check_choices(&self.kind(), self.modes(), self.variants(), request)
+        check_choices(&self.kind(), self.modes(), self.variants(), request)?;
+        self.check_session(request)
     }
 }
 
@@ -198,6 +209,7 @@ pub fn validate_template(
     }
     if let Some(session) = request.session.session_ref() {
         session.check_agent(kind)?;
+        session.check_id()?;
     }
     request.check_new_session_id()?;
     crate::contract::images::ImageFile::check_all(&request.prompt)?;

@@ -181,6 +181,16 @@ pub enum AgentError {
         /// [`crate::kit::stderr::ERROR_LINE_BYTES`]), secrets masked; empty when it printed none.
         stderr: Vec<String>,
     },
+    /// The agent's output had a line over the line cap ([`crate::kit::lines::DEFAULT_LINE_CAP`]
+    /// unless the backend sets its own), skipped unread, and the run could not finish without
+    /// it: the agent exited cleanly, its answer (or result, or structured answer) in that line.
+    #[error("the agent's output had a line of {bytes} bytes, over the {cap}-byte line cap: it was skipped, and the run's answer with it")]
+    LineOverCap {
+        /// The longest skipped line, in bytes.
+        bytes: u64,
+        /// The line cap, in bytes.
+        cap: u64,
+    },
     /// The agent broke its protocol (for example a required message never came).
     #[error("agent protocol error: {reason}")]
     Protocol {
@@ -438,6 +448,7 @@ impl AgentError {
             AgentError::ServerError { .. } => "server_error",
             AgentError::AgentFailed { .. } => "agent_failed",
             AgentError::ProcessExited { .. } => "process_exited",
+            AgentError::LineOverCap { .. } => "line_over_cap",
             AgentError::Protocol { .. } => "protocol",
             AgentError::PermissionModeRefused { .. } => "permission_mode_refused",
             AgentError::UnknownPermission { .. } => "unknown_permission",

@@ -16,8 +16,9 @@
 //!   open, so a path swapped between a check and its use has nothing to exploit (there is no
 //!   separate check). Missing parent folders of a write are made one component at a time, each
 //!   relative to the handle of the one before. Only regular files are read or written (opened
-//!   `O_NONBLOCK`, then `fstat`), a write refuses a file with more than one hard link (writing it
-//!   would change a file elsewhere too), and reads are bounded.
+//!   `O_NONBLOCK`, then `fstat`), a file with more than one hard link is refused for reads and
+//!   writes alike (another name, perhaps outside the directory, reaches the same file: reading
+//!   it would show that file, writing it would change it), and reads are bounded.
 //!
 //! ```
 //! use agent_api::kit::files::{ConfinedDir, FileRefusal};
@@ -58,8 +59,9 @@ pub enum FileRefusal {
     /// The path names a FIFO, a socket, a device or a directory, not a regular file.
     #[error("not a regular file")]
     NotRegular,
-    /// The file has more than one hard link: writing it would change another name's file too.
-    #[error("the file has {links} hard links; writing it would change a file elsewhere too")]
+    /// The file has more than one hard link: another name, perhaps outside the confining
+    /// directory, reaches the same file.
+    #[error("the file has {links} hard links; another name, perhaps outside the working directory, reaches the same file")]
     HardLinked {
         /// How many names the file has.
         links: u64,
@@ -233,7 +235,7 @@ impl ConfinedDir {
     }
 
     /// Reads the regular file `requested` names (absolute, beneath the directory), at most `cap`
-    /// bytes.
+    /// bytes; a file with more than one hard link is refused as a write is.
     pub fn read(&self, requested: &Path, cap: u64) -> Result<Vec<u8>, FileRefusal> {
         let relative = self.relative(requested)?;
         self.read_relative(&relative, cap)
@@ -272,12 +274,9 @@ impl ConfinedDir {
     fn open_below(&self, relative: &Path) -> Result<std::fs::File, FileRefusal> {
         use rustix::fs::{Mode, OFlags};
         let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
-        Ok(std::fs::File::from(beneath(
-            &self.root,
-            relative,
-            flags,
-            Mode::empty(),
-        )?))
+        let fd = beneath(&self.root, relative, flags, Mode::empty())?;
+        // A second name may be outside the directory: refused for reads as for writes.
+        Ok(std::fs::File::from(single_link(fd)?))
     }
 
     #[cfg(not(target_os = "linux"))]
@@ -360,17 +359,7 @@ impl ConfinedDir {
         let flags =
             OFlags::WRONLY | OFlags::CREATE | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
         let fd = beneath(at, Path::new(name), flags, Mode::from_raw_mode(0o666))?;
-        let stat = rustix::fs::fstat(&fd).map_err(std::io::Error::from)?;
-        if rustix::fs::FileType::from_raw_mode(stat.st_mode) != rustix::fs::FileType::RegularFile {
-            return Err(FileRefusal::NotRegular);
-        }
-        // `st_nlink` is narrower than u64 on some targets.
-        #[allow(clippy::useless_conversion)]
-        let links = u64::from(stat.st_nlink);
-        if links > 1 {
-            return Err(FileRefusal::HardLinked { links });
-        }
-        let mut file = std::fs::File::from(fd);
+        let mut file = std::fs::File::from(single_link(fd)?);
         file.set_len(0)?;
         file.write_all(content)?;
         Ok(())
@@ -380,6 +369,23 @@ impl ConfinedDir {
     fn write_relative(&self, _relative: &Path, _content: &[u8]) -> Result<(), FileRefusal> {
         Err(FileRefusal::Unsupported)
     }
+}
+
+/// `fd` when it is a regular file with one name: a second hard link may be a name outside the
+/// confining directory for the same file (asked of the open file, so no swap fools it).
+#[cfg(target_os = "linux")]
+fn single_link(fd: std::os::fd::OwnedFd) -> Result<std::os::fd::OwnedFd, FileRefusal> {
+    let stat = rustix::fs::fstat(&fd).map_err(std::io::Error::from)?;
+    if rustix::fs::FileType::from_raw_mode(stat.st_mode) != rustix::fs::FileType::RegularFile {
+        return Err(FileRefusal::NotRegular);
+    }
+    // `st_nlink` is narrower than u64 on some targets.
+    #[allow(clippy::useless_conversion)]
+    let links = u64::from(stat.st_nlink);
+    if links > 1 {
+        return Err(FileRefusal::HardLinked { links });
+    }
+    Ok(fd)
 }
 
 /// `openat2(at, relative, flags, mode)` kept beneath `at`, through no symbolic link, with the

@@ -187,6 +187,26 @@ impl Usage {
         }
     }
 
+    /// Of two reports of one run's usage (a final figure, and what the agent reported while it
+    /// ran), the one with more tokens: a limit is checked against the larger, never the smaller
+    /// (`final_figure` on a tie or when neither counts tokens).
+    ///
+    /// ```
+    /// use agent_api::run::Usage;
+    /// let during = Some(Usage::tokens(6_000, 4_000));
+    /// let at_end = Some(Usage::tokens(5, 5));
+    /// assert_eq!(Usage::larger(at_end, during).unwrap().total_tokens(), Some(10_000));
+    /// assert_eq!(Usage::larger(None, Some(Usage::tokens(1, 1))).unwrap().total_tokens(), Some(2));
+    /// ```
+    pub fn larger(final_figure: Option<Usage>, during: Option<Usage>) -> Option<Usage> {
+        let tokens = |u: &Option<Usage>| u.as_ref().and_then(Usage::total_tokens);
+        if tokens(&during) > tokens(&final_figure) {
+            during
+        } else {
+            final_figure.or(during)
+        }
+    }
+
     /// Input plus output tokens, when either is known.
     pub fn total_tokens(&self) -> Option<u64> {
         match (self.input_tokens, self.output_tokens) {

@@ -193,6 +193,8 @@ struct Core {
     escalate_at: Option<Instant>,
     escalation_stage: u8,
     oversized_lines: u64,
+    /// The longest of them, in bytes.
+    longest_oversized_line: u64,
     replay_stderr: StderrCapture,
     /// Why the run fails regardless of what the protocol says; once set, the protocol is not
     /// called again.
@@ -264,6 +266,7 @@ impl Core {
             escalate_at: None,
             escalation_stage: 0,
             oversized_lines: 0,
+            longest_oversized_line: 0,
             replay_stderr: StderrCapture::default(),
             fatal: None,
             source_done: false,
@@ -418,6 +421,7 @@ impl Core {
             }
             SourceItem::Line(Line::Oversize { bytes }) => {
                 self.oversized_lines += 1;
+                self.longest_oversized_line = self.longest_oversized_line.max(bytes);
                 let detail = format!(
                     "a native line of {bytes} bytes exceeded the {}-byte line cap and was skipped",
                     self.settings.line_cap

@@ -41,6 +41,19 @@
 //! [`hitl`] applies the request's policy, [`PermissionPolicy::Ask`](crate::PermissionPolicy::Ask)
 //! unless set.
 //!
+//! Two calls a new backend easily misses: a two-way protocol (the agent reads its stdin for
+//! answers, permissions or later turns) needs [`CommandSpec::with_stdin`], or the agent's stdin
+//! is closed at spawn; and the transcript holds what was asked only when the protocol writes it:
+//! the run's prompt, and each message a warm session's [`Protocol::send_turn`] sends, go in with
+//! [`Transcript::user_message`](crate::kit::transcript::Transcript::user_message) once the
+//! session has started (the scripted agent's protocol does it at its session line).
+//!
+//! Check a backend with the conformance crate (`tests/conformance`): `record` and
+//! `assert_conformant` check one run against the specs; `capabilities::assert_backend_conformant`
+//! exercises each capability the backend advertises that a run can show (text, streaming deltas,
+//! usage, cancel, resume, a warm session, modes and their switch), fails naming each that does
+//! not hold, and lists the rest as unchecked, for the backend's own tests to prove.
+//!
 //! A new backend also joins the workspace's shared harnesses (see the README's "Writing a
 //! backend"): the converter property tests (`tests/conformance/tests/converter_props.rs`), the
 //! secret-sentinel test (`tests/conformance/tests/secrets.rs`), the fault table (`spec/faults.md`) and

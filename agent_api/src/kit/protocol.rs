@@ -412,6 +412,10 @@ pub struct ExitInfo {
     pub stderr: StderrCapture,
     /// How many native lines were skipped for exceeding the line cap.
     pub oversized_lines: u64,
+    /// The longest of them, in bytes (0 when none was).
+    pub longest_oversized_line: u64,
+    /// The line cap the run read with, in bytes.
+    pub line_cap: usize,
     /// Whether the driver stopped the run (cancel, timeout, drop).
     pub stopped_by_daemon: bool,
 }
@@ -422,8 +426,16 @@ impl ExitInfo {
         self.exit_code == Some(0)
     }
 
-    /// The error for a process that ended before its protocol finished.
+    /// The error for a process that ended before its protocol finished. An agent that exited
+    /// cleanly after a line over the cap was skipped lost what that line said (its answer, a
+    /// structured answer, its result): that, not the exit, is the reason.
     pub fn early_exit_error(&self) -> AgentError {
+        if self.oversized_lines > 0 && self.success() {
+            return AgentError::LineOverCap {
+                bytes: self.longest_oversized_line,
+                cap: self.line_cap as u64,
+            };
+        }
         AgentError::ProcessExited {
             exit_code: self.exit_code,
             signal: self.signal,

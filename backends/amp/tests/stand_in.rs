@@ -391,6 +391,30 @@ async fn three_turns_on_one_live_process() {
     session.close().await.unwrap();
 }
 
+/// `AgentMode::Default` is taken by every backend: a warm Amp session, which cannot switch
+/// modes, takes `set_mode(Default)` while it is in its default mode, and refuses any other.
+#[tokio::test]
+async fn a_session_without_mode_switching_takes_the_default_mode_it_is_in() {
+    use agent_api::request::AgentMode;
+    let backend = backend("multiturn.session.jsonl");
+    assert!(!backend
+        .capabilities()
+        .contains(agent_api::capabilities::SESSION_MODE_SWITCH));
+    let mut session = backend.open_session(RunRequest::new("")).await.unwrap();
+    session.set_mode(AgentMode::Default).await.unwrap();
+    let refused = session.set_mode(AgentMode::Plan).await;
+    assert!(
+        matches!(refused, Err(AgentError::UnsupportedCapability { .. })),
+        "{refused:?}"
+    );
+    let turn = record(session.send("What is 1+1?").await.unwrap()).await;
+    assert_eq!(
+        turn.completion.as_ref().unwrap().final_text.as_deref(),
+        Some("2.")
+    );
+    session.close().await.unwrap();
+}
+
 #[tokio::test]
 async fn no_key_fails_before_spawning() {
     let backend = AmpBackend::new(

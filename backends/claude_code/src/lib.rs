@@ -304,6 +304,31 @@ impl AgentBackend for ClaudeCodeBackend {
         Ok(start_session(settings, transport, Box::new(protocol)))
     }
 
+    /// Claude Code's session ids are UUIDs; a session the backend's own store does not hold is
+    /// not found before anything runs, when the run reads that store (this machine, the
+    /// backend's home).
+    fn check_session(&self, request: &RunRequest) -> Result<(), AgentError> {
+        let Some(session) = request.session.session_ref() else {
+            return Ok(());
+        };
+        if !agent_api::kit::is_uuid(&session.id) {
+            return Err(AgentError::InvalidRequest {
+                reason: "Claude Code's session ids are UUIDs".into(),
+            });
+        }
+        let own_store = matches!(
+            request.launcher,
+            None | Some(agent_api::request::Launcher::Local)
+        ) && request.home == agent_api::request::Home::Inherit
+            && !["HOME", "CLAUDE_CONFIG_DIR"]
+                .iter()
+                .any(|key| request.env.contains_key(*key));
+        match history::ClaudeSessionStore::for_config(&self.config) {
+            Some(store) if own_store => store.find(&session.id).map(drop),
+            _ => Ok(()),
+        }
+    }
+
     async fn export_snapshot(
         &self,
         request: &RunRequest,

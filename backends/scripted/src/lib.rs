@@ -145,6 +145,8 @@ impl AgentBackend for ScriptedBackend {
             caps::SESSION_FORK,
             caps::SESSION_WARM,
             caps::SESSION_RESUME_PER_TURN,
+            caps::MODES,
+            caps::SESSION_MODE_SWITCH,
             caps::SESSION_SNAPSHOT,
             "backend.scripted.scenarios",
         ]);
@@ -153,6 +155,10 @@ impl AgentBackend for ScriptedBackend {
 
     fn option_mappings(&self) -> &'static [agent_api::kit::options::OptionMapping] {
         agent_api::kit::options::SDK_ONLY
+    }
+
+    fn modes(&self) -> &'static [agent_api::request::ModeInfo] {
+        MODES
     }
 
     fn extension_keys(&self) -> &'static [&'static str] {
@@ -182,7 +188,12 @@ impl AgentBackend for ScriptedBackend {
             home.as_deref(),
             Some(&request.prompt.text),
         )?;
-        let script = scenario.script(&request.prompt.text, request.model.as_deref(), &session);
+        let script = scenario.script(
+            &request.prompt.text,
+            request.model.as_deref(),
+            &session,
+            plans(&request),
+        );
         let transport = Transport::in_process(settings.line_cap, move |pipes| {
             agent::play(script, delay, pipes, mcp)
         });
@@ -225,7 +236,7 @@ impl AgentBackend for ScriptedBackend {
         let sessions = self.sessions.clone();
         let model = request.model.clone();
         let mut last: Option<sessions::SessionTurn> = None;
-        let script_for = move |prompt: &str| {
+        let script_for = move |prompt: &str, plan: bool| {
             let turn = match &last {
                 None => {
                     if let Err(e) = sessions.record(home.as_deref(), &first, prompt) {
@@ -235,12 +246,13 @@ impl AgentBackend for ScriptedBackend {
                 }
                 Some(previous) => sessions.next_turn(home.as_deref(), &previous.id, prompt),
             };
-            let script = scenario.script(prompt, model.as_deref(), &turn);
+            let script = scenario.script(prompt, model.as_deref(), &turn, plan);
             last = Some(turn);
             script
         };
+        let plan = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(plans(&request)));
         let transport = Transport::in_process(settings.line_cap, move |pipes| {
-            agent::serve(script_for, delay, pipes, mcp)
+            agent::serve(script_for, delay, pipes, mcp, plan)
         });
         let protocol = protocol::ScriptedProtocol::session(request.permissions.clone());
         Ok(start_session(settings, transport, Box::new(protocol)))
@@ -342,6 +354,20 @@ impl agent_api::kit::replay::Replay for ScriptedBackend {
         let _ = format;
         Ok(Box::new(protocol::ScriptedProtocol::replaying()))
     }
+}
+
+/// The modes the scripted agent offers besides its default: `plan` runs no tool (it says what it
+/// would run) and ends each turn with the exit-plan question; approving it leaves plan mode.
+/// A warm session switches between `default` and `plan` between turns.
+pub const MODES: &[agent_api::request::ModeInfo] = &[agent_api::request::ModeInfo::new(
+    "plan",
+    r#"{"type":"set_mode","mode":"plan"}"#,
+    "Plans: runs no tool, says what it would run, and ends asking to leave plan mode.",
+)];
+
+/// Whether `request` asks for plan mode.
+fn plans(request: &RunRequest) -> bool {
+    request.mode == Some(agent_api::request::AgentMode::Plan)
 }
 
 /// Serves the request's caller tools, and the client the scripted agent calls them with (over

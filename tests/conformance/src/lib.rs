@@ -14,6 +14,7 @@
 //! ```
 
 pub mod caller_tools;
+pub mod capabilities;
 pub mod fake;
 pub mod homes;
 pub mod launchers;

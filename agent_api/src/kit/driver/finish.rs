@@ -85,6 +85,8 @@ impl Core {
             signal,
             stderr,
             oversized_lines: self.oversized_lines,
+            longest_oversized_line: self.longest_oversized_line,
+            line_cap: self.settings.line_cap,
             stopped_by_daemon: self.stop.is_some(),
         }
     }

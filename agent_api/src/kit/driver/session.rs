@@ -125,8 +125,25 @@ impl Core {
         if in_turn {
             return Err(AgentError::TurnInProgress);
         }
-        self.with_ctx(|p, ctx| p.set_mode(mode, ctx))
-            .unwrap_or(Err(AgentError::SessionClosed))
+        let switched = self
+            .with_ctx(|p, ctx| p.set_mode(mode, ctx))
+            .unwrap_or(Err(AgentError::SessionClosed));
+        let default = crate::contract::modes::AgentMode::Default;
+        match switched {
+            Ok(()) => {
+                self.settings.mode = Some(mode.clone());
+                Ok(())
+            }
+            // Every backend takes the default mode: a session already in it needs no switch,
+            // whether or not the agent can switch modes.
+            Err(AgentError::UnsupportedCapability { .. })
+                if *mode == default
+                    && self.settings.mode.as_ref().is_none_or(|m| *m == default) =>
+            {
+                Ok(())
+            }
+            Err(error) => Err(error),
+        }
     }
 
     /// Opens the next turn: its channels and handle, its opening delimiter, the prompt to the agent.
