@@ -30,6 +30,11 @@ pub struct ServerConfig {
     /// This server's name in a store shared with others: the owner of the sessions it runs. A
     /// server starting ends the sessions its own name left live, and only those.
     pub daemon_id: String,
+    /// Live sessions this server runs at once (503 `too_many_sessions` past it).
+    pub max_sessions: usize,
+    /// How long the server keeps serving, not ready (`GET /v1/health/ready` 503 `draining`), once
+    /// asked to stop, so that a load balancer sends it no more work before it closes: default 0.
+    pub drain: std::time::Duration,
 }
 
 impl Default for ServerConfig {
@@ -44,6 +49,8 @@ impl Default for ServerConfig {
             max_page: 1000,
             store_outage: std::time::Duration::from_secs(60),
             daemon_id: default_daemon_id(),
+            max_sessions: 256,
+            drain: std::time::Duration::ZERO,
         }
     }
 }
@@ -67,6 +74,18 @@ impl ServerConfig {
     /// Requires `token` on every request but health.
     pub fn with_token(mut self, token: impl Into<String>) -> Self {
         self.token = Some(token.into());
+        self
+    }
+
+    /// Sets how many sessions may be live at once.
+    pub fn with_max_sessions(mut self, max: usize) -> Self {
+        self.max_sessions = max;
+        self
+    }
+
+    /// Sets how long the server drains (serves, not ready) once asked to stop.
+    pub fn with_drain(mut self, drain: std::time::Duration) -> Self {
+        self.drain = drain;
         self
     }
 

@@ -17,6 +17,7 @@ mod api;
 mod config;
 mod error;
 mod follow;
+pub mod health;
 mod live;
 pub mod openapi;
 mod state;
@@ -95,6 +96,7 @@ pub fn router(server: Server) -> Router {
         ));
     let mut app = Router::new()
         .route("/v1/health", get(api::health))
+        .route("/v1/health/ready", get(health::ready))
         // The inspector's files hold no data: served without the token (the page sends it).
         .route("/ui", get(ui::root))
         .route("/ui/", get(ui::page))
@@ -162,10 +164,16 @@ pub async fn serve(
     let listener = axum::serve::ListenerExt::tap_io(listener, |tcp: &mut tokio::net::TcpStream| {
         let _ = tcp.set_nodelay(true);
     });
-    let stopping = server.inner.stopping.clone();
+    let draining = server.clone();
     let shutdown = async move {
         shutdown.await;
-        stopping.cancel();
+        // Not ready from now on; the streams end once a load balancer has had time to notice.
+        let inner = &draining.inner;
+        inner
+            .draining
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        tokio::time::sleep(inner.config.drain).await;
+        inner.stopping.cancel();
     };
     let served = axum::serve(listener, app)
         .with_graceful_shutdown(shutdown)

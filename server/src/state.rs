@@ -48,6 +48,8 @@ pub(crate) struct Inner {
     opening: Mutex<HashSet<String>>,
     /// Cancelled when the server stops: every SSE stream ends, so that connections close.
     pub(crate) stopping: agent_api::request::CancellationToken,
+    /// Set when the server was asked to stop: it serves on, not ready, for `ServerConfig::drain`.
+    pub(crate) draining: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for Server {
@@ -102,6 +104,7 @@ impl Server {
                 live: Mutex::new(HashMap::new()),
                 opening: Mutex::new(HashSet::new()),
                 stopping: agent_api::request::CancellationToken::new(),
+                draining: std::sync::atomic::AtomicBool::new(false),
             }),
         })
     }
@@ -116,6 +119,11 @@ impl Server {
 
     pub(crate) fn live(&self, id: &str) -> Option<Arc<LiveSession>> {
         lock(&self.inner.live).get(id).cloned()
+    }
+
+    /// Whether this server runs as many live sessions as it may (readiness: `full`).
+    pub(crate) fn full(&self) -> bool {
+        lock(&self.inner.live).len() >= self.inner.config.max_sessions
     }
 
     pub(crate) fn forget(&self, id: &str) {
