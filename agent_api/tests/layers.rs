@@ -32,6 +32,7 @@ const ORDER: &[&str] = &[
     "contract::projection",
     "contract::session_ref",
     "contract::budget",
+    "contract::spans",
     "contract::run",
     "contract::store",
     "contract::caller_tool",

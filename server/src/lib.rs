@@ -19,9 +19,12 @@ mod error;
 mod follow;
 pub mod health;
 mod live;
+mod metrics;
+mod observe;
 pub mod openapi;
 mod state;
 pub mod store;
+pub mod telemetry;
 mod turn;
 pub mod ui;
 pub mod wire;
@@ -89,6 +92,7 @@ pub fn router(server: Server) -> Router {
         )
         .route("/v1/sessions/{session_id}/cancel", post(api::cancel_turn))
         .route("/v1/openapi.json", get(api::openapi))
+        .route("/metrics", get(metrics::metrics))
         .fallback(api::not_found)
         .route_layer(axum::middleware::from_fn_with_state(
             server.clone(),
@@ -102,6 +106,7 @@ pub fn router(server: Server) -> Router {
         .route("/ui/", get(ui::page))
         .route("/ui/{*path}", get(ui::asset))
         .merge(api)
+        .layer(axum::middleware::from_fn(telemetry::trace_request))
         .layer(axum::extract::DefaultBodyLimit::max(config.max_body_bytes))
         .with_state(server);
     if !config.cors_origins.is_empty() {

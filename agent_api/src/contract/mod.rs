@@ -26,6 +26,7 @@ pub(crate) mod run;
 pub mod secrets;
 pub(crate) mod session;
 pub(crate) mod session_ref;
+pub(crate) mod spans;
 pub(crate) mod store;
 pub mod structured;
 pub mod tool_table;
