@@ -146,6 +146,8 @@ pub(crate) fn daemon_event(
 }
 
 impl LiveSession {
+    // What the server shares with its sessions, one argument each.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         id: String,
         opened: SessionOrigin,
