@@ -395,3 +395,73 @@ fn a_callers_traceparent_continues_through_request_turn_run_tool_and_permission_
         "no log line holds the prompt: {lines:#?}"
     );
 }
+
+#[test]
+fn serve_with_its_otlp_collector_down_serves_turns_and_stops_in_time() {
+    // A port nothing listens on.
+    let closed = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut served = Served::start(closed);
+    let create = json!({"agent": "scripted", "options": {"backend.scripted.scenario": "text", "backend.scripted.delay_ms": 0}});
+    for turn in 0..3 {
+        let session = format!("down-{turn}");
+        assert_eq!(
+            served
+                .call(
+                    "POST",
+                    &format!("/v1/sessions/{session}"),
+                    Some(create.clone())
+                )
+                .0,
+            200
+        );
+        let message = json!({ "message": "hello" });
+        assert_eq!(
+            served
+                .call(
+                    "POST",
+                    &format!("/v1/sessions/{session}/messages"),
+                    Some(message)
+                )
+                .0,
+            204
+        );
+        served.wait_for(&session, "item.completed");
+    }
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while served
+        .lines()
+        .iter()
+        .filter(|l| l.contains("\"turn ended\""))
+        .count()
+        < 3
+    {
+        assert!(Instant::now() < deadline, "{:#?}", served.lines());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: signalling the child this test started.
+    assert_eq!(
+        unsafe { libc::kill(served.child.id() as i32, libc::SIGTERM) },
+        0
+    );
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(status) = served.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the server did not stop with its collector down"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success(), "{status:?}: {:#?}", served.lines());
+    assert!(
+        served.lines().iter().all(|l| !l.contains("panicked")),
+        "{:#?}",
+        served.lines()
+    );
+}
