@@ -254,32 +254,33 @@ pub(crate) async fn trace_request(request: Request, next: Next) -> Response {
 /// A path with its ids replaced by the route's names (`/v1/sessions/{session_id}/messages`):
 /// a span name of bounded cardinality.
 fn route(path: &str) -> String {
+    /// `base`, then `rest` with the id after the collection `named` replaced by `id`.
+    fn with(base: &str, rest: &[&str], named: &[(&str, &str)]) -> String {
+        let mut route = String::from(base);
+        for (i, part) in rest.iter().enumerate() {
+            route.push('/');
+            let id = named
+                .iter()
+                .find(|(collection, _)| i == 1 && rest[0] == *collection);
+            route.push_str(id.map_or(*part, |(_, id)| id));
+        }
+        route
+    }
     let parts: Vec<&str> = path.split('/').collect();
     match parts.as_slice() {
-        ["", "v1", "sessions", _, rest @ ..] => {
-            let mut route = String::from("/v1/sessions/{session_id}");
-            for (i, part) in rest.iter().enumerate() {
-                route.push('/');
-                // A permission's or a question's id follows its collection's name.
-                route.push_str(match (i, rest[0]) {
-                    (1, "permissions") => "{permission_id}",
-                    (1, "questions") => "{question_id}",
-                    _ => part,
-                });
-            }
-            route
-        }
-        ["", "v1", "agents", _, rest @ ..] => {
-            let mut route = String::from("/v1/agents/{agent}");
-            for (i, part) in rest.iter().enumerate() {
-                route.push('/');
-                route.push_str(match (i, rest[0]) {
-                    (1, "history") => "{native_session_id}",
-                    _ => part,
-                });
-            }
-            route
-        }
+        ["", "v1", "sessions", _, rest @ ..] => with(
+            "/v1/sessions/{session_id}",
+            rest,
+            &[
+                ("permissions", "{permission_id}"),
+                ("questions", "{question_id}"),
+            ],
+        ),
+        ["", "v1", "agents", _, rest @ ..] => with(
+            "/v1/agents/{agent}",
+            rest,
+            &[("history", "{native_session_id}")],
+        ),
         ["", "ui", ..] => "/ui".into(),
         ["", "v1", "health"]
         | ["", "v1", "health", "ready"]

@@ -139,13 +139,7 @@ impl RunSpans {
                 }
             }
             UniversalEventBody::PermissionRequested(data) => {
-                let parent = data
-                    .details
-                    .call_id
-                    .as_ref()
-                    .and_then(|id| self.tools.get(id))
-                    .unwrap_or(&self.run)
-                    .clone();
+                let parent = self.parent(data.details.call_id.as_deref());
                 let span = tracing::info_span!(
                     target: "agent_api::run",
                     parent: &parent,
@@ -168,12 +162,7 @@ impl RunSpans {
                 }
             }
             UniversalEventBody::QuestionRequested(data) => {
-                let parent = data
-                    .call_id
-                    .as_ref()
-                    .and_then(|id| self.tools.get(id))
-                    .unwrap_or(&self.run)
-                    .clone();
+                let parent = self.parent(data.call_id.as_deref());
                 let span = tracing::info_span!(
                     target: "agent_api::run",
                     parent: &parent,
@@ -189,6 +178,14 @@ impl RunSpans {
             }
             _ => {}
         }
+    }
+
+    /// A wait's parent: the tool call that asks, when its span is open, else the run.
+    fn parent(&self, call_id: Option<&str>) -> tracing::Span {
+        call_id
+            .and_then(|id| self.tools.get(id))
+            .unwrap_or(&self.run)
+            .clone()
     }
 
     fn wait(&mut self, id: &str, span: tracing::Span) {
