@@ -4,7 +4,7 @@
 /// [`ServerConfig::random_token`]), no CORS, 1 MiB request bodies, a ring of 1024 events per
 /// session for its subscribers, 64 subscribers per session, an SSE client taking nothing for 30 s
 /// dropped, pages of at most 1000 events, a turn waiting 60 s for a failing store, the host's name
-/// as the daemon id.
+/// as the daemon id, 256 live sessions, no drain time.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ServerConfig {

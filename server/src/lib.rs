@@ -10,7 +10,10 @@
 //!
 //! - [`Server`]: the gateway, the session template, the store, the live sessions.
 //! - [`router`]: the axum routes, with bearer auth, CORS and body bounds from [`ServerConfig`].
-//! - [`serve`]: runs the router on a listener until a shutdown future resolves.
+//! - [`serve`]: runs the router on a listener until a shutdown future resolves (then drains for
+//!   [`ServerConfig::drain`], not ready, before it stops).
+//! - [`telemetry`]: the process's logs (text or JSON) and OpenTelemetry traces (OTLP with the
+//!   `otlp` feature); [`health`]: readiness.
 
 mod agents;
 mod api;
@@ -43,8 +46,10 @@ pub use state::{Server, AGENT_ALIASES, INTERRUPTED};
 pub use store::{Store, StoreError, StoreUrl};
 
 /// The routes: the reference's 14 operations, `GET /v1/openapi.json`, `GET /v1/sessions/{id}` and
-/// `POST /v1/sessions/{id}/cancel`; every one but health behind the bearer token when one is set;
-/// and the inspector's page under `/ui/` ([`ui`]), whose files need no token.
+/// `POST /v1/sessions/{id}/cancel`, `GET /v1/health/ready` ([`health`]) and `GET /metrics`; every
+/// one but health and readiness behind the bearer token when one is set; and the inspector's page
+/// under `/ui/` ([`ui`]), whose files need no token. Every request is a span and a log line
+/// ([`telemetry`]).
 pub fn router(server: Server) -> Router {
     let config = server.inner.config.clone();
     let api = Router::new()
@@ -156,8 +161,9 @@ async fn authorize(State(server): State<Server>, request: Request, next: Next) -
     response
 }
 
-/// Serves `server` on `listener` until `shutdown` resolves, then ends its SSE streams (so that
-/// their connections close), waits for the requests in flight, and terminates its live sessions.
+/// Serves `server` on `listener` until `shutdown` resolves, then serves on, not ready, for
+/// [`ServerConfig::drain`], ends its SSE streams (so that their connections close), waits for the
+/// requests in flight, and terminates its live sessions.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     server: Server,

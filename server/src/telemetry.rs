@@ -5,7 +5,7 @@
 //!   process, tool call and wait spans, the server's request, turn and store write spans),
 //!   exported over OTLP/HTTP (protobuf) when the standard `OTEL_*` variables name an endpoint and
 //!   the crate's `otlp` feature is built; off otherwise.
-//! - [`trace_request`] (a middleware) makes each request's span, a child of the caller's
+//! - `trace_request` (a middleware) makes each request's span, a child of the caller's
 //!   `traceparent` when it sends one, and logs one line per request.
 //!
 //! What a line or a span holds: methods, paths, statuses, durations, ids, agent kinds, token
