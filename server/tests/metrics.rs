@@ -135,6 +135,14 @@ async fn metrics_are_behind_the_token_and_follow_turns_waits_and_streams() {
         .is_some_and(|n| n >= 1.0),
         "{text}"
     );
+    for kind in ["input", "output"] {
+        let name =
+            format!(r#"agent_api_tokens_total{{agent="scripted",model="unknown",kind="{kind}"}}"#);
+        assert!(
+            sample(&text, &name).is_some_and(|n| n > 0.0),
+            "{name}: {text}"
+        );
+    }
     assert_eq!(sample(&text, "agent_api_sessions_live"), Some(0.0));
     assert!(!text.contains("m1") && !text.contains("prompt"), "{text}");
 }

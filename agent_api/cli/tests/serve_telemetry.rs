@@ -333,6 +333,16 @@ fn a_callers_traceparent_continues_through_request_turn_run_tool_and_permission_
         run_attributes.contains_key("gen_ai.conversation.id"),
         "{run_attributes:?}"
     );
+    for attributes in [&run_attributes, &attributes(turn)] {
+        for tokens in ["gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens"] {
+            assert!(
+                attributes
+                    .get(tokens)
+                    .is_some_and(|n| n.parse::<u64>().unwrap() > 0),
+                "{tokens}: {attributes:?}"
+            );
+        }
+    }
     let tool_attributes = attributes(tool);
     assert_eq!(tool_attributes["gen_ai.operation.name"], "execute_tool");
     assert_eq!(tool_attributes["gen_ai.tool.name"], "shell");
