@@ -69,6 +69,9 @@ async fn e2e_the_real_claude_code_is_driven_from_the_page() {
     browser.shot("answered").await;
 
     browser.click_button(&pane("real"), "Terminate").await;
+    browser
+        .click_button(&pane("real"), "Confirm terminate")
+        .await;
     browser.wait_text(".row.session", "terminated").await;
     browser.shot("terminated").await;
 
