@@ -18,13 +18,18 @@
 mod agents;
 mod api;
 mod config;
+mod conn;
 mod error;
 mod follow;
+mod guard;
 pub mod health;
 mod live;
 mod metrics;
 mod observe;
 pub mod openapi;
+mod policy;
+mod private;
+mod remote;
 mod state;
 pub mod store;
 pub mod telemetry;
@@ -40,7 +45,7 @@ use axum::routing::{get, post};
 use axum::Router;
 use subtle::ConstantTimeEq;
 
-pub use config::ServerConfig;
+pub use config::{ConfigError, ServerConfig};
 pub use error::ApiError;
 pub use state::{Server, AGENT_ALIASES, INTERRUPTED};
 pub use store::{Store, StoreError, StoreUrl};
@@ -113,13 +118,23 @@ pub fn router(server: Server) -> Router {
         .merge(api)
         .layer(axum::middleware::from_fn(telemetry::trace_request))
         .layer(axum::extract::DefaultBodyLimit::max(config.max_body_bytes))
+        // A request body that stops coming holds its connection no longer than an idle one.
+        .layer(tower_http::timeout::RequestBodyTimeoutLayer::new(
+            config.idle_timeout,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
+            server.clone(),
+            guard::check,
+        ))
         .with_state(server);
-    if !config.cors_origins.is_empty() {
-        let origins: Vec<HeaderValue> = config
-            .cors_origins
-            .iter()
-            .filter_map(|o| HeaderValue::from_str(o).ok())
-            .collect();
+    // Only what `ServerConfig::check` accepts: `*` would make the layer panic.
+    let origins: Vec<HeaderValue> = config
+        .cors_origins
+        .iter()
+        .filter(|o| guard::is_origin(o))
+        .filter_map(|o| HeaderValue::from_str(o).ok())
+        .collect();
+    if !origins.is_empty() {
         app = app.layer(
             tower_http::cors::CorsLayer::new()
                 .allow_origin(origins)
@@ -163,20 +178,17 @@ async fn authorize(State(server): State<Server>, request: Request, next: Next) -
 
 /// Serves `server` on `listener` until `shutdown` resolves, then serves on, not ready, for
 /// [`ServerConfig::drain`], ends its SSE streams (so that their connections close), waits for the
-/// requests in flight, and terminates its live sessions.
+/// requests in flight, and terminates its live sessions. Connections are bounded as
+/// [`ServerConfig`] says (`max_connections`, `header_timeout`, `idle_timeout`, `sse_stall`).
 pub async fn serve(
     listener: tokio::net::TcpListener,
     server: Server,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let app = router(server.clone());
-    // SSE frames are small writes: without TCP_NODELAY one waits for the client's delayed ACK
-    // (up to 40 ms) whenever another is in flight.
-    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp: &mut tokio::net::TcpStream| {
-        let _ = tcp.set_nodelay(true);
-    });
+    let stopping = server.inner.stopping.clone();
     let draining = server.clone();
-    let shutdown = async move {
+    tokio::spawn(async move {
         shutdown.await;
         // Not ready from now on; the streams end once a load balancer has had time to notice.
         let inner = &draining.inner;
@@ -185,10 +197,8 @@ pub async fn serve(
             .store(true, std::sync::atomic::Ordering::SeqCst);
         tokio::time::sleep(inner.config.drain).await;
         inner.stopping.cancel();
-    };
-    let served = axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
-        .await;
+    });
+    let served = conn::accept(listener, app, &server.inner.config, stopping).await;
     server.terminate_all().await;
     served
 }

@@ -216,6 +216,28 @@ impl LiveSession {
         Ok(subscription)
     }
 
+    /// 409 when the session cannot take a turn now: it ended, or a turn is in progress. Checked
+    /// again when the turn is sent; checked first so that a message that would be refused costs
+    /// nothing (its images are not read nor copied).
+    pub(crate) fn check_free(&self) -> Result<(), ApiError> {
+        let state = self.state();
+        if state.ended {
+            return Err(ApiError::new(
+                axum::http::StatusCode::CONFLICT,
+                "session_ended",
+                "the session has ended",
+            ));
+        }
+        if state.current.is_some() {
+            return Err(ApiError::new(
+                axum::http::StatusCode::CONFLICT,
+                "turn_in_progress",
+                "a turn is in progress: wait for it to end, or cancel it",
+            ));
+        }
+        Ok(())
+    }
+
     /// Sends `prompt` as the next turn, in the mode `options` asks (switched first, and kept for
     /// the next turns), and starts storing its events; returns the turn's number and the sequence
     /// its first event gets.
@@ -225,23 +247,7 @@ impl LiveSession {
         options: TurnOptions,
     ) -> Result<(u64, u64), ApiError> {
         let mut session = self.session.lock().await;
-        {
-            let state = self.state();
-            if state.ended {
-                return Err(ApiError::new(
-                    axum::http::StatusCode::CONFLICT,
-                    "session_ended",
-                    "the session has ended",
-                ));
-            }
-            if state.current.is_some() {
-                return Err(ApiError::new(
-                    axum::http::StatusCode::CONFLICT,
-                    "turn_in_progress",
-                    "a turn is in progress: wait for it to end, or cancel it",
-                ));
-            }
-        }
+        self.check_free()?;
         let session = session.as_mut().ok_or_else(|| {
             ApiError::new(
                 axum::http::StatusCode::CONFLICT,

@@ -88,7 +88,8 @@ impl Served {
             .map(|t| format!("Authorization: Bearer {t}\r\n"))
             .unwrap_or_default();
         let request = format!(
-            "{method} {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{auth}\r\n{body}",
+            "{method} {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{auth}\r\n{body}",
+            self.address,
             body.len()
         );
         stream.write_all(request.as_bytes()).unwrap();
@@ -250,7 +251,8 @@ fn serve_makes_a_random_token_requires_it_and_stops_cleanly_on_sigterm() {
         .set_read_timeout(Some(Duration::from_secs(30)))
         .unwrap();
     let token = served.token.clone().unwrap();
-    write!(follower, "GET /v1/sessions/s/events/sse HTTP/1.1\r\nHost: test\r\nAuthorization: Bearer {token}\r\n\r\n").unwrap();
+    let host = &served.address;
+    write!(follower, "GET /v1/sessions/s/events/sse HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {token}\r\n\r\n").unwrap();
     let mut head = [0u8; 12];
     follower.read_exact(&mut head).unwrap();
     assert_eq!(&head, b"HTTP/1.1 200");
