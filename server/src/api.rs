@@ -218,6 +218,43 @@ async fn live_session(server: &Server, id: &str) -> Result<Arc<LiveSession>, Api
     }
 }
 
+/// A message's images, checked and copied for the agent: refused (400, naming `images[i]`) when
+/// the server must not read one or the agent takes none.
+async fn message_images(
+    server: &Server,
+    live: &LiveSession,
+    images: Option<Vec<crate::wire::ImageInput>>,
+) -> Result<crate::turn::TurnImages, ApiError> {
+    let images = images.unwrap_or_default();
+    if images.is_empty() {
+        return Ok(crate::turn::TurnImages::default());
+    }
+    // Each image is checked first, so that a client learns what is wrong with its own.
+    let working_dir = live.opened.working_dir.clone();
+    let images =
+        tokio::task::spawn_blocking(move || crate::turn::TurnImages::make(&working_dir, &images))
+            .await
+            .map_err(|e| {
+                ApiError::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "stream_error",
+                    format!("images: {e}"),
+                )
+            })??;
+    let kind = &live.opened.kind;
+    if !server
+        .backend(kind)?
+        .capabilities()
+        .contains(agent_api::capabilities::IMAGES)
+    {
+        return Err(ApiError::invalid(format!(
+            "images: the agent `{kind}` takes no images (it does not advertise {})",
+            agent_api::capabilities::IMAGES
+        )));
+    }
+    Ok(images)
+}
+
 /// A message made into its turn's prompt and options: refused (400, naming the field) when it
 /// is empty, changes what the session fixed when it opened, or carries images the agent cannot
 /// take or the server must not read.
@@ -232,37 +269,7 @@ async fn turn(
     crate::turn::check_fixed(&body.settings, &live.opened.request.settings)?;
     // Before any image is read or copied: a message that cannot run now costs nothing.
     live.check_free()?;
-    let images = body.images.unwrap_or_default();
-    let images = match images.is_empty() {
-        true => crate::turn::TurnImages::default(),
-        false => {
-            // Each image is checked first, so that a client learns what is wrong with its own.
-            let working_dir = live.opened.working_dir.clone();
-            let images = tokio::task::spawn_blocking(move || {
-                crate::turn::TurnImages::make(&working_dir, &images)
-            })
-            .await
-            .map_err(|e| {
-                ApiError::new(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    "stream_error",
-                    format!("images: {e}"),
-                )
-            })??;
-            let kind = &live.opened.kind;
-            if !server
-                .backend(kind)?
-                .capabilities()
-                .contains(agent_api::capabilities::IMAGES)
-            {
-                return Err(ApiError::invalid(format!(
-                    "images: the agent `{kind}` takes no images (it does not advertise {})",
-                    agent_api::capabilities::IMAGES
-                )));
-            }
-            images
-        }
-    };
+    let images = message_images(server, live, body.images).await?;
     let mut prompt = agent_api::Prompt::from(body.message);
     prompt.images = images.paths.clone();
     Ok((
@@ -523,6 +530,44 @@ pub(crate) async fn terminate_session(
         None if server.inner.store.session(&id).await?.is_some() => {}
         None => return Err(ApiError::no_session(&id)),
     }
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Beyond the reference: steers the turn in progress (`agent_api.control.steer`): the message
+/// joins that turn, read by the agent at its next step; 204 once the agent has taken it. 400
+/// (naming the capability) when the agent cannot be steered, 409 `no_turn_running` when no turn
+/// runs (or it ended before the agent took the message), 409 `steer_refused` when the agent
+/// refused it now.
+#[utoipa::path(post, path = "/v1/sessions/{session_id}/steer", operation_id = "steer_turn",
+    params(("session_id" = String, Path, description = "Session id")), request_body = SteerRequest,
+    responses((status = 204, description = "The agent took the message into the running turn"),
+        (status = 400, body = ProblemDetails, description = "Empty message, bad images, or an agent that cannot be steered (the detail names agent_api.control.steer)"),
+        (status = 404, body = ProblemDetails),
+        (status = 409, body = ProblemDetails, description = "No turn is running (no_turn_running), or the agent refused the message now (steer_refused)")))]
+pub(crate) async fn steer_turn(
+    State(server): State<Server>,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody<SteerRequest>,
+) -> Result<StatusCode, ApiError> {
+    let live = live_session(&server, &id).await?;
+    let kind = &live.opened.kind;
+    if !server
+        .backend(kind)?
+        .capabilities()
+        .contains(agent_api::capabilities::CONTROL_STEER)
+    {
+        return Err(ApiError::invalid(format!(
+            "the agent `{kind}` cannot be steered (it does not advertise {}): wait for the turn to end, or cancel it",
+            agent_api::capabilities::CONTROL_STEER
+        )));
+    }
+    if body.message.trim().is_empty() {
+        return Err(ApiError::invalid("the message is empty"));
+    }
+    let images = message_images(&server, &live, body.images).await?;
+    let mut prompt = agent_api::Prompt::from(body.message);
+    prompt.images = images.paths.clone();
+    live.steer(prompt, images).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

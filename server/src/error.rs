@@ -94,6 +94,8 @@ impl ApiError {
                 (StatusCode::CONFLICT, "invalid_request")
             }
             E::RunFinished => (StatusCode::NOT_FOUND, "invalid_request"),
+            E::NoTurnRunning | E::TurnEndedBeforeSteer => (StatusCode::CONFLICT, "no_turn_running"),
+            E::SteerRefused { .. } => (StatusCode::CONFLICT, "steer_refused"),
             E::SessionClosed => (StatusCode::CONFLICT, "agent_process_exited"),
             E::SessionNotFound { .. } => (StatusCode::NOT_FOUND, "session_not_found"),
             E::Timeout { .. } => (StatusCode::GATEWAY_TIMEOUT, "timeout"),
@@ -122,6 +124,8 @@ impl ApiError {
             "mode_not_supported" => "Mode not supported",
             "timeout" => "Timeout",
             "turn_in_progress" => "Turn in progress",
+            "no_turn_running" => "No turn running",
+            "steer_refused" => "Steer refused",
             "session_ended" => "Session ended",
             "session_elsewhere" => "Session run by another server",
             "too_many_subscribers" => "Too many subscribers",

@@ -51,10 +51,10 @@ pub use state::{Server, AGENT_ALIASES, INTERRUPTED};
 pub use store::{Store, StoreError, StoreUrl};
 
 /// The routes: the reference's 14 operations, `GET /v1/openapi.json`, `GET /v1/sessions/{id}` and
-/// `POST /v1/sessions/{id}/cancel`, `GET /v1/health/ready` ([`health`]) and `GET /metrics`; every
-/// one but health and readiness behind the bearer token when one is set; and the inspector's page
-/// under `/ui/` ([`ui`]), whose files need no token. Every request is a span and a log line
-/// ([`telemetry`]).
+/// `POST /v1/sessions/{id}/cancel` and `/steer`, `GET /v1/health/ready` ([`health`]) and
+/// `GET /metrics`; every one but health and readiness behind the bearer token when one is set;
+/// and the inspector's page under `/ui/` ([`ui`]), whose files need no token. Every request is
+/// a span and a log line ([`telemetry`]).
 pub fn router(server: Server) -> Router {
     let config = server.inner.config.clone();
     let api = Router::new()
@@ -101,6 +101,7 @@ pub fn router(server: Server) -> Router {
             post(api::terminate_session),
         )
         .route("/v1/sessions/{session_id}/cancel", post(api::cancel_turn))
+        .route("/v1/sessions/{session_id}/steer", post(api::steer_turn))
         .route("/v1/openapi.json", get(api::openapi))
         .route("/metrics", get(metrics::metrics))
         .fallback(api::not_found)

@@ -47,6 +47,8 @@ struct TurnState {
     usage: crate::wire::SessionUsage,
     /// The agent mode of the next turn (`build`: the agent's own default).
     agent_mode: String,
+    /// The images of the messages that steered the turn in progress, kept until it ends.
+    steer_images: Vec<crate::turn::TurnImages>,
 }
 
 /// A session run by this server.
@@ -305,6 +307,40 @@ impl LiveSession {
         Ok((turn, state.next_sequence))
     }
 
+    /// Steers the turn in progress with `prompt` (its images' copies kept until the turn ends);
+    /// returns once the agent has taken it. 409 when no turn runs, or it ended first.
+    pub(crate) async fn steer(
+        &self,
+        prompt: agent_api::Prompt,
+        images: crate::turn::TurnImages,
+    ) -> Result<(), ApiError> {
+        let no_turn = || {
+            ApiError::new(
+                axum::http::StatusCode::CONFLICT,
+                "no_turn_running",
+                "no turn is running to steer: send the message as a turn of its own",
+            )
+        };
+        let control = self.control().ok_or_else(no_turn)?;
+        match control.steer_with_images(prompt.text, prompt.images).await {
+            Ok(()) => {
+                if !images.paths.is_empty() {
+                    self.state().steer_images.push(images);
+                }
+                Ok(())
+            }
+            Err(
+                agent_api::AgentError::NoTurnRunning | agent_api::AgentError::TurnEndedBeforeSteer,
+            ) => Err(no_turn()),
+            Err(error @ agent_api::AgentError::SteerRefused { .. }) => Err(ApiError::new(
+                axum::http::StatusCode::CONFLICT,
+                "steer_refused",
+                error.to_string(),
+            )),
+            Err(error) => Err(ApiError::agent(&error)),
+        }
+    }
+
     /// The number of the turn in progress.
     pub(crate) fn current_turn(&self) -> Option<u64> {
         self.state().current.as_ref().map(|(turn, _)| *turn)
@@ -530,13 +566,15 @@ impl LiveSession {
                 tracing::error!(session = %self.id, "cannot mark the session ended: {error}");
             }
         }
-        {
+        let steer_images = {
             let mut state = self.state();
             state.current = None;
             state.pump = None;
-        }
+            std::mem::take(&mut state.steer_images)
+        };
         // The turn's image copies are read by now: removed.
         drop(images);
+        drop(steer_images);
         let _ = self.feed.send(Feed::TurnEnded(turn));
         if ended || failed.is_some() {
             let _ = self.feed.send(Feed::Ended);

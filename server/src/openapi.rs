@@ -27,6 +27,7 @@ use utoipa::OpenApi;
         crate::api::reject_question,
         crate::api::terminate_session,
         crate::api::cancel_turn,
+        crate::api::steer_turn,
         crate::api::openapi,
     ),
     components(schemas(crate::wire::ErrorType, crate::wire::AgentErrorBody, crate::wire::EventsQuery, crate::wire::TurnStreamQuery)),

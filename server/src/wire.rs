@@ -422,6 +422,18 @@ pub struct MessageRequest {
     pub settings: SessionSettings,
 }
 
+/// `POST /v1/sessions/{session_id}/steer` (beyond the reference): a message for the turn in
+/// progress.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SteerRequest {
+    /// The message: what to add to what the agent is doing.
+    pub message: String,
+    /// Images with it (the agent needs `agent_api.input.images`), as a message's.
+    #[serde(default)]
+    pub images: Option<Vec<ImageInput>>,
+}
+
 /// One image of a message: a file in the session's working directory (`path`, relative to it
 /// or absolute beneath it) or the image itself (`data`, base64, with its `mediaType`).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]

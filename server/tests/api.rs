@@ -725,6 +725,39 @@ async fn a_session_resumes_the_agents_session_of_an_earlier_one() {
 }
 
 #[tokio::test]
+async fn steering_an_agent_that_cannot_be_steered_is_a_400_naming_the_capability() {
+    let api = start(ServerConfig::default()).await;
+    api.post(
+        "/v1/sessions/nosteer",
+        json!({"agent": "scripted", "options": {"backend.scripted.scenario": "slow"}}),
+    )
+    .await;
+    api.post(
+        "/v1/sessions/nosteer/messages",
+        json!({"message": "take your time"}),
+    )
+    .await;
+    api.wait_for("nosteer", "item.delta").await;
+    let refused = api
+        .post(
+            "/v1/sessions/nosteer/steer",
+            json!({"message": "also this"}),
+        )
+        .await
+        .problem(400);
+    assert!(
+        refused["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("agent_api.control.steer")),
+        "{refused}"
+    );
+    api.post("/v1/sessions/nobody/steer", json!({"message": "x"}))
+        .await
+        .problem(404);
+    api.post_empty("/v1/sessions/nosteer/cancel").await;
+}
+
+#[tokio::test]
 async fn a_turn_is_cancelled_and_the_session_goes_on() {
     let api = start(ServerConfig::default()).await;
     api.post(

@@ -394,7 +394,7 @@ async function openSession(id, slot) {
   const pane = makePane(slot, "session", id, info ? info.agent : "");
   updatePaneInfo(pane, info);
   const path = "/v1/sessions/" + encodeURIComponent(id) + "/events/sse";
-  api.follow(path, () => pane.transcript.lastSequence, (event) => pane.transcript.push(event), pane.abort.signal, (streamState, error) => {
+  api.follow(path, () => pane.transcript.lastSequence, (event) => { followTurn(pane, event); pane.transcript.push(event); }, pane.abort.signal, (streamState, error) => {
     if (streamState === "reconnecting") setPaneState(pane, "reconnecting…");
     else if (streamState === "failed") { setPaneState(pane, "failed"); notice(error.message); }
     else if (streamState === "live") setPaneState(pane, "");
@@ -587,6 +587,11 @@ async function send(pane, input) {
   const mode = $(".mode", pane.node);
   if (!mode.hidden && mode.value && pane.info && mode.value !== pane.info.agentMode) body.agentMode = mode.value;
   try {
+    // While a turn runs on an agent that can be steered, the message joins that turn.
+    if (steering(pane)) {
+      await act(pane, "/steer", { message });
+      return;
+    }
     await act(pane, "/messages", body);
     // Busy from now: the turn's own `turn_started` sets the time it began.
     if (pane.transcript.busySince === null) pane.transcript.busy(Date.now());
@@ -595,6 +600,35 @@ async function send(pane, input) {
   } catch {
     input.value = message;
   }
+}
+
+// ---- steering: the message box steers the running turn where the agent can be steered ----
+
+/** Follows the session's turn delimiters (the server's own status items) to know whether a turn runs. */
+function followTurn(pane, event) {
+  const item = event.type === "item.completed" && event.source === "daemon" && event.data && event.data.item;
+  const label = item && item.kind === "status" && item.content && item.content[0] && item.content[0].label;
+  const running = label === "turn_started" ? true : label === "turn_completed" || label === "turn_failed" ? false : null;
+  if (event.type === "session.ended") pane.turnRunning = false;
+  else if (running !== null) pane.turnRunning = running;
+  else return;
+  showComposer(pane);
+}
+
+/** Whether the pane's message would steer: a turn runs and its agent advertises agent_api.control.steer. */
+function steering(pane) {
+  const agent = state.agents.find((a) => a.id === pane.agent);
+  return Boolean(pane.turnRunning && agent && (agent.capabilityIds || []).includes("agent_api.control.steer"));
+}
+
+function showComposer(pane) {
+  const steer = steering(pane);
+  const button = $(".composer button", pane.node);
+  button.textContent = steer ? "Steer" : "Send";
+  button.title = steer ? "Add this message to the running turn (the agent reads it at its next step)" : "";
+  $("textarea", pane.node).placeholder = steer
+    ? "Steer the running turn (Enter steers, Shift+Enter: new line, Esc cancels the turn)"
+    : "Message (Enter sends, Shift+Enter: new line, Esc cancels the turn)";
 }
 
 function cancelTurn(pane) {

@@ -187,6 +187,12 @@ impl Stdin {
         }
     }
 
+    /// The next line, without a prompt (`None` at end of input): a line typed while a chat's
+    /// turn runs, to steer it.
+    pub(crate) async fn next_line(&self) -> Option<String> {
+        self.lines.lock().await.recv().await
+    }
+
     /// Shows `prompt` on stderr and waits for a line; `None` at end of input or when `cancel`
     /// fires first (a signal), at once (`cancel` then says which).
     pub(crate) async fn ask(&self, prompt: &str, cancel: &CancellationToken) -> Option<String> {

@@ -254,6 +254,13 @@ pub enum ControlCommand {
         /// The answer.
         answer: QuestionAnswer,
     },
+    /// Add a user message to the running turn ([`RunControl::steer`]).
+    Steer {
+        /// The message's text.
+        text: String,
+        /// Its image files.
+        images: Vec<std::path::PathBuf>,
+    },
 }
 
 /// What kind of command it is, for people (`a permission decision`); the ids stay out, as the
@@ -263,6 +270,7 @@ impl std::fmt::Display for ControlCommand {
         f.write_str(match self {
             Self::Permission { .. } => "a permission decision",
             Self::Question { .. } => "a question's answer",
+            Self::Steer { .. } => "a steering message",
         })
     }
 }
@@ -334,6 +342,52 @@ impl RunControl {
             answer,
         })
         .await
+    }
+
+    /// Steers the running turn: adds `text` as a user message to what the agent is doing, by
+    /// the agent's own means (`agent_api.control.steer`: Codex app-server's `turn/steer`, a user
+    /// message on Claude Code's two-way stream-json), without cancelling anything. It returns once
+    /// the agent has taken the message; the message is then a user message item of the same turn
+    /// in the transcript (a `user` text event in the wrapper view), and the agent reads it at its
+    /// next step. Never emulated: an agent that cannot be steered refuses with
+    /// [`AgentError::UnsupportedCapability`] naming `agent_api.control.steer`, and nothing is sent.
+    ///
+    /// Errors: [`AgentError::NoTurnRunning`] when the turn has ended (or not begun),
+    /// [`AgentError::TurnEndedBeforeSteer`] when it ended before the agent took the message,
+    /// [`AgentError::SteerRefused`] when the agent refused it now.
+    ///
+    /// ```no_run
+    /// # async fn demo(handle: agent_api::RunHandle) -> Result<(), agent_api::AgentError> {
+    /// let control = handle.control();
+    /// control.steer("not that file: edit src/lib.rs instead").await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn steer(&self, text: impl Into<String>) -> Result<(), AgentError> {
+        self.steer_with_images(text, Vec::new()).await
+    }
+
+    /// [`RunControl::steer`] with images (PNG, JPEG, GIF or WebP files; they need
+    /// `agent_api.input.images`, as a prompt's do).
+    pub async fn steer_with_images(
+        &self,
+        text: impl Into<String>,
+        images: Vec<std::path::PathBuf>,
+    ) -> Result<(), AgentError> {
+        let text = text.into();
+        if text.trim().is_empty() && images.is_empty() {
+            return Err(AgentError::InvalidRequest {
+                reason: "a steering message needs text or an image".into(),
+            });
+        }
+        if self.is_cancel_requested() {
+            return Err(AgentError::NoTurnRunning);
+        }
+        self.command(ControlCommand::Steer { text, images })
+            .await
+            .map_err(|e| match e {
+                AgentError::RunFinished => AgentError::NoTurnRunning,
+                other => other,
+            })
     }
 
     pub(crate) async fn command(&self, command: ControlCommand) -> Result<(), AgentError> {

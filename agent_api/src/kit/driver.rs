@@ -29,7 +29,9 @@ use super::transport::{wait_exit, Lifecycle, StdinQueue};
 use crate::contract::budget::{self, BatchSender, EVENTS_PER_BATCH};
 use crate::contract::error::AgentError;
 use crate::contract::error::TimeoutLimits;
-use crate::contract::run::{ControlMessage, RunCompletion, RunControl, RunGuard, RunHandle};
+use crate::contract::run::{
+    ControlCommand, ControlMessage, RunCompletion, RunControl, RunGuard, RunHandle,
+};
 use crate::contract::universal::{Transcript, UniversalEvent};
 use output::Output;
 
@@ -44,6 +46,7 @@ mod finish;
 mod output;
 mod session;
 mod settings;
+mod steer;
 #[cfg(test)]
 mod tests;
 
@@ -206,6 +209,8 @@ struct Core {
     turn_end: Option<Result<RunCompletion, AgentError>>,
     /// Deadlines of the requests that wait for the caller.
     caller_waits: caller_wait::CallerWaits,
+    /// Steering messages the agent has not acknowledged yet.
+    steers: steer::PendingSteers,
     clock: Clock,
 }
 
@@ -267,6 +272,7 @@ impl Core {
             closed_deadline: None,
             turn_end: None,
             caller_waits,
+            steers: Default::default(),
             follower,
         };
         (
@@ -326,6 +332,9 @@ impl Core {
         }
         if outbox.shutdown && self.escalate_at.is_none() {
             self.escalate_at = Some(deadline_after(self.settings.shutdown_grace));
+        }
+        for (id, result) in outbox.steer_answers {
+            self.steer_answered(id, result);
         }
         if let Some(end) = outbox.turn_end {
             self.turn_end.get_or_insert(end);
@@ -520,6 +529,11 @@ impl Core {
                 }
             }
             Some(ControlMessage::Cancel) => self.begin_stop(Stop::Cancelled),
+            Some(ControlMessage::Command(ControlCommand::Steer { text, images }, reply)) => {
+                let mut prompt = crate::contract::request::Prompt::from(text);
+                prompt.images = images;
+                self.on_steer(prompt, reply)
+            }
             Some(ControlMessage::Command(command, reply)) => {
                 let result = self
                     .with_ctx(|p, ctx| p.on_control(command, ctx))

@@ -65,6 +65,7 @@ mod protocol;
 pub mod rate_limit;
 mod reap;
 pub mod replay;
+pub mod snapshot;
 pub mod sse;
 pub mod stderr;
 pub(crate) mod timeouts;
@@ -77,7 +78,7 @@ pub use command::CommandSpec;
 pub use driver::{start_run, start_session, RunSettings, DEFAULT_INPUT_LIMIT};
 pub use protocol::{
     describe_json_error, parse_typed, parse_value, Ctx, ExitInfo, LineStr, Protocol,
-    ProtocolHarness, Unparsed,
+    ProtocolHarness, Steering, Unparsed,
 };
 pub use transport::{line_source, AgentPipes, LineSource, SourceItem, Transport};
 

@@ -202,6 +202,7 @@ impl Core {
             return;
         };
         let result = self.turn_result(&turn, reported);
+        self.turn_ended_for_steers();
         self.clock.pause();
         self.close_turn(&result, session.turns);
         if session.close.is_none() && self.fatal.is_none() {
@@ -270,6 +271,7 @@ impl Core {
                 stderr: (!stopped).then(|| info.stderr.output()),
             }
         };
+        self.turn_ended_for_steers();
         if let Some(turn) = turn {
             let result = self.turn_result(&turn, Err(error));
             self.close_turn(&result, session.turns);
