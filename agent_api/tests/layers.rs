@@ -34,6 +34,7 @@ const ORDER: &[&str] = &[
     "contract::session_ref",
     "contract::snapshot",
     "contract::budget",
+    "contract::spans",
     "contract::run",
     "contract::store",
     "contract::caller_tool",

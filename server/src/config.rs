@@ -7,7 +7,8 @@
 /// as the daemon id; requests only for the host's IP addresses and `localhost` (plus
 /// [`ServerConfig::allowed_hosts`]); no client option that names a program, a path, an environment
 /// variable or a looser policy (plus [`ServerConfig::client_options`]); 256 live sessions; 512
-/// connections, a request head whole within 10 s, a connection moving no byte for 60 s closed.
+/// connections, a request head whole within 10 s, a connection moving no byte for 60 s closed; no
+/// drain time.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ServerConfig {
@@ -52,6 +53,9 @@ pub struct ServerConfig {
     /// response its client stopped reading, a request body that stopped coming) before it is
     /// closed.
     pub idle_timeout: std::time::Duration,
+    /// How long the server keeps serving, not ready (`GET /v1/health/ready` 503 `draining`), once
+    /// asked to stop, so that a load balancer sends it no more work before it closes: default 0.
+    pub drain: std::time::Duration,
 }
 
 impl Default for ServerConfig {
@@ -72,6 +76,7 @@ impl Default for ServerConfig {
             max_connections: 512,
             header_timeout: std::time::Duration::from_secs(10),
             idle_timeout: std::time::Duration::from_secs(60),
+            drain: std::time::Duration::ZERO,
         }
     }
 }
@@ -95,6 +100,12 @@ impl ServerConfig {
     /// Requires `token` on every request but health.
     pub fn with_token(mut self, token: impl Into<String>) -> Self {
         self.token = Some(token.into());
+        self
+    }
+
+    /// Sets how long the server drains (serves, not ready) once asked to stop.
+    pub fn with_drain(mut self, drain: std::time::Duration) -> Self {
+        self.drain = drain;
         self
     }
 

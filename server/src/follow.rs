@@ -55,6 +55,8 @@ pub(crate) struct Follower {
     frames: mpsc::Sender<Frame>,
     /// The last sequence sent.
     last: u64,
+    /// Counts this stream among the SSE subscribers while it lives.
+    _counted: crate::metrics::Counted,
 }
 
 impl Follower {
@@ -66,12 +68,14 @@ impl Follower {
         include_raw: bool,
         frames: mpsc::Sender<Frame>,
     ) -> Self {
+        let counted = server.inner.metrics.sse_opened();
         Self {
             server,
             id,
             include_raw,
             frames,
             last,
+            _counted: counted,
         }
     }
 

@@ -10,7 +10,10 @@
 //!
 //! - [`Server`]: the gateway, the session template, the store, the live sessions.
 //! - [`router`]: the axum routes, with bearer auth, CORS and body bounds from [`ServerConfig`].
-//! - [`serve`]: runs the router on a listener until a shutdown future resolves.
+//! - [`serve`]: runs the router on a listener until a shutdown future resolves (then drains for
+//!   [`ServerConfig::drain`], not ready, before it stops).
+//! - [`telemetry`]: the process's logs (text or JSON) and OpenTelemetry traces (OTLP with the
+//!   `otlp` feature); [`health`]: readiness.
 
 mod agents;
 mod api;
@@ -19,13 +22,17 @@ mod conn;
 mod error;
 mod follow;
 mod guard;
+pub mod health;
 mod live;
+mod metrics;
+mod observe;
 pub mod openapi;
 mod policy;
 mod private;
 mod remote;
 mod state;
 pub mod store;
+pub mod telemetry;
 mod turn;
 pub mod ui;
 pub mod wire;
@@ -44,8 +51,10 @@ pub use state::{Server, AGENT_ALIASES, INTERRUPTED};
 pub use store::{Store, StoreError, StoreUrl};
 
 /// The routes: the reference's 14 operations, `GET /v1/openapi.json`, `GET /v1/sessions/{id}` and
-/// `POST /v1/sessions/{id}/cancel` and `/steer`; every one but health behind the bearer token when one is set;
-/// and the inspector's page under `/ui/` ([`ui`]), whose files need no token.
+/// `POST /v1/sessions/{id}/cancel` and `/steer`, `GET /v1/health/ready` ([`health`]) and
+/// `GET /metrics`; every one but health and readiness behind the bearer token when one is set;
+/// and the inspector's page under `/ui/` ([`ui`]), whose files need no token. Every request is
+/// a span and a log line ([`telemetry`]).
 pub fn router(server: Server) -> Router {
     let config = server.inner.config.clone();
     let api = Router::new()
@@ -94,6 +103,7 @@ pub fn router(server: Server) -> Router {
         .route("/v1/sessions/{session_id}/cancel", post(api::cancel_turn))
         .route("/v1/sessions/{session_id}/steer", post(api::steer_turn))
         .route("/v1/openapi.json", get(api::openapi))
+        .route("/metrics", get(metrics::metrics))
         .fallback(api::not_found)
         .route_layer(axum::middleware::from_fn_with_state(
             server.clone(),
@@ -101,11 +111,13 @@ pub fn router(server: Server) -> Router {
         ));
     let mut app = Router::new()
         .route("/v1/health", get(api::health))
+        .route("/v1/health/ready", get(health::ready))
         // The inspector's files hold no data: served without the token (the page sends it).
         .route("/ui", get(ui::root))
         .route("/ui/", get(ui::page))
         .route("/ui/{*path}", get(ui::asset))
         .merge(api)
+        .layer(axum::middleware::from_fn(telemetry::trace_request))
         .layer(axum::extract::DefaultBodyLimit::max(config.max_body_bytes))
         // A request body that stops coming holds its connection no longer than an idle one.
         .layer(tower_http::timeout::RequestBodyTimeoutLayer::new(
@@ -165,10 +177,10 @@ async fn authorize(State(server): State<Server>, request: Request, next: Next) -
     response
 }
 
-/// Serves `server` on `listener` until `shutdown` resolves, then ends its SSE streams (so that
-/// their connections close), waits for the requests in flight, and terminates its live sessions.
-/// Connections are bounded as [`ServerConfig`] says (`max_connections`, `header_timeout`,
-/// `idle_timeout`, `sse_stall`).
+/// Serves `server` on `listener` until `shutdown` resolves, then serves on, not ready, for
+/// [`ServerConfig::drain`], ends its SSE streams (so that their connections close), waits for the
+/// requests in flight, and terminates its live sessions. Connections are bounded as
+/// [`ServerConfig`] says (`max_connections`, `header_timeout`, `idle_timeout`, `sse_stall`).
 pub async fn serve(
     listener: tokio::net::TcpListener,
     server: Server,
@@ -176,10 +188,16 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     let app = router(server.clone());
     let stopping = server.inner.stopping.clone();
-    let stop = stopping.clone();
+    let draining = server.clone();
     tokio::spawn(async move {
         shutdown.await;
-        stop.cancel();
+        // Not ready from now on; the streams end once a load balancer has had time to notice.
+        let inner = &draining.inner;
+        inner
+            .draining
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        tokio::time::sleep(inner.config.drain).await;
+        inner.stopping.cancel();
     });
     let served = conn::accept(listener, app, &server.inner.config, stopping).await;
     server.terminate_all().await;

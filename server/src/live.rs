@@ -68,6 +68,8 @@ pub(crate) struct LiveSession {
     stopping: agent_api::request::CancellationToken,
     /// Called once the session has ended by itself (its agent stopped): the server forgets it.
     on_end: Box<dyn Fn(&str) + Send + Sync>,
+    /// The server's metrics, which its turns and store writes feed.
+    metrics: crate::metrics::Shared,
 }
 
 impl std::fmt::Debug for LiveSession {
@@ -146,6 +148,8 @@ pub(crate) fn daemon_event(
 }
 
 impl LiveSession {
+    // What the server shares with its sessions, one argument each.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         id: String,
         opened: SessionOrigin,
@@ -154,6 +158,7 @@ impl LiveSession {
         config: &crate::config::ServerConfig,
         stopping: agent_api::request::CancellationToken,
         on_end: Box<dyn Fn(&str) + Send + Sync>,
+        metrics: crate::metrics::Shared,
     ) -> Arc<Self> {
         let (feed, _) = broadcast::channel(config.sse_buffer.max(1));
         let agent_mode = opened
@@ -178,6 +183,7 @@ impl LiveSession {
             store_outage: config.store_outage,
             stopping,
             on_end,
+            metrics,
         })
     }
 
@@ -266,18 +272,37 @@ impl LiveSession {
             self.store.set_agent_mode(&self.id, &mode).await?;
             self.state().agent_mode = mode;
         }
-        let handle = session
-            .send(prompt)
-            .await
-            .map_err(|e| ApiError::agent(&e))?;
+        let (number, mode) = {
+            let state = self.state();
+            (state.turns + 1, state.agent_mode.clone())
+        };
+        let watch = crate::observe::TurnWatch::start(
+            &self.metrics,
+            &self.id,
+            number,
+            self.opened.kind.as_str(),
+            self.opened.request.settings.model.as_deref(),
+            &mode,
+        );
+        // The agent's process, when the turn starts one, is the turn's child span.
+        let sent =
+            tracing::Instrument::instrument(session.send(prompt), watch.span().clone()).await;
+        let handle = match sent {
+            Ok(handle) => handle,
+            Err(error) => {
+                let api_error = ApiError::agent(&error);
+                watch.ended(&Err(error), false);
+                return Err(api_error);
+            }
+        };
         let mut state = self.state();
         state.turns += 1;
         let turn = state.turns;
         state.current = Some((turn, handle.control()));
-        state.pump = Some(tokio::spawn(self.clone().pump(
-            handle,
-            turn,
-            options.images,
+        let span = watch.span().clone();
+        state.pump = Some(tokio::spawn(tracing::Instrument::instrument(
+            self.clone().pump(handle, turn, options.images, watch),
+            span,
         )));
         Ok((turn, state.next_sequence))
     }
@@ -410,11 +435,21 @@ impl LiveSession {
         loop {
             let left = deadline.saturating_duration_since(tokio::time::Instant::now());
             // A store that hangs rather than fails is a failure too: each try is bounded.
+            let span = tracing::info_span!(
+                target: "agent_api_server::store",
+                "store_write",
+                otel.name = "store append",
+                db.operation.name = "append",
+                agent_api.events = stored.len(),
+            );
+            let started = std::time::Instant::now();
             let attempt = tokio::time::timeout(
                 left.clamp(std::time::Duration::from_millis(100), STORE_TRY),
-                self.store.append(&self.id, stored.to_vec()),
+                tracing::Instrument::instrument(self.store.append(&self.id, stored.to_vec()), span),
             );
-            let error = match attempt.await {
+            let attempt = attempt.await;
+            self.metrics.store_write("append", started.elapsed());
+            let error = match attempt {
                 Ok(Ok(())) => return Ok(()),
                 // A try whose answer was lost (the connection broke after its commit) holds: this
                 // server is the session's only writer, so a store ending at `last` holds these.
@@ -479,7 +514,13 @@ impl LiveSession {
     }
 
     /// Stores and publishes one turn's events as they come, then ends the turn.
-    async fn pump(self: Arc<Self>, handle: RunHandle, turn: u64, images: crate::turn::TurnImages) {
+    async fn pump(
+        self: Arc<Self>,
+        handle: RunHandle,
+        turn: u64,
+        images: crate::turn::TurnImages,
+        mut watch: crate::observe::TurnWatch,
+    ) {
         let control = handle.control();
         let (events, completion) = handle.into_universal();
         // What waits when the store is free goes in one write.
@@ -490,6 +531,7 @@ impl LiveSession {
             if failed.is_some() {
                 continue;
             }
+            watch.events(&chunk);
             match self.record(chunk).await {
                 Ok(end) => ended |= end,
                 Err(error) => {
@@ -500,7 +542,9 @@ impl LiveSession {
                 }
             }
         }
-        if let Ok(Some(usage)) = completion.await.map(|done| done.usage) {
+        let done = completion.await;
+        watch.ended(&done, failed.is_some());
+        if let Ok(Some(usage)) = done.map(|done| done.usage) {
             let total = {
                 let mut state = self.state();
                 state.usage.add(&usage);

@@ -9,6 +9,7 @@ use utoipa::OpenApi;
     info(title = "agent-api serve", description = "The universal session API over HTTP and SSE (spec/http-api.md)."),
     paths(
         crate::api::health,
+        crate::health::ready,
         crate::api::list_agents,
         crate::api::agent_modes,
         crate::api::install_agent,

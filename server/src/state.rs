@@ -50,6 +50,10 @@ pub(crate) struct Inner {
     pub(crate) polls: crate::remote::Polls,
     /// Cancelled when the server stops: every SSE stream ends, so that connections close.
     pub(crate) stopping: agent_api::request::CancellationToken,
+    /// Set when the server was asked to stop: it serves on, not ready, for `ServerConfig::drain`.
+    pub(crate) draining: std::sync::atomic::AtomicBool,
+    /// What `GET /metrics` serves.
+    pub(crate) metrics: crate::metrics::Shared,
 }
 
 impl std::fmt::Debug for Server {
@@ -105,6 +109,8 @@ impl Server {
                 opening: Mutex::new(HashSet::new()),
                 polls: crate::remote::Polls::default(),
                 stopping: agent_api::request::CancellationToken::new(),
+                draining: std::sync::atomic::AtomicBool::new(false),
+                metrics: Arc::new(crate::metrics::Metrics::new()),
             }),
         })
     }
@@ -119,6 +125,16 @@ impl Server {
 
     pub(crate) fn live(&self, id: &str) -> Option<Arc<LiveSession>> {
         lock(&self.inner.live).get(id).cloned()
+    }
+
+    /// Whether this server runs as many live sessions as it may (readiness: `full`).
+    pub(crate) fn full(&self) -> bool {
+        lock(&self.inner.live).len() >= self.inner.config.max_sessions
+    }
+
+    /// The ids of the sessions this server runs now.
+    pub(crate) fn live_ids(&self) -> HashSet<String> {
+        lock(&self.inner.live).keys().cloned().collect()
     }
 
     pub(crate) fn forget(&self, id: &str) {
@@ -275,6 +291,7 @@ impl Server {
                 config,
                 stopping,
                 forget,
+                self.inner.metrics.clone(),
             ))
         }
         .await;
@@ -292,6 +309,10 @@ impl Server {
         settings: &SessionSettings,
     ) -> Result<RunRequest, ApiError> {
         let mut request = self.inner.defaults.clone().with_include_raw(true);
+        // An agent that emits OpenTelemetry of its own continues this trace (`TRACEPARENT`).
+        if let Some(traceparent) = crate::telemetry::traceparent() {
+            request = request.with_env("TRACEPARENT", traceparent);
+        }
         // `build` is the wire's name for the agent's own default mode; any other is one the
         // agent lists (`GET /v1/agents/{agent}/modes`), refused here with the valid ones.
         if let Some(mode) = settings

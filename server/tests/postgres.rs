@@ -586,3 +586,84 @@ async fn postgres_stopped_and_started_under_a_live_session_holds_the_turn_and_lo
         "{info}"
     );
 }
+
+/// `GET /v1/health/ready`'s store check (its status and the store check's reason).
+async fn store_readiness(api: &Api) -> (u16, Option<String>) {
+    let answer = api.with_token(None).get("/v1/health/ready").await;
+    let body = answer.json();
+    let store = body["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "store")
+        .cloned()
+        .unwrap();
+    assert_eq!(store["ok"], answer.status == 200, "{body}");
+    (
+        answer.status.as_u16(),
+        store["reason"].as_str().map(String::from),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn readiness_turns_false_while_postgresql_is_stopped_or_read_only_and_true_again_after() {
+    if database().is_none() {
+        return;
+    }
+    let own = tokio::task::spawn_blocking(OwnServer::start).await.unwrap();
+    let store = open(&own.url).await;
+    let api = start_on(ServerConfig::default().with_token("t"), store).await;
+    assert_eq!(store_readiness(&api).await, (200, None));
+
+    let own = own.set(Some("stop")).await;
+    assert_eq!(
+        store_readiness(&api).await,
+        (503, Some("unreachable".into()))
+    );
+    let health = api.with_token(None).get("/v1/health").await;
+    assert_eq!(health.status, 200, "the process is up all the same");
+
+    let own = own.set(None).await;
+    assert_eq!(store_readiness(&api).await, (200, None));
+
+    // A database that answers but takes no writes (as a standby would) is not ready either.
+    let (admin, connection) = tokio_postgres::connect(&own.url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    let read_only = |on: bool| {
+        let admin = &admin;
+        async move {
+            // One statement each: ALTER SYSTEM runs outside any transaction.
+            let set = format!(
+                "ALTER SYSTEM SET default_transaction_read_only = {}",
+                if on { "on" } else { "off" }
+            );
+            admin.batch_execute(&set).await.unwrap();
+            admin
+                .batch_execute("SELECT pg_reload_conf()")
+                .await
+                .unwrap();
+        }
+    };
+    read_only(true).await;
+    let deadline = tokio::time::Instant::now() + STEP;
+    // The reload reaches the server's connection within moments.
+    while store_readiness(&api).await != (503, Some("read_only".into())) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "still ready while read-only"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    read_only(false).await;
+    let deadline = tokio::time::Instant::now() + STEP;
+    while store_readiness(&api).await != (200, None) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "not ready once writable"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    drop(own);
+}

@@ -73,6 +73,16 @@ pub(crate) struct ServeArgs {
     /// The largest request body, in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = 1 << 20)]
     max_body: usize,
+    /// How log lines are written on stderr: text (warnings and errors) or json (one object a
+    /// line, from `info`: a line per request and per turn, with the session id and trace id).
+    /// AGENT_API_LOG (a tracing filter, such as `debug`) sets the level. Traces go over OTLP when
+    /// OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) is set.
+    #[arg(long, value_enum, default_value_t = LogFormatArg::Text)]
+    log_format: LogFormatArg,
+    /// Once asked to stop (SIGTERM), serve on this many seconds, not ready
+    /// (`GET /v1/health/ready` answers 503), so that a load balancer stops sending work first.
+    #[arg(long, value_name = "SECS", default_value_t = 0)]
+    drain: u64,
     /// Print the inspector's address with the token (in the fragment: never sent to a server or
     /// a log) and, on a desktop, open it in the browser.
     #[arg(long)]
@@ -83,6 +93,13 @@ pub(crate) struct ServeArgs {
     request: crate::RequestFlags,
     #[command(flatten)]
     limits: crate::fleet::RunLimits,
+}
+
+/// `--log-format`.
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum LogFormatArg {
+    Text,
+    Json,
 }
 
 fn is_loopback(host: &str) -> bool {
@@ -121,6 +138,12 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<ExitCode, String> {
         .filter(|s| !s.trim().is_empty());
     std::env::remove_var(TOKEN_VAR);
     std::env::remove_var(STORE_VAR);
+    let format = match args.log_format {
+        LogFormatArg::Text => agent_api_server::telemetry::LogFormat::Text,
+        LogFormatArg::Json => agent_api_server::telemetry::LogFormat::Json,
+    };
+    // Kept to the end: dropping it sends the spans still buffered.
+    let telemetry = agent_api_server::telemetry::init(format).map_err(|e| e.to_string())?;
     let local_agents = args
         .request
         .via
@@ -164,7 +187,9 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<ExitCode, String> {
         None => StoreUrl::default_sqlite()
             .ok_or("no user data directory for the store: pass --store sqlite:PATH")?,
     };
-    let mut config = ServerConfig::default().with_max_body_bytes(args.max_body);
+    let mut config = ServerConfig::default()
+        .with_max_body_bytes(args.max_body)
+        .with_drain(std::time::Duration::from_secs(args.drain));
     let token_for_page = token.clone();
     config.token = token;
     config.cors_origins = args.cors_origins.clone();
@@ -231,6 +256,9 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<ExitCode, String> {
         .map_err(|e| format!("cannot listen on {host}:{}: {e}", args.port))?;
     let address = listener.local_addr().map_err(|e| e.to_string())?;
     eprintln!("agent-api: store: {store}");
+    if telemetry.exporting() {
+        eprintln!("agent-api: traces: exported over OTLP (OTEL_* variables)");
+    }
     eprintln!("agent-api: listening on http://{address}");
     let page = inspector_url(address, token_for_page.as_deref(), args.open);
     eprintln!("agent-api: inspector: {page}");
@@ -243,6 +271,7 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<ExitCode, String> {
     agent_api_server::serve(listener, server, shutdown)
         .await
         .map_err(|e| format!("the server failed: {e}"))?;
+    drop(telemetry);
     eprintln!("agent-api: stopped");
     Ok(ExitCode::SUCCESS)
 }

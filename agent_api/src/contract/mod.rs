@@ -28,6 +28,7 @@ pub(crate) mod session;
 pub(crate) mod session_ref;
 pub(crate) mod snapshot;
 pub(crate) mod snapshot_error;
+pub(crate) mod spans;
 pub(crate) mod store;
 pub mod structured;
 pub mod tool_table;

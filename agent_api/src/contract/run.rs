@@ -16,6 +16,7 @@ use crate::contract::error::AgentError;
 use crate::contract::event::AgentWrapperEvent;
 use crate::contract::kind::AgentKind;
 use crate::contract::projection::Projector;
+use crate::contract::spans::{self, RunSpans};
 use crate::contract::universal::UniversalEvent;
 
 /// Token counts and cost of a run, where the agent reports them.
@@ -490,14 +491,16 @@ impl RunHandle {
     }
 
     fn wrapper(self, streaming_answers: bool) -> (WrapperEvents, Completion) {
+        let spans = RunSpans::new(&self.agent_kind);
         let projector = Projector::new(self.agent_kind, self.tools_structured);
         let projector = if streaming_answers {
             projector.streaming_answers()
         } else {
             projector
         };
+        let span = spans.run().clone();
         let events = WrapperEvents {
-            inner: UniversalEvents::new(self.events, self.guard.clone()),
+            inner: UniversalEvents::new(self.events, self.guard.clone(), spans),
             projector,
             pending: Default::default(),
         };
@@ -505,6 +508,7 @@ impl RunHandle {
             events,
             Completion {
                 rx: self.completion,
+                span,
                 _guard: self.guard,
             },
         )
@@ -522,11 +526,14 @@ impl RunHandle {
 
     /// The universal view: [`UniversalEvent`]s, and the completion.
     pub fn into_universal(self) -> (UniversalEvents, Completion) {
-        let events = UniversalEvents::new(self.events, self.guard.clone());
+        let spans = RunSpans::new(&self.agent_kind);
+        let span = spans.run().clone();
+        let events = UniversalEvents::new(self.events, self.guard.clone(), spans);
         (
             events,
             Completion {
                 rx: self.completion,
+                span,
                 _guard: self.guard,
             },
         )
@@ -554,12 +561,18 @@ impl RunHandle {
 /// The universal event stream of a run.
 pub struct UniversalEvents {
     rx: BatchReceiver,
+    /// The run's spans, opened and closed by its events.
+    spans: RunSpans,
     _guard: Arc<RunGuard>,
 }
 
 impl UniversalEvents {
-    fn new(rx: BatchReceiver, guard: Arc<RunGuard>) -> Self {
-        Self { rx, _guard: guard }
+    fn new(rx: BatchReceiver, guard: Arc<RunGuard>, spans: RunSpans) -> Self {
+        Self {
+            rx,
+            spans,
+            _guard: guard,
+        }
     }
 
     /// Bytes of events the run holds for this stream now; never more than the run's buffer
@@ -595,7 +608,11 @@ impl Stream for UniversalEvents {
     type Item = UniversalEvent;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<UniversalEvent>> {
-        self.rx.poll_next(cx)
+        let polled = self.rx.poll_next(cx);
+        if let Poll::Ready(Some(event)) = &polled {
+            self.spans.observe(event);
+        }
+        polled
     }
 }
 
@@ -630,7 +647,10 @@ impl Stream for WrapperEvents {
                 inner,
             } = &mut *self;
             match inner.rx.poll_lend(cx) {
-                Poll::Ready(Some(universal)) => projector.project_into(universal, pending),
+                Poll::Ready(Some(universal)) => {
+                    inner.spans.observe(universal);
+                    projector.project_into(universal, pending)
+                }
                 Poll::Ready(None) => return Poll::Ready(None),
                 Poll::Pending => return Poll::Pending,
             }
@@ -641,6 +661,8 @@ impl Stream for WrapperEvents {
 /// The completion of a run; resolves once, after the event stream's last event.
 pub struct Completion {
     rx: oneshot::Receiver<Result<RunCompletion, AgentError>>,
+    /// The run's span: the completion records its usage or error there.
+    span: tracing::Span,
     _guard: Arc<RunGuard>,
 }
 
@@ -648,13 +670,28 @@ impl std::future::Future for Completion {
     type Output = Result<RunCompletion, AgentError>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        Pin::new(&mut self.rx).poll(cx).map(|r| {
+        let done = Pin::new(&mut self.rx).poll(cx).map(|r| {
             r.unwrap_or_else(|_| {
                 Err(AgentError::Protocol {
                     reason: "the run ended without reporting a completion".into(),
                 })
             })
-        })
+        });
+        if let Poll::Ready(done) = &done {
+            match done {
+                Ok(done) => {
+                    let usage = done.usage.as_ref();
+                    spans::record_usage(
+                        &self.span,
+                        usage.and_then(|u| u.input_tokens),
+                        usage.and_then(|u| u.output_tokens),
+                        usage.and_then(|u| u.model.as_deref()),
+                    );
+                }
+                Err(error) => spans::record_error(&self.span, error),
+            }
+        }
+        done
     }
 }
 

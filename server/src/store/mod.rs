@@ -6,6 +6,7 @@
 
 mod memory;
 mod postgres;
+mod probe;
 mod sqlite;
 
 use std::path::PathBuf;
@@ -15,6 +16,7 @@ use async_trait::async_trait;
 
 pub use memory::MemoryStore;
 pub use postgres::PostgresStore;
+pub use probe::ProbeError;
 pub use sqlite::SqliteStore;
 
 /// One stored event: its sequence in the session and its JSON, kept apart from its raw payload
@@ -185,6 +187,14 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     async fn set_usage(&self, id: &str, usage: &str) -> Result<(), StoreError>;
     /// Records the agent mode a session switched to (a message's `agentMode`).
     async fn set_agent_mode(&self, id: &str, mode: &str) -> Result<(), StoreError>;
+    /// Whether the store takes writes now (`GET /v1/health/ready`): reachable, writable, its
+    /// migrations the ones this server knows. Writes nothing. The default reads one session.
+    async fn probe(&self) -> Result<(), ProbeError> {
+        self.session("")
+            .await
+            .map(|_| ())
+            .map_err(|e| ProbeError::Unreachable(e.to_string()))
+    }
 }
 
 /// Where the store lives, as `--store` names it.

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use tokio_postgres::{Client, NoTls, Row};
 
-use super::{SessionRecord, Store, StoreError, StoredEvent};
+use super::{ProbeError, SessionRecord, Store, StoreError, StoredEvent};
 
 /// The migrations, in order; the table `agent_api_migrations` holds those applied.
 const MIGRATIONS: &[&str] = &[
@@ -312,6 +312,35 @@ impl Store for PostgresStore {
             Some(mode),
         )
         .await
+    }
+
+    async fn probe(&self) -> Result<(), ProbeError> {
+        let client = self
+            .client()
+            .await
+            .map_err(|e| ProbeError::Unreachable(e.to_string()))?;
+        // One statement: the connection is shared (pipelined), so no transaction of its own. The
+        // UPDATE matches no row, yet PostgreSQL refuses it when the database takes no writes (a
+        // standby, `default_transaction_read_only`).
+        let row = client
+            .query_one(
+                "WITH probe AS (UPDATE agent_api_migrations SET version = version WHERE FALSE RETURNING 1)
+                 SELECT COUNT(*) FROM agent_api_migrations",
+                &[],
+            )
+            .await
+            .map_err(|e| match e.code() {
+                Some(&tokio_postgres::error::SqlState::READ_ONLY_SQL_TRANSACTION) => {
+                    ProbeError::ReadOnly(e.to_string())
+                }
+                _ => ProbeError::Unreachable(e.to_string()),
+            })?;
+        let applied = u64::try_from(row.get::<_, i64>(0)).unwrap_or(0);
+        let known = MIGRATIONS.len() as u64;
+        match applied == known {
+            true => Ok(()),
+            false => Err(ProbeError::Migrations { applied, known }),
+        }
     }
 
     async fn mark_ended(&self, id: &str, error: Option<&str>) -> Result<(), StoreError> {

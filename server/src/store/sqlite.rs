@@ -15,7 +15,7 @@ use async_trait::async_trait;
 use rusqlite::{params, Connection, OptionalExtension};
 use tokio::sync::oneshot;
 
-use super::{SessionRecord, Store, StoreError, StoredEvent};
+use super::{ProbeError, SessionRecord, Store, StoreError, StoredEvent};
 
 /// The migrations, in order; `PRAGMA user_version` says how many a database has had.
 const MIGRATIONS: &[&str] = &[
@@ -43,6 +43,8 @@ enum Write {
     Ended(String, Option<String>, Reply),
     Usage(String, String, Reply),
     Mode(String, String, Reply),
+    /// A readiness probe: a write that changes nothing, in the writer's own transaction.
+    Probe(Reply),
 }
 
 fn backend(error: impl std::fmt::Display) -> StoreError {
@@ -191,7 +193,8 @@ fn write_loop(mut connection: Connection, queue: mpsc::Receiver<Write>) {
             | Write::Native(_, _, reply)
             | Write::Ended(_, _, reply)
             | Write::Usage(_, _, reply)
-            | Write::Mode(_, _, reply)) = write;
+            | Write::Mode(_, _, reply)
+            | Write::Probe(reply)) = write;
             let _ = reply.send(result);
         }
     }
@@ -199,6 +202,11 @@ fn write_loop(mut connection: Connection, queue: mpsc::Receiver<Write>) {
 
 fn apply(tx: &rusqlite::Savepoint<'_>, write: &Write) -> Result<(), StoreError> {
     match write {
+        // Matches no row, yet SQLite takes the write lock for it: refused when it cannot write.
+        Write::Probe(_) => {
+            tx.execute("UPDATE sessions SET id = id WHERE 0", [])
+                .map_err(backend)?;
+        }
         Write::Create(r, _) => {
             let exists = tx
                 .query_row("SELECT 1 FROM sessions WHERE id = ?1", [&r.id], |_| Ok(()))
@@ -413,5 +421,22 @@ impl Store for SqliteStore {
     async fn set_agent_mode(&self, id: &str, mode: &str) -> Result<(), StoreError> {
         self.write(|reply| Write::Mode(id.into(), mode.into(), reply))
             .await
+    }
+
+    async fn probe(&self) -> Result<(), ProbeError> {
+        let applied: u64 = self
+            .read(|c| {
+                c.pragma_query_value(None, "user_version", |row| row.get(0))
+                    .map_err(backend)
+            })
+            .await
+            .map_err(|e| ProbeError::Unreachable(e.to_string()))?;
+        let known = MIGRATIONS.len() as u64;
+        if applied != known {
+            return Err(ProbeError::Migrations { applied, known });
+        }
+        self.write(Write::Probe)
+            .await
+            .map_err(|e| ProbeError::ReadOnly(e.to_string()))
     }
 }
