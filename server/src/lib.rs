@@ -15,6 +15,7 @@
 mod agents;
 mod api;
 mod config;
+pub mod continuity;
 mod error;
 mod follow;
 mod live;
@@ -23,6 +24,7 @@ mod state;
 pub mod store;
 mod turn;
 pub mod ui;
+mod upkeep;
 pub mod wire;
 
 use axum::extract::{Request, State};
@@ -87,6 +89,10 @@ pub fn router(server: Server) -> Router {
             post(api::terminate_session),
         )
         .route("/v1/sessions/{session_id}/cancel", post(api::cancel_turn))
+        .route(
+            "/v1/sessions/{session_id}/resume",
+            post(api::resume_session),
+        )
         .route("/v1/openapi.json", get(api::openapi))
         .fallback(api::not_found)
         .route_layer(axum::middleware::from_fn_with_state(
@@ -150,7 +156,8 @@ async fn authorize(State(server): State<Server>, request: Request, next: Next) -
 }
 
 /// Serves `server` on `listener` until `shutdown` resolves, then ends its SSE streams (so that
-/// their connections close), waits for the requests in flight, and terminates its live sessions.
+/// their connections close), waits for the requests in flight, and stops its sessions' agents,
+/// leaving the sessions resumable ([`Server::release_all`]).
 pub async fn serve(
     listener: tokio::net::TcpListener,
     server: Server,
@@ -170,6 +177,6 @@ pub async fn serve(
     let served = axum::serve(listener, app)
         .with_graceful_shutdown(shutdown)
         .await;
-    server.terminate_all().await;
+    server.release_all().await;
     served
 }

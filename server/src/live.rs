@@ -16,7 +16,7 @@ use futures::StreamExt;
 use tokio::sync::broadcast;
 
 use crate::error::ApiError;
-use crate::store::{Store, StoredEvent};
+use crate::store::{SessionState, SessionUpdate, Store, StoreError, StoredEvent};
 
 /// What a session's subscribers receive.
 #[derive(Debug, Clone)]
@@ -64,9 +64,56 @@ pub(crate) struct LiveSession {
     store_outage: std::time::Duration,
     /// Cancelled when the server stops: nothing waits for the store any more.
     stopping: agent_api::request::CancellationToken,
-    /// Called once the session has ended by itself (its agent stopped): the server forgets it.
+    /// Called once the session has ended by itself (its agent stopped), or another server owns
+    /// it now: the server forgets it.
     on_end: Box<dyn Fn(&str) + Send + Sync>,
+    /// This server's identity: the owner every write of the session names.
+    pub(crate) owner: String,
+    /// The session was brought back: the agent's new `session.started` is not the session's.
+    resumed: bool,
+    /// The transcript to prime the next prompt with (a `replay` resume).
+    prime: Mutex<Option<String>>,
+    /// The turn its last server died in, closed as interrupted when it came back: a reply to
+    /// what that turn asked is told so.
+    pub(crate) interrupted: Mutex<Option<u64>>,
+    /// When a turn last started or ended, or the session was opened.
+    last_active: Mutex<std::time::Instant>,
 }
+
+/// Where a session's numbering starts, and what this server knows of its past: a new session's
+/// [`Continuity::fresh`], or one brought back.
+#[derive(Debug, Default)]
+pub(crate) struct Continuity {
+    /// The server's identity.
+    pub(crate) owner: String,
+    /// The sequence the next event gets.
+    pub(crate) next_sequence: u64,
+    /// The turns started so far.
+    pub(crate) turns: u64,
+    /// The agent mode in force (the creation's when `None`).
+    pub(crate) agent_mode: Option<String>,
+    /// Whether it was brought back (see [`LiveSession::resumed`]).
+    pub(crate) resumed: bool,
+    /// The transcript priming the next prompt (`replay`).
+    pub(crate) prime: Option<String>,
+    /// The turn its last server died in.
+    pub(crate) interrupted: Option<u64>,
+}
+
+impl Continuity {
+    /// A new session owned by `owner`.
+    pub(crate) fn fresh(owner: &str) -> Self {
+        Self {
+            owner: owner.to_string(),
+            next_sequence: 1,
+            ..Self::default()
+        }
+    }
+}
+
+/// The `kind` of the error a message gets from a session whose agent was released meanwhile:
+/// the handler brings it back and sends again.
+pub(crate) const RELEASED: &str = "session_released";
 
 impl std::fmt::Debug for LiveSession {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -152,20 +199,24 @@ impl LiveSession {
         config: &crate::config::ServerConfig,
         stopping: agent_api::request::CancellationToken,
         on_end: Box<dyn Fn(&str) + Send + Sync>,
+        continuity: Continuity,
     ) -> Arc<Self> {
         let (feed, _) = broadcast::channel(config.sse_buffer.max(1));
-        let agent_mode = opened
-            .request
-            .settings
-            .agent_mode
-            .clone()
-            .unwrap_or_else(|| crate::agents::DEFAULT_MODE.into());
+        let agent_mode = continuity.agent_mode.clone().unwrap_or_else(|| {
+            opened
+                .request
+                .settings
+                .agent_mode
+                .clone()
+                .unwrap_or_else(|| crate::agents::DEFAULT_MODE.into())
+        });
         Arc::new(Self {
             id,
             opened,
             session: tokio::sync::Mutex::new(Some(session)),
             state: Mutex::new(TurnState {
-                next_sequence: 1,
+                next_sequence: continuity.next_sequence.max(1),
+                turns: continuity.turns,
                 agent_mode,
                 ..TurnState::default()
             }),
@@ -176,7 +227,34 @@ impl LiveSession {
             store_outage: config.store_outage,
             stopping,
             on_end,
+            owner: continuity.owner,
+            resumed: continuity.resumed,
+            prime: Mutex::new(continuity.prime),
+            interrupted: Mutex::new(continuity.interrupted),
+            last_active: Mutex::new(std::time::Instant::now()),
         })
+    }
+
+    /// How long the session has had no turn, none running now (`None` while one runs).
+    pub(crate) fn idle_for(&self) -> Option<std::time::Duration> {
+        if self.state().current.is_some() {
+            return None;
+        }
+        Some(
+            self.last_active
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .elapsed(),
+        )
+    }
+
+    /// How many subscribers follow it now.
+    pub(crate) fn subscribers(&self) -> usize {
+        self.subscribers.load(Ordering::SeqCst)
+    }
+
+    fn touch(&self) {
+        *self.last_active.lock().unwrap_or_else(|p| p.into_inner()) = std::time::Instant::now();
     }
 
     fn state(&self) -> MutexGuard<'_, TurnState> {
@@ -218,7 +296,7 @@ impl LiveSession {
         prompt: agent_api::Prompt,
         options: TurnOptions,
     ) -> Result<(u64, u64), ApiError> {
-        let mut session = self.session.lock().await;
+        let mut guard = self.session.lock().await;
         {
             let state = self.state();
             if state.ended {
@@ -236,11 +314,12 @@ impl LiveSession {
                 ));
             }
         }
-        let session = session.as_mut().ok_or_else(|| {
+        // Released meanwhile (idle, or the server stopping): the handler brings it back.
+        let session = guard.as_mut().ok_or_else(|| {
             ApiError::new(
                 axum::http::StatusCode::CONFLICT,
-                "session_ended",
-                "the session has ended",
+                RELEASED,
+                "the session's agent was released; send again",
             )
         })?;
         if let Some(mode) = options
@@ -258,13 +337,43 @@ impl LiveSession {
             self.store.set_agent_mode(&self.id, &mode).await?;
             self.state().agent_mode = mode;
         }
-        let handle = session
-            .send(prompt)
-            .await
-            .map_err(|e| ApiError::agent(&e))?;
+        // The turn is recorded as running before the agent sees it: a server that can no longer
+        // write this session (another owns it now) never runs a turn it cannot record. A store
+        // that fails otherwise does not refuse the message: its events wait for the store.
+        let turn = self.state().turns + 1;
+        let running = SessionUpdate::default().turns(turn, true);
+        match self.store.update(&self.id, &self.owner, running).await {
+            Ok(()) => {}
+            Err(error @ StoreError::NotOwner { .. }) => {
+                drop(guard.take());
+                drop(guard);
+                self.lost(&error).await;
+                return Err(ApiError::store(error));
+            }
+            Err(error) => {
+                tracing::warn!(session = %self.id, "cannot record the turn's start: {error}");
+            }
+        }
+        let mut prompt = prompt;
+        let primed = self.prime.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(prime) = &primed {
+            prompt.text = format!("{prime}{}", prompt.text);
+        }
+        let handle = match session.send(prompt).await {
+            Ok(handle) => handle,
+            Err(error) => {
+                *self.prime.lock().unwrap_or_else(|p| p.into_inner()) = primed;
+                let idle = SessionUpdate::default().turns(turn - 1, false);
+                if let Err(error) = self.store.update(&self.id, &self.owner, idle).await {
+                    tracing::warn!(session = %self.id, "cannot record the turn's refusal: {error}");
+                }
+                return Err(ApiError::agent(&error));
+            }
+        };
+        *self.interrupted.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        self.touch();
         let mut state = self.state();
-        state.turns += 1;
-        let turn = state.turns;
+        state.turns = turn;
         state.current = Some((turn, handle.control()));
         state.pump = Some(tokio::spawn(self.clone().pump(
             handle,
@@ -294,6 +403,11 @@ impl LiveSession {
         let mut stored = Vec::with_capacity(events.len());
         let mut ended = false;
         let mut native = None;
+        // A session brought back keeps its first `session.started`: the agent's new one is not
+        // the session's (its seam is the `session_resumed` status before it).
+        let events = events.into_iter().filter(|event| {
+            !(self.resumed && matches!(event.body, UniversalEventBody::SessionStarted(_)))
+        });
         for (sequence, mut event) in (first..).zip(events) {
             event.sequence = sequence;
             event.session_id = session_id.clone();
@@ -370,7 +484,8 @@ impl LiveSession {
             // A store that hangs rather than fails is a failure too: each try is bounded.
             let attempt = tokio::time::timeout(
                 left.clamp(std::time::Duration::from_millis(100), STORE_TRY),
-                self.store.append(&self.id, stored.to_vec()),
+                self.store
+                    .append_owned(&self.id, &self.owner, stored.to_vec()),
             );
             let error = match attempt.await {
                 Ok(Ok(())) => return Ok(()),
@@ -444,12 +559,19 @@ impl LiveSession {
         let mut chunks = events.ready_chunks(256);
         let mut ended = false;
         let mut failed = None;
+        let mut lost = None;
         while let Some(chunk) = chunks.next().await {
-            if failed.is_some() {
+            if failed.is_some() || lost.is_some() {
                 continue;
             }
             match self.record(chunk).await {
                 Ok(end) => ended |= end,
+                Err(error @ StoreError::NotOwner { .. }) => {
+                    // Another server owns the session now: nothing more of this turn may be
+                    // written or served, so the agent stops here.
+                    control.cancel();
+                    lost = Some(error);
+                }
                 Err(error) => {
                     // An event the store cannot hold must not be served: stop the turn.
                     tracing::error!(session = %self.id, "cannot store the turn's events: {error}");
@@ -468,8 +590,24 @@ impl LiveSession {
                 tracing::error!(session = %self.id, "cannot record the session's usage: {error}");
             }
         }
+        if let Some(error) = lost {
+            {
+                let mut state = self.state();
+                state.current = None;
+                state.pump = None;
+            }
+            drop(images);
+            let _ = self.feed.send(Feed::TurnEnded(turn));
+            self.lost(&error).await;
+            return;
+        }
+        let done = SessionUpdate::default().turns(turn, false);
+        if let Err(error) = self.store.update(&self.id, &self.owner, done).await {
+            tracing::warn!(session = %self.id, "cannot record the turn's end: {error}");
+        }
+        self.touch();
         // Stored, or the server keeps it (ended) so that a message is told it ended; a server
-        // started again on the store ends it as interrupted.
+        // started again on the store closes its turn as interrupted.
         let mut forget = true;
         if let Some(why) = &failed {
             self.state().ended = true;
@@ -496,6 +634,57 @@ impl LiveSession {
         }
     }
 
+    /// Another server owns the session now (this one was thought gone): it stops its agent,
+    /// writes nothing more, says so in the log, ends its subscribers' streams, and forgets it.
+    async fn lost(&self, error: &StoreError) {
+        tracing::error!(
+            session = %self.id,
+            "this server can no longer record the session's events, so it stopped its agent: {error}"
+        );
+        if let Some((_, control)) = &self.state().current {
+            control.cancel();
+        }
+        if let Ok(mut session) = self.session.try_lock() {
+            drop(session.take());
+        }
+        self.state().ended = true;
+        let _ = self.feed.send(Feed::Ended);
+        (self.on_end)(&self.id);
+    }
+
+    /// Stops the session's agent and keeps the session open: its turn in progress is cancelled
+    /// (and its end stored), the agent closed, and its state stored as `state` (`idle`: released;
+    /// `stopped`: the server stops). The next message brings it back. Returns whether it was
+    /// released (not ended, not lost meanwhile).
+    pub(crate) async fn release(&self, state: SessionState) -> bool {
+        let mut session = self.session.lock().await;
+        self.cancel_turn().await;
+        if self.ended() {
+            return false;
+        }
+        if let Some(session) = session.take() {
+            // The agent's own end is not the session's: its trailing events are not stored.
+            let _ = session.close().await;
+        }
+        let update = SessionUpdate::default().state(state);
+        match self.store.update(&self.id, &self.owner, update).await {
+            Ok(()) => {}
+            Err(error @ StoreError::NotOwner { .. }) => {
+                drop(session);
+                self.lost(&error).await;
+                return false;
+            }
+            Err(error) => {
+                tracing::warn!(session = %self.id, "cannot record the release: {error}");
+            }
+        }
+        // Forgotten before a message waiting for it goes on: that one brings it back.
+        (self.on_end)(&self.id);
+        drop(session);
+        let _ = self.feed.send(Feed::Ended);
+        true
+    }
+
     /// Cancels the turn in progress and waits for its last event to be stored.
     pub(crate) async fn cancel_turn(&self) {
         let pump = {
@@ -513,6 +702,11 @@ impl LiveSession {
     /// Ends the session: cancels its turn, closes the agent, stores the trailing events (and a
     /// `session.ended` with `terminated_by=daemon` when the agent sent none), and closes the feed.
     pub(crate) async fn terminate(&self) -> Result<(), ApiError> {
+        self.terminate_with(None).await
+    }
+
+    /// [`LiveSession::terminate`], its `session.ended` carrying `message` when given.
+    pub(crate) async fn terminate_with(&self, message: Option<&str>) -> Result<(), ApiError> {
         let mut session = self.session.lock().await;
         self.cancel_turn().await;
         let already_ended = self.ended();
@@ -526,13 +720,19 @@ impl LiveSession {
                 if data.reason != SessionEndReason::Error {
                     data.reason = SessionEndReason::Terminated;
                     data.terminated_by = TerminatedBy::Daemon;
+                    if let Some(message) = message {
+                        data.message = Some(message.to_string());
+                    }
                 }
             }
         }
         let mut ended = self.record(trailing).await? || already_ended;
         if !ended {
             let sequence = self.state().next_sequence;
-            let data = serde_json::json!({ "reason": "terminated", "terminated_by": "daemon" });
+            let mut data = serde_json::json!({ "reason": "terminated", "terminated_by": "daemon" });
+            if let Some(message) = message {
+                data["message"] = message.into();
+            }
             if let Some(event) = daemon_event(&self.id, sequence, "session.ended", data) {
                 self.publish(vec![event]).await?;
             }

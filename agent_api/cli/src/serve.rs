@@ -3,7 +3,10 @@
 //!
 //! Secure by default: a token is required unless the host is loopback and `--no-token` is
 //! given; without `--token` a random one is made and printed. SIGINT, SIGTERM and SIGHUP stop the
-//! server: live sessions are terminated (their agents stopped) and recorded as ended.
+//! server: its sessions' agents are stopped and the sessions stay resumable (the next message, to
+//! this server started again or to another on the same store, brings them back). Killed with
+//! SIGKILL, its agents are stopped by its watchdog (`agent-api __watchdog`, a process of its own
+//! that sees the server's pipe close), else at the next server's start.
 
 use std::net::{IpAddr, SocketAddr};
 use std::process::ExitCode;
@@ -34,10 +37,18 @@ pub(crate) struct ServeArgs {
     /// survives the server).
     #[arg(long, value_name = "URL")]
     store: Option<String>,
-    /// This server's name in a store shared with others (PostgreSQL): a server starting again
-    /// ends the sessions its name left live, and only those. Default: the host's name.
+    /// This server's name in a store shared with others (PostgreSQL); its identity adds what
+    /// no other process shares (its pid and a random part). Default: the host's name.
     #[arg(long, value_name = "NAME")]
     daemon_id: Option<String>,
+    /// Stop an idle session's agent after this many seconds with no turn and no subscriber (its
+    /// snapshot kept; the next message resumes it); 0: never.
+    #[arg(long, value_name = "SECS", default_value_t = 600)]
+    idle_release: u64,
+    /// End a session after this many seconds with no turn; default: a session ends only when a
+    /// client terminates it.
+    #[arg(long, value_name = "SECS")]
+    session_idle_ttl: Option<u64>,
     /// A browser origin allowed by CORS (repeatable); default: no CORS.
     #[arg(long = "cors-origin", value_name = "ORIGIN")]
     cors_origins: Vec<String>,
@@ -91,6 +102,11 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<ExitCode, String> {
     if let Some(id) = &args.daemon_id {
         config = config.with_daemon_id(id);
     }
+    config = config
+        .with_idle_release(
+            Some(std::time::Duration::from_secs(args.idle_release)).filter(|d| !d.is_zero()),
+        )
+        .with_session_idle_ttl(args.session_idle_ttl.map(std::time::Duration::from_secs));
     let options = RunOptions {
         agent: None,
         format: Format::Jsonl,
@@ -114,6 +130,8 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<ExitCode, String> {
     };
     let defaults = crate::run::base_request(&options);
     let opened = store.open().await.map_err(|e| e.to_string())?;
+    // Held until this process ends, however it ends: then the watchdog stops its agents.
+    let _watchdog = start_watchdog();
     let server = agent_api_server::Server::new(crate::agents::gateway(), defaults, opened, config)
         .await
         .map_err(|e| e.to_string())?
@@ -146,6 +164,61 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<ExitCode, String> {
         .map_err(|e| format!("the server failed: {e}"))?;
     eprintln!("agent-api: stopped");
     Ok(ExitCode::SUCCESS)
+}
+
+/// Starts `agent-api __watchdog` in a process group of its own, its stdin a pipe this process
+/// holds: killed with SIGKILL, this process leaves agents it cannot stop itself, and the
+/// watchdog, seeing its stdin close, stops them. `None` (said) when it cannot start: the next
+/// server's start stops them instead.
+fn start_watchdog() -> Option<std::process::Child> {
+    use std::os::unix::process::CommandExt;
+    let exe = std::env::current_exe().ok()?;
+    let started = std::process::Command::new(exe)
+        .arg("__watchdog")
+        .arg(agent_api::kit::process::owner_token())
+        .env_remove(agent_api::kit::process::OWNER_VAR)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::inherit())
+        .process_group(0)
+        .spawn();
+    match started {
+        Ok(child) => Some(child),
+        Err(error) => {
+            eprintln!("agent-api: cannot start the watchdog ({error}): agents of a killed server are stopped at the next start");
+            None
+        }
+    }
+}
+
+/// `agent-api __watchdog OWNER`: waits for stdin to close, then for `owner` to be gone, then
+/// stops every agent it left.
+pub(crate) fn watchdog(owner: &str) -> ExitCode {
+    use std::io::Read;
+    let mut sink = [0u8; 64];
+    let mut stdin = std::io::stdin();
+    loop {
+        match stdin.read(&mut sink) {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => break,
+        }
+    }
+    // The pipe closes as the process exits: wait (a little) until it is gone.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let stopped = agent_api::kit::process::stop_orphans_of(owner);
+        if stopped > 0 {
+            eprintln!("agent-api: the server is gone; stopped {stopped} agent processes it left");
+            break;
+        }
+        if std::time::Instant::now() > deadline {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    ExitCode::SUCCESS
 }
 
 /// The inspector's address for a person on this machine (a wildcard host reached on loopback);
