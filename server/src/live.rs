@@ -47,6 +47,9 @@ struct TurnState {
     usage: crate::wire::SessionUsage,
     /// The agent mode of the next turn (`build`: the agent's own default).
     agent_mode: String,
+    /// The turn in progress has stored its closing status: a client may already send the next
+    /// message, which waits for the turn's last writes rather than being refused.
+    closing: bool,
 }
 
 /// A session run by this server.
@@ -190,6 +193,17 @@ pub(crate) fn daemon_event(
     StoredEvent::from_event(event).ok()
 }
 
+/// Whether `event` is a turn's closing status (`turn_completed` or `turn_failed`).
+fn closes_turn(event: &UniversalEvent) -> bool {
+    let UniversalEventBody::ItemCompleted(completed) = &event.body else {
+        return false;
+    };
+    completed.item.content.iter().any(|part| {
+        matches!(part, agent_api::universal::ContentPart::Status { label, .. }
+            if label == "turn_completed" || label == "turn_failed")
+    })
+}
+
 impl LiveSession {
     pub(crate) fn new(
         id: String,
@@ -297,6 +311,15 @@ impl LiveSession {
         options: TurnOptions,
     ) -> Result<(u64, u64), ApiError> {
         let mut guard = self.session.lock().await;
+        // A turn whose end was served finishes its own writes first (a few store round trips).
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+        while {
+            let state = self.state();
+            state.closing && state.current.is_some()
+        } && tokio::time::Instant::now() < deadline
+        {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
         {
             let state = self.state();
             if state.ended {
@@ -374,6 +397,7 @@ impl LiveSession {
         self.touch();
         let mut state = self.state();
         state.turns = turn;
+        state.closing = false;
         state.current = Some((turn, handle.control()));
         state.pump = Some(tokio::spawn(self.clone().pump(
             handle,
@@ -402,6 +426,7 @@ impl LiveSession {
         let session_id: Arc<str> = self.id.as_str().into();
         let mut stored = Vec::with_capacity(events.len());
         let mut ended = false;
+        let mut closing = false;
         let mut native = None;
         // A session brought back keeps its first `session.started`: the agent's new one is not
         // the session's (its seam is the `session_resumed` status before it).
@@ -415,12 +440,16 @@ impl LiveSession {
                 native = Some(id.to_string());
             }
             ended |= matches!(event.body, UniversalEventBody::SessionEnded(_));
+            closing |= closes_turn(&event);
             stored.push(
                 StoredEvent::from_event(event)
                     .map_err(|e| crate::store::StoreError::Backend(e.to_string()))?,
             );
         }
         self.publish(stored).await?;
+        if closing {
+            self.state().closing = true;
+        }
         if let Some(native) = native {
             let changed = {
                 let mut state = self.state();
