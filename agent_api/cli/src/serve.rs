@@ -205,18 +205,17 @@ pub(crate) fn watchdog(owner: &str) -> ExitCode {
             Err(_) => break,
         }
     }
-    // The pipe closes as the process exits: wait (a little) until it is gone.
+    // The pipe closes as the process exits: wait (a little) until it is gone, then stop what it
+    // left, and look once more for a child forked meanwhile.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    loop {
-        let stopped = agent_api::kit::process::stop_orphans_of(owner);
-        if stopped > 0 {
-            eprintln!("agent-api: the server is gone; stopped {stopped} agent processes it left");
-            break;
-        }
-        if std::time::Instant::now() > deadline {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
+    while agent_api::kit::process::owner_alive(owner) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let mut stopped = agent_api::kit::process::stop_orphans_of(owner);
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    stopped += agent_api::kit::process::stop_orphans_of(owner);
+    if stopped > 0 {
+        eprintln!("agent-api: the server is gone; stopped {stopped} agent processes it left");
     }
     ExitCode::SUCCESS
 }

@@ -12,8 +12,8 @@ use crate::contract::error::AgentError;
 
 pub(crate) use super::command::CommandSpec;
 pub use super::reap::{
-    descendants, kill_tree, owner_token, signal_group, stop_orphans, stop_orphans_of, OWNER_VAR,
-    RUN_MARKER_VAR,
+    descendants, kill_tree, owner_alive, owner_token, signal_group, stop_orphans, stop_orphans_of,
+    OWNER_VAR, RUN_MARKER_VAR,
 };
 pub(crate) use crate::contract::files::{check_working_dir, resolve_program};
 

@@ -55,8 +55,8 @@ fn start_time(pid: i32) -> Option<u64> {
     }
 }
 
-/// Whether the owner an [`OWNER_VAR`] value names still runs.
-fn owner_alive(token: &str) -> bool {
+/// Whether the owner an [`OWNER_VAR`] value ([`owner_token`]) names still runs.
+pub fn owner_alive(token: &str) -> bool {
     let Some((pid, start)) = token.split_once('.') else {
         return true;
     };
