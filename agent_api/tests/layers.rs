@@ -19,6 +19,7 @@ const ORDER: &[&str] = &[
     // The contract: imports nothing of the kit or the features.
     "contract::bounds",
     "contract::secrets",
+    "contract::snapshot_error",
     "contract::tools_facet",
     "contract::error",
     "contract::capability",
@@ -31,6 +32,7 @@ const ORDER: &[&str] = &[
     "contract::event",
     "contract::projection",
     "contract::session_ref",
+    "contract::snapshot",
     "contract::budget",
     "contract::run",
     "contract::store",
@@ -65,6 +67,7 @@ const ORDER: &[&str] = &[
     "kit::rate_limit",
     "kit::detect",
     "kit::home",
+    "kit::snapshot",
     "kit::caller_tools",
     "kit",
     // The features, each on runs.
@@ -73,6 +76,7 @@ const ORDER: &[&str] = &[
     "summary",
     "history",
     "resumed",
+    "snapshot",
     "gateway",
 ];
 

@@ -71,6 +71,40 @@ pub trait AgentBackend: Send + Sync {
         })
     }
 
+    /// Exports the agent's own state for the native session `session` from the home `request`
+    /// names (its environment, home and launcher, as a run of it would find them), bounded and
+    /// confined to the files the backend names for that session (`agent_api.session.snapshot`).
+    /// A session whose files are over [`crate::snapshot::SNAPSHOT_FILES_BOUND`] is exported as
+    /// [`crate::snapshot::Continuity::Replay`], flagged. The default refuses.
+    async fn export_snapshot(
+        &self,
+        request: &RunRequest,
+        session: &crate::contract::session_ref::SessionRef,
+    ) -> Result<crate::contract::snapshot::SessionSnapshot, AgentError> {
+        let _ = (request, session);
+        Err(AgentError::UnsupportedCapability {
+            kind: self.kind().to_string(),
+            capability: agent_api_capabilities::SESSION_SNAPSHOT.into(),
+        })
+    }
+
+    /// Imports `snapshot` into the home `request` names, re-keyed to the request's working
+    /// directory where the agent keys its sessions by it, so that a run resuming the snapshot's
+    /// session there continues it natively. Files are written confined to the home, with the
+    /// home's private modes; a file the home already holds in a newer version is kept (newest
+    /// wins, said in the returned [`crate::snapshot::SnapshotImport`]). The default refuses.
+    async fn import_snapshot(
+        &self,
+        request: &RunRequest,
+        snapshot: &crate::contract::snapshot::SessionSnapshot,
+    ) -> Result<crate::contract::snapshot::SnapshotImport, AgentError> {
+        let _ = (request, snapshot);
+        Err(AgentError::UnsupportedCapability {
+            kind: self.kind().to_string(),
+            capability: agent_api_capabilities::SESSION_SNAPSHOT.into(),
+        })
+    }
+
     /// The agent's own session store (`agent_api.history.*`), when the backend can read it.
     fn session_store(&self) -> Option<std::sync::Arc<dyn crate::contract::store::SessionStore>> {
         None
@@ -146,6 +180,13 @@ pub fn validate_template(
                 capability: needed.to_string(),
             });
         }
+    }
+    if request.snapshot.is_some() {
+        return Err(AgentError::InvalidRequest {
+            reason: "the request's snapshot is not restored: run it through a Gateway, or call \
+                     agent_api::snapshot::restore first"
+                .into(),
+        });
     }
     if let Some(session) = request.session.session_ref() {
         session.check_agent(kind)?;

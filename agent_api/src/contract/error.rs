@@ -318,6 +318,16 @@ pub enum AgentError {
         /// What is wrong (the JSON parse error or the schema validation message), bounded.
         reason: String,
     },
+    /// A session snapshot could not be read, taken or restored
+    /// ([`crate::snapshot::SnapshotError`]); the session continues by replay, flagged.
+    #[error("session snapshot: {0}")]
+    Snapshot(crate::contract::snapshot_error::SnapshotError),
+}
+
+impl From<crate::contract::snapshot_error::SnapshotError> for AgentError {
+    fn from(e: crate::contract::snapshot_error::SnapshotError) -> Self {
+        AgentError::Snapshot(e)
+    }
 }
 
 /// `; stderr ends: <line>` for a process that printed something on stderr.
@@ -434,6 +444,7 @@ impl AgentError {
             AgentError::StructuredOutput { .. } => "structured_output",
             AgentError::UnknownMode { .. } => "unknown_mode",
             AgentError::UnknownVariant { .. } => "unknown_variant",
+            AgentError::Snapshot(_) => "snapshot",
         }
     }
 }

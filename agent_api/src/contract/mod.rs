@@ -26,6 +26,8 @@ pub(crate) mod run;
 pub mod secrets;
 pub(crate) mod session;
 pub(crate) mod session_ref;
+pub(crate) mod snapshot;
+pub(crate) mod snapshot_error;
 pub(crate) mod store;
 pub mod structured;
 pub mod tool_table;

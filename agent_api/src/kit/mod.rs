@@ -65,6 +65,7 @@ mod protocol;
 pub mod rate_limit;
 mod reap;
 pub mod replay;
+pub mod snapshot;
 pub mod sse;
 pub mod stderr;
 pub(crate) mod timeouts;

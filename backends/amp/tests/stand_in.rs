@@ -494,3 +494,35 @@ async fn a_structured_answer_is_parsed_and_one_that_does_not_fit_is_a_typed_erro
         1
     );
 }
+
+#[tokio::test]
+async fn a_snapshot_is_the_thread_id_alone_and_a_run_from_it_resumes_the_thread() {
+    let thread = "T-5f1c0a2e-7d1b-4c55-9a39-2b8e5e0c1a01";
+    let backend = backend("text.stdout.jsonl");
+    let session = agent_api::request::SessionRef::native(thread);
+    let snapshot = backend
+        .export_snapshot(&RunRequest::new(""), &session)
+        .await
+        .unwrap();
+    assert_eq!(
+        snapshot.continuity,
+        agent_api::snapshot::Continuity::Service
+    );
+    assert!(snapshot.files.is_empty());
+    let bytes = snapshot.to_bytes().unwrap();
+    let snapshot = agent_api::SessionSnapshot::from_bytes(&bytes).unwrap();
+    let mut gateway = agent_api::Gateway::new();
+    gateway.register(std::sync::Arc::new(backend)).unwrap();
+    let handle = gateway
+        .run(
+            &agent_api_amp::KIND,
+            RunRequest::new("Again").with_snapshot(snapshot),
+        )
+        .await
+        .unwrap();
+    let run = record(handle).await;
+    assert_eq!(
+        run.completion.as_ref().unwrap().native_session_id.as_deref(),
+        Some(thread)
+    );
+}

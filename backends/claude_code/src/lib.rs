@@ -41,6 +41,7 @@
 pub mod args;
 mod dialect;
 pub mod history;
+pub mod snapshot;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -194,6 +195,7 @@ impl AgentBackend for ClaudeCodeBackend {
             caps::SESSION_CALLER_ID,
             caps::SESSION_WARM,
             caps::SESSION_RESUME_PER_TURN,
+            caps::SESSION_SNAPSHOT,
             caps::SESSION_MODE_SWITCH,
             caps::TOOLS_STRUCTURED_V1,
             caps::CALLER_TOOLS,
@@ -299,6 +301,22 @@ impl AgentBackend for ClaudeCodeBackend {
             .in_mode(request.mode.as_ref());
         let transport = Transport::spawn(&invocation.spec, settings.line_cap)?;
         Ok(start_session(settings, transport, Box::new(protocol)))
+    }
+
+    async fn export_snapshot(
+        &self,
+        request: &RunRequest,
+        session: &agent_api::request::SessionRef,
+    ) -> Result<agent_api::SessionSnapshot, AgentError> {
+        snapshot::export(&self.config, request, session).await
+    }
+
+    async fn import_snapshot(
+        &self,
+        request: &RunRequest,
+        snapshot: &agent_api::SessionSnapshot,
+    ) -> Result<agent_api::snapshot::SnapshotImport, AgentError> {
+        snapshot::import(&self.config, request, snapshot).await
     }
 
     fn session_store(&self) -> Option<std::sync::Arc<dyn agent_api::history::SessionStore>> {

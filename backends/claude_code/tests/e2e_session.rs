@@ -71,3 +71,27 @@ async fn e2e_session_opened_from_an_earlier_runs_native_session_sees_that_turn()
     };
     e2e::opened_from_an_earlier_run(&backend(&sandbox), template(), &left(&sandbox)).await;
 }
+
+#[tokio::test]
+async fn e2e_session_snapshot_goes_on_in_an_empty_home_with_another_working_dir() {
+    let Some((server, sandbox)) = bench("echo").await else {
+        return;
+    };
+    let elsewhere = agent_bench::Sandbox::new(Cli::ClaudeCode, &server, "echo").unwrap();
+    assert_ne!(sandbox.cwd, elsewhere.cwd);
+    let snapshot = agent_api_conformance::snapshot::goes_on_in_an_empty_home(
+        std::sync::Arc::new(backend(&sandbox)),
+        std::sync::Arc::new(backend(&elsewhere)),
+        template(),
+        0,
+    )
+    .await;
+    // Re-keyed: the session's file is under the other working directory's project.
+    let key = agent_api_claude_code::snapshot::project_key(&elsewhere.cwd);
+    let restored = elsewhere
+        .home
+        .join(".claude/projects")
+        .join(key)
+        .join(format!("{}.jsonl", snapshot.native_session_id));
+    assert!(restored.is_file(), "{}", restored.display());
+}

@@ -140,3 +140,37 @@ async fn e2e_session_switched_to_plan_codex_refuses_the_write_itself_and_asks_no
     );
     record.trailing = session.close().await.unwrap();
 }
+
+/// A session's snapshot, taken after its first turn, goes on in another, empty `CODEX_HOME` and
+/// working directory: a warm app-server session, and one-shot `exec` runs.
+#[tokio::test]
+async fn e2e_session_snapshot_goes_on_in_an_empty_home_on_app_server_and_exec() {
+    let Some((server, _)) = bench("echo").await else {
+        return;
+    };
+    let pair = || {
+        (
+            Sandbox::new(Cli::Codex, &server, "echo").unwrap(),
+            Sandbox::new(Cli::Codex, &server, "echo").unwrap(),
+        )
+    };
+    let (here, there) = pair();
+    let snapshot = agent_api_conformance::snapshot::goes_on_in_an_empty_home(
+        std::sync::Arc::new(backend(&here)),
+        std::sync::Arc::new(backend(&there)),
+        template(),
+        0,
+    )
+    .await;
+    assert!(snapshot.files[0].path.starts_with("sessions/"));
+    let (here, there) = pair();
+    let exec = template()
+        .with_options(&agent_api_codex::CodexOptions::default().mode(agent_api_codex::Mode::Exec));
+    agent_api_conformance::snapshot::a_run_goes_on_in_an_empty_home(
+        std::sync::Arc::new(backend(&here)),
+        std::sync::Arc::new(backend(&there)),
+        exec,
+        0,
+    )
+    .await;
+}
