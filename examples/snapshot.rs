@@ -30,7 +30,10 @@ async fn say(session: &mut agent_api::Session, prompt: &str) -> Result<String, A
 
 #[tokio::main]
 async fn main() -> Result<(), AgentError> {
-    if !ScriptedBackend::new().capabilities().contains(SESSION_SNAPSHOT) {
+    if !ScriptedBackend::new()
+        .capabilities()
+        .contains(SESSION_SNAPSHOT)
+    {
         println!("this backend cannot move its sessions; continue them by replay instead");
         return Ok(());
     }
@@ -52,7 +55,10 @@ async fn main() -> Result<(), AgentError> {
     if let Some(restored) = session.restored() {
         println!("restored on B: {}", restored.summary());
     }
-    println!("B, turn 2: {}", say(&mut session, "What is my name?").await?);
+    println!(
+        "B, turn 2: {}",
+        say(&mut session, "What is my name?").await?
+    );
     session.close().await?;
 
     // A damaged snapshot is a typed error; nothing is written.

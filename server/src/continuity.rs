@@ -122,20 +122,34 @@ impl Server {
             .native_session_id
             .clone()
             .filter(|_| capabilities.contains(agent_api::capabilities::SESSION_RESUME));
-        let mut opened = None;
+        // First the agent's own state from the store (restored into this server's home, then
+        // resumed natively), then its files where this home still has them, then a replay.
+        let snapshot = self.stored_snapshot(&record).await?;
+        let mut attempts = Vec::new();
+        if let Some(snapshot) = snapshot {
+            attempts.push((request.clone().with_snapshot(snapshot), "snapshot"));
+        }
         if let Some(native) = &native {
             let again = request
                 .clone()
                 .with_session(SessionSelector::Resume(SessionRef::native(native)));
-            match self.inner.gateway.open_session(&kind, again).await {
-                Ok(session) => opened = Some((session, How::Native)),
+            attempts.push((again, "home"));
+        }
+        let mut opened = None;
+        for (attempt, source) in attempts {
+            match self.inner.gateway.open_session(&kind, attempt).await {
+                Ok(session) => {
+                    opened = Some((session, How::Native, source));
+                    break;
+                }
                 Err(error) => tracing::warn!(
                     session = %record.id,
-                    "cannot continue the agent's own session, replaying the transcript instead: {error}"
+                    source,
+                    "cannot continue the agent's own session this way: {error}"
                 ),
             }
         }
-        let (session, how) = match opened {
+        let (session, how, source) = match opened {
             Some(opened) => opened,
             None => (
                 self.inner
@@ -144,6 +158,7 @@ impl Server {
                     .await
                     .map_err(|e| ApiError::agent(&e))?,
                 How::Replay,
+                "transcript",
             ),
         };
         let prime = match how {
@@ -151,7 +166,7 @@ impl Server {
             How::Replay => Some(self.prime(&record.id).await?),
         };
         let interrupted = self.interrupted_turn(&record).await?;
-        let seam = seam(&record, interrupted, how, &me);
+        let seam = seam(&record, interrupted, how, source, &me);
         let next = record.event_count + seam.len() as u64 + 1;
         if let Err(error) = store.append_owned(&record.id, &me, seam).await {
             // Not brought back: another server took it meanwhile, or the store failed; its agent
@@ -178,6 +193,33 @@ impl Server {
             interrupted,
         };
         Ok(self.adopt(&record.id, origin, session, continuity))
+    }
+
+    /// The snapshot kept for `record`, if it can be used: a missing one is `None`; one that is
+    /// cut short, damaged, of another version or another agent is said (a typed error in the
+    /// log) and not used, so that the session goes on by its files or a flagged replay.
+    async fn stored_snapshot(
+        &self,
+        record: &SessionRecord,
+    ) -> Result<Option<agent_api::SessionSnapshot>, ApiError> {
+        let Some(stored) = self.inner.store.snapshot(&record.id).await? else {
+            return Ok(None);
+        };
+        let read = agent_api::SessionSnapshot::from_bytes(&stored.bytes).and_then(|snapshot| {
+            let kind = self.kind(&record.agent).ok();
+            match kind {
+                Some(kind) => snapshot.check_agent(&kind).map(|()| snapshot),
+                None => Ok(snapshot),
+            }
+        });
+        match read {
+            Ok(snapshot) if snapshot.is_native() => Ok(Some(snapshot)),
+            Ok(_) => Ok(None),
+            Err(error) => {
+                tracing::warn!(session = %record.id, "the session's snapshot cannot be used: {error}");
+                Ok(None)
+            }
+        }
     }
 
     /// The turn a stored session's server died in, if one was running: recorded as running, and
@@ -309,13 +351,14 @@ fn seam(
     record: &SessionRecord,
     interrupted: Option<u64>,
     how: How,
+    source: &str,
     server: &str,
 ) -> Vec<StoredEvent> {
     let next = record.event_count + 1;
     let mut events = interrupted_turn(&record.id, next, interrupted);
     let mut transcript = Transcript::new(seam_session(), false);
     let detail = format!(
-        "how={} server={} after={} turns={}",
+        "how={} from={source} server={} after={} turns={}",
         how.as_str(),
         agent_api::display::line(server, 128),
         after(record),

@@ -81,6 +81,8 @@ pub(crate) struct LiveSession {
     pub(crate) interrupted: Mutex<Option<u64>>,
     /// When a turn last started or ended, or the session was opened.
     last_active: Mutex<std::time::Instant>,
+    /// A snapshot the store did not take (it failed): written with the next one, or at release.
+    unsaved: Mutex<Option<crate::store::StoredSnapshot>>,
 }
 
 /// Where a session's numbering starts, and what this server knows of its past: a new session's
@@ -246,7 +248,55 @@ impl LiveSession {
             prime: Mutex::new(continuity.prime),
             interrupted: Mutex::new(continuity.interrupted),
             last_active: Mutex::new(std::time::Instant::now()),
+            unsaved: Mutex::new(None),
         })
+    }
+
+    /// Takes the agent's snapshot after turn `turn` and keeps it in the store (`snapshot` in
+    /// `spec/http-api.md`): an agent that cannot export one is skipped; a store that fails keeps
+    /// the turn's events (already written) and the snapshot is tried again after the next turn
+    /// and when the agent is released.
+    async fn keep_snapshot(&self, session: &Session, turn: u64) {
+        let capabilities = session.agent_kind().clone();
+        let taken = match session.snapshot().await {
+            Ok(snapshot) => snapshot.to_bytes().map_err(|e| e.to_string()),
+            Err(agent_api::AgentError::UnsupportedCapability { .. }) => return,
+            Err(error) => Err(error.to_string()),
+        };
+        let bytes = match taken {
+            Ok(bytes) => bytes,
+            Err(error) => {
+                tracing::warn!(session = %self.id, agent = %capabilities, "cannot take the session's snapshot: {error}");
+                return;
+            }
+        };
+        let snapshot = crate::store::StoredSnapshot { turn, bytes };
+        self.save_snapshot(Some(snapshot)).await;
+    }
+
+    /// Writes `snapshot` (or the one left unsaved) to the store; kept for a later try when the
+    /// store fails.
+    async fn save_snapshot(&self, snapshot: Option<crate::store::StoredSnapshot>) {
+        let pending = self
+            .unsaved
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        let Some(snapshot) = snapshot.or(pending) else {
+            return;
+        };
+        match self
+            .store
+            .put_snapshot(&self.id, &self.owner, snapshot.clone())
+            .await
+        {
+            Ok(()) => {}
+            Err(StoreError::NotOwner { .. }) => {}
+            Err(error) => {
+                tracing::warn!(session = %self.id, "cannot store the session's snapshot (tried again later): {error}");
+                *self.unsaved.lock().unwrap_or_else(|p| p.into_inner()) = Some(snapshot);
+            }
+        }
     }
 
     /// How long the session has had no turn, none running now (`None` while one runs).
@@ -310,8 +360,8 @@ impl LiveSession {
         prompt: agent_api::Prompt,
         options: TurnOptions,
     ) -> Result<(u64, u64), ApiError> {
-        let mut guard = self.session.lock().await;
-        // A turn whose end was served finishes its own writes first (a few store round trips).
+        // A turn whose end was served finishes its own writes first (a few store round trips,
+        // its snapshot among them, which needs the session: not held meanwhile).
         let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
         while {
             let state = self.state();
@@ -320,6 +370,7 @@ impl LiveSession {
         {
             tokio::time::sleep(std::time::Duration::from_millis(5)).await;
         }
+        let mut guard = self.session.lock().await;
         {
             let state = self.state();
             if state.ended {
@@ -634,6 +685,12 @@ impl LiveSession {
         if let Err(error) = self.store.update(&self.id, &self.owner, done).await {
             tracing::warn!(session = %self.id, "cannot record the turn's end: {error}");
         }
+        // Held by a terminate or a release (which takes its own): not taken here.
+        if let Ok(session) = self.session.try_lock() {
+            if let Some(session) = session.as_ref() {
+                self.keep_snapshot(session, turn).await;
+            }
+        }
         self.touch();
         // Stored, or the server keeps it (ended) so that a message is told it ended; a server
         // started again on the store closes its turn as interrupted.
@@ -692,6 +749,11 @@ impl LiveSession {
             return false;
         }
         if let Some(session) = session.take() {
+            let turns = self.state().turns;
+            if turns > 0 {
+                self.keep_snapshot(&session, turns).await;
+            }
+            self.save_snapshot(None).await;
             // The agent's own end is not the session's: its trailing events are not stored.
             let _ = session.close().await;
         }

@@ -341,6 +341,7 @@ impl Server {
                 turn_open: false,
                 active_at: None,
                 resumed_how: None,
+                snapshot_turn: None,
             };
             // Another server sharing the store may have taken the id meanwhile.
             self.inner.store.create_session(record).await?;
@@ -496,6 +497,7 @@ impl Server {
             state: Some(state.into()),
             owner: record.owner.filter(|_| !ended),
             resumed_how: record.resumed_how,
+            snapshot_turn: record.snapshot_turn,
         })
     }
 

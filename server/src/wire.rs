@@ -367,6 +367,10 @@ pub struct SessionInfo {
     /// session) or `replay` (a new agent session primed with the transcript).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resumed_how: Option<String>,
+    /// Beyond the reference: the turn after which the agent's own state (its snapshot) was last
+    /// kept in the store: a server without the agent's files continues it natively from there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snapshot_turn: Option<u64>,
 }
 
 /// The tokens and cost of a session's turns, summed (each field where the agent reports it).

@@ -196,6 +196,7 @@ async fn a_session_goes_on_under_its_id_after_its_server_is_killed_on_a_server_w
         )
         .await;
     let served = turns_ended(&a.api, "ada", 1).await;
+    snapshot_kept(&a.api, "ada", 1).await;
     let killed = a.signal(libc::SIGKILL);
     assert!(!killed.success());
 
@@ -223,7 +224,9 @@ async fn a_session_goes_on_under_its_id_after_its_server_is_killed_on_a_server_w
         .as_str()
         .unwrap();
     assert!(
-        detail.contains("after=server_died") && detail.contains("server=child-"),
+        detail.contains("how=native from=snapshot")
+            && detail.contains("after=server_died")
+            && detail.contains("server=child-"),
         "{detail}"
     );
     assert!(
@@ -237,10 +240,27 @@ async fn a_session_goes_on_under_its_id_after_its_server_is_killed_on_a_server_w
     );
     assert!(detail.contains(&format!("how={}", info["resumedHow"].as_str().unwrap())));
     let answer = answers(&events).pop().unwrap();
+    assert_eq!(info["resumedHow"], "native", "{info}");
     assert!(
         saw_both_turns(&info, &answer, "My name is Ada"),
         "the agent saw both turns: {answer} ({info})"
     );
+}
+
+/// Waits until the session's snapshot after turn `turn` is kept.
+async fn snapshot_kept(api: &Api, session: &str, turn: u64) {
+    let deadline = tokio::time::Instant::now() + STEP;
+    loop {
+        let info = api.get(&format!("/v1/sessions/{session}")).await.json();
+        if info["snapshotTurn"].as_u64() >= Some(turn) {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no snapshot: {info}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -336,10 +356,13 @@ async fn a_server_stopped_with_sigterm_leaves_its_sessions_resumable_and_they_go
     check_continuous(&events);
     let seams = statuses(&events, "session_resumed");
     assert_eq!(seams.len(), 1);
-    assert!(seams[0]["data"]["item"]["content"][0]["detail"]
+    let detail = seams[0]["data"]["item"]["content"][0]["detail"]
         .as_str()
-        .unwrap()
-        .contains("after=server_stopped"));
+        .unwrap();
+    assert!(
+        detail.contains("how=native from=snapshot") && detail.contains("after=server_stopped"),
+        "the snapshot taken as it stopped: {detail}"
+    );
     let info = b.api.get("/v1/sessions/kept").await.json();
     let answer = answers(&events).pop().unwrap();
     assert!(

@@ -522,7 +522,11 @@ async fn a_snapshot_is_the_thread_id_alone_and_a_run_from_it_resumes_the_thread(
         .unwrap();
     let run = record(handle).await;
     assert_eq!(
-        run.completion.as_ref().unwrap().native_session_id.as_deref(),
+        run.completion
+            .as_ref()
+            .unwrap()
+            .native_session_id
+            .as_deref(),
         Some(thread)
     );
 }

@@ -25,6 +25,13 @@ struct Inner {
 }
 
 impl Inner {
+    /// `record` with the turn of its kept snapshot.
+    fn with_snapshot(&self, record: &SessionRecord) -> SessionRecord {
+        let mut record = record.clone();
+        record.snapshot_turn = self.snapshots.get(&record.id).map(|s| s.turn);
+        record
+    }
+
     /// The record of a session `owner` owns.
     fn owned(&mut self, id: &str, owner: &str) -> Result<&mut SessionRecord, StoreError> {
         let (record, _) = self
@@ -105,11 +112,11 @@ impl Store for MemoryStore {
     }
 
     async fn session(&self, id: &str) -> Result<Option<SessionRecord>, StoreError> {
-        Ok(self
-            .lock()
+        let inner = self.lock();
+        Ok(inner
             .sessions
             .get(id)
-            .map(|(record, _)| record.clone()))
+            .map(|(record, _)| inner.with_snapshot(record)))
     }
 
     async fn sessions(&self) -> Result<Vec<SessionRecord>, StoreError> {
@@ -118,7 +125,7 @@ impl Store for MemoryStore {
             .order
             .iter()
             .filter_map(|id| inner.sessions.get(id))
-            .map(|(record, _)| record.clone())
+            .map(|(record, _)| inner.with_snapshot(record))
             .collect())
     }
 

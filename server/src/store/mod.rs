@@ -124,6 +124,8 @@ pub struct SessionRecord {
     pub active_at: Option<i64>,
     /// How it was last brought back (`native` or `replay`).
     pub resumed_how: Option<String>,
+    /// The turn after which its snapshot was kept, if one is.
+    pub snapshot_turn: Option<u64>,
 }
 
 /// What a session's owner does with it, as stored (`SessionInfo.state` adds `resumable` and
@@ -233,6 +235,7 @@ impl SessionRecord {
             turn_open: false,
             active_at: None,
             resumed_how: None,
+            snapshot_turn: None,
         }
     }
 }

@@ -128,7 +128,7 @@ impl PostgresStore {
 }
 
 const SESSION_COLUMNS: &str =
-    "id, agent, agent_mode, permission_mode, model, variant, native_session_id, ended, end_error, event_count, owner, usage, settings, working_dir, state, turns, turn_open, active_at, resumed_how";
+    "id, agent, agent_mode, permission_mode, model, variant, native_session_id, ended, end_error, event_count, owner, usage, settings, working_dir, state, turns, turn_open, active_at, resumed_how, (SELECT turn FROM snapshots WHERE snapshots.session_id = sessions.id)";
 
 fn session_row(row: &Row) -> SessionRecord {
     SessionRecord {
@@ -151,6 +151,9 @@ fn session_row(row: &Row) -> SessionRecord {
         turn_open: row.get(16),
         active_at: row.get(17),
         resumed_how: row.get(18),
+        snapshot_turn: row
+            .get::<_, Option<i64>>(19)
+            .and_then(|t| u64::try_from(t).ok()),
     }
 }
 

@@ -437,7 +437,7 @@ fn updated(rows: rusqlite::Result<usize>, id: &str) -> Result<(), StoreError> {
 }
 
 const SESSION_COLUMNS: &str =
-    "id, agent, agent_mode, permission_mode, model, variant, native_session_id, ended, end_error, event_count, owner, usage, settings, working_dir, state, turns, turn_open, active_at, resumed_how";
+    "id, agent, agent_mode, permission_mode, model, variant, native_session_id, ended, end_error, event_count, owner, usage, settings, working_dir, state, turns, turn_open, active_at, resumed_how, (SELECT turn FROM snapshots WHERE snapshots.session_id = sessions.id)";
 
 fn session_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<SessionRecord> {
     Ok(SessionRecord {
@@ -460,6 +460,7 @@ fn session_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<SessionRecord> {
         turn_open: row.get(16)?,
         active_at: row.get(17)?,
         resumed_how: row.get(18)?,
+        snapshot_turn: row.get(19)?,
     })
 }
 
