@@ -672,3 +672,128 @@ async fn the_store_refuses_every_write_of_a_server_that_no_longer_owns_the_sessi
         owner_checks(url.open().await.unwrap(), "s").await;
     }
 }
+
+/// A memory store whose snapshot writes fail while `failing` says so (the store down at that
+/// moment): everything else works.
+#[derive(Debug, Default)]
+struct SnapshotsFail {
+    inner: agent_api_server::store::MemoryStore,
+    failing: std::sync::atomic::AtomicBool,
+}
+
+#[async_trait::async_trait]
+impl Store for SnapshotsFail {
+    async fn create_session(
+        &self,
+        record: agent_api_server::store::SessionRecord,
+    ) -> Result<(), StoreError> {
+        self.inner.create_session(record).await
+    }
+    async fn append(
+        &self,
+        session: &str,
+        events: Vec<agent_api_server::store::StoredEvent>,
+    ) -> Result<(), StoreError> {
+        self.inner.append(session, events).await
+    }
+    async fn events(
+        &self,
+        session: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<agent_api_server::store::StoredEvent>, StoreError> {
+        self.inner.events(session, after, limit).await
+    }
+    async fn session(
+        &self,
+        id: &str,
+    ) -> Result<Option<agent_api_server::store::SessionRecord>, StoreError> {
+        self.inner.session(id).await
+    }
+    async fn sessions(&self) -> Result<Vec<agent_api_server::store::SessionRecord>, StoreError> {
+        self.inner.sessions().await
+    }
+    async fn set_native_session_id(&self, id: &str, native: &str) -> Result<(), StoreError> {
+        self.inner.set_native_session_id(id, native).await
+    }
+    async fn mark_ended(&self, id: &str, error: Option<&str>) -> Result<(), StoreError> {
+        self.inner.mark_ended(id, error).await
+    }
+    async fn set_usage(&self, id: &str, usage: &str) -> Result<(), StoreError> {
+        self.inner.set_usage(id, usage).await
+    }
+    async fn set_agent_mode(&self, id: &str, mode: &str) -> Result<(), StoreError> {
+        self.inner.set_agent_mode(id, mode).await
+    }
+    async fn append_owned(
+        &self,
+        session: &str,
+        owner: &str,
+        events: Vec<agent_api_server::store::StoredEvent>,
+    ) -> Result<(), StoreError> {
+        self.inner.append_owned(session, owner, events).await
+    }
+    async fn claim(&self, id: &str, owner: &str, from: Option<&str>) -> Result<(), StoreError> {
+        self.inner.claim(id, owner, from).await
+    }
+    async fn update(
+        &self,
+        id: &str,
+        owner: &str,
+        update: agent_api_server::store::SessionUpdate,
+    ) -> Result<(), StoreError> {
+        self.inner.update(id, owner, update).await
+    }
+    async fn put_snapshot(
+        &self,
+        id: &str,
+        owner: &str,
+        snapshot: agent_api_server::store::StoredSnapshot,
+    ) -> Result<(), StoreError> {
+        if self.failing.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(StoreError::Backend("the store is down".into()));
+        }
+        self.inner.put_snapshot(id, owner, snapshot).await
+    }
+    async fn snapshot(
+        &self,
+        id: &str,
+    ) -> Result<Option<agent_api_server::store::StoredSnapshot>, StoreError> {
+        self.inner.snapshot(id).await
+    }
+    async fn heartbeat(&self, server: &str) -> Result<(), StoreError> {
+        self.inner.heartbeat(server).await
+    }
+    async fn server_alive(&self, server: &str, lease: Duration) -> Result<bool, StoreError> {
+        self.inner.server_alive(server, lease).await
+    }
+}
+
+#[tokio::test]
+async fn a_snapshot_the_store_cannot_take_loses_no_event_and_is_taken_again() {
+    let failing = Arc::new(SnapshotsFail::default());
+    failing
+        .failing
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    let store: Arc<dyn Store> = failing.clone();
+    let config = ServerConfig::default().with_idle_release(Some(Duration::from_millis(300)));
+    let api = on(&store, config).await;
+    api.post("/v1/sessions/down", scripted("text")).await;
+    api.post("/v1/sessions/down/messages", json!({"message": "one"}))
+        .await;
+    let events = turns_ended(&api, "down", 1).await;
+    check_continuous(&events);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let info = api.get("/v1/sessions/down").await.json();
+    assert!(info["snapshotTurn"].is_null(), "{info}");
+    // Back: the snapshot is taken again when the agent is released.
+    failing
+        .failing
+        .store(false, std::sync::atomic::Ordering::SeqCst);
+    snapshot_kept(&api, "down", 1).await;
+    api.post("/v1/sessions/down/messages", json!({"message": "two"}))
+        .await;
+    let events = turns_ended(&api, "down", 2).await;
+    check_continuous(&events);
+    assert!(answers(&events).pop().unwrap().contains("turn 2"));
+}
