@@ -206,17 +206,32 @@ fn closes_turn(event: &UniversalEvent) -> bool {
     })
 }
 
+/// What a session gets from the server that runs it (it holds no reference to the server).
+pub(crate) struct Surroundings<'a> {
+    /// The store.
+    pub(crate) store: Arc<dyn Store>,
+    /// The server's bounds.
+    pub(crate) config: &'a crate::config::ServerConfig,
+    /// Cancelled when the server stops.
+    pub(crate) stopping: agent_api::request::CancellationToken,
+    /// Called once the session has ended by itself or is lost: the server forgets it.
+    pub(crate) on_end: Box<dyn Fn(&str) + Send + Sync>,
+}
+
 impl LiveSession {
     pub(crate) fn new(
         id: String,
         opened: SessionOrigin,
         session: Session,
-        store: Arc<dyn Store>,
-        config: &crate::config::ServerConfig,
-        stopping: agent_api::request::CancellationToken,
-        on_end: Box<dyn Fn(&str) + Send + Sync>,
+        around: Surroundings<'_>,
         continuity: Continuity,
     ) -> Arc<Self> {
+        let Surroundings {
+            store,
+            config,
+            stopping,
+            on_end,
+        } = around;
         let (feed, _) = broadcast::channel(config.sse_buffer.max(1));
         let agent_mode = continuity.agent_mode.clone().unwrap_or_else(|| {
             opened

@@ -211,16 +211,13 @@ impl Server {
                 lock(&inner.live).remove(id);
             }
         });
-        let live = LiveSession::new(
-            id.to_string(),
-            origin,
-            session,
-            self.inner.store.clone(),
-            &self.inner.config,
-            self.inner.stopping.clone(),
-            forget,
-            continuity,
-        );
+        let around = crate::live::Surroundings {
+            store: self.inner.store.clone(),
+            config: &self.inner.config,
+            stopping: self.inner.stopping.clone(),
+            on_end: forget,
+        };
+        let live = LiveSession::new(id.to_string(), origin, session, around, continuity);
         lock(&self.inner.live).insert(id.to_string(), live.clone());
         live
     }
