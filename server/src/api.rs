@@ -151,8 +151,9 @@ pub(crate) async fn list_sessions(
 ) -> Result<Json<SessionListResponse>, ApiError> {
     let records = server.inner.store.sessions().await?;
     let mut sessions = Vec::with_capacity(records.len());
+    let mut owners = std::collections::HashMap::new();
     for record in records {
-        sessions.push(server.info(record).await?);
+        sessions.push(server.info_with(record, &mut owners).await?);
     }
     Ok(Json(SessionListResponse { sessions }))
 }
@@ -556,23 +557,34 @@ pub(crate) async fn terminate_session(
         server.forget(&id);
         return Ok(StatusCode::NO_CONTENT);
     }
+    match not_running(&server, &id).await? {
+        // Ended already: terminating again changes nothing.
+        None => {}
+        // Resumable (or released here): ended in the store, with no agent started for it.
+        Some(record) => server.end_stored(&record, "terminated", None).await?,
+    }
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// The stored session `id` that no server runs: `None` when it ended; 404 unknown, 409
+/// `session_elsewhere` when another running server owns it (it is the one to act on it).
+async fn not_running(
+    server: &Server,
+    id: &str,
+) -> Result<Option<crate::store::SessionRecord>, ApiError> {
     let record = server
         .inner
         .store
-        .session(&id)
+        .session(id)
         .await?
-        .ok_or_else(|| ApiError::no_session(&id))?;
-    // Ended already: terminating again changes nothing.
+        .ok_or_else(|| ApiError::no_session(id))?;
     if record.ended {
-        return Ok(StatusCode::NO_CONTENT);
+        return Ok(None);
     }
-    // Another running server holds it: it is the one to terminate it.
     if let Some(owner) = server.owner_elsewhere(&record).await? {
         return Err(ApiError::elsewhere(&owner));
     }
-    // Resumable (or released here): ended in the store, with no agent started for it.
-    server.end_stored(&record, "terminated", None).await?;
-    Ok(StatusCode::NO_CONTENT)
+    Ok(Some(record))
 }
 
 /// Beyond the reference: cancels the turn in progress and keeps the session.
@@ -587,23 +599,14 @@ pub(crate) async fn cancel_turn(
         live.cancel_turn().await;
         return Ok(StatusCode::NO_CONTENT);
     }
-    let record = server
-        .inner
-        .store
-        .session(&id)
-        .await?
-        .ok_or_else(|| ApiError::no_session(&id))?;
-    if record.ended {
+    // Resumable: no turn runs (one its server died in is closed when it comes back).
+    if not_running(&server, &id).await?.is_none() {
         return Err(ApiError::new(
             StatusCode::CONFLICT,
             "session_ended",
             "the session has ended",
         ));
     }
-    if let Some(owner) = server.owner_elsewhere(&record).await? {
-        return Err(ApiError::elsewhere(&owner));
-    }
-    // Resumable: no turn runs (one its server died in is closed when it comes back).
     Ok(StatusCode::NO_CONTENT)
 }
 

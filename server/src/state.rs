@@ -196,6 +196,23 @@ impl Server {
             .then(|| owner.to_string()))
     }
 
+    /// Whether another running server owns `record`, each owner asked once per `known`.
+    async fn runs_elsewhere(
+        &self,
+        record: &SessionRecord,
+        known: &mut HashMap<String, bool>,
+    ) -> Result<bool, StoreError> {
+        let Some(owner) = record.owner.as_deref() else {
+            return Ok(false);
+        };
+        if let Some(alive) = known.get(owner) {
+            return Ok(*alive);
+        }
+        let alive = self.owner_elsewhere(record).await?.is_some();
+        known.insert(owner.to_string(), alive);
+        Ok(alive)
+    }
+
     /// Puts a session this server runs now in its map, its `on_end` forgetting it.
     pub(crate) fn adopt(
         &self,
@@ -459,6 +476,15 @@ impl Server {
     /// released its agent), `resumable` (its server is gone: the next message brings it back) or
     /// `ended`; `live` true only for the first, never beside `ended`.
     pub(crate) async fn info(&self, record: SessionRecord) -> Result<SessionInfo, ApiError> {
+        self.info_with(record, &mut HashMap::new()).await
+    }
+
+    /// [`Server::info`], asking the store whether each owner runs once per `known` (a list).
+    pub(crate) async fn info_with(
+        &self,
+        record: SessionRecord,
+        known: &mut HashMap<String, bool>,
+    ) -> Result<SessionInfo, ApiError> {
         let here = self.live(&record.id);
         let ended = record.ended || here.as_ref().is_some_and(|l| l.ended());
         let state = if ended {
@@ -468,7 +494,7 @@ impl Server {
         } else if record.owner.as_deref() == Some(self.daemon_id()) {
             // Ours, its agent released (or being brought back).
             "idle"
-        } else if self.owner_elsewhere(&record).await?.is_some() {
+        } else if self.runs_elsewhere(&record, known).await? {
             match record.state {
                 SessionState::Idle => "idle",
                 _ => "live",

@@ -208,11 +208,18 @@ mod linux {
             .filter(|p| p.pid != me && carries(p.pid, &needle))
             .map(|p| p.pid)
             .collect();
-        // Close over parent links: children of anything found are found too (a child that
-        // cleared its environment is still found through its parent).
+        with_children(&mut found, &all, me);
+        all.into_iter()
+            .filter(|p| p.pid != root && found.contains(&p.pid))
+            .collect()
+    }
+
+    /// Closes `found` over parent links: children of anything found are found too (a child that
+    /// cleared its environment is still found through its parent), never `me`.
+    fn with_children(found: &mut BTreeSet<i32>, all: &[Proc], me: i32) {
         loop {
             let before = found.len();
-            for p in &all {
+            for p in all {
                 if p.pid != me && found.contains(&p.ppid) {
                     found.insert(p.pid);
                 }
@@ -221,9 +228,6 @@ mod linux {
                 break;
             }
         }
-        all.into_iter()
-            .filter(|p| p.pid != root && found.contains(&p.pid))
-            .collect()
     }
 
     /// The owner token (`OWNER_VAR`) in the environment of `pid`, if any.
@@ -248,17 +252,7 @@ mod linux {
                 .filter(|p| owner_of(p.pid).is_some_and(|owner| stale(&owner)))
                 .map(|p| p.pid)
                 .collect();
-            loop {
-                let before = found.len();
-                for p in &all {
-                    if p.pid != me && found.contains(&p.ppid) {
-                        found.insert(p.pid);
-                    }
-                }
-                if found.len() == before {
-                    break;
-                }
-            }
+            with_children(&mut found, &all, me);
             found.retain(|pid| !stopped.contains(pid));
             if found.is_empty() {
                 break;
