@@ -139,6 +139,6 @@ pub mod universal {
         PermissionDetails, PermissionEventData, PermissionStatus, QuestionEventData,
         QuestionStatus, ReasoningVisibility, SessionEndReason, SessionEndedData,
         SessionStartedData, StderrOutput, TerminatedBy, ToolCallRef, ToolMeta, UniversalEventBody,
-        UniversalItem, PERMISSION_DIFF_BOUND,
+        UniversalItem, COMMAND_BOUND, PERMISSION_DIFF_BOUND,
     };
 }

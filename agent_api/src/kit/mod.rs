@@ -100,6 +100,6 @@ pub mod transcript {
     //! [`Transcript`], which numbers, bounds, masks and emits the events.
     pub use crate::contract::universal::{
         replacement_diff, shell_fields, NewItem, SessionEnd, Transcript, TranscriptLimits,
-        SHELL_FIELD_BOUND,
+        COMMAND_BOUND, SHELL_FIELD_BOUND,
     };
 }
