@@ -49,6 +49,11 @@ pub(crate) struct ServeArgs {
     /// client terminates it.
     #[arg(long, value_name = "SECS")]
     session_idle_ttl: Option<u64>,
+    /// In a store shared with other servers (PostgreSQL): how long this one counts as running
+    /// after its last heartbeat (renewed every third of it); past it, its sessions may be brought
+    /// back by another.
+    #[arg(long, value_name = "SECS", default_value_t = 30)]
+    server_lease: u64,
     /// A browser origin allowed by CORS (repeatable); default: no CORS.
     #[arg(long = "cors-origin", value_name = "ORIGIN")]
     cors_origins: Vec<String>,
@@ -106,7 +111,8 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<ExitCode, String> {
         .with_idle_release(
             Some(std::time::Duration::from_secs(args.idle_release)).filter(|d| !d.is_zero()),
         )
-        .with_session_idle_ttl(args.session_idle_ttl.map(std::time::Duration::from_secs));
+        .with_session_idle_ttl(args.session_idle_ttl.map(std::time::Duration::from_secs))
+        .with_server_lease(std::time::Duration::from_secs(args.server_lease.max(1)));
     let options = RunOptions {
         agent: None,
         format: Format::Jsonl,
@@ -177,6 +183,8 @@ fn start_watchdog() -> Option<std::process::Child> {
         .arg("__watchdog")
         .arg(agent_api::kit::process::owner_token())
         .env_remove(agent_api::kit::process::OWNER_VAR)
+        // Out of the agents' working directory: nothing of the server's is found there.
+        .current_dir("/")
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::inherit())

@@ -148,7 +148,9 @@ fn serve_on_postgres_killed_with_sigkill_mid_turn_serves_every_event_again_after
 /// the same store, and checks that it serves every event again, leaves the session resumable,
 /// and that the next message closes the interrupted turn and goes on.
 fn killed_and_restarted(store: &str, id: &str) {
-    let first = serve(&["--store", store, "--no-token"]);
+    // A short lease: on PostgreSQL the killed server counts as running until its heartbeat is
+    // that old.
+    let first = serve(&["--store", store, "--no-token", "--server-lease", "1"]);
     let create = json!({"agent": "scripted", "options": {"backend.scripted.scenario": "slow", "backend.scripted.delay_ms": 50}});
     assert_eq!(
         first
@@ -182,9 +184,14 @@ fn killed_and_restarted(store: &str, id: &str) {
     );
     drop(first); // SIGKILL
 
-    let second = serve(&["--store", store, "--no-token"]);
+    let second = serve(&["--store", store, "--no-token", "--server-lease", "1"]);
     let events = second.events(id);
     assert!(events.len() >= served.len(), "{events:#?}");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while second.call("GET", &format!("/v1/sessions/{id}"), None, None).1["state"] == "live" {
+        assert!(Instant::now() < deadline, "the killed server's lease did not run out");
+        std::thread::sleep(Duration::from_millis(100));
+    }
     assert_eq!(
         events[..served.len()],
         served[..],
