@@ -196,7 +196,8 @@ pub(crate) async fn resume_session(
 
 #[utoipa::path(post, path = "/v1/sessions/{session_id}", operation_id = "create_session",
     params(("session_id" = String, Path, description = "Client session id")), request_body = CreateSessionRequest,
-    responses((status = 200, body = CreateSessionResponse), (status = 400, body = ProblemDetails), (status = 409, body = ProblemDetails)))]
+    responses((status = 200, body = CreateSessionResponse), (status = 400, body = ProblemDetails), (status = 403, body = ProblemDetails),
+        (status = 409, body = ProblemDetails), (status = 503, body = ProblemDetails)))]
 pub(crate) async fn create_session(
     State(server): State<Server>,
     Path(id): Path<String>,
@@ -267,6 +268,8 @@ async fn turn(
         return Err(ApiError::invalid("the message is empty"));
     }
     crate::turn::check_fixed(&body.settings, &live.opened.request.settings)?;
+    // Before any image is read or copied: a message that cannot run now costs nothing.
+    live.wait_free().await?;
     let images = body.images.unwrap_or_default();
     let images = match images.is_empty() {
         true => crate::turn::TurnImages::default(),
@@ -426,9 +429,15 @@ pub(crate) async fn get_events_sse(
         Some(live) if !live.ended() => Some(live.subscribe()?),
         _ => None,
     };
-    if subscription.is_none() && server.inner.store.session(&id).await?.is_none() {
-        return Err(ApiError::no_session(&id));
-    }
+    // A session this server does not run: followed through the shared poll until it ends.
+    let elsewhere = match subscription {
+        Some(_) => None,
+        None => match server.inner.store.session(&id).await? {
+            None => return Err(ApiError::no_session(&id)),
+            Some(record) if record.ended => None,
+            Some(_) => Some(server.follow_elsewhere(&id)?),
+        },
+    };
     let (frames, stream) = mpsc::channel(SSE_CLIENT_BUFFER);
     let follower = Follower::new(
         server.clone(),
@@ -439,7 +448,7 @@ pub(crate) async fn get_events_sse(
     );
     tokio::spawn(until_stopped(
         server.inner.stopping.clone(),
-        follower.session(subscription),
+        follower.session(subscription, elsewhere),
     ));
     Ok(sse(stream))
 }

@@ -15,11 +15,16 @@
 mod agents;
 mod api;
 mod config;
+mod conn;
 pub mod continuity;
 mod error;
 mod follow;
+mod guard;
 mod live;
 pub mod openapi;
+mod policy;
+mod private;
+mod remote;
 mod state;
 pub mod store;
 mod turn;
@@ -35,7 +40,7 @@ use axum::routing::{get, post};
 use axum::Router;
 use subtle::ConstantTimeEq;
 
-pub use config::ServerConfig;
+pub use config::{ConfigError, ServerConfig};
 pub use error::ApiError;
 pub use state::{Server, AGENT_ALIASES, INTERRUPTED};
 pub use store::{Store, StoreError, StoreUrl};
@@ -107,13 +112,23 @@ pub fn router(server: Server) -> Router {
         .route("/ui/{*path}", get(ui::asset))
         .merge(api)
         .layer(axum::extract::DefaultBodyLimit::max(config.max_body_bytes))
+        // A request body that stops coming holds its connection no longer than an idle one.
+        .layer(tower_http::timeout::RequestBodyTimeoutLayer::new(
+            config.idle_timeout,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
+            server.clone(),
+            guard::check,
+        ))
         .with_state(server);
-    if !config.cors_origins.is_empty() {
-        let origins: Vec<HeaderValue> = config
-            .cors_origins
-            .iter()
-            .filter_map(|o| HeaderValue::from_str(o).ok())
-            .collect();
+    // Only what `ServerConfig::check` accepts: `*` would make the layer panic.
+    let origins: Vec<HeaderValue> = config
+        .cors_origins
+        .iter()
+        .filter(|o| guard::is_origin(o))
+        .filter_map(|o| HeaderValue::from_str(o).ok())
+        .collect();
+    if !origins.is_empty() {
         app = app.layer(
             tower_http::cors::CorsLayer::new()
                 .allow_origin(origins)
@@ -157,26 +172,21 @@ async fn authorize(State(server): State<Server>, request: Request, next: Next) -
 
 /// Serves `server` on `listener` until `shutdown` resolves, then ends its SSE streams (so that
 /// their connections close), waits for the requests in flight, and stops its sessions' agents,
-/// leaving the sessions resumable ([`Server::release_all`]).
+/// leaving the sessions resumable ([`Server::release_all`]). Connections are bounded as
+/// [`ServerConfig`] says (`max_connections`, `header_timeout`, `idle_timeout`, `sse_stall`).
 pub async fn serve(
     listener: tokio::net::TcpListener,
     server: Server,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let app = router(server.clone());
-    // SSE frames are small writes: without TCP_NODELAY one waits for the client's delayed ACK
-    // (up to 40 ms) whenever another is in flight.
-    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp: &mut tokio::net::TcpStream| {
-        let _ = tcp.set_nodelay(true);
-    });
     let stopping = server.inner.stopping.clone();
-    let shutdown = async move {
+    let stop = stopping.clone();
+    tokio::spawn(async move {
         shutdown.await;
-        stopping.cancel();
-    };
-    let served = axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
-        .await;
+        stop.cancel();
+    });
+    let served = conn::accept(listener, app, &server.inner.config, stopping).await;
     server.release_all().await;
     served
 }

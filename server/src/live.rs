@@ -163,6 +163,9 @@ impl Drop for Subscription {
 /// The `code` of the `error` event of a session ended because the store failed for too long.
 pub(crate) const STORE_UNAVAILABLE: &str = "store_unavailable";
 
+/// The longest a turn's snapshot may take before the next message goes on without it.
+const SNAPSHOT_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// The longest one write to the store may take before it counts as failed.
 const STORE_TRY: std::time::Duration = std::time::Duration::from_secs(10);
 
@@ -367,6 +370,43 @@ impl LiveSession {
         Ok(subscription)
     }
 
+    /// 409 when the session cannot take a turn now: it ended, or a turn is in progress. Checked
+    /// again when the turn is sent; checked first so that a message that would be refused costs
+    /// nothing (its images are not read nor copied).
+    /// [`LiveSession::check_free`], after a turn whose end was served has finished its own
+    /// writes (a few store round trips, its snapshot among them, which needs the session: not
+    /// held meanwhile): a client that sends at once is not refused.
+    pub(crate) async fn wait_free(&self) -> Result<(), ApiError> {
+        let deadline = tokio::time::Instant::now() + SNAPSHOT_WAIT * 3;
+        while {
+            let state = self.state();
+            state.closing && state.current.is_some()
+        } && tokio::time::Instant::now() < deadline
+        {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        self.check_free()
+    }
+
+    pub(crate) fn check_free(&self) -> Result<(), ApiError> {
+        let state = self.state();
+        if state.ended {
+            return Err(ApiError::new(
+                axum::http::StatusCode::CONFLICT,
+                "session_ended",
+                "the session has ended",
+            ));
+        }
+        if state.current.is_some() {
+            return Err(ApiError::new(
+                axum::http::StatusCode::CONFLICT,
+                "turn_in_progress",
+                "a turn is in progress: wait for it to end, or cancel it",
+            ));
+        }
+        Ok(())
+    }
+
     /// Sends `prompt` as the next turn, in the mode `options` asks (switched first, and kept for
     /// the next turns), and starts storing its events; returns the turn's number and the sequence
     /// its first event gets.
@@ -375,34 +415,9 @@ impl LiveSession {
         prompt: agent_api::Prompt,
         options: TurnOptions,
     ) -> Result<(u64, u64), ApiError> {
-        // A turn whose end was served finishes its own writes first (a few store round trips,
-        // its snapshot among them, which needs the session: not held meanwhile).
-        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
-        while {
-            let state = self.state();
-            state.closing && state.current.is_some()
-        } && tokio::time::Instant::now() < deadline
-        {
-            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-        }
+        self.wait_free().await?;
         let mut guard = self.session.lock().await;
-        {
-            let state = self.state();
-            if state.ended {
-                return Err(ApiError::new(
-                    axum::http::StatusCode::CONFLICT,
-                    "session_ended",
-                    "the session has ended",
-                ));
-            }
-            if state.current.is_some() {
-                return Err(ApiError::new(
-                    axum::http::StatusCode::CONFLICT,
-                    "turn_in_progress",
-                    "a turn is in progress: wait for it to end, or cancel it",
-                ));
-            }
-        }
+        self.check_free()?;
         // Released meanwhile (idle, or the server stopping): the handler brings it back.
         let session = guard.as_mut().ok_or_else(|| {
             ApiError::new(
@@ -701,9 +716,14 @@ impl LiveSession {
             tracing::warn!(session = %self.id, "cannot record the turn's end: {error}");
         }
         // Held by a terminate or a release (which takes its own): not taken here.
+        // Bounded: the next message waits for it (an agent that writes its files late is given
+        // a few seconds; past them the snapshot is taken after the next turn).
         if let Ok(session) = self.session.try_lock() {
             if let Some(session) = session.as_ref() {
-                self.keep_snapshot(session, turn).await;
+                let kept = tokio::time::timeout(SNAPSHOT_WAIT, self.keep_snapshot(session, turn));
+                if kept.await.is_err() {
+                    tracing::warn!(session = %self.id, "the agent's snapshot took too long; taken after the next turn");
+                }
             }
         }
         self.touch();

@@ -48,6 +48,8 @@ pub(crate) struct Inner {
     daemon_id: String,
     live: Mutex<HashMap<String, Arc<LiveSession>>>,
     opening: Mutex<HashSet<String>>,
+    /// The store's polls for sessions another server runs, followed here.
+    pub(crate) polls: crate::remote::Polls,
     /// Cancelled when the server stops: every SSE stream ends, so that connections close.
     pub(crate) stopping: agent_api::request::CancellationToken,
 }
@@ -101,6 +103,7 @@ impl Server {
                 daemon_id,
                 live: Mutex::new(HashMap::new()),
                 opening: Mutex::new(HashSet::new()),
+                polls: crate::remote::Polls::default(),
                 stopping: agent_api::request::CancellationToken::new(),
             }),
         };
@@ -295,6 +298,12 @@ impl Server {
     ) -> Result<Arc<LiveSession>, ApiError> {
         check_id(id)?;
         let kind = self.kind(&body.agent)?;
+        crate::policy::check(
+            &self.inner.config,
+            &self.inner.defaults.permissions,
+            &*self.backend(&kind)?,
+            &body.settings,
+        )?;
         let request = self.request(&kind, &body.settings)?;
         // Where the agent works: a message's images are read only from beneath it.
         let working_dir = match request.session_working_dir() {
@@ -314,8 +323,22 @@ impl Server {
                 format!("a session with id `{id}` already exists"),
             )
         };
-        if self.live(id).is_some() || !lock(&self.inner.opening).insert(id.to_string()) {
-            return Err(duplicate());
+        {
+            let live = lock(&self.inner.live);
+            let mut opening = lock(&self.inner.opening);
+            if live.contains_key(id) || opening.contains(id) {
+                return Err(duplicate());
+            }
+            // Each live session holds an agent and its buffers: past the bound, none is opened.
+            let max = self.inner.config.max_sessions;
+            if live.len() + opening.len() >= max {
+                return Err(ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "too_many_sessions",
+                    format!("this server runs {max} live sessions, as many as it may: terminate one, or try again later"),
+                ));
+            }
+            opening.insert(id.to_string());
         }
         let opened = async {
             if self.inner.store.session(id).await?.is_some() {
@@ -546,12 +569,34 @@ fn unique_id(name: &str) -> String {
     format!("{name}-{}-{random}", std::process::id())
 }
 
-/// A session id: 1 to 128 characters, none of them a control character or `/`.
-fn check_id(id: &str) -> Result<(), ApiError> {
-    if id.is_empty() || id.chars().count() > 128 || id.chars().any(|c| c.is_control() || c == '/') {
+/// A session id (`spec/http-api.md`, Bodies): 1 to 128 characters, not `.` or `..`, none of them
+/// a control character, white space, `/`, `\\`, or a character shown as nothing or that reorders
+/// what is shown (zero-width, bidi controls, other format characters): two ids a person cannot
+/// tell apart are never both valid.
+pub(crate) fn check_id(id: &str) -> Result<(), ApiError> {
+    let bad = |c: char| {
+        c.is_control()
+            || c.is_whitespace()
+            || matches!(c, '/' | '\\')
+            || agent_api::display::is_unsafe(c)
+            || invisible(c)
+    };
+    if id.is_empty() || id.chars().count() > 128 || id == "." || id == ".." || id.chars().any(bad) {
         return Err(ApiError::invalid(
-            "a session id has 1 to 128 characters, no control character and no `/`",
+            "a session id has 1 to 128 characters, is not `.` or `..`, and has no control character, white space, `/`, `\\`, zero-width or bidi character",
         ));
     }
     Ok(())
+}
+
+/// Whether `c` is shown as nothing: Unicode's format characters and default-ignorables
+/// (zero-width spaces and joiners, word joiner, soft hyphen, byte-order mark, variation
+/// selectors, tags, Hangul fillers, invisible operators).
+fn invisible(c: char) -> bool {
+    matches!(c,
+        '\u{ad}' | '\u{34f}' | '\u{61c}' | '\u{115f}' | '\u{1160}' | '\u{17b4}' | '\u{17b5}'
+        | '\u{180b}'..='\u{180f}' | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}'
+        | '\u{2060}'..='\u{206f}' | '\u{3164}' | '\u{fe00}'..='\u{fe0f}' | '\u{feff}'
+        | '\u{ffa0}' | '\u{fff0}'..='\u{fffb}' | '\u{1bca0}'..='\u{1bca3}'
+        | '\u{1d173}'..='\u{1d17a}' | '\u{e0000}'..='\u{e0fff}')
 }

@@ -40,9 +40,10 @@ async fn serve(backend: Arc<dyn AgentBackend>, sandbox: &Sandbox) -> Api {
     let defaults = RunRequest::new("")
         .with_working_dir(&sandbox.cwd)
         .with_timeout(Duration::from_secs(300));
+    // The tests choose each session's permission mode, `bypass` included.
     serve_gateway(
         gateway,
-        ServerConfig::default(),
+        ServerConfig::default().with_client_option("permissionMode"),
         StoreUrl::Memory.open().await.unwrap(),
         defaults,
     )

@@ -88,7 +88,8 @@ impl Served {
             .map(|t| format!("Authorization: Bearer {t}\r\n"))
             .unwrap_or_default();
         let request = format!(
-            "{method} {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{auth}\r\n{body}",
+            "{method} {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{auth}\r\n{body}",
+            self.address,
             body.len()
         );
         stream.write_all(request.as_bytes()).unwrap();
@@ -188,8 +189,15 @@ fn killed_and_restarted(store: &str, id: &str) {
     let events = second.events(id);
     assert!(events.len() >= served.len(), "{events:#?}");
     let deadline = Instant::now() + Duration::from_secs(30);
-    while second.call("GET", &format!("/v1/sessions/{id}"), None, None).1["state"] == "live" {
-        assert!(Instant::now() < deadline, "the killed server's lease did not run out");
+    while second
+        .call("GET", &format!("/v1/sessions/{id}"), None, None)
+        .1["state"]
+        == "live"
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the killed server's lease did not run out"
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
     assert_eq!(
@@ -285,11 +293,11 @@ fn serve_fake_agent(fake: &std::path::Path, mark: &str) -> Served {
     let served = serve_with(command, &["--store", "memory", "--no-token"]);
     let address = served.address.clone();
     std::thread::spawn(move || {
-        let mut stream = TcpStream::connect(address).unwrap();
+        let mut stream = TcpStream::connect(&address).unwrap();
         let body = r#"{"agent":"claude_code"}"#;
         let _ = write!(
             stream,
-            "POST /v1/sessions/held HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            "POST /v1/sessions/held HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
             body.len()
         );
         let _ = stream.read_to_end(&mut Vec::new());
@@ -407,7 +415,8 @@ fn serve_makes_a_random_token_requires_it_and_stops_cleanly_on_sigterm() {
         .set_read_timeout(Some(Duration::from_secs(30)))
         .unwrap();
     let token = served.token.clone().unwrap();
-    write!(follower, "GET /v1/sessions/s/events/sse HTTP/1.1\r\nHost: test\r\nAuthorization: Bearer {token}\r\n\r\n").unwrap();
+    let host = &served.address;
+    write!(follower, "GET /v1/sessions/s/events/sse HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {token}\r\n\r\n").unwrap();
     let mut head = [0u8; 12];
     follower.read_exact(&mut head).unwrap();
     assert_eq!(&head, b"HTTP/1.1 200");

@@ -23,6 +23,14 @@ pub trait AgentBackend: Send + Sync {
         &[]
     }
 
+    /// The extension keys a remote client may set with no word from its operator (`agent-api
+    /// serve` refuses the others unless its operator lists them): those that name no program,
+    /// binary path, environment variable, file, or policy looser than the operator's. The default
+    /// is none: a backend lists only keys it has checked.
+    fn client_keys(&self) -> &'static [&'static str] {
+        &[]
+    }
+
     /// The extension value `text` gives the option `key` (`--option KEY=VALUE` on the command
     /// line, a form field in a page): typed through the backend's options struct, as
     /// [`crate::kit::options::value_from_text`] does. The default knows no option; a backend with

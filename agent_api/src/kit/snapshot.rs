@@ -274,6 +274,24 @@ pub fn restore_file(
     Ok(())
 }
 
+/// What `find` finds, asked again every 100 ms for at most `limit`: for a CLI that creates a new
+/// session's file a moment after it reports the turn's end.
+pub async fn found_within<T>(
+    limit: std::time::Duration,
+    find: impl Fn() -> Option<T>,
+) -> Option<T> {
+    let started = tokio::time::Instant::now();
+    loop {
+        if let Some(found) = find() {
+            return Some(found);
+        }
+        if started.elapsed() >= limit {
+            return None;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
 /// Waits until the file at `path` exists and has not changed (size and time) for `quiet`, at
 /// most `limit` in all: for a CLI that writes its session file a moment after it reports the
 /// turn's end (Claude Code queues its transcript writes). Returns whether it settled.

@@ -8,7 +8,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use agent_api::kit::snapshot::{export_files, home_dir, import_files, settle, NativeFile};
+use agent_api::kit::snapshot::{
+    export_files, found_within, home_dir, import_files, settle, NativeFile,
+};
 use agent_api::request::SessionRef;
 use agent_api::snapshot::{check_session_id, SnapshotImport};
 use agent_api::{AgentError, RunRequest, SessionSnapshot};
@@ -45,15 +47,8 @@ pub(crate) async fn export(
     check_session_id(&session.id)?;
     let home = codex_home(config, request)?;
     let store = crate::history::CodexSessionStore::new(&home);
-    let mut found = store.find(&session.id).ok();
     // The app-server may write a new thread's rollout a moment after the turn ends.
-    for _ in 0..(SETTLE_LIMIT.as_millis() / 100) {
-        if found.is_some() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        found = store.find(&session.id).ok();
-    }
+    let found = found_within(SETTLE_LIMIT, || store.find(&session.id).ok()).await;
     let Some(path) = found else {
         return Err(agent_api::snapshot::SnapshotError::Missing {
             id: session.id.clone(),

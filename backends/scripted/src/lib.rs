@@ -159,6 +159,11 @@ impl AgentBackend for ScriptedBackend {
         agent_api::kit::options::extension_keys::<ScriptedOptions>()
     }
 
+    /// Both: a scenario's name and a pause name nothing outside the process.
+    fn client_keys(&self) -> &'static [&'static str] {
+        agent_api::kit::options::extension_keys::<ScriptedOptions>()
+    }
+
     fn option_value(&self, key: &str, text: &str) -> Result<serde_json::Value, AgentError> {
         agent_api::kit::options::value_from_text::<ScriptedOptions>(key, text)
     }

@@ -386,7 +386,22 @@ impl StoreUrl {
     pub async fn open(&self) -> Result<Arc<dyn Store>, StoreError> {
         Ok(match self {
             Self::Memory => Arc::new(MemoryStore::default()),
-            Self::Sqlite(path) => Arc::new(SqliteStore::open(path.clone()).await?),
+            Self::Sqlite(path) => {
+                // The default store's directory is this tool's own: private, even if an older
+                // version made it readable.
+                let default = Self::default_sqlite();
+                if let (Some(Self::Sqlite(default)), Some(dir)) = (&default, path.parent()) {
+                    if default == path && dir.is_dir() {
+                        crate::private::own_dir(dir).map_err(|e| {
+                            StoreError::Backend(format!(
+                                "cannot make {} private: {e}",
+                                dir.display()
+                            ))
+                        })?;
+                    }
+                }
+                Arc::new(SqliteStore::open(path.clone()).await?)
+            }
             Self::Postgres(url) => Arc::new(PostgresStore::open(url).await?),
         })
     }

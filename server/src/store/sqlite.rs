@@ -109,14 +109,30 @@ impl SqliteStore {
     pub async fn open(path: PathBuf) -> Result<Self, StoreError> {
         tokio::task::spawn_blocking(move || {
             if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                std::fs::create_dir_all(dir).map_err(|e| {
+                crate::private::create_dirs(dir).map_err(|e| {
                     StoreError::Backend(format!("cannot create {}: {e}", dir.display()))
                 })?;
             }
             let lock = lock_file(&path)?;
+            // The transcripts are the operator's: 0600 before SQLite writes a byte (its WAL and
+            // shared-memory files take the database's mode), and again for a store made before.
+            let private = |e: std::io::Error| {
+                StoreError::Backend(format!("cannot make {} private: {e}", path.display()))
+            };
+            crate::private::private_file(&path).map_err(private)?;
             let mut writer = connect(&path)?;
             migrate(&mut writer)?;
             let reader = connect(&path)?;
+            let siblings: Vec<PathBuf> = ["-wal", "-shm", "-journal"]
+                .iter()
+                .map(|suffix| {
+                    let mut name = path.clone().into_os_string();
+                    name.push(suffix);
+                    PathBuf::from(name)
+                })
+                .collect();
+            crate::private::private_if_there(siblings.iter().map(PathBuf::as_path))
+                .map_err(private)?;
             let (writes, queue) = mpsc::channel();
             std::thread::Builder::new()
                 .name("agent-api-store".into())

@@ -292,6 +292,35 @@ impl Sse {
         }
     }
 
+    /// Every frame until the server ends the stream or closes its connection (as it does to a
+    /// client that stopped reading): the frames that came whole.
+    pub async fn rest_or_cut(&mut self) -> Vec<Frame> {
+        tokio::time::timeout(STEP, async {
+            while let Some(Ok(frame)) = self.body.frame().await {
+                if let Ok(bytes) = frame.into_data() {
+                    self.buffer.push_str(&String::from_utf8_lossy(&bytes));
+                }
+            }
+        })
+        .await
+        .expect("the stream ends in time");
+        let mut frames = Vec::new();
+        while let Some(end) = self.buffer.find("\n\n") {
+            let block: String = self.buffer.drain(..end + 2).collect();
+            let id = block
+                .lines()
+                .find_map(|l| l.strip_prefix("id:"))
+                .map(|v| v.trim().parse().expect("a numeric id"));
+            if let Some(data) = block.lines().find_map(|l| l.strip_prefix("data:")) {
+                frames.push(Frame {
+                    id,
+                    data: serde_json::from_str(data.trim_start()).expect("JSON data"),
+                });
+            }
+        }
+        frames
+    }
+
     /// Every frame until the server closes the stream.
     pub async fn rest(&mut self) -> Vec<Frame> {
         let mut frames = Vec::new();
