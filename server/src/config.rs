@@ -4,11 +4,12 @@
 /// [`ServerConfig::random_token`]), no CORS, 1 MiB request bodies, a ring of 1024 events per
 /// session for its subscribers, 64 subscribers per session, an SSE client taking nothing for 30 s
 /// dropped, pages of at most 1000 events, a turn waiting 60 s for a failing store, the host's name
-/// as the daemon id; requests only for the host's IP addresses and `localhost` (plus
-/// [`ServerConfig::allowed_hosts`]); no client option that names a program, a path, an environment
-/// variable or a looser policy (plus [`ServerConfig::client_options`]); 256 live sessions; 512
-/// connections, a request head whole within 10 s, a connection moving no byte for 60 s closed; no
-/// drain time.
+/// as the daemon's name (its identity adds what makes it unique to the process); requests only
+/// for the host's IP addresses and `localhost` (plus [`ServerConfig::allowed_hosts`]); no client
+/// option that names a program, a path, an environment variable or a looser policy (plus
+/// [`ServerConfig::client_options`]); 256 live sessions; 512 connections, a request head whole
+/// within 10 s, a connection moving no byte for 60 s closed; an idle session's agent released
+/// after 600 s, no idle limit on sessions, a 30 s lease on a shared store; no drain time.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ServerConfig {
@@ -31,9 +32,19 @@ pub struct ServerConfig {
     /// output is no longer read, so memory stays bounded) and written once the store is back;
     /// past this bound the turn is cancelled and the session ends with a `store_unavailable` error.
     pub store_outage: std::time::Duration,
-    /// This server's name in a store shared with others: the owner of the sessions it runs. A
-    /// server starting ends the sessions its own name left live, and only those.
+    /// This server's name in a store shared with others. Its identity, the owner of the sessions
+    /// it runs, is this name followed by what no other process shares (its pid and a random part):
+    /// [`crate::Server::daemon_id`].
     pub daemon_id: String,
+    /// How long a session's agent is kept with no turn and no subscriber before it is released
+    /// (stopped, its snapshot kept; the next message resumes it); `None`: never.
+    pub idle_release: Option<std::time::Duration>,
+    /// How long a session may see no turn before it is ended (`--session-idle-ttl`); `None`: a
+    /// session ends only when a client terminates it.
+    pub session_idle_ttl: Option<std::time::Duration>,
+    /// How long a server sharing the store counts as running after its last heartbeat (renewed
+    /// every third of it): past it, its sessions may be resumed by another.
+    pub server_lease: std::time::Duration,
     /// Host names (beyond IP addresses and `localhost`) a request's `Host` may name: the names
     /// this server is reached by (a reverse proxy's). Any other is 403 `host_not_allowed`, so a
     /// web page whose name resolves to this machine (DNS rebinding) reaches nothing.
@@ -70,6 +81,9 @@ impl Default for ServerConfig {
             max_page: 1000,
             store_outage: std::time::Duration::from_secs(60),
             daemon_id: default_daemon_id(),
+            idle_release: Some(std::time::Duration::from_secs(600)),
+            session_idle_ttl: None,
+            server_lease: std::time::Duration::from_secs(30),
             allowed_hosts: Vec::new(),
             client_options: Vec::new(),
             max_sessions: 256,
@@ -94,6 +108,24 @@ impl ServerConfig {
     /// Names this server in a shared store.
     pub fn with_daemon_id(mut self, id: impl Into<String>) -> Self {
         self.daemon_id = id.into();
+        self
+    }
+
+    /// Sets how long an idle session keeps its agent (`None`: always).
+    pub fn with_idle_release(mut self, after: Option<std::time::Duration>) -> Self {
+        self.idle_release = after;
+        self
+    }
+
+    /// Sets how long a session may see no turn before it is ended (`None`: never).
+    pub fn with_session_idle_ttl(mut self, ttl: Option<std::time::Duration>) -> Self {
+        self.session_idle_ttl = ttl;
+        self
+    }
+
+    /// Sets the lease of a server's heartbeat in a shared store.
+    pub fn with_server_lease(mut self, lease: std::time::Duration) -> Self {
+        self.server_lease = lease;
         self
     }
 

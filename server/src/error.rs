@@ -63,12 +63,25 @@ impl ApiError {
                     agent_api::display::line(&id, 256)
                 ),
             ),
+            StoreError::NotOwner { owner, .. } => Self::elsewhere(&owner),
             other => Self::new(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "stream_error",
                 other.to_string(),
             ),
         }
+    }
+
+    /// 409 `session_elsewhere`: the server `owner`, sharing the store, runs the session.
+    pub fn elsewhere(owner: &str) -> Self {
+        Self::new(
+            StatusCode::CONFLICT,
+            "session_elsewhere",
+            format!(
+                "the session is run by the server `{}` sharing this store: send to that one",
+                agent_api::display::line(owner, 128)
+            ),
+        )
     }
 
     /// The library's error, with the status that says whose fault it is.
@@ -128,6 +141,8 @@ impl ApiError {
             "steer_refused" => "Steer refused",
             "session_ended" => "Session ended",
             "session_elsewhere" => "Session run by another server",
+            "turn_interrupted" => "Turn interrupted",
+            "session_released" => "Session released",
             "too_many_subscribers" => "Too many subscribers",
             "payload_too_large" => "Payload too large",
             "not_found" => "Not found",

@@ -19,6 +19,7 @@ mod agents;
 mod api;
 mod config;
 mod conn;
+pub mod continuity;
 mod error;
 mod follow;
 mod guard;
@@ -35,6 +36,7 @@ pub mod store;
 pub mod telemetry;
 mod turn;
 pub mod ui;
+mod upkeep;
 pub mod wire;
 
 use axum::extract::{Request, State};
@@ -102,6 +104,10 @@ pub fn router(server: Server) -> Router {
         )
         .route("/v1/sessions/{session_id}/cancel", post(api::cancel_turn))
         .route("/v1/sessions/{session_id}/steer", post(api::steer_turn))
+        .route(
+            "/v1/sessions/{session_id}/resume",
+            post(api::resume_session),
+        )
         .route("/v1/openapi.json", get(api::openapi))
         .route("/metrics", get(metrics::metrics))
         .fallback(api::not_found)
@@ -179,7 +185,8 @@ async fn authorize(State(server): State<Server>, request: Request, next: Next) -
 
 /// Serves `server` on `listener` until `shutdown` resolves, then serves on, not ready, for
 /// [`ServerConfig::drain`], ends its SSE streams (so that their connections close), waits for the
-/// requests in flight, and terminates its live sessions. Connections are bounded as
+/// requests in flight, and stops its sessions' agents, leaving the sessions resumable
+/// ([`Server::release_all`]). Connections are bounded as
 /// [`ServerConfig`] says (`max_connections`, `header_timeout`, `idle_timeout`, `sse_stall`).
 pub async fn serve(
     listener: tokio::net::TcpListener,
@@ -200,6 +207,6 @@ pub async fn serve(
         inner.stopping.cancel();
     });
     let served = conn::accept(listener, app, &server.inner.config, stopping).await;
-    server.terminate_all().await;
+    server.release_all().await;
     served
 }

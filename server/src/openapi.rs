@@ -28,6 +28,7 @@ use utoipa::OpenApi;
         crate::api::terminate_session,
         crate::api::cancel_turn,
         crate::api::steer_turn,
+        crate::api::resume_session,
         crate::api::openapi,
     ),
     components(schemas(crate::wire::ErrorType, crate::wire::AgentErrorBody, crate::wire::EventsQuery, crate::wire::TurnStreamQuery)),

@@ -9,7 +9,7 @@ mod common;
 
 use std::sync::Arc;
 
-use agent_api_server::{ServerConfig, Store, StoreError, StoreUrl, INTERRUPTED};
+use agent_api_server::{ServerConfig, Store, StoreError, StoreUrl};
 use common::*;
 use hyper::Method;
 use serde_json::json;
@@ -182,6 +182,24 @@ async fn the_postgres_store_keeps_order_and_refuses_gaps_duplicates_and_unknown_
 }
 
 #[tokio::test]
+async fn the_postgres_store_refuses_every_write_of_a_server_that_lost_the_session() {
+    let Some(url) = database() else { return };
+    let store = open(&url).await;
+    owner_checks(store.clone(), &unique("owned")).await;
+    // A server is running while its heartbeat is within the lease.
+    let (alive, never) = (unique("alive"), unique("never"));
+    store.heartbeat(&alive).await.unwrap();
+    let lease = std::time::Duration::from_secs(30);
+    assert!(store.server_alive(&alive, lease).await.unwrap());
+    assert!(!store.server_alive(&never, lease).await.unwrap());
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert!(!store
+        .server_alive(&alive, std::time::Duration::from_millis(100))
+        .await
+        .unwrap());
+}
+
+#[tokio::test]
 async fn servers_sharing_one_database_list_and_follow_each_others_sessions() {
     let Some(url) = database() else { return };
     let (first_id, second_id) = (unique("daemon-a"), unique("daemon-b"));
@@ -274,12 +292,9 @@ async fn servers_sharing_one_database_list_and_follow_each_others_sessions() {
         (all.len() as u64 + 1..=all.len() as u64 + ids.len() as u64).collect::<Vec<_>>()
     );
 
-    // The first server "restarts" (a new server with its daemon id): only its own session is ended.
-    let other = unique("other");
-    second
-        .post(&format!("/v1/sessions/{other}"), scripted("text"))
-        .await;
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    // A server started with the first one's name while the first runs (issue 46 item 3: it used
+    // to end the first one's live sessions, whose turns then went unrecorded): it touches nothing
+    // the first runs, and its identity is its own.
     let restarted = start_on(
         ServerConfig::default().with_daemon_id(&first_id),
         open(&url).await,
@@ -290,22 +305,49 @@ async fn servers_sharing_one_database_list_and_follow_each_others_sessions() {
         .await
         .json();
     assert_eq!(
-        (&info["ended"], &info["endError"]),
-        (&json!(true), &json!(INTERRUPTED))
+        (&info["ended"], &info["live"], &info["state"]),
+        (&json!(false), &json!(false), &json!("live")),
+        "{info}"
     );
-    let tail = restarted.all_events(&session, 1000).await;
-    assert_eq!(tail.last().unwrap()["data"]["reason"], "error");
+    assert!(info["owner"].as_str().unwrap().starts_with(&first_id));
+    restarted
+        .post(
+            &format!("/v1/sessions/{session}/messages"),
+            json!({"message": "mine now?"}),
+        )
+        .await
+        .problem(409);
+    // Terminate sent to a server that does not own the session: refused, not 204 doing nothing.
     assert_eq!(
-        restarted.get(&format!("/v1/sessions/{other}")).await.json()["ended"],
-        false,
-        "another server's session is left to it"
+        restarted
+            .post_empty(&format!("/v1/sessions/{session}/terminate"))
+            .await
+            .problem(409)["type"],
+        "urn:agent-api:error:session_elsewhere"
     );
+    let last = first.all_events(&session, 1000).await.len();
     assert_eq!(
-        second
+        first
             .post(
-                &format!("/v1/sessions/{other}/messages"),
+                &format!("/v1/sessions/{session}/messages"),
                 json!({"message": "still mine"})
             )
+            .await
+            .status,
+        204,
+        "the first server still runs it"
+    );
+    let deadline = tokio::time::Instant::now() + STEP;
+    while first.all_events(&session, 1000).await.len() <= last {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the turn was not recorded"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        first
+            .post_empty(&format!("/v1/sessions/{session}/terminate"))
             .await
             .status,
         204

@@ -568,4 +568,52 @@ impl agent_api_server::Store for Counted {
     ) -> Result<(), agent_api_server::StoreError> {
         self.inner.set_agent_mode(id, mode).await
     }
+    async fn append_owned(
+        &self,
+        session: &str,
+        owner: &str,
+        events: Vec<agent_api_server::store::StoredEvent>,
+    ) -> Result<(), agent_api_server::StoreError> {
+        self.inner.append_owned(session, owner, events).await
+    }
+    async fn claim(
+        &self,
+        id: &str,
+        owner: &str,
+        from: Option<&str>,
+    ) -> Result<(), agent_api_server::StoreError> {
+        self.inner.claim(id, owner, from).await
+    }
+    async fn update(
+        &self,
+        id: &str,
+        owner: &str,
+        update: agent_api_server::store::SessionUpdate,
+    ) -> Result<(), agent_api_server::StoreError> {
+        self.inner.update(id, owner, update).await
+    }
+    async fn put_snapshot(
+        &self,
+        id: &str,
+        owner: &str,
+        snapshot: agent_api_server::store::StoredSnapshot,
+    ) -> Result<(), agent_api_server::StoreError> {
+        self.inner.put_snapshot(id, owner, snapshot).await
+    }
+    async fn snapshot(
+        &self,
+        id: &str,
+    ) -> Result<Option<agent_api_server::store::StoredSnapshot>, agent_api_server::StoreError> {
+        self.inner.snapshot(id).await
+    }
+    async fn heartbeat(&self, server: &str) -> Result<(), agent_api_server::StoreError> {
+        self.inner.heartbeat(server).await
+    }
+    async fn server_alive(
+        &self,
+        server: &str,
+        lease: std::time::Duration,
+    ) -> Result<bool, agent_api_server::StoreError> {
+        self.inner.server_alive(server, lease).await
+    }
 }

@@ -7,7 +7,10 @@
 //! environment (`AGENT_API_TOKEN`, `AGENT_API_STORE`), never need the command line (which every
 //! local user reads in `/proc`), are taken out of this process's environment before any agent
 //! starts, and are hidden from a `--via bwrap` sandbox. SIGINT, SIGTERM and SIGHUP stop the
-//! server: live sessions are terminated (their agents stopped) and recorded as ended.
+//! server: its sessions' agents are stopped and the sessions stay resumable (the next message, to
+//! this server started again or to another on the same store, brings them back). Killed with
+//! SIGKILL, its agents are stopped by its watchdog (`agent-api __watchdog`, a process of its own
+//! that sees the server's pipe close), else at the next server's start.
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
@@ -63,10 +66,23 @@ pub(crate) struct ServeArgs {
     /// Open connections at once (a new one past it is answered 503 and closed).
     #[arg(long, value_name = "N", default_value_t = 512)]
     max_connections: usize,
-    /// This server's name in a store shared with others (PostgreSQL): a server starting again
-    /// ends the sessions its name left live, and only those. Default: the host's name.
+    /// This server's name in a store shared with others (PostgreSQL); its identity adds what
+    /// no other process shares (its pid and a random part). Default: the host's name.
     #[arg(long, value_name = "NAME")]
     daemon_id: Option<String>,
+    /// Stop an idle session's agent after this many seconds with no turn and no subscriber (its
+    /// snapshot kept; the next message resumes it); 0: never.
+    #[arg(long, value_name = "SECS", default_value_t = 600)]
+    idle_release: u64,
+    /// End a session after this many seconds with no turn; default: a session ends only when a
+    /// client terminates it.
+    #[arg(long, value_name = "SECS")]
+    session_idle_ttl: Option<u64>,
+    /// In a store shared with other servers (PostgreSQL): how long this one counts as running
+    /// after its last heartbeat (renewed every third of it); past it, its sessions may be brought
+    /// back by another.
+    #[arg(long, value_name = "SECS", default_value_t = 30)]
+    server_lease: u64,
     /// A browser origin allowed by CORS (repeatable); default: no CORS.
     #[arg(long = "cors-origin", value_name = "ORIGIN")]
     cors_origins: Vec<String>,
@@ -200,6 +216,12 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<ExitCode, String> {
     if let Some(id) = &args.daemon_id {
         config = config.with_daemon_id(id);
     }
+    config = config
+        .with_idle_release(
+            Some(std::time::Duration::from_secs(args.idle_release)).filter(|d| !d.is_zero()),
+        )
+        .with_session_idle_ttl(args.session_idle_ttl.map(std::time::Duration::from_secs))
+        .with_server_lease(std::time::Duration::from_secs(args.server_lease.max(1)));
     config.check().map_err(|e| e.to_string())?;
     // What a sandboxed agent must not read although it sees the whole filesystem: the files the
     // token and the store's URL came from, and the store with every session's transcript.
@@ -238,6 +260,8 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<ExitCode, String> {
     };
     let defaults = crate::run::base_request(&options);
     let opened = store.open().await.map_err(|e| e.to_string())?;
+    // Held until this process ends, however it ends: then the watchdog stops its agents.
+    let _watchdog = start_watchdog();
     let server = agent_api_server::Server::new(crate::agents::gateway(), defaults, opened, config)
         .await
         .map_err(|e| e.to_string())?
@@ -274,6 +298,62 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<ExitCode, String> {
     drop(telemetry);
     eprintln!("agent-api: stopped");
     Ok(ExitCode::SUCCESS)
+}
+
+/// Starts `agent-api __watchdog` in a process group of its own, its stdin a pipe this process
+/// holds: killed with SIGKILL, this process leaves agents it cannot stop itself, and the
+/// watchdog, seeing its stdin close, stops them. `None` (said) when it cannot start: the next
+/// server's start stops them instead.
+fn start_watchdog() -> Option<std::process::Child> {
+    use std::os::unix::process::CommandExt;
+    let exe = std::env::current_exe().ok()?;
+    let started = std::process::Command::new(exe)
+        .arg("__watchdog")
+        .arg(agent_api::kit::process::owner_token())
+        .env_remove(agent_api::kit::process::OWNER_VAR)
+        // Out of the agents' working directory: nothing of the server's is found there.
+        .current_dir("/")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::inherit())
+        .process_group(0)
+        .spawn();
+    match started {
+        Ok(child) => Some(child),
+        Err(error) => {
+            eprintln!("agent-api: cannot start the watchdog ({error}): agents of a killed server are stopped at the next start");
+            None
+        }
+    }
+}
+
+/// `agent-api __watchdog OWNER`: waits for stdin to close, then for `owner` to be gone, then
+/// stops every agent it left.
+pub(crate) fn watchdog(owner: &str) -> ExitCode {
+    use std::io::Read;
+    let mut sink = [0u8; 64];
+    let mut stdin = std::io::stdin();
+    loop {
+        match stdin.read(&mut sink) {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => break,
+        }
+    }
+    // The pipe closes as the process exits: wait (a little) until it is gone, then stop what it
+    // left, and look once more for a child forked meanwhile.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while agent_api::kit::process::owner_alive(owner) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let mut stopped = agent_api::kit::process::stop_orphans_of(owner);
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    stopped += agent_api::kit::process::stop_orphans_of(owner);
+    if stopped > 0 {
+        eprintln!("agent-api: the server is gone; stopped {stopped} agent processes it left");
+    }
+    ExitCode::SUCCESS
 }
 
 /// `via` with `files` hidden from its agents, when it is a sandbox on this machine that sees the

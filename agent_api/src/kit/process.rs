@@ -11,7 +11,10 @@ use super::launch::{FarGroup, Launcher};
 use crate::contract::error::AgentError;
 
 pub(crate) use super::command::CommandSpec;
-pub use super::reap::{descendants, kill_tree, signal_group, RUN_MARKER_VAR};
+pub use super::reap::{
+    descendants, kill_tree, owner_alive, owner_token, signal_group, stop_orphans, stop_orphans_of,
+    OWNER_VAR, RUN_MARKER_VAR,
+};
 pub(crate) use crate::contract::files::{check_working_dir, resolve_program};
 
 /// A spawned agent: the child (leader of its own process group) and its group id. Dropping it
@@ -156,6 +159,7 @@ pub fn spawn(spec: &CommandSpec) -> Result<ProcessGroupChild, AgentError> {
     .stdout(Stdio::piped())
     .stderr(Stdio::piped())
     .env(RUN_MARKER_VAR, marker_value)
+    .env(OWNER_VAR, owner_token())
     .process_group(0)
     .kill_on_drop(true);
     // SAFETY: the closure runs in the child between fork and exec and only calls
