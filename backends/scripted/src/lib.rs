@@ -145,16 +145,15 @@ impl AgentBackend for ScriptedBackend {
             caps::SESSION_FORK,
             caps::SESSION_WARM,
             caps::SESSION_RESUME_PER_TURN,
-            caps::MODES,
             caps::SESSION_MODE_SWITCH,
             caps::SESSION_SNAPSHOT,
             "backend.scripted.scenarios",
         ]);
-        agent_api::kit::options::with_mappings(own, agent_api::kit::options::SDK_ONLY)
+        agent_api::kit::options::with_mappings(own, MAPPINGS)
     }
 
     fn option_mappings(&self) -> &'static [agent_api::kit::options::OptionMapping] {
-        agent_api::kit::options::SDK_ONLY
+        MAPPINGS
     }
 
     fn modes(&self) -> &'static [agent_api::request::ModeInfo] {
@@ -355,6 +354,18 @@ impl agent_api::kit::replay::Replay for ScriptedBackend {
         Ok(Box::new(protocol::ScriptedProtocol::replaying()))
     }
 }
+
+/// What the scripted agent maps: structured output by the SDK, and its modes on its own wire.
+const MAPPINGS: &[agent_api::kit::options::OptionMapping] = &[
+    agent_api::kit::options::OptionMapping::new(
+        caps::OUTPUT_SCHEMA,
+        agent_api::kit::options::SDK_SCHEMA,
+    ),
+    agent_api::kit::options::OptionMapping::new(
+        caps::MODES,
+        "plan: no tool runs, the agent says what it would run and ends with the exit-plan question; a set_mode line on its wire (warm session)",
+    ),
+];
 
 /// The modes the scripted agent offers besides its default: `plan` runs no tool (it says what it
 /// would run) and ends each turn with the exit-plan question; approving it leaves plan mode.

@@ -5,7 +5,7 @@
 //! what differs in a [`UserHome`] and builds the backend and the request.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
@@ -159,6 +159,9 @@ async fn watch_homes(cwd: PathBuf, var: &'static str, seen: Arc<Mutex<BTreeSet<S
         let now: Vec<String> = processes_in(&cwd)
             .into_iter()
             .filter_map(|pid| process_env(pid, var))
+            // A process read while it starts can show a cut `environ` ("/tmp/agent-a"): a home
+            // is counted once it exists, as every run's does while it runs.
+            .filter(|home| Path::new(home).is_dir())
             .collect();
         seen.lock().unwrap().extend(now);
         tokio::time::sleep(Duration::from_millis(20)).await;
