@@ -20,6 +20,7 @@ pub mod launchers;
 pub mod logs;
 pub mod props;
 pub mod session;
+pub mod source_graph;
 pub mod through_bwrap;
 pub mod typed;
 
