@@ -91,7 +91,7 @@ impl CrateGraph {
         &self.files
     }
 
-    /// Every import between two files of the crate, but a child's of what an ancestor defines.
+    /// Every import between two different files of the crate.
     pub fn edges(&self) -> Edges {
         let mut edges = Edges::new();
         for (from, file) in self.files.iter().enumerate() {
@@ -99,15 +99,8 @@ impl CrateGraph {
                 let Some(to) = self.resolve(&path, 0) else {
                     continue;
                 };
-                // A child naming what an ancestor defines is part of it (`use super::*`), not a
-                // peer depending on a peer: only imports across the tree count.
-                let ancestor = self.files[to].module.len() < file.module.len()
-                    && file.module.starts_with(&self.files[to].module);
-                if to != from && !ancestor {
-                    edges
-                        .entry((from, to))
-                        .or_default()
-                        .insert(path.join("::"));
+                if to != from {
+                    edges.entry((from, to)).or_default().insert(path.join("::"));
                 }
             }
         }
@@ -117,7 +110,13 @@ impl CrateGraph {
     /// The circles: each set of two or more files that reach each other through imports, with
     /// the imports that tie it (`a.rs -> b.rs: crate::b::Thing`).
     pub fn circles(&self) -> Vec<Vec<String>> {
-        let edges = self.edges();
+        // A child naming what an ancestor defines is part of it (`use super::*`, a crate's
+        // constants in `lib.rs`), not a peer depending on a peer: only imports across count.
+        let mut edges = self.edges();
+        edges.retain(|(from, to), _| {
+            let (child, parent) = (&self.files[*from].module, &self.files[*to].module);
+            !(parent.len() < child.len() && child.starts_with(parent))
+        });
         let mut next: Vec<Vec<usize>> = vec![Vec::new(); self.files.len()];
         for (from, to) in edges.keys() {
             next[*from].push(*to);
@@ -228,7 +227,8 @@ impl SourceFile {
             }
         }
         let rest = uses.replace_all(&self.code, ";");
-        let inline = regex(r"(?:^|[^:A-Za-z0-9_])([A-Za-z_][A-Za-z0-9_]*(?:::[A-Za-z_][A-Za-z0-9_]*)+)");
+        let inline =
+            regex(r"(?:^|[^:A-Za-z0-9_])([A-Za-z_][A-Za-z0-9_]*(?:::[A-Za-z_][A-Za-z0-9_]*)+)");
         for capture in inline.captures_iter(&rest) {
             let segments: Vec<String> = capture[1].split("::").map(str::to_string).collect();
             out.extend(self.absolute(&segments));
@@ -267,11 +267,7 @@ impl SourceFile {
 /// The paths a `use` tree names, each with the name it brings in (`*` for a glob, `None` for
 /// `self` or a path that is only a prefix).
 fn use_tree(tree: &str) -> Vec<(Vec<String>, Option<String>)> {
-    fn walk(
-        prefix: &[String],
-        tree: &str,
-        out: &mut Vec<(Vec<String>, Option<String>)>,
-    ) {
+    fn walk(prefix: &[String], tree: &str, out: &mut Vec<(Vec<String>, Option<String>)>) {
         let tree = tree.trim().trim_start_matches("::");
         if tree.is_empty() {
             return;
@@ -536,7 +532,13 @@ fn regex(pattern: &'static str) -> &'static regex::Regex {
 /// The root files (library, binaries) of every crate of the workspace, from `cargo metadata`.
 pub fn workspace_roots(workspace: &Path) -> Vec<(String, PathBuf)> {
     let output = std::process::Command::new(std::env::var("CARGO").unwrap_or("cargo".into()))
-        .args(["metadata", "--no-deps", "--format-version", "1", "--offline"])
+        .args([
+            "metadata",
+            "--no-deps",
+            "--format-version",
+            "1",
+            "--offline",
+        ])
         .current_dir(workspace)
         .output()
         .expect("cargo metadata runs");
@@ -560,7 +562,11 @@ pub fn workspace_roots(workspace: &Path) -> Vec<(String, PathBuf)> {
                 .any(|k| matches!(*k, "lib" | "rlib" | "bin" | "proc-macro"))
             {
                 roots.push((
-                    format!("{} ({})", package["name"].as_str().unwrap_or("?"), target["name"].as_str().unwrap_or("?")),
+                    format!(
+                        "{} ({})",
+                        package["name"].as_str().unwrap_or("?"),
+                        target["name"].as_str().unwrap_or("?")
+                    ),
                     PathBuf::from(target["src_path"].as_str().unwrap_or_default()),
                 ));
             }
@@ -576,10 +582,8 @@ mod tests {
     #[test]
     fn a_use_tree_names_each_path_with_what_it_brings_in() {
         let paths = use_tree("crate::a::{b::{C, d as e}, self, f::*}");
-        let flat: Vec<(String, Option<String>)> = paths
-            .into_iter()
-            .map(|(p, n)| (p.join("::"), n))
-            .collect();
+        let flat: Vec<(String, Option<String>)> =
+            paths.into_iter().map(|(p, n)| (p.join("::"), n)).collect();
         assert_eq!(
             flat,
             vec![
