@@ -7,6 +7,8 @@
 //! - `fan_out`: several runs under one cancellation token; the first to finish cancels the rest.
 //! - `timeout`: a run that takes too long ends with a typed `Timeout`.
 //! - `resume`: check the resume capability, then continue a session by its native id.
+//! - `snapshot`: a session taken out of one home and continued in another, empty one (two homes
+//!   standing for two hosts).
 //! - `capabilities`: query what a backend can do before asking for a feature.
 //! - `custom_backend`: a small backend for an imaginary CLI, written with the kit.
 //! - `remote`: run through the container and ssh launchers (needs `tests/launchers/setup.sh` or arguments).

@@ -28,6 +28,10 @@ if grep -q '^AGENT_API_TEST_POSTGRES_URL=' "$postgres_env" 2> /dev/null; then
     export "$(grep '^AGENT_API_TEST_POSTGRES_URL=' "$postgres_env")"
 fi
 
+# Prometheus (Debian's package) for the metrics test of `agent-api serve`, which scrapes a server and asks its
+# query API (says loudly what it cannot set up).
+bash tests/prometheus/setup.sh
+
 # The bubblewrap launcher's tests run the real `bwrap` (spec/launchers.md): install it when missing, and say
 # loudly when that is impossible (those tests then fail naming it, never skip).
 if ! command -v bwrap > /dev/null 2>&1; then

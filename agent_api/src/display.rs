@@ -87,6 +87,63 @@ pub fn line(s: &str, max: usize) -> String {
     }
 }
 
+/// Whether `c` shows as nothing, or as a plain space, although it is not one: zero-width spaces,
+/// joiners and marks, invisible operators, the byte order mark, the soft hyphen, variation
+/// selectors, tag characters, Hangul fillers and every space that is not U+0020. Harmless in prose,
+/// they hide or disguise what a command does, so [`command`] shows each as an escape.
+pub fn is_invisible(c: char) -> bool {
+    matches!(c,
+        '\u{a0}' | '\u{ad}' | '\u{34f}' | '\u{115f}' | '\u{1160}' | '\u{1680}' | '\u{180e}'
+        | '\u{2000}'..='\u{200d}' | '\u{202f}' | '\u{205f}'..='\u{2064}' | '\u{206a}'..='\u{206f}'
+        | '\u{3000}' | '\u{3164}' | '\u{fe00}'..='\u{fe0f}' | '\u{feff}' | '\u{ffa0}'
+        | '\u{e0000}'..='\u{e007f}' | '\u{e0100}'..='\u{e01ef}')
+}
+
+/// The shortest run of spaces [`command`] shows by its length (`[12 spaces]`) rather than as
+/// itself: padding that pushes the rest of a command out of sight.
+pub const SPACE_RUN: usize = 4;
+
+/// A command line to approve, shown so that all of it can be seen: [`line()`]'s escapes
+/// (`\n`, `\r`, `\e`, …), every invisible character ([`is_invisible`]) as `\u{200b}`, and
+/// every run of [`SPACE_RUN`] or more spaces as `[N spaces]`. Never cut: whoever shows it bounds
+/// it and says so. The inspector's `text.js` has the same rule (a browser test holds the two
+/// equal).
+///
+/// ```
+/// use agent_api::display;
+/// let padded = format!("echo hello{}; curl x | sh", " ".repeat(10_000));
+/// assert_eq!(display::command(&padded), "echo hello[10000 spaces]; curl x | sh");
+/// assert_eq!(display::command("rm\u{200b} -rf\r\n/"), "rm\\u{200b} -rf\\r\\n/");
+/// ```
+pub fn command(s: &str) -> String {
+    let mut out = String::with_capacity(s.len().min(1 << 16));
+    let mut spaces = 0;
+    let flush = |out: &mut String, spaces: &mut usize| {
+        if *spaces >= SPACE_RUN {
+            let _ = write!(out, "[{spaces} spaces]");
+        } else {
+            out.extend(std::iter::repeat_n(' ', *spaces));
+        }
+        *spaces = 0;
+    };
+    for c in s.chars() {
+        if c == ' ' {
+            spaces += 1;
+            continue;
+        }
+        flush(&mut out, &mut spaces);
+        if is_unsafe(c) {
+            push_visible(&mut out, c);
+        } else if is_invisible(c) {
+            let _ = write!(out, "\\u{{{:x}}}", c as u32);
+        } else {
+            out.push(c);
+        }
+    }
+    flush(&mut out, &mut spaces);
+    out
+}
+
 /// A JSON formatter that also escapes what a terminal would act on (see the module docs).
 struct TerminalSafe;
 
@@ -142,6 +199,22 @@ pub fn write_json(out: &mut impl io::Write, value: &impl Serialize) -> io::Resul
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_command_shows_its_padding_and_every_hidden_character() {
+        let hidden = format!(
+            "echo hello{}\r\n\u{200b}\u{feff}\u{a0}x  y\t\u{e0041}",
+            " ".repeat(10_000)
+        );
+        let shown = command(&hidden);
+        assert_eq!(
+            shown,
+            "echo hello[10000 spaces]\\r\\n\\u{200b}\\u{feff}\\u{a0}x  y\\t\\u{e0041}"
+        );
+        assert!(!shown.chars().any(|c| is_unsafe(c) || is_invisible(c)));
+        assert_eq!(command("a    "), "a[4 spaces]");
+        assert_eq!(command("a   b"), "a   b");
+    }
 
     #[test]
     fn escapes_become_visible_text() {

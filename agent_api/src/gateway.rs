@@ -133,6 +133,7 @@ impl Gateway {
     ) -> Result<RunHandle, AgentError> {
         self.defaults(&mut request);
         let backend = self.backend(kind)?;
+        let (request, _) = crate::snapshot::restore(backend.as_ref(), request).await?;
         backend.validate(&request)?;
         backend.run(request).await
     }
@@ -150,14 +151,24 @@ impl Gateway {
         self.defaults(&mut request);
         let backend = self.backend(kind)?;
         let capabilities = backend.capabilities();
+        let (request, restored) = crate::snapshot::restore(backend.as_ref(), request).await?;
         backend.validate_session_template(&request)?;
-        if capabilities.contains(agent_api_capabilities::SESSION_WARM) {
-            return backend.open_session(request).await;
-        }
-        if capabilities.contains(agent_api_capabilities::SESSION_RESUME_PER_TURN) {
-            return Ok(crate::contract::session::Session::resuming(
+        let session = if capabilities.contains(agent_api_capabilities::SESSION_WARM) {
+            Some(backend.open_session(request.clone()).await?)
+        } else if capabilities.contains(agent_api_capabilities::SESSION_RESUME_PER_TURN) {
+            Some(crate::contract::session::Session::resuming(
+                backend.clone(),
+                request.clone(),
+            ))
+        } else {
+            None
+        };
+        if let Some(session) = session {
+            return Ok(crate::snapshot::BackendSnapshots::attach(
+                session,
                 backend.clone(),
                 request,
+                restored,
             ));
         }
         Err(AgentError::UnsupportedCapability {

@@ -65,6 +65,7 @@ mod gateway;
 pub mod history;
 pub mod kit;
 mod resumed;
+pub mod snapshot;
 mod summary;
 mod tool_calls;
 
@@ -77,6 +78,7 @@ pub use contract::portable::PortableOptions;
 pub use contract::request::{PermissionPolicy, Prompt, RunRequest, SessionSelector};
 pub use contract::run::{PermissionDecision, QuestionAnswer, RunCompletion, RunControl, RunHandle};
 pub use contract::session::Session;
+pub use contract::snapshot::SessionSnapshot;
 pub use contract::universal::UniversalEvent;
 pub use gateway::Gateway;
 
@@ -137,6 +139,6 @@ pub mod universal {
         PermissionDetails, PermissionEventData, PermissionStatus, QuestionEventData,
         QuestionStatus, ReasoningVisibility, SessionEndReason, SessionEndedData,
         SessionStartedData, StderrOutput, TerminatedBy, ToolCallRef, ToolMeta, UniversalEventBody,
-        UniversalItem, PERMISSION_DIFF_BOUND,
+        UniversalItem, COMMAND_BOUND, PERMISSION_DIFF_BOUND,
     };
 }

@@ -218,7 +218,7 @@ impl ToolCalls {
                 let parsed = arguments.as_ref().map(shell_fields).unwrap_or_default();
                 call.command = meta
                     .and_then(|m| m.command.clone())
-                    .or(parsed.0)
+                    .or(parsed.0.map(crate::contract::universal::bounded_command))
                     .or(call.command.take());
                 call.cwd = meta
                     .and_then(|m| m.cwd.clone())

@@ -45,6 +45,8 @@ standard_capabilities! {
     EVENTS_LIVE = "agent_api.events.live", "Live events", "Events arrive while the agent works, not only when it exits.";
     /// `RunControl::cancel` stops the run and reports a typed Cancelled.
     CONTROL_CANCEL = "agent_api.control.cancel", "Cancel", "RunControl::cancel stops the run and reports a typed Cancelled.";
+    /// `RunControl::steer` adds a user message to the running turn by the agent's own means, without cancelling it.
+    CONTROL_STEER = "agent_api.control.steer", "Steer", "RunControl::steer adds a user message to the running turn by the agent's own means, without cancelling it.";
     /// A run can resume an earlier session, by id or the last one.
     SESSION_RESUME = "agent_api.session.resume", "Session resume", "A run can resume an earlier session, by id or the last one.";
     /// A run can fork an earlier session into a new one.
@@ -55,6 +57,8 @@ standard_capabilities! {
     SESSION_WARM = "agent_api.session.warm", "Warm sessions", "A session keeps one live agent process and sends every turn on it.";
     /// A session runs each turn as a new process that resumes the previous turn's session.
     SESSION_RESUME_PER_TURN = "agent_api.session.resume_per_turn", "Sessions by resume", "A session runs each turn as a new process that resumes the previous turn's session.";
+    /// The agent's own state for a session is exported as a `SessionSnapshot` and imported into another home, where the session resumes natively.
+    SESSION_SNAPSHOT = "agent_api.session.snapshot", "Session snapshots", "The agent's own state for a session is exported as a SessionSnapshot and imported into another home (another machine), where the session resumes natively.";
     /// ToolCall and ToolResult events carry the structured.v1 tools facet.
     TOOLS_STRUCTURED_V1 = "agent_api.tools.structured.v1", "Tools facet v1", "ToolCall and ToolResult events carry the structured.v1 tools facet.";
     /// `RunRequest::with_tool`: the caller's own tools, served over MCP, are offered to the agent and answered by the caller's handlers.

@@ -63,8 +63,24 @@ pub fn render_matrix(backends: &[MatrixRow]) -> String {
             out.push_str(&format!("- {kind}: {}\n", list.join(", ")));
         }
     }
+    out.push_str("\n## Where a capability is not advertised, and why\n\n");
+    for (id, why) in WHY_NOT {
+        out.push_str(&format!("- `{id}`: {why}\n"));
+    }
     out
 }
+
+/// Why backends leave out a capability users ask for, by id: the matrix's closing notes.
+const WHY_NOT: &[(&str, &str)] = &[(
+    crate::CONTROL_STEER,
+    "Codex (app-server: `turn/steer`) and Claude Code (two-way stream-json: a user message mid-turn, \
+     acknowledged by its `--replay-user-messages` echo) are steered natively. OpenCode's `serve` would steer (a \
+     `prompt_async` while busy joins the running loop at its next step, seen on 1.18.33) but its backend does not \
+     send one yet; Qwen Code's two-way stream-json was not yet tried mid-turn; Gemini CLI and ACP agents have no \
+     verb for it in ACP; Amp was not tried; the scripted agent has no model to read it; one-way modes (Claude \
+     Code print, Codex exec, `opencode run`, headless Gemini and Qwen) have no input channel. Never emulated by \
+     cancelling and resending (`spec/run-protocol.md` §10).",
+)];
 
 /// One backend's column of the options table: its kind and, per portable option it honours, the
 /// native flag, config key or protocol field the option becomes.

@@ -1,6 +1,7 @@
 //! `agent-api serve` under load (issue 36): events/s over SSE to one subscriber against the
 //! library's own in-process stream; the latency each event gains on its way (its `time` stamp to
-//! its arrival, p50 and p99); 100 subscribers on one session; 100 live sessions (RSS each) and
+//! its arrival, p50 and p99); 100 subscribers on one session; 100 live sessions (RSS each), 1,000
+//! open idle sessions whose agents were released (RSS each) and
 //! 1,000 stored ones (time to list); the store's sustained write rate on SQLite and PostgreSQL.
 //!
 //! `cargo bench -p agent_api_server --bench serve`. The agent is the scripted one (`echo`: the
@@ -263,6 +264,34 @@ async fn main() {
     println!(
         "RSS per live session: {:.1} KiB",
         (rss_kib() - before) as f64 / 100.0
+    );
+    println!("# 1,000 open idle sessions, their agents released (--idle-release)");
+    let idle_store = sqlite(&dir, "idle.sqlite3").await;
+    let config = ServerConfig::default().with_idle_release(Some(Duration::from_millis(100)));
+    let idle = common::start_on(config, idle_store.clone()).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let before_idle = rss_kib();
+    for n in 0..1000 {
+        idle.post(&format!("/v1/sessions/idle-{n}"), common::scripted("text"))
+            .await;
+        idle.post(
+            &format!("/v1/sessions/idle-{n}/messages"),
+            json!({"message": "hi"}),
+        )
+        .await;
+    }
+    let released = loop {
+        let listed = idle.get("/v1/sessions").await.json();
+        let states = listed["sessions"].as_array().unwrap();
+        let count = states.iter().filter(|s| s["state"] == "idle").count();
+        if count == 1000 {
+            break count;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    println!(
+        "RSS per open idle session ({released} released, their snapshots kept): {:.1} KiB",
+        (rss_kib().saturating_sub(before_idle)) as f64 / 1000.0
     );
     for n in 0..900 {
         let id = format!("stored-{n}");

@@ -150,9 +150,12 @@ pub(crate) async fn list_sessions(
     State(server): State<Server>,
 ) -> Result<Json<SessionListResponse>, ApiError> {
     let records = server.inner.store.sessions().await?;
-    Ok(Json(SessionListResponse {
-        sessions: records.into_iter().map(|r| server.info(r)).collect(),
-    }))
+    let mut sessions = Vec::with_capacity(records.len());
+    let mut owners = std::collections::HashMap::new();
+    for record in records {
+        sessions.push(server.info_with(record, &mut owners).await?);
+    }
+    Ok(Json(SessionListResponse { sessions }))
 }
 
 /// Beyond the reference: one session's info.
@@ -169,12 +172,32 @@ pub(crate) async fn get_session(
         .session(&id)
         .await?
         .ok_or_else(|| ApiError::no_session(&id))?;
-    Ok(Json(server.info(record)))
+    Ok(Json(server.info(record).await?))
+}
+
+/// Beyond the reference: brings back a resumable session (its server stopped or died, or
+/// released its agent) without sending a message; its info after.
+#[utoipa::path(post, path = "/v1/sessions/{session_id}/resume", operation_id = "resume_session",
+    params(("session_id" = String, Path, description = "Session id")),
+    responses((status = 200, body = SessionInfo), (status = 404, body = ProblemDetails), (status = 409, body = ProblemDetails)))]
+pub(crate) async fn resume_session(
+    State(server): State<Server>,
+    Path(id): Path<String>,
+) -> Result<Json<SessionInfo>, ApiError> {
+    server.session(&id).await?;
+    let record = server
+        .inner
+        .store
+        .session(&id)
+        .await?
+        .ok_or_else(|| ApiError::no_session(&id))?;
+    Ok(Json(server.info(record).await?))
 }
 
 #[utoipa::path(post, path = "/v1/sessions/{session_id}", operation_id = "create_session",
     params(("session_id" = String, Path, description = "Client session id")), request_body = CreateSessionRequest,
-    responses((status = 200, body = CreateSessionResponse), (status = 400, body = ProblemDetails), (status = 409, body = ProblemDetails)))]
+    responses((status = 200, body = CreateSessionResponse), (status = 400, body = ProblemDetails), (status = 403, body = ProblemDetails),
+        (status = 409, body = ProblemDetails), (status = 503, body = ProblemDetails)))]
 pub(crate) async fn create_session(
     State(server): State<Server>,
     Path(id): Path<String>,
@@ -194,27 +217,80 @@ pub(crate) async fn create_session(
     }))
 }
 
-/// The live session `id`: 404 when unknown, 409 when it ended.
+/// The session `id`, running here (brought back when resumable): 404 when unknown, 409 when it
+/// ended or another running server owns it.
 async fn live_session(server: &Server, id: &str) -> Result<Arc<LiveSession>, ApiError> {
-    if let Some(live) = server.live(id) {
-        return Ok(live);
+    server.session(id).await
+}
+
+/// Sends a message's turn; a session whose agent was released meanwhile is brought back and
+/// sent to again. Returns the session, the turn's number and its first sequence.
+async fn send_turn(
+    server: &Server,
+    id: &str,
+    body: MessageRequest,
+    subscribe: bool,
+) -> Result<
+    (
+        Arc<LiveSession>,
+        Option<crate::live::Subscription>,
+        u64,
+        u64,
+    ),
+    ApiError,
+> {
+    let mut tries = 0;
+    loop {
+        let live = live_session(server, id).await?;
+        let (prompt, options) = turn(server, &live, body.clone()).await?;
+        // Subscribed before the turn starts: its first event is on the feed after this.
+        let subscription = match subscribe {
+            true => Some(live.subscribe()?),
+            false => None,
+        };
+        match live.send(prompt, options).await {
+            Ok((turn, first)) => return Ok((live, subscription, turn, first)),
+            Err(error) if error.kind == crate::live::RELEASED && tries < 3 => tries += 1,
+            Err(error) => return Err(error),
+        }
     }
-    match server.inner.store.session(id).await? {
-        Some(record) if record.ended => Err(ApiError::new(
-            StatusCode::CONFLICT,
-            "session_ended",
-            "the session has ended",
-        )),
-        Some(record) => Err(ApiError::new(
-            StatusCode::CONFLICT,
-            "session_elsewhere",
-            format!(
-                "the session is run by the server `{}` sharing this store: send to that one",
-                agent_api::display::line(record.owner.as_deref().unwrap_or("?"), 128)
-            ),
-        )),
-        None => Err(ApiError::no_session(id)),
+}
+
+/// A message's images, checked and copied for the agent: refused (400, naming `images[i]`) when
+/// the server must not read one or the agent takes none.
+async fn message_images(
+    server: &Server,
+    live: &LiveSession,
+    images: Option<Vec<crate::wire::ImageInput>>,
+) -> Result<crate::turn::TurnImages, ApiError> {
+    let images = images.unwrap_or_default();
+    if images.is_empty() {
+        return Ok(crate::turn::TurnImages::default());
     }
+    // Each image is checked first, so that a client learns what is wrong with its own.
+    let working_dir = live.opened.working_dir.clone();
+    let images =
+        tokio::task::spawn_blocking(move || crate::turn::TurnImages::make(&working_dir, &images))
+            .await
+            .map_err(|e| {
+                ApiError::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "stream_error",
+                    format!("images: {e}"),
+                )
+            })??;
+    let kind = &live.opened.kind;
+    if !server
+        .backend(kind)?
+        .capabilities()
+        .contains(agent_api::capabilities::IMAGES)
+    {
+        return Err(ApiError::invalid(format!(
+            "images: the agent `{kind}` takes no images (it does not advertise {})",
+            agent_api::capabilities::IMAGES
+        )));
+    }
+    Ok(images)
 }
 
 /// A message made into its turn's prompt and options: refused (400, naming the field) when it
@@ -229,37 +305,9 @@ async fn turn(
         return Err(ApiError::invalid("the message is empty"));
     }
     crate::turn::check_fixed(&body.settings, &live.opened.request.settings)?;
-    let images = body.images.unwrap_or_default();
-    let images = match images.is_empty() {
-        true => crate::turn::TurnImages::default(),
-        false => {
-            // Each image is checked first, so that a client learns what is wrong with its own.
-            let working_dir = live.opened.working_dir.clone();
-            let images = tokio::task::spawn_blocking(move || {
-                crate::turn::TurnImages::make(&working_dir, &images)
-            })
-            .await
-            .map_err(|e| {
-                ApiError::new(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    "stream_error",
-                    format!("images: {e}"),
-                )
-            })??;
-            let kind = &live.opened.kind;
-            if !server
-                .backend(kind)?
-                .capabilities()
-                .contains(agent_api::capabilities::IMAGES)
-            {
-                return Err(ApiError::invalid(format!(
-                    "images: the agent `{kind}` takes no images (it does not advertise {})",
-                    agent_api::capabilities::IMAGES
-                )));
-            }
-            images
-        }
-    };
+    // Before any image is read or copied: a message that cannot run now costs nothing.
+    live.wait_free().await?;
+    let images = message_images(server, live, body.images).await?;
     let mut prompt = agent_api::Prompt::from(body.message);
     prompt.images = images.paths.clone();
     Ok((
@@ -279,9 +327,7 @@ pub(crate) async fn post_message(
     Path(id): Path<String>,
     JsonBody(body): JsonBody<MessageRequest>,
 ) -> Result<StatusCode, ApiError> {
-    let live = live_session(&server, &id).await?;
-    let (prompt, options) = turn(&server, &live, body).await?;
-    live.send(prompt, options).await?;
+    send_turn(&server, &id, body, false).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -296,11 +342,8 @@ pub(crate) async fn post_message_stream(
     QueryOf(query): QueryOf<TurnStreamQuery>,
     JsonBody(body): JsonBody<MessageRequest>,
 ) -> Result<Response, ApiError> {
-    let live = live_session(&server, &id).await?;
-    let (prompt, options) = turn(&server, &live, body).await?;
-    // Subscribed before the turn starts: its first event is on the feed after this.
-    let subscription = live.subscribe()?;
-    let (turn, first) = live.send(prompt, options).await?;
+    let (live, subscription, turn, first) = send_turn(&server, &id, body, true).await?;
+    let subscription = subscription.ok_or_else(|| ApiError::invalid("no subscription"))?;
     let (frames, stream) = mpsc::channel(SSE_CLIENT_BUFFER);
     let follower = Follower::new(
         server.clone(),
@@ -393,9 +436,15 @@ pub(crate) async fn get_events_sse(
         Some(live) if !live.ended() => Some(live.subscribe()?),
         _ => None,
     };
-    if subscription.is_none() && server.inner.store.session(&id).await?.is_none() {
-        return Err(ApiError::no_session(&id));
-    }
+    // A session this server does not run: followed through the shared poll until it ends.
+    let elsewhere = match subscription {
+        Some(_) => None,
+        None => match server.inner.store.session(&id).await? {
+            None => return Err(ApiError::no_session(&id)),
+            Some(record) if record.ended => None,
+            Some(_) => Some(server.follow_elsewhere(&id)?),
+        },
+    };
     let (frames, stream) = mpsc::channel(SSE_CLIENT_BUFFER);
     let follower = Follower::new(
         server.clone(),
@@ -406,7 +455,7 @@ pub(crate) async fn get_events_sse(
     );
     tokio::spawn(until_stopped(
         server.inner.stopping.clone(),
-        follower.session(subscription),
+        follower.session(subscription, elsewhere),
     ));
     Ok(sse(stream))
 }
@@ -486,6 +535,20 @@ async fn waiting(
     request: &str,
 ) -> Result<agent_api::RunControl, ApiError> {
     let live = live_session(server, id).await?;
+    let interrupted = *live
+        .interrupted
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let (None, Some(turn)) = (live.control(), interrupted) {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "turn_interrupted",
+            format!(
+                "no {what} `{}` is waiting: turn {turn}, which asked it, was interrupted when its server stopped; send the message again",
+                agent_api::display::line(request, 128)
+            ),
+        ));
+    }
     live.control().ok_or_else(|| {
         ApiError::new(
             StatusCode::NOT_FOUND,
@@ -505,16 +568,77 @@ pub(crate) async fn terminate_session(
     State(server): State<Server>,
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    match server.live(&id) {
-        Some(live) => {
-            live.terminate().await?;
-            server.forget(&id);
-        }
+    if let Some(live) = server.live(&id) {
+        live.terminate().await?;
+        server.forget(&id);
+        return Ok(StatusCode::NO_CONTENT);
+    }
+    match not_running(&server, &id).await? {
         // Ended already: terminating again changes nothing.
-        None if server.inner.store.session(&id).await?.is_some() => {}
-        None => return Err(ApiError::no_session(&id)),
+        None => {}
+        // Resumable (or released here): ended in the store, with no agent started for it.
+        Some(record) => server.end_stored(&record, "terminated", None).await?,
     }
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// Beyond the reference: steers the turn in progress (`agent_api.control.steer`): the message
+/// joins that turn, read by the agent at its next step; 204 once the agent has taken it. 400
+/// (naming the capability) when the agent cannot be steered, 409 `no_turn_running` when no turn
+/// runs (or it ended before the agent took the message), 409 `steer_refused` when the agent
+/// refused it now.
+#[utoipa::path(post, path = "/v1/sessions/{session_id}/steer", operation_id = "steer_turn",
+    params(("session_id" = String, Path, description = "Session id")), request_body = SteerRequest,
+    responses((status = 204, description = "The agent took the message into the running turn"),
+        (status = 400, body = ProblemDetails, description = "Empty message, bad images, or an agent that cannot be steered (the detail names agent_api.control.steer)"),
+        (status = 404, body = ProblemDetails),
+        (status = 409, body = ProblemDetails, description = "No turn is running (no_turn_running), or the agent refused the message now (steer_refused)")))]
+pub(crate) async fn steer_turn(
+    State(server): State<Server>,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody<SteerRequest>,
+) -> Result<StatusCode, ApiError> {
+    let live = live_session(&server, &id).await?;
+    let kind = &live.opened.kind;
+    if !server
+        .backend(kind)?
+        .capabilities()
+        .contains(agent_api::capabilities::CONTROL_STEER)
+    {
+        return Err(ApiError::invalid(format!(
+            "the agent `{kind}` cannot be steered (it does not advertise {}): wait for the turn to end, or cancel it",
+            agent_api::capabilities::CONTROL_STEER
+        )));
+    }
+    if body.message.trim().is_empty() {
+        return Err(ApiError::invalid("the message is empty"));
+    }
+    let images = message_images(&server, &live, body.images).await?;
+    let mut prompt = agent_api::Prompt::from(body.message);
+    prompt.images = images.paths.clone();
+    live.steer(prompt, images).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// The stored session `id` that no server runs: `None` when it ended; 404 unknown, 409
+/// `session_elsewhere` when another running server owns it (it is the one to act on it).
+async fn not_running(
+    server: &Server,
+    id: &str,
+) -> Result<Option<crate::store::SessionRecord>, ApiError> {
+    let record = server
+        .inner
+        .store
+        .session(id)
+        .await?
+        .ok_or_else(|| ApiError::no_session(id))?;
+    if record.ended {
+        return Ok(None);
+    }
+    if let Some(owner) = server.owner_elsewhere(&record).await? {
+        return Err(ApiError::elsewhere(&owner));
+    }
+    Ok(Some(record))
 }
 
 /// Beyond the reference: cancels the turn in progress and keeps the session.
@@ -525,8 +649,18 @@ pub(crate) async fn cancel_turn(
     State(server): State<Server>,
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    let live = live_session(&server, &id).await?;
-    live.cancel_turn().await;
+    if let Some(live) = server.live(&id) {
+        live.cancel_turn().await;
+        return Ok(StatusCode::NO_CONTENT);
+    }
+    // Resumable: no turn runs (one its server died in is closed when it comes back).
+    if not_running(&server, &id).await?.is_none() {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            "session_ended",
+            "the session has ended",
+        ));
+    }
     Ok(StatusCode::NO_CONTENT)
 }
 

@@ -4,7 +4,12 @@
 /// [`ServerConfig::random_token`]), no CORS, 1 MiB request bodies, a ring of 1024 events per
 /// session for its subscribers, 64 subscribers per session, an SSE client taking nothing for 30 s
 /// dropped, pages of at most 1000 events, a turn waiting 60 s for a failing store, the host's name
-/// as the daemon id.
+/// as the daemon's name (its identity adds what makes it unique to the process); requests only
+/// for the host's IP addresses and `localhost` (plus [`ServerConfig::allowed_hosts`]); no client
+/// option that names a program, a path, an environment variable or a looser policy (plus
+/// [`ServerConfig::client_options`]); 256 live sessions; 512 connections, a request head whole
+/// within 10 s, a connection moving no byte for 60 s closed; an idle session's agent released
+/// after 600 s, no idle limit on sessions, a 30 s lease on a shared store; no drain time.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ServerConfig {
@@ -27,9 +32,41 @@ pub struct ServerConfig {
     /// output is no longer read, so memory stays bounded) and written once the store is back;
     /// past this bound the turn is cancelled and the session ends with a `store_unavailable` error.
     pub store_outage: std::time::Duration,
-    /// This server's name in a store shared with others: the owner of the sessions it runs. A
-    /// server starting ends the sessions its own name left live, and only those.
+    /// This server's name in a store shared with others. Its identity, the owner of the sessions
+    /// it runs, is this name followed by what no other process shares (its pid and a random part):
+    /// [`crate::Server::daemon_id`].
     pub daemon_id: String,
+    /// How long a session's agent is kept with no turn and no subscriber before it is released
+    /// (stopped, its snapshot kept; the next message resumes it); `None`: never.
+    pub idle_release: Option<std::time::Duration>,
+    /// How long a session may see no turn before it is ended (`--session-idle-ttl`); `None`: a
+    /// session ends only when a client terminates it.
+    pub session_idle_ttl: Option<std::time::Duration>,
+    /// How long a server sharing the store counts as running after its last heartbeat (renewed
+    /// every third of it): past it, its sessions may be resumed by another.
+    pub server_lease: std::time::Duration,
+    /// Host names (beyond IP addresses and `localhost`) a request's `Host` may name: the names
+    /// this server is reached by (a reverse proxy's). Any other is 403 `host_not_allowed`, so a
+    /// web page whose name resolves to this machine (DNS rebinding) reaches nothing.
+    pub allowed_hosts: Vec<String>,
+    /// What clients may set beyond what is theirs by default (`spec/http-api.md`, Security):
+    /// backend option keys (`backend.acp.command`), `permissionMode` (any mode, even one looser
+    /// than the operator's) and `allowedTools`; `*` allows them all.
+    pub client_options: Vec<String>,
+    /// Live sessions this server runs at once (503 `too_many_sessions` past it).
+    pub max_sessions: usize,
+    /// Open connections (past it a new one is answered 503 and closed).
+    pub max_connections: usize,
+    /// How long a connection may take to send a whole request head, from its opening or from
+    /// its previous response (slow and idle clients alike are closed past it).
+    pub header_timeout: std::time::Duration,
+    /// How long a connection may move no byte either way while no handler works for it (a
+    /// response its client stopped reading, a request body that stopped coming) before it is
+    /// closed.
+    pub idle_timeout: std::time::Duration,
+    /// How long the server keeps serving, not ready (`GET /v1/health/ready` 503 `draining`), once
+    /// asked to stop, so that a load balancer sends it no more work before it closes: default 0.
+    pub drain: std::time::Duration,
 }
 
 impl Default for ServerConfig {
@@ -44,6 +81,16 @@ impl Default for ServerConfig {
             max_page: 1000,
             store_outage: std::time::Duration::from_secs(60),
             daemon_id: default_daemon_id(),
+            idle_release: Some(std::time::Duration::from_secs(600)),
+            session_idle_ttl: None,
+            server_lease: std::time::Duration::from_secs(30),
+            allowed_hosts: Vec::new(),
+            client_options: Vec::new(),
+            max_sessions: 256,
+            max_connections: 512,
+            header_timeout: std::time::Duration::from_secs(10),
+            idle_timeout: std::time::Duration::from_secs(60),
+            drain: std::time::Duration::ZERO,
         }
     }
 }
@@ -64,9 +111,33 @@ impl ServerConfig {
         self
     }
 
+    /// Sets how long an idle session keeps its agent (`None`: always).
+    pub fn with_idle_release(mut self, after: Option<std::time::Duration>) -> Self {
+        self.idle_release = after;
+        self
+    }
+
+    /// Sets how long a session may see no turn before it is ended (`None`: never).
+    pub fn with_session_idle_ttl(mut self, ttl: Option<std::time::Duration>) -> Self {
+        self.session_idle_ttl = ttl;
+        self
+    }
+
+    /// Sets the lease of a server's heartbeat in a shared store.
+    pub fn with_server_lease(mut self, lease: std::time::Duration) -> Self {
+        self.server_lease = lease;
+        self
+    }
+
     /// Requires `token` on every request but health.
     pub fn with_token(mut self, token: impl Into<String>) -> Self {
         self.token = Some(token.into());
+        self
+    }
+
+    /// Sets how long the server drains (serves, not ready) once asked to stop.
+    pub fn with_drain(mut self, drain: std::time::Duration) -> Self {
+        self.drain = drain;
         self
     }
 
@@ -101,10 +172,81 @@ impl ServerConfig {
         self
     }
 
+    /// Lets requests name `host` in their `Host` header (beside IP addresses and `localhost`).
+    pub fn with_allowed_host(mut self, host: impl Into<String>) -> Self {
+        self.allowed_hosts.push(host.into());
+        self
+    }
+
+    /// Lets clients set `option` (a backend option key, `permissionMode`, `allowedTools`, or `*`).
+    pub fn with_client_option(mut self, option: impl Into<String>) -> Self {
+        self.client_options.push(option.into());
+        self
+    }
+
+    /// Sets how many sessions may be live at once.
+    pub fn with_max_sessions(mut self, max: usize) -> Self {
+        self.max_sessions = max;
+        self
+    }
+
+    /// Sets the connection bounds: how many at once, how long a request head may take, how
+    /// long a connection may move nothing.
+    pub fn with_connections(
+        mut self,
+        max: usize,
+        header_timeout: std::time::Duration,
+        idle_timeout: std::time::Duration,
+    ) -> Self {
+        self.max_connections = max;
+        self.header_timeout = header_timeout;
+        self.idle_timeout = idle_timeout;
+        self
+    }
+
+    /// Checks what a person configured: every CORS origin is `http(s)://host[:port]` (not `*`,
+    /// not `null`), every allowed host a bare host name.
+    ///
+    /// ```
+    /// use agent_api_server::ServerConfig;
+    /// assert!(ServerConfig::default().with_cors_origin("https://app.example:8443").check().is_ok());
+    /// assert!(ServerConfig::default().with_cors_origin("*").check().is_err());
+    /// assert!(ServerConfig::default().with_cors_origin("null").check().is_err());
+    /// ```
+    pub fn check(&self) -> Result<(), ConfigError> {
+        for origin in &self.cors_origins {
+            if !crate::guard::is_origin(origin) {
+                return Err(ConfigError::CorsOrigin(agent_api::display::line(
+                    origin, 128,
+                )));
+            }
+        }
+        for host in &self.allowed_hosts {
+            if !crate::guard::is_host_name(host) {
+                return Err(ConfigError::Host(agent_api::display::line(host, 128)));
+            }
+        }
+        Ok(())
+    }
+
     /// A random token: 32 bytes from the operating system, as 64 hex digits.
     pub fn random_token() -> Result<String, getrandom::Error> {
         let mut bytes = [0u8; 32];
         getrandom::fill(&mut bytes)?;
         Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
     }
+}
+
+/// A setting [`ServerConfig::check`] refuses.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// A CORS origin that is not one web origin.
+    #[error("CORS origin `{0}`: give one origin, scheme://host[:port] with http or https (not `*`, not `null`, no path)")]
+    CorsOrigin(String),
+    /// An allowed host that is not a host name.
+    #[error(
+        "allowed host `{0}`: give a host name such as agents.example.com (no scheme, port or path)"
+    )]
+    Host(String),
 }

@@ -63,12 +63,25 @@ impl ApiError {
                     agent_api::display::line(&id, 256)
                 ),
             ),
+            StoreError::NotOwner { owner, .. } => Self::elsewhere(&owner),
             other => Self::new(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "stream_error",
                 other.to_string(),
             ),
         }
+    }
+
+    /// 409 `session_elsewhere`: the server `owner`, sharing the store, runs the session.
+    pub fn elsewhere(owner: &str) -> Self {
+        Self::new(
+            StatusCode::CONFLICT,
+            "session_elsewhere",
+            format!(
+                "the session is run by the server `{}` sharing this store: send to that one",
+                agent_api::display::line(owner, 128)
+            ),
+        )
     }
 
     /// The library's error, with the status that says whose fault it is.
@@ -94,6 +107,8 @@ impl ApiError {
                 (StatusCode::CONFLICT, "invalid_request")
             }
             E::RunFinished => (StatusCode::NOT_FOUND, "invalid_request"),
+            E::NoTurnRunning | E::TurnEndedBeforeSteer => (StatusCode::CONFLICT, "no_turn_running"),
+            E::SteerRefused { .. } => (StatusCode::CONFLICT, "steer_refused"),
             E::SessionClosed => (StatusCode::CONFLICT, "agent_process_exited"),
             E::SessionNotFound { .. } => (StatusCode::NOT_FOUND, "session_not_found"),
             E::Timeout { .. } => (StatusCode::GATEWAY_TIMEOUT, "timeout"),
@@ -122,8 +137,12 @@ impl ApiError {
             "mode_not_supported" => "Mode not supported",
             "timeout" => "Timeout",
             "turn_in_progress" => "Turn in progress",
+            "no_turn_running" => "No turn running",
+            "steer_refused" => "Steer refused",
             "session_ended" => "Session ended",
             "session_elsewhere" => "Session run by another server",
+            "turn_interrupted" => "Turn interrupted",
+            "session_released" => "Session released",
             "too_many_subscribers" => "Too many subscribers",
             "payload_too_large" => "Payload too large",
             "not_found" => "Not found",

@@ -11,18 +11,16 @@ use std::sync::Arc;
 
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::{broadcast, mpsc, watch};
 use tokio_stream::wrappers::ReceiverStream;
 
 use crate::live::{Feed, LiveSession, Subscription};
+use crate::remote::Seen;
 use crate::state::Server;
 use crate::store::StoredEvent;
 
 /// Frames waiting for one SSE client.
 pub(crate) const SSE_CLIENT_BUFFER: usize = 64;
-
-/// How often a session run by another server sharing the store is read again.
-const STORE_POLL: std::time::Duration = std::time::Duration::from_millis(250);
 
 pub(crate) type Frame = Result<Event, Infallible>;
 
@@ -57,6 +55,8 @@ pub(crate) struct Follower {
     frames: mpsc::Sender<Frame>,
     /// The last sequence sent.
     last: u64,
+    /// Counts this stream among the SSE subscribers while it lives.
+    _counted: crate::metrics::Counted,
 }
 
 impl Follower {
@@ -68,12 +68,14 @@ impl Follower {
         include_raw: bool,
         frames: mpsc::Sender<Frame>,
     ) -> Self {
+        let counted = server.inner.metrics.sse_opened();
         Self {
             server,
             id,
             include_raw,
             frames,
             last,
+            _counted: counted,
         }
     }
 
@@ -153,15 +155,19 @@ impl Follower {
 
     /// The events of a session: the stored ones, then the live ones as they are stored; ends
     /// once the session has ended. A session this server does not run is followed in the store.
-    pub(crate) async fn session(mut self, subscription: Option<Subscription>) {
+    pub(crate) async fn session(
+        mut self,
+        subscription: Option<Subscription>,
+        elsewhere: Option<watch::Receiver<Seen>>,
+    ) {
         let never = |_: &StoredEvent| false;
+        let Some(mut subscription) = subscription else {
+            self.stored(elsewhere).await;
+            return;
+        };
         if self.catch_up(None, never).await.is_none() {
             return;
         }
-        let Some(mut subscription) = subscription else {
-            self.stored().await;
-            return;
-        };
         loop {
             let next = tokio::select! {
                 next = subscription.feed.recv() => next,
@@ -222,18 +228,27 @@ impl Follower {
     }
 
     /// Follows a session this server does not run, from the store: another server sharing it
-    /// runs it (or none does: it ended). Ends once it has ended and every event was sent.
-    async fn stored(mut self) {
+    /// runs it (`elsewhere`: the shared poll of its record), or none does (it ended). Ends once it
+    /// has ended and every event was sent.
+    async fn stored(mut self, elsewhere: Option<watch::Receiver<Seen>>) {
+        let Some(mut seen) = elsewhere else {
+            let _ = self.catch_up(None, |_| false).await;
+            return;
+        };
         loop {
             // Whether it ended is read before its events: an event stored before the end is sent.
-            let Ok(Some(record)) = self.server.inner.store.session(&self.id).await else {
-                return;
-            };
-            if self.catch_up(None, |_| false).await.is_none() || record.ended {
+            let ended = seen.borrow_and_update().ended;
+            if self.catch_up(None, |_| false).await.is_none() || ended {
                 return;
             }
             tokio::select! {
-                () = tokio::time::sleep(STORE_POLL) => {}
+                changed = seen.changed() => {
+                    // The poll stopped: the session ended (or left the store), or the server stops.
+                    if changed.is_err() {
+                        let _ = self.catch_up(None, |_| false).await;
+                        return;
+                    }
+                }
                 () = self.frames.closed() => return,
             }
         }

@@ -10,19 +10,33 @@
 //!
 //! - [`Server`]: the gateway, the session template, the store, the live sessions.
 //! - [`router`]: the axum routes, with bearer auth, CORS and body bounds from [`ServerConfig`].
-//! - [`serve`]: runs the router on a listener until a shutdown future resolves.
+//! - [`serve`]: runs the router on a listener until a shutdown future resolves (then drains for
+//!   [`ServerConfig::drain`], not ready, before it stops).
+//! - [`telemetry`]: the process's logs (text or JSON) and OpenTelemetry traces (OTLP with the
+//!   `otlp` feature); [`health`]: readiness.
 
 mod agents;
 mod api;
 mod config;
+mod conn;
+pub mod continuity;
 mod error;
 mod follow;
+mod guard;
+pub mod health;
 mod live;
+mod metrics;
+mod observe;
 pub mod openapi;
+mod policy;
+mod private;
+mod remote;
 mod state;
 pub mod store;
+pub mod telemetry;
 mod turn;
 pub mod ui;
+mod upkeep;
 pub mod wire;
 
 use axum::extract::{Request, State};
@@ -33,14 +47,16 @@ use axum::routing::{get, post};
 use axum::Router;
 use subtle::ConstantTimeEq;
 
-pub use config::ServerConfig;
+pub use config::{ConfigError, ServerConfig};
 pub use error::ApiError;
 pub use state::{Server, AGENT_ALIASES, INTERRUPTED};
 pub use store::{Store, StoreError, StoreUrl};
 
 /// The routes: the reference's 14 operations, `GET /v1/openapi.json`, `GET /v1/sessions/{id}` and
-/// `POST /v1/sessions/{id}/cancel`; every one but health behind the bearer token when one is set;
-/// and the inspector's page under `/ui/` ([`ui`]), whose files need no token.
+/// `POST /v1/sessions/{id}/cancel` and `/steer`, `GET /v1/health/ready` ([`health`]) and
+/// `GET /metrics`; every one but health and readiness behind the bearer token when one is set;
+/// and the inspector's page under `/ui/` ([`ui`]), whose files need no token. Every request is
+/// a span and a log line ([`telemetry`]).
 pub fn router(server: Server) -> Router {
     let config = server.inner.config.clone();
     let api = Router::new()
@@ -87,7 +103,13 @@ pub fn router(server: Server) -> Router {
             post(api::terminate_session),
         )
         .route("/v1/sessions/{session_id}/cancel", post(api::cancel_turn))
+        .route("/v1/sessions/{session_id}/steer", post(api::steer_turn))
+        .route(
+            "/v1/sessions/{session_id}/resume",
+            post(api::resume_session),
+        )
         .route("/v1/openapi.json", get(api::openapi))
+        .route("/metrics", get(metrics::metrics))
         .fallback(api::not_found)
         .route_layer(axum::middleware::from_fn_with_state(
             server.clone(),
@@ -95,19 +117,31 @@ pub fn router(server: Server) -> Router {
         ));
     let mut app = Router::new()
         .route("/v1/health", get(api::health))
+        .route("/v1/health/ready", get(health::ready))
         // The inspector's files hold no data: served without the token (the page sends it).
         .route("/ui", get(ui::root))
         .route("/ui/", get(ui::page))
         .route("/ui/{*path}", get(ui::asset))
         .merge(api)
+        .layer(axum::middleware::from_fn(telemetry::trace_request))
         .layer(axum::extract::DefaultBodyLimit::max(config.max_body_bytes))
+        // A request body that stops coming holds its connection no longer than an idle one.
+        .layer(tower_http::timeout::RequestBodyTimeoutLayer::new(
+            config.idle_timeout,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
+            server.clone(),
+            guard::check,
+        ))
         .with_state(server);
-    if !config.cors_origins.is_empty() {
-        let origins: Vec<HeaderValue> = config
-            .cors_origins
-            .iter()
-            .filter_map(|o| HeaderValue::from_str(o).ok())
-            .collect();
+    // Only what `ServerConfig::check` accepts: `*` would make the layer panic.
+    let origins: Vec<HeaderValue> = config
+        .cors_origins
+        .iter()
+        .filter(|o| guard::is_origin(o))
+        .filter_map(|o| HeaderValue::from_str(o).ok())
+        .collect();
+    if !origins.is_empty() {
         app = app.layer(
             tower_http::cors::CorsLayer::new()
                 .allow_origin(origins)
@@ -149,27 +183,30 @@ async fn authorize(State(server): State<Server>, request: Request, next: Next) -
     response
 }
 
-/// Serves `server` on `listener` until `shutdown` resolves, then ends its SSE streams (so that
-/// their connections close), waits for the requests in flight, and terminates its live sessions.
+/// Serves `server` on `listener` until `shutdown` resolves, then serves on, not ready, for
+/// [`ServerConfig::drain`], ends its SSE streams (so that their connections close), waits for the
+/// requests in flight, and stops its sessions' agents, leaving the sessions resumable
+/// ([`Server::release_all`]). Connections are bounded as
+/// [`ServerConfig`] says (`max_connections`, `header_timeout`, `idle_timeout`, `sse_stall`).
 pub async fn serve(
     listener: tokio::net::TcpListener,
     server: Server,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let app = router(server.clone());
-    // SSE frames are small writes: without TCP_NODELAY one waits for the client's delayed ACK
-    // (up to 40 ms) whenever another is in flight.
-    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp: &mut tokio::net::TcpStream| {
-        let _ = tcp.set_nodelay(true);
-    });
     let stopping = server.inner.stopping.clone();
-    let shutdown = async move {
+    let draining = server.clone();
+    tokio::spawn(async move {
         shutdown.await;
-        stopping.cancel();
-    };
-    let served = axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
-        .await;
-    server.terminate_all().await;
+        // Not ready from now on; the streams end once a load balancer has had time to notice.
+        let inner = &draining.inner;
+        inner
+            .draining
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        tokio::time::sleep(inner.config.drain).await;
+        inner.stopping.cancel();
+    });
+    let served = conn::accept(listener, app, &server.inner.config, stopping).await;
+    server.release_all().await;
     served
 }

@@ -9,6 +9,7 @@ use utoipa::OpenApi;
     info(title = "agent-api serve", description = "The universal session API over HTTP and SSE (spec/http-api.md)."),
     paths(
         crate::api::health,
+        crate::health::ready,
         crate::api::list_agents,
         crate::api::agent_modes,
         crate::api::install_agent,
@@ -26,6 +27,8 @@ use utoipa::OpenApi;
         crate::api::reject_question,
         crate::api::terminate_session,
         crate::api::cancel_turn,
+        crate::api::steer_turn,
+        crate::api::resume_session,
         crate::api::openapi,
     ),
     components(schemas(crate::wire::ErrorType, crate::wire::AgentErrorBody, crate::wire::EventsQuery, crate::wire::TurnStreamQuery)),

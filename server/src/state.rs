@@ -12,8 +12,8 @@ use axum::http::StatusCode;
 
 use crate::config::ServerConfig;
 use crate::error::ApiError;
-use crate::live::{daemon_event, LiveSession, SessionOrigin};
-use crate::store::{SessionRecord, Store, StoreError};
+use crate::live::{Continuity, LiveSession, SessionOrigin};
+use crate::store::{SessionRecord, SessionState, Store, StoreError};
 use crate::wire::{CreateSessionRequest, SessionInfo, SessionSettings};
 
 /// The reference's agent ids and the kinds they name here.
@@ -44,10 +44,18 @@ pub(crate) struct Inner {
     pub(crate) store: Arc<dyn Store>,
     pub(crate) config: ServerConfig,
     pub(crate) probes: Vec<BackendProbe>,
+    /// This server's identity: its name and what no other process shares.
+    daemon_id: String,
     live: Mutex<HashMap<String, Arc<LiveSession>>>,
     opening: Mutex<HashSet<String>>,
+    /// The store's polls for sessions another server runs, followed here.
+    pub(crate) polls: crate::remote::Polls,
     /// Cancelled when the server stops: every SSE stream ends, so that connections close.
     pub(crate) stopping: agent_api::request::CancellationToken,
+    /// Set when the server was asked to stop: it serves on, not ready, for `ServerConfig::drain`.
+    pub(crate) draining: std::sync::atomic::AtomicBool,
+    /// What `GET /metrics` serves.
+    pub(crate) metrics: crate::metrics::Shared,
 }
 
 impl std::fmt::Debug for Server {
@@ -59,8 +67,9 @@ impl std::fmt::Debug for Server {
     }
 }
 
-/// Why a session ended under a server that stopped (recorded at the next start).
-pub const INTERRUPTED: &str = "the server stopped while this session was live";
+/// The message of the `error` closing a turn its server died in (code `interrupted`), written
+/// when the session comes back.
+pub const INTERRUPTED: &str = "the server stopped while this turn ran";
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex
@@ -70,40 +79,51 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl Server {
     /// A server running sessions on `gateway`'s backends, each from the template `defaults`
-    /// (its prompt is ignored), keeping them in `store`. Sessions the store holds as live and
-    /// owned by this server's daemon id (it stopped under them) are marked ended, with an `error`
-    /// and a `session.ended` (`reason=error`, `terminated_by=daemon`) appended; another server's
-    /// live sessions are left to it.
+    /// (its prompt is ignored), keeping them in `store`. Its identity
+    /// ([`Server::daemon_id`]) is the configured name followed by a part no other process
+    /// shares; it says it runs with a heartbeat in the store, renewed while it runs. Sessions
+    /// another server left open are not touched: they are resumable, and the next message to one
+    /// brings it back here. Agents a killed server left running are stopped first
+    /// ([`agent_api::kit::process::stop_orphans`]).
     pub async fn new(
         gateway: Gateway,
         defaults: RunRequest,
         store: Arc<dyn Store>,
         config: ServerConfig,
     ) -> Result<Self, StoreError> {
-        for record in store.sessions().await? {
-            let ours = record
-                .owner
-                .as_deref()
-                .is_none_or(|owner| owner == config.daemon_id);
-            if !record.ended && ours {
-                // One session that cannot be ended does not keep the server from starting.
-                if let Err(error) = recover(&*store, &record).await {
-                    tracing::warn!(session = %record.id, "cannot end the interrupted session: {error}");
-                }
-            }
+        let daemon_id = unique_id(&config.daemon_id);
+        store.heartbeat(&daemon_id).await?;
+        let stopped = agent_api::kit::process::stop_orphans();
+        if stopped > 0 {
+            tracing::warn!("stopped {stopped} agent processes a killed server left running");
         }
-        Ok(Self {
+        let server = Self {
             inner: Arc::new(Inner {
                 gateway,
                 defaults,
                 store,
                 config,
                 probes: Vec::new(),
+                daemon_id,
                 live: Mutex::new(HashMap::new()),
                 opening: Mutex::new(HashSet::new()),
+                polls: crate::remote::Polls::default(),
                 stopping: agent_api::request::CancellationToken::new(),
+                draining: std::sync::atomic::AtomicBool::new(false),
+                metrics: Arc::new(crate::metrics::Metrics::new()),
             }),
-        })
+        };
+        tokio::spawn(crate::upkeep::run(
+            Arc::downgrade(&server.inner),
+            server.inner.stopping.clone(),
+        ));
+        Ok(server)
+    }
+
+    /// This server's identity in the store: the owner of the sessions it runs. Two processes
+    /// never share one.
+    pub fn daemon_id(&self) -> &str {
+        &self.inner.daemon_id
     }
 
     /// Sets the probes that say where each agent's CLI is and its version (`GET /v1/agents`).
@@ -116,6 +136,127 @@ impl Server {
 
     pub(crate) fn live(&self, id: &str) -> Option<Arc<LiveSession>> {
         lock(&self.inner.live).get(id).cloned()
+    }
+
+    /// Whether this server runs as many live sessions as it may (readiness: `full`).
+    pub(crate) fn full(&self) -> bool {
+        lock(&self.inner.live).len() >= self.inner.config.max_sessions
+    }
+
+    /// The ids of the sessions this server runs now.
+    pub(crate) fn live_ids(&self) -> HashSet<String> {
+        lock(&self.inner.live).keys().cloned().collect()
+    }
+
+    /// The sessions this server runs now.
+    pub(crate) fn running(&self) -> Vec<Arc<LiveSession>> {
+        lock(&self.inner.live).values().cloned().collect()
+    }
+
+    /// The session `id`, running here: brought back when it is resumable (its owner gone, or
+    /// this server released it). 404 unknown, 409 `session_ended`, 409 `session_elsewhere`
+    /// when a running server sharing the store owns it.
+    pub(crate) async fn session(&self, id: &str) -> Result<Arc<LiveSession>, ApiError> {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+        loop {
+            if let Some(live) = self.live(id) {
+                return Ok(live);
+            }
+            let record = self
+                .inner
+                .store
+                .session(id)
+                .await?
+                .ok_or_else(|| ApiError::no_session(id))?;
+            if record.ended {
+                return Err(ApiError::new(
+                    StatusCode::CONFLICT,
+                    "session_ended",
+                    "the session has ended",
+                ));
+            }
+            if let Some(owner) = self.owner_elsewhere(&record).await? {
+                return Err(ApiError::elsewhere(&owner));
+            }
+            // One request brings it back; the others wait for it.
+            if lock(&self.inner.opening).insert(id.to_string()) {
+                let resumed = self.resume(record).await;
+                lock(&self.inner.opening).remove(id);
+                return resumed;
+            }
+            if tokio::time::Instant::now() > deadline {
+                return Err(ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "stream_error",
+                    "the session is being opened or brought back; try again",
+                ));
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// The owner of a stored session when it is another server that runs now.
+    pub(crate) async fn owner_elsewhere(
+        &self,
+        record: &SessionRecord,
+    ) -> Result<Option<String>, StoreError> {
+        let Some(owner) = record.owner.as_deref() else {
+            return Ok(None);
+        };
+        if owner == self.daemon_id() {
+            return Ok(None);
+        }
+        let lease = self.inner.config.server_lease;
+        Ok(self
+            .inner
+            .store
+            .server_alive(owner, lease)
+            .await?
+            .then(|| owner.to_string()))
+    }
+
+    /// Whether another running server owns `record`, each owner asked once per `known`.
+    async fn runs_elsewhere(
+        &self,
+        record: &SessionRecord,
+        known: &mut HashMap<String, bool>,
+    ) -> Result<bool, StoreError> {
+        let Some(owner) = record.owner.as_deref() else {
+            return Ok(false);
+        };
+        if let Some(alive) = known.get(owner) {
+            return Ok(*alive);
+        }
+        let alive = self.owner_elsewhere(record).await?.is_some();
+        known.insert(owner.to_string(), alive);
+        Ok(alive)
+    }
+
+    /// Puts a session this server runs now in its map, its `on_end` forgetting it.
+    pub(crate) fn adopt(
+        &self,
+        id: &str,
+        origin: SessionOrigin,
+        session: agent_api::Session,
+        continuity: Continuity,
+    ) -> Arc<LiveSession> {
+        // Weak: the server's map holds the session, the session must not hold the server.
+        let server = Arc::downgrade(&self.inner);
+        let forget = Box::new(move |id: &str| {
+            if let Some(inner) = server.upgrade() {
+                lock(&inner.live).remove(id);
+            }
+        });
+        let around = crate::live::Surroundings {
+            store: self.inner.store.clone(),
+            config: &self.inner.config,
+            stopping: self.inner.stopping.clone(),
+            on_end: forget,
+            metrics: self.inner.metrics.clone(),
+        };
+        let live = LiveSession::new(id.to_string(), origin, session, around, continuity);
+        lock(&self.inner.live).insert(id.to_string(), live.clone());
+        live
     }
 
     pub(crate) fn forget(&self, id: &str) {
@@ -174,6 +315,12 @@ impl Server {
     ) -> Result<Arc<LiveSession>, ApiError> {
         check_id(id)?;
         let kind = self.kind(&body.agent)?;
+        crate::policy::check(
+            &self.inner.config,
+            &self.inner.defaults.permissions,
+            &*self.backend(&kind)?,
+            &body.settings,
+        )?;
         let request = self.request(&kind, &body.settings)?;
         // Where the agent works: a message's images are read only from beneath it.
         let working_dir = match request.session_working_dir() {
@@ -193,8 +340,22 @@ impl Server {
                 format!("a session with id `{id}` already exists"),
             )
         };
-        if self.live(id).is_some() || !lock(&self.inner.opening).insert(id.to_string()) {
-            return Err(duplicate());
+        {
+            let live = lock(&self.inner.live);
+            let mut opening = lock(&self.inner.opening);
+            if live.contains_key(id) || opening.contains(id) {
+                return Err(duplicate());
+            }
+            // Each live session holds an agent and its buffers: past the bound, none is opened.
+            let max = self.inner.config.max_sessions;
+            if live.len() + opening.len() >= max {
+                return Err(ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "too_many_sessions",
+                    format!("this server runs {max} live sessions, as many as it may: terminate one, or try again later"),
+                ));
+            }
+            opening.insert(id.to_string());
         }
         let opened = async {
             if self.inner.store.session(id).await?.is_some() {
@@ -225,50 +386,42 @@ impl Server {
                 ended: false,
                 end_error: None,
                 event_count: 0,
-                owner: Some(self.inner.config.daemon_id.clone()),
+                owner: Some(self.daemon_id().to_string()),
                 usage: None,
+                settings: serde_json::to_string(&body).ok(),
+                working_dir: Some(working_dir.to_string_lossy().into_owned()),
+                state: SessionState::Live,
+                turns: 0,
+                turn_open: false,
+                active_at: None,
+                resumed_how: None,
+                snapshot_turn: None,
             };
             // Another server sharing the store may have taken the id meanwhile.
             self.inner.store.create_session(record).await?;
-            let config = &self.inner.config;
-            // Weak: the server's map holds the session, the session must not hold the server.
-            let server = Arc::downgrade(&self.inner);
-            let forget = Box::new(move |id: &str| {
-                if let Some(inner) = server.upgrade() {
-                    lock(&inner.live).remove(id);
-                }
-            });
             let opened = SessionOrigin {
                 kind,
                 request: body,
                 working_dir,
             };
-            let stopping = self.inner.stopping.clone();
-            Ok(LiveSession::new(
-                id.to_string(),
-                opened,
-                session,
-                self.inner.store.clone(),
-                config,
-                stopping,
-                forget,
-            ))
+            Ok(self.adopt(id, opened, session, Continuity::fresh(self.daemon_id())))
         }
         .await;
-        if let Ok(live) = &opened {
-            lock(&self.inner.live).insert(id.to_string(), live.clone());
-        }
         lock(&self.inner.opening).remove(id);
         opened
     }
 
     /// The turn template of a new session: the server's defaults with what the client asked.
-    fn request(
+    pub(crate) fn request(
         &self,
         kind: &AgentKind,
         settings: &SessionSettings,
     ) -> Result<RunRequest, ApiError> {
         let mut request = self.inner.defaults.clone().with_include_raw(true);
+        // An agent that emits OpenTelemetry of its own continues this trace (`TRACEPARENT`).
+        if let Some(traceparent) = crate::telemetry::traceparent() {
+            request = request.with_env("TRACEPARENT", traceparent);
+        }
         // `build` is the wire's name for the agent's own default mode; any other is one the
         // agent lists (`GET /v1/agents/{agent}/modes`), refused here with the valid ones.
         if let Some(mode) = settings
@@ -363,64 +516,108 @@ impl Server {
         Ok(request)
     }
 
-    /// A session's info, live or stored; 404 when unknown.
-    pub(crate) fn info(&self, record: SessionRecord) -> SessionInfo {
-        let live = self.live(&record.id).is_some_and(|l| !l.ended());
-        SessionInfo {
+    /// A session's info: `state` `live` (this server holds its agent), `idle` (its server
+    /// released its agent), `resumable` (its server is gone: the next message brings it back) or
+    /// `ended`; `live` true only for the first, never beside `ended`.
+    pub(crate) async fn info(&self, record: SessionRecord) -> Result<SessionInfo, ApiError> {
+        self.info_with(record, &mut HashMap::new()).await
+    }
+
+    /// [`Server::info`], asking the store whether each owner runs once per `known` (a list).
+    pub(crate) async fn info_with(
+        &self,
+        record: SessionRecord,
+        known: &mut HashMap<String, bool>,
+    ) -> Result<SessionInfo, ApiError> {
+        let here = self.live(&record.id);
+        let ended = record.ended || here.as_ref().is_some_and(|l| l.ended());
+        let state = if ended {
+            "ended"
+        } else if here.is_some() {
+            "live"
+        } else if record.owner.as_deref() == Some(self.daemon_id()) {
+            // Ours, its agent released (or being brought back).
+            "idle"
+        } else if self.runs_elsewhere(&record, known).await? {
+            match record.state {
+                SessionState::Idle => "idle",
+                _ => "live",
+            }
+        } else {
+            "resumable"
+        };
+        Ok(SessionInfo {
             session_id: record.id,
             agent: record.agent,
             agent_mode: record.agent_mode,
             permission_mode: record.permission_mode,
-            ended: record.ended,
+            ended,
             event_count: record.event_count,
             model: record.model,
             variant: record.variant,
             native_session_id: record.native_session_id,
             end_error: record.end_error,
-            live,
+            live: state == "live" && here.is_some(),
             usage: record
                 .usage
                 .and_then(|json| serde_json::from_str(&json).ok()),
-        }
+            state: Some(state.into()),
+            owner: record.owner.filter(|_| !ended),
+            resumed_how: record.resumed_how,
+            snapshot_turn: record.snapshot_turn,
+        })
     }
 
-    /// Terminates every live session (on shutdown).
-    pub async fn terminate_all(&self) {
+    /// Stops every session's agent and leaves the sessions open (on shutdown): a turn in
+    /// progress is cancelled (its end stored), each session is stored as `stopped`, and the next
+    /// message to it, on any server sharing the store, brings it back.
+    pub async fn release_all(&self) {
         let sessions: Vec<_> = lock(&self.inner.live)
             .drain()
             .map(|(_, live)| live)
             .collect();
         for live in sessions {
-            if let Err(error) = live.terminate().await {
-                tracing::error!(session = %live.id, "cannot terminate: {error}");
-            }
+            live.release(SessionState::Stopped).await;
         }
     }
 }
 
-/// A session id: 1 to 128 characters, none of them a control character or `/`.
-fn check_id(id: &str) -> Result<(), ApiError> {
-    if id.is_empty() || id.chars().count() > 128 || id.chars().any(|c| c.is_control() || c == '/') {
+/// `name` followed by what no other process shares: this process's id and 64 random bits.
+fn unique_id(name: &str) -> String {
+    let mut bytes = [0u8; 8];
+    let _ = getrandom::fill(&mut bytes);
+    let random: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    format!("{name}-{}-{random}", std::process::id())
+}
+
+/// A session id (`spec/http-api.md`, Bodies): 1 to 128 characters, not `.` or `..`, none of them
+/// a control character, white space, `/`, `\\`, or a character shown as nothing or that reorders
+/// what is shown (zero-width, bidi controls, other format characters): two ids a person cannot
+/// tell apart are never both valid.
+pub(crate) fn check_id(id: &str) -> Result<(), ApiError> {
+    let bad = |c: char| {
+        c.is_control()
+            || c.is_whitespace()
+            || matches!(c, '/' | '\\')
+            || agent_api::display::is_unsafe(c)
+            || invisible(c)
+    };
+    if id.is_empty() || id.chars().count() > 128 || id == "." || id == ".." || id.chars().any(bad) {
         return Err(ApiError::invalid(
-            "a session id has 1 to 128 characters, no control character and no `/`",
+            "a session id has 1 to 128 characters, is not `.` or `..`, and has no control character, white space, `/`, `\\`, zero-width or bidi character",
         ));
     }
     Ok(())
 }
 
-/// Ends a session its server left live: an `error` and a `session.ended` appended, then marked.
-async fn recover(store: &dyn Store, record: &SessionRecord) -> Result<(), StoreError> {
-    let next = record.event_count + 1;
-    let error = serde_json::json!({ "message": INTERRUPTED, "code": "daemon_stopped" });
-    let ended =
-        serde_json::json!({ "reason": "error", "terminated_by": "daemon", "message": INTERRUPTED });
-    let events: Vec<_> = [
-        daemon_event(&record.id, next, "error", error),
-        daemon_event(&record.id, next + 1, "session.ended", ended),
-    ]
-    .into_iter()
-    .flatten()
-    .collect();
-    store.append(&record.id, events).await?;
-    store.mark_ended(&record.id, Some(INTERRUPTED)).await
+/// Whether `c` is shown as nothing: Unicode's format characters and default-ignorables
+/// (zero-width spaces and joiners, word joiner, soft hyphen, byte-order mark, variation
+/// selectors, tags, Hangul fillers, invisible operators).
+fn invisible(c: char) -> bool {
+    matches!(c,
+        '\u{ad}' | '\u{34f}' | '\u{61c}' | '\u{115f}' | '\u{1160}' | '\u{17b4}' | '\u{17b5}'
+        | '\u{180b}'..='\u{180f}' | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}'
+        | '\u{2060}'..='\u{206f}' | '\u{3164}' | '\u{fe00}'..='\u{fe0f}' | '\u{feff}'
+        | '\u{ffa0}' | '\u{fff0}'..='\u{fffb}' | '\u{1bca0}'..='\u{1bca3}'
+        | '\u{1d173}'..='\u{1d17a}' | '\u{e0000}'..='\u{e0fff}')
 }

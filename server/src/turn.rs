@@ -133,6 +133,7 @@ impl TurnImages {
         let dir = tempfile::Builder::new()
             .prefix("agent-api-images-")
             .tempdir()
+            .and_then(|dir| crate::private::own_dir(dir.path()).map(|()| dir))
             .map_err(|e| {
                 ApiError::new(
                     axum::http::StatusCode::INTERNAL_SERVER_ERROR,
@@ -161,7 +162,7 @@ impl TurnImages {
                 _ => return Err(field("give `path` (a file in the session's working directory) or `data` (base64), one of them".into())),
             };
             let copy = dir.path().join(format!("image-{index}.{extension}"));
-            std::fs::write(&copy, bytes)
+            crate::private::write_new(&copy, &bytes)
                 .map_err(|e| field(format!("cannot copy it for the agent: {e}")))?;
             paths.push(copy);
         }
@@ -238,6 +239,52 @@ fn decode(data: &str, media_type: Option<&str>) -> Result<(Vec<u8>, &'static str
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn image_copies_are_0600_in_a_0700_folder_whatever_the_umask() {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        let work = tempfile::tempdir().unwrap();
+        std::fs::write(work.path().join("shot.png"), b"\x89PNG").unwrap();
+        let images = [
+            ImageInput {
+                path: Some("shot.png".into()),
+                ..ImageInput::default()
+            },
+            ImageInput {
+                data: Some("aGVsbG8=".into()),
+                media_type: Some("image/png".into()),
+                ..ImageInput::default()
+            },
+        ];
+        // SAFETY: umask has no preconditions; the loosest one, put back after.
+        let before = unsafe { libc::umask(0) };
+        let made = TurnImages::make(work.path(), &images);
+        unsafe { libc::umask(before) };
+        let made = made.unwrap();
+        let folder = made.paths[0].parent().unwrap();
+        assert_eq!(mode(folder), 0o700);
+        for copy in &made.paths {
+            assert_eq!(mode(copy), 0o600, "{}", copy.display());
+        }
+        // Another user: `nobody` reads no copy (when this runs as root, which can switch users).
+        if unsafe { libc::geteuid() } == 0 {
+            use std::os::unix::process::CommandExt;
+            for copy in &made.paths {
+                let read = std::process::Command::new("cat")
+                    .arg(copy)
+                    .uid(65534)
+                    .gid(65534)
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::null())
+                    .status()
+                    .unwrap();
+                assert!(!read.success(), "nobody read {}", copy.display());
+            }
+        } else {
+            eprintln!("NOT CHECKED: reading the copies as another user needs root (the modes were checked)");
+        }
+    }
 
     #[test]
     fn image_kinds_come_from_the_name_and_jpeg_is_jpg() {

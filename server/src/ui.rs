@@ -52,6 +52,11 @@ const ASSETS: &[Asset] = &[
         body: include_bytes!("../ui/text.js"),
     },
     Asset {
+        name: "markdown.js",
+        content_type: "text/javascript; charset=utf-8",
+        body: include_bytes!("../ui/markdown.js"),
+    },
+    Asset {
         name: "transcript.js",
         content_type: "text/javascript; charset=utf-8",
         body: include_bytes!("../ui/transcript.js"),

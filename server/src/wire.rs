@@ -354,6 +354,23 @@ pub struct SessionInfo {
     /// Beyond the reference: the tokens and cost of its turns, summed, where the agent reports them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<SessionUsage>,
+    /// Beyond the reference: `live` (a server holds its agent: on this one when `live` is true),
+    /// `idle` (its server released its agent; the next message resumes it), `resumable` (its
+    /// server stopped or died; the next message, reply or `POST …/resume` brings it back here) or
+    /// `ended` (a client terminated it, or `--session-idle-ttl`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
+    /// Beyond the reference: the server (its identity) that owns it, while it is not ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+    /// Beyond the reference: how it was last brought back: `native` (the agent continued its own
+    /// session) or `replay` (a new agent session primed with the transcript).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resumed_how: Option<String>,
+    /// Beyond the reference: the turn after which the agent's own state (its snapshot) was last
+    /// kept in the store: a server without the agent's files continues it natively from there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snapshot_turn: Option<u64>,
 }
 
 /// The tokens and cost of a session's turns, summed (each field where the agent reports it).
@@ -420,6 +437,18 @@ pub struct MessageRequest {
     /// on, any other must be the session's own.
     #[serde(flatten)]
     pub settings: SessionSettings,
+}
+
+/// `POST /v1/sessions/{session_id}/steer` (beyond the reference): a message for the turn in
+/// progress.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SteerRequest {
+    /// The message: what to add to what the agent is doing.
+    pub message: String,
+    /// Images with it (the agent needs `agent_api.input.images`), as a message's.
+    #[serde(default)]
+    pub images: Option<Vec<ImageInput>>,
 }
 
 /// One image of a message: a file in the session's working directory (`path`, relative to it

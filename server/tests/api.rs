@@ -725,6 +725,39 @@ async fn a_session_resumes_the_agents_session_of_an_earlier_one() {
 }
 
 #[tokio::test]
+async fn steering_an_agent_that_cannot_be_steered_is_a_400_naming_the_capability() {
+    let api = start(ServerConfig::default()).await;
+    api.post(
+        "/v1/sessions/nosteer",
+        json!({"agent": "scripted", "options": {"backend.scripted.scenario": "slow"}}),
+    )
+    .await;
+    api.post(
+        "/v1/sessions/nosteer/messages",
+        json!({"message": "take your time"}),
+    )
+    .await;
+    api.wait_for("nosteer", "item.delta").await;
+    let refused = api
+        .post(
+            "/v1/sessions/nosteer/steer",
+            json!({"message": "also this"}),
+        )
+        .await
+        .problem(400);
+    assert!(
+        refused["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("agent_api.control.steer")),
+        "{refused}"
+    );
+    api.post("/v1/sessions/nobody/steer", json!({"message": "x"}))
+        .await
+        .problem(404);
+    api.post_empty("/v1/sessions/nosteer/cancel").await;
+}
+
+#[tokio::test]
 async fn a_turn_is_cancelled_and_the_session_goes_on() {
     let api = start(ServerConfig::default()).await;
     api.post(
@@ -830,7 +863,7 @@ async fn a_duplicate_id_is_409_and_an_unknown_one_404() {
         .problem(400);
     api.post(
         "/v1/sessions/bad",
-        json!({"agent": "scripted", "agentMode": "plan"}),
+        json!({"agent": "scripted", "agentMode": "yolo"}),
     )
     .await
     .problem(400);
@@ -940,7 +973,8 @@ async fn a_subscriber_that_stops_reading_is_dropped_and_resumes_by_its_offset() 
     let events = wait_turns(&api, "slow", 1).await;
     assert!(events.len() > 20_000);
     tokio::time::sleep(std::time::Duration::from_millis(600)).await;
-    let frames = stalled.rest().await;
+    // Its stream ends, or its connection is closed under it: either way it resumes by its id.
+    let frames = stalled.rest_or_cut().await;
     assert!(
         frames.len() < events.len(),
         "the stalled subscriber was dropped ({} of {} events)",
@@ -1082,7 +1116,7 @@ async fn agents_are_listed_with_the_reference_capabilities_and_modes() {
         ("questions", true),
         ("streamingDeltas", true),
         ("sharedProcess", true),
-        ("planMode", false),
+        ("planMode", true),
     ] {
         assert_eq!(capabilities[name], value, "{name}");
     }

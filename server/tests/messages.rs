@@ -69,11 +69,11 @@ async fn a_message_repeats_the_sessions_options_freely_and_is_refused_naming_one
         let detail = refused(&api, "opts", json!({"message": "second", field: value})).await;
         assert!(detail.starts_with(field), "{field}: {detail}");
     }
-    // The scripted agent has no other mode: the switch is refused naming the field.
+    // The scripted agent has no mode `yolo`: the switch is refused naming the field.
     let detail = refused(
         &api,
         "opts",
-        json!({"message": "second", "agentMode": "plan"}),
+        json!({"message": "second", "agentMode": "yolo"}),
     )
     .await;
     assert!(detail.starts_with("agentMode: "), "{detail}");
@@ -193,6 +193,7 @@ fn hostile_tree(outer: &Path) -> std::path::PathBuf {
     std::os::unix::fs::symlink(outer.join("secret.png"), work.join("link.png")).unwrap();
     std::os::unix::fs::symlink(outer, work.join("up")).unwrap();
     std::os::unix::fs::symlink("/dev/zero", work.join("zero.png")).unwrap();
+    std::fs::hard_link(outer.join("secret.png"), work.join("hard.png")).unwrap();
     std::fs::create_dir(work.join("dir.png")).unwrap();
     let fifo =
         std::ffi::CString::new(work.join("pipe.png").as_os_str().as_encoded_bytes()).unwrap();
@@ -223,6 +224,7 @@ async fn images_named_outside_the_working_directory_or_malformed_are_refused_nam
         (json!({"path": "link.png"}), "symbolic link"),
         (json!({"path": "up/secret.png"}), "symbolic link"),
         (json!({"path": "zero.png"}), "symbolic link"),
+        (json!({"path": "hard.png"}), "2 hard links"),
         (json!({"path": "pipe.png"}), "not a regular file"),
         (json!({"path": "dir.png"}), "not a regular file"),
         (json!({"path": "missing.png"}), "does not exist"),

@@ -9,7 +9,7 @@ mod common;
 
 use std::sync::Arc;
 
-use agent_api_server::{ServerConfig, Store, StoreError, StoreUrl, INTERRUPTED};
+use agent_api_server::{ServerConfig, Store, StoreError, StoreUrl};
 use common::*;
 use hyper::Method;
 use serde_json::json;
@@ -182,6 +182,24 @@ async fn the_postgres_store_keeps_order_and_refuses_gaps_duplicates_and_unknown_
 }
 
 #[tokio::test]
+async fn the_postgres_store_refuses_every_write_of_a_server_that_lost_the_session() {
+    let Some(url) = database() else { return };
+    let store = open(&url).await;
+    owner_checks(store.clone(), &unique("owned")).await;
+    // A server is running while its heartbeat is within the lease.
+    let (alive, never) = (unique("alive"), unique("never"));
+    store.heartbeat(&alive).await.unwrap();
+    let lease = std::time::Duration::from_secs(30);
+    assert!(store.server_alive(&alive, lease).await.unwrap());
+    assert!(!store.server_alive(&never, lease).await.unwrap());
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert!(!store
+        .server_alive(&alive, std::time::Duration::from_millis(100))
+        .await
+        .unwrap());
+}
+
+#[tokio::test]
 async fn servers_sharing_one_database_list_and_follow_each_others_sessions() {
     let Some(url) = database() else { return };
     let (first_id, second_id) = (unique("daemon-a"), unique("daemon-b"));
@@ -274,12 +292,9 @@ async fn servers_sharing_one_database_list_and_follow_each_others_sessions() {
         (all.len() as u64 + 1..=all.len() as u64 + ids.len() as u64).collect::<Vec<_>>()
     );
 
-    // The first server "restarts" (a new server with its daemon id): only its own session is ended.
-    let other = unique("other");
-    second
-        .post(&format!("/v1/sessions/{other}"), scripted("text"))
-        .await;
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    // A server started with the first one's name while the first runs (issue 46 item 3: it used
+    // to end the first one's live sessions, whose turns then went unrecorded): it touches nothing
+    // the first runs, and its identity is its own.
     let restarted = start_on(
         ServerConfig::default().with_daemon_id(&first_id),
         open(&url).await,
@@ -290,22 +305,49 @@ async fn servers_sharing_one_database_list_and_follow_each_others_sessions() {
         .await
         .json();
     assert_eq!(
-        (&info["ended"], &info["endError"]),
-        (&json!(true), &json!(INTERRUPTED))
+        (&info["ended"], &info["live"], &info["state"]),
+        (&json!(false), &json!(false), &json!("live")),
+        "{info}"
     );
-    let tail = restarted.all_events(&session, 1000).await;
-    assert_eq!(tail.last().unwrap()["data"]["reason"], "error");
+    assert!(info["owner"].as_str().unwrap().starts_with(&first_id));
+    restarted
+        .post(
+            &format!("/v1/sessions/{session}/messages"),
+            json!({"message": "mine now?"}),
+        )
+        .await
+        .problem(409);
+    // Terminate sent to a server that does not own the session: refused, not 204 doing nothing.
     assert_eq!(
-        restarted.get(&format!("/v1/sessions/{other}")).await.json()["ended"],
-        false,
-        "another server's session is left to it"
+        restarted
+            .post_empty(&format!("/v1/sessions/{session}/terminate"))
+            .await
+            .problem(409)["type"],
+        "urn:agent-api:error:session_elsewhere"
     );
+    let last = first.all_events(&session, 1000).await.len();
     assert_eq!(
-        second
+        first
             .post(
-                &format!("/v1/sessions/{other}/messages"),
+                &format!("/v1/sessions/{session}/messages"),
                 json!({"message": "still mine"})
             )
+            .await
+            .status,
+        204,
+        "the first server still runs it"
+    );
+    let deadline = tokio::time::Instant::now() + STEP;
+    while first.all_events(&session, 1000).await.len() <= last {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the turn was not recorded"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        first
+            .post_empty(&format!("/v1/sessions/{session}/terminate"))
             .await
             .status,
         204
@@ -585,4 +627,85 @@ async fn postgres_stopped_and_started_under_a_live_session_holds_the_turn_and_lo
             .contains("store was unavailable"),
         "{info}"
     );
+}
+
+/// `GET /v1/health/ready`'s store check (its status and the store check's reason).
+async fn store_readiness(api: &Api) -> (u16, Option<String>) {
+    let answer = api.with_token(None).get("/v1/health/ready").await;
+    let body = answer.json();
+    let store = body["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "store")
+        .cloned()
+        .unwrap();
+    assert_eq!(store["ok"], answer.status == 200, "{body}");
+    (
+        answer.status.as_u16(),
+        store["reason"].as_str().map(String::from),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn readiness_turns_false_while_postgresql_is_stopped_or_read_only_and_true_again_after() {
+    if database().is_none() {
+        return;
+    }
+    let own = tokio::task::spawn_blocking(OwnServer::start).await.unwrap();
+    let store = open(&own.url).await;
+    let api = start_on(ServerConfig::default().with_token("t"), store).await;
+    assert_eq!(store_readiness(&api).await, (200, None));
+
+    let own = own.set(Some("stop")).await;
+    assert_eq!(
+        store_readiness(&api).await,
+        (503, Some("unreachable".into()))
+    );
+    let health = api.with_token(None).get("/v1/health").await;
+    assert_eq!(health.status, 200, "the process is up all the same");
+
+    let own = own.set(None).await;
+    assert_eq!(store_readiness(&api).await, (200, None));
+
+    // A database that answers but takes no writes (as a standby would) is not ready either.
+    let (admin, connection) = tokio_postgres::connect(&own.url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    let read_only = |on: bool| {
+        let admin = &admin;
+        async move {
+            // One statement each: ALTER SYSTEM runs outside any transaction.
+            let set = format!(
+                "ALTER SYSTEM SET default_transaction_read_only = {}",
+                if on { "on" } else { "off" }
+            );
+            admin.batch_execute(&set).await.unwrap();
+            admin
+                .batch_execute("SELECT pg_reload_conf()")
+                .await
+                .unwrap();
+        }
+    };
+    read_only(true).await;
+    let deadline = tokio::time::Instant::now() + STEP;
+    // The reload reaches the server's connection within moments.
+    while store_readiness(&api).await != (503, Some("read_only".into())) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "still ready while read-only"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    read_only(false).await;
+    let deadline = tokio::time::Instant::now() + STEP;
+    while store_readiness(&api).await != (200, None) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "not ready once writable"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    drop(own);
 }

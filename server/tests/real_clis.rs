@@ -40,9 +40,10 @@ async fn serve(backend: Arc<dyn AgentBackend>, sandbox: &Sandbox) -> Api {
     let defaults = RunRequest::new("")
         .with_working_dir(&sandbox.cwd)
         .with_timeout(Duration::from_secs(300));
+    // The tests choose each session's permission mode, `bypass` included.
     serve_gateway(
         gateway,
-        ServerConfig::default(),
+        ServerConfig::default().with_client_option("permissionMode"),
         StoreUrl::Memory.open().await.unwrap(),
         defaults,
     )
@@ -346,13 +347,8 @@ async fn e2e_the_real_qwen_code_is_driven_over_http() {
     .await;
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn e2e_the_real_claude_codes_mode_is_switched_per_message() {
-    let Some((_model, sandbox)) =
-        agent_bench::e2e_bench_or_explain(Cli::ClaudeCode, "write_edit").await
-    else {
-        return;
-    };
+/// A server running the sandbox's Claude Code.
+async fn serve_claude_code(sandbox: &Sandbox) -> Api {
     let mut config = agent_api_claude_code::ClaudeCodeConfig::default()
         .with_binary(&sandbox.program)
         .with_inherit_env(false)
@@ -360,11 +356,21 @@ async fn e2e_the_real_claude_codes_mode_is_switched_per_message() {
     for (key, value) in &sandbox.env {
         config = config.with_env(key, value);
     }
-    let api = serve(
+    serve(
         Arc::new(agent_api_claude_code::ClaudeCodeBackend::new(config)),
-        &sandbox,
+        sandbox,
     )
-    .await;
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn e2e_the_real_claude_codes_mode_is_switched_per_message() {
+    let Some((_model, sandbox)) =
+        agent_bench::e2e_bench_or_explain(Cli::ClaudeCode, "write_edit").await
+    else {
+        return;
+    };
+    let api = serve_claude_code(&sandbox).await;
     assert_eq!(
         api.post(
             "/v1/sessions/modes",
@@ -417,4 +423,75 @@ async fn e2e_the_real_claude_codes_mode_is_switched_per_message() {
         api.get("/v1/sessions/modes").await.json()["agentMode"],
         "build"
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn e2e_the_real_claude_code_is_steered_over_http_within_its_turn() {
+    let Some((model, sandbox)) = agent_bench::e2e_bench_or_explain(Cli::ClaudeCode, "steer").await
+    else {
+        return;
+    };
+    let api = serve_claude_code(&sandbox).await;
+    let create = json!({"agent": "claude_code", "permissionMode": "bypass"});
+    assert_eq!(api.post("/v1/sessions/steer", create).await.status, 200);
+    let steer = json!({"message": "Also say banana."});
+    let idle = api
+        .post("/v1/sessions/steer/steer", steer.clone())
+        .await
+        .problem(409);
+    assert_eq!(idle["type"], "urn:agent-api:error:no_turn_running");
+    let mut follow = api
+        .sse(Method::GET, "/v1/sessions/steer/events/sse", None, &[])
+        .await;
+    let turn = json!({"message": "Run the slow command."});
+    assert_eq!(
+        api.post("/v1/sessions/steer/messages", turn).await.status,
+        204
+    );
+    let mut frames = until(&mut follow, "the command's start", |e| {
+        e["type"] == "item.started" && e["data"]["item"]["kind"] == "tool_call"
+    })
+    .await;
+    let steered = api.post("/v1/sessions/steer/steer", steer.clone()).await;
+    assert_eq!(
+        steered.status,
+        204,
+        "{:?}",
+        String::from_utf8_lossy(&steered.body)
+    );
+    frames.extend(until(&mut follow, "the turn's end", turn_end).await);
+    let texts = |role: &str| -> Vec<String> {
+        frames
+            .iter()
+            .filter(|f| {
+                f.data["type"] == "item.completed" && f.data["data"]["item"]["role"] == role
+            })
+            .map(|f| f.data["data"]["item"]["content"].to_string())
+            .collect()
+    };
+    assert!(
+        texts("user").iter().any(|t| t.contains("Also say banana.")),
+        "the steering message is a user message item of the turn: {:?}",
+        texts("user")
+    );
+    assert!(
+        texts("assistant")
+            .iter()
+            .any(|t| t.contains("last=Also say banana.")),
+        "the model read it within the turn: {:?}",
+        texts("assistant")
+    );
+    assert!(
+        model
+            .requests()
+            .iter()
+            .any(|r| r.body.to_string().contains("Also say banana.")),
+        "the model's request holds the message"
+    );
+    let late = api
+        .post("/v1/sessions/steer/steer", steer)
+        .await
+        .problem(409);
+    assert_eq!(late["type"], "urn:agent-api:error:no_turn_running");
+    api.post_empty("/v1/sessions/steer/terminate").await;
 }

@@ -17,6 +17,7 @@ async fn the_page_is_served_without_a_token_under_a_strict_policy_and_its_links_
         ("/ui/app.js", "text/javascript; charset=utf-8"),
         ("/ui/api.js", "text/javascript; charset=utf-8"),
         ("/ui/text.js", "text/javascript; charset=utf-8"),
+        ("/ui/markdown.js", "text/javascript; charset=utf-8"),
         ("/ui/transcript.js", "text/javascript; charset=utf-8"),
         ("/ui/style.css", "text/css; charset=utf-8"),
         ("/ui/favicon.svg", "image/svg+xml"),

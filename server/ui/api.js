@@ -69,11 +69,14 @@ export class Api {
 
   /**
    * Follows an SSE stream: `onEvent(event)` for each event, resumed after a broken connection from
-   * the last sequence seen, until the server ends it (the session ended) or `signal` aborts.
-   * `offset()` gives the sequence to resume after.
+   * the last sequence seen, until the session's end is seen (`finished()`) or `signal` aborts.
+   * `offset()` gives the sequence to resume after. A stream the server closes before the end (it
+   * stops or restarts) is resumed like a broken one; one that closes with nothing new, twice in a
+   * row, is all there is (a stored session that did not end).
    */
-  async follow(path, offset, onEvent, signal, onState) {
+  async follow(path, offset, onEvent, signal, onState, finished = () => false) {
     let failures = 0;
+    let quiet = 0;
     while (!signal.aborted) {
       const sep = path.includes("?") ? "&" : "?";
       const url = `${path}${sep}offset=${offset()}`;
@@ -91,8 +94,10 @@ export class Api {
         }
         onState("live");
         failures = 0;
+        const before = offset();
         await readSse(response.body, onEvent);
-        ended = true;
+        quiet = offset() > before ? 0 : quiet + 1;
+        ended = finished() || quiet >= 2;
       } catch (error) {
         if (signal.aborted) return;
         if (error instanceof ApiError && error.status >= 400 && error.status < 500 && error.status !== 429) {
@@ -108,7 +113,7 @@ export class Api {
         onState("ended");
         return;
       }
-      await sleep(Math.min(5000, 250 * 2 ** failures), signal);
+      await sleep(failures ? Math.min(5000, 250 * 2 ** failures) : 100, signal);
     }
   }
 }

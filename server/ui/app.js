@@ -12,7 +12,9 @@ const MAX_PANES = 2;
 
 const api = new Api(location.origin);
 const emptyNote = $("#empty");
-const state = { connected: false, agents: [], sessions: [], panes: [], active: null, poll: null };
+const state = { connected: false, agents: [], sessions: [], panes: [], active: null, poll: null, created: new Map() };
+/** Sessions shown in the list at first, and added by each "show more". */
+const SESSIONS_PAGE = 100;
 
 // ---- notices and status ----
 
@@ -69,13 +71,32 @@ async function connect() {
     renderAgents();
     await refreshSessions();
     clearInterval(state.poll);
-    state.poll = setInterval(() => { if (!document.hidden) refreshSessions().catch(() => {}); }, 3000);
+    state.poll = setInterval(() => { if (!document.hidden) poll(); }, 3000);
     return true;
   } catch (error) {
     state.connected = false;
     setStatus(error.status === 401 ? "wrong token" : "offline", "bad");
     notice(error.message);
     return false;
+  }
+}
+
+/** The list's poll. While the server cannot be reached (it restarts, the network is down) the
+ * page says "reconnecting…" and keeps polling; the first answer says "connected" again. */
+async function poll() {
+  try {
+    await refreshSessions();
+    if (state.reconnecting) {
+      state.reconnecting = false;
+      setStatus("connected", "ok");
+    }
+  } catch (error) {
+    if (error.status === 0) {
+      state.reconnecting = true;
+      setStatus("reconnecting…", "bad");
+    } else if (error.status === 401) {
+      setStatus("wrong token", "bad");
+    }
   }
 }
 
@@ -92,29 +113,84 @@ function showTab(name) {
 async function refreshSessions() {
   const list = await api.get("/v1/sessions");
   state.sessions = list.sessions || [];
-  for (const pane of state.panes) if (pane && pane.kind === "session") updatePaneInfo(pane, state.sessions.find((s) => s.sessionId === pane.id));
-  // Rebuilt only when it changed: a poll never moves what a person is about to click.
-  const key = JSON.stringify(state.sessions.map((s) => [s.sessionId, s.agent, s.ended, s.live, s.endError, s.eventCount]));
-  if (key === state.sessionsKey) return;
-  state.sessionsKey = key;
+  state.byId = new Map(state.sessions.map((s) => [s.sessionId, s]));
+  for (const pane of state.panes) if (pane && pane.kind === "session") updatePaneInfo(pane, state.byId.get(pane.id));
+  renderSessions();
+}
+
+/** The status a session's badge shows. */
+function sessionStatus(s) {
+  return s.ended ? (s.endError ? "ended (error)" : "ended") : s.live ? "live" : "stored";
+}
+
+/**
+ * The sessions list, newest first (the API lists the oldest first), updated in place: a row is
+ * made once per session and only its changed fields are written again, so a poll never rebuilds
+ * the list nor moves what a person is about to click. Only the first `state.shown` rows exist
+ * (SESSIONS_PAGE more with each "show more"): 10,000 sessions are 100 rows, not 10,000.
+ */
+function renderSessions() {
   const ul = $("#sessions");
-  ul.replaceChildren();
-  // Newest first on the page (the API lists the oldest first).
-  for (const s of state.sessions.slice().reverse()) {
-    const li = el("li", "session" + (s.ended ? " ended" : ""));
-    const open = el("button", "open");
-    open.type = "button";
-    open.dataset.session = s.sessionId;
-    const status = s.ended ? (s.endError ? "ended (error)" : "ended") : s.live ? "live" : "stored";
-    open.append(el("span", "id", s.sessionId), el("span", "agent", s.agent), el("span", "badge " + status.split(" ")[0], status),
-      el("span", "count", s.eventCount + " events"));
-    open.addEventListener("click", () => openSession(s.sessionId, 0));
-    const beside = el("button", "beside", "⇆");
-    beside.type = "button";
-    beside.title = "Open beside";
-    beside.addEventListener("click", () => openSession(s.sessionId, 1));
-    li.append(open, beside);
-    ul.append(li);
+  if (!state.rows) state.rows = new Map();
+  if (!state.shown) state.shown = SESSIONS_PAGE;
+  const total = state.sessions.length;
+  const wanted = [];
+  for (let i = total - 1; i >= 0 && wanted.length < state.shown; i--) wanted.push(state.sessions[i]);
+  const keep = new Set(wanted.map((s) => s.sessionId));
+  for (const [id, row] of state.rows) {
+    if (!keep.has(id)) { row.li.remove(); state.rows.delete(id); }
+  }
+  let previous = null;
+  for (const s of wanted) {
+    let row = state.rows.get(s.sessionId);
+    if (!row) {
+      row = sessionRow(s);
+      state.rows.set(s.sessionId, row);
+    }
+    updateSessionRow(row, s);
+    const expected = previous ? previous.li.nextElementSibling : ul.firstElementChild;
+    if (expected !== row.li) {
+      if (previous) previous.li.after(row.li);
+      else ul.prepend(row.li);
+    }
+    previous = row;
+  }
+  const more = $("#sessions-more");
+  more.hidden = total <= state.shown;
+  more.textContent = total > state.shown ? "show " + Math.min(SESSIONS_PAGE, total - state.shown) + " more (" + total + " in all)" : "";
+  $("#sessions-count").textContent = total ? total + (total === 1 ? " session" : " sessions") : "no session";
+}
+
+function sessionRow(s) {
+  const li = el("li", "session");
+  const open = el("button", "open");
+  open.type = "button";
+  open.dataset.session = s.sessionId;
+  const id = el("span", "id", s.sessionId);
+  const agent = el("span", "agent", s.agent);
+  const badge = el("span", "badge");
+  const count = el("span", "count");
+  open.append(id, agent, badge, count);
+  open.addEventListener("click", () => openSession(s.sessionId, 0));
+  const beside = el("button", "beside", "⇆");
+  beside.type = "button";
+  beside.title = "Open beside";
+  beside.addEventListener("click", () => openSession(s.sessionId, 1));
+  li.append(open, beside);
+  return { li, badge, count, agent, status: null, events: null };
+}
+
+function updateSessionRow(row, s) {
+  const status = sessionStatus(s);
+  if (row.status !== status) {
+    row.status = status;
+    row.badge.className = "badge " + status.split(" ")[0];
+    row.badge.textContent = status;
+    row.li.classList.toggle("ended", Boolean(s.ended));
+  }
+  if (row.events !== s.eventCount) {
+    row.events = s.eventCount;
+    row.count.textContent = s.eventCount + " events";
   }
 }
 
@@ -153,6 +229,28 @@ function renderAgents() {
     historyOption.value = agent.id;
     historySelect.append(historyOption);
   }
+  select.value = defaultAgent(state.agents);
+  agentChosen();
+}
+
+/** The agent the New form starts with: the first installed one that runs with nothing more to
+ * set (an ACP agent needs its command), else the scripted agent, else the first listed. */
+function defaultAgent(agents) {
+  const runs = agents.filter((a) => a.installed && !needsCommand(a.id));
+  const real = runs.find((a) => a.path);
+  const pick = real || runs.find((a) => a.id === "scripted") || runs[0] || agents[0];
+  return pick ? pick.id : "";
+}
+
+/** Whether an agent runs only with a command named in its options (the generic ACP kind). */
+function needsCommand(id) {
+  return id === "acp";
+}
+
+/** Shows the ACP command field for an agent that needs one, and the modes of the chosen agent. */
+function agentChosen() {
+  const agent = $("#new-agent").value;
+  $("#new-acp").hidden = !needsCommand(agent);
 }
 
 async function createSession(event) {
@@ -170,6 +268,16 @@ async function createSession(event) {
       return;
     }
   }
+  if (needsCommand(body.agent)) {
+    // The command as an argv, split on spaces (no shell ever reads it).
+    const argv = $("#new-acp-command").value.trim().split(/\s+/).filter(Boolean);
+    if (!argv.length) {
+      notice("an ACP agent needs its command (for example: opencode acp)");
+      $("#new-acp-command").focus();
+      return;
+    }
+    body.options = { ...(body.options || {}), "backend.acp.command": argv };
+  }
   try {
     await api.post("/v1/sessions/" + encodeURIComponent(id), body);
   } catch (error) {
@@ -177,6 +285,7 @@ async function createSession(event) {
     return;
   }
   $("#new-id").value = "";
+  state.created.set(id, body.options || null);
   showTab("sessions");
   await refreshSessions().catch(() => {});
   const pane = await openSession(id, 0);
@@ -233,7 +342,7 @@ function makePane(slot, kind, id, agent) {
   });
   $(".close", node).addEventListener("click", () => closePane(slot));
   $(".cancel", node).addEventListener("click", () => cancelTurn(pane));
-  $(".terminate", node).addEventListener("click", () => act(pane, "/terminate").then(() => refreshSessions()).catch(() => {}));
+  $(".terminate", node).addEventListener("click", () => terminate(pane));
   const composer = $(".composer", node);
   const input = $("textarea", composer);
   composer.addEventListener("submit", (event) => { event.preventDefault(); send(pane, input); });
@@ -245,6 +354,8 @@ function makePane(slot, kind, id, agent) {
   });
   node.addEventListener("focusin", () => { state.active = pane; });
   node.addEventListener("pointerdown", () => { state.active = pane; });
+  pane.timer = setInterval(() => renderBusy(pane), 1000);
+  pane.abort.signal.addEventListener("abort", () => clearInterval(pane.timer));
   if (kind !== "session") {
     composer.hidden = true;
     $(".cancel", node).hidden = true;
@@ -283,12 +394,12 @@ async function openSession(id, slot) {
   const pane = makePane(slot, "session", id, info ? info.agent : "");
   updatePaneInfo(pane, info);
   const path = "/v1/sessions/" + encodeURIComponent(id) + "/events/sse";
-  api.follow(path, () => pane.transcript.lastSequence, (event) => pane.transcript.push(event), pane.abort.signal, (streamState, error) => {
+  api.follow(path, () => pane.transcript.lastSequence, (event) => { followTurn(pane, event); pane.transcript.push(event); }, pane.abort.signal, (streamState, error) => {
     if (streamState === "reconnecting") setPaneState(pane, "reconnecting…");
     else if (streamState === "failed") { setPaneState(pane, "failed"); notice(error.message); }
     else if (streamState === "live") setPaneState(pane, "");
     else if (streamState === "ended") { pane.live = false; setPaneState(pane, ""); refreshInfo(pane); }
-  });
+  }, () => pane.transcript.endSeen);
   refreshInfo(pane);
   return pane;
 }
@@ -360,11 +471,84 @@ function renderPaneMeta(pane) {
   }
   $(".usage", pane.node).textContent = u.length ? "usage: " + u.join(" · ") : "";
   const live = pane.live && !(info && info.ended);
-  $(".cancel", pane.node).disabled = !live;
+  renderSettings(pane);
+  renderBusy(pane);
+  $(".cancel", pane.node).disabled = !live || pane.transcript.busySince === null;
   $(".terminate", pane.node).disabled = !live;
   $("textarea", pane.node).disabled = !live;
   $(".composer button", pane.node).disabled = !live;
   pane.node.classList.toggle("ended", !live);
+}
+
+/** A session's settings: agent, model, variant, mode, permission mode, and the options this page
+ * created it with (the API does not return them). */
+function renderSettings(pane) {
+  const info = pane.info;
+  const box = $(".settings", pane.node);
+  if (!info) { box.hidden = true; return; }
+  const facts = [["agent", info.agent], ["model", info.model || "default"], ["variant", info.variant], ["mode", info.agentMode],
+    ["permissions", info.permissionMode]];
+  const options = state.created.get(pane.id);
+  if (options) facts.push(["options", JSON.stringify(options)]);
+  const key = JSON.stringify(facts);
+  if (box.dataset.key === key) return;
+  box.dataset.key = key;
+  box.replaceChildren(...facts.filter(([, v]) => v).map(([name, value]) => {
+    const fact = el("span", "fact");
+    fact.append(el("span", "fact-name", name), el("span", "fact-value", value));
+    return fact;
+  }));
+  box.hidden = false;
+  modeSelector(pane, info);
+}
+
+/** A mode selector beside the message box, for an agent that switches modes within a session:
+ * the next message is sent with the chosen `agentMode`. */
+async function modeSelector(pane, info) {
+  if (pane.modesFor === info.agent) return;
+  pane.modesFor = info.agent;
+  const agent = state.agents.find((a) => a.id === info.agent);
+  const select = $(".mode", pane.node);
+  if (!agent || !(agent.capabilityIds || []).includes("agent_api.session.mode_switch")) { select.hidden = true; return; }
+  try {
+    const listed = await api.get("/v1/agents/" + encodeURIComponent(info.agent) + "/modes");
+    select.replaceChildren(...(listed.modes || []).map((m) => {
+      const option = el("option", null, m.name || m.id);
+      option.value = m.id;
+      option.title = line(m.description || "", 300);
+      return option;
+    }));
+    select.value = info.agentMode || "build";
+    select.hidden = select.options.length < 2;
+  } catch { select.hidden = true; }
+}
+
+/** "working… 12 s" while a turn runs. */
+function renderBusy(pane) {
+  const busy = $(".busy", pane.node);
+  const since = pane.transcript && pane.transcript.busySince;
+  const running = since !== null && since !== undefined && pane.live;
+  busy.hidden = !running;
+  if (running) busy.textContent = "working… " + Math.max(0, Math.round((Date.now() - since) / 1000)) + " s";
+  const cancel = $(".cancel", pane.node);
+  if (cancel) cancel.disabled = !running;
+}
+
+/** Terminate asks first: the button becomes "Confirm terminate" for a few seconds. */
+function terminate(pane) {
+  const button = $(".terminate", pane.node);
+  if (!button.classList.contains("confirm")) {
+    button.classList.add("confirm");
+    button.textContent = "Confirm terminate";
+    clearTimeout(pane.confirmTimer);
+    pane.confirmTimer = setTimeout(() => { button.classList.remove("confirm"); button.textContent = "Terminate"; }, 5000);
+    return;
+  }
+  clearTimeout(pane.confirmTimer);
+  button.classList.remove("confirm");
+  button.textContent = "Terminate";
+  pane.transcript.mine.add("terminate");
+  act(pane, "/terminate").then(() => refreshSessions()).catch(() => pane.transcript.mine.delete("terminate"));
 }
 
 function changed(pane, kinds) {
@@ -399,15 +583,58 @@ async function send(pane, input) {
   const message = input.value;
   if (!message.trim() || !pane.live) return;
   input.value = "";
+  const body = { message };
+  const mode = $(".mode", pane.node);
+  if (!mode.hidden && mode.value && pane.info && mode.value !== pane.info.agentMode) body.agentMode = mode.value;
   try {
-    await act(pane, "/messages", { message });
+    // While a turn runs on an agent that can be steered, the message joins that turn.
+    if (steering(pane)) {
+      await act(pane, "/steer", { message });
+      return;
+    }
+    await act(pane, "/messages", body);
+    // Busy from now: the turn's own `turn_started` sets the time it began.
+    if (pane.transcript.busySince === null) pane.transcript.busy(Date.now());
+    renderBusy(pane);
+    if (body.agentMode) refreshInfo(pane);
   } catch {
     input.value = message;
   }
 }
 
+// ---- steering: the message box steers the running turn where the agent can be steered ----
+
+/** Follows the session's turn delimiters (the server's own status items) to know whether a turn runs. */
+function followTurn(pane, event) {
+  const item = event.type === "item.completed" && event.source === "daemon" && event.data && event.data.item;
+  const label = item && item.kind === "status" && item.content && item.content[0] && item.content[0].label;
+  const running = label === "turn_started" ? true : label === "turn_completed" || label === "turn_failed" ? false : null;
+  if (event.type === "session.ended") pane.turnRunning = false;
+  else if (running !== null) pane.turnRunning = running;
+  else return;
+  showComposer(pane);
+}
+
+/** Whether the pane's message would steer: a turn runs and its agent advertises agent_api.control.steer. */
+function steering(pane) {
+  const agent = state.agents.find((a) => a.id === pane.agent);
+  return Boolean(pane.turnRunning && agent && (agent.capabilityIds || []).includes("agent_api.control.steer"));
+}
+
+function showComposer(pane) {
+  const steer = steering(pane);
+  const button = $(".composer button", pane.node);
+  button.textContent = steer ? "Steer" : "Send";
+  button.title = steer ? "Add this message to the running turn (the agent reads it at its next step)" : "";
+  $("textarea", pane.node).placeholder = steer
+    ? "Steer the running turn (Enter steers, Shift+Enter: new line, Esc cancels the turn)"
+    : "Message (Enter sends, Shift+Enter: new line, Esc cancels the turn)";
+}
+
 function cancelTurn(pane) {
-  if (pane && pane.kind === "session" && pane.live) act(pane, "/cancel").catch(() => {});
+  if (!pane || pane.kind !== "session" || !pane.live || pane.transcript.busySince === null) return;
+  pane.transcript.mine.add("cancel");
+  act(pane, "/cancel").catch(() => pane.transcript.mine.delete("cancel"));
 }
 
 /** The events of a row for its JSON view: as received, or read again with their raw payloads. */
@@ -451,6 +678,8 @@ async function start() {
   });
   $("#refresh").addEventListener("click", () => refreshSessions().catch((error) => notice(error.message)));
   $("#create").addEventListener("submit", createSession);
+  $("#new-agent").addEventListener("change", agentChosen);
+  $("#sessions-more").addEventListener("click", () => { state.shown = (state.shown || SESSIONS_PAGE) + SESSIONS_PAGE; renderSessions(); });
   $("#history-form").addEventListener("submit", listHistory);
   document.addEventListener("keydown", (event) => {
     if (event.key !== "Escape") return;

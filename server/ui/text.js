@@ -50,6 +50,42 @@ export function line(s, max = 2048) {
   return clean.length > max ? clean.slice(0, max) + "…" : clean;
 }
 
+/** Whether a code point shows as nothing, or as a plain space although it is not one
+ * (agent_api::display::is_invisible): zero-width spaces and joiners, the BOM, the soft hyphen,
+ * variation selectors, tag characters, Hangul fillers, every space that is not U+0020. */
+export function isInvisible(code) {
+  return code === 0xa0 || code === 0xad || code === 0x34f || code === 0x115f || code === 0x1160 || code === 0x1680 ||
+    code === 0x180e || (code >= 0x2000 && code <= 0x200d) || code === 0x202f || (code >= 0x205f && code <= 0x2064) ||
+    (code >= 0x206a && code <= 0x206f) || code === 0x3000 || code === 0x3164 || (code >= 0xfe00 && code <= 0xfe0f) ||
+    code === 0xfeff || code === 0xffa0 || (code >= 0xe0000 && code <= 0xe007f) || (code >= 0xe0100 && code <= 0xe01ef);
+}
+
+/** The shortest run of spaces `command` shows by its length (agent_api::display::SPACE_RUN). */
+export const SPACE_RUN = 4;
+
+/** A command line to approve, shown so that all of it can be seen (agent_api::display::command):
+ * `line`'s escapes, every invisible character as `\u{200b}`, every run of SPACE_RUN or more
+ * spaces as `[N spaces]`. Never cut: the caller bounds what it shows and says so. */
+export function command(s) {
+  s = String(s ?? "");
+  let out = "";
+  let spaces = 0;
+  const flush = () => {
+    out += spaces >= SPACE_RUN ? "[" + spaces + " spaces]" : " ".repeat(spaces);
+    spaces = 0;
+  };
+  for (const ch of s) {
+    if (ch === " ") { spaces += 1; continue; }
+    flush();
+    const code = ch.codePointAt(0);
+    if (isUnsafe(code)) out += visible(code);
+    else if (isInvisible(code)) out += "\\u{" + code.toString(16) + "}";
+    else out += ch;
+  }
+  flush();
+  return out;
+}
+
 /** A cost in US dollars as agent_api::display::usd writes it. */
 export function usd(cost) {
   if (typeof cost !== "number" || !Number.isFinite(cost) || cost < 0) return "unknown";

@@ -4,12 +4,18 @@
 // time, so that a 10,000-event session loads without freezing the page; rows off screen are not
 // laid out (`content-visibility` in style.css). Every agent string goes in as text (text.js).
 
-import { el, block, line, text, bytes } from "./text.js";
+import { el, block, line, text, bytes, command as shownCommand } from "./text.js";
+import { markdown } from "./markdown.js";
 
 /** Events applied per animation frame. */
 const PER_FRAME = 2000;
 /** The most characters of a tool's output shown in its row (the JSON view has it whole). */
 const OUTPUT_SHOWN = 20000;
+/** The most characters of a message a row shows until "show all" (a streamed answer of 19 MB
+ * laid out whole froze the page: issue 46). */
+export const TEXT_SHOWN = 20000;
+/** The most characters of a command a row shows until "show all". */
+export const COMMAND_SHOWN = 2000;
 
 export class Transcript {
   /**
@@ -27,13 +33,22 @@ export class Transcript {
     this.queue = [];
     this.scheduled = false;
     this.ended = null;
+    /** Whether the session's end has come (queued or applied). */
+    this.endSeen = false;
     this.pending = new Set();
+    /** Rows whose streamed text grew this frame (their "show all" counts are set once a frame). */
+    this.grown = new Set();
+    /** Whether a turn runs, and since when (ms, the page's clock). */
+    this.busySince = null;
+    /** What the person did from this page, so the transcript shows it as theirs: "cancel", "terminate". */
+    this.mine = new Set();
   }
 
   /** Queues an event (an event already seen, by sequence, is dropped). */
   push(event) {
     if (typeof event.sequence !== "number" || event.sequence <= this.lastSequence) return;
     this.lastSequence = event.sequence;
+    if (event.type === "session.ended") this.endSeen = true;
     this.queue.push(event);
     if (!this.scheduled) {
       this.scheduled = true;
@@ -51,7 +66,11 @@ export class Transcript {
       this.count += 1;
       kinds.add(this.apply(event));
     }
+    for (const row of this.grown) if (row.delta) row.delta.render();
+    this.grown.clear();
     if (stick) s.scrollTop = s.scrollHeight;
+    const waiting = this.scrollTo;
+    this.scrollTo = null;
     // What the pane holds, for a reader of the page's state (no gap: received = last sequence).
     this.list.dataset.received = String(this.count);
     this.list.dataset.lastSequence = String(this.lastSequence);
@@ -60,6 +79,15 @@ export class Transcript {
       requestAnimationFrame(() => this.flush());
     }
     this.handlers.changed(kinds);
+    if (waiting) this.reveal(waiting);
+  }
+
+  /** Scrolls a waiting request into view, again on the next frame once the rows before it are
+   * laid out (their size is only estimated off screen). */
+  reveal(row) {
+    if (!this.pending.has(row.key)) return;
+    row.node.scrollIntoView({ block: "center" });
+    requestAnimationFrame(() => { if (this.pending.has(row.key)) row.node.scrollIntoView({ block: "center" }); });
   }
 
   row(key, cls, events) {
@@ -123,13 +151,11 @@ export class Transcript {
         row.events.push(event);
         if (!row.delta) {
           row.body.replaceChildren();
-          row.delta = document.createTextNode("");
-          const holder = el("div", "text");
-          holder.append(row.delta);
-          row.body.append(holder);
+          row.delta = new Bounded(row.body, TEXT_SHOWN);
           row.node.classList.add("streaming");
         }
-        row.delta.appendData(text(d.delta));
+        row.delta.append(d.delta);
+        this.grown.add(row);
         break;
       }
       case "permission.requested":
@@ -141,6 +167,12 @@ export class Transcript {
         this.question(event, d);
         break;
       case "error": {
+        if (d.code === "cancelled") {
+          // A cancel is not a failure: neutral, and the person's own when they pressed Cancel.
+          const yours = this.mine.has("cancel");
+          this.single(event, "mine", [["who", yours ? "you cancelled the turn" : "turn cancelled"]]);
+          break;
+        }
         const row = this.single(event, "error", [["who", "error"], ["what", d.code]]);
         row.body.append(block("div", "text", d.message));
         if (d.details !== undefined && d.details !== null) row.body.append(details("details", JSON.stringify(d.details, null, 2)));
@@ -152,8 +184,10 @@ export class Transcript {
       case "session.ended": {
         this.ended = d;
         const exit = d.exit_code !== undefined && d.exit_code !== null ? "exit " + d.exit_code : "";
-        const row = this.single(event, "session ended reason-" + cssName(d.reason),
-          [["who", "session ended"], ["what", d.reason], ["by", "by " + (d.terminated_by || "?")], ["exit", exit]]);
+        const yours = this.mine.has("terminate");
+        const row = this.single(event, "session ended reason-" + cssName(d.reason) + (yours ? " mine" : ""),
+          [["who", "session ended"], ["what", d.reason], ["by", yours ? "by you" : "by " + (d.terminated_by || "?")], ["exit", exit]]);
+        this.busy(null);
         if (d.message) row.body.append(block("div", "text", d.message));
         if (d.stderr && Array.isArray(d.stderr.head)) row.body.append(details("stderr", d.stderr.head.concat(d.stderr.tail || []).join("\n")));
         for (const id of this.pending) this.settle(id);
@@ -181,14 +215,15 @@ export class Transcript {
     const role = item.role || "";
     const content = Array.isArray(item.content) ? item.content : [];
     const reasoning = content.some((p) => p.type === "reasoning");
+    const yours = item.status === "failed" && this.mine.has("cancel");
     row.node.className = ["row", "item", "kind-" + cssName(kind), role ? "role-" + cssName(role) : "", reasoning ? "reasoning" : "",
-      "status-" + cssName(item.status)].join(" ");
+      yours ? "mine" : "status-" + cssName(item.status)].join(" ");
     const tool = item.tool || {};
     const call = content.find((p) => p.type === "tool_call");
     let what = kind === "message" ? (reasoning ? "reasoning" : "") : kind.replace("_", " ");
     if (kind === "tool_call" || kind === "tool_result") what += " · " + (tool.tool_name || (call && call.name) || "tool");
     if (kind === "status") what = "";
-    const failed = item.status === "failed" ? "failed" : "";
+    const failed = item.status === "failed" ? (this.mine.has("cancel") ? "cut by your cancel" : "failed") : "";
     this.heading(row, [["who", role || kind], ["what", what], ["state", failed]], event.sequence);
     if (event.type === "item.started" && content.length === 0) return;
     if (event.type === "item.started" && row.delta) return;
@@ -198,16 +233,12 @@ export class Transcript {
     row.body.replaceChildren();
     if (kind === "tool_call" || kind === "tool_result") this.tool(row, kind, tool, content);
     else if (kind === "status") this.status(row, content, event);
-    else this.parts(row.body, content);
+    else this.parts(row.body, content, role === "assistant");
   }
 
   tool(row, kind, tool, content) {
     const facts = el("div", "facts");
-    if (tool.command) {
-      const command = el("pre", "command");
-      command.textContent = "$ " + line(tool.command, 8192);
-      row.body.append(command);
-    }
+    if (tool.command) row.body.append(commandBlock(tool.command));
     if (tool.cwd) facts.append(fact("cwd", tool.cwd));
     if (kind === "tool_result") {
       if (tool.exit_code !== undefined && tool.exit_code !== null) {
@@ -238,20 +269,35 @@ export class Transcript {
 
   status(row, content, event) {
     const labels = content.map((p) => (p.type === "status" ? p.label + (p.detail ? ": " + p.detail : "") : p.text || p.type));
-    row.head.querySelector(".who").textContent = line(labels.join(" · ") || "status", 512);
-    if (content.some((p) => p.type === "status" && p.label === "turn_completed")) row.node.classList.add("turn-end");
+    const has = (label) => content.some((p) => p.type === "status" && p.label === label);
+    if (has("turn_started") && !row.seen) {
+      // A new turn: busy from its start, and a cancel of the last one is no longer news.
+      row.seen = true;
+      this.busy(Date.parse(event.time) || Date.now());
+      this.mine.delete("cancel");
+    }
+    const cancelled = has("turn_failed") && this.mine.has("cancel");
+    row.head.querySelector(".who").textContent = line(cancelled ? "turn cancelled by you" : labels.join(" · ") || "status", 512);
+    if (has("turn_completed")) row.node.classList.add("turn-end");
+    if (cancelled) row.node.classList.add("mine");
+    if (has("turn_completed") || has("turn_failed")) this.busy(null);
     return event;
   }
 
-  parts(body, content) {
+  /** A turn runs since `since` (ms), or none (null). */
+  busy(since) {
+    this.busySince = since === null ? null : Math.min(since, Date.now());
+  }
+
+  parts(body, content, rich) {
     for (const part of content) {
       switch (part.type) {
         case "text":
-          body.append(block("div", "text", part.text));
+          body.append(shownText(part.text, rich));
           break;
         case "reasoning": {
           const fold = el("details", "reasoning-fold");
-          fold.append(el("summary", null, "Reasoning (" + (part.visibility || "public") + ")"), block("div", "text", part.text));
+          fold.append(el("summary", null, "Reasoning (" + (part.visibility || "public") + ")"), shownText(part.text, false));
           body.append(fold);
           break;
         }
@@ -287,11 +333,7 @@ export class Transcript {
       this.heading(row, [["who", "permission"], ["what", [d.category, d.tool_name].filter(Boolean).join(" · ")], ["state", "waiting"]], event.sequence);
       row.body.replaceChildren();
       row.body.append(block("div", "text action", d.action));
-      if (d.command) {
-        const command = el("pre", "command");
-        command.textContent = "$ " + line(d.command, 8192);
-        row.body.append(command);
-      }
+      if (d.command) row.body.append(commandBlock(d.command, d.command_bytes));
       const facts = el("div", "facts");
       if (d.cwd) facts.append(fact("cwd", d.cwd));
       if (d.file) facts.append(fact("file", d.file));
@@ -308,7 +350,7 @@ export class Transcript {
           bar.append(button);
         }
         row.body.append(bar);
-        this.pending.add(row.key);
+        this.waitFor(row);
       }
     } else {
       this.resolved(row, d.status, d.decided_by, event.sequence, [["who", "permission"], ["what", [d.category, d.tool_name].filter(Boolean).join(" · ")]]);
@@ -343,7 +385,7 @@ export class Transcript {
         reject.addEventListener("click", () => this.act(bar, () => this.handlers.reject(d.question_id)));
         bar.append(input, send, reject);
         row.body.append(bar);
-        this.pending.add(row.key);
+        this.waitFor(row);
       }
     } else {
       if (d.response) row.body.append(el("div", "response", "answer: " + d.response));
@@ -355,6 +397,12 @@ export class Transcript {
     this.heading(row, parts.concat([["state " + cssName(status), status], ["by", decidedBy ? "by " + decidedBy : ""]]), sequence);
     row.node.classList.add("resolved", "status-" + cssName(status));
     this.settle(row.key);
+  }
+
+  /** A request now waits for the person: the first one waiting is scrolled into view. */
+  waitFor(row) {
+    this.pending.add(row.key);
+    if (this.pending.size === 1) this.scrollTo = row;
   }
 
   /** The request in `key` needs no answer any more. */
@@ -398,4 +446,101 @@ function details(summary, body, open) {
   pre.textContent = text(body);
   node.append(el("summary", null, summary), pre);
   return node;
+}
+
+/** A "show all" button that calls `reveal` once and goes away. */
+function showAll(label, reveal) {
+  const button = el("button", "show-all", label);
+  button.type = "button";
+  button.addEventListener("click", () => { button.remove(); reveal(); });
+  return button;
+}
+
+/** Streamed text in a row: every delta kept, the first `max` characters shown (set once a frame
+ * by `render`), the rest behind "show all". */
+class Bounded {
+  constructor(parent, max) {
+    this.max = max;
+    this.chunks = [];
+    this.length = 0;
+    this.shown = 0;
+    this.all = false;
+    this.holder = el("div", "text");
+    this.node = document.createTextNode("");
+    this.holder.append(this.node);
+    this.more = el("div", "more-text");
+    this.more.hidden = true;
+    parent.append(this.holder, this.more);
+  }
+
+  append(delta) {
+    const piece = text(delta);
+    this.chunks.push(piece);
+    this.length += piece.length;
+  }
+
+  /** Shows what fits (or everything, after "show all") and counts the rest. */
+  render() {
+    const limit = this.all ? Infinity : this.max;
+    if (this.shown < limit && this.shown < this.length) {
+      const whole = this.chunks.join("");
+      this.chunks = [whole];
+      const next = Math.min(limit, whole.length);
+      this.node.appendData(whole.slice(this.shown, next));
+      this.shown = next;
+    }
+    const rest = this.length - this.shown;
+    this.more.hidden = rest <= 0;
+    if (rest > 0) {
+      this.more.replaceChildren(el("span", "muted", "… " + rest.toLocaleString("en") + " more characters "),
+        showAll("show all", () => { this.all = true; this.render(); }));
+    }
+  }
+}
+
+/** Text of a message or reasoning: Markdown for an assistant's answer (`rich`), plain otherwise;
+ * the first TEXT_SHOWN characters, the rest behind "show all". */
+function shownText(value, rich) {
+  const whole = String(value ?? "");
+  const holder = el("div", "shown");
+  const head = whole.length > TEXT_SHOWN ? whole.slice(0, TEXT_SHOWN) : whole;
+  holder.append(rich ? markdown(head) : block("div", "text", head));
+  if (whole.length > TEXT_SHOWN) {
+    const more = el("div", "more-text");
+    more.append(el("span", "muted", "… " + (whole.length - TEXT_SHOWN).toLocaleString("en") + " more characters "),
+      showAll("show all", () => { holder.replaceChildren(block("div", "text", whole)); }));
+    holder.append(more);
+  }
+  return holder;
+}
+
+/**
+ * A command to approve or that ran, so that a person sees all of what runs: padding, newlines,
+ * carriage returns and invisible characters shown by `text.js`'s `command` (the terminal's rule),
+ * the first COMMAND_SHOWN characters with the cut marked and the rest behind "show all", its real
+ * length when it is long or cut, and a warning when the request itself holds only part of it
+ * (`command_bytes`).
+ */
+function commandBlock(raw, commandBytes) {
+  const holder = el("div", "command-block");
+  const shown = shownCommand(raw);
+  const pre = el("pre", "command");
+  const size = new TextEncoder().encode(String(raw)).length;
+  const cut = shown.length > COMMAND_SHOWN;
+  pre.textContent = "$ " + (cut ? shown.slice(0, COMMAND_SHOWN) : shown);
+  holder.append(pre);
+  if (cut) {
+    const mark = el("div", "cut");
+    mark.append(el("span", "cut-mark", "✂ cut: " + COMMAND_SHOWN.toLocaleString("en") + " of " + shown.length.toLocaleString("en") +
+      " characters shown "), showAll("show all", () => { pre.textContent = "$ " + shown; mark.remove(); }));
+    holder.append(mark);
+  }
+  if (cut || shown !== String(raw) || typeof commandBytes === "number") {
+    holder.append(el("div", "command-size", "length: " + (typeof commandBytes === "number" ? commandBytes : size).toLocaleString("en") + " bytes"));
+  }
+  if (typeof commandBytes === "number") {
+    holder.append(el("div", "command-warning", "The command is " + commandBytes.toLocaleString("en") + " bytes; this request holds only its first " +
+      size.toLocaleString("en") + " (all shown here). Approving runs all of it."));
+  }
+  return holder;
 }

@@ -3,7 +3,9 @@
 //! `run` shows a run's.
 //!
 //! A line `/mode M` switches the session's mode for the next turns (`Session::set_mode`) where
-//! the agent can. A signal cancels the turn in progress and ends the chat; end of input ends it too. Exit
+//! the agent can. At a terminal, a line typed while a turn runs steers that turn
+//! (`RunControl::steer`) on an agent that can be steered (`agent_api.control.steer`), and says so;
+//! on any other agent (or from a pipe) it is the next turn's prompt. A signal cancels the turn in progress and ends the chat; end of input ends it too. Exit
 //! status: 0 every turn succeeded, 1 one failed (or the session could not open or closed), 130
 //! stopped by a signal.
 
@@ -23,7 +25,11 @@ use crate::Format;
 pub(crate) async fn chat(options: RunOptions) -> Result<ExitCode, String> {
     let stop = Stop::listen().map_err(|e| format!("cannot listen for signals: {e}"))?;
     let kind = chosen_kind(&options);
-    let request = request_of(&options, crate::agents::backend(&kind)?.as_ref())?;
+    let backend = crate::agents::backend(&kind)?;
+    let request = request_of(&options, backend.as_ref())?;
+    let steerable = backend
+        .capabilities()
+        .contains(agent_api::capabilities::CONTROL_STEER);
     let Some(opened) = stop
         .unless_signalled(gateway().open_session(&parse_kind(&kind)?, request))
         .await
@@ -82,6 +88,7 @@ pub(crate) async fn chat(options: RunOptions) -> Result<ExitCode, String> {
             // The conversation on screen; its bookkeeping once, at the end.
             viewer.turns = Some(Default::default());
             viewer.pretty.hide_user = terminal;
+            viewer.steer_from = (terminal && steerable).then_some(&input);
             viewer
         });
         match viewer.follow(handle, &format!("{kind} turn {turn}")).await {

@@ -276,6 +276,13 @@ enum Command {
     Doctor,
     /// Serve the universal session API over HTTP and SSE (spec/http-api.md).
     Serve(Box<serve::ServeArgs>),
+    /// Started by `serve`: waits until its stdin closes (the server is gone, even killed with
+    /// SIGKILL), then stops the agents that server left running.
+    #[command(name = "__watchdog", hide = true)]
+    Watchdog {
+        /// The server's owner token (`AGENT_API_OWNER`).
+        owner: String,
+    },
 }
 
 /// How capabilities are printed.
@@ -331,6 +338,7 @@ async fn main() -> ExitCode {
         Command::Capabilities { agent, format } => capabilities::print(agent.as_deref(), format),
         Command::Doctor => doctor::doctor().await,
         Command::Serve(args) => serve::serve(*args).await,
+        Command::Watchdog { owner } => Ok(serve::watchdog(&owner)),
     };
     match result {
         Ok(code) => code,

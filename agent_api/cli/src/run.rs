@@ -232,6 +232,37 @@ fn projector_for(options: &RunOptions, handle: &RunHandle) -> Projector {
     }
 }
 
+/// The next line typed; never without a terminal to steer from.
+async fn next_line(from: Option<&Stdin>) -> Option<String> {
+    match from {
+        Some(stdin) => stdin.next_line().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Steers the running turn with `line`, saying so at once and again once the agent took it
+/// (Claude Code takes it at its next step) or why not; the events go on meanwhile.
+fn steer(control: &RunControl, line: String) {
+    let text = line.trim().to_string();
+    if text.is_empty() {
+        return;
+    }
+    eprintln!(
+        "agent-api: steering the turn: {}",
+        display::line(&text, 256)
+    );
+    let control = control.clone();
+    tokio::spawn(async move {
+        match control.steer(text).await {
+            Ok(()) => eprintln!("agent-api: the agent took the steering message"),
+            Err(error) => eprintln!(
+                "agent-api: not steered: {}",
+                display::line(&error.to_string(), 1024)
+            ),
+        }
+    });
+}
+
 /// Runs (or a chat's turns) being shown and answered.
 pub(crate) struct Viewer<'a> {
     options: &'a RunOptions,
@@ -244,6 +275,9 @@ pub(crate) struct Viewer<'a> {
     /// A chat's turns: their bookkeeping (completion line, session handle) is kept for the end
     /// instead of printed after each turn.
     pub(crate) turns: Option<Turns>,
+    /// A chat at a terminal, on an agent that can be steered: a line typed while a turn runs
+    /// steers it (`RunControl::steer`) instead of waiting for the next turn.
+    pub(crate) steer_from: Option<&'a Stdin>,
 }
 
 /// What a chat prints once, at its end ([`Viewer::turns`]).
@@ -272,6 +306,7 @@ impl<'a> Viewer<'a> {
             control: handle.control(),
             stop: stop.clone(),
             turns: None,
+            steer_from: None,
         }
     }
 
@@ -287,6 +322,7 @@ impl<'a> Viewer<'a> {
         if signalled {
             self.control.cancel();
         }
+        let mut steer_from = self.steer_from;
         loop {
             let event = tokio::select! {
                 biased;
@@ -297,6 +333,13 @@ impl<'a> Viewer<'a> {
                     continue;
                 }
                 event = events.next() => event,
+                line = next_line(steer_from) => {
+                    match line {
+                        Some(line) => steer(&self.control, line),
+                        None => steer_from = None,
+                    }
+                    continue;
+                }
             };
             let Some(event) = event else { break };
             self.show(&event);

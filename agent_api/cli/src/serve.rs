@@ -1,11 +1,19 @@
 //! `agent-api serve`: the universal session API over HTTP and SSE (`agent_api_server`), with the
 //! agents this tool knows and `run`'s request flags as every session's defaults.
 //!
-//! Secure by default: a token is required unless the host is loopback and `--no-token` is
-//! given; without `--token` a random one is made and printed. SIGINT, SIGTERM and SIGHUP stop the
-//! server: live sessions are terminated (their agents stopped) and recorded as ended.
+//! Secure by default: a token is required unless the host is loopback, the agents run here
+//! unsandboxed (no `--via`), and `--no-token` is given; without one a random token is made and
+//! printed. The token and the store's URL (a PostgreSQL password) come from a file or the
+//! environment (`AGENT_API_TOKEN`, `AGENT_API_STORE`), never need the command line (which every
+//! local user reads in `/proc`), are taken out of this process's environment before any agent
+//! starts, and are hidden from a `--via bwrap` sandbox. SIGINT, SIGTERM and SIGHUP stop the
+//! server: its sessions' agents are stopped and the sessions stay resumable (the next message, to
+//! this server started again or to another on the same store, brings them back). Killed with
+//! SIGKILL, its agents are stopped by its watchdog (`agent-api __watchdog`, a process of its own
+//! that sees the server's pipe close), else at the next server's start.
 
 use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use agent_api_server::{ServerConfig, StoreUrl};
@@ -23,27 +31,74 @@ pub(crate) struct ServeArgs {
     /// The port to listen on (0: any free port, printed).
     #[arg(long, default_value_t = 2468)]
     port: u16,
-    /// The bearer token clients send (`Authorization: Bearer T`); default: a random one, printed.
-    #[arg(long, value_name = "T", conflicts_with = "no_token")]
+    /// The bearer token clients send (`Authorization: Bearer T`). Every local user reads it in
+    /// /proc/PID/cmdline: prefer --token-file or AGENT_API_TOKEN. Default: AGENT_API_TOKEN, else
+    /// a random one, printed.
+    #[arg(long, value_name = "T", conflicts_with_all = ["no_token", "token_file"])]
     token: Option<String>,
-    /// Take requests without a token (only on a loopback host).
+    /// Read the bearer token from this file (its first line).
+    #[arg(long, value_name = "PATH", conflicts_with = "no_token")]
+    token_file: Option<PathBuf>,
+    /// Take requests without a token: only on a loopback host and with agents run here (no
+    /// --via), where every local process of yours is trusted as you are.
     #[arg(long)]
     no_token: bool,
     /// Where sessions are kept: sqlite:PATH (default: agent-api/server.sqlite3 in the user's data
     /// directory), postgres://USER@HOST:PORT/DB (shared by several servers) or memory (nothing
-    /// survives the server).
-    #[arg(long, value_name = "URL")]
+    /// survives the server). A URL with a password is better in AGENT_API_STORE or --store-file.
+    #[arg(long, value_name = "URL", conflicts_with = "store_file")]
     store: Option<String>,
-    /// This server's name in a store shared with others (PostgreSQL): a server starting again
-    /// ends the sessions its name left live, and only those. Default: the host's name.
+    /// Read the store's URL from this file (its first line).
+    #[arg(long, value_name = "PATH")]
+    store_file: Option<PathBuf>,
+    /// A host name clients reach this server by (repeatable; beyond its IP addresses and
+    /// localhost): a request naming another Host is refused (DNS rebinding).
+    #[arg(long = "allowed-host", value_name = "NAME")]
+    allowed_hosts: Vec<String>,
+    /// What clients may set beyond their own (repeatable): a backend option key such as
+    /// backend.acp.command, permissionMode (any mode, looser than --approve too), allowedTools,
+    /// or * for all. Default: none of those.
+    #[arg(long = "client-option", value_name = "KEY")]
+    client_options: Vec<String>,
+    /// Live sessions at once (503 past it).
+    #[arg(long, value_name = "N", default_value_t = 256)]
+    max_sessions: usize,
+    /// Open connections at once (a new one past it is answered 503 and closed).
+    #[arg(long, value_name = "N", default_value_t = 512)]
+    max_connections: usize,
+    /// This server's name in a store shared with others (PostgreSQL); its identity adds what
+    /// no other process shares (its pid and a random part). Default: the host's name.
     #[arg(long, value_name = "NAME")]
     daemon_id: Option<String>,
+    /// Stop an idle session's agent after this many seconds with no turn and no subscriber (its
+    /// snapshot kept; the next message resumes it); 0: never.
+    #[arg(long, value_name = "SECS", default_value_t = 600)]
+    idle_release: u64,
+    /// End a session after this many seconds with no turn; default: a session ends only when a
+    /// client terminates it.
+    #[arg(long, value_name = "SECS")]
+    session_idle_ttl: Option<u64>,
+    /// In a store shared with other servers (PostgreSQL): how long this one counts as running
+    /// after its last heartbeat (renewed every third of it); past it, its sessions may be brought
+    /// back by another.
+    #[arg(long, value_name = "SECS", default_value_t = 30)]
+    server_lease: u64,
     /// A browser origin allowed by CORS (repeatable); default: no CORS.
     #[arg(long = "cors-origin", value_name = "ORIGIN")]
     cors_origins: Vec<String>,
     /// The largest request body, in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = 1 << 20)]
     max_body: usize,
+    /// How log lines are written on stderr: text (warnings and errors) or json (one object a
+    /// line, from `info`: a line per request and per turn, with the session id and trace id).
+    /// AGENT_API_LOG (a tracing filter, such as `debug`) sets the level. Traces go over OTLP when
+    /// OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) is set.
+    #[arg(long, value_enum, default_value_t = LogFormatArg::Text)]
+    log_format: LogFormatArg,
+    /// Once asked to stop (SIGTERM), serve on this many seconds, not ready
+    /// (`GET /v1/health/ready` answers 503), so that a load balancer stops sending work first.
+    #[arg(long, value_name = "SECS", default_value_t = 0)]
+    drain: u64,
     /// Print the inspector's address with the token (in the fragment: never sent to a server or
     /// a log) and, on a desktop, open it in the browser.
     #[arg(long)]
@@ -56,40 +111,131 @@ pub(crate) struct ServeArgs {
     limits: crate::fleet::RunLimits,
 }
 
+/// `--log-format`.
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum LogFormatArg {
+    Text,
+    Json,
+}
+
 fn is_loopback(host: &str) -> bool {
     host == "localhost" || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
+/// The variable the token may come from.
+const TOKEN_VAR: &str = "AGENT_API_TOKEN";
+/// The variable the store's URL may come from.
+const STORE_VAR: &str = "AGENT_API_STORE";
+
+/// The first line of the secret file `path` (`what` names it in errors).
+fn read_secret(path: &Path, what: &str) -> Result<String, String> {
+    use std::os::unix::fs::PermissionsExt;
+    let shown = path.display();
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{what} {shown}: {e}"))?;
+    let line = text.lines().next().unwrap_or_default().trim().to_string();
+    if line.is_empty() {
+        return Err(format!("{what} {shown} is empty"));
+    }
+    if std::fs::metadata(path).is_ok_and(|m| m.permissions().mode() & 0o077 != 0) {
+        eprintln!("agent-api: warning: {what} {shown} can be read by other users: chmod 600 it");
+    }
+    Ok(line)
+}
+
 /// Runs the server until a signal.
 pub(crate) async fn serve(args: ServeArgs) -> Result<ExitCode, String> {
-    let token = match (&args.token, args.no_token) {
-        (Some(token), _) if token.trim().is_empty() => return Err("--token is empty".into()),
-        (Some(token), _) => Some(token.clone()),
-        (None, true) if is_loopback(&args.host) => None,
-        (None, true) => {
+    // Read, then taken out of this process's environment before any agent starts: an agent run
+    // here inherits the rest of it. (No other thread reads the environment yet.)
+    let token_var = std::env::var(TOKEN_VAR)
+        .ok()
+        .filter(|t| !t.trim().is_empty());
+    let store_var = std::env::var(STORE_VAR)
+        .ok()
+        .filter(|s| !s.trim().is_empty());
+    std::env::remove_var(TOKEN_VAR);
+    std::env::remove_var(STORE_VAR);
+    let format = match args.log_format {
+        LogFormatArg::Text => agent_api_server::telemetry::LogFormat::Text,
+        LogFormatArg::Json => agent_api_server::telemetry::LogFormat::Json,
+    };
+    // Kept to the end: dropping it sends the spans still buffered.
+    let telemetry = agent_api_server::telemetry::init(format).map_err(|e| e.to_string())?;
+    let local_agents = args
+        .request
+        .via
+        .as_ref()
+        .is_none_or(|via| *via == agent_api::request::Launcher::Local);
+    let token = match (&args.token, &args.token_file, token_var, args.no_token) {
+        (Some(token), _, _, _) if token.trim().is_empty() => return Err("--token is empty".into()),
+        (Some(token), _, _, _) => {
+            eprintln!("agent-api: warning: --token is on the command line, which every local user reads (/proc/PID/cmdline): use --token-file or {TOKEN_VAR}");
+            Some(token.trim().to_string())
+        }
+        (None, Some(path), _, _) => Some(read_secret(path, "--token-file")?),
+        (None, None, Some(token), false) => Some(token.trim().to_string()),
+        (None, None, _, true) if !is_loopback(&args.host) => {
             return Err(format!(
                 "--no-token needs a loopback --host, not {}",
                 agent_api::display::line(&args.host, 128)
             ))
         }
-        (None, false) => {
+        (None, None, _, true) if !local_agents => {
+            return Err(
+                "--no-token with --via: an agent in a sandbox or elsewhere could reach this server's port and act on it (approve its own requests, start sessions); give it a token (AGENT_API_TOKEN or --token-file)"
+                    .into(),
+            )
+        }
+        (None, None, _, true) => None,
+        (None, None, None, false) => {
             let token = ServerConfig::random_token()
                 .map_err(|e| format!("cannot make a random token: {e}"))?;
             eprintln!("agent-api: token: {token}");
             Some(token)
         }
     };
-    let store = match &args.store {
+    let store_url = match (&args.store, &args.store_file, store_var) {
+        (Some(url), _, _) => Some(url.clone()),
+        (None, Some(path), _) => Some(read_secret(path, "--store-file")?),
+        (None, None, url) => url,
+    };
+    let store = match &store_url {
         Some(url) => StoreUrl::parse(url).map_err(|e| e.to_string())?,
         None => StoreUrl::default_sqlite()
             .ok_or("no user data directory for the store: pass --store sqlite:PATH")?,
     };
-    let mut config = ServerConfig::default().with_max_body_bytes(args.max_body);
+    let mut config = ServerConfig::default()
+        .with_max_body_bytes(args.max_body)
+        .with_drain(std::time::Duration::from_secs(args.drain));
     let token_for_page = token.clone();
     config.token = token;
     config.cors_origins = args.cors_origins.clone();
+    config.allowed_hosts = args.allowed_hosts.clone();
+    config.client_options = args.client_options.clone();
+    config.max_sessions = args.max_sessions;
+    config.max_connections = args.max_connections;
     if let Some(id) = &args.daemon_id {
         config = config.with_daemon_id(id);
+    }
+    config = config
+        .with_idle_release(
+            Some(std::time::Duration::from_secs(args.idle_release)).filter(|d| !d.is_zero()),
+        )
+        .with_session_idle_ttl(args.session_idle_ttl.map(std::time::Duration::from_secs))
+        .with_server_lease(std::time::Duration::from_secs(args.server_lease.max(1)));
+    config.check().map_err(|e| e.to_string())?;
+    // What a sandboxed agent must not read although it sees the whole filesystem: the files the
+    // token and the store's URL came from, and the store with every session's transcript.
+    let mut secret_files: Vec<PathBuf> = [&args.token_file, &args.store_file]
+        .into_iter()
+        .flatten()
+        .cloned()
+        .collect();
+    if let StoreUrl::Sqlite(path) = &store {
+        for suffix in ["", "-wal", "-shm", "-journal"] {
+            let mut name = path.clone().into_os_string();
+            name.push(suffix);
+            secret_files.push(PathBuf::from(name));
+        }
     }
     let options = RunOptions {
         agent: None,
@@ -101,7 +247,7 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<ExitCode, String> {
         approve: args.request.approve,
         timeout: args.request.timeout,
         acp_command: None,
-        via: args.request.via.clone(),
+        via: args.request.via.clone().map(|via| hide(via, &secret_files)),
         options: Vec::new(),
         variant: None,
         mode: None,
@@ -114,6 +260,8 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<ExitCode, String> {
     };
     let defaults = crate::run::base_request(&options);
     let opened = store.open().await.map_err(|e| e.to_string())?;
+    // Held until this process ends, however it ends: then the watchdog stops its agents.
+    let _watchdog = start_watchdog();
     let server = agent_api_server::Server::new(crate::agents::gateway(), defaults, opened, config)
         .await
         .map_err(|e| e.to_string())?
@@ -132,6 +280,9 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<ExitCode, String> {
         .map_err(|e| format!("cannot listen on {host}:{}: {e}", args.port))?;
     let address = listener.local_addr().map_err(|e| e.to_string())?;
     eprintln!("agent-api: store: {store}");
+    if telemetry.exporting() {
+        eprintln!("agent-api: traces: exported over OTLP (OTEL_* variables)");
+    }
     eprintln!("agent-api: listening on http://{address}");
     let page = inspector_url(address, token_for_page.as_deref(), args.open);
     eprintln!("agent-api: inspector: {page}");
@@ -144,8 +295,81 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<ExitCode, String> {
     agent_api_server::serve(listener, server, shutdown)
         .await
         .map_err(|e| format!("the server failed: {e}"))?;
+    drop(telemetry);
     eprintln!("agent-api: stopped");
     Ok(ExitCode::SUCCESS)
+}
+
+/// Starts `agent-api __watchdog` in a process group of its own, its stdin a pipe this process
+/// holds: killed with SIGKILL, this process leaves agents it cannot stop itself, and the
+/// watchdog, seeing its stdin close, stops them. `None` (said) when it cannot start: the next
+/// server's start stops them instead.
+fn start_watchdog() -> Option<std::process::Child> {
+    use std::os::unix::process::CommandExt;
+    let exe = std::env::current_exe().ok()?;
+    let started = std::process::Command::new(exe)
+        .arg("__watchdog")
+        .arg(agent_api::kit::process::owner_token())
+        .env_remove(agent_api::kit::process::OWNER_VAR)
+        // Out of the agents' working directory: nothing of the server's is found there.
+        .current_dir("/")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::inherit())
+        .process_group(0)
+        .spawn();
+    match started {
+        Ok(child) => Some(child),
+        Err(error) => {
+            eprintln!("agent-api: cannot start the watchdog ({error}): agents of a killed server are stopped at the next start");
+            None
+        }
+    }
+}
+
+/// `agent-api __watchdog OWNER`: waits for stdin to close, then for `owner` to be gone, then
+/// stops every agent it left.
+pub(crate) fn watchdog(owner: &str) -> ExitCode {
+    use std::io::Read;
+    let mut sink = [0u8; 64];
+    let mut stdin = std::io::stdin();
+    loop {
+        match stdin.read(&mut sink) {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => break,
+        }
+    }
+    // The pipe closes as the process exits: wait (a little) until it is gone, then stop what it
+    // left, and look once more for a child forked meanwhile.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while agent_api::kit::process::owner_alive(owner) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let mut stopped = agent_api::kit::process::stop_orphans_of(owner);
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    stopped += agent_api::kit::process::stop_orphans_of(owner);
+    if stopped > 0 {
+        eprintln!("agent-api: the server is gone; stopped {stopped} agent processes it left");
+    }
+    ExitCode::SUCCESS
+}
+
+/// `via` with `files` hidden from its agents, when it is a sandbox on this machine that sees the
+/// filesystem.
+fn hide(via: agent_api::request::Launcher, files: &[PathBuf]) -> agent_api::request::Launcher {
+    match via {
+        agent_api::request::Launcher::Sandbox(mut sandbox) => {
+            for file in files {
+                if !sandbox.hidden.contains(file) {
+                    sandbox = sandbox.with_hidden(file.clone());
+                }
+            }
+            agent_api::request::Launcher::Sandbox(sandbox)
+        }
+        other => other,
+    }
 }
 
 /// The inspector's address for a person on this machine (a wildcard host reached on loopback);
@@ -177,14 +401,31 @@ fn fragment_escaped(token: &str) -> String {
         .collect()
 }
 
-/// Opens `url` with `xdg-open` when a display is there (argv, no shell); a failure is said, not fatal.
+/// Opens `url` with `xdg-open` when a display is there (argv, no shell); a failure is said, not
+/// fatal. The address carries the token, and a command line is every local user's to read: what
+/// `xdg-open` is given is a page of the user's own (0600, in a 0700 folder, removed a minute
+/// later) that sends the browser on to the address.
 fn open_in_browser(url: &str) {
     if std::env::var_os("DISPLAY").is_none() && std::env::var_os("WAYLAND_DISPLAY").is_none() {
         eprintln!("agent-api: no display: open the address above in a browser");
         return;
     }
+    let page = match redirect_page(url) {
+        Ok(page) => page,
+        Err(error) => {
+            eprintln!("agent-api: cannot write the page that opens the inspector ({error}): open the address above in a browser");
+            return;
+        }
+    };
+    let folder = page.parent().map(Path::to_path_buf);
+    drop(std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_secs(60));
+        if let Some(folder) = folder {
+            let _ = std::fs::remove_dir_all(folder);
+        }
+    }));
     let opened = std::process::Command::new("xdg-open")
-        .arg(url)
+        .arg(&page)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
@@ -196,6 +437,34 @@ fn open_in_browser(url: &str) {
             "agent-api: cannot run xdg-open ({error}): open the address above in a browser"
         ),
     }
+}
+
+/// Writes a page that sends the browser to `url` into a new private folder; returns its path.
+fn redirect_page(url: &str) -> std::io::Result<PathBuf> {
+    use std::io::Write;
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+    let name = ServerConfig::random_token().map_err(|e| std::io::Error::other(e.to_string()))?;
+    let folder = std::env::temp_dir().join(format!("agent-api-open-{}", &name[..16]));
+    std::fs::DirBuilder::new().mode(0o700).create(&folder)?;
+    std::fs::set_permissions(&folder, std::fs::Permissions::from_mode(0o700))?;
+    let page = folder.join("inspector.html");
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&page)?;
+    // The address is ours (digits, dots, a fragment of unreserved or percent-escaped bytes):
+    // nothing in it needs escaping in an attribute, but `"` and `<` are refused all the same.
+    if url.contains(['"', '<', '>', '&']) {
+        return Err(std::io::Error::other(
+            "the address has a character a page cannot hold",
+        ));
+    }
+    writeln!(
+        file,
+        "<!doctype html><meta charset=\"utf-8\"><meta http-equiv=\"refresh\" content=\"0;url={url}\"><title>agent-api inspector</title><a href=\"{url}\">Open the inspector</a>"
+    )?;
+    Ok(page)
 }
 
 #[cfg(test)]

@@ -402,3 +402,51 @@ fn e2e_codex_variant_high_reaches_the_request_as_its_reasoning_effort() {
         Some(&serde_json::json!("high"))
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn e2e_a_line_typed_while_the_chat_works_steers_the_turn_and_says_so() {
+    if agent_bench::e2e_enabled_or_explain(Cli::ClaudeCode).is_none() {
+        return;
+    }
+    let server = ModelServer::start(None).await.unwrap();
+    let sandbox = Sandbox::new(Cli::ClaudeCode, &server, "steer").unwrap();
+    let mut command = cli(&sandbox);
+    command.args([
+        "chat",
+        "--agent",
+        "claude_code",
+        "--approve",
+        "all",
+        "--timeout",
+        "120",
+    ]);
+    let mut terminal = Terminal::start(command);
+    tokio::task::block_in_place(|| {
+        terminal.wait_for("you>", Duration::from_secs(60));
+        terminal
+            .master
+            .write_all(b"Run the slow command.\r")
+            .unwrap();
+        // The model's shell call (`sleep 4`) is on screen: the turn works.
+        terminal.wait_for("sleep 4", Duration::from_secs(90));
+        terminal.master.write_all(b"Also say banana.\r").unwrap();
+        terminal.wait_for(
+            "steering the turn: Also say banana.",
+            Duration::from_secs(10),
+        );
+        terminal.wait_for(
+            "the agent took the steering message",
+            Duration::from_secs(60),
+        );
+        let rows = terminal.wait_for("last=Also say banana.", Duration::from_secs(60));
+        assert!(
+            !rows.iter().any(|r| r.contains("turn 2")),
+            "the line steered turn 1, it started no turn:\n{}",
+            rows.join("\n")
+        );
+        terminal.wait_for("you>", Duration::from_secs(30));
+        terminal.master.write_all(&[0x04]).unwrap();
+        assert!(terminal.wait_exit(Duration::from_secs(30)).success());
+    });
+    assert_eq!(processes_in(&sandbox.cwd), Vec::<String>::new());
+}

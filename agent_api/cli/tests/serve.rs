@@ -88,7 +88,8 @@ impl Served {
             .map(|t| format!("Authorization: Bearer {t}\r\n"))
             .unwrap_or_default();
         let request = format!(
-            "{method} {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{auth}\r\n{body}",
+            "{method} {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{auth}\r\n{body}",
+            self.address,
             body.len()
         );
         stream.write_all(request.as_bytes()).unwrap();
@@ -145,9 +146,12 @@ fn serve_on_postgres_killed_with_sigkill_mid_turn_serves_every_event_again_after
 }
 
 /// Kills a server on `store` with SIGKILL in the middle of session `id`'s turn, starts another on
-/// the same store, and checks that it serves every event again and ended the session.
+/// the same store, and checks that it serves every event again, leaves the session resumable,
+/// and that the next message closes the interrupted turn and goes on.
 fn killed_and_restarted(store: &str, id: &str) {
-    let first = serve(&["--store", store, "--no-token"]);
+    // A short lease: on PostgreSQL the killed server counts as running until its heartbeat is
+    // that old.
+    let first = serve(&["--store", store, "--no-token", "--server-lease", "1"]);
     let create = json!({"agent": "scripted", "options": {"backend.scripted.scenario": "slow", "backend.scripted.delay_ms": 50}});
     assert_eq!(
         first
@@ -181,30 +185,191 @@ fn killed_and_restarted(store: &str, id: &str) {
     );
     drop(first); // SIGKILL
 
-    let second = serve(&["--store", store, "--no-token"]);
+    let second = serve(&["--store", store, "--no-token", "--server-lease", "1"]);
     let events = second.events(id);
-    assert!(events.len() >= served.len() + 2, "{events:#?}");
+    assert!(events.len() >= served.len(), "{events:#?}");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while second
+        .call("GET", &format!("/v1/sessions/{id}"), None, None)
+        .1["state"]
+        == "live"
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the killed server's lease did not run out"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
     assert_eq!(
         events[..served.len()],
         served[..],
         "every served event, raw payloads included, is still there"
     );
+    let (_, info) = second.call("GET", &format!("/v1/sessions/{id}"), None, None);
+    assert_eq!(
+        (&info["state"], &info["ended"]),
+        (&json!("resumable"), &json!(false)),
+        "{info}"
+    );
+    let (status, _) = second.call(
+        "POST",
+        &format!("/v1/sessions/{id}/messages"),
+        Some(json!({"message": "again"})),
+        None,
+    );
+    assert_eq!(status, 204);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let events = loop {
+        let events = second.events(id);
+        let completed = events
+            .iter()
+            .any(|e| e["data"]["item"]["content"][0]["label"] == "turn_completed");
+        if completed {
+            break events;
+        }
+        assert!(Instant::now() < deadline, "{events:#?}");
+        std::thread::sleep(Duration::from_millis(50));
+    };
     let sequences: Vec<u64> = events
         .iter()
         .map(|e| e["sequence"].as_u64().unwrap())
         .collect();
     assert_eq!(sequences, (1..=events.len() as u64).collect::<Vec<_>>());
-    let last = events.last().unwrap();
     assert_eq!(
-        (&last["type"], &last["data"]["reason"]),
-        (&json!("session.ended"), &json!("error"))
+        events
+            .iter()
+            .filter(|e| e["type"] == "error" && e["data"]["code"] == "interrupted")
+            .count(),
+        1,
+        "{events:#?}"
     );
-    let (_, info) = second.call("GET", &format!("/v1/sessions/{id}"), None, None);
-    assert_eq!(info["ended"], true);
+}
+
+/// The processes of this user whose environment holds `var`.
+fn processes_with(var: &str) -> Vec<i32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|env| env.split(|b| *b == 0).any(|v| v == var.as_bytes()))
+        })
+        // A zombie holds no environment; one still listed is gone for this purpose.
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+                !stat
+                    .rsplit(')')
+                    .next()
+                    .unwrap_or("")
+                    .trim_start()
+                    .starts_with('Z')
+            })
+        })
+        .collect()
+}
+
+/// Waits until `check` holds of the processes carrying `var`.
+fn wait_processes(var: &str, what: &str, check: impl Fn(&[i32]) -> bool) -> Vec<i32> {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let found = processes_with(var);
+        if check(&found) {
+            return found;
+        }
+        assert!(Instant::now() < deadline, "{what}: {found:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// `agent-api serve` whose Claude Code is `fake` (an agent that starts a child and waits), every
+/// process it starts marked with `mark` in its environment; a session is opened (in the
+/// background: the fake never answers) so that the agent and its child run.
+fn serve_fake_agent(fake: &std::path::Path, mark: &str) -> Served {
+    let (key, value) = mark.split_once('=').unwrap();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_agent-api"));
+    command
+        .env("AGENT_API_CLAUDE_CODE_BIN", fake)
+        .env(key, value);
+    let served = serve_with(command, &["--store", "memory", "--no-token"]);
+    let address = served.address.clone();
+    std::thread::spawn(move || {
+        let mut stream = TcpStream::connect(&address).unwrap();
+        let body = r#"{"agent":"claude_code"}"#;
+        let _ = write!(
+            stream,
+            "POST /v1/sessions/held HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        let _ = stream.read_to_end(&mut Vec::new());
+    });
+    served
+}
+
+#[test]
+fn agents_die_with_a_server_killed_with_sigkill_or_at_the_next_start_when_its_watchdog_died_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = dir.path().join("claude");
+    std::fs::write(
+        &fake,
+        "#!/bin/sh\ncase \"$1\" in --version) echo '2.0.0 (Claude Code)'; exit 0;; esac\nsleep 1000 &\nexec sleep 1001\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let mark = format!("AGENT_API_TEST_MARK={}-{}", std::process::id(), line!());
+    let agent_processes = |found: &[i32], server: i32| -> Vec<i32> {
+        found
+            .iter()
+            .copied()
+            .filter(|pid| *pid != server)
+            .filter(|pid| {
+                std::fs::read(format!("/proc/{pid}/cmdline"))
+                    .is_ok_and(|cmd| cmd.starts_with(b"sleep"))
+            })
+            .collect()
+    };
+
+    // Killed with SIGKILL: its watchdog stops the agent and the agent's child.
+    let served = serve_fake_agent(&fake, &mark);
+    let server = served.child.id() as i32;
+    let running = wait_processes(&mark, "the agent and its child run", |found| {
+        agent_processes(found, server).len() == 2
+    });
+    let agents = agent_processes(&running, server);
+    drop(served); // SIGKILL
+    wait_processes(&mark, "the agents died with the server", |found| {
+        !agents.iter().any(|pid| found.contains(pid))
+    });
+
+    // Its watchdog killed first: the next server's start stops them.
+    let served = serve_fake_agent(&fake, &mark);
+    let server = served.child.id() as i32;
+    let running = wait_processes(&mark, "the agent and its child run", |found| {
+        agent_processes(found, server).len() == 2
+    });
+    let agents = agent_processes(&running, server);
+    let watchdogs: Vec<i32> = running
+        .iter()
+        .copied()
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|cmd| {
+                let cmd = String::from_utf8_lossy(&cmd).into_owned();
+                cmd.contains("__watchdog") && cmd.contains(&format!("\0{server}."))
+            })
+        })
+        .collect();
+    assert_eq!(watchdogs.len(), 1, "the server's watchdog: {running:?}");
+    unsafe { libc::kill(watchdogs[0], libc::SIGKILL) };
+    drop(served); // SIGKILL
+    std::thread::sleep(Duration::from_millis(500));
     assert!(
-        info["endError"].as_str().unwrap().contains("stopped"),
-        "{info}"
+        agents.iter().all(|pid| processes_with(&mark).contains(pid)),
+        "with no watchdog they outlive the server, until the next start"
     );
+    let next = serve(&["--store", "memory", "--no-token"]);
+    wait_processes(&mark, "the next start stopped them", |found| {
+        !agents.iter().any(|pid| found.contains(pid))
+    });
+    drop(next);
 }
 
 #[test]
@@ -250,7 +415,8 @@ fn serve_makes_a_random_token_requires_it_and_stops_cleanly_on_sigterm() {
         .set_read_timeout(Some(Duration::from_secs(30)))
         .unwrap();
     let token = served.token.clone().unwrap();
-    write!(follower, "GET /v1/sessions/s/events/sse HTTP/1.1\r\nHost: test\r\nAuthorization: Bearer {token}\r\n\r\n").unwrap();
+    let host = &served.address;
+    write!(follower, "GET /v1/sessions/s/events/sse HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {token}\r\n\r\n").unwrap();
     let mut head = [0u8; 12];
     follower.read_exact(&mut head).unwrap();
     assert_eq!(&head, b"HTTP/1.1 200");

@@ -23,6 +23,14 @@ pub trait AgentBackend: Send + Sync {
         &[]
     }
 
+    /// The extension keys a remote client may set with no word from its operator (`agent-api
+    /// serve` refuses the others unless its operator lists them): those that name no program,
+    /// binary path, environment variable, file, or policy looser than the operator's. The default
+    /// is none: a backend lists only keys it has checked.
+    fn client_keys(&self) -> &'static [&'static str] {
+        &[]
+    }
+
     /// The extension value `text` gives the option `key` (`--option KEY=VALUE` on the command
     /// line, a form field in a page): typed through the backend's options struct, as
     /// [`crate::kit::options::value_from_text`] does. The default knows no option; a backend with
@@ -71,9 +79,52 @@ pub trait AgentBackend: Send + Sync {
         })
     }
 
+    /// Exports the agent's own state for the native session `session` from the home `request`
+    /// names (its environment, home and launcher, as a run of it would find them), bounded and
+    /// confined to the files the backend names for that session (`agent_api.session.snapshot`).
+    /// A session whose files are over [`crate::snapshot::SNAPSHOT_FILES_BOUND`] is exported as
+    /// [`crate::snapshot::Continuity::Replay`], flagged. The default refuses.
+    async fn export_snapshot(
+        &self,
+        request: &RunRequest,
+        session: &crate::contract::session_ref::SessionRef,
+    ) -> Result<crate::contract::snapshot::SessionSnapshot, AgentError> {
+        let _ = (request, session);
+        Err(AgentError::UnsupportedCapability {
+            kind: self.kind().to_string(),
+            capability: agent_api_capabilities::SESSION_SNAPSHOT.into(),
+        })
+    }
+
+    /// Imports `snapshot` into the home `request` names, re-keyed to the request's working
+    /// directory where the agent keys its sessions by it, so that a run resuming the snapshot's
+    /// session there continues it natively. Files are written confined to the home, with the
+    /// home's private modes; a file the home already holds in a newer version is kept (newest
+    /// wins, said in the returned [`crate::snapshot::SnapshotImport`]). The default refuses.
+    async fn import_snapshot(
+        &self,
+        request: &RunRequest,
+        snapshot: &crate::contract::snapshot::SessionSnapshot,
+    ) -> Result<crate::contract::snapshot::SnapshotImport, AgentError> {
+        let _ = (request, snapshot);
+        Err(AgentError::UnsupportedCapability {
+            kind: self.kind().to_string(),
+            capability: agent_api_capabilities::SESSION_SNAPSHOT.into(),
+        })
+    }
+
     /// The agent's own session store (`agent_api.history.*`), when the backend can read it.
     fn session_store(&self) -> Option<std::sync::Arc<dyn crate::contract::store::SessionStore>> {
         None
+    }
+
+    /// The backend's own checks of the session a request resumes or forks, after the generic
+    /// ones ([`crate::request::SessionRef::check_id`]): the agent's id grammar (Claude Code's are
+    /// UUIDs) and, where the agent's own store can say, that the session exists
+    /// ([`AgentError::SessionNotFound`] otherwise). The default checks nothing more.
+    fn check_session(&self, request: &RunRequest) -> Result<(), AgentError> {
+        let _ = request;
+        Ok(())
     }
 
     /// Checks a request against the backend's capabilities, extension keys, modes and
@@ -85,7 +136,8 @@ pub trait AgentBackend: Send + Sync {
             self.extension_keys(),
             request,
         )?;
-        check_choices(&self.kind(), self.modes(), self.variants(), request)
+        check_choices(&self.kind(), self.modes(), self.variants(), request)?;
+        self.check_session(request)
     }
 
     /// The checks of [`AgentBackend::validate`] but the prompt's, for a session's template
@@ -98,7 +150,8 @@ pub trait AgentBackend: Send + Sync {
             self.extension_keys(),
             request,
         )?;
-        check_choices(&self.kind(), self.modes(), self.variants(), request)
+        check_choices(&self.kind(), self.modes(), self.variants(), request)?;
+        self.check_session(request)
     }
 }
 
@@ -147,8 +200,16 @@ pub fn validate_template(
             });
         }
     }
+    if request.snapshot.is_some() {
+        return Err(AgentError::InvalidRequest {
+            reason: "the request's snapshot is not restored: run it through a Gateway, or call \
+                     agent_api::snapshot::restore first"
+                .into(),
+        });
+    }
     if let Some(session) = request.session.session_ref() {
         session.check_agent(kind)?;
+        session.check_id()?;
     }
     request.check_new_session_id()?;
     crate::contract::images::ImageFile::check_all(&request.prompt)?;

@@ -181,6 +181,16 @@ pub enum AgentError {
         /// [`crate::kit::stderr::ERROR_LINE_BYTES`]), secrets masked; empty when it printed none.
         stderr: Vec<String>,
     },
+    /// The agent's output had a line over the line cap ([`crate::kit::lines::DEFAULT_LINE_CAP`]
+    /// unless the backend sets its own), skipped unread, and the run could not finish without
+    /// it: the agent exited cleanly, its answer (or result, or structured answer) in that line.
+    #[error("the agent's output had a line of {bytes} bytes, over the {cap}-byte line cap: it was skipped, and the run's answer with it")]
+    LineOverCap {
+        /// The longest skipped line, in bytes.
+        bytes: u64,
+        /// The line cap, in bytes.
+        cap: u64,
+    },
     /// The agent broke its protocol (for example a required message never came).
     #[error("agent protocol error: {reason}")]
     Protocol {
@@ -217,6 +227,20 @@ pub enum AgentError {
     /// The run has already finished, so the control command had no effect.
     #[error("the run has already finished")]
     RunFinished,
+    /// `RunControl::steer` found no turn running to take the message (it had not started, or
+    /// it had ended); nothing was sent.
+    #[error("no turn is running to steer")]
+    NoTurnRunning,
+    /// The turn ended before the agent took the steering message: it is in no turn.
+    #[error("the turn ended before the agent took the steering message")]
+    TurnEndedBeforeSteer,
+    /// The agent can be steered, but refused this message now (Codex while it compacts or
+    /// reviews, say), in its own words.
+    #[error("the agent refused the steering message: {reason}")]
+    SteerRefused {
+        /// The agent's reason, cut and masked.
+        reason: String,
+    },
     /// The agent stopped reading its stdin: the replies waiting for it reached the run's limit.
     #[error("the agent stopped reading its input ({queued_bytes} bytes of replies waiting)")]
     InputBlocked {
@@ -318,6 +342,16 @@ pub enum AgentError {
         /// What is wrong (the JSON parse error or the schema validation message), bounded.
         reason: String,
     },
+    /// A session snapshot could not be read, taken or restored
+    /// ([`crate::snapshot::SnapshotError`]); the session continues by replay, flagged.
+    #[error("session snapshot: {0}")]
+    Snapshot(crate::contract::snapshot_error::SnapshotError),
+}
+
+impl From<crate::contract::snapshot_error::SnapshotError> for AgentError {
+    fn from(e: crate::contract::snapshot_error::SnapshotError) -> Self {
+        AgentError::Snapshot(e)
+    }
 }
 
 /// `; stderr ends: <line>` for a process that printed something on stderr.
@@ -357,6 +391,7 @@ impl AgentError {
             | Self::PermissionModeRefused { reason, .. }
             | Self::Http { reason, .. }
             | Self::Replay { reason }
+            | Self::SteerRefused { reason }
             | Self::StructuredOutput { reason } => reason,
             _ => return self,
         };
@@ -413,12 +448,16 @@ impl AgentError {
             AgentError::ServerError { .. } => "server_error",
             AgentError::AgentFailed { .. } => "agent_failed",
             AgentError::ProcessExited { .. } => "process_exited",
+            AgentError::LineOverCap { .. } => "line_over_cap",
             AgentError::Protocol { .. } => "protocol",
             AgentError::PermissionModeRefused { .. } => "permission_mode_refused",
             AgentError::UnknownPermission { .. } => "unknown_permission",
             AgentError::UnknownQuestion { .. } => "unknown_question",
             AgentError::AlreadyResolved { .. } => "already_resolved",
             AgentError::RunFinished => "run_finished",
+            AgentError::NoTurnRunning => "no_turn_running",
+            AgentError::TurnEndedBeforeSteer => "turn_ended_before_steer",
+            AgentError::SteerRefused { .. } => "steer_refused",
             AgentError::InputBlocked { .. } => "input_blocked",
             AgentError::OutputClosed { .. } => "output_closed",
             AgentError::Http { .. } => "http",
@@ -434,6 +473,7 @@ impl AgentError {
             AgentError::StructuredOutput { .. } => "structured_output",
             AgentError::UnknownMode { .. } => "unknown_mode",
             AgentError::UnknownVariant { .. } => "unknown_variant",
+            AgentError::Snapshot(_) => "snapshot",
         }
     }
 }

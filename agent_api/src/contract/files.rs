@@ -16,8 +16,9 @@
 //!   open, so a path swapped between a check and its use has nothing to exploit (there is no
 //!   separate check). Missing parent folders of a write are made one component at a time, each
 //!   relative to the handle of the one before. Only regular files are read or written (opened
-//!   `O_NONBLOCK`, then `fstat`), a write refuses a file with more than one hard link (writing it
-//!   would change a file elsewhere too), and reads are bounded.
+//!   `O_NONBLOCK`, then `fstat`), a file with more than one hard link is refused for reads and
+//!   writes alike (another name, perhaps outside the directory, reaches the same file: reading
+//!   it would show that file, writing it would change it), and reads are bounded.
 //!
 //! ```
 //! use agent_api::kit::files::{ConfinedDir, FileRefusal};
@@ -58,8 +59,9 @@ pub enum FileRefusal {
     /// The path names a FIFO, a socket, a device or a directory, not a regular file.
     #[error("not a regular file")]
     NotRegular,
-    /// The file has more than one hard link: writing it would change another name's file too.
-    #[error("the file has {links} hard links; writing it would change a file elsewhere too")]
+    /// The file has more than one hard link: another name, perhaps outside the confining
+    /// directory, reaches the same file.
+    #[error("the file has {links} hard links; another name, perhaps outside the working directory, reaches the same file")]
     HardLinked {
         /// How many names the file has.
         links: u64,
@@ -233,7 +235,7 @@ impl ConfinedDir {
     }
 
     /// Reads the regular file `requested` names (absolute, beneath the directory), at most `cap`
-    /// bytes.
+    /// bytes; a file with more than one hard link is refused as a write is.
     pub fn read(&self, requested: &Path, cap: u64) -> Result<Vec<u8>, FileRefusal> {
         let relative = self.relative(requested)?;
         self.read_relative(&relative, cap)
@@ -248,27 +250,57 @@ impl ConfinedDir {
         Ok(self.canonical.join(relative))
     }
 
-    #[cfg(target_os = "linux")]
-    fn read_relative(&self, relative: &Path, cap: u64) -> Result<Vec<u8>, FileRefusal> {
-        use rustix::fs::{Mode, OFlags};
-        let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
-        let fd = beneath(&self.root, relative, flags, Mode::empty())?;
-        read_open_file(std::fs::File::from(fd), cap)
+    /// Reads the regular file at `relative` (plain components below the directory), at most
+    /// `cap` bytes, with the time it was last written.
+    pub fn read_below(
+        &self,
+        relative: &Path,
+        cap: u64,
+    ) -> Result<(Vec<u8>, Option<std::time::SystemTime>), FileRefusal> {
+        let file = self.open_below(relative)?;
+        let modified = file.metadata().ok().and_then(|m| m.modified().ok());
+        Ok((read_open_file(file, cap)?, modified))
+    }
+
+    /// Writes `content` to `relative` (plain components below the directory) as a private file
+    /// (mode 0600, missing folders 0700, whatever the umask), all at once: the bytes go to a new
+    /// file beside it that is then renamed over the name, so a reader never sees half of it and a
+    /// link or hard link at the name is replaced, never written through.
+    pub fn replace_private(&self, relative: &Path, content: &[u8]) -> Result<(), FileRefusal> {
+        self.replace_relative(relative, content)
     }
 
     #[cfg(target_os = "linux")]
-    fn write_relative(&self, relative: &Path, content: &[u8]) -> Result<(), FileRefusal> {
+    fn open_below(&self, relative: &Path) -> Result<std::fs::File, FileRefusal> {
         use rustix::fs::{Mode, OFlags};
-        let name = relative.file_name().ok_or(FileRefusal::NotRegular)?;
-        // Each missing folder is made in, and then opened from, the handle of the one before:
-        // no name is ever resolved again from the top, so nothing swapped in can redirect it.
+        let flags = OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
+        let fd = beneath(&self.root, relative, flags, Mode::empty())?;
+        // A second name may be outside the directory: refused for reads as for writes.
+        Ok(std::fs::File::from(single_link(fd)?))
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn open_below(&self, _relative: &Path) -> Result<std::fs::File, FileRefusal> {
+        Err(FileRefusal::Unsupported)
+    }
+
+    /// The folder `relative`'s parent names, made where missing with `dir_mode`, each folder
+    /// opened from the handle of the one before (never resolved again from the top).
+    #[cfg(target_os = "linux")]
+    fn parent_below(
+        &self,
+        relative: &Path,
+        dir_mode: u32,
+    ) -> Result<Option<std::os::fd::OwnedFd>, FileRefusal> {
+        use rustix::fs::{Mode, OFlags};
         let mut parent: Option<std::os::fd::OwnedFd> = None;
         for folder in relative.parent().into_iter().flat_map(Path::components) {
             let at = parent.as_ref().unwrap_or(&self.root);
             let dir_flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
             let fd = match beneath(at, Path::new(folder.as_os_str()), dir_flags, Mode::empty()) {
                 Err(FileRefusal::NotFound) => {
-                    match rustix::fs::mkdirat(at, folder.as_os_str(), Mode::from_raw_mode(0o777)) {
+                    match rustix::fs::mkdirat(at, folder.as_os_str(), Mode::from_raw_mode(dir_mode))
+                    {
                         Ok(()) | Err(rustix::io::Errno::EXIST) => {}
                         Err(e) => return Err(std::io::Error::from(e).into()),
                     }
@@ -278,35 +310,82 @@ impl ConfinedDir {
             };
             parent = Some(fd);
         }
+        Ok(parent)
+    }
+
+    #[cfg(target_os = "linux")]
+    fn replace_relative(&self, relative: &Path, content: &[u8]) -> Result<(), FileRefusal> {
+        use rustix::fs::{Mode, OFlags};
+        let name = relative.file_name().ok_or(FileRefusal::NotRegular)?;
+        let parent = self.parent_below(relative, 0o700)?;
+        let at = parent.as_ref().unwrap_or(&self.root);
+        let mut temporary = std::ffi::OsString::from(".");
+        temporary.push(name);
+        temporary.push(format!(".agent_api-{}-{}", std::process::id(), unique()));
+        let flags =
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOCTTY | OFlags::CLOEXEC;
+        let fd = beneath(at, Path::new(&temporary), flags, Mode::from_raw_mode(0o600))?;
+        // The umask may have taken bits away, never added any; set exactly 0600.
+        rustix::fs::fchmod(&fd, Mode::from_raw_mode(0o600)).map_err(std::io::Error::from)?;
+        let mut file = std::fs::File::from(fd);
+        let written = file.write_all(content).and_then(|()| file.sync_data());
+        let renamed = written.and_then(|()| {
+            rustix::fs::renameat(at, temporary.as_os_str(), at, name).map_err(Into::into)
+        });
+        if let Err(e) = renamed {
+            let _ = rustix::fs::unlinkat(at, temporary.as_os_str(), rustix::fs::AtFlags::empty());
+            return Err(e.into());
+        }
+        Ok(())
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn replace_relative(&self, _relative: &Path, _content: &[u8]) -> Result<(), FileRefusal> {
+        Err(FileRefusal::Unsupported)
+    }
+
+    fn read_relative(&self, relative: &Path, cap: u64) -> Result<Vec<u8>, FileRefusal> {
+        read_open_file(self.open_below(relative)?, cap)
+    }
+
+    #[cfg(target_os = "linux")]
+    fn write_relative(&self, relative: &Path, content: &[u8]) -> Result<(), FileRefusal> {
+        use rustix::fs::{Mode, OFlags};
+        let name = relative.file_name().ok_or(FileRefusal::NotRegular)?;
+        // Each missing folder is made in, and then opened from, the handle of the one before:
+        // no name is ever resolved again from the top, so nothing swapped in can redirect it.
+        let parent = self.parent_below(relative, 0o777)?;
         let at = parent.as_ref().unwrap_or(&self.root);
         let flags =
             OFlags::WRONLY | OFlags::CREATE | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
         let fd = beneath(at, Path::new(name), flags, Mode::from_raw_mode(0o666))?;
-        let stat = rustix::fs::fstat(&fd).map_err(std::io::Error::from)?;
-        if rustix::fs::FileType::from_raw_mode(stat.st_mode) != rustix::fs::FileType::RegularFile {
-            return Err(FileRefusal::NotRegular);
-        }
-        // `st_nlink` is narrower than u64 on some targets.
-        #[allow(clippy::useless_conversion)]
-        let links = u64::from(stat.st_nlink);
-        if links > 1 {
-            return Err(FileRefusal::HardLinked { links });
-        }
-        let mut file = std::fs::File::from(fd);
+        let mut file = std::fs::File::from(single_link(fd)?);
         file.set_len(0)?;
         file.write_all(content)?;
         Ok(())
     }
 
     #[cfg(not(target_os = "linux"))]
-    fn read_relative(&self, _relative: &Path, _cap: u64) -> Result<Vec<u8>, FileRefusal> {
-        Err(FileRefusal::Unsupported)
-    }
-
-    #[cfg(not(target_os = "linux"))]
     fn write_relative(&self, _relative: &Path, _content: &[u8]) -> Result<(), FileRefusal> {
         Err(FileRefusal::Unsupported)
     }
+}
+
+/// `fd` when it is a regular file with one name: a second hard link may be a name outside the
+/// confining directory for the same file (asked of the open file, so no swap fools it).
+#[cfg(target_os = "linux")]
+fn single_link(fd: std::os::fd::OwnedFd) -> Result<std::os::fd::OwnedFd, FileRefusal> {
+    let stat = rustix::fs::fstat(&fd).map_err(std::io::Error::from)?;
+    if rustix::fs::FileType::from_raw_mode(stat.st_mode) != rustix::fs::FileType::RegularFile {
+        return Err(FileRefusal::NotRegular);
+    }
+    // `st_nlink` is narrower than u64 on some targets.
+    #[allow(clippy::useless_conversion)]
+    let links = u64::from(stat.st_nlink);
+    if links > 1 {
+        return Err(FileRefusal::HardLinked { links });
+    }
+    Ok(fd)
 }
 
 /// `openat2(at, relative, flags, mode)` kept beneath `at`, through no symbolic link, with the
@@ -336,6 +415,13 @@ fn beneath(
             Err(e) => Err(std::io::Error::from(e).into()),
         };
     }
+}
+
+/// A number no other temporary file of this process has.
+#[cfg(target_os = "linux")]
+fn unique() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
 /// Finds `program` the way `execvp` would: a path with a slash as is, else on `PATH`.

@@ -48,6 +48,9 @@ pub struct Bwrap {
     pub writable: Vec<PathBuf>,
     /// Directories visible read-only even if they sit under a writable one.
     pub read_only: Vec<PathBuf>,
+    /// Files and folders the agent must not read although the rest of the filesystem is visible
+    /// (a server's token file, its store): an empty file or folder is mounted over each.
+    pub hidden: Vec<PathBuf>,
 }
 
 impl Default for Bwrap {
@@ -57,6 +60,7 @@ impl Default for Bwrap {
             network: true,
             writable: Vec::new(),
             read_only: Vec::new(),
+            hidden: Vec::new(),
         }
     }
 }
@@ -82,6 +86,12 @@ impl Bwrap {
     /// Makes `dir` writable inside the sandbox too.
     pub fn with_writable(mut self, dir: impl Into<PathBuf>) -> Self {
         self.writable.push(dir.into());
+        self
+    }
+
+    /// Hides `path` (a file or folder) from the agent: it reads an empty one there.
+    pub fn with_hidden(mut self, path: impl Into<PathBuf>) -> Self {
+        self.hidden.push(path.into());
         self
     }
 

@@ -35,7 +35,10 @@ use crate::contract::error::AgentError;
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[non_exhaustive]
 pub enum AgentMode {
-    /// The agent's own default mode: the same as choosing none; every backend takes it.
+    /// The agent's own default mode: the same as choosing none. Every backend takes it in a
+    /// request, and `Session::set_mode(AgentMode::Default)` succeeds on a session already in its
+    /// default mode whether or not the agent can switch modes; switching a session *back* to it
+    /// from another mode needs `agent_api.session.mode_switch` (or a session resuming per turn).
     Default,
     /// Read-only planning: the agent may read and think, and changes nothing (no file writes,
     /// no commands that change anything); where the agent asks to leave plan mode, that comes as

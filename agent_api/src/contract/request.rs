@@ -200,6 +200,8 @@ pub struct RunRequest {
     /// The caller's own tools, served to the agent over MCP ([`crate::kit::caller_tools`]); they need
     /// `agent_api.tools.caller.v1`.
     pub caller_tools: Vec<crate::contract::caller_tool::CallerTool>,
+    /// A session to go on from ([`RunRequest::with_snapshot`]); needs `agent_api.session.snapshot`.
+    pub snapshot: Option<std::sync::Arc<crate::contract::snapshot::SessionSnapshot>>,
 }
 
 /// How long permission requests and questions wait for the caller ([`RunRequest::caller_wait`]).
@@ -269,6 +271,13 @@ impl std::fmt::Debug for RunRequest {
             .field("portable", &self.portable)
             .field("launcher", &self.launcher)
             .field("caller_tools", &self.caller_tools)
+            .field(
+                "snapshot",
+                &self
+                    .snapshot
+                    .as_ref()
+                    .map(|s| (&s.agent, &s.native_session_id)),
+            )
             .finish()
     }
 }
@@ -359,6 +368,23 @@ impl RunRequest {
     /// ```
     pub fn with_mode(mut self, mode: impl Into<crate::contract::modes::AgentMode>) -> Self {
         self.mode = Some(mode.into());
+        self
+    }
+
+    /// Goes on with the session `snapshot` holds: the gateway imports it into the run's home
+    /// first ([`AgentBackend::import_snapshot`](crate::AgentBackend::import_snapshot), re-keyed to
+    /// this request's working directory), then the run resumes the agent's own session natively.
+    /// Needs `agent_api.session.snapshot`; replaces the session selector.
+    ///
+    /// ```
+    /// use agent_api::{AgentKind, RunRequest, SessionSnapshot};
+    /// let snapshot = SessionSnapshot::new(AgentKind::new("scripted").unwrap(), "s-1");
+    /// let req = RunRequest::new("and then?").with_snapshot(snapshot);
+    /// assert!(req.required_capabilities().contains(agent_api_capabilities::SESSION_SNAPSHOT));
+    /// ```
+    pub fn with_snapshot(mut self, snapshot: crate::contract::snapshot::SessionSnapshot) -> Self {
+        self.snapshot = Some(std::sync::Arc::new(snapshot));
+        self.session = SessionSelector::New;
         self
     }
 
@@ -535,6 +561,10 @@ impl RunRequest {
         }
         if self.new_session_id.is_some() {
             needed.insert(caps::SESSION_CALLER_ID);
+        }
+        if self.snapshot.is_some() {
+            needed.insert(caps::SESSION_SNAPSHOT);
+            needed.insert(caps::SESSION_RESUME);
         }
         if self.model.is_some() {
             needed.insert(caps::MODEL_SELECTION);

@@ -16,6 +16,7 @@ use crate::contract::error::AgentError;
 use crate::contract::event::AgentWrapperEvent;
 use crate::contract::kind::AgentKind;
 use crate::contract::projection::Projector;
+use crate::contract::spans::{self, RunSpans};
 use crate::contract::universal::UniversalEvent;
 
 /// Token counts and cost of a run, where the agent reports them.
@@ -187,6 +188,26 @@ impl Usage {
         }
     }
 
+    /// Of two reports of one run's usage (a final figure, and what the agent reported while it
+    /// ran), the one with more tokens: a limit is checked against the larger, never the smaller
+    /// (`final_figure` on a tie or when neither counts tokens).
+    ///
+    /// ```
+    /// use agent_api::run::Usage;
+    /// let during = Some(Usage::tokens(6_000, 4_000));
+    /// let at_end = Some(Usage::tokens(5, 5));
+    /// assert_eq!(Usage::larger(at_end, during).unwrap().total_tokens(), Some(10_000));
+    /// assert_eq!(Usage::larger(None, Some(Usage::tokens(1, 1))).unwrap().total_tokens(), Some(2));
+    /// ```
+    pub fn larger(final_figure: Option<Usage>, during: Option<Usage>) -> Option<Usage> {
+        let tokens = |u: &Option<Usage>| u.as_ref().and_then(Usage::total_tokens);
+        if tokens(&during) > tokens(&final_figure) {
+            during
+        } else {
+            final_figure.or(during)
+        }
+    }
+
     /// Input plus output tokens, when either is known.
     pub fn total_tokens(&self) -> Option<u64> {
         match (self.input_tokens, self.output_tokens) {
@@ -253,6 +274,13 @@ pub enum ControlCommand {
         /// The answer.
         answer: QuestionAnswer,
     },
+    /// Add a user message to the running turn ([`RunControl::steer`]).
+    Steer {
+        /// The message's text.
+        text: String,
+        /// Its image files.
+        images: Vec<std::path::PathBuf>,
+    },
 }
 
 /// What kind of command it is, for people (`a permission decision`); the ids stay out, as the
@@ -262,6 +290,7 @@ impl std::fmt::Display for ControlCommand {
         f.write_str(match self {
             Self::Permission { .. } => "a permission decision",
             Self::Question { .. } => "a question's answer",
+            Self::Steer { .. } => "a steering message",
         })
     }
 }
@@ -333,6 +362,52 @@ impl RunControl {
             answer,
         })
         .await
+    }
+
+    /// Steers the running turn: adds `text` as a user message to what the agent is doing, by
+    /// the agent's own means (`agent_api.control.steer`: Codex app-server's `turn/steer`, a user
+    /// message on Claude Code's two-way stream-json), without cancelling anything. It returns once
+    /// the agent has taken the message; the message is then a user message item of the same turn
+    /// in the transcript (a `user` text event in the wrapper view), and the agent reads it at its
+    /// next step. Never emulated: an agent that cannot be steered refuses with
+    /// [`AgentError::UnsupportedCapability`] naming `agent_api.control.steer`, and nothing is sent.
+    ///
+    /// Errors: [`AgentError::NoTurnRunning`] when the turn has ended (or not begun),
+    /// [`AgentError::TurnEndedBeforeSteer`] when it ended before the agent took the message,
+    /// [`AgentError::SteerRefused`] when the agent refused it now.
+    ///
+    /// ```no_run
+    /// # async fn demo(handle: agent_api::RunHandle) -> Result<(), agent_api::AgentError> {
+    /// let control = handle.control();
+    /// control.steer("not that file: edit src/lib.rs instead").await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn steer(&self, text: impl Into<String>) -> Result<(), AgentError> {
+        self.steer_with_images(text, Vec::new()).await
+    }
+
+    /// [`RunControl::steer`] with images (PNG, JPEG, GIF or WebP files; they need
+    /// `agent_api.input.images`, as a prompt's do).
+    pub async fn steer_with_images(
+        &self,
+        text: impl Into<String>,
+        images: Vec<std::path::PathBuf>,
+    ) -> Result<(), AgentError> {
+        let text = text.into();
+        if text.trim().is_empty() && images.is_empty() {
+            return Err(AgentError::InvalidRequest {
+                reason: "a steering message needs text or an image".into(),
+            });
+        }
+        if self.is_cancel_requested() {
+            return Err(AgentError::NoTurnRunning);
+        }
+        self.command(ControlCommand::Steer { text, images })
+            .await
+            .map_err(|e| match e {
+                AgentError::RunFinished => AgentError::NoTurnRunning,
+                other => other,
+            })
     }
 
     pub(crate) async fn command(&self, command: ControlCommand) -> Result<(), AgentError> {
@@ -416,14 +491,16 @@ impl RunHandle {
     }
 
     fn wrapper(self, streaming_answers: bool) -> (WrapperEvents, Completion) {
+        let spans = RunSpans::new(&self.agent_kind);
         let projector = Projector::new(self.agent_kind, self.tools_structured);
         let projector = if streaming_answers {
             projector.streaming_answers()
         } else {
             projector
         };
+        let span = spans.run().clone();
         let events = WrapperEvents {
-            inner: UniversalEvents::new(self.events, self.guard.clone()),
+            inner: UniversalEvents::new(self.events, self.guard.clone(), spans),
             projector,
             pending: Default::default(),
         };
@@ -431,6 +508,7 @@ impl RunHandle {
             events,
             Completion {
                 rx: self.completion,
+                span,
                 _guard: self.guard,
             },
         )
@@ -448,11 +526,14 @@ impl RunHandle {
 
     /// The universal view: [`UniversalEvent`]s, and the completion.
     pub fn into_universal(self) -> (UniversalEvents, Completion) {
-        let events = UniversalEvents::new(self.events, self.guard.clone());
+        let spans = RunSpans::new(&self.agent_kind);
+        let span = spans.run().clone();
+        let events = UniversalEvents::new(self.events, self.guard.clone(), spans);
         (
             events,
             Completion {
                 rx: self.completion,
+                span,
                 _guard: self.guard,
             },
         )
@@ -480,12 +561,18 @@ impl RunHandle {
 /// The universal event stream of a run.
 pub struct UniversalEvents {
     rx: BatchReceiver,
+    /// The run's spans, opened and closed by its events.
+    spans: RunSpans,
     _guard: Arc<RunGuard>,
 }
 
 impl UniversalEvents {
-    fn new(rx: BatchReceiver, guard: Arc<RunGuard>) -> Self {
-        Self { rx, _guard: guard }
+    fn new(rx: BatchReceiver, guard: Arc<RunGuard>, spans: RunSpans) -> Self {
+        Self {
+            rx,
+            spans,
+            _guard: guard,
+        }
     }
 
     /// Bytes of events the run holds for this stream now; never more than the run's buffer
@@ -521,7 +608,11 @@ impl Stream for UniversalEvents {
     type Item = UniversalEvent;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<UniversalEvent>> {
-        self.rx.poll_next(cx)
+        let polled = self.rx.poll_next(cx);
+        if let Poll::Ready(Some(event)) = &polled {
+            self.spans.observe(event);
+        }
+        polled
     }
 }
 
@@ -556,7 +647,10 @@ impl Stream for WrapperEvents {
                 inner,
             } = &mut *self;
             match inner.rx.poll_lend(cx) {
-                Poll::Ready(Some(universal)) => projector.project_into(universal, pending),
+                Poll::Ready(Some(universal)) => {
+                    inner.spans.observe(universal);
+                    projector.project_into(universal, pending)
+                }
                 Poll::Ready(None) => return Poll::Ready(None),
                 Poll::Pending => return Poll::Pending,
             }
@@ -567,6 +661,8 @@ impl Stream for WrapperEvents {
 /// The completion of a run; resolves once, after the event stream's last event.
 pub struct Completion {
     rx: oneshot::Receiver<Result<RunCompletion, AgentError>>,
+    /// The run's span: the completion records its usage or error there.
+    span: tracing::Span,
     _guard: Arc<RunGuard>,
 }
 
@@ -574,13 +670,28 @@ impl std::future::Future for Completion {
     type Output = Result<RunCompletion, AgentError>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        Pin::new(&mut self.rx).poll(cx).map(|r| {
+        let done = Pin::new(&mut self.rx).poll(cx).map(|r| {
             r.unwrap_or_else(|_| {
                 Err(AgentError::Protocol {
                     reason: "the run ended without reporting a completion".into(),
                 })
             })
-        })
+        });
+        if let Poll::Ready(done) = &done {
+            match done {
+                Ok(done) => {
+                    let usage = done.usage.as_ref();
+                    spans::record_usage(
+                        &self.span,
+                        usage.and_then(|u| u.input_tokens),
+                        usage.and_then(|u| u.output_tokens),
+                        usage.and_then(|u| u.model.as_deref()),
+                    );
+                }
+                Err(error) => spans::record_error(&self.span, error),
+            }
+        }
+        done
     }
 }
 

@@ -102,6 +102,20 @@ pub(crate) trait ResumingTurns: Send + Sync {
 pub struct Session {
     agent_kind: AgentKind,
     engine: Engine,
+    /// Exports the session's snapshot (set by the gateway, which knows the backend).
+    snapshots: Option<Arc<dyn SnapshotSource>>,
+    /// What restoring the snapshot the session was opened from did.
+    restored: Option<crate::contract::snapshot::SnapshotImport>,
+}
+
+/// Takes a session's snapshot from its backend (a feature above the contract: `crate::snapshot`).
+#[async_trait::async_trait]
+pub(crate) trait SnapshotSource: Send + Sync {
+    /// The snapshot of the native session `native_session_id`.
+    async fn export(
+        &self,
+        native_session_id: &str,
+    ) -> Result<crate::contract::snapshot::SessionSnapshot, AgentError>;
 }
 
 impl std::fmt::Debug for Session {
@@ -112,13 +126,74 @@ impl std::fmt::Debug for Session {
             .field("native_session_id", &self.native_session_id())
             .field("process_id", &self.process_id())
             .field("launcher", &self.launcher())
+            .field("restored", &self.restored)
             .finish()
     }
 }
 
 impl Session {
     pub(crate) fn new(agent_kind: AgentKind, engine: Engine) -> Self {
-        Self { agent_kind, engine }
+        Self {
+            agent_kind,
+            engine,
+            snapshots: None,
+            restored: None,
+        }
+    }
+
+    /// The session, able to give its snapshot through `source`.
+    pub(crate) fn with_snapshots(
+        mut self,
+        source: Arc<dyn SnapshotSource>,
+        restored: Option<crate::contract::snapshot::SnapshotImport>,
+    ) -> Self {
+        self.snapshots = Some(source);
+        self.restored = restored;
+        self
+    }
+
+    /// The agent's own state for the session, to open it again in another home or on another
+    /// machine ([`crate::RunRequest::with_snapshot`]): take it after a turn's completion has
+    /// resolved (a turn in progress is still being written). Needs `agent_api.session.snapshot`
+    /// and a session opened through [`crate::Gateway::open_session`]; `InvalidRequest` before
+    /// the agent has reported its session id.
+    ///
+    /// ```
+    /// # async fn demo(here: agent_api::Gateway, elsewhere: agent_api::Gateway, kind: agent_api::AgentKind) -> Result<(), agent_api::AgentError> {
+    /// use agent_api::{RunRequest, SessionSnapshot};
+    /// let mut first = here.open_session(&kind, RunRequest::new("")).await?;
+    /// first.send("My name is Ada").await?.collect_wrapper().await.1?;
+    /// let bytes = first.snapshot().await?.to_bytes()?; // keep them anywhere
+    /// first.close().await?;
+    ///
+    /// // Another home, another machine: the session goes on, natively.
+    /// let snapshot = SessionSnapshot::from_bytes(&bytes)?;
+    /// let mut again = elsewhere.open_session(&kind, RunRequest::new("").with_snapshot(snapshot)).await?;
+    /// again.send("What is my name?").await?.collect_wrapper().await.1?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn snapshot(&self) -> Result<crate::contract::snapshot::SessionSnapshot, AgentError> {
+        let Some(source) = &self.snapshots else {
+            return Err(AgentError::InvalidRequest {
+                reason: "this session was not opened through a Gateway, which takes its snapshots"
+                    .into(),
+            });
+        };
+        let Some(id) = self.native_session_id() else {
+            return Err(AgentError::InvalidRequest {
+                reason:
+                    "the agent has not reported its session id yet: take a snapshot after a turn"
+                        .into(),
+            });
+        };
+        source.export(&id).await
+    }
+
+    /// What restoring the snapshot this session was opened from did (files written, and files
+    /// kept because the home held a newer copy: newest wins); `None` for a session not opened
+    /// from a snapshot.
+    pub fn restored(&self) -> Option<&crate::contract::snapshot::SnapshotImport> {
+        self.restored.as_ref()
     }
 
     /// The backend of the session.

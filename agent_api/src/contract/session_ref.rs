@@ -89,6 +89,27 @@ impl SessionRef {
         }
     }
 
+    /// Fails before spawning when the id could be read as anything but an id: a flag (`-…`), a
+    /// path (`/`, `\\`, a leading `.`), whitespace or control characters, or longer than 256
+    /// bytes. Every agent's ids (UUIDs, `ses_…`, `T-…`, ACP's strings) fit; a backend narrows it
+    /// further with [`crate::AgentBackend::check_session`].
+    pub fn check_id(&self) -> Result<(), AgentError> {
+        let id = &self.id;
+        let plain = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | ':');
+        if id.len() > 256
+            || !id.starts_with(|c: char| c.is_ascii_alphanumeric())
+            || !id.chars().all(plain)
+        {
+            return Err(AgentError::InvalidRequest {
+                reason: format!(
+                    "`{}` is not a session id: one is 1 to 256 letters, digits, `-`, `_`, `.` or `:`, starting with a letter or digit",
+                    crate::contract::bounds::utf8_prefix(&id.escape_debug().to_string(), 64)
+                ),
+            });
+        }
+        Ok(())
+    }
+
     /// The session's working directory, if the handle has one.
     pub fn working_dir(&self) -> Option<&Path> {
         self.working_dir.as_deref()
@@ -204,5 +225,43 @@ mod tests {
             .check_agent(&codex)
             .is_ok());
         assert!(SessionRef::native("t").check_agent(&claude).is_ok());
+    }
+
+    #[test]
+    fn an_id_that_could_read_as_a_flag_or_a_path_is_refused() {
+        for good in [
+            "cd13f027-f751-4948-87e6-a722e591af62",
+            "ses_1a2B",
+            "T-0f3c",
+            "scripted-12-3",
+            "acp:session.4",
+        ] {
+            assert!(SessionRef::native(good).check_id().is_ok(), "{good}");
+        }
+        let long = "a".repeat(257);
+        for bad in [
+            "",
+            "--dangerously-skip-permissions",
+            "-r",
+            "../../../../etc/passwd",
+            "/etc/passwd",
+            "a/b",
+            "a\\b",
+            ".",
+            "..",
+            ".hidden",
+            "a b",
+            "a\nb",
+            "a\u{200b}b",
+            long.as_str(),
+        ] {
+            assert!(
+                matches!(
+                    SessionRef::native(bad).check_id(),
+                    Err(AgentError::InvalidRequest { .. })
+                ),
+                "{bad:?}"
+            );
+        }
     }
 }

@@ -29,7 +29,9 @@ use super::transport::{wait_exit, Lifecycle, StdinQueue};
 use crate::contract::budget::{self, BatchSender, EVENTS_PER_BATCH};
 use crate::contract::error::AgentError;
 use crate::contract::error::TimeoutLimits;
-use crate::contract::run::{ControlMessage, RunCompletion, RunControl, RunGuard, RunHandle};
+use crate::contract::run::{
+    ControlCommand, ControlMessage, RunCompletion, RunControl, RunGuard, RunHandle,
+};
 use crate::contract::universal::{Transcript, UniversalEvent};
 use output::Output;
 
@@ -44,6 +46,7 @@ mod finish;
 mod output;
 mod session;
 mod settings;
+mod steer;
 #[cfg(test)]
 mod tests;
 
@@ -190,6 +193,8 @@ struct Core {
     escalate_at: Option<Instant>,
     escalation_stage: u8,
     oversized_lines: u64,
+    /// The longest of them, in bytes.
+    longest_oversized_line: u64,
     replay_stderr: StderrCapture,
     /// Why the run fails regardless of what the protocol says; once set, the protocol is not
     /// called again.
@@ -206,6 +211,8 @@ struct Core {
     turn_end: Option<Result<RunCompletion, AgentError>>,
     /// Deadlines of the requests that wait for the caller.
     caller_waits: caller_wait::CallerWaits,
+    /// Steering messages the agent has not acknowledged yet.
+    steers: steer::PendingSteers,
     clock: Clock,
 }
 
@@ -259,6 +266,7 @@ impl Core {
             escalate_at: None,
             escalation_stage: 0,
             oversized_lines: 0,
+            longest_oversized_line: 0,
             replay_stderr: StderrCapture::default(),
             fatal: None,
             source_done: false,
@@ -267,6 +275,7 @@ impl Core {
             closed_deadline: None,
             turn_end: None,
             caller_waits,
+            steers: Default::default(),
             follower,
         };
         (
@@ -326,6 +335,9 @@ impl Core {
         }
         if outbox.shutdown && self.escalate_at.is_none() {
             self.escalate_at = Some(deadline_after(self.settings.shutdown_grace));
+        }
+        for (id, result) in outbox.steer_answers {
+            self.steer_answered(id, result);
         }
         if let Some(end) = outbox.turn_end {
             self.turn_end.get_or_insert(end);
@@ -409,6 +421,7 @@ impl Core {
             }
             SourceItem::Line(Line::Oversize { bytes }) => {
                 self.oversized_lines += 1;
+                self.longest_oversized_line = self.longest_oversized_line.max(bytes);
                 let detail = format!(
                     "a native line of {bytes} bytes exceeded the {}-byte line cap and was skipped",
                     self.settings.line_cap
@@ -520,6 +533,11 @@ impl Core {
                 }
             }
             Some(ControlMessage::Cancel) => self.begin_stop(Stop::Cancelled),
+            Some(ControlMessage::Command(ControlCommand::Steer { text, images }, reply)) => {
+                let mut prompt = crate::contract::request::Prompt::from(text);
+                prompt.images = images;
+                self.on_steer(prompt, reply)
+            }
             Some(ControlMessage::Command(command, reply)) => {
                 let result = self
                     .with_ctx(|p, ctx| p.on_control(command, ctx))

@@ -41,6 +41,19 @@
 //! [`hitl`] applies the request's policy, [`PermissionPolicy::Ask`](crate::PermissionPolicy::Ask)
 //! unless set.
 //!
+//! Two calls a new backend easily misses: a two-way protocol (the agent reads its stdin for
+//! answers, permissions or later turns) needs [`CommandSpec::with_stdin`], or the agent's stdin
+//! is closed at spawn; and the transcript holds what was asked only when the protocol writes it:
+//! the run's prompt, and each message a warm session's [`Protocol::send_turn`] sends, go in with
+//! [`Transcript::user_message`](crate::kit::transcript::Transcript::user_message) once the
+//! session has started (the scripted agent's protocol does it at its session line).
+//!
+//! Check a backend with the conformance crate (`tests/conformance`): `record` and
+//! `assert_conformant` check one run against the specs; `capabilities::assert_backend_conformant`
+//! exercises each capability the backend advertises that a run can show (text, streaming deltas,
+//! usage, cancel, resume, a warm session, modes and their switch), fails naming each that does
+//! not hold, and lists the rest as unchecked, for the backend's own tests to prove.
+//!
 //! A new backend also joins the workspace's shared harnesses (see the README's "Writing a
 //! backend"): the converter property tests (`tests/conformance/tests/converter_props.rs`), the
 //! secret-sentinel test (`tests/conformance/tests/secrets.rs`), the fault table (`spec/faults.md`) and
@@ -65,6 +78,7 @@ mod protocol;
 pub mod rate_limit;
 mod reap;
 pub mod replay;
+pub mod snapshot;
 pub mod sse;
 pub mod stderr;
 pub(crate) mod timeouts;
@@ -77,7 +91,7 @@ pub use command::CommandSpec;
 pub use driver::{start_run, start_session, RunSettings, DEFAULT_INPUT_LIMIT};
 pub use protocol::{
     describe_json_error, parse_typed, parse_value, Ctx, ExitInfo, LineStr, Protocol,
-    ProtocolHarness, Unparsed,
+    ProtocolHarness, Steering, Unparsed,
 };
 pub use transport::{line_source, AgentPipes, LineSource, SourceItem, Transport};
 
@@ -99,6 +113,6 @@ pub mod transcript {
     //! [`Transcript`], which numbers, bounds, masks and emits the events.
     pub use crate::contract::universal::{
         replacement_diff, shell_fields, NewItem, SessionEnd, Transcript, TranscriptLimits,
-        SHELL_FIELD_BOUND,
+        COMMAND_BOUND, SHELL_FIELD_BOUND,
     };
 }

@@ -11,7 +11,10 @@ use super::launch::{FarGroup, Launcher};
 use crate::contract::error::AgentError;
 
 pub(crate) use super::command::CommandSpec;
-pub use super::reap::{descendants, kill_tree, signal_group, RUN_MARKER_VAR};
+pub use super::reap::{
+    descendants, kill_tree, owner_alive, owner_token, signal_group, stop_orphans, stop_orphans_of,
+    OWNER_VAR, RUN_MARKER_VAR,
+};
 pub(crate) use crate::contract::files::{check_working_dir, resolve_program};
 
 /// A spawned agent: the child (leader of its own process group) and its group id. Dropping it
@@ -30,6 +33,17 @@ pub struct ProcessGroupChild {
     launcher: Launcher,
     /// The spec's [`CommandSpec::keep_alive`]: dropped after the group is killed.
     _keep_alive: Vec<Arc<dyn std::any::Any + Send + Sync>>,
+    /// The `agent_process` span, from the spawn to the group's end.
+    span: tracing::Span,
+}
+
+/// Agent process groups this process holds now (spawned, not yet dropped).
+static RUNNING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// How many agent process groups this process holds now: spawned by [`spawn`] and not yet
+/// dropped (each is killed when dropped). A server reports it as a gauge.
+pub fn running() -> usize {
+    RUNNING.load(std::sync::atomic::Ordering::Relaxed)
 }
 
 impl ProcessGroupChild {
@@ -68,6 +82,12 @@ impl Drop for ProcessGroupChild {
         if let Some(far) = &self.far {
             far.begin_stop();
         }
+        if let Ok(Some(status)) = self.child.try_wait() {
+            if let Some(code) = status.code() {
+                self.span.record("process.exit.code", code);
+            }
+        }
+        RUNNING.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
     }
 }
 
@@ -139,6 +159,7 @@ pub fn spawn(spec: &CommandSpec) -> Result<ProcessGroupChild, AgentError> {
     .stdout(Stdio::piped())
     .stderr(Stdio::piped())
     .env(RUN_MARKER_VAR, marker_value)
+    .env(OWNER_VAR, owner_token())
     .process_group(0)
     .kill_on_drop(true);
     // SAFETY: the closure runs in the child between fork and exec and only calls
@@ -173,6 +194,21 @@ pub fn spawn(spec: &CommandSpec) -> Result<ProcessGroupChild, AgentError> {
         super::launch::write_preamble(&mut child, &preamble, spec.stdin)?;
     }
     let pgid = child.id().map(|id| id as i32).unwrap_or(0);
+    // The program's name only: its arguments may hold a prompt, its path a user's name.
+    let name = Path::new(&spec.program)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let span = tracing::info_span!(
+        target: "agent_api::process",
+        "agent_process",
+        otel.name = %format_args!("agent process {name}"),
+        process.executable.name = %name,
+        process.pid = pgid,
+        process.exit.code = tracing::field::Empty,
+        agent_api.launcher = %spec.launcher,
+    );
+    RUNNING.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     Ok(ProcessGroupChild {
         child,
         pgid,
@@ -180,6 +216,7 @@ pub fn spawn(spec: &CommandSpec) -> Result<ProcessGroupChild, AgentError> {
         far,
         launcher: spec.launcher.clone(),
         _keep_alive: spec.keep_alive.clone(),
+        span,
     })
 }
 

@@ -98,6 +98,10 @@ pub trait Protocol: Send + 'static {
         Err(match command {
             ControlCommand::Permission { id, .. } => AgentError::UnknownPermission { id },
             ControlCommand::Question { id, .. } => AgentError::UnknownQuestion { id },
+            ControlCommand::Steer { .. } => AgentError::UnsupportedCapability {
+                kind: self.name().to_string(),
+                capability: agent_api_capabilities::CONTROL_STEER.into(),
+            },
         })
     }
 
@@ -127,6 +131,21 @@ pub trait Protocol: Send + 'static {
         })
     }
 
+    /// Steers the running turn ([`crate::RunControl::steer`], `agent_api.control.steer`): send
+    /// `prompt` to the agent by its own means, as part of the turn in progress, and put it in the
+    /// transcript as a user message of that turn (unless the agent reports it natively). Return
+    /// [`Steering::Taken`] when sending it is all the agent needs, or [`Steering::Awaiting`] with
+    /// a number of the protocol's choosing when the agent acknowledges it later (then report that
+    /// with [`Ctx::steer_answered`]); refuse with [`AgentError::NoTurnRunning`] between turns.
+    /// The default refuses: the protocol cannot be steered (never emulate it by cancelling).
+    fn steer(&mut self, prompt: &Prompt, ctx: &mut Ctx<'_>) -> Result<Steering, AgentError> {
+        let _ = (prompt, ctx);
+        Err(AgentError::UnsupportedCapability {
+            kind: self.name().to_string(),
+            capability: agent_api_capabilities::CONTROL_STEER.into(),
+        })
+    }
+
     /// Sends the agent's soft interrupt, if it has one; returns whether it did. The driver
     /// terminates the process group after the cancel grace period either way.
     fn interrupt(&mut self, ctx: &mut Ctx<'_>) -> bool {
@@ -136,6 +155,17 @@ pub trait Protocol: Send + 'static {
 
     /// The agent's output ended and its process exited: report how the run went.
     fn finish(&mut self, exit: &ExitInfo, ctx: &mut Ctx<'_>) -> Result<RunCompletion, AgentError>;
+}
+
+/// How a protocol took a steering message ([`Protocol::steer`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Steering {
+    /// The agent has it: `RunControl::steer` returns now.
+    Taken,
+    /// The agent acknowledges it later: `RunControl::steer` waits for [`Ctx::steer_answered`]
+    /// with this number (or fails with `TurnEndedBeforeSteer` when the turn ends first).
+    Awaiting(u64),
 }
 
 /// Parses a native line into a `Value`; a line that is not JSON becomes [`Unparsed`].
@@ -232,6 +262,7 @@ pub(super) struct Outbox {
     pub(super) shutdown: bool,
     pub(super) turn_end: Option<Result<RunCompletion, AgentError>>,
     pub(super) follow_log: Option<std::path::PathBuf>,
+    pub(super) steer_answers: Vec<(u64, Result<(), AgentError>)>,
 }
 
 impl Outbox {
@@ -242,6 +273,7 @@ impl Outbox {
             && !self.shutdown
             && self.turn_end.is_none()
             && self.follow_log.is_none()
+            && self.steer_answers.is_empty()
     }
 }
 
@@ -290,6 +322,12 @@ impl<'a> Ctx<'a> {
     /// native session id are filled from this turn's transcript. The first report of a turn wins.
     pub fn end_turn(&mut self, result: Result<RunCompletion, AgentError>) {
         self.outbox.turn_end.get_or_insert(result);
+    }
+
+    /// The agent answered the steering message the protocol took as [`Steering::Awaiting`]
+    /// `id`: `Ok` once it has it, or why not. An unknown id is ignored.
+    pub fn steer_answered(&mut self, id: u64, result: Result<(), AgentError>) {
+        self.outbox.steer_answers.push((id, result));
     }
 }
 
@@ -351,6 +389,11 @@ impl ProtocolHarness {
         self.outbox.turn_end.take()
     }
 
+    /// The steering answers the protocol reported ([`Ctx::steer_answered`]) since the last call.
+    pub fn take_steer_answers(&mut self) -> Vec<(u64, Result<(), AgentError>)> {
+        std::mem::take(&mut self.outbox.steer_answers)
+    }
+
     /// Whether the protocol closed the agent's stdin (or asked for shutdown).
     pub fn input_closed(&self) -> bool {
         self.outbox.close_input
@@ -369,6 +412,10 @@ pub struct ExitInfo {
     pub stderr: StderrCapture,
     /// How many native lines were skipped for exceeding the line cap.
     pub oversized_lines: u64,
+    /// The longest of them, in bytes (0 when none was).
+    pub longest_oversized_line: u64,
+    /// The line cap the run read with, in bytes.
+    pub line_cap: usize,
     /// Whether the driver stopped the run (cancel, timeout, drop).
     pub stopped_by_daemon: bool,
 }
@@ -379,8 +426,16 @@ impl ExitInfo {
         self.exit_code == Some(0)
     }
 
-    /// The error for a process that ended before its protocol finished.
+    /// The error for a process that ended before its protocol finished. An agent that exited
+    /// cleanly after a line over the cap was skipped lost what that line said (its answer, a
+    /// structured answer, its result): that, not the exit, is the reason.
     pub fn early_exit_error(&self) -> AgentError {
+        if self.oversized_lines > 0 && self.success() {
+            return AgentError::LineOverCap {
+                bytes: self.longest_oversized_line,
+                cap: self.line_cap as u64,
+            };
+        }
         AgentError::ProcessExited {
             exit_code: self.exit_code,
             signal: self.signal,

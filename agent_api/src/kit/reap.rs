@@ -17,6 +17,83 @@
 /// Environment variable set in every agent's environment to the run's unique marker.
 pub const RUN_MARKER_VAR: &str = "AGENT_API_RUN";
 
+/// Environment variable set in every agent's environment to its owner's identity
+/// ([`owner_token`]): the process that spawned it, as `<pid>.<start time>`, so that agents whose
+/// owner died (killed with SIGKILL: nothing of its own could stop them) are found and stopped
+/// ([`stop_orphans`]) by a watchdog or by the next process that starts.
+pub const OWNER_VAR: &str = "AGENT_API_OWNER";
+
+/// This process's identity as [`OWNER_VAR`] holds it: `<pid>.<start time in clock ticks since
+/// boot>` (the pair no other process has, even after the pid is reused).
+pub fn owner_token() -> String {
+    static TOKEN: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    TOKEN
+        .get_or_init(|| {
+            let pid = std::process::id() as i32;
+            format!("{pid}.{}", start_time(pid).unwrap_or(0))
+        })
+        .clone()
+}
+
+/// The start time of process `pid` (`/proc/PID/stat` field 22), if it runs.
+fn start_time(pid: i32) -> Option<u64> {
+    #[cfg(target_os = "linux")]
+    {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        // `pid (comm) state …`: comm may hold spaces, so count after the last `)`; field 22 is
+        // the 20th after it.
+        stat.get(stat.rfind(')')? + 1..)?
+            .split_whitespace()
+            .nth(19)?
+            .parse()
+            .ok()
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = pid;
+        None
+    }
+}
+
+/// Whether the owner an [`OWNER_VAR`] value ([`owner_token`]) names still runs.
+pub fn owner_alive(token: &str) -> bool {
+    let Some((pid, start)) = token.split_once('.') else {
+        return true;
+    };
+    let (Ok(pid), Ok(start)) = (pid.parse::<i32>(), start.parse::<u64>()) else {
+        return true;
+    };
+    // An owner whose start time could not be read is never taken for gone.
+    if start == 0 {
+        return true;
+    }
+    start_time(pid) == Some(start)
+}
+
+/// Stops (SIGKILL, with their descendants) every agent whose owner no longer runs: those a
+/// process killed with SIGKILL left behind. Returns how many processes were stopped. Only this
+/// user's processes can be read, and so stopped; agents on the far side of a launcher are not
+/// seen. Does nothing off Linux.
+pub fn stop_orphans() -> usize {
+    #[cfg(target_os = "linux")]
+    return linux::stop_owned(&|owner: &str| !owner_alive(owner));
+    #[cfg(not(target_os = "linux"))]
+    0
+}
+
+/// Stops every agent (and its descendants) that `owner` (an [`owner_token`]) spawned, once it
+/// no longer runs: what a watchdog does when the process it watches is gone. Returns how many
+/// processes were stopped; none while `owner` runs.
+pub fn stop_orphans_of(owner: &str) -> usize {
+    if owner_alive(owner) {
+        return 0;
+    }
+    #[cfg(target_os = "linux")]
+    return linux::stop_owned(&|found: &str| found == owner);
+    #[cfg(not(target_os = "linux"))]
+    0
+}
+
 /// A fresh marker for one run (random; kept as a number, shown as 16 hex digits).
 pub(super) fn new_marker() -> u64 {
     uuid::Uuid::new_v4().as_u64_pair().0
@@ -131,11 +208,18 @@ mod linux {
             .filter(|p| p.pid != me && carries(p.pid, &needle))
             .map(|p| p.pid)
             .collect();
-        // Close over parent links: children of anything found are found too (a child that
-        // cleared its environment is still found through its parent).
+        with_children(&mut found, &all, me);
+        all.into_iter()
+            .filter(|p| p.pid != root && found.contains(&p.pid))
+            .collect()
+    }
+
+    /// Closes `found` over parent links: children of anything found are found too (a child that
+    /// cleared its environment is still found through its parent), never `me`.
+    fn with_children(found: &mut BTreeSet<i32>, all: &[Proc], me: i32) {
         loop {
             let before = found.len();
-            for p in &all {
+            for p in all {
                 if p.pid != me && found.contains(&p.ppid) {
                     found.insert(p.pid);
                 }
@@ -144,9 +228,45 @@ mod linux {
                 break;
             }
         }
-        all.into_iter()
-            .filter(|p| p.pid != root && found.contains(&p.pid))
-            .collect()
+    }
+
+    /// The owner token (`OWNER_VAR`) in the environment of `pid`, if any.
+    fn owner_of(pid: i32) -> Option<String> {
+        let env = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+        let prefix = format!("{}=", crate::kit::reap::OWNER_VAR).into_bytes();
+        env.split(|b| *b == 0)
+            .find_map(|var| var.strip_prefix(prefix.as_slice()))
+            .map(|value| String::from_utf8_lossy(value).into_owned())
+    }
+
+    /// SIGKILLs every process whose owner token `stale` accepts, and every descendant of those,
+    /// looking again until none is left; returns how many were signalled.
+    pub(super) fn stop_owned(stale: &dyn Fn(&str) -> bool) -> usize {
+        let me = std::process::id() as i32;
+        let mut stopped = BTreeSet::new();
+        for _ in 0..5 {
+            let all = processes();
+            let mut found: BTreeSet<i32> = all
+                .iter()
+                .filter(|p| p.pid != me)
+                .filter(|p| owner_of(p.pid).is_some_and(|owner| stale(&owner)))
+                .map(|p| p.pid)
+                .collect();
+            with_children(&mut found, &all, me);
+            found.retain(|pid| !stopped.contains(pid));
+            if found.is_empty() {
+                break;
+            }
+            for pid in &found {
+                // SAFETY: kill(2) only sends a signal.
+                unsafe {
+                    libc::kill(*pid, libc::SIGKILL);
+                }
+            }
+            stopped.extend(found);
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        stopped.len()
     }
 
     pub(super) fn kill_descendants(root: i32, marker: u64) {

@@ -357,9 +357,21 @@ impl Acp {
                 self.send_prompt(ctx);
             }
             Some(Pending::Prompt) => {
-                self.usage = usage_of(&result).or(self.usage.take());
-                let response: PromptResponse = serde_json::from_value(result)?;
-                self.turn_ended(ctx, response.stop_reason);
+                // The response's figure may be smaller than the calls reported while the turn
+                // ran: the larger counts (limits are checked against it).
+                self.usage = Usage::larger(usage_of(&result), self.usage.take());
+                // Only the stop reason is needed to end the turn: an optional field this schema
+                // reads otherwise (an unstable `usage` missing a count) must not leave it open.
+                let stop = result
+                    .get("stopReason")
+                    .cloned()
+                    .map(serde_json::from_value::<StopReason>);
+                match stop {
+                    Some(Ok(stop)) => self.turn_ended(ctx, stop),
+                    _ => {
+                        let _: PromptResponse = serde_json::from_value(result)?;
+                    }
+                }
             }
             Some(Pending::Other) | None => {}
         }

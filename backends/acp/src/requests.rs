@@ -267,7 +267,12 @@ impl Requests {
                 fields.raw_input.as_ref(),
                 &title,
             );
-            details = details.command(shell.command).cwd(shell.cwd);
+            // The whole command (the item's is cut): the request says when it is cut, and by how much.
+            let whole = match fields.raw_input.as_ref() {
+                Some(input) => agent_api::kit::transcript::shell_fields(input).0,
+                None => Some(title.clone()),
+            };
+            details = details.command(whole.or(shell.command)).cwd(shell.cwd);
         }
         let action = format!("{}: {}", kind_name(kind), utf8_prefix(&title, 256));
         let options: Vec<Value> = request

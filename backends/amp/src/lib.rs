@@ -324,6 +324,7 @@ impl AgentBackend for AmpBackend {
             caps::EVENTS_LIVE,
             caps::CONTROL_CANCEL,
             caps::SESSION_RESUME,
+            caps::SESSION_SNAPSHOT,
             caps::SESSION_WARM,
             caps::TOOLS_STRUCTURED_V1,
             caps::CALLER_TOOLS,
@@ -374,6 +375,32 @@ impl AgentBackend for AmpBackend {
         let (mut settings, transport, protocol) = self.launch(&request, false).await?;
         settings.hold(tools);
         Ok(start_run(settings, transport, Box::new(protocol)))
+    }
+
+    /// Amp keeps its threads in its service, not in the home: a snapshot is the thread id alone
+    /// ([`agent_api::snapshot::Continuity::Service`]), and any home signed in to the same account
+    /// goes on with it.
+    async fn export_snapshot(
+        &self,
+        request: &RunRequest,
+        session: &agent_api::request::SessionRef,
+    ) -> Result<agent_api::SessionSnapshot, AgentError> {
+        let _ = request;
+        agent_api::snapshot::check_session_id(&session.id)?;
+        Ok(agent_api::SessionSnapshot::new(KIND, session.id.clone())
+            .in_working_dir(session.working_dir.clone())
+            .with_continuity(agent_api::snapshot::Continuity::Service))
+    }
+
+    /// Nothing to write: the thread is in Amp's service.
+    async fn import_snapshot(
+        &self,
+        request: &RunRequest,
+        snapshot: &agent_api::SessionSnapshot,
+    ) -> Result<agent_api::snapshot::SnapshotImport, AgentError> {
+        let _ = request;
+        snapshot.check_agent(&KIND)?;
+        Ok(agent_api::snapshot::SnapshotImport::default())
     }
 
     async fn open_session(&self, request: RunRequest) -> Result<Session, AgentError> {

@@ -391,6 +391,30 @@ async fn three_turns_on_one_live_process() {
     session.close().await.unwrap();
 }
 
+/// `AgentMode::Default` is taken by every backend: a warm Amp session, which cannot switch
+/// modes, takes `set_mode(Default)` while it is in its default mode, and refuses any other.
+#[tokio::test]
+async fn a_session_without_mode_switching_takes_the_default_mode_it_is_in() {
+    use agent_api::request::AgentMode;
+    let backend = backend("multiturn.session.jsonl");
+    assert!(!backend
+        .capabilities()
+        .contains(agent_api::capabilities::SESSION_MODE_SWITCH));
+    let mut session = backend.open_session(RunRequest::new("")).await.unwrap();
+    session.set_mode(AgentMode::Default).await.unwrap();
+    let refused = session.set_mode(AgentMode::Plan).await;
+    assert!(
+        matches!(refused, Err(AgentError::UnsupportedCapability { .. })),
+        "{refused:?}"
+    );
+    let turn = record(session.send("What is 1+1?").await.unwrap()).await;
+    assert_eq!(
+        turn.completion.as_ref().unwrap().final_text.as_deref(),
+        Some("2.")
+    );
+    session.close().await.unwrap();
+}
+
 #[tokio::test]
 async fn no_key_fails_before_spawning() {
     let backend = AmpBackend::new(
@@ -492,5 +516,41 @@ async fn a_structured_answer_is_parsed_and_one_that_does_not_fit_is_a_typed_erro
             .filter(|e| e.is_terminal_error())
             .count(),
         1
+    );
+}
+
+#[tokio::test]
+async fn a_snapshot_is_the_thread_id_alone_and_a_run_from_it_resumes_the_thread() {
+    let thread = "T-5f1c0a2e-7d1b-4c55-9a39-2b8e5e0c1a01";
+    let backend = backend("text.stdout.jsonl");
+    let session = agent_api::request::SessionRef::native(thread);
+    let snapshot = backend
+        .export_snapshot(&RunRequest::new(""), &session)
+        .await
+        .unwrap();
+    assert_eq!(
+        snapshot.continuity,
+        agent_api::snapshot::Continuity::Service
+    );
+    assert!(snapshot.files.is_empty());
+    let bytes = snapshot.to_bytes().unwrap();
+    let snapshot = agent_api::SessionSnapshot::from_bytes(&bytes).unwrap();
+    let mut gateway = agent_api::Gateway::new();
+    gateway.register(std::sync::Arc::new(backend)).unwrap();
+    let handle = gateway
+        .run(
+            &agent_api_amp::KIND,
+            RunRequest::new("Again").with_snapshot(snapshot),
+        )
+        .await
+        .unwrap();
+    let run = record(handle).await;
+    assert_eq!(
+        run.completion
+            .as_ref()
+            .unwrap()
+            .native_session_id
+            .as_deref(),
+        Some(thread)
     );
 }

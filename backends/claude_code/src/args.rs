@@ -297,6 +297,9 @@ pub fn invocation(
                 "stream-json",
                 "--permission-prompt-tool",
                 "stdio",
+                // Each user message comes back once the CLI takes it: a steering message's
+                // acknowledgement (`agent_api.control.steer`).
+                "--replay-user-messages",
             ])
             .with_stdin();
     }
@@ -493,6 +496,7 @@ mod tests {
         assert!(args
             .windows(2)
             .any(|w| w == ["--permission-prompt-tool", "stdio"]));
+        assert!(args.iter().any(|a| a == "--replay-user-messages"));
         assert!(!args.iter().any(|a| a.contains("secret prompt")));
     }
 

@@ -1,6 +1,7 @@
 //! Claude Code's stream-json dialect ([`DIALECT`]): its tools, one table read by the permission
 //! path, the tools facet, print mode's pre-approved tools and the deny list, and its quirks
-//! (it speaks the control protocol, its user messages carry images).
+//! (it speaks the control protocol, its user messages carry images, a user message sent mid-turn
+//! joins the turn).
 
 use agent_api::kit::tool_table::{Tool, ToolTable};
 use agent_api::request::ToolCategory;
@@ -43,4 +44,6 @@ pub const TOOLS: ToolTable = ToolTable::new(&[
 .mcp_prefix("mcp__");
 
 /// Claude Code's dialect: the control protocol on stdin, images in user messages.
-pub const DIALECT: Dialect = Dialect::new("claude_code.stream_json", TOOLS).with_images();
+pub const DIALECT: Dialect = Dialect::new("claude_code.stream_json", TOOLS)
+    .with_images()
+    .steerable();

@@ -69,7 +69,7 @@ impl ClaudeSessionStore {
             .collect()
     }
 
-    fn find(&self, id: &str) -> Result<PathBuf, AgentError> {
+    pub(crate) fn find(&self, id: &str) -> Result<PathBuf, AgentError> {
         history::check_session_id(id)?;
         let name = format!("{id}.jsonl");
         self.session_files()

@@ -41,6 +41,7 @@
 pub mod args;
 mod dialect;
 pub mod history;
+pub mod snapshot;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -189,11 +190,13 @@ impl AgentBackend for ClaudeCodeBackend {
             caps::EVENTS,
             caps::EVENTS_LIVE,
             caps::CONTROL_CANCEL,
+            caps::CONTROL_STEER,
             caps::SESSION_RESUME,
             caps::SESSION_FORK,
             caps::SESSION_CALLER_ID,
             caps::SESSION_WARM,
             caps::SESSION_RESUME_PER_TURN,
+            caps::SESSION_SNAPSHOT,
             caps::SESSION_MODE_SWITCH,
             caps::TOOLS_STRUCTURED_V1,
             caps::CALLER_TOOLS,
@@ -299,6 +302,47 @@ impl AgentBackend for ClaudeCodeBackend {
             .in_mode(request.mode.as_ref());
         let transport = Transport::spawn(&invocation.spec, settings.line_cap)?;
         Ok(start_session(settings, transport, Box::new(protocol)))
+    }
+
+    /// Claude Code's session ids are UUIDs; a session the backend's own store does not hold is
+    /// not found before anything runs, when the run reads that store (this machine, the
+    /// backend's home).
+    fn check_session(&self, request: &RunRequest) -> Result<(), AgentError> {
+        let Some(session) = request.session.session_ref() else {
+            return Ok(());
+        };
+        if !agent_api::kit::is_uuid(&session.id) {
+            return Err(AgentError::InvalidRequest {
+                reason: "Claude Code's session ids are UUIDs".into(),
+            });
+        }
+        let own_store = matches!(
+            request.launcher,
+            None | Some(agent_api::request::Launcher::Local)
+        ) && request.home == agent_api::request::Home::Inherit
+            && !["HOME", "CLAUDE_CONFIG_DIR"]
+                .iter()
+                .any(|key| request.env.contains_key(*key));
+        match history::ClaudeSessionStore::for_config(&self.config) {
+            Some(store) if own_store => store.find(&session.id).map(drop),
+            _ => Ok(()),
+        }
+    }
+
+    async fn export_snapshot(
+        &self,
+        request: &RunRequest,
+        session: &agent_api::request::SessionRef,
+    ) -> Result<agent_api::SessionSnapshot, AgentError> {
+        snapshot::export(&self.config, request, session).await
+    }
+
+    async fn import_snapshot(
+        &self,
+        request: &RunRequest,
+        snapshot: &agent_api::SessionSnapshot,
+    ) -> Result<agent_api::snapshot::SnapshotImport, AgentError> {
+        snapshot::import(&self.config, request, snapshot).await
     }
 
     fn session_store(&self) -> Option<std::sync::Arc<dyn agent_api::history::SessionStore>> {

@@ -996,15 +996,15 @@ fn file_edit_permissions_carry_the_file_and_a_diff() {
     assert_eq!(bash.details.diff, None);
 }
 
-/// A permission's command is the tool call's: cut to the shell-field bound by the kit (not by
+/// A permission's command is the tool call's: cut only over the command bound, by the kit (not by
 /// the backend), and masked by the one redactor the tools facet uses.
 #[test]
-fn a_key_in_a_permission_command_is_masked_and_a_long_command_cut_where_the_tools_facet_cuts() {
+fn a_key_in_a_permission_command_is_masked_and_a_command_over_the_bound_cut_with_its_length() {
     use agent_api::kit::Protocol;
     let key = "sk-ant-api03-SENTINELSENTINELSENTINEL";
     let long = format!(
         "curl -H 'Authorization: Bearer {key}' https://example.invalid/{}",
-        "x".repeat(8 << 10)
+        "x".repeat(20 << 10)
     );
     let mut protocol = StreamJson::control(DIALECT, "go", PermissionPolicy::Ask, false);
     let mut harness = agent_api::kit::ProtocolHarness::new();
@@ -1025,15 +1025,25 @@ fn a_key_in_a_permission_command_is_masked_and_a_long_command_cut_where_the_tool
             _ => None,
         })
         .expect("a permission request");
-    let command = requested.details.command.expect("the command");
+    let command = requested.details.command.clone().expect("the command");
     assert!(
         !command.contains(key) && command.contains("[redacted]"),
         "{command}"
     );
+    // Over the bound the command is cut, and says so with its real length: a person is never
+    // shown a prefix as if it were the whole command.
     assert!(
-        command.len() <= agent_api::kit::transcript::SHELL_FIELD_BOUND + "[redacted]".len(),
+        command.len() <= agent_api::universal::COMMAND_BOUND + "[redacted]".len(),
         "cut: {} bytes",
         command.len()
+    );
+    assert!(
+        requested
+            .details
+            .command_bytes
+            .is_some_and(|n| n as usize > command.len()),
+        "the real length is given: {:?}",
+        requested.details.command_bytes
     );
     let shown = serde_json::to_string(&events).unwrap();
     assert!(!shown.contains(key), "the key shows nowhere: {shown}");

@@ -71,3 +71,76 @@ async fn e2e_session_opened_from_an_earlier_runs_native_session_sees_that_turn()
     };
     e2e::opened_from_an_earlier_run(&backend(&sandbox), template(), &left(&sandbox)).await;
 }
+
+#[tokio::test]
+async fn e2e_session_snapshot_goes_on_in_an_empty_home_with_another_working_dir() {
+    let Some((server, sandbox)) = bench("echo").await else {
+        return;
+    };
+    let elsewhere = agent_bench::Sandbox::new(Cli::ClaudeCode, &server, "echo").unwrap();
+    assert_ne!(sandbox.cwd, elsewhere.cwd);
+    let snapshot = agent_api_conformance::snapshot::goes_on_in_an_empty_home(
+        std::sync::Arc::new(backend(&sandbox)),
+        std::sync::Arc::new(backend(&elsewhere)),
+        template(),
+        0,
+    )
+    .await;
+    // Re-keyed: the session's file is under the other working directory's project.
+    let key = agent_api_claude_code::snapshot::project_key(&elsewhere.cwd);
+    let restored = elsewhere
+        .home
+        .join(".claude/projects")
+        .join(key)
+        .join(format!("{}.jsonl", snapshot.native_session_id));
+    assert!(restored.is_file(), "{}", restored.display());
+}
+
+fn approving(request: RunRequest) -> RunRequest {
+    request.with_permissions(agent_api::PermissionPolicy::ApproveAll)
+}
+
+#[tokio::test]
+async fn e2e_steer_a_turn_mid_command_reaches_the_model_in_the_same_turn_and_late_steer_is_typed() {
+    let Some((server, sandbox)) = bench("steer").await else {
+        return;
+    };
+    let took = agent_api_conformance::steer::steered_turn_reads_the_message_in_the_same_turn(
+        &backend(&sandbox),
+        approving(template()),
+        &server,
+        &left(&sandbox),
+    )
+    .await;
+    eprintln!("steer to acknowledgement: {took:?}");
+}
+
+#[tokio::test]
+async fn e2e_steer_then_cancel_leaves_no_process() {
+    let Some((_server, sandbox)) = bench("steer").await else {
+        return;
+    };
+    let request = approving(
+        RunRequest::new(agent_api_conformance::steer::PROMPT)
+            .with_timeout(Duration::from_secs(120)),
+    );
+    agent_api_conformance::steer::steered_run_cancelled_leaves_no_process(
+        &backend(&sandbox),
+        request,
+        &left(&sandbox),
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn e2e_steer_at_the_last_step_keeps_the_session_in_step() {
+    let Some((_server, sandbox)) = bench("steer").await else {
+        return;
+    };
+    agent_api_conformance::steer::steered_at_the_answer_the_session_stays_in_step(
+        &backend(&sandbox),
+        approving(template()),
+        &left(&sandbox),
+    )
+    .await;
+}

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use agent_api::universal::{ContentPart, UniversalEventBody};
-use agent_api::{AgentBackend, AgentError, RunRequest};
+use agent_api::{AgentBackend, AgentError, PortableOptions, RunRequest};
 use agent_api_claude_code::{ClaudeCodeBackend, ClaudeCodeConfig};
 use agent_api_conformance::{assert_conformant, problems, record, RunRecord};
 
@@ -229,6 +229,24 @@ async fn a_20_mib_line_becomes_one_bounded_status_and_the_run_goes_on() {
         Some("done")
     );
     assert_eq!(run.assistant_text(), "done");
+}
+
+#[tokio::test]
+async fn a_structured_answer_over_the_line_cap_ends_naming_the_line_not_the_exit() {
+    // Fault row 106: the agent exits cleanly after its result line was skipped.
+    let schema = serde_json::json!({"type": "object"});
+    let request =
+        RunRequest::new("hi").with_portable(PortableOptions::default().output_schema(schema));
+    let (run, _dir) = run_fake("huge_structured", request).await;
+    assert_conformant(&run);
+    let error = run.completion.as_ref().unwrap_err();
+    assert!(
+        matches!(error, AgentError::LineOverCap { bytes, cap } if *bytes > 20 << 20 && *cap == 16 << 20),
+        "{error:?}"
+    );
+    let message = error.to_string();
+    assert!(message.contains("line cap"), "{message}");
+    assert!(!message.contains("exited before"), "{message}");
 }
 
 #[tokio::test]

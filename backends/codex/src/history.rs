@@ -83,7 +83,7 @@ impl CodexSessionStore {
             .collect()
     }
 
-    fn find(&self, id: &str) -> Result<PathBuf, AgentError> {
+    pub(crate) fn find(&self, id: &str) -> Result<PathBuf, AgentError> {
         history::check_session_id(id)?;
         let suffix = format!("-{id}.jsonl");
         self.rollouts()

@@ -47,6 +47,7 @@ mod exec_item;
 pub mod history;
 pub mod portable;
 pub mod schema;
+mod snapshot;
 pub mod tools;
 pub mod version;
 
@@ -118,10 +119,12 @@ pub fn capabilities() -> CapabilitySet {
         caps::EVENTS,
         caps::EVENTS_LIVE,
         caps::CONTROL_CANCEL,
+        caps::CONTROL_STEER,
         caps::SESSION_RESUME,
         caps::SESSION_FORK,
         caps::SESSION_WARM,
         caps::SESSION_RESUME_PER_TURN,
+        caps::SESSION_SNAPSHOT,
         caps::TOOLS_STRUCTURED_V1,
         caps::CALLER_TOOLS,
         caps::TEXT_MESSAGES,
@@ -240,6 +243,22 @@ impl AgentBackend for CodexBackend {
             options.policy.clone(),
         );
         Ok(start_session(settings, transport, Box::new(protocol)))
+    }
+
+    async fn export_snapshot(
+        &self,
+        request: &RunRequest,
+        session: &agent_api::request::SessionRef,
+    ) -> Result<agent_api::SessionSnapshot, AgentError> {
+        snapshot::export(&self.config, request, session).await
+    }
+
+    async fn import_snapshot(
+        &self,
+        request: &RunRequest,
+        snapshot: &agent_api::SessionSnapshot,
+    ) -> Result<agent_api::snapshot::SnapshotImport, AgentError> {
+        snapshot::import(&self.config, request, snapshot).await
     }
 
     fn session_store(&self) -> Option<std::sync::Arc<dyn agent_api::history::SessionStore>> {

@@ -140,3 +140,86 @@ async fn e2e_session_switched_to_plan_codex_refuses_the_write_itself_and_asks_no
     );
     record.trailing = session.close().await.unwrap();
 }
+
+/// A session's snapshot, taken after its first turn, goes on in another, empty `CODEX_HOME` and
+/// working directory: a warm app-server session, and one-shot `exec` runs.
+#[tokio::test]
+async fn e2e_session_snapshot_goes_on_in_an_empty_home_on_app_server_and_exec() {
+    let Some((server, _)) = bench("echo").await else {
+        return;
+    };
+    let pair = || {
+        (
+            Sandbox::new(Cli::Codex, &server, "echo").unwrap(),
+            Sandbox::new(Cli::Codex, &server, "echo").unwrap(),
+        )
+    };
+    let (here, there) = pair();
+    let snapshot = agent_api_conformance::snapshot::goes_on_in_an_empty_home(
+        std::sync::Arc::new(backend(&here)),
+        std::sync::Arc::new(backend(&there)),
+        template(),
+        0,
+    )
+    .await;
+    assert!(snapshot.files[0].path.starts_with("sessions/"));
+    let (here, there) = pair();
+    let exec = template()
+        .with_options(&agent_api_codex::CodexOptions::default().mode(agent_api_codex::Mode::Exec));
+    agent_api_conformance::snapshot::a_run_goes_on_in_an_empty_home(
+        std::sync::Arc::new(backend(&here)),
+        std::sync::Arc::new(backend(&there)),
+        exec,
+        0,
+    )
+    .await;
+}
+
+fn approving(request: RunRequest) -> RunRequest {
+    request.with_permissions(agent_api::PermissionPolicy::ApproveAll)
+}
+
+#[tokio::test]
+async fn e2e_steer_a_turn_mid_command_reaches_the_model_in_the_same_turn_and_late_steer_is_typed() {
+    let Some((server, sandbox)) = bench("steer").await else {
+        return;
+    };
+    let took = agent_api_conformance::steer::steered_turn_reads_the_message_in_the_same_turn(
+        &backend(&sandbox),
+        approving(template()),
+        &server,
+        &left(&sandbox),
+    )
+    .await;
+    eprintln!("steer to acknowledgement: {took:?}");
+}
+
+#[tokio::test]
+async fn e2e_steer_then_cancel_leaves_no_process() {
+    let Some((_server, sandbox)) = bench("steer").await else {
+        return;
+    };
+    let request = approving(
+        RunRequest::new(agent_api_conformance::steer::PROMPT)
+            .with_timeout(Duration::from_secs(120)),
+    );
+    agent_api_conformance::steer::steered_run_cancelled_leaves_no_process(
+        &backend(&sandbox),
+        request,
+        &left(&sandbox),
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn e2e_steer_at_the_last_step_keeps_the_session_in_step() {
+    let Some((_server, sandbox)) = bench("steer").await else {
+        return;
+    };
+    agent_api_conformance::steer::steered_at_the_answer_the_session_stays_in_step(
+        &backend(&sandbox),
+        approving(template()),
+        &left(&sandbox),
+    )
+    .await;
+}

@@ -1,6 +1,8 @@
 //! The in-process scripted agent: plays a script over its pipes, waiting for the client's
 //! answers where the script asks, and stopping at an interrupt.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use agent_api::kit::caller_tools::client::{result_text, McpClient};
@@ -21,6 +23,8 @@ struct Player {
     inbox: mpsc::UnboundedReceiver<ClientLine>,
     delay: Duration,
     output_tokens: u64,
+    /// Whether the agent plans (plan mode): shared with what builds each turn's script.
+    plan: Arc<AtomicBool>,
 }
 
 /// The client interrupted the turn.
@@ -74,6 +78,29 @@ impl Player {
                 }
             }
         }
+    }
+
+    /// Asks the question and waits for its answer (`None`: rejected).
+    async fn ask(
+        &mut self,
+        question_id: String,
+        prompt: String,
+        options: Vec<String>,
+    ) -> Result<Option<String>, Interrupted> {
+        self.write(&AgentLine::Question {
+            question_id: question_id.clone(),
+            prompt,
+            options,
+        })
+        .await;
+        self.wait_for(|line| match line {
+            ClientLine::Answer {
+                question_id: q,
+                answer,
+            } if q == question_id => Some(answer),
+            _ => None,
+        })
+        .await
     }
 
     async fn stream(&mut self, message_id: &str, text: &str) -> Result<(), Interrupted> {
@@ -158,25 +185,28 @@ impl Player {
                 options,
                 reply,
             } => {
-                self.write(&AgentLine::Question {
-                    question_id: question_id.clone(),
-                    prompt,
-                    options,
-                })
-                .await;
-                let answer = self
-                    .wait_for(|line| match line {
-                        ClientLine::Answer {
-                            question_id: q,
-                            answer,
-                        } if q == question_id => Some(answer),
-                        _ => None,
-                    })
-                    .await?;
+                let answer = self.ask(question_id, prompt, options).await?;
                 let reply = reply.replace("{answer}", answer.as_deref().unwrap_or("nothing"));
                 self.stream("msg_answer", &reply).await?;
             }
             Step::CallerTool { input } => self.call_caller_tool(input).await?,
+            Step::ExitPlan { question_id, plan } => {
+                let options = agent_api::kit::hitl::EXIT_PLAN_OPTIONS
+                    .map(str::to_string)
+                    .to_vec();
+                let answer = self.ask(question_id, plan, options).await?;
+                let approved =
+                    answer.as_deref() == Some(agent_api::kit::hitl::EXIT_PLAN_OPTIONS[0]);
+                if approved {
+                    self.plan.store(false, Ordering::SeqCst);
+                }
+                let reply = if approved {
+                    "Leaving plan mode: the next turn carries out the plan."
+                } else {
+                    "Staying in plan mode."
+                };
+                self.stream("msg_exit_plan", reply).await?;
+            }
             Step::Crash => {}
             Step::Done { status } => {
                 let output_tokens = self.output_tokens;
@@ -246,7 +276,12 @@ impl Player {
     }
 
     /// A player on `pipes`, reading the client's lines into its inbox.
-    fn new(pipes: AgentPipes, delay: Duration, mcp: Option<McpClient>) -> Self {
+    fn new(
+        pipes: AgentPipes,
+        delay: Duration,
+        mcp: Option<McpClient>,
+        plan: Arc<AtomicBool>,
+    ) -> Self {
         let (tx, inbox) = mpsc::unbounded_channel();
         let mut stdin = pipes.stdin;
         tokio::spawn(async move {
@@ -266,6 +301,7 @@ impl Player {
             inbox,
             delay,
             output_tokens: 0,
+            plan,
         }
     }
 
@@ -301,7 +337,8 @@ pub(crate) async fn play(
     pipes: AgentPipes,
     mcp: Option<McpClient>,
 ) -> i32 {
-    match Player::new(pipes, delay, mcp).play_turn(script).await {
+    let plan = Arc::new(AtomicBool::new(false));
+    match Player::new(pipes, delay, mcp, plan).play_turn(script).await {
         Ok(failed) => i32::from(failed),
         Err(Stopped::Interrupted) => INTERRUPTED,
         Err(Stopped::Crashed) => CRASHED,
@@ -310,19 +347,27 @@ pub(crate) async fn play(
 
 /// A live session: plays the script `script_for` makes of each user message, one turn after
 /// another, until the client closes its input (exit code 0).
+/// `plan` says whether it plans, switched by the client between turns ([`ClientLine::SetMode`])
+/// and left when the person approves the plan.
 pub(crate) async fn serve(
-    mut script_for: impl FnMut(&str) -> Vec<Step> + Send,
+    mut script_for: impl FnMut(&str, bool) -> Vec<Step> + Send,
     delay: Duration,
     pipes: AgentPipes,
     mcp: Option<McpClient>,
+    plan: Arc<AtomicBool>,
 ) -> i32 {
-    let mut player = Player::new(pipes, delay, mcp);
+    let mut player = Player::new(pipes, delay, mcp, plan);
     while let Some(line) = player.inbox.recv().await {
         // Answers and interrupts that arrive between turns belong to no turn.
-        if let ClientLine::UserMessage { text } = line {
-            if let Err(Stopped::Crashed) = player.play_turn(script_for(&text)).await {
-                return CRASHED;
+        match line {
+            ClientLine::UserMessage { text } => {
+                let script = script_for(&text, player.plan.load(Ordering::SeqCst));
+                if let Err(Stopped::Crashed) = player.play_turn(script).await {
+                    return CRASHED;
+                }
             }
+            ClientLine::SetMode { mode } => player.plan.store(mode == "plan", Ordering::SeqCst),
+            _ => {}
         }
     }
     0

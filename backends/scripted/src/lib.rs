@@ -12,8 +12,10 @@
 //! Defaults: the [`Scenario::Text`] scenario (a plain answer quoting the prompt, with no request
 //! to the caller), each scenario's own pause between streamed words ([`Scenario::default_delay`]),
 //! and the request's permission policy (`Ask` unless set). It remembers its sessions for as long as
-//! the backend lives: `SessionSelector::Resume` continues one (the answer says which turn it is),
-//! `Fork` copies one under a new id, and an unknown id is [`AgentError::SessionNotFound`].
+//! the backend lives (or, where the run's environment names [`HOME_VAR`], as files in that home):
+//! `SessionSelector::Resume` continues one (the answer says which turn it is), `Fork` copies one
+//! under a new id, and an unknown id is [`AgentError::SessionNotFound`]. Its sessions move between
+//! homes and backends as snapshots (`agent_api.session.snapshot`).
 //!
 //! ```
 //! # tokio::runtime::Runtime::new().unwrap().block_on(async {
@@ -46,6 +48,14 @@ use agent_api::{
 use async_trait::async_trait;
 
 pub use scenario::Scenario;
+pub use sessions::HOME_VAR;
+
+use std::path::Path;
+
+use agent_api::kit::snapshot::{blocking, restore_file, SnapshotBuilder};
+use agent_api::request::SessionRef;
+use agent_api::snapshot::{SnapshotError, SnapshotFile, SnapshotImport};
+use agent_api::SessionSnapshot;
 
 /// The scripted agent's kind.
 pub const KIND: AgentKind = AgentKind::from_static("scripted");
@@ -135,6 +145,9 @@ impl AgentBackend for ScriptedBackend {
             caps::SESSION_FORK,
             caps::SESSION_WARM,
             caps::SESSION_RESUME_PER_TURN,
+            caps::MODES,
+            caps::SESSION_MODE_SWITCH,
+            caps::SESSION_SNAPSHOT,
             "backend.scripted.scenarios",
         ]);
         agent_api::kit::options::with_mappings(own, agent_api::kit::options::SDK_ONLY)
@@ -144,7 +157,16 @@ impl AgentBackend for ScriptedBackend {
         agent_api::kit::options::SDK_ONLY
     }
 
+    fn modes(&self) -> &'static [agent_api::request::ModeInfo] {
+        MODES
+    }
+
     fn extension_keys(&self) -> &'static [&'static str] {
+        agent_api::kit::options::extension_keys::<ScriptedOptions>()
+    }
+
+    /// Both: a scenario's name and a pause name nothing outside the process.
+    fn client_keys(&self) -> &'static [&'static str] {
         agent_api::kit::options::extension_keys::<ScriptedOptions>()
     }
 
@@ -160,8 +182,18 @@ impl AgentBackend for ScriptedBackend {
         let (scenario, delay) = scenario_of(&request)?;
         let mut settings = RunSettings::for_request(KIND, &request, &self.capabilities());
         settings.hold(tools);
-        let session = self.sessions.begin(&request.session)?;
-        let script = scenario.script(&request.prompt.text, request.model.as_deref(), &session);
+        let home = sessions::home_of(&request);
+        let session = self.sessions.begin(
+            &request.session,
+            home.as_deref(),
+            Some(&request.prompt.text),
+        )?;
+        let script = scenario.script(
+            &request.prompt.text,
+            request.model.as_deref(),
+            &session,
+            plans(&request),
+        );
         let transport = Transport::in_process(settings.line_cap, move |pipes| {
             agent::play(script, delay, pipes, mcp)
         });
@@ -170,6 +202,22 @@ impl AgentBackend for ScriptedBackend {
             request.permissions.clone(),
         );
         Ok(start_run(settings, transport, Box::new(protocol)))
+    }
+
+    async fn export_snapshot(
+        &self,
+        request: &RunRequest,
+        session: &SessionRef,
+    ) -> Result<SessionSnapshot, AgentError> {
+        self.export(request, session).await
+    }
+
+    async fn import_snapshot(
+        &self,
+        request: &RunRequest,
+        snapshot: &SessionSnapshot,
+    ) -> Result<SnapshotImport, AgentError> {
+        self.import(request, snapshot).await
     }
 
     async fn open_session(&self, request: RunRequest) -> Result<Session, AgentError> {
@@ -181,24 +229,120 @@ impl AgentBackend for ScriptedBackend {
         settings.hold(tools);
         // The first turn is taken now, so that an unknown session to resume is refused when the
         // session opens; every later turn continues it, as a resumed run would.
-        let first = self.sessions.begin(&request.session)?;
+        let home = sessions::home_of(&request);
+        let first = self
+            .sessions
+            .begin(&request.session, home.as_deref(), None)?;
         let sessions = self.sessions.clone();
         let model = request.model.clone();
         let mut last: Option<sessions::SessionTurn> = None;
-        let script_for = move |prompt: &str| {
+        let script_for = move |prompt: &str, plan: bool| {
             let turn = match &last {
-                None => first.clone(),
-                Some(previous) => sessions.next_turn(&previous.id),
+                None => {
+                    if let Err(e) = sessions.record(home.as_deref(), &first, prompt) {
+                        tracing::warn!(error = %e, "the scripted agent could not record its turn");
+                    }
+                    first.clone()
+                }
+                Some(previous) => sessions.next_turn(home.as_deref(), &previous.id, prompt),
             };
-            let script = scenario.script(prompt, model.as_deref(), &turn);
+            let script = scenario.script(prompt, model.as_deref(), &turn, plan);
             last = Some(turn);
             script
         };
+        let plan = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(plans(&request)));
         let transport = Transport::in_process(settings.line_cap, move |pipes| {
-            agent::serve(script_for, delay, pipes, mcp)
+            agent::serve(script_for, delay, pipes, mcp, plan)
         });
         let protocol = protocol::ScriptedProtocol::session(request.permissions.clone());
         Ok(start_session(settings, transport, Box::new(protocol)))
+    }
+}
+
+impl ScriptedBackend {
+    /// Exports the scripted agent's session file (see [`HOME_VAR`]).
+    async fn export(
+        &self,
+        request: &RunRequest,
+        session: &SessionRef,
+    ) -> Result<SessionSnapshot, AgentError> {
+        agent_api::snapshot::check_session_id(&session.id)?;
+        let stored = sessions::session_file(&session.id);
+        let stored = stored.to_string_lossy().into_owned();
+        match sessions::home_of(request) {
+            Some(home) => {
+                let session = session.clone();
+                blocking(move || {
+                    let mut builder = SnapshotBuilder::new(&session);
+                    builder.add(HOME_VAR, &home, stored.as_ref(), &stored)?;
+                    builder.finish()
+                })
+                .await
+            }
+            None => {
+                let lines = self.sessions.lines(None, &session.id).ok_or_else(|| {
+                    SnapshotError::Missing {
+                        id: session.id.clone(),
+                    }
+                })?;
+                let mut snapshot = SessionSnapshot::new(KIND, session.id.clone())
+                    .in_working_dir(session.working_dir.clone());
+                snapshot
+                    .files
+                    .push(SnapshotFile::new(HOME_VAR, stored, lines.into_bytes()));
+                Ok(snapshot)
+            }
+        }
+    }
+
+    /// Restores the scripted agent's session file into the request's home (or memory).
+    async fn import(
+        &self,
+        request: &RunRequest,
+        snapshot: &SessionSnapshot,
+    ) -> Result<SnapshotImport, AgentError> {
+        snapshot.check_agent(&KIND)?;
+        let stored = sessions::session_file(&snapshot.native_session_id);
+        let file = snapshot
+            .files
+            .iter()
+            .find(|f| f.root == HOME_VAR && Path::new(&f.path) == stored)
+            .cloned()
+            .ok_or_else(|| SnapshotError::Missing {
+                id: snapshot.native_session_id.clone(),
+            })?;
+        if std::str::from_utf8(&file.bytes).is_err() {
+            return Err(SnapshotError::Corrupt {
+                reason: "the session file is not UTF-8".into(),
+            }
+            .into());
+        }
+        match sessions::home_of(request) {
+            Some(home) => {
+                blocking(move || {
+                    let mut report = SnapshotImport::default();
+                    restore_file(&home, &stored, &file, &mut report)?;
+                    Ok(report)
+                })
+                .await
+            }
+            None => {
+                let mut report = SnapshotImport::default();
+                let shown = format!("{HOME_VAR}/{}", file.path);
+                let text = String::from_utf8(file.bytes).unwrap_or_default();
+                match self.sessions.lines(None, &snapshot.native_session_id) {
+                    Some(held) if held == text => report.unchanged.push(shown),
+                    Some(held) if held.len() > text.len() && held.starts_with(&text) => {
+                        report.kept_newer.push(shown)
+                    }
+                    _ => {
+                        self.sessions.set_memory(&snapshot.native_session_id, text);
+                        report.written.push(shown);
+                    }
+                }
+                Ok(report)
+            }
+        }
     }
 }
 
@@ -210,6 +354,20 @@ impl agent_api::kit::replay::Replay for ScriptedBackend {
         let _ = format;
         Ok(Box::new(protocol::ScriptedProtocol::replaying()))
     }
+}
+
+/// The modes the scripted agent offers besides its default: `plan` runs no tool (it says what it
+/// would run) and ends each turn with the exit-plan question; approving it leaves plan mode.
+/// A warm session switches between `default` and `plan` between turns.
+pub const MODES: &[agent_api::request::ModeInfo] = &[agent_api::request::ModeInfo::new(
+    "plan",
+    r#"{"type":"set_mode","mode":"plan"}"#,
+    "Plans: runs no tool, says what it would run, and ends asking to leave plan mode.",
+)];
+
+/// Whether `request` asks for plan mode.
+fn plans(request: &RunRequest) -> bool {
+    request.mode == Some(agent_api::request::AgentMode::Plan)
 }
 
 /// Serves the request's caller tools, and the client the scripted agent calls them with (over

@@ -219,11 +219,15 @@ impl ScriptedProtocol {
                 question_id,
                 prompt,
                 options,
-            } => self.hitl.request_question(
-                ctx.transcript,
-                QuestionRequest::new(question_id, prompt, options),
-                (),
-            ),
+            } => {
+                // Plan mode's end is asked as every backend asks it.
+                let request = if question_id.starts_with("exit_plan") {
+                    QuestionRequest::exit_plan(question_id, &prompt)
+                } else {
+                    QuestionRequest::new(question_id, prompt, options)
+                };
+                self.hitl.request_question(ctx.transcript, request, ())
+            }
             AgentLine::Error { message, code } => {
                 ctx.transcript
                     .error(message.clone(), Some(code.clone()), None);
@@ -275,6 +279,9 @@ impl ScriptedProtocol {
             } => {
                 self.hitl
                     .recorded_answer(ctx.transcript, &question_id, answer);
+            }
+            ClientLine::SetMode { mode } => {
+                ctx.transcript.daemon_status("mode_changed", Some(mode));
             }
             ClientLine::Interrupt | ClientLine::UserMessage { .. } => {}
         }
@@ -342,6 +349,29 @@ impl Protocol for ScriptedProtocol {
     fn interrupt(&mut self, ctx: &mut Ctx<'_>) -> bool {
         Self::send(ctx, &ClientLine::Interrupt);
         true
+    }
+
+    /// A session switches between `default` and `plan` between turns.
+    fn set_mode(
+        &mut self,
+        mode: &agent_api::request::AgentMode,
+        ctx: &mut Ctx<'_>,
+    ) -> Result<(), AgentError> {
+        if !self.session {
+            return Err(AgentError::InvalidRequest {
+                reason: "a one-shot scripted run takes no mode switch".into(),
+            });
+        }
+        agent_api::kit::check_mode(crate::KIND.as_str(), crate::MODES, mode)?;
+        Self::send(
+            ctx,
+            &ClientLine::SetMode {
+                mode: mode.as_str().to_string(),
+            },
+        );
+        ctx.transcript
+            .daemon_status("mode_changed", Some(mode.as_str().to_string()));
+        Ok(())
     }
 
     fn send_turn(&mut self, prompt: &Prompt, ctx: &mut Ctx<'_>) -> Result<(), AgentError> {

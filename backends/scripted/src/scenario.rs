@@ -35,6 +35,9 @@ pub(crate) enum Step {
     CallerTool { input: serde_json::Value },
     /// The agent exits at once, mid-turn, as a crashing CLI would.
     Crash,
+    /// Plan mode's end: ask to leave plan mode with `plan` (the exit-plan question every real
+    /// agent asks); an approval leaves plan mode for the next turns.
+    ExitPlan { question_id: String, plan: String },
 }
 
 /// A scenario of the scripted agent.
@@ -111,12 +114,53 @@ impl Scenario {
         }
     }
 
+    /// The turn's script; in plan mode (`plan`) no tool runs (each is described instead) and
+    /// the turn ends with the exit-plan question.
     pub(crate) fn script(
         self,
         prompt: &str,
         model: Option<&str>,
         session: &SessionTurn,
+        plan: bool,
     ) -> Vec<Step> {
+        let steps = self.steps(prompt, model, session);
+        if !plan {
+            return steps;
+        }
+        let mut planned: Vec<Step> = steps
+            .into_iter()
+            .map(|step| match step {
+                Step::GuardedTool {
+                    message_id,
+                    command,
+                    ..
+                } => Step::Stream {
+                    message_id: format!("{message_id}_plan"),
+                    text: format!("Plan mode: I would run `{command}`, and run nothing while planning."),
+                },
+                Step::CallerTool { .. } => Step::Stream {
+                    message_id: "msg_plan".into(),
+                    text: "Plan mode: I would call the caller's tool, and call nothing while planning.".into(),
+                },
+                other => other,
+            })
+            .collect();
+        if let Some(Step::Done { status: "success" }) = planned.last() {
+            planned.insert(
+                planned.len() - 1,
+                Step::ExitPlan {
+                    question_id: "exit_plan_1".into(),
+                    plan: format!(
+                        "1. Answer {:?}.\n2. Change nothing else.",
+                        prompt.lines().next().unwrap_or_default()
+                    ),
+                },
+            );
+        }
+        planned
+    }
+
+    fn steps(self, prompt: &str, model: Option<&str>, session: &SessionTurn) -> Vec<Step> {
         let mut steps = vec![Step::Emit(AgentLine::Session {
             id: session.id.clone(),
             model: model.unwrap_or("scripted-1").to_string(),

@@ -125,6 +125,11 @@ pub enum ClientLine {
         /// The message text.
         text: String,
     },
+    /// Work in this mode from the next turn on (`default` or `plan`), between turns.
+    SetMode {
+        /// The mode.
+        mode: String,
+    },
 }
 
 /// Every field any [`AgentLine`] may carry, flat: serde reads it in one pass, where the

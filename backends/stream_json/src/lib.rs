@@ -75,6 +75,11 @@ pub struct Dialect {
     pub result_error: Option<ResultError>,
     /// What reads each line of the log the agent reports in (see [`StreamJson::following`]).
     pub log_reader: Option<LogReader>,
+    /// Whether a user message sent while a turn runs joins that turn (read at the agent's next
+    /// step, or run right after the turn's last step) and comes back as an `isReplay` user line
+    /// once the agent takes it (Claude Code's `--replay-user-messages`): what
+    /// `RunControl::steer` needs.
+    pub steers_mid_turn: bool,
 }
 
 impl Dialect {
@@ -88,6 +93,7 @@ impl Dialect {
             takes_images: false,
             result_error: None,
             log_reader: None,
+            steers_mid_turn: false,
         }
     }
 
@@ -101,6 +107,14 @@ impl Dialect {
     /// The agent reads user messages on stdin and nothing else (no control protocol).
     pub const fn user_messages_only(mut self) -> Self {
         self.control_messages = false;
+        self
+    }
+
+    /// A user message sent while a turn runs joins that turn, read at the agent's next step, and
+    /// is echoed as an `isReplay` user line when taken (`agent_api.control.steer`): only for an
+    /// agent seen to do so.
+    pub const fn steerable(mut self) -> Self {
+        self.steers_mid_turn = true;
         self
     }
 
@@ -197,6 +211,14 @@ pub struct StreamJson {
     /// The caller's policy, before a mode changes it ([`agent_api::kit::hitl::policy_in_mode`]).
     policy: PermissionPolicy,
     outcome: Outcome,
+    /// A turn runs: its user message was sent and its `result` has not come.
+    turn_open: bool,
+    /// The turn's own prompt has not come back yet (an agent that echoes user messages).
+    prompt_echo_due: bool,
+    /// Steering messages sent and not yet taken, oldest first: their number and text.
+    steers: std::collections::VecDeque<(u64, String)>,
+    /// Steering messages sent, to number them.
+    steers_sent: u64,
 }
 
 /// Reads one line of the log an agent reports in ([`StreamJson::following`]) into the transcript.
@@ -235,6 +257,10 @@ impl StreamJson {
             switch_modes: &[],
             policy,
             outcome: Outcome::for_dialect(&dialect),
+            turn_open: false,
+            prompt_echo_due: false,
+            steers: Default::default(),
+            steers_sent: 0,
         }
     }
 
@@ -391,6 +417,18 @@ pub(crate) fn safe(text: &str, max: usize) -> String {
 }
 
 impl StreamJson {
+    /// A user message the agent took, echoed: the turn's prompt (in the transcript already, from
+    /// what was sent), or the oldest steering message, now taken.
+    fn on_echo(&mut self, ctx: &mut Ctx<'_>) {
+        if std::mem::take(&mut self.prompt_echo_due) {
+            return;
+        }
+        if let Some((number, text)) = self.steers.pop_front() {
+            ctx.transcript.user_message(&text);
+            ctx.steer_answered(number, Ok(()));
+        }
+    }
+
     /// Puts the user messages sent so far into the transcript.
     pub(crate) fn flush_user_messages(&mut self, ctx: &mut Ctx<'_>) {
         for text in std::mem::take(&mut self.pending_user) {
@@ -443,6 +481,8 @@ impl Protocol for StreamJson {
             self.initialize(ctx);
             let images = std::mem::take(&mut self.images);
             ctx.send(&self.user_line(&prompt, &images));
+            self.turn_open = true;
+            self.prompt_echo_due = self.dialect.steers_mid_turn;
         }
         Ok(())
     }
@@ -493,7 +533,38 @@ impl Protocol for StreamJson {
         self.outcome = Outcome::for_dialect(&self.dialect);
         self.pending_user.push(prompt.text.clone());
         ctx.send(&self.user_line(&prompt.text, &images));
+        self.turn_open = true;
+        self.prompt_echo_due = self.dialect.steers_mid_turn;
         Ok(())
+    }
+
+    fn steer(
+        &mut self,
+        prompt: &agent_api::Prompt,
+        ctx: &mut Ctx<'_>,
+    ) -> Result<agent_api::kit::Steering, AgentError> {
+        if !self.dialect.steers_mid_turn || !self.writes() {
+            return Err(AgentError::UnsupportedCapability {
+                kind: self.dialect.agent().to_string(),
+                capability: agent_api::capabilities::CONTROL_STEER.into(),
+            });
+        }
+        if !self.turn_open {
+            return Err(AgentError::NoTurnRunning);
+        }
+        if !prompt.images.is_empty() && !self.dialect.takes_images {
+            return Err(AgentError::InvalidRequest {
+                reason: "this agent's user messages carry no images".into(),
+            });
+        }
+        let images = ImageData::read_all(prompt)?;
+        ctx.send(&self.user_line(&prompt.text, &images));
+        // Taken when it comes back (`isReplay`): then it goes in the transcript, where the
+        // agent read it.
+        self.steers_sent += 1;
+        self.steers
+            .push_back((self.steers_sent, prompt.text.clone()));
+        Ok(agent_api::kit::Steering::Awaiting(self.steers_sent))
     }
 
     fn on_line(&mut self, line: &[u8], ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
@@ -521,6 +592,10 @@ impl Protocol for StreamJson {
             "system" => self.on_system(&message, ctx),
             "stream_event" => self.on_stream_value(message, ctx),
             "assistant" => self.on_assistant(&message, ctx),
+            "user" if message.get("isReplay").and_then(Value::as_bool) == Some(true) => {
+                self.on_echo(ctx);
+                Ok(())
+            }
             "user" => self.on_user(&message, ctx),
             "result" => self.on_result(&message, ctx),
             "control_request" => self.on_control_request(&message, ctx),

@@ -410,6 +410,14 @@ impl StreamJson {
         outcome.error_emitted = false;
         outcome.interrupted = false;
         outcome.last = Some(result);
+        if !self.steers.is_empty() && self.channel != Channel::Replay {
+            // A steering message came after the round's last step: the agent runs it next, as a
+            // round of its own, and the caller's turn goes on until that round's result (its
+            // usage adds up; the turn's outcome is the last round's).
+            ctx.transcript.status("steered_round", None);
+            return Ok(());
+        }
+        self.turn_open = false;
         match self.channel {
             // One turn per process: the CLI exits once its input ends.
             Channel::Control => ctx.shutdown(),

@@ -5,7 +5,9 @@ use std::sync::{Mutex, MutexGuard};
 
 use async_trait::async_trait;
 
-use super::{SessionRecord, Store, StoreError, StoredEvent};
+use super::{
+    unix_now, SessionRecord, SessionUpdate, Store, StoreError, StoredEvent, StoredSnapshot,
+};
 
 /// A store that keeps everything in memory; nothing survives the process.
 #[derive(Debug, Default)]
@@ -17,6 +19,33 @@ pub struct MemoryStore {
 struct Inner {
     order: Vec<String>,
     sessions: HashMap<String, (SessionRecord, Vec<StoredEvent>)>,
+    snapshots: HashMap<String, StoredSnapshot>,
+    /// The one server using this store (it lives in that server's process).
+    server: Option<String>,
+}
+
+impl Inner {
+    /// `record` with the turn of its kept snapshot.
+    fn with_snapshot(&self, record: &SessionRecord) -> SessionRecord {
+        let mut record = record.clone();
+        record.snapshot_turn = self.snapshots.get(&record.id).map(|s| s.turn);
+        record
+    }
+
+    /// The record of a session `owner` owns.
+    fn owned(&mut self, id: &str, owner: &str) -> Result<&mut SessionRecord, StoreError> {
+        let (record, _) = self
+            .sessions
+            .get_mut(id)
+            .ok_or_else(|| StoreError::NotFound(id.into()))?;
+        if record.owner.as_deref() != Some(owner) {
+            return Err(StoreError::NotOwner {
+                session: id.into(),
+                owner: record.owner.clone().unwrap_or_default(),
+            });
+        }
+        Ok(record)
+    }
 }
 
 impl MemoryStore {
@@ -35,6 +64,8 @@ impl Store for MemoryStore {
             return Err(StoreError::Duplicate(record.id));
         }
         inner.order.push(record.id.clone());
+        let mut record = record;
+        record.active_at = Some(unix_now());
         inner
             .sessions
             .insert(record.id.clone(), (record, Vec::new()));
@@ -81,11 +112,11 @@ impl Store for MemoryStore {
     }
 
     async fn session(&self, id: &str) -> Result<Option<SessionRecord>, StoreError> {
-        Ok(self
-            .lock()
+        let inner = self.lock();
+        Ok(inner
             .sessions
             .get(id)
-            .map(|(record, _)| record.clone()))
+            .map(|(record, _)| inner.with_snapshot(record)))
     }
 
     async fn sessions(&self) -> Result<Vec<SessionRecord>, StoreError> {
@@ -94,7 +125,7 @@ impl Store for MemoryStore {
             .order
             .iter()
             .filter_map(|id| inner.sessions.get(id))
-            .map(|(record, _)| record.clone())
+            .map(|(record, _)| inner.with_snapshot(record))
             .collect())
     }
 
@@ -126,6 +157,80 @@ impl Store for MemoryStore {
             .ok_or_else(|| StoreError::NotFound(id.into()))?;
         record.agent_mode = mode.into();
         Ok(())
+    }
+
+    async fn append_owned(
+        &self,
+        session: &str,
+        owner: &str,
+        events: Vec<StoredEvent>,
+    ) -> Result<(), StoreError> {
+        self.lock().owned(session, owner)?.active_at = Some(unix_now());
+        self.append(session, events).await
+    }
+
+    async fn claim(&self, id: &str, owner: &str, from: Option<&str>) -> Result<(), StoreError> {
+        let mut inner = self.lock();
+        let (record, _) = inner
+            .sessions
+            .get_mut(id)
+            .ok_or_else(|| StoreError::NotFound(id.into()))?;
+        if record.owner.as_deref() != from {
+            return Err(StoreError::NotOwner {
+                session: id.into(),
+                owner: record.owner.clone().unwrap_or_default(),
+            });
+        }
+        record.owner = Some(owner.into());
+        record.state = super::SessionState::Live;
+        record.active_at = Some(unix_now());
+        Ok(())
+    }
+
+    async fn update(&self, id: &str, owner: &str, update: SessionUpdate) -> Result<(), StoreError> {
+        let mut inner = self.lock();
+        let record = inner.owned(id, owner)?;
+        if let Some(state) = update.state {
+            record.state = state;
+        }
+        if let Some((turns, open)) = update.turns {
+            record.turns = turns;
+            record.turn_open = open;
+            record.active_at = Some(unix_now());
+        }
+        if let Some(how) = update.resumed_how {
+            record.resumed_how = Some(how);
+        }
+        Ok(())
+    }
+
+    async fn put_snapshot(
+        &self,
+        id: &str,
+        owner: &str,
+        snapshot: StoredSnapshot,
+    ) -> Result<(), StoreError> {
+        let mut inner = self.lock();
+        inner.owned(id, owner)?;
+        inner.snapshots.insert(id.into(), snapshot);
+        Ok(())
+    }
+
+    async fn snapshot(&self, id: &str) -> Result<Option<StoredSnapshot>, StoreError> {
+        Ok(self.lock().snapshots.get(id).cloned())
+    }
+
+    async fn heartbeat(&self, server: &str) -> Result<(), StoreError> {
+        self.lock().server = Some(server.into());
+        Ok(())
+    }
+
+    async fn server_alive(
+        &self,
+        server: &str,
+        _lease: std::time::Duration,
+    ) -> Result<bool, StoreError> {
+        Ok(self.lock().server.as_deref() == Some(server))
     }
 
     async fn mark_ended(&self, id: &str, error: Option<&str>) -> Result<(), StoreError> {

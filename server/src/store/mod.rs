@@ -6,6 +6,7 @@
 
 mod memory;
 mod postgres;
+mod probe;
 mod sqlite;
 
 use std::path::PathBuf;
@@ -15,6 +16,7 @@ use async_trait::async_trait;
 
 pub use memory::MemoryStore;
 pub use postgres::PostgresStore;
+pub use probe::ProbeError;
 pub use sqlite::SqliteStore;
 
 /// One stored event: its sequence in the session and its JSON, kept apart from its raw payload
@@ -108,6 +110,107 @@ pub struct SessionRecord {
     pub owner: Option<String>,
     /// The tokens and cost of its turns, summed, as JSON (`SessionInfo.usage`).
     pub usage: Option<String>,
+    /// The creation's options (the `CreateSessionRequest` as JSON): what another server opens
+    /// its agent with when it brings the session back.
+    pub settings: Option<String>,
+    /// Where its agent worked.
+    pub working_dir: Option<String>,
+    /// What its owner does with it: [`SessionState::Live`] (holds its agent),
+    /// [`SessionState::Idle`] (released its agent) or [`SessionState::Stopped`] (stopped cleanly).
+    pub state: SessionState,
+    /// The turns started.
+    pub turns: u64,
+    /// Whether a turn was running (closed as interrupted when a server that died left it so).
+    pub turn_open: bool,
+    /// When it last took an event or a turn (unix seconds).
+    pub active_at: Option<i64>,
+    /// How it was last brought back (`native` or `replay`).
+    pub resumed_how: Option<String>,
+    /// The turn after which its snapshot was kept, if one is.
+    pub snapshot_turn: Option<u64>,
+}
+
+/// What a session's owner does with it, as stored (`SessionInfo.state` adds `resumable` and
+/// `ended`, which depend on who reads it).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SessionState {
+    /// Its owner holds its agent.
+    #[default]
+    Live,
+    /// Its owner released its agent (`--idle-release`); the next message resumes it.
+    Idle,
+    /// Its owner stopped cleanly (SIGTERM) with it open.
+    Stopped,
+}
+
+impl SessionState {
+    /// Its name in the store.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Live => "live",
+            Self::Idle => "idle",
+            Self::Stopped => "stopped",
+        }
+    }
+
+    /// The state a stored name says (an unknown one: `live`, whose owner may be gone).
+    pub fn parse(text: &str) -> Self {
+        match text {
+            "idle" => Self::Idle,
+            "stopped" => Self::Stopped,
+            _ => Self::Live,
+        }
+    }
+}
+
+/// A change to a session by its owner ([`Store::update`]); `None` fields are left as they are.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SessionUpdate {
+    /// Its new state.
+    pub state: Option<SessionState>,
+    /// The turns started, and whether one runs now.
+    pub turns: Option<(u64, bool)>,
+    /// How it was brought back.
+    pub resumed_how: Option<String>,
+}
+
+impl SessionUpdate {
+    /// Sets the state.
+    pub fn state(mut self, state: SessionState) -> Self {
+        self.state = Some(state);
+        self
+    }
+
+    /// Sets the turns started and whether one runs.
+    pub fn turns(mut self, turns: u64, open: bool) -> Self {
+        self.turns = Some((turns, open));
+        self
+    }
+
+    /// Sets how it was brought back.
+    pub fn resumed_how(mut self, how: impl Into<String>) -> Self {
+        self.resumed_how = Some(how.into());
+        self
+    }
+}
+
+/// A session's snapshot as stored: the agent's own state after turn `turn`, opaque bytes
+/// (`agent_api::SessionSnapshot`'s).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredSnapshot {
+    /// The turn after which it was taken.
+    pub turn: u64,
+    /// Its bytes.
+    pub bytes: Vec<u8>,
+}
+
+/// The current time in unix seconds.
+pub(crate) fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
 }
 
 impl SessionRecord {
@@ -127,6 +230,14 @@ impl SessionRecord {
             event_count: 0,
             owner: None,
             usage: None,
+            settings: None,
+            working_dir: None,
+            state: SessionState::Live,
+            turns: 0,
+            turn_open: false,
+            active_at: None,
+            resumed_how: None,
+            snapshot_turn: None,
         }
     }
 }
@@ -154,6 +265,17 @@ pub enum StoreError {
     /// The database failed.
     #[error("the store failed: {0}")]
     Backend(String),
+    /// Another server owns the session now: this one must not write it.
+    #[error("the session `{session}` is owned by another server (`{owner}`) now")]
+    NotOwner {
+        /// The session.
+        session: String,
+        /// Its owner now (empty: none).
+        owner: String,
+    },
+    /// Another server uses this store, which takes one (a SQLite file).
+    #[error("{0}")]
+    Locked(String),
     /// The `--store` URL is not one this server knows.
     #[error("unsupported store {0:?}: use memory, sqlite:PATH, a path ending in .sqlite3/.db, or postgres://…")]
     UnsupportedUrl(String),
@@ -185,6 +307,45 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     async fn set_usage(&self, id: &str, usage: &str) -> Result<(), StoreError>;
     /// Records the agent mode a session switched to (a message's `agentMode`).
     async fn set_agent_mode(&self, id: &str, mode: &str) -> Result<(), StoreError>;
+    /// Whether the store takes writes now (`GET /v1/health/ready`): reachable, writable, its
+    /// migrations the ones this server knows. Writes nothing. The default reads one session.
+    async fn probe(&self) -> Result<(), ProbeError> {
+        self.session("")
+            .await
+            .map(|_| ())
+            .map_err(|e| ProbeError::Unreachable(e.to_string()))
+    }
+    /// [`Store::append`] by the session's owner: [`StoreError::NotOwner`] (nothing written) when
+    /// another server owns it now. Sets when it was last active.
+    async fn append_owned(
+        &self,
+        session: &str,
+        owner: &str,
+        events: Vec<StoredEvent>,
+    ) -> Result<(), StoreError>;
+    /// Makes `owner` the session's owner if `from` owns it now (compare and swap; `None`: no
+    /// owner), and its state live; [`StoreError::NotOwner`] when another got there first.
+    async fn claim(&self, id: &str, owner: &str, from: Option<&str>) -> Result<(), StoreError>;
+    /// Changes a session `owner` owns; [`StoreError::NotOwner`] when it does not.
+    async fn update(&self, id: &str, owner: &str, update: SessionUpdate) -> Result<(), StoreError>;
+    /// Keeps the snapshot of a session `owner` owns (replacing the one kept).
+    async fn put_snapshot(
+        &self,
+        id: &str,
+        owner: &str,
+        snapshot: StoredSnapshot,
+    ) -> Result<(), StoreError>;
+    /// A session's snapshot, if one was kept.
+    async fn snapshot(&self, id: &str) -> Result<Option<StoredSnapshot>, StoreError>;
+    /// Says that the server `server` runs (renewed while it does: [`Store::server_alive`]).
+    async fn heartbeat(&self, server: &str) -> Result<(), StoreError>;
+    /// Whether the server `server` runs: it renewed its heartbeat within `lease` (a store one
+    /// server holds alone: it is that server).
+    async fn server_alive(
+        &self,
+        server: &str,
+        lease: std::time::Duration,
+    ) -> Result<bool, StoreError>;
 }
 
 /// Where the store lives, as `--store` names it.
@@ -235,7 +396,22 @@ impl StoreUrl {
     pub async fn open(&self) -> Result<Arc<dyn Store>, StoreError> {
         Ok(match self {
             Self::Memory => Arc::new(MemoryStore::default()),
-            Self::Sqlite(path) => Arc::new(SqliteStore::open(path.clone()).await?),
+            Self::Sqlite(path) => {
+                // The default store's directory is this tool's own: private, even if an older
+                // version made it readable.
+                let default = Self::default_sqlite();
+                if let (Some(Self::Sqlite(default)), Some(dir)) = (&default, path.parent()) {
+                    if default == path && dir.is_dir() {
+                        crate::private::own_dir(dir).map_err(|e| {
+                            StoreError::Backend(format!(
+                                "cannot make {} private: {e}",
+                                dir.display()
+                            ))
+                        })?;
+                    }
+                }
+                Arc::new(SqliteStore::open(path.clone()).await?)
+            }
             Self::Postgres(url) => Arc::new(PostgresStore::open(url).await?),
         })
     }

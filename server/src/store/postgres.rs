@@ -12,12 +12,16 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use tokio_postgres::{Client, NoTls, Row};
 
-use super::{SessionRecord, Store, StoreError, StoredEvent};
+use super::{
+    unix_now, ProbeError, SessionRecord, SessionState, SessionUpdate, Store, StoreError,
+    StoredEvent, StoredSnapshot,
+};
 
 /// The migrations, in order; the table `agent_api_migrations` holds those applied.
 const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/postgres/0001_sessions_and_events.sql"),
     include_str!("../../migrations/postgres/0002_session_usage.sql"),
+    include_str!("../../migrations/postgres/0003_session_continuity.sql"),
 ];
 
 /// Serializes migrations between servers starting at once (`pg_advisory_xact_lock`).
@@ -124,7 +128,7 @@ impl PostgresStore {
 }
 
 const SESSION_COLUMNS: &str =
-    "id, agent, agent_mode, permission_mode, model, variant, native_session_id, ended, end_error, event_count, owner, usage";
+    "id, agent, agent_mode, permission_mode, model, variant, native_session_id, ended, end_error, event_count, owner, usage, settings, working_dir, state, turns, turn_open, active_at, resumed_how, (SELECT turn FROM snapshots WHERE snapshots.session_id = sessions.id)";
 
 fn session_row(row: &Row) -> SessionRecord {
     SessionRecord {
@@ -140,6 +144,16 @@ fn session_row(row: &Row) -> SessionRecord {
         event_count: u64::try_from(row.get::<_, i64>(9)).unwrap_or(0),
         owner: row.get(10),
         usage: row.get(11),
+        settings: row.get(12),
+        working_dir: row.get(13),
+        state: SessionState::parse(row.get::<_, &str>(14)),
+        turns: u64::try_from(row.get::<_, i64>(15)).unwrap_or(0),
+        turn_open: row.get(16),
+        active_at: row.get(17),
+        resumed_how: row.get(18),
+        snapshot_turn: row
+            .get::<_, Option<i64>>(19)
+            .and_then(|t| u64::try_from(t).ok()),
     }
 }
 
@@ -147,37 +161,30 @@ fn signed(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
 
-#[async_trait]
-impl Store for PostgresStore {
-    async fn create_session(&self, r: SessionRecord) -> Result<(), StoreError> {
-        let inserted = self
-            .client()
-            .await?
-            .execute(
-                "INSERT INTO sessions (id, agent, agent_mode, permission_mode, model, variant, native_session_id, ended, end_error, owner)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (id) DO NOTHING",
-                &[
-                    &r.id,
-                    &r.agent,
-                    &r.agent_mode,
-                    &r.permission_mode,
-                    &r.model,
-                    &r.variant,
-                    &r.native_session_id,
-                    &r.ended,
-                    &r.end_error,
-                    &r.owner,
-                ],
-            )
+impl PostgresStore {
+    /// Why a write on the session `id` by its owner changed no row: no such session, or another
+    /// owner.
+    async fn why_not_owned(&self, client: &Client, id: &str) -> StoreError {
+        match client
+            .query_opt("SELECT owner FROM sessions WHERE id = $1", &[&id])
             .await
-            .map_err(backend)?;
-        match inserted {
-            0 => Err(StoreError::Duplicate(r.id)),
-            _ => Ok(()),
+        {
+            Ok(None) => StoreError::NotFound(id.into()),
+            Ok(Some(row)) => StoreError::NotOwner {
+                session: id.into(),
+                owner: row.get::<_, Option<String>>(0).unwrap_or_default(),
+            },
+            Err(error) => backend(error),
         }
     }
 
-    async fn append(&self, session: &str, events: Vec<StoredEvent>) -> Result<(), StoreError> {
+    /// Appends `events` to `session`, by its owner `owner` when given.
+    async fn append_checked(
+        &self,
+        session: &str,
+        owner: Option<&str>,
+        events: Vec<StoredEvent>,
+    ) -> Result<(), StoreError> {
         let (Some(first), Some(last)) = (
             events.first().map(|e| e.sequence),
             events.last().map(|e| e.sequence),
@@ -201,10 +208,10 @@ impl Store for PostgresStore {
         let client = self.client().await?;
         let inserted = client
             .execute(
-                "WITH moved AS (UPDATE sessions SET event_count = $3 WHERE id = $1 AND event_count = $2 RETURNING id)
+                "WITH moved AS (UPDATE sessions SET event_count = $3, active_at = $8 WHERE id = $1 AND event_count = $2 AND ($7::TEXT IS NULL OR owner = $7) RETURNING id)
                  INSERT INTO events (session_id, sequence, event, raw)
                  SELECT moved.id, e.sequence, e.event, e.raw FROM moved, UNNEST($4::BIGINT[], $5::TEXT[], $6::TEXT[]) AS e (sequence, event, raw)",
-                &[&session, &signed(first - 1), &signed(last), &sequences, &json, &raw],
+                &[&session, &signed(first - 1), &signed(last), &sequences, &json, &raw, &owner, &unix_now()],
             )
             .await
             .map_err(backend)?;
@@ -213,13 +220,19 @@ impl Store for PostgresStore {
         }
         match client
             .query_opt(
-                "SELECT event_count FROM sessions WHERE id = $1",
+                "SELECT event_count, owner FROM sessions WHERE id = $1",
                 &[&session],
             )
             .await
             .map_err(backend)?
         {
             None => Err(StoreError::NotFound(session.into())),
+            Some(row) if owner.is_some_and(|o| row.get::<_, Option<&str>>(1) != Some(o)) => {
+                Err(StoreError::NotOwner {
+                    session: session.into(),
+                    owner: row.get::<_, Option<String>>(1).unwrap_or_default(),
+                })
+            }
             Some(row) => Err(StoreError::OutOfOrder {
                 session: session.into(),
                 last: u64::try_from(row.get::<_, i64>(0)).unwrap_or(0),
@@ -227,7 +240,156 @@ impl Store for PostgresStore {
             }),
         }
     }
+}
 
+#[async_trait]
+impl Store for PostgresStore {
+    async fn create_session(&self, r: SessionRecord) -> Result<(), StoreError> {
+        let inserted = self
+            .client()
+            .await?
+            .execute(
+                "INSERT INTO sessions (id, agent, agent_mode, permission_mode, model, variant, native_session_id, ended, end_error, owner, settings, working_dir, state, active_at)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) ON CONFLICT (id) DO NOTHING",
+                &[
+                    &r.id,
+                    &r.agent,
+                    &r.agent_mode,
+                    &r.permission_mode,
+                    &r.model,
+                    &r.variant,
+                    &r.native_session_id,
+                    &r.ended,
+                    &r.end_error,
+                    &r.owner,
+                    &r.settings,
+                    &r.working_dir,
+                    &r.state.as_str(),
+                    &unix_now(),
+                ],
+            )
+            .await
+            .map_err(backend)?;
+        match inserted {
+            0 => Err(StoreError::Duplicate(r.id)),
+            _ => Ok(()),
+        }
+    }
+
+    async fn append(&self, session: &str, events: Vec<StoredEvent>) -> Result<(), StoreError> {
+        self.append_checked(session, None, events).await
+    }
+
+    async fn append_owned(
+        &self,
+        session: &str,
+        owner: &str,
+        events: Vec<StoredEvent>,
+    ) -> Result<(), StoreError> {
+        self.append_checked(session, Some(owner), events).await
+    }
+
+    async fn claim(&self, id: &str, owner: &str, from: Option<&str>) -> Result<(), StoreError> {
+        let client = self.client().await?;
+        let rows = client
+            .execute(
+                "UPDATE sessions SET owner = $2, state = 'live', active_at = $4 WHERE id = $1 AND owner IS NOT DISTINCT FROM $3",
+                &[&id, &owner, &from, &unix_now()],
+            )
+            .await
+            .map_err(backend)?;
+        match rows {
+            0 => Err(self.why_not_owned(&client, id).await),
+            _ => Ok(()),
+        }
+    }
+
+    async fn update(&self, id: &str, owner: &str, update: SessionUpdate) -> Result<(), StoreError> {
+        let client = self.client().await?;
+        let state = update.state.map(SessionState::as_str);
+        let turns = update.turns.map(|(turns, _)| signed(turns));
+        let open = update.turns.map(|(_, open)| open);
+        let rows = client
+            .execute(
+                "UPDATE sessions SET state = COALESCE($3, state), turns = COALESCE($4, turns), turn_open = COALESCE($5, turn_open),
+                 resumed_how = COALESCE($6, resumed_how), active_at = CASE WHEN $4::BIGINT IS NULL THEN active_at ELSE $7 END
+                 WHERE id = $1 AND owner = $2",
+                &[&id, &owner, &state, &turns, &open, &update.resumed_how, &unix_now()],
+            )
+            .await
+            .map_err(backend)?;
+        match rows {
+            0 => Err(self.why_not_owned(&client, id).await),
+            _ => Ok(()),
+        }
+    }
+
+    async fn put_snapshot(
+        &self,
+        id: &str,
+        owner: &str,
+        snapshot: StoredSnapshot,
+    ) -> Result<(), StoreError> {
+        let client = self.client().await?;
+        let rows = client
+            .execute(
+                "INSERT INTO snapshots (session_id, turn, bytes, written_at)
+                 SELECT id, $3, $4, $5 FROM sessions WHERE id = $1 AND owner = $2
+                 ON CONFLICT (session_id) DO UPDATE SET turn = excluded.turn, bytes = excluded.bytes, written_at = excluded.written_at",
+                &[&id, &owner, &signed(snapshot.turn), &snapshot.bytes, &unix_now()],
+            )
+            .await
+            .map_err(backend)?;
+        match rows {
+            0 => Err(self.why_not_owned(&client, id).await),
+            _ => Ok(()),
+        }
+    }
+
+    async fn snapshot(&self, id: &str) -> Result<Option<StoredSnapshot>, StoreError> {
+        let row = self
+            .client()
+            .await?
+            .query_opt(
+                "SELECT turn, bytes FROM snapshots WHERE session_id = $1",
+                &[&id],
+            )
+            .await
+            .map_err(backend)?;
+        Ok(row.map(|row| StoredSnapshot {
+            turn: u64::try_from(row.get::<_, i64>(0)).unwrap_or(0),
+            bytes: row.get(1),
+        }))
+    }
+
+    async fn heartbeat(&self, server: &str) -> Result<(), StoreError> {
+        self.client()
+            .await?
+            .execute(
+                "INSERT INTO servers (id, heartbeat) VALUES ($1, now()) ON CONFLICT (id) DO UPDATE SET heartbeat = now()",
+                &[&server],
+            )
+            .await
+            .map_err(backend)?;
+        Ok(())
+    }
+
+    async fn server_alive(
+        &self,
+        server: &str,
+        lease: std::time::Duration,
+    ) -> Result<bool, StoreError> {
+        let row = self
+            .client()
+            .await?
+            .query_opt(
+                "SELECT heartbeat > now() - make_interval(secs => $2) FROM servers WHERE id = $1",
+                &[&server, &lease.as_secs_f64()],
+            )
+            .await
+            .map_err(backend)?;
+        Ok(row.is_some_and(|row| row.get::<_, bool>(0)))
+    }
     async fn events(
         &self,
         session: &str,
@@ -312,6 +474,35 @@ impl Store for PostgresStore {
             Some(mode),
         )
         .await
+    }
+
+    async fn probe(&self) -> Result<(), ProbeError> {
+        let client = self
+            .client()
+            .await
+            .map_err(|e| ProbeError::Unreachable(e.to_string()))?;
+        // One statement: the connection is shared (pipelined), so no transaction of its own. The
+        // UPDATE matches no row, yet PostgreSQL refuses it when the database takes no writes (a
+        // standby, `default_transaction_read_only`).
+        let row = client
+            .query_one(
+                "WITH probe AS (UPDATE agent_api_migrations SET version = version WHERE FALSE RETURNING 1)
+                 SELECT COUNT(*) FROM agent_api_migrations",
+                &[],
+            )
+            .await
+            .map_err(|e| match e.code() {
+                Some(&tokio_postgres::error::SqlState::READ_ONLY_SQL_TRANSACTION) => {
+                    ProbeError::ReadOnly(e.to_string())
+                }
+                _ => ProbeError::Unreachable(e.to_string()),
+            })?;
+        let applied = u64::try_from(row.get::<_, i64>(0)).unwrap_or(0);
+        let known = MIGRATIONS.len() as u64;
+        match applied == known {
+            true => Ok(()),
+            false => Err(ProbeError::Migrations { applied, known }),
+        }
     }
 
     async fn mark_ended(&self, id: &str, error: Option<&str>) -> Result<(), StoreError> {

@@ -7,6 +7,11 @@
 //! its write is committed. Reads use a second connection (WAL lets it read while the writer
 //! writes) on tokio's blocking pool. `synchronous=NORMAL` in WAL mode: a committed write survives
 //! the process being killed (SIGKILL), though not a power loss.
+//!
+//! One file, one server: the store holds an exclusive lock (`flock`) on a file beside the
+//! database (`<file>.lock`, holding the holder's pid) for as long as it is open, and a second
+//! store opening the same file is refused with [`StoreError::Locked`] naming that pid. A second
+//! server on the file would otherwise take over sessions the first still runs.
 
 use std::path::PathBuf;
 use std::sync::{mpsc, Arc, Mutex};
@@ -15,13 +20,17 @@ use async_trait::async_trait;
 use rusqlite::{params, Connection, OptionalExtension};
 use tokio::sync::oneshot;
 
-use super::{SessionRecord, Store, StoreError, StoredEvent};
+use super::{
+    unix_now, ProbeError, SessionRecord, SessionState, SessionUpdate, Store, StoreError,
+    StoredEvent, StoredSnapshot,
+};
 
 /// The migrations, in order; `PRAGMA user_version` says how many a database has had.
 const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/sqlite/0001_sessions_and_events.sql"),
     include_str!("../../migrations/sqlite/0002_session_owner.sql"),
     include_str!("../../migrations/sqlite/0003_session_usage.sql"),
+    include_str!("../../migrations/sqlite/0004_session_continuity.sql"),
 ];
 
 /// The most writes committed in one transaction.
@@ -32,6 +41,10 @@ const MAX_BATCH: usize = 512;
 pub struct SqliteStore {
     writes: mpsc::Sender<Write>,
     reader: Arc<Mutex<Connection>>,
+    /// The server using the file (its heartbeat): the only one that can, while the lock is held.
+    server: Mutex<Option<String>>,
+    /// The exclusive lock on `<file>.lock`, released when the store is dropped.
+    _lock: std::fs::File,
 }
 
 type Reply = oneshot::Sender<Result<(), StoreError>>;
@@ -43,6 +56,12 @@ enum Write {
     Ended(String, Option<String>, Reply),
     Usage(String, String, Reply),
     Mode(String, String, Reply),
+    /// A readiness probe: a write that changes nothing, in the writer's own transaction.
+    Probe(Reply),
+    AppendOwned(String, String, Vec<StoredEvent>, Reply),
+    Claim(String, String, Option<String>, Reply),
+    Update(String, String, SessionUpdate, Reply),
+    Snapshot(String, String, StoredSnapshot, Reply),
 }
 
 fn backend(error: impl std::fmt::Display) -> StoreError {
@@ -92,13 +111,30 @@ impl SqliteStore {
     pub async fn open(path: PathBuf) -> Result<Self, StoreError> {
         tokio::task::spawn_blocking(move || {
             if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                std::fs::create_dir_all(dir).map_err(|e| {
+                crate::private::create_dirs(dir).map_err(|e| {
                     StoreError::Backend(format!("cannot create {}: {e}", dir.display()))
                 })?;
             }
+            let lock = lock_file(&path)?;
+            // The transcripts are the operator's: 0600 before SQLite writes a byte (its WAL and
+            // shared-memory files take the database's mode), and again for a store made before.
+            let private = |e: std::io::Error| {
+                StoreError::Backend(format!("cannot make {} private: {e}", path.display()))
+            };
+            crate::private::private_file(&path).map_err(private)?;
             let mut writer = connect(&path)?;
             migrate(&mut writer)?;
             let reader = connect(&path)?;
+            let siblings: Vec<PathBuf> = ["-wal", "-shm", "-journal"]
+                .iter()
+                .map(|suffix| {
+                    let mut name = path.clone().into_os_string();
+                    name.push(suffix);
+                    PathBuf::from(name)
+                })
+                .collect();
+            crate::private::private_if_there(siblings.iter().map(PathBuf::as_path))
+                .map_err(private)?;
             let (writes, queue) = mpsc::channel();
             std::thread::Builder::new()
                 .name("agent-api-store".into())
@@ -109,6 +145,8 @@ impl SqliteStore {
             Ok(Self {
                 writes,
                 reader: Arc::new(Mutex::new(reader)),
+                server: Mutex::new(None),
+                _lock: lock,
             })
         })
         .await
@@ -135,6 +173,41 @@ impl SqliteStore {
         .await
         .map_err(backend)?
     }
+}
+
+/// Takes the exclusive lock of the database at `path` (on `<file>.lock`, created 0600), or
+/// refuses naming the process holding it.
+fn lock_file(path: &std::path::Path) -> Result<std::fs::File, StoreError> {
+    use std::io::{Read, Seek, Write};
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut name = path.as_os_str().to_owned();
+    name.push(".lock");
+    let lock_path = std::path::PathBuf::from(name);
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(&lock_path)
+        .map_err(|e| StoreError::Backend(format!("cannot open {}: {e}", lock_path.display())))?;
+    if rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive).is_err() {
+        let mut holder = String::new();
+        let _ = file.read_to_string(&mut holder);
+        let by = match holder.trim().parse::<u32>() {
+            Ok(pid) => format!("process {pid}"),
+            Err(_) => "another process".into(),
+        };
+        return Err(StoreError::Locked(format!(
+            "{} is in use by another agent-api server ({by}): one SQLite file takes one server; stop that one, or give this one another --store (PostgreSQL for several servers)",
+            path.display()
+        )));
+    }
+    // The holder's pid, for the refusal above (advice only: the lock is what counts).
+    let _ = file.set_len(0);
+    let _ = file.rewind();
+    let _ = write!(file, "{}", std::process::id());
+    Ok(file)
 }
 
 /// The writer thread: takes every write waiting, commits them in one transaction (each in its
@@ -175,7 +248,12 @@ fn write_loop(mut connection: Connection, queue: mpsc::Receiver<Write>) {
             | Write::Native(_, _, reply)
             | Write::Ended(_, _, reply)
             | Write::Usage(_, _, reply)
-            | Write::Mode(_, _, reply)) = write;
+            | Write::Mode(_, _, reply)
+            | Write::Probe(reply)
+            | Write::AppendOwned(_, _, _, reply)
+            | Write::Claim(_, _, _, reply)
+            | Write::Update(_, _, _, reply)
+            | Write::Snapshot(_, _, _, reply)) = write;
             let _ = reply.send(result);
         }
     }
@@ -183,6 +261,11 @@ fn write_loop(mut connection: Connection, queue: mpsc::Receiver<Write>) {
 
 fn apply(tx: &rusqlite::Savepoint<'_>, write: &Write) -> Result<(), StoreError> {
     match write {
+        // Matches no row, yet SQLite takes the write lock for it: refused when it cannot write.
+        Write::Probe(_) => {
+            tx.execute("UPDATE sessions SET id = id WHERE 0", [])
+                .map_err(backend)?;
+        }
         Write::Create(r, _) => {
             let exists = tx
                 .query_row("SELECT 1 FROM sessions WHERE id = ?1", [&r.id], |_| Ok(()))
@@ -192,51 +275,78 @@ fn apply(tx: &rusqlite::Savepoint<'_>, write: &Write) -> Result<(), StoreError> 
                 return Err(StoreError::Duplicate(r.id.clone()));
             }
             tx.execute(
-                "INSERT INTO sessions (id, agent, agent_mode, permission_mode, model, variant, native_session_id, ended, end_error, event_count, owner)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 0, ?10)",
-                params![r.id, r.agent, r.agent_mode, r.permission_mode, r.model, r.variant, r.native_session_id, r.ended, r.end_error, r.owner],
+                "INSERT INTO sessions (id, agent, agent_mode, permission_mode, model, variant, native_session_id, ended, end_error, event_count, owner, settings, working_dir, state, active_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 0, ?10, ?11, ?12, ?13, ?14)",
+                params![r.id, r.agent, r.agent_mode, r.permission_mode, r.model, r.variant, r.native_session_id, r.ended, r.end_error, r.owner, r.settings, r.working_dir, r.state.as_str(), unix_now()],
             )
             .map_err(backend)?;
         }
-        Write::Append(session, events, _) => {
-            let last: Option<u64> = tx
-                .query_row(
-                    "SELECT event_count FROM sessions WHERE id = ?1",
-                    [session],
-                    |row| row.get(0),
-                )
-                .optional()
-                .map_err(backend)?;
-            let mut last = last.ok_or_else(|| StoreError::NotFound(session.clone()))?;
-            let mut insert = tx
-                .prepare_cached(
-                    "INSERT INTO events (session_id, sequence, event, raw) VALUES (?1, ?2, ?3, ?4)",
-                )
-                .map_err(backend)?;
-            for event in events {
-                if event.sequence != last + 1 {
-                    return Err(StoreError::OutOfOrder {
-                        session: session.clone(),
-                        last,
-                        got: event.sequence,
-                    });
-                }
-                insert
-                    .execute(params![
-                        session,
-                        event.sequence,
-                        &*event.json,
-                        event.raw.as_deref()
-                    ])
-                    .map_err(backend)?;
-                last = event.sequence;
-            }
+        Write::AppendOwned(session, owner, events, _) => {
+            check_owner(tx, session, owner)?;
             tx.execute(
-                "UPDATE sessions SET event_count = ?2 WHERE id = ?1",
-                params![session, last],
+                "UPDATE sessions SET active_at = ?2 WHERE id = ?1",
+                params![session, unix_now()],
+            )
+            .map_err(backend)?;
+            append(tx, session, events)?;
+        }
+        Write::Claim(id, owner, from, _) => {
+            let rows = tx
+                .execute(
+                    "UPDATE sessions SET owner = ?2, state = 'live', active_at = ?4 WHERE id = ?1 AND owner IS ?3",
+                    params![id, owner, from, unix_now()],
+                )
+                .map_err(backend)?;
+            if rows == 0 {
+                let now: Option<Option<String>> = tx
+                    .query_row("SELECT owner FROM sessions WHERE id = ?1", [id], |row| {
+                        row.get(0)
+                    })
+                    .optional()
+                    .map_err(backend)?;
+                return Err(match now {
+                    None => StoreError::NotFound(id.clone()),
+                    Some(owner) => StoreError::NotOwner {
+                        session: id.clone(),
+                        owner: owner.unwrap_or_default(),
+                    },
+                });
+            }
+        }
+        Write::Update(id, owner, update, _) => {
+            check_owner(tx, id, owner)?;
+            if let Some(state) = update.state {
+                tx.execute(
+                    "UPDATE sessions SET state = ?2 WHERE id = ?1",
+                    params![id, state.as_str()],
+                )
+                .map_err(backend)?;
+            }
+            if let Some((turns, open)) = update.turns {
+                tx.execute(
+                    "UPDATE sessions SET turns = ?2, turn_open = ?3, active_at = ?4 WHERE id = ?1",
+                    params![id, turns, open, unix_now()],
+                )
+                .map_err(backend)?;
+            }
+            if let Some(how) = &update.resumed_how {
+                tx.execute(
+                    "UPDATE sessions SET resumed_how = ?2 WHERE id = ?1",
+                    params![id, how],
+                )
+                .map_err(backend)?;
+            }
+        }
+        Write::Snapshot(id, owner, snapshot, _) => {
+            check_owner(tx, id, owner)?;
+            tx.execute(
+                "INSERT INTO snapshots (session_id, turn, bytes, written_at) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT (session_id) DO UPDATE SET turn = excluded.turn, bytes = excluded.bytes, written_at = excluded.written_at",
+                params![id, snapshot.turn, snapshot.bytes, unix_now()],
             )
             .map_err(backend)?;
         }
+        Write::Append(session, events, _) => append(tx, session, events)?,
         Write::Native(id, native, _) => {
             updated(
                 tx.execute(
@@ -277,6 +387,72 @@ fn apply(tx: &rusqlite::Savepoint<'_>, write: &Write) -> Result<(), StoreError> 
     Ok(())
 }
 
+/// Appends `events` to `session`, following its last sequence.
+fn append(
+    tx: &rusqlite::Savepoint<'_>,
+    session: &String,
+    events: &[StoredEvent],
+) -> Result<(), StoreError> {
+    let last: Option<u64> = tx
+        .query_row(
+            "SELECT event_count FROM sessions WHERE id = ?1",
+            [session],
+            |row| row.get(0),
+        )
+        .optional()
+        .map_err(backend)?;
+    let mut last = last.ok_or_else(|| StoreError::NotFound(session.clone()))?;
+    let mut insert = tx
+        .prepare_cached(
+            "INSERT INTO events (session_id, sequence, event, raw) VALUES (?1, ?2, ?3, ?4)",
+        )
+        .map_err(backend)?;
+    for event in events {
+        if event.sequence != last + 1 {
+            return Err(StoreError::OutOfOrder {
+                session: session.clone(),
+                last,
+                got: event.sequence,
+            });
+        }
+        insert
+            .execute(params![
+                session,
+                event.sequence,
+                &*event.json,
+                event.raw.as_deref()
+            ])
+            .map_err(backend)?;
+        last = event.sequence;
+    }
+    tx.execute(
+        "UPDATE sessions SET event_count = ?2 WHERE id = ?1",
+        params![session, last],
+    )
+    .map_err(backend)?;
+    Ok(())
+}
+
+/// [`StoreError::NotOwner`] unless `owner` owns `session` ([`StoreError::NotFound`]: no such session).
+fn check_owner(tx: &rusqlite::Savepoint<'_>, session: &str, owner: &str) -> Result<(), StoreError> {
+    let now: Option<Option<String>> = tx
+        .query_row(
+            "SELECT owner FROM sessions WHERE id = ?1",
+            [session],
+            |row| row.get(0),
+        )
+        .optional()
+        .map_err(backend)?;
+    match now {
+        None => Err(StoreError::NotFound(session.into())),
+        Some(Some(now)) if now == owner => Ok(()),
+        Some(now) => Err(StoreError::NotOwner {
+            session: session.into(),
+            owner: now.unwrap_or_default(),
+        }),
+    }
+}
+
 fn updated(rows: rusqlite::Result<usize>, id: &str) -> Result<(), StoreError> {
     match rows.map_err(backend)? {
         0 => Err(StoreError::NotFound(id.into())),
@@ -285,7 +461,7 @@ fn updated(rows: rusqlite::Result<usize>, id: &str) -> Result<(), StoreError> {
 }
 
 const SESSION_COLUMNS: &str =
-    "id, agent, agent_mode, permission_mode, model, variant, native_session_id, ended, end_error, event_count, owner, usage";
+    "id, agent, agent_mode, permission_mode, model, variant, native_session_id, ended, end_error, event_count, owner, usage, settings, working_dir, state, turns, turn_open, active_at, resumed_how, (SELECT turn FROM snapshots WHERE snapshots.session_id = sessions.id)";
 
 fn session_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<SessionRecord> {
     Ok(SessionRecord {
@@ -301,6 +477,14 @@ fn session_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<SessionRecord> {
         event_count: row.get(9)?,
         owner: row.get(10)?,
         usage: row.get(11)?,
+        settings: row.get(12)?,
+        working_dir: row.get(13)?,
+        state: SessionState::parse(&row.get::<_, String>(14)?),
+        turns: row.get(15)?,
+        turn_open: row.get(16)?,
+        active_at: row.get(17)?,
+        resumed_how: row.get(18)?,
+        snapshot_turn: row.get(19)?,
     })
 }
 
@@ -397,5 +581,90 @@ impl Store for SqliteStore {
     async fn set_agent_mode(&self, id: &str, mode: &str) -> Result<(), StoreError> {
         self.write(|reply| Write::Mode(id.into(), mode.into(), reply))
             .await
+    }
+
+    async fn probe(&self) -> Result<(), ProbeError> {
+        let applied: u64 = self
+            .read(|c| {
+                c.pragma_query_value(None, "user_version", |row| row.get(0))
+                    .map_err(backend)
+            })
+            .await
+            .map_err(|e| ProbeError::Unreachable(e.to_string()))?;
+        let known = MIGRATIONS.len() as u64;
+        if applied != known {
+            return Err(ProbeError::Migrations { applied, known });
+        }
+        self.write(Write::Probe)
+            .await
+            .map_err(|e| ProbeError::ReadOnly(e.to_string()))
+    }
+
+    async fn append_owned(
+        &self,
+        session: &str,
+        owner: &str,
+        events: Vec<StoredEvent>,
+    ) -> Result<(), StoreError> {
+        self.write(|reply| Write::AppendOwned(session.into(), owner.into(), events, reply))
+            .await
+    }
+
+    async fn claim(&self, id: &str, owner: &str, from: Option<&str>) -> Result<(), StoreError> {
+        self.write(|reply| Write::Claim(id.into(), owner.into(), from.map(Into::into), reply))
+            .await
+    }
+
+    async fn update(&self, id: &str, owner: &str, update: SessionUpdate) -> Result<(), StoreError> {
+        self.write(|reply| Write::Update(id.into(), owner.into(), update, reply))
+            .await
+    }
+
+    async fn put_snapshot(
+        &self,
+        id: &str,
+        owner: &str,
+        snapshot: StoredSnapshot,
+    ) -> Result<(), StoreError> {
+        self.write(|reply| Write::Snapshot(id.into(), owner.into(), snapshot, reply))
+            .await
+    }
+
+    async fn snapshot(&self, id: &str) -> Result<Option<StoredSnapshot>, StoreError> {
+        let id = id.to_string();
+        self.read(move |db| {
+            db.query_row(
+                "SELECT turn, bytes FROM snapshots WHERE session_id = ?1",
+                [&id],
+                |row| {
+                    Ok(StoredSnapshot {
+                        turn: row.get(0)?,
+                        bytes: row.get(1)?,
+                    })
+                },
+            )
+            .optional()
+            .map_err(backend)
+        })
+        .await
+    }
+
+    async fn heartbeat(&self, server: &str) -> Result<(), StoreError> {
+        *self.server.lock().unwrap_or_else(|p| p.into_inner()) = Some(server.into());
+        Ok(())
+    }
+
+    async fn server_alive(
+        &self,
+        server: &str,
+        _lease: std::time::Duration,
+    ) -> Result<bool, StoreError> {
+        // The file's lock is held by this store: no other server runs on it.
+        Ok(self
+            .server
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_deref()
+            == Some(server))
     }
 }

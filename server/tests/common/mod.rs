@@ -292,6 +292,35 @@ impl Sse {
         }
     }
 
+    /// Every frame until the server ends the stream or closes its connection (as it does to a
+    /// client that stopped reading): the frames that came whole.
+    pub async fn rest_or_cut(&mut self) -> Vec<Frame> {
+        tokio::time::timeout(STEP, async {
+            while let Some(Ok(frame)) = self.body.frame().await {
+                if let Ok(bytes) = frame.into_data() {
+                    self.buffer.push_str(&String::from_utf8_lossy(&bytes));
+                }
+            }
+        })
+        .await
+        .expect("the stream ends in time");
+        let mut frames = Vec::new();
+        while let Some(end) = self.buffer.find("\n\n") {
+            let block: String = self.buffer.drain(..end + 2).collect();
+            let id = block
+                .lines()
+                .find_map(|l| l.strip_prefix("id:"))
+                .map(|v| v.trim().parse().expect("a numeric id"));
+            if let Some(data) = block.lines().find_map(|l| l.strip_prefix("data:")) {
+                frames.push(Frame {
+                    id,
+                    data: serde_json::from_str(data.trim_start()).expect("JSON data"),
+                });
+            }
+        }
+        frames
+    }
+
     /// Every frame until the server closes the stream.
     pub async fn rest(&mut self) -> Vec<Frame> {
         let mut frames = Vec::new();
@@ -436,4 +465,53 @@ pub fn turn_end(event: &Value) -> bool {
         && status["detail"]
             .as_str()
             .is_some_and(|detail| detail.starts_with("turn "))
+}
+
+/// Appends, updates and claims by a server that lost the session are refused, in `store`.
+pub async fn owner_checks(store: Arc<dyn agent_api_server::Store>, id: &str) {
+    let mut record = agent_api_server::store::SessionRecord::new(id, "scripted");
+    record.owner = Some("a".into());
+    store.create_session(record).await.unwrap();
+    let event = agent_api_server::store::StoredEvent {
+        sequence: 1,
+        json: r#"{"sequence":1,"raw":null}"#.into(),
+        raw: None,
+    };
+    store
+        .append_owned(id, "a", vec![event.clone()])
+        .await
+        .unwrap();
+    store.claim(id, "b", Some("a")).await.unwrap();
+    assert!(matches!(
+        store.claim(id, "c", Some("a")).await,
+        Err(agent_api_server::StoreError::NotOwner { .. })
+    ));
+    let mut second = event.clone();
+    second.sequence = 2;
+    assert!(matches!(
+        store.append_owned(id, "a", vec![second.clone()]).await,
+        Err(agent_api_server::StoreError::NotOwner { .. })
+    ));
+    assert!(matches!(
+        store
+            .update(
+                id,
+                "a",
+                agent_api_server::store::SessionUpdate::default().turns(1, true)
+            )
+            .await,
+        Err(agent_api_server::StoreError::NotOwner { .. })
+    ));
+    store.append_owned(id, "b", vec![second]).await.unwrap();
+    // A snapshot too; and its owner reads it back.
+    let snapshot = agent_api_server::store::StoredSnapshot {
+        turn: 1,
+        bytes: vec![0, 1, 2, 255],
+    };
+    assert!(matches!(
+        store.put_snapshot(id, "a", snapshot.clone()).await,
+        Err(agent_api_server::StoreError::NotOwner { .. })
+    ));
+    store.put_snapshot(id, "b", snapshot.clone()).await.unwrap();
+    assert_eq!(store.snapshot(id).await.unwrap(), Some(snapshot));
 }

@@ -28,6 +28,10 @@ pub enum Script {
     /// A turn made of steps; step *i* is played once *i* tool results of this turn are in the request.
     /// Requests past the last step get the last step again.
     Steps(&'static [Step]),
+    /// Steps counted over the whole conversation: step *i* is played once *i* tool results are in
+    /// the request, whatever user messages came between them (a message that steers a running turn
+    /// does not start the script again). Requests past the last step get the last step again.
+    WholeConversation(&'static [Step]),
     /// Every request fails with this HTTP error.
     Fail(Failure),
 }
@@ -255,6 +259,13 @@ pub const SCENARIOS: &[Scenario] = &[
         name: "slow_shell",
         description: "Calls the shell tool with `sleep 30`; after the result it replies \"Tool finished. ...\".",
         script: Script::Steps(&[Step::act("I'll wait.", Action::Shell("sleep 30")), Step::text(Text::AfterTool(AFTER_TOOL))]),
+    },
+    Scenario {
+        name: "steer",
+        description: "Calls the shell tool with `sleep 4`; after the result it replies \"echo: user_turns=N messages=M \
+                      last=<last user text>\": a message that steered the turn mid-way is the last user text. Steps \
+                      count the tool results of the whole conversation, so that message does not start it again.",
+        script: Script::WholeConversation(&[Step::act("I'll wait.", Action::Shell("sleep 4")), Step::text(Text::Echo)]),
     },
     Scenario {
         name: "big_output",

@@ -3,6 +3,11 @@
 //! (app-server) on the bench's scripted model (`echo` scenario), each turn timed from the send to
 //! its completion.
 //!
+//! Then steering (issue 50): a warm session's turn on the `steer` model (`sleep 4`) steered once its
+//! shell call starts, timed from `RunControl::steer` to its return (the agent's acknowledgement:
+//! Codex's `turn/steer` response; Claude Code's echo of the message when it reads it, at its next
+//! step, so the rest of the command's time is in it).
+//!
 //! `cargo bench -p agent_api_conformance --bench sessions` (issue 11 target: warm ≥ 3× faster).
 //! Needs the pinned CLIs (`bash tests/bench/install-clis.sh`); a missing one is reported and skipped.
 
@@ -104,6 +109,35 @@ fn summary(times: &[Duration]) -> (f64, f64) {
     (ms[ms.len() / 2], ms.iter().sum::<f64>() / ms.len() as f64)
 }
 
+/// Steered turns, each the first of a warm session of its own (the `steer` model runs its command
+/// in a conversation's first turn only): how long each steer took to be acknowledged.
+async fn steered(backend: &dyn AgentBackend) -> Vec<Duration> {
+    let mut times = Vec::new();
+    for _ in 0..STEERED_TURNS {
+        let mut session = backend
+            .open_session(template().with_permissions(agent_api::PermissionPolicy::ApproveAll))
+            .await
+            .expect("the session opens");
+        let handle = session
+            .send(agent_api_conformance::steer::PROMPT)
+            .await
+            .expect("the turn starts");
+        let steered = agent_api_conformance::steer::drive_steered(
+            handle,
+            agent_api_conformance::steer::SteerAt::ToolCall,
+            false,
+        )
+        .await;
+        steered.steer.expect("the agent takes the steer");
+        steered.run.completion.expect("the turn succeeds");
+        times.push(steered.took);
+        session.close().await.expect("the session closes");
+    }
+    times
+}
+
+const STEERED_TURNS: usize = 3;
+
 async fn measure(cli: Cli, name: &str) {
     if agent_bench::e2e_enabled_or_explain(cli).is_none() {
         return;
@@ -123,6 +157,20 @@ async fn measure(cli: Cli, name: &str) {
          (mean {fresh_mean:.0}); ratio {:.1}x (means {:.1}x)",
         fresh_median / warm_median,
         fresh_mean / warm_mean
+    );
+    let sandbox = Sandbox::new(cli, &server, "steer").expect("the sandbox");
+    let backend: Box<dyn AgentBackend> = match cli {
+        Cli::Codex => Box::new(codex(&sandbox)),
+        _ => Box::new(claude(&sandbox)),
+    };
+    let times = steered(backend.as_ref()).await;
+    let ms: Vec<String> = times
+        .iter()
+        .map(|d| format!("{:.1}", d.as_secs_f64() * 1000.0))
+        .collect();
+    println!(
+        "{name}: steer to acknowledgement over {STEERED_TURNS} steered turns: {} ms",
+        ms.join(" / ")
     );
 }
 

@@ -14,13 +14,16 @@
 //! ```
 
 pub mod caller_tools;
+pub mod capabilities;
 pub mod fake;
 pub mod homes;
 pub mod launchers;
 pub mod logs;
 pub mod props;
 pub mod session;
+pub mod snapshot;
 pub mod source_graph;
+pub mod steer;
 pub mod through_bwrap;
 pub mod typed;
 

@@ -182,7 +182,8 @@ async fn traversal_attempts_never_touch_a_file_outside_the_cwd() {
 }
 
 /// Links an agent plants in its working directory (a dangling link to a file outside, a link to a
-/// folder outside, a hard link to a file outside) and a FIFO: every request through them is refused
+/// folder outside, a hard link to a file outside, read and written: fault row 105) and a FIFO:
+/// every request through them is refused
 /// with a JSON-RPC error and a status naming the path, nothing outside changes, and the FIFO
 /// answers at once.
 #[tokio::test]
@@ -200,20 +201,21 @@ async fn planted_links_and_fifos_are_refused_and_nothing_outside_changes() {
     // SAFETY: a valid NUL-terminated path.
     assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
     let ops =
-        "fsops write:dangling write:up/secret.txt write:up/new/planted.txt write:hard read:pipe write:pipe read:up/secret.txt write:ok.txt";
+        "fsops write:dangling write:up/secret.txt write:up/new/planted.txt write:hard read:hard read:pipe write:pipe read:up/secret.txt write:ok.txt";
     let run = tokio::time::timeout(Duration::from_secs(60), run(ops, &cwd, None))
         .await
         .expect("a FIFO must not hang the run");
     let report = final_text(&run);
     let parts: Vec<&str> = report.split("; ").collect();
-    assert_eq!(parts.len(), 8, "{report}");
+    assert_eq!(parts.len(), 9, "{report}");
     assert!(
-        parts[..7]
+        parts[..8]
             .iter()
             .all(|p| p.starts_with("write refused") || p.starts_with("read refused")),
         "{report}"
     );
-    assert_eq!(parts[7], "write ok ", "{report}");
+    assert_eq!(parts[8], "write ok ", "{report}");
+    assert!(!report.contains("secret"), "{report}");
     assert_eq!(
         std::fs::read_to_string(&secret).unwrap(),
         "secret",
@@ -244,6 +246,46 @@ async fn planted_links_and_fifos_are_refused_and_nothing_outside_changes() {
             "no status names {name}: {refusals:?}"
         );
     }
+}
+
+/// Fault row 107: usage reported mid-run (two model calls of 5,000 tokens) counts against
+/// `max_total_tokens` even when the prompt's response then reports a smaller total.
+#[tokio::test]
+async fn usage_reported_mid_run_counts_against_the_token_limit_over_a_smaller_final_figure() {
+    let dir = tempfile::tempdir().unwrap();
+    let unlimited = run("usage", dir.path(), None).await;
+    let usage = unlimited
+        .completion
+        .as_ref()
+        .unwrap()
+        .usage
+        .clone()
+        .unwrap();
+    assert_eq!(usage.total_tokens(), Some(10_000), "{usage:?}");
+    let handle = backend()
+        .run(request("usage", dir.path()).with_max_total_tokens(100))
+        .await
+        .unwrap();
+    let limited = record(handle).await;
+    assert_conformant(&limited);
+    // A response whose unstable `usage` misses a count still ends the turn at once.
+    let partial = tokio::time::timeout(
+        Duration::from_secs(10),
+        run("usage-partial", dir.path(), None),
+    )
+    .await
+    .expect("a response with a partial usage ends the turn");
+    assert_eq!(final_text(&partial), "counted");
+    assert!(
+        matches!(
+            limited.completion,
+            Err(AgentError::LimitReached {
+                limit: agent_api::run::LimitKind::TotalTokens
+            })
+        ),
+        "{:?}",
+        limited.completion
+    );
 }
 
 #[tokio::test]

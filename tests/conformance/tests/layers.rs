@@ -20,6 +20,7 @@ const ORDER: &[&str] = &[
     // The contract: imports nothing of the kit or the features.
     "contract::bounds",
     "contract::secrets",
+    "contract::snapshot_error",
     "contract::tools_facet",
     "contract::error",
     "contract::capability",
@@ -32,7 +33,9 @@ const ORDER: &[&str] = &[
     "contract::event",
     "contract::projection",
     "contract::session_ref",
+    "contract::snapshot",
     "contract::budget",
+    "contract::spans",
     "contract::run",
     "contract::store",
     "contract::caller_tool",
@@ -66,6 +69,7 @@ const ORDER: &[&str] = &[
     "kit::rate_limit",
     "kit::detect",
     "kit::home",
+    "kit::snapshot",
     "kit::caller_tools",
     "kit",
     // The features, each on runs.
@@ -74,6 +78,7 @@ const ORDER: &[&str] = &[
     "summary",
     "history",
     "resumed",
+    "snapshot",
     "gateway",
 ];
 

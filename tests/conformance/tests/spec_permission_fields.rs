@@ -40,7 +40,11 @@ fn fields_the_code_emits() -> BTreeSet<String> {
     let mut hitl: Hitl<(), ()> = Hitl::live(PermissionPolicy::ApproveAll);
     let details = PermissionDetails::default()
         .call_id(Some("call_1"))
-        .command(Some("ls -la"))
+        // Over the bound, so that `command_bytes` says how long the whole command is.
+        .command(Some(format!(
+            "ls -la{}",
+            " x".repeat(agent_api::universal::COMMAND_BOUND)
+        )))
         .cwd(Some("/work"))
         .file(Some("src/main.rs"))
         .diff(Some("-a\n+b"))

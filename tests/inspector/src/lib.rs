@@ -52,14 +52,32 @@ impl Served {
         gateway: agent_api::Gateway,
         store: Arc<dyn agent_api_server::Store>,
     ) -> Served {
+        Self::start_at(gateway, store, "127.0.0.1:0").await
+    }
+
+    /// Serves `gateway` on `store` with [`TOKEN`] at `address` (`127.0.0.1:PORT`: a server
+    /// started again where the page knew it).
+    pub async fn start_at(
+        gateway: agent_api::Gateway,
+        store: Arc<dyn agent_api_server::Store>,
+        address: &str,
+    ) -> Served {
         let config = agent_api_server::ServerConfig::default().with_token(TOKEN);
         let server =
             agent_api_server::Server::new(gateway, agent_api::RunRequest::new(""), store, config)
                 .await
                 .expect("the server starts");
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("a loopback port");
+        let deadline = Instant::now() + STEP;
+        let listener = loop {
+            match tokio::net::TcpListener::bind(address).await {
+                Ok(listener) => break listener,
+                Err(e) if Instant::now() < deadline => {
+                    let _ = e;
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                Err(e) => panic!("cannot listen on {address}: {e}"),
+            }
+        };
         let base = format!("http://{}", listener.local_addr().expect("its address"));
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let task = tokio::spawn(agent_api_server::serve(listener, server, async move {

@@ -69,6 +69,9 @@ async fn e2e_the_real_claude_code_is_driven_from_the_page() {
     browser.shot("answered").await;
 
     browser.click_button(&pane("real"), "Terminate").await;
+    browser
+        .click_button(&pane("real"), "Confirm terminate")
+        .await;
     browser.wait_text(".row.session", "terminated").await;
     browser.shot("terminated").await;
 
@@ -145,7 +148,11 @@ async fn e2e_a_real_claude_code_turn_is_cancelled_from_the_page_with_escape() {
         .type_into(".pane textarea", agent_api_inspector_tests::ESCAPE)
         .await;
     browser
-        .wait_until("the turn ended", "return !document.querySelector('.row.streaming') && /turn_(failed|completed)/.test(document.querySelector('.rows').textContent)")
+        .wait_until(
+            "the turn ended",
+            // The person's own cancel shows as theirs ("turn cancelled by you"), not as a failure.
+            "return !document.querySelector('.row.streaming') && /turn cancelled by you/.test(document.querySelector('.rows').textContent)",
+        )
         .await;
     let said = browser.texts(".row.role-assistant .text").await.join(" ");
     assert!(

@@ -172,6 +172,18 @@ fn a_hard_link_to_a_file_outside_is_not_written() {
 }
 
 #[test]
+fn a_hard_link_to_a_file_outside_is_not_read() {
+    let layout = Layout::new();
+    std::fs::hard_link(layout.outside("secret.txt"), layout.cwd.join("hard")).unwrap();
+    let dir = layout.dir();
+    assert_eq!(
+        dir.read(&layout.cwd.join("hard"), 1024),
+        Err(FileRefusal::HardLinked { links: 2 })
+    );
+    assert!(FileRefusal::HardLinked { links: 2 }.is_escape());
+}
+
+#[test]
 fn a_fifo_is_refused_at_once_for_reads_and_writes() {
     let layout = Layout::new();
     mkfifo(&layout.cwd.join("pipe"));

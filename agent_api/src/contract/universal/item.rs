@@ -142,7 +142,7 @@ pub struct ToolMeta {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exit_code: Option<i64>,
     /// The shell command of a command tool, as one line of text (an argv is joined by spaces),
-    /// cut to 2 KiB; see [`ToolMeta::with_shell_fields`].
+    /// cut to [`COMMAND_BOUND`](super::COMMAND_BOUND); see [`ToolMeta::with_shell_fields`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command: Option<String>,
     /// The directory the command runs in, when the agent names one.

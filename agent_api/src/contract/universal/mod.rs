@@ -17,7 +17,8 @@ pub use item::{
     ContentPart, FileAction, ItemKind, ItemRole, ItemStatus, ReasoningVisibility, ToolCallRef,
     ToolMeta, UniversalItem,
 };
-pub use shell::{shell_fields, SHELL_FIELD_BOUND};
+pub(crate) use shell::bounded_command;
+pub use shell::{shell_fields, COMMAND_BOUND, SHELL_FIELD_BOUND};
 pub(crate) use transcript::STREAM_START;
 pub use transcript::{NewItem, SessionEnd, Transcript, TranscriptLimits};
 pub use types::{

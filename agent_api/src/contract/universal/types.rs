@@ -352,6 +352,11 @@ pub struct PermissionDetails {
     /// (never a description of it), so an allow-list can match on it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command: Option<String>,
+    /// The whole command's length in UTF-8 bytes, present only when [`Self::command`] holds a
+    /// prefix of it (a command over [`COMMAND_BOUND`](super::COMMAND_BOUND)): whoever shows the
+    /// request says that it is cut and by how much, since approving it runs all of it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command_bytes: Option<u64>,
     /// The directory it would run in.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cwd: Option<String>,
@@ -401,21 +406,39 @@ impl PermissionDetails {
         self
     }
 
-    /// Sets the shell command, when known, cut to [`SHELL_FIELD_BOUND`](super::SHELL_FIELD_BOUND)
-    /// as the tool call's `ToolMeta::command` is (the transcript masks its secrets, as it masks
-    /// the tools facet's).
+    /// Sets the shell command, when known: the whole command, cut to
+    /// [`COMMAND_BOUND`](super::COMMAND_BOUND) as the tool call's `ToolMeta::command` is (the
+    /// transcript masks its secrets, as it masks the tools facet's), with its real length in
+    /// [`Self::command_bytes`] when cut. Give it the command whole: a prefix cut before would be
+    /// shown as if it were all that runs.
+    ///
+    /// ```
+    /// use agent_api::universal::{PermissionDetails, COMMAND_BOUND};
+    /// let long = format!("echo {}", "x".repeat(COMMAND_BOUND));
+    /// let details = PermissionDetails::default().command(Some(long.clone()));
+    /// assert_eq!(details.command_bytes, Some(long.len() as u64));
+    /// assert!(long.starts_with(details.command.as_deref().unwrap()));
+    /// assert_eq!(PermissionDetails::default().command(Some("ls")).command_bytes, None);
+    /// ```
     pub fn command(mut self, command: Option<impl Into<String>>) -> Self {
-        self.command = command.map(|c| super::shell::bounded_field(c.into()));
+        let command = command.map(Into::into);
+        let whole = command.as_ref().map_or(0, String::len);
+        self.command = command.map(super::shell::bounded_command);
+        self.command_bytes = self
+            .command
+            .as_ref()
+            .filter(|kept| kept.len() < whole)
+            .map(|_| whole as u64);
         self
     }
 
-    /// Sets the working directory, when known, cut as [`Self::command`] is.
+    /// Sets the working directory, when known, cut to [`SHELL_FIELD_BOUND`](super::SHELL_FIELD_BOUND).
     pub fn cwd(mut self, cwd: Option<impl Into<String>>) -> Self {
         self.cwd = cwd.map(|c| super::shell::bounded_field(c.into()));
         self
     }
 
-    /// Sets the file, when known, cut as [`Self::command`] is.
+    /// Sets the file, when known, cut as [`Self::cwd`] is.
     pub fn file(mut self, file: Option<impl Into<String>>) -> Self {
         self.file = file.map(|f| super::shell::bounded_field(f.into()));
         self

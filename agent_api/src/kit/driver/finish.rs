@@ -12,6 +12,7 @@ impl Core {
     /// The end of a one-shot run: how it went, its last events, then its completion.
     pub(super) async fn finish_run(mut self, io: Io, turn: Option<Turn>) {
         let result = self.finish(io, turn.as_ref()).await;
+        self.turn_ended_for_steers();
         self.flush().await;
         drop(self.events_tx.take());
         if let Some(turn) = turn {
@@ -84,6 +85,8 @@ impl Core {
             signal,
             stderr,
             oversized_lines: self.oversized_lines,
+            longest_oversized_line: self.longest_oversized_line,
+            line_cap: self.settings.line_cap,
             stopped_by_daemon: self.stop.is_some(),
         }
     }

@@ -125,8 +125,25 @@ impl Core {
         if in_turn {
             return Err(AgentError::TurnInProgress);
         }
-        self.with_ctx(|p, ctx| p.set_mode(mode, ctx))
-            .unwrap_or(Err(AgentError::SessionClosed))
+        let switched = self
+            .with_ctx(|p, ctx| p.set_mode(mode, ctx))
+            .unwrap_or(Err(AgentError::SessionClosed));
+        let default = crate::contract::modes::AgentMode::Default;
+        match switched {
+            Ok(()) => {
+                self.settings.mode = Some(mode.clone());
+                Ok(())
+            }
+            // Every backend takes the default mode: a session already in it needs no switch,
+            // whether or not the agent can switch modes.
+            Err(AgentError::UnsupportedCapability { .. })
+                if *mode == default
+                    && self.settings.mode.as_ref().is_none_or(|m| *m == default) =>
+            {
+                Ok(())
+            }
+            Err(error) => Err(error),
+        }
     }
 
     /// Opens the next turn: its channels and handle, its opening delimiter, the prompt to the agent.
@@ -202,6 +219,7 @@ impl Core {
             return;
         };
         let result = self.turn_result(&turn, reported);
+        self.turn_ended_for_steers();
         self.clock.pause();
         self.close_turn(&result, session.turns);
         if session.close.is_none() && self.fatal.is_none() {
@@ -270,6 +288,7 @@ impl Core {
                 stderr: (!stopped).then(|| info.stderr.output()),
             }
         };
+        self.turn_ended_for_steers();
         if let Some(turn) = turn {
             let result = self.turn_result(&turn, Err(error));
             self.close_turn(&result, session.turns);

@@ -65,6 +65,9 @@ pub struct RunSettings {
     /// Where the agent runs (absolute), for the completion's [`crate::request::SessionRef`]; the
     /// process's current directory when `None`.
     pub working_dir: Option<std::path::PathBuf>,
+    /// The mode the agent works in (the request's, then each switch a session makes); `None`
+    /// is the agent's default.
+    pub mode: Option<crate::contract::modes::AgentMode>,
     /// What must live exactly as long as the run (the caller-tools MCP server, a config file
     /// holding a secret): dropped when the driver ends, however the run ends.
     pub held: Vec<std::sync::Arc<dyn std::any::Any + Send + Sync>>,
@@ -95,6 +98,7 @@ impl RunSettings {
             caller_wait: crate::contract::request::CallerWait::default(),
             output_schema: None,
             working_dir: None,
+            mode: None,
             held: Vec::new(),
         }
     }
@@ -118,6 +122,7 @@ impl RunSettings {
         settings.prompt_images = capabilities.contains(agent_api_capabilities::IMAGES);
         settings.cancellation = request.cancellation.clone();
         settings.caller_wait = request.caller_wait;
+        settings.mode = request.mode.clone();
         settings.output_schema = request.portable.output_schema.clone();
         settings.working_dir = request
             .session_working_dir()

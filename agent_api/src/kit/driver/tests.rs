@@ -187,3 +187,80 @@ async fn a_warm_sessions_stderr_notice_arrives_during_the_turn() {
         "closing during a turn cancels it"
     );
 }
+
+/// Takes every steering message to be acknowledged later, and never acknowledges one.
+struct Unanswered;
+
+impl Protocol for Unanswered {
+    fn name(&self) -> &'static str {
+        "unanswered"
+    }
+
+    fn on_message(
+        &mut self,
+        _message: serde_json::Value,
+        _ctx: &mut Ctx<'_>,
+    ) -> Result<(), Unparsed> {
+        Ok(())
+    }
+
+    fn steer(
+        &mut self,
+        _prompt: &Prompt,
+        _ctx: &mut Ctx<'_>,
+    ) -> Result<crate::kit::Steering, AgentError> {
+        Ok(crate::kit::Steering::Awaiting(7))
+    }
+
+    fn finish(
+        &mut self,
+        _exit: &ExitInfo,
+        _ctx: &mut Ctx<'_>,
+    ) -> Result<RunCompletion, AgentError> {
+        Ok(RunCompletion::new())
+    }
+}
+
+/// A run whose agent prints one line after `delay` seconds, then ends.
+fn slow_line(delay: &str) -> Transport {
+    let spec = CommandSpec::new("/bin/sh").args(["-c", &format!("sleep {delay}; echo '{{}}'")]);
+    Transport::spawn(&spec, 1024 * 1024).expect("sh spawns")
+}
+
+#[tokio::test]
+async fn a_steer_the_agent_never_took_fails_typed_when_the_turn_ends_and_later_ones_find_no_turn() {
+    let handle = start_run(settings(), slow_line("0.3"), Box::new(Unanswered));
+    let control = handle.control();
+    let steer = tokio::spawn({
+        let control = control.clone();
+        async move { control.steer("also this").await }
+    });
+    let (_events, completion) = handle.collect_universal().await;
+    assert!(completion.is_ok());
+    assert!(
+        matches!(steer.await.unwrap(), Err(AgentError::TurnEndedBeforeSteer)),
+        "the turn ended before the agent took it"
+    );
+    assert!(matches!(
+        control.steer("later").await,
+        Err(AgentError::NoTurnRunning)
+    ));
+}
+
+#[tokio::test]
+async fn a_protocol_that_cannot_be_steered_refuses_naming_the_capability_and_an_empty_message_is_invalid(
+) {
+    let handle = start_run(settings(), slow_line("0.3"), Box::new(Flood));
+    let control = handle.control();
+    let refused = control.steer("also this").await;
+    assert!(
+        matches!(&refused, Err(AgentError::UnsupportedCapability { capability, .. }) if capability == "agent_api.control.steer"),
+        "{refused:?}"
+    );
+    assert!(matches!(
+        control.steer("  ").await,
+        Err(AgentError::InvalidRequest { .. })
+    ));
+    let (_events, completion) = handle.collect_universal().await;
+    assert!(completion.is_ok(), "a refused steer leaves the run alone");
+}

@@ -98,6 +98,18 @@ pub(super) fn args(
             path.into_os_string(),
         ]);
     }
+    // Last: over everything above, so that nothing binds a hidden path back in.
+    for path in settings.hidden.iter().filter(|p| p.exists()) {
+        if path.is_dir() {
+            args.extend(["--tmpfs".into(), path.clone().into_os_string()]);
+        } else {
+            args.extend([
+                "--ro-bind".into(),
+                "/dev/null".into(),
+                path.clone().into_os_string(),
+            ]);
+        }
+    }
     args.extend([
         "--chdir".into(),
         cwd.as_os_str().to_os_string(),

@@ -19,6 +19,7 @@ pub mod items;
 mod rate_limits;
 pub mod requests;
 mod session;
+mod steer;
 
 use agent_api::kit::jsonrpc::{classify, Dialect, Message, RpcPeer};
 use agent_api::kit::transcript::{NewItem, Transcript};
@@ -46,6 +47,8 @@ pub enum Pending {
     Thread,
     /// `turn/start`.
     TurnStart,
+    /// `turn/steer`, with the number of its steering message.
+    Steer(u64),
     /// `turn/interrupt` or anything else.
     Other,
 }
@@ -91,6 +94,10 @@ pub struct AppServer {
     queued_turn: Option<Value>,
     /// A session's turn was cancelled before its id was known: interrupt it once it is.
     interrupt_pending: bool,
+    /// The current turn completed: it takes no steering.
+    turn_over: bool,
+    /// Steering messages sent, to number them.
+    steers_sent: u64,
 }
 
 impl AppServer {
@@ -113,6 +120,8 @@ impl AppServer {
             session: false,
             queued_turn: None,
             interrupt_pending: false,
+            turn_over: false,
+            steers_sent: 0,
         }
     }
 
@@ -236,6 +245,7 @@ impl AppServer {
                 self.turn_id.get_or_insert(envelope.turn.id);
                 self.send_pending_interrupt(ctx);
             }
+            Some(Pending::Steer(number)) => ctx.steer_answered(number, Ok(())),
             Some(Pending::Other) | None => {}
         }
         Ok(())
@@ -279,6 +289,7 @@ impl AppServer {
             Some(Pending::ThreadList) => "thread/list",
             Some(Pending::Thread) => "the thread request",
             Some(Pending::TurnStart) => "turn/start",
+            Some(Pending::Steer(number)) => return self.steer_refused(number, &message, ctx),
             Some(Pending::Other) | None => {
                 ctx.transcript
                     .status("request_refused", Some(errors::explanation(&message)));
@@ -345,6 +356,7 @@ impl AppServer {
         );
         self.turn_id.get_or_insert(envelope.turn.id);
         self.outcome = Some(outcome);
+        self.turn_over = true;
         if self.session {
             let result = self.completion().unwrap_or_else(|| {
                 Err(AgentError::Protocol {
@@ -739,6 +751,14 @@ impl Protocol for AppServer {
         ctx: &mut Ctx<'_>,
     ) -> Result<(), AgentError> {
         self.switch_mode(mode, ctx)
+    }
+
+    fn steer(
+        &mut self,
+        prompt: &agent_api::Prompt,
+        ctx: &mut Ctx<'_>,
+    ) -> Result<agent_api::kit::Steering, AgentError> {
+        self.steer_turn(prompt, ctx)
     }
 
     fn interrupt(&mut self, ctx: &mut Ctx<'_>) -> bool {

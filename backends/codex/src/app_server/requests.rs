@@ -162,18 +162,20 @@ fn patch_changes(params: &Value) -> Vec<(String, Option<String>)> {
 }
 
 fn text(value: Option<&Value>) -> Option<String> {
+    whole_text(value).map(|s| agent_api::kit::bounds::utf8_prefix(&s, 2048).to_string())
+}
+
+/// A string, or an argv's strings joined by spaces, whole: a command goes to
+/// `PermissionDetails::command` uncut, which cuts it and says so (issue 46).
+fn whole_text(value: Option<&Value>) -> Option<String> {
     match value? {
-        Value::String(s) => Some(agent_api::kit::bounds::utf8_prefix(s, 2048).to_string()),
+        Value::String(s) => Some(s.clone()),
         Value::Array(parts) => Some(
-            agent_api::kit::bounds::utf8_prefix(
-                &parts
-                    .iter()
-                    .filter_map(Value::as_str)
-                    .collect::<Vec<_>>()
-                    .join(" "),
-                2048,
-            )
-            .to_string(),
+            parts
+                .iter()
+                .filter_map(Value::as_str)
+                .collect::<Vec<_>>()
+                .join(" "),
         ),
         _ => None,
     }
@@ -238,7 +240,7 @@ impl Requests {
         let permission = |action: &str, category: ToolCategory, reply: Reply, metadata: Value| {
             let details = PermissionDetails::default()
                 .call_id(text(params.get("itemId").or_else(|| params.get("callId"))))
-                .command(text(params.get("command")))
+                .command(whole_text(params.get("command")))
                 .cwd(text(params.get("cwd")))
                 .reason(text(params.get("reason")))
                 .file(text(params.get("grantRoot")));

@@ -101,6 +101,7 @@ impl AppServer {
         }
         // Each turn has its own id, outcome, errors, usage and answer.
         self.turn_id = None;
+        self.turn_over = false;
         self.outcome = None;
         self.last_error = None;
         self.usage = None;

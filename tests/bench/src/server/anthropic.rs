@@ -41,11 +41,29 @@ pub fn conversation(body: &Value, raw: &str) -> Conversation {
                 conv.push_user(texts, results);
             }
             Some("assistant") => conv.push_assistant(),
+            // Claude Code hands the model a message the user sent while it worked (a steered turn)
+            // as a system message between the tool result and the next step.
+            Some("system") => {
+                let steered = blocks
+                    .iter()
+                    .filter_map(|b| b["text"].as_str())
+                    .filter_map(sent_while_working);
+                conv.push_user(steered, Vec::new());
+            }
             _ => {}
         }
     }
     conv.find_cwd(raw);
     conv
+}
+
+/// The user's words in Claude Code's note of a message sent while it worked (`The user sent a new
+/// message while you were working:\n<words>\n\nIMPORTANT: ...`).
+fn sent_while_working(text: &str) -> Option<&str> {
+    let words = text
+        .trim_start()
+        .strip_prefix("The user sent a new message while you were working:")?;
+    Some(words.split("\n\nIMPORTANT:").next().unwrap_or(words).trim())
 }
 
 fn content_blocks(content: Option<&Value>) -> Vec<Value> {
@@ -238,4 +256,22 @@ fn block_stop(sse: &mut Sse, index: usize) {
         "content_block_stop",
         &json!({"type": "content_block_stop", "index": index}),
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_message_sent_while_claude_worked_is_the_last_user_text() {
+        let body = json!({"messages": [
+            {"role": "user", "content": "Run the slow command."},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "Bash", "input": {}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": ""}]},
+            {"role": "system", "content": "The user sent a new message while you were working:\nAlso say banana.\n\nIMPORTANT: After completing your current task, you MUST address the user's message."},
+        ]});
+        let conv = conversation(&body, "");
+        assert_eq!(conv.last_user_text, "Also say banana.");
+        assert_eq!((conv.user_turns, conv.results_total), (2, 1));
+    }
 }

@@ -57,6 +57,8 @@ pub struct Conversation {
     pub last_user_text: String,
     /// Tool results after the last user text: how far the current turn got.
     pub results_this_turn: Vec<ToolOutput>,
+    /// Tool results in the whole conversation, whatever user texts came between them.
+    pub results_total: usize,
     /// Deferred-tool searches after the last user text (they do not advance the scenario).
     pub searches_this_turn: usize,
     /// The agent's working directory, when the request mentions it.
@@ -81,6 +83,7 @@ impl Conversation {
             self.results_this_turn.clear();
             self.searches_this_turn = 0;
         }
+        self.results_total += results.len();
         self.results_this_turn.extend(results);
     }
 
@@ -213,14 +216,12 @@ pub enum Reply {
 
 /// Plays `scenario` against the conversation.
 pub fn plan(scenario: &Scenario, conv: &Conversation) -> Reply {
-    let steps = match scenario.script {
+    let (steps, done) = match scenario.script {
         Script::Fail(f) => return Reply::Fail(f),
-        Script::Steps(steps) => steps,
+        Script::Steps(steps) => (steps, conv.results_this_turn.len()),
+        Script::WholeConversation(steps) => (steps, conv.results_total),
     };
-    let index = conv
-        .results_this_turn
-        .len()
-        .min(steps.len().saturating_sub(1));
+    let index = done.min(steps.len().saturating_sub(1));
     let step = &steps[index];
     let mut turn = TurnPlan {
         thinking: step.thinking.map(str::to_string),
@@ -320,6 +321,25 @@ mod tests {
         c.push_user(["again"], vec![]);
         assert!(c.results_this_turn.is_empty());
         assert_eq!(c.user_turns, 2);
+    }
+
+    #[test]
+    fn a_message_mid_turn_does_not_start_the_steer_script_again() {
+        let steer = scenario::find("steer").unwrap();
+        let mut c = conv_with_results(&[""]);
+        c.push_user(["also say banana"], vec![]);
+        assert!(
+            c.results_this_turn.is_empty(),
+            "a new user text: a new turn for Steps scripts"
+        );
+        let Reply::Turn(t) = plan(steer, &c) else {
+            panic!("not a turn")
+        };
+        assert!(t.tool.is_none(), "the shell call is not made again");
+        assert_eq!(
+            t.full_text(),
+            "echo: user_turns=2 messages=4 last=also say banana"
+        );
     }
 
     #[test]

@@ -9,6 +9,9 @@
 //! - `terminal`: asks for a terminal the client does not offer;
 //! - `slow`: streams a chunk every 100 ms until `session/cancel`, then stops with `cancelled`;
 //! - `refuse` / `max`: stops with `refusal` / `max_tokens`;
+//! - `usage`: reports two model calls of 3,000 + 2,000 tokens each as Qwen Code does (`_meta` on an
+//!   empty message chunk), says `counted`, and answers the prompt with a smaller usage (5 + 5);
+//!   `usage-partial`: the same, the response's usage missing its `totalTokens`;
 //! - anything else: answers like the bench's `echo` model, `echo: user_turns=N messages=M
 //!   last=TEXT`, N counting the prompts of the session (a warm session's turns, and those of a
 //!   loaded one).
@@ -29,6 +32,8 @@ struct Agent {
     session: String,
     cancelled: bool,
     prompts: u32,
+    /// The usage the prompt's response carries, when the prompt set one.
+    final_usage: Option<Value>,
 }
 
 fn send(message: &Value) {
@@ -238,6 +243,18 @@ impl Agent {
                     .collect();
                 self.say(&format!("blocks: {}", kinds.join("; ")));
             }
+            word @ ("usage" | "usage-partial") => {
+                for _ in 0..2 {
+                    self.update(json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": ""},
+                        "_meta": {"usage": {"inputTokens": 3000, "outputTokens": 2000}}}));
+                }
+                self.say("counted");
+                let mut usage = json!({"totalTokens": 10, "inputTokens": 5, "outputTokens": 5});
+                if word == "usage-partial" {
+                    usage.as_object_mut().unwrap().remove("totalTokens");
+                }
+                self.final_usage = Some(usage);
+            }
             "refuse" => return "refusal",
             "max" => {
                 self.say("cut");
@@ -296,7 +313,13 @@ impl Agent {
                         continue;
                     }
                 },
-                Some("session/prompt") => json!({"stopReason": self.prompt(&message["params"])}),
+                Some("session/prompt") => {
+                    let mut result = json!({"stopReason": self.prompt(&message["params"])});
+                    if let Some(usage) = self.final_usage.take() {
+                        result["usage"] = usage;
+                    }
+                    result
+                }
                 Some("session/cancel") | None => continue,
                 Some(_) => {
                     send(
@@ -339,6 +362,7 @@ fn main() {
         session: "fake-session-1".into(),
         cancelled: false,
         prompts: 0,
+        final_usage: None,
     }
     .serve();
 }

@@ -14,7 +14,7 @@ fn alive(pid: u32) -> bool {
 }
 
 /// Waits up to 5 s for every process whose working directory is inside `dir` to be gone.
-async fn none_left(left: &dyn Fn() -> Vec<i32>) -> Vec<i32> {
+pub(crate) async fn none_left(left: &dyn Fn() -> Vec<i32>) -> Vec<i32> {
     for _ in 0..50 {
         if left().is_empty() {
             break;

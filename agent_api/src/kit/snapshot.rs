@@ -1,0 +1,350 @@
+//! What a backend builds its session snapshots from (`agent_api.session.snapshot`): where its
+//! CLI's directories are for a request ([`home_dir`]), taking the files it names for one session
+//! out of them ([`SnapshotBuilder`]), and putting a snapshot's files back ([`restore_file`]).
+//!
+//! Every file is read and written through [`ConfinedDir`]: opened with `openat2` beneath the
+//! directory, through no symbolic link, regular files only, bounded. A restored file is written
+//! whole (a new file renamed over the name) with the private modes agents keep their homes in
+//! (0600, folders 0700). A file the home already holds in a newer version is kept: newest wins,
+//! and the [`SnapshotImport`] says so.
+//!
+//! ```
+//! use agent_api::kit::snapshot::{restore_file, SnapshotBuilder};
+//! use agent_api::request::SessionRef;
+//! use agent_api::snapshot::SnapshotImport;
+//! let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+//! std::fs::create_dir(a.path().join("sessions")).unwrap();
+//! std::fs::write(a.path().join("sessions/s-1.jsonl"), "turn 1\n").unwrap();
+//!
+//! let kind = agent_api::AgentKind::new("scripted").unwrap();
+//! let mut builder = SnapshotBuilder::new(&SessionRef::new(kind, "s-1", "/work"));
+//! builder.add("MY_HOME", a.path(), "sessions/s-1.jsonl".as_ref(), "sessions/s-1.jsonl").unwrap();
+//! let snapshot = builder.finish().unwrap();
+//!
+//! let mut report = SnapshotImport::default();
+//! restore_file(b.path(), "sessions/s-1.jsonl".as_ref(), &snapshot.files[0], &mut report).unwrap();
+//! assert_eq!(std::fs::read_to_string(b.path().join("sessions/s-1.jsonl")).unwrap(), "turn 1\n");
+//! assert_eq!(report.written, ["MY_HOME/sessions/s-1.jsonl"]);
+//! ```
+
+use std::path::{Path, PathBuf};
+
+use crate::contract::error::AgentError;
+use crate::contract::files::{ConfinedDir, FileRefusal};
+use crate::contract::home::Home;
+use crate::contract::request::RunRequest;
+use crate::contract::session_ref::SessionRef;
+pub use crate::contract::snapshot::{
+    Continuity, SessionSnapshot, SnapshotError, SnapshotFile, SnapshotImport, SNAPSHOT_FILES_BOUND,
+};
+
+/// The directory the agent's CLI finds through the variable `var` for a run of `request` on a
+/// backend whose own environment is `base` (inheriting this process's when `inherit`): the
+/// request's environment, then `base`, then this process's; where unset, `default_under_home`
+/// below `HOME` (found the same way). Snapshots are taken from and restored into homes that
+/// outlive their run ([`Home::Inherit`], with the directories the environment names); an
+/// isolated or hermetic home is removed with its run, so it is refused.
+pub fn home_dir(
+    request: &RunRequest,
+    base: &std::collections::BTreeMap<String, String>,
+    inherit: bool,
+    var: &str,
+    default_under_home: &str,
+) -> Result<PathBuf, AgentError> {
+    if request.home != Home::Inherit {
+        return Err(AgentError::InvalidRequest {
+            reason: "a session snapshot is taken from and restored into a home that outlives its run \
+                     (the inherited one, with the directories the environment names); an isolated or \
+                     hermetic home is removed with its run"
+                .into(),
+        });
+    }
+    let value = |name: &str| {
+        request
+            .env
+            .get(name)
+            .or_else(|| base.get(name))
+            .cloned()
+            .or_else(|| inherit.then(|| std::env::var(name).ok()).flatten())
+            .filter(|v| !v.is_empty())
+    };
+    if let Some(dir) = value(var) {
+        return Ok(PathBuf::from(dir));
+    }
+    value("HOME")
+        .map(|home| Path::new(&home).join(default_under_home))
+        .ok_or_else(|| AgentError::InvalidRequest {
+            reason: format!("neither {var} nor HOME is set: the agent's home is unknown"),
+        })
+}
+
+/// One of the agent's files for a session, as a backend names it for an export: the variable
+/// naming its directory, that directory here, its path below it, and its name in the snapshot.
+#[derive(Debug, Clone)]
+pub struct NativeFile {
+    /// The variable naming the directory (`CLAUDE_CONFIG_DIR`).
+    pub root: &'static str,
+    /// The directory here.
+    pub dir: PathBuf,
+    /// The file's path below it.
+    pub relative: PathBuf,
+    /// Its name in the snapshot (the backend's own, where it re-keys on import).
+    pub stored: String,
+}
+
+/// The snapshot of `session` holding `files` (on the blocking pool): missing files are left out,
+/// [`SnapshotError::Missing`] when none is there, [`Continuity::Replay`] past the bound.
+pub async fn export_files(
+    session: &SessionRef,
+    files: Vec<NativeFile>,
+) -> Result<SessionSnapshot, AgentError> {
+    let session = session.clone();
+    blocking(move || {
+        let mut builder = SnapshotBuilder::new(&session);
+        for file in &files {
+            builder.add(file.root, &file.dir, &file.relative, &file.stored)?;
+        }
+        builder.finish()
+    })
+    .await
+}
+
+/// Restores the files of `snapshot` that `place` gives a home for (its directory here and its
+/// path below it, re-keyed as the backend needs; `None` leaves a file out), on the blocking pool.
+/// [`SnapshotError::Missing`] when `place` takes none of them.
+pub async fn import_files(
+    snapshot: &SessionSnapshot,
+    place: impl Fn(&SnapshotFile) -> Option<(PathBuf, PathBuf)>,
+) -> Result<SnapshotImport, AgentError> {
+    snapshot.check()?;
+    let placed: Vec<(SnapshotFile, PathBuf, PathBuf)> = snapshot
+        .files
+        .iter()
+        .filter_map(|file| place(file).map(|(dir, relative)| (file.clone(), dir, relative)))
+        .collect();
+    if placed.is_empty() {
+        return Err(SnapshotError::Missing {
+            id: snapshot.native_session_id.clone(),
+        }
+        .into());
+    }
+    blocking(move || {
+        let mut report = SnapshotImport::default();
+        for (file, dir, relative) in &placed {
+            restore_file(dir, relative, file, &mut report)?;
+        }
+        Ok(report)
+    })
+    .await
+}
+
+/// A snapshot being taken: files added one by one, bounded together by [`SNAPSHOT_FILES_BOUND`]
+/// (past it, the snapshot says [`Continuity::Replay`] and holds no file).
+#[derive(Debug)]
+pub struct SnapshotBuilder {
+    snapshot: SessionSnapshot,
+    bytes: u64,
+    bound: u64,
+    over: bool,
+}
+
+impl SnapshotBuilder {
+    /// A snapshot of `session` (its agent, native id and working directory).
+    pub fn new(session: &SessionRef) -> Self {
+        let agent = session
+            .agent
+            .clone()
+            .unwrap_or_else(|| crate::contract::kind::AgentKind::from_static("unknown"));
+        Self {
+            snapshot: SessionSnapshot::new(agent, session.id.clone())
+                .in_working_dir(session.working_dir.clone()),
+            bytes: 0,
+            bound: SNAPSHOT_FILES_BOUND,
+            over: false,
+        }
+    }
+
+    /// Lowers the bound of the files' bytes (tests of the over-bound path use a small one).
+    pub fn with_bound(mut self, bound: u64) -> Self {
+        self.bound = bound.min(SNAPSHOT_FILES_BOUND);
+        self
+    }
+
+    /// Adds the file at `relative` below `dir` (the directory the variable `root` names), stored
+    /// in the snapshot as `stored` (the backend's own name for it, where it re-keys on import).
+    /// `Ok(false)` when there is no such file; a link, a non-regular file or a way out of `dir`
+    /// is refused.
+    pub fn add(
+        &mut self,
+        root: &str,
+        dir: &Path,
+        relative: &Path,
+        stored: &str,
+    ) -> Result<bool, SnapshotError> {
+        if self.over {
+            return Ok(true);
+        }
+        let refused = |refusal: FileRefusal| file_error(stored, "read", refusal);
+        let confined = match ConfinedDir::open(dir) {
+            Ok(confined) => confined,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+            Err(e) => return Err(refused(e.into())),
+        };
+        let left = self.bound - self.bytes;
+        match confined.read_below(relative, left) {
+            Ok((bytes, modified)) => {
+                self.bytes += bytes.len() as u64;
+                self.snapshot
+                    .files
+                    .push(SnapshotFile::new(root, stored, bytes).modified_at(modified.map(millis)));
+                Ok(true)
+            }
+            Err(FileRefusal::NotFound) => Ok(false),
+            Err(FileRefusal::TooLarge { .. }) => {
+                self.over = true;
+                self.snapshot.files.clear();
+                Ok(true)
+            }
+            Err(refusal) => Err(refused(refusal)),
+        }
+    }
+
+    /// The snapshot: [`Continuity::Replay`] (no file) past the bound, [`SnapshotError::Missing`]
+    /// when no file of the session was found.
+    pub fn finish(self) -> Result<SessionSnapshot, SnapshotError> {
+        if self.over {
+            return Ok(self.snapshot.with_continuity(Continuity::Replay {
+                reason: format!(
+                    "the session's files are over the snapshot bound of {} bytes",
+                    self.bound
+                ),
+            }));
+        }
+        if self.snapshot.files.is_empty() {
+            return Err(SnapshotError::Missing {
+                id: self.snapshot.native_session_id,
+            });
+        }
+        Ok(self.snapshot)
+    }
+}
+
+/// Writes the snapshot's `file` to `relative` below `dir` (the directory its root names on this
+/// side), unless the home holds it already: the same bytes are left alone, and a newer copy (one
+/// that holds the snapshot's bytes and more, or was written after them) is kept, newest wins.
+/// `report` says which.
+pub fn restore_file(
+    dir: &Path,
+    relative: &Path,
+    file: &SnapshotFile,
+    report: &mut SnapshotImport,
+) -> Result<(), SnapshotError> {
+    let shown = format!("{}/{}", file.root, relative.display());
+    let refused = |refusal: FileRefusal| file_error(&shown, "restored", refusal);
+    std::fs::create_dir_all(dir).map_err(|e| refused(e.into()))?;
+    let confined = ConfinedDir::open(dir).map_err(|e| refused(e.into()))?;
+    match confined.read_below(relative, file.bytes.len() as u64 + SNAPSHOT_FILES_BOUND) {
+        Ok((existing, modified)) => {
+            if existing == file.bytes {
+                report.unchanged.push(shown);
+                return Ok(());
+            }
+            let grew = existing.len() > file.bytes.len() && existing.starts_with(&file.bytes);
+            let later = matches!(
+                (modified.map(millis), file.modified_ms),
+                (Some(home), Some(snapshot)) if home > snapshot
+            );
+            if grew || later {
+                tracing::info!(file = %shown, "restore kept the home's newer copy (newest wins)");
+                report.kept_newer.push(shown);
+                return Ok(());
+            }
+        }
+        Err(FileRefusal::NotFound) => {}
+        Err(FileRefusal::TooLarge { .. }) => {
+            report.kept_newer.push(shown);
+            return Ok(());
+        }
+        Err(refusal) => return Err(refused(refusal)),
+    }
+    confined
+        .replace_private(relative, &file.bytes)
+        .map_err(refused)?;
+    report.written.push(shown);
+    Ok(())
+}
+
+/// What `find` finds, asked again every 100 ms for at most `limit`: for a CLI that creates a new
+/// session's file a moment after it reports the turn's end.
+pub async fn found_within<T>(
+    limit: std::time::Duration,
+    find: impl Fn() -> Option<T>,
+) -> Option<T> {
+    let started = tokio::time::Instant::now();
+    loop {
+        if let Some(found) = find() {
+            return Some(found);
+        }
+        if started.elapsed() >= limit {
+            return None;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
+/// Waits until the file at `path` exists and has not changed (size and time) for `quiet`, at
+/// most `limit` in all: for a CLI that writes its session file a moment after it reports the
+/// turn's end (Claude Code queues its transcript writes). Returns whether it settled.
+pub async fn settle(path: &Path, quiet: std::time::Duration, limit: std::time::Duration) -> bool {
+    let started = tokio::time::Instant::now();
+    let mut last: Option<(u64, Option<std::time::SystemTime>)> = None;
+    let mut since = started;
+    loop {
+        let now = tokio::time::Instant::now();
+        let seen = std::fs::symlink_metadata(path)
+            .ok()
+            .map(|m| (m.len(), m.modified().ok()));
+        if seen.is_some() && seen == last {
+            if now.duration_since(since) >= quiet {
+                return true;
+            }
+        } else {
+            last = seen;
+            since = now;
+        }
+        if now.duration_since(started) >= limit {
+            return false;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+/// Runs the blocking file work `f` of an export or import on the blocking pool.
+pub async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, SnapshotError> + Send + 'static,
+) -> Result<T, AgentError> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|_| AgentError::InvalidRequest {
+            reason: "the snapshot's file work stopped".into(),
+        })?
+        .map_err(AgentError::from)
+}
+
+fn file_error(path: &str, action: &'static str, refusal: FileRefusal) -> SnapshotError {
+    SnapshotError::File {
+        path: crate::contract::bounds::utf8_prefix(path, 256).to_string(),
+        action,
+        escape: refusal.is_escape(),
+        reason: refusal.to_string(),
+    }
+}
+
+fn millis(time: std::time::SystemTime) -> u64 {
+    time.duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,254 @@
+//! `GET /metrics`: the server's figures in the Prometheus (OpenMetrics) text format, from the
+//! Prometheus project's own client crate, behind the token like every data endpoint.
+//!
+//! Every figure is this server's own (a fleet sums its servers): live and resumable sessions,
+//! turns started and ended by agent and outcome, turn durations by agent, tokens and cost by agent
+//! and model, permission requests and questions waiting for a person and how long each waited,
+//! agent processes, SSE subscribers, and how long the store takes to write. Labels take bounded
+//! values only: agent kinds, error codes, the model names agents report (cut to 64 bytes), fixed
+//! words. Never a session id, a prompt or a path.
+
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::{Registry, Unit};
+
+use crate::state::Server;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct AgentLabel {
+    pub(crate) agent: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct OutcomeLabels {
+    pub(crate) agent: String,
+    /// `completed`, or the error's code (`cancelled`, `timeout`, `store_unavailable`, …).
+    pub(crate) outcome: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct ModelLabels {
+    pub(crate) agent: String,
+    pub(crate) model: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct TokenLabels {
+    pub(crate) agent: String,
+    pub(crate) model: String,
+    /// `input`, `output`, `cached_input`, `cache_write` or `reasoning`.
+    pub(crate) kind: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct WaitLabel {
+    /// `permission` or `question`.
+    pub(crate) kind: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct OperationLabel {
+    /// `append`, `create`, ….
+    pub(crate) operation: &'static str,
+}
+
+type Histograms<L> = Family<L, Histogram, fn() -> Histogram>;
+
+/// A turn lasts from a second to an hour.
+fn turn_buckets() -> Histogram {
+    Histogram::new(exponential_buckets(0.25, 2.0, 16))
+}
+
+/// A person answers within seconds to hours.
+fn wait_buckets() -> Histogram {
+    Histogram::new(exponential_buckets(0.5, 2.0, 16))
+}
+
+/// A write takes a fraction of a millisecond (SQLite, batched) to seconds (a failing database).
+fn write_buckets() -> Histogram {
+    Histogram::new(exponential_buckets(0.0001, 2.5, 14))
+}
+
+/// The server's metrics.
+pub(crate) struct Metrics {
+    registry: Registry,
+    sessions_live: Gauge,
+    sessions_resumable: Gauge,
+    agent_processes: Gauge,
+    pub(crate) turns_started: Family<AgentLabel, Counter>,
+    pub(crate) turns_ended: Family<OutcomeLabels, Counter>,
+    pub(crate) turn_seconds: Histograms<AgentLabel>,
+    pub(crate) tokens: Family<TokenLabels, Counter>,
+    pub(crate) cost: Family<ModelLabels, Counter<f64, AtomicU64>>,
+    pub(crate) waiting: Family<WaitLabel, Gauge>,
+    pub(crate) wait_seconds: Histograms<WaitLabel>,
+    pub(crate) sse_subscribers: Gauge,
+    pub(crate) store_write_seconds: Histograms<OperationLabel>,
+}
+
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Metrics").finish_non_exhaustive()
+    }
+}
+
+impl Metrics {
+    pub(crate) fn new() -> Self {
+        let mut this = Self {
+            registry: Registry::with_prefix("agent_api"),
+            sessions_live: Gauge::default(),
+            sessions_resumable: Gauge::default(),
+            agent_processes: Gauge::default(),
+            turns_started: Family::default(),
+            turns_ended: Family::default(),
+            turn_seconds: Family::new_with_constructor(turn_buckets),
+            tokens: Family::default(),
+            cost: Family::default(),
+            waiting: Family::default(),
+            wait_seconds: Family::new_with_constructor(wait_buckets),
+            sse_subscribers: Gauge::default(),
+            store_write_seconds: Family::new_with_constructor(write_buckets),
+        };
+        let r = &mut this.registry;
+        r.register(
+            "sessions_live",
+            "Sessions this server runs now",
+            this.sessions_live.clone(),
+        );
+        r.register(
+            "sessions_resumable",
+            "Sessions the store holds as not ended that no live session of this server runs",
+            this.sessions_resumable.clone(),
+        );
+        r.register(
+            "turns_started",
+            "Turns started, by agent",
+            this.turns_started.clone(),
+        );
+        r.register(
+            "turns_ended",
+            "Turns ended, by agent and outcome (completed, or the error's code)",
+            this.turns_ended.clone(),
+        );
+        r.register_with_unit(
+            "turn_duration",
+            "How long turns took, by agent",
+            Unit::Seconds,
+            this.turn_seconds.clone(),
+        );
+        r.register(
+            "tokens",
+            "Tokens the agents reported, by agent, model and kind",
+            this.tokens.clone(),
+        );
+        r.register(
+            "cost_usd",
+            "Cost the agents reported in US dollars, by agent and model",
+            this.cost.clone(),
+        );
+        r.register(
+            "human_requests_waiting",
+            "Permission requests and questions waiting for a reply, by kind",
+            this.waiting.clone(),
+        );
+        r.register_with_unit(
+            "human_wait",
+            "How long permission requests and questions waited for their reply, by kind",
+            Unit::Seconds,
+            this.wait_seconds.clone(),
+        );
+        r.register(
+            "agent_processes",
+            "Agent process groups this server holds",
+            this.agent_processes.clone(),
+        );
+        r.register(
+            "sse_subscribers",
+            "SSE streams open now",
+            this.sse_subscribers.clone(),
+        );
+        r.register_with_unit(
+            "store_write",
+            "How long the store took to write, by operation",
+            Unit::Seconds,
+            this.store_write_seconds.clone(),
+        );
+        this
+    }
+
+    /// Counts an open SSE stream until the returned guard is dropped.
+    pub(crate) fn sse_opened(&self) -> Counted {
+        self.sse_subscribers.inc();
+        Counted(self.sse_subscribers.clone())
+    }
+
+    /// Records one store write of `operation` that took `took`.
+    pub(crate) fn store_write(&self, operation: &'static str, took: Duration) {
+        self.store_write_seconds
+            .get_or_create(&OperationLabel { operation })
+            .observe(took.as_secs_f64());
+    }
+}
+
+/// One unit of a gauge, given back when dropped.
+#[derive(Debug)]
+pub(crate) struct Counted(Gauge);
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
+}
+
+/// How long the store may take to count the resumable sessions for a scrape.
+const SCRAPE_STORE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// `GET /metrics`.
+pub(crate) async fn metrics(State(server): State<Server>) -> Response {
+    let metrics = &server.inner.metrics;
+    let live = server.live_ids();
+    metrics.sessions_live.set(live.len() as i64);
+    // A store that does not answer leaves the last figure.
+    if let Ok(Ok(sessions)) =
+        tokio::time::timeout(SCRAPE_STORE_TIMEOUT, server.inner.store.sessions()).await
+    {
+        let resumable = sessions
+            .iter()
+            .filter(|s| !s.ended && !live.contains(&s.id))
+            .count();
+        metrics.sessions_resumable.set(resumable as i64);
+    }
+    metrics
+        .agent_processes
+        .set(agent_api::kit::process::running() as i64);
+    let mut body = String::with_capacity(8192);
+    if let Err(error) = prometheus_client::encoding::text::encode(&mut body, &metrics.registry) {
+        return crate::error::ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "stream_error",
+            format!("the metrics cannot be written: {error}"),
+        )
+        .into_response();
+    }
+    (
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        body,
+    )
+        .into_response()
+}
+
+/// The metrics of a server, shared by its sessions.
+pub(crate) type Shared = Arc<Metrics>;

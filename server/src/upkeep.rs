@@ -1,0 +1,101 @@
+//! What a server does on its own while it runs: renews its heartbeat in the store (so that the
+//! servers sharing it know it runs), releases the agents of idle sessions (`--idle-release`), and
+//! ends sessions idle past `--session-idle-ttl`.
+
+use std::sync::Weak;
+use std::time::Duration;
+
+use crate::state::{Inner, Server};
+use crate::store::SessionState;
+
+/// The longest pause between two rounds.
+const MAX_TICK: Duration = Duration::from_secs(10);
+
+/// The pause between two rounds: a third of the shortest bound it keeps, within 50 ms..10 s.
+fn tick(config: &crate::ServerConfig) -> Duration {
+    [
+        Some(config.server_lease),
+        config.idle_release,
+        config.session_idle_ttl,
+    ]
+    .into_iter()
+    .flatten()
+    .map(|bound| bound / 3)
+    .min()
+    .unwrap_or(MAX_TICK)
+    .clamp(Duration::from_millis(50), MAX_TICK)
+}
+
+/// Runs the rounds until the server stops (or is dropped).
+pub(crate) async fn run(server: Weak<Inner>, stopping: agent_api::request::CancellationToken) {
+    loop {
+        let Some(inner) = server.upgrade() else {
+            return;
+        };
+        let pause = tick(&inner.config);
+        let server = Server { inner };
+        round(&server).await;
+        drop(server);
+        tokio::select! {
+            () = tokio::time::sleep(pause) => {}
+            () = stopping.cancelled() => return,
+        }
+    }
+}
+
+async fn round(server: &Server) {
+    let store = &server.inner.store;
+    if let Err(error) = store.heartbeat(server.daemon_id()).await {
+        tracing::warn!("cannot renew this server's heartbeat in the store: {error}");
+    }
+    if let Some(after) = server.inner.config.idle_release {
+        for live in server.running() {
+            let idle = live.idle_for().is_some_and(|idle| idle >= after);
+            if idle && live.subscribers() == 0 && !live.ended() {
+                let released = live.release(SessionState::Idle).await;
+                if released {
+                    server.forget(&live.id);
+                    tracing::debug!(session = %live.id, "released the idle session's agent");
+                }
+            }
+        }
+    }
+    if let Some(ttl) = server.inner.config.session_idle_ttl {
+        if let Err(error) = end_idle(server, ttl).await {
+            tracing::warn!("cannot end the sessions idle past --session-idle-ttl: {error}");
+        }
+    }
+}
+
+/// Ends the sessions that took no turn nor event for `ttl`: this server's, and those whose
+/// server is gone; another running server ends its own.
+async fn end_idle(server: &Server, ttl: Duration) -> Result<(), crate::ApiError> {
+    let now = crate::store::unix_now();
+    let ttl_secs = i64::try_from(ttl.as_secs()).unwrap_or(i64::MAX);
+    let message = format!(
+        "idle for longer than --session-idle-ttl ({} s)",
+        ttl.as_secs()
+    );
+    for record in server.inner.store.sessions().await? {
+        let stale = record
+            .active_at
+            .is_some_and(|at| now.saturating_sub(at) >= ttl_secs);
+        if record.ended || !stale {
+            continue;
+        }
+        if let Some(live) = server.live(&record.id) {
+            if live.idle_for().is_some_and(|idle| idle >= ttl) {
+                live.terminate_with(Some(&message)).await?;
+                server.forget(&record.id);
+            }
+            continue;
+        }
+        if server.owner_elsewhere(&record).await?.is_some() {
+            continue;
+        }
+        server
+            .end_stored(&record, "terminated", Some(&message))
+            .await?;
+    }
+    Ok(())
+}
