@@ -46,6 +46,15 @@ pub struct CrateGraph {
     by_module: BTreeMap<Vec<String>, usize>,
 }
 
+/// Files that import each other around a ring.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Circle {
+    /// The files, sorted.
+    pub files: BTreeSet<PathBuf>,
+    /// The imports that tie them: `a.rs -> b.rs: crate::b::Thing`.
+    pub ties: Vec<String>,
+}
+
 /// One import between two files: the paths (as written, resolved) that make it.
 pub type Edges = BTreeMap<(usize, usize), BTreeSet<String>>;
 
@@ -109,7 +118,7 @@ impl CrateGraph {
 
     /// The circles: each set of two or more files that reach each other through imports, with
     /// the imports that tie it (`a.rs -> b.rs: crate::b::Thing`).
-    pub fn circles(&self) -> Vec<Vec<String>> {
+    pub fn circles(&self) -> Vec<Circle> {
         // A child naming what an ancestor defines is part of it (`use super::*`, a crate's
         // constants in `lib.rs`), not a peer depending on a peer: only imports across count.
         let mut edges = self.edges();
@@ -126,7 +135,7 @@ impl CrateGraph {
             .filter(|scc| scc.len() > 1)
             .map(|scc| {
                 let members: BTreeSet<usize> = scc.into_iter().collect();
-                edges
+                let ties = edges
                     .iter()
                     .filter(|((a, b), _)| members.contains(a) && members.contains(b))
                     .map(|((a, b), paths)| {
@@ -137,7 +146,14 @@ impl CrateGraph {
                             paths.iter().take(3).cloned().collect::<Vec<_>>().join(", ")
                         )
                     })
-                    .collect()
+                    .collect();
+                Circle {
+                    files: members
+                        .iter()
+                        .map(|m| self.files[*m].path.clone())
+                        .collect(),
+                    ties,
+                }
             })
             .collect()
     }

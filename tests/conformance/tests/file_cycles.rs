@@ -1,13 +1,45 @@
 //! No crate of the workspace has a circle of files: two files that import each other, directly or
 //! around a ring. A circle means neither file can be read, tested or moved without the other, and
 //! the compiler accepts it without a word; `agent_api`'s layers test sees only its own crate at one
-//! level deep, so this one reads every library and binary of the workspace, file by file.
+//! level deep, so this one reads every library and binary of the workspace, file by file. The
+//! circles found when it was written are listed, to be broken one by one; any other fails it.
 
 use agent_api_conformance::source_graph::{workspace_roots, CrateGraph};
-use std::path::Path;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+/// The circles this check found when it was written (issue 51), each to be broken: the test fails
+/// on any circle not listed here, and on a listed one that is gone (strike it off).
+const KNOWN: &[&[&str]] = &[
+    &[
+        "agent_api/src/kit/launch/container.rs",
+        "agent_api/src/kit/launch/plan.rs",
+        "agent_api/src/kit/launch/ssh.rs",
+    ],
+    &[
+        "backends/acp/src/plan_exit.rs",
+        "backends/acp/src/protocol.rs",
+        "backends/acp/src/protocol/modes.rs",
+        "backends/acp/src/requests.rs",
+    ],
+    &[
+        "backends/qwen/src/portable.rs",
+        "backends/qwen/src/stream_json.rs",
+    ],
+    &[
+        "server/src/agents.rs",
+        "server/src/live.rs",
+        "server/src/state.rs",
+    ],
+    &["server/src/api.rs", "server/src/openapi.rs"],
+    &[
+        "tests/bench/src/server/tools.rs",
+        "tests/bench/src/server/turn.rs",
+    ],
+];
 
 #[test]
-fn no_crate_of_the_workspace_has_a_circle_of_files() {
+fn no_crate_of_the_workspace_has_a_circle_of_files_beyond_the_known_ones() {
     let workspace = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../..")
         .canonicalize()
@@ -18,7 +50,12 @@ fn no_crate_of_the_workspace_has_a_circle_of_files() {
         "cargo metadata listed only {} crate roots",
         roots.len()
     );
-    let mut found = Vec::new();
+    let known: BTreeSet<BTreeSet<PathBuf>> = KNOWN
+        .iter()
+        .map(|files| files.iter().map(PathBuf::from).collect())
+        .collect();
+    let mut seen = BTreeSet::new();
+    let mut new = Vec::new();
     for (name, root) in roots {
         let graph = CrateGraph::read(&root);
         assert!(
@@ -27,16 +64,32 @@ fn no_crate_of_the_workspace_has_a_circle_of_files() {
             root.display()
         );
         for circle in graph.circles() {
-            let circle = circle.join("\n  ");
+            let files: BTreeSet<PathBuf> = circle
+                .files
+                .iter()
+                .map(|f| f.strip_prefix(&workspace).unwrap_or(f).to_path_buf())
+                .collect();
+            if known.contains(&files) {
+                seen.insert(files);
+                continue;
+            }
             let prefix = format!("{}/", workspace.display());
-            found.push(format!("{name}:\n  {}", circle.replace(&prefix, "")));
+            new.push(format!(
+                "{name}:\n  {}",
+                circle.ties.join("\n  ").replace(&prefix, "")
+            ));
         }
     }
     assert!(
-        found.is_empty(),
-        "{} circles of files (move what both sides need below both, or merge them):\n{}",
-        found.len(),
-        found.join("\n")
+        new.is_empty(),
+        "{} new circles of files (move what both sides need below both, or merge them):\n{}",
+        new.len(),
+        new.join("\n")
+    );
+    let gone: Vec<_> = known.difference(&seen).collect();
+    assert!(
+        gone.is_empty(),
+        "these circles are broken now: strike them off KNOWN: {gone:?}"
     );
 }
 
