@@ -97,21 +97,6 @@ pub fn e2e_enabled_or_explain(cli: Cli) -> Option<PathBuf> {
     }
 }
 
-/// The bench of one end-to-end test: a fresh model server and a sandbox where `cli` plays
-/// `scenario`, behind the gate of [`e2e_enabled_or_explain`] (`None` only when skipping was asked for).
-pub async fn e2e_bench_or_explain(
-    cli: Cli,
-    scenario: &str,
-) -> Option<(crate::ModelServer, crate::Sandbox)> {
-    e2e_enabled_or_explain(cli)?;
-    let server = crate::ModelServer::start(None)
-        .await
-        .expect("the model server starts on a loopback port");
-    let sandbox = crate::Sandbox::new(cli, &server, scenario)
-        .expect("the sandbox is made in a fresh temporary directory");
-    Some((server, sandbox))
-}
-
 fn skip_requested() -> bool {
     std::env::var("AGENT_API_E2E").is_ok_and(|v| v == "skip")
 }

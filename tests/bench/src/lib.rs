@@ -60,10 +60,10 @@ pub mod scenario;
 pub mod server;
 
 pub use cli::Cli;
-pub use clis::{cli_dir, cli_version, e2e_bench_or_explain, e2e_enabled_or_explain, find_cli};
+pub use clis::{cli_dir, cli_version, e2e_enabled_or_explain, find_cli};
 pub use error::BenchError;
 pub use interface::Interface;
-pub use sandbox::Sandbox;
+pub use sandbox::{e2e_bench_or_explain, Sandbox};
 pub use server::{LoggedRequest, ModelServer};
 
 /// The recordings (`*.jsonl`) directly in `dir`, sorted by name. Panics naming `dir` when it is

@@ -22,6 +22,7 @@ pub mod logs;
 pub mod props;
 pub mod session;
 pub mod snapshot;
+pub mod source_graph;
 pub mod steer;
 pub mod through_bwrap;
 pub mod typed;

@@ -1,0 +1,229 @@
+//! The library's layers only point down, and its modules import each other in no circle.
+//!
+//! Every module of `agent_api/src/` has a place in [`ORDER`], from the ground up: the contract
+//! (what callers and backends share), then the kit (what backends are built from), then the
+//! features (what sits on runs: sessions, history, caller tools, structured output, homes, the
+//! gateway). A module may name only modules that stand below it; that one rule rules out both an
+//! upward import and a circle. The imports are read by [`source_graph`], which the workspace's
+//! circle check (`file_cycles.rs`) shares.
+//!
+//! A new module needs a place in the list: the test fails naming it.
+
+use agent_api_conformance::source_graph::CrateGraph;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+/// Every module, lowest first. `contract::*` and `kit::*` are counted one level deep; the other
+/// names are the top-level feature modules. `kit` alone is the kit's own `mod.rs` (its
+/// re-exports), which stands above everything in the kit.
+const ORDER: &[&str] = &[
+    // The contract: imports nothing of the kit or the features.
+    "contract::bounds",
+    "contract::secrets",
+    "contract::snapshot_error",
+    "contract::tools_facet",
+    "contract::error",
+    "contract::capability",
+    "contract::files",
+    "contract::kind",
+    "contract::modes",
+    "contract::universal",
+    "contract::tool_table",
+    "contract::answer",
+    "contract::event",
+    "contract::projection",
+    "contract::session_ref",
+    "contract::snapshot",
+    "contract::budget",
+    "contract::spans",
+    "contract::run",
+    "contract::store",
+    "contract::caller_tool",
+    "contract::home",
+    "contract::launcher",
+    "contract::portable",
+    "contract::request",
+    "contract::structured",
+    "contract::images",
+    "contract::options",
+    "contract::session",
+    "contract::backend",
+    "contract",
+    // The kit: framing, processes, launchers, the transcript builder, the driver, HITL, replay.
+    "kit::lines",
+    "kit::sse",
+    "kit::http",
+    "kit::reap",
+    "kit::command",
+    "kit::launch",
+    "kit::process",
+    "kit::stderr",
+    "kit::transport",
+    "kit::timeouts",
+    "kit::protocol",
+    "kit::jsonrpc",
+    "kit::hitl",
+    "kit::limits",
+    "kit::driver",
+    "kit::replay",
+    "kit::rate_limit",
+    "kit::detect",
+    "kit::home",
+    "kit::snapshot",
+    "kit::caller_tools",
+    "kit",
+    // The features, each on runs.
+    "display",
+    "tool_calls",
+    "summary",
+    "history",
+    "resumed",
+    "snapshot",
+    "gateway",
+];
+
+/// The unit of [`ORDER`] a module belongs to, or `None` for the crate root. A module right under
+/// `contract` or `kit` that is no unit of its own is the layer's own `mod.rs`.
+fn unit_of(segments: &[String], units: &BTreeSet<String>) -> Option<String> {
+    let first = segments.first()?;
+    if first == "contract" || first == "kit" {
+        match segments.get(1).map(|second| format!("{first}::{second}")) {
+            Some(unit) if units.contains(&unit) => Some(unit),
+            _ => Some(first.clone()),
+        }
+    } else {
+        Some(first.clone())
+    }
+}
+
+fn library() -> CrateGraph {
+    CrateGraph::read(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../agent_api/src/lib.rs"))
+}
+
+/// The units the library's files define.
+fn units(graph: &CrateGraph) -> BTreeSet<String> {
+    graph
+        .files()
+        .iter()
+        .filter_map(|f| {
+            let first = f.module.first()?.clone();
+            Some(match f.module.get(1) {
+                Some(second) if first == "contract" || first == "kit" => {
+                    format!("{first}::{second}")
+                }
+                _ => first,
+            })
+        })
+        .collect()
+}
+
+/// Every import between two units: (from, to) → the paths that make it.
+fn imports(graph: &CrateGraph) -> BTreeMap<(String, String), BTreeSet<String>> {
+    let units = units(graph);
+    let mut found: BTreeMap<(String, String), BTreeSet<String>> = BTreeMap::new();
+    for ((from, to), paths) in graph.edges() {
+        let files = graph.files();
+        let Some(from) = unit_of(&files[from].module, &units) else {
+            continue;
+        };
+        let to = unit_of(&files[to].module, &units).unwrap_or_else(|| "the crate root".into());
+        if to != from {
+            found.entry((from, to)).or_default().extend(paths);
+        }
+    }
+    found
+}
+
+/// The imports that break the order, and the units that have no place in it.
+fn against_the_order(graph: &CrateGraph) -> (BTreeSet<String>, Vec<String>) {
+    let rank = |unit: &str| ORDER.iter().position(|u| *u == unit);
+    let mut upward = Vec::new();
+    let mut unplaced = BTreeSet::new();
+    let found = imports(graph);
+    // The graph, lowest first (`cargo test -p agent_api_conformance --test layers -- --nocapture`).
+    for unit in ORDER {
+        let below: Vec<&str> = found
+            .keys()
+            .filter(|(from, _)| from == unit)
+            .map(|(_, to)| to.as_str())
+            .collect();
+        println!(
+            "{unit} -> {}",
+            if below.is_empty() {
+                "(nothing)".to_string()
+            } else {
+                below.join(", ")
+            }
+        );
+    }
+    for ((from, to), paths) in found {
+        match (rank(&from), rank(&to)) {
+            (Some(a), Some(b)) if b < a => {}
+            (None, _) => {
+                unplaced.insert(from);
+            }
+            _ => upward.push(format!(
+                "{from} -> {to}: {}",
+                paths.into_iter().take(4).collect::<Vec<_>>().join(", ")
+            )),
+        }
+    }
+    (unplaced, upward)
+}
+
+#[test]
+fn every_module_imports_only_modules_below_it() {
+    let graph = library();
+    assert!(
+        graph.files().len() > 50,
+        "the library's files were not found"
+    );
+    let (unplaced, upward) = against_the_order(&graph);
+    assert!(
+        unplaced.is_empty() && upward.is_empty(),
+        "modules with no place in ORDER (add them where they belong): {unplaced:?}\n{} imports run up:\n{}",
+        upward.len(),
+        upward.join("\n")
+    );
+}
+
+#[test]
+fn every_place_in_the_order_is_a_module_that_exists() {
+    let defined = units(&library());
+    for unit in ORDER {
+        assert!(
+            defined.contains(*unit) || *unit == "contract" || *unit == "kit",
+            "ORDER names `{unit}`, which no file defines"
+        );
+    }
+}
+
+/// The check is not blind: a contract module naming the gateway, which stands above it, is an
+/// upward import; a module the order does not know is named.
+#[test]
+fn an_upward_import_and_an_unplaced_module_are_seen() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |path: &str, text: &str| {
+        let path = dir.path().join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    };
+    write(
+        "lib.rs",
+        "pub mod contract;\npub mod gateway;\npub mod newcomer;\n",
+    );
+    write("contract/mod.rs", "pub mod bounds;\n");
+    write(
+        "contract/bounds.rs",
+        "pub fn cap() -> crate::gateway::Gateway { todo!() }\n",
+    );
+    write("gateway.rs", "pub struct Gateway;\n");
+    write("newcomer.rs", "pub use crate::contract::bounds::cap;\n");
+    let (unplaced, upward) = against_the_order(&CrateGraph::read(&dir.path().join("lib.rs")));
+    assert_eq!(unplaced, BTreeSet::from(["newcomer".to_string()]));
+    assert_eq!(upward.len(), 1, "{upward:?}");
+    assert!(
+        upward[0].starts_with("contract::bounds -> gateway"),
+        "{upward:?}"
+    );
+}
