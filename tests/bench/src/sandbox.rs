@@ -332,7 +332,7 @@ pub fn qwen_settings() -> serde_json::Value {
 }
 
 /// The bench of one end-to-end test: a fresh model server and a sandbox where `cli` plays
-/// `scenario`, behind the gate of [`e2e_enabled_or_explain`] (`None` only when skipping was asked for).
+/// `scenario`, behind the gate of [`crate::e2e_enabled_or_explain`] (`None` only when skipping was asked for).
 pub async fn e2e_bench_or_explain(
     cli: Cli,
     scenario: &str,

@@ -192,19 +192,19 @@ impl CrateGraph {
 impl SourceFile {
     fn parse(path: PathBuf, module: Vec<String>, text: &str) -> Self {
         let code = code_of(text);
-        let child = regex(r"(?m)^\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+([a-z_][a-z0-9_]*)\s*;");
+        let child = compiled(r"(?m)^\s*(?:pub(?:\([^)]*\))?\s+)?mod\s+([a-z_][a-z0-9_]*)\s*;");
         let children = child
             .captures_iter(&code)
             .map(|c| c[1].to_string())
             .collect();
-        let definition = regex(
+        let definition = compiled(
             r"(?m)^\s*(?:pub(?:\([^)]*\))?\s+)?(?:(?:async|const|unsafe|extern\s+\S+)\s+)*(?:fn|struct|enum|trait|type|const|static|union|mod)\s+([A-Za-z_][A-Za-z0-9_]*)",
         );
         let mut defines: BTreeSet<String> = definition
             .captures_iter(&code)
             .map(|c| c[1].to_string())
             .collect();
-        let macros = regex(r"macro_rules!\s*([A-Za-z_][A-Za-z0-9_]*)");
+        let macros = compiled(r"macro_rules!\s*([A-Za-z_][A-Za-z0-9_]*)");
         defines.extend(macros.captures_iter(&code).map(|c| c[1].to_string()));
         let mut file = Self {
             path,
@@ -215,7 +215,7 @@ impl SourceFile {
             reexports: BTreeMap::new(),
             globs: Vec::new(),
         };
-        let reexport = regex(r"(?s)\bpub(?:\([^)]*\))?\s+use\s+([^;]+);");
+        let reexport = compiled(r"(?s)\bpub(?:\([^)]*\))?\s+use\s+([^;]+);");
         for capture in reexport.captures_iter(&file.code.clone()) {
             for (tree_path, alias) in use_tree(&capture[1]) {
                 let Some(absolute) = file.absolute(&tree_path) else {
@@ -236,7 +236,7 @@ impl SourceFile {
     /// Every path of this crate that the file names, made absolute.
     fn paths(&self) -> Vec<Vec<String>> {
         let mut out = Vec::new();
-        let uses = regex(r"(?s)\buse\s+([^;]+);");
+        let uses = compiled(r"(?s)\buse\s+([^;]+);");
         for capture in uses.captures_iter(&self.code) {
             for (tree_path, _) in use_tree(&capture[1]) {
                 out.extend(self.absolute(&tree_path));
@@ -244,7 +244,7 @@ impl SourceFile {
         }
         let rest = uses.replace_all(&self.code, ";");
         let inline =
-            regex(r"(?:^|[^:A-Za-z0-9_])([A-Za-z_][A-Za-z0-9_]*(?:::[A-Za-z_][A-Za-z0-9_]*)+)");
+            compiled(r"(?:^|[^:A-Za-z0-9_])([A-Za-z_][A-Za-z0-9_]*(?:::[A-Za-z_][A-Za-z0-9_]*)+)");
         for capture in inline.captures_iter(&rest) {
             let segments: Vec<String> = capture[1].split("::").map(str::to_string).collect();
             out.extend(self.absolute(&segments));
@@ -536,13 +536,13 @@ fn strongly_connected(next: &[Vec<usize>]) -> Vec<Vec<usize>> {
     state.out
 }
 
-fn regex(pattern: &'static str) -> &'static regex::Regex {
-    static CACHE: OnceLock<std::sync::Mutex<BTreeMap<&'static str, &'static regex::Regex>>> =
+fn compiled(pattern: &'static str) -> &'static ::regex::Regex {
+    static CACHE: OnceLock<std::sync::Mutex<BTreeMap<&'static str, &'static ::regex::Regex>>> =
         OnceLock::new();
     let mut cache = CACHE.get_or_init(Default::default).lock().unwrap();
     cache
         .entry(pattern)
-        .or_insert_with(|| Box::leak(Box::new(regex::Regex::new(pattern).unwrap())))
+        .or_insert_with(|| Box::leak(Box::new(::regex::Regex::new(pattern).unwrap())))
 }
 
 /// The root files (library, binaries) of every crate of the workspace, from `cargo metadata`.
