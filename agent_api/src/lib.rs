@@ -19,10 +19,11 @@
 //! [`kit`]: native line → stateful [`kit::Protocol`] → [`kit::transcript::Transcript`] → the
 //! shared [`kit::projection`] → wrapper events, bounded as [`kit::bounds`] says.
 //!
-//! Inside, the crate has three layers that only point down (the workspace's `tests/conformance/tests/layers.rs` holds it to that):
-//! the contract (the vocabulary above), the kit (what backends are built from: processes,
-//! launchers, framing, the driver, permissions and questions, replay, homes, caller tools), and
-//! the features on runs (the gateway, sessions resumed per turn, history, summaries).
+//! Inside, the crate has three layers that only point down (the workspace's
+//! `tests/conformance/tests/layers.rs` holds it to that): the contract (the vocabulary above), the
+//! kit (what backends are built from: processes, launchers, framing, the driver, permissions and
+//! questions, replay, homes, caller tools), and the features on runs (the gateway, sessions resumed
+//! per turn, history, summaries).
 //!
 //! # Defaults
 //!

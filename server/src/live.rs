@@ -380,9 +380,6 @@ impl LiveSession {
         Ok(subscription)
     }
 
-    /// 409 when the session cannot take a turn now: it ended, or a turn is in progress. Checked
-    /// again when the turn is sent; checked first so that a message that would be refused costs
-    /// nothing (its images are not read nor copied).
     /// [`LiveSession::check_free`], after a turn whose end was served has finished its own
     /// writes (a few store round trips, its snapshot among them, which needs the session: not
     /// held meanwhile): a client that sends at once is not refused.
@@ -398,6 +395,9 @@ impl LiveSession {
         self.check_free()
     }
 
+    /// 409 when the session cannot take a turn now: it ended, or a turn is in progress. Checked
+    /// again when the turn is sent; checked first so that a message that would be refused costs
+    /// nothing (its images are not read nor copied).
     pub(crate) fn check_free(&self) -> Result<(), ApiError> {
         let state = self.state();
         if state.ended {
