@@ -44,8 +44,9 @@ pub(crate) struct ServeArgs {
     #[arg(long)]
     no_token: bool,
     /// Where sessions are kept: sqlite:PATH (default: agent-api/server.sqlite3 in the user's data
-    /// directory), postgres://USER@HOST:PORT/DB (shared by several servers) or memory (nothing
-    /// survives the server). A URL with a password is better in AGENT_API_STORE or --store-file.
+    /// directory), postgres://USER@HOST:PORT/DB (shared by several servers; TLS with a verified
+    /// certificate when the server offers it, `?sslmode=verify-full&sslrootcert=CA.pem` to insist)
+    /// or memory (nothing survives the server). A URL with a password is better in AGENT_API_STORE or --store-file.
     #[arg(long, value_name = "URL", conflicts_with = "store_file")]
     store: Option<String>,
     /// Read the store's URL from this file (its first line).

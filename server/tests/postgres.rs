@@ -23,14 +23,8 @@ fn database() -> Option<String> {
     if let Ok(url) = std::env::var("AGENT_API_TEST_POSTGRES_URL") {
         return Some(url);
     }
-    let dir = std::env::var_os("AGENT_API_POSTGRES_DIR")
-        .map(std::path::PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("HOME")
-                .map(|home| std::path::Path::new(&home).join(".cache/agent_api/postgres"))
-        })
-        .expect("HOME is set");
-    let file = std::fs::read_to_string(dir.join("postgres.env"))
+    let env_file = postgres_env_file();
+    let file = std::fs::read_to_string(&env_file)
         .unwrap_or_else(|_| panic!("no PostgreSQL for the store tests: run `bash tests/postgres/setup.sh` (tests/run.sh does)"));
     for line in file.lines() {
         if let Some(url) = line.strip_prefix("AGENT_API_TEST_POSTGRES_URL=") {
@@ -42,18 +36,8 @@ fn database() -> Option<String> {
     }
     panic!(
         "{} names no database: run `bash tests/postgres/setup.sh`",
-        dir.join("postgres.env").display()
+        env_file.display()
     );
-}
-
-/// A prefix no other run's sessions have: the database outlives test runs.
-fn unique(name: &str) -> String {
-    let mut bytes = [0u8; 6];
-    getrandom::fill(&mut bytes).unwrap();
-    format!(
-        "{name}-{}",
-        bytes.iter().map(|b| format!("{b:02x}")).collect::<String>()
-    )
 }
 
 async fn open(url: &str) -> Arc<dyn Store> {

@@ -6,6 +6,7 @@
 
 mod memory;
 mod postgres;
+mod postgres_tls;
 mod probe;
 mod sqlite;
 
@@ -276,6 +277,14 @@ pub enum StoreError {
     /// Another server uses this store, which takes one (a SQLite file).
     #[error("{0}")]
     Locked(String),
+    /// TLS to the database failed: a server without TLS under `sslmode=require`, a certificate
+    /// not signed by a trusted CA, or one for another host name.
+    #[error("TLS to PostgreSQL failed: {0}")]
+    Tls(String),
+    /// The store URL's TLS settings cannot be honoured: an unknown `sslmode`, a CA file that
+    /// cannot be read, no CA to verify with.
+    #[error("the store's TLS settings: {0}")]
+    TlsSettings(String),
     /// The `--store` URL is not one this server knows.
     #[error("unsupported store {0:?}: use memory, sqlite:PATH, a path ending in .sqlite3/.db, or postgres://…")]
     UnsupportedUrl(String),

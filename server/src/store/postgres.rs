@@ -5,12 +5,14 @@
 //! sessions do not wait for each other's round trips. An append is one statement (the events as
 //! arrays, and the session's count moved from the last sequence to the new one), so it needs no
 //! transaction and is refused whole when another writer got there first. A connection that broke
-//! (the database restarted) is opened again at the next call.
+//! (the database restarted) is opened again at the next call. TLS: [`super::postgres_tls`].
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use tokio_postgres::{Client, NoTls, Row};
+
+use super::postgres_tls::{connect_error, Connector};
 
 use super::{
     unix_now, ProbeError, SessionRecord, SessionState, SessionUpdate, Store, StoreError,
@@ -29,7 +31,7 @@ const MIGRATION_LOCK: i64 = 0x6167_656e_745f_6170;
 
 /// A store in a PostgreSQL database.
 pub struct PostgresStore {
-    url: String,
+    connector: Connector,
     client: tokio::sync::Mutex<Arc<Client>>,
 }
 
@@ -44,16 +46,34 @@ fn backend(error: impl std::fmt::Display) -> StoreError {
     StoreError::Backend(error.to_string())
 }
 
-async fn connect(url: &str) -> Result<Client, StoreError> {
-    let (client, connection) = tokio_postgres::connect(url, NoTls)
-        .await
-        .map_err(|e| backend(format!("cannot connect to PostgreSQL: {e}")))?;
-    tokio::spawn(async move {
-        if let Err(error) = connection.await {
-            tracing::warn!("the PostgreSQL connection ended: {error}");
+async fn connect(connector: &Connector) -> Result<Client, StoreError> {
+    // Two connection types (plain, TLS): each is driven by a task of its own.
+    fn drive<F>(connection: F)
+    where
+        F: std::future::Future<Output = Result<(), tokio_postgres::Error>> + Send + 'static,
+    {
+        tokio::spawn(async move {
+            if let Err(error) = connection.await {
+                tracing::warn!("the PostgreSQL connection ended: {error}");
+            }
+        });
+    }
+    match &connector.tls {
+        Some(tls) => {
+            let (client, connection) = tokio_postgres::connect(&connector.url, tls.clone())
+                .await
+                .map_err(|e| connect_error(&e))?;
+            drive(connection);
+            Ok(client)
         }
-    });
-    Ok(client)
+        None => {
+            let (client, connection) = tokio_postgres::connect(&connector.url, NoTls)
+                .await
+                .map_err(|e| connect_error(&e))?;
+            drive(connection);
+            Ok(client)
+        }
+    }
 }
 
 async fn migrate(client: &mut Client) -> Result<(), StoreError> {
@@ -92,12 +112,15 @@ async fn migrate(client: &mut Client) -> Result<(), StoreError> {
 }
 
 impl PostgresStore {
-    /// Connects to the database at `url` and migrates it.
+    /// Connects to the database at `url` and migrates it. The URL's `sslmode` and `sslrootcert`
+    /// say how TLS is used (`spec/http-api.md`, The store); a TLS failure is [`StoreError::Tls`],
+    /// TLS settings this server cannot honour [`StoreError::TlsSettings`].
     pub async fn open(url: &str) -> Result<Self, StoreError> {
-        let mut client = connect(url).await?;
+        let connector = Connector::from_url(url)?;
+        let mut client = connect(&connector).await?;
         migrate(&mut client).await?;
         Ok(Self {
-            url: url.to_string(),
+            connector,
             client: tokio::sync::Mutex::new(Arc::new(client)),
         })
     }
@@ -121,7 +144,7 @@ impl PostgresStore {
     async fn client(&self) -> Result<Arc<Client>, StoreError> {
         let mut client = self.client.lock().await;
         if client.is_closed() {
-            *client = Arc::new(connect(&self.url).await?);
+            *client = Arc::new(connect(&self.connector).await?);
         }
         Ok(client.clone())
     }

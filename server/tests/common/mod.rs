@@ -515,3 +515,26 @@ pub async fn owner_checks(store: Arc<dyn agent_api_server::Store>, id: &str) {
     store.put_snapshot(id, "b", snapshot.clone()).await.unwrap();
     assert_eq!(store.snapshot(id).await.unwrap(), Some(snapshot));
 }
+
+/// The file `tests/postgres/setup.sh` writes its settings to (`postgres.env` in
+/// `$AGENT_API_POSTGRES_DIR`, default `~/.cache/agent_api/postgres`).
+pub fn postgres_env_file() -> std::path::PathBuf {
+    std::env::var_os("AGENT_API_POSTGRES_DIR")
+        .map(std::path::PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .map(|home| std::path::Path::new(&home).join(".cache/agent_api/postgres"))
+        })
+        .expect("HOME is set")
+        .join("postgres.env")
+}
+
+/// `name` with a random part no other run's has: the test databases outlive test runs.
+pub fn unique(name: &str) -> String {
+    let mut bytes = [0u8; 6];
+    getrandom::fill(&mut bytes).unwrap();
+    format!(
+        "{name}-{}",
+        bytes.iter().map(|b| format!("{b:02x}")).collect::<String>()
+    )
+}
