@@ -43,6 +43,18 @@ impl Tenant {
         self.home = Some(home.into());
         self
     }
+
+    /// The agent home `agent-api serve` gives the tenant `name` when its operator names none:
+    /// `agent-api/tenants/NAME/home` in the user's data directory (`$XDG_DATA_HOME`,
+    /// `~/.local/share` on Linux).
+    pub fn default_home(name: &str) -> Option<PathBuf> {
+        dirs::data_dir().map(|dir| {
+            dir.join("agent-api")
+                .join("tenants")
+                .join(name)
+                .join("home")
+        })
+    }
 }
 
 /// The longest `cwd` a client may name, in bytes.
@@ -150,7 +162,10 @@ pub(crate) fn with_home(
         )
     })?;
     for (var, below) in HOME_VARS {
-        let dir = home.join(below);
+        let dir = match below {
+            "" => home.to_path_buf(),
+            below => home.join(below),
+        };
         request = request.with_env(var, dir.to_string_lossy().into_owned());
     }
     Ok(request)
