@@ -52,6 +52,16 @@ pub(crate) struct ServeArgs {
     /// Read the store's URL from this file (its first line).
     #[arg(long, value_name = "PATH")]
     store_file: Option<PathBuf>,
+    /// A tenant's working-directory root (repeatable): its sessions work beneath DIR (a
+    /// session's `cwd` resolves there). A tenant's token (`agent-api token create --tenant T`)
+    /// reads its tenant's sessions; it opens sessions only for a tenant with a root here.
+    #[arg(long = "tenant-root", value_name = "TENANT=DIR")]
+    tenant_roots: Vec<String>,
+    /// A tenant's agent home (repeatable; made 0700 when missing): the HOME and XDG base
+    /// directories of its agents. Default: agent-api/tenants/TENANT/home in the user's data
+    /// directory.
+    #[arg(long = "tenant-home", value_name = "TENANT=DIR")]
+    tenant_homes: Vec<String>,
     /// A host name clients reach this server by (repeatable; beyond its IP addresses and
     /// localhost): a request naming another Host is refused (DNS rebinding).
     #[arg(long = "allowed-host", value_name = "NAME")]
@@ -143,6 +153,72 @@ fn read_secret(path: &Path, what: &str) -> Result<String, String> {
     Ok(line)
 }
 
+/// The store `--store`, `--store-file` or `AGENT_API_STORE` (`var`) names, in that order; the
+/// default SQLite file without any.
+pub(crate) fn store_url(
+    store: Option<&str>,
+    store_file: Option<&Path>,
+    var: Option<String>,
+) -> Result<StoreUrl, String> {
+    let url = match (store, store_file, var) {
+        (Some(url), _, _) => Some(url.to_string()),
+        (None, Some(path), _) => Some(read_secret(path, "--store-file")?),
+        (None, None, url) => url,
+    };
+    match &url {
+        Some(url) => StoreUrl::parse(url).map_err(|e| e.to_string()),
+        None => StoreUrl::default_sqlite()
+            .ok_or_else(|| "no user data directory for the store: pass --store sqlite:PATH".into()),
+    }
+}
+
+/// The tenants `--tenant-root` and `--tenant-home` name: each root an existing directory, each
+/// home one of a tenant with a root (default: [`agent_api_server::Tenant::default_home`]).
+fn tenants(
+    roots: &[String],
+    homes: &[String],
+) -> Result<Vec<(String, agent_api_server::Tenant)>, String> {
+    let pair = |flag: &str, text: &str| -> Result<(String, PathBuf), String> {
+        let (name, dir) = text
+            .split_once('=')
+            .filter(|(n, d)| !n.is_empty() && !d.is_empty())
+            .ok_or_else(|| {
+                format!(
+                    "{flag} {}: give TENANT=DIR",
+                    agent_api::display::line(text, 128)
+                )
+            })?;
+        agent_api_server::tokens::check_tenant(name).map_err(|e| format!("{flag}: {e}"))?;
+        Ok((name.to_string(), PathBuf::from(dir)))
+    };
+    let mut homes: std::collections::BTreeMap<String, PathBuf> = homes
+        .iter()
+        .map(|text| pair("--tenant-home", text))
+        .collect::<Result<_, _>>()?;
+    let mut tenants = Vec::new();
+    for text in roots {
+        let (name, root) = pair("--tenant-root", text)?;
+        let root = root
+            .canonicalize()
+            .ok()
+            .filter(|r| r.is_dir())
+            .ok_or_else(|| format!("--tenant-root {name}={}: not a directory", root.display()))?;
+        let home = match homes.remove(&name) {
+            Some(home) => home,
+            None => agent_api_server::Tenant::default_home(&name).ok_or_else(|| {
+                format!("no user data directory for the agent home of tenant {name}: pass --tenant-home {name}=DIR")
+            })?,
+        };
+        tenants.push((name, agent_api_server::Tenant::new(root).with_home(home)));
+    }
+    if let Some(name) = homes.keys().next() {
+        return Err(format!(
+            "--tenant-home {name}=…: that tenant has no --tenant-root"
+        ));
+    }
+    Ok(tenants)
+}
+
 /// Runs the server until a signal.
 pub(crate) async fn serve(args: ServeArgs) -> Result<ExitCode, String> {
     // Read, then taken out of this process's environment before any agent starts: an agent run
@@ -194,16 +270,7 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<ExitCode, String> {
             Some(token)
         }
     };
-    let store_url = match (&args.store, &args.store_file, store_var) {
-        (Some(url), _, _) => Some(url.clone()),
-        (None, Some(path), _) => Some(read_secret(path, "--store-file")?),
-        (None, None, url) => url,
-    };
-    let store = match &store_url {
-        Some(url) => StoreUrl::parse(url).map_err(|e| e.to_string())?,
-        None => StoreUrl::default_sqlite()
-            .ok_or("no user data directory for the store: pass --store sqlite:PATH")?,
-    };
+    let store = store_url(args.store.as_deref(), args.store_file.as_deref(), store_var)?;
     let mut config = ServerConfig::default()
         .with_max_body_bytes(args.max_body)
         .with_drain(std::time::Duration::from_secs(args.drain));
@@ -223,6 +290,9 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<ExitCode, String> {
         )
         .with_session_idle_ttl(args.session_idle_ttl.map(std::time::Duration::from_secs))
         .with_server_lease(std::time::Duration::from_secs(args.server_lease.max(1)));
+    for (name, tenant) in tenants(&args.tenant_roots, &args.tenant_homes)? {
+        config = config.with_tenant(name, tenant);
+    }
     config.check().map_err(|e| e.to_string())?;
     // What a sandboxed agent must not read although it sees the whole filesystem: the files the
     // token and the store's URL came from, and the store with every session's transcript.

@@ -67,6 +67,10 @@ pub struct ServerConfig {
     /// How long the server keeps serving, not ready (`GET /v1/health/ready` 503 `draining`), once
     /// asked to stop, so that a load balancer sends it no more work before it closes: default 0.
     pub drain: std::time::Duration,
+    /// The tenants sessions may be opened for, by name (`spec/http-api.md`, Auth): where each
+    /// one's sessions work and keep their agent's home. A tenant's token reads its sessions
+    /// whether or not it is here; it opens one only when it is.
+    pub tenants: std::collections::BTreeMap<String, crate::tenant::Tenant>,
 }
 
 impl Default for ServerConfig {
@@ -91,6 +95,7 @@ impl Default for ServerConfig {
             header_timeout: std::time::Duration::from_secs(10),
             idle_timeout: std::time::Duration::from_secs(60),
             drain: std::time::Duration::ZERO,
+            tenants: std::collections::BTreeMap::new(),
         }
     }
 }
@@ -138,6 +143,12 @@ impl ServerConfig {
     /// Sets how long the server drains (serves, not ready) once asked to stop.
     pub fn with_drain(mut self, drain: std::time::Duration) -> Self {
         self.drain = drain;
+        self
+    }
+
+    /// Configures the tenant `name`: where its sessions work and keep their agent's home.
+    pub fn with_tenant(mut self, name: impl Into<String>, tenant: crate::tenant::Tenant) -> Self {
+        self.tenants.insert(name.into(), tenant);
         self
     }
 
@@ -226,6 +237,9 @@ impl ServerConfig {
                 return Err(ConfigError::Host(agent_api::display::line(host, 128)));
             }
         }
+        for name in self.tenants.keys() {
+            crate::tokens::check_tenant(name).map_err(ConfigError::Tenant)?;
+        }
         Ok(())
     }
 
@@ -249,4 +263,7 @@ pub enum ConfigError {
         "allowed host `{0}`: give a host name such as agents.example.com (no scheme, port or path)"
     )]
     Host(String),
+    /// A tenant's name that is not one.
+    #[error("{0}")]
+    Tenant(crate::tokens::TokenError),
 }

@@ -56,6 +56,8 @@ pub(crate) struct Inner {
     pub(crate) draining: std::sync::atomic::AtomicBool,
     /// What `GET /metrics` serves.
     pub(crate) metrics: crate::metrics::Shared,
+    /// When this server last wrote each scoped token's last use.
+    pub(crate) last_used: crate::access::LastUsed,
 }
 
 impl std::fmt::Debug for Server {
@@ -111,6 +113,7 @@ impl Server {
                 stopping: agent_api::request::CancellationToken::new(),
                 draining: std::sync::atomic::AtomicBool::new(false),
                 metrics: Arc::new(crate::metrics::Metrics::new()),
+                last_used: crate::access::LastUsed::default(),
             }),
         };
         tokio::spawn(crate::upkeep::run(
@@ -307,11 +310,13 @@ impl Server {
             .map_err(|e| ApiError::agent(&e))
     }
 
-    /// Opens a session: 409 when the id is taken, 400 when the request cannot run.
+    /// Opens a session of `tenant` (`None`: no tenant's): 409 when the id is taken, 400 when the
+    /// request cannot run, 403 when its `cwd` leads out of its root.
     pub(crate) async fn create(
         &self,
         id: &str,
         body: CreateSessionRequest,
+        tenant: Option<&str>,
     ) -> Result<Arc<LiveSession>, ApiError> {
         check_id(id)?;
         let kind = self.kind(&body.agent)?;
@@ -322,6 +327,7 @@ impl Server {
             &body.settings,
         )?;
         let request = self.request(&kind, &body.settings)?;
+        let request = self.place(request, tenant, &body).await?;
         // Where the agent works: a message's images are read only from beneath it.
         let working_dir = match request.session_working_dir() {
             Some(dir) => dir.to_path_buf(),
@@ -396,6 +402,7 @@ impl Server {
                 active_at: None,
                 resumed_how: None,
                 snapshot_turn: None,
+                tenant: tenant.map(str::to_string),
             };
             // Another server sharing the store may have taken the id meanwhile.
             self.inner.store.create_session(record).await?;

@@ -19,6 +19,7 @@ pub use memory::MemoryStore;
 pub use postgres::PostgresStore;
 pub use probe::ProbeError;
 pub use sqlite::SqliteStore;
+pub(crate) use sqlite::SqliteTokens;
 
 /// One stored event: its sequence in the session and its JSON, kept apart from its raw payload
 /// so that the common case (no `include_raw`) is served without parsing.
@@ -129,6 +130,9 @@ pub struct SessionRecord {
     pub resumed_how: Option<String>,
     /// The turn after which its snapshot was kept, if one is.
     pub snapshot_turn: Option<u64>,
+    /// The tenant it belongs to (`spec/http-api.md`, Auth); `None`: no tenant's, seen only by
+    /// untenanted tokens.
+    pub tenant: Option<String>,
 }
 
 /// What a session's owner does with it, as stored (`SessionInfo.state` adds `resumable` and
@@ -239,6 +243,7 @@ impl SessionRecord {
             active_at: None,
             resumed_how: None,
             snapshot_turn: None,
+            tenant: None,
         }
     }
 }
@@ -355,6 +360,11 @@ pub trait Store: Send + Sync + std::fmt::Debug {
         server: &str,
         lease: std::time::Duration,
     ) -> Result<bool, StoreError>;
+    /// The scoped tokens this store keeps (`crate::tokens`); `None` (the default): none, so only
+    /// the server's own `--token` is taken.
+    fn token_store(&self) -> Option<&dyn crate::tokens::TokenStore> {
+        None
+    }
 }
 
 /// Where the store lives, as `--store` names it.

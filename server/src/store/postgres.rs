@@ -24,6 +24,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/postgres/0001_sessions_and_events.sql"),
     include_str!("../../migrations/postgres/0002_session_usage.sql"),
     include_str!("../../migrations/postgres/0003_session_continuity.sql"),
+    include_str!("../../migrations/postgres/0004_tenants_and_tokens.sql"),
 ];
 
 /// Serializes migrations between servers starting at once (`pg_advisory_xact_lock`).
@@ -151,7 +152,7 @@ impl PostgresStore {
 }
 
 const SESSION_COLUMNS: &str =
-    "id, agent, agent_mode, permission_mode, model, variant, native_session_id, ended, end_error, event_count, owner, usage, settings, working_dir, state, turns, turn_open, active_at, resumed_how, (SELECT turn FROM snapshots WHERE snapshots.session_id = sessions.id)";
+    "id, agent, agent_mode, permission_mode, model, variant, native_session_id, ended, end_error, event_count, owner, usage, settings, working_dir, state, turns, turn_open, active_at, resumed_how, (SELECT turn FROM snapshots WHERE snapshots.session_id = sessions.id), tenant";
 
 fn session_row(row: &Row) -> SessionRecord {
     SessionRecord {
@@ -177,6 +178,7 @@ fn session_row(row: &Row) -> SessionRecord {
         snapshot_turn: row
             .get::<_, Option<i64>>(19)
             .and_then(|t| u64::try_from(t).ok()),
+        tenant: row.get(20),
     }
 }
 
@@ -265,15 +267,103 @@ impl PostgresStore {
     }
 }
 
+const TOKEN_COLUMNS: &str = "id, tenant, scope, hash, created_at, last_used_at, revoked_at";
+
+fn token_row(row: &Row) -> Result<crate::tokens::TokenRecord, StoreError> {
+    Ok(crate::tokens::TokenRecord {
+        id: row.get(0),
+        tenant: row.get(1),
+        scope: crate::tokens::Scope::parse(row.get::<_, &str>(2)).map_err(backend)?,
+        hash: row.get(3),
+        created_at: row.get(4),
+        last_used_at: row.get(5),
+        revoked_at: row.get(6),
+    })
+}
+
+#[async_trait]
+impl crate::tokens::TokenStore for PostgresStore {
+    async fn create_token(&self, t: crate::tokens::TokenRecord) -> Result<(), StoreError> {
+        let inserted = self
+            .client()
+            .await?
+            .execute(
+                &format!("INSERT INTO tokens ({TOKEN_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO NOTHING"),
+                &[&t.id, &t.tenant, &t.scope.as_str(), &t.hash, &t.created_at, &t.last_used_at, &t.revoked_at],
+            )
+            .await
+            .map_err(backend)?;
+        match inserted {
+            0 => Err(StoreError::Duplicate(t.id)),
+            _ => Ok(()),
+        }
+    }
+
+    async fn token(&self, id: &str) -> Result<Option<crate::tokens::TokenRecord>, StoreError> {
+        let row = self
+            .client()
+            .await?
+            .query_opt(
+                &format!("SELECT {TOKEN_COLUMNS} FROM tokens WHERE id = $1"),
+                &[&id],
+            )
+            .await
+            .map_err(backend)?;
+        row.as_ref().map(token_row).transpose()
+    }
+
+    async fn tokens(&self) -> Result<Vec<crate::tokens::TokenRecord>, StoreError> {
+        let rows = self
+            .client()
+            .await?
+            .query(
+                &format!("SELECT {TOKEN_COLUMNS} FROM tokens ORDER BY created_at, id"),
+                &[],
+            )
+            .await
+            .map_err(backend)?;
+        rows.iter().map(token_row).collect()
+    }
+
+    async fn revoke_token(&self, id: &str, at: i64) -> Result<bool, StoreError> {
+        let rows = self
+            .client()
+            .await?
+            .execute(
+                "UPDATE tokens SET revoked_at = COALESCE(revoked_at, $2) WHERE id = $1",
+                &[&id, &at],
+            )
+            .await
+            .map_err(backend)?;
+        Ok(rows > 0)
+    }
+
+    async fn token_used(&self, id: &str, at: i64) -> Result<(), StoreError> {
+        self.client()
+            .await?
+            .execute(
+                "UPDATE tokens SET last_used_at = $2 WHERE id = $1",
+                &[&id, &at],
+            )
+            .await
+            .map_err(backend)?;
+        Ok(())
+    }
+}
+
 #[async_trait]
 impl Store for PostgresStore {
+    fn token_store(&self) -> Option<&dyn crate::tokens::TokenStore> {
+        Some(self)
+    }
+
     async fn create_session(&self, r: SessionRecord) -> Result<(), StoreError> {
         let inserted = self
             .client()
             .await?
             .execute(
-                "INSERT INTO sessions (id, agent, agent_mode, permission_mode, model, variant, native_session_id, ended, end_error, owner, settings, working_dir, state, active_at)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) ON CONFLICT (id) DO NOTHING",
+                "INSERT INTO sessions (id, agent, agent_mode, permission_mode, model, variant, native_session_id, ended, end_error, owner, settings, working_dir, state, active_at, tenant)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) ON CONFLICT (id) DO NOTHING",
                 &[
                     &r.id,
                     &r.agent,
@@ -289,6 +379,7 @@ impl Store for PostgresStore {
                     &r.working_dir,
                     &r.state.as_str(),
                     &unix_now(),
+                    &r.tenant,
                 ],
             )
             .await

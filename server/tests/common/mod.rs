@@ -538,3 +538,58 @@ pub fn unique(name: &str) -> String {
         bytes.iter().map(|b| format!("{b:02x}")).collect::<String>()
     )
 }
+
+/// What every store does with tokens, checked on `server`'s store while `beside` (the same
+/// database opened as `agent-api token` opens it) makes and revokes them: the hash kept, never
+/// the token; a revoke seen at once; a session's tenant kept.
+pub async fn token_checks(
+    server: Arc<dyn agent_api_server::Store>,
+    beside: Arc<dyn agent_api_server::tokens::TokenStore>,
+    session: &str,
+) {
+    use agent_api_server::tokens::{issue, Scope};
+    let tokens = server.token_store().expect("the store keeps tokens");
+    let issued = issue(Some("team-a"), Scope::Operate).unwrap();
+    beside.create_token(issued.record.clone()).await.unwrap();
+    assert!(matches!(
+        beside.create_token(issued.record.clone()).await,
+        Err(agent_api_server::StoreError::Duplicate(_))
+    ));
+    let read = tokens.token(&issued.record.id).await.unwrap().unwrap();
+    assert_eq!(read, issued.record);
+    assert!(read.matches(&issued.token) && !read.hash.contains(&issued.token));
+    assert!(tokens
+        .tokens()
+        .await
+        .unwrap()
+        .iter()
+        .any(|t| t.id == issued.record.id));
+    tokens.token_used(&issued.record.id, 42).await.unwrap();
+    assert!(beside.revoke_token(&issued.record.id, 7).await.unwrap());
+    let read = tokens.token(&issued.record.id).await.unwrap().unwrap();
+    assert_eq!((read.last_used_at, read.revoked_at), (Some(42), Some(7)));
+    assert!(tokens.revoke_token(&issued.record.id, 9).await.unwrap());
+    assert_eq!(
+        beside
+            .token(&issued.record.id)
+            .await
+            .unwrap()
+            .unwrap()
+            .revoked_at,
+        Some(7),
+        "the first revoke's time is kept"
+    );
+    assert!(!beside.revoke_token("ffffffffffffffff", 1).await.unwrap());
+    assert!(tokens.token("ffffffffffffffff").await.unwrap().is_none());
+    let mut record = record(session, None);
+    record.tenant = Some("team-a".into());
+    server.create_session(record).await.unwrap();
+    let read = server.session(session).await.unwrap().unwrap();
+    assert_eq!(read.tenant.as_deref(), Some("team-a"));
+    assert!(server
+        .sessions()
+        .await
+        .unwrap()
+        .iter()
+        .any(|s| s.id == session && s.tenant.as_deref() == Some("team-a")));
+}
