@@ -67,6 +67,9 @@ pub struct ServerConfig {
     /// How long the server keeps serving, not ready (`GET /v1/health/ready` 503 `draining`), once
     /// asked to stop, so that a load balancer sends it no more work before it closes: default 0.
     pub drain: std::time::Duration,
+    /// Signed webhooks (`--webhook`): where events go, signed with what, retried how; `None`:
+    /// none.
+    pub webhooks: Option<crate::webhooks::WebhookConfig>,
 }
 
 impl Default for ServerConfig {
@@ -91,6 +94,7 @@ impl Default for ServerConfig {
             header_timeout: std::time::Duration::from_secs(10),
             idle_timeout: std::time::Duration::from_secs(60),
             drain: std::time::Duration::ZERO,
+            webhooks: None,
         }
     }
 }
@@ -138,6 +142,12 @@ impl ServerConfig {
     /// Sets how long the server drains (serves, not ready) once asked to stop.
     pub fn with_drain(mut self, drain: std::time::Duration) -> Self {
         self.drain = drain;
+        self
+    }
+
+    /// Delivers events to webhooks ([`crate::webhooks`]).
+    pub fn with_webhooks(mut self, webhooks: crate::webhooks::WebhookConfig) -> Self {
+        self.webhooks = Some(webhooks);
         self
     }
 

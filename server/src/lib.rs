@@ -37,6 +37,7 @@ pub mod telemetry;
 mod turn;
 pub mod ui;
 mod upkeep;
+pub mod webhooks;
 pub mod wire;
 
 use axum::extract::{Request, State};
@@ -108,6 +109,7 @@ pub fn router(server: Server) -> Router {
             "/v1/sessions/{session_id}/resume",
             post(api::resume_session),
         )
+        .route("/v1/webhooks/deliveries", get(webhooks::log::deliveries))
         .route("/v1/openapi.json", get(api::openapi))
         .route("/metrics", get(metrics::metrics))
         .fallback(api::not_found)

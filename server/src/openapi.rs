@@ -30,6 +30,7 @@ use utoipa::OpenApi;
         crate::api::steer_turn,
         crate::api::resume_session,
         crate::api::openapi,
+        crate::webhooks::log::deliveries,
     ),
     components(schemas(crate::wire::ErrorType, crate::wire::AgentErrorBody, crate::wire::EventsQuery, crate::wire::TurnStreamQuery)),
     modifiers(&BearerToken),
