@@ -110,6 +110,18 @@ pub(crate) struct ServeArgs {
     /// (`GET /v1/health/ready` answers 503), so that a load balancer stops sending work first.
     #[arg(long, value_name = "SECS", default_value_t = 0)]
     drain: u64,
+    /// Post events to this http:// URL, signed (Standard Webhooks), at least once and in order
+    /// per session (repeatable). Which events: `URL;events=NAME[,NAME…]` with turn.ended,
+    /// permission.requested, question.requested, session.ended, error; default: all of them.
+    #[arg(long = "webhook", value_name = "URL[;events=…]")]
+    webhooks: Vec<String>,
+    /// The webhooks' signing secret, whsec_ and base64 (the Standard Webhooks form). Every local
+    /// user reads the command line: prefer --webhook-secret-file or AGENT_API_WEBHOOK_SECRET.
+    #[arg(long, value_name = "whsec_…", conflicts_with = "webhook_secret_file")]
+    webhook_secret: Option<String>,
+    /// Read the webhooks' signing secret from this file (its first line).
+    #[arg(long, value_name = "PATH")]
+    webhook_secret_file: Option<PathBuf>,
     /// Print the inspector's address with the token (in the fragment: never sent to a server or
     /// a log) and, on a desktop, open it in the browser.
     #[arg(long)]
@@ -137,6 +149,8 @@ fn is_loopback(host: &str) -> bool {
 const TOKEN_VAR: &str = "AGENT_API_TOKEN";
 /// The variable the store's URL may come from.
 const STORE_VAR: &str = "AGENT_API_STORE";
+/// The variable the webhooks' secret may come from.
+const WEBHOOK_SECRET_VAR: &str = "AGENT_API_WEBHOOK_SECRET";
 
 /// The first line of the secret file `path` (`what` names it in errors).
 fn read_secret(path: &Path, what: &str) -> Result<String, String> {
@@ -229,8 +243,12 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<ExitCode, String> {
     let store_var = std::env::var(STORE_VAR)
         .ok()
         .filter(|s| !s.trim().is_empty());
+    let webhook_secret_var = std::env::var(WEBHOOK_SECRET_VAR)
+        .ok()
+        .filter(|s| !s.trim().is_empty());
     std::env::remove_var(TOKEN_VAR);
     std::env::remove_var(STORE_VAR);
+    std::env::remove_var(WEBHOOK_SECRET_VAR);
     let format = match args.log_format {
         LogFormatArg::Text => agent_api_server::telemetry::LogFormat::Text,
         LogFormatArg::Json => agent_api_server::telemetry::LogFormat::Json,
@@ -293,14 +311,21 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<ExitCode, String> {
     for (name, tenant) in tenants(&args.tenant_roots, &args.tenant_homes)? {
         config = config.with_tenant(name, tenant);
     }
+    if let Some(webhooks) = webhooks(&args, webhook_secret_var)? {
+        config = config.with_webhooks(webhooks);
+    }
     config.check().map_err(|e| e.to_string())?;
     // What a sandboxed agent must not read although it sees the whole filesystem: the files the
     // token and the store's URL came from, and the store with every session's transcript.
-    let mut secret_files: Vec<PathBuf> = [&args.token_file, &args.store_file]
-        .into_iter()
-        .flatten()
-        .cloned()
-        .collect();
+    let mut secret_files: Vec<PathBuf> = [
+        &args.token_file,
+        &args.store_file,
+        &args.webhook_secret_file,
+    ]
+    .into_iter()
+    .flatten()
+    .cloned()
+    .collect();
     if let StoreUrl::Sqlite(path) = &store {
         for suffix in ["", "-wal", "-shm", "-journal"] {
             let mut name = path.clone().into_os_string();
@@ -369,6 +394,35 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<ExitCode, String> {
     drop(telemetry);
     eprintln!("agent-api: stopped");
     Ok(ExitCode::SUCCESS)
+}
+
+/// The webhooks `--webhook` asks for, signed with the secret from `--webhook-secret`,
+/// `--webhook-secret-file` or the environment (`from_env`); `None` without `--webhook`.
+fn webhooks(
+    args: &ServeArgs,
+    from_env: Option<String>,
+) -> Result<Option<agent_api_server::webhooks::WebhookConfig>, String> {
+    use agent_api_server::webhooks::{WebhookConfig, WebhookEndpoint, WebhookError, WebhookSecret};
+    if args.webhooks.is_empty() {
+        return Ok(None);
+    }
+    let endpoints = args
+        .webhooks
+        .iter()
+        .map(|text| WebhookEndpoint::parse(text))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("--webhook: {e}"))?;
+    let secret = match (&args.webhook_secret, &args.webhook_secret_file, from_env) {
+        (Some(secret), _, _) => {
+            eprintln!("agent-api: warning: --webhook-secret is on the command line, which every local user reads (/proc/PID/cmdline): use --webhook-secret-file or {WEBHOOK_SECRET_VAR}");
+            secret.clone()
+        }
+        (None, Some(path), _) => read_secret(path, "--webhook-secret-file")?,
+        (None, None, Some(secret)) => secret,
+        (None, None, None) => return Err(WebhookError::NoSecret.to_string()),
+    };
+    let secret = WebhookSecret::parse(&secret).map_err(|e| e.to_string())?;
+    Ok(Some(WebhookConfig::new(endpoints, secret)))
 }
 
 /// Starts `agent-api __watchdog` in a process group of its own, its stdin a pipe this process

@@ -71,6 +71,9 @@ pub struct ServerConfig {
     /// one's sessions work and keep their agent's home. A tenant's token reads its sessions
     /// whether or not it is here; it opens one only when it is.
     pub tenants: std::collections::BTreeMap<String, crate::tenant::Tenant>,
+    /// Signed webhooks (`--webhook`): where events go, signed with what, retried how; `None`:
+    /// none.
+    pub webhooks: Option<crate::webhooks::WebhookConfig>,
 }
 
 impl Default for ServerConfig {
@@ -96,6 +99,7 @@ impl Default for ServerConfig {
             idle_timeout: std::time::Duration::from_secs(60),
             drain: std::time::Duration::ZERO,
             tenants: std::collections::BTreeMap::new(),
+            webhooks: None,
         }
     }
 }
@@ -149,6 +153,12 @@ impl ServerConfig {
     /// Configures the tenant `name`: where its sessions work and keep their agent's home.
     pub fn with_tenant(mut self, name: impl Into<String>, tenant: crate::tenant::Tenant) -> Self {
         self.tenants.insert(name.into(), tenant);
+        self
+    }
+
+    /// Delivers events to webhooks ([`crate::webhooks`]).
+    pub fn with_webhooks(mut self, webhooks: crate::webhooks::WebhookConfig) -> Self {
+        self.webhooks = Some(webhooks);
         self
     }
 

@@ -40,6 +40,7 @@ pub mod tokens;
 mod turn;
 pub mod ui;
 mod upkeep;
+pub mod webhooks;
 pub mod wire;
 
 use axum::http::{header, HeaderValue, Method};
@@ -109,6 +110,7 @@ pub fn router(server: Server) -> Router {
             "/v1/sessions/{session_id}/resume",
             post(api::resume_session),
         )
+        .route("/v1/webhooks/deliveries", get(webhooks::log::deliveries))
         .route("/v1/openapi.json", get(api::openapi))
         .route("/v1/whoami", get(access::whoami))
         .route("/metrics", get(metrics::metrics))

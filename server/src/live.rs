@@ -202,17 +202,6 @@ pub(crate) fn daemon_event(
     StoredEvent::from_event(event).ok()
 }
 
-/// Whether `event` is a turn's closing status (`turn_completed` or `turn_failed`).
-fn closes_turn(event: &UniversalEvent) -> bool {
-    let UniversalEventBody::ItemCompleted(completed) = &event.body else {
-        return false;
-    };
-    completed.item.content.iter().any(|part| {
-        matches!(part, agent_api::universal::ContentPart::Status { label, .. }
-            if label == "turn_completed" || label == "turn_failed")
-    })
-}
-
 /// What a session gets from the server that runs it (it holds no reference to the server).
 pub(crate) struct Surroundings<'a> {
     /// The store.
@@ -581,7 +570,7 @@ impl LiveSession {
                 native = Some(id.to_string());
             }
             ended |= matches!(event.body, UniversalEventBody::SessionEnded(_));
-            closing |= closes_turn(&event);
+            closing |= crate::store::closes_turn(&event);
             stored.push(
                 StoredEvent::from_event(event)
                     .map_err(|e| crate::store::StoreError::Backend(e.to_string()))?,

@@ -57,6 +57,12 @@ pub(crate) struct WaitLabel {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct DeliveryLabel {
+    /// `delivered`, `retrying` (failed, tried again) or `abandoned`.
+    pub(crate) outcome: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub(crate) struct OperationLabel {
     /// `append`, `create`, ….
     pub(crate) operation: &'static str,
@@ -94,6 +100,7 @@ pub(crate) struct Metrics {
     pub(crate) wait_seconds: Histograms<WaitLabel>,
     pub(crate) sse_subscribers: Gauge,
     pub(crate) store_write_seconds: Histograms<OperationLabel>,
+    pub(crate) webhook_deliveries: Family<DeliveryLabel, Counter>,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -118,6 +125,7 @@ impl Metrics {
             wait_seconds: Family::new_with_constructor(wait_buckets),
             sse_subscribers: Gauge::default(),
             store_write_seconds: Family::new_with_constructor(write_buckets),
+            webhook_deliveries: Family::default(),
         };
         let r = &mut this.registry;
         r.register(
@@ -183,7 +191,21 @@ impl Metrics {
             Unit::Seconds,
             this.store_write_seconds.clone(),
         );
+        r.register(
+            "webhook_deliveries",
+            "Tries to deliver a webhook, by outcome (delivered, retrying, abandoned)",
+            this.webhook_deliveries.clone(),
+        );
         this
+    }
+
+    /// Counts one try to deliver a webhook.
+    pub(crate) fn webhook_delivery(&self, outcome: crate::store::AttemptOutcome) {
+        self.webhook_deliveries
+            .get_or_create(&DeliveryLabel {
+                outcome: outcome.as_str(),
+            })
+            .inc();
     }
 
     /// Counts an open SSE stream until the returned guard is dropped.

@@ -95,6 +95,10 @@ impl Server {
     ) -> Result<Self, StoreError> {
         let daemon_id = unique_id(&config.daemon_id);
         store.heartbeat(&daemon_id).await?;
+        // Before any event is stored: from now on each one a webhook takes is queued with it.
+        if let Some(webhooks) = &config.webhooks {
+            store.set_outbox(std::sync::Arc::new(webhooks.rules()))?;
+        }
         let stopped = agent_api::kit::process::stop_orphans();
         if stopped > 0 {
             tracing::warn!("stopped {stopped} agent processes a killed server left running");
@@ -120,6 +124,15 @@ impl Server {
             Arc::downgrade(&server.inner),
             server.inner.stopping.clone(),
         ));
+        if let Some(webhooks) = &server.inner.config.webhooks {
+            tokio::spawn(crate::webhooks::run(crate::webhooks::Worker {
+                store: server.inner.store.clone(),
+                config: Arc::new(webhooks.clone()),
+                server: server.inner.daemon_id.clone(),
+                metrics: server.inner.metrics.clone(),
+                stopping: server.inner.stopping.clone(),
+            }));
+        }
         Ok(server)
     }
 

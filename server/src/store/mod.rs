@@ -5,6 +5,7 @@
 //! default: one file, WAL, batched writes). [`StoreUrl`] parses `--store`.
 
 mod memory;
+mod outbox;
 mod postgres;
 mod postgres_tls;
 mod probe;
@@ -16,6 +17,10 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 pub use memory::MemoryStore;
+pub(crate) use outbox::{closes_turn, now_ms};
+pub use outbox::{
+    AttemptOutcome, Delivery, DeliveryAttempt, OutboxEntry, OutboxRules, OutboxTarget, WebhookEvent,
+};
 pub use postgres::PostgresStore;
 pub use probe::ProbeError;
 pub use sqlite::SqliteStore;
@@ -364,6 +369,42 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// the server's own `--token` is taken.
     fn token_store(&self) -> Option<&dyn crate::tokens::TokenStore> {
         None
+    }
+
+    /// Keeps a webhook outbox from now on: every append puts a row for each event and endpoint
+    /// `rules` match in the same write as the event. The default: a store without one, refused.
+    fn set_outbox(&self, rules: Arc<OutboxRules>) -> Result<(), StoreError> {
+        let _ = rules;
+        Err(outbox::unsupported())
+    }
+    /// Up to `limit` outbox rows of `endpoints` due at `now_ms`, each the oldest undelivered
+    /// row of its endpoint and session (so a session's rows go in order), taken by `server` for
+    /// `lease` (a store shared by several servers gives each row to one of them at a time).
+    async fn claim_deliveries(
+        &self,
+        server: &str,
+        endpoints: &[String],
+        now_ms: i64,
+        lease: std::time::Duration,
+        limit: usize,
+    ) -> Result<Vec<Delivery>, StoreError> {
+        let _ = (server, endpoints, now_ms, lease, limit);
+        Err(outbox::unsupported())
+    }
+    /// Records a try to deliver a row taken with [`Store::claim_deliveries`]: the row is done,
+    /// due again at `attempt.next_attempt_ms`, or given up, and the try joins the delivery log.
+    async fn record_attempt(&self, attempt: DeliveryAttempt) -> Result<(), StoreError> {
+        let _ = attempt;
+        Err(outbox::unsupported())
+    }
+    /// The delivery log, newest try first: up to `limit` tries, of `session` when given.
+    async fn delivery_log(
+        &self,
+        session: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<DeliveryAttempt>, StoreError> {
+        let _ = (session, limit);
+        Err(outbox::unsupported())
     }
 }
 

@@ -14,6 +14,9 @@ use tokio_postgres::{Client, NoTls, Row};
 
 use super::postgres_tls::{connect_error, Connector};
 
+use super::outbox::{
+    self, now_ms, AttemptOutcome, Delivery, DeliveryAttempt, OutboxRules, SharedRules, WebhookEvent,
+};
 use super::{
     unix_now, ProbeError, SessionRecord, SessionState, SessionUpdate, Store, StoreError,
     StoredEvent, StoredSnapshot,
@@ -25,6 +28,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/postgres/0002_session_usage.sql"),
     include_str!("../../migrations/postgres/0003_session_continuity.sql"),
     include_str!("../../migrations/postgres/0004_tenants_and_tokens.sql"),
+    include_str!("../../migrations/postgres/0005_webhook_outbox.sql"),
 ];
 
 /// Serializes migrations between servers starting at once (`pg_advisory_xact_lock`).
@@ -34,6 +38,8 @@ const MIGRATION_LOCK: i64 = 0x6167_656e_745f_6170;
 pub struct PostgresStore {
     connector: Connector,
     client: tokio::sync::Mutex<Arc<Client>>,
+    /// What the outbox takes, once webhooks are configured.
+    outbox: SharedRules,
 }
 
 impl std::fmt::Debug for PostgresStore {
@@ -123,6 +129,7 @@ impl PostgresStore {
         Ok(Self {
             connector,
             client: tokio::sync::Mutex::new(Arc::new(client)),
+            outbox: SharedRules::default(),
         })
     }
 
@@ -231,7 +238,11 @@ impl PostgresStore {
         let json: Vec<&str> = events.iter().map(|e| &*e.json).collect();
         let raw: Vec<Option<&str>> = events.iter().map(|e| e.raw.as_deref()).collect();
         let client = self.client().await?;
-        let inserted = client
+        let entries = outbox::rules(&self.outbox)
+            .map(|rules| rules.entries(&events))
+            .unwrap_or_default();
+        let inserted = if entries.is_empty() {
+            client
             .execute(
                 "WITH moved AS (UPDATE sessions SET event_count = $3, active_at = $8 WHERE id = $1 AND event_count = $2 AND ($7::TEXT IS NULL OR owner = $7) RETURNING id)
                  INSERT INTO events (session_id, sequence, event, raw)
@@ -239,7 +250,27 @@ impl PostgresStore {
                 &[&session, &signed(first - 1), &signed(last), &sequences, &json, &raw, &owner, &unix_now()],
             )
             .await
-            .map_err(backend)?;
+            .map_err(backend)?
+        } else {
+            // The outbox rows in the same statement: stored with their event or not at all.
+            let endpoints: Vec<&str> = entries.iter().map(|e| e.endpoint.as_str()).collect();
+            let outbox_sequences: Vec<i64> = entries.iter().map(|e| signed(e.sequence)).collect();
+            let kinds: Vec<&str> = entries.iter().map(|e| e.event.as_str()).collect();
+            let row = client
+                .query_one(
+                    "WITH moved AS (UPDATE sessions SET event_count = $3, active_at = $8 WHERE id = $1 AND event_count = $2 AND ($7::TEXT IS NULL OR owner = $7) RETURNING id),
+                     added AS (INSERT INTO events (session_id, sequence, event, raw)
+                         SELECT moved.id, e.sequence, e.event, e.raw FROM moved, UNNEST($4::BIGINT[], $5::TEXT[], $6::TEXT[]) AS e (sequence, event, raw) RETURNING 1),
+                     queued AS (INSERT INTO webhook_outbox (endpoint, session_id, sequence, event_type, created_at, next_attempt_at)
+                         SELECT o.endpoint, moved.id, o.sequence, o.event_type, $9, $9 FROM moved, UNNEST($10::TEXT[], $11::BIGINT[], $12::TEXT[]) AS o (endpoint, sequence, event_type)
+                         ON CONFLICT DO NOTHING)
+                     SELECT COUNT(*) FROM added",
+                    &[&session, &signed(first - 1), &signed(last), &sequences, &json, &raw, &owner, &unix_now(), &now_ms(), &endpoints, &outbox_sequences, &kinds],
+                )
+                .await
+                .map_err(backend)?;
+            u64::try_from(row.get::<_, i64>(0)).unwrap_or(0)
+        };
         if inserted == events.len() as u64 {
             return Ok(());
         }
@@ -626,5 +657,130 @@ impl Store for PostgresStore {
             error,
         )
         .await
+    }
+
+    fn set_outbox(&self, rules: Arc<OutboxRules>) -> Result<(), StoreError> {
+        outbox::install(&self.outbox, rules);
+        Ok(())
+    }
+
+    async fn claim_deliveries(
+        &self,
+        server: &str,
+        endpoints: &[String],
+        now_ms: i64,
+        lease: std::time::Duration,
+        limit: usize,
+    ) -> Result<Vec<Delivery>, StoreError> {
+        // The heads due (the oldest pending row of each endpoint and session), locked with SKIP
+        // LOCKED so that servers claiming at once take different ones, then leased to `server`:
+        // another sees a leased head as taken and, it being the head, takes none of its session's
+        // later rows either. A server that dies with a lease leaves the row to others once it
+        // runs out (at least once).
+        let until = now_ms.saturating_add(i64::try_from(lease.as_millis()).unwrap_or(i64::MAX));
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let rows = self
+            .client()
+            .await?
+            .query(
+                "WITH taken AS (
+                     UPDATE webhook_outbox o SET claimed_by = $1, claimed_until = $4
+                     WHERE (o.endpoint, o.session_id, o.sequence) IN (
+                         SELECT h.endpoint, h.session_id, h.sequence FROM webhook_outbox h
+                         WHERE h.state = 'pending' AND h.endpoint = ANY($2) AND h.next_attempt_at <= $3
+                           AND (h.claimed_until IS NULL OR h.claimed_until < $3)
+                           AND NOT EXISTS (SELECT 1 FROM webhook_outbox p WHERE p.endpoint = h.endpoint
+                               AND p.session_id = h.session_id AND p.state = 'pending' AND p.sequence < h.sequence)
+                         ORDER BY h.next_attempt_at, h.created_at LIMIT $5
+                         FOR UPDATE SKIP LOCKED)
+                     RETURNING o.endpoint, o.session_id, o.sequence, o.event_type, o.attempts, o.next_attempt_at)
+                 SELECT t.endpoint, t.session_id, s.agent, t.sequence, t.event_type, e.event, t.attempts
+                 FROM taken t JOIN events e ON e.session_id = t.session_id AND e.sequence = t.sequence
+                 JOIN sessions s ON s.id = t.session_id
+                 ORDER BY t.next_attempt_at",
+                &[&server, &endpoints, &now_ms, &until, &limit],
+            )
+            .await
+            .map_err(backend)?;
+        Ok(rows
+            .iter()
+            .map(|row| Delivery {
+                endpoint: row.get(0),
+                session: row.get(1),
+                agent: row.get(2),
+                sequence: u64::try_from(row.get::<_, i64>(3)).unwrap_or(0),
+                event: WebhookEvent::parse(row.get(4)).unwrap_or(WebhookEvent::Error),
+                json: row.get::<_, &str>(5).into(),
+                attempts: u32::try_from(row.get::<_, i32>(6)).unwrap_or(0),
+            })
+            .collect())
+    }
+
+    async fn record_attempt(&self, attempt: DeliveryAttempt) -> Result<(), StoreError> {
+        let number = i32::try_from(attempt.attempt).unwrap_or(i32::MAX);
+        let status = attempt.status.map(i32::from);
+        self.client()
+            .await?
+            .execute(
+                "WITH done AS (UPDATE webhook_outbox SET attempts = $4, state = $5, next_attempt_at = COALESCE($6, next_attempt_at),
+                     claimed_by = NULL, claimed_until = NULL
+                     WHERE endpoint = $1 AND session_id = $2 AND sequence = $3)
+                 INSERT INTO webhook_attempts (endpoint, session_id, sequence, attempt, event_id, event_type, at, status, error, outcome, next_attempt_at)
+                 VALUES ($1, $2, $3, $4, $7, $8, $9, $10, $11, $12, $6) ON CONFLICT DO NOTHING",
+                &[
+                    &attempt.endpoint,
+                    &attempt.session,
+                    &signed(attempt.sequence),
+                    &number,
+                    &attempt.outcome.row_state(),
+                    &attempt.next_attempt_ms,
+                    &attempt.event_id,
+                    &attempt.event.as_str(),
+                    &attempt.at_ms,
+                    &status,
+                    &attempt.error,
+                    &attempt.outcome.as_str(),
+                ],
+            )
+            .await
+            .map_err(backend)?;
+        Ok(())
+    }
+
+    async fn delivery_log(
+        &self,
+        session: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<DeliveryAttempt>, StoreError> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let rows = self
+            .client()
+            .await?
+            .query(
+                "SELECT endpoint, session_id, sequence, attempt, event_id, event_type, at, status, error, outcome, next_attempt_at
+                 FROM webhook_attempts WHERE $1::TEXT IS NULL OR session_id = $1
+                 ORDER BY at DESC, attempt DESC LIMIT $2",
+                &[&session, &limit],
+            )
+            .await
+            .map_err(backend)?;
+        Ok(rows
+            .iter()
+            .map(|row| DeliveryAttempt {
+                endpoint: row.get(0),
+                session: row.get(1),
+                sequence: u64::try_from(row.get::<_, i64>(2)).unwrap_or(0),
+                attempt: u32::try_from(row.get::<_, i32>(3)).unwrap_or(0),
+                event_id: row.get(4),
+                event: WebhookEvent::parse(row.get(5)).unwrap_or(WebhookEvent::Error),
+                at_ms: row.get(6),
+                status: row
+                    .get::<_, Option<i32>>(7)
+                    .and_then(|s| u16::try_from(s).ok()),
+                error: row.get(8),
+                outcome: AttemptOutcome::parse(row.get(9)),
+                next_attempt_ms: row.get(10),
+            })
+            .collect())
     }
 }
