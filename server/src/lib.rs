@@ -53,7 +53,7 @@ pub use state::{Server, AGENT_ALIASES, INTERRUPTED};
 pub use store::{Store, StoreError, StoreUrl};
 
 /// The routes: the reference's 14 operations, `GET /v1/openapi.json`, `GET /v1/sessions/{id}` and
-/// `POST /v1/sessions/{id}/cancel` and `/steer`, `GET /v1/health/ready` ([`health`]) and
+/// `POST /v1/sessions/{id}/cancel` and `/steer`, `GET /v1/sessions/{id}/turns/{turn}`, `GET /v1/health/ready` ([`health`]) and
 /// `GET /metrics`; every one but health and readiness behind the bearer token when one is set;
 /// and the inspector's page under `/ui/` ([`ui`]), whose files need no token. Every request is
 /// a span and a log line ([`telemetry`]).
@@ -81,6 +81,7 @@ pub fn router(server: Server) -> Router {
             "/v1/sessions/{session_id}/messages/stream",
             post(api::post_message_stream),
         )
+        .route("/v1/sessions/{session_id}/turns/{turn}", get(api::get_turn))
         .route("/v1/sessions/{session_id}/events", get(api::get_events))
         .route(
             "/v1/sessions/{session_id}/events/sse",
