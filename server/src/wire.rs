@@ -521,7 +521,7 @@ pub struct TurnOutcome {
     /// `completed`, `failed`, `cancelled` (ended); `waiting` (it asks a permission or a question:
     /// `pending`), `running` (the wait's bound passed first), `queued` (its turn has not started).
     pub status: String,
-    /// The answer: the assistant's text, reasoning excluded (ended turns).
+    /// The answer: the last assistant message's text, reasoning excluded (completed turns).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub final_text: Option<String>,
     /// The turn's tokens and cost, where the agent reports them (`turns` is 1).
