@@ -155,6 +155,17 @@ class Live(unittest.IsolatedAsyncioTestCase):
             result = session.send("run it", on_permission=lambda request: True)
             assert result.status == "completed", result
             assert "Tool finished." in result.text
+            # The events as they come, then the result as the generator's value.
+            events: List[models.UniversalEvent] = []
+            stream = session.stream("again", on_permission=lambda request: "once")
+            while True:
+                try:
+                    events.append(next(stream))
+                except StopIteration as end:
+                    again = end.value
+                    break
+            assert again.status == "completed" and again.turn == 2, again
+            assert again.events == events
 
     async def test_the_blocking_client_streams_a_turn_and_approves_in_a_plain_callback(self) -> None:
         await asyncio.get_running_loop().run_in_executor(None, self.blocking)
