@@ -27,7 +27,7 @@ command -v node > /dev/null 2>&1 || fail "node is missing: the TypeScript client
 command -v npm > /dev/null 2>&1 || fail "npm is missing: the TypeScript client cannot be checked"
 
 if [ -z "${AGENT_API_BIN:-}" ]; then
-    cargo build -q -p agent-api-cli
+    cargo build -q -p agent_api_cli
     export AGENT_API_BIN="${CARGO_TARGET_DIR:-$root/target}/debug/agent-api"
 fi
 [ -x "$AGENT_API_BIN" ] || fail "no agent-api binary at $AGENT_API_BIN"

@@ -71,5 +71,5 @@ echo "tests/run.sh: every example finished" >&2
 # type-checked, built, installed offline in a fresh environment and tested against real servers, with the
 # examples examples/http/client.py and client.mjs. Their pinned tools install from PyPI and npm into a cache
 # outside the checkout; anything missing fails loudly (never a skip). About a minute with a warm cache.
-cargo build -q -p agent-api-cli
+cargo build -q -p agent_api_cli
 AGENT_API_BIN="${CARGO_TARGET_DIR:-$PWD/target}/debug/agent-api" bash clients/test.sh

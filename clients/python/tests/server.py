@@ -22,7 +22,7 @@ def binary() -> str:
     )
     if not os.access(path, os.X_OK):
         raise RuntimeError(
-            f"no agent-api binary at {path}: build it (cargo build -p agent-api-cli) or set AGENT_API_BIN"
+            f"no agent-api binary at {path}: build it (cargo build -p agent_api_cli) or set AGENT_API_BIN"
         )
     return path
 

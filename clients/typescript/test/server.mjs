@@ -13,7 +13,7 @@ export function binary() {
   try {
     accessSync(path, constants.X_OK);
   } catch {
-    throw new Error(`no agent-api binary at ${path}: build it (cargo build -p agent-api-cli) or set AGENT_API_BIN`);
+    throw new Error(`no agent-api binary at ${path}: build it (cargo build -p agent_api_cli) or set AGENT_API_BIN`);
   }
   return path;
 }
