@@ -74,6 +74,10 @@ pub(crate) struct ServeArgs {
     /// Live sessions at once (503 past it).
     #[arg(long, value_name = "N", default_value_t = 256)]
     max_sessions: usize,
+    /// Messages a session queues while its turn runs (429 queue_full past it; 0: a message
+    /// during a turn is 409 turn_in_progress).
+    #[arg(long, value_name = "N", default_value_t = 8)]
+    max_queue: usize,
     /// Open connections at once (a new one past it is answered 503 and closed).
     #[arg(long, value_name = "N", default_value_t = 512)]
     max_connections: usize,
@@ -298,6 +302,7 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<ExitCode, String> {
     config.allowed_hosts = args.allowed_hosts.clone();
     config.client_options = args.client_options.clone();
     config.max_sessions = args.max_sessions;
+    config.max_queue = args.max_queue;
     config.max_connections = args.max_connections;
     if let Some(id) = &args.daemon_id {
         config = config.with_daemon_id(id);

@@ -9,7 +9,8 @@
 /// option that names a program, a path, an environment variable or a looser policy (plus
 /// [`ServerConfig::client_options`]); 256 live sessions; 512 connections, a request head whole
 /// within 10 s, a connection moving no byte for 60 s closed; an idle session's agent released
-/// after 600 s, no idle limit on sessions, a 30 s lease on a shared store; no drain time.
+/// after 600 s, no idle limit on sessions, a 30 s lease on a shared store; no drain time; 8
+/// messages queued per session behind its turn in progress.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ServerConfig {
@@ -74,6 +75,9 @@ pub struct ServerConfig {
     /// Signed webhooks (`--webhook`): where events go, signed with what, retried how; `None`:
     /// none.
     pub webhooks: Option<crate::webhooks::WebhookConfig>,
+    /// Messages a session holds, in order, while its turn runs (each starts its own turn after the
+    /// one before ends); one more is 429 `queue_full`. 0: a message during a turn is refused.
+    pub max_queue: usize,
 }
 
 impl Default for ServerConfig {
@@ -100,6 +104,7 @@ impl Default for ServerConfig {
             drain: std::time::Duration::ZERO,
             tenants: std::collections::BTreeMap::new(),
             webhooks: None,
+            max_queue: 8,
         }
     }
 }
@@ -141,6 +146,12 @@ impl ServerConfig {
     /// Requires `token` on every request but health.
     pub fn with_token(mut self, token: impl Into<String>) -> Self {
         self.token = Some(token.into());
+        self
+    }
+
+    /// Sets how many messages a session queues behind its turn in progress (0: none).
+    pub fn with_max_queue(mut self, max: usize) -> Self {
+        self.max_queue = max;
         self
     }
 

@@ -189,7 +189,6 @@ impl Server {
             next_sequence: next,
             turns: record.turns,
             agent_mode: Some(record.agent_mode.clone()),
-            resumed: true,
             prime,
             interrupted,
         };

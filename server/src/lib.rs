@@ -54,9 +54,10 @@ pub use store::{Store, StoreError, StoreUrl};
 pub use tenant::Tenant;
 
 /// The routes: the reference's 14 operations, `GET /v1/openapi.json`, `GET /v1/sessions/{id}` and
-/// `POST /v1/sessions/{id}/cancel` and `/steer`, `GET /v1/health/ready` ([`health`]) and
-/// `GET /v1/whoami` and `GET /metrics`; every one but health and readiness behind a bearer token
-/// (the server's own, or a scoped one from the store: [`tokens`]) and its scope and tenant;
+/// `POST /v1/sessions/{id}/cancel` and `/steer`, `GET /v1/sessions/{id}/turns/{turn}`,
+/// `GET /v1/health/ready` ([`health`]), `GET /v1/whoami` and `GET /metrics`; every one but health
+/// and readiness behind a bearer token (the server's own, or a scoped one from the store:
+/// [`tokens`]) and its scope and tenant;
 /// and the inspector's page under `/ui/` ([`ui`]), whose files need no token. Every request is
 /// a span and a log line ([`telemetry`]).
 pub fn router(server: Server) -> Router {
@@ -83,6 +84,7 @@ pub fn router(server: Server) -> Router {
             "/v1/sessions/{session_id}/messages/stream",
             post(api::post_message_stream),
         )
+        .route("/v1/sessions/{session_id}/turns/{turn}", get(api::get_turn))
         .route("/v1/sessions/{session_id}/events", get(api::get_events))
         .route(
             "/v1/sessions/{session_id}/events/sse",

@@ -419,12 +419,25 @@ impl Server {
             };
             // Another server sharing the store may have taken the id meanwhile.
             self.inner.store.create_session(record).await?;
+            let mut metadata = serde_json::json!({ "agent": body.agent });
+            for (key, value) in [
+                ("agent_mode", &body.settings.agent_mode),
+                ("permission_mode", &body.settings.permission_mode),
+                ("model", &body.settings.model),
+                ("variant", &body.settings.variant),
+            ] {
+                if let Some(value) = value {
+                    metadata[key] = value.clone().into();
+                }
+            }
             let opened = SessionOrigin {
                 kind,
                 request: body,
                 working_dir,
             };
-            Ok(self.adopt(id, opened, session, Continuity::fresh(self.daemon_id())))
+            let live = self.adopt(id, opened, session, Continuity::fresh(self.daemon_id()));
+            live.announce(metadata).await?;
+            Ok(live)
         }
         .await;
         lock(&self.inner.opening).remove(id);
@@ -585,6 +598,10 @@ impl Server {
             owner: record.owner.filter(|_| !ended),
             resumed_how: record.resumed_how,
             snapshot_turn: record.snapshot_turn,
+            queued: here
+                .as_ref()
+                .filter(|_| !ended)
+                .map(|live| live.queued() as u64),
         })
     }
 

@@ -167,13 +167,16 @@ async fn drive(api: &Api, model: &ModelServer, sandbox: &Sandbox, create: Value)
         })
         .await,
     );
+    // Queued behind the running turn, then dropped by the cancel: it never runs.
     assert_eq!(
         api.post("/v1/sessions/real/messages", json!({"message": "too soon"}))
             .await
-            .problem(409)["type"],
-        "urn:agent-api:error:turn_in_progress"
+            .status,
+        204
     );
+    assert_eq!(api.get("/v1/sessions/real").await.json()["queued"], 1);
     assert_eq!(api.post_empty("/v1/sessions/real/cancel").await.status, 204);
+    assert_eq!(api.get("/v1/sessions/real").await.json()["queued"], 0);
     served.extend(until(&mut follow, "the cancelled turn's end", turn_end).await);
     let info = api.get("/v1/sessions/real").await.json();
     assert_eq!(
