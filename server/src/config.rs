@@ -9,7 +9,8 @@
 /// option that names a program, a path, an environment variable or a looser policy (plus
 /// [`ServerConfig::client_options`]); 256 live sessions; 512 connections, a request head whole
 /// within 10 s, a connection moving no byte for 60 s closed; an idle session's agent released
-/// after 600 s, no idle limit on sessions, a 30 s lease on a shared store; no drain time.
+/// after 600 s, no idle limit on sessions, a 30 s lease on a shared store renewed every 10 s; no
+/// drain time, running turns given 30 s to finish when the server stops; agents run here.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ServerConfig {
@@ -67,6 +68,16 @@ pub struct ServerConfig {
     /// How long the server keeps serving, not ready (`GET /v1/health/ready` 503 `draining`), once
     /// asked to stop, so that a load balancer sends it no more work before it closes: default 0.
     pub drain: std::time::Duration,
+    /// Once asked to stop (and past [`ServerConfig::drain`]), how long running turns may go on
+    /// before they are cancelled; meanwhile no session is opened or brought back here, and each
+    /// idle session is released (its snapshot kept) for another server to take: default 30 s.
+    pub drain_timeout: std::time::Duration,
+    /// How often the server renews its heartbeat (its lease) in the store; `None`: a third of
+    /// [`ServerConfig::server_lease`].
+    pub heartbeat: Option<std::time::Duration>,
+    /// Whether this server runs agents; `false`: an API-only front door, which hands every
+    /// session to the servers sharing its store (PostgreSQL) and answers everything else itself.
+    pub runs_agents: bool,
 }
 
 impl Default for ServerConfig {
@@ -91,6 +102,9 @@ impl Default for ServerConfig {
             header_timeout: std::time::Duration::from_secs(10),
             idle_timeout: std::time::Duration::from_secs(60),
             drain: std::time::Duration::ZERO,
+            drain_timeout: std::time::Duration::from_secs(30),
+            heartbeat: None,
+            runs_agents: true,
         }
     }
 }
@@ -138,6 +152,24 @@ impl ServerConfig {
     /// Sets how long the server drains (serves, not ready) once asked to stop.
     pub fn with_drain(mut self, drain: std::time::Duration) -> Self {
         self.drain = drain;
+        self
+    }
+
+    /// Sets how long running turns may go on once the server is asked to stop.
+    pub fn with_drain_timeout(mut self, timeout: std::time::Duration) -> Self {
+        self.drain_timeout = timeout;
+        self
+    }
+
+    /// Sets how often the heartbeat is renewed (`None`: a third of the lease).
+    pub fn with_heartbeat(mut self, every: Option<std::time::Duration>) -> Self {
+        self.heartbeat = every;
+        self
+    }
+
+    /// Makes this server an API-only front door that runs no agents (`false`).
+    pub fn with_agents(mut self, runs: bool) -> Self {
+        self.runs_agents = runs;
         self
     }
 
