@@ -318,7 +318,7 @@ impl Server {
         let me = self.daemon_id();
         let store = &self.inner.store;
         let lease = self.inner.config.server_lease;
-        store
+        let epoch = store
             .claim_lease(&record.id, me, record.owner.as_deref(), lease)
             .await?;
         let interrupted = self.interrupted_turn(record).await?;
@@ -329,7 +329,9 @@ impl Server {
         }
         let next = record.event_count + events.len() as u64 + 1;
         events.extend(daemon_event(&record.id, next, "session.ended", ended));
-        store.append_owned(&record.id, me, events).await?;
+        store
+            .append_fenced(&record.id, me, epoch, lease, events)
+            .await?;
         store
             .update(
                 &record.id,

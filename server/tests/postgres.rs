@@ -14,48 +14,6 @@ use common::*;
 use hyper::Method;
 use serde_json::json;
 
-/// The test database's URL; `None` when skipped on purpose.
-fn database() -> Option<String> {
-    if std::env::var("AGENT_API_POSTGRES").as_deref() == Ok("skip") {
-        eprintln!("SKIPPED: AGENT_API_POSTGRES=skip: the PostgreSQL store tests did not run");
-        return None;
-    }
-    if let Ok(url) = std::env::var("AGENT_API_TEST_POSTGRES_URL") {
-        return Some(url);
-    }
-    let dir = std::env::var_os("AGENT_API_POSTGRES_DIR")
-        .map(std::path::PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("HOME")
-                .map(|home| std::path::Path::new(&home).join(".cache/agent_api/postgres"))
-        })
-        .expect("HOME is set");
-    let file = std::fs::read_to_string(dir.join("postgres.env"))
-        .unwrap_or_else(|_| panic!("no PostgreSQL for the store tests: run `bash tests/postgres/setup.sh` (tests/run.sh does)"));
-    for line in file.lines() {
-        if let Some(url) = line.strip_prefix("AGENT_API_TEST_POSTGRES_URL=") {
-            return Some(url.to_string());
-        }
-        if let Some(reason) = line.strip_prefix("NOT_SET_UP=") {
-            panic!("no PostgreSQL for the store tests: tests/postgres/setup.sh could not set it up: {reason}");
-        }
-    }
-    panic!(
-        "{} names no database: run `bash tests/postgres/setup.sh`",
-        dir.join("postgres.env").display()
-    );
-}
-
-/// A prefix no other run's sessions have: the database outlives test runs.
-fn unique(name: &str) -> String {
-    let mut bytes = [0u8; 6];
-    getrandom::fill(&mut bytes).unwrap();
-    format!(
-        "{name}-{}",
-        bytes.iter().map(|b| format!("{b:02x}")).collect::<String>()
-    )
-}
-
 async fn open(url: &str) -> Arc<dyn Store> {
     StoreUrl::parse(url).unwrap().open().await.unwrap()
 }
