@@ -93,11 +93,29 @@ pub(crate) struct ServeArgs {
     /// client terminates it.
     #[arg(long, value_name = "SECS")]
     session_idle_ttl: Option<u64>,
-    /// In a store shared with other servers (PostgreSQL): how long this one counts as running
-    /// after its last heartbeat (renewed every third of it); past it, its sessions may be brought
-    /// back by another.
-    #[arg(long, value_name = "SECS", default_value_t = 30)]
+    /// In a store shared with other servers (PostgreSQL): this server's lease, how long it
+    /// counts as running after its last heartbeat; past it, the store refuses its writes and
+    /// another server may claim its sessions (fencing). Give every server of a fleet the same.
+    #[arg(
+        long,
+        visible_alias = "lease-ttl",
+        value_name = "SECS",
+        default_value_t = 30
+    )]
     server_lease: u64,
+    /// How often the heartbeat (the lease) is renewed, in milliseconds; default: a third of the
+    /// lease.
+    #[arg(long, value_name = "MS")]
+    heartbeat: Option<u64>,
+    /// An API-only front door: run no agents, hand every session to the servers sharing the
+    /// store (PostgreSQL), answer the rest here.
+    #[arg(long)]
+    no_agents: bool,
+    /// Once asked to stop (SIGTERM), after --drain: how many seconds running turns may go on
+    /// before they are cancelled; meanwhile no session is opened here and idle ones are released
+    /// for the other servers.
+    #[arg(long, value_name = "SECS", default_value_t = 30)]
+    drain_timeout: u64,
     /// A browser origin allowed by CORS (repeatable); default: no CORS.
     #[arg(long = "cors-origin", value_name = "ORIGIN")]
     cors_origins: Vec<String>,
@@ -312,7 +330,22 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<ExitCode, String> {
             Some(std::time::Duration::from_secs(args.idle_release)).filter(|d| !d.is_zero()),
         )
         .with_session_idle_ttl(args.session_idle_ttl.map(std::time::Duration::from_secs))
-        .with_server_lease(std::time::Duration::from_secs(args.server_lease.max(1)));
+        .with_server_lease(std::time::Duration::from_secs(args.server_lease.max(1)))
+        .with_heartbeat(args.heartbeat.map(std::time::Duration::from_millis))
+        .with_drain_timeout(std::time::Duration::from_secs(args.drain_timeout))
+        .with_agents(!args.no_agents);
+    if args
+        .heartbeat
+        .is_some_and(|ms| ms == 0 || ms >= args.server_lease.max(1) * 1000)
+    {
+        return Err("--heartbeat must be above 0 and well below the lease (--server-lease)".into());
+    }
+    if args.no_agents && !matches!(store, StoreUrl::Postgres(_)) {
+        return Err(
+            "--no-agents needs a store shared with servers that run agents (--store postgres://…)"
+                .into(),
+        );
+    }
     for (name, tenant) in tenants(&args.tenant_roots, &args.tenant_homes)? {
         config = config.with_tenant(name, tenant);
     }

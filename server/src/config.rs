@@ -9,7 +9,8 @@
 /// option that names a program, a path, an environment variable or a looser policy (plus
 /// [`ServerConfig::client_options`]); 256 live sessions; 512 connections, a request head whole
 /// within 10 s, a connection moving no byte for 60 s closed; an idle session's agent released
-/// after 600 s, no idle limit on sessions, a 30 s lease on a shared store; no drain time; 8
+/// after 600 s, no idle limit on sessions, a 30 s lease on a shared store renewed every 10 s; no
+/// drain time, running turns given 30 s to finish when the server stops; agents run here; 8
 /// messages queued per session behind its turn in progress.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -78,6 +79,16 @@ pub struct ServerConfig {
     /// Messages a session holds, in order, while its turn runs (each starts its own turn after the
     /// one before ends); one more is 429 `queue_full`. 0: a message during a turn is refused.
     pub max_queue: usize,
+    /// Once asked to stop (and past [`ServerConfig::drain`]), how long running turns may go on
+    /// before they are cancelled; meanwhile no session is opened or brought back here, and each
+    /// idle session is released (its snapshot kept) for another server to take: default 30 s.
+    pub drain_timeout: std::time::Duration,
+    /// How often the server renews its heartbeat (its lease) in the store; `None`: a third of
+    /// [`ServerConfig::server_lease`].
+    pub heartbeat: Option<std::time::Duration>,
+    /// Whether this server runs agents; `false`: an API-only front door, which hands every
+    /// session to the servers sharing its store (PostgreSQL) and answers everything else itself.
+    pub runs_agents: bool,
 }
 
 impl Default for ServerConfig {
@@ -105,6 +116,9 @@ impl Default for ServerConfig {
             tenants: std::collections::BTreeMap::new(),
             webhooks: None,
             max_queue: 8,
+            drain_timeout: std::time::Duration::from_secs(30),
+            heartbeat: None,
+            runs_agents: true,
         }
     }
 }
@@ -170,6 +184,24 @@ impl ServerConfig {
     /// Delivers events to webhooks ([`crate::webhooks`]).
     pub fn with_webhooks(mut self, webhooks: crate::webhooks::WebhookConfig) -> Self {
         self.webhooks = Some(webhooks);
+        self
+    }
+
+    /// Sets how long running turns may go on once the server is asked to stop.
+    pub fn with_drain_timeout(mut self, timeout: std::time::Duration) -> Self {
+        self.drain_timeout = timeout;
+        self
+    }
+
+    /// Sets how often the heartbeat is renewed (`None`: a third of the lease).
+    pub fn with_heartbeat(mut self, every: Option<std::time::Duration>) -> Self {
+        self.heartbeat = every;
+        self
+    }
+
+    /// Makes this server an API-only front door that runs no agents (`false`).
+    pub fn with_agents(mut self, runs: bool) -> Self {
+        self.runs_agents = runs;
         self
     }
 

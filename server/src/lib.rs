@@ -22,6 +22,7 @@ mod config;
 mod conn;
 pub mod continuity;
 mod error;
+mod fleet;
 mod follow;
 mod guard;
 pub mod health;
@@ -117,6 +118,11 @@ pub fn router(server: Server) -> Router {
         .route("/v1/whoami", get(access::whoami))
         .route("/metrics", get(metrics::metrics))
         .fallback(api::not_found)
+        // Inside the token's check: a command is handed on only once its client is known.
+        .route_layer(axum::middleware::from_fn_with_state(
+            server.clone(),
+            fleet::route,
+        ))
         .route_layer(axum::middleware::from_fn_with_state(
             server.clone(),
             access::authorize,
@@ -163,7 +169,8 @@ pub fn router(server: Server) -> Router {
 }
 
 /// Serves `server` on `listener` until `shutdown` resolves, then serves on, not ready, for
-/// [`ServerConfig::drain`], ends its SSE streams (so that their connections close), waits for the
+/// [`ServerConfig::drain`], then (opening no session) lets running turns finish for at most
+/// [`ServerConfig::drain_timeout`] while releasing each idle session, ends its SSE streams (so that their connections close), waits for the
 /// requests in flight, and stops its sessions' agents, leaving the sessions resumable
 /// ([`Server::release_all`]). Connections are bounded as
 /// [`ServerConfig`] says (`max_connections`, `header_timeout`, `idle_timeout`, `sse_stall`).
@@ -183,6 +190,7 @@ pub async fn serve(
             .draining
             .store(true, std::sync::atomic::Ordering::SeqCst);
         tokio::time::sleep(inner.config.drain).await;
+        draining.drain_turns().await;
         inner.stopping.cancel();
     });
     let served = conn::accept(listener, app, &server.inner.config, stopping).await;

@@ -4,6 +4,8 @@
 //! Two stores: [`MemoryStore`] (for tests: nothing survives the process) and [`SqliteStore`] (the
 //! default: one file, WAL, batched writes). [`StoreUrl`] parses `--store`.
 
+mod fleet;
+mod fleet_pg;
 mod memory;
 mod outbox;
 mod postgres;
@@ -16,8 +18,9 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
+pub use fleet::{Answer, Command, CommandState, Fleet, Notice};
 pub use memory::MemoryStore;
-pub(crate) use outbox::{closes_turn, now_ms};
+pub(crate) use outbox::now_ms;
 pub use outbox::{
     AttemptOutcome, Delivery, DeliveryAttempt, OutboxEntry, OutboxRules, OutboxTarget, WebhookEvent,
 };
@@ -284,6 +287,14 @@ pub enum StoreError {
         /// Its owner now (empty: none).
         owner: String,
     },
+    /// This server's lease on the session ran out (it did not renew its heartbeat in time: it
+    /// was paused, or cut from the database): it must not write the session until it holds it
+    /// again, and another server may have claimed it meanwhile.
+    #[error("this server's lease on the session `{session}` ran out: it may be run elsewhere now")]
+    LeaseLost {
+        /// The session.
+        session: String,
+    },
     /// Another server uses this store, which takes one (a SQLite file).
     #[error("{0}")]
     Locked(String),
@@ -405,6 +416,58 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     ) -> Result<Vec<DeliveryAttempt>, StoreError> {
         let _ = (session, limit);
         Err(outbox::unsupported())
+    }
+
+    // A fleet of servers on one store (issue 48). The defaults are a store one server holds
+    // alone (memory, SQLite): no epochs (always 0), no commands between servers.
+
+    /// [`Store::claim`] holding a lease: `owner` takes the session if `from` owns it now and that
+    /// owner holds no agent for it (idle, stopped), or is `owner` itself, or its lease (`lease`
+    /// since its last heartbeat) ran out; returns the session's new epoch, which every write
+    /// of the new owner names ([`Store::append_fenced`]).
+    async fn claim_lease(
+        &self,
+        id: &str,
+        owner: &str,
+        from: Option<&str>,
+        lease: std::time::Duration,
+    ) -> Result<u64, StoreError> {
+        let _ = lease;
+        self.claim(id, owner, from).await.map(|()| 0)
+    }
+
+    /// [`Store::append_owned`] fenced by the epoch: refused ([`StoreError::NotOwner`]) unless
+    /// `owner` still owns the session at `epoch`, and ([`StoreError::LeaseLost`]) unless its
+    /// lease (`lease` since its last heartbeat) still runs. The database decides, in the write
+    /// itself: a server that was paused past its lease can never write.
+    async fn append_fenced(
+        &self,
+        session: &str,
+        owner: &str,
+        epoch: u64,
+        lease: std::time::Duration,
+        events: Vec<StoredEvent>,
+    ) -> Result<(), StoreError> {
+        let _ = (epoch, lease);
+        self.append_owned(session, owner, events).await
+    }
+
+    /// The sessions `server` owns, not ended, with their epochs (a server that woke checks it
+    /// still holds what it runs).
+    async fn owned(&self, server: &str) -> Result<Vec<(String, u64)>, StoreError> {
+        Ok(self
+            .sessions()
+            .await?
+            .into_iter()
+            .filter(|r| !r.ended && r.owner.as_deref() == Some(server))
+            .map(|r| (r.id, 0))
+            .collect())
+    }
+
+    /// The commands and notifications between the servers sharing this store; `None`: the store
+    /// is one server's alone.
+    fn fleet(&self) -> Option<&dyn Fleet> {
+        None
     }
 }
 

@@ -22,6 +22,13 @@ use super::{
     StoredEvent, StoredSnapshot,
 };
 
+/// What fences an owner's append: the epoch it claimed and the lease its heartbeat holds.
+#[derive(Clone, Copy)]
+struct Fence {
+    epoch: u64,
+    lease: std::time::Duration,
+}
+
 /// The migrations, in order; the table `agent_api_migrations` holds those applied.
 const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/postgres/0001_sessions_and_events.sql"),
@@ -29,6 +36,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/postgres/0003_session_continuity.sql"),
     include_str!("../../migrations/postgres/0004_tenants_and_tokens.sql"),
     include_str!("../../migrations/postgres/0005_webhook_outbox.sql"),
+    include_str!("../../migrations/postgres/0006_fleet_leases_and_commands.sql"),
 ];
 
 /// Serializes migrations between servers starting at once (`pg_advisory_xact_lock`).
@@ -40,6 +48,16 @@ pub struct PostgresStore {
     client: tokio::sync::Mutex<Arc<Client>>,
     /// What the outbox takes, once webhooks are configured.
     outbox: SharedRules,
+    /// The notifications of the connection that listens (`LISTEN`), to every receiver.
+    pub(super) notices: tokio::sync::broadcast::Sender<super::Notice>,
+    /// The task listening: stopped with the store.
+    listener: tokio::task::AbortHandle,
+}
+
+impl Drop for PostgresStore {
+    fn drop(&mut self) {
+        self.listener.abort();
+    }
 }
 
 impl std::fmt::Debug for PostgresStore {
@@ -126,10 +144,14 @@ impl PostgresStore {
         let connector = Connector::from_url(url)?;
         let mut client = connect(&connector).await?;
         migrate(&mut client).await?;
+        let (notices, _) = tokio::sync::broadcast::channel(super::fleet_pg::NOTICE_BUFFER);
+        let listener = tokio::spawn(super::fleet_pg::listen(url.to_string(), notices.clone()));
         Ok(Self {
             connector,
             client: tokio::sync::Mutex::new(Arc::new(client)),
             outbox: SharedRules::default(),
+            notices,
+            listener: listener.abort_handle(),
         })
     }
 
@@ -149,7 +171,7 @@ impl PostgresStore {
     }
 
     /// The connection, opened again when it broke.
-    async fn client(&self) -> Result<Arc<Client>, StoreError> {
+    pub(super) async fn client(&self) -> Result<Arc<Client>, StoreError> {
         let mut client = self.client.lock().await;
         if client.is_closed() {
             *client = Arc::new(connect(&self.connector).await?);
@@ -215,6 +237,7 @@ impl PostgresStore {
         &self,
         session: &str,
         owner: Option<&str>,
+        fence: Option<Fence>,
         events: Vec<StoredEvent>,
     ) -> Result<(), StoreError> {
         let (Some(first), Some(last)) = (
@@ -241,13 +264,18 @@ impl PostgresStore {
         let entries = outbox::rules(&self.outbox)
             .map(|rules| rules.entries(&events))
             .unwrap_or_default();
+        let epoch = fence.map(|f| signed(f.epoch));
+        let lease = fence.map(|f| f.lease.as_secs_f64());
+        // One statement: the session's count moves only if the writer still owns it at its epoch
+        // and its lease runs (the fence), and the events go in only if the count moved.
         let inserted = if entries.is_empty() {
             client
             .execute(
-                "WITH moved AS (UPDATE sessions SET event_count = $3, active_at = $8 WHERE id = $1 AND event_count = $2 AND ($7::TEXT IS NULL OR owner = $7) RETURNING id)
-                 INSERT INTO events (session_id, sequence, event, raw)
-                 SELECT moved.id, e.sequence, e.event, e.raw FROM moved, UNNEST($4::BIGINT[], $5::TEXT[], $6::TEXT[]) AS e (sequence, event, raw)",
-                &[&session, &signed(first - 1), &signed(last), &sequences, &json, &raw, &owner, &unix_now()],
+                "WITH moved AS (UPDATE sessions SET event_count = $3, active_at = $8 WHERE id = $1 AND event_count = $2 AND ($7::TEXT IS NULL OR owner = $7)
+                   AND ($9::BIGINT IS NULL OR (epoch = $9 AND EXISTS (SELECT 1 FROM servers WHERE servers.id = $7 AND servers.heartbeat > now() - make_interval(secs => $10::FLOAT8)))) RETURNING id)
+                 INSERT INTO events (session_id, sequence, event, raw, epoch)
+                 SELECT moved.id, e.sequence, e.event, e.raw, $9 FROM moved, UNNEST($4::BIGINT[], $5::TEXT[], $6::TEXT[]) AS e (sequence, event, raw)",
+                &[&session, &signed(first - 1), &signed(last), &sequences, &json, &raw, &owner, &unix_now(), &epoch, &lease],
             )
             .await
             .map_err(backend)?
@@ -258,14 +286,15 @@ impl PostgresStore {
             let kinds: Vec<&str> = entries.iter().map(|e| e.event.as_str()).collect();
             let row = client
                 .query_one(
-                    "WITH moved AS (UPDATE sessions SET event_count = $3, active_at = $8 WHERE id = $1 AND event_count = $2 AND ($7::TEXT IS NULL OR owner = $7) RETURNING id),
-                     added AS (INSERT INTO events (session_id, sequence, event, raw)
-                         SELECT moved.id, e.sequence, e.event, e.raw FROM moved, UNNEST($4::BIGINT[], $5::TEXT[], $6::TEXT[]) AS e (sequence, event, raw) RETURNING 1),
+                    "WITH moved AS (UPDATE sessions SET event_count = $3, active_at = $8 WHERE id = $1 AND event_count = $2 AND ($7::TEXT IS NULL OR owner = $7)
+                       AND ($13::BIGINT IS NULL OR (epoch = $13 AND EXISTS (SELECT 1 FROM servers WHERE servers.id = $7 AND servers.heartbeat > now() - make_interval(secs => $14::FLOAT8)))) RETURNING id),
+                     added AS (INSERT INTO events (session_id, sequence, event, raw, epoch)
+                         SELECT moved.id, e.sequence, e.event, e.raw, $13 FROM moved, UNNEST($4::BIGINT[], $5::TEXT[], $6::TEXT[]) AS e (sequence, event, raw) RETURNING 1),
                      queued AS (INSERT INTO webhook_outbox (endpoint, session_id, sequence, event_type, created_at, next_attempt_at)
                          SELECT o.endpoint, moved.id, o.sequence, o.event_type, $9, $9 FROM moved, UNNEST($10::TEXT[], $11::BIGINT[], $12::TEXT[]) AS o (endpoint, sequence, event_type)
                          ON CONFLICT DO NOTHING)
                      SELECT COUNT(*) FROM added",
-                    &[&session, &signed(first - 1), &signed(last), &sequences, &json, &raw, &owner, &unix_now(), &now_ms(), &endpoints, &outbox_sequences, &kinds],
+                    &[&session, &signed(first - 1), &signed(last), &sequences, &json, &raw, &owner, &unix_now(), &now_ms(), &endpoints, &outbox_sequences, &kinds, &epoch, &lease],
                 )
                 .await
                 .map_err(backend)?;
@@ -276,19 +305,26 @@ impl PostgresStore {
         }
         match client
             .query_opt(
-                "SELECT event_count, owner FROM sessions WHERE id = $1",
-                &[&session],
+                "SELECT event_count, owner, epoch, EXISTS (SELECT 1 FROM servers WHERE servers.id = sessions.owner AND servers.heartbeat > now() - make_interval(secs => $2::FLOAT8))
+                 FROM sessions WHERE id = $1",
+                &[&session, &lease.unwrap_or(0.0)],
             )
             .await
             .map_err(backend)?
         {
             None => Err(StoreError::NotFound(session.into())),
-            Some(row) if owner.is_some_and(|o| row.get::<_, Option<&str>>(1) != Some(o)) => {
+            Some(row)
+                if owner.is_some_and(|o| row.get::<_, Option<&str>>(1) != Some(o))
+                    || epoch.is_some_and(|e| row.get::<_, i64>(2) != e) =>
+            {
                 Err(StoreError::NotOwner {
                     session: session.into(),
                     owner: row.get::<_, Option<String>>(1).unwrap_or_default(),
                 })
             }
+            Some(row) if fence.is_some() && !row.get::<_, bool>(3) => Err(StoreError::LeaseLost {
+                session: session.into(),
+            }),
             Some(row) => Err(StoreError::OutOfOrder {
                 session: session.into(),
                 last: u64::try_from(row.get::<_, i64>(0)).unwrap_or(0),
@@ -422,7 +458,7 @@ impl Store for PostgresStore {
     }
 
     async fn append(&self, session: &str, events: Vec<StoredEvent>) -> Result<(), StoreError> {
-        self.append_checked(session, None, events).await
+        self.append_checked(session, None, None, events).await
     }
 
     async fn append_owned(
@@ -431,14 +467,76 @@ impl Store for PostgresStore {
         owner: &str,
         events: Vec<StoredEvent>,
     ) -> Result<(), StoreError> {
-        self.append_checked(session, Some(owner), events).await
+        self.append_checked(session, Some(owner), None, events)
+            .await
+    }
+
+    async fn append_fenced(
+        &self,
+        session: &str,
+        owner: &str,
+        epoch: u64,
+        lease: std::time::Duration,
+        events: Vec<StoredEvent>,
+    ) -> Result<(), StoreError> {
+        let fence = Fence { epoch, lease };
+        self.append_checked(session, Some(owner), Some(fence), events)
+            .await
+    }
+
+    async fn claim_lease(
+        &self,
+        id: &str,
+        owner: &str,
+        from: Option<&str>,
+        lease: std::time::Duration,
+    ) -> Result<u64, StoreError> {
+        let client = self.client().await?;
+        // Compare and swap on the owner, taken only from an owner that holds no agent for it or
+        // whose lease ran out (decided by the database, in this one statement); the epoch moves
+        // on, so that whatever the last owner still tries to write is refused.
+        let row = client
+            .query_opt(
+                "UPDATE sessions SET owner = $2, epoch = epoch + 1, state = 'live', active_at = $4
+                 WHERE id = $1 AND owner IS NOT DISTINCT FROM $3
+                   AND (owner IS NULL OR owner = $2 OR state <> 'live'
+                        OR NOT EXISTS (SELECT 1 FROM servers WHERE servers.id = sessions.owner AND servers.heartbeat > now() - make_interval(secs => $5::FLOAT8)))
+                 RETURNING epoch",
+                &[&id, &owner, &from, &unix_now(), &lease.as_secs_f64()],
+            )
+            .await
+            .map_err(backend)?;
+        match row {
+            Some(row) => Ok(u64::try_from(row.get::<_, i64>(0)).unwrap_or(0)),
+            None => Err(self.why_not_owned(&client, id).await),
+        }
+    }
+
+    async fn owned(&self, server: &str) -> Result<Vec<(String, u64)>, StoreError> {
+        let rows = self
+            .client()
+            .await?
+            .query(
+                "SELECT id, epoch FROM sessions WHERE owner = $1 AND NOT ended",
+                &[&server],
+            )
+            .await
+            .map_err(backend)?;
+        Ok(rows
+            .iter()
+            .map(|row| (row.get(0), u64::try_from(row.get::<_, i64>(1)).unwrap_or(0)))
+            .collect())
+    }
+
+    fn fleet(&self) -> Option<&dyn super::Fleet> {
+        Some(self)
     }
 
     async fn claim(&self, id: &str, owner: &str, from: Option<&str>) -> Result<(), StoreError> {
         let client = self.client().await?;
         let rows = client
             .execute(
-                "UPDATE sessions SET owner = $2, state = 'live', active_at = $4 WHERE id = $1 AND owner IS NOT DISTINCT FROM $3",
+                "UPDATE sessions SET owner = $2, epoch = epoch + 1, state = 'live', active_at = $4 WHERE id = $1 AND owner IS NOT DISTINCT FROM $3",
                 &[&id, &owner, &from, &unix_now()],
             )
             .await
