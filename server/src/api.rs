@@ -341,6 +341,19 @@ async fn turn(
         return Err(ApiError::invalid("the message is empty"));
     }
     crate::turn::check_fixed(&body.settings, &live.opened.request.settings)?;
+    // Checked now, not when its turn starts: a message queued behind a turn is answered 204
+    // before that, so an unknown mode would otherwise be refused to nobody.
+    if let Some(mode) = body.settings.agent_mode.as_deref() {
+        let backend = server.backend(&live.opened.kind)?;
+        if mode != crate::agents::DEFAULT_MODE && !backend.modes().iter().any(|m| m.id == mode) {
+            return Err(ApiError::invalid(format!(
+                "the agent `{}` has no mode `{}` (GET /v1/agents/{{agent}}/modes lists them)",
+                live.opened.kind,
+                agent_api::display::line(mode, 64)
+            ))
+            .about("agentMode"));
+        }
+    }
     // Before any image is read or copied: a message that would be refused costs nothing.
     live.check_accepts()?;
     let images = message_images(server, live, body.images).await?;
