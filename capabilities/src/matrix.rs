@@ -71,20 +71,34 @@ pub fn render_matrix(backends: &[MatrixRow]) -> String {
 }
 
 /// Why backends leave out a capability users ask for, by id: the matrix's closing notes.
-const WHY_NOT: &[(&str, &str)] = &[(
-    crate::CONTROL_STEER,
-    "Codex (app-server: `turn/steer`), Claude Code (two-way stream-json: a user message mid-turn, \
-     acknowledged by its `--replay-user-messages` echo) and OpenCode (`serve`: a `prompt_async` while the \
-     session is busy joins the running loop at its next step, taken once an answer names it as its parent) are \
-     steered natively. Not advertised: Qwen Code (its two-way stream-json queues a user message sent mid-turn \
-     and runs it as a turn of its own after the running one's `result`, seen on 0.15.10, and has no echo to \
-     acknowledge it; its ACP interface has no verb); Gemini CLI and generic ACP agents (ACP has no verb for it: \
-     a `session/prompt` is a turn of its own); Amp (runs only on its own hosted model, so a message mid-turn \
-     cannot be proven to reach the model in the same turn, and `--stream-json-input` acknowledges nothing); the \
-     scripted agent (its steps are fixed: no model reads a message); one-way modes (Claude Code print, Codex \
-     exec, `opencode run`, headless Gemini and Qwen) have no input channel. Never emulated by cancelling and \
-     resending (`spec/run-protocol.md` §10).",
-)];
+const WHY_NOT: &[(&str, &str)] = &[
+    (
+        crate::SESSION_SNAPSHOT,
+        "Claude Code (its project's JSONL), Codex (its rollout), Gemini CLI and Qwen Code (their chat \
+         files, re-keyed to the importing side's project: Gemini's `.project_root`, Qwen's directory key and \
+         records' `cwd`), Amp (its threads live in its service: the id is enough) and the scripted agent export \
+         and import their sessions, each proven on its real CLI in an empty home and another working directory. \
+         Gemini CLI 0.61.0 resumes a restored chat on its headless interface (`--resume`); its own ACP \
+         `session/load` resets the chat it loads before reading it, in any home (`agent_api_gemini`'s docs). \
+         OpenCode keeps its sessions in its own database; its `export`/`import` commands are not yet wired to \
+         snapshots, so its session moved to another home continues by flagged replay. The generic ACP kind does not know where its agent keeps sessions: `session/load` where the agent \
+         offers it and still holds the session, else flagged replay.",
+    ),
+    (
+        crate::CONTROL_STEER,
+        "Codex (app-server: `turn/steer`), Claude Code (two-way stream-json: a user message mid-turn, \
+         acknowledged by its `--replay-user-messages` echo) and OpenCode (`serve`: a `prompt_async` while the \
+         session is busy joins the running loop at its next step, taken once an answer names it as its parent) are \
+         steered natively. Not advertised: Qwen Code (its two-way stream-json queues a user message sent mid-turn \
+         and runs it as a turn of its own after the running one's `result`, seen on 0.15.10, and has no echo to \
+         acknowledge it; its ACP interface has no verb); Gemini CLI and generic ACP agents (ACP has no verb for it: \
+         a `session/prompt` is a turn of its own); Amp (runs only on its own hosted model, so a message mid-turn \
+         cannot be proven to reach the model in the same turn, and `--stream-json-input` acknowledges nothing); the \
+         scripted agent (its steps are fixed: no model reads a message); one-way modes (Claude Code print, Codex \
+         exec, `opencode run`, headless Gemini and Qwen) have no input channel. Never emulated by cancelling and \
+         resending (`spec/run-protocol.md` §10).",
+    ),
+];
 
 /// One backend's column of the options table: its kind and, per portable option it honours, the
 /// native flag, config key or protocol field the option becomes.

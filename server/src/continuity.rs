@@ -168,8 +168,17 @@ impl Server {
             How::Native => None,
             How::Replay => Some(self.prime(&record.id).await?),
         };
+        // A home that went on past the stored snapshot keeps its newer files (newest wins): said.
+        let kept_newer = session.restored().map_or(0, |r| r.kept_newer.len());
+        if kept_newer > 0 {
+            tracing::info!(session = %record.id, kept_newer, "the home's newer files of the session were kept over its snapshot (newest wins)");
+        }
         let interrupted = self.interrupted_turn(&record).await?;
-        let seam = seam(&record, interrupted, how, source, &me);
+        let from = Source {
+            name: source,
+            kept_newer,
+        };
+        let seam = seam(&record, interrupted, how, from, &me);
         let next = record.event_count + seam.len() as u64 + 1;
         if let Err(error) = store
             .append_fenced(&record.id, &me, epoch, lease, seam)
@@ -362,22 +371,35 @@ fn interrupted_turn(id: &str, next: u64, turn: Option<u64>) -> Vec<StoredEvent> 
     events
 }
 
+/// Where a session brought back continued from (`snapshot`, `home`, `transcript`), and how many
+/// of the home's files were newer than the snapshot's and kept (newest wins).
+struct Source {
+    name: &'static str,
+    kept_newer: usize,
+}
+
 /// The seam of a session brought back, numbered after its last event: an interrupted turn's
 /// close, then one `session_resumed` status item whose detail says how (`native` or `replay`),
-/// on which server, and after what.
+/// from where (with `kept_newer=N` when a restore kept the home's newer files), on which server,
+/// and after what.
 fn seam(
     record: &SessionRecord,
     interrupted: Option<u64>,
     how: How,
-    source: &str,
+    source: Source,
     server: &str,
 ) -> Vec<StoredEvent> {
     let next = record.event_count + 1;
     let mut events = interrupted_turn(&record.id, next, interrupted);
     let mut transcript = Transcript::new(seam_session(), false);
+    let kept = match source.kept_newer {
+        0 => String::new(),
+        n => format!(" kept_newer={n}"),
+    };
     let detail = format!(
-        "how={} from={source} server={} after={} turns={}",
+        "how={} from={}{kept} server={} after={} turns={}",
         how.as_str(),
+        source.name,
         agent_api::display::line(server, 128),
         after(record),
         record.turns

@@ -6,9 +6,8 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -72,31 +71,13 @@ impl Drop for Child {
 impl Child {
     /// Starts a server on `store` with `home` as its HOME (and nothing else of this one's).
     fn start(store: &str, home: &Path) -> Self {
-        let mut process = Command::new(std::env::current_exe().unwrap())
-            .args(["--ignored", "--exact", "child_server", "--nocapture"])
+        let mut command = Command::new(std::env::current_exe().unwrap());
+        command
             .env(CHILD_STORE, store)
             .env("HOME", home)
-            .env("XDG_DATA_HOME", home.join(".local/share"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let mut lines = BufReader::new(process.stdout.take().unwrap()).lines();
-        let address = loop {
-            let line = lines
-                .next()
-                .expect("the child server said where it listens")
-                .unwrap();
-            if let Some(address) = line.strip_prefix(LISTENING) {
-                break address.to_string();
-            }
-        };
-        std::thread::spawn(move || for _ in lines.by_ref() {});
-        Self {
-            process,
-            api: Api::new(format!("http://{address}"), None),
-        }
+            .env("XDG_DATA_HOME", home.join(".local/share"));
+        let (process, api) = spawn_child_server(command, "child_server", LISTENING);
+        Self { process, api }
     }
 
     /// Kills it with `signal` and waits for it to exit.
@@ -796,4 +777,52 @@ async fn a_snapshot_the_store_cannot_take_loses_no_event_and_is_taken_again() {
     let events = turns_ended(&api, "down", 2).await;
     check_continuous(&events);
     assert!(answers(&events).pop().unwrap().contains("turn 2"));
+}
+
+#[tokio::test]
+async fn a_home_newer_than_the_stored_snapshot_is_kept_and_the_seam_says_so() {
+    let failing = Arc::new(SnapshotsFail::default());
+    let store: Arc<dyn Store> = failing.clone();
+    let config = ServerConfig::default().with_idle_release(Some(Duration::from_millis(300)));
+    let api = on(&store, config).await;
+    api.post("/v1/sessions/newer", scripted("text")).await;
+    api.post("/v1/sessions/newer/messages", json!({"message": "one"}))
+        .await;
+    turns_ended(&api, "newer", 1).await;
+    snapshot_kept(&api, "newer", 1).await;
+    // The store down from now on: turn 2 lives in the agent's home only.
+    failing
+        .failing
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    api.post("/v1/sessions/newer/messages", json!({"message": "two"}))
+        .await;
+    turns_ended(&api, "newer", 2).await;
+    let deadline = tokio::time::Instant::now() + STEP;
+    loop {
+        let info = api.get("/v1/sessions/newer").await.json();
+        if info["state"] == "idle" {
+            assert_eq!(info["snapshotTurn"], 1, "{info}");
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{info}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    api.post("/v1/sessions/newer/messages", json!({"message": "three"}))
+        .await;
+    let events = turns_ended(&api, "newer", 3).await;
+    check_continuous(&events);
+    let seams = statuses(&events, "session_resumed");
+    assert_eq!(seams.len(), 1);
+    let detail = seams[0]["data"]["item"]["content"][0]["detail"]
+        .as_str()
+        .unwrap();
+    assert!(
+        detail.contains("how=native from=snapshot kept_newer=1"),
+        "newest wins, said: {detail}"
+    );
+    let answer = answers(&events).pop().unwrap();
+    assert!(
+        answer.contains("turn 3"),
+        "the home's turn 2 kept: {answer}"
+    );
 }

@@ -120,7 +120,12 @@ async function refreshSessions() {
 
 /** The status a session's badge shows. */
 function sessionStatus(s) {
-  return s.ended ? (s.endError ? "ended (error)" : "ended") : s.live ? "live" : "stored";
+  return s.ended ? (s.endError ? "ended (error)" : "ended") : s.state || (s.live ? "live" : "stored");
+}
+
+/** Whether a stored session's next message brings it back (its agent released, or its server gone). */
+function resumable(info) {
+  return Boolean(info) && !info.ended && (info.state === "idle" || info.state === "resumable");
 }
 
 /**
@@ -442,7 +447,8 @@ function updatePaneInfo(pane, info) {
   if (!info) return;
   pane.info = info;
   pane.agent = info.agent;
-  if (info.ended || !info.live) pane.live = false;
+  if (info.ended || (!info.live && !resumable(info))) pane.live = false;
+  else if (resumable(info)) pane.live = true;
   renderPaneMeta(pane);
 }
 
@@ -453,7 +459,8 @@ function renderPaneMeta(pane) {
   if (info) {
     parts.push(info.agent);
     if (info.model) parts.push(info.model);
-    parts.push(info.ended ? "ended" : info.live ? "live" : "stored");
+    parts.push(sessionStatus(info));
+    if (info.resumedHow) parts.push("resumed (" + info.resumedHow + ")");
     parts.push(info.eventCount + " events");
     // Messages sent while a turn runs wait in the session's queue, each then a turn of its own.
     if (info.queued) parts.push(info.queued + " queued");

@@ -28,6 +28,8 @@ export class Transcript {
     scroller.append(this.list);
     this.handlers = handlers;
     this.rows = new Map();
+    this.itemKeys = new Map();
+    this.completed = new Set();
     this.lastSequence = 0;
     this.count = 0;
     this.queue = [];
@@ -90,6 +92,18 @@ export class Transcript {
     requestAnimationFrame(() => { if (this.pending.has(row.key)) row.node.scrollIntoView({ block: "center" }); });
   }
 
+  /** The row key of item `id`: a session brought back runs a new agent process, whose item ids
+   * may be those of the items before the seam; an item that starts again after its row completed
+   * gets a row of its own, so nothing before is overwritten. */
+  itemKey(id, event) {
+    let key = this.itemKeys.get(id) || "item:" + id;
+    if (this.completed.has(key)) {
+      key = "item:" + id + "@" + event.sequence;
+      this.itemKeys.set(id, key);
+    }
+    return key;
+  }
+
   row(key, cls, events) {
     let row = this.rows.get(key);
     if (row) return row;
@@ -141,13 +155,15 @@ export class Transcript {
       case "item.started":
       case "item.completed": {
         const item = d.item || {};
-        const row = this.row("item:" + item.item_id, "item");
+        const key = this.itemKey(item.item_id, event);
+        const row = this.row(key, "item");
         row.events.push(event);
         this.item(row, item, event);
+        if (event.type === "item.completed") this.completed.add(key);
         break;
       }
       case "item.delta": {
-        const row = this.row("item:" + d.item_id, "item");
+        const row = this.row(this.itemKeys.get(d.item_id) || "item:" + d.item_id, "item");
         row.events.push(event);
         if (!row.delta) {
           row.body.replaceChildren();
@@ -279,6 +295,8 @@ export class Transcript {
     const cancelled = has("turn_failed") && this.mine.has("cancel");
     row.head.querySelector(".who").textContent = line(cancelled ? "turn cancelled by you" : labels.join(" · ") || "status", 512);
     if (has("turn_completed")) row.node.classList.add("turn-end");
+    // The seam of a session brought back after its agent or server went away: shown apart.
+    if (has("session_resumed")) row.node.classList.add("seam");
     if (cancelled) row.node.classList.add("mine");
     if (has("turn_completed") || has("turn_failed")) this.busy(null);
     return event;

@@ -21,6 +21,32 @@ pub trait ChatLayout: Send + Sync + 'static {
     const HOME_DIR: &'static str;
     /// The folder of its projects under that one (`tmp`), each holding a `chats` folder.
     const PROJECTS: &'static str;
+    /// The variable naming the directory a snapshot's files are under (`GEMINI_CLI_HOME`,
+    /// `QWEN_RUNTIME_DIR`).
+    const ROOT: &'static str;
+    /// Where [`ChatLayout::ROOT`] is below `HOME` when it is unset (`""`, `.qwen`).
+    const ROOT_UNDER_HOME: &'static str;
+    /// The agent's folder below [`ChatLayout::ROOT`] holding [`ChatLayout::PROJECTS`] (`.gemini`,
+    /// `""`).
+    const AGENT_DIR: &'static str;
+    /// The file a project folder holds naming its working directory, where the agent finds a
+    /// directory's project by it (Gemini's `.project_root`); `None` where the folder's name is
+    /// [`ChatLayout::project_key`] alone.
+    const PROJECT_MARKER: Option<&'static str> = None;
+
+    /// The name of the project folder of the working directory `cwd` (by default the path with
+    /// every character but ASCII letters and digits made `-`, as Qwen Code names it).
+    fn project_key(cwd: &Path) -> String {
+        dashed(cwd)
+    }
+
+    /// A chat's bytes re-keyed to the working directory `cwd` on import, where its records name
+    /// the directory the session ran in and the agent checks it (Qwen Code loads a chat only when
+    /// its first record's `cwd` is the project's). The default keeps them as they are.
+    fn rekey_chat(bytes: Vec<u8>, cwd: &Path) -> Vec<u8> {
+        let _ = cwd;
+        bytes
+    }
 
     /// Whether the chat file at `path` holds the session `id` (an id already checked to be safe).
     fn is_session(path: &Path, id: &str) -> bool;
@@ -30,6 +56,14 @@ pub trait ChatLayout: Send + Sync + 'static {
 
     /// The converter of a stored chat's lines.
     fn reader() -> Box<dyn Protocol>;
+}
+
+/// `cwd` with every character but ASCII letters and digits made `-` (`/home/dev` is `-home-dev`).
+pub(crate) fn dashed(cwd: &Path) -> String {
+    cwd.to_string_lossy()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect()
 }
 
 /// The chat store of layout `L` under one agent folder (`~/.gemini`).
@@ -76,7 +110,7 @@ impl<L: ChatLayout> ChatStore<L> {
             .collect()
     }
 
-    fn find(&self, id: &str) -> Result<PathBuf, AgentError> {
+    pub(crate) fn find(&self, id: &str) -> Result<PathBuf, AgentError> {
         history::check_session_id(id)?;
         self.chats()
             .into_iter()

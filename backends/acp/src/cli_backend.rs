@@ -12,12 +12,15 @@ use agent_api::kit::detect::BackendProbe;
 use agent_api::kit::options::OptionMapping;
 use agent_api::kit::replay::{RecordingFormat, Replay};
 use agent_api::kit::{start_run, start_session, CommandSpec, Protocol, RunSettings, Transport};
-use agent_api::request::{BackendOptions, ModeInfo, VariantSet};
+use agent_api::request::{BackendOptions, ModeInfo, SessionRef, VariantSet};
+use agent_api::snapshot::SnapshotImport;
 use agent_api::{
     AgentBackend, AgentError, AgentKind, CapabilitySet, RunHandle, RunRequest, Session,
+    SessionSnapshot,
 };
 use async_trait::async_trait;
 
+use crate::chat_snapshot::SnapshotFuture;
 use crate::{AcpConfig, AgentCli, RunFiles};
 
 /// What a run starts: its command line, its converter, and the files it needs (held until it ends).
@@ -90,6 +93,36 @@ pub trait CliAgent: Send + Sync + 'static {
 
     /// The converter of a recording in `format`.
     fn replay_protocol(format: RecordingFormat) -> Result<Box<dyn Protocol>, AgentError>;
+
+    /// Exports the agent's own files for `session` from the home of a run of `request`
+    /// (`agent_api.session.snapshot`; [`crate::chat_snapshot`] for a chat store). The default
+    /// refuses: where an agent keeps its sessions is its own.
+    fn export_snapshot<'a>(
+        config: &'a AcpConfig,
+        request: &'a RunRequest,
+        session: &'a SessionRef,
+    ) -> SnapshotFuture<'a, SessionSnapshot> {
+        let _ = (config, request, session);
+        Box::pin(async { Err(no_snapshots(Self::CLI.kind)) })
+    }
+
+    /// Imports `snapshot` into the home of a run of `request`, re-keyed to its working directory
+    /// (`agent_api.session.snapshot`). The default refuses.
+    fn import_snapshot<'a>(
+        config: &'a AcpConfig,
+        request: &'a RunRequest,
+        snapshot: &'a SessionSnapshot,
+    ) -> SnapshotFuture<'a, SnapshotImport> {
+        let _ = (config, request, snapshot);
+        Box::pin(async { Err(no_snapshots(Self::CLI.kind)) })
+    }
+}
+
+fn no_snapshots(kind: AgentKind) -> AgentError {
+    AgentError::UnsupportedCapability {
+        kind: kind.to_string(),
+        capability: agent_api::capabilities::SESSION_SNAPSHOT.into(),
+    }
 }
 
 /// The backend of agent `A` (its kind is `A::CLI.kind`).
@@ -200,6 +233,22 @@ impl<A: CliAgent> AgentBackend for CliBackend<A> {
 
     fn session_store(&self) -> Option<Arc<dyn SessionStore>> {
         A::session_store(&self.config)
+    }
+
+    async fn export_snapshot(
+        &self,
+        request: &RunRequest,
+        session: &SessionRef,
+    ) -> Result<SessionSnapshot, AgentError> {
+        A::export_snapshot(&self.config, request, session).await
+    }
+
+    async fn import_snapshot(
+        &self,
+        request: &RunRequest,
+        snapshot: &SessionSnapshot,
+    ) -> Result<SnapshotImport, AgentError> {
+        A::import_snapshot(&self.config, request, snapshot).await
     }
 
     /// A two-way interface keeps one live agent for every turn; a one-way one takes its prompt

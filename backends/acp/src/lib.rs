@@ -52,6 +52,7 @@
 //! already owns the process and its lines.
 
 mod agent;
+pub mod chat_snapshot;
 mod chats;
 mod cli_backend;
 mod errors;

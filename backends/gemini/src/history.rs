@@ -39,6 +39,11 @@ impl ChatLayout for GeminiChats {
     const KIND: AgentKind = crate::KIND;
     const HOME_DIR: &'static str = ".gemini";
     const PROJECTS: &'static str = "tmp";
+    const ROOT: &'static str = "GEMINI_CLI_HOME";
+    const ROOT_UNDER_HOME: &'static str = "";
+    const AGENT_DIR: &'static str = ".gemini";
+    /// Gemini CLI finds a directory's project folder (`tmp/<slug>`) by its `.project_root`.
+    const PROJECT_MARKER: Option<&'static str> = Some(".project_root");
 
     /// The file name ends with the id's first 8 characters; the first line names the whole id.
     fn is_session(path: &Path, id: &str) -> bool {

@@ -13,6 +13,10 @@
 //!   --output-format stream-json`, the prompt on stdin): its converter is `headless.rs`.
 //! - Its retries show only on stderr: each becomes an `api_retry` status (`agent_api_acp::Retry`).
 //! - Its tools are one table ([`TOOLS`]), its chat store `history.rs` ([`history::GeminiSessionStore`]).
+//! - Its session snapshots (`agent_api.session.snapshot`) are the session's chat, restored under the
+//!   project whose `.project_root` names the run's directory (`agent_api_acp::chat_snapshot`); a
+//!   restored chat resumes on the headless interface (`--resume`), ACP's `session/load` failing as
+//!   above.
 //!
 //! Headless lines and their events:
 //!
@@ -154,6 +158,26 @@ impl CliAgent for Gemini {
         ))
     }
 
+    fn export_snapshot<'a>(
+        config: &'a AcpConfig,
+        request: &'a RunRequest,
+        session: &'a agent_api::request::SessionRef,
+    ) -> agent_api_acp::chat_snapshot::SnapshotFuture<'a, agent_api::SessionSnapshot> {
+        Box::pin(
+            agent_api_acp::chat_snapshot::export::<history::GeminiChats>(config, request, session),
+        )
+    }
+
+    fn import_snapshot<'a>(
+        config: &'a AcpConfig,
+        request: &'a RunRequest,
+        snapshot: &'a agent_api::SessionSnapshot,
+    ) -> agent_api_acp::chat_snapshot::SnapshotFuture<'a, agent_api::snapshot::SnapshotImport> {
+        Box::pin(
+            agent_api_acp::chat_snapshot::import::<history::GeminiChats>(config, request, snapshot),
+        )
+    }
+
     fn replay_protocol(format: RecordingFormat) -> Result<Box<dyn Protocol>, AgentError> {
         match format {
             RecordingFormat::Session => Ok(Box::new(CLI.replay())),
@@ -174,6 +198,7 @@ pub fn capabilities() -> CapabilitySet {
         caps::HISTORY_LIST,
         caps::HISTORY_READ,
         caps::SESSION_RESUME,
+        caps::SESSION_SNAPSHOT,
         caps::SESSION_RESUME_PER_TURN,
         caps::SESSION_CALLER_ID,
         caps::QUESTIONS,

@@ -750,3 +750,44 @@ fn an_unknown_mode_is_refused_before_spawn_naming_geminis() {
         "{err}"
     );
 }
+
+/// On the headless interface (`--resume` per turn): Gemini CLI 0.61.0's own ACP `session/load`
+/// resets the session's chat before it reads it (see the crate's docs), in any home.
+#[tokio::test]
+async fn headless_session_snapshot_goes_on_in_an_empty_home_with_another_working_dir() {
+    let Some((server, sandbox)) = setup("echo").await else {
+        return;
+    };
+    let elsewhere = Sandbox::new(Cli::Gemini, &server, "echo").unwrap();
+    assert_ne!(sandbox.cwd, elsewhere.cwd);
+    let headless = GeminiOptions::default().interface(GeminiInterface::Headless);
+    let snapshot = agent_api_conformance::snapshot::goes_on_in_an_empty_home(
+        std::sync::Arc::new(backend(&sandbox)),
+        std::sync::Arc::new(backend(&elsewhere)),
+        request("").with_options(&headless),
+        0,
+    )
+    .await;
+    // Re-keyed: the chat is under the project whose `.project_root` names the other directory.
+    let projects = elsewhere.home.join(".gemini/tmp");
+    let project = std::fs::read_dir(&projects)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| {
+            std::fs::read_to_string(p.join(".project_root"))
+                .is_ok_and(|owner| owner.trim() == elsewhere.cwd.to_string_lossy())
+        })
+        .expect("a project of the other working directory");
+    let prefix: String = snapshot.native_session_id.chars().take(8).collect();
+    let chats: Vec<_> = std::fs::read_dir(project.join("chats"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().contains(&prefix))
+        .collect();
+    assert!(
+        !chats.is_empty(),
+        "the restored chat is in {}",
+        project.display()
+    );
+}

@@ -32,9 +32,35 @@ impl ChatLayout for QwenChats {
     const KIND: AgentKind = crate::KIND;
     const HOME_DIR: &'static str = ".qwen";
     const PROJECTS: &'static str = "projects";
+    const ROOT: &'static str = "QWEN_RUNTIME_DIR";
+    const ROOT_UNDER_HOME: &'static str = ".qwen";
+    const AGENT_DIR: &'static str = "";
 
     fn is_session(path: &Path, id: &str) -> bool {
         path.file_stem().is_some_and(|n| n == id)
+    }
+
+    /// Qwen Code loads a chat only when its first record's `cwd` hashes to the project's: every
+    /// record's `cwd` is made the new directory (a line that is not a JSON object is kept).
+    fn rekey_chat(bytes: Vec<u8>, cwd: &Path) -> Vec<u8> {
+        let cwd = cwd.to_string_lossy();
+        let mut out = Vec::with_capacity(bytes.len());
+        for line in bytes.split_inclusive(|b| *b == b'\n') {
+            let body = line.strip_suffix(b"\n").unwrap_or(line);
+            match serde_json::from_slice::<Value>(body) {
+                Ok(Value::Object(mut record))
+                    if record.get("cwd").is_some_and(Value::is_string) =>
+                {
+                    record.insert("cwd".into(), Value::String(cwd.to_string()));
+                    out.extend(serde_json::to_vec(&record).unwrap_or_else(|_| body.to_vec()));
+                    if line.ends_with(b"\n") {
+                        out.push(b'\n');
+                    }
+                }
+                _ => out.extend_from_slice(line),
+            }
+        }
+        out
     }
 
     fn describe(path: &Path) -> Option<StoredSession> {

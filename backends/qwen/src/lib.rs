@@ -36,6 +36,11 @@
 //! runs therefore always name their session (`--session-id`, a new id when the caller chose
 //! none); ACP learns it from `session/new`. `--continue` names none, and is not followed.
 //!
+//! Its session snapshots (`agent_api.session.snapshot`) are the session's chat
+//! (`projects/<key>/chats/<id>.jsonl` under `QWEN_RUNTIME_DIR`), restored under the key of the
+//! run's directory with every record's `cwd` made that directory (Qwen loads a chat only when its
+//! first record's `cwd` is the project's): `agent_api_acp::chat_snapshot`.
+//!
 //! A warm session on the two-way stream-json interface sends each turn as a user message on the
 //! same process. Its `interrupt` ends the session, not only the turn: Qwen 0.15.10 aborts the one
 //! `AbortController` of its stream-json session, and its input loop stops on it (the process
@@ -181,6 +186,26 @@ impl CliAgent for Qwen {
         )?))
     }
 
+    fn export_snapshot<'a>(
+        config: &'a AcpConfig,
+        request: &'a RunRequest,
+        session: &'a agent_api::request::SessionRef,
+    ) -> agent_api_acp::chat_snapshot::SnapshotFuture<'a, agent_api::SessionSnapshot> {
+        Box::pin(agent_api_acp::chat_snapshot::export::<history::QwenChats>(
+            config, request, session,
+        ))
+    }
+
+    fn import_snapshot<'a>(
+        config: &'a AcpConfig,
+        request: &'a RunRequest,
+        snapshot: &'a agent_api::SessionSnapshot,
+    ) -> agent_api_acp::chat_snapshot::SnapshotFuture<'a, agent_api::snapshot::SnapshotImport> {
+        Box::pin(agent_api_acp::chat_snapshot::import::<history::QwenChats>(
+            config, request, snapshot,
+        ))
+    }
+
     /// A recording is ACP or stream-json, which its first message says ([`replaying`]).
     fn replay_protocol(_format: RecordingFormat) -> Result<Box<dyn Protocol>, AgentError> {
         Ok(replaying())
@@ -201,6 +226,7 @@ pub fn capabilities() -> CapabilitySet {
         caps::HISTORY_LIST,
         caps::HISTORY_READ,
         caps::SESSION_RESUME,
+        caps::SESSION_SNAPSHOT,
         caps::SESSION_RESUME_PER_TURN,
         caps::SESSION_CALLER_ID,
         caps::QUESTIONS,

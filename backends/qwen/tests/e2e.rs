@@ -845,3 +845,34 @@ fn an_unknown_mode_is_refused_before_spawn_naming_qwens() {
         "{err}"
     );
 }
+
+#[tokio::test]
+async fn acp_session_snapshot_goes_on_in_an_empty_home_with_another_working_dir() {
+    let Some((server, sandbox)) = setup("echo").await else {
+        return;
+    };
+    let elsewhere = Sandbox::new(Cli::Qwen, &server, "echo").unwrap();
+    assert_ne!(sandbox.cwd, elsewhere.cwd);
+    let snapshot = agent_api_conformance::snapshot::goes_on_in_an_empty_home(
+        std::sync::Arc::new(backend(&sandbox)),
+        std::sync::Arc::new(backend(&elsewhere)),
+        request(""),
+        // Qwen Code's environment message is a user turn of every conversation.
+        1,
+    )
+    .await;
+    // Re-keyed: the chat is under the other working directory's project.
+    let key: String = elsewhere
+        .cwd
+        .to_string_lossy()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    let restored = elsewhere
+        .home
+        .join(".qwen/projects")
+        .join(key)
+        .join("chats")
+        .join(format!("{}.jsonl", snapshot.native_session_id));
+    assert!(restored.is_file(), "{}", restored.display());
+}

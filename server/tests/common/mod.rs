@@ -703,3 +703,33 @@ pub async fn token_checks(
         .iter()
         .any(|s| s.id == session && s.tenant.as_deref() == Some("team-a")));
 }
+
+/// Starts `command` (this test binary run again as a child server: `name`, one ignored test,
+/// `--nocapture`) with its stdout piped, and waits for the line `<listening>ADDRESS` it prints once
+/// it listens: the process and a client of it. Its later output is read and dropped.
+pub fn spawn_child_server(
+    mut command: std::process::Command,
+    name: &str,
+    listening: &str,
+) -> (std::process::Child, Api) {
+    use std::io::BufRead;
+    let mut process = command
+        .args(["--ignored", "--exact", name, "--nocapture"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(process.stdout.take().unwrap()).lines();
+    let address = loop {
+        let line = lines
+            .next()
+            .expect("the child server said where it listens")
+            .unwrap();
+        if let Some(address) = line.strip_prefix(listening) {
+            break address.to_string();
+        }
+    };
+    std::thread::spawn(move || for _ in lines.by_ref() {});
+    (process, Api::new(format!("http://{address}"), None))
+}

@@ -281,20 +281,34 @@ async fn a_stored_session_is_reopened_from_its_plain_link_after_the_server_resta
     browser.wait_text("#status", "connected").await;
     browser.wait_text("#sessions", "kept").await;
     // A server that stops leaves its sessions resumable (issue 47), not ended: the open transcript
-    // shows the stored session with nothing appended, and no end.
-    browser.wait_text(".pane-head .meta", "stored").await;
+    // shows the stored session with nothing appended, and no end; its state says `resumable`.
+    browser.wait_text(".pane-head .meta", "resumable").await;
+    browser.wait_text("#sessions", "resumable").await;
     browser.goto(&again.page("/ui/sessions/kept")).await;
     browser.wait_text(".pane-head .name", "kept").await;
     browser
         .wait_text(".row.role-assistant", "You said: remember me")
         .await;
-    browser.wait_text(".pane-head .meta", "stored").await;
+    browser.wait_text(".pane-head .meta", "resumable").await;
     let ends = browser.texts(".row.session").await;
     assert!(
         !ends.iter().any(|t| t.contains("session ended")),
         "a session its server left is not ended: {ends:?}"
     );
     browser.shot("reopened").await;
+    // The next message brings it back: the seam is a row of its own, the state `live`, and how
+    // it was resumed is said.
+    say(&browser, "still there?").await;
+    browser.wait_text(".row.seam", "session_resumed").await;
+    browser.wait_text(".row.seam", "how=native").await;
+    browser
+        .wait_text(".row.role-assistant", "You said: still there?")
+        .await;
+    browser
+        .wait_text(".pane-head .meta", "resumed (native)")
+        .await;
+    browser.wait_text(".pane-head .meta", "live").await;
+    browser.shot("resumed").await;
     // The only console errors are the browser's own reports of the calls that found the server
     // down (refused, or reset while it stopped): none from the page, whatever the timing.
     let mut errors = browser.console_errors(&[]).await;

@@ -1,0 +1,422 @@
+//! Issue 47's done-when on the real Claude Code and Codex, through the server: real server
+//! processes (this test binary started again as `child_real_server`, serving one CLI from a bench
+//! sandbox of its own) on one SQLite store, each on a machine of its own (a fresh sandbox: its own
+//! HOME, empty of the agent's files, and its own working directory; the previous one's HOME is
+//! deleted once its server is gone, as a replaced container's disk is).
+//!
+//! One chain per CLI, on the bench's `echo` scenario (the model answers with the number of user
+//! turns it saw): a first turn on server A; A SIGKILLed; the next message on B answers with two
+//! user turns seen; B stopped with SIGTERM; a turn on C killed mid-turn (during the `steer`
+//! scenario's `sleep 4`); the next message on D ends that turn with one `interrupted` error and
+//! works, having seen the turns the store kept. One `session_resumed` seam per server, no gap.
+//! About a minute per CLI.
+//!
+//! Each starts with `agent_bench::e2e_bench_or_explain`: a missing CLI fails the test with the
+//! install instructions (`bash tests/bench/install-clis.sh`), unless `AGENT_API_E2E=skip` asks to
+//! skip, which it then says loudly.
+
+mod common;
+
+use std::process::Command;
+use std::sync::Arc;
+use std::time::Duration;
+
+use agent_api_server::{ServerConfig, StoreUrl};
+use agent_bench::{Cli, ModelServer, Sandbox};
+use common::*;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+/// The environment variable that makes `child_real_server` serve: the store's URL.
+const CHILD_STORE: &str = "AGENT_API_TEST_CHILD_STORE";
+/// The environment variable holding the child's agent and sandbox ([`ChildAgent`] as JSON).
+const CHILD_AGENT: &str = "AGENT_API_TEST_CHILD_AGENT";
+/// What `child_real_server` prints once it listens.
+const LISTENING: &str = "child-real-server listening on http://";
+/// How long one step of a real agent may take (its process starting on a loaded machine included).
+const AGENT_STEP: Duration = Duration::from_secs(180);
+
+/// What a child server runs: one real CLI, as a bench sandbox sets it up.
+#[derive(Serialize, Deserialize)]
+struct ChildAgent {
+    agent: String,
+    name: String,
+    program: std::path::PathBuf,
+    env: Vec<(String, String)>,
+    base_args: Vec<String>,
+    cwd: std::path::PathBuf,
+}
+
+impl ChildAgent {
+    fn backend(&self) -> Arc<dyn agent_api::AgentBackend> {
+        match self.agent.as_str() {
+            "claude_code" => {
+                let mut config = agent_api_claude_code::ClaudeCodeConfig::default()
+                    .with_binary(&self.program)
+                    .with_inherit_env(false)
+                    .with_working_dir(&self.cwd);
+                for (key, value) in &self.env {
+                    config = config.with_env(key, value);
+                }
+                Arc::new(agent_api_claude_code::ClaudeCodeBackend::new(config))
+            }
+            "codex" => {
+                // The sandbox's `-c` overrides point Codex at the model server.
+                let overrides: Vec<String> = self
+                    .base_args
+                    .windows(2)
+                    .filter(|w| w[0] == "-c")
+                    .map(|w| w[1].clone())
+                    .collect();
+                let mut config = agent_api_codex::CodexConfig::with_binary(&self.program)
+                    .config_overrides(overrides)
+                    .working_dir(&self.cwd);
+                for (key, value) in &self.env {
+                    config = config.env(key, value);
+                }
+                Arc::new(agent_api_codex::CodexBackend::new(config))
+            }
+            other => panic!("child_real_server runs claude_code or codex, not {other}"),
+        }
+    }
+}
+
+/// Not a test: the server process the tests below start, kill and start again (this binary run
+/// with `--ignored --exact child_real_server`, the store's URL in `AGENT_API_TEST_CHILD_STORE`
+/// and its agent in `AGENT_API_TEST_CHILD_AGENT`). It serves that agent until SIGTERM.
+#[test]
+#[ignore = "the server process of the real CLIs' continuity tests, started by them"]
+fn child_real_server() {
+    let url = std::env::var(CHILD_STORE).expect("started by the continuity tests, with a store");
+    let agent: ChildAgent = serde_json::from_str(
+        &std::env::var(CHILD_AGENT).expect("started by the continuity tests, with an agent"),
+    )
+    .unwrap();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async move {
+        let store = StoreUrl::parse(&url).unwrap().open().await.unwrap();
+        let mut gateway = agent_api::Gateway::new();
+        gateway.register(agent.backend()).unwrap();
+        let config = ServerConfig::default()
+            .with_daemon_id(&agent.name)
+            .with_idle_release(None)
+            .with_client_option("permissionMode");
+        let defaults = agent_api::RunRequest::new("")
+            .with_working_dir(&agent.cwd)
+            .with_timeout(Duration::from_secs(300));
+        let server = agent_api_server::Server::new(gateway, defaults, store, config)
+            .await
+            .unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        println!("{LISTENING}{}", listener.local_addr().unwrap());
+        let mut term =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).unwrap();
+        agent_api_server::serve(listener, server, async move {
+            term.recv().await;
+        })
+        .await
+        .unwrap();
+    });
+}
+
+/// A `child_real_server` process on its own machine (its sandbox), killed when dropped.
+struct Machine {
+    process: std::process::Child,
+    api: Api,
+    sandbox: Sandbox,
+}
+
+impl Drop for Machine {
+    fn drop(&mut self) {
+        let _ = self.process.kill();
+        let _ = self.process.wait();
+        self.reap();
+    }
+}
+
+impl Machine {
+    /// Starts a server named `name` on `store` in a fresh sandbox where `cli` (the server's
+    /// `agent`) plays `scenario`; the process's environment is the sandbox's alone.
+    fn start(
+        store: &str,
+        model: &ModelServer,
+        cli: Cli,
+        agent: &str,
+        name: &str,
+        scenario: &str,
+    ) -> Self {
+        let sandbox = Sandbox::new(cli, model, scenario).expect("a sandbox");
+        let child = ChildAgent {
+            agent: agent.into(),
+            name: name.into(),
+            program: sandbox.program.clone(),
+            env: sandbox.env.clone(),
+            base_args: sandbox.base_args.clone(),
+            cwd: sandbox.cwd.clone(),
+        };
+        let mut command = Command::new(std::env::current_exe().unwrap());
+        command
+            .env_clear()
+            .envs(sandbox.env.iter().map(|(k, v)| (k, v)))
+            .env(CHILD_STORE, store)
+            .env(CHILD_AGENT, serde_json::to_string(&child).unwrap())
+            .current_dir(&sandbox.cwd);
+        let (process, api) = spawn_child_server(command, "child_real_server", LISTENING);
+        Self {
+            process,
+            api,
+            sandbox,
+        }
+    }
+
+    /// Stops the server with `signal`, waits for it, and takes its machine away: the agent
+    /// processes a killed server left (it cannot stop them) are killed, its HOME deleted.
+    fn stop(mut self, signal: i32) -> std::process::ExitStatus {
+        unsafe { libc::kill(self.process.id() as i32, signal) };
+        let status = self.process.wait().unwrap();
+        self.reap();
+        // A process that was writing there as it died may leave a file behind a moment later.
+        let mut tries = 0;
+        while let Err(error) = std::fs::remove_dir_all(&self.sandbox.home) {
+            tries += 1;
+            assert!(tries < 50, "the home cannot be deleted: {error}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        status
+    }
+
+    /// Kills what still runs in the sandbox, and waits until it is gone.
+    fn reap(&self) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            let left = agent_bench::process::processes_in(&self.sandbox.home);
+            if left.is_empty() {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{left:?} outlived SIGKILL"
+            );
+            for pid in left {
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    async fn send(&self, text: &str) {
+        let sent = self
+            .api
+            .post("/v1/sessions/ada/messages", json!({ "message": text }))
+            .await;
+        assert_eq!(
+            sent.status,
+            204,
+            "{:?}",
+            String::from_utf8_lossy(&sent.body)
+        );
+    }
+}
+
+/// Waits until `turns` turns have ended in the session; its events.
+async fn turns_ended(api: &Api, turns: usize) -> Vec<Value> {
+    wait_events(api, &format!("{turns} turns' end"), |events| {
+        events.iter().filter(|e| turn_end(e)).count() >= turns
+    })
+    .await
+}
+
+async fn wait_events(api: &Api, what: &str, done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+    let deadline = tokio::time::Instant::now() + AGENT_STEP;
+    loop {
+        let events = api.all_events("ada", 1000).await;
+        if done(&events) {
+            return events;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no {what}: {events:#?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Waits until the session's snapshot after turn `turn` is kept.
+async fn snapshot_kept(api: &Api, turn: u64) {
+    let deadline = tokio::time::Instant::now() + AGENT_STEP;
+    loop {
+        let info = api.get("/v1/sessions/ada").await.json();
+        if info["snapshotTurn"].as_u64() >= Some(turn) {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no snapshot: {info}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The completed status items labelled `label`, as their details.
+fn statuses(events: &[Value], label: &str) -> Vec<String> {
+    events
+        .iter()
+        .filter(|e| e["type"] == "item.completed")
+        .filter(|e| e["data"]["item"]["content"][0]["label"] == label)
+        .map(|e| {
+            e["data"]["item"]["content"][0]["detail"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string()
+        })
+        .collect()
+}
+
+/// The assistant's last answer.
+fn last_answer(events: &[Value]) -> String {
+    events
+        .iter()
+        .rev()
+        .find(|e| {
+            e["type"] == "item.completed"
+                && e["data"]["item"]["role"] == "assistant"
+                && e["data"]["item"]["kind"] == "message"
+        })
+        .map(|e| e["data"]["item"]["content"].to_string())
+        .unwrap_or_default()
+}
+
+/// Sequences 1..=n with no gap, one `session.started`, unique event ids, and what an earlier
+/// server served unchanged.
+fn check_continuous(events: &[Value], served: &[Value]) {
+    let sequences: Vec<u64> = events
+        .iter()
+        .map(|e| e["sequence"].as_u64().unwrap())
+        .collect();
+    assert_eq!(sequences, (1..=events.len() as u64).collect::<Vec<_>>());
+    let started = events
+        .iter()
+        .filter(|e| e["type"] == "session.started")
+        .count();
+    assert_eq!(started, 1, "one session.started");
+    let ids: std::collections::HashSet<&str> = events
+        .iter()
+        .map(|e| e["event_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids.len(), events.len(), "unique event ids");
+    assert_eq!(events[..served.len()], served[..], "nothing served changed");
+}
+
+/// The chain of the module's docs for `cli`, the server's agent `agent`.
+async fn outlives_its_servers(cli: Cli, agent: &str) {
+    let Some((model, _unused)) = agent_bench::e2e_bench_or_explain(cli, "echo").await else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let store = format!("sqlite:{}", dir.path().join("server.sqlite3").display());
+
+    // A: the first turn, then SIGKILL.
+    let a = Machine::start(&store, &model, cli, agent, "a", "echo");
+    let created = a
+        .api
+        .post(
+            "/v1/sessions/ada",
+            json!({"agent": agent, "permissionMode": "bypass"}),
+        )
+        .await;
+    assert_eq!(created.status, 200, "{:?}", created.body);
+    a.send("My name is Ada.").await;
+    let served = turns_ended(&a.api, 1).await;
+    assert!(last_answer(&served).contains("user_turns=1"), "{served:#?}");
+    snapshot_kept(&a.api, 1).await;
+    assert!(!a.stop(libc::SIGKILL).success());
+
+    // B, an empty home: two user turns seen, one seam; then SIGTERM.
+    let b = Machine::start(&store, &model, cli, agent, "b", "echo");
+    let info = b.api.get("/v1/sessions/ada").await.json();
+    assert_eq!(
+        (&info["state"], &info["ended"]),
+        (&json!("resumable"), &json!(false)),
+        "{info}"
+    );
+    b.send("What is my name?").await;
+    let events = turns_ended(&b.api, 2).await;
+    check_continuous(&events, &served);
+    let seams = statuses(&events, "session_resumed");
+    assert_eq!(seams.len(), 1, "{seams:?}");
+    assert!(
+        seams[0].contains("how=native from=snapshot") && seams[0].contains("after=server_died"),
+        "{}",
+        seams[0]
+    );
+    assert!(
+        last_answer(&events).contains("user_turns=2"),
+        "the agent saw both turns: {}",
+        last_answer(&events)
+    );
+    snapshot_kept(&b.api, 2).await;
+    let served = events;
+    assert!(b.stop(libc::SIGTERM).success(), "a clean stop");
+
+    // C, an empty home: brought back after the clean stop; killed mid-turn.
+    let c = Machine::start(&store, &model, cli, agent, "c", "steer");
+    c.send("Run the slow command.").await;
+    let events = wait_events(&c.api, "command's start", |events| {
+        events[served.len()..]
+            .iter()
+            .any(|e| e["type"] == "item.started" && e["data"]["item"]["kind"] == "tool_call")
+    })
+    .await;
+    check_continuous(&events, &served);
+    let seams = statuses(&events, "session_resumed");
+    assert!(
+        seams.len() == 2
+            && seams[1].contains("how=native from=snapshot")
+            && seams[1].contains("after=server_stopped"),
+        "{seams:?}"
+    );
+    let served = c.api.all_events("ada", 1000).await;
+    c.stop(libc::SIGKILL);
+
+    // D, an empty home: the killed turn ends interrupted, once; the next one works, having
+    // seen what the store kept (turns 1 and 2; turn 3's files died with C's disk).
+    let d = Machine::start(&store, &model, cli, agent, "d", "echo");
+    d.send("And now?").await;
+    let events = turns_ended(&d.api, 4).await;
+    check_continuous(&events, &served);
+    let interrupted = events
+        .iter()
+        .filter(|e| e["type"] == "error" && e["data"]["code"] == "interrupted")
+        .count();
+    assert_eq!(interrupted, 1, "{events:#?}");
+    assert_eq!(statuses(&events, "turn_failed"), ["turn 3"]);
+    let seams = statuses(&events, "session_resumed");
+    assert!(
+        seams.len() == 3
+            && seams[2].contains("how=native from=snapshot")
+            && seams[2].contains("after=server_died"),
+        "{seams:?}"
+    );
+    let answer = last_answer(&events);
+    assert!(answer.contains("user_turns=3"), "{answer}");
+    let info = d.api.get("/v1/sessions/ada").await.json();
+    assert_eq!(
+        (&info["state"], &info["resumedHow"]),
+        (&json!("live"), &json!("native")),
+        "{info}"
+    );
+    assert_eq!(
+        d.api.post_empty("/v1/sessions/ada/terminate").await.status,
+        204
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn e2e_a_claude_code_session_outlives_killed_stopped_and_replaced_servers() {
+    outlives_its_servers(Cli::ClaudeCode, "claude_code").await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn e2e_a_codex_session_outlives_killed_stopped_and_replaced_servers() {
+    outlives_its_servers(Cli::Codex, "codex").await;
+}
