@@ -37,7 +37,10 @@ fn serve_flags() -> BTreeSet<String> {
         .filter(|w| w.starts_with("--") && w.len() > 2)
         .map(|w| w.trim_end_matches(['.', ':', ')']).to_string())
         .collect();
-    assert!(flags.contains("--token-file") && flags.contains("--port"), "{help}");
+    assert!(
+        flags.contains("--token-file") && flags.contains("--port"),
+        "{help}"
+    );
     flags
 }
 
@@ -54,10 +57,17 @@ fn value_of<'a>(args: &'a [String], flag: &str) -> Option<&'a str> {
 /// `args` (after the binary) are a `serve` the binary takes, with its secrets from files; returns
 /// the port it listens on.
 fn check_serve_args(args: &[String], what: &str, flags: &BTreeSet<String>) -> u16 {
-    assert_eq!(args.first().map(String::as_str), Some("serve"), "{what}: {args:?}");
+    assert_eq!(
+        args.first().map(String::as_str),
+        Some("serve"),
+        "{what}: {args:?}"
+    );
     for arg in args.iter().filter(|a| a.starts_with("--")) {
         let flag = arg.split('=').next().unwrap();
-        assert!(flags.contains(flag), "{what}: `agent-api serve` has no {flag}");
+        assert!(
+            flags.contains(flag),
+            "{what}: `agent-api serve` has no {flag}"
+        );
         assert!(
             !SECRETS_ON_ARGV.contains(&flag),
             "{what}: {flag} puts a secret on the command line (every local user reads it)"
@@ -180,8 +190,7 @@ fn yaml_documents(relative: &str) -> Vec<Value> {
     let text = read(relative);
     serde_yaml_ng::Deserializer::from_str(&text)
         .map(|document| {
-            serde::Deserialize::deserialize(document)
-                .unwrap_or_else(|e| panic!("{relative}: {e}"))
+            serde::Deserialize::deserialize(document).unwrap_or_else(|e| panic!("{relative}: {e}"))
         })
         .filter(|v: &Value| !v.is_null())
         .collect()
@@ -293,7 +302,12 @@ fn the_systemd_unit_starts_the_binary_with_its_secrets_from_credentials_and_stop
     let dir = tempfile::tempdir().unwrap();
     let args: Vec<String> = args
         .iter()
-        .map(|a| a.replace("${CREDENTIALS_DIRECTORY}", &dir.path().display().to_string()))
+        .map(|a| {
+            a.replace(
+                "${CREDENTIALS_DIRECTORY}",
+                &dir.path().display().to_string(),
+            )
+        })
         .collect();
     let served = start_as_deployed(&args, dir.path());
     for path in health_routes() {
@@ -360,7 +374,8 @@ fn the_kubernetes_manifests_hold_the_servers_flags_ports_probes_and_secrets_to_t
     for resource in strings(&kustomization["resources"]) {
         all.extend(yaml_documents(&format!("kubernetes/{resource}")));
     }
-    let of_kind = |kind: &str| -> Vec<&Value> { all.iter().filter(|d| d["kind"] == kind).collect() };
+    let of_kind =
+        |kind: &str| -> Vec<&Value> { all.iter().filter(|d| d["kind"] == kind).collect() };
     let deployment = of_kind("Deployment")[0];
     let pod = &deployment["spec"]["template"];
     let labels = &pod["metadata"]["labels"];
@@ -372,7 +387,10 @@ fn the_kubernetes_manifests_hold_the_servers_flags_ports_probes_and_secrets_to_t
     let container = &pod["spec"]["containers"][0];
     let args = strings(&container["args"]);
     let port = check_serve_args(&args, "the Deployment", &flags);
-    assert!(container.get("command").is_none(), "the image's entrypoint runs");
+    assert!(
+        container.get("command").is_none(),
+        "the image's entrypoint runs"
+    );
     let ports = container["ports"].as_array().unwrap();
     let named = |name: &str| -> u64 {
         ports
@@ -408,10 +426,7 @@ fn the_kubernetes_manifests_hold_the_servers_flags_ports_probes_and_secrets_to_t
             .iter()
             .find(|m| Path::new(m["mountPath"].as_str().unwrap()) == file.parent().unwrap())
             .unwrap_or_else(|| panic!("{flag}: no volume mounted at its folder"));
-        let volume = volumes
-            .iter()
-            .find(|v| v["name"] == mount["name"])
-            .unwrap();
+        let volume = volumes.iter().find(|v| v["name"] == mount["name"]).unwrap();
         assert_eq!(
             volume["secret"]["secretName"], secret_example["metadata"]["name"],
             "{flag} reads the Secret"
@@ -442,7 +457,10 @@ fn the_kubernetes_manifests_hold_the_servers_flags_ports_probes_and_secrets_to_t
     assert_eq!(named(target.as_str().unwrap()), u64::from(port));
     let budget = of_kind("PodDisruptionBudget")[0];
     assert_eq!(&budget["spec"]["selector"]["matchLabels"], labels);
-    assert!(budget["spec"].get("maxUnavailable").is_some() || budget["spec"].get("minAvailable").is_some());
+    assert!(
+        budget["spec"].get("maxUnavailable").is_some()
+            || budget["spec"].get("minAvailable").is_some()
+    );
     // The names the Service is reached by are allowed hosts (DNS rebinding is refused).
     let name = service["metadata"]["name"].as_str().unwrap();
     let allowed: Vec<&str> = args
@@ -458,7 +476,10 @@ fn the_kubernetes_manifests_hold_the_servers_flags_ports_probes_and_secrets_to_t
     );
     // The optional PostgreSQL: a StatefulSet whose Service the example store URL names.
     let postgres = yaml_documents("kubernetes/postgres.yaml");
-    let statefulset = postgres.iter().find(|d| d["kind"] == "StatefulSet").unwrap();
+    let statefulset = postgres
+        .iter()
+        .find(|d| d["kind"] == "StatefulSet")
+        .unwrap();
     let service_name = statefulset["spec"]["serviceName"].as_str().unwrap();
     assert!(secret_example["stringData"]["store-url"]
         .as_str()
@@ -479,9 +500,12 @@ fn the_kubernetes_manifests_hold_the_servers_flags_ports_probes_and_secrets_to_t
 
 /// Runs `docker` with `args`; its stdout, or a panic with what it said.
 fn docker(args: &[&str]) -> String {
-    let output = Command::new("docker").args(args).output().unwrap_or_else(|e| {
-        panic!("docker is needed to build the image (tests/launchers/setup.sh starts it): {e}")
-    });
+    let output = Command::new("docker")
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| {
+            panic!("docker is needed to build the image (tests/launchers/setup.sh starts it): {e}")
+        });
     assert!(
         output.status.success(),
         "docker {args:?}: {}",
@@ -495,12 +519,8 @@ struct Image(String);
 
 impl Drop for Image {
     fn drop(&mut self) {
-        let _ = Command::new("docker")
-            .args(["rm", "-f", &self.0])
-            .output();
-        let _ = Command::new("docker")
-            .args(["rmi", "-f", &self.0])
-            .output();
+        let _ = Command::new("docker").args(["rm", "-f", &self.0]).output();
+        let _ = Command::new("docker").args(["rmi", "-f", &self.0]).output();
     }
 }
 
@@ -544,9 +564,24 @@ fn the_container_image_builds_without_a_base_image_and_serves() {
     let container = format!("agent-api-deploy-test-{}", std::process::id());
     let _container = Image(container.clone());
     docker(&[
-        "run", "-d", "--name", &container, "--network", "host", "-v", &mount, &tag, "serve",
-        "--host", "127.0.0.1", "--port", "0", "--token-file", "/run/secrets/agent-api/token",
-        "--store-file", "/run/secrets/agent-api/store-url",
+        "run",
+        "-d",
+        "--name",
+        &container,
+        "--network",
+        "host",
+        "-v",
+        &mount,
+        &tag,
+        "serve",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        "0",
+        "--token-file",
+        "/run/secrets/agent-api/token",
+        "--store-file",
+        "/run/secrets/agent-api/store-url",
     ]);
     let deadline = Instant::now() + Duration::from_secs(60);
     let address = loop {
@@ -559,7 +594,10 @@ fn the_container_image_builds_without_a_base_image_and_serves() {
             let rest = &said[at + "listening on http://".len()..];
             break rest.split_whitespace().next().unwrap().to_string();
         }
-        assert!(Instant::now() < deadline, "the container did not start: {said}");
+        assert!(
+            Instant::now() < deadline,
+            "the container did not start: {said}"
+        );
         std::thread::sleep(Duration::from_millis(200));
     };
     for path in health_routes() {

@@ -356,7 +356,8 @@ async fn e2e_steer_then_cancel_leaves_no_process() {
     };
     let backend = backend(&sandbox, Interface::Serve);
     let request = approving(
-        RunRequest::new(agent_api_conformance::steer::PROMPT).with_timeout(Duration::from_secs(120)),
+        RunRequest::new(agent_api_conformance::steer::PROMPT)
+            .with_timeout(Duration::from_secs(120)),
     );
     agent_api_conformance::steer::steered_run_cancelled_leaves_no_process(
         &backend,
@@ -391,7 +392,10 @@ async fn e2e_steer_on_opencode_run_is_refused_naming_the_capability() {
     };
     let backend = backend(&sandbox, Interface::Run);
     let handle = backend
-        .run(approving(RunRequest::new(agent_api_conformance::steer::PROMPT)).with_timeout(Duration::from_secs(120)))
+        .run(
+            approving(RunRequest::new(agent_api_conformance::steer::PROMPT))
+                .with_timeout(Duration::from_secs(120)),
+        )
         .await
         .expect("run starts");
     let refused = handle.control().steer("Also say banana.").await;

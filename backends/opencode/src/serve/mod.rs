@@ -423,7 +423,9 @@ impl Protocol for ServeProtocol {
         let steering = kind == Pending::Prompt && self.prompted && !self.idle;
         if steering {
             // A prompt while the turn runs steers it: taken where an answer names it.
-            let text = message.pointer("/body/parts/0/text").and_then(Value::as_str);
+            let text = message
+                .pointer("/body/parts/0/text")
+                .and_then(Value::as_str);
             self.steers.recorded(text.unwrap_or_default().to_string());
         } else if kind == Pending::Prompt {
             // A prompt after a `session.idle` is the recording's next turn: its events count again.
@@ -676,7 +678,8 @@ mod tests {
         protocol
             .on_message(json!({"status": 204, "body": null}), &mut harness.ctx())
             .unwrap();
-        let event = |kind: &str, props: Value| json!({"payload": {"type": kind, "properties": props}});
+        let event =
+            |kind: &str, props: Value| json!({"payload": {"type": kind, "properties": props}});
         let user = |id: &str| {
             event(
                 "message.updated",
@@ -691,7 +694,10 @@ mod tests {
         };
         for message in [
             user("msg_1"),
-            event("session.status", json!({"sessionID": "ses_1", "status": {"type": "busy"}})),
+            event(
+                "session.status",
+                json!({"sessionID": "ses_1", "status": {"type": "busy"}}),
+            ),
             answer("msg_2", "msg_1"),
         ] {
             protocol.on_message(message, &mut harness.ctx()).unwrap();
@@ -708,7 +714,9 @@ mod tests {
             .on_message(json!({"status": 204, "body": null}), &mut harness.ctx())
             .unwrap();
         // Stored, not yet read: the message is not taken until an answer names it.
-        protocol.on_message(user("msg_3"), &mut harness.ctx()).unwrap();
+        protocol
+            .on_message(user("msg_3"), &mut harness.ctx())
+            .unwrap();
         assert!(harness.take_steer_answers().is_empty());
         harness.transcript.drain().for_each(drop);
         protocol
@@ -729,12 +737,18 @@ mod tests {
             .unwrap();
         let answers = harness.take_steer_answers();
         assert!(
-            matches!(answers.as_slice(), [(2, Err(AgentError::SteerRefused { .. }))]),
+            matches!(
+                answers.as_slice(),
+                [(2, Err(AgentError::SteerRefused { .. }))]
+            ),
             "{answers:?}"
         );
         assert!(!protocol.idle && protocol.failure.is_none());
         protocol
-            .on_message(event("session.idle", json!({"sessionID": "ses_1"})), &mut harness.ctx())
+            .on_message(
+                event("session.idle", json!({"sessionID": "ses_1"})),
+                &mut harness.ctx(),
+            )
             .unwrap();
         assert!(matches!(
             protocol.steer(&steer, &mut harness.ctx()),
