@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 fn deploy_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy")
 }
 
 fn read(relative: &str) -> String {
