@@ -165,6 +165,7 @@ fn start_as_deployed(args: &[String], dir: &Path) -> Served {
         said.push(line);
     }
     let _ = child.kill();
+    let _ = child.wait();
     panic!("`agent-api {args:?}` did not start: {said:?}");
 }
 
