@@ -90,6 +90,15 @@ fn check_serve_args(args: &[String], what: &str, flags: &BTreeSet<String>) -> u1
         .unwrap()
 }
 
+/// How long a server given `args` may take to stop on SIGTERM: serving not ready (`--drain`),
+/// then letting running turns end (`--drain-timeout`), each as given or its default.
+fn drain_bound(args: &[String]) -> u64 {
+    let seconds = |flag: &str, default: u64| {
+        value_of(args, flag).map_or(default, |v| v.parse::<u64>().unwrap())
+    };
+    seconds("--drain", 0) + seconds("--drain-timeout", 30)
+}
+
 /// `GET path` on `address`: its status.
 fn get_status(address: &str, path: &str) -> u16 {
     let mut stream = TcpStream::connect(address).unwrap();
@@ -293,11 +302,11 @@ fn the_systemd_unit_starts_the_binary_with_its_secrets_from_credentials_and_stop
     // SIGTERM to the server alone (it stops its agents), for longer than it drains.
     assert_eq!(one(&unit, "Service", "KillSignal"), "SIGTERM");
     assert_eq!(one(&unit, "Service", "KillMode"), "mixed");
-    let drain: u64 = value_of(args, "--drain").unwrap().parse().unwrap();
+    let drain = drain_bound(args);
     let stop: u64 = one(&unit, "Service", "TimeoutStopSec").parse().unwrap();
     assert!(
         stop > drain,
-        "TimeoutStopSec {stop} outlasts --drain {drain}"
+        "TimeoutStopSec {stop} outlasts --drain and --drain-timeout ({drain} s)"
     );
 
     let dir = tempfile::tempdir().unwrap();
@@ -445,8 +454,8 @@ fn the_kubernetes_manifests_hold_the_servers_flags_ports_probes_and_secrets_to_t
             "{name}: no secret written in the manifest"
         );
     }
-    // SIGTERM drain: the pod's grace outlasts the server's drain.
-    let drain = value_of(&args, "--drain").unwrap().parse::<u64>().unwrap();
+    // SIGTERM drain: the pod's grace outlasts the server's drain and its turns' drain timeout.
+    let drain = drain_bound(&args);
     let grace = pod["spec"]["terminationGracePeriodSeconds"]
         .as_u64()
         .unwrap();

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the agent-api server image from the release binary, with no base image:
 #
-#   cargo build --release -p agent-api-cli
+#   cargo build --release -p agent_api_cli
 #   deploy/container/build.sh [BINARY] [TAG]      # defaults: target/release/agent-api, agent-api:<version>
 #
 # The image's root filesystem is the binary, the shared libraries `ldd` names (and their
@@ -16,7 +16,7 @@ repo="$(cd "$here/../.." && pwd)"
 binary="${1:-$repo/target/release/agent-api}"
 tool="${CONTAINER_TOOL:-docker}"
 if [[ ! -x "$binary" ]]; then
-    echo "build.sh: no binary at $binary: cargo build --release -p agent-api-cli first" >&2
+    echo "build.sh: no binary at $binary: cargo build --release -p agent_api_cli first" >&2
     exit 1
 fi
 version="$("$binary" --version | awk '{print $2}')"

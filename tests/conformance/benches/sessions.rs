@@ -6,9 +6,11 @@
 //! Then steering (issue 50): a warm session's turn on the `steer` model (`sleep 4`) steered once its
 //! shell call starts, timed from `RunControl::steer` to its return (the agent's acknowledgement:
 //! Codex's `turn/steer` response; Claude Code's echo of the message when it reads it, at its next
-//! step, so the rest of the command's time is in it).
+//! step, so the rest of the command's time is in it; OpenCode `serve`'s first answer naming the
+//! message as its parent, also at its next step).
 //!
-//! `cargo bench -p agent_api_conformance --bench sessions` (issue 11 target: warm ≥ 3× faster).
+//! `cargo bench -p agent_api_conformance --bench sessions [-- NAME...]` (issue 11 target: warm ≥ 3×
+//! faster); names (`claude_code`, `codex`, `opencode`) pick the agents, all by default.
 //! Needs the pinned CLIs (`bash tests/bench/install-clis.sh`); a missing one is reported and skipped.
 
 use std::time::{Duration, Instant};
@@ -16,6 +18,7 @@ use std::time::{Duration, Instant};
 use agent_api::{AgentBackend, RunRequest, SessionSelector};
 use agent_api_claude_code::{ClaudeCodeBackend, ClaudeCodeConfig};
 use agent_api_codex::{CodexBackend, CodexConfig};
+use agent_api_opencode::{Interface, OpenCodeBackend, OpenCodeConfig};
 use agent_bench::{Cli, ModelServer, Sandbox};
 
 const TURNS: usize = 10;
@@ -47,6 +50,16 @@ fn codex(sandbox: &Sandbox) -> CodexBackend {
         config = config.env(key, value);
     }
     CodexBackend::new(config)
+}
+
+fn opencode(sandbox: &Sandbox) -> OpenCodeBackend {
+    let mut config =
+        OpenCodeConfig::with_binary(&sandbox.program).default_interface(Interface::Serve);
+    for (key, value) in &sandbox.env {
+        config = config.env(key, value);
+    }
+    config.working_dir = Some(sandbox.cwd.clone());
+    OpenCodeBackend::new(config)
 }
 
 fn template() -> RunRequest {
@@ -158,9 +171,15 @@ async fn measure(cli: Cli, name: &str) {
         fresh_median / warm_median,
         fresh_mean / warm_mean
     );
-    let sandbox = Sandbox::new(cli, &server, "steer").expect("the sandbox");
+    measure_steer(cli, name, &server).await;
+}
+
+/// Steer to acknowledgement on `cli`'s warm sessions.
+async fn measure_steer(cli: Cli, name: &str, server: &ModelServer) {
+    let sandbox = Sandbox::new(cli, server, "steer").expect("the sandbox");
     let backend: Box<dyn AgentBackend> = match cli {
         Cli::Codex => Box::new(codex(&sandbox)),
+        Cli::OpenCode => Box::new(opencode(&sandbox)),
         _ => Box::new(claude(&sandbox)),
     };
     let times = steered(backend.as_ref()).await;
@@ -176,6 +195,22 @@ async fn measure(cli: Cli, name: &str) {
 
 #[tokio::main]
 async fn main() {
-    measure(Cli::ClaudeCode, "claude_code").await;
-    measure(Cli::Codex, "codex app-server").await;
+    let names: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with("--"))
+        .collect();
+    let picked = |name: &str| names.is_empty() || names.iter().any(|n| n == name);
+    if picked("claude_code") {
+        measure(Cli::ClaudeCode, "claude_code").await;
+    }
+    if picked("codex") {
+        measure(Cli::Codex, "codex app-server").await;
+    }
+    // OpenCode's warm sessions are measured by its own bench (`agent_api_opencode`): steering only.
+    if picked("opencode") && agent_bench::e2e_enabled_or_explain(Cli::OpenCode).is_some() {
+        let server = ModelServer::start(None)
+            .await
+            .expect("the model server starts");
+        measure_steer(Cli::OpenCode, "opencode serve", &server).await;
+    }
 }

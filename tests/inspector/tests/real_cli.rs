@@ -164,3 +164,86 @@ async fn e2e_a_real_claude_code_turn_is_cancelled_from_the_page_with_escape() {
     browser.finish().await;
     served.stop().await;
 }
+
+/// Steering from the page (issue 50): while a turn of the real Claude Code runs its slow command,
+/// the message box stays usable and reads "Steer"; a message typed there joins that turn (a user
+/// row, answered in the same turn: the model's next request holds it beside the command's call),
+/// and once the turn ends the box sends again. The server's stored transcript has one turn, with
+/// the steering message inside it.
+#[tokio::test(flavor = "multi_thread")]
+async fn e2e_a_real_claude_code_turn_is_steered_from_the_page() {
+    let Some((model, sandbox)) = bench("steer").await else {
+        return;
+    };
+    let served = serve_claude(&sandbox).await;
+    let mut browser = Browser::start("claude-code-steer").await;
+    connected(&mut browser, &served).await;
+    create(&mut browser, "steered", "claude_code", "ask", "").await;
+    let composer = |label: &str| {
+        format!(
+            "const b = document.querySelector('.pane .composer button'); \
+             const t = document.querySelector('.pane .composer textarea'); \
+             return b.textContent === '{label}' && !b.disabled && !t.disabled && !t.readOnly"
+        )
+    };
+    browser
+        .wait_until("the box sends before a turn", &composer("Send"))
+        .await;
+    say(&browser, "Run the slow command.").await;
+    // The bench's sandbox lets Claude Code run its shell tool: no permission to answer.
+    browser.wait_text(".row.kind-tool_call", "sleep 4").await;
+    browser
+        .wait_until("the box steers while the turn runs", &composer("Steer"))
+        .await;
+    browser.shot("steer-offered").await;
+    say(&browser, "Also say banana.").await;
+    browser
+        .wait_text(".row.role-user", "Also say banana.")
+        .await;
+    browser
+        .wait_text(".row.role-assistant", "last=Also say banana.")
+        .await;
+    browser
+        .wait_until("the box sends once the turn ended", &composer("Send"))
+        .await;
+    browser.shot("steered").await;
+
+    // One turn, the steering message inside it, as the server stored it.
+    let events = browser
+        .js(
+            "return fetch('/v1/sessions/steered/events?offset=0&limit=1000', \
+             {headers: {Authorization: 'Bearer ' + arguments[0]}}).then(r => r.json())",
+            vec![serde_json::json!(agent_api_inspector_tests::TOKEN)],
+        )
+        .await;
+    let mut order = Vec::new();
+    for event in events["events"].as_array().expect("the stored events") {
+        let item = &event["data"]["item"];
+        if event["type"] != "item.completed" {
+            continue;
+        }
+        let label = item["content"][0]["label"].as_str().unwrap_or_default();
+        if item["kind"] == "status" && label.starts_with("turn_") {
+            order.push(label.to_string());
+        } else if item["role"] == "user" && item["content"].to_string().contains("Also say banana.")
+        {
+            order.push("steer".to_string());
+        }
+    }
+    assert_eq!(
+        order,
+        vec!["turn_started", "steer", "turn_completed"],
+        "one turn, steered inside it"
+    );
+    let requests = model.requests();
+    let steered = requests
+        .iter()
+        .map(|r| r.body.to_string())
+        .find(|body| body.contains("Also say banana."))
+        .expect("a model request holds the steering message");
+    assert!(
+        steered.contains("sleep 4"),
+        "the request with the steering message continues the turn"
+    );
+    browser.end(served, &[]).await;
+}
