@@ -22,6 +22,7 @@ mod config;
 mod conn;
 pub mod continuity;
 mod error;
+mod fleet;
 mod follow;
 mod guard;
 pub mod health;
@@ -39,6 +40,7 @@ mod tenant;
 mod turn;
 pub mod ui;
 mod upkeep;
+pub mod webhooks;
 pub mod wire;
 
 use axum::http::{header, HeaderValue, Method};
@@ -53,9 +55,10 @@ pub use store::{Store, StoreError, StoreUrl};
 pub use tenant::Tenant;
 
 /// The routes: the reference's 14 operations, `GET /v1/openapi.json`, `GET /v1/sessions/{id}` and
-/// `POST /v1/sessions/{id}/cancel` and `/steer`, `GET /v1/health/ready` ([`health`]) and
-/// `GET /v1/whoami` and `GET /metrics`; every one but health and readiness behind a bearer token
-/// (the server's own, or a scoped one from the store: [`tokens`]) and its scope and tenant;
+/// `POST /v1/sessions/{id}/cancel` and `/steer`, `GET /v1/sessions/{id}/turns/{turn}`,
+/// `GET /v1/health/ready` ([`health`]), `GET /v1/whoami` and `GET /metrics`; every one but health
+/// and readiness behind a bearer token (the server's own, or a scoped one from the store:
+/// [`tokens`]) and its scope and tenant;
 /// and the inspector's page under `/ui/` ([`ui`]), whose files need no token. Every request is
 /// a span and a log line ([`telemetry`]).
 pub fn router(server: Server) -> Router {
@@ -82,6 +85,7 @@ pub fn router(server: Server) -> Router {
             "/v1/sessions/{session_id}/messages/stream",
             post(api::post_message_stream),
         )
+        .route("/v1/sessions/{session_id}/turns/{turn}", get(api::get_turn))
         .route("/v1/sessions/{session_id}/events", get(api::get_events))
         .route(
             "/v1/sessions/{session_id}/events/sse",
@@ -109,10 +113,16 @@ pub fn router(server: Server) -> Router {
             "/v1/sessions/{session_id}/resume",
             post(api::resume_session),
         )
+        .route("/v1/webhooks/deliveries", get(webhooks::log::deliveries))
         .route("/v1/openapi.json", get(api::openapi))
         .route("/v1/whoami", get(access::whoami))
         .route("/metrics", get(metrics::metrics))
         .fallback(api::not_found)
+        // Inside the token's check: a command is handed on only once its client is known.
+        .route_layer(axum::middleware::from_fn_with_state(
+            server.clone(),
+            fleet::route,
+        ))
         .route_layer(axum::middleware::from_fn_with_state(
             server.clone(),
             access::authorize,
@@ -159,7 +169,8 @@ pub fn router(server: Server) -> Router {
 }
 
 /// Serves `server` on `listener` until `shutdown` resolves, then serves on, not ready, for
-/// [`ServerConfig::drain`], ends its SSE streams (so that their connections close), waits for the
+/// [`ServerConfig::drain`], then (opening no session) lets running turns finish for at most
+/// [`ServerConfig::drain_timeout`] while releasing each idle session, ends its SSE streams (so that their connections close), waits for the
 /// requests in flight, and stops its sessions' agents, leaving the sessions resumable
 /// ([`Server::release_all`]). Connections are bounded as
 /// [`ServerConfig`] says (`max_connections`, `header_timeout`, `idle_timeout`, `sse_stall`).
@@ -179,6 +190,7 @@ pub async fn serve(
             .draining
             .store(true, std::sync::atomic::Ordering::SeqCst);
         tokio::time::sleep(inner.config.drain).await;
+        draining.drain_turns().await;
         inner.stopping.cancel();
     });
     let served = conn::accept(listener, app, &server.inner.config, stopping).await;

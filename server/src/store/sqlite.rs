@@ -22,6 +22,9 @@ use tokio::sync::oneshot;
 
 use super::tokens::{TokenRecord, TokenStore};
 
+use super::outbox::{
+    self, now_ms, AttemptOutcome, Delivery, DeliveryAttempt, OutboxRules, SharedRules, WebhookEvent,
+};
 use super::{
     unix_now, ProbeError, SessionRecord, SessionState, SessionUpdate, Store, StoreError,
     StoredEvent, StoredSnapshot,
@@ -34,6 +37,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/sqlite/0003_session_usage.sql"),
     include_str!("../../migrations/sqlite/0004_session_continuity.sql"),
     include_str!("../../migrations/sqlite/0005_tenants_and_tokens.sql"),
+    include_str!("../../migrations/sqlite/0006_webhook_outbox.sql"),
 ];
 
 /// The most writes committed in one transaction.
@@ -49,6 +53,8 @@ pub struct SqliteStore {
     /// The scoped tokens, on a connection of their own (`agent-api token` writes them beside
     /// the server).
     tokens: SqliteTokens,
+    /// What the outbox takes (shared with the writer), once webhooks are configured.
+    outbox: SharedRules,
     /// The exclusive lock on `<file>.lock`, released when the store is dropped.
     _lock: std::fs::File,
 }
@@ -68,6 +74,8 @@ enum Write {
     Claim(String, String, Option<String>, Reply),
     Update(String, String, SessionUpdate, Reply),
     Snapshot(String, String, StoredSnapshot, Reply),
+    /// A try to deliver an outbox row.
+    Attempt(Box<DeliveryAttempt>, Reply),
 }
 
 fn backend(error: impl std::fmt::Display) -> StoreError {
@@ -145,9 +153,11 @@ impl SqliteStore {
             crate::private::private_if_there(siblings.iter().map(PathBuf::as_path))
                 .map_err(private)?;
             let (writes, queue) = mpsc::channel();
+            let outbox = SharedRules::default();
+            let rules = outbox.clone();
             std::thread::Builder::new()
                 .name("agent-api-store".into())
-                .spawn(move || write_loop(writer, queue))
+                .spawn(move || write_loop(writer, queue, &rules))
                 .map_err(|e| {
                     StoreError::Backend(format!("cannot start the store's writer: {e}"))
                 })?;
@@ -156,6 +166,7 @@ impl SqliteStore {
                 reader: Arc::new(Mutex::new(reader)),
                 server: Mutex::new(None),
                 tokens,
+                outbox,
                 _lock: lock,
             })
         })
@@ -222,7 +233,7 @@ fn lock_file(path: &std::path::Path) -> Result<std::fs::File, StoreError> {
 
 /// The writer thread: takes every write waiting, commits them in one transaction (each in its
 /// own savepoint, so one refused write does not undo the others), then answers each.
-fn write_loop(mut connection: Connection, queue: mpsc::Receiver<Write>) {
+fn write_loop(mut connection: Connection, queue: mpsc::Receiver<Write>, outbox: &SharedRules) {
     while let Ok(first) = queue.recv() {
         let mut batch = vec![first];
         while batch.len() < MAX_BATCH {
@@ -236,7 +247,7 @@ fn write_loop(mut connection: Connection, queue: mpsc::Receiver<Write>) {
             let mut tx = connection.transaction().map_err(backend)?;
             for write in &batch {
                 let mut savepoint = tx.savepoint().map_err(backend)?;
-                let result = apply(&savepoint, write);
+                let result = apply(&savepoint, write, outbox);
                 if result.is_ok() {
                     savepoint.commit().map_err(backend)?;
                 } else {
@@ -263,13 +274,18 @@ fn write_loop(mut connection: Connection, queue: mpsc::Receiver<Write>) {
             | Write::AppendOwned(_, _, _, reply)
             | Write::Claim(_, _, _, reply)
             | Write::Update(_, _, _, reply)
-            | Write::Snapshot(_, _, _, reply)) = write;
+            | Write::Snapshot(_, _, _, reply)
+            | Write::Attempt(_, reply)) = write;
             let _ = reply.send(result);
         }
     }
 }
 
-fn apply(tx: &rusqlite::Savepoint<'_>, write: &Write) -> Result<(), StoreError> {
+fn apply(
+    tx: &rusqlite::Savepoint<'_>,
+    write: &Write,
+    outbox: &SharedRules,
+) -> Result<(), StoreError> {
     match write {
         // Matches no row, yet SQLite takes the write lock for it: refused when it cannot write.
         Write::Probe(_) => {
@@ -299,6 +315,7 @@ fn apply(tx: &rusqlite::Savepoint<'_>, write: &Write) -> Result<(), StoreError> 
             )
             .map_err(backend)?;
             append(tx, session, events)?;
+            enqueue(tx, outbox, session, events)?;
         }
         Write::Claim(id, owner, from, _) => {
             let rows = tx
@@ -356,7 +373,11 @@ fn apply(tx: &rusqlite::Savepoint<'_>, write: &Write) -> Result<(), StoreError> 
             )
             .map_err(backend)?;
         }
-        Write::Append(session, events, _) => append(tx, session, events)?,
+        Write::Append(session, events, _) => {
+            append(tx, session, events)?;
+            enqueue(tx, outbox, session, events)?;
+        }
+        Write::Attempt(attempt, _) => record_attempt(tx, attempt)?,
         Write::Native(id, native, _) => {
             updated(
                 tx.execute(
@@ -441,6 +462,97 @@ fn append(
     )
     .map_err(backend)?;
     Ok(())
+}
+
+/// Puts the outbox rows `events` make (once webhooks are configured) in the append's transaction.
+fn enqueue(
+    tx: &rusqlite::Savepoint<'_>,
+    outbox: &SharedRules,
+    session: &str,
+    events: &[StoredEvent],
+) -> Result<(), StoreError> {
+    let Some(rules) = outbox::rules(outbox) else {
+        return Ok(());
+    };
+    let entries = rules.entries(events);
+    if entries.is_empty() {
+        return Ok(());
+    }
+    let now = now_ms();
+    let mut insert = tx
+        .prepare_cached(
+            "INSERT INTO webhook_outbox (endpoint, session_id, sequence, event_type, created_at, next_attempt_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?5) ON CONFLICT DO NOTHING",
+        )
+        .map_err(backend)?;
+    for entry in entries {
+        insert
+            .execute(params![
+                entry.endpoint,
+                session,
+                entry.sequence,
+                entry.event.as_str(),
+                now
+            ])
+            .map_err(backend)?;
+    }
+    Ok(())
+}
+
+/// Records a try: the outbox row's state and next try, and a row of the delivery log.
+fn record_attempt(
+    tx: &rusqlite::Savepoint<'_>,
+    attempt: &DeliveryAttempt,
+) -> Result<(), StoreError> {
+    tx.execute(
+        "UPDATE webhook_outbox SET attempts = ?4, state = ?5, next_attempt_at = COALESCE(?6, next_attempt_at)
+         WHERE endpoint = ?1 AND session_id = ?2 AND sequence = ?3",
+        params![
+            attempt.endpoint,
+            attempt.session,
+            attempt.sequence,
+            attempt.attempt,
+            attempt.outcome.row_state(),
+            attempt.next_attempt_ms
+        ],
+    )
+    .map_err(backend)?;
+    tx.execute(
+        "INSERT INTO webhook_attempts (endpoint, session_id, sequence, attempt, event_id, event_type, at, status, error, outcome, next_attempt_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) ON CONFLICT DO NOTHING",
+        params![
+            attempt.endpoint,
+            attempt.session,
+            attempt.sequence,
+            attempt.attempt,
+            attempt.event_id,
+            attempt.event.as_str(),
+            attempt.at_ms,
+            attempt.status,
+            attempt.error,
+            attempt.outcome.as_str(),
+            attempt.next_attempt_ms
+        ],
+    )
+    .map_err(backend)?;
+    Ok(())
+}
+
+/// A row of the delivery log.
+fn attempt_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<DeliveryAttempt> {
+    Ok(DeliveryAttempt {
+        endpoint: row.get(0)?,
+        session: row.get(1)?,
+        sequence: row.get(2)?,
+        attempt: row.get(3)?,
+        event_id: row.get(4)?,
+        event: WebhookEvent::parse(&row.get::<_, String>(5)?).unwrap_or(WebhookEvent::Error),
+        at_ms: row.get(6)?,
+        status: row.get(7)?,
+        error: row.get(8)?,
+        outcome: AttemptOutcome::parse(&row.get::<_, String>(9)?),
+        next_attempt_ms: row.get(10)?,
+    })
 }
 
 /// [`StoreError::NotOwner`] unless `owner` owns `session` ([`StoreError::NotFound`]: no such session).
@@ -818,5 +930,87 @@ impl Store for SqliteStore {
             .unwrap_or_else(|p| p.into_inner())
             .as_deref()
             == Some(server))
+    }
+
+    fn set_outbox(&self, rules: Arc<OutboxRules>) -> Result<(), StoreError> {
+        outbox::install(&self.outbox, rules);
+        Ok(())
+    }
+
+    async fn claim_deliveries(
+        &self,
+        _server: &str,
+        endpoints: &[String],
+        now_ms: i64,
+        _lease: std::time::Duration,
+        limit: usize,
+    ) -> Result<Vec<Delivery>, StoreError> {
+        // One server holds the file (its lock), and its one worker finishes a batch before it
+        // takes the next: a row is never taken twice, with no lease to keep.
+        let endpoints = endpoints.to_vec();
+        self.read(move |connection| {
+            let mut statement = connection
+                .prepare_cached(
+                    "SELECT o.endpoint, o.session_id, s.agent, o.sequence, o.event_type, e.event, o.attempts
+                     FROM webhook_outbox o
+                     JOIN events e ON e.session_id = o.session_id AND e.sequence = o.sequence
+                     JOIN sessions s ON s.id = o.session_id
+                     WHERE o.endpoint = ?1 AND o.state = 'pending' AND o.next_attempt_at <= ?2
+                       AND NOT EXISTS (SELECT 1 FROM webhook_outbox p WHERE p.endpoint = o.endpoint
+                           AND p.session_id = o.session_id AND p.state = 'pending' AND p.sequence < o.sequence)
+                     ORDER BY o.next_attempt_at, o.created_at LIMIT ?3",
+                )
+                .map_err(backend)?;
+            let mut due = Vec::new();
+            for endpoint in &endpoints {
+                let rows = statement
+                    .query_map(params![endpoint, now_ms, limit], |row| {
+                        Ok(Delivery {
+                            endpoint: row.get(0)?,
+                            session: row.get(1)?,
+                            agent: row.get(2)?,
+                            sequence: row.get(3)?,
+                            event: WebhookEvent::parse(&row.get::<_, String>(4)?)
+                                .unwrap_or(WebhookEvent::Error),
+                            json: row.get::<_, String>(5)?.into(),
+                            attempts: row.get(6)?,
+                        })
+                    })
+                    .map_err(backend)?;
+                for row in rows {
+                    due.push(row.map_err(backend)?);
+                }
+            }
+            due.truncate(limit);
+            Ok(due)
+        })
+        .await
+    }
+
+    async fn record_attempt(&self, attempt: DeliveryAttempt) -> Result<(), StoreError> {
+        self.write(|reply| Write::Attempt(Box::new(attempt), reply))
+            .await
+    }
+
+    async fn delivery_log(
+        &self,
+        session: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<DeliveryAttempt>, StoreError> {
+        let session = session.map(str::to_string);
+        self.read(move |connection| {
+            let mut statement = connection
+                .prepare_cached(
+                    "SELECT endpoint, session_id, sequence, attempt, event_id, event_type, at, status, error, outcome, next_attempt_at
+                     FROM webhook_attempts WHERE ?1 IS NULL OR session_id = ?1
+                     ORDER BY at DESC, attempt DESC LIMIT ?2",
+                )
+                .map_err(backend)?;
+            let rows = statement
+                .query_map(params![session, limit], attempt_row)
+                .map_err(backend)?;
+            rows.collect::<Result<Vec<_>, _>>().map_err(backend)
+        })
+        .await
     }
 }
