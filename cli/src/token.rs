@@ -55,7 +55,7 @@ async fn open(args: &StoreArgs) -> Result<std::sync::Arc<dyn tokens::TokenStore>
         .ok()
         .filter(|s| !s.trim().is_empty());
     let url = crate::serve::store_url(args.store.as_deref(), args.store_file.as_deref(), var)?;
-    tokens::open(&url)
+    url.open_tokens()
         .await
         .map_err(|e| format!("store {url}: {e}"))
 }

@@ -3,7 +3,7 @@
 //!
 //! - The server's own token (`--token`) is an admin of no tenant: it sees every session. So is
 //!   every request to a server without one (`--no-token`), unless it shows a stored token.
-//! - A stored token ([`crate::tokens`]) is read from the store at every request, so a revoked
+//! - A stored token ([`crate::store::tokens`]) is read from the store at every request, so a revoked
 //!   one is refused at the next request, on this server and on every other sharing the store;
 //!   an event stream it opened is ended within [`REVOKED_STREAM_CHECK`].
 //! - A route needs `read` (GET), `operate` (POST) or `admin` (`/metrics`, installing an agent):
@@ -11,9 +11,7 @@
 //! - A tenant's token sees only its tenant's sessions: any other session id is answered 404
 //!   `session_not_found`, exactly as an id no session has.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::extract::{MatchedPath, RawPathParams, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
@@ -25,14 +23,11 @@ use subtle::ConstantTimeEq;
 
 use crate::error::ApiError;
 use crate::state::Server;
-use crate::tokens::Scope;
+use crate::store::tokens::Scope;
 use crate::wire::WhoAmIResponse;
 
 /// How often an event stream opened with a stored token checks that the token still holds.
 pub(crate) const REVOKED_STREAM_CHECK: Duration = Duration::from_secs(2);
-
-/// How often a server writes a token's last use (at most).
-const LAST_USED_EVERY: Duration = Duration::from_secs(60);
 
 /// Who a request is: what its token may do, and whose sessions it sees.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,25 +53,6 @@ impl Caller {
     /// Whether it sees a session of `tenant`.
     pub(crate) fn sees(&self, tenant: Option<&str>) -> bool {
         self.tenant.is_none() || self.tenant.as_deref() == tenant
-    }
-}
-
-/// When this server last wrote each token's last use.
-#[derive(Debug, Default)]
-pub(crate) struct LastUsed(Mutex<HashMap<String, Instant>>);
-
-impl LastUsed {
-    /// Whether the token `id`'s use is to be written now (once per [`LAST_USED_EVERY`]).
-    fn due(&self, id: &str) -> bool {
-        let mut written = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        let now = Instant::now();
-        match written.get(id) {
-            Some(at) if now.duration_since(*at) < LAST_USED_EVERY => false,
-            _ => {
-                written.insert(id.to_string(), now);
-                true
-            }
-        }
     }
 }
 
@@ -121,7 +97,7 @@ async fn identify(server: &Server, given: Option<&[u8]>) -> Result<Caller, Respo
     }
     let stored = given
         .and_then(|given| std::str::from_utf8(given).ok())
-        .and_then(|text| crate::tokens::id_of(text).map(|id| (id, text)));
+        .and_then(|text| crate::store::tokens::id_of(text).map(|id| (id, text)));
     let Some((id, text)) = stored else {
         // Without a token of its own the server takes every request, as before tokens existed.
         return match own {
@@ -280,7 +256,5 @@ mod tests {
             required(&Method::POST, "/v1/agents/{agent}/install"),
             Scope::Admin
         );
-        let last = LastUsed::default();
-        assert!(last.due("a") && !last.due("a") && last.due("b"));
     }
 }

@@ -291,7 +291,7 @@ impl ServerConfig {
             }
         }
         for name in self.tenants.keys() {
-            crate::tokens::check_tenant(name).map_err(ConfigError::Tenant)?;
+            crate::store::tokens::check_tenant(name).map_err(ConfigError::Tenant)?;
         }
         Ok(())
     }
@@ -318,5 +318,5 @@ pub enum ConfigError {
     Host(String),
     /// A tenant's name that is not one.
     #[error("{0}")]
-    Tenant(crate::tokens::TokenError),
+    Tenant(crate::store::tokens::TokenError),
 }

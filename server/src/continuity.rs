@@ -99,7 +99,11 @@ impl Server {
         // The mode it switched to last, not the creation's.
         settings.agent_mode = Some(record.agent_mode.clone());
         let request = self.request(&kind, &settings)?;
-        let request = self.tenant_home(request, record.tenant.as_deref())?;
+        let request = crate::tenant::home(
+            &self.inner.config.tenants,
+            request,
+            record.tenant.as_deref(),
+        )?;
         let working_dir = record
             .working_dir
             .as_deref()

@@ -37,7 +37,6 @@ mod state;
 pub mod store;
 pub mod telemetry;
 mod tenant;
-pub mod tokens;
 mod turn;
 pub mod ui;
 mod upkeep;
@@ -51,6 +50,7 @@ use axum::Router;
 pub use config::{ConfigError, ServerConfig};
 pub use error::ApiError;
 pub use state::{Server, AGENT_ALIASES, INTERRUPTED};
+pub use store::tokens;
 pub use store::{Store, StoreError, StoreUrl};
 pub use tenant::Tenant;
 

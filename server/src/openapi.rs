@@ -44,10 +44,12 @@ struct BearerToken;
 impl utoipa::Modify for BearerToken {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
         let components = openapi.components.get_or_insert_with(Default::default);
-        components.add_security_scheme(
-            "token",
-            SecurityScheme::Http(Http::new(HttpAuthScheme::Bearer)),
+        let mut bearer = Http::new(HttpAuthScheme::Bearer);
+        bearer.description = Some(
+            "The server's own token (an admin of every tenant), or a scoped token from the store              (`agent-api token create`): `read` may list and follow (every GET but /metrics),              `operate` may also create, send, reply, steer, cancel, terminate and resume (every              POST but installing an agent), `admin` may also read /metrics and install agents;              past its scope: 403 scope_insufficient. A tenant's token sees its tenant's sessions              only: another tenant's session id answers 404 session_not_found, as an unknown one.              GET /v1/whoami says what a token may do."
+                .into(),
         );
+        components.add_security_scheme("token", SecurityScheme::Http(bearer));
         openapi.security = Some(vec![utoipa::openapi::security::SecurityRequirement::new(
             "token",
             Vec::<String>::new(),
@@ -66,5 +68,8 @@ mod tests {
     fn the_document_builds() {
         let doc = serde_json::to_value(super::document()).unwrap();
         assert!(doc["paths"]["/v1/health"].is_object());
+        assert!(doc["paths"]["/v1/whoami"]["get"].is_object());
+        let token = &doc["components"]["securitySchemes"]["token"]["description"];
+        assert!(token.as_str().unwrap().contains("scope_insufficient"));
     }
 }

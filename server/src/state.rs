@@ -57,7 +57,7 @@ pub(crate) struct Inner {
     /// What `GET /metrics` serves.
     pub(crate) metrics: crate::metrics::Shared,
     /// When this server last wrote each scoped token's last use.
-    pub(crate) last_used: crate::access::LastUsed,
+    pub(crate) last_used: crate::store::tokens::LastUsed,
     /// The commands this server handed to another and waits for (fleet).
     pub(crate) waiters: crate::fleet::Waiters,
 }
@@ -119,7 +119,7 @@ impl Server {
                 stopping: agent_api::request::CancellationToken::new(),
                 draining: std::sync::atomic::AtomicBool::new(false),
                 metrics: Arc::new(crate::metrics::Metrics::new()),
-                last_used: crate::access::LastUsed::default(),
+                last_used: crate::store::tokens::LastUsed::default(),
                 waiters: crate::fleet::Waiters::default(),
             }),
         };
@@ -398,7 +398,14 @@ impl Server {
             &body.settings,
         )?;
         let request = self.request(&kind, &body.settings)?;
-        let request = self.place(request, tenant, &body).await?;
+        let request = crate::tenant::place(
+            &*self.inner.store,
+            &self.inner.config.tenants,
+            request,
+            tenant,
+            &body,
+        )
+        .await?;
         // Where the agent works: a message's images are read only from beneath it.
         let working_dir = match request.session_working_dir() {
             Some(dir) => dir.to_path_buf(),

@@ -171,79 +171,75 @@ pub(crate) fn with_home(
     Ok(request)
 }
 
-impl crate::state::Server {
-    /// `request` of a session of `tenant` (`None`: no tenant's) placed where it runs: in the
-    /// body's `cwd` beneath its root (the tenant's, else the server's working directory), with
-    /// the tenant's agent home. 403 `tenant_not_configured` for a tenant this server has no root
-    /// for; 404 `session_not_found` for a `resume` or `fork` of an agent session that is not one
-    /// of the tenant's.
-    pub(crate) async fn place(
-        &self,
-        request: agent_api::RunRequest,
-        tenant: Option<&str>,
-        body: &crate::wire::CreateSessionRequest,
-    ) -> Result<agent_api::RunRequest, ApiError> {
-        let Some(name) = tenant else {
-            let Some(cwd) = body.cwd.as_deref() else {
-                return Ok(request);
-            };
-            let root = match request.session_working_dir() {
-                Some(dir) => dir.to_path_buf(),
-                None => std::env::current_dir().map_err(|e| {
-                    ApiError::new(
-                        StatusCode::INTERNAL_SERVER_ERROR,
-                        "stream_error",
-                        format!("no working directory: {e}"),
-                    )
-                })?,
-            };
-            let dir = working_dir(&root, Some(cwd))?;
-            return Ok(request.with_working_dir(dir));
-        };
-        let config = self.inner.config.tenants.get(name).ok_or_else(|| {
-            ApiError::new(
-                StatusCode::FORBIDDEN,
-                "tenant_not_configured",
-                format!("this server runs no sessions for the tenant `{name}`: its operator gives it a root (--tenant-root {name}=DIR)"),
-            )
-        })?;
-        let native = body
-            .settings
-            .resume
-            .as_deref()
-            .or(body.settings.fork.as_deref());
-        if let Some(native) = native {
-            let theirs = self
-                .inner
-                .store
-                .sessions()
-                .await?
-                .into_iter()
-                .any(|record| {
-                    record.tenant.as_deref() == Some(name)
-                        && record.native_session_id.as_deref() == Some(native)
-                });
-            if !theirs {
-                return Err(ApiError::no_session(native));
-            }
-        }
-        let dir = working_dir(&config.root, body.cwd.as_deref())?;
-        self.tenant_home(request.with_working_dir(dir), Some(name))
-    }
+/// The tenants a server knows, by name.
+pub(crate) type Tenants = std::collections::BTreeMap<String, Tenant>;
 
-    /// `request` with the agent home of `tenant`, when it has one of its own.
-    pub(crate) fn tenant_home(
-        &self,
-        request: agent_api::RunRequest,
-        tenant: Option<&str>,
-    ) -> Result<agent_api::RunRequest, ApiError> {
-        let home = tenant
-            .and_then(|name| self.inner.config.tenants.get(name))
-            .and_then(|t| t.home.as_deref());
-        match home {
-            Some(home) => with_home(request, home),
-            None => Ok(request),
+/// `request` of a session of `tenant` (`None`: no tenant's) placed where it runs: in the body's
+/// `cwd` beneath its root (the tenant's, else the server's working directory), with the tenant's
+/// agent home. 403 `tenant_not_configured` for a tenant `tenants` has no root for; 404
+/// `session_not_found` for a `resume` or `fork` of an agent session that is not one of the
+/// tenant's (in `store`).
+pub(crate) async fn place(
+    store: &dyn crate::store::Store,
+    tenants: &Tenants,
+    request: agent_api::RunRequest,
+    tenant: Option<&str>,
+    body: &crate::wire::CreateSessionRequest,
+) -> Result<agent_api::RunRequest, ApiError> {
+    let Some(name) = tenant else {
+        let Some(cwd) = body.cwd.as_deref() else {
+            return Ok(request);
+        };
+        let root = match request.session_working_dir() {
+            Some(dir) => dir.to_path_buf(),
+            None => std::env::current_dir().map_err(|e| {
+                ApiError::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "stream_error",
+                    format!("no working directory: {e}"),
+                )
+            })?,
+        };
+        let dir = working_dir(&root, Some(cwd))?;
+        return Ok(request.with_working_dir(dir));
+    };
+    let config = tenants.get(name).ok_or_else(|| {
+        ApiError::new(
+            StatusCode::FORBIDDEN,
+            "tenant_not_configured",
+            format!("this server runs no sessions for the tenant `{name}`: its operator gives it a root (--tenant-root {name}=DIR)"),
+        )
+    })?;
+    let native = body
+        .settings
+        .resume
+        .as_deref()
+        .or(body.settings.fork.as_deref());
+    if let Some(native) = native {
+        let theirs = store.sessions().await?.into_iter().any(|record| {
+            record.tenant.as_deref() == Some(name)
+                && record.native_session_id.as_deref() == Some(native)
+        });
+        if !theirs {
+            return Err(ApiError::no_session(native));
         }
+    }
+    let dir = working_dir(&config.root, body.cwd.as_deref())?;
+    home(tenants, request.with_working_dir(dir), Some(name))
+}
+
+/// `request` with the agent home of `tenant`, when it has one of its own.
+pub(crate) fn home(
+    tenants: &Tenants,
+    request: agent_api::RunRequest,
+    tenant: Option<&str>,
+) -> Result<agent_api::RunRequest, ApiError> {
+    let dir = tenant
+        .and_then(|name| tenants.get(name))
+        .and_then(|t| t.home.as_deref());
+    match dir {
+        Some(dir) => with_home(request, dir),
+        None => Ok(request),
     }
 }
 

@@ -131,7 +131,7 @@ async fn tokens_are_made_and_revoked_beside_a_running_server_and_kept_hashed() {
     let url = StoreUrl::Sqlite(path.clone());
     // The server holds the file; `agent-api token` opens it beside, without the server's lock.
     let store = url.open().await.unwrap();
-    let beside = agent_api_server::tokens::open(&url).await.unwrap();
+    let beside = url.open_tokens().await.unwrap();
     token_checks(store.clone(), beside, "tenanted").await;
     // Nothing in the file holds a token: made one more, its bytes are not there.
     let issued =
@@ -153,9 +153,7 @@ async fn tokens_are_made_and_revoked_beside_a_running_server_and_kept_hashed() {
     assert!(text.contains(&issued.record.hash), "the hash is stored");
     assert!(!text.contains(&issued.token), "the token is not");
     // A memory store keeps nothing past the command: refused for `agent-api token`.
-    assert!(agent_api_server::tokens::open(&StoreUrl::Memory)
-        .await
-        .is_err());
+    assert!(StoreUrl::Memory.open_tokens().await.is_err());
 }
 
 #[tokio::test]

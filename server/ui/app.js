@@ -12,7 +12,10 @@ const MAX_PANES = 2;
 
 const api = new Api(location.origin);
 const emptyNote = $("#empty");
-const state = { connected: false, agents: [], sessions: [], panes: [], active: null, poll: null, created: new Map() };
+const state = { connected: false, agents: [], sessions: [], panes: [], active: null, poll: null, created: new Map(), scope: "admin", tenant: null };
+
+/** Whether the token may act (create, send, reply, cancel, terminate): a `read` token only follows. */
+function canOperate() { return state.scope !== "read"; }
 /** Sessions shown in the list at first, and added by each "show more". */
 const SESSIONS_PAGE = 100;
 
@@ -63,10 +66,13 @@ async function connect() {
   api.token = $("#token").value.trim();
   setStatus("connecting…");
   try {
-    const [agents] = await Promise.all([api.get("/v1/agents"), api.get("/v1/sessions")]);
+    const [agents, , me] = await Promise.all([api.get("/v1/agents"), api.get("/v1/sessions"), api.get("/v1/whoami")]);
     sessionStorage.setItem(TOKEN_KEY, api.token);
     state.connected = true;
     state.agents = agents.agents || [];
+    state.scope = (me && me.scope) || "read";
+    state.tenant = (me && me.tenant) || null;
+    applyScope();
     setStatus("connected", "ok");
     renderAgents();
     await refreshSessions();
@@ -98,6 +104,27 @@ async function poll() {
       setStatus("wrong token", "bad");
     }
   }
+}
+
+/** Shows what the token may do, and hides what it may not: a `read` token gets no New tab, no
+ * message box, no cancel or terminate, no reply buttons (the server would refuse them: 403). */
+function applyScope() {
+  const who = $("#scope");
+  who.textContent = state.scope + (state.tenant ? " · tenant " + line(state.tenant, 64) : "");
+  who.hidden = false;
+  const newTab = $('.tabs button[data-tab="new"]');
+  newTab.hidden = !canOperate();
+  if (!canOperate() && !$("#tab-new").hidden) showTab("sessions");
+  for (const pane of state.panes.filter(Boolean)) scopePane(pane);
+}
+
+/** Hides a session pane's controls its token may not use. */
+function scopePane(pane) {
+  if (pane.kind !== "session") return;
+  const hide = !canOperate();
+  $(".composer", pane.node).hidden = hide;
+  $(".cancel", pane.node).hidden = hide;
+  $(".terminate", pane.node).hidden = hide;
 }
 
 // ---- tabs ----
@@ -338,7 +365,7 @@ function makePane(slot, kind, id, agent) {
   link.target = "_blank";
   link.rel = "noopener noreferrer";
   pane.transcript = new Transcript($(".events", node), {
-    live: () => pane.live,
+    live: () => pane.live && canOperate(),
     permission: (permission, reply) => act(pane, "/permissions/" + encodeURIComponent(permission) + "/reply", { reply }),
     answer: (question, answer) => act(pane, "/questions/" + encodeURIComponent(question) + "/reply", { answers: [[answer]] }),
     reject: (question) => act(pane, "/questions/" + encodeURIComponent(question) + "/reject"),
@@ -366,6 +393,7 @@ function makePane(slot, kind, id, agent) {
     $(".cancel", node).hidden = true;
     $(".terminate", node).hidden = true;
   }
+  scopePane(pane);
   state.panes[slot] = pane;
   state.active = pane;
   layout();
@@ -691,7 +719,7 @@ async function start() {
   $("#sessions-more").addEventListener("click", () => { state.shown = (state.shown || SESSIONS_PAGE) + SESSIONS_PAGE; renderSessions(); });
   $("#history-form").addEventListener("submit", listHistory);
   document.addEventListener("keydown", (event) => {
-    if (event.key !== "Escape") return;
+    if (event.key !== "Escape" || !canOperate()) return;
     const pane = state.active || state.panes.find(Boolean);
     cancelTurn(pane);
   });

@@ -23,7 +23,7 @@ struct Inner {
     snapshots: HashMap<String, StoredSnapshot>,
     /// The one server using this store (it lives in that server's process).
     server: Option<String>,
-    tokens: Vec<crate::tokens::TokenRecord>,
+    tokens: Vec<super::tokens::TokenRecord>,
     /// What the outbox takes, once webhooks are configured.
     outbox_rules: Option<Arc<OutboxRules>>,
     /// The webhook outbox, by endpoint, session and sequence.
@@ -75,8 +75,8 @@ impl MemoryStore {
 }
 
 #[async_trait]
-impl crate::tokens::TokenStore for MemoryStore {
-    async fn create_token(&self, token: crate::tokens::TokenRecord) -> Result<(), StoreError> {
+impl super::tokens::TokenStore for MemoryStore {
+    async fn create_token(&self, token: super::tokens::TokenRecord) -> Result<(), StoreError> {
         let mut inner = self.lock();
         if inner.tokens.iter().any(|t| t.id == token.id) {
             return Err(StoreError::Duplicate(token.id));
@@ -85,11 +85,11 @@ impl crate::tokens::TokenStore for MemoryStore {
         Ok(())
     }
 
-    async fn token(&self, id: &str) -> Result<Option<crate::tokens::TokenRecord>, StoreError> {
+    async fn token(&self, id: &str) -> Result<Option<super::tokens::TokenRecord>, StoreError> {
         Ok(self.lock().tokens.iter().find(|t| t.id == id).cloned())
     }
 
-    async fn tokens(&self) -> Result<Vec<crate::tokens::TokenRecord>, StoreError> {
+    async fn tokens(&self) -> Result<Vec<super::tokens::TokenRecord>, StoreError> {
         Ok(self.lock().tokens.clone())
     }
 
@@ -112,7 +112,7 @@ impl crate::tokens::TokenStore for MemoryStore {
 
 #[async_trait]
 impl Store for MemoryStore {
-    fn token_store(&self) -> Option<&dyn crate::tokens::TokenStore> {
+    fn token_store(&self) -> Option<&dyn super::tokens::TokenStore> {
         Some(self)
     }
 

@@ -12,6 +12,7 @@ mod postgres;
 mod postgres_tls;
 mod probe;
 mod sqlite;
+pub mod tokens;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -376,9 +377,9 @@ pub trait Store: Send + Sync + std::fmt::Debug {
         server: &str,
         lease: std::time::Duration,
     ) -> Result<bool, StoreError>;
-    /// The scoped tokens this store keeps (`crate::tokens`); `None` (the default): none, so only
+    /// The scoped tokens this store keeps ([`tokens`]); `None` (the default): none, so only
     /// the server's own `--token` is taken.
-    fn token_store(&self) -> Option<&dyn crate::tokens::TokenStore> {
+    fn token_store(&self) -> Option<&dyn tokens::TokenStore> {
         None
     }
 
@@ -537,6 +538,21 @@ impl StoreUrl {
             }
             Self::Postgres(url) => Arc::new(PostgresStore::open(url).await?),
         })
+    }
+}
+
+impl StoreUrl {
+    /// The tokens of this store, for `agent-api token`: a SQLite file is opened beside the
+    /// server that may hold it (tokens are written in their own short transactions); PostgreSQL
+    /// as any server does; `memory` is refused (a token there would vanish with this process).
+    pub async fn open_tokens(&self) -> Result<Arc<dyn tokens::TokenStore>, StoreError> {
+        match self {
+            Self::Memory => Err(StoreError::Backend(
+                "a memory store keeps nothing past this command: give the server's --store (sqlite:PATH or postgres://…)".into(),
+            )),
+            Self::Sqlite(path) => Ok(Arc::new(SqliteTokens::open(path.clone()).await?)),
+            Self::Postgres(url) => Ok(Arc::new(PostgresStore::open(url).await?)),
+        }
     }
 }
 

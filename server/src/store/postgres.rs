@@ -336,11 +336,11 @@ impl PostgresStore {
 
 const TOKEN_COLUMNS: &str = "id, tenant, scope, hash, created_at, last_used_at, revoked_at";
 
-fn token_row(row: &Row) -> Result<crate::tokens::TokenRecord, StoreError> {
-    Ok(crate::tokens::TokenRecord {
+fn token_row(row: &Row) -> Result<super::tokens::TokenRecord, StoreError> {
+    Ok(super::tokens::TokenRecord {
         id: row.get(0),
         tenant: row.get(1),
-        scope: crate::tokens::Scope::parse(row.get::<_, &str>(2)).map_err(backend)?,
+        scope: super::tokens::Scope::parse(row.get::<_, &str>(2)).map_err(backend)?,
         hash: row.get(3),
         created_at: row.get(4),
         last_used_at: row.get(5),
@@ -349,8 +349,8 @@ fn token_row(row: &Row) -> Result<crate::tokens::TokenRecord, StoreError> {
 }
 
 #[async_trait]
-impl crate::tokens::TokenStore for PostgresStore {
-    async fn create_token(&self, t: crate::tokens::TokenRecord) -> Result<(), StoreError> {
+impl super::tokens::TokenStore for PostgresStore {
+    async fn create_token(&self, t: super::tokens::TokenRecord) -> Result<(), StoreError> {
         let inserted = self
             .client()
             .await?
@@ -366,7 +366,7 @@ impl crate::tokens::TokenStore for PostgresStore {
         }
     }
 
-    async fn token(&self, id: &str) -> Result<Option<crate::tokens::TokenRecord>, StoreError> {
+    async fn token(&self, id: &str) -> Result<Option<super::tokens::TokenRecord>, StoreError> {
         let row = self
             .client()
             .await?
@@ -379,7 +379,7 @@ impl crate::tokens::TokenStore for PostgresStore {
         row.as_ref().map(token_row).transpose()
     }
 
-    async fn tokens(&self) -> Result<Vec<crate::tokens::TokenRecord>, StoreError> {
+    async fn tokens(&self) -> Result<Vec<super::tokens::TokenRecord>, StoreError> {
         let rows = self
             .client()
             .await?
@@ -420,7 +420,7 @@ impl crate::tokens::TokenStore for PostgresStore {
 
 #[async_trait]
 impl Store for PostgresStore {
-    fn token_store(&self) -> Option<&dyn crate::tokens::TokenStore> {
+    fn token_store(&self) -> Option<&dyn super::tokens::TokenStore> {
         Some(self)
     }
 

@@ -20,7 +20,7 @@ use async_trait::async_trait;
 use rusqlite::{params, Connection, OptionalExtension};
 use tokio::sync::oneshot;
 
-use crate::tokens::{TokenRecord, TokenStore};
+use super::tokens::{TokenRecord, TokenStore};
 
 use super::outbox::{
     self, now_ms, AttemptOutcome, Delivery, DeliveryAttempt, OutboxRules, SharedRules, WebhookEvent,
@@ -626,7 +626,7 @@ fn token_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<(TokenRecord, String)>
         TokenRecord {
             id: row.get(0)?,
             tenant: row.get(1)?,
-            scope: crate::tokens::Scope::Read,
+            scope: super::tokens::Scope::Read,
             hash: row.get(3)?,
             created_at: row.get(4)?,
             last_used_at: row.get(5)?,
@@ -638,7 +638,7 @@ fn token_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<(TokenRecord, String)>
 
 /// A token read back, its scope parsed (an unknown one refused, never widened).
 fn token_scope((mut token, scope): (TokenRecord, String)) -> Result<TokenRecord, StoreError> {
-    token.scope = crate::tokens::Scope::parse(&scope).map_err(backend)?;
+    token.scope = super::tokens::Scope::parse(&scope).map_err(backend)?;
     Ok(token)
 }
 

@@ -63,6 +63,16 @@ impl Served {
         address: &str,
     ) -> Served {
         let config = agent_api_server::ServerConfig::default().with_token(TOKEN);
+        Self::start_with(gateway, store, config, address).await
+    }
+
+    /// Serves `gateway` on `store` with `config` (its token: the page's) at `address`.
+    pub async fn start_with(
+        gateway: agent_api::Gateway,
+        store: Arc<dyn agent_api_server::Store>,
+        config: agent_api_server::ServerConfig,
+        address: &str,
+    ) -> Served {
         let server =
             agent_api_server::Server::new(gateway, agent_api::RunRequest::new(""), store, config)
                 .await
@@ -175,7 +185,12 @@ impl Relay {
 
 /// The page at `path` of the server at `base`, the token in the fragment.
 pub fn page_at(base: &str, path: &str) -> String {
-    format!("{base}{path}#token={TOKEN}")
+    page_with(base, path, TOKEN)
+}
+
+/// The page at `path` of the server at `base`, `token` in the fragment.
+pub fn page_with(base: &str, path: &str, token: &str) -> String {
+    format!("{base}{path}#token={token}")
 }
 
 /// The legacy `se/log` command of chromedriver: the browser console's entries since the last

@@ -15,13 +15,11 @@
 //! assert!(!issued.record.hash.contains(&issued.token));
 //! ```
 
-use std::sync::Arc;
-
 use async_trait::async_trait;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use crate::store::{StoreError, StoreUrl};
+use super::StoreError;
 
 /// What a token may do; each scope may do what the ones before it may.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -173,7 +171,7 @@ pub fn issue(tenant: Option<&str>, scope: Scope) -> Result<IssuedToken, TokenErr
             tenant: tenant.map(str::to_string),
             scope,
             hash: hash(&token),
-            created_at: crate::store::unix_now(),
+            created_at: super::unix_now(),
             last_used_at: None,
             revoked_at: None,
         },
@@ -204,18 +202,26 @@ pub trait TokenStore: Send + Sync + std::fmt::Debug {
     async fn token_used(&self, id: &str, at: i64) -> Result<(), StoreError>;
 }
 
-/// The tokens of the store `url`, for `agent-api token`: a SQLite file is opened beside the
-/// server that may hold it (tokens are written in their own short transactions); PostgreSQL as
-/// any server does; `memory` is refused (a token there would vanish with this process).
-pub async fn open(url: &StoreUrl) -> Result<Arc<dyn TokenStore>, StoreError> {
-    match url {
-        StoreUrl::Memory => Err(StoreError::Backend(
-            "a memory store keeps nothing past this command: give the server's --store (sqlite:PATH or postgres://…)".into(),
-        )),
-        StoreUrl::Sqlite(path) => Ok(Arc::new(
-            crate::store::SqliteTokens::open(path.clone()).await?,
-        )),
-        StoreUrl::Postgres(url) => Ok(Arc::new(crate::store::PostgresStore::open(url).await?)),
+/// When this server last wrote each token's last use: at most once per [`LAST_USED_EVERY`], so a
+/// busy token costs the store one write a minute, not one a request.
+#[derive(Debug, Default)]
+pub(crate) struct LastUsed(std::sync::Mutex<std::collections::HashMap<String, std::time::Instant>>);
+
+/// How often a server writes a token's last use (at most).
+const LAST_USED_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
+
+impl LastUsed {
+    /// Whether the token `id`'s use is to be written now.
+    pub(crate) fn due(&self, id: &str) -> bool {
+        let mut written = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let now = std::time::Instant::now();
+        match written.get(id) {
+            Some(at) if now.duration_since(*at) < LAST_USED_EVERY => false,
+            _ => {
+                written.insert(id.to_string(), now);
+                true
+            }
+        }
     }
 }
 
@@ -249,5 +255,7 @@ mod tests {
         assert!(Scope::Read < Scope::Operate && Scope::Operate < Scope::Admin);
         assert_eq!(Scope::parse("operate").unwrap(), Scope::Operate);
         assert!(Scope::parse("root").is_err());
+        let last = LastUsed::default();
+        assert!(last.due("a") && !last.due("a") && last.due("b"));
     }
 }
