@@ -749,7 +749,7 @@ async fn the_postgres_outbox_queues_with_its_events_and_gives_each_row_to_one_se
         let mut taken = Vec::new();
         loop {
             let due = store
-                .claim_deliveries(server, &[endpoint.clone()], now, lease, 3)
+                .claim_deliveries(server, std::slice::from_ref(&endpoint), now, lease, 3)
                 .await
                 .unwrap();
             if due.is_empty() {

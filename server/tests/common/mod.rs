@@ -685,7 +685,7 @@ pub async fn outbox_checks(store: Arc<dyn agent_api_server::Store>, id: &str) {
         .await
         .unwrap();
     let due = store
-        .claim_deliveries("s1", &[turns.clone()], now + 61_000, lease, 10)
+        .claim_deliveries("s1", std::slice::from_ref(&turns), now + 61_000, lease, 10)
         .await
         .unwrap();
     assert_eq!(heads(due), [(turns.clone(), ends[1], 0)]);
