@@ -68,6 +68,20 @@ pub(crate) struct OperationLabel {
     pub(crate) operation: &'static str,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct ForwardLabels {
+    /// `owner` (to the server that runs the session) or `any` (to a server with room).
+    pub(crate) to: &'static str,
+    /// `answered`, `not_taken` (503: nobody took it in time) or `lost` (503: its taker died).
+    pub(crate) outcome: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct TakeoverLabel {
+    /// Why the session was not running: `server_died`, `server_stopped` or `idle_release`.
+    pub(crate) after: &'static str,
+}
+
 type Histograms<L> = Family<L, Histogram, fn() -> Histogram>;
 
 /// A turn lasts from a second to an hour.
@@ -101,6 +115,10 @@ pub(crate) struct Metrics {
     pub(crate) sse_subscribers: Gauge,
     pub(crate) store_write_seconds: Histograms<OperationLabel>,
     pub(crate) webhook_deliveries: Family<DeliveryLabel, Counter>,
+    pub(crate) forwarded: Family<ForwardLabels, Counter>,
+    pub(crate) forward_seconds: Histograms<ForwardLabels>,
+    pub(crate) commands_run: Counter,
+    pub(crate) takeovers: Family<TakeoverLabel, Counter>,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -126,6 +144,10 @@ impl Metrics {
             sse_subscribers: Gauge::default(),
             store_write_seconds: Family::new_with_constructor(write_buckets),
             webhook_deliveries: Family::default(),
+            forwarded: Family::default(),
+            forward_seconds: Family::new_with_constructor(write_buckets),
+            commands_run: Counter::default(),
+            takeovers: Family::default(),
         };
         let r = &mut this.registry;
         r.register(
@@ -195,6 +217,27 @@ impl Metrics {
             "webhook_deliveries",
             "Tries to deliver a webhook, by outcome (delivered, retrying, abandoned)",
             this.webhook_deliveries.clone(),
+        );
+        r.register(
+            "commands_forwarded",
+            "Requests this server handed to another through the store (fleet), by destination and outcome",
+            this.forwarded.clone(),
+        );
+        r.register_with_unit(
+            "command_forward",
+            "How long a request handed to another server took to be answered, by destination and outcome",
+            Unit::Seconds,
+            this.forward_seconds.clone(),
+        );
+        r.register(
+            "commands_taken",
+            "Requests another server handed to this one that it ran (fleet)",
+            this.commands_run.clone(),
+        );
+        r.register(
+            "takeovers",
+            "Sessions this server brought back that another server (or it) had run, by why they were not running",
+            this.takeovers.clone(),
         );
         this
     }

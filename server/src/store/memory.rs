@@ -23,6 +23,7 @@ struct Inner {
     snapshots: HashMap<String, StoredSnapshot>,
     /// The one server using this store (it lives in that server's process).
     server: Option<String>,
+    tokens: Vec<crate::tokens::TokenRecord>,
     /// What the outbox takes, once webhooks are configured.
     outbox_rules: Option<Arc<OutboxRules>>,
     /// The webhook outbox, by endpoint, session and sequence.
@@ -74,7 +75,47 @@ impl MemoryStore {
 }
 
 #[async_trait]
+impl crate::tokens::TokenStore for MemoryStore {
+    async fn create_token(&self, token: crate::tokens::TokenRecord) -> Result<(), StoreError> {
+        let mut inner = self.lock();
+        if inner.tokens.iter().any(|t| t.id == token.id) {
+            return Err(StoreError::Duplicate(token.id));
+        }
+        inner.tokens.push(token);
+        Ok(())
+    }
+
+    async fn token(&self, id: &str) -> Result<Option<crate::tokens::TokenRecord>, StoreError> {
+        Ok(self.lock().tokens.iter().find(|t| t.id == id).cloned())
+    }
+
+    async fn tokens(&self) -> Result<Vec<crate::tokens::TokenRecord>, StoreError> {
+        Ok(self.lock().tokens.clone())
+    }
+
+    async fn revoke_token(&self, id: &str, at: i64) -> Result<bool, StoreError> {
+        let mut inner = self.lock();
+        let Some(token) = inner.tokens.iter_mut().find(|t| t.id == id) else {
+            return Ok(false);
+        };
+        token.revoked_at.get_or_insert(at);
+        Ok(true)
+    }
+
+    async fn token_used(&self, id: &str, at: i64) -> Result<(), StoreError> {
+        if let Some(token) = self.lock().tokens.iter_mut().find(|t| t.id == id) {
+            token.last_used_at = Some(at);
+        }
+        Ok(())
+    }
+}
+
+#[async_trait]
 impl Store for MemoryStore {
+    fn token_store(&self) -> Option<&dyn crate::tokens::TokenStore> {
+        Some(self)
+    }
+
     async fn create_session(&self, record: SessionRecord) -> Result<(), StoreError> {
         let mut inner = self.lock();
         if inner.sessions.contains_key(&record.id) {

@@ -20,6 +20,8 @@ use async_trait::async_trait;
 use rusqlite::{params, Connection, OptionalExtension};
 use tokio::sync::oneshot;
 
+use crate::tokens::{TokenRecord, TokenStore};
+
 use super::outbox::{
     self, now_ms, AttemptOutcome, Delivery, DeliveryAttempt, OutboxRules, SharedRules, WebhookEvent,
 };
@@ -34,7 +36,8 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/sqlite/0002_session_owner.sql"),
     include_str!("../../migrations/sqlite/0003_session_usage.sql"),
     include_str!("../../migrations/sqlite/0004_session_continuity.sql"),
-    include_str!("../../migrations/sqlite/0005_webhook_outbox.sql"),
+    include_str!("../../migrations/sqlite/0005_tenants_and_tokens.sql"),
+    include_str!("../../migrations/sqlite/0006_webhook_outbox.sql"),
 ];
 
 /// The most writes committed in one transaction.
@@ -47,6 +50,9 @@ pub struct SqliteStore {
     reader: Arc<Mutex<Connection>>,
     /// The server using the file (its heartbeat): the only one that can, while the lock is held.
     server: Mutex<Option<String>>,
+    /// The scoped tokens, on a connection of their own (`agent-api token` writes them beside
+    /// the server).
+    tokens: SqliteTokens,
     /// What the outbox takes (shared with the writer), once webhooks are configured.
     outbox: SharedRules,
     /// The exclusive lock on `<file>.lock`, released when the store is dropped.
@@ -133,6 +139,9 @@ impl SqliteStore {
             let mut writer = connect(&path)?;
             migrate(&mut writer)?;
             let reader = connect(&path)?;
+            let tokens = SqliteTokens {
+                connection: Arc::new(Mutex::new(connect(&path)?)),
+            };
             let siblings: Vec<PathBuf> = ["-wal", "-shm", "-journal"]
                 .iter()
                 .map(|suffix| {
@@ -156,6 +165,7 @@ impl SqliteStore {
                 writes,
                 reader: Arc::new(Mutex::new(reader)),
                 server: Mutex::new(None),
+                tokens,
                 outbox,
                 _lock: lock,
             })
@@ -291,9 +301,9 @@ fn apply(
                 return Err(StoreError::Duplicate(r.id.clone()));
             }
             tx.execute(
-                "INSERT INTO sessions (id, agent, agent_mode, permission_mode, model, variant, native_session_id, ended, end_error, event_count, owner, settings, working_dir, state, active_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 0, ?10, ?11, ?12, ?13, ?14)",
-                params![r.id, r.agent, r.agent_mode, r.permission_mode, r.model, r.variant, r.native_session_id, r.ended, r.end_error, r.owner, r.settings, r.working_dir, r.state.as_str(), unix_now()],
+                "INSERT INTO sessions (id, agent, agent_mode, permission_mode, model, variant, native_session_id, ended, end_error, event_count, owner, settings, working_dir, state, active_at, tenant)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 0, ?10, ?11, ?12, ?13, ?14, ?15)",
+                params![r.id, r.agent, r.agent_mode, r.permission_mode, r.model, r.variant, r.native_session_id, r.ended, r.end_error, r.owner, r.settings, r.working_dir, r.state.as_str(), unix_now(), r.tenant],
             )
             .map_err(backend)?;
         }
@@ -573,7 +583,7 @@ fn updated(rows: rusqlite::Result<usize>, id: &str) -> Result<(), StoreError> {
 }
 
 const SESSION_COLUMNS: &str =
-    "id, agent, agent_mode, permission_mode, model, variant, native_session_id, ended, end_error, event_count, owner, usage, settings, working_dir, state, turns, turn_open, active_at, resumed_how, (SELECT turn FROM snapshots WHERE snapshots.session_id = sessions.id)";
+    "id, agent, agent_mode, permission_mode, model, variant, native_session_id, ended, end_error, event_count, owner, usage, settings, working_dir, state, turns, turn_open, active_at, resumed_how, (SELECT turn FROM snapshots WHERE snapshots.session_id = sessions.id), tenant";
 
 fn session_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<SessionRecord> {
     Ok(SessionRecord {
@@ -597,11 +607,153 @@ fn session_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<SessionRecord> {
         active_at: row.get(17)?,
         resumed_how: row.get(18)?,
         snapshot_turn: row.get(19)?,
+        tenant: row.get(20)?,
     })
+}
+
+/// The scoped tokens of a SQLite file, on a connection of their own: the server's store holds
+/// one, and `agent-api token` opens one beside a running server (without its lock: each token
+/// write is one short transaction, which SQLite serializes with the server's writer).
+#[derive(Debug, Clone)]
+pub(crate) struct SqliteTokens {
+    connection: Arc<Mutex<Connection>>,
+}
+
+const TOKEN_COLUMNS: &str = "id, tenant, scope, hash, created_at, last_used_at, revoked_at";
+
+fn token_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<(TokenRecord, String)> {
+    Ok((
+        TokenRecord {
+            id: row.get(0)?,
+            tenant: row.get(1)?,
+            scope: crate::tokens::Scope::Read,
+            hash: row.get(3)?,
+            created_at: row.get(4)?,
+            last_used_at: row.get(5)?,
+            revoked_at: row.get(6)?,
+        },
+        row.get(2)?,
+    ))
+}
+
+/// A token read back, its scope parsed (an unknown one refused, never widened).
+fn token_scope((mut token, scope): (TokenRecord, String)) -> Result<TokenRecord, StoreError> {
+    token.scope = crate::tokens::Scope::parse(&scope).map_err(backend)?;
+    Ok(token)
+}
+
+impl SqliteTokens {
+    /// Opens (creating and migrating it when needed) the database at `path` for its tokens.
+    pub(crate) async fn open(path: PathBuf) -> Result<Self, StoreError> {
+        tokio::task::spawn_blocking(move || {
+            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                crate::private::create_dirs(dir).map_err(|e| {
+                    StoreError::Backend(format!("cannot create {}: {e}", dir.display()))
+                })?;
+            }
+            crate::private::private_file(&path).map_err(|e| {
+                StoreError::Backend(format!("cannot make {} private: {e}", path.display()))
+            })?;
+            let mut connection = connect(&path)?;
+            migrate(&mut connection)?;
+            Ok(Self {
+                connection: Arc::new(Mutex::new(connection)),
+            })
+        })
+        .await
+        .map_err(backend)?
+    }
+
+    async fn run<T: Send + 'static>(
+        &self,
+        query: impl FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let connection = self.connection.clone();
+        tokio::task::spawn_blocking(move || {
+            query(&connection.lock().unwrap_or_else(|p| p.into_inner()))
+        })
+        .await
+        .map_err(backend)?
+    }
+}
+
+#[async_trait]
+impl TokenStore for SqliteTokens {
+    async fn create_token(&self, t: TokenRecord) -> Result<(), StoreError> {
+        self.run(move |db| {
+            let inserted = db
+                .execute(
+                    &format!("INSERT OR IGNORE INTO tokens ({TOKEN_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"),
+                    params![t.id, t.tenant, t.scope.as_str(), t.hash, t.created_at, t.last_used_at, t.revoked_at],
+                )
+                .map_err(backend)?;
+            match inserted {
+                0 => Err(StoreError::Duplicate(t.id)),
+                _ => Ok(()),
+            }
+        })
+        .await
+    }
+
+    async fn token(&self, id: &str) -> Result<Option<TokenRecord>, StoreError> {
+        let id = id.to_string();
+        self.run(move |db| {
+            db.prepare_cached(&format!("SELECT {TOKEN_COLUMNS} FROM tokens WHERE id = ?1"))
+                .and_then(|mut query| query.query_row([&id], token_row).optional())
+                .map_err(backend)?
+                .map(token_scope)
+                .transpose()
+        })
+        .await
+    }
+
+    async fn tokens(&self) -> Result<Vec<TokenRecord>, StoreError> {
+        self.run(|db| {
+            let mut query = db
+                .prepare(&format!(
+                    "SELECT {TOKEN_COLUMNS} FROM tokens ORDER BY created_at, id"
+                ))
+                .map_err(backend)?;
+            let rows = query.query_map([], token_row).map_err(backend)?;
+            rows.map(|row| row.map_err(backend).and_then(token_scope))
+                .collect()
+        })
+        .await
+    }
+
+    async fn revoke_token(&self, id: &str, at: i64) -> Result<bool, StoreError> {
+        let id = id.to_string();
+        self.run(move |db| {
+            db.execute(
+                "UPDATE tokens SET revoked_at = COALESCE(revoked_at, ?2) WHERE id = ?1",
+                params![id, at],
+            )
+            .map(|rows| rows > 0)
+            .map_err(backend)
+        })
+        .await
+    }
+
+    async fn token_used(&self, id: &str, at: i64) -> Result<(), StoreError> {
+        let id = id.to_string();
+        self.run(move |db| {
+            db.execute(
+                "UPDATE tokens SET last_used_at = ?2 WHERE id = ?1",
+                params![id, at],
+            )
+            .map(|_| ())
+            .map_err(backend)
+        })
+        .await
+    }
 }
 
 #[async_trait]
 impl Store for SqliteStore {
+    fn token_store(&self) -> Option<&dyn TokenStore> {
+        Some(&self.tokens)
+    }
+
     async fn create_session(&self, record: SessionRecord) -> Result<(), StoreError> {
         self.write(|reply| Write::Create(Box::new(record), reply))
             .await
