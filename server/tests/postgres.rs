@@ -688,6 +688,71 @@ async fn readiness_turns_false_while_postgresql_is_stopped_or_read_only_and_true
 }
 
 #[tokio::test]
+async fn the_postgres_outbox_queues_with_its_events_and_gives_each_row_to_one_server_at_a_time() {
+    use agent_api_server::store::{OutboxRules, OutboxTarget, StoredEvent, WebhookEvent};
+    let Some(url) = database() else { return };
+    outbox_checks(open(&url).await, &unique("outbox")).await;
+
+    // Two servers (two connections) taking rows at once: each row goes to one of them.
+    let (one, two) = (open(&url).await, open(&url).await);
+    let endpoint = unique("fleet-endpoint");
+    let rules = Arc::new(OutboxRules::new(vec![OutboxTarget {
+        endpoint: endpoint.clone(),
+        events: vec![WebhookEvent::TurnEnded],
+    }]));
+    one.set_outbox(rules.clone()).unwrap();
+    two.set_outbox(rules).unwrap();
+    let prefix = unique("fleet-session");
+    let sessions: Vec<String> = (0..20).map(|n| format!("{prefix}-{n}")).collect();
+    for id in &sessions {
+        one.create_session(common::record(id, Some("a")))
+            .await
+            .unwrap();
+        let mut transcript = agent_api::kit::transcript::Transcript::new(id.as_str().into(), false);
+        transcript.daemon_status("turn_completed", Some("turn 1".into()));
+        let events: Vec<StoredEvent> = transcript
+            .drain()
+            .map(|e| StoredEvent::from_event(e).unwrap())
+            .collect();
+        one.append_owned(id, "a", events).await.unwrap();
+    }
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+        + 1;
+    let lease = std::time::Duration::from_secs(60);
+    let take = |store: Arc<dyn Store>, server: &'static str, endpoint: String| async move {
+        let mut taken = Vec::new();
+        loop {
+            let due = store
+                .claim_deliveries(server, std::slice::from_ref(&endpoint), now, lease, 3)
+                .await
+                .unwrap();
+            if due.is_empty() {
+                return taken;
+            }
+            taken.extend(due.into_iter().map(|d| d.session));
+        }
+    };
+    let (a, b) = tokio::join!(
+        take(one.clone(), "s1", endpoint.clone()),
+        take(two.clone(), "s2", endpoint.clone())
+    );
+    let mut all: Vec<String> = a.iter().chain(&b).cloned().collect();
+    all.sort();
+    let mut want = sessions.clone();
+    want.sort();
+    assert_eq!(all, want, "every row taken once: {a:?} {b:?}");
+    // A server that died holding rows: once its lease ran out, another takes them (at least once).
+    let retaken = two
+        .claim_deliveries("s3", &[endpoint], now + 61_000, lease, 100)
+        .await
+        .unwrap();
+    assert_eq!(retaken.len(), sessions.len());
+}
+
+#[tokio::test]
 async fn the_postgres_store_keeps_tokens_hashed_and_a_revoke_is_seen_by_every_server_at_once() {
     let Some(url) = database() else { return };
     let store = open(&url).await;

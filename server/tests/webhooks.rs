@@ -531,3 +531,11 @@ async fn a_server_killed_with_undelivered_rows_leaves_them_to_the_next_which_del
     let delivered = wait_log(&api, "kept", "delivered", |d| d["outcome"] == "delivered").await;
     assert_eq!(delivered["status"], 200);
 }
+
+#[tokio::test]
+async fn the_memory_and_sqlite_outboxes_queue_with_their_events_and_keep_each_sessions_order() {
+    outbox_checks(StoreUrl::Memory.open().await.unwrap(), "memory").await;
+    let dir = tempfile::tempdir().unwrap();
+    let sqlite = StoreUrl::Sqlite(dir.path().join("outbox.sqlite3"));
+    outbox_checks(sqlite.open().await.unwrap(), "sqlite").await;
+}

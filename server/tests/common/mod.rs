@@ -600,6 +600,208 @@ pub async fn owner_checks(store: Arc<dyn agent_api_server::Store>, id: &str) {
     assert_eq!(store.snapshot(id).await.unwrap(), Some(snapshot));
 }
 
+/// The webhook outbox of `store` (its session `id`, endpoints named after it): an append queues
+/// a row per event and endpoint whose filter takes it, a refused one none; only the oldest
+/// undelivered row of an endpoint and session is due; a failed try is due again when it said,
+/// and holds the session's next row back; a delivered or abandoned one lets it go; every try is
+/// in the delivery log, newest first.
+pub async fn outbox_checks(store: Arc<dyn agent_api_server::Store>, id: &str) {
+    use agent_api_server::store::{
+        AttemptOutcome, DeliveryAttempt, OutboxRules, OutboxTarget, SessionRecord, StoredEvent,
+        WebhookEvent,
+    };
+    let (turns, all) = (format!("{id}-turns"), format!("{id}-all"));
+    let endpoints = [turns.clone(), all.clone()];
+    store
+        .set_outbox(Arc::new(OutboxRules::new(vec![
+            OutboxTarget {
+                endpoint: turns.clone(),
+                events: vec![WebhookEvent::TurnEnded],
+            },
+            OutboxTarget {
+                endpoint: all.clone(),
+                events: WebhookEvent::ALL.to_vec(),
+            },
+        ])))
+        .unwrap();
+    let mut record = SessionRecord::new(id, "scripted");
+    record.owner = Some("a".into());
+    store.create_session(record).await.unwrap();
+    let mut transcript = agent_api::kit::transcript::Transcript::new(id.into(), false);
+    transcript.permission_requested("perm_1", "run ls", None);
+    transcript.daemon_status("turn_completed", Some("turn 1".into()));
+    transcript.daemon_status("turn_completed", Some("turn 2".into()));
+    let events: Vec<StoredEvent> = transcript
+        .drain()
+        .map(|e| StoredEvent::from_event(e).unwrap())
+        .collect();
+    let of = |kind: WebhookEvent| -> Vec<u64> {
+        events
+            .iter()
+            .filter(|e| WebhookEvent::of(e) == Some(kind))
+            .map(|e| e.sequence)
+            .collect()
+    };
+    let (ends, asks) = (
+        of(WebhookEvent::TurnEnded),
+        of(WebhookEvent::PermissionRequested),
+    );
+    assert_eq!((ends.len(), asks.len()), (2, 1), "{events:#?}");
+    let clock = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as i64
+            + 1
+    };
+    let lease = Duration::from_secs(60);
+    let heads = |due: Vec<agent_api_server::store::Delivery>| {
+        let mut heads: Vec<(String, u64, u32)> = due
+            .into_iter()
+            .map(|d| {
+                assert_eq!((d.session.as_str(), d.agent.as_str()), (id, "scripted"));
+                let stored = &events[d.sequence as usize - 1];
+                assert_eq!(d.json, stored.json, "the event as stored");
+                assert_eq!(Some(d.event), WebhookEvent::of(stored));
+                (d.endpoint, d.sequence, d.attempts)
+            })
+            .collect();
+        heads.sort();
+        heads
+    };
+
+    // Refused: nothing queued.
+    assert!(matches!(
+        store.append_owned(id, "b", events.clone()).await,
+        Err(agent_api_server::StoreError::NotOwner { .. })
+    ));
+    assert!(store
+        .claim_deliveries("s1", &endpoints, clock(), lease, 10)
+        .await
+        .unwrap()
+        .is_empty());
+    store.append_owned(id, "a", events.clone()).await.unwrap();
+    let now = clock();
+    let due = store
+        .claim_deliveries("s1", &endpoints, now, lease, 10)
+        .await
+        .unwrap();
+    assert_eq!(
+        heads(due),
+        [(all.clone(), asks[0], 0), (turns.clone(), ends[0], 0)]
+    );
+    let attempt =
+        |endpoint: &str, sequence: u64, n: u32, at: i64, outcome: AttemptOutcome| DeliveryAttempt {
+            endpoint: endpoint.into(),
+            session: id.into(),
+            sequence,
+            event_id: format!("evt_{sequence}"),
+            event: WebhookEvent::of(&events[sequence as usize - 1]).unwrap(),
+            attempt: n,
+            at_ms: at,
+            status: Some(if outcome == AttemptOutcome::Delivered {
+                200
+            } else {
+                500
+            }),
+            error: (outcome != AttemptOutcome::Delivered).then(|| "status".to_string()),
+            outcome,
+            next_attempt_ms: (outcome == AttemptOutcome::Retrying).then_some(now + 60_000),
+        };
+    store
+        .record_attempt(attempt(&turns, ends[0], 1, now, AttemptOutcome::Retrying))
+        .await
+        .unwrap();
+    store
+        .record_attempt(attempt(
+            &all,
+            asks[0],
+            1,
+            now + 1,
+            AttemptOutcome::Delivered,
+        ))
+        .await
+        .unwrap();
+    // The retried head holds its session back on its endpoint; the delivered one lets it go.
+    let due = store
+        .claim_deliveries("s1", &endpoints, now + 2, lease, 10)
+        .await
+        .unwrap();
+    assert_eq!(heads(due), [(all.clone(), ends[0], 0)]);
+    store
+        .record_attempt(attempt(
+            &all,
+            ends[0],
+            1,
+            now + 3,
+            AttemptOutcome::Delivered,
+        ))
+        .await
+        .unwrap();
+    // Due again once its time came.
+    let due = store
+        .claim_deliveries("s1", &endpoints, now + 61_000, lease, 10)
+        .await
+        .unwrap();
+    assert_eq!(
+        heads(due),
+        [(all.clone(), ends[1], 0), (turns.clone(), ends[0], 1)]
+    );
+    // Given up: the next goes.
+    store
+        .record_attempt(attempt(
+            &turns,
+            ends[0],
+            2,
+            now + 4,
+            AttemptOutcome::Abandoned,
+        ))
+        .await
+        .unwrap();
+    store
+        .record_attempt(attempt(
+            &all,
+            ends[1],
+            1,
+            now + 5,
+            AttemptOutcome::Delivered,
+        ))
+        .await
+        .unwrap();
+    let due = store
+        .claim_deliveries("s1", std::slice::from_ref(&turns), now + 61_000, lease, 10)
+        .await
+        .unwrap();
+    assert_eq!(heads(due), [(turns.clone(), ends[1], 0)]);
+
+    let log = store.delivery_log(Some(id), 10).await.unwrap();
+    let shown: Vec<(&str, u64, u32, AttemptOutcome)> = log
+        .iter()
+        .map(|a| (a.endpoint.as_str(), a.sequence, a.attempt, a.outcome))
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            (all.as_str(), ends[1], 1, AttemptOutcome::Delivered),
+            (turns.as_str(), ends[0], 2, AttemptOutcome::Abandoned),
+            (all.as_str(), ends[0], 1, AttemptOutcome::Delivered),
+            (all.as_str(), asks[0], 1, AttemptOutcome::Delivered),
+            (turns.as_str(), ends[0], 1, AttemptOutcome::Retrying),
+        ],
+        "newest first"
+    );
+    assert_eq!(log[4].status, Some(500));
+    assert_eq!(log[4].error.as_deref(), Some("status"));
+    assert_eq!(log[4].next_attempt_ms, Some(now + 60_000));
+    assert_eq!(log[4].event_id, format!("evt_{}", ends[0]));
+    assert_eq!(store.delivery_log(Some(id), 2).await.unwrap().len(), 2);
+    assert!(store
+        .delivery_log(Some(&format!("{id}-none")), 10)
+        .await
+        .unwrap()
+        .is_empty());
+}
+
 /// The file `tests/postgres/setup.sh` writes its settings to (`postgres.env` in
 /// `$AGENT_API_POSTGRES_DIR`, default `~/.cache/agent_api/postgres`).
 pub fn postgres_env_file() -> std::path::PathBuf {
