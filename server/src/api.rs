@@ -6,9 +6,10 @@ use agent_api::{PermissionDecision, QuestionAnswer};
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::Json;
+use axum::{Extension, Json};
 use tokio::sync::mpsc;
 
+use crate::access::Caller;
 use crate::error::{ApiError, JsonBody, QueryOf};
 use crate::follow::{sse, until_stopped, Follower, SSE_CLIENT_BUFFER};
 use crate::live::{LiveSession, TurnOptions};
@@ -79,8 +80,10 @@ pub(crate) async fn install_agent(
 pub(crate) async fn agent_history(
     State(server): State<Server>,
     Path(agent): Path<String>,
+    Extension(caller): Extension<Caller>,
     QueryOf(query): QueryOf<HistoryQuery>,
 ) -> Result<Json<StoredSessionListResponse>, ApiError> {
+    let theirs = tenant_natives(&server, &caller).await?;
     let kind = server.kind(&agent)?;
     let query = query
         .cwd
@@ -99,6 +102,7 @@ pub(crate) async fn agent_history(
     };
     let sessions = stored
         .into_iter()
+        .filter(|s| theirs.as_ref().is_none_or(|theirs| theirs.contains(&s.id)))
         .map(|s| StoredSessionInfo {
             time: s.time.and_then(time),
             cwd: s.cwd.map(|c| c.to_string_lossy().into_owned()),
@@ -122,9 +126,16 @@ pub(crate) async fn agent_history(
 pub(crate) async fn agent_history_events(
     State(server): State<Server>,
     Path((agent, id)): Path<(String, String)>,
+    Extension(caller): Extension<Caller>,
     QueryOf(query): QueryOf<EventsQuery>,
 ) -> Result<Response, ApiError> {
     let kind = server.kind(&agent)?;
+    if tenant_natives(&server, &caller)
+        .await?
+        .is_some_and(|theirs| !theirs.contains(&id))
+    {
+        return Err(ApiError::no_session(&id));
+    }
     let include_raw = query.include_raw.unwrap_or(false);
     let handle = server
         .inner
@@ -145,14 +156,38 @@ pub(crate) async fn agent_history_events(
     ))
 }
 
+/// The agent session ids of the tenant's sessions, for a tenant's token (`None`: it sees every
+/// one): the agents' own stores are the server's, so a tenant reads there only its own sessions.
+async fn tenant_natives(
+    server: &Server,
+    caller: &Caller,
+) -> Result<Option<std::collections::HashSet<String>>, ApiError> {
+    if caller.tenant.is_none() {
+        return Ok(None);
+    }
+    let records = server.inner.store.sessions().await?;
+    Ok(Some(
+        records
+            .into_iter()
+            .filter(|r| caller.sees(r.tenant.as_deref()))
+            .filter_map(|r| r.native_session_id)
+            .collect(),
+    ))
+}
+
 #[utoipa::path(get, path = "/v1/sessions", operation_id = "list_sessions", responses((status = 200, body = SessionListResponse)))]
 pub(crate) async fn list_sessions(
     State(server): State<Server>,
+    Extension(caller): Extension<Caller>,
 ) -> Result<Json<SessionListResponse>, ApiError> {
     let records = server.inner.store.sessions().await?;
     let mut sessions = Vec::with_capacity(records.len());
     let mut owners = std::collections::HashMap::new();
-    for record in records {
+    // A tenant's token lists its tenant's sessions only.
+    for record in records
+        .into_iter()
+        .filter(|r| caller.sees(r.tenant.as_deref()))
+    {
         sessions.push(server.info_with(record, &mut owners).await?);
     }
     Ok(Json(SessionListResponse { sessions }))
@@ -201,9 +236,10 @@ pub(crate) async fn resume_session(
 pub(crate) async fn create_session(
     State(server): State<Server>,
     Path(id): Path<String>,
+    Extension(caller): Extension<Caller>,
     JsonBody(body): JsonBody<CreateSessionRequest>,
 ) -> Result<Json<CreateSessionResponse>, ApiError> {
-    let live = server.create(&id, body).await?;
+    let live = server.create(&id, body, caller.tenant.as_deref()).await?;
     let native_session_id = server
         .inner
         .store
@@ -305,6 +341,19 @@ async fn turn(
         return Err(ApiError::invalid("the message is empty"));
     }
     crate::turn::check_fixed(&body.settings, &live.opened.request.settings)?;
+    // Checked now, not when its turn starts: a message queued behind a turn is answered 204
+    // before that, so an unknown mode would otherwise be refused to nobody.
+    if let Some(mode) = body.settings.agent_mode.as_deref() {
+        let backend = server.backend(&live.opened.kind)?;
+        if mode != crate::agents::DEFAULT_MODE && !backend.modes().iter().any(|m| m.id == mode) {
+            return Err(ApiError::invalid(format!(
+                "the agent `{}` has no mode `{}` (GET /v1/agents/{{agent}}/modes lists them)",
+                live.opened.kind,
+                agent_api::display::line(mode, 64)
+            ))
+            .about("agentMode"));
+        }
+    }
     // Before any image is read or copied: a message that would be refused costs nothing.
     live.check_accepts()?;
     let images = message_images(server, live, body.images).await?;

@@ -104,6 +104,12 @@ pub(crate) struct LiveSession {
     metrics: crate::metrics::Shared,
     /// This server's identity: the owner every write of the session names.
     pub(crate) owner: String,
+    /// The epoch of this server's claim: every event it appends names it, and the store refuses
+    /// it once another server claimed the session (fencing, `spec/http-api.md` "Fleet").
+    pub(crate) epoch: u64,
+    /// The lease this server's heartbeat holds (`ServerConfig::server_lease`): past it without a
+    /// renewal, the store refuses its appends.
+    lease: std::time::Duration,
     /// The transcript to prime the next prompt with (a `replay` resume).
     prime: Mutex<Option<String>>,
     /// The turn its last server died in, closed as interrupted when it came back: a reply to
@@ -121,6 +127,8 @@ pub(crate) struct LiveSession {
 pub(crate) struct Continuity {
     /// The server's identity.
     pub(crate) owner: String,
+    /// The epoch of its claim (0: created here).
+    pub(crate) epoch: u64,
     /// The sequence the next event gets.
     pub(crate) next_sequence: u64,
     /// The turns started so far.
@@ -341,6 +349,8 @@ impl LiveSession {
             on_end,
             metrics,
             owner: continuity.owner,
+            epoch: continuity.epoch,
+            lease: config.server_lease,
             prime: Mutex::new(continuity.prime),
             interrupted: Mutex::new(continuity.interrupted),
             last_active: Mutex::new(std::time::Instant::now()),
@@ -836,8 +846,13 @@ impl LiveSession {
             let attempt = tokio::time::timeout(
                 left.clamp(std::time::Duration::from_millis(100), STORE_TRY),
                 tracing::Instrument::instrument(
-                    self.store
-                        .append_owned(&self.id, &self.owner, stored.to_vec()),
+                    self.store.append_fenced(
+                        &self.id,
+                        &self.owner,
+                        self.epoch,
+                        self.lease,
+                        stored.to_vec(),
+                    ),
                     span,
                 ),
             );
@@ -931,8 +946,8 @@ impl LiveSession {
             chunk.iter_mut().for_each(|event| number_turn(event, turn));
             match self.record(chunk).await {
                 Ok(end) => ended |= end,
-                Err(error @ StoreError::NotOwner { .. }) => {
-                    // Another server owns the session now: nothing more of this turn may be
+                Err(error @ (StoreError::NotOwner { .. } | StoreError::LeaseLost { .. })) => {
+                    // Another server owns the session now (or may: this one's lease ran out): nothing more of this turn may be
                     // written or served, so the agent stops here.
                     control.cancel();
                     lost = Some(error);
@@ -1072,9 +1087,11 @@ impl LiveSession {
         }
     }
 
-    /// Another server owns the session now (this one was thought gone): it stops its agent,
-    /// writes nothing more, says so in the log, ends its subscribers' streams, and forgets it.
-    async fn lost(&self, error: &StoreError) {
+    /// Another server owns the session now (this one was thought gone), or may (this one's
+    /// lease ran out): it stops its agent, writes nothing more, says so in the log, ends its
+    /// subscribers' streams, lets the session go (still its owner, it stores it released, so
+    /// that any server may claim it) and forgets it.
+    pub(crate) async fn lost(&self, error: &StoreError) {
         tracing::error!(
             session = %self.id,
             "this server can no longer record the session's events, so it stopped its agent: {error}"
@@ -1086,6 +1103,11 @@ impl LiveSession {
             drop(session.take());
         }
         self.state().ended = true;
+        if matches!(error, StoreError::LeaseLost { .. }) {
+            // Refused when another server owns it now: then there is nothing to let go.
+            let release = SessionUpdate::default().state(SessionState::Idle);
+            let _ = self.store.update(&self.id, &self.owner, release).await;
+        }
         let _ = self.feed.send(Feed::Ended);
         (self.on_end)(&self.id);
     }

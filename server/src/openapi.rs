@@ -31,6 +31,8 @@ use utoipa::OpenApi;
         crate::api::steer_turn,
         crate::api::resume_session,
         crate::api::openapi,
+        crate::access::whoami,
+        crate::webhooks::log::deliveries,
     ),
     components(schemas(crate::wire::ErrorType, crate::wire::AgentErrorBody, crate::wire::EventsQuery, crate::wire::TurnStreamQuery, crate::wire::TurnWaitQuery)),
     modifiers(&BearerToken),

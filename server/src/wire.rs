@@ -16,6 +16,20 @@ pub struct HealthResponse {
     pub status: String,
 }
 
+/// `GET /v1/whoami`: what the request's token may do and whose sessions it sees.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WhoAmIResponse {
+    /// The tenant whose sessions the token sees; absent: every session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tenant: Option<String>,
+    /// `read`, `operate` or `admin`.
+    pub scope: String,
+    /// The id of the stored token (`agent-api token list`); absent for the server's own token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_id: Option<String>,
+}
+
 /// What an agent shows in the session transcript, as the reference's booleans.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -173,6 +187,10 @@ pub struct AgentInstallRequest {
 pub struct CreateSessionRequest {
     /// The agent id (`scripted`, `claude_code` or the reference's `claude`, …).
     pub agent: String,
+    /// Where the agent works: a directory beneath the session's working-directory root (its
+    /// tenant's, else the server's `--cwd`), relative to it or absolute; default: the root.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
     /// The session's options (the reference's `agentMode`, `model`, … and this server's).
     #[serde(flatten)]
     pub settings: SessionSettings,

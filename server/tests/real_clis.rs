@@ -235,14 +235,16 @@ async fn drive(api: &Api, model: &ModelServer, sandbox: &Sandbox, create: Value)
         "the follower's stream ends with the session"
     );
 
-    // Pages hold exactly what SSE served: every event once, in order, from 1.
+    // Pages hold exactly what SSE served: every event once, in order, from 2 (the session's
+    // `session.started`, 1, was written when it was created, before the first turn's stream).
     let ids: Vec<u64> = served.iter().map(|f| f.id.unwrap()).collect();
     assert_eq!(
         ids,
-        (1..=ids.len() as u64).collect::<Vec<_>>(),
+        (2..=ids.len() as u64 + 1).collect::<Vec<_>>(),
         "no gap, no duplicate over SSE"
     );
-    let pages = api.all_events("real", 7).await;
+    let mut pages = api.all_events("real", 7).await;
+    assert_eq!(pages.remove(0)["type"], "session.started");
     let sse: Vec<Value> = served.into_iter().map(|f| f.data).collect();
     assert_eq!(pages, sse);
     for event in &pages {
