@@ -629,11 +629,13 @@ async function send(pane, input) {
       await act(pane, "/steer", { message });
       return;
     }
+    const running = pane.transcript.busySince !== null;
     await act(pane, "/messages", body);
     // Busy from now: the turn's own `turn_started` sets the time it began.
     if (pane.transcript.busySince === null) pane.transcript.busy(Date.now());
     renderBusy(pane);
-    if (body.agentMode) refreshInfo(pane);
+    // Sent while a turn runs, it waits in the session's queue, which the pane's line counts.
+    if (body.agentMode || running) refreshInfo(pane);
   } catch {
     input.value = message;
   }

@@ -832,6 +832,9 @@ async fn the_persons_cancel_and_terminate_are_theirs_a_busy_turn_shows_its_time_
         )
         .await;
     assert_eq!(running, json!(false), "Cancel is enabled while a turn runs");
+    // A message sent while the turn runs waits in the session's queue, and the pane says so.
+    say(&browser, "and then this").await;
+    browser.wait_text(".pane .meta", "1 queued").await;
     browser.shot("busy").await;
     browser.click(".pane .cancel").await;
     browser
@@ -841,6 +844,13 @@ async fn the_persons_cancel_and_terminate_are_theirs_a_busy_turn_shows_its_time_
         .wait_until(
             "the turn ended",
             "return document.querySelector('.pane .busy').hidden && document.querySelector('.pane .cancel').disabled",
+        )
+        .await;
+    // The cancel dropped the queue: the queued message never ran.
+    browser
+        .wait_until(
+            "the queue is empty",
+            "return !document.querySelector('.pane .meta').textContent.includes('queued')",
         )
         .await;
     let failures = browser
