@@ -73,13 +73,17 @@ pub fn render_matrix(backends: &[MatrixRow]) -> String {
 /// Why backends leave out a capability users ask for, by id: the matrix's closing notes.
 const WHY_NOT: &[(&str, &str)] = &[(
     crate::CONTROL_STEER,
-    "Codex (app-server: `turn/steer`) and Claude Code (two-way stream-json: a user message mid-turn, \
-     acknowledged by its `--replay-user-messages` echo) are steered natively. OpenCode's `serve` would steer (a \
-     `prompt_async` while busy joins the running loop at its next step, seen on 1.18.33) but its backend does not \
-     send one yet; Qwen Code's two-way stream-json was not yet tried mid-turn; Gemini CLI and ACP agents have no \
-     verb for it in ACP; Amp was not tried; the scripted agent has no model to read it; one-way modes (Claude \
-     Code print, Codex exec, `opencode run`, headless Gemini and Qwen) have no input channel. Never emulated by \
-     cancelling and resending (`spec/run-protocol.md` §10).",
+    "Codex (app-server: `turn/steer`), Claude Code (two-way stream-json: a user message mid-turn, \
+     acknowledged by its `--replay-user-messages` echo) and OpenCode (`serve`: a `prompt_async` while the \
+     session is busy joins the running loop at its next step, taken once an answer names it as its parent) are \
+     steered natively. Not advertised: Qwen Code (its two-way stream-json queues a user message sent mid-turn \
+     and runs it as a turn of its own after the running one's `result`, seen on 0.15.10, and has no echo to \
+     acknowledge it; its ACP interface has no verb); Gemini CLI and generic ACP agents (ACP has no verb for it: \
+     a `session/prompt` is a turn of its own); Amp (runs only on its own hosted model, so a message mid-turn \
+     cannot be proven to reach the model in the same turn, and `--stream-json-input` acknowledges nothing); the \
+     scripted agent (its steps are fixed: no model reads a message); one-way modes (Claude Code print, Codex \
+     exec, `opencode run`, headless Gemini and Qwen) have no input channel. Never emulated by cancelling and \
+     resending (`spec/run-protocol.md` §10).",
 )];
 
 /// One backend's column of the options table: its kind and, per portable option it honours, the

@@ -15,6 +15,7 @@ mod replay;
 mod run;
 mod serve;
 mod signals;
+mod token;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -276,6 +277,9 @@ enum Command {
     Doctor,
     /// Serve the universal session API over HTTP and SSE (spec/http-api.md).
     Serve(Box<serve::ServeArgs>),
+    /// Make, list and revoke the scoped tokens of a server's store (spec/http-api.md, Auth).
+    #[command(subcommand)]
+    Token(token::TokenCommand),
     /// Started by `serve`: waits until its stdin closes (the server is gone, even killed with
     /// SIGKILL), then stops the agents that server left running.
     #[command(name = "__watchdog", hide = true)]
@@ -338,6 +342,7 @@ async fn main() -> ExitCode {
         Command::Capabilities { agent, format } => capabilities::print(agent.as_deref(), format),
         Command::Doctor => doctor::doctor().await,
         Command::Serve(args) => serve::serve(*args).await,
+        Command::Token(command) => token::token(command).await,
         Command::Watchdog { owner } => Ok(serve::watchdog(&owner)),
     };
     match result {

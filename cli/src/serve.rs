@@ -44,13 +44,24 @@ pub(crate) struct ServeArgs {
     #[arg(long)]
     no_token: bool,
     /// Where sessions are kept: sqlite:PATH (default: agent-api/server.sqlite3 in the user's data
-    /// directory), postgres://USER@HOST:PORT/DB (shared by several servers) or memory (nothing
-    /// survives the server). A URL with a password is better in AGENT_API_STORE or --store-file.
+    /// directory), postgres://USER@HOST:PORT/DB (shared by several servers; TLS with a verified
+    /// certificate when the server offers it, `?sslmode=verify-full&sslrootcert=CA.pem` to insist)
+    /// or memory (nothing survives the server). A URL with a password is better in AGENT_API_STORE or --store-file.
     #[arg(long, value_name = "URL", conflicts_with = "store_file")]
     store: Option<String>,
     /// Read the store's URL from this file (its first line).
     #[arg(long, value_name = "PATH")]
     store_file: Option<PathBuf>,
+    /// A tenant's working-directory root (repeatable): its sessions work beneath DIR (a
+    /// session's `cwd` resolves there). A tenant's token (`agent-api token create --tenant T`)
+    /// reads its tenant's sessions; it opens sessions only for a tenant with a root here.
+    #[arg(long = "tenant-root", value_name = "TENANT=DIR")]
+    tenant_roots: Vec<String>,
+    /// A tenant's agent home (repeatable; made 0700 when missing): the HOME and XDG base
+    /// directories of its agents. Default: agent-api/tenants/TENANT/home in the user's data
+    /// directory.
+    #[arg(long = "tenant-home", value_name = "TENANT=DIR")]
+    tenant_homes: Vec<String>,
     /// A host name clients reach this server by (repeatable; beyond its IP addresses and
     /// localhost): a request naming another Host is refused (DNS rebinding).
     #[arg(long = "allowed-host", value_name = "NAME")]
@@ -63,6 +74,10 @@ pub(crate) struct ServeArgs {
     /// Live sessions at once (503 past it).
     #[arg(long, value_name = "N", default_value_t = 256)]
     max_sessions: usize,
+    /// Messages a session queues while its turn runs (429 queue_full past it; 0: a message
+    /// during a turn is 409 turn_in_progress).
+    #[arg(long, value_name = "N", default_value_t = 8)]
+    max_queue: usize,
     /// Open connections at once (a new one past it is answered 503 and closed).
     #[arg(long, value_name = "N", default_value_t = 512)]
     max_connections: usize,
@@ -78,11 +93,29 @@ pub(crate) struct ServeArgs {
     /// client terminates it.
     #[arg(long, value_name = "SECS")]
     session_idle_ttl: Option<u64>,
-    /// In a store shared with other servers (PostgreSQL): how long this one counts as running
-    /// after its last heartbeat (renewed every third of it); past it, its sessions may be brought
-    /// back by another.
-    #[arg(long, value_name = "SECS", default_value_t = 30)]
+    /// In a store shared with other servers (PostgreSQL): this server's lease, how long it
+    /// counts as running after its last heartbeat; past it, the store refuses its writes and
+    /// another server may claim its sessions (fencing). Give every server of a fleet the same.
+    #[arg(
+        long,
+        visible_alias = "lease-ttl",
+        value_name = "SECS",
+        default_value_t = 30
+    )]
     server_lease: u64,
+    /// How often the heartbeat (the lease) is renewed, in milliseconds; default: a third of the
+    /// lease.
+    #[arg(long, value_name = "MS")]
+    heartbeat: Option<u64>,
+    /// An API-only front door: run no agents, hand every session to the servers sharing the
+    /// store (PostgreSQL), answer the rest here.
+    #[arg(long)]
+    no_agents: bool,
+    /// Once asked to stop (SIGTERM), after --drain: how many seconds running turns may go on
+    /// before they are cancelled; meanwhile no session is opened here and idle ones are released
+    /// for the other servers.
+    #[arg(long, value_name = "SECS", default_value_t = 30)]
+    drain_timeout: u64,
     /// A browser origin allowed by CORS (repeatable); default: no CORS.
     #[arg(long = "cors-origin", value_name = "ORIGIN")]
     cors_origins: Vec<String>,
@@ -99,6 +132,18 @@ pub(crate) struct ServeArgs {
     /// (`GET /v1/health/ready` answers 503), so that a load balancer stops sending work first.
     #[arg(long, value_name = "SECS", default_value_t = 0)]
     drain: u64,
+    /// Post events to this http:// URL, signed (Standard Webhooks), at least once and in order
+    /// per session (repeatable). Which events: `URL;events=NAME[,NAME…]` with turn.ended,
+    /// permission.requested, question.requested, session.ended, error; default: all of them.
+    #[arg(long = "webhook", value_name = "URL[;events=…]")]
+    webhooks: Vec<String>,
+    /// The webhooks' signing secret, whsec_ and base64 (the Standard Webhooks form). Every local
+    /// user reads the command line: prefer --webhook-secret-file or AGENT_API_WEBHOOK_SECRET.
+    #[arg(long, value_name = "whsec_…", conflicts_with = "webhook_secret_file")]
+    webhook_secret: Option<String>,
+    /// Read the webhooks' signing secret from this file (its first line).
+    #[arg(long, value_name = "PATH")]
+    webhook_secret_file: Option<PathBuf>,
     /// Print the inspector's address with the token (in the fragment: never sent to a server or
     /// a log) and, on a desktop, open it in the browser.
     #[arg(long)]
@@ -126,6 +171,8 @@ fn is_loopback(host: &str) -> bool {
 const TOKEN_VAR: &str = "AGENT_API_TOKEN";
 /// The variable the store's URL may come from.
 const STORE_VAR: &str = "AGENT_API_STORE";
+/// The variable the webhooks' secret may come from.
+const WEBHOOK_SECRET_VAR: &str = "AGENT_API_WEBHOOK_SECRET";
 
 /// The first line of the secret file `path` (`what` names it in errors).
 fn read_secret(path: &Path, what: &str) -> Result<String, String> {
@@ -142,6 +189,72 @@ fn read_secret(path: &Path, what: &str) -> Result<String, String> {
     Ok(line)
 }
 
+/// The store `--store`, `--store-file` or `AGENT_API_STORE` (`var`) names, in that order; the
+/// default SQLite file without any.
+pub(crate) fn store_url(
+    store: Option<&str>,
+    store_file: Option<&Path>,
+    var: Option<String>,
+) -> Result<StoreUrl, String> {
+    let url = match (store, store_file, var) {
+        (Some(url), _, _) => Some(url.to_string()),
+        (None, Some(path), _) => Some(read_secret(path, "--store-file")?),
+        (None, None, url) => url,
+    };
+    match &url {
+        Some(url) => StoreUrl::parse(url).map_err(|e| e.to_string()),
+        None => StoreUrl::default_sqlite()
+            .ok_or_else(|| "no user data directory for the store: pass --store sqlite:PATH".into()),
+    }
+}
+
+/// The tenants `--tenant-root` and `--tenant-home` name: each root an existing directory, each
+/// home one of a tenant with a root (default: [`agent_api_server::Tenant::default_home`]).
+fn tenants(
+    roots: &[String],
+    homes: &[String],
+) -> Result<Vec<(String, agent_api_server::Tenant)>, String> {
+    let pair = |flag: &str, text: &str| -> Result<(String, PathBuf), String> {
+        let (name, dir) = text
+            .split_once('=')
+            .filter(|(n, d)| !n.is_empty() && !d.is_empty())
+            .ok_or_else(|| {
+                format!(
+                    "{flag} {}: give TENANT=DIR",
+                    agent_api::display::line(text, 128)
+                )
+            })?;
+        agent_api_server::tokens::check_tenant(name).map_err(|e| format!("{flag}: {e}"))?;
+        Ok((name.to_string(), PathBuf::from(dir)))
+    };
+    let mut homes: std::collections::BTreeMap<String, PathBuf> = homes
+        .iter()
+        .map(|text| pair("--tenant-home", text))
+        .collect::<Result<_, _>>()?;
+    let mut tenants = Vec::new();
+    for text in roots {
+        let (name, root) = pair("--tenant-root", text)?;
+        let root = root
+            .canonicalize()
+            .ok()
+            .filter(|r| r.is_dir())
+            .ok_or_else(|| format!("--tenant-root {name}={}: not a directory", root.display()))?;
+        let home = match homes.remove(&name) {
+            Some(home) => home,
+            None => agent_api_server::Tenant::default_home(&name).ok_or_else(|| {
+                format!("no user data directory for the agent home of tenant {name}: pass --tenant-home {name}=DIR")
+            })?,
+        };
+        tenants.push((name, agent_api_server::Tenant::new(root).with_home(home)));
+    }
+    if let Some(name) = homes.keys().next() {
+        return Err(format!(
+            "--tenant-home {name}=…: that tenant has no --tenant-root"
+        ));
+    }
+    Ok(tenants)
+}
+
 /// Runs the server until a signal.
 pub(crate) async fn serve(args: ServeArgs) -> Result<ExitCode, String> {
     // Read, then taken out of this process's environment before any agent starts: an agent run
@@ -152,8 +265,12 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<ExitCode, String> {
     let store_var = std::env::var(STORE_VAR)
         .ok()
         .filter(|s| !s.trim().is_empty());
+    let webhook_secret_var = std::env::var(WEBHOOK_SECRET_VAR)
+        .ok()
+        .filter(|s| !s.trim().is_empty());
     std::env::remove_var(TOKEN_VAR);
     std::env::remove_var(STORE_VAR);
+    std::env::remove_var(WEBHOOK_SECRET_VAR);
     let format = match args.log_format {
         LogFormatArg::Text => agent_api_server::telemetry::LogFormat::Text,
         LogFormatArg::Json => agent_api_server::telemetry::LogFormat::Json,
@@ -193,16 +310,7 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<ExitCode, String> {
             Some(token)
         }
     };
-    let store_url = match (&args.store, &args.store_file, store_var) {
-        (Some(url), _, _) => Some(url.clone()),
-        (None, Some(path), _) => Some(read_secret(path, "--store-file")?),
-        (None, None, url) => url,
-    };
-    let store = match &store_url {
-        Some(url) => StoreUrl::parse(url).map_err(|e| e.to_string())?,
-        None => StoreUrl::default_sqlite()
-            .ok_or("no user data directory for the store: pass --store sqlite:PATH")?,
-    };
+    let store = store_url(args.store.as_deref(), args.store_file.as_deref(), store_var)?;
     let mut config = ServerConfig::default()
         .with_max_body_bytes(args.max_body)
         .with_drain(std::time::Duration::from_secs(args.drain));
@@ -212,6 +320,7 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<ExitCode, String> {
     config.allowed_hosts = args.allowed_hosts.clone();
     config.client_options = args.client_options.clone();
     config.max_sessions = args.max_sessions;
+    config.max_queue = args.max_queue;
     config.max_connections = args.max_connections;
     if let Some(id) = &args.daemon_id {
         config = config.with_daemon_id(id);
@@ -221,15 +330,40 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<ExitCode, String> {
             Some(std::time::Duration::from_secs(args.idle_release)).filter(|d| !d.is_zero()),
         )
         .with_session_idle_ttl(args.session_idle_ttl.map(std::time::Duration::from_secs))
-        .with_server_lease(std::time::Duration::from_secs(args.server_lease.max(1)));
+        .with_server_lease(std::time::Duration::from_secs(args.server_lease.max(1)))
+        .with_heartbeat(args.heartbeat.map(std::time::Duration::from_millis))
+        .with_drain_timeout(std::time::Duration::from_secs(args.drain_timeout))
+        .with_agents(!args.no_agents);
+    if args
+        .heartbeat
+        .is_some_and(|ms| ms == 0 || ms >= args.server_lease.max(1) * 1000)
+    {
+        return Err("--heartbeat must be above 0 and well below the lease (--server-lease)".into());
+    }
+    if args.no_agents && !matches!(store, StoreUrl::Postgres(_)) {
+        return Err(
+            "--no-agents needs a store shared with servers that run agents (--store postgres://…)"
+                .into(),
+        );
+    }
+    for (name, tenant) in tenants(&args.tenant_roots, &args.tenant_homes)? {
+        config = config.with_tenant(name, tenant);
+    }
+    if let Some(webhooks) = webhooks(&args, webhook_secret_var)? {
+        config = config.with_webhooks(webhooks);
+    }
     config.check().map_err(|e| e.to_string())?;
     // What a sandboxed agent must not read although it sees the whole filesystem: the files the
     // token and the store's URL came from, and the store with every session's transcript.
-    let mut secret_files: Vec<PathBuf> = [&args.token_file, &args.store_file]
-        .into_iter()
-        .flatten()
-        .cloned()
-        .collect();
+    let mut secret_files: Vec<PathBuf> = [
+        &args.token_file,
+        &args.store_file,
+        &args.webhook_secret_file,
+    ]
+    .into_iter()
+    .flatten()
+    .cloned()
+    .collect();
     if let StoreUrl::Sqlite(path) = &store {
         for suffix in ["", "-wal", "-shm", "-journal"] {
             let mut name = path.clone().into_os_string();
@@ -298,6 +432,35 @@ pub(crate) async fn serve(args: ServeArgs) -> Result<ExitCode, String> {
     drop(telemetry);
     eprintln!("agent-api: stopped");
     Ok(ExitCode::SUCCESS)
+}
+
+/// The webhooks `--webhook` asks for, signed with the secret from `--webhook-secret`,
+/// `--webhook-secret-file` or the environment (`from_env`); `None` without `--webhook`.
+fn webhooks(
+    args: &ServeArgs,
+    from_env: Option<String>,
+) -> Result<Option<agent_api_server::webhooks::WebhookConfig>, String> {
+    use agent_api_server::webhooks::{WebhookConfig, WebhookEndpoint, WebhookError, WebhookSecret};
+    if args.webhooks.is_empty() {
+        return Ok(None);
+    }
+    let endpoints = args
+        .webhooks
+        .iter()
+        .map(|text| WebhookEndpoint::parse(text))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("--webhook: {e}"))?;
+    let secret = match (&args.webhook_secret, &args.webhook_secret_file, from_env) {
+        (Some(secret), _, _) => {
+            eprintln!("agent-api: warning: --webhook-secret is on the command line, which every local user reads (/proc/PID/cmdline): use --webhook-secret-file or {WEBHOOK_SECRET_VAR}");
+            secret.clone()
+        }
+        (None, Some(path), _) => read_secret(path, "--webhook-secret-file")?,
+        (None, None, Some(secret)) => secret,
+        (None, None, None) => return Err(WebhookError::NoSecret.to_string()),
+    };
+    let secret = WebhookSecret::parse(&secret).map_err(|e| e.to_string())?;
+    Ok(Some(WebhookConfig::new(endpoints, secret)))
 }
 
 /// Starts `agent-api __watchdog` in a process group of its own, its stdin a pipe this process

@@ -84,12 +84,14 @@ fn creation(record: &SessionRecord) -> CreateSessionRequest {
 impl Server {
     /// Brings back the stored session `record` (not ended; its owner gone, or this server after
     /// releasing it): claims it, closes an interrupted turn, opens its agent again and writes the
-    /// seam. 409 `session_elsewhere` when another server claimed it first.
+    /// seam. 409 `session_elsewhere` (internal: the fleet's forwarding turns it into the owner's
+    /// answer) when another server claimed it first.
     pub(crate) async fn resume(&self, record: SessionRecord) -> Result<Arc<LiveSession>, ApiError> {
         let me = self.daemon_id().to_string();
         let store = self.inner.store.clone();
-        store
-            .claim(&record.id, &me, record.owner.as_deref())
+        let lease = self.inner.config.server_lease;
+        let epoch = store
+            .claim_lease(&record.id, &me, record.owner.as_deref(), lease)
             .await?;
         let body = creation(&record);
         let kind = self.kind(&body.agent)?;
@@ -97,6 +99,7 @@ impl Server {
         // The mode it switched to last, not the creation's.
         settings.agent_mode = Some(record.agent_mode.clone());
         let request = self.request(&kind, &settings)?;
+        let request = self.tenant_home(request, record.tenant.as_deref())?;
         let working_dir = record
             .working_dir
             .as_deref()
@@ -168,7 +171,10 @@ impl Server {
         let interrupted = self.interrupted_turn(&record).await?;
         let seam = seam(&record, interrupted, how, source, &me);
         let next = record.event_count + seam.len() as u64 + 1;
-        if let Err(error) = store.append_owned(&record.id, &me, seam).await {
+        if let Err(error) = store
+            .append_fenced(&record.id, &me, epoch, lease, seam)
+            .await
+        {
             // Not brought back: another server took it meanwhile, or the store failed; its agent
             // is dropped (stopped) with `session`.
             return Err(ApiError::store(error));
@@ -178,6 +184,13 @@ impl Server {
             .resumed_how(how.as_str());
         store.update(&record.id, &me, update).await?;
         tracing::info!(session = %record.id, how = how.as_str(), after = after(&record), "session brought back");
+        self.inner
+            .metrics
+            .takeovers
+            .get_or_create(&crate::metrics::TakeoverLabel {
+                after: after(&record),
+            })
+            .inc();
         let origin = SessionOrigin {
             kind,
             request: body,
@@ -185,10 +198,10 @@ impl Server {
         };
         let continuity = Continuity {
             owner: me,
+            epoch,
             next_sequence: next,
             turns: record.turns,
             agent_mode: Some(record.agent_mode.clone()),
-            resumed: true,
             prime,
             interrupted,
         };
@@ -304,7 +317,10 @@ impl Server {
     ) -> Result<(), ApiError> {
         let me = self.daemon_id();
         let store = &self.inner.store;
-        store.claim(&record.id, me, record.owner.as_deref()).await?;
+        let lease = self.inner.config.server_lease;
+        let epoch = store
+            .claim_lease(&record.id, me, record.owner.as_deref(), lease)
+            .await?;
         let interrupted = self.interrupted_turn(record).await?;
         let mut events = interrupted_turn(&record.id, record.event_count + 1, interrupted);
         let mut ended = serde_json::json!({ "reason": reason, "terminated_by": "daemon" });
@@ -313,7 +329,9 @@ impl Server {
         }
         let next = record.event_count + events.len() as u64 + 1;
         events.extend(daemon_event(&record.id, next, "session.ended", ended));
-        store.append_owned(&record.id, me, events).await?;
+        store
+            .append_fenced(&record.id, me, epoch, lease, events)
+            .await?;
         store
             .update(
                 &record.id,

@@ -64,6 +64,7 @@ impl ApiError {
                 ),
             ),
             StoreError::NotOwner { owner, .. } => Self::elsewhere(&owner),
+            StoreError::LeaseLost { .. } => Self::elsewhere(""),
             other => Self::new(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "stream_error",
@@ -137,10 +138,15 @@ impl ApiError {
             "mode_not_supported" => "Mode not supported",
             "timeout" => "Timeout",
             "turn_in_progress" => "Turn in progress",
+            "queue_full" => "Queue full",
+            "message_dropped" => "Message dropped",
+            "turn_not_found" => "Turn not found",
             "no_turn_running" => "No turn running",
             "steer_refused" => "Steer refused",
             "session_ended" => "Session ended",
             "session_elsewhere" => "Session run by another server",
+            "owner_unavailable" => "Session owner unavailable",
+            "fleet_full" => "No server has room",
             "turn_interrupted" => "Turn interrupted",
             "session_released" => "Session released",
             "too_many_subscribers" => "Too many subscribers",
@@ -183,9 +189,23 @@ impl IntoResponse for ApiError {
             axum::http::header::CONTENT_TYPE,
             axum::http::HeaderValue::from_static("application/problem+json"),
         );
+        if self.status == StatusCode::SERVICE_UNAVAILABLE {
+            // Every 503 says when to try again: the fleet's admission, an owner that did not
+            // take a command, a full server.
+            response.headers_mut().insert(
+                axum::http::header::RETRY_AFTER,
+                axum::http::HeaderValue::from_static("1"),
+            );
+        }
+        // Read by the fleet's forwarding (an internal `session_elsewhere` never reaches a client).
+        response.extensions_mut().insert(ErrorKind(self.kind));
         response
     }
 }
+
+/// The kind of the [`ApiError`] a response was made from (a response extension).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ErrorKind(pub(crate) &'static str);
 
 impl From<StoreError> for ApiError {
     fn from(error: StoreError) -> Self {

@@ -57,9 +57,29 @@ pub(crate) struct WaitLabel {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct DeliveryLabel {
+    /// `delivered`, `retrying` (failed, tried again) or `abandoned`.
+    pub(crate) outcome: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub(crate) struct OperationLabel {
     /// `append`, `create`, ….
     pub(crate) operation: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct ForwardLabels {
+    /// `owner` (to the server that runs the session) or `any` (to a server with room).
+    pub(crate) to: &'static str,
+    /// `answered`, `not_taken` (503: nobody took it in time) or `lost` (503: its taker died).
+    pub(crate) outcome: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct TakeoverLabel {
+    /// Why the session was not running: `server_died`, `server_stopped` or `idle_release`.
+    pub(crate) after: &'static str,
 }
 
 type Histograms<L> = Family<L, Histogram, fn() -> Histogram>;
@@ -94,6 +114,11 @@ pub(crate) struct Metrics {
     pub(crate) wait_seconds: Histograms<WaitLabel>,
     pub(crate) sse_subscribers: Gauge,
     pub(crate) store_write_seconds: Histograms<OperationLabel>,
+    pub(crate) webhook_deliveries: Family<DeliveryLabel, Counter>,
+    pub(crate) forwarded: Family<ForwardLabels, Counter>,
+    pub(crate) forward_seconds: Histograms<ForwardLabels>,
+    pub(crate) commands_run: Counter,
+    pub(crate) takeovers: Family<TakeoverLabel, Counter>,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -118,6 +143,11 @@ impl Metrics {
             wait_seconds: Family::new_with_constructor(wait_buckets),
             sse_subscribers: Gauge::default(),
             store_write_seconds: Family::new_with_constructor(write_buckets),
+            webhook_deliveries: Family::default(),
+            forwarded: Family::default(),
+            forward_seconds: Family::new_with_constructor(write_buckets),
+            commands_run: Counter::default(),
+            takeovers: Family::default(),
         };
         let r = &mut this.registry;
         r.register(
@@ -183,7 +213,42 @@ impl Metrics {
             Unit::Seconds,
             this.store_write_seconds.clone(),
         );
+        r.register(
+            "webhook_deliveries",
+            "Tries to deliver a webhook, by outcome (delivered, retrying, abandoned)",
+            this.webhook_deliveries.clone(),
+        );
+        r.register(
+            "commands_forwarded",
+            "Requests this server handed to another through the store (fleet), by destination and outcome",
+            this.forwarded.clone(),
+        );
+        r.register_with_unit(
+            "command_forward",
+            "How long a request handed to another server took to be answered, by destination and outcome",
+            Unit::Seconds,
+            this.forward_seconds.clone(),
+        );
+        r.register(
+            "commands_taken",
+            "Requests another server handed to this one that it ran (fleet)",
+            this.commands_run.clone(),
+        );
+        r.register(
+            "takeovers",
+            "Sessions this server brought back that another server (or it) had run, by why they were not running",
+            this.takeovers.clone(),
+        );
         this
+    }
+
+    /// Counts one try to deliver a webhook.
+    pub(crate) fn webhook_delivery(&self, outcome: crate::store::AttemptOutcome) {
+        self.webhook_deliveries
+            .get_or_create(&DeliveryLabel {
+                outcome: outcome.as_str(),
+            })
+            .inc();
     }
 
     /// Counts an open SSE stream until the returned guard is dropped.

@@ -1,7 +1,9 @@
-//! Following sessions another server sharing the store runs: one poll of the store per session,
-//! however many clients follow it here, and the same bound of followers as a session this
-//! server runs (`ServerConfig::max_subscribers`). The fleet's `LISTEN/NOTIFY` will replace the
-//! poll; until then it reads one record every [`STORE_POLL`].
+//! Following sessions another server sharing the store runs: one watch per session, however many
+//! clients follow it here, and the same bound of followers as a session this server runs
+//! (`ServerConfig::max_subscribers`). On a store with notifications (PostgreSQL: a fleet), the
+//! watch is woken by the store's `NOTIFY` of the session's new event count ([`crate::fleet`]),
+//! read once when it starts and again only when notifications may have been missed; on any other
+//! store, the record is read every [`STORE_POLL`].
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
@@ -14,6 +16,10 @@ use crate::state::{Inner, Server};
 
 /// How often a session run by another server sharing the store is read again.
 const STORE_POLL: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// How often a session followed through the store's notifications is read all the same: a
+/// safety net, never the path an event takes.
+const NOTIFIED_REREAD: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// What the last poll saw of a session: how many events it holds, whether it ended.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -32,6 +38,40 @@ impl Polls {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
+
+    /// What the store said of `session` (a notification, or a read): its followers wake when it
+    /// holds more events than they were told, or ended.
+    pub(crate) fn seen(&self, session: &str, seen: Seen) {
+        if let Some(poll) = self.lock().get(session) {
+            poll.send_if_modified(|last| advance(last, seen));
+        }
+    }
+
+    /// Reads every followed session's record again (notifications may have been missed).
+    pub(crate) async fn reread(&self, server: &Server) {
+        let ids: Vec<String> = self.lock().keys().cloned().collect();
+        for id in ids {
+            if let Ok(Some(record)) = server.inner.store.session(&id).await {
+                self.seen(
+                    &id,
+                    Seen {
+                        events: record.event_count,
+                        ended: record.ended,
+                    },
+                );
+            }
+        }
+    }
+}
+
+/// Moves `last` on to `seen` where it says more (a read older than a notification says less);
+/// whether it changed.
+fn advance(last: &mut Seen, seen: Seen) -> bool {
+    let next = Seen {
+        events: last.events.max(seen.events),
+        ended: last.ended || seen.ended,
+    };
+    std::mem::replace(last, next) != next
 }
 
 impl Server {
@@ -57,7 +97,9 @@ impl Server {
     }
 }
 
-/// Reads the session's record every [`STORE_POLL`] while anyone follows it and it has not ended.
+/// Reads the session's record while anyone follows it and it has not ended: every
+/// [`STORE_POLL`], or once when the store's notifications wake its followers (and again after
+/// [`NOTIFIED_REREAD`], in case).
 async fn run(server: Weak<Inner>, id: String, poll: watch::Sender<Seen>) {
     loop {
         let Some(inner) = server.upgrade() else {
@@ -69,7 +111,7 @@ async fn run(server: Weak<Inner>, id: String, poll: watch::Sender<Seen>) {
                     events: record.event_count,
                     ended: record.ended,
                 };
-                poll.send_if_modified(|last| std::mem::replace(last, seen) != seen);
+                poll.send_if_modified(|last| advance(last, seen));
                 record.ended
             }
             // Gone from the store: nothing more will come.
@@ -85,9 +127,14 @@ async fn run(server: Weak<Inner>, id: String, poll: watch::Sender<Seen>) {
             }
         }
         let stopping = inner.stopping.clone();
+        let pause = match inner.store.fleet() {
+            Some(_) => NOTIFIED_REREAD,
+            None => STORE_POLL,
+        };
         drop(inner);
         tokio::select! {
-            () = tokio::time::sleep(STORE_POLL) => {}
+            () = tokio::time::sleep(pause) => {}
+            () = poll.closed() => {}
             () = stopping.cancelled() => return,
         }
     }

@@ -56,6 +56,10 @@ pub(crate) struct Inner {
     pub(crate) draining: std::sync::atomic::AtomicBool,
     /// What `GET /metrics` serves.
     pub(crate) metrics: crate::metrics::Shared,
+    /// When this server last wrote each scoped token's last use.
+    pub(crate) last_used: crate::access::LastUsed,
+    /// The commands this server handed to another and waits for (fleet).
+    pub(crate) waiters: crate::fleet::Waiters,
 }
 
 impl std::fmt::Debug for Server {
@@ -93,6 +97,10 @@ impl Server {
     ) -> Result<Self, StoreError> {
         let daemon_id = unique_id(&config.daemon_id);
         store.heartbeat(&daemon_id).await?;
+        // Before any event is stored: from now on each one a webhook takes is queued with it.
+        if let Some(webhooks) = &config.webhooks {
+            store.set_outbox(std::sync::Arc::new(webhooks.rules()))?;
+        }
         let stopped = agent_api::kit::process::stop_orphans();
         if stopped > 0 {
             tracing::warn!("stopped {stopped} agent processes a killed server left running");
@@ -111,12 +119,30 @@ impl Server {
                 stopping: agent_api::request::CancellationToken::new(),
                 draining: std::sync::atomic::AtomicBool::new(false),
                 metrics: Arc::new(crate::metrics::Metrics::new()),
+                last_used: crate::access::LastUsed::default(),
+                waiters: crate::fleet::Waiters::default(),
             }),
         };
+        if let Some(fleet) = server.inner.store.fleet() {
+            tokio::spawn(crate::fleet::listen(
+                Arc::downgrade(&server.inner),
+                fleet.notices(),
+                server.inner.stopping.clone(),
+            ));
+        }
         tokio::spawn(crate::upkeep::run(
             Arc::downgrade(&server.inner),
             server.inner.stopping.clone(),
         ));
+        if let Some(webhooks) = &server.inner.config.webhooks {
+            tokio::spawn(crate::webhooks::run(crate::webhooks::Worker {
+                store: server.inner.store.clone(),
+                config: Arc::new(webhooks.clone()),
+                server: server.inner.daemon_id.clone(),
+                metrics: server.inner.metrics.clone(),
+                stopping: server.inner.stopping.clone(),
+            }));
+        }
         Ok(server)
     }
 
@@ -138,9 +164,46 @@ impl Server {
         lock(&self.inner.live).get(id).cloned()
     }
 
-    /// Whether this server runs as many live sessions as it may (readiness: `full`).
+    /// Whether this server runs as many live sessions as it may (readiness: `full`). A front
+    /// door that runs no agents is never full: it takes every request and hands it on.
     pub(crate) fn full(&self) -> bool {
-        lock(&self.inner.live).len() >= self.inner.config.max_sessions
+        self.inner.config.runs_agents
+            && lock(&self.inner.live).len() >= self.inner.config.max_sessions
+    }
+
+    /// Whether this server takes one more session now: it runs agents, is not draining, and
+    /// runs (or opens) fewer than `max_sessions`.
+    pub(crate) fn has_room(&self) -> bool {
+        let live = lock(&self.inner.live).len();
+        let opening = lock(&self.inner.opening).len();
+        self.inner.config.runs_agents
+            && !self.draining()
+            && live + opening < self.inner.config.max_sessions
+    }
+
+    /// Whether the server was asked to stop.
+    pub(crate) fn draining(&self) -> bool {
+        self.inner
+            .draining
+            .load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// 503 `too_many_sessions`: this server takes no more sessions now (in a fleet, the request
+    /// is handed to a server with room).
+    fn no_room(&self) -> ApiError {
+        let max = self.inner.config.max_sessions;
+        let why = if !self.inner.config.runs_agents {
+            "this server runs no agents (--no-agents)".to_string()
+        } else if self.draining() {
+            "this server is stopping".to_string()
+        } else {
+            format!("this server runs {max} live sessions, as many as it may")
+        };
+        ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "too_many_sessions",
+            format!("{why}: terminate one, or try again later"),
+        )
     }
 
     /// The ids of the sessions this server runs now.
@@ -179,6 +242,9 @@ impl Server {
                 return Err(ApiError::elsewhere(&owner));
             }
             // One request brings it back; the others wait for it.
+            if !lock(&self.inner.opening).contains(id) && !self.has_room() {
+                return Err(self.no_room());
+            }
             if lock(&self.inner.opening).insert(id.to_string()) {
                 let resumed = self.resume(record).await;
                 lock(&self.inner.opening).remove(id);
@@ -195,7 +261,8 @@ impl Server {
         }
     }
 
-    /// The owner of a stored session when it is another server that runs now.
+    /// The owner of a stored session when it is another server that runs now and holds its
+    /// agent. One that holds none (released, stopped) runs nothing: any server claims it.
     pub(crate) async fn owner_elsewhere(
         &self,
         record: &SessionRecord,
@@ -203,19 +270,23 @@ impl Server {
         let Some(owner) = record.owner.as_deref() else {
             return Ok(None);
         };
-        if owner == self.daemon_id() {
+        if record.state != SessionState::Live || !self.alive_elsewhere(owner).await? {
             return Ok(None);
         }
-        let lease = self.inner.config.server_lease;
-        Ok(self
-            .inner
-            .store
-            .server_alive(owner, lease)
-            .await?
-            .then(|| owner.to_string()))
+        Ok(Some(owner.to_string()))
     }
 
-    /// Whether another running server owns `record`, each owner asked once per `known`.
+    /// Whether `owner` is another server that runs now (its lease holds).
+    async fn alive_elsewhere(&self, owner: &str) -> Result<bool, StoreError> {
+        if owner == self.daemon_id() {
+            return Ok(false);
+        }
+        let lease = self.inner.config.server_lease;
+        self.inner.store.server_alive(owner, lease).await
+    }
+
+    /// Whether another running server owns `record` and has not stopped it, each owner asked
+    /// once per `known`.
     async fn runs_elsewhere(
         &self,
         record: &SessionRecord,
@@ -224,10 +295,13 @@ impl Server {
         let Some(owner) = record.owner.as_deref() else {
             return Ok(false);
         };
+        if record.state == SessionState::Stopped {
+            return Ok(false);
+        }
         if let Some(alive) = known.get(owner) {
             return Ok(*alive);
         }
-        let alive = self.owner_elsewhere(record).await?.is_some();
+        let alive = self.alive_elsewhere(owner).await?;
         known.insert(owner.to_string(), alive);
         Ok(alive)
     }
@@ -307,11 +381,13 @@ impl Server {
             .map_err(|e| ApiError::agent(&e))
     }
 
-    /// Opens a session: 409 when the id is taken, 400 when the request cannot run.
+    /// Opens a session of `tenant` (`None`: no tenant's): 409 when the id is taken, 400 when the
+    /// request cannot run, 403 when its `cwd` leads out of its root.
     pub(crate) async fn create(
         &self,
         id: &str,
         body: CreateSessionRequest,
+        tenant: Option<&str>,
     ) -> Result<Arc<LiveSession>, ApiError> {
         check_id(id)?;
         let kind = self.kind(&body.agent)?;
@@ -322,6 +398,7 @@ impl Server {
             &body.settings,
         )?;
         let request = self.request(&kind, &body.settings)?;
+        let request = self.place(request, tenant, &body).await?;
         // Where the agent works: a message's images are read only from beneath it.
         let working_dir = match request.session_working_dir() {
             Some(dir) => dir.to_path_buf(),
@@ -348,12 +425,10 @@ impl Server {
             }
             // Each live session holds an agent and its buffers: past the bound, none is opened.
             let max = self.inner.config.max_sessions;
-            if live.len() + opening.len() >= max {
-                return Err(ApiError::new(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "too_many_sessions",
-                    format!("this server runs {max} live sessions, as many as it may: terminate one, or try again later"),
-                ));
+            let runs = self.inner.config.runs_agents && !self.draining();
+            if !runs || live.len() + opening.len() >= max {
+                drop((live, opening));
+                return Err(self.no_room());
             }
             opening.insert(id.to_string());
         }
@@ -396,15 +471,29 @@ impl Server {
                 active_at: None,
                 resumed_how: None,
                 snapshot_turn: None,
+                tenant: tenant.map(str::to_string),
             };
             // Another server sharing the store may have taken the id meanwhile.
             self.inner.store.create_session(record).await?;
+            let mut metadata = serde_json::json!({ "agent": body.agent });
+            for (key, value) in [
+                ("agent_mode", &body.settings.agent_mode),
+                ("permission_mode", &body.settings.permission_mode),
+                ("model", &body.settings.model),
+                ("variant", &body.settings.variant),
+            ] {
+                if let Some(value) = value {
+                    metadata[key] = value.clone().into();
+                }
+            }
             let opened = SessionOrigin {
                 kind,
                 request: body,
                 working_dir,
             };
-            Ok(self.adopt(id, opened, session, Continuity::fresh(self.daemon_id())))
+            let live = self.adopt(id, opened, session, Continuity::fresh(self.daemon_id()));
+            live.announce(metadata).await?;
+            Ok(live)
         }
         .await;
         lock(&self.inner.opening).remove(id);
@@ -565,7 +654,35 @@ impl Server {
             owner: record.owner.filter(|_| !ended),
             resumed_how: record.resumed_how,
             snapshot_turn: record.snapshot_turn,
+            queued: here
+                .as_ref()
+                .filter(|_| !ended)
+                .map(|live| live.queued() as u64),
         })
+    }
+
+    /// Drains (on shutdown, the server taking no new session): releases each session with no
+    /// turn running (stored `stopped`, its snapshot kept, so that any server may take it), and
+    /// waits for running turns to end, for at most [`ServerConfig::drain_timeout`].
+    pub(crate) async fn drain_turns(&self) {
+        let deadline = tokio::time::Instant::now() + self.inner.config.drain_timeout;
+        loop {
+            let mut running = 0;
+            for live in self.running() {
+                if live.ended() {
+                    continue;
+                }
+                if live.idle_for().is_none() {
+                    running += 1;
+                } else if live.release(SessionState::Stopped).await {
+                    self.forget(&live.id);
+                }
+            }
+            if running == 0 || tokio::time::Instant::now() >= deadline {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
     }
 
     /// Stops every session's agent and leaves the sessions open (on shutdown): a turn in

@@ -14,13 +14,12 @@ const MAX_TICK: Duration = Duration::from_secs(10);
 /// The pause between two rounds: a third of the shortest bound it keeps, within 50 ms..10 s.
 fn tick(config: &crate::ServerConfig) -> Duration {
     [
-        Some(config.server_lease),
-        config.idle_release,
-        config.session_idle_ttl,
+        Some(config.heartbeat.unwrap_or(config.server_lease / 3)),
+        config.idle_release.map(|bound| bound / 3),
+        config.session_idle_ttl.map(|bound| bound / 3),
     ]
     .into_iter()
     .flatten()
-    .map(|bound| bound / 3)
     .min()
     .unwrap_or(MAX_TICK)
     .clamp(Duration::from_millis(50), MAX_TICK)
@@ -45,9 +44,13 @@ pub(crate) async fn run(server: Weak<Inner>, stopping: agent_api::request::Cance
 
 async fn round(server: &Server) {
     let store = &server.inner.store;
+    // What runs here now, taken before the store says what this server owns: a session
+    // brought back meanwhile is claimed before this read.
+    let running = server.running();
     if let Err(error) = store.heartbeat(server.daemon_id()).await {
         tracing::warn!("cannot renew this server's heartbeat in the store: {error}");
     }
+    let_go_of_lost(server, running).await;
     if let Some(after) = server.inner.config.idle_release {
         for live in server.running() {
             let idle = live.idle_for().is_some_and(|idle| idle >= after);
@@ -64,6 +67,32 @@ async fn round(server: &Server) {
         if let Err(error) = end_idle(server, ttl).await {
             tracing::warn!("cannot end the sessions idle past --session-idle-ttl: {error}");
         }
+    }
+}
+
+/// Stops the agents of the sessions another server claimed while this one could not renew its
+/// lease (it was paused, or cut from the store): they are no longer its own.
+async fn let_go_of_lost(server: &Server, running: Vec<std::sync::Arc<crate::live::LiveSession>>) {
+    if running.is_empty() || server.inner.store.fleet().is_none() {
+        return;
+    }
+    let owned: std::collections::HashMap<String, u64> =
+        match server.inner.store.owned(server.daemon_id()).await {
+            Ok(owned) => owned.into_iter().collect(),
+            Err(error) => {
+                tracing::warn!("cannot read which sessions this server owns: {error}");
+                return;
+            }
+        };
+    for live in running {
+        if live.ended() || owned.get(&live.id) == Some(&live.epoch) {
+            continue;
+        }
+        let error = crate::store::StoreError::NotOwner {
+            session: live.id.clone(),
+            owner: String::new(),
+        };
+        live.lost(&error).await;
     }
 }
 

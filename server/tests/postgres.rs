@@ -14,48 +14,6 @@ use common::*;
 use hyper::Method;
 use serde_json::json;
 
-/// The test database's URL; `None` when skipped on purpose.
-fn database() -> Option<String> {
-    if std::env::var("AGENT_API_POSTGRES").as_deref() == Ok("skip") {
-        eprintln!("SKIPPED: AGENT_API_POSTGRES=skip: the PostgreSQL store tests did not run");
-        return None;
-    }
-    if let Ok(url) = std::env::var("AGENT_API_TEST_POSTGRES_URL") {
-        return Some(url);
-    }
-    let dir = std::env::var_os("AGENT_API_POSTGRES_DIR")
-        .map(std::path::PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("HOME")
-                .map(|home| std::path::Path::new(&home).join(".cache/agent_api/postgres"))
-        })
-        .expect("HOME is set");
-    let file = std::fs::read_to_string(dir.join("postgres.env"))
-        .unwrap_or_else(|_| panic!("no PostgreSQL for the store tests: run `bash tests/postgres/setup.sh` (tests/run.sh does)"));
-    for line in file.lines() {
-        if let Some(url) = line.strip_prefix("AGENT_API_TEST_POSTGRES_URL=") {
-            return Some(url.to_string());
-        }
-        if let Some(reason) = line.strip_prefix("NOT_SET_UP=") {
-            panic!("no PostgreSQL for the store tests: tests/postgres/setup.sh could not set it up: {reason}");
-        }
-    }
-    panic!(
-        "{} names no database: run `bash tests/postgres/setup.sh`",
-        dir.join("postgres.env").display()
-    );
-}
-
-/// A prefix no other run's sessions have: the database outlives test runs.
-fn unique(name: &str) -> String {
-    let mut bytes = [0u8; 6];
-    getrandom::fill(&mut bytes).unwrap();
-    format!(
-        "{name}-{}",
-        bytes.iter().map(|b| format!("{b:02x}")).collect::<String>()
-    )
-}
-
 async fn open(url: &str) -> Arc<dyn Store> {
     StoreUrl::parse(url).unwrap().open().await.unwrap()
 }
@@ -242,31 +200,54 @@ async fn servers_sharing_one_database_list_and_follow_each_others_sessions() {
         second.all_events(&session, 3).await[..events.len()],
         events[..]
     );
-    let elsewhere = second
-        .post(
-            &format!("/v1/sessions/{session}/messages"),
-            json!({"message": "two"}),
-        )
-        .await;
+    // Any server answers for it (issue 48): a command sent to the second is handed to the
+    // first, which runs it, and the client gets the first's answer.
+    let before = first.all_events(&session, 1000).await.len();
     assert_eq!(
-        elsewhere.problem(409)["type"],
-        "urn:agent-api:error:session_elsewhere"
+        second
+            .post(
+                &format!("/v1/sessions/{session}/messages"),
+                json!({"message": "two"}),
+            )
+            .await
+            .status,
+        204
+    );
+    let deadline = tokio::time::Instant::now() + STEP;
+    while !first.all_events(&session, 1000).await[before..]
+        .iter()
+        .any(turn_end)
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the forwarded message ran no turn"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let info = second.get(&format!("/v1/sessions/{session}")).await.json();
+    assert!(
+        info["owner"].as_str().unwrap().starts_with(&first_id),
+        "still the first's: {info}"
     );
     second
         .post(&format!("/v1/sessions/{session}"), scripted("text"))
         .await
         .problem(409);
-    second
-        .post(
-            &format!("/v1/sessions/{session}/permissions/p/reply"),
-            json!({"reply": "once"}),
-        )
-        .await
-        .problem(409);
-    second
-        .post_empty(&format!("/v1/sessions/{session}/cancel"))
-        .await
-        .problem(409);
+    // A reply to no permission: the owner's own answer, status and body, whichever server asked.
+    let reply = |api: Api| {
+        let path = format!("/v1/sessions/{session}/permissions/p/reply");
+        async move { api.post(&path, json!({"reply": "once"})).await }
+    };
+    let (direct, handed) = (reply(first.clone()).await, reply(second.clone()).await);
+    assert_eq!(direct.status, handed.status);
+    assert_eq!(direct.json()["type"], handed.json()["type"]);
+    assert_eq!(
+        second
+            .post_empty(&format!("/v1/sessions/{session}/cancel"))
+            .await
+            .status,
+        204
+    );
 
     // Its SSE follows the turns the first server runs, from the store.
     let all = first.all_events(&session, 1000).await;
@@ -281,7 +262,7 @@ async fn servers_sharing_one_database_list_and_follow_each_others_sessions() {
     first
         .post(
             &format!("/v1/sessions/{session}/messages"),
-            json!({"message": "two"}),
+            json!({"message": "three"}),
         )
         .await;
     let frames = stream.until("item.completed").await;
@@ -310,43 +291,39 @@ async fn servers_sharing_one_database_list_and_follow_each_others_sessions() {
         "{info}"
     );
     assert!(info["owner"].as_str().unwrap().starts_with(&first_id));
-    restarted
-        .post(
-            &format!("/v1/sessions/{session}/messages"),
-            json!({"message": "mine now?"}),
-        )
-        .await
-        .problem(409);
-    // Terminate sent to a server that does not own the session: refused, not 204 doing nothing.
-    assert_eq!(
-        restarted
-            .post_empty(&format!("/v1/sessions/{session}/terminate"))
-            .await
-            .problem(409)["type"],
-        "urn:agent-api:error:session_elsewhere"
-    );
+    // A server started with the first one's name is another server: it hands the command to
+    // the first, which still runs the session.
     let last = first.all_events(&session, 1000).await.len();
     assert_eq!(
-        first
+        restarted
             .post(
                 &format!("/v1/sessions/{session}/messages"),
-                json!({"message": "still mine"})
+                json!({"message": "through another"})
             )
             .await
             .status,
         204,
-        "the first server still runs it"
     );
     let deadline = tokio::time::Instant::now() + STEP;
-    while first.all_events(&session, 1000).await.len() <= last {
+    while !first.all_events(&session, 1000).await[last..]
+        .iter()
+        .any(turn_end)
+    {
         assert!(
             tokio::time::Instant::now() < deadline,
             "the turn was not recorded"
         );
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
+    let info = first.get(&format!("/v1/sessions/{session}")).await.json();
     assert_eq!(
-        first
+        info["live"],
+        json!(true),
+        "the first server still runs it: {info}"
+    );
+    // Terminate sent to a server that does not run the session: the owner terminates it.
+    assert_eq!(
+        restarted
             .post_empty(&format!("/v1/sessions/{session}/terminate"))
             .await
             .status,
@@ -708,4 +685,14 @@ async fn readiness_turns_false_while_postgresql_is_stopped_or_read_only_and_true
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
     drop(own);
+}
+
+#[tokio::test]
+async fn the_postgres_store_keeps_tokens_hashed_and_a_revoke_is_seen_by_every_server_at_once() {
+    let Some(url) = database() else { return };
+    let store = open(&url).await;
+    let beside = agent_api_server::tokens::open(&StoreUrl::parse(&url).unwrap())
+        .await
+        .unwrap();
+    token_checks(store, beside, &unique("tenanted")).await;
 }

@@ -111,6 +111,62 @@ impl Api {
             .expect("the request is sent")
     }
 
+    /// [`Api::call`] to a server that may be gone or paused: an error instead of a panic.
+    pub async fn try_call(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Value>,
+        headers: &[(&str, &str)],
+        wait: Duration,
+    ) -> Result<Answer, String> {
+        let request = self.build(
+            method,
+            path,
+            body.map(|b| Bytes::from(b.to_string())),
+            headers,
+        );
+        let response = tokio::time::timeout(wait, self.client.request(request))
+            .await
+            .map_err(|_| "no answer in time".to_string())?
+            .map_err(|e| e.to_string())?;
+        let status = response.status();
+        let headers = response.headers().clone();
+        if headers
+            .get("content-type")
+            .is_some_and(|t| t == "text/event-stream")
+        {
+            return Ok(Answer {
+                status,
+                headers,
+                body: Bytes::new(),
+            });
+        }
+        let body = tokio::time::timeout(wait, response.into_body().collect())
+            .await
+            .map_err(|_| "no body in time".to_string())?
+            .map_err(|e| e.to_string())?
+            .to_bytes();
+        Ok(Answer {
+            status,
+            headers,
+            body,
+        })
+    }
+
+    /// Opens an SSE stream on a server that may be gone: `None` when it does not answer 200.
+    pub async fn try_sse(&self, path: &str, headers: &[(&str, &str)]) -> Option<Sse> {
+        let request = self.build(Method::GET, path, None, headers);
+        let response = tokio::time::timeout(STEP, self.client.request(request))
+            .await
+            .ok()?
+            .ok()?;
+        (response.status() == StatusCode::OK).then(|| Sse {
+            body: response.into_body(),
+            buffer: String::new(),
+        })
+    }
+
     pub async fn call(&self, method: Method, path: &str, body: Option<Value>) -> Answer {
         let response = self
             .send(method, path, body.map(|b| Bytes::from(b.to_string())), &[])
@@ -260,6 +316,34 @@ impl Sse {
         tokio::time::timeout(wait, self.next_frame())
             .await
             .expect("an SSE event in time")
+    }
+
+    /// The next frame within `wait`; `None` when the stream ended, broke or said nothing in
+    /// time (its server may be gone or paused).
+    pub async fn next_or_cut(&mut self, wait: Duration) -> Option<Frame> {
+        tokio::time::timeout(wait, async {
+            loop {
+                if let Some(end) = self.buffer.find("\n\n") {
+                    let block: String = self.buffer.drain(..end + 2).collect();
+                    let id = block
+                        .lines()
+                        .find_map(|l| l.strip_prefix("id:"))
+                        .and_then(|v| v.trim().parse().ok());
+                    let Some(data) = block.lines().find_map(|l| l.strip_prefix("data:")) else {
+                        continue;
+                    };
+                    let data = serde_json::from_str(data.trim_start()).ok()?;
+                    return Some(Frame { id, data });
+                }
+                let frame = self.body.frame().await?.ok()?;
+                if let Ok(bytes) = frame.into_data() {
+                    self.buffer.push_str(&String::from_utf8_lossy(&bytes));
+                }
+            }
+        })
+        .await
+        .ok()
+        .flatten()
     }
 
     async fn next_frame(&mut self) -> Option<Frame> {
@@ -514,4 +598,108 @@ pub async fn owner_checks(store: Arc<dyn agent_api_server::Store>, id: &str) {
     ));
     store.put_snapshot(id, "b", snapshot.clone()).await.unwrap();
     assert_eq!(store.snapshot(id).await.unwrap(), Some(snapshot));
+}
+
+/// The file `tests/postgres/setup.sh` writes its settings to (`postgres.env` in
+/// `$AGENT_API_POSTGRES_DIR`, default `~/.cache/agent_api/postgres`).
+pub fn postgres_env_file() -> std::path::PathBuf {
+    std::env::var_os("AGENT_API_POSTGRES_DIR")
+        .map(std::path::PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .map(|home| std::path::Path::new(&home).join(".cache/agent_api/postgres"))
+        })
+        .expect("HOME is set")
+        .join("postgres.env")
+}
+
+/// The test database's URL; `None` when skipped on purpose.
+pub fn database() -> Option<String> {
+    if std::env::var("AGENT_API_POSTGRES").as_deref() == Ok("skip") {
+        eprintln!("SKIPPED: AGENT_API_POSTGRES=skip: the PostgreSQL store tests did not run");
+        return None;
+    }
+    if let Ok(url) = std::env::var("AGENT_API_TEST_POSTGRES_URL") {
+        return Some(url);
+    }
+    let env_file = postgres_env_file();
+    let file = std::fs::read_to_string(&env_file)
+        .unwrap_or_else(|_| panic!("no PostgreSQL for the store tests: run `bash tests/postgres/setup.sh` (tests/run.sh does)"));
+    for line in file.lines() {
+        if let Some(url) = line.strip_prefix("AGENT_API_TEST_POSTGRES_URL=") {
+            return Some(url.to_string());
+        }
+        if let Some(reason) = line.strip_prefix("NOT_SET_UP=") {
+            panic!("no PostgreSQL for the store tests: tests/postgres/setup.sh could not set it up: {reason}");
+        }
+    }
+    panic!(
+        "{} names no database: run `bash tests/postgres/setup.sh`",
+        env_file.display()
+    );
+}
+
+/// `name` with a random part no other run's has: the test databases outlive test runs.
+pub fn unique(name: &str) -> String {
+    let mut bytes = [0u8; 6];
+    getrandom::fill(&mut bytes).unwrap();
+    format!(
+        "{name}-{}",
+        bytes.iter().map(|b| format!("{b:02x}")).collect::<String>()
+    )
+}
+
+/// What every store does with tokens, checked on `server`'s store while `beside` (the same
+/// database opened as `agent-api token` opens it) makes and revokes them: the hash kept, never
+/// the token; a revoke seen at once; a session's tenant kept.
+pub async fn token_checks(
+    server: Arc<dyn agent_api_server::Store>,
+    beside: Arc<dyn agent_api_server::tokens::TokenStore>,
+    session: &str,
+) {
+    use agent_api_server::tokens::{issue, Scope};
+    let tokens = server.token_store().expect("the store keeps tokens");
+    let issued = issue(Some("team-a"), Scope::Operate).unwrap();
+    beside.create_token(issued.record.clone()).await.unwrap();
+    assert!(matches!(
+        beside.create_token(issued.record.clone()).await,
+        Err(agent_api_server::StoreError::Duplicate(_))
+    ));
+    let read = tokens.token(&issued.record.id).await.unwrap().unwrap();
+    assert_eq!(read, issued.record);
+    assert!(read.matches(&issued.token) && !read.hash.contains(&issued.token));
+    assert!(tokens
+        .tokens()
+        .await
+        .unwrap()
+        .iter()
+        .any(|t| t.id == issued.record.id));
+    tokens.token_used(&issued.record.id, 42).await.unwrap();
+    assert!(beside.revoke_token(&issued.record.id, 7).await.unwrap());
+    let read = tokens.token(&issued.record.id).await.unwrap().unwrap();
+    assert_eq!((read.last_used_at, read.revoked_at), (Some(42), Some(7)));
+    assert!(tokens.revoke_token(&issued.record.id, 9).await.unwrap());
+    assert_eq!(
+        beside
+            .token(&issued.record.id)
+            .await
+            .unwrap()
+            .unwrap()
+            .revoked_at,
+        Some(7),
+        "the first revoke's time is kept"
+    );
+    assert!(!beside.revoke_token("ffffffffffffffff", 1).await.unwrap());
+    assert!(tokens.token("ffffffffffffffff").await.unwrap().is_none());
+    let mut record = record(session, None);
+    record.tenant = Some("team-a".into());
+    server.create_session(record).await.unwrap();
+    let read = server.session(session).await.unwrap().unwrap();
+    assert_eq!(read.tenant.as_deref(), Some("team-a"));
+    assert!(server
+        .sessions()
+        .await
+        .unwrap()
+        .iter()
+        .any(|s| s.id == session && s.tenant.as_deref() == Some("team-a")));
 }

@@ -1,0 +1,446 @@
+//! A fleet of servers on one PostgreSQL store (`spec/http-api.md`, "Fleet"): any server answers
+//! for any session.
+//!
+//! A command (a message, a reply, cancel, terminate, steer, resume, a creation) is first tried
+//! here. When another running server holds the session's agent (the internal
+//! `session_elsewhere`), it is handed to that server through the store (a `commands` row and a
+//! `NOTIFY`), which runs it as if the client had asked it, and its status and body are the
+//! client's answer. When this server has no room (`too_many_sessions`: full, draining, or a front
+//! door that runs no agents), it is handed to any server with room (the first to take the row,
+//! `FOR UPDATE SKIP LOCKED`). Nobody takes it in time: 503 with `Retry-After`.
+//!
+//! The same task that takes commands wakes the SSE streams following sessions run elsewhere
+//! ([`crate::remote`]) from the store's notifications: no polling.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderValue, Method, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use tokio::sync::{broadcast, Notify};
+use tower::ServiceExt;
+
+use crate::error::{ApiError, ErrorKind};
+use crate::state::{Inner, Server};
+use crate::store::{Answer, CommandState, Notice};
+
+/// How long a command may wait for a server to take it before the client gets 503.
+const TAKE_WAIT: Duration = Duration::from_secs(5);
+
+/// How long a command taken may run before the client gets 503 (a resume opens an agent).
+const ANSWER_WAIT: Duration = Duration::from_secs(180);
+
+/// How often a waiting command is looked at again without a notification (its taker may die).
+const RECHECK: Duration = Duration::from_millis(500);
+
+/// How often the commands nobody took are looked for without a notification.
+const SWEEP: Duration = Duration::from_secs(1);
+
+/// How many times a command follows its session from server to server before 503.
+const MAX_HOPS: usize = 3;
+
+/// The largest answer body kept in the store.
+const MAX_ANSWER: usize = 4 << 20;
+
+/// Marks a request run for another server: it is answered here, never handed on.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Forwarded;
+
+/// The commands this server waits for an answer to, by id.
+#[derive(Debug, Default)]
+pub(crate) struct Waiters(Mutex<HashMap<i64, Arc<Notify>>>);
+
+impl Waiters {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<i64, Arc<Notify>>> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn wake(&self, id: i64) {
+        if let Some(waiter) = self.lock().get(&id) {
+            waiter.notify_one();
+        }
+    }
+
+    fn wake_all(&self) {
+        for waiter in self.lock().values() {
+            waiter.notify_one();
+        }
+    }
+}
+
+/// The session a command's path names, when it is one a server running the session must answer:
+/// `POST /v1/sessions/{id}` and `POST /v1/sessions/{id}/…`, but not `messages/stream` (answered
+/// here, see [`crate::api`]).
+fn command_session(path: &str) -> Option<&str> {
+    let rest = path.strip_prefix("/v1/sessions/")?;
+    let (session, action) = rest.split_once('/').unwrap_or((rest, ""));
+    (!session.is_empty() && action != "messages/stream").then_some(session)
+}
+
+/// The kind of a problem body a forwarded answer carries, for the kinds the forwarding acts on.
+fn answer_kind(status: u16, body: &[u8]) -> Option<&'static str> {
+    if status != 409 && status != 503 {
+        return None;
+    }
+    let value: serde_json::Value = serde_json::from_slice(body).ok()?;
+    match value["type"]
+        .as_str()?
+        .strip_prefix("urn:agent-api:error:")?
+    {
+        "session_elsewhere" => Some("session_elsewhere"),
+        "too_many_sessions" => Some("too_many_sessions"),
+        _ => None,
+    }
+}
+
+/// Runs a command here, or hands it to the server that can answer it (module docs).
+pub(crate) async fn route(State(server): State<Server>, request: Request, next: Next) -> Response {
+    let session = match command_session(request.uri().path()) {
+        Some(session)
+            if request.method() == Method::POST
+                && server.inner.store.fleet().is_some()
+                && request.extensions().get::<Forwarded>().is_none() =>
+        {
+            session.to_string()
+        }
+        _ => return next.run(request).await,
+    };
+    let (parts, body) = request.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, server.inner.config.max_body_bytes).await else {
+        return ApiError::too_large().into_response();
+    };
+    let path = parts
+        .uri
+        .path_and_query()
+        .map_or_else(|| parts.uri.path().to_string(), ToString::to_string);
+    let mut response = next
+        .run(Request::from_parts(parts, Body::from(bytes.clone())))
+        .await;
+    for _ in 0..MAX_HOPS {
+        let kind = response.extensions().get::<ErrorKind>().map(|k| k.0);
+        response = match kind {
+            Some("session_elsewhere") => match owner(&server, &session).await {
+                Some(owner) => forward(&server, Some(&owner), &session, &path, &bytes).await,
+                // Its owner is gone meanwhile: this server brings it back.
+                None => run_here(&server, "POST", &path, bytes.to_vec()).await,
+            },
+            Some("too_many_sessions") => forward(&server, None, &session, &path, &bytes).await,
+            _ => return response,
+        };
+    }
+    match response.extensions().get::<ErrorKind>().map(|k| k.0) {
+        Some("session_elsewhere") => {
+            owner_unavailable("the session moved between servers while the command followed it")
+        }
+        _ => response,
+    }
+}
+
+/// The running server that holds the session's agent now, if another does.
+async fn owner(server: &Server, session: &str) -> Option<String> {
+    let record = server.inner.store.session(session).await.ok()??;
+    server.owner_elsewhere(&record).await.ok()?
+}
+
+fn owner_unavailable(why: &str) -> Response {
+    ApiError::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "owner_unavailable",
+        format!("the server running the session did not answer: {why}; try again (the next try may bring the session back on another server)"),
+    )
+    .into_response()
+}
+
+fn fleet_full() -> Response {
+    ApiError::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "fleet_full",
+        "no server sharing the store has room for another session now; try again later",
+    )
+    .into_response()
+}
+
+/// Hands a command to `target` (`None`: any server with room) and waits for its answer.
+async fn forward(
+    server: &Server,
+    target: Option<&str>,
+    session: &str,
+    path: &str,
+    body: &[u8],
+) -> Response {
+    let started = std::time::Instant::now();
+    let (response, outcome) = forward_waiting(server, target, session, path, body).await;
+    let labels = crate::metrics::ForwardLabels {
+        to: if target.is_some() { "owner" } else { "any" },
+        outcome,
+    };
+    let metrics = &server.inner.metrics;
+    metrics.forwarded.get_or_create(&labels).inc();
+    metrics
+        .forward_seconds
+        .get_or_create(&labels)
+        .observe(started.elapsed().as_secs_f64());
+    response
+}
+
+async fn forward_waiting(
+    server: &Server,
+    target: Option<&str>,
+    session: &str,
+    path: &str,
+    body: &[u8],
+) -> (Response, &'static str) {
+    let Some(fleet) = server.inner.store.fleet() else {
+        return (owner_unavailable("no fleet"), "lost");
+    };
+    let id = match fleet
+        .send_command(target, session, "POST", path, body)
+        .await
+    {
+        Ok(id) => id,
+        Err(error) => return (ApiError::store(error).into_response(), "lost"),
+    };
+    let waiter = Arc::new(Notify::new());
+    server.inner.waiters.lock().insert(id, waiter.clone());
+    let answered = wait_answer(server, id, target.is_none(), &waiter).await;
+    server.inner.waiters.lock().remove(&id);
+    answered
+}
+
+async fn wait_answer(
+    server: &Server,
+    id: i64,
+    any: bool,
+    waiter: &Notify,
+) -> (Response, &'static str) {
+    let Some(fleet) = server.inner.store.fleet() else {
+        return (owner_unavailable("no fleet"), "lost");
+    };
+    let lease = server.inner.config.server_lease;
+    let sent = tokio::time::Instant::now();
+    loop {
+        let state = fleet.command_state(id, lease).await;
+        let now = tokio::time::Instant::now();
+        match state {
+            Ok(CommandState::Answered(answer)) => return (answer_response(answer), "answered"),
+            Ok(CommandState::Open) if now >= sent + TAKE_WAIT => {
+                match fleet.withdraw_command(id).await {
+                    Ok(true) if any => return (fleet_full(), "not_taken"),
+                    Ok(true) => {
+                        return (
+                            owner_unavailable("it did not take the command in time"),
+                            "not_taken",
+                        )
+                    }
+                    // Taken meanwhile: its answer comes.
+                    Ok(false) => continue,
+                    Err(error) => return (ApiError::store(error).into_response(), "lost"),
+                }
+            }
+            Ok(CommandState::Taken) if now >= sent + ANSWER_WAIT => {
+                return (owner_unavailable("it took too long"), "lost")
+            }
+            Ok(CommandState::Lost) => {
+                return (
+                    owner_unavailable(
+                        "it stopped while it ran the command, which may have taken effect",
+                    ),
+                    "lost",
+                )
+            }
+            Ok(_) => {}
+            Err(error) => return (ApiError::store(error).into_response(), "lost"),
+        }
+        let _ = tokio::time::timeout(RECHECK, waiter.notified()).await;
+    }
+}
+
+/// A stored answer as the response the client gets.
+fn answer_response(answer: Answer) -> Response {
+    let kind = answer_kind(answer.status, &answer.body);
+    let status = StatusCode::from_u16(answer.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut response = (status, answer.body).into_response();
+    let headers = response.headers_mut();
+    headers.remove(header::CONTENT_TYPE);
+    for (name, value) in [
+        (header::CONTENT_TYPE, answer.content_type),
+        (header::RETRY_AFTER, answer.retry_after),
+    ] {
+        if let Some(value) = value.and_then(|v| HeaderValue::from_str(&v).ok()) {
+            headers.insert(name, value);
+        }
+    }
+    if let Some(kind) = kind {
+        response.extensions_mut().insert(ErrorKind(kind));
+    }
+    response
+}
+
+/// Runs a command on this server's own routes, as the client's request would have run (the
+/// server that received it checked its token and host).
+async fn run_here(server: &Server, method: &str, path: &str, body: Vec<u8>) -> Response {
+    let mut request = Request::builder()
+        .method(method)
+        .uri(path)
+        .header(header::HOST, "localhost")
+        .header(header::CONTENT_TYPE, "application/json");
+    if let Some(token) = &server.inner.config.token {
+        request = request.header(header::AUTHORIZATION, format!("Bearer {token}"));
+    }
+    let request = match request.extension(Forwarded).body(Body::from(body)) {
+        Ok(request) => request,
+        Err(error) => {
+            return ApiError::invalid(format!("a command that is not a request: {error}"))
+                .into_response()
+        }
+    };
+    match crate::router(server.clone()).oneshot(request).await {
+        Ok(response) => response,
+        Err(never) => match never {},
+    }
+}
+
+/// Runs a command another server handed here and stores its answer.
+async fn run_command(server: Server, command: crate::store::Command) {
+    server.inner.metrics.commands_run.inc();
+    let response = run_here(&server, &command.method, &command.path, command.body).await;
+    let status = response.status().as_u16();
+    let (content_type, retry_after) = {
+        let header_of = |name: header::HeaderName| {
+            response
+                .headers()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(ToString::to_string)
+        };
+        (
+            header_of(header::CONTENT_TYPE),
+            header_of(header::RETRY_AFTER),
+        )
+    };
+    let body = axum::body::to_bytes(response.into_body(), MAX_ANSWER)
+        .await
+        .map(|b| b.to_vec())
+        .unwrap_or_default();
+    let answer = Answer {
+        status,
+        body,
+        content_type,
+        retry_after,
+    };
+    if let Some(fleet) = server.inner.store.fleet() {
+        if let Err(error) = fleet.answer_command(command.id, answer).await {
+            tracing::warn!("cannot store a command's answer: {error}");
+        }
+    }
+}
+
+/// Takes the command `id` when it is this server's (or any server's, and this one has room),
+/// and runs it on a task of its own.
+async fn take(server: &Server, id: i64) {
+    let Some(fleet) = server.inner.store.fleet() else {
+        return;
+    };
+    match fleet
+        .take_command(id, server.daemon_id(), server.has_room())
+        .await
+    {
+        Ok(Some(command)) => {
+            tokio::spawn(run_command(server.clone(), command));
+        }
+        Ok(None) => {}
+        Err(error) => tracing::warn!("cannot take a command: {error}"),
+    }
+}
+
+/// The commands this server may take that nobody took (their notification was missed).
+async fn sweep(server: &Server) {
+    let Some(fleet) = server.inner.store.fleet() else {
+        return;
+    };
+    match fleet
+        .open_commands(server.daemon_id(), server.has_room())
+        .await
+    {
+        Ok(ids) => {
+            for id in ids {
+                take(server, id).await;
+            }
+        }
+        Err(error) => tracing::debug!("cannot look for open commands: {error}"),
+    }
+}
+
+/// Listens to the store's notifications while the server runs: takes commands, wakes the
+/// requests waiting for an answer and the streams following sessions run elsewhere.
+pub(crate) async fn listen(
+    server: Weak<Inner>,
+    mut notices: broadcast::Receiver<Notice>,
+    stopping: agent_api::request::CancellationToken,
+) {
+    loop {
+        let notice = tokio::select! {
+            notice = notices.recv() => match notice {
+                Ok(notice) => Some(notice),
+                Err(broadcast::error::RecvError::Lagged(_)) => Some(Notice::Missed),
+                Err(broadcast::error::RecvError::Closed) => return,
+            },
+            () = tokio::time::sleep(SWEEP) => None,
+            () = stopping.cancelled() => return,
+        };
+        let Some(inner) = server.upgrade() else {
+            return;
+        };
+        let server = Server { inner };
+        match notice {
+            Some(Notice::Events {
+                session,
+                events,
+                ended,
+            }) => server
+                .inner
+                .polls
+                .seen(&session, crate::remote::Seen { events, ended }),
+            Some(Notice::Command(id)) => take(&server, id).await,
+            Some(Notice::Answer(id)) => server.inner.waiters.wake(id),
+            Some(Notice::Missed) => {
+                server.inner.waiters.wake_all();
+                server.inner.polls.reread(&server).await;
+                sweep(&server).await;
+            }
+            None => sweep(&server).await,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_commands_on_a_session_are_handed_on() {
+        assert_eq!(command_session("/v1/sessions/a"), Some("a"));
+        assert_eq!(command_session("/v1/sessions/a/messages"), Some("a"));
+        assert_eq!(
+            command_session("/v1/sessions/a/permissions/p/reply"),
+            Some("a")
+        );
+        assert_eq!(command_session("/v1/sessions/a/messages/stream"), None);
+        assert_eq!(command_session("/v1/sessions/"), None);
+        assert_eq!(command_session("/v1/agents/x/install"), None);
+    }
+
+    #[test]
+    fn a_forwarded_answer_says_the_kinds_the_forwarding_acts_on() {
+        let elsewhere = br#"{"type":"urn:agent-api:error:session_elsewhere"}"#;
+        assert_eq!(answer_kind(409, elsewhere), Some("session_elsewhere"));
+        assert_eq!(answer_kind(200, elsewhere), None);
+        let ended = br#"{"type":"urn:agent-api:error:session_ended"}"#;
+        assert_eq!(answer_kind(409, ended), None);
+        assert_eq!(answer_kind(503, b"not json"), None);
+    }
+}

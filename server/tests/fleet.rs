@@ -1,0 +1,1054 @@
+//! A fleet of servers on one PostgreSQL (issue 48), on the real database `tests/postgres/setup.sh`
+//! starts and real server processes (this test binary started again as `fleet_server`): the
+//! store's fencing, any server answering for any session, a killed owner's session going on
+//! elsewhere, a paused owner that wakes writing nothing, placement and admission, drain, and the
+//! chaos test (three servers, thirty sessions, SIGKILL, SIGSTOP/SIGCONT and restarts while clients
+//! talk to random servers).
+
+mod common;
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use agent_api_server::store::{SessionState, SessionUpdate, StoredEvent};
+use agent_api_server::{ServerConfig, StoreError, StoreUrl};
+use common::*;
+use hyper::Method;
+use serde_json::{json, Value};
+
+/// The variables that make `fleet_server` serve: the store's URL, its name, its bounds.
+const STORE: &str = "AGENT_API_TEST_FLEET_STORE";
+const NAME: &str = "AGENT_API_TEST_FLEET_NAME";
+const MAX: &str = "AGENT_API_TEST_FLEET_MAX";
+const AGENTS: &str = "AGENT_API_TEST_FLEET_AGENTS";
+/// What `fleet_server` prints once it listens.
+const LISTENING: &str = "fleet-server listening on http://";
+
+/// The lease of the servers the tests start: a killed one's sessions are taken after it.
+const LEASE: Duration = Duration::from_secs(2);
+
+/// Not a test: the server process the tests below start, kill, pause and start again (this
+/// binary run with `--ignored --exact fleet_server`).
+#[test]
+#[ignore = "the server process of the fleet tests, started by them"]
+fn fleet_server() {
+    let url = std::env::var(STORE).expect("fleet_server is started by the fleet tests");
+    let name = std::env::var(NAME).unwrap_or_else(|_| "fleet".into());
+    let max = std::env::var(MAX).map_or(256, |m| m.parse().unwrap());
+    let agents = std::env::var(AGENTS).map_or(true, |a| a == "1");
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async move {
+        let store = StoreUrl::parse(&url).unwrap().open().await.unwrap();
+        let mut gateway = agent_api::Gateway::new();
+        gateway
+            .register(Arc::new(agent_api_scripted::ScriptedBackend::new()))
+            .unwrap();
+        let config = ServerConfig::default()
+            .with_daemon_id(name)
+            .with_idle_release(None)
+            .with_server_lease(LEASE)
+            .with_heartbeat(Some(Duration::from_millis(250)))
+            .with_max_sessions(max)
+            .with_agents(agents)
+            .with_drain_timeout(Duration::from_secs(20));
+        let server =
+            agent_api_server::Server::new(gateway, agent_api::RunRequest::new(""), store, config)
+                .await
+                .unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        println!("{LISTENING}{}", listener.local_addr().unwrap());
+        let mut term =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).unwrap();
+        agent_api_server::serve(listener, server, async move {
+            term.recv().await;
+        })
+        .await
+        .unwrap();
+    });
+}
+
+/// A `fleet_server` process, killed when dropped.
+struct Node {
+    process: std::process::Child,
+    api: Api,
+    name: String,
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        let _ = self.process.kill();
+        let _ = self.process.wait();
+    }
+}
+
+impl Node {
+    fn start(url: &str, name: &str, env: &[(&str, &str)]) -> Self {
+        let mut command = Command::new(std::env::current_exe().unwrap());
+        command
+            .args(["--ignored", "--exact", "fleet_server", "--nocapture"])
+            .env(STORE, url)
+            .env(NAME, name)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        for (key, value) in env {
+            command.env(key, value);
+        }
+        let mut process = command.spawn().unwrap();
+        let mut lines = BufReader::new(process.stdout.take().unwrap()).lines();
+        let address = loop {
+            let line = lines
+                .next()
+                .expect("the fleet server said where it listens")
+                .unwrap();
+            if let Some(address) = line.strip_prefix(LISTENING) {
+                break address.to_string();
+            }
+        };
+        std::thread::spawn(move || for _ in lines.by_ref() {});
+        Self {
+            process,
+            api: Api::new(format!("http://{address}"), None),
+            name: name.to_string(),
+        }
+    }
+
+    fn signal(&self, signal: i32) {
+        unsafe { libc::kill(self.process.id() as i32, signal) };
+    }
+
+    /// Kills it with SIGKILL and waits for it to exit.
+    fn kill(mut self) {
+        let _ = self.process.kill();
+        let _ = self.process.wait();
+        std::mem::forget(self);
+    }
+
+    /// SIGTERM, then its exit status (within `wait`).
+    async fn terminate(mut self, wait: Duration) -> std::process::ExitStatus {
+        self.signal(libc::SIGTERM);
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            if let Some(status) = self.process.try_wait().unwrap() {
+                std::mem::forget(self);
+                return status;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the server did not stop in time"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+/// A connection to the test database, for what no endpoint shows (the epochs).
+async fn sql(url: &str) -> tokio_postgres::Client {
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    client
+}
+
+/// A database of the test's own on the same server (dropped when this is): servers of other
+/// tests take no "any server" command of its own.
+struct OwnDatabase {
+    admin: String,
+    name: String,
+    url: String,
+}
+
+impl OwnDatabase {
+    async fn new(url: &str) -> Self {
+        let name = unique("agent_api_fleet").replace('-', "_");
+        sql(url)
+            .await
+            .batch_execute(&format!("CREATE DATABASE {name}"))
+            .await
+            .unwrap();
+        let (base, _) = url.rsplit_once('/').unwrap();
+        Self {
+            admin: url.to_string(),
+            url: format!("{base}/{name}"),
+            name,
+        }
+    }
+}
+
+impl Drop for OwnDatabase {
+    fn drop(&mut self) {
+        let (admin, name) = (self.admin.clone(), self.name.clone());
+        let _ = std::thread::spawn(move || {
+            tokio::runtime::Runtime::new()
+                .unwrap()
+                .block_on(async move {
+                    let _ = sql(&admin)
+                        .await
+                        .batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+                        .await;
+                })
+        })
+        .join();
+    }
+}
+
+/// Asserts that no event of `sessions` was written under a stale epoch: in each session, the
+/// epochs never go down along the sequence (an owner's write needs the session's epoch now, and a
+/// claim moves it on), and every event names one.
+async fn assert_no_stale_write(url: &str, sessions: &[String]) {
+    let client = sql(url).await;
+    let rows = client
+        .query(
+            "SELECT session_id, sequence, epoch FROM events WHERE session_id = ANY($1) ORDER BY session_id, sequence",
+            &[&sessions],
+        )
+        .await
+        .unwrap();
+    let mut last: HashMap<String, i64> = HashMap::new();
+    for row in rows {
+        let (session, sequence, epoch): (String, i64, Option<i64>) =
+            (row.get(0), row.get(1), row.get(2));
+        let epoch = epoch.unwrap_or_else(|| panic!("{session} event {sequence} names no epoch"));
+        let before = last.insert(session.clone(), epoch).unwrap_or(0);
+        assert!(
+            epoch >= before,
+            "{session}: event {sequence} written under epoch {epoch} after epoch {before}"
+        );
+    }
+}
+
+/// The completed status items labelled `label`.
+fn statuses<'a>(events: &'a [Value], label: &str) -> Vec<&'a Value> {
+    events
+        .iter()
+        .filter(|e| e["type"] == "item.completed")
+        .filter(|e| e["data"]["item"]["content"][0]["label"] == label)
+        .collect()
+}
+
+fn interrupted(events: &[Value]) -> Vec<&Value> {
+    events
+        .iter()
+        .filter(|e| e["type"] == "error" && e["data"]["code"] == "interrupted")
+        .collect()
+}
+
+/// Asserts a session's log is whole: sequences 1..n with no gap or duplicate, each interrupted
+/// turn closed by exactly one typed error after its `turn_failed`, and no end.
+fn assert_whole(session: &str, events: &[Value]) {
+    for (i, event) in events.iter().enumerate() {
+        assert_eq!(
+            event["sequence"].as_u64(),
+            Some(i as u64 + 1),
+            "{session}: gap or duplicate at {i}"
+        );
+    }
+    let mut closed = std::collections::HashSet::new();
+    for (i, error) in events.iter().enumerate() {
+        if !(error["type"] == "error" && error["data"]["code"] == "interrupted") {
+            continue;
+        }
+        let turn = error["data"]["details"]["turn"].as_u64().unwrap();
+        assert!(
+            closed.insert(turn),
+            "{session}: turn {turn} interrupted twice"
+        );
+        assert!(
+            i > 0 && turn_end(&events[i - 1]),
+            "{session}: the interrupted error follows its turn_failed"
+        );
+    }
+    assert!(
+        !events.iter().any(|e| e["type"] == "session.ended"),
+        "{session} ended, and no client terminated it"
+    );
+}
+
+/// Waits until `api` says the session's state is `state`.
+async fn wait_state(api: &Api, session: &str, state: &str) {
+    let deadline = tokio::time::Instant::now() + STEP;
+    loop {
+        let info = api.get(&format!("/v1/sessions/{session}")).await.json();
+        if info["state"] == state {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{session} never {state}: {info}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Waits until the session's log holds an event after `after` that `found` accepts.
+async fn wait_event(
+    api: &Api,
+    session: &str,
+    after: usize,
+    found: impl Fn(&Value) -> bool,
+) -> Vec<Value> {
+    let deadline = tokio::time::Instant::now() + STEP;
+    loop {
+        let events = api.all_events(session, 1000).await;
+        if events.iter().skip(after).any(&found) {
+            return events;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{session}: not found after {after}: {:#?}",
+            &events[after.min(events.len())..]
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn permission_session() -> Value {
+    json!({"agent": "scripted", "permissionMode": "ask", "options": {"backend.scripted.scenario": "permission", "backend.scripted.delay_ms": 0}})
+}
+
+fn slow_session(delay_ms: u64) -> Value {
+    json!({"agent": "scripted", "options": {"backend.scripted.scenario": "slow", "backend.scripted.delay_ms": delay_ms}})
+}
+
+#[tokio::test]
+async fn the_database_refuses_an_append_under_a_stale_epoch_or_a_lapsed_lease() {
+    let Some(url) = database() else { return };
+    let store = StoreUrl::parse(&url).unwrap().open().await.unwrap();
+    let (a, b, c) = (unique("srv-a"), unique("srv-b"), unique("srv-c"));
+    for server in [&a, &b, &c] {
+        store.heartbeat(server).await.unwrap();
+    }
+    let id = unique("fenced");
+    store.create_session(record(&id, Some(&a))).await.unwrap();
+    let lease = Duration::from_secs(30);
+    let append = |owner: &str, epoch: u64, lease: Duration, sequence: u64| {
+        let (store, id, owner) = (store.clone(), id.clone(), owner.to_string());
+        async move {
+            let event: StoredEvent = event(sequence);
+            store
+                .append_fenced(&id, &owner, epoch, lease, vec![event])
+                .await
+        }
+    };
+    append(&a, 0, lease, 1).await.unwrap();
+    // Another server cannot take a session whose running owner holds its agent.
+    assert!(matches!(
+        store.claim_lease(&id, &b, Some(&a), lease).await,
+        Err(StoreError::NotOwner { .. })
+    ));
+    // Released, it can: the epoch moves on, and the last owner's writes are refused.
+    store
+        .update(&id, &a, SessionUpdate::default().state(SessionState::Idle))
+        .await
+        .unwrap();
+    assert_eq!(
+        store.claim_lease(&id, &b, Some(&a), lease).await.unwrap(),
+        1
+    );
+    assert!(matches!(
+        append(&a, 0, lease, 2).await,
+        Err(StoreError::NotOwner { .. })
+    ));
+    append(&b, 1, lease, 2).await.unwrap();
+    // A writer that names an old epoch is refused even under the right owner's name.
+    assert!(matches!(
+        append(&b, 0, lease, 3).await,
+        Err(StoreError::NotOwner { .. })
+    ));
+    // A lapsed lease: the owner's writes are refused before anyone claims, and a claim from it
+    // succeeds although it is live.
+    let short = Duration::from_millis(200);
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert!(matches!(
+        append(&b, 1, short, 3).await,
+        Err(StoreError::LeaseLost { .. })
+    ));
+    store.heartbeat(&c).await.unwrap();
+    assert_eq!(
+        store.claim_lease(&id, &c, Some(&b), short).await.unwrap(),
+        2
+    );
+    append(&c, 2, short, 3).await.unwrap();
+    assert_eq!(store.events(&id, 0, 10).await.unwrap().len(), 3);
+    assert_no_stale_write(&url, &[id]).await;
+}
+
+#[tokio::test]
+async fn any_server_answers_for_a_session_and_a_killed_owners_session_goes_on_elsewhere() {
+    let Some(url) = database() else { return };
+    let names = [unique("a"), unique("b"), unique("c")];
+    let a = Node::start(&url, &names[0], &[]);
+    let (b, c) = (
+        Node::start(&url, &names[1], &[]),
+        Node::start(&url, &names[2], &[]),
+    );
+    let id = unique("anywhere");
+    assert_eq!(
+        a.api
+            .post(&format!("/v1/sessions/{id}"), permission_session())
+            .await
+            .status,
+        200
+    );
+    // Followed through the third server from the start.
+    let mut follower = c
+        .api
+        .try_sse(&format!("/v1/sessions/{id}/events/sse"), &[])
+        .await
+        .unwrap();
+    // The message goes through the second server, the reply through the third: both run on the
+    // first, which owns the session.
+    for (turn, via) in [(1, &b), (2, &c)] {
+        let before = a.api.all_events(&id, 1000).await.len();
+        assert_eq!(
+            via.api
+                .post(
+                    &format!("/v1/sessions/{id}/messages"),
+                    json!({"message": format!("turn {turn}")})
+                )
+                .await
+                .status,
+            204
+        );
+        let events = wait_event(&c.api, &id, before, |e| e["type"] == "permission.requested").await;
+        let permission = events
+            .iter()
+            .skip(before)
+            .find(|e| e["type"] == "permission.requested")
+            .unwrap()["data"]["permission_id"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        if turn == 2 {
+            // The owner dies while the permission waits; the reply sent now finds the session
+            // owned by a server that is gone.
+            a.kill();
+            let reply = b
+                .api
+                .post(
+                    &format!("/v1/sessions/{id}/permissions/{permission}/reply"),
+                    json!({"reply": "once"}),
+                )
+                .await;
+            assert!(
+                reply.status.is_client_error() || reply.status.as_u16() == 503,
+                "a reply to a turn whose server died is refused, typed: {}",
+                reply.status
+            );
+            break;
+        }
+        let reply = c
+            .api
+            .post(
+                &format!("/v1/sessions/{id}/permissions/{permission}/reply"),
+                json!({"reply": "once"}),
+            )
+            .await;
+        assert_eq!(reply.status, 204, "{:?}", reply.body);
+        wait_event(&b.api, &id, before, turn_end).await;
+        let info = b.api.get(&format!("/v1/sessions/{id}")).await.json();
+        assert!(info["owner"].as_str().unwrap().starts_with(&names[0]));
+    }
+    // The next message, to the second server, brings the session back there.
+    wait_state(&b.api, &id, "resumable").await;
+    let before = b.api.all_events(&id, 1000).await.len();
+    assert_eq!(
+        b.api
+            .post(
+                &format!("/v1/sessions/{id}/messages"),
+                json!({"message": "turn 3"})
+            )
+            .await
+            .status,
+        204
+    );
+    let events = wait_event(&c.api, &id, before, |e| e["type"] == "permission.requested").await;
+    assert_eq!(statuses(&events, "session_resumed").len(), 1);
+    assert_eq!(
+        interrupted(&events).len(),
+        1,
+        "one typed error closes turn 2"
+    );
+    let info = c.api.get(&format!("/v1/sessions/{id}")).await.json();
+    assert!(
+        info["owner"].as_str().unwrap().starts_with(&names[1]),
+        "{info}"
+    );
+    let permission = events
+        .iter()
+        .skip(before)
+        .find(|e| e["type"] == "permission.requested")
+        .unwrap()["data"]["permission_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // Answered through the third server, handed to the new owner.
+    assert_eq!(
+        c.api
+            .post(
+                &format!("/v1/sessions/{id}/permissions/{permission}/reply"),
+                json!({"reply": "once"}),
+            )
+            .await
+            .status,
+        204
+    );
+    let events = wait_event(&c.api, &id, before, turn_end).await;
+    assert_whole(&id, &events);
+    // The follower on the third server saw every event, in order, as stored.
+    let mut seen = Vec::new();
+    while seen.len() < events.len() {
+        let frame = follower
+            .next_or_cut(STEP)
+            .await
+            .expect("the follower gets every event");
+        seen.push(frame);
+    }
+    for frame in &seen {
+        let sequence = frame.id.unwrap() as usize;
+        assert_eq!(frame.data, events[sequence - 1]);
+    }
+    assert_no_stale_write(&url, &[id]).await;
+    drop((b, c));
+}
+
+#[tokio::test]
+async fn a_paused_owner_that_wakes_after_its_session_was_taken_writes_nothing() {
+    let Some(url) = database() else { return };
+    let a = Node::start(&url, &unique("paused"), &[]);
+    let b = Node::start(&url, &unique("taker"), &[]);
+    let id = unique("paused");
+    assert_eq!(
+        a.api
+            .post(&format!("/v1/sessions/{id}"), slow_session(100))
+            .await
+            .status,
+        200
+    );
+    assert_eq!(
+        b.api
+            .post(
+                &format!("/v1/sessions/{id}/messages"),
+                json!({"message": "slowly"})
+            )
+            .await
+            .status,
+        204
+    );
+    wait_event(&b.api, &id, 0, |e| e["type"] == "item.delta").await;
+    a.signal(libc::SIGSTOP);
+    // Past its lease, the other server takes the session.
+    wait_state(&b.api, &id, "resumable").await;
+    let resumed = b.api.post_empty(&format!("/v1/sessions/{id}/resume")).await;
+    assert_eq!(resumed.status, 200, "{:?}", resumed.body);
+    let taken = b.api.all_events(&id, 1000).await;
+    a.signal(libc::SIGCONT);
+    // Woken, the first server tries to write its turn's next words: refused by the database, it
+    // stops its agent. Nothing of it is in the log, and its own answers say it runs nothing.
+    let deadline = tokio::time::Instant::now() + STEP;
+    loop {
+        let info = a.api.get(&format!("/v1/sessions/{id}")).await.json();
+        if info["live"] == false {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the woken server still runs it: {info}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let after = b.api.all_events(&id, 1000).await;
+    assert_eq!(after, taken, "nothing was written after the takeover");
+    assert_whole(&id, &after);
+    assert_eq!(interrupted(&after).len(), 1);
+    assert_no_stale_write(&url, std::slice::from_ref(&id)).await;
+    // The session goes on, through either server.
+    assert_eq!(
+        a.api
+            .post(
+                &format!("/v1/sessions/{id}/messages"),
+                json!({"message": "again"})
+            )
+            .await
+            .status,
+        204
+    );
+    wait_event(&b.api, &id, after.len(), turn_end).await;
+    let info = a.api.get(&format!("/v1/sessions/{id}")).await.json();
+    assert!(
+        info["owner"].as_str().unwrap().starts_with(&b.name),
+        "{info}"
+    );
+}
+
+#[tokio::test]
+async fn a_new_session_goes_to_a_server_with_room_or_gets_503_when_the_fleet_is_full() {
+    let Some(url) = database() else { return };
+    let own = OwnDatabase::new(&url).await;
+    let url = own.url.clone();
+    let door = Node::start(&url, &unique("door"), &[(AGENTS, "0")]);
+    let worker = Node::start(&url, &unique("worker"), &[(MAX, "1")]);
+    let first = unique("placed");
+    let created = door
+        .api
+        .post(&format!("/v1/sessions/{first}"), scripted("text"))
+        .await;
+    assert_eq!(created.status, 200, "{:?}", created.body);
+    let info = door.api.get(&format!("/v1/sessions/{first}")).await.json();
+    assert!(
+        info["owner"].as_str().unwrap().starts_with(&worker.name),
+        "the front door runs no agent: {info}"
+    );
+    // The worker is full: the whole fleet is.
+    let second = unique("refused");
+    for api in [&door.api, &worker.api] {
+        let full = api
+            .post(&format!("/v1/sessions/{second}"), scripted("text"))
+            .await;
+        assert_eq!(full.problem(503)["type"], "urn:agent-api:error:fleet_full");
+        assert!(full.headers.contains_key("retry-after"));
+    }
+    // A message through the front door runs on the worker.
+    assert_eq!(
+        door.api
+            .post(
+                &format!("/v1/sessions/{first}/messages"),
+                json!({"message": "hi"})
+            )
+            .await
+            .status,
+        204
+    );
+    wait_event(&door.api, &first, 0, turn_end).await;
+    assert_eq!(
+        door.api
+            .post_empty(&format!("/v1/sessions/{first}/terminate"))
+            .await
+            .status,
+        204
+    );
+    assert_eq!(
+        door.api
+            .post(&format!("/v1/sessions/{second}"), scripted("text"))
+            .await
+            .status,
+        200,
+        "room again"
+    );
+    drop((door, worker));
+    drop(own);
+}
+
+#[tokio::test]
+async fn sigterm_lets_running_turns_finish_releases_idle_sessions_and_exits_0() {
+    let Some(url) = database() else { return };
+    let a = Node::start(&url, &unique("drained"), &[]);
+    let b = Node::start(&url, &unique("stays"), &[]);
+    let (busy, idle) = (unique("busy"), unique("idle"));
+    for (id, body) in [(&busy, slow_session(40)), (&idle, scripted("text"))] {
+        assert_eq!(
+            a.api.post(&format!("/v1/sessions/{id}"), body).await.status,
+            200
+        );
+    }
+    assert_eq!(
+        a.api
+            .post(
+                &format!("/v1/sessions/{busy}/messages"),
+                json!({"message": "finish me"})
+            )
+            .await
+            .status,
+        204
+    );
+    wait_event(&b.api, &busy, 0, |e| e["type"] == "item.delta").await;
+    let api = a.api.clone();
+    a.signal(libc::SIGTERM);
+    // Not ready while it drains; a new session asked of it goes to the other server.
+    let ready = api.get("/v1/health/ready").await;
+    assert_eq!(ready.status, 503);
+    let moved = unique("moved");
+    assert_eq!(
+        api.post(&format!("/v1/sessions/{moved}"), scripted("text"))
+            .await
+            .status,
+        200
+    );
+    let info = b.api.get(&format!("/v1/sessions/{moved}")).await.json();
+    assert!(
+        info["owner"].as_str().unwrap().starts_with(&b.name),
+        "{info}"
+    );
+    let status = a.terminate(Duration::from_secs(60)).await;
+    assert_eq!(status.code(), Some(0));
+    let events = b.api.all_events(&busy, 1000).await;
+    assert_eq!(
+        statuses(&events, "turn_completed").len(),
+        1,
+        "the turn finished"
+    );
+    assert!(interrupted(&events).is_empty());
+    assert_whole(&busy, &events);
+    // Both sessions go on on the server still up.
+    for id in [&busy, &idle] {
+        let before = b.api.all_events(id, 1000).await.len();
+        assert_eq!(
+            b.api
+                .post(
+                    &format!("/v1/sessions/{id}/messages"),
+                    json!({"message": "on"})
+                )
+                .await
+                .status,
+            204
+        );
+        let events = wait_event(&b.api, id, before, turn_end).await;
+        assert_whole(id, &events);
+        assert!(
+            statuses(&events, "session_resumed")[0]["data"]["item"]["content"][0]["detail"]
+                .as_str()
+                .unwrap()
+                .contains("after=server_stopped")
+        );
+    }
+}
+
+/// What the chaos test's clients were served, by session: each event's JSON by sequence.
+type Received = Arc<Mutex<HashMap<String, BTreeMap<u64, Value>>>>;
+
+/// The servers up now, for the clients to pick from.
+type Up = Arc<Mutex<Vec<Api>>>;
+
+fn pick(up: &Up) -> Api {
+    let up = up.lock().unwrap();
+    let mut byte = [0u8; 1];
+    getrandom::fill(&mut byte).unwrap();
+    up[byte[0] as usize % up.len()].clone()
+}
+
+/// Sends `body` to `path` on random servers until one answers something other than 503, a
+/// server error or no answer (a server killed or paused), within `deadline`.
+async fn send_anywhere(
+    up: &Up,
+    path: &str,
+    body: Option<Value>,
+    deadline: tokio::time::Instant,
+) -> Answer {
+    loop {
+        let api = pick(up);
+        match api
+            .try_call(
+                Method::POST,
+                path,
+                body.clone(),
+                &[],
+                Duration::from_secs(5),
+            )
+            .await
+        {
+            Ok(answer) if !answer.status.is_server_error() => return answer,
+            _ if tokio::time::Instant::now() > deadline => panic!("{path}: no server answered"),
+            _ => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
+    }
+}
+
+/// Reads a session's events from random servers (none that cannot answer).
+async fn events_anywhere(up: &Up, id: &str) -> Vec<Value> {
+    loop {
+        let api = pick(up);
+        let answer = api
+            .try_call(
+                Method::GET,
+                &format!("/v1/sessions/{id}/events?limit=1000"),
+                None,
+                &[],
+                Duration::from_secs(3),
+            )
+            .await;
+        if let Some(answer) = answer.ok().filter(|a| a.status == 200) {
+            let page = answer.json();
+            if page["hasMore"] == false {
+                return page["events"].as_array().unwrap().clone();
+            }
+            return api.all_events(id, 1000).await;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// One client of the chaos test: turns on session `id` until `over` (at least `turns`), each
+/// message and reply sent to a random server, a stalled turn nudged with `resume` (its server may
+/// be gone). Returns how many turns it sent.
+async fn client(
+    up: Up,
+    id: String,
+    turns: usize,
+    over: agent_api::request::CancellationToken,
+) -> usize {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(100);
+    let created = send_anywhere(
+        &up,
+        &format!("/v1/sessions/{id}"),
+        Some(permission_session()),
+        deadline,
+    )
+    .await;
+    assert!(
+        created.status == 200 || created.status == 409,
+        "{id}: {:?}",
+        created.body
+    );
+    let mut turn = 0;
+    while turn < turns || !over.is_cancelled() {
+        turn += 1;
+        let before = events_anywhere(&up, &id).await.len();
+        let sent = send_anywhere(
+            &up,
+            &format!("/v1/sessions/{id}/messages"),
+            Some(json!({"message": format!("turn {turn}")})),
+            deadline,
+        )
+        .await;
+        if sent.status == 409 {
+            // A turn still runs (one sent twice by a try whose answer was lost): next round.
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        } else {
+            assert_eq!(sent.status, 204, "{id}: {:?}", sent.body);
+        }
+        let mut replied = std::collections::HashSet::new();
+        let mut still = tokio::time::Instant::now();
+        let mut seen = before;
+        loop {
+            let events = events_anywhere(&up, &id).await;
+            if tokio::time::Instant::now() > deadline {
+                let info = pick(&up).get(&format!("/v1/sessions/{id}")).await.json();
+                let tail: Vec<String> = events
+                    .iter()
+                    .skip(before.saturating_sub(3))
+                    .map(|e| {
+                        format!(
+                            "{} {} {}",
+                            e["sequence"], e["type"], e["data"]["item"]["content"][0]
+                        )
+                    })
+                    .collect();
+                panic!("{id}: turn {turn} never ended: {info}\n{}", tail.join("\n"));
+            }
+            if events.iter().skip(before).any(turn_end) {
+                break;
+            }
+            if events.len() > seen {
+                seen = events.len();
+                still = tokio::time::Instant::now();
+            }
+            for asked in events.iter().skip(before) {
+                if asked["type"] != "permission.requested" {
+                    continue;
+                }
+                let permission = asked["data"]["permission_id"].as_str().unwrap().to_string();
+                if replied.contains(&permission) {
+                    continue;
+                }
+                let reply = send_anywhere(
+                    &up,
+                    &format!("/v1/sessions/{id}/permissions/{permission}/reply"),
+                    Some(json!({"reply": "once"})),
+                    deadline,
+                )
+                .await;
+                // 204, or typed: its turn was interrupted.
+                assert!(
+                    reply.status.is_success() || reply.status.is_client_error(),
+                    "{id}: {reply:?}"
+                );
+                replied.insert(permission);
+            }
+            if still.elapsed() > Duration::from_secs(3) {
+                // Nothing moves: its server may be gone; bringing it back closes its turn.
+                let _ =
+                    send_anywhere(&up, &format!("/v1/sessions/{id}/resume"), None, deadline).await;
+                still = tokio::time::Instant::now();
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+    turn
+}
+
+/// Follows session `id` over SSE through random servers, reconnecting with `Last-Event-ID` when
+/// a stream breaks, until `done`.
+async fn follow(
+    up: Up,
+    id: String,
+    received: Received,
+    done: agent_api::request::CancellationToken,
+) {
+    let mut last = 0u64;
+    while !done.is_cancelled() {
+        let api = pick(&up);
+        let header = last.to_string();
+        let Some(mut stream) = api
+            .try_sse(
+                &format!("/v1/sessions/{id}/events/sse"),
+                &[("last-event-id", header.as_str())],
+            )
+            .await
+        else {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            continue;
+        };
+        loop {
+            let frame = tokio::select! {
+                frame = stream.next_or_cut(Duration::from_secs(3)) => frame,
+                () = done.cancelled() => return,
+            };
+            let Some(frame) = frame else { break };
+            let Some(sequence) = frame.id else { continue };
+            assert_eq!(
+                sequence,
+                last + 1,
+                "{id}: the stream skipped or repeated an event"
+            );
+            last = sequence;
+            received
+                .lock()
+                .unwrap()
+                .entry(id.clone())
+                .or_default()
+                .insert(sequence, frame.data);
+        }
+    }
+}
+
+#[tokio::test]
+async fn chaos_three_servers_thirty_sessions_kills_pauses_and_restarts_lose_nothing() {
+    let Some(url) = database() else { return };
+    let own = OwnDatabase::new(&url).await;
+    let url = own.url.clone();
+    let names: Vec<String> = (0..3).map(|i| unique(&format!("chaos{i}"))).collect();
+    let mut nodes: Vec<Option<Node>> = names
+        .iter()
+        .map(|name| Some(Node::start(&url, name, &[])))
+        .collect();
+    let up: Up = Arc::new(Mutex::new(
+        nodes.iter().flatten().map(|n| n.api.clone()).collect(),
+    ));
+    let received: Received = Arc::default();
+    let done = agent_api::request::CancellationToken::new();
+    let chaos_over = agent_api::request::CancellationToken::new();
+    let ids: Vec<String> = (0..30).map(|i| unique(&format!("chaos-{i}"))).collect();
+    let mut clients = Vec::new();
+    let mut followers = Vec::new();
+    for id in &ids {
+        clients.push(tokio::spawn(client(
+            up.clone(),
+            id.clone(),
+            3,
+            chaos_over.clone(),
+        )));
+        followers.push(tokio::spawn(follow(
+            up.clone(),
+            id.clone(),
+            received.clone(),
+            done.clone(),
+        )));
+    }
+    // The chaos, while the clients run: each server in turn is killed and started again, paused
+    // past its lease and woken, and stopped with SIGTERM and started again.
+    let mut restarts = 0;
+    for round in 0..6 {
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        let index = round % 3;
+        let node = nodes[index].take().unwrap();
+        let others: Vec<Api> = nodes
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i != index)
+            .filter_map(|(_, n)| n.as_ref().map(|n| n.api.clone()))
+            .collect();
+        *up.lock().unwrap() = others;
+        match round / 3 {
+            0 if round % 2 == 0 => node.kill(),
+            0 => {
+                node.signal(libc::SIGSTOP);
+                tokio::time::sleep(LEASE * 2).await;
+                node.signal(libc::SIGCONT);
+                nodes[index] = Some(node);
+                *up.lock().unwrap() = nodes.iter().flatten().map(|n| n.api.clone()).collect();
+                continue;
+            }
+            _ => {
+                let status = node.terminate(Duration::from_secs(40)).await;
+                assert_eq!(status.code(), Some(0), "a drained server exits 0");
+            }
+        }
+        restarts += 1;
+        let again = Node::start(&url, &names[index], &[]);
+        nodes[index] = Some(again);
+        *up.lock().unwrap() = nodes.iter().flatten().map(|n| n.api.clone()).collect();
+    }
+    assert!(restarts >= 4);
+    chaos_over.cancel();
+    let mut turns = 0;
+    for client in clients {
+        turns += client.await.unwrap();
+    }
+    // The followers catch up, then stop.
+    let settle = tokio::time::Instant::now() + STEP;
+    loop {
+        let mut behind = 0;
+        for id in &ids {
+            let stored = events_anywhere(&up, id).await.len();
+            let got = received
+                .lock()
+                .unwrap()
+                .get(id)
+                .map_or(0, |events| events.len());
+            behind += stored.saturating_sub(got);
+        }
+        if behind == 0 || tokio::time::Instant::now() > settle {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    done.cancel();
+    for follower in followers {
+        follower.await.unwrap();
+    }
+    let received = received.lock().unwrap().clone();
+    for id in &ids {
+        let events = events_anywhere(&up, id).await;
+        assert_whole(id, &events);
+        assert!(
+            events.iter().filter(|e| turn_end(e)).count() >= 3,
+            "{id}: every turn ended"
+        );
+        let got = received.get(id).cloned().unwrap_or_default();
+        assert_eq!(
+            got.len(),
+            events.len(),
+            "{id}: the follower got every event"
+        );
+        for (sequence, data) in got {
+            assert_eq!(data, events[sequence as usize - 1], "{id}: as stored");
+        }
+    }
+    // The chaos did reach the sessions: some were taken over, some turns interrupted.
+    let (mut resumed, mut cut) = (0, 0);
+    for id in &ids {
+        let events = events_anywhere(&up, id).await;
+        resumed += statuses(&events, "session_resumed").len();
+        cut += interrupted(&events).len();
+    }
+    eprintln!("chaos: {turns} turns, {resumed} sessions brought back, {cut} turns interrupted");
+    assert!(resumed > 0, "no session was taken over");
+    assert_no_stale_write(&url, &ids).await;
+    drop(nodes);
+    drop(own);
+}
