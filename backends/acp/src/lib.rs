@@ -58,11 +58,13 @@ mod cli_backend;
 mod errors;
 mod fs;
 mod options;
+mod permission_options;
 mod plan_exit;
 mod portable;
 mod protocol;
 mod requests;
 mod retries;
+mod rpc;
 mod updates;
 
 use agent_api::capabilities as caps;

@@ -91,9 +91,9 @@ pub(crate) fn option(options: &[PermissionOption], approved: bool) -> Option<&Pe
         options
             .iter()
             .find(|o| o.option_id.0.as_ref() == "proceed_once")
-            .or_else(|| crate::requests::pick_option(options, &PermissionDecision::Allow))
+            .or_else(|| crate::permission_options::pick_option(options, &PermissionDecision::Allow))
     } else {
-        crate::requests::pick_option(options, &PermissionDecision::Deny { message: None })
+        crate::permission_options::pick_option(options, &PermissionDecision::Deny { message: None })
     }
 }
 

@@ -34,35 +34,9 @@ use agent_client_protocol_schema::{
 use serde_json::{json, Value};
 
 use crate::errors;
-use crate::requests::{id_key, to_value, Requests};
+use crate::requests::Requests;
+use crate::rpc::{id_key, to_value, Pending};
 use crate::updates::Updates;
-
-/// What one of our requests was for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Pending {
-    /// `initialize`.
-    Initialize,
-    /// `session/new`.
-    NewSession,
-    /// `session/load`.
-    LoadSession,
-    /// `session/prompt`.
-    Prompt,
-    /// Anything else.
-    Other,
-}
-
-impl Pending {
-    fn of_method(method: &str) -> Self {
-        match method {
-            "initialize" => Pending::Initialize,
-            "session/new" => Pending::NewSession,
-            "session/load" => Pending::LoadSession,
-            "session/prompt" => Pending::Prompt,
-            _ => Pending::Other,
-        }
-    }
-}
 
 /// What a live run asks the agent to do.
 #[derive(Debug, Clone)]

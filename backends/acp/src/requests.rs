@@ -23,7 +23,9 @@ use serde_json::{json, Value};
 use agent_api::kit::files::FileRefusal;
 
 use crate::fs::{error_code, status_label, ConfinedFs};
+use crate::permission_options::pick_option;
 use crate::plan_exit::{self, ExitPlan};
+use crate::rpc::{id_key, to_value, Pending};
 use crate::updates::kind_name;
 
 /// What a permission reply needs: the JSON-RPC id and the options the agent offered.
@@ -69,31 +71,6 @@ pub struct Requests {
     denied: Vec<String>,
 }
 
-/// The option to select for `decision`, by the option's kind; `None` answers `cancelled`.
-pub(crate) fn pick_option<'a>(
-    options: &'a [PermissionOption],
-    decision: &PermissionDecision,
-) -> Option<&'a PermissionOption> {
-    let preference: &[PermissionOptionKind] = match decision {
-        PermissionDecision::Cancel => &[],
-        PermissionDecision::AllowForSession => &[
-            PermissionOptionKind::AllowAlways,
-            PermissionOptionKind::AllowOnce,
-        ],
-        d if d.is_approval() => &[
-            PermissionOptionKind::AllowOnce,
-            PermissionOptionKind::AllowAlways,
-        ],
-        _ => &[
-            PermissionOptionKind::RejectOnce,
-            PermissionOptionKind::RejectAlways,
-        ],
-    };
-    preference
-        .iter()
-        .find_map(|kind| options.iter().find(|o| o.kind == *kind))
-}
-
 /// The permission category of an ACP tool kind.
 fn category(kind: ToolKind) -> ToolCategory {
     match kind {
@@ -105,7 +82,7 @@ fn category(kind: ToolKind) -> ToolCategory {
     }
 }
 
-fn reply(peer: &RpcPeer<crate::protocol::Pending>, decided: Decided<PendingPermission>) -> Value {
+fn reply(peer: &RpcPeer<Pending>, decided: Decided<PendingPermission>) -> Value {
     let outcome = match pick_option(&decided.native.options, &decided.decision) {
         Some(option) => RequestPermissionOutcome::Selected(SelectedPermissionOutcome::new(
             option.option_id.clone(),
@@ -116,19 +93,6 @@ fn reply(peer: &RpcPeer<crate::protocol::Pending>, decided: Decided<PendingPermi
         &decided.native.rpc_id,
         to_value(&RequestPermissionResponse::new(outcome)),
     )
-}
-
-/// A schema value as JSON (these types always serialize).
-pub(crate) fn to_value<T: serde::Serialize>(value: &T) -> Value {
-    serde_json::to_value(value).unwrap_or(Value::Null)
-}
-
-/// The key of a JSON-RPC id (`0` and `"0"` alike), which is also the permission id.
-pub(crate) fn id_key(id: &Value) -> String {
-    match id {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
 }
 
 impl Requests {
@@ -182,7 +146,7 @@ impl Requests {
     pub fn on_request(
         &mut self,
         t: &mut Transcript,
-        peer: &RpcPeer<crate::protocol::Pending>,
+        peer: &RpcPeer<Pending>,
         id: Value,
         method: &str,
         params: Value,
@@ -213,7 +177,7 @@ impl Requests {
     fn permission(
         &mut self,
         t: &mut Transcript,
-        peer: &RpcPeer<crate::protocol::Pending>,
+        peer: &RpcPeer<Pending>,
         id: Value,
         request: RequestPermissionRequest,
     ) -> Vec<Value> {
@@ -333,7 +297,7 @@ impl Requests {
     pub fn answer_exit_plan(
         &mut self,
         t: &mut Transcript,
-        peer: &RpcPeer<crate::protocol::Pending>,
+        peer: &RpcPeer<Pending>,
         id: &str,
         answer: QuestionAnswer,
     ) -> Result<Value, AgentError> {
@@ -343,7 +307,7 @@ impl Requests {
 
     fn exit_plan_reply(
         &mut self,
-        peer: &RpcPeer<crate::protocol::Pending>,
+        peer: &RpcPeer<Pending>,
         pending: PendingPermission,
         approved: bool,
     ) -> Value {
@@ -363,11 +327,7 @@ impl Requests {
     }
 
     /// The reply to a decided permission; a refused tool call is noted for [`Requests::take_denied`].
-    fn answer(
-        &mut self,
-        peer: &RpcPeer<crate::protocol::Pending>,
-        decided: Decided<PendingPermission>,
-    ) -> Value {
+    fn answer(&mut self, peer: &RpcPeer<Pending>, decided: Decided<PendingPermission>) -> Value {
         if !decided.decision.is_approval() {
             self.denied.push(decided.native.tool_call_id.clone());
         }
@@ -384,7 +344,7 @@ impl Requests {
     pub fn decide(
         &mut self,
         t: &mut Transcript,
-        peer: &RpcPeer<crate::protocol::Pending>,
+        peer: &RpcPeer<Pending>,
         id: &str,
         decision: PermissionDecision,
     ) -> Result<Value, AgentError> {
@@ -393,11 +353,7 @@ impl Requests {
     }
 
     /// The run stops: every pending request is answered `cancelled` (an exit question too).
-    pub fn cancel_all(
-        &mut self,
-        t: &mut Transcript,
-        peer: &RpcPeer<crate::protocol::Pending>,
-    ) -> Vec<Value> {
+    pub fn cancel_all(&mut self, t: &mut Transcript, peer: &RpcPeer<Pending>) -> Vec<Value> {
         let mut replies: Vec<Value> = self
             .hitl
             .cancel_permissions(t)
@@ -449,7 +405,7 @@ impl Requests {
     fn fs(
         &mut self,
         t: &mut Transcript,
-        peer: &RpcPeer<crate::protocol::Pending>,
+        peer: &RpcPeer<Pending>,
         id: Value,
         method: &str,
         params: Value,

@@ -55,6 +55,7 @@ pub mod history;
 mod options;
 mod portable;
 mod stream_json;
+mod tools;
 
 use agent_api::capabilities as caps;
 use agent_api::kit::replay::RecordingFormat;
@@ -65,8 +66,9 @@ use agent_api_acp::{AcpConfig, AgentCli, CliAgent, CliBackend, Launch};
 pub use options::{QwenInterface, QwenOptions};
 pub use stream_json::{
     api_error_result, debug_log_dir, replaying, settings_runtime_dir, stream_json_interface,
-    API_ERROR_PREFIX, DIALECT, TOOLS,
+    API_ERROR_PREFIX, DIALECT,
 };
+pub use tools::TOOLS;
 
 /// Qwen Code versions the `qwen` kind is tested against (the bench's pinned one).
 pub const SUPPORTED_VERSIONS: &[&str] = &["0.15.10"];

@@ -78,7 +78,7 @@ pub(crate) fn cli_args(portable: &PortableOptions, schema_flag: bool) -> Vec<Str
     if let Some(text) = &portable.append_system_prompt {
         args.extend(["--append-system-prompt".to_string(), text.clone()]);
     }
-    let denied = portable.denied_tool_names(&crate::TOOLS);
+    let denied = portable.denied_tool_names(&crate::tools::TOOLS);
     for (flag, tools) in [
         ("--allowed-tools", &portable.allowed_tools),
         ("--exclude-tools", &denied),

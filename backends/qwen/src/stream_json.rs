@@ -5,18 +5,15 @@
 
 use std::path::{Path, PathBuf};
 
-use agent_api::kit::tool_table::{Tool, ToolTable};
 use agent_api::kit::{parse_value, ExitInfo, Unparsed};
 use agent_api::kit::{CommandSpec, Ctx, Protocol};
-use agent_api::request::ToolCategory;
 use agent_api::run::ControlCommand;
-use agent_api::run::FacetKind;
-use agent_api::universal::FileAction;
 use agent_api::{AgentError, RunCompletion, RunRequest, SessionSelector};
 use agent_api_acp::{session_log, AcpConfig};
 use agent_api_stream_json::{Dialect, StreamJson};
 use serde_json::Value;
 
+use crate::tools::TOOLS;
 use crate::{QwenInterface, QwenOptions};
 
 /// The folder Qwen Code writes its per-session debug logs in, for an agent started by `spec`:
@@ -107,26 +104,6 @@ pub fn settings_runtime_dir(
 
 /// The text Qwen puts at the start of a `result` that is a failed model request.
 pub const API_ERROR_PREFIX: &str = "[API Error:";
-
-/// Qwen's own tools: what a print run's policy pre-approves (the listed ones of each approved
-/// category), what a denied category removes, the category of each permission request and the
-/// tools facet's kind.
-pub const TOOLS: ToolTable = ToolTable::new(&[
-    Tool::new(
-        "run_shell_command",
-        ToolCategory::Shell,
-        FacetKind::CommandExecution,
-    ),
-    Tool::new("edit", ToolCategory::FileWrite, FacetKind::FileChange).file(FileAction::Patch),
-    Tool::new("write_file", ToolCategory::FileWrite, FacetKind::FileChange).file(FileAction::Write),
-    Tool::new("web_fetch", ToolCategory::Network, FacetKind::ToolUse),
-    Tool::new("read_file", ToolCategory::FileRead, FacetKind::ToolUse).file(FileAction::Read),
-    Tool::new("grep_search", ToolCategory::FileRead, FacetKind::ToolUse),
-    Tool::new("glob", ToolCategory::FileRead, FacetKind::ToolUse),
-    Tool::new("list_directory", ToolCategory::FileRead, FacetKind::ToolUse),
-    Tool::new("web_search", ToolCategory::Network, FacetKind::WebSearch).unlisted(),
-])
-.mcp_prefix("mcp__");
 
 /// Qwen Code's stream-json dialect: the control protocol, no images, failed model requests
 /// reported as successful results ([`api_error_result`]), retries only in its debug log (read
@@ -311,6 +288,7 @@ impl Protocol for Sniffed {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use agent_api::request::ToolCategory;
 
     #[test]
     fn a_debug_log_is_followed_only_for_a_plain_session_id() {

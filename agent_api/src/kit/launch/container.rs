@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-use super::plan::FarPrefix;
+use super::far_prefix::FarPrefix;
 use super::{Container, ContainerTarget};
 use crate::kit::reap::RUN_MARKER_VAR;
 

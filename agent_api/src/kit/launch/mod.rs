@@ -34,6 +34,7 @@ mod bwrap;
 mod container;
 mod env;
 pub mod far;
+mod far_prefix;
 mod plan;
 mod quote;
 mod ssh;

@@ -12,7 +12,7 @@
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 
-use super::plan::FarPrefix;
+use super::far_prefix::FarPrefix;
 use super::Ssh;
 use crate::contract::error::AgentError;
 use crate::kit::reap::RUN_MARKER_VAR;

@@ -19,7 +19,7 @@ use agent_client_protocol_schema::{
 };
 
 use super::Acp;
-use crate::requests::to_value;
+use crate::rpc::to_value;
 
 /// Modes kept of an answer (a hostile agent may list any number).
 const MAX_MODES: usize = 32;

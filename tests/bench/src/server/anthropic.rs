@@ -5,9 +5,10 @@ use axum::http::{HeaderValue, StatusCode};
 use axum::response::Response;
 use serde_json::{json, Value};
 
+use super::conversation::{array, text_of, Conversation, OfferedTool, ToolOutput};
 use super::sse::{json_response, Sse};
-use super::tools::OfferedTool;
-use super::turn::{array, text_of, Conversation, Reply, ToolCall, ToolInput, ToolOutput, TurnPlan};
+use super::tools::{ToolCall, ToolInput};
+use super::turn::{Reply, TurnPlan};
 use crate::scenario::{self, Failure};
 
 /// The signature sent with every thinking block.

@@ -7,10 +7,11 @@ use axum::http::{HeaderValue, StatusCode};
 use axum::response::Response;
 use serde_json::{json, Value};
 
+use super::conversation::{array, Conversation, OfferedTool, ToolOutput};
 use super::openai_responses::openai_error;
 use super::sse::{json_response, unix_now, Sse};
-use super::tools::{OfferedTool, TOOL_SEARCH};
-use super::turn::{array, Conversation, Reply, ToolOutput, TurnPlan};
+use super::tools::TOOL_SEARCH;
+use super::turn::{Reply, TurnPlan};
 use crate::scenario::{self, Failure};
 
 /// The answer to side requests that offer no tools.

@@ -7,9 +7,10 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use serde_json::{json, Value};
 
+use super::conversation::{array, Conversation, OfferedTool, ToolOutput};
 use super::sse::{json_response, Sse};
-use super::tools::{fill_schema, OfferedTool};
-use super::turn::{array, Conversation, Reply, ToolInput, ToolOutput, TurnPlan};
+use super::tools::{fill_schema, ToolInput};
+use super::turn::{Reply, TurnPlan};
 use crate::scenario::Failure;
 
 /// The answer to side calls without tools or schema.

@@ -15,6 +15,7 @@
 
 pub mod anthropic;
 pub mod chat_completions;
+pub mod conversation;
 pub mod gemini;
 pub mod openai_responses;
 pub mod sse;

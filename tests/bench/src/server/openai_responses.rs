@@ -6,9 +6,10 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use serde_json::{json, Value};
 
+use super::conversation::{array, text_of, Conversation, OfferedTool, ToolOutput};
 use super::sse::{json_response, unix_now, Sse};
-use super::tools::{OfferedTool, TOOL_SEARCH};
-use super::turn::{array, text_of, Conversation, Reply, ToolInput, ToolOutput, TurnPlan};
+use super::tools::{ToolInput, TOOL_SEARCH};
+use super::turn::{Reply, TurnPlan};
 use crate::scenario::{self, Failure};
 
 /// Reads the request's conversation.

@@ -12,48 +12,38 @@
 
 use serde_json::{json, Map, Value};
 
-use super::turn::{Conversation, ToolCall, ToolInput};
+use super::conversation::{Conversation, OfferedTool};
 use crate::scenario::{Action, Question};
 
-/// A tool offered by the request.
+/// A tool call the mock model makes.
 #[derive(Debug, Clone, PartialEq)]
-pub struct OfferedTool {
-    /// Its name.
+pub struct ToolCall {
+    /// Call id, unique within the conversation (`mock_<n>`; APIs add their own prefix).
+    pub id: String,
+    /// The offered tool's name.
     pub name: String,
-    /// A free-form (custom) tool that takes plain text, such as Codex's `apply_patch`.
-    pub freeform: bool,
-    /// The JSON schema of its parameters (`{}` when none was given).
-    pub schema: Value,
-    /// The namespace a deferred tool was loaded in (Codex's `tool_search_output`), named again in
-    /// the call.
+    /// The namespace the tool was loaded in, if any.
     pub namespace: Option<String>,
+    /// The arguments.
+    pub input: ToolInput,
 }
 
-impl OfferedTool {
-    /// A function tool with a JSON-schema parameter object.
-    pub fn function(name: &str, schema: Option<&Value>) -> OfferedTool {
-        OfferedTool {
-            name: name.to_string(),
-            freeform: false,
-            schema: schema.cloned().unwrap_or(json!({})),
-            namespace: None,
+/// Arguments of a tool call.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ToolInput {
+    /// A JSON object for a function tool.
+    Json(Value),
+    /// Free-form text for a custom tool (Codex `apply_patch`).
+    Freeform(String),
+}
+
+impl ToolInput {
+    /// The arguments as one JSON text (free-form input is wrapped as `{"input": ...}`).
+    pub fn to_json_string(&self) -> String {
+        match self {
+            ToolInput::Json(v) => v.to_string(),
+            ToolInput::Freeform(s) => serde_json::json!({ "input": s }).to_string(),
         }
-    }
-
-    fn properties(&self) -> impl Iterator<Item = (&String, &Value)> {
-        self.schema
-            .get("properties")
-            .and_then(Value::as_object)
-            .into_iter()
-            .flatten()
-    }
-
-    fn required(&self) -> Vec<&str> {
-        self.schema
-            .get("required")
-            .and_then(Value::as_array)
-            .map(|r| r.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_default()
     }
 }
 
