@@ -73,7 +73,7 @@ if ! command -v python3 > /dev/null 2>&1; then
     echo "tests/run.sh: ERROR: python3 is missing; the Python client of agent-api serve (examples/http/client.py) cannot run" >&2
     exit 1
 fi
-cargo build -q -p agent-api-cli
+cargo build -q -p agent_api_cli
 serve_log="$(mktemp)"
 "${CARGO_TARGET_DIR:-target}/debug/agent-api" serve --port 0 --store memory --no-token 2> "$serve_log" &
 serve_pid=$!

@@ -5,7 +5,7 @@
 //! followed on `events/sse` from the last id, a second message whose permission request waits
 //! until the turn is cancelled (the session goes on), a third whose request is rejected, then
 //! terminate; the events read by pages equal the ones served over SSE, with no gap and no
-//! duplicate. Claude Code's flow is in `agent_api/cli/tests/serve.rs` and `tests/inspector`; here, its
+//! duplicate. Claude Code's flow is in `cli/tests/serve.rs` and `tests/inspector`; here, its
 //! mode switched per message.
 //!
 //! Each starts with `agent_bench::e2e_bench_or_explain`: a missing CLI fails the test with the

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 fn fake_claude() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../backends/claude_code/tests/fixtures/fake_claude.sh")
+        .join("../backends/claude_code/tests/fixtures/fake_claude.sh")
 }
 
 fn agent_api(mode: &str) -> Command {

@@ -105,7 +105,7 @@ fn replay_turns_a_native_log_into_jsonl_events_and_malformed_lines_into_unknown(
 #[test]
 fn replay_takes_every_qwen_recording_of_its_three_interfaces() {
     let root =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/bench/recorded/qwen");
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/bench/recorded/qwen");
     for interface in ["acp", "control", "print"] {
         let dir = root.join(interface);
         let files: Vec<_> = std::fs::read_dir(&dir)
@@ -154,7 +154,7 @@ fn replay_takes_every_qwen_recording_of_its_three_interfaces() {
 }
 
 fn handwritten(name: &str) -> String {
-    format!("{}/../../tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"))
+    format!("{}/../tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"))
 }
 
 #[test]
@@ -268,12 +268,12 @@ fn the_committed_coverage_matrix_matches_what_the_backends_advertise() {
     let generated = String::from_utf8(output.stdout).unwrap();
     let committed = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../spec/coverage-matrix.md"
+        "/../spec/coverage-matrix.md"
     ))
     .unwrap();
     assert!(
         generated == committed,
-        "spec/coverage-matrix.md is stale; regenerate it with\n  cargo run -q -p agent-api-cli -- capabilities --format matrix > spec/coverage-matrix.md\n--- generated ---\n{generated}"
+        "spec/coverage-matrix.md is stale; regenerate it with\n  cargo run -q -p agent_api_cli -- capabilities --format matrix > spec/coverage-matrix.md\n--- generated ---\n{generated}"
     );
 }
 
@@ -282,15 +282,13 @@ fn the_committed_options_table_matches_what_the_backends_map() {
     let output = agent_api(&["capabilities", "--format", "options"]);
     assert!(output.status.success());
     let generated = String::from_utf8(output.stdout).unwrap();
-    let committed = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../spec/options.md"
-    ))
-    .unwrap();
+    let committed =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../spec/options.md"))
+            .unwrap();
     let table_end = committed.find("\n## ").unwrap_or(committed.len());
     assert!(
         generated.trim_end() == committed[..table_end].trim_end(),
-        "spec/options.md is stale; regenerate its table with\n  cargo run -q -p agent-api-cli -- capabilities --format options\n--- generated ---\n{generated}"
+        "spec/options.md is stale; regenerate its table with\n  cargo run -q -p agent_api_cli -- capabilities --format options\n--- generated ---\n{generated}"
     );
 }
 
@@ -577,7 +575,7 @@ fn a_json_schema_the_answer_does_not_fit_fails_the_run_with_the_validation_messa
 #[test]
 fn a_crashed_agent_shows_its_last_stderr_lines() {
     let fake = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../backends/claude_code/tests/fixtures/fake_claude.sh");
+        .join("../backends/claude_code/tests/fixtures/fake_claude.sh");
     let output = Command::new(env!("CARGO_BIN_EXE_agent-api"))
         .args(["run", "--agent", "claude_code", "hi"])
         .env("AGENT_API_CLI_DIR", "/nonexistent/agent_api_cli_cache")

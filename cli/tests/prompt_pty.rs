@@ -16,7 +16,7 @@ const SHOW: Duration = Duration::from_secs(20);
 
 fn fake_claude() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../backends/claude_code/tests/fixtures/fake_claude.sh")
+        .join("../backends/claude_code/tests/fixtures/fake_claude.sh")
 }
 
 /// A fake `codex app-server` asking to run a command, with its cwd and reason; it writes the
