@@ -172,6 +172,35 @@ async fn e2e_via_bwrap_and_a_prefix_run_the_agent_there_and_say_so() {
     }
 }
 
+/// Claude Code through `--via bwrap` with the default home (the caller's own: read-only in the
+/// sandbox but for the agent's declared state), from a home where `~/.claude` does not exist yet:
+/// its shell tool runs (before, `mkdir ~/.claude/…` failed with EROFS and only the text turn worked).
+#[tokio::test(flavor = "multi_thread")]
+async fn e2e_via_bwrap_with_a_home_never_used_claude_codes_shell_tool_runs() {
+    if agent_bench::e2e_enabled_or_explain(Cli::ClaudeCode).is_none() {
+        return;
+    }
+    let server = ModelServer::start(None).await.unwrap();
+    let sandbox = Sandbox::new(Cli::ClaudeCode, &server, "shell").unwrap();
+    let state = sandbox.home.join(".claude");
+    assert!(!state.exists(), "the run must start with no ~/.claude");
+    let mut command = agent_api(&sandbox, "all");
+    command.args(["--via", "bwrap"]);
+    let output = tokio::task::block_in_place(|| command.output()).unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr),
+    );
+    assert!(output.status.success(), "{stderr}");
+    assert!(
+        stdout.contains("Tool finished. Output was: hi"),
+        "the shell tool did not run: {stdout}\n{stderr}"
+    );
+    assert!(!stdout.contains("EROFS"), "{stdout}");
+    assert!(state.is_dir(), "~/.claude was not made");
+    assert!(processes_in(&sandbox.cwd).is_empty(), "processes left");
+}
+
 /// `--via docker:NAME` into a container of `tests/launchers/setup.sh` (host network, the CLIs and the bench
 /// sandboxes mounted at their own paths): the answer streams back and the completion names the container.
 #[tokio::test(flavor = "multi_thread")]

@@ -49,10 +49,29 @@ pub(crate) async fn list(server: &Server) -> Vec<AgentInfo> {
         let set = gateway.capabilities(&kind).unwrap_or_default();
         let mut ids: Vec<String> = set.iter().map(ToString::to_string).collect();
         ids.sort();
+        let needs = gateway
+            .backend(&kind)
+            .ok()
+            .and_then(|backend| backend.missing_option(&server.inner.defaults));
+        let found = probe.is_none() || installed.is_some();
+        let reason = match (needs, found) {
+            (Some(option), _) => Some(needs_reason(server, option)),
+            (None, false) => probe.map(|p| {
+                format!(
+                    "`{}` is not on this server's PATH (nor named in {})",
+                    p.executable,
+                    p.binary_var()
+                )
+            }),
+            (None, true) => None,
+        };
         AgentInfo {
             id: kind.to_string(),
-            // An agent with no probe is built in (the scripted agent) or configured by request.
-            installed: probe.is_none() || installed.is_some(),
+            // An agent with no probe is built in (the scripted agent) or configured by request;
+            // one whose sessions lack an option it needs runs nothing as configured.
+            installed: found && needs.is_none(),
+            needs_option: needs.map(Into::into),
+            reason,
             version: installed.as_ref().and_then(|i| i.version.clone()),
             path: installed
                 .as_ref()
@@ -64,6 +83,22 @@ pub(crate) async fn list(server: &Server) -> Vec<AgentInfo> {
     }))
     .await;
     found
+}
+
+/// Why an agent needing `option` cannot run here, and how to give it.
+fn needs_reason(server: &Server, option: &str) -> String {
+    let clients_may = server
+        .inner
+        .config
+        .client_options
+        .iter()
+        .any(|o| o == "*" || o == option);
+    let how = if clients_may {
+        "name it in the `options` of each session's creation (this server lets clients set it)"
+    } else {
+        "this server does not let clients set it either: its operator can (`agent-api serve --client-option KEY`), then name it in each session's `options`"
+    };
+    format!("it needs `{option}`, which this server's session defaults do not set: {how}")
 }
 
 /// The wire's name for an agent's own default mode (the reference's `build`).

@@ -62,8 +62,16 @@ pub struct AgentCapabilities {
 pub struct AgentInfo {
     /// The agent id (this server's kind name; the reference's ids are accepted as aliases).
     pub id: String,
-    /// Whether its CLI was found.
+    /// Whether it can run here as this server is configured: its CLI was found, and its
+    /// sessions' template names everything it needs (see `needsOption`).
     pub installed: bool,
+    /// The backend option a session must set before this agent can run anything (the generic
+    /// ACP kind's `backend.acp.command`), when this server's defaults do not set it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub needs_option: Option<String>,
+    /// Why it cannot run here (`installed: false`), for a person.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
     /// Its CLI's version, when found.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,

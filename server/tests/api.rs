@@ -1279,3 +1279,86 @@ async fn agent_modes_are_listed_and_an_unknown_mode_or_variant_is_refused_naming
         "{problem}"
     );
 }
+
+/// The generic ACP kind runs only the command line a session names: with none in the server's
+/// session defaults it is listed as not installed, naming the option and how to give it; with
+/// one it is installed.
+#[tokio::test]
+async fn an_agent_that_needs_an_option_the_defaults_lack_is_listed_not_installed_saying_which() {
+    let gateway = || {
+        let mut gateway = agent_api::Gateway::new();
+        gateway
+            .register(std::sync::Arc::new(
+                agent_api_scripted::ScriptedBackend::new(),
+            ))
+            .unwrap();
+        gateway
+            .register(std::sync::Arc::new(agent_api_acp::AcpBackend::generic(
+                agent_api_acp::AcpConfig::default(),
+            )))
+            .unwrap();
+        gateway
+    };
+    let acp = |agents: &Value| {
+        agents["agents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["id"] == "acp")
+            .cloned()
+            .unwrap()
+    };
+    let memory = || async { agent_api_server::StoreUrl::Memory.open().await.unwrap() };
+
+    let api = serve_gateway(
+        gateway(),
+        ServerConfig::default(),
+        memory().await,
+        agent_api::RunRequest::new(""),
+    )
+    .await;
+    let listed = acp(&api.get("/v1/agents").await.json());
+    assert_eq!(listed["installed"], false, "{listed}");
+    assert_eq!(listed["needsOption"], "backend.acp.command", "{listed}");
+    let reason = listed["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("backend.acp.command") && reason.contains("--client-option"),
+        "{reason}"
+    );
+    let scripted = api.get("/v1/agents").await.json()["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["id"] == "scripted")
+        .cloned()
+        .unwrap();
+    assert_eq!(scripted["installed"], true);
+    assert!(
+        scripted.get("reason").is_none() && scripted.get("needsOption").is_none(),
+        "{scripted}"
+    );
+
+    // Clients may name it here: still nothing to run by default, and the reason says where to name it.
+    let config = ServerConfig::default().with_client_option("backend.acp.command");
+    let api = serve_gateway(
+        gateway(),
+        config,
+        memory().await,
+        agent_api::RunRequest::new(""),
+    )
+    .await;
+    let listed = acp(&api.get("/v1/agents").await.json());
+    assert_eq!(listed["installed"], false);
+    assert!(
+        listed["reason"].as_str().unwrap().contains("`options`"),
+        "{listed}"
+    );
+
+    // The server's session defaults name a command: it runs as configured.
+    let defaults = agent_api::RunRequest::new("")
+        .with_options(&agent_api_acp::AcpOptions::default().command(["some-agent", "acp"]));
+    let api = serve_gateway(gateway(), ServerConfig::default(), memory().await, defaults).await;
+    let listed = acp(&api.get("/v1/agents").await.json());
+    assert_eq!(listed["installed"], true, "{listed}");
+    assert!(listed.get("needsOption").is_none(), "{listed}");
+}

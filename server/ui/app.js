@@ -240,6 +240,7 @@ function renderAgents() {
     li.append(el("strong", null, agent.id), el("span", "badge " + (agent.installed ? "live" : "ended"), agent.installed ? "installed" : "not installed"));
     if (agent.version) li.append(el("span", "version", agent.version));
     if (agent.path) li.append(el("div", "path", agent.path));
+    if (agent.reason) li.append(el("div", "reason", line(agent.reason, 400)));
     const caps = el("div", "caps");
     for (const [name, on] of Object.entries(agent.capabilities || {})) {
       const chip = el("span", "cap " + (on ? "on" : "off"), name);
@@ -254,7 +255,7 @@ function renderAgents() {
       li.append(more);
     }
     ul.append(li);
-    const option = el("option", null, agent.id + (agent.installed ? "" : " (not installed)"));
+    const option = el("option", null, agent.id + (agent.installed ? "" : agent.needsOption ? " (needs its command)" : " (not installed)"));
     option.value = agent.id;
     select.append(option);
     const historyOption = el("option", null, agent.id);
@@ -265,18 +266,21 @@ function renderAgents() {
   agentChosen();
 }
 
-/** The agent the New form starts with: the first installed one that runs with nothing more to
- * set (an ACP agent needs its command), else the scripted agent, else the first listed. */
+/** The agent the New form starts with: the first that runs here as the server is configured
+ * (`installed`: its CLI found and no option missing, such as an ACP agent's command), a real CLI
+ * first, else the scripted agent, else the first listed. */
 function defaultAgent(agents) {
-  const runs = agents.filter((a) => a.installed && !needsCommand(a.id));
+  const runs = agents.filter((a) => a.installed && !a.needsOption);
   const real = runs.find((a) => a.path);
   const pick = real || runs.find((a) => a.id === "scripted") || runs[0] || agents[0];
   return pick ? pick.id : "";
 }
 
-/** Whether an agent runs only with a command named in its options (the generic ACP kind). */
+/** The option naming the command line an agent needs before it runs (the generic ACP kind's,
+ * when the server's defaults name none), as `GET /v1/agents` says; `null` when it needs none. */
 function needsCommand(id) {
-  return id === "acp";
+  const agent = state.agents.find((a) => a.id === id);
+  return (agent && agent.needsOption) || null;
 }
 
 /** Shows the ACP command field for an agent that needs one, and the modes of the chosen agent. */
@@ -300,7 +304,8 @@ async function createSession(event) {
       return;
     }
   }
-  if (needsCommand(body.agent)) {
+  const commandOption = needsCommand(body.agent);
+  if (commandOption) {
     // The command as an argv, split on spaces (no shell ever reads it).
     const argv = $("#new-acp-command").value.trim().split(/\s+/).filter(Boolean);
     if (!argv.length) {
@@ -308,7 +313,7 @@ async function createSession(event) {
       $("#new-acp-command").focus();
       return;
     }
-    body.options = { ...(body.options || {}), "backend.acp.command": argv };
+    body.options = { ...(body.options || {}), [commandOption]: argv };
   }
   try {
     await api.post("/v1/sessions/" + encodeURIComponent(id), body);

@@ -62,6 +62,16 @@ pub trait AgentBackend: Send + Sync {
         &[]
     }
 
+    /// The option a run of `request` still needs before this backend can start anything (the
+    /// generic ACP kind's command line, when neither the request nor the backend's config names
+    /// one), found without starting anything; `None` when it needs nothing more it can tell.
+    /// `agent-api serve` lists an agent whose sessions' template lacks it as not installed, naming
+    /// the option (`GET /v1/agents`). The default needs nothing.
+    fn missing_option(&self, request: &RunRequest) -> Option<&'static str> {
+        let _ = request;
+        None
+    }
+
     /// Starts a run. Validation errors come back before anything is spawned.
     async fn run(&self, request: RunRequest) -> Result<RunHandle, AgentError>;
 

@@ -49,7 +49,8 @@ pub struct CommandSpec {
     pub state_vars: Vec<String>,
     /// Where in `HOME` the agent keeps its own state (`.claude`, `.codex`, `.config/opencode`),
     /// relative to it: when the agent's `HOME` is the caller's real home, a sandbox keeps the
-    /// home read-only but for these (those that exist).
+    /// home read-only but for these: a folder not there yet is made first (private), a file is
+    /// bound when it exists.
     pub home_state: Vec<PathBuf>,
     /// Files on this machine the agent reads by path (a config or prompt file the SDK wrote for the
     /// run): a sandbox binds them read-only; a launcher whose agent runs elsewhere cannot carry

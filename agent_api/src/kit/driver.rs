@@ -489,6 +489,7 @@ impl Core {
     fn handle_ready(&mut self, first: Option<std::io::Result<SourceItem>>, source: &mut Output) {
         let mut next = Some(first);
         let mut batch = BatchSize::default();
+        let events_before = self.transcript.pending_events();
         while let Some(item) = next.take() {
             match item {
                 None => self.source_done = true,
@@ -511,7 +512,17 @@ impl Core {
         // Once per batch: reading the clock for every line cost more than the idle timer's
         // precision is worth (the batch is handled within microseconds).
         if saw_line {
-            self.clock.on_output();
+            // A batch whose every event is a retry notice is no progress (`spec/run-protocol.md` §4).
+            let retries = self.transcript.take_retry_events();
+            let emitted = self
+                .transcript
+                .pending_events()
+                .saturating_sub(events_before);
+            if retries > 0 && emitted <= retries {
+                self.clock.on_retry();
+            } else {
+                self.clock.on_output();
+            }
         }
         if self.source_done && self.exit.is_none() && self.pgid.is_some() && self.stop.is_none() {
             self.closed_deadline = Some(deadline_after(self.settings.output_closed_grace));

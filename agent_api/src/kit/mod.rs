@@ -113,6 +113,6 @@ pub mod transcript {
     //! [`Transcript`], which numbers, bounds, masks and emits the events.
     pub use crate::contract::universal::{
         replacement_diff, shell_fields, NewItem, SessionEnd, Transcript, TranscriptLimits,
-        COMMAND_BOUND, SHELL_FIELD_BOUND,
+        COMMAND_BOUND, RETRY_STATUS, SHELL_FIELD_BOUND,
     };
 }

@@ -14,6 +14,9 @@ pub(crate) struct Clock {
     started: Option<Instant>,
     last_output: Instant,
     seen_output: bool,
+    /// Since when the agent has said nothing but that it retries (a retry notice, no progress
+    /// since): it is starting again, so the start-up timeout counts from then.
+    retrying_since: Option<Instant>,
     /// Whether the run waits for its caller (a permission or a question): the agent waits too,
     /// so it is not idle.
     waiting: bool,
@@ -27,6 +30,7 @@ impl Clock {
             started: None,
             last_output: Instant::now(),
             seen_output: false,
+            retrying_since: None,
             waiting: false,
             fired: None,
         }
@@ -37,6 +41,7 @@ impl Clock {
         let now = Instant::now();
         self.started = Some(now);
         self.last_output = now;
+        self.retrying_since = None;
         self.fired = None;
     }
 
@@ -49,6 +54,14 @@ impl Clock {
     pub(crate) fn on_output(&mut self) {
         self.last_output = Instant::now();
         self.seen_output = true;
+        self.retrying_since = None;
+    }
+
+    /// The agent wrote only that it retries (`api_retry`): no progress. An agent that only
+    /// retries (Codex waiting for a network that never comes) is not working: idle counts on
+    /// from its last real output, and the start-up timeout from its first retry notice since.
+    pub(crate) fn on_retry(&mut self) {
+        self.retrying_since.get_or_insert_with(Instant::now);
     }
 
     /// Whether the run now waits for its caller; idle counts again from when it stops waiting.
@@ -69,7 +82,11 @@ impl Clock {
                 let from = match kind {
                     TimeoutKind::Idle | TimeoutKind::Startup if self.waiting => return None,
                     TimeoutKind::Idle => self.last_output,
-                    TimeoutKind::Startup if self.seen_output => return None,
+                    TimeoutKind::Startup => match self.retrying_since {
+                        Some(since) => since,
+                        None if self.seen_output => return None,
+                        None => started,
+                    },
                     _ => started,
                 };
                 // Past the clock's range is as good as no deadline.
@@ -135,6 +152,36 @@ mod tests {
         assert!(at > Instant::now() + Duration::from_secs(9));
         clock.pause();
         assert_eq!(clock.next(), None);
+    }
+
+    /// An agent that only retries after its first lines is starting again: the start-up timeout
+    /// counts from its first retry notice and ends at its next real output; idle is not reset by
+    /// a retry notice.
+    #[test]
+    fn retry_notices_alone_are_no_progress_and_arm_the_startup_timeout_again() {
+        let mut clock = Clock::new(limits(5, 600));
+        clock.start();
+        clock.on_output();
+        assert_eq!(clock.next().map(|(_, k)| k), Some(TimeoutKind::Idle));
+        let idle_at = clock.next().unwrap().0;
+        clock.on_retry();
+        let (at, kind) = clock.next().unwrap();
+        assert_eq!(
+            kind,
+            TimeoutKind::Startup,
+            "retrying: start-up counts again"
+        );
+        assert!(at <= Instant::now() + Duration::from_secs(5));
+        clock.on_retry();
+        assert_eq!(
+            clock.next().unwrap().0,
+            at,
+            "from the first retry notice, not the last"
+        );
+        clock.on_output();
+        let (at, kind) = clock.next().unwrap();
+        assert_eq!(kind, TimeoutKind::Idle, "progress again: start-up is over");
+        assert!(at >= idle_at);
     }
 
     /// A run waiting for its caller's answer (a permission, a question) is not idle: the agent is

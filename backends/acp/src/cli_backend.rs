@@ -88,6 +88,12 @@ pub trait CliAgent: Send + Sync + 'static {
     /// until the first turn).
     fn launch(config: &AcpConfig, request: &RunRequest, warm: bool) -> Result<Launch, AgentError>;
 
+    /// The option `request` still needs before [`CliAgent::launch`] can build a command line
+    /// ([`AgentBackend::missing_option`]). The default: none (the agent's CLI is its program).
+    fn missing_option(_config: &AcpConfig, _request: &RunRequest) -> Option<&'static str> {
+        None
+    }
+
     /// Its chat store under `config`'s home.
     fn session_store(config: &AcpConfig) -> Option<Arc<dyn SessionStore>>;
 
@@ -216,6 +222,10 @@ impl<A: CliAgent> AgentBackend for CliBackend<A> {
 
     fn variants(&self) -> &'static [VariantSet] {
         A::VARIANTS
+    }
+
+    fn missing_option(&self, request: &RunRequest) -> Option<&'static str> {
+        A::missing_option(&self.config, request)
     }
 
     async fn run(&self, request: RunRequest) -> Result<RunHandle, AgentError> {

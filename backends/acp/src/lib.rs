@@ -104,6 +104,9 @@ impl CliBackend<AnyAgent> {
     }
 }
 
+/// The option naming the agent's command line ([`AcpOptions::command`]).
+const COMMAND_OPTION: &str = "backend.acp.command";
+
 /// Any ACP agent, as the shared backend runs it ([`CliAgent`]): its command line is the
 /// caller's, so it has no program, flags, variables or home of its own.
 #[derive(Debug, Clone, Copy, Default)]
@@ -136,7 +139,7 @@ impl CliAgent for AnyAgent {
                     .binary
                     .clone()
                     .ok_or_else(|| AgentError::InvalidRequest {
-                        reason: "the acp backend needs a command line (backend.acp.command)".into(),
+                        reason: format!("the acp backend needs a command line ({COMMAND_OPTION})"),
                     })?,
                 Vec::new(),
             ),
@@ -145,6 +148,15 @@ impl CliAgent for AnyAgent {
         let spec = agent::launch_spec(config, program, args, request, &cwd, &[], &[]);
         let acp = agent::client("acp", request, cwd, options.fs.unwrap_or(true), false, warm)?;
         Ok(Launch::new(spec, Box::new(acp), RunFiles::default()))
+    }
+
+    /// Its command line: the request's [`AcpOptions::command`], else the config's binary. Options
+    /// that do not parse need nothing more here: the run refuses them itself.
+    fn missing_option(config: &AcpConfig, request: &RunRequest) -> Option<&'static str> {
+        let named = request
+            .options::<AcpOptions>()
+            .map_or(true, |options| !options.command.is_empty());
+        (!named && config.binary.is_none()).then_some(COMMAND_OPTION)
     }
 
     fn session_store(

@@ -155,13 +155,21 @@ pub fn explanation(message: &str) -> String {
     agent_api::kit::secrets::redact_bounded(message, EXPLANATION_BOUND)
 }
 
-/// The `api_retry` status detail of Codex's "Reconnecting... 2/5 (why)" notice: a retry it makes
-/// by itself, not a failure (`None` for any other message).
+/// The `api_retry` status detail of Codex's "Reconnecting... 2/5 (why)" notice, or of its
+/// uncounted "Reconnecting... waiting for network (why)" (it retries for ever, so the run's
+/// start-up timeout ends it): a retry it makes by itself, not a failure (`None` for any other
+/// message).
 pub fn reconnect_detail(message: &str) -> Option<String> {
     let rest = message.strip_prefix("Reconnecting...")?.trim_start();
     let (count, why) = rest.split_once(' ').unwrap_or((rest, ""));
-    let (attempt, of) = count.split_once('/')?;
-    let (attempt, of): (u32, u32) = (attempt.parse().ok()?, of.parse().ok()?);
+    let counted = count
+        .split_once('/')
+        .and_then(|(attempt, of)| Some((attempt.parse::<u32>().ok()?, of.parse::<u32>().ok()?)));
+    let Some((attempt, of)) = counted else {
+        return rest
+            .starts_with("waiting for network")
+            .then(|| explanation(rest));
+    };
     let why = why.trim().trim_start_matches('(').trim_end_matches(')');
     Some(match why {
         "" => format!("attempt {attempt} of {of}"),
@@ -235,6 +243,13 @@ mod tests {
             Some("attempt 1 of 3")
         );
         assert_eq!(reconnect_detail("Reconnecting... soon"), None);
+        assert_eq!(
+            reconnect_detail(
+                "Reconnecting... waiting for network (Connection failed: error sending request)"
+            )
+            .as_deref(),
+            Some("waiting for network (Connection failed: error sending request)")
+        );
         assert_eq!(reconnect_detail("stream disconnected"), None);
     }
 

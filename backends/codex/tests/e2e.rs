@@ -1115,3 +1115,59 @@ mod modes_and_variants {
         }
     }
 }
+
+/// Codex pointed at a closed port, with its own retry settings left at their defaults, retries
+/// for ever ("Reconnecting... waiting for network"; `agent-api run` was still running after
+/// 420 s). A retry notice is no progress: the start-up timeout counts from the first one and ends
+/// the run with one typed `Timeout { which: Startup }` and no process left, in both of Codex's
+/// interfaces. (`agent-api run` arms 120 s by default; this test arms 5 s.)
+#[tokio::test]
+async fn codex_pointed_at_a_closed_port_ends_with_a_typed_startup_timeout() {
+    let Some((_server, sandbox)) = setup("text").await else {
+        return;
+    };
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let provider = format!(
+        "model_providers.closed={{name=\"closed\",base_url=\"http://127.0.0.1:{port}/v1\",env_key=\"OPENAI_API_KEY\",wire_api=\"responses\"}}"
+    );
+    let mut config = CodexConfig::with_binary(&sandbox.program)
+        .config_overrides([
+            "model_provider=\"closed\"".to_string(),
+            provider,
+            "model=\"gpt-5.5\"".to_string(),
+        ])
+        .working_dir(&sandbox.cwd);
+    for (k, v) in &sandbox.env {
+        config = config.env(k, v);
+    }
+    let backend = CodexBackend::new(config);
+    for mode in [Mode::AppServer, Mode::Exec] {
+        let started = std::time::Instant::now();
+        let run = drive(
+            &backend,
+            RunRequest::new("say hi")
+                .with_startup_timeout(Duration::from_secs(5))
+                .with_options(&CodexOptions::default().mode(mode)),
+            PermissionDecision::Allow,
+            false,
+        )
+        .await;
+        assert_conformant(&run);
+        match run.completion.as_ref() {
+            Err(AgentError::Timeout { which, .. }) => {
+                assert_eq!(*which, agent_api::run::TimeoutKind::Startup, "{mode:?}")
+            }
+            other => panic!(
+                "{mode:?}: not a start-up timeout: {other:?} after {:?}",
+                started.elapsed()
+            ),
+        }
+        assert!(
+            agent_bench::process::processes_in(&sandbox.cwd).is_empty(),
+            "{mode:?}: processes left"
+        );
+    }
+}

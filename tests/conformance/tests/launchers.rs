@@ -491,6 +491,56 @@ async fn bwrap_keeps_the_real_home_read_only_but_the_agents_own_state() {
     );
 }
 
+/// A first run in the caller's real home: the agent's declared state folder does not exist yet.
+/// It is made (private) and bound writable, so the agent can make what it keeps there (Claude
+/// Code's `mkdir ~/.claude/…` failed with EROFS before); the rest of the home stays read-only.
+#[tokio::test]
+async fn bwrap_makes_a_missing_declared_state_folder_in_the_real_home_writable() {
+    use std::os::unix::fs::PermissionsExt;
+    let cwd = tempfile::tempdir().unwrap();
+    let home = std::env::var("HOME").unwrap();
+    // A name no other run has, free again: the folder is removed before the run.
+    let taken = tempfile::Builder::new()
+        .prefix(".agent_api_state_")
+        .tempdir_in(&home)
+        .unwrap();
+    let state = taken.path().to_path_buf();
+    let state_name = state.file_name().unwrap().to_str().unwrap().to_string();
+    taken.close().unwrap();
+    assert!(
+        !state.exists(),
+        "the state folder must not exist before the run"
+    );
+    let script =
+        "mkdir -p \"$HOME/$1/projects/p\" && echo s > \"$HOME/$1/projects/p/log\" && echo done";
+    let spec = CommandSpec::new("sh")
+        .args(["-c", script, "agent"])
+        .arg(&state_name)
+        .cwd(cwd.path())
+        .env("HOME", &home)
+        .home_state([state_name.as_str()])
+        .with_launcher(bwrap());
+    let mut child = agent_api::kit::process::spawn(&spec).expect("spawns");
+    let mut out = String::new();
+    tokio::time::timeout(
+        Duration::from_secs(10),
+        child.child.stdout.take().unwrap().read_to_string(&mut out),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    let written = std::fs::read_to_string(state.join("projects/p/log"));
+    let mode = std::fs::metadata(&state).map(|m| m.permissions().mode() & 0o777);
+    let _ = std::fs::remove_dir_all(&state);
+    assert_eq!(out.trim(), "done", "the agent could not make its state");
+    assert_eq!(written.unwrap(), "s\n");
+    assert_eq!(
+        mode.unwrap(),
+        0o700,
+        "the state folder made for the agent is private"
+    );
+}
+
 /// A program under `/tmp` (a checkout there), which the sandbox's fresh `/tmp` would hide, is
 /// bound in and runs.
 #[tokio::test]

@@ -1014,3 +1014,56 @@ async fn ten_thousand_sessions_are_listed_a_page_at_a_time_and_updated_in_place(
     browser.shot("sessions-paged").await;
     browser.end(served, &[]).await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_acp_agent_without_a_command_is_shown_as_needing_one_and_the_new_form_starts_elsewhere()
+{
+    // The generic ACP kind listed first, as the built-in gateway lists it, with no command in the
+    // server's defaults.
+    let mut gateway = agent_api::Gateway::new();
+    gateway
+        .register(std::sync::Arc::new(agent_api_acp::AcpBackend::generic(
+            agent_api_acp::AcpConfig::default(),
+        )))
+        .expect("the acp kind registers");
+    gateway
+        .register(std::sync::Arc::new(
+            agent_api_scripted::ScriptedBackend::new(),
+        ))
+        .expect("the scripted agent registers");
+    let store = agent_api_server::StoreUrl::Memory.open().await.unwrap();
+    let served = Served::start(gateway, store).await;
+    let mut browser = Browser::start("acp-needs").await;
+    connected(&mut browser, &served).await;
+    browser.click(".tabs button[data-tab=agents]").await;
+    let acp = browser.wait_text("#agents li", "backend.acp.command").await;
+    assert!(acp.contains("not installed"), "{acp}");
+    browser.click(".tabs button[data-tab=new]").await;
+    let chosen = browser
+        .js("return document.querySelector('#new-agent').value", vec![])
+        .await;
+    assert_eq!(
+        chosen, "scripted",
+        "the New form starts on an agent that can run"
+    );
+    let hidden = browser
+        .js("return document.querySelector('#new-acp').hidden", vec![])
+        .await;
+    assert_eq!(
+        hidden,
+        json!(true),
+        "no command field for the scripted agent"
+    );
+    let shown = browser
+        .js(
+            "const s = document.querySelector('#new-agent'); s.value = 'acp'; s.dispatchEvent(new Event('change')); return document.querySelector('#new-acp').hidden",
+            vec![],
+        )
+        .await;
+    assert_eq!(
+        shown,
+        json!(false),
+        "the command field shows for the agent that needs it"
+    );
+    browser.shot("acp-needs-command").await;
+}

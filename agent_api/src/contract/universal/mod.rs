@@ -20,7 +20,7 @@ pub use item::{
 pub(crate) use shell::bounded_command;
 pub use shell::{shell_fields, COMMAND_BOUND, SHELL_FIELD_BOUND};
 pub(crate) use transcript::STREAM_START;
-pub use transcript::{NewItem, SessionEnd, Transcript, TranscriptLimits};
+pub use transcript::{NewItem, SessionEnd, Transcript, TranscriptLimits, RETRY_STATUS};
 pub use types::{
     replacement_diff, AgentUnparsedData, DecidedBy, ErrorData, EventSource, ItemDeltaData,
     ItemEventData, PermissionDetails, PermissionEventData, PermissionStatus, QuestionEventData,

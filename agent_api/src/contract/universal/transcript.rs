@@ -37,6 +37,10 @@ struct OpenItem {
     synthetic: bool,
 }
 
+/// The status label of a retry notice: the agent retries by itself (a model request, the
+/// network) and has made no progress by it.
+pub const RETRY_STATUS: &str = "api_retry";
+
 /// The state of one session's universal transcript.
 ///
 /// Backends call its methods as they parse native lines; the run driver drains the resulting
@@ -88,6 +92,9 @@ pub struct Transcript {
     requests_changed: u64,
     now: Option<Arc<str>>,
     events: Vec<UniversalEvent>,
+    /// Events emitted by retry notices (`api_retry` statuses) since the driver last asked
+    /// ([`Transcript::take_retry_events`]): a batch of nothing else is no progress.
+    retry_events: usize,
     /// Events the caller is done with, back from the driver's earlier batches: each new event
     /// frees one (see [`Transcript::take_events_reusing`]).
     spent: Vec<UniversalEvent>,
@@ -120,6 +127,7 @@ impl Transcript {
             requests_changed: 0,
             now: None,
             events: Vec::new(),
+            retry_events: 0,
             spent: Vec::new(),
         }
     }
@@ -533,10 +541,23 @@ impl Transcript {
     }
 
     /// A status item from the agent (started and completed at once).
+    /// The label [`RETRY_STATUS`] marks a retry notice: the agent retries by itself, which the
+    /// run's timeouts do not count as progress (`spec/run-protocol.md` §4).
     pub fn status(&mut self, label: impl Into<String>, detail: Option<String>) -> String {
+        let label = label.into();
+        let retry = label == RETRY_STATUS;
+        let before = self.events.len();
         let id = self.start_item(NewItem::status(label, detail));
         self.complete_item(&id);
+        if retry {
+            self.retry_events += self.events.len().saturating_sub(before);
+        }
         id
+    }
+
+    /// How many events retry notices emitted since the last call (the driver's batch).
+    pub(crate) fn take_retry_events(&mut self) -> usize {
+        std::mem::take(&mut self.retry_events)
     }
 
     /// A status item from the daemon itself (for example an oversized line was skipped).

@@ -45,12 +45,15 @@ pub(super) fn args(
     // callers often work under it), and the caller's read-only ones over everything.
     let home = env.get("HOME").map(PathBuf::from);
     let real_home = home.as_deref().is_some_and(is_callers_home);
-    // The real home stays read-only: only the agent's own state in it is writable.
+    // The real home stays read-only: only the agent's own state in it is writable. A declared
+    // state folder that does not exist yet (a first run) is made now, private, so that it can be
+    // bound writable: the agent could not make it in the read-only home (EROFS).
     let home_dirs: Vec<PathBuf> = match &home {
         Some(home) if real_home => spec
             .home_state
             .iter()
             .map(|state| home.join(state))
+            .inspect(|state| create_state_folder(state))
             .collect(),
         Some(home) => vec![home.clone()],
         None => Vec::new(),
@@ -116,6 +119,23 @@ pub(super) fn args(
         "--".into(),
     ]);
     args
+}
+
+/// Makes the declared state folder `state` (mode 0700) when nothing is there. A name with an
+/// extension (`~/.claude.json`) is a file the agent writes itself: left alone. A failure leaves
+/// it unbound, read-only, as before.
+fn create_state_folder(state: &Path) {
+    use std::os::unix::fs::DirBuilderExt;
+    if state.extension().is_some() || state.symlink_metadata().is_ok() {
+        return;
+    }
+    if let Err(error) = std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(state)
+    {
+        tracing::debug!("cannot make the agent's state folder: {error}");
+    }
 }
 
 /// Whether `home` is the home of the user running this process (its `HOME`), compared as real
