@@ -169,7 +169,7 @@ async fn forwarding(owner: &Api, other: &Api) -> ((f64, f64), (f64, f64)) {
     let id = unique("forward");
     create(owner, &id).await;
     let path = format!("/v1/sessions/{id}/cancel");
-    let mut measure = |api: Api| {
+    let measure = |api: Api| {
         let path = path.clone();
         async move {
             let mut took = Vec::new();
