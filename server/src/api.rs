@@ -6,9 +6,10 @@ use agent_api::{PermissionDecision, QuestionAnswer};
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::Json;
+use axum::{Extension, Json};
 use tokio::sync::mpsc;
 
+use crate::access::Caller;
 use crate::error::{ApiError, JsonBody, QueryOf};
 use crate::follow::{sse, until_stopped, Follower, SSE_CLIENT_BUFFER};
 use crate::live::{LiveSession, TurnOptions};
@@ -44,8 +45,10 @@ pub(crate) async fn agent_modes(
 
 #[utoipa::path(post, path = "/v1/agents/{agent}/install", operation_id = "install_agent",
     params(("agent" = String, Path, description = "Agent id")), request_body = AgentInstallRequest,
-    responses((status = 204, description = "Agent installed"), (status = 400, body = ProblemDetails),
-        (status = 404, body = ProblemDetails), (status = 500, body = ProblemDetails)))]
+    responses((status = 204, description = "Agent installed"),
+        (status = 400, body = ProblemDetails, description = "An unknown agent (unsupported_agent), a body that is not an AgentInstallRequest, or an agent whose CLI is not found (install_failed)"),
+        (status = 404, body = ProblemDetails, description = "In the reference's document; its daemon, and this server, answer an unknown agent 400 unsupported_agent"),
+        (status = 500, body = ProblemDetails)))]
 pub(crate) async fn install_agent(
     State(server): State<Server>,
     Path(agent): Path<String>,
@@ -63,10 +66,8 @@ pub(crate) async fn install_agent(
         })?,
     };
     let reinstall = body.reinstall.unwrap_or(false);
-    let kind = server.kind(&agent).map_err(|e| ApiError {
-        status: StatusCode::NOT_FOUND,
-        ..e
-    })?;
+    // 400 `unsupported_agent` as the reference answers (and `modes` and `create` here).
+    let kind = server.kind(&agent)?;
     crate::agents::install(&server, &kind, reinstall).await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -79,8 +80,10 @@ pub(crate) async fn install_agent(
 pub(crate) async fn agent_history(
     State(server): State<Server>,
     Path(agent): Path<String>,
+    Extension(caller): Extension<Caller>,
     QueryOf(query): QueryOf<HistoryQuery>,
 ) -> Result<Json<StoredSessionListResponse>, ApiError> {
+    let theirs = tenant_natives(&server, &caller).await?;
     let kind = server.kind(&agent)?;
     let query = query
         .cwd
@@ -99,6 +102,7 @@ pub(crate) async fn agent_history(
     };
     let sessions = stored
         .into_iter()
+        .filter(|s| theirs.as_ref().is_none_or(|theirs| theirs.contains(&s.id)))
         .map(|s| StoredSessionInfo {
             time: s.time.and_then(time),
             cwd: s.cwd.map(|c| c.to_string_lossy().into_owned()),
@@ -122,9 +126,16 @@ pub(crate) async fn agent_history(
 pub(crate) async fn agent_history_events(
     State(server): State<Server>,
     Path((agent, id)): Path<(String, String)>,
+    Extension(caller): Extension<Caller>,
     QueryOf(query): QueryOf<EventsQuery>,
 ) -> Result<Response, ApiError> {
     let kind = server.kind(&agent)?;
+    if tenant_natives(&server, &caller)
+        .await?
+        .is_some_and(|theirs| !theirs.contains(&id))
+    {
+        return Err(ApiError::no_session(&id));
+    }
     let include_raw = query.include_raw.unwrap_or(false);
     let handle = server
         .inner
@@ -145,14 +156,38 @@ pub(crate) async fn agent_history_events(
     ))
 }
 
+/// The agent session ids of the tenant's sessions, for a tenant's token (`None`: it sees every
+/// one): the agents' own stores are the server's, so a tenant reads there only its own sessions.
+async fn tenant_natives(
+    server: &Server,
+    caller: &Caller,
+) -> Result<Option<std::collections::HashSet<String>>, ApiError> {
+    if caller.tenant.is_none() {
+        return Ok(None);
+    }
+    let records = server.inner.store.sessions().await?;
+    Ok(Some(
+        records
+            .into_iter()
+            .filter(|r| caller.sees(r.tenant.as_deref()))
+            .filter_map(|r| r.native_session_id)
+            .collect(),
+    ))
+}
+
 #[utoipa::path(get, path = "/v1/sessions", operation_id = "list_sessions", responses((status = 200, body = SessionListResponse)))]
 pub(crate) async fn list_sessions(
     State(server): State<Server>,
+    Extension(caller): Extension<Caller>,
 ) -> Result<Json<SessionListResponse>, ApiError> {
     let records = server.inner.store.sessions().await?;
     let mut sessions = Vec::with_capacity(records.len());
     let mut owners = std::collections::HashMap::new();
-    for record in records {
+    // A tenant's token lists its tenant's sessions only.
+    for record in records
+        .into_iter()
+        .filter(|r| caller.sees(r.tenant.as_deref()))
+    {
         sessions.push(server.info_with(record, &mut owners).await?);
     }
     Ok(Json(SessionListResponse { sessions }))
@@ -201,9 +236,10 @@ pub(crate) async fn resume_session(
 pub(crate) async fn create_session(
     State(server): State<Server>,
     Path(id): Path<String>,
+    Extension(caller): Extension<Caller>,
     JsonBody(body): JsonBody<CreateSessionRequest>,
 ) -> Result<Json<CreateSessionResponse>, ApiError> {
-    let live = server.create(&id, body).await?;
+    let live = server.create(&id, body, caller.tenant.as_deref()).await?;
     let native_session_id = server
         .inner
         .store
@@ -223,8 +259,9 @@ async fn live_session(server: &Server, id: &str) -> Result<Arc<LiveSession>, Api
     server.session(id).await
 }
 
-/// Sends a message's turn; a session whose agent was released meanwhile is brought back and
-/// sent to again. Returns the session, the turn's number and its first sequence.
+/// Sends a message's turn, or queues it behind the turn in progress; a session whose agent was
+/// released meanwhile is brought back and sent to again. Returns the session, a subscription to
+/// its feed taken before the turn started (when `subscribe`), and what became of the message.
 async fn send_turn(
     server: &Server,
     id: &str,
@@ -234,8 +271,7 @@ async fn send_turn(
     (
         Arc<LiveSession>,
         Option<crate::live::Subscription>,
-        u64,
-        u64,
+        crate::live::Sent,
     ),
     ApiError,
 > {
@@ -248,8 +284,8 @@ async fn send_turn(
             true => Some(live.subscribe()?),
             false => None,
         };
-        match live.send(prompt, options).await {
-            Ok((turn, first)) => return Ok((live, subscription, turn, first)),
+        match live.submit(prompt, options).await {
+            Ok(sent) => return Ok((live, subscription, sent)),
             Err(error) if error.kind == crate::live::RELEASED && tries < 3 => tries += 1,
             Err(error) => return Err(error),
         }
@@ -305,8 +341,21 @@ async fn turn(
         return Err(ApiError::invalid("the message is empty"));
     }
     crate::turn::check_fixed(&body.settings, &live.opened.request.settings)?;
-    // Before any image is read or copied: a message that cannot run now costs nothing.
-    live.wait_free().await?;
+    // Checked now, not when its turn starts: a message queued behind a turn is answered 204
+    // before that, so an unknown mode would otherwise be refused to nobody.
+    if let Some(mode) = body.settings.agent_mode.as_deref() {
+        let backend = server.backend(&live.opened.kind)?;
+        if mode != crate::agents::DEFAULT_MODE && !backend.modes().iter().any(|m| m.id == mode) {
+            return Err(ApiError::invalid(format!(
+                "the agent `{}` has no mode `{}` (GET /v1/agents/{{agent}}/modes lists them)",
+                live.opened.kind,
+                agent_api::display::line(mode, 64)
+            ))
+            .about("agentMode"));
+        }
+    }
+    // Before any image is read or copied: a message that would be refused costs nothing.
+    live.check_accepts()?;
     let images = message_images(server, live, body.images).await?;
     let mut prompt = agent_api::Prompt::from(body.message);
     prompt.images = images.paths.clone();
@@ -320,42 +369,201 @@ async fn turn(
 }
 
 #[utoipa::path(post, path = "/v1/sessions/{session_id}/messages", operation_id = "post_message",
-    params(("session_id" = String, Path, description = "Session id")), request_body = MessageRequest,
-    responses((status = 204, description = "Message accepted"), (status = 404, body = ProblemDetails)))]
+    params(("session_id" = String, Path, description = "Session id"),
+        ("wait" = Option<bool>, Query, description = "Beyond the reference: answer 200 with the turn's outcome once it ends, asks a permission or a question, or the bound passes"),
+        ("timeout" = Option<u64>, Query, description = "The longest wait in seconds (default 300, at most 3600)")),
+    request_body = MessageRequest,
+    responses((status = 204, description = "Message accepted: its turn started, or it waits in the session's queue behind the turn in progress"),
+        (status = 200, body = TurnOutcome, description = "With wait=true: the turn's outcome"),
+        (status = 400, body = ProblemDetails), (status = 404, body = ProblemDetails),
+        (status = 409, body = ProblemDetails, description = "The session ended (session_ended) or another server runs it (session_elsewhere)"),
+        (status = 429, body = ProblemDetails, description = "The session's queue is full (queue_full)")))]
 pub(crate) async fn post_message(
     State(server): State<Server>,
     Path(id): Path<String>,
+    QueryOf(query): QueryOf<TurnWaitQuery>,
     JsonBody(body): JsonBody<MessageRequest>,
-) -> Result<StatusCode, ApiError> {
-    send_turn(&server, &id, body, false).await?;
-    Ok(StatusCode::NO_CONTENT)
+) -> Result<Response, ApiError> {
+    if !query.wait.unwrap_or(false) {
+        send_turn(&server, &id, body, false).await?;
+        return Ok(StatusCode::NO_CONTENT.into_response());
+    }
+    let deadline = wait_deadline(&query);
+    let (live, subscription, sent) = send_turn(&server, &id, body, true).await?;
+    let mut subscription = subscription.ok_or_else(|| ApiError::invalid("no subscription"))?;
+    let queued = |turn| TurnOutcome {
+        session_id: id.clone(),
+        turn,
+        status: "queued".into(),
+        final_text: None,
+        usage: None,
+        error: None,
+        first_sequence: None,
+        last_sequence: None,
+        pending: None,
+    };
+    let (turn, first) = match sent {
+        crate::live::Sent::Started(turn, first) => (turn, first),
+        crate::live::Sent::Queued(started) => {
+            match tokio::time::timeout_at(deadline, started).await {
+                Err(_) => return Ok(Json(queued(None)).into_response()),
+                Ok(Err(_)) => {
+                    return Err(ApiError::new(
+                        StatusCode::CONFLICT,
+                        "message_dropped",
+                        "the queued message was dropped before its turn started",
+                    ))
+                }
+                Ok(Ok(started)) => started?,
+            }
+        }
+    };
+    let outcome = wait_for_turn(&live, &mut subscription, turn, first, deadline).await;
+    Ok(Json(outcome).into_response())
+}
+
+/// Beyond the reference: where turn `turn` of a session this server runs is, or how it ended
+/// (the last 16 turns' outcomes are kept while the server runs the session).
+#[utoipa::path(get, path = "/v1/sessions/{session_id}/turns/{turn}", operation_id = "get_turn",
+    params(("session_id" = String, Path, description = "Session id"), ("turn" = u64, Path, description = "The turn's number, from 1"),
+        ("wait" = Option<bool>, Query, description = "Wait for the turn to end, ask a permission or a question, or the bound to pass"),
+        ("timeout" = Option<u64>, Query, description = "The longest wait in seconds (default 300, at most 3600)")),
+    responses((status = 200, body = TurnOutcome),
+        (status = 404, body = ProblemDetails, description = "No such session (session_not_found), or a turn this server does not know (turn_not_found)")))]
+pub(crate) async fn get_turn(
+    State(server): State<Server>,
+    Path((id, turn)): Path<(String, u64)>,
+    QueryOf(query): QueryOf<TurnWaitQuery>,
+) -> Result<Json<TurnOutcome>, ApiError> {
+    let not_kept = || {
+        ApiError::new(
+            StatusCode::NOT_FOUND,
+            "turn_not_found",
+            format!("turn {turn} is not one this server ran or runs in the session, or ended too long ago: read its events"),
+        )
+    };
+    let Some(live) = server.live(&id) else {
+        if server.inner.store.session(&id).await?.is_none() {
+            return Err(ApiError::no_session(&id));
+        }
+        return Err(not_kept());
+    };
+    // Subscribed before its state is read: an end after the read is on the feed.
+    let mut subscription = live.subscribe()?;
+    if let Some(outcome) = live.outcome(turn) {
+        return Ok(Json(outcome));
+    }
+    if live.current_turn() != Some(turn) {
+        return Err(not_kept());
+    }
+    let first = live.first_sequence();
+    let deadline = match query.wait.unwrap_or(false) {
+        true => wait_deadline(&query),
+        false => tokio::time::Instant::now(),
+    };
+    Ok(Json(
+        wait_for_turn(&live, &mut subscription, turn, first, deadline).await,
+    ))
+}
+
+/// When a wait of `query` ends.
+fn wait_deadline(query: &TurnWaitQuery) -> tokio::time::Instant {
+    let secs = query.timeout.unwrap_or(300).min(3600);
+    tokio::time::Instant::now() + std::time::Duration::from_secs(secs)
+}
+
+/// Follows turn `turn` (its first event numbered `first`) until it ends (its outcome), a
+/// permission or question is asked (`waiting`), or `deadline` (`running`).
+async fn wait_for_turn(
+    live: &LiveSession,
+    subscription: &mut crate::live::Subscription,
+    turn: u64,
+    first: u64,
+    deadline: tokio::time::Instant,
+) -> TurnOutcome {
+    use crate::live::Feed;
+    use tokio::sync::broadcast::error::RecvError;
+    let running = |status: &str, pending| TurnOutcome {
+        session_id: live.id.clone(),
+        turn: Some(turn),
+        status: status.into(),
+        final_text: None,
+        usage: None,
+        error: None,
+        first_sequence: Some(first),
+        last_sequence: None,
+        pending,
+    };
+    loop {
+        if let Some(outcome) = live.outcome(turn) {
+            return outcome;
+        }
+        let next = match tokio::time::timeout_at(deadline, subscription.feed.recv()).await {
+            Err(_) => return running("running", None),
+            Ok(next) => next,
+        };
+        match next {
+            Ok(Feed::Event(event)) if event.sequence >= first => {
+                if let Some(pending) = pending_request(&event) {
+                    return running("waiting", Some(pending));
+                }
+            }
+            Ok(Feed::Event(_) | Feed::TurnEnded(_)) | Err(RecvError::Lagged(_)) => {}
+            Ok(Feed::Ended) | Err(RecvError::Closed) => {
+                // The session ended: the turn ended with it (its outcome is kept), or it was lost.
+                return live
+                    .outcome(turn)
+                    .unwrap_or_else(|| running("failed", None));
+            }
+        }
+    }
+}
+
+/// The permission or question `event` asks, if it asks one.
+fn pending_request(event: &StoredEvent) -> Option<PendingRequest> {
+    let (kind, field) = match event.kind() {
+        "permission.requested" => ("permission", "permission_id"),
+        "question.requested" => ("question", "question_id"),
+        _ => return None,
+    };
+    let json: serde_json::Value = serde_json::from_str(&event.json).ok()?;
+    Some(PendingRequest {
+        kind: kind.into(),
+        id: json["data"][field].as_str()?.to_string(),
+        sequence: event.sequence,
+    })
 }
 
 #[utoipa::path(post, path = "/v1/sessions/{session_id}/messages/stream", operation_id = "post_message_stream",
     params(("session_id" = String, Path, description = "Session id"),
         ("include_raw" = Option<bool>, Query, description = "Fill each event's raw payload")),
     request_body = MessageRequest,
-    responses((status = 200, description = "SSE event stream"), (status = 404, body = ProblemDetails)))]
+    responses((status = 200, description = "SSE event stream of the message's turn (a queued message's once it starts)"),
+        (status = 404, body = ProblemDetails), (status = 409, body = ProblemDetails), (status = 429, body = ProblemDetails)))]
 pub(crate) async fn post_message_stream(
     State(server): State<Server>,
     Path(id): Path<String>,
     QueryOf(query): QueryOf<TurnStreamQuery>,
     JsonBody(body): JsonBody<MessageRequest>,
 ) -> Result<Response, ApiError> {
-    let (live, subscription, turn, first) = send_turn(&server, &id, body, true).await?;
+    let (live, subscription, sent) = send_turn(&server, &id, body, true).await?;
     let subscription = subscription.ok_or_else(|| ApiError::invalid("no subscription"))?;
     let (frames, stream) = mpsc::channel(SSE_CLIENT_BUFFER);
-    let follower = Follower::new(
-        server.clone(),
-        id,
-        first - 1,
-        query.include_raw.unwrap_or(false),
-        frames,
-    );
-    tokio::spawn(until_stopped(
-        server.inner.stopping.clone(),
-        follower.turn(subscription, live, turn),
-    ));
+    let include_raw = query.include_raw.unwrap_or(false);
+    let stopping = server.inner.stopping.clone();
+    let follow = async move {
+        // A queued message's stream opens at once and sends its turn's events once it starts.
+        let (turn, first) = match sent {
+            crate::live::Sent::Started(turn, first) => (turn, first),
+            crate::live::Sent::Queued(started) => match started.await {
+                Ok(Ok(started)) => started,
+                _ => return,
+            },
+        };
+        let follower = Follower::new(server, id, first - 1, include_raw, frames);
+        follower.turn(subscription, live, turn).await;
+    };
+    tokio::spawn(until_stopped(stopping, follow));
     Ok(sse(stream))
 }
 
@@ -641,10 +849,11 @@ async fn not_running(
     Ok(Some(record))
 }
 
-/// Beyond the reference: cancels the turn in progress and keeps the session.
+/// Beyond the reference: cancels the turn in progress and keeps the session; the messages queued
+/// behind it are dropped (their turns never start).
 #[utoipa::path(post, path = "/v1/sessions/{session_id}/cancel", operation_id = "cancel_turn",
     params(("session_id" = String, Path, description = "Session id")),
-    responses((status = 204, description = "The turn in progress was cancelled (or none was)"), (status = 404, body = ProblemDetails)))]
+    responses((status = 204, description = "The turn in progress was cancelled (or none was), and the messages queued behind it dropped"), (status = 404, body = ProblemDetails)))]
 pub(crate) async fn cancel_turn(
     State(server): State<Server>,
     Path(id): Path<String>,

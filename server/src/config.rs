@@ -10,7 +10,8 @@
 /// [`ServerConfig::client_options`]); 256 live sessions; 512 connections, a request head whole
 /// within 10 s, a connection moving no byte for 60 s closed; an idle session's agent released
 /// after 600 s, no idle limit on sessions, a 30 s lease on a shared store renewed every 10 s; no
-/// drain time, running turns given 30 s to finish when the server stops; agents run here.
+/// drain time, running turns given 30 s to finish when the server stops; agents run here; 8
+/// messages queued per session behind its turn in progress.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ServerConfig {
@@ -68,6 +69,16 @@ pub struct ServerConfig {
     /// How long the server keeps serving, not ready (`GET /v1/health/ready` 503 `draining`), once
     /// asked to stop, so that a load balancer sends it no more work before it closes: default 0.
     pub drain: std::time::Duration,
+    /// The tenants sessions may be opened for, by name (`spec/http-api.md`, Auth): where each
+    /// one's sessions work and keep their agent's home. A tenant's token reads its sessions
+    /// whether or not it is here; it opens one only when it is.
+    pub tenants: std::collections::BTreeMap<String, crate::tenant::Tenant>,
+    /// Signed webhooks (`--webhook`): where events go, signed with what, retried how; `None`:
+    /// none.
+    pub webhooks: Option<crate::webhooks::WebhookConfig>,
+    /// Messages a session holds, in order, while its turn runs (each starts its own turn after the
+    /// one before ends); one more is 429 `queue_full`. 0: a message during a turn is refused.
+    pub max_queue: usize,
     /// Once asked to stop (and past [`ServerConfig::drain`]), how long running turns may go on
     /// before they are cancelled; meanwhile no session is opened or brought back here, and each
     /// idle session is released (its snapshot kept) for another server to take: default 30 s.
@@ -102,6 +113,9 @@ impl Default for ServerConfig {
             header_timeout: std::time::Duration::from_secs(10),
             idle_timeout: std::time::Duration::from_secs(60),
             drain: std::time::Duration::ZERO,
+            tenants: std::collections::BTreeMap::new(),
+            webhooks: None,
+            max_queue: 8,
             drain_timeout: std::time::Duration::from_secs(30),
             heartbeat: None,
             runs_agents: true,
@@ -149,9 +163,27 @@ impl ServerConfig {
         self
     }
 
+    /// Sets how many messages a session queues behind its turn in progress (0: none).
+    pub fn with_max_queue(mut self, max: usize) -> Self {
+        self.max_queue = max;
+        self
+    }
+
     /// Sets how long the server drains (serves, not ready) once asked to stop.
     pub fn with_drain(mut self, drain: std::time::Duration) -> Self {
         self.drain = drain;
+        self
+    }
+
+    /// Configures the tenant `name`: where its sessions work and keep their agent's home.
+    pub fn with_tenant(mut self, name: impl Into<String>, tenant: crate::tenant::Tenant) -> Self {
+        self.tenants.insert(name.into(), tenant);
+        self
+    }
+
+    /// Delivers events to webhooks ([`crate::webhooks`]).
+    pub fn with_webhooks(mut self, webhooks: crate::webhooks::WebhookConfig) -> Self {
+        self.webhooks = Some(webhooks);
         self
     }
 
@@ -258,6 +290,9 @@ impl ServerConfig {
                 return Err(ConfigError::Host(agent_api::display::line(host, 128)));
             }
         }
+        for name in self.tenants.keys() {
+            crate::tokens::check_tenant(name).map_err(ConfigError::Tenant)?;
+        }
         Ok(())
     }
 
@@ -281,4 +316,7 @@ pub enum ConfigError {
         "allowed host `{0}`: give a host name such as agents.example.com (no scheme, port or path)"
     )]
     Host(String),
+    /// A tenant's name that is not one.
+    #[error("{0}")]
+    Tenant(crate::tokens::TokenError),
 }

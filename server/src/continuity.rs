@@ -99,6 +99,7 @@ impl Server {
         // The mode it switched to last, not the creation's.
         settings.agent_mode = Some(record.agent_mode.clone());
         let request = self.request(&kind, &settings)?;
+        let request = self.tenant_home(request, record.tenant.as_deref())?;
         let working_dir = record
             .working_dir
             .as_deref()
@@ -201,7 +202,6 @@ impl Server {
             next_sequence: next,
             turns: record.turns,
             agent_mode: Some(record.agent_mode.clone()),
-            resumed: true,
             prime,
             interrupted,
         };

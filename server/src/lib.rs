@@ -15,6 +15,7 @@
 //! - [`telemetry`]: the process's logs (text or JSON) and OpenTelemetry traces (OTLP with the
 //!   `otlp` feature); [`health`]: readiness.
 
+mod access;
 mod agents;
 mod api;
 mod config;
@@ -35,27 +36,29 @@ mod remote;
 mod state;
 pub mod store;
 pub mod telemetry;
+mod tenant;
+pub mod tokens;
 mod turn;
 pub mod ui;
 mod upkeep;
+pub mod webhooks;
 pub mod wire;
 
-use axum::extract::{Request, State};
-use axum::http::{header, HeaderValue, Method, StatusCode};
-use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
+use axum::http::{header, HeaderValue, Method};
 use axum::routing::{get, post};
 use axum::Router;
-use subtle::ConstantTimeEq;
 
 pub use config::{ConfigError, ServerConfig};
 pub use error::ApiError;
 pub use state::{Server, AGENT_ALIASES, INTERRUPTED};
 pub use store::{Store, StoreError, StoreUrl};
+pub use tenant::Tenant;
 
 /// The routes: the reference's 14 operations, `GET /v1/openapi.json`, `GET /v1/sessions/{id}` and
-/// `POST /v1/sessions/{id}/cancel` and `/steer`, `GET /v1/health/ready` ([`health`]) and
-/// `GET /metrics`; every one but health and readiness behind the bearer token when one is set;
+/// `POST /v1/sessions/{id}/cancel` and `/steer`, `GET /v1/sessions/{id}/turns/{turn}`,
+/// `GET /v1/health/ready` ([`health`]), `GET /v1/whoami` and `GET /metrics`; every one but health
+/// and readiness behind a bearer token (the server's own, or a scoped one from the store:
+/// [`tokens`]) and its scope and tenant;
 /// and the inspector's page under `/ui/` ([`ui`]), whose files need no token. Every request is
 /// a span and a log line ([`telemetry`]).
 pub fn router(server: Server) -> Router {
@@ -82,6 +85,7 @@ pub fn router(server: Server) -> Router {
             "/v1/sessions/{session_id}/messages/stream",
             post(api::post_message_stream),
         )
+        .route("/v1/sessions/{session_id}/turns/{turn}", get(api::get_turn))
         .route("/v1/sessions/{session_id}/events", get(api::get_events))
         .route(
             "/v1/sessions/{session_id}/events/sse",
@@ -109,7 +113,9 @@ pub fn router(server: Server) -> Router {
             "/v1/sessions/{session_id}/resume",
             post(api::resume_session),
         )
+        .route("/v1/webhooks/deliveries", get(webhooks::log::deliveries))
         .route("/v1/openapi.json", get(api::openapi))
+        .route("/v1/whoami", get(access::whoami))
         .route("/metrics", get(metrics::metrics))
         .fallback(api::not_found)
         // Inside the token's check: a command is handed on only once its client is known.
@@ -119,7 +125,7 @@ pub fn router(server: Server) -> Router {
         ))
         .route_layer(axum::middleware::from_fn_with_state(
             server.clone(),
-            authorize,
+            access::authorize,
         ));
     let mut app = Router::new()
         .route("/v1/health", get(api::health))
@@ -160,33 +166,6 @@ pub fn router(server: Server) -> Router {
         );
     }
     app
-}
-
-/// 401 unless the request carries `Authorization: Bearer <token>` (compared in constant time).
-async fn authorize(State(server): State<Server>, request: Request, next: Next) -> Response {
-    let Some(token) = &server.inner.config.token else {
-        return next.run(request).await;
-    };
-    // The scheme's name is case-insensitive (RFC 9110); the token is compared in constant time.
-    let given = request
-        .headers()
-        .get(header::AUTHORIZATION)
-        .map(HeaderValue::as_bytes)
-        .filter(|value| value.len() > 7 && value[..7].eq_ignore_ascii_case(b"bearer "))
-        .map_or(&b""[..], |value| &value[7..]);
-    if bool::from(given.ct_eq(token.as_bytes())) {
-        return next.run(request).await;
-    }
-    let mut response = ApiError::new(
-        StatusCode::UNAUTHORIZED,
-        "token_invalid",
-        "missing or wrong bearer token (Authorization: Bearer <token>)",
-    )
-    .into_response();
-    response
-        .headers_mut()
-        .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-    response
 }
 
 /// Serves `server` on `listener` until `shutdown` resolves, then serves on, not ready, for

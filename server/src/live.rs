@@ -6,6 +6,7 @@
 //! store does not hold. The feed is a bounded ring ([`tokio::sync::broadcast`]); a subscriber that
 //! falls a whole ring behind is dropped, and resumes from the store by its offset.
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -13,7 +14,7 @@ use agent_api::universal::{SessionEndReason, TerminatedBy, UniversalEventBody};
 use agent_api::UniversalEvent;
 use agent_api::{RunControl, RunHandle, Session};
 use futures::StreamExt;
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, oneshot};
 
 use crate::error::ApiError;
 use crate::store::{SessionState, SessionUpdate, Store, StoreError, StoredEvent};
@@ -49,9 +50,34 @@ struct TurnState {
     agent_mode: String,
     /// The images of the messages that steered the turn in progress, kept until it ends.
     steer_images: Vec<crate::turn::TurnImages>,
-    /// The turn in progress has stored its closing status: a client may already send the next
-    /// message, which waits for the turn's last writes rather than being refused.
-    closing: bool,
+    /// The messages waiting for the turn in progress to end, oldest first.
+    queue: VecDeque<Queued>,
+    /// A queued message's turn is being started (the turn before it has ended).
+    dispatching: bool,
+    /// The sequence of the first event of the turn in progress.
+    first_sequence: u64,
+    /// The outcomes of the last turns that ended, oldest first (at most [`OUTCOMES_KEPT`]).
+    outcomes: VecDeque<crate::wire::TurnOutcome>,
+}
+
+/// How many ended turns' outcomes a live session keeps for `GET …/turns/{turn}`.
+const OUTCOMES_KEPT: usize = 16;
+
+/// A message waiting for the turn in progress to end (`ServerConfig::max_queue`).
+#[derive(Debug)]
+pub(crate) struct Queued {
+    prompt: agent_api::Prompt,
+    options: TurnOptions,
+    /// Told its turn's number and first sequence once it starts, or why it did not.
+    started: oneshot::Sender<Result<(u64, u64), ApiError>>,
+}
+
+/// What became of a message: its turn started now, or it waits in the queue.
+pub(crate) enum Sent {
+    /// The turn's number and the sequence its first event gets.
+    Started(u64, u64),
+    /// Queued: resolves as [`Sent::Started`] once its turn starts (or with why it did not).
+    Queued(oneshot::Receiver<Result<(u64, u64), ApiError>>),
 }
 
 /// A session run by this server.
@@ -67,6 +93,8 @@ pub(crate) struct LiveSession {
     store: Arc<dyn Store>,
     /// How long a turn waits for a failing store (`ServerConfig::store_outage`).
     store_outage: std::time::Duration,
+    /// How many messages may wait for the turn in progress (`ServerConfig::max_queue`).
+    max_queue: usize,
     /// Cancelled when the server stops: nothing waits for the store any more.
     stopping: agent_api::request::CancellationToken,
     /// Called once the session has ended by itself (its agent stopped), or another server owns
@@ -82,8 +110,6 @@ pub(crate) struct LiveSession {
     /// The lease this server's heartbeat holds (`ServerConfig::server_lease`): past it without a
     /// renewal, the store refuses its appends.
     lease: std::time::Duration,
-    /// The session was brought back: the agent's new `session.started` is not the session's.
-    resumed: bool,
     /// The transcript to prime the next prompt with (a `replay` resume).
     prime: Mutex<Option<String>>,
     /// The turn its last server died in, closed as interrupted when it came back: a reply to
@@ -109,8 +135,6 @@ pub(crate) struct Continuity {
     pub(crate) turns: u64,
     /// The agent mode in force (the creation's when `None`).
     pub(crate) agent_mode: Option<String>,
-    /// Whether it was brought back (see [`LiveSession::resumed`]).
-    pub(crate) resumed: bool,
     /// The transcript priming the next prompt (`replay`).
     pub(crate) prime: Option<String>,
     /// The turn its last server died in.
@@ -126,6 +150,61 @@ impl Continuity {
             ..Self::default()
         }
     }
+}
+
+/// Whether a turn runs or is being started: a message now waits in the queue.
+fn busy(state: &TurnState) -> bool {
+    state.current.is_some() || state.dispatching || !state.queue.is_empty()
+}
+
+/// Gives the session's turn delimiters (daemon status items `turn_started`, `turn_completed`,
+/// `turn_failed`, detail `turn N`) the session's turn number: the library counts the turns of
+/// its own session, which starts again from 1 when the server brings a session back.
+fn number_turn(event: &mut UniversalEvent, turn: u64) {
+    if event.source != agent_api::universal::EventSource::Daemon {
+        return;
+    }
+    let (UniversalEventBody::ItemStarted(data) | UniversalEventBody::ItemCompleted(data)) =
+        &mut event.body
+    else {
+        return;
+    };
+    use agent_api::universal::ContentPart;
+    let numbered = format!("turn {turn}");
+    let renumbered = |part: &ContentPart| {
+        matches!(part, ContentPart::Status { label, detail: Some(detail) }
+            if matches!(label.as_str(), "turn_started" | "turn_completed" | "turn_failed")
+                && detail.starts_with("turn ")
+                && *detail != numbered)
+    };
+    // Items are shared: copied only when a delimiter changes.
+    if !data.item.content.iter().any(renumbered) {
+        return;
+    }
+    for part in &mut Arc::make_mut(&mut data.item).content {
+        if renumbered(part) {
+            if let ContentPart::Status { detail, .. } = part {
+                *detail = Some(numbered.clone());
+            }
+        }
+    }
+}
+
+/// Keeps `outcome` among the last turns' ([`OUTCOMES_KEPT`]).
+fn keep_outcome(state: &mut TurnState, outcome: crate::wire::TurnOutcome) {
+    if state.outcomes.len() >= OUTCOMES_KEPT {
+        state.outcomes.pop_front();
+    }
+    state.outcomes.push_back(outcome);
+}
+
+/// 409 `session_ended`.
+fn ended_error() -> ApiError {
+    ApiError::new(
+        axum::http::StatusCode::CONFLICT,
+        "session_ended",
+        "the session has ended",
+    )
 }
 
 /// The `kind` of the error a message gets from a session whose agent was released meanwhile:
@@ -210,17 +289,6 @@ pub(crate) fn daemon_event(
     StoredEvent::from_event(event).ok()
 }
 
-/// Whether `event` is a turn's closing status (`turn_completed` or `turn_failed`).
-fn closes_turn(event: &UniversalEvent) -> bool {
-    let UniversalEventBody::ItemCompleted(completed) = &event.body else {
-        return false;
-    };
-    completed.item.content.iter().any(|part| {
-        matches!(part, agent_api::universal::ContentPart::Status { label, .. }
-            if label == "turn_completed" || label == "turn_failed")
-    })
-}
-
 /// What a session gets from the server that runs it (it holds no reference to the server).
 pub(crate) struct Surroundings<'a> {
     /// The store.
@@ -276,13 +344,13 @@ impl LiveSession {
             max_subscribers: config.max_subscribers,
             store,
             store_outage: config.store_outage,
+            max_queue: config.max_queue,
             stopping,
             on_end,
             metrics,
             owner: continuity.owner,
             epoch: continuity.epoch,
             lease: config.server_lease,
-            resumed: continuity.resumed,
             prime: Mutex::new(continuity.prime),
             interrupted: Mutex::new(continuity.interrupted),
             last_active: Mutex::new(std::time::Instant::now()),
@@ -390,54 +458,149 @@ impl LiveSession {
         Ok(subscription)
     }
 
-    /// [`LiveSession::check_free`], after a turn whose end was served has finished its own
-    /// writes (a few store round trips, its snapshot among them, which needs the session: not
-    /// held meanwhile): a client that sends at once is not refused.
-    pub(crate) async fn wait_free(&self) -> Result<(), ApiError> {
-        let deadline = tokio::time::Instant::now() + SNAPSHOT_WAIT * 3;
-        while {
-            let state = self.state();
-            state.closing && state.current.is_some()
-        } && tokio::time::Instant::now() < deadline
-        {
-            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-        }
-        self.check_free()
-    }
-
-    /// 409 when the session cannot take a turn now: it ended, or a turn is in progress. Checked
-    /// again when the turn is sent; checked first so that a message that would be refused costs
-    /// nothing (its images are not read nor copied).
-    pub(crate) fn check_free(&self) -> Result<(), ApiError> {
+    /// 409 `session_ended` when the session ended; 429 `queue_full` when a turn runs and the
+    /// queue is full. Checked first, so that a message that would be refused costs nothing (its
+    /// images are not read nor copied); checked again when it is sent.
+    pub(crate) fn check_accepts(&self) -> Result<(), ApiError> {
         let state = self.state();
         if state.ended {
-            return Err(ApiError::new(
-                axum::http::StatusCode::CONFLICT,
-                "session_ended",
-                "the session has ended",
-            ));
+            return Err(ended_error());
         }
-        if state.current.is_some() {
-            return Err(ApiError::new(
-                axum::http::StatusCode::CONFLICT,
-                "turn_in_progress",
-                "a turn is in progress: wait for it to end, or cancel it",
-            ));
+        if busy(&state) && state.queue.len() >= self.max_queue {
+            return Err(self.queue_full());
         }
         Ok(())
     }
 
-    /// Sends `prompt` as the next turn, in the mode `options` asks (switched first, and kept for
-    /// the next turns), and starts storing its events; returns the turn's number and the sequence
-    /// its first event gets.
-    pub(crate) async fn send(
+    fn queue_full(&self) -> ApiError {
+        match self.max_queue {
+            0 => ApiError::new(
+                axum::http::StatusCode::CONFLICT,
+                "turn_in_progress",
+                "a turn is in progress: wait for it to end, or cancel it",
+            ),
+            max => ApiError::new(
+                axum::http::StatusCode::TOO_MANY_REQUESTS,
+                "queue_full",
+                format!("a turn is in progress and {max} messages wait for it already: wait for the turn to end, or cancel it"),
+            ),
+        }
+    }
+
+    /// How many messages wait for the turn in progress.
+    pub(crate) fn queued(&self) -> usize {
+        self.state().queue.len()
+    }
+
+    /// Sends `prompt` as the next turn now when none runs, else queues it (FIFO, bounded: 429
+    /// `queue_full`) to start once the turns before it have ended.
+    pub(crate) async fn submit(
         self: &Arc<Self>,
         prompt: agent_api::Prompt,
         options: TurnOptions,
+    ) -> Result<Sent, ApiError> {
+        let queue = |prompt, options| -> Result<Sent, ApiError> {
+            let mut state = self.state();
+            if state.ended {
+                return Err(ended_error());
+            }
+            if state.queue.len() >= self.max_queue {
+                return Err(self.queue_full());
+            }
+            let (started, told) = oneshot::channel();
+            state.queue.push_back(Queued {
+                prompt,
+                options,
+                started,
+            });
+            Ok(Sent::Queued(told))
+        };
+        if busy(&self.state()) {
+            return queue(prompt, options);
+        }
+        let guard = self.session.lock().await;
+        // Another message may have started a turn while this one waited for the lock.
+        if busy(&self.state()) {
+            drop(guard);
+            return queue(prompt, options);
+        }
+        let (turn, first) = self.start(guard, prompt, options).await?;
+        Ok(Sent::Started(turn, first))
+    }
+
+    /// Starts the queued messages one by one, each once the turn before it has ended: returns
+    /// once one has started (its pump dispatches the next) or the queue is empty. Boxed: a turn's
+    /// pump starts it, and it starts pumps.
+    fn dispatch(self: Arc<Self>) -> futures::future::BoxFuture<'static, ()> {
+        Box::pin(async move {
+            loop {
+                let guard = self.session.lock().await;
+                let next = {
+                    let mut state = self.state();
+                    let next = state.queue.pop_front();
+                    state.dispatching = next.is_some();
+                    next
+                };
+                let Some(next) = next else {
+                    return;
+                };
+                let started = self.start(guard, next.prompt, next.options).await;
+                let ok = started.is_ok();
+                if !ok {
+                    self.state().dispatching = false;
+                }
+                // Its sender may have gone (a client that did not wait): the turn runs all the same.
+                let _ = next.started.send(started);
+                if ok {
+                    return;
+                }
+            }
+        })
+    }
+
+    /// Drops the queued messages, each told why (`kind`, `detail`); returns how many.
+    fn drop_queue(
+        &self,
+        status: axum::http::StatusCode,
+        kind: &'static str,
+        detail: &str,
+    ) -> usize {
+        let dropped: Vec<Queued> = self.state().queue.drain(..).collect();
+        let count = dropped.len();
+        for queued in dropped {
+            let _ = queued
+                .started
+                .send(Err(ApiError::new(status, kind, detail)));
+        }
+        count
+    }
+
+    /// The outcome of turn `turn` when it ended and is still kept.
+    pub(crate) fn outcome(&self, turn: u64) -> Option<crate::wire::TurnOutcome> {
+        self.state()
+            .outcomes
+            .iter()
+            .find(|outcome| outcome.turn == Some(turn))
+            .cloned()
+    }
+
+    /// The sequence of the first event of the turn in progress.
+    pub(crate) fn first_sequence(&self) -> u64 {
+        self.state().first_sequence
+    }
+
+    /// Sends `prompt` as the next turn (the session's lock held: `guard`), in the mode `options`
+    /// asks (switched first, and kept for the next turns), and starts storing its events; returns
+    /// the turn's number and the sequence its first event gets.
+    async fn start(
+        self: &Arc<Self>,
+        mut guard: tokio::sync::MutexGuard<'_, Option<Session>>,
+        prompt: agent_api::Prompt,
+        options: TurnOptions,
     ) -> Result<(u64, u64), ApiError> {
-        self.wait_free().await?;
-        let mut guard = self.session.lock().await;
-        self.check_free()?;
+        if self.ended() {
+            return Err(ended_error());
+        }
         // Released meanwhile (idle, or the server stopping): the handler brings it back.
         let session = guard.as_mut().ok_or_else(|| {
             ApiError::new(
@@ -514,14 +677,28 @@ impl LiveSession {
         self.touch();
         let mut state = self.state();
         state.turns = turn;
-        state.closing = false;
         state.current = Some((turn, handle.control()));
         let span = watch.span().clone();
         state.pump = Some(tokio::spawn(tracing::Instrument::instrument(
             self.clone().pump(handle, turn, options.images, watch),
             span,
         )));
-        Ok((turn, state.next_sequence))
+        let first = state.next_sequence;
+        state.first_sequence = first;
+        state.dispatching = false;
+        Ok((turn, first))
+    }
+
+    /// Stores and serves the session's `session.started` (a daemon event carrying `metadata`),
+    /// when the session is created: a client that creates a session and reads its events sees
+    /// it before any message (the agent may start later, with the first turn).
+    pub(crate) async fn announce(&self, metadata: serde_json::Value) -> Result<(), ApiError> {
+        let sequence = self.state().next_sequence;
+        let data = serde_json::json!({ "metadata": metadata });
+        if let Some(event) = daemon_event(&self.id, sequence, "session.started", data) {
+            self.publish(vec![event]).await?;
+        }
+        Ok(())
     }
 
     /// Steers the turn in progress with `prompt` (its images' copies kept until the turn ends);
@@ -577,13 +754,13 @@ impl LiveSession {
         let session_id: Arc<str> = self.id.as_str().into();
         let mut stored = Vec::with_capacity(events.len());
         let mut ended = false;
-        let mut closing = false;
         let mut native = None;
-        // A session brought back keeps its first `session.started`: the agent's new one is not
-        // the session's (its seam is the `session_resumed` status before it).
-        let events = events.into_iter().filter(|event| {
-            !(self.resumed && matches!(event.body, UniversalEventBody::SessionStarted(_)))
-        });
+        // The session's `session.started` is the server's, written when it was created: the
+        // agent's own is not the session's (nor, brought back, its new one: the seam is the
+        // `session_resumed` status).
+        let events = events
+            .into_iter()
+            .filter(|event| !matches!(event.body, UniversalEventBody::SessionStarted(_)));
         for (sequence, mut event) in (first..).zip(events) {
             event.sequence = sequence;
             event.session_id = session_id.clone();
@@ -591,16 +768,12 @@ impl LiveSession {
                 native = Some(id.to_string());
             }
             ended |= matches!(event.body, UniversalEventBody::SessionEnded(_));
-            closing |= closes_turn(&event);
             stored.push(
                 StoredEvent::from_event(event)
                     .map_err(|e| crate::store::StoreError::Backend(e.to_string()))?,
             );
         }
         self.publish(stored).await?;
-        if closing {
-            self.state().closing = true;
-        }
         if let Some(native) = native {
             let changed = {
                 let mut state = self.state();
@@ -769,6 +942,8 @@ impl LiveSession {
                 continue;
             }
             watch.events(&chunk);
+            let mut chunk = chunk;
+            chunk.iter_mut().for_each(|event| number_turn(event, turn));
             match self.record(chunk).await {
                 Ok(end) => ended |= end,
                 Err(error @ (StoreError::NotOwner { .. } | StoreError::LeaseLost { .. })) => {
@@ -787,7 +962,11 @@ impl LiveSession {
         }
         let done = completion.await;
         watch.ended(&done, failed.is_some());
+        let mut outcome = self.outcome_of(turn, &done, failed.as_deref(), lost.as_ref());
         if let Ok(Some(usage)) = done.map(|done| done.usage) {
+            let mut turn_usage = crate::wire::SessionUsage::default();
+            turn_usage.add(&usage);
+            outcome.usage = Some(turn_usage);
             let total = {
                 let mut state = self.state();
                 state.usage.add(&usage);
@@ -802,8 +981,14 @@ impl LiveSession {
                 let mut state = self.state();
                 state.current = None;
                 state.pump = None;
+                keep_outcome(&mut state, outcome);
             }
             drop(images);
+            self.drop_queue(
+                axum::http::StatusCode::CONFLICT,
+                "session_elsewhere",
+                "another server runs the session now: send the message to it",
+            );
             let _ = self.feed.send(Feed::TurnEnded(turn));
             self.lost(&error).await;
             return;
@@ -836,21 +1021,69 @@ impl LiveSession {
                 tracing::error!(session = %self.id, "cannot mark the session ended: {error}");
             }
         }
-        let steer_images = {
+        let (steer_images, next) = {
             let mut state = self.state();
+            outcome.last_sequence = Some(state.next_sequence - 1);
+            keep_outcome(&mut state, outcome);
             state.current = None;
             state.pump = None;
-            std::mem::take(&mut state.steer_images)
+            // The next queued message's turn starts now: no message overtakes it meanwhile.
+            state.dispatching = !state.queue.is_empty() && !state.ended;
+            (std::mem::take(&mut state.steer_images), state.dispatching)
         };
         // The turn's image copies are read by now: removed.
         drop(images);
         drop(steer_images);
         let _ = self.feed.send(Feed::TurnEnded(turn));
         if ended || failed.is_some() {
+            self.drop_queue(
+                axum::http::StatusCode::CONFLICT,
+                "session_ended",
+                "the session ended before this queued message's turn could start",
+            );
             let _ = self.feed.send(Feed::Ended);
             if forget {
                 (self.on_end)(&self.id);
             }
+        } else if next {
+            tokio::spawn(self.clone().dispatch());
+        }
+    }
+
+    /// What turn `turn` came to, from its completion (its usage and last sequence are set by the
+    /// caller).
+    fn outcome_of(
+        &self,
+        turn: u64,
+        done: &Result<agent_api::RunCompletion, agent_api::AgentError>,
+        store_failed: Option<&str>,
+        lost: Option<&StoreError>,
+    ) -> crate::wire::TurnOutcome {
+        let error = |code: &str, message: String| {
+            Some(crate::wire::TurnError {
+                code: code.to_string(),
+                message: agent_api::display::line(&message, 2048),
+            })
+        };
+        let (status, final_text, error) = match (store_failed, lost, done) {
+            (Some(why), _, _) => ("failed", None, error(STORE_UNAVAILABLE, why.to_string())),
+            (_, Some(lost), _) => ("failed", None, error("session_elsewhere", lost.to_string())),
+            (_, _, Ok(completion)) => ("completed", completion.final_text.clone(), None),
+            (_, _, Err(e @ agent_api::AgentError::Cancelled)) => {
+                ("cancelled", None, error(e.code(), e.to_string()))
+            }
+            (_, _, Err(e)) => ("failed", None, error(e.code(), e.to_string())),
+        };
+        crate::wire::TurnOutcome {
+            session_id: self.id.clone(),
+            turn: Some(turn),
+            status: status.into(),
+            final_text,
+            usage: None,
+            error,
+            first_sequence: Some(self.state().first_sequence),
+            last_sequence: None,
+            pending: None,
         }
     }
 
@@ -917,8 +1150,14 @@ impl LiveSession {
         true
     }
 
-    /// Cancels the turn in progress and waits for its last event to be stored.
-    pub(crate) async fn cancel_turn(&self) {
+    /// Cancels the turn in progress and waits for its last event to be stored; the messages
+    /// queued behind it are dropped (their turns never start). Returns how many were dropped.
+    pub(crate) async fn cancel_turn(&self) -> usize {
+        let dropped = self.drop_queue(
+            axum::http::StatusCode::CONFLICT,
+            "message_dropped",
+            "the turn before this queued message was cancelled, and the queue with it: send it again",
+        );
         let pump = {
             let mut state = self.state();
             if let Some((_, control)) = &state.current {
@@ -929,6 +1168,7 @@ impl LiveSession {
         if let Some(pump) = pump {
             let _ = pump.await;
         }
+        dropped
     }
 
     /// Ends the session: cancels its turn, closes the agent, stores the trailing events (and a

@@ -57,6 +57,12 @@ pub(crate) struct WaitLabel {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct DeliveryLabel {
+    /// `delivered`, `retrying` (failed, tried again) or `abandoned`.
+    pub(crate) outcome: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub(crate) struct OperationLabel {
     /// `append`, `create`, ….
     pub(crate) operation: &'static str,
@@ -109,6 +115,7 @@ pub(crate) struct Metrics {
     pub(crate) wait_seconds: Histograms<WaitLabel>,
     pub(crate) sse_subscribers: Gauge,
     pub(crate) store_write_seconds: Histograms<OperationLabel>,
+    pub(crate) webhook_deliveries: Family<DeliveryLabel, Counter>,
     pub(crate) forwarded: Family<ForwardLabels, Counter>,
     pub(crate) forward_seconds: Histograms<ForwardLabels>,
     pub(crate) commands_run: Counter,
@@ -137,6 +144,7 @@ impl Metrics {
             wait_seconds: Family::new_with_constructor(wait_buckets),
             sse_subscribers: Gauge::default(),
             store_write_seconds: Family::new_with_constructor(write_buckets),
+            webhook_deliveries: Family::default(),
             forwarded: Family::default(),
             forward_seconds: Family::new_with_constructor(write_buckets),
             commands_run: Counter::default(),
@@ -207,6 +215,11 @@ impl Metrics {
             this.store_write_seconds.clone(),
         );
         r.register(
+            "webhook_deliveries",
+            "Tries to deliver a webhook, by outcome (delivered, retrying, abandoned)",
+            this.webhook_deliveries.clone(),
+        );
+        r.register(
             "commands_forwarded",
             "Requests this server handed to another through the store (fleet), by destination and outcome",
             this.forwarded.clone(),
@@ -228,6 +241,15 @@ impl Metrics {
             this.takeovers.clone(),
         );
         this
+    }
+
+    /// Counts one try to deliver a webhook.
+    pub(crate) fn webhook_delivery(&self, outcome: crate::store::AttemptOutcome) {
+        self.webhook_deliveries
+            .get_or_create(&DeliveryLabel {
+                outcome: outcome.as_str(),
+            })
+            .inc();
     }
 
     /// Counts an open SSE stream until the returned guard is dropped.

@@ -20,6 +20,7 @@ use utoipa::OpenApi;
         crate::api::create_session,
         crate::api::post_message,
         crate::api::post_message_stream,
+        crate::api::get_turn,
         crate::api::get_events,
         crate::api::get_events_sse,
         crate::api::reply_permission,
@@ -30,8 +31,10 @@ use utoipa::OpenApi;
         crate::api::steer_turn,
         crate::api::resume_session,
         crate::api::openapi,
+        crate::access::whoami,
+        crate::webhooks::log::deliveries,
     ),
-    components(schemas(crate::wire::ErrorType, crate::wire::AgentErrorBody, crate::wire::EventsQuery, crate::wire::TurnStreamQuery)),
+    components(schemas(crate::wire::ErrorType, crate::wire::AgentErrorBody, crate::wire::EventsQuery, crate::wire::TurnStreamQuery, crate::wire::TurnWaitQuery)),
     modifiers(&BearerToken),
 )]
 struct Document;

@@ -56,6 +56,8 @@ pub(crate) struct Inner {
     pub(crate) draining: std::sync::atomic::AtomicBool,
     /// What `GET /metrics` serves.
     pub(crate) metrics: crate::metrics::Shared,
+    /// When this server last wrote each scoped token's last use.
+    pub(crate) last_used: crate::access::LastUsed,
     /// The commands this server handed to another and waits for (fleet).
     pub(crate) waiters: crate::fleet::Waiters,
 }
@@ -95,6 +97,10 @@ impl Server {
     ) -> Result<Self, StoreError> {
         let daemon_id = unique_id(&config.daemon_id);
         store.heartbeat(&daemon_id).await?;
+        // Before any event is stored: from now on each one a webhook takes is queued with it.
+        if let Some(webhooks) = &config.webhooks {
+            store.set_outbox(std::sync::Arc::new(webhooks.rules()))?;
+        }
         let stopped = agent_api::kit::process::stop_orphans();
         if stopped > 0 {
             tracing::warn!("stopped {stopped} agent processes a killed server left running");
@@ -113,6 +119,7 @@ impl Server {
                 stopping: agent_api::request::CancellationToken::new(),
                 draining: std::sync::atomic::AtomicBool::new(false),
                 metrics: Arc::new(crate::metrics::Metrics::new()),
+                last_used: crate::access::LastUsed::default(),
                 waiters: crate::fleet::Waiters::default(),
             }),
         };
@@ -127,6 +134,15 @@ impl Server {
             Arc::downgrade(&server.inner),
             server.inner.stopping.clone(),
         ));
+        if let Some(webhooks) = &server.inner.config.webhooks {
+            tokio::spawn(crate::webhooks::run(crate::webhooks::Worker {
+                store: server.inner.store.clone(),
+                config: Arc::new(webhooks.clone()),
+                server: server.inner.daemon_id.clone(),
+                metrics: server.inner.metrics.clone(),
+                stopping: server.inner.stopping.clone(),
+            }));
+        }
         Ok(server)
     }
 
@@ -365,11 +381,13 @@ impl Server {
             .map_err(|e| ApiError::agent(&e))
     }
 
-    /// Opens a session: 409 when the id is taken, 400 when the request cannot run.
+    /// Opens a session of `tenant` (`None`: no tenant's): 409 when the id is taken, 400 when the
+    /// request cannot run, 403 when its `cwd` leads out of its root.
     pub(crate) async fn create(
         &self,
         id: &str,
         body: CreateSessionRequest,
+        tenant: Option<&str>,
     ) -> Result<Arc<LiveSession>, ApiError> {
         check_id(id)?;
         let kind = self.kind(&body.agent)?;
@@ -380,6 +398,7 @@ impl Server {
             &body.settings,
         )?;
         let request = self.request(&kind, &body.settings)?;
+        let request = self.place(request, tenant, &body).await?;
         // Where the agent works: a message's images are read only from beneath it.
         let working_dir = match request.session_working_dir() {
             Some(dir) => dir.to_path_buf(),
@@ -452,15 +471,29 @@ impl Server {
                 active_at: None,
                 resumed_how: None,
                 snapshot_turn: None,
+                tenant: tenant.map(str::to_string),
             };
             // Another server sharing the store may have taken the id meanwhile.
             self.inner.store.create_session(record).await?;
+            let mut metadata = serde_json::json!({ "agent": body.agent });
+            for (key, value) in [
+                ("agent_mode", &body.settings.agent_mode),
+                ("permission_mode", &body.settings.permission_mode),
+                ("model", &body.settings.model),
+                ("variant", &body.settings.variant),
+            ] {
+                if let Some(value) = value {
+                    metadata[key] = value.clone().into();
+                }
+            }
             let opened = SessionOrigin {
                 kind,
                 request: body,
                 working_dir,
             };
-            Ok(self.adopt(id, opened, session, Continuity::fresh(self.daemon_id())))
+            let live = self.adopt(id, opened, session, Continuity::fresh(self.daemon_id()));
+            live.announce(metadata).await?;
+            Ok(live)
         }
         .await;
         lock(&self.inner.opening).remove(id);
@@ -621,6 +654,10 @@ impl Server {
             owner: record.owner.filter(|_| !ended),
             resumed_how: record.resumed_how,
             snapshot_turn: record.snapshot_turn,
+            queued: here
+                .as_ref()
+                .filter(|_| !ended)
+                .map(|live| live.queued() as u64),
         })
     }
 

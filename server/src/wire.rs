@@ -16,6 +16,20 @@ pub struct HealthResponse {
     pub status: String,
 }
 
+/// `GET /v1/whoami`: what the request's token may do and whose sessions it sees.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WhoAmIResponse {
+    /// The tenant whose sessions the token sees; absent: every session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tenant: Option<String>,
+    /// `read`, `operate` or `admin`.
+    pub scope: String,
+    /// The id of the stored token (`agent-api token list`); absent for the server's own token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_id: Option<String>,
+}
+
 /// What an agent shows in the session transcript, as the reference's booleans.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -173,6 +187,10 @@ pub struct AgentInstallRequest {
 pub struct CreateSessionRequest {
     /// The agent id (`scripted`, `claude_code` or the reference's `claude`, …).
     pub agent: String,
+    /// Where the agent works: a directory beneath the session's working-directory root (its
+    /// tenant's, else the server's `--cwd`), relative to it or absolute; default: the root.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
     /// The session's options (the reference's `agentMode`, `model`, … and this server's).
     #[serde(flatten)]
     pub settings: SessionSettings,
@@ -371,6 +389,10 @@ pub struct SessionInfo {
     /// kept in the store: a server without the agent's files continues it natively from there.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub snapshot_turn: Option<u64>,
+    /// Beyond the reference: the messages waiting, in order, for the turn in progress to end
+    /// (each then starts its own turn); set while this server runs the session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queued: Option<u64>,
 }
 
 /// The tokens and cost of a session's turns, summed (each field where the agent reports it).
@@ -489,6 +511,73 @@ pub struct TurnStreamQuery {
     /// the reference's paths name it; `includeRaw` as its schema does: both are read).
     #[serde(default, rename = "includeRaw", alias = "include_raw")]
     pub include_raw: Option<bool>,
+}
+
+/// `POST /v1/sessions/{session_id}/messages` and `GET …/turns/{turn}` (beyond the reference):
+/// wait for the turn's outcome.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+pub struct TurnWaitQuery {
+    /// Answer with the turn's outcome ([`TurnOutcome`]) once it ends, it asks a permission or a
+    /// question, or `timeout` passes (`POST …/messages`: 204 at once without it).
+    #[serde(default)]
+    pub wait: Option<bool>,
+    /// The longest wait in seconds: default 300, at most 3600.
+    #[serde(default)]
+    pub timeout: Option<u64>,
+}
+
+/// Beyond the reference: where a turn is, and how it ended (`POST …/messages?wait=true`,
+/// `GET /v1/sessions/{session_id}/turns/{turn}`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnOutcome {
+    /// The session.
+    pub session_id: String,
+    /// The turn's number in the session (from 1); `None` while the message is still queued.
+    #[serde(default)]
+    pub turn: Option<u64>,
+    /// `completed`, `failed`, `cancelled` (ended); `waiting` (it asks a permission or a question:
+    /// `pending`), `running` (the wait's bound passed first), `queued` (its turn has not started).
+    pub status: String,
+    /// The answer: the last assistant message's text, reasoning excluded (completed turns).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub final_text: Option<String>,
+    /// The turn's tokens and cost, where the agent reports them (`turns` is 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<SessionUsage>,
+    /// Why it failed or was cancelled: its terminal error's code and message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<TurnError>,
+    /// The sequence of the turn's first event.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_sequence: Option<u64>,
+    /// The sequence of the turn's last event (ended turns).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_sequence: Option<u64>,
+    /// What the turn waits for (`waiting`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending: Option<PendingRequest>,
+}
+
+/// A turn's terminal error.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct TurnError {
+    /// The error's code (`AgentError::code`: `cancelled`, `timeout`, `interrupted`, …).
+    pub code: String,
+    /// What happened (inert text).
+    pub message: String,
+}
+
+/// A permission or question a turn waits on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PendingRequest {
+    /// `permission` or `question`.
+    pub kind: String,
+    /// Its id, to reply to (`…/permissions/{id}/reply`, `…/questions/{id}/reply`).
+    pub id: String,
+    /// The sequence of its `permission.requested` / `question.requested` event.
+    pub sequence: u64,
 }
 
 /// `GET /v1/sessions/{session_id}/events`: a page of events.

@@ -567,7 +567,7 @@ async fn a_paused_owner_that_wakes_after_its_session_was_taken_writes_nothing() 
     assert_eq!(after, taken, "nothing was written after the takeover");
     assert_whole(&id, &after);
     assert_eq!(interrupted(&after).len(), 1);
-    assert_no_stale_write(&url, &[id.clone()]).await;
+    assert_no_stale_write(&url, std::slice::from_ref(&id)).await;
     // The session goes on, through either server.
     assert_eq!(
         a.api
@@ -967,16 +967,13 @@ async fn chaos_three_servers_thirty_sessions_kills_pauses_and_restarts_lose_noth
         tokio::time::sleep(Duration::from_millis(1500)).await;
         let index = round % 3;
         let node = nodes[index].take().unwrap();
-        let others = || -> Vec<Api> {
-            let mut apis: Vec<Api> = Vec::new();
-            for (i, n) in nodes.iter().enumerate() {
-                if i != index {
-                    apis.extend(n.as_ref().map(|n| n.api.clone()));
-                }
-            }
-            apis
-        };
-        *up.lock().unwrap() = others();
+        let others: Vec<Api> = nodes
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i != index)
+            .filter_map(|(_, n)| n.as_ref().map(|n| n.api.clone()))
+            .collect();
+        *up.lock().unwrap() = others;
         match round / 3 {
             0 if round % 2 == 0 => node.kill(),
             0 => {
@@ -1029,9 +1026,8 @@ async fn chaos_three_servers_thirty_sessions_kills_pauses_and_restarts_lose_noth
     for id in &ids {
         let events = events_anywhere(&up, id).await;
         assert_whole(id, &events);
-        assert_eq!(
+        assert!(
             events.iter().filter(|e| turn_end(e)).count() >= 3,
-            true,
             "{id}: every turn ended"
         );
         let got = received.get(id).cloned().unwrap_or_default();

@@ -686,3 +686,13 @@ async fn readiness_turns_false_while_postgresql_is_stopped_or_read_only_and_true
     }
     drop(own);
 }
+
+#[tokio::test]
+async fn the_postgres_store_keeps_tokens_hashed_and_a_revoke_is_seen_by_every_server_at_once() {
+    let Some(url) = database() else { return };
+    let store = open(&url).await;
+    let beside = agent_api_server::tokens::open(&StoreUrl::parse(&url).unwrap())
+        .await
+        .unwrap();
+    token_checks(store, beside, &unique("tenanted")).await;
+}

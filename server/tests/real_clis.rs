@@ -5,7 +5,7 @@
 //! followed on `events/sse` from the last id, a second message whose permission request waits
 //! until the turn is cancelled (the session goes on), a third whose request is rejected, then
 //! terminate; the events read by pages equal the ones served over SSE, with no gap and no
-//! duplicate. Claude Code's flow is in `agent_api/cli/tests/serve.rs` and `tests/inspector`; here, its
+//! duplicate. Claude Code's flow is in `cli/tests/serve.rs` and `tests/inspector`; here, its
 //! mode switched per message.
 //!
 //! Each starts with `agent_bench::e2e_bench_or_explain`: a missing CLI fails the test with the
@@ -167,13 +167,16 @@ async fn drive(api: &Api, model: &ModelServer, sandbox: &Sandbox, create: Value)
         })
         .await,
     );
+    // Queued behind the running turn, then dropped by the cancel: it never runs.
     assert_eq!(
         api.post("/v1/sessions/real/messages", json!({"message": "too soon"}))
             .await
-            .problem(409)["type"],
-        "urn:agent-api:error:turn_in_progress"
+            .status,
+        204
     );
+    assert_eq!(api.get("/v1/sessions/real").await.json()["queued"], 1);
     assert_eq!(api.post_empty("/v1/sessions/real/cancel").await.status, 204);
+    assert_eq!(api.get("/v1/sessions/real").await.json()["queued"], 0);
     served.extend(until(&mut follow, "the cancelled turn's end", turn_end).await);
     let info = api.get("/v1/sessions/real").await.json();
     assert_eq!(
@@ -232,14 +235,16 @@ async fn drive(api: &Api, model: &ModelServer, sandbox: &Sandbox, create: Value)
         "the follower's stream ends with the session"
     );
 
-    // Pages hold exactly what SSE served: every event once, in order, from 1.
+    // Pages hold exactly what SSE served: every event once, in order, from 2 (the session's
+    // `session.started`, 1, was written when it was created, before the first turn's stream).
     let ids: Vec<u64> = served.iter().map(|f| f.id.unwrap()).collect();
     assert_eq!(
         ids,
-        (1..=ids.len() as u64).collect::<Vec<_>>(),
+        (2..=ids.len() as u64 + 1).collect::<Vec<_>>(),
         "no gap, no duplicate over SSE"
     );
-    let pages = api.all_events("real", 7).await;
+    let mut pages = api.all_events("real", 7).await;
+    assert_eq!(pages.remove(0)["type"], "session.started");
     let sse: Vec<Value> = served.into_iter().map(|f| f.data).collect();
     assert_eq!(pages, sse);
     for event in &pages {

@@ -413,9 +413,9 @@ async fn session_ids_people_cannot_tell_apart_are_refused() {
 }
 
 #[tokio::test]
-async fn a_message_during_a_turn_is_refused_before_its_images_are_read() {
+async fn a_message_past_the_queue_bound_is_refused_before_its_images_are_read() {
     let dir = tempfile::tempdir().unwrap();
-    let api = start_in(ServerConfig::default(), dir.path()).await;
+    let api = start_in(ServerConfig::default().with_max_queue(0), dir.path()).await;
     let body = json!({"agent": "scripted", "options": {"backend.scripted.scenario": "slow", "backend.scripted.delay_ms": 200}});
     api.post("/v1/sessions/s", body).await;
     assert_eq!(

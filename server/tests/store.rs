@@ -123,3 +123,44 @@ async fn the_sqlite_store_keeps_order_refuses_gaps_and_duplicates_and_survives_r
         Err(StoreError::NotFound(_))
     ));
 }
+
+#[tokio::test]
+async fn tokens_are_made_and_revoked_beside_a_running_server_and_kept_hashed() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("server.sqlite3");
+    let url = StoreUrl::Sqlite(path.clone());
+    // The server holds the file; `agent-api token` opens it beside, without the server's lock.
+    let store = url.open().await.unwrap();
+    let beside = agent_api_server::tokens::open(&url).await.unwrap();
+    token_checks(store.clone(), beside, "tenanted").await;
+    // Nothing in the file holds a token: made one more, its bytes are not there.
+    let issued =
+        agent_api_server::tokens::issue(None, agent_api_server::tokens::Scope::Admin).unwrap();
+    store
+        .token_store()
+        .unwrap()
+        .create_token(issued.record.clone())
+        .await
+        .unwrap();
+    drop(store);
+    let mut bytes = Vec::new();
+    for suffix in ["", "-wal"] {
+        let mut name = path.clone().into_os_string();
+        name.push(suffix);
+        bytes.extend(std::fs::read(&name).unwrap_or_default());
+    }
+    let text = String::from_utf8_lossy(&bytes);
+    assert!(text.contains(&issued.record.hash), "the hash is stored");
+    assert!(!text.contains(&issued.token), "the token is not");
+    // A memory store keeps nothing past the command: refused for `agent-api token`.
+    assert!(agent_api_server::tokens::open(&StoreUrl::Memory)
+        .await
+        .is_err());
+}
+
+#[tokio::test]
+async fn the_memory_store_keeps_tokens_and_tenants() {
+    // The memory store lives in the server's process: its own handle makes and revokes.
+    let memory = std::sync::Arc::new(agent_api_server::store::MemoryStore::default());
+    token_checks(memory.clone(), memory, "tenanted").await;
+}

@@ -455,6 +455,8 @@ function renderPaneMeta(pane) {
     if (info.model) parts.push(info.model);
     parts.push(info.ended ? "ended" : info.live ? "live" : "stored");
     parts.push(info.eventCount + " events");
+    // Messages sent while a turn runs wait in the session's queue, each then a turn of its own.
+    if (info.queued) parts.push(info.queued + " queued");
   }
   if (pane.streamState) parts.push(pane.streamState);
   if (pane.transcript && pane.transcript.pending.size) parts.push("waiting for you");

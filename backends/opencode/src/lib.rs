@@ -118,6 +118,7 @@ pub fn capabilities() -> CapabilitySet {
         caps::EVENTS,
         caps::EVENTS_LIVE,
         caps::CONTROL_CANCEL,
+        caps::CONTROL_STEER,
         caps::SESSION_RESUME,
         caps::SESSION_FORK,
         caps::TOOLS_STRUCTURED_V1,

@@ -307,3 +307,102 @@ async fn a_warm_serve_session_switches_to_plan_and_back() {
     )
     .await;
 }
+
+/// The processes the steered turn may leave behind, checked while the backend's server still
+/// runs: everything in the sandbox's directory but the pooled servers themselves (a shell
+/// command the turn ran, `sleep 4`, is one).
+fn left_beside_servers<'a>(
+    backend: &'a OpenCodeBackend,
+    sandbox: &'a agent_bench::Sandbox,
+) -> impl Fn() -> Vec<i32> + 'a {
+    move || {
+        let servers: Vec<i32> = backend.running_servers().iter().map(|s| s.pgid).collect();
+        agent_bench::process::processes_in(&sandbox.cwd)
+            .into_iter()
+            .filter(|pid| !servers.contains(pid))
+            .collect()
+    }
+}
+
+fn approving(request: RunRequest) -> RunRequest {
+    request.with_permissions(agent_api::PermissionPolicy::ApproveAll)
+}
+
+/// `prompt_async` while the session is busy steers (not queues): the model's request after the
+/// command holds the message, the turn ends once, and its answer echoes it.
+#[tokio::test]
+async fn e2e_steer_a_turn_mid_command_reaches_the_model_in_the_same_turn_and_late_steer_is_typed() {
+    let Some((server, sandbox)) = setup("steer").await else {
+        return;
+    };
+    let backend = backend(&sandbox, Interface::Serve);
+    let took = agent_api_conformance::steer::steered_turn_reads_the_message_in_the_same_turn(
+        &backend,
+        approving(template()),
+        &server,
+        &left_beside_servers(&backend, &sandbox),
+    )
+    .await;
+    eprintln!("steer to acknowledgement: {took:?}");
+    let pgid = server_group(&backend);
+    drop(backend);
+    assert!(group_gone(pgid).await, "no opencode process left");
+}
+
+#[tokio::test]
+async fn e2e_steer_then_cancel_leaves_no_process() {
+    let Some((_server, sandbox)) = setup("steer").await else {
+        return;
+    };
+    let backend = backend(&sandbox, Interface::Serve);
+    let request = approving(
+        RunRequest::new(agent_api_conformance::steer::PROMPT)
+            .with_timeout(Duration::from_secs(120)),
+    );
+    agent_api_conformance::steer::steered_run_cancelled_leaves_no_process(
+        &backend,
+        request,
+        &left_beside_servers(&backend, &sandbox),
+    )
+    .await;
+    let pgid = server_group(&backend);
+    drop(backend);
+    assert!(group_gone(pgid).await, "no opencode process left");
+}
+
+#[tokio::test]
+async fn e2e_steer_at_the_last_step_keeps_the_session_in_step() {
+    let Some((_server, sandbox)) = setup("steer").await else {
+        return;
+    };
+    let backend = backend(&sandbox, Interface::Serve);
+    agent_api_conformance::steer::steered_at_the_answer_the_session_stays_in_step(
+        &backend,
+        approving(template()),
+        &left_beside_servers(&backend, &sandbox),
+    )
+    .await;
+}
+
+/// `opencode run` is one-way: a steer is refused, typed, and the run goes on untouched.
+#[tokio::test]
+async fn e2e_steer_on_opencode_run_is_refused_naming_the_capability() {
+    let Some((_server, sandbox)) = setup("steer").await else {
+        return;
+    };
+    let backend = backend(&sandbox, Interface::Run);
+    let handle = backend
+        .run(
+            approving(RunRequest::new(agent_api_conformance::steer::PROMPT))
+                .with_timeout(Duration::from_secs(120)),
+        )
+        .await
+        .expect("run starts");
+    let refused = handle.control().steer("Also say banana.").await;
+    assert!(
+        matches!(&refused, Err(AgentError::UnsupportedCapability { capability, .. }) if capability == "agent_api.control.steer"),
+        "{refused:?}"
+    );
+    let (_events, completion) = handle.collect_wrapper().await;
+    assert!(completion.is_ok(), "the run goes on: {completion:?}");
+}

@@ -1,10 +1,11 @@
 //! [`MemoryStore`]: sessions and events in this process's memory (`--store memory`, for tests).
 
-use std::collections::HashMap;
-use std::sync::{Mutex, MutexGuard};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
 
+use super::outbox::{now_ms, AttemptOutcome, Delivery, DeliveryAttempt, OutboxRules};
 use super::{
     unix_now, SessionRecord, SessionUpdate, Store, StoreError, StoredEvent, StoredSnapshot,
 };
@@ -22,6 +23,23 @@ struct Inner {
     snapshots: HashMap<String, StoredSnapshot>,
     /// The one server using this store (it lives in that server's process).
     server: Option<String>,
+    tokens: Vec<crate::tokens::TokenRecord>,
+    /// What the outbox takes, once webhooks are configured.
+    outbox_rules: Option<Arc<OutboxRules>>,
+    /// The webhook outbox, by endpoint, session and sequence.
+    outbox: BTreeMap<(String, String, u64), OutboxRow>,
+    /// The delivery log, oldest try first.
+    attempts: Vec<DeliveryAttempt>,
+}
+
+/// An outbox row.
+#[derive(Debug)]
+struct OutboxRow {
+    event: super::WebhookEvent,
+    attempts: u32,
+    next_attempt_ms: i64,
+    /// `pending`, `delivered` or `abandoned`.
+    state: &'static str,
 }
 
 impl Inner {
@@ -57,7 +75,47 @@ impl MemoryStore {
 }
 
 #[async_trait]
+impl crate::tokens::TokenStore for MemoryStore {
+    async fn create_token(&self, token: crate::tokens::TokenRecord) -> Result<(), StoreError> {
+        let mut inner = self.lock();
+        if inner.tokens.iter().any(|t| t.id == token.id) {
+            return Err(StoreError::Duplicate(token.id));
+        }
+        inner.tokens.push(token);
+        Ok(())
+    }
+
+    async fn token(&self, id: &str) -> Result<Option<crate::tokens::TokenRecord>, StoreError> {
+        Ok(self.lock().tokens.iter().find(|t| t.id == id).cloned())
+    }
+
+    async fn tokens(&self) -> Result<Vec<crate::tokens::TokenRecord>, StoreError> {
+        Ok(self.lock().tokens.clone())
+    }
+
+    async fn revoke_token(&self, id: &str, at: i64) -> Result<bool, StoreError> {
+        let mut inner = self.lock();
+        let Some(token) = inner.tokens.iter_mut().find(|t| t.id == id) else {
+            return Ok(false);
+        };
+        token.revoked_at.get_or_insert(at);
+        Ok(true)
+    }
+
+    async fn token_used(&self, id: &str, at: i64) -> Result<(), StoreError> {
+        if let Some(token) = self.lock().tokens.iter_mut().find(|t| t.id == id) {
+            token.last_used_at = Some(at);
+        }
+        Ok(())
+    }
+}
+
+#[async_trait]
 impl Store for MemoryStore {
+    fn token_store(&self) -> Option<&dyn crate::tokens::TokenStore> {
+        Some(self)
+    }
+
     async fn create_session(&self, record: SessionRecord) -> Result<(), StoreError> {
         let mut inner = self.lock();
         if inner.sessions.contains_key(&record.id) {
@@ -74,10 +132,12 @@ impl Store for MemoryStore {
 
     async fn append(&self, session: &str, events: Vec<StoredEvent>) -> Result<(), StoreError> {
         let mut inner = self.lock();
+        let inner = &mut *inner;
         let (record, stored) = inner
             .sessions
             .get_mut(session)
             .ok_or_else(|| StoreError::NotFound(session.into()))?;
+        let added = events.len();
         for event in events {
             let last = stored.last().map_or(0, |e| e.sequence);
             if event.sequence != last + 1 {
@@ -90,6 +150,23 @@ impl Store for MemoryStore {
             stored.push(event);
         }
         record.event_count = stored.len() as u64;
+        let entries = inner
+            .outbox_rules
+            .as_ref()
+            .map(|rules| rules.entries(&stored[stored.len().saturating_sub(added)..]))
+            .unwrap_or_default();
+        let now = now_ms();
+        for entry in entries {
+            inner.outbox.insert(
+                (entry.endpoint, session.to_string(), entry.sequence),
+                OutboxRow {
+                    event: entry.event,
+                    attempts: 0,
+                    next_attempt_ms: now,
+                    state: "pending",
+                },
+            );
+        }
         Ok(())
     }
 
@@ -242,5 +319,95 @@ impl Store for MemoryStore {
         record.ended = true;
         record.end_error = error.map(Into::into);
         Ok(())
+    }
+
+    fn set_outbox(&self, rules: Arc<OutboxRules>) -> Result<(), StoreError> {
+        self.lock().outbox_rules = Some(rules);
+        Ok(())
+    }
+
+    async fn claim_deliveries(
+        &self,
+        _server: &str,
+        endpoints: &[String],
+        now_ms: i64,
+        _lease: std::time::Duration,
+        limit: usize,
+    ) -> Result<Vec<Delivery>, StoreError> {
+        // One server uses a memory store, and its one worker finishes a batch before it takes the
+        // next: a row is never taken twice, with no lease to keep.
+        let inner = self.lock();
+        let mut heads: Vec<Delivery> = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        for ((endpoint, session, sequence), row) in &inner.outbox {
+            if row.state != "pending" || !endpoints.contains(endpoint) {
+                continue;
+            }
+            // The first pending row of its endpoint and session: the only one that may go.
+            if !seen.insert((endpoint, session)) || row.next_attempt_ms > now_ms {
+                continue;
+            }
+            let Some((record, events)) = inner.sessions.get(session) else {
+                continue;
+            };
+            let Some(stored) = usize::try_from(*sequence)
+                .ok()
+                .and_then(|s| events.get(s.wrapping_sub(1)))
+            else {
+                continue;
+            };
+            heads.push(Delivery {
+                endpoint: endpoint.clone(),
+                session: session.clone(),
+                agent: record.agent.clone(),
+                sequence: *sequence,
+                event: row.event,
+                json: stored.json.clone(),
+                attempts: row.attempts,
+            });
+        }
+        heads.sort_by_key(|d| {
+            inner
+                .outbox
+                .get(&(d.endpoint.clone(), d.session.clone(), d.sequence))
+                .map_or(0, |row| row.next_attempt_ms)
+        });
+        heads.truncate(limit);
+        Ok(heads)
+    }
+
+    async fn record_attempt(&self, attempt: DeliveryAttempt) -> Result<(), StoreError> {
+        let mut inner = self.lock();
+        let key = (
+            attempt.endpoint.clone(),
+            attempt.session.clone(),
+            attempt.sequence,
+        );
+        let Some(row) = inner.outbox.get_mut(&key) else {
+            return Err(StoreError::NotFound(attempt.session));
+        };
+        row.attempts = attempt.attempt;
+        row.state = attempt.outcome.row_state();
+        if attempt.outcome == AttemptOutcome::Retrying {
+            row.next_attempt_ms = attempt.next_attempt_ms.unwrap_or(row.next_attempt_ms);
+        }
+        inner.attempts.push(attempt);
+        Ok(())
+    }
+
+    async fn delivery_log(
+        &self,
+        session: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<DeliveryAttempt>, StoreError> {
+        let inner = self.lock();
+        Ok(inner
+            .attempts
+            .iter()
+            .rev()
+            .filter(|a| session.is_none_or(|s| a.session == s))
+            .take(limit)
+            .cloned()
+            .collect())
     }
 }

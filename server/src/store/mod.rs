@@ -7,7 +7,9 @@
 mod fleet;
 mod fleet_pg;
 mod memory;
+mod outbox;
 mod postgres;
+mod postgres_tls;
 mod probe;
 mod sqlite;
 
@@ -18,9 +20,14 @@ use async_trait::async_trait;
 
 pub use fleet::{Answer, Command, CommandState, Fleet, Notice};
 pub use memory::MemoryStore;
+pub(crate) use outbox::now_ms;
+pub use outbox::{
+    AttemptOutcome, Delivery, DeliveryAttempt, OutboxEntry, OutboxRules, OutboxTarget, WebhookEvent,
+};
 pub use postgres::PostgresStore;
 pub use probe::ProbeError;
 pub use sqlite::SqliteStore;
+pub(crate) use sqlite::SqliteTokens;
 
 /// One stored event: its sequence in the session and its JSON, kept apart from its raw payload
 /// so that the common case (no `include_raw`) is served without parsing.
@@ -131,6 +138,9 @@ pub struct SessionRecord {
     pub resumed_how: Option<String>,
     /// The turn after which its snapshot was kept, if one is.
     pub snapshot_turn: Option<u64>,
+    /// The tenant it belongs to (`spec/http-api.md`, Auth); `None`: no tenant's, seen only by
+    /// untenanted tokens.
+    pub tenant: Option<String>,
 }
 
 /// What a session's owner does with it, as stored (`SessionInfo.state` adds `resumable` and
@@ -241,6 +251,7 @@ impl SessionRecord {
             active_at: None,
             resumed_how: None,
             snapshot_turn: None,
+            tenant: None,
         }
     }
 }
@@ -287,6 +298,14 @@ pub enum StoreError {
     /// Another server uses this store, which takes one (a SQLite file).
     #[error("{0}")]
     Locked(String),
+    /// TLS to the database failed: a server without TLS under `sslmode=require`, a certificate
+    /// not signed by a trusted CA, or one for another host name.
+    #[error("TLS to PostgreSQL failed: {0}")]
+    Tls(String),
+    /// The store URL's TLS settings cannot be honoured: an unknown `sslmode`, a CA file that
+    /// cannot be read, no CA to verify with.
+    #[error("the store's TLS settings: {0}")]
+    TlsSettings(String),
     /// The `--store` URL is not one this server knows.
     #[error("unsupported store {0:?}: use memory, sqlite:PATH, a path ending in .sqlite3/.db, or postgres://…")]
     UnsupportedUrl(String),
@@ -357,6 +376,47 @@ pub trait Store: Send + Sync + std::fmt::Debug {
         server: &str,
         lease: std::time::Duration,
     ) -> Result<bool, StoreError>;
+    /// The scoped tokens this store keeps (`crate::tokens`); `None` (the default): none, so only
+    /// the server's own `--token` is taken.
+    fn token_store(&self) -> Option<&dyn crate::tokens::TokenStore> {
+        None
+    }
+
+    /// Keeps a webhook outbox from now on: every append puts a row for each event and endpoint
+    /// `rules` match in the same write as the event. The default: a store without one, refused.
+    fn set_outbox(&self, rules: Arc<OutboxRules>) -> Result<(), StoreError> {
+        let _ = rules;
+        Err(outbox::unsupported())
+    }
+    /// Up to `limit` outbox rows of `endpoints` due at `now_ms`, each the oldest undelivered
+    /// row of its endpoint and session (so a session's rows go in order), taken by `server` for
+    /// `lease` (a store shared by several servers gives each row to one of them at a time).
+    async fn claim_deliveries(
+        &self,
+        server: &str,
+        endpoints: &[String],
+        now_ms: i64,
+        lease: std::time::Duration,
+        limit: usize,
+    ) -> Result<Vec<Delivery>, StoreError> {
+        let _ = (server, endpoints, now_ms, lease, limit);
+        Err(outbox::unsupported())
+    }
+    /// Records a try to deliver a row taken with [`Store::claim_deliveries`]: the row is done,
+    /// due again at `attempt.next_attempt_ms`, or given up, and the try joins the delivery log.
+    async fn record_attempt(&self, attempt: DeliveryAttempt) -> Result<(), StoreError> {
+        let _ = attempt;
+        Err(outbox::unsupported())
+    }
+    /// The delivery log, newest try first: up to `limit` tries, of `session` when given.
+    async fn delivery_log(
+        &self,
+        session: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<DeliveryAttempt>, StoreError> {
+        let _ = (session, limit);
+        Err(outbox::unsupported())
+    }
 
     // A fleet of servers on one store (issue 48). The defaults are a store one server holds
     // alone (memory, SQLite): no epochs (always 0), no commands between servers.

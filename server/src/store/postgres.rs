@@ -5,13 +5,18 @@
 //! sessions do not wait for each other's round trips. An append is one statement (the events as
 //! arrays, and the session's count moved from the last sequence to the new one), so it needs no
 //! transaction and is refused whole when another writer got there first. A connection that broke
-//! (the database restarted) is opened again at the next call.
+//! (the database restarted) is opened again at the next call. TLS: [`super::postgres_tls`].
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use tokio_postgres::{Client, NoTls, Row};
 
+use super::postgres_tls::{connect_error, Connector};
+
+use super::outbox::{
+    self, now_ms, AttemptOutcome, Delivery, DeliveryAttempt, OutboxRules, SharedRules, WebhookEvent,
+};
 use super::{
     unix_now, ProbeError, SessionRecord, SessionState, SessionUpdate, Store, StoreError,
     StoredEvent, StoredSnapshot,
@@ -29,7 +34,9 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/postgres/0001_sessions_and_events.sql"),
     include_str!("../../migrations/postgres/0002_session_usage.sql"),
     include_str!("../../migrations/postgres/0003_session_continuity.sql"),
-    include_str!("../../migrations/postgres/0004_fleet_leases_and_commands.sql"),
+    include_str!("../../migrations/postgres/0004_tenants_and_tokens.sql"),
+    include_str!("../../migrations/postgres/0005_webhook_outbox.sql"),
+    include_str!("../../migrations/postgres/0006_fleet_leases_and_commands.sql"),
 ];
 
 /// Serializes migrations between servers starting at once (`pg_advisory_xact_lock`).
@@ -37,8 +44,10 @@ const MIGRATION_LOCK: i64 = 0x6167_656e_745f_6170;
 
 /// A store in a PostgreSQL database.
 pub struct PostgresStore {
-    url: String,
+    connector: Connector,
     client: tokio::sync::Mutex<Arc<Client>>,
+    /// What the outbox takes, once webhooks are configured.
+    outbox: SharedRules,
     /// The notifications of the connection that listens (`LISTEN`), to every receiver.
     pub(super) notices: tokio::sync::broadcast::Sender<super::Notice>,
     /// The task listening: stopped with the store.
@@ -62,16 +71,34 @@ fn backend(error: impl std::fmt::Display) -> StoreError {
     StoreError::Backend(error.to_string())
 }
 
-async fn connect(url: &str) -> Result<Client, StoreError> {
-    let (client, connection) = tokio_postgres::connect(url, NoTls)
-        .await
-        .map_err(|e| backend(format!("cannot connect to PostgreSQL: {e}")))?;
-    tokio::spawn(async move {
-        if let Err(error) = connection.await {
-            tracing::warn!("the PostgreSQL connection ended: {error}");
+async fn connect(connector: &Connector) -> Result<Client, StoreError> {
+    // Two connection types (plain, TLS): each is driven by a task of its own.
+    fn drive<F>(connection: F)
+    where
+        F: std::future::Future<Output = Result<(), tokio_postgres::Error>> + Send + 'static,
+    {
+        tokio::spawn(async move {
+            if let Err(error) = connection.await {
+                tracing::warn!("the PostgreSQL connection ended: {error}");
+            }
+        });
+    }
+    match &connector.tls {
+        Some(tls) => {
+            let (client, connection) = tokio_postgres::connect(&connector.url, tls.clone())
+                .await
+                .map_err(|e| connect_error(&e))?;
+            drive(connection);
+            Ok(client)
         }
-    });
-    Ok(client)
+        None => {
+            let (client, connection) = tokio_postgres::connect(&connector.url, NoTls)
+                .await
+                .map_err(|e| connect_error(&e))?;
+            drive(connection);
+            Ok(client)
+        }
+    }
 }
 
 async fn migrate(client: &mut Client) -> Result<(), StoreError> {
@@ -110,15 +137,19 @@ async fn migrate(client: &mut Client) -> Result<(), StoreError> {
 }
 
 impl PostgresStore {
-    /// Connects to the database at `url` and migrates it.
+    /// Connects to the database at `url` and migrates it. The URL's `sslmode` and `sslrootcert`
+    /// say how TLS is used (`spec/http-api.md`, The store); a TLS failure is [`StoreError::Tls`],
+    /// TLS settings this server cannot honour [`StoreError::TlsSettings`].
     pub async fn open(url: &str) -> Result<Self, StoreError> {
-        let mut client = connect(url).await?;
+        let connector = Connector::from_url(url)?;
+        let mut client = connect(&connector).await?;
         migrate(&mut client).await?;
         let (notices, _) = tokio::sync::broadcast::channel(super::fleet_pg::NOTICE_BUFFER);
         let listener = tokio::spawn(super::fleet_pg::listen(url.to_string(), notices.clone()));
         Ok(Self {
-            url: url.to_string(),
+            connector,
             client: tokio::sync::Mutex::new(Arc::new(client)),
+            outbox: SharedRules::default(),
             notices,
             listener: listener.abort_handle(),
         })
@@ -143,14 +174,14 @@ impl PostgresStore {
     pub(super) async fn client(&self) -> Result<Arc<Client>, StoreError> {
         let mut client = self.client.lock().await;
         if client.is_closed() {
-            *client = Arc::new(connect(&self.url).await?);
+            *client = Arc::new(connect(&self.connector).await?);
         }
         Ok(client.clone())
     }
 }
 
 const SESSION_COLUMNS: &str =
-    "id, agent, agent_mode, permission_mode, model, variant, native_session_id, ended, end_error, event_count, owner, usage, settings, working_dir, state, turns, turn_open, active_at, resumed_how, (SELECT turn FROM snapshots WHERE snapshots.session_id = sessions.id)";
+    "id, agent, agent_mode, permission_mode, model, variant, native_session_id, ended, end_error, event_count, owner, usage, settings, working_dir, state, turns, turn_open, active_at, resumed_how, (SELECT turn FROM snapshots WHERE snapshots.session_id = sessions.id), tenant";
 
 fn session_row(row: &Row) -> SessionRecord {
     SessionRecord {
@@ -176,6 +207,7 @@ fn session_row(row: &Row) -> SessionRecord {
         snapshot_turn: row
             .get::<_, Option<i64>>(19)
             .and_then(|t| u64::try_from(t).ok()),
+        tenant: row.get(20),
     }
 }
 
@@ -229,11 +261,15 @@ impl PostgresStore {
         let json: Vec<&str> = events.iter().map(|e| &*e.json).collect();
         let raw: Vec<Option<&str>> = events.iter().map(|e| e.raw.as_deref()).collect();
         let client = self.client().await?;
+        let entries = outbox::rules(&self.outbox)
+            .map(|rules| rules.entries(&events))
+            .unwrap_or_default();
         let epoch = fence.map(|f| signed(f.epoch));
         let lease = fence.map(|f| f.lease.as_secs_f64());
         // One statement: the session's count moves only if the writer still owns it at its epoch
         // and its lease runs (the fence), and the events go in only if the count moved.
-        let inserted = client
+        let inserted = if entries.is_empty() {
+            client
             .execute(
                 "WITH moved AS (UPDATE sessions SET event_count = $3, active_at = $8 WHERE id = $1 AND event_count = $2 AND ($7::TEXT IS NULL OR owner = $7)
                    AND ($9::BIGINT IS NULL OR (epoch = $9 AND EXISTS (SELECT 1 FROM servers WHERE servers.id = $7 AND servers.heartbeat > now() - make_interval(secs => $10::FLOAT8)))) RETURNING id)
@@ -242,7 +278,28 @@ impl PostgresStore {
                 &[&session, &signed(first - 1), &signed(last), &sequences, &json, &raw, &owner, &unix_now(), &epoch, &lease],
             )
             .await
-            .map_err(backend)?;
+            .map_err(backend)?
+        } else {
+            // The outbox rows in the same statement: stored with their event or not at all.
+            let endpoints: Vec<&str> = entries.iter().map(|e| e.endpoint.as_str()).collect();
+            let outbox_sequences: Vec<i64> = entries.iter().map(|e| signed(e.sequence)).collect();
+            let kinds: Vec<&str> = entries.iter().map(|e| e.event.as_str()).collect();
+            let row = client
+                .query_one(
+                    "WITH moved AS (UPDATE sessions SET event_count = $3, active_at = $8 WHERE id = $1 AND event_count = $2 AND ($7::TEXT IS NULL OR owner = $7)
+                       AND ($13::BIGINT IS NULL OR (epoch = $13 AND EXISTS (SELECT 1 FROM servers WHERE servers.id = $7 AND servers.heartbeat > now() - make_interval(secs => $14::FLOAT8)))) RETURNING id),
+                     added AS (INSERT INTO events (session_id, sequence, event, raw, epoch)
+                         SELECT moved.id, e.sequence, e.event, e.raw, $13 FROM moved, UNNEST($4::BIGINT[], $5::TEXT[], $6::TEXT[]) AS e (sequence, event, raw) RETURNING 1),
+                     queued AS (INSERT INTO webhook_outbox (endpoint, session_id, sequence, event_type, created_at, next_attempt_at)
+                         SELECT o.endpoint, moved.id, o.sequence, o.event_type, $9, $9 FROM moved, UNNEST($10::TEXT[], $11::BIGINT[], $12::TEXT[]) AS o (endpoint, sequence, event_type)
+                         ON CONFLICT DO NOTHING)
+                     SELECT COUNT(*) FROM added",
+                    &[&session, &signed(first - 1), &signed(last), &sequences, &json, &raw, &owner, &unix_now(), &now_ms(), &endpoints, &outbox_sequences, &kinds, &epoch, &lease],
+                )
+                .await
+                .map_err(backend)?;
+            u64::try_from(row.get::<_, i64>(0)).unwrap_or(0)
+        };
         if inserted == events.len() as u64 {
             return Ok(());
         }
@@ -277,15 +334,103 @@ impl PostgresStore {
     }
 }
 
+const TOKEN_COLUMNS: &str = "id, tenant, scope, hash, created_at, last_used_at, revoked_at";
+
+fn token_row(row: &Row) -> Result<crate::tokens::TokenRecord, StoreError> {
+    Ok(crate::tokens::TokenRecord {
+        id: row.get(0),
+        tenant: row.get(1),
+        scope: crate::tokens::Scope::parse(row.get::<_, &str>(2)).map_err(backend)?,
+        hash: row.get(3),
+        created_at: row.get(4),
+        last_used_at: row.get(5),
+        revoked_at: row.get(6),
+    })
+}
+
+#[async_trait]
+impl crate::tokens::TokenStore for PostgresStore {
+    async fn create_token(&self, t: crate::tokens::TokenRecord) -> Result<(), StoreError> {
+        let inserted = self
+            .client()
+            .await?
+            .execute(
+                &format!("INSERT INTO tokens ({TOKEN_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (id) DO NOTHING"),
+                &[&t.id, &t.tenant, &t.scope.as_str(), &t.hash, &t.created_at, &t.last_used_at, &t.revoked_at],
+            )
+            .await
+            .map_err(backend)?;
+        match inserted {
+            0 => Err(StoreError::Duplicate(t.id)),
+            _ => Ok(()),
+        }
+    }
+
+    async fn token(&self, id: &str) -> Result<Option<crate::tokens::TokenRecord>, StoreError> {
+        let row = self
+            .client()
+            .await?
+            .query_opt(
+                &format!("SELECT {TOKEN_COLUMNS} FROM tokens WHERE id = $1"),
+                &[&id],
+            )
+            .await
+            .map_err(backend)?;
+        row.as_ref().map(token_row).transpose()
+    }
+
+    async fn tokens(&self) -> Result<Vec<crate::tokens::TokenRecord>, StoreError> {
+        let rows = self
+            .client()
+            .await?
+            .query(
+                &format!("SELECT {TOKEN_COLUMNS} FROM tokens ORDER BY created_at, id"),
+                &[],
+            )
+            .await
+            .map_err(backend)?;
+        rows.iter().map(token_row).collect()
+    }
+
+    async fn revoke_token(&self, id: &str, at: i64) -> Result<bool, StoreError> {
+        let rows = self
+            .client()
+            .await?
+            .execute(
+                "UPDATE tokens SET revoked_at = COALESCE(revoked_at, $2) WHERE id = $1",
+                &[&id, &at],
+            )
+            .await
+            .map_err(backend)?;
+        Ok(rows > 0)
+    }
+
+    async fn token_used(&self, id: &str, at: i64) -> Result<(), StoreError> {
+        self.client()
+            .await?
+            .execute(
+                "UPDATE tokens SET last_used_at = $2 WHERE id = $1",
+                &[&id, &at],
+            )
+            .await
+            .map_err(backend)?;
+        Ok(())
+    }
+}
+
 #[async_trait]
 impl Store for PostgresStore {
+    fn token_store(&self) -> Option<&dyn crate::tokens::TokenStore> {
+        Some(self)
+    }
+
     async fn create_session(&self, r: SessionRecord) -> Result<(), StoreError> {
         let inserted = self
             .client()
             .await?
             .execute(
-                "INSERT INTO sessions (id, agent, agent_mode, permission_mode, model, variant, native_session_id, ended, end_error, owner, settings, working_dir, state, active_at)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) ON CONFLICT (id) DO NOTHING",
+                "INSERT INTO sessions (id, agent, agent_mode, permission_mode, model, variant, native_session_id, ended, end_error, owner, settings, working_dir, state, active_at, tenant)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) ON CONFLICT (id) DO NOTHING",
                 &[
                     &r.id,
                     &r.agent,
@@ -301,6 +446,7 @@ impl Store for PostgresStore {
                     &r.working_dir,
                     &r.state.as_str(),
                     &unix_now(),
+                    &r.tenant,
                 ],
             )
             .await
@@ -609,5 +755,130 @@ impl Store for PostgresStore {
             error,
         )
         .await
+    }
+
+    fn set_outbox(&self, rules: Arc<OutboxRules>) -> Result<(), StoreError> {
+        outbox::install(&self.outbox, rules);
+        Ok(())
+    }
+
+    async fn claim_deliveries(
+        &self,
+        server: &str,
+        endpoints: &[String],
+        now_ms: i64,
+        lease: std::time::Duration,
+        limit: usize,
+    ) -> Result<Vec<Delivery>, StoreError> {
+        // The heads due (the oldest pending row of each endpoint and session), locked with SKIP
+        // LOCKED so that servers claiming at once take different ones, then leased to `server`:
+        // another sees a leased head as taken and, it being the head, takes none of its session's
+        // later rows either. A server that dies with a lease leaves the row to others once it
+        // runs out (at least once).
+        let until = now_ms.saturating_add(i64::try_from(lease.as_millis()).unwrap_or(i64::MAX));
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let rows = self
+            .client()
+            .await?
+            .query(
+                "WITH taken AS (
+                     UPDATE webhook_outbox o SET claimed_by = $1, claimed_until = $4
+                     WHERE (o.endpoint, o.session_id, o.sequence) IN (
+                         SELECT h.endpoint, h.session_id, h.sequence FROM webhook_outbox h
+                         WHERE h.state = 'pending' AND h.endpoint = ANY($2) AND h.next_attempt_at <= $3
+                           AND (h.claimed_until IS NULL OR h.claimed_until < $3)
+                           AND NOT EXISTS (SELECT 1 FROM webhook_outbox p WHERE p.endpoint = h.endpoint
+                               AND p.session_id = h.session_id AND p.state = 'pending' AND p.sequence < h.sequence)
+                         ORDER BY h.next_attempt_at, h.created_at LIMIT $5
+                         FOR UPDATE SKIP LOCKED)
+                     RETURNING o.endpoint, o.session_id, o.sequence, o.event_type, o.attempts, o.next_attempt_at)
+                 SELECT t.endpoint, t.session_id, s.agent, t.sequence, t.event_type, e.event, t.attempts
+                 FROM taken t JOIN events e ON e.session_id = t.session_id AND e.sequence = t.sequence
+                 JOIN sessions s ON s.id = t.session_id
+                 ORDER BY t.next_attempt_at",
+                &[&server, &endpoints, &now_ms, &until, &limit],
+            )
+            .await
+            .map_err(backend)?;
+        Ok(rows
+            .iter()
+            .map(|row| Delivery {
+                endpoint: row.get(0),
+                session: row.get(1),
+                agent: row.get(2),
+                sequence: u64::try_from(row.get::<_, i64>(3)).unwrap_or(0),
+                event: WebhookEvent::parse(row.get(4)).unwrap_or(WebhookEvent::Error),
+                json: row.get::<_, &str>(5).into(),
+                attempts: u32::try_from(row.get::<_, i32>(6)).unwrap_or(0),
+            })
+            .collect())
+    }
+
+    async fn record_attempt(&self, attempt: DeliveryAttempt) -> Result<(), StoreError> {
+        let number = i32::try_from(attempt.attempt).unwrap_or(i32::MAX);
+        let status = attempt.status.map(i32::from);
+        self.client()
+            .await?
+            .execute(
+                "WITH done AS (UPDATE webhook_outbox SET attempts = $4, state = $5, next_attempt_at = COALESCE($6, next_attempt_at),
+                     claimed_by = NULL, claimed_until = NULL
+                     WHERE endpoint = $1 AND session_id = $2 AND sequence = $3)
+                 INSERT INTO webhook_attempts (endpoint, session_id, sequence, attempt, event_id, event_type, at, status, error, outcome, next_attempt_at)
+                 VALUES ($1, $2, $3, $4, $7, $8, $9, $10, $11, $12, $6) ON CONFLICT DO NOTHING",
+                &[
+                    &attempt.endpoint,
+                    &attempt.session,
+                    &signed(attempt.sequence),
+                    &number,
+                    &attempt.outcome.row_state(),
+                    &attempt.next_attempt_ms,
+                    &attempt.event_id,
+                    &attempt.event.as_str(),
+                    &attempt.at_ms,
+                    &status,
+                    &attempt.error,
+                    &attempt.outcome.as_str(),
+                ],
+            )
+            .await
+            .map_err(backend)?;
+        Ok(())
+    }
+
+    async fn delivery_log(
+        &self,
+        session: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<DeliveryAttempt>, StoreError> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let rows = self
+            .client()
+            .await?
+            .query(
+                "SELECT endpoint, session_id, sequence, attempt, event_id, event_type, at, status, error, outcome, next_attempt_at
+                 FROM webhook_attempts WHERE $1::TEXT IS NULL OR session_id = $1
+                 ORDER BY at DESC, attempt DESC LIMIT $2",
+                &[&session, &limit],
+            )
+            .await
+            .map_err(backend)?;
+        Ok(rows
+            .iter()
+            .map(|row| DeliveryAttempt {
+                endpoint: row.get(0),
+                session: row.get(1),
+                sequence: u64::try_from(row.get::<_, i64>(2)).unwrap_or(0),
+                attempt: u32::try_from(row.get::<_, i32>(3)).unwrap_or(0),
+                event_id: row.get(4),
+                event: WebhookEvent::parse(row.get(5)).unwrap_or(WebhookEvent::Error),
+                at_ms: row.get(6),
+                status: row
+                    .get::<_, Option<i32>>(7)
+                    .and_then(|s| u16::try_from(s).ok()),
+                error: row.get(8),
+                outcome: AttemptOutcome::parse(row.get(9)),
+                next_attempt_ms: row.get(10),
+            })
+            .collect())
     }
 }

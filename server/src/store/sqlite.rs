@@ -20,6 +20,11 @@ use async_trait::async_trait;
 use rusqlite::{params, Connection, OptionalExtension};
 use tokio::sync::oneshot;
 
+use crate::tokens::{TokenRecord, TokenStore};
+
+use super::outbox::{
+    self, now_ms, AttemptOutcome, Delivery, DeliveryAttempt, OutboxRules, SharedRules, WebhookEvent,
+};
 use super::{
     unix_now, ProbeError, SessionRecord, SessionState, SessionUpdate, Store, StoreError,
     StoredEvent, StoredSnapshot,
@@ -31,6 +36,8 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/sqlite/0002_session_owner.sql"),
     include_str!("../../migrations/sqlite/0003_session_usage.sql"),
     include_str!("../../migrations/sqlite/0004_session_continuity.sql"),
+    include_str!("../../migrations/sqlite/0005_tenants_and_tokens.sql"),
+    include_str!("../../migrations/sqlite/0006_webhook_outbox.sql"),
 ];
 
 /// The most writes committed in one transaction.
@@ -43,6 +50,11 @@ pub struct SqliteStore {
     reader: Arc<Mutex<Connection>>,
     /// The server using the file (its heartbeat): the only one that can, while the lock is held.
     server: Mutex<Option<String>>,
+    /// The scoped tokens, on a connection of their own (`agent-api token` writes them beside
+    /// the server).
+    tokens: SqliteTokens,
+    /// What the outbox takes (shared with the writer), once webhooks are configured.
+    outbox: SharedRules,
     /// The exclusive lock on `<file>.lock`, released when the store is dropped.
     _lock: std::fs::File,
 }
@@ -62,6 +74,8 @@ enum Write {
     Claim(String, String, Option<String>, Reply),
     Update(String, String, SessionUpdate, Reply),
     Snapshot(String, String, StoredSnapshot, Reply),
+    /// A try to deliver an outbox row.
+    Attempt(Box<DeliveryAttempt>, Reply),
 }
 
 fn backend(error: impl std::fmt::Display) -> StoreError {
@@ -125,6 +139,9 @@ impl SqliteStore {
             let mut writer = connect(&path)?;
             migrate(&mut writer)?;
             let reader = connect(&path)?;
+            let tokens = SqliteTokens {
+                connection: Arc::new(Mutex::new(connect(&path)?)),
+            };
             let siblings: Vec<PathBuf> = ["-wal", "-shm", "-journal"]
                 .iter()
                 .map(|suffix| {
@@ -136,9 +153,11 @@ impl SqliteStore {
             crate::private::private_if_there(siblings.iter().map(PathBuf::as_path))
                 .map_err(private)?;
             let (writes, queue) = mpsc::channel();
+            let outbox = SharedRules::default();
+            let rules = outbox.clone();
             std::thread::Builder::new()
                 .name("agent-api-store".into())
-                .spawn(move || write_loop(writer, queue))
+                .spawn(move || write_loop(writer, queue, &rules))
                 .map_err(|e| {
                     StoreError::Backend(format!("cannot start the store's writer: {e}"))
                 })?;
@@ -146,6 +165,8 @@ impl SqliteStore {
                 writes,
                 reader: Arc::new(Mutex::new(reader)),
                 server: Mutex::new(None),
+                tokens,
+                outbox,
                 _lock: lock,
             })
         })
@@ -212,7 +233,7 @@ fn lock_file(path: &std::path::Path) -> Result<std::fs::File, StoreError> {
 
 /// The writer thread: takes every write waiting, commits them in one transaction (each in its
 /// own savepoint, so one refused write does not undo the others), then answers each.
-fn write_loop(mut connection: Connection, queue: mpsc::Receiver<Write>) {
+fn write_loop(mut connection: Connection, queue: mpsc::Receiver<Write>, outbox: &SharedRules) {
     while let Ok(first) = queue.recv() {
         let mut batch = vec![first];
         while batch.len() < MAX_BATCH {
@@ -226,7 +247,7 @@ fn write_loop(mut connection: Connection, queue: mpsc::Receiver<Write>) {
             let mut tx = connection.transaction().map_err(backend)?;
             for write in &batch {
                 let mut savepoint = tx.savepoint().map_err(backend)?;
-                let result = apply(&savepoint, write);
+                let result = apply(&savepoint, write, outbox);
                 if result.is_ok() {
                     savepoint.commit().map_err(backend)?;
                 } else {
@@ -253,13 +274,18 @@ fn write_loop(mut connection: Connection, queue: mpsc::Receiver<Write>) {
             | Write::AppendOwned(_, _, _, reply)
             | Write::Claim(_, _, _, reply)
             | Write::Update(_, _, _, reply)
-            | Write::Snapshot(_, _, _, reply)) = write;
+            | Write::Snapshot(_, _, _, reply)
+            | Write::Attempt(_, reply)) = write;
             let _ = reply.send(result);
         }
     }
 }
 
-fn apply(tx: &rusqlite::Savepoint<'_>, write: &Write) -> Result<(), StoreError> {
+fn apply(
+    tx: &rusqlite::Savepoint<'_>,
+    write: &Write,
+    outbox: &SharedRules,
+) -> Result<(), StoreError> {
     match write {
         // Matches no row, yet SQLite takes the write lock for it: refused when it cannot write.
         Write::Probe(_) => {
@@ -275,9 +301,9 @@ fn apply(tx: &rusqlite::Savepoint<'_>, write: &Write) -> Result<(), StoreError> 
                 return Err(StoreError::Duplicate(r.id.clone()));
             }
             tx.execute(
-                "INSERT INTO sessions (id, agent, agent_mode, permission_mode, model, variant, native_session_id, ended, end_error, event_count, owner, settings, working_dir, state, active_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 0, ?10, ?11, ?12, ?13, ?14)",
-                params![r.id, r.agent, r.agent_mode, r.permission_mode, r.model, r.variant, r.native_session_id, r.ended, r.end_error, r.owner, r.settings, r.working_dir, r.state.as_str(), unix_now()],
+                "INSERT INTO sessions (id, agent, agent_mode, permission_mode, model, variant, native_session_id, ended, end_error, event_count, owner, settings, working_dir, state, active_at, tenant)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, 0, ?10, ?11, ?12, ?13, ?14, ?15)",
+                params![r.id, r.agent, r.agent_mode, r.permission_mode, r.model, r.variant, r.native_session_id, r.ended, r.end_error, r.owner, r.settings, r.working_dir, r.state.as_str(), unix_now(), r.tenant],
             )
             .map_err(backend)?;
         }
@@ -289,6 +315,7 @@ fn apply(tx: &rusqlite::Savepoint<'_>, write: &Write) -> Result<(), StoreError> 
             )
             .map_err(backend)?;
             append(tx, session, events)?;
+            enqueue(tx, outbox, session, events)?;
         }
         Write::Claim(id, owner, from, _) => {
             let rows = tx
@@ -346,7 +373,11 @@ fn apply(tx: &rusqlite::Savepoint<'_>, write: &Write) -> Result<(), StoreError> 
             )
             .map_err(backend)?;
         }
-        Write::Append(session, events, _) => append(tx, session, events)?,
+        Write::Append(session, events, _) => {
+            append(tx, session, events)?;
+            enqueue(tx, outbox, session, events)?;
+        }
+        Write::Attempt(attempt, _) => record_attempt(tx, attempt)?,
         Write::Native(id, native, _) => {
             updated(
                 tx.execute(
@@ -433,6 +464,97 @@ fn append(
     Ok(())
 }
 
+/// Puts the outbox rows `events` make (once webhooks are configured) in the append's transaction.
+fn enqueue(
+    tx: &rusqlite::Savepoint<'_>,
+    outbox: &SharedRules,
+    session: &str,
+    events: &[StoredEvent],
+) -> Result<(), StoreError> {
+    let Some(rules) = outbox::rules(outbox) else {
+        return Ok(());
+    };
+    let entries = rules.entries(events);
+    if entries.is_empty() {
+        return Ok(());
+    }
+    let now = now_ms();
+    let mut insert = tx
+        .prepare_cached(
+            "INSERT INTO webhook_outbox (endpoint, session_id, sequence, event_type, created_at, next_attempt_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?5) ON CONFLICT DO NOTHING",
+        )
+        .map_err(backend)?;
+    for entry in entries {
+        insert
+            .execute(params![
+                entry.endpoint,
+                session,
+                entry.sequence,
+                entry.event.as_str(),
+                now
+            ])
+            .map_err(backend)?;
+    }
+    Ok(())
+}
+
+/// Records a try: the outbox row's state and next try, and a row of the delivery log.
+fn record_attempt(
+    tx: &rusqlite::Savepoint<'_>,
+    attempt: &DeliveryAttempt,
+) -> Result<(), StoreError> {
+    tx.execute(
+        "UPDATE webhook_outbox SET attempts = ?4, state = ?5, next_attempt_at = COALESCE(?6, next_attempt_at)
+         WHERE endpoint = ?1 AND session_id = ?2 AND sequence = ?3",
+        params![
+            attempt.endpoint,
+            attempt.session,
+            attempt.sequence,
+            attempt.attempt,
+            attempt.outcome.row_state(),
+            attempt.next_attempt_ms
+        ],
+    )
+    .map_err(backend)?;
+    tx.execute(
+        "INSERT INTO webhook_attempts (endpoint, session_id, sequence, attempt, event_id, event_type, at, status, error, outcome, next_attempt_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) ON CONFLICT DO NOTHING",
+        params![
+            attempt.endpoint,
+            attempt.session,
+            attempt.sequence,
+            attempt.attempt,
+            attempt.event_id,
+            attempt.event.as_str(),
+            attempt.at_ms,
+            attempt.status,
+            attempt.error,
+            attempt.outcome.as_str(),
+            attempt.next_attempt_ms
+        ],
+    )
+    .map_err(backend)?;
+    Ok(())
+}
+
+/// A row of the delivery log.
+fn attempt_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<DeliveryAttempt> {
+    Ok(DeliveryAttempt {
+        endpoint: row.get(0)?,
+        session: row.get(1)?,
+        sequence: row.get(2)?,
+        attempt: row.get(3)?,
+        event_id: row.get(4)?,
+        event: WebhookEvent::parse(&row.get::<_, String>(5)?).unwrap_or(WebhookEvent::Error),
+        at_ms: row.get(6)?,
+        status: row.get(7)?,
+        error: row.get(8)?,
+        outcome: AttemptOutcome::parse(&row.get::<_, String>(9)?),
+        next_attempt_ms: row.get(10)?,
+    })
+}
+
 /// [`StoreError::NotOwner`] unless `owner` owns `session` ([`StoreError::NotFound`]: no such session).
 fn check_owner(tx: &rusqlite::Savepoint<'_>, session: &str, owner: &str) -> Result<(), StoreError> {
     let now: Option<Option<String>> = tx
@@ -461,7 +583,7 @@ fn updated(rows: rusqlite::Result<usize>, id: &str) -> Result<(), StoreError> {
 }
 
 const SESSION_COLUMNS: &str =
-    "id, agent, agent_mode, permission_mode, model, variant, native_session_id, ended, end_error, event_count, owner, usage, settings, working_dir, state, turns, turn_open, active_at, resumed_how, (SELECT turn FROM snapshots WHERE snapshots.session_id = sessions.id)";
+    "id, agent, agent_mode, permission_mode, model, variant, native_session_id, ended, end_error, event_count, owner, usage, settings, working_dir, state, turns, turn_open, active_at, resumed_how, (SELECT turn FROM snapshots WHERE snapshots.session_id = sessions.id), tenant";
 
 fn session_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<SessionRecord> {
     Ok(SessionRecord {
@@ -485,11 +607,153 @@ fn session_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<SessionRecord> {
         active_at: row.get(17)?,
         resumed_how: row.get(18)?,
         snapshot_turn: row.get(19)?,
+        tenant: row.get(20)?,
     })
+}
+
+/// The scoped tokens of a SQLite file, on a connection of their own: the server's store holds
+/// one, and `agent-api token` opens one beside a running server (without its lock: each token
+/// write is one short transaction, which SQLite serializes with the server's writer).
+#[derive(Debug, Clone)]
+pub(crate) struct SqliteTokens {
+    connection: Arc<Mutex<Connection>>,
+}
+
+const TOKEN_COLUMNS: &str = "id, tenant, scope, hash, created_at, last_used_at, revoked_at";
+
+fn token_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<(TokenRecord, String)> {
+    Ok((
+        TokenRecord {
+            id: row.get(0)?,
+            tenant: row.get(1)?,
+            scope: crate::tokens::Scope::Read,
+            hash: row.get(3)?,
+            created_at: row.get(4)?,
+            last_used_at: row.get(5)?,
+            revoked_at: row.get(6)?,
+        },
+        row.get(2)?,
+    ))
+}
+
+/// A token read back, its scope parsed (an unknown one refused, never widened).
+fn token_scope((mut token, scope): (TokenRecord, String)) -> Result<TokenRecord, StoreError> {
+    token.scope = crate::tokens::Scope::parse(&scope).map_err(backend)?;
+    Ok(token)
+}
+
+impl SqliteTokens {
+    /// Opens (creating and migrating it when needed) the database at `path` for its tokens.
+    pub(crate) async fn open(path: PathBuf) -> Result<Self, StoreError> {
+        tokio::task::spawn_blocking(move || {
+            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                crate::private::create_dirs(dir).map_err(|e| {
+                    StoreError::Backend(format!("cannot create {}: {e}", dir.display()))
+                })?;
+            }
+            crate::private::private_file(&path).map_err(|e| {
+                StoreError::Backend(format!("cannot make {} private: {e}", path.display()))
+            })?;
+            let mut connection = connect(&path)?;
+            migrate(&mut connection)?;
+            Ok(Self {
+                connection: Arc::new(Mutex::new(connection)),
+            })
+        })
+        .await
+        .map_err(backend)?
+    }
+
+    async fn run<T: Send + 'static>(
+        &self,
+        query: impl FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let connection = self.connection.clone();
+        tokio::task::spawn_blocking(move || {
+            query(&connection.lock().unwrap_or_else(|p| p.into_inner()))
+        })
+        .await
+        .map_err(backend)?
+    }
+}
+
+#[async_trait]
+impl TokenStore for SqliteTokens {
+    async fn create_token(&self, t: TokenRecord) -> Result<(), StoreError> {
+        self.run(move |db| {
+            let inserted = db
+                .execute(
+                    &format!("INSERT OR IGNORE INTO tokens ({TOKEN_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"),
+                    params![t.id, t.tenant, t.scope.as_str(), t.hash, t.created_at, t.last_used_at, t.revoked_at],
+                )
+                .map_err(backend)?;
+            match inserted {
+                0 => Err(StoreError::Duplicate(t.id)),
+                _ => Ok(()),
+            }
+        })
+        .await
+    }
+
+    async fn token(&self, id: &str) -> Result<Option<TokenRecord>, StoreError> {
+        let id = id.to_string();
+        self.run(move |db| {
+            db.prepare_cached(&format!("SELECT {TOKEN_COLUMNS} FROM tokens WHERE id = ?1"))
+                .and_then(|mut query| query.query_row([&id], token_row).optional())
+                .map_err(backend)?
+                .map(token_scope)
+                .transpose()
+        })
+        .await
+    }
+
+    async fn tokens(&self) -> Result<Vec<TokenRecord>, StoreError> {
+        self.run(|db| {
+            let mut query = db
+                .prepare(&format!(
+                    "SELECT {TOKEN_COLUMNS} FROM tokens ORDER BY created_at, id"
+                ))
+                .map_err(backend)?;
+            let rows = query.query_map([], token_row).map_err(backend)?;
+            rows.map(|row| row.map_err(backend).and_then(token_scope))
+                .collect()
+        })
+        .await
+    }
+
+    async fn revoke_token(&self, id: &str, at: i64) -> Result<bool, StoreError> {
+        let id = id.to_string();
+        self.run(move |db| {
+            db.execute(
+                "UPDATE tokens SET revoked_at = COALESCE(revoked_at, ?2) WHERE id = ?1",
+                params![id, at],
+            )
+            .map(|rows| rows > 0)
+            .map_err(backend)
+        })
+        .await
+    }
+
+    async fn token_used(&self, id: &str, at: i64) -> Result<(), StoreError> {
+        let id = id.to_string();
+        self.run(move |db| {
+            db.execute(
+                "UPDATE tokens SET last_used_at = ?2 WHERE id = ?1",
+                params![id, at],
+            )
+            .map(|_| ())
+            .map_err(backend)
+        })
+        .await
+    }
 }
 
 #[async_trait]
 impl Store for SqliteStore {
+    fn token_store(&self) -> Option<&dyn TokenStore> {
+        Some(&self.tokens)
+    }
+
     async fn create_session(&self, record: SessionRecord) -> Result<(), StoreError> {
         self.write(|reply| Write::Create(Box::new(record), reply))
             .await
@@ -666,5 +930,87 @@ impl Store for SqliteStore {
             .unwrap_or_else(|p| p.into_inner())
             .as_deref()
             == Some(server))
+    }
+
+    fn set_outbox(&self, rules: Arc<OutboxRules>) -> Result<(), StoreError> {
+        outbox::install(&self.outbox, rules);
+        Ok(())
+    }
+
+    async fn claim_deliveries(
+        &self,
+        _server: &str,
+        endpoints: &[String],
+        now_ms: i64,
+        _lease: std::time::Duration,
+        limit: usize,
+    ) -> Result<Vec<Delivery>, StoreError> {
+        // One server holds the file (its lock), and its one worker finishes a batch before it
+        // takes the next: a row is never taken twice, with no lease to keep.
+        let endpoints = endpoints.to_vec();
+        self.read(move |connection| {
+            let mut statement = connection
+                .prepare_cached(
+                    "SELECT o.endpoint, o.session_id, s.agent, o.sequence, o.event_type, e.event, o.attempts
+                     FROM webhook_outbox o
+                     JOIN events e ON e.session_id = o.session_id AND e.sequence = o.sequence
+                     JOIN sessions s ON s.id = o.session_id
+                     WHERE o.endpoint = ?1 AND o.state = 'pending' AND o.next_attempt_at <= ?2
+                       AND NOT EXISTS (SELECT 1 FROM webhook_outbox p WHERE p.endpoint = o.endpoint
+                           AND p.session_id = o.session_id AND p.state = 'pending' AND p.sequence < o.sequence)
+                     ORDER BY o.next_attempt_at, o.created_at LIMIT ?3",
+                )
+                .map_err(backend)?;
+            let mut due = Vec::new();
+            for endpoint in &endpoints {
+                let rows = statement
+                    .query_map(params![endpoint, now_ms, limit], |row| {
+                        Ok(Delivery {
+                            endpoint: row.get(0)?,
+                            session: row.get(1)?,
+                            agent: row.get(2)?,
+                            sequence: row.get(3)?,
+                            event: WebhookEvent::parse(&row.get::<_, String>(4)?)
+                                .unwrap_or(WebhookEvent::Error),
+                            json: row.get::<_, String>(5)?.into(),
+                            attempts: row.get(6)?,
+                        })
+                    })
+                    .map_err(backend)?;
+                for row in rows {
+                    due.push(row.map_err(backend)?);
+                }
+            }
+            due.truncate(limit);
+            Ok(due)
+        })
+        .await
+    }
+
+    async fn record_attempt(&self, attempt: DeliveryAttempt) -> Result<(), StoreError> {
+        self.write(|reply| Write::Attempt(Box::new(attempt), reply))
+            .await
+    }
+
+    async fn delivery_log(
+        &self,
+        session: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<DeliveryAttempt>, StoreError> {
+        let session = session.map(str::to_string);
+        self.read(move |connection| {
+            let mut statement = connection
+                .prepare_cached(
+                    "SELECT endpoint, session_id, sequence, attempt, event_id, event_type, at, status, error, outcome, next_attempt_at
+                     FROM webhook_attempts WHERE ?1 IS NULL OR session_id = ?1
+                     ORDER BY at DESC, attempt DESC LIMIT ?2",
+                )
+                .map_err(backend)?;
+            let rows = statement
+                .query_map(params![session, limit], attempt_row)
+                .map_err(backend)?;
+            rows.collect::<Result<Vec<_>, _>>().map_err(backend)
+        })
+        .await
     }
 }

@@ -600,6 +600,19 @@ pub async fn owner_checks(store: Arc<dyn agent_api_server::Store>, id: &str) {
     assert_eq!(store.snapshot(id).await.unwrap(), Some(snapshot));
 }
 
+/// The file `tests/postgres/setup.sh` writes its settings to (`postgres.env` in
+/// `$AGENT_API_POSTGRES_DIR`, default `~/.cache/agent_api/postgres`).
+pub fn postgres_env_file() -> std::path::PathBuf {
+    std::env::var_os("AGENT_API_POSTGRES_DIR")
+        .map(std::path::PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .map(|home| std::path::Path::new(&home).join(".cache/agent_api/postgres"))
+        })
+        .expect("HOME is set")
+        .join("postgres.env")
+}
+
 /// The test database's URL; `None` when skipped on purpose.
 pub fn database() -> Option<String> {
     if std::env::var("AGENT_API_POSTGRES").as_deref() == Ok("skip") {
@@ -609,14 +622,8 @@ pub fn database() -> Option<String> {
     if let Ok(url) = std::env::var("AGENT_API_TEST_POSTGRES_URL") {
         return Some(url);
     }
-    let dir = std::env::var_os("AGENT_API_POSTGRES_DIR")
-        .map(std::path::PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("HOME")
-                .map(|home| std::path::Path::new(&home).join(".cache/agent_api/postgres"))
-        })
-        .expect("HOME is set");
-    let file = std::fs::read_to_string(dir.join("postgres.env"))
+    let env_file = postgres_env_file();
+    let file = std::fs::read_to_string(&env_file)
         .unwrap_or_else(|_| panic!("no PostgreSQL for the store tests: run `bash tests/postgres/setup.sh` (tests/run.sh does)"));
     for line in file.lines() {
         if let Some(url) = line.strip_prefix("AGENT_API_TEST_POSTGRES_URL=") {
@@ -628,11 +635,11 @@ pub fn database() -> Option<String> {
     }
     panic!(
         "{} names no database: run `bash tests/postgres/setup.sh`",
-        dir.join("postgres.env").display()
+        env_file.display()
     );
 }
 
-/// A prefix no other run's sessions have: the database outlives test runs.
+/// `name` with a random part no other run's has: the test databases outlive test runs.
 pub fn unique(name: &str) -> String {
     let mut bytes = [0u8; 6];
     getrandom::fill(&mut bytes).unwrap();
@@ -640,4 +647,59 @@ pub fn unique(name: &str) -> String {
         "{name}-{}",
         bytes.iter().map(|b| format!("{b:02x}")).collect::<String>()
     )
+}
+
+/// What every store does with tokens, checked on `server`'s store while `beside` (the same
+/// database opened as `agent-api token` opens it) makes and revokes them: the hash kept, never
+/// the token; a revoke seen at once; a session's tenant kept.
+pub async fn token_checks(
+    server: Arc<dyn agent_api_server::Store>,
+    beside: Arc<dyn agent_api_server::tokens::TokenStore>,
+    session: &str,
+) {
+    use agent_api_server::tokens::{issue, Scope};
+    let tokens = server.token_store().expect("the store keeps tokens");
+    let issued = issue(Some("team-a"), Scope::Operate).unwrap();
+    beside.create_token(issued.record.clone()).await.unwrap();
+    assert!(matches!(
+        beside.create_token(issued.record.clone()).await,
+        Err(agent_api_server::StoreError::Duplicate(_))
+    ));
+    let read = tokens.token(&issued.record.id).await.unwrap().unwrap();
+    assert_eq!(read, issued.record);
+    assert!(read.matches(&issued.token) && !read.hash.contains(&issued.token));
+    assert!(tokens
+        .tokens()
+        .await
+        .unwrap()
+        .iter()
+        .any(|t| t.id == issued.record.id));
+    tokens.token_used(&issued.record.id, 42).await.unwrap();
+    assert!(beside.revoke_token(&issued.record.id, 7).await.unwrap());
+    let read = tokens.token(&issued.record.id).await.unwrap().unwrap();
+    assert_eq!((read.last_used_at, read.revoked_at), (Some(42), Some(7)));
+    assert!(tokens.revoke_token(&issued.record.id, 9).await.unwrap());
+    assert_eq!(
+        beside
+            .token(&issued.record.id)
+            .await
+            .unwrap()
+            .unwrap()
+            .revoked_at,
+        Some(7),
+        "the first revoke's time is kept"
+    );
+    assert!(!beside.revoke_token("ffffffffffffffff", 1).await.unwrap());
+    assert!(tokens.token("ffffffffffffffff").await.unwrap().is_none());
+    let mut record = record(session, None);
+    record.tenant = Some("team-a".into());
+    server.create_session(record).await.unwrap();
+    let read = server.session(session).await.unwrap().unwrap();
+    assert_eq!(read.tenant.as_deref(), Some("team-a"));
+    assert!(server
+        .sessions()
+        .await
+        .unwrap()
+        .iter()
+        .any(|s| s.id == session && s.tenant.as_deref() == Some("team-a")));
 }

@@ -427,3 +427,72 @@ fn the_checks_catch_what_they_name() {
         );
     }
 }
+
+/// The crates whose names do not follow the rule of [`expected_name`], each with its reason.
+const OTHER_NAMES: &[(&str, &str, &str)] = &[
+    (
+        "tests/bench",
+        "agent_bench",
+        "some seventy test files name it as `agent_bench::`; renamed when no branch adds tests",
+    ),
+    (
+        "tests/inspector",
+        "agent_api_inspector_tests",
+        "the inspector is the server's page; this crate holds only its browser tests",
+    ),
+];
+
+/// The name a crate in `folder` (relative to the workspace) carries: `agent_api` for the library,
+/// `agent_api_<last part of its folder>` for every other (`backends/codex` → `agent_api_codex`,
+/// `capabilities` → `agent_api_capabilities`, `cli` → `agent_api_cli`), so a reader finds a crate
+/// from its name and the name from its folder.
+fn expected_name(folder: &Path) -> String {
+    let last = folder
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if last == "agent_api" {
+        last
+    } else {
+        format!("agent_api_{last}")
+    }
+}
+
+#[test]
+fn every_crate_is_named_for_its_folder() {
+    let root = root();
+    let metadata = metadata();
+    let mut wrong = Vec::new();
+    for package in metadata["packages"]
+        .as_array()
+        .expect("cargo metadata lists packages")
+    {
+        let name = text(package, "name");
+        let folder = Path::new(text(package, "manifest_path"))
+            .parent()
+            .expect("a manifest has a folder")
+            .strip_prefix(&root)
+            .expect("a member lies in the workspace")
+            .to_path_buf();
+        let excepted = OTHER_NAMES
+            .iter()
+            .any(|(dir, other, _)| Path::new(dir) == folder && *other == name);
+        if !excepted && name != expected_name(&folder) {
+            wrong.push(format!(
+                "{} holds {name}, not {}",
+                folder.display(),
+                expected_name(&folder)
+            ));
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "crate names that do not say their folder:\n{}",
+        wrong.join("\n")
+    );
+    assert_eq!(
+        expected_name(Path::new("backends/codex")),
+        "agent_api_codex"
+    );
+    assert_ne!(expected_name(Path::new("cli")), "agent-api-cli");
+}

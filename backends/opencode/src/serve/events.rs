@@ -37,7 +37,15 @@ pub(super) fn on_event(
     match kind {
         "message.updated" if str_at(props, "/info/role") == Some("user") => {
             if let Some(id) = str_at(props, "/info/id") {
-                p.user_messages.insert(id.to_string());
+                if p.user_messages.insert(id.to_string()) {
+                    p.steers.user_message(id);
+                }
+            }
+        }
+        "message.updated" => {
+            // An answer to a steering message: OpenCode's loop read it at this step.
+            if let Some(parent) = str_at(props, "/info/parentID") {
+                p.steers.answered(parent, ctx);
             }
         }
         "message.part.updated" => {

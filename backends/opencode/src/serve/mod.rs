@@ -11,6 +11,7 @@ mod events;
 mod questions;
 pub mod server;
 pub(crate) mod session;
+mod steer;
 
 use std::collections::{HashSet, VecDeque};
 
@@ -34,6 +35,8 @@ enum Pending {
     Session,
     Latest,
     Prompt,
+    /// A steering message's prompt, by its number ([`steer`]).
+    Steer(u64),
     Other,
 }
 
@@ -84,6 +87,8 @@ pub struct ServeProtocol {
     warm: bool,
     /// A warm session's turn sent before its OpenCode session was known.
     queued: Option<Value>,
+    /// The running turn's steering messages not taken yet.
+    steers: steer::Steers,
 }
 
 impl ServeProtocol {
@@ -109,6 +114,7 @@ impl ServeProtocol {
             busy: false,
             warm: false,
             queued: None,
+            steers: steer::Steers::default(),
         }
     }
 
@@ -159,10 +165,24 @@ impl ServeProtocol {
     /// Sends one prompt on the session and starts waiting for its `session.idle`; a next turn
     /// calls it again once the session is idle.
     pub fn prompt(&mut self, ctx: &mut Ctx<'_>, parts: Value) {
-        let (Some(plan), Some(id)) = (&self.plan, &self.session_id) else {
+        let (Some(_), Some(id)) = (&self.plan, &self.session_id) else {
             return;
         };
+        let path = format!("/session/{id}/prompt_async{}", self.query());
+        let body = self.prompt_body(parts);
+        self.prompted = true;
+        self.idle = false;
+        self.busy = false;
+        self.steers.new_turn();
+        self.send(ctx, Pending::Prompt, "POST", path, body);
+    }
+
+    /// A `prompt_async` body: the `parts`, with the run's model, agent and variant.
+    fn prompt_body(&self, parts: Value) -> Value {
         let mut body = json!({ "parts": parts });
+        let Some(plan) = &self.plan else {
+            return body;
+        };
         if let Some(model) = &plan.model {
             body["model"] = model.clone();
         }
@@ -172,11 +192,7 @@ impl ServeProtocol {
         if let Some(variant) = &plan.variant {
             body["variant"] = json!(variant);
         }
-        let path = format!("/session/{id}/prompt_async{}", self.query());
-        self.prompted = true;
-        self.idle = false;
-        self.busy = false;
-        self.send(ctx, Pending::Prompt, "POST", path, body);
+        body
     }
 
     fn session_known(&mut self, id: &str, ctx: &mut Ctx<'_>) {
@@ -188,6 +204,13 @@ impl ServeProtocol {
     fn on_reply(&mut self, reply: &Value, ctx: &mut Ctx<'_>) {
         let status = reply.get("status").and_then(Value::as_u64).unwrap_or(0) as u16;
         let kind = self.pending.pop_front().unwrap_or(Pending::Other);
+        if let Pending::Steer(number) = kind {
+            // Taken once an answer names it (`steer`); refused, the turn goes on without it.
+            if !(200..300).contains(&status) {
+                self.steers.refused(number, status, ctx);
+            }
+            return;
+        }
         if !(200..300).contains(&status) && kind != Pending::Other {
             let what = match kind {
                 Pending::Session => "creating the session",
@@ -397,11 +420,19 @@ impl Protocol for ServeProtocol {
             }
             _ => Pending::Other,
         };
-        if kind == Pending::Prompt {
+        let steering = kind == Pending::Prompt && self.prompted && !self.idle;
+        if steering {
+            // A prompt while the turn runs steers it: taken where an answer names it.
+            let text = message
+                .pointer("/body/parts/0/text")
+                .and_then(Value::as_str);
+            self.steers.recorded(text.unwrap_or_default().to_string());
+        } else if kind == Pending::Prompt {
             // A prompt after a `session.idle` is the recording's next turn: its events count again.
             self.prompted = true;
             self.idle = false;
             self.busy = false;
+            self.steers.new_turn();
         }
         if let (Some(id), Some(reply)) = (
             path.strip_prefix("/permission/")
@@ -411,7 +442,10 @@ impl Protocol for ServeProtocol {
             self.hitl
                 .recorded_permission(ctx.transcript, id, reply.as_str() != Some("reject"));
         }
-        self.pending.push_back(kind);
+        self.pending.push_back(match steering {
+            true => Pending::Steer(0),
+            false => kind,
+        });
     }
 
     fn on_control(&mut self, command: ControlCommand, ctx: &mut Ctx<'_>) -> Result<(), AgentError> {
@@ -440,6 +474,14 @@ impl Protocol for ServeProtocol {
         ctx: &mut Ctx<'_>,
     ) -> Result<(), AgentError> {
         self.switch_mode(mode, ctx)
+    }
+
+    fn steer(
+        &mut self,
+        prompt: &agent_api::Prompt,
+        ctx: &mut Ctx<'_>,
+    ) -> Result<agent_api::kit::Steering, AgentError> {
+        self.steer_turn(prompt, ctx)
     }
 
     fn interrupt(&mut self, ctx: &mut Ctx<'_>) -> bool {
@@ -615,6 +657,103 @@ mod tests {
         assert!(protocol.idle && harness.input_closed());
         let types: Vec<_> = harness.transcript.drain().map(|e| e.type_name()).collect();
         assert!(!types.contains(&"agent.unparsed"), "{types:?}");
+    }
+
+    #[test]
+    fn a_steer_is_a_prompt_on_the_busy_session_taken_when_an_answer_names_it() {
+        let (mut protocol, mut harness, _) = started(RunRequest::new("hi"));
+        let steer = agent_api::Prompt::from("Also say banana.");
+        assert!(matches!(
+            protocol.steer(&steer, &mut harness.ctx()),
+            Err(AgentError::NoTurnRunning)
+        ));
+        protocol
+            .on_message(
+                json!({"status": 200, "body": {"id": "ses_1"}}),
+                &mut harness.ctx(),
+            )
+            .unwrap();
+        harness.take_sent();
+        // The turn's prompt is answered first (answers come in the order requests went out).
+        protocol
+            .on_message(json!({"status": 204, "body": null}), &mut harness.ctx())
+            .unwrap();
+        let event =
+            |kind: &str, props: Value| json!({"payload": {"type": kind, "properties": props}});
+        let user = |id: &str| {
+            event(
+                "message.updated",
+                json!({"sessionID": "ses_1", "info": {"id": id, "role": "user", "sessionID": "ses_1"}}),
+            )
+        };
+        let answer = |id: &str, parent: &str| {
+            event(
+                "message.updated",
+                json!({"sessionID": "ses_1", "info": {"id": id, "parentID": parent, "role": "assistant", "sessionID": "ses_1"}}),
+            )
+        };
+        for message in [
+            user("msg_1"),
+            event(
+                "session.status",
+                json!({"sessionID": "ses_1", "status": {"type": "busy"}}),
+            ),
+            answer("msg_2", "msg_1"),
+        ] {
+            protocol.on_message(message, &mut harness.ctx()).unwrap();
+        }
+        let taken = protocol.steer(&steer, &mut harness.ctx()).unwrap();
+        assert_eq!(taken, agent_api::kit::Steering::Awaiting(1));
+        let sent = harness.take_sent();
+        assert_eq!(
+            sent[0]["path"],
+            "/session/ses_1/prompt_async?directory=%2Fwork%2Fa%20b"
+        );
+        assert_eq!(sent[0]["body"]["parts"][0]["text"], "Also say banana.");
+        protocol
+            .on_message(json!({"status": 204, "body": null}), &mut harness.ctx())
+            .unwrap();
+        // Stored, not yet read: the message is not taken until an answer names it.
+        protocol
+            .on_message(user("msg_3"), &mut harness.ctx())
+            .unwrap();
+        assert!(harness.take_steer_answers().is_empty());
+        harness.transcript.drain().for_each(drop);
+        protocol
+            .on_message(answer("msg_4", "msg_3"), &mut harness.ctx())
+            .unwrap();
+        let answers = harness.take_steer_answers();
+        assert!(matches!(answers.as_slice(), [(1, Ok(()))]), "{answers:?}");
+        let texts: Vec<String> = harness
+            .transcript
+            .drain()
+            .filter_map(|e| e.completed_item().map(|item| item.text()))
+            .collect();
+        assert_eq!(texts, vec!["Also say banana.".to_string()]);
+        // A refused one is typed, and the turn goes on.
+        protocol.steer(&steer, &mut harness.ctx()).unwrap();
+        protocol
+            .on_message(json!({"status": 400, "body": null}), &mut harness.ctx())
+            .unwrap();
+        let answers = harness.take_steer_answers();
+        assert!(
+            matches!(
+                answers.as_slice(),
+                [(2, Err(AgentError::SteerRefused { .. }))]
+            ),
+            "{answers:?}"
+        );
+        assert!(!protocol.idle && protocol.failure.is_none());
+        protocol
+            .on_message(
+                event("session.idle", json!({"sessionID": "ses_1"})),
+                &mut harness.ctx(),
+            )
+            .unwrap();
+        assert!(matches!(
+            protocol.steer(&steer, &mut harness.ctx()),
+            Err(AgentError::NoTurnRunning)
+        ));
     }
 
     #[test]

@@ -1,0 +1,37 @@
+-- The webhook outbox (issue 49): a row per event and endpoint whose filter takes it, written in the
+-- same statement as the event. `endpoint` is the endpoint's key (a digest of its URL: no secret),
+-- `state` is `pending`, `delivered` or `abandoned`; times are unix milliseconds. A session's rows
+-- go to an endpoint in order: only the oldest pending one is ever tried, by the one server whose
+-- lease (`claimed_by` until `claimed_until`) holds it, taken with FOR UPDATE SKIP LOCKED.
+CREATE TABLE webhook_outbox (
+    endpoint        TEXT NOT NULL,
+    session_id      TEXT NOT NULL REFERENCES sessions (id),
+    sequence        BIGINT NOT NULL,
+    event_type      TEXT NOT NULL,
+    created_at      BIGINT NOT NULL,
+    attempts        INTEGER NOT NULL DEFAULT 0,
+    next_attempt_at BIGINT NOT NULL,
+    state           TEXT NOT NULL DEFAULT 'pending',
+    claimed_by      TEXT,
+    claimed_until   BIGINT,
+    PRIMARY KEY (endpoint, session_id, sequence)
+);
+CREATE INDEX webhook_outbox_pending ON webhook_outbox (endpoint, session_id, sequence) WHERE state = 'pending';
+
+-- The delivery log: one row per try (no body, no secret), shown by GET /v1/webhooks/deliveries.
+CREATE TABLE webhook_attempts (
+    endpoint        TEXT NOT NULL,
+    session_id      TEXT NOT NULL,
+    sequence        BIGINT NOT NULL,
+    attempt         INTEGER NOT NULL,
+    event_id        TEXT NOT NULL,
+    event_type      TEXT NOT NULL,
+    at              BIGINT NOT NULL,
+    status          INTEGER,
+    error           TEXT,
+    outcome         TEXT NOT NULL,
+    next_attempt_at BIGINT,
+    server          TEXT,
+    PRIMARY KEY (endpoint, session_id, sequence, attempt)
+);
+CREATE INDEX webhook_attempts_session ON webhook_attempts (session_id, at);

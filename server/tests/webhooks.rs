@@ -1,0 +1,533 @@
+//! Signed webhooks against a real HTTP receiver on 127.0.0.1 that fails on purpose: it answers
+//! 500, hangs past the server's timeout, is down (its port closed), then comes back. Every
+//! `turn.ended` event arrives (deduplicated by `webhook-id`, as the Standard Webhooks
+//! specification tells receivers to), signed (checked here with HMAC-SHA256 computed by the test
+//! itself), in order per session; a server killed with undelivered rows leaves them to the next.
+//!
+//! The outage is a minute; these tests use the same shape with short times (a 50 ms first
+//! delay doubling to 400 ms, a 500 ms timeout, an outage of a few seconds), so that they run in
+//! seconds.
+
+mod common;
+
+use std::collections::{BTreeMap, HashSet};
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use agent_api_server::webhooks::{RetryPolicy, WebhookConfig, WebhookEndpoint, WebhookSecret};
+use agent_api_server::{ServerConfig, StoreUrl};
+use base64::Engine as _;
+use common::*;
+use hmac::{KeyInit, Mac};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::{Request, Response, StatusCode};
+use serde_json::{json, Value};
+
+const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+
+/// What the receiver does with a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// 200, and the delivery is kept.
+    Accept,
+    /// 500.
+    Fail,
+    /// Answers only after a minute (the server's timeout is far shorter).
+    Hang,
+}
+
+/// One delivery the receiver accepted.
+#[derive(Debug, Clone)]
+struct Got {
+    id: String,
+    timestamp: String,
+    signature: String,
+    body: Vec<u8>,
+}
+
+#[derive(Debug)]
+struct Shared {
+    mode: Mode,
+    accepted: Vec<Got>,
+    requests: usize,
+}
+
+/// A real HTTP/1 receiver; `down` closes its port and every connection, `up` opens it again.
+struct Receiver {
+    address: SocketAddr,
+    shared: Arc<Mutex<Shared>>,
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Receiver {
+    async fn start(mode: Mode) -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let mut receiver = Self {
+            address,
+            shared: Arc::new(Mutex::new(Shared {
+                mode,
+                accepted: Vec::new(),
+                requests: 0,
+            })),
+            task: None,
+        };
+        receiver.task = Some(tokio::spawn(serve(listener, receiver.shared.clone())));
+        receiver
+    }
+
+    /// A receiver whose port is reserved but closed (down from the start).
+    async fn down_from_start() -> Self {
+        let mut receiver = Self::start(Mode::Accept).await;
+        receiver.down();
+        receiver
+    }
+
+    fn url(&self) -> String {
+        format!("http://{}/hooks?token=receiver-side", self.address)
+    }
+
+    fn set(&self, mode: Mode) {
+        self.shared.lock().unwrap().mode = mode;
+    }
+
+    fn down(&mut self) {
+        if let Some(task) = self.task.take() {
+            task.abort();
+        }
+    }
+
+    async fn up(&mut self, mode: Mode) {
+        self.set(mode);
+        let deadline = tokio::time::Instant::now() + STEP;
+        let listener = loop {
+            match tokio::net::TcpListener::bind(self.address).await {
+                Ok(listener) => break listener,
+                Err(error) => {
+                    assert!(
+                        tokio::time::Instant::now() < deadline,
+                        "cannot listen on {} again: {error}",
+                        self.address
+                    );
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            }
+        };
+        self.task = Some(tokio::spawn(serve(listener, self.shared.clone())));
+    }
+
+    fn accepted(&self) -> Vec<Got> {
+        self.shared.lock().unwrap().accepted.clone()
+    }
+}
+
+impl Drop for Receiver {
+    fn drop(&mut self) {
+        self.down();
+    }
+}
+
+/// Serves until aborted; the connections are the task's own, so they close with it.
+async fn serve(listener: tokio::net::TcpListener, shared: Arc<Mutex<Shared>>) {
+    let mut connections = tokio::task::JoinSet::new();
+    loop {
+        let Ok((stream, _)) = listener.accept().await else {
+            continue;
+        };
+        let shared = shared.clone();
+        connections.spawn(async move {
+            let service = hyper::service::service_fn(move |request: Request<Incoming>| {
+                let shared = shared.clone();
+                async move { Ok::<_, std::convert::Infallible>(answer(request, &shared).await) }
+            });
+            let _ = hyper::server::conn::http1::Builder::new()
+                .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                .await;
+        });
+    }
+}
+
+async fn answer(
+    request: Request<Incoming>,
+    shared: &Mutex<Shared>,
+) -> Response<Full<bytes::Bytes>> {
+    let header = |name: &str| {
+        request
+            .headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_string()
+    };
+    let (id, timestamp, signature) = (
+        header("webhook-id"),
+        header("webhook-timestamp"),
+        header("webhook-signature"),
+    );
+    let body = request
+        .into_body()
+        .collect()
+        .await
+        .unwrap()
+        .to_bytes()
+        .to_vec();
+    let mode = {
+        let mut shared = shared.lock().unwrap();
+        shared.requests += 1;
+        shared.mode
+    };
+    let status = match mode {
+        Mode::Accept => {
+            shared.lock().unwrap().accepted.push(Got {
+                id,
+                timestamp,
+                signature,
+                body,
+            });
+            StatusCode::OK
+        }
+        Mode::Fail => StatusCode::INTERNAL_SERVER_ERROR,
+        Mode::Hang => {
+            tokio::time::sleep(Duration::from_secs(60)).await;
+            StatusCode::OK
+        }
+    };
+    Response::builder()
+        .status(status)
+        .body(Full::new(bytes::Bytes::new()))
+        .unwrap()
+}
+
+/// Webhooks of `turn.ended` to `url`, with short delays, timeout and poll for tests.
+fn webhooks(url: &str) -> WebhookConfig {
+    let endpoint = WebhookEndpoint::parse(&format!("{url};events=turn.ended")).unwrap();
+    WebhookConfig::new(vec![endpoint], WebhookSecret::parse(SECRET).unwrap())
+        .with_retry(RetryPolicy::new(
+            Duration::from_millis(50),
+            Duration::from_millis(400),
+            1000,
+        ))
+        .with_timeout(Duration::from_millis(500))
+        .with_poll(Duration::from_millis(50))
+}
+
+/// The Standard Webhooks check, written here from the specification: the HMAC-SHA256 of
+/// `{id}.{timestamp}.{body}` keyed with the secret's base64-decoded bytes, `v1,`-prefixed.
+fn verify(got: &Got) {
+    let key = base64::engine::general_purpose::STANDARD
+        .decode(SECRET.strip_prefix("whsec_").unwrap())
+        .unwrap();
+    let mut mac = <hmac::Hmac<sha2::Sha256> as KeyInit>::new_from_slice(&key).unwrap();
+    mac.update(format!("{}.{}.", got.id, got.timestamp).as_bytes());
+    mac.update(&got.body);
+    let expected = format!(
+        "v1,{}",
+        base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes())
+    );
+    assert!(
+        got.signature.split(' ').any(|s| s == expected),
+        "bad signature {} for {}",
+        got.signature,
+        got.id
+    );
+    let sent: i64 = got.timestamp.parse().expect("a unix timestamp");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    assert!(
+        (now - sent).abs() < 300,
+        "timestamp {sent} is not now ({now})"
+    );
+}
+
+/// The turn ends of `session` (event id, sequence), in order.
+async fn turn_ends(api: &Api, session: &str) -> Vec<(String, u64)> {
+    api.all_events(session, 1000)
+        .await
+        .iter()
+        .filter(|e| turn_end(e))
+        .map(|e| {
+            (
+                e["event_id"].as_str().unwrap().to_string(),
+                e["sequence"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// Runs one turn of `session` and waits for its end.
+async fn turn(api: &Api, session: &str, message: &str) {
+    let before = turn_ends(api, session).await.len();
+    let posted = api
+        .post(
+            &format!("/v1/sessions/{session}/messages"),
+            json!({ "message": message }),
+        )
+        .await;
+    assert_eq!(posted.status, 204, "{:?}", posted.body);
+    let deadline = tokio::time::Instant::now() + STEP;
+    while turn_ends(api, session).await.len() <= before {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the turn did not end"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Waits until the delivery log shows a try of `session` that `check` accepts.
+async fn wait_log(api: &Api, session: &str, what: &str, check: impl Fn(&Value) -> bool) -> Value {
+    let deadline = tokio::time::Instant::now() + STEP;
+    loop {
+        let log = api
+            .get(&format!("/v1/webhooks/deliveries?session={session}"))
+            .await;
+        assert_eq!(log.status, 200, "{:?}", log.body);
+        let log = log.json();
+        if let Some(found) = log["deliveries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|d| check(d))
+        {
+            return found.clone();
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no {what} try of {session} in the delivery log: {log:#}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Waits until the receiver accepted every id of `expected`, then checks each delivery: signed,
+/// the envelope around the session's event, nothing but those ids, and per session in sequence
+/// order (first arrivals; a repeat is the same `webhook-id`, which the receiver drops).
+async fn check_received(
+    receiver: &Receiver,
+    expected: &BTreeMap<String, Vec<(String, u64)>>,
+) -> Vec<Got> {
+    let want: HashSet<&str> = expected
+        .values()
+        .flatten()
+        .map(|(id, _)| id.as_str())
+        .collect();
+    let deadline = tokio::time::Instant::now() + STEP;
+    loop {
+        let ids: HashSet<String> = receiver.accepted().into_iter().map(|g| g.id).collect();
+        if want.iter().all(|id| ids.contains(*id)) {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "missing deliveries: {:?}",
+            want.iter()
+                .filter(|id| !ids.contains(**id))
+                .collect::<Vec<_>>()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let accepted = receiver.accepted();
+    let mut first: Vec<&Got> = Vec::new();
+    for got in &accepted {
+        verify(got);
+        if !first.iter().any(|g| g.id == got.id) {
+            first.push(got);
+        }
+    }
+    assert_eq!(
+        first.iter().map(|g| g.id.as_str()).collect::<HashSet<_>>(),
+        want,
+        "exactly the turn ends, deduplicated by webhook-id"
+    );
+    for (session, ends) in expected {
+        let arrived: Vec<u64> = first
+            .iter()
+            .map(|g| serde_json::from_slice::<Value>(&g.body).unwrap())
+            .filter(|body| body["data"]["session_id"] == session.as_str())
+            .map(|body| {
+                assert_eq!(body["type"], "turn.ended", "{body}");
+                assert_eq!(body["data"]["agent"], "scripted", "{body}");
+                assert_eq!(body["data"]["event"]["session_id"], session.as_str());
+                assert!(body["data"]["event"]["raw"].is_null(), "{body}");
+                assert_eq!(body["timestamp"], body["data"]["event"]["time"]);
+                body["data"]["event"]["sequence"].as_u64().unwrap()
+            })
+            .collect();
+        let sequences: Vec<u64> = ends.iter().map(|(_, s)| *s).collect();
+        assert_eq!(arrived, sequences, "session {session}: in order");
+    }
+    for got in &accepted {
+        let body: Value = serde_json::from_slice(&got.body).unwrap();
+        assert_eq!(body["data"]["event"]["event_id"], got.id.as_str());
+    }
+    accepted
+}
+
+#[tokio::test]
+async fn a_receiver_that_fails_hangs_and_is_down_gets_every_turn_end_once_signed_in_order() {
+    let mut receiver = Receiver::start(Mode::Fail).await;
+    let dir = tempfile::tempdir().unwrap();
+    let store = StoreUrl::Sqlite(dir.path().join("hooks.sqlite3"))
+        .open()
+        .await
+        .unwrap();
+    let api = start_on(
+        ServerConfig::default()
+            .with_token("t0ken")
+            .with_webhooks(webhooks(&receiver.url())),
+        store,
+    )
+    .await;
+    let sessions = ["alpha", "beta"];
+    for session in sessions {
+        let created = api
+            .post(&format!("/v1/sessions/{session}"), scripted("text"))
+            .await;
+        assert_eq!(created.status, 200);
+    }
+
+    // 500: tried again.
+    for session in sessions {
+        turn(&api, session, "one").await;
+    }
+    for session in sessions {
+        let failed = wait_log(&api, session, "500", |d| d["status"] == 500).await;
+        assert_eq!(failed["outcome"], "retrying", "{failed}");
+        assert_eq!(failed["error"], "status");
+        assert_eq!(failed["type"], "turn.ended");
+        assert!(failed["next_attempt_at"].is_string(), "{failed}");
+        assert!(
+            !failed.to_string().contains("receiver-side"),
+            "the log shows no query: {failed}"
+        );
+    }
+
+    // No answer within the timeout: tried again.
+    receiver.set(Mode::Hang);
+    for session in sessions {
+        turn(&api, session, "two").await;
+    }
+    for session in sessions {
+        wait_log(&api, session, "timeout", |d| d["error"] == "timeout").await;
+    }
+
+    // Down: the port is closed.
+    receiver.down();
+    for session in sessions {
+        turn(&api, session, "three").await;
+    }
+    for session in sessions {
+        wait_log(&api, session, "refused", |d| d["error"] == "connect").await;
+    }
+    // An outage of the same shape as the minute, shorter: several tries fail meanwhile.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+
+    receiver.up(Mode::Accept).await;
+    for session in sessions {
+        turn(&api, session, "four").await;
+    }
+    let mut expected = BTreeMap::new();
+    for session in sessions {
+        let ends = turn_ends(&api, session).await;
+        assert_eq!(ends.len(), 4);
+        expected.insert(session.to_string(), ends);
+    }
+    check_received(&receiver, &expected).await;
+    for session in sessions {
+        let delivered = wait_log(&api, session, "delivered", |d| d["outcome"] == "delivered").await;
+        assert_eq!(delivered["status"], 200);
+    }
+
+    // The log is behind the token; the metrics count the tries by outcome.
+    let anonymous = api.with_token(None);
+    assert_eq!(anonymous.get("/v1/webhooks/deliveries").await.status, 401);
+    let metrics = api.get("/metrics").await;
+    let text = String::from_utf8_lossy(&metrics.body);
+    let count = |outcome: &str| -> u64 {
+        text.lines()
+            .find(|l| {
+                l.starts_with("agent_api_webhook_deliveries_total")
+                    && l.contains(&format!("outcome=\"{outcome}\""))
+            })
+            .and_then(|l| l.rsplit(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0)
+    };
+    assert!(count("delivered") >= 8, "{text}");
+    assert!(count("retrying") >= 6, "{text}");
+}
+
+/// Runs `work` on a runtime of its own, then drops that runtime with everything on it (the
+/// server's tasks, its delivery worker, its store): no graceful stop runs, as when the process
+/// is killed.
+fn on_a_runtime_killed_after<T: Send + 'static>(
+    work: impl std::future::Future<Output = T> + Send + 'static,
+) -> T {
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let out = runtime.block_on(work);
+        runtime.shutdown_background();
+        out
+    })
+    .join()
+    .unwrap()
+}
+
+#[tokio::test]
+async fn a_server_killed_with_undelivered_rows_leaves_them_to_the_next_which_delivers_them() {
+    let mut receiver = Receiver::down_from_start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("hooks.sqlite3");
+    let url = receiver.url();
+
+    // The first server stores two turns' ends while the receiver is down, then is killed.
+    let (first_path, first_url) = (path.clone(), url.clone());
+    let ends = tokio::task::spawn_blocking(move || {
+        on_a_runtime_killed_after(async move {
+            let store = StoreUrl::Sqlite(first_path).open().await.unwrap();
+            let api = start_on(
+                ServerConfig::default().with_webhooks(webhooks(&first_url)),
+                store,
+            )
+            .await;
+            let created = api.post("/v1/sessions/kept", scripted("text")).await;
+            assert_eq!(created.status, 200);
+            turn(&api, "kept", "one").await;
+            turn(&api, "kept", "two").await;
+            wait_log(&api, "kept", "refused", |d| d["error"] == "connect").await;
+            turn_ends(&api, "kept").await
+        })
+    })
+    .await
+    .unwrap();
+    assert_eq!(ends.len(), 2);
+
+    // The next server on the same file, with the receiver back, delivers what the first left.
+    receiver.up(Mode::Accept).await;
+    let deadline = tokio::time::Instant::now() + STEP;
+    let store = loop {
+        match StoreUrl::Sqlite(path.clone()).open().await {
+            Ok(store) => break store,
+            Err(error) => {
+                assert!(
+                    tokio::time::Instant::now() < deadline,
+                    "the killed server's store stayed locked: {error}"
+                );
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    };
+    let api = start_on(ServerConfig::default().with_webhooks(webhooks(&url)), store).await;
+    let expected = BTreeMap::from([("kept".to_string(), ends)]);
+    check_received(&receiver, &expected).await;
+    let delivered = wait_log(&api, "kept", "delivered", |d| d["outcome"] == "delivered").await;
+    assert_eq!(delivered["status"], 200);
+}
