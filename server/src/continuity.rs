@@ -249,27 +249,38 @@ impl Server {
     }
 
     /// The turn a stored session's server died in, if one was running: recorded as running, and
-    /// its end not among the last events (a server killed between storing a turn's end and
-    /// recording it ended ran no turn).
+    /// fewer turns closed in the log than started (a server killed between storing a turn's end
+    /// and recording it ended ran no turn; one killed between recording a turn's start and its
+    /// first event did, and it is closed). Each turn is closed by exactly one status
+    /// `turn_completed` or `turn_failed` whose detail is `turn N` (the agent's own statuses carry
+    /// no such detail), so the log is counted.
     async fn interrupted_turn(&self, record: &SessionRecord) -> Result<Option<u64>, ApiError> {
         if !record.turn_open {
             return Ok(None);
         }
-        let tail = self
-            .inner
-            .store
-            .events(&record.id, record.event_count.saturating_sub(3), 3)
-            .await?;
-        let ended = tail.iter().any(|event| {
-            event.kind() == "item.completed"
-                && serde_json::from_str::<serde_json::Value>(&event.json).is_ok_and(|value| {
-                    matches!(
-                        value["data"]["item"]["content"][0]["label"].as_str(),
-                        Some("turn_completed" | "turn_failed")
-                    )
+        let mut closed = 0u64;
+        let mut after = 0;
+        loop {
+            let page = self.inner.store.events(&record.id, after, 1000).await?;
+            let Some(last) = page.last() else { break };
+            after = last.sequence;
+            closed += page
+                .iter()
+                .filter(|event| event.kind() == "item.completed")
+                .filter(|event| {
+                    serde_json::from_str::<serde_json::Value>(&event.json).is_ok_and(|value| {
+                        let status = &value["data"]["item"]["content"][0];
+                        matches!(
+                            status["label"].as_str(),
+                            Some("turn_completed" | "turn_failed")
+                        ) && status["detail"]
+                            .as_str()
+                            .is_some_and(|detail| detail.starts_with("turn "))
+                    })
                 })
-        });
-        Ok((!ended).then_some(record.turns.max(1)))
+                .count() as u64;
+        }
+        Ok((closed < record.turns.max(1)).then_some(record.turns.max(1)))
     }
 
     /// The text a `replay` primes the next prompt with: the conversation's messages so far,

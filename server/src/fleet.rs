@@ -34,8 +34,9 @@ const TAKE_WAIT: Duration = Duration::from_secs(5);
 /// How long a command taken may run before the client gets 503 (a resume opens an agent).
 const ANSWER_WAIT: Duration = Duration::from_secs(180);
 
-/// How often a waiting command is looked at again without a notification (its taker may die).
-const RECHECK: Duration = Duration::from_millis(500);
+/// How often a waiting command is looked at again without a notification (its taker may die,
+/// its owner's lease may run out).
+const RECHECK: Duration = Duration::from_millis(100);
 
 /// How often the commands nobody took are looked for without a notification.
 const SWEEP: Duration = Duration::from_secs(1);
@@ -99,15 +100,17 @@ fn answer_kind(status: u16, body: &[u8]) -> Option<&'static str> {
 
 /// Runs a command here, or hands it to the server that can answer it (module docs).
 pub(crate) async fn route(State(server): State<Server>, request: Request, next: Next) -> Response {
+    if request.extensions().get::<Forwarded>().is_some() {
+        return next.run(request).await;
+    }
+    if server.inner.store.fleet().is_none() {
+        // A store of one server: nothing to hand on to.
+        return hide_elsewhere(next.run(request).await);
+    }
     let session = match command_session(request.uri().path()) {
-        Some(session)
-            if request.method() == Method::POST
-                && server.inner.store.fleet().is_some()
-                && request.extensions().get::<Forwarded>().is_none() =>
-        {
-            session.to_string()
-        }
-        _ => return next.run(request).await,
+        Some(session) if request.method() == Method::POST => session.to_string(),
+        // Not handed on (`messages/stream`): the internal kind never reaches the client.
+        _ => return hide_elsewhere(next.run(request).await),
     };
     let (parts, body) = request.into_parts();
     let Ok(bytes) = axum::body::to_bytes(body, server.inner.config.max_body_bytes).await else {
@@ -132,10 +135,15 @@ pub(crate) async fn route(State(server): State<Server>, request: Request, next: 
             _ => return response,
         };
     }
+    hide_elsewhere(response)
+}
+
+/// `response`, or 503 `owner_unavailable` when it is the internal `session_elsewhere`.
+fn hide_elsewhere(response: Response) -> Response {
     match response.extensions().get::<ErrorKind>().map(|k| k.0) {
-        Some("session_elsewhere") => {
-            owner_unavailable("the session moved between servers while the command followed it")
-        }
+        Some("session_elsewhere") => owner_unavailable(
+            "another server runs the session and the request was not handed to it (or it moved on while it followed the session)",
+        ),
         _ => response,
     }
 }
@@ -206,57 +214,79 @@ async fn forward_waiting(
     };
     let waiter = Arc::new(Notify::new());
     server.inner.waiters.lock().insert(id, waiter.clone());
-    let answered = wait_answer(server, id, target.is_none(), &waiter).await;
+    let answered = wait_answer(server, id, target, &waiter).await;
     server.inner.waiters.lock().remove(&id);
-    answered
+    match answered {
+        Some(answered) => answered,
+        // Its owner's lease ran out while the command waited, and nobody took it: the session
+        // is resumable, and this server brings it back.
+        None => (
+            run_here(server, "POST", path, body.to_vec()).await,
+            "owner_gone",
+        ),
+    }
 }
 
+/// The answer to command `id`; `None` when it was withdrawn because its `target` is gone.
 async fn wait_answer(
     server: &Server,
     id: i64,
-    any: bool,
+    target: Option<&str>,
     waiter: &Notify,
-) -> (Response, &'static str) {
-    let Some(fleet) = server.inner.store.fleet() else {
-        return (owner_unavailable("no fleet"), "lost");
-    };
+) -> Option<(Response, &'static str)> {
+    let fleet = server.inner.store.fleet()?;
     let lease = server.inner.config.server_lease;
     let sent = tokio::time::Instant::now();
     loop {
         let state = fleet.command_state(id, lease).await;
         let now = tokio::time::Instant::now();
-        match state {
-            Ok(CommandState::Answered(answer)) => return (answer_response(answer), "answered"),
-            Ok(CommandState::Open) if now >= sent + TAKE_WAIT => {
+        let gone = match (&state, target) {
+            (Ok(CommandState::Open), Some(target)) => !fleet_alive(server, target).await,
+            _ => false,
+        };
+        let answer = match state {
+            Ok(CommandState::Answered(answer)) => (answer_response(answer), "answered"),
+            Ok(CommandState::Open) if gone || now >= sent + TAKE_WAIT => {
                 match fleet.withdraw_command(id).await {
-                    Ok(true) if any => return (fleet_full(), "not_taken"),
-                    Ok(true) => {
-                        return (
-                            owner_unavailable("it did not take the command in time"),
-                            "not_taken",
-                        )
-                    }
+                    Ok(true) if gone => return None,
+                    Ok(true) if target.is_none() => (fleet_full(), "not_taken"),
+                    Ok(true) => (
+                        owner_unavailable("it did not take the command in time"),
+                        "not_taken",
+                    ),
                     // Taken meanwhile: its answer comes.
                     Ok(false) => continue,
-                    Err(error) => return (ApiError::store(error).into_response(), "lost"),
+                    Err(error) => (ApiError::store(error).into_response(), "lost"),
                 }
             }
             Ok(CommandState::Taken) if now >= sent + ANSWER_WAIT => {
-                return (owner_unavailable("it took too long"), "lost")
+                (owner_unavailable("it took too long"), "lost")
             }
-            Ok(CommandState::Lost) => {
-                return (
-                    owner_unavailable(
-                        "it stopped while it ran the command, which may have taken effect",
-                    ),
-                    "lost",
-                )
+            Ok(CommandState::Lost) => (
+                owner_unavailable(
+                    "it stopped while it ran the command, which may have taken effect",
+                ),
+                "lost",
+            ),
+            Ok(_) => {
+                let _ = tokio::time::timeout(RECHECK, waiter.notified()).await;
+                continue;
             }
-            Ok(_) => {}
-            Err(error) => return (ApiError::store(error).into_response(), "lost"),
-        }
-        let _ = tokio::time::timeout(RECHECK, waiter.notified()).await;
+            Err(error) => (ApiError::store(error).into_response(), "lost"),
+        };
+        return Some(answer);
     }
+}
+
+/// Whether the server `target` still holds its lease (a store that fails: it may).
+async fn fleet_alive(server: &Server, target: &str) -> bool {
+    let lease = server.inner.config.server_lease;
+    server
+        .inner
+        .store
+        .server_alive(target, lease)
+        .await
+        .unwrap_or(true)
 }
 
 /// A stored answer as the response the client gets.

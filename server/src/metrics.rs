@@ -72,7 +72,8 @@ pub(crate) struct OperationLabel {
 pub(crate) struct ForwardLabels {
     /// `owner` (to the server that runs the session) or `any` (to a server with room).
     pub(crate) to: &'static str,
-    /// `answered`, `not_taken` (503: nobody took it in time) or `lost` (503: its taker died).
+    /// `answered`, `owner_gone` (its owner's lease ran out while it waited: run here),
+    /// `not_taken` (503: nobody took it in time) or `lost` (503: its taker died).
     pub(crate) outcome: &'static str,
 }
 

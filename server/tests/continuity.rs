@@ -530,9 +530,10 @@ async fn a_server_whose_session_another_took_runs_no_turn_it_cannot_record() {
     let refused = api
         .post("/v1/sessions/taken/messages", json!({"message": "two"}))
         .await;
+    // A store of one server hands nothing on: 503, typed (never the internal `session_elsewhere`).
     assert_eq!(
-        refused.problem(409)["type"],
-        "urn:agent-api:error:session_elsewhere"
+        refused.problem(503)["type"],
+        "urn:agent-api:error:owner_unavailable"
     );
     tokio::time::sleep(Duration::from_millis(100)).await;
     let after = store.events("taken", 0, 1000).await.unwrap();
