@@ -62,7 +62,10 @@ impl Served {
         store: Arc<dyn agent_api_server::Store>,
         address: &str,
     ) -> Served {
-        let config = agent_api_server::ServerConfig::default().with_token(TOKEN);
+        // A test stops the server at once, whatever its turns are doing (no drain to wait out).
+        let config = agent_api_server::ServerConfig::default()
+            .with_token(TOKEN)
+            .with_drain_timeout(Duration::ZERO);
         Self::start_with(gateway, store, config, address).await
     }
 

@@ -42,7 +42,9 @@ async fn a_read_token_sees_the_session_and_its_waiting_permission_but_no_control
     let config = ServerConfig::default()
         .with_token(TOKEN)
         .with_tenant("team-a", Tenant::new(root.path()))
-        .with_tenant("team-b", Tenant::new(root.path()));
+        .with_tenant("team-b", Tenant::new(root.path()))
+        // Its turn waits for a permission when the test stops the server: no drain to wait out.
+        .with_drain_timeout(std::time::Duration::ZERO);
     let served = Served::start_with(gateway(), store.clone(), config, "127.0.0.1:0").await;
     let operate = token(&store, "team-a", Scope::Operate).await;
     let read = token(&store, "team-a", Scope::Read).await;
