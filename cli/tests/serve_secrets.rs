@@ -110,7 +110,9 @@ fn fake_agent(dir: &Path, script: &str) -> PathBuf {
 
 /// Waits for the file `path` to end with `done`; returns it.
 fn report(path: &Path) -> String {
-    let deadline = Instant::now() + Duration::from_secs(60);
+    // Generous: the agent asks every listening port of the machine, two seconds each that
+    // accepts and says nothing (a database), and a loaded CI machine has many.
+    let deadline = Instant::now() + Duration::from_secs(180);
     loop {
         if let Ok(text) = std::fs::read_to_string(path) {
             if text.trim_end().ends_with("== done") {
