@@ -171,6 +171,10 @@ export interface AgentInfo {
   capabilities: Record<string, boolean>;
   serverStatus?: unknown;
   capabilityIds?: string[];
+  /** The backend option a session must set before this agent can run anything here. */
+  needsOption?: string;
+  /** Why it cannot run here (`installed: false`), for a person. */
+  reason?: string;
 }
 export interface AgentListResponse { agents: AgentInfo[] }
 export interface StoredSessionInfo {
@@ -208,7 +212,7 @@ export const FIELDS = {
   PendingRequest: fields<PendingRequest>()(["kind", "id", "sequence"]),
   TurnOutcome: fields<TurnOutcome>()(["sessionId", "turn", "status", "finalText", "usage", "error", "firstSequence",
     "lastSequence", "pending"]),
-  AgentInfo: fields<AgentInfo>()(["id", "installed", "version", "path", "capabilities", "serverStatus", "capabilityIds"]),
+  AgentInfo: fields<AgentInfo>()(["id", "installed", "version", "path", "capabilities", "serverStatus", "capabilityIds", "needsOption", "reason"]),
   AgentListResponse: fields<AgentListResponse>()(["agents"]),
   StoredSessionInfo: fields<StoredSessionInfo>()(["id", "time", "cwd", "firstPrompt", "title", "size"]),
   StoredSessionListResponse: fields<StoredSessionListResponse>()(["sessions"]),

@@ -316,6 +316,8 @@ class AgentInfo(TypedDict):
     capabilities: Dict[str, bool]
     serverStatus: NotRequired[Any]
     capabilityIds: NotRequired[List[str]]
+    needsOption: NotRequired[str]
+    reason: NotRequired[str]
 
 
 class AgentListResponse(TypedDict):
