@@ -500,6 +500,19 @@ async fn postgres_stopped_and_started_under_a_live_session_holds_the_turn_and_lo
         page.problem(500)["type"],
         "urn:agent-api:error:stream_error"
     );
+    // Events stored just before the stop may still be on their way to this client: they arrive
+    // at once. Then the stream stays silent; one that leaked unstored events would keep flowing
+    // (the turn streams a delta every few milliseconds) and fail the drain's bound.
+    let drain_until = tokio::time::Instant::now() + std::time::Duration::from_secs(3);
+    while let Ok(Some(frame)) =
+        tokio::time::timeout(std::time::Duration::from_millis(500), stream.next()).await
+    {
+        served.push(frame);
+        assert!(
+            tokio::time::Instant::now() < drain_until,
+            "events kept being served while the store was down"
+        );
+    }
     let served_before = served.len();
     let waited = tokio::time::timeout(std::time::Duration::from_millis(1500), stream.next()).await;
     assert!(
