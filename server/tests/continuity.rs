@@ -43,15 +43,7 @@ fn child_server() {
             agent_api_server::Server::new(gateway, agent_api::RunRequest::new(""), store, config)
                 .await
                 .unwrap();
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        println!("{LISTENING}{}", listener.local_addr().unwrap());
-        let mut term =
-            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).unwrap();
-        agent_api_server::serve(listener, server, async move {
-            term.recv().await;
-        })
-        .await
-        .unwrap();
+        serve_until_sigterm(server, LISTENING).await;
     });
 }
 

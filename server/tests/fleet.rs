@@ -8,7 +8,6 @@
 mod common;
 
 use std::collections::{BTreeMap, HashMap};
-use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -58,15 +57,7 @@ fn fleet_server() {
             agent_api_server::Server::new(gateway, agent_api::RunRequest::new(""), store, config)
                 .await
                 .unwrap();
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        println!("{LISTENING}{}", listener.local_addr().unwrap());
-        let mut term =
-            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).unwrap();
-        agent_api_server::serve(listener, server, async move {
-            term.recv().await;
-        })
-        .await
-        .unwrap();
+        serve_until_sigterm(server, LISTENING).await;
     });
 }
 
@@ -88,30 +79,16 @@ impl Node {
     fn start(url: &str, name: &str, env: &[(&str, &str)]) -> Self {
         let mut command = Command::new(std::env::current_exe().unwrap());
         command
-            .args(["--ignored", "--exact", "fleet_server", "--nocapture"])
             .env(STORE, url)
             .env(NAME, name)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
             .stderr(Stdio::null());
         for (key, value) in env {
             command.env(key, value);
         }
-        let mut process = command.spawn().unwrap();
-        let mut lines = BufReader::new(process.stdout.take().unwrap()).lines();
-        let address = loop {
-            let line = lines
-                .next()
-                .expect("the fleet server said where it listens")
-                .unwrap();
-            if let Some(address) = line.strip_prefix(LISTENING) {
-                break address.to_string();
-            }
-        };
-        std::thread::spawn(move || for _ in lines.by_ref() {});
+        let (process, api) = spawn_child_server(command, "fleet_server", LISTENING);
         Self {
             process,
-            api: Api::new(format!("http://{address}"), None),
+            api,
             name: name.to_string(),
         }
     }

@@ -907,8 +907,23 @@ pub async fn token_checks(
 }
 
 /// Starts `command` (this test binary run again as a child server: `name`, one ignored test,
-/// `--nocapture`) with its stdout piped, and waits for the line `<listening>ADDRESS` it prints once
-/// it listens: the process and a client of it. Its later output is read and dropped.
+/// `--nocapture`) with its stdout piped (its stderr as `command` sets it: inherited unless said),
+/// and waits for the line `<listening>ADDRESS` it prints once it listens: the process and a client
+/// of it. Its later output is read and dropped.
+/// The child server's side of [`spawn_child_server`]: serves `server` on a loopback port, prints
+/// `<listening>ADDRESS`, and stops on SIGTERM.
+pub async fn serve_until_sigterm(server: agent_api_server::Server, listening: &str) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    println!("{listening}{}", listener.local_addr().unwrap());
+    let mut term =
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).unwrap();
+    agent_api_server::serve(listener, server, async move {
+        term.recv().await;
+    })
+    .await
+    .unwrap();
+}
+
 pub fn spawn_child_server(
     mut command: std::process::Command,
     name: &str,
@@ -919,7 +934,6 @@ pub fn spawn_child_server(
         .args(["--ignored", "--exact", name, "--nocapture"])
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::inherit())
         .spawn()
         .unwrap();
     let mut lines = std::io::BufReader::new(process.stdout.take().unwrap()).lines();
