@@ -11,7 +11,8 @@ use agent_api::kit::{
 };
 use agent_api::universal::ItemRole;
 use agent_api::{
-    AgentBackend, AgentError, AgentKind, CapabilitySet, RunCompletion, RunHandle, RunRequest,
+    AgentBackend, AgentError, AgentKind, BackendInfo, CapabilitySet, RunCompletion, RunHandle,
+    RunRequest,
 };
 use serde_json::Value;
 
@@ -58,16 +59,14 @@ impl Protocol for GreeterProtocol {
     }
 }
 
-struct GreeterBackend;
+struct GreeterBackend {
+    info: BackendInfo,
+}
 
 #[async_trait]
 impl AgentBackend for GreeterBackend {
-    fn kind(&self) -> AgentKind {
-        KIND
-    }
-
-    fn capabilities(&self) -> CapabilitySet {
-        CapabilitySet::from_ids([caps::RUN, caps::EVENTS, caps::TEXT_MESSAGES])
+    fn info(&self) -> &BackendInfo {
+        &self.info
     }
 
     async fn run(&self, request: RunRequest) -> Result<RunHandle, AgentError> {
@@ -80,7 +79,7 @@ impl AgentBackend for GreeterBackend {
                 r#"{"type":"session","id":"greet-1"}"#
             ))
             .for_request(&request);
-        let settings = RunSettings::for_request(KIND, &request, &self.capabilities());
+        let settings = RunSettings::for_request(KIND, &request, &self.info().capabilities);
         let transport = Transport::spawn(&spec, settings.line_cap)?;
         Ok(start_run(settings, transport, Box::new(GreeterProtocol)))
     }
@@ -88,7 +87,13 @@ impl AgentBackend for GreeterBackend {
 
 #[tokio::main]
 async fn main() -> Result<(), AgentError> {
-    let (events, completion) = GreeterBackend
+    let backend = GreeterBackend {
+        info: BackendInfo::new(
+            KIND,
+            CapabilitySet::from_ids([caps::RUN, caps::EVENTS, caps::TEXT_MESSAGES]),
+        ),
+    };
+    let (events, completion) = backend
         .run(RunRequest::new("what is 2 + 2?"))
         .await?
         .collect_universal()

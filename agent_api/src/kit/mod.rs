@@ -61,6 +61,7 @@
 
 pub use crate::contract::budget;
 pub mod caller_tools;
+pub mod cli;
 mod command;
 pub mod detect;
 mod driver;
