@@ -366,8 +366,9 @@ impl<A: CliAgent> AgentBackend for CliBackend<A> {
         Ok(start_run(settings, transport, protocol))
     }
 
-    /// A warm session where the request's interface keeps the agent alive between turns, else
-    /// a session running a process per turn ([`CliAgent::resumes_per_turn`]).
+    /// A session running a process per turn where the request's interface takes its prompt per
+    /// process ([`CliAgent::resumes_per_turn`]), else a warm session, where the agent advertises
+    /// `agent_api.session.warm` (else `UnsupportedCapability`, as [`AgentBackend`]'s default).
     async fn open_session(&self, request: RunRequest) -> Result<Session, AgentError> {
         self.validate_session_template(&request)?;
         let resumed = request
@@ -376,6 +377,16 @@ impl<A: CliAgent> AgentBackend for CliBackend<A> {
         if A::resumes_per_turn(&self.config, &resumed)? {
             // Each turn starts with `run`, which serves the caller's tools then.
             return Ok(Session::resuming(Arc::new(self.clone()), resumed));
+        }
+        if !self
+            .info
+            .capabilities
+            .contains(agent_api_capabilities::SESSION_WARM)
+        {
+            return Err(AgentError::UnsupportedCapability {
+                kind: self.info.kind.to_string(),
+                capability: agent_api_capabilities::SESSION_WARM.into(),
+            });
         }
         let (request, settings) = self.settle(request, Turn::Session).await?;
         let launch = A::launch(&self.config, &request, Turn::Session).await?;
