@@ -463,6 +463,64 @@ fn serve_refuses_no_token_on_a_host_other_than_loopback() {
     assert!(String::from_utf8_lossy(&output.stderr).contains("unsupported store"));
 }
 
+/// `agent-api serve` with an `https://` webhook, set up by `tls` (a CA file, the environment): its
+/// exit code and standard error, once it stopped (it must refuse to start).
+fn serve_https_webhook_refused(tls: impl FnOnce(&mut Command)) -> String {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_agent-api"));
+    command
+        .args([
+            "serve",
+            "--port",
+            "0",
+            "--store",
+            "memory",
+            "--webhook",
+            "https://127.0.0.1:9/hooks",
+        ])
+        .env(
+            "AGENT_API_WEBHOOK_SECRET",
+            "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+        )
+        .stdin(Stdio::null());
+    tls(&mut command);
+    let output = command.output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(!stderr.contains("listening"), "{stderr}");
+    stderr
+}
+
+#[test]
+fn serve_refuses_a_webhook_ca_file_it_cannot_use_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let not_pem = dir.path().join("not-a-ca.pem");
+    std::fs::write(&not_pem, "no certificate here\n").unwrap();
+    let missing = dir.path().join("missing.pem");
+    for (ca, says) in [
+        (&missing, "cannot read the CA file"),
+        (&not_pem, "holds no certificate"),
+    ] {
+        let stderr = serve_https_webhook_refused(|command| {
+            command.arg("--webhook-ca").arg(ca);
+        });
+        assert!(
+            stderr.contains(says) && stderr.contains(&*ca.to_string_lossy()),
+            "{stderr}"
+        );
+    }
+    // No `--webhook-ca` on a machine whose system store holds no CA (rustls-native-certs reads
+    // only SSL_CERT_FILE when it is set): nothing could ever be delivered, so refused at start.
+    let stderr = serve_https_webhook_refused(|command| {
+        command
+            .env("SSL_CERT_FILE", &not_pem)
+            .env_remove("SSL_CERT_DIR");
+    });
+    assert!(
+        stderr.contains("no CA certificate") && stderr.contains("--webhook-ca FILE"),
+        "{stderr}"
+    );
+}
+
 /// `agent-api serve` on the bench's model server with the pinned Claude Code in `sandbox`: only the
 /// sandbox's environment, in its directory.
 fn serve_claude(sandbox: &agent_bench::Sandbox) -> Served {

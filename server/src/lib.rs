@@ -37,6 +37,7 @@ mod state;
 pub mod store;
 pub mod telemetry;
 mod tenant;
+mod tls;
 mod turn;
 pub mod ui;
 mod upkeep;

@@ -46,7 +46,7 @@ pub(crate) struct DeliveryInfo {
     outcome: String,
     /// The endpoint's HTTP status, when it answered.
     status: Option<u16>,
-    /// Why it failed: `status` (not 2xx), `connect`, `timeout` or `request`.
+    /// Why it failed: `status` (not 2xx), `connect`, `tls`, `timeout` or `request`.
     error: Option<String>,
     /// When the next try is due (RFC 3339), when there is one.
     next_attempt_at: Option<String>,
@@ -57,16 +57,6 @@ pub(crate) struct DeliveryInfo {
 pub(crate) struct DeliveriesResponse {
     /// The tries, newest first.
     deliveries: Vec<DeliveryInfo>,
-}
-
-fn rfc3339(ms: i64) -> String {
-    time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
-        .ok()
-        .and_then(|t| {
-            t.format(&time::format_description::well_known::Rfc3339)
-                .ok()
-        })
-        .unwrap_or_default()
 }
 
 fn info(server: &Server, attempt: DeliveryAttempt) -> DeliveryInfo {
@@ -84,11 +74,11 @@ fn info(server: &Server, attempt: DeliveryAttempt) -> DeliveryInfo {
         event_id: attempt.event_id,
         kind: attempt.event.as_str().into(),
         attempt: attempt.attempt,
-        at: rfc3339(attempt.at_ms),
+        at: crate::wire::rfc3339_ms(attempt.at_ms),
         outcome: attempt.outcome.as_str().into(),
         status: attempt.status,
         error: attempt.error,
-        next_attempt_at: attempt.next_attempt_ms.map(rfc3339),
+        next_attempt_at: attempt.next_attempt_ms.map(crate::wire::rfc3339_ms),
     }
 }
 
