@@ -754,3 +754,72 @@ async fn an_https_receiver_whose_ca_is_not_trusted_gets_nothing_the_tries_fail_a
     check_received(&receiver, &expected).await;
     assert_eq!(receiver.shared.lock().unwrap().clear, 0);
 }
+
+#[tokio::test]
+async fn a_tenants_token_reads_only_its_tenants_tries_in_the_delivery_log() {
+    use agent_api_server::tokens::{issue, Scope};
+    let receiver = Receiver::start(Mode::Accept).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = ServerConfig::default()
+        .with_token("t0ken")
+        .with_webhooks(webhooks(&receiver.url()));
+    for tenant in ["a", "b"] {
+        std::fs::create_dir_all(dir.path().join(tenant)).unwrap();
+        let root = agent_api_server::Tenant::new(dir.path().join(tenant));
+        config = config.with_tenant(
+            tenant,
+            root.with_home(dir.path().join("homes").join(tenant)),
+        );
+    }
+    let store = StoreUrl::Memory.open().await.unwrap();
+    let api = start_on(config, store.clone()).await;
+    let mut tokens = BTreeMap::new();
+    for (tenant, scope) in [
+        ("a", Scope::Operate),
+        ("a", Scope::Read),
+        ("b", Scope::Operate),
+    ] {
+        let issued = issue(Some(tenant), scope).unwrap();
+        let made = store
+            .token_store()
+            .unwrap()
+            .create_token(issued.record.clone());
+        made.await.unwrap();
+        tokens.insert((tenant, scope), issued.token);
+    }
+    for (tenant, session) in [("a", "ours"), ("b", "theirs")] {
+        let as_tenant = api.with_token(Some(&tokens[&(tenant, Scope::Operate)]));
+        let created = as_tenant
+            .post(&format!("/v1/sessions/{session}"), scripted("text"))
+            .await;
+        assert_eq!(created.status, 200, "{:?}", created.body);
+        turn(&as_tenant, session, "one").await;
+        // The server's own token sees every tenant's tries.
+        wait_log(&api, session, "delivered", |d| d["outcome"] == "delivered").await;
+    }
+    let sessions_seen = |log: Value| -> Vec<String> {
+        let mut seen: Vec<String> = log["deliveries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d["session_id"].as_str().unwrap().to_string())
+            .collect();
+        seen.dedup();
+        seen
+    };
+    let a_read = api.with_token(Some(&tokens[&("a", Scope::Read)]));
+    let all = a_read.get("/v1/webhooks/deliveries").await;
+    assert_eq!(all.status, 200, "{:?}", all.body);
+    assert!(!String::from_utf8_lossy(&all.body).contains("theirs"));
+    assert_eq!(sessions_seen(all.json()), vec!["ours".to_string()]);
+    // Another tenant's session is answered as one without a try; its own are there.
+    let theirs = a_read.get("/v1/webhooks/deliveries?session=theirs").await;
+    assert_eq!(theirs.json(), json!({ "deliveries": [] }));
+    let ours = a_read.get("/v1/webhooks/deliveries?session=ours").await;
+    assert_eq!(sessions_seen(ours.json()), vec!["ours".to_string()]);
+    let both = api.get("/v1/webhooks/deliveries").await.json();
+    let mut every = sessions_seen(both);
+    every.sort();
+    every.dedup();
+    assert_eq!(every, vec!["ours".to_string(), "theirs".to_string()]);
+}
