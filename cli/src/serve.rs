@@ -132,7 +132,7 @@ pub(crate) struct ServeArgs {
     /// (`GET /v1/health/ready` answers 503), so that a load balancer stops sending work first.
     #[arg(long, value_name = "SECS", default_value_t = 0)]
     drain: u64,
-    /// Post events to this http:// URL, signed (Standard Webhooks), at least once and in order
+    /// Post events to this http:// or https:// URL, signed (Standard Webhooks), at least once and in order
     /// per session (repeatable). Which events: `URL;events=NAME[,NAME…]` with turn.ended,
     /// permission.requested, question.requested, session.ended, error; default: all of them.
     #[arg(long = "webhook", value_name = "URL[;events=…]")]
@@ -144,6 +144,10 @@ pub(crate) struct ServeArgs {
     /// Read the webhooks' signing secret from this file (its first line).
     #[arg(long, value_name = "PATH")]
     webhook_secret_file: Option<PathBuf>,
+    /// Verify https:// webhook endpoints' certificates against the CAs of this PEM file (a
+    /// private receiver's CA) instead of the system's. Certificates are always verified.
+    #[arg(long, value_name = "FILE", requires = "webhooks")]
+    webhook_ca: Option<PathBuf>,
     /// Print the inspector's address with the token (in the fragment: never sent to a server or
     /// a log) and, on a desktop, open it in the browser.
     #[arg(long)]
@@ -460,7 +464,12 @@ fn webhooks(
         (None, None, None) => return Err(WebhookError::NoSecret.to_string()),
     };
     let secret = WebhookSecret::parse(&secret).map_err(|e| e.to_string())?;
-    Ok(Some(WebhookConfig::new(endpoints, secret)))
+    let mut config = WebhookConfig::new(endpoints, secret);
+    if let Some(ca) = &args.webhook_ca {
+        config = config.with_ca_file(ca).map_err(|e| e.to_string())?;
+    }
+    config.check().map_err(|e| e.to_string())?;
+    Ok(Some(config))
 }
 
 /// Starts `agent-api __watchdog` in a process group of its own, its stdin a pipe this process

@@ -1,7 +1,8 @@
 //! `agent-api serve` as a process: killed with SIGKILL mid-turn and started again on the same
 //! store (SQLite, and PostgreSQL from `tests/postgres/setup.sh`), it serves every event it had
 //! served; its token and host rules; SIGTERM stops it cleanly; and the real, pinned Claude Code on
-//! the bench's model server driven over HTTP only (two turns, a permission request answered).
+//! the bench's model server driven over HTTP only (two turns, a permission request answered, a
+//! tenant's session run beneath the tenant's root with the tenant's own home).
 //! The end-to-end tests start with `agent_bench::e2e_enabled_or_explain` (they fail with install
 //! instructions when the CLI is missing, unless `AGENT_API_E2E=skip`).
 
@@ -108,11 +109,16 @@ impl Served {
     }
 
     fn events(&self, session: &str) -> Vec<Value> {
+        self.events_as(session, None)
+    }
+
+    /// A session's events as `token` reads them (else the server's own).
+    fn events_as(&self, session: &str, token: Option<&str>) -> Vec<Value> {
         let (status, page) = self.call(
             "GET",
             &format!("/v1/sessions/{session}/events?include_raw=true&limit=1000"),
             None,
-            None,
+            token,
         );
         assert_eq!(status, 200, "{page}");
         page["events"].as_array().unwrap().clone()
@@ -463,26 +469,103 @@ fn serve_refuses_no_token_on_a_host_other_than_loopback() {
     assert!(String::from_utf8_lossy(&output.stderr).contains("unsupported store"));
 }
 
+/// `agent-api serve` with an `https://` webhook, set up by `tls` (a CA file, the environment): its
+/// exit code and standard error, once it stopped (it must refuse to start).
+fn serve_https_webhook_refused(tls: impl FnOnce(&mut Command)) -> String {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_agent-api"));
+    command
+        .args([
+            "serve",
+            "--port",
+            "0",
+            "--store",
+            "memory",
+            "--webhook",
+            "https://127.0.0.1:9/hooks",
+        ])
+        .env(
+            "AGENT_API_WEBHOOK_SECRET",
+            "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+        )
+        .stdin(Stdio::null());
+    tls(&mut command);
+    let output = command.output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(!stderr.contains("listening"), "{stderr}");
+    stderr
+}
+
+#[test]
+fn serve_refuses_a_webhook_ca_file_it_cannot_use_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let not_pem = dir.path().join("not-a-ca.pem");
+    std::fs::write(&not_pem, "no certificate here\n").unwrap();
+    let missing = dir.path().join("missing.pem");
+    for (ca, says) in [
+        (&missing, "cannot read the CA file"),
+        (&not_pem, "holds no certificate"),
+    ] {
+        let stderr = serve_https_webhook_refused(|command| {
+            command.arg("--webhook-ca").arg(ca);
+        });
+        assert!(
+            stderr.contains(says) && stderr.contains(&*ca.to_string_lossy()),
+            "{stderr}"
+        );
+    }
+    // No `--webhook-ca` on a machine whose system store holds no CA (rustls-native-certs reads
+    // only SSL_CERT_FILE when it is set): nothing could ever be delivered, so refused at start.
+    let stderr = serve_https_webhook_refused(|command| {
+        command
+            .env("SSL_CERT_FILE", &not_pem)
+            .env_remove("SSL_CERT_DIR");
+    });
+    assert!(
+        stderr.contains("no CA certificate") && stderr.contains("--webhook-ca FILE"),
+        "{stderr}"
+    );
+}
+
+/// The bench's model server and a sandbox of the pinned Claude Code pointed at its `scenario`;
+/// `None` when end-to-end tests are skipped (`agent_bench::e2e_enabled_or_explain`).
+async fn claude_on(scenario: &str) -> Option<(agent_bench::ModelServer, agent_bench::Sandbox)> {
+    agent_bench::e2e_enabled_or_explain(agent_bench::Cli::ClaudeCode)?;
+    let model = agent_bench::ModelServer::start(None).await.unwrap();
+    let sandbox =
+        agent_bench::Sandbox::new(agent_bench::Cli::ClaudeCode, &model, scenario).unwrap();
+    Some((model, sandbox))
+}
+
 /// `agent-api serve` on the bench's model server with the pinned Claude Code in `sandbox`: only the
 /// sandbox's environment, in its directory.
 fn serve_claude(sandbox: &agent_bench::Sandbox) -> Served {
+    serve_claude_with(sandbox, &["--store", "memory"])
+}
+
+/// [`serve_claude`] with `args` (a store among them) instead of the memory store.
+fn serve_claude_with(sandbox: &agent_bench::Sandbox, args: &[&str]) -> Served {
     let mut command = Command::new(env!("CARGO_BIN_EXE_agent-api"));
     command
         .env_clear()
         .envs(sandbox.env.iter().map(|(k, v)| (k, v)))
         .env("AGENT_API_CLAUDE_CODE_BIN", &sandbox.program)
         .current_dir(&sandbox.cwd);
-    serve_with(
-        command,
-        &["--store", "memory", "--no-token", "--timeout", "120"],
-    )
+    let mut all = vec!["--no-token", "--timeout", "120"];
+    all.extend_from_slice(args);
+    serve_with(command, &all)
 }
 
 /// Waits until `turns` turns have completed in the session; returns its events.
 fn wait_turns(served: &Served, session: &str, turns: usize) -> Vec<Value> {
+    wait_turns_as(served, session, turns, None)
+}
+
+/// [`wait_turns`] asking with `token` (else the server's own).
+fn wait_turns_as(served: &Served, session: &str, turns: usize, token: Option<&str>) -> Vec<Value> {
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
-        let events = served.events(session);
+        let events = served.events_as(session, token);
         let done = events.iter().filter(|e| {
             e["type"] == "item.completed"
                 && e["data"]["item"]["content"][0]["label"] == "turn_completed"
@@ -516,11 +599,9 @@ fn answers(events: &[Value]) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn e2e_serve_holds_two_turns_of_the_real_claude_code_in_one_session() {
-    if agent_bench::e2e_enabled_or_explain(agent_bench::Cli::ClaudeCode).is_none() {
+    let Some((_model, sandbox)) = claude_on("echo").await else {
         return;
-    }
-    let model = agent_bench::ModelServer::start(None).await.unwrap();
-    let sandbox = agent_bench::Sandbox::new(agent_bench::Cli::ClaudeCode, &model, "echo").unwrap();
+    };
     tokio::task::block_in_place(|| {
         let served = serve_claude(&sandbox);
         // The reference's id for Claude Code.
@@ -625,11 +706,9 @@ async fn e2e_serve_holds_two_turns_of_the_real_claude_code_in_one_session() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn e2e_serve_answers_the_real_claude_codes_permission_request_over_http() {
-    if agent_bench::e2e_enabled_or_explain(agent_bench::Cli::ClaudeCode).is_none() {
+    let Some((_model, sandbox)) = claude_on("shell").await else {
         return;
-    }
-    let model = agent_bench::ModelServer::start(None).await.unwrap();
-    let sandbox = agent_bench::Sandbox::new(agent_bench::Cli::ClaudeCode, &model, "shell").unwrap();
+    };
     tokio::task::block_in_place(|| {
         let served = serve_claude(&sandbox);
         assert_eq!(
@@ -717,5 +796,133 @@ async fn e2e_serve_answers_the_real_claude_codes_permission_request_over_http() 
             );
             std::thread::sleep(Duration::from_millis(50));
         }
+    });
+}
+
+/// `agent-api token create` on `store`: the token, from the last line it prints.
+fn create_token(store: &str, tenant: &str, scope: &str) -> String {
+    let output = Command::new(env!("CARGO_BIN_EXE_agent-api"))
+        .args([
+            "token", "create", "--store", store, "--tenant", tenant, "--scope", scope,
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout.lines().last().unwrap().to_string()
+}
+
+/// The files beneath `dir` (none when it does not exist).
+fn files_beneath(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut found = Vec::new();
+    let mut left = vec![dir.to_path_buf()];
+    while let Some(dir) = left.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            match entry.file_type() {
+                Ok(kind) if kind.is_dir() => left.push(entry.path()),
+                Ok(_) => found.push(entry.path()),
+                Err(_) => {}
+            }
+        }
+    }
+    found
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn e2e_serve_runs_a_tenants_real_claude_code_beneath_its_root_with_its_own_home() {
+    let Some((_model, sandbox)) = claude_on("shell").await else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (a_root, a_home) = (dir.path().join("a/work"), dir.path().join("a/home"));
+    let (b_root, b_home) = (dir.path().join("b/work"), dir.path().join("b/home"));
+    for root in [&a_root.join("sub"), &b_root] {
+        std::fs::create_dir_all(root).unwrap();
+    }
+    let store = format!("sqlite:{}", dir.path().join("server.sqlite3").display());
+    let a_token = create_token(&store, "a", "operate");
+    let flag = |name: &str, dir: &std::path::Path| format!("{name}={}", dir.display());
+    let tenants = [
+        ("--tenant-root", flag("a", &a_root)),
+        ("--tenant-home", flag("a", &a_home)),
+        ("--tenant-root", flag("b", &b_root)),
+        ("--tenant-home", flag("b", &b_home)),
+    ];
+    tokio::task::block_in_place(|| {
+        let mut args = vec!["--store", &store, "--approve", "all"];
+        for (name, value) in &tenants {
+            args.extend([*name, value.as_str()]);
+        }
+        let served = serve_claude_with(&sandbox, &args);
+        let a = Some(a_token.as_str());
+        let (status, created) = served.call(
+            "POST",
+            "/v1/sessions/tenant-a",
+            Some(json!({"agent": "claude", "cwd": "sub"})),
+            a,
+        );
+        assert_eq!(status, 200, "{created}");
+        let (status, _) = served.call(
+            "POST",
+            "/v1/sessions/tenant-a/messages",
+            Some(json!({"message": "run the command"})),
+            a,
+        );
+        assert_eq!(status, 204);
+        let events = wait_turns_as(&served, "tenant-a", 1, a);
+        assert!(
+            answers(&events)
+                .iter()
+                .any(|a| a.contains("Tool finished") && a.contains("hi")),
+            "{events:#?}"
+        );
+
+        // The command ran in the tenant's directory beneath its root, nowhere else.
+        assert_eq!(
+            std::fs::read_to_string(a_root.join("sub/out.txt")).unwrap(),
+            "hi\n"
+        );
+        assert!(!sandbox.cwd.join("out.txt").exists());
+        assert!(!a_root.join("out.txt").exists());
+
+        // Claude Code kept its session in the tenant's home ($HOME/.claude/projects/…/ID.jsonl),
+        // not in the server's HOME, and the other tenant's home was never made.
+        let (_, info) = served.call("GET", "/v1/sessions/tenant-a", None, a);
+        let native = info["nativeSessionId"]
+            .as_str()
+            .expect("the native session id")
+            .to_string();
+        let transcript = format!("{native}.jsonl");
+        let in_home = |home: &std::path::Path| {
+            files_beneath(&home.join(".claude/projects"))
+                .iter()
+                .any(|f| f.file_name().is_some_and(|n| n == transcript.as_str()))
+        };
+        assert!(in_home(&a_home), "{:?}", files_beneath(&a_home));
+        assert!(
+            !in_home(&sandbox.home),
+            "{:?}",
+            files_beneath(&sandbox.home)
+        );
+        assert!(!b_home.exists());
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(
+            std::fs::metadata(&a_home).unwrap().permissions().mode() & 0o777,
+            0o700
+        );
+        assert_eq!(
+            served
+                .call("POST", "/v1/sessions/tenant-a/terminate", None, a)
+                .0,
+            204
+        );
     });
 }

@@ -6,7 +6,8 @@
 //! - A stored token ([`crate::store::tokens`]) is read from the store at every request, so a revoked
 //!   one is refused at the next request, on this server and on every other sharing the store;
 //!   an event stream it opened is ended within [`REVOKED_STREAM_CHECK`].
-//! - A route needs `read` (GET), `operate` (POST) or `admin` (`/metrics`, installing an agent):
+//! - A route needs `read` (GET), `operate` (POST) or `admin` (`/metrics`, installing an agent,
+//!   managing tokens: [`crate::token_admin`]):
 //!   403 `scope_insufficient` below it, whatever the session.
 //! - A tenant's token sees only its tenant's sessions: any other session id is answered 404
 //!   `session_not_found`, exactly as an id no session has.
@@ -59,7 +60,10 @@ impl Caller {
 /// The scope a route needs.
 fn required(method: &Method, route: &str) -> Scope {
     match route {
-        "/metrics" | "/v1/agents/{agent}/install" => Scope::Admin,
+        "/metrics"
+        | "/v1/agents/{agent}/install"
+        | "/v1/tokens"
+        | "/v1/tokens/{token_id}/revoke" => Scope::Admin,
         _ if method == Method::GET || method == Method::HEAD => Scope::Read,
         _ => Scope::Operate,
     }
@@ -254,6 +258,11 @@ mod tests {
         assert_eq!(required(&Method::GET, "/metrics"), Scope::Admin);
         assert_eq!(
             required(&Method::POST, "/v1/agents/{agent}/install"),
+            Scope::Admin
+        );
+        assert_eq!(required(&Method::GET, "/v1/tokens"), Scope::Admin);
+        assert_eq!(
+            required(&Method::POST, "/v1/tokens/{token_id}/revoke"),
             Scope::Admin
         );
     }

@@ -152,6 +152,8 @@ impl ApiError {
             "too_many_subscribers" => "Too many subscribers",
             "payload_too_large" => "Payload too large",
             "not_found" => "Not found",
+            "scope_insufficient" => "Scope insufficient",
+            "token_not_found" => "Token not found",
             _ => "Stream error",
         }
     }

@@ -37,6 +37,8 @@ mod state;
 pub mod store;
 pub mod telemetry;
 mod tenant;
+mod tls;
+mod token_admin;
 mod turn;
 pub mod ui;
 mod upkeep;
@@ -56,7 +58,8 @@ pub use tenant::Tenant;
 
 /// The routes: the reference's 14 operations, `GET /v1/openapi.json`, `GET /v1/sessions/{id}` and
 /// `POST /v1/sessions/{id}/cancel` and `/steer`, `GET /v1/sessions/{id}/turns/{turn}`,
-/// `GET /v1/health/ready` ([`health`]), `GET /v1/whoami` and `GET /metrics`; every one but health
+/// `GET /v1/health/ready` ([`health`]), `GET /v1/whoami`, the tokens' `/v1/tokens` (an admin's)
+/// and `GET /metrics`; every one but health
 /// and readiness behind a bearer token (the server's own, or a scoped one from the store:
 /// [`tokens`]) and its scope and tenant;
 /// and the inspector's page under `/ui/` ([`ui`]), whose files need no token. Every request is
@@ -116,6 +119,11 @@ pub fn router(server: Server) -> Router {
         .route("/v1/webhooks/deliveries", get(webhooks::log::deliveries))
         .route("/v1/openapi.json", get(api::openapi))
         .route("/v1/whoami", get(access::whoami))
+        .route(
+            "/v1/tokens",
+            get(token_admin::list).post(token_admin::create),
+        )
+        .route("/v1/tokens/{token_id}/revoke", post(token_admin::revoke))
         .route("/metrics", get(metrics::metrics))
         .fallback(api::not_found)
         // Inside the token's check: a command is handed on only once its client is known.

@@ -32,6 +32,9 @@ use utoipa::OpenApi;
         crate::api::resume_session,
         crate::api::openapi,
         crate::access::whoami,
+        crate::token_admin::list,
+        crate::token_admin::create,
+        crate::token_admin::revoke,
         crate::webhooks::log::deliveries,
     ),
     components(schemas(crate::wire::ErrorType, crate::wire::AgentErrorBody, crate::wire::EventsQuery, crate::wire::TurnStreamQuery, crate::wire::TurnWaitQuery)),
@@ -46,7 +49,7 @@ impl utoipa::Modify for BearerToken {
         let components = openapi.components.get_or_insert_with(Default::default);
         let mut bearer = Http::new(HttpAuthScheme::Bearer);
         bearer.description = Some(
-            "The server's own token (an admin of every tenant), or a scoped token from the store              (`agent-api token create`): `read` may list and follow (every GET but /metrics),              `operate` may also create, send, reply, steer, cancel, terminate and resume (every              POST but installing an agent), `admin` may also read /metrics and install agents;              past its scope: 403 scope_insufficient. A tenant's token sees its tenant's sessions              only: another tenant's session id answers 404 session_not_found, as an unknown one.              GET /v1/whoami says what a token may do."
+            "The server's own token (an admin of every tenant), or a scoped token from the store              (`agent-api token create`): `read` may list and follow (every GET but /metrics),              `operate` may also create, send, reply, steer, cancel, terminate and resume (every              POST but installing an agent), `admin` may also read /metrics, install agents and manage tokens (/v1/tokens: a tenant's admin its tenant's only);              past its scope: 403 scope_insufficient. A tenant's token sees its tenant's sessions              only: another tenant's session id answers 404 session_not_found, as an unknown one.              GET /v1/whoami says what a token may do."
                 .into(),
         );
         components.add_security_scheme("token", SecurityScheme::Http(bearer));

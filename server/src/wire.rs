@@ -30,6 +30,17 @@ pub struct WhoAmIResponse {
     pub token_id: Option<String>,
 }
 
+/// A unix time in milliseconds as RFC 3339 (UTC); empty when out of range.
+pub(crate) fn rfc3339_ms(ms: i64) -> String {
+    time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
+        .ok()
+        .and_then(|t| {
+            t.format(&time::format_description::well_known::Rfc3339)
+                .ok()
+        })
+        .unwrap_or_default()
+}
+
 /// What an agent shows in the session transcript, as the reference's booleans.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]

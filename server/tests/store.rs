@@ -156,6 +156,60 @@ async fn tokens_are_made_and_revoked_beside_a_running_server_and_kept_hashed() {
     assert!(StoreUrl::Memory.open_tokens().await.is_err());
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn session_writes_never_fail_locked_while_tokens_are_written_on_their_own_connection() {
+    // The server's writer reads then writes in one transaction (does this session exist? then
+    // insert it); a token's use recorded on the tokens' own connection (every request with a
+    // stored token, at most once a minute each) or `agent-api token` beside the server commits
+    // between the two. A transaction begun as a reader then cannot write ("database is
+    // locked", at once: SQLite's busy wait does not apply), so the writer takes the write lock
+    // when it begins.
+    let dir = tempfile::tempdir().unwrap();
+    let url = StoreUrl::Sqlite(dir.path().join("server.sqlite3"));
+    let store = url.open().await.unwrap();
+    let beside = url.open_tokens().await.unwrap();
+    let issued =
+        agent_api_server::tokens::issue(Some("a"), agent_api_server::tokens::Scope::Read).unwrap();
+    beside.create_token(issued.record.clone()).await.unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut token_writers = Vec::new();
+    for tokens in [store.clone(), store.clone()] {
+        let (id, stop) = (issued.record.id.clone(), stop.clone());
+        token_writers.push(tokio::spawn(async move {
+            let mut at = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                at += 1;
+                tokens
+                    .token_store()
+                    .unwrap()
+                    .token_used(&id, at)
+                    .await
+                    .unwrap();
+            }
+        }));
+    }
+    let (id, stop_beside) = (issued.record.id.clone(), stop.clone());
+    token_writers.push(tokio::spawn(async move {
+        let mut at = 0;
+        while !stop_beside.load(std::sync::atomic::Ordering::Relaxed) {
+            at += 1;
+            beside.token_used(&id, at).await.unwrap();
+        }
+    }));
+    let mut failed = Vec::new();
+    for n in 0..1000 {
+        if let Err(error) = store.create_session(record(&format!("s-{n}"))).await {
+            failed.push(format!("s-{n}: {error}"));
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for writer in token_writers {
+        writer.await.unwrap();
+    }
+    assert!(failed.is_empty(), "{} failed: {failed:?}", failed.len());
+    assert_eq!(store.sessions().await.unwrap().len(), 1000);
+}
+
 #[tokio::test]
 async fn the_memory_store_keeps_tokens_and_tenants() {
     // The memory store lives in the server's process: its own handle makes and revokes.

@@ -566,3 +566,217 @@ async fn a_wrong_or_forged_token_is_refused_and_never_echoed() {
     .await;
     assert!(used.is_ok(), "the token's last use is recorded");
 }
+
+/// The ids `GET /v1/tokens` answers `token` with.
+async fn listed(api: &Api, token: &str) -> Vec<String> {
+    let answer = api.with_token(Some(token)).get("/v1/tokens").await;
+    assert_eq!(answer.status, 200, "{:?}", answer.body);
+    answer.json()["tokens"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// The public id of a stored token (`aat_<id>_…`).
+fn id_of(token: &str) -> String {
+    token.split('_').nth(1).unwrap().to_string()
+}
+
+#[tokio::test]
+async fn only_an_admin_token_manages_tokens_over_http_and_a_tenants_admin_only_its_own_tenants() {
+    let t = tenants().await;
+    let a_admin = t.a_token(Scope::Admin).to_string();
+    let a_read_id = id_of(t.a_token(Scope::Read));
+    let b_id = id_of(&t.b);
+
+    // Read and operate: 403 on every token route, whatever the id; nothing is revoked.
+    for scope in [Scope::Read, Scope::Operate] {
+        let api = t.api.with_token(Some(t.a_token(scope)));
+        for answer in [
+            api.get("/v1/tokens").await,
+            api.post("/v1/tokens", json!({ "scope": "read" })).await,
+            api.post_empty(&format!("/v1/tokens/{a_read_id}/revoke"))
+                .await,
+            api.post_empty(&format!("/v1/tokens/{b_id}/revoke")).await,
+        ] {
+            assert_eq!(kind(&answer.problem(403)), "scope_insufficient", "{scope}");
+        }
+    }
+    assert_eq!(
+        t.store.token_store().unwrap().tokens().await.unwrap().len(),
+        4
+    );
+    assert_eq!(
+        t.api
+            .with_token(Some(t.a_token(Scope::Read)))
+            .get("/v1/whoami")
+            .await
+            .status,
+        200
+    );
+
+    // A's admin lists a's tokens only: never b's, never a token or its hash.
+    let mut a_ids: Vec<String> = t.a.iter().map(|(_, token)| id_of(token)).collect();
+    assert_eq!(listed(&t.api, &a_admin).await, a_ids);
+    let raw = t.api.with_token(Some(&a_admin)).get("/v1/tokens").await;
+    let text = String::from_utf8_lossy(&raw.body).into_owned();
+    assert!(!text.contains(&b_id), "{text}");
+    for record in t.store.token_store().unwrap().tokens().await.unwrap() {
+        assert!(!text.contains(&record.hash), "{text}");
+    }
+    for (_, token) in &t.a {
+        assert!(!text.contains(token.as_str()), "{text}");
+    }
+    let first = &raw.json()["tokens"][0];
+    assert_eq!(first["tenant"], "a");
+    assert_eq!(first["scope"], "read");
+    assert!(
+        first["createdAt"].as_str().unwrap().ends_with('Z'),
+        "{first}"
+    );
+
+    // It makes a token of its own tenant, shown once, stored hashed; it works at once.
+    let answer = t
+        .api
+        .with_token(Some(&a_admin))
+        .post("/v1/tokens", json!({ "scope": "read" }))
+        .await;
+    assert_eq!(answer.status, 200, "{:?}", answer.body);
+    assert_eq!(answer.headers["cache-control"], "no-store");
+    let made = answer.json();
+    let token = made["token"].as_str().unwrap().to_string();
+    let id = made["id"].as_str().unwrap().to_string();
+    assert_eq!(id_of(&token), id);
+    assert_eq!(
+        (&made["tenant"], &made["scope"]),
+        (&json!("a"), &json!("read"))
+    );
+    let record = t
+        .store
+        .token_store()
+        .unwrap()
+        .token(&id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(record.hash, agent_api_server::tokens::hash(&token));
+    assert!(!format!("{record:?}").contains(&token));
+    let me = t
+        .api
+        .with_token(Some(&token))
+        .get("/v1/whoami")
+        .await
+        .json();
+    assert_eq!(me, json!({ "tenant": "a", "scope": "read", "tokenId": id }));
+    a_ids.push(id.clone());
+    let listed_now = t.api.with_token(Some(&a_admin)).get("/v1/tokens").await;
+    assert!(!String::from_utf8_lossy(&listed_now.body).contains(&token));
+    assert_eq!(listed(&t.api, &a_admin).await, a_ids);
+    // Naming its own tenant is the same; naming another is refused, and so is a bad scope.
+    let own = t
+        .api
+        .with_token(Some(&a_admin))
+        .post("/v1/tokens", json!({ "scope": "admin", "tenant": "a" }))
+        .await
+        .json();
+    assert_eq!(
+        (&own["tenant"], &own["scope"]),
+        (&json!("a"), &json!("admin"))
+    );
+    a_ids.push(own["id"].as_str().unwrap().to_string());
+    let other = t
+        .api
+        .with_token(Some(&a_admin))
+        .post("/v1/tokens", json!({ "scope": "operate", "tenant": "b" }))
+        .await;
+    assert_eq!(kind(&other.problem(403)), "scope_insufficient");
+    let bad = t
+        .api
+        .with_token(Some(&a_admin))
+        .post("/v1/tokens", json!({ "scope": "root" }))
+        .await;
+    assert_eq!(kind(&bad.problem(400)), "invalid_request");
+    assert_eq!(
+        t.store.token_store().unwrap().tokens().await.unwrap().len(),
+        6
+    );
+
+    // B's token is never found by a's admin: 404 exactly as an id no token has; still valid.
+    let theirs = t
+        .api
+        .with_token(Some(&a_admin))
+        .post_empty(&format!("/v1/tokens/{b_id}/revoke"))
+        .await;
+    let unknown = t
+        .api
+        .with_token(Some(&a_admin))
+        .post_empty("/v1/tokens/0000000000000000/revoke")
+        .await;
+    let (theirs, unknown) = (theirs.problem(404), unknown.problem(404));
+    assert_eq!(kind(&theirs), "token_not_found");
+    assert_eq!(
+        theirs["detail"].as_str().unwrap().replace(&b_id, "ID"),
+        unknown["detail"]
+            .as_str()
+            .unwrap()
+            .replace("0000000000000000", "ID")
+    );
+    assert_eq!(
+        t.api.with_token(Some(&t.b)).get("/v1/whoami").await.status,
+        200
+    );
+
+    // It revokes its tenant's token: refused at its next request, shown revoked in the list.
+    let revoked = t
+        .api
+        .with_token(Some(&a_admin))
+        .post_empty(&format!("/v1/tokens/{id}/revoke"))
+        .await;
+    assert_eq!(revoked.status, 204, "{:?}", revoked.body);
+    let refused = t.api.with_token(Some(&token)).get("/v1/whoami").await;
+    assert_eq!(kind(&refused.problem(401)), "token_invalid");
+    let list = t
+        .api
+        .with_token(Some(&a_admin))
+        .get("/v1/tokens")
+        .await
+        .json();
+    let shown = list["tokens"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["id"] == json!(id))
+        .unwrap()
+        .clone();
+    assert!(shown["revokedAt"].is_string(), "{shown}");
+
+    // The server's own token manages every tenant's: b's among them, and one of every tenant.
+    let server = t.api.with_token(Some(SERVER_TOKEN));
+    assert!(listed(&t.api, SERVER_TOKEN).await.contains(&b_id));
+    let every = server
+        .post("/v1/tokens", json!({ "scope": "admin" }))
+        .await
+        .json();
+    assert!(every.get("tenant").is_none(), "{every}");
+    let untenanted_read = server.post("/v1/tokens", json!({ "scope": "read" })).await;
+    assert_eq!(kind(&untenanted_read.problem(400)), "invalid_request");
+    // A tenant's admin never sees a token of every tenant.
+    assert_eq!(listed(&t.api, &a_admin).await, a_ids);
+    let every_id = every["id"].as_str().unwrap();
+    let hidden = t
+        .api
+        .with_token(Some(&a_admin))
+        .post_empty(&format!("/v1/tokens/{every_id}/revoke"))
+        .await;
+    assert_eq!(kind(&hidden.problem(404)), "token_not_found");
+    let b_by_server = server
+        .post_empty(&format!("/v1/tokens/{b_id}/revoke"))
+        .await;
+    assert_eq!(b_by_server.status, 204);
+    assert_eq!(
+        t.api.with_token(Some(&t.b)).get("/v1/whoami").await.status,
+        401
+    );
+}

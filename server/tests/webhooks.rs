@@ -52,17 +52,32 @@ struct Shared {
     mode: Mode,
     accepted: Vec<Got>,
     requests: usize,
+    /// Connections to a TLS receiver whose first byte was not a TLS handshake's (sent in clear).
+    clear: usize,
+    /// TLS handshakes that did not complete (the client refused the certificate).
+    failed_handshakes: usize,
 }
 
-/// A real HTTP/1 receiver; `down` closes its port and every connection, `up` opens it again.
+/// A real HTTP/1 receiver (over TLS when it has an acceptor); `down` closes its port and every
+/// connection, `up` opens it again.
 struct Receiver {
     address: SocketAddr,
     shared: Arc<Mutex<Shared>>,
+    tls: Option<tokio_rustls::TlsAcceptor>,
     task: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl Receiver {
     async fn start(mode: Mode) -> Self {
+        Self::start_with(mode, None).await
+    }
+
+    /// An `https://` receiver presenting `certificate`.
+    async fn start_tls(mode: Mode, certificate: &TestCertificate) -> Self {
+        Self::start_with(mode, Some(certificate.acceptor())).await
+    }
+
+    async fn start_with(mode: Mode, tls: Option<tokio_rustls::TlsAcceptor>) -> Self {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = listener.local_addr().unwrap();
         let mut receiver = Self {
@@ -71,10 +86,17 @@ impl Receiver {
                 mode,
                 accepted: Vec::new(),
                 requests: 0,
+                clear: 0,
+                failed_handshakes: 0,
             })),
+            tls,
             task: None,
         };
-        receiver.task = Some(tokio::spawn(serve(listener, receiver.shared.clone())));
+        receiver.task = Some(tokio::spawn(serve(
+            listener,
+            receiver.shared.clone(),
+            receiver.tls.clone(),
+        )));
         receiver
     }
 
@@ -86,7 +108,8 @@ impl Receiver {
     }
 
     fn url(&self) -> String {
-        format!("http://{}/hooks?token=receiver-side", self.address)
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        format!("{scheme}://{}/hooks?token=receiver-side", self.address)
     }
 
     fn set(&self, mode: Mode) {
@@ -115,7 +138,11 @@ impl Receiver {
                 }
             }
         };
-        self.task = Some(tokio::spawn(serve(listener, self.shared.clone())));
+        self.task = Some(tokio::spawn(serve(
+            listener,
+            self.shared.clone(),
+            self.tls.clone(),
+        )));
     }
 
     fn accepted(&self) -> Vec<Got> {
@@ -129,23 +156,106 @@ impl Drop for Receiver {
     }
 }
 
-/// Serves until aborted; the connections are the task's own, so they close with it.
-async fn serve(listener: tokio::net::TcpListener, shared: Arc<Mutex<Shared>>) {
+/// Serves until aborted; the connections are the task's own, so they close with it. With `tls`,
+/// a connection is served only after a TLS handshake; one that opens with anything else is
+/// counted as sent in clear and closed unanswered.
+async fn serve(
+    listener: tokio::net::TcpListener,
+    shared: Arc<Mutex<Shared>>,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+) {
     let mut connections = tokio::task::JoinSet::new();
     loop {
         let Ok((stream, _)) = listener.accept().await else {
             continue;
         };
         let shared = shared.clone();
+        let tls = tls.clone();
         connections.spawn(async move {
-            let service = hyper::service::service_fn(move |request: Request<Incoming>| {
-                let shared = shared.clone();
-                async move { Ok::<_, std::convert::Infallible>(answer(request, &shared).await) }
-            });
-            let _ = hyper::server::conn::http1::Builder::new()
-                .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
-                .await;
+            let Some(tls) = tls else {
+                return http1(stream, shared).await;
+            };
+            let mut first = [0u8; 1];
+            match stream.peek(&mut first).await {
+                // 22: a TLS record of the handshake.
+                Ok(1) if first[0] == 22 => {}
+                Ok(1) => {
+                    shared.lock().unwrap().clear += 1;
+                    return;
+                }
+                _ => return,
+            }
+            match tls.accept(stream).await {
+                Ok(stream) => http1(stream, shared).await,
+                Err(_) => shared.lock().unwrap().failed_handshakes += 1,
+            }
         });
+    }
+}
+
+/// HTTP/1 on one connection, each request answered by [`answer`].
+async fn http1(
+    io: impl tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    shared: Arc<Mutex<Shared>>,
+) {
+    let service = hyper::service::service_fn(move |request: Request<Incoming>| {
+        let shared = shared.clone();
+        async move { Ok::<_, std::convert::Infallible>(answer(request, &shared).await) }
+    });
+    let _ = hyper::server::conn::http1::Builder::new()
+        .serve_connection(hyper_util::rt::TokioIo::new(io), service)
+        .await;
+}
+
+/// A CA made for one test, and a certificate it signed for `127.0.0.1` and `localhost`.
+struct TestCertificate {
+    ca_pem: String,
+    chain: Vec<rustls::pki_types::CertificateDer<'static>>,
+    key: Vec<u8>,
+}
+
+impl TestCertificate {
+    fn new(ca_name: &str) -> Self {
+        let mut ca = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        ca.distinguished_name
+            .push(rcgen::DnType::CommonName, ca_name);
+        ca.key_usages = vec![
+            rcgen::KeyUsagePurpose::KeyCertSign,
+            rcgen::KeyUsagePurpose::DigitalSignature,
+        ];
+        let ca =
+            rcgen::CertifiedIssuer::self_signed(ca, rcgen::KeyPair::generate().unwrap()).unwrap();
+        let key = rcgen::KeyPair::generate().unwrap();
+        let leaf = rcgen::CertificateParams::new(vec!["127.0.0.1".into(), "localhost".into()])
+            .unwrap()
+            .signed_by(&key, &ca)
+            .unwrap();
+        Self {
+            ca_pem: ca.pem(),
+            chain: vec![leaf.der().clone()],
+            key: key.serialize_der(),
+        }
+    }
+
+    /// The CA's certificate in a PEM file of `dir`.
+    fn ca_file(&self, dir: &std::path::Path, name: &str) -> std::path::PathBuf {
+        let path = dir.join(name);
+        std::fs::write(&path, &self.ca_pem).unwrap();
+        path
+    }
+
+    fn acceptor(&self) -> tokio_rustls::TlsAcceptor {
+        #[allow(deprecated)]
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let key = rustls::pki_types::PrivatePkcs8KeyDer::from(self.key.clone());
+        let config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(self.chain.clone(), key.into())
+            .unwrap();
+        tokio_rustls::TlsAcceptor::from(Arc::new(config))
     }
 }
 
@@ -481,6 +591,23 @@ fn on_a_runtime_killed_after<T: Send + 'static>(
     .unwrap()
 }
 
+/// The SQLite store at `path` once a killed server's lock on it is gone.
+async fn reopen(path: &std::path::Path) -> Arc<dyn agent_api_server::Store> {
+    let deadline = tokio::time::Instant::now() + STEP;
+    loop {
+        match StoreUrl::Sqlite(path.to_path_buf()).open().await {
+            Ok(store) => return store,
+            Err(error) => {
+                assert!(
+                    tokio::time::Instant::now() < deadline,
+                    "the killed server's store stayed locked: {error}"
+                );
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    }
+}
+
 #[tokio::test]
 async fn a_server_killed_with_undelivered_rows_leaves_them_to_the_next_which_delivers_them() {
     let mut receiver = Receiver::down_from_start().await;
@@ -512,19 +639,7 @@ async fn a_server_killed_with_undelivered_rows_leaves_them_to_the_next_which_del
 
     // The next server on the same file, with the receiver back, delivers what the first left.
     receiver.up(Mode::Accept).await;
-    let deadline = tokio::time::Instant::now() + STEP;
-    let store = loop {
-        match StoreUrl::Sqlite(path.clone()).open().await {
-            Ok(store) => break store,
-            Err(error) => {
-                assert!(
-                    tokio::time::Instant::now() < deadline,
-                    "the killed server's store stayed locked: {error}"
-                );
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-        }
-    };
+    let store = reopen(&path).await;
     let api = start_on(ServerConfig::default().with_webhooks(webhooks(&url)), store).await;
     let expected = BTreeMap::from([("kept".to_string(), ends)]);
     check_received(&receiver, &expected).await;
@@ -538,4 +653,173 @@ async fn the_memory_and_sqlite_outboxes_queue_with_their_events_and_keep_each_se
     let dir = tempfile::tempdir().unwrap();
     let sqlite = StoreUrl::Sqlite(dir.path().join("outbox.sqlite3"));
     outbox_checks(sqlite.open().await.unwrap(), "sqlite").await;
+}
+
+#[tokio::test]
+async fn an_https_receiver_with_a_private_ca_gets_every_turn_end_signed_over_tls_never_in_clear() {
+    let certificate = TestCertificate::new("agent-api webhook test CA");
+    let receiver = Receiver::start_tls(Mode::Accept, &certificate).await;
+    let dir = tempfile::tempdir().unwrap();
+    let ca = certificate.ca_file(dir.path(), "ca.pem");
+    let api = start_on(
+        ServerConfig::default()
+            .with_token("t0ken")
+            .with_webhooks(webhooks(&receiver.url()).with_ca_file(&ca).unwrap()),
+        StoreUrl::Memory.open().await.unwrap(),
+    )
+    .await;
+    let created = api.post("/v1/sessions/secure", scripted("text")).await;
+    assert_eq!(created.status, 200);
+    turn(&api, "secure", "one").await;
+    turn(&api, "secure", "two").await;
+    let expected = BTreeMap::from([("secure".to_string(), turn_ends(&api, "secure").await)]);
+    check_received(&receiver, &expected).await;
+    let delivered = wait_log(&api, "secure", "delivered", |d| d["outcome"] == "delivered").await;
+    assert_eq!(delivered["status"], 200);
+    assert!(
+        delivered["endpoint"]
+            .as_str()
+            .is_some_and(|e| e.starts_with("https://")),
+        "{delivered}"
+    );
+    let shared = receiver.shared.lock().unwrap();
+    assert_eq!(
+        (shared.clear, shared.failed_handshakes),
+        (0, 0),
+        "{shared:?}"
+    );
+}
+
+#[tokio::test]
+async fn an_https_receiver_whose_ca_is_not_trusted_gets_nothing_the_tries_fail_as_tls_and_are_kept_for_a_server_that_trusts_it(
+) {
+    let certificate = TestCertificate::new("agent-api webhook receiver CA");
+    let other = TestCertificate::new("agent-api some other CA");
+    let receiver = Receiver::start_tls(Mode::Accept, &certificate).await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("hooks.sqlite3");
+    let wrong_ca = other.ca_file(dir.path(), "other-ca.pem");
+
+    // Trusting another CA, then the system's (which know nothing of the test's): refused, tried
+    // again, each server killed with its rows undelivered.
+    let mut expected = BTreeMap::new();
+    for trusted in [Some(wrong_ca), None] {
+        let (path, url) = (path.clone(), receiver.url());
+        let (session, ends) = tokio::task::spawn_blocking(move || {
+            on_a_runtime_killed_after(async move {
+                let mut config = webhooks(&url);
+                if let Some(ca) = trusted {
+                    config = config.with_ca_file(ca).unwrap();
+                }
+                let store = reopen(&path).await;
+                let api = start_on(ServerConfig::default().with_webhooks(config), store).await;
+                let session = unique("untrusted");
+                let created = api
+                    .post(&format!("/v1/sessions/{session}"), scripted("text"))
+                    .await;
+                assert_eq!(created.status, 200);
+                turn(&api, &session, "one").await;
+                let retried = wait_log(&api, &session, "second tls", |d| {
+                    d["error"] == "tls" && d["attempt"].as_u64() >= Some(2)
+                })
+                .await;
+                assert_eq!(retried["outcome"], "retrying", "{retried}");
+                assert!(retried["status"].is_null(), "{retried}");
+                let ends = turn_ends(&api, &session).await;
+                (session, ends)
+            })
+        })
+        .await
+        .unwrap();
+        expected.insert(session, ends);
+    }
+    {
+        let shared = receiver.shared.lock().unwrap();
+        assert!(
+            shared.accepted.is_empty() && shared.requests == 0,
+            "{shared:?}"
+        );
+        assert_eq!(shared.clear, 0, "nothing is ever sent in clear: {shared:?}");
+        assert!(shared.failed_handshakes >= 4, "{shared:?}");
+    }
+
+    // A server that trusts the receiver's CA delivers what the refused tries left.
+    let ca = certificate.ca_file(dir.path(), "ca.pem");
+    let store = reopen(&path).await;
+    let _api = start_on(
+        ServerConfig::default().with_webhooks(webhooks(&receiver.url()).with_ca_file(&ca).unwrap()),
+        store,
+    )
+    .await;
+    check_received(&receiver, &expected).await;
+    assert_eq!(receiver.shared.lock().unwrap().clear, 0);
+}
+
+#[tokio::test]
+async fn a_tenants_token_reads_only_its_tenants_tries_in_the_delivery_log() {
+    use agent_api_server::tokens::{issue, Scope};
+    let receiver = Receiver::start(Mode::Accept).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = ServerConfig::default()
+        .with_token("t0ken")
+        .with_webhooks(webhooks(&receiver.url()));
+    for tenant in ["a", "b"] {
+        std::fs::create_dir_all(dir.path().join(tenant)).unwrap();
+        let root = agent_api_server::Tenant::new(dir.path().join(tenant));
+        config = config.with_tenant(
+            tenant,
+            root.with_home(dir.path().join("homes").join(tenant)),
+        );
+    }
+    let store = StoreUrl::Memory.open().await.unwrap();
+    let api = start_on(config, store.clone()).await;
+    let mut tokens = BTreeMap::new();
+    for (tenant, scope) in [
+        ("a", Scope::Operate),
+        ("a", Scope::Read),
+        ("b", Scope::Operate),
+    ] {
+        let issued = issue(Some(tenant), scope).unwrap();
+        let made = store
+            .token_store()
+            .unwrap()
+            .create_token(issued.record.clone());
+        made.await.unwrap();
+        tokens.insert((tenant, scope), issued.token);
+    }
+    for (tenant, session) in [("a", "ours"), ("b", "theirs")] {
+        let as_tenant = api.with_token(Some(&tokens[&(tenant, Scope::Operate)]));
+        let created = as_tenant
+            .post(&format!("/v1/sessions/{session}"), scripted("text"))
+            .await;
+        assert_eq!(created.status, 200, "{:?}", created.body);
+        turn(&as_tenant, session, "one").await;
+        // The server's own token sees every tenant's tries.
+        wait_log(&api, session, "delivered", |d| d["outcome"] == "delivered").await;
+    }
+    let sessions_seen = |log: Value| -> Vec<String> {
+        let mut seen: Vec<String> = log["deliveries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d["session_id"].as_str().unwrap().to_string())
+            .collect();
+        seen.dedup();
+        seen
+    };
+    let a_read = api.with_token(Some(&tokens[&("a", Scope::Read)]));
+    let all = a_read.get("/v1/webhooks/deliveries").await;
+    assert_eq!(all.status, 200, "{:?}", all.body);
+    assert!(!String::from_utf8_lossy(&all.body).contains("theirs"));
+    assert_eq!(sessions_seen(all.json()), vec!["ours".to_string()]);
+    // Another tenant's session is answered as one without a try; its own are there.
+    let theirs = a_read.get("/v1/webhooks/deliveries?session=theirs").await;
+    assert_eq!(theirs.json(), json!({ "deliveries": [] }));
+    let ours = a_read.get("/v1/webhooks/deliveries?session=ours").await;
+    assert_eq!(sessions_seen(ours.json()), vec!["ours".to_string()]);
+    let both = api.get("/v1/webhooks/deliveries").await.json();
+    let mut every = sessions_seen(both);
+    every.sort();
+    every.dedup();
+    assert_eq!(every, vec!["ours".to_string(), "theirs".to_string()]);
 }

@@ -19,7 +19,6 @@ use std::sync::Arc;
 
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::client::WebPkiServerVerifier;
-use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{CertificateError, DigitallySignedStruct, RootCertStore, SignatureScheme};
 use tokio_postgres_rustls::MakeRustlsConnect;
@@ -127,51 +126,26 @@ impl Connector {
 
 /// The CAs trusted: the PEM file `path`, else (or `system`) the system's.
 fn roots(path: Option<&str>) -> Result<RootCertStore, StoreError> {
-    let mut store = RootCertStore::empty();
-    match path {
-        Some(path) if path != "system" => {
-            let certs = CertificateDer::pem_file_iter(path)
-                .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
-                .map_err(|e| {
-                    StoreError::TlsSettings(format!(
-                        "cannot read the CA file sslrootcert={path}: {e}"
-                    ))
-                })?;
-            let (added, _) = store.add_parsable_certificates(certs);
-            if added == 0 {
-                return Err(StoreError::TlsSettings(format!(
-                    "the CA file sslrootcert={path} holds no usable certificate"
-                )));
-            }
-        }
-        _ => {
-            // Unreadable system stores are skipped: what was found is used.
-            let found = rustls_native_certs::load_native_certs();
-            store.add_parsable_certificates(found.certs);
-        }
-    }
-    Ok(store)
+    let certs = match path {
+        Some(path) if path != "system" => Some(
+            crate::tls::read_ca_file(std::path::Path::new(path), "sslrootcert")
+                .map_err(|e| StoreError::TlsSettings(e.to_string()))?,
+        ),
+        _ => None,
+    };
+    let label = format!("sslrootcert={}", path.unwrap_or("system"));
+    crate::tls::roots(certs.as_deref(), &label).map_err(|e| StoreError::TlsSettings(e.to_string()))
 }
 
 fn client_config(roots: RootCertStore, mode: SslMode) -> Result<rustls::ClientConfig, StoreError> {
-    // ring, not aws-lc-rs: it builds in a fraction of the time and needs no CMake. rustls marks it
-    // deprecated for having no post-quantum key exchange, which PostgreSQL's TLS does not need to
-    // work; aws-lc-rs is the move when it is wanted.
-    #[allow(deprecated)]
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let verifier = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone())
-        .build()
-        .map_err(|e| StoreError::TlsSettings(format!("the CA certificates: {e}")))?;
+    let settings = |e: crate::tls::TlsSetupError| StoreError::TlsSettings(e.to_string());
+    let provider = crate::tls::provider();
+    let verifier = crate::tls::verifier(roots, provider.clone()).map_err(settings)?;
     let verifier: Arc<dyn ServerCertVerifier> = match mode {
         SslMode::VerifyCa => Arc::new(AnyName { inner: verifier }),
         _ => verifier,
     };
-    Ok(rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| StoreError::TlsSettings(e.to_string()))?
-        .dangerous()
-        .with_custom_certificate_verifier(verifier)
-        .with_no_client_auth())
+    crate::tls::client_config(verifier, provider).map_err(settings)
 }
 
 /// `verify-ca`: the chain is verified as usual; a certificate valid but for another name is taken.
@@ -230,13 +204,7 @@ impl ServerCertVerifier for AnyName {
 /// A connection error as the store reports it: TLS failures typed as such, with rustls's reason.
 pub(super) fn connect_error(error: &tokio_postgres::Error) -> StoreError {
     use std::error::Error as _;
-    let tls_reason = error.source().and_then(|cause| {
-        cause
-            .downcast_ref::<std::io::Error>()
-            .and_then(|io| io.get_ref())
-            .and_then(|inner| inner.downcast_ref::<rustls::Error>())
-            .map(ToString::to_string)
-    });
+    let tls_reason = error.source().and_then(crate::tls::rustls_cause);
     let text = error.to_string();
     match tls_reason {
         Some(reason) => StoreError::Tls(reason),

@@ -244,7 +244,13 @@ fn write_loop(mut connection: Connection, queue: mpsc::Receiver<Write>, outbox: 
         }
         let mut results = Vec::with_capacity(batch.len());
         let committed = (|| {
-            let mut tx = connection.transaction().map_err(backend)?;
+            // Takes the write lock at once (waiting on it as busy_timeout says): a transaction
+            // begun as a reader (a create reads before it inserts) cannot write once the tokens'
+            // connection or `agent-api token` committed meanwhile, and SQLite refuses that at
+            // once ("database is locked"), without waiting.
+            let mut tx = connection
+                .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+                .map_err(backend)?;
             for write in &batch {
                 let mut savepoint = tx.savepoint().map_err(backend)?;
                 let result = apply(&savepoint, write, outbox);

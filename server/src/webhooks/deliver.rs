@@ -3,8 +3,9 @@
 //! Rows are taken at most one per endpoint and session at a time (the oldest undelivered: order
 //! per session), posted concurrently across sessions, and a row's next try waits until it is
 //! delivered or given up. A try is done when the endpoint answers 2xx; any other answer, a refused
-//! connection or no answer within the timeout is tried again after [`super::RetryPolicy`]'s
-//! delay. The row's state is written after the endpoint answered: a server killed between the two
+//! connection, a TLS handshake refused (a certificate not verified) or no answer within the
+//! timeout is tried again after [`super::RetryPolicy`]'s delay. An `https://` endpoint is only
+//! ever posted to by the TLS client: never in clear, even when TLS cannot be set up. The row's state is written after the endpoint answered: a server killed between the two
 //! sends the event again (at least once; `webhook-id` is the receiver's dedup key).
 
 use std::sync::Arc;
@@ -12,6 +13,7 @@ use std::time::Duration;
 
 use axum::body::Body;
 use axum::http::{header, HeaderValue, Method, Request};
+use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
@@ -41,14 +43,58 @@ pub(crate) struct Worker {
     pub(crate) stopping: agent_api::request::CancellationToken,
 }
 
+/// The worker's HTTP clients: one for `http://` endpoints, one that speaks only TLS for
+/// `https://` ones (`None` when TLS cannot be set up: their tries fail, nothing is sent).
+struct Clients {
+    plain: Client<HttpConnector, Body>,
+    secure: Option<Client<HttpsConnector<HttpConnector>, Body>>,
+}
+
+impl Clients {
+    fn new(config: &WebhookConfig) -> Self {
+        let connector = |enforce_http: bool| {
+            let mut connector = HttpConnector::new();
+            connector.set_connect_timeout(Some(config.timeout));
+            connector.enforce_http(enforce_http);
+            connector
+        };
+        let builder = || {
+            let mut builder = Client::builder(TokioExecutor::new());
+            builder.pool_idle_timeout(Duration::from_secs(30));
+            builder
+        };
+        let secure = if config
+            .endpoints
+            .iter()
+            .any(super::WebhookEndpoint::is_https)
+        {
+            match config.tls() {
+                Ok(tls) => {
+                    let https = hyper_rustls::HttpsConnectorBuilder::new()
+                        .with_tls_config(tls)
+                        .https_only()
+                        .enable_http1()
+                        .wrap_connector(connector(false));
+                    Some(builder().build(https))
+                }
+                Err(error) => {
+                    tracing::warn!("https webhooks will not be delivered: {error}");
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        Self {
+            plain: builder().build(connector(true)),
+            secure,
+        }
+    }
+}
+
 /// Delivers until the server stops.
 pub(crate) async fn run(worker: Worker) {
-    let mut connector = HttpConnector::new();
-    connector.set_connect_timeout(Some(worker.config.timeout));
-    connector.enforce_http(true);
-    let client: Client<HttpConnector, Body> = Client::builder(TokioExecutor::new())
-        .pool_idle_timeout(Duration::from_secs(30))
-        .build(connector);
+    let clients = Clients::new(&worker.config);
     let endpoints: Vec<String> = worker
         .config
         .endpoints
@@ -89,7 +135,7 @@ pub(crate) async fn run(worker: Worker) {
             }
             continue;
         }
-        let sends = due.into_iter().map(|row| deliver(&worker, &client, row));
+        let sends = due.into_iter().map(|row| deliver(&worker, &clients, row));
         tokio::select! {
             _ = futures::future::join_all(sends) => {}
             // Rows in flight stay undelivered: sent again after the restart (at least once).
@@ -112,8 +158,21 @@ fn payload(row: &Delivery, time: &str) -> String {
     )
 }
 
+/// What a try that got no answer is recorded as: `tls` (the handshake failed: a certificate not
+/// verified, a receiver that does not speak TLS), `connect` (refused, unreachable), `request`.
+fn failure_class(error: &hyper_util::client::legacy::Error) -> &'static str {
+    if let Some(reason) = crate::tls::rustls_cause(error) {
+        tracing::debug!("webhook TLS handshake failed: {reason}");
+        "tls"
+    } else if error.is_connect() {
+        "connect"
+    } else {
+        "request"
+    }
+}
+
 /// Posts one row and records what came of it.
-async fn deliver(worker: &Worker, client: &Client<HttpConnector, Body>, row: Delivery) {
+async fn deliver(worker: &Worker, clients: &Clients, row: Delivery) {
     let config = &worker.config;
     let attempt = row.attempts.saturating_add(1);
     let head: Option<EventHead<'_>> = serde_json::from_str(&row.json).ok();
@@ -150,15 +209,23 @@ async fn deliver(worker: &Worker, client: &Client<HttpConnector, Body>, row: Del
                 {
                     request.headers_mut().insert(header::HOST, host);
                 }
-                match tokio::time::timeout(config.timeout, client.request(request)).await {
-                    Ok(Ok(response)) if response.status().is_success() => {
+                let sent = async {
+                    match (endpoint.is_https(), &clients.secure) {
+                        (false, _) => Some(clients.plain.request(request).await),
+                        (true, Some(secure)) => Some(secure.request(request).await),
+                        // No TLS to speak: not sent at all, rather than in clear.
+                        (true, None) => None,
+                    }
+                };
+                match tokio::time::timeout(config.timeout, sent).await {
+                    Ok(None) => (None, Some("tls".to_string())),
+                    Ok(Some(Ok(response))) if response.status().is_success() => {
                         (Some(response.status().as_u16()), None)
                     }
-                    Ok(Ok(response)) => {
+                    Ok(Some(Ok(response))) => {
                         (Some(response.status().as_u16()), Some("status".to_string()))
                     }
-                    Ok(Err(error)) if error.is_connect() => (None, Some("connect".to_string())),
-                    Ok(Err(_)) => (None, Some("request".to_string())),
+                    Ok(Some(Err(error))) => (None, Some(failure_class(&error).to_string())),
                     Err(_) => (None, Some("timeout".to_string())),
                 }
             }

@@ -1,12 +1,15 @@
 //! `GET /v1/webhooks/deliveries`: the delivery log, newest try first. A try shows its endpoint
 //! (without its query), session, event, time, HTTP status or error class, and next try: never a
-//! body, a header or the secret.
+//! body, a header or the secret. A tenant's token sees its tenant's sessions' tries only.
+
+use std::collections::HashMap;
 
 use axum::extract::State;
-use axum::Json;
+use axum::{Extension, Json};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
+use crate::access::Caller;
 use crate::error::{ApiError, QueryOf};
 use crate::state::Server;
 use crate::store::DeliveryAttempt;
@@ -46,7 +49,7 @@ pub(crate) struct DeliveryInfo {
     outcome: String,
     /// The endpoint's HTTP status, when it answered.
     status: Option<u16>,
-    /// Why it failed: `status` (not 2xx), `connect`, `timeout` or `request`.
+    /// Why it failed: `status` (not 2xx), `connect`, `tls`, `timeout` or `request`.
     error: Option<String>,
     /// When the next try is due (RFC 3339), when there is one.
     next_attempt_at: Option<String>,
@@ -57,16 +60,6 @@ pub(crate) struct DeliveryInfo {
 pub(crate) struct DeliveriesResponse {
     /// The tries, newest first.
     deliveries: Vec<DeliveryInfo>,
-}
-
-fn rfc3339(ms: i64) -> String {
-    time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
-        .ok()
-        .and_then(|t| {
-            t.format(&time::format_description::well_known::Rfc3339)
-                .ok()
-        })
-        .unwrap_or_default()
 }
 
 fn info(server: &Server, attempt: DeliveryAttempt) -> DeliveryInfo {
@@ -84,11 +77,11 @@ fn info(server: &Server, attempt: DeliveryAttempt) -> DeliveryInfo {
         event_id: attempt.event_id,
         kind: attempt.event.as_str().into(),
         attempt: attempt.attempt,
-        at: rfc3339(attempt.at_ms),
+        at: crate::wire::rfc3339_ms(attempt.at_ms),
         outcome: attempt.outcome.as_str().into(),
         status: attempt.status,
         error: attempt.error,
-        next_attempt_at: attempt.next_attempt_ms.map(rfc3339),
+        next_attempt_at: attempt.next_attempt_ms.map(crate::wire::rfc3339_ms),
     }
 }
 
@@ -98,22 +91,55 @@ fn info(server: &Server, attempt: DeliveryAttempt) -> DeliveryInfo {
         (status = 500, body = crate::wire::ProblemDetails)))]
 pub(crate) async fn deliveries(
     State(server): State<Server>,
+    Extension(caller): Extension<Caller>,
     QueryOf(query): QueryOf<DeliveriesQuery>,
 ) -> Result<Json<DeliveriesResponse>, ApiError> {
     let limit = query.limit.unwrap_or(100).min(MAX_LIMIT);
+    let none = || {
+        Json(DeliveriesResponse {
+            deliveries: Vec::new(),
+        })
+    };
     if server.inner.config.webhooks.is_none() {
         // No webhook: no log to read (and a store without an outbox would refuse).
-        return Ok(Json(DeliveriesResponse {
-            deliveries: Vec::new(),
-        }));
+        return Ok(none());
     }
-    let attempts = server
-        .inner
-        .store
-        .delivery_log(query.session.as_deref(), limit)
+    let store = &server.inner.store;
+    // A tenant's token reads its tenant's sessions' tries only: another tenant's session is
+    // answered as one with no try (nothing says it exists), and a log of every session is read
+    // as far back as one page goes and kept to the tenant's.
+    let (fetch, mut theirs_by_session) = match (&caller.tenant, query.session.as_deref()) {
+        (None, _) => (limit, None),
+        (Some(_), Some(id)) => match store.session(id).await? {
+            Some(record) if caller.sees(record.tenant.as_deref()) => (limit, None),
+            _ => return Ok(none()),
+        },
+        (Some(_), None) => (MAX_LIMIT, Some(HashMap::<String, bool>::new())),
+    };
+    let attempts = store
+        .delivery_log(query.session.as_deref(), fetch)
         .await
         .map_err(ApiError::store)?;
-    Ok(Json(DeliveriesResponse {
-        deliveries: attempts.into_iter().map(|a| info(&server, a)).collect(),
-    }))
+    let mut deliveries = Vec::new();
+    for attempt in attempts {
+        if let Some(seen) = theirs_by_session.as_mut() {
+            let theirs = match seen.get(&attempt.session) {
+                Some(theirs) => *theirs,
+                None => {
+                    let record = store.session(&attempt.session).await?;
+                    let theirs = record.is_some_and(|r| caller.sees(r.tenant.as_deref()));
+                    seen.insert(attempt.session.clone(), theirs);
+                    theirs
+                }
+            };
+            if !theirs {
+                continue;
+            }
+        }
+        deliveries.push(info(&server, attempt));
+        if deliveries.len() == limit {
+            break;
+        }
+    }
+    Ok(Json(DeliveriesResponse { deliveries }))
 }

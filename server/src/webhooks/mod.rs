@@ -31,12 +31,16 @@ const MAX_URL: usize = 2048;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum WebhookError {
-    /// Not an absolute `http://` URL this server can post to.
-    #[error("webhook URL `{0}`: give an absolute http:// URL (host, optional port and path)")]
+    /// Not an absolute `http://` or `https://` URL this server can post to.
+    #[error("webhook URL `{0}`: give an absolute http:// or https:// URL (host, optional port and path)")]
     Url(String),
-    /// `https://`, which this build does not speak.
-    #[error("webhook URL `{0}`: https is not supported by this build; post to an http:// endpoint on a trusted network (a local TLS-terminating proxy, for one)")]
-    Https(String),
+    /// The CA file (`--webhook-ca`) cannot be read or holds no usable certificate.
+    #[error("webhook CA file: {0}")]
+    CaFile(String),
+    /// `https://` endpoints with no CA to verify their certificates against (none in the system's
+    /// store and no `--webhook-ca`): nothing would ever be delivered.
+    #[error("https webhooks: {0}")]
+    Tls(String),
     /// A URL with a user name or password in it.
     #[error("webhook URL `{0}`: no user name or password in the URL (the signature authenticates the server)")]
     UserInfo(String),
@@ -73,13 +77,15 @@ impl std::fmt::Debug for WebhookEndpoint {
 
 impl WebhookEndpoint {
     /// Parses `URL` or `URL;events=NAME[,NAME…]` (every event when none is named). The URL is
-    /// hostile until checked: absolute `http://`, a host, no user name or password, no fragment,
-    /// at most 2048 bytes of visible ASCII.
+    /// hostile until checked: absolute `http://` or `https://`, a host, no user name or
+    /// password, no fragment, at most 2048 bytes of visible ASCII. An `https://` endpoint is
+    /// only ever posted to over TLS, its certificate verified ([`WebhookConfig::with_ca_file`]).
     ///
     /// ```
     /// use agent_api_server::webhooks::WebhookEndpoint;
     /// let hook = WebhookEndpoint::parse("http://127.0.0.1:9000/hooks;events=turn.ended,error").unwrap();
     /// assert_eq!(hook.events().len(), 2);
+    /// assert!(WebhookEndpoint::parse("https://hooks.example.com/in").unwrap().is_https());
     /// assert!(WebhookEndpoint::parse("http://user:pw@example.com/").is_err());
     /// assert!(WebhookEndpoint::parse("ftp://example.com/").is_err());
     /// assert!(WebhookEndpoint::parse("http://example.com/;events=item.delta").is_err());
@@ -103,8 +109,7 @@ impl WebhookEndpoint {
             return Err(WebhookError::UserInfo(shown()));
         }
         match uri.scheme_str().map(str::to_ascii_lowercase).as_deref() {
-            Some("http") => {}
-            Some("https") => return Err(WebhookError::Https(shown())),
+            Some("http" | "https") => {}
             _ => return Err(WebhookError::Url(shown())),
         }
         if authority.host().is_empty() {
@@ -149,6 +154,13 @@ impl WebhookEndpoint {
     /// URL after a restart finds its rows again; the store holds no URL).
     pub fn key(&self) -> &str {
         &self.key
+    }
+
+    /// Whether it is posted to over TLS (`https://`).
+    pub fn is_https(&self) -> bool {
+        self.uri
+            .scheme_str()
+            .is_some_and(|s| s.eq_ignore_ascii_case("https"))
     }
 
     pub(crate) fn uri(&self) -> &Uri {
@@ -283,6 +295,22 @@ pub struct WebhookConfig {
     pub timeout: Duration,
     /// How often the outbox is looked at for rows due (default 500 ms).
     pub poll: Duration,
+    /// The CAs `https://` endpoints' certificates are verified against instead of the system's
+    /// (`--webhook-ca`).
+    ca: Option<CaFile>,
+}
+
+/// A CA file read at start: its path (what is shown) and its certificates.
+#[derive(Clone, PartialEq, Eq)]
+struct CaFile {
+    path: std::path::PathBuf,
+    certs: Vec<rustls::pki_types::CertificateDer<'static>>,
+}
+
+impl std::fmt::Debug for CaFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("CaFile").field(&self.path).finish()
+    }
 }
 
 impl WebhookConfig {
@@ -295,7 +323,59 @@ impl WebhookConfig {
             retry: RetryPolicy::default(),
             timeout: Duration::from_secs(10),
             poll: Duration::from_millis(500),
+            ca: None,
         }
+    }
+
+    /// Verifies `https://` endpoints' certificates against the CAs of the PEM file `path` (a
+    /// private receiver's CA) instead of the system's; read now, once. A file that cannot be read
+    /// or holds no certificate is refused.
+    ///
+    /// ```
+    /// use agent_api_server::webhooks::{WebhookConfig, WebhookError, WebhookSecret};
+    /// let secret = WebhookSecret::parse("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw").unwrap();
+    /// let refused = WebhookConfig::new(vec![], secret).with_ca_file("/nonexistent/ca.pem");
+    /// assert!(matches!(refused, Err(WebhookError::CaFile(_))));
+    /// ```
+    pub fn with_ca_file(mut self, path: impl AsRef<std::path::Path>) -> Result<Self, WebhookError> {
+        let path = path.as_ref();
+        let certs = crate::tls::read_ca_file(path, "--webhook-ca")
+            .map_err(|e| WebhookError::CaFile(e.to_string()))?;
+        self.ca = Some(CaFile {
+            path: path.to_path_buf(),
+            certs,
+        });
+        Ok(self)
+    }
+
+    /// Whether these webhooks can be delivered as configured: an `https://` endpoint needs a CA
+    /// to verify its certificate against (`--webhook-ca`, else the system's store). A server
+    /// started anyway records each such try as failed (`tls`) and sends nothing.
+    pub fn check(&self) -> Result<(), WebhookError> {
+        if self.endpoints.iter().any(WebhookEndpoint::is_https) {
+            self.tls()?;
+        }
+        Ok(())
+    }
+
+    /// The TLS client configuration for `https://` endpoints: certificates verified against the
+    /// CA file's CAs, else the system's.
+    pub(crate) fn tls(&self) -> Result<rustls::ClientConfig, WebhookError> {
+        let label = self
+            .ca
+            .as_ref()
+            .map_or_else(|| "system".to_string(), |ca| ca.path.display().to_string());
+        let roots = crate::tls::roots(self.ca.as_ref().map(|ca| ca.certs.as_slice()), &label)
+            .map_err(|e| WebhookError::CaFile(e.to_string()))?;
+        if roots.is_empty() {
+            return Err(WebhookError::Tls(
+                "this system has no CA certificate to verify the endpoints' with: name a PEM file with --webhook-ca FILE".into(),
+            ));
+        }
+        let provider = crate::tls::provider();
+        let verifier = crate::tls::verifier(roots, provider.clone())
+            .map_err(|e| WebhookError::Tls(e.to_string()))?;
+        crate::tls::client_config(verifier, provider).map_err(|e| WebhookError::Tls(e.to_string()))
     }
 
     /// Sets the retry schedule.
@@ -352,7 +432,6 @@ mod tests {
             ("http://example.com/#frag", "url"),
             ("http://u:p@example.com/", "userinfo"),
             ("http://u@example.com/", "userinfo"),
-            ("https://example.com/", "https"),
             ("http://example.com/;events=", "events"),
             ("http://example.com/;events=turn.ended,nope", "events"),
             ("http://example.com/;retry=5", "option"),
@@ -361,7 +440,6 @@ mod tests {
             let got = match WebhookEndpoint::parse(text) {
                 Err(WebhookError::Url(_)) => "url",
                 Err(WebhookError::UserInfo(_)) => "userinfo",
-                Err(WebhookError::Https(_)) => "https",
                 Err(WebhookError::Events(_)) => "events",
                 Err(WebhookError::Option(_)) => "option",
                 other => panic!("{text:?}: {other:?}"),
@@ -383,6 +461,9 @@ mod tests {
         assert_eq!(hook.shown(), "http://127.0.0.1:9/in");
         assert!(!format!("{hook:?}").contains("s3cret"));
         assert_eq!(hook.key().len(), 32);
+        let secure = WebhookEndpoint::parse("https://hooks.example.com:8443/in?k=v").unwrap();
+        assert!(secure.is_https() && !hook.is_https());
+        assert_eq!(secure.shown(), "https://hooks.example.com:8443/in");
         let all = WebhookEndpoint::parse("http://127.0.0.1:9/in").unwrap();
         assert_eq!(all.events(), WebhookEvent::ALL);
         assert_ne!(all.key(), hook.key());
