@@ -96,6 +96,16 @@ pub fn replayer(kind: &AgentKind) -> Result<Arc<dyn Replay>, AgentError> {
     Ok((probe.build)(binary))
 }
 
+/// A replayer for every built-in kind ([`replayer`]): what a replay asks whether a file is one of
+/// an agent's own stores rather than a recording
+/// ([`agent_api::kit::replay::ReplayOptions::refusing_stores_of`]).
+pub fn replayers() -> Vec<Arc<dyn Replay>> {
+    kinds()
+        .iter()
+        .filter_map(|kind| replayer(kind).ok())
+        .collect()
+}
+
 /// A gateway holding a backend for every built-in kind ([`backend`]), without running any CLI.
 pub fn gateway() -> Gateway {
     let mut gateway = Gateway::new();

@@ -361,6 +361,10 @@ impl agent_api::kit::replay::Replay for ClaudeCodeBackend {
             other => Err(other.not_replayable_by("claude_code")),
         }
     }
+
+    fn store_shape(&self, first_line: &[u8]) -> Option<agent_api::history::StoreShape> {
+        history::store_shape(first_line)
+    }
 }
 
 /// What discovery needs to find the `claude` CLI and build a backend for it.

@@ -276,4 +276,8 @@ impl agent_api::kit::replay::Replay for CodexBackend {
             other => Err(other.not_replayable_by("codex")),
         }
     }
+
+    fn store_shape(&self, first_line: &[u8]) -> Option<agent_api::history::StoreShape> {
+        history::store_shape(first_line)
+    }
 }
