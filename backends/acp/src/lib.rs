@@ -35,7 +35,7 @@
 //! | `fs/read_text_file`, `fs/write_text_file` | served confined, no event of their own |
 //! | `session/prompt` answer | the turn's end (its `stopReason` a status), usage |
 //! | an error answer | one typed error (by the HTTP status its text names) |
-//! | a stderr line naming a retry | `api_retry` status, and a `rate_limited` notice for a limit |
+//! | a stderr line naming a retry (as the agent's crate reads it; any ACP agent's: [`read_retries`]) | `api_retry` status, and a `rate_limited` notice for a limit |
 //!
 //! Sessions (`spec/run-protocol.md` §8): on ACP every kind opens a warm session, one live agent
 //! and one ACP session whose turns are `session/prompt`s; a cancelled turn ends with the
@@ -80,9 +80,9 @@ pub use fs::ConfinedFs;
 pub use options::{absolute, AcpConfig, AcpOptions};
 pub use plan_exit::ExitPlan;
 pub use portable::{acp_servers, prepare, RunFiles, ACP_ATTACHMENTS, ACP_IMAGES};
-pub use protocol::{prompt_blocks, session_log, Acp, Plan};
+pub use protocol::{prompt_blocks, session_log, Acp, Plan, StderrReader};
 pub use requests::{FsMode, Requests};
-pub use retries::Retry;
+pub use retries::{read_retries, Retry};
 
 /// The generic kind.
 pub const KIND: AgentKind = AgentKind::from_static("acp");
@@ -108,13 +108,14 @@ impl CliBackend<AnyAgent> {
 const COMMAND_OPTION: &str = "backend.acp.command";
 
 /// Any ACP agent, as the shared backend runs it ([`CliAgent`]): its command line is the
-/// caller's, so it has no program, flags, variables or home of its own.
+/// caller's, so it has no program, flags, variables or home of its own; its stderr is read for
+/// the family's retry lines ([`read_retries`]).
 #[derive(Debug, Clone, Copy, Default)]
 #[non_exhaustive]
 pub struct AnyAgent;
 
 impl CliAgent for AnyAgent {
-    const CLI: AgentCli = AgentCli::new(KIND, "acp", &[], "acp");
+    const CLI: AgentCli = AgentCli::new(KIND, "acp", &[], "acp").reads_stderr(read_retries);
     const SUPPORTED_VERSIONS: &'static [&'static str] = &[];
     const OPTION_MAPPINGS: &'static [agent_api::kit::options::OptionMapping] = portable::MAPPINGS;
     type Options = AcpOptions;
@@ -167,7 +168,7 @@ impl CliAgent for AnyAgent {
 
     fn replay_protocol(format: RecordingFormat) -> Result<Box<dyn Protocol>, AgentError> {
         match format {
-            RecordingFormat::Session => Ok(Box::new(Acp::replay("acp"))),
+            RecordingFormat::Session => Ok(Box::new(Self::CLI.replay())),
             other => Err(other.not_replayable_by("acp")),
         }
     }

@@ -195,3 +195,38 @@ async fn a_stored_session_file_is_refused_by_its_backend_and_by_one_told_of_it()
         "a backend that does not know the store reads the lines"
     );
 }
+
+/// An ACP agent's retries, which it reports only on stderr, show in a replay as in a live run,
+/// read where its crate says: Gemini CLI's stderr, and any ACP agent's (the generic kind reads
+/// the family's attempt lines). The stderr is Gemini CLI's own, recorded on a run of 500s.
+#[tokio::test]
+async fn an_acp_agents_stderr_retries_show_in_its_replay() {
+    use agent_api_acp::{AcpBackend, AcpConfig};
+    use agent_api_gemini::GeminiBackend;
+    let fixtures = agent_bench::fixtures_dir();
+    let meta: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(fixtures.join("gemini/headless/error500_default_attempts.meta.json"))
+            .unwrap(),
+    )
+    .unwrap();
+    let stderr = meta["stderr"].as_str().unwrap().to_string();
+    let recording = fixtures.join("gemini/acp/text.session.jsonl");
+    let backends: [(&str, Box<dyn agent_api::kit::replay::Replay>); 2] = [
+        ("gemini", Box::new(GeminiBackend::new(AcpConfig::default()))),
+        ("acp", Box::new(AcpBackend::generic(AcpConfig::default()))),
+    ];
+    for (name, backend) in backends {
+        let file = tokio::fs::File::open(&recording).await.unwrap();
+        let options = ReplayOptions::default().stderr(Some(stderr.clone()));
+        let run = record(replay(backend.as_ref(), file, options).await.unwrap()).await;
+        assert_conformant(&run);
+        let retries = run
+            .status_labels()
+            .iter()
+            .filter(|l| *l == "api_retry")
+            .count();
+        // Three attempts failed and were retried; the fourth's line ends the tries, no retry.
+        assert_eq!(retries, 3, "{name}: {:?}", run.types());
+        assert!(run.completion.is_ok(), "{name}");
+    }
+}
