@@ -248,6 +248,17 @@ impl Protocol for Sniffed {
         self.inner.as_ref().map_or("qwen", |p| p.name())
     }
 
+    /// A recording's stderr (its debug log's lines, or a `meta.json`'s stderr) shows the retries
+    /// a live run shows, whichever interface was recorded: read here, before the first message
+    /// picks the converter and after.
+    fn reads_stderr(&self) -> bool {
+        true
+    }
+
+    fn on_stderr(&mut self, line: &str, ctx: &mut Ctx<'_>) {
+        crate::retries::read_log_line(line, ctx.transcript);
+    }
+
     fn on_line(&mut self, line: &[u8], ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
         match &mut self.inner {
             Some(inner) => inner.on_line(line, ctx),
