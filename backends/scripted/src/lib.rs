@@ -48,7 +48,7 @@ use agent_api::{
 use async_trait::async_trait;
 
 pub use scenario::Scenario;
-pub use sessions::HOME_VAR;
+pub use sessions::{outlive_this_process as sessions_outlive_this_process, HOME_VAR};
 
 use std::path::Path;
 
