@@ -84,7 +84,7 @@ impl std::fmt::Debug for ReplayOptions {
         let others: Vec<String> = self
             .other_stores
             .iter()
-            .map(|b| b.kind().to_string())
+            .map(|b| b.info().kind.to_string())
             .collect();
         f.debug_struct("ReplayOptions")
             .field("include_raw", &self.include_raw)
@@ -253,10 +253,11 @@ pub async fn replay(
         .collect();
     let source: LineSource = futures::stream::iter(stderr).chain(source).boxed();
     let protocol = backend.replay_protocol(format)?;
-    let mut settings = RunSettings::new(backend.kind());
+    let mut settings = RunSettings::new(backend.info().kind.clone());
     settings.include_raw = options.include_raw;
     settings.tools_structured = backend
-        .capabilities()
+        .info()
+        .capabilities
         .contains(agent_api_capabilities::TOOLS_STRUCTURED_V1);
     Ok(start_run(
         settings,

@@ -47,6 +47,7 @@ const ORDER: &[&str] = &[
     "contract::images",
     "contract::options",
     "contract::session",
+    "contract::backend_info",
     "contract::backend",
     "contract",
     // The kit: framing, processes, launchers, the transcript builder, the driver, HITL, replay.
@@ -71,6 +72,7 @@ const ORDER: &[&str] = &[
     "kit::home",
     "kit::snapshot",
     "kit::caller_tools",
+    "kit::cli",
     "kit",
     // The features, each on runs.
     "display",

@@ -213,7 +213,7 @@ async fn an_acp_agents_stderr_retries_show_in_its_replay() {
     let recording = fixtures.join("gemini/acp/text.session.jsonl");
     let backends: [(&str, Box<dyn agent_api::kit::replay::Replay>); 2] = [
         ("gemini", Box::new(GeminiBackend::new(AcpConfig::default()))),
-        ("acp", Box::new(AcpBackend::generic(AcpConfig::default()))),
+        ("acp", Box::new(AcpBackend::new(AcpConfig::default()))),
     ];
     for (name, backend) in backends {
         let file = tokio::fs::File::open(&recording).await.unwrap();
