@@ -1,7 +1,7 @@
 //! The agents' own session stores: what an agent did yesterday, read back as the universal
 //! transcript (`spec/history.md`).
 //!
-//! Claude Code, Codex and others write every session to disk. A backend that can read its
+//! Many agent CLIs write every session to disk. A backend that can read its
 //! agent's store returns a [`SessionStore`] from [`crate::AgentBackend::session_store`]; the
 //! [`crate::Gateway`] reaches it by kind. [`SessionStore::list_sessions`] lists the stored
 //! sessions ([`StoredSession`]: id, time, working directory, first prompt, size) and
@@ -9,8 +9,9 @@
 //! view, as a replay is. A line of a store that cannot be read becomes `agent.unparsed` with a
 //! reason; the read goes on.
 //!
-//! A stored session is not a recording of an agent's output: [`store_shape`] recognizes one by
-//! its first line, and a replay refuses it with [`AgentError::StoredSessionFile`].
+//! A stored session is not a recording of an agent's output: the backend recognizes one of its
+//! store's files by its first line ([`crate::kit::replay::Replay::store_shape`]), and a replay
+//! refuses it with [`AgentError::StoredSessionFile`].
 
 use std::path::{Path, PathBuf};
 
@@ -18,7 +19,7 @@ use crate::contract::error::AgentError;
 use crate::contract::kind::AgentKind;
 use crate::contract::run::RunHandle;
 pub use crate::contract::store::{
-    check_session_id, store_shape, SessionQuery, SessionStore, StoreShape, StoredSession,
+    check_session_id, SessionQuery, SessionStore, StoreShape, StoredSession,
 };
 use crate::kit::lines::DEFAULT_LINE_CAP;
 use crate::kit::{line_source, LineSource, Transport};
@@ -145,23 +146,6 @@ pub fn jsonl_files(dir: &Path) -> Vec<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn store_lines_are_recognized_and_output_lines_are_not() {
-        let claude = br#"{"type":"queue-operation","operation":"enqueue","timestamp":"2026-11-23T17:03:48.379Z","sessionId":"cd13"}"#;
-        assert_eq!(store_shape(claude), Some(StoreShape::ClaudeCodeProject));
-        let codex = br#"{"timestamp":"2026-11-23T17:03:54.219Z","type":"session_meta","payload":{"id":"01a2"}}"#;
-        assert_eq!(store_shape(codex), Some(StoreShape::CodexRollout));
-        assert_eq!(
-            store_shape(br#"{"type":"system","subtype":"init","session_id":"cd13"}"#),
-            None
-        );
-        assert_eq!(
-            store_shape(br#"{"type":"thread.started","thread_id":"01a2"}"#),
-            None
-        );
-        assert_eq!(store_shape(b"not json"), None);
-    }
 
     #[test]
     fn session_ids_with_path_parts_are_refused() {

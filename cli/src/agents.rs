@@ -59,12 +59,10 @@ pub(crate) fn gateway() -> Gateway {
     agent_api_builtin::gateway()
 }
 
-/// The agent `run` uses without `--agent`: the first CLI discovery finds, else the scripted agent.
+/// The agent `run` uses without `--agent`: the first CLI discovery finds, else the built-in one.
 pub(crate) fn default_kind() -> (String, Option<PathBuf>) {
-    match agent_api_builtin::locate().into_iter().next() {
-        Some((kind, path, _)) => (kind.to_string(), Some(path)),
-        None => (agent_api_builtin::SCRIPTED.to_string(), None),
-    }
+    let (kind, path) = agent_api_builtin::default_kind();
+    (kind.to_string(), path)
 }
 
 /// Parses a kind given on the command line.

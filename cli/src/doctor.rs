@@ -8,11 +8,14 @@ use agent_api::display;
 use crate::agents::locate_bench;
 use crate::output::{finish, Stdout};
 
-/// Prints one row per agent: the scripted agent, then every supported CLI, installed or not.
+/// Prints one row per agent: the built-in one, then every supported CLI, installed or not.
 pub(crate) async fn doctor() -> Result<ExitCode, String> {
     let mut out = Stdout::new();
     let installed = agent_api_builtin::discover().await;
-    let mut rows = vec!["scripted      built in (always available)".to_string()];
+    let mut rows = vec![format!(
+        "{:<13} built in (always available)",
+        agent_api_builtin::FALLBACK
+    )];
     for probe in agent_api_builtin::probes() {
         let row = match installed.iter().find(|i| i.kind == probe.kind) {
             Some(cli) => format!(

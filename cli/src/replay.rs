@@ -16,11 +16,15 @@ pub(crate) async fn replay(options: RunOptions, file: &Path) -> Result<ExitCode,
     let kind = options.agent.clone().unwrap_or_default();
     let backend = replayer(&kind)?;
     let include_raw = options.include_raw;
+    // A file of any built-in agent's own store is refused, whichever agent replays it.
+    let stores = agent_api_builtin::replayers();
     let handle = if file == Path::new("-") {
         replay_recording(
             backend.as_ref(),
             tokio::io::stdin(),
-            ReplayOptions::default().include_raw(include_raw),
+            ReplayOptions::default()
+                .include_raw(include_raw)
+                .refusing_stores_of(stores),
         )
         .await
     } else {
@@ -30,7 +34,9 @@ pub(crate) async fn replay(options: RunOptions, file: &Path) -> Result<ExitCode,
         replay_recording(
             backend.as_ref(),
             reader,
-            ReplayOptions::beside(file).include_raw(include_raw),
+            ReplayOptions::beside(file)
+                .include_raw(include_raw)
+                .refusing_stores_of(stores),
         )
         .await
     }

@@ -80,7 +80,7 @@ pub(crate) fn parse_option(text: &str) -> Result<(String, String), String> {
         Some((key, value)) if !key.trim().is_empty() => {
             Ok((key.trim().to_string(), value.to_string()))
         }
-        _ => Err("expected KEY=VALUE, e.g. backend.scripted.scenario=tour".into()),
+        _ => Err("expected KEY=VALUE, e.g. backend.<kind>.<field>=VALUE".into()),
     }
 }
 
@@ -163,7 +163,7 @@ pub(crate) fn chosen_kind(options: &RunOptions) -> String {
             display::line(&path.to_string_lossy(), 512)
         ),
         None => eprintln!(
-            "agent-api: no supported agent CLI is installed; using the built-in scripted agent"
+            "agent-api: no supported agent CLI is installed; using the built-in {kind} agent"
         ),
     }
     kind
@@ -354,8 +354,10 @@ impl<'a> Viewer<'a> {
         Some(match result {
             Ok(done) => {
                 // One line to resume with (`agent-api run --resume '<json>' ...`), for a live run
-                // whose session outlives this process (the scripted agent's live in it only).
-                let resumable = self.options.answers && kind.as_str() != "scripted";
+                // whose session outlives this process (the backend's answer: an agent may keep
+                // its sessions in this process's memory).
+                let resumable =
+                    self.options.answers && agent_api_builtin::sessions_outlive_this_process(&kind);
                 let session = done
                     .session
                     .as_ref()

@@ -6,7 +6,7 @@ use axum::http::StatusCode;
 
 use crate::error::ApiError;
 use crate::state::Server;
-use crate::wire::{AgentCapabilities, AgentInfo, AgentModeInfo, AgentModesResponse};
+use crate::wire::{AgentCapabilities, AgentInfo, AgentModeInfo, AgentModesResponse, DEFAULT_MODE};
 
 /// The reference's booleans from a backend's capability ids.
 pub(crate) fn capabilities(set: &agent_api::CapabilitySet) -> AgentCapabilities {
@@ -100,9 +100,6 @@ fn needs_reason(server: &Server, option: &str) -> String {
     };
     format!("it needs `{option}`, which this server's session defaults do not set: {how}")
 }
-
-/// The wire's name for an agent's own default mode (the reference's `build`).
-pub(crate) const DEFAULT_MODE: &str = "build";
 
 /// An agent's modes: `build` (its default), then those its backend lists (`plan`, its own).
 pub(crate) fn modes(listed: &[agent_api::request::ModeInfo]) -> AgentModesResponse {

@@ -346,8 +346,7 @@ async fn turn(
     // before that, so an unknown mode would otherwise be refused to nobody.
     if let Some(mode) = body.settings.agent_mode.as_deref() {
         let backend = server.backend(&live.opened.kind)?;
-        if mode != crate::agents::DEFAULT_MODE && !backend.info().modes.iter().any(|m| m.id == mode)
-        {
+        if mode != crate::wire::DEFAULT_MODE && !backend.info().modes.iter().any(|m| m.id == mode) {
             return Err(ApiError::invalid(format!(
                 "the agent `{}` has no mode `{}` (GET /v1/agents/{{agent}}/modes lists them)",
                 live.opened.kind,
@@ -874,12 +873,6 @@ pub(crate) async fn cancel_turn(
         ));
     }
     Ok(StatusCode::NO_CONTENT)
-}
-
-/// Beyond the reference: this document.
-#[utoipa::path(get, path = "/v1/openapi.json", operation_id = "get_openapi", responses((status = 200, description = "This OpenAPI document")))]
-pub(crate) async fn openapi() -> Json<utoipa::openapi::OpenApi> {
-    Json(crate::openapi::document())
 }
 
 /// Any other path.

@@ -279,14 +279,14 @@ impl ServerConfig {
     /// ```
     pub fn check(&self) -> Result<(), ConfigError> {
         for origin in &self.cors_origins {
-            if !crate::guard::is_origin(origin) {
+            if !crate::hosts::is_origin(origin) {
                 return Err(ConfigError::CorsOrigin(agent_api::display::line(
                     origin, 128,
                 )));
             }
         }
         for host in &self.allowed_hosts {
-            if !crate::guard::is_host_name(host) {
+            if !crate::hosts::is_host_name(host) {
                 return Err(ConfigError::Host(agent_api::display::line(host, 128)));
             }
         }

@@ -12,8 +12,7 @@
 //! The same task that takes commands wakes the SSE streams following sessions run elsewhere
 //! ([`crate::remote`]) from the store's notifications: no polling.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use axum::body::Body;
@@ -50,28 +49,6 @@ const MAX_ANSWER: usize = 4 << 20;
 /// Marks a request run for another server: it is answered here, never handed on.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Forwarded;
-
-/// The commands this server waits for an answer to, by id.
-#[derive(Debug, Default)]
-pub(crate) struct Waiters(Mutex<HashMap<i64, Arc<Notify>>>);
-
-impl Waiters {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<i64, Arc<Notify>>> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    fn wake(&self, id: i64) {
-        if let Some(waiter) = self.lock().get(&id) {
-            waiter.notify_one();
-        }
-    }
-
-    fn wake_all(&self) {
-        for waiter in self.lock().values() {
-            waiter.notify_one();
-        }
-    }
-}
 
 /// The session a command's path names, when it is one a server running the session must answer:
 /// `POST /v1/sessions/{id}` and `POST /v1/sessions/{id}/…`, but not `messages/stream` (answered
@@ -434,12 +411,12 @@ pub(crate) async fn listen(
             }) => server
                 .inner
                 .polls
-                .seen(&session, crate::remote::Seen { events, ended }),
+                .seen(&session, crate::polls::Seen { events, ended }),
             Some(Notice::Command(id)) => take(&server, id).await,
             Some(Notice::Answer(id)) => server.inner.waiters.wake(id),
             Some(Notice::Missed) => {
                 server.inner.waiters.wake_all();
-                server.inner.polls.reread(&server).await;
+                server.inner.polls.reread(server.inner.store.as_ref()).await;
                 sweep(&server).await;
             }
             None => sweep(&server).await,

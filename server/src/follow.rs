@@ -15,7 +15,7 @@ use tokio::sync::{broadcast, mpsc, watch};
 use tokio_stream::wrappers::ReceiverStream;
 
 use crate::live::{Feed, LiveSession, Subscription};
-use crate::remote::Seen;
+use crate::polls::Seen;
 use crate::state::Server;
 use crate::store::StoredEvent;
 

@@ -26,13 +26,17 @@ mod fleet;
 mod follow;
 mod guard;
 pub mod health;
+mod hosts;
 mod live;
 mod metrics;
 mod observe;
 pub mod openapi;
 mod policy;
+mod polls;
 mod private;
 mod remote;
+mod scrape;
+mod start;
 mod state;
 pub mod store;
 pub mod telemetry;
@@ -42,6 +46,7 @@ mod token_admin;
 mod turn;
 pub mod ui;
 mod upkeep;
+mod waiters;
 pub mod webhooks;
 pub mod wire;
 
@@ -117,14 +122,14 @@ pub fn router(server: Server) -> Router {
             post(api::resume_session),
         )
         .route("/v1/webhooks/deliveries", get(webhooks::log::deliveries))
-        .route("/v1/openapi.json", get(api::openapi))
+        .route("/v1/openapi.json", get(openapi::openapi))
         .route("/v1/whoami", get(access::whoami))
         .route(
             "/v1/tokens",
             get(token_admin::list).post(token_admin::create),
         )
         .route("/v1/tokens/{token_id}/revoke", post(token_admin::revoke))
-        .route("/metrics", get(metrics::metrics))
+        .route("/metrics", get(scrape::metrics))
         .fallback(api::not_found)
         // Inside the token's check: a command is handed on only once its client is known.
         .route_layer(axum::middleware::from_fn_with_state(
@@ -158,7 +163,7 @@ pub fn router(server: Server) -> Router {
     let origins: Vec<HeaderValue> = config
         .cors_origins
         .iter()
-        .filter(|o| guard::is_origin(o))
+        .filter(|o| hosts::is_origin(o))
         .filter_map(|o| HeaderValue::from_str(o).ok())
         .collect();
     if !origins.is_empty() {

@@ -17,6 +17,7 @@ use futures::StreamExt;
 use tokio::sync::{broadcast, oneshot};
 
 use crate::error::ApiError;
+use crate::observe::STORE_UNAVAILABLE;
 use crate::store::{SessionState, SessionUpdate, Store, StoreError, StoredEvent};
 
 /// What a session's subscribers receive.
@@ -251,9 +252,6 @@ impl Drop for Subscription {
     }
 }
 
-/// The `code` of the `error` event of a session ended because the store failed for too long.
-pub(crate) const STORE_UNAVAILABLE: &str = "store_unavailable";
-
 /// The longest a turn's snapshot may take before the next message goes on without it.
 const SNAPSHOT_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
@@ -327,7 +325,7 @@ impl LiveSession {
                 .settings
                 .agent_mode
                 .clone()
-                .unwrap_or_else(|| crate::agents::DEFAULT_MODE.into())
+                .unwrap_or_else(|| crate::wire::DEFAULT_MODE.into())
         });
         Arc::new(Self {
             id,
@@ -614,7 +612,7 @@ impl LiveSession {
             .filter(|mode| *mode != self.state().agent_mode)
         {
             let asked = match mode.as_str() {
-                crate::agents::DEFAULT_MODE => agent_api::request::AgentMode::Default,
+                crate::wire::DEFAULT_MODE => agent_api::request::AgentMode::Default,
                 other => agent_api::request::AgentMode::parse(other),
             };
             session

@@ -1,5 +1,5 @@
-//! `GET /metrics`: the server's figures in the Prometheus (OpenMetrics) text format, from the
-//! Prometheus project's own client crate, behind the token like every data endpoint.
+//! The server's figures, served by `GET /metrics` ([`crate::scrape`]) in the Prometheus
+//! (OpenMetrics) text format, from the Prometheus project's own client crate.
 //!
 //! Every figure is this server's own (a fleet sums its servers): live and resumable sessions,
 //! turns started and ended by agent and outcome, turn durations by agent, tokens and cost by agent
@@ -12,17 +12,12 @@ use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::State;
-use axum::http::{header, StatusCode};
-use axum::response::{IntoResponse, Response};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::{Registry, Unit};
-
-use crate::state::Server;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub(crate) struct AgentLabel {
@@ -102,10 +97,10 @@ fn write_buckets() -> Histogram {
 
 /// The server's metrics.
 pub(crate) struct Metrics {
-    registry: Registry,
-    sessions_live: Gauge,
-    sessions_resumable: Gauge,
-    agent_processes: Gauge,
+    pub(crate) registry: Registry,
+    pub(crate) sessions_live: Gauge,
+    pub(crate) sessions_resumable: Gauge,
+    pub(crate) agent_processes: Gauge,
     pub(crate) turns_started: Family<AgentLabel, Counter>,
     pub(crate) turns_ended: Family<OutcomeLabels, Counter>,
     pub(crate) turn_seconds: Histograms<AgentLabel>,
@@ -274,46 +269,6 @@ impl Drop for Counted {
     fn drop(&mut self) {
         self.0.dec();
     }
-}
-
-/// How long the store may take to count the resumable sessions for a scrape.
-const SCRAPE_STORE_TIMEOUT: Duration = Duration::from_secs(2);
-
-/// `GET /metrics`.
-pub(crate) async fn metrics(State(server): State<Server>) -> Response {
-    let metrics = &server.inner.metrics;
-    let live = server.live_ids();
-    metrics.sessions_live.set(live.len() as i64);
-    // A store that does not answer leaves the last figure.
-    if let Ok(Ok(sessions)) =
-        tokio::time::timeout(SCRAPE_STORE_TIMEOUT, server.inner.store.sessions()).await
-    {
-        let resumable = sessions
-            .iter()
-            .filter(|s| !s.ended && !live.contains(&s.id))
-            .count();
-        metrics.sessions_resumable.set(resumable as i64);
-    }
-    metrics
-        .agent_processes
-        .set(agent_api::kit::process::running() as i64);
-    let mut body = String::with_capacity(8192);
-    if let Err(error) = prometheus_client::encoding::text::encode(&mut body, &metrics.registry) {
-        return crate::error::ApiError::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "stream_error",
-            format!("the metrics cannot be written: {error}"),
-        )
-        .into_response();
-    }
-    (
-        [(
-            header::CONTENT_TYPE,
-            "application/openmetrics-text; version=1.0.0; charset=utf-8",
-        )],
-        body,
-    )
-        .into_response()
 }
 
 /// The metrics of a server, shared by its sessions.

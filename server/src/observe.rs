@@ -12,6 +12,9 @@ use tracing::field::Empty;
 
 use crate::metrics::{AgentLabel, ModelLabels, OutcomeLabels, Shared, TokenLabels, WaitLabel};
 
+/// The `code` of the `error` event of a session ended because the store failed for too long.
+pub(crate) const STORE_UNAVAILABLE: &str = "store_unavailable";
+
 /// Requests waiting for a person that one turn tracks at most (a hostile agent asking without
 /// end gets no more gauge movement, not unbounded memory).
 const MAX_WAITS: usize = 256;
@@ -126,7 +129,7 @@ impl TurnWatch {
             self.resolved(kind, since);
         }
         let outcome = match (store_failed, done) {
-            (true, _) => crate::live::STORE_UNAVAILABLE,
+            (true, _) => STORE_UNAVAILABLE,
             (false, Ok(_)) => "completed",
             (false, Err(error)) => error.code(),
         };

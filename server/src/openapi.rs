@@ -30,7 +30,7 @@ use utoipa::OpenApi;
         crate::api::cancel_turn,
         crate::api::steer_turn,
         crate::api::resume_session,
-        crate::api::openapi,
+        openapi,
         crate::access::whoami,
         crate::token_admin::list,
         crate::token_admin::create,
@@ -63,6 +63,13 @@ impl utoipa::Modify for BearerToken {
 /// The document `GET /v1/openapi.json` serves.
 pub fn document() -> utoipa::openapi::OpenApi {
     Document::openapi()
+}
+
+/// Beyond the reference: this document. Its handler lives beside it, not with the others in
+/// [`crate::api`], which the document lists: the two files would otherwise need each other.
+#[utoipa::path(get, path = "/v1/openapi.json", operation_id = "get_openapi", responses((status = 200, description = "This OpenAPI document")))]
+pub(crate) async fn openapi() -> axum::Json<utoipa::openapi::OpenApi> {
+    axum::Json(document())
 }
 
 #[cfg(test)]

@@ -5,13 +5,13 @@
 //! read once when it starts and again only when notifications may have been missed; on any other
 //! store, the record is read every [`STORE_POLL`].
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Weak};
 
 use axum::http::StatusCode;
 use tokio::sync::watch;
 
 use crate::error::ApiError;
+use crate::polls::{advance, Seen};
 use crate::state::{Inner, Server};
 
 /// How often a session run by another server sharing the store is read again.
@@ -20,59 +20,6 @@ const STORE_POLL: std::time::Duration = std::time::Duration::from_millis(250);
 /// How often a session followed through the store's notifications is read all the same: a
 /// safety net, never the path an event takes.
 const NOTIFIED_REREAD: std::time::Duration = std::time::Duration::from_secs(5);
-
-/// What the last poll saw of a session: how many events it holds, whether it ended.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct Seen {
-    pub(crate) events: u64,
-    pub(crate) ended: bool,
-}
-
-/// The polls running now, by session id.
-#[derive(Debug, Default)]
-pub(crate) struct Polls(Mutex<HashMap<String, watch::Sender<Seen>>>);
-
-impl Polls {
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, watch::Sender<Seen>>> {
-        self.0
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
-    /// What the store said of `session` (a notification, or a read): its followers wake when it
-    /// holds more events than they were told, or ended.
-    pub(crate) fn seen(&self, session: &str, seen: Seen) {
-        if let Some(poll) = self.lock().get(session) {
-            poll.send_if_modified(|last| advance(last, seen));
-        }
-    }
-
-    /// Reads every followed session's record again (notifications may have been missed).
-    pub(crate) async fn reread(&self, server: &Server) {
-        let ids: Vec<String> = self.lock().keys().cloned().collect();
-        for id in ids {
-            if let Ok(Some(record)) = server.inner.store.session(&id).await {
-                self.seen(
-                    &id,
-                    Seen {
-                        events: record.event_count,
-                        ended: record.ended,
-                    },
-                );
-            }
-        }
-    }
-}
-
-/// Moves `last` on to `seen` where it says more (a read older than a notification says less);
-/// whether it changed.
-fn advance(last: &mut Seen, seen: Seen) -> bool {
-    let next = Seen {
-        events: last.events.max(seen.events),
-        ended: last.ended || seen.ended,
-    };
-    std::mem::replace(last, next) != next
-}
 
 impl Server {
     /// Follows `id` (a session this server does not run) through the shared poll, starting it

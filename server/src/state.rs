@@ -49,7 +49,7 @@ pub(crate) struct Inner {
     live: Mutex<HashMap<String, Arc<LiveSession>>>,
     opening: Mutex<HashSet<String>>,
     /// The store's polls for sessions another server runs, followed here.
-    pub(crate) polls: crate::remote::Polls,
+    pub(crate) polls: crate::polls::Polls,
     /// Cancelled when the server stops: every SSE stream ends, so that connections close.
     pub(crate) stopping: agent_api::request::CancellationToken,
     /// Set when the server was asked to stop: it serves on, not ready, for `ServerConfig::drain`.
@@ -59,7 +59,7 @@ pub(crate) struct Inner {
     /// When this server last wrote each scoped token's last use.
     pub(crate) last_used: crate::store::tokens::LastUsed,
     /// The commands this server handed to another and waits for (fleet).
-    pub(crate) waiters: crate::fleet::Waiters,
+    pub(crate) waiters: crate::waiters::Waiters,
 }
 
 impl std::fmt::Debug for Server {
@@ -82,30 +82,15 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Server {
-    /// A server running sessions on `gateway`'s backends, each from the template `defaults`
-    /// (its prompt is ignored), keeping them in `store`. Its identity
-    /// ([`Server::daemon_id`]) is the configured name followed by a part no other process
-    /// shares; it says it runs with a heartbeat in the store, renewed while it runs. Sessions
-    /// another server left open are not touched: they are resumable, and the next message to one
-    /// brings it back here. Agents a killed server left running are stopped first
-    /// ([`agent_api::kit::process::stop_orphans`]).
-    pub async fn new(
+    /// The server's state, nothing started yet ([`Server::new`] starts what runs beside it).
+    pub(crate) fn assemble(
         gateway: Gateway,
         defaults: RunRequest,
         store: Arc<dyn Store>,
         config: ServerConfig,
-    ) -> Result<Self, StoreError> {
-        let daemon_id = unique_id(&config.daemon_id);
-        store.heartbeat(&daemon_id).await?;
-        // Before any event is stored: from now on each one a webhook takes is queued with it.
-        if let Some(webhooks) = &config.webhooks {
-            store.set_outbox(std::sync::Arc::new(webhooks.rules()))?;
-        }
-        let stopped = agent_api::kit::process::stop_orphans();
-        if stopped > 0 {
-            tracing::warn!("stopped {stopped} agent processes a killed server left running");
-        }
-        let server = Self {
+        daemon_id: String,
+    ) -> Self {
+        Self {
             inner: Arc::new(Inner {
                 gateway,
                 defaults,
@@ -115,35 +100,14 @@ impl Server {
                 daemon_id,
                 live: Mutex::new(HashMap::new()),
                 opening: Mutex::new(HashSet::new()),
-                polls: crate::remote::Polls::default(),
+                polls: crate::polls::Polls::default(),
                 stopping: agent_api::request::CancellationToken::new(),
                 draining: std::sync::atomic::AtomicBool::new(false),
                 metrics: Arc::new(crate::metrics::Metrics::new()),
                 last_used: crate::store::tokens::LastUsed::default(),
-                waiters: crate::fleet::Waiters::default(),
+                waiters: crate::waiters::Waiters::default(),
             }),
-        };
-        if let Some(fleet) = server.inner.store.fleet() {
-            tokio::spawn(crate::fleet::listen(
-                Arc::downgrade(&server.inner),
-                fleet.notices(),
-                server.inner.stopping.clone(),
-            ));
         }
-        tokio::spawn(crate::upkeep::run(
-            Arc::downgrade(&server.inner),
-            server.inner.stopping.clone(),
-        ));
-        if let Some(webhooks) = &server.inner.config.webhooks {
-            tokio::spawn(crate::webhooks::run(crate::webhooks::Worker {
-                store: server.inner.store.clone(),
-                config: Arc::new(webhooks.clone()),
-                server: server.inner.daemon_id.clone(),
-                metrics: server.inner.metrics.clone(),
-                stopping: server.inner.stopping.clone(),
-            }));
-        }
-        Ok(server)
     }
 
     /// This server's identity in the store: the owner of the sessions it runs. Two processes
@@ -523,7 +487,7 @@ impl Server {
         if let Some(mode) = settings
             .agent_mode
             .as_deref()
-            .filter(|m| *m != crate::agents::DEFAULT_MODE)
+            .filter(|m| *m != crate::wire::DEFAULT_MODE)
         {
             let mode = agent_api::request::AgentMode::parse(mode);
             let backend = self.backend(kind)?;
@@ -704,14 +668,6 @@ impl Server {
             live.release(SessionState::Stopped).await;
         }
     }
-}
-
-/// `name` followed by what no other process shares: this process's id and 64 random bits.
-fn unique_id(name: &str) -> String {
-    let mut bytes = [0u8; 8];
-    let _ = getrandom::fill(&mut bytes);
-    let random: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    format!("{name}-{}-{random}", std::process::id())
 }
 
 /// A session id (`spec/http-api.md`, Bodies): 1 to 128 characters, not `.` or `..`, none of them

@@ -308,7 +308,7 @@ mod tests {
             "/v1/sessions/{session_id}/messages"
         );
         assert_eq!(
-            route("/v1/agents/claude/history/n1/events"),
+            route("/v1/agents/my_agent/history/n1/events"),
             "/v1/agents/{agent}/history/{native_session_id}/events"
         );
         assert_eq!(route("/ui/app.js"), "/ui");

@@ -9,6 +9,9 @@ use serde::{Deserialize, Serialize};
 use utoipa::openapi::{RefOr, Schema};
 use utoipa::{PartialSchema, ToSchema};
 
+/// The wire's name for an agent's own default mode (the reference's `build`).
+pub(crate) const DEFAULT_MODE: &str = "build";
+
 /// `GET /v1/health`.
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct HealthResponse {

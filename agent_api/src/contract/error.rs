@@ -575,26 +575,34 @@ fn known_keys(known: &[String]) -> String {
     }
 }
 
-/// What a file of an agent's own store looks like.
+/// What a file of an agent's own store looks like, as the backend that recognized it describes
+/// it ([`crate::kit::replay::Replay::store_shape`]): the file in words, with where the agent
+/// keeps such files.
+///
+/// ```
+/// use agent_api::history::StoreShape;
+///
+/// let shape = StoreShape::new("a my-agent session file (~/.my-agent/<id>.jsonl)");
+/// assert_eq!(shape.to_string(), "a my-agent session file (~/.my-agent/<id>.jsonl)");
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum StoreShape {
-    /// A Claude Code session file (`~/.claude/projects/<dir>/<id>.jsonl`).
-    ClaudeCodeProject,
-    /// A Codex rollout file (`~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl`).
-    CodexRollout,
+pub struct StoreShape {
+    /// The file in words.
+    pub description: &'static str,
 }
 
+impl StoreShape {
+    /// A file of an agent's store, `description` in words.
+    pub const fn new(description: &'static str) -> Self {
+        Self { description }
+    }
+}
+
+/// The backend's description of the file.
 impl std::fmt::Display for StoreShape {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            StoreShape::ClaudeCodeProject => {
-                "a Claude Code session file (~/.claude/projects/<dir>/<id>.jsonl)"
-            }
-            StoreShape::CodexRollout => {
-                "a Codex rollout file (~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl)"
-            }
-        })
+        f.write_str(self.description)
     }
 }
 

@@ -439,7 +439,7 @@ mod tests {
 
     #[test]
     fn answer_text_goes_out_when_its_message_completes_and_a_failed_message_gives_none() {
-        let mut projector = Projector::new(AgentKind::from_static("scripted"), false);
+        let mut projector = Projector::new(AgentKind::from_static("my_agent"), false);
         let mut t = Transcript::new("sess_projtest".into(), false);
         let thinking = t.start_item(NewItem::reasoning(ReasoningVisibility::Public));
         t.delta(&thinking, "hmm");
@@ -472,7 +472,7 @@ mod tests {
     #[test]
     fn a_streaming_projector_streams_answer_text_and_retracts_a_cut_message() {
         let mut projector =
-            Projector::new(AgentKind::from_static("scripted"), false).streaming_answers();
+            Projector::new(AgentKind::from_static("my_agent"), false).streaming_answers();
         let mut t = Transcript::new("sess_projtest".into(), false);
         let cut = t.start_item(NewItem::message(ItemRole::Assistant));
         t.delta(&cut, "Hel");

@@ -172,7 +172,7 @@ mod tests {
 
     #[test]
     fn a_handle_survives_its_json_line_and_a_bare_id_stays_bare() {
-        let full = SessionRef::new(AgentKind::new("codex").unwrap(), "t-1", "/w/p");
+        let full = SessionRef::new(AgentKind::new("agent_one").unwrap(), "t-1", "/w/p");
         assert_eq!(SessionRef::parse(&full.to_json()).unwrap(), full);
         assert_eq!(
             SessionRef::parse(" abc ").unwrap(),
@@ -182,7 +182,7 @@ mod tests {
             SessionRef::parse("{\"agent\":\"Bad Kind\",\"id\":\"x\"}"),
             Err(AgentError::InvalidRequest { .. })
         ));
-        assert_eq!(full.to_string(), "codex session t-1 in /w/p");
+        assert_eq!(full.to_string(), "agent_one session t-1 in /w/p");
     }
 
     #[test]
@@ -216,15 +216,15 @@ mod tests {
 
     #[test]
     fn another_agents_handle_is_refused_and_a_bare_id_fits_any() {
-        let codex = AgentKind::new("codex").unwrap();
-        let claude = AgentKind::new("claude_code").unwrap();
-        assert!(SessionRef::new(codex.clone(), "t", "/")
-            .check_agent(&claude)
+        let one = AgentKind::new("agent_one").unwrap();
+        let two = AgentKind::new("agent_two").unwrap();
+        assert!(SessionRef::new(one.clone(), "t", "/")
+            .check_agent(&two)
             .is_err());
-        assert!(SessionRef::new(codex.clone(), "t", "/")
-            .check_agent(&codex)
+        assert!(SessionRef::new(one.clone(), "t", "/")
+            .check_agent(&one)
             .is_ok());
-        assert!(SessionRef::native("t").check_agent(&claude).is_ok());
+        assert!(SessionRef::native("t").check_agent(&two).is_ok());
     }
 
     #[test]
@@ -233,7 +233,7 @@ mod tests {
             "cd13f027-f751-4948-87e6-a722e591af62",
             "ses_1a2B",
             "T-0f3c",
-            "scripted-12-3",
+            "agent-12-3",
             "acp:session.4",
         ] {
             assert!(SessionRef::native(good).check_id().is_ok(), "{good}");

@@ -18,7 +18,7 @@
 //! ```
 //! use agent_api::{AgentKind, SessionSnapshot};
 //! use agent_api::snapshot::{SnapshotError, SnapshotFile};
-//! let mut snapshot = SessionSnapshot::new(AgentKind::new("scripted").unwrap(), "s-1");
+//! let mut snapshot = SessionSnapshot::new(AgentKind::new("my_agent").unwrap(), "s-1");
 //! snapshot.files.push(SnapshotFile::new("AGENT_API_SCRIPTED_HOME", "sessions/s-1.jsonl", b"{}\n".to_vec()));
 //! let bytes = snapshot.to_bytes().unwrap();
 //! assert_eq!(SessionSnapshot::from_bytes(&bytes).unwrap(), snapshot);
@@ -604,7 +604,7 @@ mod tests {
     use super::*;
 
     fn snapshot() -> SessionSnapshot {
-        let mut s = SessionSnapshot::new(AgentKind::new("scripted").unwrap(), "s-1");
+        let mut s = SessionSnapshot::new(AgentKind::new("my_agent").unwrap(), "s-1");
         s.files
             .push(SnapshotFile::new("HOME", "a/b.jsonl", b"x\n".to_vec()));
         s

@@ -1,18 +1,17 @@
 //! An agent's own session store, as the contract names it: the [`SessionStore`] trait a backend
 //! returns from [`crate::AgentBackend::session_store`], its records and queries,
-//! and how a file of such a store is told from a recording ([`store_shape`]). Reading stores is
-//! the history feature's (`crate::history`).
+//! and what a file of such a store looks like ([`StoreShape`], which the backend's
+//! [`crate::kit::replay::Replay::store_shape`] tells from a recording). Reading stores is the
+//! history feature's (`crate::history`).
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use async_trait::async_trait;
-use serde_json::Value;
-
 use crate::contract::error::AgentError;
 use crate::contract::kind::AgentKind;
 use crate::contract::run::RunHandle;
+use async_trait::async_trait;
 
 /// One session in an agent's store.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,7 +25,7 @@ pub struct StoredSession {
     pub cwd: Option<PathBuf>,
     /// The first prompt the user typed, cut short.
     pub first_prompt: Option<String>,
-    /// The title the agent gave the session, when its store keeps one (OpenCode).
+    /// The title the agent gave the session, when its store keeps one.
     pub title: Option<String>,
     /// Bytes the session takes in the store, when it is a file of its own.
     pub size: Option<u64>,
@@ -106,37 +105,6 @@ pub trait SessionStore: Send + Sync + fmt::Debug {
 }
 
 pub use crate::contract::error::StoreShape;
-
-/// Codex rollout line types (0.1xx): every line is `{"timestamp", "type", "payload"}`.
-const ROLLOUT_TYPES: &[&str] = &[
-    "session_meta",
-    "response_item",
-    "event_msg",
-    "turn_context",
-    "compacted",
-    "world_state",
-    "token_usage_record",
-];
-
-/// Which store a line of a file belongs to, if it is one an agent writes to its own store
-/// rather than to its output.
-pub fn store_shape(line: &[u8]) -> Option<StoreShape> {
-    let value: Value = serde_json::from_slice(line).ok()?;
-    let object = value.as_object()?;
-    let kind = object.get("type")?.as_str()?;
-    // Claude Code's output says `session_id`; its store says `sessionId` on every line but the
-    // older `summary` lines, which carry `leafUuid`.
-    if object.contains_key("sessionId") || (kind == "summary" && object.contains_key("leafUuid")) {
-        return Some(StoreShape::ClaudeCodeProject);
-    }
-    if ROLLOUT_TYPES.contains(&kind)
-        && object.contains_key("timestamp")
-        && object.get("payload").is_some_and(Value::is_object)
-    {
-        return Some(StoreShape::CodexRollout);
-    }
-    None
-}
 
 /// Refuses a session id that is not a plain name (store lookups build paths from it).
 pub fn check_session_id(id: &str) -> Result<(), AgentError> {

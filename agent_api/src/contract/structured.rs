@@ -126,7 +126,7 @@ mod without_the_feature {
             crate::PortableOptions::default().output_schema(serde_json::json!({"type": "object"})),
         );
         let error = crate::contract::backend::validate_request(
-            &crate::AgentKind::from_static("scripted"),
+            &crate::AgentKind::from_static("my_agent"),
             &crate::CapabilitySet::from_ids(request.required_capabilities()),
             &[],
             &request,

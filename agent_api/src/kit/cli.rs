@@ -64,7 +64,7 @@ use crate::contract::run::RunHandle;
 use crate::contract::session::Session;
 use crate::contract::session_ref::SessionRef;
 use crate::contract::snapshot::{SessionSnapshot, SnapshotImport};
-use crate::contract::store::SessionStore;
+use crate::contract::store::{SessionStore, StoreShape};
 use crate::kit::command::CommandSpec;
 use crate::kit::detect::BackendProbe;
 use crate::kit::driver::{start_run, start_session, RunSettings};
@@ -240,6 +240,13 @@ pub trait CliAgent: Send + Sync + 'static {
 
     /// The converter of a recording in `format`.
     fn replay_protocol(format: RecordingFormat) -> Result<Box<dyn Protocol>, AgentError>;
+
+    /// What `first_line` shows a file to be when it is one of its own session store rather than a
+    /// recording ([`Replay::store_shape`]). The default: no store of its own to tell apart.
+    fn store_shape(first_line: &[u8]) -> Option<StoreShape> {
+        let _ = first_line;
+        None
+    }
 
     /// Exports its own files for `session` ([`AgentBackend::export_snapshot`]). The default
     /// refuses: where an agent keeps its sessions is its own.
@@ -418,5 +425,9 @@ impl<A: CliAgent> AgentBackend for CliBackend<A> {
 impl<A: CliAgent> Replay for CliBackend<A> {
     fn replay_protocol(&self, format: RecordingFormat) -> Result<Box<dyn Protocol>, AgentError> {
         A::replay_protocol(format)
+    }
+
+    fn store_shape(&self, first_line: &[u8]) -> Option<StoreShape> {
+        A::store_shape(first_line)
     }
 }

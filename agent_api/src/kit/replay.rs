@@ -16,7 +16,7 @@ use super::lines::{BoundedLineReader, Line, DEFAULT_LINE_CAP};
 use super::protocol::Protocol;
 use super::transport::read_lines;
 use crate::contract::backend::AgentBackend;
-use crate::contract::error::AgentError;
+use crate::contract::error::{AgentError, StoreShape};
 use crate::contract::run::RunHandle;
 
 /// The format of a recording.
@@ -54,10 +54,18 @@ impl std::fmt::Display for RecordingFormat {
 pub trait Replay: AgentBackend {
     /// The converter that turns a recorded native log of this agent into events.
     fn replay_protocol(&self, format: RecordingFormat) -> Result<Box<dyn Protocol>, AgentError>;
+
+    /// What `first_line` shows the file to be, when it is a file of this agent's own session
+    /// store rather than a recording of its output (a replay refuses it,
+    /// [`AgentError::StoredSessionFile`]). The default: no store of its own to tell apart.
+    fn store_shape(&self, first_line: &[u8]) -> Option<StoreShape> {
+        let _ = first_line;
+        None
+    }
 }
 
 /// How to replay.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 #[non_exhaustive]
 pub struct ReplayOptions {
     /// Fill `raw` in universal events.
@@ -66,6 +74,25 @@ pub struct ReplayOptions {
     pub exit_code: Option<i32>,
     /// The recorded process's stderr, when it was kept apart from the log (as in `meta.json`).
     pub stderr: Option<String>,
+    /// Other backends whose stores' files are refused too, beside the replaying backend's own
+    /// ([`Replay::store_shape`]): a file of another agent's store is no recording either.
+    pub other_stores: Vec<std::sync::Arc<dyn Replay>>,
+}
+
+impl std::fmt::Debug for ReplayOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let others: Vec<String> = self
+            .other_stores
+            .iter()
+            .map(|b| b.info().kind.to_string())
+            .collect();
+        f.debug_struct("ReplayOptions")
+            .field("include_raw", &self.include_raw)
+            .field("exit_code", &self.exit_code)
+            .field("stderr", &self.stderr.as_ref().map(String::len))
+            .field("other_stores", &others)
+            .finish()
+    }
 }
 
 impl ReplayOptions {
@@ -97,6 +124,12 @@ impl ReplayOptions {
     /// Sets the recorded stderr.
     pub fn stderr(mut self, stderr: Option<String>) -> Self {
         self.stderr = stderr;
+        self
+    }
+
+    /// Refuses the files of `backends`' stores too ([`ReplayOptions::other_stores`]).
+    pub fn refusing_stores_of(mut self, backends: Vec<std::sync::Arc<dyn Replay>>) -> Self {
+        self.other_stores = backends;
         self
     }
 }
@@ -147,10 +180,11 @@ fn session_item(line: Line) -> SourceItem {
 }
 
 /// Reads a recording: detects its format from the first non-empty line and returns the format
-/// with a source of its items. A file of an agent's own session store is refused
-/// ([`AgentError::StoredSessionFile`]).
+/// with a source of its items. A file `store_shape` recognizes from that line as one of an
+/// agent's own session store is refused ([`AgentError::StoredSessionFile`]).
 pub async fn open_recording(
     reader: impl AsyncRead + Send + Unpin + 'static,
+    store_shape: impl Fn(&[u8]) -> Option<StoreShape>,
 ) -> Result<(RecordingFormat, LineSource), AgentError> {
     let mut lines = BoundedLineReader::new(
         BufReader::with_capacity(64 * 1024, reader),
@@ -162,7 +196,7 @@ pub async fn open_recording(
             Some(Line::Complete(bytes)) if bytes.iter().all(u8::is_ascii_whitespace) => continue,
             Some(line) => {
                 if let Some(looks_like) = match &line {
-                    Line::Complete(bytes) => crate::contract::store::store_shape(bytes),
+                    Line::Complete(bytes) => store_shape(bytes),
                     Line::Oversize { .. } => None,
                 } {
                     return Err(AgentError::StoredSessionFile { looks_like });
@@ -204,7 +238,13 @@ pub async fn replay(
     reader: impl AsyncRead + Send + Unpin + 'static,
     options: ReplayOptions,
 ) -> Result<RunHandle, AgentError> {
-    let (format, source) = open_recording(reader).await?;
+    let others = &options.other_stores;
+    let store_shape = |line: &[u8]| {
+        std::iter::once(backend)
+            .chain(others.iter().map(|b| b.as_ref() as &dyn Replay))
+            .find_map(|b| b.store_shape(line))
+    };
+    let (format, source) = open_recording(reader, store_shape).await?;
     let stderr: Vec<std::io::Result<SourceItem>> = options
         .stderr
         .iter()

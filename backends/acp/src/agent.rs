@@ -10,7 +10,7 @@ use agent_api::kit::home::HomeLayout;
 use agent_api::kit::CommandSpec;
 use agent_api::{AgentError, AgentKind, RunRequest};
 
-use crate::protocol::{prompt_blocks, Acp, Plan};
+use crate::protocol::{prompt_blocks, Acp, Plan, StderrReader};
 use crate::requests::{FsMode, Requests};
 use crate::{AcpConfig, ExitPlan};
 
@@ -51,6 +51,8 @@ pub struct AgentCli {
     /// How it asks to leave plan mode over `session/request_permission` (plan mode's exit
     /// question, [`ExitPlan`]).
     pub exit_plan: Option<ExitPlan>,
+    /// What its stderr and debug log say (its retries), read by its crate's reader.
+    pub stderr_reader: Option<StderrReader>,
 }
 
 impl AgentCli {
@@ -72,6 +74,7 @@ impl AgentCli {
             empty_on_missing: false,
             history_trails_load: false,
             exit_plan: None,
+            stderr_reader: None,
         }
     }
 
@@ -110,9 +113,17 @@ impl AgentCli {
         self
     }
 
+    /// Its stderr and debug-log lines are read by `reader` (its retry notices).
+    pub const fn reads_stderr(mut self, reader: StderrReader) -> Self {
+        self.stderr_reader = Some(reader);
+        self
+    }
+
     /// The converter of a recording of its ACP interface.
     pub fn replay(&self) -> Acp {
-        Acp::replay(self.parser).with_exit_plan(self.exit_plan)
+        Acp::replay(self.parser)
+            .with_exit_plan(self.exit_plan)
+            .with_stderr_reader(self.stderr_reader)
     }
 
     /// Its command line: `config`'s binary (else [`AgentCli::program`]) and arguments, then
@@ -179,6 +190,7 @@ impl AgentCli {
             warm,
         )?
         .with_debug_logs(debug_logs)
+        .with_stderr_reader(self.stderr_reader)
         .with_exit_plan(self.exit_plan);
         Ok(if self.history_trails_load {
             acp.history_trails_load()
@@ -228,7 +240,7 @@ pub(crate) fn client(
     if request.new_session_id.is_some() {
         // `session/new` answers with the agent's own id.
         return Err(AgentError::InvalidRequest {
-            reason: "ACP names its own sessions: a caller-chosen session id needs Gemini's headless or Qwen's print/stream-json interface"
+            reason: "ACP names its own sessions: a caller-chosen session id needs an interface of the agent's own that takes one"
                 .into(),
         });
     }

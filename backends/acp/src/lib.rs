@@ -35,7 +35,7 @@
 //! | `fs/read_text_file`, `fs/write_text_file` | served confined, no event of their own |
 //! | `session/prompt` answer | the turn's end (its `stopReason` a status), usage |
 //! | an error answer | one typed error (by the HTTP status its text names) |
-//! | a stderr line naming a retry | `api_retry` status, and a `rate_limited` notice for a limit |
+//! | a stderr line naming a retry (as the agent's crate reads it; any ACP agent's: [`read_retries`]) | `api_retry` status, and a `rate_limited` notice for a limit |
 //!
 //! Sessions (`spec/run-protocol.md` §8): on ACP every kind opens a warm session, one live agent
 //! and one ACP session whose turns are `session/prompt`s; a cancelled turn ends with the
@@ -80,9 +80,9 @@ pub use fs::ConfinedFs;
 pub use options::{absolute, AcpConfig, AcpOptions};
 pub use plan_exit::ExitPlan;
 pub use portable::{acp_servers, prepare, RunFiles, ACP_ATTACHMENTS, ACP_IMAGES};
-pub use protocol::{prompt_blocks, session_log, Acp, Plan};
+pub use protocol::{prompt_blocks, session_log, Acp, Plan, StderrReader};
 pub use requests::{FsMode, Requests};
-pub use retries::Retry;
+pub use retries::{read_retries, Retry};
 
 /// The generic kind.
 pub const KIND: AgentKind = AgentKind::from_static("acp");
@@ -101,7 +101,8 @@ pub type AcpBackend = CliBackend<AnyAgent>;
 const COMMAND_OPTION: &str = "backend.acp.command";
 
 /// Any ACP agent, as the shared backend runs it ([`CliAgent`]): its command line is the
-/// caller's, so it has no program, flags, variables or home of its own.
+/// caller's, so it has no program, flags, variables or home of its own; its stderr is read for
+/// the family's retry lines ([`read_retries`]).
 #[derive(Debug, Clone, Copy, Default)]
 #[non_exhaustive]
 pub struct AnyAgent;
@@ -150,7 +151,8 @@ impl CliAgent for AnyAgent {
         let cwd = run_dir(config, request);
         let spec = agent::launch_spec(config, program, args, request, &cwd, &[], &[]);
         let warm = turn == Turn::Session;
-        let acp = agent::client("acp", request, cwd, options.fs.unwrap_or(true), false, warm)?;
+        let acp = agent::client("acp", request, cwd, options.fs.unwrap_or(true), false, warm)?
+            .with_stderr_reader(Some(read_retries));
         Ok(Launch::command(spec, acp))
     }
 
@@ -165,7 +167,9 @@ impl CliAgent for AnyAgent {
 
     fn replay_protocol(format: RecordingFormat) -> Result<Box<dyn Protocol>, AgentError> {
         match format {
-            RecordingFormat::Session => Ok(Box::new(Acp::replay("acp"))),
+            RecordingFormat::Session => Ok(Box::new(
+                Acp::replay("acp").with_stderr_reader(Some(read_retries)),
+            )),
             other => Err(other.not_replayable_by("acp")),
         }
     }

@@ -109,21 +109,21 @@ mod tests {
 
     #[test]
     fn each_agents_request_is_recognized_and_no_other() {
-        let qwen = fields(
+        let switch_mode = fields(
             json!({"kind": "switch_mode", "title": "Plan:", "rawInput": {"plan": "1. Write it"}}),
         );
         assert_eq!(
-            ExitPlan::SwitchModeWithPlan.recognize(&qwen),
+            ExitPlan::SwitchModeWithPlan.recognize(&switch_mode),
             Some(PlanSource::Text("1. Write it".into()))
         );
         let edit = fields(json!({"kind": "edit", "title": "Plan:", "rawInput": {"plan": "x"}}));
         assert_eq!(ExitPlan::SwitchModeWithPlan.recognize(&edit), None);
         let prefix = "Requesting plan approval for: ";
-        let gemini = fields(
+        let titled = fields(
             json!({"kind": "other", "title": "Requesting plan approval for: /w/plans/p.md"}),
         );
         assert_eq!(
-            ExitPlan::PlanFileTitled(prefix).recognize(&gemini),
+            ExitPlan::PlanFileTitled(prefix).recognize(&titled),
             Some(PlanSource::File("/w/plans/p.md".into()))
         );
         let shell = fields(json!({"kind": "execute", "title": "rm -rf /"}));

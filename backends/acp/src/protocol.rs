@@ -80,6 +80,9 @@ pub struct Acp {
     /// Where the agent writes a debug log per session, followed once the session is known
     /// ([`Acp::with_debug_logs`]).
     debug_logs: Option<std::path::PathBuf>,
+    /// What the agent's stderr (and debug log) lines say, as its crate reads them
+    /// ([`Acp::with_stderr_reader`]); `None`: not read.
+    stderr_reader: Option<StderrReader>,
     /// The backend's modes a warm session may switch among ([`Acp::with_mode_switch`]).
     switch_modes: Option<&'static [agent_api::request::ModeInfo]>,
     /// The mode ids the agent advertised when the session opened.
@@ -94,6 +97,10 @@ pub struct Acp {
     /// The mode switches asked before the session opened, in order.
     queued_modes: Vec<agent_api::request::AgentMode>,
 }
+
+/// Reads one line of an agent's stderr or debug log into the transcript (what it says, never
+/// the line itself): the agent's crate's own, [`crate::AgentCli::reads_stderr`].
+pub type StderrReader = fn(&str, &mut agent_api::kit::transcript::Transcript);
 
 impl Acp {
     fn new(name: &'static str, plan: Option<Plan>, requests: Requests) -> Self {
@@ -117,6 +124,7 @@ impl Acp {
             image_prompts: false,
             mcp_servers: Vec::new(),
             debug_logs: None,
+            stderr_reader: None,
             switch_modes: None,
             agent_modes: Vec::new(),
             mode_config: None,
@@ -160,6 +168,13 @@ impl Acp {
     /// `session/new` or `session/load` names it, and reads its lines as stderr lines.
     pub fn with_debug_logs(mut self, dir: Option<std::path::PathBuf>) -> Self {
         self.debug_logs = dir;
+        self
+    }
+
+    /// Reads each line of the agent's stderr and of its debug log with `reader` (an agent's
+    /// retry notices, [`crate::read_retries`]); `None` leaves them unread.
+    pub fn with_stderr_reader(mut self, reader: Option<StderrReader>) -> Self {
+        self.stderr_reader = reader;
         self
     }
 
@@ -533,13 +548,15 @@ impl Protocol for Acp {
         self.name
     }
 
-    /// Gemini CLI reports its retries only on stderr (see [`crate::Retry`]).
+    /// Where the agent's crate gave a reader ([`Acp::with_stderr_reader`]).
     fn reads_stderr(&self) -> bool {
-        true
+        self.stderr_reader.is_some()
     }
 
     fn on_stderr(&mut self, line: &str, ctx: &mut Ctx<'_>) {
-        crate::retries::Retry::report(line, ctx.transcript);
+        if let Some(read) = self.stderr_reader {
+            read(line, ctx.transcript);
+        }
     }
 
     fn start(&mut self, ctx: &mut Ctx<'_>) -> Result<(), AgentError> {

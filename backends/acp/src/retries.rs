@@ -1,14 +1,21 @@
-//! Gemini CLI's retries, as it reports them: only on stderr, one line per failed attempt
+//! Retries as CLIs of this family report them, one line per failed attempt
 //! (`Attempt 2 failed with status 429. Retrying with backoff...`, `Attempt 1 failed: <message>.
-//! Retrying after 5000ms...`). Each becomes an `api_retry` status (attempt, HTTP status, delay;
-//! never the agent's text), and a rate limit or overload also a `rate_limited` notice, as Claude
-//! Code's retries do. The last attempt's line (`… Max attempts reached`) is not a retry: the run's
-//! typed error reports it.
+//! Retrying after 5000ms...`), on stderr or in a debug log: the agent's crate says where
+//! ([`crate::AgentCli::reads_stderr`], [`read_retries`] or its own reader). Each becomes an
+//! `api_retry` status (attempt, HTTP status, delay; never the agent's text), and a rate limit or
+//! overload also a `rate_limited` notice. The last attempt's line (`… Max attempts reached`) is
+//! not a retry: the run's typed error reports it.
 
 use std::time::Duration;
 
 use agent_api::kit::rate_limit::{LimitWords, RateLimitNotice};
 use agent_api::kit::transcript::Transcript;
+
+/// A stderr line's retry, written to `transcript` ([`Retry::report`]): the
+/// [`crate::StderrReader`] of an agent that reports its retries on stderr.
+pub fn read_retries(line: &str, transcript: &mut Transcript) {
+    Retry::report(line, transcript);
+}
 
 /// One retry read from a stderr line.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,11 +33,9 @@ pub struct Retry {
 }
 
 impl Retry {
-    /// The retry a stderr or debug-log line reports, if it reports one.
+    /// The retry a line reports, if it reports one (the line starts with `Attempt`: a log's
+    /// own prefix is its reader's to take off).
     pub fn in_line(line: &str) -> Option<Retry> {
-        // Qwen Code's debug log: `<time> [WARN] [RETRY] [Persistent] Attempt 1 failed …`.
-        let line = line.split_once("[RETRY] ").map_or(line, |(_, tail)| tail);
-        let line = line.strip_prefix("[Persistent] ").unwrap_or(line);
         let rest = line.trim_start().strip_prefix("Attempt ")?;
         let failure = &line[..line.find(". Retrying")?];
         let attempt = rest
@@ -148,45 +153,6 @@ mod tests {
             None
         );
         assert_eq!(Retry::in_line("YOLO mode is enabled."), None);
-    }
-
-    #[test]
-    fn qwen_debug_log_lines_are_read_with_their_delays() {
-        let backoff = "2026-11-25T19:00:00.000Z [WARN] [RETRY] Attempt 1 failed with status 429. Retrying with backoff... Error: 429 quota";
-        let limited = Retry::in_line(backoff).unwrap();
-        assert_eq!(
-            (
-                limited.attempt,
-                limited.status,
-                limited.limited,
-                limited.delay
-            ),
-            (1, Some(429), true, None)
-        );
-        let server = Retry::in_line(
-            "2026-11-25T19:00:01.000Z [ERROR] [RETRY] Attempt 2 failed with status 500. Retrying with backoff... Error: overloaded?",
-        )
-        .unwrap();
-        assert_eq!(
-            (server.attempt, server.status, server.overloaded),
-            (2, Some(500), false),
-            "words after the retry are the error's, not read"
-        );
-        let explicit = "… [WARN] [RETRY] Attempt 3 failed with status 429. Retrying after explicit delay of 5000ms... Error";
-        assert_eq!(
-            Retry::in_line(explicit).unwrap().delay,
-            Some(Duration::from_millis(5000))
-        );
-        let persistent = "… [WARN] [RETRY] [Persistent] Attempt 4 failed with status 429. Retrying in 30s... Error";
-        let persistent = Retry::in_line(persistent).unwrap();
-        assert_eq!(
-            (persistent.attempt, persistent.delay),
-            (4, Some(Duration::from_secs(30)))
-        );
-        assert_eq!(
-            Retry::in_line("2026-11-25T19:00:00.000Z [DEBUG] [CONFIG] Attempt nothing"),
-            None
-        );
     }
 
     #[test]

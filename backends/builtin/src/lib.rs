@@ -24,6 +24,8 @@ use agent_api::{AgentBackend, AgentError, AgentKind, Gateway};
 
 /// The kind of the built-in scripted agent, always available.
 pub const SCRIPTED: AgentKind = agent_api_scripted::KIND;
+/// The agent a program falls back on when no agent CLI is installed: the scripted one, built in.
+pub const FALLBACK: AgentKind = SCRIPTED;
 /// The kind of any Agent Client Protocol agent (its command line comes with the request).
 pub const ACP: AgentKind = AgentKind::from_static("acp");
 
@@ -94,6 +96,32 @@ pub fn replayer(kind: &AgentKind) -> Result<Arc<dyn Replay>, AgentError> {
         .locate()
         .unwrap_or_else(|| PathBuf::from(probe.executable));
     Ok((probe.build)(binary))
+}
+
+/// A replayer for every built-in kind ([`replayer`]): what a replay asks whether a file is one of
+/// an agent's own stores rather than a recording
+/// ([`agent_api::kit::replay::ReplayOptions::refusing_stores_of`]).
+pub fn replayers() -> Vec<Arc<dyn Replay>> {
+    kinds()
+        .iter()
+        .filter_map(|kind| replayer(kind).ok())
+        .collect()
+}
+
+/// The agent a program uses when it names none: the first CLI [`locate`] finds (with its
+/// binary), else the built-in agent that is always available ([`FALLBACK`]).
+pub fn default_kind() -> (AgentKind, Option<PathBuf>) {
+    match locate().into_iter().next() {
+        Some((kind, path, _)) => (kind, Some(path)),
+        None => (FALLBACK, None),
+    }
+}
+
+/// Whether a session an agent of `kind` ran from this process can be resumed from another one:
+/// every CLI keeps its sessions outside the process; the scripted agent only when this process
+/// names its home ([`agent_api_scripted::HOME_VAR`]), else in its backend's memory.
+pub fn sessions_outlive_this_process(kind: &AgentKind) -> bool {
+    *kind != SCRIPTED || agent_api_scripted::sessions_outlive_this_process()
 }
 
 /// A gateway holding a backend for every built-in kind ([`backend`]), without running any CLI.

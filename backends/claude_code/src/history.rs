@@ -8,7 +8,7 @@
 
 use std::path::{Path, PathBuf};
 
-use agent_api::history::{self, SessionQuery, SessionStore, StoredSession};
+use agent_api::history::{self, SessionQuery, SessionStore, StoreShape, StoredSession};
 use agent_api::{AgentError, AgentKind, RunHandle};
 use async_trait::async_trait;
 use serde_json::Value;
@@ -20,6 +20,22 @@ use agent_api_stream_json::{user_prompt, StreamJson};
 const HEAD_LINES: usize = 200;
 /// Longest first prompt shown in a listing.
 const PROMPT_PREVIEW: usize = 200;
+
+/// What a file of the store looks like, in a replay's refusal.
+pub const STORE_FILE: StoreShape =
+    StoreShape::new("a Claude Code session file (~/.claude/projects/<dir>/<id>.jsonl)");
+
+/// Whether `line` is one Claude Code writes to its store rather than to its output: its output
+/// says `session_id`; its store says `sessionId` on every line but the older `summary` lines,
+/// which carry `leafUuid`.
+pub fn store_shape(line: &[u8]) -> Option<StoreShape> {
+    let value: Value = serde_json::from_slice(line).ok()?;
+    let object = value.as_object()?;
+    let kind = object.get("type")?.as_str()?;
+    let stored =
+        object.contains_key("sessionId") || (kind == "summary" && object.contains_key("leafUuid"));
+    stored.then_some(STORE_FILE)
+}
 
 /// Claude Code's session store under one config dir.
 #[derive(Debug, Clone)]
@@ -127,4 +143,20 @@ pub fn stored_session() -> agent_api_stream_json::StoreReader {
         StreamJson::replaying(crate::DIALECT),
         "claude_code.session_store",
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn store_lines_are_recognized_and_output_lines_are_not() {
+        let stored = br#"{"type":"queue-operation","operation":"enqueue","timestamp":"2026-11-23T17:03:48.379Z","sessionId":"cd13"}"#;
+        assert_eq!(store_shape(stored), Some(STORE_FILE));
+        let summary = br#"{"type":"summary","summary":"s","leafUuid":"u1"}"#;
+        assert_eq!(store_shape(summary), Some(STORE_FILE));
+        let output = br#"{"type":"system","subtype":"init","session_id":"cd13"}"#;
+        assert_eq!(store_shape(output), None);
+        assert_eq!(store_shape(b"not json"), None);
+    }
 }

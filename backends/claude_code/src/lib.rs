@@ -306,6 +306,10 @@ impl CliAgent for ClaudeCode {
         }
     }
 
+    fn store_shape(first_line: &[u8]) -> Option<agent_api::history::StoreShape> {
+        history::store_shape(first_line)
+    }
+
     async fn export_snapshot(
         config: &ClaudeCodeConfig,
         request: &RunRequest,

@@ -4,7 +4,6 @@
 
 use std::path::PathBuf;
 
-use agent_api::history::StoreShape;
 use agent_api::kit::replay::replay_file;
 use agent_api::AgentError;
 use agent_api_claude_code::{ClaudeCodeBackend, ClaudeCodeConfig};
@@ -78,28 +77,15 @@ async fn assistant_lines_without_a_message_id_are_each_their_own_message() {
 }
 
 #[tokio::test]
-async fn the_agents_own_session_files_are_refused_naming_what_they_look_like() {
+async fn its_own_session_files_are_refused_naming_what_they_look_like() {
     let backend = ClaudeCodeBackend::new(ClaudeCodeConfig::default());
-    for (path, shape) in [
-        (
-            "history/claude_code/shell.jsonl",
-            StoreShape::ClaudeCodeProject,
-        ),
-        ("history/codex/shell.jsonl", StoreShape::CodexRollout),
-    ] {
-        match replay_file(&backend, &fixture(path), false).await {
-            Err(error @ AgentError::StoredSessionFile { looks_like }) => {
-                assert_eq!(looks_like, shape);
-                assert!(error
-                    .to_string()
-                    .contains(if shape == StoreShape::CodexRollout {
-                        "Codex rollout"
-                    } else {
-                        "Claude Code session"
-                    }));
-            }
-            Err(other) => panic!("{path}: expected StoredSessionFile, got {other}"),
-            Ok(_) => panic!("{path}: a stored session file replayed as a recording"),
+    let path = "history/claude_code/shell.jsonl";
+    match replay_file(&backend, &fixture(path), false).await {
+        Err(error @ AgentError::StoredSessionFile { looks_like }) => {
+            assert_eq!(looks_like, agent_api_claude_code::history::STORE_FILE);
+            assert!(error.to_string().contains("Claude Code session"), "{error}");
         }
+        Err(other) => panic!("{path}: expected StoredSessionFile, got {other}"),
+        Ok(_) => panic!("{path}: a stored session file replayed as a recording"),
     }
 }

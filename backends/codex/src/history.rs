@@ -11,7 +11,7 @@
 
 use std::path::{Path, PathBuf};
 
-use agent_api::history::{self, SessionQuery, SessionStore, StoredSession};
+use agent_api::history::{self, SessionQuery, SessionStore, StoreShape, StoredSession};
 use agent_api::kit::transcript::NewItem;
 use agent_api::kit::Unparsed;
 use agent_api::kit::{Ctx, ExitInfo, Protocol};
@@ -35,6 +35,32 @@ const BOOKKEEPING: &[&str] = &[
     "token_usage_record",
     "compacted",
 ];
+
+/// What a file of the store looks like, in a replay's refusal.
+pub const STORE_FILE: StoreShape =
+    StoreShape::new("a Codex rollout file (~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl)");
+
+/// Rollout line types (0.1xx): every line is `{"timestamp", "type", "payload"}`.
+const ROLLOUT_TYPES: &[&str] = &[
+    "session_meta",
+    "response_item",
+    "event_msg",
+    "turn_context",
+    "compacted",
+    "world_state",
+    "token_usage_record",
+];
+
+/// Whether `line` is one of a rollout rather than of `codex exec`'s output.
+pub fn store_shape(line: &[u8]) -> Option<StoreShape> {
+    let value: Value = serde_json::from_slice(line).ok()?;
+    let object = value.as_object()?;
+    let kind = object.get("type")?.as_str()?;
+    let rollout = ROLLOUT_TYPES.contains(&kind)
+        && object.contains_key("timestamp")
+        && object.get("payload").is_some_and(Value::is_object);
+    rollout.then_some(STORE_FILE)
+}
 
 /// Codex's session store under one `CODEX_HOME`.
 #[derive(Debug, Clone)]
@@ -333,5 +359,19 @@ impl Protocol for StoredCodexSession {
 
     fn finish(&mut self, exit: &ExitInfo, ctx: &mut Ctx<'_>) -> Result<RunCompletion, AgentError> {
         self.exec.finish(exit, ctx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rollout_lines_are_recognized_and_exec_lines_are_not() {
+        let rollout = br#"{"timestamp":"2026-11-23T17:03:54.219Z","type":"session_meta","payload":{"id":"01a2"}}"#;
+        assert_eq!(store_shape(rollout), Some(STORE_FILE));
+        let exec = br#"{"type":"thread.started","thread_id":"01a2"}"#;
+        assert_eq!(store_shape(exec), None);
+        assert_eq!(store_shape(b"not json"), None);
     }
 }

@@ -213,6 +213,10 @@ impl CliAgent for Codex {
         }
     }
 
+    fn store_shape(first_line: &[u8]) -> Option<agent_api::history::StoreShape> {
+        history::store_shape(first_line)
+    }
+
     async fn export_snapshot(
         config: &CodexConfig,
         request: &RunRequest,

@@ -74,8 +74,9 @@ pub const HOME_LAYOUT: agent_api::kit::home::HomeLayout = agent_api::kit::home::
 };
 
 /// Gemini CLI as the ACP client runs it: its flags, its variables (endpoint, credentials,
-/// config; its state under `~/.gemini`), its home, its two quirks, and how it asks to leave plan
-/// mode (`exit_plan_mode` asks for a permission titled with the plan file's path).
+/// config; its state under `~/.gemini`), its home, its two quirks, how it asks to leave plan
+/// mode (`exit_plan_mode` asks for a permission titled with the plan file's path), and its
+/// retries, reported only on stderr.
 pub const CLI: AgentCli = AgentCli::new(KIND, "gemini", &["--acp", "--skip-trust"], "gemini.acp")
     .home(HOME_LAYOUT)
     .environment(
@@ -94,7 +95,8 @@ pub const CLI: AgentCli = AgentCli::new(KIND, "gemini", &["--acp", "--skip-trust
     )
     .empty_on_missing()
     .history_trails_load()
-    .exit_plan(ExitPlan::PlanFileTitled("Requesting plan approval for: "));
+    .exit_plan(ExitPlan::PlanFileTitled("Requesting plan approval for: "))
+    .reads_stderr(agent_api_acp::read_retries);
 
 /// What discovery needs to find the `gemini` CLI and build a backend for it.
 pub fn probe() -> agent_api::kit::detect::BackendProbe {

@@ -140,8 +140,8 @@ fn block(part: &Value) -> Option<Value> {
     })
 }
 
-/// A record as the Claude Code store line it corresponds to (`None`: no transcript).
-fn claude_line(record: &Value) -> Result<Option<Value>, Unparsed> {
+/// A record as the stream-json family's store line it corresponds to (`None`: no transcript).
+fn store_line(record: &Value) -> Result<Option<Value>, Unparsed> {
     let kind = record
         .get("type")
         .and_then(Value::as_str)
@@ -203,7 +203,7 @@ impl Protocol for StoredQwenSession {
     }
 
     fn on_message(&mut self, record: Value, ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
-        match claude_line(&record)? {
+        match store_line(&record)? {
             Some(line) => self.inner.on_message(line, ctx),
             None => Ok(()),
         }

@@ -32,7 +32,7 @@
 //! Qwen reports those retries nowhere but its debug log, `<runtime dir>/debug/<session id>.txt`
 //! ([`debug_log_dir`]). On every interface, when the agent runs on this machine (the local and
 //! sandbox launchers), the run follows that file and each retry line becomes the same `api_retry`
-//! and `rate_limited` statuses as Gemini CLI's stderr lines (`agent_api_acp::Retry`). Stream-json
+//! and `rate_limited` statuses as the family's attempt lines do (`retries.rs`, `agent_api_acp::Retry`). Stream-json
 //! runs therefore always name their session (`--session-id`, a new id when the caller chose
 //! none); ACP learns it from `session/new`. `--continue` names none, and is not followed.
 //!
@@ -54,6 +54,7 @@
 pub mod history;
 mod options;
 mod portable;
+mod retries;
 mod stream_json;
 mod tools;
 
@@ -107,7 +108,7 @@ pub const HOME_LAYOUT: agent_api::kit::home::HomeLayout = agent_api::kit::home::
 /// Qwen Code as the ACP client runs it (its stream-json interfaces use the same program,
 /// variables and home): its flags, its variables (endpoint, credentials; its state under
 /// `~/.qwen`), its home, and how it asks to leave plan mode (`exit_plan_mode` asks for a
-/// `switch_mode` permission with the plan in its input).
+/// `switch_mode` permission with the plan in its input), and its retries, in its debug log.
 pub const CLI: AgentCli = AgentCli::new(KIND, "qwen", &["--acp"], "qwen.acp")
     .home(HOME_LAYOUT)
     .environment(
@@ -120,7 +121,8 @@ pub const CLI: AgentCli = AgentCli::new(KIND, "qwen", &["--acp"], "qwen.acp")
         ],
         &[".qwen"],
     )
-    .exit_plan(agent_api_acp::ExitPlan::SwitchModeWithPlan);
+    .exit_plan(agent_api_acp::ExitPlan::SwitchModeWithPlan)
+    .reads_stderr(retries::read_log_line);
 
 /// What discovery needs to find the `qwen` CLI and build a backend for it.
 pub fn probe() -> agent_api::kit::detect::BackendProbe {

@@ -106,16 +106,11 @@ pub fn settings_runtime_dir(
 pub const API_ERROR_PREFIX: &str = "[API Error:";
 
 /// Qwen Code's stream-json dialect: the control protocol, no images, failed model requests
-/// reported as successful results ([`api_error_result`]), retries only in its debug log (read
-/// as Gemini CLI's stderr lines are, `agent_api_acp::Retry`).
+/// reported as successful results ([`api_error_result`]), retries only in its debug log
+/// (`crate::retries`).
 pub const DIALECT: Dialect = Dialect::new("qwen.stream_json", TOOLS)
     .with_result_error(api_error_result)
-    .with_log_reader(read_log_line);
-
-/// A line of Qwen's debug log: a retry line becomes its statuses.
-fn read_log_line(line: &str, transcript: &mut agent_api::kit::transcript::Transcript) {
-    agent_api_acp::Retry::report(line, transcript);
-}
+    .with_log_reader(crate::retries::read_log_line);
 
 /// The stream-json interface a run asked for; `None` for ACP.
 pub fn stream_json_interface(request: &RunRequest) -> Result<Option<QwenInterface>, AgentError> {
@@ -251,6 +246,17 @@ impl Sniffed {
 impl Protocol for Sniffed {
     fn name(&self) -> &'static str {
         self.inner.as_ref().map_or("qwen", |p| p.name())
+    }
+
+    /// A recording's stderr (its debug log's lines, or a `meta.json`'s stderr) shows the retries
+    /// a live run shows, whichever interface was recorded: read here, before the first message
+    /// picks the converter and after.
+    fn reads_stderr(&self) -> bool {
+        true
+    }
+
+    fn on_stderr(&mut self, line: &str, ctx: &mut Ctx<'_>) {
+        crate::retries::read_log_line(line, ctx.transcript);
     }
 
     fn on_line(&mut self, line: &[u8], ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {

@@ -186,3 +186,41 @@ async fn every_qwen_stream_json_recording_replays_with_the_live_outcome() {
         }
     }
 }
+
+/// A replay reads a recording's stderr as a live run reads Qwen's debug log: the retry lines of
+/// the live error500 run (its debug log's, which the recorder does not keep, given here as a
+/// `meta.json`'s stderr would give them) show as the same `api_retry` statuses before the typed
+/// error, on every interface's recording.
+#[tokio::test]
+async fn a_replay_shows_the_retries_its_stderr_reports() {
+    let log = "2026-11-25T19:00:00.000Z [WARN] [RETRY] Attempt 1 failed with status 500. Retrying with backoff... Error: 500\n\
+               2026-11-25T19:00:01.500Z [WARN] [RETRY] Attempt 2 failed with status 500. Retrying with backoff... Error: 500\n";
+    let mut replayed = 0;
+    for interface in [Interface::QwenAcp, Interface::QwenPrint] {
+        for path in files(interface) {
+            if scenario(&path) != "error500" {
+                continue;
+            }
+            let file = tokio::fs::File::open(&path).await.unwrap();
+            let options =
+                agent_api::kit::replay::ReplayOptions::beside(&path).stderr(Some(log.to_string()));
+            let backend = QwenBackend::new(AcpConfig::default());
+            let run = record(
+                agent_api::kit::replay::replay(&backend, file, options)
+                    .await
+                    .expect("replay starts"),
+            )
+            .await;
+            assert_conformant(&run);
+            let retries = run
+                .status_labels()
+                .iter()
+                .filter(|l| *l == "api_retry")
+                .count();
+            assert_eq!(retries, 2, "{}: {:?}", path.display(), run.types());
+            assert!(run.completion.is_err(), "{}", path.display());
+            replayed += 1;
+        }
+    }
+    assert_eq!(replayed, 2, "the acp and print recordings of error500");
+}

@@ -49,7 +49,7 @@ use async_trait::async_trait;
 use std::sync::LazyLock;
 
 pub use scenario::Scenario;
-pub use sessions::HOME_VAR;
+pub use sessions::{outlive_this_process as sessions_outlive_this_process, HOME_VAR};
 
 use std::path::Path;
 

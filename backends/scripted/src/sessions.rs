@@ -37,6 +37,13 @@ pub(crate) fn home_of(request: &RunRequest) -> Option<PathBuf> {
         .map(PathBuf::from)
 }
 
+/// Whether the sessions this process's runs play outlive it, so that another process can resume
+/// them: only when this process names a home ([`HOME_VAR`]); else they live in the backend's
+/// memory, and end with it.
+pub fn outlive_this_process() -> bool {
+    std::env::var_os(HOME_VAR).is_some_and(|dir| !dir.is_empty())
+}
+
 /// A session's file below the home.
 pub(crate) fn session_file(id: &str) -> PathBuf {
     Path::new("sessions").join(format!("{id}.jsonl"))

@@ -252,7 +252,7 @@ impl Outcome {
             if bypass_requested && said("root/sudo privileges") {
                 return Err(AgentError::PermissionModeRefused {
                     mode: "bypassPermissions".into(),
-                    reason: "Claude Code refuses to skip permission prompts when running as root; run as another user, or set IS_SANDBOX=1 in the run's environment if the machine is a sandbox".into(),
+                    reason: "the agent refuses to skip permission prompts when running as root; run as another user, or set IS_SANDBOX=1 in the run's environment if the machine is a sandbox".into(),
                 });
             }
             return Err(exit.early_exit_error());

@@ -8,6 +8,7 @@ mod fleet;
 mod fleet_pg;
 mod memory;
 mod outbox;
+mod pg_notices;
 mod postgres;
 mod postgres_tls;
 mod probe;

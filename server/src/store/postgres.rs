@@ -67,7 +67,7 @@ impl std::fmt::Debug for PostgresStore {
     }
 }
 
-fn backend(error: impl std::fmt::Display) -> StoreError {
+pub(super) fn backend(error: impl std::fmt::Display) -> StoreError {
     StoreError::Backend(error.to_string())
 }
 
@@ -144,8 +144,8 @@ impl PostgresStore {
         let connector = Connector::from_url(url)?;
         let mut client = connect(&connector).await?;
         migrate(&mut client).await?;
-        let (notices, _) = tokio::sync::broadcast::channel(super::fleet_pg::NOTICE_BUFFER);
-        let listener = tokio::spawn(super::fleet_pg::listen(url.to_string(), notices.clone()));
+        let (notices, _) = tokio::sync::broadcast::channel(super::pg_notices::NOTICE_BUFFER);
+        let listener = tokio::spawn(super::pg_notices::listen(url.to_string(), notices.clone()));
         Ok(Self {
             connector,
             client: tokio::sync::Mutex::new(Arc::new(client)),

@@ -48,6 +48,7 @@ const ORDER: &[&str] = &[
     "contract::options",
     "contract::backend_info",
     "contract::session",
+    "contract::backend_info",
     "contract::backend",
     "contract",
     // The kit: framing, processes, launchers, the transcript builder, the driver, HITL, replay.

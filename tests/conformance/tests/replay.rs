@@ -98,7 +98,7 @@ async fn a_session_recording_replays_with_the_clients_answers() {
         }),
     ]
     .join("\n");
-    let (format, _) = open_recording(std::io::Cursor::new(log.clone().into_bytes()))
+    let (format, _) = open_recording(std::io::Cursor::new(log.clone().into_bytes()), |_| None)
         .await
         .unwrap();
     assert_eq!(format, RecordingFormat::Session);
@@ -153,4 +153,80 @@ async fn an_unreadable_file_is_a_typed_replay_error() {
     .err()
     .unwrap();
     assert!(matches!(err, AgentError::Replay { .. }));
+}
+
+/// A file of an agent's own store is refused by the backend whose store it is, and by another
+/// backend told of it (`agent-api replay` tells every built-in one); unrecognized, it is read.
+#[tokio::test]
+async fn a_stored_session_file_is_refused_by_its_backend_and_by_one_told_of_it() {
+    use agent_api_claude_code::{ClaudeCodeBackend, ClaudeCodeConfig};
+    use agent_api_codex::{CodexBackend, CodexConfig};
+    use std::sync::Arc;
+    let rollout =
+        std::fs::read(agent_bench::fixtures_dir().join("history/codex/shell.jsonl")).unwrap();
+    let codex = Arc::new(CodexBackend::new(CodexConfig::default()));
+    let claude = ClaudeCodeBackend::new(ClaudeCodeConfig::default());
+    for (backend, options) in [
+        (
+            codex.as_ref() as &dyn agent_api::kit::replay::Replay,
+            ReplayOptions::default(),
+        ),
+        (
+            &claude,
+            ReplayOptions::default().refusing_stores_of(vec![codex.clone()]),
+        ),
+    ] {
+        match replay(backend, std::io::Cursor::new(rollout.clone()), options).await {
+            Err(error @ AgentError::StoredSessionFile { .. }) => {
+                assert!(error.to_string().contains("Codex rollout"), "{error}")
+            }
+            Err(other) => panic!("expected StoredSessionFile, got {other}"),
+            Ok(_) => panic!("a rollout replayed as a recording"),
+        }
+    }
+    let read = replay(
+        &claude,
+        std::io::Cursor::new(rollout),
+        ReplayOptions::default(),
+    )
+    .await;
+    assert!(
+        read.is_ok(),
+        "a backend that does not know the store reads the lines"
+    );
+}
+
+/// An ACP agent's retries, which it reports only on stderr, show in a replay as in a live run,
+/// read where its crate says: Gemini CLI's stderr, and any ACP agent's (the generic kind reads
+/// the family's attempt lines). The stderr is Gemini CLI's own, recorded on a run of 500s.
+#[tokio::test]
+async fn an_acp_agents_stderr_retries_show_in_its_replay() {
+    use agent_api_acp::{AcpBackend, AcpConfig};
+    use agent_api_gemini::GeminiBackend;
+    let fixtures = agent_bench::fixtures_dir();
+    let meta: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(fixtures.join("gemini/headless/error500_default_attempts.meta.json"))
+            .unwrap(),
+    )
+    .unwrap();
+    let stderr = meta["stderr"].as_str().unwrap().to_string();
+    let recording = fixtures.join("gemini/acp/text.session.jsonl");
+    let backends: [(&str, Box<dyn agent_api::kit::replay::Replay>); 2] = [
+        ("gemini", Box::new(GeminiBackend::new(AcpConfig::default()))),
+        ("acp", Box::new(AcpBackend::new(AcpConfig::default()))),
+    ];
+    for (name, backend) in backends {
+        let file = tokio::fs::File::open(&recording).await.unwrap();
+        let options = ReplayOptions::default().stderr(Some(stderr.clone()));
+        let run = record(replay(backend.as_ref(), file, options).await.unwrap()).await;
+        assert_conformant(&run);
+        let retries = run
+            .status_labels()
+            .iter()
+            .filter(|l| *l == "api_retry")
+            .count();
+        // Three attempts failed and were retried; the fourth's line ends the tries, no retry.
+        assert_eq!(retries, 3, "{name}: {:?}", run.types());
+        assert!(run.completion.is_ok(), "{name}");
+    }
 }

@@ -6,7 +6,7 @@ use crate::contract::event::{enforce, within_bounds, AgentWrapperEvent, AgentWra
 use crate::contract::kind::AgentKind;
 
 fn event(kind: AgentWrapperEventKind) -> AgentWrapperEvent {
-    AgentWrapperEvent::new(AgentKind::from_static("scripted"), kind)
+    AgentWrapperEvent::new(AgentKind::from_static("my_agent"), kind)
 }
 
 #[test]

@@ -119,7 +119,7 @@ fn env_names_never_show_values() {
 #[test]
 fn debug_of_requests_and_command_specs_never_prints_env_values() {
     let request = crate::RunRequest::new("hi").with_env("ANTHROPIC_API_KEY", "sk-ant-live-999");
-    let spec = crate::kit::CommandSpec::new("claude").env("OPENAI_API_KEY", "plain-value-888");
+    let spec = crate::kit::CommandSpec::new("agent-cli").env("OPENAI_API_KEY", "plain-value-888");
     for shown in [
         format!("{request:?}"),
         format!("{spec:?}"),
@@ -137,7 +137,7 @@ fn debug_of_requests_and_command_specs_never_prints_env_values() {
 fn secret_values_come_from_secret_named_variables_and_arguments_only() {
     let env = [
         ("OPENAI_API_KEY", "live-value-1"),
-        ("OPENCODE_SERVER_PASSWORD", "pw-value-2"),
+        ("AGENT_SERVER_PASSWORD", "pw-value-2"),
         ("HOME", "/root/home"),
     ];
     let args: Vec<String> = [

@@ -130,7 +130,7 @@ mod tests {
     ) -> (Vec<String>, plan::Planned) {
         let planned = plan(
             &spec.with_launcher(launcher),
-            PathBuf::from("claude"),
+            PathBuf::from("agent-cli"),
             run_id,
         )
         .unwrap();
@@ -146,7 +146,7 @@ mod tests {
 
     #[test]
     fn exec_passes_env_names_only_and_the_argv_as_separate_elements() {
-        let spec = CommandSpec::new("claude")
+        let spec = CommandSpec::new("agent-cli")
             .args(["-p", "it's $(rm -rf ~)"])
             .env("API_KEY", "s3cret-sentinel")
             .cwd("/w");
@@ -161,7 +161,14 @@ mod tests {
         assert_eq!(args[at + 1..at + 4], ["sh", "-c", far::START_SCRIPT]);
         assert_eq!(
             args[at + 4..],
-            ["agent-api", "r1", "/w", "claude", "-p", "it's $(rm -rf ~)"]
+            [
+                "agent-api",
+                "r1",
+                "/w",
+                "agent-cli",
+                "-p",
+                "it's $(rm -rf ~)"
+            ]
         );
         assert!(!args.iter().any(|a| a.contains("s3cret-sentinel")));
         assert_eq!(planned.env["API_KEY"], "s3cret-sentinel");
@@ -176,7 +183,7 @@ mod tests {
             .with_mount("/h/w", "/w", false);
         let (args, planned) = planned(
             Launcher::Container(settings),
-            CommandSpec::new("codex"),
+            CommandSpec::new("agent-cli"),
             "r2",
         );
         let expected = [

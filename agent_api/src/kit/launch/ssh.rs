@@ -202,12 +202,12 @@ mod tests {
     fn secrets_stay_off_the_ssh_argv_and_the_client_env() {
         let launcher =
             crate::contract::launcher::Launcher::Ssh(Ssh::parse("dev@build-3:2222").unwrap());
-        let spec = crate::kit::CommandSpec::new("claude")
+        let spec = crate::kit::CommandSpec::new("agent-cli")
             .arg("it's")
             .env("API_KEY", "s3cret-sentinel")
             .cwd("/w")
             .with_launcher(launcher);
-        let planned = crate::kit::launch::plan(&spec, "claude".into(), "r1").unwrap();
+        let planned = crate::kit::launch::plan(&spec, "agent-cli".into(), "r1").unwrap();
         let preamble = planned.stdin_preamble.clone();
         let args: Vec<String> = planned
             .args
@@ -230,7 +230,7 @@ mod tests {
         );
         assert!(args[9].starts_with("env -i sh -c "), "{}", args[9]);
         assert!(
-            args[9].ends_with(r#" agent-api r1 /w claude "it's""#),
+            args[9].ends_with(r#" agent-api r1 /w agent-cli "it's""#),
             "{}",
             args[9]
         );

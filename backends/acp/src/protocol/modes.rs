@@ -205,37 +205,37 @@ mod tests {
 
     #[test]
     fn a_mode_is_the_agents_own_id_whatever_its_case_and_separators() {
-        let gemini: Vec<String> = ["default", "autoEdit", "yolo", "plan"]
+        let camel: Vec<String> = ["default", "autoEdit", "yolo", "plan"]
             .map(String::from)
             .to_vec();
-        let qwen: Vec<String> = ["plan", "default", "auto-edit", "yolo"]
+        let kebab: Vec<String> = ["plan", "default", "auto-edit", "yolo"]
             .map(String::from)
             .to_vec();
         assert_eq!(
-            agent_mode_id(&gemini, Some("plan"), &AgentMode::parse("auto_edit")),
+            agent_mode_id(&camel, Some("plan"), &AgentMode::parse("auto_edit")),
             Some("autoEdit")
         );
         assert_eq!(
-            agent_mode_id(&qwen, None, &AgentMode::parse("auto_edit")),
+            agent_mode_id(&kebab, None, &AgentMode::parse("auto_edit")),
             Some("auto-edit")
         );
-        assert_eq!(agent_mode_id(&gemini, None, &AgentMode::Plan), Some("plan"));
+        assert_eq!(agent_mode_id(&camel, None, &AgentMode::Plan), Some("plan"));
         assert_eq!(
-            agent_mode_id(&gemini, Some("plan"), &AgentMode::Default),
+            agent_mode_id(&camel, Some("plan"), &AgentMode::Default),
             Some("default")
         );
         assert_eq!(
-            agent_mode_id(&gemini, None, &AgentMode::parse("build")),
+            agent_mode_id(&camel, None, &AgentMode::parse("build")),
             None
         );
         // An agent without a `default` mode (OpenCode: build, plan): the mode it opened in.
-        let opencode: Vec<String> = ["build", "plan"].map(String::from).to_vec();
+        let no_default: Vec<String> = ["build", "plan"].map(String::from).to_vec();
         assert_eq!(
-            agent_mode_id(&opencode, Some("build"), &AgentMode::Default),
+            agent_mode_id(&no_default, Some("build"), &AgentMode::Default),
             Some("build")
         );
         assert_eq!(
-            agent_mode_id(&opencode, Some("build"), &AgentMode::parse("yolo")),
+            agent_mode_id(&no_default, Some("build"), &AgentMode::parse("yolo")),
             None
         );
     }
