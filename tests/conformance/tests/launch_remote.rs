@@ -111,7 +111,7 @@ async fn snapshot_goes_on_elsewhere(place: Place, over_ssh: bool) {
         // bubblewrap binds the agent's home: it must be there first.
         std::fs::create_dir_all(&home).unwrap();
     }
-    let _remove = HomeGuard(home.clone());
+    let _remove = HomeGuard(home.clone(), place.container().map(str::to_string));
     let template = |place: &Place, prompt: &str| {
         request(prompt)
             .with_env("HOME", &home)
@@ -194,12 +194,18 @@ async fn snapshot_goes_on_elsewhere(place: Place, over_ssh: bool) {
     fresh.assert_nothing_left("a snapshot's import and the run from it");
 }
 
-/// Removes a home the snapshot test made on this machine (over ssh or in bubblewrap).
-struct HomeGuard(String);
+/// Removes a home a snapshot test made, on this machine (over ssh, in bubblewrap) and in the
+/// container it names, even when the test fails.
+struct HomeGuard(String, Option<String>);
 
 impl Drop for HomeGuard {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
+        if let Some(container) = &self.1 {
+            let _ = std::process::Command::new("docker")
+                .args(["exec", container, "rm", "-rf", &self.0])
+                .output();
+        }
     }
 }
 
@@ -250,6 +256,7 @@ async fn docker_snapshot_refuses_a_far_homes_links_and_bounds_its_files() {
     let dir = format!("{home}/.claude/projects/-w");
     let id = "0e4b5c52-3f7a-4c1e-9a57-1d2b3c4d5e6f";
     let file = format!("{dir}/{id}.jsonl");
+    let _remove = HomeGuard(home.clone(), place.container().map(str::to_string));
     let request = RunRequest::new("")
         .with_env("HOME", &home)
         .with_working_dir("/w")
@@ -321,7 +328,6 @@ async fn docker_snapshot_refuses_a_far_homes_links_and_bounds_its_files() {
         in_container(&place, &format!("stat -c %a {file} && cat {file}")),
         "600\n{}\n"
     );
-    in_container(&place, &format!("rm -r {home}"));
     place.assert_nothing_left("the snapshot's transfers");
 }
 
