@@ -32,6 +32,7 @@ use std::path::{Path, PathBuf};
 use crate::contract::error::AgentError;
 use crate::contract::files::{ConfinedDir, FileRefusal};
 use crate::contract::home::Home;
+use crate::contract::launcher::Launcher;
 use crate::contract::request::RunRequest;
 use crate::contract::session_ref::SessionRef;
 pub use crate::contract::snapshot::{
@@ -92,15 +93,25 @@ pub struct NativeFile {
     pub stored: String,
 }
 
-/// The snapshot of `session` holding `files` (on the blocking pool): missing files are left out,
-/// [`SnapshotError::Missing`] when none is there, [`Continuity::Replay`] past the bound.
+/// The snapshot of `session` holding `files`, found where a run of `request` finds its agent's
+/// home: on this machine (on the blocking pool; bubblewrap's home is this machine's too) or, for a
+/// launcher whose agent runs elsewhere (a prefix, a container, ssh), on that far side, through the
+/// same launcher (`spec/launchers.md`, "Session snapshots through a launcher"). Missing files are
+/// left out, [`SnapshotError::Missing`] when none is there, [`Continuity::Replay`] past the bound.
 pub async fn export_files(
+    request: &RunRequest,
     session: &SessionRef,
     files: Vec<NativeFile>,
 ) -> Result<SessionSnapshot, AgentError> {
-    let session = session.clone();
+    let mut builder = SnapshotBuilder::new(session);
+    if let Some(launcher) = far_launcher(request) {
+        for file in &files {
+            let read = far::read_below(launcher, &file.dir, &file.relative, builder.left()).await;
+            builder.add_read(file.root, &file.stored, read)?;
+        }
+        return Ok(builder.finish()?);
+    }
     blocking(move || {
-        let mut builder = SnapshotBuilder::new(&session);
         for file in &files {
             builder.add(file.root, &file.dir, &file.relative, &file.stored)?;
         }
@@ -109,10 +120,14 @@ pub async fn export_files(
     .await
 }
 
-/// Restores the files of `snapshot` that `place` gives a home for (its directory here and its
-/// path below it, re-keyed as the backend needs; `None` leaves a file out), on the blocking pool.
+/// Restores the files of `snapshot` that `place` gives a home for (its directory and its path
+/// below it, re-keyed as the backend needs; `None` leaves a file out), where a run of `request`
+/// finds its agent's home: here, on the blocking pool, or on a launcher's far side through that
+/// launcher (`spec/launchers.md`, "Session snapshots through a launcher"), with the same checks
+/// and the same newest-wins rule ([`restore_file`]).
 /// [`SnapshotError::Missing`] when `place` takes none of them.
 pub async fn import_files(
+    request: &RunRequest,
     snapshot: &SessionSnapshot,
     place: impl Fn(&SnapshotFile) -> Option<(PathBuf, PathBuf)>,
 ) -> Result<SnapshotImport, AgentError> {
@@ -128,6 +143,21 @@ pub async fn import_files(
         }
         .into());
     }
+    if let Some(launcher) = far_launcher(request) {
+        let mut report = SnapshotImport::default();
+        for (file, dir, relative) in &placed {
+            let shown = shown(file, relative);
+            let cap = file.bytes.len() as u64 + SNAPSHOT_FILES_BOUND;
+            let existing = far::read_below(launcher, dir, relative, cap).await;
+            if !keep_existing(existing, file, &shown, &mut report)? {
+                far::replace_private(launcher, dir, relative, &file.bytes)
+                    .await
+                    .map_err(|refusal| file_error(&shown, "restored", refusal))?;
+                report.written.push(shown);
+            }
+        }
+        return Ok(report);
+    }
     blocking(move || {
         let mut report = SnapshotImport::default();
         for (file, dir, relative) in &placed {
@@ -136,6 +166,38 @@ pub async fn import_files(
         Ok(report)
     })
     .await
+}
+
+/// Whether a run of `request` has its agent's home on this machine (no launcher, or bubblewrap),
+/// where a backend may look through it; otherwise [`export_files`] and [`import_files`] reach it
+/// through the launcher.
+pub fn home_is_here(request: &RunRequest) -> bool {
+    far_launcher(request).is_none()
+}
+
+/// The launcher of `request` when its agent's home is not on this machine's filesystem.
+fn far_launcher(request: &RunRequest) -> Option<&Launcher> {
+    request
+        .launcher
+        .as_ref()
+        .filter(|launcher| !launcher.is_local_filesystem())
+}
+
+/// Refuses, typed, a snapshot of a run of `request` whose agent's home is on a launcher's far
+/// side, for a backend that finds a session's files by looking through its home on this machine
+/// (`what` says which, for the message): [`export_files`] and [`import_files`] reach a far home
+/// file by file, not a search through it.
+pub fn needs_local_home(request: &RunRequest, what: &str) -> Result<(), AgentError> {
+    match far_launcher(request) {
+        Some(launcher) => Err(AgentError::InvalidRequest {
+            reason: format!(
+                "{what} looks through the agent's home on this machine, and through the {launcher} \
+                 launcher that home is elsewhere: this backend's session snapshot is taken and \
+                 restored only where the agent's home is on this machine"
+            ),
+        }),
+        None => Ok(()),
+    }
 }
 
 /// A snapshot being taken: files added one by one, bounded together by [`SNAPSHOT_FILES_BOUND`]
@@ -184,14 +246,31 @@ impl SnapshotBuilder {
         if self.over {
             return Ok(true);
         }
-        let refused = |refusal: FileRefusal| file_error(stored, "read", refusal);
-        let confined = match ConfinedDir::open(dir) {
-            Ok(confined) => confined,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
-            Err(e) => return Err(refused(e.into())),
+        let read = match ConfinedDir::open(dir) {
+            Ok(confined) => confined.read_below(relative, self.left()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(FileRefusal::NotFound),
+            Err(e) => Err(e.into()),
         };
-        let left = self.bound - self.bytes;
-        match confined.read_below(relative, left) {
+        self.add_read(root, stored, read)
+    }
+
+    /// The bytes the snapshot may still take.
+    pub fn left(&self) -> u64 {
+        self.bound - self.bytes
+    }
+
+    /// Adds what reading a file gave (at most [`SnapshotBuilder::left`] bytes, with the time it was
+    /// last written), as [`SnapshotBuilder::add`] does: for a file read elsewhere.
+    pub fn add_read(
+        &mut self,
+        root: &str,
+        stored: &str,
+        read: Result<(Vec<u8>, Option<std::time::SystemTime>), FileRefusal>,
+    ) -> Result<bool, SnapshotError> {
+        if self.over {
+            return Ok(true);
+        }
+        match read {
             Ok((bytes, modified)) => {
                 self.bytes += bytes.len() as u64;
                 self.snapshot
@@ -205,7 +284,7 @@ impl SnapshotBuilder {
                 self.snapshot.files.clear();
                 Ok(true)
             }
-            Err(refusal) => Err(refused(refusal)),
+            Err(refusal) => Err(file_error(stored, "read", refusal)),
         }
     }
 
@@ -239,15 +318,40 @@ pub fn restore_file(
     file: &SnapshotFile,
     report: &mut SnapshotImport,
 ) -> Result<(), SnapshotError> {
-    let shown = format!("{}/{}", file.root, relative.display());
+    let shown = shown(file, relative);
     let refused = |refusal: FileRefusal| file_error(&shown, "restored", refusal);
     std::fs::create_dir_all(dir).map_err(|e| refused(e.into()))?;
     let confined = ConfinedDir::open(dir).map_err(|e| refused(e.into()))?;
-    match confined.read_below(relative, file.bytes.len() as u64 + SNAPSHOT_FILES_BOUND) {
+    let existing = confined.read_below(relative, file.bytes.len() as u64 + SNAPSHOT_FILES_BOUND);
+    if keep_existing(existing, file, &shown, report)? {
+        return Ok(());
+    }
+    confined
+        .replace_private(relative, &file.bytes)
+        .map_err(refused)?;
+    report.written.push(shown);
+    Ok(())
+}
+
+/// How a restored file is named in a [`SnapshotImport`]: its root and its path below it.
+fn shown(file: &SnapshotFile, relative: &Path) -> String {
+    format!("{}/{}", file.root, relative.display())
+}
+
+/// Whether the home's copy of `file` (what reading it gave) stays: the same bytes, or a newer
+/// copy (one that holds the snapshot's bytes and more, or was written after them), newest wins;
+/// said in `report`. `false`: the snapshot's file is to be written.
+fn keep_existing(
+    existing: Result<(Vec<u8>, Option<std::time::SystemTime>), FileRefusal>,
+    file: &SnapshotFile,
+    shown: &str,
+    report: &mut SnapshotImport,
+) -> Result<bool, SnapshotError> {
+    match existing {
         Ok((existing, modified)) => {
             if existing == file.bytes {
-                report.unchanged.push(shown);
-                return Ok(());
+                report.unchanged.push(shown.to_string());
+                return Ok(true);
             }
             let grew = existing.len() > file.bytes.len() && existing.starts_with(&file.bytes);
             let later = matches!(
@@ -256,22 +360,18 @@ pub fn restore_file(
             );
             if grew || later {
                 tracing::info!(file = %shown, "restore kept the home's newer copy (newest wins)");
-                report.kept_newer.push(shown);
-                return Ok(());
+                report.kept_newer.push(shown.to_string());
+                return Ok(true);
             }
+            Ok(false)
         }
-        Err(FileRefusal::NotFound) => {}
+        Err(FileRefusal::NotFound) => Ok(false),
         Err(FileRefusal::TooLarge { .. }) => {
-            report.kept_newer.push(shown);
-            return Ok(());
+            report.kept_newer.push(shown.to_string());
+            Ok(true)
         }
-        Err(refusal) => return Err(refused(refusal)),
+        Err(refusal) => Err(file_error(shown, "restored", refusal)),
     }
-    confined
-        .replace_private(relative, &file.bytes)
-        .map_err(refused)?;
-    report.written.push(shown);
-    Ok(())
 }
 
 /// What `find` finds, asked again every 100 ms for at most `limit`: for a CLI that creates a new
@@ -345,6 +445,8 @@ fn millis(time: std::time::SystemTime) -> u64 {
         .map(|d| d.as_millis() as u64)
         .unwrap_or(0)
 }
+
+mod far;
 
 #[cfg(test)]
 mod tests;

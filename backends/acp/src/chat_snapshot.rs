@@ -14,7 +14,7 @@ use std::path::{Component, Path, PathBuf};
 use std::time::Duration;
 
 use agent_api::kit::snapshot::{
-    export_files, found_within, home_dir, import_files, settle, NativeFile,
+    export_files, found_within, home_dir, import_files, needs_local_home, settle, NativeFile,
 };
 use agent_api::request::SessionRef;
 use agent_api::snapshot::{check_session_id, SnapshotError, SnapshotFile, SnapshotImport};
@@ -62,6 +62,10 @@ pub async fn export<L: ChatLayout>(
     session: &SessionRef,
 ) -> Result<SessionSnapshot, AgentError> {
     check_session_id(&session.id)?;
+    needs_local_home(
+        request,
+        "the chat export (chats are found by their project)",
+    )?;
     let root = root_dir::<L>(config, request)?;
     let store = ChatStore::<L>::new(root.join(L::AGENT_DIR));
     let id = session.id.clone();
@@ -78,6 +82,7 @@ pub async fn export<L: ChatLayout>(
     session.agent = Some(L::KIND);
     session.working_dir = Some(crate::run_dir(config, request));
     export_files(
+        request,
         &session,
         vec![NativeFile {
             root: L::ROOT,
@@ -98,6 +103,10 @@ pub async fn import<L: ChatLayout>(
 ) -> Result<SnapshotImport, AgentError> {
     snapshot.check_agent(&L::KIND)?;
     check_session_id(&snapshot.native_session_id)?;
+    needs_local_home(
+        request,
+        "the chat import (its project is found by its marker)",
+    )?;
     let root = root_dir::<L>(config, request)?;
     let cwd = crate::run_dir(config, request);
     let projects_dir = root.join(projects::<L>());
@@ -117,7 +126,7 @@ pub async fn import<L: ChatLayout>(
         let owner = cwd.to_string_lossy().into_owned().into_bytes();
         snapshot.files.push(SnapshotFile::new(L::ROOT, name, owner));
     }
-    import_files(&snapshot, |file| {
+    import_files(request, &snapshot, |file| {
         let placed = placed::<L>(&prefix, &file.path, &key)?;
         (file.root == L::ROOT).then(|| (root.clone(), placed))
     })

@@ -9,7 +9,9 @@ use std::path::{Path, PathBuf};
 
 use std::time::Duration;
 
-use agent_api::kit::snapshot::{export_files, home_dir, import_files, settle, NativeFile};
+use agent_api::kit::snapshot::{
+    export_files, home_dir, home_is_here, import_files, settle, NativeFile,
+};
 use agent_api::request::SessionRef;
 use agent_api::snapshot::{check_session_id, SnapshotImport};
 use agent_api::{AgentError, RunRequest, SessionSnapshot};
@@ -56,8 +58,13 @@ pub(crate) async fn export(
     // Claude Code writes its transcript a moment after it reports the turn's end: wait for the
     // file to be there and quiet, in the run's own project or, for a session that ran
     // elsewhere, any other (names only: the file is opened confined).
+    // Where the agent runs elsewhere (a container, ssh), its home is there: the file is taken
+    // from the run's own project through the launcher, after the quiet time.
     let own = dir.join("projects").join(&here).join(&name);
-    let key = if settle(&own, SETTLE_QUIET, SETTLE_LIMIT).await {
+    let key = if !home_is_here(request) {
+        tokio::time::sleep(SETTLE_QUIET).await;
+        here
+    } else if settle(&own, SETTLE_QUIET, SETTLE_LIMIT).await {
         here
     } else {
         other_project(&dir.join("projects"), &name).unwrap_or(here)
@@ -67,6 +74,7 @@ pub(crate) async fn export(
     let mut session = session.clone();
     session.working_dir = Some(run_dir(config, request));
     export_files(
+        request,
         &session,
         vec![NativeFile {
             root: ROOT,
@@ -97,7 +105,7 @@ pub(crate) async fn import(
     let dir = config_dir(config, request)?;
     let name = format!("{}.jsonl", snapshot.native_session_id);
     let key = project_key(&run_dir(config, request));
-    import_files(snapshot, |file| {
+    import_files(request, snapshot, |file| {
         let parts: Vec<&str> = file.path.split('/').collect();
         let session_file =
             file.root == ROOT && parts.len() == 3 && parts[0] == "projects" && parts[2] == name;

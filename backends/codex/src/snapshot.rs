@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use agent_api::kit::snapshot::{
-    export_files, found_within, home_dir, import_files, settle, NativeFile,
+    export_files, found_within, home_dir, import_files, needs_local_home, settle, NativeFile,
 };
 use agent_api::request::SessionRef;
 use agent_api::snapshot::{check_session_id, SnapshotImport};
@@ -45,6 +45,7 @@ pub(crate) async fn export(
     session: &SessionRef,
 ) -> Result<SessionSnapshot, AgentError> {
     check_session_id(&session.id)?;
+    needs_local_home(request, "Codex's export (its rollouts are found by date)")?;
     let home = codex_home(config, request)?;
     let store = crate::history::CodexSessionStore::new(&home);
     // The app-server may write a new thread's rollout a moment after the turn ends.
@@ -64,6 +65,7 @@ pub(crate) async fn export(
         })?;
     let stored = relative.to_string_lossy().into_owned();
     export_files(
+        request,
         session,
         vec![NativeFile {
             root: ROOT,
@@ -83,7 +85,7 @@ pub(crate) async fn import(
     snapshot.check_agent(&crate::KIND)?;
     let home = codex_home(config, request)?;
     let id = snapshot.native_session_id.clone();
-    import_files(snapshot, |file| {
+    import_files(request, snapshot, |file| {
         (file.root == ROOT && is_rollout_of(&file.path, &id))
             .then(|| (home.clone(), PathBuf::from(&file.path)))
     })

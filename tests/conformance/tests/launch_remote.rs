@@ -85,6 +85,276 @@ async fn text(cli: Cli, place: Place) {
     );
 }
 
+/// Issue 47 (sessions that outlive their machine): a Claude Code session whose agent ran in one
+/// container, its home inside that container only, goes on natively in a container started
+/// afterwards: the snapshot is exported through the first container's launcher and imported
+/// through the new one's, never through this machine's filesystem.
+/// The first run over ssh or in bubblewrap goes on the same way.
+async fn snapshot_goes_on_in_a_fresh_container(place: Place) {
+    snapshot_goes_on_elsewhere(place, false).await
+}
+
+/// [`snapshot_goes_on_in_a_fresh_container`], going on in a fresh container or (`over_ssh`) over ssh.
+async fn snapshot_goes_on_elsewhere(place: Place, over_ssh: bool) {
+    let Some((_server, sandbox)) = bench(Cli::ClaudeCode, "echo").await else {
+        return;
+    };
+    let (fresh, _guard) = if over_ssh {
+        (Place::ssh(), None)
+    } else {
+        let (fresh, guard) = Place::started_container(&sandbox);
+        (fresh, Some(guard))
+    };
+    // A home no mount shares: it exists only where the agent runs.
+    let home = format!("/root/agent-api-home-{}", place.sentinel);
+    if matches!(place.launcher, agent_api::request::Launcher::Sandbox(_)) {
+        // bubblewrap binds the agent's home: it must be there first.
+        std::fs::create_dir_all(&home).unwrap();
+    }
+    let _remove = HomeGuard(home.clone(), place.container().map(str::to_string));
+    let template = |place: &Place, prompt: &str| {
+        request(prompt)
+            .with_env("HOME", &home)
+            .with_launcher(place.launcher.clone())
+    };
+    let first = backend(Cli::ClaudeCode, &sandbox, &place);
+    let run = drive(
+        &*first,
+        &place,
+        template(&place, "My name is Ada"),
+        PermissionDecision::Allow,
+        Fault::None,
+    )
+    .await;
+    assert!(
+        run.assistant_text().contains("user_turns=1"),
+        "{:?}",
+        run.completion
+    );
+    let session = run.completion.unwrap().session.expect("the run's session");
+    let snapshot = first
+        .export_snapshot(&template(&place, ""), &session)
+        .await
+        .unwrap_or_else(|e| panic!("the snapshot through {}: {e}", place.launcher));
+    assert!(snapshot.is_native(), "{:?}", snapshot.continuity);
+    // In a container the home is there only; over ssh (this machine here) and in bubblewrap it
+    // is on this machine's disk, under this machine's /root.
+    let in_container = place.container().is_some();
+    assert_eq!(
+        std::path::Path::new(&home).exists(),
+        !in_container,
+        "where the first run's home is"
+    );
+    let bytes = snapshot.to_bytes().unwrap();
+
+    let there = backend(Cli::ClaudeCode, &sandbox, &fresh);
+    let mut gateway = agent_api::Gateway::new();
+    gateway.register(std::sync::Arc::from(there)).unwrap();
+    let next = template(&fresh, "What is my name?")
+        .with_snapshot(agent_api::SessionSnapshot::from_bytes(&bytes).unwrap());
+    let (_, completion) = gateway
+        .run(&agent_api_claude_code::KIND, next)
+        .await
+        .unwrap_or_else(|e| panic!("the run from the snapshot: {e}"))
+        .collect_wrapper()
+        .await;
+    let said = completion
+        .unwrap_or_else(|e| panic!("the run from the snapshot: {e}"))
+        .final_text
+        .unwrap_or_default();
+    assert!(
+        said.contains("user_turns=2"),
+        "the session did not go on natively in the fresh container: {said}"
+    );
+    // Restored inside the fresh container, private.
+    let key = agent_api_claude_code::snapshot::project_key(&sandbox.cwd);
+    let restored = format!(
+        "{home}/.claude/projects/{key}/{}.jsonl",
+        snapshot.native_session_id
+    );
+    let mode = match fresh.container() {
+        Some(name) => {
+            std::process::Command::new("docker")
+                .args(["exec", name, "stat", "-c", "%a", &restored])
+                .output()
+                .unwrap()
+                .stdout
+        }
+        // The ssh host is this machine.
+        None => {
+            std::process::Command::new("stat")
+                .args(["-c", "%a", &restored])
+                .output()
+                .unwrap()
+                .stdout
+        }
+    };
+    assert_eq!(String::from_utf8_lossy(&mode).trim(), "600", "{restored}");
+    place.assert_nothing_left("a snapshot's export");
+    fresh.assert_nothing_left("a snapshot's import and the run from it");
+}
+
+/// Removes a home a snapshot test made, on this machine (over ssh, in bubblewrap) and in the
+/// container it names, even when the test fails.
+struct HomeGuard(String, Option<String>);
+
+impl Drop for HomeGuard {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+        if let Some(container) = &self.1 {
+            let _ = std::process::Command::new("docker")
+                .args(["exec", container, "rm", "-rf", &self.0])
+                .output();
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn docker_claude_snapshot_goes_on_in_a_fresh_container() {
+    snapshot_goes_on_in_a_fresh_container(Place::docker(0)).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ssh_claude_snapshot_goes_on_in_a_fresh_container() {
+    snapshot_goes_on_in_a_fresh_container(Place::ssh()).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn docker_claude_snapshot_goes_on_over_ssh() {
+    snapshot_goes_on_elsewhere(Place::docker(0), true).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bwrap_claude_snapshot_goes_on_in_a_fresh_container() {
+    snapshot_goes_on_in_a_fresh_container(Place::bwrap()).await
+}
+
+/// Runs `script` with `sh -c` in `place`'s container.
+fn in_container(place: &Place, script: &str) -> String {
+    let out = std::process::Command::new("docker")
+        .args(["exec", place.container().unwrap(), "sh", "-c", script])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{script}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A hostile agent's home on the far side: the session file a link out of the home, a file with a
+/// second name, a folder on the way a link, a file over the bound. The export and the import through
+/// the launcher refuse each as they do here (typed, as a way out), write nothing through the link,
+/// and take no more than the bound across.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn docker_snapshot_refuses_a_far_homes_links_and_bounds_its_files() {
+    use agent_api::snapshot::SnapshotError;
+    use agent_api::AgentBackend as _;
+    let place = Place::docker(0);
+    let home = format!("/root/agent-api-hostile-{}", place.sentinel);
+    let dir = format!("{home}/.claude/projects/-w");
+    let id = "0e4b5c52-3f7a-4c1e-9a57-1d2b3c4d5e6f";
+    let file = format!("{dir}/{id}.jsonl");
+    let _remove = HomeGuard(home.clone(), place.container().map(str::to_string));
+    let request = RunRequest::new("")
+        .with_env("HOME", &home)
+        .with_working_dir("/w")
+        .with_launcher(place.launcher.clone());
+    let backend = agent_api_claude_code::ClaudeCodeBackend::new(
+        agent_api_claude_code::ClaudeCodeConfig::default(),
+    );
+    let session = agent_api::request::SessionRef::native(id);
+    let escape = |err: AgentError| match err {
+        AgentError::Snapshot(SnapshotError::File { escape, .. }) => escape,
+        other => panic!("not a refused file: {other}"),
+    };
+
+    let hostile = [
+        (
+            format!("mkdir -p {dir} && ln -s /etc/passwd {file}"),
+            "a link out of the far home",
+        ),
+        (
+            format!("rm {file} && echo secret > {home}/other && ln {home}/other {file}"),
+            "a file with a second name",
+        ),
+    ];
+    for (setup, what) in hostile {
+        in_container(&place, &setup);
+        let err = backend
+            .export_snapshot(&request, &session)
+            .await
+            .unwrap_err();
+        assert!(escape(err), "{what} is refused as a way out");
+    }
+
+    // One byte over the bound: nothing crosses, the snapshot says replay.
+    let over = agent_api::snapshot::SNAPSHOT_FILES_BOUND + 1;
+    in_container(
+        &place,
+        &format!("rm {file} && head -c {over} /dev/zero > {file}"),
+    );
+    let snapshot = backend.export_snapshot(&request, &session).await.unwrap();
+    assert!(
+        !snapshot.is_native() && snapshot.files.is_empty(),
+        "{:?}",
+        snapshot.continuity
+    );
+
+    // The import: a folder on the way is a link to elsewhere in the container.
+    in_container(
+        &place,
+        &format!("rm -r {dir} && mkdir -p {home}/elsewhere && ln -s {home}/elsewhere {dir}"),
+    );
+    let mut good = agent_api::SessionSnapshot::new(agent_api_claude_code::KIND, id);
+    good.files.push(agent_api::snapshot::SnapshotFile::new(
+        "CLAUDE_CONFIG_DIR",
+        format!("projects/-w/{id}.jsonl"),
+        b"{}\n".to_vec(),
+    ));
+    let err = backend.import_snapshot(&request, &good).await.unwrap_err();
+    assert!(
+        escape(err),
+        "a link on the way into the far home is refused as a way out"
+    );
+    assert_eq!(in_container(&place, &format!("ls -A {home}/elsewhere")), "");
+
+    // Without the link the same snapshot is written there, private.
+    in_container(&place, &format!("rm {dir}"));
+    let report = backend.import_snapshot(&request, &good).await.unwrap();
+    assert_eq!(report.written.len(), 1, "{report:?}");
+    assert_eq!(
+        in_container(&place, &format!("stat -c %a {file} && cat {file}")),
+        "600\n{}\n"
+    );
+    place.assert_nothing_left("the snapshot's transfers");
+}
+
+/// Backends that find a session's files by looking through the agent's home (Codex's rollouts by
+/// date, Gemini's and Qwen's chats by project) refuse a snapshot of a far home, typed, before
+/// anything runs, instead of looking through this machine's.
+#[tokio::test]
+async fn a_backend_that_looks_through_its_home_refuses_a_far_one_typed() {
+    let place = Place::docker(0);
+    let request = RunRequest::new("")
+        .with_working_dir("/w")
+        .with_launcher(place.launcher.clone());
+    let session = agent_api::request::SessionRef::native("0e4b5c52-3f7a-4c1e-9a57-1d2b3c4d5e6f");
+    let codex =
+        agent_api_codex::CodexBackend::new(agent_api_codex::CodexConfig::with_binary("codex"));
+    let gemini =
+        agent_api_gemini::GeminiBackend::new(agent_api_acp::AcpConfig::with_binary("gemini"));
+    for backend in [&codex as &dyn agent_api::AgentBackend, &gemini] {
+        match backend.export_snapshot(&request, &session).await {
+            Err(AgentError::InvalidRequest { reason }) => {
+                assert!(reason.contains("docker:"), "{reason}")
+            }
+            other => panic!("{}: {other:?}", backend.info().kind),
+        }
+    }
+}
+
 async fn shell(cli: Cli, place: Place, allow: bool) {
     let Some((_server, sandbox)) = bench(cli, "shell").await else {
         return;

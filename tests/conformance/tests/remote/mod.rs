@@ -72,6 +72,55 @@ impl Place {
         Place::new(Launcher::Container(container), None)
     }
 
+    /// A container started now from the setup script's image (`docker run -d`, removed when the
+    /// returned guard drops), reached through `docker exec`: a machine that has never seen a run,
+    /// which sees `sandbox`'s CLI, its folders and node where the setup's containers do.
+    pub fn started_container(sandbox: &Sandbox) -> (Place, ContainerGuard) {
+        let docker = Infra::load()
+            .and_then(|i| i.docker())
+            .unwrap_or_else(|e| panic!("{e}"));
+        let Launcher::Container(image) = Place::fresh_container(sandbox).launcher else {
+            unreachable!("fresh_container is a container")
+        };
+        let (_, value) = tag();
+        let name = format!("agent-api-fresh-{value}");
+        let mut args: Vec<std::ffi::OsString> = ["run", "-d", "--rm", "--name", &name]
+            .map(Into::into)
+            .to_vec();
+        for mount in &image.mounts {
+            let mut spec = mount.host.clone().into_os_string();
+            spec.push(":");
+            spec.push(&mount.container);
+            if mount.read_only {
+                spec.push(":ro");
+            }
+            args.extend(["-v".into(), spec]);
+        }
+        args.extend(image.extra_args.iter().cloned());
+        args.extend([
+            docker.image.clone().into(),
+            "sleep".into(),
+            "infinity".into(),
+        ]);
+        let started = std::process::Command::new("docker")
+            .args(&args)
+            .output()
+            .expect("docker runs");
+        assert!(
+            started.status.success(),
+            "docker run: {}",
+            String::from_utf8_lossy(&started.stderr)
+        );
+        let launcher = Launcher::Container(Container::exec(Engine::Docker, name.clone()));
+        let guard = ContainerGuard(name.clone());
+        (Place::new(launcher, Some((docker, name))), guard)
+    }
+
+    /// The name of the container this place runs in, for a place in a container.
+    pub fn container(&self) -> Option<&str> {
+        self.docker.as_ref().map(|(_, name)| name.as_str())
+    }
+
     /// The setup script's sshd, through its own client config.
     pub fn ssh() -> Place {
         let ssh = Infra::load()
@@ -205,6 +254,17 @@ impl Place {
                     .map(|v| String::from_utf8_lossy(v).into_owned())
             })
         })
+    }
+}
+
+/// Removes a container [`Place::started_container`] started.
+pub struct ContainerGuard(String);
+
+impl Drop for ContainerGuard {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("docker")
+            .args(["rm", "-f", &self.0])
+            .output();
     }
 }
 
