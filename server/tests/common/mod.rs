@@ -998,6 +998,20 @@ pub fn serve_scripted_until_sigterm(
     config: agent_api_server::ServerConfig,
     listening: &str,
 ) {
+    let mut gateway = agent_api::Gateway::new();
+    gateway
+        .register(Arc::new(agent_api_scripted::ScriptedBackend::new()))
+        .unwrap();
+    serve_gateway_until_sigterm(url, gateway, config, listening);
+}
+
+/// [`serve_scripted_until_sigterm`] with the agents of `gateway`.
+pub fn serve_gateway_until_sigterm(
+    url: &str,
+    gateway: agent_api::Gateway,
+    config: agent_api_server::ServerConfig,
+    listening: &str,
+) {
     tokio::runtime::Runtime::new()
         .unwrap()
         .block_on(async move {
@@ -1005,10 +1019,6 @@ pub fn serve_scripted_until_sigterm(
                 .unwrap()
                 .open()
                 .await
-                .unwrap();
-            let mut gateway = agent_api::Gateway::new();
-            gateway
-                .register(Arc::new(agent_api_scripted::ScriptedBackend::new()))
                 .unwrap();
             let server = agent_api_server::Server::new(
                 gateway,
