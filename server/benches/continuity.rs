@@ -53,30 +53,8 @@ struct Unsnapshotted(agent_api_scripted::ScriptedBackend);
 
 #[async_trait::async_trait]
 impl agent_api::AgentBackend for Unsnapshotted {
-    fn kind(&self) -> agent_api::AgentKind {
-        self.0.kind()
-    }
-    fn capabilities(&self) -> agent_api::CapabilitySet {
-        self.0.capabilities()
-    }
-    fn extension_keys(&self) -> &'static [&'static str] {
-        self.0.extension_keys()
-    }
-    fn client_keys(&self) -> &'static [&'static str] {
-        self.0.client_keys()
-    }
-    fn option_value(
-        &self,
-        key: &str,
-        text: &str,
-    ) -> Result<serde_json::Value, agent_api::AgentError> {
-        self.0.option_value(key, text)
-    }
-    fn modes(&self) -> &'static [agent_api::request::ModeInfo] {
-        self.0.modes()
-    }
-    fn variants(&self) -> &'static [agent_api::request::VariantSet] {
-        self.0.variants()
+    fn info(&self) -> &agent_api::BackendInfo {
+        self.0.info()
     }
     fn missing_option(&self, request: &agent_api::RunRequest) -> Option<&'static str> {
         self.0.missing_option(request)
