@@ -973,10 +973,6 @@ pub async fn token_checks(
         .any(|s| s.id == session && s.tenant.as_deref() == Some("team-a")));
 }
 
-/// Starts `command` (this test binary run again as a child server: `name`, one ignored test,
-/// `--nocapture`) with its stdout piped (its stderr as `command` sets it: inherited unless said),
-/// and waits for the line `<listening>ADDRESS` it prints once it listens: the process and a client
-/// of it. Its later output is read and dropped.
 /// The child server's side of [`spawn_child_server`]: serves `server` on a loopback port, prints
 /// `<listening>ADDRESS`, and stops on SIGTERM.
 pub async fn serve_until_sigterm(server: agent_api_server::Server, listening: &str) {
@@ -1032,6 +1028,10 @@ pub fn serve_gateway_until_sigterm(
         });
 }
 
+/// Starts `command` (this test binary run again as a child server: `name`, one ignored test,
+/// `--nocapture`) with its stdout piped (its stderr as `command` sets it: inherited unless said),
+/// and waits for the line `<listening>ADDRESS` it prints once it listens: the process and a client
+/// of it. Its later output is read and dropped.
 pub fn spawn_child_server(
     mut command: std::process::Command,
     name: &str,
