@@ -18,10 +18,9 @@ mod common;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use agent_api_server::{ServerConfig, StoreUrl};
+use agent_api_server::ServerConfig;
 use common::*;
 use hyper::Method;
 use serde_json::json;
@@ -33,33 +32,12 @@ const LEASE: Duration = Duration::from_secs(1);
 
 fn serve_here(url: String) {
     let name = std::env::var(NAME).unwrap_or_else(|_| "bench".into());
-    tokio::runtime::Runtime::new()
-        .unwrap()
-        .block_on(async move {
-            let store = StoreUrl::parse(&url).unwrap().open().await.unwrap();
-            let mut gateway = agent_api::Gateway::new();
-            gateway
-                .register(Arc::new(agent_api_scripted::ScriptedBackend::new()))
-                .unwrap();
-            let config = ServerConfig::default()
-                .with_daemon_id(name)
-                .with_idle_release(None)
-                .with_server_lease(LEASE)
-                .with_heartbeat(Some(Duration::from_millis(200)));
-            let server = agent_api_server::Server::new(
-                gateway,
-                agent_api::RunRequest::new(""),
-                store,
-                config,
-            )
-            .await
-            .unwrap();
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            println!("{LISTENING}{}", listener.local_addr().unwrap());
-            agent_api_server::serve(listener, server, std::future::pending())
-                .await
-                .unwrap();
-        });
+    let config = ServerConfig::default()
+        .with_daemon_id(name)
+        .with_idle_release(None)
+        .with_server_lease(LEASE)
+        .with_heartbeat(Some(Duration::from_millis(200)));
+    serve_scripted_until_sigterm(&url, config, LISTENING);
 }
 
 struct Node {

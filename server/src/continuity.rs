@@ -17,9 +17,9 @@ use agent_api::request::SessionRef;
 use agent_api::SessionSelector;
 
 use crate::error::ApiError;
-use crate::live::{daemon_event, Continuity, LiveSession, SessionOrigin};
+use crate::live::{daemon_event, Continuity, LiveSession, SessionOrigin, Snapshots};
 use crate::state::Server;
-use crate::store::{SessionRecord, SessionState, SessionUpdate, StoredEvent};
+use crate::store::{Chain, SessionRecord, SessionState, SessionUpdate, StoredEvent};
 use crate::wire::CreateSessionRequest;
 
 /// The `code` of the `error` closing a turn its server died in.
@@ -131,9 +131,10 @@ impl Server {
             .filter(|_| capabilities.contains(agent_api::capabilities::SESSION_RESUME));
         // First the agent's own state from the store (restored into this server's home, then
         // resumed natively), then its files where this home still has them, then a replay.
-        let snapshot = self.stored_snapshot(&record).await?;
+        let held = self.stored_snapshot(&record).await?;
         let mut attempts = Vec::new();
-        if let Some(snapshot) = snapshot {
+        if let Some(chain) = held.as_ref().filter(|chain| chain.snapshot.is_native()) {
+            let snapshot = chain.snapshot.clone();
             attempts.push((request.clone().with_snapshot(snapshot), "snapshot"));
         }
         if let Some(native) = &native {
@@ -217,30 +218,25 @@ impl Server {
             agent_mode: Some(record.agent_mode.clone()),
             prime,
             interrupted,
+            snapshots: held.map(Snapshots::held).unwrap_or_default(),
         };
         Ok(self.adopt(&record.id, origin, session, continuity))
     }
 
-    /// The snapshot kept for `record`, if it can be used: a missing one is `None`; one that is
-    /// cut short, damaged, of another version or another agent is said (a typed error in the
-    /// log) and not used, so that the session goes on by its files or a flagged replay.
-    async fn stored_snapshot(
-        &self,
-        record: &SessionRecord,
-    ) -> Result<Option<agent_api::SessionSnapshot>, ApiError> {
+    /// The snapshot kept for `record` (its base and deltas put back together), if it can be
+    /// used: a missing one is `None`; one that is cut short, damaged, missing a delta, of another
+    /// version or another agent is said (a typed error in the log) and not used, so that the
+    /// session goes on by its files or a flagged replay (and its next snapshot is written whole).
+    async fn stored_snapshot(&self, record: &SessionRecord) -> Result<Option<Chain>, ApiError> {
         let Some(stored) = self.inner.store.snapshot(&record.id).await? else {
             return Ok(None);
         };
-        let read = agent_api::SessionSnapshot::from_bytes(&stored.bytes).and_then(|snapshot| {
-            let kind = self.kind(&record.agent).ok();
-            match kind {
-                Some(kind) => snapshot.check_agent(&kind).map(|()| snapshot),
-                None => Ok(snapshot),
-            }
+        let read = Chain::read(&stored).and_then(|chain| match self.kind(&record.agent).ok() {
+            Some(kind) => chain.snapshot.check_agent(&kind).map(|()| chain),
+            None => Ok(chain),
         });
         match read {
-            Ok(snapshot) if snapshot.is_native() => Ok(Some(snapshot)),
-            Ok(_) => Ok(None),
+            Ok(chain) => Ok(Some(chain)),
             Err(error) => {
                 tracing::warn!(session = %record.id, "the session's snapshot cannot be used: {error}");
                 Ok(None)

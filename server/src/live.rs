@@ -18,7 +18,9 @@ use tokio::sync::{broadcast, oneshot};
 
 use crate::error::ApiError;
 use crate::observe::STORE_UNAVAILABLE;
-use crate::store::{SessionState, SessionUpdate, Store, StoreError, StoredEvent};
+use crate::store::{
+    Chain, SessionState, SessionUpdate, SnapshotWrite, Store, StoreError, StoredEvent,
+};
 
 /// What a session's subscribers receive.
 #[derive(Debug, Clone)]
@@ -118,8 +120,28 @@ pub(crate) struct LiveSession {
     pub(crate) interrupted: Mutex<Option<u64>>,
     /// When a turn last started or ended, or the session was opened.
     last_active: Mutex<std::time::Instant>,
-    /// A snapshot the store did not take (it failed): written with the next one, or at release.
-    unsaved: Mutex<Option<crate::store::StoredSnapshot>>,
+    /// What the store keeps of the session's snapshot, and one it did not take.
+    snapshots: Mutex<Snapshots>,
+}
+
+/// A session's snapshot in the store, as its server knows it (`store::snapshots`).
+#[derive(Debug, Default)]
+pub(crate) struct Snapshots {
+    /// What the store holds (`None`: unknown, so the next snapshot is written whole).
+    held: Option<Chain>,
+    /// A snapshot the store did not take (it failed), and its turn: written with the next one,
+    /// or at release.
+    unsaved: Option<(agent_api::SessionSnapshot, u64)>,
+}
+
+impl Snapshots {
+    /// What a server that read `held` from the store knows.
+    pub(crate) fn held(held: Chain) -> Self {
+        Self {
+            held: Some(held),
+            unsaved: None,
+        }
+    }
 }
 
 /// Where a session's numbering starts, and what this server knows of its past: a new session's
@@ -140,6 +162,8 @@ pub(crate) struct Continuity {
     pub(crate) prime: Option<String>,
     /// The turn its last server died in.
     pub(crate) interrupted: Option<u64>,
+    /// What the store keeps of its snapshot (read when it was brought back).
+    pub(crate) snapshots: Snapshots,
 }
 
 impl Continuity {
@@ -352,7 +376,7 @@ impl LiveSession {
             prime: Mutex::new(continuity.prime),
             interrupted: Mutex::new(continuity.interrupted),
             last_active: Mutex::new(std::time::Instant::now()),
-            unsaved: Mutex::new(None),
+            snapshots: Mutex::new(continuity.snapshots),
         })
     }
 
@@ -361,46 +385,95 @@ impl LiveSession {
     /// the turn's events (already written) and the snapshot is tried again after the next turn
     /// and when the agent is released.
     async fn keep_snapshot(&self, session: &Session, turn: u64) {
-        let capabilities = session.agent_kind().clone();
-        let taken = match session.snapshot().await {
-            Ok(snapshot) => snapshot.to_bytes().map_err(|e| e.to_string()),
-            Err(agent_api::AgentError::UnsupportedCapability { .. }) => return,
-            Err(error) => Err(error.to_string()),
-        };
-        let bytes = match taken {
-            Ok(bytes) => bytes,
-            Err(error) => {
-                tracing::warn!(session = %self.id, agent = %capabilities, "cannot take the session's snapshot: {error}");
-                return;
+        let started = std::time::Instant::now();
+        match session.snapshot().await {
+            Ok(snapshot) => {
+                self.save_snapshot(Some((snapshot, turn))).await;
+                self.metrics.snapshot_kept(started.elapsed());
             }
-        };
-        let snapshot = crate::store::StoredSnapshot { turn, bytes };
-        self.save_snapshot(Some(snapshot)).await;
+            Err(agent_api::AgentError::UnsupportedCapability { .. }) => {}
+            Err(error) => {
+                let agent = session.agent_kind();
+                tracing::warn!(session = %self.id, %agent, "cannot take the session's snapshot: {error}");
+            }
+        }
     }
 
-    /// Writes `snapshot` (or the one left unsaved) to the store; kept for a later try when the
-    /// store fails.
-    async fn save_snapshot(&self, snapshot: Option<crate::store::StoredSnapshot>) {
-        let pending = self
-            .unsaved
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take();
-        let Some(snapshot) = snapshot.or(pending) else {
+    /// Writes `snapshot` (or the one left unsaved) to the store: a delta on what the store holds
+    /// where it can (`store::snapshots`), else whole; kept for a later try when the store fails.
+    async fn save_snapshot(&self, snapshot: Option<(agent_api::SessionSnapshot, u64)>) {
+        // Taken out while the write is in flight: a write cut short (its turn's time ran out)
+        // leaves what the store holds unknown, and the next snapshot is written whole.
+        let (held, pending) = {
+            let mut snapshots = self.snapshots.lock().unwrap_or_else(|p| p.into_inner());
+            (snapshots.held.take(), snapshots.unsaved.take())
+        };
+        let Some((snapshot, turn)) = snapshot.or(pending) else {
+            self.snapshots
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .held = held;
             return;
         };
-        match self
-            .store
-            .put_snapshot(&self.id, &self.owner, snapshot.clone())
-            .await
-        {
-            Ok(()) => {}
+        let next = |held, snapshot| {
+            Chain::next(held, snapshot, turn)
+                .map_err(|error| tracing::warn!(session = %self.id, "cannot keep the session's snapshot: {error}"))
+        };
+        let Ok((write, mut chain)) = next(held, snapshot) else {
+            return;
+        };
+        let delta = matches!(write, SnapshotWrite::Delta(_));
+        let mut result = self.write_snapshot(write).await;
+        if delta && matches!(result, Err(StoreError::SnapshotOutOfOrder { .. })) {
+            // The store holds another chain than this server thought (another server took the
+            // session and gave it back meanwhile): written whole.
+            let Ok((write, whole)) = next(None, chain.snapshot) else {
+                return;
+            };
+            chain = whole;
+            result = self.write_snapshot(write).await;
+        }
+        match result {
+            Ok(()) => {
+                self.snapshots
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .held = Some(chain);
+            }
             Err(StoreError::NotOwner { .. }) => {}
             Err(error) => {
                 tracing::warn!(session = %self.id, "cannot store the session's snapshot (tried again later): {error}");
-                *self.unsaved.lock().unwrap_or_else(|p| p.into_inner()) = Some(snapshot);
+                let turn = chain.turn();
+                self.snapshots
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .unsaved = Some((chain.snapshot, turn));
             }
         }
+    }
+
+    /// Writes one snapshot write to the store, counted (`agent_api_snapshot_written_bytes_total`).
+    async fn write_snapshot(&self, write: SnapshotWrite) -> Result<(), StoreError> {
+        let Some((kind, bytes)) = write.weight() else {
+            return Ok(());
+        };
+        let started = std::time::Instant::now();
+        let result = match write {
+            SnapshotWrite::Nothing => Ok(()),
+            SnapshotWrite::Whole(whole) => {
+                self.store.put_snapshot(&self.id, &self.owner, whole).await
+            }
+            SnapshotWrite::Delta(delta) => {
+                self.store
+                    .put_snapshot_delta(&self.id, &self.owner, delta)
+                    .await
+            }
+        };
+        self.metrics.store_write("snapshot", started.elapsed());
+        if result.is_ok() {
+            self.metrics.snapshot_written(kind, bytes);
+        }
+        result
     }
 
     /// How long the session has had no turn, none running now (`None` while one runs).

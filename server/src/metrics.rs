@@ -78,6 +78,12 @@ pub(crate) struct TakeoverLabel {
     pub(crate) after: &'static str,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct SnapshotLabel {
+    /// `whole` (a base) or `delta` (on the kept base).
+    pub(crate) kind: &'static str,
+}
+
 type Histograms<L> = Family<L, Histogram, fn() -> Histogram>;
 
 /// A turn lasts from a second to an hour.
@@ -115,6 +121,8 @@ pub(crate) struct Metrics {
     pub(crate) forward_seconds: Histograms<ForwardLabels>,
     pub(crate) commands_run: Counter,
     pub(crate) takeovers: Family<TakeoverLabel, Counter>,
+    snapshot_bytes: Family<SnapshotLabel, Counter>,
+    snapshot_seconds: Histogram,
 }
 
 impl std::fmt::Debug for Metrics {
@@ -144,6 +152,8 @@ impl Metrics {
             forward_seconds: Family::new_with_constructor(write_buckets),
             commands_run: Counter::default(),
             takeovers: Family::default(),
+            snapshot_bytes: Family::default(),
+            snapshot_seconds: write_buckets(),
         };
         let r = &mut this.registry;
         r.register(
@@ -235,7 +245,31 @@ impl Metrics {
             "Sessions this server brought back that another server (or it) had run, by why they were not running",
             this.takeovers.clone(),
         );
+        r.register_with_unit(
+            "snapshot_written",
+            "Bytes of session snapshots written to the store, whole (a base) or as a delta on the kept base",
+            Unit::Bytes,
+            this.snapshot_bytes.clone(),
+        );
+        r.register_with_unit(
+            "snapshot",
+            "Time to keep a session resumable after a turn: the agent's export, the delta on what the store holds, the store write",
+            Unit::Seconds,
+            this.snapshot_seconds.clone(),
+        );
         this
+    }
+
+    /// Counts a snapshot write of `bytes`, `whole` or `delta`.
+    pub(crate) fn snapshot_written(&self, kind: &'static str, bytes: u64) {
+        self.snapshot_bytes
+            .get_or_create(&SnapshotLabel { kind })
+            .inc_by(bytes);
+    }
+
+    /// Times one snapshot kept after a turn (taken, compared, written).
+    pub(crate) fn snapshot_kept(&self, took: Duration) {
+        self.snapshot_seconds.observe(took.as_secs_f64());
     }
 
     /// Counts one try to deliver a webhook.

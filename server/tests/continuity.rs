@@ -18,6 +18,8 @@ use serde_json::{json, Value};
 
 /// The environment variable that makes `child_server` serve: the store's URL.
 const CHILD_STORE: &str = "AGENT_API_TEST_CHILD_STORE";
+/// Set: `child_server` logs to its stderr.
+const CHILD_LOGS: &str = "AGENT_API_TEST_CHILD_LOGS";
 /// What `child_server` prints once it listens.
 const LISTENING: &str = "child-server listening on http://";
 
@@ -29,22 +31,16 @@ const LISTENING: &str = "child-server listening on http://";
 fn child_server() {
     let url = std::env::var(CHILD_STORE)
         .expect("child_server is started by the continuity tests, with AGENT_API_TEST_CHILD_STORE");
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    runtime.block_on(async move {
-        let store = StoreUrl::parse(&url).unwrap().open().await.unwrap();
-        let mut gateway = agent_api::Gateway::new();
-        gateway
-            .register(Arc::new(agent_api_scripted::ScriptedBackend::new()))
-            .unwrap();
-        let config = ServerConfig::default()
-            .with_daemon_id("child")
-            .with_idle_release(None);
-        let server =
-            agent_api_server::Server::new(gateway, agent_api::RunRequest::new(""), store, config)
-                .await
-                .unwrap();
-        serve_until_sigterm(server, LISTENING).await;
-    });
+    if std::env::var_os(CHILD_LOGS).is_some() {
+        tracing_subscriber::fmt()
+            .with_writer(std::io::stderr)
+            .with_ansi(false)
+            .init();
+    }
+    let config = ServerConfig::default()
+        .with_daemon_id("child")
+        .with_idle_release(None);
+    serve_scripted_until_sigterm(&url, config, LISTENING);
 }
 
 /// A `child_server` process, killed when dropped.
@@ -63,11 +59,28 @@ impl Drop for Child {
 impl Child {
     /// Starts a server on `store` with `home` as its HOME (and nothing else of this one's).
     fn start(store: &str, home: &Path) -> Self {
+        Self::spawn(Self::command(store, home))
+    }
+
+    /// [`Child::start`], its log written to `log`.
+    fn start_logging(store: &str, home: &Path, log: &Path) -> Self {
+        let mut command = Self::command(store, home);
+        command
+            .env(CHILD_LOGS, "1")
+            .stderr(std::fs::File::create(log).unwrap());
+        Self::spawn(command)
+    }
+
+    fn command(store: &str, home: &Path) -> Command {
         let mut command = Command::new(std::env::current_exe().unwrap());
         command
             .env(CHILD_STORE, store)
             .env("HOME", home)
             .env("XDG_DATA_HOME", home.join(".local/share"));
+        command
+    }
+
+    fn spawn(command: Command) -> Self {
         let (process, api) = spawn_child_server(command, "child_server", LISTENING);
         Self { process, api }
     }
@@ -92,6 +105,16 @@ fn statuses<'a>(events: &'a [Value], label: &str) -> Vec<&'a Value> {
         .filter(|e| e["type"] == "item.completed")
         .filter(|e| e["data"]["item"]["content"][0]["label"] == label)
         .collect()
+}
+
+/// The detail of the one `session_resumed` seam of a continuous log.
+fn the_seam(events: &[Value]) -> &str {
+    check_continuous(events);
+    let seams = statuses(events, "session_resumed");
+    assert_eq!(seams.len(), 1, "one seam: {events:#?}");
+    seams[0]["data"]["item"]["content"][0]["detail"]
+        .as_str()
+        .unwrap()
 }
 
 /// The assistant's answers.
@@ -190,12 +213,7 @@ async fn a_session_goes_on_under_its_id_after_its_server_is_killed_on_a_server_w
     assert_eq!(sent.status, 204, "{:?}", sent.body);
     let events = turns_ended(&b.api, "ada", 2).await;
     assert_eq!(events[..served.len()], served[..], "nothing served changed");
-    check_continuous(&events);
-    let seams = statuses(&events, "session_resumed");
-    assert_eq!(seams.len(), 1, "one seam: {events:#?}");
-    let detail = seams[0]["data"]["item"]["content"][0]["detail"]
-        .as_str()
-        .unwrap();
+    let detail = the_seam(&events);
     assert!(
         detail.contains("how=native from=snapshot")
             && detail.contains("after=server_died")
@@ -218,22 +236,6 @@ async fn a_session_goes_on_under_its_id_after_its_server_is_killed_on_a_server_w
         saw_both_turns(&info, &answer, "My name is Ada"),
         "the agent saw both turns: {answer} ({info})"
     );
-}
-
-/// Waits until the session's snapshot after turn `turn` is kept.
-async fn snapshot_kept(api: &Api, session: &str, turn: u64) {
-    let deadline = tokio::time::Instant::now() + STEP;
-    loop {
-        let info = api.get(&format!("/v1/sessions/{session}")).await.json();
-        if info["snapshotTurn"].as_u64() >= Some(turn) {
-            return;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "no snapshot: {info}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -326,12 +328,7 @@ async fn a_server_stopped_with_sigterm_leaves_its_sessions_resumable_and_they_go
         )
         .await;
     let events = turns_ended(&b.api, "kept", 2).await;
-    check_continuous(&events);
-    let seams = statuses(&events, "session_resumed");
-    assert_eq!(seams.len(), 1);
-    let detail = seams[0]["data"]["item"]["content"][0]["detail"]
-        .as_str()
-        .unwrap();
+    let detail = the_seam(&events);
     assert!(
         detail.contains("how=native from=snapshot") && detail.contains("after=server_stopped"),
         "the snapshot taken as it stopped: {detail}"
@@ -594,12 +591,7 @@ async fn an_idle_session_releases_its_agent_and_the_next_message_resumes_it_nati
     api.post("/v1/sessions/nap/messages", json!({"message": "two"}))
         .await;
     let events = turns_ended(&api, "nap", 2).await;
-    check_continuous(&events);
-    let seams = statuses(&events, "session_resumed");
-    assert_eq!(seams.len(), 1);
-    let detail = seams[0]["data"]["item"]["content"][0]["detail"]
-        .as_str()
-        .unwrap();
+    let detail = the_seam(&events);
     assert!(
         detail.contains("how=native") && detail.contains("after=idle_release"),
         "{detail}"
@@ -653,6 +645,16 @@ async fn the_store_refuses_every_write_of_a_server_that_no_longer_owns_the_sessi
 struct SnapshotsFail {
     inner: agent_api_server::store::MemoryStore,
     failing: std::sync::atomic::AtomicBool,
+}
+
+impl SnapshotsFail {
+    /// The store down for a snapshot write while `failing` says so.
+    fn down(&self) -> Result<(), StoreError> {
+        if self.failing.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(StoreError::Backend("the store is down".into()));
+        }
+        Ok(())
+    }
 }
 
 #[async_trait::async_trait]
@@ -724,16 +726,23 @@ impl Store for SnapshotsFail {
         owner: &str,
         snapshot: agent_api_server::store::StoredSnapshot,
     ) -> Result<(), StoreError> {
-        if self.failing.load(std::sync::atomic::Ordering::SeqCst) {
-            return Err(StoreError::Backend("the store is down".into()));
-        }
+        self.down()?;
         self.inner.put_snapshot(id, owner, snapshot).await
     }
     async fn snapshot(
         &self,
         id: &str,
-    ) -> Result<Option<agent_api_server::store::StoredSnapshot>, StoreError> {
+    ) -> Result<Option<agent_api_server::store::StoredChain>, StoreError> {
         self.inner.snapshot(id).await
+    }
+    async fn put_snapshot_delta(
+        &self,
+        id: &str,
+        owner: &str,
+        delta: agent_api_server::store::StoredDelta,
+    ) -> Result<(), StoreError> {
+        self.down()?;
+        self.inner.put_snapshot_delta(id, owner, delta).await
     }
     async fn heartbeat(&self, server: &str) -> Result<(), StoreError> {
         self.inner.heartbeat(server).await
@@ -803,12 +812,7 @@ async fn a_home_newer_than_the_stored_snapshot_is_kept_and_the_seam_says_so() {
     api.post("/v1/sessions/newer/messages", json!({"message": "three"}))
         .await;
     let events = turns_ended(&api, "newer", 3).await;
-    check_continuous(&events);
-    let seams = statuses(&events, "session_resumed");
-    assert_eq!(seams.len(), 1);
-    let detail = seams[0]["data"]["item"]["content"][0]["detail"]
-        .as_str()
-        .unwrap();
+    let detail = the_seam(&events);
     assert!(
         detail.contains("how=native from=snapshot kept_newer=1"),
         "newest wins, said: {detail}"
@@ -818,4 +822,116 @@ async fn a_home_newer_than_the_stored_snapshot_is_kept_and_the_seam_says_so() {
         answer.contains("turn 3"),
         "the home's turn 2 kept: {answer}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn fifty_turns_write_snapshots_of_about_their_files_bytes_and_base_and_deltas_restore_the_export(
+) {
+    let dir = tempfile::tempdir().unwrap();
+    for (kind, url) in [
+        ("memory", StoreUrl::Memory),
+        (
+            "sqlite",
+            StoreUrl::Sqlite(dir.path().join("server.sqlite3")),
+        ),
+    ] {
+        fifty_turns_of_snapshots(kind, url.open().await.unwrap(), "long").await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_snapshot_missing_a_delta_or_with_one_cut_short_is_refused_typed_and_the_session_replays_flagged(
+) {
+    for damage in [
+        "DELETE FROM snapshot_deltas WHERE seq = 1",
+        "UPDATE snapshot_deltas SET bytes = substr(bytes, 1, 40) WHERE seq = 2",
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let (home_a, home_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let store = sqlite(dir.path());
+        let a = Child::start(&store, home_a.path());
+        a.api.post("/v1/sessions/ada", scripted("text")).await;
+        for (turn, message) in ["My name is Ada", "two", "three"].iter().enumerate() {
+            a.api
+                .post("/v1/sessions/ada/messages", json!({ "message": message }))
+                .await;
+            snapshot_kept(&a.api, "ada", turn as u64 + 1).await;
+        }
+        let served = turns_ended(&a.api, "ada", 3).await;
+        a.signal(libc::SIGKILL);
+        let db = rusqlite::Connection::open(dir.path().join("server.sqlite3")).unwrap();
+        let deltas: u64 = db
+            .query_row("SELECT deltas FROM snapshots", [], |row| row.get(0))
+            .unwrap();
+        assert_eq!(deltas, 2, "a base and the deltas of turns 2 and 3");
+        assert_eq!(db.execute(damage, []).unwrap(), 1, "{damage}");
+        drop(db);
+
+        let log = dir.path().join("b.log");
+        let b = Child::start_logging(&store, home_b.path(), &log);
+        b.api
+            .post(
+                "/v1/sessions/ada/messages",
+                json!({"message": "What is my name?"}),
+            )
+            .await;
+        let events = turns_ended(&b.api, "ada", 4).await;
+        assert_eq!(events[..served.len()], served[..], "nothing served changed");
+        let detail = the_seam(&events);
+        assert!(detail.contains("how=replay from=transcript"), "{detail}");
+        let info = b.api.get("/v1/sessions/ada").await.json();
+        assert_eq!(info["resumedHow"], "replay", "flagged: {info}");
+        let answer = answers(&events).pop().unwrap();
+        assert!(answer.contains("My name is Ada"), "primed: {answer}");
+        drop(b);
+        let log = std::fs::read_to_string(&log).unwrap();
+        assert!(
+            log.contains("the snapshot is corrupt: its delta"),
+            "the typed error is logged ({damage}): {log}"
+        );
+        // The damaged chain is not built on: turn 4's snapshot is a new base.
+        let db = rusqlite::Connection::open(dir.path().join("server.sqlite3")).unwrap();
+        let (turn, deltas, rows): (u64, u64, u64) = db
+            .query_row(
+                "SELECT turn, deltas, (SELECT count(*) FROM snapshot_deltas) FROM snapshots",
+                [],
+                |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
+            )
+            .unwrap();
+        assert_eq!((turn, deltas, rows), (4, 0, 0), "written whole ({damage})");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_delta_the_store_refuses_out_of_its_place_is_written_whole() {
+    let store: Arc<dyn Store> = Arc::new(agent_api_server::store::MemoryStore::default());
+    let api = on(&store, ServerConfig::default().with_idle_release(None)).await;
+    api.post("/v1/sessions/moved", scripted("text")).await;
+    for (turn, message) in ["one", "two"].iter().enumerate() {
+        api.post("/v1/sessions/moved/messages", json!({ "message": message }))
+            .await;
+        snapshot_kept(&api, "moved", turn as u64 + 1).await;
+    }
+    let chain = store.snapshot("moved").await.unwrap().unwrap();
+    assert_eq!(chain.delta_count, 1, "a base and turn 2's delta");
+    // The store's chain replaced behind the server's back (as by another server that ran the
+    // session meanwhile): a base of turn 1 alone, so the delta 2 the server holds is out of place.
+    let base = agent_api_server::store::StoredSnapshot {
+        turn: 1,
+        bytes: chain.base.clone(),
+    };
+    let owner = owner(&store, "moved").await;
+    store.put_snapshot("moved", &owner, base).await.unwrap();
+    api.post("/v1/sessions/moved/messages", json!({"message": "three"}))
+        .await;
+    snapshot_kept(&api, "moved", 3).await;
+    let chain = store.snapshot("moved").await.unwrap().unwrap();
+    assert_eq!(
+        (chain.turn, chain.delta_count),
+        (3, 0),
+        "refused, then written whole"
+    );
+    let restored = chain.restore().unwrap();
+    let lines = String::from_utf8(restored.files[0].bytes.clone()).unwrap();
+    assert_eq!(lines.lines().count(), 3, "the three turns: {lines}");
 }

@@ -157,6 +157,12 @@ async fn the_postgres_store_refuses_every_write_of_a_server_that_lost_the_sessio
         .unwrap());
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn fifty_turns_on_postgres_write_a_base_and_deltas_that_restore_the_export() {
+    let Some(url) = database() else { return };
+    fifty_turns_of_snapshots("postgres", open(&url).await, &unique("long")).await;
+}
+
 #[tokio::test]
 async fn servers_sharing_one_database_list_and_follow_each_others_sessions() {
     let Some(url) = database() else { return };

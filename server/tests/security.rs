@@ -603,8 +603,16 @@ impl agent_api_server::Store for Counted {
     async fn snapshot(
         &self,
         id: &str,
-    ) -> Result<Option<agent_api_server::store::StoredSnapshot>, agent_api_server::StoreError> {
+    ) -> Result<Option<agent_api_server::store::StoredChain>, agent_api_server::StoreError> {
         self.inner.snapshot(id).await
+    }
+    async fn put_snapshot_delta(
+        &self,
+        id: &str,
+        owner: &str,
+        delta: agent_api_server::store::StoredDelta,
+    ) -> Result<(), agent_api_server::StoreError> {
+        self.inner.put_snapshot_delta(id, owner, delta).await
     }
     async fn heartbeat(&self, server: &str) -> Result<(), agent_api_server::StoreError> {
         self.inner.heartbeat(server).await

@@ -145,6 +145,49 @@ pub struct SnapshotDelta {
 }
 
 impl SnapshotDelta {
+    /// The delta as bytes (JSON, the files' bytes in base64), within [`SNAPSHOT_BOUND`], as a
+    /// store keeps it beside the snapshot it follows.
+    pub fn to_bytes(&self) -> Result<Vec<u8>, SnapshotError> {
+        self.check()?;
+        write_bounded(self)
+    }
+
+    /// Reads a delta written by [`SnapshotDelta::to_bytes`], checked as
+    /// [`SessionSnapshot::from_bytes`] checks a snapshot: over the bound, cut short, damaged, of
+    /// another version, or naming a file outside its directory is a typed error.
+    ///
+    /// ```
+    /// use agent_api::{AgentKind, SessionSnapshot};
+    /// use agent_api::snapshot::{SnapshotDelta, SnapshotError, SnapshotFile};
+    /// let kind = AgentKind::new("scripted").unwrap();
+    /// let mut first = SessionSnapshot::new(kind.clone(), "s-1");
+    /// first.files.push(SnapshotFile::new("HOME", "s-1.jsonl", b"turn 1\n".to_vec()));
+    /// let mut second = first.clone();
+    /// second.files[0].bytes.extend_from_slice(b"turn 2\n");
+    /// let bytes = second.delta_from(&first).to_bytes().unwrap();
+    /// let delta = SnapshotDelta::from_bytes(&bytes).unwrap();
+    /// assert_eq!(first.applied(&delta).unwrap(), second);
+    /// assert!(matches!(SnapshotDelta::from_bytes(&bytes[..10]), Err(SnapshotError::Corrupt { .. })));
+    /// ```
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, SnapshotError> {
+        let delta: Self = read_versioned(bytes)?;
+        delta.check()?;
+        Ok(delta)
+    }
+
+    /// Checks every name in the delta and its bounds (its version, session id, file count and
+    /// names; what it carries stays within [`SNAPSHOT_FILES_BOUND`]).
+    pub fn check(&self) -> Result<(), SnapshotError> {
+        check_parts(
+            self.version,
+            &self.native_session_id,
+            self.bytes(),
+            self.files
+                .iter()
+                .map(|f| (f.root.as_str(), f.path.as_str())),
+        )
+    }
+
     /// The file bytes the delta carries.
     pub fn bytes(&self) -> u64 {
         self.files
@@ -359,23 +402,33 @@ impl SessionSnapshot {
     /// appends to that is missing or of another length), and the result checked as
     /// [`SessionSnapshot::from_bytes`] checks.
     pub fn apply(&self, delta: &SnapshotDelta) -> Result<SessionSnapshot, SnapshotError> {
+        self.clone().applied(delta)
+    }
+
+    /// [`SessionSnapshot::apply`] taking the snapshot: its files' bytes are moved, not copied, so
+    /// that a chain of deltas (a store's base and every turn's delta since) is put back together
+    /// in time and memory of the result, not of the result times the deltas.
+    pub fn applied(self, delta: &SnapshotDelta) -> Result<SessionSnapshot, SnapshotError> {
         let corrupt = |reason: String| SnapshotError::Corrupt { reason };
         if delta.native_session_id != self.native_session_id {
             return Err(corrupt("the delta is another session's".into()));
         }
+        let mut before: std::collections::HashMap<(String, String), Vec<u8>> = self
+            .files
+            .into_iter()
+            .map(|f| ((f.root, f.path), f.bytes))
+            .collect();
         let mut files = Vec::with_capacity(delta.files.len());
         for file in &delta.files {
-            let before = self
-                .files
-                .iter()
-                .find(|b| b.root == file.root && b.path == file.path);
-            let bytes = match (&file.change, before) {
+            let held = before.remove(&(file.root.clone(), file.path.clone()));
+            let bytes = match (&file.change, held) {
                 (FileChange::Whole { bytes }, _) => bytes.clone(),
-                (FileChange::Same, Some(b)) => b.bytes.clone(),
-                (FileChange::Append { from, bytes }, Some(b)) if b.bytes.len() as u64 == *from => {
-                    let mut whole = b.bytes.clone();
-                    whole.extend_from_slice(bytes);
-                    whole
+                (FileChange::Same, Some(held)) => held,
+                (FileChange::Append { from, bytes }, Some(mut held))
+                    if held.len() as u64 == *from =>
+                {
+                    held.extend_from_slice(bytes);
+                    held
                 }
                 _ => {
                     return Err(corrupt(format!(
@@ -393,7 +446,7 @@ impl SessionSnapshot {
         }
         let snapshot = SessionSnapshot {
             version: delta.version,
-            agent: self.agent.clone(),
+            agent: self.agent,
             native_session_id: delta.native_session_id.clone(),
             working_dir: delta.working_dir.clone(),
             continuity: delta.continuity.clone(),
@@ -412,48 +465,13 @@ impl SessionSnapshot {
     /// The snapshot as bytes (JSON), within [`SNAPSHOT_BOUND`].
     pub fn to_bytes(&self) -> Result<Vec<u8>, SnapshotError> {
         self.check()?;
-        let bytes = serde_json::to_vec(self).map_err(|e| SnapshotError::Corrupt {
-            reason: e.to_string(),
-        })?;
-        if bytes.len() as u64 > SNAPSHOT_BOUND {
-            return Err(SnapshotError::TooLarge {
-                bytes: bytes.len() as u64,
-                bound: SNAPSHOT_BOUND,
-            });
-        }
-        Ok(bytes)
+        write_bounded(self)
     }
 
     /// Reads a snapshot written by [`SessionSnapshot::to_bytes`]: over the bound, cut short,
     /// damaged, of another version, or naming a file outside its directory is a typed error.
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, SnapshotError> {
-        if bytes.len() as u64 > SNAPSHOT_BOUND {
-            return Err(SnapshotError::TooLarge {
-                bytes: bytes.len() as u64,
-                bound: SNAPSHOT_BOUND,
-            });
-        }
-        // The version first, so a newer format says so rather than failing on a field.
-        #[derive(Deserialize)]
-        struct Version {
-            version: u32,
-        }
-        let corrupt = |e: serde_json::Error| SnapshotError::Corrupt {
-            reason: format!(
-                "{} at line {} column {}",
-                category(&e),
-                e.line(),
-                e.column()
-            ),
-        };
-        let version: Version = serde_json::from_slice(bytes).map_err(corrupt)?;
-        if version.version != SNAPSHOT_VERSION {
-            return Err(SnapshotError::UnsupportedVersion {
-                found: version.version,
-                supported: SNAPSHOT_VERSION,
-            });
-        }
-        let snapshot: Self = serde_json::from_slice(bytes).map_err(corrupt)?;
+        let snapshot: Self = read_versioned(bytes)?;
         snapshot.check()?;
         Ok(snapshot)
     }
@@ -472,37 +490,55 @@ impl SessionSnapshot {
     /// Checks every name in the snapshot and its bounds (what [`SessionSnapshot::from_bytes`]
     /// checks after parsing; a snapshot built in memory is checked again before it is restored).
     pub fn check(&self) -> Result<(), SnapshotError> {
-        if self.version != SNAPSHOT_VERSION {
-            return Err(SnapshotError::UnsupportedVersion {
-                found: self.version,
-                supported: SNAPSHOT_VERSION,
-            });
-        }
-        check_session_id(&self.native_session_id)?;
-        if self.files.len() > SNAPSHOT_MAX_FILES {
-            return Err(SnapshotError::Corrupt {
-                reason: format!(
-                    "{} files, over the {SNAPSHOT_MAX_FILES}-file bound",
-                    self.files.len()
-                ),
-            });
-        }
-        if self.file_bytes() > SNAPSHOT_FILES_BOUND {
-            return Err(SnapshotError::TooLarge {
-                bytes: self.file_bytes(),
-                bound: SNAPSHOT_FILES_BOUND,
-            });
-        }
-        let mut seen = std::collections::BTreeSet::new();
-        for file in &self.files {
-            check_root(&file.root)?;
-            file.relative_path()?;
-            if !seen.insert((file.root.as_str(), file.path.as_str())) {
-                return Err(unsafe_name(&file.path, "named twice"));
-            }
-        }
-        Ok(())
+        check_parts(
+            self.version,
+            &self.native_session_id,
+            self.file_bytes(),
+            self.files
+                .iter()
+                .map(|f| (f.root.as_str(), f.path.as_str())),
+        )
     }
+}
+
+/// What a snapshot and a delta both check: the version, the session id, the file count and
+/// bytes, and every file's directory and name (plain, relative, each once).
+fn check_parts<'a>(
+    version: u32,
+    native_session_id: &str,
+    file_bytes: u64,
+    files: impl ExactSizeIterator<Item = (&'a str, &'a str)>,
+) -> Result<(), SnapshotError> {
+    if version != SNAPSHOT_VERSION {
+        return Err(SnapshotError::UnsupportedVersion {
+            found: version,
+            supported: SNAPSHOT_VERSION,
+        });
+    }
+    check_session_id(native_session_id)?;
+    if files.len() > SNAPSHOT_MAX_FILES {
+        return Err(SnapshotError::Corrupt {
+            reason: format!(
+                "{} files, over the {SNAPSHOT_MAX_FILES}-file bound",
+                files.len()
+            ),
+        });
+    }
+    if file_bytes > SNAPSHOT_FILES_BOUND {
+        return Err(SnapshotError::TooLarge {
+            bytes: file_bytes,
+            bound: SNAPSHOT_FILES_BOUND,
+        });
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    for (root, path) in files {
+        check_root(root)?;
+        checked_relative(path)?;
+        if !seen.insert((root, path)) {
+            return Err(unsafe_name(path, "named twice"));
+        }
+    }
+    Ok(())
 }
 
 /// A native session id as a file name may hold it: 1 to 200 bytes of ASCII letters, digits,
@@ -564,6 +600,52 @@ fn checked_relative(path: &str) -> Result<PathBuf, SnapshotError> {
 
 fn unsafe_name(name: &str, reason: &'static str) -> SnapshotError {
     SnapshotError::unsafe_name(name, reason)
+}
+
+/// `value` as JSON, within [`SNAPSHOT_BOUND`].
+fn write_bounded<T: Serialize>(value: &T) -> Result<Vec<u8>, SnapshotError> {
+    let bytes = serde_json::to_vec(value).map_err(|e| SnapshotError::Corrupt {
+        reason: e.to_string(),
+    })?;
+    if bytes.len() as u64 > SNAPSHOT_BOUND {
+        return Err(SnapshotError::TooLarge {
+            bytes: bytes.len() as u64,
+            bound: SNAPSHOT_BOUND,
+        });
+    }
+    Ok(bytes)
+}
+
+/// Reads JSON written by [`write_bounded`]: over the bound is refused before parsing, the version
+/// is read first (so a newer format says so rather than failing on a field), and a parse error
+/// says where, never what.
+fn read_versioned<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, SnapshotError> {
+    if bytes.len() as u64 > SNAPSHOT_BOUND {
+        return Err(SnapshotError::TooLarge {
+            bytes: bytes.len() as u64,
+            bound: SNAPSHOT_BOUND,
+        });
+    }
+    #[derive(Deserialize)]
+    struct Version {
+        version: u32,
+    }
+    let corrupt = |e: serde_json::Error| SnapshotError::Corrupt {
+        reason: format!(
+            "{} at line {} column {}",
+            category(&e),
+            e.line(),
+            e.column()
+        ),
+    };
+    let version: Version = serde_json::from_slice(bytes).map_err(corrupt)?;
+    if version.version != SNAPSHOT_VERSION {
+        return Err(SnapshotError::UnsupportedVersion {
+            found: version.version,
+            supported: SNAPSHOT_VERSION,
+        });
+    }
+    serde_json::from_slice(bytes).map_err(corrupt)
 }
 
 fn category(e: &serde_json::Error) -> &'static str {
@@ -700,6 +782,34 @@ mod tests {
         ));
         // An unchanged snapshot's delta carries nothing.
         assert_eq!(grown.delta_from(&grown).bytes(), 0);
+    }
+
+    #[test]
+    fn a_delta_round_trips_as_bytes_and_a_damaged_or_hostile_one_is_a_typed_error() {
+        let base = snapshot();
+        let mut grown = base.clone();
+        grown.files[0].bytes.extend_from_slice(b"y\n");
+        let bytes = grown.delta_from(&base).to_bytes().unwrap();
+        let delta = SnapshotDelta::from_bytes(&bytes).unwrap();
+        assert_eq!(base.clone().applied(&delta).unwrap(), grown);
+        for cut in [0, 1, bytes.len() / 2, bytes.len() - 1] {
+            assert!(matches!(
+                SnapshotDelta::from_bytes(&bytes[..cut]),
+                Err(SnapshotError::Corrupt { .. })
+            ));
+        }
+        let mut hostile = serde_json::to_value(&delta).unwrap();
+        hostile["files"][0]["path"] = "../../etc/passwd".into();
+        assert!(matches!(
+            SnapshotDelta::from_bytes(&serde_json::to_vec(&hostile).unwrap()),
+            Err(SnapshotError::UnsafeName { .. })
+        ));
+        let mut newer = serde_json::to_value(&delta).unwrap();
+        newer["version"] = 2.into();
+        assert!(matches!(
+            SnapshotDelta::from_bytes(&serde_json::to_vec(&newer).unwrap()),
+            Err(SnapshotError::UnsupportedVersion { found: 2, .. })
+        ));
     }
 
     #[test]

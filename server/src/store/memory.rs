@@ -7,7 +7,8 @@ use async_trait::async_trait;
 
 use super::outbox::{now_ms, AttemptOutcome, Delivery, DeliveryAttempt, OutboxRules};
 use super::{
-    unix_now, SessionRecord, SessionUpdate, Store, StoreError, StoredEvent, StoredSnapshot,
+    unix_now, SessionRecord, SessionUpdate, Store, StoreError, StoredChain, StoredDelta,
+    StoredEvent, StoredSnapshot,
 };
 
 /// A store that keeps everything in memory; nothing survives the process.
@@ -20,7 +21,7 @@ pub struct MemoryStore {
 struct Inner {
     order: Vec<String>,
     sessions: HashMap<String, (SessionRecord, Vec<StoredEvent>)>,
-    snapshots: HashMap<String, StoredSnapshot>,
+    snapshots: HashMap<String, StoredChain>,
     /// The one server using this store (it lives in that server's process).
     server: Option<String>,
     tokens: Vec<super::tokens::TokenRecord>,
@@ -289,11 +290,34 @@ impl Store for MemoryStore {
     ) -> Result<(), StoreError> {
         let mut inner = self.lock();
         inner.owned(id, owner)?;
-        inner.snapshots.insert(id.into(), snapshot);
+        inner
+            .snapshots
+            .insert(id.into(), StoredChain::whole(snapshot));
         Ok(())
     }
 
-    async fn snapshot(&self, id: &str) -> Result<Option<StoredSnapshot>, StoreError> {
+    async fn put_snapshot_delta(
+        &self,
+        id: &str,
+        owner: &str,
+        delta: StoredDelta,
+    ) -> Result<(), StoreError> {
+        let mut inner = self.lock();
+        inner.owned(id, owner)?;
+        match inner.snapshots.get_mut(id) {
+            Some(chain) if chain.delta_count + 1 == delta.seq => {
+                chain.push(delta);
+                Ok(())
+            }
+            kept => Err(StoreError::SnapshotOutOfOrder {
+                session: id.into(),
+                kept: kept.map_or(0, |c| c.delta_count),
+                got: delta.seq,
+            }),
+        }
+    }
+
+    async fn snapshot(&self, id: &str) -> Result<Option<StoredChain>, StoreError> {
         Ok(self.lock().snapshots.get(id).cloned())
     }
 

@@ -12,6 +12,7 @@ mod pg_notices;
 mod postgres;
 mod postgres_tls;
 mod probe;
+mod snapshots;
 mod sqlite;
 pub mod tokens;
 
@@ -28,6 +29,8 @@ pub use outbox::{
 };
 pub use postgres::PostgresStore;
 pub use probe::ProbeError;
+pub(crate) use snapshots::{Chain, SnapshotWrite};
+pub use snapshots::{StoredChain, StoredDelta, StoredSnapshot, MAX_DELTAS};
 pub use sqlite::SqliteStore;
 pub(crate) use sqlite::SqliteTokens;
 
@@ -211,16 +214,6 @@ impl SessionUpdate {
     }
 }
 
-/// A session's snapshot as stored: the agent's own state after turn `turn`, opaque bytes
-/// (`agent_api::SessionSnapshot`'s).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StoredSnapshot {
-    /// The turn after which it was taken.
-    pub turn: u64,
-    /// Its bytes.
-    pub bytes: Vec<u8>,
-}
-
 /// The current time in unix seconds.
 pub(crate) fn unix_now() -> i64 {
     std::time::SystemTime::now()
@@ -281,6 +274,17 @@ pub enum StoreError {
     /// The database failed.
     #[error("the store failed: {0}")]
     Backend(String),
+    /// A snapshot delta that does not follow what the store keeps of the session's snapshot
+    /// (no whole snapshot kept, or another delta in its place): its writer writes a whole one.
+    #[error("delta {got} of the snapshot of session `{session}` does not follow the {kept} delta(s) kept")]
+    SnapshotOutOfOrder {
+        /// The session.
+        session: String,
+        /// The deltas kept (none when no whole snapshot is).
+        kept: u64,
+        /// The delta offered.
+        got: u64,
+    },
     /// Another server owns the session now: this one must not write it.
     #[error("the session `{session}` is owned by another server (`{owner}`) now")]
     NotOwner {
@@ -360,15 +364,24 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     async fn claim(&self, id: &str, owner: &str, from: Option<&str>) -> Result<(), StoreError>;
     /// Changes a session `owner` owns; [`StoreError::NotOwner`] when it does not.
     async fn update(&self, id: &str, owner: &str, update: SessionUpdate) -> Result<(), StoreError>;
-    /// Keeps the snapshot of a session `owner` owns (replacing the one kept).
+    /// Keeps a whole snapshot of a session `owner` owns, replacing the one kept and its deltas.
     async fn put_snapshot(
         &self,
         id: &str,
         owner: &str,
         snapshot: StoredSnapshot,
     ) -> Result<(), StoreError>;
-    /// A session's snapshot, if one was kept.
-    async fn snapshot(&self, id: &str) -> Result<Option<StoredSnapshot>, StoreError>;
+    /// Adds a delta to the snapshot kept for a session `owner` owns:
+    /// [`StoreError::SnapshotOutOfOrder`] (nothing written) unless a whole snapshot is kept and
+    /// the delta is the one after the last kept (`delta.seq` = the deltas kept + 1).
+    async fn put_snapshot_delta(
+        &self,
+        id: &str,
+        owner: &str,
+        delta: StoredDelta,
+    ) -> Result<(), StoreError>;
+    /// A session's snapshot (its base and the deltas on it, read at one moment), if one was kept.
+    async fn snapshot(&self, id: &str) -> Result<Option<StoredChain>, StoreError>;
     /// Says that the server `server` runs (renewed while it does: [`Store::server_alive`]).
     async fn heartbeat(&self, server: &str) -> Result<(), StoreError>;
     /// Whether the server `server` runs: it renewed its heartbeat within `lease` (a store one

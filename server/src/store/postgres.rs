@@ -19,7 +19,7 @@ use super::outbox::{
 };
 use super::{
     unix_now, ProbeError, SessionRecord, SessionState, SessionUpdate, Store, StoreError,
-    StoredEvent, StoredSnapshot,
+    StoredChain, StoredDelta, StoredEvent, StoredSnapshot,
 };
 
 /// What fences an owner's append: the epoch it claimed and the lease its heartbeat holds.
@@ -37,6 +37,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/postgres/0004_tenants_and_tokens.sql"),
     include_str!("../../migrations/postgres/0005_webhook_outbox.sql"),
     include_str!("../../migrations/postgres/0006_fleet_leases_and_commands.sql"),
+    include_str!("../../migrations/postgres/0007_snapshot_deltas.sql"),
 ];
 
 /// Serializes migrations between servers starting at once (`pg_advisory_xact_lock`).
@@ -574,11 +575,14 @@ impl Store for PostgresStore {
         snapshot: StoredSnapshot,
     ) -> Result<(), StoreError> {
         let client = self.client().await?;
+        // One statement: the base replaced and its deltas removed together.
         let rows = client
             .execute(
-                "INSERT INTO snapshots (session_id, turn, bytes, written_at)
-                 SELECT id, $3, $4, $5 FROM sessions WHERE id = $1 AND owner = $2
-                 ON CONFLICT (session_id) DO UPDATE SET turn = excluded.turn, bytes = excluded.bytes, written_at = excluded.written_at",
+                "WITH owned AS (SELECT id FROM sessions WHERE id = $1 AND owner = $2),
+                      gone AS (DELETE FROM snapshot_deltas WHERE session_id IN (SELECT id FROM owned))
+                 INSERT INTO snapshots (session_id, turn, bytes, written_at, deltas)
+                 SELECT id, $3, $4, $5, 0 FROM owned
+                 ON CONFLICT (session_id) DO UPDATE SET turn = excluded.turn, bytes = excluded.bytes, written_at = excluded.written_at, deltas = 0",
                 &[&id, &owner, &signed(snapshot.turn), &snapshot.bytes, &unix_now()],
             )
             .await
@@ -589,20 +593,80 @@ impl Store for PostgresStore {
         }
     }
 
-    async fn snapshot(&self, id: &str) -> Result<Option<StoredSnapshot>, StoreError> {
-        let row = self
+    async fn put_snapshot_delta(
+        &self,
+        id: &str,
+        owner: &str,
+        delta: StoredDelta,
+    ) -> Result<(), StoreError> {
+        let client = self.client().await?;
+        // One statement: the delta added only on the base it follows, by the owner, and the
+        // base's count and turn moved with it.
+        let rows = client
+            .execute(
+                "WITH kept AS (
+                     SELECT snapshots.session_id FROM snapshots JOIN sessions ON sessions.id = snapshots.session_id
+                     WHERE snapshots.session_id = $1 AND sessions.owner = $2 AND snapshots.deltas = $3::BIGINT - 1
+                     FOR UPDATE OF snapshots),
+                      added AS (
+                     INSERT INTO snapshot_deltas (session_id, seq, turn, bytes, written_at)
+                     SELECT session_id, $3, $4, $5, $6 FROM kept RETURNING session_id)
+                 UPDATE snapshots SET turn = $4, deltas = $3, written_at = $6
+                 WHERE session_id IN (SELECT session_id FROM added)",
+                &[
+                    &id,
+                    &owner,
+                    &signed(delta.seq),
+                    &signed(delta.turn),
+                    &delta.bytes,
+                    &unix_now(),
+                ],
+            )
+            .await
+            .map_err(backend)?;
+        if rows > 0 {
+            return Ok(());
+        }
+        match self.why_not_owned(&client, id).await {
+            StoreError::NotOwner { owner: now, .. } if now == owner => {
+                let kept = client
+                    .query_opt("SELECT deltas FROM snapshots WHERE session_id = $1", &[&id])
+                    .await
+                    .map_err(backend)?
+                    .map_or(0, |row| u64::try_from(row.get::<_, i64>(0)).unwrap_or(0));
+                Err(StoreError::SnapshotOutOfOrder {
+                    session: id.into(),
+                    kept,
+                    got: delta.seq,
+                })
+            }
+            other => Err(other),
+        }
+    }
+
+    async fn snapshot(&self, id: &str) -> Result<Option<StoredChain>, StoreError> {
+        // One statement: the base and its deltas as they stood at one moment.
+        let rows = self
             .client()
             .await?
-            .query_opt(
-                "SELECT turn, bytes FROM snapshots WHERE session_id = $1",
+            .query(
+                "SELECT 0::BIGINT, turn, bytes, deltas FROM snapshots WHERE session_id = $1
+                 UNION ALL
+                 SELECT seq, turn, bytes, 0 FROM snapshot_deltas WHERE session_id = $1
+                 ORDER BY 1",
                 &[&id],
             )
             .await
             .map_err(backend)?;
-        Ok(row.map(|row| StoredSnapshot {
-            turn: u64::try_from(row.get::<_, i64>(0)).unwrap_or(0),
-            bytes: row.get(1),
-        }))
+        let unsigned = |row: &Row, at: usize| u64::try_from(row.get::<_, i64>(at)).unwrap_or(0);
+        Ok(StoredChain::from_rows(rows.iter().map(|row| {
+            (
+                unsigned(row, 0),
+                unsigned(row, 1),
+                row.get(2),
+                unsigned(row, 3),
+            )
+        })))
     }
 
     async fn heartbeat(&self, server: &str) -> Result<(), StoreError> {

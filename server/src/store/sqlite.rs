@@ -27,7 +27,7 @@ use super::outbox::{
 };
 use super::{
     unix_now, ProbeError, SessionRecord, SessionState, SessionUpdate, Store, StoreError,
-    StoredEvent, StoredSnapshot,
+    StoredChain, StoredDelta, StoredEvent, StoredSnapshot,
 };
 
 /// The migrations, in order; `PRAGMA user_version` says how many a database has had.
@@ -38,6 +38,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/sqlite/0004_session_continuity.sql"),
     include_str!("../../migrations/sqlite/0005_tenants_and_tokens.sql"),
     include_str!("../../migrations/sqlite/0006_webhook_outbox.sql"),
+    include_str!("../../migrations/sqlite/0007_snapshot_deltas.sql"),
 ];
 
 /// The most writes committed in one transaction.
@@ -74,6 +75,7 @@ enum Write {
     Claim(String, String, Option<String>, Reply),
     Update(String, String, SessionUpdate, Reply),
     Snapshot(String, String, StoredSnapshot, Reply),
+    SnapshotDelta(String, String, StoredDelta, Reply),
     /// A try to deliver an outbox row.
     Attempt(Box<DeliveryAttempt>, Reply),
 }
@@ -281,6 +283,7 @@ fn write_loop(mut connection: Connection, queue: mpsc::Receiver<Write>, outbox: 
             | Write::Claim(_, _, _, reply)
             | Write::Update(_, _, _, reply)
             | Write::Snapshot(_, _, _, reply)
+            | Write::SnapshotDelta(_, _, _, reply)
             | Write::Attempt(_, reply)) = write;
             let _ = reply.send(result);
         }
@@ -372,10 +375,40 @@ fn apply(
         }
         Write::Snapshot(id, owner, snapshot, _) => {
             check_owner(tx, id, owner)?;
+            tx.execute("DELETE FROM snapshot_deltas WHERE session_id = ?1", [id])
+                .map_err(backend)?;
             tx.execute(
-                "INSERT INTO snapshots (session_id, turn, bytes, written_at) VALUES (?1, ?2, ?3, ?4)
-                 ON CONFLICT (session_id) DO UPDATE SET turn = excluded.turn, bytes = excluded.bytes, written_at = excluded.written_at",
+                "INSERT INTO snapshots (session_id, turn, bytes, written_at, deltas) VALUES (?1, ?2, ?3, ?4, 0)
+                 ON CONFLICT (session_id) DO UPDATE SET turn = excluded.turn, bytes = excluded.bytes, written_at = excluded.written_at, deltas = 0",
                 params![id, snapshot.turn, snapshot.bytes, unix_now()],
+            )
+            .map_err(backend)?;
+        }
+        Write::SnapshotDelta(id, owner, delta, _) => {
+            check_owner(tx, id, owner)?;
+            let kept: Option<u64> = tx
+                .query_row(
+                    "SELECT deltas FROM snapshots WHERE session_id = ?1",
+                    [id],
+                    |row| row.get(0),
+                )
+                .optional()
+                .map_err(backend)?;
+            if kept.map(|k| k + 1) != Some(delta.seq) {
+                return Err(StoreError::SnapshotOutOfOrder {
+                    session: id.clone(),
+                    kept: kept.unwrap_or(0),
+                    got: delta.seq,
+                });
+            }
+            tx.execute(
+                "INSERT INTO snapshot_deltas (session_id, seq, turn, bytes, written_at) VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![id, delta.seq, delta.turn, delta.bytes, unix_now()],
+            )
+            .map_err(backend)?;
+            tx.execute(
+                "UPDATE snapshots SET turn = ?2, deltas = ?3, written_at = ?4 WHERE session_id = ?1",
+                params![id, delta.turn, delta.seq, unix_now()],
             )
             .map_err(backend)?;
         }
@@ -900,21 +933,40 @@ impl Store for SqliteStore {
             .await
     }
 
-    async fn snapshot(&self, id: &str) -> Result<Option<StoredSnapshot>, StoreError> {
+    async fn put_snapshot_delta(
+        &self,
+        id: &str,
+        owner: &str,
+        delta: StoredDelta,
+    ) -> Result<(), StoreError> {
+        self.write(|reply| Write::SnapshotDelta(id.into(), owner.into(), delta, reply))
+            .await
+    }
+
+    async fn snapshot(&self, id: &str) -> Result<Option<StoredChain>, StoreError> {
         let id = id.to_string();
         self.read(move |db| {
-            db.query_row(
-                "SELECT turn, bytes FROM snapshots WHERE session_id = ?1",
-                [&id],
-                |row| {
-                    Ok(StoredSnapshot {
-                        turn: row.get(0)?,
-                        bytes: row.get(1)?,
-                    })
-                },
-            )
-            .optional()
-            .map_err(backend)
+            // One statement: the base and its deltas as they stood at one moment.
+            let mut query = db
+                .prepare_cached(
+                    "SELECT 0, turn, bytes, deltas FROM snapshots WHERE session_id = ?1
+                     UNION ALL
+                     SELECT seq, turn, bytes, 0 FROM snapshot_deltas WHERE session_id = ?1
+                     ORDER BY 1",
+                )
+                .map_err(backend)?;
+            let rows = query
+                .query_map([&id], |row| {
+                    Ok((
+                        row.get::<_, u64>(0)?,
+                        row.get::<_, u64>(1)?,
+                        row.get::<_, Vec<u8>>(2)?,
+                        row.get::<_, u64>(3)?,
+                    ))
+                })
+                .map_err(backend)?;
+            let rows = rows.collect::<Result<Vec<_>, _>>().map_err(backend)?;
+            Ok(StoredChain::from_rows(rows))
         })
         .await
     }

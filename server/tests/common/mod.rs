@@ -597,7 +597,74 @@ pub async fn owner_checks(store: Arc<dyn agent_api_server::Store>, id: &str) {
         Err(agent_api_server::StoreError::NotOwner { .. })
     ));
     store.put_snapshot(id, "b", snapshot.clone()).await.unwrap();
-    assert_eq!(store.snapshot(id).await.unwrap(), Some(snapshot));
+    let whole = agent_api_server::store::StoredChain::whole(snapshot.clone());
+    assert_eq!(store.snapshot(id).await.unwrap(), Some(whole.clone()));
+    snapshot_delta_checks(&store, id, whole).await;
+}
+
+/// The deltas on a kept snapshot of `id` (owned by `b`, holding `whole`): only its owner adds
+/// one, only the one after the last kept, read back in order with the base; a whole snapshot
+/// written again drops them.
+async fn snapshot_delta_checks(
+    store: &Arc<dyn agent_api_server::Store>,
+    id: &str,
+    whole: agent_api_server::store::StoredChain,
+) {
+    use agent_api_server::store::{StoredDelta, StoredSnapshot};
+    use agent_api_server::StoreError;
+    let delta = |seq: u64| StoredDelta {
+        seq,
+        turn: seq + 1,
+        bytes: vec![seq as u8; 3],
+    };
+    let refused = store.put_snapshot_delta(id, "a", delta(1)).await;
+    assert!(
+        matches!(refused, Err(StoreError::NotOwner { .. })),
+        "{refused:?}"
+    );
+    for wrong in [0, 2] {
+        assert!(
+            matches!(
+                store.put_snapshot_delta(id, "b", delta(wrong)).await,
+                Err(StoreError::SnapshotOutOfOrder { kept: 0, got, .. }) if got == wrong
+            ),
+            "delta {wrong} taken on a base with none"
+        );
+    }
+    store.put_snapshot_delta(id, "b", delta(1)).await.unwrap();
+    store.put_snapshot_delta(id, "b", delta(2)).await.unwrap();
+    assert!(matches!(
+        store.put_snapshot_delta(id, "b", delta(2)).await,
+        Err(StoreError::SnapshotOutOfOrder {
+            kept: 2,
+            got: 2,
+            ..
+        })
+    ));
+    let mut chain = whole;
+    chain.push(delta(1));
+    chain.push(delta(2));
+    assert_eq!(store.snapshot(id).await.unwrap(), Some(chain));
+    let record = store.session(id).await.unwrap().unwrap();
+    assert_eq!(record.snapshot_turn, Some(3), "the newest delta's turn");
+    // A whole snapshot again: the deltas are gone with the base they followed.
+    let again = StoredSnapshot {
+        turn: 4,
+        bytes: vec![9; 5],
+    };
+    store.put_snapshot(id, "b", again.clone()).await.unwrap();
+    assert_eq!(
+        store.snapshot(id).await.unwrap(),
+        Some(agent_api_server::store::StoredChain::whole(again))
+    );
+    store.put_snapshot_delta(id, "b", delta(1)).await.unwrap();
+    // No snapshot kept for a session: a delta is refused.
+    assert!(matches!(
+        store
+            .put_snapshot_delta("no-such-session", "b", delta(1))
+            .await,
+        Err(StoreError::NotFound(_) | StoreError::SnapshotOutOfOrder { .. })
+    ));
 }
 
 /// The webhook outbox of `store` (its session `id`, endpoints named after it): an append queues
@@ -906,10 +973,6 @@ pub async fn token_checks(
         .any(|s| s.id == session && s.tenant.as_deref() == Some("team-a")));
 }
 
-/// Starts `command` (this test binary run again as a child server: `name`, one ignored test,
-/// `--nocapture`) with its stdout piped (its stderr as `command` sets it: inherited unless said),
-/// and waits for the line `<listening>ADDRESS` it prints once it listens: the process and a client
-/// of it. Its later output is read and dropped.
 /// The child server's side of [`spawn_child_server`]: serves `server` on a loopback port, prints
 /// `<listening>ADDRESS`, and stops on SIGTERM.
 pub async fn serve_until_sigterm(server: agent_api_server::Server, listening: &str) {
@@ -924,6 +987,51 @@ pub async fn serve_until_sigterm(server: agent_api_server::Server, listening: &s
     .unwrap();
 }
 
+/// A child server's whole life: the scripted agent on the store `url` with `config`, served as
+/// [`serve_until_sigterm`] serves (on a runtime of its own: the child's `main` or test calls it).
+pub fn serve_scripted_until_sigterm(
+    url: &str,
+    config: agent_api_server::ServerConfig,
+    listening: &str,
+) {
+    let mut gateway = agent_api::Gateway::new();
+    gateway
+        .register(Arc::new(agent_api_scripted::ScriptedBackend::new()))
+        .unwrap();
+    serve_gateway_until_sigterm(url, gateway, config, listening);
+}
+
+/// [`serve_scripted_until_sigterm`] with the agents of `gateway`.
+pub fn serve_gateway_until_sigterm(
+    url: &str,
+    gateway: agent_api::Gateway,
+    config: agent_api_server::ServerConfig,
+    listening: &str,
+) {
+    tokio::runtime::Runtime::new()
+        .unwrap()
+        .block_on(async move {
+            let store = agent_api_server::StoreUrl::parse(url)
+                .unwrap()
+                .open()
+                .await
+                .unwrap();
+            let server = agent_api_server::Server::new(
+                gateway,
+                agent_api::RunRequest::new(""),
+                store,
+                config,
+            )
+            .await
+            .unwrap();
+            serve_until_sigterm(server, listening).await;
+        });
+}
+
+/// Starts `command` (this test binary run again as a child server: `name`, one ignored test,
+/// `--nocapture`) with its stdout piped (its stderr as `command` sets it: inherited unless said),
+/// and waits for the line `<listening>ADDRESS` it prints once it listens: the process and a client
+/// of it. Its later output is read and dropped.
 pub fn spawn_child_server(
     mut command: std::process::Command,
     name: &str,
@@ -948,4 +1056,91 @@ pub fn spawn_child_server(
     };
     std::thread::spawn(move || for _ in lines.by_ref() {});
     (process, Api::new(format!("http://{address}"), None))
+}
+
+/// Waits until the session's snapshot after turn `turn` is kept.
+pub async fn snapshot_kept(api: &Api, session: &str, turn: u64) {
+    let deadline = tokio::time::Instant::now() + STEP;
+    loop {
+        let info = api.get(&format!("/v1/sessions/{session}")).await.json();
+        if info["snapshotTurn"].as_u64() >= Some(turn) {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no snapshot: {info}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The bytes of snapshots a server wrote to its store (`agent_api_snapshot_written_bytes_total`).
+pub async fn snapshot_bytes_written(api: &Api) -> u64 {
+    let metrics = String::from_utf8(api.get("/metrics").await.body.to_vec()).unwrap();
+    let written: Vec<u64> = metrics
+        .lines()
+        .filter(|line| line.starts_with("agent_api_snapshot_written_bytes_total{"))
+        .map(|line| line.rsplit(' ').next().unwrap().parse().unwrap())
+        .collect();
+    assert!(!written.is_empty(), "no snapshot bytes counted: {metrics}");
+    written.iter().sum()
+}
+
+/// Runs a 50-turn scripted session `id` on a server over `store` (about 1 KiB a turn) and checks
+/// what it kept resumable (`kind` names the store in a failure): the snapshot bytes written stay under twice the native files' bytes
+/// (written whole after each turn they would be ~34 times), the store keeps a base and deltas,
+/// and they put back together are the agent's export, exactly.
+pub async fn fifty_turns_of_snapshots(
+    kind: &str,
+    store: Arc<dyn agent_api_server::Store>,
+    id: &str,
+) {
+    let backend = agent_api_scripted::ScriptedBackend::new();
+    let mut gateway = agent_api::Gateway::new();
+    gateway.register(Arc::new(backend.clone())).unwrap();
+    let config = agent_api_server::ServerConfig::default().with_idle_release(None);
+    let api = serve_gateway(
+        gateway,
+        config,
+        store.clone(),
+        agent_api::RunRequest::new(""),
+    )
+    .await;
+    api.post(&format!("/v1/sessions/{id}"), scripted("text"))
+        .await;
+    for turn in 1..=50u64 {
+        let prompt = format!("turn {turn}: {}", "a word ".repeat(146));
+        let sent = api
+            .post(
+                &format!("/v1/sessions/{id}/messages"),
+                json!({ "message": prompt }),
+            )
+            .await;
+        assert_eq!(sent.status, 204, "{:?}", sent.body);
+        snapshot_kept(&api, id, turn).await;
+    }
+    let record = store.session(id).await.unwrap().unwrap();
+    let native = agent_api::request::SessionRef::native(record.native_session_id.unwrap());
+    let export = agent_api::AgentBackend::export_snapshot(
+        &backend,
+        &agent_api::RunRequest::new(""),
+        &native,
+    )
+    .await
+    .unwrap();
+    let native_bytes = export.file_bytes();
+    assert!(native_bytes > 50 * 1000, "{native_bytes}");
+    let written = snapshot_bytes_written(&api).await;
+    assert!(
+        written <= 2 * native_bytes,
+        "{kind}: {written} bytes of snapshots written for {native_bytes} bytes of files"
+    );
+    let chain = store.snapshot(id).await.unwrap().unwrap();
+    assert!(
+        !chain.deltas.is_empty(),
+        "{kind}: kept as a base and deltas"
+    );
+    let mut restored = chain.restore().unwrap();
+    restored.taken_at_ms = export.taken_at_ms;
+    assert_eq!(restored, export, "{kind}: base and deltas are the export");
 }

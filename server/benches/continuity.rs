@@ -1,0 +1,547 @@
+//! What staying resumable costs (issue 47 item 8).
+//!
+//! `snapshots`: a 50-turn scripted session (about 1 KiB a turn, the agent keeping its session as a
+//! file in its home, as a CLI does) on a server in a process of its own: the time the server
+//! spends keeping the session resumable after each turn (`agent_api_snapshot_seconds`: the agent's
+//! export, the delta on what the store holds, the store write) against the server's CPU time per
+//! turn (its process's, the scripted agent included), and the snapshot bytes written to the store
+//! (`agent_api_snapshot_written_bytes_total`) against the bytes of the agent's own file. The chain
+//! the store kept is read back and checked to be that file. Goals: ≤ 5 % of a turn's server CPU,
+//! ≤ 2× the native bytes.
+//!
+//! `resume`: the time from sending the next message to the first event it brings (followed over
+//! SSE), and to its turn's end: on a warm session (its agent running), on a session resumed by a
+//! new server with an empty home after its first server was killed (SIGKILL) or stopped (SIGTERM)
+//! on the same SQLite store (its snapshot restored, the agent resumed natively), and for a fresh
+//! `agent-api run` process (its first JSONL event; measured when `target/release/agent-api` is
+//! built: `cargo build --release -p agent_api_cli`).
+//!
+//! `cargo bench -p agent_api_server --bench continuity [-- snapshots|resume]`; `snapshots` on
+//! SQLite, and PostgreSQL too when `AGENT_API_TEST_POSTGRES_URL` names a database
+//! (`tests/postgres/setup.sh`). The server is this binary started again
+//! (`AGENT_API_BENCH_CONTINUITY_STORE`), on the scripted agent.
+
+#![allow(missing_docs)]
+
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::Instant;
+
+use agent_api::snapshot::SnapshotDelta;
+use agent_api::SessionSnapshot;
+use agent_api_server::{ServerConfig, StoreUrl};
+use common::*;
+use serde_json::json;
+
+const STORE: &str = "AGENT_API_BENCH_CONTINUITY_STORE";
+/// Set: the server's scripted agent takes no snapshot (the baseline of the CPU it costs).
+const NO_SNAPSHOTS: &str = "AGENT_API_BENCH_CONTINUITY_NO_SNAPSHOTS";
+const LISTENING: &str = "bench-server listening on http://";
+const TURNS: u64 = 50;
+/// Pairs of sessions (with snapshots, without) a store: the CPU difference is a few per cent of
+/// a 10 ms clock tick's resolution over 50 turns, so several pairs are pooled.
+const ROUNDS: usize = 7;
+
+/// The scripted agent exporting nothing (the trait's default refuses, and the server then keeps
+/// no snapshot): everything else is the scripted agent's.
+struct Unsnapshotted(agent_api_scripted::ScriptedBackend);
+
+#[async_trait::async_trait]
+impl agent_api::AgentBackend for Unsnapshotted {
+    fn info(&self) -> &agent_api::BackendInfo {
+        self.0.info()
+    }
+    fn missing_option(&self, request: &agent_api::RunRequest) -> Option<&'static str> {
+        self.0.missing_option(request)
+    }
+    async fn run(
+        &self,
+        request: agent_api::RunRequest,
+    ) -> Result<agent_api::RunHandle, agent_api::AgentError> {
+        self.0.run(request).await
+    }
+    async fn open_session(
+        &self,
+        request: agent_api::RunRequest,
+    ) -> Result<agent_api::Session, agent_api::AgentError> {
+        self.0.open_session(request).await
+    }
+    fn check_session(&self, request: &agent_api::RunRequest) -> Result<(), agent_api::AgentError> {
+        self.0.check_session(request)
+    }
+    fn validate(&self, request: &agent_api::RunRequest) -> Result<(), agent_api::AgentError> {
+        self.0.validate(request)
+    }
+    fn validate_session_template(
+        &self,
+        request: &agent_api::RunRequest,
+    ) -> Result<(), agent_api::AgentError> {
+        self.0.validate_session_template(request)
+    }
+}
+
+/// A server process with a home of its own, stopped (SIGTERM) when dropped.
+struct Server {
+    process: std::process::Child,
+    api: Api,
+}
+
+impl Server {
+    /// Starts a server on `store` whose agent keeps its sessions below `home`.
+    fn start(store: &str, home: &Path) -> Self {
+        Self::start_with(store, home, true)
+    }
+
+    /// [`Server::start`]; without `snapshots`, the agent exports nothing.
+    fn start_with(store: &str, home: &Path, snapshots: bool) -> Self {
+        let mut command = Command::new(std::env::current_exe().unwrap());
+        if !snapshots {
+            command.env(NO_SNAPSHOTS, "1");
+        }
+        command
+            .env(STORE, store)
+            .env("HOME", home)
+            .env("XDG_DATA_HOME", home.join(".local/share"))
+            .env(agent_api_scripted::HOME_VAR, scripted_home(home))
+            .stderr(Stdio::null());
+        let (process, api) = spawn_child_server(command, "bench-server", LISTENING);
+        Self { process, api }
+    }
+
+    /// Its CPU time so far (user and system), in seconds.
+    fn cpu_seconds(&self) -> f64 {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.process.id())).unwrap();
+        // The fields after the command's name (which may hold spaces) in parentheses: utime and
+        // stime are the 14th and 15th of the line.
+        let fields: Vec<&str> = stat[stat.rfind(')').unwrap() + 2..]
+            .split_whitespace()
+            .collect();
+        let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
+        ticks as f64 / unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64
+    }
+
+    /// Stops it with SIGTERM and waits for it to exit.
+    fn stop(self) {
+        self.signal(libc::SIGTERM);
+    }
+
+    /// Sends it `signal` and waits for it to exit.
+    fn signal(mut self, signal: i32) {
+        unsafe { libc::kill(self.process.id() as i32, signal) };
+        self.process.wait().unwrap();
+        std::mem::forget(self);
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.process.kill();
+        let _ = self.process.wait();
+    }
+}
+
+fn scripted_home(home: &Path) -> PathBuf {
+    home.join("scripted")
+}
+
+/// The sum of the samples of metric `name` whose labels hold `labels` (`""`: every label set) in
+/// a `/metrics` text.
+fn metric(text: &str, name: &str, labels: &str) -> f64 {
+    text.lines()
+        .filter(|line| {
+            line.strip_prefix(name)
+                .is_some_and(|rest| rest.starts_with(' ') || rest.starts_with('{'))
+                && line.contains(labels)
+        })
+        .map(|line| line.rsplit(' ').next().unwrap().parse::<f64>().unwrap())
+        .sum()
+}
+
+/// One 50-turn session's figures.
+struct Round {
+    turns: u64,
+    cpu_per_turn: f64,
+    bare_cpu_per_turn: f64,
+    snapshot_per_turn: f64,
+    store_write_per_turn: f64,
+    whole_bytes: f64,
+    delta_bytes: f64,
+    native_bytes: u64,
+    kept_bytes: u64,
+    whole_each_turn: u64,
+}
+
+/// Opens session `id` on `server` and runs its 50 turns, each answered once its turn ended (and
+/// its snapshot was kept: it is taken before the turn's end is told); the server's CPU seconds a
+/// turn.
+async fn turns(server: &Server, id: &str) -> f64 {
+    let api = &server.api;
+    assert_eq!(
+        api.post(&format!("/v1/sessions/{id}"), scripted("text"))
+            .await
+            .status,
+        200
+    );
+    let cpu_before = server.cpu_seconds();
+    for turn in 1..=TURNS {
+        let message = format!("turn {turn}: {}", "a word ".repeat(146));
+        let outcome = api
+            .post(
+                &format!("/v1/sessions/{id}/messages?wait=true"),
+                json!({ "message": message }),
+            )
+            .await;
+        assert_eq!(outcome.status, 200, "{:?}", outcome.body);
+        assert_eq!(outcome.json()["status"], "completed");
+    }
+    (server.cpu_seconds() - cpu_before) / TURNS as f64
+}
+
+/// The server's CPU seconds a turn of 50 on a server on `url` that keeps no snapshot.
+async fn bare_turns(url: &str, id: &str) -> f64 {
+    let home = tempfile::tempdir().unwrap();
+    let server = Server::start_with(url, home.path(), false);
+    let cpu = turns(&server, id).await;
+    let info = server.api.get(&format!("/v1/sessions/{id}")).await.json();
+    assert!(info["snapshotTurn"].is_null(), "no snapshot: {info}");
+    server.stop();
+    cpu
+}
+
+/// Runs a 50-turn session `id` on a server on `url` and reads what it kept back from the store.
+async fn fifty_turns(url: &str, id: &str) -> Round {
+    let home = tempfile::tempdir().unwrap();
+    let server = Server::start(url, home.path());
+    let api = &server.api;
+    let cpu_per_turn = turns(&server, id).await;
+    let metrics = String::from_utf8(api.get("/metrics").await.body.to_vec()).unwrap();
+    let info = api.get(&format!("/v1/sessions/{id}")).await.json();
+    assert_eq!(info["snapshotTurn"], TURNS, "{info}");
+    let native_id = info["nativeSessionId"].as_str().unwrap().to_string();
+    let kept = metric(&metrics, "agent_api_snapshot_seconds_count", "");
+    assert_eq!(kept, TURNS as f64, "a snapshot after each turn");
+    let turns = TURNS as f64;
+    let snapshot_per_turn = metric(&metrics, "agent_api_snapshot_seconds_sum", "") / turns;
+    let store_write_per_turn = metric(
+        &metrics,
+        "agent_api_store_write_seconds_sum",
+        "operation=\"snapshot\"",
+    ) / turns;
+    let written = "agent_api_snapshot_written_bytes_total";
+    let whole_bytes = metric(&metrics, written, "kind=\"whole\"");
+    let delta_bytes = metric(&metrics, written, "kind=\"delta\"");
+    server.stop();
+
+    let file = scripted_home(home.path())
+        .join("sessions")
+        .join(format!("{native_id}.jsonl"));
+    let native = std::fs::read(&file).unwrap();
+    // What the store kept, put back together, is the agent's file, byte for byte.
+    let store = StoreUrl::parse(url).unwrap().open().await.unwrap();
+    let chain = store.snapshot(id).await.unwrap().unwrap();
+    let restored = chain.restore().unwrap();
+    assert_eq!(restored.files.len(), 1);
+    assert_eq!(
+        restored.files[0].bytes, native,
+        "the store's chain is the file"
+    );
+    // What writing the snapshot whole after each turn of the kept chain would have written.
+    let mut snapshot = SessionSnapshot::from_bytes(&chain.base).unwrap();
+    let mut whole_each_turn = chain.base.len() as u64;
+    for delta in &chain.deltas {
+        snapshot = snapshot
+            .applied(&SnapshotDelta::from_bytes(&delta.bytes).unwrap())
+            .unwrap();
+        whole_each_turn += snapshot.to_bytes().unwrap().len() as u64;
+    }
+    Round {
+        bare_cpu_per_turn: 0.0,
+        turns: 1 + chain.deltas.len() as u64,
+        cpu_per_turn,
+        snapshot_per_turn,
+        store_write_per_turn,
+        whole_bytes,
+        delta_bytes,
+        native_bytes: native.len() as u64,
+        kept_bytes: chain.bytes(),
+        whole_each_turn,
+    }
+}
+
+async fn snapshots() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut stores = vec![(
+        "SQLite",
+        format!("sqlite:{}", dir.path().join("bench.sqlite3").display()),
+    )];
+    match database() {
+        Some(url) => stores.push(("PostgreSQL", url)),
+        None => println!("PostgreSQL: not measured (AGENT_API_TEST_POSTGRES_URL is not set: bash tests/postgres/setup.sh)"),
+    }
+    println!(
+        "# staying resumable: {TURNS}-turn scripted sessions (~1 KiB a turn), the server in its own process"
+    );
+    for (name, url) in stores {
+        let (mut with, mut without, mut overheads) = (0.0, 0.0, Vec::new());
+        for round in 0..ROUNDS {
+            // The baseline and the measured run in alternation, so that a change of load between
+            // them weighs on both.
+            let (bare, mut r) = if round % 2 == 0 {
+                let bare = bare_turns(&url, &unique(&format!("bare-{round}"))).await;
+                (
+                    bare,
+                    fifty_turns(&url, &unique(&format!("resumable-{round}"))).await,
+                )
+            } else {
+                let r = fifty_turns(&url, &unique(&format!("resumable-{round}"))).await;
+                (bare_turns(&url, &unique(&format!("bare-{round}"))).await, r)
+            };
+            r.bare_cpu_per_turn = bare;
+            with += r.cpu_per_turn;
+            without += bare;
+            overheads.push(100.0 * (r.cpu_per_turn - bare) / bare);
+            report(name, round, &r);
+        }
+        println!(
+            "{name}: CPU a turn with snapshots over without, {ROUNDS} pairs pooled: {:+.1} % (median of the pairs {:+.1} %; goal ≤ 5 %)",
+            100.0 * (with - without) / without,
+            median(&mut overheads)
+        );
+    }
+}
+
+fn report(store: &str, round: usize, r: &Round) {
+    println!(
+        "{store} round {}: server CPU a turn {:.2} ms, without snapshots {:.2} ms ({:+.1} %); \
+         snapshot time (wall: export, delta, store write) {:.3} ms a turn (store write {:.3} ms)",
+        round + 1,
+        r.cpu_per_turn * 1e3,
+        r.bare_cpu_per_turn * 1e3,
+        100.0 * (r.cpu_per_turn - r.bare_cpu_per_turn) / r.bare_cpu_per_turn,
+        r.snapshot_per_turn * 1e3,
+        r.store_write_per_turn * 1e3,
+    );
+    if round > 0 {
+        return;
+    }
+    let written = r.whole_bytes + r.delta_bytes;
+    println!(
+        "{store}: written {:.0} bytes (whole {:.0}, deltas {:.0}) for a {} byte file = {:.2}× (goal ≤ 2×); \
+         kept {} bytes; whole after each of the chain's {} turns: {} bytes ({:.1}×)",
+        written,
+        r.whole_bytes,
+        r.delta_bytes,
+        r.native_bytes,
+        written / r.native_bytes as f64,
+        r.kept_bytes,
+        r.turns,
+        r.whole_each_turn,
+        r.whole_each_turn as f64 / r.native_bytes as f64,
+    );
+}
+
+/// Milliseconds from sending `message` to session `id` on `api` to the first event it stored
+/// (that event's own `time`), and to the answer of `?wait=true` (its turn's end); the first
+/// event's type (and label, for a status item). Read from the log after the turn, not over SSE: a
+/// stream opened on a server before it brings the session back follows it by polling the store
+/// (every 250 ms), which would be measured instead.
+async fn next_message(api: &Api, id: &str, message: &str) -> (f64, f64, String) {
+    let info = api.get(&format!("/v1/sessions/{id}")).await.json();
+    let offset = info["eventCount"].as_u64().unwrap();
+    let sent_at = time::OffsetDateTime::now_utc();
+    let started = Instant::now();
+    let outcome = api
+        .post(
+            &format!("/v1/sessions/{id}/messages?wait=true"),
+            json!({ "message": message }),
+        )
+        .await;
+    let end_ms = started.elapsed().as_secs_f64() * 1e3;
+    assert_eq!(outcome.json()["status"], "completed", "{:?}", outcome.body);
+    let page = api
+        .get(&format!("/v1/sessions/{id}/events?offset={offset}&limit=1"))
+        .await
+        .json();
+    let first = &page["events"][0];
+    let stamped = time::OffsetDateTime::parse(
+        first["time"].as_str().unwrap(),
+        &time::format_description::well_known::Rfc3339,
+    )
+    .unwrap();
+    let first_ms = (stamped - sent_at).as_seconds_f64() * 1e3;
+    let what = match first["data"]["item"]["content"][0]["label"].as_str() {
+        Some(label) => format!("{} {label}", first["type"].as_str().unwrap()),
+        None => first["type"].as_str().unwrap().to_string(),
+    };
+    (first_ms, end_ms, what)
+}
+
+fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+/// A session's first turn on a server of its own, then the server killed (`signal`) and another
+/// started with an empty home on the same store: the next message's figures there.
+async fn resumed(dir: &Path, round: usize, signal: i32) -> (f64, f64, String) {
+    let url = format!(
+        "sqlite:{}",
+        dir.join(format!("resume-{signal}-{round}.sqlite3"))
+            .display()
+    );
+    let (home_a, home_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let a = Server::start(&url, home_a.path());
+    a.api.post("/v1/sessions/ada", scripted("text")).await;
+    let outcome = a
+        .api
+        .post(
+            "/v1/sessions/ada/messages?wait=true",
+            json!({"message": "My name is Ada"}),
+        )
+        .await;
+    assert_eq!(outcome.json()["status"], "completed");
+    a.signal(signal);
+    let b = Server::start(&url, home_b.path());
+    let figures = next_message(&b.api, "ada", "What is my name?").await;
+    let info = b.api.get("/v1/sessions/ada").await.json();
+    assert_eq!(
+        info["resumedHow"], "native",
+        "resumed from its snapshot: {info}"
+    );
+    b.stop();
+    figures
+}
+
+/// Milliseconds from starting `agent-api run` on the scripted agent to its first event on
+/// stdout, and to its exit; `None` when the binary is not built beside this bench.
+fn fresh_run() -> Option<(f64, f64)> {
+    let exe = std::env::current_exe().unwrap();
+    let binary = exe.parent()?.parent()?.join("agent-api");
+    if !binary.exists() {
+        return None;
+    }
+    let home = tempfile::tempdir().unwrap();
+    let started = Instant::now();
+    let mut child = Command::new(&binary)
+        .args([
+            "run",
+            "--agent",
+            "scripted",
+            "--format",
+            "jsonl",
+            "--option",
+            "backend.scripted.scenario=text",
+            "What is my name?",
+        ])
+        .env("HOME", home.path())
+        .env(agent_api_scripted::HOME_VAR, scripted_home(home.path()))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let said = lines.next().is_some_and(|line| line.is_ok());
+    let first = started.elapsed().as_secs_f64() * 1e3;
+    for _ in lines.by_ref() {}
+    assert!(
+        child.wait().unwrap().success() && said,
+        "agent-api run failed"
+    );
+    Some((first, started.elapsed().as_secs_f64() * 1e3))
+}
+
+async fn resume() {
+    const RESUME_ROUNDS: usize = 7;
+    let dir = tempfile::tempdir().unwrap();
+    println!("# the next message's first event: warm, resumed on a new server (empty home), fresh `agent-api run`; scripted agent, SQLite, medians of {RESUME_ROUNDS}");
+    let report = |what: &str, figures: &mut Vec<(f64, f64, String)>| {
+        let mut first: Vec<f64> = figures.iter().map(|f| f.0).collect();
+        let mut end: Vec<f64> = figures.iter().map(|f| f.1).collect();
+        println!(
+            "{what:<40} first event {:>7.2} ms ({}), turn end {:>7.2} ms; first events: {}",
+            median(&mut first),
+            figures[0].2,
+            median(&mut end),
+            first
+                .iter()
+                .map(|f| format!("{f:.1}"))
+                .collect::<Vec<_>>()
+                .join(" / ")
+        );
+    };
+    let home = tempfile::tempdir().unwrap();
+    let url = format!("sqlite:{}", dir.path().join("warm.sqlite3").display());
+    let warm = Server::start(&url, home.path());
+    warm.api.post("/v1/sessions/warm", scripted("text")).await;
+    next_message(&warm.api, "warm", "My name is Ada").await;
+    let mut figures = Vec::new();
+    for _ in 0..RESUME_ROUNDS {
+        figures.push(next_message(&warm.api, "warm", "What is my name?").await);
+    }
+    warm.stop();
+    report("warm (its agent running)", &mut figures);
+    for (what, signal) in [
+        ("resumed after SIGKILL", libc::SIGKILL),
+        ("resumed after SIGTERM", libc::SIGTERM),
+    ] {
+        let mut figures = Vec::new();
+        for round in 0..RESUME_ROUNDS {
+            figures.push(resumed(dir.path(), round, signal).await);
+        }
+        report(what, &mut figures);
+    }
+    let runs: Option<Vec<(f64, f64)>> = (0..RESUME_ROUNDS).map(|_| fresh_run()).collect();
+    match runs {
+        Some(runs) => {
+            let mut first: Vec<f64> = runs.iter().map(|r| r.0).collect();
+            let mut end: Vec<f64> = runs.iter().map(|r| r.1).collect();
+            println!(
+                "{:<40} first event {:>7.2} ms, exit {:>7.2} ms; first events: {}",
+                "fresh `agent-api run` (a new process)",
+                median(&mut first),
+                median(&mut end),
+                first.iter().map(|f| format!("{f:.1}")).collect::<Vec<_>>().join(" / ")
+            );
+        }
+        None => println!("fresh `agent-api run`: not measured (build it beside the bench: cargo build --release -p agent_api_cli)"),
+    }
+}
+
+fn main() {
+    if let Ok(url) = std::env::var(STORE) {
+        let config = ServerConfig::default()
+            .with_daemon_id("bench")
+            .with_idle_release(None);
+        if std::env::var_os(NO_SNAPSHOTS).is_none() {
+            return serve_scripted_until_sigterm(&url, config, LISTENING);
+        }
+        let mut gateway = agent_api::Gateway::new();
+        let scripted = agent_api_scripted::ScriptedBackend::new();
+        gateway.register(Arc::new(Unsnapshotted(scripted))).unwrap();
+        return serve_gateway_until_sigterm(&url, gateway, config, LISTENING);
+    }
+    // `cargo test --all-targets` runs benches too, without `--bench`: not the place for figures.
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if !args.iter().any(|a| a == "--bench") {
+        println!(
+            "continuity benchmark: run it with `cargo bench -p agent_api_server --bench continuity`"
+        );
+        return;
+    }
+    let filters: Vec<&String> = args.iter().filter(|a| !a.starts_with('-')).collect();
+    let wanted =
+        |name: &str| filters.is_empty() || filters.iter().any(|f| name.contains(f.as_str()));
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    if wanted("snapshots") {
+        runtime.block_on(snapshots());
+    }
+    if wanted("resume") {
+        runtime.block_on(resume());
+    }
+}
