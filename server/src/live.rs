@@ -119,6 +119,9 @@ pub(crate) struct LiveSession {
     last_active: Mutex<std::time::Instant>,
     /// A snapshot the store did not take (it failed): written with the next one, or at release.
     unsaved: Mutex<Option<crate::store::StoredSnapshot>>,
+    /// The snapshot still being taken aside after a turn (its export outlasted
+    /// [`SNAPSHOT_WAIT`]): a newer one supersedes it.
+    aside: Mutex<Option<tokio::task::AbortHandle>>,
 }
 
 /// Where a session's numbering starts, and what this server knows of its past: a new session's
@@ -355,6 +358,7 @@ impl LiveSession {
             interrupted: Mutex::new(continuity.interrupted),
             last_active: Mutex::new(std::time::Instant::now()),
             unsaved: Mutex::new(None),
+            aside: Mutex::new(None),
         })
     }
 
@@ -363,8 +367,59 @@ impl LiveSession {
     /// the turn's events (already written) and the snapshot is tried again after the next turn
     /// and when the agent is released.
     async fn keep_snapshot(&self, session: &Session, turn: u64) {
-        let capabilities = session.agent_kind().clone();
-        let taken = match session.snapshot().await {
+        // Taken now: one still being taken aside is older.
+        self.stop_aside_snapshot();
+        self.store_snapshot(session.agent_kind(), session.snapshot().await, turn)
+            .await;
+    }
+
+    /// [`LiveSession::keep_snapshot`] after a turn (`taking`: `Session::snapshot_detached`),
+    /// without holding the agent session: waits for it at most [`SNAPSHOT_WAIT`] (the next
+    /// message waits no longer), then lets it finish aside and keeps it once taken (an export
+    /// that starts a CLI per call takes seconds on a loaded machine). A snapshot still being
+    /// taken for an earlier turn is dropped.
+    async fn keep_snapshot_aside(
+        self: &Arc<Self>,
+        taking: impl std::future::Future<Output = Result<agent_api::SessionSnapshot, agent_api::AgentError>>
+            + Send
+            + 'static,
+        kind: agent_api::AgentKind,
+        turn: u64,
+    ) {
+        let this = self.clone();
+        let task = tokio::spawn(async move {
+            let taken = taking.await;
+            this.store_snapshot(&kind, taken, turn).await;
+        });
+        let earlier = self
+            .aside
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .replace(task.abort_handle());
+        if let Some(earlier) = earlier {
+            earlier.abort();
+        }
+        if tokio::time::timeout(SNAPSHOT_WAIT, task).await.is_err() {
+            tracing::info!(session = %self.id, turn, "the agent's snapshot takes long: kept once taken, the session goes on");
+        }
+    }
+
+    /// Drops the snapshot being taken aside, if one is.
+    fn stop_aside_snapshot(&self) {
+        if let Some(aside) = self.aside.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            aside.abort();
+        }
+    }
+
+    /// Keeps the snapshot `taken` after turn `turn` in the store: an agent that cannot export
+    /// one is skipped; one that failed is said.
+    async fn store_snapshot(
+        &self,
+        kind: &agent_api::AgentKind,
+        taken: Result<agent_api::SessionSnapshot, agent_api::AgentError>,
+        turn: u64,
+    ) {
+        let taken = match taken {
             Ok(snapshot) => snapshot.to_bytes().map_err(|e| e.to_string()),
             Err(agent_api::AgentError::UnsupportedCapability { .. }) => return,
             Err(error) => Err(error.to_string()),
@@ -372,7 +427,7 @@ impl LiveSession {
         let bytes = match taken {
             Ok(bytes) => bytes,
             Err(error) => {
-                tracing::warn!(session = %self.id, agent = %capabilities, "cannot take the session's snapshot: {error}");
+                tracing::warn!(session = %self.id, agent = %kind, "cannot take the session's snapshot: {error}");
                 return;
             }
         };
@@ -998,15 +1053,16 @@ impl LiveSession {
             tracing::warn!(session = %self.id, "cannot record the turn's end: {error}");
         }
         // Held by a terminate or a release (which takes its own): not taken here.
-        // Bounded: the next message waits for it (an agent that writes its files late is given
-        // a few seconds; past them the snapshot is taken after the next turn).
-        if let Ok(session) = self.session.try_lock() {
-            if let Some(session) = session.as_ref() {
-                let kept = tokio::time::timeout(SNAPSHOT_WAIT, self.keep_snapshot(session, turn));
-                if kept.await.is_err() {
-                    tracing::warn!(session = %self.id, "the agent's snapshot took too long; taken after the next turn");
-                }
-            }
+        // Bounded: the next message waits for it at most SNAPSHOT_WAIT (an agent that writes its
+        // files late, or exports slowly, finishes aside).
+        let taking = match self.session.try_lock() {
+            Ok(session) => session
+                .as_ref()
+                .map(|session| (session.snapshot_detached(), session.agent_kind().clone())),
+            Err(_) => None,
+        };
+        if let Some((taking, kind)) = taking {
+            self.keep_snapshot_aside(taking, kind, turn).await;
         }
         self.touch();
         // Stored, or the server keeps it (ended) so that a message is told it ended; a server

@@ -819,3 +819,28 @@ async fn a_home_newer_than_the_stored_snapshot_is_kept_and_the_seam_says_so() {
         "the home's turn 2 kept: {answer}"
     );
 }
+
+/// An agent whose export outlasts the turn's snapshot wait (5 s: a CLI started per export on a
+/// loaded machine): the turn ends and the session goes on without waiting longer, and the
+/// snapshot is kept once taken, with no further turn (before: dropped at the wait, so a server
+/// killed after that turn left no snapshot).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_snapshot_slower_than_the_turns_wait_is_kept_once_taken() {
+    let store = StoreUrl::Memory.open().await.unwrap();
+    let api = on(&store, ServerConfig::default()).await;
+    let slow = json!({"agent": "scripted", "options": {"backend.scripted.scenario": "text", "backend.scripted.delay_ms": 0, "backend.scripted.export_delay_ms": 6000}});
+    api.post("/v1/sessions/slow", slow).await;
+    api.post("/v1/sessions/slow/messages", json!({"message": "one"}))
+        .await;
+    let events = turns_ended(&api, "slow", 1).await;
+    check_continuous(&events);
+    snapshot_kept(&api, "slow", 1).await;
+    let stored = store.snapshot("slow").await.unwrap().unwrap();
+    let snapshot = agent_api::SessionSnapshot::from_bytes(&stored.bytes).unwrap();
+    assert!(snapshot.is_native());
+    api.post("/v1/sessions/slow/messages", json!({"message": "two"}))
+        .await;
+    let events = turns_ended(&api, "slow", 2).await;
+    check_continuous(&events);
+    assert!(answers(&events).pop().unwrap().contains("turn 2"));
+}
