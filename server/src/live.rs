@@ -989,7 +989,7 @@ impl LiveSession {
         let (events, completion) = handle.into_universal();
         // What waits when the store is free goes in one write.
         let mut chunks = events.ready_chunks(256);
-        let mut ended = false;
+        let mut exited = false;
         let mut failed = None;
         let mut lost = None;
         while let Some(chunk) = chunks.next().await {
@@ -998,9 +998,21 @@ impl LiveSession {
             }
             watch.events(&chunk);
             let mut chunk = chunk;
+            // The agent's own end (it crashed, or was killed, mid-turn) is not the session's:
+            // only a client's terminate (or the idle TTL) ends one. The turn's `turn_failed` and
+            // its one terminal error say what happened; the session stays resumable.
+            let before = chunk.len();
+            chunk.retain(|event| !matches!(event.body, UniversalEventBody::SessionEnded(_)));
+            if chunk.len() < before {
+                exited = true;
+                tracing::warn!(session = %self.id, turn, "the agent exited during the turn; the session stays resumable");
+            }
+            if chunk.is_empty() {
+                continue;
+            }
             chunk.iter_mut().for_each(|event| number_turn(event, turn));
             match self.record(chunk).await {
-                Ok(end) => ended |= end,
+                Ok(_) => {}
                 Err(error @ (StoreError::NotOwner { .. } | StoreError::LeaseLost { .. })) => {
                     // Another server owns the session now (or may: this one's lease ran out): nothing more of this turn may be
                     // written or served, so the agent stops here.
@@ -1068,14 +1080,14 @@ impl LiveSession {
         // Stored, or the server keeps it (ended) so that a message is told it ended; a server
         // started again on the store closes its turn as interrupted.
         let mut forget = true;
+        // The agent exited: its session is let go here (unless a terminate or a release that
+        // holds it does so) and brought back by the next message.
+        let mut let_go = false;
         if let Some(why) = &failed {
             self.state().ended = true;
             forget = self.end_for_store(why).await;
-        } else if ended {
-            self.state().ended = true;
-            if let Err(error) = self.store.mark_ended(&self.id, None).await {
-                tracing::error!(session = %self.id, "cannot mark the session ended: {error}");
-            }
+        } else if exited {
+            let_go = self.let_go_of_exited_agent().await;
         }
         let (steer_images, next) = {
             let mut state = self.state();
@@ -1084,14 +1096,23 @@ impl LiveSession {
             state.current = None;
             state.pump = None;
             // The next queued message's turn starts now: no message overtakes it meanwhile.
-            state.dispatching = !state.queue.is_empty() && !state.ended;
+            // (None once the agent is let go: the queue is dropped, a later message is told
+            // to send again, and its handler brings the session back.)
+            state.dispatching = !state.queue.is_empty() && !state.ended && !let_go;
             (std::mem::take(&mut state.steer_images), state.dispatching)
         };
         // The turn's image copies are read by now: removed.
         drop(images);
         drop(steer_images);
         let _ = self.feed.send(Feed::TurnEnded(turn));
-        if ended || failed.is_some() {
+        if let_go {
+            self.drop_queue(
+                axum::http::StatusCode::CONFLICT,
+                "message_dropped",
+                "the agent exited during the turn before this queued message, and the queue was dropped with it: send it again (the session is brought back)",
+            );
+            let _ = self.feed.send(Feed::Ended);
+        } else if failed.is_some() {
             self.drop_queue(
                 axum::http::StatusCode::CONFLICT,
                 "session_ended",
@@ -1141,6 +1162,37 @@ impl LiveSession {
             last_sequence: None,
             pending: None,
         }
+    }
+
+    /// Its agent exited by itself during a turn (whose end is stored): the agent session is
+    /// closed (its trailing events are its own end, not stored), the session stored as
+    /// [`SessionState::AgentExited`] and forgotten, so that the next message brings it back
+    /// (`session_resumed`, `after=agent_exited`). Returns whether it was let go here: not when a
+    /// terminate or a release holds the agent session (it ends or releases it itself), nor
+    /// when another server owns the session now.
+    async fn let_go_of_exited_agent(&self) -> bool {
+        let Ok(mut session) = self.session.try_lock() else {
+            return false;
+        };
+        if let Some(session) = session.take() {
+            let _ = session.close().await;
+        }
+        let update = SessionUpdate::default().state(SessionState::AgentExited);
+        match self.store.update(&self.id, &self.owner, update).await {
+            Ok(()) => {}
+            Err(error @ StoreError::NotOwner { .. }) => {
+                drop(session);
+                self.lost(&error).await;
+                return false;
+            }
+            // Stored as live: the next message after a restart brings it back all the same.
+            Err(error) => {
+                tracing::warn!(session = %self.id, "cannot record that the agent exited: {error}");
+            }
+        }
+        // Forgotten before the lock goes: a message sent meanwhile brings the session back.
+        (self.on_end)(&self.id);
+        true
     }
 
     /// Another server owns the session now (this one was thought gone), or may (this one's

@@ -820,6 +820,109 @@ async fn a_home_newer_than_the_stored_snapshot_is_kept_and_the_seam_says_so() {
     );
 }
 
+/// The agent dies mid-turn (the scripted `crash` scenario: some text, then it exits at once, as
+/// a CLI killed with SIGKILL does; its session has recorded the turn): the turn fails with one
+/// terminal error, the session stays resumable (only a client ends one), and the next message
+/// brings it back natively, with no gap.
+#[tokio::test]
+async fn an_agent_that_dies_mid_turn_fails_the_turn_once_and_the_next_message_brings_it_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = StoreUrl::Sqlite(dir.path().join("server.sqlite3"))
+        .open()
+        .await
+        .unwrap();
+    let api = on(&store, ServerConfig::default()).await;
+    api.post("/v1/sessions/died", scripted("crash")).await;
+    // A client waiting for the turn is told how it ended.
+    let outcome = api
+        .post(
+            "/v1/sessions/died/messages?wait=true",
+            json!({"message": "My name is Ada"}),
+        )
+        .await
+        .json();
+    assert_eq!(
+        (&outcome["status"], &outcome["error"]["code"]),
+        (&json!("failed"), &json!("process_exited")),
+        "{outcome}"
+    );
+    let served = turns_ended(&api, "died", 1).await;
+    check_continuous(&served);
+    let errors: Vec<&Value> = served.iter().filter(|e| e["type"] == "error").collect();
+    assert_eq!(errors.len(), 1, "one terminal error: {served:#?}");
+    assert_eq!(
+        (
+            &errors[0]["data"]["code"],
+            &errors[0]["data"]["details"]["terminal"]
+        ),
+        (&json!("process_exited"), &json!(true)),
+        "{served:#?}"
+    );
+    let failed = statuses(&served, "turn_failed");
+    assert_eq!(failed.len(), 1);
+    assert_eq!(failed[0]["data"]["item"]["content"][0]["detail"], "turn 1");
+    assert!(
+        !served.iter().any(|e| e["type"] == "session.ended"),
+        "the agent's end is not the session's: {served:#?}"
+    );
+    let deadline = tokio::time::Instant::now() + STEP;
+    loop {
+        let info = api.get("/v1/sessions/died").await.json();
+        if info["state"] == "resumable" {
+            assert_eq!(
+                (&info["ended"], &info["live"]),
+                (&json!(false), &json!(false)),
+                "{info}"
+            );
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{info}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        store.session("died").await.unwrap().unwrap().state,
+        SessionState::AgentExited
+    );
+    // The agent had reported (and recorded) its session before it died: its snapshot is kept.
+    snapshot_kept(&api, "died", 1).await;
+
+    let sent = api
+        .post(
+            "/v1/sessions/died/messages",
+            json!({"message": "What is my name?"}),
+        )
+        .await;
+    assert_eq!(sent.status, 204, "{:?}", sent.body);
+    let events = turns_ended(&api, "died", 2).await;
+    assert_eq!(events[..served.len()], served[..], "nothing served changed");
+    check_continuous(&events);
+    let seams = statuses(&events, "session_resumed");
+    assert_eq!(seams.len(), 1, "one seam: {events:#?}");
+    let detail = seams[0]["data"]["item"]["content"][0]["detail"]
+        .as_str()
+        .unwrap();
+    assert!(
+        detail.contains("how=native") && detail.contains("after=agent_exited"),
+        "{detail}"
+    );
+    assert_eq!(
+        events.iter().filter(|e| e["type"] == "error").count(),
+        1,
+        "the crashed turn's error only"
+    );
+    let answer = answers(&events).pop().unwrap();
+    assert!(
+        answer.contains("turn 2"),
+        "its own session went on: {answer}"
+    );
+    let info = api.get("/v1/sessions/died").await.json();
+    assert_eq!(
+        (&info["state"], &info["live"], &info["resumedHow"]),
+        (&json!("live"), &json!(true), &json!("native")),
+        "{info}"
+    );
+}
+
 /// An agent whose export outlasts the turn's snapshot wait (5 s: a CLI started per export on a
 /// loaded machine): the turn ends and the session goes on without waiting longer, and the
 /// snapshot is kept once taken, with no further turn (before: dropped at the wait, so a server
