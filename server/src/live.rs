@@ -1171,13 +1171,25 @@ impl LiveSession {
     /// terminate or a release holds the agent session (it ends or releases it itself), nor
     /// when another server owns the session now.
     async fn let_go_of_exited_agent(&self) -> bool {
-        let Ok(mut session) = self.session.try_lock() else {
+        let Ok(session) = self.session.try_lock() else {
             return false;
         };
-        if let Some(session) = session.take() {
-            let _ = session.close().await;
+        self.let_go(session, SessionState::AgentExited).await
+    }
+
+    /// Closes the agent session `session` holds (its trailing events are the agent's own end,
+    /// not the session's: not stored), stores the session as `state` and forgets it, before the
+    /// lock goes: a message sent meanwhile brings it back. False when another server owns it
+    /// now (then it is lost).
+    async fn let_go(
+        &self,
+        mut session: tokio::sync::MutexGuard<'_, Option<Session>>,
+        state: SessionState,
+    ) -> bool {
+        if let Some(agent) = session.take() {
+            let _ = agent.close().await;
         }
-        let update = SessionUpdate::default().state(SessionState::AgentExited);
+        let update = SessionUpdate::default().state(state);
         match self.store.update(&self.id, &self.owner, update).await {
             Ok(()) => {}
             Err(error @ StoreError::NotOwner { .. }) => {
@@ -1185,13 +1197,13 @@ impl LiveSession {
                 self.lost(&error).await;
                 return false;
             }
-            // Stored as live: the next message after a restart brings it back all the same.
+            // Still stored as live: the next message after a restart brings it back all the same.
             Err(error) => {
-                tracing::warn!(session = %self.id, "cannot record that the agent exited: {error}");
+                tracing::warn!(session = %self.id, state = state.as_str(), "cannot record that the session's agent was let go: {error}");
             }
         }
-        // Forgotten before the lock goes: a message sent meanwhile brings the session back.
         (self.on_end)(&self.id);
+        drop(session);
         true
     }
 
@@ -1225,37 +1237,23 @@ impl LiveSession {
     /// `stopped`: the server stops). The next message brings it back. Returns whether it was
     /// released (not ended, not lost meanwhile).
     pub(crate) async fn release(&self, state: SessionState) -> bool {
-        let mut session = self.session.lock().await;
+        let session = self.session.lock().await;
         self.cancel_turn().await;
         if self.ended() {
             return false;
         }
-        if let Some(session) = session.take() {
+        if let Some(agent) = session.as_ref() {
             let turns = self.state().turns;
             if turns > 0 {
-                self.keep_snapshot(&session, turns).await;
+                self.keep_snapshot(agent, turns).await;
             }
             self.save_snapshot(None).await;
-            // The agent's own end is not the session's: its trailing events are not stored.
-            let _ = session.close().await;
         }
-        let update = SessionUpdate::default().state(state);
-        match self.store.update(&self.id, &self.owner, update).await {
-            Ok(()) => {}
-            Err(error @ StoreError::NotOwner { .. }) => {
-                drop(session);
-                self.lost(&error).await;
-                return false;
-            }
-            Err(error) => {
-                tracing::warn!(session = %self.id, "cannot record the release: {error}");
-            }
+        let released = self.let_go(session, state).await;
+        if released {
+            let _ = self.feed.send(Feed::Ended);
         }
-        // Forgotten before a message waiting for it goes on: that one brings it back.
-        (self.on_end)(&self.id);
-        drop(session);
-        let _ = self.feed.send(Feed::Ended);
-        true
+        released
     }
 
     /// Cancels the turn in progress and waits for its last event to be stored; the messages

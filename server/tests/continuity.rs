@@ -94,6 +94,16 @@ fn statuses<'a>(events: &'a [Value], label: &str) -> Vec<&'a Value> {
         .collect()
 }
 
+/// The detail of the session's one `session_resumed` seam.
+fn one_seam(events: &[Value]) -> String {
+    let seams = statuses(events, "session_resumed");
+    assert_eq!(seams.len(), 1, "one seam: {events:#?}");
+    seams[0]["data"]["item"]["content"][0]["detail"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
 /// The assistant's answers.
 fn answers(events: &[Value]) -> Vec<String> {
     events
@@ -218,6 +228,22 @@ async fn a_session_goes_on_under_its_id_after_its_server_is_killed_on_a_server_w
         saw_both_turns(&info, &answer, "My name is Ada"),
         "the agent saw both turns: {answer} ({info})"
     );
+}
+
+/// Waits until the session's `state` is `state`; its info.
+async fn state_reached(api: &Api, session: &str, state: &str) -> Value {
+    let deadline = tokio::time::Instant::now() + STEP;
+    loop {
+        let info = api.get(&format!("/v1/sessions/{session}")).await.json();
+        if info["state"] == state {
+            return info;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "not {state}: {info}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 /// Waits until the session's snapshot after turn `turn` is kept.
@@ -574,19 +600,11 @@ async fn an_idle_session_releases_its_agent_and_the_next_message_resumes_it_nati
     api.post("/v1/sessions/nap/messages", json!({"message": "one"}))
         .await;
     turns_ended(&api, "nap", 1).await;
-    let deadline = tokio::time::Instant::now() + STEP;
-    loop {
-        let info = api.get("/v1/sessions/nap").await.json();
-        if info["state"] == "idle" {
-            assert_eq!(
-                (&info["live"], &info["ended"]),
-                (&json!(false), &json!(false))
-            );
-            break;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "{info}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let info = state_reached(&api, "nap", "idle").await;
+    assert_eq!(
+        (&info["live"], &info["ended"]),
+        (&json!(false), &json!(false))
+    );
     assert_eq!(
         store.session("nap").await.unwrap().unwrap().state,
         SessionState::Idle
@@ -790,16 +808,8 @@ async fn a_home_newer_than_the_stored_snapshot_is_kept_and_the_seam_says_so() {
     api.post("/v1/sessions/newer/messages", json!({"message": "two"}))
         .await;
     turns_ended(&api, "newer", 2).await;
-    let deadline = tokio::time::Instant::now() + STEP;
-    loop {
-        let info = api.get("/v1/sessions/newer").await.json();
-        if info["state"] == "idle" {
-            assert_eq!(info["snapshotTurn"], 1, "{info}");
-            break;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "{info}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let info = state_reached(&api, "newer", "idle").await;
+    assert_eq!(info["snapshotTurn"], 1, "{info}");
     api.post("/v1/sessions/newer/messages", json!({"message": "three"}))
         .await;
     let events = turns_ended(&api, "newer", 3).await;
@@ -865,20 +875,12 @@ async fn an_agent_that_dies_mid_turn_fails_the_turn_once_and_the_next_message_br
         !served.iter().any(|e| e["type"] == "session.ended"),
         "the agent's end is not the session's: {served:#?}"
     );
-    let deadline = tokio::time::Instant::now() + STEP;
-    loop {
-        let info = api.get("/v1/sessions/died").await.json();
-        if info["state"] == "resumable" {
-            assert_eq!(
-                (&info["ended"], &info["live"]),
-                (&json!(false), &json!(false)),
-                "{info}"
-            );
-            break;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "{info}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let info = state_reached(&api, "died", "resumable").await;
+    assert_eq!(
+        (&info["ended"], &info["live"]),
+        (&json!(false), &json!(false)),
+        "{info}"
+    );
     assert_eq!(
         store.session("died").await.unwrap().unwrap().state,
         SessionState::AgentExited
@@ -896,11 +898,7 @@ async fn an_agent_that_dies_mid_turn_fails_the_turn_once_and_the_next_message_br
     let events = turns_ended(&api, "died", 2).await;
     assert_eq!(events[..served.len()], served[..], "nothing served changed");
     check_continuous(&events);
-    let seams = statuses(&events, "session_resumed");
-    assert_eq!(seams.len(), 1, "one seam: {events:#?}");
-    let detail = seams[0]["data"]["item"]["content"][0]["detail"]
-        .as_str()
-        .unwrap();
+    let detail = one_seam(&events);
     assert!(
         detail.contains("how=native") && detail.contains("after=agent_exited"),
         "{detail}"
@@ -946,4 +944,79 @@ async fn a_snapshot_slower_than_the_turns_wait_is_kept_once_taken() {
     let events = turns_ended(&api, "slow", 2).await;
     check_continuous(&events);
     assert!(answers(&events).pop().unwrap().contains("turn 2"));
+}
+
+/// A snapshot the store holds that cannot be used (cut short, damaged, or gone), the server
+/// that took it killed, and a server with an empty home: the snapshot is said in the log and
+/// skipped, the agent has no copy of its session here, so the session comes back by a flagged
+/// replay (a new native session primed with the transcript), never a silent fresh start.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stored_snapshot_cut_short_damaged_or_missing_brings_the_session_back_by_a_flagged_replay(
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let (home_a, home_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let store = sqlite(dir.path());
+    let spoiled = ["cut", "damaged", "missing"];
+    let a = Child::start(&store, home_a.path());
+    for id in spoiled {
+        a.api
+            .post(&format!("/v1/sessions/{id}"), scripted("text"))
+            .await;
+        a.api
+            .post(
+                &format!("/v1/sessions/{id}/messages"),
+                json!({"message": format!("My name is Ada ({id})")}),
+            )
+            .await;
+        turns_ended(&a.api, id, 1).await;
+        snapshot_kept(&a.api, id, 1).await;
+    }
+    assert!(!a.signal(libc::SIGKILL).success());
+    {
+        let db = rusqlite::Connection::open(dir.path().join("server.sqlite3")).unwrap();
+        let bytes = |id: &str| -> Vec<u8> {
+            db.query_row(
+                "SELECT bytes FROM snapshots WHERE session_id = ?1",
+                [id],
+                |row| row.get(0),
+            )
+            .unwrap()
+        };
+        let cut = bytes("cut");
+        let mut damaged = bytes("damaged");
+        damaged[0] = b'!';
+        let put = "UPDATE snapshots SET bytes = ?2 WHERE session_id = ?1";
+        db.execute(put, rusqlite::params!["cut", &cut[..cut.len() / 2]])
+            .unwrap();
+        db.execute(put, rusqlite::params!["damaged", damaged])
+            .unwrap();
+        db.execute("DELETE FROM snapshots WHERE session_id = 'missing'", [])
+            .unwrap();
+    }
+
+    let b = Child::start(&store, home_b.path());
+    for id in spoiled {
+        let sent = b
+            .api
+            .post(
+                &format!("/v1/sessions/{id}/messages"),
+                json!({"message": "What is my name?"}),
+            )
+            .await;
+        assert_eq!(sent.status, 204, "{id}: {:?}", sent.body);
+        let events = turns_ended(&b.api, id, 2).await;
+        check_continuous(&events);
+        let detail = one_seam(&events);
+        assert!(
+            detail.contains("how=replay from=transcript") && detail.contains("after=server_died"),
+            "{id}: flagged: {detail}"
+        );
+        let info = b.api.get(&format!("/v1/sessions/{id}")).await.json();
+        assert_eq!(info["resumedHow"], "replay", "{id}: {info}");
+        let answer = answers(&events).pop().unwrap();
+        assert!(
+            saw_both_turns(&info, &answer, &format!("My name is Ada ({id})")),
+            "{id}: primed with the transcript: {answer}"
+        );
+    }
 }
