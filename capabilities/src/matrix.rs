@@ -76,13 +76,14 @@ const WHY_NOT: &[(&str, &str)] = &[
         crate::SESSION_SNAPSHOT,
         "Claude Code (its project's JSONL), Codex (its rollout), Gemini CLI and Qwen Code (their chat \
          files, re-keyed to the importing side's project: Gemini's `.project_root`, Qwen's directory key and \
-         records' `cwd`), Amp (its threads live in its service: the id is enough) and the scripted agent export \
-         and import their sessions, each proven on its real CLI in an empty home and another working directory. \
-         Gemini CLI 0.61.0 resumes a restored chat on its headless interface (`--resume`); its own ACP \
-         `session/load` resets the chat it loads before reading it, in any home (`agent_api_gemini`'s docs). \
-         OpenCode keeps its sessions in its own database; its `export`/`import` commands are not yet wired to \
-         snapshots, so its session moved to another home continues by flagged replay. The generic ACP kind does not know where its agent keeps sessions: `session/load` where the agent \
-         offers it and still holds the session, else flagged replay.",
+         records' `cwd`), OpenCode (its own `opencode export`, restored by `opencode import`, which re-keys the \
+         session to the importing directory; `serve` and `run` resume it), Amp (its threads live in its \
+         service: the id is enough) and the scripted agent export and import their sessions, each proven on \
+         its real CLI in an empty home and another working directory. Gemini CLI 0.61.0 resumes a restored \
+         chat on its headless interface (`--resume`); its own ACP `session/load` resets the chat it loads \
+         before reading it, in any home (`agent_api_gemini`'s docs). The generic ACP kind does not know where \
+         its agent keeps sessions: `session/load` where the agent offers it and still holds the session, else \
+         flagged replay.",
     ),
     (
         crate::CONTROL_STEER,

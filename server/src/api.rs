@@ -210,8 +210,8 @@ pub(crate) async fn get_session(
     Ok(Json(server.info(record).await?))
 }
 
-/// Beyond the reference: brings back a resumable session (its server stopped or died, or
-/// released its agent) without sending a message; its info after.
+/// Beyond the reference: brings back a resumable session (its server stopped or died, released
+/// its agent, or its agent exited) without sending a message; its info after.
 #[utoipa::path(post, path = "/v1/sessions/{session_id}/resume", operation_id = "resume_session",
     params(("session_id" = String, Path, description = "Session id")),
     responses((status = 200, body = SessionInfo), (status = 404, body = ProblemDetails), (status = 409, body = ProblemDetails)))]

@@ -49,12 +49,13 @@ impl How {
 }
 
 /// Why a session was not running when it was brought back, from its stored state: its owner
-/// released its agent (`idle_release`), stopped cleanly (`server_stopped`), or died with it live
-/// (`server_died`).
+/// released its agent (`idle_release`), stopped cleanly (`server_stopped`), its agent exited by
+/// itself (`agent_exited`), or its owner died with it live (`server_died`).
 fn after(record: &SessionRecord) -> &'static str {
     match record.state {
         SessionState::Idle => "idle_release",
         SessionState::Stopped => "server_stopped",
+        SessionState::AgentExited => "agent_exited",
         _ => "server_died",
     }
 }

@@ -122,6 +122,9 @@ pub(crate) struct LiveSession {
     last_active: Mutex<std::time::Instant>,
     /// What the store keeps of the session's snapshot, and one it did not take.
     snapshots: Mutex<Snapshots>,
+    /// The snapshot still being taken aside after a turn (its export outlasted
+    /// [`SNAPSHOT_WAIT`]): a newer one supersedes it.
+    aside: Mutex<Option<tokio::task::AbortHandle>>,
 }
 
 /// A session's snapshot in the store, as its server knows it (`store::snapshots`).
@@ -377,6 +380,7 @@ impl LiveSession {
             interrupted: Mutex::new(continuity.interrupted),
             last_active: Mutex::new(std::time::Instant::now()),
             snapshots: Mutex::new(continuity.snapshots),
+            aside: Mutex::new(None),
         })
     }
 
@@ -385,16 +389,70 @@ impl LiveSession {
     /// the turn's events (already written) and the snapshot is tried again after the next turn
     /// and when the agent is released.
     async fn keep_snapshot(&self, session: &Session, turn: u64) {
+        // Taken now: one still being taken aside is older.
+        self.stop_aside_snapshot();
         let started = std::time::Instant::now();
-        match session.snapshot().await {
+        self.store_snapshot(session.agent_kind(), session.snapshot().await, turn, started)
+            .await;
+    }
+
+    /// [`LiveSession::keep_snapshot`] after a turn (`taking`: `Session::snapshot_detached`),
+    /// without holding the agent session: waits for it at most [`SNAPSHOT_WAIT`] (the next
+    /// message waits no longer), then lets it finish aside and keeps it once taken (an export
+    /// that starts a CLI per call takes seconds on a loaded machine). A snapshot still being
+    /// taken for an earlier turn is dropped.
+    async fn keep_snapshot_aside(
+        self: &Arc<Self>,
+        taking: impl std::future::Future<Output = Result<agent_api::SessionSnapshot, agent_api::AgentError>>
+            + Send
+            + 'static,
+        kind: agent_api::AgentKind,
+        turn: u64,
+    ) {
+        let this = self.clone();
+        let started = std::time::Instant::now();
+        let task = tokio::spawn(async move {
+            let taken = taking.await;
+            this.store_snapshot(&kind, taken, turn, started).await;
+        });
+        let earlier = self
+            .aside
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .replace(task.abort_handle());
+        if let Some(earlier) = earlier {
+            earlier.abort();
+        }
+        if tokio::time::timeout(SNAPSHOT_WAIT, task).await.is_err() {
+            tracing::info!(session = %self.id, turn, "the agent's snapshot takes long: kept once taken, the session goes on");
+        }
+    }
+
+    /// Drops the snapshot being taken aside, if one is.
+    fn stop_aside_snapshot(&self) {
+        if let Some(aside) = self.aside.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            aside.abort();
+        }
+    }
+
+    /// Keeps the snapshot `taken` after turn `turn` in the store (its time since `started`, the
+    /// export included, in the metrics): an agent that cannot export one is skipped; one that
+    /// failed is said.
+    async fn store_snapshot(
+        &self,
+        kind: &agent_api::AgentKind,
+        taken: Result<agent_api::SessionSnapshot, agent_api::AgentError>,
+        turn: u64,
+        started: std::time::Instant,
+    ) {
+        match taken {
             Ok(snapshot) => {
                 self.save_snapshot(Some((snapshot, turn))).await;
                 self.metrics.snapshot_kept(started.elapsed());
             }
             Err(agent_api::AgentError::UnsupportedCapability { .. }) => {}
             Err(error) => {
-                let agent = session.agent_kind();
-                tracing::warn!(session = %self.id, %agent, "cannot take the session's snapshot: {error}");
+                tracing::warn!(session = %self.id, agent = %kind, "cannot take the session's snapshot: {error}");
             }
         }
     }
@@ -1005,7 +1063,7 @@ impl LiveSession {
         let (events, completion) = handle.into_universal();
         // What waits when the store is free goes in one write.
         let mut chunks = events.ready_chunks(256);
-        let mut ended = false;
+        let mut exited = false;
         let mut failed = None;
         let mut lost = None;
         while let Some(chunk) = chunks.next().await {
@@ -1014,9 +1072,21 @@ impl LiveSession {
             }
             watch.events(&chunk);
             let mut chunk = chunk;
+            // The agent's own end (it crashed, or was killed, mid-turn) is not the session's:
+            // only a client's terminate (or the idle TTL) ends one. The turn's `turn_failed` and
+            // its one terminal error say what happened; the session stays resumable.
+            let before = chunk.len();
+            chunk.retain(|event| !matches!(event.body, UniversalEventBody::SessionEnded(_)));
+            if chunk.len() < before {
+                exited = true;
+                tracing::warn!(session = %self.id, turn, "the agent exited during the turn; the session stays resumable");
+            }
+            if chunk.is_empty() {
+                continue;
+            }
             chunk.iter_mut().for_each(|event| number_turn(event, turn));
             match self.record(chunk).await {
-                Ok(end) => ended |= end,
+                Ok(_) => {}
                 Err(error @ (StoreError::NotOwner { .. } | StoreError::LeaseLost { .. })) => {
                     // Another server owns the session now (or may: this one's lease ran out): nothing more of this turn may be
                     // written or served, so the agent stops here.
@@ -1069,28 +1139,29 @@ impl LiveSession {
             tracing::warn!(session = %self.id, "cannot record the turn's end: {error}");
         }
         // Held by a terminate or a release (which takes its own): not taken here.
-        // Bounded: the next message waits for it (an agent that writes its files late is given
-        // a few seconds; past them the snapshot is taken after the next turn).
-        if let Ok(session) = self.session.try_lock() {
-            if let Some(session) = session.as_ref() {
-                let kept = tokio::time::timeout(SNAPSHOT_WAIT, self.keep_snapshot(session, turn));
-                if kept.await.is_err() {
-                    tracing::warn!(session = %self.id, "the agent's snapshot took too long; taken after the next turn");
-                }
-            }
+        // Bounded: the next message waits for it at most SNAPSHOT_WAIT (an agent that writes its
+        // files late, or exports slowly, finishes aside).
+        let taking = match self.session.try_lock() {
+            Ok(session) => session
+                .as_ref()
+                .map(|session| (session.snapshot_detached(), session.agent_kind().clone())),
+            Err(_) => None,
+        };
+        if let Some((taking, kind)) = taking {
+            self.keep_snapshot_aside(taking, kind, turn).await;
         }
         self.touch();
         // Stored, or the server keeps it (ended) so that a message is told it ended; a server
         // started again on the store closes its turn as interrupted.
         let mut forget = true;
+        // The agent exited: its session is let go here (unless a terminate or a release that
+        // holds it does so) and brought back by the next message.
+        let mut let_go = false;
         if let Some(why) = &failed {
             self.state().ended = true;
             forget = self.end_for_store(why).await;
-        } else if ended {
-            self.state().ended = true;
-            if let Err(error) = self.store.mark_ended(&self.id, None).await {
-                tracing::error!(session = %self.id, "cannot mark the session ended: {error}");
-            }
+        } else if exited {
+            let_go = self.let_go_of_exited_agent().await;
         }
         let (steer_images, next) = {
             let mut state = self.state();
@@ -1099,14 +1170,23 @@ impl LiveSession {
             state.current = None;
             state.pump = None;
             // The next queued message's turn starts now: no message overtakes it meanwhile.
-            state.dispatching = !state.queue.is_empty() && !state.ended;
+            // (None once the agent is let go: the queue is dropped, a later message is told
+            // to send again, and its handler brings the session back.)
+            state.dispatching = !state.queue.is_empty() && !state.ended && !let_go;
             (std::mem::take(&mut state.steer_images), state.dispatching)
         };
         // The turn's image copies are read by now: removed.
         drop(images);
         drop(steer_images);
         let _ = self.feed.send(Feed::TurnEnded(turn));
-        if ended || failed.is_some() {
+        if let_go {
+            self.drop_queue(
+                axum::http::StatusCode::CONFLICT,
+                "message_dropped",
+                "the agent exited during the turn before this queued message, and the queue was dropped with it: send it again (the session is brought back)",
+            );
+            let _ = self.feed.send(Feed::Ended);
+        } else if failed.is_some() {
             self.drop_queue(
                 axum::http::StatusCode::CONFLICT,
                 "session_ended",
@@ -1158,6 +1238,49 @@ impl LiveSession {
         }
     }
 
+    /// Its agent exited by itself during a turn (whose end is stored): the agent session is
+    /// closed (its trailing events are its own end, not stored), the session stored as
+    /// [`SessionState::AgentExited`] and forgotten, so that the next message brings it back
+    /// (`session_resumed`, `after=agent_exited`). Returns whether it was let go here: not when a
+    /// terminate or a release holds the agent session (it ends or releases it itself), nor
+    /// when another server owns the session now.
+    async fn let_go_of_exited_agent(&self) -> bool {
+        let Ok(session) = self.session.try_lock() else {
+            return false;
+        };
+        self.let_go(session, SessionState::AgentExited).await
+    }
+
+    /// Closes the agent session `session` holds (its trailing events are the agent's own end,
+    /// not the session's: not stored), stores the session as `state` and forgets it, before the
+    /// lock goes: a message sent meanwhile brings it back. False when another server owns it
+    /// now (then it is lost).
+    async fn let_go(
+        &self,
+        mut session: tokio::sync::MutexGuard<'_, Option<Session>>,
+        state: SessionState,
+    ) -> bool {
+        if let Some(agent) = session.take() {
+            let _ = agent.close().await;
+        }
+        let update = SessionUpdate::default().state(state);
+        match self.store.update(&self.id, &self.owner, update).await {
+            Ok(()) => {}
+            Err(error @ StoreError::NotOwner { .. }) => {
+                drop(session);
+                self.lost(&error).await;
+                return false;
+            }
+            // Still stored as live: the next message after a restart brings it back all the same.
+            Err(error) => {
+                tracing::warn!(session = %self.id, state = state.as_str(), "cannot record that the session's agent was let go: {error}");
+            }
+        }
+        (self.on_end)(&self.id);
+        drop(session);
+        true
+    }
+
     /// Another server owns the session now (this one was thought gone), or may (this one's
     /// lease ran out): it stops its agent, writes nothing more, says so in the log, ends its
     /// subscribers' streams, lets the session go (still its owner, it stores it released, so
@@ -1188,37 +1311,23 @@ impl LiveSession {
     /// `stopped`: the server stops). The next message brings it back. Returns whether it was
     /// released (not ended, not lost meanwhile).
     pub(crate) async fn release(&self, state: SessionState) -> bool {
-        let mut session = self.session.lock().await;
+        let session = self.session.lock().await;
         self.cancel_turn().await;
         if self.ended() {
             return false;
         }
-        if let Some(session) = session.take() {
+        if let Some(agent) = session.as_ref() {
             let turns = self.state().turns;
             if turns > 0 {
-                self.keep_snapshot(&session, turns).await;
+                self.keep_snapshot(agent, turns).await;
             }
             self.save_snapshot(None).await;
-            // The agent's own end is not the session's: its trailing events are not stored.
-            let _ = session.close().await;
         }
-        let update = SessionUpdate::default().state(state);
-        match self.store.update(&self.id, &self.owner, update).await {
-            Ok(()) => {}
-            Err(error @ StoreError::NotOwner { .. }) => {
-                drop(session);
-                self.lost(&error).await;
-                return false;
-            }
-            Err(error) => {
-                tracing::warn!(session = %self.id, "cannot record the release: {error}");
-            }
+        let released = self.let_go(session, state).await;
+        if released {
+            let _ = self.feed.send(Feed::Ended);
         }
-        // Forgotten before a message waiting for it goes on: that one brings it back.
-        (self.on_end)(&self.id);
-        drop(session);
-        let _ = self.feed.send(Feed::Ended);
-        true
+        released
     }
 
     /// Cancels the turn in progress and waits for its last event to be stored; the messages

@@ -396,7 +396,8 @@ pub struct SessionInfo {
     pub usage: Option<SessionUsage>,
     /// Beyond the reference: `live` (a server holds its agent: on this one when `live` is true),
     /// `idle` (its server released its agent; the next message resumes it), `resumable` (its
-    /// server stopped or died; the next message, reply or `POST …/resume` brings it back here) or
+    /// server stopped or died, or its agent exited; the next message, reply or `POST …/resume`
+    /// brings it back here) or
     /// `ended` (a client terminated it, or `--session-idle-ttl`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state: Option<String>,

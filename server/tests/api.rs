@@ -641,7 +641,7 @@ async fn terminate_ends_the_session_for_good() {
 }
 
 #[tokio::test]
-async fn a_session_whose_agent_crashes_is_ended_and_stays_readable() {
+async fn a_session_whose_agent_crashes_streams_the_turns_failure_and_is_not_ended() {
     let api = start(ServerConfig::default()).await;
     api.post("/v1/sessions/crash", scripted("crash")).await;
     let mut stream = api
@@ -660,28 +660,35 @@ async fn a_session_whose_agent_crashes_is_ended_and_stays_readable() {
         frames.iter().map(|f| f.data.clone()).collect::<Vec<_>>(),
         events[1..]
     );
-    let ended = events
-        .iter()
-        .find(|e| e["type"] == "session.ended")
-        .expect("the crash ends the session");
-    assert_eq!(ended["data"]["reason"], "error");
+    let last = events.last().unwrap();
+    assert_eq!(
+        (&last["type"], &last["data"]["code"]),
+        (&json!("error"), &json!("process_exited")),
+        "the turn ends with its one terminal error: {events:#?}"
+    );
+    assert!(
+        !events.iter().any(|e| e["type"] == "session.ended"),
+        "only a client ends a session (the next message brings it back: continuity.rs)"
+    );
     check_schemas(&events);
     let info = api.get("/v1/sessions/crash").await.json();
     assert_eq!(
         (&info["ended"], &info["live"]),
-        (&json!(true), &json!(false))
+        (&json!(false), &json!(false))
     );
-    api.post("/v1/sessions/crash/messages", json!({"message": "again"}))
-        .await
-        .problem(409);
     assert_eq!(
         api.post_empty("/v1/sessions/crash/terminate").await.status,
         204
     );
+    let ended = api.all_events("crash", 1000).await;
+    assert_eq!(ended[..events.len()], events[..], "readable, unchanged");
+    assert_eq!(ended[events.len()..].len(), 1);
     assert_eq!(
-        api.all_events("crash", 1000).await,
-        events,
-        "nothing is added to an ended session"
+        (
+            &ended[events.len()]["type"],
+            &ended[events.len()]["data"]["reason"]
+        ),
+        (&json!("session.ended"), &json!("terminated"))
     );
 }
 

@@ -238,6 +238,22 @@ async fn a_session_goes_on_under_its_id_after_its_server_is_killed_on_a_server_w
     );
 }
 
+/// Waits until the session's `state` is `state`; its info.
+async fn state_reached(api: &Api, session: &str, state: &str) -> Value {
+    let deadline = tokio::time::Instant::now() + STEP;
+    loop {
+        let info = api.get(&format!("/v1/sessions/{session}")).await.json();
+        if info["state"] == state {
+            return info;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "not {state}: {info}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_turn_running_when_its_server_is_killed_ends_interrupted_once_and_the_next_turn_works() {
     let dir = tempfile::tempdir().unwrap();
@@ -571,19 +587,11 @@ async fn an_idle_session_releases_its_agent_and_the_next_message_resumes_it_nati
     api.post("/v1/sessions/nap/messages", json!({"message": "one"}))
         .await;
     turns_ended(&api, "nap", 1).await;
-    let deadline = tokio::time::Instant::now() + STEP;
-    loop {
-        let info = api.get("/v1/sessions/nap").await.json();
-        if info["state"] == "idle" {
-            assert_eq!(
-                (&info["live"], &info["ended"]),
-                (&json!(false), &json!(false))
-            );
-            break;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "{info}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let info = state_reached(&api, "nap", "idle").await;
+    assert_eq!(
+        (&info["live"], &info["ended"]),
+        (&json!(false), &json!(false))
+    );
     assert_eq!(
         store.session("nap").await.unwrap().unwrap().state,
         SessionState::Idle
@@ -799,16 +807,8 @@ async fn a_home_newer_than_the_stored_snapshot_is_kept_and_the_seam_says_so() {
     api.post("/v1/sessions/newer/messages", json!({"message": "two"}))
         .await;
     turns_ended(&api, "newer", 2).await;
-    let deadline = tokio::time::Instant::now() + STEP;
-    loop {
-        let info = api.get("/v1/sessions/newer").await.json();
-        if info["state"] == "idle" {
-            assert_eq!(info["snapshotTurn"], 1, "{info}");
-            break;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "{info}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let info = state_reached(&api, "newer", "idle").await;
+    assert_eq!(info["snapshotTurn"], 1, "{info}");
     api.post("/v1/sessions/newer/messages", json!({"message": "three"}))
         .await;
     let events = turns_ended(&api, "newer", 3).await;
@@ -934,4 +934,195 @@ async fn a_delta_the_store_refuses_out_of_its_place_is_written_whole() {
     let restored = chain.restore().unwrap();
     let lines = String::from_utf8(restored.files[0].bytes.clone()).unwrap();
     assert_eq!(lines.lines().count(), 3, "the three turns: {lines}");
+}
+
+/// The agent dies mid-turn (the scripted `crash` scenario: some text, then it exits at once, as
+/// a CLI killed with SIGKILL does; its session has recorded the turn): the turn fails with one
+/// terminal error, the session stays resumable (only a client ends one), and the next message
+/// brings it back natively, with no gap.
+#[tokio::test]
+async fn an_agent_that_dies_mid_turn_fails_the_turn_once_and_the_next_message_brings_it_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = StoreUrl::Sqlite(dir.path().join("server.sqlite3"))
+        .open()
+        .await
+        .unwrap();
+    let api = on(&store, ServerConfig::default()).await;
+    api.post("/v1/sessions/died", scripted("crash")).await;
+    // A client waiting for the turn is told how it ended.
+    let outcome = api
+        .post(
+            "/v1/sessions/died/messages?wait=true",
+            json!({"message": "My name is Ada"}),
+        )
+        .await
+        .json();
+    assert_eq!(
+        (&outcome["status"], &outcome["error"]["code"]),
+        (&json!("failed"), &json!("process_exited")),
+        "{outcome}"
+    );
+    let served = turns_ended(&api, "died", 1).await;
+    check_continuous(&served);
+    let errors: Vec<&Value> = served.iter().filter(|e| e["type"] == "error").collect();
+    assert_eq!(errors.len(), 1, "one terminal error: {served:#?}");
+    assert_eq!(
+        (
+            &errors[0]["data"]["code"],
+            &errors[0]["data"]["details"]["terminal"]
+        ),
+        (&json!("process_exited"), &json!(true)),
+        "{served:#?}"
+    );
+    let failed = statuses(&served, "turn_failed");
+    assert_eq!(failed.len(), 1);
+    assert_eq!(failed[0]["data"]["item"]["content"][0]["detail"], "turn 1");
+    assert!(
+        !served.iter().any(|e| e["type"] == "session.ended"),
+        "the agent's end is not the session's: {served:#?}"
+    );
+    let info = state_reached(&api, "died", "resumable").await;
+    assert_eq!(
+        (&info["ended"], &info["live"]),
+        (&json!(false), &json!(false)),
+        "{info}"
+    );
+    assert_eq!(
+        store.session("died").await.unwrap().unwrap().state,
+        SessionState::AgentExited
+    );
+    // The agent had reported (and recorded) its session before it died: its snapshot is kept.
+    snapshot_kept(&api, "died", 1).await;
+
+    let sent = api
+        .post(
+            "/v1/sessions/died/messages",
+            json!({"message": "What is my name?"}),
+        )
+        .await;
+    assert_eq!(sent.status, 204, "{:?}", sent.body);
+    let events = turns_ended(&api, "died", 2).await;
+    assert_eq!(events[..served.len()], served[..], "nothing served changed");
+    check_continuous(&events);
+    let detail = the_seam(&events);
+    assert!(
+        detail.contains("how=native") && detail.contains("after=agent_exited"),
+        "{detail}"
+    );
+    assert_eq!(
+        events.iter().filter(|e| e["type"] == "error").count(),
+        1,
+        "the crashed turn's error only"
+    );
+    let answer = answers(&events).pop().unwrap();
+    assert!(
+        answer.contains("turn 2"),
+        "its own session went on: {answer}"
+    );
+    let info = api.get("/v1/sessions/died").await.json();
+    assert_eq!(
+        (&info["state"], &info["live"], &info["resumedHow"]),
+        (&json!("live"), &json!(true), &json!("native")),
+        "{info}"
+    );
+}
+
+/// An agent whose export outlasts the turn's snapshot wait (5 s: a CLI started per export on a
+/// loaded machine): the turn ends and the session goes on without waiting longer, and the
+/// snapshot is kept once taken, with no further turn (before: dropped at the wait, so a server
+/// killed after that turn left no snapshot).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_snapshot_slower_than_the_turns_wait_is_kept_once_taken() {
+    let store = StoreUrl::Memory.open().await.unwrap();
+    let api = on(&store, ServerConfig::default()).await;
+    let slow = json!({"agent": "scripted", "options": {"backend.scripted.scenario": "text", "backend.scripted.delay_ms": 0, "backend.scripted.export_delay_ms": 6000}});
+    api.post("/v1/sessions/slow", slow).await;
+    api.post("/v1/sessions/slow/messages", json!({"message": "one"}))
+        .await;
+    let events = turns_ended(&api, "slow", 1).await;
+    check_continuous(&events);
+    snapshot_kept(&api, "slow", 1).await;
+    let stored = store.snapshot("slow").await.unwrap().unwrap();
+    let snapshot = agent_api::SessionSnapshot::from_bytes(&stored.bytes).unwrap();
+    assert!(snapshot.is_native());
+    api.post("/v1/sessions/slow/messages", json!({"message": "two"}))
+        .await;
+    let events = turns_ended(&api, "slow", 2).await;
+    check_continuous(&events);
+    assert!(answers(&events).pop().unwrap().contains("turn 2"));
+}
+
+/// A snapshot the store holds that cannot be used (cut short, damaged, or gone), the server
+/// that took it killed, and a server with an empty home: the snapshot is said in the log and
+/// skipped, the agent has no copy of its session here, so the session comes back by a flagged
+/// replay (a new native session primed with the transcript), never a silent fresh start.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stored_snapshot_cut_short_damaged_or_missing_brings_the_session_back_by_a_flagged_replay(
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let (home_a, home_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let store = sqlite(dir.path());
+    let spoiled = ["cut", "damaged", "missing"];
+    let a = Child::start(&store, home_a.path());
+    for id in spoiled {
+        a.api
+            .post(&format!("/v1/sessions/{id}"), scripted("text"))
+            .await;
+        a.api
+            .post(
+                &format!("/v1/sessions/{id}/messages"),
+                json!({"message": format!("My name is Ada ({id})")}),
+            )
+            .await;
+        turns_ended(&a.api, id, 1).await;
+        snapshot_kept(&a.api, id, 1).await;
+    }
+    assert!(!a.signal(libc::SIGKILL).success());
+    {
+        let db = rusqlite::Connection::open(dir.path().join("server.sqlite3")).unwrap();
+        let bytes = |id: &str| -> Vec<u8> {
+            db.query_row(
+                "SELECT bytes FROM snapshots WHERE session_id = ?1",
+                [id],
+                |row| row.get(0),
+            )
+            .unwrap()
+        };
+        let cut = bytes("cut");
+        let mut damaged = bytes("damaged");
+        damaged[0] = b'!';
+        let put = "UPDATE snapshots SET bytes = ?2 WHERE session_id = ?1";
+        db.execute(put, rusqlite::params!["cut", &cut[..cut.len() / 2]])
+            .unwrap();
+        db.execute(put, rusqlite::params!["damaged", damaged])
+            .unwrap();
+        db.execute("DELETE FROM snapshots WHERE session_id = 'missing'", [])
+            .unwrap();
+    }
+
+    let b = Child::start(&store, home_b.path());
+    for id in spoiled {
+        let sent = b
+            .api
+            .post(
+                &format!("/v1/sessions/{id}/messages"),
+                json!({"message": "What is my name?"}),
+            )
+            .await;
+        assert_eq!(sent.status, 204, "{id}: {:?}", sent.body);
+        let events = turns_ended(&b.api, id, 2).await;
+        check_continuous(&events);
+        let detail = the_seam(&events);
+        assert!(
+            detail.contains("how=replay from=transcript") && detail.contains("after=server_died"),
+            "{id}: flagged: {detail}"
+        );
+        let info = b.api.get(&format!("/v1/sessions/{id}")).await.json();
+        assert_eq!(info["resumedHow"], "replay", "{id}: {info}");
+        let answer = answers(&events).pop().unwrap();
+        assert!(
+            saw_both_turns(&info, &answer, &format!("My name is Ada ({id})")),
+            "{id}: primed with the transcript: {answer}"
+        );
+    }
 }

@@ -1,4 +1,4 @@
-//! Issue 47's done-when on the real Claude Code and Codex, through the server: real server
+//! Issue 47's done-when on the real Claude Code, Codex and OpenCode, through the server: real server
 //! processes (this test binary started again as `child_real_server`, serving one CLI from a bench
 //! sandbox of its own) on one SQLite store, each on a machine of its own (a fresh sandbox: its own
 //! HOME, empty of the agent's files, and its own working directory; the previous one's HOME is
@@ -76,7 +76,15 @@ impl ChildAgent {
                 }
                 Arc::new(agent_api_codex::CodexBackend::new(config))
             }
-            other => panic!("child_real_server runs claude_code or codex, not {other}"),
+            "opencode" => {
+                let mut config = agent_api_opencode::OpenCodeConfig::with_binary(&self.program);
+                for (key, value) in &self.env {
+                    config = config.env(key, value);
+                }
+                config.working_dir = Some(self.cwd.clone());
+                Arc::new(agent_api_opencode::OpenCodeBackend::new(config))
+            }
+            other => panic!("child_real_server runs claude_code, codex or opencode, not {other}"),
         }
     }
 }
@@ -299,8 +307,18 @@ fn check_continuous(events: &[Value], served: &[Value]) {
     assert_eq!(events[..served.len()], served[..], "nothing served changed");
 }
 
+/// How much of the chain a CLI runs.
+#[derive(PartialEq)]
+enum Chain {
+    /// A, B, C and D.
+    Whole,
+    /// A and B only (SIGKILL between turns, then an empty home): for a CLI whose start costs
+    /// seconds per command, where the rest proves nothing of its own.
+    Short,
+}
+
 /// The chain of the module's docs for `cli`, the server's agent `agent`.
-async fn outlives_its_servers(cli: Cli, agent: &str) {
+async fn outlives_its_servers(cli: Cli, agent: &str, chain: Chain) {
     let Some((model, _unused)) = agent_bench::e2e_bench_or_explain(cli, "echo").await else {
         return;
     };
@@ -346,6 +364,13 @@ async fn outlives_its_servers(cli: Cli, agent: &str) {
         "the agent saw both turns: {}",
         last_answer(&events)
     );
+    if chain == Chain::Short {
+        assert_eq!(
+            b.api.post_empty("/v1/sessions/ada/terminate").await.status,
+            204
+        );
+        return;
+    }
     snapshot_kept(&b.api, 2).await;
     let served = events;
     assert!(b.stop(libc::SIGTERM).success(), "a clean stop");
@@ -405,10 +430,18 @@ async fn outlives_its_servers(cli: Cli, agent: &str) {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn e2e_a_claude_code_session_outlives_killed_stopped_and_replaced_servers() {
-    outlives_its_servers(Cli::ClaudeCode, "claude_code").await;
+    outlives_its_servers(Cli::ClaudeCode, "claude_code", Chain::Whole).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn e2e_a_codex_session_outlives_killed_stopped_and_replaced_servers() {
-    outlives_its_servers(Cli::Codex, "codex").await;
+    outlives_its_servers(Cli::Codex, "codex", Chain::Whole).await;
+}
+
+/// OpenCode (`serve`, its default interface): its snapshot is its own export, restored with
+/// `opencode import` on B's empty home. The short chain: each `opencode` command starts in
+/// seconds, and the clean stop and the mid-turn kill are the server's, proven above.
+#[tokio::test(flavor = "multi_thread")]
+async fn e2e_an_opencode_session_outlives_a_killed_server_on_an_empty_home() {
+    outlives_its_servers(Cli::OpenCode, "opencode", Chain::Short).await;
 }

@@ -173,20 +173,38 @@ impl Session {
     /// # Ok(()) }
     /// ```
     pub async fn snapshot(&self) -> Result<crate::contract::snapshot::SessionSnapshot, AgentError> {
-        let Some(source) = &self.snapshots else {
-            return Err(AgentError::InvalidRequest {
-                reason: "this session was not opened through a Gateway, which takes its snapshots"
-                    .into(),
-            });
-        };
-        let Some(id) = self.native_session_id() else {
-            return Err(AgentError::InvalidRequest {
-                reason:
-                    "the agent has not reported its session id yet: take a snapshot after a turn"
-                        .into(),
-            });
-        };
-        source.export(&id).await
+        self.snapshot_detached().await
+    }
+
+    /// [`Session::snapshot`] as a future that holds nothing of the session: it may go on while
+    /// the session takes its next turn, or after it is closed. For a caller that bounds its
+    /// wait for an agent whose export is slow (a CLI command started per export) and lets the
+    /// rest finish aside. What it exports is the agent's files when it reads them.
+    pub fn snapshot_detached(
+        &self,
+    ) -> impl std::future::Future<
+        Output = Result<crate::contract::snapshot::SessionSnapshot, AgentError>,
+    > + Send
+           + 'static {
+        let source = self.snapshots.clone();
+        let id = self.native_session_id();
+        async move {
+            let Some(source) = source else {
+                return Err(AgentError::InvalidRequest {
+                    reason:
+                        "this session was not opened through a Gateway, which takes its snapshots"
+                            .into(),
+                });
+            };
+            let Some(id) = id else {
+                return Err(AgentError::InvalidRequest {
+                    reason:
+                        "the agent has not reported its session id yet: take a snapshot after a turn"
+                            .into(),
+                });
+            };
+            source.export(&id).await
+        }
     }
 
     /// What restoring the snapshot this session was opened from did (files written, and files

@@ -21,12 +21,10 @@ use agent_api::kit::lines::DEFAULT_LINE_CAP;
 use agent_api::kit::transcript::NewItem;
 use agent_api::kit::Unparsed;
 use agent_api::kit::{CommandSpec, Ctx, ExitInfo, Protocol};
-use agent_api::run::TimeoutKind;
 use agent_api::universal::ItemRole;
 use agent_api::{AgentError, AgentKind, RunCompletion, RunHandle};
 use async_trait::async_trait;
 use serde_json::{json, Value};
-use tokio::io::AsyncReadExt;
 
 use crate::config::OpenCodeConfig;
 use crate::run::RunProtocol;
@@ -34,8 +32,6 @@ use crate::KIND;
 
 /// Longest listing or export read from the CLI.
 const OUTPUT_CAP: u64 = 64 * 1024 * 1024;
-/// How long the CLI may take to list or export.
-const CLI_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// OpenCode's session store, read through the `opencode` of a backend's config.
 #[derive(Debug, Clone)]
@@ -50,7 +46,7 @@ impl OpenCodeSessionStore {
     }
 
     /// Runs `opencode ARGS` in `dir` (else the config's working directory) and returns its
-    /// stdout; a failed exit is `None`.
+    /// stdout; a failed exit, or more than [`OUTPUT_CAP`] printed, is `None`.
     async fn cli(&self, args: &[&str], dir: Option<&Path>) -> Result<Option<Vec<u8>>, AgentError> {
         let mut spec = CommandSpec::new(&self.config.binary).args(args.iter().copied());
         for (key, value) in &self.config.env {
@@ -59,37 +55,7 @@ impl OpenCodeSessionStore {
         if let Some(dir) = dir.or(self.config.working_dir.as_deref()) {
             spec = spec.env("PWD", dir.display().to_string()).cwd(dir);
         }
-        // The group and everything it started is killed when `process` drops, on every path.
-        let mut process = agent_api::kit::process::spawn(&spec)?;
-        let mut stdout = process
-            .child
-            .stdout
-            .take()
-            .ok_or_else(|| AgentError::Protocol {
-                reason: "opencode has no stdout".into(),
-            })?;
-        let mut stderr = process.child.stderr.take();
-        let read = async {
-            let mut out = Vec::new();
-            let drain_stderr = async {
-                if let Some(stderr) = stderr.as_mut() {
-                    let _ =
-                        tokio::io::copy(&mut stderr.take(OUTPUT_CAP), &mut tokio::io::sink()).await;
-                }
-            };
-            let mut limited = (&mut stdout).take(OUTPUT_CAP);
-            let (read, ()) = tokio::join!(limited.read_to_end(&mut out), drain_stderr);
-            read?;
-            let status = process.child.wait().await?;
-            Ok::<_, std::io::Error>(status.success().then_some(out))
-        };
-        tokio::time::timeout(CLI_TIMEOUT, read)
-            .await
-            .map_err(|_| AgentError::Timeout {
-                which: TimeoutKind::Total,
-                after: CLI_TIMEOUT,
-            })?
-            .map_err(AgentError::Io)
+        Ok(crate::cli::run(&spec, None, OUTPUT_CAP).await?.ok())
     }
 }
 

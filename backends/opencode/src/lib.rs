@@ -26,6 +26,10 @@
 //! to ask at all: `serve` creates the session with a rule allowing every permission, `run` passes
 //! `--auto`, `acp` sets `OPENCODE_PERMISSION` to allow everything.
 //!
+//! A session moves to another home or machine as a snapshot (`agent_api.session.snapshot`):
+//! OpenCode's own `opencode export`, restored there with `opencode import`, after which `serve`
+//! and `run` resume it natively. See [`snapshot`].
+//!
 //! All three kinds of recording replay through [`Replay::replay_protocol`](agent_api::kit::replay::Replay::replay_protocol) (`serve` and
 //! `acp` session logs are told apart by their first message). A `serve` log of several turns replays
 //! them all: a prompt recorded while a turn runs steers it when an answer of that turn names it as
@@ -33,6 +37,7 @@
 //! the turn's `session.idle` reached the recording, as one prompting with `/message` does).
 
 pub mod acp;
+mod cli;
 pub mod config;
 pub mod errors;
 pub mod history;
@@ -41,6 +46,7 @@ pub mod portable;
 mod replay;
 pub mod run;
 pub mod serve;
+pub mod snapshot;
 pub mod tools;
 
 use agent_api::capabilities as caps;
@@ -141,6 +147,7 @@ static INFO: LazyLock<BackendInfo> = LazyLock::new(|| {
         caps::MODEL_SELECTION,
         caps::SKIP_PERMISSION_PROMPTS,
         caps::SESSION_WARM,
+        caps::SESSION_SNAPSHOT,
         caps::HISTORY_LIST,
         caps::HISTORY_READ,
         CAP_SERVE,
@@ -329,6 +336,22 @@ impl AgentBackend for OpenCodeBackend {
         let mut settings = RunSettings::for_request(KIND, &request, &self.info().capabilities);
         settings.hold(tools);
         serve::session::open(&self.config, &self.servers, request, settings).await
+    }
+
+    async fn export_snapshot(
+        &self,
+        request: &RunRequest,
+        session: &agent_api::request::SessionRef,
+    ) -> Result<agent_api::SessionSnapshot, AgentError> {
+        snapshot::export(&self.config, request, session).await
+    }
+
+    async fn import_snapshot(
+        &self,
+        request: &RunRequest,
+        snapshot: &agent_api::SessionSnapshot,
+    ) -> Result<agent_api::snapshot::SnapshotImport, AgentError> {
+        snapshot::import(&self.config, request, snapshot).await
     }
 
     fn session_store(&self) -> Option<std::sync::Arc<dyn agent_api::history::SessionStore>> {

@@ -406,3 +406,69 @@ async fn e2e_steer_on_opencode_run_is_refused_naming_the_capability() {
     let (_events, completion) = handle.collect_wrapper().await;
     assert!(completion.is_ok(), "the run goes on: {completion:?}");
 }
+
+/// A session's snapshot (OpenCode's own export), taken after its first turn, goes on in another,
+/// empty home and working directory: a warm `serve` session, and one-shot `opencode run` runs.
+/// OpenCode's import re-keys the session to the importing directory.
+#[tokio::test]
+async fn e2e_session_snapshot_goes_on_in_an_empty_home_on_serve_and_run() {
+    let Some((server, _)) = setup("echo").await else {
+        return;
+    };
+    let pair = || {
+        (
+            agent_bench::Sandbox::new(agent_bench::Cli::OpenCode, &server, "echo").unwrap(),
+            agent_bench::Sandbox::new(agent_bench::Cli::OpenCode, &server, "echo").unwrap(),
+        )
+    };
+    let (here, there) = pair();
+    assert_ne!(here.cwd, there.cwd);
+    let snapshot = agent_api_conformance::snapshot::goes_on_in_an_empty_home(
+        std::sync::Arc::new(backend(&here, Interface::Serve)),
+        std::sync::Arc::new(backend(&there, Interface::Serve)),
+        template(),
+        0,
+    )
+    .await;
+    let paths: Vec<&str> = snapshot.files.iter().map(|f| f.path.as_str()).collect();
+    let id = &snapshot.native_session_id;
+    assert_eq!(
+        paths,
+        [
+            agent_api_opencode::snapshot::record_path(id),
+            agent_api_opencode::snapshot::messages_path(id)
+        ]
+    );
+    // OpenCode's own store of the other home lists the session in its working directory.
+    let listed = agent_api::history::SessionStore::list_sessions(
+        &*backend(&there, Interface::Serve).session_store().unwrap(),
+        &agent_api::history::SessionQuery::default(),
+    )
+    .await
+    .unwrap();
+    let moved = listed
+        .iter()
+        .find(|s| &s.id == id)
+        .expect("the session is in the other home");
+    assert_eq!(moved.cwd.as_deref(), Some(there.cwd.as_path()));
+    // The turn-1 snapshot again, into the home where the session went on to turn 2: newest wins.
+    let again = backend(&there, Interface::Serve)
+        .import_snapshot(&template(), &snapshot)
+        .await
+        .unwrap();
+    assert_eq!(
+        again.kept_newer,
+        [format!("OPENCODE_EXPORT/{id}")],
+        "{again:?}"
+    );
+    assert!(again.written.is_empty(), "{again:?}");
+
+    let (here, there) = pair();
+    agent_api_conformance::snapshot::a_run_goes_on_in_an_empty_home(
+        std::sync::Arc::new(backend(&here, Interface::Run)),
+        std::sync::Arc::new(backend(&there, Interface::Run)),
+        template(),
+        0,
+    )
+    .await;
+}

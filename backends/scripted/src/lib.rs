@@ -82,6 +82,9 @@ pub struct ScriptedOptions {
     pub scenario: Option<String>,
     /// The pause between streamed chunks, in milliseconds; the scenario's own when absent.
     pub delay_ms: Option<u64>,
+    /// How long exporting a session's snapshot takes, in milliseconds (none when absent): an
+    /// agent whose export starts a CLI of its own, slow on a loaded machine.
+    pub export_delay_ms: Option<u64>,
 }
 
 impl ScriptedOptions {
@@ -253,6 +256,10 @@ impl ScriptedBackend {
         session: &SessionRef,
     ) -> Result<SessionSnapshot, AgentError> {
         agent_api::snapshot::check_session_id(&session.id)?;
+        let options: ScriptedOptions = request.options()?;
+        if let Some(ms) = options.export_delay_ms {
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+        }
         let stored = sessions::session_file(&session.id);
         let stored = stored.to_string_lossy().into_owned();
         match sessions::home_of(request) {

@@ -60,7 +60,9 @@ pub enum Scenario {
     Slow,
     /// One 150,000-byte message in a single delta: for the text bound.
     LongText,
-    /// Some text, then the agent exits mid-turn: for a dying agent.
+    /// Some text, then the agent exits mid-turn, on its session's first turn: for a dying agent.
+    /// Its session (which recorded that turn) continued natively answers as `text` does, so
+    /// that a caller can prove it comes back.
     Crash,
     /// Answers the prompt's first line, verbatim (what follows it, such as the SDK's output-schema
     /// instructions, is dropped): for structured output, the caller scripts the answer.
@@ -237,11 +239,12 @@ impl Scenario {
                     input: input.unwrap_or_else(|| serde_json::json!({ "input": line })),
                 });
             }
-            Self::Crash => {
+            Self::Crash if session.turn == 1 => {
                 steps.push(stream("msg_1", "Working on it".into()));
                 steps.push(Step::Crash);
                 return steps;
             }
+            Self::Crash => steps.push(stream("msg_1", said)),
         }
         steps.push(Step::Done { status: "success" });
         steps

@@ -131,7 +131,8 @@ pub struct SessionRecord {
     /// Where its agent worked.
     pub working_dir: Option<String>,
     /// What its owner does with it: [`SessionState::Live`] (holds its agent),
-    /// [`SessionState::Idle`] (released its agent) or [`SessionState::Stopped`] (stopped cleanly).
+    /// [`SessionState::Idle`] (released its agent), [`SessionState::Stopped`] (stopped cleanly)
+    /// or [`SessionState::AgentExited`] (its agent exited by itself).
     pub state: SessionState,
     /// The turns started.
     pub turns: u64,
@@ -160,6 +161,9 @@ pub enum SessionState {
     Idle,
     /// Its owner stopped cleanly (SIGTERM) with it open.
     Stopped,
+    /// Its agent exited by itself (it crashed, or was killed) during a turn; its owner holds
+    /// none, and the next message brings the session back.
+    AgentExited,
 }
 
 impl SessionState {
@@ -169,6 +173,7 @@ impl SessionState {
             Self::Live => "live",
             Self::Idle => "idle",
             Self::Stopped => "stopped",
+            Self::AgentExited => "agent_exited",
         }
     }
 
@@ -177,6 +182,7 @@ impl SessionState {
         match text {
             "idle" => Self::Idle,
             "stopped" => Self::Stopped,
+            "agent_exited" => Self::AgentExited,
             _ => Self::Live,
         }
     }

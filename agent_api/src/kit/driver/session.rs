@@ -288,6 +288,14 @@ impl Core {
                 stderr: (!stopped).then(|| info.stderr.output()),
             }
         };
+        // An agent that died in its first turn had reported its session (and recorded it, as a
+        // CLI does before it answers): the session's snapshot can still be taken. Set before the
+        // turn's completion, which a caller takes the snapshot after.
+        if let Some(id) = self.transcript.native_session_id() {
+            lock(&session.shared)
+                .native_session_id
+                .get_or_insert_with(|| id.to_string());
+        }
         self.turn_ended_for_steers();
         if let Some(turn) = turn {
             let result = self.turn_result(&turn, Err(error));
