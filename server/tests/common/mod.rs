@@ -1,6 +1,8 @@
 //! A small HTTP client for the server's tests (real TCP on 127.0.0.1), and a server to drive.
 #![allow(dead_code, unreachable_pub)]
 
+pub mod child_agent;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -948,4 +950,18 @@ pub fn spawn_child_server(
     };
     std::thread::spawn(move || for _ in lines.by_ref() {});
     (process, Api::new(format!("http://{address}"), None))
+}
+
+/// The assistant's last answer.
+pub fn last_answer(events: &[Value]) -> String {
+    events
+        .iter()
+        .rev()
+        .find(|e| {
+            e["type"] == "item.completed"
+                && e["data"]["item"]["role"] == "assistant"
+                && e["data"]["item"]["kind"] == "message"
+        })
+        .map(|e| e["data"]["item"]["content"].to_string())
+        .unwrap_or_default()
 }
