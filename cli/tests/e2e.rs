@@ -31,16 +31,45 @@ fn agent_api(sandbox: &Sandbox, approve: &str) -> Command {
     command
 }
 
-/// `agent-api` with only the sandbox's environment (its Claude Code), in the sandbox's directory.
+/// `agent-api` with only the sandbox's environment (its CLI: Claude Code or Codex), in the
+/// sandbox's directory.
 fn cli(sandbox: &Sandbox) -> Command {
+    let program_variable = match sandbox.cli {
+        Cli::ClaudeCode => "AGENT_API_CLAUDE_CODE_BIN",
+        Cli::Codex => {
+            point_codex_at_the_bench(sandbox);
+            "AGENT_API_CODEX_BIN"
+        }
+        other => panic!("these tests drive Claude Code or Codex, not {other:?}"),
+    };
     let mut command = Command::new(env!("CARGO_BIN_EXE_agent-api"));
     command
         .env_clear()
         .envs(sandbox.env.iter().map(|(k, v)| (k, v)))
-        .env("AGENT_API_CLAUDE_CODE_BIN", &sandbox.program)
+        .env(program_variable, &sandbox.program)
         .env("AGENT_API_CLI_DIR", "/nonexistent/agent_api_cli_cache")
         .current_dir(&sandbox.cwd);
     command
+}
+
+/// The bench points Codex at its server with `-c` flags; `agent-api` passes none of its own, so
+/// they go into the sandbox's `$CODEX_HOME/config.toml`, which Codex reads.
+fn point_codex_at_the_bench(sandbox: &Sandbox) {
+    let home = sandbox
+        .env
+        .iter()
+        .find(|(k, _)| k == "CODEX_HOME")
+        .map(|(_, v)| v.clone())
+        .expect("CODEX_HOME");
+    let mut toml = String::new();
+    let mut args = sandbox.base_args.iter();
+    while let Some(arg) = args.next() {
+        if arg == "-c" {
+            toml.push_str(args.next().unwrap());
+            toml.push('\n');
+        }
+    }
+    std::fs::write(Path::new(&home).join("config.toml"), toml).unwrap();
 }
 
 /// Command lines of the processes whose working directory is inside `dir`.
@@ -380,27 +409,7 @@ fn e2e_codex_variant_high_reaches_the_request_as_its_reasoning_effort() {
     let Some((_runtime, server, sandbox)) = bench_outside_tokio(Cli::Codex, "text") else {
         return;
     };
-    // The bench points Codex at its server with `-c` flags; the CLI run reads them from config.toml.
-    let home = sandbox
-        .env
-        .iter()
-        .find(|(k, _)| k == "CODEX_HOME")
-        .map(|(_, v)| v.clone())
-        .expect("CODEX_HOME");
-    let mut toml = String::new();
-    let mut args = sandbox.base_args.iter();
-    while let Some(arg) = args.next() {
-        if arg == "-c" {
-            toml.push_str(args.next().unwrap());
-            toml.push('\n');
-        }
-    }
-    std::fs::write(Path::new(&home).join("config.toml"), toml).unwrap();
-    let output = Command::new(env!("CARGO_BIN_EXE_agent-api"))
-        .env_clear()
-        .envs(sandbox.env.iter().map(|(k, v)| (k, v)))
-        .env("AGENT_API_CODEX_BIN", &sandbox.program)
-        .current_dir(&sandbox.cwd)
+    let output = cli(&sandbox)
         .args([
             "run",
             "--agent",
@@ -432,50 +441,59 @@ fn e2e_codex_variant_high_reaches_the_request_as_its_reasoning_effort() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn e2e_a_line_typed_while_the_chat_works_steers_the_turn_and_says_so() {
-    if agent_bench::e2e_enabled_or_explain(Cli::ClaudeCode).is_none() {
+/// `agent-api chat --agent <agent>` at a terminal on the bench's `steer` model (a shell call
+/// `sleep 4`, then an echo of the conversation): a line typed while the command runs steers turn 1,
+/// is said to be taken, reaches the model within the same turn and changes its answer; no process
+/// is left once the chat ends.
+fn a_line_typed_while_the_chat_works_steers_the_turn(agent: Cli, kind: &str) {
+    let Some((_runtime, _server, sandbox)) = bench_outside_tokio(agent, "steer") else {
         return;
-    }
-    let server = ModelServer::start(None).await.unwrap();
-    let sandbox = Sandbox::new(Cli::ClaudeCode, &server, "steer").unwrap();
+    };
     let mut command = cli(&sandbox);
     command.args([
         "chat",
         "--agent",
-        "claude_code",
+        kind,
         "--approve",
         "all",
         "--timeout",
         "120",
     ]);
     let mut terminal = Terminal::start(command);
-    tokio::task::block_in_place(|| {
-        terminal.wait_for("you>", Duration::from_secs(60));
-        terminal
-            .master
-            .write_all(b"Run the slow command.\r")
-            .unwrap();
-        // The model's shell call (`sleep 4`) is on screen: the turn works.
-        terminal.wait_for("sleep 4", Duration::from_secs(90));
-        terminal.master.write_all(b"Also say banana.\r").unwrap();
-        terminal.wait_for(
-            "steering the turn: Also say banana.",
-            Duration::from_secs(10),
-        );
-        terminal.wait_for(
-            "the agent took the steering message",
-            Duration::from_secs(60),
-        );
-        let rows = terminal.wait_for("last=Also say banana.", Duration::from_secs(60));
-        assert!(
-            !rows.iter().any(|r| r.contains("turn 2")),
-            "the line steered turn 1, it started no turn:\n{}",
-            rows.join("\n")
-        );
-        terminal.wait_for("you>", Duration::from_secs(30));
-        terminal.master.write_all(&[0x04]).unwrap();
-        assert!(terminal.wait_exit(Duration::from_secs(30)).success());
-    });
+    terminal.wait_for("you>", Duration::from_secs(60));
+    terminal
+        .master
+        .write_all(b"Run the slow command.\r")
+        .unwrap();
+    // The model's shell call (`sleep 4`) is on screen: the turn works.
+    terminal.wait_for("sleep 4", Duration::from_secs(90));
+    terminal.master.write_all(b"Also say banana.\r").unwrap();
+    terminal.wait_for(
+        "steering the turn: Also say banana.",
+        Duration::from_secs(10),
+    );
+    terminal.wait_for(
+        "the agent took the steering message",
+        Duration::from_secs(60),
+    );
+    let rows = terminal.wait_for("last=Also say banana.", Duration::from_secs(60));
+    assert!(
+        !rows.iter().any(|r| r.contains("turn 2")),
+        "the line steered turn 1, it started no turn:\n{}",
+        rows.join("\n")
+    );
+    terminal.wait_for("you>", Duration::from_secs(30));
+    terminal.master.write_all(&[0x04]).unwrap();
+    assert!(terminal.wait_exit(Duration::from_secs(30)).success());
     assert_eq!(processes_in(&sandbox.cwd), Vec::<String>::new());
+}
+
+#[test]
+fn e2e_a_line_typed_while_the_chat_works_steers_the_turn_and_says_so() {
+    a_line_typed_while_the_chat_works_steers_the_turn(Cli::ClaudeCode, "claude_code");
+}
+
+#[test]
+fn e2e_a_line_typed_while_a_codex_chat_works_steers_the_turn_and_says_so() {
+    a_line_typed_while_the_chat_works_steers_the_turn(Cli::Codex, "codex");
 }

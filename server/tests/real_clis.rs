@@ -257,6 +257,18 @@ async fn e2e_the_real_codex_is_driven_over_http() {
     let Some((model, sandbox)) = bench(Cli::Codex).await else {
         return;
     };
+    let api = serve_codex(&sandbox).await;
+    drive(
+        &api,
+        &model,
+        &sandbox,
+        json!({"agent": "codex", "permissionMode": "ask"}),
+    )
+    .await;
+}
+
+/// A server running the sandbox's Codex.
+async fn serve_codex(sandbox: &Sandbox) -> Api {
     // The sandbox's `-c` overrides point Codex at the model server.
     let overrides: Vec<String> = sandbox
         .base_args
@@ -270,18 +282,11 @@ async fn e2e_the_real_codex_is_driven_over_http() {
     for (key, value) in &sandbox.env {
         config = config.env(key, value);
     }
-    let api = serve(
+    serve(
         Arc::new(agent_api_codex::CodexBackend::new(config)),
-        &sandbox,
+        sandbox,
     )
-    .await;
-    drive(
-        &api,
-        &model,
-        &sandbox,
-        json!({"agent": "codex", "permissionMode": "ask"}),
-    )
-    .await;
+    .await
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -430,14 +435,20 @@ async fn e2e_the_real_claude_codes_mode_is_switched_per_message() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn e2e_the_real_claude_code_is_steered_over_http_within_its_turn() {
-    let Some((model, sandbox)) = agent_bench::e2e_bench_or_explain(Cli::ClaudeCode, "steer").await
-    else {
+/// `POST /v1/sessions/{id}/steer` on a session of `agent` (the bench's `steer` model: a shell call
+/// `sleep 4`, then an echo of the conversation): 409 before the turn; mid-command 204, the text a
+/// user message item of the same turn, read by the model within it and changing its answer; 409
+/// once the turn is over.
+async fn steered_over_http_within_its_turn(agent: Cli, kind: &str) {
+    let Some((model, sandbox)) = agent_bench::e2e_bench_or_explain(agent, "steer").await else {
         return;
     };
-    let api = serve_claude_code(&sandbox).await;
-    let create = json!({"agent": "claude_code", "permissionMode": "bypass"});
+    let api = match agent {
+        Cli::ClaudeCode => serve_claude_code(&sandbox).await,
+        Cli::Codex => serve_codex(&sandbox).await,
+        other => panic!("no server here for {other:?}"),
+    };
+    let create = json!({"agent": kind, "permissionMode": "bypass"});
     assert_eq!(api.post("/v1/sessions/steer", create).await.status, 200);
     let steer = json!({"message": "Also say banana."});
     let idle = api
@@ -499,4 +510,14 @@ async fn e2e_the_real_claude_code_is_steered_over_http_within_its_turn() {
         .problem(409);
     assert_eq!(late["type"], "urn:agent-api:error:no_turn_running");
     api.post_empty("/v1/sessions/steer/terminate").await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn e2e_the_real_claude_code_is_steered_over_http_within_its_turn() {
+    steered_over_http_within_its_turn(Cli::ClaudeCode, "claude_code").await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn e2e_the_real_codex_is_steered_over_http_within_its_turn() {
+    steered_over_http_within_its_turn(Cli::Codex, "codex").await;
 }

@@ -136,6 +136,7 @@ pub fn spawn(spec: &CommandSpec) -> Result<ProcessGroupChild, AgentError> {
         check_working_dir(dir)?;
     }
     super::reap::become_subreaper();
+    super::reap::reap_left_orphans();
     let marker = super::reap::new_marker();
     let marker_value = super::reap::marker_value(marker);
     let mut preamble = Vec::new();

@@ -146,6 +146,13 @@ pub fn descendants(root: i32, marker: u64) -> Vec<i32> {
     }
 }
 
+/// Reaps what earlier runs' kills left to reap ([`kill_tree`]: processes of a run whose parent
+/// had not exited yet); called as each agent is spawned.
+pub(super) fn reap_left_orphans() {
+    #[cfg(target_os = "linux")]
+    linux::reap_orphans(None);
+}
+
 /// Sends `signal` to process group `pgid`.
 pub fn signal_group(pgid: i32, signal: i32) {
     if pgid > 1 {
@@ -166,6 +173,12 @@ mod linux {
     pub(super) struct Proc {
         pub(super) pid: i32,
         ppid: i32,
+        /// Its process group.
+        pgrp: i32,
+        /// Dead, not yet reaped.
+        zombie: bool,
+        /// Its start time (clock ticks since boot): with the pid, names it across pid reuse.
+        start: u64,
     }
 
     fn processes() -> Vec<Proc> {
@@ -176,14 +189,19 @@ mod linux {
             .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
             .filter_map(|pid| {
                 let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-                // `pid (comm) state ppid …`: comm may hold spaces and parentheses, so read after the last `)`.
-                let ppid = stat
+                // `pid (comm) state ppid pgrp …`: comm may hold spaces and parentheses, so read
+                // after the last `)`; the start time is field 22, the 20th after it.
+                let fields: Vec<&str> = stat
                     .get(stat.rfind(')')? + 1..)?
                     .split_whitespace()
-                    .nth(1)?
-                    .parse()
-                    .ok()?;
-                Some(Proc { pid, ppid })
+                    .collect();
+                Some(Proc {
+                    pid,
+                    zombie: *fields.first()? == "Z",
+                    ppid: fields.get(1)?.parse().ok()?,
+                    pgrp: fields.get(2)?.parse().ok()?,
+                    start: fields.get(19)?.parse().ok()?,
+                })
             })
             .collect()
     }
@@ -270,8 +288,7 @@ mod linux {
     }
 
     pub(super) fn kill_descendants(root: i32, marker: u64) {
-        let me = std::process::id() as i32;
-        let mut ours = BTreeSet::new();
+        let mut killed = Vec::new();
         // A process killed mid-fork can leave a child behind: look again until nothing is left.
         for _ in 0..5 {
             let victims = descendants(root, marker);
@@ -283,27 +300,76 @@ mod linux {
                 unsafe {
                     libc::kill(p.pid, libc::SIGKILL);
                 }
-                if p.ppid == me {
-                    ours.insert(p.pid);
-                }
             }
-            reap(&mut ours);
+            killed.extend(victims.into_iter().map(|p| (p.pid, p.start)));
         }
-        reap(&mut ours);
+        reap_orphans(Some(Leftovers {
+            group: root,
+            killed,
+        }));
     }
 
-    /// Reaps the killed children of this process, waiting at most 200 ms for them to die.
-    fn reap(pids: &mut BTreeSet<i32>) {
-        let until = Instant::now() + Duration::from_millis(200);
-        while !pids.is_empty() && Instant::now() < until {
-            pids.retain(|&pid| {
-                // SAFETY: waitpid on a specific pid with WNOHANG; the status is discarded.
-                let got = unsafe { libc::waitpid(pid, std::ptr::null_mut(), libc::WNOHANG) };
-                got == 0
-            });
-            if !pids.is_empty() {
+    /// What one run's kill left to reap: the members of its process group (the agent `group`
+    /// leads) and the processes it killed elsewhere, each by pid and start time.
+    pub(super) struct Leftovers {
+        group: i32,
+        killed: Vec<(i32, u64)>,
+    }
+
+    /// Leftovers not reaped yet: their parent had not exited when their run's kill ended.
+    static PENDING: std::sync::Mutex<Vec<Leftovers>> = std::sync::Mutex::new(Vec::new());
+
+    /// Reaps what runs' kills left (`now`'s, waiting at most 200 ms for them, and those earlier
+    /// kills left, looked at once): as this process is a child subreaper, the processes an agent
+    /// started become its own children once their parent exits, the dead ones as zombies that
+    /// nothing else would ever wait for. Only processes that are surely a run's are reaped: the
+    /// members of its process group but its leader (its owner reaps that one, and no other run's
+    /// agent is in that group), and the ones its kill found, by pid and start time. What is left
+    /// (a parent that has not exited yet) waits for the next kill, or the next spawn.
+    pub(super) fn reap_orphans(now: Option<Leftovers>) {
+        let mut pending = std::mem::take(&mut *PENDING.lock().unwrap_or_else(|p| p.into_inner()));
+        pending.retain_mut(|left| !reap_leftovers(left));
+        if let Some(mut now) = now {
+            let until = Instant::now() + Duration::from_millis(200);
+            let mut done = reap_leftovers(&mut now);
+            while !done && Instant::now() < until {
                 std::thread::sleep(Duration::from_millis(2));
+                done = reap_leftovers(&mut now);
+            }
+            if !done {
+                pending.push(now);
             }
         }
+        PENDING
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .extend(pending);
+    }
+
+    /// Reaps those of `left` that are zombie children of this process; true once none of them
+    /// is left.
+    fn reap_leftovers(left: &mut Leftovers) -> bool {
+        let me = std::process::id() as i32;
+        let all = processes();
+        let mut remaining = false;
+        for p in &all {
+            let killed = left
+                .killed
+                .iter()
+                .any(|&(pid, start)| pid == p.pid && start == p.start);
+            let member = p.pgrp == left.group && p.pid != left.group;
+            if !(killed || member) {
+                continue;
+            }
+            let reaped = p.ppid == me && p.zombie && {
+                // SAFETY: waitpid on one pid with WNOHANG; the status is discarded.
+                unsafe { libc::waitpid(p.pid, std::ptr::null_mut(), libc::WNOHANG) == p.pid }
+            };
+            remaining |= !reaped;
+        }
+        // A killed process that is gone (reaped by its own parent) is forgotten.
+        left.killed
+            .retain(|&(pid, start)| all.iter().any(|p| p.pid == pid && p.start == start));
+        !remaining
     }
 }

@@ -286,10 +286,12 @@ async fn cancel_after(
         agent_api::kit::projection::Projector::new(handle.agent_kind().clone(), true);
     let (mut events, completion) = handle.into_universal();
     let mut universal = Vec::new();
-    let started = std::time::Instant::now();
+    // Timed from the cancel, not from the start: a loaded machine stretches the CLI's start-up.
+    let mut cancelled_at = None;
     while let Some(event) = events.next().await {
         if trigger(&event, &sandbox.cwd) {
             control.cancel();
+            cancelled_at.get_or_insert_with(std::time::Instant::now);
         }
         universal.push(event);
     }
@@ -298,10 +300,10 @@ async fn cancel_after(
         matches!(completion, Err(AgentError::Cancelled)),
         "{completion:?}"
     );
+    let after = cancelled_at.expect("the trigger fired").elapsed();
     assert!(
-        started.elapsed() < Duration::from_secs(25),
-        "cancel took {:?}",
-        started.elapsed()
+        after < Duration::from_secs(20),
+        "the run ended {after:?} after its cancel"
     );
     let wrapper = universal
         .iter()

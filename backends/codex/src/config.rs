@@ -25,7 +25,10 @@ pub const EXT_CONFIG: &str = "backend.codex.config";
 /// approvals unchanged), for a run whose launcher is the sandbox: a container with the default
 /// seccomp profile (or a Kubernetes pod) lets no process make the user namespaces Codex's
 /// bubblewrap needs, so every shell command would fail. Refused for a run on this machine
-/// (`Launcher::Local`), where nothing else confines the agent.
+/// (`Launcher::Local`), where nothing else confines the agent. Unset, it is off through a
+/// container launcher for a run whose sandbox would be `workspace-write` (the container is the
+/// sandbox), on everywhere else; `true` keeps it on in a container too (one that allows user
+/// namespaces, such as `seccomp=unconfined`).
 pub const EXT_INNER_SANDBOX: &str = "backend.codex.inner_sandbox";
 
 /// Which Codex interface a run uses (`backend.codex.mode`: `"app_server"` or `"exec"`).
@@ -116,7 +119,9 @@ pub struct CodexOptions {
     /// Extra `key=value` config overrides of this run, each passed as `-c` ([`EXT_CONFIG`]).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub config: Vec<String>,
-    /// `Some(false)`: Codex's own sandbox off where the launcher is the sandbox ([`EXT_INNER_SANDBOX`]).
+    /// `Some(false)`: Codex's own sandbox off where the launcher is the sandbox; `Some(true)`: on,
+    /// even in a container; unset: off in a container for a workspace-write run
+    /// ([`EXT_INNER_SANDBOX`]).
     pub inner_sandbox: Option<bool>,
 }
 
@@ -370,16 +375,24 @@ fn policy_for(
         approval = preset_approval;
     }
     sandbox = options.sandbox.unwrap_or(sandbox);
-    if options.inner_sandbox == Some(false) {
-        if matches!(
-            request.launcher.as_ref().unwrap_or(&Launcher::Local),
-            Launcher::Local
-        ) {
+    let launcher = request.launcher.as_ref().unwrap_or(&Launcher::Local);
+    match options.inner_sandbox {
+        Some(false) if matches!(launcher, Launcher::Local) => {
             return Err(AgentError::InvalidRequest {
                     reason: format!("{EXT_INNER_SANDBOX}=false needs a launcher that is the sandbox (a container, bwrap, ssh or a prefix); on this machine Codex's own sandbox stays on"),
                 });
         }
-        sandbox = Sandbox::DangerFullAccess;
+        Some(false) => sandbox = Sandbox::DangerFullAccess,
+        // In a container the container is the sandbox, and Codex's own cannot run under the
+        // engine's default seccomp profile (no user namespaces): every command would fail at once.
+        // A workspace-write run writes through the container instead; a read-only one (plan mode,
+        // a deny-all policy) keeps Codex's sandbox, whose refusal there is the safe failure.
+        None if matches!(launcher, Launcher::Container(_))
+            && sandbox == Sandbox::WorkspaceWrite =>
+        {
+            sandbox = Sandbox::DangerFullAccess
+        }
+        _ => {}
     }
     approval = options.approval_policy.unwrap_or(approval);
     if options.dangerously_bypass {
@@ -688,6 +701,41 @@ mod tests {
             (Sandbox::DangerFullAccess, ApprovalPolicy::Untrusted)
         );
         assert!(!resolved.bypass);
+    }
+
+    /// Through a container the container is the sandbox: unset, Codex's own goes off for a
+    /// workspace-write run (it cannot run under the default seccomp profile), stays for a
+    /// read-only one, and `true` keeps it; on this machine and elsewhere nothing changes.
+    #[test]
+    fn in_a_container_codex_runs_without_its_own_sandbox_unless_asked_to_keep_it() {
+        let config = CodexConfig::default();
+        let container = Launcher::Container(agent_api::request::Container::exec(
+            agent_api::request::Engine::Docker,
+            "box",
+        ));
+        let resolve = |request: RunRequest| RunOptions::resolve(&request, &config).unwrap();
+        let write = RunRequest::new("x").with_permissions(PermissionPolicy::Ask);
+        assert_eq!(
+            resolve(write.clone().with_launcher(container.clone())).sandbox,
+            Sandbox::DangerFullAccess
+        );
+        let kept = write
+            .clone()
+            .with_launcher(container.clone())
+            .with_options(&CodexOptions::default().inner_sandbox(true));
+        assert_eq!(resolve(kept).sandbox, Sandbox::WorkspaceWrite);
+        let read_only = RunRequest::new("x")
+            .with_permissions(PermissionPolicy::DenyAll)
+            .with_launcher(container.clone());
+        assert_eq!(resolve(read_only).sandbox, Sandbox::ReadOnly);
+        let plan = write
+            .clone()
+            .with_launcher(container)
+            .with_mode(AgentMode::parse("plan"));
+        assert_eq!(resolve(plan).sandbox, Sandbox::ReadOnly);
+        assert_eq!(resolve(write.clone()).sandbox, Sandbox::WorkspaceWrite);
+        let bwrap = write.with_launcher(Launcher::Sandbox(Default::default()));
+        assert_eq!(resolve(bwrap).sandbox, Sandbox::WorkspaceWrite);
     }
 
     /// `--option KEY=VALUE` text becomes the value each field takes: the interface and sandbox

@@ -27,7 +27,10 @@
 //! `--auto`, `acp` sets `OPENCODE_PERMISSION` to allow everything.
 //!
 //! All three kinds of recording replay through [`Replay::replay_protocol`](agent_api::kit::replay::Replay::replay_protocol) (`serve` and
-//! `acp` session logs are told apart by their first message).
+//! `acp` session logs are told apart by their first message). A `serve` log of several turns replays
+//! them all: a prompt recorded while a turn runs steers it when an answer of that turn names it as
+//! its parent, and otherwise opens the next turn once that turn is over (its client sent it before
+//! the turn's `session.idle` reached the recording, as one prompting with `/message` does).
 
 pub mod acp;
 pub mod config;

@@ -370,3 +370,69 @@ async fn serve_skip_permission_prompts_runs_without_asking() {
     );
     assert!(sandbox.cwd.join("out.txt").exists());
 }
+
+/// A session of two turns recorded live from `opencode serve` replays with both turns' answers,
+/// the second as the run's final text (issue 53): whether its client prompted with `prompt_async`
+/// once the first turn was idle, or with the synchronous `/message` call, its second prompt then
+/// written before the first turn's events (and its `session.idle`).
+#[tokio::test]
+async fn serve_a_live_recorded_session_of_two_turns_replays_both_answers() {
+    for prompting in [Prompting::AsyncOnIdle, Prompting::SyncThenEvents] {
+        let Some((_server, sandbox)) = setup("echo").await else {
+            return;
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("two_turns.session.jsonl");
+        record_serve_session(
+            &sandbox,
+            prompting,
+            &["first turn", "second turn"],
+            std::time::Duration::from_secs(2),
+            &path,
+        )
+        .await;
+        let backend = agent_api_opencode::OpenCodeBackend::new(Default::default());
+        let run = agent_api_conformance::record(
+            agent_api::kit::replay::replay_file(&backend, &path, true)
+                .await
+                .expect("the replay starts"),
+        )
+        .await;
+        let answers = run.assistant_messages();
+        assert!(
+            answers.len() == 2
+                && answers[0].contains("last=first turn")
+                && answers[1].contains("last=second turn"),
+            "{prompting:?}: both turns' answers are replayed: {answers:?}; the recording's lines: {:?}",
+            outline(&path)
+        );
+        let done = run.completion.as_ref().expect("the replay completes");
+        assert!(
+            done.final_text
+                .as_deref()
+                .is_some_and(|t| t.contains("last=second turn")),
+            "{prompting:?}: {:?}",
+            done.final_text
+        );
+        assert_conformant(&run);
+    }
+}
+
+/// Each line of a session recording as `dir` and, for events, their type (a failure's summary).
+fn outline(path: &std::path::Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let line: serde_json::Value = serde_json::from_str(l).unwrap();
+            let kind = line
+                .pointer("/msg/payload/type")
+                .or(line.pointer("/msg/path"));
+            format!(
+                "{} {}",
+                line["dir"],
+                kind.unwrap_or(&serde_json::Value::Null)
+            )
+        })
+        .collect()
+}

@@ -317,7 +317,6 @@ async fn acp_cancel_mid_turn_leaves_no_process() {
     let Some((_server, sandbox)) = setup("slow_text").await else {
         return;
     };
-    let started = std::time::Instant::now();
     let run = drive(
         &backend(&sandbox),
         request("talk slowly"),
@@ -331,7 +330,11 @@ async fn acp_cancel_mid_turn_leaves_no_process() {
         "{:?}",
         run.completion
     );
-    assert!(started.elapsed() < Duration::from_secs(30));
+    let after = run.time_after_first_delta();
+    assert!(
+        after < Duration::from_secs(20),
+        "the run went on {after:?} after its cancel (slow_text streams 30 s)"
+    );
     assert_eq!(
         processes_in(&sandbox.cwd),
         Vec::<i32>::new(),
@@ -420,7 +423,6 @@ async fn stream_json_cancel_mid_turn_leaves_no_process() {
     let Some((_server, sandbox)) = setup("slow_text").await else {
         return;
     };
-    let started = std::time::Instant::now();
     let run = drive(
         &backend(&sandbox),
         stream_json("talk slowly"),
@@ -434,7 +436,11 @@ async fn stream_json_cancel_mid_turn_leaves_no_process() {
         "{:?}",
         run.completion
     );
-    assert!(started.elapsed() < Duration::from_secs(30));
+    let after = run.time_after_first_delta();
+    assert!(
+        after < Duration::from_secs(20),
+        "the run went on {after:?} after its cancel (slow_text streams 30 s)"
+    );
     assert_eq!(
         processes_in(&sandbox.cwd),
         Vec::<i32>::new(),

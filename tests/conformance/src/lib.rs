@@ -72,6 +72,25 @@ fn status_labels_of(event: &UniversalEvent) -> impl Iterator<Item = &str> {
 }
 
 impl RunRecord {
+    /// How long the run went on after the agent's first streamed delta, by the events' own
+    /// times (first non-synthetic delta to the last event). A test that cancels (or kills the
+    /// connection) at the first delta bounds this rather than the time since the run started,
+    /// which also counts the CLI's start-up: a loaded machine stretches that, not the cancel.
+    /// Panics when the run streamed no delta or an event's time is not RFC 3339.
+    pub fn time_after_first_delta(&self) -> std::time::Duration {
+        let time = |event: &UniversalEvent| {
+            humantime::parse_rfc3339(&event.time)
+                .unwrap_or_else(|e| panic!("event time {:?}: {e}", event.time))
+        };
+        let first = self
+            .universal
+            .iter()
+            .find(|e| matches!(e.body, UniversalEventBody::ItemDelta(_)) && !e.synthetic)
+            .unwrap_or_else(|| panic!("the run streamed no delta: {:?}", self.types()));
+        let last = self.universal.last().expect("a delta was found");
+        time(last).duration_since(time(first)).unwrap_or_default()
+    }
+
     /// The assistant's answer text as the wrapper view streamed it.
     pub fn assistant_text(&self) -> String {
         self.wrapper

@@ -10,7 +10,7 @@
 
 mod remote;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use agent_api::universal::UniversalEventBody;
 use agent_api::{AgentError, PermissionDecision, PermissionPolicy, RunRequest};
@@ -157,7 +157,6 @@ async fn cancel(cli: Cli, place: Place) {
     let Some((_server, sandbox)) = bench(cli, "slow_text").await else {
         return;
     };
-    let started = Instant::now();
     let run = drive(
         &*backend(cli, &sandbox, &place),
         &place,
@@ -172,10 +171,10 @@ async fn cancel(cli: Cli, place: Place) {
         "{:?}",
         run.completion
     );
+    let after = run.time_after_first_delta();
     assert!(
-        started.elapsed() < Duration::from_secs(25),
-        "cancel took {:?}",
-        started.elapsed()
+        after < Duration::from_secs(20),
+        "the run went on {after:?} after its cancel (slow_text streams 30 s)"
     );
     place.assert_nothing_left("cancel");
 }
@@ -206,7 +205,6 @@ async fn connection_killed(cli: Cli, place: Place) {
     let Some((_server, sandbox)) = bench(cli, "slow_text").await else {
         return;
     };
-    let started = Instant::now();
     let run = drive(
         &*backend(cli, &sandbox, &place),
         &place,
@@ -221,10 +219,10 @@ async fn connection_killed(cli: Cli, place: Place) {
         "a run whose connection died completed: {:?}",
         run.completion
     );
+    let after = run.time_after_first_delta();
     assert!(
-        started.elapsed() < Duration::from_secs(25),
-        "the run took {:?} to end",
-        started.elapsed()
+        after < Duration::from_secs(20),
+        "the run went on {after:?} after its connection died (slow_text streams 30 s)"
     );
     place.assert_nothing_left("the connection was killed");
 }

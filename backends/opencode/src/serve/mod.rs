@@ -89,6 +89,9 @@ pub struct ServeProtocol {
     queued: Option<Value>,
     /// The running turn's steering messages not taken yet.
     steers: steer::Steers,
+    /// A replay's running turn was opened by a recorded prompt the turn before did not take
+    /// ([`steer::Steers::next_recorded_turn`]).
+    carried_over: bool,
 }
 
 impl ServeProtocol {
@@ -115,6 +118,7 @@ impl ServeProtocol {
             warm: false,
             queued: None,
             steers: steer::Steers::default(),
+            carried_over: false,
         }
     }
 
@@ -288,6 +292,11 @@ impl ServeProtocol {
             ctx.end_turn(result);
         } else if self.plan.is_some() {
             ctx.close_input();
+        } else if self.steers.next_recorded_turn() {
+            // A replay: the recording goes on with the next turn; its events count again.
+            self.idle = false;
+            self.busy = false;
+            self.carried_over = true;
         }
     }
 
@@ -432,6 +441,7 @@ impl Protocol for ServeProtocol {
             self.prompted = true;
             self.idle = false;
             self.busy = false;
+            self.carried_over = false;
             self.steers.new_turn();
         }
         if let (Some(id), Some(reply)) = (
@@ -509,6 +519,12 @@ impl Protocol for ServeProtocol {
 
     fn finish(&mut self, exit: &ExitInfo, ctx: &mut Ctx<'_>) -> Result<RunCompletion, AgentError> {
         self.parts.fail_open_tools(ctx.transcript);
+        if self.carried_over && !self.busy {
+            // A replay's last recorded prompt OpenCode never began (a steering message it stored
+            // after its loop's last step, which no turn answers): the run ended with the turn
+            // before.
+            self.idle = true;
+        }
         if self.failure.is_none() && self.error.is_none() && !self.idle {
             return Err(exit.early_exit_error());
         }
@@ -795,5 +811,55 @@ mod tests {
             ),
             None
         );
+    }
+
+    /// A replay whose turn ends with a recorded prompt no answer of it named: the prompt opens
+    /// the recording's next turn; one OpenCode never began (a steering message stored after its
+    /// loop's last step) leaves the run ended with the turn before, not failed.
+    #[test]
+    fn a_replayed_prompt_the_turn_did_not_take_opens_the_next_turn_or_none() {
+        let event =
+            |kind: &str, props: Value| json!({"payload": {"type": kind, "properties": props}});
+        let status = |kind: &str| {
+            event(
+                "session.status",
+                json!({"sessionID": "ses_1", "status": {"type": kind}}),
+            )
+        };
+        let user = |id: &str| {
+            event(
+                "message.updated",
+                json!({"sessionID": "ses_1", "info": {"id": id, "role": "user", "sessionID": "ses_1"}}),
+            )
+        };
+        let idle = || event("session.idle", json!({"sessionID": "ses_1"}));
+        let prompt = |text: &str| json!({"method": "POST", "path": "/session/ses_1/message", "body": {"parts": [{"type": "text", "text": text}]}});
+        for answered in [true, false] {
+            let mut protocol = ServeProtocol::replay();
+            let mut harness = ProtocolHarness::new();
+            let ctx = &mut harness.ctx();
+            protocol.on_recorded_send(
+                json!({"method": "POST", "path": "/session", "body": {}}),
+                ctx,
+            );
+            protocol
+                .on_message(json!({"status": 200, "body": {"id": "ses_1"}}), ctx)
+                .unwrap();
+            protocol.on_recorded_send(prompt("first"), ctx);
+            protocol.on_message(user("msg_1"), ctx).unwrap();
+            protocol.on_message(status("busy"), ctx).unwrap();
+            // The second prompt, written while the first turn still runs in the recording.
+            protocol.on_recorded_send(prompt("second"), ctx);
+            protocol.on_message(idle(), ctx).unwrap();
+            assert!(!protocol.idle, "the second prompt opened the next turn");
+            if answered {
+                protocol.on_message(user("msg_3"), ctx).unwrap();
+                protocol.on_message(status("busy"), ctx).unwrap();
+                protocol.on_message(idle(), ctx).unwrap();
+                assert!(protocol.idle, "the next turn ended at its own idle");
+            }
+            let done = protocol.finish(&ExitInfo::default(), ctx);
+            assert!(done.is_ok(), "answered {answered}: {done:?}");
+        }
     }
 }

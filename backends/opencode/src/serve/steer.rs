@@ -51,6 +51,22 @@ impl Steers {
         });
     }
 
+    /// A replayed turn is over with recorded prompts that no answer of it named: they did not
+    /// steer it, they are the recording's next turns (OpenCode took them once this turn was over;
+    /// their client sent them before this turn's `session.idle` reached the recording, as one that
+    /// prompts with the synchronous `/message` call does once its answer comes). The first is the
+    /// next turn's prompt (`true`); the others wait to be taken in that turn, or to open the ones
+    /// after it.
+    pub(super) fn next_recorded_turn(&mut self) -> bool {
+        match self.sent.pop_front() {
+            Some(prompt) => {
+                self.prompt_message = prompt.message_id;
+                true
+            }
+            None => false,
+        }
+    }
+
     /// OpenCode made the user message `id`: the turn's prompt, or the oldest steering message
     /// that has none yet.
     pub(super) fn user_message(&mut self, id: &str) {

@@ -151,3 +151,117 @@ pub(crate) async fn model_api_errors_are_typed(interface: Interface) {
         }
     }
 }
+
+/// How a recording's client sends its prompts.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Prompting {
+    /// `prompt_async`, the next one as soon as the turn before it is idle (OpenCode said `busy`,
+    /// then `session.idle`), reading the event stream all along.
+    AsyncOnIdle,
+    /// The synchronous `POST /session/{id}/message`, whose answer comes once the turn is over, the
+    /// next one as soon as that answer is in; the event stream is read once the last answer is
+    /// in (so every prompt is written before the events of the turns, as a client that reads its
+    /// events in another task, late, writes them).
+    SyncThenEvents,
+}
+
+/// Records a session of `prompts` on a real `opencode serve` of the sandbox's, as a scripted
+/// client would, into `path` in the recordings' format (`tests/fixtures/README.md`: `send`, `recv`
+/// and `event` lines with their time): a new session, then each prompt as `prompting` says, then
+/// the events that follow the last idle for `trailing` (OpenCode sends a few once a turn is over).
+pub(crate) async fn record_serve_session(
+    sandbox: &Sandbox,
+    prompting: Prompting,
+    prompts: &[&str],
+    trailing: Duration,
+    path: &std::path::Path,
+) {
+    use agent_api::kit::CommandSpec;
+    use agent_api_opencode::serve::server::Server;
+    use serde_json::{json, Value};
+
+    let mut base = CommandSpec::new(&sandbox.program).cwd(&sandbox.cwd);
+    for (k, v) in &sandbox.env {
+        base = base.env(k, v);
+    }
+    let server = Server::start(base, Duration::from_secs(120))
+        .await
+        .expect("opencode serve starts");
+    let (subscriber, mut events) = server.subscribe();
+    let started = std::time::Instant::now();
+    let mut lines = Vec::new();
+    let mut line = |dir: &str, msg: Value| {
+        let t = started.elapsed().as_secs_f64();
+        lines.push(json!({"t": t, "dir": dir, "msg": msg}).to_string());
+    };
+    let query = format!(
+        "?directory={}",
+        sandbox.cwd.display().to_string().replace('/', "%2F")
+    );
+    let body = json!({"title": "e2e"});
+    let path_new = format!("/session{query}");
+    line(
+        "send",
+        json!({"method": "POST", "path": path_new, "body": body}),
+    );
+    let reply = server.client().post_json(&path_new, &body).await.unwrap();
+    line("recv", json!({"status": reply.status, "body": reply.body}));
+    let session = reply.body["id"].as_str().expect("a session id").to_string();
+    server.watch(subscriber, &session);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+    let call = match prompting {
+        Prompting::AsyncOnIdle => "prompt_async",
+        Prompting::SyncThenEvents => "message",
+    };
+    for prompt in prompts {
+        let prompt_path = format!("/session/{session}/{call}{query}");
+        let body = json!({"parts": [{"type": "text", "text": prompt}]});
+        line(
+            "send",
+            json!({"method": "POST", "path": prompt_path, "body": body}),
+        );
+        let reply =
+            tokio::time::timeout_at(deadline, server.client().post_json(&prompt_path, &body))
+                .await
+                .expect("the prompt is answered within 120 s")
+                .unwrap();
+        line("recv", json!({"status": reply.status, "body": reply.body}));
+        if let Prompting::AsyncOnIdle = prompting {
+            read_turns(&mut events, 1, deadline, &mut line).await;
+        }
+    }
+    if let Prompting::SyncThenEvents = prompting {
+        read_turns(&mut events, prompts.len(), deadline, &mut line).await;
+    }
+    while let Ok(Some(event)) = tokio::time::timeout(trailing, events.recv()).await {
+        line("event", serde_json::from_str(&event).unwrap());
+    }
+    server.unsubscribe(subscriber);
+    std::fs::write(path, lines.join("\n") + "\n").unwrap();
+}
+
+/// Reads a recording's events until `turns` more turns are idle (OpenCode said `busy`, then
+/// `session.idle`), writing each with `line`.
+async fn read_turns(
+    events: &mut agent_api_opencode::serve::server::EventRx,
+    turns: usize,
+    deadline: tokio::time::Instant,
+    line: &mut impl FnMut(&str, serde_json::Value),
+) {
+    use serde_json::{json, Value};
+    let (mut busy, mut idle) = (false, 0);
+    while idle < turns {
+        let event = tokio::time::timeout_at(deadline, events.recv())
+            .await
+            .expect("the turns end within 120 s")
+            .expect("the server's events go on");
+        let event: Value = serde_json::from_str(&event).unwrap();
+        let kind = event.pointer("/payload/type").and_then(Value::as_str);
+        busy |= kind == Some("session.status")
+            && event.pointer("/payload/properties/status/type") == Some(&json!("busy"));
+        line("event", event.clone());
+        if busy && kind == Some("session.idle") {
+            (busy, idle) = (false, idle + 1);
+        }
+    }
+}
