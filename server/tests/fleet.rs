@@ -1,6 +1,6 @@
 //! A fleet of servers on one PostgreSQL (issue 48), on the real database `tests/postgres/setup.sh`
 //! starts and real server processes (this test binary started again as `fleet_server`): the
-//! store's fencing, any server answering for any session, a killed
+//! store's fencing, any server answering for any session (a streamed message included), a killed
 //! owner's session going on elsewhere, a paused owner that wakes writing nothing, placement and
 //! admission, drain, the chaos test (three servers, thirty sessions, SIGKILL, SIGSTOP/SIGCONT and
 //! restarts while clients talk to random servers), and the issue's done-when on the real Claude
@@ -555,6 +555,120 @@ async fn any_server_answers_for_a_session_and_a_killed_owners_session_goes_on_el
     }
     assert_no_stale_write(&url, &[id]).await;
     drop((b, c));
+}
+
+/// Frames of a stream until the server closes it.
+async fn stream_rest(stream: &mut Sse) -> Vec<Frame> {
+    let mut frames = Vec::new();
+    while let Some(frame) = stream.next_or_cut(STEP).await {
+        frames.push(frame);
+    }
+    frames
+}
+
+/// Asserts `frames` are the stored events `first..` of the session, in order.
+fn as_stored(frames: &[Frame], stored: &[Value], first: u64) {
+    for (i, frame) in frames.iter().enumerate() {
+        assert_eq!(frame.id, Some(first + i as u64), "{frames:#?}");
+        assert_eq!(frame.data, stored[(first as usize) + i - 1]);
+    }
+}
+
+#[tokio::test]
+async fn a_message_streamed_through_a_server_that_does_not_run_the_session_streams_its_turn() {
+    let Some(url) = database() else { return };
+    let a = Node::start(&url, &unique("owner"), &[]);
+    let b = Node::start(&url, &unique("door"), &[]);
+    let stream = |api: &Api, id: &str, message: &str| {
+        let (api, path, body) = (
+            api.clone(),
+            format!("/v1/sessions/{id}/messages/stream"),
+            json!({ "message": message }),
+        );
+        async move { api.sse(Method::POST, &path, Some(body), &[]).await }
+    };
+    // A permission turn: the stream through the other server closes at the request, as the
+    // owner's own does; the reply goes through it too, and the turn ends.
+    let asks = unique("asks");
+    assert_eq!(
+        a.api
+            .post(&format!("/v1/sessions/{asks}"), permission_session())
+            .await
+            .status,
+        200
+    );
+    let frames = stream_rest(&mut stream(&b.api, &asks, "turn 1").await).await;
+    let last = &frames.last().expect("the turn's events").data;
+    assert_eq!(last["type"], "permission.requested", "{frames:#?}");
+    let stored = b.api.all_events(&asks, 1000).await;
+    let first = frames[0].id.unwrap();
+    as_stored(&frames, &stored, first);
+    let opening = &frames[0].data["data"]["item"]["content"][0];
+    assert_eq!(
+        (&opening["label"], &opening["detail"]),
+        (&json!("turn_started"), &json!("turn 1")),
+        "the stream starts at the turn's start: {frames:#?}"
+    );
+    let permission = last["data"]["permission_id"].as_str().unwrap();
+    assert_eq!(
+        b.api
+            .post(
+                &format!("/v1/sessions/{asks}/permissions/{permission}/reply"),
+                json!({"reply": "once"})
+            )
+            .await
+            .status,
+        204
+    );
+    wait_event(&b.api, &asks, 0, turn_end).await;
+    let info = b.api.get(&format!("/v1/sessions/{asks}")).await.json();
+    assert!(
+        info["owner"].as_str().unwrap().starts_with(&a.name),
+        "{info}"
+    );
+
+    // A message queued behind a running turn: its stream through the other server carries its
+    // own turn, from its start to its end, and nothing of the turn before it.
+    let queued = unique("queued");
+    assert_eq!(
+        a.api
+            .post(&format!("/v1/sessions/{queued}"), slow_session(40))
+            .await
+            .status,
+        200
+    );
+    assert_eq!(
+        a.api
+            .post(
+                &format!("/v1/sessions/{queued}/messages"),
+                json!({"message": "first"})
+            )
+            .await
+            .status,
+        204
+    );
+    let frames = stream_rest(&mut stream(&b.api, &queued, "second").await).await;
+    let stored = b.api.all_events(&queued, 1000).await;
+    let first = frames.first().expect("the turn's events").id.unwrap();
+    as_stored(&frames, &stored, first);
+    let delimiters: Vec<(&Value, &Value)> = frames
+        .iter()
+        .filter(|f| f.data["type"] == "item.completed")
+        .map(|f| &f.data["data"]["item"]["content"][0])
+        .filter(|s| s["detail"].as_str().is_some_and(|d| d.starts_with("turn ")))
+        .map(|s| (&s["label"], &s["detail"]))
+        .collect();
+    assert_eq!(
+        delimiters,
+        [
+            (&json!("turn_started"), &json!("turn 2")),
+            (&json!("turn_completed"), &json!("turn 2"))
+        ],
+        "{frames:#?}"
+    );
+    assert!(turn_end(&frames.last().unwrap().data));
+    assert_eq!(statuses(&stored, "turn_completed").len(), 2);
+    drop((a, b));
 }
 
 #[tokio::test]
