@@ -71,6 +71,7 @@ const ORDER: &[&str] = &[
     "kit::home",
     "kit::snapshot",
     "kit::caller_tools",
+    "kit::cli",
     "kit",
     // The features, each on runs.
     "display",
