@@ -260,7 +260,7 @@ impl Follower {
             turn,
             failed: false,
         };
-        self.stored_until(seen, |event| asks(event) || end.reached(event))
+        self.stored_until(seen, |event| asks(event) || end.reached(event), true)
             .await;
     }
 
@@ -269,7 +269,7 @@ impl Follower {
     /// has ended and every event was sent.
     async fn stored(mut self, elsewhere: Option<watch::Receiver<Seen>>) {
         match elsewhere {
-            Some(seen) => self.stored_until(seen, |_| false).await,
+            Some(seen) => self.stored_until(seen, |_| false, false).await,
             None => {
                 let _ = self.catch_up(None, |_| false).await;
             }
@@ -277,12 +277,15 @@ impl Follower {
     }
 
     /// Sends the stored events as `seen` says the log grows, until one that `stop` accepts, the
-    /// session ended (every event sent), or the client is gone.
+    /// session ended (every event sent), or the client is gone; `owned`: also once no server
+    /// runs the session (looked at after each lease without an event).
     async fn stored_until(
         &mut self,
         mut seen: watch::Receiver<Seen>,
         mut stop: impl FnMut(&StoredEvent) -> bool,
+        owned: bool,
     ) {
+        let lease = self.server.inner.config.server_lease;
         loop {
             // Whether it ended is read before its events: an event stored before the end is sent.
             let ended = seen.borrow_and_update().ended;
@@ -294,6 +297,15 @@ impl Follower {
                 changed = seen.changed() => {
                     // The poll stopped: the session ended (or left the store), or the server stops.
                     if changed.is_err() {
+                        let _ = self.catch_up(None, &mut stop).await;
+                        return;
+                    }
+                }
+                () = tokio::time::sleep(lease), if owned => {
+                    // Its owner died (or was paused) mid-turn: nothing goes on until a client
+                    // brings the session back, so the stream ends, as the owner's own would
+                    // have been cut.
+                    if !self.server.runs_anywhere(&self.id).await {
                         let _ = self.catch_up(None, &mut stop).await;
                         return;
                     }

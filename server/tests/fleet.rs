@@ -668,7 +668,50 @@ async fn a_message_streamed_through_a_server_that_does_not_run_the_session_strea
     );
     assert!(turn_end(&frames.last().unwrap().data));
     assert_eq!(statuses(&stored, "turn_completed").len(), 2);
-    drop((a, b));
+
+    // The owner killed while the turn streams through the other server: that stream ends (as the
+    // owner's own would be cut) once no server runs the session, instead of waiting for ever; the
+    // next message brings the session back there and closes the interrupted turn, typed.
+    let dies = unique("dies");
+    assert_eq!(
+        a.api
+            .post(&format!("/v1/sessions/{dies}"), slow_session(200))
+            .await
+            .status,
+        200
+    );
+    let mut streamed = stream(&b.api, &dies, "a slow turn").await;
+    let mut frames = vec![streamed.next().await.expect("the turn starts")];
+    a.kill();
+    while let Some(frame) = streamed.next_within(Duration::from_secs(60)).await {
+        frames.push(frame);
+    }
+    assert!(
+        !frames.iter().any(|f| turn_end(&f.data)),
+        "the turn did not end: {frames:#?}"
+    );
+    let before = b.api.all_events(&dies, 1000).await.len();
+    assert_eq!(
+        b.api
+            .post(
+                &format!("/v1/sessions/{dies}/messages"),
+                json!({"message": "again"})
+            )
+            .await
+            .status,
+        204
+    );
+    let events = wait_event(&b.api, &dies, before, |e| {
+        e["type"] == "error" && e["data"]["code"] == "interrupted"
+    })
+    .await;
+    assert_eq!(statuses(&events, "session_resumed").len(), 1);
+    assert_eq!(
+        interrupted(&events).len(),
+        1,
+        "one typed error closes turn 1"
+    );
+    drop(b);
 }
 
 #[tokio::test]
