@@ -46,6 +46,7 @@ const ORDER: &[&str] = &[
     "contract::structured",
     "contract::images",
     "contract::options",
+    "contract::backend_info",
     "contract::session",
     "contract::backend",
     "contract",
