@@ -1,6 +1,7 @@
 //! `agent-api serve` as a process: killed with SIGKILL mid-turn and started again on the same
 //! store (SQLite, and PostgreSQL from `tests/postgres/setup.sh`), it serves every event it had
-//! served; its token and host rules; SIGTERM stops it cleanly; and the real, pinned Claude Code on
+//! served; three of them on one PostgreSQL act as one fleet (front doors, placement, admission,
+//! takeover); its token and host rules; SIGTERM stops it cleanly; and the real, pinned Claude Code on
 //! the bench's model server driven over HTTP only (two turns, a permission request answered, a
 //! tenant's session run beneath the tenant's root with the tenant's own home).
 //! The end-to-end tests start with `agent_bench::e2e_enabled_or_explain` (they fail with install
@@ -134,21 +135,125 @@ fn serve_killed_with_sigkill_mid_turn_serves_every_event_again_after_a_restart()
     );
 }
 
-#[test]
-fn serve_on_postgres_killed_with_sigkill_mid_turn_serves_every_event_again_after_a_restart() {
+/// The test database's URL and a name part no other run used (the database outlives test runs);
+/// `None` (said) when `AGENT_API_POSTGRES=skip`.
+fn postgres(what: &str) -> Option<(String, String)> {
     if std::env::var("AGENT_API_POSTGRES").as_deref() == Ok("skip") {
-        eprintln!("SKIPPED: AGENT_API_POSTGRES=skip: serve on PostgreSQL was not tested");
-        return;
+        eprintln!("SKIPPED: AGENT_API_POSTGRES=skip: {what} was not tested");
+        return None;
     }
     let url = std::env::var("AGENT_API_TEST_POSTGRES_URL").expect(
         "AGENT_API_TEST_POSTGRES_URL names the test database: run `bash tests/postgres/setup.sh` and export it (tests/run.sh does)",
     );
-    // The database outlives test runs: a session id no other run used.
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap();
-    let id = format!("kept-{}-{}", std::process::id(), now.as_nanos());
-    killed_and_restarted(&url, &id);
+    Some((url, format!("{}-{}", std::process::id(), now.as_nanos())))
+}
+
+#[test]
+fn serve_on_postgres_killed_with_sigkill_mid_turn_serves_every_event_again_after_a_restart() {
+    let Some((url, tag)) = postgres("serve on PostgreSQL") else {
+        return;
+    };
+    killed_and_restarted(&url, &format!("kept-{tag}"));
+}
+
+/// Three `agent-api serve` processes on one PostgreSQL, as an operator starts them (issue 48):
+/// one that runs agents (`--max-sessions 1`) and two API-only front doors (`--no-agents`), with a
+/// 1 s lease. A session created through a front door runs on the worker; a message sent through
+/// the other door runs there too; a second session finds the fleet full (503 `fleet_full`); the
+/// worker killed with SIGKILL and another started, the next message through a door brings the
+/// session back on it (one `session_resumed`, its log gap-free, both turns completed).
+#[test]
+fn three_serve_processes_on_postgres_act_as_one_fleet() {
+    let Some((url, tag)) = postgres("a fleet of serve processes") else {
+        return;
+    };
+    // Every server of the database counts in placement: the test's servers are the only live
+    // ones there (tests/run.sh runs no other server on it meanwhile).
+    let fleet = |name: &str, extra: &[&str]| {
+        let mut args = vec![
+            "--store",
+            url.as_str(),
+            "--no-token",
+            "--server-lease",
+            "1",
+            "--daemon-id",
+            name,
+        ];
+        args.extend_from_slice(extra);
+        serve(&args)
+    };
+    let (worker, doors) = (
+        format!("worker-{tag}"),
+        [format!("door1-{tag}"), format!("door2-{tag}")],
+    );
+    let first_worker = fleet(&worker, &["--max-sessions", "1"]);
+    let door = fleet(&doors[0], &["--no-agents"]);
+    let other_door = fleet(&doors[1], &["--no-agents"]);
+    let echo = json!({"agent": "scripted", "options": {"backend.scripted.scenario": "echo", "backend.scripted.delay_ms": 0}});
+    let id = format!("fleet-{tag}");
+    let session = format!("/v1/sessions/{id}");
+    let (status, body) = door.call("POST", &session, Some(echo.clone()), None);
+    assert_eq!(status, 200, "{body}");
+    let owner = |served: &Served| served.call("GET", &session, None, None).1["owner"].clone();
+    assert!(
+        owner(&other_door)
+            .as_str()
+            .is_some_and(|o| o.starts_with(&worker)),
+        "a front door runs no agent: {}",
+        owner(&other_door)
+    );
+    let message = |served: &Served, text: &str| {
+        served
+            .call(
+                "POST",
+                &format!("{session}/messages"),
+                Some(json!({"message": text})),
+                None,
+            )
+            .0
+    };
+    assert_eq!(message(&other_door, "one"), 204);
+    wait_turns(&door, &id, 1);
+    let (status, body) = other_door.call(
+        "POST",
+        &format!("/v1/sessions/full-{tag}"),
+        Some(echo),
+        None,
+    );
+    assert_eq!(
+        (status, &body["type"]),
+        (503, &json!("urn:agent-api:error:fleet_full")),
+        "{body}"
+    );
+
+    drop(first_worker); // SIGKILL
+    let second_worker = format!("worker2-{tag}");
+    let _worker = fleet(&second_worker, &[]);
+    assert_eq!(message(&door, "two"), 204);
+    let events = wait_turns(&other_door, &id, 2);
+    let sequences: Vec<u64> = events
+        .iter()
+        .map(|e| e["sequence"].as_u64().unwrap())
+        .collect();
+    assert_eq!(sequences, (1..=events.len() as u64).collect::<Vec<_>>());
+    let resumed = events
+        .iter()
+        .filter(|e| {
+            e["type"] == "item.completed"
+                && e["data"]["item"]["content"][0]["label"] == "session_resumed"
+        })
+        .count();
+    assert_eq!(resumed, 1, "{events:#?}");
+    assert!(
+        owner(&door)
+            .as_str()
+            .is_some_and(|o| o.starts_with(&second_worker)),
+        "{}",
+        owner(&door)
+    );
 }
 
 /// Kills a server on `store` with SIGKILL in the middle of session `id`'s turn, starts another on

@@ -12,6 +12,7 @@ use tokio::sync::mpsc;
 use crate::access::Caller;
 use crate::error::{ApiError, JsonBody, QueryOf};
 use crate::follow::{sse, until_stopped, Follower, SSE_CLIENT_BUFFER};
+use crate::handoff::{Forwarded, TurnStarted};
 use crate::live::{LiveSession, TurnOptions};
 use crate::state::Server;
 use crate::store::StoredEvent;
@@ -408,13 +409,7 @@ pub(crate) async fn post_message(
         crate::live::Sent::Queued(started) => {
             match tokio::time::timeout_at(deadline, started).await {
                 Err(_) => return Ok(Json(queued(None)).into_response()),
-                Ok(Err(_)) => {
-                    return Err(ApiError::new(
-                        StatusCode::CONFLICT,
-                        "message_dropped",
-                        "the queued message was dropped before its turn started",
-                    ))
-                }
+                Ok(Err(_)) => return Err(dropped()),
                 Ok(Ok(started)) => started?,
             }
         }
@@ -520,6 +515,15 @@ async fn wait_for_turn(
     }
 }
 
+/// 409 `message_dropped`: a queued message dropped (a cancel) before its turn started.
+fn dropped() -> ApiError {
+    ApiError::new(
+        StatusCode::CONFLICT,
+        "message_dropped",
+        "the queued message was dropped before its turn started",
+    )
+}
+
 /// The permission or question `event` asks, if it asks one.
 fn pending_request(event: &StoredEvent) -> Option<PendingRequest> {
     let (kind, field) = match event.kind() {
@@ -540,17 +544,45 @@ fn pending_request(event: &StoredEvent) -> Option<PendingRequest> {
         ("include_raw" = Option<bool>, Query, description = "Fill each event's raw payload")),
     request_body = MessageRequest,
     responses((status = 200, description = "SSE event stream of the message's turn (a queued message's once it starts)"),
-        (status = 404, body = ProblemDetails), (status = 409, body = ProblemDetails), (status = 429, body = ProblemDetails)))]
+        (status = 404, body = ProblemDetails), (status = 409, body = ProblemDetails), (status = 429, body = ProblemDetails),
+        (status = 503, body = ProblemDetails, description = "In a fleet: no server running the session or with room took the message (owner_unavailable, fleet_full)")))]
 pub(crate) async fn post_message_stream(
     State(server): State<Server>,
     Path(id): Path<String>,
     QueryOf(query): QueryOf<TurnStreamQuery>,
+    forwarded: Option<Extension<Forwarded>>,
+    relayed: Option<Extension<TurnStarted>>,
     JsonBody(body): JsonBody<MessageRequest>,
 ) -> Result<Response, ApiError> {
+    let include_raw = query.include_raw.unwrap_or(false);
+    if let Some(Extension(started)) = relayed {
+        // Another server started the turn (`crate::fleet`): streamed from the shared log.
+        let seen = server.follow_elsewhere(&id)?;
+        let (frames, stream) = mpsc::channel(SSE_CLIENT_BUFFER);
+        let follower = Follower::new(
+            server.clone(),
+            id,
+            started.first.saturating_sub(1),
+            include_raw,
+            frames,
+        );
+        tokio::spawn(until_stopped(
+            server.inner.stopping.clone(),
+            follower.stored_turn(seen, started.turn),
+        ));
+        return Ok(sse(stream));
+    }
     let (live, subscription, sent) = send_turn(&server, &id, body, true).await?;
+    if forwarded.is_some() {
+        // Run for another server: it streams the turn from the log once told which it is.
+        let (turn, first) = match sent {
+            crate::live::Sent::Started(turn, first) => (turn, first),
+            crate::live::Sent::Queued(started) => started.await.map_err(|_| dropped())??,
+        };
+        return Ok(Json(TurnStarted { turn, first }).into_response());
+    }
     let subscription = subscription.ok_or_else(|| ApiError::invalid("no subscription"))?;
     let (frames, stream) = mpsc::channel(SSE_CLIENT_BUFFER);
-    let include_raw = query.include_raw.unwrap_or(false);
     let stopping = server.inner.stopping.clone();
     let follow = async move {
         // A queued message's stream opens at once and sends its turn's events once it starts.

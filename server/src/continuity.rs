@@ -263,18 +263,7 @@ impl Server {
             after = last.sequence;
             closed += page
                 .iter()
-                .filter(|event| event.kind() == "item.completed")
-                .filter(|event| {
-                    serde_json::from_str::<serde_json::Value>(&event.json).is_ok_and(|value| {
-                        let status = &value["data"]["item"]["content"][0];
-                        matches!(
-                            status["label"].as_str(),
-                            Some("turn_completed" | "turn_failed")
-                        ) && status["detail"]
-                            .as_str()
-                            .is_some_and(|detail| detail.starts_with("turn "))
-                    })
-                })
+                .filter(|event| event.closed_turn().is_some())
                 .count() as u64;
         }
         Ok((closed < record.turns.max(1)).then_some(record.turns.max(1)))

@@ -24,6 +24,7 @@ use tokio::sync::{broadcast, Notify};
 use tower::ServiceExt;
 
 use crate::error::{ApiError, ErrorKind};
+use crate::handoff::{Forwarded, TurnStarted};
 use crate::state::{Inner, Server};
 use crate::store::{Answer, CommandState, Notice};
 
@@ -51,12 +52,19 @@ const MAX_ANSWER: usize = 4 << 20;
 pub(crate) struct Forwarded;
 
 /// The session a command's path names, when it is one a server running the session must answer:
-/// `POST /v1/sessions/{id}` and `POST /v1/sessions/{id}/…`, but not `messages/stream` (answered
-/// here, see [`crate::api`]).
+/// `POST /v1/sessions/{id}` and `POST /v1/sessions/{id}/…`.
 fn command_session(path: &str) -> Option<&str> {
     let rest = path.strip_prefix("/v1/sessions/")?;
-    let (session, action) = rest.split_once('/').unwrap_or((rest, ""));
-    (!session.is_empty() && action != "messages/stream").then_some(session)
+    let session = rest.split_once('/').map_or(rest, |(session, _)| session);
+    (!session.is_empty()).then_some(session)
+}
+
+/// Whether a command's path is `POST …/messages/stream`: handed on, it is answered with the turn
+/// it started ([`TurnStarted`]), which this server then streams from the shared log.
+fn streams_turn(path: &str) -> bool {
+    path.split('?')
+        .next()
+        .is_some_and(|path| path.ends_with("/messages/stream"))
 }
 
 /// The kind of a problem body a forwarded answer carries, for the kinds the forwarding acts on.
@@ -86,7 +94,7 @@ pub(crate) async fn route(State(server): State<Server>, request: Request, next: 
     }
     let session = match command_session(request.uri().path()) {
         Some(session) if request.method() == Method::POST => session.to_string(),
-        // Not handed on (`messages/stream`): the internal kind never reaches the client.
+        // Not a command: the internal kind never reaches the client.
         _ => return hide_elsewhere(next.run(request).await),
     };
     let (parts, body) = request.into_parts();
@@ -100,19 +108,34 @@ pub(crate) async fn route(State(server): State<Server>, request: Request, next: 
     let mut response = next
         .run(Request::from_parts(parts, Body::from(bytes.clone())))
         .await;
+    let mut handed = false;
     for _ in 0..MAX_HOPS {
         let kind = response.extensions().get::<ErrorKind>().map(|k| k.0);
         response = match kind {
             Some("session_elsewhere") => match owner(&server, &session).await {
                 Some(owner) => forward(&server, Some(&owner), &session, &path, &bytes).await,
                 // Its owner is gone meanwhile: this server brings it back.
-                None => run_here(&server, "POST", &path, bytes.to_vec()).await,
+                None => run_here(&server, "POST", &path, bytes.to_vec(), None).await,
             },
             Some("too_many_sessions") => forward(&server, None, &session, &path, &bytes).await,
-            _ => return response,
+            _ => break,
         };
+        handed = true;
+    }
+    if handed && streams_turn(&path) && response.status() == StatusCode::OK {
+        return relay_turn(&server, &path, bytes.to_vec(), response).await;
     }
     hide_elsewhere(response)
+}
+
+/// The stream of the turn a server running the session started for a message streamed through
+/// this one (its answer `started`): read from the shared log here.
+async fn relay_turn(server: &Server, path: &str, body: Vec<u8>, started: Response) -> Response {
+    let started = axum::body::to_bytes(started.into_body(), MAX_ANSWER).await;
+    match started.map(|b| serde_json::from_slice::<TurnStarted>(&b)) {
+        Ok(Ok(started)) => run_here(server, "POST", path, body, Some(started)).await,
+        _ => owner_unavailable("its answer to the message did not name the turn it started"),
+    }
 }
 
 /// `response`, or 503 `owner_unavailable` when it is the internal `session_elsewhere`.
@@ -198,7 +221,7 @@ async fn forward_waiting(
         // Its owner's lease ran out while the command waited, and nobody took it: the session
         // is resumable, and this server brings it back.
         None => (
-            run_here(server, "POST", path, body.to_vec()).await,
+            run_here(server, "POST", path, body.to_vec(), None).await,
             "owner_gone",
         ),
     }
@@ -288,8 +311,15 @@ fn answer_response(answer: Answer) -> Response {
 }
 
 /// Runs a command on this server's own routes, as the client's request would have run (the
-/// server that received it checked its token and host).
-async fn run_here(server: &Server, method: &str, path: &str, body: Vec<u8>) -> Response {
+/// server that received it checked its token and host); `started`: the turn another server
+/// started for it, to stream from the log.
+async fn run_here(
+    server: &Server,
+    method: &str,
+    path: &str,
+    body: Vec<u8>,
+    started: Option<TurnStarted>,
+) -> Response {
     let mut request = Request::builder()
         .method(method)
         .uri(path)
@@ -297,6 +327,9 @@ async fn run_here(server: &Server, method: &str, path: &str, body: Vec<u8>) -> R
         .header(header::CONTENT_TYPE, "application/json");
     if let Some(token) = &server.inner.config.token {
         request = request.header(header::AUTHORIZATION, format!("Bearer {token}"));
+    }
+    if let Some(started) = started {
+        request = request.extension(started);
     }
     let request = match request.extension(Forwarded).body(Body::from(body)) {
         Ok(request) => request,
@@ -314,7 +347,7 @@ async fn run_here(server: &Server, method: &str, path: &str, body: Vec<u8>) -> R
 /// Runs a command another server handed here and stores its answer.
 async fn run_command(server: Server, command: crate::store::Command) {
     server.inner.metrics.commands_run.inc();
-    let response = run_here(&server, &command.method, &command.path, command.body).await;
+    let response = run_here(&server, &command.method, &command.path, command.body, None).await;
     let status = response.status().as_u16();
     let (content_type, retry_after) = {
         let header_of = |name: header::HeaderName| {
@@ -436,7 +469,11 @@ mod tests {
             command_session("/v1/sessions/a/permissions/p/reply"),
             Some("a")
         );
-        assert_eq!(command_session("/v1/sessions/a/messages/stream"), None);
+        assert_eq!(command_session("/v1/sessions/a/messages/stream"), Some("a"));
+        assert!(streams_turn(
+            "/v1/sessions/a/messages/stream?include_raw=true"
+        ));
+        assert!(!streams_turn("/v1/sessions/a/messages"));
         assert_eq!(command_session("/v1/sessions/"), None);
         assert_eq!(command_session("/v1/agents/x/install"), None);
     }

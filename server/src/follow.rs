@@ -47,6 +47,30 @@ fn asks(event: &StoredEvent) -> bool {
     matches!(event.kind(), "permission.requested" | "question.requested")
 }
 
+/// Finds a turn's last event in a session's log: its `turn_completed`, or the terminal `error`
+/// that follows its `turn_failed`.
+struct TurnEnd {
+    turn: u64,
+    failed: bool,
+}
+
+impl TurnEnd {
+    /// Whether `event`, the next of the log, is the turn's last.
+    fn reached(&mut self, event: &StoredEvent) -> bool {
+        if self.failed || event.kind() == "session.ended" {
+            return true;
+        }
+        match event.closed_turn() {
+            Some(closed) if closed.turn == self.turn => {
+                // A failed turn's terminal error comes next.
+                self.failed = closed.failed;
+                !closed.failed
+            }
+            _ => false,
+        }
+    }
+}
+
 /// One client's stream of one session's events.
 pub(crate) struct Follower {
     server: Server,
@@ -101,7 +125,7 @@ impl Follower {
     async fn catch_up(
         &mut self,
         until: Option<u64>,
-        stop: fn(&StoredEvent) -> bool,
+        mut stop: impl FnMut(&StoredEvent) -> bool,
     ) -> Option<bool> {
         let page = self.server.inner.config.max_page.max(1);
         loop {
@@ -227,25 +251,62 @@ impl Follower {
         }
     }
 
+    /// The events of turn `turn` of a session another server runs (its first one numbered after
+    /// `self.last`), from the store as `seen` says it grows: ends after its last event (its
+    /// `turn_completed`, or the terminal `error` after its `turn_failed`), after one that waits on
+    /// the client, or once the session ended.
+    pub(crate) async fn stored_turn(mut self, seen: watch::Receiver<Seen>, turn: u64) {
+        let mut end = TurnEnd {
+            turn,
+            failed: false,
+        };
+        self.stored_until(seen, |event| asks(event) || end.reached(event), true)
+            .await;
+    }
+
     /// Follows a session this server does not run, from the store: another server sharing it
     /// runs it (`elsewhere`: the shared poll of its record), or none does (it ended). Ends once it
     /// has ended and every event was sent.
     async fn stored(mut self, elsewhere: Option<watch::Receiver<Seen>>) {
-        let Some(mut seen) = elsewhere else {
-            let _ = self.catch_up(None, |_| false).await;
-            return;
-        };
+        match elsewhere {
+            Some(seen) => self.stored_until(seen, |_| false, false).await,
+            None => {
+                let _ = self.catch_up(None, |_| false).await;
+            }
+        }
+    }
+
+    /// Sends the stored events as `seen` says the log grows, until one that `stop` accepts, the
+    /// session ended (every event sent), or the client is gone; `owned`: also once no server
+    /// runs the session (looked at after each lease without an event).
+    async fn stored_until(
+        &mut self,
+        mut seen: watch::Receiver<Seen>,
+        mut stop: impl FnMut(&StoredEvent) -> bool,
+        owned: bool,
+    ) {
+        let lease = self.server.inner.config.server_lease;
         loop {
             // Whether it ended is read before its events: an event stored before the end is sent.
             let ended = seen.borrow_and_update().ended;
-            if self.catch_up(None, |_| false).await.is_none() || ended {
-                return;
+            match self.catch_up(None, &mut stop).await {
+                Some(false) if !ended => {}
+                _ => return,
             }
             tokio::select! {
                 changed = seen.changed() => {
                     // The poll stopped: the session ended (or left the store), or the server stops.
                     if changed.is_err() {
-                        let _ = self.catch_up(None, |_| false).await;
+                        let _ = self.catch_up(None, &mut stop).await;
+                        return;
+                    }
+                }
+                () = tokio::time::sleep(lease), if owned => {
+                    // Its owner died (or was paused) mid-turn: nothing goes on until a client
+                    // brings the session back, so the stream ends, as the owner's own would
+                    // have been cut.
+                    if !self.server.runs_anywhere(&self.id).await {
+                        let _ = self.catch_up(None, &mut stop).await;
                         return;
                     }
                 }

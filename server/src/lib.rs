@@ -25,6 +25,7 @@ mod error;
 mod fleet;
 mod follow;
 mod guard;
+mod handoff;
 pub mod health;
 mod hosts;
 mod live;

@@ -240,6 +240,22 @@ impl Server {
         Ok(Some(owner.to_string()))
     }
 
+    /// Whether a server runs session `id` now: this one, or another whose lease holds (a store
+    /// that fails: it may).
+    pub(crate) async fn runs_anywhere(&self, id: &str) -> bool {
+        if self.live(id).is_some_and(|live| !live.ended()) {
+            return true;
+        }
+        match self.inner.store.session(id).await {
+            Ok(Some(record)) => self
+                .owner_elsewhere(&record)
+                .await
+                .map_or(true, |o| o.is_some()),
+            Ok(None) => false,
+            Err(_) => true,
+        }
+    }
+
     /// Whether `owner` is another server that runs now (its lease holds).
     async fn alive_elsewhere(&self, owner: &str) -> Result<bool, StoreError> {
         if owner == self.daemon_id() {

@@ -18,13 +18,12 @@
 mod common;
 
 use std::process::Command;
-use std::sync::Arc;
 use std::time::Duration;
 
 use agent_api_server::{ServerConfig, StoreUrl};
 use agent_bench::{Cli, ModelServer, Sandbox};
+use common::child_agent::{reap_agents, remove_home, ChildAgent};
 use common::*;
-use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 /// The environment variable that makes `child_real_server` serve: the store's URL.
@@ -36,59 +35,6 @@ const LISTENING: &str = "child-real-server listening on http://";
 /// How long one step of a real agent may take (its process starting on a loaded machine included).
 const AGENT_STEP: Duration = Duration::from_secs(180);
 
-/// What a child server runs: one real CLI, as a bench sandbox sets it up.
-#[derive(Serialize, Deserialize)]
-struct ChildAgent {
-    agent: String,
-    name: String,
-    program: std::path::PathBuf,
-    env: Vec<(String, String)>,
-    base_args: Vec<String>,
-    cwd: std::path::PathBuf,
-}
-
-impl ChildAgent {
-    fn backend(&self) -> Arc<dyn agent_api::AgentBackend> {
-        match self.agent.as_str() {
-            "claude_code" => {
-                let mut config = agent_api_claude_code::ClaudeCodeConfig::default()
-                    .with_binary(&self.program)
-                    .with_inherit_env(false)
-                    .with_working_dir(&self.cwd);
-                for (key, value) in &self.env {
-                    config = config.with_env(key, value);
-                }
-                Arc::new(agent_api_claude_code::ClaudeCodeBackend::new(config))
-            }
-            "codex" => {
-                // The sandbox's `-c` overrides point Codex at the model server.
-                let overrides: Vec<String> = self
-                    .base_args
-                    .windows(2)
-                    .filter(|w| w[0] == "-c")
-                    .map(|w| w[1].clone())
-                    .collect();
-                let mut config = agent_api_codex::CodexConfig::with_binary(&self.program)
-                    .config_overrides(overrides)
-                    .working_dir(&self.cwd);
-                for (key, value) in &self.env {
-                    config = config.env(key, value);
-                }
-                Arc::new(agent_api_codex::CodexBackend::new(config))
-            }
-            "opencode" => {
-                let mut config = agent_api_opencode::OpenCodeConfig::with_binary(&self.program);
-                for (key, value) in &self.env {
-                    config = config.env(key, value);
-                }
-                config.working_dir = Some(self.cwd.clone());
-                Arc::new(agent_api_opencode::OpenCodeBackend::new(config))
-            }
-            other => panic!("child_real_server runs claude_code, codex or opencode, not {other}"),
-        }
-    }
-}
-
 /// Not a test: the server process the tests below start, kill and start again (this binary run
 /// with `--ignored --exact child_real_server`, the store's URL in `AGENT_API_TEST_CHILD_STORE`
 /// and its agent in `AGENT_API_TEST_CHILD_AGENT`). It serves that agent until SIGTERM.
@@ -96,10 +42,8 @@ impl ChildAgent {
 #[ignore = "the server process of the real CLIs' continuity tests, started by them"]
 fn child_real_server() {
     let url = std::env::var(CHILD_STORE).expect("started by the continuity tests, with a store");
-    let agent: ChildAgent = serde_json::from_str(
-        &std::env::var(CHILD_AGENT).expect("started by the continuity tests, with an agent"),
-    )
-    .unwrap();
+    let agent =
+        ChildAgent::from_env(CHILD_AGENT).expect("started by the continuity tests, with an agent");
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async move {
         let store = StoreUrl::parse(&url).unwrap().open().await.unwrap();
@@ -109,10 +53,7 @@ fn child_real_server() {
             .with_daemon_id(&agent.name)
             .with_idle_release(None)
             .with_client_option("permissionMode");
-        let defaults = agent_api::RunRequest::new("")
-            .with_working_dir(&agent.cwd)
-            .with_timeout(Duration::from_secs(300));
-        let server = agent_api_server::Server::new(gateway, defaults, store, config)
+        let server = agent_api_server::Server::new(gateway, agent.defaults(), store, config)
             .await
             .unwrap();
         serve_until_sigterm(server, LISTENING).await;
@@ -146,20 +87,13 @@ impl Machine {
         scenario: &str,
     ) -> Self {
         let sandbox = Sandbox::new(cli, model, scenario).expect("a sandbox");
-        let child = ChildAgent {
-            agent: agent.into(),
-            name: name.into(),
-            program: sandbox.program.clone(),
-            env: sandbox.env.clone(),
-            base_args: sandbox.base_args.clone(),
-            cwd: sandbox.cwd.clone(),
-        };
+        let child = ChildAgent::new(agent, name, &sandbox);
         let mut command = Command::new(std::env::current_exe().unwrap());
         command
             .env_clear()
             .envs(sandbox.env.iter().map(|(k, v)| (k, v)))
             .env(CHILD_STORE, store)
-            .env(CHILD_AGENT, serde_json::to_string(&child).unwrap())
+            .env(CHILD_AGENT, child.to_json())
             .current_dir(&sandbox.cwd);
         let (process, api) = spawn_child_server(command, "child_real_server", LISTENING);
         Self {
@@ -175,33 +109,13 @@ impl Machine {
         unsafe { libc::kill(self.process.id() as i32, signal) };
         let status = self.process.wait().unwrap();
         self.reap();
-        // A process that was writing there as it died may leave a file behind a moment later.
-        let mut tries = 0;
-        while let Err(error) = std::fs::remove_dir_all(&self.sandbox.home) {
-            tries += 1;
-            assert!(tries < 50, "the home cannot be deleted: {error}");
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        remove_home(&self.sandbox.home);
         status
     }
 
-    /// Kills what still runs in the sandbox, and waits until it is gone.
+    /// Kills what still runs on its machine, and waits until it is gone.
     fn reap(&self) {
-        let deadline = std::time::Instant::now() + Duration::from_secs(20);
-        loop {
-            let left = agent_bench::process::processes_in(&self.sandbox.home);
-            if left.is_empty() {
-                return;
-            }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "{left:?} outlived SIGKILL"
-            );
-            for pid in left {
-                unsafe { libc::kill(pid, libc::SIGKILL) };
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        reap_agents(&self.sandbox.home, self.process.id());
     }
 
     async fn send(&self, text: &str) {
@@ -270,20 +184,6 @@ fn statuses(events: &[Value], label: &str) -> Vec<String> {
                 .to_string()
         })
         .collect()
-}
-
-/// The assistant's last answer.
-fn last_answer(events: &[Value]) -> String {
-    events
-        .iter()
-        .rev()
-        .find(|e| {
-            e["type"] == "item.completed"
-                && e["data"]["item"]["role"] == "assistant"
-                && e["data"]["item"]["kind"] == "message"
-        })
-        .map(|e| e["data"]["item"]["content"].to_string())
-        .unwrap_or_default()
 }
 
 /// Sequences 1..=n with no gap, one `session.started`, unique event ids, and what an earlier

@@ -1,9 +1,10 @@
 //! A fleet of servers on one PostgreSQL (issue 48), on the real database `tests/postgres/setup.sh`
 //! starts and real server processes (this test binary started again as `fleet_server`): the
-//! store's fencing, any server answering for any session, a killed owner's session going on
-//! elsewhere, a paused owner that wakes writing nothing, placement and admission, drain, and the
-//! chaos test (three servers, thirty sessions, SIGKILL, SIGSTOP/SIGCONT and restarts while clients
-//! talk to random servers).
+//! store's fencing, any server answering for any session (a streamed message included), a killed
+//! owner's session going on elsewhere, a paused owner that wakes writing nothing, placement and
+//! admission, drain, the chaos test (three servers, thirty sessions, SIGKILL, SIGSTOP/SIGCONT and
+//! restarts while clients talk to random servers), and the issue's done-when on the real Claude
+//! Code (each server on a machine of its own; about 25 s).
 
 mod common;
 
@@ -14,6 +15,8 @@ use std::time::Duration;
 
 use agent_api_server::store::{SessionState, SessionUpdate, StoredEvent};
 use agent_api_server::{ServerConfig, StoreError, StoreUrl};
+use agent_bench::{Cli, ModelServer, Sandbox};
+use common::child_agent::{agents_on, reap_agents, remove_home, ChildAgent};
 use common::*;
 use hyper::Method;
 use serde_json::{json, Value};
@@ -23,6 +26,8 @@ const STORE: &str = "AGENT_API_TEST_FLEET_STORE";
 const NAME: &str = "AGENT_API_TEST_FLEET_NAME";
 const MAX: &str = "AGENT_API_TEST_FLEET_MAX";
 const AGENTS: &str = "AGENT_API_TEST_FLEET_AGENTS";
+/// The real CLI a `fleet_server` runs beside the scripted agent ([`ChildAgent`] as JSON), if any.
+const CLI: &str = "AGENT_API_TEST_FLEET_CLI";
 /// What `fleet_server` prints once it listens.
 const LISTENING: &str = "fleet-server listening on http://";
 
@@ -38,6 +43,7 @@ fn fleet_server() {
     let name = std::env::var(NAME).unwrap_or_else(|_| "fleet".into());
     let max = std::env::var(MAX).map_or(256, |m| m.parse().unwrap());
     let agents = std::env::var(AGENTS).map_or(true, |a| a == "1");
+    let cli = ChildAgent::from_env(CLI);
     let runtime = tokio::runtime::Runtime::new().unwrap();
     runtime.block_on(async move {
         let store = StoreUrl::parse(&url).unwrap().open().await.unwrap();
@@ -45,6 +51,13 @@ fn fleet_server() {
         gateway
             .register(Arc::new(agent_api_scripted::ScriptedBackend::new()))
             .unwrap();
+        let defaults = match &cli {
+            Some(cli) => {
+                gateway.register(cli.backend()).unwrap();
+                cli.defaults()
+            }
+            None => agent_api::RunRequest::new(""),
+        };
         let config = ServerConfig::default()
             .with_daemon_id(name)
             .with_idle_release(None)
@@ -53,25 +66,29 @@ fn fleet_server() {
             .with_max_sessions(max)
             .with_agents(agents)
             .with_drain_timeout(Duration::from_secs(20));
-        let server =
-            agent_api_server::Server::new(gateway, agent_api::RunRequest::new(""), store, config)
-                .await
-                .unwrap();
+        let server = agent_api_server::Server::new(gateway, defaults, store, config)
+            .await
+            .unwrap();
         serve_until_sigterm(server, LISTENING).await;
     });
 }
 
-/// A `fleet_server` process, killed when dropped.
+/// A `fleet_server` process, killed when dropped (with the agents it left on its machine).
 struct Node {
     process: std::process::Child,
     api: Api,
     name: String,
+    /// Its machine, when it runs a real CLI: a bench sandbox of its own (HOME, working directory).
+    machine: Option<Sandbox>,
 }
 
 impl Drop for Node {
     fn drop(&mut self) {
         let _ = self.process.kill();
         let _ = self.process.wait();
+        if let Some(machine) = &self.machine {
+            reap_agents(&machine.home, self.process.id());
+        }
     }
 }
 
@@ -90,18 +107,60 @@ impl Node {
             process,
             api,
             name: name.to_string(),
+            machine: None,
         }
+    }
+
+    /// A server on a machine of its own (a fresh bench sandbox: its own HOME, empty of the
+    /// agent's files) running Claude Code on `model`'s `scenario` beside the scripted agent; its
+    /// environment is the sandbox's alone.
+    fn start_with_claude_code(url: &str, name: &str, model: &ModelServer, scenario: &str) -> Self {
+        let machine = Sandbox::new(Cli::ClaudeCode, model, scenario).expect("a sandbox");
+        let agent = ChildAgent::new("claude_code", name, &machine);
+        let mut command = Command::new(std::env::current_exe().unwrap());
+        command
+            .env_clear()
+            .envs(machine.env.iter().map(|(k, v)| (k, v)))
+            .env(STORE, url)
+            .env(NAME, name)
+            .env(CLI, agent.to_json())
+            .current_dir(&machine.home)
+            .stderr(Stdio::null());
+        let (process, api) = spawn_child_server(command, "fleet_server", LISTENING);
+        Self {
+            process,
+            api,
+            name: name.to_string(),
+            machine: Some(machine),
+        }
+    }
+
+    /// The agent processes running on its machine now.
+    fn agents(&self) -> Vec<i32> {
+        self.machine
+            .as_ref()
+            .map(|m| agents_on(&m.home, self.process.id()))
+            .unwrap_or_default()
     }
 
     fn signal(&self, signal: i32) {
         unsafe { libc::kill(self.process.id() as i32, signal) };
     }
 
-    /// Kills it with SIGKILL and waits for it to exit.
+    /// Kills it with SIGKILL and waits for it to exit; its machine goes with it (the agents it
+    /// left killed, its HOME deleted).
     fn kill(mut self) {
         let _ = self.process.kill();
         let _ = self.process.wait();
+        self.take_machine_away();
         std::mem::forget(self);
+    }
+
+    fn take_machine_away(&mut self) {
+        if let Some(machine) = self.machine.take() {
+            reap_agents(&machine.home, self.process.id());
+            remove_home(&machine.home);
+        }
     }
 
     /// SIGTERM, then its exit status (within `wait`).
@@ -110,6 +169,10 @@ impl Node {
         let deadline = tokio::time::Instant::now() + wait;
         loop {
             if let Some(status) = self.process.try_wait().unwrap() {
+                // A clean stop stopped its agents.
+                let left = self.agents();
+                assert!(left.is_empty(), "{left:?} outlived a clean stop");
+                self.take_machine_away();
                 std::mem::forget(self);
                 return status;
             }
@@ -492,6 +555,163 @@ async fn any_server_answers_for_a_session_and_a_killed_owners_session_goes_on_el
     }
     assert_no_stale_write(&url, &[id]).await;
     drop((b, c));
+}
+
+/// Frames of a stream until the server closes it.
+async fn stream_rest(stream: &mut Sse) -> Vec<Frame> {
+    let mut frames = Vec::new();
+    while let Some(frame) = stream.next_or_cut(STEP).await {
+        frames.push(frame);
+    }
+    frames
+}
+
+/// Asserts `frames` are the stored events `first..` of the session, in order.
+fn as_stored(frames: &[Frame], stored: &[Value], first: u64) {
+    for (i, frame) in frames.iter().enumerate() {
+        assert_eq!(frame.id, Some(first + i as u64), "{frames:#?}");
+        assert_eq!(frame.data, stored[(first as usize) + i - 1]);
+    }
+}
+
+#[tokio::test]
+async fn a_message_streamed_through_a_server_that_does_not_run_the_session_streams_its_turn() {
+    let Some(url) = database() else { return };
+    let a = Node::start(&url, &unique("owner"), &[]);
+    let b = Node::start(&url, &unique("door"), &[]);
+    let stream = |api: &Api, id: &str, message: &str| {
+        let (api, path, body) = (
+            api.clone(),
+            format!("/v1/sessions/{id}/messages/stream"),
+            json!({ "message": message }),
+        );
+        async move { api.sse(Method::POST, &path, Some(body), &[]).await }
+    };
+    // A permission turn: the stream through the other server closes at the request, as the
+    // owner's own does; the reply goes through it too, and the turn ends.
+    let asks = unique("asks");
+    assert_eq!(
+        a.api
+            .post(&format!("/v1/sessions/{asks}"), permission_session())
+            .await
+            .status,
+        200
+    );
+    let frames = stream_rest(&mut stream(&b.api, &asks, "turn 1").await).await;
+    let last = &frames.last().expect("the turn's events").data;
+    assert_eq!(last["type"], "permission.requested", "{frames:#?}");
+    let stored = b.api.all_events(&asks, 1000).await;
+    let first = frames[0].id.unwrap();
+    as_stored(&frames, &stored, first);
+    let opening = &frames[0].data["data"]["item"]["content"][0];
+    assert_eq!(
+        (&opening["label"], &opening["detail"]),
+        (&json!("turn_started"), &json!("turn 1")),
+        "the stream starts at the turn's start: {frames:#?}"
+    );
+    let permission = last["data"]["permission_id"].as_str().unwrap();
+    assert_eq!(
+        b.api
+            .post(
+                &format!("/v1/sessions/{asks}/permissions/{permission}/reply"),
+                json!({"reply": "once"})
+            )
+            .await
+            .status,
+        204
+    );
+    wait_event(&b.api, &asks, 0, turn_end).await;
+    let info = b.api.get(&format!("/v1/sessions/{asks}")).await.json();
+    assert!(
+        info["owner"].as_str().unwrap().starts_with(&a.name),
+        "{info}"
+    );
+
+    // A message queued behind a running turn: its stream through the other server carries its
+    // own turn, from its start to its end, and nothing of the turn before it.
+    let queued = unique("queued");
+    assert_eq!(
+        a.api
+            .post(&format!("/v1/sessions/{queued}"), slow_session(40))
+            .await
+            .status,
+        200
+    );
+    assert_eq!(
+        a.api
+            .post(
+                &format!("/v1/sessions/{queued}/messages"),
+                json!({"message": "first"})
+            )
+            .await
+            .status,
+        204
+    );
+    let frames = stream_rest(&mut stream(&b.api, &queued, "second").await).await;
+    let stored = b.api.all_events(&queued, 1000).await;
+    let first = frames.first().expect("the turn's events").id.unwrap();
+    as_stored(&frames, &stored, first);
+    let delimiters: Vec<(&Value, &Value)> = frames
+        .iter()
+        .filter(|f| f.data["type"] == "item.completed")
+        .map(|f| &f.data["data"]["item"]["content"][0])
+        .filter(|s| s["detail"].as_str().is_some_and(|d| d.starts_with("turn ")))
+        .map(|s| (&s["label"], &s["detail"]))
+        .collect();
+    assert_eq!(
+        delimiters,
+        [
+            (&json!("turn_started"), &json!("turn 2")),
+            (&json!("turn_completed"), &json!("turn 2"))
+        ],
+        "{frames:#?}"
+    );
+    assert!(turn_end(&frames.last().unwrap().data));
+    assert_eq!(statuses(&stored, "turn_completed").len(), 2);
+
+    // The owner killed while the turn streams through the other server: that stream ends (as the
+    // owner's own would be cut) once no server runs the session, instead of waiting for ever; the
+    // next message brings the session back there and closes the interrupted turn, typed.
+    let dies = unique("dies");
+    assert_eq!(
+        a.api
+            .post(&format!("/v1/sessions/{dies}"), slow_session(200))
+            .await
+            .status,
+        200
+    );
+    let mut streamed = stream(&b.api, &dies, "a slow turn").await;
+    let mut frames = vec![streamed.next().await.expect("the turn starts")];
+    a.kill();
+    while let Some(frame) = streamed.next_within(Duration::from_secs(60)).await {
+        frames.push(frame);
+    }
+    assert!(
+        !frames.iter().any(|f| turn_end(&f.data)),
+        "the turn did not end: {frames:#?}"
+    );
+    let before = b.api.all_events(&dies, 1000).await.len();
+    assert_eq!(
+        b.api
+            .post(
+                &format!("/v1/sessions/{dies}/messages"),
+                json!({"message": "again"})
+            )
+            .await
+            .status,
+        204
+    );
+    let events = wait_event(&b.api, &dies, before, |e| {
+        e["type"] == "error" && e["data"]["code"] == "interrupted"
+    })
+    .await;
+    assert_eq!(statuses(&events, "session_resumed").len(), 1);
+    assert_eq!(
+        interrupted(&events).len(),
+        1,
+        "one typed error closes turn 1"
+    );
+    drop(b);
 }
 
 #[tokio::test]
@@ -1027,6 +1247,349 @@ async fn chaos_three_servers_thirty_sessions_kills_pauses_and_restarts_lose_noth
     eprintln!("chaos: {turns} turns, {resumed} sessions brought back, {cut} turns interrupted");
     assert!(resumed > 0, "no session was taken over");
     assert_no_stale_write(&url, &ids).await;
+    drop(nodes);
+    drop(own);
+}
+
+/// How long one step of a real agent may take (its process starting on a loaded machine included).
+const AGENT_STEP: Duration = Duration::from_secs(180);
+
+/// `call` to a random server up, again while the answer is 503 (the session's owner is gone and
+/// its lease still runs) or no answer comes (a server going away), within [`AGENT_STEP`].
+async fn real_call(up: &Up, path: &str, body: Option<Value>) -> Answer {
+    let deadline = tokio::time::Instant::now() + AGENT_STEP;
+    loop {
+        let answer = pick(up)
+            .try_call(Method::POST, path, body.clone(), &[], AGENT_STEP)
+            .await;
+        match answer {
+            Ok(answer) if answer.status != 503 => return answer,
+            other => assert!(
+                tokio::time::Instant::now() < deadline,
+                "{path}: no server took it: {other:?}"
+            ),
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Waits until the session's log, read from random servers, satisfies `done`: its events.
+async fn real_wait(up: &Up, id: &str, what: &str, done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+    let deadline = tokio::time::Instant::now() + AGENT_STEP;
+    loop {
+        let events = events_anywhere(up, id).await;
+        if done(&events) {
+            return events;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{id}: no {what}: {events:#?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Waits until the snapshot of the session at `session` (its path) after turn `turn` is kept.
+async fn snapshot_kept(up: &Up, session: &str, turn: u64) {
+    let deadline = tokio::time::Instant::now() + AGENT_STEP;
+    loop {
+        let info = pick(up).get(session).await.json();
+        if info["snapshotTurn"].as_u64() >= Some(turn) {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no snapshot after turn {turn}: {info}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Which of `names` owns session `id` now (asked of a random server).
+async fn owner_of(up: &Up, names: &[String], id: &str) -> usize {
+    let info = pick(up).get(&format!("/v1/sessions/{id}")).await.json();
+    let owner = info["owner"].as_str().unwrap_or_default();
+    names
+        .iter()
+        .position(|name| owner.starts_with(name.as_str()))
+        .unwrap_or_else(|| panic!("{id} is owned by none of the servers: {info}"))
+}
+
+/// Issue 48's done-when on a real CLI: three servers on one PostgreSQL, each on a machine of its
+/// own (a fresh HOME), Claude Code on the bench's `ask_echo` scenario (a shell call that writes a
+/// file, which Claude Code asks permission for; then the model says how many user turns it saw;
+/// every later turn only says it), every request sent to a random server. The
+/// permission is answered through a server that does not own the session and the session is
+/// followed over SSE through the third; the owner is killed with SIGKILL and the next message,
+/// to any server, resumes the session natively (two user turns seen); the next owner, paused
+/// past its lease while it runs a scripted turn, wakes after the takeover and writes nothing; a
+/// rolling restart of all three (SIGTERM, start again, one at a time) under the load of scripted
+/// clients ends no session, and the Claude Code session goes on after it. About a minute and a
+/// half: four Claude Code turns, three of them on a server that brings the session back.
+#[tokio::test(flavor = "multi_thread")]
+async fn e2e_a_claude_code_session_in_a_fleet_outlives_a_killed_a_paused_and_restarted_owners() {
+    let Some(url) = database() else { return };
+    let Some((model, _unused)) =
+        agent_bench::e2e_bench_or_explain(Cli::ClaudeCode, "ask_echo").await
+    else {
+        return;
+    };
+    let own = OwnDatabase::new(&url).await;
+    let url = own.url.clone();
+    let names: Vec<String> = (0..3).map(|i| unique(&format!("machine{i}"))).collect();
+    let start = |i: usize| Node::start_with_claude_code(&url, &names[i], &model, "ask_echo");
+    let mut nodes: Vec<Option<Node>> = (0..3).map(|i| Some(start(i))).collect();
+    let all_up = |nodes: &[Option<Node>]| -> Vec<Api> {
+        nodes.iter().flatten().map(|n| n.api.clone()).collect()
+    };
+    let up: Up = Arc::new(Mutex::new(all_up(&nodes)));
+    let node = |nodes: &[Option<Node>], i: usize| nodes[i].as_ref().unwrap().api.clone();
+
+    // Created through a random server; followed through one that does not own it, its
+    // permission answered through the other.
+    let ada = unique("ada");
+    let session = format!("/v1/sessions/{ada}");
+    let created = real_call(
+        &up,
+        &session,
+        Some(json!({"agent": "claude_code", "permissionMode": "ask"})),
+    )
+    .await;
+    assert_eq!(created.status, 200, "{:?}", created.body);
+    let owner = owner_of(&up, &names, &ada).await;
+    let (follower_at, replier) = ((owner + 1) % 3, (owner + 2) % 3);
+    let mut follower = node(&nodes, follower_at)
+        .try_sse(&format!("{session}/events/sse"), &[])
+        .await
+        .expect("the third server follows the session");
+    let sent = real_call(
+        &up,
+        &format!("{session}/messages"),
+        Some(json!({"message": "My name is Ada."})),
+    )
+    .await;
+    assert_eq!(sent.status, 204, "{:?}", sent.body);
+    let asked = real_wait(&up, &ada, "permission request", |events| {
+        events.iter().any(|e| e["type"] == "permission.requested")
+    })
+    .await;
+    let permission = asked
+        .iter()
+        .find(|e| e["type"] == "permission.requested")
+        .unwrap()["data"]["permission_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let replied = node(&nodes, replier)
+        .post(
+            &format!("{session}/permissions/{permission}/reply"),
+            json!({"reply": "once"}),
+        )
+        .await;
+    assert_eq!(replied.status, 204, "{:?}", replied.body);
+    let served = real_wait(&up, &ada, "first turn's end", |events| {
+        events.iter().filter(|e| turn_end(e)).count() >= 1
+    })
+    .await;
+    assert!(last_answer(&served).contains("user_turns=1"), "{served:#?}");
+    assert_eq!(
+        statuses(&served, "turn_completed").len(),
+        1,
+        "the approved command ran: {served:#?}"
+    );
+    snapshot_kept(&up, &session, 1).await;
+
+    // The owner is killed (its machine goes with it): the next message, to any server, brings
+    // the session back natively on another, which sees both user turns.
+    nodes[owner].take().unwrap().kill();
+    *up.lock().unwrap() = all_up(&nodes);
+    let sent = real_call(
+        &up,
+        &format!("{session}/messages"),
+        Some(json!({"message": "What is my name?"})),
+    )
+    .await;
+    assert_eq!(sent.status, 204, "{:?}", sent.body);
+    let events = real_wait(&up, &ada, "second turn's end", |events| {
+        events.iter().filter(|e| turn_end(e)).count() >= 2
+    })
+    .await;
+    assert_eq!(events[..served.len()], served[..], "nothing served changed");
+    let seams = statuses(&events, "session_resumed");
+    let seam = seams[0]["data"]["item"]["content"][0]["detail"]
+        .as_str()
+        .unwrap();
+    assert!(
+        seams.len() == 1 && seam.contains("how=native") && seam.contains("after=server_died"),
+        "{seam}"
+    );
+    assert!(
+        last_answer(&events).contains("user_turns=2"),
+        "the agent saw both turns: {}",
+        last_answer(&events)
+    );
+    // The follower on the third server got every event, as stored.
+    for (i, stored) in events.iter().enumerate() {
+        let frame = follower
+            .next_or_cut(AGENT_STEP)
+            .await
+            .expect("the follower gets every event");
+        assert_eq!(frame.id, Some(i as u64 + 1));
+        assert_eq!(&frame.data, stored);
+    }
+    nodes[owner] = Some(start(owner));
+    *up.lock().unwrap() = all_up(&nodes);
+
+    // The new owner runs a scripted turn too; paused past its lease, both its sessions are
+    // taken, and woken it writes nothing and stops its agent.
+    snapshot_kept(&up, &session, 2).await;
+    let paused = owner_of(&up, &names, &ada).await;
+    let slow = unique("slow");
+    let on_paused = node(&nodes, paused);
+    assert_eq!(
+        on_paused
+            .post(&format!("/v1/sessions/{slow}"), slow_session(100))
+            .await
+            .status,
+        200
+    );
+    assert_eq!(
+        on_paused
+            .post(
+                &format!("/v1/sessions/{slow}/messages"),
+                json!({"message": "slowly"})
+            )
+            .await
+            .status,
+        204
+    );
+    wait_event(&on_paused, &slow, 0, |e| e["type"] == "item.delta").await;
+    assert!(
+        !nodes[paused].as_ref().unwrap().agents().is_empty(),
+        "its Claude Code runs"
+    );
+    nodes[paused].as_ref().unwrap().signal(libc::SIGSTOP);
+    let others: Vec<Api> = (0..3)
+        .filter(|i| *i != paused)
+        .map(|i| node(&nodes, i))
+        .collect();
+    *up.lock().unwrap() = others.clone();
+    wait_state(&others[0], &ada, "resumable").await;
+    let resumed = others[1]
+        .post_empty(&format!("/v1/sessions/{slow}/resume"))
+        .await;
+    assert_eq!(resumed.status, 200, "{:?}", resumed.body);
+    let sent = real_call(
+        &up,
+        &format!("{session}/messages"),
+        Some(json!({"message": "And now?"})),
+    )
+    .await;
+    assert_eq!(sent.status, 204, "{:?}", sent.body);
+    let events = real_wait(&up, &ada, "third turn's end", |events| {
+        events.iter().filter(|e| turn_end(e)).count() >= 3
+    })
+    .await;
+    assert!(
+        last_answer(&events).contains("user_turns=3"),
+        "{}",
+        last_answer(&events)
+    );
+    let taken = events_anywhere(&up, &slow).await;
+    nodes[paused].as_ref().unwrap().signal(libc::SIGCONT);
+    let deadline = tokio::time::Instant::now() + AGENT_STEP;
+    loop {
+        let woken = node(&nodes, paused);
+        let (a, s) = (
+            woken.get(&session).await.json(),
+            woken.get(&format!("/v1/sessions/{slow}")).await.json(),
+        );
+        let left = nodes[paused].as_ref().unwrap().agents();
+        if a["live"] == false && s["live"] == false && left.is_empty() {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the woken server still runs them: {a} {s} {left:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(
+        events_anywhere(&up, &slow).await,
+        taken,
+        "nothing was written after the takeover"
+    );
+    assert_no_stale_write(&url, &[ada.clone(), slow.clone()]).await;
+    *up.lock().unwrap() = all_up(&nodes);
+
+    // A rolling restart under load: scripted clients talk to random servers while each server in
+    // turn is stopped (SIGTERM, exit 0, no agent left) and started again on a fresh machine.
+    let load: Vec<String> = (0..4).map(|i| unique(&format!("load-{i}"))).collect();
+    let over = agent_api::request::CancellationToken::new();
+    let clients: Vec<_> = load
+        .iter()
+        .map(|id| tokio::spawn(client(up.clone(), id.clone(), 2, over.clone())))
+        .collect();
+    for i in 0..3 {
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let stopping = nodes[i].take().unwrap();
+        *up.lock().unwrap() = all_up(&nodes);
+        let status = stopping.terminate(Duration::from_secs(60)).await;
+        assert_eq!(status.code(), Some(0), "a drained server exits 0");
+        nodes[i] = Some(start(i));
+        *up.lock().unwrap() = all_up(&nodes);
+    }
+    over.cancel();
+    for client in clients {
+        assert!(client.await.unwrap() >= 2);
+    }
+    for id in &load {
+        assert_whole(id, &events_anywhere(&up, id).await);
+    }
+    // The Claude Code session goes on: brought back once more, it has seen every turn.
+    let sent = real_call(
+        &up,
+        &format!("{session}/messages"),
+        Some(json!({"message": "Still there?"})),
+    )
+    .await;
+    assert_eq!(sent.status, 204, "{:?}", sent.body);
+    let events = real_wait(&up, &ada, "fourth turn's end", |events| {
+        events.iter().filter(|e| turn_end(e)).count() >= 4
+    })
+    .await;
+    assert!(
+        last_answer(&events).contains("user_turns=4"),
+        "{}",
+        last_answer(&events)
+    );
+    assert_whole(&ada, &events);
+    for seam in statuses(&events, "session_resumed") {
+        let detail = seam["data"]["item"]["content"][0]["detail"]
+            .as_str()
+            .unwrap();
+        assert!(detail.contains("how=native"), "{detail}");
+    }
+    let mut every = load.clone();
+    every.extend([ada.clone(), slow]);
+    assert_no_stale_write(&url, &every).await;
+    assert_eq!(
+        real_call(&up, &format!("{session}/terminate"), None)
+            .await
+            .status,
+        204
+    );
+    for node in nodes.iter().flatten() {
+        let deadline = tokio::time::Instant::now() + STEP;
+        while !node.agents().is_empty() {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "an agent outlived its session"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
     drop(nodes);
     drop(own);
 }

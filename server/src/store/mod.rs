@@ -78,6 +78,28 @@ impl StoredEvent {
         rest.split_once('"').map_or("", |(kind, _)| kind)
     }
 
+    /// The turn this event closes, when it is a turn's closing delimiter: an `item.completed`
+    /// whose status is `turn_completed` or `turn_failed` with the detail `turn N` (the agent's
+    /// own statuses carry no such detail). Parsed only for an `item.completed`.
+    pub(crate) fn closed_turn(&self) -> Option<ClosedTurn> {
+        if self.kind() != "item.completed" {
+            return None;
+        }
+        let value: serde_json::Value = serde_json::from_str(&self.json).ok()?;
+        let status = &value["data"]["item"]["content"][0];
+        let failed = match status["label"].as_str()? {
+            "turn_completed" => false,
+            "turn_failed" => true,
+            _ => return None,
+        };
+        let turn = status["detail"]
+            .as_str()?
+            .strip_prefix("turn ")?
+            .parse()
+            .ok()?;
+        Some(ClosedTurn { turn, failed })
+    }
+
     /// The event's JSON as served: `raw` filled only when `include_raw` asks for it.
     pub fn render(&self, include_raw: bool) -> String {
         match (&self.raw, include_raw) {
@@ -96,6 +118,15 @@ impl StoredEvent {
             _ => self.json.to_string(),
         }
     }
+}
+
+/// A turn's closing delimiter, read from the log ([`StoredEvent::closed_turn`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ClosedTurn {
+    /// The turn's number in the session.
+    pub(crate) turn: u64,
+    /// `turn_failed` (its terminal `error` follows), not `turn_completed`.
+    pub(crate) failed: bool,
 }
 
 /// A session as the store keeps it.

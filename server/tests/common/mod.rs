@@ -1,6 +1,8 @@
 //! A small HTTP client for the server's tests (real TCP on 127.0.0.1), and a server to drive.
 #![allow(dead_code, unreachable_pub)]
 
+pub mod child_agent;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -1143,4 +1145,18 @@ pub async fn fifty_turns_of_snapshots(
     let mut restored = chain.restore().unwrap();
     restored.taken_at_ms = export.taken_at_ms;
     assert_eq!(restored, export, "{kind}: base and deltas are the export");
+}
+
+/// The assistant's last answer.
+pub fn last_answer(events: &[Value]) -> String {
+    events
+        .iter()
+        .rev()
+        .find(|e| {
+            e["type"] == "item.completed"
+                && e["data"]["item"]["role"] == "assistant"
+                && e["data"]["item"]["kind"] == "message"
+        })
+        .map(|e| e["data"]["item"]["content"].to_string())
+        .unwrap_or_default()
 }

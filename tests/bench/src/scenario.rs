@@ -268,6 +268,14 @@ pub const SCENARIOS: &[Scenario] = &[
         script: Script::WholeConversation(&[Step::act("I'll wait.", Action::Shell("sleep 4")), Step::text(Text::Echo)]),
     },
     Scenario {
+        name: "ask_echo",
+        description: "Calls the shell tool with `echo hi > out.txt && cat out.txt` (a write: an agent asks before it \
+                      runs it); after the result it replies \"echo: user_turns=N messages=M last=<last user text>\". \
+                      Steps count the tool results of the whole conversation: every later turn only echoes, so a \
+                      session resumed with its history echoes at once.",
+        script: Script::WholeConversation(&[Step::act("I'll write a file.", Action::Shell(SHELL_COMMAND)), Step::text(Text::Echo)]),
+    },
+    Scenario {
         name: "big_output",
         description: "Calls the shell tool with a command that prints 10 MB (`head -c 10000000 /dev/zero | tr '\\0' a`), \
                       then replies with the start of the output.",
