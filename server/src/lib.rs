@@ -33,6 +33,7 @@ pub mod openapi;
 mod policy;
 mod private;
 mod remote;
+mod ring;
 mod state;
 pub mod store;
 pub mod telemetry;

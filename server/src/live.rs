@@ -3,8 +3,9 @@
 //!
 //! A turn's events are numbered in the server's own sequence (from 1 per session, across turns),
 //! written to the store, and only then published on the feed: a client never sees an event the
-//! store does not hold. The feed is a bounded ring ([`tokio::sync::broadcast`]); a subscriber that
-//! falls a whole ring behind is dropped, and resumes from the store by its offset.
+//! store does not hold. The feed is a bounded ring ([`tokio::sync::broadcast`]), there only while
+//! someone follows ([`crate::ring`]); a subscriber that falls a whole ring behind is dropped, and
+//! resumes from the store by its offset.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -19,16 +20,8 @@ use tokio::sync::{broadcast, oneshot};
 use crate::error::ApiError;
 use crate::store::{SessionState, SessionUpdate, Store, StoreError, StoredEvent};
 
-/// What a session's subscribers receive.
-#[derive(Debug, Clone)]
-pub(crate) enum Feed {
-    /// A stored event.
-    Event(Arc<StoredEvent>),
-    /// The turn numbered so has sent its last event.
-    TurnEnded(u64),
-    /// The session ended: no more events.
-    Ended,
-}
+pub(crate) use crate::ring::Feed;
+use crate::ring::FeedRing;
 
 #[derive(Debug, Default)]
 struct TurnState {
@@ -87,7 +80,7 @@ pub(crate) struct LiveSession {
     pub(crate) opened: SessionOrigin,
     session: tokio::sync::Mutex<Option<Session>>,
     state: Mutex<TurnState>,
-    feed: broadcast::Sender<Feed>,
+    feed: FeedRing,
     subscribers: AtomicUsize,
     max_subscribers: usize,
     store: Arc<dyn Store>,
@@ -247,6 +240,8 @@ pub(crate) struct Subscription {
 
 impl Drop for Subscription {
     fn drop(&mut self) {
+        // The last subscriber out lets the ring go, and the events it kept with it.
+        self.live.feed.leave();
         self.live.subscribers.fetch_sub(1, Ordering::SeqCst);
     }
 }
@@ -320,7 +315,7 @@ impl LiveSession {
             on_end,
             metrics,
         } = around;
-        let (feed, _) = broadcast::channel(config.sse_buffer.max(1));
+        let feed = FeedRing::new(config.sse_buffer);
         let agent_mode = continuity.agent_mode.clone().unwrap_or_else(|| {
             opened
                 .request
@@ -810,9 +805,8 @@ impl LiveSession {
         };
         self.append_retrying(&stored, last, outage).await?;
         self.state().next_sequence = last + 1;
-        for event in stored {
-            let _ = self.feed.send(Feed::Event(Arc::new(event)));
-        }
+        self.feed
+            .send_all(stored.into_iter().map(|event| Feed::Event(Arc::new(event))));
         Ok(())
     }
 
@@ -989,7 +983,7 @@ impl LiveSession {
                 "session_elsewhere",
                 "another server runs the session now: send the message to it",
             );
-            let _ = self.feed.send(Feed::TurnEnded(turn));
+            self.feed.send(Feed::TurnEnded(turn));
             self.lost(&error).await;
             return;
         }
@@ -1034,14 +1028,14 @@ impl LiveSession {
         // The turn's image copies are read by now: removed.
         drop(images);
         drop(steer_images);
-        let _ = self.feed.send(Feed::TurnEnded(turn));
+        self.feed.send(Feed::TurnEnded(turn));
         if ended || failed.is_some() {
             self.drop_queue(
                 axum::http::StatusCode::CONFLICT,
                 "session_ended",
                 "the session ended before this queued message's turn could start",
             );
-            let _ = self.feed.send(Feed::Ended);
+            self.feed.send(Feed::Ended);
             if forget {
                 (self.on_end)(&self.id);
             }
@@ -1108,7 +1102,7 @@ impl LiveSession {
             let release = SessionUpdate::default().state(SessionState::Idle);
             let _ = self.store.update(&self.id, &self.owner, release).await;
         }
-        let _ = self.feed.send(Feed::Ended);
+        self.feed.send(Feed::Ended);
         (self.on_end)(&self.id);
     }
 
@@ -1146,7 +1140,7 @@ impl LiveSession {
         // Forgotten before a message waiting for it goes on: that one brings it back.
         (self.on_end)(&self.id);
         drop(session);
-        let _ = self.feed.send(Feed::Ended);
+        self.feed.send(Feed::Ended);
         true
     }
 
@@ -1215,7 +1209,7 @@ impl LiveSession {
         if !already_ended {
             self.store.mark_ended(&self.id, None).await?;
         }
-        let _ = self.feed.send(Feed::Ended);
+        self.feed.send(Feed::Ended);
         Ok(())
     }
 }
