@@ -11,9 +11,13 @@ use serde_json::{json, Value};
 
 /// Asks `backend` for the forecast, giving it a `forecast` tool and a schema for the answer.
 async fn forecast(backend: &dyn AgentBackend, request: RunRequest) -> Result<Value, AgentError> {
-    if !backend.capabilities().contains(capabilities::CALLER_TOOLS) {
+    if !backend
+        .info()
+        .capabilities
+        .contains(capabilities::CALLER_TOOLS)
+    {
         return Err(AgentError::UnsupportedCapability {
-            kind: backend.kind().to_string(),
+            kind: backend.info().kind.to_string(),
             capability: capabilities::CALLER_TOOLS.into(),
         });
     }

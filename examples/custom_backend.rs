@@ -1,21 +1,55 @@
-//! Writing a backend with the kit: a backend for an imaginary CLI, `greeter`, that prints one
-//! JSON line per event. Here the "CLI" is `/bin/echo` printing such a line, so the example runs
-//! anywhere; a real backend changes only the argv and the parsing.
+//! Writing a backend with the kit's short path (`agent_api::kit::cli`): a backend for an imaginary
+//! CLI, `greeter`, that prints one JSON line per event. The backend is the agent's description
+//! ([`CliAgent`]: what it is, how a run of it starts) and its protocol (how a line becomes
+//! events); the kit's [`CliBackend`] validates, spawns, bounds, cancels, and opens sessions.
+//!
+//! Here the "CLI" is `/bin/echo` printing such lines, so the example runs anywhere; a real
+//! backend changes only the argv and the parsing.
 //!
 //! `cargo run -p agent_api_examples --example custom_backend`
 
 use agent_api::capabilities as caps;
+use agent_api::kit::cli::{CliAgent, CliBackend, CliConfig, Launch, Turn};
+use agent_api::kit::replay::RecordingFormat;
 use agent_api::kit::transcript::NewItem;
-use agent_api::kit::{
-    async_trait, start_run, CommandSpec, Ctx, ExitInfo, Protocol, RunSettings, Transport, Unparsed,
-};
+use agent_api::kit::{async_trait, Ctx, ExitInfo, Protocol, Unparsed};
 use agent_api::universal::ItemRole;
 use agent_api::{
-    AgentBackend, AgentError, AgentKind, CapabilitySet, RunCompletion, RunHandle, RunRequest,
+    AgentBackend, AgentError, AgentKind, BackendInfo, CapabilitySet, RunCompletion, RunRequest,
 };
 use serde_json::Value;
 
-const KIND: AgentKind = AgentKind::from_static("greeter");
+/// The agent, as data: the kit's shared backend does the rest.
+struct Greeter;
+
+#[async_trait]
+impl CliAgent for Greeter {
+    type Config = CliConfig;
+    const PROGRAM: &'static str = "greeter";
+
+    fn info() -> BackendInfo {
+        let capabilities = CapabilitySet::from_ids([caps::RUN, caps::EVENTS, caps::TEXT_MESSAGES]);
+        BackendInfo::new(AgentKind::from_static("greeter"), capabilities)
+    }
+
+    /// argv only, never a shell string: the prompt is one argument, whatever it contains.
+    async fn launch(
+        config: &CliConfig,
+        request: &RunRequest,
+        _turn: Turn,
+    ) -> Result<Launch, AgentError> {
+        let session = r#"{"type":"session","id":"greet-1"}"#;
+        let say = serde_json::json!({ "type": "say", "text": format!("Hello! You asked: {}", request.prompt.text) });
+        let spec = config
+            .command(Self::PROGRAM, request)
+            .arg(format!("{session}\n{say}"));
+        Ok(Launch::command(spec, GreeterProtocol))
+    }
+
+    fn replay_protocol(_format: RecordingFormat) -> Result<Box<dyn Protocol>, AgentError> {
+        Ok(Box::new(GreeterProtocol))
+    }
+}
 
 /// The converter: one native line in, transcript calls out.
 struct GreeterProtocol;
@@ -26,20 +60,15 @@ impl Protocol for GreeterProtocol {
     }
 
     fn on_message(&mut self, message: Value, ctx: &mut Ctx<'_>) -> Result<(), Unparsed> {
-        match message.get("type").and_then(Value::as_str) {
+        let field = |key: &str| message.get(key).and_then(Value::as_str);
+        match field("type") {
             Some("session") => {
-                let id = message
-                    .get("id")
-                    .and_then(Value::as_str)
-                    .ok_or_else(|| Unparsed("a session line has no id".into()))?;
+                let id = field("id").ok_or_else(|| Unparsed("a session line has no id".into()))?;
                 ctx.transcript.set_native_session_id(id);
                 ctx.transcript.session_started(None);
             }
             Some("say") => {
-                let text = message
-                    .get("text")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default();
+                let text = field("text").unwrap_or_default();
                 ctx.transcript
                     .message(NewItem::message(ItemRole::Assistant), text);
             }
@@ -58,37 +87,11 @@ impl Protocol for GreeterProtocol {
     }
 }
 
-struct GreeterBackend;
-
-#[async_trait]
-impl AgentBackend for GreeterBackend {
-    fn kind(&self) -> AgentKind {
-        KIND
-    }
-
-    fn capabilities(&self) -> CapabilitySet {
-        CapabilitySet::from_ids([caps::RUN, caps::EVENTS, caps::TEXT_MESSAGES])
-    }
-
-    async fn run(&self, request: RunRequest) -> Result<RunHandle, AgentError> {
-        self.validate(&request)?;
-        // argv only, never a shell string: the prompt is one argument, whatever it contains.
-        let line = serde_json::json!({ "type": "say", "text": format!("Hello! You asked: {}", request.prompt.text) });
-        let spec = CommandSpec::new("echo")
-            .arg(format!(
-                "{}\n{line}",
-                r#"{"type":"session","id":"greet-1"}"#
-            ))
-            .for_request(&request);
-        let settings = RunSettings::for_request(KIND, &request, &self.capabilities());
-        let transport = Transport::spawn(&spec, settings.line_cap)?;
-        Ok(start_run(settings, transport, Box::new(GreeterProtocol)))
-    }
-}
-
 #[tokio::main]
 async fn main() -> Result<(), AgentError> {
-    let (events, completion) = GreeterBackend
+    // `echo` stands in for the greeter CLI; a real one is found on `PATH` by its `PROGRAM`.
+    let backend = CliBackend::<Greeter>::new(CliConfig::with_binary("echo"));
+    let (events, completion) = backend
         .run(RunRequest::new("what is 2 + 2?"))
         .await?
         .collect_universal()

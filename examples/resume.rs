@@ -9,10 +9,10 @@ use agent_api_scripted::ScriptedBackend;
 #[tokio::main]
 async fn main() -> Result<(), AgentError> {
     let backend = ScriptedBackend::new();
-    if !backend.capabilities().contains(SESSION_RESUME) {
+    if !backend.info().capabilities.contains(SESSION_RESUME) {
         println!(
             "{} cannot resume sessions; every run starts afresh",
-            backend.kind()
+            backend.info().kind
         );
         return Ok(());
     }

@@ -31,7 +31,8 @@ async fn say(session: &mut agent_api::Session, prompt: &str) -> Result<String, A
 #[tokio::main]
 async fn main() -> Result<(), AgentError> {
     if !ScriptedBackend::new()
-        .capabilities()
+        .info()
+        .capabilities
         .contains(SESSION_SNAPSHOT)
     {
         println!("this backend cannot move its sessions; continue them by replay instead");

@@ -87,7 +87,7 @@ impl Gateway {
 
     /// Registers a backend under its kind; a second backend of the same kind is an error.
     pub fn register(&mut self, backend: Arc<dyn AgentBackend>) -> Result<(), AgentError> {
-        let kind = backend.kind();
+        let kind = backend.info().kind.clone();
         if self.backends.contains_key(&kind) {
             return Err(AgentError::DuplicateBackend {
                 kind: kind.to_string(),
@@ -111,17 +111,14 @@ impl Gateway {
             })
     }
 
-    /// The capabilities a kind advertises.
-    pub fn capabilities(&self, kind: &AgentKind) -> Result<CapabilitySet, AgentError> {
-        Ok(self.backend(kind)?.capabilities())
+    /// What the backend of a kind is: its capabilities, options, mappings, modes and variants.
+    pub fn info(&self, kind: &AgentKind) -> Result<&crate::BackendInfo, AgentError> {
+        Ok(self.backend(kind)?.info())
     }
 
-    /// How a kind maps the portable options (see [`AgentBackend::option_mappings`]).
-    pub fn option_mappings(
-        &self,
-        kind: &AgentKind,
-    ) -> Result<&'static [crate::contract::portable::OptionMapping], AgentError> {
-        Ok(self.backend(kind)?.option_mappings())
+    /// The capabilities a kind advertises.
+    pub fn capabilities(&self, kind: &AgentKind) -> Result<CapabilitySet, AgentError> {
+        Ok(self.info(kind)?.capabilities.clone())
     }
 
     /// Validates the request against the backend, then runs it. A feature the backend lacks is
@@ -150,7 +147,7 @@ impl Gateway {
     ) -> Result<crate::contract::session::Session, AgentError> {
         self.defaults(&mut request);
         let backend = self.backend(kind)?;
-        let capabilities = backend.capabilities();
+        let capabilities = backend.info().capabilities.clone();
         let (request, restored) = crate::snapshot::restore(backend.as_ref(), request).await?;
         backend.validate_session_template(&request)?;
         let session = if capabilities.contains(agent_api_capabilities::SESSION_WARM) {

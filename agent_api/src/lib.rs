@@ -71,6 +71,7 @@ mod summary;
 mod tool_calls;
 
 pub use contract::backend::AgentBackend;
+pub use contract::backend_info::BackendInfo;
 pub use contract::capability::CapabilitySet;
 pub use contract::error::AgentError;
 pub use contract::event::{AgentWrapperEvent, AgentWrapperEventKind};

@@ -83,7 +83,7 @@ impl Session {
     /// `template` as every turn's request.
     pub fn resuming(backend: Arc<dyn AgentBackend>, template: RunRequest) -> Self {
         Self::new(
-            backend.kind(),
+            backend.info().kind.clone(),
             Engine::Resumed(Box::new(ResumedSession::new(backend, template))),
         )
     }
@@ -188,8 +188,8 @@ impl ResumingTurns for ResumedSession {
         }
         let mut template = self.template.clone();
         template.mode = Some(mode);
-        let kind = self.backend.kind();
-        let capabilities = self.backend.capabilities();
+        let kind = self.backend.info().kind.clone();
+        let capabilities = self.backend.info().capabilities.clone();
         if let Some(needed) = template
             .required_capabilities()
             .into_iter()
@@ -202,8 +202,8 @@ impl ResumingTurns for ResumedSession {
         }
         crate::contract::backend::check_choices(
             &kind,
-            self.backend.modes(),
-            self.backend.variants(),
+            self.backend.info().modes,
+            self.backend.info().variants,
             &template,
         )?;
         self.template = template;

@@ -36,9 +36,10 @@ pub async fn restore(
     let Some(snapshot) = request.snapshot.take() else {
         return Ok((request, None));
     };
-    let kind = backend.kind();
+    let kind = backend.info().kind.clone();
     if !backend
-        .capabilities()
+        .info()
+        .capabilities
         .contains(agent_api_capabilities::SESSION_SNAPSHOT)
     {
         return Err(AgentError::UnsupportedCapability {
@@ -94,10 +95,11 @@ impl BackendSnapshots {
 #[async_trait::async_trait]
 impl SnapshotSource for BackendSnapshots {
     async fn export(&self, native_session_id: &str) -> Result<SessionSnapshot, AgentError> {
-        let kind = self.backend.kind();
+        let kind = self.backend.info().kind.clone();
         if !self
             .backend
-            .capabilities()
+            .info()
+            .capabilities
             .contains(agent_api_capabilities::SESSION_SNAPSHOT)
         {
             return Err(AgentError::UnsupportedCapability {

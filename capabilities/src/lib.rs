@@ -94,9 +94,9 @@ standard_capabilities! {
     /// Content arrives as native deltas while it is produced.
     STREAMING_DELTAS = "agent_api.transcript.streaming_deltas", "Streaming Deltas", "Content arrives as native deltas while it is produced.";
     /// A run may pick a model variant such as reasoning effort (`RunRequest::with_variant`), one of those the backend lists.
-    VARIANTS = "agent_api.request.variants", "Variants", "A run may pick a model variant such as reasoning effort, one of those the backend lists (AgentBackend::variants).";
+    VARIANTS = "agent_api.request.variants", "Variants", "A run may pick a model variant such as reasoning effort, one of those the backend lists (BackendInfo::variants).";
     /// A run may pick an agent mode (`RunRequest::with_mode`: plan, or the agent's own named modes), one of those the backend lists.
-    MODES = "agent_api.request.modes", "Modes", "A run may pick an agent mode (plan: read-only planning, or one of the agent's own), one of those the backend lists (AgentBackend::modes).";
+    MODES = "agent_api.request.modes", "Modes", "A run may pick an agent mode (plan: read-only planning, or one of the agent's own), one of those the backend lists (BackendInfo::modes).";
     /// `Session::set_mode` changes a session's mode between turns.
     SESSION_MODE_SWITCH = "agent_api.session.mode_switch", "Mode switch", "Session::set_mode changes the mode of a session's next turns.";
     /// The completion reports token usage.

@@ -21,16 +21,15 @@ pub(crate) fn print(agent: Option<&str>, format: CapabilityFormat) -> Result<Exi
     let mut keys = Vec::new();
     let mut choices = Vec::new();
     for kind in kinds {
-        let backend = gateway.backend(&kind).map_err(|e| e.to_string())?;
-        keys.push(backend.extension_keys());
-        choices.push((backend.modes(), backend.variants()));
-        let caps = gateway.capabilities(&kind).map_err(|e| e.to_string())?;
+        let info = gateway.info(&kind).map_err(|e| e.to_string())?;
+        keys.push(info.extension_keys);
+        choices.push((info.modes, info.variants));
         rows.push(MatrixRow {
             kind: kind.to_string(),
-            capabilities: caps.iter().map(str::to_string).collect(),
+            capabilities: info.capabilities.iter().map(str::to_string).collect(),
         });
-        let mappings = gateway.option_mappings(&kind).map_err(|e| e.to_string())?;
-        let mappings = mappings
+        let mappings = info
+            .option_mappings
             .iter()
             .map(|m| (m.capability.to_string(), m.native.to_string()))
             .collect();

@@ -28,7 +28,8 @@ pub(crate) async fn chat(options: RunOptions) -> Result<ExitCode, String> {
     let backend = crate::agents::backend(&kind)?;
     let request = request_of(&options, backend.as_ref())?;
     let steerable = backend
-        .capabilities()
+        .info()
+        .capabilities
         .contains(agent_api::capabilities::CONTROL_STEER);
     let Some(opened) = stop
         .unless_signalled(gateway().open_session(&parse_kind(&kind)?, request))

@@ -96,9 +96,10 @@ pub(crate) fn request_of(
         let key = if key.contains('.') {
             key.clone()
         } else {
-            format!("backend.{}.{key}", backend.kind())
+            format!("backend.{}.{key}", backend.info().kind)
         };
         let value = backend
+            .info()
             .option_value(&key, text)
             .map_err(|e| display::line(&e.to_string(), 2048))?;
         request = request.with_extension(key, value);

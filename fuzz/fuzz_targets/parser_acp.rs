@@ -4,6 +4,6 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    thread_local!(static BACKEND: Box<dyn agent_api::kit::replay::Replay> = Box::new(agent_api_acp::AcpBackend::generic(Default::default())));
+    thread_local!(static BACKEND: Box<dyn agent_api::kit::replay::Replay> = Box::new(agent_api_acp::AcpBackend::new(Default::default())));
     BACKEND.with(|backend| agent_api_fuzz::parse_lines(backend.as_ref(), data));
 });

@@ -40,7 +40,7 @@ pub(crate) async fn agent_modes(
 ) -> Result<Json<AgentModesResponse>, ApiError> {
     let kind = server.kind(&agent)?;
     let backend = server.backend(&kind)?;
-    Ok(Json(crate::agents::modes(backend.modes())))
+    Ok(Json(crate::agents::modes(backend.info().modes)))
 }
 
 #[utoipa::path(post, path = "/v1/agents/{agent}/install", operation_id = "install_agent",
@@ -318,7 +318,8 @@ async fn message_images(
     let kind = &live.opened.kind;
     if !server
         .backend(kind)?
-        .capabilities()
+        .info()
+        .capabilities
         .contains(agent_api::capabilities::IMAGES)
     {
         return Err(ApiError::invalid(format!(
@@ -345,7 +346,8 @@ async fn turn(
     // before that, so an unknown mode would otherwise be refused to nobody.
     if let Some(mode) = body.settings.agent_mode.as_deref() {
         let backend = server.backend(&live.opened.kind)?;
-        if mode != crate::agents::DEFAULT_MODE && !backend.modes().iter().any(|m| m.id == mode) {
+        if mode != crate::agents::DEFAULT_MODE && !backend.info().modes.iter().any(|m| m.id == mode)
+        {
             return Err(ApiError::invalid(format!(
                 "the agent `{}` has no mode `{}` (GET /v1/agents/{{agent}}/modes lists them)",
                 live.opened.kind,
@@ -810,7 +812,8 @@ pub(crate) async fn steer_turn(
     let kind = &live.opened.kind;
     if !server
         .backend(kind)?
-        .capabilities()
+        .info()
+        .capabilities
         .contains(agent_api::capabilities::CONTROL_STEER)
     {
         return Err(ApiError::invalid(format!(

@@ -3,7 +3,7 @@
 //! chose as the server's user, and a permission mode or an allowed tool looser than the
 //! operator's `--approve` undoes it. Those are refused (403 `option_not_allowed`, naming the
 //! option) unless the backend lists the key as safe for clients
-//! ([`agent_api::AgentBackend::client_keys`]) or the operator allows it
+//! ([`agent_api::BackendInfo::client_keys`]) or the operator allows it
 //! ([`crate::ServerConfig::client_options`]).
 
 use agent_api::request::PermissionRule;
@@ -61,7 +61,7 @@ pub(crate) fn check(
     let mut keys: Vec<&String> = settings.options.iter().flatten().map(|(k, _)| k).collect();
     keys.sort();
     for key in keys {
-        if !backend.client_keys().contains(&key.as_str()) && !allowed(key) {
+        if !backend.info().client_keys.contains(&key.as_str()) && !allowed(key) {
             let shown = agent_api::display::line(key, 128);
             return Err(refused(
                 format!("options.{shown}"),

@@ -527,7 +527,7 @@ impl Server {
         {
             let mode = agent_api::request::AgentMode::parse(mode);
             let backend = self.backend(kind)?;
-            agent_api::kit::check_mode(kind.as_str(), backend.modes(), &mode)
+            agent_api::kit::check_mode(kind.as_str(), backend.info().modes, &mode)
                 .map_err(|e| ApiError::agent(&e))?;
             request = request.with_mode(mode);
         }

@@ -1169,31 +1169,20 @@ struct Modal;
 
 #[async_trait::async_trait]
 impl agent_api::AgentBackend for Modal {
-    fn kind(&self) -> agent_api::AgentKind {
-        agent_api::AgentKind::new("modal").unwrap()
-    }
-
-    fn capabilities(&self) -> agent_api::CapabilitySet {
+    fn info(&self) -> &agent_api::BackendInfo {
         use agent_api::capabilities as caps;
-        agent_api::CapabilitySet::from_ids([caps::RUN, caps::MODES, caps::VARIANTS])
-    }
-
-    fn modes(&self) -> &'static [agent_api::request::ModeInfo] {
-        const MODES: &[agent_api::request::ModeInfo] = &[agent_api::request::ModeInfo::new(
-            "plan",
-            "--plan",
-            "Plans; changes nothing.",
-        )];
-        MODES
-    }
-
-    fn variants(&self) -> &'static [agent_api::request::VariantSet] {
-        const VARIANTS: &[agent_api::request::VariantSet] =
-            &[agent_api::request::VariantSet::all_models(
-                &["low", "high"],
-                "--effort",
-            )];
-        VARIANTS
+        use agent_api::request::{ModeInfo, VariantSet};
+        const MODES: &[ModeInfo] = &[ModeInfo::new("plan", "--plan", "Plans; changes nothing.")];
+        const VARIANTS: &[VariantSet] = &[VariantSet::all_models(&["low", "high"], "--effort")];
+        static INFO: std::sync::LazyLock<agent_api::BackendInfo> = std::sync::LazyLock::new(|| {
+            agent_api::BackendInfo::new(
+                agent_api::AgentKind::new("modal").unwrap(),
+                agent_api::CapabilitySet::from_ids([caps::RUN, caps::MODES, caps::VARIANTS]),
+            )
+            .with_modes(MODES)
+            .with_variants(VARIANTS)
+        });
+        &INFO
     }
 
     async fn run(
@@ -1293,7 +1282,7 @@ async fn an_agent_that_needs_an_option_the_defaults_lack_is_listed_not_installed
             ))
             .unwrap();
         gateway
-            .register(std::sync::Arc::new(agent_api_acp::AcpBackend::generic(
+            .register(std::sync::Arc::new(agent_api_acp::AcpBackend::new(
                 agent_api_acp::AcpConfig::default(),
             )))
             .unwrap();

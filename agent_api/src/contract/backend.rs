@@ -2,65 +2,20 @@
 
 use async_trait::async_trait;
 
+use crate::contract::backend_info::BackendInfo;
 use crate::contract::capability::CapabilitySet;
 use crate::contract::error::AgentError;
 use crate::contract::kind::AgentKind;
 use crate::contract::request::RunRequest;
 use crate::contract::run::RunHandle;
 
-/// An agent that can run prompts. Implement `kind`, `capabilities` and `run`; the kit in
-/// [`crate::kit`] does the spawning, reading, bounding and cancelling.
+/// An agent that can run prompts. Implement `info` (what the backend is, as data) and `run`;
+/// the kit in [`crate::kit`] does the spawning, reading, bounding and cancelling.
 #[async_trait]
 pub trait AgentBackend: Send + Sync {
-    /// The backend's agent kind.
-    fn kind(&self) -> AgentKind;
-
-    /// Every capability id the backend advertises (and its tests prove).
-    fn capabilities(&self) -> CapabilitySet;
-
-    /// The extension option keys the backend understands; any other key fails closed.
-    fn extension_keys(&self) -> &'static [&'static str] {
-        &[]
-    }
-
-    /// The extension keys a remote client may set with no word from its operator (`agent-api
-    /// serve` refuses the others unless its operator lists them): those that name no program,
-    /// binary path, environment variable, file, or policy looser than the operator's. The default
-    /// is none: a backend lists only keys it has checked.
-    fn client_keys(&self) -> &'static [&'static str] {
-        &[]
-    }
-
-    /// The extension value `text` gives the option `key` (`--option KEY=VALUE` on the command
-    /// line, a form field in a page): typed through the backend's options struct, as
-    /// [`crate::kit::options::value_from_text`] does. The default knows no option; a backend with
-    /// options returns `value_from_text::<ItsOptions>(key, text)`.
-    fn option_value(&self, key: &str, text: &str) -> Result<serde_json::Value, AgentError> {
-        let _ = text;
-        Err(crate::contract::options::unknown_key(
-            self.kind().as_str(),
-            key,
-            self.extension_keys(),
-        ))
-    }
-
-    /// How the backend honours each portable option it advertises (`agent_api.options.*`): the
-    /// native flag, config key or protocol field, for `spec/options.md`.
-    fn option_mappings(&self) -> &'static [crate::contract::portable::OptionMapping] {
-        &[]
-    }
-
-    /// The modes the agent offers besides its default (`agent_api.request.modes`), each with
-    /// its native form; a request naming another is refused before spawn ([`crate::request::AgentMode`]).
-    fn modes(&self) -> &'static [crate::contract::modes::ModeInfo] {
-        &[]
-    }
-
-    /// The model variants the agent offers, per model where they differ
-    /// (`agent_api.request.variants`); [`crate::contract::modes::variants_for`] picks a model's.
-    fn variants(&self) -> &'static [crate::contract::modes::VariantSet] {
-        &[]
-    }
+    /// What the backend is: its kind, capabilities, options, option mappings, modes and
+    /// variants, as one value built once ([`BackendInfo`]).
+    fn info(&self) -> &BackendInfo;
 
     /// The option a run of `request` still needs before this backend can start anything (the
     /// generic ACP kind's command line, when neither the request nor the backend's config names
@@ -84,7 +39,7 @@ pub trait AgentBackend: Send + Sync {
     ) -> Result<crate::contract::session::Session, AgentError> {
         let _ = request;
         Err(AgentError::UnsupportedCapability {
-            kind: self.kind().to_string(),
+            kind: self.info().kind.to_string(),
             capability: agent_api_capabilities::SESSION_WARM.into(),
         })
     }
@@ -101,7 +56,7 @@ pub trait AgentBackend: Send + Sync {
     ) -> Result<crate::contract::snapshot::SessionSnapshot, AgentError> {
         let _ = (request, session);
         Err(AgentError::UnsupportedCapability {
-            kind: self.kind().to_string(),
+            kind: self.info().kind.to_string(),
             capability: agent_api_capabilities::SESSION_SNAPSHOT.into(),
         })
     }
@@ -118,7 +73,7 @@ pub trait AgentBackend: Send + Sync {
     ) -> Result<crate::contract::snapshot::SnapshotImport, AgentError> {
         let _ = (request, snapshot);
         Err(AgentError::UnsupportedCapability {
-            kind: self.kind().to_string(),
+            kind: self.info().kind.to_string(),
             capability: agent_api_capabilities::SESSION_SNAPSHOT.into(),
         })
     }
@@ -140,13 +95,9 @@ pub trait AgentBackend: Send + Sync {
     /// Checks a request against the backend's capabilities, extension keys, modes and
     /// variants; `run` calls it first, and so does the gateway.
     fn validate(&self, request: &RunRequest) -> Result<(), AgentError> {
-        validate_request(
-            &self.kind(),
-            &self.capabilities(),
-            self.extension_keys(),
-            request,
-        )?;
-        check_choices(&self.kind(), self.modes(), self.variants(), request)?;
+        let info = self.info();
+        validate_request(&info.kind, &info.capabilities, info.extension_keys, request)?;
+        check_choices(&info.kind, info.modes, info.variants, request)?;
         self.check_session(request)
     }
 
@@ -154,13 +105,9 @@ pub trait AgentBackend: Send + Sync {
     /// ([`validate_template`] and the modes and variants); `open_session` calls it first, and so
     /// does the gateway.
     fn validate_session_template(&self, request: &RunRequest) -> Result<(), AgentError> {
-        validate_template(
-            &self.kind(),
-            &self.capabilities(),
-            self.extension_keys(),
-            request,
-        )?;
-        check_choices(&self.kind(), self.modes(), self.variants(), request)?;
+        let info = self.info();
+        validate_template(&info.kind, &info.capabilities, info.extension_keys, request)?;
+        check_choices(&info.kind, info.modes, info.variants, request)?;
         self.check_session(request)
     }
 }

@@ -17,7 +17,7 @@ pub struct CapabilitySet(BTreeSet<String>);
 impl CapabilitySet {
     /// The set without the capabilities this build of `agent_api` cannot serve: caller tools
     /// without its `caller-tools` feature, an output schema without `structured-output`. Every
-    /// backend's [`capabilities`](crate::AgentBackend::capabilities) passes through it, so what a
+    /// backend's [`capabilities`](crate::BackendInfo::capabilities) passes through it, so what a
     /// backend advertises is what this build does.
     pub fn in_this_build(mut self) -> Self {
         for (id, _) in crate::contract::capability::UNBUILT {

@@ -6,6 +6,7 @@
 
 pub(crate) mod answer;
 pub(crate) mod backend;
+pub(crate) mod backend_info;
 pub mod bounds;
 pub mod budget;
 pub(crate) mod caller_tool;

@@ -1,5 +1,5 @@
-//! Agent modes and model variants: what a backend offers ([`AgentBackend::modes`],
-//! [`AgentBackend::variants`]), what a request picks ([`RunRequest::mode`],
+//! Agent modes and model variants: what a backend offers ([`BackendInfo::modes`],
+//! [`BackendInfo::variants`]), what a request picks ([`RunRequest::mode`],
 //! [`RunRequest::variant`]), and the check that refuses an unknown value before anything is spawned
 //! ([`check_choices`]).
 //!
@@ -21,8 +21,8 @@
 //! assert!(matches!(&err, AgentError::UnknownVariant { valid, .. } if valid == &["low", "high"]));
 //! ```
 //!
-//! [`AgentBackend::modes`]: crate::AgentBackend::modes
-//! [`AgentBackend::variants`]: crate::AgentBackend::variants
+//! [`BackendInfo::modes`]: crate::BackendInfo::modes
+//! [`BackendInfo::variants`]: crate::BackendInfo::variants
 //! [`RunRequest::mode`]: crate::RunRequest::mode
 //! [`RunRequest::variant`]: crate::RunRequest::variant
 //! [`check_choices`]: crate::kit::check_choices

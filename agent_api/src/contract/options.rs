@@ -55,7 +55,7 @@ pub trait BackendOptions: Serialize + DeserializeOwned + Default + 'static {
     const KIND: &'static str;
 }
 
-/// Every extension key of `O`, in field order (what [`crate::AgentBackend::extension_keys`]
+/// Every extension key of `O`, in field order (what [`crate::BackendInfo::extension_keys`]
 /// returns for a backend whose options are `O`).
 pub fn extension_keys<O: BackendOptions>() -> &'static [&'static str] {
     static KEYS: OnceLock<Mutex<HashMap<TypeId, &'static [&'static str]>>> = OnceLock::new();

@@ -155,10 +155,10 @@ pub struct RunRequest {
     /// Model name.
     pub model: Option<String>,
     /// Model variant, such as a reasoning effort: one the backend lists for the model
-    /// ([`AgentBackend::variants`](crate::AgentBackend::variants)); needs `agent_api.request.variants`.
+    /// ([`BackendInfo::variants`](crate::BackendInfo::variants)); needs `agent_api.request.variants`.
     pub variant: Option<String>,
     /// The agent's mode ([`crate::contract::modes::AgentMode`]: plan, the default, or one of the agent's own
-    /// the backend lists in [`AgentBackend::modes`](crate::AgentBackend::modes)); any but the default
+    /// the backend lists in [`BackendInfo::modes`](crate::BackendInfo::modes)); any but the default
     /// needs `agent_api.request.modes`.
     pub mode: Option<crate::contract::modes::AgentMode>,
     /// Which session to continue.

@@ -2,7 +2,12 @@
 //!
 //! A backend writes a [`Protocol`] (parse native messages, describe them to the
 //! [`Transcript`](crate::kit::transcript::Transcript), answer control commands) and a
-//! [`CommandSpec`]; [`start_run`] does the rest:
+//! [`CommandSpec`]; [`start_run`] does the rest. The short path, for an agent with a CLI of its
+//! own, is [`cli`]: describe the agent ([`cli::CliAgent`]: what it is, how a run of it starts,
+//! where it keeps its sessions) and [`cli::CliBackend`] is its backend, validation, caller
+//! tools, spawn, sessions, history, snapshots and discovery included.
+//!
+//! - [`cli`]: the one backend over an agent's description, and the one CLI configuration;
 //!
 //! - [`process`]: spawns the CLI in its own process group with default signal dispositions,
 //!   and terminates the whole group on cancel, timeout or drop;
@@ -61,6 +66,7 @@
 
 pub use crate::contract::budget;
 pub mod caller_tools;
+pub mod cli;
 mod command;
 pub mod detect;
 mod driver;

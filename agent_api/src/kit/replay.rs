@@ -213,10 +213,11 @@ pub async fn replay(
         .collect();
     let source: LineSource = futures::stream::iter(stderr).chain(source).boxed();
     let protocol = backend.replay_protocol(format)?;
-    let mut settings = RunSettings::new(backend.kind());
+    let mut settings = RunSettings::new(backend.info().kind.clone());
     settings.include_raw = options.include_raw;
     settings.tools_structured = backend
-        .capabilities()
+        .info()
+        .capabilities
         .contains(agent_api_capabilities::TOOLS_STRUCTURED_V1);
     Ok(start_run(
         settings,

@@ -10,9 +10,7 @@
 //! is read and written confined to the home (`openat2`, `agent_api::kit::snapshot`), bounded;
 //! a chat over the bound is exported as a flagged replay.
 
-use std::future::Future;
 use std::path::{Component, Path, PathBuf};
-use std::pin::Pin;
 use std::time::Duration;
 
 use agent_api::kit::snapshot::{
@@ -23,9 +21,6 @@ use agent_api::snapshot::{check_session_id, SnapshotError, SnapshotFile, Snapsho
 use agent_api::{AgentError, RunRequest, SessionSnapshot};
 
 use crate::{AcpConfig, ChatLayout, ChatStore};
-
-/// A boxed export or import, for [`crate::CliAgent`]'s snapshot methods.
-pub type SnapshotFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, AgentError>> + Send + 'a>>;
 
 /// How long the chat file may take to appear after the turn's end, and to stay unchanged.
 const APPEAR_LIMIT: Duration = Duration::from_secs(5);

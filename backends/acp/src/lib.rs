@@ -4,7 +4,7 @@
 //! speaks ACP on stdio. The agents with a CLI of their own live in their own crates, on this
 //! client: `agent_api_gemini` (Gemini CLI), `agent_api_qwen` (Qwen Code), `agent_api_opencode`
 //! (its `acp` interface). Each tells the client about its CLI with an [`AgentCli`]; Gemini CLI's
-//! and Qwen Code's backends are this crate's [`CliBackend`] over what each describes of itself
+//! and Qwen Code's backends are the kit's [`CliBackend`] over what each describes of itself
 //! ([`CliAgent`]: its interfaces, options, store), their chat stores its [`ChatStore`] over their
 //! files' [`ChatLayout`]. This crate's own kind:
 //!
@@ -54,7 +54,6 @@
 mod agent;
 pub mod chat_snapshot;
 mod chats;
-mod cli_backend;
 mod errors;
 mod fs;
 mod options;
@@ -68,13 +67,14 @@ mod rpc;
 mod updates;
 
 use agent_api::capabilities as caps;
+use agent_api::kit::async_trait;
+use agent_api::kit::cli::{CliAgent, CliBackend, Launch, Turn};
 use agent_api::kit::replay::RecordingFormat;
 use agent_api::kit::Protocol;
-use agent_api::{AgentError, AgentKind, CapabilitySet, RunRequest};
+use agent_api::{AgentError, AgentKind, BackendInfo, CapabilitySet, RunRequest};
 
 pub use agent::{approval_mode_args, run_dir, text_only, AgentCli};
 pub use chats::{ChatLayout, ChatStore};
-pub use cli_backend::{CliAgent, CliBackend, Launch};
 pub use errors::{explanation, status_in};
 pub use fs::ConfinedFs;
 pub use options::{absolute, AcpConfig, AcpOptions};
@@ -97,13 +97,6 @@ pub const CAP_SESSION_LOAD: &str = "backend.acp.session_load";
 /// The generic ACP backend (kind `acp`): any agent speaking ACP on stdio, given as a command line.
 pub type AcpBackend = CliBackend<AnyAgent>;
 
-impl CliBackend<AnyAgent> {
-    /// Any ACP agent (kind `acp`).
-    pub fn generic(config: AcpConfig) -> Self {
-        Self::new(config)
-    }
-}
-
 /// The option naming the agent's command line ([`AcpOptions::command`]).
 const COMMAND_OPTION: &str = "backend.acp.command";
 
@@ -113,24 +106,34 @@ const COMMAND_OPTION: &str = "backend.acp.command";
 #[non_exhaustive]
 pub struct AnyAgent;
 
+#[async_trait]
 impl CliAgent for AnyAgent {
-    const CLI: AgentCli = AgentCli::new(KIND, "acp", &[], "acp");
-    const SUPPORTED_VERSIONS: &'static [&'static str] = &[];
-    const OPTION_MAPPINGS: &'static [agent_api::kit::options::OptionMapping] = portable::MAPPINGS;
-    type Options = AcpOptions;
+    type Config = AcpConfig;
+    const PROGRAM: &'static str = "acp";
 
-    fn capabilities() -> CapabilitySet {
-        capabilities()
+    fn info() -> BackendInfo {
+        BackendInfo::new(KIND, capabilities())
+            .with_options::<AcpOptions>()
+            .with_option_mappings(portable::MAPPINGS)
     }
 
-    fn resumes_per_turn(_request: &RunRequest) -> Result<bool, AgentError> {
-        Ok(false)
+    /// Any ACP agent takes no output schema of its own: the SDK asks in the prompt.
+    fn prepare(
+        _config: &AcpConfig,
+        request: RunRequest,
+        _turn: Turn,
+    ) -> Result<RunRequest, AgentError> {
+        Ok(prepare(request, false))
     }
 
     /// The command line of [`AcpOptions::command`], else the config's binary. Any ACP agent's
     /// directories are unknown, so it never advertises homes and only ever inherits; its
     /// variables are the caller's to pass in `env`.
-    fn launch(config: &AcpConfig, request: &RunRequest, warm: bool) -> Result<Launch, AgentError> {
+    async fn launch(
+        config: &AcpConfig,
+        request: &RunRequest,
+        turn: Turn,
+    ) -> Result<Launch, AgentError> {
         let options = request.options::<AcpOptions>()?;
         let (program, args) = match options.command.split_first() {
             Some((program, args)) => (program.into(), args.to_vec()),
@@ -146,8 +149,9 @@ impl CliAgent for AnyAgent {
         };
         let cwd = run_dir(config, request);
         let spec = agent::launch_spec(config, program, args, request, &cwd, &[], &[]);
+        let warm = turn == Turn::Session;
         let acp = agent::client("acp", request, cwd, options.fs.unwrap_or(true), false, warm)?;
-        Ok(Launch::new(spec, Box::new(acp), RunFiles::default()))
+        Ok(Launch::command(spec, acp))
     }
 
     /// Its command line: the request's [`AcpOptions::command`], else the config's binary. Options
@@ -157,12 +161,6 @@ impl CliAgent for AnyAgent {
             .options::<AcpOptions>()
             .map_or(true, |options| !options.command.is_empty());
         (!named && config.binary.is_none()).then_some(COMMAND_OPTION)
-    }
-
-    fn session_store(
-        _config: &AcpConfig,
-    ) -> Option<std::sync::Arc<dyn agent_api::history::SessionStore>> {
-        None
     }
 
     fn replay_protocol(format: RecordingFormat) -> Result<Box<dyn Protocol>, AgentError> {
@@ -208,8 +206,5 @@ pub fn capabilities() -> CapabilitySet {
     ] {
         set.insert(id);
     }
-    agent_api::kit::options::with_mappings(
-        agent_api::kit::launch::with_launchers(set),
-        portable::MAPPINGS,
-    )
+    agent_api::kit::launch::with_launchers(set)
 }

@@ -4,6 +4,7 @@
 //! flags and variables.
 
 use agent_api::capabilities as caps;
+use agent_api::kit::cli::Launch;
 use agent_api::kit::options::OptionMapping;
 use agent_api::kit::CommandSpec;
 use agent_api::request::{McpServer, PrivateFile, TextOrFile};
@@ -41,6 +42,12 @@ pub struct RunFiles {
 }
 
 impl RunFiles {
+    /// A run of `spec` (with these files' arguments and variables) read by `protocol`, holding
+    /// the files until it ends.
+    pub fn launch(self, spec: CommandSpec, protocol: Box<dyn agent_api::kit::Protocol>) -> Launch {
+        Launch::boxed(self.apply(spec), protocol).holding(self)
+    }
+
     /// Adds arguments.
     pub fn args<I: IntoIterator<Item = S>, S: Into<String>>(&mut self, args: I) {
         self.args.extend(args.into_iter().map(Into::into));

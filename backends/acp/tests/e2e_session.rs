@@ -221,7 +221,7 @@ async fn generic_acp_a_warm_session_switches_to_plan_and_back() {
     };
     let config = config(&sandbox);
     let command = ["--acp", "--skip-trust", "-m", GEMINI_MODEL].map(String::from);
-    let backend = agent_api_acp::AcpBackend::generic(config.args(command));
+    let backend = agent_api_acp::AcpBackend::new(config.args(command));
     // The model is on the command line (the generic kind takes none of its own); Gemini writes
     // its files itself (it creates a file by reading it first, which only its own client knows).
     let options = agent_api_acp::AcpOptions::default().fs(false);
@@ -252,7 +252,7 @@ async fn generic_acp_switches_an_agent_whose_modes_are_a_config_option() {
         "--cwd".to_string(),
         sandbox.cwd.display().to_string(),
     ];
-    let backend = agent_api_acp::AcpBackend::generic(config.args(command));
+    let backend = agent_api_acp::AcpBackend::new(config.args(command));
     let template = RunRequest::new("")
         .with_timeout(std::time::Duration::from_secs(120))
         .with_permissions(agent_api::PermissionPolicy::ApproveAll)

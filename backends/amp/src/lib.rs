@@ -49,13 +49,12 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use agent_api::capabilities as caps;
+use agent_api::kit::async_trait;
+use agent_api::kit::cli::{CliAgent, CliBackend, CliSettings, Launch, Turn};
 use agent_api::kit::replay::RecordingFormat;
-use agent_api::kit::{start_run, start_session, Protocol, RunSettings, Transport};
-use agent_api::{
-    AgentBackend, AgentError, AgentKind, CapabilitySet, RunHandle, RunRequest, Session,
-};
+use agent_api::kit::Protocol;
+use agent_api::{AgentError, AgentKind, BackendInfo, CapabilitySet, RunRequest};
 use agent_api_stream_json::StreamJson;
-use async_trait::async_trait;
 
 pub use dialect::{DIALECT, TOOLS};
 pub use options::{AgentMode, AmpOptions, Interface, Visibility};
@@ -258,66 +257,23 @@ impl AmpConfig {
     }
 }
 
-/// The Amp backend.
-#[derive(Debug, Clone, Default)]
-pub struct AmpBackend {
-    config: AmpConfig,
-}
+/// The Amp backend: the kit's shared backend over [`Amp`].
+pub type AmpBackend = CliBackend<Amp>;
 
-impl AmpBackend {
-    /// A backend running amp as `config` says.
-    pub fn new(config: AmpConfig) -> Self {
-        Self { config }
-    }
-
-    /// The backend's config.
-    pub fn config(&self) -> &AmpConfig {
-        &self.config
-    }
-
-    /// Starts amp for `request` with the converter `inner`, the side channel wired in.
-    async fn launch(
-        &self,
-        request: &RunRequest,
-        session: bool,
-    ) -> Result<(RunSettings, Transport, AmpProtocol), AgentError> {
-        let mut invocation = args::invocation(&self.config, request, session).await?;
-        let settings = RunSettings::for_request(KIND, request, &self.capabilities());
-        let inner = match (session, invocation.interface) {
-            (true, _) => StreamJson::session(DIALECT, request.permissions.clone(), false),
-            (false, Interface::OneWay) => {
-                StreamJson::print(DIALECT, request.prompt.text.clone(), false)
-            }
-            (false, _) => StreamJson::control(
-                DIALECT,
-                request.prompt.text.clone(),
-                request.permissions.clone(),
-                false,
-            ),
-        };
-        let channel = invocation.files.channel.as_mut();
-        let side = channel.map(|c| (c.side_lines(), c.replies()));
-        let mut transport = Transport::spawn(&invocation.spec, settings.line_cap)?;
-        let replies = match side {
-            Some((lines, replies)) => {
-                transport = transport.with_side_lines(lines);
-                Some(replies)
-            }
-            None => None,
-        };
-        let protocol = AmpProtocol::live(inner, request.permissions.clone(), replies)
-            .keeping(invocation.files);
-        Ok((settings, transport, protocol))
-    }
-}
+/// What Amp tells the shared backend ([`CliAgent`]): the capabilities its tests prove, its
+/// options, how it takes the portable ones, its modes, its two interfaces (one-way and the
+/// stream-json control channel, with the permission delegate's side channel) and its snapshots.
+#[derive(Debug, Clone, Copy, Default)]
+#[non_exhaustive]
+pub struct Amp;
 
 #[async_trait]
-impl AgentBackend for AmpBackend {
-    fn kind(&self) -> AgentKind {
-        KIND
-    }
+impl CliAgent for Amp {
+    type Config = AmpConfig;
+    const PROGRAM: &'static str = "amp";
+    const SUPPORTED_VERSIONS: &'static [&'static str] = SUPPORTED_VERSIONS;
 
-    fn capabilities(&self) -> CapabilitySet {
+    fn info() -> BackendInfo {
         let own = CapabilitySet::from_ids([
             caps::RUN,
             caps::EVENTS,
@@ -348,44 +304,75 @@ impl AgentBackend for AmpBackend {
             CAP_DANGEROUSLY_ALLOW_ALL,
             CAP_TRANSCRIPT_ONLY,
         ]);
-        agent_api::kit::options::with_mappings(own, OPTION_MAPPINGS)
+        BackendInfo::new(KIND, own)
+            .with_options::<AmpOptions>()
+            .with_option_mappings(OPTION_MAPPINGS)
+            .with_modes(MODES)
     }
 
-    fn option_mappings(&self) -> &'static [agent_api::kit::options::OptionMapping] {
-        OPTION_MAPPINGS
+    /// Amp takes no output schema: a run's answer is asked for in its prompt.
+    fn prepare(
+        _config: &AmpConfig,
+        request: RunRequest,
+        turn: Turn,
+    ) -> Result<RunRequest, AgentError> {
+        Ok(match turn {
+            Turn::Run => agent_api::kit::structured::ask_in_prompt(request),
+            _ => request,
+        })
     }
 
-    fn modes(&self) -> &'static [agent_api::request::ModeInfo] {
-        MODES
+    /// Starts amp with the converter of its interface, the delegate's side channel wired in.
+    async fn launch(
+        config: &AmpConfig,
+        request: &RunRequest,
+        turn: Turn,
+    ) -> Result<Launch, AgentError> {
+        let session = turn == Turn::Session;
+        let mut invocation = args::invocation(config, request, session).await?;
+        let inner = match (session, invocation.interface) {
+            (true, _) => StreamJson::session(DIALECT, request.permissions.clone(), false),
+            (false, Interface::OneWay) => {
+                StreamJson::print(DIALECT, request.prompt.text.clone(), false)
+            }
+            (false, _) => StreamJson::control(
+                DIALECT,
+                request.prompt.text.clone(),
+                request.permissions.clone(),
+                false,
+            ),
+        };
+        let channel = invocation.files.channel.as_mut();
+        let (lines, replies) = match channel.map(|c| (c.side_lines(), c.replies())) {
+            Some((lines, replies)) => (Some(lines), Some(replies)),
+            None => (None, None),
+        };
+        let protocol = AmpProtocol::live(inner, request.permissions.clone(), replies)
+            .keeping(invocation.files);
+        let launch = Launch::command(invocation.spec, protocol);
+        Ok(match lines {
+            Some(lines) => launch.with_side_lines(lines),
+            None => launch,
+        })
     }
 
-    fn extension_keys(&self) -> &'static [&'static str] {
-        agent_api::kit::options::extension_keys::<AmpOptions>()
-    }
-
-    fn option_value(&self, key: &str, text: &str) -> Result<serde_json::Value, AgentError> {
-        agent_api::kit::options::value_from_text::<AmpOptions>(key, text)
-    }
-
-    async fn run(&self, request: RunRequest) -> Result<RunHandle, AgentError> {
-        self.validate(&request)?;
-        let request = request.in_session_dir(self.config.working_dir.as_deref());
-        let mut request = agent_api::kit::structured::ask_in_prompt(request);
-        let tools = agent_api::kit::caller_tools::attach(&mut request).await?;
-        let (mut settings, transport, protocol) = self.launch(&request, false).await?;
-        settings.hold(tools);
-        Ok(start_run(settings, transport, Box::new(protocol)))
+    fn replay_protocol(format: RecordingFormat) -> Result<Box<dyn Protocol>, AgentError> {
+        match format {
+            RecordingFormat::NativeStdout | RecordingFormat::Session => {
+                Ok(Box::new(AmpProtocol::replaying()))
+            }
+            other => Err(other.not_replayable_by("amp")),
+        }
     }
 
     /// Amp keeps its threads in its service, not in the home: a snapshot is the thread id alone
     /// ([`agent_api::snapshot::Continuity::Service`]), and any home signed in to the same account
     /// goes on with it.
     async fn export_snapshot(
-        &self,
-        request: &RunRequest,
+        _config: &AmpConfig,
+        _request: &RunRequest,
         session: &agent_api::request::SessionRef,
     ) -> Result<agent_api::SessionSnapshot, AgentError> {
-        let _ = request;
         agent_api::snapshot::check_session_id(&session.id)?;
         Ok(agent_api::SessionSnapshot::new(KIND, session.id.clone())
             .in_working_dir(session.working_dir.clone())
@@ -394,41 +381,28 @@ impl AgentBackend for AmpBackend {
 
     /// Nothing to write: the thread is in Amp's service.
     async fn import_snapshot(
-        &self,
-        request: &RunRequest,
+        _config: &AmpConfig,
+        _request: &RunRequest,
         snapshot: &agent_api::SessionSnapshot,
     ) -> Result<agent_api::snapshot::SnapshotImport, AgentError> {
-        let _ = request;
         snapshot.check_agent(&KIND)?;
         Ok(agent_api::snapshot::SnapshotImport::default())
     }
-
-    async fn open_session(&self, request: RunRequest) -> Result<Session, AgentError> {
-        self.validate_session_template(&request)?;
-        let mut request = request.in_session_dir(self.config.working_dir.as_deref());
-        let tools = agent_api::kit::caller_tools::attach(&mut request).await?;
-        let (mut settings, transport, protocol) = self.launch(&request, true).await?;
-        settings.hold(tools);
-        Ok(start_session(settings, transport, Box::new(protocol)))
-    }
 }
 
-impl agent_api::kit::replay::Replay for AmpBackend {
-    fn replay_protocol(&self, format: RecordingFormat) -> Result<Box<dyn Protocol>, AgentError> {
-        match format {
-            RecordingFormat::NativeStdout | RecordingFormat::Session => {
-                Ok(Box::new(AmpProtocol::replaying()))
-            }
-            other => Err(other.not_replayable_by("amp")),
-        }
+impl CliSettings for AmpConfig {
+    fn for_binary(binary: PathBuf) -> Self {
+        Self::default().with_binary(binary)
+    }
+
+    fn default_working_dir(&self) -> Option<&Path> {
+        self.working_dir.as_deref()
     }
 }
 
 /// What discovery needs to find `amp` and build a backend for it.
 pub fn probe() -> agent_api::kit::detect::BackendProbe {
-    agent_api::kit::detect::BackendProbe::new(KIND, "amp", SUPPORTED_VERSIONS, |binary| {
-        std::sync::Arc::new(AmpBackend::new(AmpConfig::default().with_binary(binary)))
-    })
+    AmpBackend::probe()
 }
 
 /// The installed `amp`: `$AGENT_API_AMP_BIN`, else `amp` on `PATH`, with its version.

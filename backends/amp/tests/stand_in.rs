@@ -398,7 +398,8 @@ async fn a_session_without_mode_switching_takes_the_default_mode_it_is_in() {
     use agent_api::request::AgentMode;
     let backend = backend("multiturn.session.jsonl");
     assert!(!backend
-        .capabilities()
+        .info()
+        .capabilities
         .contains(agent_api::capabilities::SESSION_MODE_SWITCH));
     let mut session = backend.open_session(RunRequest::new("")).await.unwrap();
     session.set_mode(AgentMode::Default).await.unwrap();

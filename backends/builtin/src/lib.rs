@@ -80,7 +80,7 @@ pub fn replayer(kind: &AgentKind) -> Result<Arc<dyn Replay>, AgentError> {
         return Ok(Arc::new(agent_api_scripted::ScriptedBackend::new()));
     }
     if *kind == ACP {
-        return Ok(Arc::new(agent_api_acp::AcpBackend::generic(
+        return Ok(Arc::new(agent_api_acp::AcpBackend::new(
             agent_api_acp::AcpConfig::default(),
         )));
     }
@@ -114,7 +114,7 @@ mod tests {
     #[test]
     fn every_kind_has_a_backend_of_that_kind() {
         for kind in kinds() {
-            assert_eq!(backend(&kind).unwrap().kind(), kind);
+            assert_eq!(backend(&kind).unwrap().info().kind, kind);
         }
         assert!(matches!(
             backend(&AgentKind::from_static("nobody")),

@@ -47,12 +47,11 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use agent_api::capabilities as caps;
+use agent_api::kit::async_trait;
+use agent_api::kit::cli::{CliAgent, CliBackend, CliSettings, Launch, Turn};
 use agent_api::kit::replay::RecordingFormat;
-use agent_api::kit::{start_run, start_session, Protocol, RunSettings, Transport};
-use agent_api::{
-    AgentBackend, AgentError, AgentKind, CapabilitySet, RunHandle, RunRequest, Session,
-};
-use async_trait::async_trait;
+use agent_api::kit::Protocol;
+use agent_api::{AgentError, AgentKind, BackendInfo, CapabilitySet, RunRequest};
 
 pub use agent_api_stream_json::StreamJson;
 pub use agent_api_stream_json::EXIT_PLAN_OPTIONS;
@@ -160,31 +159,23 @@ impl ClaudeCodeConfig {
     }
 }
 
-/// The Claude Code backend.
-#[derive(Debug, Clone, Default)]
-pub struct ClaudeCodeBackend {
-    config: ClaudeCodeConfig,
-}
+/// The Claude Code backend: the kit's shared backend over [`ClaudeCode`].
+pub type ClaudeCodeBackend = CliBackend<ClaudeCode>;
 
-impl ClaudeCodeBackend {
-    /// A backend running the CLI as `config` says.
-    pub fn new(config: ClaudeCodeConfig) -> Self {
-        Self { config }
-    }
-
-    /// The backend's config.
-    pub fn config(&self) -> &ClaudeCodeConfig {
-        &self.config
-    }
-}
+/// What Claude Code tells the shared backend ([`CliAgent`]): its capabilities and options, its
+/// two interfaces (the two-way control channel, the one-way print mode), its store and its
+/// snapshots.
+#[derive(Debug, Clone, Copy, Default)]
+#[non_exhaustive]
+pub struct ClaudeCode;
 
 #[async_trait]
-impl AgentBackend for ClaudeCodeBackend {
-    fn kind(&self) -> AgentKind {
-        KIND
-    }
+impl CliAgent for ClaudeCode {
+    type Config = ClaudeCodeConfig;
+    const PROGRAM: &'static str = "claude";
+    const SUPPORTED_VERSIONS: &'static [&'static str] = SUPPORTED_VERSIONS;
 
-    fn capabilities(&self) -> CapabilitySet {
+    fn info() -> BackendInfo {
         let own = CapabilitySet::from_ids([
             caps::RUN,
             caps::EVENTS,
@@ -220,42 +211,34 @@ impl AgentBackend for ClaudeCodeBackend {
             CAP_PRINT_MODE,
             CAP_CLI_OPTIONS,
         ]);
-        agent_api::kit::options::with_mappings(
-            agent_api::kit::launch::with_launchers(own),
-            args::OPTION_MAPPINGS,
-        )
+        BackendInfo::new(KIND, agent_api::kit::launch::with_launchers(own))
+            .with_options::<ClaudeCodeOptions>()
+            .with_option_mappings(args::OPTION_MAPPINGS)
+            .with_modes(args::MODES)
+            .with_variants(args::VARIANTS)
     }
 
-    fn option_mappings(&self) -> &'static [agent_api::kit::options::OptionMapping] {
-        args::OPTION_MAPPINGS
-    }
-
-    fn modes(&self) -> &'static [agent_api::request::ModeInfo] {
-        args::MODES
-    }
-
-    fn variants(&self) -> &'static [agent_api::request::VariantSet] {
-        args::VARIANTS
-    }
-
-    fn extension_keys(&self) -> &'static [&'static str] {
-        agent_api::kit::options::extension_keys::<ClaudeCodeOptions>()
-    }
-
-    fn option_value(&self, key: &str, text: &str) -> Result<serde_json::Value, AgentError> {
-        agent_api::kit::options::value_from_text::<ClaudeCodeOptions>(key, text)
-    }
-
-    async fn run(&self, request: RunRequest) -> Result<RunHandle, AgentError> {
-        self.validate(&request)?;
-        let mut request = request.in_session_dir(self.config.working_dir.as_deref());
-        let tools = agent_api::kit::caller_tools::attach(&mut request).await?;
-        let mut invocation = args::invocation(&self.config, &request)?;
-        let mut settings = RunSettings::for_request(KIND, &request, &self.capabilities());
-        settings.hold(tools);
-        settings.hold(Some(std::mem::take(&mut invocation.files)));
-        let protocol = match invocation.mode {
-            Mode::Control => StreamJson::control(
+    async fn launch(
+        config: &ClaudeCodeConfig,
+        request: &RunRequest,
+        turn: Turn,
+    ) -> Result<Launch, AgentError> {
+        let mut invocation = args::invocation(config, request)?;
+        let files = std::mem::take(&mut invocation.files);
+        let protocol = match (turn, invocation.mode) {
+            (Turn::Session, Mode::Control) => {
+                StreamJson::session(DIALECT, request.permissions.clone(), invocation.bypass)
+                    .with_mode_switch(args::MODES)
+                    .in_mode(request.mode.as_ref())
+            }
+            // Print mode takes its one prompt on the command line.
+            (Turn::Session, Mode::Print) => {
+                return Err(AgentError::InvalidExtension {
+                    key: args::EXT_MODE.into(),
+                    reason: "a session needs the two-way control mode".into(),
+                })
+            }
+            (_, Mode::Control) => StreamJson::control(
                 DIALECT,
                 request.prompt.text.clone(),
                 request.permissions.clone(),
@@ -266,48 +249,25 @@ impl AgentBackend for ClaudeCodeBackend {
             )?)
             .in_mode(request.mode.as_ref()),
             // Print mode reads plain text: images need the two-way channel's user messages.
-            Mode::Print if !request.prompt.images.is_empty() => {
+            (_, Mode::Print) if !request.prompt.images.is_empty() => {
                 return Err(AgentError::InvalidExtension {
                     key: args::EXT_MODE.into(),
                     reason: "images need the two-way control mode".into(),
                 })
             }
-            Mode::Print => StreamJson::print_from_stdin(
+            (_, Mode::Print) => StreamJson::print_from_stdin(
                 DIALECT,
                 request.prompt.text.clone(),
                 invocation.bypass,
             ),
         };
-        let transport = Transport::spawn(&invocation.spec, settings.line_cap)?;
-        Ok(start_run(settings, transport, Box::new(protocol)))
-    }
-
-    async fn open_session(&self, request: RunRequest) -> Result<Session, AgentError> {
-        self.validate_session_template(&request)?;
-        let mut request = request.in_session_dir(self.config.working_dir.as_deref());
-        let tools = agent_api::kit::caller_tools::attach(&mut request).await?;
-        let mut invocation = args::invocation(&self.config, &request)?;
-        if invocation.mode != Mode::Control {
-            // Print mode takes its one prompt on the command line.
-            return Err(AgentError::InvalidExtension {
-                key: args::EXT_MODE.into(),
-                reason: "a session needs the two-way control mode".into(),
-            });
-        }
-        let mut settings = RunSettings::for_request(KIND, &request, &self.capabilities());
-        settings.hold(tools);
-        settings.hold(Some(std::mem::take(&mut invocation.files)));
-        let protocol = StreamJson::session(DIALECT, request.permissions.clone(), invocation.bypass)
-            .with_mode_switch(args::MODES)
-            .in_mode(request.mode.as_ref());
-        let transport = Transport::spawn(&invocation.spec, settings.line_cap)?;
-        Ok(start_session(settings, transport, Box::new(protocol)))
+        Ok(Launch::command(invocation.spec, protocol).holding(files))
     }
 
     /// Claude Code's session ids are UUIDs; a session the backend's own store does not hold is
     /// not found before anything runs, when the run reads that store (this machine, the
     /// backend's home).
-    fn check_session(&self, request: &RunRequest) -> Result<(), AgentError> {
+    fn check_session(config: &ClaudeCodeConfig, request: &RunRequest) -> Result<(), AgentError> {
         let Some(session) = request.session.session_ref() else {
             return Ok(());
         };
@@ -323,37 +283,21 @@ impl AgentBackend for ClaudeCodeBackend {
             && !["HOME", "CLAUDE_CONFIG_DIR"]
                 .iter()
                 .any(|key| request.env.contains_key(*key));
-        match history::ClaudeSessionStore::for_config(&self.config) {
+        match history::ClaudeSessionStore::for_config(config) {
             Some(store) if own_store => store.find(&session.id).map(drop),
             _ => Ok(()),
         }
     }
 
-    async fn export_snapshot(
-        &self,
-        request: &RunRequest,
-        session: &agent_api::request::SessionRef,
-    ) -> Result<agent_api::SessionSnapshot, AgentError> {
-        snapshot::export(&self.config, request, session).await
-    }
-
-    async fn import_snapshot(
-        &self,
-        request: &RunRequest,
-        snapshot: &agent_api::SessionSnapshot,
-    ) -> Result<agent_api::snapshot::SnapshotImport, AgentError> {
-        snapshot::import(&self.config, request, snapshot).await
-    }
-
-    fn session_store(&self) -> Option<std::sync::Arc<dyn agent_api::history::SessionStore>> {
+    fn session_store(
+        config: &ClaudeCodeConfig,
+    ) -> Option<std::sync::Arc<dyn agent_api::history::SessionStore>> {
         Some(std::sync::Arc::new(
-            history::ClaudeSessionStore::for_config(&self.config)?,
+            history::ClaudeSessionStore::for_config(config)?,
         ))
     }
-}
 
-impl agent_api::kit::replay::Replay for ClaudeCodeBackend {
-    fn replay_protocol(&self, format: RecordingFormat) -> Result<Box<dyn Protocol>, AgentError> {
+    fn replay_protocol(format: RecordingFormat) -> Result<Box<dyn Protocol>, AgentError> {
         match format {
             RecordingFormat::NativeStdout | RecordingFormat::Session => {
                 Ok(Box::new(StreamJson::replaying(DIALECT)))
@@ -361,15 +305,37 @@ impl agent_api::kit::replay::Replay for ClaudeCodeBackend {
             other => Err(other.not_replayable_by("claude_code")),
         }
     }
+
+    async fn export_snapshot(
+        config: &ClaudeCodeConfig,
+        request: &RunRequest,
+        session: &agent_api::request::SessionRef,
+    ) -> Result<agent_api::SessionSnapshot, AgentError> {
+        snapshot::export(config, request, session).await
+    }
+
+    async fn import_snapshot(
+        config: &ClaudeCodeConfig,
+        request: &RunRequest,
+        snapshot: &agent_api::SessionSnapshot,
+    ) -> Result<agent_api::snapshot::SnapshotImport, AgentError> {
+        snapshot::import(config, request, snapshot).await
+    }
+}
+
+impl CliSettings for ClaudeCodeConfig {
+    fn for_binary(binary: PathBuf) -> Self {
+        Self::default().with_binary(binary)
+    }
+
+    fn default_working_dir(&self) -> Option<&std::path::Path> {
+        self.working_dir.as_deref()
+    }
 }
 
 /// What discovery needs to find the `claude` CLI and build a backend for it.
 pub fn probe() -> agent_api::kit::detect::BackendProbe {
-    agent_api::kit::detect::BackendProbe::new(KIND, "claude", SUPPORTED_VERSIONS, |binary| {
-        std::sync::Arc::new(ClaudeCodeBackend::new(
-            ClaudeCodeConfig::default().with_binary(binary),
-        ))
-    })
+    ClaudeCodeBackend::probe()
 }
 
 /// The installed `claude`: `$AGENT_API_CLAUDE_CODE_BIN`, else `claude` on `PATH`, with its version.

@@ -745,33 +745,37 @@ mod tests {
         use agent_api::AgentBackend;
         let backend = crate::CodexBackend::new(CodexConfig::default());
         assert_eq!(
-            backend.option_value(EXT_MODE, "exec").unwrap(),
+            backend.info().option_value(EXT_MODE, "exec").unwrap(),
             json!("exec")
         );
         assert_eq!(
             backend
+                .info()
                 .option_value(EXT_SANDBOX, "workspace-write")
                 .unwrap(),
             json!("workspace-write")
         );
         assert_eq!(
             backend
+                .info()
                 .option_value(EXT_DANGEROUSLY_BYPASS, "true")
                 .unwrap(),
             json!(true)
         );
         assert_eq!(
             backend
+                .info()
                 .option_value(EXT_EXTRA_DIRS, r#"["/a","/b"]"#)
                 .unwrap(),
             json!(["/a", "/b"])
         );
-        let err = backend.option_value(EXT_MODE, "tui").unwrap_err();
+        let err = backend.info().option_value(EXT_MODE, "tui").unwrap_err();
         assert!(
             matches!(&err, AgentError::InvalidExtension { key, .. } if key == EXT_MODE),
             "{err}"
         );
         let err = backend
+            .info()
             .option_value("backend.codex.interface", "exec")
             .unwrap_err();
         assert!(

@@ -52,12 +52,11 @@ pub mod tools;
 pub mod version;
 
 use agent_api::capabilities as caps;
+use agent_api::kit::async_trait;
+use agent_api::kit::cli::{CliAgent, CliBackend, CliSettings, Launch, Turn};
 use agent_api::kit::replay::RecordingFormat;
-use agent_api::kit::{start_run, start_session, Protocol, RunSettings, Transport};
-use agent_api::{
-    AgentBackend, AgentError, AgentKind, CapabilitySet, RunHandle, RunRequest, Session,
-};
-use async_trait::async_trait;
+use agent_api::kit::Protocol;
+use agent_api::{AgentError, AgentKind, BackendInfo, CapabilitySet, RunRequest};
 
 pub use config::{ApprovalPolicy, CodexConfig, CodexOptions, Mode, RunOptions, Sandbox};
 pub use version::SUPPORTED_VERSIONS;
@@ -67,9 +66,7 @@ pub const KIND: AgentKind = AgentKind::from_static("codex");
 
 /// What discovery needs to find the `codex` CLI and build a backend for it.
 pub fn probe() -> agent_api::kit::detect::BackendProbe {
-    agent_api::kit::detect::BackendProbe::new(KIND, "codex", SUPPORTED_VERSIONS, |binary| {
-        std::sync::Arc::new(CodexBackend::new(CodexConfig::with_binary(binary)))
-    })
+    CodexBackend::probe()
 }
 
 /// The installed `codex`: `$AGENT_API_CODEX_BIN`, else `codex` on `PATH`, with its version.
@@ -93,187 +90,152 @@ pub const HOME_LAYOUT: agent_api::kit::home::HomeLayout = agent_api::kit::home::
     single_use_login: true,
 };
 
-/// The Codex backend.
-#[derive(Debug, Clone, Default)]
-pub struct CodexBackend {
-    config: CodexConfig,
-}
+/// The Codex backend: the kit's shared backend over [`Codex`].
+pub type CodexBackend = CliBackend<Codex>;
 
-impl CodexBackend {
-    /// A backend that runs Codex as `config` says.
-    pub fn new(config: CodexConfig) -> Self {
-        Self { config }
-    }
-
-    /// Its configuration.
-    pub fn config(&self) -> &CodexConfig {
-        &self.config
-    }
-}
-
-/// The capabilities the backend's tests prove (fixture replays, fault tests and end-to-end runs
-/// on the bench).
-pub fn capabilities() -> CapabilitySet {
-    let own = CapabilitySet::from_ids([
-        caps::RUN,
-        caps::EVENTS,
-        caps::EVENTS_LIVE,
-        caps::CONTROL_CANCEL,
-        caps::CONTROL_STEER,
-        caps::SESSION_RESUME,
-        caps::SESSION_FORK,
-        caps::SESSION_WARM,
-        caps::SESSION_RESUME_PER_TURN,
-        caps::SESSION_SNAPSHOT,
-        caps::TOOLS_STRUCTURED_V1,
-        caps::CALLER_TOOLS,
-        caps::TEXT_MESSAGES,
-        caps::TOOL_CALLS,
-        caps::TOOL_RESULTS,
-        caps::QUESTIONS,
-        caps::PERMISSIONS,
-        caps::STREAMING_DELTAS,
-        caps::REASONING,
-        caps::COMMAND_EXECUTION,
-        caps::FILE_CHANGES,
-        caps::MCP_TOOLS,
-        caps::ERROR_EVENTS,
-        caps::SESSION_LIFECYCLE,
-        caps::USAGE,
-        caps::MODEL_SELECTION,
-        caps::HISTORY_LIST,
-        caps::HISTORY_READ,
-        caps::SKIP_PERMISSION_PROMPTS,
-        caps::HOME_ISOLATED,
-        caps::HOME_HERMETIC,
-        caps::SESSION_MODE_SWITCH,
-        CAP_APP_SERVER,
-        CAP_EXEC_MODE,
-    ]);
-    agent_api::kit::options::with_mappings(
-        agent_api::kit::launch::with_launchers(own),
-        portable::OPTION_MAPPINGS,
-    )
-}
+/// What Codex tells the shared backend ([`CliAgent`]): the capabilities its tests prove (fixture
+/// replays, fault tests and end-to-end runs on the bench), its options, its two interfaces
+/// (`app-server`, `exec`), its store and its snapshots.
+#[derive(Debug, Clone, Copy, Default)]
+#[non_exhaustive]
+pub struct Codex;
 
 #[async_trait]
-impl AgentBackend for CodexBackend {
-    fn kind(&self) -> AgentKind {
-        KIND
+impl CliAgent for Codex {
+    type Config = CodexConfig;
+    const PROGRAM: &'static str = "codex";
+    const SUPPORTED_VERSIONS: &'static [&'static str] = SUPPORTED_VERSIONS;
+
+    fn info() -> BackendInfo {
+        let own = CapabilitySet::from_ids([
+            caps::RUN,
+            caps::EVENTS,
+            caps::EVENTS_LIVE,
+            caps::CONTROL_CANCEL,
+            caps::CONTROL_STEER,
+            caps::SESSION_RESUME,
+            caps::SESSION_FORK,
+            caps::SESSION_WARM,
+            caps::SESSION_RESUME_PER_TURN,
+            caps::SESSION_SNAPSHOT,
+            caps::TOOLS_STRUCTURED_V1,
+            caps::CALLER_TOOLS,
+            caps::TEXT_MESSAGES,
+            caps::TOOL_CALLS,
+            caps::TOOL_RESULTS,
+            caps::QUESTIONS,
+            caps::PERMISSIONS,
+            caps::STREAMING_DELTAS,
+            caps::REASONING,
+            caps::COMMAND_EXECUTION,
+            caps::FILE_CHANGES,
+            caps::MCP_TOOLS,
+            caps::ERROR_EVENTS,
+            caps::SESSION_LIFECYCLE,
+            caps::USAGE,
+            caps::MODEL_SELECTION,
+            caps::HISTORY_LIST,
+            caps::HISTORY_READ,
+            caps::SKIP_PERMISSION_PROMPTS,
+            caps::HOME_ISOLATED,
+            caps::HOME_HERMETIC,
+            caps::SESSION_MODE_SWITCH,
+            CAP_APP_SERVER,
+            CAP_EXEC_MODE,
+        ]);
+        BackendInfo::new(KIND, agent_api::kit::launch::with_launchers(own))
+            .with_options::<CodexOptions>()
+            .with_option_mappings(portable::OPTION_MAPPINGS)
+            .with_modes(config::MODES)
+            .with_variants(config::VARIANTS)
     }
 
-    fn capabilities(&self) -> CapabilitySet {
-        capabilities()
-    }
-
-    fn extension_keys(&self) -> &'static [&'static str] {
-        agent_api::kit::options::extension_keys::<CodexOptions>()
-    }
-
-    fn option_value(&self, key: &str, text: &str) -> Result<serde_json::Value, AgentError> {
-        agent_api::kit::options::value_from_text::<CodexOptions>(key, text)
-    }
-
-    fn option_mappings(&self) -> &'static [agent_api::kit::options::OptionMapping] {
-        portable::OPTION_MAPPINGS
-    }
-
-    fn modes(&self) -> &'static [agent_api::request::ModeInfo] {
-        config::MODES
-    }
-
-    fn variants(&self) -> &'static [agent_api::request::VariantSet] {
-        config::VARIANTS
-    }
-
-    async fn run(&self, request: RunRequest) -> Result<RunHandle, AgentError> {
-        self.validate(&request)?;
-        let mut request = request.in_session_dir(self.config.working_dir.as_deref());
-        let options = RunOptions::resolve(&request, &self.config)?;
+    fn prepare(
+        config: &CodexConfig,
+        request: RunRequest,
+        turn: Turn,
+    ) -> Result<RunRequest, AgentError> {
+        let options = RunOptions::resolve(&request, config)?;
         portable::check_denied_tools(&request.portable)?;
-        if options.mode == Mode::Exec && request.portable.system_prompt.is_some() {
-            // `codex exec` replaces its instructions only from a file in its config; the app-server takes them per thread.
-            return Err(AgentError::InvalidRequest {
-                reason: "Codex takes a system prompt in the app-server mode only".into(),
-            });
-        }
-        if options.mode == Mode::Exec {
-            // `exec --output-schema` needs a file that outlives the spawn: the SDK asks in the prompt instead.
-            request = agent_api::kit::structured::ask_in_prompt(request);
-        }
-        let tools = agent_api::kit::caller_tools::attach(&mut request).await?;
-        let spec = HOME_LAYOUT.apply(
-            argv::command_spec(&self.config, &options, &request),
-            &request.home,
-        )?;
-        let mut settings = RunSettings::for_request(self.kind(), &request, &self.capabilities());
-        settings.hold(tools);
-        let transport = Transport::spawn(&spec, settings.line_cap)?;
-        let protocol: Box<dyn Protocol> = match options.mode {
-            Mode::AppServer => Box::new(app_server::AppServer::live(
-                argv::StartPlan::new(&self.config, &options, &request),
-                options.policy.clone(),
-            )),
-            Mode::Exec => Box::new(exec::Exec::live(request.prompt.text.clone())),
-        };
-        Ok(start_run(settings, transport, protocol))
-    }
-
-    async fn open_session(&self, request: RunRequest) -> Result<Session, AgentError> {
-        self.validate_session_template(&request)?;
-        let mut request = request.in_session_dir(self.config.working_dir.as_deref());
-        let options = RunOptions::resolve(&request, &self.config)?;
-        portable::check_denied_tools(&request.portable)?;
-        if options.mode != Mode::AppServer {
-            return Err(AgentError::InvalidExtension {
+        match (turn, options.mode) {
+            (Turn::Session, Mode::Exec) => Err(AgentError::InvalidExtension {
                 key: config::EXT_MODE.into(),
                 reason: "a session needs the app-server mode".into(),
-            });
+            }),
+            // `codex exec` replaces its instructions only from a file in its config; the
+            // app-server takes them per thread.
+            (_, Mode::Exec) if request.portable.system_prompt.is_some() => {
+                Err(AgentError::InvalidRequest {
+                    reason: "Codex takes a system prompt in the app-server mode only".into(),
+                })
+            }
+            // `exec --output-schema` needs a file that outlives the spawn: the SDK asks in the
+            // prompt instead.
+            (_, Mode::Exec) => Ok(agent_api::kit::structured::ask_in_prompt(request)),
+            (_, Mode::AppServer) => Ok(request),
         }
-        let tools = agent_api::kit::caller_tools::attach(&mut request).await?;
-        let spec = HOME_LAYOUT.apply(
-            argv::command_spec(&self.config, &options, &request),
-            &request.home,
-        )?;
-        let mut settings = RunSettings::for_request(self.kind(), &request, &self.capabilities());
-        settings.hold(tools);
-        let transport = Transport::spawn(&spec, settings.line_cap)?;
-        let protocol = app_server::AppServer::session(
-            argv::StartPlan::new(&self.config, &options, &request),
-            options.policy.clone(),
-        );
-        Ok(start_session(settings, transport, Box::new(protocol)))
     }
 
-    async fn export_snapshot(
-        &self,
+    async fn launch(
+        config: &CodexConfig,
         request: &RunRequest,
-        session: &agent_api::request::SessionRef,
-    ) -> Result<agent_api::SessionSnapshot, AgentError> {
-        snapshot::export(&self.config, request, session).await
+        turn: Turn,
+    ) -> Result<Launch, AgentError> {
+        let options = RunOptions::resolve(request, config)?;
+        let spec =
+            HOME_LAYOUT.apply(argv::command_spec(config, &options, request), &request.home)?;
+        let plan = argv::StartPlan::new(config, &options, request);
+        let protocol: Box<dyn Protocol> = match (turn, options.mode) {
+            (Turn::Session, _) => {
+                Box::new(app_server::AppServer::session(plan, options.policy.clone()))
+            }
+            (_, Mode::AppServer) => {
+                Box::new(app_server::AppServer::live(plan, options.policy.clone()))
+            }
+            (_, Mode::Exec) => Box::new(exec::Exec::live(request.prompt.text.clone())),
+        };
+        Ok(Launch::boxed(spec, protocol))
     }
 
-    async fn import_snapshot(
-        &self,
-        request: &RunRequest,
-        snapshot: &agent_api::SessionSnapshot,
-    ) -> Result<agent_api::snapshot::SnapshotImport, AgentError> {
-        snapshot::import(&self.config, request, snapshot).await
-    }
-
-    fn session_store(&self) -> Option<std::sync::Arc<dyn agent_api::history::SessionStore>> {
+    fn session_store(
+        config: &CodexConfig,
+    ) -> Option<std::sync::Arc<dyn agent_api::history::SessionStore>> {
         Some(std::sync::Arc::new(history::CodexSessionStore::for_config(
-            &self.config,
+            config,
         )?))
     }
-}
 
-impl agent_api::kit::replay::Replay for CodexBackend {
-    fn replay_protocol(&self, format: RecordingFormat) -> Result<Box<dyn Protocol>, AgentError> {
+    fn replay_protocol(format: RecordingFormat) -> Result<Box<dyn Protocol>, AgentError> {
         match format {
             RecordingFormat::NativeStdout => Ok(Box::new(exec::Exec::default())),
             RecordingFormat::Session => Ok(Box::new(app_server::AppServer::replay())),
             other => Err(other.not_replayable_by("codex")),
         }
+    }
+
+    async fn export_snapshot(
+        config: &CodexConfig,
+        request: &RunRequest,
+        session: &agent_api::request::SessionRef,
+    ) -> Result<agent_api::SessionSnapshot, AgentError> {
+        snapshot::export(config, request, session).await
+    }
+
+    async fn import_snapshot(
+        config: &CodexConfig,
+        request: &RunRequest,
+        snapshot: &agent_api::SessionSnapshot,
+    ) -> Result<agent_api::snapshot::SnapshotImport, AgentError> {
+        snapshot::import(config, request, snapshot).await
+    }
+}
+
+impl CliSettings for CodexConfig {
+    fn for_binary(binary: std::path::PathBuf) -> Self {
+        Self::with_binary(binary)
+    }
+
+    fn default_working_dir(&self) -> Option<&std::path::Path> {
+        self.working_dir.as_deref()
     }
 }

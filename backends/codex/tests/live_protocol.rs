@@ -101,7 +101,9 @@ fn run(request: RunRequest, steps: Vec<Step>, end_status: &'static str) -> (RunH
     let settings = RunSettings::for_request(
         AgentKind::new("codex").unwrap(),
         &request,
-        &CodexBackend::new(CodexConfig::default()).capabilities(),
+        &CodexBackend::new(CodexConfig::default())
+            .info()
+            .capabilities,
     );
     (
         start_run(

@@ -50,7 +50,10 @@ fn session(refuse: Refuse) -> Session {
     let options = RunOptions::resolve(&request, &config).unwrap();
     let plan = StartPlan::new(&config, &options, &request);
     let transport = Transport::in_process(1 << 20, move |pipes| refusing_codex(pipes, refuse));
-    let capabilities = CodexBackend::new(CodexConfig::default()).capabilities();
+    let capabilities = CodexBackend::new(CodexConfig::default())
+        .info()
+        .capabilities
+        .clone();
     let settings =
         RunSettings::for_request(AgentKind::new("codex").unwrap(), &request, &capabilities);
     start_session(

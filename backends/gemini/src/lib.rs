@@ -37,10 +37,12 @@ mod options;
 mod portable;
 
 use agent_api::capabilities as caps;
+use agent_api::kit::async_trait;
+use agent_api::kit::cli::{CliAgent, CliBackend, Launch, Turn};
 use agent_api::kit::replay::RecordingFormat;
 use agent_api::kit::Protocol;
-use agent_api::{AgentError, AgentKind, CapabilitySet, RunRequest};
-use agent_api_acp::{AcpConfig, AgentCli, CliAgent, CliBackend, ExitPlan, Launch};
+use agent_api::{AgentError, AgentKind, BackendInfo, CapabilitySet, RunRequest};
+use agent_api_acp::{AcpConfig, AgentCli, ExitPlan};
 
 pub use options::{GeminiInterface, GeminiOptions, HeadlessApproval};
 pub use portable::TOOLS;
@@ -99,7 +101,7 @@ pub fn probe() -> agent_api::kit::detect::BackendProbe {
     GeminiBackend::probe()
 }
 
-/// The Gemini CLI backend (kind `gemini`): the shared backend of `agent_api_acp` over [`Gemini`].
+/// The Gemini CLI backend (kind `gemini`): the kit's shared backend (`agent_api::kit::cli`) over [`Gemini`].
 pub type GeminiBackend = CliBackend<Gemini>;
 
 /// What Gemini CLI tells the shared backend ([`CliAgent`]): its interfaces, options and store.
@@ -113,33 +115,48 @@ impl Gemini {
     }
 }
 
+#[async_trait]
 impl CliAgent for Gemini {
-    const CLI: AgentCli = CLI;
+    type Config = AcpConfig;
+    const PROGRAM: &'static str = "gemini";
     const SUPPORTED_VERSIONS: &'static [&'static str] = SUPPORTED_VERSIONS;
-    const OPTION_MAPPINGS: &'static [agent_api::kit::options::OptionMapping] = portable::MAPPINGS;
-    const MODES: &'static [agent_api::request::ModeInfo] = portable::MODES;
-    type Options = GeminiOptions;
 
-    fn capabilities() -> CapabilitySet {
-        capabilities()
+    fn info() -> BackendInfo {
+        BackendInfo::new(KIND, capabilities())
+            .with_options::<GeminiOptions>()
+            .with_option_mappings(portable::MAPPINGS)
+            .with_modes(portable::MODES)
     }
 
     /// ACP keeps one live agent for every turn; the headless interface takes its prompt per process.
-    fn resumes_per_turn(request: &RunRequest) -> Result<bool, AgentError> {
+    fn resumes_per_turn(_config: &AcpConfig, request: &RunRequest) -> Result<bool, AgentError> {
         Self::headless(request)
     }
 
-    fn launch(config: &AcpConfig, request: &RunRequest, warm: bool) -> Result<Launch, AgentError> {
+    /// No interface of Gemini CLI takes an output schema: the SDK asks in the prompt.
+    fn prepare(
+        _config: &AcpConfig,
+        request: RunRequest,
+        _turn: Turn,
+    ) -> Result<RunRequest, AgentError> {
+        Ok(agent_api_acp::prepare(request, false))
+    }
+
+    async fn launch(
+        config: &AcpConfig,
+        request: &RunRequest,
+        turn: Turn,
+    ) -> Result<Launch, AgentError> {
+        let warm = turn == Turn::Session;
         let files = portable::run_files(request)?;
         let cwd = agent_api_acp::run_dir(config, request);
         if Self::headless(request)? {
             agent_api_acp::text_only(&KIND, request)?;
             portable::check_headless(&request.portable)?;
             let spec = headless::command(config, request, &cwd)?;
-            return Ok(Launch::new(
+            return Ok(files.launch(
                 spec,
                 Box::new(headless::Headless::live(request.prompt.text.clone())),
-                files,
             ));
         }
         let serve_fs = request.options::<GeminiOptions>()?.fs.unwrap_or(true);
@@ -147,7 +164,7 @@ impl CliAgent for Gemini {
         let acp = CLI
             .client(request, cwd, serve_fs, None, warm)?
             .with_mode_switch(portable::MODES);
-        Ok(Launch::new(spec, Box::new(acp), files))
+        Ok(files.launch(spec, Box::new(acp)))
     }
 
     fn session_store(
@@ -158,24 +175,21 @@ impl CliAgent for Gemini {
         ))
     }
 
-    fn export_snapshot<'a>(
-        config: &'a AcpConfig,
-        request: &'a RunRequest,
-        session: &'a agent_api::request::SessionRef,
-    ) -> agent_api_acp::chat_snapshot::SnapshotFuture<'a, agent_api::SessionSnapshot> {
-        Box::pin(
-            agent_api_acp::chat_snapshot::export::<history::GeminiChats>(config, request, session),
-        )
+    async fn export_snapshot(
+        config: &AcpConfig,
+        request: &RunRequest,
+        session: &agent_api::request::SessionRef,
+    ) -> Result<agent_api::SessionSnapshot, AgentError> {
+        agent_api_acp::chat_snapshot::export::<history::GeminiChats>(config, request, session).await
     }
 
-    fn import_snapshot<'a>(
-        config: &'a AcpConfig,
-        request: &'a RunRequest,
-        snapshot: &'a agent_api::SessionSnapshot,
-    ) -> agent_api_acp::chat_snapshot::SnapshotFuture<'a, agent_api::snapshot::SnapshotImport> {
-        Box::pin(
-            agent_api_acp::chat_snapshot::import::<history::GeminiChats>(config, request, snapshot),
-        )
+    async fn import_snapshot(
+        config: &AcpConfig,
+        request: &RunRequest,
+        snapshot: &agent_api::SessionSnapshot,
+    ) -> Result<agent_api::snapshot::SnapshotImport, AgentError> {
+        agent_api_acp::chat_snapshot::import::<history::GeminiChats>(config, request, snapshot)
+            .await
     }
 
     fn replay_protocol(format: RecordingFormat) -> Result<Box<dyn Protocol>, AgentError> {
@@ -213,8 +227,5 @@ pub fn capabilities() -> CapabilitySet {
         set.insert(id);
     }
     // Every interface builds its argv through `CommandSpec::for_request`: the launchers apply.
-    agent_api::kit::options::with_mappings(
-        agent_api::kit::launch::with_launchers(set),
-        portable::MAPPINGS,
-    )
+    agent_api::kit::launch::with_launchers(set)
 }

@@ -124,7 +124,7 @@ async fn every_gemini_acp_session_replays_with_the_live_outcome() {
 
 #[tokio::test]
 async fn every_opencode_acp_session_replays_with_the_live_outcome() {
-    let backend = AcpBackend::generic(AcpConfig::default());
+    let backend = AcpBackend::new(AcpConfig::default());
     for path in files("opencode", "acp") {
         let run = replay(&backend, &path).await;
         let name = scenario(&path);

@@ -47,9 +47,10 @@ use agent_api::capabilities as caps;
 use agent_api::kit::replay::RecordingFormat;
 use agent_api::kit::{start_run, CommandSpec, Protocol, RunSettings, Transport};
 use agent_api::{
-    AgentBackend, AgentError, AgentKind, CapabilitySet, RunHandle, RunRequest, Session,
+    AgentBackend, AgentError, AgentKind, BackendInfo, CapabilitySet, RunHandle, RunRequest, Session,
 };
 use async_trait::async_trait;
+use std::sync::LazyLock;
 
 pub use config::{Interface, OpenCodeConfig, OpenCodeOptions};
 
@@ -113,9 +114,9 @@ impl OpenCodeBackend {
     }
 }
 
-/// The capabilities the backend's tests prove (fixture replays and end-to-end runs on the bench).
+/// What the backend is: the capabilities its tests prove (fixture replays and end-to-end runs on the bench).
 /// Permissions, questions and deltas are the `serve` interface's; `run` has none of them.
-pub fn capabilities() -> CapabilitySet {
+static INFO: LazyLock<BackendInfo> = LazyLock::new(|| {
     let own = CapabilitySet::from_ids([
         caps::RUN,
         caps::EVENTS,
@@ -151,11 +152,12 @@ pub fn capabilities() -> CapabilitySet {
         caps::HOME_HERMETIC,
     ]);
     // The run and acp interfaces build their argv through `CommandSpec::for_request` (serve refuses a launcher).
-    agent_api::kit::options::with_mappings(
-        agent_api::kit::launch::with_launchers(own),
-        portable::MAPPINGS,
-    )
-}
+    BackendInfo::new(KIND, agent_api::kit::launch::with_launchers(own))
+        .with_options::<OpenCodeOptions>()
+        .with_option_mappings(portable::MAPPINGS)
+        .with_modes(portable::MODES)
+        .with_variants(portable::VARIANTS)
+});
 
 /// Where OpenCode keeps its config and global memory (`$XDG_CONFIG_HOME/opencode`), its sessions
 /// and logins (`$XDG_DATA_HOME/opencode`, `auth.json`), and its state and caches: the XDG
@@ -272,32 +274,8 @@ pub(crate) fn working_dir(
 
 #[async_trait]
 impl AgentBackend for OpenCodeBackend {
-    fn kind(&self) -> AgentKind {
-        KIND
-    }
-
-    fn capabilities(&self) -> CapabilitySet {
-        capabilities()
-    }
-
-    fn extension_keys(&self) -> &'static [&'static str] {
-        agent_api::kit::options::extension_keys::<OpenCodeOptions>()
-    }
-
-    fn option_value(&self, key: &str, text: &str) -> Result<serde_json::Value, AgentError> {
-        agent_api::kit::options::value_from_text::<OpenCodeOptions>(key, text)
-    }
-
-    fn option_mappings(&self) -> &'static [agent_api::kit::options::OptionMapping] {
-        portable::MAPPINGS
-    }
-
-    fn modes(&self) -> &'static [agent_api::request::ModeInfo] {
-        portable::MODES
-    }
-
-    fn variants(&self) -> &'static [agent_api::request::VariantSet] {
-        portable::VARIANTS
+    fn info(&self) -> &BackendInfo {
+        &INFO
     }
 
     async fn run(&self, request: RunRequest) -> Result<RunHandle, AgentError> {
@@ -309,7 +287,7 @@ impl AgentBackend for OpenCodeBackend {
         // The caller tools' server joins the MCP servers, which reach OpenCode through its config.
         let tools = agent_api::kit::caller_tools::attach(&mut request).await?;
         let request = agent_api::kit::structured::ask_in_prompt(request);
-        let mut settings = RunSettings::for_request(self.kind(), &request, &self.capabilities());
+        let mut settings = RunSettings::for_request(KIND, &request, &self.info().capabilities);
         settings.hold(tools);
         match interface {
             Interface::Run => {
@@ -348,7 +326,7 @@ impl AgentBackend for OpenCodeBackend {
         check_launcher(Interface::Serve, &request)?;
         let mut request = request;
         let tools = agent_api::kit::caller_tools::attach(&mut request).await?;
-        let mut settings = RunSettings::for_request(self.kind(), &request, &self.capabilities());
+        let mut settings = RunSettings::for_request(KIND, &request, &self.info().capabilities);
         settings.hold(tools);
         serve::session::open(&self.config, &self.servers, request, settings).await
     }

@@ -59,7 +59,7 @@ async fn serve_refuses_a_launcher_before_starting_anything() {
     let backend = OpenCodeBackend::new(config);
     let launcher = agent_api::request::Launcher::Prefix(vec!["env".into()]);
     assert!(
-        backend.capabilities().contains(launcher.capability()),
+        backend.info().capabilities.contains(launcher.capability()),
         "OpenCode advertises the launchers"
     );
     let error = backend

@@ -58,10 +58,12 @@ mod stream_json;
 mod tools;
 
 use agent_api::capabilities as caps;
+use agent_api::kit::async_trait;
+use agent_api::kit::cli::{CliAgent, CliBackend, Launch, Turn};
 use agent_api::kit::replay::RecordingFormat;
 use agent_api::kit::Protocol;
-use agent_api::{AgentError, AgentKind, CapabilitySet, RunRequest};
-use agent_api_acp::{AcpConfig, AgentCli, CliAgent, CliBackend, Launch};
+use agent_api::{AgentError, AgentKind, BackendInfo, CapabilitySet, RunRequest};
+use agent_api_acp::{AcpConfig, AgentCli};
 
 pub use options::{QwenInterface, QwenOptions};
 pub use stream_json::{
@@ -125,7 +127,7 @@ pub fn probe() -> agent_api::kit::detect::BackendProbe {
     QwenBackend::probe()
 }
 
-/// The Qwen Code backend (kind `qwen`): the shared backend of `agent_api_acp` over [`Qwen`].
+/// The Qwen Code backend (kind `qwen`): the kit's shared backend (`agent_api::kit::cli`) over [`Qwen`].
 pub type QwenBackend = CliBackend<Qwen>;
 
 /// What Qwen Code tells the shared backend ([`CliAgent`]): its three interfaces, options and store.
@@ -133,31 +135,43 @@ pub type QwenBackend = CliBackend<Qwen>;
 #[non_exhaustive]
 pub struct Qwen;
 
+#[async_trait]
 impl CliAgent for Qwen {
-    const CLI: AgentCli = CLI;
+    type Config = AcpConfig;
+    const PROGRAM: &'static str = "qwen";
     const SUPPORTED_VERSIONS: &'static [&'static str] = SUPPORTED_VERSIONS;
-    const OPTION_MAPPINGS: &'static [agent_api::kit::options::OptionMapping] = portable::MAPPINGS;
-    const MODES: &'static [agent_api::request::ModeInfo] = portable::MODES;
-    const VARIANTS: &'static [agent_api::request::VariantSet] = portable::VARIANTS;
-    type Options = QwenOptions;
 
-    fn capabilities() -> CapabilitySet {
-        capabilities()
+    fn info() -> BackendInfo {
+        BackendInfo::new(KIND, capabilities())
+            .with_options::<QwenOptions>()
+            .with_option_mappings(portable::MAPPINGS)
+            .with_modes(portable::MODES)
+            .with_variants(portable::VARIANTS)
     }
 
     /// ACP and the two-way stream-json keep one live agent for every turn; print takes its prompt
     /// on the command line.
-    fn resumes_per_turn(request: &RunRequest) -> Result<bool, AgentError> {
+    fn resumes_per_turn(_config: &AcpConfig, request: &RunRequest) -> Result<bool, AgentError> {
         Ok(stream_json_interface(request)? == Some(QwenInterface::Print))
     }
 
-    /// Print takes the schema as its own flag.
-    fn native_schema(request: &RunRequest) -> Result<bool, AgentError> {
-        Self::resumes_per_turn(request)
+    /// Print takes the schema as its own flag; elsewhere the SDK asks in the prompt.
+    fn prepare(
+        config: &AcpConfig,
+        request: RunRequest,
+        _turn: Turn,
+    ) -> Result<RunRequest, AgentError> {
+        let native_schema = Self::resumes_per_turn(config, &request)?;
+        Ok(agent_api_acp::prepare(request, native_schema))
     }
 
     /// A run on the interface the request picks (ACP unless it names a stream-json one).
-    fn launch(config: &AcpConfig, request: &RunRequest, warm: bool) -> Result<Launch, AgentError> {
+    async fn launch(
+        config: &AcpConfig,
+        request: &RunRequest,
+        turn: Turn,
+    ) -> Result<Launch, AgentError> {
+        let warm = turn == Turn::Session;
         let interface = stream_json_interface(request)?;
         let files = portable::run_files(request, interface.is_some())?;
         let cwd = agent_api_acp::run_dir(config, request);
@@ -165,7 +179,7 @@ impl CliAgent for Qwen {
             agent_api_acp::text_only(&KIND, request)?;
             let (spec, protocol) =
                 stream_json::stream_json(config, request, &cwd, interface, warm)?;
-            return Ok(Launch::new(spec, protocol, files));
+            return Ok(files.launch(spec, protocol));
         }
         let serve_fs = request.options::<QwenOptions>()?.fs.unwrap_or(true);
         let spec = CLI.acp_command(
@@ -177,7 +191,7 @@ impl CliAgent for Qwen {
         let acp = CLI
             .client(request, cwd, serve_fs, debug_log_dir(&spec), warm)?
             .with_mode_switch(portable::MODES);
-        Ok(Launch::new(spec, Box::new(acp), files))
+        Ok(files.launch(spec, Box::new(acp)))
     }
 
     fn session_store(
@@ -188,24 +202,20 @@ impl CliAgent for Qwen {
         )?))
     }
 
-    fn export_snapshot<'a>(
-        config: &'a AcpConfig,
-        request: &'a RunRequest,
-        session: &'a agent_api::request::SessionRef,
-    ) -> agent_api_acp::chat_snapshot::SnapshotFuture<'a, agent_api::SessionSnapshot> {
-        Box::pin(agent_api_acp::chat_snapshot::export::<history::QwenChats>(
-            config, request, session,
-        ))
+    async fn export_snapshot(
+        config: &AcpConfig,
+        request: &RunRequest,
+        session: &agent_api::request::SessionRef,
+    ) -> Result<agent_api::SessionSnapshot, AgentError> {
+        agent_api_acp::chat_snapshot::export::<history::QwenChats>(config, request, session).await
     }
 
-    fn import_snapshot<'a>(
-        config: &'a AcpConfig,
-        request: &'a RunRequest,
-        snapshot: &'a agent_api::SessionSnapshot,
-    ) -> agent_api_acp::chat_snapshot::SnapshotFuture<'a, agent_api::snapshot::SnapshotImport> {
-        Box::pin(agent_api_acp::chat_snapshot::import::<history::QwenChats>(
-            config, request, snapshot,
-        ))
+    async fn import_snapshot(
+        config: &AcpConfig,
+        request: &RunRequest,
+        snapshot: &agent_api::SessionSnapshot,
+    ) -> Result<agent_api::snapshot::SnapshotImport, AgentError> {
+        agent_api_acp::chat_snapshot::import::<history::QwenChats>(config, request, snapshot).await
     }
 
     /// A recording is ACP or stream-json, which its first message says ([`replaying`]).
@@ -243,8 +253,5 @@ pub fn capabilities() -> CapabilitySet {
         set.insert(id);
     }
     // Every interface builds its argv through `CommandSpec::for_request`: the launchers apply.
-    agent_api::kit::options::with_mappings(
-        agent_api::kit::launch::with_launchers(set),
-        portable::MAPPINGS,
-    )
+    agent_api::kit::launch::with_launchers(set)
 }

@@ -43,9 +43,10 @@ use agent_api::kit::caller_tools::client::McpClient;
 use agent_api::kit::caller_tools::ToolServer;
 use agent_api::kit::{start_run, start_session, RunSettings, Transport};
 use agent_api::{
-    AgentBackend, AgentError, AgentKind, CapabilitySet, RunHandle, RunRequest, Session,
+    AgentBackend, AgentError, AgentKind, BackendInfo, CapabilitySet, RunHandle, RunRequest, Session,
 };
 use async_trait::async_trait;
+use std::sync::LazyLock;
 
 pub use scenario::Scenario;
 pub use sessions::HOME_VAR;
@@ -103,6 +104,43 @@ impl agent_api::request::BackendOptions for ScriptedOptions {
     const KIND: &'static str = "scripted";
 }
 
+/// What the backend is: the capabilities its tests prove, its options (both may be set by a
+/// remote client: a scenario's name and a pause name nothing outside the process), how it takes
+/// the portable ones, and its modes.
+static INFO: LazyLock<BackendInfo> = LazyLock::new(|| {
+    let own = CapabilitySet::from_ids([
+        caps::RUN,
+        caps::EVENTS,
+        caps::EVENTS_LIVE,
+        caps::CONTROL_CANCEL,
+        caps::TOOLS_STRUCTURED_V1,
+        caps::CALLER_TOOLS,
+        caps::TEXT_MESSAGES,
+        caps::TOOL_CALLS,
+        caps::TOOL_RESULTS,
+        caps::QUESTIONS,
+        caps::PERMISSIONS,
+        caps::ERROR_EVENTS,
+        caps::REASONING,
+        caps::COMMAND_EXECUTION,
+        caps::STREAMING_DELTAS,
+        caps::USAGE,
+        caps::MODEL_SELECTION,
+        caps::SESSION_RESUME,
+        caps::SESSION_FORK,
+        caps::SESSION_WARM,
+        caps::SESSION_RESUME_PER_TURN,
+        caps::SESSION_MODE_SWITCH,
+        caps::SESSION_SNAPSHOT,
+        "backend.scripted.scenarios",
+    ]);
+    BackendInfo::new(KIND, own)
+        .with_options::<ScriptedOptions>()
+        .with_client_keys(agent_api::kit::options::extension_keys::<ScriptedOptions>())
+        .with_option_mappings(MAPPINGS)
+        .with_modes(MODES)
+});
+
 /// The scripted backend.
 #[derive(Debug, Clone, Default)]
 pub struct ScriptedBackend {
@@ -118,59 +156,8 @@ impl ScriptedBackend {
 
 #[async_trait]
 impl AgentBackend for ScriptedBackend {
-    fn kind(&self) -> AgentKind {
-        KIND
-    }
-
-    fn capabilities(&self) -> CapabilitySet {
-        let own = CapabilitySet::from_ids([
-            caps::RUN,
-            caps::EVENTS,
-            caps::EVENTS_LIVE,
-            caps::CONTROL_CANCEL,
-            caps::TOOLS_STRUCTURED_V1,
-            caps::CALLER_TOOLS,
-            caps::TEXT_MESSAGES,
-            caps::TOOL_CALLS,
-            caps::TOOL_RESULTS,
-            caps::QUESTIONS,
-            caps::PERMISSIONS,
-            caps::ERROR_EVENTS,
-            caps::REASONING,
-            caps::COMMAND_EXECUTION,
-            caps::STREAMING_DELTAS,
-            caps::USAGE,
-            caps::MODEL_SELECTION,
-            caps::SESSION_RESUME,
-            caps::SESSION_FORK,
-            caps::SESSION_WARM,
-            caps::SESSION_RESUME_PER_TURN,
-            caps::SESSION_MODE_SWITCH,
-            caps::SESSION_SNAPSHOT,
-            "backend.scripted.scenarios",
-        ]);
-        agent_api::kit::options::with_mappings(own, MAPPINGS)
-    }
-
-    fn option_mappings(&self) -> &'static [agent_api::kit::options::OptionMapping] {
-        MAPPINGS
-    }
-
-    fn modes(&self) -> &'static [agent_api::request::ModeInfo] {
-        MODES
-    }
-
-    fn extension_keys(&self) -> &'static [&'static str] {
-        agent_api::kit::options::extension_keys::<ScriptedOptions>()
-    }
-
-    /// Both: a scenario's name and a pause name nothing outside the process.
-    fn client_keys(&self) -> &'static [&'static str] {
-        agent_api::kit::options::extension_keys::<ScriptedOptions>()
-    }
-
-    fn option_value(&self, key: &str, text: &str) -> Result<serde_json::Value, AgentError> {
-        agent_api::kit::options::value_from_text::<ScriptedOptions>(key, text)
+    fn info(&self) -> &BackendInfo {
+        &INFO
     }
 
     async fn run(&self, request: RunRequest) -> Result<RunHandle, AgentError> {
@@ -179,7 +166,7 @@ impl AgentBackend for ScriptedBackend {
         let (tools, mcp) = caller_tools(&mut request).await?;
         let request = agent_api::kit::structured::ask_in_prompt(request);
         let (scenario, delay) = scenario_of(&request)?;
-        let mut settings = RunSettings::for_request(KIND, &request, &self.capabilities());
+        let mut settings = RunSettings::for_request(KIND, &request, &self.info().capabilities);
         settings.hold(tools);
         let home = sessions::home_of(&request);
         let session = self.sessions.begin(
@@ -224,7 +211,7 @@ impl AgentBackend for ScriptedBackend {
         let mut request = request.in_session_dir(None);
         let (tools, mcp) = caller_tools(&mut request).await?;
         let (scenario, delay) = scenario_of(&request)?;
-        let mut settings = RunSettings::for_request(KIND, &request, &self.capabilities());
+        let mut settings = RunSettings::for_request(KIND, &request, &self.info().capabilities);
         settings.hold(tools);
         // The first turn is taken now, so that an unknown session to resume is refused when the
         // session opens; every later turn continues it, as a resumed run would.

@@ -20,10 +20,10 @@ fn request(scenario: &str, prompt: &str) -> RunRequest {
 #[test]
 fn the_scripted_agent_advertises_plan_mode_and_a_mode_switch() {
     let backend = ScriptedBackend::new();
-    let capabilities = backend.capabilities();
+    let capabilities = backend.info().capabilities.clone();
     assert!(capabilities.contains(caps::MODES));
     assert!(capabilities.contains(caps::SESSION_MODE_SWITCH));
-    let ids: Vec<&str> = backend.modes().iter().map(|m| m.id).collect();
+    let ids: Vec<&str> = backend.info().modes.iter().map(|m| m.id).collect();
     assert_eq!(ids, ["plan"]);
     let unknown = backend.validate(&request("text", "hi").with_mode(AgentMode::parse("yolo")));
     assert!(

@@ -82,7 +82,7 @@ pub async fn check_capabilities(
     backend: &dyn AgentBackend,
     template: RunRequest,
 ) -> CapabilityReport {
-    let advertised = backend.capabilities();
+    let advertised = backend.info().capabilities.clone();
     let has = |id: &str| advertised.contains(id);
     let mut report = CapabilityReport {
         unchecked: advertised
@@ -164,10 +164,10 @@ pub async fn check_capabilities(
         report.check(caps::SESSION_WARM, warm(backend, template.clone()).await);
     }
     if has(caps::MODES) {
-        let outcome = if backend.modes().is_empty() {
+        let outcome = if backend.info().modes.is_empty() {
             Err("the backend lists no mode".into())
         } else {
-            backend.modes().iter().try_for_each(|m| {
+            backend.info().modes.iter().try_for_each(|m| {
                 backend
                     .validate(&template.clone().with_mode(AgentMode::parse(m.id)))
                     .map_err(|e| format!("mode `{}` is refused: {e}", m.id))
@@ -238,7 +238,7 @@ async fn warm(backend: &dyn AgentBackend, template: RunRequest) -> Result<(), St
 }
 
 async fn mode_switch(backend: &dyn AgentBackend, template: RunRequest) -> Result<(), String> {
-    let Some(mode) = backend.modes().first() else {
+    let Some(mode) = backend.info().modes.first() else {
         return Err("the backend lists no mode to switch to".into());
     };
     let mut session = backend

@@ -29,7 +29,7 @@ pub async fn goes_on_in_an_empty_home(
     template: RunRequest,
     context: usize,
 ) -> SessionSnapshot {
-    let kind = here.kind();
+    let kind = here.info().kind.clone();
     let mut first_gateway = Gateway::new();
     first_gateway.register(here).unwrap();
     let mut second_gateway = Gateway::new();
@@ -75,7 +75,7 @@ pub async fn a_run_goes_on_in_an_empty_home(
     template: RunRequest,
     context: usize,
 ) -> SessionSnapshot {
-    let kind = here.kind();
+    let kind = here.info().kind.clone();
     let mut first = template.clone();
     first.prompt = "My name is Ada".into();
     let (_, completion) = here.run(first).await.unwrap().collect_wrapper().await;

@@ -14,7 +14,7 @@ use agent_api_conformance::{
 };
 
 fn backend() -> AcpBackend {
-    AcpBackend::generic(AcpConfig::default())
+    AcpBackend::new(AcpConfig::default())
 }
 
 fn request(prompt: &str, cwd: &std::path::Path) -> RunRequest {

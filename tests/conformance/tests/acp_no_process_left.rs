@@ -114,7 +114,7 @@ impl Rng {
 }
 
 async fn one_run(ending: Ending, delay: Duration, dir: std::path::PathBuf) {
-    let backend = AcpBackend::generic(AcpConfig::default());
+    let backend = AcpBackend::new(AcpConfig::default());
     match ending {
         Ending::Cancel => {
             let handle = backend.run(request("slow", &dir)).await.unwrap();

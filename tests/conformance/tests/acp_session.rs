@@ -12,7 +12,7 @@ use agent_api_conformance::Answers;
 use agent_bench::process::processes_in;
 
 fn backend() -> AcpBackend {
-    AcpBackend::generic(AcpConfig::default())
+    AcpBackend::new(AcpConfig::default())
 }
 
 fn request(prompt: &str, cwd: &std::path::Path) -> RunRequest {

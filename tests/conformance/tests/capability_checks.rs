@@ -8,7 +8,8 @@ use agent_api::kit::transcript::NewItem;
 use agent_api::kit::{start_run, Ctx, ExitInfo, Protocol, RunSettings, Transport, Unparsed};
 use agent_api::universal::ItemRole;
 use agent_api::{
-    AgentBackend, AgentError, AgentKind, CapabilitySet, RunCompletion, RunHandle, RunRequest,
+    AgentBackend, AgentError, AgentKind, BackendInfo, CapabilitySet, RunCompletion, RunHandle,
+    RunRequest,
 };
 use agent_api_conformance::capabilities::{assert_backend_conformant, check_capabilities};
 use agent_api_scripted::{ScriptedBackend, ScriptedOptions};
@@ -69,26 +70,32 @@ impl Protocol for Says {
 
 #[agent_api::kit::async_trait]
 impl AgentBackend for Boastful {
-    fn kind(&self) -> AgentKind {
-        AgentKind::new("boastful").unwrap()
-    }
-
-    fn capabilities(&self) -> CapabilitySet {
-        CapabilitySet::from_ids([
-            caps::RUN,
-            caps::EVENTS,
-            caps::TEXT_MESSAGES,
-            caps::STREAMING_DELTAS,
-            caps::USAGE,
-            caps::SESSION_RESUME,
-            caps::SESSION_WARM,
-            caps::REASONING,
-        ])
+    fn info(&self) -> &BackendInfo {
+        static INFO: std::sync::LazyLock<BackendInfo> = std::sync::LazyLock::new(|| {
+            BackendInfo::new(
+                AgentKind::new("boastful").unwrap(),
+                CapabilitySet::from_ids([
+                    caps::RUN,
+                    caps::EVENTS,
+                    caps::TEXT_MESSAGES,
+                    caps::STREAMING_DELTAS,
+                    caps::USAGE,
+                    caps::SESSION_RESUME,
+                    caps::SESSION_WARM,
+                    caps::REASONING,
+                ]),
+            )
+        });
+        &INFO
     }
 
     async fn run(&self, request: RunRequest) -> Result<RunHandle, AgentError> {
         self.validate(&request)?;
-        let settings = RunSettings::for_request(self.kind(), &request, &self.capabilities());
+        let settings = RunSettings::for_request(
+            self.info().kind.clone(),
+            &request,
+            &self.info().capabilities,
+        );
         let transport = Transport::in_process(settings.line_cap, |mut pipes| async move {
             use tokio::io::AsyncWriteExt;
             let _ = pipes.stdout.write_all(b"{\"text\":\"hello\"}\n").await;

@@ -46,6 +46,7 @@ const ORDER: &[&str] = &[
     "contract::structured",
     "contract::images",
     "contract::options",
+    "contract::backend_info",
     "contract::session",
     "contract::backend",
     "contract",
@@ -71,6 +72,7 @@ const ORDER: &[&str] = &[
     "kit::home",
     "kit::snapshot",
     "kit::caller_tools",
+    "kit::cli",
     "kit",
     // The features, each on runs.
     "display",

@@ -22,7 +22,7 @@ fn backends() -> Vec<Arc<dyn AgentBackend>> {
         Arc::new(agent_api_opencode::OpenCodeBackend::new(Default::default())),
         Arc::new(agent_api_gemini::GeminiBackend::new(Default::default())),
         Arc::new(agent_api_qwen::QwenBackend::new(Default::default())),
-        Arc::new(agent_api_acp::AcpBackend::generic(Default::default())),
+        Arc::new(agent_api_acp::AcpBackend::new(Default::default())),
     ]
 }
 
@@ -59,33 +59,35 @@ fn each_backend_advertises_exactly_the_options_it_maps() {
     for backend in backends() {
         // Input rows (`agent_api.input.*`: images, attachments) share the table but are not run options.
         let mapped: Vec<&str> = backend
-            .option_mappings()
+            .info()
+            .option_mappings
             .iter()
             .map(|m| m.capability)
             .filter(|id| id.starts_with("agent_api.options."))
             .collect();
-        let capabilities = backend.capabilities();
+        let capabilities = backend.info().capabilities.clone();
         let advertised: Vec<&str> = capabilities
             .iter()
             .filter(|id| id.starts_with("agent_api.options."))
             .collect();
         let mut sorted = mapped.clone();
         sorted.sort_unstable();
-        assert_eq!(sorted, advertised, "{}", backend.kind());
+        assert_eq!(sorted, advertised, "{}", backend.info().kind);
         assert!(
             mapped.contains(&caps::OUTPUT_SCHEMA),
             "{}: structured output is for every agent",
-            backend.kind()
+            backend.info().kind
         );
         for input in backend
-            .option_mappings()
+            .info()
+            .option_mappings
             .iter()
             .filter(|m| m.capability.starts_with("agent_api.input."))
         {
             assert!(
                 capabilities.contains(input.capability),
                 "{}: {} mapped, not advertised",
-                backend.kind(),
+                backend.info().kind,
                 input.capability
             );
         }
@@ -96,7 +98,7 @@ fn each_backend_advertises_exactly_the_options_it_maps() {
 fn an_option_a_backend_does_not_map_is_refused_before_spawn_naming_its_capability() {
     let mut refused = 0;
     for backend in backends() {
-        let caps = backend.capabilities();
+        let caps = backend.info().capabilities.clone();
         for id in option_ids() {
             let request = asking_for(id);
             assert!(request.required_capabilities().contains(id), "{id}");
@@ -104,18 +106,18 @@ fn an_option_a_backend_does_not_map_is_refused_before_spawn_naming_its_capabilit
                 Ok(()) => assert!(
                     caps.contains(id),
                     "{}: {id} accepted but not advertised",
-                    backend.kind()
+                    backend.info().kind
                 ),
                 Err(AgentError::UnsupportedCapability { capability, .. }) => {
                     assert!(
                         !caps.contains(id),
                         "{}: {id} advertised but refused",
-                        backend.kind()
+                        backend.info().kind
                     );
                     assert_eq!(capability, id);
                     refused += 1;
                 }
-                Err(other) => panic!("{}: {id}: {other:?}", backend.kind()),
+                Err(other) => panic!("{}: {id}: {other:?}", backend.info().kind),
             }
         }
     }
@@ -237,22 +239,22 @@ fn backends_with_amp() -> Vec<Arc<dyn AgentBackend>> {
 #[test]
 fn capabilities_follow_the_lists_and_every_listed_value_validates() {
     for backend in backends_with_amp() {
-        let kind = backend.kind();
-        let caps_set = backend.capabilities();
+        let kind = backend.info().kind.clone();
+        let caps_set = backend.info().capabilities.clone();
         assert_eq!(
             caps_set.contains(caps::MODES),
-            !backend.modes().is_empty(),
+            !backend.info().modes.is_empty(),
             "{kind}: modes advertised but not listed, or listed but not advertised"
         );
         assert_eq!(
             caps_set.contains(caps::VARIANTS),
-            !backend.variants().is_empty(),
+            !backend.info().variants.is_empty(),
             "{kind}: variants advertised but not listed, or listed but not advertised"
         );
-        let mappings = backend.option_mappings();
+        let mappings = backend.info().option_mappings;
         for (id, listed) in [
-            (caps::MODES, !backend.modes().is_empty()),
-            (caps::VARIANTS, !backend.variants().is_empty()),
+            (caps::MODES, !backend.info().modes.is_empty()),
+            (caps::VARIANTS, !backend.info().variants.is_empty()),
         ] {
             assert_eq!(
                 mappings.iter().any(|m| m.capability == id),
@@ -260,7 +262,7 @@ fn capabilities_follow_the_lists_and_every_listed_value_validates() {
                 "{kind}: {id} has no row in spec/options.md"
             );
         }
-        for mode in backend.modes() {
+        for mode in backend.info().modes {
             // Amp's modes need its API key to run; validation is what is checked here.
             let request = RunRequest::new("x").with_mode(mode.mode());
             assert!(
@@ -269,9 +271,9 @@ fn capabilities_follow_the_lists_and_every_listed_value_validates() {
                 mode.id
             );
         }
-        for set in backend.variants() {
+        for set in backend.info().variants {
             let model = set.models.first().copied();
-            for value in variants_for(backend.variants(), model) {
+            for value in variants_for(backend.info().variants, model) {
                 let mut request = RunRequest::new("x").with_variant(*value);
                 if let Some(model) = model {
                     request = request.with_model(model);
@@ -291,13 +293,13 @@ fn capabilities_follow_the_lists_and_every_listed_value_validates() {
 #[test]
 fn unknown_values_are_refused_naming_the_valid_ones_or_the_capability() {
     for backend in backends_with_amp() {
-        let kind = backend.kind();
+        let kind = backend.info().kind.clone();
         let err = backend
             .validate(&RunRequest::new("x").with_mode(AgentMode::parse("no-such-mode")))
             .unwrap_err();
-        match (&err, backend.modes().is_empty()) {
+        match (&err, backend.info().modes.is_empty()) {
             (AgentError::UnknownMode { valid, .. }, false) => {
-                assert_eq!(valid.len(), backend.modes().len() + 1, "{kind}: {err}");
+                assert_eq!(valid.len(), backend.info().modes.len() + 1, "{kind}: {err}");
                 assert!(err.to_string().contains("default"), "{kind}: {err}");
             }
             (AgentError::UnsupportedCapability { capability, .. }, true) => {
@@ -308,7 +310,7 @@ fn unknown_values_are_refused_naming_the_valid_ones_or_the_capability() {
         let err = backend
             .validate(&RunRequest::new("x").with_variant("no-such-variant"))
             .unwrap_err();
-        match (&err, backend.variants().is_empty()) {
+        match (&err, backend.info().variants.is_empty()) {
             (AgentError::UnknownVariant { valid, .. }, false) => {
                 assert!(!valid.is_empty(), "{kind}: {err}")
             }

@@ -232,7 +232,7 @@ fn backends() -> Vec<Case> {
     }
     let generic =
         request().with_options(&AcpOptions::default().command([fake().to_string(), token.clone()]));
-    out.push(Case::new("acp", AcpBackend::generic(acp), generic));
+    out.push(Case::new("acp", AcpBackend::new(acp), generic));
 
     let mut amp = agent_api_amp::AmpConfig::default()
         .with_binary(fake())

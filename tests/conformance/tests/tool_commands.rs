@@ -181,7 +181,7 @@ async fn acp_agents_name_the_command() {
     assert_command("gemini headless", &run, ECHO, None);
     // OpenCode over ACP names the command only once the call runs: the result item has it.
     let run = replay(
-        &AcpBackend::generic(AcpConfig::default()),
+        &AcpBackend::new(AcpConfig::default()),
         "opencode/acp/shell_allow_once.session.jsonl",
     )
     .await;

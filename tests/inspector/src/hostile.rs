@@ -8,7 +8,7 @@ use agent_api::capabilities as caps;
 use agent_api::kit::AgentPipes;
 use agent_api::kit::{start_run, start_session, RunSettings, Transport};
 use agent_api::{
-    AgentBackend, AgentError, AgentKind, CapabilitySet, RunHandle, RunRequest, Session,
+    AgentBackend, AgentError, AgentKind, BackendInfo, CapabilitySet, RunHandle, RunRequest, Session,
 };
 use agent_api_scripted::protocol::ScriptedProtocol;
 use agent_api_scripted::wire::{AgentLine, ClientLine};
@@ -102,17 +102,15 @@ impl HostileBackend {
 
 #[async_trait]
 impl AgentBackend for HostileBackend {
-    fn kind(&self) -> AgentKind {
-        KIND
-    }
-
-    fn capabilities(&self) -> CapabilitySet {
-        Self::own_capabilities()
+    fn info(&self) -> &BackendInfo {
+        static INFO: std::sync::LazyLock<BackendInfo> =
+            std::sync::LazyLock::new(|| BackendInfo::new(KIND, HostileBackend::own_capabilities()));
+        &INFO
     }
 
     async fn run(&self, request: RunRequest) -> Result<RunHandle, AgentError> {
         self.validate(&request)?;
-        let settings = RunSettings::for_request(KIND, &request, &self.capabilities());
+        let settings = RunSettings::for_request(KIND, &request, &self.info().capabilities);
         let prompt = request.prompt.text.clone();
         let transport =
             Transport::in_process(settings.line_cap, move |pipes| play(pipes, Some(prompt)));
@@ -129,11 +127,11 @@ impl AgentBackend for HostileBackend {
     async fn open_session(&self, request: RunRequest) -> Result<Session, AgentError> {
         agent_api::kit::validate_template(
             &KIND,
-            &self.capabilities(),
-            self.extension_keys(),
+            &self.info().capabilities,
+            self.info().extension_keys,
             &request,
         )?;
-        let settings = RunSettings::for_request(KIND, &request, &self.capabilities());
+        let settings = RunSettings::for_request(KIND, &request, &self.info().capabilities);
         let transport = Transport::in_process(settings.line_cap, move |pipes| play(pipes, None));
         Ok(start_session(
             settings,

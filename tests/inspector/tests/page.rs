@@ -1022,7 +1022,7 @@ async fn an_acp_agent_without_a_command_is_shown_as_needing_one_and_the_new_form
     // server's defaults.
     let mut gateway = agent_api::Gateway::new();
     gateway
-        .register(std::sync::Arc::new(agent_api_acp::AcpBackend::generic(
+        .register(std::sync::Arc::new(agent_api_acp::AcpBackend::new(
             agent_api_acp::AcpConfig::default(),
         )))
         .expect("the acp kind registers");

@@ -286,7 +286,7 @@ async fn switch_to_plan_and_back(
         .unwrap_err();
     // The refusal names this agent (not another of the same protocol family).
     assert!(
-        matches!(&err, AgentError::UnknownMode { kind, .. } if kind == backend.kind().as_str()),
+        matches!(&err, AgentError::UnknownMode { kind, .. } if kind == backend.info().kind.as_str()),
         "{err:?}"
     );
     assert!(

@@ -113,7 +113,7 @@ pub(crate) fn backends() -> &'static [Subject] {
             ),
             subject(
                 "acp",
-                Box::new(AcpBackend::generic(AcpConfig::default())),
+                Box::new(AcpBackend::new(AcpConfig::default())),
                 recordings(&["opencode/acp", "gemini/acp"]),
             ),
             subject(
