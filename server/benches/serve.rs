@@ -1,14 +1,16 @@
 //! `agent-api serve` under load (issue 36): events/s over SSE to one subscriber against the
 //! library's own in-process stream; the latency each event gains on its way (its `time` stamp to
 //! its arrival, p50 and p99); 100 subscribers on one session; 100 live sessions (RSS each), 1,000
-//! open idle sessions whose agents were released (RSS each) and
-//! 1,000 stored ones (time to list); the store's sustained write rate on SQLite and PostgreSQL.
+//! live idle sessions (RSS each, time to create one), 1,000 open idle sessions whose agents were
+//! released (RSS each) and 1,000 stored ones (time to list); the store's sustained write rate on
+//! SQLite and PostgreSQL.
 //!
-//! `cargo bench -p agent_api_server --bench serve`. The agent is the scripted one (`echo`: the
-//! prompt's words streamed one event each), so the figures are the pipeline's, not a model's.
-//! PostgreSQL is measured when `AGENT_API_TEST_POSTGRES_URL` names a database
-//! (`tests/postgres/setup.sh`). Targets: ≥ 50,000 events/s over SSE; p99 added ≤ 1 ms with the
-//! memory store, ≤ 5 ms with SQLite.
+//! `cargo bench -p agent_api_server --bench serve` (`-- live_idle`: the live idle sessions only).
+//! The agent is the scripted one (`echo`: the prompt's words streamed one event each), so the
+//! figures are the pipeline's, not a model's. PostgreSQL is measured when
+//! `AGENT_API_TEST_POSTGRES_URL` names a database (`tests/postgres/setup.sh`). Targets: ≥ 50,000
+//! events/s over SSE; p99 added ≤ 1 ms with the memory store, ≤ 5 ms with SQLite; a live idle
+//! session < 65 KB and its creation ≤ 1.6 ms (the seeds' daemon's, issue 53).
 
 #![allow(missing_docs)]
 
@@ -160,11 +162,56 @@ async fn write_rate(store: Arc<dyn Store>, prefix: &str, total: u64, batch: u64)
     total as f64 / started.elapsed().as_secs_f64()
 }
 
+/// Sessions created and left idle (no message: the agent started, `session.started` stored),
+/// memory store, as the seeds' daemon was measured beside ours (issue 53): what one costs in RSS,
+/// and how long `POST /v1/sessions/{id}` takes.
+async fn live_idle_sessions() {
+    const SESSIONS: usize = 1_000;
+    println!("# {SESSIONS} live idle sessions (created, no message), memory store");
+    let config = ServerConfig::default().with_max_sessions(SESSIONS);
+    let api = common::start_on(config, StoreUrl::Memory.open().await.unwrap()).await;
+    // A first session outside the figures: the server's lazily made parts are made.
+    assert_eq!(
+        api.post("/v1/sessions/warm", common::scripted("text"))
+            .await
+            .status,
+        200
+    );
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let before = rss_kib();
+    let mut times = Vec::with_capacity(SESSIONS);
+    for n in 1..SESSIONS {
+        let started = Instant::now();
+        let created = api
+            .post(
+                &format!("/v1/sessions/idle-live-{n}"),
+                common::scripted("text"),
+            )
+            .await;
+        times.push(started.elapsed().as_secs_f64() * 1e3);
+        assert_eq!(created.status, 200);
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let per_session = (rss_kib().saturating_sub(before)) as f64 * 1024.0 / (SESSIONS - 1) as f64;
+    println!(
+        "RSS per live idle session: {:.1} KB ({:.1} KiB)",
+        per_session / 1000.0,
+        per_session / 1024.0
+    );
+    let (p50, p99) = (percentile(&mut times, 0.5), percentile(&mut times, 0.99));
+    println!("POST /v1/sessions/{{id}} (create a live session): p50 {p50:.2} ms, p99 {p99:.2} ms");
+}
+
 #[tokio::main(flavor = "multi_thread")]
 async fn main() {
     // `cargo test --all-targets` runs benches too, without `--bench`: not the place for figures.
     if !std::env::args().any(|a| a == "--bench") {
         println!("serve benchmark: run it with `cargo bench -p agent_api_server --bench serve`");
+        return;
+    }
+    // `-- live_idle`: that part alone (a figure of its own, quicker to take again).
+    if std::env::args().skip(1).any(|a| a == "live_idle") {
+        live_idle_sessions().await;
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -265,6 +312,7 @@ async fn main() {
         "RSS per live session: {:.1} KiB",
         (rss_kib() - before) as f64 / 100.0
     );
+    live_idle_sessions().await;
     println!("# 1,000 open idle sessions, their agents released (--idle-release)");
     let idle_store = sqlite(&dir, "idle.sqlite3").await;
     let config = ServerConfig::default().with_idle_release(Some(Duration::from_millis(100)));

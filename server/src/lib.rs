@@ -36,6 +36,7 @@ mod policy;
 mod polls;
 mod private;
 mod remote;
+mod ring;
 mod scrape;
 mod start;
 mod state;

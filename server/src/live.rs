@@ -3,8 +3,9 @@
 //!
 //! A turn's events are numbered in the server's own sequence (from 1 per session, across turns),
 //! written to the store, and only then published on the feed: a client never sees an event the
-//! store does not hold. The feed is a bounded ring ([`tokio::sync::broadcast`]); a subscriber that
-//! falls a whole ring behind is dropped, and resumes from the store by its offset.
+//! store does not hold. The feed is a bounded ring ([`tokio::sync::broadcast`]), there only while
+//! someone follows ([`crate::ring`]); a subscriber that falls a whole ring behind is dropped, and
+//! resumes from the store by its offset.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -22,16 +23,8 @@ use crate::store::{
     Chain, SessionState, SessionUpdate, SnapshotWrite, Store, StoreError, StoredEvent,
 };
 
-/// What a session's subscribers receive.
-#[derive(Debug, Clone)]
-pub(crate) enum Feed {
-    /// A stored event.
-    Event(Arc<StoredEvent>),
-    /// The turn numbered so has sent its last event.
-    TurnEnded(u64),
-    /// The session ended: no more events.
-    Ended,
-}
+pub(crate) use crate::ring::Feed;
+use crate::ring::FeedRing;
 
 #[derive(Debug, Default)]
 struct TurnState {
@@ -90,7 +83,7 @@ pub(crate) struct LiveSession {
     pub(crate) opened: SessionOrigin,
     session: tokio::sync::Mutex<Option<Session>>,
     state: Mutex<TurnState>,
-    feed: broadcast::Sender<Feed>,
+    feed: FeedRing,
     subscribers: AtomicUsize,
     max_subscribers: usize,
     store: Arc<dyn Store>,
@@ -275,6 +268,8 @@ pub(crate) struct Subscription {
 
 impl Drop for Subscription {
     fn drop(&mut self) {
+        // The last subscriber out lets the ring go, and the events it kept with it.
+        self.live.feed.leave();
         self.live.subscribers.fetch_sub(1, Ordering::SeqCst);
     }
 }
@@ -345,7 +340,7 @@ impl LiveSession {
             on_end,
             metrics,
         } = around;
-        let (feed, _) = broadcast::channel(config.sse_buffer.max(1));
+        let feed = FeedRing::new(config.sse_buffer);
         let agent_mode = continuity.agent_mode.clone().unwrap_or_else(|| {
             opened
                 .request
@@ -939,9 +934,8 @@ impl LiveSession {
         };
         self.append_retrying(&stored, last, outage).await?;
         self.state().next_sequence = last + 1;
-        for event in stored {
-            let _ = self.feed.send(Feed::Event(Arc::new(event)));
-        }
+        self.feed
+            .send_all(stored.into_iter().map(|event| Feed::Event(Arc::new(event))));
         Ok(())
     }
 
@@ -1130,7 +1124,7 @@ impl LiveSession {
                 "session_elsewhere",
                 "another server runs the session now: send the message to it",
             );
-            let _ = self.feed.send(Feed::TurnEnded(turn));
+            self.feed.send(Feed::TurnEnded(turn));
             self.lost(&error).await;
             return;
         }
@@ -1178,21 +1172,21 @@ impl LiveSession {
         // The turn's image copies are read by now: removed.
         drop(images);
         drop(steer_images);
-        let _ = self.feed.send(Feed::TurnEnded(turn));
+        self.feed.send(Feed::TurnEnded(turn));
         if let_go {
             self.drop_queue(
                 axum::http::StatusCode::CONFLICT,
                 "message_dropped",
                 "the agent exited during the turn before this queued message, and the queue was dropped with it: send it again (the session is brought back)",
             );
-            let _ = self.feed.send(Feed::Ended);
+            self.feed.send(Feed::Ended);
         } else if failed.is_some() {
             self.drop_queue(
                 axum::http::StatusCode::CONFLICT,
                 "session_ended",
                 "the session ended before this queued message's turn could start",
             );
-            let _ = self.feed.send(Feed::Ended);
+            self.feed.send(Feed::Ended);
             if forget {
                 (self.on_end)(&self.id);
             }
@@ -1302,7 +1296,7 @@ impl LiveSession {
             let release = SessionUpdate::default().state(SessionState::Idle);
             let _ = self.store.update(&self.id, &self.owner, release).await;
         }
-        let _ = self.feed.send(Feed::Ended);
+        self.feed.send(Feed::Ended);
         (self.on_end)(&self.id);
     }
 
@@ -1325,7 +1319,7 @@ impl LiveSession {
         }
         let released = self.let_go(session, state).await;
         if released {
-            let _ = self.feed.send(Feed::Ended);
+            self.feed.send(Feed::Ended);
         }
         released
     }
@@ -1395,7 +1389,7 @@ impl LiveSession {
         if !already_ended {
             self.store.mark_ended(&self.id, None).await?;
         }
-        let _ = self.feed.send(Feed::Ended);
+        self.feed.send(Feed::Ended);
         Ok(())
     }
 }
