@@ -47,10 +47,6 @@ const MAX_HOPS: usize = 3;
 /// The largest answer body kept in the store.
 const MAX_ANSWER: usize = 4 << 20;
 
-/// Marks a request run for another server: it is answered here, never handed on.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Forwarded;
-
 /// The session a command's path names, when it is one a server running the session must answer:
 /// `POST /v1/sessions/{id}` and `POST /v1/sessions/{id}/…`.
 fn command_session(path: &str) -> Option<&str> {

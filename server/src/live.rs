@@ -387,8 +387,13 @@ impl LiveSession {
         // Taken now: one still being taken aside is older.
         self.stop_aside_snapshot();
         let started = std::time::Instant::now();
-        self.store_snapshot(session.agent_kind(), session.snapshot().await, turn, started)
-            .await;
+        self.store_snapshot(
+            session.agent_kind(),
+            session.snapshot().await,
+            turn,
+            started,
+        )
+        .await;
     }
 
     /// [`LiveSession::keep_snapshot`] after a turn (`taking`: `Session::snapshot_detached`),

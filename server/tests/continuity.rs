@@ -1043,7 +1043,7 @@ async fn a_snapshot_slower_than_the_turns_wait_is_kept_once_taken() {
     check_continuous(&events);
     snapshot_kept(&api, "slow", 1).await;
     let stored = store.snapshot("slow").await.unwrap().unwrap();
-    let snapshot = agent_api::SessionSnapshot::from_bytes(&stored.bytes).unwrap();
+    let snapshot = stored.restore().unwrap();
     assert!(snapshot.is_native());
     api.post("/v1/sessions/slow/messages", json!({"message": "two"}))
         .await;
