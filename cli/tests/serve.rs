@@ -159,6 +159,55 @@ fn serve_on_postgres_killed_with_sigkill_mid_turn_serves_every_event_again_after
     killed_and_restarted(&url, &format!("kept-{tag}"));
 }
 
+/// A database of the test's own on the PostgreSQL server of `url`, dropped with it.
+struct OwnDatabase {
+    admin: String,
+    name: String,
+    url: String,
+}
+
+impl OwnDatabase {
+    fn new(url: &str, tag: &str) -> Self {
+        let name = format!("agent_api_cli_{}", tag.replace('-', "_"));
+        run_sql(url, &format!("CREATE DATABASE {name}"));
+        let (base, _) = url
+            .rsplit_once('/')
+            .expect("a database URL names its database");
+        Self {
+            admin: url.to_string(),
+            url: format!("{base}/{name}"),
+            name,
+        }
+    }
+}
+
+impl Drop for OwnDatabase {
+    fn drop(&mut self) {
+        run_sql(
+            &self.admin,
+            &format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name),
+        );
+    }
+}
+
+/// Runs one SQL statement on the database of `url`.
+fn run_sql(url: &str, statement: &str) {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(async {
+            let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+                .await
+                .unwrap_or_else(|e| panic!("cannot connect to {url}: {e}"));
+            tokio::spawn(connection);
+            client
+                .batch_execute(statement)
+                .await
+                .unwrap_or_else(|e| panic!("{statement}: {e}"));
+        });
+}
+
 /// Three `agent-api serve` processes on one PostgreSQL, as an operator starts them (issue 48):
 /// one that runs agents (`--max-sessions 1`) and two API-only front doors (`--no-agents`), with a
 /// 1 s lease. A session created through a front door runs on the worker; a message sent through
@@ -167,11 +216,13 @@ fn serve_on_postgres_killed_with_sigkill_mid_turn_serves_every_event_again_after
 /// session back on it (one `session_resumed`, its log gap-free, both turns completed).
 #[test]
 fn three_serve_processes_on_postgres_act_as_one_fleet() {
-    let Some((url, tag)) = postgres("a fleet of serve processes") else {
+    let Some((shared, tag)) = postgres("a fleet of serve processes") else {
         return;
     };
-    // Every server of the database counts in placement: the test's servers are the only live
-    // ones there (tests/run.sh runs no other server on it meanwhile).
+    // Every server of a database counts in its placement: on a database of its own, the test's
+    // servers are the only ones (servers other tests start on the shared one take no session).
+    let database = OwnDatabase::new(&shared, &tag);
+    let url = database.url.clone();
     let fleet = |name: &str, extra: &[&str]| {
         let mut args = vec![
             "--store",

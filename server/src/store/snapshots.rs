@@ -257,7 +257,7 @@ mod tests {
     use agent_api::AgentKind;
 
     fn session(lines: usize) -> SessionSnapshot {
-        let mut s = SessionSnapshot::new(AgentKind::new("scripted").unwrap(), "s-1");
+        let mut s = SessionSnapshot::new(AgentKind::new("my_agent").unwrap(), "s-1");
         let text: String = (1..=lines)
             .map(|n| format!("{{\"turn\":{n},\"prompt\":\"{}\"}}\n", "x".repeat(500)))
             .collect();
@@ -307,7 +307,7 @@ mod tests {
     fn a_file_rewritten_each_turn_compacts_and_the_chain_stays_small() {
         // Each turn a different file of the same size: every delta is whole.
         let rewritten = |turn: usize| {
-            let mut s = SessionSnapshot::new(AgentKind::new("scripted").unwrap(), "s-1");
+            let mut s = SessionSnapshot::new(AgentKind::new("my_agent").unwrap(), "s-1");
             s.files.push(SnapshotFile::new(
                 "HOME",
                 "chat.json",
