@@ -2,7 +2,7 @@
 //! Claude Code-compatible stream-json into the universal transcript and bounded wrapper events.
 //!
 //! - [`Interface::TwoWay`] (default): `amp --execute --stream-json --stream-json-input`, the
-//!   prompt as a JSON user message on stdin; a session ([`AgentBackend::open_session`]) sends each
+//!   prompt as a JSON user message on stdin; a session ([`agent_api::AgentBackend::open_session`]) sends each
 //!   turn to the same live process. [`Interface::OneWay`]: `amp --execute PROMPT --stream-json`.
 //! - The messages go through the stream-json family's converter
 //!   ([`agent_api_stream_json::StreamJson`], shared, not copied, its mapping table in that crate's
