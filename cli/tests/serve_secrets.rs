@@ -265,13 +265,12 @@ found=$(grep -hoE 'tok-[a-z0-9-]+' /proc/[0-9]*/cmdline /proc/[0-9]*/environ '{t
 echo "== found token: [$found]"
 for hex in $(awk 'NR > 1 && $4 == "0A" {{ split($2, a, ":"); print a[2] }}' /proc/net/tcp | sort -u); do
   port=$((16#$hex))
+  # Each probe in a process of its own, bounded as a whole: a listener that never accepts (its
+  # backlog full, as some other test's can be on a busy machine) would hold a bare connect for
+  # minutes, and the report would never end.
   ask() {{
-    line=""
-    exec 3<>/dev/tcp/127.0.0.1/$port || return
-    printf "$1" >&3
-    IFS= read -r -t 2 line <&3
+    line=$(timeout 5 bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$0" || exit; printf "$1" >&3; IFS= read -r -t 2 l <&3; printf "%s" "$l"' "$port" "$1")
     echo "port $port $2: $line"
-    exec 3>&-
   }}
   ask "GET /v1/health HTTP/1.1\r\nHost: 127.0.0.1:$port\r\nConnection: close\r\n\r\n" health
   # Only an agent-api server answers its health check: the others are left alone.
