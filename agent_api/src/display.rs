@@ -79,7 +79,7 @@ pub fn text(s: &str) -> Cow<'_, str> {
 /// [`CUT_MARK`].
 pub fn line(s: &str, max: usize) -> String {
     let clean = sanitize(s, |_| false);
-    let cut = crate::contract::bounds::utf8_prefix(&clean, max);
+    let cut = crate::guards::bounds::utf8_prefix(&clean, max);
     if cut.len() < clean.len() {
         format!("{cut}{CUT_MARK}")
     } else {
@@ -175,7 +175,7 @@ impl serde_json::ser::Formatter for TerminalSafe {
 /// assert_eq!(agent_api::display::usd(f64::NAN), "unknown");
 /// ```
 pub fn usd(cost: f64) -> String {
-    match crate::contract::run::Usage::usable_cost(cost) {
+    match crate::vocabulary::run::Usage::usable_cost(cost) {
         None => "unknown".to_string(),
         Some(cost) if cost >= 1.0 => format!("${cost:.2}"),
         Some(cost) => format!("${cost:.4}"),

@@ -4,11 +4,11 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::contract::backend::AgentBackend;
-use crate::contract::capability::CapabilitySet;
-use crate::contract::error::AgentError;
-use crate::contract::kind::AgentKind;
-use crate::contract::request::RunRequest;
-use crate::contract::run::RunHandle;
+use crate::contract::handle::RunHandle;
+use crate::vocabulary::capability::CapabilitySet;
+use crate::vocabulary::error::AgentError;
+use crate::vocabulary::kind::AgentKind;
+use crate::vocabulary::request::RunRequest;
 
 /// A registry of backends by kind.
 ///
@@ -25,7 +25,7 @@ use crate::contract::run::RunHandle;
 pub struct Gateway {
     backends: BTreeMap<AgentKind, Arc<dyn AgentBackend>>,
     buffer_budget: Option<usize>,
-    launcher: Option<crate::contract::launcher::Launcher>,
+    launcher: Option<crate::vocabulary::launcher::Launcher>,
 }
 
 impl Gateway {
@@ -42,7 +42,7 @@ impl Gateway {
 
     /// Sets the launcher of every run this gateway starts whose request sets none (see
     /// [`crate::kit::launch`]).
-    pub fn with_launcher(mut self, launcher: crate::contract::launcher::Launcher) -> Self {
+    pub fn with_launcher(mut self, launcher: crate::vocabulary::launcher::Launcher) -> Self {
         self.launcher = Some(launcher);
         self
     }

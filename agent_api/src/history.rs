@@ -15,15 +15,15 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::contract::error::AgentError;
-use crate::contract::kind::AgentKind;
-use crate::contract::run::RunHandle;
+use crate::contract::handle::RunHandle;
 pub use crate::contract::store::{
     check_session_id, SessionQuery, SessionStore, StoreShape, StoredSession,
 };
 use crate::kit::lines::DEFAULT_LINE_CAP;
 use crate::kit::{line_source, LineSource, Transport};
 use crate::kit::{start_run, Protocol, RunSettings};
+use crate::vocabulary::error::AgentError;
+use crate::vocabulary::kind::AgentKind;
 
 /// The largest part of a store file read to describe it in a listing: a file whose first lines
 /// are longer is listed from what fits (its lines cut there fail to parse and are passed over).
@@ -38,7 +38,7 @@ pub fn head(
     std::io::Lines<std::io::BufReader<std::io::Take<std::fs::File>>>,
 )> {
     use std::io::{BufRead, Read};
-    let file = crate::contract::files::open_regular(path).ok()?;
+    let file = crate::guards::files::open_regular(path).ok()?;
     let meta = file.metadata().ok()?;
     Some((meta, std::io::BufReader::new(file.take(HEAD_BYTES)).lines()))
 }
@@ -52,7 +52,7 @@ pub async fn read_store_file(
     tools_structured: bool,
 ) -> Result<RunHandle, AgentError> {
     let path = path.to_path_buf();
-    let file = tokio::task::spawn_blocking(move || crate::contract::files::open_regular(&path))
+    let file = tokio::task::spawn_blocking(move || crate::guards::files::open_regular(&path))
         .await
         .map_err(|e| AgentError::Io(std::io::Error::other(e.to_string())))?
         .map_err(|refusal| AgentError::Io(std::io::Error::other(refusal.to_string())))?;
@@ -84,7 +84,7 @@ pub fn read_store_lines(
 /// The first `max` bytes of `text` on one line, for a listing.
 pub fn prompt_preview(text: &str, max: usize) -> String {
     let one_line = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    let cut = crate::contract::bounds::utf8_prefix(&one_line, max);
+    let cut = crate::guards::bounds::utf8_prefix(&one_line, max);
     if cut.len() < one_line.len() {
         format!("{cut}…")
     } else {

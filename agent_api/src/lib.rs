@@ -19,11 +19,23 @@
 //! [`kit`]: native line → stateful [`kit::Protocol`] → [`kit::transcript::Transcript`] → the
 //! shared [`kit::projection`] → wrapper events, bounded as [`kit::bounds`] says.
 //!
-//! Inside, the crate has three layers that only point down (the workspace's
-//! `tests/conformance/tests/layers.rs` holds it to that): the contract (the vocabulary above), the
-//! kit (what backends are built from: processes, launchers, framing, the driver, permissions and
-//! questions, replay, homes, caller tools), and the features on runs (the gateway, sessions resumed
-//! per turn, history, summaries).
+//! Inside, the crate has layers that only point down (the workspace's
+//! `tests/conformance/tests/layers.rs` holds it to that), each named for what it holds:
+//!
+//! 1. the guards: a text cut to its bound, secrets masked, files confined ([`kit::bounds`],
+//!    [`kit::secrets`], [`kit::files`]); rules that know no agent, which every layer above obeys;
+//! 2. the vocabulary: the types a caller or a backend names (kinds, requests, events, errors,
+//!    capabilities, the universal transcript's types, a run's completion and control), which run
+//!    nothing;
+//! 3. the pipeline: the machinery that turns what a backend observed into bounded, masked events
+//!    and carries them to the caller (the [`kit::transcript`] builder, the [`kit::budget`], the
+//!    [`kit::projection`], the run's tracing spans, the request's [`kit::images`] and
+//!    [`kit::structured`] schema);
+//! 4. the contract: what a backend promises ([`AgentBackend`] and the checks every request
+//!    passes, [`Session`], the [`RunHandle`] whose two views read the pipeline);
+//! 5. the kit: what backends are built from (processes, launchers, framing, the driver,
+//!    permissions and questions, replay, homes, caller tools);
+//! 6. the features on runs: the gateway, sessions resumed per turn, history, summaries.
 //!
 //! # Defaults
 //!
@@ -63,26 +75,30 @@
 mod contract;
 pub mod display;
 mod gateway;
+mod guards;
 pub mod history;
 pub mod kit;
+mod pipeline;
 mod resumed;
 pub mod snapshot;
 mod summary;
 mod tool_calls;
+mod vocabulary;
 
 pub use contract::backend::AgentBackend;
-pub use contract::backend_info::BackendInfo;
-pub use contract::capability::CapabilitySet;
-pub use contract::error::AgentError;
-pub use contract::event::{AgentWrapperEvent, AgentWrapperEventKind};
-pub use contract::kind::AgentKind;
-pub use contract::portable::PortableOptions;
-pub use contract::request::{PermissionPolicy, Prompt, RunRequest, SessionSelector};
-pub use contract::run::{PermissionDecision, QuestionAnswer, RunCompletion, RunControl, RunHandle};
+pub use contract::handle::RunHandle;
 pub use contract::session::Session;
-pub use contract::snapshot::SessionSnapshot;
-pub use contract::universal::UniversalEvent;
 pub use gateway::Gateway;
+pub use vocabulary::backend_info::BackendInfo;
+pub use vocabulary::capability::CapabilitySet;
+pub use vocabulary::error::AgentError;
+pub use vocabulary::event::{AgentWrapperEvent, AgentWrapperEventKind};
+pub use vocabulary::kind::AgentKind;
+pub use vocabulary::portable::PortableOptions;
+pub use vocabulary::request::{PermissionPolicy, Prompt, RunRequest, SessionSelector};
+pub use vocabulary::run::{PermissionDecision, QuestionAnswer, RunCompletion, RunControl};
+pub use vocabulary::snapshot::SessionSnapshot;
+pub use vocabulary::universal::UniversalEvent;
 
 /// The capability ids (`agent_api.*`) backends advertise and requests need.
 #[doc(inline)]
@@ -92,21 +108,21 @@ pub mod request {
     //! Everything else a [`RunRequest`](crate::RunRequest) can say: limits, caller waits and
     //! permission rules, MCP servers and private files, the agent's home, where it runs (the
     //! launcher), tools the caller defines, the session to resume, backend options, cancellation.
-    pub use crate::contract::caller_tool::{
+    pub use crate::vocabulary::caller_tool::{
         CallerTool, ToolFuture, ToolHandler, ToolOutput, DEFAULT_TOOL_TIMEOUT,
     };
-    pub use crate::contract::home::{Home, HomeSeed};
-    pub use crate::contract::launcher::{
+    pub use crate::vocabulary::home::{Home, HomeSeed};
+    pub use crate::vocabulary::launcher::{
         Bwrap, Container, ContainerTarget, Engine, Launcher, Mount, Ssh, ViaError,
     };
-    pub use crate::contract::modes::{variants_for, AgentMode, ModeInfo, VariantSet};
-    pub use crate::contract::options::BackendOptions;
-    pub use crate::contract::portable::{
+    pub use crate::vocabulary::modes::{variants_for, AgentMode, ModeInfo, VariantSet};
+    pub use crate::vocabulary::options::BackendOptions;
+    pub use crate::vocabulary::portable::{
         McpConfigFile, McpServer, NativeLimits, PrivateFile, TextOrFile,
     };
-    pub use crate::contract::request::{CallerWait, Limits, OnCallerTimeout, PermissionRule};
-    pub use crate::contract::session_ref::SessionRef;
-    pub use crate::contract::tools_facet::ToolCategory;
+    pub use crate::vocabulary::request::{CallerWait, Limits, OnCallerTimeout, PermissionRule};
+    pub use crate::vocabulary::session_ref::SessionRef;
+    pub use crate::vocabulary::tools_facet::ToolCategory;
     pub use tokio_util::sync::CancellationToken;
 }
 
@@ -115,27 +131,26 @@ pub mod run {
     //! [`RunCompletion`](crate::RunCompletion): the two event streams, the wrapper events' facets,
     //! usage, control commands, the errors' kinds, and the summaries built from a run's events
     //! (the answer's text, the tool calls joined, [`RunSummary`]).
-    pub use crate::contract::answer::{AnswerDelta, AnswerText};
-    pub use crate::contract::error::{LimitKind, TimeoutKind};
-    pub use crate::contract::event::{
+    pub use crate::contract::handle::{Completion, UniversalEvents, WrapperEvents};
+    pub use crate::summary::RunSummary;
+    pub use crate::tool_calls::{ToolCallSummary, ToolCalls};
+    pub use crate::vocabulary::answer::{AnswerDelta, AnswerText};
+    pub use crate::vocabulary::error::{LimitKind, TimeoutKind};
+    pub use crate::vocabulary::event::{
         enforce, enforce_into, within_bounds, Channel, EventData, PermissionFacet, QuestionFacet,
         Retraction,
     };
-    pub use crate::contract::run::{
-        Completion, ControlCommand, UniversalEvents, Usage, WrapperEvents,
-    };
-    pub use crate::contract::tools_facet::{
+    pub use crate::vocabulary::run::{ControlCommand, Usage};
+    pub use crate::vocabulary::tools_facet::{
         FacetKind, ToolBytes, ToolPhase, ToolStatus, ToolsFacet, TOOLS_FACET_SCHEMA,
     };
-    pub use crate::summary::RunSummary;
-    pub use crate::tool_calls::{ToolCallSummary, ToolCalls};
 }
 
 pub mod universal {
     //! The universal session transcript's types (`spec/universal-schema.md`): every
     //! [`UniversalEvent`](crate::UniversalEvent)'s body, its items and content parts, permissions
     //! and questions. Building a transcript is the kit's ([`crate::kit::transcript`]).
-    pub use crate::contract::universal::{
+    pub use crate::vocabulary::universal::{
         AgentUnparsedData, ContentPart, DecidedBy, DeltaText, ErrorData, EventId, EventSource,
         FileAction, ItemDeltaData, ItemEventData, ItemKind, ItemRole, ItemStatus,
         PermissionDetails, PermissionEventData, PermissionStatus, QuestionEventData,

@@ -10,12 +10,14 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::contract::backend::AgentBackend;
-use crate::contract::budget::{self, BatchSender};
-use crate::contract::error::AgentError;
-use crate::contract::request::{Prompt, RunRequest, SessionSelector};
-use crate::contract::run::{ControlMessage, RunCompletion, RunControl, RunGuard, RunHandle};
+use crate::contract::handle::{RunGuard, RunHandle};
 use crate::contract::session::{Engine, ResumingTurns, Session};
-use crate::contract::universal::{SessionEnd, Transcript, UniversalEvent, UniversalEventBody};
+use crate::pipeline::budget::{self, BatchSender};
+use crate::pipeline::transcript::{SessionEnd, Transcript};
+use crate::vocabulary::error::AgentError;
+use crate::vocabulary::request::{Prompt, RunRequest, SessionSelector};
+use crate::vocabulary::run::{ControlMessage, RunCompletion, RunControl};
+use crate::vocabulary::universal::{UniversalEvent, UniversalEventBody};
 
 /// Where the session's transcript stands between turns.
 struct Rewriter {
@@ -182,7 +184,7 @@ impl ResumingTurns for ResumedSession {
         Ok(handle)
     }
 
-    fn set_mode(&mut self, mode: crate::contract::modes::AgentMode) -> Result<(), AgentError> {
+    fn set_mode(&mut self, mode: crate::vocabulary::modes::AgentMode) -> Result<(), AgentError> {
         if self.busy.load(Ordering::SeqCst) {
             return Err(AgentError::TurnInProgress);
         }

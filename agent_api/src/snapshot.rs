@@ -12,11 +12,11 @@
 use std::sync::Arc;
 
 use crate::contract::backend::AgentBackend;
-use crate::contract::error::AgentError;
-use crate::contract::request::{RunRequest, SessionSelector};
 use crate::contract::session::{Session, SnapshotSource};
-use crate::contract::session_ref::SessionRef;
-pub use crate::contract::snapshot::{
+use crate::vocabulary::error::AgentError;
+use crate::vocabulary::request::{RunRequest, SessionSelector};
+use crate::vocabulary::session_ref::SessionRef;
+pub use crate::vocabulary::snapshot::{
     check_session_id, Continuity, FileChange, FileDelta, SessionSnapshot, SnapshotDelta,
     SnapshotError, SnapshotFile, SnapshotImport, SNAPSHOT_BOUND, SNAPSHOT_FILES_BOUND,
     SNAPSHOT_MAX_FILES, SNAPSHOT_VERSION,

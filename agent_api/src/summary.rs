@@ -19,13 +19,13 @@
 //! assert_eq!(summary.permissions[0].decided_by, Some(DecidedBy::Policy));
 //! ```
 
-use crate::contract::run::{RunCompletion, Usage};
-use crate::contract::tools_facet::ToolCategory;
-use crate::contract::universal::{
+use crate::tool_calls::ToolCalls;
+use crate::vocabulary::run::{RunCompletion, Usage};
+use crate::vocabulary::tools_facet::ToolCategory;
+use crate::vocabulary::universal::{
     ContentPart, DecidedBy, FileAction, PermissionStatus, UniversalEvent,
     UniversalEventBody as Body, UniversalItem,
 };
-use crate::tool_calls::ToolCalls;
 
 use crate::tool_calls::ToolCallSummary;
 
@@ -128,13 +128,13 @@ impl RunSummary {
     }
 }
 
-impl crate::contract::run::RunHandle {
+impl crate::contract::handle::RunHandle {
     /// Reads the whole run and sums it up (see [`RunSummary`]): for callers who do not stream.
     pub async fn collect_summary(
         self,
     ) -> (
         RunSummary,
-        Result<RunCompletion, crate::contract::error::AgentError>,
+        Result<RunCompletion, crate::vocabulary::error::AgentError>,
     ) {
         let (events, completion) = self.collect_universal().await;
         (

@@ -21,10 +21,10 @@
 
 use std::collections::HashMap;
 
-use crate::contract::event::{AgentWrapperEvent, AgentWrapperEventKind};
-use crate::contract::tools_facet::ToolCategory;
-use crate::contract::tools_facet::{ToolPhase, ToolStatus};
-use crate::contract::universal::{
+use crate::vocabulary::event::{AgentWrapperEvent, AgentWrapperEventKind};
+use crate::vocabulary::tools_facet::ToolCategory;
+use crate::vocabulary::tools_facet::{ToolPhase, ToolStatus};
+use crate::vocabulary::universal::{
     shell_fields, ContentPart, ItemKind, ItemStatus, UniversalEvent, UniversalEventBody as Body,
     UniversalItem,
 };
@@ -74,7 +74,8 @@ impl ToolCallSummary {
     }
 
     fn set_kind(&mut self, kind: &str) {
-        if kind.is_empty() || kind == crate::contract::tools_facet::FacetKind::ToolResult.as_str() {
+        if kind.is_empty() || kind == crate::vocabulary::tools_facet::FacetKind::ToolResult.as_str()
+        {
             return;
         }
         self.kind = Some(kind.to_string());
@@ -218,7 +219,7 @@ impl ToolCalls {
                 let parsed = arguments.as_ref().map(shell_fields).unwrap_or_default();
                 call.command = meta
                     .and_then(|m| m.command.clone())
-                    .or(parsed.0.map(crate::contract::universal::bounded_command))
+                    .or(parsed.0.map(crate::vocabulary::universal::bounded_command))
                     .or(call.command.take());
                 call.cwd = meta
                     .and_then(|m| m.cwd.clone())
@@ -296,6 +297,6 @@ fn status_of(status: ItemStatus) -> ToolStatus {
 
 /// The policy category of a tools-facet kind, for kinds that name one.
 fn category_of(kind: &str) -> Option<ToolCategory> {
-    crate::contract::tools_facet::FacetKind::parse(kind)
-        .and_then(crate::contract::tools_facet::FacetKind::category)
+    crate::vocabulary::tools_facet::FacetKind::parse(kind)
+        .and_then(crate::vocabulary::tools_facet::FacetKind::category)
 }

@@ -2,12 +2,12 @@
 
 use async_trait::async_trait;
 
-use crate::contract::backend_info::BackendInfo;
-use crate::contract::capability::CapabilitySet;
-use crate::contract::error::AgentError;
-use crate::contract::kind::AgentKind;
-use crate::contract::request::RunRequest;
-use crate::contract::run::RunHandle;
+use crate::contract::handle::RunHandle;
+use crate::vocabulary::backend_info::BackendInfo;
+use crate::vocabulary::capability::CapabilitySet;
+use crate::vocabulary::error::AgentError;
+use crate::vocabulary::kind::AgentKind;
+use crate::vocabulary::request::RunRequest;
 
 /// An agent that can run prompts. Implement `info` (what the backend is, as data) and `run`;
 /// the kit in [`crate::kit`] does the spawning, reading, bounding and cancelling.
@@ -52,8 +52,8 @@ pub trait AgentBackend: Send + Sync {
     async fn export_snapshot(
         &self,
         request: &RunRequest,
-        session: &crate::contract::session_ref::SessionRef,
-    ) -> Result<crate::contract::snapshot::SessionSnapshot, AgentError> {
+        session: &crate::vocabulary::session_ref::SessionRef,
+    ) -> Result<crate::vocabulary::snapshot::SessionSnapshot, AgentError> {
         let _ = (request, session);
         Err(AgentError::UnsupportedCapability {
             kind: self.info().kind.to_string(),
@@ -69,8 +69,8 @@ pub trait AgentBackend: Send + Sync {
     async fn import_snapshot(
         &self,
         request: &RunRequest,
-        snapshot: &crate::contract::snapshot::SessionSnapshot,
-    ) -> Result<crate::contract::snapshot::SnapshotImport, AgentError> {
+        snapshot: &crate::vocabulary::snapshot::SessionSnapshot,
+    ) -> Result<crate::vocabulary::snapshot::SnapshotImport, AgentError> {
         let _ = (request, snapshot);
         Err(AgentError::UnsupportedCapability {
             kind: self.info().kind.to_string(),
@@ -142,12 +142,12 @@ pub fn validate_template(
         launcher.is_local_filesystem(),
         request.session_working_dir(),
     ) {
-        crate::contract::files::check_working_dir(dir)?;
+        check_working_dir(dir)?;
     }
     // What this build cannot do at all explains a refusal best, then what the backend cannot do,
     // then whose session it is.
     for needed in request.required_capabilities() {
-        crate::contract::capability::check_built(needed)?;
+        crate::vocabulary::capability::check_built(needed)?;
     }
     for needed in request.required_capabilities() {
         if !capabilities.contains(needed) {
@@ -169,14 +169,14 @@ pub fn validate_template(
         session.check_id()?;
     }
     request.check_new_session_id()?;
-    crate::contract::images::ImageFile::check_all(&request.prompt)?;
+    crate::pipeline::images::ImageFile::check_all(&request.prompt)?;
     launcher.check_available()?;
     if let Some(key) = request
         .extensions
         .keys()
         .find(|k| !extension_keys.contains(&k.as_str()))
     {
-        return Err(crate::contract::options::unknown_key(
+        return Err(crate::vocabulary::options::unknown_key(
             kind.as_str(),
             key,
             extension_keys,
@@ -217,40 +217,91 @@ pub fn validate_template(
     }
     request.portable.validate()?;
     if let Some(schema) = &request.portable.output_schema {
-        crate::contract::structured::check_schema(schema)?;
+        crate::pipeline::structured::check_schema(schema)?;
     }
     Ok(())
 }
 
 /// Refuses, before anything is spawned, a request whose mode or variant the backend does not
 /// list: [`AgentError::UnknownMode`] or [`AgentError::UnknownVariant`], each with the valid values
-/// (empty where the agent has none). [`crate::contract::modes::AgentMode::Default`] always passes.
+/// (empty where the agent has none). [`crate::vocabulary::modes::AgentMode::Default`] always passes.
 pub fn check_choices(
     kind: &AgentKind,
-    modes: &[crate::contract::modes::ModeInfo],
-    variants: &[crate::contract::modes::VariantSet],
+    modes: &[crate::vocabulary::modes::ModeInfo],
+    variants: &[crate::vocabulary::modes::VariantSet],
     request: &RunRequest,
 ) -> Result<(), AgentError> {
     if let Some(mode) = request
         .mode
         .as_ref()
-        .filter(|m| **m != crate::contract::modes::AgentMode::Default)
+        .filter(|m| **m != crate::vocabulary::modes::AgentMode::Default)
     {
-        crate::contract::modes::check_mode(kind.as_str(), modes, mode)?;
+        crate::vocabulary::modes::check_mode(kind.as_str(), modes, mode)?;
     }
     if let Some(variant) = &request.variant {
-        let valid = crate::contract::modes::variants_for(variants, request.model.as_deref());
+        let valid = crate::vocabulary::modes::variants_for(variants, request.model.as_deref());
         if !valid.contains(&variant.as_str()) {
             return Err(AgentError::UnknownVariant {
                 kind: kind.to_string(),
-                variant: crate::contract::bounds::utf8_prefix(variant, 64).to_string(),
+                variant: crate::guards::bounds::utf8_prefix(variant, 64).to_string(),
                 model: request
                     .model
                     .as_deref()
-                    .map(|m| crate::contract::bounds::utf8_prefix(m, 64).to_string()),
+                    .map(|m| crate::guards::bounds::utf8_prefix(m, 64).to_string()),
                 valid: valid.iter().map(|v| v.to_string()).collect(),
             });
         }
     }
     Ok(())
+}
+
+/// Checks that the agent's working directory exists, is a directory and can be entered; else a
+/// [`AgentError::WorkingDir`] saying which and why.
+pub fn check_working_dir(dir: &std::path::Path) -> Result<(), AgentError> {
+    use std::os::unix::ffi::OsStrExt;
+    let error = |source: std::io::Error| AgentError::WorkingDir {
+        path: dir.to_path_buf(),
+        source,
+    };
+    let meta = std::fs::metadata(dir).map_err(error)?;
+    if !meta.is_dir() {
+        return Err(error(std::io::Error::new(
+            std::io::ErrorKind::NotADirectory,
+            "not a directory",
+        )));
+    }
+    let path = std::ffi::CString::new(dir.as_os_str().as_bytes()).map_err(|_| {
+        error(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "the path holds a NUL byte",
+        ))
+    })?;
+    // SAFETY: access(2) reads the NUL-terminated path and touches no other memory.
+    if unsafe { libc::access(path.as_ptr(), libc::X_OK) } != 0 {
+        return Err(error(std::io::Error::last_os_error()));
+    }
+    Ok(())
+}
+
+#[cfg(all(test, not(feature = "structured-output")))]
+mod without_structured_output {
+    use super::*;
+
+    #[test]
+    fn a_request_with_a_schema_is_refused_before_spawn_naming_the_feature() {
+        let request = RunRequest::new("x").with_portable(
+            crate::PortableOptions::default().output_schema(serde_json::json!({"type": "object"})),
+        );
+        let error = validate_request(
+            &AgentKind::from_static("my_agent"),
+            &CapabilitySet::from_ids(request.required_capabilities()),
+            &[],
+            &request,
+        )
+        .unwrap_err();
+        assert!(
+            matches!(error, AgentError::FeatureNotBuilt { .. }),
+            "{error}"
+        );
+    }
 }

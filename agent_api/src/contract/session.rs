@@ -18,11 +18,11 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use crate::contract::error::AgentError;
-use crate::contract::kind::AgentKind;
-use crate::contract::request::Prompt;
-use crate::contract::run::RunHandle;
-use crate::contract::universal::UniversalEvent;
+use crate::contract::handle::RunHandle;
+use crate::vocabulary::error::AgentError;
+use crate::vocabulary::kind::AgentKind;
+use crate::vocabulary::request::Prompt;
+use crate::vocabulary::universal::UniversalEvent;
 
 /// What a session's driver is asked to do.
 pub(crate) enum SessionCommand {
@@ -30,7 +30,7 @@ pub(crate) enum SessionCommand {
     Turn(Prompt, oneshot::Sender<Result<RunHandle, AgentError>>),
     /// Switch the agent's mode between turns.
     SetMode(
-        crate::contract::modes::AgentMode,
+        crate::vocabulary::modes::AgentMode,
         oneshot::Sender<Result<(), AgentError>>,
     ),
     /// End the agent and hand back the trailing events.
@@ -86,7 +86,7 @@ pub(crate) trait ResumingTurns: Send + Sync {
     /// Starts the next turn.
     async fn send(&mut self, prompt: Prompt) -> Result<RunHandle, AgentError>;
     /// The next turns' mode, checked against the backend's modes now.
-    fn set_mode(&mut self, mode: crate::contract::modes::AgentMode) -> Result<(), AgentError>;
+    fn set_mode(&mut self, mode: crate::vocabulary::modes::AgentMode) -> Result<(), AgentError>;
     /// Ends the session, returning the trailing events.
     async fn close(self: Box<Self>) -> Result<Vec<UniversalEvent>, AgentError>;
 }
@@ -105,7 +105,7 @@ pub struct Session {
     /// Exports the session's snapshot (set by the gateway, which knows the backend).
     snapshots: Option<Arc<dyn SnapshotSource>>,
     /// What restoring the snapshot the session was opened from did.
-    restored: Option<crate::contract::snapshot::SnapshotImport>,
+    restored: Option<crate::vocabulary::snapshot::SnapshotImport>,
 }
 
 /// Takes a session's snapshot from its backend (a feature above the contract: `crate::snapshot`).
@@ -115,7 +115,7 @@ pub(crate) trait SnapshotSource: Send + Sync {
     async fn export(
         &self,
         native_session_id: &str,
-    ) -> Result<crate::contract::snapshot::SessionSnapshot, AgentError>;
+    ) -> Result<crate::vocabulary::snapshot::SessionSnapshot, AgentError>;
 }
 
 impl std::fmt::Debug for Session {
@@ -145,7 +145,7 @@ impl Session {
     pub(crate) fn with_snapshots(
         mut self,
         source: Arc<dyn SnapshotSource>,
-        restored: Option<crate::contract::snapshot::SnapshotImport>,
+        restored: Option<crate::vocabulary::snapshot::SnapshotImport>,
     ) -> Self {
         self.snapshots = Some(source);
         self.restored = restored;
@@ -172,7 +172,9 @@ impl Session {
     /// again.send("What is my name?").await?.collect_wrapper().await.1?;
     /// # Ok(()) }
     /// ```
-    pub async fn snapshot(&self) -> Result<crate::contract::snapshot::SessionSnapshot, AgentError> {
+    pub async fn snapshot(
+        &self,
+    ) -> Result<crate::vocabulary::snapshot::SessionSnapshot, AgentError> {
         self.snapshot_detached().await
     }
 
@@ -183,7 +185,7 @@ impl Session {
     pub fn snapshot_detached(
         &self,
     ) -> impl std::future::Future<
-        Output = Result<crate::contract::snapshot::SessionSnapshot, AgentError>,
+        Output = Result<crate::vocabulary::snapshot::SessionSnapshot, AgentError>,
     > + Send
            + 'static {
         let source = self.snapshots.clone();
@@ -210,7 +212,7 @@ impl Session {
     /// What restoring the snapshot this session was opened from did (files written, and files
     /// kept because the home held a newer copy: newest wins); `None` for a session not opened
     /// from a snapshot.
-    pub fn restored(&self) -> Option<&crate::contract::snapshot::SnapshotImport> {
+    pub fn restored(&self) -> Option<&crate::vocabulary::snapshot::SnapshotImport> {
         self.restored.as_ref()
     }
 
@@ -282,7 +284,7 @@ impl Session {
     /// turn starts its next turns in the new mode.
     pub async fn set_mode(
         &mut self,
-        mode: impl Into<crate::contract::modes::AgentMode>,
+        mode: impl Into<crate::vocabulary::modes::AgentMode>,
     ) -> Result<(), AgentError> {
         let mode = mode.into();
         match &mut self.engine {

@@ -8,9 +8,9 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use crate::contract::error::AgentError;
-use crate::contract::kind::AgentKind;
-use crate::contract::run::RunHandle;
+use crate::contract::handle::RunHandle;
+use crate::vocabulary::error::AgentError;
+use crate::vocabulary::kind::AgentKind;
 use async_trait::async_trait;
 
 /// One session in an agent's store.
@@ -104,7 +104,7 @@ pub trait SessionStore: Send + Sync + fmt::Debug {
     async fn read_session(&self, id: &str, include_raw: bool) -> Result<RunHandle, AgentError>;
 }
 
-pub use crate::contract::error::StoreShape;
+pub use crate::vocabulary::error::StoreShape;
 
 /// Refuses a session id that is not a plain name (store lookups build paths from it).
 pub fn check_session_id(id: &str) -> Result<(), AgentError> {
@@ -117,7 +117,7 @@ pub fn check_session_id(id: &str) -> Result<(), AgentError> {
         Ok(())
     } else {
         Err(AgentError::SessionNotFound {
-            id: crate::contract::bounds::utf8_prefix(id, 64).to_string(),
+            id: crate::guards::bounds::utf8_prefix(id, 64).to_string(),
         })
     }
 }

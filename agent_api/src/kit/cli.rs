@@ -57,13 +57,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use crate::contract::backend::AgentBackend;
-use crate::contract::backend_info::BackendInfo;
-use crate::contract::error::AgentError;
-use crate::contract::request::RunRequest;
-use crate::contract::run::RunHandle;
+use crate::contract::handle::RunHandle;
 use crate::contract::session::Session;
-use crate::contract::session_ref::SessionRef;
-use crate::contract::snapshot::{SessionSnapshot, SnapshotImport};
 use crate::contract::store::{SessionStore, StoreShape};
 use crate::kit::command::CommandSpec;
 use crate::kit::detect::BackendProbe;
@@ -71,6 +66,11 @@ use crate::kit::driver::{start_run, start_session, RunSettings};
 use crate::kit::protocol::Protocol;
 use crate::kit::replay::{RecordingFormat, Replay};
 use crate::kit::transport::{LineSource, Transport};
+use crate::vocabulary::backend_info::BackendInfo;
+use crate::vocabulary::error::AgentError;
+use crate::vocabulary::request::RunRequest;
+use crate::vocabulary::session_ref::SessionRef;
+use crate::vocabulary::snapshot::{SessionSnapshot, SnapshotImport};
 
 pub use config::{CliConfig, CliSettings};
 

@@ -6,7 +6,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::contract::launcher::Launcher;
+use crate::vocabulary::launcher::Launcher;
 
 /// What to spawn: a program and its argv (never a shell string), environment and directory.
 ///
@@ -65,9 +65,9 @@ impl std::fmt::Debug for CommandSpec {
             .field("program", &self.program)
             .field(
                 "args",
-                &crate::contract::secrets::ArgsShown(&self.args_lossy()),
+                &crate::guards::secrets::ArgsShown(&self.args_lossy()),
             )
-            .field("env", &crate::contract::secrets::EnvNames(&self.env))
+            .field("env", &crate::guards::secrets::EnvNames(&self.env))
             .field("env_remove", &self.env_remove)
             .field("clear_env", &self.clear_env)
             .field("cwd", &self.cwd)
@@ -110,7 +110,7 @@ impl CommandSpec {
             .iter()
             .map(|(k, v)| (k.as_str(), v.as_str()))
             .chain(inherited.iter().map(|(k, v)| (k.as_str(), v.as_str())));
-        crate::contract::secrets::secret_values(env, &self.args_lossy())
+        crate::guards::secrets::secret_values(env, &self.args_lossy())
     }
 
     fn args_lossy(&self) -> Vec<String> {
@@ -167,7 +167,7 @@ impl CommandSpec {
     /// assert_eq!(spec.cwd.as_deref(), Some(std::path::Path::new("/tmp")));
     /// assert_eq!(spec.env["LANG"], "C");
     /// ```
-    pub fn for_request(mut self, request: &crate::contract::request::RunRequest) -> Self {
+    pub fn for_request(mut self, request: &crate::vocabulary::request::RunRequest) -> Self {
         self.env
             .extend(request.env.iter().map(|(k, v)| (k.clone(), v.clone())));
         if let Some(dir) = &request.working_dir {

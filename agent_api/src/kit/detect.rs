@@ -14,8 +14,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::contract::kind::AgentKind;
 use crate::kit::replay::Replay;
+use crate::vocabulary::kind::AgentKind;
 
 /// How long `<binary> --version` may take.
 pub const PROBE_TIMEOUT: Duration = Duration::from_secs(20);

@@ -26,13 +26,13 @@ use super::protocol::Outbox;
 use super::stderr::{LogFollower, StderrCapture};
 use super::timeouts::{expiry, Clock};
 use super::transport::{wait_exit, Lifecycle, StdinQueue};
-use crate::contract::budget::{self, BatchSender, EVENTS_PER_BATCH};
-use crate::contract::error::AgentError;
-use crate::contract::error::TimeoutLimits;
-use crate::contract::run::{
-    ControlCommand, ControlMessage, RunCompletion, RunControl, RunGuard, RunHandle,
-};
-use crate::contract::universal::{Transcript, UniversalEvent};
+use crate::contract::handle::{RunGuard, RunHandle};
+use crate::pipeline::budget::{self, BatchSender, EVENTS_PER_BATCH};
+use crate::pipeline::transcript::Transcript;
+use crate::vocabulary::error::AgentError;
+use crate::vocabulary::error::TimeoutLimits;
+use crate::vocabulary::run::{ControlCommand, ControlMessage, RunCompletion, RunControl};
+use crate::vocabulary::universal::UniversalEvent;
 use output::Output;
 
 pub(crate) use super::protocol::{Ctx, ExitInfo, Protocol, Unparsed};
@@ -545,7 +545,7 @@ impl Core {
             }
             Some(ControlMessage::Cancel) => self.begin_stop(Stop::Cancelled),
             Some(ControlMessage::Command(ControlCommand::Steer { text, images }, reply)) => {
-                let mut prompt = crate::contract::request::Prompt::from(text);
+                let mut prompt = crate::vocabulary::request::Prompt::from(text);
                 prompt.images = images;
                 self.on_steer(prompt, reply)
             }
@@ -566,7 +566,7 @@ impl Core {
         }
     }
 
-    fn on_timeout(&mut self, kind: crate::contract::error::TimeoutKind) {
+    fn on_timeout(&mut self, kind: crate::vocabulary::error::TimeoutKind) {
         self.clock.fire(kind);
         self.begin_stop(Stop::TimedOut);
     }

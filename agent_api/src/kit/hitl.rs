@@ -32,12 +32,13 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;
 
-use crate::contract::error::AgentError;
-use crate::contract::request::{PermissionPolicy, PermissionRule};
-use crate::contract::run::{PermissionDecision, QuestionAnswer};
-use crate::contract::tools_facet::ToolCategory;
-use crate::contract::universal::PermissionDetails;
-use crate::contract::universal::{DecidedBy, PermissionEventData, QuestionEventData, Transcript};
+use crate::pipeline::transcript::Transcript;
+use crate::vocabulary::error::AgentError;
+use crate::vocabulary::request::{PermissionPolicy, PermissionRule};
+use crate::vocabulary::run::{PermissionDecision, QuestionAnswer};
+use crate::vocabulary::tools_facet::ToolCategory;
+use crate::vocabulary::universal::PermissionDetails;
+use crate::vocabulary::universal::{DecidedBy, PermissionEventData, QuestionEventData};
 
 /// One permission request, as a backend describes it to the kit.
 #[derive(Debug, Clone, PartialEq)]
@@ -134,7 +135,7 @@ impl QuestionRequest {
     /// Qwen Code's `exit_plan_mode`): one question whose text holds `plan` (cut to 8 KiB, shown
     /// as inert text), answered with one of [`EXIT_PLAN_OPTIONS`].
     pub fn exit_plan(id: impl Into<String>, plan: &str) -> Self {
-        let plan = crate::contract::bounds::utf8_prefix(plan, 8192);
+        let plan = crate::guards::bounds::utf8_prefix(plan, 8192);
         Self::new(
             id,
             format!("Leave plan mode and carry out this plan?\n\n{plan}"),
@@ -459,12 +460,12 @@ impl<P, Q> Hitl<P, Q> {
 /// assert_eq!(plan.rule(ToolCategory::FileRead), PermissionRule::Approve);
 /// ```
 pub fn policy_in_mode(
-    mode: Option<&crate::contract::modes::AgentMode>,
-    policy: &crate::contract::request::PermissionPolicy,
-) -> crate::contract::request::PermissionPolicy {
-    use crate::contract::request::PermissionRule;
-    use crate::contract::tools_facet::ToolCategory;
-    if mode != Some(&crate::contract::modes::AgentMode::Plan) {
+    mode: Option<&crate::vocabulary::modes::AgentMode>,
+    policy: &crate::vocabulary::request::PermissionPolicy,
+) -> crate::vocabulary::request::PermissionPolicy {
+    use crate::vocabulary::request::PermissionRule;
+    use crate::vocabulary::tools_facet::ToolCategory;
+    if mode != Some(&crate::vocabulary::modes::AgentMode::Plan) {
         return policy.clone();
     }
     let categories = [
@@ -483,7 +484,7 @@ pub fn policy_in_mode(
         };
         (c, rule)
     });
-    crate::contract::request::PermissionPolicy::ByCategory(rules.collect())
+    crate::vocabulary::request::PermissionPolicy::ByCategory(rules.collect())
 }
 
 #[cfg(test)]

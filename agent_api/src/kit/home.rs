@@ -21,9 +21,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use crate::contract::error::AgentError;
-pub use crate::contract::home::{Home, HomeSeed};
 use crate::kit::command::CommandSpec;
+use crate::vocabulary::error::AgentError;
+pub use crate::vocabulary::home::{Home, HomeSeed};
 
 /// One variable that names a directory the agent's CLI keeps config or state in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -13,7 +13,7 @@ use hyper_util::rt::TokioExecutor;
 use serde_json::Value;
 
 use super::sse::{SseDecoder, SseEvent};
-use crate::contract::error::AgentError;
+use crate::vocabulary::error::AgentError;
 
 /// Largest JSON response body read, in bytes.
 pub const MAX_JSON_BODY: usize = 16 * 1024 * 1024;

@@ -1,10 +1,10 @@
 //! The SDK's own check of a run's [`Limits`] against what the agent reported, made when a run or
 //! turn completes, whatever the CLI enforced itself.
 
-use crate::contract::error::AgentError;
-use crate::contract::request::Limits;
-use crate::contract::run::{RunCompletion, Usage};
-use crate::contract::universal::Transcript;
+use crate::pipeline::transcript::Transcript;
+use crate::vocabulary::error::AgentError;
+use crate::vocabulary::request::Limits;
+use crate::vocabulary::run::{RunCompletion, Usage};
 
 impl Limits {
     /// `result`, or [`LimitReached`](AgentError::LimitReached) when its usage went past a

@@ -64,13 +64,13 @@
 //! secret-sentinel test (`tests/conformance/tests/secrets.rs`), the fault table (`spec/faults.md`) and
 //! the fuzz targets (a `parser_<name>` target in `fuzz/`, see its README).
 
-pub use crate::contract::budget;
+pub use crate::pipeline::budget;
 pub mod caller_tools;
 pub mod cli;
 mod command;
 pub mod detect;
 mod driver;
-pub use crate::contract::files;
+pub use crate::guards::files;
 pub mod hitl;
 pub mod home;
 #[cfg(feature = "http")]
@@ -90,7 +90,9 @@ pub mod stderr;
 pub(crate) mod timeouts;
 mod transport;
 
-pub use crate::contract::{bounds, images, projection, secrets, structured, tool_table};
+pub use crate::guards::{bounds, secrets};
+pub use crate::pipeline::{images, projection, structured};
+pub use crate::vocabulary::tool_table;
 
 pub use async_trait::async_trait;
 pub use command::CommandSpec;
@@ -101,15 +103,17 @@ pub use protocol::{
 };
 pub use transport::{line_source, AgentPipes, LineSource, SourceItem, Transport};
 
-pub use crate::contract::backend::{check_choices, validate_request, validate_template};
-pub use crate::contract::modes::check_mode;
-pub use crate::contract::session_ref::is_uuid;
+pub use crate::contract::backend::{
+    check_choices, check_working_dir, validate_request, validate_template,
+};
+pub use crate::vocabulary::modes::check_mode;
+pub use crate::vocabulary::session_ref::is_uuid;
 
 pub mod options {
     //! A backend's options: its own typed extension keys (`backend.<kind>.*`) and how it maps the
     //! portable options to its CLI's flags, config keys and protocol fields (`spec/options.md`).
-    pub use crate::contract::options::{extension_keys, unknown_key, value_from_text};
-    pub use crate::contract::portable::{
+    pub use crate::vocabulary::options::{extension_keys, unknown_key, value_from_text};
+    pub use crate::vocabulary::portable::{
         with_mappings, write_private_file, OptionMapping, DENIABLE_CATEGORIES, SDK_ONLY, SDK_SCHEMA,
     };
 }
@@ -117,8 +121,10 @@ pub mod options {
 pub mod transcript {
     //! Building the universal transcript: a backend describes what its agent did to a
     //! [`Transcript`], which numbers, bounds, masks and emits the events.
-    pub use crate::contract::universal::{
-        replacement_diff, shell_fields, NewItem, SessionEnd, Transcript, TranscriptLimits,
-        COMMAND_BOUND, RETRY_STATUS, SHELL_FIELD_BOUND,
+    pub use crate::pipeline::transcript::{
+        NewItem, SessionEnd, Transcript, TranscriptLimits, RETRY_STATUS,
+    };
+    pub use crate::vocabulary::universal::{
+        replacement_diff, shell_fields, COMMAND_BOUND, SHELL_FIELD_BOUND,
     };
 }

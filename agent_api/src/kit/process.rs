@@ -8,14 +8,15 @@ use std::sync::Arc;
 use tokio::process::{Child, Command};
 
 use super::launch::{FarGroup, Launcher};
-use crate::contract::error::AgentError;
+use crate::vocabulary::error::AgentError;
 
 pub(crate) use super::command::CommandSpec;
 pub use super::reap::{
     descendants, kill_tree, owner_alive, owner_token, signal_group, stop_orphans, stop_orphans_of,
     OWNER_VAR, RUN_MARKER_VAR,
 };
-pub(crate) use crate::contract::files::{check_working_dir, resolve_program};
+pub(crate) use crate::contract::backend::check_working_dir;
+pub(crate) use crate::guards::files::resolve_program;
 
 /// A spawned agent: the child (leader of its own process group) and its group id. Dropping it
 /// kills the group and every process the agent started, including those that left the group

@@ -4,10 +4,10 @@
 use serde_json::Value;
 
 use super::stderr::StderrCapture;
-use crate::contract::error::AgentError;
-use crate::contract::request::Prompt;
-use crate::contract::run::{ControlCommand, RunCompletion};
-use crate::contract::universal::Transcript;
+use crate::pipeline::transcript::Transcript;
+use crate::vocabulary::error::AgentError;
+use crate::vocabulary::request::Prompt;
+use crate::vocabulary::run::{ControlCommand, RunCompletion};
 
 /// Why a native message could not be converted; becomes an `agent.unparsed` event.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -118,10 +118,10 @@ pub trait Protocol: Send + 'static {
 
     /// A warm session's mode for its next turns (`agent_api.session.mode_switch`), between
     /// turns: send the agent's own switch, after refusing a mode it does not offer
-    /// ([`crate::contract::modes::check_mode`]). The default refuses: the protocol cannot switch.
+    /// ([`crate::vocabulary::modes::check_mode`]). The default refuses: the protocol cannot switch.
     fn set_mode(
         &mut self,
-        mode: &crate::contract::modes::AgentMode,
+        mode: &crate::vocabulary::modes::AgentMode,
         ctx: &mut Ctx<'_>,
     ) -> Result<(), AgentError> {
         let _ = (mode, ctx);

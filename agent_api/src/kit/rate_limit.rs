@@ -7,7 +7,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use crate::contract::universal::Transcript;
+use crate::pipeline::transcript::Transcript;
 
 /// The label of the status item a [`RateLimitNotice`] writes.
 pub const RATE_LIMITED: &str = "rate_limited";

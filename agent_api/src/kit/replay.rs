@@ -16,8 +16,8 @@ use super::lines::{BoundedLineReader, Line, DEFAULT_LINE_CAP};
 use super::protocol::Protocol;
 use super::transport::read_lines;
 use crate::contract::backend::AgentBackend;
-use crate::contract::error::{AgentError, StoreShape};
-use crate::contract::run::RunHandle;
+use crate::contract::handle::RunHandle;
+use crate::vocabulary::error::{AgentError, StoreShape};
 
 /// The format of a recording.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -173,7 +173,7 @@ fn session_item(line: Line) -> SourceItem {
         }
         Ok(SessionLine { dir, .. }) => SourceItem::Malformed(format!(
             "unknown session direction {:?}",
-            crate::contract::bounds::utf8_prefix(dir, 32)
+            crate::guards::bounds::utf8_prefix(dir, 32)
         )),
         Err(e) => SourceItem::Malformed(format!("not a session line: {e}")),
     }

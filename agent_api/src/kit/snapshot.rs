@@ -29,13 +29,13 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::contract::error::AgentError;
-use crate::contract::files::{ConfinedDir, FileRefusal};
-use crate::contract::home::Home;
-use crate::contract::launcher::Launcher;
-use crate::contract::request::RunRequest;
-use crate::contract::session_ref::SessionRef;
-pub use crate::contract::snapshot::{
+use crate::guards::files::{ConfinedDir, FileRefusal};
+use crate::vocabulary::error::AgentError;
+use crate::vocabulary::home::Home;
+use crate::vocabulary::launcher::Launcher;
+use crate::vocabulary::request::RunRequest;
+use crate::vocabulary::session_ref::SessionRef;
+pub use crate::vocabulary::snapshot::{
     Continuity, SessionSnapshot, SnapshotError, SnapshotFile, SnapshotImport, SNAPSHOT_FILES_BOUND,
 };
 
@@ -216,7 +216,7 @@ impl SnapshotBuilder {
         let agent = session
             .agent
             .clone()
-            .unwrap_or_else(|| crate::contract::kind::AgentKind::from_static("unknown"));
+            .unwrap_or_else(|| crate::vocabulary::kind::AgentKind::from_static("unknown"));
         Self {
             snapshot: SessionSnapshot::new(agent, session.id.clone())
                 .in_working_dir(session.working_dir.clone()),
@@ -433,7 +433,7 @@ pub async fn blocking<T: Send + 'static>(
 
 fn file_error(path: &str, action: &'static str, refusal: FileRefusal) -> SnapshotError {
     SnapshotError::File {
-        path: crate::contract::bounds::utf8_prefix(path, 256).to_string(),
+        path: crate::guards::bounds::utf8_prefix(path, 256).to_string(),
         action,
         escape: refusal.is_escape(),
         reason: refusal.to_string(),

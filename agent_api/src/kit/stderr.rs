@@ -8,7 +8,7 @@ use std::sync::Arc;
 use tokio::io::{AsyncRead, BufReader};
 
 use super::lines::{BoundedLineReader, Line};
-use crate::contract::universal::StderrOutput;
+use crate::vocabulary::universal::StderrOutput;
 
 /// Lines kept from the start of stderr.
 pub const HEAD_LINES: usize = 20;
@@ -135,7 +135,7 @@ impl StderrCapture {
             .take(ERROR_LINES);
         let mut lines: Vec<String> = kept
             .map(|line| {
-                crate::contract::bounds::utf8_prefix(line.trim_end(), ERROR_LINE_BYTES).to_string()
+                crate::guards::bounds::utf8_prefix(line.trim_end(), ERROR_LINE_BYTES).to_string()
             })
             .collect();
         lines.reverse();
@@ -156,7 +156,7 @@ impl StderrCapture {
 /// `secrets` masked.
 fn kept_line(line: &[u8], secrets: &[String]) -> String {
     let cut = String::from_utf8_lossy(&line[..line.len().min(MAX_LINE_BYTES)]);
-    crate::contract::secrets::redact_with(&cut, secrets).into_owned()
+    crate::guards::secrets::redact_with(&cut, secrets).into_owned()
 }
 
 /// The log a run follows for its protocol ([`crate::kit::Ctx::follow_log`]): where its

@@ -4,7 +4,7 @@
 
 use tokio::time::{sleep_until, Instant};
 
-use crate::contract::error::{AgentError, TimeoutKind, TimeoutLimits};
+use crate::vocabulary::error::{AgentError, TimeoutKind, TimeoutLimits};
 
 /// The clock of one run (or session): which deadlines are armed and which one expired.
 #[derive(Debug)]

@@ -15,7 +15,7 @@ use tokio::task::JoinHandle;
 use super::lines::{BoundedLineReader, Line, LineChunk, Lines};
 use super::process::{spawn, CommandSpec, ProcessGroupChild};
 use super::stderr::StderrSource;
-use crate::contract::error::AgentError;
+use crate::vocabulary::error::AgentError;
 
 /// One item from a transport's output.
 #[derive(Debug)]

@@ -1,11 +1,14 @@
 //! The library's layers only point down, and its modules import each other in no circle.
 //!
-//! Every module of `agent_api/src/` has a place in [`ORDER`], from the ground up: the contract
-//! (what callers and backends share), then the kit (what backends are built from), then the
-//! features (what sits on runs: sessions, history, caller tools, structured output, homes, the
-//! gateway). A module may name only modules that stand below it; that one rule rules out both an
-//! upward import and a circle. The imports are read by [`source_graph`], which the workspace's
-//! circle check (`file_cycles.rs`) shares.
+//! Every module of `agent_api/src/` has a place in [`ORDER`], from the ground up: the guards
+//! (bounds, the secret redactor, confined files: rules on text and paths that know no agent), the
+//! vocabulary (the types a caller or a backend names), the pipeline (the machinery that makes,
+//! carries and projects a run's events), the contract (the backend trait, sessions, the run
+//! handle), then the kit (what backends are built from), then the features (what sits on runs:
+//! sessions, history, caller tools, structured output, homes, the gateway). A module may name only
+//! modules that stand below it; that one rule rules out both an upward import and a circle. The
+//! imports are read by [`source_graph`], which the workspace's circle check (`file_cycles.rs`)
+//! shares.
 //!
 //! A new module needs a place in the list: the test fails naming it.
 
@@ -13,42 +16,54 @@ use agent_api_conformance::source_graph::CrateGraph;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-/// Every module, lowest first. `contract::*` and `kit::*` are counted one level deep; the other
-/// names are the top-level feature modules. `kit` alone is the kit's own `mod.rs` (its
-/// re-exports), which stands above everything in the kit.
+/// The layers whose modules are counted one level deep (`guards::bounds`, `kit::driver`), lowest
+/// first; a layer's name alone is its own `mod.rs` (its re-exports), which stands above
+/// everything in the layer.
+const LAYERS: &[&str] = &["guards", "vocabulary", "pipeline", "contract", "kit"];
+
+/// Every module, lowest first. The modules of the [`LAYERS`] are counted one level deep; the
+/// other names are the top-level feature modules.
 const ORDER: &[&str] = &[
-    // The contract: imports nothing of the kit or the features.
-    "contract::bounds",
-    "contract::secrets",
-    "contract::snapshot_error",
-    "contract::tools_facet",
-    "contract::error",
-    "contract::capability",
-    "contract::files",
-    "contract::kind",
-    "contract::modes",
-    "contract::universal",
-    "contract::tool_table",
-    "contract::answer",
-    "contract::event",
-    "contract::projection",
-    "contract::session_ref",
-    "contract::snapshot",
-    "contract::budget",
-    "contract::spans",
-    "contract::run",
+    // The guards: rules on text and paths, which know nothing of agents, runs or events.
+    "guards::bounds",
+    "guards::secrets",
+    "guards::files",
+    "guards",
+    // The vocabulary: the types a caller or a backend names; it runs nothing.
+    "vocabulary::snapshot_error",
+    "vocabulary::tools_facet",
+    "vocabulary::error",
+    "vocabulary::capability",
+    "vocabulary::kind",
+    "vocabulary::modes",
+    "vocabulary::universal",
+    "vocabulary::tool_table",
+    "vocabulary::answer",
+    "vocabulary::event",
+    "vocabulary::session_ref",
+    "vocabulary::snapshot",
+    "vocabulary::run",
+    "vocabulary::caller_tool",
+    "vocabulary::home",
+    "vocabulary::launcher",
+    "vocabulary::portable",
+    "vocabulary::request",
+    "vocabulary::options",
+    "vocabulary::backend_info",
+    "vocabulary",
+    // The pipeline: the transcript builder, the byte budget, the projection, the spans, the
+    // request's images and schema.
+    "pipeline::transcript",
+    "pipeline::budget",
+    "pipeline::spans",
+    "pipeline::projection",
+    "pipeline::images",
+    "pipeline::structured",
+    "pipeline",
+    // The contract: the backend trait and its checks, sessions, the store, the run handle.
+    "contract::handle",
     "contract::store",
-    "contract::caller_tool",
-    "contract::home",
-    "contract::launcher",
-    "contract::portable",
-    "contract::request",
-    "contract::structured",
-    "contract::images",
-    "contract::options",
-    "contract::backend_info",
     "contract::session",
-    "contract::backend_info",
     "contract::backend",
     "contract",
     // The kit: framing, processes, launchers, the transcript builder, the driver, HITL, replay.
@@ -86,10 +101,10 @@ const ORDER: &[&str] = &[
 ];
 
 /// The unit of [`ORDER`] a module belongs to, or `None` for the crate root. A module right under
-/// `contract` or `kit` that is no unit of its own is the layer's own `mod.rs`.
+/// a layer of [`LAYERS`] that is no unit of its own is the layer's own `mod.rs`.
 fn unit_of(segments: &[String], units: &BTreeSet<String>) -> Option<String> {
     let first = segments.first()?;
-    if first == "contract" || first == "kit" {
+    if LAYERS.contains(&first.as_str()) {
         match segments.get(1).map(|second| format!("{first}::{second}")) {
             Some(unit) if units.contains(&unit) => Some(unit),
             _ => Some(first.clone()),
@@ -111,7 +126,7 @@ fn units(graph: &CrateGraph) -> BTreeSet<String> {
         .filter_map(|f| {
             let first = f.module.first()?.clone();
             Some(match f.module.get(1) {
-                Some(second) if first == "contract" || first == "kit" => {
+                Some(second) if LAYERS.contains(&first.as_str()) => {
                     format!("{first}::{second}")
                 }
                 _ => first,
@@ -195,14 +210,15 @@ fn every_place_in_the_order_is_a_module_that_exists() {
     let defined = units(&library());
     for unit in ORDER {
         assert!(
-            defined.contains(*unit) || *unit == "contract" || *unit == "kit",
+            defined.contains(*unit) || LAYERS.contains(unit),
             "ORDER names `{unit}`, which no file defines"
         );
     }
 }
 
-/// The check is not blind: a contract module naming the gateway, which stands above it, is an
-/// upward import; a module the order does not know is named.
+/// The check is not blind: a guard naming the gateway, which stands above it, is an upward
+/// import; so is a vocabulary type reaching for the pipeline's machinery; a module the order does
+/// not know is named.
 #[test]
 fn an_upward_import_and_an_unplaced_module_are_seen() {
     let dir = tempfile::tempdir().unwrap();
@@ -213,20 +229,31 @@ fn an_upward_import_and_an_unplaced_module_are_seen() {
     };
     write(
         "lib.rs",
-        "pub mod contract;\npub mod gateway;\npub mod newcomer;\n",
+        "pub mod guards;\npub mod vocabulary;\npub mod pipeline;\npub mod gateway;\npub mod newcomer;\n",
     );
-    write("contract/mod.rs", "pub mod bounds;\n");
+    write("guards/mod.rs", "pub mod bounds;\n");
     write(
-        "contract/bounds.rs",
+        "guards/bounds.rs",
         "pub fn cap() -> crate::gateway::Gateway { todo!() }\n",
     );
+    write("vocabulary/mod.rs", "pub mod event;\n");
+    write(
+        "vocabulary/event.rs",
+        "pub struct Event(crate::pipeline::projection::Projector);\n",
+    );
+    write("pipeline/mod.rs", "pub mod projection;\n");
+    write("pipeline/projection.rs", "pub struct Projector;\n");
     write("gateway.rs", "pub struct Gateway;\n");
-    write("newcomer.rs", "pub use crate::contract::bounds::cap;\n");
+    write("newcomer.rs", "pub use crate::guards::bounds::cap;\n");
     let (unplaced, upward) = against_the_order(&CrateGraph::read(&dir.path().join("lib.rs")));
     assert_eq!(unplaced, BTreeSet::from(["newcomer".to_string()]));
-    assert_eq!(upward.len(), 1, "{upward:?}");
+    assert_eq!(upward.len(), 2, "{upward:?}");
     assert!(
-        upward[0].starts_with("contract::bounds -> gateway"),
+        upward[0].starts_with("guards::bounds -> gateway"),
+        "{upward:?}"
+    );
+    assert!(
+        upward[1].starts_with("vocabulary::event -> pipeline::projection"),
         "{upward:?}"
     );
 }

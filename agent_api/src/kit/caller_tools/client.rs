@@ -4,8 +4,8 @@
 
 use serde_json::{json, Value};
 
-use crate::contract::error::AgentError;
 use crate::kit::http::HttpClient;
+use crate::vocabulary::error::AgentError;
 
 /// The MCP protocol version the client asks for.
 const PROTOCOL_VERSION: &str = "2025-06-18";

@@ -22,15 +22,15 @@
 //! assert!(request.required_capabilities().contains(agent_api::capabilities::CALLER_TOOLS));
 //! ```
 
-use crate::contract::error::AgentError;
-use crate::contract::request::RunRequest;
+use crate::vocabulary::error::AgentError;
+use crate::vocabulary::request::RunRequest;
 
 #[cfg(feature = "caller-tools")]
 pub mod client;
 #[cfg(feature = "caller-tools")]
 mod server;
 
-pub use crate::contract::caller_tool::{
+pub use crate::vocabulary::caller_tool::{
     validate, CallerTool, ToolFuture, ToolHandler, ToolOutput, DEFAULT_TOOL_TIMEOUT,
 };
 #[cfg(feature = "caller-tools")]
@@ -74,5 +74,5 @@ async fn serve(request: &mut RunRequest) -> Result<Option<ToolServer>, AgentErro
 
 #[cfg(not(feature = "caller-tools"))]
 async fn serve(_: &mut RunRequest) -> Result<Option<ToolServer>, AgentError> {
-    crate::contract::capability::check_built(agent_api_capabilities::CALLER_TOOLS).map(|()| None)
+    crate::vocabulary::capability::check_built(agent_api_capabilities::CALLER_TOOLS).map(|()| None)
 }

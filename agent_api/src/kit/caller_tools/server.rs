@@ -25,7 +25,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::CallerTool;
-use crate::contract::portable::McpServer;
+use crate::vocabulary::portable::McpServer;
 
 /// The path the MCP endpoint is served at.
 const PATH: &str = "/mcp";

@@ -4,8 +4,8 @@
 //! timeout and control messages still act while the caller is paused.
 
 use super::{deadline_after, Core, Pending};
-use crate::contract::budget::{self, Closed, Room, EVENTS_PER_BATCH};
-use crate::contract::universal::UniversalEvent;
+use crate::pipeline::budget::{self, Closed, Room, EVENTS_PER_BATCH};
+use crate::vocabulary::universal::UniversalEvent;
 
 impl Core {
     /// Takes the events the transcript holds as batches of at most [`EVENTS_PER_BATCH`] (one

@@ -8,9 +8,9 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::{deadline_after, Core, Stop};
-use crate::contract::request::{CallerWait, OnCallerTimeout};
-use crate::contract::run::{ControlCommand, PermissionDecision, QuestionAnswer};
-use crate::contract::universal::DecidedBy;
+use crate::vocabulary::request::{CallerWait, OnCallerTimeout};
+use crate::vocabulary::run::{ControlCommand, PermissionDecision, QuestionAnswer};
+use crate::vocabulary::universal::DecidedBy;
 
 /// What is waiting: a permission request or a question.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

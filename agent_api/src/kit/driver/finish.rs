@@ -4,9 +4,10 @@
 use std::time::Duration;
 
 use super::{signal_group, Core, ExitInfo, Io, Stop, Turn};
-use crate::contract::error::AgentError;
-use crate::contract::run::RunCompletion;
-use crate::contract::universal::{SessionEnd, SessionEndReason, TerminatedBy};
+use crate::pipeline::transcript::SessionEnd;
+use crate::vocabulary::error::AgentError;
+use crate::vocabulary::run::RunCompletion;
+use crate::vocabulary::universal::{SessionEndReason, TerminatedBy};
 
 impl Core {
     /// The end of a one-shot run: how it went, its last events, then its completion.
@@ -101,14 +102,14 @@ impl Core {
         }
         if completion.session.is_none() {
             completion.session = completion.native_session_id.as_ref().map(|id| {
-                crate::contract::session_ref::ran(
+                crate::vocabulary::session_ref::ran(
                     &self.settings.agent_kind,
                     id,
                     self.settings.working_dir.as_deref(),
                 )
             });
         }
-        completion.data = completion.data.map(crate::contract::bounds::bound_data);
+        completion.data = completion.data.map(crate::guards::bounds::bound_data);
         completion.launcher = completion.launcher.or_else(|| self.launcher.clone());
         completion
     }
@@ -122,7 +123,7 @@ impl Core {
         let result = match &self.settings.output_schema {
             Some(schema) => result
                 .map(|c| self.complete_fields(c))
-                .and_then(|c| crate::contract::structured::conform(schema, c)),
+                .and_then(|c| crate::pipeline::structured::conform(schema, c)),
             None => result,
         };
         // Whichever backend built the error, no key it quoted reaches the caller.
@@ -152,9 +153,9 @@ impl Core {
                     } else {
                         TerminatedBy::Agent
                     },
-                    message: Some(crate::contract::bounds::truncate_message(
+                    message: Some(crate::guards::bounds::truncate_message(
                         &error.to_string(),
-                        crate::contract::bounds::MESSAGE_BOUND,
+                        crate::guards::bounds::MESSAGE_BOUND,
                     )),
                     exit_code: info.exit_code,
                     stderr: (!stopped).then(|| info.stderr.output()),

@@ -13,11 +13,13 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::{deadline_after, Caller, Core, Io, Protocol, RunSettings, Stop, Transport, Turn};
-use crate::contract::error::AgentError;
-use crate::contract::request::Prompt;
-use crate::contract::run::{RunCompletion, RunHandle};
+use crate::contract::handle::RunHandle;
 use crate::contract::session::{lock, Engine, Session, SessionCommand, SessionShared, WarmSession};
-use crate::contract::universal::{SessionEnd, SessionEndReason, TerminatedBy, UniversalEvent};
+use crate::pipeline::transcript::SessionEnd;
+use crate::vocabulary::error::AgentError;
+use crate::vocabulary::request::Prompt;
+use crate::vocabulary::run::RunCompletion;
+use crate::vocabulary::universal::{SessionEndReason, TerminatedBy, UniversalEvent};
 
 /// Starts a session on the current tokio runtime: the agent of `transport` takes turns through
 /// [`Protocol::send_turn`] and ends each with [`super::Ctx::end_turn`]. The request's timeouts
@@ -115,7 +117,7 @@ impl Core {
     /// Switches the agent's mode between turns, through the protocol.
     fn set_mode(
         &mut self,
-        mode: &crate::contract::modes::AgentMode,
+        mode: &crate::vocabulary::modes::AgentMode,
         closing: bool,
         in_turn: bool,
     ) -> Result<(), AgentError> {
@@ -128,7 +130,7 @@ impl Core {
         let switched = self
             .with_ctx(|p, ctx| p.set_mode(mode, ctx))
             .unwrap_or(Err(AgentError::SessionClosed));
-        let default = crate::contract::modes::AgentMode::Default;
+        let default = crate::vocabulary::modes::AgentMode::Default;
         match switched {
             Ok(()) => {
                 self.settings.mode = Some(mode.clone());
@@ -173,7 +175,7 @@ impl Core {
                 capability,
             });
         }
-        crate::contract::images::ImageFile::check_all(prompt)?;
+        crate::pipeline::images::ImageFile::check_all(prompt)?;
         let (turn, handle) = self.open_turn(CancellationToken::new(), true);
         session.turns += 1;
         self.transcript.begin_turn();
@@ -280,9 +282,9 @@ impl Core {
                 } else {
                     TerminatedBy::Agent
                 },
-                message: Some(crate::contract::bounds::truncate_message(
+                message: Some(crate::guards::bounds::truncate_message(
                     &error.to_string(),
-                    crate::contract::bounds::MESSAGE_BOUND,
+                    crate::guards::bounds::MESSAGE_BOUND,
                 )),
                 exit_code: info.exit_code,
                 stderr: (!stopped).then(|| info.stderr.output()),

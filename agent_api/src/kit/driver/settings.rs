@@ -5,10 +5,10 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use super::super::lines::DEFAULT_LINE_CAP;
-use crate::contract::budget::DEFAULT_BUFFER_BUDGET;
-use crate::contract::capability::CapabilitySet;
-use crate::contract::kind::AgentKind;
-use crate::contract::request::RunRequest;
+use crate::pipeline::budget::DEFAULT_BUFFER_BUDGET;
+use crate::vocabulary::capability::CapabilitySet;
+use crate::vocabulary::kind::AgentKind;
+use crate::vocabulary::request::RunRequest;
 
 /// Default limit of replies waiting for the agent to read its stdin: 1 MiB.
 pub const DEFAULT_INPUT_LIMIT: usize = 1024 * 1024;
@@ -30,7 +30,7 @@ pub struct RunSettings {
     /// Per turn ([`RunRequest::turn_timeout`]).
     pub turn_timeout: Option<Duration>,
     /// Turn, token and cost limits, checked against each completion's usage.
-    pub limits: crate::contract::request::Limits,
+    pub limits: crate::vocabulary::request::Limits,
     /// Between the soft interrupt and SIGTERM to the group.
     pub cancel_grace: Duration,
     /// Between SIGTERM and SIGKILL.
@@ -58,7 +58,7 @@ pub struct RunSettings {
     /// The caller's token that cancels the run (see [`RunRequest::with_cancellation`]).
     pub cancellation: Option<CancellationToken>,
     /// How long permission requests and questions wait for the caller, and what then.
-    pub caller_wait: crate::contract::request::CallerWait,
+    pub caller_wait: crate::vocabulary::request::CallerWait,
     /// The request's output schema: a successful run's answer must fit it
     /// ([`crate::kit::structured::conform`]).
     pub output_schema: Option<serde_json::Value>,
@@ -67,7 +67,7 @@ pub struct RunSettings {
     pub working_dir: Option<std::path::PathBuf>,
     /// The mode the agent works in (the request's, then each switch a session makes); `None`
     /// is the agent's default.
-    pub mode: Option<crate::contract::modes::AgentMode>,
+    pub mode: Option<crate::vocabulary::modes::AgentMode>,
     /// What must live exactly as long as the run (the caller-tools MCP server, a config file
     /// holding a secret): dropped when the driver ends, however the run ends.
     pub held: Vec<std::sync::Arc<dyn std::any::Any + Send + Sync>>,
@@ -83,7 +83,7 @@ impl RunSettings {
             startup_timeout: None,
             idle_timeout: None,
             turn_timeout: None,
-            limits: crate::contract::request::Limits::default(),
+            limits: crate::vocabulary::request::Limits::default(),
             cancel_grace: Duration::from_secs(3),
             term_grace: Duration::from_secs(2),
             shutdown_grace: Duration::from_secs(5),
@@ -95,7 +95,7 @@ impl RunSettings {
             buffer_budget: DEFAULT_BUFFER_BUDGET,
             input_limit: DEFAULT_INPUT_LIMIT,
             cancellation: None,
-            caller_wait: crate::contract::request::CallerWait::default(),
+            caller_wait: crate::vocabulary::request::CallerWait::default(),
             output_schema: None,
             working_dir: None,
             mode: None,
@@ -126,7 +126,7 @@ impl RunSettings {
         settings.output_schema = request.portable.output_schema.clone();
         settings.working_dir = request
             .session_working_dir()
-            .map(crate::contract::session_ref::absolute);
+            .map(crate::vocabulary::session_ref::absolute);
         if let Some(budget) = request.buffer_budget {
             settings.buffer_budget = budget;
         }
@@ -141,8 +141,8 @@ impl RunSettings {
     }
 }
 
-// Here rather than beside `TimeoutLimits`, in the contract, which knows nothing of the driver's settings.
-impl crate::contract::error::TimeoutLimits {
+// Here rather than beside `TimeoutLimits`, in the vocabulary, which knows nothing of the driver's settings.
+impl crate::vocabulary::error::TimeoutLimits {
     /// The limits the driver's settings carry.
     pub(crate) fn of_settings(settings: &RunSettings) -> Self {
         Self {

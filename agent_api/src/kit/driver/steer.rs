@@ -4,9 +4,9 @@
 use tokio::sync::oneshot;
 
 use super::Core;
-use crate::contract::error::AgentError;
-use crate::contract::request::Prompt;
 use crate::kit::protocol::Steering;
+use crate::vocabulary::error::AgentError;
+use crate::vocabulary::request::Prompt;
 
 /// The replies of the steering messages the agent has not acknowledged yet, by the protocol's number.
 #[derive(Default)]

@@ -6,11 +6,11 @@ use std::time::Duration;
 use futures::StreamExt;
 
 use super::*;
-use crate::contract::kind::AgentKind;
-use crate::contract::request::Prompt;
-use crate::contract::universal::{ContentPart, UniversalEventBody};
 use crate::kit::line_source;
 use crate::kit::process::CommandSpec;
+use crate::vocabulary::kind::AgentKind;
+use crate::vocabulary::request::Prompt;
+use crate::vocabulary::universal::{ContentPart, UniversalEventBody};
 
 fn settings() -> RunSettings {
     let mut settings = RunSettings::new(AgentKind::from_static("test"));

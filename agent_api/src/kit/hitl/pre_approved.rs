@@ -6,10 +6,10 @@
 //! servers when it approves MCP tools. Claude Code and Qwen Code both read `mcp__SERVER` as every
 //! tool of that server.
 
-use crate::contract::portable::PortableOptions;
-use crate::contract::request::{PermissionPolicy, PermissionRule};
-use crate::contract::tool_table::ToolTable;
-use crate::contract::tools_facet::ToolCategory;
+use crate::vocabulary::portable::PortableOptions;
+use crate::vocabulary::request::{PermissionPolicy, PermissionRule};
+use crate::vocabulary::tool_table::ToolTable;
+use crate::vocabulary::tools_facet::ToolCategory;
 
 /// The native tool names a one-way interface may run without asking under `policy`: the listed
 /// tools of `tools` (see [`crate::kit::tool_table::Tool::unlisted`]) of each approved category,

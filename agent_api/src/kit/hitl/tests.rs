@@ -1,8 +1,9 @@
 use std::collections::BTreeMap;
 
 use super::*;
-use crate::contract::universal::{
-    PermissionStatus, QuestionStatus, SessionEnd, UniversalEvent, UniversalEventBody,
+use crate::pipeline::transcript::SessionEnd;
+use crate::vocabulary::universal::{
+    PermissionStatus, QuestionStatus, UniversalEvent, UniversalEventBody,
 };
 
 const CATEGORIES: [ToolCategory; 6] = [

@@ -119,9 +119,9 @@ fn with_client_env(mut env: BTreeMap<String, String>) -> BTreeMap<String, String
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::contract::launcher::{Engine, Launcher};
     use crate::kit::launch::{far, plan};
     use crate::kit::CommandSpec;
+    use crate::vocabulary::launcher::{Engine, Launcher};
 
     fn planned(
         launcher: Launcher,

@@ -73,7 +73,7 @@ impl std::fmt::Debug for LocalCommand {
         f.debug_struct("LocalCommand")
             .field("program", &self.program)
             .field("args", &self.args.len())
-            .field("env", &crate::contract::secrets::EnvNames(&self.env))
+            .field("env", &crate::guards::secrets::EnvNames(&self.env))
             .finish()
     }
 }

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-use crate::contract::error::AgentError;
+use crate::vocabulary::error::AgentError;
 
 /// How a launcher reaches its far side: the local program and the arguments before the far-side
 /// command, for starting the agent and for stopping it.

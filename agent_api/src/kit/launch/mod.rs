@@ -39,8 +39,8 @@ mod plan;
 mod quote;
 mod ssh;
 
-pub use crate::contract::launcher::{with_launchers, CAPABILITIES};
-pub(crate) use crate::contract::launcher::{Bwrap, Container, ContainerTarget, Launcher, Ssh};
+pub use crate::vocabulary::launcher::{with_launchers, CAPABILITIES};
+pub(crate) use crate::vocabulary::launcher::{Bwrap, Container, ContainerTarget, Launcher, Ssh};
 pub use env::{agent_env, LAUNCHER_ENV};
 pub use far::FarGroup;
 pub(crate) use plan::plan;

@@ -9,8 +9,8 @@ use std::time::Duration;
 use super::far::{self, FarGroup, LocalCommand};
 use super::far_prefix::FarPrefix;
 use super::{agent_env, Launcher};
-use crate::contract::error::AgentError;
 use crate::kit::command::CommandSpec;
+use crate::vocabulary::error::AgentError;
 
 /// How long the far side's agent has between SIGTERM and SIGKILL when a run stops.
 pub(crate) const FAR_GRACE: Duration = Duration::from_secs(3);

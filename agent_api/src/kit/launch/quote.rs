@@ -3,7 +3,7 @@
 use std::ffi::OsString;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 
-use crate::contract::error::AgentError;
+use crate::vocabulary::error::AgentError;
 
 /// Joins `argv` into one POSIX shell command line that a shell splits back into exactly these
 /// elements, quoting each with `shlex` (bytes, so non-UTF-8 arguments pass unchanged). An element

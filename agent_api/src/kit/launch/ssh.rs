@@ -14,8 +14,8 @@ use std::ffi::OsString;
 
 use super::far_prefix::FarPrefix;
 use super::Ssh;
-use crate::contract::error::AgentError;
 use crate::kit::reap::RUN_MARKER_VAR;
+use crate::vocabulary::error::AgentError;
 
 /// Variables of this process the `ssh` client itself uses (config and keys under `HOME`, the agent's
 /// socket), passed to the client only.
@@ -201,7 +201,7 @@ mod tests {
     #[test]
     fn secrets_stay_off_the_ssh_argv_and_the_client_env() {
         let launcher =
-            crate::contract::launcher::Launcher::Ssh(Ssh::parse("dev@build-3:2222").unwrap());
+            crate::vocabulary::launcher::Launcher::Ssh(Ssh::parse("dev@build-3:2222").unwrap());
         let spec = crate::kit::CommandSpec::new("agent-cli")
             .arg("it's")
             .env("API_KEY", "s3cret-sentinel")

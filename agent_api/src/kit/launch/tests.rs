@@ -1,9 +1,9 @@
 use std::ffi::OsString;
 
 use super::*;
-use crate::contract::error::AgentError;
-use crate::contract::launcher::{Engine, ViaError};
 use crate::kit::command::CommandSpec;
+use crate::vocabulary::error::AgentError;
+use crate::vocabulary::launcher::{Engine, ViaError};
 use agent_api_capabilities as caps;
 
 #[test]

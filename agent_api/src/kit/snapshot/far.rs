@@ -18,9 +18,9 @@ use std::time::{Duration, SystemTime};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::contract::files::FileRefusal;
-use crate::contract::launcher::Launcher;
+use crate::guards::files::FileRefusal;
 use crate::kit::command::CommandSpec;
+use crate::vocabulary::launcher::Launcher;
 
 /// The longest one file's transfer may take, the far side's start included (an ssh connection).
 const TRANSFER_LIMIT: Duration = Duration::from_secs(120);
@@ -209,7 +209,7 @@ async fn run(
             let shown = String::from_utf8_lossy(&err);
             Err(io(&format!(
                 "exit {status}: {}",
-                crate::contract::bounds::utf8_prefix(shown.trim(), 512)
+                crate::guards::bounds::utf8_prefix(shown.trim(), 512)
             )))
         }
     }

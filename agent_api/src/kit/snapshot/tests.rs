@@ -4,7 +4,7 @@ use super::*;
 
 fn session() -> SessionRef {
     SessionRef::new(
-        crate::contract::kind::AgentKind::from_static("my_agent"),
+        crate::vocabulary::kind::AgentKind::from_static("my_agent"),
         "s-1",
         "/work",
     )
