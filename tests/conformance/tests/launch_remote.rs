@@ -326,6 +326,16 @@ async fn docker_gemini_snapshot_goes_on_in_a_fresh_container() {
     snapshot_goes_on_in_a_fresh_container(Cli::Gemini, Place::docker(3)).await
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ssh_qwen_snapshot_goes_on_in_a_fresh_container() {
+    snapshot_goes_on_in_a_fresh_container(Cli::Qwen, Place::ssh()).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn docker_gemini_snapshot_goes_on_over_ssh() {
+    snapshot_goes_on_elsewhere(Cli::Gemini, Place::docker(4), true).await
+}
+
 /// Runs `script` with `sh -c` in `place`'s container.
 fn in_container(place: &Place, script: &str) -> String {
     let out = std::process::Command::new("docker")
