@@ -73,6 +73,12 @@ pub enum FileRefusal {
         /// The largest size allowed, in bytes.
         cap: u64,
     },
+    /// A folder holds more names than a listing of it takes.
+    #[error("the folder holds more than {bound} names")]
+    TooMany {
+        /// The most names a listing takes.
+        bound: u64,
+    },
     /// This system cannot confine file access (no `openat2`: Linux 5.6 or later is needed).
     #[error("confined file access needs openat2 (Linux 5.6 or later)")]
     Unsupported,

@@ -1,6 +1,9 @@
 //! What a backend builds its session snapshots from (`agent_api.session.snapshot`): where its
-//! CLI's directories are for a request ([`home_dir`]), taking the files it names for one session
-//! out of them ([`SnapshotBuilder`]), and putting a snapshot's files back ([`restore_file`]).
+//! CLI's directories are for a request ([`home_dir`]), finding a session's file by listing a
+//! folder of them ([`list_files`], [`find_files`]), taking the files it names for one session
+//! out of them ([`SnapshotBuilder`], [`export_files`]), and putting a snapshot's files back
+//! ([`restore_file`], [`import_files`]). Each of these goes where a run of the request finds its
+//! agent's home: this machine, or a Prefix, Container or Ssh launcher's far side, through it.
 //!
 //! Every file is read and written through [`ConfinedDir`]: opened with `openat2` beneath the
 //! directory, through no symbolic link, regular files only, bounded. A restored file is written
@@ -168,9 +171,9 @@ pub async fn import_files(
     .await
 }
 
-/// Whether a run of `request` has its agent's home on this machine (no launcher, or bubblewrap),
-/// where a backend may look through it; otherwise [`export_files`] and [`import_files`] reach it
-/// through the launcher.
+/// Whether a run of `request` has its agent's home on this machine (no launcher, or bubblewrap);
+/// otherwise [`export_files`], [`import_files`], [`list_files`] and [`read_file`] reach it through
+/// the launcher.
 pub fn home_is_here(request: &RunRequest) -> bool {
     far_launcher(request).is_none()
 }
@@ -183,20 +186,167 @@ fn far_launcher(request: &RunRequest) -> Option<&Launcher> {
         .filter(|launcher| !launcher.is_local_filesystem())
 }
 
-/// Refuses, typed, a snapshot of a run of `request` whose agent's home is on a launcher's far
-/// side, for a backend that finds a session's files by looking through its home on this machine
-/// (`what` says which, for the message): [`export_files`] and [`import_files`] reach a far home
-/// file by file, not a search through it.
-pub fn needs_local_home(request: &RunRequest, what: &str) -> Result<(), AgentError> {
-    match far_launcher(request) {
-        Some(launcher) => Err(AgentError::InvalidRequest {
-            reason: format!(
-                "{what} looks through the agent's home on this machine, and through the {launcher} \
-                 launcher that home is elsewhere: this backend's session snapshot is taken and \
-                 restored only where the agent's home is on this machine"
-            ),
-        }),
-        None => Ok(()),
+/// The most files a listing of a folder of the agent's home takes ([`list_files`]): past it the
+/// listing is refused, typed.
+pub const LISTED_BOUND: usize = 10_000;
+
+/// The regular files in the folder `under` below `dir` where a run of `request` finds its agent's
+/// home, at most `depth` folders down (1: the folder's own files), as paths below `dir` (`under`
+/// first), sorted: for a backend that finds a session's file by looking through its home (by
+/// date, by project). Listed here, or on a launcher's far side through that launcher
+/// (`spec/launchers.md`, "Session snapshots through a launcher"), the same way: no symbolic link
+/// is followed, and one met (on the way to the folder or in it) refuses the listing, typed, as a
+/// way out; so do more than [`LISTED_BOUND`] files. No such folder lists nothing. The files are
+/// names only: read them with [`read_file`] or [`export_files`], which check each again.
+pub async fn list_files(
+    request: &RunRequest,
+    dir: &Path,
+    under: &Path,
+    depth: usize,
+) -> Result<Vec<PathBuf>, AgentError> {
+    let listed = match far_launcher(request) {
+        Some(launcher) => far::list_below(launcher, dir, under, depth, LISTED_BOUND).await,
+        None => {
+            let (dir, under) = (dir.to_path_buf(), under.to_path_buf());
+            tokio::task::spawn_blocking(move || list_here(&dir, &under, depth, LISTED_BOUND))
+                .await
+                .unwrap_or(Err(FileRefusal::Io(std::io::ErrorKind::Other)))
+        }
+    };
+    match listed {
+        Ok(mut files) => {
+            files.sort();
+            Ok(files)
+        }
+        Err(FileRefusal::NotFound) => Ok(Vec::new()),
+        Err(refusal) => Err(file_error(&under.display().to_string(), "listed", refusal).into()),
+    }
+}
+
+/// [`list_files`] on this machine.
+fn list_here(
+    dir: &Path,
+    under: &Path,
+    depth: usize,
+    bound: usize,
+) -> Result<Vec<PathBuf>, FileRefusal> {
+    if !std::fs::metadata(dir)?.is_dir() {
+        return Err(FileRefusal::NotFound);
+    }
+    let mut folder = dir.to_path_buf();
+    for name in far::plain_names(under)? {
+        folder.push(name);
+        let meta = std::fs::symlink_metadata(&folder)?;
+        if meta.file_type().is_symlink() {
+            return Err(FileRefusal::Symlink);
+        }
+        if !meta.is_dir() {
+            return Err(FileRefusal::NotFound);
+        }
+    }
+    let mut files = Vec::new();
+    let mut level = vec![under.to_path_buf()];
+    for left in (0..depth).rev() {
+        let mut next = Vec::new();
+        for relative in level {
+            let Ok(entries) = std::fs::read_dir(dir.join(&relative)) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let Ok(kind) = entry.file_type() else {
+                    continue;
+                };
+                let path = relative.join(entry.file_name());
+                if kind.is_symlink() {
+                    return Err(FileRefusal::Symlink);
+                } else if kind.is_file() {
+                    if files.len() == bound {
+                        return Err(FileRefusal::TooMany {
+                            bound: bound as u64,
+                        });
+                    }
+                    files.push(path);
+                } else if kind.is_dir() && left > 0 {
+                    next.push(path);
+                }
+            }
+        }
+        level = next;
+    }
+    Ok(files)
+}
+
+/// The files [`list_files`] lists that `pick` takes, listed again until there is one, for at
+/// most `limit`: for a CLI that writes a session's file a moment after it reports the turn's end.
+/// Empty when none came.
+pub async fn find_files(
+    request: &RunRequest,
+    dir: &Path,
+    under: &Path,
+    depth: usize,
+    limit: std::time::Duration,
+    pick: impl Fn(&Path) -> bool,
+) -> Result<Vec<PathBuf>, AgentError> {
+    // Each far listing starts a process there (a `docker exec`, an ssh connection).
+    let every = match far_launcher(request) {
+        Some(_) => std::time::Duration::from_millis(500),
+        None => std::time::Duration::from_millis(100),
+    };
+    let started = tokio::time::Instant::now();
+    loop {
+        let mut found = list_files(request, dir, under, depth).await?;
+        found.retain(|path| pick(path));
+        if !found.is_empty() || started.elapsed() >= limit {
+            return Ok(found);
+        }
+        tokio::time::sleep(every).await;
+    }
+}
+
+/// Reads the regular file at `relative` below `dir` where a run of `request` finds its agent's
+/// home, here or through its launcher, with the checks of [`export_files`]: `None` when there is
+/// no such file or it is larger than `cap`; a link, a second name or a way out of `dir` is
+/// refused, typed.
+pub async fn read_file(
+    request: &RunRequest,
+    dir: &Path,
+    relative: &Path,
+    cap: u64,
+) -> Result<Option<Vec<u8>>, AgentError> {
+    let read = match far_launcher(request) {
+        Some(launcher) => far::read_below(launcher, dir, relative, cap).await,
+        None => {
+            let (dir, relative) = (dir.to_path_buf(), relative.to_path_buf());
+            tokio::task::spawn_blocking(move || {
+                ConfinedDir::open(&dir)
+                    .map_err(FileRefusal::from)
+                    .and_then(|confined| confined.read_below(&relative, cap))
+            })
+            .await
+            .unwrap_or(Err(FileRefusal::Io(std::io::ErrorKind::Other)))
+        }
+    };
+    match read {
+        Ok((bytes, _)) => Ok(Some(bytes)),
+        Err(FileRefusal::NotFound | FileRefusal::TooLarge { .. }) => Ok(None),
+        Err(refusal) => Err(file_error(&relative.display().to_string(), "read", refusal).into()),
+    }
+}
+
+/// Waits for the file at `relative` below `dir` to settle where a run of `request` finds its
+/// agent's home: here, until it has not changed for `quiet` ([`settle`], at most `limit`); on a
+/// launcher's far side, for `quiet`.
+pub async fn settle_file(
+    request: &RunRequest,
+    dir: &Path,
+    relative: &Path,
+    quiet: std::time::Duration,
+    limit: std::time::Duration,
+) {
+    if home_is_here(request) {
+        settle(&dir.join(relative), quiet, limit).await;
+    } else {
+        tokio::time::sleep(quiet).await;
     }
 }
 

@@ -6,28 +6,38 @@
 //! another working directory), once it has settled. Import writes it under the project of the
 //! run's working directory here, re-keyed the agent's way ([`ChatLayout::project_key`]); an
 //! agent that finds a directory's project by a marker file in it (Gemini's `.project_root`)
-//! gets the project that names the directory already, or a new one with its marker. Every file
-//! is read and written confined to the home (`openat2`, `agent_api::kit::snapshot`), bounded;
-//! a chat over the bound is exported as a flagged replay.
+//! gets the project that names the directory already, or a new one with its marker. Which file
+//! is the session's is the layout's to say ([`ChatLayout::is_session_name`], then its first line
+//! where the name does not say it alone), here and far away alike. The projects folder is
+//! listed, and every file read and written, where the agent's home is (`agent_api::kit::snapshot`):
+//! on this machine confined to the home (`openat2`), or through a Prefix, Container or Ssh
+//! launcher on its far side, bounded and refusing links the same way; a chat over the bound is
+//! exported as a flagged replay.
 
+use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};
 use std::time::Duration;
 
 use agent_api::kit::snapshot::{
-    export_files, found_within, home_dir, import_files, needs_local_home, settle, NativeFile,
+    export_files, find_files, home_dir, import_files, list_files, read_file, settle_file,
+    NativeFile,
 };
 use agent_api::request::SessionRef;
-use agent_api::snapshot::{check_session_id, SnapshotError, SnapshotFile, SnapshotImport};
+use agent_api::snapshot::{
+    check_session_id, SnapshotError, SnapshotFile, SnapshotImport, SNAPSHOT_FILES_BOUND,
+};
 use agent_api::{AgentError, RunRequest, SessionSnapshot};
 
-use crate::{AcpConfig, ChatLayout, ChatStore};
+use crate::{AcpConfig, ChatLayout};
 
 /// How long the chat file may take to appear after the turn's end, and to stay unchanged.
 const APPEAR_LIMIT: Duration = Duration::from_secs(5);
 const SETTLE_QUIET: Duration = Duration::from_millis(250);
 const SETTLE_LIMIT: Duration = Duration::from_secs(5);
-/// Project folders looked through for the one whose marker names the working directory.
-const PROJECTS_SCANNED: usize = 10_000;
+/// Chat files whose name may be the session's read to find the one whose first line is.
+const CANDIDATES_READ: usize = 16;
+/// Project markers read to find the project of the working directory.
+const MARKERS_READ: usize = 1_000;
 /// The largest marker file read.
 const MARKER_BOUND: u64 = 64 * 1024;
 
@@ -55,29 +65,59 @@ fn slashed(path: &Path) -> String {
         .join("/")
 }
 
-/// Exports the chat of `session` from the home of a run of `request` on `config`.
+/// A file of the projects folder, `path` below the root (`prefix` being the folder's): a chat
+/// (its project and name) or a project's `marker` (its project, no name); `None` for anything
+/// else.
+fn project_file<'a>(
+    prefix: &str,
+    path: &'a str,
+    marker: Option<&str>,
+) -> Option<(&'a str, Option<&'a str>)> {
+    let rest = path.strip_prefix(prefix)?.strip_prefix('/')?;
+    let parts: Vec<&str> = rest.split('/').collect();
+    match parts[..] {
+        [key, "chats", name] if name.ends_with(".jsonl") => Some((key, Some(name))),
+        [key, name] if Some(name) == marker => Some((key, None)),
+        _ => None,
+    }
+}
+
+/// Exports the chat of `session` from the home of a run of `request` on `config`: here, or on
+/// its launcher's far side through the launcher (the projects folder listed there, bounded).
 pub async fn export<L: ChatLayout>(
     config: &AcpConfig,
     request: &RunRequest,
     session: &SessionRef,
 ) -> Result<SessionSnapshot, AgentError> {
     check_session_id(&session.id)?;
-    needs_local_home(
-        request,
-        "the chat export (chats are found by their project)",
-    )?;
     let root = root_dir::<L>(config, request)?;
-    let store = ChatStore::<L>::new(root.join(L::AGENT_DIR));
+    let prefix = slashed(&projects::<L>());
     let id = session.id.clone();
     // The agent writes its chat a moment after it reports the turn's end.
-    let path = found_within(APPEAR_LIMIT, || store.find(&id).ok())
-        .await
-        .ok_or_else(|| SnapshotError::Missing { id: id.clone() })?;
-    settle(&path, SETTLE_QUIET, SETTLE_LIMIT).await;
-    let relative = path
-        .strip_prefix(&root)
-        .map_err(|_| SnapshotError::Missing { id: id.clone() })?
-        .to_path_buf();
+    let named = find_files(request, &root, &projects::<L>(), 3, APPEAR_LIMIT, |path| {
+        path.to_str()
+            .and_then(|path| project_file(&prefix, path, None))
+            .and_then(|(_, name)| name)
+            .is_some_and(|name| L::is_session_name(name, &id))
+    })
+    .await?;
+    let mut found = None;
+    for candidate in named.into_iter().take(CANDIDATES_READ) {
+        if L::NAMED_BY_ID {
+            found = Some(candidate);
+            break;
+        }
+        // A chat over the bound cannot be read: its name says it, and it is exported as a replay.
+        let read = read_file(request, &root, &candidate, SNAPSHOT_FILES_BOUND).await?;
+        if read.as_ref().is_none_or(|bytes| {
+            L::is_session_head(bytes.split(|b| *b == b'\n').next().unwrap_or_default(), &id)
+        }) {
+            found = Some(candidate);
+            break;
+        }
+    }
+    let relative = found.ok_or_else(|| SnapshotError::Missing { id: id.clone() })?;
+    settle_file(request, &root, &relative, SETTLE_QUIET, SETTLE_LIMIT).await;
     let mut session = session.clone();
     session.agent = Some(L::KIND);
     session.working_dir = Some(crate::run_dir(config, request));
@@ -95,7 +135,7 @@ pub async fn export<L: ChatLayout>(
 }
 
 /// Imports `snapshot` into the home of a run of `request` on `config`, under the project of the
-/// run's working directory.
+/// run's working directory: here, or on its launcher's far side through the launcher.
 pub async fn import<L: ChatLayout>(
     config: &AcpConfig,
     request: &RunRequest,
@@ -103,15 +143,10 @@ pub async fn import<L: ChatLayout>(
 ) -> Result<SnapshotImport, AgentError> {
     snapshot.check_agent(&L::KIND)?;
     check_session_id(&snapshot.native_session_id)?;
-    needs_local_home(
-        request,
-        "the chat import (its project is found by its marker)",
-    )?;
     let root = root_dir::<L>(config, request)?;
     let cwd = crate::run_dir(config, request);
-    let projects_dir = root.join(projects::<L>());
     let key = match L::PROJECT_MARKER {
-        Some(marker) => marked_project(&projects_dir, marker, &cwd)?,
+        Some(marker) => marked_project::<L>(request, &root, marker, &cwd).await?,
         None => L::project_key(&cwd),
     };
     let prefix = slashed(&projects::<L>());
@@ -136,36 +171,49 @@ pub async fn import<L: ChatLayout>(
 /// Where the snapshot's file `path` goes below the root, in the project `key`: a chat, or the
 /// project's marker; `None` for anything else.
 fn placed<L: ChatLayout>(prefix: &str, path: &str, key: &str) -> Option<PathBuf> {
-    let rest = path.strip_prefix(prefix)?.strip_prefix('/')?;
-    let parts: Vec<&str> = rest.split('/').collect();
-    match parts[..] {
-        [_, "chats", name] if name.ends_with(".jsonl") => {
-            Some(projects::<L>().join(key).join("chats").join(name))
-        }
-        [_, name] if Some(name) == L::PROJECT_MARKER => Some(projects::<L>().join(key).join(name)),
-        _ => None,
-    }
+    let (_, name) = project_file(prefix, path, L::PROJECT_MARKER)?;
+    let project = projects::<L>().join(key);
+    Some(match (name, L::PROJECT_MARKER) {
+        (Some(chat), _) => project.join("chats").join(chat),
+        (None, Some(marker)) => project.join(marker),
+        (None, None) => return None,
+    })
 }
 
 /// The project folder whose `marker` names `cwd`, else the first of the agent's key of `cwd`,
-/// then that key numbered, that no marker claims for another directory.
-fn marked_project(projects: &Path, marker: &str, cwd: &Path) -> Result<String, AgentError> {
-    let owner_of = |key: &str| -> Option<String> {
-        agent_api::kit::files::read_regular(&projects.join(key).join(marker), MARKER_BOUND)
-            .ok()
+/// then that key numbered, that no marker claims for another directory: the markers listed and
+/// read where a run of `request` finds its agent's home below `root` (here or far away).
+async fn marked_project<L: ChatLayout>(
+    request: &RunRequest,
+    root: &Path,
+    marker: &str,
+    cwd: &Path,
+) -> Result<String, AgentError> {
+    let prefix = slashed(&projects::<L>());
+    let mut owners: BTreeMap<String, Option<String>> = BTreeMap::new();
+    for path in list_files(request, root, &projects::<L>(), 2).await? {
+        let Some((key, None)) = path
+            .to_str()
+            .and_then(|p| project_file(&prefix, p, Some(marker)))
+        else {
+            continue;
+        };
+        if owners.len() == MARKERS_READ {
+            break;
+        }
+        let owner = read_file(request, root, &path, MARKER_BOUND)
+            .await?
             .and_then(|bytes| String::from_utf8(bytes).ok())
-            .map(|text| text.trim().to_string())
-    };
+            .map(|text| text.trim().to_string());
+        owners.insert(key.to_string(), owner);
+    }
     let wanted = cwd.to_string_lossy();
-    let existing = std::fs::read_dir(projects)
-        .into_iter()
-        .flatten()
-        .take(PROJECTS_SCANNED)
-        .flatten()
-        .filter_map(|e| e.file_name().into_string().ok())
-        .find(|key| owner_of(key).as_deref() == Some(&*wanted));
-    if let Some(key) = existing {
-        return Ok(key);
+    let owner_of = |key: &str| owners.get(key).cloned().flatten();
+    if let Some((key, _)) = owners
+        .iter()
+        .find(|(_, owner)| owner.as_deref() == Some(&*wanted))
+    {
+        return Ok(key.clone());
     }
     let base = crate::chats::dashed(cwd);
     (0..100)

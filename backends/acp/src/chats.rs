@@ -48,8 +48,21 @@ pub trait ChatLayout: Send + Sync + 'static {
         bytes
     }
 
-    /// Whether the chat file at `path` holds the session `id` (an id already checked to be safe).
-    fn is_session(path: &Path, id: &str) -> bool;
+    /// Whether a chat file's name holds the whole session id ([`ChatLayout::is_session_name`]
+    /// says which is whose); otherwise its first line is read too
+    /// ([`ChatLayout::is_session_head`]).
+    const NAMED_BY_ID: bool = true;
+
+    /// Whether the chat file named `name` is (or, unless [`ChatLayout::NAMED_BY_ID`], may be) the
+    /// session `id`'s (an id already checked to be safe), by its name alone.
+    fn is_session_name(name: &str, id: &str) -> bool;
+
+    /// Whether the chat whose first line is `first` holds the session `id`, for a layout whose
+    /// names do not say it alone (not [`ChatLayout::NAMED_BY_ID`]). By default, yes.
+    fn is_session_head(first: &[u8], id: &str) -> bool {
+        let _ = (first, id);
+        true
+    }
 
     /// A chat's summary for listing (`None`: not a chat this store can read).
     fn describe(path: &Path) -> Option<StoredSession>;
@@ -64,6 +77,20 @@ pub(crate) fn dashed(cwd: &Path) -> String {
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
         .collect()
+}
+
+/// Whether the chat file at `path` here holds the session `id`: by its name, then (unless the
+/// name says it alone) by its first line.
+fn is_session<L: ChatLayout>(path: &Path, id: &str) -> bool {
+    let named = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| L::is_session_name(n, id));
+    named
+        && (L::NAMED_BY_ID
+            || history::head(path)
+                .and_then(|(_, mut lines)| lines.next()?.ok())
+                .is_some_and(|first| L::is_session_head(first.as_bytes(), id)))
 }
 
 /// The chat store of layout `L` under one agent folder (`~/.gemini`).
@@ -114,7 +141,7 @@ impl<L: ChatLayout> ChatStore<L> {
         history::check_session_id(id)?;
         self.chats()
             .into_iter()
-            .find(|p| L::is_session(p, id))
+            .find(|p| is_session::<L>(p, id))
             .ok_or_else(|| AgentError::SessionNotFound { id: id.to_string() })
     }
 }

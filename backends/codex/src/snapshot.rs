@@ -1,7 +1,8 @@
 //! Codex's session snapshots (`agent_api.session.snapshot`), for both interfaces (`exec` and the
 //! app-server write the same thread): a thread is one rollout file,
 //! `$CODEX_HOME/sessions/YYYY/MM/DD/rollout-<time>-<thread id>.jsonl`, which only grows. Export
-//! takes it once Codex has written the turn; import writes it at the same path below the other
+//! takes it once Codex has written the turn, found by listing the date folders where the agent's
+//! home is (this machine, or a Prefix, Container or Ssh launcher's far side); import writes it at the same path below the other
 //! home's `CODEX_HOME` (Codex finds a thread by the file's name, not by working directory), and
 //! `exec resume` / `thread/resume` go on from it.
 
@@ -9,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use agent_api::kit::snapshot::{
-    export_files, found_within, home_dir, import_files, needs_local_home, settle, NativeFile,
+    export_files, find_files, home_dir, import_files, settle_file, NativeFile,
 };
 use agent_api::request::SessionRef;
 use agent_api::snapshot::{check_session_id, SnapshotImport};
@@ -45,24 +46,28 @@ pub(crate) async fn export(
     session: &SessionRef,
 ) -> Result<SessionSnapshot, AgentError> {
     check_session_id(&session.id)?;
-    needs_local_home(request, "Codex's export (its rollouts are found by date)")?;
     let home = codex_home(config, request)?;
-    let store = crate::history::CodexSessionStore::new(&home);
-    // The app-server may write a new thread's rollout a moment after the turn ends.
-    let found = found_within(SETTLE_LIMIT, || store.find(&session.id).ok()).await;
-    let Some(path) = found else {
+    // The date folders are listed where the agent's home is (here, or through a far launcher);
+    // the app-server may write a new thread's rollout a moment after the turn ends.
+    let found = find_files(
+        request,
+        &home,
+        Path::new("sessions"),
+        4,
+        SETTLE_LIMIT,
+        |path| {
+            path.to_str()
+                .is_some_and(|path| is_rollout_of(path, &session.id))
+        },
+    )
+    .await?;
+    let Some(relative) = found.into_iter().next() else {
         return Err(agent_api::snapshot::SnapshotError::Missing {
             id: session.id.clone(),
         }
         .into());
     };
-    settle(&path, SETTLE_QUIET, SETTLE_LIMIT).await;
-    let relative = path
-        .strip_prefix(&home)
-        .map(Path::to_path_buf)
-        .map_err(|_| agent_api::snapshot::SnapshotError::Missing {
-            id: session.id.clone(),
-        })?;
+    settle_file(request, &home, &relative, SETTLE_QUIET, SETTLE_LIMIT).await;
     let stored = relative.to_string_lossy().into_owned();
     export_files(
         request,

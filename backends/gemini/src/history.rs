@@ -46,12 +46,16 @@ impl ChatLayout for GeminiChats {
     const PROJECT_MARKER: Option<&'static str> = Some(".project_root");
 
     /// The file name ends with the id's first 8 characters; the first line names the whole id.
-    fn is_session(path: &Path, id: &str) -> bool {
+    const NAMED_BY_ID: bool = false;
+
+    fn is_session_name(name: &str, id: &str) -> bool {
         let prefix: String = id.chars().take(8).collect();
-        path.file_stem()
-            .and_then(|n| n.to_str())
-            .is_some_and(|n| n.ends_with(&prefix))
-            && first_record(path).is_some_and(|meta| session_id(&meta) == Some(id))
+        name.strip_suffix(".jsonl")
+            .is_some_and(|stem| stem.ends_with(&prefix))
+    }
+
+    fn is_session_head(first: &[u8], id: &str) -> bool {
+        serde_json::from_slice::<Value>(first).is_ok_and(|meta| session_id(&meta) == Some(id))
     }
 
     fn describe(path: &Path) -> Option<StoredSession> {
@@ -61,11 +65,6 @@ impl ChatLayout for GeminiChats {
     fn reader() -> Box<dyn Protocol> {
         Box::new(StoredGeminiSession::default())
     }
-}
-
-fn first_record(path: &Path) -> Option<Value> {
-    let (_, mut lines) = history::head(path)?;
-    serde_json::from_str(&lines.next()?.ok()?).ok()
 }
 
 fn session_id(meta: &Value) -> Option<&str> {

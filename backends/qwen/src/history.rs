@@ -36,8 +36,8 @@ impl ChatLayout for QwenChats {
     const ROOT_UNDER_HOME: &'static str = ".qwen";
     const AGENT_DIR: &'static str = "";
 
-    fn is_session(path: &Path, id: &str) -> bool {
-        path.file_stem().is_some_and(|n| n == id)
+    fn is_session_name(name: &str, id: &str) -> bool {
+        name.strip_suffix(".jsonl") == Some(id)
     }
 
     /// Qwen Code loads a chat only when its first record's `cwd` hashes to the project's: every

@@ -85,20 +85,99 @@ async fn text(cli: Cli, place: Place) {
     );
 }
 
-/// Issue 47 (sessions that outlive their machine): a Claude Code session whose agent ran in one
-/// container, its home inside that container only, goes on natively in a container started
-/// afterwards: the snapshot is exported through the first container's launcher and imported
-/// through the new one's, never through this machine's filesystem.
+/// Issue 47 (sessions that outlive their machine): a session whose agent ran in one container,
+/// its home inside that container only, goes on natively in a container started afterwards: the
+/// snapshot is exported through the first container's launcher and imported through the new
+/// one's, never through this machine's filesystem. Claude Code names its session's file; Codex,
+/// Gemini CLI and Qwen Code find theirs by listing a folder of the far home (by date, by project).
 /// The first run over ssh or in bubblewrap goes on the same way.
-async fn snapshot_goes_on_in_a_fresh_container(place: Place) {
-    snapshot_goes_on_elsewhere(place, false).await
+async fn snapshot_goes_on_in_a_fresh_container(cli: Cli, place: Place) {
+    snapshot_goes_on_elsewhere(cli, place, false).await
+}
+
+/// What a CLI's first run needs in a home of its own (its settings, its `CODEX_HOME`), made with
+/// `sh` where `place` runs its agent.
+fn prepare_home(cli: Cli, sandbox: &agent_bench::Sandbox, place: &Place, home: &str) {
+    let settings = |dir: &str| {
+        format!(
+            "mkdir -p {home}/{dir} && cp {}/{dir}/settings.json {home}/{dir}/",
+            sandbox.home.display()
+        )
+    };
+    let script = match cli {
+        Cli::Codex => format!("mkdir -p {home}/.codex"),
+        Cli::Gemini => settings(".gemini"),
+        Cli::Qwen => settings(".qwen"),
+        _ => format!("mkdir -p {home}"),
+    };
+    match place.container() {
+        Some(_) => {
+            in_container(place, &script);
+        }
+        // Over ssh and in bubblewrap the home is on this machine.
+        None => {
+            let done = std::process::Command::new("sh")
+                .args(["-c", &script])
+                .status()
+                .unwrap();
+            assert!(done.success(), "{script}");
+        }
+    }
+}
+
+/// The request of a run of `cli` with its home at `home` through `place`'s launcher.
+fn in_home(cli: Cli, place: &Place, home: &str, prompt: &str) -> RunRequest {
+    let mut request = request(prompt)
+        .with_env("HOME", home)
+        .with_launcher(place.launcher.clone());
+    match cli {
+        // The bench's sandbox names its own CODEX_HOME; this run's is in `home`.
+        Cli::Codex => request = request.with_env("CODEX_HOME", format!("{home}/.codex")),
+        // Gemini CLI 0.61.0's own ACP `session/load` resets the chat it loads (the crate's docs).
+        Cli::Gemini => {
+            request = request.with_options(
+                &agent_api_gemini::GeminiOptions::default()
+                    .interface(agent_api_gemini::GeminiInterface::Headless),
+            )
+        }
+        _ => {}
+    }
+    request
+}
+
+/// Where `cli` keeps the session of `snapshot` restored into `home` for a run in `cwd`.
+fn restored_file(
+    cli: Cli,
+    home: &str,
+    cwd: &std::path::Path,
+    snapshot: &agent_api::SessionSnapshot,
+) -> String {
+    let id = &snapshot.native_session_id;
+    let dashed: String = cwd
+        .to_string_lossy()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    let name = snapshot.files[0].path.rsplit('/').next().unwrap();
+    match cli {
+        Cli::ClaudeCode => format!(
+            "{home}/.claude/projects/{}/{id}.jsonl",
+            agent_api_claude_code::snapshot::project_key(cwd)
+        ),
+        Cli::Codex => format!("{home}/.codex/{}", snapshot.files[0].path),
+        Cli::Gemini => format!("{home}/.gemini/tmp/{dashed}/chats/{name}"),
+        Cli::Qwen => format!("{home}/.qwen/projects/{dashed}/chats/{id}.jsonl"),
+        other => panic!("no snapshot through a launcher for {other:?}"),
+    }
 }
 
 /// [`snapshot_goes_on_in_a_fresh_container`], going on in a fresh container or (`over_ssh`) over ssh.
-async fn snapshot_goes_on_elsewhere(place: Place, over_ssh: bool) {
-    let Some((_server, sandbox)) = bench(Cli::ClaudeCode, "echo").await else {
+async fn snapshot_goes_on_elsewhere(cli: Cli, place: Place, over_ssh: bool) {
+    let Some((_server, sandbox)) = bench(cli, "echo").await else {
         return;
     };
+    // Qwen Code's environment message is a user turn of every conversation.
+    let context = usize::from(cli == Cli::Qwen);
     let (fresh, _guard) = if over_ssh {
         (Place::ssh(), None)
     } else {
@@ -112,28 +191,26 @@ async fn snapshot_goes_on_elsewhere(place: Place, over_ssh: bool) {
         std::fs::create_dir_all(&home).unwrap();
     }
     let _remove = HomeGuard(home.clone(), place.container().map(str::to_string));
-    let template = |place: &Place, prompt: &str| {
-        request(prompt)
-            .with_env("HOME", &home)
-            .with_launcher(place.launcher.clone())
-    };
-    let first = backend(Cli::ClaudeCode, &sandbox, &place);
+    let _remove_fresh = HomeGuard(home.clone(), fresh.container().map(str::to_string));
+    prepare_home(cli, &sandbox, &place, &home);
+    let first = backend(cli, &sandbox, &place);
     let run = drive(
         &*first,
         &place,
-        template(&place, "My name is Ada"),
+        in_home(cli, &place, &home, "My name is Ada"),
         PermissionDecision::Allow,
         Fault::None,
     )
     .await;
     assert!(
-        run.assistant_text().contains("user_turns=1"),
+        run.assistant_text()
+            .contains(&format!("user_turns={}", context + 1)),
         "{:?}",
         run.completion
     );
     let session = run.completion.unwrap().session.expect("the run's session");
     let snapshot = first
-        .export_snapshot(&template(&place, ""), &session)
+        .export_snapshot(&in_home(cli, &place, &home, ""), &session)
         .await
         .unwrap_or_else(|e| panic!("the snapshot through {}: {e}", place.launcher));
     assert!(snapshot.is_native(), "{:?}", snapshot.continuity);
@@ -147,13 +224,17 @@ async fn snapshot_goes_on_elsewhere(place: Place, over_ssh: bool) {
     );
     let bytes = snapshot.to_bytes().unwrap();
 
-    let there = backend(Cli::ClaudeCode, &sandbox, &fresh);
+    if cli != Cli::ClaudeCode {
+        prepare_home(cli, &sandbox, &fresh, &home);
+    }
+    let there = backend(cli, &sandbox, &fresh);
+    let kind = there.info().kind.clone();
     let mut gateway = agent_api::Gateway::new();
     gateway.register(std::sync::Arc::from(there)).unwrap();
-    let next = template(&fresh, "What is my name?")
+    let next = in_home(cli, &fresh, &home, "What is my name?")
         .with_snapshot(agent_api::SessionSnapshot::from_bytes(&bytes).unwrap());
     let (_, completion) = gateway
-        .run(&agent_api_claude_code::KIND, next)
+        .run(&kind, next)
         .await
         .unwrap_or_else(|e| panic!("the run from the snapshot: {e}"))
         .collect_wrapper()
@@ -163,15 +244,11 @@ async fn snapshot_goes_on_elsewhere(place: Place, over_ssh: bool) {
         .final_text
         .unwrap_or_default();
     assert!(
-        said.contains("user_turns=2"),
+        said.contains(&format!("user_turns={}", context + 2)),
         "the session did not go on natively in the fresh container: {said}"
     );
     // Restored inside the fresh container, private.
-    let key = agent_api_claude_code::snapshot::project_key(&sandbox.cwd);
-    let restored = format!(
-        "{home}/.claude/projects/{key}/{}.jsonl",
-        snapshot.native_session_id
-    );
+    let restored = restored_file(cli, &home, &sandbox.cwd, &snapshot);
     let mode = match fresh.container() {
         Some(name) => {
             std::process::Command::new("docker")
@@ -211,22 +288,52 @@ impl Drop for HomeGuard {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn docker_claude_snapshot_goes_on_in_a_fresh_container() {
-    snapshot_goes_on_in_a_fresh_container(Place::docker(0)).await
+    snapshot_goes_on_in_a_fresh_container(Cli::ClaudeCode, Place::docker(0)).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ssh_claude_snapshot_goes_on_in_a_fresh_container() {
-    snapshot_goes_on_in_a_fresh_container(Place::ssh()).await
+    snapshot_goes_on_in_a_fresh_container(Cli::ClaudeCode, Place::ssh()).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn docker_claude_snapshot_goes_on_over_ssh() {
-    snapshot_goes_on_elsewhere(Place::docker(0), true).await
+    snapshot_goes_on_elsewhere(Cli::ClaudeCode, Place::docker(0), true).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bwrap_claude_snapshot_goes_on_in_a_fresh_container() {
-    snapshot_goes_on_in_a_fresh_container(Place::bwrap()).await
+    snapshot_goes_on_in_a_fresh_container(Cli::ClaudeCode, Place::bwrap()).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn docker_codex_snapshot_goes_on_in_a_fresh_container() {
+    snapshot_goes_on_in_a_fresh_container(Cli::Codex, Place::docker(1)).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ssh_codex_snapshot_goes_on_in_a_fresh_container() {
+    snapshot_goes_on_in_a_fresh_container(Cli::Codex, Place::ssh()).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn docker_qwen_snapshot_goes_on_in_a_fresh_container() {
+    snapshot_goes_on_in_a_fresh_container(Cli::Qwen, Place::docker(2)).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn docker_gemini_snapshot_goes_on_in_a_fresh_container() {
+    snapshot_goes_on_in_a_fresh_container(Cli::Gemini, Place::docker(3)).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ssh_qwen_snapshot_goes_on_in_a_fresh_container() {
+    snapshot_goes_on_in_a_fresh_container(Cli::Qwen, Place::ssh()).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn docker_gemini_snapshot_goes_on_over_ssh() {
+    snapshot_goes_on_elsewhere(Cli::Gemini, Place::docker(4), true).await
 }
 
 /// Runs `script` with `sh -c` in `place`'s container.
@@ -331,28 +438,178 @@ async fn docker_snapshot_refuses_a_far_homes_links_and_bounds_its_files() {
     place.assert_nothing_left("the snapshot's transfers");
 }
 
-/// Backends that find a session's files by looking through the agent's home (Codex's rollouts by
-/// date, Gemini's and Qwen's chats by project) refuse a snapshot of a far home, typed, before
-/// anything runs, instead of looking through this machine's.
+/// Codex, Gemini CLI and Qwen Code find their session by listing a folder of the home (by date,
+/// by project): through a Prefix launcher (`env`: the far scripts run on this machine, no
+/// container needed) the listing, the reads and the import go through the launcher and take the
+/// same files as without one; Gemini's chat is told from another with the same name prefix by its
+/// first line, and its import makes the project's marker there.
 #[tokio::test]
-async fn a_backend_that_looks_through_its_home_refuses_a_far_one_typed() {
-    let place = Place::docker(0);
-    let request = RunRequest::new("")
-        .with_working_dir("/w")
-        .with_launcher(place.launcher.clone());
-    let session = agent_api::request::SessionRef::native("0e4b5c52-3f7a-4c1e-9a57-1d2b3c4d5e6f");
+async fn a_backend_that_looks_through_its_home_lists_a_far_one() {
+    use agent_api::AgentBackend as _;
+    let id = "019a0b1c-2d3e-7f40-8a5b-6c7d8e9f0a1b";
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    let write = |relative: &str, text: &str| {
+        let path = h.join(relative);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    };
+    let rollout = format!("sessions/2026/11/28/rollout-2026-11-28T20-00-00-{id}.jsonl");
+    write(
+        &format!(".codex/{rollout}"),
+        "{\"type\":\"session_meta\"}\n",
+    );
+    write(
+        &format!(".codex/sessions/2026/11/28/rollout-x-{id}0.jsonl"),
+        "not it\n",
+    );
+    let chat = format!("projects/-w/chats/{id}.jsonl");
+    write(&format!(".qwen/{chat}"), "{\"cwd\":\"/w\"}\n");
+    // Two chats named by the id's first characters: the first line says whose each is.
+    let other = "tmp/-a/chats/session-2026-11-28T19-00-019a0b1c.jsonl";
+    write(
+        &format!(".gemini/{other}"),
+        "{\"sessionId\":\"019a0b1c-other\"}\n",
+    );
+    let gemini_chat = "tmp/-b/chats/session-2026-11-28T20-00-019a0b1c.jsonl";
+    write(
+        &format!(".gemini/{gemini_chat}"),
+        &format!("{{\"sessionId\":\"{id}\"}}\n"),
+    );
+
+    let local = RunRequest::new("")
+        .with_env("HOME", h.to_str().unwrap())
+        .with_env("CODEX_HOME", h.join(".codex").to_str().unwrap())
+        .with_env("GEMINI_CLI_HOME", h.to_str().unwrap())
+        .with_env("QWEN_RUNTIME_DIR", h.join(".qwen").to_str().unwrap())
+        .with_working_dir("/w");
+    let far = local
+        .clone()
+        .with_launcher(agent_api::request::Launcher::Prefix(vec!["env".into()]));
+    let session = agent_api::request::SessionRef::native(id);
     let codex =
         agent_api_codex::CodexBackend::new(agent_api_codex::CodexConfig::with_binary("codex"));
     let gemini =
         agent_api_gemini::GeminiBackend::new(agent_api_acp::AcpConfig::with_binary("gemini"));
-    for backend in [&codex as &dyn agent_api::AgentBackend, &gemini] {
-        match backend.export_snapshot(&request, &session).await {
-            Err(AgentError::InvalidRequest { reason }) => {
-                assert!(reason.contains("docker:"), "{reason}")
-            }
-            other => panic!("{}: {other:?}", backend.info().kind),
+    let qwen = agent_api_qwen::QwenBackend::new(agent_api_acp::AcpConfig::with_binary("qwen"));
+    let gemini_path = format!(".gemini/{gemini_chat}");
+    let expected = [
+        (&codex as &dyn agent_api::AgentBackend, rollout.as_str()),
+        (&gemini, gemini_path.as_str()),
+        (&qwen, chat.as_str()),
+    ];
+    for (backend, path) in expected {
+        for request in [&local, &far] {
+            let snapshot = backend
+                .export_snapshot(request, &session)
+                .await
+                .unwrap_or_else(|e| {
+                    panic!(
+                        "{} through {:?}: {e}",
+                        backend.info().kind,
+                        request.launcher
+                    )
+                });
+            assert!(snapshot.is_native(), "{:?}", snapshot.continuity);
+            let paths: Vec<&str> = snapshot.files.iter().map(|f| f.path.as_str()).collect();
+            assert_eq!(
+                paths,
+                [path],
+                "{} through {:?}",
+                backend.info().kind,
+                request.launcher
+            );
         }
     }
+
+    // The Gemini chat imported into another home through the launcher: under the project its
+    // marker gives the working directory, private.
+    let snapshot = gemini.export_snapshot(&far, &session).await.unwrap();
+    let there = tempfile::tempdir().unwrap();
+    let t = there.path();
+    let into = far
+        .clone()
+        .with_env("HOME", t.to_str().unwrap())
+        .with_env("GEMINI_CLI_HOME", t.to_str().unwrap());
+    let report = gemini.import_snapshot(&into, &snapshot).await.unwrap();
+    assert_eq!(report.written.len(), 2, "{report:?}");
+    let restored = t.join(".gemini/tmp/-w/chats/session-2026-11-28T20-00-019a0b1c.jsonl");
+    let mode = |path: &std::path::Path| {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+    };
+    assert_eq!(mode(&restored), 0o600);
+    assert_eq!(
+        std::fs::read_to_string(t.join(".gemini/tmp/-w/.project_root")).unwrap(),
+        "/w"
+    );
+    // Imported again, the project is found by its marker: nothing new is written.
+    let again = gemini.import_snapshot(&into, &snapshot).await.unwrap();
+    assert!(again.written.is_empty(), "{again:?}");
+}
+
+/// A hostile far home for a backend that finds its session by listing a folder of the home:
+/// a link in place of a date folder (Codex), the projects folder itself a link (Qwen Code), a
+/// folder of more names than a listing takes. Each is refused typed (a link as a way out),
+/// nothing read through the link.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn docker_snapshot_refuses_a_far_listing_through_links_or_past_its_bound() {
+    use agent_api::snapshot::SnapshotError;
+    use agent_api::AgentBackend as _;
+    let place = Place::docker(0);
+    let home = format!("/root/agent-api-listing-{}", place.sentinel);
+    let _remove = HomeGuard(home.clone(), place.container().map(str::to_string));
+    let id = "019a0b1c-2d3e-7f40-8a5b-6c7d8e9f0a1b";
+    let session = agent_api::request::SessionRef::native(id);
+    let request = RunRequest::new("")
+        .with_env("HOME", &home)
+        .with_working_dir("/w")
+        .with_launcher(place.launcher.clone());
+    let codex = agent_api_codex::CodexBackend::new(
+        agent_api_codex::CodexConfig::with_binary("codex")
+            .env("CODEX_HOME", format!("{home}/.codex")),
+    );
+    let qwen = agent_api_qwen::QwenBackend::new(agent_api_acp::AcpConfig::with_binary("qwen"));
+    let refusal = |err: AgentError| match err {
+        AgentError::Snapshot(SnapshotError::File { escape, reason, .. }) => (escape, reason),
+        other => panic!("not a refused listing: {other}"),
+    };
+
+    // A date folder is a link to elsewhere in the container, the rollout behind it.
+    let sessions = format!("{home}/.codex/sessions");
+    in_container(
+        &place,
+        &format!(
+            "mkdir -p {home}/elsewhere/11/28 {sessions} && touch {home}/elsewhere/11/28/rollout-2026-11-28T20-00-00-{id}.jsonl \
+             && ln -s {home}/elsewhere {sessions}/2026"
+        ),
+    );
+    let (escape, reason) = refusal(codex.export_snapshot(&request, &session).await.unwrap_err());
+    assert!(escape, "a link in place of a folder is a way out: {reason}");
+
+    // The projects folder itself is a link.
+    in_container(
+        &place,
+        &format!("mkdir -p {home}/.qwen && ln -s {home}/elsewhere {home}/.qwen/projects"),
+    );
+    let (escape, reason) = refusal(qwen.export_snapshot(&request, &session).await.unwrap_err());
+    assert!(escape, "a link on the way is a way out: {reason}");
+
+    // More names than a listing takes.
+    let over = agent_api::kit::snapshot::LISTED_BOUND + 1;
+    in_container(
+        &place,
+        &format!(
+            "rm {sessions}/2026 && mkdir -p {sessions}/2026/11/28 && cd {sessions}/2026/11/28 \
+             && i=0 && while [ $i -lt {over} ]; do : > $i; i=$((i + 1)); done"
+        ),
+    );
+    let (escape, reason) = refusal(codex.export_snapshot(&request, &session).await.unwrap_err());
+    assert!(
+        !escape && reason.contains("more than"),
+        "too many names are refused: {reason}"
+    );
+    place.assert_nothing_left("the listings");
 }
 
 async fn shell(cli: Cli, place: Place, allow: bool) {
