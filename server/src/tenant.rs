@@ -174,6 +174,21 @@ pub(crate) fn with_home(
 /// The tenants a server knows, by name.
 pub(crate) type Tenants = std::collections::BTreeMap<String, Tenant>;
 
+/// Where `request` runs: its session's working directory, else this process's (500
+/// `stream_error` when that cannot be read).
+pub(crate) fn run_dir(request: &agent_api::RunRequest) -> Result<PathBuf, ApiError> {
+    match request.session_working_dir() {
+        Some(dir) => Ok(dir.to_path_buf()),
+        None => std::env::current_dir().map_err(|e| {
+            ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "stream_error",
+                format!("no working directory: {e}"),
+            )
+        }),
+    }
+}
+
 /// `request` of a session of `tenant` (`None`: no tenant's) placed where it runs: in the body's
 /// `cwd` beneath its root (the tenant's, else the server's working directory), with the tenant's
 /// agent home. 403 `tenant_not_configured` for a tenant `tenants` has no root for; 404
@@ -190,17 +205,7 @@ pub(crate) async fn place(
         let Some(cwd) = body.cwd.as_deref() else {
             return Ok(request);
         };
-        let root = match request.session_working_dir() {
-            Some(dir) => dir.to_path_buf(),
-            None => std::env::current_dir().map_err(|e| {
-                ApiError::new(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    "stream_error",
-                    format!("no working directory: {e}"),
-                )
-            })?,
-        };
-        let dir = working_dir(&root, Some(cwd))?;
+        let dir = working_dir(&run_dir(&request)?, Some(cwd))?;
         return Ok(request.with_working_dir(dir));
     };
     let config = tenants.get(name).ok_or_else(|| {

@@ -293,17 +293,20 @@ mod tests {
         spec
     }
 
+    /// A command of the user whose home is `user`, in `home` as [`LAYOUT`] makes it.
+    fn applied(user: &Path, home: &Home) -> CommandSpec {
+        LAYOUT.apply(spec_for(user), home).unwrap()
+    }
+
     #[test]
     fn isolated_homes_copy_credentials_only_read_only_and_vanish_with_the_run() {
         let user = user_home();
-        let spec = LAYOUT
-            .apply(
-                spec_for(user.path()),
-                &Home::Isolated {
-                    seed: HomeSeed::Credentials,
-                },
-            )
-            .unwrap();
+        let spec = applied(
+            user.path(),
+            &Home::Isolated {
+                seed: HomeSeed::Credentials,
+            },
+        );
         let own = PathBuf::from(&spec.env["TOOL_HOME"]);
         assert!(!own.starts_with(user.path()));
         assert_eq!(
@@ -330,27 +333,23 @@ mod tests {
     #[test]
     fn empty_and_hermetic_homes() {
         let user = user_home();
-        let empty = LAYOUT
-            .apply(
-                spec_for(user.path()),
-                &Home::Isolated {
-                    seed: HomeSeed::Empty,
-                },
-            )
-            .unwrap();
+        let empty = applied(
+            user.path(),
+            &Home::Isolated {
+                seed: HomeSeed::Empty,
+            },
+        );
         assert!(!Path::new(&empty.env["TOOL_HOME"])
             .join("auth.json")
             .exists());
-        let hermetic = LAYOUT
-            .apply(spec_for(user.path()), &Home::Hermetic)
-            .unwrap();
+        let hermetic = applied(user.path(), &Home::Hermetic);
         assert!(Path::new(&hermetic.env["TOOL_HOME"])
             .join("auth.json")
             .exists());
         let home = PathBuf::from(&hermetic.env["HOME"]);
         assert!(home.is_dir() && !home.starts_with(user.path()));
         assert!(Path::new(&hermetic.env["XDG_CONFIG_HOME"]).starts_with(&home));
-        let inherit = LAYOUT.apply(spec_for(user.path()), &Home::Inherit).unwrap();
+        let inherit = applied(user.path(), &Home::Inherit);
         assert!(
             !inherit.env.contains_key("TOOL_HOME")
                 && !inherit.keep_alive.iter().any(|held| held.is::<RunHome>())
@@ -360,30 +359,26 @@ mod tests {
     #[test]
     fn runs_holding_the_same_single_use_login_are_reported_until_one_ends() {
         let user = user_home();
-        let first = LAYOUT.apply(spec_for(user.path()), &Home::Inherit).unwrap();
+        let first = applied(user.path(), &Home::Inherit);
         assert_eq!(shared_login(&first), None, "one holder shares nothing");
-        let copy = LAYOUT
-            .apply(
-                spec_for(user.path()),
-                &Home::Isolated {
-                    seed: HomeSeed::Credentials,
-                },
-            )
-            .unwrap();
+        let copy = applied(
+            user.path(),
+            &Home::Isolated {
+                seed: HomeSeed::Credentials,
+            },
+        );
         let shared = shared_login(&copy).expect("a copy shares the user's token");
         assert_eq!(
             (shared.path, shared.holders),
             (user.path().join(".tool/auth.json"), 2)
         );
         assert!(shared_login(&first).is_some());
-        let empty = LAYOUT
-            .apply(
-                spec_for(user.path()),
-                &Home::Isolated {
-                    seed: HomeSeed::Empty,
-                },
-            )
-            .unwrap();
+        let empty = applied(
+            user.path(),
+            &Home::Isolated {
+                seed: HomeSeed::Empty,
+            },
+        );
         assert_eq!(shared_login(&empty), None, "an empty home holds no login");
         drop(copy);
         assert_eq!(shared_login(&first), None, "the copy's run is gone");

@@ -437,6 +437,27 @@ impl Items {
         }
     }
 
+    /// An item of a type this backend does not know, opened (once) as an unknown item whose
+    /// status names its type; its native id and that content.
+    fn open_unknown<'i>(
+        &mut self,
+        t: &mut Transcript,
+        item: &'i Value,
+    ) -> (&'i str, Vec<ContentPart>) {
+        let (id, kind) = item_id_and_type(item);
+        let id = id.unwrap_or("unknown");
+        let content = vec![ContentPart::Status {
+            label: "unknown_item".into(),
+            detail: Some(kind.to_string()),
+        }];
+        self.open_item(
+            t,
+            id,
+            NewItem::other(ItemKind::Unknown, None, content.clone()),
+        );
+        (id, content)
+    }
+
     fn open_item(&mut self, t: &mut Transcript, native: &str, new: NewItem) {
         if !self.open.contains_key(native) {
             let id = t.start_item(new.native(native));
@@ -452,16 +473,7 @@ impl Items {
         turn_id: Option<&str>,
     ) -> Result<(), String> {
         let Some(parsed) = Self::parse(item)? else {
-            let (id, kind) = item_id_and_type(item);
-            let new = NewItem::other(
-                ItemKind::Unknown,
-                None,
-                vec![ContentPart::Status {
-                    label: "unknown_item".into(),
-                    detail: Some(kind.to_string()),
-                }],
-            );
-            self.open_item(t, id.unwrap_or("unknown"), new);
+            self.open_unknown(t, item);
             return Ok(());
         };
         if let Some((id, call, _)) = tool_of(&parsed) {
@@ -495,17 +507,7 @@ impl Items {
         turn_id: Option<&str>,
     ) -> Result<(), String> {
         let Some(parsed) = Self::parse(item)? else {
-            let (id, kind) = item_id_and_type(item);
-            let id = id.unwrap_or("unknown");
-            let content = vec![ContentPart::Status {
-                label: "unknown_item".into(),
-                detail: Some(kind.to_string()),
-            }];
-            self.open_item(
-                t,
-                id,
-                NewItem::other(ItemKind::Unknown, None, content.clone()),
-            );
+            let (id, content) = self.open_unknown(t, item);
             if let Some(daemon) = self.open.remove(id) {
                 t.complete_item_with(&daemon, content);
             }
