@@ -200,6 +200,11 @@ impl Requests {
         }
     }
 
+    /// Decides the requests from now on by `policy`.
+    pub fn set_policy(&mut self, policy: PermissionPolicy) {
+        self.hitl.set_policy(policy);
+    }
+
     /// A warm session switched to `mode`: the requests from now on are decided by `policy` as
     /// the mode has it ([`Hitl::switch_mode`]).
     pub fn switch_mode(
