@@ -139,16 +139,6 @@ fn lexically_beneath(root: &Path, path: &Path) -> bool {
     kept.iter().collect::<PathBuf>().starts_with(root)
 }
 
-/// The variables that point an agent's home into `home`: `HOME` and the XDG base directories,
-/// each with its place below it.
-const HOME_VARS: [(&str, &str); 5] = [
-    ("HOME", ""),
-    ("XDG_CONFIG_HOME", ".config"),
-    ("XDG_DATA_HOME", ".local/share"),
-    ("XDG_STATE_HOME", ".local/state"),
-    ("XDG_CACHE_HOME", ".cache"),
-];
-
 /// `request` with its agent's home in `home` (made 0700 when missing).
 pub(crate) fn with_home(
     mut request: agent_api::RunRequest,
@@ -161,12 +151,11 @@ pub(crate) fn with_home(
             format!("the agent home of this tenant cannot be made: {e}"),
         )
     })?;
-    for (var, below) in HOME_VARS {
-        let dir = match below {
-            "" => home.to_path_buf(),
-            below => home.join(below),
-        };
-        request = request.with_env(var, dir.to_string_lossy().into_owned());
+    // `HOME`, and the XDG base directories each in its place below it.
+    request = request.with_env("HOME", home.to_string_lossy().into_owned());
+    for var in agent_api::kit::home::XDG_BASE_DIRS {
+        let dir = home.join(var.default_under_home);
+        request = request.with_env(var.name, dir.to_string_lossy().into_owned());
     }
     Ok(request)
 }

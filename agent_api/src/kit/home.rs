@@ -46,14 +46,33 @@ pub struct HomeLayout {
     pub single_use_login: bool,
 }
 
-/// The variables a hermetic home also points into itself, with their paths under the new `HOME`.
-const HERMETIC_VARS: [(&str, &str); 5] = [
-    ("HOME", ""),
-    ("XDG_CONFIG_HOME", ".config"),
-    ("XDG_DATA_HOME", ".local/share"),
-    ("XDG_STATE_HOME", ".local/state"),
-    ("XDG_CACHE_HOME", ".cache"),
+/// The XDG base directories, each with where it is under `HOME` when its variable is unset (the
+/// XDG spec's defaults). A hermetic home points them into itself (after `HOME`); an agent that
+/// keeps its files there names them as its layout's [`HomeLayout::vars`].
+pub const XDG_BASE_DIRS: [HomeVar; 4] = [
+    HomeVar {
+        name: "XDG_CONFIG_HOME",
+        default_under_home: ".config",
+    },
+    HomeVar {
+        name: "XDG_DATA_HOME",
+        default_under_home: ".local/share",
+    },
+    HomeVar {
+        name: "XDG_STATE_HOME",
+        default_under_home: ".local/state",
+    },
+    HomeVar {
+        name: "XDG_CACHE_HOME",
+        default_under_home: ".cache",
+    },
 ];
+
+/// `HOME` itself, the first variable a hermetic home points into itself.
+const HOME_VAR: HomeVar = HomeVar {
+    name: "HOME",
+    default_under_home: "",
+};
 
 /// One run's home: removed, with everything the agent wrote there, when the agent's process
 /// group is gone.
@@ -128,10 +147,10 @@ impl HomeLayout {
             .map_err(|source| home_error(std::env::temp_dir(), source))?;
         let mut env = BTreeMap::new();
         if *home == Home::Hermetic {
-            for (name, under) in HERMETIC_VARS {
+            for var in std::iter::once(&HOME_VAR).chain(&XDG_BASE_DIRS) {
                 env.insert(
-                    name.to_string(),
-                    made(&dir.path().join("home").join(under))?,
+                    var.name.to_string(),
+                    made(&dir.path().join("home").join(var.default_under_home))?,
                 );
             }
         }
