@@ -36,17 +36,7 @@ pub async fn restore(
     let Some(snapshot) = request.snapshot.take() else {
         return Ok((request, None));
     };
-    let kind = backend.info().kind.clone();
-    if !backend
-        .info()
-        .capabilities
-        .contains(agent_api_capabilities::SESSION_SNAPSHOT)
-    {
-        return Err(AgentError::UnsupportedCapability {
-            kind: kind.to_string(),
-            capability: agent_api_capabilities::SESSION_SNAPSHOT.into(),
-        });
-    }
+    let kind = snapshot_kind(backend)?;
     snapshot.check_agent(&kind)?;
     snapshot.check()?;
     if let Continuity::Replay { reason } = &snapshot.continuity {
@@ -73,6 +63,24 @@ pub async fn restore(
     Ok((request, Some(import)))
 }
 
+/// `backend`'s kind, when it takes snapshots (`agent_api.session.snapshot`); else the refusal
+/// both restoring and exporting give.
+fn snapshot_kind(
+    backend: &dyn AgentBackend,
+) -> Result<crate::vocabulary::kind::AgentKind, AgentError> {
+    let info = backend.info();
+    if !info
+        .capabilities
+        .contains(agent_api_capabilities::SESSION_SNAPSHOT)
+    {
+        return Err(AgentError::UnsupportedCapability {
+            kind: info.kind.to_string(),
+            capability: agent_api_capabilities::SESSION_SNAPSHOT.into(),
+        });
+    }
+    Ok(info.kind.clone())
+}
+
 /// A session's snapshots, taken from its backend with the session's template.
 pub(crate) struct BackendSnapshots {
     backend: Arc<dyn AgentBackend>,
@@ -95,18 +103,7 @@ impl BackendSnapshots {
 #[async_trait::async_trait]
 impl SnapshotSource for BackendSnapshots {
     async fn export(&self, native_session_id: &str) -> Result<SessionSnapshot, AgentError> {
-        let kind = self.backend.info().kind.clone();
-        if !self
-            .backend
-            .info()
-            .capabilities
-            .contains(agent_api_capabilities::SESSION_SNAPSHOT)
-        {
-            return Err(AgentError::UnsupportedCapability {
-                kind: kind.to_string(),
-                capability: agent_api_capabilities::SESSION_SNAPSHOT.into(),
-            });
-        }
+        let kind = snapshot_kind(self.backend.as_ref())?;
         let mut session = SessionRef::native(native_session_id);
         session.agent = Some(kind);
         session.working_dir = self

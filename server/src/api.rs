@@ -202,12 +202,7 @@ pub(crate) async fn get_session(
     State(server): State<Server>,
     Path(id): Path<String>,
 ) -> Result<Json<SessionInfo>, ApiError> {
-    let record = server
-        .inner
-        .store
-        .session(&id)
-        .await?
-        .ok_or_else(|| ApiError::no_session(&id))?;
+    let record = server.stored_session(&id).await?;
     Ok(Json(server.info(record).await?))
 }
 
@@ -221,12 +216,7 @@ pub(crate) async fn resume_session(
     Path(id): Path<String>,
 ) -> Result<Json<SessionInfo>, ApiError> {
     server.session(&id).await?;
-    let record = server
-        .inner
-        .store
-        .session(&id)
-        .await?
-        .ok_or_else(|| ApiError::no_session(&id))?;
+    let record = server.stored_session(&id).await?;
     Ok(Json(server.info(record).await?))
 }
 
@@ -868,12 +858,7 @@ async fn not_running(
     server: &Server,
     id: &str,
 ) -> Result<Option<crate::store::SessionRecord>, ApiError> {
-    let record = server
-        .inner
-        .store
-        .session(id)
-        .await?
-        .ok_or_else(|| ApiError::no_session(id))?;
+    let record = server.stored_session(id).await?;
     if record.ended {
         return Ok(None);
     }

@@ -114,17 +114,10 @@ impl Server {
             Some(dir) if request.session_working_dir().is_none() => request.with_working_dir(dir),
             _ => request,
         };
-        let working_dir =
-            match working_dir.or_else(|| request.session_working_dir().map(Into::into)) {
-                Some(dir) => dir,
-                None => std::env::current_dir().map_err(|e| {
-                    ApiError::new(
-                        axum::http::StatusCode::INTERNAL_SERVER_ERROR,
-                        "stream_error",
-                        format!("no working directory: {e}"),
-                    )
-                })?,
-            };
+        let working_dir = match working_dir {
+            Some(dir) => dir,
+            None => crate::tenant::run_dir(&request)?,
+        };
         let capabilities = self.inner.gateway.capabilities(&kind).unwrap_or_default();
         let native = record
             .native_session_id

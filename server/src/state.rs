@@ -180,6 +180,15 @@ impl Server {
         lock(&self.inner.live).values().cloned().collect()
     }
 
+    /// The store's record of the session `id`; 404 when it has none.
+    pub(crate) async fn stored_session(&self, id: &str) -> Result<SessionRecord, ApiError> {
+        self.inner
+            .store
+            .session(id)
+            .await?
+            .ok_or_else(|| ApiError::no_session(id))
+    }
+
     /// The session `id`, running here: brought back when it is resumable (its owner gone, or
     /// this server released it). 404 unknown, 409 `session_ended`, 409 `session_elsewhere`
     /// when a running server sharing the store owns it.
@@ -189,12 +198,7 @@ impl Server {
             if let Some(live) = self.live(id) {
                 return Ok(live);
             }
-            let record = self
-                .inner
-                .store
-                .session(id)
-                .await?
-                .ok_or_else(|| ApiError::no_session(id))?;
+            let record = self.stored_session(id).await?;
             if record.ended {
                 return Err(ApiError::new(
                     StatusCode::CONFLICT,
@@ -387,16 +391,7 @@ impl Server {
         )
         .await?;
         // Where the agent works: a message's images are read only from beneath it.
-        let working_dir = match request.session_working_dir() {
-            Some(dir) => dir.to_path_buf(),
-            None => std::env::current_dir().map_err(|e| {
-                ApiError::new(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    "stream_error",
-                    format!("no working directory: {e}"),
-                )
-            })?,
-        };
+        let working_dir = crate::tenant::run_dir(&request)?;
         let duplicate = || {
             ApiError::new(
                 StatusCode::CONFLICT,
@@ -429,36 +424,24 @@ impl Server {
                 .open_session(&kind, request)
                 .await
                 .map_err(|e| ApiError::agent(&e))?;
+            let settings = &body.settings;
             let record = SessionRecord {
-                id: id.to_string(),
-                agent: body.agent.clone(),
-                agent_mode: body
-                    .settings
+                agent_mode: settings
                     .agent_mode
                     .clone()
                     .unwrap_or_else(|| "build".into()),
-                permission_mode: body
-                    .settings
+                permission_mode: settings
                     .permission_mode
                     .clone()
                     .unwrap_or_else(|| "default".into()),
-                model: body.settings.model.clone(),
-                variant: body.settings.variant.clone(),
+                model: settings.model.clone(),
+                variant: settings.variant.clone(),
                 native_session_id: session.native_session_id(),
-                ended: false,
-                end_error: None,
-                event_count: 0,
                 owner: Some(self.daemon_id().to_string()),
-                usage: None,
                 settings: serde_json::to_string(&body).ok(),
                 working_dir: Some(working_dir.to_string_lossy().into_owned()),
-                state: SessionState::Live,
-                turns: 0,
-                turn_open: false,
-                active_at: None,
-                resumed_how: None,
-                snapshot_turn: None,
                 tenant: tenant.map(str::to_string),
+                ..SessionRecord::new(id, body.agent.clone())
             };
             // Another server sharing the store may have taken the id meanwhile.
             self.inner.store.create_session(record).await?;

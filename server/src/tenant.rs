@@ -139,16 +139,6 @@ fn lexically_beneath(root: &Path, path: &Path) -> bool {
     kept.iter().collect::<PathBuf>().starts_with(root)
 }
 
-/// The variables that point an agent's home into `home`: `HOME` and the XDG base directories,
-/// each with its place below it.
-const HOME_VARS: [(&str, &str); 5] = [
-    ("HOME", ""),
-    ("XDG_CONFIG_HOME", ".config"),
-    ("XDG_DATA_HOME", ".local/share"),
-    ("XDG_STATE_HOME", ".local/state"),
-    ("XDG_CACHE_HOME", ".cache"),
-];
-
 /// `request` with its agent's home in `home` (made 0700 when missing).
 pub(crate) fn with_home(
     mut request: agent_api::RunRequest,
@@ -161,18 +151,32 @@ pub(crate) fn with_home(
             format!("the agent home of this tenant cannot be made: {e}"),
         )
     })?;
-    for (var, below) in HOME_VARS {
-        let dir = match below {
-            "" => home.to_path_buf(),
-            below => home.join(below),
-        };
-        request = request.with_env(var, dir.to_string_lossy().into_owned());
+    // `HOME`, and the XDG base directories each in its place below it.
+    request = request.with_env("HOME", home.to_string_lossy().into_owned());
+    for var in agent_api::kit::home::XDG_BASE_DIRS {
+        let dir = home.join(var.default_under_home);
+        request = request.with_env(var.name, dir.to_string_lossy().into_owned());
     }
     Ok(request)
 }
 
 /// The tenants a server knows, by name.
 pub(crate) type Tenants = std::collections::BTreeMap<String, Tenant>;
+
+/// Where `request` runs: its session's working directory, else this process's (500
+/// `stream_error` when that cannot be read).
+pub(crate) fn run_dir(request: &agent_api::RunRequest) -> Result<PathBuf, ApiError> {
+    match request.session_working_dir() {
+        Some(dir) => Ok(dir.to_path_buf()),
+        None => std::env::current_dir().map_err(|e| {
+            ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "stream_error",
+                format!("no working directory: {e}"),
+            )
+        }),
+    }
+}
 
 /// `request` of a session of `tenant` (`None`: no tenant's) placed where it runs: in the body's
 /// `cwd` beneath its root (the tenant's, else the server's working directory), with the tenant's
@@ -190,17 +194,7 @@ pub(crate) async fn place(
         let Some(cwd) = body.cwd.as_deref() else {
             return Ok(request);
         };
-        let root = match request.session_working_dir() {
-            Some(dir) => dir.to_path_buf(),
-            None => std::env::current_dir().map_err(|e| {
-                ApiError::new(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    "stream_error",
-                    format!("no working directory: {e}"),
-                )
-            })?,
-        };
-        let dir = working_dir(&root, Some(cwd))?;
+        let dir = working_dir(&run_dir(&request)?, Some(cwd))?;
         return Ok(request.with_working_dir(dir));
     };
     let config = tenants.get(name).ok_or_else(|| {

@@ -222,6 +222,18 @@ impl<P, Q> Hitl<P, Q> {
         }
     }
 
+    /// A session switched to `mode`: the requests still to come are decided by `policy` as the
+    /// mode has it ([`policy_in_mode`]: plan denies writes), and `t` records `mode_changed`.
+    pub fn switch_mode(
+        &mut self,
+        t: &mut Transcript,
+        mode: &crate::vocabulary::modes::AgentMode,
+        policy: &PermissionPolicy,
+    ) {
+        self.set_policy(policy_in_mode(Some(mode), policy));
+        t.daemon_status("mode_changed", Some(mode.as_str().to_string()));
+    }
+
     /// The agent asks for a permission. Records `permission.requested`; when the policy decides
     /// it, records `permission.resolved` at once and returns the decision to send. Otherwise it
     /// waits for the caller ([`Hitl::decide_permission`]) and `None` is returned.

@@ -46,14 +46,33 @@ pub struct HomeLayout {
     pub single_use_login: bool,
 }
 
-/// The variables a hermetic home also points into itself, with their paths under the new `HOME`.
-const HERMETIC_VARS: [(&str, &str); 5] = [
-    ("HOME", ""),
-    ("XDG_CONFIG_HOME", ".config"),
-    ("XDG_DATA_HOME", ".local/share"),
-    ("XDG_STATE_HOME", ".local/state"),
-    ("XDG_CACHE_HOME", ".cache"),
+/// The XDG base directories, each with where it is under `HOME` when its variable is unset (the
+/// XDG spec's defaults). A hermetic home points them into itself (after `HOME`); an agent that
+/// keeps its files there names them as its layout's [`HomeLayout::vars`].
+pub const XDG_BASE_DIRS: [HomeVar; 4] = [
+    HomeVar {
+        name: "XDG_CONFIG_HOME",
+        default_under_home: ".config",
+    },
+    HomeVar {
+        name: "XDG_DATA_HOME",
+        default_under_home: ".local/share",
+    },
+    HomeVar {
+        name: "XDG_STATE_HOME",
+        default_under_home: ".local/state",
+    },
+    HomeVar {
+        name: "XDG_CACHE_HOME",
+        default_under_home: ".cache",
+    },
 ];
+
+/// `HOME` itself, the first variable a hermetic home points into itself.
+const HOME_VAR: HomeVar = HomeVar {
+    name: "HOME",
+    default_under_home: "",
+};
 
 /// One run's home: removed, with everything the agent wrote there, when the agent's process
 /// group is gone.
@@ -128,10 +147,10 @@ impl HomeLayout {
             .map_err(|source| home_error(std::env::temp_dir(), source))?;
         let mut env = BTreeMap::new();
         if *home == Home::Hermetic {
-            for (name, under) in HERMETIC_VARS {
+            for var in std::iter::once(&HOME_VAR).chain(&XDG_BASE_DIRS) {
                 env.insert(
-                    name.to_string(),
-                    made(&dir.path().join("home").join(under))?,
+                    var.name.to_string(),
+                    made(&dir.path().join("home").join(var.default_under_home))?,
                 );
             }
         }
@@ -293,17 +312,20 @@ mod tests {
         spec
     }
 
+    /// A command of the user whose home is `user`, in `home` as [`LAYOUT`] makes it.
+    fn applied(user: &Path, home: &Home) -> CommandSpec {
+        LAYOUT.apply(spec_for(user), home).unwrap()
+    }
+
     #[test]
     fn isolated_homes_copy_credentials_only_read_only_and_vanish_with_the_run() {
         let user = user_home();
-        let spec = LAYOUT
-            .apply(
-                spec_for(user.path()),
-                &Home::Isolated {
-                    seed: HomeSeed::Credentials,
-                },
-            )
-            .unwrap();
+        let spec = applied(
+            user.path(),
+            &Home::Isolated {
+                seed: HomeSeed::Credentials,
+            },
+        );
         let own = PathBuf::from(&spec.env["TOOL_HOME"]);
         assert!(!own.starts_with(user.path()));
         assert_eq!(
@@ -330,27 +352,23 @@ mod tests {
     #[test]
     fn empty_and_hermetic_homes() {
         let user = user_home();
-        let empty = LAYOUT
-            .apply(
-                spec_for(user.path()),
-                &Home::Isolated {
-                    seed: HomeSeed::Empty,
-                },
-            )
-            .unwrap();
+        let empty = applied(
+            user.path(),
+            &Home::Isolated {
+                seed: HomeSeed::Empty,
+            },
+        );
         assert!(!Path::new(&empty.env["TOOL_HOME"])
             .join("auth.json")
             .exists());
-        let hermetic = LAYOUT
-            .apply(spec_for(user.path()), &Home::Hermetic)
-            .unwrap();
+        let hermetic = applied(user.path(), &Home::Hermetic);
         assert!(Path::new(&hermetic.env["TOOL_HOME"])
             .join("auth.json")
             .exists());
         let home = PathBuf::from(&hermetic.env["HOME"]);
         assert!(home.is_dir() && !home.starts_with(user.path()));
         assert!(Path::new(&hermetic.env["XDG_CONFIG_HOME"]).starts_with(&home));
-        let inherit = LAYOUT.apply(spec_for(user.path()), &Home::Inherit).unwrap();
+        let inherit = applied(user.path(), &Home::Inherit);
         assert!(
             !inherit.env.contains_key("TOOL_HOME")
                 && !inherit.keep_alive.iter().any(|held| held.is::<RunHome>())
@@ -360,30 +378,26 @@ mod tests {
     #[test]
     fn runs_holding_the_same_single_use_login_are_reported_until_one_ends() {
         let user = user_home();
-        let first = LAYOUT.apply(spec_for(user.path()), &Home::Inherit).unwrap();
+        let first = applied(user.path(), &Home::Inherit);
         assert_eq!(shared_login(&first), None, "one holder shares nothing");
-        let copy = LAYOUT
-            .apply(
-                spec_for(user.path()),
-                &Home::Isolated {
-                    seed: HomeSeed::Credentials,
-                },
-            )
-            .unwrap();
+        let copy = applied(
+            user.path(),
+            &Home::Isolated {
+                seed: HomeSeed::Credentials,
+            },
+        );
         let shared = shared_login(&copy).expect("a copy shares the user's token");
         assert_eq!(
             (shared.path, shared.holders),
             (user.path().join(".tool/auth.json"), 2)
         );
         assert!(shared_login(&first).is_some());
-        let empty = LAYOUT
-            .apply(
-                spec_for(user.path()),
-                &Home::Isolated {
-                    seed: HomeSeed::Empty,
-                },
-            )
-            .unwrap();
+        let empty = applied(
+            user.path(),
+            &Home::Isolated {
+                seed: HomeSeed::Empty,
+            },
+        );
         assert_eq!(shared_login(&empty), None, "an empty home holds no login");
         drop(copy);
         assert_eq!(shared_login(&first), None, "the copy's run is gone");

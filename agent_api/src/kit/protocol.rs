@@ -295,6 +295,15 @@ impl<'a> Ctx<'a> {
         self.outbox.lines.push(text.as_bytes().to_vec());
     }
 
+    /// A one-way CLI's whole input: `prompt` on its stdin ([`Ctx::send_text`]), which is then
+    /// closed. `None` (a replay, or a start already made) sends and closes nothing.
+    pub fn send_prompt(&mut self, prompt: Option<String>) {
+        if let Some(prompt) = prompt {
+            self.send_text(&prompt);
+            self.close_input();
+        }
+    }
+
     /// Closes the agent's stdin once queued messages are written.
     pub fn close_input(&mut self) {
         self.outbox.close_input = true;

@@ -420,7 +420,6 @@ impl std::fmt::Debug for Projector {
 mod tests {
     use super::*;
     use crate::pipeline::transcript::{NewItem, Transcript};
-    use crate::vocabulary::universal::ReasoningVisibility;
 
     fn texts(events: &[AgentWrapperEvent]) -> Vec<(String, String)> {
         events
@@ -441,15 +440,7 @@ mod tests {
     #[test]
     fn answer_text_goes_out_when_its_message_completes_and_a_failed_message_gives_none() {
         let mut projector = Projector::new(AgentKind::from_static("my_agent"), false);
-        let mut t = Transcript::new("sess_projtest".into(), false);
-        let thinking = t.start_item(NewItem::reasoning(ReasoningVisibility::Public));
-        t.delta(&thinking, "hmm");
-        let cut = t.start_item(NewItem::message(ItemRole::Assistant));
-        t.delta(&cut, "Hel");
-        t.fail_item(&cut);
-        let answer = t.start_item(NewItem::message(ItemRole::Assistant));
-        t.delta(&answer, "Hello ");
-        t.delta(&answer, "world");
+        let (mut t, answer) = crate::pipeline::transcript::cut_then_answering("sess_projtest");
         let events: Vec<_> = t.drain().flat_map(|e| projector.project(&e)).collect();
         assert_eq!(
             texts(&events),

@@ -681,6 +681,23 @@ fn now_rfc3339() -> String {
     humantime::format_rfc3339_nanos(std::time::SystemTime::now()).to_string()
 }
 
+/// For tests of what follows a transcript's answer text: public reasoning (`hmm`), an assistant
+/// message cut after `Hel`, then an answer (`Hello `, `world`) still open; with the answer's id.
+#[cfg(test)]
+pub(crate) fn cut_then_answering(session_id: &str) -> (Transcript, String) {
+    use crate::vocabulary::universal::{ItemRole, ReasoningVisibility};
+    let mut t = Transcript::new(session_id.into(), false);
+    let thinking = t.start_item(NewItem::reasoning(ReasoningVisibility::Public));
+    t.delta(&thinking, "hmm");
+    let cut = t.start_item(NewItem::message(ItemRole::Assistant));
+    t.delta(&cut, "Hel");
+    t.fail_item(&cut);
+    let answer = t.start_item(NewItem::message(ItemRole::Assistant));
+    t.delta(&answer, "Hello ");
+    t.delta(&answer, "world");
+    (t, answer)
+}
+
 #[cfg(test)]
 mod tests;
 

@@ -102,20 +102,10 @@ impl AnswerText {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pipeline::transcript::{NewItem, Transcript};
-    use crate::vocabulary::universal::{ItemRole, ReasoningVisibility};
 
     #[test]
     fn answer_deltas_stream_and_a_cut_message_is_retracted_whole() {
-        let mut t = Transcript::new("sess_answertest".into(), false);
-        let thinking = t.start_item(NewItem::reasoning(ReasoningVisibility::Public));
-        t.delta(&thinking, "hmm");
-        let cut = t.start_item(NewItem::message(ItemRole::Assistant));
-        t.delta(&cut, "Hel");
-        t.fail_item(&cut);
-        let answer = t.start_item(NewItem::message(ItemRole::Assistant));
-        t.delta(&answer, "Hello ");
-        t.delta(&answer, "world");
+        let (mut t, answer) = crate::pipeline::transcript::cut_then_answering("sess_answertest");
         t.complete_item(&answer);
         let events: Vec<_> = t.drain().collect();
         let mut follower = AnswerText::new();

@@ -371,6 +371,13 @@ fn describe_exit(code: Option<i32>, signal: Option<i32>) -> String {
 }
 
 impl AgentError {
+    /// A further turn sent to a run of `run` (a backend's interface) built for one turn only.
+    pub fn no_more_turns(run: &str) -> Self {
+        AgentError::InvalidRequest {
+            reason: format!("this {run} run takes no more turns"),
+        }
+    }
+
     /// This error with every text that came from the agent passed through the secret redactor
     /// ([`crate::kit::secrets::redact`]): the kit applies it to every run's and turn's error, whichever
     /// backend built it.

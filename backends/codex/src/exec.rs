@@ -135,24 +135,22 @@ fn tool_of(kind: &str, item: &ExecItem) -> Option<(ToolCall, ToolOutcome)> {
         "file_change" => file_change_tool(item, failed),
         "mcp_tool_call" => mcp_tool(item, failed),
         "collab_tool_call" => (
-            ToolCall {
-                kind: "collab_agent_tool_call",
-                name: text(&item.tool).to_string(),
-                arguments: json!({"prompt": item.prompt}).to_string(),
-                ..ToolCall::default()
-            },
+            ToolCall::new(
+                "collab_agent_tool_call",
+                text(&item.tool).to_string(),
+                json!({"prompt": item.prompt}).to_string(),
+            ),
             ToolOutcome {
                 failed,
                 ..ToolOutcome::default()
             },
         ),
         "web_search" => (
-            ToolCall {
-                kind: FacetKind::WebSearch.as_str(),
-                name: "web_search".into(),
-                arguments: json!({"query": text(&item.query), "action": item.action}).to_string(),
-                ..ToolCall::default()
-            },
+            ToolCall::new(
+                FacetKind::WebSearch.as_str(),
+                "web_search",
+                json!({"query": text(&item.query), "action": item.action}).to_string(),
+            ),
             ToolOutcome::default(),
         ),
         _ => return None,
@@ -162,12 +160,11 @@ fn tool_of(kind: &str, item: &ExecItem) -> Option<(ToolCall, ToolOutcome)> {
 /// A shell command: its command line, and its output and exit code.
 fn command_tool(item: &ExecItem, failed: bool) -> (ToolCall, ToolOutcome) {
     (
-        ToolCall {
-            kind: FacetKind::CommandExecution.as_str(),
-            name: "exec_command".into(),
-            arguments: json!({"command": text(&item.command)}).to_string(),
-            ..ToolCall::default()
-        },
+        ToolCall::new(
+            FacetKind::CommandExecution.as_str(),
+            "exec_command",
+            json!({"command": text(&item.command)}).to_string(),
+        ),
         ToolOutcome {
             output: text(&item.aggregated_output).to_string(),
             exit_code: item.exit_code.as_ref().and_then(Value::as_i64),
@@ -434,10 +431,7 @@ impl Protocol for Exec {
     }
 
     fn start(&mut self, ctx: &mut Ctx<'_>) -> Result<(), AgentError> {
-        if let Some(prompt) = self.prompt.take() {
-            ctx.send_text(&prompt);
-            ctx.close_input();
-        }
+        ctx.send_prompt(self.prompt.take());
         Ok(())
     }
 

@@ -127,6 +127,25 @@ pub struct TokenUsageBreakdown {
 }
 
 impl TokenUsageBreakdown {
+    /// Adds `other`'s counts to these (saturating): a turn's usage summed over its updates.
+    pub fn add(&mut self, other: &Self) {
+        for (sum, more) in [
+            (&mut self.input_tokens, other.input_tokens),
+            (&mut self.cached_input_tokens, other.cached_input_tokens),
+            (
+                &mut self.cache_write_input_tokens,
+                other.cache_write_input_tokens,
+            ),
+            (&mut self.output_tokens, other.output_tokens),
+            (
+                &mut self.reasoning_output_tokens,
+                other.reasoning_output_tokens,
+            ),
+        ] {
+            *sum = sum.saturating_add(more);
+        }
+    }
+
     /// The counts as the completion's usage.
     pub fn to_usage(&self) -> agent_api::run::Usage {
         let mut usage = agent_api::run::Usage::tokens(self.input_tokens, self.output_tokens);

@@ -22,6 +22,19 @@ pub struct ToolCall {
     pub files: Vec<ContentPart>,
 }
 
+impl ToolCall {
+    /// A call of `kind`: `name` with its JSON-encoded `arguments`, no facet name of its own and
+    /// no files.
+    pub fn new(kind: &'static str, name: impl Into<String>, arguments: impl Into<String>) -> Self {
+        Self {
+            kind,
+            name: name.into(),
+            arguments: arguments.into(),
+            ..Self::default()
+        }
+    }
+}
+
 /// How a call ended.
 #[derive(Debug, Clone, Default)]
 pub struct ToolOutcome {

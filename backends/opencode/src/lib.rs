@@ -171,24 +171,7 @@ static INFO: LazyLock<BackendInfo> = LazyLock::new(|| {
 /// directories. An isolated home gets a read-only copy of `auth.json`; an Anthropic OAuth login
 /// there holds a single-use refresh token.
 pub const HOME_LAYOUT: agent_api::kit::home::HomeLayout = agent_api::kit::home::HomeLayout {
-    vars: &[
-        agent_api::kit::home::HomeVar {
-            name: "XDG_CONFIG_HOME",
-            default_under_home: ".config",
-        },
-        agent_api::kit::home::HomeVar {
-            name: "XDG_DATA_HOME",
-            default_under_home: ".local/share",
-        },
-        agent_api::kit::home::HomeVar {
-            name: "XDG_STATE_HOME",
-            default_under_home: ".local/state",
-        },
-        agent_api::kit::home::HomeVar {
-            name: "XDG_CACHE_HOME",
-            default_under_home: ".cache",
-        },
-    ],
+    vars: &agent_api::kit::home::XDG_BASE_DIRS,
     credentials: &[("XDG_DATA_HOME", "opencode/auth.json")],
     single_use_login: true,
 };

@@ -76,10 +76,7 @@ impl Protocol for RunProtocol {
     }
 
     fn start(&mut self, ctx: &mut Ctx<'_>) -> Result<(), AgentError> {
-        if let Some(prompt) = self.prompt.take() {
-            ctx.send_text(&prompt);
-            ctx.close_input();
-        }
+        ctx.send_prompt(self.prompt.take());
         Ok(())
     }
 

@@ -376,9 +376,7 @@ impl Protocol for ScriptedProtocol {
 
     fn send_turn(&mut self, prompt: &Prompt, ctx: &mut Ctx<'_>) -> Result<(), AgentError> {
         if !self.session {
-            return Err(AgentError::InvalidRequest {
-                reason: "this scripted run takes no more turns".into(),
-            });
+            return Err(AgentError::no_more_turns("scripted"));
         }
         self.prompt = Some(prompt.text.clone());
         self.error = None;

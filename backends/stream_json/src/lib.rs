@@ -400,6 +400,20 @@ fn type_of(message: &Value) -> Result<&str, Unparsed> {
         .ok_or_else(|| Unparsed("a native message has no string `type`".into()))
 }
 
+/// `value`'s string field `key`, `None` when it is absent or not a string.
+pub(crate) fn str_field<'a>(value: &'a Value, key: &str) -> Option<&'a str> {
+    value.get(key).and_then(Value::as_str)
+}
+
+/// A `tool_use` block's id (empty when absent) and tool name (`unknown` when absent), whether
+/// it streams or comes whole.
+pub(crate) fn tool_use(block: &Value) -> (String, String) {
+    (
+        str_field(block, "id").unwrap_or_default().to_string(),
+        str_field(block, "name").unwrap_or("unknown").to_string(),
+    )
+}
+
 /// A string field, cut to `max` bytes (for status details built from parsed fields).
 pub(crate) fn short(value: Option<&Value>, max: usize) -> Option<String> {
     value.and_then(Value::as_str).map(|s| safe(s, max))
@@ -504,12 +518,7 @@ impl Protocol for StreamJson {
         ctx.send(
             &json!({ "type": "control_request", "request_id": id, "request": { "subtype": "set_permission_mode", "mode": mode.as_str() } }),
         );
-        self.hitl.set_policy(agent_api::kit::hitl::policy_in_mode(
-            Some(mode),
-            &self.policy,
-        ));
-        ctx.transcript
-            .daemon_status("mode_changed", Some(mode.as_str().to_string()));
+        self.hitl.switch_mode(ctx.transcript, mode, &self.policy);
         Ok(())
     }
 
@@ -519,9 +528,7 @@ impl Protocol for StreamJson {
         ctx: &mut Ctx<'_>,
     ) -> Result<(), AgentError> {
         if self.channel != Channel::Session {
-            return Err(AgentError::InvalidRequest {
-                reason: format!("this {} run takes no more turns", self.dialect.name),
-            });
+            return Err(AgentError::no_more_turns(self.dialect.name));
         }
         if !prompt.images.is_empty() && !self.dialect.takes_images {
             return Err(AgentError::InvalidRequest {

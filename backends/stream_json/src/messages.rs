@@ -243,16 +243,10 @@ impl StreamJson {
         block: &Value,
         ctx: &mut Ctx<'_>,
     ) {
-        let kind = block
-            .get("type")
-            .and_then(Value::as_str)
-            .unwrap_or("unknown");
+        let kind = crate::str_field(block, "type").unwrap_or("unknown");
         match kind {
             "text" => {
-                let text = block
-                    .get("text")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default();
+                let text = crate::str_field(block, "text").unwrap_or_default();
                 let streamed = self.take_streamed(msg_id, |k| *k == BlockKind::Text);
                 let rest = match &streamed {
                     Some(s) => text.strip_prefix(s.text.as_str()).unwrap_or_default(),
@@ -264,10 +258,7 @@ impl StreamJson {
                 }
             }
             "thinking" | "redacted_thinking" => {
-                let text = block
-                    .get("thinking")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default();
+                let text = crate::str_field(block, "thinking").unwrap_or_default();
                 let want = if kind == "thinking" {
                     BlockKind::Thinking
                 } else {
@@ -305,9 +296,7 @@ impl StreamJson {
                 self.tool_call_snapshot(msg_id, thread, block, ctx)
             }
             _ if kind.ends_with("_tool_result") => {
-                let id = block
-                    .get("tool_use_id")
-                    .and_then(Value::as_str)
+                let id = crate::str_field(block, "tool_use_id")
                     .unwrap_or_default()
                     .to_string();
                 // A streamed server tool result was already mapped at its content_block_start.
@@ -339,16 +328,7 @@ impl StreamJson {
         block: &Value,
         ctx: &mut Ctx<'_>,
     ) {
-        let id = block
-            .get("id")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string();
-        let name = block
-            .get("name")
-            .and_then(Value::as_str)
-            .unwrap_or("unknown")
-            .to_string();
+        let (id, name) = crate::tool_use(block);
         let input = block.get("input").cloned().unwrap_or(Value::Null);
         let _ = self.take_streamed(msg_id, |k| *k == BlockKind::Tool(id.clone()));
         let part = ContentPart::ToolCall {
@@ -397,9 +377,7 @@ impl StreamJson {
         structured: Option<&Value>,
         ctx: &mut Ctx<'_>,
     ) {
-        let call_id = block
-            .get("tool_use_id")
-            .and_then(Value::as_str)
+        let call_id = crate::str_field(block, "tool_use_id")
             .unwrap_or_default()
             .to_string();
         let call = self.tools.get(&call_id);
@@ -443,13 +421,9 @@ impl StreamJson {
                 for block in blocks {
                     match block.get("type").and_then(Value::as_str) {
                         Some("tool_result") => self.tool_result(block, structured, ctx),
-                        Some("text") => self.user_text(
-                            block
-                                .get("text")
-                                .and_then(Value::as_str)
-                                .unwrap_or_default(),
-                            ctx,
-                        ),
+                        Some("text") => {
+                            self.user_text(crate::str_field(block, "text").unwrap_or_default(), ctx)
+                        }
                         Some("image") => {
                             let part = ContentPart::Json {
                                 json: tools::describe_image(block),

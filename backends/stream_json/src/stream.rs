@@ -213,16 +213,10 @@ impl StreamJson {
         ctx: &mut Ctx<'_>,
     ) {
         let parent = self.ensure_message(msg_id, thread, ctx);
-        let kind = block
-            .get("type")
-            .and_then(Value::as_str)
-            .unwrap_or("unknown");
+        let kind = crate::str_field(block, "type").unwrap_or("unknown");
         match kind {
             "text" => {
-                let text = block
-                    .get("text")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default();
+                let text = crate::str_field(block, "text").unwrap_or_default();
                 if !text.is_empty() {
                     ctx.transcript.delta(&parent, text);
                 }
@@ -236,26 +230,14 @@ impl StreamJson {
                 let item = ctx
                     .transcript
                     .start_item(NewItem::reasoning(visibility).parent(Some(parent)));
-                let text = block
-                    .get("thinking")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default();
+                let text = crate::str_field(block, "thinking").unwrap_or_default();
                 if !text.is_empty() {
                     ctx.transcript.delta(&item, text);
                 }
                 self.push_block(msg_id, index, block_kind, Some(item), text);
             }
             "tool_use" | "server_tool_use" | "mcp_tool_use" => {
-                let id = block
-                    .get("id")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_string();
-                let name = block
-                    .get("name")
-                    .and_then(Value::as_str)
-                    .unwrap_or("unknown")
-                    .to_string();
+                let (id, name) = crate::tool_use(block);
                 let new = NewItem::tool_call(name.clone(), "", id.clone())
                     .native(id.clone())
                     .parent(Some(parent))

@@ -141,27 +141,34 @@ impl Core {
                 // Nothing but the session's end may follow the terminal error.
                 self.transcript.close_open();
                 self.transcript.terminal_error(&error);
-                let stopped = self.stop.is_some();
-                self.transcript.end(SessionEnd {
-                    reason: if stopped {
-                        SessionEndReason::Terminated
-                    } else {
-                        SessionEndReason::Error
-                    },
-                    terminated_by: if stopped {
-                        TerminatedBy::Daemon
-                    } else {
-                        TerminatedBy::Agent
-                    },
-                    message: Some(crate::guards::bounds::truncate_message(
-                        &error.to_string(),
-                        crate::guards::bounds::MESSAGE_BOUND,
-                    )),
-                    exit_code: info.exit_code,
-                    stderr: (!stopped).then(|| info.stderr.output()),
-                });
+                self.transcript
+                    .end(failed_end(&error, self.stop.is_some(), info));
                 Err(error)
             }
         }
+    }
+}
+
+/// The end of a session its agent failed: `stopped`, the daemon ended it (terminated, the
+/// agent's stderr not kept); else the agent did (an error, with its stderr). The run's and a
+/// warm session's driver both end this way.
+pub(super) fn failed_end(error: &AgentError, stopped: bool, info: &ExitInfo) -> SessionEnd {
+    SessionEnd {
+        reason: if stopped {
+            SessionEndReason::Terminated
+        } else {
+            SessionEndReason::Error
+        },
+        terminated_by: if stopped {
+            TerminatedBy::Daemon
+        } else {
+            TerminatedBy::Agent
+        },
+        message: Some(crate::guards::bounds::truncate_message(
+            &error.to_string(),
+            crate::guards::bounds::MESSAGE_BOUND,
+        )),
+        exit_code: info.exit_code,
+        stderr: (!stopped).then(|| info.stderr.output()),
     }
 }

@@ -19,7 +19,7 @@ use crate::pipeline::transcript::SessionEnd;
 use crate::vocabulary::error::AgentError;
 use crate::vocabulary::request::Prompt;
 use crate::vocabulary::run::RunCompletion;
-use crate::vocabulary::universal::{SessionEndReason, TerminatedBy, UniversalEvent};
+use crate::vocabulary::universal::UniversalEvent;
 
 /// Starts a session on the current tokio runtime: the agent of `transport` takes turns through
 /// [`Protocol::send_turn`] and ends each with [`super::Ctx::end_turn`]. The request's timeouts
@@ -271,24 +271,7 @@ impl Core {
                 ..SessionEnd::completed()
             }
         } else {
-            SessionEnd {
-                reason: if stopped {
-                    SessionEndReason::Terminated
-                } else {
-                    SessionEndReason::Error
-                },
-                terminated_by: if stopped {
-                    TerminatedBy::Daemon
-                } else {
-                    TerminatedBy::Agent
-                },
-                message: Some(crate::guards::bounds::truncate_message(
-                    &error.to_string(),
-                    crate::guards::bounds::MESSAGE_BOUND,
-                )),
-                exit_code: info.exit_code,
-                stderr: (!stopped).then(|| info.stderr.output()),
-            }
+            super::finish::failed_end(&error, stopped, &info)
         };
         // An agent that died in its first turn had reported its session (and recorded it, as a
         // CLI does before it answers): the session's snapshot can still be taken. Set before the

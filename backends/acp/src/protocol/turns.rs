@@ -89,9 +89,7 @@ impl Acp {
         ctx: &mut Ctx<'_>,
     ) -> Result<(), AgentError> {
         if !self.warm {
-            return Err(AgentError::InvalidRequest {
-                reason: "this ACP run takes no more turns".into(),
-            });
+            return Err(AgentError::no_more_turns("ACP"));
         }
         if let Some(error) = self.fatal.take() {
             return Err(error);

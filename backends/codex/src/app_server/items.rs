@@ -120,12 +120,11 @@ fn tool_of(item: &ThreadItem) -> Option<(String, ToolCall, ToolOutcome)> {
         } => (
             id,
             (
-                ToolCall {
-                    kind: "collab_agent_tool_call",
-                    name: tool.clone(),
-                    arguments: json!({"prompt": prompt}).to_string(),
-                    ..ToolCall::default()
-                },
+                ToolCall::new(
+                    "collab_agent_tool_call",
+                    tool.clone(),
+                    json!({"prompt": prompt}).to_string(),
+                ),
                 ToolOutcome {
                     failed: failed(status.as_deref()),
                     ..ToolOutcome::default()
@@ -140,12 +139,11 @@ fn tool_of(item: &ThreadItem) -> Option<(String, ToolCall, ToolOutcome)> {
         } => (
             id,
             (
-                ToolCall {
-                    kind: FacetKind::WebSearch.as_str(),
-                    name: "web_search".into(),
-                    arguments: json!({"query": query, "action": action}).to_string(),
-                    ..ToolCall::default()
-                },
+                ToolCall::new(
+                    FacetKind::WebSearch.as_str(),
+                    "web_search",
+                    json!({"query": query, "action": action}).to_string(),
+                ),
                 ToolOutcome {
                     output: results.as_ref().map(Value::to_string).unwrap_or_default(),
                     ..ToolOutcome::default()
@@ -165,12 +163,7 @@ fn tool_of(item: &ThreadItem) -> Option<(String, ToolCall, ToolOutcome)> {
         ThreadItem::FunctionCallOutput { id, name, output } => (
             id,
             (
-                ToolCall {
-                    kind: "function_call",
-                    name: name.clone(),
-                    arguments: "{}".into(),
-                    ..ToolCall::default()
-                },
+                ToolCall::new("function_call", name.clone(), "{}"),
                 ToolOutcome {
                     output: output
                         .as_str()
@@ -192,12 +185,11 @@ fn command_execution(
     output: Option<&str>,
     exit_code: Option<i64>,
 ) -> (ToolCall, ToolOutcome) {
-    let call = ToolCall {
-        kind: FacetKind::CommandExecution.as_str(),
-        name: "exec_command".into(),
-        arguments: json!({"command": command, "cwd": cwd}).to_string(),
-        ..ToolCall::default()
-    };
+    let call = ToolCall::new(
+        FacetKind::CommandExecution.as_str(),
+        "exec_command",
+        json!({"command": command, "cwd": cwd}).to_string(),
+    );
     let outcome = ToolOutcome {
         output: output.unwrap_or_default().to_string(),
         exit_code,
@@ -270,12 +262,7 @@ fn dynamic_tool_call(
     content_items: Option<&Value>,
     success: Option<bool>,
 ) -> (ToolCall, ToolOutcome) {
-    let call = ToolCall {
-        kind: "dynamic_tool_call",
-        name: tool.to_string(),
-        arguments: arguments.to_string(),
-        ..ToolCall::default()
-    };
+    let call = ToolCall::new("dynamic_tool_call", tool.to_string(), arguments.to_string());
     let outcome = ToolOutcome {
         output: content_items.map(mcp_text).unwrap_or_default(),
         failed: failed(status) || success == Some(false),
@@ -285,12 +272,11 @@ fn dynamic_tool_call(
 }
 
 fn image_view(path: &str) -> (ToolCall, ToolOutcome) {
-    let call = ToolCall {
-        kind: "image_view",
-        name: "view_image".into(),
-        arguments: json!({"path": path}).to_string(),
-        ..ToolCall::default()
-    };
+    let call = ToolCall::new(
+        "image_view",
+        "view_image",
+        json!({"path": path}).to_string(),
+    );
     let outcome = ToolOutcome {
         files: vec![ContentPart::FileRef {
             path: path.to_string(),
@@ -307,12 +293,11 @@ fn image_generation(
     saved_path: Option<&String>,
     revised_prompt: &impl serde::Serialize,
 ) -> (ToolCall, ToolOutcome) {
-    let call = ToolCall {
-        kind: "image_generation",
-        name: "image_generation".into(),
-        arguments: json!({"prompt": revised_prompt}).to_string(),
-        ..ToolCall::default()
-    };
+    let call = ToolCall::new(
+        "image_generation",
+        "image_generation",
+        json!({"prompt": revised_prompt}).to_string(),
+    );
     let outcome = ToolOutcome {
         output: saved_path.cloned().unwrap_or_default(),
         failed: failed(status),
@@ -437,6 +422,27 @@ impl Items {
         }
     }
 
+    /// An item of a type this backend does not know, opened (once) as an unknown item whose
+    /// status names its type; its native id and that content.
+    fn open_unknown<'i>(
+        &mut self,
+        t: &mut Transcript,
+        item: &'i Value,
+    ) -> (&'i str, Vec<ContentPart>) {
+        let (id, kind) = item_id_and_type(item);
+        let id = id.unwrap_or("unknown");
+        let content = vec![ContentPart::Status {
+            label: "unknown_item".into(),
+            detail: Some(kind.to_string()),
+        }];
+        self.open_item(
+            t,
+            id,
+            NewItem::other(ItemKind::Unknown, None, content.clone()),
+        );
+        (id, content)
+    }
+
     fn open_item(&mut self, t: &mut Transcript, native: &str, new: NewItem) {
         if !self.open.contains_key(native) {
             let id = t.start_item(new.native(native));
@@ -452,16 +458,7 @@ impl Items {
         turn_id: Option<&str>,
     ) -> Result<(), String> {
         let Some(parsed) = Self::parse(item)? else {
-            let (id, kind) = item_id_and_type(item);
-            let new = NewItem::other(
-                ItemKind::Unknown,
-                None,
-                vec![ContentPart::Status {
-                    label: "unknown_item".into(),
-                    detail: Some(kind.to_string()),
-                }],
-            );
-            self.open_item(t, id.unwrap_or("unknown"), new);
+            self.open_unknown(t, item);
             return Ok(());
         };
         if let Some((id, call, _)) = tool_of(&parsed) {
@@ -495,17 +492,7 @@ impl Items {
         turn_id: Option<&str>,
     ) -> Result<(), String> {
         let Some(parsed) = Self::parse(item)? else {
-            let (id, kind) = item_id_and_type(item);
-            let id = id.unwrap_or("unknown");
-            let content = vec![ContentPart::Status {
-                label: "unknown_item".into(),
-                detail: Some(kind.to_string()),
-            }];
-            self.open_item(
-                t,
-                id,
-                NewItem::other(ItemKind::Unknown, None, content.clone()),
-            );
+            let (id, content) = self.open_unknown(t, item);
             if let Some(daemon) = self.open.remove(id) {
                 t.complete_item_with(&daemon, content);
             }

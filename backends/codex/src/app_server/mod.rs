@@ -441,22 +441,9 @@ impl AppServer {
     fn token_usage(&mut self, u: schema::TokenUsageUpdated) {
         let this_turn = self.turn_id.is_some() && u.turn_id == self.turn_id;
         if this_turn && self.ours(u.thread_id.as_deref()) {
-            let sum = self.usage.get_or_insert_with(Default::default);
-            sum.input_tokens = sum
-                .input_tokens
-                .saturating_add(u.token_usage.last.input_tokens);
-            sum.cached_input_tokens = sum
-                .cached_input_tokens
-                .saturating_add(u.token_usage.last.cached_input_tokens);
-            sum.cache_write_input_tokens = sum
-                .cache_write_input_tokens
-                .saturating_add(u.token_usage.last.cache_write_input_tokens);
-            sum.output_tokens = sum
-                .output_tokens
-                .saturating_add(u.token_usage.last.output_tokens);
-            sum.reasoning_output_tokens = sum
-                .reasoning_output_tokens
-                .saturating_add(u.token_usage.last.reasoning_output_tokens);
+            self.usage
+                .get_or_insert_with(Default::default)
+                .add(&u.token_usage.last);
         }
     }
 

@@ -200,9 +200,20 @@ impl Requests {
         }
     }
 
-    /// Decides the requests from now on by `policy` (a warm session switched modes).
+    /// Decides the requests from now on by `policy`.
     pub fn set_policy(&mut self, policy: PermissionPolicy) {
         self.hitl.set_policy(policy);
+    }
+
+    /// A warm session switched to `mode`: the requests from now on are decided by `policy` as
+    /// the mode has it ([`Hitl::switch_mode`]).
+    pub fn switch_mode(
+        &mut self,
+        t: &mut Transcript,
+        mode: &agent_api::request::AgentMode,
+        policy: &PermissionPolicy,
+    ) {
+        self.hitl.switch_mode(t, mode, policy);
     }
 
     /// A `fileChange` item started (`started`) or ended: what its approval will show.

@@ -53,12 +53,7 @@ impl AppServer {
             plan.turn_params.extend(params.clone());
         }
         self.requests
-            .set_policy(agent_api::kit::hitl::policy_in_mode(
-                Some(mode),
-                &plan.policy,
-            ));
-        ctx.transcript
-            .daemon_status("mode_changed", Some(mode.as_str().to_string()));
+            .switch_mode(ctx.transcript, mode, &plan.policy);
         Ok(())
     }
 
@@ -90,9 +85,7 @@ impl AppServer {
         ctx: &mut Ctx<'_>,
     ) -> Result<(), AgentError> {
         if !self.session {
-            return Err(AgentError::InvalidRequest {
-                reason: "this codex run takes no more turns".into(),
-            });
+            return Err(AgentError::no_more_turns("codex"));
         }
         if let Some(fatal) = self.fatal.take() {
             // The session never started: this turn gets the refusal, and the session ends.

@@ -27,9 +27,7 @@ impl ServeProtocol {
         ctx: &mut Ctx<'_>,
     ) -> Result<(), AgentError> {
         if !self.warm {
-            return Err(AgentError::InvalidRequest {
-                reason: "this opencode run takes no more turns".into(),
-            });
+            return Err(AgentError::no_more_turns("opencode"));
         }
         if let Some(failure) = self.failure.take() {
             ctx.shutdown();
@@ -63,12 +61,7 @@ impl ServeProtocol {
         };
         agent_api::kit::check_mode(crate::KIND.as_str(), crate::portable::MODES, mode)?;
         plan.agent = super::prompt_agent(Some(mode));
-        self.hitl.set_policy(agent_api::kit::hitl::policy_in_mode(
-            Some(mode),
-            &self.policy,
-        ));
-        ctx.transcript
-            .daemon_status("mode_changed", Some(mode.as_str().to_string()));
+        self.hitl.switch_mode(ctx.transcript, mode, &self.policy);
         Ok(())
     }
 

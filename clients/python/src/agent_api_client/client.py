@@ -18,6 +18,7 @@ from typing import (
     Mapping,
     Optional,
     Sequence,
+    TypeVar,
     Union,
     cast,
 )
@@ -51,6 +52,24 @@ QuestionCallback = Callable[[QuestionEventData], Union[QuestionReply, Awaitable[
 EventCallback = Callable[[UniversalEvent], Union[None, Awaitable[None]]]
 
 _TURN = re.compile(r"^turn (\d+)$")
+
+_T = TypeVar("_T")
+
+
+async def _called(result: Union[_T, Awaitable[_T]]) -> _T:
+    """What a callback returned, awaited when the callback is async (callers may pass either)."""
+    if inspect.isawaitable(result):
+        return cast(_T, await result)
+    return result
+
+
+def _answered_before(answered: set[str], request_id: str) -> bool:
+    """Whether the request `request_id` was answered before (a turn's events may repeat it);
+    from now on it is."""
+    if request_id in answered:
+        return True
+    answered.add(request_id)
+    return False
 
 
 @dataclass
@@ -227,12 +246,9 @@ class TurnStream:
         data = event["data"]
         if event["type"] == "permission.requested" and self._on_permission:
             permission = cast(PermissionEventData, data)
-            if permission["permission_id"] in answered:
+            if _answered_before(answered, permission["permission_id"]):
                 return
-            answered.add(permission["permission_id"])
-            reply = self._on_permission(permission)
-            if inspect.isawaitable(reply):
-                reply = await reply
+            reply = await _called(self._on_permission(permission))
             if reply is None:
                 return
             if isinstance(reply, bool):
@@ -240,12 +256,9 @@ class TurnStream:
             await self._session.reply_permission(permission["permission_id"], reply)
         elif event["type"] == "question.requested" and self._on_question:
             question = cast(QuestionEventData, data)
-            if question["question_id"] in answered:
+            if _answered_before(answered, question["question_id"]):
                 return
-            answered.add(question["question_id"])
-            answer = self._on_question(question)
-            if inspect.isawaitable(answer):
-                answer = await answer
+            answer = await _called(self._on_question(question))
             if answer is None:
                 await self._session.reject_question(question["question_id"])
             else:
@@ -308,9 +321,7 @@ class AsyncSession:
         )
         async for event in stream:
             if on_event is not None:
-                called = on_event(event)
-                if inspect.isawaitable(called):
-                    await called
+                await _called(on_event(event))
         return await stream.result()
 
     async def send_and_wait(self, message: str, *, timeout: Optional[int] = None) -> TurnOutcome:
