@@ -277,13 +277,12 @@ async fn send_turn(
         };
         match live.submit(prompt, options).await {
             Ok(sent) => return Ok((live, subscription, sent)),
-            // Released meanwhile (idle, or this server stopping): forgotten here if the release
-            // has not done so yet, so that the next look brings it back, or hands the message to
-            // a server with room when this one is stopping. `session_released` is this handler's
-            // own signal: a client that still meets it gets a 503 to try again, never a 409
-            // that reads as final.
+            // Released meanwhile (idle, or this server stopping; the release forgets it before
+            // its lock goes): the next look brings it back, or hands the message to a server
+            // with room when this one is stopping. `session_released` is this handler's own
+            // signal: a client that still meets it gets a 503 to try again, never a 409 that
+            // reads as final.
             Err(error) if error.kind == crate::live::RELEASED => {
-                server.forget_released(&live);
                 tries += 1;
                 if tries > 3 {
                     return Err(ApiError::new(

@@ -321,18 +321,6 @@ impl Server {
         lock(&self.inner.live).remove(id);
     }
 
-    /// Forgets `live` when it is still the session this server holds under its id (not one
-    /// brought back since): a released session's next look brings it back or hands it on.
-    pub(crate) fn forget_released(&self, live: &Arc<LiveSession>) {
-        let mut sessions = lock(&self.inner.live);
-        if sessions
-            .get(&live.id)
-            .is_some_and(|held| Arc::ptr_eq(held, live))
-        {
-            sessions.remove(&live.id);
-        }
-    }
-
     /// The kind an agent id names (the reference's ids too); 400 when no backend has it.
     pub(crate) fn kind(&self, agent: &str) -> Result<AgentKind, ApiError> {
         let name = AGENT_ALIASES
