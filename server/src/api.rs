@@ -422,48 +422,110 @@ pub(crate) async fn post_message(
     Ok(Json(outcome).into_response())
 }
 
-/// Beyond the reference: where turn `turn` of a session this server runs is, or how it ended
-/// (the last 16 turns' outcomes are kept while the server runs the session).
+/// Beyond the reference: where turn `turn` of a session is, or how it ended. A turn this server
+/// runs, or one of the last 16 it ran, is answered from memory; any other (a session another
+/// server runs or ran, a turn before a restart or a release, an older one) from the stored log.
 #[utoipa::path(get, path = "/v1/sessions/{session_id}/turns/{turn}", operation_id = "get_turn",
     params(("session_id" = String, Path, description = "Session id"), ("turn" = u64, Path, description = "The turn's number, from 1"),
         ("wait" = Option<bool>, Query, description = "Wait for the turn to end, ask a permission or a question, or the bound to pass"),
         ("timeout" = Option<u64>, Query, description = "The longest wait in seconds (default 300, at most 3600)")),
     responses((status = 200, body = TurnOutcome),
-        (status = 404, body = ProblemDetails, description = "No such session (session_not_found), or a turn this server does not know (turn_not_found)")))]
+        (status = 404, body = ProblemDetails, description = "No such session (session_not_found), or no such turn in its log yet (turn_not_found)")))]
 pub(crate) async fn get_turn(
     State(server): State<Server>,
     Path((id, turn)): Path<(String, u64)>,
     QueryOf(query): QueryOf<TurnWaitQuery>,
 ) -> Result<Json<TurnOutcome>, ApiError> {
-    let not_kept = || {
-        ApiError::new(
-            StatusCode::NOT_FOUND,
-            "turn_not_found",
-            format!("turn {turn} is not one this server ran or runs in the session, or ended too long ago: read its events"),
-        )
-    };
-    let Some(live) = server.live(&id) else {
-        if server.inner.store.session(&id).await?.is_none() {
-            return Err(ApiError::no_session(&id));
-        }
-        return Err(not_kept());
-    };
-    // Subscribed before its state is read: an end after the read is on the feed.
-    let mut subscription = live.subscribe()?;
-    if let Some(outcome) = live.outcome(turn) {
-        return Ok(Json(outcome));
-    }
-    if live.current_turn() != Some(turn) {
-        return Err(not_kept());
-    }
-    let first = live.first_sequence();
     let deadline = match query.wait.unwrap_or(false) {
         true => wait_deadline(&query),
         false => tokio::time::Instant::now(),
     };
-    Ok(Json(
-        wait_for_turn(&live, &mut subscription, turn, first, deadline).await,
-    ))
+    if let Some(live) = server.live(&id) {
+        // Subscribed before its state is read: an end after the read is on the feed.
+        let mut subscription = live.subscribe()?;
+        if let Some(outcome) = live.outcome(turn) {
+            return Ok(Json(outcome));
+        }
+        if live.current_turn() == Some(turn) {
+            let first = live.first_sequence();
+            return Ok(Json(
+                wait_for_turn(&live, &mut subscription, turn, first, deadline).await,
+            ));
+        }
+    } else if server.inner.store.session(&id).await?.is_none() {
+        return Err(ApiError::no_session(&id));
+    }
+    match stored_turn(&server, &id, turn, deadline).await? {
+        Some(outcome) => Ok(Json(outcome)),
+        None => Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            "turn_not_found",
+            format!("the session's log holds no turn {turn} (yet)"),
+        )),
+    }
+}
+
+/// The most events of a session's log read for one turn's outcome, so that no request reads
+/// without bound: a turn further in is not found (its events say how it went).
+const TURN_LOG_READ: usize = 200_000;
+
+/// Turn `turn` of session `id` as its stored log tells it, waiting until `deadline` for it to
+/// end or to ask as the log grows where the session runs; `None` when the log holds no such
+/// turn.
+async fn stored_turn(
+    server: &Server,
+    id: &str,
+    turn: u64,
+    deadline: tokio::time::Instant,
+) -> Result<Option<TurnOutcome>, ApiError> {
+    use crate::turn_log::{read_page, TurnReading};
+    let page = server.inner.config.max_page.max(1);
+    let mut reading = TurnReading::new(turn);
+    let (mut after, mut read) = (0, 0);
+    let (mut seen, mut last_look) = (None, false);
+    loop {
+        loop {
+            let events = server.inner.store.events(id, after, page).await?;
+            if read_page(&mut reading, &events) {
+                return Ok(reading.outcome(id));
+            }
+            read += events.len();
+            after = events.last().map_or(after, |last| last.sequence);
+            if read > TURN_LOG_READ {
+                return Err(ApiError::new(
+                    StatusCode::NOT_FOUND,
+                    "turn_not_found",
+                    format!("turn {turn} is not within the first {TURN_LOG_READ} events of the session's log: read its events"),
+                ));
+            }
+            if events.len() < page {
+                break;
+            }
+        }
+        let Some(outcome) = reading.outcome(id) else {
+            return Ok(None);
+        };
+        // Nobody runs the session (its owner died mid-turn): nothing goes on until a client
+        // brings it back, which closes the turn as interrupted.
+        if last_look
+            || reading.waiting()
+            || tokio::time::Instant::now() >= deadline
+            || !server.runs_anywhere(id).await
+        {
+            return Ok(Some(outcome));
+        }
+        let seen = match &mut seen {
+            Some(seen) => seen,
+            None => seen.insert(server.follow_elsewhere(id)?),
+        };
+        tokio::select! {
+            // Closed: the session ended (or the server stops); its log is read once more.
+            changed = seen.changed() => last_look = changed.is_err(),
+            // Its owner may have died without a word: looked at again after each lease.
+            () = tokio::time::sleep(server.inner.config.server_lease) => {}
+            () = tokio::time::sleep_until(deadline) => {}
+        }
+    }
 }
 
 /// When a wait of `query` ends.
@@ -504,7 +566,7 @@ async fn wait_for_turn(
         };
         match next {
             Ok(Feed::Event(event)) if event.sequence >= first => {
-                if let Some(pending) = pending_request(&event) {
+                if let Some(pending) = crate::turn_log::pending_request(&event) {
                     return running("waiting", Some(pending));
                 }
             }
@@ -526,21 +588,6 @@ fn dropped() -> ApiError {
         "message_dropped",
         "the queued message was dropped before its turn started",
     )
-}
-
-/// The permission or question `event` asks, if it asks one.
-fn pending_request(event: &StoredEvent) -> Option<PendingRequest> {
-    let (kind, field) = match event.kind() {
-        "permission.requested" => ("permission", "permission_id"),
-        "question.requested" => ("question", "question_id"),
-        _ => return None,
-    };
-    let json: serde_json::Value = serde_json::from_str(&event.json).ok()?;
-    Some(PendingRequest {
-        kind: kind.into(),
-        id: json["data"][field].as_str()?.to_string(),
-        sequence: event.sequence,
-    })
 }
 
 #[utoipa::path(post, path = "/v1/sessions/{session_id}/messages/stream", operation_id = "post_message_stream",

@@ -46,6 +46,7 @@ mod tenant;
 mod tls;
 mod token_admin;
 mod turn;
+mod turn_log;
 pub mod ui;
 mod upkeep;
 mod waiters;

@@ -358,3 +358,59 @@ async fn a_wait_stops_at_a_permission_and_the_turns_outcome_follows_the_reply() 
     assert!(queued["turn"].is_null());
     api.post_empty("/v1/sessions/r/cancel").await;
 }
+
+#[tokio::test]
+async fn any_turn_is_answered_from_the_log_by_a_server_that_did_not_keep_it() {
+    let store = agent_api_server::StoreUrl::Memory.open().await.unwrap();
+    let api = common::start_on(ServerConfig::default(), store.clone()).await;
+    api.post("/v1/sessions/log", scripted("reasoning")).await;
+    let mut outcomes = Vec::new();
+    for n in 1..=18 {
+        let answer = api
+            .post(
+                "/v1/sessions/log/messages?wait=true",
+                json!({"message": format!("message {n}")}),
+            )
+            .await;
+        assert_eq!(answer.status, 200);
+        outcomes.push(answer.json());
+    }
+    api.post("/v1/sessions/e", scripted("error")).await;
+    let failed = api
+        .post(
+            "/v1/sessions/e/messages?wait=true",
+            json!({"message": "go"}),
+        )
+        .await
+        .json();
+    assert_eq!(failed["status"], "failed", "{failed}");
+    // What a server did not keep: its log says the same, but the usage (not an event).
+    let from_log = |kept: &Value| {
+        let mut kept = kept.clone();
+        kept.as_object_mut().unwrap().remove("usage");
+        kept
+    };
+    // Turn 1 is older than the last 16 this server keeps.
+    let first = api.get("/v1/sessions/log/turns/1").await;
+    assert_eq!(first.status, 200, "{:?}", first.body);
+    assert_eq!(first.json(), from_log(&outcomes[0]));
+    assert!(outcomes[0]["finalText"]
+        .as_str()
+        .unwrap()
+        .contains("message 1"));
+    // Another server on the same store runs none of them.
+    let other = common::start_on(ServerConfig::default(), store).await;
+    for (n, kept) in outcomes.iter().enumerate() {
+        let read = other
+            .get(&format!("/v1/sessions/log/turns/{}", n + 1))
+            .await;
+        assert_eq!(read.json(), from_log(kept), "turn {}", n + 1);
+    }
+    assert_eq!(
+        other.get("/v1/sessions/e/turns/1").await.json(),
+        from_log(&failed)
+    );
+    let unknown = other.get("/v1/sessions/log/turns/19").await.problem(404);
+    assert_eq!(unknown["type"], "urn:agent-api:error:turn_not_found");
+    other.get("/v1/sessions/nope/turns/1").await.problem(404);
+}
