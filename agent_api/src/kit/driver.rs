@@ -453,6 +453,13 @@ impl Core {
         self.with_ctx(|p, ctx| p.on_stderr(line, ctx));
     }
 
+    /// Whether the caller of the current turn waits for its batches inside a task.
+    fn caller_is_task(&self) -> bool {
+        self.events_tx
+            .as_ref()
+            .is_some_and(BatchSender::caller_is_task)
+    }
+
     fn wants_raw(&self) -> bool {
         self.settings.include_raw
     }
@@ -630,6 +637,10 @@ impl Core {
         if caller.turn.is_some() {
             self.stage();
         }
+        // On a current-thread runtime every caller, a task or the `block_on` future, runs on
+        // this thread, and only after this task yields.
+        let current_thread = tokio::runtime::Handle::try_current()
+            .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::CurrentThread);
         while !(self.source_done && self.exit.is_some()) {
             let turn_abandoned = caller
                 .turn
@@ -691,11 +702,13 @@ impl Core {
                     self.end_turn(result, &mut caller).await;
                 }
             }
-            if handed_over {
+            if handed_over && (current_thread || self.caller_is_task()) {
                 // The caller's task, woken by the batch, runs before this one reads on: a
                 // caller that keeps up then takes each batch as it is made, where the driver
                 // would otherwise fill the whole budget first (an agent's full pipe is always
-                // ready) and hand the caller a burst's first line only with its last.
+                // ready) and hand the caller a burst's first line only with its last. A caller
+                // waiting on a thread of its own on a multi-thread runtime runs there anyway:
+                // for it the yield only woke the runtime's other worker, once per batch.
                 tokio::task::yield_now().await;
             }
         }

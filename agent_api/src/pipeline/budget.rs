@@ -14,6 +14,7 @@
 //! for it on every event, which made a wrapper-view run cost up to three times its own work.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
@@ -45,6 +46,8 @@ pub(crate) struct BatchSender {
     /// Batches the caller's side is done with (a `Mutex` only so that the driver's future,
     /// which borrows the sender, stays `Send`: nothing else locks it).
     returned: std::sync::Mutex<Returned>,
+    /// Whether the caller last waited for a batch inside a task (see [`BatchSender::caller_is_task`]).
+    caller_in_task: Arc<AtomicBool>,
 }
 
 /// Batches back from the caller's side, and the few kept to hold later batches.
@@ -70,6 +73,7 @@ pub(crate) struct BatchReceiver {
     /// Events handed back with [`BatchReceiver::recycle`], not yet returned to the driver.
     spent: Vec<UniversalEvent>,
     returned_tx: mpsc::UnboundedSender<Vec<UniversalEvent>>,
+    caller_in_task: Arc<AtomicBool>,
 }
 
 #[cfg(test)]
@@ -88,6 +92,8 @@ pub(crate) fn channel(budget: usize) -> (BatchSender, BatchReceiver) {
     let (tx, rx) = mpsc::unbounded_channel();
     let (returned_tx, returned_rx) = mpsc::unbounded_channel();
     let room = Arc::new(Semaphore::new(budget));
+    // Until the caller has waited once, as if it were a task (the driver then yields as it always did).
+    let caller_in_task = Arc::new(AtomicBool::new(true));
     let receiver = BatchReceiver {
         rx,
         room: room.clone(),
@@ -97,6 +103,7 @@ pub(crate) fn channel(budget: usize) -> (BatchSender, BatchReceiver) {
         current_weight: 0,
         spent: Vec::new(),
         returned_tx,
+        caller_in_task: caller_in_task.clone(),
     };
     let returned = std::sync::Mutex::new(Returned {
         rx: returned_rx,
@@ -108,6 +115,7 @@ pub(crate) fn channel(budget: usize) -> (BatchSender, BatchReceiver) {
             room,
             budget,
             returned,
+            caller_in_task,
         },
         receiver,
     )
@@ -192,6 +200,15 @@ impl BatchSender {
         self.returned.try_lock().ok()?.spares.pop()
     }
 
+    /// Whether the caller last waited for a batch from inside a task (of any runtime), rather
+    /// than on a thread of its own (`Runtime::block_on`, a blocking thread): only such a caller
+    /// can be woken into the driver's own worker and run there before it, so only for it is
+    /// the driver's yield after a hand-over worth its cost (on a multi-thread runtime the yield
+    /// wakes the other worker, a syscall and a wake-up per batch, for nothing).
+    pub(crate) fn caller_is_task(&self) -> bool {
+        self.caller_in_task.load(Ordering::Relaxed)
+    }
+
     /// Waits for room, then sends `events` weighing `weight` bytes.
     pub(crate) async fn send(
         &self,
@@ -264,7 +281,15 @@ impl BatchReceiver {
                 Poll::Ready(true)
             }
             Poll::Ready(None) => Poll::Ready(false),
-            Poll::Pending => Poll::Pending,
+            Poll::Pending => {
+                // Once per wait, and written only when it changes: the flag's cache line is
+                // read by the driver after every batch.
+                let in_task = tokio::task::try_id().is_some();
+                if self.caller_in_task.load(Ordering::Relaxed) != in_task {
+                    self.caller_in_task.store(in_task, Ordering::Relaxed);
+                }
+                Poll::Pending
+            }
         }
     }
 

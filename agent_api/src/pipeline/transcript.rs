@@ -462,7 +462,25 @@ impl Transcript {
         {
             self.last_opened = None;
         }
-        let mut item = Arc::unwrap_or_clone(open.item);
+        let mut item = match Arc::try_unwrap(open.item) {
+            Ok(item) => item,
+            // Its `item.started` still holds it (in a batch not handed over or not read yet):
+            // a copy, without the content that the final `content` replaces anyway (a tool
+            // call's or result's strings copied only to be dropped).
+            Err(shared) => UniversalItem {
+                item_id: shared.item_id.clone(),
+                native_item_id: shared.native_item_id.clone(),
+                parent_id: shared.parent_id.clone(),
+                kind: shared.kind,
+                role: shared.role,
+                content: match content {
+                    Some(_) => Vec::new(),
+                    None => shared.content.clone(),
+                },
+                status: shared.status,
+                tool: shared.tool.clone(),
+            },
+        };
         if let Some(native) = &item.native_item_id {
             let native = match &open.native_id {
                 Some(shared) if **shared == **native => shared.clone(),
