@@ -1,7 +1,9 @@
 //! `agent-api serve` as a process: killed with SIGKILL mid-turn and started again on the same
 //! store (SQLite, and PostgreSQL from `tests/postgres/setup.sh`), it serves every event it had
 //! served; three of them on one PostgreSQL act as one fleet (front doors, placement, admission,
-//! takeover); its token and host rules; SIGTERM stops it cleanly; and the real, pinned Claude Code on
+//! takeover), and on the real, pinned Claude Code (a permission answered and SSE followed through
+//! servers that do not run the session, its owner killed, the session resumed natively
+//! elsewhere); its token and host rules; SIGTERM stops it cleanly; and the real Claude Code on
 //! the bench's model server driven over HTTP only (two turns, a permission request answered, a
 //! tenant's session run beneath the tenant's root with the tenant's own home).
 //! The end-to-end tests start with `agent_bench::e2e_enabled_or_explain` (they fail with install
@@ -80,10 +82,22 @@ impl Served {
         body: Option<Value>,
         token: Option<&str>,
     ) -> (u16, Value) {
-        let mut stream = TcpStream::connect(&self.address).unwrap();
-        stream
-            .set_read_timeout(Some(Duration::from_secs(30)))
-            .unwrap();
+        self.try_call(method, path, body, token, Duration::from_secs(30))
+            .unwrap_or_else(|e| panic!("{method} {path}: {e}"))
+    }
+
+    /// [`Served::call`] waiting up to `wait` for the answer, an error instead of a panic when
+    /// none comes (a server going away).
+    fn try_call(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<Value>,
+        token: Option<&str>,
+        wait: Duration,
+    ) -> std::io::Result<(u16, Value)> {
+        let mut stream = TcpStream::connect(&self.address)?;
+        stream.set_read_timeout(Some(wait))?;
         let body = body.map(|b| b.to_string()).unwrap_or_default();
         let auth = token
             .or(self.token.as_deref())
@@ -94,19 +108,22 @@ impl Served {
             self.address,
             body.len()
         );
-        stream.write_all(request.as_bytes()).unwrap();
+        stream.write_all(request.as_bytes())?;
         let mut response = String::new();
-        stream.read_to_string(&mut response).unwrap();
-        let (head, body) = response.split_once("\r\n\r\n").unwrap();
-        let status = head.split(' ').nth(1).unwrap().parse().unwrap();
-        (
-            status,
-            if body.is_empty() {
-                Value::Null
-            } else {
-                serde_json::from_str(body).unwrap()
-            },
-        )
+        stream.read_to_string(&mut response)?;
+        let broken = || std::io::Error::other(format!("not an HTTP answer: {response:?}"));
+        let (head, body) = response.split_once("\r\n\r\n").ok_or_else(broken)?;
+        let status = head
+            .split(' ')
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .ok_or_else(broken)?;
+        let body = if body.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_str(body).map_err(std::io::Error::other)?
+        };
+        Ok((status, body))
     }
 
     fn events(&self, session: &str) -> Vec<Value> {
@@ -1080,5 +1097,323 @@ async fn e2e_serve_runs_a_tenants_real_claude_code_beneath_its_root_with_its_own
                 .0,
             204
         );
+    });
+}
+
+/// How long one step of a real agent may take in the fleet test (its process starting on a loaded
+/// machine, a session brought back on another server, included).
+const AGENT_STEP: Duration = Duration::from_secs(180);
+
+/// One of `up`, picked at random (no sticky routing, as a load balancer does).
+fn any_of(up: &[&Served]) -> usize {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos();
+    nanos as usize % up.len()
+}
+
+/// `method path` sent to a random server of `up`, again while the answer is 503 (the session's
+/// owner is gone and its lease still runs) or none comes, within [`AGENT_STEP`].
+fn call_any(up: &[&Served], method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
+    let deadline = Instant::now() + AGENT_STEP;
+    loop {
+        let answer = up[any_of(up)].try_call(method, path, body.clone(), None, AGENT_STEP);
+        match answer {
+            Ok((status, body)) if status != 503 => return (status, body),
+            other => assert!(
+                Instant::now() < deadline,
+                "{path}: no server took it: {other:?}"
+            ),
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// The session's events (as a client reads them: no native payloads) from a random server of
+/// `up`, once `done` holds of them (within [`AGENT_STEP`]).
+fn events_when(
+    up: &[&Served],
+    id: &str,
+    what: &str,
+    done: impl Fn(&[Value]) -> bool,
+) -> Vec<Value> {
+    let deadline = Instant::now() + AGENT_STEP;
+    loop {
+        let path = format!("/v1/sessions/{id}/events?limit=1000");
+        let (status, page) = call_any(up, "GET", &path, None);
+        assert_eq!(status, 200, "{page}");
+        let events = page["events"].as_array().unwrap().clone();
+        if done(&events) {
+            return events;
+        }
+        assert!(Instant::now() < deadline, "{id}: no {what}: {events:#?}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn turns_ended(events: &[Value]) -> usize {
+    events
+        .iter()
+        .filter(|e| {
+            e["type"] == "item.completed"
+                && matches!(
+                    e["data"]["item"]["content"][0]["label"].as_str(),
+                    Some("turn_completed" | "turn_failed")
+                )
+        })
+        .count()
+}
+
+/// The frames (id, data) an SSE stream of `served` at `path` delivers, gathered by a thread of
+/// its own until the stream closes. HTTP/1.0, so that the body is the bare stream (no chunks).
+fn follow_sse(served: &Served, path: &str) -> std::sync::Arc<std::sync::Mutex<Vec<(u64, Value)>>> {
+    let frames = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut stream = TcpStream::connect(&served.address).unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.0\r\nHost: {}\r\nAccept: text/event-stream\r\n\r\n",
+        served.address
+    )
+    .unwrap();
+    let mut lines = BufReader::new(stream).lines();
+    let status = lines.next().unwrap().unwrap();
+    assert!(status.contains(" 200 "), "{status}");
+    let gathered = frames.clone();
+    std::thread::spawn(move || {
+        let (mut id, mut data) = (None, String::new());
+        let mut body = false;
+        for line in lines.map_while(Result::ok) {
+            if !body {
+                body = line.is_empty();
+                continue;
+            }
+            if let Some(value) = line.strip_prefix("id:") {
+                id = value.trim().parse().ok();
+            } else if let Some(value) = line.strip_prefix("data:") {
+                data.push_str(value.trim_start());
+            } else if line.is_empty() {
+                if let (Some(id), Ok(value)) = (id.take(), serde_json::from_str(&data)) {
+                    gathered.lock().unwrap().push((id, value));
+                }
+                data.clear();
+            }
+        }
+    });
+    frames
+}
+
+/// The agent processes on the machine whose HOME is `home`: its processes but the servers and
+/// their watchdogs (`agent-api`, what stops a killed server's agents).
+fn agents_on(home: &std::path::Path) -> Vec<i32> {
+    let home = home.to_string_lossy();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| agent_bench::process::process_env(*pid, "HOME").as_deref() == Some(&*home))
+        .filter(|pid| agent_bench::process::process_alive(*pid))
+        .filter(|pid| {
+            // "… (deleted)" once a build replaced the binary.
+            let exe = std::fs::read_link(format!("/proc/{pid}/exe")).unwrap_or_default();
+            !exe.to_string_lossy()
+                .starts_with(env!("CARGO_BIN_EXE_agent-api"))
+        })
+        .collect()
+}
+
+/// Waits until no agent runs on the machine whose HOME is `home`.
+fn no_agent_on(home: &std::path::Path, why: &str) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let left = agents_on(home);
+        if left.is_empty() {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{why}: {left:?} still run");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The servers of `servers` still up.
+fn up(servers: &[Option<Served>]) -> Vec<&Served> {
+    servers.iter().flatten().collect()
+}
+
+/// Issue 48's done-when on the real binary and a real CLI: three `agent-api serve` processes on
+/// one PostgreSQL, each on a machine of its own (a bench sandbox: its own HOME and directory)
+/// running the pinned Claude Code on the bench model server's `ask_echo` scenario (a shell call
+/// it asks permission for, then how many user turns it saw), every request sent to a random
+/// server. The session is followed over SSE through a server that does not run it, and its
+/// permission answered through the third; its owner is killed with SIGKILL (its watchdog stops
+/// its Claude Code), and the next message, to either other server, brings the session back
+/// natively there: the model saw two user turns, the follower got every event as stored, and
+/// once the session is terminated no Claude Code runs on any machine.
+#[tokio::test(flavor = "multi_thread")]
+async fn e2e_three_serve_processes_carry_a_real_claude_code_session_past_a_killed_owner() {
+    let Some((shared, tag)) = postgres("a fleet of serve processes running Claude Code") else {
+        return;
+    };
+    let Some((model, _unused)) =
+        agent_bench::e2e_bench_or_explain(agent_bench::Cli::ClaudeCode, "ask_echo").await
+    else {
+        return;
+    };
+    tokio::task::block_in_place(|| {
+        let database = OwnDatabase::new(&shared, &tag);
+        let url = database.url.clone();
+        let machines: Vec<agent_bench::Sandbox> = (0..3)
+            .map(|_| {
+                agent_bench::Sandbox::new(agent_bench::Cli::ClaudeCode, &model, "ask_echo").unwrap()
+            })
+            .collect();
+        let names: Vec<String> = (0..3).map(|i| format!("machine{i}-{tag}")).collect();
+        let mut servers: Vec<Option<Served>> = (0..3)
+            .map(|i| {
+                let args = [
+                    "--store",
+                    url.as_str(),
+                    "--server-lease",
+                    "2",
+                    "--daemon-id",
+                    names[i].as_str(),
+                ];
+                Some(serve_claude_with(&machines[i], &args))
+            })
+            .collect();
+
+        let id = format!("ada-{tag}");
+        let session = format!("/v1/sessions/{id}");
+        let create = json!({"agent": "claude_code", "permissionMode": "ask"});
+        let (status, body) = call_any(&up(&servers), "POST", &session, Some(create));
+        assert_eq!(status, 200, "{body}");
+        let owner_of = |servers: &[Option<Served>]| -> usize {
+            let (_, info) = call_any(&up(servers), "GET", &session, None);
+            let owner = info["owner"].as_str().unwrap_or_default().to_string();
+            names
+                .iter()
+                .position(|name| owner.starts_with(name.as_str()))
+                .unwrap_or_else(|| panic!("owned by none of the servers: {info}"))
+        };
+        let owner = owner_of(&servers);
+        let (follower, replier) = ((owner + 1) % 3, (owner + 2) % 3);
+        let followed = follow_sse(
+            servers[follower].as_ref().unwrap(),
+            &format!("{session}/events/sse"),
+        );
+
+        let message = |servers: &[Option<Served>], text: &str| {
+            let (status, body) = call_any(
+                &up(servers),
+                "POST",
+                &format!("{session}/messages"),
+                Some(json!({ "message": text })),
+            );
+            assert_eq!(status, 204, "{body}");
+        };
+        message(&servers, "My name is Ada.");
+        let asked = events_when(&up(&servers), &id, "permission request", |events| {
+            events.iter().any(|e| e["type"] == "permission.requested")
+        });
+        let permission = asked
+            .iter()
+            .filter(|e| e["type"] == "permission.requested")
+            .find_map(|e| e["data"]["permission_id"].as_str())
+            .expect("the request names its id");
+        let (status, body) = servers[replier].as_ref().unwrap().call(
+            "POST",
+            &format!("{session}/permissions/{permission}/reply"),
+            Some(json!({"reply": "once"})),
+            None,
+        );
+        assert_eq!(
+            status, 204,
+            "a reply through a server that does not run it: {body}"
+        );
+        let served = events_when(&up(&servers), &id, "first turn's end", |e| {
+            turns_ended(e) >= 1
+        });
+        assert!(
+            served
+                .iter()
+                .any(|e| e["type"] == "permission.resolved" && e["data"]["status"] == "approved"),
+            "{served:#?}"
+        );
+        assert!(
+            answers(&served).iter().any(|a| a.contains("user_turns=1")),
+            "{:?}",
+            answers(&served)
+        );
+        // Its snapshot is in the store before the owner dies: the takeover resumes natively.
+        let deadline = Instant::now() + AGENT_STEP;
+        while call_any(&up(&servers), "GET", &session, None).1["snapshotTurn"].as_u64() < Some(1) {
+            assert!(
+                Instant::now() < deadline,
+                "no snapshot after the first turn"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+
+        // SIGKILL: its watchdog stops its Claude Code; the next message, to any server left,
+        // brings the session back there.
+        drop(servers[owner].take());
+        no_agent_on(&machines[owner].home, "the killed server's agents");
+        message(&servers, "What is my name?");
+        let events = events_when(&up(&servers), &id, "second turn's end", |e| {
+            turns_ended(e) >= 2
+        });
+        assert_eq!(events[..served.len()], served[..], "nothing served changed");
+        let seams: Vec<&str> = events
+            .iter()
+            .filter(|e| {
+                e["type"] == "item.completed"
+                    && e["data"]["item"]["content"][0]["label"] == "session_resumed"
+            })
+            .filter_map(|e| e["data"]["item"]["content"][0]["detail"].as_str())
+            .collect();
+        assert!(
+            seams.len() == 1
+                && seams[0].contains("how=native")
+                && seams[0].contains("after=server_died"),
+            "{seams:?}"
+        );
+        assert!(
+            answers(&events).iter().any(|a| a.contains("user_turns=2")),
+            "the model saw both user turns: {:?}",
+            answers(&events)
+        );
+        let sequences: Vec<u64> = events
+            .iter()
+            .map(|e| e["sequence"].as_u64().unwrap())
+            .collect();
+        assert_eq!(sequences, (1..=events.len() as u64).collect::<Vec<_>>());
+        // The follower, on a server that ran none of it, got every event, as stored.
+        let deadline = Instant::now() + AGENT_STEP;
+        while followed.lock().unwrap().len() < events.len() {
+            assert!(
+                Instant::now() < deadline,
+                "the follower got {} of {} events",
+                followed.lock().unwrap().len(),
+                events.len()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        for (i, (sequence, data)) in followed
+            .lock()
+            .unwrap()
+            .iter()
+            .take(events.len())
+            .enumerate()
+        {
+            assert_eq!(*sequence, i as u64 + 1);
+            assert_eq!(data, &events[i], "as stored");
+        }
+
+        let (status, body) = call_any(&up(&servers), "POST", &format!("{session}/terminate"), None);
+        assert_eq!(status, 204, "{body}");
+        for machine in &machines {
+            no_agent_on(&machine.home, "an agent outlived its session");
+        }
+        drop(servers);
+        drop(database);
     });
 }

@@ -1,7 +1,7 @@
 //! A fleet of `agent-api serve` processes on one PostgreSQL (issue 48): takeover time (the dead
 //! owner's lease running out to the first event of the resumed session, p50/p99), the overhead of
-//! a command handed to the owner (p99 of a command sent to a server that does not run the session
-//! against the same sent to the owner), cross-server SSE latency (an event's arrival on a follower
+//! a command handed to the owner (p99 of a permission reply sent to a server that does not run the
+//! session against one sent to the owner), cross-server SSE latency (an event's arrival on a follower
 //! of another server against one of the owner, p50/p99), and events/s of one server in a fleet of
 //! three (the two others hearing every notification and following each of its sessions over SSE)
 //! against the same server alone on a database of its own.
@@ -143,26 +143,80 @@ async fn turn(api: &Api, id: &str, message: &str) {
     }
 }
 
-/// p50/p99 of a cheap command (`cancel` with no turn running) sent to the owner and to another.
+/// The session's events after the first `seen`, once one of them is `found` (read from `api`).
+async fn wait_after(
+    api: &Api,
+    id: &str,
+    seen: usize,
+    found: impl Fn(&serde_json::Value) -> bool,
+) -> Vec<serde_json::Value> {
+    let deadline = Instant::now() + STEP;
+    loop {
+        let page = api
+            .get(&format!(
+                "/v1/sessions/{id}/events?offset={seen}&limit=1000"
+            ))
+            .await
+            .json();
+        let events = page["events"].as_array().unwrap().clone();
+        if events.iter().any(&found) {
+            return events;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{id}: nothing found after {seen}"
+        );
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}
+
+/// How many permission replies [`forwarding`] times, half through each server.
+const REPLIES: usize = 200;
+
+/// p50/p99 of a permission reply sent to the owner and of one sent to another server (which
+/// hands it to the owner through the `commands` table and `NOTIFY`): each round, a scripted turn
+/// on the owner asks one permission and its reply (only the reply is timed) goes to the owner
+/// and to the other server in turn, so that both see the same machine over time.
 async fn forwarding(owner: &Api, other: &Api) -> ((f64, f64), (f64, f64)) {
     let id = unique("forward");
-    create(owner, &id).await;
-    let path = format!("/v1/sessions/{id}/cancel");
-    let measure = |api: Api| {
-        let path = path.clone();
-        async move {
-            let mut took = Vec::new();
-            for _ in 0..300 {
-                let started = Instant::now();
-                assert_eq!(api.post_empty(&path).await.status, 204);
-                took.push(started.elapsed().as_secs_f64() * 1e3);
-            }
-            (percentile(&mut took, 0.5), percentile(&mut took, 0.99))
-        }
-    };
-    let direct = measure(owner.clone()).await;
-    let handed = measure(other.clone()).await;
-    (direct, handed)
+    let permission = json!({"agent": "scripted", "permissionMode": "ask", "options": {"backend.scripted.scenario": "permission", "backend.scripted.delay_ms": 0}});
+    let created = owner.post(&format!("/v1/sessions/{id}"), permission).await;
+    assert_eq!(created.status, 200, "{:?}", created.body);
+    let mut seen = owner.all_events(&id, 1000).await.len();
+    let (mut direct, mut handed) = (Vec::new(), Vec::new());
+    for round in 0..REPLIES {
+        let sent = owner
+            .post(
+                &format!("/v1/sessions/{id}/messages"),
+                json!({"message": format!("round {round}")}),
+            )
+            .await;
+        assert_eq!(sent.status, 204, "{:?}", sent.body);
+        let asked = wait_after(owner, &id, seen, |e| e["type"] == "permission.requested").await;
+        let asked = asked
+            .iter()
+            .find(|e| e["type"] == "permission.requested")
+            .unwrap();
+        let reply = format!(
+            "/v1/sessions/{id}/permissions/{}/reply",
+            asked["data"]["permission_id"].as_str().unwrap()
+        );
+        let (api, took) = match round % 2 {
+            0 => (owner, &mut direct),
+            _ => (other, &mut handed),
+        };
+        let started = Instant::now();
+        let replied = api.post(&reply, json!({"reply": "once"})).await;
+        took.push(started.elapsed().as_secs_f64() * 1e3);
+        assert_eq!(replied.status, 204, "{:?}", replied.body);
+        // The next round reads on from the turn's end (a late event of this one is no
+        // permission request).
+        seen += wait_after(owner, &id, seen, turn_end).await.len();
+    }
+    (
+        (percentile(&mut direct, 0.5), percentile(&mut direct, 0.99)),
+        (percentile(&mut handed, 0.5), percentile(&mut handed, 0.99)),
+    )
 }
 
 /// Arrival of each event on a follower of the owner and on a follower of another server: the
@@ -334,7 +388,8 @@ fn main() {
         if wanted("forwarding") {
             let ((d50, d99), (h50, h99)) = forwarding(&nodes[0].api, &nodes[1].api).await;
             println!(
-                "forwarding: to the owner p50 {d50:.2} ms p99 {d99:.2} ms; to another server p50 {h50:.2} ms p99 {h99:.2} ms (added p99 {:.2} ms)",
+                "forwarding ({} permission replies, half each way): to the owner p50 {d50:.2} ms p99 {d99:.2} ms; to another server p50 {h50:.2} ms p99 {h99:.2} ms (added p99 {:.2} ms)",
+                REPLIES,
                 h99 - d99
             );
         }

@@ -36,8 +36,12 @@ struct TurnState {
     current: Option<(u64, RunControl)>,
     /// The task storing and publishing the turn in progress.
     pump: Option<tokio::task::JoinHandle<()>>,
-    /// Whether the session ended (its agent stopped, or it was terminated).
+    /// Whether the session ended (its agent stopped, or it was terminated), or this server lost
+    /// it ([`TurnState::lost`]): either way it takes no more messages here.
     ended: bool,
+    /// Whether it stopped taking messages because another server owns it now (or may): a
+    /// message is then handed on (`session_elsewhere`), never told the session ended.
+    lost: bool,
     /// The agent's session id, once an event carried it.
     native_session_id: Option<String>,
     /// The tokens and cost of the turns so far.
@@ -219,8 +223,14 @@ fn keep_outcome(state: &mut TurnState, outcome: crate::wire::TurnOutcome) {
     state.outcomes.push_back(outcome);
 }
 
-/// 409 `session_ended`.
-fn ended_error() -> ApiError {
+/// Why a session that takes no more messages here refuses one: 409 `session_ended` when it
+/// ended; the internal `session_elsewhere` when this server lost it (the session goes on, on
+/// the server that claimed it or the next to bring it back, and the message is handed there: a
+/// client told `session_ended`, or any 409, would take it as final).
+fn ended_error(state: &TurnState) -> ApiError {
+    if state.lost {
+        return ApiError::elsewhere("");
+    }
     ApiError::new(
         axum::http::StatusCode::CONFLICT,
         "session_ended",
@@ -534,9 +544,10 @@ impl LiveSession {
         result
     }
 
-    /// How long the session has had no turn, none running now (`None` while one runs).
+    /// How long the session has had no turn, none running now (`None` while one runs, or a
+    /// queued message's is about to start: a session with a message waiting is not idle).
     pub(crate) fn idle_for(&self) -> Option<std::time::Duration> {
-        if self.state().current.is_some() {
+        if busy(&self.state()) {
             return None;
         }
         Some(
@@ -593,7 +604,7 @@ impl LiveSession {
     pub(crate) fn check_accepts(&self) -> Result<(), ApiError> {
         let state = self.state();
         if state.ended {
-            return Err(ended_error());
+            return Err(ended_error(&state));
         }
         if busy(&state) && state.queue.len() >= self.max_queue {
             return Err(self.queue_full());
@@ -631,7 +642,7 @@ impl LiveSession {
         let queue = |prompt, options| -> Result<Sent, ApiError> {
             let mut state = self.state();
             if state.ended {
-                return Err(ended_error());
+                return Err(ended_error(&state));
             }
             if state.queue.len() >= self.max_queue {
                 return Err(self.queue_full());
@@ -727,8 +738,11 @@ impl LiveSession {
         prompt: agent_api::Prompt,
         options: TurnOptions,
     ) -> Result<(u64, u64), ApiError> {
-        if self.ended() {
-            return Err(ended_error());
+        {
+            let state = self.state();
+            if state.ended {
+                return Err(ended_error(&state));
+            }
         }
         // Released meanwhile (idle, or the server stopping): the handler brings it back.
         let session = guard.as_mut().ok_or_else(|| {
@@ -1295,7 +1309,11 @@ impl LiveSession {
         if let Ok(mut session) = self.session.try_lock() {
             drop(session.take());
         }
-        self.state().ended = true;
+        {
+            let mut state = self.state();
+            state.ended = true;
+            state.lost = true;
+        }
         if matches!(error, StoreError::LeaseLost { .. }) {
             // Refused when another server owns it now: then there is nothing to let go.
             let release = SessionUpdate::default().state(SessionState::Idle);
@@ -1311,6 +1329,28 @@ impl LiveSession {
     /// released (not ended, not lost meanwhile).
     pub(crate) async fn release(&self, state: SessionState) -> bool {
         let session = self.session.lock().await;
+        self.release_locked(session, state).await
+    }
+
+    /// [`LiveSession::release`] when the session is idle (a drain's, an idle release's): `None`,
+    /// and nothing done, when a turn runs or a queued message's turn is about to start, seen
+    /// with the session's lock held (nothing starts a turn meanwhile). Releasing then would
+    /// cancel that turn or drop the queue, and a client whose message was answered 204 would
+    /// wait for a turn that never comes.
+    pub(crate) async fn release_if_idle(&self, state: SessionState) -> Option<bool> {
+        let session = self.session.lock().await;
+        if busy(&self.state()) {
+            return None;
+        }
+        Some(self.release_locked(session, state).await)
+    }
+
+    /// [`LiveSession::release`], its lock held (`session`).
+    async fn release_locked(
+        &self,
+        session: tokio::sync::MutexGuard<'_, Option<Session>>,
+        state: SessionState,
+    ) -> bool {
         self.cancel_turn().await;
         if self.ended() {
             return false;
@@ -1396,5 +1436,102 @@ impl LiveSession {
         }
         self.feed.send(Feed::Ended);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::state::Server;
+
+    /// A server on the memory store running the scripted agent, whose drain gives up after
+    /// `drain`.
+    async fn server(drain: std::time::Duration) -> Server {
+        let mut gateway = agent_api::Gateway::new();
+        gateway
+            .register(Arc::new(agent_api_scripted::ScriptedBackend::new()))
+            .unwrap();
+        let store = crate::store::StoreUrl::parse("memory")
+            .unwrap()
+            .open()
+            .await
+            .unwrap();
+        let config = crate::ServerConfig::default()
+            .with_idle_release(None)
+            .with_drain_timeout(drain);
+        Server::new(gateway, agent_api::RunRequest::new(""), store, config)
+            .await
+            .unwrap()
+    }
+
+    async fn echo_session(server: &Server, id: &str) -> Arc<LiveSession> {
+        let body: crate::wire::CreateSessionRequest = serde_json::from_value(serde_json::json!({
+            "agent": "scripted",
+            "options": {"backend.scripted.scenario": "echo", "backend.scripted.delay_ms": 0}
+        }))
+        .unwrap();
+        server.create(id, body, None).await.unwrap()
+    }
+
+    /// The window in which the fleet's chaos test lost a message during a rolling restart: a
+    /// turn has ended (none runs) and the message queued behind it (answered 204) is about to
+    /// start (its dispatch spawned, not yet run). A drain must not take the session for idle
+    /// then: releasing it drops the queue, and the client, told its message was taken, waits
+    /// for a turn that never comes.
+    #[tokio::test]
+    async fn a_drain_leaves_a_session_whose_queued_message_is_about_to_start() {
+        let server = server(std::time::Duration::from_millis(300)).await;
+        let live = echo_session(&server, "queued").await;
+        let (started, told) = oneshot::channel();
+        {
+            let mut state = live.state();
+            state.queue.push_back(Queued {
+                prompt: agent_api::Prompt::from("queued behind the turn that ended"),
+                options: TurnOptions::default(),
+                started,
+            });
+            state.dispatching = true;
+        }
+        // As a SIGTERM does (`serve`): no new session here, then the drain.
+        server
+            .inner
+            .draining
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        server.drain_turns().await;
+        // The dispatch runs now, late (a loaded machine): the message's turn starts.
+        live.clone().dispatch().await;
+        let turn = told.await.expect("the message was answered");
+        assert!(
+            matches!(turn, Ok((1, _))),
+            "the queued message's turn did not start: {:?}",
+            turn.err()
+        );
+        assert!(server.live("queued").is_some(), "the drain let it go");
+    }
+
+    /// A message that met a session this server has just lost (another server claimed it while
+    /// this one was paused) is handed on to the session's owner: it is not told the session
+    /// ended, which a client reads as final (and the session did not end).
+    #[tokio::test]
+    async fn a_message_to_a_session_lost_meanwhile_is_handed_on_not_told_it_ended() {
+        let server = server(std::time::Duration::from_secs(1)).await;
+        let live = echo_session(&server, "lost").await;
+        live.lost(&StoreError::NotOwner {
+            session: "lost".into(),
+            owner: "another".into(),
+        })
+        .await;
+        let checked = live.check_accepts().unwrap_err();
+        assert_eq!(checked.kind, "session_elsewhere", "{checked:?}");
+        let sent = live
+            .submit(agent_api::Prompt::from("hello"), TurnOptions::default())
+            .await;
+        let refused = sent.err().expect("a lost session takes no message");
+        assert_eq!(refused.kind, "session_elsewhere", "{refused:?}");
+
+        // A session that did end still says so.
+        let ended = echo_session(&server, "ended").await;
+        ended.terminate().await.unwrap();
+        assert_eq!(ended.check_accepts().unwrap_err().kind, "session_ended");
     }
 }

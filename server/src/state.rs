@@ -645,10 +645,12 @@ impl Server {
                 if live.ended() {
                     continue;
                 }
-                if live.idle_for().is_none() {
-                    running += 1;
-                } else if live.release(SessionState::Stopped).await {
-                    self.forget(&live.id);
+                // A session with a turn running, or about to start for a queued message, is
+                // waited for: released, it would drop the message its client was told was taken.
+                match live.release_if_idle(SessionState::Stopped).await {
+                    None => running += 1,
+                    Some(true) => self.forget(&live.id),
+                    Some(false) => {}
                 }
             }
             if running == 0 || tokio::time::Instant::now() >= deadline {

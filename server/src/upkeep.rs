@@ -55,8 +55,9 @@ async fn round(server: &Server) {
         for live in server.running() {
             let idle = live.idle_for().is_some_and(|idle| idle >= after);
             if idle && live.subscribers() == 0 && !live.ended() {
-                let released = live.release(SessionState::Idle).await;
-                if released {
+                // Not when a message came meanwhile: its turn goes on.
+                let released = live.release_if_idle(SessionState::Idle).await;
+                if released == Some(true) {
                     server.forget(&live.id);
                     tracing::debug!(session = %live.id, "released the idle session's agent");
                 }

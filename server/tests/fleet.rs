@@ -937,9 +937,22 @@ async fn send_anywhere(
     body: Option<Value>,
     deadline: tokio::time::Instant,
 ) -> Answer {
+    send_noting(up, path, body, deadline, &mut Vec::new()).await
+}
+
+/// [`send_anywhere`], noting in `trail` every answer each try got (which server, when, status,
+/// the problem's type): what a client was told is what a failure must show.
+async fn send_noting(
+    up: &Up,
+    path: &str,
+    body: Option<Value>,
+    deadline: tokio::time::Instant,
+    trail: &mut Vec<String>,
+) -> Answer {
+    let what = path.rsplit('/').next().unwrap_or(path).to_string();
     loop {
         let api = pick(up);
-        match api
+        let answer = api
             .try_call(
                 Method::POST,
                 path,
@@ -947,13 +960,46 @@ async fn send_anywhere(
                 &[],
                 Duration::from_secs(5),
             )
-            .await
-        {
+            .await;
+        trail.push(format!(
+            "{} {what} to {}: {}",
+            clock(),
+            api.base,
+            match &answer {
+                Ok(answer) => format!("{} {}", answer.status, problem_type(answer)),
+                Err(error) => format!("no answer ({error})"),
+            }
+        ));
+        match answer {
             Ok(answer) if !answer.status.is_server_error() => return answer,
             _ if tokio::time::Instant::now() > deadline => panic!("{path}: no server answered"),
             _ => tokio::time::sleep(Duration::from_millis(100)).await,
         }
     }
+}
+
+/// The time of day (UTC, to the millisecond), to set a client's trail beside the servers' logs.
+fn clock() -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap();
+    let secs = now.as_secs() % 86_400;
+    format!(
+        "{:02}:{:02}:{:02}.{:03}",
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60,
+        now.subsec_millis()
+    )
+}
+
+/// The problem type (and detail) of an error answer; nothing for a success.
+fn problem_type(answer: &Answer) -> String {
+    if answer.status.is_success() {
+        return String::new();
+    }
+    let body: Value = serde_json::from_slice(&answer.body).unwrap_or_default();
+    format!("{} ({})", body["type"], body["detail"])
 }
 
 /// Reads a session's events from random servers (none that cannot answer).
@@ -1006,19 +1052,24 @@ async fn client(
     while turn < turns || !over.is_cancelled() {
         turn += 1;
         let before = events_anywhere(&up, &id).await.len();
-        let sent = send_anywhere(
+        // Every answer the turn's requests got, shown when the turn never ends.
+        let mut trail = Vec::new();
+        let sent = send_noting(
             &up,
             &format!("/v1/sessions/{id}/messages"),
             Some(json!({"message": format!("turn {turn}")})),
             deadline,
+            &mut trail,
         )
         .await;
-        if sent.status == 409 {
-            // A turn still runs (one sent twice by a try whose answer was lost): next round.
-            tokio::time::sleep(Duration::from_millis(200)).await;
-        } else {
-            assert_eq!(sent.status, 204, "{id}: {:?}", sent.body);
-        }
+        // 204 whatever the chaos: a message sent while a turn runs (a try whose answer was lost
+        // sent it twice) waits in the queue; a 409 would read as final, and no session ends.
+        assert_eq!(
+            sent.status,
+            204,
+            "{id}: turn {turn}'s message:\n{}",
+            trail.join("\n")
+        );
         let mut replied = std::collections::HashSet::new();
         let mut still = tokio::time::Instant::now();
         let mut seen = before;
@@ -1036,7 +1087,11 @@ async fn client(
                         )
                     })
                     .collect();
-                panic!("{id}: turn {turn} never ended: {info}\n{}", tail.join("\n"));
+                panic!(
+                    "{id}: turn {turn} never ended: {info}\n{}\nwhat its requests were answered:\n{}",
+                    tail.join("\n"),
+                    trail.join("\n")
+                );
             }
             if events.iter().skip(before).any(turn_end) {
                 break;
@@ -1053,11 +1108,12 @@ async fn client(
                 if replied.contains(&permission) {
                     continue;
                 }
-                let reply = send_anywhere(
+                let reply = send_noting(
                     &up,
                     &format!("/v1/sessions/{id}/permissions/{permission}/reply"),
                     Some(json!({"reply": "once"})),
                     deadline,
+                    &mut trail,
                 )
                 .await;
                 // 204, or typed: its turn was interrupted.
@@ -1069,8 +1125,8 @@ async fn client(
             }
             if still.elapsed() > Duration::from_secs(3) {
                 // Nothing moves: its server may be gone; bringing it back closes its turn.
-                let _ =
-                    send_anywhere(&up, &format!("/v1/sessions/{id}/resume"), None, deadline).await;
+                let resume = format!("/v1/sessions/{id}/resume");
+                let _ = send_noting(&up, &resume, None, deadline, &mut trail).await;
                 still = tokio::time::Instant::now();
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
@@ -1134,6 +1190,15 @@ async fn chaos_three_servers_thirty_sessions_kills_pauses_and_restarts_lose_noth
         .iter()
         .map(|name| Some(Node::start(&url, name, &[])))
         .collect();
+    // Which server is where, and what was done to it when: a client's trail names addresses.
+    for node in nodes.iter().flatten() {
+        eprintln!(
+            "{} chaos: {} listens at {}",
+            clock(),
+            node.name,
+            node.api.base
+        );
+    }
     let up: Up = Arc::new(Mutex::new(
         nodes.iter().flatten().map(|n| n.api.clone()).collect(),
     ));
@@ -1171,6 +1236,8 @@ async fn chaos_three_servers_thirty_sessions_kills_pauses_and_restarts_lose_noth
             .filter_map(|(_, n)| n.as_ref().map(|n| n.api.clone()))
             .collect();
         *up.lock().unwrap() = others;
+        let what = ["killed", "paused", "stopped"][if round < 3 { round % 2 } else { 2 }];
+        eprintln!("{} chaos: {} {what}", clock(), node.name);
         match round / 3 {
             0 if round % 2 == 0 => node.kill(),
             0 => {
@@ -1188,6 +1255,12 @@ async fn chaos_three_servers_thirty_sessions_kills_pauses_and_restarts_lose_noth
         }
         restarts += 1;
         let again = Node::start(&url, &names[index], &[]);
+        eprintln!(
+            "{} chaos: {} listens again at {}",
+            clock(),
+            again.name,
+            again.api.base
+        );
         nodes[index] = Some(again);
         *up.lock().unwrap() = nodes.iter().flatten().map(|n| n.api.clone()).collect();
     }
