@@ -1,11 +1,11 @@
 //! Session snapshots (`agent_api.session.snapshot`) of an agent whose chats are one JSONL file
-//! each under `<its dir>/<projects>/<project>/chats/` (Gemini CLI, Qwen Code), over what its
-//! crate says of its files ([`ChatLayout`]).
+//! each under `<its dir>/<projects>/<project>/chats/`, over what its crate says of its files
+//! ([`ChatLayout`]).
 //!
 //! Export takes the session's chat file, found under any project (the session may have run in
 //! another working directory), once it has settled. Import writes it under the project of the
 //! run's working directory here, re-keyed the agent's way ([`ChatLayout::project_key`]); an
-//! agent that finds a directory's project by a marker file in it (Gemini's `.project_root`)
+//! agent that finds a directory's project by a marker file in it (a `.project_root`, say)
 //! gets the project that names the directory already, or a new one with its marker. Which file
 //! is the session's is the layout's to say ([`ChatLayout::is_session_name`], then its first line
 //! where the name does not say it alone), here and far away alike. The projects folder is

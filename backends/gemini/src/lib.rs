@@ -8,7 +8,12 @@
 //!   reads as empty), and it answers `session/load` before it replays the history (the first
 //!   prompt then waits for its `available_commands_update`). Its load often fails on its own ("No
 //!   previous sessions found for this project": setting up the loaded session resets the
-//!   session's file before the lookup reads it), which is `SessionNotFound`.
+//!   session's file before the lookup reads it), which is `SessionNotFound`. The client also reads,
+//!   as it would of any agent, what Gemini CLI 0.61.0 does its own way: it passes a model API's
+//!   HTTP status through as the JSON-RPC error code, reports usage as
+//!   `_meta.quota.token_count`, announces some tool calls only in their permission request, gives
+//!   an execute call's command line as its title, and offers leaving plan mode for its default
+//!   mode as `proceed_once`.
 //! - [`GeminiOptions::interface`] selects the one-way headless interface (`gemini -p PROMPT
 //!   --output-format stream-json`, the prompt on stdin): its converter is `headless.rs`.
 //! - Its retries show only on stderr: each becomes an `api_retry` status (`agent_api_acp::Retry`).
@@ -70,6 +75,7 @@ pub const HOME_LAYOUT: agent_api::kit::home::HomeLayout = agent_api::kit::home::
         ("GEMINI_CLI_HOME", ".gemini/oauth_creds.json"),
         ("GEMINI_CLI_HOME", ".gemini/google_accounts.json"),
     ],
+    // A Google login's refresh token can be held by many processes at once.
     single_use_login: false,
 };
 
