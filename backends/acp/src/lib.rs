@@ -4,8 +4,8 @@
 //! speaks ACP on stdio. The agents with a CLI of their own live in their own crates, on this
 //! client (`agent_api_builtin` lists them). Each tells the client about its CLI with an
 //! [`AgentCli`]; a backend is the kit's [`CliBackend`] over what its agent describes of itself
-//! ([`CliAgent`]: its interfaces, options, store), a chat store this crate's [`ChatStore`] over
-//! its files' [`ChatLayout`]. Whatever the client meets of one agent alone is set by that agent's
+//! ([`CliAgent`]: its interfaces, options, store), its chats (store and snapshots) this crate's
+//! [`ChatFiles`] over their [`ChatLayout`]. Whatever the client meets of one agent alone is set by that agent's
 //! crate ([`AgentCli`]'s quirks) or, where the client reads it for any agent, listed there.
 //! This crate's own kind:
 //!
@@ -75,6 +75,7 @@ use agent_api::kit::Protocol;
 use agent_api::{AgentError, AgentKind, BackendInfo, CapabilitySet, RunRequest};
 
 pub use agent::{approval_mode_args, run_dir, text_only, AgentCli};
+pub use chat_snapshot::ChatFiles;
 pub use chats::{ChatLayout, ChatStore};
 pub use errors::{explanation, status_in};
 pub use fs::ConfinedFs;

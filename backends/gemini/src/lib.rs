@@ -43,11 +43,11 @@ mod portable;
 
 use agent_api::capabilities as caps;
 use agent_api::kit::async_trait;
-use agent_api::kit::cli::{CliAgent, CliBackend, Launch, Turn};
+use agent_api::kit::cli::{CliAgent, CliBackend, Launch, SessionFiles, Turn};
 use agent_api::kit::replay::RecordingFormat;
 use agent_api::kit::Protocol;
 use agent_api::{AgentError, AgentKind, BackendInfo, CapabilitySet, RunRequest};
-use agent_api_acp::{AcpConfig, AgentCli, ExitPlan};
+use agent_api_acp::{AcpConfig, AgentCli, ChatFiles, ExitPlan};
 
 pub use options::{GeminiInterface, GeminiOptions, HeadlessApproval};
 pub use portable::TOOLS;
@@ -175,29 +175,9 @@ impl CliAgent for Gemini {
         Ok(files.launch(spec, Box::new(acp)))
     }
 
-    fn session_store(
-        config: &AcpConfig,
-    ) -> Option<std::sync::Arc<dyn agent_api::history::SessionStore>> {
-        Some(std::sync::Arc::new(
-            history::GeminiSessionStore::for_config(config)?,
-        ))
-    }
-
-    async fn export_snapshot(
-        config: &AcpConfig,
-        request: &RunRequest,
-        session: &agent_api::request::SessionRef,
-    ) -> Result<agent_api::SessionSnapshot, AgentError> {
-        agent_api_acp::chat_snapshot::export::<history::GeminiChats>(config, request, session).await
-    }
-
-    async fn import_snapshot(
-        config: &AcpConfig,
-        request: &RunRequest,
-        snapshot: &agent_api::SessionSnapshot,
-    ) -> Result<agent_api::snapshot::SnapshotImport, AgentError> {
-        agent_api_acp::chat_snapshot::import::<history::GeminiChats>(config, request, snapshot)
-            .await
+    /// Its chats ([`history::GeminiChats`]): its store and its snapshots.
+    fn session_files() -> Option<&'static dyn SessionFiles<AcpConfig>> {
+        Some(&ChatFiles::<history::GeminiChats>::NEW)
     }
 
     fn replay_protocol(format: RecordingFormat) -> Result<Box<dyn Protocol>, AgentError> {

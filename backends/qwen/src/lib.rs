@@ -64,11 +64,11 @@ mod tools;
 
 use agent_api::capabilities as caps;
 use agent_api::kit::async_trait;
-use agent_api::kit::cli::{CliAgent, CliBackend, Launch, Turn};
+use agent_api::kit::cli::{CliAgent, CliBackend, Launch, SessionFiles, Turn};
 use agent_api::kit::replay::RecordingFormat;
 use agent_api::kit::Protocol;
 use agent_api::{AgentError, AgentKind, BackendInfo, CapabilitySet, RunRequest};
-use agent_api_acp::{AcpConfig, AgentCli};
+use agent_api_acp::{AcpConfig, AgentCli, ChatFiles};
 
 pub use options::{QwenInterface, QwenOptions};
 pub use stream_json::{
@@ -201,28 +201,9 @@ impl CliAgent for Qwen {
         Ok(files.launch(spec, Box::new(acp)))
     }
 
-    fn session_store(
-        config: &AcpConfig,
-    ) -> Option<std::sync::Arc<dyn agent_api::history::SessionStore>> {
-        Some(std::sync::Arc::new(history::QwenSessionStore::for_config(
-            config,
-        )?))
-    }
-
-    async fn export_snapshot(
-        config: &AcpConfig,
-        request: &RunRequest,
-        session: &agent_api::request::SessionRef,
-    ) -> Result<agent_api::SessionSnapshot, AgentError> {
-        agent_api_acp::chat_snapshot::export::<history::QwenChats>(config, request, session).await
-    }
-
-    async fn import_snapshot(
-        config: &AcpConfig,
-        request: &RunRequest,
-        snapshot: &agent_api::SessionSnapshot,
-    ) -> Result<agent_api::snapshot::SnapshotImport, AgentError> {
-        agent_api_acp::chat_snapshot::import::<history::QwenChats>(config, request, snapshot).await
+    /// Its chats ([`history::QwenChats`]): its store and its snapshots.
+    fn session_files() -> Option<&'static dyn SessionFiles<AcpConfig>> {
+        Some(&ChatFiles::<history::QwenChats>::NEW)
     }
 
     /// A recording is ACP or stream-json, which its first message says ([`replaying`]).
