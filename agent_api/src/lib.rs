@@ -1,5 +1,5 @@
-//! `agent_api`: drive coding-agent CLIs (Claude Code, Codex, …) through one async trait and get
-//! back one bounded, safe event stream, whatever the agent.
+//! `agent_api`: drive coding-agent CLIs (each in a crate of its own; `agent_api_builtin` has them
+//! all) through one async trait and get back one bounded, safe event stream, whatever the agent.
 //!
 //! - [`AgentBackend`] is the trait every agent implements; a [`Gateway`] routes by [`AgentKind`].
 //! - [`AgentBackend::run`] returns a [`RunHandle`]: the events, a completion that resolves

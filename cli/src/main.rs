@@ -140,7 +140,8 @@ pub(crate) struct RequestFlags {
 /// The flags `run` and `chat` share: which agent, how to show its events, and the request.
 #[derive(Args)]
 struct AgentFlags {
-    /// Agent kind; default: the first supported CLI installed, else the scripted agent.
+    /// Agent kind; default: the first supported CLI installed, else the built-in agent that needs
+    /// none.
     #[arg(long)]
     agent: Option<String>,
     #[command(flatten)]
@@ -153,7 +154,7 @@ struct AgentFlags {
     acp_command: Option<run::Argv>,
     /// One of the agent's own options (repeatable): `backend.<kind>.<field>=VALUE`, or just
     /// `<field>=VALUE`, typed by the backend's options struct (`agent-api capabilities --agent
-    /// KIND` lists the keys), e.g. `--option backend.scripted.scenario=tour`.
+    /// KIND` lists the keys).
     #[arg(long = "option", value_name = "KEY=VALUE", value_parser = run::parse_option)]
     options: Vec<(String, String)>,
     /// The model variant, such as a reasoning effort (`agent-api capabilities --agent KIND`

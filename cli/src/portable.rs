@@ -81,8 +81,8 @@ fn read_json(path: &Path) -> Result<Value, String> {
     serde_json::from_slice(&text).map_err(|e| format!("{} is not JSON: {e}", path.display()))
 }
 
-/// The servers of an `{"mcpServers": {…}}` document, the shape Claude Code and Qwen Code read: an
-/// entry with a `url` is streamable HTTP, one with a `command` is stdio.
+/// The servers of an `{"mcpServers": {…}}` document, the shape CLIs taking `--mcp-config` read:
+/// an entry with a `url` is streamable HTTP, one with a `command` is stdio.
 fn mcp_servers(document: &Value) -> Result<std::collections::BTreeMap<String, McpServer>, String> {
     let servers = document
         .get("mcpServers")

@@ -242,7 +242,7 @@ async fn next_line(from: Option<&Stdin>) -> Option<String> {
 }
 
 /// Steers the running turn with `line`, saying so at once and again once the agent took it
-/// (Claude Code takes it at its next step) or why not; the events go on meanwhile.
+/// (it reads it at its next step) or why not; the events go on meanwhile.
 fn steer(control: &RunControl, line: String) {
     let text = line.trim().to_string();
     if text.is_empty() {

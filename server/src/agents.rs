@@ -67,7 +67,7 @@ pub(crate) async fn list(server: &Server) -> Vec<AgentInfo> {
         };
         AgentInfo {
             id: kind.to_string(),
-            // An agent with no probe is built in (the scripted agent) or configured by request;
+            // An agent with no probe is built in (needs no CLI) or configured by request;
             // one whose sessions lack an option it needs runs nothing as configured.
             installed: found && needs.is_none(),
             needs_option: needs.map(Into::into),

@@ -23,9 +23,7 @@ pub const AGENT_ALIASES: &[(&str, &str)] = &[("claude", "claude_code")];
 ///
 /// ```no_run
 /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-/// use std::sync::Arc;
-/// let mut gateway = agent_api::Gateway::new();
-/// gateway.register(Arc::new(agent_api_scripted::ScriptedBackend::new()))?;
+/// let gateway = agent_api_builtin::gateway();
 /// let store = agent_api_server::StoreUrl::Memory.open().await?;
 /// let config = agent_api_server::ServerConfig::default();
 /// let server = agent_api_server::Server::new(gateway, agent_api::RunRequest::new(""), store, config).await?;

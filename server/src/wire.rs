@@ -207,7 +207,8 @@ pub struct AgentInstallRequest {
 #[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CreateSessionRequest {
-    /// The agent id (`scripted`, `claude_code` or the reference's `claude`, …).
+    /// The agent id (this server's kind name, as `GET /v1/agents` lists it; the reference's ids
+    /// are accepted as aliases).
     pub agent: String,
     /// Where the agent works: a directory beneath the session's working-directory root (its
     /// tenant's, else the server's `--cwd`), relative to it or absolute; default: the root.
@@ -239,8 +240,8 @@ pub struct SessionSettings {
     /// The model variant (reasoning effort, …).
     #[serde(default)]
     pub variant: Option<String>,
-    /// Beyond the reference: the backend's own options by key (e.g.
-    /// `{"backend.scripted.scenario": "permission"}`).
+    /// Beyond the reference: the backend's own options by key
+    /// (`{"backend.<agent>.<field>": value}`).
     #[serde(default)]
     pub options: Option<BTreeMap<String, serde_json::Value>>,
     /// Beyond the reference: replaces the agent's system prompt.

@@ -84,8 +84,8 @@ pub trait AgentBackend: Send + Sync {
     }
 
     /// The backend's own checks of the session a request resumes or forks, after the generic
-    /// ones ([`crate::request::SessionRef::check_id`]): the agent's id grammar (Claude Code's are
-    /// UUIDs) and, where the agent's own store can say, that the session exists
+    /// ones ([`crate::request::SessionRef::check_id`]): the agent's id grammar (UUIDs only, say)
+    /// and, where the agent's own store can say, that the session exists
     /// ([`AgentError::SessionNotFound`] otherwise). The default checks nothing more.
     fn check_session(&self, request: &RunRequest) -> Result<(), AgentError> {
         let _ = request;

@@ -280,8 +280,8 @@ impl Session {
     /// Changes the mode of the next turns (`agent_api.session.mode_switch`), between turns:
     /// `TurnInProgress` while a turn runs, `UnknownMode` for a mode the agent does not offer,
     /// `UnsupportedCapability` where the agent cannot switch. A warm session sends the agent's own
-    /// switch (Claude Code's `set_permission_mode`, ACP `session/set_mode`); a session resuming per
-    /// turn starts its next turns in the new mode.
+    /// switch (a `set_permission_mode` control request, ACP `session/set_mode`); a session
+    /// resuming per turn starts its next turns in the new mode.
     pub async fn set_mode(
         &mut self,
         mode: impl Into<crate::vocabulary::modes::AgentMode>,

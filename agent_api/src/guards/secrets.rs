@@ -177,7 +177,7 @@ impl fmt::Debug for EnvNames<'_> {
 }
 
 /// Whether a variable, flag or field name names a secret (`OPENAI_API_KEY`, `--api-token`,
-/// `OPENCODE_SERVER_PASSWORD`, `auth`).
+/// `MY_AGENT_SERVER_PASSWORD`, `auth`).
 pub fn is_secret_name(name: &str) -> bool {
     static NAME: LazyLock<Regex> = LazyLock::new(|| {
         Regex::new(r"(?i)(api[_\-]?key|apikey|(^|[_\-])key$|token|secret|password|passwd|auth|credential|cookie)")

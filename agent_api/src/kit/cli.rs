@@ -232,10 +232,17 @@ pub trait CliAgent: Send + Sync + 'static {
         Ok(())
     }
 
-    /// Its own session store under `config`'s home, where it can be read.
-    fn session_store(config: &Self::Config) -> Option<Arc<dyn SessionStore>> {
-        let _ = config;
+    /// Where it keeps its sessions, when a piece shared with other agents knows them whole
+    /// ([`SessionFiles`]: the store, and the files a snapshot moves): the store and snapshot hooks
+    /// default to it. The default: none.
+    fn session_files() -> Option<&'static dyn SessionFiles<Self::Config>> {
         None
+    }
+
+    /// Its own session store under `config`'s home, where it can be read. The default: its
+    /// [`CliAgent::session_files`]' store, else none.
+    fn session_store(config: &Self::Config) -> Option<Arc<dyn SessionStore>> {
+        Self::session_files()?.store(config)
     }
 
     /// The converter of a recording in `format`.
@@ -248,26 +255,58 @@ pub trait CliAgent: Send + Sync + 'static {
         None
     }
 
-    /// Exports its own files for `session` ([`AgentBackend::export_snapshot`]). The default
-    /// refuses: where an agent keeps its sessions is its own.
+    /// Exports its own files for `session` ([`AgentBackend::export_snapshot`]). The default:
+    /// its [`CliAgent::session_files`]' export, else a refusal (where an agent keeps its sessions
+    /// is its own).
     async fn export_snapshot(
         config: &Self::Config,
         request: &RunRequest,
         session: &SessionRef,
     ) -> Result<SessionSnapshot, AgentError> {
-        let _ = (config, request, session);
-        Err(no_snapshots(&Self::info()))
+        match Self::session_files() {
+            Some(files) => files.export(config, request, session).await,
+            None => Err(no_snapshots(&Self::info())),
+        }
     }
 
-    /// Imports `snapshot` ([`AgentBackend::import_snapshot`]). The default refuses.
+    /// Imports `snapshot` ([`AgentBackend::import_snapshot`]). The default: its
+    /// [`CliAgent::session_files`]' import, else a refusal.
     async fn import_snapshot(
         config: &Self::Config,
         request: &RunRequest,
         snapshot: &SessionSnapshot,
     ) -> Result<SnapshotImport, AgentError> {
-        let _ = (config, request, snapshot);
-        Err(no_snapshots(&Self::info()))
+        match Self::session_files() {
+            Some(files) => files.import(config, request, snapshot).await,
+            None => Err(no_snapshots(&Self::info())),
+        }
     }
+}
+
+/// Where agents that keep their sessions alike keep them, as one piece over configuration `C`:
+/// the store that lists and reads them, and the files a snapshot moves. A family of agents
+/// implements it once over what each member declares of its files; each member names its own as
+/// its [`CliAgent::session_files`], and its store and snapshot hooks follow.
+#[async_trait]
+pub trait SessionFiles<C: Sync>: Send + Sync {
+    /// The store under `config`'s home, where it can be read.
+    fn store(&self, config: &C) -> Option<Arc<dyn SessionStore>>;
+
+    /// Exports the files of `session` ([`AgentBackend::export_snapshot`]).
+    async fn export(
+        &self,
+        config: &C,
+        request: &RunRequest,
+        session: &SessionRef,
+    ) -> Result<SessionSnapshot, AgentError>;
+
+    /// Imports `snapshot` ([`AgentBackend::import_snapshot`]).
+    async fn import(
+        &self,
+        config: &C,
+        request: &RunRequest,
+        snapshot: &SessionSnapshot,
+    ) -> Result<SnapshotImport, AgentError>;
 }
 
 fn no_snapshots(info: &BackendInfo) -> AgentError {

@@ -12,7 +12,7 @@ use crate::vocabulary::launcher::Launcher;
 ///
 /// ```
 /// use agent_api::kit::CommandSpec;
-/// let spec = CommandSpec::new("claude").arg("-p").env("DISABLE_AUTOUPDATER", "1");
+/// let spec = CommandSpec::new("my-agent").arg("-p").env("DISABLE_AUTOUPDATER", "1");
 /// assert_eq!(spec.args, ["-p"]);
 /// ```
 #[derive(Clone, Default)]
@@ -44,10 +44,10 @@ pub struct CommandSpec {
     /// Directories the agent writes its state to besides its working directory and `HOME` (a
     /// sandbox keeps them writable).
     pub writable_dirs: Vec<PathBuf>,
-    /// Variables naming directories the agent keeps its state in (`CLAUDE_CONFIG_DIR`,
-    /// `CODEX_HOME`): read like [`CommandSpec::reads_env`], and a sandbox keeps what they name writable.
+    /// Variables naming directories the agent keeps its state in (`MY_AGENT_HOME`): read like
+    /// [`CommandSpec::reads_env`], and a sandbox keeps what they name writable.
     pub state_vars: Vec<String>,
-    /// Where in `HOME` the agent keeps its own state (`.claude`, `.codex`, `.config/opencode`),
+    /// Where in `HOME` the agent keeps its own state (`.my-agent`, `.config/my-agent`),
     /// relative to it: when the agent's `HOME` is the caller's real home, a sandbox keeps the
     /// home read-only but for these: a folder not there yet is made first (private), a file is
     /// bound when it exists.

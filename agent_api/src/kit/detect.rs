@@ -29,7 +29,7 @@ const VERSION_MAX: usize = 64;
 pub struct BackendProbe {
     /// The backend's agent kind.
     pub kind: AgentKind,
-    /// The executable's name on `PATH` (`claude`, `codex`).
+    /// The executable's name on `PATH` (`my-agent`).
     pub executable: &'static str,
     /// CLI versions the backend is tested against.
     pub supported_versions: &'static [&'static str],
@@ -142,8 +142,8 @@ impl BackendProbe {
 }
 
 /// The version `<binary> --version` prints: its first word starting with a digit, cut at the
-/// first character that is not alphanumeric, `.` or `-`, and holding a dot (`codex-cli 0.169.0`
-/// → `0.169.0`, `2.1.197 (Claude Code)` → `2.1.197`). `None` when it cannot run, fails, takes
+/// first character that is not alphanumeric, `.` or `-`, and holding a dot (`my-agent-cli 0.169.0`
+/// → `0.169.0`, `2.1.197 (My Agent)` → `2.1.197`). `None` when it cannot run, fails, takes
 /// longer than [`PROBE_TIMEOUT`] or prints no version.
 pub async fn probe_version(binary: &Path) -> Option<String> {
     let mut command = tokio::process::Command::new(binary);
@@ -165,8 +165,8 @@ pub async fn probe_version(binary: &Path) -> Option<String> {
 /// The version number in a `--version` output (see [`probe_version`]).
 ///
 /// ```
-/// assert_eq!(agent_api::kit::detect::parse_version("codex-cli 0.169.0\n").as_deref(), Some("0.169.0"));
-/// assert_eq!(agent_api::kit::detect::parse_version("2.1.197 (Claude Code)").as_deref(), Some("2.1.197"));
+/// assert_eq!(agent_api::kit::detect::parse_version("my-agent-cli 0.169.0\n").as_deref(), Some("0.169.0"));
+/// assert_eq!(agent_api::kit::detect::parse_version("2.1.197 (My Agent)").as_deref(), Some("2.1.197"));
 /// assert_eq!(agent_api::kit::detect::parse_version("1.0\x1b]0;pwned\x07"), Some("1.0".into()));
 /// ```
 pub fn parse_version(text: &str) -> Option<String> {

@@ -131,9 +131,9 @@ impl QuestionRequest {
         self
     }
 
-    /// Plan mode's exit as every backend asks it (Claude Code's `ExitPlanMode`, Gemini CLI's and
-    /// Qwen Code's `exit_plan_mode`): one question whose text holds `plan` (cut to 8 KiB, shown
-    /// as inert text), answered with one of [`EXIT_PLAN_OPTIONS`].
+    /// Plan mode's exit as every backend asks it (whatever the agent's tool for it, such as
+    /// `ExitPlanMode` or `exit_plan_mode`): one question whose text holds `plan` (cut to 8 KiB,
+    /// shown as inert text), answered with one of [`EXIT_PLAN_OPTIONS`].
     pub fn exit_plan(id: impl Into<String>, plan: &str) -> Self {
         let plan = crate::guards::bounds::utf8_prefix(plan, 8192);
         Self::new(
@@ -460,7 +460,7 @@ impl<P, Q> Hitl<P, Q> {
 
 /// The permission policy a run in `mode` is decided by: in [`AgentMode::Plan`](crate::request::AgentMode::Plan) every request
 /// to write a file or run a command the agent did not already judge read-only is denied (an
-/// agent such as Claude Code asks for them in plan mode and would act on an approval), whatever
+/// agent may ask for them in plan mode and would act on an approval), whatever
 /// `policy` approves; other modes keep `policy`.
 ///
 /// ```

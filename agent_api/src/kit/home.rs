@@ -9,9 +9,8 @@
 //!
 //! Some logins hold a single-use refresh token: each refresh returns a new one and revokes the old,
 //! so two processes holding the same token race, and the loser's next refresh fails (an
-//! authentication error, or a logged-out user). Claude Code (a Claude.ai login), Codex (a ChatGPT
-//! login), Qwen Code (a Qwen OAuth login) and OpenCode (an Anthropic OAuth login in `auth.json`)
-//! rotate theirs; a Gemini CLI Google login's refresh token can be held by many. A read-only copy
+//! authentication error, or a logged-out user). Each backend says whether its CLI's login is one
+//! ([`HomeLayout::single_use_login`], with the login named where it is set). A read-only copy
 //! in an isolated home keeps the user's file intact but still shares the token with the server.
 //! Runs that hold the same single-use login at once (inherited homes, or credential copies made
 //! from the same file) are logged with `tracing::warn!` and reported by [`shared_login`];
@@ -28,9 +27,9 @@ pub use crate::vocabulary::home::{Home, HomeSeed};
 /// One variable that names a directory the agent's CLI keeps config or state in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HomeVar {
-    /// The variable (`CLAUDE_CONFIG_DIR`).
+    /// The variable (`MY_AGENT_HOME`).
     pub name: &'static str,
-    /// Where the CLI looks when the variable is unset, relative to `HOME` (`.claude`).
+    /// Where the CLI looks when the variable is unset, relative to `HOME` (`.my-agent`).
     pub default_under_home: &'static str,
 }
 

@@ -1,5 +1,5 @@
 //! A small HTTP client for agents whose two-way channel is a local HTTP server with a
-//! server-sent event stream (for example `opencode serve`): JSON requests and a decoded,
+//! server-sent event stream (for example a CLI's `serve` command): JSON requests and a decoded,
 //! bounded SSE stream. Plain `http://` only: these servers listen on loopback.
 
 use bytes::Bytes;

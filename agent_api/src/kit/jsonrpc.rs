@@ -1,5 +1,5 @@
 //! JSON-RPC over stdio: classifying incoming messages and building outgoing ones, for agents
-//! that speak strict JSON-RPC 2.0 (ACP) or a dialect without the `"jsonrpc"` member (Codex).
+//! that speak strict JSON-RPC 2.0 (ACP) or a dialect without the `"jsonrpc"` member.
 
 use std::collections::HashMap;
 
@@ -95,7 +95,7 @@ pub fn classify(value: Value) -> Result<Message, Unparsed> {
 pub enum Dialect {
     /// Strict JSON-RPC 2.0.
     Strict,
-    /// Without the `"jsonrpc"` member (Codex app-server).
+    /// Without the `"jsonrpc"` member (an app-server of that dialect).
     NoVersion,
 }
 

@@ -51,7 +51,7 @@
 //! is closed at spawn; and the transcript holds what was asked only when the protocol writes it:
 //! the run's prompt, and each message a warm session's [`Protocol::send_turn`] sends, go in with
 //! [`Transcript::user_message`](crate::kit::transcript::Transcript::user_message) once the
-//! session has started (the scripted agent's protocol does it at its session line).
+//! session has started (for example at the line that opens the session).
 //!
 //! Check a backend with the conformance crate (`tests/conformance`): `record` and
 //! `assert_conformant` check one run against the specs; `capabilities::assert_backend_conformant`

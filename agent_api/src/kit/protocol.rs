@@ -317,7 +317,7 @@ impl<'a> Ctx<'a> {
     }
 
     /// Follows a log file the agent appends to, for an agent that reports there only what the
-    /// run should show (Qwen Code's retries): each line added from now on reaches
+    /// run should show (its retry notices, say): each line added from now on reaches
     /// [`Protocol::on_stderr`] like a stderr line (cut, masked, skipped when many come at once).
     /// A file that does not exist yet is read from its start once it appears. One file per run:
     /// a later call follows the new file instead. It works only where the file is on this machine

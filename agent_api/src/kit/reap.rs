@@ -1,7 +1,7 @@
 //! Killing every process a run started, including those that left its process group.
 //!
-//! A process group is not enough: an agent may start children with `setsid` (Claude Code does,
-//! for its tool shells), which puts them in a new session and group that the group kill misses,
+//! A process group is not enough: an agent may start children with `setsid` (for its tool
+//! shells, say), which puts them in a new session and group that the group kill misses,
 //! and once the agent exits they are reparented away from it. On Linux two things keep them
 //! findable:
 //! - the SDK's process is made a child subreaper (`PR_SET_CHILD_SUBREAPER`) when it first spawns

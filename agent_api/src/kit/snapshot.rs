@@ -19,7 +19,7 @@
 //! std::fs::create_dir(a.path().join("sessions")).unwrap();
 //! std::fs::write(a.path().join("sessions/s-1.jsonl"), "turn 1\n").unwrap();
 //!
-//! let kind = agent_api::AgentKind::new("scripted").unwrap();
+//! let kind = agent_api::AgentKind::new("my_agent").unwrap();
 //! let mut builder = SnapshotBuilder::new(&SessionRef::new(kind, "s-1", "/work"));
 //! builder.add("MY_HOME", a.path(), "sessions/s-1.jsonl".as_ref(), "sessions/s-1.jsonl").unwrap();
 //! let snapshot = builder.finish().unwrap();
@@ -86,7 +86,7 @@ pub fn home_dir(
 /// naming its directory, that directory here, its path below it, and its name in the snapshot.
 #[derive(Debug, Clone)]
 pub struct NativeFile {
-    /// The variable naming the directory (`CLAUDE_CONFIG_DIR`).
+    /// The variable naming the directory (`MY_AGENT_HOME`).
     pub root: &'static str,
     /// The directory here.
     pub dir: PathBuf,
@@ -544,7 +544,7 @@ pub async fn found_within<T>(
 
 /// Waits until the file at `path` exists and has not changed (size and time) for `quiet`, at
 /// most `limit` in all: for a CLI that writes its session file a moment after it reports the
-/// turn's end (Claude Code queues its transcript writes). Returns whether it settled.
+/// turn's end (it queues its transcript writes). Returns whether it settled.
 pub async fn settle(path: &Path, quiet: std::time::Duration, limit: std::time::Duration) -> bool {
     let started = tokio::time::Instant::now();
     let mut last: Option<(u64, Option<std::time::SystemTime>)> = None;

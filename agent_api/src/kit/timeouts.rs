@@ -58,7 +58,7 @@ impl Clock {
     }
 
     /// The agent wrote only that it retries (`api_retry`): no progress. An agent that only
-    /// retries (Codex waiting for a network that never comes) is not working: idle counts on
+    /// retries (waiting for a network that never comes, say) is not working: idle counts on
     /// from its last real output, and the start-up timeout from its first retry notice since.
     pub(crate) fn on_retry(&mut self) {
         self.retrying_since.get_or_insert_with(Instant::now);

@@ -104,8 +104,9 @@ impl Transport {
     }
 
     /// Adds native lines that do not come from the agent's stdout (a backend's private side
-    /// channel, such as Amp's permission delegate): they reach the protocol interleaved with the
-    /// agent's lines. The output still ends when the agent's stdout does; `side` is dropped then.
+    /// channel, such as a permission delegate the CLI calls back): they reach the protocol
+    /// interleaved with the agent's lines. The output still ends when the agent's stdout does;
+    /// `side` is dropped then.
     pub fn with_side_lines(mut self, side: LineSource) -> Self {
         let primary = std::mem::replace(&mut self.source, futures::stream::empty().boxed());
         // `None` marks the end of the agent's stdout: the merged stream stops there.

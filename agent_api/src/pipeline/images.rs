@@ -4,9 +4,9 @@
 //! An image is a PNG, JPEG, GIF or WebP file (known by its extension) of at most
 //! [`IMAGE_MAX_BYTES`]. A relative path is taken against the caller's current directory, not
 //! the run's working directory: it names a file on the caller's side. Agents that read the file
-//! themselves (Codex `-i`, `opencode run -f`) get its absolute path ([`ImageFile::check`]);
-//! agents that take image data in their input (Claude Code's stream-json, ACP, OpenCode's
-//! server) get it read and encoded ([`ImageData::read`]).
+//! themselves (through a flag such as `-i` or `-f`) get its absolute path ([`ImageFile::check`]);
+//! agents that take image data in their input (stream-json, ACP, an HTTP server's messages) get
+//! it read and encoded ([`ImageData::read`]).
 //!
 //! ```
 //! use agent_api::kit::images::ImageData;

@@ -1,8 +1,8 @@
 //! Structured output: the final answer as a JSON value that fits the request's schema, for every
-//! agent. Where the CLI validates natively (Claude Code `--json-schema`, Codex `outputSchema`,
-//! Qwen Code `--json-schema`) the agent is held to the schema by its own CLI; elsewhere
-//! [`prompt_with_schema`] puts the schema in the prompt. Either way the driver checks the answer
-//! with [`conform`] when the run ends: a non-conforming answer is [`AgentError::StructuredOutput`].
+//! agent. Where the CLI validates natively (a `--json-schema` flag, an `outputSchema` field) the
+//! agent is held to the schema by its own CLI; elsewhere [`prompt_with_schema`] puts the schema
+//! in the prompt. Either way the driver checks the answer with [`conform`] when the run ends: a
+//! non-conforming answer is [`AgentError::StructuredOutput`].
 //!
 //! ```
 //! use agent_api::kit::structured::conform;

@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 /// ```
 /// use agent_api::CapabilitySet;
 /// use agent_api_capabilities as caps;
-/// let set = CapabilitySet::from_ids([caps::RUN, caps::EVENTS, "backend.scripted.faults"]);
+/// let set = CapabilitySet::from_ids([caps::RUN, caps::EVENTS, "backend.my_agent.faults"]);
 /// assert!(set.contains(caps::RUN));
 /// assert!(!set.contains(caps::SESSION_FORK));
 /// ```

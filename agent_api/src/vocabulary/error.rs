@@ -234,7 +234,7 @@ pub enum AgentError {
     /// The turn ended before the agent took the steering message: it is in no turn.
     #[error("the turn ended before the agent took the steering message")]
     TurnEndedBeforeSteer,
-    /// The agent can be steered, but refused this message now (Codex while it compacts or
+    /// The agent can be steered, but refused this message now (while it compacts its context or
     /// reviews, say), in its own words.
     #[error("the agent refused the steering message: {reason}")]
     SteerRefused {
@@ -279,11 +279,11 @@ pub enum AgentError {
         /// How long the backend waited after starting it.
         waited: Duration,
     },
-    /// The agent could not reach the service it needs (for example Amp's server): nothing was
-    /// asked of the model.
+    /// The agent could not reach the service it needs (for example its vendor's server): nothing
+    /// was asked of the model.
     #[error("the agent could not connect to {service}")]
     ServiceUnreachable {
-        /// Which service, in words (`the Amp server`); never a URL with credentials.
+        /// Which service, in words (`the My Agent server`); never a URL with credentials.
         service: String,
     },
     /// A recorded session could not be read.

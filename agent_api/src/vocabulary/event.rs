@@ -54,12 +54,12 @@ pub struct Retraction {
 ///
 /// ```
 /// use agent_api::{AgentKind, AgentWrapperEvent, AgentWrapperEventKind};
-/// let ev = AgentWrapperEvent::new(AgentKind::from_static("scripted"), AgentWrapperEventKind::TextOutput)
+/// let ev = AgentWrapperEvent::new(AgentKind::from_static("my_agent"), AgentWrapperEventKind::TextOutput)
 ///     .with_channel("assistant")
 ///     .with_text("hi");
 /// assert_eq!(
 ///     serde_json::to_string(&ev).unwrap(),
-///     r#"{"agent_kind":"scripted","kind":"text_output","channel":"assistant","text":"hi"}"#
+///     r#"{"agent_kind":"my_agent","kind":"text_output","channel":"assistant","text":"hi"}"#
 /// );
 /// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -143,7 +143,7 @@ impl AgentWrapperEvent {
     /// ```
     /// use agent_api::{AgentKind, AgentWrapperEvent, AgentWrapperEventKind};
     /// use agent_api::run::Channel;
-    /// let ev = AgentWrapperEvent::new(AgentKind::from_static("scripted"), AgentWrapperEventKind::TextOutput)
+    /// let ev = AgentWrapperEvent::new(AgentKind::from_static("my_agent"), AgentWrapperEventKind::TextOutput)
     ///     .with_channel(Channel::Assistant)
     ///     .with_text("hi");
     /// assert_eq!(ev.assistant_text(), Some("hi"));
@@ -158,7 +158,7 @@ impl AgentWrapperEvent {
     ///
     /// ```
     /// use agent_api::{AgentKind, AgentWrapperEvent, AgentWrapperEventKind};
-    /// let ev = AgentWrapperEvent::new(AgentKind::from_static("scripted"), AgentWrapperEventKind::Status)
+    /// let ev = AgentWrapperEvent::new(AgentKind::from_static("my_agent"), AgentWrapperEventKind::Status)
     ///     .with_data(serde_json::json!({ "retracted": { "item_id": "itm_1", "bytes": 3 } }));
     /// assert_eq!(ev.retraction().map(|r| r.bytes), Some(3));
     /// ```

@@ -7,15 +7,15 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::vocabulary::error::AgentError;
 
-/// The name of an agent backend, such as `claude_code` or `codex`.
+/// The name of an agent backend, such as `my_agent`.
 ///
 /// It always matches `^[a-z][a-z0-9_]*$`; [`AgentKind::new`] checks that.
 ///
 /// ```
 /// use agent_api::AgentKind;
-/// let kind = AgentKind::new("claude_code").unwrap();
-/// assert_eq!(kind.as_str(), "claude_code");
-/// assert!(AgentKind::new("Claude-Code").is_err());
+/// let kind = AgentKind::new("my_agent").unwrap();
+/// assert_eq!(kind.as_str(), "my_agent");
+/// assert!(AgentKind::new("My-Agent").is_err());
 /// ```
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct AgentKind(Cow<'static, str>);

@@ -5,8 +5,9 @@
 //!
 //! A mode is how the agent works: [`AgentMode::Plan`] plans and changes nothing,
 //! [`AgentMode::Default`] is the agent's own default, and [`AgentMode::Named`] passes one of the
-//! agent's own modes through (Claude Code's `acceptEdits`, OpenCode's custom agents, …). A variant
-//! is how hard the model thinks: a reasoning effort or thinking budget, as the agent names it.
+//! agent's own modes through (a permission mode such as `acceptEdits`, a custom agent, …). A
+//! variant is how hard the model thinks: a reasoning effort or thinking budget, as the agent
+//! names it.
 //!
 //! ```
 //! use agent_api::kit::check_choices;

@@ -51,7 +51,7 @@ use crate::vocabulary::request::RunRequest;
 /// keys take their defaults; don't use `#[serde(flatten)]` (the keys are read from the struct's
 /// field list).
 pub trait BackendOptions: Serialize + DeserializeOwned + Default + 'static {
-    /// The agent kind the options belong to (`claude_code`): keys are `backend.<KIND>.<field>`.
+    /// The agent kind the options belong to (`my_agent`): keys are `backend.<KIND>.<field>`.
     const KIND: &'static str;
 }
 

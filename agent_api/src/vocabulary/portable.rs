@@ -90,7 +90,7 @@ impl McpServer {
         }
     }
 
-    /// The server in the `mcpServers` JSON shape Claude Code, Qwen Code and Amp read
+    /// The server in the `mcpServers` JSON shape that CLIs taking `--mcp-config` read
     /// (`{"command", "args", "env"}` or `{"type": "http", "url", "headers"}`).
     pub fn to_mcp_json(&self) -> Value {
         match self {
@@ -323,8 +323,8 @@ impl PortableOptions {
         Ok(())
     }
 
-    /// The `mcpServers` JSON document (`{"mcpServers": {name: server}}`) Claude Code, Qwen Code
-    /// and Amp take with `--mcp-config`.
+    /// The `mcpServers` JSON document (`{"mcpServers": {name: server}}`) that CLIs take with
+    /// `--mcp-config`.
     pub fn mcp_config_json(&self) -> Value {
         let servers: serde_json::Map<String, Value> = self
             .mcp_servers

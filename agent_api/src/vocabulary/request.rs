@@ -163,15 +163,16 @@ pub struct RunRequest {
     pub mode: Option<crate::vocabulary::modes::AgentMode>,
     /// Which session to continue.
     pub session: SessionSelector,
-    /// The native id the new session takes, chosen by the caller (Claude Code `--session-id`):
-    /// only with [`SessionSelector::New`]; needs `agent_api.session.caller_id`. Claude Code and
-    /// Gemini want a UUID.
+    /// The native id the new session takes, chosen by the caller (a CLI that takes its session
+    /// id on the command line): only with [`SessionSelector::New`]; needs
+    /// `agent_api.session.caller_id`. An agent that takes only a UUID refuses anything else
+    /// before spawning ([`RunRequest::uuid_session_id`]).
     pub new_session_id: Option<String>,
     /// How permission requests are decided.
     pub permissions: PermissionPolicy,
-    /// Tell the agent not to ask for permissions at all (Claude Code `bypassPermissions`, Codex
-    /// approval policy `never`): no permission request is made, so none is seen or recorded.
-    /// Needs `agent_api.permissions.skip_prompts`; some agents refuse it (Claude Code as root).
+    /// Tell the agent not to ask for permissions at all (its own bypass mode or an approval
+    /// policy of `never`): no permission request is made, so none is seen or recorded.
+    /// Needs `agent_api.permissions.skip_prompts`; some agents refuse it (one run as root, say).
     pub skip_permission_prompts: bool,
     /// Backend-specific options, keyed `backend.<kind>.<name>`; unknown keys fail closed.
     pub extensions: BTreeMap<String, Value>,
@@ -378,7 +379,7 @@ impl RunRequest {
     ///
     /// ```
     /// use agent_api::{AgentKind, RunRequest, SessionSnapshot};
-    /// let snapshot = SessionSnapshot::new(AgentKind::new("scripted").unwrap(), "s-1");
+    /// let snapshot = SessionSnapshot::new(AgentKind::new("my_agent").unwrap(), "s-1");
     /// let req = RunRequest::new("and then?").with_snapshot(snapshot);
     /// assert!(req.required_capabilities().contains(agent_api_capabilities::SESSION_SNAPSHOT));
     /// ```
@@ -491,7 +492,7 @@ impl RunRequest {
     }
 
     /// Where the run happens: the resumed or forked session's working directory when its handle
-    /// has one (a session lives there: Claude Code finds it only from there), else
+    /// has one (a session lives there: some agents find it only from there), else
     /// [`RunRequest::working_dir`].
     pub fn session_working_dir(&self) -> Option<&std::path::Path> {
         self.session

@@ -357,11 +357,11 @@ impl RunControl {
     }
 
     /// Steers the running turn: adds `text` as a user message to what the agent is doing, by
-    /// the agent's own means (`agent_api.control.steer`: Codex app-server's `turn/steer`, a user
-    /// message on Claude Code's two-way stream-json), without cancelling anything. It returns once
-    /// the agent has taken the message; the message is then a user message item of the same turn
-    /// in the transcript (a `user` text event in the wrapper view), and the agent reads it at its
-    /// next step. Never emulated: an agent that cannot be steered refuses with
+    /// the agent's own means (`agent_api.control.steer`: a steer request of its protocol, or a
+    /// user message sent in mid-turn on a two-way stream), without cancelling anything. It returns
+    /// once the agent has taken the message; the message is then a user message item of the same
+    /// turn in the transcript (a `user` text event in the wrapper view), and the agent reads it at
+    /// its next step. Never emulated: an agent that cannot be steered refuses with
     /// [`AgentError::UnsupportedCapability`] naming `agent_api.control.steer`, and nothing is sent.
     ///
     /// Errors: [`AgentError::NoTurnRunning`] when the turn has ended (or not begun),

@@ -1,6 +1,6 @@
 //! [`SessionRef`]: where a session lives, so resuming it never loses it.
 //!
-//! A native session id alone is not enough to resume: Claude Code finds a session only from the
+//! A native session id alone is not enough to resume: some agents find a session only from the
 //! project directory it ran in, and every agent keeps its sessions per agent. A completion returns
 //! a `SessionRef` with all three; [`SessionSelector::Resume`](crate::SessionSelector::Resume) and
 //! [`SessionSelector::Fork`](crate::SessionSelector::Fork) take it back, and the run then happens in
@@ -15,13 +15,13 @@ use crate::vocabulary::error::AgentError;
 use crate::vocabulary::kind::AgentKind;
 
 /// A handle to one agent session: which agent, its native id, and the working directory it runs
-/// in. Serialized as JSON (`{"agent":"codex","id":"…","working_dir":"/abs/dir"}`), which is what
+/// in. Serialized as JSON (`{"agent":"my_agent","id":"…","working_dir":"/abs/dir"}`), which is what
 /// `agent-api run` prints to resume with.
 ///
 /// ```
 /// use agent_api::{AgentKind, RunRequest, SessionSelector};
 /// use agent_api::request::SessionRef;
-/// let session = SessionRef::new(AgentKind::new("codex").unwrap(), "thread_1", "/work/project");
+/// let session = SessionRef::new(AgentKind::new("my_agent").unwrap(), "thread_1", "/work/project");
 /// let again = RunRequest::new("and now?").with_working_dir("/elsewhere").with_session(SessionSelector::Resume(session));
 /// // The resume runs where the session lives.
 /// assert_eq!(again.session_working_dir(), Some(std::path::Path::new("/work/project")));
@@ -32,7 +32,7 @@ pub struct SessionRef {
     /// The agent the session belongs to; `None` for a bare native id (then any backend takes it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<AgentKind>,
-    /// The agent's own session id (Claude Code session, Codex thread, OpenCode `ses_…`, …).
+    /// The agent's own session id (a session's UUID, a thread id, a `ses_…`, …).
     pub id: String,
     /// The working directory the session runs in; `None` for a bare native id (then the
     /// request's working directory is used).
@@ -150,7 +150,7 @@ pub(crate) fn ran(kind: &AgentKind, id: &str, dir: Option<&Path>) -> SessionRef 
     SessionRef::new(kind.clone(), id, dir)
 }
 
-/// Whether `id` is a UUID (`8-4-4-4-12` hex digits), which Claude Code and Gemini insist on.
+/// Whether `id` is a UUID (`8-4-4-4-12` hex digits), which some agents insist on for a session id.
 pub fn is_uuid(id: &str) -> bool {
     uuid::Uuid::try_parse(id).is_ok_and(|_| id.len() == 36)
 }

@@ -19,7 +19,7 @@
 //! use agent_api::{AgentKind, SessionSnapshot};
 //! use agent_api::snapshot::{SnapshotError, SnapshotFile};
 //! let mut snapshot = SessionSnapshot::new(AgentKind::new("my_agent").unwrap(), "s-1");
-//! snapshot.files.push(SnapshotFile::new("AGENT_API_SCRIPTED_HOME", "sessions/s-1.jsonl", b"{}\n".to_vec()));
+//! snapshot.files.push(SnapshotFile::new("MY_AGENT_HOME", "sessions/s-1.jsonl", b"{}\n".to_vec()));
 //! let bytes = snapshot.to_bytes().unwrap();
 //! assert_eq!(SessionSnapshot::from_bytes(&bytes).unwrap(), snapshot);
 //! // Cut short in transit: a typed error, not a half snapshot.
@@ -58,8 +58,8 @@ const PATH_BOUND: usize = 1024;
 pub enum Continuity {
     /// The agent's own files are in the snapshot: restored, then resumed natively.
     Native,
-    /// The agent keeps the session in its service (Amp's threads): the native id is all it needs,
-    /// and the snapshot holds no file.
+    /// The agent keeps the session in its service (threads on its server): the native id is all
+    /// it needs, and the snapshot holds no file.
     Service,
     /// The session cannot continue natively (its files are over the bound, or the agent keeps
     /// nothing that can move): whoever holds the transcript primes a new native session with it,
@@ -74,8 +74,9 @@ pub enum Continuity {
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct SnapshotFile {
-    /// The variable that names the directory the file is under (`CLAUDE_CONFIG_DIR`, `CODEX_HOME`,
-    /// `HOME`): the backend's own home layout says where it points on the importing side.
+    /// The variable that names the directory the file is under (the agent's own, such as
+    /// `MY_AGENT_HOME`, or `HOME`): the backend's own home layout says where it points on the
+    /// importing side.
     pub root: String,
     /// The file's path below that directory, `/`-separated plain components. Where the CLI keys
     /// its files by working directory, the backend writes its own placeholder here and re-keys on
@@ -159,7 +160,7 @@ impl SnapshotDelta {
     /// ```
     /// use agent_api::{AgentKind, SessionSnapshot};
     /// use agent_api::snapshot::{SnapshotDelta, SnapshotError, SnapshotFile};
-    /// let kind = AgentKind::new("scripted").unwrap();
+    /// let kind = AgentKind::new("my_agent").unwrap();
     /// let mut first = SessionSnapshot::new(kind.clone(), "s-1");
     /// first.files.push(SnapshotFile::new("HOME", "s-1.jsonl", b"turn 1\n".to_vec()));
     /// let mut second = first.clone();
@@ -351,7 +352,7 @@ impl SessionSnapshot {
     /// ```
     /// use agent_api::{AgentKind, SessionSnapshot};
     /// use agent_api::snapshot::SnapshotFile;
-    /// let kind = AgentKind::new("scripted").unwrap();
+    /// let kind = AgentKind::new("my_agent").unwrap();
     /// let mut first = SessionSnapshot::new(kind.clone(), "s-1");
     /// first.files.push(SnapshotFile::new("HOME", "s-1.jsonl", b"turn 1\n".to_vec()));
     /// let mut second = SessionSnapshot::new(kind, "s-1");

@@ -1,4 +1,4 @@
-//! What an agent built on this client (Gemini CLI, Qwen Code: each in its own crate) tells it
+//! What an agent built on this client (each in its own crate) tells it
 //! about its CLI ([`AgentCli`]), and what the client builds from that: the argv of an ACP run
 //! and its converter. The agent's crate keeps everything else of its own (its options, its other
 //! interfaces, its store, its tools).
@@ -306,8 +306,8 @@ pub fn text_only(kind: &AgentKind, request: &RunRequest) -> Result<(), AgentErro
     }
 }
 
-/// `--approval-mode MODE` for the request's mode (none for the default), as Gemini CLI and Qwen
-/// Code take it on every interface. The mode was checked against the agent's list.
+/// `--approval-mode MODE` for the request's mode (none for the default), for the agents whose
+/// CLIs take it so on every interface. The mode was checked against the agent's list.
 pub fn approval_mode_args(request: &RunRequest) -> Vec<String> {
     match request
         .mode

@@ -1,11 +1,11 @@
 //! Session snapshots (`agent_api.session.snapshot`) of an agent whose chats are one JSONL file
-//! each under `<its dir>/<projects>/<project>/chats/` (Gemini CLI, Qwen Code), over what its
-//! crate says of its files ([`ChatLayout`]).
+//! each under `<its dir>/<projects>/<project>/chats/`, over what its crate says of its files
+//! ([`ChatLayout`]).
 //!
 //! Export takes the session's chat file, found under any project (the session may have run in
 //! another working directory), once it has settled. Import writes it under the project of the
 //! run's working directory here, re-keyed the agent's way ([`ChatLayout::project_key`]); an
-//! agent that finds a directory's project by a marker file in it (Gemini's `.project_root`)
+//! agent that finds a directory's project by a marker file in it (a `.project_root`, say)
 //! gets the project that names the directory already, or a new one with its marker. Which file
 //! is the session's is the layout's to say ([`ChatLayout::is_session_name`], then its first line
 //! where the name does not say it alone), here and far away alike. The projects folder is
@@ -15,9 +15,14 @@
 //! exported as a flagged replay.
 
 use std::collections::BTreeMap;
+use std::marker::PhantomData;
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
+use agent_api::history::SessionStore;
+use agent_api::kit::async_trait;
+use agent_api::kit::cli::SessionFiles;
 use agent_api::kit::snapshot::{
     export_files, find_files, home_dir, import_files, list_files, read_file, settle_file,
     NativeFile,
@@ -28,7 +33,49 @@ use agent_api::snapshot::{
 };
 use agent_api::{AgentError, RunRequest, SessionSnapshot};
 
-use crate::{AcpConfig, ChatLayout};
+use crate::{AcpConfig, ChatLayout, ChatStore};
+
+/// The sessions of an agent whose chats are laid out as `L` says, as one piece
+/// ([`SessionFiles`]): its [`ChatStore`], and its snapshots ([`export`], [`import`]). Its
+/// crate names it as its [`CliAgent::session_files`](agent_api::kit::cli::CliAgent::session_files):
+/// `Some(&ChatFiles::<MyChats>::NEW)`.
+pub struct ChatFiles<L>(PhantomData<fn() -> L>);
+
+impl<L> ChatFiles<L> {
+    /// The sessions of layout `L`.
+    pub const NEW: Self = Self(PhantomData);
+}
+
+impl<L> std::fmt::Debug for ChatFiles<L> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ChatFiles")
+    }
+}
+
+#[async_trait]
+impl<L: ChatLayout> SessionFiles<AcpConfig> for ChatFiles<L> {
+    fn store(&self, config: &AcpConfig) -> Option<Arc<dyn SessionStore>> {
+        Some(Arc::new(ChatStore::<L>::for_config(config)?))
+    }
+
+    async fn export(
+        &self,
+        config: &AcpConfig,
+        request: &RunRequest,
+        session: &SessionRef,
+    ) -> Result<SessionSnapshot, AgentError> {
+        export::<L>(config, request, session).await
+    }
+
+    async fn import(
+        &self,
+        config: &AcpConfig,
+        request: &RunRequest,
+        snapshot: &SessionSnapshot,
+    ) -> Result<SnapshotImport, AgentError> {
+        import::<L>(config, request, snapshot).await
+    }
+}
 
 /// How long the chat file may take to appear after the turn's end, and to stay unchanged.
 const APPEAR_LIMIT: Duration = Duration::from_secs(5);

@@ -1,5 +1,5 @@
 //! The chat store of an agent that keeps one JSONL file per chat under
-//! `~/<its dir>/<projects>/<project>/chats/` (Gemini CLI, Qwen Code): one [`SessionStore`]
+//! `~/<its dir>/<projects>/<project>/chats/`: one [`SessionStore`]
 //! ([`ChatStore`]) over what the agent's crate says of its files ([`ChatLayout`]): which file is
 //! which session, a chat's summary, and the converter of its records.
 
@@ -17,32 +17,32 @@ use crate::AcpConfig;
 pub trait ChatLayout: Send + Sync + 'static {
     /// The agent kind whose chats these are.
     const KIND: AgentKind;
-    /// Its folder under `HOME` (`.gemini`).
+    /// Its folder under `HOME` (`.my-agent`).
     const HOME_DIR: &'static str;
     /// The folder of its projects under that one (`tmp`), each holding a `chats` folder.
     const PROJECTS: &'static str;
-    /// The variable naming the directory a snapshot's files are under (`GEMINI_CLI_HOME`,
-    /// `QWEN_RUNTIME_DIR`).
+    /// The variable naming the directory a snapshot's files are under (`MY_AGENT_HOME`).
     const ROOT: &'static str;
-    /// Where [`ChatLayout::ROOT`] is below `HOME` when it is unset (`""`, `.qwen`).
+    /// Where [`ChatLayout::ROOT`] is below `HOME` when it is unset (`""`: `HOME` itself, or
+    /// `.my-agent`).
     const ROOT_UNDER_HOME: &'static str;
-    /// The agent's folder below [`ChatLayout::ROOT`] holding [`ChatLayout::PROJECTS`] (`.gemini`,
-    /// `""`).
+    /// The agent's folder below [`ChatLayout::ROOT`] holding [`ChatLayout::PROJECTS`]
+    /// (`.my-agent`, or `""` where the root is that folder).
     const AGENT_DIR: &'static str;
     /// The file a project folder holds naming its working directory, where the agent finds a
-    /// directory's project by it (Gemini's `.project_root`); `None` where the folder's name is
+    /// directory's project by it (a `.project_root`, say); `None` where the folder's name is
     /// [`ChatLayout::project_key`] alone.
     const PROJECT_MARKER: Option<&'static str> = None;
 
     /// The name of the project folder of the working directory `cwd` (by default the path with
-    /// every character but ASCII letters and digits made `-`, as Qwen Code names it).
+    /// every character but ASCII letters and digits made `-`).
     fn project_key(cwd: &Path) -> String {
         dashed(cwd)
     }
 
     /// A chat's bytes re-keyed to the working directory `cwd` on import, where its records name
-    /// the directory the session ran in and the agent checks it (Qwen Code loads a chat only when
-    /// its first record's `cwd` is the project's). The default keeps them as they are.
+    /// the directory the session ran in and the agent checks it (loads a chat only when its
+    /// first record's `cwd` is the project's, say). The default keeps them as they are.
     fn rekey_chat(bytes: Vec<u8>, cwd: &Path) -> Vec<u8> {
         let _ = cwd;
         bytes
@@ -93,7 +93,7 @@ fn is_session<L: ChatLayout>(path: &Path, id: &str) -> bool {
                 .is_some_and(|first| L::is_session_head(first.as_bytes(), id)))
 }
 
-/// The chat store of layout `L` under one agent folder (`~/.gemini`).
+/// The chat store of layout `L` under one agent folder (`~/.my-agent`).
 pub struct ChatStore<L> {
     root: PathBuf,
     layout: PhantomData<fn() -> L>,
@@ -114,7 +114,7 @@ impl<L> Clone for ChatStore<L> {
 }
 
 impl<L> ChatStore<L> {
-    /// The store under `agent_dir` (`~/.gemini`).
+    /// The store under `agent_dir` (`~/.my-agent`).
     pub fn new(agent_dir: impl Into<PathBuf>) -> Self {
         Self {
             root: agent_dir.into(),

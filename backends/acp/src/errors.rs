@@ -82,7 +82,7 @@ pub(crate) fn prompt_failed(code: i64, message: &str) -> AgentError {
     let explained = explanation(message);
     match status_in(message) {
         Some(status) => of_status(status, explained),
-        // Gemini CLI passes the HTTP status through as the error code (JSON-RPC's own are negative).
+        // An agent may pass the HTTP status through as the error code (JSON-RPC's own are negative).
         None if (400..=599).contains(&code) => of_status(code as u16, explained),
         None if code == AUTH_REQUIRED => AgentError::Auth { message: explained },
         None => AgentError::AgentFailed {
@@ -136,7 +136,7 @@ mod tests {
                 ..
             }
         ));
-        // Gemini CLI 0.61.0's answer to an HTTP 503: the status as the JSON-RPC code.
+        // An agent's answer to an HTTP 503 with the status as the JSON-RPC code.
         assert!(matches!(
             prompt_failed(503, "The model is overloaded"),
             AgentError::Overloaded {

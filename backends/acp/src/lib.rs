@@ -2,11 +2,12 @@
 //!
 //! One ACP client ([`Acp`]) over the kit's JSON-RPC helpers and driver serves every agent that
 //! speaks ACP on stdio. The agents with a CLI of their own live in their own crates, on this
-//! client: `agent_api_gemini` (Gemini CLI), `agent_api_qwen` (Qwen Code), `agent_api_opencode`
-//! (its `acp` interface). Each tells the client about its CLI with an [`AgentCli`]; Gemini CLI's
-//! and Qwen Code's backends are the kit's [`CliBackend`] over what each describes of itself
-//! ([`CliAgent`]: its interfaces, options, store), their chat stores its [`ChatStore`] over their
-//! files' [`ChatLayout`]. This crate's own kind:
+//! client (`agent_api_builtin` lists them). Each tells the client about its CLI with an
+//! [`AgentCli`]; a backend is the kit's [`CliBackend`] over what its agent describes of itself
+//! ([`CliAgent`]: its interfaces, options, store), its chats (store and snapshots) this crate's
+//! [`ChatFiles`] over their [`ChatLayout`]. Whatever the client meets of one agent alone is set by that agent's
+//! crate ([`AgentCli`]'s quirks) or, where the client reads it for any agent, listed there.
+//! This crate's own kind:
 //!
 //! - **`acp`** ([`AcpBackend`]): any ACP agent, given as a command line
 //!   ([`AcpOptions::command`], or [`AcpConfig::binary`] and [`AcpConfig::args`]).
@@ -46,8 +47,8 @@
 //! Message types are the published schema crate's (`agent-client-protocol-schema`), pinned to
 //! 0.11.7: every 1.x release turns on serde_json's `preserve_order` feature, which Cargo would
 //! then enable for every crate in the workspace (changing every map's key order and the cost of
-//! every parsed line). The 0.11 schema is protocol version 1, which is what Gemini CLI 0.61.0 and
-//! OpenCode 1.18.33 speak (their recordings replay through it). The upstream
+//! every parsed line). The 0.11 schema is protocol version 1, which is what the agents of the
+//! workspace speak (their recordings replay through it). The upstream
 //! `agent-client-protocol` crate is not used: it brings its own runtime, and the kit's driver
 //! already owns the process and its lines.
 
@@ -74,6 +75,7 @@ use agent_api::kit::Protocol;
 use agent_api::{AgentError, AgentKind, BackendInfo, CapabilitySet, RunRequest};
 
 pub use agent::{approval_mode_args, run_dir, text_only, AgentCli};
+pub use chat_snapshot::ChatFiles;
 pub use chats::{ChatLayout, ChatStore};
 pub use errors::{explanation, status_in};
 pub use fs::ConfinedFs;

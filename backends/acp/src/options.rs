@@ -9,9 +9,10 @@ use serde::{Deserialize, Serialize};
 
 /// How a backend on this client starts its agent: the kit's one CLI configuration
 /// ([`CliConfig`]: program, arguments put before the backend's own, variables, working
-/// directory). `gemini` and `qwen` find their program on `PATH` when `binary` is unset; `acp` uses
-/// it when the run gives no [`AcpOptions::command`]. The `acp` kind's per-run choices are in
-/// [`AcpOptions`] (Gemini CLI's and Qwen Code's in their crates).
+/// directory). An agent with a CLI of its own finds its program on `PATH` when `binary` is unset
+/// ([`AgentCli::program`](crate::AgentCli::program)); `acp` uses it when the run gives no
+/// [`AcpOptions::command`]. The `acp` kind's per-run choices are in [`AcpOptions`] (each other
+/// agent's in its crate).
 pub type AcpConfig = CliConfig;
 
 /// Typed options of the generic `acp` backend (`backend.acp.*`).

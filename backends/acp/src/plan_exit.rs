@@ -20,11 +20,10 @@ use crate::fs::ConfinedFs;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ExitPlan {
-    /// A `switch_mode` tool call whose raw input holds the plan as `plan` (Qwen Code 0.15.10's
-    /// `exit_plan_mode`).
+    /// A `switch_mode` tool call whose raw input holds the plan as `plan`.
     SwitchModeWithPlan,
-    /// A tool call titled `<prefix><path>`, the plan in the file at `path` (Gemini CLI 0.61.0's
-    /// `exit_plan_mode`: `Requesting plan approval for: `).
+    /// A tool call titled `<prefix><path>` (such as `Requesting plan approval for: `), the plan
+    /// in the file at `path`.
     PlanFileTitled(&'static str),
 }
 
@@ -84,8 +83,8 @@ pub(crate) fn approves(answer: &QuestionAnswer) -> bool {
 }
 
 /// The option that answers the exit question: approving selects the agent's `proceed_once`
-/// (back to its default mode, each later write asked again: Gemini CLI and Qwen Code both name it
-/// so), else its first allow option; anything else its reject option.
+/// (back to its default mode, each later write asked again, where the agent names it so), else
+/// its first allow option; anything else its reject option.
 pub(crate) fn option(options: &[PermissionOption], approved: bool) -> Option<&PermissionOption> {
     if approved {
         options

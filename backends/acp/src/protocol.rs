@@ -6,9 +6,9 @@
 //! `session/prompt` per turn ([`Acp::send_prompt`]); the prompt's `stopReason` ends the turn, and
 //! when no further prompt is queued the run shuts the agent down. The agent's `initialize` answer
 //! (name, version, capabilities, authentication methods) is recorded in `session.started`.
-//! Usage is the prompt result's, or the sum of the `_meta.usage` that Qwen Code puts on an empty
-//! message chunk after each model call; an error response's `data` (where Qwen Code puts the model
-//! API's status) is read with its message to type the error.
+//! Usage is the prompt result's, or the sum of the `_meta.usage` that an agent may put on an
+//! empty message chunk after each model call; an error response's `data` (where an agent may put
+//! the model API's status) is read with its message to type the error.
 //! In replay the recorded sends stand in for all of that.
 
 mod modes;
@@ -88,7 +88,7 @@ pub struct Acp {
     /// The mode ids the agent advertised when the session opened.
     agent_modes: Vec<String>,
     /// The config option the agent's modes are the values of (`session/set_config_option`),
-    /// when it advertised them so rather than as `modes` (OpenCode: `mode`, build or plan).
+    /// when it advertised them so rather than as `modes` (`mode`: `build` or `plan`, say).
     mode_config: Option<String>,
     /// The mode the session opened in.
     opened_mode: Option<String>,
@@ -149,8 +149,8 @@ impl Acp {
         acp
     }
 
-    /// For an agent that answers `session/load` before it has replayed the history (Gemini CLI
-    /// 0.61.0, against the protocol): the first prompt waits for the `available_commands_update`
+    /// For an agent that answers `session/load` before it has replayed the history (against the
+    /// protocol): the first prompt waits for the `available_commands_update`
     /// the agent sends once the load is over, so that the replay is not taken for the new turn.
     pub fn history_trails_load(mut self) -> Self {
         self.history_trails_load = true;
@@ -164,7 +164,7 @@ impl Acp {
     }
 
     /// The agent writes a debug log per session, `<dir>/<session id>.txt` ([`session_log`]), and
-    /// reports its retries only there (Qwen Code): the run follows the session's log once
+    /// reports its retries only there: the run follows the session's log once
     /// `session/new` or `session/load` names it, and reads its lines as stderr lines.
     pub fn with_debug_logs(mut self, dir: Option<std::path::PathBuf>) -> Self {
         self.debug_logs = dir;
@@ -333,7 +333,7 @@ impl Acp {
                 self.ready = true;
                 self.send_prompt(ctx);
             }
-            // History may still follow the response (Gemini 0.61.0 replays it after): it ends
+            // History may still follow the response (an agent may replay it after): it ends
             // where the first prompt is sent.
             Some(Pending::LoadSession) => {
                 let loaded = serde_json::from_value::<LoadSessionResponse>(result).ok();
@@ -454,7 +454,7 @@ impl Acp {
             );
             return Ok(());
         }
-        // Qwen Code reports each model call's usage as `_meta` on an empty message chunk: the
+        // An agent may report each model call's usage as `_meta` on an empty message chunk: the
         // turn's usage is their sum, and the empty chunk is no text.
         if let Some(call) = params.pointer("/update/_meta").and_then(usage_of) {
             Usage::accumulate(&mut self.usage, call);
@@ -513,7 +513,7 @@ pub(crate) fn stop_name(stop: StopReason) -> String {
     }
 }
 
-/// An error response's `data` as text (Qwen Code puts the model API's failure there, under a
+/// An error response's `data` as text (an agent may put the model API's failure there, under a
 /// generic "Internal error"), bounded.
 fn error_data(message: &Value) -> Option<String> {
     let data = message.pointer("/error/data")?;
@@ -529,7 +529,7 @@ fn error_data(message: &Value) -> Option<String> {
     Some(utf8_prefix(&text, 1024).to_string())
 }
 
-/// Usage from a prompt result: the protocol's `usage`, or Gemini's `_meta.quota.token_count`.
+/// Usage from a prompt result: the protocol's `usage`, or an agent's `_meta.quota.token_count`.
 fn usage_of(result: &Value) -> Option<Usage> {
     let counts = result
         .get("usage")
@@ -579,7 +579,7 @@ impl Protocol for Acp {
             Message::Notification { method, params } => self.on_notification(&method, params, ctx),
             Message::Request { id, method, params } => {
                 if method == "session/request_permission" {
-                    // The call asked about is a tool call too (Gemini announces it only here).
+                    // The call asked about is a tool call too (an agent may announce it only here).
                     if let Some(call) = params
                         .get("toolCall")
                         .and_then(|c| serde_json::from_value::<ToolCallUpdate>(c.clone()).ok())

@@ -41,8 +41,8 @@ pub(crate) struct PendingPermission {
 pub enum FsMode {
     /// Not advertised: any `fs/*` request is refused.
     Off,
-    /// Served inside the root; `empty_on_missing`: a missing file reads as empty (Gemini creates
-    /// files only after such a read succeeds).
+    /// Served inside the root; `empty_on_missing`: a missing file reads as empty (for an agent that
+    /// creates files only after such a read succeeds).
     Confined {
         /// The confinement.
         fs: ConfinedFs,
@@ -334,7 +334,7 @@ impl Requests {
         reply(peer, decided)
     }
 
-    /// The tool calls refused since the last call: they will not run (Qwen Code sends no update
+    /// The tool calls refused since the last call: they will not run (an agent may send no update
     /// for them), so their results end now.
     pub fn take_denied(&mut self) -> Vec<String> {
         std::mem::take(&mut self.denied)

@@ -291,7 +291,7 @@ impl Updates {
         }
     }
 
-    /// Makes relative paths absolute against the session's directory: Qwen Code gives them
+    /// Makes relative paths absolute against the session's directory: an agent may give them
     /// absolute in permission requests and relative in tool updates, and one call must name one path.
     fn absolute(&self, locations: &mut [ToolCallLocation], content: &mut [ToolCallContent]) {
         let Some(cwd) = &self.cwd else { return };
@@ -440,7 +440,7 @@ impl Updates {
     }
 
     /// The permission of call `id` was refused: the call will not run, so its result fails now
-    /// (Qwen Code sends no update for a refused call; the transcript must not wait for one).
+    /// (an agent may send no update for a refused call; the transcript must not wait for one).
     pub(crate) fn deny(&mut self, t: &mut Transcript, id: &str) {
         if self.calls.contains_key(id) {
             self.denied.insert(id.to_string());
@@ -579,8 +579,8 @@ impl Updates {
 }
 
 /// The command and directory of an execute call: from its raw input when the agent sends one
-/// (OpenCode, absent until the call runs; Qwen's permission requests), else its title, which is
-/// then the command line (Gemini and Qwen's tool calls). A permission request and its tool call
+/// (some send it only once the call runs, some only in permission requests), else its title,
+/// which is then the command line. A permission request and its tool call
 /// read them the same way, so both name the same command.
 pub(crate) fn shell_fields(meta: ToolMeta, raw_input: Option<&Value>, title: &str) -> ToolMeta {
     match raw_input {

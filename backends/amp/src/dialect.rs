@@ -1,8 +1,13 @@
-//! Amp's stream-json dialect ([`DIALECT`]): Claude Code's stream-json with Amp's tools, read by
-//! the delegated permission checks and the tools facet, and its one quirk: with
-//! `--stream-json-input` amp reads user messages on stdin and nothing else (no `initialize`, no
-//! control `interrupt`: a cancel terminates the process group; each message's content is a list
-//! of text blocks).
+//! Amp's stream-json dialect ([`DIALECT`]): the stream-json family's protocol
+//! (`agent_api_stream_json`) with Amp's tools, read by the delegated permission checks and the
+//! tools facet, and its one quirk the dialect declares: with `--stream-json-input` amp reads user
+//! messages on stdin and nothing else (no `initialize`, no control `interrupt`: a cancel
+//! terminates the process group; each message's content is a list of text blocks).
+//!
+//! What else Amp does its own way the family's converter reads as it would of any dialect: some
+//! lines carry no message id (each is then a message of its own), a shell call's result has no
+//! structured part (the output text is all there is), its one error is `error` (a string) where
+//! the protocol lists `errors`, and `edit_file` takes `old_str`/`new_str`.
 
 use agent_api::kit::tool_table::{Tool, ToolTable};
 use agent_api::request::ToolCategory;

@@ -1,5 +1,6 @@
 //! The Amp backend of `agent_api` (kind `amp`): runs `amp --execute --stream-json` and turns its
-//! Claude Code-compatible stream-json into the universal transcript and bounded wrapper events.
+//! stream-json (the family's protocol, `agent_api_stream_json`) into the universal transcript and
+//! bounded wrapper events.
 //!
 //! - [`Interface::TwoWay`] (default): `amp --execute --stream-json --stream-json-input`, the
 //!   prompt as a JSON user message on stdin; a session ([`agent_api::AgentBackend::open_session`]) sends each

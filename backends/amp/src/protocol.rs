@@ -1,5 +1,5 @@
-//! [`AmpProtocol`]: Amp's stream-json is Claude Code's, so its messages go through the family's
-//! [`StreamJson`] converter with Amp's [`crate::DIALECT`] (amp reads user messages only).
+//! [`AmpProtocol`]: Amp's stream-json is the family's protocol, so its messages go through the
+//! family's [`StreamJson`] converter with Amp's [`crate::DIALECT`] (amp reads user messages only).
 //! What is Amp's own lives here: the permission requests the delegate helper forwards (the
 //! [`crate::delegate::REQUEST_TYPE`] lines of the run's side channel), decided by the kit's
 //! [`Hitl`] engine and answered through [`Replies`]; and the stderr of a run that never started

@@ -79,6 +79,7 @@ pub const HOME_LAYOUT: agent_api::kit::home::HomeLayout = agent_api::kit::home::
         default_under_home: ".claude",
     }],
     credentials: &[("CLAUDE_CONFIG_DIR", ".credentials.json")],
+    // A Claude.ai login rotates its refresh token on each refresh.
     single_use_login: true,
 };
 

@@ -87,6 +87,7 @@ pub const HOME_LAYOUT: agent_api::kit::home::HomeLayout = agent_api::kit::home::
         default_under_home: ".codex",
     }],
     credentials: &[("CODEX_HOME", "auth.json")],
+    // A ChatGPT login rotates its refresh token on each refresh.
     single_use_login: true,
 };
 

@@ -8,7 +8,12 @@
 //!   reads as empty), and it answers `session/load` before it replays the history (the first
 //!   prompt then waits for its `available_commands_update`). Its load often fails on its own ("No
 //!   previous sessions found for this project": setting up the loaded session resets the
-//!   session's file before the lookup reads it), which is `SessionNotFound`.
+//!   session's file before the lookup reads it), which is `SessionNotFound`. The client also reads,
+//!   as it would of any agent, what Gemini CLI 0.61.0 does its own way: it passes a model API's
+//!   HTTP status through as the JSON-RPC error code, reports usage as
+//!   `_meta.quota.token_count`, announces some tool calls only in their permission request, gives
+//!   an execute call's command line as its title, and offers leaving plan mode for its default
+//!   mode as `proceed_once`.
 //! - [`GeminiOptions::interface`] selects the one-way headless interface (`gemini -p PROMPT
 //!   --output-format stream-json`, the prompt on stdin): its converter is `headless.rs`.
 //! - Its retries show only on stderr: each becomes an `api_retry` status (`agent_api_acp::Retry`).
@@ -38,11 +43,11 @@ mod portable;
 
 use agent_api::capabilities as caps;
 use agent_api::kit::async_trait;
-use agent_api::kit::cli::{CliAgent, CliBackend, Launch, Turn};
+use agent_api::kit::cli::{CliAgent, CliBackend, Launch, SessionFiles, Turn};
 use agent_api::kit::replay::RecordingFormat;
 use agent_api::kit::Protocol;
 use agent_api::{AgentError, AgentKind, BackendInfo, CapabilitySet, RunRequest};
-use agent_api_acp::{AcpConfig, AgentCli, ExitPlan};
+use agent_api_acp::{AcpConfig, AgentCli, ChatFiles, ExitPlan};
 
 pub use options::{GeminiInterface, GeminiOptions, HeadlessApproval};
 pub use portable::TOOLS;
@@ -70,6 +75,7 @@ pub const HOME_LAYOUT: agent_api::kit::home::HomeLayout = agent_api::kit::home::
         ("GEMINI_CLI_HOME", ".gemini/oauth_creds.json"),
         ("GEMINI_CLI_HOME", ".gemini/google_accounts.json"),
     ],
+    // A Google login's refresh token can be held by many processes at once.
     single_use_login: false,
 };
 
@@ -169,29 +175,9 @@ impl CliAgent for Gemini {
         Ok(files.launch(spec, Box::new(acp)))
     }
 
-    fn session_store(
-        config: &AcpConfig,
-    ) -> Option<std::sync::Arc<dyn agent_api::history::SessionStore>> {
-        Some(std::sync::Arc::new(
-            history::GeminiSessionStore::for_config(config)?,
-        ))
-    }
-
-    async fn export_snapshot(
-        config: &AcpConfig,
-        request: &RunRequest,
-        session: &agent_api::request::SessionRef,
-    ) -> Result<agent_api::SessionSnapshot, AgentError> {
-        agent_api_acp::chat_snapshot::export::<history::GeminiChats>(config, request, session).await
-    }
-
-    async fn import_snapshot(
-        config: &AcpConfig,
-        request: &RunRequest,
-        snapshot: &agent_api::SessionSnapshot,
-    ) -> Result<agent_api::snapshot::SnapshotImport, AgentError> {
-        agent_api_acp::chat_snapshot::import::<history::GeminiChats>(config, request, snapshot)
-            .await
+    /// Its chats ([`history::GeminiChats`]): its store and its snapshots.
+    fn session_files() -> Option<&'static dyn SessionFiles<AcpConfig>> {
+        Some(&ChatFiles::<history::GeminiChats>::NEW)
     }
 
     fn replay_protocol(format: RecordingFormat) -> Result<Box<dyn Protocol>, AgentError> {

@@ -8,7 +8,10 @@
 //! `RunRequest::skip_permission_prompts`. An approved edit is written by OpenCode through
 //! `fs/write_text_file`, which the client serves confined to the working directory (unless
 //! [`crate::OpenCodeOptions::fs`] turns it off). The interface has no model flag: OpenCode's
-//! configuration chooses the model, and a request naming one is refused.
+//! configuration chooses the model, and a request naming one is refused. OpenCode 1.18.33
+//! advertises its modes as the values of a config option `mode` (`build`, the one a session
+//! opens in, or `plan`; no `default`), and sends an execute call's raw input only once the call
+//! runs: the client reads both, as it would of any agent.
 
 use std::collections::VecDeque;
 use std::path::Path;

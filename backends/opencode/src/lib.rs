@@ -173,6 +173,7 @@ static INFO: LazyLock<BackendInfo> = LazyLock::new(|| {
 pub const HOME_LAYOUT: agent_api::kit::home::HomeLayout = agent_api::kit::home::HomeLayout {
     vars: &agent_api::kit::home::XDG_BASE_DIRS,
     credentials: &[("XDG_DATA_HOME", "opencode/auth.json")],
+    // An Anthropic OAuth login in `auth.json` rotates its refresh token on each refresh.
     single_use_login: true,
 };
 

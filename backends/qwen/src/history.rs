@@ -1,11 +1,12 @@
 //! Qwen Code's chat store: `~/.qwen/projects/<dir>/chats/<session id>.jsonl`, one record a line
 //! (`uuid`, `sessionId`, `timestamp`, `cwd`, `version`, `type`: `user`, `assistant`,
-//! `tool_result` or `system`), the message in Gemini's shape (`{"role", "parts": [...]}`).
+//! `tool_result` or `system`), the message in the Google GenAI SDK's `Content` shape
+//! (`{"role", "parts": [...]}`).
 //!
-//! Qwen Code's live stream-json is Claude Code's protocol, so each record is put in the shape of
-//! a Claude Code store line and read through the stream-json family's store reader (`agent_api_stream_json::StoreReader`): a stored chat
-//! reads back with the live run's tool calls and text. `system` records (telemetry, snapshots)
-//! carry no transcript.
+//! Qwen Code's live stream-json is the stream-json family's protocol, so each record is put in
+//! the shape of that protocol's store line and read through the family's store reader
+//! (`agent_api_stream_json::StoreReader`): a stored chat reads back with the live run's tool
+//! calls and text. `system` records (telemetry, snapshots) carry no transcript.
 
 use std::path::{Path, PathBuf};
 
@@ -23,7 +24,9 @@ const HEAD_LINES: usize = 50;
 /// Qwen Code's chat store under one `~/.qwen`: `agent_api_acp`'s store over [`QwenChats`].
 pub type QwenSessionStore = agent_api_acp::ChatStore<QwenChats>;
 
-/// Qwen Code's chat files: `projects/<dir>/chats/<session id>.jsonl`.
+/// Qwen Code's chat files: `projects/<dir>/chats/<session id>.jsonl`, `<dir>` the working
+/// directory with every character but ASCII letters and digits made `-` (the layout's default
+/// [`ChatLayout::project_key`]).
 #[derive(Debug, Clone, Copy, Default)]
 #[non_exhaustive]
 pub struct QwenChats;
@@ -109,7 +112,7 @@ fn describe(path: &Path) -> Option<StoredSession> {
     Some(session)
 }
 
-/// The converter of a stored Qwen chat: records as Claude Code store lines.
+/// The converter of a stored Qwen chat: records as the stream-json protocol's store lines.
 #[derive(Debug)]
 pub struct StoredQwenSession {
     inner: StoreReader,
@@ -126,7 +129,7 @@ impl Default for StoredQwenSession {
     }
 }
 
-/// A part of a model message as a Claude content block.
+/// A part of a model message as a stream-json content block.
 fn block(part: &Value) -> Option<Value> {
     if let Some(call) = part.get("functionCall") {
         return Some(

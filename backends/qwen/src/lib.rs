@@ -6,14 +6,18 @@
 //! - ACP (`qwen --acp`, the default): the ACP client of `agent_api_acp` (its mapping table in
 //!   that crate's doc) with Qwen's facts ([`CLI`]): permissions, the file system served confined
 //!   to the working directory, cancel, warm sessions, `session/load` to resume. Qwen reports each
-//!   model call's usage as `_meta` on an empty message chunk, gives relative paths, and sends no
-//!   update for a refused call; the client reads all three.
+//!   model call's usage as `_meta` on an empty message chunk, gives relative paths in tool
+//!   updates (absolute ones in permission requests), sends no update for a refused call, puts
+//!   the model API's failure in an error response's `data` (under a generic "Internal error"),
+//!   gives an execute call's command in its permission request's raw input and as its title, and
+//!   offers leaving plan mode for its default mode as `proceed_once`; the client reads them all.
 //! - [`QwenInterface::StreamJson`]: `qwen -p --input-format stream-json --output-format
-//!   stream-json`, two-way, Claude Code's protocol: the stream-json family's converter
+//!   stream-json`, two-way, the stream-json family's protocol: the family's converter
 //!   (`agent_api_stream_json`, its mapping table in that crate's doc) with Qwen's [`DIALECT`].
-//!   Qwen asks `can_use_tool` without any extra flag (Claude's `--permission-prompt-tool` is
-//!   refused); the prompt, the answers and the `interrupt` go in on stdin as for Claude Code.
-//!   Qwen's `initialize` answer differs from Claude's and is not used.
+//!   Qwen asks `can_use_tool` without any extra flag (the protocol origin's
+//!   `--permission-prompt-tool` is refused); the prompt, the answers and the `interrupt` go in on
+//!   stdin as the protocol has them. Qwen's `initialize` answer differs from the origin's and is
+//!   not used.
 //! - [`QwenInterface::Print`]: `qwen -p PROMPT --output-format stream-json`, one-way. Qwen cannot
 //!   ask here, so the run's policy becomes `--allowed-tools` (the [`TOOLS`] of each approved
 //!   category, `mcp__SERVER` for the run's MCP servers when MCP is approved) and Qwen denies the
@@ -60,11 +64,11 @@ mod tools;
 
 use agent_api::capabilities as caps;
 use agent_api::kit::async_trait;
-use agent_api::kit::cli::{CliAgent, CliBackend, Launch, Turn};
+use agent_api::kit::cli::{CliAgent, CliBackend, Launch, SessionFiles, Turn};
 use agent_api::kit::replay::RecordingFormat;
 use agent_api::kit::Protocol;
 use agent_api::{AgentError, AgentKind, BackendInfo, CapabilitySet, RunRequest};
-use agent_api_acp::{AcpConfig, AgentCli};
+use agent_api_acp::{AcpConfig, AgentCli, ChatFiles};
 
 pub use options::{QwenInterface, QwenOptions};
 pub use stream_json::{
@@ -81,8 +85,8 @@ pub const KIND: AgentKind = AgentKind::from_static("qwen");
 
 /// Capability id: the run can use Qwen Code's ACP interface (the default).
 pub const CAP_QWEN_ACP: &str = "backend.qwen.acp";
-/// Capability id: the run can use Qwen Code's two-way stream-json interface (Claude Code's control
-/// protocol: permissions, interrupt).
+/// Capability id: the run can use Qwen Code's two-way stream-json interface (the stream-json
+/// family's control protocol: permissions, interrupt).
 pub const CAP_QWEN_STREAM_JSON: &str = "backend.qwen.stream_json";
 /// Capability id: the run can use Qwen Code's one-way print interface.
 pub const CAP_QWEN_PRINT: &str = "backend.qwen.print";
@@ -102,6 +106,7 @@ pub const HOME_LAYOUT: agent_api::kit::home::HomeLayout = agent_api::kit::home::
         },
     ],
     credentials: &[("QWEN_HOME", "oauth_creds.json")],
+    // A Qwen OAuth login rotates its refresh token on each refresh.
     single_use_login: true,
 };
 
@@ -196,28 +201,9 @@ impl CliAgent for Qwen {
         Ok(files.launch(spec, Box::new(acp)))
     }
 
-    fn session_store(
-        config: &AcpConfig,
-    ) -> Option<std::sync::Arc<dyn agent_api::history::SessionStore>> {
-        Some(std::sync::Arc::new(history::QwenSessionStore::for_config(
-            config,
-        )?))
-    }
-
-    async fn export_snapshot(
-        config: &AcpConfig,
-        request: &RunRequest,
-        session: &agent_api::request::SessionRef,
-    ) -> Result<agent_api::SessionSnapshot, AgentError> {
-        agent_api_acp::chat_snapshot::export::<history::QwenChats>(config, request, session).await
-    }
-
-    async fn import_snapshot(
-        config: &AcpConfig,
-        request: &RunRequest,
-        snapshot: &agent_api::SessionSnapshot,
-    ) -> Result<agent_api::snapshot::SnapshotImport, AgentError> {
-        agent_api_acp::chat_snapshot::import::<history::QwenChats>(config, request, snapshot).await
+    /// Its chats ([`history::QwenChats`]): its store and its snapshots.
+    fn session_files() -> Option<&'static dyn SessionFiles<AcpConfig>> {
+        Some(&ChatFiles::<history::QwenChats>::NEW)
     }
 
     /// A recording is ACP or stream-json, which its first message says ([`replaying`]).

@@ -11,8 +11,8 @@ pub enum QwenInterface {
     /// `qwen --acp`: two-way ACP, permissions, file system, cancel (the default).
     #[default]
     Acp,
-    /// `qwen -p --input-format stream-json --output-format stream-json`: two-way, Claude Code's
-    /// control protocol (permissions as `can_use_tool`, cancel as `interrupt`).
+    /// `qwen -p --input-format stream-json --output-format stream-json`: two-way, the stream-json
+    /// family's control protocol (permissions as `can_use_tool`, cancel as `interrupt`).
     StreamJson,
     /// `qwen -p PROMPT --output-format stream-json`: one-way; the agent cannot ask, so tools that
     /// need a permission run only under `RunRequest::skip_permission_prompts` (`--yolo`).

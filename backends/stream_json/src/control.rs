@@ -40,8 +40,8 @@ pub(crate) struct PendingAsk {
     exit_plan: bool,
 }
 
-/// The options of plan mode's exit question, every agent's: the first approves the plan (Claude
-/// Code leaves plan mode); any other answer keeps planning, a free text answer going back as
+/// The options of plan mode's exit question, every agent's: the first approves the plan (the
+/// agent leaves plan mode); any other answer keeps planning, a free text answer going back as
 /// feedback.
 pub use agent_api::kit::hitl::EXIT_PLAN_OPTIONS;
 
@@ -71,9 +71,9 @@ pub(crate) fn tool_permission(
         .metadata(json!({ "input": input }))
 }
 
-/// What an edit or write tool's input would change, as a diff: `old_string`/`new_string` (Claude
-/// Code's Edit, each of MultiEdit's `edits`), `old_str`/`new_str` (Amp's edit_file), `content` (a
-/// file written whole) or `new_source` (a notebook cell).
+/// What an edit or write tool's input would change, as a diff: `old_string`/`new_string` (an
+/// Edit, each of a MultiEdit's `edits`), `old_str`/`new_str` (another dialect's edit tool),
+/// `content` (a file written whole) or `new_source` (a notebook cell).
 fn edit_diff(input: &Value) -> Option<String> {
     fn text<'v>(value: &'v Value, keys: &[&str]) -> Option<&'v str> {
         keys.iter()
@@ -342,8 +342,9 @@ impl StreamJson {
         self.asks.insert(request_id.to_string(), ask);
     }
 
-    /// The reply to plan mode's exit question: leave plan mode for the default (Claude Code
-    /// changes mode only when the reply says so), or stay with the caller's words as feedback.
+    /// The reply to plan mode's exit question: leave plan mode for the default (the protocol's
+    /// agent changes mode only when the reply says so), or stay with the caller's words as
+    /// feedback.
     fn answer_exit_plan(
         &mut self,
         request_id: &str,

@@ -1,10 +1,11 @@
-//! `agent_api_stream_json`: the stream-json family's converter. Claude Code speaks the dialect
-//! (its stream-json output and, two-way, its control protocol on stdin); Qwen Code's stream-json
-//! interfaces and Amp's `--stream-json` speak it too, each with its own tools and a few quirks.
-//! One converter ([`StreamJson`]) serves them all: what differs is data, a [`Dialect`] each
-//! agent's crate declares (its tool table, whether it speaks the control protocol, whether its
-//! user messages carry images, how it hides an error in a successful result, the log it reports
-//! in). Nothing here names an agent.
+//! `agent_api_stream_json`: the stream-json family's converter. The protocol is Claude Code's
+//! (its stream-json output and, two-way, its control protocol on stdin), the family's origin,
+//! which the rest of this crate calls "the protocol"; other CLIs speak it too (their crates name
+//! this one), each with its own tools and a few quirks. One converter ([`StreamJson`]) serves
+//! them all: what differs is data, a [`Dialect`] each agent's crate declares (its tool table,
+//! whether it speaks the control protocol, whether its user messages carry images, how it hides
+//! an error in a successful result, the log it reports in). Nothing else here names an agent:
+//! what one agent alone does is said in its crate.
 //!
 //! One struct holds the state; its parts live in sibling modules, one idea each:
 //! `messages` (assistant and user messages), `stream` (the `stream_event` SSE deltas),
@@ -77,7 +78,7 @@ pub struct Dialect {
     pub log_reader: Option<LogReader>,
     /// Whether a user message sent while a turn runs joins that turn (read at the agent's next
     /// step, or run right after the turn's last step) and comes back as an `isReplay` user line
-    /// once the agent takes it (Claude Code's `--replay-user-messages`): what
+    /// once the agent takes it (a `--replay-user-messages` flag, say): what
     /// `RunControl::steer` needs.
     pub steers_mid_turn: bool,
 }
@@ -137,8 +138,8 @@ impl Dialect {
     }
 
     /// The kit's permission request for a call of `tool` with `input`: its category from the
-    /// dialect's tools, a short summary, the command or file it names (Claude Code's
-    /// `can_use_tool`, and Amp's delegated permission checks).
+    /// dialect's tools, a short summary, the command or file it names (the control protocol's
+    /// `can_use_tool`, or a dialect's own permission checks).
     pub fn tool_permission(
         &self,
         id: &str,
@@ -289,7 +290,7 @@ impl StreamJson {
     }
 
     /// A session that may switch among `modes` between turns with the `set_permission_mode`
-    /// control request (Claude Code's permission modes).
+    /// control request (the protocol's permission modes).
     pub fn with_mode_switch(mut self, modes: &'static [agent_api::request::ModeInfo]) -> Self {
         self.switch_modes = modes;
         self
@@ -320,7 +321,7 @@ impl StreamJson {
         )
     }
 
-    /// A live one-way run whose CLI reads the prompt from stdin (`claude -p` without a prompt
+    /// A live one-way run whose CLI reads the prompt from stdin (`-p` without a prompt
     /// argument): `start` writes it and closes stdin, so it never shows in the process list.
     pub fn print_from_stdin(
         dialect: Dialect,
@@ -484,7 +485,7 @@ impl Protocol for StreamJson {
         let Some(prompt) = self.prompt.clone() else {
             return Ok(());
         };
-        // Claude Code never echoes the user's input: the transcript gets it from what we sent,
+        // The protocol never echoes the user's input: the transcript gets it from what we sent,
         // once the session has started.
         self.pending_user.push(prompt.clone());
         if self.prompt_on_stdin {

@@ -1,6 +1,6 @@
 //! `assistant` and `user` messages: message, reasoning, tool_call and tool_result items.
 //!
-//! Claude Code prints one `assistant` line per content block (all with the same message id).
+//! The protocol prints one `assistant` line per content block (all with the same message id).
 //! With `--include-partial-messages` the same content also streams first as `stream_event`
 //! deltas; each snapshot block is then matched to the streamed block it repeats, so the final
 //! content of every item is its text exactly once.
@@ -201,7 +201,7 @@ impl StreamJson {
             return Ok(());
         }
         let thread = thread_of(message);
-        // A line without a message id (Amp writes them) is a message of its own: a shared
+        // A line without a message id (a dialect may write them) is a message of its own: a shared
         // fallback id would join unrelated answers into one.
         let msg_id = match msg.get("id").and_then(Value::as_str) {
             Some(id) => id.to_string(),

@@ -19,7 +19,7 @@ const MESSAGE_MAX: usize = 300;
 /// An API error the CLI reported (a synthetic assistant message or an error result).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct ApiError {
-    /// Claude Code's error kind (`authentication_failed`, `server_error`, `rate_limit`, …).
+    /// The protocol's error kind (`authentication_failed`, `server_error`, `rate_limit`, …).
     pub kind: Option<String>,
     /// The HTTP status, when known.
     pub status: Option<u16>,
@@ -83,7 +83,7 @@ pub(crate) fn safe_text(text: &str) -> String {
 /// The typed error for an API failure.
 pub(crate) fn classify(error: &ApiError) -> AgentError {
     // The kit's form of an explanation in an error: masked, cut, trimmed, never blank (an error's
-    // text never ends in `: `; found by converter_props on a mutated Qwen recording).
+    // text never ends in `: `; found by converter_props on a mutated recording).
     let message = agent_api::kit::secrets::redact_bounded(&error.text, MESSAGE_MAX);
     let kind = error.kind.as_deref().unwrap_or_default();
     match (error.status, kind) {
@@ -370,7 +370,8 @@ impl StreamJson {
                 .into_iter()
                 .flatten()
                 .filter_map(Value::as_str)
-                // Amp names its one error `error` (a string) where Claude Code lists `errors`.
+                // A dialect may name its one error `error` (a string) where the protocol lists
+                // `errors`.
                 .chain(message.get("error").and_then(Value::as_str))
                 .map(str::to_string)
                 .collect(),

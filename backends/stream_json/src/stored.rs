@@ -1,9 +1,9 @@
-//! Stored sessions in Claude Code's store shape (`<config dir>/projects/<dir>/<id>.jsonl`): its
+//! Stored sessions in the protocol's store shape (`<config dir>/projects/<dir>/<id>.jsonl`): its
 //! `user` and `assistant` lines carry the same `message` objects as the stream-json output (one
 //! `assistant` line per content block, under the message's id), so a stored session reads
 //! through the converter once each line is put in the output's shape. The store's own
 //! bookkeeping lines (queued prompts, attachments, summaries, snapshots) carry no transcript.
-//! Qwen Code's store is read the same way once its records are put in this shape.
+//! Another agent's store is read the same way once its records are put in this shape.
 
 use agent_api::kit::{Ctx, ExitInfo, Protocol, Unparsed};
 use agent_api::{AgentError, RunCompletion};
@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 use crate::StreamJson;
 
-/// Store lines that hold no transcript (Claude Code 2.1.x).
+/// Store lines that hold no transcript (as of the protocol's CLI 2.1.x).
 const BOOKKEEPING: &[&str] = &[
     "queue-operation",
     "attachment",

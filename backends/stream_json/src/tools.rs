@@ -106,7 +106,8 @@ pub(crate) fn map_result(
     if kind == FacetKind::CommandExecution {
         let stdout = object.and_then(|s| s.get("stdout")).and_then(Value::as_str);
         let stderr = object.and_then(|s| s.get("stderr")).and_then(Value::as_str);
-        // Without a structured result (Amp sends none) the output text is all there is to count.
+        // Without a structured result (a dialect may send none) the output text is all there is
+        // to count.
         let stdout = if object.is_some() {
             len(stdout)
         } else {
@@ -190,7 +191,7 @@ pub(crate) fn describe_image(block: &Value) -> Value {
     json!({ "image": { "media_type": media_type, "bytes": bytes } })
 }
 
-/// A Bash exit code: 0 for a command that completed without error (Claude Code reports a
+/// A Bash exit code: 0 for a command that completed without error (the protocol reports a
 /// non-zero exit as an error result), N from the `Exit code N` line of an error result.
 fn exit_code(output: &str, failed: bool, structured: Option<&Value>) -> Option<i64> {
     if let Some(code) = structured

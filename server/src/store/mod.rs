@@ -134,7 +134,7 @@ pub(crate) struct ClosedTurn {
 pub struct SessionRecord {
     /// The id the client chose (the path's `session_id`).
     pub id: String,
-    /// The agent id as the client gave it (`claude` or `claude_code`).
+    /// The agent id as the client gave it: a kind, or a reference id ([`crate::AGENT_ALIASES`]).
     pub agent: String,
     /// The agent mode (`build` unless asked).
     pub agent_mode: String,

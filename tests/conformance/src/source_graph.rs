@@ -374,20 +374,9 @@ fn braces(line: &str) -> i64 {
     line.matches('{').count() as i64 - line.matches('}').count() as i64
 }
 
-/// The text with its comments removed and its string literals kept as written, line breaks kept:
-/// what a program holds (its names and its words), without what it says about itself.
-pub fn without_comments(text: &str) -> String {
-    strip(text, true)
-}
-
 /// The text with comments removed and every string or character literal emptied (`""`, `' '`),
 /// line breaks kept, so that neither a `//` in a string nor a brace in a comment misleads.
 fn without_comments_and_strings(text: &str) -> String {
-    strip(text, false)
-}
-
-/// The text without comments; string literals kept (`keep_strings`) or emptied.
-fn strip(text: &str, keep_strings: bool) -> String {
     let chars: Vec<char> = text.chars().collect();
     let mut out = String::with_capacity(text.len());
     let mut i = 0;
@@ -443,35 +432,26 @@ fn strip(text: &str, keep_strings: bool) -> String {
                     j += 1 + hashes;
                     break;
                 }
-                if chars[j] == '\n' && !keep_strings {
+                if chars[j] == '\n' {
                     out.push('\n');
                 }
                 j += 1;
             }
-            if keep_strings {
-                out.extend(&chars[i..j.min(chars.len())]);
-            } else {
-                out.push_str("\"\"");
-            }
+            out.push_str("\"\"");
             i = j;
         } else if c == '"' {
-            let start = i;
             i += 1;
             while i < chars.len() && chars[i] != '"' {
                 if chars[i] == '\\' {
                     i += 1;
                 }
-                if at(i) == '\n' && !keep_strings {
+                if at(i) == '\n' {
                     out.push('\n');
                 }
                 i += 1;
             }
             i += 1;
-            if keep_strings {
-                out.extend(&chars[start..i.min(chars.len())]);
-            } else {
-                out.push_str("\"\"");
-            }
+            out.push_str("\"\"");
         } else if c == '\'' {
             // A character literal ('x', '\n', '\u{..}', '\'') or a lifetime ('a).
             if at(i + 1) == '\\' {

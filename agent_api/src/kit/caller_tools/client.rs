@@ -1,5 +1,5 @@
-//! A minimal MCP client over streamable HTTP, for the agents the SDK plays itself (the scripted
-//! agent), the bench and tests: initialize, list tools, call a tool. JSON replies only, which the
+//! A minimal MCP client over streamable HTTP, for the agents the SDK plays itself (built in, with
+//! no CLI), the bench and tests: initialize, list tools, call a tool. JSON replies only, which the
 //! caller-tools server sends.
 
 use serde_json::{json, Value};

@@ -43,7 +43,7 @@ pub use server::ToolServer;
 pub enum ToolServer {}
 
 /// The name the caller-tools server has among the run's MCP servers: agents show its tools to the
-/// model under it (Claude Code and Codex as `mcp__caller__NAME`, Gemini and Qwen as `NAME`).
+/// model under it (some as `mcp__caller__NAME`, others as plain `NAME`).
 pub const SERVER_NAME: &str = "caller";
 
 /// Starts the MCP server of `request`'s caller tools, if it has any, and adds it to the

@@ -3,7 +3,7 @@
 //! A CLI's print interface has no request channel: nothing can be asked or approved one by one,
 //! and the CLI denies whatever its own rules do not allow. There the policy becomes the CLI's
 //! allow list: the native tool names of each category the policy approves, and the run's MCP
-//! servers when it approves MCP tools. Claude Code and Qwen Code both read `mcp__SERVER` as every
+//! servers when it approves MCP tools. The CLIs that take such a list read `mcp__SERVER` as every
 //! tool of that server.
 
 use crate::vocabulary::portable::PortableOptions;

@@ -69,7 +69,7 @@ pub(super) fn args(
         .chain(own);
     let mut bound: Vec<PathBuf> = Vec::new();
     for dir in rw {
-        // A declared state file (`~/.claude.json`) is bound as a file; anything else must be a folder.
+        // A declared state file (`~/.my-agent.json`) is bound as a file; anything else must be a folder.
         let bindable = dir.is_dir() || (real_home && dir.is_file());
         if bindable && !bound.contains(&dir) {
             args.extend([
@@ -122,7 +122,7 @@ pub(super) fn args(
 }
 
 /// Makes the declared state folder `state` (mode 0700) when nothing is there. A name with an
-/// extension (`~/.claude.json`) is a file the agent writes itself: left alone. A failure leaves
+/// extension (`~/.my-agent.json`) is a file the agent writes itself: left alone. A failure leaves
 /// it unbound, read-only, as before.
 fn create_state_folder(state: &Path) {
     use std::os::unix::fs::DirBuilderExt;

@@ -16,8 +16,8 @@ pub const SHELL_FIELD_BOUND: usize = 2048;
 /// silent prefix of what runs (issue 46).
 pub const COMMAND_BOUND: usize = 16 * 1024;
 
-/// Argument keys agents name the command with: `command` (Claude Code, Codex, OpenCode, Gemini,
-/// Qwen), `cmd` (Amp).
+/// Argument keys agents name the command with: `command` (most agents' shell tools), `cmd` (the
+/// others').
 const COMMAND_KEYS: [&str; 2] = ["command", "cmd"];
 /// Argument keys agents name the directory with.
 const CWD_KEYS: [&str; 4] = ["cwd", "workdir", "directory", "dir"];

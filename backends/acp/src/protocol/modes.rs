@@ -1,11 +1,11 @@
 //! A warm session's mode switch over ACP (`agent_api.session.mode_switch`): `session/set_mode`
 //! with the agent's own mode id, from the modes its `session/new` (or `session/load`) answer
 //! advertised. A mode is the same as one of the agent's when their ids differ only in case and
-//! separators (the SDK's `auto_edit` is Gemini CLI's `autoEdit` and Qwen Code's `auto-edit`).
+//! separators (the SDK's `auto_edit` is an agent's `autoEdit` or `auto-edit`).
 //! An agent may advertise its modes instead as the values of a config option of category `mode`
-//! (OpenCode: `mode`, build or plan); then the switch is `session/set_config_option` on it.
+//! (`mode`: `build` or `plan`, say); then the switch is `session/set_config_option` on it.
 //! The default mode is the agent's `default` where it lists one, else the mode its session
-//! opened in (OpenCode's `build`). A switch asked before the session is open waits for it (checked then against the agent's
+//! opened in (`build`, say). A switch asked before the session is open waits for it (checked then against the agent's
 //! modes, where the backend has no list of its own; a refused one is a `mode_refused` status).
 
 use agent_api::kit::bounds::utf8_prefix;
@@ -118,7 +118,7 @@ impl Acp {
         self
     }
 
-    /// The agent kind in errors: the converter's name up to its first dot (`gemini.acp`).
+    /// The agent kind in errors: the converter's name up to its first dot (`my_agent.acp`).
     fn kind_name(&self) -> String {
         self.name.split('.').next().unwrap_or(self.name).to_string()
     }
@@ -228,7 +228,7 @@ mod tests {
             agent_mode_id(&camel, None, &AgentMode::parse("build")),
             None
         );
-        // An agent without a `default` mode (OpenCode: build, plan): the mode it opened in.
+        // An agent without a `default` mode (build, plan): the mode it opened in.
         let no_default: Vec<String> = ["build", "plan"].map(String::from).to_vec();
         assert_eq!(
             agent_mode_id(&no_default, Some("build"), &AgentMode::Default),

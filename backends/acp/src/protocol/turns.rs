@@ -160,7 +160,7 @@ mod tests {
             .into_bytes()
     }
 
-    /// Gemini answers `session/load` before it replays the history: the prompt waits for the end
+    /// An agent that answers `session/load` before it replays the history: the prompt waits for the end
     /// of the load, and the replay stays history.
     #[test]
     fn a_load_whose_history_trails_its_answer_is_history_and_the_prompt_waits() {

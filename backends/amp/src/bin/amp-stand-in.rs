@@ -1,7 +1,7 @@
-//! `amp-stand-in`: a scripted stand-in for `amp --execute --stream-json [--stream-json-input]`,
-//! for tests of the whole backend without the Amp service. It replays a transcript
-//! (`AMP_STAND_IN_SCRIPT`: native stdout lines, or a two-way session whose `send` lines split it
-//! into turns) and does what amp does around it:
+//! `amp-stand-in`: a stand-in, playing a script, for
+//! `amp --execute --stream-json [--stream-json-input]`, for tests of the whole backend without
+//! the Amp service. It replays a transcript (`AMP_STAND_IN_SCRIPT`: native stdout lines, or a
+//! two-way session whose `send` lines split it into turns) and does what amp does around it:
 //!
 //! - before each `tool_use` it evaluates the run's `--settings-file` rules and runs a `delegate`
 //!   program exactly as amp does (env `AGENT=amp`, `AGENT_TOOL_NAME`, the arguments as JSON on

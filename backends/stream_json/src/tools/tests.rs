@@ -4,7 +4,7 @@ use serde_json::json;
 
 use super::*;
 
-/// A table in the shape of Claude Code's.
+/// A table in the shape of the protocol's own.
 const TOOLS: ToolTable = ToolTable::new(&[
     Tool::new("Bash", ToolCategory::Shell, FacetKind::CommandExecution),
     Tool::new("Edit", ToolCategory::FileWrite, FacetKind::FileChange).file(FileAction::Patch),
