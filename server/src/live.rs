@@ -1444,13 +1444,9 @@ mod tests {
     use super::*;
     use crate::state::Server;
 
-    /// A server on the memory store running the scripted agent, whose drain gives up after
+    /// A server on the memory store running the built-in agents, whose drain gives up after
     /// `drain`.
     async fn server(drain: std::time::Duration) -> Server {
-        let mut gateway = agent_api::Gateway::new();
-        gateway
-            .register(Arc::new(agent_api_scripted::ScriptedBackend::new()))
-            .unwrap();
         let store = crate::store::StoreUrl::parse("memory")
             .unwrap()
             .open()
@@ -1459,17 +1455,17 @@ mod tests {
         let config = crate::ServerConfig::default()
             .with_idle_release(None)
             .with_drain_timeout(drain);
-        Server::new(gateway, agent_api::RunRequest::new(""), store, config)
+        let defaults = agent_api::RunRequest::new("");
+        Server::new(agent_api_builtin::gateway(), defaults, store, config)
             .await
             .unwrap()
     }
 
-    async fn echo_session(server: &Server, id: &str) -> Arc<LiveSession> {
-        let body: crate::wire::CreateSessionRequest = serde_json::from_value(serde_json::json!({
-            "agent": "scripted",
-            "options": {"backend.scripted.scenario": "echo", "backend.scripted.delay_ms": 0}
-        }))
-        .unwrap();
+    /// A session of the built-in agent that runs without any CLI.
+    async fn offline_session(server: &Server, id: &str) -> Arc<LiveSession> {
+        let agent = agent_api_builtin::FALLBACK;
+        let body: crate::wire::CreateSessionRequest =
+            serde_json::from_value(serde_json::json!({ "agent": agent.as_str() })).unwrap();
         server.create(id, body, None).await.unwrap()
     }
 
@@ -1481,7 +1477,7 @@ mod tests {
     #[tokio::test]
     async fn a_drain_leaves_a_session_whose_queued_message_is_about_to_start() {
         let server = server(std::time::Duration::from_millis(300)).await;
-        let live = echo_session(&server, "queued").await;
+        let live = offline_session(&server, "queued").await;
         let (started, told) = oneshot::channel();
         {
             let mut state = live.state();
@@ -1515,7 +1511,7 @@ mod tests {
     #[tokio::test]
     async fn a_message_to_a_session_lost_meanwhile_is_handed_on_not_told_it_ended() {
         let server = server(std::time::Duration::from_secs(1)).await;
-        let live = echo_session(&server, "lost").await;
+        let live = offline_session(&server, "lost").await;
         live.lost(&StoreError::NotOwner {
             session: "lost".into(),
             owner: "another".into(),
@@ -1530,7 +1526,7 @@ mod tests {
         assert_eq!(refused.kind, "session_elsewhere", "{refused:?}");
 
         // A session that did end still says so.
-        let ended = echo_session(&server, "ended").await;
+        let ended = offline_session(&server, "ended").await;
         ended.terminate().await.unwrap();
         assert_eq!(ended.check_accepts().unwrap_err().kind, "session_ended");
     }
