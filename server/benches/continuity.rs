@@ -440,20 +440,25 @@ fn fresh_run() -> Option<(f64, f64)> {
         return None;
     }
     let home = tempfile::tempdir().unwrap();
-    let started = Instant::now();
-    let mut child = Command::new(&binary)
+    let mut command = Command::new(&binary);
+    command
+        .args(["run", "--agent", "scripted", "--format", "jsonl"])
         .args([
-            "run",
-            "--agent",
-            "scripted",
-            "--format",
-            "jsonl",
             "--option",
             "backend.scripted.scenario=text",
             "What is my name?",
         ])
         .env("HOME", home.path())
-        .env(agent_api_scripted::HOME_VAR, scripted_home(home.path()))
+        .env(agent_api_scripted::HOME_VAR, scripted_home(home.path()));
+    let (first, exit, _) = first_line_and_exit(command, "agent-api run");
+    Some((first, exit))
+}
+
+/// Runs `command` (stdin and stderr null): milliseconds to its first line on stdout and to its
+/// exit, and its other lines; it must exit with success (`what` names it otherwise).
+fn first_line_and_exit(mut command: Command, what: &str) -> (f64, f64, Vec<String>) {
+    let started = Instant::now();
+    let mut child = command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -462,12 +467,9 @@ fn fresh_run() -> Option<(f64, f64)> {
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let said = lines.next().is_some_and(|line| line.is_ok());
     let first = started.elapsed().as_secs_f64() * 1e3;
-    for _ in lines.by_ref() {}
-    assert!(
-        child.wait().unwrap().success() && said,
-        "agent-api run failed"
-    );
-    Some((first, started.elapsed().as_secs_f64() * 1e3))
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    assert!(child.wait().unwrap().success() && said, "{what} failed");
+    (first, started.elapsed().as_secs_f64() * 1e3, rest)
 }
 
 async fn resume() {
@@ -619,33 +621,21 @@ fn fresh_real_run(
         std::fs::write(Path::new(home).join("config.toml"), toml).unwrap();
     }
     let variable = format!("AGENT_API_{}_BIN", cli.name().to_ascii_uppercase());
-    let started = Instant::now();
-    let mut child = Command::new(binary)
+    let mut command = Command::new(binary);
+    command
         .args(["run", "--agent", cli.name(), "--format", "jsonl"])
         .args(["--approve", "all", "--timeout", "120", "My name is Ada."])
         .env_clear()
         .envs(sandbox.env.iter().map(|(k, v)| (k, v)))
         .env(variable, &sandbox.program)
         .env("AGENT_API_CLI_DIR", "/nonexistent/agent_api_cli_cache")
-        .current_dir(&sandbox.cwd)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let said = lines.next().is_some_and(|line| line.is_ok());
-    let first = started.elapsed().as_secs_f64() * 1e3;
-    let rest: Vec<String> = lines.map_while(Result::ok).collect();
-    assert!(
-        child.wait().unwrap().success() && said,
-        "agent-api run on {cli} failed"
-    );
+        .current_dir(&sandbox.cwd);
+    let (first, exit, rest) = first_line_and_exit(command, &format!("agent-api run on {cli}"));
     assert!(
         rest.iter().any(|line| line.contains("user_turns=1")),
         "{cli}: {rest:?}"
     );
-    (first, started.elapsed().as_secs_f64() * 1e3)
+    (first, exit)
 }
 
 /// [`next_message`] on a real CLI: milliseconds to the first event stored (the server's own, a
@@ -796,21 +786,9 @@ fn load_average() -> String {
 fn main() {
     if let Ok(url) = std::env::var(STORE) {
         if let Some(agent) = common::child_agent::ChildAgent::from_env(REAL_AGENT) {
-            let runtime = tokio::runtime::Runtime::new().unwrap();
-            return runtime.block_on(async move {
-                let store = StoreUrl::parse(&url).unwrap().open().await.unwrap();
-                let mut gateway = agent_api::Gateway::new();
-                gateway.register(agent.backend()).unwrap();
-                let config = ServerConfig::default()
-                    .with_daemon_id(&agent.name)
-                    .with_idle_release(None)
-                    .with_client_option("permissionMode");
-                let server =
-                    agent_api_server::Server::new(gateway, agent.defaults(), store, config)
-                        .await
-                        .unwrap();
-                serve_until_sigterm(server, LISTENING).await;
-            });
+            return tokio::runtime::Runtime::new()
+                .unwrap()
+                .block_on(agent.serve(&url, LISTENING));
         }
         let config = ServerConfig::default()
             .with_daemon_id("bench")
