@@ -16,7 +16,15 @@
 //! `agent-api run` process (its first JSONL event; measured when `target/release/agent-api` is
 //! built: `cargo build --release -p agent_api_cli`).
 //!
-//! `cargo bench -p agent_api_server --bench continuity [-- snapshots|resume]`; `snapshots` on
+//! `real`: the same next message on each real CLI whose sessions the server resumes from a
+//! snapshot (Claude Code, Codex; pinned by `bash tests/bench/install-clis.sh`), on the bench's
+//! model server (`echo`): each server a process on a machine of its own (a bench sandbox: its
+//! own HOME and working directory), SQLite; a warm session, one resumed by a server on an empty
+//! home after the first one's SIGKILL (its home deleted), and a fresh `agent-api run` process
+//! for a one-turn run (`AGENT_API_BENCH_AGENT_API` names the binary, else the one beside the
+//! bench). A CLI not installed is said, loudly, and not measured.
+//!
+//! `cargo bench -p agent_api_server --bench continuity [-- snapshots|resume|real]`; `snapshots` on
 //! SQLite, and PostgreSQL too when `AGENT_API_TEST_POSTGRES_URL` names a database
 //! (`tests/postgres/setup.sh`). The server is this binary started again
 //! (`AGENT_API_BENCH_CONTINUITY_STORE`), on the scripted agent.
@@ -39,6 +47,12 @@ use common::*;
 use serde_json::json;
 
 const STORE: &str = "AGENT_API_BENCH_CONTINUITY_STORE";
+/// Set: the server serves this real CLI ([`common::child_agent::ChildAgent`] as JSON).
+const REAL_AGENT: &str = "AGENT_API_BENCH_CONTINUITY_AGENT";
+/// The `agent-api` binary the `real` part runs (else the one beside the bench).
+const AGENT_API: &str = "AGENT_API_BENCH_AGENT_API";
+/// Rounds of each figure of the `real` part (a real CLI's process starts in a second or more).
+const REAL_ROUNDS: usize = 5;
 /// Set: the server's scripted agent takes no snapshot (the baseline of the CPU it costs).
 const NO_SNAPSHOTS: &str = "AGENT_API_BENCH_CONTINUITY_NO_SNAPSHOTS";
 const LISTENING: &str = "bench-server listening on http://";
@@ -426,20 +440,25 @@ fn fresh_run() -> Option<(f64, f64)> {
         return None;
     }
     let home = tempfile::tempdir().unwrap();
-    let started = Instant::now();
-    let mut child = Command::new(&binary)
+    let mut command = Command::new(&binary);
+    command
+        .args(["run", "--agent", "scripted", "--format", "jsonl"])
         .args([
-            "run",
-            "--agent",
-            "scripted",
-            "--format",
-            "jsonl",
             "--option",
             "backend.scripted.scenario=text",
             "What is my name?",
         ])
         .env("HOME", home.path())
-        .env(agent_api_scripted::HOME_VAR, scripted_home(home.path()))
+        .env(agent_api_scripted::HOME_VAR, scripted_home(home.path()));
+    let (first, exit, _) = first_line_and_exit(command, "agent-api run");
+    Some((first, exit))
+}
+
+/// Runs `command` (stdin and stderr null): milliseconds to its first line on stdout and to its
+/// exit, and its other lines; it must exit with success (`what` names it otherwise).
+fn first_line_and_exit(mut command: Command, what: &str) -> (f64, f64, Vec<String>) {
+    let started = Instant::now();
+    let mut child = command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -448,12 +467,9 @@ fn fresh_run() -> Option<(f64, f64)> {
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let said = lines.next().is_some_and(|line| line.is_ok());
     let first = started.elapsed().as_secs_f64() * 1e3;
-    for _ in lines.by_ref() {}
-    assert!(
-        child.wait().unwrap().success() && said,
-        "agent-api run failed"
-    );
-    Some((first, started.elapsed().as_secs_f64() * 1e3))
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    assert!(child.wait().unwrap().success() && said, "{what} failed");
+    (first, started.elapsed().as_secs_f64() * 1e3, rest)
 }
 
 async fn resume() {
@@ -513,8 +529,267 @@ async fn resume() {
     }
 }
 
+/// A server process serving one real CLI on a machine of its own (a bench sandbox), killed when
+/// dropped; its HOME deleted by [`RealServer::kill`].
+struct RealServer {
+    process: std::process::Child,
+    api: Api,
+    sandbox: agent_bench::Sandbox,
+}
+
+impl Drop for RealServer {
+    fn drop(&mut self) {
+        let _ = self.process.kill();
+        let _ = self.process.wait();
+        common::child_agent::reap_agents(&self.sandbox.home, self.process.id());
+    }
+}
+
+impl RealServer {
+    fn start(store: &str, model: &agent_bench::ModelServer, cli: agent_bench::Cli) -> Self {
+        let sandbox = agent_bench::Sandbox::new(cli, model, "echo").expect("a sandbox");
+        let agent = common::child_agent::ChildAgent::new(cli.name(), "bench", &sandbox);
+        let mut command = Command::new(std::env::current_exe().unwrap());
+        command
+            .env_clear()
+            .envs(sandbox.env.iter().map(|(k, v)| (k, v)))
+            .env(STORE, store)
+            .env(REAL_AGENT, agent.to_json())
+            .current_dir(&sandbox.cwd)
+            .stderr(Stdio::null());
+        let (process, api) = spawn_child_server(command, "bench-server", LISTENING);
+        Self {
+            process,
+            api,
+            sandbox,
+        }
+    }
+
+    /// Kills it (SIGKILL), the agents it left, and deletes its HOME (a replaced machine's disk).
+    fn kill(mut self) {
+        unsafe { libc::kill(self.process.id() as i32, libc::SIGKILL) };
+        self.process.wait().unwrap();
+        common::child_agent::reap_agents(&self.sandbox.home, self.process.id());
+        common::child_agent::remove_home(&self.sandbox.home);
+    }
+
+    /// Opens session `id` and runs its first turn.
+    async fn first_turn(&self, cli: agent_bench::Cli, id: &str) {
+        let created = self
+            .api
+            .post(
+                &format!("/v1/sessions/{id}"),
+                json!({"agent": cli.name(), "permissionMode": "bypass"}),
+            )
+            .await;
+        assert_eq!(created.status, 200, "{:?}", created.body);
+        next_message(&self.api, id, "My name is Ada.").await;
+    }
+}
+
+/// The user turns the echo model saw, from the session's last answer (`user_turns=N`).
+async fn user_turns(api: &Api, id: &str) -> u64 {
+    let answer = last_answer(&api.all_events(id, 1000).await);
+    let at = answer.find("user_turns=").expect("an echo answer") + "user_turns=".len();
+    answer[at..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect::<String>()
+        .parse()
+        .unwrap()
+}
+
+/// `agent-api run` for one turn on `cli` in a fresh sandbox: its first JSONL line and its exit,
+/// in milliseconds.
+fn fresh_real_run(
+    binary: &Path,
+    model: &agent_bench::ModelServer,
+    cli: agent_bench::Cli,
+) -> (f64, f64) {
+    let sandbox = agent_bench::Sandbox::new(cli, model, "echo").expect("a sandbox");
+    if cli == agent_bench::Cli::Codex {
+        // `agent-api` passes no `-c` of its own: the bench's go into `$CODEX_HOME/config.toml`.
+        let home = sandbox.env_var("CODEX_HOME").expect("CODEX_HOME");
+        let mut toml = String::new();
+        let mut args = sandbox.base_args.iter();
+        while let Some(arg) = args.next() {
+            if arg == "-c" {
+                toml.push_str(args.next().unwrap());
+                toml.push('\n');
+            }
+        }
+        std::fs::write(Path::new(home).join("config.toml"), toml).unwrap();
+    }
+    let variable = format!("AGENT_API_{}_BIN", cli.name().to_ascii_uppercase());
+    let mut command = Command::new(binary);
+    command
+        .args(["run", "--agent", cli.name(), "--format", "jsonl"])
+        .args(["--approve", "all", "--timeout", "120", "My name is Ada."])
+        .env_clear()
+        .envs(sandbox.env.iter().map(|(k, v)| (k, v)))
+        .env(variable, &sandbox.program)
+        .env("AGENT_API_CLI_DIR", "/nonexistent/agent_api_cli_cache")
+        .current_dir(&sandbox.cwd);
+    let (first, exit, rest) = first_line_and_exit(command, &format!("agent-api run on {cli}"));
+    assert!(
+        rest.iter().any(|line| line.contains("user_turns=1")),
+        "{cli}: {rest:?}"
+    );
+    (first, exit)
+}
+
+/// [`next_message`] on a real CLI: milliseconds to the first event stored (the server's own, a
+/// status item), to the agent's first (`source` `agent`), and to the turn's end; the first event.
+async fn real_next_message(api: &Api, id: &str, message: &str) -> ((f64, f64, f64), String) {
+    let offset = api.get(&format!("/v1/sessions/{id}")).await.json()["eventCount"]
+        .as_u64()
+        .unwrap();
+    let sent_at = time::OffsetDateTime::now_utc();
+    let (first, end, what) = next_message(api, id, message).await;
+    let page = api
+        .get(&format!(
+            "/v1/sessions/{id}/events?offset={offset}&limit=1000"
+        ))
+        .await
+        .json();
+    let agent = page["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["source"] == "agent")
+        .expect("an event of the agent");
+    let stamped = time::OffsetDateTime::parse(
+        agent["time"].as_str().unwrap(),
+        &time::format_description::well_known::Rfc3339,
+    )
+    .unwrap();
+    let agent_ms = (stamped - sent_at).as_seconds_f64() * 1e3;
+    ((first, agent_ms, end), what)
+}
+
+/// Medians (first event, turn end or exit) and the first events, as a line.
+fn medians(figures: &[(f64, f64)]) -> String {
+    let mut first: Vec<f64> = figures.iter().map(|f| f.0).collect();
+    let mut end: Vec<f64> = figures.iter().map(|f| f.1).collect();
+    let each = first
+        .iter()
+        .map(|f| format!("{f:.0}"))
+        .collect::<Vec<_>>()
+        .join(" / ");
+    format!(
+        "first event {:>7.1} ms, end {:>7.1} ms (first events: {each})",
+        median(&mut first),
+        median(&mut end)
+    )
+}
+
+/// [`medians`] of a server's figures: first event, the agent's first, turn end.
+fn server_medians(figures: &[(f64, f64, f64)]) -> String {
+    let mut agent: Vec<f64> = figures.iter().map(|f| f.1).collect();
+    let pairs: Vec<(f64, f64)> = figures.iter().map(|f| (f.0, f.2)).collect();
+    format!(
+        "{}; the agent's first event {:.1} ms",
+        medians(&pairs),
+        median(&mut agent)
+    )
+}
+
+/// The `real` part for one CLI.
+async fn real_cli(cli: agent_bench::Cli, binary: Option<&Path>) {
+    let version = agent_bench::clis::cli_version(cli).unwrap_or_default();
+    if let Err(error) = agent_bench::clis::find_cli(cli) {
+        println!("!!! {cli}: NOT MEASURED: {error}");
+        return;
+    }
+    let model = agent_bench::ModelServer::start(None)
+        .await
+        .expect("the model server starts");
+    let dir = tempfile::tempdir().unwrap();
+    let store = |name: &str| format!("sqlite:{}", dir.path().join(name).display());
+
+    let warm = RealServer::start(&store("warm.sqlite3"), &model, cli);
+    warm.first_turn(cli, "warm").await;
+    let mut figures = Vec::new();
+    for _ in 0..REAL_ROUNDS {
+        let (times, _) = real_next_message(&warm.api, "warm", "What is my name?").await;
+        figures.push(times);
+    }
+    drop(warm);
+    println!(
+        "{cli} {version}: {:<34} {}",
+        "warm (its agent running)",
+        server_medians(&figures)
+    );
+
+    let mut figures = Vec::new();
+    let mut seam = String::new();
+    for round in 0..REAL_ROUNDS {
+        let url = store(&format!("resumed-{round}.sqlite3"));
+        let a = RealServer::start(&url, &model, cli);
+        a.first_turn(cli, "ada").await;
+        snapshot_kept(&a.api, "ada", 1).await;
+        let before = user_turns(&a.api, "ada").await;
+        a.kill();
+        let b = RealServer::start(&url, &model, cli);
+        let (times, what) = real_next_message(&b.api, "ada", "What is my name?").await;
+        let info = b.api.get("/v1/sessions/ada").await.json();
+        assert_eq!(info["resumedHow"], "native", "{cli}: {info}");
+        assert_eq!(
+            user_turns(&b.api, "ada").await,
+            before + 1,
+            "{cli}: the resumed agent saw the first turn"
+        );
+        figures.push(times);
+        seam = what;
+    }
+    println!(
+        "{cli} {version}: {:<34} {} [first: {seam}]",
+        "resumed after SIGKILL (empty home)",
+        server_medians(&figures)
+    );
+
+    match binary {
+        Some(binary) => {
+            let figures: Vec<(f64, f64)> = (0..REAL_ROUNDS)
+                .map(|_| fresh_real_run(binary, &model, cli))
+                .collect();
+            println!(
+                "{cli} {version}: {:<34} {}",
+                "fresh `agent-api run` (one turn)",
+                medians(&figures).replace("end", "exit")
+            );
+        }
+        None => {
+            println!("!!! {cli}: fresh `agent-api run` NOT MEASURED: set {AGENT_API} to the binary")
+        }
+    }
+}
+
+async fn real() {
+    let binary = std::env::var_os(AGENT_API).map(PathBuf::from).or_else(|| {
+        let exe = std::env::current_exe().ok()?;
+        Some(exe.parent()?.parent()?.join("agent-api")).filter(|b| b.exists())
+    });
+    println!("# the next message on real CLIs, bench model `echo`, SQLite, medians of {REAL_ROUNDS}; load average {}", load_average());
+    for cli in [agent_bench::Cli::ClaudeCode, agent_bench::Cli::Codex] {
+        real_cli(cli, binary.as_deref()).await;
+    }
+    println!("load average after: {}", load_average());
+}
+
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default()
+}
+
 fn main() {
     if let Ok(url) = std::env::var(STORE) {
+        if let Some(agent) = common::child_agent::ChildAgent::from_env(REAL_AGENT) {
+            return tokio::runtime::Runtime::new()
+                .unwrap()
+                .block_on(agent.serve(&url, LISTENING));
+        }
         let config = ServerConfig::default()
             .with_daemon_id("bench")
             .with_idle_release(None);
@@ -543,5 +818,8 @@ fn main() {
     }
     if wanted("resume") {
         runtime.block_on(resume());
+    }
+    if wanted("real") {
+        runtime.block_on(real());
     }
 }

@@ -20,7 +20,6 @@ mod common;
 use std::process::Command;
 use std::time::Duration;
 
-use agent_api_server::{ServerConfig, StoreUrl};
 use agent_bench::{Cli, ModelServer, Sandbox};
 use common::child_agent::{reap_agents, remove_home, ChildAgent};
 use common::*;
@@ -44,20 +43,9 @@ fn child_real_server() {
     let url = std::env::var(CHILD_STORE).expect("started by the continuity tests, with a store");
     let agent =
         ChildAgent::from_env(CHILD_AGENT).expect("started by the continuity tests, with an agent");
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    runtime.block_on(async move {
-        let store = StoreUrl::parse(&url).unwrap().open().await.unwrap();
-        let mut gateway = agent_api::Gateway::new();
-        gateway.register(agent.backend()).unwrap();
-        let config = ServerConfig::default()
-            .with_daemon_id(&agent.name)
-            .with_idle_release(None)
-            .with_client_option("permissionMode");
-        let server = agent_api_server::Server::new(gateway, agent.defaults(), store, config)
-            .await
-            .unwrap();
-        serve_until_sigterm(server, LISTENING).await;
-    });
+    tokio::runtime::Runtime::new()
+        .unwrap()
+        .block_on(agent.serve(&url, LISTENING));
 }
 
 /// A `child_real_server` process on its own machine (its sandbox), killed when dropped.

@@ -49,6 +49,26 @@ impl ChildAgent {
             .with_timeout(Duration::from_secs(300))
     }
 
+    /// A child server's whole life serving this agent alone on the store `url` (clients may set
+    /// `permissionMode`), as [`super::serve_until_sigterm`] serves, printing `listening`.
+    pub async fn serve(self, url: &str, listening: &str) {
+        let store = agent_api_server::StoreUrl::parse(url)
+            .unwrap()
+            .open()
+            .await
+            .unwrap();
+        let mut gateway = agent_api::Gateway::new();
+        gateway.register(self.backend()).unwrap();
+        let config = agent_api_server::ServerConfig::default()
+            .with_daemon_id(&self.name)
+            .with_idle_release(None)
+            .with_client_option("permissionMode");
+        let server = agent_api_server::Server::new(gateway, self.defaults(), store, config)
+            .await
+            .unwrap();
+        super::serve_until_sigterm(server, listening).await;
+    }
+
     pub fn backend(&self) -> Arc<dyn agent_api::AgentBackend> {
         match self.agent.as_str() {
             "claude_code" => {
