@@ -867,9 +867,16 @@ async fn sigterm_lets_running_turns_finish_releases_idle_sessions_and_exits_0() 
     wait_event(&b.api, &busy, 0, |e| e["type"] == "item.delta").await;
     let api = a.api.clone();
     a.signal(libc::SIGTERM);
-    // Not ready while it drains; a new session asked of it goes to the other server.
-    let ready = api.get("/v1/health/ready").await;
-    assert_eq!(ready.status, 503);
+    // Not ready while it drains (once it has taken the signal, which a loaded machine may
+    // deliver after the next request); a new session asked of it goes to the other server.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while api.get("/v1/health/ready").await.status != 503 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "still ready 5 s after SIGTERM"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     let moved = unique("moved");
     assert_eq!(
         api.post(&format!("/v1/sessions/{moved}"), scripted("text"))

@@ -9,6 +9,7 @@ mod fleet_pg;
 mod memory;
 mod outbox;
 mod pg_notices;
+mod pg_statements;
 mod postgres;
 mod postgres_tls;
 mod probe;

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use tokio_postgres::{Client, NoTls, Row};
 
+use super::pg_statements::PreparedClient;
 use super::postgres_tls::{connect_error, Connector};
 
 use super::outbox::{
@@ -46,7 +47,7 @@ const MIGRATION_LOCK: i64 = 0x6167_656e_745f_6170;
 /// A store in a PostgreSQL database.
 pub struct PostgresStore {
     connector: Connector,
-    client: tokio::sync::Mutex<Arc<Client>>,
+    client: tokio::sync::Mutex<Arc<PreparedClient>>,
     /// What the outbox takes, once webhooks are configured.
     outbox: SharedRules,
     /// The notifications of the connection that listens (`LISTEN`), to every receiver.
@@ -149,7 +150,7 @@ impl PostgresStore {
         let listener = tokio::spawn(super::pg_notices::listen(url.to_string(), notices.clone()));
         Ok(Self {
             connector,
-            client: tokio::sync::Mutex::new(Arc::new(client)),
+            client: tokio::sync::Mutex::new(Arc::new(PreparedClient::new(client))),
             outbox: SharedRules::default(),
             notices,
             listener: listener.abort_handle(),
@@ -172,10 +173,10 @@ impl PostgresStore {
     }
 
     /// The connection, opened again when it broke.
-    pub(super) async fn client(&self) -> Result<Arc<Client>, StoreError> {
+    pub(super) async fn client(&self) -> Result<Arc<PreparedClient>, StoreError> {
         let mut client = self.client.lock().await;
         if client.is_closed() {
-            *client = Arc::new(connect(&self.connector).await?);
+            *client = Arc::new(PreparedClient::new(connect(&self.connector).await?));
         }
         Ok(client.clone())
     }
