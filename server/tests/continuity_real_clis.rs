@@ -107,10 +107,20 @@ impl Machine {
     }
 
     async fn send(&self, text: &str) {
+        // A message that brings the session back answers once its CLI has started and resumed
+        // (an import that costs some CLIs seconds a command, more on a loaded machine): a bound
+        // of its own, not the one of a request the server answers at once.
         let sent = self
             .api
-            .post("/v1/sessions/ada/messages", json!({ "message": text }))
-            .await;
+            .try_call(
+                hyper::Method::POST,
+                "/v1/sessions/ada/messages",
+                Some(json!({ "message": text })),
+                &[],
+                Duration::from_secs(120),
+            )
+            .await
+            .unwrap_or_else(|e| panic!("the message {text:?}: {e}"));
         assert_eq!(
             sent.status,
             204,

@@ -111,6 +111,11 @@ const LINES_PER_BATCH: usize = 4 * EVENTS_PER_BATCH;
 /// Stderr lines that may wait for a protocol that reads them; more are dropped from the live feed.
 const LIVE_STDERR_LINES: usize = 64;
 
+/// How many drain graces an exited agent's output may flow on at most: what it wrote before its
+/// exit is read whole however late the driver runs, and a writer it started that never stops is
+/// cut (its group killed) after this many.
+const DRAIN_MAX_GRACES: u32 = 15;
+
 /// The next live stderr line; never ready without a feed.
 async fn next_stderr(live: &mut Option<mpsc::Receiver<String>>) -> Option<String> {
     match live {
@@ -201,8 +206,12 @@ struct Core {
     fatal: Option<AgentError>,
     source_done: bool,
     exit: Option<(Option<i32>, Option<i32>)>,
-    /// After the process exited: when to stop waiting for output something it started holds open.
+    /// After the process exited: when to stop waiting for output something it started holds open
+    /// (the grace runs from the last output read, so output still flowing is never cut short).
     drain_deadline: Option<Instant>,
+    /// After the process exited: the latest the drain may run however its output flows
+    /// ([`DRAIN_MAX_GRACES`] graces), for a writer it started that never stops.
+    drain_cap: Option<Instant>,
     /// After the output closed: when to stop waiting for the process to exit.
     closed_deadline: Option<Instant>,
     /// The log the protocol follows, for a protocol that reads stderr ([`Ctx::follow_log`]).
@@ -272,6 +281,7 @@ impl Core {
             source_done: false,
             exit: None,
             drain_deadline: None,
+            drain_cap: None,
             closed_deadline: None,
             turn_end: None,
             caller_waits,
@@ -534,6 +544,13 @@ impl Core {
         if self.source_done && self.exit.is_none() && self.pgid.is_some() && self.stop.is_none() {
             self.closed_deadline = Some(deadline_after(self.settings.output_closed_grace));
         }
+        // An exited agent's output still flowing (what it wrote before it exited, waiting in the
+        // pipe for a driver that a loaded machine runs late) is read on: the grace counts from
+        // the last output, so that no line written before the exit is dropped.
+        if batch.items > 0 && self.drain_deadline.is_some() {
+            let next = deadline_after(self.settings.drain_grace);
+            self.drain_deadline = Some(self.drain_cap.map_or(next, |cap| next.min(cap)));
+        }
     }
 
     /// Whether the batch being handled may take another item.
@@ -570,6 +587,7 @@ impl Core {
         self.closed_deadline = None;
         if self.pgid.is_some() {
             self.drain_deadline = Some(deadline_after(self.settings.drain_grace));
+            self.drain_cap = Some(deadline_after(self.settings.drain_grace * DRAIN_MAX_GRACES));
         }
     }
 

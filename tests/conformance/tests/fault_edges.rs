@@ -265,3 +265,27 @@ async fn a_grandchild_holding_the_pipes_after_the_agent_exits_neither_wedges_the
         "the grandchild holding the pipes outlived the run"
     );
 }
+
+#[tokio::test]
+async fn what_an_agent_wrote_before_it_exited_is_read_whole_however_short_the_drain_grace() {
+    // The pipe holds up to 64 KiB the agent wrote before it exited; a driver that a loaded
+    // machine runs late reads it after the grace has begun. A grace of 1 ms makes that the rule.
+    const LINES: usize = 20_000;
+    for _ in 0..5 {
+        let mut settings = settings();
+        settings.drain_grace = Duration::from_millis(1);
+        let transport = Transport::spawn(&spec(&["text", &LINES.to_string()]), settings.line_cap)
+            .expect("the fake CLI spawns");
+        let run = record(start_run(
+            settings,
+            transport,
+            Box::new(FakeProtocol::default()),
+        ))
+        .await;
+        assert!(run.completion.is_ok(), "{:?}", run.completion);
+        let text = run.assistant_text();
+        let lines = text.matches("line ").count();
+        assert_eq!(lines, LINES, "lines read of the {LINES} written");
+        assert!(text.ends_with(&format!("line {} ", LINES - 1)));
+    }
+}
