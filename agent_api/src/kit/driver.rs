@@ -42,6 +42,7 @@ pub use settings::{RunSettings, DEFAULT_INPUT_LIMIT};
 
 mod batches;
 mod caller_wait;
+mod drain;
 mod finish;
 mod output;
 mod session;
@@ -110,11 +111,6 @@ const LINES_PER_BATCH: usize = 4 * EVENTS_PER_BATCH;
 
 /// Stderr lines that may wait for a protocol that reads them; more are dropped from the live feed.
 const LIVE_STDERR_LINES: usize = 64;
-
-/// How many drain graces an exited agent's output may flow on at most: what it wrote before its
-/// exit is read whole however late the driver runs, and a writer it started that never stops is
-/// cut (its group killed) after this many.
-const DRAIN_MAX_GRACES: u32 = 15;
 
 /// The next live stderr line; never ready without a feed.
 async fn next_stderr(live: &mut Option<mpsc::Receiver<String>>) -> Option<String> {
@@ -206,12 +202,8 @@ struct Core {
     fatal: Option<AgentError>,
     source_done: bool,
     exit: Option<(Option<i32>, Option<i32>)>,
-    /// After the process exited: when to stop waiting for output something it started holds open
-    /// (the grace runs from the last output read, so output still flowing is never cut short).
-    drain_deadline: Option<Instant>,
-    /// After the process exited: the latest the drain may run however its output flows
-    /// ([`DRAIN_MAX_GRACES`] graces), for a writer it started that never stops.
-    drain_cap: Option<Instant>,
+    /// After the process exited: reading what it left in its pipe (`drain`).
+    drain: Option<drain::Drain>,
     /// After the output closed: when to stop waiting for the process to exit.
     closed_deadline: Option<Instant>,
     /// The log the protocol follows, for a protocol that reads stderr ([`Ctx::follow_log`]).
@@ -280,8 +272,7 @@ impl Core {
             fatal: None,
             source_done: false,
             exit: None,
-            drain_deadline: None,
-            drain_cap: None,
+            drain: None,
             closed_deadline: None,
             turn_end: None,
             caller_waits,
@@ -544,12 +535,10 @@ impl Core {
         if self.source_done && self.exit.is_none() && self.pgid.is_some() && self.stop.is_none() {
             self.closed_deadline = Some(deadline_after(self.settings.output_closed_grace));
         }
-        // An exited agent's output still flowing (what it wrote before it exited, waiting in the
-        // pipe for a driver that a loaded machine runs late) is read on: the grace counts from
-        // the last output, so that no line written before the exit is dropped.
-        if batch.items > 0 && self.drain_deadline.is_some() {
-            let next = deadline_after(self.settings.drain_grace);
-            self.drain_deadline = Some(self.drain_cap.map_or(next, |cap| next.min(cap)));
+        if batch.items > 0 {
+            if let Some(drain) = &mut self.drain {
+                drain.on_output();
+            }
         }
     }
 
@@ -586,8 +575,28 @@ impl Core {
         self.exit = Some(status);
         self.closed_deadline = None;
         if self.pgid.is_some() {
-            self.drain_deadline = Some(deadline_after(self.settings.drain_grace));
-            self.drain_cap = Some(deadline_after(self.settings.drain_grace * DRAIN_MAX_GRACES));
+            self.drain = Some(drain::Drain::start(self.settings.drain_grace));
+        }
+    }
+
+    /// The drain's deadline passed: output still ready is read on; silence (or a writer that
+    /// never stops) kills every process the agent started, and the pipe is read to its end.
+    fn on_drain_expiry(&mut self, source: &mut Output, lifecycle: &Lifecycle) {
+        let ready = source.ready();
+        let flowing = ready.is_some();
+        if let Some(item) = ready {
+            self.handle_ready(item, source);
+        }
+        let Some(drain) = &mut self.drain else { return };
+        match drain.on_expiry(flowing) {
+            drain::Expiry::ReadOn => {}
+            // A drain runs only for a spawned process (`on_exit`).
+            drain::Expiry::KillWriters => {
+                if let Lifecycle::Process(process) = lifecycle {
+                    process.kill_all();
+                }
+            }
+            drain::Expiry::GiveUp => self.source_done = true,
         }
     }
 
@@ -692,12 +701,8 @@ impl Core {
                 _ = sleep_until(self.closed_deadline.unwrap_or_else(Instant::now)), if self.closed_deadline.is_some() => {
                     self.on_output_closed_timeout();
                 }
-                _ = sleep_until(self.drain_deadline.unwrap_or_else(Instant::now)), if self.drain_deadline.is_some() && !self.source_done && self.may_read() => {
-                    // The agent exited but something it started keeps its stdout open.
-                    if let Some(pgid) = self.pgid {
-                        signal_group(pgid, libc::SIGKILL);
-                    }
-                    self.source_done = true;
+                _ = sleep_until(self.drain.as_ref().map_or_else(Instant::now, drain::Drain::deadline)), if self.drain.is_some() && !self.source_done && self.may_read() => {
+                    self.on_drain_expiry(&mut io.source, &io.lifecycle);
                 }
                 status = wait_exit(&mut io.lifecycle), if self.exit.is_none() => self.on_exit(status),
                 room = self.room_for_pending(), if self.pending.is_some() => self.on_room(room),

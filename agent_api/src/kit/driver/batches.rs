@@ -3,7 +3,7 @@
 //! waits, and waiting for its room is one branch of the driver's loop, so that cancellation, the
 //! timeout and control messages still act while the caller is paused.
 
-use super::{deadline_after, Core, Pending};
+use super::{Core, Pending};
 use crate::pipeline::budget::{self, Closed, Room, EVENTS_PER_BATCH};
 use crate::vocabulary::universal::UniversalEvent;
 
@@ -93,8 +93,10 @@ impl Core {
     /// starts again (it counts only while the driver reads).
     pub(super) fn on_room(&mut self, room: Result<Room, Closed>) {
         self.send_pending(room);
-        if self.exit.is_some() && !self.source_done && self.pgid.is_some() {
-            self.drain_deadline = Some(deadline_after(self.settings.drain_grace));
+        if !self.source_done {
+            if let Some(drain) = &mut self.drain {
+                drain.on_output();
+            }
         }
     }
 
