@@ -578,6 +578,12 @@ impl LiveSession {
         self.state().ended
     }
 
+    /// Whether this server lost the session (another claimed it, or its lease ran out): it
+    /// takes nothing more here, but it did not end.
+    pub(crate) fn was_lost(&self) -> bool {
+        self.state().lost
+    }
+
     /// Subscribes to the feed; 429 past the bound of subscribers.
     pub(crate) fn subscribe(self: &Arc<Self>) -> Result<Subscription, ApiError> {
         let before = self.subscribers.fetch_add(1, Ordering::SeqCst);
@@ -1503,6 +1509,26 @@ mod tests {
             turn.err()
         );
         assert!(server.live("queued").is_some(), "the drain let it go");
+    }
+
+    /// A session this server has just lost (another claimed it, or its lease ran out) did not
+    /// end: while this server still holds it, its info must not say `ended`, which a client
+    /// reads as final.
+    #[tokio::test]
+    async fn a_session_lost_meanwhile_is_not_shown_ended_while_its_server_lets_it_go() {
+        let server = server(std::time::Duration::from_secs(1)).await;
+        let live = offline_session(&server, "lost").await;
+        {
+            // Where `lost` stands while it stores the release: marked, not yet forgotten.
+            let mut state = live.state();
+            state.ended = true;
+            state.lost = true;
+        }
+        let record = server.inner.store.session("lost").await.unwrap().unwrap();
+        let info = server.info(record).await.unwrap();
+        assert!(!info.ended, "{info:?}");
+        assert_ne!(info.state.as_deref(), Some("ended"), "{info:?}");
+        assert!(!info.live, "{info:?}");
     }
 
     /// A message that met a session this server has just lost (another server claimed it while

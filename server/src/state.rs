@@ -586,7 +586,9 @@ impl Server {
         record: SessionRecord,
         known: &mut HashMap<String, bool>,
     ) -> Result<SessionInfo, ApiError> {
-        let here = self.live(&record.id);
+        // A session this server lost is not its own any more (nor ended): the store says where
+        // it stands.
+        let here = self.live(&record.id).filter(|l| !l.was_lost());
         let ended = record.ended || here.as_ref().is_some_and(|l| l.ended());
         let state = if ended {
             "ended"
