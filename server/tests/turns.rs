@@ -59,6 +59,16 @@ async fn turns_ended(api: &common::Api, session: &str, n: usize) -> Vec<Value> {
     }
 }
 
+/// Posts `message` to session `session` as `POST …/messages?{query}` (a `wait=true` with its
+/// bound, say) and returns the answer.
+async fn send(api: &common::Api, session: &str, query: &str, message: &str) -> common::Answer {
+    api.post(
+        &format!("/v1/sessions/{session}/messages?{query}"),
+        json!({ "message": message }),
+    )
+    .await
+}
+
 #[tokio::test]
 async fn session_started_is_stored_when_the_session_is_created_and_stays_the_only_one() {
     let api = start(ServerConfig::default()).await;
@@ -206,13 +216,7 @@ async fn cancel_cancels_the_running_turn_and_drops_the_queue() {
     // A client waiting on a queued message is told it was dropped.
     let waiting = {
         let api = api.clone();
-        tokio::spawn(async move {
-            api.post(
-                "/v1/sessions/c/messages?wait=true",
-                json!({"message": "dropped 3"}),
-            )
-            .await
-        })
+        tokio::spawn(async move { send(&api, "c", "wait=true", "dropped 3").await })
     };
     let deadline = tokio::time::Instant::now() + STEP;
     while api.get("/v1/sessions/c").await.json()["queued"] != 3 {
@@ -224,12 +228,7 @@ async fn cancel_cancels_the_running_turn_and_drops_the_queue() {
     assert_eq!(dropped["type"], "urn:agent-api:error:message_dropped");
     assert_eq!(api.get("/v1/sessions/c").await.json()["queued"], 0);
     // The next message is turn 2: none of the dropped ones ever started.
-    let outcome = api
-        .post(
-            "/v1/sessions/c/messages?wait=true&timeout=60",
-            json!({"message": "after"}),
-        )
-        .await;
+    let outcome = send(&api, "c", "wait=true&timeout=60", "after").await;
     assert_eq!(outcome.status, 200);
     let outcome = outcome.json();
     assert_eq!(outcome["turn"], 2, "{outcome}");
@@ -246,12 +245,7 @@ async fn cancel_cancels_the_running_turn_and_drops_the_queue() {
 async fn wait_true_answers_with_the_turns_outcome_its_answer_apart_from_its_reasoning() {
     let api = start(ServerConfig::default()).await;
     api.post("/v1/sessions/w", scripted("reasoning")).await;
-    let answer = api
-        .post(
-            "/v1/sessions/w/messages?wait=true",
-            json!({"message": "hello"}),
-        )
-        .await;
+    let answer = send(&api, "w", "wait=true", "hello").await;
     assert_eq!(answer.status, 200);
     let outcome = answer.json();
     assert_eq!(outcome["sessionId"], "w");
@@ -281,13 +275,7 @@ async fn wait_true_answers_with_the_turns_outcome_its_answer_apart_from_its_reas
 
     // A failing turn: its terminal error.
     api.post("/v1/sessions/e", scripted("error")).await;
-    let failed = api
-        .post(
-            "/v1/sessions/e/messages?wait=true",
-            json!({"message": "go"}),
-        )
-        .await
-        .json();
+    let failed = send(&api, "e", "wait=true", "go").await.json();
     assert_eq!(failed["status"], "failed", "{failed}");
     assert!(failed["error"]["code"].is_string(), "{failed}");
     assert!(failed["error"]["message"]
@@ -300,13 +288,7 @@ async fn wait_true_answers_with_the_turns_outcome_its_answer_apart_from_its_reas
 async fn a_wait_stops_at_a_permission_and_the_turns_outcome_follows_the_reply() {
     let api = start(ServerConfig::default()).await;
     api.post("/v1/sessions/p", scripted("permission")).await;
-    let waiting = api
-        .post(
-            "/v1/sessions/p/messages?wait=true",
-            json!({"message": "run"}),
-        )
-        .await
-        .json();
+    let waiting = send(&api, "p", "wait=true", "run").await.json();
     assert_eq!(waiting["status"], "waiting", "{waiting}");
     assert_eq!(waiting["pending"]["kind"], "permission");
     let id = waiting["pending"]["id"].as_str().unwrap().to_string();
@@ -337,23 +319,11 @@ async fn a_wait_stops_at_a_permission_and_the_turns_outcome_follows_the_reply() 
 
     // A wait whose bound passes first says the turn runs.
     api.post("/v1/sessions/r", slow("slow", 200)).await;
-    let running = api
-        .post(
-            "/v1/sessions/r/messages?wait=true&timeout=0",
-            json!({"message": "go"}),
-        )
-        .await
-        .json();
+    let running = send(&api, "r", "wait=true&timeout=0", "go").await.json();
     assert_eq!(running["status"], "running", "{running}");
     assert_eq!(running["turn"], 1);
     // Queued behind it with no time to wait: `queued`, no turn yet.
-    let queued = api
-        .post(
-            "/v1/sessions/r/messages?wait=true&timeout=0",
-            json!({"message": "next"}),
-        )
-        .await
-        .json();
+    let queued = send(&api, "r", "wait=true&timeout=0", "next").await.json();
     assert_eq!(queued["status"], "queued", "{queued}");
     assert!(queued["turn"].is_null());
     api.post_empty("/v1/sessions/r/cancel").await;
@@ -366,23 +336,12 @@ async fn any_turn_is_answered_from_the_log_by_a_server_that_did_not_keep_it() {
     api.post("/v1/sessions/log", scripted("reasoning")).await;
     let mut outcomes = Vec::new();
     for n in 1..=18 {
-        let answer = api
-            .post(
-                "/v1/sessions/log/messages?wait=true",
-                json!({"message": format!("message {n}")}),
-            )
-            .await;
+        let answer = send(&api, "log", "wait=true", &format!("message {n}")).await;
         assert_eq!(answer.status, 200);
         outcomes.push(answer.json());
     }
     api.post("/v1/sessions/e", scripted("error")).await;
-    let failed = api
-        .post(
-            "/v1/sessions/e/messages?wait=true",
-            json!({"message": "go"}),
-        )
-        .await
-        .json();
+    let failed = send(&api, "e", "wait=true", "go").await.json();
     assert_eq!(failed["status"], "failed", "{failed}");
     // What a server did not keep: its log says the same, but the usage (not an event).
     let from_log = |kept: &Value| {
