@@ -36,7 +36,7 @@ use agent_api::{AgentError, RunRequest, SessionSnapshot};
 use crate::{AcpConfig, ChatLayout, ChatStore};
 
 /// The sessions of an agent whose chats are laid out as `L` says, as one piece
-/// ([`SessionFiles`]): its [`ChatStore`], and its snapshots ([`export`], [`import`]). Its
+/// ([`SessionFiles`]): its [`ChatStore`], and its snapshots (the chat file, re-keyed on import). Its
 /// crate names it as its [`CliAgent::session_files`](agent_api::kit::cli::CliAgent::session_files):
 /// `Some(&ChatFiles::<MyChats>::NEW)`.
 pub struct ChatFiles<L>(PhantomData<fn() -> L>);
@@ -131,7 +131,7 @@ fn project_file<'a>(
 
 /// Exports the chat of `session` from the home of a run of `request` on `config`: here, or on
 /// its launcher's far side through the launcher (the projects folder listed there, bounded).
-pub async fn export<L: ChatLayout>(
+async fn export<L: ChatLayout>(
     config: &AcpConfig,
     request: &RunRequest,
     session: &SessionRef,
@@ -183,7 +183,7 @@ pub async fn export<L: ChatLayout>(
 
 /// Imports `snapshot` into the home of a run of `request` on `config`, under the project of the
 /// run's working directory: here, or on its launcher's far side through the launcher.
-pub async fn import<L: ChatLayout>(
+async fn import<L: ChatLayout>(
     config: &AcpConfig,
     request: &RunRequest,
     snapshot: &SessionSnapshot,

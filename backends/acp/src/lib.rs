@@ -53,7 +53,7 @@
 //! already owns the process and its lines.
 
 mod agent;
-pub mod chat_snapshot;
+mod chat_snapshot;
 mod chats;
 mod errors;
 mod fs;

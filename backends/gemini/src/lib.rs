@@ -19,7 +19,7 @@
 //! - Its retries show only on stderr: each becomes an `api_retry` status (`agent_api_acp::Retry`).
 //! - Its tools are one table ([`TOOLS`]), its chat store `history.rs` ([`history::GeminiSessionStore`]).
 //! - Its session snapshots (`agent_api.session.snapshot`) are the session's chat, restored under the
-//!   project whose `.project_root` names the run's directory (`agent_api_acp::chat_snapshot`); a
+//!   project whose `.project_root` names the run's directory (`agent_api_acp::ChatFiles`); a
 //!   restored chat resumes on the headless interface (`--resume`), ACP's `session/load` failing as
 //!   above.
 //!

@@ -43,7 +43,7 @@
 //! Its session snapshots (`agent_api.session.snapshot`) are the session's chat
 //! (`projects/<key>/chats/<id>.jsonl` under `QWEN_RUNTIME_DIR`), restored under the key of the
 //! run's directory with every record's `cwd` made that directory (Qwen loads a chat only when its
-//! first record's `cwd` is the project's): `agent_api_acp::chat_snapshot`.
+//! first record's `cwd` is the project's): `agent_api_acp::ChatFiles`.
 //!
 //! A warm session on the two-way stream-json interface sends each turn as a user message on the
 //! same process. Its `interrupt` ends the session, not only the turn: Qwen 0.15.10 aborts the one
