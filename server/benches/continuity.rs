@@ -732,7 +732,7 @@ async fn real_cli(cli: agent_bench::Cli, binary: Option<&Path>) {
     drop(warm);
     println!(
         "{cli} {version}: {:<34} {}",
-        "warm (its agent running)",
+        "warm (live on its server)",
         server_medians(&figures)
     );
 
