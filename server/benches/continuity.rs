@@ -16,16 +16,18 @@
 //! `agent-api run` process (its first JSONL event; measured when `target/release/agent-api` is
 //! built: `cargo build --release -p agent_api_cli`).
 //!
-//! `real`: the same next message on each real CLI whose sessions the server resumes from a
-//! snapshot (Claude Code, Codex; pinned by `bash tests/bench/install-clis.sh`), on the bench's
-//! model server (`echo`): each server a process on a machine of its own (a bench sandbox: its
-//! own HOME and working directory), SQLite; a warm session, one resumed by a server on an empty
-//! home after the first one's SIGKILL (its home deleted), and a fresh `agent-api run` process
-//! for a one-turn run (`AGENT_API_BENCH_AGENT_API` names the binary, else the one beside the
-//! bench). A CLI not installed is said, loudly, and not measured.
+//! `real`: the same next message on each real CLI (Claude Code, Codex, OpenCode, Gemini CLI, Qwen
+//! Code; pinned by `bash tests/bench/install-clis.sh`), whose sessions the server resumes from a
+//! snapshot, on the bench's model server (`echo`): each server a process on a machine of its own
+//! (a bench sandbox: its own HOME and working directory), SQLite; a warm session, one resumed by
+//! a server on an empty home after the first one's SIGKILL (its home deleted), and a fresh
+//! `agent-api run` process for a one-turn run (`AGENT_API_BENCH_AGENT_API` names the binary, else
+//! the one beside the bench). Gemini CLI runs on its headless interface, a process a turn (the
+//! one its restored chats go on in: [`common::child_agent::ChildAgent::settings`]). A CLI not
+//! installed is said, loudly, and not measured; `-- real qwen gemini` measures those alone.
 //!
-//! `cargo bench -p agent_api_server --bench continuity [-- snapshots|resume|real]`; `snapshots` on
-//! SQLite, and PostgreSQL too when `AGENT_API_TEST_POSTGRES_URL` names a database
+//! `cargo bench -p agent_api_server --bench continuity [-- snapshots|resume|real [CLI…]]`;
+//! `snapshots` on SQLite, and PostgreSQL too when `AGENT_API_TEST_POSTGRES_URL` names a database
 //! (`tests/postgres/setup.sh`). The server is this binary started again
 //! (`AGENT_API_BENCH_CONTINUITY_STORE`), on the scripted agent.
 
@@ -620,10 +622,19 @@ fn fresh_real_run(
         }
         std::fs::write(Path::new(home).join("config.toml"), toml).unwrap();
     }
+    // What the server's sessions run with (`ChildAgent::settings`), as flags.
+    let agent = common::child_agent::ChildAgent::new(cli.name(), "run", &sandbox);
+    let (model, options) = agent.settings();
     let variable = format!("AGENT_API_{}_BIN", cli.name().to_ascii_uppercase());
     let mut command = Command::new(binary);
     command
         .args(["run", "--agent", cli.name(), "--format", "jsonl"])
+        .args(model.iter().flat_map(|model| ["--model", model]))
+        .args(
+            options
+                .iter()
+                .flat_map(|(key, value)| ["--option".to_string(), format!("{key}={value}")]),
+        )
         .args(["--approve", "all", "--timeout", "120", "My name is Ada."])
         .env_clear()
         .envs(sandbox.env.iter().map(|(k, v)| (k, v)))
@@ -631,8 +642,9 @@ fn fresh_real_run(
         .env("AGENT_API_CLI_DIR", "/nonexistent/agent_api_cli_cache")
         .current_dir(&sandbox.cwd);
     let (first, exit, rest) = first_line_and_exit(command, &format!("agent-api run on {cli}"));
+    let seen = format!("user_turns={}", 1 + agent.context_turns());
     assert!(
-        rest.iter().any(|line| line.contains("user_turns=1")),
+        rest.iter().any(|line| line.contains(&seen)),
         "{cli}: {rest:?}"
     );
     (first, exit)
@@ -652,10 +664,13 @@ async fn real_next_message(api: &Api, id: &str, message: &str) -> ((f64, f64, f6
         ))
         .await
         .json();
+    // The agent's first event of this turn: after the turn's start. An event a warm agent sent
+    // between turns (Qwen Code's `available_commands` after its first) is stored ahead of it.
     let agent = page["events"]
         .as_array()
         .unwrap()
         .iter()
+        .skip_while(|e| e["data"]["item"]["content"][0]["label"] != "turn_started")
         .find(|e| e["source"] == "agent")
         .expect("an event of the agent");
     let stamped = time::OffsetDateTime::parse(
@@ -717,7 +732,7 @@ async fn real_cli(cli: agent_bench::Cli, binary: Option<&Path>) {
     drop(warm);
     println!(
         "{cli} {version}: {:<34} {}",
-        "warm (its agent running)",
+        "warm (live on its server)",
         server_medians(&figures)
     );
 
@@ -765,13 +780,19 @@ async fn real_cli(cli: agent_bench::Cli, binary: Option<&Path>) {
     }
 }
 
-async fn real() {
+/// The `real` part on the CLIs `filters` name (each a CLI's bench name), else on all of them.
+async fn real(filters: &[&String]) {
     let binary = std::env::var_os(AGENT_API).map(PathBuf::from).or_else(|| {
         let exe = std::env::current_exe().ok()?;
         Some(exe.parent()?.parent()?.join("agent-api")).filter(|b| b.exists())
     });
     println!("# the next message on real CLIs, bench model `echo`, SQLite, medians of {REAL_ROUNDS}; load average {}", load_average());
-    for cli in [agent_bench::Cli::ClaudeCode, agent_bench::Cli::Codex] {
+    let named = |cli: &agent_bench::Cli| filters.iter().any(|f| *f == cli.name());
+    let some = agent_bench::Cli::ALL.iter().any(named);
+    for cli in agent_bench::Cli::ALL
+        .into_iter()
+        .filter(|cli| !some || named(cli))
+    {
         real_cli(cli, binary.as_deref()).await;
     }
     println!("load average after: {}", load_average());
@@ -820,6 +841,6 @@ fn main() {
         runtime.block_on(resume());
     }
     if wanted("real") {
-        runtime.block_on(real());
+        runtime.block_on(real(&filters));
     }
 }

@@ -20,7 +20,8 @@ pub struct ChildAgent {
 }
 
 impl ChildAgent {
-    /// The server `name`'s agent `agent` (`claude_code` or `codex`), as `sandbox` sets it up.
+    /// The server `name`'s agent `agent` (a bench CLI's name: `claude_code`, `codex`, `opencode`,
+    /// `gemini` or `qwen`), as `sandbox` sets it up.
     pub fn new(agent: &str, name: &str, sandbox: &Sandbox) -> Self {
         Self {
             agent: agent.into(),
@@ -42,11 +43,45 @@ impl ChildAgent {
         serde_json::to_string(self).unwrap()
     }
 
-    /// The requests' defaults of a server running it: its working directory, a bound per turn.
+    /// The requests' defaults of a server running it: its working directory, a bound per turn,
+    /// and its [`ChildAgent::settings`].
     pub fn defaults(&self) -> agent_api::RunRequest {
-        agent_api::RunRequest::new("")
+        let (model, options) = self.settings();
+        let mut request = agent_api::RunRequest::new("")
             .with_working_dir(&self.cwd)
-            .with_timeout(Duration::from_secs(300))
+            .with_timeout(Duration::from_secs(300));
+        if let Some(model) = model {
+            request = request.with_model(model);
+        }
+        for (key, value) in options {
+            request = request.with_extension(*key, serde_json::json!(value));
+        }
+        request
+    }
+
+    /// What its CLI needs of every request beyond its sandbox: the model, and backend options by
+    /// key. Gemini CLI: the sandbox's model (the backend passes the request's `-m`, not the
+    /// sandbox's arguments), and its headless interface, a process per turn resuming with
+    /// `--resume`: the interface a chat restored from a snapshot goes on in, since its own ACP
+    /// `session/load` loses a race with itself (see `agent_api_gemini`).
+    pub fn settings(
+        &self,
+    ) -> (
+        Option<&'static str>,
+        &'static [(&'static str, &'static str)],
+    ) {
+        match self.agent.as_str() {
+            "gemini" => (
+                Some(agent_bench::sandbox::GEMINI_MODEL),
+                &[("backend.gemini.interface", "headless")],
+            ),
+            _ => (None, &[]),
+        }
+    }
+
+    /// The user turns its CLI adds to every conversation (Qwen Code's environment message).
+    pub fn context_turns(&self) -> u64 {
+        u64::from(self.agent == "qwen")
     }
 
     /// A child server's whole life serving this agent alone on the store `url` (clients may set
@@ -105,7 +140,19 @@ impl ChildAgent {
                 config.working_dir = Some(self.cwd.clone());
                 Arc::new(agent_api_opencode::OpenCodeBackend::new(config))
             }
-            other => panic!("a child server runs claude_code, codex or opencode, not {other}"),
+            "gemini" | "qwen" => {
+                let mut config =
+                    agent_api_acp::AcpConfig::with_binary(&self.program).working_dir(&self.cwd);
+                for (key, value) in &self.env {
+                    config = config.env(key, value);
+                }
+                if self.agent == "gemini" {
+                    Arc::new(agent_api_gemini::GeminiBackend::new(config))
+                } else {
+                    Arc::new(agent_api_qwen::QwenBackend::new(config))
+                }
+            }
+            other => panic!("a child server runs a bench CLI, not {other}"),
         }
     }
 }
