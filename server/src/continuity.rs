@@ -50,12 +50,14 @@ impl How {
 
 /// Why a session was not running when it was brought back, from its stored state: its owner
 /// released its agent (`idle_release`), stopped cleanly (`server_stopped`), its agent exited by
-/// itself (`agent_exited`), or its owner died with it live (`server_died`).
+/// itself (`agent_exited`) or could not continue its own session (`native_refused`), or its owner
+/// died with it live (`server_died`).
 fn after(record: &SessionRecord) -> &'static str {
     match record.state {
         SessionState::Idle => "idle_release",
         SessionState::Stopped => "server_stopped",
         SessionState::AgentExited => "agent_exited",
+        SessionState::NativeRefused => "native_refused",
         _ => "server_died",
     }
 }
@@ -126,12 +128,21 @@ impl Server {
         // First the agent's own state from the store (restored into this server's home, then
         // resumed natively), then its files where this home still has them, then a replay.
         let held = self.stored_snapshot(&record).await?;
+        // An agent that took the open of its own session but refused it on the first turn would
+        // take the open again and fail the same way: it is replayed.
+        let refused = record.state == SessionState::NativeRefused;
+        if refused {
+            tracing::warn!(session = %record.id, "its agent could not continue its own session last time: brought back by a replay");
+        }
         let mut attempts = Vec::new();
-        if let Some(chain) = held.as_ref().filter(|chain| chain.snapshot.is_native()) {
+        if let Some(chain) = held
+            .as_ref()
+            .filter(|chain| !refused && chain.snapshot.is_native())
+        {
             let snapshot = chain.snapshot.clone();
             attempts.push((request.clone().with_snapshot(snapshot), "snapshot"));
         }
-        if let Some(native) = &native {
+        if let Some(native) = native.as_ref().filter(|_| !refused) {
             let again = request
                 .clone()
                 .with_session(SessionSelector::Resume(SessionRef::native(native)));
@@ -213,6 +224,7 @@ impl Server {
             prime,
             interrupted,
             snapshots: held.map(Snapshots::held).unwrap_or_default(),
+            native: how == How::Native,
         };
         Ok(self.adopt(&record.id, origin, session, continuity))
     }

@@ -122,6 +122,10 @@ pub(crate) struct LiveSession {
     /// The snapshot still being taken aside after a turn (its export outlasted
     /// [`SNAPSHOT_WAIT`]): a newer one supersedes it.
     aside: Mutex<Option<tokio::task::AbortHandle>>,
+    /// Brought back natively and no turn ended since: an agent may take the open of its own
+    /// session and only fail to load it on the first turn (an agent that loads it lazily), and
+    /// that turn's `SessionNotFound` then means it cannot continue it ([`refused_its_session`]).
+    unproven: std::sync::atomic::AtomicBool,
 }
 
 /// A session's snapshot in the store, as its server knows it (`store::snapshots`).
@@ -164,6 +168,9 @@ pub(crate) struct Continuity {
     pub(crate) interrupted: Option<u64>,
     /// What the store keeps of its snapshot (read when it was brought back).
     pub(crate) snapshots: Snapshots,
+    /// Brought back continuing its agent's own session (`native`): its first turn shows whether
+    /// the agent can.
+    pub(crate) native: bool,
 }
 
 impl Continuity {
@@ -221,6 +228,36 @@ fn keep_outcome(state: &mut TurnState, outcome: crate::wire::TurnOutcome) {
         state.outcomes.pop_front();
     }
     state.outcomes.push_back(outcome);
+}
+
+/// Whether `event` is the agent's output in its turn: an item of its own (an answer, a tool call,
+/// reasoning) or a request to the caller; not the user's message, a status or an error.
+fn agent_output(event: &UniversalEvent) -> bool {
+    use agent_api::universal::{EventSource, ItemKind, ItemRole};
+    match &event.body {
+        UniversalEventBody::ItemStarted(data) | UniversalEventBody::ItemCompleted(data) => {
+            event.source != EventSource::Daemon
+                && data.item.kind != ItemKind::Status
+                && data.item.role != Some(ItemRole::User)
+        }
+        UniversalEventBody::PermissionRequested(_) | UniversalEventBody::QuestionRequested(_) => {
+            true
+        }
+        _ => false,
+    }
+}
+
+/// Whether a turn that ended `done` shows that the agent cannot continue its own session: the
+/// first turn of a session brought back natively (`unproven`) failed with
+/// [`agent_api::AgentError::SessionNotFound`] before any output (`output`). The agent took the
+/// open (it loads its session lazily) and would take it again, so the session is let go as
+/// [`SessionState::NativeRefused`] and the next bring-back replays.
+fn refused_its_session(
+    unproven: bool,
+    output: bool,
+    done: &Result<agent_api::RunCompletion, agent_api::AgentError>,
+) -> bool {
+    unproven && !output && matches!(done, Err(agent_api::AgentError::SessionNotFound { .. }))
 }
 
 /// Why a session that takes no more messages here refuses one: 409 `session_ended` when it
@@ -386,6 +423,7 @@ impl LiveSession {
             last_active: Mutex::new(std::time::Instant::now()),
             snapshots: Mutex::new(continuity.snapshots),
             aside: Mutex::new(None),
+            unproven: std::sync::atomic::AtomicBool::new(continuity.native),
         })
     }
 
@@ -1083,6 +1121,7 @@ impl LiveSession {
         // What waits when the store is free goes in one write.
         let mut chunks = events.ready_chunks(256);
         let mut exited = false;
+        let mut output = false;
         let mut failed = None;
         let mut lost = None;
         while let Some(chunk) = chunks.next().await {
@@ -1090,6 +1129,7 @@ impl LiveSession {
                 continue;
             }
             watch.events(&chunk);
+            output |= chunk.iter().any(agent_output);
             let mut chunk = chunk;
             // The agent's own end (it crashed, or was killed, mid-turn) is not the session's:
             // only a client's terminate (or the idle TTL) ends one. The turn's `turn_failed` and
@@ -1121,6 +1161,8 @@ impl LiveSession {
             }
         }
         let done = completion.await;
+        let unproven = self.unproven.swap(false, Ordering::SeqCst);
+        let refused = refused_its_session(unproven, output, &done);
         watch.ended(&done, failed.is_some());
         let mut outcome = self.outcome_of(turn, &done, failed.as_deref(), lost.as_ref());
         if let Ok(Some(usage)) = done.map(|done| done.usage) {
@@ -1173,14 +1215,18 @@ impl LiveSession {
         // Stored, or the server keeps it (ended) so that a message is told it ended; a server
         // started again on the store closes its turn as interrupted.
         let mut forget = true;
-        // The agent exited: its session is let go here (unless a terminate or a release that
-        // holds it does so) and brought back by the next message.
+        // The agent exited, or cannot continue its own session: its session is let go here
+        // (unless a terminate or a release that holds it does so) and brought back by the next
+        // message (by a replay when it refused its own session).
         let mut let_go = false;
         if let Some(why) = &failed {
             self.state().ended = true;
             forget = self.end_for_store(why).await;
+        } else if refused {
+            tracing::warn!(session = %self.id, turn, "the agent took the open of its own session but cannot load it; the next message brings the session back by a replay");
+            let_go = self.let_go_of_agent(SessionState::NativeRefused).await;
         } else if exited {
-            let_go = self.let_go_of_exited_agent().await;
+            let_go = self.let_go_of_agent(SessionState::AgentExited).await;
         }
         let (steer_images, next) = {
             let mut state = self.state();
@@ -1199,11 +1245,11 @@ impl LiveSession {
         drop(steer_images);
         self.feed.send(Feed::TurnEnded(turn));
         if let_go {
-            self.drop_queue(
-                axum::http::StatusCode::CONFLICT,
-                "message_dropped",
-                "the agent exited during the turn before this queued message, and the queue was dropped with it: send it again (the session is brought back)",
-            );
+            let why = match refused {
+                true => "the agent could not continue its own session in the turn before this queued message, and the queue was dropped with it: send it again (the session is brought back by a replay)",
+                false => "the agent exited during the turn before this queued message, and the queue was dropped with it: send it again (the session is brought back)",
+            };
+            self.drop_queue(axum::http::StatusCode::CONFLICT, "message_dropped", why);
             self.feed.send(Feed::Ended);
         } else if failed.is_some() {
             self.drop_queue(
@@ -1257,17 +1303,18 @@ impl LiveSession {
         }
     }
 
-    /// Its agent exited by itself during a turn (whose end is stored): the agent session is
-    /// closed (its trailing events are its own end, not stored), the session stored as
-    /// [`SessionState::AgentExited`] and forgotten, so that the next message brings it back
-    /// (`session_resumed`, `after=agent_exited`). Returns whether it was let go here: not when a
-    /// terminate or a release holds the agent session (it ends or releases it itself), nor
-    /// when another server owns the session now.
-    async fn let_go_of_exited_agent(&self) -> bool {
+    /// Its agent exited by itself during a turn, or refused its own session (the turn's end is
+    /// stored): the agent session is closed (its trailing events are its own end, not stored),
+    /// the session stored as `state` ([`SessionState::AgentExited`],
+    /// [`SessionState::NativeRefused`]) and forgotten, so that the next message brings it back
+    /// (`session_resumed`, `after=agent_exited` or `after=native_refused`). Returns whether it
+    /// was let go here: not when a terminate or a release holds the agent session (it ends or
+    /// releases it itself), nor when another server owns the session now.
+    async fn let_go_of_agent(&self, state: SessionState) -> bool {
         let Ok(session) = self.session.try_lock() else {
             return false;
         };
-        self.let_go(session, SessionState::AgentExited).await
+        self.let_go(session, state).await
     }
 
     /// Closes the agent session `session` holds (its trailing events are the agent's own end,
@@ -1529,6 +1576,30 @@ mod tests {
         assert!(!info.ended, "{info:?}");
         assert_ne!(info.state.as_deref(), Some("ended"), "{info:?}");
         assert!(!info.live, "{info:?}");
+    }
+
+    /// Only the first turn of a session brought back natively, failed as `SessionNotFound`
+    /// before any output, says that the agent cannot continue its own session: a later turn, one
+    /// whose agent answered first, or one that failed otherwise is a turn's failure only.
+    #[test]
+    fn only_a_first_native_turn_refused_before_any_output_means_the_agent_lost_its_session() {
+        use agent_api::AgentError;
+        let not_found = || -> Result<agent_api::RunCompletion, AgentError> {
+            Err(AgentError::SessionNotFound { id: "n".into() })
+        };
+        assert!(refused_its_session(true, false, &not_found()));
+        assert!(!refused_its_session(false, false, &not_found()));
+        assert!(!refused_its_session(true, true, &not_found()));
+        assert!(!refused_its_session(
+            true,
+            false,
+            &Err(AgentError::SessionClosed)
+        ));
+        assert!(!refused_its_session(
+            true,
+            false,
+            &Ok(agent_api::RunCompletion::new())
+        ));
     }
 
     /// A message that met a session this server has just lost (another server claimed it while

@@ -74,8 +74,8 @@ pub(crate) struct ForwardLabels {
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub(crate) struct TakeoverLabel {
-    /// Why the session was not running: `server_died`, `server_stopped`, `idle_release` or
-    /// `agent_exited`.
+    /// Why the session was not running: `server_died`, `server_stopped`, `idle_release`,
+    /// `agent_exited` or `native_refused`.
     pub(crate) after: &'static str,
 }
 

@@ -594,8 +594,12 @@ impl Server {
             "ended"
         } else if here.is_some() {
             "live"
-        } else if record.state == SessionState::AgentExited {
-            // Its agent exited by itself: no server holds one, the next message brings it back.
+        } else if matches!(
+            record.state,
+            SessionState::AgentExited | SessionState::NativeRefused
+        ) {
+            // Its agent exited by itself, or could not continue its own session: no server holds
+            // one, the next message brings it back.
             "resumable"
         } else if record.owner.as_deref() == Some(self.daemon_id()) {
             // Ours, its agent released (or being brought back).

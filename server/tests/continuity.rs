@@ -1126,3 +1126,88 @@ async fn a_stored_snapshot_cut_short_damaged_or_missing_brings_the_session_back_
         );
     }
 }
+
+/// An agent that takes the open of its own session and only fails to load it on the first turn
+/// (as Gemini CLI 0.61.0's ACP `session/load` does: "No previous sessions found"; the scripted
+/// agent's `refuse_load`): brought back natively, that turn fails once, typed
+/// (`session_not_found`), and the session is not left broken: its next message brings it back
+/// by a flagged replay (a second seam, `how=replay after=native_refused`, `resumedHow`), primed
+/// with the transcript, with no gap.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_agent_that_cannot_load_its_own_session_on_the_first_turn_is_brought_back_by_a_flagged_replay(
+) {
+    let store = StoreUrl::Memory.open().await.unwrap();
+    let config = ServerConfig::default().with_idle_release(Some(Duration::from_millis(200)));
+    let api = on(&store, config).await;
+    let refusing = json!({"agent": "scripted", "options": {"backend.scripted.scenario": "text", "backend.scripted.delay_ms": 0, "backend.scripted.refuse_load": true}});
+    api.post("/v1/sessions/lazy", refusing).await;
+    api.post(
+        "/v1/sessions/lazy/messages",
+        json!({"message": "My name is Ada"}),
+    )
+    .await;
+    turns_ended(&api, "lazy", 1).await;
+    state_reached(&api, "lazy", "idle").await;
+
+    // Brought back natively: the open is taken, the first turn fails.
+    let outcome = api
+        .post(
+            "/v1/sessions/lazy/messages?wait=true",
+            json!({"message": "What is my name?"}),
+        )
+        .await
+        .json();
+    assert_eq!(
+        (&outcome["status"], &outcome["error"]["code"]),
+        (&json!("failed"), &json!("session_not_found")),
+        "{outcome}"
+    );
+    let served = turns_ended(&api, "lazy", 2).await;
+    check_continuous(&served);
+    let seams = statuses(&served, "session_resumed");
+    assert_eq!(seams.len(), 1, "{served:#?}");
+    let errors: Vec<&Value> = served.iter().filter(|e| e["type"] == "error").collect();
+    assert_eq!(errors.len(), 1, "one terminal error: {served:#?}");
+    assert_eq!(errors[0]["data"]["code"], "session_not_found");
+    // Let go, not left broken: resumable, and not natively again.
+    let info = state_reached(&api, "lazy", "resumable").await;
+    assert_eq!(info["live"], json!(false), "{info}");
+    assert_eq!(
+        store.session("lazy").await.unwrap().unwrap().state,
+        SessionState::NativeRefused
+    );
+
+    // The next message brings it back by a flagged replay, primed with the transcript.
+    let sent = api
+        .post(
+            "/v1/sessions/lazy/messages",
+            json!({"message": "What is my name, again?"}),
+        )
+        .await;
+    assert_eq!(sent.status, 204, "{:?}", sent.body);
+    let events = turns_ended(&api, "lazy", 3).await;
+    assert_eq!(events[..served.len()], served[..], "nothing served changed");
+    check_continuous(&events);
+    let seams = statuses(&events, "session_resumed");
+    assert_eq!(seams.len(), 2, "one seam per bring-back: {events:#?}");
+    let detail = seams[1]["data"]["item"]["content"][0]["detail"]
+        .as_str()
+        .unwrap();
+    assert!(
+        detail.contains("how=replay from=transcript") && detail.contains("after=native_refused"),
+        "{detail}"
+    );
+    assert_eq!(
+        events.iter().filter(|e| e["type"] == "error").count(),
+        1,
+        "the refused turn's error only: {events:#?}"
+    );
+    let answer = answers(&events).pop().unwrap();
+    assert!(answer.contains("My name is Ada"), "primed: {answer}");
+    let info = api.get("/v1/sessions/lazy").await.json();
+    assert_eq!(
+        (&info["state"], &info["resumedHow"]),
+        (&json!("live"), &json!("replay")),
+        "{info}"
+    );
+}

@@ -43,7 +43,8 @@ use agent_api::kit::caller_tools::client::McpClient;
 use agent_api::kit::caller_tools::ToolServer;
 use agent_api::kit::{start_run, start_session, RunSettings, Transport};
 use agent_api::{
-    AgentBackend, AgentError, AgentKind, BackendInfo, CapabilitySet, RunHandle, RunRequest, Session,
+    AgentBackend, AgentError, AgentKind, BackendInfo, CapabilitySet, RunHandle, RunRequest,
+    Session, SessionSelector,
 };
 use async_trait::async_trait;
 use std::sync::LazyLock;
@@ -85,6 +86,11 @@ pub struct ScriptedOptions {
     /// How long exporting a session's snapshot takes, in milliseconds (none when absent): an
     /// agent whose export starts a CLI of its own, slow on a loaded machine.
     pub export_delay_ms: Option<u64>,
+    /// Refuses every turn of a session opened to continue one (`SessionSelector::Resume`) with
+    /// `AgentError::SessionNotFound`, the open itself taken: an agent that loads its session
+    /// lazily, on the first turn, and fails to although its files are there (as an ACP agent's
+    /// failing `session/load` does). Off when absent.
+    pub refuse_load: Option<bool>,
 }
 
 impl ScriptedOptions {
@@ -222,10 +228,15 @@ impl AgentBackend for ScriptedBackend {
         let first = self
             .sessions
             .begin(&request.session, home.as_deref(), None)?;
+        let refuse = request.options::<ScriptedOptions>()?.refuse_load == Some(true)
+            && matches!(request.session, SessionSelector::Resume(_));
         let sessions = self.sessions.clone();
         let model = request.model.clone();
         let mut last: Option<sessions::SessionTurn> = None;
         let script_for = move |prompt: &str, plan: bool| {
+            if refuse {
+                return scenario::refused(&first.id, model.as_deref());
+            }
             let turn = match &last {
                 None => {
                     if let Err(e) = sessions.record(home.as_deref(), &first, prompt) {

@@ -16,7 +16,7 @@ use agent_api::universal::{ContentPart, ItemRole, ReasoningVisibility, ToolMeta}
 use agent_api::{AgentError, PermissionPolicy, Prompt, QuestionAnswer, RunCompletion};
 use serde_json::{json, Value};
 
-use crate::wire::{AgentLine, ClientLine, FlatAgentLine, LeadingLine};
+use crate::wire::{AgentLine, ClientLine, FlatAgentLine, LeadingLine, SESSION_NOT_FOUND};
 
 /// Where a shell call runs: what its result repeats.
 #[derive(Debug, Default)]
@@ -241,6 +241,22 @@ impl ScriptedProtocol {
                 let usage = Usage::tokens(input_tokens, output_tokens);
                 self.done = Some((status, usage));
                 if self.session {
+                    // The session it was asked to continue could not be loaded: the one it
+                    // reported (as an agent that loads its session lazily says, on the first turn).
+                    let refused = self
+                        .done
+                        .as_ref()
+                        .is_some_and(|(status, _)| status == SESSION_NOT_FOUND);
+                    if refused {
+                        self.done = None;
+                        let id = ctx
+                            .transcript
+                            .native_session_id()
+                            .unwrap_or_default()
+                            .to_string();
+                        ctx.end_turn(Err(AgentError::SessionNotFound { id }));
+                        return;
+                    }
                     let outcome = self.outcome().unwrap_or_else(|| {
                         Err(AgentError::Protocol {
                             reason: "no outcome".into(),

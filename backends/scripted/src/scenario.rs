@@ -250,3 +250,17 @@ impl Scenario {
         steps
     }
 }
+
+/// A turn refused because the session it continues cannot be loaded: the session it was asked
+/// for reported, then the turn's end ([`crate::wire::SESSION_NOT_FOUND`]), with no output.
+pub(crate) fn refused(id: &str, model: Option<&str>) -> Vec<Step> {
+    vec![
+        Step::Emit(AgentLine::Session {
+            id: id.to_string(),
+            model: model.unwrap_or("scripted-1").to_string(),
+        }),
+        Step::Done {
+            status: crate::wire::SESSION_NOT_FOUND,
+        },
+    ]
+}

@@ -5,6 +5,10 @@
 use agent_api::kit::LineStr;
 use serde::{Deserialize, Serialize};
 
+/// The `status` of a [`AgentLine::Done`] ending a turn that could not load the session it was
+/// asked to continue (`AgentError::SessionNotFound`).
+pub const SESSION_NOT_FOUND: &str = "session_not_found";
+
 /// A line the scripted agent writes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -91,7 +95,8 @@ pub enum AgentLine {
     },
     /// The turn is over.
     Done {
-        /// `success`, `error` or `interrupted`.
+        /// `success`, `error`, `interrupted`, or [`SESSION_NOT_FOUND`] (the session it was
+        /// asked to continue cannot be loaded).
         status: String,
         /// Input tokens the script pretends to have used.
         input_tokens: u64,

@@ -163,8 +163,9 @@ pub struct SessionRecord {
     /// Where its agent worked.
     pub working_dir: Option<String>,
     /// What its owner does with it: [`SessionState::Live`] (holds its agent),
-    /// [`SessionState::Idle`] (released its agent), [`SessionState::Stopped`] (stopped cleanly)
-    /// or [`SessionState::AgentExited`] (its agent exited by itself).
+    /// [`SessionState::Idle`] (released its agent), [`SessionState::Stopped`] (stopped cleanly),
+    /// [`SessionState::AgentExited`] (its agent exited by itself) or
+    /// [`SessionState::NativeRefused`] (its agent could not continue its own session).
     pub state: SessionState,
     /// The turns started.
     pub turns: u64,
@@ -196,6 +197,11 @@ pub enum SessionState {
     /// Its agent exited by itself (it crashed, or was killed) during a turn; its owner holds
     /// none, and the next message brings the session back.
     AgentExited,
+    /// Brought back natively, its agent took the open but refused its own session on the first
+    /// turn (`AgentError::SessionNotFound`, before any output: an agent that loads its session
+    /// lazily and cannot); its owner holds none, and the next message brings the session back by
+    /// a flagged replay, not natively again.
+    NativeRefused,
 }
 
 impl SessionState {
@@ -206,6 +212,7 @@ impl SessionState {
             Self::Idle => "idle",
             Self::Stopped => "stopped",
             Self::AgentExited => "agent_exited",
+            Self::NativeRefused => "native_refused",
         }
     }
 
@@ -215,6 +222,7 @@ impl SessionState {
             "idle" => Self::Idle,
             "stopped" => Self::Stopped,
             "agent_exited" => Self::AgentExited,
+            "native_refused" => Self::NativeRefused,
             _ => Self::Live,
         }
     }
