@@ -11,6 +11,9 @@
 //! works, having seen the turns the store kept. One `session_resumed` seam per server, no gap.
 //! About a minute per CLI.
 //!
+//! Gemini CLI on its default ACP interface, whose own `session/load` fails on the first turn
+//! after a native bring-back: that turn fails typed, and the next message replays, flagged.
+//!
 //! Each starts with `agent_bench::e2e_bench_or_explain`: a missing CLI fails the test with the
 //! install instructions (`bash tests/bench/install-clis.sh`), unless `AGENT_API_E2E=skip` asks to
 //! skip, which it then says loudly.
@@ -215,16 +218,16 @@ enum Chain {
     Short,
 }
 
-/// The chain of the module's docs for `cli`, the server's agent `agent`.
-async fn outlives_its_servers(cli: Cli, agent: &str, chain: Chain) {
-    let Some((model, _unused)) = agent_bench::e2e_bench_or_explain(cli, "echo").await else {
-        return;
-    };
-    let dir = tempfile::tempdir().unwrap();
-    let store = format!("sqlite:{}", dir.path().join("server.sqlite3").display());
-
-    // A: the first turn, then SIGKILL.
-    let a = Machine::start(&store, &model, cli, agent, "a", "echo");
+/// Server A on `store`, serving `child` ([`ChildAgent`]): the session `ada` of `agent`, its first
+/// turn (one user turn seen) and its snapshot kept, then A SIGKILLed; what A served.
+async fn first_turn_then_killed(
+    store: &str,
+    model: &ModelServer,
+    cli: Cli,
+    child: &str,
+    agent: &str,
+) -> Vec<Value> {
+    let a = Machine::start(store, model, cli, child, "a", "echo");
     let created = a
         .api
         .post(
@@ -238,6 +241,19 @@ async fn outlives_its_servers(cli: Cli, agent: &str, chain: Chain) {
     assert!(last_answer(&served).contains("user_turns=1"), "{served:#?}");
     snapshot_kept(&a.api, 1).await;
     assert!(!a.stop(libc::SIGKILL).success());
+    served
+}
+
+/// The chain of the module's docs for `cli`, the server's agent `agent`.
+async fn outlives_its_servers(cli: Cli, agent: &str, chain: Chain) {
+    let Some((model, _unused)) = agent_bench::e2e_bench_or_explain(cli, "echo").await else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let store = format!("sqlite:{}", dir.path().join("server.sqlite3").display());
+
+    // A: the first turn, then SIGKILL.
+    let served = first_turn_then_killed(&store, &model, cli, agent, agent).await;
 
     // B, an empty home: two user turns seen, one seam; then SIGTERM.
     let b = Machine::start(&store, &model, cli, agent, "b", "echo");
@@ -342,4 +358,75 @@ async fn e2e_a_codex_session_outlives_killed_stopped_and_replaced_servers() {
 #[tokio::test(flavor = "multi_thread")]
 async fn e2e_an_opencode_session_outlives_a_killed_server_on_an_empty_home() {
     outlives_its_servers(Cli::OpenCode, "opencode", Chain::Short).await;
+}
+
+/// Gemini CLI on its default ACP interface, whose own `session/load` fails ("No previous sessions
+/// found", `agent_api_gemini`'s docs) although the server opened the session natively from its
+/// snapshot: the first turn on B fails once, typed (`session_not_found`), and the next message
+/// brings the session back by a flagged replay (a second seam, `how=replay after=native_refused`,
+/// `resumedHow: replay`) that answers; no gap. Should the CLI load its session one day, B's turn
+/// answers natively having seen both turns, and the test says so.
+#[tokio::test(flavor = "multi_thread")]
+async fn e2e_a_gemini_acp_session_whose_load_fails_after_a_killed_server_is_replayed_flagged() {
+    let cli = Cli::Gemini;
+    let Some((model, _unused)) = agent_bench::e2e_bench_or_explain(cli, "echo").await else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let store = format!("sqlite:{}", dir.path().join("server.sqlite3").display());
+    let served = first_turn_then_killed(&store, &model, cli, "gemini_acp", "gemini").await;
+
+    let b = Machine::start(&store, &model, cli, "gemini_acp", "b", "echo");
+    b.send("What is my name?").await;
+    let events = turns_ended(&b.api, 2).await;
+    check_continuous(&events, &served);
+    let seams = statuses(&events, "session_resumed");
+    assert!(
+        seams.len() == 1 && seams[0].contains("how=native from=snapshot"),
+        "{seams:?}"
+    );
+    if statuses(&events, "turn_failed").is_empty() {
+        eprintln!("Gemini CLI loaded its own session on ACP: nothing to replay");
+        let answer = last_answer(&events[served.len()..]);
+        assert!(answer.contains("user_turns=2"), "{events:#?}");
+        return;
+    }
+    let errors: Vec<&Value> = events.iter().filter(|e| e["type"] == "error").collect();
+    assert_eq!(errors.len(), 1, "{events:#?}");
+    assert_eq!(
+        errors[0]["data"]["code"], "session_not_found",
+        "{events:#?}"
+    );
+    let served = events;
+    let deadline = tokio::time::Instant::now() + AGENT_STEP;
+    while b.api.get("/v1/sessions/ada").await.json()["state"] != "resumable" {
+        assert!(tokio::time::Instant::now() < deadline, "not let go");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+
+    b.send("What is my name, again?").await;
+    let events = turns_ended(&b.api, 3).await;
+    check_continuous(&events, &served);
+    let seams = statuses(&events, "session_resumed");
+    assert!(
+        seams.len() == 2
+            && seams[1].contains("how=replay from=transcript")
+            && seams[1].contains("after=native_refused"),
+        "{seams:?}"
+    );
+    assert_eq!(statuses(&events, "turn_failed"), ["turn 2"], "{events:#?}");
+    assert!(
+        last_answer(&events[served.len()..]).contains("user_turns="),
+        "the replay answered: {events:#?}"
+    );
+    let info = b.api.get("/v1/sessions/ada").await.json();
+    assert_eq!(
+        (&info["state"], &info["resumedHow"]),
+        (&json!("live"), &json!("replay")),
+        "{info}"
+    );
+    assert_eq!(
+        b.api.post_empty("/v1/sessions/ada/terminate").await.status,
+        204
+    );
 }

@@ -21,7 +21,8 @@ pub struct ChildAgent {
 
 impl ChildAgent {
     /// The server `name`'s agent `agent` (a bench CLI's name: `claude_code`, `codex`, `opencode`,
-    /// `gemini` or `qwen`), as `sandbox` sets it up.
+    /// `gemini` or `qwen`; `gemini_acp`: Gemini CLI left on its default ACP interface), as
+    /// `sandbox` sets it up.
     pub fn new(agent: &str, name: &str, sandbox: &Sandbox) -> Self {
         Self {
             agent: agent.into(),
@@ -75,6 +76,7 @@ impl ChildAgent {
                 Some(agent_bench::sandbox::GEMINI_MODEL),
                 &[("backend.gemini.interface", "headless")],
             ),
+            "gemini_acp" => (Some(agent_bench::sandbox::GEMINI_MODEL), &[]),
             _ => (None, &[]),
         }
     }
@@ -140,13 +142,13 @@ impl ChildAgent {
                 config.working_dir = Some(self.cwd.clone());
                 Arc::new(agent_api_opencode::OpenCodeBackend::new(config))
             }
-            "gemini" | "qwen" => {
+            "gemini" | "gemini_acp" | "qwen" => {
                 let mut config =
                     agent_api_acp::AcpConfig::with_binary(&self.program).working_dir(&self.cwd);
                 for (key, value) in &self.env {
                     config = config.env(key, value);
                 }
-                if self.agent == "gemini" {
+                if self.agent.starts_with("gemini") {
                     Arc::new(agent_api_gemini::GeminiBackend::new(config))
                 } else {
                     Arc::new(agent_api_qwen::QwenBackend::new(config))
