@@ -715,6 +715,7 @@ impl Core {
                     self.on_caller_wait_over();
                 }
             }
+            self.transcript.next_moment();
             // Between a session's turns nobody takes events: they wait in the transcript for
             // the next turn (or `close`).
             let handed_over = caller.turn.is_some() && self.stage();

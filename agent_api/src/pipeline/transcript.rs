@@ -88,6 +88,8 @@ pub struct Transcript {
     decider: Option<DecidedBy>,
     /// Bumped whenever a permission request or question is asked or resolved.
     requests_changed: u64,
+    /// The time of the events emitted at this moment ([`Transcript::next_moment`]): read and
+    /// formatted once for all of them.
     now: Option<Arc<str>>,
     events: Vec<UniversalEvent>,
     /// Events emitted by retry notices (`api_retry` statuses) since the driver last asked
@@ -250,6 +252,13 @@ impl Transcript {
             _ => Vec::with_capacity(room),
         };
         std::mem::replace(&mut self.events, next)
+    }
+
+    /// What is emitted from now on is stamped anew: the events of one moment (the lines read
+    /// together, a command handled) share a time, and the next moment's do not take it over,
+    /// even where the earlier events still wait to be taken (a session's between its turns).
+    pub(crate) fn next_moment(&mut self) {
+        self.now = None;
     }
 
     /// Takes the events emitted so far.

@@ -264,3 +264,55 @@ async fn a_protocol_that_cannot_be_steered_refuses_naming_the_capability_and_an_
     let (_events, completion) = handle.collect_universal().await;
     assert!(completion.is_ok(), "a refused steer leaves the run alone");
 }
+
+/// The time of an event as it says.
+fn time_of(event: &UniversalEvent) -> std::time::SystemTime {
+    humantime::parse_rfc3339(&event.time).expect("an RFC 3339 time")
+}
+
+#[tokio::test]
+async fn a_turn_started_after_output_held_between_turns_is_stamped_when_it_starts() {
+    // Between its turns the agent says something (stderr): nobody takes it then, it waits in
+    // the transcript; the next turn starts later and its own events must say so.
+    let script = r#"read turn; echo '{"done":true}'; echo "between turns" >&2; read turn; echo '{"done":true}'"#;
+    let spec = CommandSpec::new("/bin/sh")
+        .args(["-c", script])
+        .with_stdin();
+    let transport = Transport::spawn(&spec, 1024 * 1024).expect("sh spawns");
+    let mut session = start_session(settings(), transport, Box::new(Chatty));
+    let first = session.send("one").await.expect("turn 1 starts");
+    let (events, completion) = first.into_universal();
+    let _: Vec<UniversalEvent> = events.collect().await;
+    completion.await.expect("turn 1 completes");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let before = std::time::SystemTime::now();
+    let second = session.send("two").await.expect("turn 2 starts");
+    let (events, completion) = second.into_universal();
+    let events: Vec<UniversalEvent> = events.collect().await;
+    completion.await.expect("turn 2 completes");
+    let held = events
+        .iter()
+        .find(|event| notice_of(event).as_deref() == Some("between turns"))
+        .expect("the notice said between the turns comes with turn 2");
+    assert!(
+        time_of(held) < before,
+        "the notice keeps the time it was said"
+    );
+    let item_of = |event: &UniversalEvent| match &event.body {
+        UniversalEventBody::ItemStarted(data) | UniversalEventBody::ItemCompleted(data) => {
+            Some(data.item.item_id.clone())
+        }
+        _ => None,
+    };
+    let notice_item = item_of(held);
+    for event in events.iter().filter(|event| item_of(event) != notice_item) {
+        assert!(
+            time_of(event) >= before,
+            "an event of turn 2 is stamped {} though the turn started after {}: {:?}",
+            event.time,
+            humantime::format_rfc3339_nanos(before),
+            event.body
+        );
+    }
+    session.close().await.expect("the session closes");
+}
