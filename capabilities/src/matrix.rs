@@ -81,7 +81,9 @@ const WHY_NOT: &[(&str, &str)] = &[
          service: the id is enough) and the scripted agent export and import their sessions, each proven on \
          its real CLI in an empty home and another working directory. Gemini CLI 0.61.0 resumes a restored \
          chat on its headless interface (`--resume`); its own ACP `session/load` resets the chat it loads \
-         before reading it, in any home (`agent_api_gemini`'s docs). The generic ACP kind does not know where \
+         before reading it, in any home (`agent_api_gemini`'s docs): a server that brings such a session back \
+         natively on ACP sees the first turn fail `session_not_found` and replays it, flagged, at the next \
+         message (`http-api.md`, \"Continuity\"; fault 205). The generic ACP kind does not know where \
          its agent keeps sessions: `session/load` where the agent offers it and still holds the session, else \
          flagged replay.",
     ),
