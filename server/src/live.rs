@@ -1121,6 +1121,9 @@ impl LiveSession {
         // What waits when the store is free goes in one write.
         let mut chunks = events.ready_chunks(256);
         let mut exited = false;
+        // Whether the agent said anything in this turn: asked only in the first turn after a
+        // native bring-back (`refused_its_session`), and only until it has.
+        let watching = self.unproven.load(Ordering::SeqCst);
         let mut output = false;
         let mut failed = None;
         let mut lost = None;
@@ -1129,7 +1132,9 @@ impl LiveSession {
                 continue;
             }
             watch.events(&chunk);
-            output |= chunk.iter().any(agent_output);
+            if watching && !output {
+                output = chunk.iter().any(agent_output);
+            }
             let mut chunk = chunk;
             // The agent's own end (it crashed, or was killed, mid-turn) is not the session's:
             // only a client's terminate (or the idle TTL) ends one. The turn's `turn_failed` and
