@@ -238,25 +238,20 @@ impl ScriptedProtocol {
                 input_tokens,
                 output_tokens,
             } => {
+                if self.session && status == SESSION_NOT_FOUND {
+                    // The session it was asked to continue could not be loaded: the one it
+                    // reported (as an agent that loads its session lazily says, on the first turn).
+                    let id = ctx
+                        .transcript
+                        .native_session_id()
+                        .unwrap_or_default()
+                        .to_string();
+                    ctx.end_turn(Err(AgentError::SessionNotFound { id }));
+                    return;
+                }
                 let usage = Usage::tokens(input_tokens, output_tokens);
                 self.done = Some((status, usage));
                 if self.session {
-                    // The session it was asked to continue could not be loaded: the one it
-                    // reported (as an agent that loads its session lazily says, on the first turn).
-                    let refused = self
-                        .done
-                        .as_ref()
-                        .is_some_and(|(status, _)| status == SESSION_NOT_FOUND);
-                    if refused {
-                        self.done = None;
-                        let id = ctx
-                            .transcript
-                            .native_session_id()
-                            .unwrap_or_default()
-                            .to_string();
-                        ctx.end_turn(Err(AgentError::SessionNotFound { id }));
-                        return;
-                    }
                     let outcome = self.outcome().unwrap_or_else(|| {
                         Err(AgentError::Protocol {
                             reason: "no outcome".into(),
